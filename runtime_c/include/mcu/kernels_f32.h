@@ -1,0 +1,103 @@
+/**
+ * @file kernels_f32.h
+ * @brief Portable fp32 kernels. Layouts are physical: 4-D activations are
+ *        NHWC, convolution weights are OHWI ([out_c][kh][kw][in_c/groups]),
+ *        linear weights are [out_features][in_features].
+ *
+ * Every kernel validates its arguments and returns an mcu_status; none of
+ * them allocates. Unless a kernel says otherwise its output must not overlap
+ * its inputs.
+ */
+#ifndef MCU_KERNELS_F32_H
+#define MCU_KERNELS_F32_H
+
+#include <stdint.h>
+
+#include "mcu/status.h"
+#include "mcu/tensor.h"
+
+/** Convolution parameters. Padding at the bottom/right is implied by the
+ *  output size; padded input positions read as zero. */
+typedef struct {
+    mcu_shape4 input;   /**< NHWC */
+    mcu_shape4 output;  /**< NHWC; output.n == input.n */
+    int32_t kernel_h, kernel_w;
+    int32_t stride_h, stride_w;
+    int32_t pad_top, pad_left;
+    int32_t dilation_h, dilation_w;
+    int32_t groups;     /**< input.c and output.c are multiples of groups */
+    float act_min, act_max; /**< fused activation clamp; +-INFINITY for none */
+} mcu_conv2d_f32_params;
+
+/** 2-D convolution (general, grouped and depthwise). bias may be NULL. */
+mcu_status mcu_conv2d_f32(const mcu_conv2d_f32_params *p, const float *input,
+                          const float *weight, const float *bias, float *output);
+
+typedef struct {
+    int32_t batch;
+    int32_t in_features;
+    int32_t out_features;
+    float act_min, act_max;
+} mcu_linear_f32_params;
+
+/** output[b][o] = clamp(bias[o] + sum_i input[b][i] * weight[o][i]). bias may be NULL. */
+mcu_status mcu_linear_f32(const mcu_linear_f32_params *p, const float *input,
+                          const float *weight, const float *bias, float *output);
+
+/** Pooling window parameters shared by max and average pooling. */
+typedef struct {
+    mcu_shape4 input;   /**< NHWC */
+    mcu_shape4 output;  /**< NHWC; same n and c as input */
+    int32_t kernel_h, kernel_w;
+    int32_t stride_h, stride_w;
+    int32_t pad_top, pad_left, pad_bottom, pad_right;
+    int32_t dilation_h, dilation_w; /**< max pooling only; 1 for average pooling */
+    int32_t count_include_pad;      /**< average pooling: PyTorch's flag */
+    int32_t divisor_override;       /**< average pooling: 0 for none */
+    float act_min, act_max;
+} mcu_pool2d_f32_params;
+
+/** Max pooling; padded positions never win (PyTorch semantics). */
+mcu_status mcu_max_pool2d_f32(const mcu_pool2d_f32_params *p, const float *input, float *output);
+
+/** Average pooling with PyTorch's divisor rules (count_include_pad counts the
+ *  window clipped to the padded input; otherwise only real input positions). */
+mcu_status mcu_avg_pool2d_f32(const mcu_pool2d_f32_params *p, const float *input, float *output);
+
+/** Mean over H and W of an NHWC tensor: output is [n][c]. */
+mcu_status mcu_mean_hw_f32(const mcu_shape4 *input_shape, const float *input, float *output);
+
+/** Broadcasting binary ops over a physical output shape. Strides are in
+ *  elements, 0 where an operand is broadcast along that dimension. The output
+ *  may alias an input whose strides equal the output's contiguous strides. */
+typedef struct {
+    int32_t rank;                      /**< 1..MCU_MAX_DIMS */
+    int32_t out_shape[MCU_MAX_DIMS];
+    int32_t a_strides[MCU_MAX_DIMS];
+    int32_t b_strides[MCU_MAX_DIMS];
+    float act_min, act_max;
+} mcu_binary_f32_params;
+
+mcu_status mcu_add_f32(const mcu_binary_f32_params *p, const float *a, const float *b, float *output);
+mcu_status mcu_sub_f32(const mcu_binary_f32_params *p, const float *a, const float *b, float *output);
+mcu_status mcu_mul_f32(const mcu_binary_f32_params *p, const float *a, const float *b, float *output);
+mcu_status mcu_div_f32(const mcu_binary_f32_params *p, const float *a, const float *b, float *output);
+
+/** Elementwise clamp (ReLU, ReLU6, hardtanh, clamp). May run in place. */
+mcu_status mcu_clamp_f32(int32_t size, float min, float max, const float *input, float *output);
+/** Elementwise logistic sigmoid. May run in place. */
+mcu_status mcu_sigmoid_f32(int32_t size, const float *input, float *output);
+/** Elementwise tanh. May run in place. */
+mcu_status mcu_tanh_f32(int32_t size, const float *input, float *output);
+/** x * relu6(x + 3) / 6. May run in place. */
+mcu_status mcu_hardswish_f32(int32_t size, const float *input, float *output);
+
+/** Softmax over the middle axis of a tensor viewed as [outer][axis][inner]. */
+mcu_status mcu_softmax_f32(int32_t outer, int32_t axis, int32_t inner, const float *input, float *output);
+
+/** Inference batch norm with precomputed per-channel scale and shift over a
+ *  tensor viewed as [outer][channels][inner]. May run in place. */
+mcu_status mcu_batch_norm_f32(int32_t outer, int32_t channels, int32_t inner, const float *scale,
+                              const float *shift, const float *input, float *output);
+
+#endif /* MCU_KERNELS_F32_H */

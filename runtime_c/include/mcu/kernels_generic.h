@@ -1,0 +1,41 @@
+/**
+ * @file kernels_generic.h
+ * @brief Data-movement kernels that work on any dtype (element size in bytes).
+ */
+#ifndef MCU_KERNELS_GENERIC_H
+#define MCU_KERNELS_GENERIC_H
+
+#include <stdint.h>
+
+#include "mcu/status.h"
+#include "mcu/tensor.h"
+
+typedef struct {
+    int32_t rank;                  /**< 1..MCU_MAX_DIMS */
+    int32_t in_shape[MCU_MAX_DIMS];
+    int32_t perm[MCU_MAX_DIMS];    /**< output dim i is input dim perm[i] */
+} mcu_permute_params;
+
+/** Transpose a contiguous tensor. Output must not overlap input. */
+mcu_status mcu_permute(const mcu_permute_params *p, int32_t elem_size, const void *input, void *output);
+
+/** Concatenate along one axis of tensors viewed as [outer][chunk_i]:
+ *  for each of `outer` rows, copy chunk_bytes[i] bytes of input i in order. */
+mcu_status mcu_concat(int32_t outer, int32_t n_inputs, const int32_t *chunk_bytes,
+                      const void *const *inputs, void *output);
+
+typedef struct {
+    int32_t rank;                  /**< 1..MCU_MAX_DIMS */
+    int32_t in_shape[MCU_MAX_DIMS];
+    int32_t pad_before[MCU_MAX_DIMS];
+    int32_t pad_after[MCU_MAX_DIMS];
+} mcu_pad_params;
+
+/** Constant padding; `fill` points to one element of the fill value. */
+mcu_status mcu_pad(const mcu_pad_params *p, int32_t elem_size, const void *fill, const void *input,
+                   void *output);
+
+/** Plain copy of `bytes` bytes (reshape that cannot alias). */
+mcu_status mcu_copy(int32_t bytes, const void *input, void *output);
+
+#endif /* MCU_KERNELS_GENERIC_H */

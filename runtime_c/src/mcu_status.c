@@ -1,0 +1,16 @@
+#include "mcu/status.h"
+
+const char *mcu_status_str(mcu_status status)
+{
+    switch (status) {
+    case MCU_OK: return "ok";
+    case MCU_ERR_NULL_POINTER: return "null pointer";
+    case MCU_ERR_INVALID_ARG: return "invalid argument";
+    case MCU_ERR_SHAPE: return "shape mismatch";
+    case MCU_ERR_UNSUPPORTED: return "unsupported";
+    case MCU_ERR_BUFFER_TOO_SMALL: return "buffer too small";
+    case MCU_ERR_MISMATCH: return "output mismatch";
+    case MCU_ERR_PROGRAM_INVALID: return "invalid program";
+    }
+    return "unknown status";
+}
