@@ -1,0 +1,61 @@
+"""Stage 2: the Edge dialect.
+
+``run_decompositions()`` lowers the captured graph to Core ATen; the verifier
+then checks the properties every later stage relies on: functional (no
+in-place or aliasing mutation), static shapes, explicit dtypes, and only ops
+that the lowering knows (Core ATen plus quantize/dequantize). An op outside
+that set is an error naming the op and the user's source line.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Callable, Iterable
+
+import torch
+from torch.fx import Node
+
+from mcu.errors import McuError
+from mcu.sourceinfo import user_source_line
+
+
+def to_edge(ep: torch.export.ExportedProgram) -> torch.export.ExportedProgram:
+    try:
+        return ep.run_decompositions()
+    except Exception as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise McuError(f"decomposition to Core ATen failed: {first}") from None
+
+
+def op_name(target: object) -> str:
+    if isinstance(target, torch._ops.OpOverload):
+        return f"aten.{target._schema.name.split('::')[-1]}.{target._overloadname}" if target.namespace == "aten" \
+            else f"{target.namespace}.{target._schema.name.split('::')[-1]}.{target._overloadname}"
+    return getattr(target, "__name__", str(target))
+
+
+def verify_edge(ep: torch.export.ExportedProgram, supported: Iterable[object],
+                is_supported: Callable[[Node], bool] | None = None) -> None:
+    """Raise :class:`McuError` for the first node that breaks the Edge contract."""
+    supported = set(supported)
+    for node in ep.graph.nodes:
+        if node.op != "call_function":
+            continue
+        val = node.meta.get("val")
+        for v in (val if isinstance(val, (tuple, list)) else [val]):
+            if isinstance(v, torch.Tensor):
+                if any(not isinstance(s, int) for s in v.shape):
+                    raise McuError(f"{op_name(node.target)} has a dynamic shape {list(v.shape)}"
+                                   f"{user_source_line(node)}", hint="export with static shapes")
+                if v.dtype.is_complex:
+                    raise McuError(f"cannot lower {op_name(node.target)}: complex tensors are not supported"
+                                   f"{user_source_line(node)}")
+        if node.target is operator.getitem:
+            continue
+        schema = getattr(node.target, "_schema", None)
+        if schema is not None and schema.is_mutable:
+            raise McuError(f"{op_name(node.target)} mutates its input{user_source_line(node)}",
+                           hint="use the out-of-place form of the op")
+        if node.target not in supported and not (is_supported and is_supported(node)):
+            raise McuError(f"cannot lower op {op_name(node.target)}{user_source_line(node)}",
+                           hint="replace it with supported ops; `mcu ops` lists them")

@@ -1,0 +1,1 @@
+"""Stage 7: emit C (or, later, a program file) from a planned graph."""

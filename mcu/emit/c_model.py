@@ -1,0 +1,214 @@
+"""Render the generated C library of one model through the Jinja2 templates.
+
+One view-model object (:class:`ModelView`) per model carries everything the
+templates read; the templates hold no logic beyond loops.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import jinja2
+import numpy as np
+
+from mcu import __version__
+from mcu.emit.cvalues import c_array_body, c_float, c_initializer, c_type
+from mcu.emit.kernels import KernelCall, emit_call
+from mcu.ir import Graph, Tensor
+from mcu.memory import MemoryPlan
+from mcu.paths import codegen_dir
+
+KERNEL_HEADERS = ["mcu/kernels_f32.h", "mcu/kernels_generic.h"]
+RUNTIME_SOURCES = ["src/mcu_status.c"]
+
+
+@dataclass
+class IOView:
+    kind: str
+    KIND: str
+    index: int
+    name: str
+    dtype: str
+    c_type: str
+    shape: list[int]
+    dim_order: list[int]
+    physical_shape: list[int]
+    numel: int
+    nbytes: int
+    offset: int
+    quant: dict[str, Any] | None = None
+
+
+@dataclass
+class ConstView:
+    name: str
+    symbol: str
+    dtype: str
+    c_type: str
+    shape: list[int]
+    dim_order: list[int]
+    numel: int
+    body: str
+
+
+@dataclass
+class StepView:
+    index: int
+    name: str
+    call: KernelCall
+    params_c: str
+
+
+@dataclass
+class ModelView:
+    name: str
+    prefix: str
+    PREFIX: str
+    quantize: str
+    version: str
+    arena_size: int
+    lower_bound: int
+    inputs: list[IOView]
+    outputs: list[IOView]
+    constants: list[ConstView]
+    steps: list[StepView]
+    kernel_headers: list[str]
+    kernel_sources: list[str] = field(default_factory=list)
+
+
+@dataclass
+class GeneratedLibrary:
+    """The generated files (name -> text) plus what is needed to build them."""
+
+    prefix: str
+    files: dict[str, str]
+    kernel_sources: list[str]  # paths relative to runtime_c/kernels
+    runtime_sources: list[str]  # paths relative to runtime_c
+    view: ModelView
+
+
+def c_identifier(name: str) -> str:
+    ident = re.sub(r"[^0-9a-zA-Z_]", "_", name)
+    if not ident or ident[0].isdigit():
+        ident = "m_" + ident
+    return ident.lower()
+
+
+def environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(codegen_dir())),
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+    )
+
+
+def _io_view(kind: str, index: int, t: Tensor, offset: int) -> IOView:
+    quant = None
+    if t.quant is not None and t.quant.per_tensor:
+        quant = {"scale": c_float(t.quant.scale[0]), "zero_point": t.quant.zero_point[0]}
+    return IOView(kind=kind, KIND=kind.upper(), index=index, name=t.name, dtype=t.dtype, c_type=c_type(t.dtype),
+                  shape=list(t.shape), dim_order=list(t.dim_order), physical_shape=list(t.physical_shape),
+                  numel=t.numel, nbytes=t.nbytes, offset=offset, quant=quant)
+
+
+def build_view(graph: Graph, memory: MemoryPlan, quantize: str) -> ModelView:
+    prefix = c_identifier(graph.name)
+    symbols: dict[int, str] = {}
+    constants: list[ConstView] = []
+    used: set[str] = set()
+
+    def const_symbol(t: Tensor) -> str:
+        if id(t) not in symbols:
+            base = f"{prefix}_{c_identifier(t.name)}"
+            sym, n = base, 1
+            while sym in used:
+                n += 1
+                sym = f"{base}_{n}"
+            used.add(sym)
+            symbols[id(t)] = sym
+            assert t.data is not None
+            constants.append(ConstView(name=t.name, symbol=sym, dtype=t.dtype, c_type=c_type(t.dtype),
+                                       shape=list(t.shape), dim_order=list(t.dim_order), numel=t.numel,
+                                       body=c_array_body(np.asarray(t.data))))
+        return symbols[id(t)]
+
+    def ref(t: Tensor) -> str:
+        if t.is_constant:
+            return const_symbol(t)
+        return f"({c_type(t.dtype)} *)(arena + {memory.offset(t)})"
+
+    steps: list[StepView] = []
+    sources: list[str] = []
+    for i, op in enumerate(graph.ops):
+        call = emit_call(op, ref)
+        if call is None:
+            continue
+        for s in call.sources:
+            if s not in sources:
+                sources.append(s)
+        params_c = c_initializer(call.params) if call.params is not None else ""
+        steps.append(StepView(index=i, name=op.name, call=call, params_c=params_c))
+
+    return ModelView(
+        name=graph.name, prefix=prefix, PREFIX=prefix.upper(), quantize=quantize, version=__version__,
+        arena_size=memory.arena_size, lower_bound=memory.lower_bound,
+        inputs=[_io_view("input", i, t, memory.offset(t)) for i, t in enumerate(graph.inputs)],
+        outputs=[_io_view("output", i, t, memory.offset(t)) for i, t in enumerate(graph.outputs)],
+        constants=constants, steps=steps, kernel_headers=KERNEL_HEADERS, kernel_sources=sources,
+    )
+
+
+def render_library(graph: Graph, memory: MemoryPlan, quantize: str) -> GeneratedLibrary:
+    view = build_view(graph, memory, quantize)
+    env = environment()
+    p = view.prefix
+    files = {
+        f"{p}_model.h": env.get_template("model.h.j2").render(m=view),
+        f"{p}_model.c": env.get_template("model.c.j2").render(m=view),
+        f"{p}_weights.h": env.get_template("weights.h.j2").render(m=view),
+        f"{p}_weights.c": env.get_template("weights.c.j2").render(m=view),
+    }
+    return GeneratedLibrary(prefix=p, files=files, kernel_sources=view.kernel_sources,
+                            runtime_sources=list(RUNTIME_SOURCES), view=view)
+
+
+@dataclass
+class VectorData:
+    index: int
+    inputs: list[dict[str, Any]]
+    outputs: list[dict[str, Any]]
+
+
+@dataclass
+class FirmwareView:
+    vectors: list[VectorData]
+    exact: bool
+    rule: str
+    tolerances: list[str]
+
+
+def render_firmware_main(lib: GeneratedLibrary, vectors_in: list[list[np.ndarray]],
+                         vectors_out: list[list[np.ndarray]], tolerances: list[float] | None) -> str:
+    """The firmware harness. Arrays are already in the model's memory layout and dtype."""
+    view = lib.view
+    vectors = []
+    for vi, (xs, ys) in enumerate(zip(vectors_in, vectors_out)):
+        vectors.append(VectorData(
+            index=vi,
+            inputs=[{"index": i, "c_type": view.inputs[i].c_type, "numel": int(x.size), "body": c_array_body(x)}
+                    for i, x in enumerate(xs)],
+            outputs=[{"index": i, "c_type": view.outputs[i].c_type, "numel": int(y.size), "body": c_array_body(y)}
+                     for i, y in enumerate(ys)],
+        ))
+    exact = tolerances is None
+    fw = FirmwareView(
+        vectors=vectors, exact=exact,
+        rule="bit-exact" if exact else "largest absolute difference within the stated tolerance",
+        tolerances=[] if exact else [c_float(t) for t in tolerances],
+    )
+    return environment().get_template("firmware_main.c.j2").render(m=view, f=fw)

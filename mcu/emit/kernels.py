@@ -1,0 +1,245 @@
+"""Map each IR op to one call of a C kernel (the portable backend's table).
+
+An emitter turns an op into a :class:`KernelCall`: the C function, its
+parameter struct as an initializer computed from physical (memory-order)
+shapes, the argument expressions and the kernel source files it needs.
+Selection is this table, keyed by (op kind, dtype); later backends add rows.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable
+
+from mcu.emit.cvalues import CExpr, c_float
+from mcu.errors import McuError
+from mcu.ir import DTYPE_BYTES, Op, Tensor
+
+Ref = Callable[[Tensor], str]
+
+
+@dataclass
+class KernelCall:
+    function: str
+    args: list[str]
+    sources: list[str]
+    params_type: str | None = None
+    params: dict | None = None
+    comment: str = ""
+    locals: list[str] = field(default_factory=list)  # declarations the call's arguments need
+
+
+def shape4(t: Tensor) -> dict:
+    """NHWC dims of a logical NCHW tensor."""
+    n, c, h, w = t.shape
+    return {"n": n, "h": h, "w": w, "c": c}
+
+
+def _act(op: Op) -> dict:
+    act = op.attrs.get("act")
+    lo, hi = act if act is not None else (None, None)
+    return {"act_min": CExpr(c_float(lo, -1)), "act_max": CExpr(c_float(hi, +1))}
+
+
+def _conv2d(op: Op, ref: Ref) -> KernelCall:
+    x, w = op.inputs[0], op.inputs[1]
+    b = op.inputs[2] if len(op.inputs) > 2 else None
+    out = op.output
+    params = {
+        "input": shape4(x), "output": shape4(out),
+        "kernel_h": w.shape[2], "kernel_w": w.shape[3],
+        "stride_h": op.attrs["stride"][0], "stride_w": op.attrs["stride"][1],
+        "pad_top": op.attrs["padding"][0], "pad_left": op.attrs["padding"][1],
+        "dilation_h": op.attrs["dilation"][0], "dilation_w": op.attrs["dilation"][1],
+        "groups": op.attrs["groups"], **_act(op),
+    }
+    return KernelCall("mcu_conv2d_f32", ["&params", ref(x), ref(w), ref(b) if b is not None else "NULL", ref(out)],
+                      ["mcu_conv2d_f32.c"], "mcu_conv2d_f32_params", params)
+
+
+def _linear(op: Op, ref: Ref) -> KernelCall:
+    x, w = op.inputs[0], op.inputs[1]
+    b = op.inputs[2] if len(op.inputs) > 2 else None
+    out_f, in_f = w.shape
+    params = {"batch": x.numel // in_f, "in_features": in_f, "out_features": out_f, **_act(op)}
+    return KernelCall("mcu_linear_f32", ["&params", ref(x), ref(w), ref(b) if b is not None else "NULL",
+                                         ref(op.output)],
+                      ["mcu_linear_f32.c"], "mcu_linear_f32_params", params)
+
+
+def _pool(function: str, source: str) -> Callable[[Op, Ref], KernelCall]:
+    def emit(op: Op, ref: Ref) -> KernelCall:
+        a = op.attrs
+        params = {
+            "input": shape4(op.inputs[0]), "output": shape4(op.output),
+            "kernel_h": a["kernel"][0], "kernel_w": a["kernel"][1],
+            "stride_h": a["stride"][0], "stride_w": a["stride"][1],
+            "pad_top": a["padding"][0], "pad_left": a["padding"][1],
+            "pad_bottom": a["padding"][0], "pad_right": a["padding"][1],
+            "dilation_h": a["dilation"][0], "dilation_w": a["dilation"][1],
+            "count_include_pad": int(a.get("count_include_pad", True)),
+            "divisor_override": int(a.get("divisor_override", 0)),
+            **_act(op),
+        }
+        return KernelCall(function, ["&params", ref(op.inputs[0]), ref(op.output)], [source],
+                          "mcu_pool2d_f32_params", params)
+    return emit
+
+
+def _mean_hw(op: Op, ref: Ref) -> KernelCall:
+    return KernelCall("mcu_mean_hw_f32", ["&params", ref(op.inputs[0]), ref(op.output)], ["mcu_mean_hw_f32.c"],
+                      "mcu_shape4", shape4(op.inputs[0]))
+
+
+def _operand_strides(t: Tensor, out: Tensor) -> list[int]:
+    offset = len(out.shape) - len(t.shape)
+    strides = t.logical_strides()
+    result = []
+    for d in out.dim_order:
+        e = d - offset
+        if e < 0 or (t.shape[e] == 1 and out.shape[d] != 1):
+            result.append(0)
+        else:
+            result.append(strides[e])
+    return result
+
+
+def _binary(name: str) -> Callable[[Op, Ref], KernelCall]:
+    def emit(op: Op, ref: Ref) -> KernelCall:
+        a, b = op.inputs
+        out = op.output
+        rank = max(len(out.shape), 1)
+        if rank > 6:
+            raise McuError(f"{name} on rank-{rank} tensors is not supported (at most 6 dims){_at(op)}")
+        phys = list(out.physical_shape) or [1]
+        a_str = _operand_strides(a, out) or [0]
+        b_str = _operand_strides(b, out) or [0]
+        pad = 6 - rank
+        params = {"rank": rank, "out_shape": phys + [1] * pad, "a_strides": a_str + [0] * pad,
+                  "b_strides": b_str + [0] * pad, **_act(op)}
+        return KernelCall(f"mcu_{name}_f32", ["&params", ref(a), ref(b), ref(out)], [f"mcu_{name}_f32.c"],
+                          "mcu_binary_f32_params", params)
+    return emit
+
+
+def _clamp(op: Op, ref: Ref) -> KernelCall:
+    lo, hi = op.attrs["min"], op.attrs["max"]
+    return KernelCall("mcu_clamp_f32", [str(op.output.numel), c_float(lo, -1), c_float(hi, +1),
+                                        ref(op.inputs[0]), ref(op.output)], ["mcu_clamp_f32.c"])
+
+
+def _unary(name: str) -> Callable[[Op, Ref], KernelCall]:
+    def emit(op: Op, ref: Ref) -> KernelCall:
+        return KernelCall(f"mcu_{name}_f32", [str(op.output.numel), ref(op.inputs[0]), ref(op.output)],
+                          [f"mcu_{name}_f32.c"])
+    return emit
+
+
+def _split_at(t: Tensor, logical_axis: int) -> tuple[int, int, int]:
+    """(outer, axis, inner) sizes of ``t`` around a logical axis, in memory order."""
+    phys = t.physical_shape
+    p = t.dim_order.index(logical_axis)
+    return math.prod(phys[:p]), phys[p], math.prod(phys[p + 1:])
+
+
+def _softmax(op: Op, ref: Ref) -> KernelCall:
+    outer, axis, inner = _split_at(op.inputs[0], op.attrs["axis"])
+    return KernelCall("mcu_softmax_f32", [str(outer), str(axis), str(inner), ref(op.inputs[0]), ref(op.output)],
+                      ["mcu_softmax_f32.c"])
+
+
+def _batch_norm(op: Op, ref: Ref) -> KernelCall:
+    x, scale, shift = op.inputs
+    outer, channels, inner = _split_at(x, 1)
+    return KernelCall("mcu_batch_norm_f32", [str(outer), str(channels), str(inner), ref(scale), ref(shift),
+                                             ref(x), ref(op.output)], ["mcu_batch_norm_f32.c"])
+
+
+def _physical_perm(src: Tensor, out: Tensor, logical_perm: tuple[int, ...]) -> list[int]:
+    return [src.dim_order.index(logical_perm[d]) for d in out.dim_order]
+
+
+def _permute_call(op: Op, ref: Ref, logical_perm: tuple[int, ...]) -> KernelCall:
+    src, out = op.inputs[0], op.output
+    rank = len(src.shape)
+    if rank > 6:
+        raise McuError(f"permute of a rank-{rank} tensor is not supported (at most 6 dims){_at(op)}")
+    pad = 6 - rank
+    params = {"rank": rank, "in_shape": list(src.physical_shape) + [1] * pad,
+              "perm": _physical_perm(src, out, logical_perm) + list(range(rank, 6))}
+    return KernelCall("mcu_permute", ["&params", str(DTYPE_BYTES[src.dtype]), ref(src), ref(out)],
+                      ["mcu_permute.c"], "mcu_permute_params", params)
+
+
+def _permute(op: Op, ref: Ref) -> KernelCall:
+    return _permute_call(op, ref, op.attrs["perm"])
+
+
+def _layout(op: Op, ref: Ref) -> KernelCall:
+    return _permute_call(op, ref, tuple(range(len(op.inputs[0].shape))))
+
+
+def _concat(op: Op, ref: Ref) -> KernelCall:
+    out = op.output
+    p = out.dim_order.index(op.attrs["axis"])
+    outer = math.prod(out.physical_shape[:p])
+    elem = DTYPE_BYTES[out.dtype]
+    chunks = [math.prod(t.physical_shape[p:]) * elem for t in op.inputs]
+    return KernelCall("mcu_concat", [str(outer), str(len(chunks)), "chunk_bytes", "inputs", ref(op.output)],
+                      ["mcu_concat.c"],
+                      locals=[f"static const int32_t chunk_bytes[{len(chunks)}] = {{{', '.join(map(str, chunks))}}};",
+                              f"const void *const inputs[{len(chunks)}] = "
+                              f"{{{', '.join(ref(t) for t in op.inputs)}}};"])
+
+
+def _pad(op: Op, ref: Ref) -> KernelCall:
+    src = op.inputs[0]
+    rank = len(src.shape)
+    pad = 6 - rank
+    before = [op.attrs["before"][d] for d in src.dim_order]
+    after = [op.attrs["after"][d] for d in src.dim_order]
+    params = {"rank": rank, "in_shape": list(src.physical_shape) + [1] * pad,
+              "pad_before": before + [0] * pad, "pad_after": after + [0] * pad}
+    fill = c_float(op.attrs["value"])
+    return KernelCall("mcu_pad", ["&params", "4", "&fill", ref(src), ref(op.output)], ["mcu_pad.c"],
+                      "mcu_pad_params", params, locals=[f"static const float fill = {fill};"])
+
+
+def _at(op: Op) -> str:
+    return f" at {op.source}" if op.source else ""
+
+
+EMITTERS: dict[tuple[str, str], Callable[[Op, Ref], KernelCall]] = {
+    ("conv2d", "float32"): _conv2d,
+    ("linear", "float32"): _linear,
+    ("max_pool2d", "float32"): _pool("mcu_max_pool2d_f32", "mcu_max_pool2d_f32.c"),
+    ("avg_pool2d", "float32"): _pool("mcu_avg_pool2d_f32", "mcu_avg_pool2d_f32.c"),
+    ("mean_hw", "float32"): _mean_hw,
+    ("add", "float32"): _binary("add"),
+    ("sub", "float32"): _binary("sub"),
+    ("mul", "float32"): _binary("mul"),
+    ("div", "float32"): _binary("div"),
+    ("clamp", "float32"): _clamp,
+    ("sigmoid", "float32"): _unary("sigmoid"),
+    ("tanh", "float32"): _unary("tanh"),
+    ("hardswish", "float32"): _unary("hardswish"),
+    ("softmax", "float32"): _softmax,
+    ("batch_norm", "float32"): _batch_norm,
+    ("permute", "float32"): _permute,
+    ("layout", "float32"): _layout,
+    ("concat", "float32"): _concat,
+    ("pad", "float32"): _pad,
+}
+
+
+def emit_call(op: Op, ref: Ref) -> KernelCall | None:
+    """The kernel call for ``op``, or None for ops that emit no code (aliasing views)."""
+    if op.attrs.get("alias"):
+        return None
+    key = (op.kind, op.output.dtype)
+    if key not in EMITTERS:
+        raise McuError(f"no {op.output.dtype} kernel for {op.kind}{_at(op)}")
+    call = EMITTERS[key](op, ref)
+    call.comment = f"{op.name}: {op.kind}" + (f" ({op.source})" if op.source else "")
+    return call

@@ -1,0 +1,418 @@
+"""Stage 3: turn an Edge-dialect ``ExportedProgram`` into the mcu IR.
+
+Each supported ATen op has one handler in ``HANDLERS`` that emits IR ops with
+PyTorch (logical, NCHW) semantics; layout and kernel choice come later. Nodes
+whose tensor inputs are all constants are evaluated here with PyTorch itself
+(for example the transpose of a linear weight), so no kernel ever runs on
+constants.
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+import torch
+from torch.export.graph_signature import InputKind
+from torch.fx import Node
+
+from mcu.edge import op_name, verify_edge
+from mcu.errors import McuError
+from mcu.ir import Graph, Op, Tensor
+from mcu.sourceinfo import user_source_line
+
+aten = torch.ops.aten
+
+_TORCH_DTYPES = {torch.float32: "float32", torch.int8: "int8", torch.int32: "int32", torch.uint8: "uint8",
+                 torch.int16: "int16"}
+
+
+@dataclass
+class _Ctx:
+    values: dict[str, Any] = field(default_factory=dict)  # node name -> Tensor | torch.Tensor | tuple
+    ops: list[Op] = field(default_factory=list)
+    counter: int = 0
+
+    def fresh(self, base: str) -> str:
+        self.counter += 1
+        return f"{base}_{self.counter}"
+
+
+def _dtype(t: torch.Tensor, node: Node) -> str:
+    if t.dtype not in _TORCH_DTYPES:
+        raise McuError(f"{op_name(node.target)} produces dtype {t.dtype}, which mcu does not support"
+                       f"{user_source_line(node)}")
+    return _TORCH_DTYPES[t.dtype]
+
+
+def _out_tensor(ctx: _Ctx, node: Node, val: torch.Tensor | None = None) -> Tensor:
+    val = node.meta["val"] if val is None else val
+    return Tensor(name=node.name, shape=tuple(int(s) for s in val.shape), dtype=_dtype(val, node))
+
+
+def _const(name: str, value: torch.Tensor) -> Tensor:
+    value = value.detach().contiguous()
+    dtype = _TORCH_DTYPES.get(value.dtype)
+    if dtype is None:
+        value = value.to(torch.float32)
+        dtype = "float32"
+    return Tensor(name=name, shape=tuple(value.shape), dtype=dtype, data=value.numpy().copy())
+
+
+def _is_const(v: Any) -> bool:
+    return isinstance(v, Tensor) and v.is_constant
+
+
+def _torch_value(v: Any) -> Any:
+    if isinstance(v, Tensor):
+        return torch.from_numpy(np.ascontiguousarray(v.data))
+    if isinstance(v, (list, tuple)):
+        return type(v)(_torch_value(x) for x in v)
+    return v
+
+
+def _pair(v: Any, n: int = 2) -> tuple[int, ...]:
+    if isinstance(v, int):
+        return (v,) * n
+    v = tuple(int(x) for x in v)
+    return v * n if len(v) == 1 else v
+
+
+def _emit(ctx: _Ctx, node: Node, kind: str, inputs: list[Tensor], attrs: dict[str, Any] | None = None) -> Tensor:
+    out = _out_tensor(ctx, node)
+    ctx.ops.append(Op(kind=kind, inputs=inputs, outputs=[out], attrs=attrs or {}, name=node.name,
+                      source=user_source_line(node).removeprefix(" at ")))
+    return out
+
+
+def _tensor_arg(ctx: _Ctx, node: Node, v: Any, what: str) -> Tensor:
+    if isinstance(v, Tensor):
+        return v
+    if isinstance(v, (int, float, bool)):
+        return _const(ctx.fresh(f"{node.name}_{what}"), torch.tensor(float(v), dtype=torch.float32))
+    raise McuError(f"{op_name(node.target)}: unsupported {what} argument {v!r}{user_source_line(node)}")
+
+
+# --- handlers: (ctx, node, args) -> value -------------------------------------------------------
+
+
+def _conv(ctx: _Ctx, node: Node, a: list[Any]) -> Tensor:
+    x, w, b, stride, padding, dilation, transposed, _out_pad, groups = a[:9]
+    if transposed:
+        raise McuError(f"cannot lower transposed convolution{user_source_line(node)}")
+    if len(w.shape) == 3:  # conv1d: treat as conv2d with H == 1 by reshaping around it
+        raise McuError(f"cannot lower conv1d yet{user_source_line(node)}", hint="use Conv2d with a kernel of height 1")
+    if not _is_const(w) or (b is not None and not _is_const(b)):
+        raise McuError(f"convolution weights must be constant{user_source_line(node)}")
+    inputs = [x, w] + ([b] if b is not None else [])
+    return _emit(ctx, node, "conv2d", inputs, {
+        "stride": _pair(stride), "padding": _pair(padding), "dilation": _pair(dilation), "groups": int(groups),
+        "act": None,
+    })
+
+
+def _linear_from(ctx: _Ctx, node: Node, x: Tensor, w_t: torch.Tensor | Tensor, bias: Tensor | None,
+                 weight_is_transposed: bool) -> Tensor:
+    if not _is_const(w_t):
+        raise McuError(f"matrix multiply with a non-constant right operand is not supported"
+                       f"{user_source_line(node)}")
+    data = w_t.data.T.copy() if weight_is_transposed else w_t.data
+    w = Tensor(name=ctx.fresh(f"{node.name}_weight"), shape=tuple(data.shape), dtype=w_t.dtype, data=data)
+    inputs = [x, w] + ([bias] if bias is not None else [])
+    return _emit(ctx, node, "linear", inputs, {"act": None})
+
+
+def _addmm(ctx: _Ctx, node: Node, a: list[Any]) -> Tensor:
+    bias, x, w_t = a[:3]
+    beta = node.kwargs.get("beta", 1)
+    alpha = node.kwargs.get("alpha", 1)
+    if beta != 1 or alpha != 1:
+        raise McuError(f"addmm with alpha/beta is not supported{user_source_line(node)}")
+    if not _is_const(bias):
+        raise McuError(f"addmm with a non-constant bias is not supported{user_source_line(node)}")
+    bias = Tensor(name=bias.name, shape=(bias.numel,), dtype=bias.dtype, data=bias.data.reshape(-1))
+    return _linear_from(ctx, node, x, w_t, bias, weight_is_transposed=True)
+
+
+def _mm(ctx: _Ctx, node: Node, a: list[Any]) -> Tensor:
+    return _linear_from(ctx, node, a[0], a[1], None, weight_is_transposed=True)
+
+
+def _linear(ctx: _Ctx, node: Node, a: list[Any]) -> Tensor:
+    x, w = a[0], a[1]
+    b = a[2] if len(a) > 2 else None
+    return _linear_from(ctx, node, x, w, b, weight_is_transposed=False)
+
+
+def _clamp_kind(lo: float | None, hi: float | None) -> Callable[[_Ctx, Node, list[Any]], Tensor]:
+    def handler(ctx: _Ctx, node: Node, a: list[Any]) -> Tensor:
+        return _emit(ctx, node, "clamp", [a[0]], {"min": lo, "max": hi})
+    return handler
+
+
+def _hardtanh(ctx: _Ctx, node: Node, a: list[Any]) -> Tensor:
+    lo = float(a[1]) if len(a) > 1 else -1.0
+    hi = float(a[2]) if len(a) > 2 else 1.0
+    return _emit(ctx, node, "clamp", [a[0]], {"min": lo, "max": hi})
+
+
+def _clamp(ctx: _Ctx, node: Node, a: list[Any]) -> Tensor:
+    lo = a[1] if len(a) > 1 else node.kwargs.get("min")
+    hi = a[2] if len(a) > 2 else node.kwargs.get("max")
+    return _emit(ctx, node, "clamp", [a[0]], {"min": None if lo is None else float(lo),
+                                              "max": None if hi is None else float(hi)})
+
+
+def _max_pool(ctx: _Ctx, node: Node, a: list[Any]) -> tuple[Tensor, None]:
+    x, kernel = a[0], _pair(a[1])
+    stride = _pair(a[2]) if len(a) > 2 and a[2] else kernel
+    padding = _pair(a[3]) if len(a) > 3 else (0, 0)
+    dilation = _pair(a[4]) if len(a) > 4 else (1, 1)
+    ceil_mode = bool(a[5]) if len(a) > 5 else False
+    out = _out_tensor(ctx, node, node.meta["val"][0])
+    indices_used = any(u.args[1] != 0 for u in node.users)
+    if indices_used:
+        raise McuError(f"max pooling indices are not supported{user_source_line(node)}")
+    ctx.ops.append(Op("max_pool2d", [x], [out], {"kernel": kernel, "stride": stride, "padding": padding,
+                                                   "dilation": dilation, "ceil_mode": ceil_mode, "act": None},
+                      name=node.name, source=user_source_line(node).removeprefix(" at ")))
+    return (out, None)
+
+
+def _avg_pool(ctx: _Ctx, node: Node, a: list[Any]) -> Tensor:
+    x, kernel = a[0], _pair(a[1])
+    stride = _pair(a[2]) if len(a) > 2 and a[2] else kernel
+    padding = _pair(a[3]) if len(a) > 3 else (0, 0)
+    ceil_mode = bool(a[4]) if len(a) > 4 else False
+    count_include_pad = bool(a[5]) if len(a) > 5 else True
+    divisor = a[6] if len(a) > 6 else None
+    return _emit(ctx, node, "avg_pool2d", [x], {
+        "kernel": kernel, "stride": stride, "padding": padding, "dilation": (1, 1), "ceil_mode": ceil_mode,
+        "count_include_pad": count_include_pad, "divisor_override": int(divisor or 0), "act": None})
+
+
+def _adaptive_avg_pool(ctx: _Ctx, node: Node, a: list[Any]) -> Tensor:
+    x, size = a[0], _pair(a[1])
+    h, w = x.shape[2], x.shape[3]
+    if size == (1, 1):
+        return _emit(ctx, node, "mean_hw", [x], {"keepdim": True})
+    if h % size[0] or w % size[1]:
+        raise McuError(f"adaptive average pooling from {h}x{w} to {size[0]}x{size[1]} is not supported"
+                       f"{user_source_line(node)}", hint="use sizes that divide the input")
+    k = (h // size[0], w // size[1])
+    return _emit(ctx, node, "avg_pool2d", [x], {
+        "kernel": k, "stride": k, "padding": (0, 0), "dilation": (1, 1), "ceil_mode": False,
+        "count_include_pad": True, "divisor_override": 0, "act": None})
+
+
+def _mean(ctx: _Ctx, node: Node, a: list[Any]) -> Tensor:
+    x = a[0]
+    dims = a[1] if len(a) > 1 else None
+    rank = len(x.shape)
+    dims = sorted(d % rank for d in (dims if dims is not None else range(rank)))
+    if rank == 4 and dims == [2, 3]:
+        return _emit(ctx, node, "mean_hw", [x], {"keepdim": bool(a[2]) if len(a) > 2 else False})
+    raise McuError(f"mean over dims {dims} of a rank-{rank} tensor is not supported{user_source_line(node)}",
+                   hint="mean over the spatial dims (2, 3) of an NCHW tensor is")
+
+
+def _binary(kind: str) -> Callable[[_Ctx, Node, list[Any]], Tensor]:
+    def handler(ctx: _Ctx, node: Node, a: list[Any]) -> Tensor:
+        if node.kwargs.get("alpha", 1) != 1:
+            raise McuError(f"{op_name(node.target)} with alpha is not supported{user_source_line(node)}")
+        if node.kwargs.get("rounding_mode") is not None:
+            raise McuError(f"division with rounding_mode is not supported{user_source_line(node)}")
+        lhs = _tensor_arg(ctx, node, a[0], "lhs")
+        rhs = _tensor_arg(ctx, node, a[1], "rhs")
+        return _emit(ctx, node, kind, [lhs, rhs], {"act": None})
+    return handler
+
+
+def _view(ctx: _Ctx, node: Node, a: list[Any]) -> Tensor:
+    return _emit(ctx, node, "reshape", [a[0]])
+
+
+def _permute(ctx: _Ctx, node: Node, a: list[Any]) -> Tensor:
+    rank = len(a[0].shape)
+    return _emit(ctx, node, "permute", [a[0]], {"perm": tuple(int(d) % rank for d in a[1])})
+
+
+def _cat(ctx: _Ctx, node: Node, a: list[Any]) -> Tensor:
+    tensors = [_tensor_arg(ctx, node, t, "input") for t in a[0]]
+    rank = len(tensors[0].shape)
+    axis = int(a[1]) if len(a) > 1 else 0
+    return _emit(ctx, node, "concat", tensors, {"axis": axis % rank})
+
+
+def _softmax(ctx: _Ctx, node: Node, a: list[Any]) -> Tensor:
+    rank = len(a[0].shape)
+    return _emit(ctx, node, "softmax", [a[0]], {"axis": int(a[1]) % rank})
+
+
+def _unary(kind: str) -> Callable[[_Ctx, Node, list[Any]], Tensor]:
+    def handler(ctx: _Ctx, node: Node, a: list[Any]) -> Tensor:
+        return _emit(ctx, node, kind, [a[0]])
+    return handler
+
+
+def _batch_norm(ctx: _Ctx, node: Node, a: list[Any]) -> tuple[Tensor, None, None]:
+    x, weight, bias, mean, var = a[:5]
+    eps = float(a[6])
+    for t in (weight, bias, mean, var):
+        if t is not None and not _is_const(t):
+            raise McuError(f"batch norm statistics must be constant (call model.eval()){user_source_line(node)}")
+    channels = x.shape[1]
+    w = weight.data if weight is not None else np.ones(channels, np.float32)
+    b = bias.data if bias is not None else np.zeros(channels, np.float32)
+    scale = (w / np.sqrt(var.data.astype(np.float64) + eps)).astype(np.float32)
+    shift = (b - mean.data * scale).astype(np.float32)
+    out = _out_tensor(ctx, node, node.meta["val"][0])
+    sc = Tensor(name=ctx.fresh(f"{node.name}_scale"), shape=(channels,), data=scale)
+    sh = Tensor(name=ctx.fresh(f"{node.name}_shift"), shape=(channels,), data=shift)
+    ctx.ops.append(Op("batch_norm", [x, sc, sh], [out], {"eps": eps}, name=node.name,
+                      source=user_source_line(node).removeprefix(" at ")))
+    return (out, None, None)
+
+
+def _pad(ctx: _Ctx, node: Node, a: list[Any]) -> Tensor:
+    x, pads = a[0], [int(p) for p in a[1]]
+    value = float(a[2]) if len(a) > 2 else 0.0
+    rank = len(x.shape)
+    before = [0] * rank
+    after = [0] * rank
+    for i in range(len(pads) // 2):
+        before[rank - 1 - i] = pads[2 * i]
+        after[rank - 1 - i] = pads[2 * i + 1]
+    if any(p < 0 for p in before + after):
+        raise McuError(f"negative padding (cropping) is not supported{user_source_line(node)}")
+    return _emit(ctx, node, "pad", [x], {"before": tuple(before), "after": tuple(after), "value": value})
+
+
+def _identity(ctx: _Ctx, node: Node, a: list[Any]) -> Tensor:
+    return a[0]
+
+
+def _to_copy(ctx: _Ctx, node: Node, a: list[Any]) -> Tensor:
+    if _dtype(node.meta["val"], node) != a[0].dtype:
+        raise McuError(f"dtype conversion to {node.meta['val'].dtype} is not supported{user_source_line(node)}")
+    return a[0]
+
+
+HANDLERS: dict[object, Callable[[_Ctx, Node, list[Any]], Any]] = {
+    aten.convolution.default: _conv,
+    aten.addmm.default: _addmm,
+    aten.mm.default: _mm,
+    aten.linear.default: _linear,
+    aten.relu.default: _clamp_kind(0.0, None),
+    aten.hardtanh.default: _hardtanh,
+    aten.clamp.default: _clamp,
+    aten.max_pool2d_with_indices.default: _max_pool,
+    aten.max_pool2d.default: lambda c, n, a: _max_pool(c, n, a)[0],
+    aten.avg_pool2d.default: _avg_pool,
+    aten._adaptive_avg_pool2d.default: _adaptive_avg_pool,
+    aten.adaptive_avg_pool2d.default: _adaptive_avg_pool,
+    aten.mean.dim: _mean,
+    aten.add.Tensor: _binary("add"),
+    aten.sub.Tensor: _binary("sub"),
+    aten.mul.Tensor: _binary("mul"),
+    aten.div.Tensor: _binary("div"),
+    aten.view.default: _view,
+    aten._unsafe_view.default: _view,
+    aten.reshape.default: _view,
+    aten.squeeze.dims: _view,
+    aten.squeeze.dim: _view,
+    aten.squeeze.default: _view,
+    aten.unsqueeze.default: _view,
+    aten.flatten.using_ints: _view,
+    aten.permute.default: _permute,
+    aten.cat.default: _cat,
+    aten._softmax.default: _softmax,
+    aten.sigmoid.default: _unary("sigmoid"),
+    aten.tanh.default: _unary("tanh"),
+    aten.hardswish.default: _unary("hardswish"),
+    aten._native_batch_norm_legit_no_training.default: _batch_norm,
+    aten.constant_pad_nd.default: _pad,
+    aten.clone.default: _identity,
+    aten.alias.default: _identity,
+    aten.detach.default: _identity,
+    aten.dropout.default: _identity,
+    aten._to_copy.default: _to_copy,
+}
+
+
+def supported_ops() -> list[str]:
+    return sorted(op_name(t) for t in HANDLERS)
+
+
+def _map_args(ctx: _Ctx, value: Any) -> Any:
+    if isinstance(value, Node):
+        return ctx.values[value.name]
+    if isinstance(value, (list, tuple)):
+        return type(value)(_map_args(ctx, v) for v in value)
+    return value
+
+
+def _all_constant(args: Any) -> bool:
+    flat: list[Any] = []
+
+    def walk(v: Any) -> None:
+        if isinstance(v, (list, tuple)):
+            for x in v:
+                walk(x)
+        else:
+            flat.append(v)
+    walk(args)
+    tensors = [v for v in flat if isinstance(v, Tensor)]
+    return bool(tensors) and all(t.is_constant for t in tensors)
+
+
+def from_exported(ep: torch.export.ExportedProgram, name: str = "model") -> Graph:
+    verify_edge(ep, HANDLERS.keys())
+    sig = ep.graph_signature
+    state = {**ep.state_dict, **ep.constants}
+    const_names: dict[str, str] = {}
+    for spec in sig.input_specs:
+        if spec.kind in (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR):
+            const_names[spec.arg.name] = spec.target
+    ctx = _Ctx()
+    inputs: list[Tensor] = []
+    outputs: list[Tensor] = []
+    for node in ep.graph.nodes:
+        if node.op == "placeholder":
+            if node.name in const_names:
+                value = state[const_names[node.name]]
+                ctx.values[node.name] = _const(node.name, value)
+            elif isinstance(node.meta.get("val"), torch.Tensor):
+                t = _out_tensor(ctx, node)
+                t.is_input = True
+                inputs.append(t)
+                ctx.values[node.name] = t
+            else:
+                raise McuError(f"model input {node.name} is not a tensor", hint="pass only tensors as inputs")
+        elif node.op == "call_function":
+            args = _map_args(ctx, node.args)
+            if node.target is operator.getitem:
+                ctx.values[node.name] = args[0][args[1]]
+                continue
+            if _all_constant(args):
+                with torch.no_grad():
+                    value = node.target(*_torch_value(list(args)), **_torch_value(dict(node.kwargs)))
+                ctx.values[node.name] = (_const(node.name, value) if isinstance(value, torch.Tensor)
+                                         else tuple(_const(f"{node.name}_{i}", v) for i, v in enumerate(value)))
+                continue
+            ctx.values[node.name] = HANDLERS[node.target](ctx, node, list(args))
+        elif node.op == "output":
+            for v in _map_args(ctx, node.args[0]):
+                if not isinstance(v, Tensor):
+                    raise McuError("every model output must be a tensor")
+                if v.is_constant:
+                    raise McuError(f"model output {v.name} is a constant; mcu compiles only computed outputs")
+                outputs.append(v)
+    if not outputs:
+        raise McuError("the model returns no tensor")
+    graph = Graph(inputs=inputs, outputs=outputs, ops=ctx.ops, name=name)
+    for t in outputs:
+        t.is_output = True
+    return graph

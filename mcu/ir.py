@@ -1,0 +1,163 @@
+"""The compiler's intermediate representation.
+
+A :class:`Graph` is a list of :class:`Op` in execution order over
+:class:`Tensor` objects. Shapes are logical (PyTorch order); ``dim_order``
+says how a tensor is laid out in memory (``(0, 2, 3, 1)`` is channels-last),
+so a kernel's physical shapes are derived, never stored twice. Constants carry
+their data already in physical layout. Views alias the buffer of their base.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+import numpy as np
+
+DTYPE_BYTES = {"float32": 4, "int8": 1, "int16": 2, "int32": 4, "uint8": 1}
+NUMPY_DTYPES = {"float32": np.float32, "int8": np.int8, "int16": np.int16, "int32": np.int32, "uint8": np.uint8}
+CHANNELS_LAST = (0, 2, 3, 1)
+
+
+@dataclass(frozen=True)
+class QuantParams:
+    """Affine quantization ``real = scale * (q - zero_point)``.
+
+    Per-tensor when ``axis`` is None, else one scale (and zero-point) per index
+    along logical dimension ``axis``.
+    """
+
+    scale: tuple[float, ...]
+    zero_point: tuple[int, ...]
+    axis: int | None = None
+    qmin: int = -128
+    qmax: int = 127
+
+    @property
+    def per_tensor(self) -> bool:
+        return self.axis is None
+
+
+@dataclass(eq=False)
+class Tensor:
+    name: str
+    shape: tuple[int, ...]
+    dtype: str = "float32"
+    dim_order: tuple[int, ...] = ()
+    data: np.ndarray | None = None  # constants only, in physical layout
+    alias_of: Tensor | None = None  # a view shares its base's bytes
+    quant: QuantParams | None = None
+    is_input: bool = False
+    is_output: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.dim_order:
+            self.dim_order = tuple(range(len(self.shape)))
+
+    @property
+    def is_constant(self) -> bool:
+        return self.data is not None
+
+    @property
+    def numel(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def nbytes(self) -> int:
+        return self.numel * DTYPE_BYTES[self.dtype]
+
+    @property
+    def physical_shape(self) -> tuple[int, ...]:
+        return tuple(self.shape[d] for d in self.dim_order)
+
+    def base(self) -> Tensor:
+        t = self
+        while t.alias_of is not None:
+            t = t.alias_of
+        return t
+
+    def logical_strides(self) -> tuple[int, ...]:
+        """Element strides of each logical dimension in this tensor's memory layout."""
+        strides = [0] * len(self.shape)
+        step = 1
+        for d in reversed(self.dim_order):
+            strides[d] = step
+            step *= self.shape[d]
+        return tuple(strides)
+
+    def is_contiguous_layout(self) -> bool:
+        """True when the bytes are in logical row-major order (size-1 dims ignored)."""
+        order = [d for d in self.dim_order if self.shape[d] != 1]
+        return order == sorted(order)
+
+    def __repr__(self) -> str:
+        return f"Tensor({self.name}, {self.dtype}{list(self.shape)})"
+
+
+@dataclass(eq=False)
+class Op:
+    kind: str
+    inputs: list[Tensor]
+    outputs: list[Tensor]
+    attrs: dict[str, Any] = field(default_factory=dict)
+    name: str = ""
+    source: str = ""  # the user's source line this op came from
+
+    @property
+    def output(self) -> Tensor:
+        return self.outputs[0]
+
+    def __repr__(self) -> str:
+        ins = ", ".join(t.name for t in self.inputs)
+        outs = ", ".join(t.name for t in self.outputs)
+        return f"{outs} = {self.kind}({ins})"
+
+
+@dataclass(eq=False)
+class Graph:
+    inputs: list[Tensor]
+    outputs: list[Tensor]
+    ops: list[Op]
+    name: str = "model"
+
+    def tensors(self) -> Iterator[Tensor]:
+        """Every tensor once, inputs first, then in op order."""
+        seen: set[int] = set()
+        for t in [*self.inputs, *(t for op in self.ops for t in (*op.inputs, *op.outputs))]:
+            if id(t) not in seen:
+                seen.add(id(t))
+                yield t
+
+    def constants(self) -> list[Tensor]:
+        return [t for t in self.tensors() if t.is_constant]
+
+    def producer(self, tensor: Tensor) -> Op | None:
+        for op in self.ops:
+            if any(o is tensor for o in op.outputs):
+                return op
+        return None
+
+    def users(self, tensor: Tensor) -> list[Op]:
+        return [op for op in self.ops if any(i is tensor for i in op.inputs)]
+
+    def replace_uses(self, old: Tensor, new: Tensor, after: Op | None = None) -> None:
+        """Make every op (after ``after``, if given) read ``new`` instead of ``old``."""
+        started = after is None
+        for op in self.ops:
+            if started:
+                op.inputs = [new if t is old else t for t in op.inputs]
+            elif op is after:
+                started = True
+        self.outputs = [new if t is old else t for t in self.outputs]
+        if old.is_output:
+            new.is_output = True
+
+    def op_counts(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for op in self.ops:
+            counts[op.kind] = counts.get(op.kind, 0) + 1
+        return counts
+
+    def dump(self) -> str:
+        return "\n".join(repr(op) for op in self.ops)

@@ -1,0 +1,125 @@
+"""Load a user's ``model.py`` (see DESIGN.md, "model.py contract").
+
+Module-level names: ``model`` (an ``nn.Module``) or ``get_model()``;
+``example_inputs`` (a tuple of tensors); optional ``calibration`` (an iterable
+of input tuples) and ``test_inputs`` (a list of input tuples for the bundled
+test vectors). Anything missing or mistyped is a one-line :class:`McuError`.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from mcu.errors import McuError
+
+
+@dataclass
+class ModelSpec:
+    model: torch.nn.Module
+    example_inputs: tuple[torch.Tensor, ...]
+    calibration: list[tuple[torch.Tensor, ...]] | None
+    test_inputs: list[tuple[torch.Tensor, ...]]
+    name: str
+    path: Path | None = None
+
+
+def _as_input_tuple(value: Any, what: str, where: str) -> tuple[torch.Tensor, ...]:
+    if isinstance(value, torch.Tensor):
+        value = (value,)
+    if not isinstance(value, (tuple, list)) or not value or not all(isinstance(v, torch.Tensor) for v in value):
+        raise McuError(f"{where}: {what} must be a tuple of tensors, got {type(value).__name__}")
+    return tuple(value)
+
+
+def _input_list(value: Any, what: str, where: str) -> list[tuple[torch.Tensor, ...]]:
+    if isinstance(value, torch.Tensor):
+        raise McuError(f"{where}: {what} must be a list of input tuples, got a single tensor",
+                       hint=f"wrap it: {what} = [(x,)]")
+    try:
+        items = list(value)
+    except TypeError:
+        raise McuError(f"{where}: {what} must be an iterable of input tuples, got {type(value).__name__}") from None
+    if not items:
+        raise McuError(f"{where}: {what} is empty")
+    return [_as_input_tuple(v, f"each item of {what}", where) for v in items]
+
+
+def check_input_shapes(inputs: list[tuple[torch.Tensor, ...]], example: tuple[torch.Tensor, ...],
+                       what: str, where: str) -> None:
+    """Every tuple must match example_inputs in count, shape and dtype."""
+    for i, tup in enumerate(inputs):
+        if len(tup) != len(example):
+            raise McuError(f"{where}: {what}[{i}] has {len(tup)} inputs, example_inputs has {len(example)}")
+        for j, (t, e) in enumerate(zip(tup, example)):
+            if tuple(t.shape) != tuple(e.shape) or t.dtype != e.dtype:
+                raise McuError(
+                    f"{where}: {what}[{i}] input {j} has shape {list(t.shape)} {t.dtype}, "
+                    f"but example_inputs has {list(e.shape)} {e.dtype}",
+                    hint=f"make every {what} item shaped like example_inputs",
+                )
+
+
+def spec_from_objects(model: torch.nn.Module, example_inputs: Any, calibration: Any = None,
+                      test_inputs: Any = None, name: str = "model", where: str = "mcu.compile",
+                      path: Path | None = None) -> ModelSpec:
+    if not isinstance(model, torch.nn.Module):
+        raise McuError(f"{where}: model must be a torch.nn.Module, got {type(model).__name__}")
+    example = _as_input_tuple(example_inputs, "example_inputs", where)
+    calib = _input_list(calibration, "calibration", where) if calibration is not None else None
+    tests = _input_list(test_inputs, "test_inputs", where) if test_inputs is not None else [example]
+    if calib is not None:
+        check_input_shapes(calib, example, "calibration", where)
+    check_input_shapes(tests, example, "test_inputs", where)
+    return ModelSpec(model=model.eval(), example_inputs=example, calibration=calib, test_inputs=tests, name=name,
+                     path=path)
+
+
+def load_model_file(path: str | Path) -> ModelSpec:
+    path = Path(path)
+    if not path.is_file():
+        raise McuError(f"model file {path} does not exist")
+    module_name = f"mcu_user_model_{abs(hash(path.resolve()))}"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise McuError(f"{path}: cannot be loaded as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:  # the user's code failed: show where, briefly
+        frames = [f for f in traceback.extract_tb(exc.__traceback__) if Path(f.filename) == path.resolve()
+                  or Path(f.filename) == path]
+        at = f" at line {frames[-1].lineno}" if frames else ""
+        raise McuError(f"{path}{at}: running the model file raised {type(exc).__name__}: {exc}") from None
+    finally:
+        sys.modules.pop(module_name, None)
+
+    where = str(path)
+    if hasattr(module, "model"):
+        model = module.model
+    elif hasattr(module, "get_model"):
+        model = module.get_model()
+    else:
+        raise McuError(f"{path}: defines neither `model` nor `get_model()`",
+                       hint="add `model = MyNet()` (an nn.Module) at module level")
+    if not isinstance(model, torch.nn.Module):
+        raise McuError(f"{path}: `model` must be a torch.nn.Module, got {type(model).__name__}")
+    if not hasattr(module, "example_inputs"):
+        raise McuError(f"{path}: defines no `example_inputs`",
+                       hint="add `example_inputs = (torch.randn(1, 3, 32, 32),)`")
+    return spec_from_objects(
+        model,
+        module.example_inputs,
+        getattr(module, "calibration", None),
+        getattr(module, "test_inputs", None),
+        name=path.stem,
+        where=where,
+        path=path,
+    )

@@ -1,0 +1,80 @@
+"""Stage 6: give every non-constant tensor and scratch buffer its place in the arena.
+
+Lifetimes come from the execution order: model inputs are live from step 0,
+model outputs to the last step, a view extends its base buffer's lifetime,
+and a kernel's scratch buffer lives for its own step only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mcu.errors import McuError
+from mcu.ir import Graph, Op, Tensor
+from mcu.planner import MemoryPlanner, Plan, PlanError, verify_plan
+
+ALIGNMENT = 4
+
+
+@dataclass
+class MemoryPlan:
+    plan: Plan
+    tensor_offsets: dict[int, int]  # id(base tensor) -> offset
+    scratch_offsets: dict[int, int]  # id(op) -> offset of its scratch buffer
+
+    @property
+    def arena_size(self) -> int:
+        return self.plan.arena_size
+
+    @property
+    def lower_bound(self) -> int:
+        return self.plan.lower_bound
+
+    def offset(self, tensor: Tensor) -> int:
+        base = tensor.base()
+        return self.tensor_offsets[id(base)]
+
+
+def scratch_bytes(op: Op) -> int:
+    return int(op.attrs.get("scratch_bytes", 0))
+
+
+def plan_memory(graph: Graph) -> MemoryPlan:
+    last_step = max(len(graph.ops) - 1, 0)
+    first: dict[int, int] = {}
+    last: dict[int, int] = {}
+    bases: dict[int, Tensor] = {}
+
+    def touch(t: Tensor, step: int) -> None:
+        if t.is_constant:
+            return
+        b = t.base()
+        bases[id(b)] = b
+        first[id(b)] = min(first.get(id(b), step), step)
+        last[id(b)] = max(last.get(id(b), step), step)
+
+    for t in graph.inputs:
+        touch(t, 0)
+    for step, op in enumerate(graph.ops):
+        for t in (*op.inputs, *op.outputs):
+            touch(t, step)
+    for t in graph.outputs:
+        touch(t, last_step)
+
+    planner = MemoryPlanner(alignment=ALIGNMENT)
+    keys: list[tuple[str, int]] = []
+    for key, tensor in bases.items():
+        planner.add_buffer(tensor.name, tensor.nbytes, first[key], last[key])
+        keys.append(("tensor", key))
+    for step, op in enumerate(graph.ops):
+        if scratch_bytes(op):
+            planner.add_buffer(f"{op.name}_scratch", scratch_bytes(op), step, step)
+            keys.append(("scratch", id(op)))
+    plan = planner.plan()
+    try:
+        verify_plan(plan, ALIGNMENT)
+    except PlanError as exc:  # a planner bug, never the user's fault: fail the build loudly
+        raise McuError(f"internal error: memory plan failed verification: {exc}") from None
+    tensor_offsets = {k: off for (kind, k), off in zip(keys, plan.offsets) if kind == "tensor"}
+    scratch_offsets = {k: off for (kind, k), off in zip(keys, plan.offsets) if kind == "scratch"}
+    return MemoryPlan(plan, tensor_offsets, scratch_offsets)

@@ -1,0 +1,102 @@
+"""Choose a memory layout (dim order) for every tensor; insert layout changes.
+
+Rank-4 activations are channels-last (NHWC), the layout the convolution and
+pooling kernels read. Ops that need a particular layout of an input get a
+``permute`` in front when the producer chose another. Reshapes need row-major
+bytes in logical order so that they can alias their input; elementwise and
+softmax kernels take any layout through strides. Constants are stored in
+the layout their kernel reads (convolution weights as OHWI).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mcu.ir import CHANNELS_LAST, Graph, Op, Tensor
+
+_NEEDS_CHANNELS_LAST = {"conv2d", "max_pool2d", "avg_pool2d", "mean_hw", "batch_norm"}
+_PRODUCES_CHANNELS_LAST = _NEEDS_CHANNELS_LAST - {"mean_hw"}
+_NEEDS_CONTIGUOUS = {"reshape", "linear"}
+_SAME_AS_INPUT = {"clamp", "sigmoid", "tanh", "hardswish", "softmax", "pad", "quantize", "dequantize"}
+
+
+def _identity(rank: int) -> tuple[int, ...]:
+    return tuple(range(rank))
+
+
+def _convert(graph: Graph, op: Op, index: int, order: tuple[int, ...], cache: dict) -> None:
+    """Make op.inputs[index] available in ``order``, sharing one conversion per tensor and order."""
+    src = op.inputs[index]
+    key = (id(src), order)
+    if key not in cache:
+        suffix = "nhwc" if order == CHANNELS_LAST else "contig"
+        conv = Tensor(name=f"{src.name}_{suffix}", shape=src.shape, dtype=src.dtype, dim_order=order,
+                      quant=src.quant)
+        graph.ops.insert(graph.ops.index(op), Op("layout", [src], [conv], {}, name=f"{conv.name}_layout",
+                                                 source=op.source))
+        cache[key] = conv
+    op.inputs[index] = cache[key]
+
+
+def _same_bytes(t: Tensor, order: tuple[int, ...]) -> bool:
+    """Whether ``t`` in its own dim order has the same bytes as in ``order`` (size-1 dims move freely)."""
+    a = [d for d in t.dim_order if t.shape[d] != 1]
+    b = [d for d in order if t.shape[d] != 1]
+    return a == b
+
+
+def assign_layouts(graph: Graph) -> Graph:
+    for t in graph.inputs:
+        if len(t.shape) == 4:
+            t.dim_order = CHANNELS_LAST
+    cache: dict = {}
+    for op in list(graph.ops):
+        # 1. layouts this op requires of its inputs
+        if op.kind in _NEEDS_CHANNELS_LAST:
+            if len(op.inputs[0].shape) == 4:
+                _require(graph, op, 0, CHANNELS_LAST, cache)
+        elif op.kind in _NEEDS_CONTIGUOUS:
+            _require(graph, op, 0, _identity(len(op.inputs[0].shape)), cache)
+        elif op.kind == "concat":
+            order = op.inputs[0].dim_order if len(op.inputs[0].shape) == len(op.output.shape) else None
+            for i, t in enumerate(op.inputs):
+                if t.is_constant:
+                    continue
+                _require(graph, op, i, order or _identity(len(t.shape)), cache)
+        # 2. the layout of its output
+        out = op.output
+        rank = len(out.shape)
+        if op.kind in _PRODUCES_CHANNELS_LAST and rank == 4:
+            out.dim_order = CHANNELS_LAST
+        elif op.kind in _SAME_AS_INPUT or op.kind == "concat":
+            src = op.inputs[0]
+            out.dim_order = src.dim_order if len(src.shape) == rank else _identity(rank)
+        elif op.kind in ("add", "sub", "mul", "div"):
+            full = [t for t in op.inputs if t.shape == out.shape and not t.is_constant]
+            out.dim_order = full[0].dim_order if full else _identity(rank)
+        else:
+            out.dim_order = _identity(rank)
+    _layout_constants(graph)
+    return graph
+
+
+def _require(graph: Graph, op: Op, index: int, order: tuple[int, ...], cache: dict) -> None:
+    src = op.inputs[index]
+    if src.is_constant or src.dim_order == order or _same_bytes(src, order):
+        return
+    _convert(graph, op, index, order, cache)
+
+
+def _layout_constants(graph: Graph) -> None:
+    for op in graph.ops:
+        if op.kind == "conv2d":
+            w = op.inputs[1]
+            if w.dim_order != CHANNELS_LAST:
+                # OIHW -> OHWI: the kernel walks (kh, kw, ic) innermost for one output channel.
+                w.data = np.ascontiguousarray(np.transpose(w.data, CHANNELS_LAST))
+                w.dim_order = CHANNELS_LAST
+        elif op.kind in ("add", "sub", "mul", "div", "concat"):
+            for t in op.inputs:
+                if t.is_constant and len(t.shape) == len(op.output.shape) and t.dim_order != op.output.dim_order:
+                    t.data = np.ascontiguousarray(np.transpose(t.data.reshape(t.shape), op.output.dim_order))
+                    t.dim_order = op.output.dim_order

@@ -1,0 +1,25 @@
+"""Make reshapes (view, flatten, squeeze, unsqueeze) aliases instead of copies.
+
+After layout assignment a reshape's input holds its bytes in logical
+row-major order, so the output can share those bytes: the op stays in the
+graph for bookkeeping but emits no code, and the memory planner extends the
+base buffer's lifetime over the alias's uses.
+"""
+
+from __future__ import annotations
+
+from mcu.ir import Graph
+
+
+def alias_views(graph: Graph) -> Graph:
+    for op in graph.ops:
+        if op.kind != "reshape":
+            continue
+        src, out = op.inputs[0], op.output
+        if src.is_constant:
+            continue
+        if not src.is_contiguous_layout():
+            raise AssertionError(f"reshape {op.name} reads a non-contiguous tensor; layout pass missed it")
+        out.alias_of = src
+        op.attrs["alias"] = True
+    return graph

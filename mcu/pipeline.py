@@ -1,0 +1,72 @@
+"""The whole compiler, in order.
+
+    model.py -> capture (torch.export) -> Edge (Core ATen, verified)
+             -> mcu IR -> lowering passes -> memory plan -> C library
+
+Each stage is one module with one entry point; the lowering passes are the
+ordered list ``LOWERING`` below, with the reason for each position.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from mcu.boards import Board
+from mcu.capture import capture
+from mcu.edge import to_edge
+from mcu.emit.c_model import GeneratedLibrary, render_library
+from mcu.errors import McuError
+from mcu.frontend import from_exported
+from mcu.ir import Graph
+from mcu.loader import ModelSpec
+from mcu.memory import MemoryPlan, plan_memory
+from mcu.passes.fold_batch_norm import fold_batch_norm
+from mcu.passes.fuse_activations import fuse_activations
+from mcu.passes.layout import assign_layouts
+from mcu.passes.views import alias_views
+
+QUANTIZE_MODES = ("none", "int8")
+
+Pass = Callable[[Graph], Graph]
+
+LOWERING: list[tuple[str, Pass]] = [
+    # Batch norm sits between a convolution and its ReLU: fold it first so the ReLU can fuse.
+    ("fold_batch_norm", fold_batch_norm),
+    # Clamps fuse into their producer's output; fewer ops for the layout pass to consider.
+    ("fuse_activations", fuse_activations),
+    # Memory layouts (channels-last) and the layout changes between ops that need them.
+    ("assign_layouts", assign_layouts),
+    # Reshapes become aliases; needs final layouts to know their bytes are row-major.
+    ("alias_views", alias_views),
+]
+
+
+def lower(graph: Graph) -> Graph:
+    for _name, run in LOWERING:
+        graph = run(graph)
+    return graph
+
+
+def to_graph(spec: ModelSpec, quantize: str) -> Graph:
+    if quantize not in QUANTIZE_MODES:
+        raise McuError(f"unknown quantization mode '{quantize}'", hint=f"use one of: {', '.join(QUANTIZE_MODES)}")
+    if quantize == "int8":
+        raise McuError("--quantize int8 is not supported yet", hint="use --quantize none (fp32) for now")
+    ep = to_edge(capture(spec.model, spec.example_inputs))
+    return lower(from_exported(ep, name=spec.name))
+
+
+def check_fits(board: Board, memory: MemoryPlan) -> None:
+    """Reject a model whose arena cannot fit in the board's RAM next to its stack."""
+    available = board.ram.length - board.stack_bytes
+    if memory.arena_size > available:
+        raise McuError(
+            f"model does not fit {board.name}: its arena needs {memory.arena_size} B but the board has "
+            f"{available} B of RAM after a {board.stack_bytes} B stack ({memory.arena_size - available} B too many)",
+            hint="use a smaller model or input, quantize to int8, or pick a board with more RAM")
+
+
+def compile_graph(graph: Graph, board: Board, quantize: str) -> tuple[MemoryPlan, GeneratedLibrary]:
+    memory = plan_memory(graph)
+    check_fits(board, memory)
+    return memory, render_library(graph, memory, quantize)
