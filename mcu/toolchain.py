@@ -1,0 +1,339 @@
+"""Compilers and the firmware build: C sources + a board -> a linked ELF.
+
+The cross build is plain ``arm-none-eabi-gcc`` driven from Python (no make,
+no CMake): render the board's linker script, compile every source in
+parallel, link against newlib for memcpy/memset/libm, and read the sizes back
+from the ELF. A build is skipped when a stamp in ``out_dir`` shows that the
+compiler, flags, linker script, sources and every header they included are
+unchanged, so callers can keep one ``out_dir`` per firmware as a cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import jinja2
+
+from mcu import paths
+from mcu.boards import Board
+from mcu.elf import STB_GLOBAL, STB_WEAK, STT_FUNC, ElfFile, read_elf
+from mcu.errors import McuError
+
+CROSS_GCC = "arm-none-eabi-gcc"
+CROSS_GCC_ENV = "MCU_ARM_GCC"
+CROSS_INSTALL_HINT = (
+    "install it with: sudo apt-get install --no-install-recommends "
+    "gcc-arm-none-eabi libnewlib-arm-none-eabi"
+)
+HOST_CC_ENV = "MCU_HOST_CC"
+HOST_INSTALL_HINT = "install it with: sudo apt-get install --no-install-recommends gcc libc6-dev"
+
+COMMON_CFLAGS: tuple[str, ...] = (
+    "-std=c11",
+    "-O2",
+    "-g",
+    "-ffunction-sections",
+    "-fdata-sections",
+    "-Wall",
+    "-Wextra",
+    "-Werror",
+)
+LINK_LIBS: tuple[str, ...] = ("-lm", "-lc", "-lgcc")
+RUNTIME_SOURCES: tuple[str, ...] = ("mcu_status.c", "mcu_log.c", "mcu_platform_default.c")
+# Bump when the build recipe changes in a way the stamp key cannot see.
+_RECIPE_VERSION = "1"
+
+Defines = Mapping[str, "str | int | None"]
+
+
+@dataclass(frozen=True)
+class Firmware:
+    elf: Path
+    map_path: Path
+    flash_bytes: int  # bytes stored in flash: vectors, code, rodata, exidx, .data image
+    ram_bytes: int  # .data + .bss + .mcu_arena + stack
+    sections: dict[str, int]  # size of every section that occupies target memory
+    symbols: dict[str, int]  # global symbols -> address (Thumb bit cleared on functions)
+
+
+def _executable(path: Path) -> bool:
+    return path.is_file() and os.access(path, os.X_OK)
+
+
+def find_cross_compiler() -> Path:
+    """``arm-none-eabi-gcc`` from ``$MCU_ARM_GCC`` or ``PATH``."""
+    override = os.environ.get(CROSS_GCC_ENV)
+    if override:
+        path = Path(override)
+        if not _executable(path):
+            raise McuError(
+                f"{CROSS_GCC} not found at {path} (set by {CROSS_GCC_ENV})",
+                hint=f"unset {CROSS_GCC_ENV} or {CROSS_INSTALL_HINT}",
+            )
+        return path
+    found = shutil.which(CROSS_GCC)
+    if found is None:
+        raise McuError(f"{CROSS_GCC} not found on PATH", hint=CROSS_INSTALL_HINT)
+    return Path(found)
+
+
+def find_host_compiler() -> Path:
+    """The host C compiler: ``$MCU_HOST_CC``, else ``cc``, ``gcc`` or ``clang`` on PATH."""
+    override = os.environ.get(HOST_CC_ENV)
+    if override:
+        path = Path(override)
+        if not _executable(path):
+            raise McuError(
+                f"host C compiler not found at {path} (set by {HOST_CC_ENV})",
+                hint=f"unset {HOST_CC_ENV} or {HOST_INSTALL_HINT}",
+            )
+        return path
+    for name in ("cc", "gcc", "clang"):
+        found = shutil.which(name)
+        if found is not None:
+            return Path(found)
+    raise McuError("no host C compiler (cc) found on PATH", hint=HOST_INSTALL_HINT)
+
+
+def port_dirs(board: Board) -> list[Path]:
+    """``ports/cortex-m`` plus the board's own port folder."""
+    root = paths.ports_dir()
+    own = root / board.port
+    if not own.is_dir():
+        raise McuError(
+            f"board '{board.name}' uses port '{board.port}' but {own} does not exist",
+            hint=f"fix 'port' in {board.path}",
+        )
+    return [root / "cortex-m", own]
+
+
+def port_sources(board: Board) -> list[Path]:
+    """The C files every firmware for ``board`` links: ports and runtime basics."""
+    sources = [p for d in port_dirs(board) for p in sorted(d.glob("*.c"))]
+    sources += [paths.runtime_dir() / "src" / name for name in RUNTIME_SOURCES]
+    return sources
+
+
+def board_defines(board: Board) -> dict[str, str | int | None]:
+    """Preprocessor values the ports read from the board file."""
+    defines: dict[str, str | int | None] = {"MCU_CLOCK_HZ": f"{board.clock_hz}u"}
+    if board.uart_base is not None:
+        defines["MCU_UART_BASE"] = f"0x{board.uart_base:08x}u"
+    return defines
+
+
+def compile_flags(
+    board: Board, include_dirs: Sequence[Path] = (), defines: Defines | None = None
+) -> list[str]:
+    """Flags for compiling one C file for ``board`` (without -c/-o)."""
+    merged = board_defines(board)
+    # One -D per name: a repeated -D is a redefinition warning, fatal under -Werror.
+    merged.update(defines or {})
+    flags = [*board.cpu_flags, *COMMON_CFLAGS]
+    for d in [paths.runtime_dir() / "include", *port_dirs(board), *include_dirs]:
+        flags.append(f"-I{d}")
+    for key, value in merged.items():
+        flags.append(f"-D{key}" if value is None else f"-D{key}={value}")
+    return flags
+
+
+def render_linker_script(board: Board) -> str:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(paths.ports_dir())),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+    )
+    return env.get_template("cortex-m/linker.ld.j2").render(
+        board_name=board.name,
+        flash_origin=board.flash.origin,
+        flash_length=board.flash.length,
+        ram_origin=board.ram.origin,
+        ram_length=board.ram.length,
+        stack_bytes=board.stack_bytes,
+    )
+
+
+def _sha256_file(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _parse_depfile(text: str) -> list[str]:
+    """Prerequisites from a gcc ``-MMD`` file (``target: dep dep \\`` lines)."""
+    body = text.replace("\\\n", " ")
+    deps: list[str] = []
+    for line in body.splitlines():
+        _, sep, rest = line.partition(": ")
+        if not sep:
+            continue
+        # Spaces inside a path are escaped as "\ ".
+        for token in re.split(r"(?<!\\)\s+", rest.strip()):
+            if token:
+                deps.append(token.replace("\\ ", " "))
+    return deps
+
+
+def _stamp_key(
+    gcc: Path, sources: Sequence[Path], cflags: Sequence[str], ldflags: Sequence[str], script: str
+) -> str:
+    h = hashlib.sha256()
+    st = gcc.stat()
+    # The driver's identity stands in for the whole toolchain (an upgrade
+    # replaces the binary and changes size or mtime).
+    for part in (_RECIPE_VERSION, str(gcc.resolve()), str(st.st_size), str(st.st_mtime_ns)):
+        h.update(part.encode() + b"\0")
+    for part in (*cflags, "--", *ldflags, "--", script):
+        h.update(part.encode() + b"\0")
+    for src in sources:
+        h.update(str(src).encode() + b"\0" + _sha256_file(src).encode() + b"\0")
+    return h.hexdigest()
+
+
+def _stamp_valid(stamp_path: Path, key: str, outputs: Sequence[Path]) -> bool:
+    try:
+        stamp = json.loads(stamp_path.read_text())
+    except (OSError, ValueError):
+        return False
+    if stamp.get("key") != key or not all(p.is_file() for p in outputs):
+        return False
+    try:
+        return all(_sha256_file(Path(dep)) == digest for dep, digest in stamp["deps"].items())
+    except (OSError, KeyError, AttributeError):
+        return False
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def _run(cmd: Sequence[str], what: str, hint: str | None = None) -> None:
+    proc = subprocess.run(list(cmd), capture_output=True, text=True)
+    if proc.returncode != 0:
+        output = (proc.stderr + proc.stdout).strip()
+        raise McuError(f"{what} failed:\n{output}", hint=hint)
+
+
+def _link_hint(board: Board, output: str) -> str | None:
+    if "RAM" in output and ("overflow" in output or "overlaps" in output):
+        return (
+            f"the program needs more RAM than {board.name} has "
+            f"({board.ram.length} bytes including a {board.stack_bytes}-byte stack)"
+        )
+    if "FLASH" in output and "overflow" in output:
+        return f"the program does not fit in {board.name}'s {board.flash.length} bytes of flash"
+    return None
+
+
+def _firmware_from_elf(board: Board, elf_path: Path, map_path: Path) -> Firmware:
+    elf: ElfFile = read_elf(elf_path)
+    alloc = [s for s in elf.sections if s.alloc]
+    flash_bytes = sum(seg.filesz for seg in elf.load_segments() if board.flash.contains(seg.paddr))
+    ram_bytes = sum(s.size for s in alloc if board.ram.contains(s.addr))
+    symbols: dict[str, int] = {}
+    for sym in elf.symbols:
+        if sym.defined and sym.bind in (STB_GLOBAL, STB_WEAK):
+            symbols[sym.name] = sym.value & ~1 if sym.type == STT_FUNC else sym.value
+    return Firmware(
+        elf=elf_path,
+        map_path=map_path,
+        flash_bytes=flash_bytes,
+        ram_bytes=ram_bytes,
+        sections={s.name: s.size for s in alloc},
+        symbols=symbols,
+    )
+
+
+def build_firmware(
+    board: Board,
+    sources: Sequence[Path],
+    include_dirs: Sequence[Path],
+    out_dir: Path,
+    name: str = "firmware",
+    defines: Defines | None = None,
+) -> Firmware:
+    """Compile ``sources`` with the board's port and runtime basics into ``out_dir/<name>.elf``.
+
+    Safe to call concurrently for the same ``out_dir``: each build works in a
+    private temporary folder and moves finished files into place atomically.
+    """
+    gcc = find_cross_compiler()
+    out_dir = Path(out_dir).resolve()
+    out_dir.mkdir(parents=True, exist_ok=True)
+
+    all_sources: list[Path] = []
+    for src in [*map(Path, sources), *port_sources(board)]:
+        src = src.resolve()
+        if not src.is_file():
+            raise McuError(f"source file {src} does not exist")
+        if src not in all_sources:  # a caller may list a runtime file the build adds anyway
+            all_sources.append(src)
+
+    cflags = compile_flags(board, [Path(d).resolve() for d in include_dirs], defines)
+    script = render_linker_script(board)
+    ldflags = [*board.cpu_flags, "-nostartfiles", "-Wl,--gc-sections"]
+
+    elf_path = out_dir / f"{name}.elf"
+    map_path = out_dir / f"{name}.map"
+    ld_path = out_dir / f"{name}.ld"
+    stamp_path = out_dir / f"{name}.stamp.json"
+    key = _stamp_key(gcc, all_sources, cflags, ldflags, script)
+    if _stamp_valid(stamp_path, key, (elf_path, map_path)):
+        return _firmware_from_elf(board, elf_path, map_path)
+
+    work = Path(tempfile.mkdtemp(prefix=f".{name}-build-", dir=out_dir))
+    try:
+        tmp_ld = work / ld_path.name
+        tmp_ld.write_text(script)
+
+        def compile_one(index_src: tuple[int, Path]) -> Path:
+            index, src = index_src
+            # The index keeps objects apart when two sources share a file name.
+            obj = work / f"{index:03d}-{src.stem}.o"
+            _run(
+                [str(gcc), *cflags, "-MMD", "-MF", str(obj.with_suffix(".d")),
+                 "-c", str(src), "-o", str(obj)],
+                f"compiling {src} for {board.name}",
+            )
+            return obj
+
+        workers = max(1, min(len(all_sources), os.cpu_count() or 1))
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            objects = list(pool.map(compile_one, enumerate(all_sources)))
+
+        tmp_elf = work / elf_path.name
+        tmp_map = work / map_path.name
+        link = [str(gcc), *ldflags, f"-T{tmp_ld}", f"-Wl,-Map={tmp_map}",
+                *map(str, objects), *LINK_LIBS, "-o", str(tmp_elf)]
+        proc = subprocess.run(link, capture_output=True, text=True)
+        if proc.returncode != 0:
+            output = (proc.stderr + proc.stdout).strip()
+            raise McuError(f"linking {name} for {board.name} failed:\n{output}",
+                           hint=_link_hint(board, output))
+
+        deps: dict[str, str] = {}
+        for obj in objects:
+            for dep in _parse_depfile(obj.with_suffix(".d").read_text()):
+                dep_path = Path(dep).resolve()
+                deps.setdefault(str(dep_path), _sha256_file(dep_path))
+
+        os.replace(tmp_ld, ld_path)
+        os.replace(tmp_map, map_path)
+        os.replace(tmp_elf, elf_path)
+        # Written last: a stamp never vouches for outputs that are not in place.
+        _atomic_write(stamp_path, json.dumps({"key": key, "deps": deps}, indent=1))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+    return _firmware_from_elf(board, elf_path, map_path)

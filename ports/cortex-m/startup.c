@@ -1,0 +1,205 @@
+/*
+ * Reset and exception entry for every Cortex-M port (v7-M and v8-M Mainline).
+ *
+ * The linker script (ports/cortex-m/linker.ld.j2) places the vector table at
+ * the start of flash and defines the symbols used below. There is no C
+ * library start-up code (-nostartfiles): Reset_Handler is all of it.
+ */
+#include <stdint.h>
+
+#include "mcu/log.h"
+#include "mcu/platform.h"
+#include "mcu_cortex_m.h"
+
+/* Linker-script symbols: only their addresses are meaningful. */
+extern uint32_t __data_start__;
+extern uint32_t __data_end__;
+extern uint32_t __data_load__;
+extern uint32_t __bss_start__;
+extern uint32_t __bss_end__;
+extern uint32_t __ram_start__;
+extern uint32_t __stack_limit__;
+extern uint32_t __stack_top__;
+
+extern int main(void);
+
+void Reset_Handler(void) __attribute__((noreturn));
+void mcu_cm_fault_entry(void);
+void mcu_cm_fault_report(const uint32_t *frame, uint32_t exception) __attribute__((noreturn));
+
+/* Weak so a port can take over any single exception. */
+void NMI_Handler(void) __attribute__((weak, alias("mcu_cm_fault_entry")));
+void HardFault_Handler(void) __attribute__((weak, alias("mcu_cm_fault_entry")));
+void MemManage_Handler(void) __attribute__((weak, alias("mcu_cm_fault_entry")));
+void BusFault_Handler(void) __attribute__((weak, alias("mcu_cm_fault_entry")));
+void UsageFault_Handler(void) __attribute__((weak, alias("mcu_cm_fault_entry")));
+void SecureFault_Handler(void) __attribute__((weak, alias("mcu_cm_fault_entry")));
+void SVC_Handler(void) __attribute__((weak, alias("mcu_cm_fault_entry")));
+void DebugMon_Handler(void) __attribute__((weak, alias("mcu_cm_fault_entry")));
+void PendSV_Handler(void) __attribute__((weak, alias("mcu_cm_fault_entry")));
+void SysTick_Handler(void) __attribute__((weak, alias("mcu_cm_fault_entry")));
+
+typedef void (*mcu_cm_vector)(void);
+
+/* The architecture's 16 system entries only: the runtime enables no
+ * interrupts, so no device IRQ slots are needed. A port that uses IRQs
+ * provides its own table in .vectors. */
+struct mcu_cm_vector_table {
+    const uint32_t *initial_sp;
+    mcu_cm_vector exceptions[15];
+};
+
+__attribute__((section(".vectors"), used)) const struct mcu_cm_vector_table mcu_cm_vector_table = {
+    .initial_sp = &__stack_top__,
+    .exceptions = {
+        Reset_Handler,
+        NMI_Handler,
+        HardFault_Handler,
+        MemManage_Handler,
+        BusFault_Handler,
+        UsageFault_Handler,
+        SecureFault_Handler, /* reserved on v7-M, never taken there */
+        0,
+        0,
+        0,
+        SVC_Handler,
+        DebugMon_Handler,
+        0,
+        PendSV_Handler,
+        SysTick_Handler,
+    },
+};
+
+/* Words at the bottom of the stack that only an overflow overwrites. v8-M
+ * traps overflows with MSPLIM; on v7-M this check after main() is the only
+ * sign that the stack ran into the data below it. */
+#define MCU_STACK_CANARY 0xC0DEFA11u
+#define MCU_STACK_CANARY_WORDS 8u
+
+#define MCU_SHCSR_MEMFAULTENA (1u << 16)
+#define MCU_SHCSR_BUSFAULTENA (1u << 17)
+#define MCU_SHCSR_USGFAULTENA (1u << 18)
+#define MCU_SHCSR_SECUREFAULTENA (1u << 19)
+
+void Reset_Handler(void)
+{
+#if defined(__ARM_FP)
+    /* Full access to CP10/CP11 before any compiler-generated FPU instruction;
+     * the barriers make the new CPACR visible to the next instruction. */
+    MCU_SCB_CPACR |= (0xFu << 20);
+    __asm__ volatile("dsb\n\tisb" ::: "memory");
+#endif
+#if defined(__ARM_ARCH_8M_MAIN__)
+    /* v8-M checks the stack limit in hardware: an overflow becomes a
+     * UsageFault instead of silently overwriting the arena below the stack. */
+    __asm__ volatile("msr msplim, %0" ::"r"(&__stack_limit__));
+#endif
+
+    const uint32_t *src = &__data_load__;
+    for (uint32_t *dst = &__data_start__; dst < &__data_end__;) {
+        *dst++ = *src++;
+    }
+    for (uint32_t *dst = &__bss_start__; dst < &__bss_end__;) {
+        *dst++ = 0u;
+    }
+
+    /* Report each fault class by name instead of everything escalating to
+     * HardFault. */
+    uint32_t shcsr = MCU_SHCSR_MEMFAULTENA | MCU_SHCSR_BUSFAULTENA | MCU_SHCSR_USGFAULTENA;
+#if defined(__ARM_ARCH_8M_MAIN__)
+    shcsr |= MCU_SHCSR_SECUREFAULTENA;
+#endif
+    MCU_SCB_SHCSR |= shcsr;
+    __asm__ volatile("dsb\n\tisb" ::: "memory");
+
+    uint32_t *canary = &__stack_limit__;
+    for (uint32_t i = 0; i < MCU_STACK_CANARY_WORDS; i++) {
+        canary[i] = MCU_STACK_CANARY;
+    }
+
+    mcu_cm_cycles_enable();
+    mcu_platform_init();
+    int ret = main();
+
+    for (uint32_t i = 0; i < MCU_STACK_CANARY_WORDS; i++) {
+        if (canary[i] != MCU_STACK_CANARY) {
+            mcu_log_str("FAULT StackOverflow exception=0\n");
+            ret = MCU_EXIT_STACK_OVERFLOW;
+            break;
+        }
+    }
+    mcu_platform_exit(ret);
+    for (;;) {
+    }
+}
+
+/* The reporter runs on its own small stack: after a stack overflow the
+ * active SP points outside RAM, and after an ordinary fault the frame we
+ * want to print sits on the old stack where a fresh call could overwrite
+ * it. 256 bytes covers mcu_cm_fault_report and the console writes. */
+__attribute__((used, aligned(8))) static uint64_t mcu_cm_fault_stack[32];
+
+/* Pass the stacked exception frame (from whichever stack was active) and
+ * the exception number to the C reporter. Naked: no prologue may push onto
+ * the possibly broken stack. */
+__attribute__((naked)) void mcu_cm_fault_entry(void)
+{
+    __asm__ volatile(
+        "tst lr, #4\n\t"
+        "ite eq\n\t"
+        "mrseq r0, msp\n\t"
+        "mrsne r0, psp\n\t"
+        "mrs r1, ipsr\n\t"
+#if defined(__ARM_ARCH_8M_MAIN__)
+        /* The fault stack lies below the main stack's limit. */
+        "movs r2, #0\n\t"
+        "msr msplim, r2\n\t"
+#endif
+        "ldr r2, =mcu_cm_fault_stack + 256\n\t"
+        "mov sp, r2\n\t"
+        "b mcu_cm_fault_report\n\t");
+}
+
+static const char *mcu_cm_exception_name(uint32_t exception)
+{
+    switch (exception) {
+    case 2: return "NMI";
+    case 3: return "HardFault";
+    case 4: return "MemManage";
+    case 5: return "BusFault";
+    case 6: return "UsageFault";
+    case 7: return "SecureFault";
+    case 11: return "SVC";
+    case 12: return "DebugMon";
+    case 14: return "PendSV";
+    case 15: return "SysTick";
+    default: return "IRQ";
+    }
+}
+
+__attribute__((used)) void mcu_cm_fault_report(const uint32_t *frame, uint32_t exception)
+{
+    /* One line, stable prefix: the host looks for "FAULT " in the console. */
+    mcu_log_str("FAULT ");
+    mcu_log_str(mcu_cm_exception_name(exception));
+    mcu_log_str(" exception=");
+    mcu_log_u32(exception);
+    /* A stack overflow can leave the frame pointer outside RAM; reading it
+     * would fault again inside the handler and lock up. */
+    uintptr_t f = (uintptr_t)frame;
+    if (f >= (uintptr_t)&__ram_start__ && f + 32u <= (uintptr_t)&__stack_top__) {
+        mcu_log_str(" pc=");
+        mcu_log_hex32(frame[6]);
+        mcu_log_str(" lr=");
+        mcu_log_hex32(frame[5]);
+    }
+    mcu_log_str(" cfsr=");
+    mcu_log_hex32(MCU_SCB_CFSR);
+    mcu_log_str(" hfsr=");
+    mcu_log_hex32(MCU_SCB_HFSR);
+    mcu_log_newline();
+    uint32_t code = exception < 127u ? exception : 127u;
+    mcu_platform_exit(MCU_EXIT_FAULT_BASE + (int)code);
+    for (;;) {
+    }
+}
