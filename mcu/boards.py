@@ -64,7 +64,7 @@ class _Reader:
         self._path = path
         self._data = data
 
-    def _fail(self, key: str, problem: str) -> McuError:
+    def fail(self, key: str, problem: str) -> McuError:
         return McuError(
             f"board file {self._path}: key '{key}' {problem}",
             hint="see boards/mps2-an505.toml for the expected layout",
@@ -81,9 +81,9 @@ class _Reader:
     def str_(self, key: str) -> str:
         found, value = self._lookup(key)
         if not found:
-            raise self._fail(key, "is missing")
+            raise self.fail(key, "is missing")
         if not isinstance(value, str) or not value:
-            raise self._fail(key, f"must be a non-empty string, got {value!r}")
+            raise self.fail(key, f"must be a non-empty string, got {value!r}")
         return value
 
     def opt_str(self, key: str) -> str | None:
@@ -93,20 +93,20 @@ class _Reader:
     def bool_(self, key: str) -> bool:
         found, value = self._lookup(key)
         if not found:
-            raise self._fail(key, "is missing")
+            raise self.fail(key, "is missing")
         if not isinstance(value, bool):
-            raise self._fail(key, f"must be true or false, got {value!r}")
+            raise self.fail(key, f"must be true or false, got {value!r}")
         return value
 
     def int_(self, key: str, minimum: int = 0, maximum: int = _U32_MAX) -> int:
         found, value = self._lookup(key)
         if not found:
-            raise self._fail(key, "is missing")
+            raise self.fail(key, "is missing")
         # bool is an int subclass; `true` is never a meaningful size or address.
         if isinstance(value, bool) or not isinstance(value, int):
-            raise self._fail(key, f"must be an integer, got {value!r}")
+            raise self.fail(key, f"must be an integer, got {value!r}")
         if not minimum <= value <= maximum:
-            raise self._fail(key, f"must be between {minimum:#x} and {maximum:#x}, got {value:#x}")
+            raise self.fail(key, f"must be between {minimum:#x} and {maximum:#x}, got {value:#x}")
         return value
 
     def opt_int(self, key: str) -> int | None:
@@ -116,13 +116,13 @@ class _Reader:
     def str_list(self, key: str) -> tuple[str, ...]:
         found, value = self._lookup(key)
         if not found:
-            raise self._fail(key, "is missing")
+            raise self.fail(key, "is missing")
         if (
             not isinstance(value, list)
             or not value
             or not all(isinstance(v, str) and v for v in value)
         ):
-            raise self._fail(key, f"must be a non-empty list of strings, got {value!r}")
+            raise self.fail(key, f"must be a non-empty list of strings, got {value!r}")
         return tuple(value)
 
     def region(self, name: str) -> MemoryRegion:
@@ -130,7 +130,7 @@ class _Reader:
         origin = self.int_(f"{key}.origin")
         length = self.int_(f"{key}.length", minimum=1)
         if origin + length - 1 > _U32_MAX:
-            raise self._fail(key, "extends past the 32-bit address space")
+            raise self.fail(key, "extends past the 32-bit address space")
         return MemoryRegion(name=name, origin=origin, length=length)
 
 
@@ -144,25 +144,25 @@ def _parse(path: Path) -> Board:
     name = r.str_("name")
     if name != path.stem:
         # load_board finds files by name; a mismatch would make the board unreachable.
-        raise r._fail("name", f"must match the file name '{path.stem}', got '{name}'")
+        raise r.fail("name", f"must match the file name '{path.stem}', got '{name}'")
     fpu = r.str_("fpu")
     flash = r.region("flash")
     ram = r.region("ram")
     if flash.origin < ram.end and ram.origin < flash.end:
-        raise r._fail("memory", "has overlapping flash and ram regions")
+        raise r.fail("memory", "has overlapping flash and ram regions")
     stack_bytes = r.int_("stack_bytes", minimum=256, maximum=ram.length)
     if stack_bytes % 8:
         # AAPCS requires an 8-byte aligned stack at public interfaces.
-        raise r._fail("stack_bytes", f"must be a multiple of 8, got {stack_bytes}")
+        raise r.fail("stack_bytes", f"must be a multiple of 8, got {stack_bytes}")
 
     sim_kind = r.opt_str("sim.kind")
     qemu_machine = r.opt_str("sim.machine")
     if sim_kind == "qemu" and qemu_machine is None:
-        raise r._fail("sim.machine", "is missing (required when sim.kind is \"qemu\")")
+        raise r.fail("sim.machine", "is missing (required when sim.kind is \"qemu\")")
     console_kind = r.str_("console.kind")
     uart_base = r.opt_int("console.base")
     if console_kind.endswith("uart") and uart_base is None:
-        raise r._fail("console.base", f"is missing (required for console kind '{console_kind}')")
+        raise r.fail("console.base", f"is missing (required for console kind '{console_kind}')")
 
     return Board(
         name=name,
