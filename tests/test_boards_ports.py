@@ -283,3 +283,18 @@ def test_plugin_is_built_once() -> None:
     first = build_plugin()
     assert first.is_file() and first.parent == paths.cache_dir()
     assert build_plugin() == first
+
+
+@pytest.mark.qemu
+@needs_qemu
+def test_lockup_is_an_error_not_an_exit_status(tmp_path: Path) -> None:
+    # A fault inside the fault handler locks the core up; QEMU aborts.
+    src = _write(tmp_path / "main.c", (
+        "void HardFault_Handler(void) { __builtin_trap(); }\n"
+        "void UsageFault_Handler(void) { __builtin_trap(); }\n"
+        "int main(void) { __builtin_trap(); }\n"))
+    board = load_board("mps2-an386")
+    fw = build_firmware(board, [src], [], tmp_path / "out")
+    with pytest.raises(McuError, match="Lockup") as exc:
+        run_qemu(board, fw.elf, timeout_s=30)
+    assert exc.value.hint == "the firmware locked up"

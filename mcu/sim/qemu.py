@@ -144,10 +144,19 @@ def run_qemu(board: Board, elf: Path, timeout_s: float = 300) -> SimResult:
         stderr = proc.stderr.decode("utf-8", "replace")
         # The firmware's status and QEMU's own failure (bad machine, plugin
         # load error) share the exit code; QEMU's failures say so on stderr.
-        qemu_errors = [line for line in stderr.splitlines() if line.startswith(f"{qemu.name}:")]
+        qemu_errors = [line for line in stderr.splitlines()
+                       if line.startswith(f"{qemu.name}:") and "warning:" not in line]
         if qemu_errors:
             raise McuError(f"QEMU failed to run {elf.name} on {board.qemu_machine}:\n"
                            + "\n".join(qemu_errors))
+        if proc.returncode < 0:
+            # QEMU itself died (it aborts when the guest locks up, e.g. a
+            # fault inside a fault handler): there is no firmware status.
+            raise McuError(
+                f"QEMU stopped with signal {-proc.returncode} running {elf.name} "
+                f"on {board.qemu_machine}:\n" + "\n".join(stderr.strip().splitlines()[:6]),
+                hint="the firmware locked up" if "Lockup" in stderr else None,
+            )
         counts_text = counts_path.read_text() if counts_path.exists() else ""
 
     return SimResult(
