@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import sys
+import warnings
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -172,6 +173,8 @@ COMMANDS = {"boards": cmd_boards, "build": cmd_build, "run": cmd_run, "export": 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    # torch 2.13's pytree code trips its own deprecation warning inside torch.export: not the user's concern.
+    warnings.filterwarnings("ignore", message=r".*treespec, LeafSpec.*", category=FutureWarning)
     try:
         return COMMANDS[args.command](args)
     except McuError as exc:

@@ -3,7 +3,7 @@
  * @brief Console formatting shared by every firmware (no printf, no heap).
  *
  * The host reads these lines back, so their format is a contract: see
- * mcu/sim/console.py.
+ * mcu/console.py.
  */
 #ifndef MCU_LOG_H
 #define MCU_LOG_H
