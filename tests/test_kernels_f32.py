@@ -56,6 +56,17 @@ SETTINGS = settings(
 )
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _single_thread_torch():
+    # The reference ops here are tiny; torch's intra-op thread pool costs ~10x
+    # their run time (worse under pytest -n), so run them on one thread and
+    # restore the setting for whatever test module runs next.
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 @pytest.fixture(scope="module")
 def lib():
     cbind.check_layout()
