@@ -1,0 +1,167 @@
+/**
+ * @file kernels_s8.h
+ * @brief Portable int8 kernels with the TFLite int8 / CMSIS-NN arithmetic.
+ *
+ * Quantization: real = scale * (q - zero_point). Activations are asymmetric
+ * per-tensor int8; weights are symmetric per output channel (zero-point 0,
+ * values in [-127, 127]); biases are int32 with scale s_in * s_w[c].
+ *
+ * Requantization (mcu_requantize in internal/requant.h, mirrored exactly by
+ * mcu/quant/arith.py): a real multiplier M is stored as a Q31 `multiplier`
+ * in [2^30, 2^31 - 1] (or 0) and a `shift` in [-31, 30] with
+ * M = multiplier * 2^(shift - 31). Applying it to an int32 x:
+ *   left = max(shift, 0), right = max(-shift, 0)
+ *   x' = saturate_int32(x * 2^left)
+ *   y = rounding_doubling_high_mul(x', multiplier)      // (x'*m + 2^30) >> 31, saturating on INT32_MIN^2
+ *   y = rounding_divide_by_pot(y, right)               // round half away from zero
+ * Layouts are physical: activations NHWC, convolution weights OHWI,
+ * depthwise weights [kh][kw][out_c] (TFLite's 1HWO), linear weights [out][in].
+ * Offsets follow CMSIS-NN: input_offset = -input_zero_point,
+ * output_offset = +output_zero_point. Every kernel returns an mcu_status and
+ * never allocates; scratch memory, where a kernel needs it, comes from the
+ * caller in an mcu_context sized by the kernel's _get_buffer_size companion.
+ */
+#ifndef MCU_KERNELS_S8_H
+#define MCU_KERNELS_S8_H
+
+#include <stdint.h>
+
+#include "mcu/status.h"
+#include "mcu/tensor.h"
+
+/** Caller-supplied scratch memory. */
+typedef struct {
+    void *buf;
+    int32_t size;
+} mcu_context;
+
+/** Per-channel requantization: one multiplier and shift per output channel. */
+typedef struct {
+    const int32_t *multiplier;
+    const int32_t *shift;
+} mcu_per_channel_quant;
+
+typedef struct {
+    mcu_shape4 input;   /**< NHWC */
+    mcu_shape4 output;  /**< NHWC */
+    int32_t kernel_h, kernel_w;
+    int32_t stride_h, stride_w;
+    int32_t pad_top, pad_left;      /**< bottom/right implied by the output size */
+    int32_t dilation_h, dilation_w;
+    int32_t groups;                 /**< 1 for plain convolution; input.c and output.c divisible by it */
+    int32_t input_offset;           /**< -input zero-point, in [-127, 128] */
+    int32_t output_offset;          /**< output zero-point, in [-128, 127] */
+    int32_t act_min, act_max;       /**< clamp in the output's int8 domain */
+} mcu_conv2d_s8_params;
+
+/** Convolution (plain and grouped); weights OHWI [out_c][kh][kw][in_c/groups]; bias may be NULL. */
+mcu_status mcu_conv2d_s8(const mcu_context *ctx, const mcu_conv2d_s8_params *p, const mcu_per_channel_quant *q,
+                         const int8_t *input, const int8_t *weight, const int32_t *bias, int8_t *output);
+int32_t mcu_conv2d_s8_get_buffer_size(const mcu_conv2d_s8_params *p);
+
+typedef struct {
+    mcu_shape4 input;
+    mcu_shape4 output;              /**< output.c = input.c * ch_mult */
+    int32_t ch_mult;
+    int32_t kernel_h, kernel_w;
+    int32_t stride_h, stride_w;
+    int32_t pad_top, pad_left;
+    int32_t dilation_h, dilation_w;
+    int32_t input_offset, output_offset;
+    int32_t act_min, act_max;
+} mcu_depthwise_conv2d_s8_params;
+
+/** Depthwise convolution; weights [kh][kw][out_c], output channel o reads input channel o / ch_mult. */
+mcu_status mcu_depthwise_conv2d_s8(const mcu_context *ctx, const mcu_depthwise_conv2d_s8_params *p,
+                                   const mcu_per_channel_quant *q, const int8_t *input, const int8_t *weight,
+                                   const int32_t *bias, int8_t *output);
+int32_t mcu_depthwise_conv2d_s8_get_buffer_size(const mcu_depthwise_conv2d_s8_params *p);
+
+typedef struct {
+    int32_t batch, in_features, out_features;
+    int32_t input_offset, output_offset;
+    int32_t act_min, act_max;
+} mcu_linear_s8_params;
+
+/** Fully connected with per-output-channel requantization; weights [out][in]; bias may be NULL. */
+mcu_status mcu_linear_s8(const mcu_context *ctx, const mcu_linear_s8_params *p, const mcu_per_channel_quant *q,
+                         const int8_t *input, const int8_t *weight, const int32_t *bias, int8_t *output);
+int32_t mcu_linear_s8_get_buffer_size(const mcu_linear_s8_params *p);
+
+/** Broadcasting elementwise parameters (strides in elements, 0 where broadcast). */
+typedef struct {
+    int32_t rank;
+    int32_t out_shape[MCU_MAX_DIMS];
+    int32_t a_strides[MCU_MAX_DIMS];
+    int32_t b_strides[MCU_MAX_DIMS];
+    int32_t a_offset, b_offset;     /**< -zero-points of the inputs */
+    int32_t a_multiplier, a_shift;  /**< add only: input rescale (see below) */
+    int32_t b_multiplier, b_shift;
+    int32_t left_shift;             /**< add only: 20 for int8 */
+    int32_t out_multiplier, out_shift;
+    int32_t output_offset;
+    int32_t act_min, act_max;
+} mcu_binary_s8_params;
+
+/** CMSIS-NN add: a' = rq((a + a_offset) << left_shift, a_mult, a_shift), same for b,
+ *  out = clamp(rq(a' + b', out_mult, out_shift) + output_offset). Sub uses the same path
+ *  with b' negated. May run in place on an operand with the output's contiguous strides. */
+mcu_status mcu_add_s8(const mcu_binary_s8_params *p, const int8_t *a, const int8_t *b, int8_t *output);
+mcu_status mcu_sub_s8(const mcu_binary_s8_params *p, const int8_t *a, const int8_t *b, int8_t *output);
+/** CMSIS-NN mul: out = clamp(rq((a + a_offset) * (b + b_offset), out_mult, out_shift) + output_offset). */
+mcu_status mcu_mul_s8(const mcu_binary_s8_params *p, const int8_t *a, const int8_t *b, int8_t *output);
+
+typedef struct {
+    mcu_shape4 input, output;
+    int32_t kernel_h, kernel_w;
+    int32_t stride_h, stride_w;
+    int32_t pad_top, pad_left;
+    int32_t act_min, act_max;
+} mcu_pool2d_s8_params;
+
+/** Max pooling over real (unpadded) positions, then clamp. Input and output share quantization. */
+mcu_status mcu_max_pool2d_s8(const mcu_pool2d_s8_params *p, const int8_t *input, int8_t *output);
+/** Average pooling over real positions (count excludes padding), CMSIS-NN rounding:
+ *  sum > 0 ? (sum + count/2) / count : (sum - count/2) / count, then clamp. Shared quantization. */
+mcu_status mcu_avg_pool2d_s8(const mcu_pool2d_s8_params *p, const int8_t *input, int8_t *output);
+
+typedef struct {
+    mcu_shape4 input;               /**< output is [n][c] */
+    int32_t input_offset;           /**< -input zero-point */
+    int32_t multiplier, shift;      /**< real multiplier s_in / (s_out * h * w) */
+    int32_t output_offset;
+    int32_t act_min, act_max;
+} mcu_mean_hw_s8_params;
+
+/** Mean over H and W: out = clamp(rq(sum(q + input_offset), multiplier, shift) + output_offset). */
+mcu_status mcu_mean_hw_s8(const mcu_mean_hw_s8_params *p, const int8_t *input, int8_t *output);
+
+typedef struct {
+    int32_t outer, axis, inner;     /**< softmax over the middle axis of [outer][axis][inner] */
+    int32_t input_multiplier;       /**< from beta * s_in with 5 integer bits, as TFLite/CMSIS-NN */
+    int32_t input_left_shift;
+    int32_t diff_min;
+} mcu_softmax_s8_params;
+
+/** CMSIS-NN/TFLite int8 softmax (gemmlowp fixed-point exp); output scale 1/256, zero-point -128. */
+mcu_status mcu_softmax_s8(const mcu_softmax_s8_params *p, const int8_t *input, int8_t *output);
+
+/** Table lookup for pointwise nonlinearities: out[i] = table[in[i] + 128]. May run in place. */
+mcu_status mcu_lut_s8(int32_t size, const int8_t *table, const int8_t *input, int8_t *output);
+
+/** out = clamp(rq(q + input_offset, multiplier, shift) + output_offset, act_min, act_max). May run in place. */
+mcu_status mcu_requantize_s8(int32_t size, int32_t input_offset, int32_t multiplier, int32_t shift,
+                             int32_t output_offset, int32_t act_min, int32_t act_max, const int8_t *input,
+                             int8_t *output);
+
+/** Elementwise clamp in the int8 domain (ReLU with unchanged quantization). May run in place. */
+mcu_status mcu_clamp_s8(int32_t size, int32_t act_min, int32_t act_max, const int8_t *input, int8_t *output);
+
+/** q = clamp(round_half_even(x * inv_scale) + zero_point, -128, 127), float32 arithmetic (torch's rule). */
+mcu_status mcu_quantize_f32_s8(int32_t size, float inv_scale, int32_t zero_point, const float *input,
+                               int8_t *output);
+/** x = (float)(q - zero_point) * scale. */
+mcu_status mcu_dequantize_s8_f32(int32_t size, float scale, int32_t zero_point, const int8_t *input,
+                                 float *output);
+
+#endif /* MCU_KERNELS_S8_H */
