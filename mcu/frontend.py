@@ -20,10 +20,15 @@ from torch.fx import Node
 
 from mcu.edge import op_name, verify_edge
 from mcu.errors import McuError
-from mcu.ir import Graph, Op, Tensor
+from mcu.ir import Graph, Op, QConst, QuantParams, Tensor
 from mcu.sourceinfo import user_source_line
 
 aten = torch.ops.aten
+
+# Ops that only move data: folding them on a quantized constant moves its integer form along.
+_DATA_MOVEMENT = {aten.permute.default, aten.t.default, aten.transpose.int, aten.view.default,
+                  aten._unsafe_view.default, aten.reshape.default, aten.squeeze.dims, aten.squeeze.dim,
+                  aten.unsqueeze.default, aten.clone.default, aten.alias.default, aten.expand.default}
 
 _TORCH_DTYPES = {torch.float32: "float32", torch.int8: "int8", torch.int32: "int32", torch.uint8: "uint8",
                  torch.int16: "int16"}
@@ -120,6 +125,10 @@ def _linear_from(ctx: _Ctx, node: Node, x: Tensor, w_t: torch.Tensor | Tensor, b
                        f"{user_source_line(node)}")
     data = w_t.data.T.copy() if weight_is_transposed else w_t.data
     w = Tensor(name=ctx.fresh(f"{node.name}_weight"), shape=tuple(data.shape), dtype=w_t.dtype, data=data)
+    if w_t.qconst is not None:
+        qc = w_t.qconst
+        w.qconst = (QConst(qc.values.T.copy(), qc.scale.T.copy(), qc.zero_point.T.copy())
+                    if weight_is_transposed else qc)
     inputs = [x, w] + ([bias] if bias is not None else [])
     return _emit(ctx, node, "linear", inputs, {"act": None})
 
@@ -290,6 +299,68 @@ def _pad(ctx: _Ctx, node: Node, a: list[Any]) -> Tensor:
     return _emit(ctx, node, "pad", [x], {"before": tuple(before), "after": tuple(after), "value": value})
 
 
+def _qparams(scale: Any, zero_point: Any, qmin: Any, qmax: Any, dtype: Any, node: Node) -> QuantParams:
+    if dtype != torch.int8:
+        raise McuError(f"quantization to {dtype} is not supported (int8 only){user_source_line(node)}")
+    return QuantParams(scale=(float(scale),), zero_point=(int(zero_point),), qmin=int(qmin), qmax=int(qmax))
+
+
+def _quantize(ctx: _Ctx, node: Node, a: list[Any]) -> Tensor:
+    q = _qparams(*a[1:6], node)
+    out = _emit(ctx, node, "quantize", [a[0]])
+    out.quant = q
+    return out
+
+
+def _dequantize(ctx: _Ctx, node: Node, a: list[Any]) -> Tensor:
+    q = _qparams(*a[1:6], node)
+    src = a[0]
+    if src.quant is None:
+        src.quant = q
+    return _emit(ctx, node, "dequantize", [src], {"quant": q})
+
+
+def _quant_ops() -> dict[str, Any]:
+    """The quantized_decomposed ops, registered once torchao is imported (only int8 graphs have them)."""
+    try:
+        qd = torch.ops.quantized_decomposed
+        return {"q": qd.quantize_per_tensor.default, "dq": qd.dequantize_per_tensor.default,
+                "dq_channel": qd.dequantize_per_channel.default}
+    except AttributeError:
+        return {}
+
+
+def _handlers() -> dict[object, Callable[[_Ctx, Node, list[Any]], Any]]:
+    ops = _quant_ops()
+    extra = {ops["q"]: _quantize, ops["dq"]: _dequantize} if ops else {}
+    return {**HANDLERS, **extra}
+
+
+def _fold_quantized_constant(node: Node, args: list[Any], value: torch.Tensor) -> QConst | None:
+    """The integer form of a constant produced by dequantizing (or moving) a quantized constant."""
+    qops = _quant_ops()
+    if qops and node.target in (qops["dq_channel"], qops["dq"]):
+        src = args[0]
+        values = torch.from_numpy(np.ascontiguousarray(src.data))
+        if node.target is qops["dq_channel"]:
+            scales, zps, axis = args[1], args[2], int(args[3])
+            shape = [1] * values.dim()
+            shape[axis] = -1
+            scale = np.broadcast_to(scales.data.astype(np.float64).reshape(shape), values.shape)
+            zp = np.broadcast_to(zps.data.astype(np.int64).reshape(shape), values.shape)
+        else:
+            scale = np.full(values.shape, float(args[1]))
+            zp = np.full(values.shape, int(args[2]), dtype=np.int64)
+        return QConst(values.numpy().astype(np.int8), np.ascontiguousarray(scale), np.ascontiguousarray(zp))
+    qsrc = next((x for x in args if isinstance(x, Tensor) and x.qconst is not None), None)
+    if qsrc is None or node.target not in _DATA_MOVEMENT:
+        return None
+    rest = [_torch_value(x) for x in args[1:]]
+    moved = [node.target(torch.from_numpy(np.ascontiguousarray(arr)), *rest).contiguous().numpy()
+             for arr in (qsrc.qconst.values, qsrc.qconst.scale, qsrc.qconst.zero_point)]
+    return QConst(*moved)
+
+
 def _identity(ctx: _Ctx, node: Node, a: list[Any]) -> Tensor:
     return a[0]
 
@@ -343,7 +414,9 @@ HANDLERS: dict[object, Callable[[_Ctx, Node, list[Any]], Any]] = {
 
 
 def supported_ops() -> list[str]:
-    return sorted(op_name(t) for t in HANDLERS)
+    return sorted(op_name(t) for t in HANDLERS) + [
+        "quantized_decomposed.quantize_per_tensor", "quantized_decomposed.dequantize_per_tensor",
+        "quantized_decomposed.dequantize_per_channel (constant weights)"]
 
 
 def _map_args(ctx: _Ctx, value: Any) -> Any:
@@ -369,7 +442,9 @@ def _all_constant(args: Any) -> bool:
 
 
 def from_exported(ep: torch.export.ExportedProgram, name: str = "model") -> Graph:
-    verify_edge(ep, HANDLERS.keys())
+    handlers = _handlers()
+    foldable_only = {_quant_ops()["dq_channel"]} if _quant_ops() else set()  # only on constant weights
+    verify_edge(ep, set(handlers) | foldable_only)
     sig = ep.graph_signature
     state = {**ep.state_dict, **ep.constants}
     const_names: dict[str, str] = {}
@@ -399,10 +474,17 @@ def from_exported(ep: torch.export.ExportedProgram, name: str = "model") -> Grap
             if _all_constant(args):
                 with torch.no_grad():
                     value = node.target(*_torch_value(list(args)), **_torch_value(dict(node.kwargs)))
-                ctx.values[node.name] = (_const(node.name, value) if isinstance(value, torch.Tensor)
-                                         else tuple(_const(f"{node.name}_{i}", v) for i, v in enumerate(value)))
+                if isinstance(value, torch.Tensor):
+                    const = _const(node.name, value)
+                    const.qconst = _fold_quantized_constant(node, list(args), value)
+                    ctx.values[node.name] = const
+                else:
+                    ctx.values[node.name] = tuple(_const(f"{node.name}_{i}", v) for i, v in enumerate(value))
                 continue
-            ctx.values[node.name] = HANDLERS[node.target](ctx, node, list(args))
+            if node.target in foldable_only:
+                raise McuError(f"{op_name(node.target)} on a non-constant tensor is not supported"
+                               f"{user_source_line(node)}")
+            ctx.values[node.name] = handlers[node.target](ctx, node, list(args))
         elif node.op == "output":
             for v in _map_args(ctx, node.args[0]):
                 if not isinstance(v, Tensor):

@@ -40,6 +40,27 @@ class QuantParams:
 
 
 @dataclass(eq=False)
+class QConst:
+    """The integer form of a quantized constant (a weight behind a dequantize node).
+
+    Arrays have the constant's logical shape; ``scale`` and ``zero_point`` are
+    per element so that data-movement folding (transpose, view) carries them
+    along unchanged. :meth:`per_channel` recovers one value per index of an axis.
+    """
+
+    values: np.ndarray  # int8
+    scale: np.ndarray  # float64, same shape
+    zero_point: np.ndarray  # int64, same shape
+
+    def per_channel(self, axis: int) -> tuple[np.ndarray, np.ndarray]:
+        moved_s = np.moveaxis(self.scale, axis, 0).reshape(self.scale.shape[axis], -1)
+        moved_z = np.moveaxis(self.zero_point, axis, 0).reshape(self.zero_point.shape[axis], -1)
+        if not (np.all(moved_s == moved_s[:, :1]) and np.all(moved_z == moved_z[:, :1])):
+            raise ValueError(f"quantization parameters vary along more than axis {axis}")
+        return moved_s[:, 0].copy(), moved_z[:, 0].copy()
+
+
+@dataclass(eq=False)
 class Tensor:
     name: str
     shape: tuple[int, ...]
@@ -48,6 +69,7 @@ class Tensor:
     data: np.ndarray | None = None  # constants only, in physical layout
     alias_of: Tensor | None = None  # a view shares its base's bytes
     quant: QuantParams | None = None
+    qconst: QConst | None = None  # constants only: the int8 weights this float constant dequantizes
     is_input: bool = False
     is_output: bool = False
 
@@ -120,6 +142,7 @@ class Graph:
     outputs: list[Tensor]
     ops: list[Op]
     name: str = "model"
+    fallbacks: list[tuple[str, str]] = field(default_factory=list)  # (op, reason) left in fp32 by int8 lowering
 
     def tensors(self) -> Iterator[Tensor]:
         """Every tensor once, inputs first, then in op order."""

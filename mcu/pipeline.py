@@ -23,6 +23,7 @@ from mcu.memory import MemoryPlan, plan_memory
 from mcu.passes.fold_batch_norm import fold_batch_norm
 from mcu.passes.fuse_activations import fuse_activations
 from mcu.passes.layout import assign_layouts
+from mcu.passes.quantized import lower_quantized
 from mcu.passes.views import alias_views
 
 QUANTIZE_MODES = ("none", "int8")
@@ -32,8 +33,11 @@ Pass = Callable[[Graph], Graph]
 LOWERING: list[tuple[str, Pass]] = [
     # Batch norm sits between a convolution and its ReLU: fold it first so the ReLU can fuse.
     ("fold_batch_norm", fold_batch_norm),
-    # Clamps fuse into their producer's output; fewer ops for the layout pass to consider.
+    # Clamps fuse into their producer's output (still float ops in a quantized graph, before
+    # the quantize that follows them), so the int8 lowering sees conv+relu -> quantize.
     ("fuse_activations", fuse_activations),
+    # dequantize -> op -> quantize becomes one int8 op; a no-op on fp32 graphs.
+    ("lower_quantized", lower_quantized),
     # Memory layouts (channels-last) and the layout changes between ops that need them.
     ("assign_layouts", assign_layouts),
     # Reshapes become aliases; needs final layouts to know their bytes are row-major.
@@ -50,9 +54,14 @@ def lower(graph: Graph) -> Graph:
 def to_graph(spec: ModelSpec, quantize: str) -> Graph:
     if quantize not in QUANTIZE_MODES:
         raise McuError(f"unknown quantization mode '{quantize}'", hint=f"use one of: {', '.join(QUANTIZE_MODES)}")
+    where = str(spec.path) if spec.path else spec.name
     if quantize == "int8":
-        raise McuError("--quantize int8 is not supported yet", hint="use --quantize none (fp32) for now")
-    ep = to_edge(capture(spec.model, spec.example_inputs))
+        from mcu.quantize import quantize_static
+
+        captured = quantize_static(spec.model, spec.example_inputs, spec.calibration, where=where)
+    else:
+        captured = spec.model
+    ep = to_edge(capture(captured, spec.example_inputs))
     return lower(from_exported(ep, name=spec.name))
 
 

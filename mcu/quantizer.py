@@ -1,0 +1,192 @@
+"""``MCUQuantizer``: annotate a captured graph for the CMSIS-NN int8 scheme (torchao pt2e).
+
+Activations: int8 asymmetric per tensor, [-128, 127]. Weights of convolution
+and linear layers: int8 symmetric per output channel, [-127, 127]. Biases stay
+float here; the lowering quantizes them to int32 with scale s_in * s_w[c].
+
+Patterns annotated as one unit, so nothing is quantized inside them:
+``conv/linear [-> batch_norm] [-> relu/relu6/hardtanh/clamp]`` and
+``add/mul [-> relu/...]``. Ops that cannot change quantization parameters
+(max pooling, average pooling, reshapes, permutes, padding, concatenation,
+a lone ReLU) share their input's parameters. Softmax and sigmoid outputs use
+the fixed scale 1/256 and zero-point -128, tanh 1/128 and 0. Any op not named
+here stays unannotated and runs in fp32 between dequantize and quantize.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+from torch.fx import GraphModule, Node
+from torchao.quantization.pt2e import (
+    FakeQuantize,
+    MinMaxObserver,
+    MovingAverageMinMaxObserver,
+    MovingAveragePerChannelMinMaxObserver,
+    PerChannelMinMaxObserver,
+)
+from torchao.quantization.pt2e.quantizer import (
+    FixedQParamsQuantizationSpec,
+    QuantizationAnnotation,
+    QuantizationSpec,
+    Quantizer,
+    SharedQuantizationSpec,
+)
+
+aten = torch.ops.aten
+
+CONV_LINEAR = {aten.conv2d.default, aten.linear.default}
+BATCH_NORM = {aten.batch_norm.default, aten._native_batch_norm_legit_no_training.default}
+ACTIVATIONS = {aten.relu.default, aten.relu_.default, aten.hardtanh.default, aten.hardtanh_.default,
+               aten.clamp.default, aten.relu6.default if hasattr(aten, "relu6") else aten.relu.default}
+BINARY = {aten.add.Tensor, aten.mul.Tensor, aten.add_.Tensor, aten.mul_.Tensor}
+SHARED = {aten.max_pool2d.default, aten.avg_pool2d.default, aten.flatten.using_ints, aten.view.default,
+          aten.reshape.default, aten.permute.default, aten.squeeze.dim, aten.squeeze.dims, aten.unsqueeze.default,
+          aten.pad.default, aten.constant_pad_nd.default, aten.dropout.default, aten.contiguous.default,
+          aten.clone.default}
+OWN_OUTPUT = {aten.adaptive_avg_pool2d.default, aten.mean.dim, aten.hardswish.default,
+              aten.hardswish_.default}
+SOFTMAX = {aten.softmax.int, aten._softmax.default}
+FIXED_OUTPUT = {aten.sigmoid.default: (1.0 / 256.0, -128), aten.tanh.default: (1.0 / 128.0, 0)}
+
+
+def _act_spec(qat: bool) -> QuantizationSpec:
+    obs = (FakeQuantize.with_args(observer=MovingAverageMinMaxObserver, quant_min=-128, quant_max=127,
+                                  dtype=torch.int8, qscheme=torch.per_tensor_affine)
+           if qat else MinMaxObserver.with_args(eps=2**-12))
+    return QuantizationSpec(dtype=torch.int8, quant_min=-128, quant_max=127, qscheme=torch.per_tensor_affine,
+                            observer_or_fake_quant_ctr=obs)
+
+
+def _weight_spec(qat: bool) -> QuantizationSpec:
+    obs = (FakeQuantize.with_args(observer=MovingAveragePerChannelMinMaxObserver, quant_min=-127, quant_max=127,
+                                  dtype=torch.int8, qscheme=torch.per_channel_symmetric, ch_axis=0)
+           if qat else PerChannelMinMaxObserver.with_args(eps=2**-12))
+    return QuantizationSpec(dtype=torch.int8, quant_min=-127, quant_max=127, qscheme=torch.per_channel_symmetric,
+                            ch_axis=0, observer_or_fake_quant_ctr=obs)
+
+
+def _single_user(node: Node) -> Node | None:
+    users = list(node.users)
+    return users[0] if len(users) == 1 else None
+
+
+def _annotated(node: Node) -> bool:
+    ann = node.meta.get("quantization_annotation")
+    return ann is not None and ann._annotated
+
+
+def _mark(node: Node, inputs: dict[Node, object] | None = None, output: object | None = None) -> None:
+    node.meta["quantization_annotation"] = QuantizationAnnotation(
+        input_qspec_map=dict(inputs or {}), output_qspec=output, _annotated=True)
+
+
+def _is_float_tensor(node: object) -> bool:
+    if not isinstance(node, Node):
+        return False
+    val = node.meta.get("val")
+    return isinstance(val, torch.Tensor) and val.dtype == torch.float32
+
+
+class MCUQuantizer(Quantizer):
+    """Annotates for int8 inference with CMSIS-NN arithmetic; ``qat=True`` uses fake-quantize modules."""
+
+    def __init__(self, qat: bool = False) -> None:
+        super().__init__()
+        self.qat = qat
+
+    def annotate(self, model: GraphModule) -> GraphModule:
+        act, weight = _act_spec(self.qat), _weight_spec(self.qat)
+        handlers: list[tuple[set, Callable[[Node], None]]] = [
+            (CONV_LINEAR, lambda n: self._conv_linear(n, act, weight)),
+            (BINARY, lambda n: self._binary(n, act)),
+            (OWN_OUTPUT, lambda n: self._own_output(n, act)),
+            (SOFTMAX, lambda n: self._fixed(n, act, 1.0 / 256.0, -128)),
+            (SHARED | ACTIVATIONS, lambda n: self._shared(n, act)),
+            ({aten.cat.default}, lambda n: self._cat(n, act)),
+        ]
+        for node in model.graph.nodes:
+            if node.op != "call_function" or _annotated(node):
+                continue
+            if node.target in FIXED_OUTPUT:
+                scale, zp = FIXED_OUTPUT[node.target]
+                self._fixed(node, act, scale, zp)
+                continue
+            for targets, handle in handlers:
+                if node.target in targets:
+                    handle(node)
+                    break
+        return model
+
+    def validate(self, model: GraphModule) -> None:
+        return None
+
+    # --- patterns -----------------------------------------------------------------------------------------
+
+    def _tail(self, node: Node, allow_bn: bool) -> list[Node]:
+        """The fused chain after ``node``: optional batch norm, optional activation (single users only)."""
+        chain: list[Node] = []
+        cur = node
+        nxt = _single_user(cur)
+        if allow_bn and nxt is not None and nxt.target in BATCH_NORM:
+            chain.append(nxt)
+            cur = nxt
+            nxt = _single_user(cur)
+            if nxt is not None and nxt.target is __import__("operator").getitem:
+                chain.append(nxt)
+                cur = nxt
+                nxt = _single_user(cur)
+        if nxt is not None and nxt.target in ACTIVATIONS:
+            chain.append(nxt)
+        return chain
+
+    def _finish_chain(self, chain: list[Node], head: Node, act: QuantizationSpec) -> None:
+        for n in chain[:-1]:
+            _mark(n)
+        last = chain[-1] if chain else head
+        if chain:
+            _mark(last, output=act)
+        else:
+            head.meta["quantization_annotation"].output_qspec = act
+
+    def _conv_linear(self, node: Node, act: QuantizationSpec, weight: QuantizationSpec) -> None:
+        x, w = node.args[0], node.args[1]
+        if not (_is_float_tensor(x) and isinstance(w, Node)):
+            return
+        _mark(node, {x: act, w: weight})
+        self._finish_chain(self._tail(node, allow_bn=True), node, act)
+
+    def _binary(self, node: Node, act: QuantizationSpec) -> None:
+        a, b = node.args[0], node.args[1]
+        if not (_is_float_tensor(a) and _is_float_tensor(b)):
+            return  # a scalar operand: leave it to fp32
+        _mark(node, {a: act, b: act})
+        self._finish_chain(self._tail(node, allow_bn=False), node, act)
+
+    def _own_output(self, node: Node, act: QuantizationSpec) -> None:
+        x = node.args[0]
+        if _is_float_tensor(x):
+            _mark(node, {x: act}, act)
+
+    def _fixed(self, node: Node, act: QuantizationSpec, scale: float, zero_point: int) -> None:
+        x = node.args[0]
+        if _is_float_tensor(x):
+            out = FixedQParamsQuantizationSpec(dtype=torch.int8, scale=scale, zero_point=zero_point,
+                                               quant_min=-128, quant_max=127, qscheme=torch.per_tensor_affine)
+            _mark(node, {x: act}, out)
+
+    def _shared(self, node: Node, act: QuantizationSpec) -> None:
+        x = node.args[0]
+        if _is_float_tensor(x):
+            _mark(node, {x: act}, SharedQuantizationSpec((x, node)))
+
+    def _cat(self, node: Node, act: QuantizationSpec) -> None:
+        inputs = [t for t in node.args[0] if isinstance(t, Node)]
+        if not inputs or not all(_is_float_tensor(t) for t in inputs):
+            return
+        first = inputs[0]
+        spec_map: dict[Node, object] = {first: act}
+        for t in inputs[1:]:
+            spec_map[t] = SharedQuantizationSpec((first, node))
+        _mark(node, spec_map, SharedQuantizationSpec((first, node)))
