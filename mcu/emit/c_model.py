@@ -20,7 +20,7 @@ from mcu.ir import Graph, Tensor
 from mcu.memory import MemoryPlan
 from mcu.paths import codegen_dir
 
-KERNEL_HEADERS = ["mcu/kernels_f32.h", "mcu/kernels_generic.h"]
+KERNEL_HEADERS = ["mcu/kernels_f32.h", "mcu/kernels_s8.h", "mcu/kernels_generic.h"]
 RUNTIME_SOURCES = ["src/mcu_status.c"]
 
 
@@ -77,6 +77,10 @@ class ModelView:
     kernel_headers: list[str]
     kernel_sources: list[str] = field(default_factory=list)
 
+    @property
+    def has_quantized_io(self) -> bool:
+        return any(io.quant for io in self.inputs + self.outputs)
+
 
 @dataclass
 class GeneratedLibrary:
@@ -110,7 +114,8 @@ def environment() -> jinja2.Environment:
 def _io_view(kind: str, index: int, t: Tensor, offset: int) -> IOView:
     quant = None
     if t.quant is not None and t.quant.per_tensor:
-        quant = {"scale": c_float(t.quant.scale[0]), "zero_point": t.quant.zero_point[0]}
+        quant = {"scale": c_float(t.quant.scale[0]), "inv_scale": c_float(1.0 / t.quant.scale[0]),
+                 "zero_point": t.quant.zero_point[0]}
     return IOView(kind=kind, KIND=kind.upper(), index=index, name=t.name, dtype=t.dtype, c_type=c_type(t.dtype),
                   shape=list(t.shape), dim_order=list(t.dim_order), physical_shape=list(t.physical_shape),
                   numel=t.numel, nbytes=t.nbytes, offset=offset, quant=quant)
@@ -154,11 +159,16 @@ def build_view(graph: Graph, memory: MemoryPlan, quantize: str) -> ModelView:
         params_c = c_initializer(call.params) if call.params is not None else ""
         steps.append(StepView(index=i, name=op.name, call=call, params_c=params_c))
 
+    inputs = [_io_view("input", i, t, memory.offset(t)) for i, t in enumerate(graph.inputs)]
+    outputs = [_io_view("output", i, t, memory.offset(t)) for i, t in enumerate(graph.outputs)]
+    # The _run_f32 wrapper converts at the boundary with these two kernels.
+    for needed, source in ((inputs, "mcu_quantize_f32_s8.c"), (outputs, "mcu_dequantize_s8_f32.c")):
+        if any(io.quant for io in needed) and source not in sources:
+            sources.append(source)
     return ModelView(
         name=graph.name, prefix=prefix, PREFIX=prefix.upper(), quantize=quantize, version=__version__,
         arena_size=memory.arena_size, lower_bound=memory.lower_bound,
-        inputs=[_io_view("input", i, t, memory.offset(t)) for i, t in enumerate(graph.inputs)],
-        outputs=[_io_view("output", i, t, memory.offset(t)) for i, t in enumerate(graph.outputs)],
+        inputs=inputs, outputs=outputs,
         constants=constants, steps=steps, kernel_headers=KERNEL_HEADERS, kernel_sources=sources,
     )
 

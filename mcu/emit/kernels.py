@@ -243,3 +243,171 @@ def emit_call(op: Op, ref: Ref) -> KernelCall | None:
     call = EMITTERS[key](op, ref)
     call.comment = f"{op.name}: {op.kind}" + (f" ({op.source})" if op.source else "")
     return call
+
+
+# --- int8 ---------------------------------------------------------------------------------------------------
+
+
+def _quant_locals(op: Op, ref: Ref) -> list[str]:
+    mult, shift = op.inputs[3], op.inputs[4]
+    return ["static const mcu_context ctx = {NULL, 0};",
+            f"static const mcu_per_channel_quant quant = {{{ref(mult)}, {ref(shift)}}};"]
+
+
+def _offsets(op: Op, *names: str) -> dict:
+    return {n: int(op.attrs[n]) for n in names}
+
+
+def _conv2d_s8(op: Op, ref: Ref) -> KernelCall:
+    x, w, b = op.inputs[:3]
+    out = op.output
+    params = {
+        "input": shape4(x), "output": shape4(out),
+        "kernel_h": w.shape[2], "kernel_w": w.shape[3],
+        "stride_h": op.attrs["stride"][0], "stride_w": op.attrs["stride"][1],
+        "pad_top": op.attrs["padding"][0], "pad_left": op.attrs["padding"][1],
+        "dilation_h": op.attrs["dilation"][0], "dilation_w": op.attrs["dilation"][1],
+        "groups": op.attrs["groups"],
+        **_offsets(op, "input_offset", "output_offset", "act_min", "act_max"),
+    }
+    return KernelCall("mcu_conv2d_s8", ["&ctx", "&params", "&quant", ref(x), ref(w), ref(b), ref(out)],
+                      ["mcu_conv2d_s8.c"], "mcu_conv2d_s8_params", params, locals=_quant_locals(op, ref))
+
+
+def _depthwise_s8(op: Op, ref: Ref) -> KernelCall:
+    x, w, b = op.inputs[:3]
+    out = op.output
+    params = {
+        "input": shape4(x), "output": shape4(out), "ch_mult": op.attrs["ch_mult"],
+        "kernel_h": w.shape[2], "kernel_w": w.shape[3],
+        "stride_h": op.attrs["stride"][0], "stride_w": op.attrs["stride"][1],
+        "pad_top": op.attrs["padding"][0], "pad_left": op.attrs["padding"][1],
+        "dilation_h": op.attrs["dilation"][0], "dilation_w": op.attrs["dilation"][1],
+        **_offsets(op, "input_offset", "output_offset", "act_min", "act_max"),
+    }
+    return KernelCall("mcu_depthwise_conv2d_s8", ["&ctx", "&params", "&quant", ref(x), ref(w), ref(b), ref(out)],
+                      ["mcu_depthwise_conv2d_s8.c"], "mcu_depthwise_conv2d_s8_params", params,
+                      locals=_quant_locals(op, ref))
+
+
+def _linear_s8(op: Op, ref: Ref) -> KernelCall:
+    x, w, b = op.inputs[:3]
+    out_f, in_f = w.shape
+    params = {"batch": x.numel // in_f, "in_features": in_f, "out_features": out_f,
+              **_offsets(op, "input_offset", "output_offset", "act_min", "act_max")}
+    return KernelCall("mcu_linear_s8", ["&ctx", "&params", "&quant", ref(x), ref(w), ref(b), ref(op.output)],
+                      ["mcu_linear_s8.c"], "mcu_linear_s8_params", params, locals=_quant_locals(op, ref))
+
+
+def _binary_s8(name: str) -> Callable[[Op, Ref], KernelCall]:
+    def emit(op: Op, ref: Ref) -> KernelCall:
+        a, b = op.inputs
+        out = op.output
+        rank = max(len(out.shape), 1)
+        if rank > 6:
+            raise McuError(f"{name} on rank-{rank} tensors is not supported (at most 6 dims){_at(op)}")
+        pad = 6 - rank
+        at = op.attrs
+        params = {"rank": rank, "out_shape": (list(out.physical_shape) or [1]) + [1] * pad,
+                  "a_strides": (_operand_strides(a, out) or [0]) + [0] * pad,
+                  "b_strides": (_operand_strides(b, out) or [0]) + [0] * pad,
+                  "a_offset": int(at["a_offset"]), "b_offset": int(at["b_offset"]),
+                  "a_multiplier": int(at.get("a_multiplier", 0)), "a_shift": int(at.get("a_shift", 0)),
+                  "b_multiplier": int(at.get("b_multiplier", 0)), "b_shift": int(at.get("b_shift", 0)),
+                  "left_shift": int(at.get("left_shift", 0)),
+                  "out_multiplier": int(at["out_multiplier"]), "out_shift": int(at["out_shift"]),
+                  "output_offset": int(at["output_offset"]),
+                  "act_min": int(at["act_min"]), "act_max": int(at["act_max"])}
+        return KernelCall(f"mcu_{name}_s8", ["&params", ref(a), ref(b), ref(out)], [f"mcu_{name}_s8.c"],
+                          "mcu_binary_s8_params", params)
+    return emit
+
+
+def _pool_s8(function: str, source: str) -> Callable[[Op, Ref], KernelCall]:
+    def emit(op: Op, ref: Ref) -> KernelCall:
+        a = op.attrs
+        params = {"input": shape4(op.inputs[0]), "output": shape4(op.output),
+                  "kernel_h": a["kernel"][0], "kernel_w": a["kernel"][1],
+                  "stride_h": a["stride"][0], "stride_w": a["stride"][1],
+                  "pad_top": a["padding"][0], "pad_left": a["padding"][1],
+                  "act_min": int(a["act_min"]), "act_max": int(a["act_max"])}
+        return KernelCall(function, ["&params", ref(op.inputs[0]), ref(op.output)], [source],
+                          "mcu_pool2d_s8_params", params)
+    return emit
+
+
+def _mean_hw_s8(op: Op, ref: Ref) -> KernelCall:
+    params = {"input": shape4(op.inputs[0]),
+              **_offsets(op, "input_offset", "multiplier", "shift", "output_offset", "act_min", "act_max")}
+    return KernelCall("mcu_mean_hw_s8", ["&params", ref(op.inputs[0]), ref(op.output)], ["mcu_mean_hw_s8.c"],
+                      "mcu_mean_hw_s8_params", params)
+
+
+def _softmax_s8(op: Op, ref: Ref) -> KernelCall:
+    outer, axis, inner = _split_at(op.inputs[0], op.attrs["axis"])
+    params = {"outer": outer, "axis": axis, "inner": inner,
+              **_offsets(op, "input_multiplier", "input_left_shift", "diff_min")}
+    return KernelCall("mcu_softmax_s8", ["&params", ref(op.inputs[0]), ref(op.output)], ["mcu_softmax_s8.c"],
+                      "mcu_softmax_s8_params", params)
+
+
+def _lut_s8(op: Op, ref: Ref) -> KernelCall:
+    x, table = op.inputs
+    return KernelCall("mcu_lut_s8", [str(x.numel), ref(table), ref(x), ref(op.output)], ["mcu_lut_s8.c"])
+
+
+def _requantize_s8(op: Op, ref: Ref) -> KernelCall:
+    a = op.attrs
+    args = [str(op.output.numel)] + [str(int(a[k])) for k in ("input_offset", "multiplier", "shift",
+                                                               "output_offset", "act_min", "act_max")]
+    return KernelCall("mcu_requantize_s8", args + [ref(op.inputs[0]), ref(op.output)], ["mcu_requantize_s8.c"])
+
+
+def _clamp_s8(op: Op, ref: Ref) -> KernelCall:
+    return KernelCall("mcu_clamp_s8", [str(op.output.numel), str(int(op.attrs["act_min"])),
+                                       str(int(op.attrs["act_max"])), ref(op.inputs[0]), ref(op.output)],
+                      ["mcu_clamp_s8.c"])
+
+
+def _quantize(op: Op, ref: Ref) -> KernelCall:
+    q = op.output.quant
+    assert q is not None
+    return KernelCall("mcu_quantize_f32_s8", [str(op.output.numel), c_float(1.0 / q.scale[0]),
+                                              str(q.zero_point[0]), ref(op.inputs[0]), ref(op.output)],
+                      ["mcu_quantize_f32_s8.c"])
+
+
+def _dequantize(op: Op, ref: Ref) -> KernelCall:
+    q = op.attrs["quant"]
+    return KernelCall("mcu_dequantize_s8_f32", [str(op.output.numel), c_float(q.scale[0]), str(q.zero_point[0]),
+                                                ref(op.inputs[0]), ref(op.output)], ["mcu_dequantize_s8_f32.c"])
+
+
+def _pad_s8(op: Op, ref: Ref) -> KernelCall:
+    call = _pad(op, ref)
+    call.args[1] = "1"
+    call.locals = [f"static const int8_t fill = {int(op.attrs['value_q'])};"]
+    return call
+
+
+EMITTERS.update({
+    ("conv2d", "int8"): _conv2d_s8,
+    ("depthwise_conv2d", "int8"): _depthwise_s8,
+    ("linear", "int8"): _linear_s8,
+    ("add", "int8"): _binary_s8("add"),
+    ("sub", "int8"): _binary_s8("sub"),
+    ("mul", "int8"): _binary_s8("mul"),
+    ("max_pool2d", "int8"): _pool_s8("mcu_max_pool2d_s8", "mcu_max_pool2d_s8.c"),
+    ("avg_pool2d", "int8"): _pool_s8("mcu_avg_pool2d_s8", "mcu_avg_pool2d_s8.c"),
+    ("mean_hw", "int8"): _mean_hw_s8,
+    ("softmax", "int8"): _softmax_s8,
+    ("lut", "int8"): _lut_s8,
+    ("requantize", "int8"): _requantize_s8,
+    ("clamp", "int8"): _clamp_s8,
+    ("quantize", "int8"): _quantize,
+    ("dequantize", "float32"): _dequantize,
+    ("permute", "int8"): _permute,
+    ("layout", "int8"): _layout,
+    ("concat", "int8"): _concat,
+    ("pad", "int8"): _pad_s8,
+})
