@@ -8,7 +8,8 @@ from mcu.errors import McuError
 
 
 def capture(model: torch.nn.Module, example_inputs: tuple[torch.Tensor, ...]) -> torch.export.ExportedProgram:
-    model = model.eval()
+    if not isinstance(model, torch.fx.GraphModule):  # a converted pt2e module refuses .eval()
+        model = model.eval()
     try:
         return torch.export.export(model, example_inputs, strict=False)
     except Exception as exc:  # torch.export's own messages are long; keep the first line
