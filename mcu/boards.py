@@ -19,6 +19,12 @@ from mcu.errors import McuError
 _U32_MAX = 0xFFFF_FFFF
 
 
+# Output sections a board may move out of flash into one of its extra memory
+# regions (``holds`` in the board file). Only read-only data for now: it is
+# what outgrows a small code memory (fp32 weights, bundled test vectors).
+MOVABLE_SECTIONS: tuple[str, ...] = ("rodata",)
+
+
 @dataclass(frozen=True)
 class MemoryRegion:
     """A contiguous address range: ``[origin, origin + length)``."""
@@ -26,6 +32,12 @@ class MemoryRegion:
     name: str
     origin: int
     length: int
+    holds: tuple[str, ...] = ()  # MOVABLE_SECTIONS placed here instead of flash (extra regions only)
+
+    @property
+    def linker_name(self) -> str:
+        """The MEMORY name in the rendered linker script (FLASH, RAM, QSPI, ...)."""
+        return self.name.upper().replace("-", "_")
 
     @property
     def end(self) -> int:
@@ -55,6 +67,19 @@ class Board:
     qemu_machine: str | None
     deploy_method: str
     path: Path
+    # Memories beyond flash and ram that the linker may use (``[memory.<name>]``
+    # with ``holds``), e.g. the 8 MB QSPI of the MPS3 AN547 for weights.
+    extra_regions: tuple[MemoryRegion, ...] = ()
+    uf2_family: int | None = None  # UF2 family ID for boards flashed with deploy.method = "uf2"
+    console_baud: int = 115200
+
+    def region_for(self, section: str) -> MemoryRegion:
+        """Where output section ``section`` (e.g. "rodata") is placed: an extra region that holds it, else flash."""
+        return next((r for r in self.extra_regions if section in r.holds), self.flash)
+
+    @property
+    def regions(self) -> tuple[MemoryRegion, ...]:
+        return (self.flash, self.ram, *self.extra_regions)
 
 
 class _Reader:
@@ -131,7 +156,21 @@ class _Reader:
         length = self.int_(f"{key}.length", minimum=1)
         if origin + length - 1 > _U32_MAX:
             raise self.fail(key, "extends past the 32-bit address space")
-        return MemoryRegion(name=name, origin=origin, length=length)
+        holds: tuple[str, ...] = ()
+        if name not in ("flash", "ram") and self._lookup(f"{key}.holds")[0]:
+            holds = self.str_list(f"{key}.holds")
+            unknown = [h for h in holds if h not in MOVABLE_SECTIONS]
+            if unknown:
+                raise self.fail(f"{key}.holds", f"names {unknown}; it may only hold {list(MOVABLE_SECTIONS)}")
+        return MemoryRegion(name=name, origin=origin, length=length, holds=holds)
+
+    def table_keys(self, key: str) -> list[str]:
+        found, value = self._lookup(key)
+        if not found:
+            return []
+        if not isinstance(value, dict):
+            raise self.fail(key, "must be a table")
+        return list(value)
 
 
 def _parse(path: Path) -> Board:
@@ -148,8 +187,16 @@ def _parse(path: Path) -> Board:
     fpu = r.str_("fpu")
     flash = r.region("flash")
     ram = r.region("ram")
-    if flash.origin < ram.end and ram.origin < flash.end:
-        raise r.fail("memory", "has overlapping flash and ram regions")
+    extra = tuple(r.region(n) for n in r.table_keys("memory") if n not in ("flash", "ram"))
+    regions = (flash, ram, *extra)
+    for i, a in enumerate(regions):
+        for b in regions[i + 1:]:
+            if a.origin < b.end and b.origin < a.end:
+                raise r.fail("memory", f"has overlapping {a.name} and {b.name} regions")
+    for section in MOVABLE_SECTIONS:
+        holders = [x.name for x in extra if section in x.holds]
+        if len(holders) > 1:
+            raise r.fail("memory", f"has more than one region holding {section}: {holders}")
     stack_bytes = r.int_("stack_bytes", minimum=256, maximum=ram.length)
     if stack_bytes % 8:
         # AAPCS requires an 8-byte aligned stack at public interfaces.
@@ -163,6 +210,11 @@ def _parse(path: Path) -> Board:
     uart_base = r.opt_int("console.base")
     if console_kind.endswith("uart") and uart_base is None:
         raise r.fail("console.base", f"is missing (required for console kind '{console_kind}')")
+    baud = r.opt_int("console.baud")
+    deploy_method = r.str_("deploy.method")
+    uf2_family = r.opt_int("deploy.uf2_family")
+    if deploy_method == "uf2" and uf2_family is None:
+        raise r.fail("deploy.uf2_family", "is missing (required when deploy.method is \"uf2\")")
 
     return Board(
         name=name,
@@ -181,8 +233,11 @@ def _parse(path: Path) -> Board:
         uart_base=uart_base,
         sim_kind=sim_kind,
         qemu_machine=qemu_machine,
-        deploy_method=r.str_("deploy.method"),
+        deploy_method=deploy_method,
         path=path,
+        extra_regions=extra,
+        uf2_family=uf2_family,
+        console_baud=baud if baud is not None else 115200,
     )
 
 

@@ -19,7 +19,7 @@ import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import jinja2
@@ -28,6 +28,7 @@ from mcu import paths
 from mcu.boards import Board
 from mcu.elf import STB_GLOBAL, STB_WEAK, STT_FUNC, ElfFile, read_elf
 from mcu.errors import McuError
+from mcu.uf2 import write_uf2
 
 CROSS_GCC = "arm-none-eabi-gcc"
 CROSS_GCC_ENV = "MCU_ARM_GCC"
@@ -68,6 +69,10 @@ class Firmware:
     ram_bytes: int  # .data + .bss + .mcu_arena + stack
     sections: dict[str, int]  # size of every section that occupies target memory
     symbols: dict[str, int]  # global symbols -> address (Thumb bit cleared on functions)
+    # Bytes used in every memory region of the board, by region name ("flash",
+    # "ram", and extra regions such as the AN547's "qspi" that holds .rodata).
+    region_bytes: dict[str, int] = field(default_factory=dict)
+    uf2: Path | None = None  # written next to the ELF for boards flashed as UF2 (deploy.method = "uf2")
 
 
 def _executable(path: Path) -> bool:
@@ -163,6 +168,8 @@ def render_linker_script(board: Board) -> str:
         flash_length=board.flash.length,
         ram_origin=board.ram.origin,
         ram_length=board.ram.length,
+        extra_regions=board.extra_regions,
+        rodata_region=board.region_for("rodata").linker_name,
         stack_bytes=board.stack_bytes,
     )
 
@@ -229,22 +236,37 @@ def _run(cmd: Sequence[str], what: str, hint: str | None = None) -> None:
         raise McuError(f"{what} failed:\n{output}", hint=hint)
 
 
-def _link_hint(board: Board, output: str) -> str | None:
+_REGION_OVERFLOW = re.compile(r"region `(\w+)' overflowed by (\d+) bytes")
+
+
+def _link_error(board: Board, name: str, output: str) -> McuError:
+    """One line with both numbers when a memory region overflows, else the linker's own output."""
+    m = _REGION_OVERFLOW.search(output)
+    region = next((r for r in board.regions if m and r.linker_name == m.group(1)), None)
+    if m and region is not None:
+        over = int(m.group(2))
+        what = {"flash": "flash", "ram": f"RAM (including a {board.stack_bytes} B stack)"}.get(
+            region.name, f"{region.name} memory (it holds {', '.join(region.holds) or 'nothing'})")
+        return McuError(
+            f"firmware does not fit {board.name}: it needs {region.length + over} B of {what}, the board has "
+            f"{region.length} B ({over} B too many)",
+            hint="use a smaller model or quantize to int8")
+    hint = None
     if "RAM" in output and ("overflow" in output or "overlaps" in output):
-        return (
-            f"the program needs more RAM than {board.name} has "
-            f"({board.ram.length} bytes including a {board.stack_bytes}-byte stack)"
-        )
-    if "FLASH" in output and "overflow" in output:
-        return f"the program does not fit in {board.name}'s {board.flash.length} bytes of flash"
-    return None
+        hint = (f"the program needs more RAM than {board.name} has "
+                f"({board.ram.length} bytes including a {board.stack_bytes}-byte stack)")
+    return McuError(f"linking {name} for {board.name} failed:\n{output}", hint=hint)
 
 
-def _firmware_from_elf(board: Board, elf_path: Path, map_path: Path) -> Firmware:
+def _firmware_from_elf(board: Board, elf_path: Path, map_path: Path, uf2_path: Path | None) -> Firmware:
     elf: ElfFile = read_elf(elf_path)
     alloc = [s for s in elf.sections if s.alloc]
     flash_bytes = sum(seg.filesz for seg in elf.load_segments() if board.flash.contains(seg.paddr))
     ram_bytes = sum(s.size for s in alloc if board.ram.contains(s.addr))
+    region_bytes = {"flash": flash_bytes, "ram": ram_bytes}
+    for region in board.extra_regions:
+        # Extra regions hold loaded read-only data: count what is stored there.
+        region_bytes[region.name] = sum(seg.filesz for seg in elf.load_segments() if region.contains(seg.paddr))
     symbols: dict[str, int] = {}
     for sym in elf.symbols:
         if sym.defined and sym.bind in (STB_GLOBAL, STB_WEAK):
@@ -256,6 +278,8 @@ def _firmware_from_elf(board: Board, elf_path: Path, map_path: Path) -> Firmware
         ram_bytes=ram_bytes,
         sections={s.name: s.size for s in alloc},
         symbols=symbols,
+        region_bytes=region_bytes,
+        uf2=uf2_path,
     )
 
 
@@ -292,9 +316,12 @@ def build_firmware(
     map_path = out_dir / f"{name}.map"
     ld_path = out_dir / f"{name}.ld"
     stamp_path = out_dir / f"{name}.stamp.json"
-    key = _stamp_key(gcc, all_sources, cflags, ldflags, script)
-    if _stamp_valid(stamp_path, key, (elf_path, map_path)):
-        return _firmware_from_elf(board, elf_path, map_path)
+    # Boards flashed over USB mass storage get the UF2 image next to the ELF.
+    uf2_path = out_dir / f"{name}.uf2" if board.deploy_method == "uf2" else None
+    outputs = (elf_path, map_path) if uf2_path is None else (elf_path, map_path, uf2_path)
+    key = _stamp_key(gcc, all_sources, cflags, ldflags, script + f"\nuf2={board.uf2_family}")
+    if _stamp_valid(stamp_path, key, outputs):
+        return _firmware_from_elf(board, elf_path, map_path, uf2_path)
 
     work = Path(tempfile.mkdtemp(prefix=f".{name}-build-", dir=out_dir))
     try:
@@ -322,9 +349,7 @@ def build_firmware(
                 *map(str, objects), *LINK_LIBS, "-o", str(tmp_elf)]
         proc = subprocess.run(link, capture_output=True, text=True)
         if proc.returncode != 0:
-            output = (proc.stderr + proc.stdout).strip()
-            raise McuError(f"linking {name} for {board.name} failed:\n{output}",
-                           hint=_link_hint(board, output))
+            raise _link_error(board, name, (proc.stderr + proc.stdout).strip())
 
         deps: dict[str, str] = {}
         for obj in objects:
@@ -332,6 +357,10 @@ def build_firmware(
                 dep_path = Path(dep).resolve()
                 deps.setdefault(str(dep_path), _sha256_file(dep_path))
 
+        if uf2_path is not None:
+            assert board.uf2_family is not None  # the board loader requires it for "uf2"
+            write_uf2(tmp_elf, work / uf2_path.name, board.uf2_family)
+            os.replace(work / uf2_path.name, uf2_path)
         os.replace(tmp_ld, ld_path)
         os.replace(tmp_map, map_path)
         os.replace(tmp_elf, elf_path)
@@ -340,4 +369,4 @@ def build_firmware(
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
-    return _firmware_from_elf(board, elf_path, map_path)
+    return _firmware_from_elf(board, elf_path, map_path, uf2_path)

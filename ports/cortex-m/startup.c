@@ -83,9 +83,11 @@ __attribute__((section(".vectors"), used)) const struct mcu_cm_vector_table mcu_
 
 void Reset_Handler(void)
 {
-#if defined(__ARM_FP)
-    /* Full access to CP10/CP11 before any compiler-generated FPU instruction;
-     * the barriers make the new CPACR visible to the next instruction. */
+#if defined(__ARM_FP) || defined(__ARM_FEATURE_MVE)
+    /* Full access to CP10/CP11 before any compiler-generated FPU or MVE
+     * instruction: Helium shares the FPU's register file and its enable, so
+     * an integer-only MVE build (no __ARM_FP) needs it too. The barriers make
+     * the new CPACR visible to the next instruction. */
     MCU_SCB_CPACR |= (0xFu << 20);
     __asm__ volatile("dsb\n\tisb" ::: "memory");
 #endif
