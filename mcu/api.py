@@ -43,6 +43,8 @@ class FirmwareBuild:
     flash_bytes: int
     ram_bytes: int
     sections: dict[str, int]
+    uf2: Path | None = None  # the flashable image, for boards deployed as UF2 (pico2)
+    region_bytes: dict[str, int] = field(default_factory=dict)  # bytes used per memory region
 
 
 @dataclass
@@ -123,7 +125,8 @@ class CompiledModel:
         fw = build_firmware(self.board, sources, [src_dir, rt / "include"], Path(out_dir))
         self._check_board_limits(fw)
         return FirmwareBuild(board=self.board, elf=fw.elf, source_dir=src_dir, flash_bytes=fw.flash_bytes,
-                             ram_bytes=fw.ram_bytes, sections=dict(fw.sections))
+                             ram_bytes=fw.ram_bytes, sections=dict(fw.sections), uf2=fw.uf2,
+                             region_bytes=dict(fw.region_bytes))
 
     def _check_board_limits(self, fw: Any) -> None:
         if fw.flash_bytes > self.board.flash.length:
