@@ -1,0 +1,1 @@
+"""Integer quantization arithmetic (``arith``) and the bit-exact int8 kernel reference (``reference``)."""

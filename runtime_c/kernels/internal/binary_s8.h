@@ -1,0 +1,158 @@
+/* The strided broadcast loop behind the int8 add/sub/mul. Internal: static
+ * inline only; each operator's file instantiates it with a constant op. */
+#ifndef MCU_KERNELS_INTERNAL_BINARY_S8_H
+#define MCU_KERNELS_INTERNAL_BINARY_S8_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mcu/kernels_s8.h"
+#include "check.h"
+#include "requant.h"
+
+typedef enum {
+    MCU_BINARY_S8_ADD,
+    MCU_BINARY_S8_SUB,
+    MCU_BINARY_S8_MUL
+} mcu_binary_s8_op;
+
+/* Largest left_shift for which (q + offset) * 2^left_shift fits int32 (|q + offset| <= 255). */
+#define MCU_BINARY_S8_MAX_LEFT_SHIFT 23
+
+static inline int8_t mcu_binary_s8_apply(mcu_binary_s8_op op, const mcu_binary_s8_params *p, int32_t a,
+                                         int32_t b)
+{
+    int32_t acc;
+    if (op == MCU_BINARY_S8_MUL) {
+        acc = (a + p->a_offset) * (b + p->b_offset);
+    } else {
+        const int32_t scale = (int32_t)1 << p->left_shift;
+        const int32_t a1 = mcu_requantize((a + p->a_offset) * scale, p->a_multiplier, p->a_shift);
+        const int32_t b1 = mcu_requantize((b + p->b_offset) * scale, p->b_multiplier, p->b_shift);
+        /* Saturating: never reached with TFLite's parameters (|a'|, |b'| < 2^28),
+         * but the kernel accepts any multiplier. */
+        acc = op == MCU_BINARY_S8_ADD ? mcu_sat_s32((int64_t)a1 + b1) : mcu_sat_s32((int64_t)a1 - b1);
+    }
+    return mcu_requantize_to_s8(acc, p->out_multiplier, p->out_shift, p->output_offset, p->act_min, p->act_max);
+}
+
+/* Elements spanned by an operand with these strides, or -1 if it does not
+ * fit int32_t (negative strides are rejected by the caller first). */
+static inline int64_t mcu_binary_s8_extent(const mcu_binary_s8_params *p, const int32_t *strides)
+{
+    int64_t last = 0;
+    for (int32_t i = 0; i < p->rank; ++i) {
+        last += (int64_t)(p->out_shape[i] - 1) * strides[i];
+    }
+    return last + 1 > INT32_MAX ? -1 : last + 1;
+}
+
+/* An operand may share memory with the output only when it is the output
+ * itself laid out contiguously: then every element is read just before the
+ * same element is written. Size-1 dims never move, so their stride is free. */
+static inline int mcu_binary_s8_alias_ok(const mcu_binary_s8_params *p, const int8_t *operand,
+                                         const int32_t *strides, int64_t operand_bytes, const int8_t *out,
+                                         int64_t out_bytes)
+{
+    if (!mcu_overlaps(operand, (size_t)operand_bytes, out, (size_t)out_bytes)) {
+        return 1;
+    }
+    if (operand != out) {
+        return 0;
+    }
+    int64_t contiguous = 1;
+    for (int32_t i = p->rank - 1; i >= 0; --i) {
+        if (p->out_shape[i] != 1 && strides[i] != contiguous) {
+            return 0;
+        }
+        contiguous *= p->out_shape[i];
+    }
+    return 1;
+}
+
+static inline mcu_status mcu_binary_s8(mcu_binary_s8_op op, const mcu_binary_s8_params *p, const int8_t *a,
+                                       const int8_t *b, int8_t *out)
+{
+    MCU_REQUIRE(p != NULL && a != NULL && b != NULL && out != NULL, MCU_ERR_NULL_POINTER);
+    MCU_REQUIRE(p->rank >= 1 && p->rank <= MCU_MAX_DIMS, MCU_ERR_INVALID_ARG);
+    MCU_REQUIRE(mcu_input_offset_valid(p->a_offset) && mcu_input_offset_valid(p->b_offset) &&
+                    mcu_output_offset_valid(p->output_offset) && mcu_act_s8_valid(p->act_min, p->act_max) &&
+                    mcu_quant_valid(p->out_multiplier, p->out_shift),
+                MCU_ERR_INVALID_ARG);
+    if (op != MCU_BINARY_S8_MUL) {
+        MCU_REQUIRE(mcu_quant_valid(p->a_multiplier, p->a_shift) && mcu_quant_valid(p->b_multiplier, p->b_shift) &&
+                        p->left_shift >= 0 && p->left_shift <= MCU_BINARY_S8_MAX_LEFT_SHIFT,
+                    MCU_ERR_INVALID_ARG);
+    }
+    const int32_t total = mcu_checked_count(p->out_shape, p->rank, 1);
+    MCU_REQUIRE(total > 0, MCU_ERR_SHAPE);
+    for (int32_t i = 0; i < p->rank; ++i) {
+        MCU_REQUIRE(p->a_strides[i] >= 0 && p->b_strides[i] >= 0, MCU_ERR_SHAPE);
+    }
+    const int64_t a_bytes = mcu_binary_s8_extent(p, p->a_strides);
+    const int64_t b_bytes = mcu_binary_s8_extent(p, p->b_strides);
+    MCU_REQUIRE(a_bytes > 0 && b_bytes > 0, MCU_ERR_SHAPE);
+    MCU_REQUIRE(mcu_binary_s8_alias_ok(p, a, p->a_strides, a_bytes, out, total) &&
+                    mcu_binary_s8_alias_ok(p, b, p->b_strides, b_bytes, out, total),
+                MCU_ERR_INVALID_ARG);
+
+    /* Drop size-1 dims and merge neighbours that both operands traverse
+     * contiguously, so the inner row is long and the odometer runs rarely. */
+    int32_t shape[MCU_MAX_DIMS];
+    int32_t sa[MCU_MAX_DIMS];
+    int32_t sb[MCU_MAX_DIMS];
+    int32_t r = 0;
+    for (int32_t i = 0; i < p->rank; ++i) {
+        const int32_t n = p->out_shape[i];
+        if (n == 1) {
+            continue;
+        }
+        if (r > 0 && (int64_t)sa[r - 1] == (int64_t)p->a_strides[i] * n &&
+            (int64_t)sb[r - 1] == (int64_t)p->b_strides[i] * n) {
+            shape[r - 1] *= n;
+            sa[r - 1] = p->a_strides[i];
+            sb[r - 1] = p->b_strides[i];
+        } else {
+            shape[r] = n;
+            sa[r] = p->a_strides[i];
+            sb[r] = p->b_strides[i];
+            ++r;
+        }
+    }
+    if (r == 0) {
+        shape[0] = 1;
+        sa[0] = 0;
+        sb[0] = 0;
+        r = 1;
+    }
+
+    const int32_t inner = shape[r - 1];
+    const int32_t sai = sa[r - 1];
+    const int32_t sbi = sb[r - 1];
+    const int32_t rows = total / inner;
+    int32_t idx[MCU_MAX_DIMS] = {0};
+    /* 64-bit so that the odometer's transient offsets cannot overflow. */
+    int64_t a_off = 0;
+    int64_t b_off = 0;
+    for (int32_t row = 0; row < rows; ++row) {
+        const int8_t *ar = a + a_off;
+        const int8_t *br = b + b_off;
+        for (int32_t i = 0; i < inner; ++i) {
+            out[i] = mcu_binary_s8_apply(op, p, ar[i * sai], br[i * sbi]);
+        }
+        out += inner;
+        for (int32_t d = r - 2; d >= 0; --d) {
+            a_off += sa[d];
+            b_off += sb[d];
+            if (++idx[d] < shape[d]) {
+                break;
+            }
+            a_off -= (int64_t)sa[d] * shape[d];
+            b_off -= (int64_t)sb[d] * shape[d];
+            idx[d] = 0;
+        }
+    }
+    return MCU_OK;
+}
+
+#endif /* MCU_KERNELS_INTERNAL_BINARY_S8_H */

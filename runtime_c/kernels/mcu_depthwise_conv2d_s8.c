@@ -1,0 +1,86 @@
+#include <stddef.h>
+
+#include "mcu/kernels_s8.h"
+
+#include "internal/check.h"
+#include "internal/requant.h"
+#include "internal/window.h"
+
+int32_t mcu_depthwise_conv2d_s8_get_buffer_size(const mcu_depthwise_conv2d_s8_params *p)
+{
+    (void)p;
+    return 0;
+}
+
+mcu_status mcu_depthwise_conv2d_s8(const mcu_context *ctx, const mcu_depthwise_conv2d_s8_params *p,
+                                   const mcu_per_channel_quant *q, const int8_t *input, const int8_t *weight,
+                                   const int32_t *bias, int8_t *output)
+{
+    (void)ctx; /* no scratch needed */
+    MCU_REQUIRE(p != NULL && q != NULL && q->multiplier != NULL && q->shift != NULL && input != NULL &&
+                    weight != NULL && output != NULL,
+                MCU_ERR_NULL_POINTER);
+    MCU_REQUIRE(p->kernel_h > 0 && p->kernel_w > 0 && p->stride_h > 0 && p->stride_w > 0 &&
+                    p->dilation_h > 0 && p->dilation_w > 0 && p->pad_top >= 0 && p->pad_left >= 0 &&
+                    p->ch_mult > 0,
+                MCU_ERR_INVALID_ARG);
+    MCU_REQUIRE(mcu_input_offset_valid(p->input_offset) && mcu_output_offset_valid(p->output_offset) &&
+                    mcu_act_s8_valid(p->act_min, p->act_max),
+                MCU_ERR_INVALID_ARG);
+
+    const mcu_shape4 in = p->input;
+    const mcu_shape4 out = p->output;
+    const int32_t in_count = mcu_shape4_count(&in, 1);
+    const int32_t out_count = mcu_shape4_count(&out, 1);
+    MCU_REQUIRE(in_count > 0 && out_count > 0, MCU_ERR_SHAPE);
+    MCU_REQUIRE(out.n == in.n && (int64_t)in.c * p->ch_mult == out.c, MCU_ERR_SHAPE);
+    const int32_t w_dims[3] = {p->kernel_h, p->kernel_w, out.c};
+    const int32_t w_count = mcu_checked_count(w_dims, 3, 1);
+    MCU_REQUIRE(w_count > 0 && out.c <= INT32_MAX / 4, MCU_ERR_SHAPE);
+    MCU_REQUIRE(mcu_window_fits(in.h, out.h, p->stride_h, p->kernel_h, p->dilation_h, p->pad_top, 0) &&
+                    mcu_window_fits(in.w, out.w, p->stride_w, p->kernel_w, p->dilation_w, p->pad_left, 0),
+                MCU_ERR_SHAPE);
+    for (int32_t oc = 0; oc < out.c; ++oc) {
+        MCU_REQUIRE(mcu_quant_valid(q->multiplier[oc], q->shift[oc]), MCU_ERR_INVALID_ARG);
+    }
+    const size_t out_bytes = (size_t)out_count;
+    MCU_REQUIRE(!mcu_overlaps(input, (size_t)in_count, output, out_bytes) &&
+                    !mcu_overlaps(weight, (size_t)w_count, output, out_bytes) &&
+                    (bias == NULL || !mcu_overlaps(bias, (size_t)out.c * sizeof(int32_t), output, out_bytes)),
+                MCU_ERR_INVALID_ARG);
+
+    const int32_t in_offset = p->input_offset;
+    const int32_t cm = p->ch_mult;
+    for (int32_t n = 0; n < in.n; ++n) {
+        const int8_t *x_n = input + n * in.h * in.w * in.c;
+        for (int32_t oh = 0; oh < out.h; ++oh) {
+            const int32_t ih0 = oh * p->stride_h - p->pad_top;
+            int32_t kh_lo, kh_hi;
+            mcu_window_taps(ih0, p->kernel_h, p->dilation_h, in.h, &kh_lo, &kh_hi);
+            for (int32_t ow = 0; ow < out.w; ++ow) {
+                const int32_t iw0 = ow * p->stride_w - p->pad_left;
+                int32_t kw_lo, kw_hi;
+                mcu_window_taps(iw0, p->kernel_w, p->dilation_w, in.w, &kw_lo, &kw_hi);
+                int8_t *y = output + ((n * out.h + oh) * out.w + ow) * out.c;
+                for (int32_t ic = 0; ic < in.c; ++ic) {
+                    for (int32_t m = 0; m < cm; ++m) {
+                        const int32_t oc = ic * cm + m;
+                        uint32_t acc = bias != NULL ? (uint32_t)bias[oc] : 0u; /* modulo 2^32 */
+                        for (int32_t kh = kh_lo; kh < kh_hi; ++kh) {
+                            const int32_t ih = ih0 + kh * p->dilation_h;
+                            const int8_t *x_row = x_n + ih * in.w * in.c + ic;
+                            const int8_t *w_row = weight + kh * p->kernel_w * out.c + oc;
+                            for (int32_t kw = kw_lo; kw < kw_hi; ++kw) {
+                                const int32_t iw = iw0 + kw * p->dilation_w;
+                                acc += (uint32_t)((x_row[iw * in.c] + in_offset) * w_row[kw * out.c]);
+                            }
+                        }
+                        y[oc] = mcu_requantize_to_s8(mcu_u32_to_s32(acc), q->multiplier[oc], q->shift[oc],
+                                                     p->output_offset, p->act_min, p->act_max);
+                    }
+                }
+            }
+        }
+    }
+    return MCU_OK;
+}

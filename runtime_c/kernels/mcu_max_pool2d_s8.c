@@ -1,0 +1,39 @@
+#include <stddef.h>
+
+#include "mcu/kernels_s8.h"
+
+#include "internal/pool_s8.h"
+#include "internal/window.h"
+
+mcu_status mcu_max_pool2d_s8(const mcu_pool2d_s8_params *p, const int8_t *input, int8_t *output)
+{
+    MCU_CHECK(mcu_pool2d_check_s8(p, input, output));
+    const mcu_shape4 in = p->input;
+    const mcu_shape4 out = p->output;
+    for (int32_t n = 0; n < in.n; ++n) {
+        const int8_t *x_n = input + n * in.h * in.w * in.c;
+        for (int32_t oh = 0; oh < out.h; ++oh) {
+            const int32_t ih0 = oh * p->stride_h - p->pad_top;
+            int32_t kh_lo, kh_hi;
+            mcu_window_taps(ih0, p->kernel_h, 1, in.h, &kh_lo, &kh_hi);
+            for (int32_t ow = 0; ow < out.w; ++ow) {
+                const int32_t iw0 = ow * p->stride_w - p->pad_left;
+                int32_t kw_lo, kw_hi;
+                mcu_window_taps(iw0, p->kernel_w, 1, in.w, &kw_lo, &kw_hi);
+                int8_t *y = output + ((n * out.h + oh) * out.w + ow) * out.c;
+                for (int32_t c = 0; c < in.c; ++c) {
+                    int32_t m = INT8_MIN;
+                    for (int32_t kh = kh_lo; kh < kh_hi; ++kh) {
+                        const int8_t *x_row = x_n + (ih0 + kh) * in.w * in.c + c;
+                        for (int32_t kw = kw_lo; kw < kw_hi; ++kw) {
+                            const int32_t v = x_row[(iw0 + kw) * in.c];
+                            m = v > m ? v : m;
+                        }
+                    }
+                    y[c] = (int8_t)mcu_clamp_s32(m, p->act_min, p->act_max);
+                }
+            }
+        }
+    }
+    return MCU_OK;
+}

@@ -1,0 +1,35 @@
+#include <stddef.h>
+
+#include "mcu/kernels_s8.h"
+
+#include "internal/check.h"
+#include "internal/requant.h"
+
+mcu_status mcu_mean_hw_s8(const mcu_mean_hw_s8_params *p, const int8_t *input, int8_t *output)
+{
+    MCU_REQUIRE(p != NULL && input != NULL && output != NULL, MCU_ERR_NULL_POINTER);
+    MCU_REQUIRE(mcu_input_offset_valid(p->input_offset) && mcu_output_offset_valid(p->output_offset) &&
+                    mcu_act_s8_valid(p->act_min, p->act_max) && mcu_quant_valid(p->multiplier, p->shift),
+                MCU_ERR_INVALID_ARG);
+    const mcu_shape4 in = p->input;
+    const int32_t in_count = mcu_shape4_count(&in, 1);
+    MCU_REQUIRE(in_count > 0, MCU_ERR_SHAPE);
+    const int32_t hw = in.h * in.w;
+    /* The int32 sum of hw values of magnitude <= 255. */
+    MCU_REQUIRE(hw <= INT32_MAX / 255, MCU_ERR_UNSUPPORTED);
+    const size_t out_bytes = (size_t)in.n * (size_t)in.c;
+    MCU_REQUIRE(!mcu_overlaps(input, (size_t)in_count, output, out_bytes), MCU_ERR_INVALID_ARG);
+
+    for (int32_t n = 0; n < in.n; ++n) {
+        const int8_t *x_n = input + n * hw * in.c;
+        int8_t *y = output + n * in.c;
+        for (int32_t c = 0; c < in.c; ++c) {
+            int32_t sum = 0;
+            for (int32_t i = 0; i < hw; ++i) {
+                sum += x_n[i * in.c + c] + p->input_offset;
+            }
+            y[c] = mcu_requantize_to_s8(sum, p->multiplier, p->shift, p->output_offset, p->act_min, p->act_max);
+        }
+    }
+    return MCU_OK;
+}
