@@ -30,6 +30,8 @@ from mcu.loader import ModelSpec, load_model_file, spec_from_objects
 from mcu.memory import MemoryPlan
 from mcu.paths import cache_dir, runtime_dir
 from mcu.pipeline import compile_graph, to_graph
+from mcu.quant import reference as qref
+from mcu.reference_interp import Reference
 
 # fp32 device outputs must match eager PyTorch to this fraction of the largest |output|.
 FP32_RELATIVE_TOLERANCE = 1e-4
@@ -54,8 +56,10 @@ class SimulationRun:
     instructions: int | None  # first inference
     instructions_all: list[int]
     outputs: list[list[np.ndarray]]  # per vector, per output: logical shape, real values
+    outputs_raw: list[list[np.ndarray]]  # the same as the device produced them (int8 codes for int8)
     console: str
     max_abs_error_vs_eager: float
+    cycles: int | None = None
 
 
 @dataclass
@@ -70,16 +74,53 @@ class CompiledModel:
 
     # --- host execution -----------------------------------------------------------------------------------
 
+    @property
+    def quantized_io(self) -> bool:
+        return any(t.quant is not None for t in (*self.graph.inputs, *self.graph.outputs))
+
     def host_model(self) -> HostModel:
         if self._host is None:
             self._host = HostModel(self.library, build_host_library(self.library))
         return self._host
 
+    def encode_inputs(self, inputs: Sequence[Any]) -> list[np.ndarray]:
+        """Real-valued inputs in logical shape -> what the device takes (memory order; int8 if quantized)."""
+        if len(inputs) != len(self.graph.inputs):
+            raise McuError(f"the model takes {len(self.graph.inputs)} inputs, got {len(inputs)}")
+        encoded = []
+        for x, t in zip(inputs, self.graph.inputs):
+            flat = to_memory_order(_numpy(x).astype(np.float32), t)
+            if t.quant is not None:
+                flat = qref.quantize_f32_s8(flat, inv_scale=qref.inv_scale(t.quant.scale[0]),
+                                            zero_point=t.quant.zero_point[0])
+            encoded.append(flat)
+        return encoded
+
+    def decode_outputs(self, outputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """Device outputs (memory order) -> real values in logical shape (dequantized if int8)."""
+        decoded = []
+        for flat, t in zip(outputs, self.graph.outputs):
+            if t.quant is not None:
+                flat = qref.dequantize_s8_f32(np.asarray(flat, np.int8), scale=t.quant.scale[0],
+                                              zero_point=t.quant.zero_point[0])
+            decoded.append(from_memory_order(flat, t))
+        return decoded
+
+    def raw_outputs(self, outputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """Device outputs (memory order) in logical shape, values as the device produced them."""
+        return [from_memory_order(flat, t) for flat, t in zip(outputs, self.graph.outputs)]
+
+    def run_raw(self, *inputs: Any) -> list[np.ndarray]:
+        """The generated C on the host; outputs in memory order and the device's dtypes."""
+        return self.host_model().run_physical(self.encode_inputs(inputs))
+
     def run(self, *inputs: Any) -> list[torch.Tensor]:
-        """Run the generated C on the host. Inputs and outputs use PyTorch's logical shapes."""
-        arrays = [to_memory_order(_numpy(x), t) for x, t in zip(inputs, self.graph.inputs)]
-        outs = self.host_model().run_physical(arrays)
-        return [torch.from_numpy(from_memory_order(o, t)) for o, t in zip(outs, self.graph.outputs)]
+        """Run the generated C on the host. Inputs and outputs are real values in PyTorch's logical shapes."""
+        return [torch.from_numpy(o) for o in self.decode_outputs(self.run_raw(*inputs))]
+
+    def reference_raw(self, *inputs: Any) -> list[np.ndarray]:
+        """The Python integer reference (int8) on the same inputs; memory order, device dtypes."""
+        return Reference(self.graph).run(self.encode_inputs(inputs))
 
     def eager(self, *inputs: torch.Tensor) -> list[torch.Tensor]:
         with torch.no_grad():
@@ -87,22 +128,31 @@ class CompiledModel:
         return list(out) if isinstance(out, (tuple, list)) else [out]
 
     @cached_property
-    def expected_outputs(self) -> list[list[np.ndarray]]:
-        """Reference outputs of the bundled test inputs (eager PyTorch for fp32)."""
+    def eager_outputs(self) -> list[list[np.ndarray]]:
+        """Eager PyTorch (float) outputs of the bundled test inputs, logical shapes."""
         return [[o.detach().numpy().astype(np.float32) for o in self.eager(*x)] for x in self.spec.test_inputs]
 
-    def tolerances(self) -> list[float]:
-        worst = [max(float(np.max(np.abs(v[i]))) for v in self.expected_outputs)
+    @cached_property
+    def expected_outputs(self) -> list[list[np.ndarray]]:
+        """What the device must output for each bundled test input, in memory order and device dtypes:
+        the integer reference for int8 models, eager PyTorch for fp32."""
+        if self.quantized_io or self.quantize == "int8":
+            return [self.reference_raw(*x) for x in self.spec.test_inputs]
+        return [[to_memory_order(y, t) for y, t in zip(ys, self.graph.outputs)] for ys in self.eager_outputs]
+
+    def tolerances(self) -> list[float] | None:
+        """Per-output absolute tolerance of the firmware check; None means bit-exact."""
+        if self.quantize == "int8":
+            return None
+        worst = [max(float(np.max(np.abs(v[i]))) for v in self.eager_outputs)
                  for i in range(len(self.graph.outputs))]
         return [max(FP32_RELATIVE_TOLERANCE * w, 1e-30) for w in worst]
 
     # --- firmware -----------------------------------------------------------------------------------------
 
     def firmware_sources(self) -> dict[str, str]:
-        vec_in = [[to_memory_order(_numpy(x), t) for x, t in zip(xs, self.graph.inputs)]
-                  for xs in self.spec.test_inputs]
-        vec_out = [[to_memory_order(y, t) for y, t in zip(ys, self.graph.outputs)] for ys in self.expected_outputs]
-        main = render_firmware_main(self.library, vec_in, vec_out, self.tolerances())
+        vec_in = [self.encode_inputs(xs) for xs in self.spec.test_inputs]
+        main = render_firmware_main(self.library, vec_in, self.expected_outputs, self.tolerances())
         return {**self.library.files, "main.c": main}
 
     def build(self, out_dir: Path | None = None) -> FirmwareBuild:
@@ -145,23 +195,24 @@ class CompiledModel:
         result = run_qemu(self.board, fw.elf, timeout_s=timeout_s)
         report = parse_harness(result.console)
         outputs: list[list[np.ndarray]] = []
+        raw: list[list[np.ndarray]] = []
         worst = 0.0
-        for v, expected in enumerate(self.expected_outputs):
-            row = []
+        for v, eager in enumerate(self.eager_outputs):
+            flats = []
             for i, t in enumerate(self.graph.outputs):
                 if (v, i) not in report.outputs:
                     raise McuError(f"the firmware printed no output {i} for test vector {v} "
                                    f"(exit status {result.exit_code}):\n{result.console.strip()[-2000:]}")
-                flat = report.output_array(v, i, NUMPY_DTYPES[t.dtype], t.numel)
-                y = from_memory_order(flat, t)
-                row.append(y)
-                worst = max(worst, float(np.max(np.abs(y.astype(np.float64) - expected[i]))))
+                flats.append(report.output_array(v, i, NUMPY_DTYPES[t.dtype], t.numel))
+            row = self.decode_outputs(flats)
+            raw.append(self.raw_outputs(flats))
             outputs.append(row)
+            worst = max([worst] + [float(np.max(np.abs(y.astype(np.float64) - e))) for y, e in zip(row, eager)])
         passed = bool(report.passed) and result.exit_code == 0
         return SimulationRun(passed=passed, exit_code=result.exit_code,
                              instructions=result.instructions[0] if result.instructions else None,
-                             instructions_all=list(result.instructions), outputs=outputs, console=result.console,
-                             max_abs_error_vs_eager=worst)
+                             instructions_all=list(result.instructions), outputs=outputs, outputs_raw=raw,
+                             console=result.console, max_abs_error_vs_eager=worst, cycles=report.cycles)
 
     # --- reporting ----------------------------------------------------------------------------------------
 
@@ -172,7 +223,8 @@ class CompiledModel:
             "quantize": self.quantize,
             "arena_bytes": self.memory.arena_size,
             "arena_lower_bound_bytes": self.memory.lower_bound,
-            "ops": len([s for s in self.library.view.steps]),
+            "ops": len(self.library.view.steps),
+            "fp32_fallbacks": [{"op": op, "reason": why} for op, why in self.graph.fallbacks],
         }
 
 
@@ -182,8 +234,22 @@ def _numpy(x: Any) -> np.ndarray:
     return np.asarray(x)
 
 
+def resolve_quantize(spec: ModelSpec, quantize: str) -> str:
+    """``auto``: static int8 when the model file provides calibration data, fp32 otherwise."""
+    if quantize == "auto":
+        return "int8" if spec.calibration is not None or _is_prequantized(spec.model) else "none"
+    return quantize
+
+
+def _is_prequantized(model: torch.nn.Module) -> bool:
+    """A module already converted by pt2e (for example after QAT) carries quantize nodes."""
+    graph = getattr(model, "graph", None)
+    return graph is not None and any("quantize_per_tensor" in str(getattr(n, "target", "")) for n in graph.nodes)
+
+
 def compile_spec(spec: ModelSpec, board: str | Board = "mps2-an505", quantize: str = "none") -> CompiledModel:
     board_obj = board if isinstance(board, Board) else load_board(board)
+    quantize = resolve_quantize(spec, quantize)
     graph = to_graph(spec, quantize)
     memory, library = compile_graph(graph, board_obj, quantize)
     return CompiledModel(spec=spec, board=board_obj, quantize=quantize, graph=graph, memory=memory, library=library)

@@ -14,14 +14,15 @@ import numpy as np
 
 from mcu.errors import McuError
 
-QUANTIZE_CHOICES = ("none", "int8")
+QUANTIZE_CHOICES = ("auto", "none", "int8")
 
 
 def _add_model_args(p: argparse.ArgumentParser, board_required: bool = True) -> None:
     p.add_argument("model", type=Path, help="path to model.py (defines model, example_inputs, ...)")
     p.add_argument("--board", "-b", required=board_required, help="board name (see `mcu boards`)")
-    p.add_argument("--quantize", "-q", choices=QUANTIZE_CHOICES, default="none",
-                   help="none: fp32; int8: static int8 (needs `calibration` in model.py)")
+    p.add_argument("--quantize", "-q", choices=QUANTIZE_CHOICES, default="auto",
+                   help="int8: static int8 (needs `calibration` in model.py); none: fp32; "
+                        "auto (default): int8 when model.py has `calibration`, else fp32")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -97,6 +98,7 @@ def _base_report(cm, fw) -> dict[str, Any]:
         "ram_bytes": fw.ram_bytes,
         "arena_bytes": cm.memory.arena_size,
         "arena_lower_bound_bytes": cm.memory.lower_bound,
+        "fp32_fallbacks": [{"op": op, "reason": why} for op, why in cm.graph.fallbacks],
         "elf": str(fw.elf),
     }
 
@@ -104,6 +106,8 @@ def _base_report(cm, fw) -> dict[str, Any]:
 def _print_sizes(report: dict[str, Any]) -> None:
     print(f"flash: {report['flash_bytes']} B   static RAM: {report['ram_bytes']} B   "
           f"arena: {report['arena_bytes']} B (lower bound {report['arena_lower_bound_bytes']} B)")
+    for fb in report["fp32_fallbacks"]:
+        print(f"fp32 fallback: {fb['op']}: {fb['reason']}")
 
 
 def cmd_build(args: argparse.Namespace) -> int:
@@ -133,6 +137,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         "passed": sim.passed,
         "instructions": sim.instructions,
         "outputs": [[_nested(o) for o in row] for row in sim.outputs],
+        "outputs_raw": [[o.tolist() for o in row] for row in sim.outputs_raw],
         "max_abs_error_vs_eager": sim.max_abs_error_vs_eager,
         "exit_code": sim.exit_code,
     })

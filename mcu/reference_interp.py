@@ -1,0 +1,191 @@
+"""Run a lowered graph in Python with the integer reference kernels: the parity oracle.
+
+Every int8 op calls :mod:`mcu.quant.reference`, which has exactly the C
+arithmetic, on the same memory-order arrays the generated C sees, with
+parameters derived by the same code the C emitter uses. So for an all-int8
+graph the outputs here are the outputs the device must produce, bit for bit.
+fp32 ops left behind by the int8 lowering (fallbacks) run in float32 numpy
+and are not bit-exact with the C kernels; ``Reference.exact`` says whether a
+graph has any.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from mcu.emit.kernels import _operand_strides, _physical_perm, _split_at, shape4
+from mcu.ir import Graph, Op, Tensor
+from mcu.quant import reference as ref
+
+Env = dict[int, np.ndarray]  # id(base tensor) -> flat array in memory order
+
+
+def _nhwc(t: Tensor) -> tuple[int, int, int, int]:
+    s = shape4(t)
+    return (s["n"], s["h"], s["w"], s["c"])
+
+
+def _window(op: Op) -> dict:
+    a = op.attrs
+    return {"stride_h": a["stride"][0], "stride_w": a["stride"][1], "pad_top": a["padding"][0],
+            "pad_left": a["padding"][1]}
+
+
+def _conv2d(op: Op, x: list[np.ndarray]) -> np.ndarray:
+    inp, w, b, m, s = op.inputs
+    a = op.attrs
+    return ref.conv2d_s8(x[0].reshape(_nhwc(inp)), w.data, b.data, m.data, s.data,
+                         input_offset=a["input_offset"], output_offset=a["output_offset"], act_min=a["act_min"],
+                         act_max=a["act_max"], dilation_h=a["dilation"][0], dilation_w=a["dilation"][1],
+                         groups=a["groups"], output=_nhwc(op.output), **_window(op))
+
+
+def _depthwise(op: Op, x: list[np.ndarray]) -> np.ndarray:
+    inp, w, b, m, s = op.inputs
+    a = op.attrs
+    kh, kw = w.shape[2], w.shape[3]
+    return ref.depthwise_conv2d_s8(x[0].reshape(_nhwc(inp)), w.data.reshape(kh, kw, -1), b.data, m.data, s.data,
+                                   input_offset=a["input_offset"], output_offset=a["output_offset"],
+                                   act_min=a["act_min"], act_max=a["act_max"], ch_mult=a["ch_mult"],
+                                   dilation_h=a["dilation"][0], dilation_w=a["dilation"][1],
+                                   output=_nhwc(op.output), **_window(op))
+
+
+def _linear(op: Op, x: list[np.ndarray]) -> np.ndarray:
+    _, w, b, m, s = op.inputs
+    a = op.attrs
+    return ref.linear_s8(x[0].reshape(-1, w.shape[1]), w.data, b.data, m.data, s.data,
+                         input_offset=a["input_offset"], output_offset=a["output_offset"], act_min=a["act_min"],
+                         act_max=a["act_max"])
+
+
+def _binary(fn: Callable) -> Callable[[Op, list[np.ndarray]], np.ndarray]:
+    def run(op: Op, x: list[np.ndarray]) -> np.ndarray:
+        a_t, b_t = op.inputs
+        out = op.output
+        keys = ("a_offset", "b_offset", "a_multiplier", "a_shift", "b_multiplier", "b_shift", "left_shift",
+                "out_multiplier", "out_shift", "output_offset", "act_min", "act_max")
+        params = {k: op.attrs[k] for k in keys if k in op.attrs}
+        return fn(x[0], x[1], rank=max(len(out.shape), 1), out_shape=list(out.physical_shape) or [1],
+                  a_strides=_operand_strides(a_t, out) or [0], b_strides=_operand_strides(b_t, out) or [0],
+                  **params)
+    return run
+
+
+def _pool(fn: Callable) -> Callable[[Op, list[np.ndarray]], np.ndarray]:
+    def run(op: Op, x: list[np.ndarray]) -> np.ndarray:
+        a = op.attrs
+        return fn(x[0].reshape(_nhwc(op.inputs[0])), kernel_h=a["kernel"][0], kernel_w=a["kernel"][1],
+                  act_min=a["act_min"], act_max=a["act_max"], output=_nhwc(op.output), **_window(op))
+    return run
+
+
+def _mean_hw(op: Op, x: list[np.ndarray]) -> np.ndarray:
+    a = op.attrs
+    return ref.mean_hw_s8(x[0].reshape(_nhwc(op.inputs[0])), input_offset=a["input_offset"],
+                          multiplier=a["multiplier"], shift=a["shift"], output_offset=a["output_offset"],
+                          act_min=a["act_min"], act_max=a["act_max"])
+
+
+def _softmax(op: Op, x: list[np.ndarray]) -> np.ndarray:
+    outer, axis, inner = _split_at(op.inputs[0], op.attrs["axis"])
+    a = op.attrs
+    return ref.softmax_s8(x[0], input_multiplier=a["input_multiplier"], input_left_shift=a["input_left_shift"],
+                          diff_min=a["diff_min"], outer=outer, axis=axis, inner=inner)
+
+
+def _requantize(op: Op, x: list[np.ndarray]) -> np.ndarray:
+    a = op.attrs
+    return ref.requantize_s8(x[0], input_offset=a["input_offset"], multiplier=a["multiplier"], shift=a["shift"],
+                             output_offset=a["output_offset"], act_min=a["act_min"], act_max=a["act_max"])
+
+
+def _permute_like(op: Op, x: list[np.ndarray], perm: tuple[int, ...]) -> np.ndarray:
+    src = op.inputs[0]
+    return np.transpose(x[0].reshape(src.physical_shape), _physical_perm(src, op.output, perm))
+
+
+def _concat(op: Op, x: list[np.ndarray]) -> np.ndarray:
+    out = op.output
+    p = out.dim_order.index(op.attrs["axis"])
+    outer = math.prod(out.physical_shape[:p])
+    return np.concatenate([v.reshape(outer, -1) for v in x], axis=1)
+
+
+def _pad(op: Op, x: list[np.ndarray]) -> np.ndarray:
+    src = op.inputs[0]
+    width = [(op.attrs["before"][d], op.attrs["after"][d]) for d in src.dim_order]
+    fill = op.attrs["value_q"] if op.output.dtype == "int8" else op.attrs["value"]
+    return np.pad(x[0].reshape(src.physical_shape), width, constant_values=fill)
+
+
+def _quantize(op: Op, x: list[np.ndarray]) -> np.ndarray:
+    q = op.output.quant
+    assert q is not None
+    return ref.quantize_f32_s8(x[0], inv_scale=ref.inv_scale(q.scale[0]), zero_point=q.zero_point[0])
+
+
+def _dequantize(op: Op, x: list[np.ndarray]) -> np.ndarray:
+    q = op.attrs["quant"]
+    return ref.dequantize_s8_f32(x[0], scale=q.scale[0], zero_point=q.zero_point[0])
+
+
+INT8_OPS: dict[str, Callable[[Op, list[np.ndarray]], np.ndarray]] = {
+    "conv2d": _conv2d,
+    "depthwise_conv2d": _depthwise,
+    "linear": _linear,
+    "add": _binary(ref.add_s8),
+    "sub": _binary(ref.sub_s8),
+    "mul": _binary(ref.mul_s8),
+    "max_pool2d": _pool(ref.max_pool2d_s8),
+    "avg_pool2d": _pool(ref.avg_pool2d_s8),
+    "mean_hw": _mean_hw,
+    "softmax": _softmax,
+    "lut": lambda op, x: ref.lut_s8(x[0], op.inputs[1].data),
+    "requantize": _requantize,
+    "clamp": lambda op, x: ref.clamp_s8(x[0], act_min=op.attrs["act_min"], act_max=op.attrs["act_max"]),
+    "quantize": _quantize,
+    "permute": lambda op, x: _permute_like(op, x, op.attrs["perm"]),
+    "layout": lambda op, x: _permute_like(op, x, tuple(range(len(op.inputs[0].shape)))),
+    "concat": _concat,
+    "pad": _pad,
+}
+FLOAT_MOVES = {"dequantize": _dequantize, "permute": INT8_OPS["permute"], "layout": INT8_OPS["layout"],
+               "concat": _concat, "pad": _pad}
+
+
+@dataclass
+class Reference:
+    graph: Graph
+
+    @property
+    def exact(self) -> bool:
+        """True when every op that computes is an integer op (so the device must match bit for bit)."""
+        return all(op.attrs.get("alias") or op.output.dtype != "float32" or op.kind in FLOAT_MOVES
+                   for op in self.graph.ops)
+
+    def run(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
+        """Inputs and outputs as flat arrays in memory order, in the graph's dtypes."""
+        env: Env = {}
+        for t, x in zip(self.graph.inputs, inputs):
+            env[id(t.base())] = np.asarray(x).reshape(-1)
+
+        def value(t: Tensor) -> np.ndarray:
+            if t.is_constant:
+                return np.asarray(t.data).reshape(-1)
+            return env[id(t.base())]
+
+        for op in self.graph.ops:
+            if op.attrs.get("alias"):
+                continue
+            args = [value(t) for t in op.inputs if not t.is_constant or op.kind in ("concat",)]
+            table = INT8_OPS if op.output.dtype == "int8" else FLOAT_MOVES
+            if op.kind not in table:
+                raise NotImplementedError(f"the reference interpreter has no {op.output.dtype} {op.kind}")
+            result = table[op.kind](op, args)
+            env[id(op.output.base())] = np.asarray(result).reshape(-1)
+        return [value(t).copy() for t in self.graph.outputs]
