@@ -4,7 +4,8 @@
  *        the DWT cycle counter and the fault-exit convention.
  *
  * Board ports (ports/mps2, ports/rp2350, ...) only add clock, pin and UART
- * setup plus their strong mcu_platform_init/write/exit.
+ * setup plus their strong mcu_platform_init/write/exit; simulated boards
+ * exit through mcu_cm_semihost_exit, real ones through mcu_cm_hardware_exit.
  */
 #ifndef MCU_CORTEX_M_H
 #define MCU_CORTEX_M_H
@@ -39,5 +40,21 @@ void mcu_cm_semihost_exit(int status) __attribute__((noreturn));
 
 /** Start the DWT cycle counter (called by the startup code before main). */
 void mcu_cm_cycles_enable(void);
+
+/** Print the console line `EXIT <status>` (how hardware ports report the exit status). */
+void mcu_cm_report_exit(int status);
+
+/** Wait until the console has sent everything (weak no-op; UART ports override it). */
+void mcu_cm_console_flush(void);
+
+/** Non-zero when a debugger has enabled halting debug (DHCSR.C_DEBUGEN). */
+int mcu_cm_debugger_attached(void);
+
+/**
+ * End a run on real hardware: print `EXIT <status>`, then stop with a
+ * semihosting exit if a debugger is attached, else sleep forever. Never
+ * issues a semihosting BKPT without a debugger (it would HardFault).
+ */
+void mcu_cm_hardware_exit(int status) __attribute__((noreturn));
 
 #endif /* MCU_CORTEX_M_H */
