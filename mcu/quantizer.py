@@ -15,18 +15,25 @@ here stays unannotated and runs in fp32 between dequantize and quantize.
 
 from __future__ import annotations
 
+import logging
 from typing import Callable
 
 import torch
 from torch.fx import GraphModule, Node
-from torchao.quantization.pt2e import (
+
+# torchao's import logs that its CUDA extensions are missing (expected on a CPU build) and torch logs
+# a deprecation about torchao's own pytree registration: neither is something a user can act on.
+logging.getLogger("torchao").setLevel(logging.ERROR)
+logging.getLogger("torch.utils._pytree").setLevel(logging.ERROR)
+
+from torchao.quantization.pt2e import (  # noqa: E402
     FakeQuantize,
     MinMaxObserver,
     MovingAverageMinMaxObserver,
     MovingAveragePerChannelMinMaxObserver,
     PerChannelMinMaxObserver,
 )
-from torchao.quantization.pt2e.quantizer import (
+from torchao.quantization.pt2e.quantizer import (  # noqa: E402
     FixedQParamsQuantizationSpec,
     QuantizationAnnotation,
     QuantizationSpec,
