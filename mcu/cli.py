@@ -45,6 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_model_args(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--timeout", type=float, default=600.0, help="simulator timeout in seconds (default 600)")
+    p.add_argument("--sim", choices=("qemu", "renode"), default=None,
+                   help="simulator (default: the board's, see `mcu boards`); renode needs Renode installed")
 
     p = sub.add_parser("export", help="write the generated C library to a folder",
                        description="Write a self-contained C library (header, sources, weights, runtime subset, "
@@ -53,7 +55,28 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", type=Path, required=True, help="output folder")
 
     sub.add_parser("ops", help="list the PyTorch ops mcu can lower", description="List the supported ATen ops.")
+    _add_device_parsers(sub)
     return parser
+
+
+def _add_device_parsers(sub: Any) -> None:
+    """`mcu flash` and `mcu monitor`: a real board over USB (see mcu/flash.py)."""
+    p = sub.add_parser("flash", help="build, flash a Pico 2 in BOOTSEL mode and read its verdict over serial",
+                       description="Build the firmware and its UF2, copy it to a Pico 2 in BOOTSEL mode (or load "
+                                   "it with picotool), then print what the firmware prints on its UART and exit "
+                                   "0 on RESULT PASS, 1 on FAIL.")
+    _add_model_args(p)
+    p.add_argument("-o", "--output", type=Path, help="output folder (default: mcu-out/<model>-<board>)")
+    p.add_argument("--drive", type=Path, help="the mounted BOOTSEL drive (default: search the usual mount points)")
+    p.add_argument("--port", help="serial port of the board's UART (default: the first USB serial device)")
+    p.add_argument("--timeout", type=float, default=60.0,
+                   help="seconds to wait for each step: the drive, the reboot, the console (default 60)")
+
+    p = sub.add_parser("monitor", help="read a running board's console until its verdict",
+                       description="Print what an already flashed board prints on its UART and exit 0 on "
+                                   "RESULT PASS, 1 on FAIL (press the board's reset to run it again).")
+    p.add_argument("--port", help="serial port (default: the first USB serial device)")
+    p.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for the verdict (default 60)")
 
 
 def _print_json(obj: dict[str, Any]) -> None:
@@ -68,15 +91,27 @@ def cmd_boards(args: argparse.Namespace) -> int:
         _print_json({"boards": [{"name": b.name, "core": b.core, "fpu": b.fpu, "dsp": b.dsp, "mve": b.mve,
                                  "flash_bytes": b.flash.length, "ram_bytes": b.ram.length,
                                  "clock_hz": b.clock_hz, "simulator": b.sim_kind,
-                                 "deploy": b.deploy_method} for b in boards]})
+                                 "deploy": b.deploy_method, "uf2_family": b.uf2_family,
+                                 "memory": {r.name: {"origin": r.origin, "length": r.length, "holds": list(r.holds)}
+                                            for r in b.regions},
+                                 "how": _how_run(b)} for b in boards]})
         return 0
     print(f"{'board':<14} {'core':<11} {'fpu':<9} {'dsp':<4} {'mve':<4} {'flash':>9} {'ram':>9} {'clock':>8}  run by")
     for b in boards:
-        how = f"{b.sim_kind} ({b.qemu_machine})" if b.sim_kind == "qemu" else (b.sim_kind or b.deploy_method)
+        how = _how_run(b)
         print(f"{b.name:<14} {b.core:<11} {b.fpu or '-':<9} {'yes' if b.dsp else 'no':<4} "
               f"{'yes' if b.mve else 'no':<4} {_kib(b.flash.length):>9} {_kib(b.ram.length):>9} "
               f"{b.clock_hz / 1e6:>5.0f}MHz  {how}")
     return 0
+
+
+def _how_run(b: Any) -> str:
+    if b.sim_kind == "qemu":
+        extra = "".join(f", {r.name} {_kib(r.length)} for {'/'.join(r.holds)}" for r in b.extra_regions if r.holds)
+        return f"qemu ({b.qemu_machine}{extra})"
+    if b.deploy_method == "uf2":
+        return f"mcu flash: UF2 (family {b.uf2_family:#x}) to the BOOTSEL drive or picotool, console on UART"
+    return b.sim_kind or b.deploy_method
 
 
 def _kib(n: int) -> str:
@@ -116,11 +151,19 @@ def cmd_build(args: argparse.Namespace) -> int:
     fw = cm.build(out)
     report = _base_report(cm, fw)
     report["sources"] = str(fw.source_dir)
+    report["memory"] = dict(getattr(fw, "region_bytes", {}))
+    if getattr(fw, "uf2", None) is not None:
+        report["uf2"] = str(fw.uf2)
     if args.json:
         _print_json(report)
     else:
         print(f"built {fw.elf} for {cm.board.name} ({cm.quantize})")
+        if "uf2" in report:
+            print(f"UF2 for the BOOTSEL drive: {report['uf2']}")
         _print_sizes(report)
+        for region in cm.board.extra_regions:
+            print(f"{region.name}: {report['memory'].get(region.name, 0)} B of {region.length} B "
+                  f"({', '.join(region.holds)})")
     return 0
 
 
@@ -129,6 +172,8 @@ def _nested(arr: np.ndarray) -> Any:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    if getattr(args, "sim", None) == "renode":
+        return _run_renode(args)
     cm = _compile(args)
     fw = cm.build()
     sim = cm.simulate(timeout_s=args.timeout)
@@ -156,6 +201,75 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0 if sim.passed else 1
 
 
+def _run_renode(args: argparse.Namespace) -> int:
+    from mcu.boards import load_board
+    from mcu.console import parse_harness
+    from mcu.sim.renode import check_renode_board, find_renode, run_renode
+
+    # Fail before compiling when the board has no Renode platform or Renode is missing.
+    check_renode_board(load_board(args.board))
+    find_renode()
+    cm = _compile(args)
+    fw = cm.build()
+    result = run_renode(cm.board, fw.elf, fw.elf.parent, timeout_s=args.timeout)
+    harness = parse_harness(result.console)
+    passed = result.exit_code == 0
+    report = _base_report(cm, fw)
+    report.update({"passed": passed, "simulator": "renode", "exit_code": result.exit_code,
+                   "cycles": harness.cycles, "console": result.console})
+    if args.json:
+        _print_json(report)
+    else:
+        print(f"{'PASS' if passed else 'FAIL'}: {len(harness.vector_passed)} bundled test vectors on "
+              f"{cm.board.name} in Renode ({cm.quantize})")
+        _print_sizes(report)
+        if not passed:
+            print(result.console.strip()[-2000:], file=sys.stderr)
+    return 0 if passed else 1
+
+
+def cmd_flash(args: argparse.Namespace) -> int:
+    from mcu.boards import load_board
+    from mcu.flash import flash_uf2
+
+    board = load_board(args.board)
+    if board.deploy_method != "uf2":
+        raise McuError(f"board '{board.name}' is not flashed over USB (deploy method '{board.deploy_method}')",
+                       hint=f"use `mcu run --board {board.name}` for simulated boards, or --board pico2")
+    cm = _compile(args)
+    out = args.output or Path("mcu-out") / f"{cm.spec.name}-{cm.board.name}"
+    fw = cm.build(out)
+    print(f"built {fw.uf2} for {board.name} ({cm.quantize}): flash {fw.flash_bytes} B, static RAM {fw.ram_bytes} B",
+          flush=True)
+
+    def status(line: str) -> None:
+        print(f"mcu: {line}", flush=True)
+
+    result = flash_uf2(fw.uf2, drive=args.drive, port=args.port, timeout_s=args.timeout,
+                       on_line=lambda line: print(line, flush=True), on_status=status)
+    return _print_verdict(result.console, board.clock_hz)
+
+
+def cmd_monitor(args: argparse.Namespace) -> int:
+    from mcu.flash import monitor
+
+    console = monitor(port=args.port, timeout_s=args.timeout, on_line=lambda line: print(line, flush=True))
+    return _print_verdict(console, None)
+
+
+def _print_verdict(console: Any, clock_hz: int | None) -> int:
+    if console is None:
+        return 0
+    report = console.report
+    if report.cycles:
+        at = f" ({report.cycles / clock_hz * 1e3:.2f} ms at {clock_hz / 1e6:.0f} MHz)" if clock_hz else ""
+        print(f"cycles per inference: {report.cycles}{at}")
+    verdict = "PASS" if console.exit_code == 0 else "FAIL"
+    print(f"{verdict}: {len(report.vector_passed)} bundled test vectors on {console.port}"
+          + (f" ({report.failed_vectors} failed)" if report.failed_vectors else ""))
+    return console.exit_code
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     from mcu.export import export_library
 
@@ -173,7 +287,8 @@ def cmd_ops(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"boards": cmd_boards, "build": cmd_build, "run": cmd_run, "export": cmd_export, "ops": cmd_ops}
+COMMANDS = {"boards": cmd_boards, "build": cmd_build, "run": cmd_run, "export": cmd_export, "ops": cmd_ops,
+            "flash": cmd_flash, "monitor": cmd_monitor}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
