@@ -77,7 +77,9 @@ def spec_from_objects(model: torch.nn.Module, example_inputs: Any, calibration: 
     if calib is not None:
         check_input_shapes(calib, example, "calibration", where)
     check_input_shapes(tests, example, "test_inputs", where)
-    return ModelSpec(model=model.eval(), example_inputs=example, calibration=calib, test_inputs=tests, name=name,
+    if not isinstance(model, torch.fx.GraphModule):  # converted pt2e modules refuse .eval()
+        model = model.eval()
+    return ModelSpec(model=model, example_inputs=example, calibration=calib, test_inputs=tests, name=name,
                      path=path)
 
 

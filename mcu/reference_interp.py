@@ -18,7 +18,9 @@ from typing import Callable
 import numpy as np
 
 from mcu.emit.kernels import _operand_strides, _physical_perm, _split_at, shape4
+from mcu.errors import McuError
 from mcu.ir import Graph, Op, Tensor
+from mcu.layouts import from_memory_order, to_memory_order
 from mcu.quant import reference as ref
 
 Env = dict[int, np.ndarray]  # id(base tensor) -> flat array in memory order
@@ -154,8 +156,37 @@ INT8_OPS: dict[str, Callable[[Op, list[np.ndarray]], np.ndarray]] = {
     "concat": _concat,
     "pad": _pad,
 }
+def _float_binary(fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Callable[[Op, list[np.ndarray]], np.ndarray]:
+    """fp32 fallback of an elementwise op: one correctly rounded IEEE operation per element, so
+    numpy and the C kernel agree bit for bit (then a fused clamp, as the kernel applies it)."""
+    def run(op: Op, x: list[np.ndarray]) -> np.ndarray:
+        dynamic = iter(x)
+        a, b = (from_memory_order(np.asarray(t.data if t.is_constant else next(dynamic)).reshape(-1), t)
+                for t in op.inputs)
+        y = fn(a.astype(np.float32), b.astype(np.float32)).astype(np.float32)
+        lo, hi = op.attrs.get("act") or (None, None)
+        if lo is not None:
+            y = np.maximum(y, np.float32(lo))
+        if hi is not None:
+            y = np.minimum(y, np.float32(hi))
+        return to_memory_order(y, op.output)
+    return run
+
+
+def _float_clamp(op: Op, x: list[np.ndarray]) -> np.ndarray:
+    lo, hi = op.attrs["min"], op.attrs["max"]
+    y = x[0].astype(np.float32)
+    if lo is not None:
+        y = np.maximum(y, np.float32(lo))
+    if hi is not None:
+        y = np.minimum(y, np.float32(hi))
+    return y
+
+
 FLOAT_MOVES = {"dequantize": _dequantize, "permute": INT8_OPS["permute"], "layout": INT8_OPS["layout"],
-               "concat": _concat, "pad": _pad}
+               "concat": _concat, "pad": _pad,
+               "add": _float_binary(np.add), "sub": _float_binary(np.subtract),
+               "mul": _float_binary(np.multiply), "div": _float_binary(np.divide), "clamp": _float_clamp}
 
 
 @dataclass
@@ -164,7 +195,7 @@ class Reference:
 
     @property
     def exact(self) -> bool:
-        """True when every op that computes is an integer op (so the device must match bit for bit)."""
+        """True when every op is an integer op or an fp32 op this reference computes bit-exactly."""
         return all(op.attrs.get("alias") or op.output.dtype != "float32" or op.kind in FLOAT_MOVES
                    for op in self.graph.ops)
 
@@ -182,10 +213,13 @@ class Reference:
         for op in self.graph.ops:
             if op.attrs.get("alias"):
                 continue
-            args = [value(t) for t in op.inputs if not t.is_constant or op.kind in ("concat",)]
+            args = [value(t) for t in op.inputs if not t.is_constant or op.kind == "concat"]
             table = INT8_OPS if op.output.dtype == "int8" else FLOAT_MOVES
             if op.kind not in table:
-                raise NotImplementedError(f"the reference interpreter has no {op.output.dtype} {op.kind}")
+                raise McuError(f"the int8 model keeps {op.kind} {op.name} in fp32"
+                               + (f" ({op.source})" if op.source else "")
+                               + ", which the integer reference cannot predict bit for bit",
+                               hint="use --quantize none, or replace the op with one that quantizes")
             result = table[op.kind](op, args)
             env[id(op.output.base())] = np.asarray(result).reshape(-1)
         return [value(t).copy() for t in self.graph.outputs]

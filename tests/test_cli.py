@@ -99,9 +99,19 @@ def test_missing_cross_compiler(tmp_path: Path) -> None:
     assert_one_line_error(proc, "arm-none-eabi-gcc", "apt-get install")
 
 
-def test_int8_not_yet_supported() -> None:
-    proc = run_mcu("build", "--board", "mps2-an505", "--quantize", "int8", str(EXAMPLES / "small_cnn.py"))
-    assert_one_line_error(proc, "int8")
+def test_int8_without_calibration_says_what_to_add(tmp_path: Path) -> None:
+    f = tmp_path / "nocal.py"
+    f.write_text("import torch\nmodel = torch.nn.Linear(4, 2)\nexample_inputs = (torch.randn(1, 4),)\n")
+    proc = run_mcu("build", "--board", "mps2-an505", "--quantize", "int8", str(f))
+    assert_one_line_error(proc, "nocal.py", "calibration", "add `calibration =")
+
+
+def test_calibration_of_the_wrong_shape_is_named(tmp_path: Path) -> None:
+    f = tmp_path / "badcal.py"
+    f.write_text("import torch\nmodel = torch.nn.Linear(4, 2)\nexample_inputs = (torch.randn(1, 4),)\n"
+                 "calibration = [(torch.randn(1, 4),), (torch.randn(1, 5),)]\n")
+    proc = run_mcu("build", "--board", "mps2-an505", "--quantize", "int8", str(f))
+    assert_one_line_error(proc, "badcal.py", "calibration[1]", "[1, 5]", "[1, 4]")
 
 
 @requires_qemu
