@@ -5,18 +5,18 @@ Every function here mirrors a piece of C in runtime_c/kernels/internal/requant.h
 Array functions accept numpy integer arrays or Python ints and broadcast their
 arguments; results are int64 arrays (callers narrow them).
 
-Two doubling high multiplies exist and they differ on negative products that
-sit exactly half-way:
-
-* :func:`rounding_doubling_high_mul` is the one inside :func:`requantize`
-  (CMSIS-NN's ``arm_nn_doubling_high_mult_no_sat``): ``(a*b + 2^30) >> 31``
-  with an arithmetic (floor) shift, so ties round up.
-* :func:`saturating_rounding_doubling_high_mul` is gemmlowp's
-  ``SaturatingRoundingDoublingHighMul`` (CMSIS-NN's ``arm_nn_doubling_high_mult``),
-  used by the softmax fixed-point code: ties round away from zero.
-
-Both saturate the single overflowing case ``INT32_MIN * INT32_MIN`` to
-``INT32_MAX``.
+The doubling high multiply appears in two spellings that are the same
+function: :func:`rounding_doubling_high_mul` is the one inside
+:func:`requantize` as the header writes it (CMSIS-NN's
+``arm_nn_doubling_high_mult_no_sat``): ``(a*b + 2^30) >> 31`` with a floor
+shift, so ties round up; :func:`saturating_rounding_doubling_high_mul` is
+gemmlowp's ``SaturatingRoundingDoublingHighMul`` (nudge by +-2^30 and divide
+truncating toward zero), used by the softmax code. Since
+``trunc((ab + 1 - 2^30) / 2^31) == floor((ab + 2^30) / 2^31)`` for ``ab < 0``,
+gemmlowp's rounding also sends ties toward +infinity, and the two agree on
+every input (tests check it); both saturate the single overflowing case
+``INT32_MIN * INT32_MIN`` to ``INT32_MAX``. Both are kept as written by their
+sources so each reference reads like the code it mirrors.
 
 Parameter helpers compute kernel parameters from real scales the way TFLite
 does (``QuantizeMultiplier``, the add/mul preparation, ``PreprocessSoftmaxScaling``
@@ -61,7 +61,8 @@ def rounding_doubling_high_mul(a, b) -> np.ndarray:
 
 
 def saturating_rounding_doubling_high_mul(a, b) -> np.ndarray:
-    """gemmlowp's SaturatingRoundingDoublingHighMul: round(a*b / 2^31), ties away from zero."""
+    """gemmlowp's SaturatingRoundingDoublingHighMul: (a*b +- 2^30) / 2^31 truncated (equal to
+    :func:`rounding_doubling_high_mul`: ties round toward +infinity)."""
     a, b = _i64(a), _i64(b)
     ab = a * b
     v = ab + np.where(ab >= 0, 1 << 30, 1 - (1 << 30))

@@ -73,18 +73,12 @@ static inline int32_t mcu_rounding_doubling_high_mul(int32_t a, int32_t b)
 }
 
 /* gemmlowp SaturatingRoundingDoublingHighMul (CMSIS-NN arm_nn_doubling_high_mult):
- * a*b / 2^31 rounded half away from zero. */
+ * (a*b +- 2^30) / 2^31 truncated toward zero. That equals the floor form
+ * above for every input (ties go toward +infinity in both), so it is the
+ * same function under gemmlowp's name. */
 static inline int32_t mcu_saturating_rounding_doubling_high_mul(int32_t a, int32_t b)
 {
-    if (a == INT32_MIN && b == INT32_MIN) {
-        return INT32_MAX;
-    }
-    const int64_t ab = (int64_t)a * (int64_t)b;
-    /* Truncating division by 2^31 of ab +- nudge, on the magnitude. */
-    if (ab >= 0) {
-        return (int32_t)((ab + ((int64_t)1 << 30)) >> 31);
-    }
-    return (int32_t)(-((-ab + ((int64_t)1 << 30) - 1) >> 31));
+    return mcu_rounding_doubling_high_mul(a, b);
 }
 
 /* gemmlowp RoundingDivideByPOT: x / 2^exponent rounded half away from zero,
