@@ -11,7 +11,8 @@ from conftest import REFERENCE_MODELS, requires_qemu
 FP32_TOL = 1e-4
 
 CASES = ([(m, "mps2-an505") for m in REFERENCE_MODELS] + [(m, "mps2-an386") for m in REFERENCE_MODELS]
-         + [("small_cnn", "mps2-an385"), ("fc_autoencoder", "mps2-an385")])
+         + [("small_cnn", "mps2-an385"), ("fc_autoencoder", "mps2-an385")]
+         + [(m, "mps3-an547") for m in REFERENCE_MODELS])
 
 
 @requires_qemu
