@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from mcu.contracts import overlap_contracts, scratch_bytes as contract_scratch_bytes
 from mcu.errors import McuError
 from mcu.ir import Graph, Op, Tensor
-from mcu.planner import MemoryPlanner, Plan, PlanError, verify_plan
+from mcu.planner import MemoryPlanner, OverlapAllowance, Plan, PlanError, verify_plan
 
 ALIGNMENT = 4
 
@@ -36,10 +37,47 @@ class MemoryPlan:
 
 
 def scratch_bytes(op: Op) -> int:
-    return int(op.attrs.get("scratch_bytes", 0))
+    return max(int(op.attrs.get("scratch_bytes", 0)), contract_scratch_bytes(op))
 
 
-def plan_memory(graph: Graph) -> MemoryPlan:
+def _lifetimes(graph: Graph) -> tuple[dict[int, int], dict[int, int]]:
+    last_step = max(len(graph.ops) - 1, 0)
+    first: dict[int, int] = {}
+    last: dict[int, int] = {}
+    for step, t in [(0, t) for t in graph.inputs] + [(s, t) for s, op in enumerate(graph.ops)
+                                                      for t in (*op.inputs, *op.outputs)] + \
+            [(last_step, t) for t in graph.outputs]:
+        if t.is_constant:
+            continue
+        b = id(t.base())
+        first[b] = min(first.get(b, step), step)
+        last[b] = max(last.get(b, step), step)
+    return first, last
+
+
+def _allowances(op: Op, step: int, first: dict[int, int], last: dict[int, int],
+                graph: Graph) -> list[tuple[Tensor, Tensor, tuple]]:
+    """(input base, output base, allowed deltas) for each contract of ``op`` whose input dies here."""
+    result = []
+    out = op.output.base()
+    seen: set[int] = set()
+    for c in overlap_contracts(op):
+        src = op.inputs[c.input_index].base()
+        if src is out or id(src) in seen or last.get(id(src)) != step or first.get(id(out)) != step:
+            continue
+        seen.add(id(src))
+        result.append((src, out, c.intervals))
+    return result
+
+
+def derive_allowances(graph: Graph) -> list[OverlapAllowance]:
+    """Every overlap the kernels' contracts allow in this graph, by buffer name."""
+    first, last = _lifetimes(graph)
+    return [OverlapAllowance(a.name, b.name, d) for step, op in enumerate(graph.ops)
+            for a, b, d in _allowances(op, step, first, last, graph)]
+
+
+def plan_memory(graph: Graph, use_overlaps: bool = True) -> MemoryPlan:
     last_step = max(len(graph.ops) - 1, 0)
     first: dict[int, int] = {}
     last: dict[int, int] = {}
@@ -63,16 +101,22 @@ def plan_memory(graph: Graph) -> MemoryPlan:
 
     planner = MemoryPlanner(alignment=ALIGNMENT)
     keys: list[tuple[str, int]] = []
+    index: dict[int, int] = {}
     for key, tensor in bases.items():
-        planner.add_buffer(tensor.name, tensor.nbytes, first[key], last[key])
+        index[key] = planner.add_buffer(tensor.name, tensor.nbytes, first[key], last[key])
         keys.append(("tensor", key))
+    if use_overlaps:
+        for step, op in enumerate(graph.ops):
+            for allowance in _allowances(op, step, first, last, graph):
+                planner.add_overlap(index[id(allowance[0])], index[id(allowance[1])], allowance[2])
     for step, op in enumerate(graph.ops):
         if scratch_bytes(op):
             planner.add_buffer(f"{op.name}_scratch", scratch_bytes(op), step, step)
             keys.append(("scratch", id(op)))
     plan = planner.plan()
     try:
-        verify_plan(plan, ALIGNMENT)
+        # Re-derive the contracts from the graph rather than trusting the planner's copy.
+        verify_plan(plan, ALIGNMENT, derive_allowances(graph) if use_overlaps else [])
     except PlanError as exc:  # a planner bug, never the user's fault: fail the build loudly
         raise McuError(f"internal error: memory plan failed verification: {exc}") from None
     tensor_offsets = {k: off for (kind, k), off in zip(keys, plan.offsets) if kind == "tensor"}

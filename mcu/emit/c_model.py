@@ -15,9 +15,9 @@ import numpy as np
 
 from mcu import __version__
 from mcu.emit.cvalues import c_array_body, c_float, c_initializer, c_type
-from mcu.emit.kernels import KernelCall, emit_call
+from mcu.emit.kernels import KernelCall, Refs, emit_call
 from mcu.ir import Graph, Tensor
-from mcu.memory import MemoryPlan
+from mcu.memory import MemoryPlan, scratch_bytes
 from mcu.paths import codegen_dir
 
 KERNEL_HEADERS = ["mcu/kernels_f32.h", "mcu/kernels_s8.h", "mcu/kernels_generic.h"]
@@ -142,7 +142,7 @@ def build_view(graph: Graph, memory: MemoryPlan, quantize: str) -> ModelView:
                                        body=c_array_body(np.asarray(t.data))))
         return symbols[id(t)]
 
-    def ref(t: Tensor) -> str:
+    def tensor_ref(t: Tensor) -> str:
         if t.is_constant:
             return const_symbol(t)
         return f"({c_type(t.dtype)} *)(arena + {memory.offset(t)})"
@@ -150,6 +150,8 @@ def build_view(graph: Graph, memory: MemoryPlan, quantize: str) -> ModelView:
     steps: list[StepView] = []
     sources: list[str] = []
     for i, op in enumerate(graph.ops):
+        scratch = memory.scratch_offsets.get(id(op))
+        ref = Refs(tensor_ref, None if scratch is None else (f"arena + {scratch}", scratch_bytes(op)))
         call = emit_call(op, ref)
         if call is None:
             continue

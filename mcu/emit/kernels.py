@@ -12,11 +12,23 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable
 
+from mcu.contracts import depthwise_inplace_ok, pointwise_ok
 from mcu.emit.cvalues import CExpr, c_float
 from mcu.errors import McuError
 from mcu.ir import DTYPE_BYTES, Op, Tensor
 
-Ref = Callable[[Tensor], str]
+class Refs:
+    """How generated code names a tensor, and the op's scratch buffer (C expression, bytes) if it has one."""
+
+    def __init__(self, tensor_ref: Callable[[Tensor], str], scratch: tuple[str, int] | None = None) -> None:
+        self._tensor_ref = tensor_ref
+        self.scratch = scratch
+
+    def __call__(self, t: Tensor) -> str:
+        return self._tensor_ref(t)
+
+
+Ref = Refs
 
 
 @dataclass
@@ -250,8 +262,9 @@ def emit_call(op: Op, ref: Ref) -> KernelCall | None:
 
 def _quant_locals(op: Op, ref: Ref) -> list[str]:
     mult, shift = op.inputs[3], op.inputs[4]
-    return ["static const mcu_context ctx = {NULL, 0};",
-            f"static const mcu_per_channel_quant quant = {{{ref(mult)}, {ref(shift)}}};"]
+    ctx = ("static const mcu_context ctx = {NULL, 0};" if not isinstance(ref, Refs) or ref.scratch is None
+           else f"const mcu_context ctx = {{{ref.scratch[0]}, {ref.scratch[1]}}};")
+    return [ctx, f"static const mcu_per_channel_quant quant = {{{ref(mult)}, {ref(shift)}}};"]
 
 
 def _offsets(op: Op, *names: str) -> dict:
@@ -270,6 +283,9 @@ def _conv2d_s8(op: Op, ref: Ref) -> KernelCall:
         "groups": op.attrs["groups"],
         **_offsets(op, "input_offset", "output_offset", "act_min", "act_max"),
     }
+    if pointwise_ok(op):  # the pixel-buffer variant whose output may overlap its input either way
+        return KernelCall("mcu_conv2d_1x1_s8", ["&ctx", "&params", "&quant", ref(x), ref(w), ref(b), ref(out)],
+                          ["mcu_conv2d_1x1_s8.c"], "mcu_conv2d_s8_params", params, locals=_quant_locals(op, ref))
     return KernelCall("mcu_conv2d_s8", ["&ctx", "&params", "&quant", ref(x), ref(w), ref(b), ref(out)],
                       ["mcu_conv2d_s8.c"], "mcu_conv2d_s8_params", params, locals=_quant_locals(op, ref))
 
@@ -285,6 +301,10 @@ def _depthwise_s8(op: Op, ref: Ref) -> KernelCall:
         "dilation_h": op.attrs["dilation"][0], "dilation_w": op.attrs["dilation"][1],
         **_offsets(op, "input_offset", "output_offset", "act_min", "act_max"),
     }
+    if depthwise_inplace_ok(op) and ref(x) == ref(out):  # planned in place: the ring-buffer variant
+        return KernelCall("mcu_depthwise_conv2d_s8_inplace", ["&ctx", "&params", "&quant", ref(out), ref(w), ref(b)],
+                          ["mcu_depthwise_conv2d_s8_inplace.c"], "mcu_depthwise_conv2d_s8_params", params,
+                          locals=_quant_locals(op, ref))
     return KernelCall("mcu_depthwise_conv2d_s8", ["&ctx", "&params", "&quant", ref(x), ref(w), ref(b), ref(out)],
                       ["mcu_depthwise_conv2d_s8.c"], "mcu_depthwise_conv2d_s8_params", params,
                       locals=_quant_locals(op, ref))

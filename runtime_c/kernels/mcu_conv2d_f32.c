@@ -35,7 +35,7 @@ mcu_status mcu_conv2d_f32(const mcu_conv2d_f32_params *p, const float *input,
                     mcu_window_fits(in.w, out.w, p->stride_w, p->kernel_w, p->dilation_w, p->pad_left, 0),
                 MCU_ERR_SHAPE);
     const size_t out_bytes = (size_t)out_count * sizeof(float);
-    MCU_REQUIRE(!mcu_overlaps(input, (size_t)in_count * sizeof(float), output, out_bytes) &&
+    MCU_REQUIRE(!mcu_bad_window_overlap(input, (size_t)in_count * sizeof(float), output, out_bytes) &&
                     !mcu_overlaps(weight, (size_t)w_count * sizeof(float), output, out_bytes) &&
                     (bias == NULL ||
                      !mcu_overlaps(bias, (size_t)out.c * sizeof(float), output, out_bytes)),

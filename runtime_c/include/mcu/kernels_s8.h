@@ -164,4 +164,30 @@ mcu_status mcu_quantize_f32_s8(int32_t size, float inv_scale, int32_t zero_point
 mcu_status mcu_dequantize_s8_f32(int32_t size, float scale, int32_t zero_point, const int8_t *input,
                                  float *output);
 
+/* --- variants whose output may overlap their input (see mcu/contracts.py) ------------------------- */
+
+/**
+ * Depthwise convolution computed in place: `data` holds the input and receives
+ * the output (stride 1, dilation 1, ch_mult 1, output size equal to input
+ * size). Input rows still needed after the output has overwritten them are
+ * kept in a ring of pad_top + 1 rows in ctx->buf. Bit-exact with
+ * mcu_depthwise_conv2d_s8.
+ */
+mcu_status mcu_depthwise_conv2d_s8_inplace(const mcu_context *ctx, const mcu_depthwise_conv2d_s8_params *p,
+                                           const mcu_per_channel_quant *q, int8_t *data, const int8_t *weight,
+                                           const int32_t *bias);
+int32_t mcu_depthwise_conv2d_s8_inplace_get_buffer_size(const mcu_depthwise_conv2d_s8_params *p);
+
+/**
+ * 1x1 convolution (stride 1, no padding, groups 1), one pixel at a time through
+ * a pixel buffer in ctx->buf, in whichever direction the placement needs: with
+ * d = output - input in bytes, Bi/Bo bytes per input/output pixel and P pixels,
+ * forward when d <= min(Bi - Bo, P * (Bi - Bo)), backward when
+ * d >= max(0, (P - 1) * (Bi - Bo)); any other overlap is MCU_ERR_INVALID_ARG.
+ * Bit-exact with mcu_conv2d_s8.
+ */
+mcu_status mcu_conv2d_1x1_s8(const mcu_context *ctx, const mcu_conv2d_s8_params *p, const mcu_per_channel_quant *q,
+                             const int8_t *input, const int8_t *weight, const int32_t *bias, int8_t *output);
+int32_t mcu_conv2d_1x1_s8_get_buffer_size(const mcu_conv2d_s8_params *p);
+
 #endif /* MCU_KERNELS_S8_H */

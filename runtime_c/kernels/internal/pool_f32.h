@@ -48,7 +48,7 @@ static inline mcu_status mcu_pool2d_check_f32(const mcu_pool2d_f32_params *p, co
                     mcu_pool_dim_ok(p->input.w, p->output.w, p->kernel_w, p->stride_w,
                                     p->dilation_w, p->pad_left, p->pad_right),
                 MCU_ERR_SHAPE);
-    MCU_REQUIRE(!mcu_overlaps(input, (size_t)in_count * sizeof(float), output,
+    MCU_REQUIRE(!mcu_bad_window_overlap(input, (size_t)in_count * sizeof(float), output,
                               (size_t)out_count * sizeof(float)),
                 MCU_ERR_INVALID_ARG);
     return MCU_OK;

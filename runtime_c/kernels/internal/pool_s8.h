@@ -34,7 +34,7 @@ static inline mcu_status mcu_pool2d_check_s8(const mcu_pool2d_s8_params *p, cons
     MCU_REQUIRE(mcu_pool_s8_dim_ok(p->input.h, p->output.h, p->kernel_h, p->stride_h, p->pad_top) &&
                     mcu_pool_s8_dim_ok(p->input.w, p->output.w, p->kernel_w, p->stride_w, p->pad_left),
                 MCU_ERR_SHAPE);
-    MCU_REQUIRE(!mcu_overlaps(input, (size_t)in_count, output, (size_t)out_count), MCU_ERR_INVALID_ARG);
+    MCU_REQUIRE(!mcu_bad_window_overlap(input, (size_t)in_count, output, (size_t)out_count), MCU_ERR_INVALID_ARG);
     return MCU_OK;
 }
 

@@ -1,0 +1,83 @@
+/* Pointwise convolution through a pixel buffer, so that its output may overlap
+ * its input in either direction (the memory planner's choice). */
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "mcu/kernels_s8.h"
+
+#include "internal/check.h"
+#include "internal/requant.h"
+
+int32_t mcu_conv2d_1x1_s8_get_buffer_size(const mcu_conv2d_s8_params *p)
+{
+    return p == NULL ? 0 : p->output.c;
+}
+
+static void pixel(const mcu_conv2d_s8_params *p, const mcu_per_channel_quant *q, const int8_t *x,
+                  const int8_t *weight, const int32_t *bias, int8_t *y)
+{
+    const int32_t cin = p->input.c;
+    for (int32_t oc = 0; oc < p->output.c; ++oc) {
+        const int8_t *w = weight + oc * cin;
+        /* Accumulate modulo 2^32 exactly as mcu_conv2d_s8 does. */
+        uint32_t acc = bias != NULL ? (uint32_t)bias[oc] : 0u;
+        for (int32_t ic = 0; ic < cin; ++ic) {
+            acc += (uint32_t)((x[ic] + p->input_offset) * w[ic]);
+        }
+        y[oc] = mcu_requantize_to_s8(mcu_u32_to_s32(acc), q->multiplier[oc], q->shift[oc], p->output_offset,
+                                     p->act_min, p->act_max);
+    }
+}
+
+mcu_status mcu_conv2d_1x1_s8(const mcu_context *ctx, const mcu_conv2d_s8_params *p, const mcu_per_channel_quant *q,
+                             const int8_t *input, const int8_t *weight, const int32_t *bias, int8_t *output)
+{
+    MCU_REQUIRE(ctx != NULL && p != NULL && q != NULL && q->multiplier != NULL && q->shift != NULL &&
+                    input != NULL && weight != NULL && output != NULL && ctx->buf != NULL,
+                MCU_ERR_NULL_POINTER);
+    MCU_REQUIRE(p->kernel_h == 1 && p->kernel_w == 1 && p->stride_h == 1 && p->stride_w == 1 && p->pad_top == 0 &&
+                    p->pad_left == 0 && p->groups == 1,
+                MCU_ERR_INVALID_ARG);
+    MCU_REQUIRE(mcu_input_offset_valid(p->input_offset) && mcu_output_offset_valid(p->output_offset) &&
+                    mcu_act_s8_valid(p->act_min, p->act_max),
+                MCU_ERR_INVALID_ARG);
+    const mcu_shape4 in = p->input;
+    const mcu_shape4 out = p->output;
+    const int32_t in_count = mcu_shape4_count(&in, 1);
+    const int32_t out_count = mcu_shape4_count(&out, 1);
+    MCU_REQUIRE(in_count > 0 && out_count > 0, MCU_ERR_SHAPE);
+    MCU_REQUIRE(out.n == in.n && out.h == in.h && out.w == in.w, MCU_ERR_SHAPE);
+    MCU_REQUIRE(ctx->size >= out.c, MCU_ERR_BUFFER_TOO_SMALL);
+    const int32_t w_dims[2] = {out.c, in.c};
+    MCU_REQUIRE(mcu_checked_count(w_dims, 2, 1) > 0, MCU_ERR_SHAPE);
+    for (int32_t oc = 0; oc < out.c; ++oc) {
+        MCU_REQUIRE(mcu_quant_valid(q->multiplier[oc], q->shift[oc]), MCU_ERR_INVALID_ARG);
+    }
+    int8_t *buf = (int8_t *)ctx->buf;
+    MCU_REQUIRE(!mcu_overlaps(buf, (size_t)out.c, input, (size_t)in_count) &&
+                    !mcu_overlaps(buf, (size_t)out.c, output, (size_t)out_count),
+                MCU_ERR_INVALID_ARG);
+
+    const int64_t pixels = (int64_t)in.n * in.h * in.w;
+    const int64_t bi = in.c;
+    const int64_t bo = out.c;
+    /* Integer difference of the addresses: relational comparison of unrelated pointers is undefined. */
+    const int64_t d = (int64_t)((intptr_t)output - (intptr_t)input);
+    const int64_t fwd = bi - bo < pixels * (bi - bo) ? bi - bo : pixels * (bi - bo);
+    const int64_t bwd = (pixels - 1) * (bi - bo) > 0 ? (pixels - 1) * (bi - bo) : 0;
+    const int disjoint = !mcu_overlaps(input, (size_t)in_count, output, (size_t)out_count);
+    if (disjoint || d <= fwd) {
+        for (int64_t i = 0; i < pixels; ++i) {
+            pixel(p, q, input + i * bi, weight, bias, buf);
+            memcpy(output + i * bo, buf, (size_t)bo);
+        }
+        return MCU_OK;
+    }
+    MCU_REQUIRE(d >= bwd, MCU_ERR_INVALID_ARG);
+    for (int64_t i = pixels - 1; i >= 0; --i) {
+        pixel(p, q, input + i * bi, weight, bias, buf);
+        memcpy(output + i * bo, buf, (size_t)bo);
+    }
+    return MCU_OK;
+}

@@ -1,0 +1,87 @@
+/* Depthwise convolution that overwrites its own input, row by row. Output row
+ * r lands on input row r; the input rows that later output rows still read
+ * are copied into a ring of pad_top + 1 rows first. */
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "mcu/kernels_s8.h"
+
+#include "internal/check.h"
+#include "internal/requant.h"
+
+int32_t mcu_depthwise_conv2d_s8_inplace_get_buffer_size(const mcu_depthwise_conv2d_s8_params *p)
+{
+    if (p == NULL || p->pad_top < 0 || p->input.w <= 0 || p->input.c <= 0) {
+        return 0;
+    }
+    const int64_t bytes = (int64_t)(p->pad_top + 1) * p->input.w * p->input.c;
+    return bytes > INT32_MAX ? 0 : (int32_t)bytes;
+}
+
+mcu_status mcu_depthwise_conv2d_s8_inplace(const mcu_context *ctx, const mcu_depthwise_conv2d_s8_params *p,
+                                           const mcu_per_channel_quant *q, int8_t *data, const int8_t *weight,
+                                           const int32_t *bias)
+{
+    MCU_REQUIRE(ctx != NULL && p != NULL && q != NULL && q->multiplier != NULL && q->shift != NULL &&
+                    data != NULL && weight != NULL && ctx->buf != NULL,
+                MCU_ERR_NULL_POINTER);
+    const mcu_shape4 in = p->input;
+    const mcu_shape4 out = p->output;
+    MCU_REQUIRE(p->stride_h == 1 && p->stride_w == 1 && p->dilation_h == 1 && p->dilation_w == 1 &&
+                    p->ch_mult == 1 && p->kernel_h > 0 && p->kernel_w > 0 && p->pad_top >= 0 &&
+                    p->pad_left >= 0 && p->pad_top < p->kernel_h && p->pad_left < p->kernel_w,
+                MCU_ERR_INVALID_ARG);
+    MCU_REQUIRE(mcu_input_offset_valid(p->input_offset) && mcu_output_offset_valid(p->output_offset) &&
+                    mcu_act_s8_valid(p->act_min, p->act_max),
+                MCU_ERR_INVALID_ARG);
+    const int32_t count = mcu_shape4_count(&in, 1);
+    MCU_REQUIRE(count > 0 && out.n == in.n && out.h == in.h && out.w == in.w && out.c == in.c, MCU_ERR_SHAPE);
+    const int32_t ring_rows = p->pad_top + 1;
+    const int32_t row_bytes = in.w * in.c;
+    MCU_REQUIRE(ctx->size >= mcu_depthwise_conv2d_s8_inplace_get_buffer_size(p) && ctx->size > 0,
+                MCU_ERR_BUFFER_TOO_SMALL);
+    int8_t *ring = (int8_t *)ctx->buf;
+    MCU_REQUIRE(!mcu_overlaps(ring, (size_t)ring_rows * (size_t)row_bytes, data, (size_t)count), MCU_ERR_INVALID_ARG);
+    for (int32_t c = 0; c < in.c; ++c) {
+        MCU_REQUIRE(mcu_quant_valid(q->multiplier[c], q->shift[c]), MCU_ERR_INVALID_ARG);
+    }
+
+    const int32_t kh = p->kernel_h;
+    const int32_t kw = p->kernel_w;
+    for (int32_t n = 0; n < in.n; ++n) {
+        int8_t *img = data + (size_t)n * (size_t)in.h * (size_t)row_bytes;
+        for (int32_t r = 0; r < in.h; ++r) {
+            /* Input row r is about to be overwritten: keep it for output rows r+1 .. r+pad_top. */
+            memcpy(ring + (size_t)(r % ring_rows) * (size_t)row_bytes, img + (size_t)r * (size_t)row_bytes,
+                   (size_t)row_bytes);
+            int8_t *y = img + (size_t)r * (size_t)row_bytes;
+            for (int32_t ow = 0; ow < in.w; ++ow) {
+                for (int32_t c = 0; c < in.c; ++c) {
+                    /* Same tap order and modulo-2^32 accumulation as mcu_depthwise_conv2d_s8. */
+                    uint32_t acc = bias != NULL ? (uint32_t)bias[c] : 0u;
+                    for (int32_t i = 0; i < kh; ++i) {
+                        const int32_t ih = r - p->pad_top + i;
+                        if (ih < 0 || ih >= in.h) {
+                            continue;
+                        }
+                        /* Rows <= r come from the ring (their originals are gone), later rows from data. */
+                        const int8_t *row = ih <= r ? ring + (size_t)(ih % ring_rows) * (size_t)row_bytes
+                                                    : img + (size_t)ih * (size_t)row_bytes;
+                        for (int32_t j = 0; j < kw; ++j) {
+                            const int32_t iw = ow - p->pad_left + j;
+                            if (iw < 0 || iw >= in.w) {
+                                continue;
+                            }
+                            acc += (uint32_t)((row[iw * in.c + c] + p->input_offset) *
+                                              weight[(i * kw + j) * in.c + c]);
+                        }
+                    }
+                    y[ow * in.c + c] = mcu_requantize_to_s8(mcu_u32_to_s32(acc), q->multiplier[c], q->shift[c],
+                                                            p->output_offset, p->act_min, p->act_max);
+                }
+            }
+        }
+    }
+    return MCU_OK;
+}
