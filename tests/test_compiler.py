@@ -12,6 +12,7 @@ from mcu.capture import capture
 from mcu.edge import to_edge
 from mcu.frontend import from_exported
 from mcu.ir import CHANNELS_LAST
+from mcu.memory import plan_memory
 from mcu.pipeline import lower
 
 from conftest import REFERENCE_MODELS
@@ -78,7 +79,9 @@ def test_reference_model_host_parity(compiled, name: str) -> None:
     cm = compiled(name)
     for x in cm.spec.test_inputs:
         _check_parity(cm, x)
-    assert cm.memory.arena_size == cm.memory.lower_bound
+    # Without overlap contracts the planner reaches the live-set bound exactly; with them it goes below.
+    assert plan_memory(cm.graph, use_overlaps=False).arena_size == cm.memory.lower_bound
+    assert cm.memory.arena_size <= cm.memory.lower_bound
 
 
 class OpZoo(nn.Module):
