@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from mcu.contracts import depthwise_inplace_ok, pointwise_ok
-from mcu.emit.cvalues import CExpr, c_float
+from mcu.emit.cvalues import c_float
 from mcu.errors import McuError
 from mcu.ir import DTYPE_BYTES, Op, Tensor
 
@@ -40,6 +40,22 @@ class KernelCall:
     params: dict | None = None
     comment: str = ""
     locals: list[str] = field(default_factory=list)  # declarations the call's arguments need
+    # The same call in structured form, for program files (mcu/program): the tensor arguments in
+    # kernel order (None where the C call passes NULL) and the scalar arguments that follow the
+    # params struct. See :func:`program_call`.
+    operands: list[Tensor | None] = field(default_factory=list)
+    scalars: list[int | float] = field(default_factory=list)
+
+
+@dataclass
+class ProgramCall:
+    """One kernel call as a program file stores it: the kernel, its tensor operands and its
+    parameters as a flat list of 32-bit words (the params struct's fields in declaration order,
+    then the scalar arguments). Python floats are float32 words, ints are int32 words."""
+
+    function: str
+    operands: list[Tensor | None]
+    params: list[int | float]
 
 
 def shape4(t: Tensor) -> dict:
@@ -48,10 +64,15 @@ def shape4(t: Tensor) -> dict:
     return {"n": n, "h": h, "w": w, "c": c}
 
 
+def _bound(value: float | None, inf_sign: int) -> float:
+    """A clamp bound as a float; None is the unbounded side (c_float renders both alike)."""
+    return inf_sign * math.inf if value is None else float(value)
+
+
 def _act(op: Op) -> dict:
     act = op.attrs.get("act")
     lo, hi = act if act is not None else (None, None)
-    return {"act_min": CExpr(c_float(lo, -1)), "act_max": CExpr(c_float(hi, +1))}
+    return {"act_min": _bound(lo, -1), "act_max": _bound(hi, +1)}
 
 
 def _conv2d(op: Op, ref: Ref) -> KernelCall:
@@ -67,7 +88,7 @@ def _conv2d(op: Op, ref: Ref) -> KernelCall:
         "groups": op.attrs["groups"], **_act(op),
     }
     return KernelCall("mcu_conv2d_f32", ["&params", ref(x), ref(w), ref(b) if b is not None else "NULL", ref(out)],
-                      ["mcu_conv2d_f32.c"], "mcu_conv2d_f32_params", params)
+                      ["mcu_conv2d_f32.c"], "mcu_conv2d_f32_params", params, operands=[x, w, b, out])
 
 
 def _linear(op: Op, ref: Ref) -> KernelCall:
@@ -77,7 +98,7 @@ def _linear(op: Op, ref: Ref) -> KernelCall:
     params = {"batch": x.numel // in_f, "in_features": in_f, "out_features": out_f, **_act(op)}
     return KernelCall("mcu_linear_f32", ["&params", ref(x), ref(w), ref(b) if b is not None else "NULL",
                                          ref(op.output)],
-                      ["mcu_linear_f32.c"], "mcu_linear_f32_params", params)
+                      ["mcu_linear_f32.c"], "mcu_linear_f32_params", params, operands=[x, w, b, op.output])
 
 
 def _pool(function: str, source: str) -> Callable[[Op, Ref], KernelCall]:
@@ -95,13 +116,13 @@ def _pool(function: str, source: str) -> Callable[[Op, Ref], KernelCall]:
             **_act(op),
         }
         return KernelCall(function, ["&params", ref(op.inputs[0]), ref(op.output)], [source],
-                          "mcu_pool2d_f32_params", params)
+                          "mcu_pool2d_f32_params", params, operands=[op.inputs[0], op.output])
     return emit
 
 
 def _mean_hw(op: Op, ref: Ref) -> KernelCall:
     return KernelCall("mcu_mean_hw_f32", ["&params", ref(op.inputs[0]), ref(op.output)], ["mcu_mean_hw_f32.c"],
-                      "mcu_shape4", shape4(op.inputs[0]))
+                      "mcu_shape4", shape4(op.inputs[0]), operands=[op.inputs[0], op.output])
 
 
 def _operand_strides(t: Tensor, out: Tensor) -> list[int]:
@@ -131,20 +152,22 @@ def _binary(name: str) -> Callable[[Op, Ref], KernelCall]:
         params = {"rank": rank, "out_shape": phys + [1] * pad, "a_strides": a_str + [0] * pad,
                   "b_strides": b_str + [0] * pad, **_act(op)}
         return KernelCall(f"mcu_{name}_f32", ["&params", ref(a), ref(b), ref(out)], [f"mcu_{name}_f32.c"],
-                          "mcu_binary_f32_params", params)
+                          "mcu_binary_f32_params", params, operands=[a, b, out])
     return emit
 
 
 def _clamp(op: Op, ref: Ref) -> KernelCall:
     lo, hi = op.attrs["min"], op.attrs["max"]
     return KernelCall("mcu_clamp_f32", [str(op.output.numel), c_float(lo, -1), c_float(hi, +1),
-                                        ref(op.inputs[0]), ref(op.output)], ["mcu_clamp_f32.c"])
+                                        ref(op.inputs[0]), ref(op.output)], ["mcu_clamp_f32.c"],
+                      operands=[op.inputs[0], op.output],
+                      scalars=[op.output.numel, _bound(lo, -1), _bound(hi, +1)])
 
 
 def _unary(name: str) -> Callable[[Op, Ref], KernelCall]:
     def emit(op: Op, ref: Ref) -> KernelCall:
         return KernelCall(f"mcu_{name}_f32", [str(op.output.numel), ref(op.inputs[0]), ref(op.output)],
-                          [f"mcu_{name}_f32.c"])
+                          [f"mcu_{name}_f32.c"], operands=[op.inputs[0], op.output], scalars=[op.output.numel])
     return emit
 
 
@@ -158,14 +181,15 @@ def _split_at(t: Tensor, logical_axis: int) -> tuple[int, int, int]:
 def _softmax(op: Op, ref: Ref) -> KernelCall:
     outer, axis, inner = _split_at(op.inputs[0], op.attrs["axis"])
     return KernelCall("mcu_softmax_f32", [str(outer), str(axis), str(inner), ref(op.inputs[0]), ref(op.output)],
-                      ["mcu_softmax_f32.c"])
+                      ["mcu_softmax_f32.c"], operands=[op.inputs[0], op.output], scalars=[outer, axis, inner])
 
 
 def _batch_norm(op: Op, ref: Ref) -> KernelCall:
     x, scale, shift = op.inputs
     outer, channels, inner = _split_at(x, 1)
     return KernelCall("mcu_batch_norm_f32", [str(outer), str(channels), str(inner), ref(scale), ref(shift),
-                                             ref(x), ref(op.output)], ["mcu_batch_norm_f32.c"])
+                                             ref(x), ref(op.output)], ["mcu_batch_norm_f32.c"],
+                      operands=[scale, shift, x, op.output], scalars=[outer, channels, inner])
 
 
 def _physical_perm(src: Tensor, out: Tensor, logical_perm: tuple[int, ...]) -> list[int]:
@@ -181,7 +205,7 @@ def _permute_call(op: Op, ref: Ref, logical_perm: tuple[int, ...]) -> KernelCall
     params = {"rank": rank, "in_shape": list(src.physical_shape) + [1] * pad,
               "perm": _physical_perm(src, out, logical_perm) + list(range(rank, 6))}
     return KernelCall("mcu_permute", ["&params", str(DTYPE_BYTES[src.dtype]), ref(src), ref(out)],
-                      ["mcu_permute.c"], "mcu_permute_params", params)
+                      ["mcu_permute.c"], "mcu_permute_params", params, operands=[src, out])
 
 
 def _permute(op: Op, ref: Ref) -> KernelCall:
@@ -202,7 +226,8 @@ def _concat(op: Op, ref: Ref) -> KernelCall:
                       ["mcu_concat.c"],
                       locals=[f"static const int32_t chunk_bytes[{len(chunks)}] = {{{', '.join(map(str, chunks))}}};",
                               f"const void *const inputs[{len(chunks)}] = "
-                              f"{{{', '.join(ref(t) for t in op.inputs)}}};"])
+                              f"{{{', '.join(ref(t) for t in op.inputs)}}};"],
+                      operands=[*op.inputs, op.output], scalars=[outer, *chunks])
 
 
 def _pad(op: Op, ref: Ref) -> KernelCall:
@@ -215,7 +240,8 @@ def _pad(op: Op, ref: Ref) -> KernelCall:
               "pad_before": before + [0] * pad, "pad_after": after + [0] * pad}
     fill = c_float(op.attrs["value"])
     return KernelCall("mcu_pad", ["&params", "4", "&fill", ref(src), ref(op.output)], ["mcu_pad.c"],
-                      "mcu_pad_params", params, locals=[f"static const float fill = {fill};"])
+                      "mcu_pad_params", params, locals=[f"static const float fill = {fill};"],
+                      operands=[src, op.output], scalars=[float(op.attrs["value"])])
 
 
 def _at(op: Op) -> str:
@@ -257,6 +283,34 @@ def emit_call(op: Op, ref: Ref) -> KernelCall | None:
     return call
 
 
+def _flat_words(value: object) -> list[int | float]:
+    """A params initializer (dict, list or scalar) as its words in declaration order."""
+    if isinstance(value, dict):
+        return [w for v in value.values() for w in _flat_words(v)]
+    if isinstance(value, (list, tuple)):
+        return [w for v in value for w in _flat_words(v)]
+    if isinstance(value, bool):
+        return [int(value)]
+    if isinstance(value, float):
+        return [value]
+    return [int(value)]  # type: ignore[call-overload]
+
+
+def program_call(op: Op) -> ProgramCall | None:
+    """The structured form of :func:`emit_call` (None for ops that emit no code).
+
+    Both come from the same emitter, so a program file and the generated C pass a kernel the
+    same parameters. Every params struct holds only int32/float fields (and nested mcu_shape4),
+    so its fields in declaration order are its memory image; the dict of each emitter lists
+    them in that order.
+    """
+    call = emit_call(op, lambda t: t.name)
+    if call is None:
+        return None
+    words = (_flat_words(call.params) if call.params is not None else []) + list(call.scalars)
+    return ProgramCall(call.function, list(call.operands), words)
+
+
 # --- int8 ---------------------------------------------------------------------------------------------------
 
 
@@ -265,6 +319,12 @@ def _quant_locals(op: Op, ref: Ref) -> list[str]:
     ctx = ("static const mcu_context ctx = {NULL, 0};" if not isinstance(ref, Refs) or ref.scratch is None
            else f"const mcu_context ctx = {{{ref.scratch[0]}, {ref.scratch[1]}}};")
     return [ctx, f"static const mcu_per_channel_quant quant = {{{ref(mult)}, {ref(shift)}}};"]
+
+
+def _quant_operands(op: Op) -> list[Tensor | None]:
+    """input, weight, bias, per-channel multipliers, per-channel shifts, output."""
+    x, w, b, mult, shift = op.inputs[:5]
+    return [x, w, b, mult, shift, op.output]
 
 
 def _offsets(op: Op, *names: str) -> dict:
@@ -287,7 +347,8 @@ def _conv2d_s8(op: Op, ref: Ref) -> KernelCall:
         return KernelCall("mcu_conv2d_1x1_s8", ["&ctx", "&params", "&quant", ref(x), ref(w), ref(b), ref(out)],
                           ["mcu_conv2d_1x1_s8.c"], "mcu_conv2d_s8_params", params, locals=_quant_locals(op, ref))
     return KernelCall("mcu_conv2d_s8", ["&ctx", "&params", "&quant", ref(x), ref(w), ref(b), ref(out)],
-                      ["mcu_conv2d_s8.c"], "mcu_conv2d_s8_params", params, locals=_quant_locals(op, ref))
+                      ["mcu_conv2d_s8.c"], "mcu_conv2d_s8_params", params, locals=_quant_locals(op, ref),
+                      operands=_quant_operands(op))
 
 
 def _depthwise_s8(op: Op, ref: Ref) -> KernelCall:
@@ -307,7 +368,7 @@ def _depthwise_s8(op: Op, ref: Ref) -> KernelCall:
                           locals=_quant_locals(op, ref))
     return KernelCall("mcu_depthwise_conv2d_s8", ["&ctx", "&params", "&quant", ref(x), ref(w), ref(b), ref(out)],
                       ["mcu_depthwise_conv2d_s8.c"], "mcu_depthwise_conv2d_s8_params", params,
-                      locals=_quant_locals(op, ref))
+                      locals=_quant_locals(op, ref), operands=_quant_operands(op))
 
 
 def _linear_s8(op: Op, ref: Ref) -> KernelCall:
@@ -316,7 +377,8 @@ def _linear_s8(op: Op, ref: Ref) -> KernelCall:
     params = {"batch": x.numel // in_f, "in_features": in_f, "out_features": out_f,
               **_offsets(op, "input_offset", "output_offset", "act_min", "act_max")}
     return KernelCall("mcu_linear_s8", ["&ctx", "&params", "&quant", ref(x), ref(w), ref(b), ref(op.output)],
-                      ["mcu_linear_s8.c"], "mcu_linear_s8_params", params, locals=_quant_locals(op, ref))
+                      ["mcu_linear_s8.c"], "mcu_linear_s8_params", params, locals=_quant_locals(op, ref),
+                      operands=_quant_operands(op))
 
 
 def _binary_s8(name: str) -> Callable[[Op, Ref], KernelCall]:
@@ -339,7 +401,7 @@ def _binary_s8(name: str) -> Callable[[Op, Ref], KernelCall]:
                   "output_offset": int(at["output_offset"]),
                   "act_min": int(at["act_min"]), "act_max": int(at["act_max"])}
         return KernelCall(f"mcu_{name}_s8", ["&params", ref(a), ref(b), ref(out)], [f"mcu_{name}_s8.c"],
-                          "mcu_binary_s8_params", params)
+                          "mcu_binary_s8_params", params, operands=[a, b, out])
     return emit
 
 
@@ -352,7 +414,7 @@ def _pool_s8(function: str, source: str) -> Callable[[Op, Ref], KernelCall]:
                   "pad_top": a["padding"][0], "pad_left": a["padding"][1],
                   "act_min": int(a["act_min"]), "act_max": int(a["act_max"])}
         return KernelCall(function, ["&params", ref(op.inputs[0]), ref(op.output)], [source],
-                          "mcu_pool2d_s8_params", params)
+                          "mcu_pool2d_s8_params", params, operands=[op.inputs[0], op.output])
     return emit
 
 
@@ -360,7 +422,7 @@ def _mean_hw_s8(op: Op, ref: Ref) -> KernelCall:
     params = {"input": shape4(op.inputs[0]),
               **_offsets(op, "input_offset", "multiplier", "shift", "output_offset", "act_min", "act_max")}
     return KernelCall("mcu_mean_hw_s8", ["&params", ref(op.inputs[0]), ref(op.output)], ["mcu_mean_hw_s8.c"],
-                      "mcu_mean_hw_s8_params", params)
+                      "mcu_mean_hw_s8_params", params, operands=[op.inputs[0], op.output])
 
 
 def _softmax_s8(op: Op, ref: Ref) -> KernelCall:
@@ -368,25 +430,28 @@ def _softmax_s8(op: Op, ref: Ref) -> KernelCall:
     params = {"outer": outer, "axis": axis, "inner": inner,
               **_offsets(op, "input_multiplier", "input_left_shift", "diff_min")}
     return KernelCall("mcu_softmax_s8", ["&params", ref(op.inputs[0]), ref(op.output)], ["mcu_softmax_s8.c"],
-                      "mcu_softmax_s8_params", params)
+                      "mcu_softmax_s8_params", params, operands=[op.inputs[0], op.output])
 
 
 def _lut_s8(op: Op, ref: Ref) -> KernelCall:
     x, table = op.inputs
-    return KernelCall("mcu_lut_s8", [str(x.numel), ref(table), ref(x), ref(op.output)], ["mcu_lut_s8.c"])
+    return KernelCall("mcu_lut_s8", [str(x.numel), ref(table), ref(x), ref(op.output)], ["mcu_lut_s8.c"],
+                      operands=[table, x, op.output], scalars=[x.numel])
 
 
 def _requantize_s8(op: Op, ref: Ref) -> KernelCall:
     a = op.attrs
-    args = [str(op.output.numel)] + [str(int(a[k])) for k in ("input_offset", "multiplier", "shift",
-                                                               "output_offset", "act_min", "act_max")]
-    return KernelCall("mcu_requantize_s8", args + [ref(op.inputs[0]), ref(op.output)], ["mcu_requantize_s8.c"])
+    values = [op.output.numel] + [int(a[k]) for k in ("input_offset", "multiplier", "shift",
+                                                       "output_offset", "act_min", "act_max")]
+    return KernelCall("mcu_requantize_s8", [str(v) for v in values] + [ref(op.inputs[0]), ref(op.output)],
+                      ["mcu_requantize_s8.c"], operands=[op.inputs[0], op.output], scalars=values)
 
 
 def _clamp_s8(op: Op, ref: Ref) -> KernelCall:
     return KernelCall("mcu_clamp_s8", [str(op.output.numel), str(int(op.attrs["act_min"])),
                                        str(int(op.attrs["act_max"])), ref(op.inputs[0]), ref(op.output)],
-                      ["mcu_clamp_s8.c"])
+                      ["mcu_clamp_s8.c"], operands=[op.inputs[0], op.output],
+                      scalars=[op.output.numel, int(op.attrs["act_min"]), int(op.attrs["act_max"])])
 
 
 def _quantize(op: Op, ref: Ref) -> KernelCall:
@@ -394,19 +459,23 @@ def _quantize(op: Op, ref: Ref) -> KernelCall:
     assert q is not None
     return KernelCall("mcu_quantize_f32_s8", [str(op.output.numel), c_float(1.0 / q.scale[0]),
                                               str(q.zero_point[0]), ref(op.inputs[0]), ref(op.output)],
-                      ["mcu_quantize_f32_s8.c"])
+                      ["mcu_quantize_f32_s8.c"], operands=[op.inputs[0], op.output],
+                      scalars=[op.output.numel, float(1.0 / q.scale[0]), int(q.zero_point[0])])
 
 
 def _dequantize(op: Op, ref: Ref) -> KernelCall:
     q = op.attrs["quant"]
     return KernelCall("mcu_dequantize_s8_f32", [str(op.output.numel), c_float(q.scale[0]), str(q.zero_point[0]),
-                                                ref(op.inputs[0]), ref(op.output)], ["mcu_dequantize_s8_f32.c"])
+                                                ref(op.inputs[0]), ref(op.output)], ["mcu_dequantize_s8_f32.c"],
+                      operands=[op.inputs[0], op.output],
+                      scalars=[op.output.numel, float(q.scale[0]), int(q.zero_point[0])])
 
 
 def _pad_s8(op: Op, ref: Ref) -> KernelCall:
     call = _pad(op, ref)
     call.args[1] = "1"
     call.locals = [f"static const int8_t fill = {int(op.attrs['value_q'])};"]
+    call.scalars = [int(op.attrs["value_q"])]
     return call
 
 
