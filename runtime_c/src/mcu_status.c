@@ -11,6 +11,12 @@ const char *mcu_status_str(mcu_status status)
     case MCU_ERR_BUFFER_TOO_SMALL: return "buffer too small";
     case MCU_ERR_MISMATCH: return "output mismatch";
     case MCU_ERR_PROGRAM_INVALID: return "invalid program";
+    case MCU_ERR_PROGRAM_TRUNCATED: return "truncated program";
+    case MCU_ERR_PROGRAM_OVERSIZED: return "oversized program";
+    case MCU_ERR_PROGRAM_CHECKSUM: return "program checksum mismatch";
+    case MCU_ERR_PROGRAM_VERSION: return "unsupported program version";
+    case MCU_ERR_WEIGHTS_MISMATCH: return "weights mismatch";
+    case MCU_ERR_NOT_FOUND: return "not found";
     }
     return "unknown status";
 }

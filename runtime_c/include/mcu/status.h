@@ -17,7 +17,13 @@ typedef enum {
     MCU_ERR_UNSUPPORTED = 4,    /**< a valid request this build cannot serve */
     MCU_ERR_BUFFER_TOO_SMALL = 5, /**< a caller-supplied buffer is too small */
     MCU_ERR_MISMATCH = 6,       /**< outputs differ from the bundled expected outputs */
-    MCU_ERR_PROGRAM_INVALID = 7 /**< a program file failed verification */
+    MCU_ERR_PROGRAM_INVALID = 7, /**< a program file failed verification */
+    MCU_ERR_PROGRAM_TRUNCATED = 8, /**< a program or weights file is shorter than its header declares */
+    MCU_ERR_PROGRAM_OVERSIZED = 9, /**< a file is longer than its header declares */
+    MCU_ERR_PROGRAM_CHECKSUM = 10, /**< a file's CRC-32 does not match its bytes (e.g. a flipped bit) */
+    MCU_ERR_PROGRAM_VERSION = 11,  /**< a file format version this runtime does not read */
+    MCU_ERR_WEIGHTS_MISMATCH = 12, /**< the external weights are missing or belong to another program */
+    MCU_ERR_NOT_FOUND = 13         /**< no method (or other named item) of that name */
 } mcu_status;
 
 /** @brief Human-readable name of a status code (never NULL). */
