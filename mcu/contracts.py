@@ -58,7 +58,8 @@ def allows(intervals: tuple[Interval, ...], delta: int) -> bool:
 
 
 def forward(d: int) -> Interval:
-    return (None, min(d, 0))
+    """Window kernels refuse an output starting at or after their input (a cheap runtime check)."""
+    return (None, min(d, -1))
 
 
 def depthwise_inplace_ok(op: Op) -> bool:

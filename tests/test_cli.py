@@ -116,7 +116,7 @@ def test_calibration_of_the_wrong_shape_is_named(tmp_path: Path) -> None:
 
 @requires_qemu
 def test_build_json_reports_sizes(tmp_path: Path) -> None:
-    proc = run_mcu("build", "--board", "mps2-an505", "--json", "-o", str(tmp_path / "out"),
+    proc = run_mcu("build", "--board", "mps2-an505", "--json", "--quantize", "none", "-o", str(tmp_path / "out"),
                    str(EXAMPLES / "small_cnn.py"))
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
@@ -125,3 +125,12 @@ def test_build_json_reports_sizes(tmp_path: Path) -> None:
     assert report["flash_bytes"] > 20 * 1024  # the weights alone are ~23 KB
     assert report["ram_bytes"] >= report["arena_bytes"]
     assert (tmp_path / "out" / "firmware.elf").is_file()
+
+
+def test_auto_quantize_picks_int8_when_calibration_is_given(tmp_path: Path) -> None:
+    f = tmp_path / "cal.py"
+    f.write_text("import torch\nmodel = torch.nn.Linear(4, 2)\nexample_inputs = (torch.randn(1, 4),)\n"
+                 "calibration = [(torch.randn(1, 4),) for _ in range(4)]\n")
+    proc = run_mcu("export", "--board", "mps2-an505", str(f), "-o", str(tmp_path / "lib"))
+    assert proc.returncode == 0, proc.stderr
+    assert "int8_t" in (tmp_path / "lib" / "cal_model.h").read_text()

@@ -46,10 +46,10 @@ static inline int mcu_overlaps(const void *a, size_t na, const void *b, size_t n
  * before its input may overlap it by as much as the memory planner's overlap
  * contract (mcu/contracts.py) allows. The kernel cannot afford to re-derive
  * that bound; it refuses the overlaps no contract ever allows: an output that
- * starts after its input. */
+ * starts at or after its input. */
 static inline int mcu_bad_window_overlap(const void *in, size_t in_bytes, const void *out, size_t out_bytes)
 {
-    return mcu_overlaps(in, in_bytes, out, out_bytes) && (uintptr_t)out > (uintptr_t)in;
+    return mcu_overlaps(in, in_bytes, out, out_bytes) && (uintptr_t)out >= (uintptr_t)in;
 }
 
 /* Elementwise kernels read each element before writing the same index, so
