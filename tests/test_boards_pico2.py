@@ -226,3 +226,19 @@ def test_hardware_exit_line_runs_on_the_simulated_m33(tmp_path: Path) -> None:
     with pytest.raises(McuError, match="did not finish") as exc:
         run_qemu(board, fw.elf, timeout_s=1.5)
     assert exc.value.hint is not None and exc.value.hint.splitlines()[-2:] == ["RESULT PASS 0/1", "EXIT 3"]
+
+
+def test_boards_table_shows_how_each_board_runs() -> None:
+    proc = run_mcu("boards", "--json")
+    assert proc.returncode == 0
+    boards = {b["name"]: b for b in json.loads(proc.stdout)["boards"]}
+    pico2, an547 = boards["pico2"], boards["mps3-an547"]
+    assert (pico2["core"], pico2["fpu"], pico2["dsp"], pico2["mve"]) == ("cortex-m33", "fpv5-sp", True, False)
+    assert (pico2["flash_bytes"], pico2["ram_bytes"], pico2["clock_hz"]) == (4194304, 532480, 150_000_000)
+    assert pico2["deploy"] == "uf2" and pico2["uf2_family"] == FAMILY_RP2350_ARM_S and pico2["simulator"] is None
+    assert (an547["core"], an547["mve"], an547["simulator"]) == ("cortex-m55", True, "qemu")
+    assert an547["memory"]["qspi"] == {"origin": 0x38000000, "length": 8 * 1024 * 1024, "holds": ["rodata"]}
+    rows = {line.split()[0]: line for line in run_mcu("boards").stdout.splitlines()[1:]}
+    assert "cortex-m33" in rows["pico2"] and "520 KiB" in rows["pico2"] and "4096 KiB" in rows["pico2"]
+    assert "150MHz" in rows["pico2"] and "UF2" in rows["pico2"] and "BOOTSEL" in rows["pico2"]
+    assert "cortex-m55" in rows["mps3-an547"] and "qemu (mps3-an547" in rows["mps3-an547"]
