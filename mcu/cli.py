@@ -174,6 +174,12 @@ def _nested(arr: np.ndarray) -> Any:
 def cmd_run(args: argparse.Namespace) -> int:
     if getattr(args, "sim", None) == "renode":
         return _run_renode(args)
+    from mcu.boards import load_board
+
+    board = load_board(args.board)
+    if board.sim_kind is None and board.deploy_method == "uf2":
+        raise McuError(f"board '{board.name}' is real hardware with no simulator",
+                       hint=f"run it with `mcu flash --board {board.name} {args.model}`, or pick a simulated board")
     cm = _compile(args)
     fw = cm.build()
     sim = cm.simulate(timeout_s=args.timeout)

@@ -308,3 +308,17 @@ def test_mcu_flash_refuses_simulated_boards() -> None:
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 2
     assert "mcu: error: board 'mps2-an505' is not flashed over USB" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("sub", ["flash", "monitor"])
+def test_help(sub: str) -> None:
+    proc = _mcu(sub, "--help")
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0 and "usage: mcu" in out and "--port" in out and "--timeout" in out
+
+
+def test_mcu_run_on_pico2_points_to_flash() -> None:
+    proc = _mcu("run", "--board", "pico2", str(EXAMPLES / "small_cnn.py"))
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 2
+    assert "board 'pico2' is real hardware with no simulator" in err and "mcu flash --board pico2" in err
