@@ -27,6 +27,8 @@ from mcu.hostbuild import HostModel, build_host_library
 from mcu.ir import NUMPY_DTYPES, Graph
 from mcu.layouts import from_memory_order, to_memory_order
 from mcu.loader import ModelSpec, load_model_file, spec_from_objects
+from mcu.mapfile import SizeReport, size_report
+from mcu.memory_svg import plan_svg
 from mcu.memory import MemoryPlan
 from mcu.paths import cache_dir, runtime_dir
 from mcu.pipeline import compile_graph, to_graph
@@ -47,6 +49,7 @@ class FirmwareBuild:
     sections: dict[str, int]
     uf2: Path | None = None  # the flashable image, for boards deployed as UF2 (pico2)
     region_bytes: dict[str, int] = field(default_factory=dict)  # bytes used per memory region
+    sizes: SizeReport | None = None  # flash and RAM by category, from the linker map
 
 
 @dataclass
@@ -174,15 +177,25 @@ class CompiledModel:
         sources += [rt / s for s in self.library.runtime_sources]
         fw = build_firmware(self.board, sources, [src_dir, rt / "include"], Path(out_dir))
         self._check_board_limits(fw)
+        sizes = size_report(fw.map_path, fw.elf, self.library.prefix, self.library.kernel_sources,
+                            fw.flash_bytes, fw.ram_bytes)
         return FirmwareBuild(board=self.board, elf=fw.elf, source_dir=src_dir, flash_bytes=fw.flash_bytes,
                              ram_bytes=fw.ram_bytes, sections=dict(fw.sections), uf2=fw.uf2,
-                             region_bytes=dict(fw.region_bytes))
+                             region_bytes=dict(fw.region_bytes), sizes=sizes)
+
+    def memory_svg(self) -> str:
+        """The memory plan drawn as SVG (steps across, arena offsets up, one box per buffer)."""
+        names = [op.name for op in self.graph.ops]
+        return plan_svg(self.memory.plan, f"{self.spec.name} on {self.board.name} ({self.quantize}): memory plan",
+                        names)
 
     def _check_board_limits(self, fw: Any) -> None:
         if fw.flash_bytes > self.board.flash.length:
+            consts = sorted(self.graph.constants(), key=lambda t: t.nbytes, reverse=True)
+            biggest = f"; the largest constant is {consts[0].name} ({consts[0].nbytes} B)" if consts else ""
             raise McuError(f"firmware does not fit {self.board.name}: it needs {fw.flash_bytes} B of flash, the "
                            f"board has {self.board.flash.length} B ({fw.flash_bytes - self.board.flash.length} B "
-                           "too many)", hint="use a smaller model or quantize to int8")
+                           f"too many){biggest}", hint="use a smaller model or quantize to int8")
 
     def simulate(self, timeout_s: float = 600.0) -> SimulationRun:
         """Build the firmware and run it on the board's simulator with the bundled vectors."""

@@ -38,6 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_model_args(p)
     p.add_argument("-o", "--output", type=Path, help="output folder (default: mcu-out/<model>-<board>)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--memory-svg", type=Path, metavar="FILE", help="draw the memory plan to an SVG file")
 
     p = sub.add_parser("run", help="build and run on the board's simulator against the bundled vectors",
                        description="Build the firmware, run it on the board's simulator with the bundled test "
@@ -154,6 +155,11 @@ def cmd_build(args: argparse.Namespace) -> int:
     report["memory"] = dict(getattr(fw, "region_bytes", {}))
     if getattr(fw, "uf2", None) is not None:
         report["uf2"] = str(fw.uf2)
+    if fw.sizes is not None:
+        report["size_breakdown"] = fw.sizes.as_dict()
+    if args.memory_svg:
+        args.memory_svg.write_text(cm.memory_svg())
+        report["memory_svg"] = str(args.memory_svg)
     if args.json:
         _print_json(report)
     else:
@@ -164,6 +170,10 @@ def cmd_build(args: argparse.Namespace) -> int:
         for region in cm.board.extra_regions:
             print(f"{region.name}: {report['memory'].get(region.name, 0)} B of {region.length} B "
                   f"({', '.join(region.holds)})")
+        if fw.sizes is not None:
+            print(fw.sizes.table())
+        if args.memory_svg:
+            print(f"memory plan drawn to {args.memory_svg}")
     return 0
 
 

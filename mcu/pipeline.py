@@ -71,9 +71,11 @@ def check_fits(board: Board, memory: MemoryPlan) -> None:
     """Reject a model whose arena cannot fit in the board's RAM next to its stack."""
     available = board.ram.length - board.stack_bytes
     if memory.arena_size > available:
+        largest = max(memory.plan.buffers, key=lambda b: b.size)
         raise McuError(
             f"model does not fit {board.name}: its arena needs {memory.arena_size} B but the board has "
-            f"{available} B of RAM after a {board.stack_bytes} B stack ({memory.arena_size - available} B too many)",
+            f"{available} B of RAM after a {board.stack_bytes} B stack ({memory.arena_size - available} B too many; "
+            f"the largest buffer is {largest.name}, {largest.size} B)",
             hint="use a smaller model or input, quantize to int8, or pick a board with more RAM")
 
 

@@ -264,6 +264,8 @@ def _try_convert(graph: Graph, op: Op) -> str | None:
     result = CONVERTERS[op.kind](graph, op, ins, q.output)
     if isinstance(result, str):
         return result
+    if not q.output.is_input and not q.output.is_output:
+        q.output.name = op.name  # the int8 tensor is what this op computes: name it after the op
     index = graph.ops.index(op)
     graph.ops[index] = result
     graph.ops.remove(q)
@@ -299,6 +301,7 @@ def _int8_boundary(graph: Graph) -> None:
         if len(users) == 1 and users[0].kind == "quantize":
             q = users[0]
             q.output.is_input = True
+            q.output.name = t.name  # the int8 input keeps the model's input name
             graph.inputs[i] = q.output
             graph.ops.remove(q)
     for i, t in enumerate(list(graph.outputs)):
