@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Union
 
 from mcu.contracts import depthwise_inplace_ok, pointwise_ok
 from mcu.emit.cvalues import c_float
@@ -31,6 +31,17 @@ class Refs:
 Ref = Refs
 
 
+class ScratchOperand:
+    """Marks the operand that is the op's planned scratch buffer (the kernel's mcu_context)."""
+
+    def __repr__(self) -> str:
+        return "SCRATCH"
+
+
+SCRATCH = ScratchOperand()
+Operand = Union[Tensor, ScratchOperand, None]
+
+
 @dataclass
 class KernelCall:
     function: str
@@ -41,21 +52,23 @@ class KernelCall:
     comment: str = ""
     locals: list[str] = field(default_factory=list)  # declarations the call's arguments need
     # The same call in structured form, for program files (mcu/program): the tensor arguments in
-    # kernel order (None where the C call passes NULL) and the scalar arguments that follow the
-    # params struct. See :func:`program_call`.
-    operands: list[Tensor | None] = field(default_factory=list)
+    # kernel order (None where the C call passes NULL, SCRATCH for the op's scratch buffer) and the
+    # scalar arguments that follow the params struct. See :func:`program_call`.
+    operands: list[Operand] = field(default_factory=list)
     scalars: list[int | float] = field(default_factory=list)
 
 
 @dataclass
 class ProgramCall:
-    """One kernel call as a program file stores it: the kernel, its tensor operands and its
-    parameters as a flat list of 32-bit words (the params struct's fields in declaration order,
-    then the scalar arguments). Python floats are float32 words, ints are int32 words."""
+    """One kernel call as a program file stores it: the kernel, its operands and its parameters
+    as a flat list of 32-bit words (the params struct's fields in declaration order, then the
+    scalar arguments). Python floats are float32 words, ints are int32 words. ``scratch`` is
+    the op's planned scratch buffer (arena offset, bytes) when the kernel takes one."""
 
     function: str
-    operands: list[Tensor | None]
+    operands: list[Operand]
     params: list[int | float]
+    scratch: tuple[int, int] | None = None
 
 
 def shape4(t: Tensor) -> dict:
@@ -296,19 +309,26 @@ def _flat_words(value: object) -> list[int | float]:
     return [int(value)]  # type: ignore[call-overload]
 
 
-def program_call(op: Op) -> ProgramCall | None:
+def program_call(op: Op, arena_offset: Callable[[Tensor], int],
+                 scratch: tuple[int, int] | None = None) -> ProgramCall | None:
     """The structured form of :func:`emit_call` (None for ops that emit no code).
 
-    Both come from the same emitter, so a program file and the generated C pass a kernel the
-    same parameters. Every params struct holds only int32/float fields (and nested mcu_shape4),
-    so its fields in declaration order are its memory image; the dict of each emitter lists
-    them in that order.
+    ``arena_offset`` and ``scratch`` (offset, bytes) come from the memory plan, as for the
+    generated C, so both choose the same kernel variant (in-place ones compare placements) and
+    pass it the same parameters. Every params struct holds only int32/float fields (and nested
+    mcu_shape4), so its fields in declaration order are its memory image; the dict of each
+    emitter lists them in that order.
     """
-    call = emit_call(op, lambda t: t.name)
+    def ref(t: Tensor) -> str:
+        return f"const:{id(t)}" if t.is_constant else f"arena:{arena_offset(t)}"
+
+    refs = Refs(ref, None if scratch is None else (f"arena:{scratch[0]}", scratch[1]))
+    call = emit_call(op, refs)
     if call is None:
         return None
     words = (_flat_words(call.params) if call.params is not None else []) + list(call.scalars)
-    return ProgramCall(call.function, list(call.operands), words)
+    uses_scratch = any(o is SCRATCH for o in call.operands)
+    return ProgramCall(call.function, list(call.operands), words, scratch if uses_scratch else None)
 
 
 # --- int8 ---------------------------------------------------------------------------------------------------
@@ -321,10 +341,10 @@ def _quant_locals(op: Op, ref: Ref) -> list[str]:
     return [ctx, f"static const mcu_per_channel_quant quant = {{{ref(mult)}, {ref(shift)}}};"]
 
 
-def _quant_operands(op: Op) -> list[Tensor | None]:
-    """input, weight, bias, per-channel multipliers, per-channel shifts, output."""
+def _quant_operands(op: Op) -> list[Operand]:
+    """input, weight, bias, per-channel multipliers, per-channel shifts, scratch (ctx), output."""
     x, w, b, mult, shift = op.inputs[:5]
-    return [x, w, b, mult, shift, op.output]
+    return [x, w, b, mult, shift, SCRATCH, op.output]
 
 
 def _offsets(op: Op, *names: str) -> dict:
@@ -345,7 +365,8 @@ def _conv2d_s8(op: Op, ref: Ref) -> KernelCall:
     }
     if pointwise_ok(op):  # the pixel-buffer variant whose output may overlap its input either way
         return KernelCall("mcu_conv2d_1x1_s8", ["&ctx", "&params", "&quant", ref(x), ref(w), ref(b), ref(out)],
-                          ["mcu_conv2d_1x1_s8.c"], "mcu_conv2d_s8_params", params, locals=_quant_locals(op, ref))
+                          ["mcu_conv2d_1x1_s8.c"], "mcu_conv2d_s8_params", params, locals=_quant_locals(op, ref),
+                          operands=_quant_operands(op))
     return KernelCall("mcu_conv2d_s8", ["&ctx", "&params", "&quant", ref(x), ref(w), ref(b), ref(out)],
                       ["mcu_conv2d_s8.c"], "mcu_conv2d_s8_params", params, locals=_quant_locals(op, ref),
                       operands=_quant_operands(op))
@@ -365,7 +386,7 @@ def _depthwise_s8(op: Op, ref: Ref) -> KernelCall:
     if depthwise_inplace_ok(op) and ref(x) == ref(out):  # planned in place: the ring-buffer variant
         return KernelCall("mcu_depthwise_conv2d_s8_inplace", ["&ctx", "&params", "&quant", ref(out), ref(w), ref(b)],
                           ["mcu_depthwise_conv2d_s8_inplace.c"], "mcu_depthwise_conv2d_s8_params", params,
-                          locals=_quant_locals(op, ref))
+                          locals=_quant_locals(op, ref), operands=_quant_operands(op))
     return KernelCall("mcu_depthwise_conv2d_s8", ["&ctx", "&params", "&quant", ref(x), ref(w), ref(b), ref(out)],
                       ["mcu_depthwise_conv2d_s8.c"], "mcu_depthwise_conv2d_s8_params", params,
                       locals=_quant_locals(op, ref), operands=_quant_operands(op))
