@@ -77,7 +77,24 @@ def derive_allowances(graph: Graph) -> list[OverlapAllowance]:
             for a, b, d in _allowances(op, step, first, last, graph)]
 
 
-def plan_memory(graph: Graph, use_overlaps: bool = True) -> MemoryPlan:
+def plan_memory(graph: Graph, use_overlaps: bool = True, reorder: bool = True) -> MemoryPlan:
+    """Plan the arena; with ``reorder``, also try other orders of independent branches (see
+    :mod:`mcu.schedule`) and keep the one with the smallest arena, rewriting ``graph.ops``."""
+    if not reorder or len(graph.ops) < 3:
+        return _plan_order(graph, use_overlaps)
+    from mcu.schedule import candidate_orders, with_order
+
+    best: tuple[MemoryPlan, list[Op]] | None = None
+    for ops in candidate_orders(graph):
+        plan = _plan_order(with_order(graph, ops), use_overlaps)
+        if best is None or plan.arena_size < best[0].arena_size:
+            best = (plan, ops)
+    assert best is not None
+    graph.ops = best[1]
+    return best[0]
+
+
+def _plan_order(graph: Graph, use_overlaps: bool) -> MemoryPlan:
     last_step = max(len(graph.ops) - 1, 0)
     first: dict[int, int] = {}
     last: dict[int, int] = {}
