@@ -1,6 +1,7 @@
 /* The host build of the runtime as a CPython module. Importing it loads the
  * runtime and kernels into the process; Python calls them through ctypes on
- * this module's file, so the host runs the same C as the device. */
+ * this module's file, so the host runs the same C as the device. The program
+ * interpreter is exposed as a type (native_program.c, used by mcu/runtime.py). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
@@ -26,7 +27,14 @@ static struct PyModuleDef native_module = {
     NULL, NULL, NULL, NULL,
 };
 
+int mcu_native_add_program(PyObject *module); /* native_program.c */
+
 PyMODINIT_FUNC PyInit__native(void)
 {
-    return PyModule_Create(&native_module);
+    PyObject *module = PyModule_Create(&native_module);
+    if (module != NULL && mcu_native_add_program(module) != 0) {
+        Py_DECREF(module);
+        return NULL;
+    }
+    return module;
 }

@@ -1,0 +1,282 @@
+"""Write program files (runtime_c/schema/program.fbs) from compiled methods.
+
+Each method is a lowered graph with its memory plan; its instructions are the
+same kernel calls, with the same parameters, as the generated C (both come
+from :func:`mcu.emit.kernels.program_call`). Constants become segments in the
+data region after the flatbuffer, 16-byte aligned, stored once however many
+tensors and methods use the same bytes; with ``external_weights`` they go to a
+separate weights file whose content id the program records.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import flatbuffers
+import numpy as np
+
+from mcu import __version__
+from mcu.emit.kernels import SCRATCH, program_call
+from mcu.errors import McuError
+from mcu.ir import NUMPY_DTYPES, Graph, Tensor
+from mcu.memory import MemoryPlan, scratch_bytes
+from mcu.program import format as fmt
+from mcu.program.format import Field
+
+ARENA_ID = 0  # the memory planner places everything in one arena per method
+
+
+@dataclass
+class BundledVector:
+    """One test vector for the firmware harness: arrays in memory order and the device's dtypes."""
+
+    inputs: list[np.ndarray]
+    expected: list[np.ndarray]
+    tolerances: list[float] | None = None  # per output; None: bit-exact
+
+
+@dataclass
+class MethodSource:
+    name: str
+    graph: Graph
+    memory: MemoryPlan
+    bundled: list[BundledVector] = field(default_factory=list)
+
+
+@dataclass
+class DelegatePayload:
+    backend_id: str
+    payload: bytes
+
+
+@dataclass
+class Segment:
+    name: str
+    location: int
+    data: bytes
+    offset: int = 0  # into its file's data region, set by layout
+
+
+@dataclass
+class ProgramImage:
+    """A program file's bytes, plus its weights file when the weights are external."""
+
+    program: bytes
+    weights: bytes | None
+    weights_name: str | None
+    methods: list[str]
+    segments: list[Segment]
+
+    @property
+    def constant_bytes(self) -> int:
+        """Bytes of unique constant data (each segment once, without padding)."""
+        return sum(len(s.data) for s in self.segments if s.name.startswith("const:"))
+
+
+def _word(value: int | float) -> int:
+    if isinstance(value, float):
+        return int(np.array([value], dtype=np.float32).view(np.int32)[0])
+    v = int(value)
+    if not -(2**31) <= v < 2**31:
+        raise McuError(f"kernel parameter {v} does not fit int32")
+    return v
+
+
+class _Segments:
+    def __init__(self, external: bool) -> None:
+        self.items: list[Segment] = []
+        self._index: dict[tuple[int, bytes], int] = {}
+        self.external = external
+
+    def add(self, name: str, data: bytes, location: int) -> int:
+        key = (location, data)
+        if key not in self._index:
+            self._index[key] = len(self.items)
+            self.items.append(Segment(name, location, data))
+        return self._index[key]
+
+    def constant(self, t: Tensor) -> int:
+        assert t.data is not None
+        data = np.ascontiguousarray(np.asarray(t.data).astype(NUMPY_DTYPES[t.dtype])).tobytes()
+        location = fmt.SEGMENT_EXTERNAL if self.external else fmt.SEGMENT_INLINE
+        return self.add(f"const:{t.name}", data, location)
+
+    def layout(self, location: int) -> bytes:
+        """Place every segment of one location, 16-byte aligned; the data region's bytes."""
+        out = bytearray()
+        for s in self.items:
+            if s.location == location:
+                out += bytes(fmt.align(len(out)) - len(out))
+                s.offset = len(out)
+                out += s.data
+        return bytes(out)
+
+
+class _Builder:
+    """Thin helpers over flatbuffers.Builder (children must be built before their parent)."""
+
+    def __init__(self) -> None:
+        self.b = flatbuffers.Builder(1 << 16)
+
+    def string(self, s: str) -> int:
+        return self.b.CreateString(s)
+
+    def ints(self, values: list[int], dtype: type = np.int32) -> int:
+        return self.b.CreateNumpyVector(np.asarray(values, dtype=dtype))
+
+    def offsets(self, items: list[int]) -> int:
+        self.b.StartVector(4, len(items), 4)
+        for off in reversed(items):
+            self.b.PrependUOffsetTRelative(off)
+        return self.b.EndVector()
+
+    def table(self, fields: dict[str, int], scalars: dict[str, tuple[str, int | float]], ids: dict[str, int]) -> int:
+        """A table from offset fields (already built) and scalar fields (kind, value)."""
+        b = self.b
+        b.StartObject(max(ids.values()) + 1)
+        for name, (kind, value) in scalars.items():
+            slot = ids[name]
+            if kind == "u8":
+                b.PrependUint8Slot(slot, int(value), 0)
+            elif kind == "u16":
+                b.PrependUint16Slot(slot, int(value), 0)
+            elif kind == "u32":
+                b.PrependUint32Slot(slot, int(value), 0)
+            elif kind == "i32":
+                b.PrependInt32Slot(slot, int(value), -1 if name == "axis" else 0)
+            else:
+                raise ValueError(kind)
+        for name, off in fields.items():
+            b.PrependUOffsetTRelativeSlot(ids[name], off, 0)
+        return b.EndObject()
+
+
+def _tensor(fb: _Builder, t: Tensor, arena_offset: int | None, segments: _Segments) -> int:
+    fields = {"name": fb.string(t.name), "shape": fb.ints(list(t.shape)),
+              "dim_order": fb.ints(list(t.dim_order), np.uint8)}
+    if t.quant is not None:
+        q = fb.table({"scale": fb.ints(list(t.quant.scale), np.float32),
+                      "zero_point": fb.ints(list(t.quant.zero_point))},
+                     {"axis": ("i32", -1 if t.quant.axis is None else t.quant.axis)}, Field.QUANT)
+        fields["quant"] = q
+    if t.is_constant:
+        placement, index, offset = fmt.PLACEMENT_CONSTANT, segments.constant(t), 0
+    else:
+        assert arena_offset is not None
+        placement, index, offset = fmt.PLACEMENT_ARENA, ARENA_ID, arena_offset
+    scalars = {"dtype": ("u8", fmt.DTYPE_CODES[t.dtype]), "placement": ("u8", placement),
+               "index": ("u32", index), "offset": ("u32", offset), "nbytes": ("u32", t.nbytes)}
+    return fb.table(fields, scalars, Field.TENSOR)
+
+
+def _method(fb: _Builder, src: MethodSource, segments: _Segments) -> int:
+    graph, memory = src.graph, src.memory
+    ids: dict[int, int] = {}
+    order: list[tuple[Tensor, int | None]] = []  # (tensor, arena offset; None for constants)
+
+    def tid(t: Tensor | None, offset: int | None = None) -> int:
+        if t is None:
+            return -1
+        if id(t) not in ids:
+            ids[id(t)] = len(order)
+            order.append((t, None if t.is_constant else memory.offset(t) if offset is None else offset))
+        return ids[id(t)]
+
+    for t in graph.inputs:
+        tid(t)
+    insns: list[tuple[int, list[int], list[int], str]] = []
+    for op in graph.ops:
+        planned = memory.scratch_offsets.get(id(op))
+        call = program_call(op, memory.offset, None if planned is None else (planned, scratch_bytes(op)))
+        if call is None:
+            continue
+        if call.function not in fmt.KERNEL_IDS:
+            raise McuError(f"no program kernel id for {call.function} ({op.name})")
+        operands = []
+        for o in call.operands:
+            if o is SCRATCH:
+                # The op's scratch buffer: an int8 arena tensor of its planned size and place.
+                scratch = None if call.scratch is None else Tensor(f"{op.name}_scratch", (call.scratch[1],), "int8")
+                operands.append(-1 if scratch is None else tid(scratch, call.scratch[0] if call.scratch else None))
+            else:
+                assert not isinstance(o, type(SCRATCH))
+                operands.append(tid(o))
+        insns.append((fmt.KERNEL_IDS[call.function], operands, [_word(v) for v in call.params], op.name))
+    outputs = [tid(t) for t in graph.outputs]
+    inputs = [ids[id(t)] for t in graph.inputs]
+
+    tensors = [_tensor(fb, t, offset, segments) for t, offset in order]
+    insn_offsets = []
+    for kernel, operands, params, name in insns:
+        insn_offsets.append(fb.table({"operands": fb.ints(operands), "params": fb.ints(params),
+                                      "name": fb.string(name)}, {"kernel": ("u16", kernel)}, Field.INSTRUCTION))
+    bundled = []
+    for v, vec in enumerate(src.bundled):
+        ins = [segments.add(f"vec:{src.name}/{v}/in{i}", _array_bytes(x, graph.inputs[i]), fmt.SEGMENT_INLINE)
+               for i, x in enumerate(vec.inputs)]
+        exp = [segments.add(f"vec:{src.name}/{v}/out{i}", _array_bytes(y, graph.outputs[i]), fmt.SEGMENT_INLINE)
+               for i, y in enumerate(vec.expected)]
+        fields = {"inputs": fb.ints(ins, np.uint32), "expected": fb.ints(exp, np.uint32)}
+        if vec.tolerances is not None:
+            fields["tolerances"] = fb.ints(list(vec.tolerances), np.float32)
+        bundled.append(fb.table(fields, {}, Field.BUNDLED))
+    fields = {
+        "name": fb.string(src.name),
+        "tensors": fb.offsets(tensors),
+        "inputs": fb.ints(inputs, np.uint32),
+        "outputs": fb.ints(outputs, np.uint32),
+        "instructions": fb.offsets(insn_offsets),
+        "arena_sizes": fb.ints([memory.arena_size], np.uint32),
+    }
+    if bundled:
+        fields["bundled"] = fb.offsets(bundled)
+    return fb.table(fields, {}, Field.METHOD)
+
+
+def _array_bytes(x: np.ndarray, t: Tensor) -> bytes:
+    arr = np.ascontiguousarray(x, dtype=NUMPY_DTYPES[t.dtype]).reshape(-1)
+    if arr.size != t.numel:
+        raise McuError(f"bundled vector for {t.name} has {arr.size} elements, the tensor has {t.numel}")
+    return arr.tobytes()
+
+
+def write_program(methods: list[MethodSource], external_weights: bool = False, weights_name: str = "weights.mpw",
+                  delegates: list[DelegatePayload] | None = None) -> ProgramImage:
+    """The program file (and weights file) for ``methods``, which may share constants."""
+    names = [m.name for m in methods]
+    if not methods or len(set(names)) != len(names) or not all(names):
+        raise McuError(f"a program needs one or more uniquely named methods, got {names}")
+    fb = _Builder()
+    segments = _Segments(external_weights)
+    method_offsets = [_method(fb, m, segments) for m in methods]
+    delegate_tables = []
+    for d in delegates or []:
+        seg = segments.add(f"delegate:{d.backend_id}", d.payload, fmt.SEGMENT_INLINE)
+        delegate_tables.append(fb.table({"backend_id": fb.string(d.backend_id)}, {"segment": ("u32", seg)},
+                                        Field.DELEGATE))
+    inline = segments.layout(fmt.SEGMENT_INLINE)
+    external = segments.layout(fmt.SEGMENT_EXTERNAL) if external_weights else None
+    segment_tables = [fb.table({"name": fb.string(s.name)},
+                               {"location": ("u8", s.location), "offset": ("u32", s.offset),
+                                "size": ("u32", len(s.data))}, Field.SEGMENT) for s in segments.items]
+    fields = {
+        "producer": fb.string(f"mcu {__version__}"),
+        "methods": fb.offsets(method_offsets),
+        "segments": fb.offsets(segment_tables),
+    }
+    if delegate_tables:
+        fields["delegates"] = fb.offsets(delegate_tables)
+    weights_blob = None
+    flags = 0
+    if external is not None:
+        cid = fmt.content_id(external)
+        fields["external_weights"] = fb.table(
+            {"file_name": fb.string(weights_name), "content_id": fb.ints(list(cid), np.uint8)},
+            {"size": ("u32", len(external))}, Field.EXTERNAL)
+        weights_blob = fmt.assemble(fmt.WEIGHTS_MAGIC, b"", external, cid)
+        flags = fmt.FLAG_EXTERNAL_WEIGHTS
+    root = fb.table(fields, {"format_version": ("u32", fmt.FORMAT_VERSION)}, Field.PROGRAM)
+    fb.b.Finish(root, file_identifier=fmt.PROGRAM_MAGIC)
+    program = fmt.assemble(fmt.PROGRAM_MAGIC, bytes(fb.b.Output()), inline, flags=flags)
+    return ProgramImage(program=program, weights=weights_blob, weights_name=weights_name if external else None,
+                        methods=names, segments=list(segments.items))

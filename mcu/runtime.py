@@ -1,0 +1,206 @@
+"""The host runtime: program files run in-process by the C interpreter.
+
+    prog = Program.load("model.mpk")            # or bytes; weights="model.mpw" if external
+    prog.method_names                           # ["forward", ...]
+    (y,) = prog.method("forward")(x)            # numpy in, numpy out
+
+The interpreter is the same C (runtime_c/interp) that runs in the firmware,
+built into the ``mcu._native`` extension. Arrays passed to a method are in
+PyTorch's logical shape and the tensor's dtype (int8 codes for int8 I/O; a
+float array for an int8 input is quantized with the input's scale and
+zero-point); outputs come back in logical shape and the device's dtype.
+:meth:`Method.run_raw` takes and returns flat arrays in memory order instead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from mcu import _native
+from mcu.errors import McuError
+from mcu.program import format as fmt
+
+DTYPE_NAMES = {code: name for name, code in fmt.DTYPE_CODES.items()}
+NUMPY = {"float32": np.float32, "int8": np.int8, "int16": np.int16, "int32": np.int32, "uint8": np.uint8}
+MCU_OK = 0
+MCU_ERR_WEIGHTS_MISMATCH = 12
+
+
+class ProgramError(McuError):
+    """The interpreter refused a program or a call; ``status`` is its mcu_status code."""
+
+    def __init__(self, status: int, what: str, hint: str | None = None) -> None:
+        self.status = status
+        self.status_name = _native.status_str(status)
+        super().__init__(f"{what}: {self.status_name} (mcu_status {status})", hint=hint)
+
+
+def _check(result: tuple[int, Any], what: str, hint: str | None = None) -> Any:
+    status, value = result
+    if status != MCU_OK:
+        raise ProgramError(status, what, hint)
+    return value
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """A method input or output as the program declares it."""
+
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+    dim_order: tuple[int, ...]
+    nbytes: int
+    arena: int
+    offset: int
+    scale: float | None
+    zero_point: int
+
+    @property
+    def numel(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def physical_shape(self) -> tuple[int, ...]:
+        return tuple(self.shape[d] for d in self.dim_order)
+
+    def to_memory_order(self, x: Any) -> np.ndarray:
+        arr = np.asarray(x)
+        if self.dtype == "int8" and self.scale is not None and np.issubdtype(arr.dtype, np.floating):
+            from mcu.quant import reference as qref
+
+            arr = qref.quantize_f32_s8(arr.astype(np.float32), inv_scale=qref.inv_scale(self.scale),
+                                       zero_point=self.zero_point)
+        if arr.size != self.numel:
+            raise McuError(f"{self.name} has shape {list(self.shape)} ({self.numel} elements), got an array "
+                           f"of shape {list(arr.shape)}")
+        arr = np.transpose(arr.reshape(self.shape), self.dim_order) if self.shape else arr.reshape(())
+        return np.ascontiguousarray(arr, dtype=NUMPY[self.dtype]).reshape(-1)
+
+    def from_memory_order(self, flat: np.ndarray) -> np.ndarray:
+        if not self.shape:
+            return flat.reshape(())
+        return np.ascontiguousarray(np.transpose(flat.reshape(self.physical_shape), np.argsort(self.dim_order)))
+
+
+@dataclass
+class Method:
+    program: Program
+    index: int
+    name: str
+    inputs: list[TensorSpec]
+    outputs: list[TensorSpec]
+    arena_sizes: list[int]
+    n_instructions: int
+    n_bundled: int
+
+    def run_raw(self, *inputs: Any, arena_sizes: Sequence[int] | None = None) -> list[np.ndarray]:
+        """Flat memory-order inputs in the tensors' dtypes -> flat outputs likewise."""
+        if len(inputs) != len(self.inputs):
+            raise McuError(f"method {self.name} takes {len(self.inputs)} inputs, got {len(inputs)}")
+        bufs = []
+        for spec, x in zip(self.inputs, inputs):
+            arr = np.ascontiguousarray(np.asarray(x), dtype=NUMPY[spec.dtype]).reshape(-1)
+            if arr.size != spec.numel:
+                raise McuError(f"input {spec.name} of {self.name} has {spec.numel} elements, got {arr.size}")
+            bufs.append(arr)
+        raw = _check(self.program.handle.run(self.index, bufs, None if arena_sizes is None else list(arena_sizes)),
+                     f"running method {self.name}")
+        return [np.frombuffer(b, dtype=NUMPY[s.dtype]).copy() for b, s in zip(raw, self.outputs)]
+
+    def __call__(self, *inputs: Any) -> list[np.ndarray]:
+        """Inputs in logical shape -> outputs in logical shape (device dtypes)."""
+        if len(inputs) != len(self.inputs):
+            raise McuError(f"method {self.name} takes {len(self.inputs)} inputs, got {len(inputs)}")
+        flat = [spec.to_memory_order(_numpy(x)) for spec, x in zip(self.inputs, inputs)]
+        return [spec.from_memory_order(y) for spec, y in zip(self.outputs, self.run_raw(*flat))]
+
+    def bundled(self, vector: int) -> tuple[list[np.ndarray], list[np.ndarray], list[float | None]]:
+        """Bundled test vector ``vector``: flat inputs, flat expected outputs, tolerances (None: exact)."""
+        h = self.program.handle
+        ins = [np.frombuffer(_check(h.bundled(self.index, vector, 0, i), "bundled input")[0], NUMPY[s.dtype])
+               for i, s in enumerate(self.inputs)]
+        outs, tols = [], []
+        for i, s in enumerate(self.outputs):
+            data, tol = _check(h.bundled(self.index, vector, 1, i), "bundled output")
+            outs.append(np.frombuffer(data, NUMPY[s.dtype]))
+            tols.append(None if tol < 0 else tol)
+        return ins, outs, tols
+
+
+@dataclass
+class Program:
+    """A verified program file, ready to run (see the module docstring)."""
+
+    handle: Any = field(repr=False)
+    source: str
+    methods: list[Method] = field(default_factory=list, repr=False)
+
+    @classmethod
+    def load(cls, program: str | Path | bytes, weights: str | Path | bytes | None = None,
+             verify_checksum: bool = True) -> Program:
+        """Load and verify a program (a path or its bytes); ``weights``: its external weights file.
+
+        Without ``weights``, a program that needs them looks for ``<program>.mpw`` next to its path.
+        """
+        source = "<bytes>"
+        path: Path | None = None
+        if isinstance(program, (str, Path)):
+            path = Path(program)
+            if not path.is_file():
+                raise McuError(f"program file {path} does not exist")
+            source = str(path)
+            program = path.read_bytes()
+        weights_blob = Path(weights).read_bytes() if isinstance(weights, (str, Path)) else weights
+        flags = 0 if verify_checksum else 1
+        status, handle = _native.program_load(bytes(program), weights_blob, flags)
+        if status == MCU_ERR_WEIGHTS_MISMATCH and weights_blob is None and path is not None:
+            sibling = path.with_suffix(fmt.WEIGHTS_SUFFIX)
+            if sibling.is_file():
+                status, handle = _native.program_load(bytes(program), sibling.read_bytes(), flags)
+        if status != MCU_OK:
+            hint = None
+            if status == MCU_ERR_WEIGHTS_MISMATCH:
+                hint = ("pass the weights file written with the program (mcu export --external-weights); a weights "
+                        "file from another export has another content id")
+            raise ProgramError(status, f"cannot load program {source}", hint)
+        prog = cls(handle=handle, source=source)
+        for i in range(handle.method_count()):
+            info = _check(handle.method_info(i), "method info")
+            ins = [_spec(_check(handle.io_info(i, 0, k), "input info")) for k in range(info["n_inputs"])]
+            outs = [_spec(_check(handle.io_info(i, 1, k), "output info")) for k in range(info["n_outputs"])]
+            prog.methods.append(Method(prog, i, info["name"], ins, outs, list(info["arena_sizes"]),
+                                       info["n_instructions"], info["n_bundled"]))
+        return prog
+
+    @property
+    def method_names(self) -> list[str]:
+        return [m.name for m in self.methods]
+
+    def method(self, name: str) -> Method:
+        for m in self.methods:
+            if m.name == name:
+                return m
+        raise McuError(f"program {self.source} has no method '{name}'",
+                       hint=f"its methods: {', '.join(self.method_names)}")
+
+    @property
+    def arena_sizes(self) -> dict[str, list[int]]:
+        """Bytes of each arena every method needs (the caller-supplied memory on a device)."""
+        return {m.name: list(m.arena_sizes) for m in self.methods}
+
+
+def _spec(d: dict[str, Any]) -> TensorSpec:
+    return TensorSpec(name=d["name"], dtype=DTYPE_NAMES[d["dtype"]], shape=tuple(d["shape"]),
+                      dim_order=tuple(d["dim_order"]), nbytes=d["nbytes"], arena=d["arena"], offset=d["offset"],
+                      scale=d["scale"], zero_point=d["zero_point"])
+
+
+def _numpy(x: Any) -> np.ndarray:
+    if hasattr(x, "detach"):
+        return x.detach().cpu().numpy()
+    return np.asarray(x)

@@ -1,0 +1,231 @@
+/**
+ * @file program.h
+ * @brief The program interpreter: load, verify and run mcu program files.
+ *
+ * A program file (schema: runtime_c/schema/program.fbs) holds named methods,
+ * each a list of kernel calls over tensors that live in caller-supplied
+ * arenas or in constant segments of the file. The interpreter reads the file
+ * where it lies (flash or RAM) without copying it and never allocates.
+ *
+ * mcu_program_load() verifies the whole file before anything else may use
+ * it: the header, sizes and CRC-32, every flatbuffer offset and length,
+ * every tensor's shape, size, alignment and placement, every kernel id,
+ * operand dtype and parameter count, and for every kernel call that each
+ * operand holds at least the bytes the parameters make the kernel touch.
+ * A malformed file gets a status code, never a fault. mcu_program_execute()
+ * then checks that the caller's arenas are large enough.
+ *
+ * File layout (all little-endian):
+ *
+ *     offset  field
+ *      0      magic "MCUP" (program) or "MCUW" (external weights)
+ *      4      u32 format version (MCU_PROGRAM_FORMAT_VERSION)
+ *      8      u32 header size (64)
+ *     12      u32 total file size
+ *     16      u32 flatbuffer offset (64; weights files: 64 with size 0)
+ *     20      u32 flatbuffer size
+ *     24      u32 data offset (a multiple of 16, after the flatbuffer)
+ *     28      u32 data size (total size = data offset + data size)
+ *     32      u8[16] content id (weights files: truncated SHA-256 of the data)
+ *     48      u32 flags (bit 0: the program expects external weights)
+ *     52      u32[2] reserved, zero
+ *     60      u32 CRC-32 (IEEE) of bytes [0, 60) followed by [64, total)
+ */
+#ifndef MCU_PROGRAM_H
+#define MCU_PROGRAM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mcu/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MCU_PROGRAM_FORMAT_VERSION 1u
+#define MCU_PROGRAM_HEADER_SIZE 64u
+/** Alignment of the file in memory, of arenas and of every segment. */
+#define MCU_PROGRAM_ALIGN 16u
+#define MCU_PROGRAM_MAX_ARENAS 4u
+#define MCU_PROGRAM_MAX_RANK 8u
+#define MCU_PROGRAM_MAX_OPERANDS 16u
+#define MCU_PROGRAM_MAX_PARAMS 32u
+
+/** mcu_program_options.flags: skip the CRC-32 (for fuzzing the verifier). */
+#define MCU_PROGRAM_SKIP_CHECKSUM 1u
+
+typedef enum {
+    MCU_DTYPE_FLOAT32 = 0,
+    MCU_DTYPE_INT8 = 1,
+    MCU_DTYPE_INT16 = 2,
+    MCU_DTYPE_INT32 = 3,
+    MCU_DTYPE_UINT8 = 4
+} mcu_dtype;
+
+/**
+ * Kernel ids of Instruction.kernel, with each kernel's operands (tensor ids,
+ * last one the output) and params (32-bit words: the params struct's fields
+ * in declaration order, then the scalar arguments of the C call).
+ * Keep in step with mcu/program/format.py (KERNEL_IDS).
+ */
+typedef enum {
+    MCU_K_CONV2D_F32 = 1,         /**< [in, weight, bias?, out]; mcu_conv2d_f32_params */
+    MCU_K_LINEAR_F32 = 2,         /**< [in, weight, bias?, out]; mcu_linear_f32_params */
+    MCU_K_MAX_POOL2D_F32 = 3,     /**< [in, out]; mcu_pool2d_f32_params */
+    MCU_K_AVG_POOL2D_F32 = 4,     /**< [in, out]; mcu_pool2d_f32_params */
+    MCU_K_MEAN_HW_F32 = 5,        /**< [in, out]; mcu_shape4 */
+    MCU_K_ADD_F32 = 6,            /**< [a, b, out]; mcu_binary_f32_params */
+    MCU_K_SUB_F32 = 7,
+    MCU_K_MUL_F32 = 8,
+    MCU_K_DIV_F32 = 9,
+    MCU_K_CLAMP_F32 = 10,         /**< [in, out]; size, min (f32), max (f32) */
+    MCU_K_SIGMOID_F32 = 11,       /**< [in, out]; size */
+    MCU_K_TANH_F32 = 12,
+    MCU_K_HARDSWISH_F32 = 13,
+    MCU_K_SOFTMAX_F32 = 14,       /**< [in, out]; outer, axis, inner */
+    MCU_K_BATCH_NORM_F32 = 15,    /**< [scale, shift, in, out]; outer, channels, inner */
+    MCU_K_PERMUTE = 16,           /**< [in, out] any dtype; mcu_permute_params */
+    MCU_K_CONCAT = 17,            /**< [in_0 .. in_k-1, out] any dtype; outer, chunk_bytes[k] */
+    MCU_K_PAD = 18,               /**< [in, out] f32 or int8; mcu_pad_params, fill value */
+    /** [in, weight, bias?, multipliers, shifts, scratch?, out]; mcu_conv2d_s8_params. The scratch
+     *  operand (an int8 arena tensor, or -1 for none) becomes the kernel's mcu_context. */
+    MCU_K_CONV2D_S8 = 19,
+    MCU_K_DEPTHWISE_CONV2D_S8 = 20, /**< as conv2d; mcu_depthwise_conv2d_s8_params */
+    MCU_K_LINEAR_S8 = 21,         /**< as conv2d; mcu_linear_s8_params */
+    MCU_K_ADD_S8 = 22,            /**< [a, b, out]; mcu_binary_s8_params */
+    MCU_K_SUB_S8 = 23,
+    MCU_K_MUL_S8 = 24,
+    MCU_K_MAX_POOL2D_S8 = 25,     /**< [in, out]; mcu_pool2d_s8_params */
+    MCU_K_AVG_POOL2D_S8 = 26,
+    MCU_K_MEAN_HW_S8 = 27,        /**< [in, out]; mcu_mean_hw_s8_params */
+    MCU_K_SOFTMAX_S8 = 28,        /**< [in, out]; mcu_softmax_s8_params */
+    MCU_K_LUT_S8 = 29,            /**< [table, in, out]; size */
+    MCU_K_REQUANTIZE_S8 = 30,     /**< [in, out]; size, input_offset, multiplier, shift, output_offset, act_min, act_max */
+    MCU_K_CLAMP_S8 = 31,          /**< [in, out]; size, act_min, act_max */
+    MCU_K_QUANTIZE_F32_S8 = 32,   /**< [in f32, out int8]; size, inv_scale (f32), zero_point */
+    MCU_K_DEQUANTIZE_S8_F32 = 33, /**< [in int8, out f32]; size, scale (f32), zero_point */
+    MCU_K_CONV2D_1X1_S8 = 34,     /**< as conv2d (pixel-buffer variant; scratch required) */
+    /** as depthwise; runs in place on the output's memory (in and out share it); scratch required */
+    MCU_K_DEPTHWISE_CONV2D_S8_INPLACE = 35,
+    MCU_K_COUNT = 36,
+    /** A delegated partition: params delegate index, number of outputs (the last operands). */
+    MCU_K_DELEGATE = 255
+} mcu_program_kernel;
+
+/**
+ * A backend that runs delegated partitions. The caller owns `context`;
+ * init() sees every payload for this backend once at load, execute() runs
+ * one DELEGATE instruction with the operands' memory and sizes, destroy()
+ * is called by mcu_program_unload().
+ */
+typedef struct {
+    const char *backend_id;
+    void *context;
+    mcu_status (*init)(void *context, const uint8_t *payload, uint32_t size);
+    mcu_status (*execute)(void *context, const uint8_t *payload, uint32_t size, void *const *operands,
+                          const uint32_t *operand_bytes, uint32_t n_operands, uint32_t n_outputs);
+    void (*destroy)(void *context);
+} mcu_delegate;
+
+/** Optional inputs of mcu_program_load(); NULL means none of them. */
+typedef struct {
+    const void *weights;        /**< external weights file (16-byte aligned), or NULL */
+    uint32_t weights_size;
+    const mcu_delegate *delegates; /**< registered backends */
+    uint32_t n_delegates;
+    uint32_t flags;             /**< MCU_PROGRAM_SKIP_CHECKSUM */
+} mcu_program_options;
+
+/** A verified program. Plain data pointing into the caller's buffers. */
+typedef struct {
+    const uint8_t *fb;          /**< the flatbuffer */
+    uint32_t fb_size;
+    uint32_t root;              /**< offset of the root table in fb */
+    const uint8_t *data;        /**< inline segment data */
+    uint32_t data_size;
+    const uint8_t *weights;     /**< external segment data (NULL if none) */
+    uint32_t weights_size;
+    const mcu_delegate *delegates;
+    uint32_t n_delegates;
+    uint32_t n_methods;
+} mcu_program;
+
+typedef struct {
+    const char *name;
+    uint32_t n_inputs, n_outputs;
+    uint32_t n_instructions;
+    uint32_t n_bundled;         /**< bundled test vectors */
+    uint32_t n_arenas;
+    uint32_t arena_sizes[MCU_PROGRAM_MAX_ARENAS];
+} mcu_program_method_info;
+
+typedef struct {
+    const char *name;
+    uint32_t dtype;             /**< mcu_dtype */
+    uint32_t rank;
+    int32_t shape[MCU_PROGRAM_MAX_RANK];     /**< logical order */
+    uint8_t dim_order[MCU_PROGRAM_MAX_RANK]; /**< memory order of the logical dims */
+    uint32_t arena;
+    uint32_t offset;            /**< bytes into the arena */
+    uint32_t nbytes;
+    uint32_t quantized;         /**< 1 when scale/zero_point hold per-tensor parameters */
+    float scale;
+    int32_t zero_point;
+} mcu_program_tensor_info;
+
+/**
+ * The total size a program or weights file declares, read from the header
+ * alone (for a file in a flash region larger than the file).
+ * Fails with MCU_ERR_PROGRAM_INVALID (bad magic), MCU_ERR_PROGRAM_VERSION or
+ * MCU_ERR_PROGRAM_TRUNCATED (declared size beyond `size`).
+ */
+mcu_status mcu_program_declared_size(const void *buffer, uint32_t size, uint32_t *total);
+
+/**
+ * Verify `buffer` (exactly the file's bytes, 16-byte aligned) and fill `program`.
+ * Status: MCU_ERR_PROGRAM_TRUNCATED / _OVERSIZED when `size` differs from the
+ * declared size, _CHECKSUM for corrupted bytes, _VERSION, _INVALID for any
+ * structural fault, MCU_ERR_WEIGHTS_MISMATCH for missing or foreign external
+ * weights, MCU_ERR_UNSUPPORTED for a kernel or backend this build lacks.
+ */
+mcu_status mcu_program_load(mcu_program *program, const void *buffer, uint32_t size,
+                            const mcu_program_options *options);
+
+/** Calls destroy() of every registered delegate the program uses. */
+void mcu_program_unload(mcu_program *program);
+
+mcu_status mcu_program_method(const mcu_program *program, uint32_t method, mcu_program_method_info *info);
+/** Index of the method called `name`, or MCU_ERR_NOT_FOUND. */
+mcu_status mcu_program_find_method(const mcu_program *program, const char *name, uint32_t *method);
+/** Input (`output` = 0) or output (`output` = 1) number `index` of a method. */
+mcu_status mcu_program_io(const mcu_program *program, uint32_t method, uint32_t output, uint32_t index,
+                          mcu_program_tensor_info *info);
+
+/**
+ * Run a method on inputs already placed in the arenas (see mcu_program_io:
+ * input i lives at arenas[info.arena] + info.offset; outputs likewise).
+ * `arenas` must be 16-byte aligned and at least the method's arena sizes
+ * (MCU_ERR_BUFFER_TOO_SMALL otherwise).
+ */
+mcu_status mcu_program_execute(const mcu_program *program, uint32_t method, uint8_t *const *arenas,
+                               const uint32_t *arena_sizes, uint32_t n_arenas);
+
+/** Copy inputs into the arenas, execute, copy outputs out (nbytes each). */
+mcu_status mcu_program_run(const mcu_program *program, uint32_t method, uint8_t *const *arenas,
+                           const uint32_t *arena_sizes, uint32_t n_arenas, const void *const *inputs,
+                           void *const *outputs);
+
+/**
+ * Bundled test vector `vector` of a method: the bytes of input (`expected` = 0)
+ * or expected output (`expected` = 1) number `index`, and that output's
+ * tolerance (negative: bit-exact).
+ */
+mcu_status mcu_program_bundled(const mcu_program *program, uint32_t method, uint32_t vector, uint32_t expected,
+                               uint32_t index, const uint8_t **data, uint32_t *size, float *tolerance);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MCU_PROGRAM_H */

@@ -1,0 +1,506 @@
+/* The interpreter's kernel table: each kernel id's operand dtypes and param
+ * count, the bytes its params make it touch in every operand (checked at
+ * load), and the call itself.
+ *
+ * A firmware that runs known programs may keep only some kernels: define
+ * MCU_PROGRAM_KERNEL_SUBSET and MCU_PROGRAM_HAS_<KERNEL>=1 for each kernel
+ * to keep (names as in mcu_program_kernel without MCU_K_). A program that
+ * uses a kernel left out fails to load with MCU_ERR_UNSUPPORTED. */
+#include <stddef.h>
+#include <string.h>
+
+#include "mcu/kernels_f32.h"
+#include "mcu/kernels_generic.h"
+#include "mcu/kernels_s8.h"
+#include "mcu_program_internal.h"
+
+#ifdef MCU_PROGRAM_KERNEL_SUBSET
+#define MCU_PROGRAM_KERNEL_DEFAULT 0
+#else
+#define MCU_PROGRAM_KERNEL_DEFAULT 1
+#endif
+#ifndef MCU_PROGRAM_HAS_CONV2D_F32
+#define MCU_PROGRAM_HAS_CONV2D_F32 MCU_PROGRAM_KERNEL_DEFAULT
+#endif
+#ifndef MCU_PROGRAM_HAS_LINEAR_F32
+#define MCU_PROGRAM_HAS_LINEAR_F32 MCU_PROGRAM_KERNEL_DEFAULT
+#endif
+#ifndef MCU_PROGRAM_HAS_MAX_POOL2D_F32
+#define MCU_PROGRAM_HAS_MAX_POOL2D_F32 MCU_PROGRAM_KERNEL_DEFAULT
+#endif
+#ifndef MCU_PROGRAM_HAS_AVG_POOL2D_F32
+#define MCU_PROGRAM_HAS_AVG_POOL2D_F32 MCU_PROGRAM_KERNEL_DEFAULT
+#endif
+#ifndef MCU_PROGRAM_HAS_MEAN_HW_F32
+#define MCU_PROGRAM_HAS_MEAN_HW_F32 MCU_PROGRAM_KERNEL_DEFAULT
+#endif
+#ifndef MCU_PROGRAM_HAS_ADD_F32
+#define MCU_PROGRAM_HAS_ADD_F32 MCU_PROGRAM_KERNEL_DEFAULT
+#endif
+#ifndef MCU_PROGRAM_HAS_SUB_F32
+#define MCU_PROGRAM_HAS_SUB_F32 MCU_PROGRAM_KERNEL_DEFAULT
+#endif
+#ifndef MCU_PROGRAM_HAS_MUL_F32
+#define MCU_PROGRAM_HAS_MUL_F32 MCU_PROGRAM_KERNEL_DEFAULT
+#endif
+#ifndef MCU_PROGRAM_HAS_DIV_F32
+#define MCU_PROGRAM_HAS_DIV_F32 MCU_PROGRAM_KERNEL_DEFAULT
+#endif
+#ifndef MCU_PROGRAM_HAS_CLAMP_F32
+#define MCU_PROGRAM_HAS_CLAMP_F32 MCU_PROGRAM_KERNEL_DEFAULT
+#endif
+#ifndef MCU_PROGRAM_HAS_SIGMOID_F32
+#define MCU_PROGRAM_HAS_SIGMOID_F32 MCU_PROGRAM_KERNEL_DEFAULT
+#endif
+#ifndef MCU_PROGRAM_HAS_TANH_F32
+#define MCU_PROGRAM_HAS_TANH_F32 MCU_PROGRAM_KERNEL_DEFAULT
+#endif
+#ifndef MCU_PROGRAM_HAS_HARDSWISH_F32
+#define MCU_PROGRAM_HAS_HARDSWISH_F32 MCU_PROGRAM_KERNEL_DEFAULT
+#endif
+#ifndef MCU_PROGRAM_HAS_SOFTMAX_F32
+#define MCU_PROGRAM_HAS_SOFTMAX_F32 MCU_PROGRAM_KERNEL_DEFAULT
+#endif
+#ifndef MCU_PROGRAM_HAS_BATCH_NORM_F32
+#define MCU_PROGRAM_HAS_BATCH_NORM_F32 MCU_PROGRAM_KERNEL_DEFAULT
+#endif
+#ifndef MCU_PROGRAM_HAS_PERMUTE
+#define MCU_PROGRAM_HAS_PERMUTE MCU_PROGRAM_KERNEL_DEFAULT
+#endif
+#ifndef MCU_PROGRAM_HAS_CONCAT
+#define MCU_PROGRAM_HAS_CONCAT MCU_PROGRAM_KERNEL_DEFAULT
+#endif
+#ifndef MCU_PROGRAM_HAS_PAD
+#define MCU_PROGRAM_HAS_PAD MCU_PROGRAM_KERNEL_DEFAULT
+#endif
+#ifndef MCU_PROGRAM_HAS_CONV2D_S8
+#define MCU_PROGRAM_HAS_CONV2D_S8 MCU_PROGRAM_KERNEL_DEFAULT
+#endif
+#ifndef MCU_PROGRAM_HAS_DEPTHWISE_CONV2D_S8
+#define MCU_PROGRAM_HAS_DEPTHWISE_CONV2D_S8 MCU_PROGRAM_KERNEL_DEFAULT
+#endif
+#ifndef MCU_PROGRAM_HAS_LINEAR_S8
+#define MCU_PROGRAM_HAS_LINEAR_S8 MCU_PROGRAM_KERNEL_DEFAULT
+#endif
+#ifndef MCU_PROGRAM_HAS_ADD_S8
+#define MCU_PROGRAM_HAS_ADD_S8 MCU_PROGRAM_KERNEL_DEFAULT
+#endif
+#ifndef MCU_PROGRAM_HAS_SUB_S8
+#define MCU_PROGRAM_HAS_SUB_S8 MCU_PROGRAM_KERNEL_DEFAULT
+#endif
+#ifndef MCU_PROGRAM_HAS_MUL_S8
+#define MCU_PROGRAM_HAS_MUL_S8 MCU_PROGRAM_KERNEL_DEFAULT
+#endif
+#ifndef MCU_PROGRAM_HAS_MAX_POOL2D_S8
+#define MCU_PROGRAM_HAS_MAX_POOL2D_S8 MCU_PROGRAM_KERNEL_DEFAULT
+#endif
+#ifndef MCU_PROGRAM_HAS_AVG_POOL2D_S8
+#define MCU_PROGRAM_HAS_AVG_POOL2D_S8 MCU_PROGRAM_KERNEL_DEFAULT
+#endif
+#ifndef MCU_PROGRAM_HAS_MEAN_HW_S8
+#define MCU_PROGRAM_HAS_MEAN_HW_S8 MCU_PROGRAM_KERNEL_DEFAULT
+#endif
+#ifndef MCU_PROGRAM_HAS_SOFTMAX_S8
+#define MCU_PROGRAM_HAS_SOFTMAX_S8 MCU_PROGRAM_KERNEL_DEFAULT
+#endif
+#ifndef MCU_PROGRAM_HAS_LUT_S8
+#define MCU_PROGRAM_HAS_LUT_S8 MCU_PROGRAM_KERNEL_DEFAULT
+#endif
+#ifndef MCU_PROGRAM_HAS_REQUANTIZE_S8
+#define MCU_PROGRAM_HAS_REQUANTIZE_S8 MCU_PROGRAM_KERNEL_DEFAULT
+#endif
+#ifndef MCU_PROGRAM_HAS_CLAMP_S8
+#define MCU_PROGRAM_HAS_CLAMP_S8 MCU_PROGRAM_KERNEL_DEFAULT
+#endif
+#ifndef MCU_PROGRAM_HAS_QUANTIZE_F32_S8
+#define MCU_PROGRAM_HAS_QUANTIZE_F32_S8 MCU_PROGRAM_KERNEL_DEFAULT
+#endif
+#ifndef MCU_PROGRAM_HAS_DEQUANTIZE_S8_F32
+#define MCU_PROGRAM_HAS_DEQUANTIZE_S8_F32 MCU_PROGRAM_KERNEL_DEFAULT
+#endif
+#ifndef MCU_PROGRAM_HAS_CONV2D_1X1_S8
+#define MCU_PROGRAM_HAS_CONV2D_1X1_S8 MCU_PROGRAM_KERNEL_DEFAULT
+#endif
+#ifndef MCU_PROGRAM_HAS_DEPTHWISE_CONV2D_S8_INPLACE
+#define MCU_PROGRAM_HAS_DEPTHWISE_CONV2D_S8_INPLACE MCU_PROGRAM_KERNEL_DEFAULT
+#endif
+
+/* The params struct of each kernel is its words in declaration order. */
+_Static_assert(sizeof(mcu_conv2d_f32_params) == 19 * 4, "conv2d_f32 params layout");
+_Static_assert(sizeof(mcu_linear_f32_params) == 5 * 4, "linear_f32 params layout");
+_Static_assert(sizeof(mcu_pool2d_f32_params) == 22 * 4, "pool2d_f32 params layout");
+_Static_assert(sizeof(mcu_shape4) == 4 * 4, "shape4 layout");
+_Static_assert(sizeof(mcu_binary_f32_params) == 21 * 4, "binary_f32 params layout");
+_Static_assert(sizeof(mcu_permute_params) == 13 * 4, "permute params layout");
+_Static_assert(sizeof(mcu_pad_params) == 19 * 4, "pad params layout");
+_Static_assert(sizeof(mcu_conv2d_s8_params) == 21 * 4, "conv2d_s8 params layout");
+_Static_assert(sizeof(mcu_depthwise_conv2d_s8_params) == 21 * 4, "depthwise_conv2d_s8 params layout");
+_Static_assert(sizeof(mcu_linear_s8_params) == 7 * 4, "linear_s8 params layout");
+_Static_assert(sizeof(mcu_binary_s8_params) == 31 * 4, "binary_s8 params layout");
+_Static_assert(sizeof(mcu_pool2d_s8_params) == 16 * 4, "pool2d_s8 params layout");
+_Static_assert(sizeof(mcu_mean_hw_s8_params) == 10 * 4, "mean_hw_s8 params layout");
+_Static_assert(sizeof(mcu_softmax_s8_params) == 6 * 4, "softmax_s8 params layout");
+
+/* Operand signature letters: F float32, B int8, I int32, X the output's
+ * dtype; lower case: may be absent (-1). Concat has its own rule. The int8
+ * matmul kernels' sixth operand is their scratch buffer (mcu_context). */
+typedef struct {
+    uint8_t enabled;
+    uint8_t n_params;
+    char sig[8];
+} mcu_kernel_desc;
+
+#define K(id, has, n, s) [id] = {has, n, s}
+static const mcu_kernel_desc KERNELS[MCU_K_COUNT] = {
+    K(MCU_K_CONV2D_F32, MCU_PROGRAM_HAS_CONV2D_F32, 19, "FFfF"),
+    K(MCU_K_LINEAR_F32, MCU_PROGRAM_HAS_LINEAR_F32, 5, "FFfF"),
+    K(MCU_K_MAX_POOL2D_F32, MCU_PROGRAM_HAS_MAX_POOL2D_F32, 22, "FF"),
+    K(MCU_K_AVG_POOL2D_F32, MCU_PROGRAM_HAS_AVG_POOL2D_F32, 22, "FF"),
+    K(MCU_K_MEAN_HW_F32, MCU_PROGRAM_HAS_MEAN_HW_F32, 4, "FF"),
+    K(MCU_K_ADD_F32, MCU_PROGRAM_HAS_ADD_F32, 21, "FFF"),
+    K(MCU_K_SUB_F32, MCU_PROGRAM_HAS_SUB_F32, 21, "FFF"),
+    K(MCU_K_MUL_F32, MCU_PROGRAM_HAS_MUL_F32, 21, "FFF"),
+    K(MCU_K_DIV_F32, MCU_PROGRAM_HAS_DIV_F32, 21, "FFF"),
+    K(MCU_K_CLAMP_F32, MCU_PROGRAM_HAS_CLAMP_F32, 3, "FF"),
+    K(MCU_K_SIGMOID_F32, MCU_PROGRAM_HAS_SIGMOID_F32, 1, "FF"),
+    K(MCU_K_TANH_F32, MCU_PROGRAM_HAS_TANH_F32, 1, "FF"),
+    K(MCU_K_HARDSWISH_F32, MCU_PROGRAM_HAS_HARDSWISH_F32, 1, "FF"),
+    K(MCU_K_SOFTMAX_F32, MCU_PROGRAM_HAS_SOFTMAX_F32, 3, "FF"),
+    K(MCU_K_BATCH_NORM_F32, MCU_PROGRAM_HAS_BATCH_NORM_F32, 3, "FFFF"),
+    K(MCU_K_PERMUTE, MCU_PROGRAM_HAS_PERMUTE, 13, "XX"),
+    K(MCU_K_CONCAT, MCU_PROGRAM_HAS_CONCAT, 0, ""),
+    K(MCU_K_PAD, MCU_PROGRAM_HAS_PAD, 20, "XX"),
+    K(MCU_K_CONV2D_S8, MCU_PROGRAM_HAS_CONV2D_S8, 21, "BBiIIbB"),
+    K(MCU_K_DEPTHWISE_CONV2D_S8, MCU_PROGRAM_HAS_DEPTHWISE_CONV2D_S8, 21, "BBiIIbB"),
+    K(MCU_K_LINEAR_S8, MCU_PROGRAM_HAS_LINEAR_S8, 7, "BBiIIbB"),
+    K(MCU_K_ADD_S8, MCU_PROGRAM_HAS_ADD_S8, 31, "BBB"),
+    K(MCU_K_SUB_S8, MCU_PROGRAM_HAS_SUB_S8, 31, "BBB"),
+    K(MCU_K_MUL_S8, MCU_PROGRAM_HAS_MUL_S8, 31, "BBB"),
+    K(MCU_K_MAX_POOL2D_S8, MCU_PROGRAM_HAS_MAX_POOL2D_S8, 16, "BB"),
+    K(MCU_K_AVG_POOL2D_S8, MCU_PROGRAM_HAS_AVG_POOL2D_S8, 16, "BB"),
+    K(MCU_K_MEAN_HW_S8, MCU_PROGRAM_HAS_MEAN_HW_S8, 10, "BB"),
+    K(MCU_K_SOFTMAX_S8, MCU_PROGRAM_HAS_SOFTMAX_S8, 6, "BB"),
+    K(MCU_K_LUT_S8, MCU_PROGRAM_HAS_LUT_S8, 1, "BBB"),
+    K(MCU_K_REQUANTIZE_S8, MCU_PROGRAM_HAS_REQUANTIZE_S8, 7, "BB"),
+    K(MCU_K_CLAMP_S8, MCU_PROGRAM_HAS_CLAMP_S8, 3, "BB"),
+    K(MCU_K_QUANTIZE_F32_S8, MCU_PROGRAM_HAS_QUANTIZE_F32_S8, 3, "FB"),
+    K(MCU_K_DEQUANTIZE_S8_F32, MCU_PROGRAM_HAS_DEQUANTIZE_S8_F32, 3, "BF"),
+    K(MCU_K_CONV2D_1X1_S8, MCU_PROGRAM_HAS_CONV2D_1X1_S8, 21, "BBiIIbB"),
+    K(MCU_K_DEPTHWISE_CONV2D_S8_INPLACE, MCU_PROGRAM_HAS_DEPTHWISE_CONV2D_S8_INPLACE, 21, "BBiIIbB"),
+};
+#undef K
+
+/* Element counts saturate here: above any tensor the verifier accepts
+ * (INT32_MAX bytes), and small enough that two of them multiply in 64 bits. */
+#define CAP 0xFFFFFFFFull
+
+static uint64_t mulcap(uint64_t a, int64_t b)
+{
+    if (b < 0) {
+        return CAP;
+    }
+    const uint64_t r = a * ((uint64_t)b > CAP ? CAP : (uint64_t)b);
+    return r > CAP ? CAP : r;
+}
+
+static uint64_t prod(const int32_t *dims, int32_t n)
+{
+    uint64_t r = 1;
+    for (int32_t i = 0; i < n; ++i) {
+        r = mulcap(r, dims[i]);
+    }
+    return r;
+}
+
+/* Elements a strided operand spans: 1 + sum((shape - 1) * stride). */
+static uint64_t extent(const int32_t *shape, const int32_t *strides, int32_t rank)
+{
+    uint64_t last = 0;
+    for (int32_t i = 0; i < rank; ++i) {
+        if (shape[i] < 1 || strides[i] < 0) {
+            return CAP;
+        }
+        last += mulcap((uint64_t)shape[i] - 1u, strides[i]);
+    }
+    return last + 1u;
+}
+
+mcu_status mcu_program_check_kernel(uint32_t kernel, const mcu_operand_desc *ops, uint32_t n_ops,
+                                    const int32_t *p, uint32_t n_params)
+{
+    MCU_REQUIRE(kernel != 0 && kernel < MCU_K_COUNT && n_ops >= 2 && n_ops <= MCU_PROGRAM_MAX_OPERANDS,
+                MCU_ERR_PROGRAM_INVALID);
+    const mcu_kernel_desc *d = &KERNELS[kernel];
+    MCU_REQUIRE(d->enabled, MCU_ERR_UNSUPPORTED);
+    const int concat = kernel == MCU_K_CONCAT;
+    MCU_REQUIRE(concat ? n_params == n_ops : (n_params == d->n_params && d->sig[n_ops - 1] != '\0' &&
+                                                 d->sig[n_ops] == '\0'),
+                MCU_ERR_PROGRAM_INVALID);
+    const mcu_operand_desc *out = &ops[n_ops - 1];
+    MCU_REQUIRE(out->present && !out->constant, MCU_ERR_PROGRAM_INVALID);
+    for (uint32_t i = 0; i < n_ops; ++i) {
+        const char c = concat ? 'X' : d->sig[i];
+        if (!ops[i].present) {
+            MCU_REQUIRE(c == 'f' || c == 'i' || c == 'b', MCU_ERR_PROGRAM_INVALID);
+            continue;
+        }
+        const uint32_t want = (c == 'F' || c == 'f')   ? MCU_DTYPE_FLOAT32
+                              : (c == 'B' || c == 'b') ? MCU_DTYPE_INT8
+                              : (c == 'I' || c == 'i') ? MCU_DTYPE_INT32
+                                                       : out->dtype;
+        MCU_REQUIRE(ops[i].dtype == want, MCU_ERR_PROGRAM_INVALID);
+    }
+
+    /* Elements each operand must hold for the kernel's accesses. */
+    uint64_t need[MCU_PROGRAM_MAX_OPERANDS] = {0};
+    const uint32_t last = n_ops - 1;
+    switch (kernel) {
+    case MCU_K_CONV2D_F32:
+    case MCU_K_CONV2D_S8:
+    case MCU_K_CONV2D_1X1_S8: {
+        /* The scratch operand needs nothing here: the kernel checks ctx->size itself. */
+        MCU_REQUIRE(p[16] > 0, MCU_ERR_PROGRAM_INVALID);
+        const int32_t w[4] = {p[7], p[8], p[9], p[3] / p[16]};
+        need[0] = prod(p, 4);
+        need[1] = prod(w, 4);
+        need[2] = need[3] = need[4] = mulcap(1, p[7]);
+        need[last] = prod(p + 4, 4);
+        break;
+    }
+    case MCU_K_DEPTHWISE_CONV2D_S8:
+    case MCU_K_DEPTHWISE_CONV2D_S8_INPLACE: {
+        const int32_t w[3] = {p[9], p[10], p[7]};
+        need[0] = prod(p, 4);
+        need[1] = prod(w, 3);
+        need[2] = need[3] = need[4] = mulcap(1, p[7]);
+        need[last] = prod(p + 4, 4);
+        if (kernel == MCU_K_DEPTHWISE_CONV2D_S8_INPLACE && need[0] > need[last]) {
+            need[last] = need[0]; /* the output's memory is also the input */
+        }
+        break;
+    }
+    case MCU_K_LINEAR_F32:
+    case MCU_K_LINEAR_S8:
+        need[0] = prod(p, 2);
+        need[1] = prod(p + 1, 2);
+        need[2] = need[3] = need[4] = mulcap(1, p[2]);
+        need[last] = mulcap(mulcap(1, p[0]), p[2]);
+        break;
+    case MCU_K_MAX_POOL2D_F32:
+    case MCU_K_AVG_POOL2D_F32:
+    case MCU_K_MAX_POOL2D_S8:
+    case MCU_K_AVG_POOL2D_S8:
+        need[0] = prod(p, 4);
+        need[1] = prod(p + 4, 4);
+        break;
+    case MCU_K_MEAN_HW_F32:
+    case MCU_K_MEAN_HW_S8:
+        need[0] = prod(p, 4);
+        need[1] = mulcap(mulcap(1, p[0]), p[3]);
+        break;
+    case MCU_K_ADD_F32:
+    case MCU_K_SUB_F32:
+    case MCU_K_MUL_F32:
+    case MCU_K_DIV_F32:
+    case MCU_K_ADD_S8:
+    case MCU_K_SUB_S8:
+    case MCU_K_MUL_S8:
+        MCU_REQUIRE(p[0] >= 1 && p[0] <= MCU_MAX_DIMS, MCU_ERR_PROGRAM_INVALID);
+        need[0] = extent(p + 1, p + 7, p[0]);
+        need[1] = extent(p + 1, p + 13, p[0]);
+        need[2] = prod(p + 1, p[0]);
+        break;
+    case MCU_K_SOFTMAX_F32:
+    case MCU_K_SOFTMAX_S8:
+        need[0] = need[1] = prod(p, 3);
+        break;
+    case MCU_K_BATCH_NORM_F32:
+        need[0] = need[1] = mulcap(1, p[1]);
+        need[2] = need[3] = prod(p, 3);
+        break;
+    case MCU_K_LUT_S8:
+        need[0] = 256;
+        need[1] = need[2] = mulcap(1, p[0]);
+        break;
+    case MCU_K_PERMUTE:
+        MCU_REQUIRE(p[0] >= 1 && p[0] <= MCU_MAX_DIMS, MCU_ERR_PROGRAM_INVALID);
+        need[0] = need[1] = prod(p + 1, p[0]);
+        break;
+    case MCU_K_PAD: {
+        MCU_REQUIRE(p[0] >= 1 && p[0] <= MCU_MAX_DIMS, MCU_ERR_PROGRAM_INVALID);
+        uint64_t out_count = 1;
+        for (int32_t i = 0; i < p[0]; ++i) {
+            MCU_REQUIRE(p[7 + i] >= 0 && p[13 + i] >= 0, MCU_ERR_PROGRAM_INVALID);
+            out_count = mulcap(out_count, (int64_t)p[1 + i] + p[7 + i] + p[13 + i]);
+        }
+        need[0] = prod(p + 1, p[0]);
+        need[1] = out_count;
+        break;
+    }
+    case MCU_K_CONCAT: {
+        /* Params are bytes here: outer, then one chunk per input. */
+        const uint64_t esize = mcu_dtype_size(out->dtype);
+        uint64_t row = 0;
+        MCU_REQUIRE(p[0] >= 1, MCU_ERR_PROGRAM_INVALID);
+        for (uint32_t i = 0; i < last; ++i) {
+            MCU_REQUIRE(p[1 + i] >= 0, MCU_ERR_PROGRAM_INVALID);
+            row += (uint64_t)p[1 + i];
+            need[i] = (mulcap((uint64_t)p[0], p[1 + i]) + esize - 1u) / esize;
+        }
+        need[last] = (mulcap(row, p[0]) + esize - 1u) / esize;
+        break;
+    }
+    default: /* the elementwise kernels: params[0] is the element count */
+        need[0] = need[1] = mulcap(1, p[0]);
+        break;
+    }
+    for (uint32_t i = 0; i < n_ops; ++i) {
+        MCU_REQUIRE(!ops[i].present || need[i] * mcu_dtype_size(ops[i].dtype) <= ops[i].nbytes,
+                    MCU_ERR_PROGRAM_INVALID);
+    }
+    return MCU_OK;
+}
+
+mcu_status mcu_program_dispatch(uint32_t kernel, void *const *o, const uint32_t *sizes, uint32_t n_ops,
+                                const int32_t *params, uint32_t n_params, int32_t elem_size)
+{
+    union {
+        int32_t w[MCU_PROGRAM_MAX_PARAMS];
+        float f[MCU_PROGRAM_MAX_PARAMS];
+        mcu_conv2d_f32_params conv_f32;
+        mcu_linear_f32_params linear_f32;
+        mcu_pool2d_f32_params pool_f32;
+        mcu_shape4 shape4;
+        mcu_binary_f32_params binary_f32;
+        mcu_permute_params permute;
+        mcu_pad_params pad;
+        mcu_conv2d_s8_params conv_s8;
+        mcu_depthwise_conv2d_s8_params depthwise_s8;
+        mcu_linear_s8_params linear_s8;
+        mcu_binary_s8_params binary_s8;
+        mcu_pool2d_s8_params pool_s8;
+        mcu_mean_hw_s8_params mean_hw_s8;
+        mcu_softmax_s8_params softmax_s8;
+    } u;
+    MCU_REQUIRE(n_params <= MCU_PROGRAM_MAX_PARAMS && n_ops >= 2 && n_ops <= MCU_PROGRAM_MAX_OPERANDS,
+                MCU_ERR_PROGRAM_INVALID);
+    memcpy(&u, params, n_params * sizeof(int32_t));
+    /* The int8 matmul kernels: per-channel multipliers and shifts are operands 3 and 4, scratch is 5. */
+    const mcu_context ctx = {o[5 % n_ops], (int32_t)sizes[5 % n_ops]};
+    const mcu_per_channel_quant quant = {(const int32_t *)o[3 % n_ops], (const int32_t *)o[4 % n_ops]};
+    const int32_t *w = u.w;
+    (void)ctx;
+    (void)quant;
+    (void)w;
+    (void)elem_size;
+    switch (kernel) {
+#if MCU_PROGRAM_HAS_CONV2D_F32
+    case MCU_K_CONV2D_F32: return mcu_conv2d_f32(&u.conv_f32, o[0], o[1], o[2], o[3]);
+#endif
+#if MCU_PROGRAM_HAS_LINEAR_F32
+    case MCU_K_LINEAR_F32: return mcu_linear_f32(&u.linear_f32, o[0], o[1], o[2], o[3]);
+#endif
+#if MCU_PROGRAM_HAS_MAX_POOL2D_F32
+    case MCU_K_MAX_POOL2D_F32: return mcu_max_pool2d_f32(&u.pool_f32, o[0], o[1]);
+#endif
+#if MCU_PROGRAM_HAS_AVG_POOL2D_F32
+    case MCU_K_AVG_POOL2D_F32: return mcu_avg_pool2d_f32(&u.pool_f32, o[0], o[1]);
+#endif
+#if MCU_PROGRAM_HAS_MEAN_HW_F32
+    case MCU_K_MEAN_HW_F32: return mcu_mean_hw_f32(&u.shape4, o[0], o[1]);
+#endif
+#if MCU_PROGRAM_HAS_ADD_F32
+    case MCU_K_ADD_F32: return mcu_add_f32(&u.binary_f32, o[0], o[1], o[2]);
+#endif
+#if MCU_PROGRAM_HAS_SUB_F32
+    case MCU_K_SUB_F32: return mcu_sub_f32(&u.binary_f32, o[0], o[1], o[2]);
+#endif
+#if MCU_PROGRAM_HAS_MUL_F32
+    case MCU_K_MUL_F32: return mcu_mul_f32(&u.binary_f32, o[0], o[1], o[2]);
+#endif
+#if MCU_PROGRAM_HAS_DIV_F32
+    case MCU_K_DIV_F32: return mcu_div_f32(&u.binary_f32, o[0], o[1], o[2]);
+#endif
+#if MCU_PROGRAM_HAS_CLAMP_F32
+    case MCU_K_CLAMP_F32: return mcu_clamp_f32(w[0], u.f[1], u.f[2], o[0], o[1]);
+#endif
+#if MCU_PROGRAM_HAS_SIGMOID_F32
+    case MCU_K_SIGMOID_F32: return mcu_sigmoid_f32(w[0], o[0], o[1]);
+#endif
+#if MCU_PROGRAM_HAS_TANH_F32
+    case MCU_K_TANH_F32: return mcu_tanh_f32(w[0], o[0], o[1]);
+#endif
+#if MCU_PROGRAM_HAS_HARDSWISH_F32
+    case MCU_K_HARDSWISH_F32: return mcu_hardswish_f32(w[0], o[0], o[1]);
+#endif
+#if MCU_PROGRAM_HAS_SOFTMAX_F32
+    case MCU_K_SOFTMAX_F32: return mcu_softmax_f32(w[0], w[1], w[2], o[0], o[1]);
+#endif
+#if MCU_PROGRAM_HAS_BATCH_NORM_F32
+    case MCU_K_BATCH_NORM_F32: return mcu_batch_norm_f32(w[0], w[1], w[2], o[0], o[1], o[2], o[3]);
+#endif
+#if MCU_PROGRAM_HAS_PERMUTE
+    case MCU_K_PERMUTE: return mcu_permute(&u.permute, elem_size, o[0], o[1]);
+#endif
+#if MCU_PROGRAM_HAS_CONCAT
+    case MCU_K_CONCAT: return mcu_concat(w[0], (int32_t)n_ops - 1, w + 1, (const void *const *)o, o[n_ops - 1]);
+#endif
+#if MCU_PROGRAM_HAS_PAD
+    case MCU_K_PAD: return mcu_pad(&u.pad, elem_size, &w[19], o[0], o[1]);
+#endif
+#if MCU_PROGRAM_HAS_CONV2D_S8
+    case MCU_K_CONV2D_S8: return mcu_conv2d_s8(&ctx, &u.conv_s8, &quant, o[0], o[1], o[2], o[6]);
+#endif
+#if MCU_PROGRAM_HAS_DEPTHWISE_CONV2D_S8
+    case MCU_K_DEPTHWISE_CONV2D_S8:
+        return mcu_depthwise_conv2d_s8(&ctx, &u.depthwise_s8, &quant, o[0], o[1], o[2], o[6]);
+#endif
+#if MCU_PROGRAM_HAS_LINEAR_S8
+    case MCU_K_LINEAR_S8: return mcu_linear_s8(&ctx, &u.linear_s8, &quant, o[0], o[1], o[2], o[6]);
+#endif
+#if MCU_PROGRAM_HAS_ADD_S8
+    case MCU_K_ADD_S8: return mcu_add_s8(&u.binary_s8, o[0], o[1], o[2]);
+#endif
+#if MCU_PROGRAM_HAS_SUB_S8
+    case MCU_K_SUB_S8: return mcu_sub_s8(&u.binary_s8, o[0], o[1], o[2]);
+#endif
+#if MCU_PROGRAM_HAS_MUL_S8
+    case MCU_K_MUL_S8: return mcu_mul_s8(&u.binary_s8, o[0], o[1], o[2]);
+#endif
+#if MCU_PROGRAM_HAS_MAX_POOL2D_S8
+    case MCU_K_MAX_POOL2D_S8: return mcu_max_pool2d_s8(&u.pool_s8, o[0], o[1]);
+#endif
+#if MCU_PROGRAM_HAS_AVG_POOL2D_S8
+    case MCU_K_AVG_POOL2D_S8: return mcu_avg_pool2d_s8(&u.pool_s8, o[0], o[1]);
+#endif
+#if MCU_PROGRAM_HAS_MEAN_HW_S8
+    case MCU_K_MEAN_HW_S8: return mcu_mean_hw_s8(&u.mean_hw_s8, o[0], o[1]);
+#endif
+#if MCU_PROGRAM_HAS_SOFTMAX_S8
+    case MCU_K_SOFTMAX_S8: return mcu_softmax_s8(&u.softmax_s8, o[0], o[1]);
+#endif
+#if MCU_PROGRAM_HAS_LUT_S8
+    case MCU_K_LUT_S8: return mcu_lut_s8(w[0], o[0], o[1], o[2]);
+#endif
+#if MCU_PROGRAM_HAS_REQUANTIZE_S8
+    case MCU_K_REQUANTIZE_S8: return mcu_requantize_s8(w[0], w[1], w[2], w[3], w[4], w[5], w[6], o[0], o[1]);
+#endif
+#if MCU_PROGRAM_HAS_CLAMP_S8
+    case MCU_K_CLAMP_S8: return mcu_clamp_s8(w[0], w[1], w[2], o[0], o[1]);
+#endif
+#if MCU_PROGRAM_HAS_QUANTIZE_F32_S8
+    case MCU_K_QUANTIZE_F32_S8: return mcu_quantize_f32_s8(w[0], u.f[1], w[2], o[0], o[1]);
+#endif
+#if MCU_PROGRAM_HAS_DEQUANTIZE_S8_F32
+    case MCU_K_DEQUANTIZE_S8_F32: return mcu_dequantize_s8_f32(w[0], u.f[1], w[2], o[0], o[1]);
+#endif
+#if MCU_PROGRAM_HAS_CONV2D_1X1_S8
+    case MCU_K_CONV2D_1X1_S8: return mcu_conv2d_1x1_s8(&ctx, &u.conv_s8, &quant, o[0], o[1], o[2], o[6]);
+#endif
+#if MCU_PROGRAM_HAS_DEPTHWISE_CONV2D_S8_INPLACE
+    case MCU_K_DEPTHWISE_CONV2D_S8_INPLACE:
+        return mcu_depthwise_conv2d_s8_inplace(&ctx, &u.depthwise_s8, &quant, o[6], o[1], o[2]);
+#endif
+    default: return MCU_ERR_UNSUPPORTED;
+    }
+}

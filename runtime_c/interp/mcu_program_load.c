@@ -1,0 +1,355 @@
+/* Loading a program: the header, the CRC-32 and a complete verification of
+ * the flatbuffer and of every method before the program can be used. */
+#include <string.h>
+
+#include "mcu_program_internal.h"
+
+typedef struct {
+    char magic[4];
+    uint32_t version;
+    uint32_t header_size;
+    uint32_t total;
+    uint32_t fb_offset;
+    uint32_t fb_size;
+    uint32_t data_offset;
+    uint32_t data_size;
+    uint8_t content_id[16];
+    uint32_t flags;
+    uint32_t reserved[2];
+    uint32_t crc;
+} mcu_file_header;
+
+_Static_assert(sizeof(mcu_file_header) == MCU_PROGRAM_HEADER_SIZE, "file header layout");
+
+/* CRC-32 (IEEE 802.3, reflected), four bits at a time: a 64-byte table. */
+static uint32_t crc32_update(uint32_t crc, const uint8_t *p, uint32_t n)
+{
+    static const uint32_t table[16] = {
+        0x00000000u, 0x1DB71064u, 0x3B6E20C8u, 0x26D930ACu, 0x76DC4190u, 0x6B6B51F4u, 0x4DB26158u, 0x5005713Cu,
+        0xEDB88320u, 0xF00F9344u, 0xD6D6A3E8u, 0xCB61B38Cu, 0x9B64C2B0u, 0x86D3D2D4u, 0xA00AE278u, 0xBDBDF21Cu,
+    };
+    crc = ~crc;
+    for (uint32_t i = 0; i < n; ++i) {
+        crc ^= p[i];
+        crc = (crc >> 4) ^ table[crc & 15u];
+        crc = (crc >> 4) ^ table[crc & 15u];
+    }
+    return ~crc;
+}
+
+static mcu_status read_header(const uint8_t *b, uint32_t size, const char *magic, mcu_file_header *h,
+                              uint32_t flags)
+{
+    MCU_REQUIRE(size >= MCU_PROGRAM_HEADER_SIZE, MCU_ERR_PROGRAM_TRUNCATED);
+    memcpy(h, b, sizeof(*h));
+    MCU_REQUIRE(memcmp(h->magic, magic, 4) == 0, MCU_ERR_PROGRAM_INVALID);
+    MCU_REQUIRE(h->version == MCU_PROGRAM_FORMAT_VERSION, MCU_ERR_PROGRAM_VERSION);
+    MCU_REQUIRE(h->total <= size, MCU_ERR_PROGRAM_TRUNCATED);
+    MCU_REQUIRE(h->total == size, MCU_ERR_PROGRAM_OVERSIZED);
+    MCU_REQUIRE(h->header_size == MCU_PROGRAM_HEADER_SIZE && h->fb_offset == MCU_PROGRAM_HEADER_SIZE &&
+                    (uint64_t)h->fb_offset + h->fb_size <= h->data_offset &&
+                    h->data_offset % MCU_PROGRAM_ALIGN == 0 &&
+                    (uint64_t)h->data_offset + h->data_size == h->total && h->total <= INT32_MAX,
+                MCU_ERR_PROGRAM_INVALID);
+    if ((flags & MCU_PROGRAM_SKIP_CHECKSUM) == 0) {
+        const uint32_t crc = crc32_update(crc32_update(0, b, 60), b + 64, h->total - 64);
+        MCU_REQUIRE(crc == h->crc, MCU_ERR_PROGRAM_CHECKSUM);
+    }
+    return MCU_OK;
+}
+
+mcu_status mcu_program_declared_size(const void *buffer, uint32_t size, uint32_t *total)
+{
+    MCU_REQUIRE(buffer != NULL && total != NULL, MCU_ERR_NULL_POINTER);
+    mcu_file_header h;
+    MCU_REQUIRE(size >= MCU_PROGRAM_HEADER_SIZE, MCU_ERR_PROGRAM_TRUNCATED);
+    memcpy(&h, buffer, sizeof(h));
+    MCU_REQUIRE(memcmp(h.magic, "MCUP", 4) == 0 || memcmp(h.magic, "MCUW", 4) == 0, MCU_ERR_PROGRAM_INVALID);
+    MCU_REQUIRE(h.version == MCU_PROGRAM_FORMAT_VERSION, MCU_ERR_PROGRAM_VERSION);
+    MCU_REQUIRE(h.total <= size, MCU_ERR_PROGRAM_TRUNCATED);
+    *total = h.total;
+    return MCU_OK;
+}
+
+static const mcu_delegate *find_backend(const mcu_program *q, const char *id)
+{
+    for (uint32_t i = 0; i < q->n_delegates; ++i) {
+        if (q->delegates[i].backend_id != NULL && mcu_program_streq(q->delegates[i].backend_id, id)) {
+            return &q->delegates[i];
+        }
+    }
+    return NULL;
+}
+
+static mcu_status verify_tensor(mcu_fb *f, const mcu_program *q, uint32_t t, const uint32_t *arenas,
+                                uint32_t n_arenas)
+{
+    mcu_program_tensor_desc d;
+    mcu_program_tensor(f, q, t, &d);
+    const uint32_t esize = mcu_dtype_size(d.dtype);
+    uint32_t rank, n_order;
+    const uint32_t shape = mcu_fb_vector(f, t, MCU_TENSOR_SHAPE, 4, &rank);
+    const uint32_t order = mcu_fb_vector(f, t, MCU_TENSOR_DIM_ORDER, 1, &n_order);
+    MCU_REQUIRE(esize != 0 && rank <= MCU_PROGRAM_MAX_RANK && n_order == rank, MCU_ERR_PROGRAM_INVALID);
+    uint64_t bytes = esize;
+    uint32_t seen = 0;
+    for (uint32_t i = 0; i < rank; ++i) {
+        const uint32_t dim = mcu_fb_u32(f, (uint64_t)shape + 4u * i);
+        const uint32_t o = f->b[order + i];
+        MCU_REQUIRE(dim <= INT32_MAX && o < rank && (seen & (1u << o)) == 0, MCU_ERR_PROGRAM_INVALID);
+        seen |= 1u << o;
+        bytes *= dim;
+        if (bytes > INT32_MAX) {
+            bytes = (uint64_t)INT32_MAX + 1u;
+        }
+    }
+    MCU_REQUIRE(bytes == d.nbytes && d.offset % esize == 0, MCU_ERR_PROGRAM_INVALID);
+    const uint32_t quant = mcu_fb_child(f, t, MCU_TENSOR_QUANT);
+    if (quant != 0) {
+        uint32_t n_scale, n_zp;
+        mcu_fb_vector(f, quant, MCU_QUANT_SCALE, 4, &n_scale);
+        mcu_fb_vector(f, quant, MCU_QUANT_ZERO_POINT, 4, &n_zp);
+        const int32_t axis = (int32_t)mcu_fb_scalar(f, quant, MCU_QUANT_AXIS, 4, 0xFFFFFFFFu);
+        MCU_REQUIRE(n_scale == n_zp && n_scale >= 1 && axis >= -1 && axis < (int32_t)rank,
+                    MCU_ERR_PROGRAM_INVALID);
+    }
+    uint64_t limit;
+    if (d.placement == MCU_PLACEMENT_ARENA) {
+        MCU_REQUIRE(d.index < n_arenas, MCU_ERR_PROGRAM_INVALID);
+        limit = arenas[d.index];
+    } else {
+        const uint8_t *data;
+        uint32_t seg_size;
+        MCU_REQUIRE(d.placement == MCU_PLACEMENT_CONSTANT &&
+                        mcu_program_segment(f, q, d.index, &data, &seg_size) == MCU_OK,
+                    MCU_ERR_PROGRAM_INVALID);
+        limit = seg_size;
+    }
+    MCU_REQUIRE((uint64_t)d.offset + bytes <= limit, MCU_ERR_PROGRAM_INVALID);
+    return f->bad ? MCU_ERR_PROGRAM_INVALID : MCU_OK;
+}
+
+static mcu_status verify_instruction(mcu_fb *f, const mcu_program *q, uint32_t m, uint32_t insn, uint32_t n_tensors,
+                                     uint32_t n_program_delegates)
+{
+    const uint32_t kernel = mcu_fb_scalar(f, insn, MCU_INSN_KERNEL, 2, 0);
+    uint32_t n_ops, n_params;
+    const uint32_t ov = mcu_fb_vector(f, insn, MCU_INSN_OPERANDS, 4, &n_ops);
+    const uint32_t pv = mcu_fb_vector(f, insn, MCU_INSN_PARAMS, 4, &n_params);
+    (void)mcu_fb_string(f, insn, MCU_INSN_NAME);
+    MCU_REQUIRE(!f->bad && n_ops <= MCU_PROGRAM_MAX_OPERANDS && n_params <= MCU_PROGRAM_MAX_PARAMS,
+                MCU_ERR_PROGRAM_INVALID);
+    mcu_operand_desc ops[MCU_PROGRAM_MAX_OPERANDS];
+    int32_t params[MCU_PROGRAM_MAX_PARAMS];
+    memcpy(params, f->b + pv, n_params * sizeof(int32_t));
+    for (uint32_t i = 0; i < n_ops; ++i) {
+        const int32_t id = (int32_t)mcu_fb_u32(f, (uint64_t)ov + 4u * i);
+        ops[i].present = id >= 0;
+        if (id >= 0) {
+            MCU_REQUIRE((uint32_t)id < n_tensors, MCU_ERR_PROGRAM_INVALID);
+            mcu_program_tensor_desc d;
+            mcu_program_tensor(f, q, mcu_fb_table_at(f, m, MCU_METHOD_TENSORS, (uint32_t)id), &d);
+            ops[i].dtype = d.dtype;
+            ops[i].nbytes = d.nbytes;
+            ops[i].constant = d.placement != MCU_PLACEMENT_ARENA;
+        } else {
+            MCU_REQUIRE(id == -1, MCU_ERR_PROGRAM_INVALID);
+        }
+    }
+    if (kernel != MCU_K_DELEGATE) {
+        return mcu_program_check_kernel(kernel, ops, n_ops, params, n_params);
+    }
+    /* Delegate: params are the delegate index and the number of outputs (the last operands). */
+    MCU_REQUIRE(n_params == 2 && (uint32_t)params[0] < n_program_delegates && params[1] >= 1 &&
+                    (uint32_t)params[1] <= n_ops,
+                MCU_ERR_PROGRAM_INVALID);
+    for (uint32_t i = n_ops - (uint32_t)params[1]; i < n_ops; ++i) {
+        MCU_REQUIRE(ops[i].present && !ops[i].constant, MCU_ERR_PROGRAM_INVALID);
+    }
+    return MCU_OK;
+}
+
+/* Every element of the u32 vector field `slot` is a tensor id of an arena tensor. */
+static mcu_status verify_io(mcu_fb *f, const mcu_program *q, uint32_t m, uint32_t slot, uint32_t n_tensors,
+                            uint32_t *count)
+{
+    mcu_fb_vector(f, m, slot, 4, count);
+    for (uint32_t i = 0; i < *count; ++i) {
+        const uint32_t id = mcu_fb_u32_at(f, m, slot, i);
+        MCU_REQUIRE(id < n_tensors, MCU_ERR_PROGRAM_INVALID);
+        mcu_program_tensor_desc d;
+        mcu_program_tensor(f, q, mcu_fb_table_at(f, m, MCU_METHOD_TENSORS, id), &d);
+        MCU_REQUIRE(d.placement == MCU_PLACEMENT_ARENA, MCU_ERR_PROGRAM_INVALID);
+    }
+    return f->bad ? MCU_ERR_PROGRAM_INVALID : MCU_OK;
+}
+
+/* Bundled vectors: one segment per input / output, each exactly that tensor's size. */
+static mcu_status verify_bundled(mcu_fb *f, const mcu_program *q, uint32_t method, uint32_t vector)
+{
+    for (uint32_t expected = 0; expected < 2; ++expected) {
+        uint32_t n_io;
+        mcu_fb_vector(f, mcu_program_method_table(f, q, method), expected ? MCU_METHOD_OUTPUTS : MCU_METHOD_INPUTS,
+                      4, &n_io);
+        uint32_t n;
+        const uint32_t b = mcu_fb_table_at(f, mcu_program_method_table(f, q, method), MCU_METHOD_BUNDLED, vector);
+        mcu_fb_vector(f, b, expected ? MCU_BUNDLED_EXPECTED : MCU_BUNDLED_INPUTS, 4, &n);
+        MCU_REQUIRE(n == n_io, MCU_ERR_PROGRAM_INVALID);
+        for (uint32_t i = 0; i < n_io; ++i) {
+            const uint8_t *data;
+            uint32_t size;
+            float tol;
+            mcu_program_tensor_info info;
+            MCU_CHECK(mcu_program_bundled(q, method, vector, expected, i, &data, &size, &tol));
+            MCU_CHECK(mcu_program_io(q, method, expected, i, &info));
+            MCU_REQUIRE(size == info.nbytes, MCU_ERR_PROGRAM_INVALID);
+        }
+        mcu_fb_vector(f, b, MCU_BUNDLED_TOLERANCES, 4, &n);
+        MCU_REQUIRE(expected == 0 || n == 0 || n == n_io, MCU_ERR_PROGRAM_INVALID);
+    }
+    return f->bad ? MCU_ERR_PROGRAM_INVALID : MCU_OK;
+}
+
+static mcu_status verify_method(mcu_fb *f, const mcu_program *q, uint32_t index, uint32_t n_program_delegates)
+{
+    const uint32_t m = mcu_program_method_table(f, q, index);
+    const char *name = mcu_fb_string(f, m, MCU_METHOD_NAME);
+    MCU_REQUIRE(!f->bad && name[0] != '\0', MCU_ERR_PROGRAM_INVALID);
+    for (uint32_t j = 0; j < index; ++j) {
+        const char *other = mcu_fb_string(f, mcu_program_method_table(f, q, j), MCU_METHOD_NAME);
+        MCU_REQUIRE(!mcu_program_streq(name, other), MCU_ERR_PROGRAM_INVALID);
+    }
+    uint32_t n_arenas;
+    const uint32_t av = mcu_fb_vector(f, m, MCU_METHOD_ARENA_SIZES, 4, &n_arenas);
+    MCU_REQUIRE(n_arenas <= MCU_PROGRAM_MAX_ARENAS, MCU_ERR_PROGRAM_INVALID);
+    uint32_t arenas[MCU_PROGRAM_MAX_ARENAS];
+    for (uint32_t i = 0; i < n_arenas; ++i) {
+        arenas[i] = mcu_fb_u32(f, (uint64_t)av + 4u * i);
+        MCU_REQUIRE(arenas[i] <= INT32_MAX, MCU_ERR_PROGRAM_INVALID);
+    }
+    uint32_t n_tensors, n;
+    const uint32_t tv = mcu_fb_vector(f, m, MCU_METHOD_TENSORS, 4, &n_tensors);
+    for (uint32_t i = 0; i < n_tensors; ++i) {
+        MCU_CHECK(verify_tensor(f, q, mcu_fb_elem_table(f, tv, i), arenas, n_arenas));
+    }
+    MCU_CHECK(verify_io(f, q, m, MCU_METHOD_INPUTS, n_tensors, &n));
+    MCU_CHECK(verify_io(f, q, m, MCU_METHOD_OUTPUTS, n_tensors, &n));
+    const uint32_t iv = mcu_fb_vector(f, m, MCU_METHOD_INSTRUCTIONS, 4, &n);
+    for (uint32_t i = 0; i < n; ++i) {
+        MCU_CHECK(verify_instruction(f, q, m, mcu_fb_elem_table(f, iv, i), n_tensors, n_program_delegates));
+    }
+    mcu_fb_vector(f, m, MCU_METHOD_BUNDLED, 4, &n);
+    for (uint32_t i = 0; i < n; ++i) {
+        MCU_CHECK(verify_bundled(f, q, index, i));
+    }
+    return f->bad ? MCU_ERR_PROGRAM_INVALID : MCU_OK;
+}
+
+mcu_status mcu_program_load(mcu_program *program, const void *buffer, uint32_t size,
+                            const mcu_program_options *options)
+{
+    MCU_REQUIRE(program != NULL && buffer != NULL, MCU_ERR_NULL_POINTER);
+    memset(program, 0, sizeof(*program));
+    const mcu_program_options none = {NULL, 0, NULL, 0, 0};
+    const mcu_program_options *opt = options != NULL ? options : &none;
+    const uint8_t *b = (const uint8_t *)buffer;
+    MCU_REQUIRE(((uintptr_t)b % MCU_PROGRAM_ALIGN) == 0, MCU_ERR_INVALID_ARG);
+    MCU_REQUIRE(opt->n_delegates == 0 || opt->delegates != NULL, MCU_ERR_NULL_POINTER);
+    mcu_file_header h;
+    MCU_CHECK(read_header(b, size, "MCUP", &h, opt->flags));
+
+    mcu_program q;
+    memset(&q, 0, sizeof(q));
+    q.fb = b + MCU_PROGRAM_HEADER_SIZE;
+    q.fb_size = h.fb_size;
+    q.data = b + h.data_offset;
+    q.data_size = h.data_size;
+    q.delegates = opt->delegates;
+    q.n_delegates = opt->n_delegates;
+    mcu_fb f;
+    mcu_program_reader(&q, &f);
+    MCU_REQUIRE(h.fb_size >= 8 && memcmp(q.fb + 4, "MCUP", 4) == 0, MCU_ERR_PROGRAM_INVALID);
+    q.root = mcu_fb_table(&f, mcu_fb_u32(&f, 0));
+    const uint32_t version = mcu_fb_scalar(&f, q.root, MCU_PROGRAM_VERSION_FIELD, 4, 0);
+    MCU_REQUIRE(!f.bad, MCU_ERR_PROGRAM_INVALID);
+    MCU_REQUIRE(version == MCU_PROGRAM_FORMAT_VERSION, MCU_ERR_PROGRAM_VERSION);
+    (void)mcu_fb_string(&f, q.root, MCU_PROGRAM_PRODUCER);
+
+    const uint32_t ext = mcu_fb_child(&f, q.root, MCU_PROGRAM_EXTERNAL);
+    MCU_REQUIRE(!f.bad && (ext != 0) == ((h.flags & 1u) != 0), MCU_ERR_PROGRAM_INVALID);
+    if (ext != 0) {
+        (void)mcu_fb_string(&f, ext, MCU_WEIGHTS_FILE_NAME);
+        uint32_t n_id;
+        const uint32_t id = mcu_fb_vector(&f, ext, MCU_WEIGHTS_CONTENT_ID, 1, &n_id);
+        const uint32_t ext_size = mcu_fb_scalar(&f, ext, MCU_WEIGHTS_SIZE, 4, 0);
+        MCU_REQUIRE(!f.bad && n_id == 16, MCU_ERR_PROGRAM_INVALID);
+        MCU_REQUIRE(opt->weights != NULL, MCU_ERR_WEIGHTS_MISMATCH);
+        const uint8_t *wb = (const uint8_t *)opt->weights;
+        MCU_REQUIRE(((uintptr_t)wb % MCU_PROGRAM_ALIGN) == 0, MCU_ERR_INVALID_ARG);
+        mcu_file_header wh;
+        MCU_CHECK(read_header(wb, opt->weights_size, "MCUW", &wh, opt->flags));
+        MCU_REQUIRE(memcmp(q.fb + id, wh.content_id, 16) == 0 && ext_size == wh.data_size,
+                    MCU_ERR_WEIGHTS_MISMATCH);
+        q.weights = wb + wh.data_offset;
+        q.weights_size = wh.data_size;
+    }
+
+    uint32_t n;
+    mcu_fb_vector(&f, q.root, MCU_PROGRAM_SEGMENTS, 4, &n);
+    for (uint32_t i = 0; i < n; ++i) {
+        const uint8_t *data;
+        uint32_t seg_size;
+        MCU_CHECK(mcu_program_segment(&f, &q, i, &data, &seg_size));
+        (void)mcu_fb_string(&f, mcu_fb_table_at(&f, q.root, MCU_PROGRAM_SEGMENTS, i), MCU_SEGMENT_NAME);
+    }
+    uint32_t n_program_delegates;
+    mcu_fb_vector(&f, q.root, MCU_PROGRAM_DELEGATES, 4, &n_program_delegates);
+    for (uint32_t i = 0; i < n_program_delegates; ++i) {
+        const uint32_t d = mcu_fb_table_at(&f, q.root, MCU_PROGRAM_DELEGATES, i);
+        const uint8_t *data;
+        uint32_t seg_size;
+        MCU_CHECK(mcu_program_segment(&f, &q, mcu_fb_scalar(&f, d, MCU_DELEGATE_SEGMENT, 4, 0), &data, &seg_size));
+        MCU_REQUIRE(!f.bad, MCU_ERR_PROGRAM_INVALID);
+        MCU_REQUIRE(find_backend(&q, mcu_fb_string(&f, d, MCU_DELEGATE_BACKEND)) != NULL, MCU_ERR_UNSUPPORTED);
+    }
+
+    mcu_fb_vector(&f, q.root, MCU_PROGRAM_METHODS, 4, &q.n_methods);
+    MCU_REQUIRE(!f.bad && q.n_methods >= 1 && q.n_methods <= 1024, MCU_ERR_PROGRAM_INVALID);
+    for (uint32_t i = 0; i < q.n_methods; ++i) {
+        MCU_CHECK(verify_method(&f, &q, i, n_program_delegates));
+    }
+    MCU_REQUIRE(!f.bad, MCU_ERR_PROGRAM_INVALID);
+
+    /* Verified: hand each payload to its backend. */
+    for (uint32_t i = 0; i < n_program_delegates; ++i) {
+        const uint32_t d = mcu_fb_table_at(&f, q.root, MCU_PROGRAM_DELEGATES, i);
+        const mcu_delegate *backend = find_backend(&q, mcu_fb_string(&f, d, MCU_DELEGATE_BACKEND));
+        const uint8_t *data;
+        uint32_t seg_size;
+        MCU_CHECK(mcu_program_segment(&f, &q, mcu_fb_scalar(&f, d, MCU_DELEGATE_SEGMENT, 4, 0), &data, &seg_size));
+        if (backend->init != NULL) {
+            MCU_CHECK(backend->init(backend->context, data, seg_size));
+        }
+    }
+    *program = q;
+    return MCU_OK;
+}
+
+void mcu_program_unload(mcu_program *program)
+{
+    if (program == NULL || program->fb == NULL) {
+        return;
+    }
+    mcu_fb f;
+    mcu_program_reader(program, &f);
+    uint32_t n;
+    mcu_fb_vector(&f, program->root, MCU_PROGRAM_DELEGATES, 4, &n);
+    for (uint32_t i = 0; i < n; ++i) {
+        const uint32_t d = mcu_fb_table_at(&f, program->root, MCU_PROGRAM_DELEGATES, i);
+        const mcu_delegate *backend = find_backend(program, mcu_fb_string(&f, d, MCU_DELEGATE_BACKEND));
+        if (backend != NULL && backend->destroy != NULL) {
+            backend->destroy(backend->context);
+        }
+    }
+    memset(program, 0, sizeof(*program));
+}

@@ -1,0 +1,350 @@
+/* The program interpreter as a CPython type: mcu._native.program_load() returns
+ * a ProgramHandle over a private, 16-byte aligned copy of the file; mcu/runtime.py
+ * wraps it. Interpreter statuses come back as numbers (never exceptions), so
+ * Python decides the message; only Python-level misuse raises here. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <string.h>
+
+#include "mcu/program.h"
+
+typedef struct {
+    PyObject_HEAD
+    void *program_mem;
+    void *weights_mem;
+    mcu_program program;
+    int loaded;
+} ProgramHandle;
+
+/* A copy of `src` at a 16-byte aligned address; `*raw` is what to free. */
+static uint8_t *aligned_copy(const Py_buffer *src, void **raw)
+{
+    *raw = PyMem_RawMalloc((size_t)src->len + MCU_PROGRAM_ALIGN);
+    if (*raw == NULL) {
+        return NULL;
+    }
+    uint8_t *p = (uint8_t *)*raw;
+    p += (MCU_PROGRAM_ALIGN - ((uintptr_t)p % MCU_PROGRAM_ALIGN)) % MCU_PROGRAM_ALIGN;
+    memcpy(p, src->buf, (size_t)src->len);
+    return p;
+}
+
+static void handle_dealloc(ProgramHandle *self)
+{
+    if (self->loaded) {
+        mcu_program_unload(&self->program);
+    }
+    PyMem_RawFree(self->program_mem);
+    PyMem_RawFree(self->weights_mem);
+    PyTypeObject *tp = Py_TYPE(self);
+    tp->tp_free((PyObject *)self);
+    Py_DECREF(tp);
+}
+
+static PyObject *status_tuple(mcu_status status, PyObject *value)
+{
+    if (value == NULL) {
+        return NULL;
+    }
+    return Py_BuildValue("(iN)", (int)status, value);
+}
+
+static PyObject *handle_method_count(ProgramHandle *self, PyObject *unused)
+{
+    (void)unused;
+    return PyLong_FromUnsignedLong(self->program.n_methods);
+}
+
+static PyObject *handle_method_info(ProgramHandle *self, PyObject *arg)
+{
+    const unsigned long index = PyLong_AsUnsignedLong(arg);
+    if (PyErr_Occurred()) {
+        return NULL;
+    }
+    mcu_program_method_info info;
+    const mcu_status status = mcu_program_method(&self->program, (uint32_t)index, &info);
+    if (status != MCU_OK) {
+        return status_tuple(status, Py_NewRef(Py_None));
+    }
+    PyObject *arenas = PyList_New(info.n_arenas);
+    if (arenas == NULL) {
+        return NULL;
+    }
+    for (uint32_t i = 0; i < info.n_arenas; ++i) {
+        PyList_SET_ITEM(arenas, i, PyLong_FromUnsignedLong(info.arena_sizes[i]));
+    }
+    return status_tuple(status, Py_BuildValue("{s:s,s:I,s:I,s:I,s:I,s:N}", "name", info.name, "n_inputs",
+                                              info.n_inputs, "n_outputs", info.n_outputs, "n_instructions",
+                                              info.n_instructions, "n_bundled", info.n_bundled, "arena_sizes",
+                                              arenas));
+}
+
+static PyObject *handle_io_info(ProgramHandle *self, PyObject *args)
+{
+    unsigned int method, output, index;
+    if (!PyArg_ParseTuple(args, "III", &method, &output, &index)) {
+        return NULL;
+    }
+    mcu_program_tensor_info t;
+    const mcu_status status = mcu_program_io(&self->program, method, output, index, &t);
+    if (status != MCU_OK) {
+        return status_tuple(status, Py_NewRef(Py_None));
+    }
+    PyObject *shape = PyTuple_New(t.rank);
+    PyObject *order = PyTuple_New(t.rank);
+    if (shape == NULL || order == NULL) {
+        Py_XDECREF(shape);
+        Py_XDECREF(order);
+        return NULL;
+    }
+    for (uint32_t i = 0; i < t.rank; ++i) {
+        PyTuple_SET_ITEM(shape, i, PyLong_FromLong(t.shape[i]));
+        PyTuple_SET_ITEM(order, i, PyLong_FromLong(t.dim_order[i]));
+    }
+    PyObject *scale = t.quantized ? PyFloat_FromDouble(t.scale) : Py_NewRef(Py_None);
+    return status_tuple(status, Py_BuildValue("{s:s,s:I,s:N,s:N,s:I,s:I,s:I,s:N,s:i}", "name", t.name, "dtype",
+                                              t.dtype, "shape", shape, "dim_order", order, "arena", t.arena,
+                                              "offset", t.offset, "nbytes", t.nbytes, "scale", scale,
+                                              "zero_point", t.zero_point));
+}
+
+static PyObject *handle_find_method(ProgramHandle *self, PyObject *arg)
+{
+    const char *name = PyUnicode_AsUTF8(arg);
+    if (name == NULL) {
+        return NULL;
+    }
+    uint32_t index = 0;
+    const mcu_status status = mcu_program_find_method(&self->program, name, &index);
+    return status_tuple(status, PyLong_FromUnsignedLong(index));
+}
+
+/* run(method, inputs, arena_sizes or None) -> (status, [bytes outputs] or None) */
+static PyObject *handle_run(ProgramHandle *self, PyObject *args)
+{
+    unsigned int method;
+    PyObject *inputs, *sizes_obj;
+    if (!PyArg_ParseTuple(args, "IOO", &method, &inputs, &sizes_obj)) {
+        return NULL;
+    }
+    mcu_program_method_info info;
+    mcu_status status = mcu_program_method(&self->program, method, &info);
+    if (status != MCU_OK) {
+        return status_tuple(status, Py_NewRef(Py_None));
+    }
+    PyObject *seq = PySequence_Fast(inputs, "inputs must be a sequence of buffers");
+    if (seq == NULL) {
+        return NULL;
+    }
+    if ((uint32_t)PySequence_Fast_GET_SIZE(seq) != info.n_inputs) {
+        PyErr_Format(PyExc_ValueError, "method %s takes %u inputs, got %zd", info.name, info.n_inputs,
+                     PySequence_Fast_GET_SIZE(seq));
+        Py_DECREF(seq);
+        return NULL;
+    }
+    uint32_t sizes[MCU_PROGRAM_MAX_ARENAS];
+    uint32_t n_arenas = info.n_arenas;
+    memcpy(sizes, info.arena_sizes, sizeof(sizes));
+    if (sizes_obj != Py_None) {
+        PyObject *s = PySequence_Fast(sizes_obj, "arena_sizes must be a sequence of ints");
+        if (s == NULL || PySequence_Fast_GET_SIZE(s) > MCU_PROGRAM_MAX_ARENAS) {
+            if (s != NULL) {
+                PyErr_SetString(PyExc_ValueError, "too many arenas");
+            }
+            Py_XDECREF(s);
+            Py_DECREF(seq);
+            return NULL;
+        }
+        n_arenas = (uint32_t)PySequence_Fast_GET_SIZE(s);
+        for (uint32_t i = 0; i < n_arenas; ++i) {
+            sizes[i] = (uint32_t)PyLong_AsUnsignedLong(PySequence_Fast_GET_ITEM(s, i));
+        }
+        Py_DECREF(s);
+        if (PyErr_Occurred()) {
+            Py_DECREF(seq);
+            return NULL;
+        }
+    }
+    void *raw[MCU_PROGRAM_MAX_ARENAS] = {NULL};
+    uint8_t *arenas[MCU_PROGRAM_MAX_ARENAS] = {NULL};
+    PyObject *result = NULL;
+    for (uint32_t i = 0; i < n_arenas; ++i) {
+        raw[i] = PyMem_RawCalloc(1, (size_t)sizes[i] + MCU_PROGRAM_ALIGN);
+        if (raw[i] == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        arenas[i] = (uint8_t *)raw[i] + (MCU_PROGRAM_ALIGN - ((uintptr_t)raw[i] % MCU_PROGRAM_ALIGN)) % MCU_PROGRAM_ALIGN;
+    }
+    for (uint32_t i = 0; i < info.n_inputs; ++i) {
+        mcu_program_tensor_info t;
+        status = mcu_program_io(&self->program, method, 0, i, &t);
+        if (status != MCU_OK) {
+            result = status_tuple(status, Py_NewRef(Py_None));
+            goto done;
+        }
+        Py_buffer view;
+        if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(seq, i), &view, PyBUF_CONTIG_RO) != 0) {
+            goto done;
+        }
+        const int fits = (uint64_t)view.len == t.nbytes && t.arena < n_arenas &&
+                         (uint64_t)t.offset + t.nbytes <= sizes[t.arena];
+        if (fits) {
+            memcpy(arenas[t.arena] + t.offset, view.buf, t.nbytes);
+        }
+        PyBuffer_Release(&view);
+        if (!fits) {
+            if ((uint64_t)view.len != t.nbytes) {
+                PyErr_Format(PyExc_ValueError, "input %u of %s needs %u bytes, got %zd", i, info.name, t.nbytes,
+                             view.len);
+                goto done;
+            }
+            result = status_tuple(MCU_ERR_BUFFER_TOO_SMALL, Py_NewRef(Py_None));
+            goto done;
+        }
+    }
+    Py_BEGIN_ALLOW_THREADS
+    status = mcu_program_execute(&self->program, method, arenas, sizes, n_arenas);
+    Py_END_ALLOW_THREADS
+    if (status != MCU_OK) {
+        result = status_tuple(status, Py_NewRef(Py_None));
+        goto done;
+    }
+    PyObject *outs = PyList_New(info.n_outputs);
+    if (outs == NULL) {
+        goto done;
+    }
+    for (uint32_t i = 0; i < info.n_outputs; ++i) {
+        mcu_program_tensor_info t;
+        status = mcu_program_io(&self->program, method, 1, i, &t);
+        PyObject *b = status == MCU_OK ? PyBytes_FromStringAndSize((const char *)arenas[t.arena] + t.offset,
+                                                                     (Py_ssize_t)t.nbytes)
+                                       : Py_NewRef(Py_None);
+        if (b == NULL) {
+            Py_DECREF(outs);
+            goto done;
+        }
+        PyList_SET_ITEM(outs, i, b);
+    }
+    result = status_tuple(MCU_OK, outs);
+done:
+    for (uint32_t i = 0; i < MCU_PROGRAM_MAX_ARENAS; ++i) {
+        PyMem_RawFree(raw[i]);
+    }
+    Py_DECREF(seq);
+    return result;
+}
+
+static PyObject *handle_bundled(ProgramHandle *self, PyObject *args)
+{
+    unsigned int method, vector, expected, index;
+    if (!PyArg_ParseTuple(args, "IIII", &method, &vector, &expected, &index)) {
+        return NULL;
+    }
+    const uint8_t *data = NULL;
+    uint32_t size = 0;
+    float tolerance = 0.0f;
+    const mcu_status status = mcu_program_bundled(&self->program, method, vector, expected, index, &data, &size,
+                                                  &tolerance);
+    if (status != MCU_OK) {
+        return status_tuple(status, Py_NewRef(Py_None));
+    }
+    return status_tuple(status, Py_BuildValue("(y#d)", (const char *)data, (Py_ssize_t)size, (double)tolerance));
+}
+
+static PyMethodDef handle_methods[] = {
+    {"method_count", (PyCFunction)handle_method_count, METH_NOARGS, "Number of methods."},
+    {"method_info", (PyCFunction)handle_method_info, METH_O, "(status, dict) for method i."},
+    {"io_info", (PyCFunction)handle_io_info, METH_VARARGS, "(status, dict) for (method, is_output, index)."},
+    {"find_method", (PyCFunction)handle_find_method, METH_O, "(status, index) of a method name."},
+    {"run", (PyCFunction)handle_run, METH_VARARGS, "(status, outputs) of (method, inputs, arena_sizes)."},
+    {"bundled", (PyCFunction)handle_bundled, METH_VARARGS,
+     "(status, (bytes, tolerance)) of (method, vector, expected, index)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyType_Slot handle_slots[] = {
+    {Py_tp_dealloc, (void *)handle_dealloc},
+    {Py_tp_methods, handle_methods},
+    {Py_tp_doc, (void *)"A verified program file (see mcu.runtime.Program)."},
+    {0, NULL},
+};
+
+static PyType_Spec handle_spec = {
+    "mcu._native.ProgramHandle", sizeof(ProgramHandle), 0, Py_TPFLAGS_DEFAULT, handle_slots,
+};
+
+/* program_load(program, weights or None, flags) -> (status, ProgramHandle or None) */
+static PyObject *program_load(PyObject *module, PyObject *args)
+{
+    Py_buffer program, weights = {0};
+    PyObject *weights_obj;
+    unsigned int flags;
+    if (!PyArg_ParseTuple(args, "y*OI", &program, &weights_obj, &flags)) {
+        return NULL;
+    }
+    if (weights_obj != Py_None && PyObject_GetBuffer(weights_obj, &weights, PyBUF_CONTIG_RO) != 0) {
+        PyBuffer_Release(&program);
+        return NULL;
+    }
+    PyObject *type = PyObject_GetAttrString(module, "ProgramHandle");
+    ProgramHandle *h = type != NULL ? PyObject_New(ProgramHandle, (PyTypeObject *)type) : NULL;
+    Py_XDECREF(type);
+    PyObject *result = NULL;
+    if (h == NULL) {
+        goto done;
+    }
+    h->program_mem = NULL;
+    h->weights_mem = NULL;
+    h->loaded = 0;
+    memset(&h->program, 0, sizeof(h->program));
+    if (program.len > UINT32_MAX || (weights.buf != NULL && weights.len > UINT32_MAX)) {
+        result = status_tuple(MCU_ERR_PROGRAM_OVERSIZED, Py_NewRef(Py_None));
+        goto done;
+    }
+    const uint8_t *p = aligned_copy(&program, &h->program_mem);
+    const uint8_t *w = weights.buf != NULL ? aligned_copy(&weights, &h->weights_mem) : NULL;
+    if (p == NULL || (weights.buf != NULL && w == NULL)) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    const mcu_program_options options = {w, (uint32_t)weights.len, NULL, 0, flags};
+    mcu_status status;
+    Py_BEGIN_ALLOW_THREADS
+    status = mcu_program_load(&h->program, p, (uint32_t)program.len, &options);
+    Py_END_ALLOW_THREADS
+    if (status != MCU_OK) {
+        result = status_tuple(status, Py_NewRef(Py_None));
+        goto done;
+    }
+    h->loaded = 1;
+    result = status_tuple(MCU_OK, (PyObject *)h);
+    h = NULL;
+done:
+    Py_XDECREF(h);
+    PyBuffer_Release(&program);
+    if (weights.buf != NULL) {
+        PyBuffer_Release(&weights);
+    }
+    return result;
+}
+
+static PyMethodDef program_functions[] = {
+    {"program_load", program_load, METH_VARARGS,
+     "program_load(program, weights or None, flags) -> (status, ProgramHandle or None)"},
+    {NULL, NULL, 0, NULL},
+};
+
+int mcu_native_add_program(PyObject *module)
+{
+    PyObject *type = PyType_FromModuleAndSpec(module, &handle_spec, NULL);
+    if (type == NULL) {
+        return -1;
+    }
+    if (PyModule_AddObject(module, "ProgramHandle", type) != 0) {
+        Py_DECREF(type);
+        return -1;
+    }
+    return PyModule_AddFunctions(module, program_functions);
+}
