@@ -19,10 +19,11 @@ from mcu.errors import McuError
 _U32_MAX = 0xFFFF_FFFF
 
 
-# Output sections a board may move out of flash into one of its extra memory
-# regions (``holds`` in the board file). Only read-only data for now: it is
-# what outgrows a small code memory (fp32 weights, bundled test vectors).
-MOVABLE_SECTIONS: tuple[str, ...] = ("rodata",)
+# What a board may put in one of its extra memory regions (``holds`` in the
+# board file): read-only data, which outgrows a small code memory (fp32
+# weights, bundled test vectors), and tensor arenas beyond the main RAM's
+# (see mcu.memory.plan_memory for the policy that fills them).
+MOVABLE_SECTIONS: tuple[str, ...] = ("rodata", "arena")
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,12 @@ class Board:
     extra_regions: tuple[MemoryRegion, ...] = ()
     uf2_family: int | None = None  # UF2 family ID for boards flashed with deploy.method = "uf2"
     console_baud: int = 115200
+
+    def arena_regions(self) -> list[tuple[str, int]]:
+        """(region, bytes an arena may take there): the main RAM after the stack, then each region holding
+        arenas, in the board file's order."""
+        return [("ram", self.ram.length - self.stack_bytes)] + [
+            (r.name, r.length) for r in self.extra_regions if "arena" in r.holds]
 
     def region_for(self, section: str) -> MemoryRegion:
         """Where output section ``section`` (e.g. "rodata") is placed: an extra region that holds it, else flash."""
@@ -193,7 +200,7 @@ def _parse(path: Path) -> Board:
         for b in regions[i + 1:]:
             if a.origin < b.end and b.origin < a.end:
                 raise r.fail("memory", f"has overlapping {a.name} and {b.name} regions")
-    for section in MOVABLE_SECTIONS:
+    for section in ("rodata",):  # several regions may hold arenas, one each
         holders = [x.name for x in extra if section in x.holds]
         if len(holders) > 1:
             raise r.fail("memory", f"has more than one region holding {section}: {holders}")

@@ -18,22 +18,50 @@ ALIGNMENT = 4
 
 
 @dataclass
-class MemoryPlan:
+class ArenaPlan:
+    """One arena: the memory region it lives in and the placement of its buffers."""
+
+    region: str
     plan: Plan
     tensor_offsets: dict[int, int]  # id(base tensor) -> offset
     scratch_offsets: dict[int, int]  # id(op) -> offset of its scratch buffer
 
+
+@dataclass
+class MemoryPlan:
+    """Every buffer's (arena, offset). Most boards have one arena; see :func:`plan_memory` for more."""
+
+    arenas: list[ArenaPlan]
+    lower_bound: int  # live-set bound of the op order over all buffers, as if in one arena
+
+    @property
+    def plan(self) -> Plan:
+        """The primary arena's plan (the only one on single-arena boards)."""
+        return self.arenas[0].plan
+
     @property
     def arena_size(self) -> int:
-        return self.plan.arena_size
+        """Bytes of all arenas together."""
+        return sum(a.plan.arena_size for a in self.arenas)
 
     @property
-    def lower_bound(self) -> int:
-        return self.plan.lower_bound
+    def tensor_offsets(self) -> dict[int, int]:
+        return {k: v for a in self.arenas for k, v in a.tensor_offsets.items()}
+
+    @property
+    def scratch_offsets(self) -> dict[int, int]:
+        return {k: v for a in self.arenas for k, v in a.scratch_offsets.items()}
+
+    def arena_index(self, tensor: Tensor) -> int:
+        key = id(tensor.base())
+        return next(i for i, a in enumerate(self.arenas) if key in a.tensor_offsets)
+
+    def scratch_arena_index(self, op: Op) -> int:
+        return next(i for i, a in enumerate(self.arenas) if id(op) in a.scratch_offsets)
 
     def offset(self, tensor: Tensor) -> int:
-        base = tensor.base()
-        return self.tensor_offsets[id(base)]
+        """Offset of ``tensor`` within its arena."""
+        return self.arenas[self.arena_index(tensor)].tensor_offsets[id(tensor.base())]
 
 
 def scratch_bytes(op: Op) -> int:
@@ -77,16 +105,27 @@ def derive_allowances(graph: Graph) -> list[OverlapAllowance]:
             for a, b, d in _allowances(op, step, first, last, graph)]
 
 
-def plan_memory(graph: Graph, use_overlaps: bool = True, reorder: bool = True) -> MemoryPlan:
-    """Plan the arena; with ``reorder``, also try other orders of independent branches (see
-    :mod:`mcu.schedule`) and keep the one with the smallest arena, rewriting ``graph.ops``."""
+Capacity = tuple[str, int]  # (region name, bytes the arena may take there)
+
+
+def plan_memory(graph: Graph, use_overlaps: bool = True, reorder: bool = True,
+                capacities: list[Capacity] | None = None) -> MemoryPlan:
+    """Plan the arenas; with ``reorder``, also try other orders of independent branches (see
+    :mod:`mcu.schedule`) and keep the one with the smallest arena, rewriting ``graph.ops``.
+
+    Several arenas (policy). ``capacities`` lists the board's RAM regions that may hold an arena,
+    the main RAM first. Everything goes into one arena in the main RAM when it fits. Otherwise the
+    largest buffers move, one at a time, to the next region until the main arena fits; each arena
+    is planned on its own (a pair split across arenas simply cannot overlap). Small, hot buffers
+    (kernel scratch, activations of the late, narrow layers) therefore stay in the main RAM.
+    """
     if not reorder or len(graph.ops) < 3:
-        return _plan_order(graph, use_overlaps)
+        return _plan_order(graph, use_overlaps, capacities)
     from mcu.schedule import candidate_orders, with_order
 
     best: tuple[MemoryPlan, list[Op]] | None = None
     for ops in candidate_orders(graph):
-        plan = _plan_order(with_order(graph, ops), use_overlaps)
+        plan = _plan_order(with_order(graph, ops), use_overlaps, capacities)
         if best is None or plan.arena_size < best[0].arena_size:
             best = (plan, ops)
     assert best is not None
@@ -94,48 +133,73 @@ def plan_memory(graph: Graph, use_overlaps: bool = True, reorder: bool = True) -
     return best[0]
 
 
-def _plan_order(graph: Graph, use_overlaps: bool) -> MemoryPlan:
-    last_step = max(len(graph.ops) - 1, 0)
-    first: dict[int, int] = {}
-    last: dict[int, int] = {}
+@dataclass
+class _Item:
+    kind: str  # "tensor" | "scratch"
+    key: int  # id(base tensor) or id(op)
+    name: str
+    size: int
+    first: int
+    last: int
+
+
+def _items(graph: Graph) -> tuple[list[_Item], dict[int, int], dict[int, int]]:
+    first, last = _lifetimes(graph)
     bases: dict[int, Tensor] = {}
+    for t in [*graph.inputs, *(t for op in graph.ops for t in (*op.inputs, *op.outputs)), *graph.outputs]:
+        if not t.is_constant:
+            bases.setdefault(id(t.base()), t.base())
+    items = [_Item("tensor", k, t.name, t.nbytes, first[k], last[k]) for k, t in bases.items()]
+    items += [_Item("scratch", id(op), f"{op.name}_scratch", scratch_bytes(op), s, s)
+              for s, op in enumerate(graph.ops) if scratch_bytes(op)]
+    return items, first, last
 
-    def touch(t: Tensor, step: int) -> None:
-        if t.is_constant:
-            return
-        b = t.base()
-        bases[id(b)] = b
-        first[id(b)] = min(first.get(id(b), step), step)
-        last[id(b)] = max(last.get(id(b), step), step)
 
-    for t in graph.inputs:
-        touch(t, 0)
-    for step, op in enumerate(graph.ops):
-        for t in (*op.inputs, *op.outputs):
-            touch(t, step)
-    for t in graph.outputs:
-        touch(t, last_step)
-
+def _plan_arena(graph: Graph, items: list[_Item], region: str, use_overlaps: bool, first: dict[int, int],
+                last: dict[int, int]) -> ArenaPlan:
     planner = MemoryPlanner(alignment=ALIGNMENT)
-    keys: list[tuple[str, int]] = []
     index: dict[int, int] = {}
-    for key, tensor in bases.items():
-        index[key] = planner.add_buffer(tensor.name, tensor.nbytes, first[key], last[key])
-        keys.append(("tensor", key))
+    for it in items:
+        i = planner.add_buffer(it.name, it.size, it.first, it.last)
+        if it.kind == "tensor":
+            index[it.key] = i
     if use_overlaps:
         for step, op in enumerate(graph.ops):
-            for allowance in _allowances(op, step, first, last, graph):
-                planner.add_overlap(index[id(allowance[0])], index[id(allowance[1])], allowance[2])
-    for step, op in enumerate(graph.ops):
-        if scratch_bytes(op):
-            planner.add_buffer(f"{op.name}_scratch", scratch_bytes(op), step, step)
-            keys.append(("scratch", id(op)))
+            for src, out, intervals in _allowances(op, step, first, last, graph):
+                if id(src) in index and id(out) in index:  # both in this arena
+                    planner.add_overlap(index[id(src)], index[id(out)], intervals)
     plan = planner.plan()
     try:
         # Re-derive the contracts from the graph rather than trusting the planner's copy.
         verify_plan(plan, ALIGNMENT, derive_allowances(graph) if use_overlaps else [])
     except PlanError as exc:  # a planner bug, never the user's fault: fail the build loudly
         raise McuError(f"internal error: memory plan failed verification: {exc}") from None
-    tensor_offsets = {k: off for (kind, k), off in zip(keys, plan.offsets) if kind == "tensor"}
-    scratch_offsets = {k: off for (kind, k), off in zip(keys, plan.offsets) if kind == "scratch"}
-    return MemoryPlan(plan, tensor_offsets, scratch_offsets)
+    offsets = dict(zip((id(it) for it in items), plan.offsets))
+    return ArenaPlan(region, plan,
+                     {it.key: offsets[id(it)] for it in items if it.kind == "tensor"},
+                     {it.key: offsets[id(it)] for it in items if it.kind == "scratch"})
+
+
+def _plan_order(graph: Graph, use_overlaps: bool, capacities: list[Capacity] | None) -> MemoryPlan:
+    items, first, last = _items(graph)
+    bound = MemoryPlanner(alignment=ALIGNMENT)
+    for it in items:
+        bound.add_buffer(it.name, it.size, it.first, it.last)
+    lower_bound = bound.plan_lower_bound()
+    regions = capacities or [("ram", 1 << 62)]
+    main = _plan_arena(graph, items, regions[0][0], use_overlaps, first, last)
+    if main.plan.arena_size <= regions[0][1] or len(regions) == 1:
+        return MemoryPlan([main], lower_bound)
+    # Overflow: move the largest buffers out of the main arena, region by region.
+    stay = sorted(items, key=lambda it: it.size)
+    arenas: list[ArenaPlan] = []
+    for region, capacity in regions[1:]:
+        moved: list[_Item] = []
+        while stay and main.plan.arena_size > regions[0][1]:
+            moved.append(stay.pop())
+            main = _plan_arena(graph, stay, regions[0][0], use_overlaps, first, last)
+        if moved:
+            arenas.append(_plan_arena(graph, moved, region, use_overlaps, first, last))
+        if main.plan.arena_size <= regions[0][1]:
+            break
+    return MemoryPlan([main, *arenas], lower_bound)

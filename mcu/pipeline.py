@@ -68,18 +68,22 @@ def to_graph(spec: ModelSpec, quantize: str) -> Graph:
 
 
 def check_fits(board: Board, memory: MemoryPlan) -> None:
-    """Reject a model whose arena cannot fit in the board's RAM next to its stack."""
-    available = board.ram.length - board.stack_bytes
-    if memory.arena_size > available:
-        largest = max(memory.plan.buffers, key=lambda b: b.size)
-        raise McuError(
-            f"model does not fit {board.name}: its arena needs {memory.arena_size} B but the board has "
-            f"{available} B of RAM after a {board.stack_bytes} B stack ({memory.arena_size - available} B too many; "
-            f"the largest buffer is {largest.name}, {largest.size} B)",
-            hint="use a smaller model or input, quantize to int8, or pick a board with more RAM")
+    """Reject a model whose arenas cannot fit in the board's RAM regions (the main one next to the stack)."""
+    capacity = dict(board.arena_regions())
+    for arena in memory.arenas:
+        available = capacity.get(arena.region, 0)
+        if arena.plan.arena_size > available:
+            largest = max(arena.plan.buffers, key=lambda b: b.size)
+            where = "RAM after a {} B stack".format(board.stack_bytes) if arena.region == "ram" else \
+                f"{arena.region} memory"
+            raise McuError(
+                f"model does not fit {board.name}: its arena needs {arena.plan.arena_size} B but the board has "
+                f"{available} B of {where} ({arena.plan.arena_size - available} B too many; "
+                f"the largest buffer is {largest.name}, {largest.size} B)",
+                hint="use a smaller model or input, quantize to int8, or pick a board with more RAM")
 
 
 def compile_graph(graph: Graph, board: Board, quantize: str) -> tuple[MemoryPlan, GeneratedLibrary]:
-    memory = plan_memory(graph)
+    memory = plan_memory(graph, capacities=board.arena_regions())
     check_fits(board, memory)
     return memory, render_library(graph, memory, quantize)

@@ -138,6 +138,10 @@ class MemoryPlanner:
             raise ValueError(f"overlap of {a.name} and {b.name} registered twice")
         self._relax[(input_index, output_index)] = tuple(intervals)
 
+    def plan_lower_bound(self) -> int:
+        """The live-set bound of the registered buffers (no overlaps)."""
+        return live_set_lower_bound(self._buffers)
+
     def overlap_lower_bound(self) -> int:
         """Live-set bound where each input/output pair with a contract counts as its tightest union."""
         bufs = self._buffers

@@ -106,3 +106,35 @@ def test_reordering_independent_branches_lowers_the_peak() -> None:
     got = cm.run(x)[0]
     want = model(x)
     assert float((got - want).abs().max()) <= 1e-4 * float(want.abs().max())
+
+
+BIG_MODEL = """
+import torch
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Conv2d(3, 16, 3, padding=1), torch.nn.ReLU(),
+                            torch.nn.Conv2d(16, 4, 3, stride=2, padding=1), torch.nn.AdaptiveAvgPool2d(1),
+                            torch.nn.Flatten(), torch.nn.Linear(4, 3))
+example_inputs = (torch.randn(1, 3, 128, 128),)
+"""
+
+
+@requires_qemu
+@pytest.mark.qemu
+def test_arena_overflows_into_a_second_region(tmp_path: Path) -> None:
+    """mps3-an547: a 1 MB activation does not fit the 512 KB DTCM; it goes to the SRAM arena."""
+    from mcu.api import compile_file
+    from mcu.elf import read_elf
+
+    f = tmp_path / "big.py"
+    f.write_text(BIG_MODEL)
+    cm = compile_file(f, board="mps3-an547", quantize="none")
+    assert [a.region for a in cm.memory.arenas] == ["ram", "sram"]
+    main, extra = cm.memory.arenas
+    assert main.plan.arena_size <= cm.board.ram.length - cm.board.stack_bytes < cm.memory.arena_size
+    assert extra.plan.arena_size >= 16 * 128 * 128 * 4  # the wide activation moved
+    sim = cm.simulate()
+    assert sim.passed, sim.console[-2000:]
+    symbols = {s.name: s.value for s in read_elf(cm.build().elf).symbols}
+    sram = next(r for r in cm.board.extra_regions if r.name == "sram")
+    assert sram.contains(symbols[f"{cm.library.prefix}_arena1"])
+    assert cm.board.ram.contains(symbols[f"{cm.library.prefix}_arena"])

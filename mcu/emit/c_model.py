@@ -38,7 +38,18 @@ class IOView:
     numel: int
     nbytes: int
     offset: int
+    arena: str
     quant: dict[str, Any] | None = None
+
+
+@dataclass
+class ArenaView:
+    var: str  # name inside the generated functions
+    symbol: str  # the static array
+    size: int
+    section: str  # the linker script places this section in ``region``
+    region: str
+    MACRO: str
 
 
 @dataclass
@@ -70,12 +81,17 @@ class ModelView:
     version: str
     arena_size: int
     lower_bound: int
+    arenas: list[ArenaView]
     inputs: list[IOView]
     outputs: list[IOView]
     constants: list[ConstView]
     steps: list[StepView]
     kernel_headers: list[str]
     kernel_sources: list[str] = field(default_factory=list)
+
+    @property
+    def arena_symbols(self) -> dict[str, str]:
+        return {a.var: a.symbol for a in self.arenas}
 
     @property
     def has_quantized_io(self) -> bool:
@@ -111,14 +127,19 @@ def environment() -> jinja2.Environment:
     )
 
 
-def _io_view(kind: str, index: int, t: Tensor, offset: int) -> IOView:
+def arena_var(index: int) -> str:
+    """The C name of arena ``index`` inside the generated functions."""
+    return "arena" if index == 0 else f"arena{index}"
+
+
+def _io_view(kind: str, index: int, t: Tensor, offset: int, arena: str) -> IOView:
     quant = None
     if t.quant is not None and t.quant.per_tensor:
         quant = {"scale": c_float(t.quant.scale[0]), "inv_scale": c_float(1.0 / t.quant.scale[0]),
                  "zero_point": t.quant.zero_point[0]}
     return IOView(kind=kind, KIND=kind.upper(), index=index, name=t.name, dtype=t.dtype, c_type=c_type(t.dtype),
                   shape=list(t.shape), dim_order=list(t.dim_order), physical_shape=list(t.physical_shape),
-                  numel=t.numel, nbytes=t.nbytes, offset=offset, quant=quant)
+                  numel=t.numel, nbytes=t.nbytes, offset=offset, arena=arena, quant=quant)
 
 
 def build_view(graph: Graph, memory: MemoryPlan, quantize: str) -> ModelView:
@@ -145,13 +166,14 @@ def build_view(graph: Graph, memory: MemoryPlan, quantize: str) -> ModelView:
     def tensor_ref(t: Tensor) -> str:
         if t.is_constant:
             return const_symbol(t)
-        return f"({c_type(t.dtype)} *)(arena + {memory.offset(t)})"
+        return f"({c_type(t.dtype)} *)({arena_var(memory.arena_index(t))} + {memory.offset(t)})"
 
     steps: list[StepView] = []
     sources: list[str] = []
     for i, op in enumerate(graph.ops):
         scratch = memory.scratch_offsets.get(id(op))
-        ref = Refs(tensor_ref, None if scratch is None else (f"arena + {scratch}", scratch_bytes(op)))
+        where = None if scratch is None else arena_var(memory.scratch_arena_index(op))
+        ref = Refs(tensor_ref, None if scratch is None else (f"{where} + {scratch}", scratch_bytes(op)))
         call = emit_call(op, ref)
         if call is None:
             continue
@@ -161,15 +183,21 @@ def build_view(graph: Graph, memory: MemoryPlan, quantize: str) -> ModelView:
         params_c = c_initializer(call.params) if call.params is not None else ""
         steps.append(StepView(index=i, name=op.name, call=call, params_c=params_c))
 
-    inputs = [_io_view("input", i, t, memory.offset(t)) for i, t in enumerate(graph.inputs)]
-    outputs = [_io_view("output", i, t, memory.offset(t)) for i, t in enumerate(graph.outputs)]
+    inputs = [_io_view("input", i, t, memory.offset(t), arena_var(memory.arena_index(t)))
+              for i, t in enumerate(graph.inputs)]
+    outputs = [_io_view("output", i, t, memory.offset(t), arena_var(memory.arena_index(t)))
+               for i, t in enumerate(graph.outputs)]
+    arenas = [ArenaView(var=arena_var(i), symbol=f"{prefix}_{arena_var(i)}", size=a.plan.arena_size,
+                        section=".mcu_arena" if i == 0 else f".mcu_arena_{a.region}", region=a.region,
+                        MACRO=f"{prefix.upper()}_ARENA{i}_SIZE")
+              for i, a in enumerate(memory.arenas)]
     # The _run_f32 wrapper converts at the boundary with these two kernels.
     for needed, source in ((inputs, "mcu_quantize_f32_s8.c"), (outputs, "mcu_dequantize_s8_f32.c")):
         if any(io.quant for io in needed) and source not in sources:
             sources.append(source)
     return ModelView(
         name=graph.name, prefix=prefix, PREFIX=prefix.upper(), quantize=quantize, version=__version__,
-        arena_size=memory.arena_size, lower_bound=memory.lower_bound,
+        arena_size=memory.arena_size, lower_bound=memory.lower_bound, arenas=arenas,
         inputs=inputs, outputs=outputs,
         constants=constants, steps=steps, kernel_headers=KERNEL_HEADERS, kernel_sources=sources,
     )
