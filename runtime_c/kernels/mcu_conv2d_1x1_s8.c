@@ -7,6 +7,7 @@
 #include "mcu/kernels_s8.h"
 
 #include "internal/check.h"
+#include "internal/conv_s8_dsp.h"
 #include "internal/requant.h"
 
 int32_t mcu_conv2d_1x1_s8_get_buffer_size(const mcu_conv2d_s8_params *p)
@@ -29,6 +30,27 @@ static void pixel(const mcu_conv2d_s8_params *p, const mcu_per_channel_quant *q,
                                      p->act_min, p->act_max);
     }
 }
+
+#if MCU_S8_DSP
+/* Pixels i and i + step (when inside [0, pixels)): both inputs are widened into 16-bit columns
+ * before either output is written, so a pair keeps the pixel-buffer contract in either direction
+ * (the writes of a pair land where a single pixel's would, after the same reads). */
+static void pair_dsp(const mcu_conv2d_s8_params *p, const mcu_per_channel_quant *q, const int8_t *input,
+                     const int8_t *weight, const int32_t *bias, int8_t *output, int64_t i, int64_t step,
+                     int64_t pixels, int16_t *col)
+{
+    const int32_t cin = p->input.c;
+    const int32_t cout = p->output.c;
+    const int64_t j = i + step;
+    const int pair = j >= 0 && j < pixels;
+    mcu_expand_s8(input + i * cin, cin, p->input_offset, col);
+    if (pair) {
+        mcu_expand_s8(input + j * cin, cin, p->input_offset, col + MCU_S8_COL_MAX);
+    }
+    mcu_matrix_pixels_s8(col, col + MCU_S8_COL_MAX, cin, cout, weight, bias, q, p->output_offset, p->act_min,
+                         p->act_max, output + i * cout, pair ? output + j * cout : NULL);
+}
+#endif
 
 mcu_status mcu_conv2d_1x1_s8(const mcu_context *ctx, const mcu_conv2d_s8_params *p, const mcu_per_channel_quant *q,
                              const int8_t *input, const int8_t *weight, const int32_t *bias, int8_t *output)
@@ -67,6 +89,22 @@ mcu_status mcu_conv2d_1x1_s8(const mcu_context *ctx, const mcu_conv2d_s8_params 
     const int64_t fwd = bi - bo < pixels * (bi - bo) ? bi - bo : pixels * (bi - bo);
     const int64_t bwd = (pixels - 1) * (bi - bo) > 0 ? (pixels - 1) * (bi - bo) : 0;
     const int disjoint = !mcu_overlaps(input, (size_t)in_count, output, (size_t)out_count);
+#if MCU_S8_DSP
+    if (in.c <= MCU_S8_COL_MAX) {
+        _Alignas(8) int16_t col[2 * MCU_S8_COL_MAX];
+        if (disjoint || d <= fwd) {
+            for (int64_t i = 0; i < pixels; i += 2) {
+                pair_dsp(p, q, input, weight, bias, output, i, 1, pixels, col);
+            }
+            return MCU_OK;
+        }
+        MCU_REQUIRE(d >= bwd, MCU_ERR_INVALID_ARG);
+        for (int64_t i = pixels - 1; i >= 0; i -= 2) {
+            pair_dsp(p, q, input, weight, bias, output, i, -1, pixels, col);
+        }
+        return MCU_OK;
+    }
+#endif
     if (disjoint || d <= fwd) {
         for (int64_t i = 0; i < pixels; ++i) {
             pixel(p, q, input + i * bi, weight, bias, buf);

@@ -3,6 +3,7 @@
 #include "mcu/kernels_s8.h"
 
 #include "internal/check.h"
+#include "internal/conv_s8_dsp.h"
 #include "internal/requant.h"
 #include "internal/window.h"
 
@@ -11,6 +12,43 @@ int32_t mcu_conv2d_s8_get_buffer_size(const mcu_conv2d_s8_params *p)
     (void)p;
     return 0;
 }
+
+#if MCU_S8_DSP
+/* groups == 1 with a window of at most MCU_S8_COL_MAX values: im2col two output pixels (in memory
+ * order) into 16-bit columns, then both pixels times two output channels per step. Both pixels'
+ * reads finish before either is written, which keeps the window overlap contract. */
+static int conv_dsp_applies(const mcu_conv2d_s8_params *p)
+{
+    const int32_t n = p->kernel_h * p->kernel_w * p->input.c;
+    return p->groups == 1 && n <= MCU_S8_COL_MAX &&
+           ((p->input.c % 4 == 0 && p->dilation_w == 1) || n <= MCU_S8_RAW_MAX);
+}
+
+static void conv_dsp(const mcu_conv2d_s8_params *p, const mcu_per_channel_quant *q, const int8_t *input,
+                     const int8_t *weight, const int32_t *bias, int8_t *output)
+{
+    _Alignas(8) int16_t col[2 * MCU_S8_COL_MAX];
+    int8_t raw[MCU_S8_RAW_MAX];
+    const mcu_shape4 in = p->input;
+    const mcu_shape4 out = p->output;
+    const int32_t n = p->kernel_h * p->kernel_w * in.c;
+    const int32_t hw = out.h * out.w;
+    for (int32_t b = 0; b < in.n; ++b) {
+        const int8_t *x_n = input + b * in.h * in.w * in.c;
+        int8_t *y_n = output + b * hw * out.c;
+        for (int32_t i = 0; i < hw; i += 2) {
+            mcu_im2col_s8(p, x_n, i / out.w, i % out.w, col, raw);
+            int8_t *yb = NULL;
+            if (i + 1 < hw) {
+                mcu_im2col_s8(p, x_n, (i + 1) / out.w, (i + 1) % out.w, col + MCU_S8_COL_MAX, raw);
+                yb = y_n + (i + 1) * out.c;
+            }
+            mcu_matrix_pixels_s8(col, col + MCU_S8_COL_MAX, n, out.c, weight, bias, q, p->output_offset, p->act_min,
+                                 p->act_max, y_n + i * out.c, yb);
+        }
+    }
+}
+#endif
 
 mcu_status mcu_conv2d_s8(const mcu_context *ctx, const mcu_conv2d_s8_params *p, const mcu_per_channel_quant *q,
                          const int8_t *input, const int8_t *weight, const int32_t *bias, int8_t *output)
@@ -52,6 +90,12 @@ mcu_status mcu_conv2d_s8(const mcu_context *ctx, const mcu_conv2d_s8_params *p, 
                     (bias == NULL || !mcu_overlaps(bias, (size_t)out.c * sizeof(int32_t), output, out_bytes)),
                 MCU_ERR_INVALID_ARG);
 
+#if MCU_S8_DSP
+    if (conv_dsp_applies(p)) {
+        conv_dsp(p, q, input, weight, bias, output);
+        return MCU_OK;
+    }
+#endif
     const int32_t in_offset = p->input_offset;
     const int32_t w_per_oc = p->kernel_h * p->kernel_w * icg;
     for (int32_t n = 0; n < in.n; ++n) {

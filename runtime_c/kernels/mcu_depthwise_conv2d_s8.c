@@ -3,6 +3,7 @@
 #include "mcu/kernels_s8.h"
 
 #include "internal/check.h"
+#include "internal/conv_s8_dsp.h"
 #include "internal/requant.h"
 #include "internal/window.h"
 
@@ -49,6 +50,31 @@ mcu_status mcu_depthwise_conv2d_s8(const mcu_context *ctx, const mcu_depthwise_c
                     (bias == NULL || !mcu_overlaps(bias, (size_t)out.c * sizeof(int32_t), output, out_bytes)),
                 MCU_ERR_INVALID_ARG);
 
+#if MCU_S8_DSP
+    if (p->ch_mult == 1 && p->dilation_h == 1 && p->dilation_w == 1 && p->kernel_h <= MCU_S8_DW_ROWS_MAX) {
+        /* Four channels per step with per-lane multiply-accumulate; pixels in memory order. */
+        const int8_t *rows[MCU_S8_DW_ROWS_MAX];
+        for (int32_t n = 0; n < in.n; ++n) {
+            const int8_t *x_n = input + n * in.h * in.w * in.c;
+            for (int32_t oh = 0; oh < out.h; ++oh) {
+                const int32_t ih0 = oh * p->stride_h - p->pad_top;
+                for (int32_t i = 0; i < p->kernel_h; ++i) {
+                    const int32_t ih = ih0 + i;
+                    rows[i] = ih >= 0 && ih < in.h ? x_n + ih * in.w * in.c : NULL;
+                }
+                for (int32_t ow = 0; ow < out.w; ++ow) {
+                    const int32_t iw0 = ow * p->stride_w - p->pad_left;
+                    int32_t kw_lo, kw_hi;
+                    mcu_window_taps(iw0, p->kernel_w, 1, in.w, &kw_lo, &kw_hi);
+                    mcu_depthwise_pixel_s8(rows, p->kernel_h, p->kernel_w, iw0, kw_lo, kw_hi, in.c, p->input_offset,
+                                           weight, bias, q, p->output_offset, p->act_min, p->act_max,
+                                           output + ((n * out.h + oh) * out.w + ow) * out.c);
+                }
+            }
+        }
+        return MCU_OK;
+    }
+#endif
     const int32_t in_offset = p->input_offset;
     const int32_t cm = p->ch_mult;
     for (int32_t n = 0; n < in.n; ++n) {

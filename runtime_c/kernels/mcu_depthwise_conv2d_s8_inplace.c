@@ -8,7 +8,9 @@
 #include "mcu/kernels_s8.h"
 
 #include "internal/check.h"
+#include "internal/conv_s8_dsp.h"
 #include "internal/requant.h"
+#include "internal/window.h"
 
 int32_t mcu_depthwise_conv2d_s8_inplace_get_buffer_size(const mcu_depthwise_conv2d_s8_params *p)
 {
@@ -56,6 +58,25 @@ mcu_status mcu_depthwise_conv2d_s8_inplace(const mcu_context *ctx, const mcu_dep
             memcpy(ring + (size_t)(r % ring_rows) * (size_t)row_bytes, img + (size_t)r * (size_t)row_bytes,
                    (size_t)row_bytes);
             int8_t *y = img + (size_t)r * (size_t)row_bytes;
+#if MCU_S8_DSP
+            if (kh <= MCU_S8_DW_ROWS_MAX) {
+                const int8_t *rows[MCU_S8_DW_ROWS_MAX];
+                for (int32_t i = 0; i < kh; ++i) {
+                    const int32_t ih = r - p->pad_top + i;
+                    rows[i] = ih < 0 || ih >= in.h ? NULL
+                              : ih <= r        ? ring + (size_t)(ih % ring_rows) * (size_t)row_bytes
+                                               : img + (size_t)ih * (size_t)row_bytes;
+                }
+                for (int32_t ow = 0; ow < in.w; ++ow) {
+                    const int32_t iw0 = ow - p->pad_left;
+                    int32_t kw_lo, kw_hi;
+                    mcu_window_taps(iw0, kw, 1, in.w, &kw_lo, &kw_hi);
+                    mcu_depthwise_pixel_s8(rows, kh, kw, iw0, kw_lo, kw_hi, in.c, p->input_offset, weight, bias, q,
+                                           p->output_offset, p->act_min, p->act_max, y + ow * in.c);
+                }
+                continue;
+            }
+#endif
             for (int32_t ow = 0; ow < in.w; ++ow) {
                 for (int32_t c = 0; c < in.c; ++c) {
                     /* Same tap order and modulo-2^32 accumulation as mcu_depthwise_conv2d_s8. */

@@ -1,0 +1,223 @@
+/* Dual 16-bit MAC building blocks of the optimised int8 kernels, and a
+ * requantization specialised to the parameters the kernels have validated.
+ * Internal: static inline only.
+ *
+ * MCU_S8_DSP is 1 when the kernels take their SIMD paths:
+ *  - on Arm cores with the DSP extension (__ARM_FEATURE_DSP: Cortex-M4, M7,
+ *    M33, M55) the helpers are single instructions (SXTB16, SXTAB16, SMLAD,
+ *    SMLABB/SMLATT);
+ *  - anywhere else when MCU_S8_DSP_EMULATE is defined: the same helpers are
+ *    portable C with the instructions' exact lane arithmetic, so the SIMD
+ *    paths (their data layout, tails and blocking) run and are tested on the
+ *    host. Defining MCU_S8_NO_DSP forces the plain paths.
+ *
+ * Lane arithmetic: a uint32_t holds two 16-bit lanes (bits 0-15 "bottom",
+ * 16-31 "top"). SXTB16 sign-extends bytes 0 and 2 into the lanes; with a
+ * rotation by 8 it takes bytes 1 and 3. SXTAB16 adds those to the lanes of
+ * another word (modulo 2^16 per lane). SMLAD adds both signed lane products
+ * to a 32-bit accumulator modulo 2^32, which is exactly the kernels'
+ * modulo-2^32 accumulation: the SIMD paths sum the same products in another
+ * order, which modular addition does not notice. (x + input_offset) lies in
+ * [-255, 255] and weights in [-128, 127], so every lane value and product is
+ * exact in 16/32 bits. */
+#ifndef MCU_KERNELS_INTERNAL_SIMD_S8_H
+#define MCU_KERNELS_INTERNAL_SIMD_S8_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "requant.h"
+
+#if !defined(MCU_S8_NO_DSP) && defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP
+#define MCU_S8_DSP 1
+#define MCU_S8_DSP_NATIVE 1
+#elif !defined(MCU_S8_NO_DSP) && defined(MCU_S8_DSP_EMULATE)
+#define MCU_S8_DSP 1
+#define MCU_S8_DSP_NATIVE 0
+#else
+#define MCU_S8_DSP 0
+#define MCU_S8_DSP_NATIVE 0
+#endif
+
+/* Largest im2col window (elements per output pixel) the SIMD convolution keeps on the stack, two
+ * pixels at a time as 16-bit values: 2 * 640 * 2 = 2560 bytes. Larger windows take the plain path.
+ * Channel counts that are not a multiple of 4 gather the window as bytes first, in at most
+ * MCU_S8_RAW_MAX more bytes. Depthwise kernels keep one row pointer per kernel row. */
+#define MCU_S8_COL_MAX 640
+#define MCU_S8_RAW_MAX 256
+#define MCU_S8_DW_ROWS_MAX 16
+
+#if MCU_S8_DSP
+
+/* Unaligned 32-bit load (one LDR on Cortex-M3 and later). */
+static inline uint32_t mcu_load_u32(const void *p)
+{
+    uint32_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static inline void mcu_store_u32(void *p, uint32_t v)
+{
+    memcpy(p, &v, sizeof v);
+}
+
+#if MCU_S8_DSP_NATIVE
+
+/* Inline assembly rather than arm_acle.h: the rotated forms are one instruction each, and the
+ * operands stay plain uint32_t (no ACLE vector typedefs, no implementation-defined conversions). */
+static inline uint32_t mcu_sxtb16(uint32_t x)
+{
+    uint32_t r;
+    __asm__("sxtb16 %0, %1" : "=r"(r) : "r"(x));
+    return r;
+}
+
+static inline uint32_t mcu_sxtb16_ror8(uint32_t x)
+{
+    uint32_t r;
+    __asm__("sxtb16 %0, %1, ror #8" : "=r"(r) : "r"(x));
+    return r;
+}
+
+static inline uint32_t mcu_sxtab16(uint32_t a, uint32_t x)
+{
+    uint32_t r;
+    __asm__("sxtab16 %0, %1, %2" : "=r"(r) : "r"(a), "r"(x));
+    return r;
+}
+
+static inline uint32_t mcu_sxtab16_ror8(uint32_t a, uint32_t x)
+{
+    uint32_t r;
+    __asm__("sxtab16 %0, %1, %2, ror #8" : "=r"(r) : "r"(a), "r"(x));
+    return r;
+}
+
+static inline uint32_t mcu_smlad(uint32_t a, uint32_t b, uint32_t acc)
+{
+    uint32_t r;
+    __asm__("smlad %0, %1, %2, %3" : "=r"(r) : "r"(a), "r"(b), "r"(acc));
+    return r;
+}
+
+/* acc + bottom(a) * bottom(b) and acc + top(a) * top(b). */
+static inline uint32_t mcu_smlabb(uint32_t a, uint32_t b, uint32_t acc)
+{
+    uint32_t r;
+    __asm__("smlabb %0, %1, %2, %3" : "=r"(r) : "r"(a), "r"(b), "r"(acc));
+    return r;
+}
+
+static inline uint32_t mcu_smlatt(uint32_t a, uint32_t b, uint32_t acc)
+{
+    uint32_t r;
+    __asm__("smlatt %0, %1, %2, %3" : "=r"(r) : "r"(a), "r"(b), "r"(acc));
+    return r;
+}
+
+#else /* portable emulation with the instructions' exact arithmetic */
+
+static inline int32_t mcu_lane_s8(uint32_t x, int byte)
+{
+    const int32_t v = (int32_t)((x >> (8 * byte)) & 0xFFu);
+    return v >= 128 ? v - 256 : v;
+}
+
+static inline int32_t mcu_lane_s16(uint32_t x, int lane)
+{
+    const int32_t v = (int32_t)((x >> (16 * lane)) & 0xFFFFu);
+    return v >= 32768 ? v - 65536 : v;
+}
+
+static inline uint32_t mcu_pack16(int32_t lo, int32_t hi)
+{
+    return ((uint32_t)lo & 0xFFFFu) | (((uint32_t)hi & 0xFFFFu) << 16);
+}
+
+static inline uint32_t mcu_sxtb16(uint32_t x)
+{
+    return mcu_pack16(mcu_lane_s8(x, 0), mcu_lane_s8(x, 2));
+}
+
+static inline uint32_t mcu_sxtb16_ror8(uint32_t x)
+{
+    return mcu_pack16(mcu_lane_s8(x, 1), mcu_lane_s8(x, 3));
+}
+
+static inline uint32_t mcu_sxtab16(uint32_t a, uint32_t x)
+{
+    return mcu_pack16(mcu_lane_s16(a, 0) + mcu_lane_s8(x, 0), mcu_lane_s16(a, 1) + mcu_lane_s8(x, 2));
+}
+
+static inline uint32_t mcu_sxtab16_ror8(uint32_t a, uint32_t x)
+{
+    return mcu_pack16(mcu_lane_s16(a, 0) + mcu_lane_s8(x, 1), mcu_lane_s16(a, 1) + mcu_lane_s8(x, 3));
+}
+
+static inline uint32_t mcu_smlad(uint32_t a, uint32_t b, uint32_t acc)
+{
+    return acc + (uint32_t)(mcu_lane_s16(a, 0) * mcu_lane_s16(b, 0)) +
+           (uint32_t)(mcu_lane_s16(a, 1) * mcu_lane_s16(b, 1));
+}
+
+static inline uint32_t mcu_smlabb(uint32_t a, uint32_t b, uint32_t acc)
+{
+    return acc + (uint32_t)(mcu_lane_s16(a, 0) * mcu_lane_s16(b, 0));
+}
+
+static inline uint32_t mcu_smlatt(uint32_t a, uint32_t b, uint32_t acc)
+{
+    return acc + (uint32_t)(mcu_lane_s16(a, 1) * mcu_lane_s16(b, 1));
+}
+
+#endif /* MCU_S8_DSP_NATIVE */
+
+/* Both lanes set to the input offset (which fits a lane: it is in [-127, 128]). */
+static inline uint32_t mcu_offset_pair(int32_t input_offset)
+{
+    const uint32_t lane = (uint32_t)input_offset & 0xFFFFu;
+    return lane | (lane << 16);
+}
+
+/* Expands n int8 values to (x + input_offset) as 16-bit lanes in "reordered" groups of four:
+ * bytes x0 x1 x2 x3 become the words (x0, x2) and (x1, x3), which pair with the weight words
+ * SXTB16(w) and SXTB16(w ror 8). A tail of n % 4 values is stored in natural order. */
+static inline void mcu_expand_s8(const int8_t *x, int32_t n, int32_t off, int16_t *col)
+{
+    const uint32_t off2 = mcu_offset_pair(off);
+    int32_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        const uint32_t v = mcu_load_u32(x + i);
+        mcu_store_u32(col + i, mcu_sxtab16(off2, v));
+        mcu_store_u32(col + i + 2, mcu_sxtab16_ror8(off2, v));
+    }
+    for (; i < n; ++i) {
+        col[i] = (int16_t)(x[i] + off);
+    }
+}
+
+#endif /* MCU_S8_DSP */
+
+/* mcu_requantize_to_s8 for parameters a kernel has validated (multiplier in [0, 2^31 - 1], shift
+ * in [-31, 30]); the same function, in fewer instructions:
+ *  - the multiplier is never INT32_MIN, so the high multiply cannot saturate and its result
+ *    (x * m + 2^30) >> 31 always fits int32;
+ *  - offsets are in [-128, 127] and the clamp lies inside int8, so clamping y to [-256, 256]
+ *    before adding the offset changes nothing after the final clamp (and needs no 64-bit add). */
+static inline int8_t mcu_requantize_to_s8_fast(int32_t acc, int32_t multiplier, int32_t shift,
+                                               int32_t output_offset, int32_t act_min, int32_t act_max)
+{
+    int32_t x = acc;
+    if (shift > 0) {
+        x = mcu_sat_shl32(x, shift);
+    }
+    int32_t y = (int32_t)mcu_asr64((int64_t)x * multiplier + ((int64_t)1 << 30), 31);
+    if (shift < 0) {
+        y = mcu_rounding_divide_by_pot(y, -shift);
+    }
+    y = y < -256 ? -256 : y > 256 ? 256 : y;
+    return (int8_t)mcu_clamp_s32(y + output_offset, act_min, act_max);
+}
+
+#endif /* MCU_KERNELS_INTERNAL_SIMD_S8_H */
