@@ -194,6 +194,21 @@ static inline void mcu_im2col_s8(const mcu_conv2d_s8_params *p, const int8_t *x_
     mcu_expand_s8(raw, p->kernel_h * kw * c, off, col);
 }
 
+/* One tap of four channels in mcu_depthwise_pixel_s8. */
+#define MCU_DW_TAP(at)                                                                            \
+    do {                                                                                          \
+        const uint32_t xv = mcu_load_u32(xp + (at));                                              \
+        const uint32_t wv = mcu_load_u32(wp + (at));                                              \
+        const uint32_t x02 = mcu_sxtab16(off2, xv);                                               \
+        const uint32_t w02 = mcu_sxtb16(wv);                                                      \
+        const uint32_t x13 = mcu_sxtab16_ror8(off2, xv);                                          \
+        const uint32_t w13 = mcu_sxtb16_ror8(wv);                                                 \
+        a0 = mcu_smlabb(x02, w02, a0);                                                            \
+        a2 = mcu_smlatt(x02, w02, a2);                                                            \
+        a1 = mcu_smlabb(x13, w13, a1);                                                            \
+        a3 = mcu_smlatt(x13, w13, a3);                                                            \
+    } while (0)
+
 /* Depthwise convolution (ch_mult 1) of one output pixel from row pointers: rows[i] is the input
  * row of tap row i (NULL when outside the input), taps kw_lo <= j < kw_hi start at column iw0.
  * Four channels at a time: per tap one load of input and weights, per-lane multiply-accumulate. */
@@ -218,6 +233,12 @@ static inline void mcu_depthwise_pixel_s8(const int8_t *const *rows, int32_t kh,
             }
             const int8_t *xp = rows[i] + (iw0 + kw_lo) * channels + c;
             const int8_t *wp = weight + (i * kw + kw_lo) * channels + c;
+            if (kw_hi - kw_lo == 3) { /* the interior of a 3-wide kernel, unrolled */
+                MCU_DW_TAP(0);
+                MCU_DW_TAP(channels);
+                MCU_DW_TAP(2 * channels);
+                continue;
+            }
             for (int32_t j = kw_lo; j < kw_hi; ++j) {
                 const uint32_t xv = mcu_load_u32(xp);
                 const uint32_t wv = mcu_load_u32(wp);
@@ -257,6 +278,8 @@ static inline void mcu_depthwise_pixel_s8(const int8_t *const *rows, int32_t kh,
                                          act_max);
     }
 }
+
+#undef MCU_DW_TAP
 
 #endif /* MCU_S8_DSP */
 

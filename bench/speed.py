@@ -1,0 +1,169 @@
+"""Speed benchmark (not a test): instructions per inference of every reference model at int8 on the
+simulated boards, next to CMSIS-NN's figures (issue 7) and the ratio; the fp32 figure and the int8
+speed-up; per-layer instructions for one model; the kernels' code size for one model on M33.
+
+Counts are exact guest instructions from QEMU's TCG plugin (ports/qemu/insn_count.c), the first
+test vector, between mcu_bench_begin/end around the model's run (input/output copies included).
+
+    .venv/bin/python bench/speed.py [--boards mps2-an505,...] [--models small_cnn,...]
+                                    [--layers ds_cnn] [--no-fp32] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import sys
+import warnings
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from mcu.api import CompiledModel, compile_file  # noqa: E402
+from mcu.paths import cache_dir, runtime_dir  # noqa: E402
+
+MODELS = ["small_cnn", "ds_cnn", "mobilenet_v1", "resnet8", "fc_autoencoder"]
+BOARDS = ["mps2-an505", "mps2-an386", "mps3-an547", "mps2-an385"]
+
+# CMSIS-NN 99f736a6, arm-none-eabi-gcc 12.2 -O2, QEMU 7.2 instruction counts (issue 7).
+CMSIS_NN = {
+    "small_cnn": {"mps2-an505": 3_283_341, "mps2-an386": 3_280_007, "mps3-an547": 793_114, "mps2-an385": 4_200_515},
+    "ds_cnn": {"mps2-an505": 7_679_506, "mps2-an386": 7_697_252, "mps3-an547": 1_813_045, "mps2-an385": 10_531_178},
+    "mobilenet_v1": {"mps2-an505": 24_037_043, "mps2-an386": 24_092_349, "mps3-an547": 6_547_062,
+                     "mps2-an385": 31_952_139},
+    "resnet8": {"mps2-an505": 29_933_847, "mps2-an386": 29_847_756, "mps3-an547": 4_908_231,
+                "mps2-an385": 41_844_265},
+    "fc_autoencoder": {"mps2-an505": 579_549, "mps2-an386": 579_266, "mps3-an547": 146_650, "mps2-an385": 952_172},
+}
+# Issue 7's targets: per model at most this ratio to CMSIS-NN, geometric mean at most 0.7 on M33/M4.
+TARGET_RATIO = {"mps2-an505": 0.8, "mps2-an386": 0.8, "mps3-an547": 1.0}
+KERNEL_TEXT_TARGET = 12 * 1024
+
+TRACE_PRELUDE = """/* bench/speed.py: one instruction count per op (MCU_TRACE_OP closes the previous count). */
+#include "mcu/platform.h"
+#define MCU_TRACE_OP(index, name) do { mcu_bench_end(); mcu_bench_begin(); } while (0)
+"""
+
+
+def instructions(cm: CompiledModel) -> int:
+    sim = cm.simulate()
+    if not sim.passed:
+        raise SystemExit(f"{cm.spec.name} on {cm.board.name} ({cm.quantize}) failed:\n{sim.console[-1500:]}")
+    assert sim.instructions is not None
+    return sim.instructions
+
+
+def per_layer(cm: CompiledModel) -> list[tuple[str, str, int]]:
+    """(op name, kernel, instructions) per op, from a build whose MCU_TRACE_OP splits the count."""
+    from mcu.sim.qemu import run_qemu
+    from mcu.toolchain import build_firmware
+
+    files = dict(cm.firmware_sources())
+    model_c = f"{cm.library.prefix}_model.c"
+    files[model_c] = TRACE_PRELUDE + files[model_c]
+    out_dir = cache_dir() / "bench_speed" / cm.board.name / cm.library.prefix
+    src = out_dir / "src"
+    src.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        (src / name).write_text(text)
+    rt = runtime_dir()
+    sources = [src / n for n in files if n.endswith(".c")]
+    sources += [rt / "kernels" / s for s in cm.library.kernel_sources]
+    sources += [rt / s for s in cm.library.runtime_sources]
+    fw = build_firmware(cm.board, sources, [src, rt / "include"], out_dir)
+    counts = run_qemu(cm.board, fw.elf).instructions
+    steps = cm.library.view.steps
+    # counts: [input copy, op 0, op 1, ..., last op + output copy, then the same for the next vectors]
+    per_op = counts[1:len(steps) + 1]
+    return [(s.name, s.call.function, n) for s, n in zip(steps, per_op)]
+
+
+def kernel_text_bytes(cm: CompiledModel) -> tuple[int, dict[str, int]]:
+    """.text bytes of the kernel objects linked into the firmware (input sections in the linker map)."""
+    fw = cm.build()
+    map_path = next(Path(fw.elf).parent.glob("*.map"))
+    body = map_path.read_text(errors="replace").split("Linker script and memory map", 1)[-1]
+    stems = {Path(k).stem for k in cm.library.kernel_sources}
+    sizes: dict[str, int] = {}
+    # ".text.fn 0xaddr 0xsize obj" on one line, or the name alone with the rest on the next line
+    for m in re.finditer(r"^ \.text(?:\.\S*)?\s+0x[0-9a-f]+\s+0x([0-9a-f]+)\s+(\S+)$", body, re.M):
+        stem = Path(m.group(2)).name.split(".")[0]
+        if stem in stems:
+            sizes[stem] = sizes.get(stem, 0) + int(m.group(1), 16)
+    return sum(sizes.values()), sizes
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--boards", default=",".join(BOARDS))
+    parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--layers", default="ds_cnn", help="model for the per-layer table ('' for none)")
+    parser.add_argument("--layers-board", default="mps2-an505")
+    parser.add_argument("--no-fp32", action="store_true", help="skip the fp32 column")
+    parser.add_argument("--json", type=Path, help="also write every figure as JSON")
+    args = parser.parse_args()
+    warnings.filterwarnings("ignore")
+    boards = [b for b in args.boards.split(",") if b]
+    models = [m for m in args.models.split(",") if m]
+    report: dict = {"int8": {}, "fp32": {}, "layers": [], "kernel_text": {}}
+
+    print("int8 instructions per inference (ratio to CMSIS-NN)")
+    print(f"{'model':<16}" + "".join(f"{b:>26}" for b in boards))
+    ratios: dict[str, list[float]] = {b: [] for b in boards}
+    for m in models:
+        row = f"{m:<16}"
+        for b in boards:
+            n = instructions(compile_file(ROOT / "examples" / f"{m}.py", board=b, quantize="int8"))
+            ref = CMSIS_NN[m][b]
+            ratios[b].append(n / ref)
+            report["int8"].setdefault(m, {})[b] = {"instructions": n, "cmsis_nn": ref, "ratio": n / ref}
+            row += f"{n:>14,} ({n / ref:5.2f}x)   "
+        print(row, flush=True)
+    geo = f"{'geomean ratio':<16}"
+    for b in boards:
+        g = math.exp(sum(map(math.log, ratios[b])) / len(ratios[b]))
+        report.setdefault("geomean", {})[b] = g
+        target = TARGET_RATIO.get(b)
+        geo += f"{g:>21.2f}x" + (f" /{target:.1f}" if target else "     ")
+    print(geo)
+
+    if not args.no_fp32:
+        print("\nfp32 instructions per inference and int8 speed-up")
+        print(f"{'model':<16}" + "".join(f"{b:>26}" for b in boards if b != "mps2-an385"))
+        for m in models:
+            row = f"{m:<16}"
+            for b in boards:
+                if b == "mps2-an385":
+                    continue  # no FPU: soft-float fp32 is not a meaningful baseline
+                n = instructions(compile_file(ROOT / "examples" / f"{m}.py", board=b, quantize="none"))
+                i8 = report["int8"][m][b]["instructions"]
+                report["fp32"].setdefault(m, {})[b] = {"instructions": n, "int8_speedup": n / i8}
+                row += f"{n:>14,} ({n / i8:5.2f}x)   "
+            print(row, flush=True)
+
+    if args.layers:
+        cm = compile_file(ROOT / "examples" / f"{args.layers}.py", board=args.layers_board, quantize="int8")
+        print(f"\nper layer: {args.layers} int8 on {args.layers_board}")
+        total = 0
+        for name, fn, n in per_layer(cm):
+            total += n
+            report["layers"].append({"op": name, "kernel": fn, "instructions": n})
+            print(f"  {name:<28} {fn:<34} {n:>12,}")
+        print(f"  {'sum':<63} {total:>12,}")
+
+    cm = compile_file(ROOT / "examples" / "small_cnn.py", board="mps2-an505", quantize="int8")
+    total, sizes = kernel_text_bytes(cm)
+    report["kernel_text"] = {"model": "small_cnn", "board": "mps2-an505", "bytes": total, "by_file": sizes}
+    print(f"\nkernel .text, small_cnn int8 on mps2-an505: {total} B (target <= {KERNEL_TEXT_TARGET} B)")
+    for stem, n in sorted(sizes.items(), key=lambda kv: -kv[1]):
+        print(f"  {stem:<36} {n:>6}")
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
