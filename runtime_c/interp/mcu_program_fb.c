@@ -15,9 +15,19 @@ static uint32_t load(mcu_fb *f, uint64_t pos, uint32_t width)
     if (pos + width > f->n) {
         return fail(f);
     }
-    uint32_t v = 0;
-    memcpy(&v, f->b + pos, width);
-    return v;
+    /* Constant-size copies: single loads, no call to memcpy. */
+    const uint8_t *p = f->b + pos;
+    if (width == 4u) {
+        uint32_t v;
+        memcpy(&v, p, 4);
+        return v;
+    }
+    if (width == 2u) {
+        uint16_t v;
+        memcpy(&v, p, 2);
+        return v;
+    }
+    return p[0];
 }
 
 uint32_t mcu_fb_u32(mcu_fb *f, uint64_t pos)
@@ -25,8 +35,9 @@ uint32_t mcu_fb_u32(mcu_fb *f, uint64_t pos)
     return load(f, pos, 4);
 }
 
-uint32_t mcu_fb_table(mcu_fb *f, uint64_t pos)
+uint32_t mcu_fb_table(mcu_fb *f, uint64_t pos, mcu_fbt *t)
 {
+    memset(t, 0, sizeof(*t));
     if (pos == 0 || (pos & 3u) != 0 || pos + 4 > f->n) {
         return fail(f);
     }
@@ -36,39 +47,34 @@ uint32_t mcu_fb_table(mcu_fb *f, uint64_t pos)
     }
     const uint32_t vt_size = load(f, (uint64_t)vt, 2);
     const uint32_t t_size = load(f, (uint64_t)vt + 2, 2);
-    if (vt_size < 4 || (vt_size & 1u) != 0 || (uint64_t)vt + vt_size > f->n || t_size < 4 ||
-        pos + t_size > f->n) {
+    if (vt_size < 4 || (vt_size & 1u) != 0 || (uint64_t)vt + vt_size > f->n || t_size < 4 || pos + t_size > f->n) {
         return fail(f);
     }
-    return (uint32_t)pos;
+    t->pos = (uint32_t)pos;
+    t->vt = (uint32_t)vt;
+    t->vt_size = vt_size;
+    t->t_size = t_size;
+    return t->pos;
 }
 
-uint32_t mcu_fb_field(mcu_fb *f, uint32_t table, uint32_t slot, uint32_t width)
+uint32_t mcu_fb_field(mcu_fb *f, const mcu_fbt *t, uint32_t slot, uint32_t width)
 {
-    if (table == 0) {
-        return 0;
+    if (4u + 2u * slot + 2u > t->vt_size) {
+        return 0; /* absent (or an absent table, whose vt_size is 0) */
     }
-    const int64_t vt = (int64_t)table - (int32_t)load(f, table, 4);
-    if (vt < 0) {
-        return fail(f);
-    }
-    const uint32_t vt_size = load(f, (uint64_t)vt, 2);
-    if (4u + 2u * slot + 2u > vt_size) {
-        return 0;
-    }
-    const uint32_t voff = load(f, (uint64_t)vt + 4u + 2u * slot, 2);
+    const uint32_t voff = load(f, (uint64_t)t->vt + 4u + 2u * slot, 2);
     if (voff == 0) {
         return 0;
     }
-    if (voff < 4u || voff + width > load(f, (uint64_t)vt + 2, 2)) {
+    if (voff < 4u || voff + width > t->t_size) {
         return fail(f);
     }
-    return table + voff;
+    return t->pos + voff;
 }
 
-uint32_t mcu_fb_scalar(mcu_fb *f, uint32_t table, uint32_t slot, uint32_t width, uint32_t dflt)
+uint32_t mcu_fb_scalar(mcu_fb *f, const mcu_fbt *t, uint32_t slot, uint32_t width, uint32_t dflt)
 {
-    const uint32_t pos = mcu_fb_field(f, table, slot, width);
+    const uint32_t pos = mcu_fb_field(f, t, slot, width);
     return pos == 0 ? dflt : load(f, pos, width);
 }
 
@@ -78,10 +84,10 @@ static uint64_t follow(mcu_fb *f, uint32_t pos)
     return (uint64_t)pos + load(f, pos, 4);
 }
 
-uint32_t mcu_fb_vector(mcu_fb *f, uint32_t table, uint32_t slot, uint32_t elem_size, uint32_t *count)
+uint32_t mcu_fb_vector(mcu_fb *f, const mcu_fbt *t, uint32_t slot, uint32_t elem_size, uint32_t *count)
 {
     *count = 0;
-    const uint32_t pos = mcu_fb_field(f, table, slot, 4);
+    const uint32_t pos = mcu_fb_field(f, t, slot, 4);
     if (pos == 0) {
         return 0;
     }
@@ -97,54 +103,112 @@ uint32_t mcu_fb_vector(mcu_fb *f, uint32_t table, uint32_t slot, uint32_t elem_s
     return (uint32_t)v + 4u;
 }
 
-uint32_t mcu_fb_child(mcu_fb *f, uint32_t table, uint32_t slot)
+uint32_t mcu_fb_child(mcu_fb *f, const mcu_fbt *t, uint32_t slot, mcu_fbt *child)
 {
-    const uint32_t pos = mcu_fb_field(f, table, slot, 4);
-    return pos == 0 ? 0 : mcu_fb_table(f, follow(f, pos));
+    const uint32_t pos = mcu_fb_field(f, t, slot, 4);
+    if (pos == 0) {
+        memset(child, 0, sizeof(*child));
+        return 0;
+    }
+    return mcu_fb_table(f, follow(f, pos), child);
 }
 
-uint32_t mcu_fb_elem_table(mcu_fb *f, uint32_t vector, uint32_t i)
+uint32_t mcu_fb_elem(mcu_fb *f, uint32_t vector, uint32_t count, uint32_t i, mcu_fbt *out)
 {
-    return mcu_fb_table(f, follow(f, vector + 4u * i));
+    if (i >= count) {
+        memset(out, 0, sizeof(*out));
+        return fail(f);
+    }
+    return mcu_fb_table(f, follow(f, vector + 4u * i), out);
 }
 
-const char *mcu_fb_string(mcu_fb *f, uint32_t table, uint32_t slot)
+uint32_t mcu_fb_table_at(mcu_fb *f, const mcu_fbt *t, uint32_t slot, uint32_t i, mcu_fbt *out)
 {
     uint32_t n;
-    const uint32_t s = mcu_fb_vector(f, table, slot, 1, &n);
-    if (s == 0 || (uint64_t)s + n >= f->n || f->b[s + n] != 0) {
-        if (s != 0) {
-            fail(f);
-        }
+    const uint32_t v = mcu_fb_vector(f, t, slot, 4, &n);
+    return mcu_fb_elem(f, v, n, i, out);
+}
+
+const char *mcu_fb_string(mcu_fb *f, const mcu_fbt *t, uint32_t slot)
+{
+    uint32_t n;
+    const uint32_t s = mcu_fb_vector(f, t, slot, 1, &n);
+    if (s == 0) {
+        return "";
+    }
+    if ((uint64_t)s + n >= f->n || f->b[s + n] != 0) {
+        fail(f);
         return "";
     }
     return (const char *)(f->b + s);
 }
 
-uint32_t mcu_fb_table_at(mcu_fb *f, uint32_t table, uint32_t slot, uint32_t i)
+uint32_t mcu_fb_u32_at(mcu_fb *f, const mcu_fbt *t, uint32_t slot, uint32_t i)
 {
     uint32_t n;
-    const uint32_t v = mcu_fb_vector(f, table, slot, 4, &n);
-    return i < n ? mcu_fb_elem_table(f, v, i) : fail(f);
-}
-
-uint32_t mcu_fb_u32_at(mcu_fb *f, uint32_t table, uint32_t slot, uint32_t i)
-{
-    uint32_t n;
-    const uint32_t v = mcu_fb_vector(f, table, slot, 4, &n);
+    const uint32_t v = mcu_fb_vector(f, t, slot, 4, &n);
     return i < n ? load(f, (uint64_t)v + 4u * i, 4) : MCU_FB_ABSENT_INDEX;
 }
 
-void mcu_program_reader(const mcu_program *p, mcu_fb *f)
+void mcu_program_reader(const mcu_program *p, mcu_fb *f, mcu_fbt *root)
 {
     f->b = p->fb;
     f->n = p->fb_size;
     f->bad = 0;
+    mcu_fb_table(f, p->root, root);
 }
 
-uint32_t mcu_program_method_table(mcu_fb *f, const mcu_program *p, uint32_t method)
+uint32_t mcu_program_method_table(mcu_fb *f, const mcu_program *p, uint32_t method, mcu_fbt *m)
 {
-    return method < p->n_methods ? mcu_fb_table_at(f, p->root, MCU_PROGRAM_METHODS, method) : 0;
+    mcu_fbt root;
+    mcu_fb_table(f, p->root, &root);
+    if (method >= p->n_methods) {
+        memset(m, 0, sizeof(*m));
+        return 0;
+    }
+    return mcu_fb_table_at(f, &root, MCU_PROGRAM_METHODS, method, m);
+}
+
+void mcu_program_tensor(mcu_fb *f, const mcu_fbt *method, uint32_t id, mcu_fbt *t, mcu_program_tensor_desc *d)
+{
+    mcu_fb_table_at(f, method, MCU_METHOD_TENSORS, id, t);
+    mcu_program_tensor_fields(f, t, d);
+}
+
+void mcu_program_tensor_fields(mcu_fb *f, const mcu_fbt *t, mcu_program_tensor_desc *d)
+{
+    d->dtype = mcu_fb_scalar(f, t, MCU_TENSOR_DTYPE, 1, 0);
+    d->placement = mcu_fb_scalar(f, t, MCU_TENSOR_PLACEMENT, 1, 0);
+    d->index = mcu_fb_scalar(f, t, MCU_TENSOR_INDEX, 4, 0);
+    d->offset = mcu_fb_scalar(f, t, MCU_TENSOR_OFFSET, 4, 0);
+    d->nbytes = mcu_fb_scalar(f, t, MCU_TENSOR_NBYTES, 4, 0);
+}
+
+mcu_status mcu_program_segment(mcu_fb *f, const mcu_program *q, uint32_t index, const uint8_t **data,
+                               uint32_t *size)
+{
+    mcu_fbt root;
+    uint32_t n;
+    mcu_fb_table(f, q->root, &root);
+    const uint32_t v = mcu_fb_vector(f, &root, MCU_PROGRAM_SEGMENTS, 4, &n);
+    return mcu_program_segment_in(f, q, v, n, index, data, size);
+}
+
+mcu_status mcu_program_segment_in(mcu_fb *f, const mcu_program *q, uint32_t vector, uint32_t count, uint32_t index,
+                                  const uint8_t **data, uint32_t *size)
+{
+    mcu_fbt s;
+    mcu_fb_elem(f, vector, count, index, &s);
+    const uint32_t location = mcu_fb_scalar(f, &s, MCU_SEGMENT_LOCATION, 1, 0);
+    const uint32_t offset = mcu_fb_scalar(f, &s, MCU_SEGMENT_OFFSET, 4, 0);
+    *size = mcu_fb_scalar(f, &s, MCU_SEGMENT_SIZE, 4, 0);
+    const uint8_t *base = location == MCU_SEGMENT_INLINE ? q->data : q->weights;
+    const uint32_t limit = location == MCU_SEGMENT_INLINE ? q->data_size : q->weights_size;
+    MCU_REQUIRE(!f->bad && location <= MCU_SEGMENT_EXTERNAL && base != NULL && offset % MCU_PROGRAM_ALIGN == 0 &&
+                    (uint64_t)offset + *size <= limit,
+                MCU_ERR_PROGRAM_INVALID);
+    *data = base + offset;
+    return MCU_OK;
 }
 
 int mcu_program_streq(const char *a, const char *b)

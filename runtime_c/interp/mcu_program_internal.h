@@ -1,11 +1,13 @@
 /* Internal to the program interpreter: a bounds-checked flatbuffer reader and
  * the field ids of runtime_c/schema/program.fbs.
  *
- * Every read goes through mcu_fb_* and is checked against the flatbuffer's
- * size; a read out of bounds, a misaligned table or vector, or an offset
- * that overflows sets the reader's sticky `bad` flag and yields 0, so code
- * can read a whole structure and test `bad` once. Position 0 holds the root
- * offset, so no table or vector can start there: 0 doubles as "absent". */
+ * mcu_fb_table() validates a table once (alignment, vtable and table inside
+ * the buffer) and keeps its vtable position and sizes, so field reads after
+ * that are two range checks. A read out of bounds, a misaligned table or
+ * vector, or an offset that overflows sets the reader's sticky `bad` flag and
+ * yields 0 (an absent table: pos 0, no fields), so code can read a whole
+ * structure and test `bad` once. Position 0 holds the root offset, so no
+ * table or vector starts there: 0 doubles as "absent". */
 #ifndef MCU_PROGRAM_INTERNAL_H
 #define MCU_PROGRAM_INTERNAL_H
 
@@ -22,6 +24,14 @@ typedef struct {
     uint32_t n;
     int bad;
 } mcu_fb;
+
+/** A validated table (pos 0: absent). */
+typedef struct {
+    uint32_t pos;
+    uint32_t vt;
+    uint32_t vt_size;
+    uint32_t t_size;
+} mcu_fbt;
 
 /* Field ids (declaration order in program.fbs). */
 enum { MCU_QUANT_SCALE, MCU_QUANT_ZERO_POINT, MCU_QUANT_AXIS };
@@ -49,30 +59,30 @@ enum { MCU_SEGMENT_INLINE = 0, MCU_SEGMENT_EXTERNAL = 1 };
 #define MCU_FB_ABSENT_INDEX 0xFFFFFFFFu
 
 uint32_t mcu_fb_u32(mcu_fb *f, uint64_t pos);
-/** Validate the table at `pos` (alignment, vtable bounds); 0 if invalid. */
-uint32_t mcu_fb_table(mcu_fb *f, uint64_t pos);
+/** Validate the table at `pos` into `t`; returns t->pos (0 and bad when invalid). */
+uint32_t mcu_fb_table(mcu_fb *f, uint64_t pos, mcu_fbt *t);
 /** Position of field `slot` (`width` bytes) of a table, 0 when absent. */
-uint32_t mcu_fb_field(mcu_fb *f, uint32_t table, uint32_t slot, uint32_t width);
+uint32_t mcu_fb_field(mcu_fb *f, const mcu_fbt *t, uint32_t slot, uint32_t width);
 /** A scalar field of 1, 2 or 4 bytes, zero-extended; `dflt` when absent. */
-uint32_t mcu_fb_scalar(mcu_fb *f, uint32_t table, uint32_t slot, uint32_t width, uint32_t dflt);
+uint32_t mcu_fb_scalar(mcu_fb *f, const mcu_fbt *t, uint32_t slot, uint32_t width, uint32_t dflt);
 /** Position of element 0 of a vector field and its length (0, 0 when absent). */
-uint32_t mcu_fb_vector(mcu_fb *f, uint32_t table, uint32_t slot, uint32_t elem_size, uint32_t *count);
-/** A sub-table field, 0 when absent. */
-uint32_t mcu_fb_child(mcu_fb *f, uint32_t table, uint32_t slot);
-/** Element `i` of a vector of tables (`i` must be below the vector's length). */
-uint32_t mcu_fb_elem_table(mcu_fb *f, uint32_t vector, uint32_t i);
+uint32_t mcu_fb_vector(mcu_fb *f, const mcu_fbt *t, uint32_t slot, uint32_t elem_size, uint32_t *count);
+/** A sub-table field (absent: pos 0). */
+uint32_t mcu_fb_child(mcu_fb *f, const mcu_fbt *t, uint32_t slot, mcu_fbt *child);
+/** Table `i` of a vector of tables at `vector` with `count` elements (bad when `i` is out of range). */
+uint32_t mcu_fb_elem(mcu_fb *f, uint32_t vector, uint32_t count, uint32_t i, mcu_fbt *out);
+/** Table `i` of the vector of tables field `slot` (bad when `i` is out of range). */
+uint32_t mcu_fb_table_at(mcu_fb *f, const mcu_fbt *t, uint32_t slot, uint32_t i, mcu_fbt *out);
 /** A NUL-terminated string field; "" when absent or invalid. */
-const char *mcu_fb_string(mcu_fb *f, uint32_t table, uint32_t slot);
-/** Table `i` of the vector field `slot` of `table`, checking `i` against its length. */
-uint32_t mcu_fb_table_at(mcu_fb *f, uint32_t table, uint32_t slot, uint32_t i);
+const char *mcu_fb_string(mcu_fb *f, const mcu_fbt *t, uint32_t slot);
 /** Element `i` (u32) of the vector field `slot`, MCU_FB_ABSENT_INDEX when out of range. */
-uint32_t mcu_fb_u32_at(mcu_fb *f, uint32_t table, uint32_t slot, uint32_t i);
+uint32_t mcu_fb_u32_at(mcu_fb *f, const mcu_fbt *t, uint32_t slot, uint32_t i);
 
-void mcu_program_reader(const mcu_program *p, mcu_fb *f);
-/** The method table, 0 when `method` is out of range. */
-uint32_t mcu_program_method_table(mcu_fb *f, const mcu_program *p, uint32_t method);
+/** A reader over the program's flatbuffer, and its root table. */
+void mcu_program_reader(const mcu_program *p, mcu_fb *f, mcu_fbt *root);
+/** The method table (pos 0 when `method` is out of range). */
+uint32_t mcu_program_method_table(mcu_fb *f, const mcu_program *p, uint32_t method, mcu_fbt *m);
 int mcu_program_streq(const char *a, const char *b);
-
 uint32_t mcu_dtype_size(uint32_t dtype);
 
 /** Where a tensor lives and how large it is (fields as in program.fbs). */
@@ -84,12 +94,18 @@ typedef struct {
     uint32_t nbytes;
 } mcu_program_tensor_desc;
 
-void mcu_program_tensor(mcu_fb *f, const mcu_program *q, uint32_t tensor, mcu_program_tensor_desc *d);
+/** Tensor `id` of a method (bad when out of range). */
+void mcu_program_tensor(mcu_fb *f, const mcu_fbt *method, uint32_t id, mcu_fbt *t, mcu_program_tensor_desc *d);
 /** Segment `index`: bounds and alignment checked against the inline or external data. */
 mcu_status mcu_program_segment(mcu_fb *f, const mcu_program *q, uint32_t index, const uint8_t **data,
                                uint32_t *size);
+/** The same with the segments vector already found (`vector`, `count`). */
+mcu_status mcu_program_segment_in(mcu_fb *f, const mcu_program *q, uint32_t vector, uint32_t count, uint32_t index,
+                                  const uint8_t **data, uint32_t *size);
+/** Read the placement fields of a tensor table. */
+void mcu_program_tensor_fields(mcu_fb *f, const mcu_fbt *t, mcu_program_tensor_desc *d);
 
-/** Verify one instruction's operands and params; see mcu_program_kernels.c. */
+/** An operand as the kernel checks see it. */
 typedef struct {
     uint32_t dtype;
     uint32_t nbytes;
@@ -97,6 +113,7 @@ typedef struct {
     uint32_t present;
 } mcu_operand_desc;
 
+/** Verify one instruction's operand dtypes, param count and operand sizes (mcu_program_kernels.c). */
 mcu_status mcu_program_check_kernel(uint32_t kernel, const mcu_operand_desc *ops, uint32_t n_ops,
                                     const int32_t *params, uint32_t n_params);
 /** Call the kernel; operands and params already verified. */

@@ -141,88 +141,93 @@ _Static_assert(sizeof(mcu_pool2d_s8_params) == 16 * 4, "pool2d_s8 params layout"
 _Static_assert(sizeof(mcu_mean_hw_s8_params) == 10 * 4, "mean_hw_s8 params layout");
 _Static_assert(sizeof(mcu_softmax_s8_params) == 6 * 4, "softmax_s8 params layout");
 
-/* Operand signature letters: F float32, B int8, I int32, X the output's
- * dtype; lower case: may be absent (-1). Concat has its own rule. The int8
- * matmul kernels' sixth operand is their scratch buffer (mcu_context). */
+/* Operand signatures: F float32, B int8, I int32, X the output's dtype;
+ * lower case: may be absent (-1). Concat has its own rule. The int8 matmul
+ * kernels' sixth operand is their scratch buffer (mcu_context). */
+enum { S_NONE, S_FFFF_BIAS, S_FF, S_FFF, S_FFFF, S_XX, S_MATMUL_S8, S_BBB, S_BB, S_FB, S_BF };
+static const char SIGS[][8] = {"", "FFfF", "FF", "FFF", "FFFF", "XX", "BBiIIbB", "BBB", "BB", "FB", "BF"};
+
+/* Param words and signature of each kernel id; bit 7 of `sig`: in this build. */
 typedef struct {
-    uint8_t enabled;
     uint8_t n_params;
-    char sig[8];
+    uint8_t sig;
 } mcu_kernel_desc;
 
-#define K(id, has, n, s) [id] = {has, n, s}
+#define K(id, has, n, s) [id] = {n, (uint8_t)((s) | ((has) ? 0x80 : 0))}
 static const mcu_kernel_desc KERNELS[MCU_K_COUNT] = {
-    K(MCU_K_CONV2D_F32, MCU_PROGRAM_HAS_CONV2D_F32, 19, "FFfF"),
-    K(MCU_K_LINEAR_F32, MCU_PROGRAM_HAS_LINEAR_F32, 5, "FFfF"),
-    K(MCU_K_MAX_POOL2D_F32, MCU_PROGRAM_HAS_MAX_POOL2D_F32, 22, "FF"),
-    K(MCU_K_AVG_POOL2D_F32, MCU_PROGRAM_HAS_AVG_POOL2D_F32, 22, "FF"),
-    K(MCU_K_MEAN_HW_F32, MCU_PROGRAM_HAS_MEAN_HW_F32, 4, "FF"),
-    K(MCU_K_ADD_F32, MCU_PROGRAM_HAS_ADD_F32, 21, "FFF"),
-    K(MCU_K_SUB_F32, MCU_PROGRAM_HAS_SUB_F32, 21, "FFF"),
-    K(MCU_K_MUL_F32, MCU_PROGRAM_HAS_MUL_F32, 21, "FFF"),
-    K(MCU_K_DIV_F32, MCU_PROGRAM_HAS_DIV_F32, 21, "FFF"),
-    K(MCU_K_CLAMP_F32, MCU_PROGRAM_HAS_CLAMP_F32, 3, "FF"),
-    K(MCU_K_SIGMOID_F32, MCU_PROGRAM_HAS_SIGMOID_F32, 1, "FF"),
-    K(MCU_K_TANH_F32, MCU_PROGRAM_HAS_TANH_F32, 1, "FF"),
-    K(MCU_K_HARDSWISH_F32, MCU_PROGRAM_HAS_HARDSWISH_F32, 1, "FF"),
-    K(MCU_K_SOFTMAX_F32, MCU_PROGRAM_HAS_SOFTMAX_F32, 3, "FF"),
-    K(MCU_K_BATCH_NORM_F32, MCU_PROGRAM_HAS_BATCH_NORM_F32, 3, "FFFF"),
-    K(MCU_K_PERMUTE, MCU_PROGRAM_HAS_PERMUTE, 13, "XX"),
-    K(MCU_K_CONCAT, MCU_PROGRAM_HAS_CONCAT, 0, ""),
-    K(MCU_K_PAD, MCU_PROGRAM_HAS_PAD, 20, "XX"),
-    K(MCU_K_CONV2D_S8, MCU_PROGRAM_HAS_CONV2D_S8, 21, "BBiIIbB"),
-    K(MCU_K_DEPTHWISE_CONV2D_S8, MCU_PROGRAM_HAS_DEPTHWISE_CONV2D_S8, 21, "BBiIIbB"),
-    K(MCU_K_LINEAR_S8, MCU_PROGRAM_HAS_LINEAR_S8, 7, "BBiIIbB"),
-    K(MCU_K_ADD_S8, MCU_PROGRAM_HAS_ADD_S8, 31, "BBB"),
-    K(MCU_K_SUB_S8, MCU_PROGRAM_HAS_SUB_S8, 31, "BBB"),
-    K(MCU_K_MUL_S8, MCU_PROGRAM_HAS_MUL_S8, 31, "BBB"),
-    K(MCU_K_MAX_POOL2D_S8, MCU_PROGRAM_HAS_MAX_POOL2D_S8, 16, "BB"),
-    K(MCU_K_AVG_POOL2D_S8, MCU_PROGRAM_HAS_AVG_POOL2D_S8, 16, "BB"),
-    K(MCU_K_MEAN_HW_S8, MCU_PROGRAM_HAS_MEAN_HW_S8, 10, "BB"),
-    K(MCU_K_SOFTMAX_S8, MCU_PROGRAM_HAS_SOFTMAX_S8, 6, "BB"),
-    K(MCU_K_LUT_S8, MCU_PROGRAM_HAS_LUT_S8, 1, "BBB"),
-    K(MCU_K_REQUANTIZE_S8, MCU_PROGRAM_HAS_REQUANTIZE_S8, 7, "BB"),
-    K(MCU_K_CLAMP_S8, MCU_PROGRAM_HAS_CLAMP_S8, 3, "BB"),
-    K(MCU_K_QUANTIZE_F32_S8, MCU_PROGRAM_HAS_QUANTIZE_F32_S8, 3, "FB"),
-    K(MCU_K_DEQUANTIZE_S8_F32, MCU_PROGRAM_HAS_DEQUANTIZE_S8_F32, 3, "BF"),
-    K(MCU_K_CONV2D_1X1_S8, MCU_PROGRAM_HAS_CONV2D_1X1_S8, 21, "BBiIIbB"),
-    K(MCU_K_DEPTHWISE_CONV2D_S8_INPLACE, MCU_PROGRAM_HAS_DEPTHWISE_CONV2D_S8_INPLACE, 21, "BBiIIbB"),
+    K(MCU_K_CONV2D_F32, MCU_PROGRAM_HAS_CONV2D_F32, 19, S_FFFF_BIAS),
+    K(MCU_K_LINEAR_F32, MCU_PROGRAM_HAS_LINEAR_F32, 5, S_FFFF_BIAS),
+    K(MCU_K_MAX_POOL2D_F32, MCU_PROGRAM_HAS_MAX_POOL2D_F32, 22, S_FF),
+    K(MCU_K_AVG_POOL2D_F32, MCU_PROGRAM_HAS_AVG_POOL2D_F32, 22, S_FF),
+    K(MCU_K_MEAN_HW_F32, MCU_PROGRAM_HAS_MEAN_HW_F32, 4, S_FF),
+    K(MCU_K_ADD_F32, MCU_PROGRAM_HAS_ADD_F32, 21, S_FFF),
+    K(MCU_K_SUB_F32, MCU_PROGRAM_HAS_SUB_F32, 21, S_FFF),
+    K(MCU_K_MUL_F32, MCU_PROGRAM_HAS_MUL_F32, 21, S_FFF),
+    K(MCU_K_DIV_F32, MCU_PROGRAM_HAS_DIV_F32, 21, S_FFF),
+    K(MCU_K_CLAMP_F32, MCU_PROGRAM_HAS_CLAMP_F32, 3, S_FF),
+    K(MCU_K_SIGMOID_F32, MCU_PROGRAM_HAS_SIGMOID_F32, 1, S_FF),
+    K(MCU_K_TANH_F32, MCU_PROGRAM_HAS_TANH_F32, 1, S_FF),
+    K(MCU_K_HARDSWISH_F32, MCU_PROGRAM_HAS_HARDSWISH_F32, 1, S_FF),
+    K(MCU_K_SOFTMAX_F32, MCU_PROGRAM_HAS_SOFTMAX_F32, 3, S_FF),
+    K(MCU_K_BATCH_NORM_F32, MCU_PROGRAM_HAS_BATCH_NORM_F32, 3, S_FFFF),
+    K(MCU_K_PERMUTE, MCU_PROGRAM_HAS_PERMUTE, 13, S_XX),
+    K(MCU_K_CONCAT, MCU_PROGRAM_HAS_CONCAT, 0, S_NONE),
+    K(MCU_K_PAD, MCU_PROGRAM_HAS_PAD, 20, S_XX),
+    K(MCU_K_CONV2D_S8, MCU_PROGRAM_HAS_CONV2D_S8, 21, S_MATMUL_S8),
+    K(MCU_K_DEPTHWISE_CONV2D_S8, MCU_PROGRAM_HAS_DEPTHWISE_CONV2D_S8, 21, S_MATMUL_S8),
+    K(MCU_K_LINEAR_S8, MCU_PROGRAM_HAS_LINEAR_S8, 7, S_MATMUL_S8),
+    K(MCU_K_ADD_S8, MCU_PROGRAM_HAS_ADD_S8, 31, S_BBB),
+    K(MCU_K_SUB_S8, MCU_PROGRAM_HAS_SUB_S8, 31, S_BBB),
+    K(MCU_K_MUL_S8, MCU_PROGRAM_HAS_MUL_S8, 31, S_BBB),
+    K(MCU_K_MAX_POOL2D_S8, MCU_PROGRAM_HAS_MAX_POOL2D_S8, 16, S_BB),
+    K(MCU_K_AVG_POOL2D_S8, MCU_PROGRAM_HAS_AVG_POOL2D_S8, 16, S_BB),
+    K(MCU_K_MEAN_HW_S8, MCU_PROGRAM_HAS_MEAN_HW_S8, 10, S_BB),
+    K(MCU_K_SOFTMAX_S8, MCU_PROGRAM_HAS_SOFTMAX_S8, 6, S_BB),
+    K(MCU_K_LUT_S8, MCU_PROGRAM_HAS_LUT_S8, 1, S_BBB),
+    K(MCU_K_REQUANTIZE_S8, MCU_PROGRAM_HAS_REQUANTIZE_S8, 7, S_BB),
+    K(MCU_K_CLAMP_S8, MCU_PROGRAM_HAS_CLAMP_S8, 3, S_BB),
+    K(MCU_K_QUANTIZE_F32_S8, MCU_PROGRAM_HAS_QUANTIZE_F32_S8, 3, S_FB),
+    K(MCU_K_DEQUANTIZE_S8_F32, MCU_PROGRAM_HAS_DEQUANTIZE_S8_F32, 3, S_BF),
+    K(MCU_K_CONV2D_1X1_S8, MCU_PROGRAM_HAS_CONV2D_1X1_S8, 21, S_MATMUL_S8),
+    K(MCU_K_DEPTHWISE_CONV2D_S8_INPLACE, MCU_PROGRAM_HAS_DEPTHWISE_CONV2D_S8_INPLACE, 21, S_MATMUL_S8),
 };
 #undef K
 
-/* Element counts saturate here: above any tensor the verifier accepts
- * (INT32_MAX bytes), and small enough that two of them multiply in 64 bits. */
-#define CAP 0xFFFFFFFFull
+/* Element counts saturate at CAP, above any tensor the verifier accepts
+ * (INT32_MAX bytes), so a saturated count never fits an operand. */
+#define CAP 0xFFFFFFFFu
 
-static uint64_t mulcap(uint64_t a, int64_t b)
+static uint32_t mulcap(uint32_t a, int32_t b)
 {
-    if (b < 0) {
-        return CAP;
-    }
-    const uint64_t r = a * ((uint64_t)b > CAP ? CAP : (uint64_t)b);
-    return r > CAP ? CAP : r;
+    const uint64_t r = (uint64_t)a * (uint32_t)(b < 0 ? 0x7FFFFFFF : b);
+    return b < 0 || r > CAP ? CAP : (uint32_t)r;
 }
 
-static uint64_t prod(const int32_t *dims, int32_t n)
+static uint32_t prod(const int32_t *dims, int32_t n)
 {
-    uint64_t r = 1;
+    uint32_t r = 1;
     for (int32_t i = 0; i < n; ++i) {
         r = mulcap(r, dims[i]);
     }
     return r;
 }
 
-/* Elements a strided operand spans: 1 + sum((shape - 1) * stride). */
-static uint64_t extent(const int32_t *shape, const int32_t *strides, int32_t rank)
+static uint32_t ceil_div(uint32_t a, uint32_t b)
 {
-    uint64_t last = 0;
+    return a / b + (a % b != 0u);
+}
+
+/* Elements a strided operand spans: 1 + sum((shape - 1) * stride). */
+static uint32_t extent(const int32_t *shape, const int32_t *strides, int32_t rank)
+{
+    uint64_t last = 1;
     for (int32_t i = 0; i < rank; ++i) {
         if (shape[i] < 1 || strides[i] < 0) {
             return CAP;
         }
-        last += mulcap((uint64_t)shape[i] - 1u, strides[i]);
+        last += mulcap((uint32_t)shape[i] - 1u, strides[i]);
     }
-    return last + 1u;
+    return last > CAP ? CAP : (uint32_t)last;
 }
 
 mcu_status mcu_program_check_kernel(uint32_t kernel, const mcu_operand_desc *ops, uint32_t n_ops,
@@ -231,15 +236,16 @@ mcu_status mcu_program_check_kernel(uint32_t kernel, const mcu_operand_desc *ops
     MCU_REQUIRE(kernel != 0 && kernel < MCU_K_COUNT && n_ops >= 2 && n_ops <= MCU_PROGRAM_MAX_OPERANDS,
                 MCU_ERR_PROGRAM_INVALID);
     const mcu_kernel_desc *d = &KERNELS[kernel];
-    MCU_REQUIRE(d->enabled, MCU_ERR_UNSUPPORTED);
+    MCU_REQUIRE((d->sig & 0x80u) != 0, MCU_ERR_UNSUPPORTED);
+    const char *sig = SIGS[d->sig & 0x7Fu];
     const int concat = kernel == MCU_K_CONCAT;
-    MCU_REQUIRE(concat ? n_params == n_ops : (n_params == d->n_params && d->sig[n_ops - 1] != '\0' &&
-                                                 d->sig[n_ops] == '\0'),
+    MCU_REQUIRE(concat ? n_params == n_ops : (n_params == d->n_params && sig[n_ops - 1] != '\0' &&
+                                                 sig[n_ops] == '\0'),
                 MCU_ERR_PROGRAM_INVALID);
     const mcu_operand_desc *out = &ops[n_ops - 1];
     MCU_REQUIRE(out->present && !out->constant, MCU_ERR_PROGRAM_INVALID);
     for (uint32_t i = 0; i < n_ops; ++i) {
-        const char c = concat ? 'X' : d->sig[i];
+        const char c = concat ? 'X' : sig[i];
         if (!ops[i].present) {
             MCU_REQUIRE(c == 'f' || c == 'i' || c == 'b', MCU_ERR_PROGRAM_INVALID);
             continue;
@@ -252,7 +258,7 @@ mcu_status mcu_program_check_kernel(uint32_t kernel, const mcu_operand_desc *ops
     }
 
     /* Elements each operand must hold for the kernel's accesses. */
-    uint64_t need[MCU_PROGRAM_MAX_OPERANDS] = {0};
+    uint32_t need[MCU_PROGRAM_MAX_OPERANDS] = {0};
     const uint32_t last = n_ops - 1;
     switch (kernel) {
     case MCU_K_CONV2D_F32:
@@ -328,10 +334,11 @@ mcu_status mcu_program_check_kernel(uint32_t kernel, const mcu_operand_desc *ops
         break;
     case MCU_K_PAD: {
         MCU_REQUIRE(p[0] >= 1 && p[0] <= MCU_MAX_DIMS, MCU_ERR_PROGRAM_INVALID);
-        uint64_t out_count = 1;
+        uint32_t out_count = 1;
         for (int32_t i = 0; i < p[0]; ++i) {
-            MCU_REQUIRE(p[7 + i] >= 0 && p[13 + i] >= 0, MCU_ERR_PROGRAM_INVALID);
-            out_count = mulcap(out_count, (int64_t)p[1 + i] + p[7 + i] + p[13 + i]);
+            const int64_t dim = (int64_t)p[1 + i] + p[7 + i] + p[13 + i];
+            MCU_REQUIRE(p[7 + i] >= 0 && p[13 + i] >= 0 && dim <= INT32_MAX, MCU_ERR_PROGRAM_INVALID);
+            out_count = mulcap(out_count, (int32_t)dim);
         }
         need[0] = prod(p + 1, p[0]);
         need[1] = out_count;
@@ -339,15 +346,15 @@ mcu_status mcu_program_check_kernel(uint32_t kernel, const mcu_operand_desc *ops
     }
     case MCU_K_CONCAT: {
         /* Params are bytes here: outer, then one chunk per input. */
-        const uint64_t esize = mcu_dtype_size(out->dtype);
-        uint64_t row = 0;
+        const uint32_t esize = mcu_dtype_size(out->dtype);
+        uint32_t row = 0;
         MCU_REQUIRE(p[0] >= 1, MCU_ERR_PROGRAM_INVALID);
         for (uint32_t i = 0; i < last; ++i) {
-            MCU_REQUIRE(p[1 + i] >= 0, MCU_ERR_PROGRAM_INVALID);
-            row += (uint64_t)p[1 + i];
-            need[i] = (mulcap((uint64_t)p[0], p[1 + i]) + esize - 1u) / esize;
+            MCU_REQUIRE(p[1 + i] >= 0 && row + (uint32_t)p[1 + i] >= row, MCU_ERR_PROGRAM_INVALID);
+            row += (uint32_t)p[1 + i];
+            need[i] = ceil_div(mulcap((uint32_t)p[0], p[1 + i]), esize);
         }
-        need[last] = (mulcap(row, p[0]) + esize - 1u) / esize;
+        need[last] = ceil_div(mulcap(row, p[0]), esize);
         break;
     }
     default: /* the elementwise kernels: params[0] is the element count */
@@ -355,7 +362,7 @@ mcu_status mcu_program_check_kernel(uint32_t kernel, const mcu_operand_desc *ops
         break;
     }
     for (uint32_t i = 0; i < n_ops; ++i) {
-        MCU_REQUIRE(!ops[i].present || need[i] * mcu_dtype_size(ops[i].dtype) <= ops[i].nbytes,
+        MCU_REQUIRE(!ops[i].present || (uint64_t)need[i] * mcu_dtype_size(ops[i].dtype) <= ops[i].nbytes,
                     MCU_ERR_PROGRAM_INVALID);
     }
     return MCU_OK;

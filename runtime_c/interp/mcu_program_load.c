@@ -81,16 +81,18 @@ static const mcu_delegate *find_backend(const mcu_program *q, const char *id)
     return NULL;
 }
 
-static mcu_status verify_tensor(mcu_fb *f, const mcu_program *q, uint32_t t, const uint32_t *arenas,
-                                uint32_t n_arenas)
+static mcu_status verify_tensor(mcu_fb *f, const mcu_program *q, const mcu_fbt *m, uint32_t id,
+                                const uint32_t *arenas, uint32_t n_arenas)
 {
+    mcu_fbt t, quant;
     mcu_program_tensor_desc d;
-    mcu_program_tensor(f, q, t, &d);
+    mcu_program_tensor(f, m, id, &t, &d);
     const uint32_t esize = mcu_dtype_size(d.dtype);
     uint32_t rank, n_order;
-    const uint32_t shape = mcu_fb_vector(f, t, MCU_TENSOR_SHAPE, 4, &rank);
-    const uint32_t order = mcu_fb_vector(f, t, MCU_TENSOR_DIM_ORDER, 1, &n_order);
-    MCU_REQUIRE(esize != 0 && rank <= MCU_PROGRAM_MAX_RANK && n_order == rank, MCU_ERR_PROGRAM_INVALID);
+    const uint32_t shape = mcu_fb_vector(f, &t, MCU_TENSOR_SHAPE, 4, &rank);
+    const uint32_t order = mcu_fb_vector(f, &t, MCU_TENSOR_DIM_ORDER, 1, &n_order);
+    (void)mcu_fb_string(f, &t, MCU_TENSOR_NAME);
+    MCU_REQUIRE(!f->bad && esize != 0 && rank <= MCU_PROGRAM_MAX_RANK && n_order == rank, MCU_ERR_PROGRAM_INVALID);
     uint64_t bytes = esize;
     uint32_t seen = 0;
     for (uint32_t i = 0; i < rank; ++i) {
@@ -104,39 +106,36 @@ static mcu_status verify_tensor(mcu_fb *f, const mcu_program *q, uint32_t t, con
         }
     }
     MCU_REQUIRE(bytes == d.nbytes && d.offset % esize == 0, MCU_ERR_PROGRAM_INVALID);
-    const uint32_t quant = mcu_fb_child(f, t, MCU_TENSOR_QUANT);
-    if (quant != 0) {
+    if (mcu_fb_child(f, &t, MCU_TENSOR_QUANT, &quant) != 0) {
         uint32_t n_scale, n_zp;
-        mcu_fb_vector(f, quant, MCU_QUANT_SCALE, 4, &n_scale);
-        mcu_fb_vector(f, quant, MCU_QUANT_ZERO_POINT, 4, &n_zp);
-        const int32_t axis = (int32_t)mcu_fb_scalar(f, quant, MCU_QUANT_AXIS, 4, 0xFFFFFFFFu);
-        MCU_REQUIRE(n_scale == n_zp && n_scale >= 1 && axis >= -1 && axis < (int32_t)rank,
-                    MCU_ERR_PROGRAM_INVALID);
+        mcu_fb_vector(f, &quant, MCU_QUANT_SCALE, 4, &n_scale);
+        mcu_fb_vector(f, &quant, MCU_QUANT_ZERO_POINT, 4, &n_zp);
+        const int32_t axis = (int32_t)mcu_fb_scalar(f, &quant, MCU_QUANT_AXIS, 4, 0xFFFFFFFFu);
+        MCU_REQUIRE(n_scale == n_zp && n_scale >= 1 && axis >= -1 && axis < (int32_t)rank, MCU_ERR_PROGRAM_INVALID);
     }
-    uint64_t limit;
+    uint32_t limit;
     if (d.placement == MCU_PLACEMENT_ARENA) {
         MCU_REQUIRE(d.index < n_arenas, MCU_ERR_PROGRAM_INVALID);
         limit = arenas[d.index];
     } else {
         const uint8_t *data;
-        uint32_t seg_size;
-        MCU_REQUIRE(d.placement == MCU_PLACEMENT_CONSTANT &&
-                        mcu_program_segment(f, q, d.index, &data, &seg_size) == MCU_OK,
+        MCU_REQUIRE(d.placement == MCU_PLACEMENT_CONSTANT && mcu_program_segment(f, q, d.index, &data, &limit) == MCU_OK,
                     MCU_ERR_PROGRAM_INVALID);
-        limit = seg_size;
     }
-    MCU_REQUIRE((uint64_t)d.offset + bytes <= limit, MCU_ERR_PROGRAM_INVALID);
-    return f->bad ? MCU_ERR_PROGRAM_INVALID : MCU_OK;
+    MCU_REQUIRE((uint64_t)d.offset + bytes <= limit && !f->bad, MCU_ERR_PROGRAM_INVALID);
+    return MCU_OK;
 }
 
-static mcu_status verify_instruction(mcu_fb *f, const mcu_program *q, uint32_t m, uint32_t insn, uint32_t n_tensors,
+static mcu_status verify_instruction(mcu_fb *f, const mcu_fbt *m, uint32_t index, uint32_t n_tensors,
                                      uint32_t n_program_delegates)
 {
-    const uint32_t kernel = mcu_fb_scalar(f, insn, MCU_INSN_KERNEL, 2, 0);
+    mcu_fbt insn, t;
+    mcu_fb_table_at(f, m, MCU_METHOD_INSTRUCTIONS, index, &insn);
+    const uint32_t kernel = mcu_fb_scalar(f, &insn, MCU_INSN_KERNEL, 2, 0);
     uint32_t n_ops, n_params;
-    const uint32_t ov = mcu_fb_vector(f, insn, MCU_INSN_OPERANDS, 4, &n_ops);
-    const uint32_t pv = mcu_fb_vector(f, insn, MCU_INSN_PARAMS, 4, &n_params);
-    (void)mcu_fb_string(f, insn, MCU_INSN_NAME);
+    const uint32_t ov = mcu_fb_vector(f, &insn, MCU_INSN_OPERANDS, 4, &n_ops);
+    const uint32_t pv = mcu_fb_vector(f, &insn, MCU_INSN_PARAMS, 4, &n_params);
+    (void)mcu_fb_string(f, &insn, MCU_INSN_NAME);
     MCU_REQUIRE(!f->bad && n_ops <= MCU_PROGRAM_MAX_OPERANDS && n_params <= MCU_PROGRAM_MAX_PARAMS,
                 MCU_ERR_PROGRAM_INVALID);
     mcu_operand_desc ops[MCU_PROGRAM_MAX_OPERANDS];
@@ -144,17 +143,15 @@ static mcu_status verify_instruction(mcu_fb *f, const mcu_program *q, uint32_t m
     memcpy(params, f->b + pv, n_params * sizeof(int32_t));
     for (uint32_t i = 0; i < n_ops; ++i) {
         const int32_t id = (int32_t)mcu_fb_u32(f, (uint64_t)ov + 4u * i);
-        ops[i].present = id >= 0;
+        mcu_program_tensor_desc d = {0, 0, 0, 0, 0};
+        MCU_REQUIRE(id >= -1 && id < (int32_t)n_tensors, MCU_ERR_PROGRAM_INVALID);
         if (id >= 0) {
-            MCU_REQUIRE((uint32_t)id < n_tensors, MCU_ERR_PROGRAM_INVALID);
-            mcu_program_tensor_desc d;
-            mcu_program_tensor(f, q, mcu_fb_table_at(f, m, MCU_METHOD_TENSORS, (uint32_t)id), &d);
-            ops[i].dtype = d.dtype;
-            ops[i].nbytes = d.nbytes;
-            ops[i].constant = d.placement != MCU_PLACEMENT_ARENA;
-        } else {
-            MCU_REQUIRE(id == -1, MCU_ERR_PROGRAM_INVALID);
+            mcu_program_tensor(f, m, (uint32_t)id, &t, &d);
         }
+        ops[i].present = id >= 0;
+        ops[i].dtype = d.dtype;
+        ops[i].nbytes = d.nbytes;
+        ops[i].constant = d.placement != MCU_PLACEMENT_ARENA;
     }
     if (kernel != MCU_K_DELEGATE) {
         return mcu_program_check_kernel(kernel, ops, n_ops, params, n_params);
@@ -169,33 +166,36 @@ static mcu_status verify_instruction(mcu_fb *f, const mcu_program *q, uint32_t m
     return MCU_OK;
 }
 
-/* Every element of the u32 vector field `slot` is a tensor id of an arena tensor. */
-static mcu_status verify_io(mcu_fb *f, const mcu_program *q, uint32_t m, uint32_t slot, uint32_t n_tensors,
-                            uint32_t *count)
+/* Every element of the u32 vector field `slot` is the id of an arena tensor; returns the count. */
+static uint32_t verify_io(mcu_fb *f, const mcu_fbt *m, uint32_t slot, uint32_t n_tensors)
 {
-    mcu_fb_vector(f, m, slot, 4, count);
-    for (uint32_t i = 0; i < *count; ++i) {
+    uint32_t n;
+    mcu_fb_vector(f, m, slot, 4, &n);
+    for (uint32_t i = 0; i < n; ++i) {
         const uint32_t id = mcu_fb_u32_at(f, m, slot, i);
-        MCU_REQUIRE(id < n_tensors, MCU_ERR_PROGRAM_INVALID);
+        mcu_fbt t;
         mcu_program_tensor_desc d;
-        mcu_program_tensor(f, q, mcu_fb_table_at(f, m, MCU_METHOD_TENSORS, id), &d);
-        MCU_REQUIRE(d.placement == MCU_PLACEMENT_ARENA, MCU_ERR_PROGRAM_INVALID);
+        mcu_program_tensor(f, m, id < n_tensors ? id : n_tensors, &t, &d);
+        if (d.placement != MCU_PLACEMENT_ARENA) {
+            f->bad = 1;
+        }
     }
-    return f->bad ? MCU_ERR_PROGRAM_INVALID : MCU_OK;
+    return n;
 }
 
-/* Bundled vectors: one segment per input / output, each exactly that tensor's size. */
-static mcu_status verify_bundled(mcu_fb *f, const mcu_program *q, uint32_t method, uint32_t vector)
+/* Bundled vectors: one segment per input and output, each exactly that tensor's size. */
+static mcu_status verify_bundled(mcu_fb *f, const mcu_program *q, uint32_t method, uint32_t vector,
+                                 const uint32_t *n_io)
 {
     for (uint32_t expected = 0; expected < 2; ++expected) {
-        uint32_t n_io;
-        mcu_fb_vector(f, mcu_program_method_table(f, q, method), expected ? MCU_METHOD_OUTPUTS : MCU_METHOD_INPUTS,
-                      4, &n_io);
-        uint32_t n;
-        const uint32_t b = mcu_fb_table_at(f, mcu_program_method_table(f, q, method), MCU_METHOD_BUNDLED, vector);
-        mcu_fb_vector(f, b, expected ? MCU_BUNDLED_EXPECTED : MCU_BUNDLED_INPUTS, 4, &n);
-        MCU_REQUIRE(n == n_io, MCU_ERR_PROGRAM_INVALID);
-        for (uint32_t i = 0; i < n_io; ++i) {
+        mcu_fbt m, b;
+        mcu_program_method_table(f, q, method, &m);
+        mcu_fb_table_at(f, &m, MCU_METHOD_BUNDLED, vector, &b);
+        uint32_t n, n_tol;
+        mcu_fb_vector(f, &b, expected ? MCU_BUNDLED_EXPECTED : MCU_BUNDLED_INPUTS, 4, &n);
+        mcu_fb_vector(f, &b, MCU_BUNDLED_TOLERANCES, 4, &n_tol);
+        MCU_REQUIRE(!f->bad && n == n_io[expected] && (n_tol == 0 || n_tol == n_io[1]), MCU_ERR_PROGRAM_INVALID);
+        for (uint32_t i = 0; i < n; ++i) {
             const uint8_t *data;
             uint32_t size;
             float tol;
@@ -204,45 +204,55 @@ static mcu_status verify_bundled(mcu_fb *f, const mcu_program *q, uint32_t metho
             MCU_CHECK(mcu_program_io(q, method, expected, i, &info));
             MCU_REQUIRE(size == info.nbytes, MCU_ERR_PROGRAM_INVALID);
         }
-        mcu_fb_vector(f, b, MCU_BUNDLED_TOLERANCES, 4, &n);
-        MCU_REQUIRE(expected == 0 || n == 0 || n == n_io, MCU_ERR_PROGRAM_INVALID);
     }
-    return f->bad ? MCU_ERR_PROGRAM_INVALID : MCU_OK;
+    return MCU_OK;
 }
 
 static mcu_status verify_method(mcu_fb *f, const mcu_program *q, uint32_t index, uint32_t n_program_delegates)
 {
-    const uint32_t m = mcu_program_method_table(f, q, index);
-    const char *name = mcu_fb_string(f, m, MCU_METHOD_NAME);
+    mcu_fbt m, other;
+    mcu_program_method_table(f, q, index, &m);
+    const char *name = mcu_fb_string(f, &m, MCU_METHOD_NAME);
     MCU_REQUIRE(!f->bad && name[0] != '\0', MCU_ERR_PROGRAM_INVALID);
     for (uint32_t j = 0; j < index; ++j) {
-        const char *other = mcu_fb_string(f, mcu_program_method_table(f, q, j), MCU_METHOD_NAME);
-        MCU_REQUIRE(!mcu_program_streq(name, other), MCU_ERR_PROGRAM_INVALID);
+        mcu_program_method_table(f, q, j, &other);
+        MCU_REQUIRE(!mcu_program_streq(name, mcu_fb_string(f, &other, MCU_METHOD_NAME)), MCU_ERR_PROGRAM_INVALID);
     }
-    uint32_t n_arenas;
-    const uint32_t av = mcu_fb_vector(f, m, MCU_METHOD_ARENA_SIZES, 4, &n_arenas);
+    uint32_t n_arenas, n_tensors, n;
+    const uint32_t av = mcu_fb_vector(f, &m, MCU_METHOD_ARENA_SIZES, 4, &n_arenas);
     MCU_REQUIRE(n_arenas <= MCU_PROGRAM_MAX_ARENAS, MCU_ERR_PROGRAM_INVALID);
     uint32_t arenas[MCU_PROGRAM_MAX_ARENAS];
     for (uint32_t i = 0; i < n_arenas; ++i) {
         arenas[i] = mcu_fb_u32(f, (uint64_t)av + 4u * i);
         MCU_REQUIRE(arenas[i] <= INT32_MAX, MCU_ERR_PROGRAM_INVALID);
     }
-    uint32_t n_tensors, n;
-    const uint32_t tv = mcu_fb_vector(f, m, MCU_METHOD_TENSORS, 4, &n_tensors);
+    mcu_fb_vector(f, &m, MCU_METHOD_TENSORS, 4, &n_tensors);
     for (uint32_t i = 0; i < n_tensors; ++i) {
-        MCU_CHECK(verify_tensor(f, q, mcu_fb_elem_table(f, tv, i), arenas, n_arenas));
+        MCU_CHECK(verify_tensor(f, q, &m, i, arenas, n_arenas));
     }
-    MCU_CHECK(verify_io(f, q, m, MCU_METHOD_INPUTS, n_tensors, &n));
-    MCU_CHECK(verify_io(f, q, m, MCU_METHOD_OUTPUTS, n_tensors, &n));
-    const uint32_t iv = mcu_fb_vector(f, m, MCU_METHOD_INSTRUCTIONS, 4, &n);
+    const uint32_t n_io[2] = {verify_io(f, &m, MCU_METHOD_INPUTS, n_tensors),
+                              verify_io(f, &m, MCU_METHOD_OUTPUTS, n_tensors)};
+    MCU_REQUIRE(!f->bad, MCU_ERR_PROGRAM_INVALID);
+    mcu_fb_vector(f, &m, MCU_METHOD_INSTRUCTIONS, 4, &n);
     for (uint32_t i = 0; i < n; ++i) {
-        MCU_CHECK(verify_instruction(f, q, m, mcu_fb_elem_table(f, iv, i), n_tensors, n_program_delegates));
+        MCU_CHECK(verify_instruction(f, &m, i, n_tensors, n_program_delegates));
     }
-    mcu_fb_vector(f, m, MCU_METHOD_BUNDLED, 4, &n);
+    mcu_fb_vector(f, &m, MCU_METHOD_BUNDLED, 4, &n);
     for (uint32_t i = 0; i < n; ++i) {
-        MCU_CHECK(verify_bundled(f, q, index, i));
+        MCU_CHECK(verify_bundled(f, q, index, i, n_io));
     }
     return f->bad ? MCU_ERR_PROGRAM_INVALID : MCU_OK;
+}
+
+/* The payload of program delegate `i` and the backend registered for it (NULL if none). */
+static const mcu_delegate *delegate_at(mcu_fb *f, const mcu_program *q, uint32_t i, const uint8_t **data,
+                                       uint32_t *size, mcu_status *status)
+{
+    mcu_fbt root, d;
+    mcu_fb_table(f, q->root, &root);
+    mcu_fb_table_at(f, &root, MCU_PROGRAM_DELEGATES, i, &d);
+    *status = mcu_program_segment(f, q, mcu_fb_scalar(f, &d, MCU_DELEGATE_SEGMENT, 4, 0), data, size);
+    return find_backend(q, mcu_fb_string(f, &d, MCU_DELEGATE_BACKEND));
 }
 
 mcu_status mcu_program_load(mcu_program *program, const void *buffer, uint32_t size,
@@ -266,54 +276,53 @@ mcu_status mcu_program_load(mcu_program *program, const void *buffer, uint32_t s
     q.data_size = h.data_size;
     q.delegates = opt->delegates;
     q.n_delegates = opt->n_delegates;
-    mcu_fb f;
-    mcu_program_reader(&q, &f);
+    mcu_fb f = {q.fb, q.fb_size, 0};
+    mcu_fbt root, ext;
     MCU_REQUIRE(h.fb_size >= 8 && memcmp(q.fb + 4, "MCUP", 4) == 0, MCU_ERR_PROGRAM_INVALID);
-    q.root = mcu_fb_table(&f, mcu_fb_u32(&f, 0));
-    const uint32_t version = mcu_fb_scalar(&f, q.root, MCU_PROGRAM_VERSION_FIELD, 4, 0);
+    q.root = mcu_fb_table(&f, mcu_fb_u32(&f, 0), &root);
+    const uint32_t version = mcu_fb_scalar(&f, &root, MCU_PROGRAM_VERSION_FIELD, 4, 0);
+    (void)mcu_fb_string(&f, &root, MCU_PROGRAM_PRODUCER);
     MCU_REQUIRE(!f.bad, MCU_ERR_PROGRAM_INVALID);
     MCU_REQUIRE(version == MCU_PROGRAM_FORMAT_VERSION, MCU_ERR_PROGRAM_VERSION);
-    (void)mcu_fb_string(&f, q.root, MCU_PROGRAM_PRODUCER);
 
-    const uint32_t ext = mcu_fb_child(&f, q.root, MCU_PROGRAM_EXTERNAL);
-    MCU_REQUIRE(!f.bad && (ext != 0) == ((h.flags & 1u) != 0), MCU_ERR_PROGRAM_INVALID);
-    if (ext != 0) {
-        (void)mcu_fb_string(&f, ext, MCU_WEIGHTS_FILE_NAME);
+    const uint32_t has_ext = mcu_fb_child(&f, &root, MCU_PROGRAM_EXTERNAL, &ext);
+    MCU_REQUIRE(!f.bad && (has_ext != 0) == ((h.flags & 1u) != 0), MCU_ERR_PROGRAM_INVALID);
+    if (has_ext != 0) {
         uint32_t n_id;
-        const uint32_t id = mcu_fb_vector(&f, ext, MCU_WEIGHTS_CONTENT_ID, 1, &n_id);
-        const uint32_t ext_size = mcu_fb_scalar(&f, ext, MCU_WEIGHTS_SIZE, 4, 0);
+        const uint32_t id = mcu_fb_vector(&f, &ext, MCU_WEIGHTS_CONTENT_ID, 1, &n_id);
+        const uint32_t ext_size = mcu_fb_scalar(&f, &ext, MCU_WEIGHTS_SIZE, 4, 0);
+        (void)mcu_fb_string(&f, &ext, MCU_WEIGHTS_FILE_NAME);
         MCU_REQUIRE(!f.bad && n_id == 16, MCU_ERR_PROGRAM_INVALID);
         MCU_REQUIRE(opt->weights != NULL, MCU_ERR_WEIGHTS_MISMATCH);
         const uint8_t *wb = (const uint8_t *)opt->weights;
         MCU_REQUIRE(((uintptr_t)wb % MCU_PROGRAM_ALIGN) == 0, MCU_ERR_INVALID_ARG);
         mcu_file_header wh;
         MCU_CHECK(read_header(wb, opt->weights_size, "MCUW", &wh, opt->flags));
-        MCU_REQUIRE(memcmp(q.fb + id, wh.content_id, 16) == 0 && ext_size == wh.data_size,
-                    MCU_ERR_WEIGHTS_MISMATCH);
+        MCU_REQUIRE(memcmp(q.fb + id, wh.content_id, 16) == 0 && ext_size == wh.data_size, MCU_ERR_WEIGHTS_MISMATCH);
         q.weights = wb + wh.data_offset;
         q.weights_size = wh.data_size;
     }
 
-    uint32_t n;
-    mcu_fb_vector(&f, q.root, MCU_PROGRAM_SEGMENTS, 4, &n);
+    uint32_t n, n_program_delegates;
+    const uint8_t *data;
+    uint32_t seg_size;
+    mcu_fb_vector(&f, &root, MCU_PROGRAM_SEGMENTS, 4, &n);
     for (uint32_t i = 0; i < n; ++i) {
-        const uint8_t *data;
-        uint32_t seg_size;
+        mcu_fbt s;
         MCU_CHECK(mcu_program_segment(&f, &q, i, &data, &seg_size));
-        (void)mcu_fb_string(&f, mcu_fb_table_at(&f, q.root, MCU_PROGRAM_SEGMENTS, i), MCU_SEGMENT_NAME);
+        mcu_fb_table_at(&f, &root, MCU_PROGRAM_SEGMENTS, i, &s);
+        (void)mcu_fb_string(&f, &s, MCU_SEGMENT_NAME);
     }
-    uint32_t n_program_delegates;
-    mcu_fb_vector(&f, q.root, MCU_PROGRAM_DELEGATES, 4, &n_program_delegates);
+    mcu_fb_vector(&f, &root, MCU_PROGRAM_DELEGATES, 4, &n_program_delegates);
     for (uint32_t i = 0; i < n_program_delegates; ++i) {
-        const uint32_t d = mcu_fb_table_at(&f, q.root, MCU_PROGRAM_DELEGATES, i);
-        const uint8_t *data;
-        uint32_t seg_size;
-        MCU_CHECK(mcu_program_segment(&f, &q, mcu_fb_scalar(&f, d, MCU_DELEGATE_SEGMENT, 4, 0), &data, &seg_size));
+        mcu_status status;
+        const mcu_delegate *backend = delegate_at(&f, &q, i, &data, &seg_size, &status);
+        MCU_CHECK(status);
         MCU_REQUIRE(!f.bad, MCU_ERR_PROGRAM_INVALID);
-        MCU_REQUIRE(find_backend(&q, mcu_fb_string(&f, d, MCU_DELEGATE_BACKEND)) != NULL, MCU_ERR_UNSUPPORTED);
+        MCU_REQUIRE(backend != NULL, MCU_ERR_UNSUPPORTED);
     }
 
-    mcu_fb_vector(&f, q.root, MCU_PROGRAM_METHODS, 4, &q.n_methods);
+    mcu_fb_vector(&f, &root, MCU_PROGRAM_METHODS, 4, &q.n_methods);
     MCU_REQUIRE(!f.bad && q.n_methods >= 1 && q.n_methods <= 1024, MCU_ERR_PROGRAM_INVALID);
     for (uint32_t i = 0; i < q.n_methods; ++i) {
         MCU_CHECK(verify_method(&f, &q, i, n_program_delegates));
@@ -322,11 +331,8 @@ mcu_status mcu_program_load(mcu_program *program, const void *buffer, uint32_t s
 
     /* Verified: hand each payload to its backend. */
     for (uint32_t i = 0; i < n_program_delegates; ++i) {
-        const uint32_t d = mcu_fb_table_at(&f, q.root, MCU_PROGRAM_DELEGATES, i);
-        const mcu_delegate *backend = find_backend(&q, mcu_fb_string(&f, d, MCU_DELEGATE_BACKEND));
-        const uint8_t *data;
-        uint32_t seg_size;
-        MCU_CHECK(mcu_program_segment(&f, &q, mcu_fb_scalar(&f, d, MCU_DELEGATE_SEGMENT, 4, 0), &data, &seg_size));
+        mcu_status status;
+        const mcu_delegate *backend = delegate_at(&f, &q, i, &data, &seg_size, &status);
         if (backend->init != NULL) {
             MCU_CHECK(backend->init(backend->context, data, seg_size));
         }
@@ -341,12 +347,15 @@ void mcu_program_unload(mcu_program *program)
         return;
     }
     mcu_fb f;
-    mcu_program_reader(program, &f);
+    mcu_fbt root;
+    mcu_program_reader(program, &f, &root);
     uint32_t n;
-    mcu_fb_vector(&f, program->root, MCU_PROGRAM_DELEGATES, 4, &n);
+    mcu_fb_vector(&f, &root, MCU_PROGRAM_DELEGATES, 4, &n);
     for (uint32_t i = 0; i < n; ++i) {
-        const uint32_t d = mcu_fb_table_at(&f, program->root, MCU_PROGRAM_DELEGATES, i);
-        const mcu_delegate *backend = find_backend(program, mcu_fb_string(&f, d, MCU_DELEGATE_BACKEND));
+        const uint8_t *data;
+        uint32_t size;
+        mcu_status status;
+        const mcu_delegate *backend = delegate_at(&f, program, i, &data, &size, &status);
         if (backend != NULL && backend->destroy != NULL) {
             backend->destroy(backend->context);
         }

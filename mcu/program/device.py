@@ -1,0 +1,220 @@
+"""Firmware mode: the interpreter lives in the firmware, the program in its own flash region.
+
+The board's read-only memory (flash, or the region that holds .rodata) is
+split in three: the firmware's code at the start, then a program region and
+a weights region (for programs written with external weights). The firmware
+is built once per board (or once per kernel set); a new program is written
+to its region without rebuilding it: ``-device loader`` in QEMU, a UF2 of
+just that region for the Pico 2 (:func:`program_uf2`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+import numpy as np
+
+from mcu import __version__
+from mcu.boards import Board, MemoryRegion
+from mcu.console import HarnessReport, parse_harness
+from mcu.emit.c_model import environment
+from mcu.errors import McuError
+from mcu.paths import cache_dir, runtime_dir
+from mcu.program.format import kernel_macro
+from mcu.toolchain import Firmware, build_firmware
+
+FIRMWARE_SHARE = 1 << 20  # bytes of the read-only region kept for the firmware itself (at most half of it)
+RAM_RESERVE = 32 << 10  # RAM left to .data, .bss and the harness besides the arena, output buffer and stack
+PAGE = 4096
+
+
+@dataclass(frozen=True)
+class ProgramLayout:
+    """Where the firmware, the program and its weights live on a board."""
+
+    firmware_board: Board  # the board as the firmware's linker script sees it (read-only region shortened)
+    program: MemoryRegion
+    weights: MemoryRegion
+    arena_bytes: int
+    output_bytes: int
+
+
+def program_layout(board: Board) -> ProgramLayout:
+    rom = board.region_for("rodata")
+    keep = min(FIRMWARE_SHARE, rom.length // 2) // PAGE * PAGE
+    rest = (rom.length - keep) // 2 // PAGE * PAGE
+    program = MemoryRegion("program", rom.origin + keep, rest)
+    weights = MemoryRegion("weights", rom.origin + keep + rest, rom.length - keep - rest)
+    short = dataclasses.replace(rom, length=keep)
+    if rom is board.flash:
+        fw_board = dataclasses.replace(board, flash=short)
+    else:
+        fw_board = dataclasses.replace(board, extra_regions=tuple(short if r is rom else r
+                                                                  for r in board.extra_regions))
+    output_bytes = min(64 << 10, board.ram.length // 32) // 16 * 16
+    arena = (board.ram.length - board.stack_bytes - RAM_RESERVE - output_bytes) // 16 * 16
+    if arena <= 0:
+        raise McuError(f"board {board.name} has too little RAM for the interpreter firmware")
+    return ProgramLayout(fw_board, program, weights, arena, output_bytes)
+
+
+@dataclass(frozen=True)
+class _FirmwareView:
+    board: str
+    version: str
+    region_hex: str
+    region_size: int
+    weights_hex: str
+    weights_size: int
+    arena_bytes: int
+    output_bytes: int
+
+
+def interpreter_sources() -> list[Path]:
+    """The interpreter's own C files (runtime_c/interp)."""
+    return sorted((runtime_dir() / "interp").glob("*.c"))
+
+
+def kernel_sources(functions: Iterable[str] | None = None) -> list[Path]:
+    """Kernel files for these C functions (one public kernel per file), or every kernel."""
+    kdir = runtime_dir() / "kernels"
+    if functions is None:
+        return sorted(kdir.glob("*.c"))
+    return [kdir / f"{f}.c" for f in sorted(set(functions))]
+
+
+def render_main(board: Board) -> str:
+    layout = program_layout(board)
+    view = _FirmwareView(board=board.name, version=__version__, region_hex=f"0x{layout.program.origin:08x}",
+                         region_size=layout.program.length, weights_hex=f"0x{layout.weights.origin:08x}",
+                         weights_size=layout.weights.length, arena_bytes=layout.arena_bytes,
+                         output_bytes=layout.output_bytes)
+    return environment().get_template("program_firmware_main.c.j2").render(f=view)
+
+
+def build_interpreter_firmware(board: Board, kernels: Iterable[str] | None = None,
+                               out_dir: Path | None = None) -> Firmware:
+    """The interpreter firmware for ``board``: every kernel, or only ``kernels`` (C function names)."""
+    layout = program_layout(board)
+    main = render_main(board)
+    subset = None if kernels is None else sorted(set(kernels))
+    defines: dict[str, str | int | None] = {}
+    if subset is not None:
+        defines["MCU_PROGRAM_KERNEL_SUBSET"] = None
+        defines.update({f"MCU_PROGRAM_HAS_{kernel_macro(k)}": 1 for k in subset})
+    if out_dir is None:
+        key = hashlib.sha256((main + repr(subset)).encode()).hexdigest()[:20]
+        out_dir = cache_dir() / "program-firmware" / board.name / key
+    src = Path(out_dir) / "src"
+    src.mkdir(parents=True, exist_ok=True)
+    main_c = src / "program_main.c"
+    if not main_c.exists() or main_c.read_text() != main:
+        main_c.write_text(main)
+    sources = [main_c, *interpreter_sources(), *kernel_sources(subset)]
+    return build_firmware(layout.firmware_board, sources, [], Path(out_dir), name="interpreter", defines=defines)
+
+
+def program_uf2(board: Board, program: bytes, weights: bytes | None = None) -> bytes:
+    """A UF2 that writes only the program (and weights) regions: flash it over an installed firmware."""
+    from mcu.uf2 import encode, pages_from_segments
+
+    if board.uf2_family is None:
+        raise McuError(f"board {board.name} is not flashed with UF2")
+    layout = program_layout(board)
+    _check_fits(layout, program, weights)
+    segments = [(layout.program.origin, program)]
+    if weights is not None:
+        segments.append((layout.weights.origin, weights))
+    return encode(pages_from_segments(segments), board.uf2_family)
+
+
+def _check_fits(layout: ProgramLayout, program: bytes, weights: bytes | None) -> None:
+    if len(program) > layout.program.length:
+        raise McuError(f"program of {len(program)} B does not fit the {layout.program.length} B program region")
+    if weights is not None and len(weights) > layout.weights.length:
+        raise McuError(f"weights of {len(weights)} B do not fit the {layout.weights.length} B weights region")
+
+
+@dataclass
+class ProgramRun:
+    """One run of the interpreter firmware on a simulator."""
+
+    exit_code: int
+    console: str
+    instructions: list[int]  # one count per inference, methods in order
+    methods: dict[str, HarnessReport] = field(default_factory=dict)
+    error: str | None = None  # the firmware's ERROR line about the program, if any
+
+    @property
+    def passed(self) -> bool:
+        return self.exit_code == 0 and "RESULT PASS" in self.console
+
+    def output(self, method: str, vector: int, index: int, dtype: type, count: int) -> np.ndarray:
+        report = self.methods[method]
+        if (vector, index) not in report.outputs:
+            raise McuError(f"the interpreter firmware printed no output {index} of vector {vector} of {method}:\n"
+                           f"{self.console.strip()[-2000:]}")
+        return report.output_array(vector, index, np.dtype(dtype), count)
+
+
+def parse_program_console(text: str) -> tuple[dict[str, HarnessReport], str | None]:
+    """Split the console at METHOD lines and parse each part like the generated-C harness."""
+    sections: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    error = None
+    for line in text.splitlines():
+        line = line.strip("\r")
+        if line.startswith("METHOD "):
+            current = sections.setdefault(line[len("METHOD "):], [])
+        elif line.startswith("ERROR program "):
+            error = line[len("ERROR program "):]
+        elif current is not None:
+            current.append(line)
+    return {name: parse_harness("\n".join(lines)) for name, lines in sections.items()}, error
+
+
+def run_program(board: Board, firmware: Path, program: bytes, weights: bytes | None = None,
+                timeout_s: float = 600.0) -> ProgramRun:
+    """Boot the interpreter firmware in QEMU with ``program`` (and ``weights``) loaded into their regions."""
+    from mcu.sim.qemu import _marker_args, _qemu_opt, build_plugin, find_qemu
+
+    if board.sim_kind != "qemu" or board.qemu_machine is None:
+        raise McuError(f"board '{board.name}' cannot run in QEMU")
+    layout = program_layout(board)
+    _check_fits(layout, program, weights)
+    qemu = find_qemu()
+    plugin = build_plugin()
+    with tempfile.TemporaryDirectory(prefix="mcu-program-") as tmp:
+        prog_path = Path(tmp) / "program.mpk"
+        prog_path.write_bytes(program)
+        counts = Path(tmp) / "instructions.txt"
+        plugin_opt = ",".join([_qemu_opt(str(plugin)), *_marker_args(Path(firmware)), f"out={_qemu_opt(str(counts))}"])
+        cmd = [str(qemu), "-M", board.qemu_machine, "-nographic", "-monitor", "none",
+               "-semihosting-config", "enable=on,target=native", "-kernel", str(firmware),
+               "-device", f"loader,file={prog_path},addr=0x{layout.program.origin:x},force-raw=on",
+               "-plugin", plugin_opt]
+        if weights is not None:
+            w_path = Path(tmp) / "weights.mpw"
+            w_path.write_bytes(weights)
+            cmd[-2:-2] = ["-device", f"loader,file={w_path},addr=0x{layout.weights.origin:x},force-raw=on"]
+        try:
+            proc = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout_s)
+        except subprocess.TimeoutExpired as exc:
+            raise McuError(f"the interpreter firmware did not finish in {timeout_s:g} s on {board.qemu_machine}") \
+                from exc
+        console = proc.stdout.decode("utf-8", "replace")
+        stderr = proc.stderr.decode("utf-8", "replace")
+        if proc.returncode < 0 or any(line.startswith(f"{qemu.name}:") and "warning:" not in line
+                                      for line in stderr.splitlines()):
+            raise McuError(f"QEMU failed running the interpreter firmware (status {proc.returncode}):\n"
+                           + "\n".join(stderr.strip().splitlines()[:6]))
+        instructions = [int(w) for w in counts.read_text().split()] if counts.exists() else []
+    methods, error = parse_program_console(console)
+    return ProgramRun(exit_code=proc.returncode, console=console, instructions=instructions, methods=methods,
+                      error=error)
