@@ -3,6 +3,8 @@
 import torch
 from torch import nn
 
+from _init import randomize_batch_norm
+
 torch.manual_seed(0)
 
 
@@ -25,17 +27,8 @@ class DSCNN(nn.Module):
         return self.classifier(torch.flatten(self.features(x), 1))
 
 
-def _randomize_batch_norm(module: nn.Module) -> None:
-    for m in module.modules():
-        if isinstance(m, nn.BatchNorm2d):
-            m.running_mean.uniform_(-0.5, 0.5)
-            m.running_var.uniform_(0.5, 2.0)
-            m.weight.data.uniform_(0.5, 1.5)
-            m.bias.data.uniform_(-0.2, 0.2)
-
-
 model = DSCNN()
-_randomize_batch_norm(model)
+randomize_batch_norm(model)
 model.eval()
 example_inputs = (torch.randn(1, 1, 49, 10),)
 calibration = [(torch.randn(1, 1, 49, 10),) for _ in range(16)]

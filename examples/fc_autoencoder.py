@@ -3,6 +3,8 @@
 import torch
 from torch import nn
 
+from _init import randomize_batch_norm
+
 torch.manual_seed(0)
 
 SIZES = [640, 128, 128, 128, 128, 8, 128, 128, 128, 128]
@@ -21,17 +23,8 @@ class FCAutoencoder(nn.Module):
         return self.net(x)
 
 
-def _randomize_batch_norm(module: nn.Module) -> None:
-    for m in module.modules():
-        if isinstance(m, nn.BatchNorm1d):
-            m.running_mean.uniform_(-0.5, 0.5)
-            m.running_var.uniform_(0.5, 2.0)
-            m.weight.data.uniform_(0.5, 1.5)
-            m.bias.data.uniform_(-0.2, 0.2)
-
-
 model = FCAutoencoder()
-_randomize_batch_norm(model)
+randomize_batch_norm(model)
 model.eval()
 example_inputs = (torch.randn(1, 640),)
 calibration = [(torch.randn(1, 640),) for _ in range(16)]

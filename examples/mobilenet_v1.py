@@ -3,6 +3,8 @@
 import torch
 from torch import nn
 
+from _init import randomize_batch_norm
+
 torch.manual_seed(0)
 
 
@@ -31,17 +33,8 @@ class MobileNetV1(nn.Module):
         return self.classifier(torch.flatten(self.features(x), 1))
 
 
-def _randomize_batch_norm(module: nn.Module) -> None:
-    for m in module.modules():
-        if isinstance(m, nn.BatchNorm2d):
-            m.running_mean.uniform_(-0.5, 0.5)
-            m.running_var.uniform_(0.5, 2.0)
-            m.weight.data.uniform_(0.5, 1.5)
-            m.bias.data.uniform_(-0.2, 0.2)
-
-
 model = MobileNetV1()
-_randomize_batch_norm(model)
+randomize_batch_norm(model)
 model.eval()
 example_inputs = (torch.rand(1, 3, 96, 96),)
 calibration = [(torch.rand(1, 3, 96, 96),) for _ in range(8)]

@@ -33,6 +33,7 @@ from mcu.memory import MemoryPlan
 from mcu.paths import cache_dir, runtime_dir
 from mcu.pipeline import compile_graph, to_graph
 from mcu.quant import reference as qref
+from mcu.quantize import is_prequantized
 from mcu.reference_interp import Reference
 
 # fp32 device outputs must match eager PyTorch to this fraction of the largest |output|.
@@ -250,14 +251,8 @@ def _numpy(x: Any) -> np.ndarray:
 def resolve_quantize(spec: ModelSpec, quantize: str) -> str:
     """``auto``: static int8 when the model file provides calibration data, fp32 otherwise."""
     if quantize == "auto":
-        return "int8" if spec.calibration is not None or _is_prequantized(spec.model) else "none"
+        return "int8" if spec.calibration is not None or is_prequantized(spec.model) else "none"
     return quantize
-
-
-def _is_prequantized(model: torch.nn.Module) -> bool:
-    """A module already converted by pt2e (for example after QAT) carries quantize nodes."""
-    graph = getattr(model, "graph", None)
-    return graph is not None and any("quantize_per_tensor" in str(getattr(n, "target", "")) for n in graph.nodes)
 
 
 def compile_spec(spec: ModelSpec, board: str | Board = "mps2-an505", quantize: str = "none") -> CompiledModel:

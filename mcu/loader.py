@@ -93,6 +93,9 @@ def load_model_file(path: str | Path) -> ModelSpec:
         raise McuError(f"{path}: cannot be loaded as a Python module")
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
+    # A model file may import helpers that sit next to it, as a script run from its folder could.
+    folder = str(path.resolve().parent)
+    sys.path.insert(0, folder)
     try:
         spec.loader.exec_module(module)
     except Exception as exc:  # the user's code failed: show where, briefly
@@ -102,6 +105,8 @@ def load_model_file(path: str | Path) -> ModelSpec:
         raise McuError(f"{path}{at}: running the model file raised {type(exc).__name__}: {exc}") from None
     finally:
         sys.modules.pop(module_name, None)
+        if folder in sys.path:
+            sys.path.remove(folder)
 
     where = str(path)
     if hasattr(module, "model"):

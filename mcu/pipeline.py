@@ -55,9 +55,9 @@ def to_graph(spec: ModelSpec, quantize: str) -> Graph:
     if quantize not in QUANTIZE_MODES:
         raise McuError(f"unknown quantization mode '{quantize}'", hint=f"use one of: {', '.join(QUANTIZE_MODES)}")
     where = str(spec.path) if spec.path else spec.name
-    prequantized = hasattr(spec.model, "graph") and any(
-        "quantize_per_tensor" in str(getattr(n, "target", "")) for n in spec.model.graph.nodes)
-    if quantize == "int8" and not prequantized:
+    from mcu.quantize import is_prequantized
+
+    if quantize == "int8" and not is_prequantized(spec.model):
         from mcu.quantize import quantize_static
 
         captured = quantize_static(spec.model, spec.example_inputs, spec.calibration, where=where)

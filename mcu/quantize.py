@@ -27,6 +27,12 @@ def _pt2e():
     return prepare_pt2e, prepare_qat_pt2e, convert_pt2e
 
 
+def is_prequantized(model: torch.nn.Module) -> bool:
+    """A module already converted by pt2e (for example after QAT) carries quantize nodes."""
+    graph = getattr(model, "graph", None)
+    return graph is not None and any("quantize_per_tensor" in str(getattr(n, "target", "")) for n in graph.nodes)
+
+
 def _get_attr(gm: GraphModule, node: object) -> torch.Tensor | None:
     if not isinstance(node, Node) or node.op != "get_attr":
         return None

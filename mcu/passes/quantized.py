@@ -73,35 +73,40 @@ def _per_channel_requant(name: str, x: Tensor, w: Tensor, bias: Tensor | None, o
             _int_const(f"{name}_shift", np.array(shifts)))
 
 
-def _conv2d(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
+def _weighted(op: Op, ins: list[Tensor], out: Tensor) -> tuple[list[Tensor], dict] | str:
+    """Inputs [x, int8 weight, int32 bias, multipliers, shifts] and int8 attrs of a conv/linear op."""
     x, w = ins[0], op.inputs[1]
     bias = op.inputs[2] if len(op.inputs) > 2 else None
     packed = _per_channel_requant(op.name, x, w, bias, out)
     if isinstance(packed, str):
         return packed
-    wq, bq, mult, shift = packed
     act_min, act_max = act_bounds(op, out)
     attrs = {**op.attrs, "input_offset": -_zp(x), "output_offset": _zp(out), "act_min": act_min, "act_max": act_max}
+    return [x, *packed], attrs
+
+
+def _conv2d(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
+    result = _weighted(op, ins, out)
+    if isinstance(result, str):
+        return result
+    inputs, attrs = result
+    x, wq = inputs[0], inputs[1]
     groups, in_c = op.attrs["groups"], x.shape[1]
     if groups == in_c and groups > 1:
         # Depthwise weights are read as [kh][kw][out_c] (TFLite's 1HWO).
         wq.data = np.ascontiguousarray(np.transpose(wq.data, (1, 2, 3, 0)))
         wq.dim_order = (1, 2, 3, 0)
-        attrs["ch_mult"] = w.shape[0] // in_c
-        return Op("depthwise_conv2d", [x, wq, bq, mult, shift], [out], attrs, op.name, op.source)
-    return Op("conv2d", [x, wq, bq, mult, shift], [out], attrs, op.name, op.source)
+        attrs["ch_mult"] = wq.shape[0] // in_c
+        return Op("depthwise_conv2d", inputs, [out], attrs, op.name, op.source)
+    return Op("conv2d", inputs, [out], attrs, op.name, op.source)
 
 
 def _linear(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
-    x, w = ins[0], op.inputs[1]
-    bias = op.inputs[2] if len(op.inputs) > 2 else None
-    packed = _per_channel_requant(op.name, x, w, bias, out)
-    if isinstance(packed, str):
-        return packed
-    wq, bq, mult, shift = packed
-    act_min, act_max = act_bounds(op, out)
-    attrs = {**op.attrs, "input_offset": -_zp(x), "output_offset": _zp(out), "act_min": act_min, "act_max": act_max}
-    return Op("linear", [x, wq, bq, mult, shift], [out], attrs, op.name, op.source)
+    result = _weighted(op, ins, out)
+    if isinstance(result, str):
+        return result
+    inputs, attrs = result
+    return Op("linear", inputs, [out], attrs, op.name, op.source)
 
 
 def _binary(kind: str) -> Converter:
