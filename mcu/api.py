@@ -1,10 +1,11 @@
 """The Python API: ``mcu.compile(model, example_inputs, board=...)``.
 
 A :class:`CompiledModel` holds the lowered graph, its memory plan and the
-generated C. It runs that C on the host in-process (``run``), builds the
-firmware for the board (``build``), and runs the firmware on the board's
-simulator against the bundled test vectors (``simulate``). The CLI is a thin
-layer over this class.
+generated C. It runs the model on the host in-process (``run``: its program
+file through the C interpreter in ``mcu._native``; ``run_raw_c``: the
+generated C built for the host), builds the firmware for the board
+(``build``), and runs the firmware on the board's simulator against the
+bundled test vectors (``simulate``). The CLI is a thin layer over this class.
 """
 
 from __future__ import annotations
@@ -75,6 +76,7 @@ class CompiledModel:
     memory: MemoryPlan
     library: GeneratedLibrary
     _host: HostModel | None = field(default=None, repr=False)
+    _program: Any = field(default=None, repr=False)  # mcu.runtime.Program of this model, loaded on first run
 
     # --- host execution -----------------------------------------------------------------------------------
 
@@ -114,12 +116,34 @@ class CompiledModel:
         """Device outputs (memory order) in logical shape, values as the device produced them."""
         return [from_memory_order(flat, t) for flat, t in zip(outputs, self.graph.outputs)]
 
+    def program_image(self, external_weights: bool = False, bundle_tests: bool = False,
+                      weights_name: str = "weights.mpw") -> Any:
+        """This model as a program file (mcu.program.ProgramImage) with one method, ``forward``."""
+        from mcu.program.methods import CompiledMethod, program_from
+
+        return program_from([CompiledMethod("forward", self)], external_weights=external_weights,
+                            bundle=bundle_tests, weights_name=weights_name)
+
+    def runtime_program(self) -> Any:
+        """The program file loaded in-process by the C interpreter (mcu.runtime.Program)."""
+        if self._program is None:
+            from mcu.runtime import Program
+
+            self._program = Program.load(self.program_image().program)
+        return self._program
+
     def run_raw(self, *inputs: Any) -> list[np.ndarray]:
-        """The generated C on the host; outputs in memory order and the device's dtypes."""
+        """The program file run by the C interpreter on the host; outputs in memory order and the
+        device's dtypes."""
+        return self.runtime_program().method("forward").run_raw(*self.encode_inputs(inputs))
+
+    def run_raw_c(self, *inputs: Any) -> list[np.ndarray]:
+        """The generated C built for the host (the parity twin of :meth:`run_raw`)."""
         return self.host_model().run_physical(self.encode_inputs(inputs))
 
     def run(self, *inputs: Any) -> list[torch.Tensor]:
-        """Run the generated C on the host. Inputs and outputs are real values in PyTorch's logical shapes."""
+        """Run on the host through the program interpreter. Inputs and outputs are real values in
+        PyTorch's logical shapes."""
         return [torch.from_numpy(o) for o in self.decode_outputs(self.run_raw(*inputs))]
 
     def reference_raw(self, *inputs: Any) -> list[np.ndarray]:

@@ -1,0 +1,160 @@
+"""Model files with several methods, and program files from compiled models.
+
+A model file names extra entry points with a module-level ``methods`` dict::
+
+    methods = {
+        "forward": model,                                 # uses example_inputs / test_inputs / calibration
+        "encode": {"fn": model.encode,                    # a bound method of an nn.Module (or a module)
+                   "example_inputs": (torch.randn(1, 640),),
+                   "test_inputs": [...], "calibration": [...]},   # optional; default: the module-level ones
+    }
+
+Each value is an ``nn.Module``, a bound method of one, or a dict with ``fn``
+and optional ``example_inputs``, ``test_inputs`` and ``calibration``. Every
+method is compiled on its own; the program writer stores constants that end up
+with the same bytes (shared weights) once. Without ``methods`` the file has one
+method, ``forward``, exactly as ``mcu build`` compiles it.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+import torch
+
+from mcu.errors import McuError
+from mcu.loader import ModelSpec, load_model_file, spec_from_objects
+from mcu.program.writer import BundledVector, MethodSource, ProgramImage, write_program
+
+if TYPE_CHECKING:
+    from mcu.api import CompiledModel
+
+DEFAULT_METHOD = "forward"
+
+
+class _BoundMethod(torch.nn.Module):
+    """An nn.Module whose forward is another method of a module (so torch.export can capture it)."""
+
+    def __init__(self, owner: torch.nn.Module, name: str) -> None:
+        super().__init__()
+        self.owner = owner
+        self.method_name = name
+
+    def forward(self, *args: torch.Tensor) -> Any:
+        return getattr(self.owner, self.method_name)(*args)
+
+
+def defines_methods(path: Path) -> bool:
+    """Whether the file assigns a module-level ``methods`` (checked without running it)."""
+    try:
+        tree = ast.parse(Path(path).read_text(), filename=str(path))
+    except (OSError, SyntaxError):
+        return False
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+            node, ast.AnnAssign) else []
+        if any(isinstance(t, ast.Name) and t.id == "methods" for t in targets):
+            return True
+    return False
+
+
+def _as_module(fn: Any, where: str, name: str) -> torch.nn.Module:
+    if isinstance(fn, torch.nn.Module):
+        return fn
+    owner = getattr(fn, "__self__", None)
+    if callable(fn) and isinstance(owner, torch.nn.Module):
+        return _BoundMethod(owner, fn.__name__)
+    raise McuError(f"{where}: methods['{name}'] must be an nn.Module or a bound method of one, "
+                   f"got {type(fn).__name__}")
+
+
+def _same_shapes(a: Sequence[torch.Tensor], b: Sequence[torch.Tensor]) -> bool:
+    return len(a) == len(b) and all(x.shape == y.shape and x.dtype == y.dtype for x, y in zip(a, b))
+
+
+def load_methods(path: str | Path) -> list[tuple[str, ModelSpec]]:
+    """(method name, spec) for every method of a model file, ``forward`` first if present."""
+    path = Path(path)
+    if not defines_methods(path):
+        return [(DEFAULT_METHOD, load_model_file(path))]
+    where = str(path)
+    module_name = f"mcu_user_methods_{abs(hash(path.resolve()))}"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise McuError(f"{path}: cannot be loaded as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:  # the user's code failed
+        raise McuError(f"{path}: running the model file raised {type(exc).__name__}: {exc}") from None
+    finally:
+        sys.modules.pop(module_name, None)
+    methods = getattr(module, "methods")
+    if not isinstance(methods, dict) or not methods or not all(isinstance(k, str) and k for k in methods):
+        raise McuError(f"{where}: `methods` must be a non-empty dict from method names to modules")
+    default_example = getattr(module, "example_inputs", None)
+    default_tests = getattr(module, "test_inputs", None)
+    default_calibration = getattr(module, "calibration", None)
+    result = []
+    for name, value in methods.items():
+        entry: dict[str, Any] = value if isinstance(value, dict) else {"fn": value}
+        if "fn" not in entry:
+            raise McuError(f"{where}: methods['{name}'] is a dict without 'fn'")
+        model = _as_module(entry["fn"], where, name)
+        example = entry.get("example_inputs", default_example)
+        if example is None:
+            raise McuError(f"{where}: methods['{name}'] has no example_inputs and the file defines none")
+        example_t = tuple(example) if isinstance(example, (tuple, list)) else (example,)
+        tests = entry.get("test_inputs")
+        calibration = entry.get("calibration")
+        if tests is None and default_tests is not None and "example_inputs" not in entry:
+            tests = default_tests
+        if calibration is None and default_calibration is not None:
+            first = next(iter(default_calibration), None)
+            if first is not None and _same_shapes(first if isinstance(first, (tuple, list)) else (first,),
+                                                  example_t):
+                calibration = default_calibration
+        result.append((name, spec_from_objects(model, example_t, calibration, tests, name=f"{path.stem}_{name}",
+                                               where=f"{where} (method {name})", path=path)))
+    result.sort(key=lambda item: item[0] != DEFAULT_METHOD)
+    return result
+
+
+@dataclass
+class CompiledMethod:
+    name: str
+    model: CompiledModel
+
+
+def compile_methods(path: str | Path, board: str = "mps2-an505", quantize: str = "none",
+                    compile_spec: Callable[..., CompiledModel] | None = None) -> list[CompiledMethod]:
+    """Compile every method of a model file for ``board``."""
+    if compile_spec is None:
+        from mcu.api import compile_spec as api_compile_spec
+
+        compile_spec = api_compile_spec
+    return [CompiledMethod(name, compile_spec(spec, board, quantize)) for name, spec in load_methods(path)]
+
+
+def bundled_vectors(cm: CompiledModel) -> list[BundledVector]:
+    """The model's test inputs and what the device must output, as the firmware harness checks them."""
+    tolerances = cm.tolerances()
+    return [BundledVector(cm.encode_inputs(x), list(y), tolerances)
+            for x, y in zip(cm.spec.test_inputs, cm.expected_outputs)]
+
+
+def method_source(name: str, cm: CompiledModel, bundle: bool = False) -> MethodSource:
+    return MethodSource(name, cm.graph, cm.memory, bundled_vectors(cm) if bundle else [])
+
+
+def program_from(methods: Sequence[CompiledMethod], external_weights: bool = False, bundle: bool = False,
+                 weights_name: str = "weights.mpw") -> ProgramImage:
+    """One program file holding every method (constants with equal bytes stored once)."""
+    return write_program([method_source(m.name, m.model, bundle) for m in methods],
+                         external_weights=external_weights, weights_name=weights_name)
