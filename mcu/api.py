@@ -134,8 +134,15 @@ class CompiledModel:
 
     def run_raw(self, *inputs: Any) -> list[np.ndarray]:
         """The program file run by the C interpreter on the host; outputs in memory order and the
-        device's dtypes."""
-        return self.runtime_program().method("forward").run_raw(*self.encode_inputs(inputs))
+        device's dtypes. A model with a kernel that program files cannot express yet runs its
+        generated C instead."""
+        from mcu.program.writer import UnsupportedKernel
+
+        try:
+            program = self.runtime_program()
+        except UnsupportedKernel:
+            return self.run_raw_c(*inputs)
+        return program.method("forward").run_raw(*self.encode_inputs(inputs))
 
     def run_raw_c(self, *inputs: Any) -> list[np.ndarray]:
         """The generated C built for the host (the parity twin of :meth:`run_raw`)."""

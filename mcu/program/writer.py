@@ -26,6 +26,10 @@ from mcu.program.format import Field
 ARENA_ID = 0  # the memory planner places everything in one arena per method
 
 
+class UnsupportedKernel(McuError):
+    """An op whose kernel has no program kernel id (or no structured operands) yet."""
+
+
 @dataclass
 class BundledVector:
     """One test vector for the firmware harness: arrays in memory order and the device's dtypes."""
@@ -190,8 +194,10 @@ def _method(fb: _Builder, src: MethodSource, segments: _Segments) -> int:
         call = program_call(op, memory.offset, None if planned is None else (planned, scratch_bytes(op)))
         if call is None:
             continue
-        if call.function not in fmt.KERNEL_IDS:
-            raise McuError(f"no program kernel id for {call.function} ({op.name})")
+        if call.function not in fmt.KERNEL_IDS or not call.operands:
+            raise UnsupportedKernel(f"kernel {call.function} ({op.name}) has no program kernel id yet",
+                                    hint="add it to KERNEL_IDS (mcu/program/format.py), mcu_program_kernel "
+                                         "(program.h) and the interpreter's kernel table")
         operands = []
         for o in call.operands:
             if o is SCRATCH:
