@@ -45,7 +45,7 @@ def test_int8_arena_is_at_most_fp32_over_3_5(compiled, name: str) -> None:
 
 @requires_qemu
 @pytest.mark.qemu
-@pytest.mark.parametrize("board", ["mps2-an505", "mps2-an386"])
+@pytest.mark.parametrize("board", ["mps2-an505", "mps2-an386", "mps3-an547", "mps2-an385"])
 @pytest.mark.parametrize("name", REFERENCE_MODELS)
 def test_device_equals_reference(compiled, name: str, board: str) -> None:
     cm = compiled(name, board, "int8")
