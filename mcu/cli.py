@@ -49,11 +49,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sim", choices=("qemu", "renode"), default=None,
                    help="simulator (default: the board's, see `mcu boards`); renode needs Renode installed")
 
-    p = sub.add_parser("export", help="write the generated C library to a folder",
+    p = sub.add_parser("export", help="write the generated C library to a folder, or a program file",
                        description="Write a self-contained C library (header, sources, weights, runtime subset, "
-                                   "CMakeLists.txt and Makefile fragment).")
-    _add_model_args(p)
-    p.add_argument("-o", "--output", type=Path, required=True, help="output folder")
+                                   "CMakeLists.txt and Makefile fragment), or with --format program a program "
+                                   "file for the interpreter (mcu.runtime on the host, or an interpreter "
+                                   "firmware built once per board).")
+    _add_model_args(p, board_required=False)
+    p.add_argument("-o", "--output", type=Path, required=True,
+                   help="output folder (--format c) or program file, e.g. model.mpk (--format program)")
+    p.add_argument("--format", choices=("c", "program"), default="c",
+                   help="c (default): the generated C library; program: a program file (.mpk)")
+    p.add_argument("--external-weights", action="store_true",
+                   help="program: put the weights in a separate file beside the program (<output>.mpw)")
+    p.add_argument("--bundle-tests", action="store_true",
+                   help="program: bundle the test vectors, for the interpreter firmware's test harness")
 
     sub.add_parser("ops", help="list the PyTorch ops mcu can lower", description="List the supported ATen ops.")
     _add_device_parsers(sub)
@@ -289,10 +298,36 @@ def _print_verdict(console: Any, clock_hz: int | None) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     from mcu.export import export_library
 
+    if args.format == "program":
+        return _export_program(args)
+    if args.board is None:
+        raise McuError("mcu export needs --board for a C library",
+                       hint="add --board mps2-an505 (see `mcu boards`), or write a program file with --format program")
     cm = _compile(args)
     files = export_library(cm.library, args.output)
     print(f"wrote {len(files)} files to {args.output} (arena {cm.memory.arena_size} B); "
           f"include {cm.library.prefix}_model.h and build with {cm.library.prefix}.mk or CMakeLists.txt")
+    return 0
+
+
+def _export_program(args: argparse.Namespace) -> int:
+    """A program file with every method of model.py (see mcu/program/methods.py), weights inline or beside it."""
+    from mcu.program.format import WEIGHTS_SUFFIX
+    from mcu.program.methods import compile_methods, program_from
+
+    out = Path(args.output)
+    weights_path = out.with_suffix(WEIGHTS_SUFFIX)
+    # The board only decides whether each method's arena fits; any interpreter firmware runs the file.
+    methods = compile_methods(args.model, board=args.board or "mps2-an505", quantize=args.quantize)
+    image = program_from(methods, external_weights=args.external_weights, bundle=args.bundle_tests,
+                         weights_name=weights_path.name)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_bytes(image.program)
+    arenas = ", ".join(f"{m.name} {m.model.memory.arena_size} B" for m in methods)
+    print(f"wrote {out} ({len(image.program)} B; methods: {arenas})")
+    if image.weights is not None:
+        weights_path.write_bytes(image.weights)
+        print(f"wrote {weights_path} ({len(image.weights)} B of weights; the program accepts only this file)")
     return 0
 
 
