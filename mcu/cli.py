@@ -14,15 +14,17 @@ import numpy as np
 
 from mcu.errors import McuError
 
-QUANTIZE_CHOICES = ("auto", "none", "int8")
+QUANTIZE_CHOICES = ("auto", "none", "int8", "int8-weight", "int8-dynamic")
 
 
 def _add_model_args(p: argparse.ArgumentParser, board_required: bool = True) -> None:
     p.add_argument("model", type=Path, help="path to model.py (defines model, example_inputs, ...)")
     p.add_argument("--board", "-b", required=board_required, help="board name (see `mcu boards`)")
     p.add_argument("--quantize", "-q", choices=QUANTIZE_CHOICES, default="auto",
-                   help="int8: static int8 (needs `calibration` in model.py); none: fp32; "
-                        "auto (default): int8 when model.py has `calibration`, else fp32")
+                   help="int8: static int8 (needs `calibration` in model.py); none: fp32; int8-weight: "
+                        "int8 linear weights, fp32 activations; int8-dynamic: int8 linear weights and "
+                        "run-time quantized inputs; auto (default): int8 when model.py has `calibration`, "
+                        "else fp32")
 
 
 def build_parser() -> argparse.ArgumentParser:

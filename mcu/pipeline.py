@@ -25,8 +25,9 @@ from mcu.passes.fuse_activations import fuse_activations
 from mcu.passes.layout import assign_layouts
 from mcu.passes.quantized import lower_quantized
 from mcu.passes.views import alias_views
+from mcu.passes.weights import quantize_linear_weights
 
-QUANTIZE_MODES = ("none", "int8")
+QUANTIZE_MODES = ("none", "int8", "int8-weight", "int8-dynamic")
 
 Pass = Callable[[Graph], Graph]
 
@@ -64,7 +65,10 @@ def to_graph(spec: ModelSpec, quantize: str) -> Graph:
     else:
         captured = spec.model
     ep = to_edge(capture(captured, spec.example_inputs))
-    return lower(from_exported(ep, name=spec.name))
+    graph = lower(from_exported(ep, name=spec.name))
+    if quantize in ("int8-weight", "int8-dynamic"):  # fp32 activations, int8 linear weights
+        graph = quantize_linear_weights(graph, dynamic=quantize == "int8-dynamic")
+    return graph
 
 
 def check_fits(board: Board, memory: MemoryPlan) -> None:

@@ -21,6 +21,7 @@ from mcu.emit.kernels import _operand_strides, _physical_perm, _split_at, shape4
 from mcu.errors import McuError
 from mcu.ir import Graph, Op, Tensor
 from mcu.layouts import from_memory_order, to_memory_order
+from mcu.quant import mixed
 from mcu.quant import reference as ref
 
 Env = dict[int, np.ndarray]  # id(base tensor) -> flat array in memory order
@@ -183,10 +184,19 @@ def _float_clamp(op: Op, x: list[np.ndarray]) -> np.ndarray:
     return y
 
 
+def _linear_mixed(fn: Callable) -> Callable[[Op, list[np.ndarray]], np.ndarray]:
+    def run(op: Op, x: list[np.ndarray]) -> np.ndarray:
+        _, w, scale, bias = op.inputs
+        lo, hi = op.attrs.get("act") or (None, None)
+        return fn(x[0], w.data, scale.data, bias.data, -np.inf if lo is None else lo, np.inf if hi is None else hi)
+    return run
+
+
 FLOAT_MOVES = {"dequantize": _dequantize, "permute": INT8_OPS["permute"], "layout": INT8_OPS["layout"],
                "concat": _concat, "pad": _pad,
                "add": _float_binary(np.add), "sub": _float_binary(np.subtract),
-               "mul": _float_binary(np.multiply), "div": _float_binary(np.divide), "clamp": _float_clamp}
+               "mul": _float_binary(np.multiply), "div": _float_binary(np.divide), "clamp": _float_clamp,
+               "linear_w8": _linear_mixed(mixed.linear_w8_f32), "linear_dyn": _linear_mixed(mixed.linear_dyn_s8)}
 
 
 @dataclass

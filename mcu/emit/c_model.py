@@ -20,7 +20,7 @@ from mcu.ir import Graph, Tensor
 from mcu.memory import MemoryPlan, scratch_bytes
 from mcu.paths import codegen_dir
 
-KERNEL_HEADERS = ["mcu/kernels_f32.h", "mcu/kernels_s8.h", "mcu/kernels_generic.h"]
+KERNEL_HEADERS = ["mcu/kernels_f32.h", "mcu/kernels_s8.h", "mcu/kernels_mixed.h", "mcu/kernels_generic.h"]
 RUNTIME_SOURCES = ["src/mcu_status.c"]
 
 

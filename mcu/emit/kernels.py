@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable, Union
 
-from mcu.contracts import depthwise_inplace_ok, pointwise_ok
+from mcu.backends.variants import select_variant
 from mcu.emit.cvalues import c_float
 from mcu.errors import McuError
 from mcu.ir import DTYPE_BYTES, Op, Tensor
@@ -112,6 +112,26 @@ def _linear(op: Op, ref: Ref) -> KernelCall:
     return KernelCall("mcu_linear_f32", ["&params", ref(x), ref(w), ref(b) if b is not None else "NULL",
                                          ref(op.output)],
                       ["mcu_linear_f32.c"], "mcu_linear_f32_params", params, operands=[x, w, b, op.output])
+
+
+def _linear_w8(op: Op, ref: Ref) -> KernelCall:
+    x, w, scale, b = op.inputs
+    out_f, in_f = w.shape
+    params = {"batch": x.numel // in_f, "in_features": in_f, "out_features": out_f, **_act(op)}
+    return KernelCall("mcu_linear_w8_f32", ["&params", ref(x), ref(w), ref(scale), ref(b), ref(op.output)],
+                      ["mcu_linear_w8_f32.c"], "mcu_linear_f32_params", params,
+                      operands=[x, w, scale, b, op.output])
+
+
+def _linear_dyn(op: Op, ref: Ref) -> KernelCall:
+    x, w, scale, b = op.inputs
+    out_f, in_f = w.shape
+    params = {"batch": x.numel // in_f, "in_features": in_f, "out_features": out_f, **_act(op)}
+    assert ref.scratch is not None, "dynamic quantization needs its planned scratch buffer"
+    return KernelCall("mcu_linear_dyn_s8", ["&ctx", "&params", ref(x), ref(w), ref(scale), ref(b), ref(op.output)],
+                      ["mcu_linear_dyn_s8.c"], "mcu_linear_f32_params", params,
+                      locals=[f"const mcu_context ctx = {{{ref.scratch[0]}, {ref.scratch[1]}}};"],
+                      operands=[SCRATCH, x, w, scale, b, op.output])
 
 
 def _pool(function: str, source: str) -> Callable[[Op, Ref], KernelCall]:
@@ -264,6 +284,8 @@ def _at(op: Op) -> str:
 EMITTERS: dict[tuple[str, str], Callable[[Op, Ref], KernelCall]] = {
     ("conv2d", "float32"): _conv2d,
     ("linear", "float32"): _linear,
+    ("linear_w8", "float32"): _linear_w8,
+    ("linear_dyn", "float32"): _linear_dyn,
     ("max_pool2d", "float32"): _pool("mcu_max_pool2d_f32", "mcu_max_pool2d_f32.c"),
     ("avg_pool2d", "float32"): _pool("mcu_avg_pool2d_f32", "mcu_avg_pool2d_f32.c"),
     ("mean_hw", "float32"): _mean_hw,
@@ -351,55 +373,38 @@ def _offsets(op: Op, *names: str) -> dict:
     return {n: int(op.attrs[n]) for n in names}
 
 
-def _conv2d_s8(op: Op, ref: Ref) -> KernelCall:
-    x, w, b = op.inputs[:3]
-    out = op.output
-    params = {
-        "input": shape4(x), "output": shape4(out),
+def _conv_params_s8(op: Op) -> tuple[str, dict]:
+    """The params struct of an int8 convolution, depthwise or linear op."""
+    x, w = op.inputs[:2]
+    offsets = _offsets(op, "input_offset", "output_offset", "act_min", "act_max")
+    if op.kind == "linear":
+        out_f, in_f = w.shape
+        return "mcu_linear_s8_params", {"batch": x.numel // in_f, "in_features": in_f, "out_features": out_f,
+                                        **offsets}
+    window = {
         "kernel_h": w.shape[2], "kernel_w": w.shape[3],
         "stride_h": op.attrs["stride"][0], "stride_w": op.attrs["stride"][1],
         "pad_top": op.attrs["padding"][0], "pad_left": op.attrs["padding"][1],
         "dilation_h": op.attrs["dilation"][0], "dilation_w": op.attrs["dilation"][1],
-        "groups": op.attrs["groups"],
-        **_offsets(op, "input_offset", "output_offset", "act_min", "act_max"),
     }
-    if pointwise_ok(op):  # the pixel-buffer variant whose output may overlap its input either way
-        return KernelCall("mcu_conv2d_1x1_s8", ["&ctx", "&params", "&quant", ref(x), ref(w), ref(b), ref(out)],
-                          ["mcu_conv2d_1x1_s8.c"], "mcu_conv2d_s8_params", params, locals=_quant_locals(op, ref),
-                          operands=_quant_operands(op))
-    return KernelCall("mcu_conv2d_s8", ["&ctx", "&params", "&quant", ref(x), ref(w), ref(b), ref(out)],
-                      ["mcu_conv2d_s8.c"], "mcu_conv2d_s8_params", params, locals=_quant_locals(op, ref),
-                      operands=_quant_operands(op))
+    if op.kind == "depthwise_conv2d":
+        return "mcu_depthwise_conv2d_s8_params", {"input": shape4(x), "output": shape4(op.output),
+                                                  "ch_mult": op.attrs["ch_mult"], **window, **offsets}
+    return "mcu_conv2d_s8_params", {"input": shape4(x), "output": shape4(op.output), **window,
+                                    "groups": op.attrs["groups"], **offsets}
 
 
-def _depthwise_s8(op: Op, ref: Ref) -> KernelCall:
+def _matrix_s8(op: Op, ref: Ref) -> KernelCall:
+    """int8 convolution, depthwise and linear: the kernel comes from the variant table
+    (mcu/backends/variants.py); in-place variants take the data once."""
     x, w, b = op.inputs[:3]
     out = op.output
-    params = {
-        "input": shape4(x), "output": shape4(out), "ch_mult": op.attrs["ch_mult"],
-        "kernel_h": w.shape[2], "kernel_w": w.shape[3],
-        "stride_h": op.attrs["stride"][0], "stride_w": op.attrs["stride"][1],
-        "pad_top": op.attrs["padding"][0], "pad_left": op.attrs["padding"][1],
-        "dilation_h": op.attrs["dilation"][0], "dilation_w": op.attrs["dilation"][1],
-        **_offsets(op, "input_offset", "output_offset", "act_min", "act_max"),
-    }
-    if depthwise_inplace_ok(op) and ref(x) == ref(out):  # planned in place: the ring-buffer variant
-        return KernelCall("mcu_depthwise_conv2d_s8_inplace", ["&ctx", "&params", "&quant", ref(out), ref(w), ref(b)],
-                          ["mcu_depthwise_conv2d_s8_inplace.c"], "mcu_depthwise_conv2d_s8_params", params,
-                          locals=_quant_locals(op, ref), operands=_quant_operands(op))
-    return KernelCall("mcu_depthwise_conv2d_s8", ["&ctx", "&params", "&quant", ref(x), ref(w), ref(b), ref(out)],
-                      ["mcu_depthwise_conv2d_s8.c"], "mcu_depthwise_conv2d_s8_params", params,
-                      locals=_quant_locals(op, ref), operands=_quant_operands(op))
-
-
-def _linear_s8(op: Op, ref: Ref) -> KernelCall:
-    x, w, b = op.inputs[:3]
-    out_f, in_f = w.shape
-    params = {"batch": x.numel // in_f, "in_features": in_f, "out_features": out_f,
-              **_offsets(op, "input_offset", "output_offset", "act_min", "act_max")}
-    return KernelCall("mcu_linear_s8", ["&ctx", "&params", "&quant", ref(x), ref(w), ref(b), ref(op.output)],
-                      ["mcu_linear_s8.c"], "mcu_linear_s8_params", params, locals=_quant_locals(op, ref),
-                      operands=_quant_operands(op))
+    variant = select_variant(op, ref(x) == ref(out))
+    params_type, params = _conv_params_s8(op)
+    data = [ref(out)] if variant.in_place else [ref(x)]
+    tail = [ref(w), ref(b)] + ([] if variant.in_place else [ref(out)])
+    return KernelCall(variant.function, ["&ctx", "&params", "&quant", *data, *tail], [variant.source], params_type,
+                      params, locals=_quant_locals(op, ref), operands=_quant_operands(op))
 
 
 def _binary_s8(name: str) -> Callable[[Op, Ref], KernelCall]:
@@ -501,9 +506,9 @@ def _pad_s8(op: Op, ref: Ref) -> KernelCall:
 
 
 EMITTERS.update({
-    ("conv2d", "int8"): _conv2d_s8,
-    ("depthwise_conv2d", "int8"): _depthwise_s8,
-    ("linear", "int8"): _linear_s8,
+    ("conv2d", "int8"): _matrix_s8,
+    ("depthwise_conv2d", "int8"): _matrix_s8,
+    ("linear", "int8"): _matrix_s8,
     ("add", "int8"): _binary_s8("add"),
     ("sub", "int8"): _binary_s8("sub"),
     ("mul", "int8"): _binary_s8("mul"),

@@ -1,0 +1,66 @@
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mcu/kernels_mixed.h"
+
+#include "internal/act_f32.h"
+#include "internal/linear_mixed.h"
+
+int32_t mcu_linear_dyn_s8_get_buffer_size(const mcu_linear_f32_params *p)
+{
+    if (p == NULL || p->batch <= 0 || p->in_features <= 0 || (int64_t)p->batch * p->in_features > INT32_MAX) {
+        return 0;
+    }
+    return p->batch * p->in_features;
+}
+
+static int32_t clamp_s8(float v)
+{
+    return v < -128.0f ? -128 : (v > 127.0f ? 127 : (int32_t)v);
+}
+
+mcu_status mcu_linear_dyn_s8(const mcu_context *ctx, const mcu_linear_f32_params *p, const float *input,
+                             const int8_t *weight, const float *w_scale, const float *bias, float *output)
+{
+    MCU_CHECK(mcu_linear_mixed_check(p, input, weight, w_scale, bias, output));
+    MCU_REQUIRE(ctx != NULL && ctx->buf != NULL, MCU_ERR_NULL_POINTER);
+    MCU_REQUIRE(p->in_features <= 66000, MCU_ERR_UNSUPPORTED); /* keeps the int32 accumulator exact */
+    const int32_t count = p->batch * p->in_features;
+    MCU_REQUIRE(ctx->size >= count, MCU_ERR_BUFFER_TOO_SMALL);
+    int8_t *q = (int8_t *)ctx->buf;
+    MCU_REQUIRE(!mcu_overlaps(q, (size_t)count, input, (size_t)count * sizeof(float)) &&
+                    !mcu_overlaps(q, (size_t)count, output, (size_t)p->batch * (size_t)p->out_features * sizeof(float)),
+                MCU_ERR_INVALID_ARG);
+
+    /* The range always includes 0 so that 0 is exactly representable (zero padding, ReLU outputs). */
+    float lo = 0.0f;
+    float hi = 0.0f;
+    for (int32_t i = 0; i < count; ++i) {
+        lo = input[i] < lo ? input[i] : lo;
+        hi = input[i] > hi ? input[i] : hi;
+    }
+    float scale = (hi - lo) / 255.0f;
+    if (!(scale > 0.0f)) {
+        scale = 1.0f;
+    }
+    const int32_t zp = clamp_s8(rintf(-128.0f - lo / scale));
+    const float inv = 1.0f / scale;
+    for (int32_t i = 0; i < count; ++i) {
+        q[i] = (int8_t)clamp_s8(rintf(input[i] * inv) + (float)zp);
+    }
+    const int32_t nin = p->in_features;
+    for (int32_t b = 0; b < p->batch; ++b) {
+        const int8_t *x = q + b * nin;
+        float *y = output + b * p->out_features;
+        for (int32_t o = 0; o < p->out_features; ++o) {
+            const int8_t *w = weight + o * nin;
+            int32_t acc = 0; /* |acc| <= 255 * 127 * in_features: no overflow below 66k inputs */
+            for (int32_t i = 0; i < nin; ++i) {
+                acc += (x[i] - zp) * w[i];
+            }
+            y[o] = mcu_act_f32((float)acc * (scale * w_scale[o]) + bias[o], p->act_min, p->act_max);
+        }
+    }
+    return MCU_OK;
+}
