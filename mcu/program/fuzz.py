@@ -1,0 +1,197 @@
+"""Fuzzing the program loader and interpreter with libFuzzer (clang), AddressSanitizer and UBSan.
+
+``scripts/fuzz_program`` runs it for as long as asked; the tests run it
+briefly. The harness is runtime_c/interp/fuzz/fuzz_program.c; the seeds are
+real program files written by the compiler (small models covering every
+kernel the reference models use, int8 and fp32, one with two methods sharing
+weights, one followed by its external weights file).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from mcu.errors import McuError
+from mcu.paths import runtime_dir
+
+CLANG_CANDIDATES = ("clang", "clang-19", "clang-16", "clang-15", "clang-14")
+INSTALL_HINT = "install clang and libFuzzer: sudo apt-get install clang-14 libclang-rt-14-dev (Debian bookworm)"
+SANITIZERS = "fuzzer,address,undefined"
+MAX_LEN = 24576  # bytes: above every seed (the largest is ~20 KB)
+
+
+def find_fuzz_clang() -> Path | None:
+    """A clang that links -fsanitize=fuzzer (libFuzzer ships in libclang-rt-<N>-dev on Debian)."""
+    for name in ([os.environ["MCU_FUZZ_CC"]] if os.environ.get("MCU_FUZZ_CC") else []) + list(CLANG_CANDIDATES):
+        path = shutil.which(name)
+        if path is None:
+            continue
+        with tempfile.TemporaryDirectory() as tmp:
+            src = Path(tmp) / "probe.c"
+            src.write_text("#include <stdint.h>\n#include <stddef.h>\n"
+                           "int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) { (void)d; (void)n; return 0; }\n")
+            proc = subprocess.run([path, f"-fsanitize={SANITIZERS}", str(src), "-o", str(Path(tmp) / "probe")],
+                                  capture_output=True, text=True)
+            if proc.returncode == 0:
+                return Path(path)
+    return None
+
+
+def build_fuzzer(out: Path, clang: Path | None = None) -> Path:
+    """The instrumented harness binary at ``out``: interpreter, every kernel, the status names."""
+    clang = clang or find_fuzz_clang()
+    if clang is None:
+        raise McuError("no clang with libFuzzer found", hint=INSTALL_HINT)
+    rt = runtime_dir()
+    sources = [rt / "interp" / "fuzz" / "fuzz_program.c", *sorted((rt / "interp").glob("*.c")),
+               *sorted((rt / "kernels").glob("*.c")), rt / "src" / "mcu_status.c"]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    cmd = [str(clang), "-std=c11", "-g", "-O1", f"-fsanitize={SANITIZERS}", "-fno-sanitize-recover=undefined",
+           "-Wall", "-Wextra", "-Werror", f"-I{rt / 'include'}", *map(str, sources), "-lm", "-o", str(out)]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise McuError(f"building the fuzz harness failed:\n{proc.stderr.strip()[-3000:]}")
+    return out
+
+
+SEED_MODELS = {
+    # name -> model file source; small on purpose (libFuzzer mutates whole files)
+    "convs": """
+import torch
+from torch import nn
+torch.manual_seed(3)
+class M(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(2, 4, 3, padding=1)
+        self.dw = nn.Conv2d(4, 4, 3, padding=1, groups=4)
+        self.pw = nn.Conv2d(4, 6, 1)
+        self.fc = nn.Linear(6, 3)
+    def forward(self, x):
+        y = torch.relu(self.conv(x))
+        y = nn.functional.max_pool2d(y, 2)
+        y = torch.relu(self.pw(torch.relu(self.dw(y)) + y))
+        return self.fc(nn.functional.adaptive_avg_pool2d(y, 1).flatten(1))
+model = M().eval()
+example_inputs = (torch.randn(1, 2, 8, 8),)
+calibration = [(torch.randn(1, 2, 8, 8),) for _ in range(4)]
+""",
+    "pointwise": """
+import torch
+from torch import nn
+torch.manual_seed(4)
+class M(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+        self.bn = nn.BatchNorm2d(4)
+        self.fc = nn.Linear(8 * 2 * 2, 5)
+    def forward(self, x):
+        y = torch.relu(self.conv(x))
+        z = self.bn(y + 0.5)
+        y = torch.sigmoid(nn.functional.avg_pool2d(y, 2)) * torch.tanh(nn.functional.max_pool2d(z, 2))
+        z = torch.clamp(y - 0.25, -0.5, 0.75)
+        w = nn.functional.pad(torch.cat([y, z], dim=1), (1, 1, 1, 1), value=0.25)
+        w = nn.functional.max_pool2d(w, 2)
+        logits = self.fc(torch.flatten(w.permute(0, 2, 3, 1), 1)) / 2.0
+        return torch.softmax(logits, dim=1), w.mean(dim=(2, 3))
+model = M().eval()
+example_inputs = (torch.randn(1, 3, 6, 6),)
+calibration = [(torch.randn(1, 3, 6, 6),) for _ in range(4)]
+""",
+    "two_methods": """
+import torch
+from torch import nn
+torch.manual_seed(5)
+class M(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.enc = nn.Linear(16, 8)
+        self.dec = nn.Linear(8, 16)
+    def encode(self, x):
+        return torch.relu(self.enc(x))
+    def forward(self, x):
+        return self.dec(self.encode(x))
+model = M().eval()
+example_inputs = (torch.randn(1, 16),)
+calibration = [(torch.randn(1, 16),) for _ in range(4)]
+methods = {"forward": model, "encode": model.encode}
+""",
+}
+
+
+def write_seeds(seed_dir: Path) -> list[Path]:
+    """Real program files: each seed model at fp32 and int8, bundled vectors, one with external weights."""
+    from mcu.program.methods import compile_methods, program_from
+
+    seed_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, source in SEED_MODELS.items():
+            path = Path(tmp) / f"{name}.py"
+            path.write_text(source)
+            for quantize in ("none", "int8"):
+                methods = compile_methods(path, quantize=quantize)
+                image = program_from(methods, bundle=True)
+                out = seed_dir / f"{name}-{quantize}.mpk"
+                out.write_bytes(image.program)
+                written.append(out)
+                if name == "convs":
+                    ext = program_from(methods, external_weights=True)
+                    assert ext.weights is not None
+                    out = seed_dir / f"{name}-{quantize}-external.mpk"
+                    out.write_bytes(ext.program + ext.weights)  # the harness splits at the declared size
+                    written.append(out)
+    return written
+
+
+@dataclass
+class FuzzRun:
+    returncode: int
+    executions: int
+    corpus_files: int
+    corpus_bytes: int
+    seconds: float
+    log: str
+
+    @property
+    def clean(self) -> bool:
+        """No crash, leak, sanitizer report or timeout."""
+        bad = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:", "ERROR: libFuzzer",
+               "deadly signal", "SUMMARY:")
+        return self.returncode == 0 and not any(b in self.log for b in bad)
+
+
+def run_fuzzer(binary: Path, corpus: Path, seconds: int, seeds: Path | None = None, jobs: int = 1,
+               artifacts: Path | None = None, timeout_s: int = 10) -> FuzzRun:
+    """Fuzz for ``seconds`` (libFuzzer's -max_total_time), growing ``corpus`` (seeded from ``seeds``)."""
+    corpus.mkdir(parents=True, exist_ok=True)
+    artifacts = artifacts or corpus.parent / "artifacts"
+    artifacts.mkdir(parents=True, exist_ok=True)
+    cmd = [str(binary), str(corpus), *([str(seeds)] if seeds else []), f"-max_total_time={seconds}",
+           f"-max_len={MAX_LEN}", f"-timeout={timeout_s}", "-rss_limit_mb=4096", "-print_final_stats=1",
+           f"-artifact_prefix={artifacts}/"]
+    if jobs > 1:
+        cmd += [f"-fork={jobs}", "-ignore_crashes=0"]
+    env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:allocator_may_return_null=1",
+               UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1")
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=seconds + 300)
+    log = proc.stdout + proc.stderr
+    files = [p for p in corpus.iterdir() if p.is_file()]
+    return FuzzRun(returncode=proc.returncode, executions=_executions(log), corpus_files=len(files),
+                   corpus_bytes=sum(p.stat().st_size for p in files), seconds=seconds, log=log)
+
+
+def _executions(log: str) -> int:
+    """Total executions from libFuzzer's final stats (or the last status line)."""
+    m = re.findall(r"stat::number_of_executed_units:\s*(\d+)", log)
+    if m:
+        return sum(int(x) for x in m) if len(m) > 1 and "fork" in log else int(m[-1])
+    lines = re.findall(r"#(\d+)\s+(?:DONE|pulse|NEW|REDUCE|INITED)", log)
+    return int(lines[-1]) if lines else 0

@@ -1,0 +1,148 @@
+/* libFuzzer harness for the program loader, verifier and interpreter.
+ *
+ * The input is a program file, optionally followed by its external weights
+ * file (the bytes after the program's declared size). Each input is loaded
+ * twice: as is (the CRC-32 rejects almost every mutation) and with the
+ * checksum skipped, so mutations reach the flatbuffer verifier. Whatever
+ * verifies is then queried and executed on arenas of exactly the declared
+ * sizes, so AddressSanitizer sees any access beyond what the verifier
+ * proved. Built by mcu/program/fuzz.py (scripts/fuzz_program) with
+ * -fsanitize=fuzzer,address,undefined. */
+#define _POSIX_C_SOURCE 200112L /* posix_memalign: arenas of exact size for ASan */
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mcu/program.h"
+
+#define MAX_ARENA (1u << 20)
+#define MAX_INSTRUCTIONS 512u
+
+/* A delegate that reads its whole payload and copies operand 0 into the last operand. */
+static mcu_status copy_init(void *context, const uint8_t *payload, uint32_t size)
+{
+    uint32_t *sum = (uint32_t *)context;
+    for (uint32_t i = 0; i < size; ++i) {
+        *sum += payload[i];
+    }
+    return MCU_OK;
+}
+
+static mcu_status copy_execute(void *context, const uint8_t *payload, uint32_t size, void *const *operands,
+                               const uint32_t *bytes, uint32_t n, uint32_t n_outputs)
+{
+    (void)context;
+    (void)payload;
+    (void)size;
+    (void)n_outputs;
+    if (n >= 2 && operands[0] != NULL && operands[n - 1] != NULL) {
+        memmove(operands[n - 1], operands[0], bytes[0] < bytes[n - 1] ? bytes[0] : bytes[n - 1]);
+    }
+    return MCU_OK;
+}
+
+static void copy_destroy(void *context)
+{
+    (void)context;
+}
+
+static uint8_t *aligned_copy(const uint8_t *data, size_t size)
+{
+    void *p = NULL;
+    if (posix_memalign(&p, MCU_PROGRAM_ALIGN, size ? size : 1) != 0) {
+        return NULL;
+    }
+    memcpy(p, data, size);
+    return (uint8_t *)p;
+}
+
+static void exercise(const mcu_program *p)
+{
+    uint32_t index;
+    (void)mcu_program_find_method(p, "forward", &index);
+    for (uint32_t m = 0; m < p->n_methods; ++m) {
+        mcu_program_method_info info;
+        if (mcu_program_method(p, m, &info) != MCU_OK || info.n_instructions > MAX_INSTRUCTIONS) {
+            continue;
+        }
+        mcu_program_tensor_info t;
+        for (uint32_t i = 0; i < info.n_inputs; ++i) {
+            (void)mcu_program_io(p, m, 0, i, &t);
+        }
+        for (uint32_t i = 0; i < info.n_outputs; ++i) {
+            (void)mcu_program_io(p, m, 1, i, &t);
+        }
+        uint8_t *arenas[MCU_PROGRAM_MAX_ARENAS] = {NULL};
+        uint32_t sizes[MCU_PROGRAM_MAX_ARENAS] = {0};
+        int ok = 1;
+        for (uint32_t a = 0; a < info.n_arenas; ++a) {
+            void *mem = NULL;
+            sizes[a] = info.arena_sizes[a];
+            ok = ok && sizes[a] <= MAX_ARENA && posix_memalign(&mem, MCU_PROGRAM_ALIGN, sizes[a] ? sizes[a] : 1) == 0;
+            arenas[a] = (uint8_t *)mem;
+            if (arenas[a] != NULL) {
+                memset(arenas[a], (int)(0x3Cu + a), sizes[a]);
+            }
+        }
+        if (ok) {
+            (void)mcu_program_execute(p, m, arenas, sizes, info.n_arenas);
+            /* The bundled vectors through mcu_program_run, outputs into exact-size buffers. */
+            for (uint32_t v = 0; v < info.n_bundled && v < 2u && info.n_inputs <= 16u && info.n_outputs <= 16u; ++v) {
+                const void *ins[16];
+                void *outs[16] = {NULL};
+                const uint8_t *data;
+                uint32_t size;
+                float tol;
+                for (uint32_t i = 0; i < info.n_inputs; ++i) {
+                    ins[i] = mcu_program_bundled(p, m, v, 0, i, &data, &size, &tol) == MCU_OK ? data : NULL;
+                }
+                for (uint32_t i = 0; i < info.n_outputs; ++i) {
+                    outs[i] = mcu_program_io(p, m, 1, i, &t) == MCU_OK ? malloc(t.nbytes ? t.nbytes : 1) : NULL;
+                    (void)mcu_program_bundled(p, m, v, 1, i, &data, &size, &tol);
+                }
+                (void)mcu_program_run(p, m, arenas, sizes, info.n_arenas, ins, outs);
+                for (uint32_t i = 0; i < info.n_outputs; ++i) {
+                    free(outs[i]);
+                }
+            }
+        }
+        for (uint32_t a = 0; a < info.n_arenas; ++a) {
+            free(arenas[a]);
+        }
+    }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size > (16u << 20)) {
+        return 0;
+    }
+    uint32_t sum = 0;
+    const mcu_delegate delegates[1] = {{"fuzz.copy", &sum, copy_init, copy_execute, copy_destroy}};
+    uint32_t program_size = (uint32_t)size;
+    uint32_t declared = 0;
+    uint8_t *weights = NULL;
+    uint32_t weights_size = 0;
+    if (mcu_program_declared_size(data, (uint32_t)size, &declared) == MCU_OK && declared >= 64u && declared < size) {
+        program_size = declared;
+        weights_size = (uint32_t)(size - declared);
+        weights = aligned_copy(data + declared, weights_size);
+    }
+    uint8_t *program = aligned_copy(data, program_size);
+    if (program != NULL) {
+        for (uint32_t flags = 0; flags <= MCU_PROGRAM_SKIP_CHECKSUM; ++flags) {
+            const mcu_program_options options = {weights, weights_size, delegates, 1, flags};
+            mcu_program p;
+            if (mcu_program_load(&p, program, program_size, &options) == MCU_OK) {
+                exercise(&p);
+                mcu_program_unload(&p);
+            }
+        }
+    }
+    free(program);
+    free(weights);
+    return 0;
+}
