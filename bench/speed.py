@@ -90,7 +90,7 @@ def kernel_text_bytes(cm: CompiledModel) -> tuple[int, dict[str, int]]:
     sizes: dict[str, int] = {}
     # ".text.fn 0xaddr 0xsize obj" on one line, or the name alone with the rest on the next line
     for m in re.finditer(r"^ \.text(?:\.\S*)?\s+0x[0-9a-f]+\s+0x([0-9a-f]+)\s+(\S+)$", body, re.M):
-        stem = Path(m.group(2)).name.split(".")[0]
+        stem = re.sub(r"^\d+-", "", Path(m.group(2)).name.split(".")[0])  # objects are "NNN-<source>.o"
         if stem in stems:
             sizes[stem] = sizes.get(stem, 0) + int(m.group(1), 16)
     return sum(sizes.values()), sizes
