@@ -144,6 +144,33 @@ static inline void mcu_matrix_pixels_s8(const int16_t *ca, const int16_t *cb, in
     }
 }
 
+/* Zero / zero-point fills and a small copy written as loops: the portable kernels reference no
+ * libc function at all (tests/test_kernels_s8.py checks their objects). The empty asm keeps GCC
+ * from turning the loops back into memset/memcpy calls. */
+static inline void mcu_zero_s16(int16_t *dst, int32_t n)
+{
+    for (int32_t i = 0; i < n; ++i) {
+        dst[i] = 0;
+        __asm__("" ::: "memory");
+    }
+}
+
+static inline void mcu_fill_s8(int8_t *dst, int8_t v, int32_t n)
+{
+    for (int32_t i = 0; i < n; ++i) {
+        dst[i] = v;
+        __asm__("" ::: "memory");
+    }
+}
+
+static inline void mcu_copy_s8(int8_t *dst, const int8_t *src, int32_t n)
+{
+    for (int32_t i = 0; i < n; ++i) {
+        dst[i] = src[i];
+        __asm__("" ::: "memory");
+    }
+}
+
 /* The column of one output pixel of a groups == 1 convolution: the window's taps in weight order
  * (kh, kw, ic), padded taps 0. `raw` is a scratch row of n bytes for channel counts that are not a
  * multiple of 4 (the window is gathered as bytes, padded with the zero-point, then widened). */
@@ -161,7 +188,7 @@ static inline void mcu_im2col_s8(const mcu_conv2d_s8_params *p, const int8_t *x_
             const int32_t ih = ih0 + i * p->dilation_h;
             int16_t *dst = col + i * kw * c;
             if (ih < 0 || ih >= in.h) {
-                memset(dst, 0, (size_t)(kw * c) * sizeof(int16_t));
+                mcu_zero_s16(dst, kw * c);
                 continue;
             }
             int32_t lo = iw0 < 0 ? -iw0 : 0;
@@ -169,11 +196,11 @@ static inline void mcu_im2col_s8(const mcu_conv2d_s8_params *p, const int8_t *x_
             lo = lo < kw ? lo : kw;
             hi = hi > lo ? hi : lo;
             if (lo > 0) {
-                memset(dst, 0, (size_t)(lo * c) * sizeof(int16_t));
+                mcu_zero_s16(dst, lo * c);
             }
             mcu_expand_s8(x_n + (ih * in.w + iw0 + lo) * c, (hi - lo) * c, off, dst + lo * c);
             if (hi < kw) {
-                memset(dst + hi * c, 0, (size_t)((kw - hi) * c) * sizeof(int16_t));
+                mcu_zero_s16(dst + hi * c, (kw - hi) * c);
             }
         }
         return;
@@ -185,9 +212,9 @@ static inline void mcu_im2col_s8(const mcu_conv2d_s8_params *p, const int8_t *x_
             const int32_t iw = iw0 + j * p->dilation_w;
             int8_t *dst = raw + (i * kw + j) * c;
             if (ih < 0 || ih >= in.h || iw < 0 || iw >= in.w) {
-                memset(dst, zp, (size_t)c);
+                mcu_fill_s8(dst, zp, c);
             } else {
-                memcpy(dst, x_n + (ih * in.w + iw) * c, (size_t)c);
+                mcu_copy_s8(dst, x_n + (ih * in.w + iw) * c, c);
             }
         }
     }
