@@ -67,6 +67,8 @@ KERNEL_IDS: dict[str, int] = {
     "mcu_dequantize_s8_f32": 33,
     "mcu_conv2d_1x1_s8": 34,
     "mcu_depthwise_conv2d_s8_inplace": 35,
+    "mcu_linear_w8_f32": 36,
+    "mcu_linear_dyn_s8": 37,
 }
 KERNEL_DELEGATE = 255
 

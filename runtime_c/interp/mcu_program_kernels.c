@@ -11,6 +11,7 @@
 
 #include "mcu/kernels_f32.h"
 #include "mcu/kernels_generic.h"
+#include "mcu/kernels_mixed.h"
 #include "mcu/kernels_s8.h"
 #include "mcu_program_internal.h"
 
@@ -124,6 +125,12 @@
 #ifndef MCU_PROGRAM_HAS_DEPTHWISE_CONV2D_S8_INPLACE
 #define MCU_PROGRAM_HAS_DEPTHWISE_CONV2D_S8_INPLACE MCU_PROGRAM_KERNEL_DEFAULT
 #endif
+#ifndef MCU_PROGRAM_HAS_LINEAR_W8_F32
+#define MCU_PROGRAM_HAS_LINEAR_W8_F32 MCU_PROGRAM_KERNEL_DEFAULT
+#endif
+#ifndef MCU_PROGRAM_HAS_LINEAR_DYN_S8
+#define MCU_PROGRAM_HAS_LINEAR_DYN_S8 MCU_PROGRAM_KERNEL_DEFAULT
+#endif
 
 /* The params struct of each kernel is its words in declaration order. */
 _Static_assert(sizeof(mcu_conv2d_f32_params) == 19 * 4, "conv2d_f32 params layout");
@@ -144,8 +151,9 @@ _Static_assert(sizeof(mcu_softmax_s8_params) == 6 * 4, "softmax_s8 params layout
 /* Operand signatures: F float32, B int8, I int32, X the output's dtype;
  * lower case: may be absent (-1). Concat has its own rule. The int8 matmul
  * kernels' sixth operand is their scratch buffer (mcu_context). */
-enum { S_NONE, S_FFFF_BIAS, S_FF, S_FFF, S_FFFF, S_XX, S_MATMUL_S8, S_BBB, S_BB, S_FB, S_BF };
-static const char SIGS[][8] = {"", "FFfF", "FF", "FFF", "FFFF", "XX", "BBiIIbB", "BBB", "BB", "FB", "BF"};
+enum { S_NONE, S_FFFF_BIAS, S_FF, S_FFF, S_FFFF, S_XX, S_MATMUL_S8, S_BBB, S_BB, S_FB, S_BF, S_W8, S_DYN };
+static const char SIGS[][8] = {"", "FFfF", "FF", "FFF", "FFFF", "XX", "BBiIIbB", "BBB", "BB", "FB", "BF",
+                               "FBFFF", "BFBFFF"};
 
 /* Param words and signature of each kernel id; bit 7 of `sig`: in this build. */
 typedef struct {
@@ -190,6 +198,8 @@ static const mcu_kernel_desc KERNELS[MCU_K_COUNT] = {
     K(MCU_K_DEQUANTIZE_S8_F32, MCU_PROGRAM_HAS_DEQUANTIZE_S8_F32, 3, S_BF),
     K(MCU_K_CONV2D_1X1_S8, MCU_PROGRAM_HAS_CONV2D_1X1_S8, 21, S_MATMUL_S8),
     K(MCU_K_DEPTHWISE_CONV2D_S8_INPLACE, MCU_PROGRAM_HAS_DEPTHWISE_CONV2D_S8_INPLACE, 21, S_MATMUL_S8),
+    K(MCU_K_LINEAR_W8_F32, MCU_PROGRAM_HAS_LINEAR_W8_F32, 5, S_W8),
+    K(MCU_K_LINEAR_DYN_S8, MCU_PROGRAM_HAS_LINEAR_DYN_S8, 5, S_DYN),
 };
 #undef K
 
@@ -292,6 +302,16 @@ mcu_status mcu_program_check_kernel(uint32_t kernel, const mcu_operand_desc *ops
         need[2] = need[3] = need[4] = mulcap(1, p[2]);
         need[last] = mulcap(mulcap(1, p[0]), p[2]);
         break;
+    case MCU_K_LINEAR_W8_F32:
+    case MCU_K_LINEAR_DYN_S8: {
+        /* [scratch,] input, weight, w_scale, bias, output; the kernel checks the scratch size. */
+        const uint32_t k = kernel == MCU_K_LINEAR_DYN_S8;
+        need[k] = prod(p, 2);
+        need[k + 1] = prod(p + 1, 2);
+        need[k + 2] = need[k + 3] = mulcap(1, p[2]);
+        need[last] = mulcap(mulcap(1, p[0]), p[2]);
+        break;
+    }
     case MCU_K_MAX_POOL2D_F32:
     case MCU_K_AVG_POOL2D_F32:
     case MCU_K_MAX_POOL2D_S8:
@@ -507,6 +527,15 @@ mcu_status mcu_program_dispatch(uint32_t kernel, void *const *o, const uint32_t 
 #if MCU_PROGRAM_HAS_DEPTHWISE_CONV2D_S8_INPLACE
     case MCU_K_DEPTHWISE_CONV2D_S8_INPLACE:
         return mcu_depthwise_conv2d_s8_inplace(&ctx, &u.depthwise_s8, &quant, o[6], o[1], o[2]);
+#endif
+#if MCU_PROGRAM_HAS_LINEAR_W8_F32
+    case MCU_K_LINEAR_W8_F32: return mcu_linear_w8_f32(&u.linear_f32, o[0], o[1], o[2], o[3], o[4]);
+#endif
+#if MCU_PROGRAM_HAS_LINEAR_DYN_S8
+    case MCU_K_LINEAR_DYN_S8: {
+        const mcu_context scratch = {o[0], (int32_t)sizes[0]};
+        return mcu_linear_dyn_s8(&scratch, &u.linear_f32, o[1], o[2], o[3], o[4], o[5]);
+    }
 #endif
     default: return MCU_ERR_UNSUPPORTED;
     }

@@ -108,7 +108,9 @@ typedef enum {
     MCU_K_CONV2D_1X1_S8 = 34,     /**< as conv2d (pixel-buffer variant; scratch required) */
     /** as depthwise; runs in place on the output's memory (in and out share it); scratch required */
     MCU_K_DEPTHWISE_CONV2D_S8_INPLACE = 35,
-    MCU_K_COUNT = 36,
+    MCU_K_LINEAR_W8_F32 = 36,     /**< [in f32, weight int8, w_scale f32, bias f32, out f32]; mcu_linear_f32_params */
+    MCU_K_LINEAR_DYN_S8 = 37,     /**< [scratch int8, in f32, weight int8, w_scale f32, bias f32, out f32]; as above */
+    MCU_K_COUNT = 38,
     /** A delegated partition: params delegate index, number of outputs (the last operands). */
     MCU_K_DELEGATE = 255
 } mcu_program_kernel;

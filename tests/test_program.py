@@ -1,0 +1,440 @@
+"""Program files on the host: the format against its C and schema sources, the program run by the host
+extension against the generated C (bit for bit), multi-method files sharing weights, external weights,
+and malformed files (truncated, bit-flipped, oversized) getting their own status codes."""
+
+from __future__ import annotations
+
+import re
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import EXAMPLES, REFERENCE_MODELS
+from mcu.api import CompiledModel, compile_file
+from mcu.errors import McuError
+from mcu.program import DelegatePayload, MethodSource, write_program
+from mcu.program import format as fmt
+from mcu.program.methods import CompiledMethod, compile_methods, load_methods, program_from
+from mcu.runtime import Program, ProgramError
+from test_cli import run_mcu
+
+ROOT = Path(__file__).resolve().parent.parent
+PROGRAM_MODELS = REFERENCE_MODELS + ["digits_cnn"]
+
+# Every lowered op kind the reference models do not use (pools, pointwise, softmax, concat, pad,
+# permute, batch norm, clamp, div), so each kernel id runs through the program path too.
+ZOO_MODEL = """
+import torch
+from torch import nn
+torch.manual_seed(1)
+class Zoo(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.bn = nn.BatchNorm2d(8)
+        self.dw = nn.Conv2d(8, 8, 3, padding=1, groups=8)
+        self.fc = nn.Linear(8 * 4 * 4 * 2, 6)
+    def forward(self, x):
+        y = torch.relu(self.conv(x))
+        z = self.bn(y + 0.5)
+        y = nn.functional.max_pool2d(y, 2)
+        z = nn.functional.avg_pool2d(z, 2)
+        y = torch.sigmoid(self.dw(y)) * torch.tanh(z)
+        z = nn.functional.hardswish(z - y)
+        z = torch.clamp(z, -0.5, 0.75)
+        w = nn.functional.pad(torch.cat([y, z], dim=1), (1, 1, 1, 1), value=0.25)
+        w = nn.functional.max_pool2d(w, 2, stride=2)
+        s = torch.flatten(w.permute(0, 2, 3, 1), 1)[:, : 8 * 4 * 4 * 2]
+        logits = self.fc(s) / 2.0
+        return torch.softmax(logits, dim=1), w.mean(dim=(2, 3))
+model = Zoo().eval()
+example_inputs = (torch.randn(1, 3, 12, 12),)
+calibration = [(torch.randn(1, 3, 12, 12),) for _ in range(8)]
+test_inputs = [(torch.randn(1, 3, 12, 12),) for _ in range(2)]
+"""
+
+# An autoencoder whose three methods share the encoder and decoder weights.
+TWO_METHOD_MODEL = """
+import torch
+from torch import nn
+torch.manual_seed(2)
+class AE(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.enc = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 8))
+        self.dec = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 64))
+    def encode(self, x):
+        return self.enc(x)
+    def decode(self, z):
+        return self.dec(z)
+    def forward(self, x):
+        return self.decode(self.encode(x))
+model = AE().eval()
+example_inputs = (torch.randn(1, 64),)
+calibration = [(torch.randn(1, 64),) for _ in range(16)]
+test_inputs = [(torch.randn(1, 64),) for _ in range(3)]
+methods = {
+    "forward": model,
+    "encode": model.encode,
+    "decode": {"fn": model.decode, "example_inputs": (torch.randn(1, 8),),
+               "test_inputs": [(torch.randn(1, 8),) for _ in range(2)],
+               "calibration": [(torch.randn(1, 8) * 2,) for _ in range(16)]},
+}
+"""
+
+_CACHE: dict[tuple[str, str], object] = {}
+
+
+def model_file(tmp_dir: Path, name: str, source: str) -> Path:
+    path = tmp_dir / f"{name}.py"
+    if not path.exists():
+        path.write_text(source)
+    return path
+
+
+def zoo(tmp_path_factory: pytest.TempPathFactory, quantize: str) -> CompiledModel:
+    key = ("zoo", quantize)
+    if key not in _CACHE:
+        path = model_file(tmp_path_factory.getbasetemp(), "zoo_model", ZOO_MODEL)
+        _CACHE[key] = compile_file(path, quantize=quantize)
+    return _CACHE[key]  # type: ignore[return-value]
+
+
+def two_methods(tmp_path_factory: pytest.TempPathFactory, quantize: str) -> list[CompiledMethod]:
+    key = ("two_methods", quantize)
+    if key not in _CACHE:
+        path = model_file(tmp_path_factory.getbasetemp(), "autoencoder", TWO_METHOD_MODEL)
+        _CACHE[key] = compile_methods(path, quantize=quantize)
+    return _CACHE[key]  # type: ignore[return-value]
+
+
+def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
+    a, b = np.ascontiguousarray(a), np.ascontiguousarray(b)
+    return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+
+
+def assert_program_equals_generated_c(cm: CompiledModel, vectors: int = 3) -> None:
+    prog = Program.load(cm.program_image(bundle_tests=True).program)
+    forward = prog.method("forward")
+    for x in cm.spec.test_inputs[:vectors]:
+        enc = cm.encode_inputs(x)
+        for got, want in zip(forward.run_raw(*enc), cm.host_model().run_physical(enc)):
+            assert same_bits(got, want)
+
+
+# --- the format against its sources ------------------------------------------------------------------------
+
+
+def _c_enum(text: str, prefix: str) -> dict[str, int]:
+    return {m.group(1): int(m.group(2)) for m in re.finditer(rf"\b{prefix}(\w+) = (\d+)", text)}
+
+
+def test_kernel_ids_match_the_c_header() -> None:
+    header = (ROOT / "runtime_c/include/mcu/program.h").read_text()
+    ids = _c_enum(header, "MCU_K_")
+    for function, kid in fmt.KERNEL_IDS.items():
+        assert ids[fmt.kernel_macro(function)] == kid, function
+    assert ids["COUNT"] == max(fmt.KERNEL_IDS.values()) + 1
+    assert ids["DELEGATE"] == fmt.KERNEL_DELEGATE
+    kernels_c = (ROOT / "runtime_c/interp/mcu_program_kernels.c").read_text()
+    for function in fmt.KERNEL_IDS:  # in the kernel table, the dispatch and the subset switches
+        macro = fmt.kernel_macro(function)
+        assert f"K(MCU_K_{macro}," in kernels_c and f"case MCU_K_{macro}:" in kernels_c
+        assert f"#ifndef MCU_PROGRAM_HAS_{macro}\n" in kernels_c
+
+
+def test_every_emitted_kernel_has_a_program_id() -> None:
+    """A kernel the C emitters can call but program files cannot would make the host run fall back."""
+    emitters = (ROOT / "mcu/emit/kernels.py").read_text()
+    called = {name for name in re.findall(r'"(mcu_[a-z0-9_]+)"', emitters)
+              if not name.endswith("_params") and name != "mcu_shape4"}
+    called |= {f"mcu_{n}_f32" for n in re.findall(r'_(?:binary|unary)\("(\w+)"\)', emitters)}
+    called |= {f"mcu_{n}_s8" for n in re.findall(r'_binary_s8\("(\w+)"\)', emitters)}
+    variants = ROOT / "mcu/backends/variants.py"  # the int8 matmul variant table
+    if variants.exists():
+        called |= set(re.findall(r'Variant\("\w+", "(mcu_\w+)"', variants.read_text()))
+    assert {"mcu_conv2d_f32", "mcu_add_f32", "mcu_sigmoid_f32", "mcu_mul_s8", "mcu_conv2d_1x1_s8"} <= called
+    missing = sorted(called - set(fmt.KERNEL_IDS))
+    assert not missing, f"kernels without a program kernel id: {missing}"
+
+
+def test_field_ids_follow_the_schema() -> None:
+    schema = (ROOT / "runtime_c/schema/program.fbs").read_text()
+    schema = re.sub(r"//[^\n]*", "", schema)
+    tables = {m.group(1): [f.split(":")[0].strip() for f in m.group(2).split(";") if ":" in f]
+              for m in re.finditer(r"table (\w+) \{(.*?)\}", schema, re.S)}
+    expected = {"Quant": fmt.Field.QUANT, "Tensor": fmt.Field.TENSOR, "Instruction": fmt.Field.INSTRUCTION,
+                "BundledVector": fmt.Field.BUNDLED, "Method": fmt.Field.METHOD, "Segment": fmt.Field.SEGMENT,
+                "Delegate": fmt.Field.DELEGATE, "ExternalWeights": fmt.Field.EXTERNAL,
+                "Program": fmt.Field.PROGRAM}
+    for table, ids in expected.items():
+        assert tables[table] == sorted(ids, key=ids.__getitem__), table
+    internal = (ROOT / "runtime_c/interp/mcu_program_internal.h").read_text()
+    assert "MCU_TENSOR_NAME, MCU_TENSOR_DTYPE, MCU_TENSOR_SHAPE, MCU_TENSOR_DIM_ORDER, MCU_TENSOR_QUANT" in internal
+
+
+def _struct_fields(headers: str) -> dict[str, list[str]]:
+    text = re.sub(r"/\*.*?\*/", "", headers, flags=re.S)
+    structs: dict[str, list[tuple[str, str]]] = {}
+    for m in re.finditer(r"typedef struct \{(.*?)\}\s*(\w+);", text, re.S):
+        fields = []
+        for decl in m.group(1).split(";"):
+            if decl.strip():
+                typ, names = decl.strip().split(None, 1)
+                fields += [(typ, re.sub(r"\[.*\]", "", n).strip()) for n in names.split(",")]
+        structs[m.group(2)] = fields
+
+    def flat(name: str) -> list[str]:
+        return [f"{n}.{x}" if typ in structs else n for typ, n in structs[name] for x in (flat(typ) if typ in structs
+                                                                                          else [None])]
+    return {name: flat(name) for name in structs}
+
+
+def test_params_dicts_list_struct_fields_in_declaration_order(compiled, tmp_path_factory) -> None:
+    """Program params are the struct's words in declaration order: the emitters' dicts must be in that order."""
+    from mcu.emit.kernels import emit_call
+
+    headers = "".join((ROOT / "runtime_c/include/mcu" / h).read_text()
+                      for h in ("tensor.h", "kernels_f32.h", "kernels_s8.h", "kernels_generic.h"))
+    structs = _struct_fields(headers)
+
+    def keys(d: dict, pre: str = "") -> list[str]:
+        return [k2 for k, v in d.items() for k2 in (keys(v, f"{pre}{k}.") if isinstance(v, dict) else [pre + k])]
+
+    seen = set()
+    models = [compiled(n, quantize=q) for n in ("mobilenet_v1", "resnet8") for q in ("none", "int8")]
+    models += [zoo(tmp_path_factory, q) for q in ("none", "int8")]
+    for cm in models:
+        for op in cm.graph.ops:
+            call = emit_call(op, lambda t: "x")
+            if call is not None and call.params_type is not None:
+                assert keys(call.params) == structs[call.params_type], call.params_type
+                seen.add(call.params_type)
+    assert len(seen) >= 12
+
+
+# --- parity with the generated C --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("quantize", ["none", "int8"])
+@pytest.mark.parametrize("name", PROGRAM_MODELS)
+def test_program_equals_generated_c_on_host(compiled, name: str, quantize: str) -> None:
+    cm = compiled(name, quantize=quantize)
+    assert_program_equals_generated_c(cm)
+    if quantize == "int8":
+        x = cm.spec.test_inputs[0]
+        for got, want in zip(cm.run_raw(*x), cm.reference_raw(*x)):
+            assert same_bits(got, want)  # and the Python integer reference
+
+
+@pytest.mark.parametrize("quantize", ["int8-weight", "int8-dynamic"])
+def test_mixed_precision_linear_layers_through_the_program(compiled, quantize: str) -> None:
+    assert_program_equals_generated_c(compiled("fc_autoencoder", quantize=quantize))
+
+
+@pytest.mark.parametrize("quantize", ["none", "int8"])
+def test_every_op_kind_through_the_program(tmp_path_factory, quantize: str) -> None:
+    cm = zoo(tmp_path_factory, quantize)
+    used = {op.kind for op in cm.graph.ops}
+    assert {"avg_pool2d", "softmax", "concat", "pad", "permute", "mul", "div"} <= used
+    assert_program_equals_generated_c(cm)
+
+
+def test_compiled_model_runs_through_the_program(compiled) -> None:
+    cm = compiled("small_cnn")
+    x = cm.spec.test_inputs[0]
+    assert cm.runtime_program().method_names == ["forward"]
+    got = cm.run(*x)[0].numpy()
+    want = cm.eager(*x)[0].numpy()
+    assert float(np.max(np.abs(got - want))) <= 1e-4 * float(np.max(np.abs(want)))
+    assert same_bits(cm.run_raw(*x)[0], cm.run_raw_c(*x)[0])
+
+
+def test_runtime_program_api(compiled) -> None:
+    cm = compiled("ds_cnn", quantize="int8")
+    prog = Program.load(cm.program_image().program)
+    assert prog.method_names == ["forward"]
+    assert prog.arena_sizes == {"forward": [cm.memory.arena_size]}
+    forward = prog.method("forward")
+    spec = forward.inputs[0]
+    assert spec.dtype == "int8" and spec.shape == tuple(cm.graph.inputs[0].shape)
+    assert spec.dim_order == tuple(cm.graph.inputs[0].dim_order)
+    assert spec.scale == pytest.approx(cm.graph.inputs[0].quant.scale[0])
+    x = cm.spec.test_inputs[0][0]
+    # Logical-shape call (float input quantized with the input's parameters) == the raw path.
+    (logical,) = forward(x)
+    assert same_bits(logical, cm.raw_outputs(cm.run_raw(x))[0])
+    with pytest.raises(McuError, match="no method 'decode'"):
+        prog.method("decode")
+    with pytest.raises(McuError, match="takes 1 inputs"):
+        forward.run_raw()
+    with pytest.raises(ProgramError) as err:
+        forward.run_raw(*cm.encode_inputs((x,)), arena_sizes=[cm.memory.arena_size - 4])
+    assert err.value.status_name == "buffer too small"
+
+
+# --- malformed files ----------------------------------------------------------------------------------------
+
+
+def _status(blob: bytes, **kw) -> int:
+    try:
+        Program.load(blob, **kw)
+    except ProgramError as exc:
+        return exc.status
+    return 0
+
+
+STATUS = {"truncated program": 8, "oversized program": 9, "program checksum mismatch": 10,
+          "unsupported program version": 11, "weights mismatch": 12, "invalid program": 7}
+
+
+def test_status_codes_have_names() -> None:
+    from mcu._native import status_str
+
+    for name, code in STATUS.items():
+        assert status_str(code) == name
+
+
+def test_truncated_bit_flipped_and_oversized_files(compiled) -> None:
+    blob = compiled("small_cnn", quantize="int8").program_image().program
+    assert _status(blob) == 0
+    for cut in (0, 10, 63, 64, len(blob) // 2, len(blob) - 1):
+        assert _status(blob[:cut]) == STATUS["truncated program"], cut
+    assert _status(blob + b"\0") == STATUS["oversized program"]
+    assert _status(blob + bytes(4096)) == STATUS["oversized program"]
+    for pos in range(64, len(blob), max(1, len(blob) // 64)):  # flips in the flatbuffer and in the weights
+        flipped = bytearray(blob)
+        flipped[pos] ^= 1 << (pos % 8)
+        assert _status(bytes(flipped)) == STATUS["program checksum mismatch"], pos
+    version = bytearray(blob)
+    struct.pack_into("<I", version, 4, fmt.FORMAT_VERSION + 1)
+    assert _status(bytes(version)) == STATUS["unsupported program version"]
+    wrong_magic = bytearray(blob)
+    wrong_magic[0:4] = b"XXXX"
+    assert _status(bytes(wrong_magic)) == STATUS["invalid program"]
+
+
+def test_bit_flips_past_the_checksum_never_crash(compiled) -> None:
+    """With the CRC skipped, every flip reaches the verifier: it loads (and runs) or names the fault."""
+    cm = compiled("small_cnn", quantize="int8")
+    blob = cm.program_image().program
+    header = fmt.read_header(blob)
+    outcomes: dict[int, int] = {}
+    for pos in range(0, header.data_offset, 3):
+        for bit in (0, 5):
+            flipped = bytearray(blob)
+            flipped[pos] ^= 1 << bit
+            status = _status(bytes(flipped), verify_checksum=False)
+            outcomes[status] = outcomes.get(status, 0) + 1
+            if status == 0:
+                prog = Program.load(bytes(flipped), verify_checksum=False)
+                for m in prog.methods:
+                    try:
+                        m.run_raw(*(np.zeros(s.numel, s.dtype) for s in m.inputs))
+                    except (ProgramError, McuError):
+                        pass
+    assert set(outcomes) <= {0, *STATUS.values(), 2, 3, 4, 13}, outcomes
+    assert outcomes.get(STATUS["invalid program"], 0) > 0
+
+
+def test_delegate_payload_for_an_unregistered_backend_is_refused(compiled) -> None:
+    cm = compiled("fc_autoencoder")
+    image = write_program([MethodSource("forward", cm.graph, cm.memory)],
+                          delegates=[DelegatePayload("vendor.npu", b"\x01\x02\x03")])
+    assert _status(image.program) == 4  # MCU_ERR_UNSUPPORTED: the host registers no "vendor.npu" backend
+
+
+# --- several methods, shared weights ------------------------------------------------------------------------
+
+
+def test_methods_dict_names_the_entry_points(tmp_path_factory) -> None:
+    path = model_file(tmp_path_factory.getbasetemp(), "autoencoder", TWO_METHOD_MODEL)
+    names = [name for name, _ in load_methods(path)]
+    assert names == ["forward", "encode", "decode"]
+    assert [name for name, _ in load_methods(EXAMPLES / "small_cnn.py")] == ["forward"]
+
+
+@pytest.mark.parametrize("quantize", ["none", "int8"])
+def test_shared_weights_are_stored_once(tmp_path_factory, quantize: str) -> None:
+    methods = two_methods(tmp_path_factory, quantize)
+    image = program_from(methods)
+    blob = image.program
+    header = fmt.read_header(blob)
+    uniques: dict[bytes, str] = {}
+    per_method_total = 0
+    for m in methods:
+        for t in m.model.graph.constants():
+            data = np.ascontiguousarray(np.asarray(t.data).astype(np.dtype(t.dtype))).tobytes()
+            uniques.setdefault(data, t.name)
+            per_method_total += len(data)
+    unique_total = sum(len(d) for d in uniques)
+    # The data region holds each unique constant once, 16-byte aligned: only padding on top.
+    assert image.constant_bytes == unique_total < per_method_total
+    assert unique_total <= header.data_size < unique_total + fmt.ALIGN * len(uniques)
+    assert len(blob) == header.data_offset + header.data_size
+    # The encoder's first weight (used by forward and encode) appears once in the file.
+    enc_weight = max(uniques, key=len)
+    assert blob.count(enc_weight) == 1
+
+
+@pytest.mark.parametrize("quantize", ["none", "int8"])
+def test_every_method_runs_with_parity_on_host(tmp_path_factory, quantize: str) -> None:
+    methods = two_methods(tmp_path_factory, quantize)
+    prog = Program.load(program_from(methods).program)
+    assert prog.method_names == ["forward", "encode", "decode"]
+    for m in methods:
+        for x in m.model.spec.test_inputs:
+            enc = m.model.encode_inputs(x)
+            for got, want in zip(prog.method(m.name).run_raw(*enc), m.model.run_raw_c(*x)):
+                assert same_bits(got, want), m.name
+
+
+# --- external weights -----------------------------------------------------------------------------------------
+
+
+def test_external_weights_parity_and_foreign_weights_rejected(compiled, tmp_path) -> None:
+    cm = compiled("resnet8", quantize="int8")
+    image = cm.program_image(external_weights=True, weights_name="resnet8.mpw")
+    inline = cm.program_image()
+    assert image.weights is not None and len(image.program) < len(inline.program) // 4
+    x = cm.encode_inputs(cm.spec.test_inputs[0])
+    got = Program.load(image.program, weights=image.weights).method("forward").run_raw(*x)
+    want = Program.load(inline.program).method("forward").run_raw(*x)
+    assert all(same_bits(a, b) for a, b in zip(got, want))
+    # Another model's weights (same format, valid file) are refused by content id, with the fix in the hint.
+    other = compiled("ds_cnn", quantize="int8").program_image(external_weights=True).weights
+    with pytest.raises(ProgramError) as err:
+        Program.load(image.program, weights=other)
+    assert err.value.status == STATUS["weights mismatch"]
+    assert "weights file written with the program" in str(err.value)
+    # Missing weights, and a damaged weights file.
+    assert _status(image.program) == STATUS["weights mismatch"]
+    damaged = bytearray(image.weights)
+    damaged[len(damaged) // 2] ^= 0x10
+    assert _status(image.program, weights=bytes(damaged)) == STATUS["program checksum mismatch"]
+    # Loaded by path, the program finds <name>.mpw beside it.
+    (tmp_path / "resnet8.mpk").write_bytes(image.program)
+    (tmp_path / "resnet8.mpw").write_bytes(image.weights)
+    by_path = Program.load(tmp_path / "resnet8.mpk").method("forward").run_raw(*x)
+    assert all(same_bits(a, b) for a, b in zip(by_path, want))
+
+
+def test_cli_exports_program_files(tmp_path) -> None:
+    path = model_file(tmp_path, "autoencoder", TWO_METHOD_MODEL)
+    proc = run_mcu("export", "--format", "program", "--quantize", "none", str(path), "-o", str(tmp_path / "ae.mpk"))
+    assert proc.returncode == 0, proc.stderr
+    assert "methods: forward" in proc.stdout and "encode" in proc.stdout
+    prog = Program.load(tmp_path / "ae.mpk")
+    assert prog.method_names == ["forward", "encode", "decode"]
+    proc = run_mcu("export", "--format", "program", "--external-weights", "--quantize", "none", str(path),
+                   "-o", str(tmp_path / "ext" / "ae.mpk"))
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "ext" / "ae.mpw").is_file()
+    z = np.random.default_rng(0).standard_normal(8).astype(np.float32)
+    a = Program.load(tmp_path / "ext" / "ae.mpk").method("decode").run_raw(z)
+    b = prog.method("decode").run_raw(z)
+    assert same_bits(a[0], b[0])
+    proc = run_mcu("export", str(path), "-o", str(tmp_path / "lib"))
+    assert proc.returncode != 0 and "needs --board" in proc.stderr
