@@ -829,7 +829,8 @@ ARM_FLAGS = {
     "m3-soft": ["-mcpu=cortex-m3", "-mthumb", "-mfloat-abi=soft"],
 }
 # The only external symbols a kernel may use.
-ALLOWED_UNDEFINED = {"memcpy", "memset", "expf", "tanhf"}
+# rintf: dynamic quantization rounds half to even, as torch does.
+ALLOWED_UNDEFINED = {"memcpy", "memset", "expf", "tanhf", "rintf"}
 KERNEL_SOURCES = sorted(p.name for p in KERNEL_DIR.glob("*.c"))
 
 
