@@ -19,9 +19,17 @@ from mcu.errors import McuError
 from mcu.sourceinfo import user_source_line
 
 
+# Ops that Core ATen would decompose but that have a kernel of their own here (a single lookup table
+# at int8, one pass at fp32), so they stay whole.
+KEPT_WHOLE = (torch.ops.aten.hardswish.default,)
+
+
 def to_edge(ep: torch.export.ExportedProgram) -> torch.export.ExportedProgram:
+    table = torch.export.default_decompositions()
+    for op in KEPT_WHOLE:
+        table.pop(op, None)
     try:
-        return ep.run_decompositions()
+        return ep.run_decompositions(table)
     except Exception as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise McuError(f"decomposition to Core ATen failed: {first}") from None

@@ -161,3 +161,36 @@ def test_run_json_reports_int8_fields() -> None:
     assert raw.dtype.kind == "i" and raw.min() >= -128 and raw.max() <= 127
     real = np.array(r["outputs"][0][0])
     assert real.shape == raw.shape == (1, 10)
+
+
+class _Activations(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.fc = torch.nn.Linear(16, 5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.nn.functional.hardswish(self.conv(x))
+        y = torch.sigmoid(y) + torch.tanh(y)
+        y = torch.nn.functional.max_pool2d(torch.relu(y), 2)
+        y = torch.nn.functional.pad(y, (1, 1, 0, 0))
+        z = torch.cat([y, y * y], dim=1).mean(dim=(2, 3))
+        return torch.softmax(self.fc(z), dim=-1)
+
+
+@requires_qemu
+@pytest.mark.qemu
+def test_pointwise_nonlinearities_become_tables_and_run_exactly() -> None:
+    torch.manual_seed(1)
+    model = _Activations().eval()
+    x = torch.randn(1, 3, 8, 8)
+    cm = mcu.compile(model, (x,), board="mps2-an505", quantize="int8",
+                     calibration=[(torch.randn(1, 3, 8, 8),) for _ in range(8)])
+    counts = cm.graph.op_counts()
+    assert counts.get("lut", 0) == 3  # hardswish, sigmoid, tanh
+    assert counts.get("softmax", 0) == 1 and counts.get("concat", 0) == 1 and counts.get("pad", 0) == 1
+    for ref, host in zip(cm.reference_raw(x), cm.run_raw(x)):
+        np.testing.assert_array_equal(host, ref)
+    sim = cm.simulate()
+    assert sim.passed, sim.console[-2000:]
+    assert int(np.argmax(sim.outputs[0][0])) == int(model(x).argmax())
