@@ -27,7 +27,7 @@ from mcu.emit.c_model import environment
 from mcu.errors import McuError
 from mcu.paths import cache_dir, runtime_dir
 from mcu.program.format import kernel_macro
-from mcu.toolchain import Firmware, build_firmware
+from mcu.toolchain import Firmware, build_firmware, find_cross_compiler
 
 FIRMWARE_SHARE = 1 << 20  # bytes of the read-only region kept for the firmware itself (at most half of it)
 RAM_RESERVE = 32 << 10  # RAM left to .data, .bss and the harness besides the arena, output buffer and stack
@@ -118,6 +118,40 @@ def build_interpreter_firmware(board: Board, kernels: Iterable[str] | None = Non
         main_c.write_text(main)
     sources = [main_c, *interpreter_sources(), *kernel_sources(subset)]
     return build_firmware(layout.firmware_board, sources, [], Path(out_dir), name="interpreter", defines=defines)
+
+
+@dataclass(frozen=True)
+class CodeSize:
+    """Bytes of the interpreter's own code (runtime_c/interp, no kernels) for one core and optimization."""
+
+    per_file: dict[str, int]  # .text + .rodata + .data of each object, every function included
+
+    @property
+    def total(self) -> int:
+        return sum(self.per_file.values())
+
+
+def interpreter_code_size(board: Board, optimization: str = "-Os") -> CodeSize:
+    """Compile runtime_c/interp for ``board``'s core and sum each object's allocated sections.
+
+    Every function counts, also those a given firmware would drop with --gc-sections, so this is
+    an upper bound on what the interpreter adds to any firmware.
+    """
+    from mcu.elf import read_elf
+
+    gcc = find_cross_compiler()
+    include = runtime_dir() / "include"
+    sizes: dict[str, int] = {}
+    with tempfile.TemporaryDirectory(prefix="mcu-interp-size-") as tmp:
+        for src in interpreter_sources():
+            obj = Path(tmp) / f"{src.stem}.o"
+            cmd = [str(gcc), *board.cpu_flags, "-std=c11", optimization, "-ffunction-sections", "-fdata-sections",
+                   "-Wall", "-Wextra", "-Werror", f"-I{include}", "-c", str(src), "-o", str(obj)]
+            proc = subprocess.run(cmd, capture_output=True, text=True)
+            if proc.returncode != 0:
+                raise McuError(f"compiling {src.name} for {board.name} failed:\n{proc.stderr.strip()}")
+            sizes[src.name] = sum(s.size for s in read_elf(obj).sections if s.alloc and not s.nobits)
+    return CodeSize(sizes)
 
 
 def program_uf2(board: Board, program: bytes, weights: bytes | None = None) -> bytes:

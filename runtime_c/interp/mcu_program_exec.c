@@ -203,7 +203,7 @@ mcu_status mcu_program_run(const mcu_program *p, uint32_t method, uint8_t *const
             mcu_program_tensor_info t;
             MCU_CHECK(mcu_program_io(p, method, pass, i, &t));
             MCU_REQUIRE(t.arena < n_arenas && arenas[t.arena] != NULL &&
-                            (uint64_t)t.offset + t.nbytes <= arena_sizes[t.arena],
+                            t.offset <= arena_sizes[t.arena] && t.nbytes <= arena_sizes[t.arena] - t.offset,
                         MCU_ERR_BUFFER_TOO_SMALL);
             uint8_t *at = arenas[t.arena] + t.offset;
             const void *src = pass ? at : inputs[i];

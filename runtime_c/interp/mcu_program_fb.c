@@ -9,10 +9,16 @@ static uint32_t fail(mcu_fb *f)
     return 0;
 }
 
-/* `width` bytes at `pos`, zero-extended; 0 and bad when out of bounds. */
-static uint32_t load(mcu_fb *f, uint64_t pos, uint32_t width)
+/* [pos, pos + len) inside the buffer, for any 32-bit pos and len (the buffer is below 2 GiB). */
+static int in(const mcu_fb *f, uint32_t pos, uint32_t len)
 {
-    if (pos + width > f->n) {
+    return pos <= f->n && len <= f->n - pos;
+}
+
+/* `width` (1, 2 or 4) bytes at `pos`, zero-extended; 0 and bad when out of bounds. */
+static uint32_t load(mcu_fb *f, uint32_t pos, uint32_t width)
+{
+    if (!in(f, pos, width)) {
         return fail(f);
     }
     /* Constant-size copies: single loads, no call to memcpy. */
@@ -30,31 +36,32 @@ static uint32_t load(mcu_fb *f, uint64_t pos, uint32_t width)
     return p[0];
 }
 
-uint32_t mcu_fb_u32(mcu_fb *f, uint64_t pos)
+uint32_t mcu_fb_u32(mcu_fb *f, uint32_t pos)
 {
     return load(f, pos, 4);
 }
 
-uint32_t mcu_fb_table(mcu_fb *f, uint64_t pos, mcu_fbt *t)
+uint32_t mcu_fb_table(mcu_fb *f, uint32_t pos, mcu_fbt *t)
 {
     memset(t, 0, sizeof(*t));
-    if (pos == 0 || (pos & 3u) != 0 || pos + 4 > f->n) {
+    if (pos == 0 || (pos & 3u) != 0 || !in(f, pos, 4)) {
         return fail(f);
     }
-    const int64_t vt = (int64_t)pos - (int32_t)load(f, pos, 4);
-    if (vt < 4 || (vt & 1) != 0 || (uint64_t)vt + 4 > f->n) {
+    /* pos < 2^31, so pos - soffset neither wraps into the buffer nor overflows. */
+    const uint32_t vt = pos - load(f, pos, 4);
+    if ((vt & 1u) != 0 || vt < 4u || !in(f, vt, 4)) {
         return fail(f);
     }
-    const uint32_t vt_size = load(f, (uint64_t)vt, 2);
-    const uint32_t t_size = load(f, (uint64_t)vt + 2, 2);
-    if (vt_size < 4 || (vt_size & 1u) != 0 || (uint64_t)vt + vt_size > f->n || t_size < 4 || pos + t_size > f->n) {
+    const uint32_t vt_size = load(f, vt, 2);
+    const uint32_t t_size = load(f, vt + 2u, 2);
+    if (vt_size < 4u || (vt_size & 1u) != 0 || !in(f, vt, vt_size) || t_size < 4u || !in(f, pos, t_size)) {
         return fail(f);
     }
-    t->pos = (uint32_t)pos;
-    t->vt = (uint32_t)vt;
+    t->pos = pos;
+    t->vt = vt;
     t->vt_size = vt_size;
     t->t_size = t_size;
-    return t->pos;
+    return pos;
 }
 
 uint32_t mcu_fb_field(mcu_fb *f, const mcu_fbt *t, uint32_t slot, uint32_t width)
@@ -62,7 +69,7 @@ uint32_t mcu_fb_field(mcu_fb *f, const mcu_fbt *t, uint32_t slot, uint32_t width
     if (4u + 2u * slot + 2u > t->vt_size) {
         return 0; /* absent (or an absent table, whose vt_size is 0) */
     }
-    const uint32_t voff = load(f, (uint64_t)t->vt + 4u + 2u * slot, 2);
+    const uint32_t voff = load(f, t->vt + 4u + 2u * slot, 2);
     if (voff == 0) {
         return 0;
     }
@@ -78,10 +85,11 @@ uint32_t mcu_fb_scalar(mcu_fb *f, const mcu_fbt *t, uint32_t slot, uint32_t widt
     return pos == 0 ? dflt : load(f, pos, width);
 }
 
-/* The object an offset field at `pos` points to. */
-static uint64_t follow(mcu_fb *f, uint32_t pos)
+/* The object an offset field at `pos` points to (0 and bad past the end). */
+static uint32_t follow(mcu_fb *f, uint32_t pos)
 {
-    return (uint64_t)pos + load(f, pos, 4);
+    const uint32_t off = load(f, pos, 4);
+    return in(f, pos, off) ? pos + off : fail(f);
 }
 
 uint32_t mcu_fb_vector(mcu_fb *f, const mcu_fbt *t, uint32_t slot, uint32_t elem_size, uint32_t *count)
@@ -91,16 +99,16 @@ uint32_t mcu_fb_vector(mcu_fb *f, const mcu_fbt *t, uint32_t slot, uint32_t elem
     if (pos == 0) {
         return 0;
     }
-    const uint64_t v = follow(f, pos);
-    if ((v & 3u) != 0 || v + 4 > f->n) {
+    const uint32_t v = follow(f, pos);
+    if (v == 0 || (v & 3u) != 0 || !in(f, v, 4)) {
         return fail(f);
     }
     const uint32_t n = load(f, v, 4);
-    if ((uint64_t)n * elem_size > f->n - v - 4) {
+    if (n > (f->n - v - 4u) / elem_size) {
         return fail(f);
     }
     *count = n;
-    return (uint32_t)v + 4u;
+    return v + 4u;
 }
 
 uint32_t mcu_fb_child(mcu_fb *f, const mcu_fbt *t, uint32_t slot, mcu_fbt *child)
@@ -136,7 +144,7 @@ const char *mcu_fb_string(mcu_fb *f, const mcu_fbt *t, uint32_t slot)
     if (s == 0) {
         return "";
     }
-    if ((uint64_t)s + n >= f->n || f->b[s + n] != 0) {
+    if (!in(f, s, n + 1u) || f->b[s + n] != 0) {
         fail(f);
         return "";
     }
@@ -147,7 +155,7 @@ uint32_t mcu_fb_u32_at(mcu_fb *f, const mcu_fbt *t, uint32_t slot, uint32_t i)
 {
     uint32_t n;
     const uint32_t v = mcu_fb_vector(f, t, slot, 4, &n);
-    return i < n ? load(f, (uint64_t)v + 4u * i, 4) : MCU_FB_ABSENT_INDEX;
+    return i < n ? load(f, v + 4u * i, 4) : MCU_FB_ABSENT_INDEX;
 }
 
 void mcu_program_reader(const mcu_program *p, mcu_fb *f, mcu_fbt *root)
@@ -205,7 +213,7 @@ mcu_status mcu_program_segment_in(mcu_fb *f, const mcu_program *q, uint32_t vect
     const uint8_t *base = location == MCU_SEGMENT_INLINE ? q->data : q->weights;
     const uint32_t limit = location == MCU_SEGMENT_INLINE ? q->data_size : q->weights_size;
     MCU_REQUIRE(!f->bad && location <= MCU_SEGMENT_EXTERNAL && base != NULL && offset % MCU_PROGRAM_ALIGN == 0 &&
-                    (uint64_t)offset + *size <= limit,
+                    offset <= limit && *size <= limit - offset,
                 MCU_ERR_PROGRAM_INVALID);
     *data = base + offset;
     return MCU_OK;

@@ -7,7 +7,8 @@
  * vector, or an offset that overflows sets the reader's sticky `bad` flag and
  * yields 0 (an absent table: pos 0, no fields), so code can read a whole
  * structure and test `bad` once. Position 0 holds the root offset, so no
- * table or vector starts there: 0 doubles as "absent". */
+ * table or vector starts there: 0 doubles as "absent". Positions are 32-bit:
+ * the loader only accepts files below 2 GiB. */
 #ifndef MCU_PROGRAM_INTERNAL_H
 #define MCU_PROGRAM_INTERNAL_H
 
@@ -58,9 +59,9 @@ enum { MCU_SEGMENT_INLINE = 0, MCU_SEGMENT_EXTERNAL = 1 };
 
 #define MCU_FB_ABSENT_INDEX 0xFFFFFFFFu
 
-uint32_t mcu_fb_u32(mcu_fb *f, uint64_t pos);
+uint32_t mcu_fb_u32(mcu_fb *f, uint32_t pos);
 /** Validate the table at `pos` into `t`; returns t->pos (0 and bad when invalid). */
-uint32_t mcu_fb_table(mcu_fb *f, uint64_t pos, mcu_fbt *t);
+uint32_t mcu_fb_table(mcu_fb *f, uint32_t pos, mcu_fbt *t);
 /** Position of field `slot` (`width` bytes) of a table, 0 when absent. */
 uint32_t mcu_fb_field(mcu_fb *f, const mcu_fbt *t, uint32_t slot, uint32_t width);
 /** A scalar field of 1, 2 or 4 bytes, zero-extended; `dflt` when absent. */

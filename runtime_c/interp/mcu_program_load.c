@@ -96,7 +96,7 @@ static mcu_status verify_tensor(mcu_fb *f, const mcu_program *q, const mcu_fbt *
     uint64_t bytes = esize;
     uint32_t seen = 0;
     for (uint32_t i = 0; i < rank; ++i) {
-        const uint32_t dim = mcu_fb_u32(f, (uint64_t)shape + 4u * i);
+        const uint32_t dim = mcu_fb_u32(f, shape + 4u * i);
         const uint32_t o = f->b[order + i];
         MCU_REQUIRE(dim <= INT32_MAX && o < rank && (seen & (1u << o)) == 0, MCU_ERR_PROGRAM_INVALID);
         seen |= 1u << o;
@@ -122,7 +122,7 @@ static mcu_status verify_tensor(mcu_fb *f, const mcu_program *q, const mcu_fbt *
         MCU_REQUIRE(d.placement == MCU_PLACEMENT_CONSTANT && mcu_program_segment(f, q, d.index, &data, &limit) == MCU_OK,
                     MCU_ERR_PROGRAM_INVALID);
     }
-    MCU_REQUIRE((uint64_t)d.offset + bytes <= limit && !f->bad, MCU_ERR_PROGRAM_INVALID);
+    MCU_REQUIRE(d.offset <= limit && bytes <= limit - d.offset && !f->bad, MCU_ERR_PROGRAM_INVALID);
     return MCU_OK;
 }
 
@@ -142,7 +142,7 @@ static mcu_status verify_instruction(mcu_fb *f, const mcu_fbt *m, uint32_t index
     int32_t params[MCU_PROGRAM_MAX_PARAMS];
     memcpy(params, f->b + pv, n_params * sizeof(int32_t));
     for (uint32_t i = 0; i < n_ops; ++i) {
-        const int32_t id = (int32_t)mcu_fb_u32(f, (uint64_t)ov + 4u * i);
+        const int32_t id = (int32_t)mcu_fb_u32(f, ov + 4u * i);
         mcu_program_tensor_desc d = {0, 0, 0, 0, 0};
         MCU_REQUIRE(id >= -1 && id < (int32_t)n_tensors, MCU_ERR_PROGRAM_INVALID);
         if (id >= 0) {
@@ -223,7 +223,7 @@ static mcu_status verify_method(mcu_fb *f, const mcu_program *q, uint32_t index,
     MCU_REQUIRE(n_arenas <= MCU_PROGRAM_MAX_ARENAS, MCU_ERR_PROGRAM_INVALID);
     uint32_t arenas[MCU_PROGRAM_MAX_ARENAS];
     for (uint32_t i = 0; i < n_arenas; ++i) {
-        arenas[i] = mcu_fb_u32(f, (uint64_t)av + 4u * i);
+        arenas[i] = mcu_fb_u32(f, av + 4u * i);
         MCU_REQUIRE(arenas[i] <= INT32_MAX, MCU_ERR_PROGRAM_INVALID);
     }
     mcu_fb_vector(f, &m, MCU_METHOD_TENSORS, 4, &n_tensors);
