@@ -365,6 +365,36 @@ def _identity(ctx: _Ctx, node: Node, a: list[Any]) -> Tensor:
     return a[0]
 
 
+def _slice(ctx: _Ctx, node: Node, a: list[Any]) -> Tensor:
+    x = a[0]
+    rank = len(x.shape)
+    dim = (int(a[1]) if len(a) > 1 else 0) % rank
+    size = x.shape[dim]
+    start = a[2] if len(a) > 2 and a[2] is not None else 0
+    step = int(a[4]) if len(a) > 4 else 1
+    start = max(0, min(size, start + size if start < 0 else start))
+    out = tuple(int(s) for s in node.meta["val"].shape)
+    if out == x.shape:
+        return x  # the whole dim: nothing to copy
+    if step < 1:
+        raise McuError(f"slicing with step {step} is not supported{user_source_line(node)}")
+    return _emit(ctx, node, "slice", [x], {"dim": dim, "start": start, "step": step})
+
+
+def _select(ctx: _Ctx, node: Node, a: list[Any]) -> Tensor:
+    """x.select(dim, i): a one-wide slice, then a reshape that drops the dim (an alias)."""
+    x = a[0]
+    rank = len(x.shape)
+    dim = int(a[1]) % rank
+    index = int(a[2]) % x.shape[dim]
+    kept = Tensor(name=ctx.fresh(f"{node.name}_keepdim"), shape=tuple(1 if d == dim else s for d, s in
+                                                                        enumerate(x.shape)), dtype=x.dtype)
+    source = user_source_line(node).removeprefix(" at ")
+    ctx.ops.append(Op("slice", [x], [kept], {"dim": dim, "start": index, "step": 1}, name=f"{node.name}_slice",
+                      source=source))
+    return _emit(ctx, node, "reshape", [kept])
+
+
 def _to_copy(ctx: _Ctx, node: Node, a: list[Any]) -> Tensor:
     if _dtype(node.meta["val"], node) != a[0].dtype:
         raise McuError(f"dtype conversion to {node.meta['val'].dtype} is not supported{user_source_line(node)}")
@@ -405,6 +435,8 @@ HANDLERS: dict[object, Callable[[_Ctx, Node, list[Any]], Any]] = {
     aten.hardswish.default: _unary("hardswish"),
     aten._native_batch_norm_legit_no_training.default: _batch_norm,
     aten.constant_pad_nd.default: _pad,
+    aten.slice.Tensor: _slice,
+    aten.select.int: _select,
     aten.clone.default: _identity,
     aten.alias.default: _identity,
     aten.detach.default: _identity,

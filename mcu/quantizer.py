@@ -51,7 +51,7 @@ BINARY = {aten.add.Tensor, aten.mul.Tensor, aten.add_.Tensor, aten.mul_.Tensor}
 SHARED = {aten.max_pool2d.default, aten.avg_pool2d.default, aten.flatten.using_ints, aten.view.default,
           aten.reshape.default, aten.permute.default, aten.squeeze.dim, aten.squeeze.dims, aten.unsqueeze.default,
           aten.pad.default, aten.constant_pad_nd.default, aten.dropout.default, aten.contiguous.default,
-          aten.clone.default}
+          aten.clone.default, aten.slice.Tensor, aten.select.int}
 OWN_OUTPUT = {aten.adaptive_avg_pool2d.default, aten.mean.dim, aten.hardswish.default,
               aten.hardswish_.default}
 SOFTMAX = {aten.softmax.int, aten._softmax.default}

@@ -112,6 +112,13 @@ def _permute_like(op: Op, x: list[np.ndarray], perm: tuple[int, ...]) -> np.ndar
     return np.transpose(x[0].reshape(src.physical_shape), _physical_perm(src, op.output, perm))
 
 
+def _slice(op: Op, x: list[np.ndarray]) -> np.ndarray:
+    src = op.inputs[0]
+    index = tuple(slice(op.attrs["start"], op.attrs["start"] + op.output.shape[d] * op.attrs["step"],
+                        op.attrs["step"]) if d == op.attrs["dim"] else slice(None) for d in src.dim_order)
+    return x[0].reshape(src.physical_shape)[index]
+
+
 def _concat(op: Op, x: list[np.ndarray]) -> np.ndarray:
     out = op.output
     p = out.dim_order.index(op.attrs["axis"])
@@ -156,6 +163,7 @@ INT8_OPS: dict[str, Callable[[Op, list[np.ndarray]], np.ndarray]] = {
     "layout": lambda op, x: _permute_like(op, x, tuple(range(len(op.inputs[0].shape)))),
     "concat": _concat,
     "pad": _pad,
+    "slice": _slice,
 }
 def _float_binary(fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Callable[[Op, list[np.ndarray]], np.ndarray]:
     """fp32 fallback of an elementwise op: one correctly rounded IEEE operation per element, so
@@ -193,7 +201,7 @@ def _linear_mixed(fn: Callable) -> Callable[[Op, list[np.ndarray]], np.ndarray]:
 
 
 FLOAT_MOVES = {"dequantize": _dequantize, "permute": INT8_OPS["permute"], "layout": INT8_OPS["layout"],
-               "concat": _concat, "pad": _pad,
+               "concat": _concat, "pad": _pad, "slice": _slice,
                "add": _float_binary(np.add), "sub": _float_binary(np.subtract),
                "mul": _float_binary(np.multiply), "div": _float_binary(np.divide), "clamp": _float_clamp,
                "linear_w8": _linear_mixed(mixed.linear_w8_f32), "linear_dyn": _linear_mixed(mixed.linear_dyn_s8)}

@@ -15,7 +15,7 @@ from mcu.ir import CHANNELS_LAST
 from mcu.memory import plan_memory
 from mcu.pipeline import lower
 
-from conftest import REFERENCE_MODELS
+from conftest import REFERENCE_MODELS, have_cross_tools
 
 FP32_TOL = 1e-4
 
@@ -115,3 +115,34 @@ def test_op_zoo_host_parity() -> None:
     cm = mcu.compile(model, (x,), board="mps2-an505")
     _check_parity(cm, (x,))
     _check_parity(cm, (torch.randn(1, 3, 17, 15) * 3,))
+
+
+class _Slices(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.fc = nn.Linear(4 * 3 * 4 + 2, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.relu(self.conv(x))
+        a = y[:, 2:6, 1:7:2, ::2]  # channels, a strided row window, every other column
+        b = y[:, -2:, 0, 0]  # the last two channels of one pixel
+        return self.fc(torch.cat([torch.flatten(a, 1), b], dim=1))
+
+
+@pytest.mark.parametrize("quantize", ["none", "int8"])
+def test_slices(quantize: str) -> None:
+    torch.manual_seed(2)
+    model = _Slices().eval()
+    x = torch.randn(1, 3, 8, 8)
+    cm = mcu.compile(model, (x,), board="mps2-an505", quantize=quantize,
+                     calibration=[(torch.randn(1, 3, 8, 8),) for _ in range(8)])
+    assert cm.graph.op_counts().get("slice", 0) >= 3
+    if quantize == "none":
+        _check_parity(cm, (x,))
+    else:
+        assert cm.graph.fallbacks == []
+        for ref, host in zip(cm.reference_raw(x), cm.run_raw_c(x)):
+            np.testing.assert_array_equal(host, ref)
+        if have_cross_tools():
+            assert cm.simulate().passed  # and on the device, bit-exact with the reference

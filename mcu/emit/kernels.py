@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable, Union
 
-from mcu.backends.variants import select_variant
+from mcu.backends.variants import find_variant, select_variant
 from mcu.emit.cvalues import c_float
 from mcu.errors import McuError
 from mcu.ir import DTYPE_BYTES, Op, Tensor
@@ -56,6 +56,11 @@ class KernelCall:
     # scalar arguments that follow the params struct. See :func:`program_call`.
     operands: list[Operand] = field(default_factory=list)
     scalars: list[int | float] = field(default_factory=list)
+    # External backends (mcu/backends/cmsis_nn.py): headers the generated C includes, folders to
+    # search for them, and the library function behind a status expression (``function`` "").
+    headers: list[str] = field(default_factory=list)
+    include_dirs: list[str] = field(default_factory=list)
+    backend_function: str = ""
 
 
 @dataclass
@@ -263,6 +268,20 @@ def _concat(op: Op, ref: Ref) -> KernelCall:
                       operands=[*op.inputs, op.output], scalars=[outer, *chunks])
 
 
+def _slice(op: Op, ref: Ref) -> KernelCall:
+    src, out = op.inputs[0], op.output
+    rank = len(src.shape)
+    if rank > 6:
+        raise McuError(f"slice of a rank-{rank} tensor is not supported (at most 6 dims){_at(op)}")
+    pad = 6 - rank
+    start = [op.attrs["start"] if d == op.attrs["dim"] else 0 for d in src.dim_order]
+    step = [op.attrs["step"] if d == op.attrs["dim"] else 1 for d in src.dim_order]
+    params = {"rank": rank, "in_shape": list(src.physical_shape) + [1] * pad,
+              "out_shape": list(out.physical_shape) + [1] * pad, "start": start + [0] * pad, "step": step + [1] * pad}
+    return KernelCall("mcu_slice", ["&params", str(DTYPE_BYTES[src.dtype]), ref(src), ref(out)], ["mcu_slice.c"],
+                      "mcu_slice_params", params, operands=[src, out])
+
+
 def _pad(op: Op, ref: Ref) -> KernelCall:
     src = op.inputs[0]
     rank = len(src.shape)
@@ -283,6 +302,8 @@ def _at(op: Op) -> str:
 
 EMITTERS: dict[tuple[str, str], Callable[[Op, Ref], KernelCall]] = {
     ("conv2d", "float32"): _conv2d,
+    ("slice", "float32"): _slice,
+    ("slice", "int8"): _slice,
     ("linear", "float32"): _linear,
     ("linear_w8", "float32"): _linear_w8,
     ("linear_dyn", "float32"): _linear_dyn,
@@ -400,11 +421,23 @@ def _matrix_s8(op: Op, ref: Ref) -> KernelCall:
     x, w, b = op.inputs[:3]
     out = op.output
     variant = select_variant(op, ref(x) == ref(out))
+    if variant.emit is not None:
+        return variant.emit(op, ref)
     params_type, params = _conv_params_s8(op)
     data = [ref(out)] if variant.in_place else [ref(x)]
     tail = [ref(w), ref(b)] + ([] if variant.in_place else [ref(out)])
     return KernelCall(variant.function, ["&ctx", "&params", "&quant", *data, *tail], [variant.source], params_type,
                       params, locals=_quant_locals(op, ref), operands=_quant_operands(op))
+
+
+def _routed(default: Callable[[Op, Ref], KernelCall]) -> Callable[[Op, Ref], KernelCall]:
+    """Ops with a default kernel that a variant row (another backend) may take over."""
+    def emit(op: Op, ref: Ref) -> KernelCall:
+        variant = find_variant(op, ref(op.inputs[0]) == ref(op.output))
+        if variant is not None and variant.emit is not None:
+            return variant.emit(op, ref)
+        return default(op, ref)
+    return emit
 
 
 def _binary_s8(name: str) -> Callable[[Op, Ref], KernelCall]:
@@ -509,13 +542,13 @@ EMITTERS.update({
     ("conv2d", "int8"): _matrix_s8,
     ("depthwise_conv2d", "int8"): _matrix_s8,
     ("linear", "int8"): _matrix_s8,
-    ("add", "int8"): _binary_s8("add"),
+    ("add", "int8"): _routed(_binary_s8("add")),
     ("sub", "int8"): _binary_s8("sub"),
-    ("mul", "int8"): _binary_s8("mul"),
-    ("max_pool2d", "int8"): _pool_s8("mcu_max_pool2d_s8", "mcu_max_pool2d_s8.c"),
-    ("avg_pool2d", "int8"): _pool_s8("mcu_avg_pool2d_s8", "mcu_avg_pool2d_s8.c"),
+    ("mul", "int8"): _routed(_binary_s8("mul")),
+    ("max_pool2d", "int8"): _routed(_pool_s8("mcu_max_pool2d_s8", "mcu_max_pool2d_s8.c")),
+    ("avg_pool2d", "int8"): _routed(_pool_s8("mcu_avg_pool2d_s8", "mcu_avg_pool2d_s8.c")),
     ("mean_hw", "int8"): _mean_hw_s8,
-    ("softmax", "int8"): _softmax_s8,
+    ("softmax", "int8"): _routed(_softmax_s8),
     ("lut", "int8"): _lut_s8,
     ("requantize", "int8"): _requantize_s8,
     ("clamp", "int8"): _clamp_s8,

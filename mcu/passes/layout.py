@@ -18,7 +18,7 @@ _NEEDS_CHANNELS_LAST = {"conv2d", "depthwise_conv2d", "max_pool2d", "avg_pool2d"
 _PRODUCES_CHANNELS_LAST = _NEEDS_CHANNELS_LAST - {"mean_hw"}
 _NEEDS_CONTIGUOUS = {"reshape", "linear"}
 _SAME_AS_INPUT = {"clamp", "sigmoid", "tanh", "hardswish", "softmax", "pad", "quantize", "dequantize", "lut",
-                  "requantize"}
+                  "requantize", "slice"}
 
 
 def _identity(rank: int) -> tuple[int, ...]:

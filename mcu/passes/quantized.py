@@ -215,6 +215,7 @@ CONVERTERS: dict[str, Converter] = {
     "reshape": _shared("reshape"),
     "permute": _shared("permute"),
     "pad": _shared("pad"),
+    "slice": _shared("slice"),
     "concat": _shared("concat"),
     "mean_hw": _mean_hw,
     "softmax": _softmax,
@@ -237,8 +238,8 @@ def lower_quantized(graph: Graph) -> Graph:
         return graph  # an fp32 graph
     fallbacks: list[tuple[str, str]] = []
     for op in list(graph.ops):
-        if op.kind in ("quantize", "dequantize") or op.output.dtype != "float32":
-            continue
+        if op.kind in ("quantize", "dequantize") or op.output.dtype != "float32" or op not in graph.ops:
+            continue  # (an op already converted as part of a chain is no longer in the graph)
         reason = _try_convert(graph, op)
         if reason is not None:
             fallbacks.append((f"{op.kind} {op.name}" + (f" ({op.source})" if op.source else ""), reason))
@@ -249,9 +250,45 @@ def lower_quantized(graph: Graph) -> Graph:
     return graph
 
 
+_MOVES = {"slice", "reshape", "permute", "pad"}
+
+
+def _convert_move_chain(graph: Graph, op: Op) -> bool:
+    """dequantize -> slice -> reshape -> quantize (a select): data movement only, one quantization
+    shared along the chain, so every op of it becomes int8 at once."""
+    chain = [op]
+    while True:
+        users = graph.users(chain[-1].output)
+        if len(users) != 1 or chain[-1].output.is_output:
+            return False
+        if users[0].kind == "quantize":
+            q = users[0]
+            break
+        if users[0].kind not in _MOVES:
+            return False
+        chain.append(users[0])
+    src = _dequantized_source(graph, op.inputs[0])
+    if src is None or not _same_quant(src, q.output) or len(chain) < 2 or op.inputs[0].is_constant:
+        return False
+    current = src
+    for i, link in enumerate(chain):
+        last = i == len(chain) - 1
+        out = q.output if last else Tensor(name=link.output.name, shape=link.output.shape, dtype="int8",
+                                           quant=q.output.quant)
+        converted = _shared(link.kind)(graph, link, [current], out)
+        if isinstance(converted, str):
+            return False
+        graph.ops[graph.ops.index(link)] = converted
+        current = out
+    graph.ops.remove(q)
+    return True
+
+
 def _try_convert(graph: Graph, op: Op) -> str | None:
     if op.kind not in CONVERTERS:
         return "no int8 kernel"
+    if op.kind in _MOVES and _convert_move_chain(graph, op):
+        return None
     users = graph.users(op.output)
     if len(users) != 1 or users[0].kind != "quantize" or op.output.is_output:
         return "its output is not quantized"

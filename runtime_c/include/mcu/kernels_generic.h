@@ -35,6 +35,17 @@ typedef struct {
 mcu_status mcu_pad(const mcu_pad_params *p, int32_t elem_size, const void *fill, const void *input,
                    void *output);
 
+typedef struct {
+    int32_t rank;                  /**< 1..MCU_MAX_DIMS */
+    int32_t in_shape[MCU_MAX_DIMS];
+    int32_t out_shape[MCU_MAX_DIMS];
+    int32_t start[MCU_MAX_DIMS];   /**< first input index along each dim */
+    int32_t step[MCU_MAX_DIMS];    /**< >= 1 */
+} mcu_slice_params;
+
+/** out[i0..] = in[start0 + i0 * step0, ...]: a strided window of a contiguous tensor. No overlap. */
+mcu_status mcu_slice(const mcu_slice_params *p, int32_t elem_size, const void *input, void *output);
+
 /** Plain copy of `bytes` bytes (reshape that cannot alias). */
 mcu_status mcu_copy(int32_t bytes, const void *input, void *output);
 
