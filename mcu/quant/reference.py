@@ -109,6 +109,16 @@ def _window_geometry(x, kh, kw, params):
 # convolution and linear
 
 
+def _conv_geometry(x, kh, kw, out_c, stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left, output):
+    """Window geometry of a convolution (see _window_geometry), with the output shape checked."""
+    geo = _window_geometry(x, kh, kw, dict(stride_h=stride_h, stride_w=stride_w, dilation_h=dilation_h,
+                                           dilation_w=dilation_w, pad_top=pad_top, pad_left=pad_left,
+                                           output=output))
+    if output is not None:
+        _check_shape("output", output, (x.shape[0], geo[0], geo[1], out_c))
+    return geo
+
+
 def conv2d_s8(x, weight, bias, multiplier, shift, *, input_offset, output_offset, act_min=-128,
               act_max=127, stride_h=1, stride_w=1, pad_top=0, pad_left=0, dilation_h=1,
               dilation_w=1, groups=1, kernel_h=None, kernel_w=None, input=None, output=None):
@@ -126,12 +136,8 @@ def conv2d_s8(x, weight, bias, multiplier, shift, *, input_offset, output_offset
     groups = int(groups)
     if c != icg * groups or out_c % groups:
         raise ValueError("channels do not match groups")
-    geo = _window_geometry(x, kh, kw, dict(stride_h=stride_h, stride_w=stride_w, dilation_h=dilation_h,
-                                           dilation_w=dilation_w, pad_top=pad_top, pad_left=pad_left,
-                                           output=output))
+    geo = _conv_geometry(x, kh, kw, out_c, stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left, output)
     out_h, out_w = geo[:2]
-    if output is not None:
-        _check_shape("output", output, (n, out_h, out_w, out_c))
     xo = x.astype(np.float64) + float(input_offset)
     p = _patches(xo, out_h, out_w, kh, kw, *geo[2:])  # (n, oh, ow, kh, kw, c)
     P, K, ocg = n * out_h * out_w, kh * kw * icg, out_c // groups
@@ -158,12 +164,8 @@ def depthwise_conv2d_s8(x, weight, bias, multiplier, shift, *, input_offset, out
     _check_shape("kernel", (kernel_h or kh, kernel_w or kw), (kh, kw))
     if out_c != c * int(ch_mult):
         raise ValueError("weight channels must be input channels * ch_mult")
-    geo = _window_geometry(x, kh, kw, dict(stride_h=stride_h, stride_w=stride_w, dilation_h=dilation_h,
-                                           dilation_w=dilation_w, pad_top=pad_top, pad_left=pad_left,
-                                           output=output))
+    geo = _conv_geometry(x, kh, kw, out_c, stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left, output)
     out_h, out_w = geo[:2]
-    if output is not None:
-        _check_shape("output", output, (n, out_h, out_w, out_c))
     xo = x.astype(np.int64) + int(input_offset)
     p = _patches(xo, out_h, out_w, kh, kw, *geo[2:])  # (n, oh, ow, kh, kw, c)
     p = p[..., np.arange(out_c) // int(ch_mult)]
