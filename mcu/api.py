@@ -220,7 +220,8 @@ class CompiledModel:
         sources = [src_dir / n for n in files if n.endswith(".c")]
         sources += [rt / "kernels" / s for s in self.library.kernel_sources]
         sources += [rt / s for s in self.library.runtime_sources]
-        fw = build_firmware(self.board, sources, [src_dir, rt / "include"], Path(out_dir))
+        includes = [src_dir, rt / "include", *map(Path, self.library.include_dirs)]
+        fw = build_firmware(self.board, sources, includes, Path(out_dir))
         self._check_board_limits(fw)
         sizes = size_report(fw.map_path, fw.elf, self.library.prefix, self.library.kernel_sources,
                             fw.flash_bytes, fw.ram_bytes)
@@ -299,25 +300,32 @@ def resolve_quantize(spec: ModelSpec, quantize: str) -> str:
     return quantize
 
 
-def compile_spec(spec: ModelSpec, board: str | Board = "mps2-an505", quantize: str = "none") -> CompiledModel:
+def compile_spec(spec: ModelSpec, board: str | Board = "mps2-an505", quantize: str = "none",
+                 cmsis_nn: str | Path | None = None) -> CompiledModel:
+    """``cmsis_nn``: CMSIS-NN sources to route supported int8 layers to (a path, or ``auto``: the
+    CMSIS_NN_PATH environment variable, else cmsis-pack-manager's pack cache); None: our kernels
+    only (mcu/backends/cmsis_nn.py)."""
+    from mcu.backends import cmsis_nn as cmsis
+
     board_obj = board if isinstance(board, Board) else load_board(board)
     quantize = resolve_quantize(spec, quantize)
     graph = to_graph(spec, quantize)
-    memory, library = compile_graph(graph, board_obj, quantize)
+    memory, library = compile_graph(graph, board_obj, quantize, cmsis.resolve(cmsis_nn))
     return CompiledModel(spec=spec, board=board_obj, quantize=quantize, graph=graph, memory=memory, library=library)
 
 
 def compile(model: torch.nn.Module, example_inputs: Sequence[torch.Tensor], board: str = "mps2-an505",  # noqa: A001
             quantize: str = "none", calibration: Any = None, test_inputs: Any = None,
-            name: str | None = None) -> CompiledModel:
+            name: str | None = None, cmsis_nn: str | Path | None = None) -> CompiledModel:
     """Compile an ``nn.Module`` for a board; see the module docstring."""
     spec = spec_from_objects(model, example_inputs, calibration, test_inputs,
                              name=name or type(model).__name__.lower())
-    return compile_spec(spec, board, quantize)
+    return compile_spec(spec, board, quantize, cmsis_nn)
 
 
-def compile_file(path: str | Path, board: str = "mps2-an505", quantize: str = "none") -> CompiledModel:
-    return compile_spec(load_model_file(path), board, quantize)
+def compile_file(path: str | Path, board: str = "mps2-an505", quantize: str = "none",
+                 cmsis_nn: str | Path | None = None) -> CompiledModel:
+    return compile_spec(load_model_file(path), board, quantize, cmsis_nn)
 
 
 def max_abs(values: list[np.ndarray]) -> float:

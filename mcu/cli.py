@@ -25,6 +25,10 @@ def _add_model_args(p: argparse.ArgumentParser, board_required: bool = True) -> 
                         "int8 linear weights, fp32 activations; int8-dynamic: int8 linear weights and "
                         "run-time quantized inputs; auto (default): int8 when model.py has `calibration`, "
                         "else fp32")
+    p.add_argument("--cmsis-nn", metavar="PATH", default=None,
+                   help="route supported int8 layers to CMSIS-NN built from these sources (a CMSIS-NN "
+                        "checkout or unpacked pack; `auto`: CMSIS_NN_PATH, else cmsis-pack-manager's pack "
+                        "cache); default: CMSIS_NN_PATH if set, else mcu's own kernels")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -133,7 +137,11 @@ def _kib(n: int) -> str:
 def _compile(args: argparse.Namespace):
     from mcu.api import compile_file
 
-    return compile_file(args.model, board=args.board, quantize=args.quantize)
+    from mcu.backends.cmsis_nn import cli_spec, resolve
+
+    spec, origin = cli_spec(getattr(args, "cmsis_nn", None))
+    return compile_file(args.model, board=args.board, quantize=args.quantize,
+                        cmsis_nn=resolve(spec, origin=origin))
 
 
 def _base_report(cm, fw) -> dict[str, Any]:
@@ -317,6 +325,9 @@ def _export_program(args: argparse.Namespace) -> int:
     from mcu.program.format import WEIGHTS_SUFFIX
     from mcu.program.methods import compile_methods, program_from
 
+    if args.cmsis_nn is not None:
+        raise McuError("--cmsis-nn applies to generated C (build, run, export --format c); program files "
+                       "run mcu's own kernels in the interpreter")
     out = Path(args.output)
     weights_path = out.with_suffix(WEIGHTS_SUFFIX)
     # The board only decides whether each method's arena fits; any interpreter firmware runs the file.

@@ -53,6 +53,10 @@ def _digest(lib: GeneratedLibrary, extra: list[Path]) -> str:
         h.update(header.read_bytes())
     for header in sorted((runtime_dir() / "kernels").rglob("*.h")):
         h.update(header.read_bytes())
+    for d in lib.include_dirs:  # an external backend's headers (CMSIS-NN)
+        for header in sorted(Path(d).rglob("*.h")):
+            h.update(str(header).encode())
+            h.update(header.read_bytes())
     return h.hexdigest()[:24]
 
 
@@ -70,6 +74,7 @@ def build_host_library(lib: GeneratedLibrary) -> Path:
         c_files = [tmpdir / n for n in lib.files if n.endswith(".c")] + sources
         out = tmpdir / "model.so"
         cmd = [find_host_cc(), *HOST_CFLAGS, f"-I{tmpdir}", f"-I{runtime_dir() / 'include'}",
+               *(f"-I{d}" for d in lib.include_dirs),
                *map(str, c_files), "-o", str(out), "-lm"]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:

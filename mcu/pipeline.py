@@ -9,6 +9,7 @@ ordered list ``LOWERING`` below, with the reason for each position.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Callable
 
 from mcu.boards import Board
@@ -87,7 +88,12 @@ def check_fits(board: Board, memory: MemoryPlan) -> None:
                 hint="use a smaller model or input, quantize to int8, or pick a board with more RAM")
 
 
-def compile_graph(graph: Graph, board: Board, quantize: str) -> tuple[MemoryPlan, GeneratedLibrary]:
+def compile_graph(graph: Graph, board: Board, quantize: str,
+                  cmsis_nn: Path | None = None) -> tuple[MemoryPlan, GeneratedLibrary]:
+    if cmsis_nn is not None:  # before the plan: routed ops get CMSIS-NN's scratch and no overlap contract
+        from mcu.backends.cmsis_nn import assign
+
+        assign(graph, board, cmsis_nn)
     memory = plan_memory(graph, capacities=board.arena_regions())
     check_fits(board, memory)
     return memory, render_library(graph, memory, quantize)

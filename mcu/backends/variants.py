@@ -18,8 +18,9 @@ This module is plain data plus one lookup; mcu/emit/kernels.py builds the call.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
+from mcu.backends import cmsis_nn
 from mcu.contracts import depthwise_inplace_ok, pointwise_ok
 from mcu.ir import Op
 
@@ -35,13 +36,29 @@ class Variant:
     applies: Applies
     in_place: bool = False  # the kernel takes the data once (input and output are the same bytes)
     note: str = ""
+    # Rows of other backends build their own call (op, refs) -> KernelCall; None: our kernel's call.
+    emit: Callable[[Op, Any], Any] | None = None
 
 
 def _always(op: Op, same_place: bool) -> bool:
     return True
 
 
+def _cmsis(kind: str, function: str) -> Variant:
+    return Variant(kind, function, "", cmsis_nn.routed, emit=cmsis_nn.emit,
+                   note="CMSIS-NN (mcu/backends/cmsis_nn.py), for ops its pass routed there before planning")
+
+
 INT8_VARIANTS: list[Variant] = [
+    # CMSIS-NN rows apply only to ops mcu.backends.cmsis_nn.assign marked (the user supplied CMSIS-NN).
+    _cmsis("conv2d", "arm_convolve_wrapper_s8"),
+    _cmsis("depthwise_conv2d", "arm_depthwise_conv_wrapper_s8"),
+    _cmsis("linear", "arm_fully_connected_s8"),
+    _cmsis("add", "arm_elementwise_add_s8"),
+    _cmsis("mul", "arm_elementwise_mul_s8"),
+    _cmsis("max_pool2d", "arm_max_pool_s8"),
+    _cmsis("avg_pool2d", "arm_avgpool_s8"),
+    _cmsis("softmax", "arm_softmax_s8"),
     Variant("conv2d", "mcu_conv2d_1x1_s8", "mcu_conv2d_1x1_s8.c", lambda op, same: pointwise_ok(op),
             note="1x1, stride 1, no padding, one group: pixel buffer, output may overlap the input either way"),
     Variant("conv2d", "mcu_conv2d_s8", "mcu_conv2d_s8.c", _always,
@@ -55,9 +72,17 @@ INT8_VARIANTS: list[Variant] = [
 ]
 
 
-def select_variant(op: Op, same_place: bool, table: list[Variant] | None = None) -> Variant:
-    """The first variant of ``table`` (default INT8_VARIANTS) for ``op.kind`` that applies."""
+def find_variant(op: Op, same_place: bool, table: list[Variant] | None = None) -> Variant | None:
+    """The first variant of ``table`` (default INT8_VARIANTS) for ``op.kind`` that applies, or None."""
     for v in INT8_VARIANTS if table is None else table:
         if v.kind == op.kind and v.applies(op, same_place):
             return v
+    return None
+
+
+def select_variant(op: Op, same_place: bool, table: list[Variant] | None = None) -> Variant:
+    """The first variant of ``table`` (default INT8_VARIANTS) for ``op.kind`` that applies."""
+    v = find_variant(op, same_place, table)
+    if v is not None:
+        return v
     raise LookupError(f"no int8 kernel variant for {op.kind}")

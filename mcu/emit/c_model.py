@@ -88,6 +88,7 @@ class ModelView:
     steps: list[StepView]
     kernel_headers: list[str]
     kernel_sources: list[str] = field(default_factory=list)
+    include_dirs: list[str] = field(default_factory=list)
 
     @property
     def arena_symbols(self) -> dict[str, str]:
@@ -104,9 +105,10 @@ class GeneratedLibrary:
 
     prefix: str
     files: dict[str, str]
-    kernel_sources: list[str]  # paths relative to runtime_c/kernels
+    kernel_sources: list[str]  # paths relative to runtime_c/kernels (absolute: an external backend's)
     runtime_sources: list[str]  # paths relative to runtime_c
     view: ModelView
+    include_dirs: list[str] = field(default_factory=list)  # an external backend's headers (CMSIS-NN)
 
 
 def c_identifier(name: str) -> str:
@@ -170,6 +172,8 @@ def build_view(graph: Graph, memory: MemoryPlan, quantize: str) -> ModelView:
 
     steps: list[StepView] = []
     sources: list[str] = []
+    headers = list(KERNEL_HEADERS)
+    include_dirs: list[str] = []
     for i, op in enumerate(graph.ops):
         scratch = memory.scratch_offsets.get(id(op))
         where = None if scratch is None else arena_var(memory.scratch_arena_index(op))
@@ -180,6 +184,8 @@ def build_view(graph: Graph, memory: MemoryPlan, quantize: str) -> ModelView:
         for s in call.sources:
             if s not in sources:
                 sources.append(s)
+        headers += [h for h in call.headers if h not in headers]
+        include_dirs += [d for d in call.include_dirs if d not in include_dirs]
         params_c = c_initializer(call.params) if call.params is not None else ""
         steps.append(StepView(index=i, name=op.name, call=call, params_c=params_c))
 
@@ -199,7 +205,8 @@ def build_view(graph: Graph, memory: MemoryPlan, quantize: str) -> ModelView:
         name=graph.name, prefix=prefix, PREFIX=prefix.upper(), quantize=quantize, version=__version__,
         arena_size=memory.arena_size, lower_bound=memory.lower_bound, arenas=arenas,
         inputs=inputs, outputs=outputs,
-        constants=constants, steps=steps, kernel_headers=KERNEL_HEADERS, kernel_sources=sources,
+        constants=constants, steps=steps, kernel_headers=headers, kernel_sources=sources,
+        include_dirs=include_dirs,
     )
 
 
@@ -214,7 +221,8 @@ def render_library(graph: Graph, memory: MemoryPlan, quantize: str) -> Generated
         f"{p}_weights.c": env.get_template("weights.c.j2").render(m=view),
     }
     return GeneratedLibrary(prefix=p, files=files, kernel_sources=view.kernel_sources,
-                            runtime_sources=list(RUNTIME_SOURCES), view=view)
+                            runtime_sources=list(RUNTIME_SOURCES), view=view,
+                            include_dirs=list(view.include_dirs))
 
 
 @dataclass

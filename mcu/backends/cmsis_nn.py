@@ -1,0 +1,515 @@
+"""The CMSIS-NN backend: route supported int8 layers to CMSIS-NN's ``arm_*_s8`` functions.
+
+When the user supplies CMSIS-NN (``--cmsis-nn PATH``, ``CMSIS_NN_PATH``, or an ARM CMSIS-NN pack in
+cmsis-pack-manager's pack cache with ``--cmsis-nn auto``), :func:`assign` marks every int8 op CMSIS-NN
+serves (``op.attrs["backend"] = "cmsis-nn"``) before the memory plan, with the scratch its
+``_get_buffer_size`` function asks for on the board's architecture (planned in the arena like our own
+kernels' scratch). The variant table (mcu/backends/variants.py) then picks the CMSIS-NN rows for
+those ops, and :func:`emit` writes the call: CMSIS-NN's parameter structs from the op's attributes,
+a run-time check that the planned scratch is at least what CMSIS-NN's own ``_get_buffer_size``
+returns, and the call, whose status maps to ``mcu_status``. Only the CMSIS-NN sources the model
+calls are compiled: :class:`CmsisNN` indexes the tree's function definitions and takes the closure of
+the calls from the entry points.
+
+Conventions shared with our kernels (runtime_c/include/mcu/kernels_s8.h): ``input_offset`` is
+``-input_zero_point``, ``output_offset`` is ``+output_zero_point``, per-channel multipliers are Q31 with
+signed shifts (positive: left), weights OHWI / [kh][kw][out_c] (1HWO) / [out][in], activations NHWC.
+The API is CMSIS-NN v7 (the reference figures in issue 7 are from commit 99f736a6).
+
+CMSIS-NN kernels promise nothing about their output overlapping an input, so ops routed here get no
+overlap contract (mcu/contracts.py).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from functools import cached_property, lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+from mcu.errors import McuError
+from mcu.ir import Graph, Op
+
+if TYPE_CHECKING:  # pragma: no cover
+    from mcu.boards import Board
+    from mcu.emit.kernels import KernelCall, Refs
+
+BACKEND = "cmsis-nn"
+ENV_VAR = "CMSIS_NN_PATH"
+UNAVAILABLE = "CMSIS-NN is not obtainable on these machines"
+HEADER = "arm_nnfunctions.h"
+ARCHES = ("plain", "dsp", "mve")
+VOID_FUNCTIONS = {"arm_softmax_s8"}  # returns nothing in CMSIS-NN
+
+
+# --- finding the sources ------------------------------------------------------------------------------------
+
+
+def cli_spec(flag: str | None, env: dict[str, str] | None = None) -> tuple[str | None, str]:
+    """What the command line asks for: ``--cmsis-nn`` if given, else ``CMSIS_NN_PATH`` (and which)."""
+    env = dict(os.environ) if env is None else env
+    if flag is not None:
+        return flag, "--cmsis-nn"
+    if env.get(ENV_VAR):
+        return env[ENV_VAR], ENV_VAR
+    return None, ""
+
+
+def is_tree(root: Path) -> bool:
+    return (root / "Include" / HEADER).is_file() and (root / "Source").is_dir()
+
+
+def _version_key(p: Path) -> tuple:
+    return tuple(int(x) if x.isdigit() else -1 for x in re.split(r"[.\-+]", p.name))
+
+
+def pack_cache_dirs() -> list[Path]:
+    """Where cmsis-pack-manager (and CMSIS-Toolbox) keep downloaded packs."""
+    dirs: list[Path] = []
+    try:  # the data directory of an installed cmsis-pack-manager
+        import cmsis_pack_manager  # type: ignore[import-not-found]
+
+        data = getattr(cmsis_pack_manager.Cache(True, True), "data_path", None)
+        if data:
+            dirs.append(Path(data))
+    except Exception:  # noqa: BLE001 - not installed or not initialised: fall back to the usual places
+        pass
+    if os.environ.get("CMSIS_PACK_ROOT"):
+        dirs.append(Path(os.environ["CMSIS_PACK_ROOT"]))
+    home = Path.home()
+    xdg = Path(os.environ.get("XDG_DATA_HOME", home / ".local" / "share"))
+    dirs += [xdg / "cmsis-pack-manager", home / ".cache" / "arm" / "packs"]
+    return dirs
+
+
+def find_in_pack_cache(dirs: list[Path] | None = None) -> Path | None:
+    """The newest ARM CMSIS-NN pack (``ARM/CMSIS-NN/<version>``) in the pack caches, if any."""
+    for d in pack_cache_dirs() if dirs is None else dirs:
+        versions = [p for p in (d / "ARM" / "CMSIS-NN").glob("*") if is_tree(p)]
+        if versions:
+            return max(versions, key=_version_key)
+    return None
+
+
+def resolve(spec: str | Path | None, env: dict[str, str] | None = None,
+            cache_dirs: list[Path] | None = None, origin: str = "--cmsis-nn") -> Path | None:
+    """Where CMSIS-NN is: ``spec`` is a path, or ``auto`` (``CMSIS_NN_PATH``, else the newest pack in
+    the pack cache); None: not used. An error when asked for and absent. (The CLI passes
+    ``CMSIS_NN_PATH`` as ``spec`` when ``--cmsis-nn`` is not given: :func:`cli_spec`.)"""
+    env = dict(os.environ) if env is None else env
+    if spec is None:
+        return None
+    if str(spec) == "auto":
+        if env.get(ENV_VAR):
+            return resolve(env[ENV_VAR], env, cache_dirs)
+        found = find_in_pack_cache(cache_dirs)
+        if found is None:
+            raise McuError("--cmsis-nn auto: no CMSIS-NN pack in cmsis-pack-manager's pack cache and no "
+                           f"{ENV_VAR}", hint="pass the CMSIS-NN source folder: --cmsis-nn PATH")
+        return found
+    root = Path(spec).expanduser().resolve()
+    if not is_tree(root) and is_tree(root / "CMSIS-NN"):
+        root = root / "CMSIS-NN"
+    if not is_tree(root):
+        raise McuError(f"{origin} {spec}: not a CMSIS-NN source tree (no Include/{HEADER} and Source/)",
+                       hint="point it at a CMSIS-NN checkout or an unpacked ARM.CMSIS-NN pack")
+    return root
+
+
+_DEFINITION = re.compile(r"^[A-Za-z_][\w \t\*]*?\b(arm_\w+)\s*\(([^;{}]*)\)\s*\{", re.M)
+_CALL = re.compile(r"\b(arm_\w+)\s*\(")
+_COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
+
+
+@dataclass
+class CmsisNN:
+    """One CMSIS-NN source tree: which file defines which function, and the closure of calls."""
+
+    root: Path
+
+    @property
+    def include_dir(self) -> Path:
+        return self.root / "Include"
+
+    @cached_property
+    def _texts(self) -> dict[Path, str]:
+        return {p: _COMMENT.sub(" ", p.read_text(errors="replace"))
+                for p in sorted((self.root / "Source").rglob("*.c"))}
+
+    @cached_property
+    def definitions(self) -> dict[str, Path]:
+        defs: dict[str, Path] = {}
+        for path, text in self._texts.items():
+            for m in _DEFINITION.finditer(text):
+                defs.setdefault(m.group(1), path)
+        return defs
+
+    @cached_property
+    def declared(self) -> set[str]:
+        text = "".join(_COMMENT.sub(" ", p.read_text(errors="replace"))
+                       for p in sorted(self.include_dir.rglob("*.h")))
+        return set(_CALL.findall(text))
+
+    def has(self, function: str) -> bool:
+        return function in self.definitions and function in self.declared
+
+    def sources(self, functions: list[str]) -> list[Path]:
+        """The source files defining ``functions`` and everything they call, in a stable order."""
+        todo = [f for f in functions if f in self.definitions]
+        files: set[Path] = set()
+        while todo:
+            path = self.definitions[todo.pop()]
+            if path in files:
+                continue
+            files.add(path)
+            todo += [f for f in _CALL.findall(self._texts[path]) if f in self.definitions
+                     and self.definitions[f] not in files]
+        return sorted(files)
+
+
+@lru_cache(maxsize=8)
+def tree(root: str) -> CmsisNN:
+    """The indexed tree at ``root`` (indexed once per process)."""
+    return CmsisNN(Path(root))
+
+
+# --- scratch sizing: CMSIS-NN v7's _get_buffer_size functions, per architecture -------------------------------
+
+
+def arch_of(board: "Board") -> str:
+    return "mve" if board.mve else "dsp" if board.dsp else "plain"
+
+
+def convolve_s8_buffer_size(arch: str, in_c: int, kh: int, kw: int) -> int:
+    """arm_convolve_s8_get_buffer_size: two int16 im2col columns (DSP/plain), four int8 ones (MVE)."""
+    cols = in_c * kh * kw
+    if arch == "mve":
+        return 4 * ((cols + 7) // 8) * 8
+    return 2 * ((cols + 3) // 4 * 4) * 2
+
+
+def convolve_wrapper_s8_buffer_size(arch: str, p: dict) -> int:
+    """arm_convolve_wrapper_s8_get_buffer_size for the path the wrapper takes."""
+    i, f = p["input"], p["filter"]
+    if p["padding"] == (0, 0) and (f["h"], f["w"]) == (1, 1) and p["dilation"] == (1, 1):
+        return 0  # arm_convolve_1x1_s8_fast (stride 1) or arm_convolve_1x1_s8 (strided): no buffer
+    return convolve_s8_buffer_size(arch, i["c"], f["h"], f["w"])  # also the 1xN path's size (upper bound)
+
+
+def depthwise_wrapper_s8_buffer_size(arch: str, p: dict) -> int:
+    """arm_depthwise_conv_wrapper_s8_get_buffer_size: the _opt kernel's im2col when it may run."""
+    i, f, o = p["input"], p["filter"], p["output"]
+    if not (i["c"] == o["c"] and i["n"] == 1 and p["dilation"] == (1, 1)):
+        return 0
+    if arch == "mve":
+        return 4 * 124 * f["w"] * f["h"]  # CH_IN_BLOCK_MVE channels of 4 int8 columns
+    if arch == "dsp":
+        return i["c"] * f["w"] * f["h"] * 2
+    return 0
+
+
+def fully_connected_s8_buffer_size(arch: str, out_features: int) -> int:
+    return out_features * 4 if arch == "mve" else 0  # MVE: kernel sums
+
+
+def avgpool_s8_buffer_size(arch: str, channels: int) -> int:
+    return channels * 4 if arch == "dsp" else 0
+
+
+# --- which ops CMSIS-NN serves, and their parameters --------------------------------------------------------
+
+
+def _dims(n: int, h: int, w: int, c: int) -> dict:
+    return {"n": n, "h": h, "w": w, "c": c}
+
+
+def _nhwc(t: Any) -> dict:
+    n, c, h, w = t.shape
+    return _dims(n, h, w, c)
+
+
+@dataclass
+class Layer:
+    """One op as CMSIS-NN calls it: the function, its parameter values and the planned scratch."""
+
+    function: str
+    values: dict
+    scratch: int = 0
+    buffer_size_call: str | None = None  # the _get_buffer_size function checked at run time
+    needs: list[str] = field(default_factory=list)  # functions whose sources the call needs
+
+
+def _window(op: Op) -> dict:
+    a = op.attrs
+    return {"stride": (a["stride"][1], a["stride"][0]), "padding": (a["padding"][1], a["padding"][0]),
+            "dilation": (a["dilation"][1], a["dilation"][0])}
+
+
+def _conv(op: Op, arch: str, lib: CmsisNN) -> Layer | str:
+    x, w = op.inputs[:2]
+    if op.attrs["groups"] != 1:
+        return "grouped convolution"
+    c_out, c_in, kh, kw = w.shape
+    v = {"input": _nhwc(x), "filter": _dims(c_out, kh, kw, c_in), "bias": _dims(1, 1, 1, c_out),
+         "output": _nhwc(op.output), **_window(op),
+         "input_offset": int(op.attrs["input_offset"]), "output_offset": int(op.attrs["output_offset"]),
+         "act": (int(op.attrs["act_min"]), int(op.attrs["act_max"]))}
+    return Layer("arm_convolve_wrapper_s8", v, convolve_wrapper_s8_buffer_size(arch, v),
+                 "arm_convolve_wrapper_s8_get_buffer_size")
+
+
+def _depthwise(op: Op, arch: str, lib: CmsisNN) -> Layer | str:
+    x, w = op.inputs[:2]
+    c_out, _, kh, kw = w.shape
+    v = {"input": _nhwc(x), "filter": _dims(1, kh, kw, c_out), "bias": _dims(1, 1, 1, c_out),
+         "output": _nhwc(op.output), **_window(op), "ch_mult": int(op.attrs["ch_mult"]),
+         "input_offset": int(op.attrs["input_offset"]), "output_offset": int(op.attrs["output_offset"]),
+         "act": (int(op.attrs["act_min"]), int(op.attrs["act_max"]))}
+    return Layer("arm_depthwise_conv_wrapper_s8", v, depthwise_wrapper_s8_buffer_size(arch, v),
+                 "arm_depthwise_conv_wrapper_s8_get_buffer_size")
+
+
+def _uniform(t: Any) -> bool:
+    import numpy as np
+
+    data = np.asarray(t.data).reshape(-1)
+    return data.size > 0 and bool(np.all(data == data[0]))
+
+
+def _fully_connected(op: Op, arch: str, lib: CmsisNN) -> Layer | str:
+    x, w = op.inputs[:2]
+    mult, shift = op.inputs[3], op.inputs[4]
+    if arch == "mve":
+        # CMSIS-NN's MVE path needs kernel sums precomputed by arm_vector_sum_s8, whose arguments
+        # changed between releases; our MVE kernel serves these layers.
+        return "fully connected on MVE (kernel sums)"
+    out_f, in_f = w.shape
+    batch = x.numel // in_f
+    v = {"input": _dims(batch, 1, 1, in_f), "filter": _dims(in_f, 1, 1, out_f), "bias": _dims(1, 1, 1, out_f),
+         "output": _dims(batch, 1, 1, out_f), "input_offset": int(op.attrs["input_offset"]),
+         "filter_offset": 0, "output_offset": int(op.attrs["output_offset"]),
+         "act": (int(op.attrs["act_min"]), int(op.attrs["act_max"]))}
+    if _uniform(mult) and _uniform(shift):
+        import numpy as np
+
+        v["multiplier"] = int(np.asarray(mult.data).reshape(-1)[0])
+        v["shift"] = int(np.asarray(shift.data).reshape(-1)[0])
+        return Layer("arm_fully_connected_s8", v, fully_connected_s8_buffer_size(arch, out_f),
+                     "arm_fully_connected_s8_get_buffer_size")
+    if lib.has("arm_fully_connected_per_channel_s8"):
+        return Layer("arm_fully_connected_per_channel_s8", v, fully_connected_s8_buffer_size(arch, out_f),
+                     "arm_fully_connected_s8_get_buffer_size")
+    return "per-channel fully connected needs arm_fully_connected_per_channel_s8 (CMSIS-NN >= 6)"
+
+
+def _elementwise(function: str) -> Callable[[Op, str, CmsisNN], "Layer | str"]:
+    def plan(op: Op, arch: str, lib: CmsisNN) -> Layer | str:
+        a, b = op.inputs
+        out = op.output
+        if not all(t.shape == out.shape and t.dim_order == out.dim_order for t in (a, b)):
+            return "broadcasting"
+        at = op.attrs
+        v = {"size": out.numel, **{k: int(at.get(k, 0)) for k in (
+            "a_offset", "a_multiplier", "a_shift", "b_offset", "b_multiplier", "b_shift", "left_shift",
+            "output_offset", "out_multiplier", "out_shift", "act_min", "act_max")}}
+        return Layer(function, v)
+    return plan
+
+
+def _pool(function: str) -> Callable[[Op, str, CmsisNN], "Layer | str"]:
+    def plan(op: Op, arch: str, lib: CmsisNN) -> Layer | str:
+        a = op.attrs
+        x = op.inputs[0]
+        if x.shape[0] != 1:
+            return "batched pooling"
+        v = {"input": _nhwc(x), "filter": _dims(1, a["kernel"][0], a["kernel"][1], 1), "output": _nhwc(op.output),
+             "stride": (a["stride"][1], a["stride"][0]), "padding": (a["padding"][1], a["padding"][0]),
+             "act": (int(a["act_min"]), int(a["act_max"]))}
+        if function == "arm_avgpool_s8":
+            return Layer(function, v, avgpool_s8_buffer_size(arch, x.shape[1]), "arm_avgpool_s8_get_buffer_size")
+        return Layer(function, v)
+    return plan
+
+
+def _softmax(op: Op, arch: str, lib: CmsisNN) -> Layer | str:
+    from mcu.emit.kernels import _split_at
+
+    outer, axis, inner = _split_at(op.inputs[0], op.attrs["axis"])
+    if inner != 1:
+        return "softmax over a non-innermost axis"
+    v = {"rows": outer, "row_size": axis, **{k: int(op.attrs[k]) for k in
+                                             ("input_multiplier", "input_left_shift", "diff_min")}}
+    return Layer("arm_softmax_s8", v)
+
+
+PLANNERS: dict[str, Callable[[Op, str, CmsisNN], "Layer | str"]] = {
+    "conv2d": _conv,
+    "depthwise_conv2d": _depthwise,
+    "linear": _fully_connected,
+    "add": _elementwise("arm_elementwise_add_s8"),
+    "mul": _elementwise("arm_elementwise_mul_s8"),
+    "max_pool2d": _pool("arm_max_pool_s8"),
+    "avg_pool2d": _pool("arm_avgpool_s8"),
+    "softmax": _softmax,
+}
+
+
+def plan_op(op: Op, arch: str, lib: CmsisNN) -> Layer | str:
+    """The CMSIS-NN call for ``op``, or why CMSIS-NN does not serve it."""
+    if op.output.dtype != "int8" or op.kind not in PLANNERS or op.attrs.get("alias"):
+        return "not an int8 op CMSIS-NN serves"
+    if op.inputs and op.inputs[0].dtype != "int8":
+        return "input is not int8"
+    layer = PLANNERS[op.kind](op, arch, lib)
+    if isinstance(layer, Layer):
+        needed = [layer.function] + ([layer.buffer_size_call] if layer.buffer_size_call else [])
+        missing = [f for f in needed if not lib.has(f)]
+        if missing:
+            return f"this CMSIS-NN tree lacks {', '.join(missing)}"
+        layer.needs = needed
+    return layer
+
+
+def assign(graph: Graph, board: "Board", root: Path) -> dict[str, str]:
+    """Mark the ops CMSIS-NN serves (before the memory plan); returns op name -> CMSIS-NN function or
+    the reason it stays on our kernels."""
+    lib = tree(str(root))
+    arch = arch_of(board)
+    report: dict[str, str] = {}
+    for op in graph.ops:
+        layer = plan_op(op, arch, lib)
+        if isinstance(layer, str):
+            if op.output.dtype == "int8" and op.kind in PLANNERS:
+                report[op.name] = f"mcu kernel: {layer}"
+            continue
+        op.attrs["backend"] = BACKEND
+        op.attrs["cmsis_nn"] = {"root": str(root), "arch": arch, "function": layer.function,
+                                "scratch": layer.scratch}
+        if layer.scratch:
+            op.attrs["scratch_bytes"] = max(int(op.attrs.get("scratch_bytes", 0)), layer.scratch)
+        report[op.name] = layer.function
+    return report
+
+
+def routed(op: Op, same_place: bool = False) -> bool:
+    return op.attrs.get("backend") == BACKEND
+
+
+# --- the generated call -------------------------------------------------------------------------------------
+
+
+def _tile(name: str, v: tuple[int, int]) -> str:
+    return f".{name} = {{.w = {v[0]}, .h = {v[1]}}}"
+
+
+def _dims_c(name: str, d: dict) -> str:
+    return f"const cmsis_nn_dims {name} = {{.n = {d['n']}, .h = {d['h']}, .w = {d['w']}, .c = {d['c']}}};"
+
+
+def _act_c(v: tuple[int, int]) -> str:
+    return f".activation = {{.min = {v[0]}, .max = {v[1]}}}"
+
+
+def _status(expr: str) -> str:
+    return f"{expr} == ARM_CMSIS_NN_SUCCESS ? MCU_OK : MCU_ERR_UNSUPPORTED"
+
+
+def _ctx_c(ref: "Refs", scratch: int) -> list[str]:
+    if scratch and ref.scratch is not None:
+        return [f"const cmsis_nn_context cmsis_ctx = {{.buf = {ref.scratch[0]}, .size = {ref.scratch[1]}}};"]
+    return ["const cmsis_nn_context cmsis_ctx = {.buf = NULL, .size = 0};"]
+
+
+def _check_c(call: str) -> str:
+    return f"if ({call} > cmsis_ctx.size) return MCU_ERR_BUFFER_TOO_SMALL;"
+
+
+def call_text(op: Op, ref: "Refs") -> tuple[str, list[str]]:
+    """The CMSIS-NN call expression for a routed op and the declarations it needs."""
+    layer = plan_op(op, op.attrs["cmsis_nn"]["arch"], tree(op.attrs["cmsis_nn"]["root"]))
+    assert isinstance(layer, Layer), layer
+    v, f = layer.values, layer.function
+    if f in ("arm_convolve_wrapper_s8", "arm_depthwise_conv_wrapper_s8"):
+        x, w, b, mult, shift = op.inputs[:5]
+        ptype = "cmsis_nn_conv_params" if f == "arm_convolve_wrapper_s8" else "cmsis_nn_dw_conv_params"
+        extra = f".ch_mult = {v['ch_mult']}, " if "ch_mult" in v else ""
+        decls = _ctx_c(ref, layer.scratch) + [
+            f"const {ptype} conv_params = {{.input_offset = {v['input_offset']}, "
+            f".output_offset = {v['output_offset']}, {extra}{_tile('stride', v['stride'])}, "
+            f"{_tile('padding', v['padding'])}, {_tile('dilation', v['dilation'])}, {_act_c(v['act'])}}};",
+            f"const cmsis_nn_per_channel_quant_params cmsis_quant = {{.multiplier = (int32_t *){ref(mult)}, "
+            f".shift = (int32_t *){ref(shift)}}};",
+            _dims_c("input_dims", v["input"]), _dims_c("filter_dims", v["filter"]),
+            _dims_c("bias_dims", v["bias"]), _dims_c("output_dims", v["output"]),
+            _check_c(f"{layer.buffer_size_call}(&conv_params, &input_dims, &filter_dims, &output_dims)"),
+        ]
+        call = (f"{f}(&cmsis_ctx, &conv_params, &cmsis_quant, &input_dims, {ref(x)}, &filter_dims, {ref(w)}, "
+                f"&bias_dims, {ref(b)}, &output_dims, {ref(op.output)})")
+        return call, decls
+    if f in ("arm_fully_connected_s8", "arm_fully_connected_per_channel_s8"):
+        x, w, b, mult, shift = op.inputs[:5]
+        if f == "arm_fully_connected_s8":
+            quant = (f"const cmsis_nn_per_tensor_quant_params cmsis_quant = {{.multiplier = {v['multiplier']}, "
+                     f".shift = {v['shift']}}};")
+        else:
+            quant = (f"const cmsis_nn_per_channel_quant_params cmsis_quant = {{.multiplier = (int32_t *)"
+                     f"{ref(mult)}, .shift = (int32_t *){ref(shift)}}};")
+        decls = _ctx_c(ref, layer.scratch) + [
+            f"const cmsis_nn_fc_params fc_params = {{.input_offset = {v['input_offset']}, "
+            f".filter_offset = {v['filter_offset']}, .output_offset = {v['output_offset']}, {_act_c(v['act'])}}};",
+            quant, _dims_c("input_dims", v["input"]), _dims_c("filter_dims", v["filter"]),
+            _dims_c("bias_dims", v["bias"]), _dims_c("output_dims", v["output"]),
+            _check_c(f"{layer.buffer_size_call}(&filter_dims)"),
+        ]
+        call = (f"{f}(&cmsis_ctx, &fc_params, &cmsis_quant, &input_dims, {ref(x)}, &filter_dims, {ref(w)}, "
+                f"&bias_dims, {ref(b)}, &output_dims, {ref(op.output)})")
+        return call, decls
+    if f == "arm_elementwise_add_s8":
+        a, b = op.inputs
+        call = (f"{f}({ref(a)}, {ref(b)}, {v['a_offset']}, {v['a_multiplier']}, {v['a_shift']}, {v['b_offset']}, "
+                f"{v['b_multiplier']}, {v['b_shift']}, {v['left_shift']}, {ref(op.output)}, {v['output_offset']}, "
+                f"{v['out_multiplier']}, {v['out_shift']}, {v['act_min']}, {v['act_max']}, {v['size']})")
+        return call, []
+    if f == "arm_elementwise_mul_s8":
+        a, b = op.inputs
+        call = (f"{f}({ref(a)}, {ref(b)}, {v['a_offset']}, {v['b_offset']}, {ref(op.output)}, {v['output_offset']}, "
+                f"{v['out_multiplier']}, {v['out_shift']}, {v['act_min']}, {v['act_max']}, {v['size']})")
+        return call, []
+    if f in ("arm_max_pool_s8", "arm_avgpool_s8"):
+        decls = _ctx_c(ref, layer.scratch) + [
+            f"const cmsis_nn_pool_params pool_params = {{{_tile('stride', v['stride'])}, "
+            f"{_tile('padding', v['padding'])}, {_act_c(v['act'])}}};",
+            _dims_c("input_dims", v["input"]), _dims_c("filter_dims", v["filter"]),
+            _dims_c("output_dims", v["output"]),
+        ]
+        if layer.buffer_size_call:
+            decls.append(_check_c(f"{layer.buffer_size_call}({v['output']['w']}, {v['input']['c']})"))
+        call = (f"{f}(&cmsis_ctx, &pool_params, &input_dims, {ref(op.inputs[0])}, &filter_dims, &output_dims, "
+                f"{ref(op.output)})")
+        return call, decls
+    if f == "arm_softmax_s8":
+        call = (f"{f}({ref(op.inputs[0])}, {v['rows']}, {v['row_size']}, {v['input_multiplier']}, "
+                f"{v['input_left_shift']}, {v['diff_min']}, {ref(op.output)})")
+        return call, []
+    raise AssertionError(f)  # pragma: no cover
+
+
+def emit(op: Op, ref: "Refs") -> "KernelCall":
+    """The KernelCall of a routed op: the CMSIS-NN call as a status expression, its declarations, the
+    CMSIS-NN sources it needs (absolute paths) and the include folder."""
+    from mcu.emit.kernels import KernelCall
+
+    info = op.attrs["cmsis_nn"]
+    lib = tree(info["root"])
+    layer = plan_op(op, info["arch"], lib)
+    assert isinstance(layer, Layer), layer
+    call, decls = call_text(op, ref)
+    status = f"({call}, MCU_OK)" if layer.function in VOID_FUNCTIONS else _status(call)
+    operands: list[Any] = [*op.inputs, op.output]
+    # function "" renders as MCU_CHECK((<status expression>)); program files cannot express it
+    # (mcu/program/writer.py raises UnsupportedKernel), so host runs use the generated C.
+    return KernelCall("", [status], [str(p) for p in lib.sources(layer.needs)], locals=decls,
+                      operands=operands, headers=[HEADER], include_dirs=[str(lib.include_dir)],
+                      backend_function=layer.function)
