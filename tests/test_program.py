@@ -48,7 +48,7 @@ class Zoo(nn.Module):
         w = nn.functional.max_pool2d(w, 2, stride=2)
         s = torch.flatten(w.permute(0, 2, 3, 1), 1)[:, : 8 * 4 * 4 * 2]
         logits = self.fc(s) / 2.0
-        return torch.softmax(logits, dim=1), w.mean(dim=(2, 3))
+        return torch.softmax(logits, dim=1), w.mean(dim=(2, 3)), w[:, 1:9:2, 1:].mean(dim=(2, 3))
 model = Zoo().eval()
 example_inputs = (torch.randn(1, 3, 12, 12),)
 calibration = [(torch.randn(1, 3, 12, 12),) for _ in range(8)]
@@ -238,7 +238,7 @@ def test_mixed_precision_linear_layers_through_the_program(compiled, quantize: s
 def test_every_op_kind_through_the_program(tmp_path_factory, quantize: str) -> None:
     cm = zoo(tmp_path_factory, quantize)
     used = {op.kind for op in cm.graph.ops}
-    assert {"avg_pool2d", "softmax", "concat", "pad", "permute", "mul", "div"} <= used
+    assert {"avg_pool2d", "softmax", "concat", "pad", "permute", "mul", "div", "slice"} <= used
     assert_program_equals_generated_c(cm)
 
 
@@ -344,6 +344,98 @@ def test_delegate_payload_for_an_unregistered_backend_is_refused(compiled) -> No
     image = write_program([MethodSource("forward", cm.graph, cm.memory)],
                           delegates=[DelegatePayload("vendor.npu", b"\x01\x02\x03")])
     assert _status(image.program) == 4  # MCU_ERR_UNSUPPORTED: the host registers no "vendor.npu" backend
+
+
+DELEGATE_MAIN = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "mcu/program.h"
+
+typedef struct { int inits, runs, destroys; float scale; } backend_state;
+
+static mcu_status init(void *ctx, const uint8_t *payload, uint32_t size)
+{
+    backend_state *s = ctx;
+    if (size != sizeof(float)) return MCU_ERR_INVALID_ARG;
+    memcpy(&s->scale, payload, sizeof(float)); /* the "compiled partition": one scale factor */
+    s->inits++;
+    return MCU_OK;
+}
+
+static mcu_status execute(void *ctx, const uint8_t *payload, uint32_t size, void *const *ops,
+                          const uint32_t *bytes, uint32_t n, uint32_t n_outputs)
+{
+    backend_state *s = ctx;
+    (void)payload; (void)size;
+    if (n != 2 || n_outputs != 1 || bytes[0] != bytes[1]) return MCU_ERR_INVALID_ARG;
+    const float *x = ops[0];
+    float *y = ops[1];
+    for (uint32_t i = 0; i < bytes[0] / 4; ++i) y[i] = x[i] * s->scale;
+    s->runs++;
+    return MCU_OK;
+}
+
+static void destroy(void *ctx) { ((backend_state *)ctx)->destroys++; }
+
+int main(int argc, char **argv)
+{
+    static uint8_t file[1 << 16] __attribute__((aligned(16)));
+    static uint8_t arena[1024] __attribute__((aligned(16)));
+    FILE *f = argc > 1 ? fopen(argv[1], "rb") : NULL;
+    if (f == NULL) return 2;
+    size_t n = fread(file, 1, sizeof(file), f);
+    fclose(f);
+    backend_state state = {0, 0, 0, 0.0f};
+    const mcu_delegate backends[1] = {{"test.scale", &state, init, execute, destroy}};
+    const mcu_program_options options = {NULL, 0, backends, 1, 0};
+    mcu_program p;
+    mcu_status st = mcu_program_load(&p, file, (uint32_t)n, &options);
+    if (st != MCU_OK) { printf("load %s\n", mcu_status_str(st)); return 1; }
+    float x[8], y[8];
+    for (int i = 0; i < 8; ++i) x[i] = (float)i;
+    const void *ins[1] = {x};
+    void *outs[1] = {y};
+    uint8_t *const arenas[1] = {arena};
+    const uint32_t sizes[1] = {sizeof(arena)};
+    st = mcu_program_run(&p, 0, arenas, sizes, 1, ins, outs);
+    mcu_program_unload(&p);
+    printf("%s %d %d %d", mcu_status_str(st), state.inits, state.runs, state.destroys);
+    for (int i = 0; i < 8; ++i) printf(" %g", y[i]);
+    printf("\n");
+    return 0;
+}
+"""
+
+
+def delegate_program(backend_id: str = "test.scale") -> bytes:
+    """A method whose one op is a delegated partition (what a backend's partitioner would produce)."""
+    from mcu.ir import Graph, Op, Tensor
+    from mcu.memory import plan_memory
+
+    x = Tensor("x", (1, 8), "float32", is_input=True)
+    y = Tensor("y", (1, 8), "float32", is_output=True)
+    graph = Graph([x], [y], [Op("delegate", [x], [y], {"delegate": 0}, "npu_partition")], name="delegated")
+    payload = struct.pack("<f", 2.5)
+    return write_program([MethodSource("forward", graph, plan_memory(graph))],
+                         delegates=[DelegatePayload(backend_id, payload)]).program
+
+
+def test_registered_delegate_runs_its_partition(tmp_path) -> None:
+    import subprocess
+
+    from mcu.hostbuild import find_host_cc
+
+    rt = ROOT / "runtime_c"
+    (tmp_path / "main.c").write_text(DELEGATE_MAIN)
+    (tmp_path / "delegated.mpk").write_bytes(delegate_program())
+    sources = [tmp_path / "main.c", *sorted((rt / "interp").glob("*.c")), *sorted((rt / "kernels").glob("*.c")),
+               rt / "src" / "mcu_status.c"]
+    exe = tmp_path / "app"
+    subprocess.run([find_host_cc(), "-std=c11", "-O1", "-Wall", "-Wextra", "-Werror", f"-I{rt / 'include'}",
+                    *map(str, sources), "-lm", "-o", str(exe)], check=True, capture_output=True, timeout=300)
+    out = subprocess.run([str(exe), str(tmp_path / "delegated.mpk")], capture_output=True, text=True, timeout=60)
+    assert out.stdout.split() == ["ok", "1", "1", "1", *[f"{2.5 * i:g}" for i in range(8)]], out.stdout
 
 
 # --- several methods, shared weights ------------------------------------------------------------------------

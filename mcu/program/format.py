@@ -69,6 +69,7 @@ KERNEL_IDS: dict[str, int] = {
     "mcu_depthwise_conv2d_s8_inplace": 35,
     "mcu_linear_w8_f32": 36,
     "mcu_linear_dyn_s8": 37,
+    "mcu_slice": 38,
 }
 KERNEL_DELEGATE = 255
 

@@ -148,7 +148,23 @@ def write_seeds(seed_dir: Path) -> list[Path]:
                     out = seed_dir / f"{name}-{quantize}-external.mpk"
                     out.write_bytes(ext.program + ext.weights)  # the harness splits at the declared size
                     written.append(out)
+    out = seed_dir / "delegate.mpk"
+    out.write_bytes(_delegate_seed())
+    written.append(out)
     return written
+
+
+def _delegate_seed() -> bytes:
+    """A method that is one delegated partition for the harness's "fuzz.copy" backend."""
+    from mcu.ir import Graph, Op, Tensor
+    from mcu.memory import plan_memory
+    from mcu.program.writer import DelegatePayload, MethodSource, write_program
+
+    x = Tensor("x", (1, 16), "float32", is_input=True)
+    y = Tensor("y", (1, 16), "float32", is_output=True)
+    graph = Graph([x], [y], [Op("delegate", [x], [y], {"delegate": 0}, "partition")], name="delegated")
+    return write_program([MethodSource("forward", graph, plan_memory(graph))],
+                         delegates=[DelegatePayload("fuzz.copy", bytes(range(32)))]).program
 
 
 @dataclass

@@ -49,6 +49,10 @@ class MethodSource:
 
 @dataclass
 class DelegatePayload:
+    """A backend's compiled partition. In a method, an op of kind ``delegate`` with attribute
+    ``delegate`` = index into ``write_program(delegates=...)`` becomes one DELEGATE instruction whose
+    operands are the op's inputs then its outputs."""
+
     backend_id: str
     payload: bytes
 
@@ -190,6 +194,10 @@ def _method(fb: _Builder, src: MethodSource, segments: _Segments) -> int:
         tid(t)
     insns: list[tuple[int, list[int], list[int], str]] = []
     for op in graph.ops:
+        if op.kind == "delegate":
+            operands = [tid(t) for t in (*op.inputs, *op.outputs)]
+            insns.append((fmt.KERNEL_DELEGATE, operands, [int(op.attrs["delegate"]), len(op.outputs)], op.name))
+            continue
         planned = memory.scratch_offsets.get(id(op))
         call = program_call(op, memory.offset, None if planned is None else (planned, scratch_bytes(op)))
         if call is None:

@@ -131,6 +131,9 @@
 #ifndef MCU_PROGRAM_HAS_LINEAR_DYN_S8
 #define MCU_PROGRAM_HAS_LINEAR_DYN_S8 MCU_PROGRAM_KERNEL_DEFAULT
 #endif
+#ifndef MCU_PROGRAM_HAS_SLICE
+#define MCU_PROGRAM_HAS_SLICE MCU_PROGRAM_KERNEL_DEFAULT
+#endif
 
 /* The params struct of each kernel is its words in declaration order. */
 _Static_assert(sizeof(mcu_conv2d_f32_params) == 19 * 4, "conv2d_f32 params layout");
@@ -140,6 +143,7 @@ _Static_assert(sizeof(mcu_shape4) == 4 * 4, "shape4 layout");
 _Static_assert(sizeof(mcu_binary_f32_params) == 21 * 4, "binary_f32 params layout");
 _Static_assert(sizeof(mcu_permute_params) == 13 * 4, "permute params layout");
 _Static_assert(sizeof(mcu_pad_params) == 19 * 4, "pad params layout");
+_Static_assert(sizeof(mcu_slice_params) == 25 * 4, "slice params layout");
 _Static_assert(sizeof(mcu_conv2d_s8_params) == 21 * 4, "conv2d_s8 params layout");
 _Static_assert(sizeof(mcu_depthwise_conv2d_s8_params) == 21 * 4, "depthwise_conv2d_s8 params layout");
 _Static_assert(sizeof(mcu_linear_s8_params) == 7 * 4, "linear_s8 params layout");
@@ -200,6 +204,7 @@ static const mcu_kernel_desc KERNELS[MCU_K_COUNT] = {
     K(MCU_K_DEPTHWISE_CONV2D_S8_INPLACE, MCU_PROGRAM_HAS_DEPTHWISE_CONV2D_S8_INPLACE, 21, S_MATMUL_S8),
     K(MCU_K_LINEAR_W8_F32, MCU_PROGRAM_HAS_LINEAR_W8_F32, 5, S_W8),
     K(MCU_K_LINEAR_DYN_S8, MCU_PROGRAM_HAS_LINEAR_DYN_S8, 5, S_DYN),
+    K(MCU_K_SLICE, MCU_PROGRAM_HAS_SLICE, 25, S_XX),
 };
 #undef K
 
@@ -349,8 +354,10 @@ mcu_status mcu_program_check_kernel(uint32_t kernel, const mcu_operand_desc *ops
         need[1] = need[2] = mulcap(1, p[0]);
         break;
     case MCU_K_PERMUTE:
+    case MCU_K_SLICE: /* slice: in_shape, then out_shape; the kernel keeps every index inside in_shape */
         MCU_REQUIRE(p[0] >= 1 && p[0] <= MCU_MAX_DIMS, MCU_ERR_PROGRAM_INVALID);
-        need[0] = need[1] = prod(p + 1, p[0]);
+        need[0] = prod(p + 1, p[0]);
+        need[1] = prod(p + (kernel == MCU_K_SLICE ? 7 : 1), p[0]);
         break;
     case MCU_K_PAD: {
         MCU_REQUIRE(p[0] >= 1 && p[0] <= MCU_MAX_DIMS, MCU_ERR_PROGRAM_INVALID);
@@ -408,6 +415,7 @@ mcu_status mcu_program_dispatch(uint32_t kernel, void *const *o, const uint32_t 
         mcu_pool2d_s8_params pool_s8;
         mcu_mean_hw_s8_params mean_hw_s8;
         mcu_softmax_s8_params softmax_s8;
+        mcu_slice_params slice;
     } u;
     MCU_REQUIRE(n_params <= MCU_PROGRAM_MAX_PARAMS && n_ops >= 2 && n_ops <= MCU_PROGRAM_MAX_OPERANDS,
                 MCU_ERR_PROGRAM_INVALID);
@@ -536,6 +544,9 @@ mcu_status mcu_program_dispatch(uint32_t kernel, void *const *o, const uint32_t 
         const mcu_context scratch = {o[0], (int32_t)sizes[0]};
         return mcu_linear_dyn_s8(&scratch, &u.linear_f32, o[1], o[2], o[3], o[4], o[5]);
     }
+#endif
+#if MCU_PROGRAM_HAS_SLICE
+    case MCU_K_SLICE: return mcu_slice(&u.slice, elem_size, o[0], o[1]);
 #endif
     default: return MCU_ERR_UNSUPPORTED;
     }

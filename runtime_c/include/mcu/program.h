@@ -110,7 +110,8 @@ typedef enum {
     MCU_K_DEPTHWISE_CONV2D_S8_INPLACE = 35,
     MCU_K_LINEAR_W8_F32 = 36,     /**< [in f32, weight int8, w_scale f32, bias f32, out f32]; mcu_linear_f32_params */
     MCU_K_LINEAR_DYN_S8 = 37,     /**< [scratch int8, in f32, weight int8, w_scale f32, bias f32, out f32]; as above */
-    MCU_K_COUNT = 38,
+    MCU_K_SLICE = 38,             /**< [in, out] any dtype; mcu_slice_params */
+    MCU_K_COUNT = 39,
     /** A delegated partition: params delegate index, number of outputs (the last operands). */
     MCU_K_DELEGATE = 255
 } mcu_program_kernel;
