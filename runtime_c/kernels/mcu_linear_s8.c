@@ -43,17 +43,14 @@ mcu_status mcu_linear_s8(const mcu_context *ctx, const mcu_linear_s8_params *p, 
     const int32_t nin = p->in_features;
 #if MCU_S8_DSP
     if (nin <= MCU_S8_COL_MAX) {
-        /* Two batch rows at a time as 16-bit columns, two outputs per step (see conv_s8_dsp.h). */
-        _Alignas(8) int16_t col[2 * MCU_S8_COL_MAX];
-        for (int32_t b = 0; b < p->batch; b += 2) {
-            const int pair = b + 1 < p->batch;
+        /* One batch row at a time as a 16-bit column, two outputs per step (see conv_s8_dsp.h); the
+         * kernel's second pixel is not stored. One row keeps the code small (linear layers here run
+         * on batch 1). */
+        _Alignas(8) int16_t col[MCU_S8_COL_MAX];
+        for (int32_t b = 0; b < p->batch; ++b) {
             mcu_expand_s8(input + b * nin, nin, p->input_offset, col);
-            if (pair) {
-                mcu_expand_s8(input + (b + 1) * nin, nin, p->input_offset, col + MCU_S8_COL_MAX);
-            }
-            mcu_matrix_pixels_s8(col, col + MCU_S8_COL_MAX, nin, p->out_features, weight, bias, q, p->output_offset,
-                                 p->act_min, p->act_max, output + b * p->out_features,
-                                 pair ? output + (b + 1) * p->out_features : NULL);
+            mcu_matrix_pixels_s8(col, col, nin, p->out_features, weight, bias, q, p->output_offset, p->act_min,
+                                 p->act_max, output + b * p->out_features, NULL);
         }
         return MCU_OK;
     }
