@@ -32,7 +32,8 @@ def model_kernels(cm) -> set[str]:
     kernels = set()
     for op in cm.graph.ops:
         planned = cm.memory.scratch_offsets.get(id(op))
-        call = program_call(op, cm.memory.offset, None if planned is None else (planned, scratch_bytes(op)))
+        scratch = None if planned is None else (cm.memory.scratch_arena_index(op), planned, scratch_bytes(op))
+        call = program_call(op, lambda t: (cm.memory.arena_index(t), cm.memory.offset(t)), scratch)
         if call is not None:
             kernels.add(call.function)
     return kernels

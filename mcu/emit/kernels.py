@@ -68,12 +68,12 @@ class ProgramCall:
     """One kernel call as a program file stores it: the kernel, its operands and its parameters
     as a flat list of 32-bit words (the params struct's fields in declaration order, then the
     scalar arguments). Python floats are float32 words, ints are int32 words. ``scratch`` is
-    the op's planned scratch buffer (arena offset, bytes) when the kernel takes one."""
+    the op's planned scratch buffer (arena, offset, bytes) when the kernel takes one."""
 
     function: str
     operands: list[Operand]
     params: list[int | float]
-    scratch: tuple[int, int] | None = None
+    scratch: tuple[int, int, int] | None = None
 
 
 def shape4(t: Tensor) -> dict:
@@ -352,20 +352,20 @@ def _flat_words(value: object) -> list[int | float]:
     return [int(value)]  # type: ignore[call-overload]
 
 
-def program_call(op: Op, arena_offset: Callable[[Tensor], int],
-                 scratch: tuple[int, int] | None = None) -> ProgramCall | None:
+def program_call(op: Op, place: Callable[[Tensor], tuple[int, int]],
+                 scratch: tuple[int, int, int] | None = None) -> ProgramCall | None:
     """The structured form of :func:`emit_call` (None for ops that emit no code).
 
-    ``arena_offset`` and ``scratch`` (offset, bytes) come from the memory plan, as for the
-    generated C, so both choose the same kernel variant (in-place ones compare placements) and
-    pass it the same parameters. Every params struct holds only int32/float fields (and nested
-    mcu_shape4), so its fields in declaration order are its memory image; the dict of each
-    emitter lists them in that order.
+    ``place`` (a tensor's arena and offset) and ``scratch`` (arena, offset, bytes) come from the
+    memory plan, as for the generated C, so both choose the same kernel variant (in-place ones
+    compare placements) and pass it the same parameters. Every params struct holds only
+    int32/float fields (and nested mcu_shape4), so its fields in declaration order are its memory
+    image; the dict of each emitter lists them in that order.
     """
     def ref(t: Tensor) -> str:
-        return f"const:{id(t)}" if t.is_constant else f"arena:{arena_offset(t)}"
+        return f"const:{id(t)}" if t.is_constant else "{}@{}:{}".format(t.dtype, *place(t))
 
-    refs = Refs(ref, None if scratch is None else (f"arena:{scratch[0]}", scratch[1]))
+    refs = Refs(ref, None if scratch is None else (f"arena{scratch[0]}:{scratch[1]}", scratch[2]))
     call = emit_call(op, refs)
     if call is None:
         return None

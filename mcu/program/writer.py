@@ -23,7 +23,6 @@ from mcu.memory import MemoryPlan, scratch_bytes
 from mcu.program import format as fmt
 from mcu.program.format import Field
 
-ARENA_ID = 0  # the memory planner places everything in one arena per method
 
 
 class UnsupportedKernel(McuError):
@@ -159,7 +158,7 @@ class _Builder:
         return b.EndObject()
 
 
-def _tensor(fb: _Builder, t: Tensor, arena_offset: int | None, segments: _Segments) -> int:
+def _tensor(fb: _Builder, t: Tensor, place: tuple[int, int] | None, segments: _Segments) -> int:
     fields = {"name": fb.string(t.name), "shape": fb.ints(list(t.shape)),
               "dim_order": fb.ints(list(t.dim_order), np.uint8)}
     if t.quant is not None:
@@ -170,8 +169,8 @@ def _tensor(fb: _Builder, t: Tensor, arena_offset: int | None, segments: _Segmen
     if t.is_constant:
         placement, index, offset = fmt.PLACEMENT_CONSTANT, segments.constant(t), 0
     else:
-        assert arena_offset is not None
-        placement, index, offset = fmt.PLACEMENT_ARENA, ARENA_ID, arena_offset
+        assert place is not None
+        placement, (index, offset) = fmt.PLACEMENT_ARENA, place
     scalars = {"dtype": ("u8", fmt.DTYPE_CODES[t.dtype]), "placement": ("u8", placement),
                "index": ("u32", index), "offset": ("u32", offset), "nbytes": ("u32", t.nbytes)}
     return fb.table(fields, scalars, Field.TENSOR)
@@ -180,14 +179,17 @@ def _tensor(fb: _Builder, t: Tensor, arena_offset: int | None, segments: _Segmen
 def _method(fb: _Builder, src: MethodSource, segments: _Segments) -> int:
     graph, memory = src.graph, src.memory
     ids: dict[int, int] = {}
-    order: list[tuple[Tensor, int | None]] = []  # (tensor, arena offset; None for constants)
+    order: list[tuple[Tensor, tuple[int, int] | None]] = []  # (tensor, (arena, offset); None: a constant)
 
-    def tid(t: Tensor | None, offset: int | None = None) -> int:
+    def place(t: Tensor) -> tuple[int, int]:
+        return memory.arena_index(t), memory.offset(t)
+
+    def tid(t: Tensor | None, at: tuple[int, int] | None = None) -> int:
         if t is None:
             return -1
         if id(t) not in ids:
             ids[id(t)] = len(order)
-            order.append((t, None if t.is_constant else memory.offset(t) if offset is None else offset))
+            order.append((t, None if t.is_constant else at or place(t)))
         return ids[id(t)]
 
     for t in graph.inputs:
@@ -199,7 +201,8 @@ def _method(fb: _Builder, src: MethodSource, segments: _Segments) -> int:
             insns.append((fmt.KERNEL_DELEGATE, operands, [int(op.attrs["delegate"]), len(op.outputs)], op.name))
             continue
         planned = memory.scratch_offsets.get(id(op))
-        call = program_call(op, memory.offset, None if planned is None else (planned, scratch_bytes(op)))
+        scratch = None if planned is None else (memory.scratch_arena_index(op), planned, scratch_bytes(op))
+        call = program_call(op, place, scratch)
         if call is None:
             continue
         if call.function not in fmt.KERNEL_IDS or not call.operands:
@@ -208,13 +211,13 @@ def _method(fb: _Builder, src: MethodSource, segments: _Segments) -> int:
                                          "(program.h) and the interpreter's kernel table")
         operands = []
         for o in call.operands:
-            if o is SCRATCH:
-                # The op's scratch buffer: an int8 arena tensor of its planned size and place.
-                scratch = None if call.scratch is None else Tensor(f"{op.name}_scratch", (call.scratch[1],), "int8")
-                operands.append(-1 if scratch is None else tid(scratch, call.scratch[0] if call.scratch else None))
-            else:
-                assert not isinstance(o, type(SCRATCH))
-                operands.append(tid(o))
+            if o is not SCRATCH:
+                operands.append(tid(o))  # type: ignore[arg-type]
+            elif call.scratch is None:
+                operands.append(-1)  # the kernel takes a context but the plan gave it no scratch
+            else:  # the op's scratch buffer: an int8 arena tensor of its planned size and place
+                arena, offset, size = call.scratch
+                operands.append(tid(Tensor(f"{op.name}_scratch", (size,), "int8"), (arena, offset)))
         insns.append((fmt.KERNEL_IDS[call.function], operands, [_word(v) for v in call.params], op.name))
     outputs = [tid(t) for t in graph.outputs]
     inputs = [ids[id(t)] for t in graph.inputs]
@@ -240,7 +243,7 @@ def _method(fb: _Builder, src: MethodSource, segments: _Segments) -> int:
         "inputs": fb.ints(inputs, np.uint32),
         "outputs": fb.ints(outputs, np.uint32),
         "instructions": fb.offsets(insn_offsets),
-        "arena_sizes": fb.ints([memory.arena_size], np.uint32),
+        "arena_sizes": fb.ints([a.plan.arena_size for a in memory.arenas], np.uint32),
     }
     if bundled:
         fields["bundled"] = fb.offsets(bundled)
