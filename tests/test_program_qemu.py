@@ -14,8 +14,8 @@ from conftest import requires_qemu
 from mcu.boards import load_board
 from mcu.ir import NUMPY_DTYPES
 from mcu.layouts import to_memory_order
-from mcu.program.device import (build_interpreter_firmware, interpreter_code_size, program_layout, render_main,
-                                run_program)
+from mcu.program.device import (build_interpreter_firmware, interpreter_code_size, program_layout, program_uf2,
+                                render_main, run_program)
 from mcu.program.methods import program_from
 from mcu.runtime import Program
 from test_program import PROGRAM_MODELS, same_bits, two_methods
@@ -124,3 +124,19 @@ def test_interpreter_code_is_under_8_kib_at_os_on_cortex_m33() -> None:
     size = interpreter_code_size(load_board(BOARD), "-Os")
     print(f"interpreter code at -Os on Cortex-M33: {size.total} B {size.per_file}")
     assert size.total < 8 * 1024
+
+
+def test_pico2_interpreter_firmware_and_program_uf2(compiled) -> None:
+    """The Pico 2 gets the interpreter firmware once (its UF2 stays in the first MiB of flash); a new
+    program is a UF2 of just the program region."""
+    from mcu.uf2 import decode
+
+    board = load_board("pico2")
+    layout = program_layout(board)
+    fw = build_interpreter_firmware(board)
+    assert fw.uf2 is not None and fw.flash_bytes <= layout.firmware_board.flash.length
+    blob = compiled("small_cnn", BOARD, "int8").program_image(bundle_tests=True).program
+    uf2 = decode(program_uf2(board, blob))
+    assert uf2.family == board.uf2_family
+    assert min(addr for addr, _ in uf2.chunks()) == layout.program.origin
+    assert uf2.read(layout.program.origin, len(blob)) == blob
