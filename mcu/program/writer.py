@@ -161,7 +161,9 @@ class _Builder:
 def _tensor(fb: _Builder, t: Tensor, place: tuple[int, int] | None, segments: _Segments) -> int:
     fields = {"name": fb.string(t.name), "shape": fb.ints(list(t.shape)),
               "dim_order": fb.ints(list(t.dim_order), np.uint8)}
-    if t.quant is not None:
+    if t.quant is not None and not t.is_constant:
+        # Activations only: a constant's quantization is already folded into the kernel parameters
+        # (per-channel multipliers and shifts), and per-channel scales would cost 8 B per channel.
         q = fb.table({"scale": fb.ints(list(t.quant.scale), np.float32),
                       "zero_point": fb.ints(list(t.quant.zero_point))},
                      {"axis": ("i32", -1 if t.quant.axis is None else t.quant.axis)}, Field.QUANT)
