@@ -530,3 +530,38 @@ def test_cli_exports_program_files(tmp_path) -> None:
     assert same_bits(a[0], b[0])
     proc = run_mcu("export", str(path), "-o", str(tmp_path / "lib"))
     assert proc.returncode != 0 and "needs --board" in proc.stderr
+
+
+@pytest.mark.skipif(__import__("shutil").which("flatc") is None,
+                    reason="flatc not installed (Debian: sudo apt-get install flatbuffers-compiler)")
+def test_flatc_reads_our_files_with_the_schema(compiled, tmp_path) -> None:
+    """The schema is the contract: flatc's generated reader sees exactly what the writer meant."""
+    import importlib
+    import subprocess
+    import sys
+
+    subprocess.run(["flatc", "--python", "-o", str(tmp_path), str(ROOT / "runtime_c/schema/program.fbs")], check=True)
+    sys.path.insert(0, str(tmp_path))
+    try:
+        fb_program = importlib.import_module("mcu_program.Program").Program
+    finally:
+        sys.path.remove(str(tmp_path))
+    cm = compiled("ds_cnn", quantize="int8")
+    blob = cm.program_image(bundle_tests=True).program
+    header = fmt.read_header(blob)
+    fb = blob[header.fb_offset:header.fb_offset + header.fb_size]
+    assert fb_program.ProgramBufferHasIdentifier(fb, 0)
+    root = fb_program.GetRootAs(fb, 0)
+    assert root.FormatVersion() == fmt.FORMAT_VERSION and root.MethodsLength() == 1
+    method = root.Methods(0)
+    assert method.Name() == b"forward" and method.BundledLength() == len(cm.spec.test_inputs)
+    assert list(method.ArenaSizesAsNumpy()) == [a.plan.arena_size for a in cm.memory.arenas]
+    assert method.InstructionsLength() == len(cm.library.view.steps)
+    kernels = [method.Instructions(i).Kernel() for i in range(method.InstructionsLength())]
+    assert kernels == [fmt.KERNEL_IDS[s.call.function] for s in cm.library.view.steps]
+    x = method.Tensors(method.Inputs(0))
+    assert (x.Offset(), x.Nbytes()) == (cm.memory.offset(cm.graph.inputs[0]), cm.graph.inputs[0].nbytes)
+    assert list(x.DimOrderAsNumpy()) == list(cm.graph.inputs[0].dim_order)
+    for i in range(root.SegmentsLength()):
+        seg = root.Segments(i)
+        assert seg.Offset() % fmt.ALIGN == 0 and seg.Offset() + seg.Size() <= header.data_size
