@@ -88,12 +88,19 @@ def check_fits(board: Board, memory: MemoryPlan) -> None:
                 hint="use a smaller model or input, quantize to int8, or pick a board with more RAM")
 
 
-def compile_graph(graph: Graph, board: Board, quantize: str,
-                  cmsis_nn: Path | None = None) -> tuple[MemoryPlan, GeneratedLibrary]:
+def compile_graph(graph: Graph, board: Board, quantize: str, cmsis_nn: Path | None = None,
+                  packed_weights: bool = True) -> tuple[MemoryPlan, GeneratedLibrary]:
+    """``packed_weights``: on cores with the DSP extension, convolutions and fully connected layers
+    take int16 weights packed for the dual-MAC kernel (mcu/backends/tuned.py): faster, twice the
+    weight flash of those layers."""
     if cmsis_nn is not None:  # before the plan: routed ops get CMSIS-NN's scratch and no overlap contract
         from mcu.backends.cmsis_nn import assign
 
         assign(graph, board, cmsis_nn)
+    if packed_weights:  # after CMSIS-NN: the ops it took stay with it
+        from mcu.backends import tuned
+
+        tuned.assign(graph, board)
     memory = plan_memory(graph, capacities=board.arena_regions())
     check_fits(board, memory)
     return memory, render_library(graph, memory, quantize)

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from mcu.backends import cmsis_nn
+from mcu.backends import cmsis_nn, tuned
 from mcu.contracts import depthwise_inplace_ok, pointwise_ok
 from mcu.ir import Op
 
@@ -38,6 +38,8 @@ class Variant:
     note: str = ""
     # Rows of other backends build their own call (op, refs) -> KernelCall; None: our kernel's call.
     emit: Callable[[Op, Any], Any] | None = None
+    # Generated C only: program files (architecture independent) take the next row that applies.
+    c_only: bool = False
 
 
 def _always(op: Op, same_place: bool) -> bool:
@@ -59,6 +61,11 @@ INT8_VARIANTS: list[Variant] = [
     _cmsis("max_pool2d", "arm_max_pool_s8"),
     _cmsis("avg_pool2d", "arm_avgpool_s8"),
     _cmsis("softmax", "arm_softmax_s8"),
+    # Ops mcu.backends.tuned.assign marked for a core with the DSP extension: packed int16 weights.
+    Variant("conv2d", tuned.FUNCTION, tuned.SOURCE, tuned.routed, emit=tuned.emit, c_only=True,
+            note="DSP cores, one group: packed weights, LDM + SMLAD, same overlap contracts"),
+    Variant("linear", tuned.FUNCTION, tuned.SOURCE, tuned.routed, emit=tuned.emit, c_only=True,
+            note="DSP cores: packed weights, batch rows as 1x1 pixels"),
     Variant("conv2d", "mcu_conv2d_1x1_s8", "mcu_conv2d_1x1_s8.c", lambda op, same: pointwise_ok(op),
             note="1x1, stride 1, no padding, one group: pixel buffer, output may overlap the input either way"),
     Variant("conv2d", "mcu_conv2d_s8", "mcu_conv2d_s8.c", _always,
@@ -72,17 +79,22 @@ INT8_VARIANTS: list[Variant] = [
 ]
 
 
-def find_variant(op: Op, same_place: bool, table: list[Variant] | None = None) -> Variant | None:
-    """The first variant of ``table`` (default INT8_VARIANTS) for ``op.kind`` that applies, or None."""
+def find_variant(op: Op, same_place: bool, table: list[Variant] | None = None,
+                 program: bool = False) -> Variant | None:
+    """The first variant of ``table`` (default INT8_VARIANTS) for ``op.kind`` that applies, or None;
+    ``program``: for a program file (skips generated-C-only rows)."""
     for v in INT8_VARIANTS if table is None else table:
+        if program and v.c_only:
+            continue
         if v.kind == op.kind and v.applies(op, same_place):
             return v
     return None
 
 
-def select_variant(op: Op, same_place: bool, table: list[Variant] | None = None) -> Variant:
+def select_variant(op: Op, same_place: bool, table: list[Variant] | None = None,
+                   program: bool = False) -> Variant:
     """The first variant of ``table`` (default INT8_VARIANTS) for ``op.kind`` that applies."""
-    v = find_variant(op, same_place, table)
+    v = find_variant(op, same_place, table, program)
     if v is not None:
         return v
     raise LookupError(f"no int8 kernel variant for {op.kind}")

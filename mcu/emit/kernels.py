@@ -20,9 +20,11 @@ from mcu.ir import DTYPE_BYTES, Op, Tensor
 class Refs:
     """How generated code names a tensor, and the op's scratch buffer (C expression, bytes) if it has one."""
 
-    def __init__(self, tensor_ref: Callable[[Tensor], str], scratch: tuple[str, int] | None = None) -> None:
+    def __init__(self, tensor_ref: Callable[[Tensor], str], scratch: tuple[str, int] | None = None,
+                 program: bool = False) -> None:
         self._tensor_ref = tensor_ref
         self.scratch = scratch
+        self.program = program  # emitting for a program file: no generated-C-only kernels
 
     def __call__(self, t: Tensor) -> str:
         return self._tensor_ref(t)
@@ -365,7 +367,7 @@ def program_call(op: Op, place: Callable[[Tensor], tuple[int, int]],
     def ref(t: Tensor) -> str:
         return f"const:{id(t)}" if t.is_constant else "{}@{}:{}".format(t.dtype, *place(t))
 
-    refs = Refs(ref, None if scratch is None else (f"arena{scratch[0]}:{scratch[1]}", scratch[2]))
+    refs = Refs(ref, None if scratch is None else (f"arena{scratch[0]}:{scratch[1]}", scratch[2]), program=True)
     call = emit_call(op, refs)
     if call is None:
         return None
@@ -420,7 +422,7 @@ def _matrix_s8(op: Op, ref: Ref) -> KernelCall:
     (mcu/backends/variants.py); in-place variants take the data once."""
     x, w, b = op.inputs[:3]
     out = op.output
-    variant = select_variant(op, ref(x) == ref(out))
+    variant = select_variant(op, ref(x) == ref(out), program=getattr(ref, "program", False))
     if variant.emit is not None:
         return variant.emit(op, ref)
     params_type, params = _conv_params_s8(op)

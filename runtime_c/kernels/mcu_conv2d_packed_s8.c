@@ -1,0 +1,224 @@
+/* Convolution and fully connected layers with weights packed ahead of time for the dual-MAC loop
+ * (internal/gemm_s8_dsp.h explains the layout and why). One output pixel at a time: its window
+ * becomes a 16-bit column on the stack, then four output channels per block. */
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "mcu/kernels_s8.h"
+
+#include "internal/check.h"
+#include "internal/gemm_s8_dsp.h"
+#include "internal/requant.h"
+
+int32_t mcu_conv2d_packed_s8_get_buffer_size(const mcu_conv2d_s8_params *p)
+{
+    (void)p; /* the column lives on the stack */
+    return 0;
+}
+
+/* Taps of one output pixel, padded to a multiple of 4. */
+static int32_t packed_taps(const mcu_conv2d_s8_params *p)
+{
+    const int32_t k = p->kernel_h * p->kernel_w * p->input.c;
+    return (k + 3) & ~3;
+}
+
+/* The window rows are whole 4-byte groups: copy them straight into the column. */
+static int contiguous(const mcu_conv2d_s8_params *p)
+{
+    return p->input.c % 4 == 0 && p->dilation_w == 1;
+}
+
+static void zero_s16(int16_t *dst, int32_t n)
+{
+    for (int32_t i = 0; i < n; ++i) {
+        dst[i] = 0;
+        __asm__("" ::: "memory"); /* a loop, not a memset call: kernels link no libc */
+    }
+}
+
+/* The column of output pixel (oh, ow): padded taps are 0 (they contribute nothing, as the plain
+ * kernels skip them). `raw` (kp bytes) gathers windows whose rows are not whole 4-byte groups. */
+static void column(const mcu_conv2d_s8_params *p, const int8_t *x_n, int32_t oh, int32_t ow, int32_t kp,
+                   int16_t *col, int8_t *raw)
+{
+    const mcu_shape4 in = p->input;
+    const int32_t c = in.c;
+    const int32_t kw = p->kernel_w;
+    const int32_t ih0 = oh * p->stride_h - p->pad_top;
+    const int32_t iw0 = ow * p->stride_w - p->pad_left;
+    const int32_t off = p->input_offset;
+    if (contiguous(p)) {
+        for (int32_t i = 0; i < p->kernel_h; ++i) {
+            const int32_t ih = ih0 + i * p->dilation_h;
+            int16_t *dst = col + i * kw * c;
+            if (ih < 0 || ih >= in.h) {
+                zero_s16(dst, kw * c);
+                continue;
+            }
+            int32_t lo = iw0 < 0 ? -iw0 : 0;
+            int32_t hi = in.w - iw0 < kw ? in.w - iw0 : kw;
+            lo = lo < kw ? lo : kw;
+            hi = hi > lo ? hi : lo;
+            zero_s16(dst, lo * c);
+            mcu_column_s8(x_n + (ih * in.w + iw0 + lo) * c, (hi - lo) * c, off, dst + lo * c);
+            zero_s16(dst + hi * c, (kw - hi) * c);
+        }
+        return;
+    }
+    const int8_t zp = (int8_t)-off; /* (zp + off) == 0: a padded tap */
+    int32_t k = 0;
+    for (int32_t i = 0; i < p->kernel_h; ++i) {
+        const int32_t ih = ih0 + i * p->dilation_h;
+        for (int32_t j = 0; j < kw; ++j) {
+            const int32_t iw = iw0 + j * p->dilation_w;
+            if (ih >= 0 && ih < in.h && iw >= 0 && iw < in.w) {
+                const int8_t *src = x_n + (ih * in.w + iw) * c;
+                for (int32_t ch = 0; ch < c; ++ch) {
+                    raw[k++] = src[ch];
+                }
+            } else {
+                for (int32_t ch = 0; ch < c; ++ch) {
+                    raw[k++] = zp;
+                    __asm__("" ::: "memory"); /* not a memset call */
+                }
+            }
+        }
+    }
+    for (; k < kp; ++k) {
+        raw[k] = zp;
+        __asm__("" ::: "memory");
+    }
+    mcu_column_s8(raw, kp, off, col);
+}
+
+/* The requantization of one layer, in locals: int8 stores may alias anything, so fields read
+ * through the params pointer would be reloaded after every store. */
+typedef struct {
+    const int32_t *multiplier, *shift, *bias;
+    int32_t cout, output_offset, act_min, act_max;
+    int right; /* every shift in [-23, -1]: mcu_requant_right_s8 */
+} requant_t;
+
+static inline int8_t requant(const requant_t *r, uint32_t acc, int32_t oc)
+{
+#if MCU_S8_DSP
+    if (r->right) {
+        return mcu_requant_right_s8(mcu_u32_to_s32(acc), r->multiplier[oc], -r->shift[oc], r->output_offset,
+                                    r->act_min, r->act_max);
+    }
+#endif
+    return mcu_requantize_to_s8_fast(mcu_u32_to_s32(acc), r->multiplier[oc], r->shift[oc], r->output_offset,
+                                     r->act_min, r->act_max);
+}
+
+/* Output pixel y from its column: four channels per block, stored as one word; a last partial
+ * block computes padded channels (zero weights) and writes only the real ones. */
+static void pixel(requant_t r, const int16_t *col, int32_t kp, const int16_t *packed, int8_t *y)
+{
+    const int16_t *w = packed;
+    int32_t oc = 0;
+    for (; oc + 4 <= r.cout; oc += 4) {
+        uint32_t acc[4] = {0u, 0u, 0u, 0u};
+        if (r.bias != NULL) {
+            acc[0] = (uint32_t)r.bias[oc];
+            acc[1] = (uint32_t)r.bias[oc + 1];
+            acc[2] = (uint32_t)r.bias[oc + 2];
+            acc[3] = (uint32_t)r.bias[oc + 3];
+        }
+        w = mcu_dot4_packed(col, w, kp, acc);
+        const uint32_t b0 = (uint8_t)requant(&r, acc[0], oc);
+        const uint32_t b1 = (uint8_t)requant(&r, acc[1], oc + 1);
+        const uint32_t b2 = (uint8_t)requant(&r, acc[2], oc + 2);
+        const uint32_t b3 = (uint8_t)requant(&r, acc[3], oc + 3);
+        const uint32_t word = b0 | (b1 << 8) | (b2 << 16) | (b3 << 24);
+        memcpy(y + oc, &word, 4); /* little-endian, one unaligned store */
+    }
+    if (oc < r.cout) {
+        uint32_t acc[4] = {0u, 0u, 0u, 0u};
+        const int32_t n = r.cout - oc;
+        for (int32_t o = 0; o < n && r.bias != NULL; ++o) {
+            acc[o] = (uint32_t)r.bias[oc + o];
+        }
+        (void)mcu_dot4_packed(col, w, kp, acc);
+        for (int32_t o = 0; o < n; ++o) {
+            y[oc + o] = requant(&r, acc[o], oc + o);
+        }
+    }
+}
+
+mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_params *p,
+                                const mcu_per_channel_quant *q, const int8_t *input, const int16_t *packed,
+                                const int32_t *bias, int8_t *output)
+{
+    (void)ctx; /* no scratch needed */
+    MCU_REQUIRE(p != NULL && q != NULL && q->multiplier != NULL && q->shift != NULL && input != NULL &&
+                    packed != NULL && output != NULL,
+                MCU_ERR_NULL_POINTER);
+    MCU_REQUIRE(p->kernel_h > 0 && p->kernel_w > 0 && p->stride_h > 0 && p->stride_w > 0 &&
+                    p->dilation_h > 0 && p->dilation_w > 0 && p->pad_top >= 0 && p->pad_left >= 0 &&
+                    p->groups == 1,
+                MCU_ERR_INVALID_ARG);
+    MCU_REQUIRE(mcu_input_offset_valid(p->input_offset) && mcu_output_offset_valid(p->output_offset) &&
+                    mcu_act_s8_valid(p->act_min, p->act_max),
+                MCU_ERR_INVALID_ARG);
+    const mcu_shape4 in = p->input;
+    const mcu_shape4 out = p->output;
+    const int32_t in_count = mcu_shape4_count(&in, 1);
+    const int32_t out_count = mcu_shape4_count(&out, 1);
+    MCU_REQUIRE(in_count > 0 && out_count > 0 && out.n == in.n, MCU_ERR_SHAPE);
+    MCU_REQUIRE(p->kernel_h <= MCU_CONV_PACKED_TAPS_MAX && p->kernel_w <= MCU_CONV_PACKED_TAPS_MAX &&
+                    in.c <= MCU_CONV_PACKED_TAPS_MAX,
+                MCU_ERR_SHAPE);
+    const int32_t kp = packed_taps(p);
+    MCU_REQUIRE(kp <= MCU_CONV_PACKED_TAPS_MAX, MCU_ERR_SHAPE);
+    for (int32_t oc = 0; oc < out.c; ++oc) {
+        MCU_REQUIRE(mcu_quant_valid(q->multiplier[oc], q->shift[oc]), MCU_ERR_INVALID_ARG);
+    }
+
+    const requant_t r = {q->multiplier, q->shift, bias, out.c, p->output_offset, p->act_min, p->act_max,
+#if MCU_S8_DSP
+                         mcu_shifts_right(q->shift, out.c)
+#else
+                         0
+#endif
+    };
+    _Alignas(8) int16_t col[MCU_CONV_PACKED_TAPS_MAX];
+    _Alignas(4) int8_t raw[MCU_CONV_PACKED_TAPS_MAX];
+    const int32_t hw = out.h * out.w;
+    const int pointwise = p->kernel_h == 1 && p->kernel_w == 1 && p->stride_h == 1 && p->stride_w == 1 &&
+                          p->pad_top == 0 && p->pad_left == 0 && out.h == in.h && out.w == in.w;
+    if (pointwise && mcu_overlaps(input, (size_t)in_count, output, (size_t)out_count)) {
+        /* Every pixel's input is in the column before its output is written, so the output may
+         * overlap the input either way as long as the pixels run in the direction that reads a
+         * pixel before any write lands on it (the pixel-buffer contract of mcu_conv2d_1x1_s8). */
+        const int64_t pixels = (int64_t)in.n * hw;
+        const int64_t bi = in.c, bo = out.c;
+        const int64_t d = (int64_t)((intptr_t)output - (intptr_t)input);
+        const int64_t fwd = bi - bo < pixels * (bi - bo) ? bi - bo : pixels * (bi - bo);
+        const int64_t bwd = (pixels - 1) * (bi - bo) > 0 ? (pixels - 1) * (bi - bo) : 0;
+        if (d > fwd) {
+            MCU_REQUIRE(d >= bwd, MCU_ERR_INVALID_ARG);
+            for (int64_t i = pixels - 1; i >= 0; --i) {
+                column(p, input + i * bi, 0, 0, kp, col, raw);
+                pixel(r, col, kp, packed, output + i * bo);
+            }
+            return MCU_OK;
+        }
+    } else {
+        MCU_REQUIRE(!mcu_bad_window_overlap(input, (size_t)in_count, output, (size_t)out_count),
+                    MCU_ERR_INVALID_ARG);
+    }
+    for (int32_t b = 0; b < in.n; ++b) {
+        const int8_t *x_n = input + (int64_t)b * in.h * in.w * in.c;
+        int8_t *y_n = output + (int64_t)b * hw * out.c;
+        for (int32_t oh = 0; oh < out.h; ++oh) {
+            for (int32_t ow = 0; ow < out.w; ++ow) {
+                column(p, x_n, oh, ow, kp, col, raw);
+                pixel(r, col, kp, packed, y_n + (oh * out.w + ow) * out.c);
+            }
+        }
+    }
+    return MCU_OK;
+}
