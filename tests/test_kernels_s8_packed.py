@@ -1,0 +1,281 @@
+"""mcu_conv2d_packed_s8, the tuned backend's kernel (mcu/backends/tuned.py), bit-exact with the
+Python reference.
+
+Three builds run it: the host extension (plain C), the host library with the DSP paths emulated
+(tests/test_kernels_s8_opt.py; the shortened right-shift requantization runs there), and the
+firmware on the simulated Cortex-M33 and Cortex-M4, where the LDM/SMLAD inline assembly and the
+QADD run natively (a batch of random cases compiled into one firmware). Every reference model runs
+it on mps2-an505 and mps2-an386 in tests/test_int8.py.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import cbind_s8 as cb
+import test_kernels_s8 as base
+import test_memory_contracts as contracts
+from cbind import MCU_OK
+from conftest import requires_qemu
+from mcu.backends import tuned
+from mcu.boards import load_board
+from mcu.ir import Op
+from mcu.paths import runtime_dir
+from mcu.quant import reference as ref
+from test_kernels_s8_opt import build_emulated_lib
+
+_P = ctypes.c_void_p
+
+
+@pytest.fixture(scope="module", params=["host", "dsp-emulated"])
+def lib(request):
+    """Route cbind_s8.lib() to the plain host build, then to the DSP-emulated build."""
+    if request.param == "host":
+        handle = cb.lib()
+    else:
+        handle = ctypes.CDLL(str(build_emulated_lib()))
+        for name, (argtypes, restype) in cb._SIGNATURES.items():
+            fn = getattr(handle, name)
+            fn.argtypes = argtypes
+            fn.restype = restype
+    original = cb.lib
+    cb.lib = lambda: handle
+    yield handle
+    cb.lib = original
+
+
+def _params(x_shape, out_shape, kh, kw, sh=1, sw=1, pt=0, pl=0, dh=1, dw=1, in_zp=0, out_zp=0, act=(-128, 127)):
+    return dict(input=x_shape, output=out_shape, kernel_h=kh, kernel_w=kw, stride_h=sh, stride_w=sw, pad_top=pt,
+                pad_left=pl, dilation_h=dh, dilation_w=dw, groups=1, input_offset=-in_zp, output_offset=out_zp,
+                act_min=act[0], act_max=act[1])
+
+
+def test_pack_weights_layout() -> None:
+    """Block of 4 channels, tap pairs from groups reordered 0, 2, 1, 3, zero padding on both axes."""
+    w = np.arange(1, 5 * 6 + 1, dtype=np.int8).reshape(5, 6)  # 5 channels, 6 taps -> 8 channels, 8 taps
+    p = tuned.pack_weights(w)
+    assert p.dtype == np.int16 and p.size == 8 * 8
+    blocks = p.reshape(2, 4, 4, 2)  # block, pair, channel, lane
+    assert blocks[0, 0, 0].tolist() == [w[0, 0], w[0, 2]]
+    assert blocks[0, 1, 2].tolist() == [w[2, 1], w[2, 3]]
+    assert blocks[0, 2, 3].tolist() == [w[3, 4], 0]  # taps 4, 5 then padding: pairs (4, 6) and (5, 7)
+    assert blocks[0, 3, 3].tolist() == [w[3, 5], 0]
+    assert np.all(blocks[1, :, 1:] == 0)  # channels 5..7 are padding
+
+
+@base.EXACT
+@given(base.conv_cases())
+def test_packed_matches_reference(lib, case) -> None:
+    """The plain kernels' convolution cases (one group), 300 per build."""
+    rng = np.random.default_rng(case["seed"])
+    cin, cout = case["icg"] * case["groups"], case["ocg"] * case["groups"]
+    x = base.int8_data(rng, (case["n"], case["h"], case["w"], cin), case["data"])
+    w = base.weights(rng, (cout, case["kh"], case["kw"], cin), case["wmode"])
+    b = base.biases(rng, cout, case["bias"])
+    m, s = base.per_channel(rng, cout, base.shift_for(case["shift"], case["kh"] * case["kw"] * cin),
+                            case["per_channel"])
+    params = _params(x.shape, (case["n"], case["out_h"], case["out_w"], cout), case["kh"], case["kw"], case["sh"],
+                     case["sw"], case["pt"], case["pl"], case["dh"], case["dw"], case["in_zp"], case["out_zp"],
+                     case["act"])
+    status, out = cb.conv2d_packed(x, w, b, cb.Quant(m, s, cout), params)
+    assert status == MCU_OK
+    base.assert_equal(out, ref.conv2d_s8(x, w, b, m, s, **params))
+
+
+@st.composite
+def wide_cases(draw):
+    """Channel counts around the 4-channel blocks and 8-tap loop, windows up to the 640-tap limit,
+    and right shifts over the whole fast range with accumulators that saturate the rounding add."""
+    cin = draw(st.one_of(st.integers(1, 12), st.sampled_from([16, 32, 64, 71, 160, 640])))
+    k = draw(st.sampled_from([1, 1, 3])) if cin <= 64 else 1
+    cout = draw(st.integers(1, 13))
+    h, w = draw(st.integers(k, 4)), draw(st.integers(k, 4))
+    shift = draw(st.one_of(st.sampled_from([-1, -23, -24, 0]), st.integers(-23, -1), st.integers(-31, 30)))
+    mult = draw(st.one_of(st.sampled_from([2**31 - 1, 2**30]), st.integers(2**30, 2**31 - 1)))
+    return dict(cin=cin, k=k, cout=cout, h=h, w=w, pad=draw(st.integers(0, k // 2)), shift=shift, mult=mult,
+                in_zp=draw(base.zero_points), out_zp=draw(base.zero_points), act=draw(base.act_bounds()),
+                extreme=draw(st.booleans()), seed=draw(st.integers(0, 2**32 - 1)))
+
+
+@base.EXACT
+@given(wide_cases())
+def test_packed_wide_and_extreme(lib, case) -> None:
+    rng = np.random.default_rng(case["seed"])
+    cin, k, cout, pad = case["cin"], case["k"], case["cout"], case["pad"]
+    if case["extreme"]:  # accumulators near +-2^31: every product at the end of its range, one sign
+        x = np.full((1, case["h"], case["w"], cin), rng.choice([-128, 127]), dtype=np.int8)
+        w = np.full((cout, k, k, cin), rng.choice([-128, 127]), dtype=np.int8)
+        b = np.full(cout, rng.choice([-(2**31), 2**31 - 1]), dtype=np.int32)
+    else:
+        x = rng.integers(-128, 128, (1, case["h"], case["w"], cin), dtype=np.int64).astype(np.int8)
+        w = rng.integers(-127, 128, (cout, k, k, cin), dtype=np.int64).astype(np.int8)
+        b = rng.integers(-(2**20), 2**20, cout, dtype=np.int64).astype(np.int32)
+    m = np.full(cout, case["mult"], dtype=np.int64)
+    s = np.full(cout, case["shift"], dtype=np.int64)
+    oh, ow = case["h"] + 2 * pad - k + 1, case["w"] + 2 * pad - k + 1
+    params = _params(x.shape, (1, oh, ow, cout), k, k, pt=pad, pl=pad, in_zp=case["in_zp"], out_zp=case["out_zp"],
+                     act=case["act"])
+    status, out = cb.conv2d_packed(x, w, b, cb.Quant(m, s, cout), params)
+    assert status == MCU_OK
+    base.assert_equal(out, ref.conv2d_s8(x, w, b, m, s, **params))
+
+
+@pytest.mark.parametrize("case", [(1, 8, 3, 3, 4), (2, 6, 2, 2, 10), (1, 16, 4, 1, 12), (1, 5, 2, 3, 3)])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_packed_pointwise_both_directions(lib, case, seed: int) -> None:
+    """The pixel-buffer contract of a 1x1 layer, both directions, at every delta the contract allows."""
+    n, c, h, w, oc = case
+    rng = np.random.default_rng(seed)
+    x = rng.integers(-128, 128, (n, h, w, c), dtype=np.int8)
+    wt = rng.integers(-127, 128, (oc, 1, 1, c), dtype=np.int8)
+    bias = rng.integers(-5000, 5000, oc).astype(np.int32)
+    packed = np.ascontiguousarray(tuned.pack_weights(wt.reshape(oc, c)))
+    q = contracts._quant(oc, rng)
+    params = cb._fields(cb.Conv2dS8Params, _params((n, h, w, c), (n, h, w, oc), 1, 1))
+    op = Op("conv2d", [contracts._tensor("x", (n, c, h, w), "int8"), contracts._tensor("w", (oc, c, 1, 1), "int8", wt)],
+            [contracts._tensor("y", (n, oc, h, w), "int8")], {"stride": (1, 1), "padding": (0, 0),
+                                                               "dilation": (1, 1), "groups": 1})
+
+    def call(xp, yp):
+        return lib.mcu_conv2d_packed_s8(None, ctypes.byref(params), ctypes.byref(q.struct), xp, packed.ctypes.data,
+                                        bias.ctypes.data, yp)
+    contracts._check(call, x, op, n * h * w * oc, oc)
+
+
+def test_packed_refuses_bad_arguments(lib) -> None:
+    x = np.zeros((1, 2, 2, 4), dtype=np.int8)
+    w = np.zeros((4, 1, 1, 4), dtype=np.int8)
+    q = cb.Quant(2**30, -1, 4)
+    good = _params(x.shape, (1, 2, 2, 4), 1, 1)
+    assert cb.conv2d_packed(x, w, None, q, good)[0] == MCU_OK
+    assert cb.conv2d_packed(x, w, None, q, {**good, "groups": 2})[0] != MCU_OK
+    assert cb.conv2d_packed(x, w, None, q, {**good, "input_offset": 200})[0] != MCU_OK
+    big = np.zeros((1, 1, 1, 644), dtype=np.int8)  # a window over the 640-tap stack column
+    assert cb.conv2d_packed(big, np.zeros((4, 1, 1, 644), dtype=np.int8), None, q,
+                            _params(big.shape, (1, 1, 1, 4), 1, 1))[0] != MCU_OK
+    assert cb.conv2d_packed(x, w, None, cb.Quant(-1, -1, 4), good)[0] != MCU_OK
+
+
+# --- on the simulated cores ------------------------------------------------------------------------------
+
+
+def _c_array(name: str, ctype: str, values: np.ndarray) -> str:
+    body = ", ".join(str(int(v)) for v in np.asarray(values).reshape(-1))
+    return f"static const {ctype} {name}[] = {{{body}}};\n"
+
+
+def _firmware_cases(rng: np.random.Generator, count: int) -> list[dict]:
+    cases = []
+    for i in range(count):
+        cin = int(rng.choice([1, 3, 4, 8, 16, 17, 32, 64]))
+        k = int(rng.choice([1, 3])) if cin <= 32 else 1
+        cout = int(rng.integers(1, 11))
+        h, w = int(rng.integers(k, 5)), int(rng.integers(k, 5))
+        pad = int(rng.integers(0, k // 2 + 1))
+        extreme = i % 5 == 4
+        if extreme:
+            x = np.full((1, h, w, cin), rng.choice([-128, 127]), dtype=np.int8)
+            wt = np.full((cout, k, k, cin), rng.choice([-128, 127]), dtype=np.int8)
+            b = np.full(cout, rng.choice([-(2**31), 2**31 - 1]), dtype=np.int32)
+            m = np.full(cout, 2**31 - 1)
+            s = np.full(cout, int(rng.choice([-1, -23, -24, 3])))
+        else:
+            x = rng.integers(-128, 128, (1, h, w, cin)).astype(np.int8)
+            wt = rng.integers(-127, 128, (cout, k, k, cin)).astype(np.int8)
+            b = rng.integers(-5000, 5000, cout).astype(np.int32)
+            m = rng.integers(2**30, 2**31 - 1, cout)
+            s = rng.integers(-12, -4, cout) if i % 3 else rng.integers(-31, 31, cout)
+        in_zp, out_zp = int(rng.integers(-128, 128)), int(rng.integers(-128, 128))
+        act = (-128, 127) if i % 4 else (int(rng.integers(-128, 0)), int(rng.integers(0, 128)))
+        params = _params(x.shape, (1, h + 2 * pad - k + 1, w + 2 * pad - k + 1, cout), k, k, pt=pad, pl=pad,
+                         in_zp=in_zp, out_zp=out_zp, act=act)
+        expected = ref.conv2d_s8(x, wt, b, m, s, **params)
+        cases.append(dict(x=x, w=tuned.pack_weights(wt.reshape(cout, -1)), b=b, m=m, s=s, params=params,
+                          expected=expected))
+    return cases
+
+
+def _firmware_source(cases: list[dict]) -> str:
+    src = ['#include <stdint.h>\n#include "mcu/kernels_s8.h"\n#include "mcu/log.h"\n']
+    runs = []
+    for i, c in enumerate(cases):
+        p = c["params"]
+        src += [_c_array(f"x{i}", "int8_t", c["x"]), _c_array(f"w{i}", "int16_t", c["w"]),
+                _c_array(f"b{i}", "int32_t", c["b"]), _c_array(f"m{i}", "int32_t", c["m"]),
+                _c_array(f"s{i}", "int32_t", c["s"]), _c_array(f"e{i}", "int8_t", c["expected"])]
+        shape = "{{{}, {}, {}, {}}}"
+        fields = [shape.format(*p["input"]), shape.format(*p["output"])] + [
+            str(p[f]) for f in ("kernel_h", "kernel_w", "stride_h", "stride_w", "pad_top", "pad_left", "dilation_h",
+                                "dilation_w", "groups", "input_offset", "output_offset", "act_min", "act_max")]
+        src.append(f"static const mcu_conv2d_s8_params p{i} = {{{', '.join(fields)}}};\n")
+        runs.append(f"    {{ static const mcu_per_channel_quant q = {{m{i}, s{i}}};\n"
+                    f"      bad += run(&p{i}, &q, x{i}, w{i}, b{i}, e{i}, (int32_t)sizeof(e{i})); }}\n")
+    src.append("""
+static int8_t out[4096];
+static int run(const mcu_conv2d_s8_params *p, const mcu_per_channel_quant *q, const int8_t *x, const int16_t *w,
+               const int32_t *b, const int8_t *e, int32_t n)
+{
+    if (mcu_conv2d_packed_s8(NULL, p, q, x, w, b, out) != MCU_OK) {
+        return 1;
+    }
+    int32_t diff = 0;
+    for (int32_t i = 0; i < n; ++i) {
+        diff += out[i] != e[i];
+    }
+    return diff != 0;
+}
+
+int main(void)
+{
+    int bad = 0;
+""" + "".join(runs) + """    mcu_log_str("packed cases failed: ");
+    mcu_log_i32(bad);
+    mcu_log_newline();
+    return bad;
+}
+""")
+    return "".join(src)
+
+
+@requires_qemu
+@pytest.mark.qemu
+@pytest.mark.parametrize("board_name", ["mps2-an505", "mps2-an386"])
+def test_packed_on_simulated_core(tmp_path: Path, board_name: str) -> None:
+    """60 random cases (a fifth at the extremes) with the native LDM/SMLAD/QADD paths."""
+    from mcu.sim.qemu import run_qemu
+    from mcu.toolchain import build_firmware
+
+    cases = _firmware_cases(np.random.default_rng(7), 60)
+    assert max(c["expected"].size for c in cases) <= 4096
+    main = tmp_path / "main.c"
+    main.write_text(_firmware_source(cases))
+    board = load_board(board_name)
+    rt = runtime_dir()
+    fw = build_firmware(board, [main, rt / "kernels" / tuned.SOURCE], [rt / "include"], tmp_path / "out")
+    result = run_qemu(board, fw.elf, timeout_s=120)
+    assert result.exit_code == 0 and "packed cases failed: 0" in result.console, result.console
+
+
+# --- selection -------------------------------------------------------------------------------------------
+
+
+def test_tuned_backend_takes_dsp_cores_only() -> None:
+    from mcu.ir import Tensor
+
+    def conv() -> Op:
+        x = Tensor("x", (1, 8, 4, 4), "int8", (0, 2, 3, 1))
+        w = Tensor("w", (4, 8, 3, 3), "int8", (0, 2, 3, 1), data=np.ones((4, 3, 3, 8), dtype=np.int8))
+        return Op("conv2d", [x, w], [Tensor("y", (1, 4, 4, 4), "int8", (0, 2, 3, 1))],
+                  {"groups": 1, "stride": (1, 1), "padding": (1, 1), "dilation": (1, 1)})
+
+    assert tuned.applies(conv(), load_board("mps2-an505")) is None
+    assert tuned.applies(conv(), load_board("mps2-an386")) is None
+    assert tuned.applies(conv(), load_board("pico2")) is None
+    assert "DSP" in tuned.applies(conv(), load_board("mps2-an385"))  # Cortex-M3: plain C
+    assert "Helium" in tuned.applies(conv(), load_board("mps3-an547"))
