@@ -8,6 +8,7 @@
 
 #include "internal/check.h"
 #include "internal/conv_s8_dsp.h"
+#include "internal/mve_s8.h"
 #include "internal/requant.h"
 
 int32_t mcu_conv2d_1x1_s8_get_buffer_size(const mcu_conv2d_s8_params *p)
@@ -30,6 +31,24 @@ static void pixel(const mcu_conv2d_s8_params *p, const mcu_per_channel_quant *q,
                                      p->act_min, p->act_max);
     }
 }
+
+#if MCU_S8_MVE
+/* Pixel i: when the output may overlap the input, the input pixel is first copied to `col`, so
+ * that all of it is read before any of output pixel i is written (the pixel-buffer contract). */
+static void pixel_mve(const mcu_conv2d_s8_params *p, const mcu_per_channel_quant *q, const int8_t *input,
+                      const int8_t *weight, const int32_t *kbias, int8_t *output, int64_t i, int disjoint,
+                      int8_t *col)
+{
+    const int32_t cin = p->input.c;
+    const int8_t *x = input + i * cin;
+    if (!disjoint) {
+        mcu_mve_copy_s8(col, x, cin);
+        x = col;
+    }
+    mcu_mve_matrix_pixel(x, cin, p->output.c, weight, kbias, q, p->output_offset, p->act_min, p->act_max,
+                         output + i * p->output.c);
+}
+#endif
 
 #if MCU_S8_DSP
 /* Pixels i and i + step (when inside [0, pixels)): both inputs are widened into 16-bit columns
@@ -89,6 +108,24 @@ mcu_status mcu_conv2d_1x1_s8(const mcu_context *ctx, const mcu_conv2d_s8_params 
     const int64_t fwd = bi - bo < pixels * (bi - bo) ? bi - bo : pixels * (bi - bo);
     const int64_t bwd = (pixels - 1) * (bi - bo) > 0 ? (pixels - 1) * (bi - bo) : 0;
     const int disjoint = !mcu_overlaps(input, (size_t)in_count, output, (size_t)out_count);
+#if MCU_S8_MVE
+    if (in.c <= MCU_S8_MVE_COL_MAX && out.c <= MCU_S8_MVE_OC_MAX) {
+        _Alignas(16) int8_t col[MCU_S8_MVE_COL_MAX];
+        _Alignas(16) int32_t kbias[MCU_S8_MVE_OC_MAX];
+        mcu_mve_fold_bias(weight, in.c, out.c, bias, p->input_offset, kbias);
+        if (disjoint || d <= fwd) {
+            for (int64_t i = 0; i < pixels; ++i) {
+                pixel_mve(p, q, input, weight, kbias, output, i, disjoint, col);
+            }
+            return MCU_OK;
+        }
+        MCU_REQUIRE(d >= bwd, MCU_ERR_INVALID_ARG);
+        for (int64_t i = pixels - 1; i >= 0; --i) {
+            pixel_mve(p, q, input, weight, kbias, output, i, 0, col);
+        }
+        return MCU_OK;
+    }
+#endif
 #if MCU_S8_DSP
     if (in.c <= MCU_S8_COL_MAX) {
         _Alignas(8) int16_t col[2 * MCU_S8_COL_MAX];

@@ -4,6 +4,7 @@
 
 #include "internal/check.h"
 #include "internal/conv_s8_dsp.h"
+#include "internal/mve_s8.h"
 #include "internal/requant.h"
 #include "internal/window.h"
 
@@ -12,6 +13,40 @@ int32_t mcu_conv2d_s8_get_buffer_size(const mcu_conv2d_s8_params *p)
     (void)p;
     return 0;
 }
+
+#if MCU_S8_MVE
+/* groups == 1 with a window of at most MCU_S8_MVE_COL_MAX bytes and at most MCU_S8_MVE_OC_MAX
+ * output channels: per output pixel (in memory order) im2col as raw int8, then four output
+ * channels at a time, 16 taps per VMLADAVA, on top of biases with the input offset folded in
+ * (mve_s8.h). The pixel's window is gathered before any of its outputs is written, which keeps
+ * the window overlap contract. */
+static int conv_mve_applies(const mcu_conv2d_s8_params *p)
+{
+    return p->groups == 1 && p->kernel_h * p->kernel_w * p->input.c <= MCU_S8_MVE_COL_MAX &&
+           p->output.c <= MCU_S8_MVE_OC_MAX;
+}
+
+static void conv_mve(const mcu_conv2d_s8_params *p, const mcu_per_channel_quant *q, const int8_t *input,
+                     const int8_t *weight, const int32_t *bias, int8_t *output)
+{
+    _Alignas(16) int8_t col[MCU_S8_MVE_COL_MAX];
+    _Alignas(16) int32_t kbias[MCU_S8_MVE_OC_MAX];
+    const mcu_shape4 in = p->input;
+    const mcu_shape4 out = p->output;
+    const int32_t n = p->kernel_h * p->kernel_w * in.c;
+    mcu_mve_fold_bias(weight, n, out.c, bias, p->input_offset, kbias);
+    for (int32_t b = 0; b < in.n; ++b) {
+        const int8_t *x_n = input + b * in.h * in.w * in.c;
+        int8_t *y = output + b * out.h * out.w * out.c;
+        for (int32_t oh = 0; oh < out.h; ++oh) {
+            for (int32_t ow = 0; ow < out.w; ++ow, y += out.c) {
+                mcu_mve_im2col_s8(p, x_n, oh, ow, col);
+                mcu_mve_matrix_pixel(col, n, out.c, weight, kbias, q, p->output_offset, p->act_min, p->act_max, y);
+            }
+        }
+    }
+}
+#endif
 
 #if MCU_S8_DSP
 /* groups == 1 with a window of at most MCU_S8_COL_MAX values: im2col two output pixels (in memory
@@ -90,6 +125,12 @@ mcu_status mcu_conv2d_s8(const mcu_context *ctx, const mcu_conv2d_s8_params *p, 
                     (bias == NULL || !mcu_overlaps(bias, (size_t)out.c * sizeof(int32_t), output, out_bytes)),
                 MCU_ERR_INVALID_ARG);
 
+#if MCU_S8_MVE
+    if (conv_mve_applies(p)) {
+        conv_mve(p, q, input, weight, bias, output);
+        return MCU_OK;
+    }
+#endif
 #if MCU_S8_DSP
     if (conv_dsp_applies(p)) {
         conv_dsp(p, q, input, weight, bias, output);

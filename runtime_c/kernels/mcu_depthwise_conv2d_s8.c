@@ -4,6 +4,7 @@
 
 #include "internal/check.h"
 #include "internal/conv_s8_dsp.h"
+#include "internal/mve_s8.h"
 #include "internal/requant.h"
 #include "internal/window.h"
 
@@ -12,6 +13,39 @@ int32_t mcu_depthwise_conv2d_s8_get_buffer_size(const mcu_depthwise_conv2d_s8_pa
     (void)p;
     return 0;
 }
+
+#if MCU_S8_MVE
+/* ch_mult 1, dilation 1: eight channels per step (internal/mve_s8.h), pixels in memory order, each
+ * pixel's outputs written after its window's inputs of the same channels are read (the window
+ * contract). */
+static void dw_mve(const mcu_depthwise_conv2d_s8_params *p, const mcu_per_channel_quant *q, const int8_t *input,
+                   const int8_t *weight, const int32_t *bias, int8_t *output)
+{
+    const mcu_shape4 in = p->input;
+    const mcu_shape4 out = p->output;
+    const int8_t *rows[MCU_S8_MVE_DW_ROWS_MAX];
+    _Alignas(16) int32_t kbias[MCU_S8_MVE_OC_MAX];
+    mcu_mve_dw_fold_bias(weight, p->kernel_h * p->kernel_w, in.c, bias, p->input_offset, kbias);
+    for (int32_t n = 0; n < in.n; ++n) {
+        const int8_t *x_n = input + n * in.h * in.w * in.c;
+        for (int32_t oh = 0; oh < out.h; ++oh) {
+            const int32_t ih0 = oh * p->stride_h - p->pad_top;
+            for (int32_t i = 0; i < p->kernel_h; ++i) {
+                const int32_t ih = ih0 + i;
+                rows[i] = ih >= 0 && ih < in.h ? x_n + ih * in.w * in.c : NULL;
+            }
+            for (int32_t ow = 0; ow < out.w; ++ow) {
+                const int32_t iw0 = ow * p->stride_w - p->pad_left;
+                int32_t kw_lo, kw_hi;
+                mcu_window_taps(iw0, p->kernel_w, 1, in.w, &kw_lo, &kw_hi);
+                mcu_mve_depthwise_pixel_s8(rows, p->kernel_h, p->kernel_w, iw0, kw_lo, kw_hi, in.c, p->input_offset,
+                                           weight, kbias, q, p->output_offset, p->act_min, p->act_max,
+                                           output + ((n * out.h + oh) * out.w + ow) * out.c);
+            }
+        }
+    }
+}
+#endif
 
 mcu_status mcu_depthwise_conv2d_s8(const mcu_context *ctx, const mcu_depthwise_conv2d_s8_params *p,
                                    const mcu_per_channel_quant *q, const int8_t *input, const int8_t *weight,
@@ -50,6 +84,13 @@ mcu_status mcu_depthwise_conv2d_s8(const mcu_context *ctx, const mcu_depthwise_c
                     (bias == NULL || !mcu_overlaps(bias, (size_t)out.c * sizeof(int32_t), output, out_bytes)),
                 MCU_ERR_INVALID_ARG);
 
+#if MCU_S8_MVE
+    if (p->ch_mult == 1 && p->dilation_h == 1 && p->dilation_w == 1 && p->kernel_h <= MCU_S8_MVE_DW_ROWS_MAX &&
+        in.c <= MCU_S8_MVE_OC_MAX) {
+        dw_mve(p, q, input, weight, bias, output);
+        return MCU_OK;
+    }
+#endif
 #if MCU_S8_DSP
     if (p->ch_mult == 1 && p->dilation_h == 1 && p->dilation_w == 1 && p->kernel_h <= MCU_S8_DW_ROWS_MAX) {
         /* Four channels per step with per-lane multiply-accumulate; pixels in memory order. */

@@ -9,6 +9,7 @@
 
 #include "internal/check.h"
 #include "internal/conv_s8_dsp.h"
+#include "internal/mve_s8.h"
 #include "internal/requant.h"
 #include "internal/window.h"
 
@@ -20,6 +21,44 @@ int32_t mcu_depthwise_conv2d_s8_inplace_get_buffer_size(const mcu_depthwise_conv
     const int64_t bytes = (int64_t)(p->pad_top + 1) * p->input.w * p->input.c;
     return bytes > INT32_MAX ? 0 : (int32_t)bytes;
 }
+
+#if MCU_S8_MVE
+/* Row by row as the plain path below (the same ring of pad_top + 1 rows: output row r lands on
+ * input row r after that row was copied to the ring), eight channels per step
+ * (internal/mve_s8.h). */
+static void inplace_mve(const mcu_depthwise_conv2d_s8_params *p, const mcu_per_channel_quant *q, int8_t *data,
+                        const int8_t *weight, const int32_t *bias, int8_t *ring)
+{
+    const mcu_shape4 in = p->input;
+    const int32_t kh = p->kernel_h;
+    const int32_t kw = p->kernel_w;
+    const int32_t ring_rows = p->pad_top + 1;
+    const int32_t row_bytes = in.w * in.c;
+    const int8_t *rows[MCU_S8_MVE_DW_ROWS_MAX];
+    _Alignas(16) int32_t kbias[MCU_S8_MVE_OC_MAX];
+    mcu_mve_dw_fold_bias(weight, kh * kw, in.c, bias, p->input_offset, kbias);
+    for (int32_t n = 0; n < in.n; ++n) {
+        int8_t *img = data + (size_t)n * (size_t)in.h * (size_t)row_bytes;
+        for (int32_t r = 0; r < in.h; ++r) {
+            int8_t *y = img + (size_t)r * (size_t)row_bytes;
+            mcu_mve_copy_s8(ring + (size_t)(r % ring_rows) * (size_t)row_bytes, y, row_bytes);
+            for (int32_t i = 0; i < kh; ++i) {
+                const int32_t ih = r - p->pad_top + i;
+                rows[i] = ih < 0 || ih >= in.h ? NULL
+                          : ih <= r        ? ring + (size_t)(ih % ring_rows) * (size_t)row_bytes
+                                           : img + (size_t)ih * (size_t)row_bytes;
+            }
+            for (int32_t ow = 0; ow < in.w; ++ow) {
+                const int32_t iw0 = ow - p->pad_left;
+                int32_t kw_lo, kw_hi;
+                mcu_window_taps(iw0, kw, 1, in.w, &kw_lo, &kw_hi);
+                mcu_mve_depthwise_pixel_s8(rows, kh, kw, iw0, kw_lo, kw_hi, in.c, p->input_offset, weight, kbias, q,
+                                           p->output_offset, p->act_min, p->act_max, y + ow * in.c);
+            }
+        }
+    }
+}
+#endif
 
 mcu_status mcu_depthwise_conv2d_s8_inplace(const mcu_context *ctx, const mcu_depthwise_conv2d_s8_params *p,
                                            const mcu_per_channel_quant *q, int8_t *data, const int8_t *weight,
@@ -51,6 +90,12 @@ mcu_status mcu_depthwise_conv2d_s8_inplace(const mcu_context *ctx, const mcu_dep
 
     const int32_t kh = p->kernel_h;
     const int32_t kw = p->kernel_w;
+#if MCU_S8_MVE
+    if (kh <= MCU_S8_MVE_DW_ROWS_MAX && in.c <= MCU_S8_MVE_OC_MAX) {
+        inplace_mve(p, q, data, weight, bias, ring);
+        return MCU_OK;
+    }
+#endif
     for (int32_t n = 0; n < in.n; ++n) {
         int8_t *img = data + (size_t)n * (size_t)in.h * (size_t)row_bytes;
         for (int32_t r = 0; r < in.h; ++r) {

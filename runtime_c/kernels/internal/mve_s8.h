@@ -1,0 +1,329 @@
+/* Helium (MVE, Armv8.1-M integer vector extension) building blocks of the int8 kernels: dot
+ * products of 16 int8 lanes per instruction, per-lane multiply-accumulate, and a 4-lane
+ * requantization that is bit-exact with mcu_requantize_to_s8. Internal: static inline only.
+ *
+ * MCU_S8_MVE is 1 when the compiler targets integer MVE (__ARM_FEATURE_MVE bit 0: Cortex-M55,
+ * M85 with -mcpu=cortex-m55...). Defining MCU_S8_NO_MVE forces the other paths. On every other
+ * target (the host, Cortex-M0/M3/M4/M33) this header defines nothing else, so those builds and
+ * their code size are unchanged. Kernels test MCU_S8_MVE before MCU_S8_DSP: the M55 also has
+ * the DSP extension, and its MVE path is the faster one.
+ *
+ * The input offset. Matrix kernels multiply the raw int8 inputs (x) by the weights and add
+ * input_offset * sum(w) once per output channel ("folded bias"): sum((x + off) * w) equals
+ * sum(x * w) + off * sum(w) modulo 2^32, which is the kernels' modulo-2^32 accumulation, so
+ * the result is the same bits as the plain kernels'. Padded taps are filled with the input
+ * zero-point (-off), whose term (zp + off) * w is 0 as in the plain kernels. VMLADAVA adds
+ * 16 int8 x int8 products to a 32-bit register modulo 2^32; VMLA on 32-bit lanes likewise. */
+#ifndef MCU_KERNELS_INTERNAL_MVE_S8_H
+#define MCU_KERNELS_INTERNAL_MVE_S8_H
+
+#include <stdint.h>
+
+#include "mcu/kernels_s8.h"
+#include "requant.h"
+
+#if !defined(MCU_S8_NO_MVE) && defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+#define MCU_S8_MVE 1
+#else
+#define MCU_S8_MVE 0
+#endif
+
+/* Largest im2col window (kh * kw * in_c bytes) the MVE convolution gathers on the stack, and
+ * the most output channels whose folded bias it keeps there (4 bytes each). Together at most
+ * 2 KiB + 2 KiB of the board's stack; larger layers take the DSP or plain path. */
+#define MCU_S8_MVE_COL_MAX 1024
+#define MCU_S8_MVE_OC_MAX 512
+/* Depthwise kernels keep one row pointer per kernel row. */
+#define MCU_S8_MVE_DW_ROWS_MAX 16
+
+#if MCU_S8_MVE
+
+#include <arm_mve.h>
+
+/* clamp(requantize(acc) + output_offset) per lane, as int32 lanes in [act_min, act_max]; the
+ * same function as mcu_requantize_to_s8 for multipliers in [0, 2^31 - 1] and shifts in
+ * [-31, 30] (what the kernels validate):
+ *  - VQSHL by left = max(shift, 0) is saturate_int32(x * 2^left);
+ *  - VQRDMULH is (2 * x * m + 2^31) >> 32 = (x * m + 2^30) >> 31, saturating only for
+ *    INT32_MIN * INT32_MIN: mcu_rounding_doubling_high_mul;
+ *  - rounding_divide_by_pot(y, right), half away from zero: VRSHL by -right rounds half up,
+ *    (y + 2^(right-1)) >> right exactly; for negative y (and right > 0) subtracting 1 first
+ *    turns that into half down. The saturating subtract only matters for y = INT32_MIN, which
+ *    is a multiple of 2^right either way;
+ *  - the saturating add of the offset is mcu_sat_s32 of the exact sum. */
+static inline int32x4_t mcu_mve_requantize(int32x4_t acc, int32x4_t multiplier, int32x4_t shift,
+                                           int32_t output_offset, int32_t act_min, int32_t act_max)
+{
+    const int32x4_t zero = vdupq_n_s32(0);
+    const int32x4_t left = vmaxq_s32(shift, zero);
+    const int32x4_t right = vminq_s32(shift, zero); /* -right, <= 0 */
+    int32x4_t y = vqrdmulhq_s32(vqshlq_s32(acc, left), multiplier);
+    const int32x4_t fixup = vshrq_n_s32(vandq_s32(y, right), 31); /* -1 where y < 0 and right > 0 */
+    y = vrshlq_s32(vqaddq_s32(y, fixup), right);
+    y = vqaddq_n_s32(y, output_offset);
+    y = vmaxq_s32(y, vdupq_n_s32(act_min));
+    return vminq_s32(y, vdupq_n_s32(act_max));
+}
+
+/* Output channels oc .. oc + 3 of one pixel from their accumulators (all four lanes valid). */
+static inline void mcu_mve_store4(int32x4_t acc, const mcu_per_channel_quant *q, int32_t oc, int32_t output_offset,
+                                  int32_t act_min, int32_t act_max, int8_t *y)
+{
+    const int32x4_t r = mcu_mve_requantize(acc, vldrwq_s32(q->multiplier + oc), vldrwq_s32(q->shift + oc),
+                                           output_offset, act_min, act_max);
+    vstrbq_s32(y + oc, r);
+}
+
+/* The same for the first `count` (1..3) lanes only: nothing else is read or written. */
+static inline void mcu_mve_store_tail(int32x4_t acc, const mcu_per_channel_quant *q, int32_t oc, int32_t count,
+                                      int32_t output_offset, int32_t act_min, int32_t act_max, int8_t *y)
+{
+    const mve_pred16_t p = vctp32q((uint32_t)count);
+    const int32x4_t r = mcu_mve_requantize(acc, vldrwq_z_s32(q->multiplier + oc, p), vldrwq_z_s32(q->shift + oc, p),
+                                           output_offset, act_min, act_max);
+    vstrbq_p_s32(y + oc, r, p);
+}
+
+/* sum(w[0..n)) (|sum| < 2^31 for n < 2^24). */
+static inline int32_t mcu_mve_sum_s8(const int8_t *w, int32_t n)
+{
+    int32_t s = 0;
+    int32_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        s = vaddvaq_s8(s, vldrbq_s8(w + i));
+    }
+    if (i < n) {
+        s = vaddvaq_s8(s, vldrbq_z_s8(w + i, vctp8q((uint32_t)(n - i))));
+    }
+    return s;
+}
+
+/* Folded biases of `rows` weight rows of n values: kbias[r] = bias[r] + off * sum(w_r), modulo
+ * 2^32 (bias may be NULL). */
+static inline void mcu_mve_fold_bias(const int8_t *weight, int32_t n, int32_t rows, const int32_t *bias,
+                                     int32_t input_offset, int32_t *kbias)
+{
+    for (int32_t r = 0; r < rows; ++r) {
+        const uint32_t b = bias != NULL ? (uint32_t)bias[r] : 0u;
+        kbias[r] = mcu_u32_to_s32(b + (uint32_t)input_offset * (uint32_t)mcu_mve_sum_s8(weight + r * n, n));
+    }
+}
+
+/* init[k] + x . w_k over n > 0 values for the four rows w_k (a row may repeat: the caller
+ * discards those lanes). A tail-predicated low-overhead loop (DLSTP/LETP): 16 taps per
+ * iteration, and in the last one only the remaining n % 16 lanes load (nothing past x[n - 1]
+ * or w_k[n - 1] is read) and accumulate. Written in assembly because GCC 12 neither forms
+ * tail-predicated loops nor keeps this loop free of register copies; "Te" is GCC's constraint
+ * for the even registers that VMLADAVA accumulates in. */
+static inline int32x4_t mcu_mve_dot4(const int8_t *x, const int8_t *w0, const int8_t *w1, const int8_t *w2,
+                                     const int8_t *w3, int32_t n, int32x4_t init)
+{
+    int32_t a0 = vgetq_lane_s32(init, 0);
+    int32_t a1 = vgetq_lane_s32(init, 1);
+    int32_t a2 = vgetq_lane_s32(init, 2);
+    int32_t a3 = vgetq_lane_s32(init, 3);
+    __asm__ volatile("   dlstp.8 lr, %[n]\n"
+                     "1: vldrb.8 q0, [%[x]], #16\n"
+                     "   vldrb.8 q1, [%[w0]], #16\n"
+                     "   vmladava.s8 %[a0], q0, q1\n"
+                     "   vldrb.8 q1, [%[w1]], #16\n"
+                     "   vmladava.s8 %[a1], q0, q1\n"
+                     "   vldrb.8 q1, [%[w2]], #16\n"
+                     "   vmladava.s8 %[a2], q0, q1\n"
+                     "   vldrb.8 q1, [%[w3]], #16\n"
+                     "   vmladava.s8 %[a3], q0, q1\n"
+                     "   letp lr, 1b\n"
+                     : [a0] "+Te"(a0), [a1] "+Te"(a1), [a2] "+Te"(a2), [a3] "+Te"(a3), [x] "+r"(x), [w0] "+r"(w0),
+                       [w1] "+r"(w1), [w2] "+r"(w2), [w3] "+r"(w3)
+                     : [n] "r"(n)
+                     : "q0", "q1", "lr", "memory");
+    int32x4_t v = vdupq_n_s32(0);
+    v = vsetq_lane_s32(a0, v, 0);
+    v = vsetq_lane_s32(a1, v, 1);
+    v = vsetq_lane_s32(a2, v, 2);
+    return vsetq_lane_s32(a3, v, 3);
+}
+
+/* One output pixel of a matrix kernel: y[oc] for every output channel from the n int8 values
+ * of x (the pixel's im2col column or input row) and weight rows weight + oc * n, starting
+ * from the folded biases kbias[oc]. Writes only y[0 .. out_c). */
+static inline void mcu_mve_matrix_pixel(const int8_t *x, int32_t n, int32_t out_c, const int8_t *weight,
+                                        const int32_t *kbias, const mcu_per_channel_quant *q, int32_t output_offset,
+                                        int32_t act_min, int32_t act_max, int8_t *y)
+{
+    int32_t oc = 0;
+    for (; oc + 4 <= out_c; oc += 4) {
+        const int8_t *w = weight + oc * n;
+        const int32x4_t acc = mcu_mve_dot4(x, w, w + n, w + 2 * n, w + 3 * n, n, vldrwq_s32(kbias + oc));
+        mcu_mve_store4(acc, q, oc, output_offset, act_min, act_max, y);
+    }
+    if (oc < out_c) {
+        const int32_t rest = out_c - oc;
+        const int8_t *w = weight + oc * n;
+        const int8_t *w1 = rest > 1 ? w + n : w;
+        const int8_t *w2 = rest > 2 ? w + 2 * n : w;
+        const mve_pred16_t p = vctp32q((uint32_t)rest);
+        const int32x4_t acc = mcu_mve_dot4(x, w, w1, w2, w, n, vldrwq_z_s32(kbias + oc, p));
+        mcu_mve_store_tail(acc, q, oc, rest, output_offset, act_min, act_max, y);
+    }
+}
+
+/* Copies and fills of up to a few hundred bytes, 16 per instruction. */
+static inline void mcu_mve_copy_s8(int8_t *dst, const int8_t *src, int32_t n)
+{
+    for (; n > 0; n -= 16) {
+        const mve_pred16_t p = vctp8q((uint32_t)n);
+        vstrbq_p_s8(dst, vldrbq_z_s8(src, p), p);
+        src += 16;
+        dst += 16;
+    }
+}
+
+static inline void mcu_mve_fill_s8(int8_t *dst, int8_t v, int32_t n)
+{
+    const int8x16_t vv = vdupq_n_s8(v);
+    for (; n > 0; n -= 16) {
+        vstrbq_p_s8(dst, vv, vctp8q((uint32_t)n));
+        dst += 16;
+    }
+}
+
+/* The im2col column of one output pixel of a groups == 1 convolution: the window's taps in
+ * weight order (kh, kw, ic) as raw int8, padded taps filled with the zero-point. */
+static inline void mcu_mve_im2col_s8(const mcu_conv2d_s8_params *p, const int8_t *x_n, int32_t oh, int32_t ow,
+                                     int8_t *col)
+{
+    const mcu_shape4 in = p->input;
+    const int32_t c = in.c;
+    const int32_t kw = p->kernel_w;
+    const int32_t ih0 = oh * p->stride_h - p->pad_top;
+    const int32_t iw0 = ow * p->stride_w - p->pad_left;
+    const int8_t zp = (int8_t)-p->input_offset; /* (zp + off) == 0: a padded tap */
+    for (int32_t i = 0; i < p->kernel_h; ++i) {
+        const int32_t ih = ih0 + i * p->dilation_h;
+        int8_t *dst = col + i * kw * c;
+        if (ih < 0 || ih >= in.h) {
+            mcu_mve_fill_s8(dst, zp, kw * c);
+            continue;
+        }
+        const int8_t *row = x_n + ih * in.w * c;
+        if (p->dilation_w == 1) {
+            /* The taps inside the input are one contiguous run of the row. */
+            int32_t lo = iw0 < 0 ? -iw0 : 0;
+            int32_t hi = in.w - iw0 < kw ? in.w - iw0 : kw;
+            lo = lo < kw ? lo : kw;
+            hi = hi > lo ? hi : lo;
+            if (lo > 0) {
+                mcu_mve_fill_s8(dst, zp, lo * c);
+            }
+            mcu_mve_copy_s8(dst + lo * c, row + (iw0 + lo) * c, (hi - lo) * c);
+            if (hi < kw) {
+                mcu_mve_fill_s8(dst + hi * c, zp, (kw - hi) * c);
+            }
+            continue;
+        }
+        for (int32_t j = 0; j < kw; ++j) {
+            const int32_t iw = iw0 + j * p->dilation_w;
+            if (iw < 0 || iw >= in.w) {
+                mcu_mve_fill_s8(dst + j * c, zp, c);
+            } else {
+                mcu_mve_copy_s8(dst + j * c, row + iw * c, c);
+            }
+        }
+    }
+}
+
+/* Depthwise (ch_mult 1) folded biases: kbias[c] = bias[c] + off * sum over all taps of w[t][c]. */
+static inline void mcu_mve_dw_fold_bias(const int8_t *weight, int32_t taps, int32_t channels, const int32_t *bias,
+                                        int32_t input_offset, int32_t *kbias)
+{
+    for (int32_t c = 0; c < channels; c += 4) {
+        const mve_pred16_t p = vctp32q((uint32_t)(channels - c));
+        int32x4_t s = vdupq_n_s32(0);
+        for (int32_t t = 0; t < taps; ++t) {
+            s = vaddq_s32(s, vldrbq_z_s32(weight + t * channels + c, p));
+        }
+        const int32x4_t b = bias != NULL ? vldrwq_z_s32(bias + c, p) : vdupq_n_s32(0);
+        vstrwq_p_s32(kbias + c, vmlaq_n_s32(b, s, input_offset), p);
+    }
+}
+
+/* Eight channels of one depthwise pixel, channels c .. c + 7 (only the first `count` when
+ * `partial`; the predicate p then covers them). MVE has no vector-by-vector multiply-accumulate,
+ * so each tap widens eight bytes of x and w to 16-bit lanes and VMULLB/VMULLT multiply the even
+ * and the odd lanes into 32-bit products (exact: |x|, |w| <= 128), added to two accumulators:
+ * `ev` holds channels c, c+2, c+4, c+6 and `od` c+1, c+3, c+5, c+7. The requantization loads
+ * those channels' parameters with stride-2 gathers, and VMOVNB/VMOVNT interleave the results
+ * back into channel order for one 8-byte store. */
+static inline void mcu_mve_dw_block8(const int8_t *const *rows, int32_t kh, int32_t kw, int32_t iw0, int32_t kw_lo,
+                                     int32_t kw_hi, int32_t cs, int32_t c, int32_t zp, const int8_t *weight,
+                                     const int32_t *kbias, const mcu_per_channel_quant *q, int32_t output_offset,
+                                     int32_t act_min, int32_t act_max, int8_t *y, int partial, int32_t count)
+{
+    const mve_pred16_t p = vctp16q((uint32_t)count);
+    const mve_pred16_t p32 = vctp32q((uint32_t)((count + 1) / 2)); /* even channels < count */
+    const mve_pred16_t p32o = vctp32q((uint32_t)(count / 2));      /* odd channels < count */
+    const uint32x4_t even = vmulq_n_u32(vidupq_n_u32(0, 1), 2);    /* 0, 2, 4, 6 */
+    int32x4_t ev = partial ? vldrwq_gather_shifted_offset_z_s32(kbias + c, even, p32)
+                           : vldrwq_gather_shifted_offset_s32(kbias + c, even);
+    int32x4_t od = partial ? vldrwq_gather_shifted_offset_z_s32(kbias + c + 1, even, p32o)
+                           : vldrwq_gather_shifted_offset_s32(kbias + c + 1, even);
+    const int16x8_t vzp = vdupq_n_s16((int16_t)zp);
+    const int8_t *wp = weight + c;
+    for (int32_t i = 0; i < kh; ++i) {
+        const int8_t *row = rows[i];
+        for (int32_t j = 0; j < kw; ++j, wp += cs) {
+            const int16x8_t w = partial ? vldrbq_z_s16(wp, p) : vldrbq_s16(wp);
+            int16x8_t x = vzp; /* a padded tap */
+            if (row != NULL && j >= kw_lo && j < kw_hi) {
+                const int8_t *xp = row + (iw0 + j) * cs + c;
+                x = partial ? vldrbq_z_s16(xp, p) : vldrbq_s16(xp);
+            }
+            ev = vaddq_s32(ev, vmullbq_int_s16(x, w));
+            od = vaddq_s32(od, vmulltq_int_s16(x, w));
+        }
+    }
+    int32x4_t m = partial ? vldrwq_gather_shifted_offset_z_s32(q->multiplier + c, even, p32)
+                          : vldrwq_gather_shifted_offset_s32(q->multiplier + c, even);
+    int32x4_t sh = partial ? vldrwq_gather_shifted_offset_z_s32(q->shift + c, even, p32)
+                           : vldrwq_gather_shifted_offset_s32(q->shift + c, even);
+    const int32x4_t re = mcu_mve_requantize(ev, m, sh, output_offset, act_min, act_max);
+    m = partial ? vldrwq_gather_shifted_offset_z_s32(q->multiplier + c + 1, even, p32o)
+                : vldrwq_gather_shifted_offset_s32(q->multiplier + c + 1, even);
+    sh = partial ? vldrwq_gather_shifted_offset_z_s32(q->shift + c + 1, even, p32o)
+                 : vldrwq_gather_shifted_offset_s32(q->shift + c + 1, even);
+    const int32x4_t ro = mcu_mve_requantize(od, m, sh, output_offset, act_min, act_max);
+    const int16x8_t r = vmovntq_s32(vmovnbq_s32(vdupq_n_s16(0), re), ro);
+    if (partial) {
+        vstrbq_p_s16(y + c, r, p);
+    } else {
+        vstrbq_s16(y + c, r);
+    }
+}
+
+/* Depthwise convolution (ch_mult 1) of one output pixel from row pointers: rows[i] is the input
+ * row of tap row i (NULL when outside the input); taps kw_lo <= j < kw_hi start at column iw0,
+ * the others are padding. Every tap of the window is accumulated, padded ones with x = zp, on
+ * top of the folded biases (see the header comment). Eight channels per step, the last step
+ * predicated. Writes only y[0 .. channels), after reading all of the pixel's inputs of the same
+ * channels (a channel's output depends only on that channel's inputs). */
+static inline void mcu_mve_depthwise_pixel_s8(const int8_t *const *rows, int32_t kh, int32_t kw, int32_t iw0,
+                                              int32_t kw_lo, int32_t kw_hi, int32_t channels, int32_t input_offset,
+                                              const int8_t *weight, const int32_t *kbias,
+                                              const mcu_per_channel_quant *q, int32_t output_offset, int32_t act_min,
+                                              int32_t act_max, int8_t *y)
+{
+    int32_t c = 0;
+    for (; c + 8 <= channels; c += 8) {
+        mcu_mve_dw_block8(rows, kh, kw, iw0, kw_lo, kw_hi, channels, c, -input_offset, weight, kbias, q,
+                          output_offset, act_min, act_max, y, 0, 8);
+    }
+    if (c < channels) {
+        mcu_mve_dw_block8(rows, kh, kw, iw0, kw_lo, kw_hi, channels, c, -input_offset, weight, kbias, q,
+                          output_offset, act_min, act_max, y, 1, channels - c);
+    }
+}
+
+#endif /* MCU_S8_MVE */
+
+#endif /* MCU_KERNELS_INTERNAL_MVE_S8_H */
