@@ -1,0 +1,422 @@
+"""The Helium (MVE) paths of the int8 kernels (runtime_c/kernels/internal/mve_s8.h), on the simulated
+Cortex-M55 (mps3-an547 in QEMU), bit-exact with the Python reference (mcu/quant/reference.py).
+
+The host never compiles MVE code, so these paths only run on the simulated core. One firmware holds
+a table of seeded random cases per kernel (channel counts around multiples of 4, 8 and 16, windows
+with padding and strides, all-(-128) inputs, zero-points at both ends, multipliers up to 2^31 - 1,
+shifts over [-31, 30], clamps), runs every case and prints each output in hex on the UART; the test
+compares every byte with the reference. The 1x1 convolution also runs on overlapping input and
+output, forward and backward (the pixel-buffer contract the memory planner relies on), and the
+in-place depthwise convolution on its own input (ring-buffer contract).
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import requires_qemu
+from mcu.boards import load_board
+from mcu.paths import cache_dir, runtime_dir
+from mcu.quant import reference as ref
+from mcu.sim.qemu import run_qemu
+from mcu.toolchain import build_firmware
+
+BOARD = "mps3-an547"
+SEED = 20261203
+pytestmark = [requires_qemu, pytest.mark.qemu,
+              pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None, reason="arm-none-eabi-gcc not installed")]
+
+
+@dataclass
+class Case:
+    kernel: str
+    call: str  # C statements; `status` gets the kernel's status
+    expected: np.ndarray  # int8 bytes the case prints
+    arrays: list[str] = field(default_factory=list)
+
+
+def _c_array(name: str, ctype: str, values) -> str:
+    flat = np.asarray(values).reshape(-1)
+    body = ",".join(str(int(v)) for v in flat) if flat.size else "0"
+    return f"static const {ctype} {name}[] = {{{body}}};"
+
+
+def _quant(rng, channels: int, taps: int, extreme: bool, ties: bool = False):
+    """Multipliers in [2^30, 2^31 - 1] (some 0 and the ends) and shifts that keep outputs varied,
+    or anywhere in [-31, 30] when `extreme`. `ties`: multiplier 2^30 (a halving) and small right
+    shifts, so that both roundings meet exact ties often."""
+    if ties:
+        return (np.full(channels, 2**30, dtype=np.int32),
+                rng.integers(-3, 2, size=channels).astype(np.int32))
+    m = rng.integers(2**30, 2**31, size=channels, dtype=np.int64)
+    m[rng.random(channels) < 0.15] = 2**31 - 1
+    m[rng.random(channels) < 0.05] = 0
+    centre = int(round(np.log2(50 / (74 * 74 * np.sqrt(max(taps, 1)))))) + 1
+    s = np.clip(centre + rng.integers(-2, 3, size=channels), -31, 30)
+    if extreme:
+        s = rng.integers(-31, 31, size=channels)
+        s[:2] = [-31, 30][: min(2, channels)]
+    return m.astype(np.int32), s.astype(np.int32)
+
+
+def _act(rng):
+    kind = rng.integers(0, 4)
+    if kind == 0:
+        return -128, 127
+    if kind == 1:
+        return int(rng.integers(-128, 0)), 127
+    lo = int(rng.integers(-128, 100))
+    return lo, int(rng.integers(lo, 128))
+
+
+def _data(rng, shape, mode: str) -> np.ndarray:
+    if mode == "min":
+        return np.full(shape, -128, dtype=np.int8)
+    if mode == "ends":
+        return rng.choice(np.array([-128, 127], dtype=np.int8), size=shape)
+    if mode == "small":  # small values: with small weights the accumulators stay near 0
+        return rng.integers(-3, 4, size=shape, dtype=np.int64).astype(np.int8)
+    return rng.integers(-128, 128, size=shape, dtype=np.int64).astype(np.int8)
+
+
+def _weights(rng, shape, mode: str) -> np.ndarray:
+    if mode == "ends":
+        return rng.choice(np.array([-128, 127, -127], dtype=np.int8), size=shape)
+    if mode == "small":
+        return rng.integers(-2, 3, size=shape, dtype=np.int64).astype(np.int8)
+    if mode == "full":
+        return rng.integers(-128, 128, size=shape, dtype=np.int64).astype(np.int8)
+    return rng.integers(-127, 128, size=shape, dtype=np.int64).astype(np.int8)
+
+
+class Builder:
+    def __init__(self) -> None:
+        self.cases: list[Case] = []
+        self.decls: list[str] = []
+        self.work = 0  # bytes of the shared work buffer the largest case needs
+        self.scratch = 0
+
+    def arr(self, ctype: str, values) -> str:
+        name = f"a{len(self.decls)}"
+        self.decls.append(_c_array(name, ctype, values))
+        return name
+
+    def common(self, rng, out_c: int, taps: int, mode: str):
+        extreme = mode in ("min", "ends") or rng.random() < 0.3
+        ties = mode == "small"
+        m, s = _quant(rng, out_c, taps, extreme and not ties, ties)
+        zp_in = 0 if ties else int(rng.choice([-128, 127, 0, int(rng.integers(-128, 128))]))
+        zp_out = int(rng.choice([-128, 127, int(rng.integers(-128, 128))]))
+        act = _act(rng)
+        bias = None
+        if rng.random() < 0.8:
+            big = 2**6 if ties else 2**12 if rng.random() < 0.7 else 2**20
+            bias = rng.integers(-big, big, size=out_c, dtype=np.int64).astype(np.int32)
+            if rng.random() < 0.2:
+                bias[: max(1, out_c // 3)] = rng.choice([2**31 - 1, -(2**31)], size=max(1, out_c // 3))
+        return m, s, zp_in, zp_out, act, bias
+
+    def add(self, case: Case, work: int, scratch: int = 0) -> None:
+        self.cases.append(case)
+        self.work = max(self.work, work)
+        self.scratch = max(self.scratch, scratch)
+
+
+def _shape(n, h, w, c) -> str:
+    return f"{{{n}, {h}, {w}, {c}}}"
+
+
+def conv_case(b: Builder, rng, *, cin, cout, kh, kw, sh, sw, pt, pl, dh, dw, h, w, n=1, mode="uniform",
+              wmode="symmetric") -> None:
+    out_h = (h + 2 * pt - dh * (kh - 1) - 1) // sh + 1
+    out_w = (w + 2 * pl - dw * (kw - 1) - 1) // sw + 1
+    x = _data(rng, (n, h, w, cin), mode)
+    wt = _weights(rng, (cout, kh, kw, cin), "small" if mode == "small" else wmode)
+    m, s, zp_in, zp_out, (lo, hi), bias = b.common(rng, cout, kh * kw * cin, mode)
+    y = ref.conv2d_s8(x, wt, bias, m, s, input_offset=-zp_in, output_offset=zp_out, act_min=lo, act_max=hi,
+                      stride_h=sh, stride_w=sw, pad_top=pt, pad_left=pl, dilation_h=dh, dilation_w=dw,
+                      output=(n, out_h, out_w, cout))
+    xs, ws, ms, ss = b.arr("int8_t", x), b.arr("int8_t", wt), b.arr("int32_t", m), b.arr("int32_t", s)
+    bs = b.arr("int32_t", bias) if bias is not None else "NULL"
+    out_off = x.size + 16
+    call = f"""
+    {{
+        const mcu_conv2d_s8_params p = {{{_shape(n, h, w, cin)}, {_shape(n, out_h, out_w, cout)}, {kh}, {kw}, {sh},
+            {sw}, {pt}, {pl}, {dh}, {dw}, 1, {-zp_in}, {zp_out}, {lo}, {hi}}};
+        const mcu_per_channel_quant q = {{{ms}, {ss}}};
+        const mcu_context ctx = {{scratch, (int32_t)sizeof scratch}};
+        copy(work, {xs}, {x.size});
+        status = mcu_conv2d_s8(&ctx, &p, &q, work, {ws}, {bs}, work + {out_off});
+        emit(work + {out_off}, {y.size});
+    }}"""
+    b.add(Case("conv2d", call, y.reshape(-1), []), out_off + y.size)
+
+
+def pointwise_case(b: Builder, rng, *, cin, cout, pixels, overlap: str, mode="uniform") -> None:
+    """overlap: 'apart', 'forward' (output at the input's start: allowed when cout <= cin) or 'backward'
+    (output ending where the input ends: allowed when cout >= cin)."""
+    x = _data(rng, (1, 1, pixels, cin), mode)
+    wt = _weights(rng, (cout, 1, 1, cin), "small" if mode == "small" else "symmetric")
+    m, s, zp_in, zp_out, (lo, hi), bias = b.common(rng, cout, cin, mode)
+    y = ref.conv2d_s8(x, wt, bias, m, s, input_offset=-zp_in, output_offset=zp_out, act_min=lo, act_max=hi)
+    in_bytes, out_bytes = x.size, y.size
+    base = 16
+    if overlap == "apart":
+        in_off, out_off = base, base + in_bytes + 16
+    elif overlap == "forward":
+        in_off, out_off = base, base
+    else:
+        end = base + max(in_bytes, out_bytes)
+        in_off, out_off = end - in_bytes, end - out_bytes
+    xs, ws, ms, ss = b.arr("int8_t", x), b.arr("int8_t", wt), b.arr("int32_t", m), b.arr("int32_t", s)
+    bs = b.arr("int32_t", bias) if bias is not None else "NULL"
+    call = f"""
+    {{
+        const mcu_conv2d_s8_params p = {{{_shape(1, 1, pixels, cin)}, {_shape(1, 1, pixels, cout)}, 1, 1, 1, 1,
+            0, 0, 1, 1, 1, {-zp_in}, {zp_out}, {lo}, {hi}}};
+        const mcu_per_channel_quant q = {{{ms}, {ss}}};
+        const mcu_context ctx = {{scratch, (int32_t)sizeof scratch}};
+        copy(work + {in_off}, {xs}, {in_bytes});
+        status = mcu_conv2d_1x1_s8(&ctx, &p, &q, work + {in_off}, {ws}, {bs}, work + {out_off});
+        emit(work + {out_off}, {out_bytes});
+    }}"""
+    b.add(Case(f"conv2d_1x1/{overlap}", call, y.reshape(-1)), max(in_off + in_bytes, out_off + out_bytes),
+          cout)
+
+
+def depthwise_case(b: Builder, rng, *, c, kh, kw, sh, sw, pt, pl, h, w, n=1, inplace=False, mode="uniform",
+                   wmode="symmetric") -> None:
+    out_h = h if inplace else (h + 2 * pt - (kh - 1) - 1) // sh + 1
+    out_w = w if inplace else (w + 2 * pl - (kw - 1) - 1) // sw + 1
+    x = _data(rng, (n, h, w, c), mode)
+    wt = _weights(rng, (kh, kw, c), "small" if mode == "small" else wmode)
+    m, s, zp_in, zp_out, (lo, hi), bias = b.common(rng, c, kh * kw, mode)
+    y = ref.depthwise_conv2d_s8(x, wt, bias, m, s, input_offset=-zp_in, output_offset=zp_out, act_min=lo,
+                                act_max=hi, stride_h=sh, stride_w=sw, pad_top=pt, pad_left=pl,
+                                output=(n, out_h, out_w, c))
+    xs, ws, ms, ss = b.arr("int8_t", x), b.arr("int8_t", wt), b.arr("int32_t", m), b.arr("int32_t", s)
+    bs = b.arr("int32_t", bias) if bias is not None else "NULL"
+    params = f"""const mcu_depthwise_conv2d_s8_params p = {{{_shape(n, h, w, c)}, {_shape(n, out_h, out_w, c)}, 1,
+            {kh}, {kw}, {sh}, {sw}, {pt}, {pl}, 1, 1, {-zp_in}, {zp_out}, {lo}, {hi}}};
+        const mcu_per_channel_quant q = {{{ms}, {ss}}};"""
+    if inplace:
+        call = f"""
+    {{
+        {params}
+        const mcu_context ctx = {{scratch, (int32_t)sizeof scratch}};
+        copy(work, {xs}, {x.size});
+        status = mcu_depthwise_conv2d_s8_inplace(&ctx, &p, &q, work, {ws}, {bs});
+        emit(work, {y.size});
+    }}"""
+        b.add(Case("depthwise_inplace", call, y.reshape(-1)), x.size, (pt + 1) * w * c)
+        return
+    out_off = x.size + 16
+    call = f"""
+    {{
+        {params}
+        const mcu_context ctx = {{scratch, (int32_t)sizeof scratch}};
+        copy(work, {xs}, {x.size});
+        status = mcu_depthwise_conv2d_s8(&ctx, &p, &q, work, {ws}, {bs}, work + {out_off});
+        emit(work + {out_off}, {y.size});
+    }}"""
+    b.add(Case("depthwise", call, y.reshape(-1)), out_off + y.size)
+
+
+def linear_case(b: Builder, rng, *, batch, nin, nout, mode="uniform", wmode="symmetric") -> None:
+    x = _data(rng, (batch, nin), mode)
+    wt = _weights(rng, (nout, nin), "small" if mode == "small" else wmode)
+    m, s, zp_in, zp_out, (lo, hi), bias = b.common(rng, nout, nin, mode)
+    y = ref.linear_s8(x, wt, bias, m, s, input_offset=-zp_in, output_offset=zp_out, act_min=lo, act_max=hi)
+    xs, ws, ms, ss = b.arr("int8_t", x), b.arr("int8_t", wt), b.arr("int32_t", m), b.arr("int32_t", s)
+    bs = b.arr("int32_t", bias) if bias is not None else "NULL"
+    out_off = x.size + 16
+    call = f"""
+    {{
+        const mcu_linear_s8_params p = {{{batch}, {nin}, {nout}, {-zp_in}, {zp_out}, {lo}, {hi}}};
+        const mcu_per_channel_quant q = {{{ms}, {ss}}};
+        const mcu_context ctx = {{scratch, (int32_t)sizeof scratch}};
+        copy(work, {xs}, {x.size});
+        status = mcu_linear_s8(&ctx, &p, &q, work, {ws}, {bs}, work + {out_off});
+        emit(work + {out_off}, {y.size});
+    }}"""
+    b.add(Case("linear", call, y.reshape(-1)), out_off + y.size)
+
+
+MODES = ["uniform", "uniform", "uniform", "min", "ends", "small", "small"]
+WMODES = ["symmetric", "symmetric", "full", "ends"]
+
+
+def build_cases() -> Builder:
+    rng = np.random.default_rng(SEED)
+    b = Builder()
+    pick = lambda seq: seq[int(rng.integers(0, len(seq)))]  # noqa: E731
+    chans = [1, 3, 4, 7, 8, 12, 15, 16, 17, 24, 31, 32, 33, 48, 64]
+    # The reference models' shapes first, then random ones.
+    conv_case(b, rng, cin=1, cout=64, kh=10, kw=4, sh=2, sw=2, pt=4, pl=1, dh=1, dw=1, h=49, w=10)
+    conv_case(b, rng, cin=3, cout=8, kh=3, kw=3, sh=2, sw=2, pt=1, pl=1, dh=1, dw=1, h=12, w=12)
+    conv_case(b, rng, cin=16, cout=32, kh=3, kw=3, sh=2, sw=2, pt=1, pl=1, dh=1, dw=1, h=8, w=8)
+    for _ in range(22):
+        kh, kw = int(rng.integers(1, 5)), int(rng.integers(1, 5))
+        dh, dw = pick([1, 1, 2]), pick([1, 1, 2])
+        pt, pl = int(rng.integers(0, kh)), int(rng.integers(0, kw))
+        h = int(rng.integers(max(1, dh * (kh - 1) + 1 - 2 * pt), 9))
+        w = int(rng.integers(max(1, dw * (kw - 1) + 1 - 2 * pl), 9))
+        conv_case(b, rng, cin=pick(chans), cout=pick(chans), kh=kh, kw=kw, sh=int(rng.integers(1, 3)),
+                  sw=int(rng.integers(1, 3)), pt=pt, pl=pl, dh=dh, dw=dw, h=h, w=w, n=pick([1, 1, 2]),
+                  mode=pick(MODES), wmode=pick(WMODES))
+    for overlap, (cin, cout) in [("apart", (64, 64)), ("forward", (64, 64)), ("backward", (64, 64)),
+                                 ("forward", (33, 17)), ("backward", (16, 31)), ("apart", (8, 16)),
+                                 ("forward", (48, 48)), ("backward", (7, 7))]:
+        pointwise_case(b, rng, cin=cin, cout=cout, pixels=int(rng.integers(1, 12)), overlap=overlap,
+                       mode=pick(MODES))
+    for _ in range(10):
+        cin, cout = pick(chans), pick(chans)
+        overlap = pick(["apart", "forward" if cout <= cin else "backward"])
+        pointwise_case(b, rng, cin=cin, cout=cout, pixels=int(rng.integers(1, 20)), overlap=overlap,
+                       mode=pick(MODES))
+    depthwise_case(b, rng, c=64, kh=3, kw=3, sh=1, sw=1, pt=1, pl=1, h=25, w=5)
+    depthwise_case(b, rng, c=64, kh=3, kw=3, sh=1, sw=1, pt=1, pl=1, h=25, w=5, inplace=True)
+    depthwise_case(b, rng, c=8, kh=3, kw=3, sh=2, sw=2, pt=1, pl=1, h=9, w=9)
+    for _ in range(24):
+        kh, kw = int(rng.integers(1, 6)), int(rng.integers(1, 6))
+        inplace = rng.random() < 0.4
+        sh, sw = (1, 1) if inplace else (int(rng.integers(1, 3)), int(rng.integers(1, 3)))
+        pt, pl = int(rng.integers(0, kh)), int(rng.integers(0, kw))
+        if inplace:  # same size: the bottom/right padding is whatever the top/left leaves
+            h, w = int(rng.integers(1, 8)), int(rng.integers(1, 8))
+            depthwise_case(b, rng, c=pick(chans + [40, 56, 72]), kh=kh, kw=kw, sh=1, sw=1, pt=pt, pl=pl, h=h, w=w,
+                           n=pick([1, 1, 2]), inplace=True, mode=pick(MODES), wmode=pick(WMODES))
+            continue
+        h = int(rng.integers(max(1, kh - 2 * pt), 8))
+        w = int(rng.integers(max(1, kw - 2 * pl), 8))
+        depthwise_case(b, rng, c=pick(chans + [40, 56, 72]), kh=kh, kw=kw, sh=sh, sw=sw, pt=pt, pl=pl, h=h, w=w,
+                       n=pick([1, 1, 2]), mode=pick(MODES), wmode=pick(WMODES))
+    linear_case(b, rng, batch=1, nin=640, nout=128)
+    linear_case(b, rng, batch=1, nin=128, nout=640)  # more outputs than the folded-bias chunk
+    for _ in range(10):
+        linear_case(b, rng, batch=pick([1, 1, 2, 3]), nin=pick(chans + [100, 256]), nout=pick(chans),
+                    mode=pick(MODES), wmode=pick(WMODES))
+    return b
+
+
+MAIN = r"""
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mcu/kernels_s8.h"
+#include "mcu/log.h"
+
+%(decls)s
+
+static int8_t work[%(work)d] __attribute__((aligned(16)));
+static int8_t scratch[%(scratch)d] __attribute__((aligned(16)));
+
+static void copy(int8_t *dst, const int8_t *src, int32_t n)
+{
+    for (int32_t i = 0; i < n; ++i) {
+        dst[i] = src[i];
+    }
+}
+
+/* The bytes in hex, four per word (little-endian words, so the bytes read back in order). */
+static void emit(const int8_t *y, int32_t n)
+{
+    for (int32_t i = 0; i < n; i += 4) {
+        uint32_t v = 0;
+        for (int32_t k = 0; k < 4 && i + k < n; ++k) {
+            v |= (uint32_t)(uint8_t)y[i + k] << (8 * k);
+        }
+        mcu_log_hex32(v);
+        mcu_log_str(" ");
+    }
+}
+
+int main(void)
+{
+    mcu_status status;
+%(body)s
+    mcu_log_str("DONE");
+    mcu_log_newline();
+    return 0;
+}
+"""
+
+
+def _render(b: Builder) -> str:
+    body = []
+    for i, case in enumerate(b.cases):
+        body.append(f'    mcu_log_str("CASE {i} ");')
+        body.append(case.call)
+        body.append('    mcu_log_str(" STATUS ");\n    mcu_log_i32((int32_t)status);\n    mcu_log_newline();')
+    return MAIN % {"decls": "\n".join(b.decls), "work": b.work + 64, "scratch": max(b.scratch, 16) + 64,
+                   "body": "\n".join(body)}
+
+
+def _parse(console: str) -> dict[int, tuple[bytes, int]]:
+    got = {}
+    for line in console.splitlines():
+        if not line.startswith("CASE "):
+            continue
+        head, _, status = line.partition(" STATUS ")
+        parts = head.split()
+        idx = int(parts[1])
+        data = b"".join(int(word, 16).to_bytes(4, "little") for word in parts[2:])
+        got[idx] = (data, int(status))
+    return got
+
+
+@pytest.fixture(scope="module")
+def device_run():
+    b = build_cases()
+    board = load_board(BOARD)
+    assert board.mve
+    out = cache_dir() / "test_kernels_s8_mve"
+    out.mkdir(parents=True, exist_ok=True)
+    src = out / "mve_cases.c"
+    src.write_text(_render(b))
+    rt = runtime_dir()
+    kernels = ["mcu_conv2d_s8.c", "mcu_conv2d_1x1_s8.c", "mcu_depthwise_conv2d_s8.c",
+               "mcu_depthwise_conv2d_s8_inplace.c", "mcu_linear_s8.c"]
+    fw = build_firmware(board, [src, *(rt / "kernels" / k for k in kernels)], [rt / "include"], out)
+    result = run_qemu(board, fw.elf, timeout_s=120)
+    assert result.exit_code == 0 and "DONE" in result.console, result.console[-2000:]
+    return b, _parse(result.console)
+
+
+def test_kernels_take_the_mve_path() -> None:
+    """The M55 build compiles the MVE paths (the kernels' objects contain VMLADAVA)."""
+    import subprocess
+
+    from mcu.toolchain import compile_flags, find_cross_compiler
+
+    board = load_board(BOARD)
+    src = runtime_dir() / "kernels" / "mcu_conv2d_s8.c"
+    asm = subprocess.run([str(find_cross_compiler()), *compile_flags(board), "-S", "-o", "-", str(src)],
+                         check=True, capture_output=True, text=True).stdout
+    assert "vmladava.s8" in asm and "vqrdmulh.s32" in asm
+
+
+@pytest.mark.parametrize("kernel", ["conv2d", "conv2d_1x1", "depthwise", "depthwise_inplace", "linear"])
+def test_mve_kernel_equals_reference(device_run, kernel: str) -> None:
+    b, got = device_run
+    checked = 0
+    for i, case in enumerate(b.cases):
+        if case.kernel.split("/")[0] != kernel:
+            continue
+        assert i in got, f"case {i} ({case.kernel}) printed nothing"
+        data, status = got[i]
+        assert status == 0, f"case {i} ({case.kernel}): status {status}\n{case.call}"
+        want = case.expected.astype(np.int8).tobytes()
+        have = data[: len(want)]
+        if have != want:
+            diff = np.flatnonzero(np.frombuffer(have, np.int8) != np.frombuffer(want, np.int8))
+            pytest.fail(f"case {i} ({case.kernel}): {diff.size} of {len(want)} bytes differ, first at {diff[:8]}; "
+                        f"device {np.frombuffer(have, np.int8)[diff[:8]]} vs reference "
+                        f"{np.frombuffer(want, np.int8)[diff[:8]]}\n{case.call}")
+        checked += 1
+    assert checked >= 8
