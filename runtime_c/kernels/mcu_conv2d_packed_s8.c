@@ -38,6 +38,31 @@ static void zero_s16(int16_t *dst, int32_t n)
     }
 }
 
+/* Byte fill and copy as loops: kernels link no libc (the empty asm keeps GCC from calling memset
+ * or memcpy); copies of 4 bytes or more go a word at a time (unaligned words: Cortex-M3 and up). */
+static void fill_s8(int8_t *dst, int8_t v, int32_t n)
+{
+    for (int32_t i = 0; i < n; ++i) {
+        dst[i] = v;
+        __asm__("" ::: "memory");
+    }
+}
+
+static void copy_s8(int8_t *dst, const int8_t *src, int32_t n)
+{
+    int32_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        uint32_t v;
+        memcpy(&v, src + i, 4);
+        memcpy(dst + i, &v, 4);
+        __asm__("" ::: "memory");
+    }
+    for (; i < n; ++i) {
+        dst[i] = src[i];
+        __asm__("" ::: "memory");
+    }
+}
+
 /* The column of output pixel (oh, ow): padded taps are 0 (they contribute nothing, as the plain
  * kernels skip them). `raw` (kp bytes) gathers windows whose rows are not whole 4-byte groups. */
 static void column(const mcu_conv2d_s8_params *p, const int8_t *x_n, int32_t oh, int32_t ow, int32_t kp,
@@ -71,25 +96,31 @@ static void column(const mcu_conv2d_s8_params *p, const int8_t *x_n, int32_t oh,
     int32_t k = 0;
     for (int32_t i = 0; i < p->kernel_h; ++i) {
         const int32_t ih = ih0 + i * p->dilation_h;
+        if (p->dilation_w == 1) { /* the row's taps are one run of bytes: padding, input, padding */
+            int32_t lo = 0, hi = 0;
+            if (ih >= 0 && ih < in.h) {
+                lo = iw0 < 0 ? -iw0 : 0;
+                hi = in.w - iw0 < kw ? in.w - iw0 : kw;
+                lo = lo < kw ? lo : kw;
+                hi = hi > lo ? hi : lo;
+            }
+            fill_s8(raw + k, zp, lo * c);
+            copy_s8(raw + k + lo * c, x_n + (ih * in.w + iw0 + lo) * c, (hi - lo) * c);
+            fill_s8(raw + k + hi * c, zp, (kw - hi) * c);
+            k += kw * c;
+            continue;
+        }
         for (int32_t j = 0; j < kw; ++j) {
             const int32_t iw = iw0 + j * p->dilation_w;
             if (ih >= 0 && ih < in.h && iw >= 0 && iw < in.w) {
-                const int8_t *src = x_n + (ih * in.w + iw) * c;
-                for (int32_t ch = 0; ch < c; ++ch) {
-                    raw[k++] = src[ch];
-                }
+                copy_s8(raw + k, x_n + (ih * in.w + iw) * c, c);
             } else {
-                for (int32_t ch = 0; ch < c; ++ch) {
-                    raw[k++] = zp;
-                    __asm__("" ::: "memory"); /* not a memset call */
-                }
+                fill_s8(raw + k, zp, c);
             }
+            k += c;
         }
     }
-    for (; k < kp; ++k) {
-        raw[k] = zp;
-        __asm__("" ::: "memory");
-    }
+    fill_s8(raw + k, zp, kp - k);
     mcu_column_s8(raw, kp, off, col);
 }
 
