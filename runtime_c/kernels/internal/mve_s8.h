@@ -246,6 +246,81 @@ static inline void mcu_mve_dw_fold_bias(const int8_t *weight, int32_t taps, int3
         const int32x4_t b = bias != NULL ? vldrwq_z_s32(bias + c, p) : vdupq_n_s32(0);
         vstrwq_p_s32(kbias + c, vmlaq_n_s32(b, s, input_offset), p);
     }
+    /* Every full group of eight channels as its even channels then its odd ones, the order of the
+     * accumulators of mcu_mve_dw_taps (a partial last group stays in channel order). */
+    const uint32x4_t even = vmulq_n_u32(vidupq_n_u32(0, 1), 2);
+    for (int32_t c = 0; c + 8 <= channels; c += 8) {
+        const int32x4_t e = vldrwq_gather_shifted_offset_s32(kbias + c, even);
+        const int32x4_t o = vldrwq_gather_shifted_offset_s32(kbias + c + 1, even);
+        vstrwq_s32(kbias + c, e);
+        vstrwq_s32(kbias + c + 4, o);
+    }
+}
+
+/* acc += x_t * w_t (per channel) over `taps` > 0 taps, x_t = x + t * xs, w_t = w + t * ws, for 16
+ * channels (a[0], a[1]: even and odd channels of the first eight, a[2], a[3] of the next eight) or,
+ * with `half`, the first eight only. MVE has no vector-by-vector multiply-accumulate: each tap
+ * widens the bytes to 16-bit lanes and VMULLB/VMULLT multiply the even and the odd lanes into exact
+ * 32-bit products, added to the accumulators. xs = 0 with x pointing at zero-points is a run of
+ * padded taps. Assembly: GCC 12 spills this loop's registers. */
+static inline void mcu_mve_dw_taps(int32x4_t a[4], const int8_t *x, int32_t xs, const int8_t *w, int32_t ws,
+                                   int32_t taps, int half)
+{
+    int32x4_t a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3];
+    if (half) {
+        __asm__ volatile("   dls lr, %[n]\n"
+                         "1: vldrb.s16 q4, [%[x]]\n"
+                         "   vldrb.s16 q5, [%[w]]\n"
+                         "   vmullb.s16 q6, q4, q5\n"
+                         "   vadd.i32 %q[a0], %q[a0], q6\n"
+                         "   vmullt.s16 q6, q4, q5\n"
+                         "   vadd.i32 %q[a1], %q[a1], q6\n"
+                         "   add %[x], %[xs]\n"
+                         "   add %[w], %[ws]\n"
+                         "   le lr, 1b\n"
+                         : [a0] "+w"(a0), [a1] "+w"(a1), [x] "+l"(x), [w] "+l"(w)
+                         : [n] "r"(taps), [xs] "r"(xs), [ws] "r"(ws)
+                         : "q4", "q5", "q6", "lr", "memory");
+    } else {
+        __asm__ volatile("   dls lr, %[n]\n"
+                         "1: vldrb.s16 q4, [%[x]]\n"
+                         "   vldrb.s16 q5, [%[w]]\n"
+                         "   vmullb.s16 q6, q4, q5\n"
+                         "   vadd.i32 %q[a0], %q[a0], q6\n"
+                         "   vmullt.s16 q6, q4, q5\n"
+                         "   vadd.i32 %q[a1], %q[a1], q6\n"
+                         "   vldrb.s16 q4, [%[x], #8]\n"
+                         "   vldrb.s16 q5, [%[w], #8]\n"
+                         "   vmullb.s16 q6, q4, q5\n"
+                         "   vadd.i32 %q[a2], %q[a2], q6\n"
+                         "   vmullt.s16 q6, q4, q5\n"
+                         "   vadd.i32 %q[a3], %q[a3], q6\n"
+                         "   add %[x], %[xs]\n"
+                         "   add %[w], %[ws]\n"
+                         "   le lr, 1b\n"
+                         : [a0] "+w"(a0), [a1] "+w"(a1), [a2] "+w"(a2), [a3] "+w"(a3), [x] "+l"(x), [w] "+l"(w)
+                         : [n] "r"(taps), [xs] "r"(xs), [ws] "r"(ws)
+                         : "q4", "q5", "q6", "lr", "memory");
+    }
+    a[0] = a0;
+    a[1] = a1;
+    a[2] = a2;
+    a[3] = a3;
+}
+
+/* Requantizes the even/odd accumulators of eight channels c .. c + 7 and stores them in channel
+ * order: stride-2 gathers load the channels' parameters, VMOVNB/VMOVNT interleave the results. */
+static inline void mcu_mve_dw_store8(int32x4_t ev, int32x4_t od, const mcu_per_channel_quant *q, int32_t c,
+                                     int32_t output_offset, int32_t act_min, int32_t act_max, int8_t *y)
+{
+    const uint32x4_t even = vmulq_n_u32(vidupq_n_u32(0, 1), 2);
+    const int32x4_t re = mcu_mve_requantize(ev, vldrwq_gather_shifted_offset_s32(q->multiplier + c, even),
+                                            vldrwq_gather_shifted_offset_s32(q->shift + c, even), output_offset,
+                                            act_min, act_max);
+    const int32x4_t ro = mcu_mve_requantize(od, vldrwq_gather_shifted_offset_s32(q->multiplier + c + 1, even),
+                                            vldrwq_gather_shifted_offset_s32(q->shift + c + 1, even), output_offset,
+                                            act_min, act_max);
+    vstrbq_s16(y + c, vmovntq_s32(vmovnbq_s32(vdupq_n_s16(0), re), ro));
 }
 
 /* Eight channels of one depthwise pixel, channels c .. c + 7 (only the first `count` when
@@ -313,10 +388,38 @@ static inline void mcu_mve_depthwise_pixel_s8(const int8_t *const *rows, int32_t
                                               const mcu_per_channel_quant *q, int32_t output_offset, int32_t act_min,
                                               int32_t act_max, int8_t *y)
 {
+    _Alignas(16) int8_t zps[16];
+    vstrbq_s8(zps, vdupq_n_s8((int8_t)-input_offset));
+    const int32_t cs = channels;
     int32_t c = 0;
-    for (; c + 8 <= channels; c += 8) {
-        mcu_mve_dw_block8(rows, kh, kw, iw0, kw_lo, kw_hi, channels, c, -input_offset, weight, kbias, q,
-                          output_offset, act_min, act_max, y, 0, 8);
+    for (; c + 8 <= channels;) {
+        const int half = c + 16 > channels;
+        int32x4_t a[4] = {vldrwq_s32(kbias + c), vldrwq_s32(kbias + c + 4), vdupq_n_s32(0), vdupq_n_s32(0)};
+        if (!half) {
+            a[2] = vldrwq_s32(kbias + c + 8);
+            a[3] = vldrwq_s32(kbias + c + 12);
+        }
+        const int8_t *wp = weight + c;
+        for (int32_t i = 0; i < kh; ++i, wp += kw * cs) {
+            if (rows[i] == NULL) {
+                mcu_mve_dw_taps(a, zps, 0, wp, cs, kw, half);
+                continue;
+            }
+            if (kw_lo > 0) {
+                mcu_mve_dw_taps(a, zps, 0, wp, cs, kw_lo, half);
+            }
+            if (kw_hi > kw_lo) {
+                mcu_mve_dw_taps(a, rows[i] + (iw0 + kw_lo) * cs + c, cs, wp + kw_lo * cs, cs, kw_hi - kw_lo, half);
+            }
+            if (kw_hi < kw) {
+                mcu_mve_dw_taps(a, zps, 0, wp + kw_hi * cs, cs, kw - kw_hi, half);
+            }
+        }
+        mcu_mve_dw_store8(a[0], a[1], q, c, output_offset, act_min, act_max, y);
+        if (!half) {
+            mcu_mve_dw_store8(a[2], a[3], q, c + 8, output_offset, act_min, act_max, y);
+        }
+        c += half ? 8 : 16;
     }
     if (c < channels) {
         mcu_mve_dw_block8(rows, kh, kw, iw0, kw_lo, kw_hi, channels, c, -input_offset, weight, kbias, q,
