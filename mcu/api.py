@@ -301,31 +301,34 @@ def resolve_quantize(spec: ModelSpec, quantize: str) -> str:
 
 
 def compile_spec(spec: ModelSpec, board: str | Board = "mps2-an505", quantize: str = "none",
-                 cmsis_nn: str | Path | None = None) -> CompiledModel:
+                 cmsis_nn: str | Path | None = None, packed_weights: bool = True) -> CompiledModel:
     """``cmsis_nn``: CMSIS-NN sources to route supported int8 layers to (a path, or ``auto``: the
     CMSIS_NN_PATH environment variable, else cmsis-pack-manager's pack cache); None: our kernels
-    only (mcu/backends/cmsis_nn.py)."""
+    only (mcu/backends/cmsis_nn.py). ``packed_weights``: on cores with the DSP extension, int8
+    convolution and fully connected weights are packed as int16 for the faster kernel
+    (mcu/backends/tuned.py; twice their flash); False keeps them int8."""
     from mcu.backends import cmsis_nn as cmsis
 
     board_obj = board if isinstance(board, Board) else load_board(board)
     quantize = resolve_quantize(spec, quantize)
     graph = to_graph(spec, quantize)
-    memory, library = compile_graph(graph, board_obj, quantize, cmsis.resolve(cmsis_nn))
+    memory, library = compile_graph(graph, board_obj, quantize, cmsis.resolve(cmsis_nn), packed_weights)
     return CompiledModel(spec=spec, board=board_obj, quantize=quantize, graph=graph, memory=memory, library=library)
 
 
 def compile(model: torch.nn.Module, example_inputs: Sequence[torch.Tensor], board: str = "mps2-an505",  # noqa: A001
             quantize: str = "none", calibration: Any = None, test_inputs: Any = None,
-            name: str | None = None, cmsis_nn: str | Path | None = None) -> CompiledModel:
+            name: str | None = None, cmsis_nn: str | Path | None = None,
+            packed_weights: bool = True) -> CompiledModel:
     """Compile an ``nn.Module`` for a board; see the module docstring."""
     spec = spec_from_objects(model, example_inputs, calibration, test_inputs,
                              name=name or type(model).__name__.lower())
-    return compile_spec(spec, board, quantize, cmsis_nn)
+    return compile_spec(spec, board, quantize, cmsis_nn, packed_weights)
 
 
 def compile_file(path: str | Path, board: str = "mps2-an505", quantize: str = "none",
-                 cmsis_nn: str | Path | None = None) -> CompiledModel:
-    return compile_spec(load_model_file(path), board, quantize, cmsis_nn)
+                 cmsis_nn: str | Path | None = None, packed_weights: bool = True) -> CompiledModel:
+    return compile_spec(load_model_file(path), board, quantize, cmsis_nn, packed_weights)
 
 
 def max_abs(values: list[np.ndarray]) -> float:

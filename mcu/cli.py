@@ -29,6 +29,10 @@ def _add_model_args(p: argparse.ArgumentParser, board_required: bool = True) -> 
                    help="route supported int8 layers to CMSIS-NN built from these sources (a CMSIS-NN "
                         "checkout or unpacked pack; `auto`: CMSIS_NN_PATH, else cmsis-pack-manager's pack "
                         "cache); default: CMSIS_NN_PATH if set, else mcu's own kernels")
+    p.add_argument("--compact-weights", action="store_true",
+                   help="keep int8 convolution and fully connected weights as they are; by default, on cores "
+                        "with the DSP extension (Cortex-M4/M7/M33) they are packed as int16 for the faster "
+                        "kernel, which doubles their flash")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -141,7 +145,8 @@ def _compile(args: argparse.Namespace):
 
     spec, origin = cli_spec(getattr(args, "cmsis_nn", None))
     return compile_file(args.model, board=args.board, quantize=args.quantize,
-                        cmsis_nn=resolve(spec, origin=origin))
+                        cmsis_nn=resolve(spec, origin=origin),
+                        packed_weights=not getattr(args, "compact_weights", False))
 
 
 def _base_report(cm, fw) -> dict[str, Any]:

@@ -279,3 +279,28 @@ def test_tuned_backend_takes_dsp_cores_only() -> None:
     assert tuned.applies(conv(), load_board("pico2")) is None
     assert "DSP" in tuned.applies(conv(), load_board("mps2-an385"))  # Cortex-M3: plain C
     assert "Helium" in tuned.applies(conv(), load_board("mps3-an547"))
+
+
+def test_packed_weights_in_a_compiled_model() -> None:
+    """On a DSP core the generated C runs the packed kernel (the program file keeps the portable
+    one), both give the reference's integers on the host, and --compact-weights turns it off."""
+    import torch
+
+    import mcu
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 6, 3, padding=1), torch.nn.ReLU(), torch.nn.Conv2d(6, 5, 1),
+                                torch.nn.Flatten(), torch.nn.Linear(5 * 6 * 6, 7)).eval()
+    example = (torch.randn(1, 3, 6, 6),)
+    calib = [(torch.randn(1, 3, 6, 6),) for _ in range(8)]
+    packed = mcu.compile(model, example, board="mps2-an505", quantize="int8", calibration=calib)
+    compact = mcu.compile(model, example, board="mps2-an505", quantize="int8", calibration=calib,
+                          packed_weights=False)
+    functions = [s.call.function for s in packed.library.view.steps]
+    assert functions.count(tuned.FUNCTION) == 3, functions
+    assert tuned.FUNCTION not in [s.call.function for s in compact.library.view.steps]
+    x = torch.randn(1, 3, 6, 6)
+    expected = packed.reference_raw(x)
+    for got in (packed.run_raw_c(x), packed.run_raw(x), compact.run_raw_c(x)):
+        for g, e in zip(got, expected):
+            np.testing.assert_array_equal(g, e)
