@@ -290,6 +290,51 @@ def mean_case(b: Builder, rng, *, c, h, w, n=1, mode="uniform") -> None:
     b.add(Case("mean_hw", call, y.reshape(-1)), out_off + y.size)
 
 
+def binary_case(b: Builder, rng, *, op: str, a_shape, b_shape, mode="uniform", inplace=False) -> None:
+    """add/sub/mul with numpy broadcasting of the two shapes (strides 0 where broadcast); `inplace`
+    writes the output over operand a (same shape as the output)."""
+    x = _data(rng, a_shape, mode)
+    y = _data(rng, b_shape, pick_mode(rng))
+    bp = ref.broadcast_params(a_shape, b_shape)
+    extreme = rng.random() < 0.25
+    q = dict(a_offset=-int(rng.choice([-128, 127, int(rng.integers(-128, 128))])),
+             b_offset=-int(rng.choice([-128, 0, int(rng.integers(-128, 128))])),
+             a_multiplier=int(rng.integers(2**30, 2**31)), b_multiplier=int(rng.integers(2**30, 2**31)),
+             a_shift=int(rng.integers(-31, 31) if extreme else rng.integers(-3, 1)),
+             b_shift=int(rng.integers(-31, 31) if extreme else rng.integers(-3, 1)),
+             left_shift=int(rng.choice([20, 20, 20, 0, 23])),
+             out_multiplier=int(rng.choice([2**31 - 1, int(rng.integers(2**30, 2**31))])),
+             out_shift=int(rng.integers(-31, 31) if extreme else rng.integers(-22, -16)),
+             output_offset=int(rng.integers(-128, 128)))
+    if op == "mul":
+        q["out_shift"] = int(rng.integers(-31, 31) if extreme else rng.integers(-9, -5))
+    lo, hi = (-128, 127) if rng.random() < 0.8 else _act(rng)
+    fn = {"add": ref.add_s8, "sub": ref.sub_s8, "mul": ref.mul_s8}[op]
+    want = fn(x, y, **q, act_min=lo, act_max=hi, **bp)
+    rank = bp["rank"]
+    pad = lambda v: ", ".join(str(int(t)) for t in list(v) + [0] * (6 - rank))  # noqa: E731
+    xs, ys = b.arr("int8_t", x), b.arr("int8_t", y)
+    a_off = 16
+    b_off = a_off + x.size + 16
+    out_off = a_off if inplace else b_off + y.size + 16
+    call = f"""
+    {{
+        const mcu_binary_s8_params p = {{{rank}, {{{pad(bp["out_shape"])}}}, {{{pad(bp["a_strides"])}}},
+            {{{pad(bp["b_strides"])}}}, {q["a_offset"]}, {q["b_offset"]}, {q["a_multiplier"]}, {q["a_shift"]},
+            {q["b_multiplier"]}, {q["b_shift"]}, {q["left_shift"]}, {q["out_multiplier"]}, {q["out_shift"]},
+            {q["output_offset"]}, {lo}, {hi}}};
+        copy(work + {a_off}, {xs}, {x.size});
+        copy(work + {b_off}, {ys}, {y.size});
+        status = mcu_{op}_s8(&p, work + {a_off}, work + {b_off}, work + {out_off});
+        emit(work + {out_off}, {want.size});
+    }}"""
+    b.add(Case("binary", call, want.reshape(-1)), out_off + want.size)
+
+
+def pick_mode(rng) -> str:
+    return ["uniform", "uniform", "uniform", "min", "ends"][int(rng.integers(0, 5))]
+
+
 MODES = ["uniform", "uniform", "uniform", "min", "ends", "small", "small"]
 WMODES = ["symmetric", "symmetric", "full", "ends"]
 
@@ -355,6 +400,11 @@ def build_cases() -> Builder:
     for _ in range(8):
         mean_case(b, rng, c=pick(chans), h=int(rng.integers(1, 9)), w=int(rng.integers(1, 9)), n=pick([1, 2]),
                   mode=pick(MODES))
+    for op in ["add", "add", "add", "sub", "mul", "mul"]:
+        for shapes in [((1, 8, 8, 16), (1, 8, 8, 16)), ((int(rng.integers(1, 40)),), (1,)),
+                       ((4, 5, 7), (1, 1, 7)), ((4, 5, 7), (4, 5, 1)), ((3, 33), (3, 33))]:
+            binary_case(b, rng, op=op, a_shape=shapes[0], b_shape=shapes[1], mode=pick_mode(rng))
+    binary_case(b, rng, op="add", a_shape=(2, 9, 16), b_shape=(2, 9, 16), inplace=True)
     return b
 
 
@@ -435,7 +485,8 @@ def device_run():
     src.write_text(_render(b))
     rt = runtime_dir()
     kernels = ["mcu_conv2d_s8.c", "mcu_conv2d_1x1_s8.c", "mcu_depthwise_conv2d_s8.c",
-               "mcu_depthwise_conv2d_s8_inplace.c", "mcu_linear_s8.c", "mcu_max_pool2d_s8.c", "mcu_mean_hw_s8.c"]
+               "mcu_depthwise_conv2d_s8_inplace.c", "mcu_linear_s8.c", "mcu_max_pool2d_s8.c", "mcu_mean_hw_s8.c",
+               "mcu_add_s8.c", "mcu_sub_s8.c", "mcu_mul_s8.c"]
     fw = build_firmware(board, [src, *(rt / "kernels" / k for k in kernels)], [rt / "include"], out)
     result = run_qemu(board, fw.elf, timeout_s=120)
     assert result.exit_code == 0 and "DONE" in result.console, result.console[-2000:]
@@ -456,7 +507,7 @@ def test_kernels_take_the_mve_path() -> None:
 
 
 @pytest.mark.parametrize("kernel", ["conv2d", "conv2d_1x1", "depthwise", "depthwise_inplace", "linear", "max_pool",
-                                    "mean_hw"])
+                                    "mean_hw", "binary"])
 def test_mve_kernel_equals_reference(device_run, kernel: str) -> None:
     b, got = device_run
     checked = 0

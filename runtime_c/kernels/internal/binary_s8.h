@@ -8,6 +8,7 @@
 
 #include "mcu/kernels_s8.h"
 #include "check.h"
+#include "mve_s8.h"
 #include "requant.h"
 
 typedef enum {
@@ -137,6 +138,12 @@ static inline mcu_status mcu_binary_s8(mcu_binary_s8_op op, const mcu_binary_s8_
     for (int32_t row = 0; row < rows; ++row) {
         const int8_t *ar = a + a_off;
         const int8_t *br = b + b_off;
+#if MCU_S8_MVE
+        if ((sai == 0 || sai == 1) && (sbi == 0 || sbi == 1)) {
+            mcu_mve_binary_row_s8(op == MCU_BINARY_S8_ADD ? 0 : op == MCU_BINARY_S8_SUB ? 1 : 2, p, ar, sai, br, sbi,
+                                  out, inner);
+        } else
+#endif
         for (int32_t i = 0; i < inner; ++i) {
             out[i] = mcu_binary_s8_apply(op, p, ar[i * sai], br[i * sbi]);
         }

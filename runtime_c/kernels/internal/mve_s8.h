@@ -65,6 +65,46 @@ static inline int32x4_t mcu_mve_requantize(int32x4_t acc, int32x4_t multiplier, 
     return vminq_s32(y, vdupq_n_s32(act_max));
 }
 
+/* mcu_requantize per lane (the first steps of mcu_mve_requantize, same argument ranges). */
+static inline int32x4_t mcu_mve_requantize_s32(int32x4_t x, int32x4_t multiplier, int32x4_t shift)
+{
+    const int32x4_t zero = vdupq_n_s32(0);
+    const int32x4_t right = vminq_s32(shift, zero);
+    int32x4_t y = vqrdmulhq_s32(vqshlq_s32(x, vmaxq_s32(shift, zero)), multiplier);
+    const int32x4_t fixup = vshrq_n_s32(vandq_s32(y, right), 31);
+    return vrshlq_s32(vqaddq_s32(y, fixup), right);
+}
+
+/* One contiguous output row of the int8 add, sub (`op` 0, 1) or mul (2) (internal/binary_s8.h), four
+ * elements per step, the last step predicated. Operand strides are 1 or 0 (broadcast: one value).
+ * Lane arithmetic equals mcu_binary_s8_apply: (q + offset) * 2^left_shift fits int32 (checked by the
+ * caller), the input rescales are mcu_requantize (mcu_mve_requantize_s32), the sum or difference
+ * saturates (VQADD/VQSUB = mcu_sat_s32), and the product of two values of magnitude <= 255 is exact.
+ * Each step reads its elements before it writes them, so an operand may be the output itself. */
+static inline void mcu_mve_binary_row_s8(int op, const mcu_binary_s8_params *p, const int8_t *a, int32_t sa,
+                                         const int8_t *b, int32_t sb, int8_t *out, int32_t n)
+{
+    const int32x4_t am = vdupq_n_s32(p->a_multiplier), as = vdupq_n_s32(p->a_shift);
+    const int32x4_t bm = vdupq_n_s32(p->b_multiplier), bs = vdupq_n_s32(p->b_shift);
+    const int32x4_t om = vdupq_n_s32(p->out_multiplier), os = vdupq_n_s32(p->out_shift);
+    for (int32_t i = 0; i < n; i += 4) {
+        const mve_pred16_t pr = vctp32q((uint32_t)(n - i));
+        int32x4_t x = sa != 0 ? vldrbq_z_s32(a + i, pr) : vdupq_n_s32(a[0]);
+        int32x4_t y = sb != 0 ? vldrbq_z_s32(b + i, pr) : vdupq_n_s32(b[0]);
+        x = vaddq_n_s32(x, p->a_offset);
+        y = vaddq_n_s32(y, p->b_offset);
+        int32x4_t acc;
+        if (op == 2) {
+            acc = vmulq_s32(x, y);
+        } else {
+            x = mcu_mve_requantize_s32(vshlq_r_s32(x, p->left_shift), am, as);
+            y = mcu_mve_requantize_s32(vshlq_r_s32(y, p->left_shift), bm, bs);
+            acc = op == 0 ? vqaddq_s32(x, y) : vqsubq_s32(x, y);
+        }
+        vstrbq_p_s32(out + i, mcu_mve_requantize(acc, om, os, p->output_offset, p->act_min, p->act_max), pr);
+    }
+}
+
 /* Output channels oc .. oc + 3 of one pixel from their accumulators (all four lanes valid). */
 static inline void mcu_mve_store4(int32x4_t acc, const mcu_per_channel_quant *q, int32_t oc, int32_t output_offset,
                                   int32_t act_min, int32_t act_max, int8_t *y)
