@@ -149,20 +149,20 @@ static inline void mcu_mve_fold_bias(const int8_t *weight, int32_t n, int32_t ro
     }
 }
 
-/* init[k] + x . w_k over n > 0 values for the four rows w_k (a row may repeat: the caller
- * discards those lanes). A tail-predicated low-overhead loop (DLSTP/LETP): 16 taps per
- * iteration, and in the last one only the remaining n % 16 lanes load (nothing past x[n - 1]
- * or w_k[n - 1] is read) and accumulate. Written in assembly because GCC 12 neither forms
- * tail-predicated loops nor keeps this loop free of register copies; "Te" is GCC's constraint
- * for the even registers that VMLADAVA accumulates in. */
+/* kb[k] + x . w_k over n > 0 values for the four rows w_k (a row may repeat: the caller discards
+ * those lanes; kb[0..3] must be readable). A tail-predicated low-overhead loop (DLSTP/LETP): 16 taps
+ * per iteration, and in the last one only the remaining n % 16 lanes load (nothing past x[n - 1] or
+ * w_k[n - 1] is read) and accumulate. Written in assembly because GCC 12 neither forms
+ * tail-predicated loops nor keeps this loop free of register copies; "Te" is GCC's constraint for
+ * the even registers that VMLADAVA accumulates in. The four sums go to the vector with two VMOVs. */
 static inline int32x4_t mcu_mve_dot4(const int8_t *x, const int8_t *w0, const int8_t *w1, const int8_t *w2,
-                                     const int8_t *w3, int32_t n, int32x4_t init)
+                                     const int8_t *w3, int32_t n, const int32_t *kb)
 {
-    int32_t a0 = vgetq_lane_s32(init, 0);
-    int32_t a1 = vgetq_lane_s32(init, 1);
-    int32_t a2 = vgetq_lane_s32(init, 2);
-    int32_t a3 = vgetq_lane_s32(init, 3);
-    __asm__ volatile("   dlstp.8 lr, %[n]\n"
+    int32_t a0, a1, a2, a3;
+    int32x4_t v;
+    __asm__ volatile("   ldrd %[a0], %[a1], [%[kb]]\n"
+                     "   ldrd %[a2], %[a3], [%[kb], #8]\n"
+                     "   dlstp.8 lr, %[n]\n"
                      "1: vldrb.8 q0, [%[x]], #16\n"
                      "   vldrb.8 q1, [%[w0]], #16\n"
                      "   vmladava.s8 %[a0], q0, q1\n"
@@ -173,20 +173,18 @@ static inline int32x4_t mcu_mve_dot4(const int8_t *x, const int8_t *w0, const in
                      "   vldrb.8 q1, [%[w3]], #16\n"
                      "   vmladava.s8 %[a3], q0, q1\n"
                      "   letp lr, 1b\n"
-                     : [a0] "+Te"(a0), [a1] "+Te"(a1), [a2] "+Te"(a2), [a3] "+Te"(a3), [x] "+r"(x), [w0] "+r"(w0),
-                       [w1] "+r"(w1), [w2] "+r"(w2), [w3] "+r"(w3)
-                     : [n] "r"(n)
+                     "   vmov %q[v][2], %q[v][0], %[a0], %[a2]\n"
+                     "   vmov %q[v][3], %q[v][1], %[a1], %[a3]\n"
+                     : [a0] "=&Te"(a0), [a1] "=&Te"(a1), [a2] "=&Te"(a2), [a3] "=&Te"(a3), [v] "=w"(v),
+                       [x] "+r"(x), [w0] "+r"(w0), [w1] "+r"(w1), [w2] "+r"(w2), [w3] "+r"(w3)
+                     : [n] "r"(n), [kb] "r"(kb)
                      : "q0", "q1", "lr", "memory");
-    int32x4_t v = vdupq_n_s32(0);
-    v = vsetq_lane_s32(a0, v, 0);
-    v = vsetq_lane_s32(a1, v, 1);
-    v = vsetq_lane_s32(a2, v, 2);
-    return vsetq_lane_s32(a3, v, 3);
+    return v;
 }
 
 /* One output pixel of a matrix kernel: y[oc] for every output channel from the n int8 values
  * of x (the pixel's im2col column or input row) and weight rows weight + oc * n, starting
- * from the folded biases kbias[oc]. Writes only y[0 .. out_c). */
+ * from the folded biases kbias[oc] (an array of a multiple of 4 entries). Writes only y[0 .. out_c). */
 static inline void mcu_mve_matrix_pixel(const int8_t *x, int32_t n, int32_t out_c, const int8_t *weight,
                                         const int32_t *kbias, const mcu_per_channel_quant *q, int32_t output_offset,
                                         int32_t act_min, int32_t act_max, int8_t *y)
@@ -194,7 +192,7 @@ static inline void mcu_mve_matrix_pixel(const int8_t *x, int32_t n, int32_t out_
     int32_t oc = 0;
     for (; oc + 4 <= out_c; oc += 4) {
         const int8_t *w = weight + oc * n;
-        const int32x4_t acc = mcu_mve_dot4(x, w, w + n, w + 2 * n, w + 3 * n, n, vldrwq_s32(kbias + oc));
+        const int32x4_t acc = mcu_mve_dot4(x, w, w + n, w + 2 * n, w + 3 * n, n, kbias + oc);
         mcu_mve_store4(acc, q, oc, output_offset, act_min, act_max, y);
     }
     if (oc < out_c) {
@@ -202,8 +200,7 @@ static inline void mcu_mve_matrix_pixel(const int8_t *x, int32_t n, int32_t out_
         const int8_t *w = weight + oc * n;
         const int8_t *w1 = rest > 1 ? w + n : w;
         const int8_t *w2 = rest > 2 ? w + 2 * n : w;
-        const mve_pred16_t p = vctp32q((uint32_t)rest);
-        const int32x4_t acc = mcu_mve_dot4(x, w, w1, w2, w, n, vldrwq_z_s32(kbias + oc, p));
+        const int32x4_t acc = mcu_mve_dot4(x, w, w1, w2, w, n, kbias + oc); /* kbias has room for 4 */
         mcu_mve_store_tail(acc, q, oc, rest, output_offset, act_min, act_max, y);
     }
 }
