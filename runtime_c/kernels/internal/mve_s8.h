@@ -124,17 +124,18 @@ static inline void mcu_mve_store_tail(int32x4_t acc, const mcu_per_channel_quant
     vstrbq_p_s32(y + oc, r, p);
 }
 
-/* sum(w[0..n)) (|sum| < 2^31 for n < 2^24). */
+/* sum(w[0..n)) (|sum| < 2^31 for n < 2^24), n > 0: a tail-predicated loop of VADDVA (see
+ * mcu_mve_dot4 for why assembly). */
 static inline int32_t mcu_mve_sum_s8(const int8_t *w, int32_t n)
 {
     int32_t s = 0;
-    int32_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        s = vaddvaq_s8(s, vldrbq_s8(w + i));
-    }
-    if (i < n) {
-        s = vaddvaq_s8(s, vldrbq_z_s8(w + i, vctp8q((uint32_t)(n - i))));
-    }
+    __asm__ volatile("   dlstp.8 lr, %[n]\n"
+                     "1: vldrb.8 q0, [%[w]], #16\n"
+                     "   vaddva.s8 %[s], q0\n"
+                     "   letp lr, 1b\n"
+                     : [s] "+Te"(s), [w] "+r"(w)
+                     : [n] "r"(n)
+                     : "q0", "lr", "memory");
     return s;
 }
 
