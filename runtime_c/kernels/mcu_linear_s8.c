@@ -43,6 +43,12 @@ mcu_status mcu_linear_s8(const mcu_context *ctx, const mcu_linear_s8_params *p, 
 
     const int32_t nin = p->in_features;
 #if MCU_S8_MVE
+    if (p->batch == 1) {
+        /* One row: each weight row is read once, so its sum comes with its dot product. */
+        mcu_mve_linear_row(input, nin, p->out_features, weight, bias, p->input_offset, q, p->output_offset,
+                           p->act_min, p->act_max, output);
+        return MCU_OK;
+    }
     {
         /* Output features in chunks of MCU_S8_MVE_OC_MAX: fold the chunk's biases (mve_s8.h), then
          * every batch row, four outputs per step. The output does not overlap the input (checked

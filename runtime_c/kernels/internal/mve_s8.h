@@ -183,6 +183,60 @@ static inline int32x4_t mcu_mve_dot4(const int8_t *x, const int8_t *w0, const in
     return v;
 }
 
+/* For one input row x of n > 0 values and the weight rows w0, w1: r[k] = x . w_k and s[k] = sum(w_k)
+ * in one pass (a matrix kernel that sees each weight row once gains nothing from folding the
+ * biases first). Tail-predicated loop as in mcu_mve_dot4. */
+static inline void mcu_mve_dot2_sum(const int8_t *x, const int8_t *w0, const int8_t *w1, int32_t n, int32_t r[2],
+                                    int32_t s[2])
+{
+    int32_t a0 = 0, a1 = 0, s0 = 0, s1 = 0;
+    __asm__ volatile("   dlstp.8 lr, %[n]\n"
+                     "1: vldrb.8 q0, [%[x]], #16\n"
+                     "   vldrb.8 q1, [%[w0]], #16\n"
+                     "   vmladava.s8 %[a0], q0, q1\n"
+                     "   vaddva.s8 %[s0], q1\n"
+                     "   vldrb.8 q1, [%[w1]], #16\n"
+                     "   vmladava.s8 %[a1], q0, q1\n"
+                     "   vaddva.s8 %[s1], q1\n"
+                     "   letp lr, 1b\n"
+                     : [a0] "+Te"(a0), [a1] "+Te"(a1), [s0] "+Te"(s0), [s1] "+Te"(s1), [x] "+r"(x), [w0] "+r"(w0),
+                       [w1] "+r"(w1)
+                     : [n] "r"(n)
+                     : "q0", "q1", "lr", "memory");
+    r[0] = a0;
+    r[1] = a1;
+    s[0] = s0;
+    s[1] = s1;
+}
+
+/* One row of a fully connected layer (x: n values, weight rows [out][n]), four outputs per
+ * requantization, each weight row read once (mcu_mve_dot2_sum). Writes only y[0 .. out). */
+static inline void mcu_mve_linear_row(const int8_t *x, int32_t n, int32_t out, const int8_t *weight,
+                                      const int32_t *bias, int32_t input_offset, const mcu_per_channel_quant *q,
+                                      int32_t output_offset, int32_t act_min, int32_t act_max, int8_t *y)
+{
+    for (int32_t o = 0; o < out; o += 4) {
+        const int32_t rest = out - o < 4 ? out - o : 4;
+        _Alignas(16) int32_t acc[4] = {0, 0, 0, 0};
+        for (int32_t k = 0; k < rest; k += 2) {
+            const int8_t *w0 = weight + (o + k) * n;
+            const int8_t *w1 = k + 1 < rest ? w0 + n : w0;
+            int32_t r[2], s[2];
+            mcu_mve_dot2_sum(x, w0, w1, n, r, s);
+            for (int32_t j = 0; j < 2 && k + j < rest; ++j) {
+                /* bias + x . w + off * sum(w), modulo 2^32 as everywhere */
+                const uint32_t b = bias != NULL ? (uint32_t)bias[o + k + j] : 0u;
+                acc[k + j] = mcu_u32_to_s32(b + (uint32_t)r[j] + (uint32_t)input_offset * (uint32_t)s[j]);
+            }
+        }
+        if (rest == 4) {
+            mcu_mve_store4(vldrwq_s32(acc), q, o, output_offset, act_min, act_max, y);
+        } else {
+            mcu_mve_store_tail(vldrwq_s32(acc), q, o, rest, output_offset, act_min, act_max, y);
+        }
+    }
+}
+
 /* One output pixel of a matrix kernel: y[oc] for every output channel from the n int8 values
  * of x (the pixel's im2col column or input row) and weight rows weight + oc * n, starting
  * from the folded biases kbias[oc] (an array of a multiple of 4 entries). Writes only y[0 .. out_c). */
