@@ -120,7 +120,7 @@ _QP = POINTER(PerChannelQuant)
 _SIGNATURES = {
     "mcu_conv2d_s8": ([_CP, POINTER(Conv2dS8Params), _QP, _P, _P, _P, _P], c_int),
     "mcu_conv2d_s8_get_buffer_size": ([POINTER(Conv2dS8Params)], c_int32),
-    "mcu_conv2d_packed_s8": ([_CP, POINTER(Conv2dS8Params), _QP, _P, _P, _P, _P], c_int),
+    "mcu_conv2d_packed_s8": ([_CP, POINTER(Conv2dS8Params), _P, _P, _P], c_int),
     "mcu_depthwise_conv2d_s8": ([_CP, POINTER(DepthwiseConv2dS8Params), _QP, _P, _P, _P, _P], c_int),
     "mcu_depthwise_conv2d_s8_get_buffer_size": ([POINTER(DepthwiseConv2dS8Params)], c_int32),
     "mcu_linear_s8": ([_CP, POINTER(LinearS8Params), _QP, _P, _P, _P, _P], c_int),
@@ -202,15 +202,17 @@ def conv2d(x, w, bias, quant: Quant, params: dict, ctx=None):
     return st, out
 
 
-def conv2d_packed(x, w, bias, quant: Quant, params: dict, ctx=None):
-    """mcu_conv2d_packed_s8 with ``w`` (OHWI int8) packed as the tuned backend packs it."""
-    from mcu.backends.tuned import pack_weights
+def conv2d_packed(x, w, bias, quant: Quant, params: dict, ctx=None, stream=None):
+    """mcu_conv2d_packed_s8 with ``w`` (OHWI int8), ``bias`` and ``quant`` packed as the tuned backend
+    packs them (or a given ``stream``)."""
+    from mcu.backends.tuned import pack_layer
 
-    packed = np.ascontiguousarray(pack_weights(np.asarray(w, dtype=np.int8).reshape(w.shape[0], -1)))
+    if stream is None:
+        stream = pack_layer(np.asarray(w, dtype=np.int8).reshape(w.shape[0], -1), bias, quant.m, quant.s)
+    stream = np.ascontiguousarray(stream, dtype=np.int32)
     p = _fields(Conv2dS8Params, params)
     out = np.zeros(tuple(params["output"]), dtype=np.int8)
-    st = lib().mcu_conv2d_packed_s8(ctx, ctypes.byref(p), ctypes.byref(quant.struct), ptr(x), ptr(packed),
-                                    ptr(bias), ptr(out))
+    st = lib().mcu_conv2d_packed_s8(ctx, ctypes.byref(p), ptr(x), ptr(stream), ptr(out))
     return st, out
 
 

@@ -56,17 +56,29 @@ def _params(x_shape, out_shape, kh, kw, sh=1, sw=1, pt=0, pl=0, dh=1, dw=1, in_z
                 act_min=act[0], act_max=act[1])
 
 
-def test_pack_weights_layout() -> None:
-    """Block of 4 channels, tap pairs from groups reordered 0, 2, 1, 3, zero padding on both axes."""
+def test_pack_layout() -> None:
+    """Block of 4 channels, tap pairs from groups reordered 0, 2, 1, 3, zero padding on both axes;
+    biases before and requantization constants after each block's weights."""
     w = np.arange(1, 5 * 6 + 1, dtype=np.int8).reshape(5, 6)  # 5 channels, 6 taps -> 8 channels, 8 taps
+    w[0, 0] = -3
     p = tuned.pack_weights(w)
-    assert p.dtype == np.int16 and p.size == 8 * 8
-    blocks = p.reshape(2, 4, 4, 2)  # block, pair, channel, lane
+    assert p.dtype == np.int32 and p.shape == (2, 4 * 4)
+    blocks = p.view(np.int16).reshape(2, 4, 4, 2)  # block, pair, channel, lane (little-endian halves)
     assert blocks[0, 0, 0].tolist() == [w[0, 0], w[0, 2]]
     assert blocks[0, 1, 2].tolist() == [w[2, 1], w[2, 3]]
     assert blocks[0, 2, 3].tolist() == [w[3, 4], 0]  # taps 4, 5 then padding: pairs (4, 6) and (5, 7)
     assert blocks[0, 3, 3].tolist() == [w[3, 5], 0]
     assert np.all(blocks[1, :, 1:] == 0)  # channels 5..7 are padding
+    stream = tuned.pack_layer(w, np.arange(5) - 2, np.full(5, 2**30 + 7), np.array([-1, -2, -3, -23, 4]))
+    assert stream.dtype == np.int32 and stream.size == 4 + 2 * (4 + 8 * 2 + 12)
+    assert stream[:4].tolist() == [tuned.MAGIC, 0, 5, 8]  # shift 4 is a left shift: not the fast path
+    assert tuned.pack_layer(w, None, np.full(5, 2**30), np.full(5, -7))[1] == tuned.FLAG_RIGHT
+    first, second = stream[4:].reshape(2, -1)
+    assert first[:4].tolist() == [-2, -1, 0, 1] and second[:4].tolist() == [2, 0, 0, 0]
+    assert np.array_equal(first[4:20], p[0]) and np.array_equal(second[4:20], p[1])
+    assert first[20:].reshape(4, 3).tolist() == [[2**30 + 7, 1, 1], [2**30 + 7, 2, 2], [2**30 + 7, 3, 4],
+                                                  [2**30 + 7, 23, 2**22]]
+    assert second[20:].reshape(4, 3).tolist() == [[2**30 + 7, -4, 0], [0, 1, 1], [0, 1, 1], [0, 1, 1]]
 
 
 @base.EXACT
@@ -135,16 +147,15 @@ def test_packed_pointwise_both_directions(lib, case, seed: int) -> None:
     x = rng.integers(-128, 128, (n, h, w, c), dtype=np.int8)
     wt = rng.integers(-127, 128, (oc, 1, 1, c), dtype=np.int8)
     bias = rng.integers(-5000, 5000, oc).astype(np.int32)
-    packed = np.ascontiguousarray(tuned.pack_weights(wt.reshape(oc, c)))
     q = contracts._quant(oc, rng)
+    packed = np.ascontiguousarray(tuned.pack_layer(wt.reshape(oc, c), bias, q.m, q.s))
     params = cb._fields(cb.Conv2dS8Params, _params((n, h, w, c), (n, h, w, oc), 1, 1))
     op = Op("conv2d", [contracts._tensor("x", (n, c, h, w), "int8"), contracts._tensor("w", (oc, c, 1, 1), "int8", wt)],
             [contracts._tensor("y", (n, oc, h, w), "int8")], {"stride": (1, 1), "padding": (0, 0),
                                                                "dilation": (1, 1), "groups": 1})
 
     def call(xp, yp):
-        return lib.mcu_conv2d_packed_s8(None, ctypes.byref(params), ctypes.byref(q.struct), xp, packed.ctypes.data,
-                                        bias.ctypes.data, yp)
+        return lib.mcu_conv2d_packed_s8(None, ctypes.byref(params), xp, packed.ctypes.data, yp)
     contracts._check(call, x, op, n * h * w * oc, oc)
 
 
@@ -153,13 +164,22 @@ def test_packed_refuses_bad_arguments(lib) -> None:
     w = np.zeros((4, 1, 1, 4), dtype=np.int8)
     q = cb.Quant(2**30, -1, 4)
     good = _params(x.shape, (1, 2, 2, 4), 1, 1)
+    stream = tuned.pack_layer(w.reshape(4, 4), None, q.m, q.s)
     assert cb.conv2d_packed(x, w, None, q, good)[0] == MCU_OK
     assert cb.conv2d_packed(x, w, None, q, {**good, "groups": 2})[0] != MCU_OK
     assert cb.conv2d_packed(x, w, None, q, {**good, "input_offset": 200})[0] != MCU_OK
     big = np.zeros((1, 1, 1, 644), dtype=np.int8)  # a window over the 640-tap stack column
     assert cb.conv2d_packed(big, np.zeros((4, 1, 1, 644), dtype=np.int8), None, q,
                             _params(big.shape, (1, 1, 1, 4), 1, 1))[0] != MCU_OK
-    assert cb.conv2d_packed(x, w, None, cb.Quant(-1, -1, 4), good)[0] != MCU_OK
+    # a stream for another layer, a corrupt header, constants the C paths cannot shift by
+    assert cb.conv2d_packed(x, w, None, q, {**good, "output": (1, 2, 2, 3)}, stream=stream)[0] != MCU_OK
+    for word, value in ((0, 0), (1, 6), (3, 8)):
+        bad = stream.copy()
+        bad[word] = value
+        assert cb.conv2d_packed(x, w, None, q, good, stream=bad)[0] != MCU_OK, word
+    bad = stream.copy()  # the C paths (every host build) check each constant they shift by
+    bad[4 + 4 + 8 + 1] = 40  # the first channel's shift amount
+    assert cb.conv2d_packed(x, w, None, q, good, stream=bad)[0] != MCU_OK
 
 
 # --- on the simulated cores ------------------------------------------------------------------------------
@@ -167,7 +187,7 @@ def test_packed_refuses_bad_arguments(lib) -> None:
 
 def _c_array(name: str, ctype: str, values: np.ndarray) -> str:
     body = ", ".join(str(int(v)) for v in np.asarray(values).reshape(-1))
-    return f"static const {ctype} {name}[] = {{{body}}};\n"
+    return f"static const {ctype} {name}[] __attribute__((aligned(4))) = {{{body}}};\n"
 
 
 def _firmware_cases(rng: np.random.Generator, count: int) -> list[dict]:
@@ -196,7 +216,7 @@ def _firmware_cases(rng: np.random.Generator, count: int) -> list[dict]:
         params = _params(x.shape, (1, h + 2 * pad - k + 1, w + 2 * pad - k + 1, cout), k, k, pt=pad, pl=pad,
                          in_zp=in_zp, out_zp=out_zp, act=act)
         expected = ref.conv2d_s8(x, wt, b, m, s, **params)
-        cases.append(dict(x=x, w=tuned.pack_weights(wt.reshape(cout, -1)), b=b, m=m, s=s, params=params,
+        cases.append(dict(x=x, w=tuned.pack_layer(wt.reshape(cout, -1), b, m, s), b=b, m=m, s=s, params=params,
                           expected=expected))
     return cases
 
@@ -206,22 +226,19 @@ def _firmware_source(cases: list[dict]) -> str:
     runs = []
     for i, c in enumerate(cases):
         p = c["params"]
-        src += [_c_array(f"x{i}", "int8_t", c["x"]), _c_array(f"w{i}", "int16_t", c["w"]),
-                _c_array(f"b{i}", "int32_t", c["b"]), _c_array(f"m{i}", "int32_t", c["m"]),
-                _c_array(f"s{i}", "int32_t", c["s"]), _c_array(f"e{i}", "int8_t", c["expected"])]
+        src += [_c_array(f"x{i}", "int8_t", c["x"]), _c_array(f"w{i}", "int32_t", c["w"]),
+                _c_array(f"e{i}", "int8_t", c["expected"])]
         shape = "{{{}, {}, {}, {}}}"
         fields = [shape.format(*p["input"]), shape.format(*p["output"])] + [
             str(p[f]) for f in ("kernel_h", "kernel_w", "stride_h", "stride_w", "pad_top", "pad_left", "dilation_h",
                                 "dilation_w", "groups", "input_offset", "output_offset", "act_min", "act_max")]
         src.append(f"static const mcu_conv2d_s8_params p{i} = {{{', '.join(fields)}}};\n")
-        runs.append(f"    {{ static const mcu_per_channel_quant q = {{m{i}, s{i}}};\n"
-                    f"      bad += run(&p{i}, &q, x{i}, w{i}, b{i}, e{i}, (int32_t)sizeof(e{i})); }}\n")
+        runs.append(f"    bad += run(&p{i}, x{i}, w{i}, e{i}, (int32_t)sizeof(e{i}));\n")
     src.append("""
 static int8_t out[4096];
-static int run(const mcu_conv2d_s8_params *p, const mcu_per_channel_quant *q, const int8_t *x, const int16_t *w,
-               const int32_t *b, const int8_t *e, int32_t n)
+static int run(const mcu_conv2d_s8_params *p, const int8_t *x, const int32_t *w, const int8_t *e, int32_t n)
 {
-    if (mcu_conv2d_packed_s8(NULL, p, q, x, w, b, out) != MCU_OK) {
+    if (mcu_conv2d_packed_s8(NULL, p, x, w, out) != MCU_OK) {
         return 1;
     }
     int32_t diff = 0;

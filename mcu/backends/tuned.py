@@ -32,6 +32,8 @@ BACKEND = "tuned"
 FUNCTION = "mcu_conv2d_packed_s8"
 SOURCE = "mcu_conv2d_packed_s8.c"
 TAPS_MAX = 640  # MCU_CONV_PACKED_TAPS_MAX in runtime_c/include/mcu/kernels_s8.h
+MAGIC = 0x5043554D  # MCU_PACKED_MAGIC
+FLAG_RIGHT = 1  # every shift in [-23, -1]: the core's assembly requantizes
 
 
 def padded_taps(k: int) -> int:
@@ -39,13 +41,40 @@ def padded_taps(k: int) -> int:
 
 
 def pack_weights(w: np.ndarray) -> np.ndarray:
-    """int8 weights (out_c, taps) in window order -> the int16 words mcu_conv2d_packed_s8 reads."""
+    """int8 weights (out_c, taps) in window order -> per block of 4 channels, per tap pair, the 4
+    channels' int16 pairs as 32-bit words (low half: the first tap): shape (blocks, kp // 2 * 4)."""
     out_c, k = w.shape
     kp, op = padded_taps(k), padded_taps(out_c)
-    full = np.zeros((op, kp), dtype=np.int16)
+    full = np.zeros((op, kp), dtype=np.int64)
     full[:out_c, :k] = w
     full = full.reshape(op, kp // 4, 4)[:, :, [0, 2, 1, 3]].reshape(op // 4, 4, kp // 2, 2)
-    return np.ascontiguousarray(full.transpose(0, 2, 1, 3)).reshape(-1)
+    pairs = full.transpose(0, 2, 1, 3)  # block, pair, channel, lane
+    words = (pairs[..., 0] & 0xFFFF) | (pairs[..., 1] << 16)
+    return words.astype(np.uint32).view(np.int32).reshape(op // 4, -1)
+
+
+def pack_layer(w: np.ndarray, bias: np.ndarray | None, multiplier: np.ndarray, shift: np.ndarray) -> np.ndarray:
+    """The word stream mcu_conv2d_packed_s8 reads (runtime_c/include/mcu/kernels_s8.h): a header
+    (magic, flags, output channels, padded taps), then per block of 4 output channels their
+    biases, their packed weights (:func:`pack_weights`), then per channel (multiplier, -shift,
+    2^(-shift-1)) so that the requantization takes one LDM per channel. Padded channels get bias 0
+    and multiplier 0 (their results are never stored)."""
+    out_c = w.shape[0]
+    op = padded_taps(out_c)
+    b = np.zeros(op, dtype=np.int64)
+    if bias is not None:
+        b[:out_c] = np.asarray(bias, dtype=np.int64)
+    m = np.zeros(op, dtype=np.int64)
+    m[:out_c] = np.asarray(multiplier, dtype=np.int64)
+    s = np.ones(op, dtype=np.int64)
+    s[:out_c] = -np.asarray(shift, dtype=np.int64)
+    r = np.where((s >= 1) & (s <= 31), np.left_shift(1, np.clip(s - 1, 0, 30)), 0)
+    rq = np.stack([m, s, r], axis=1).reshape(op // 4, 12)
+    blocks = np.concatenate([b.reshape(op // 4, 4), pack_weights(w).astype(np.int64), rq], axis=1)
+    right = bool(np.all((s[:out_c] >= 1) & (s[:out_c] <= 23)))
+    header = np.array([MAGIC, FLAG_RIGHT if right else 0, out_c, padded_taps(w.shape[1])], dtype=np.int64)
+    words = np.concatenate([header, blocks.reshape(-1)])
+    return (words & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
 
 
 def _taps(op: Op) -> int:
@@ -92,10 +121,12 @@ def packed_tensor(op: Op) -> Tensor:
     cached = op.attrs.get("packed_weights")
     if isinstance(cached, Tensor):
         return cached
-    w = op.inputs[1]
-    assert w.data is not None
-    data = pack_weights(np.asarray(w.data, dtype=np.int8).reshape(w.shape[0], -1))
-    t = Tensor(name=f"{w.name}_packed", shape=(data.size,), dtype="int16", data=data)
+    w, b, mult, shift = op.inputs[1:5]
+    assert w.data is not None and mult.data is not None and shift.data is not None
+    data = pack_layer(np.asarray(w.data, dtype=np.int8).reshape(w.shape[0], -1),
+                      None if b is None or b.data is None else np.asarray(b.data).reshape(-1),
+                      np.asarray(mult.data).reshape(-1), np.asarray(shift.data).reshape(-1))
+    t = Tensor(name=f"{w.name}_packed", shape=(data.size,), dtype="int32", data=data)
     op.attrs["packed_weights"] = t
     return t
 
@@ -116,9 +147,8 @@ def conv_params(op: Op) -> dict[str, Any]:
 
 
 def emit(op: Op, ref: Any) -> Any:
-    from mcu.emit.kernels import KernelCall, _quant_locals
+    from mcu.emit.kernels import KernelCall
 
-    x, _w, b = op.inputs[:3]
-    packed = packed_tensor(op)
-    return KernelCall(FUNCTION, ["&ctx", "&params", "&quant", ref(x), ref(packed), ref(b), ref(op.output)],
-                      [SOURCE], "mcu_conv2d_s8_params", conv_params(op), locals=_quant_locals(op, ref))
+    packed = packed_tensor(op)  # holds the biases and requantization constants too
+    return KernelCall(FUNCTION, ["NULL", "&params", ref(op.inputs[0]), ref(packed), ref(op.output)], [SOURCE],
+                      "mcu_conv2d_s8_params", conv_params(op))

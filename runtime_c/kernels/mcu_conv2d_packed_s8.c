@@ -124,69 +124,82 @@ static void column(const mcu_conv2d_s8_params *p, const int8_t *x_n, int32_t oh,
     mcu_column_s8(raw, kp, off, col);
 }
 
-/* The requantization of one layer, in locals: int8 stores may alias anything, so fields read
+/* What every block of a layer shares, in locals: int8 stores may alias anything, so fields read
  * through the params pointer would be reloaded after every store. */
 typedef struct {
-    const int32_t *multiplier, *shift, *bias;
-    int32_t cout, output_offset, act_min, act_max;
-    int right; /* every shift in [-23, -1]: mcu_requant_right_s8 */
-} requant_t;
+    int32_t cout, kp, words;
+    int32_t layer[3]; /* output_offset, act_min, act_max: the layout mcu_block4_packed reads */
+    int right;        /* the stream's flag: every shift in [-23, -1] */
+} layer_t;
 
-static inline int8_t requant(const requant_t *r, uint32_t acc, int32_t oc)
+/* One block in C: the host, the emulated build, and layers with shifts outside [-23, -1]. */
+static void block_c(const layer_t *l, const int16_t *col, const int32_t *blob, int8_t *y, int32_t n)
 {
-#if MCU_S8_DSP
-    if (r->right) {
-        return mcu_requant_right_s8(mcu_u32_to_s32(acc), r->multiplier[oc], -r->shift[oc], r->output_offset,
-                                    r->act_min, r->act_max);
+    uint32_t acc[4] = {(uint32_t)blob[0], (uint32_t)blob[1], (uint32_t)blob[2], (uint32_t)blob[3]};
+    mcu_dot4_packed(col, blob + 4, l->kp, acc);
+    const int32_t *rq = blob + 4 + 2 * l->kp;
+    for (int32_t o = 0; o < n; ++o, rq += 3) {
+        const int32_t a = mcu_u32_to_s32(acc[o]);
+        y[o] = l->right ? mcu_requant_right_s8(a, rq[0], rq[1], rq[2], l->layer[0], l->layer[1], l->layer[2])
+                        : mcu_requantize_to_s8_fast(a, rq[0], -rq[1], l->layer[0], l->layer[1], l->layer[2]);
+    }
+}
+
+/* Output pixel y from its column, four channels per block; a last partial block computes padded
+ * channels (zero weights) and writes only the real ones. */
+static void pixel(const layer_t *l, const int16_t *col, const int32_t *blocks, int8_t *y)
+{
+    const int32_t *blob = blocks;
+    int32_t oc = 0;
+#if MCU_S8_DSP_NATIVE
+    if (l->right) {
+        for (; oc + 4 <= l->cout; oc += 4) {
+            blob = mcu_block4_packed(col, l->kp, blob, y + oc, l->layer);
+        }
     }
 #endif
-    return mcu_requantize_to_s8_fast(mcu_u32_to_s32(acc), r->multiplier[oc], r->shift[oc], r->output_offset,
-                                     r->act_min, r->act_max);
+    for (; oc + 4 <= l->cout; oc += 4) {
+        block_c(l, col, blob, y + oc, 4);
+        blob += l->words;
+    }
+    if (oc < l->cout) {
+        block_c(l, col, blob, y + oc, l->cout - oc);
+    }
 }
 
-/* Output pixel y from its column: four channels per block, stored as one word; a last partial
- * block computes padded channels (zero weights) and writes only the real ones. */
-static void pixel(requant_t r, const int16_t *col, int32_t kp, const int16_t *packed, int8_t *y)
+/* The stream's header names the layer it was packed for; its requantization constants are checked
+ * where C code shifts by them (the assembly of the core's fast path cannot fault on any value). */
+static int check_stream(const int32_t *stream, int32_t cout, int32_t kp, int *right)
 {
-    const int16_t *w = packed;
-    int32_t oc = 0;
-    for (; oc + 4 <= r.cout; oc += 4) {
-        uint32_t acc[4] = {0u, 0u, 0u, 0u};
-        if (r.bias != NULL) {
-            acc[0] = (uint32_t)r.bias[oc];
-            acc[1] = (uint32_t)r.bias[oc + 1];
-            acc[2] = (uint32_t)r.bias[oc + 2];
-            acc[3] = (uint32_t)r.bias[oc + 3];
-        }
-        w = mcu_dot4_packed(col, w, kp, acc);
-        const uint32_t b0 = (uint8_t)requant(&r, acc[0], oc);
-        const uint32_t b1 = (uint8_t)requant(&r, acc[1], oc + 1);
-        const uint32_t b2 = (uint8_t)requant(&r, acc[2], oc + 2);
-        const uint32_t b3 = (uint8_t)requant(&r, acc[3], oc + 3);
-        const uint32_t word = b0 | (b1 << 8) | (b2 << 16) | (b3 << 24);
-        memcpy(y + oc, &word, 4); /* little-endian, one unaligned store */
+    if (stream[0] != MCU_PACKED_MAGIC || (stream[1] & ~1) != 0 || stream[2] != cout || stream[3] != kp) {
+        return 0;
     }
-    if (oc < r.cout) {
-        uint32_t acc[4] = {0u, 0u, 0u, 0u};
-        const int32_t n = r.cout - oc;
-        for (int32_t o = 0; o < n && r.bias != NULL; ++o) {
-            acc[o] = (uint32_t)r.bias[oc + o];
-        }
-        (void)mcu_dot4_packed(col, w, kp, acc);
-        for (int32_t o = 0; o < n; ++o) {
-            y[oc + o] = requant(&r, acc[o], oc + o);
+    *right = stream[1] & 1;
+#if MCU_S8_DSP_NATIVE
+    if (*right) {
+        return 1;
+    }
+#endif
+    const int32_t words = mcu_packed_block_words(kp);
+    const int32_t *blob = stream + MCU_PACKED_HEADER_WORDS;
+    for (int32_t oc0 = 0; oc0 < cout; oc0 += 4, blob += words) {
+        const int32_t *rq = blob + 4 + 2 * kp;
+        for (int32_t o = 0; o < 4 && oc0 + o < cout; ++o, rq += 3) {
+            const int ok = *right ? rq[0] >= 0 && rq[1] >= 1 && rq[1] <= 23 && rq[2] == (int32_t)1 << (rq[1] - 1)
+                                  : rq[1] >= -30 && mcu_quant_valid(rq[0], -rq[1]);
+            if (!ok) {
+                return 0;
+            }
         }
     }
+    return 1;
 }
 
-mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_params *p,
-                                const mcu_per_channel_quant *q, const int8_t *input, const int16_t *packed,
-                                const int32_t *bias, int8_t *output)
+mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_params *p, const int8_t *input,
+                                const int32_t *packed, int8_t *output)
 {
     (void)ctx; /* no scratch needed */
-    MCU_REQUIRE(p != NULL && q != NULL && q->multiplier != NULL && q->shift != NULL && input != NULL &&
-                    packed != NULL && output != NULL,
-                MCU_ERR_NULL_POINTER);
+    MCU_REQUIRE(p != NULL && input != NULL && packed != NULL && output != NULL, MCU_ERR_NULL_POINTER);
     MCU_REQUIRE(p->kernel_h > 0 && p->kernel_w > 0 && p->stride_h > 0 && p->stride_w > 0 &&
                     p->dilation_h > 0 && p->dilation_w > 0 && p->pad_top >= 0 && p->pad_left >= 0 &&
                     p->groups == 1,
@@ -204,17 +217,11 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
                 MCU_ERR_SHAPE);
     const int32_t kp = packed_taps(p);
     MCU_REQUIRE(kp <= MCU_CONV_PACKED_TAPS_MAX, MCU_ERR_SHAPE);
-    for (int32_t oc = 0; oc < out.c; ++oc) {
-        MCU_REQUIRE(mcu_quant_valid(q->multiplier[oc], q->shift[oc]), MCU_ERR_INVALID_ARG);
-    }
-
-    const requant_t r = {q->multiplier, q->shift, bias, out.c, p->output_offset, p->act_min, p->act_max,
-#if MCU_S8_DSP
-                         mcu_shifts_right(q->shift, out.c)
-#else
-                         0
-#endif
-    };
+    MCU_REQUIRE(((uintptr_t)packed & 3u) == 0, MCU_ERR_INVALID_ARG); /* LDM takes whole words */
+    int right = 0;
+    MCU_REQUIRE(check_stream(packed, out.c, kp, &right), MCU_ERR_INVALID_ARG);
+    const layer_t l = {out.c, kp, mcu_packed_block_words(kp), {p->output_offset, p->act_min, p->act_max}, right};
+    packed += MCU_PACKED_HEADER_WORDS;
     _Alignas(8) int16_t col[MCU_CONV_PACKED_TAPS_MAX];
     _Alignas(4) int8_t raw[MCU_CONV_PACKED_TAPS_MAX];
     const int32_t hw = out.h * out.w;
@@ -233,7 +240,7 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
             MCU_REQUIRE(d >= bwd, MCU_ERR_INVALID_ARG);
             for (int64_t i = pixels - 1; i >= 0; --i) {
                 column(p, input + i * bi, 0, 0, kp, col, raw);
-                pixel(r, col, kp, packed, output + i * bo);
+                pixel(&l, col, packed, output + i * bo);
             }
             return MCU_OK;
         }
@@ -247,7 +254,7 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
         for (int32_t oh = 0; oh < out.h; ++oh) {
             for (int32_t ow = 0; ow < out.w; ++ow) {
                 column(p, x_n, oh, ow, kp, col, raw);
-                pixel(r, col, kp, packed, y_n + (oh * out.w + ow) * out.c);
+                pixel(&l, col, packed, y_n + (oh * out.w + ow) * out.c);
             }
         }
     }

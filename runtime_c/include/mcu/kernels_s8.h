@@ -191,17 +191,21 @@ mcu_status mcu_conv2d_1x1_s8(const mcu_context *ctx, const mcu_conv2d_s8_params 
 int32_t mcu_conv2d_1x1_s8_get_buffer_size(const mcu_conv2d_s8_params *p);
 
 /** Convolution (groups == 1, any window, stride, padding, dilation) and fully connected layers
- * (as a 1x1 convolution over batch rows) with weights packed ahead of time for the dual-MAC loop
- * (mcu/backends/tuned.py, pack_weights): int16, output channels in blocks of 4, window taps padded
- * to a multiple of 4 and, within each group of 4 taps, in the order 0, 2, 1, 3 that SXTB16
- * widening produces; block b, tap pair j holds the 4 channels' pairs as consecutive words.
- * The window (kh * kw * in_c, padded to 4) must be at most MCU_CONV_PACKED_TAPS_MAX.
- * Output pixels are written in memory order, each after its window is read; a 1x1 stride-1
- * unpadded layer may overlap its input either way (the pixel-buffer contract of mcu_conv2d_1x1_s8). */
+ * (as a 1x1 convolution over batch rows) from a stream of 32-bit words (word-aligned) packed ahead
+ * of time for the dual-MAC loop (mcu/backends/tuned.py, pack_layer): a header (MCU_PACKED_MAGIC,
+ * flags (bit 0: every shift in [-23, -1]), output channels, taps per window padded to 4), then
+ * one block per 4 output channels: their 4 biases; their weights as int16 pairs, window taps
+ * padded to a multiple of 4 and, within each group of 4 taps, in the order 0, 2, 1, 3 that SXTB16
+ * widening produces, tap pair j of the 4 channels as consecutive words; then per channel
+ * (multiplier, -shift, 2^(-shift-1)). The window (kh * kw * in_c, padded to 4) must be at most
+ * MCU_CONV_PACKED_TAPS_MAX. Output pixels are written in memory order, each after its window is
+ * read; a 1x1 stride-1 unpadded layer may overlap its input either way (the pixel-buffer contract
+ * of mcu_conv2d_1x1_s8). */
 #define MCU_CONV_PACKED_TAPS_MAX 640
-mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_params *p,
-                                const mcu_per_channel_quant *q, const int8_t *input, const int16_t *packed,
-                                const int32_t *bias, int8_t *output);
+#define MCU_PACKED_MAGIC 0x5043554D /* "MUCP" read as a little-endian word */
+#define MCU_PACKED_HEADER_WORDS 4
+mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_params *p, const int8_t *input,
+                                const int32_t *packed, int8_t *output);
 int32_t mcu_conv2d_packed_s8_get_buffer_size(const mcu_conv2d_s8_params *p);
 
 #endif /* MCU_KERNELS_S8_H */

@@ -17,78 +17,122 @@
 
 #include <stdint.h>
 
+#include "requant.h"
 #include "simd_s8.h"
 
-/* acc[0..3] += col . packed block, over kp taps (kp a positive multiple of 4); returns the
- * weights after the block. */
-static inline const int16_t *mcu_dot4_packed(const int16_t *col, const int16_t *w, int32_t kp, uint32_t acc[4])
+/* Words of one block of the packed stream: 4 biases, kp / 2 tap pairs of 4 channels, then
+ * (multiplier, right shift, 2^(shift - 1)) of each channel. */
+static inline int32_t mcu_packed_block_words(int32_t kp)
+{
+    return 4 + 2 * kp + 12;
+}
+
+#if MCU_S8_DSP_NATIVE
+/* Four taps (two pairs) of the column (r4) against four channels of the stream (r5), into r0-r3. */
+#define MCU_DOT4_HALF                                                                                     \
+    "ldrd r12, lr, [r4], #8\n\t"                                                                          \
+    "ldmia r5!, {r8, r9, r10, r11}\n\t"                                                                   \
+    "smlad r0, r12, r8, r0\n\t"                                                                           \
+    "smlad r1, r12, r9, r1\n\t"                                                                           \
+    "smlad r2, r12, r10, r2\n\t"                                                                          \
+    "smlad r3, r12, r11, r3\n\t"                                                                          \
+    "ldmia r5!, {r8, r9, r10, r11}\n\t"                                                                   \
+    "smlad r0, lr, r8, r0\n\t"                                                                            \
+    "smlad r1, lr, r9, r1\n\t"                                                                            \
+    "smlad r2, lr, r10, r2\n\t"                                                                           \
+    "smlad r3, lr, r11, r3\n\t"
+#endif
+
+/* acc[0..3] += col . the block's weight pairs (w: the first pair word), over kp taps (a positive
+ * multiple of 4). */
+static inline void mcu_dot4_packed(const int16_t *col, const int32_t *w, int32_t kp, uint32_t acc[4])
 {
 #if MCU_S8_DSP_NATIVE
-    uint32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
-    const int16_t *x = col;
-    if (kp & 4) {
-        __asm__ volatile("ldrd r12, lr, [%[x]], #8\n\t"
-                         "ldmia %[w]!, {r8, r9, r10, r11}\n\t"
-                         "smlad %[a0], r12, r8, %[a0]\n\t"
-                         "smlad %[a1], r12, r9, %[a1]\n\t"
-                         "smlad %[a2], r12, r10, %[a2]\n\t"
-                         "smlad %[a3], r12, r11, %[a3]\n\t"
-                         "ldmia %[w]!, {r8, r9, r10, r11}\n\t"
-                         "smlad %[a0], lr, r8, %[a0]\n\t"
-                         "smlad %[a1], lr, r9, %[a1]\n\t"
-                         "smlad %[a2], lr, r10, %[a2]\n\t"
-                         "smlad %[a3], lr, r11, %[a3]\n\t"
-                         : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [x] "+r"(x), [w] "+r"(w)
-                         :
-                         : "r8", "r9", "r10", "r11", "r12", "lr", "memory");
-    }
-    const int16_t *end = col + kp;
-    if (x != end) {
-        __asm__ volatile("1:\n\t"
-                         "ldrd r12, lr, [%[x]], #8\n\t"
-                         "ldmia %[w]!, {r8, r9, r10, r11}\n\t"
-                         "smlad %[a0], r12, r8, %[a0]\n\t"
-                         "smlad %[a1], r12, r9, %[a1]\n\t"
-                         "smlad %[a2], r12, r10, %[a2]\n\t"
-                         "smlad %[a3], r12, r11, %[a3]\n\t"
-                         "ldmia %[w]!, {r8, r9, r10, r11}\n\t"
-                         "smlad %[a0], lr, r8, %[a0]\n\t"
-                         "smlad %[a1], lr, r9, %[a1]\n\t"
-                         "smlad %[a2], lr, r10, %[a2]\n\t"
-                         "smlad %[a3], lr, r11, %[a3]\n\t"
-                         "ldrd r12, lr, [%[x]], #8\n\t"
-                         "ldmia %[w]!, {r8, r9, r10, r11}\n\t"
-                         "smlad %[a0], r12, r8, %[a0]\n\t"
-                         "smlad %[a1], r12, r9, %[a1]\n\t"
-                         "smlad %[a2], r12, r10, %[a2]\n\t"
-                         "smlad %[a3], r12, r11, %[a3]\n\t"
-                         "ldmia %[w]!, {r8, r9, r10, r11}\n\t"
-                         "smlad %[a0], lr, r8, %[a0]\n\t"
-                         "smlad %[a1], lr, r9, %[a1]\n\t"
-                         "smlad %[a2], lr, r10, %[a2]\n\t"
-                         "smlad %[a3], lr, r11, %[a3]\n\t"
-                         "cmp %[x], %[end]\n\t"
-                         "bne 1b\n\t"
-                         : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [x] "+r"(x), [w] "+r"(w)
-                         : [end] "r"(end)
-                         : "r8", "r9", "r10", "r11", "r12", "lr", "cc", "memory");
-    }
+    register uint32_t a0 __asm__("r0") = acc[0];
+    register uint32_t a1 __asm__("r1") = acc[1];
+    register uint32_t a2 __asm__("r2") = acc[2];
+    register uint32_t a3 __asm__("r3") = acc[3];
+    register const int16_t *x __asm__("r4") = col;
+    register const int32_t *wp __asm__("r5") = w;
+    register const int16_t *e __asm__("r6") = col + kp;
+    __asm__ volatile(
+        "sub r8, r6, r4\n\t"
+        "tst r8, #8\n\t"
+        "bne 2f\n\t"
+        "1:\n\t" MCU_DOT4_HALF "2:\n\t" MCU_DOT4_HALF
+        "cmp r4, r6\n\t"
+        "bne 1b\n\t"
+        : "+r"(a0), "+r"(a1), "+r"(a2), "+r"(a3), "+r"(x), "+r"(wp), "+r"(e)
+        :
+        : "r8", "r9", "r10", "r11", "r12", "lr", "cc", "memory");
     acc[0] = a0;
     acc[1] = a1;
     acc[2] = a2;
     acc[3] = a3;
-    return w;
 #else
     for (int32_t j = 0; j < kp; j += 2) {
         const int32_t x0 = col[j], x1 = col[j + 1];
         for (int32_t o = 0; o < 4; ++o) {
-            acc[o] += (uint32_t)(x0 * w[2 * o]) + (uint32_t)(x1 * w[2 * o + 1]);
+            const uint32_t word = (uint32_t)w[o];
+            const int32_t lo = (int32_t)(int16_t)(uint16_t)(word & 0xFFFFu);
+            const int32_t hi = (int32_t)(int16_t)(uint16_t)(word >> 16);
+            acc[o] += (uint32_t)(x0 * lo) + (uint32_t)(x1 * hi);
         }
-        w += 8;
+        w += 4;
     }
-    return w;
 #endif
 }
+
+#if MCU_S8_DSP_NATIVE
+/* One whole block on the core: biases into the accumulators (one LDM), the dot product (per 8
+ * taps 2 LDRD + 4 LDM + 16 SMLAD + compare and branch, entering half-way when kp % 8 == 4), then
+ * each channel's requantization as mcu_requant_right_s8 computes it, four bytes to y. Every
+ * register is fixed because LDM fills registers in ascending order. Returns the next block. */
+static inline const int32_t *mcu_block4_packed(const int16_t *col, int32_t kp, const int32_t *blob, int8_t *y,
+                                               const int32_t *layer)
+{
+    register const int16_t *x __asm__("r4") = col;
+    register const int32_t *w __asm__("r5") = blob;
+    register const int16_t *e __asm__("r6") = col + kp;
+    register int8_t *yp __asm__("r8") = y;
+    register const int32_t *lp __asm__("r9") = layer;
+    __asm__ volatile(
+        "push {r8, r9}\n\t"
+        "ldmia r5!, {r0, r1, r2, r3}\n\t"
+        "sub r8, r6, r4\n\t"
+        "tst r8, #8\n\t"
+        "bne 2f\n\t"
+        "1:\n\t" MCU_DOT4_HALF "2:\n\t" MCU_DOT4_HALF
+        "cmp r4, r6\n\t"
+        "bne 1b\n\t"
+        "pop {r4, r6}\n\t" /* r4: y, r6: (output_offset, act_min, act_max) */
+#define MCU_RQ(acc)                                                                                   \
+        "ldmia r5!, {r8, r9, r10}\n\t"                                                                \
+        "mov r11, #0x40000000\n\t"                                                                    \
+        "mov r12, #0\n\t"                                                                             \
+        "smlal r11, r12, " acc ", r8\n\t"                                                             \
+        "lsr r11, r11, #31\n\t"                                                                       \
+        "orr " acc ", r11, r12, lsl #1\n\t"                                                           \
+        "add " acc ", " acc ", " acc ", asr #31\n\t"                                                  \
+        "qadd " acc ", " acc ", r10\n\t"                                                              \
+        "asr " acc ", " acc ", r9\n\t"                                                                \
+        "ldm r6, {r8, r9, r10}\n\t"                                                                   \
+        "add " acc ", " acc ", r8\n\t"                                                                \
+        "cmp " acc ", r9\n\t"                                                                         \
+        "it lt\n\t"                                                                                   \
+        "movlt " acc ", r9\n\t"                                                                       \
+        "cmp " acc ", r10\n\t"                                                                        \
+        "it gt\n\t"                                                                                   \
+        "movgt " acc ", r10\n\t"                                                                      \
+        "strb " acc ", [r4], #1\n\t"
+        MCU_RQ("r0") MCU_RQ("r1") MCU_RQ("r2") MCU_RQ("r3")
+#undef MCU_RQ
+        : [x] "+r"(x), [w] "+r"(w), [e] "+r"(e), [yp] "+r"(yp), [lp] "+r"(lp)
+        :
+        : "r0", "r1", "r2", "r3", "r10", "r11", "r12", "lr", "cc", "memory");
+    return w;
+}
+#endif
 
 /* col[0..kp) from kp bytes (kp a multiple of 4): (x + off) in the 0, 2, 1, 3 order per group. */
 static inline void mcu_column_s8(const int8_t *x, int32_t kp, int32_t off, int16_t *col)
@@ -110,7 +154,6 @@ static inline void mcu_column_s8(const int8_t *x, int32_t kp, int32_t off, int16
 #endif
 }
 
-#if MCU_S8_DSP
 static inline int32_t mcu_qadd(int32_t a, int32_t b)
 {
 #if MCU_S8_DSP_NATIVE
@@ -122,35 +165,24 @@ static inline int32_t mcu_qadd(int32_t a, int32_t b)
 #endif
 }
 
-/* Whether every channel's shift is in [-23, -1], the range of mcu_requant_right_s8. */
-static inline int mcu_shifts_right(const int32_t *shift, int32_t n)
-{
-    for (int32_t i = 0; i < n; ++i) {
-        if (shift[i] < -23 || shift[i] > -1) {
-            return 0;
-        }
-    }
-    return 1;
-}
-
 /* mcu_requantize_to_s8 for a validated multiplier and a right shift s = -shift in [1, 23] (real
- * layers: the output scale is larger than input scale x weight scale), in about half the
- * instructions. The rounding divide by 2^s (half away from zero) is floor((y + 2^(s-1) - [y < 0])
- * / 2^s); the addition saturates instead of wrapping, and when it saturates the exact quotient
- * and the saturated one, 2^(31-s) and 2^(31-s) - 1, are both at least 255 for s <= 23, which the
- * int8 clamp (offset >= -128, act_max <= 127) maps to the same act_max. Right shifts of negative
- * values are arithmetic, as GCC and Clang define them (the only compilers of these paths). */
-static inline int8_t mcu_requant_right_s8(int32_t acc, int32_t multiplier, int32_t s, int32_t output_offset,
-                                          int32_t act_min, int32_t act_max)
+ * layers: the output scale is larger than input scale x weight scale), with round = 2^(s-1), in
+ * about half the instructions. The rounding divide by 2^s (half away from zero) is
+ * floor((y + 2^(s-1) - [y < 0]) / 2^s); the addition saturates instead of wrapping, and when it
+ * saturates the exact quotient and the saturated one, 2^(31-s) and 2^(31-s) - 1, are both at
+ * least 255 for s <= 23, which the int8 clamp (offset >= -128, act_max <= 127) maps to the same
+ * act_max. Right shifts of negative values are arithmetic, as GCC and Clang define them (the
+ * compilers of these paths); mcu_block4_packed is the same sequence in assembly. */
+static inline int8_t mcu_requant_right_s8(int32_t acc, int32_t multiplier, int32_t s, int32_t round,
+                                          int32_t output_offset, int32_t act_min, int32_t act_max)
 {
     const int64_t prod = (int64_t)acc * multiplier + ((int64_t)1 << 30);
     int32_t y = (int32_t)(prod >> 31);
     y += y >> 31;
-    y = mcu_qadd(y, (int32_t)1 << (s - 1)) >> s;
+    y = mcu_qadd(y, round) >> s;
     y += output_offset;
     y = y < act_min ? act_min : y;
     return (int8_t)(y > act_max ? act_max : y);
 }
-#endif
 
 #endif /* MCU_KERNELS_INTERNAL_GEMM_S8_DSP_H */
