@@ -349,18 +349,31 @@ static inline void mcu_mve_dw_fold_bias(const int8_t *weight, int32_t taps, int3
     }
 }
 
-/* acc += x_t * w_t (per channel) over `taps` > 0 taps, x_t = x + t * xs, w_t = w + t * ws, for 16
- * channels (a[0], a[1]: even and odd channels of the first eight, a[2], a[3] of the next eight) or,
- * with `half`, the first eight only. MVE has no vector-by-vector multiply-accumulate: each tap
- * widens the bytes to 16-bit lanes and VMULLB/VMULLT multiply the even and the odd lanes into exact
- * 32-bit products, added to the accumulators. xs = 0 with x pointing at zero-points is a run of
- * padded taps. Assembly: GCC 12 spills this loop's registers. */
-static inline void mcu_mve_dw_taps(int32x4_t a[4], const int8_t *x, int32_t xs, const int8_t *w, int32_t ws,
-                                   int32_t taps, int half)
+/* A run of taps of one depthwise pixel: n > 0 taps starting at input x (channel 0), x advancing
+ * by xs per tap (0 for a run of padded taps over a zero-point row). */
+typedef struct {
+    const int8_t *x;
+    int32_t xs;
+    int32_t n;
+} mcu_mve_dw_seg;
+
+/* acc += x_t * w_t per channel over a pixel's list of runs of taps (in weight order; w_t = w + t * ws),
+ * for 16 channels from c (a[0], a[1]: even and odd channels of the first eight, a[2], a[3] of the
+ * next eight) or, with `half`, the first eight only. MVE has no vector-by-vector multiply-accumulate:
+ * each tap widens the bytes to 16-bit lanes and VMULLB/VMULLT multiply the even and the odd lanes
+ * into exact 32-bit products, added to the accumulators. One assembly block for the whole window,
+ * so that the accumulators stay in registers (GCC 12 spills them around separate loops). */
+static inline void mcu_mve_dw_segs(int32x4_t a[4], const mcu_mve_dw_seg *seg, int32_t nseg, int32_t c,
+                                   const int8_t *w, int32_t ws, int half)
 {
     int32x4_t a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3];
+    const int8_t *x;
+    int32_t xs, n;
     if (half) {
-        __asm__ volatile("   dls lr, %[n]\n"
+        __asm__ volatile("2: ldrd %[x], %[xs], [%[seg]], #12\n"
+                         "   ldr %[n], [%[seg], #-4]\n"
+                         "   add %[x], %[x], %[c]\n"
+                         "   dls lr, %[n]\n"
                          "1: vldrb.s16 q4, [%[x]]\n"
                          "   vldrb.s16 q5, [%[w]]\n"
                          "   vmullb.s16 q6, q4, q5\n"
@@ -370,11 +383,17 @@ static inline void mcu_mve_dw_taps(int32x4_t a[4], const int8_t *x, int32_t xs, 
                          "   add %[x], %[xs]\n"
                          "   add %[w], %[ws]\n"
                          "   le lr, 1b\n"
-                         : [a0] "+w"(a0), [a1] "+w"(a1), [x] "+l"(x), [w] "+l"(w)
-                         : [n] "r"(taps), [xs] "r"(xs), [ws] "r"(ws)
-                         : "q4", "q5", "q6", "lr", "memory");
+                         "   subs %[cnt], %[cnt], #1\n"
+                         "   bne 2b\n"
+                         : [a0] "+w"(a0), [a1] "+w"(a1), [x] "=&l"(x), [xs] "=&r"(xs), [n] "=&r"(n), [seg] "+r"(seg),
+                           [cnt] "+r"(nseg), [w] "+l"(w)
+                         : [c] "r"(c), [ws] "r"(ws)
+                         : "q4", "q5", "q6", "lr", "cc", "memory");
     } else {
-        __asm__ volatile("   dls lr, %[n]\n"
+        __asm__ volatile("2: ldrd %[x], %[xs], [%[seg]], #12\n"
+                         "   ldr %[n], [%[seg], #-4]\n"
+                         "   add %[x], %[x], %[c]\n"
+                         "   dls lr, %[n]\n"
                          "1: vldrb.s16 q4, [%[x]]\n"
                          "   vldrb.s16 q5, [%[w]]\n"
                          "   vmullb.s16 q6, q4, q5\n"
@@ -390,9 +409,12 @@ static inline void mcu_mve_dw_taps(int32x4_t a[4], const int8_t *x, int32_t xs, 
                          "   add %[x], %[xs]\n"
                          "   add %[w], %[ws]\n"
                          "   le lr, 1b\n"
-                         : [a0] "+w"(a0), [a1] "+w"(a1), [a2] "+w"(a2), [a3] "+w"(a3), [x] "+l"(x), [w] "+l"(w)
-                         : [n] "r"(taps), [xs] "r"(xs), [ws] "r"(ws)
-                         : "q4", "q5", "q6", "lr", "memory");
+                         "   subs %[cnt], %[cnt], #1\n"
+                         "   bne 2b\n"
+                         : [a0] "+w"(a0), [a1] "+w"(a1), [a2] "+w"(a2), [a3] "+w"(a3), [x] "=&l"(x), [xs] "=&r"(xs),
+                           [n] "=&r"(n), [seg] "+r"(seg), [cnt] "+r"(nseg), [w] "+l"(w)
+                         : [c] "r"(c), [ws] "r"(ws)
+                         : "q4", "q5", "q6", "lr", "cc", "memory");
     }
     a[0] = a0;
     a[1] = a1;
@@ -480,9 +502,26 @@ static inline void mcu_mve_depthwise_pixel_s8(const int8_t *const *rows, int32_t
                                               const mcu_per_channel_quant *q, int32_t output_offset, int32_t act_min,
                                               int32_t act_max, int8_t *y)
 {
-    _Alignas(16) int8_t zps[16];
-    vstrbq_s8(zps, vdupq_n_s8((int8_t)-input_offset));
+    /* The window as runs of taps, built once per pixel: padded runs read a row of zero-points (the
+     * block's channel offset is added to every run's pointer). */
+    _Alignas(16) int8_t zps[MCU_S8_MVE_OC_MAX];
+    mcu_mve_fill_s8(zps, (int8_t)-input_offset, channels);
+    mcu_mve_dw_seg seg[3 * MCU_S8_MVE_DW_ROWS_MAX];
+    int32_t nseg = 0;
     const int32_t cs = channels;
+    for (int32_t i = 0; i < kh; ++i) {
+        if (rows[i] == NULL || kw_hi <= kw_lo) {
+            seg[nseg++] = (mcu_mve_dw_seg){zps, 0, kw};
+            continue;
+        }
+        if (kw_lo > 0) {
+            seg[nseg++] = (mcu_mve_dw_seg){zps, 0, kw_lo};
+        }
+        seg[nseg++] = (mcu_mve_dw_seg){rows[i] + (iw0 + kw_lo) * cs, cs, kw_hi - kw_lo};
+        if (kw_hi < kw) {
+            seg[nseg++] = (mcu_mve_dw_seg){zps, 0, kw - kw_hi};
+        }
+    }
     int32_t c = 0;
     for (; c + 8 <= channels;) {
         const int half = c + 16 > channels;
@@ -491,22 +530,7 @@ static inline void mcu_mve_depthwise_pixel_s8(const int8_t *const *rows, int32_t
             a[2] = vldrwq_s32(kbias + c + 8);
             a[3] = vldrwq_s32(kbias + c + 12);
         }
-        const int8_t *wp = weight + c;
-        for (int32_t i = 0; i < kh; ++i, wp += kw * cs) {
-            if (rows[i] == NULL) {
-                mcu_mve_dw_taps(a, zps, 0, wp, cs, kw, half);
-                continue;
-            }
-            if (kw_lo > 0) {
-                mcu_mve_dw_taps(a, zps, 0, wp, cs, kw_lo, half);
-            }
-            if (kw_hi > kw_lo) {
-                mcu_mve_dw_taps(a, rows[i] + (iw0 + kw_lo) * cs + c, cs, wp + kw_lo * cs, cs, kw_hi - kw_lo, half);
-            }
-            if (kw_hi < kw) {
-                mcu_mve_dw_taps(a, zps, 0, wp + kw_hi * cs, cs, kw - kw_hi, half);
-            }
-        }
+        mcu_mve_dw_segs(a, seg, nseg, c, weight + c, cs, half);
         mcu_mve_dw_store8(a[0], a[1], q, c, output_offset, act_min, act_max, y);
         if (!half) {
             mcu_mve_dw_store8(a[2], a[3], q, c + 8, output_offset, act_min, act_max, y);
