@@ -75,33 +75,73 @@ static inline int32x4_t mcu_mve_requantize_s32(int32x4_t x, int32x4_t multiplier
     return vrshlq_s32(vqaddq_s32(y, fixup), right);
 }
 
+/* mcu_requantize per lane for one multiplier m in [0, 2^31 - 1] and shift (left = max(shift, 0),
+ * right = max(-shift, 0)), all scalar operands: no vector registers for parameters. The
+ * round-half-away fixup is a plain add of -1 for negative y (when right > 0): y > INT32_MIN
+ * because m < 2^31, so it cannot wrap. */
+typedef struct {
+    int32_t m, left, neg_right, fix; /* fix: 1 when right > 0 */
+} mcu_mve_rq1;
+
+static inline mcu_mve_rq1 mcu_mve_rq1_make(int32_t multiplier, int32_t shift)
+{
+    const mcu_mve_rq1 r = {multiplier, shift > 0 ? shift : 0, shift < 0 ? shift : 0, shift < 0 ? 1 : 0};
+    return r;
+}
+
+static inline int32x4_t mcu_mve_requantize_1(int32x4_t x, const mcu_mve_rq1 *r)
+{
+    int32x4_t y = vqrdmulhq_n_s32(vqshlq_r_s32(x, r->left), r->m);
+    y = vmlaq_n_s32(y, vshrq_n_s32(y, 31), r->fix);
+    return vrshlq_n_s32(y, r->neg_right);
+}
+
+static inline int32x4_t mcu_mve_binary_lanes(int op, const mcu_binary_s8_params *p, const mcu_mve_rq1 *ra,
+                                             const mcu_mve_rq1 *rb, const mcu_mve_rq1 *ro, int32_t a_add,
+                                             int32_t b_add, int32x4_t scale, int32x4_t x, int32x4_t y)
+{
+    int32x4_t acc;
+    if (op == 2) {
+        acc = vmulq_s32(vaddq_n_s32(x, p->a_offset), vaddq_n_s32(y, p->b_offset));
+    } else {
+        /* (q + offset) * 2^left_shift = q * 2^left_shift + offset * 2^left_shift: one VMLAS */
+        x = mcu_mve_requantize_1(vmlasq_n_s32(x, scale, a_add), ra);
+        y = mcu_mve_requantize_1(vmlasq_n_s32(y, scale, b_add), rb);
+        acc = op == 0 ? vqaddq_s32(x, y) : vqsubq_s32(x, y);
+    }
+    acc = vqaddq_n_s32(mcu_mve_requantize_1(acc, ro), p->output_offset);
+    return vminq_s32(vmaxq_s32(acc, vdupq_n_s32(p->act_min)), vdupq_n_s32(p->act_max));
+}
+
 /* One contiguous output row of the int8 add, sub (`op` 0, 1) or mul (2) (internal/binary_s8.h), four
  * elements per step, the last step predicated. Operand strides are 1 or 0 (broadcast: one value).
  * Lane arithmetic equals mcu_binary_s8_apply: (q + offset) * 2^left_shift fits int32 (checked by the
- * caller), the input rescales are mcu_requantize (mcu_mve_requantize_s32), the sum or difference
- * saturates (VQADD/VQSUB = mcu_sat_s32), and the product of two values of magnitude <= 255 is exact.
- * Each step reads its elements before it writes them, so an operand may be the output itself. */
+ * caller), the input rescales are mcu_requantize (mcu_mve_requantize_lr), the sum or difference
+ * saturates (VQADD/VQSUB = mcu_sat_s32), the product of two values of magnitude <= 255 is exact, and
+ * the output offset is added with saturation as in mcu_requantize_to_s8. Each step reads its
+ * elements before it writes them, so an operand may be the output itself. */
 static inline void mcu_mve_binary_row_s8(int op, const mcu_binary_s8_params *p, const int8_t *a, int32_t sa,
                                          const int8_t *b, int32_t sb, int8_t *out, int32_t n)
 {
-    const int32x4_t am = vdupq_n_s32(p->a_multiplier), as = vdupq_n_s32(p->a_shift);
-    const int32x4_t bm = vdupq_n_s32(p->b_multiplier), bs = vdupq_n_s32(p->b_shift);
-    const int32x4_t om = vdupq_n_s32(p->out_multiplier), os = vdupq_n_s32(p->out_shift);
-    for (int32_t i = 0; i < n; i += 4) {
-        const mve_pred16_t pr = vctp32q((uint32_t)(n - i));
-        int32x4_t x = sa != 0 ? vldrbq_z_s32(a + i, pr) : vdupq_n_s32(a[0]);
-        int32x4_t y = sb != 0 ? vldrbq_z_s32(b + i, pr) : vdupq_n_s32(b[0]);
-        x = vaddq_n_s32(x, p->a_offset);
-        y = vaddq_n_s32(y, p->b_offset);
-        int32x4_t acc;
-        if (op == 2) {
-            acc = vmulq_s32(x, y);
-        } else {
-            x = mcu_mve_requantize_s32(vshlq_r_s32(x, p->left_shift), am, as);
-            y = mcu_mve_requantize_s32(vshlq_r_s32(y, p->left_shift), bm, bs);
-            acc = op == 0 ? vqaddq_s32(x, y) : vqsubq_s32(x, y);
+    const int32_t ls = op == 2 ? 0 : p->left_shift;
+    const int32x4_t scale = vdupq_n_s32((int32_t)1 << ls);
+    const int32_t a_add = p->a_offset * ((int32_t)1 << ls);
+    const int32_t b_add = p->b_offset * ((int32_t)1 << ls);
+    const mcu_mve_rq1 ra = mcu_mve_rq1_make(p->a_multiplier, p->a_shift);
+    const mcu_mve_rq1 rb = mcu_mve_rq1_make(p->b_multiplier, p->b_shift);
+    const mcu_mve_rq1 ro = mcu_mve_rq1_make(p->out_multiplier, p->out_shift);
+    int32_t i = 0;
+    if (sa == 1 && sb == 1) {
+        for (; i + 4 <= n; i += 4) {
+            vstrbq_s32(out + i, mcu_mve_binary_lanes(op, p, &ra, &rb, &ro, a_add, b_add, scale, vldrbq_s32(a + i),
+                                                     vldrbq_s32(b + i)));
         }
-        vstrbq_p_s32(out + i, mcu_mve_requantize(acc, om, os, p->output_offset, p->act_min, p->act_max), pr);
+    }
+    for (; i < n; i += 4) {
+        const mve_pred16_t pr = vctp32q((uint32_t)(n - i));
+        const int32x4_t x = sa != 0 ? vldrbq_z_s32(a + i, pr) : vdupq_n_s32(a[0]);
+        const int32x4_t y = sb != 0 ? vldrbq_z_s32(b + i, pr) : vdupq_n_s32(b[0]);
+        vstrbq_p_s32(out + i, mcu_mve_binary_lanes(op, p, &ra, &rb, &ro, a_add, b_add, scale, x, y), pr);
     }
 }
 
