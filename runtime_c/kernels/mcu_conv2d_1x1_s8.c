@@ -48,9 +48,31 @@ static void pixel_mve(const mcu_conv2d_s8_params *p, const mcu_per_channel_quant
     mcu_mve_matrix_pixel(x, cin, p->output.c, weight, kbias, q, p->output_offset, p->act_min, p->act_max,
                          output + i * p->output.c);
 }
+
+/* All pixels, forward or backward (see below). A function of its own, not inlined, so that its
+ * stack buffers do not add to the DSP path's in the caller's frame. */
+static __attribute__((noinline)) void pointwise_mve(const mcu_conv2d_s8_params *p, const mcu_per_channel_quant *q,
+                                                    const int8_t *input, const int8_t *weight, const int32_t *bias,
+                                                    int8_t *output, int64_t pixels, int disjoint, int forward)
+{
+    _Alignas(16) int8_t col[MCU_S8_MVE_COL_MAX];
+    _Alignas(16) int32_t kbias[MCU_S8_MVE_OC_MAX];
+    mcu_mve_fold_bias(weight, p->input.c, p->output.c, bias, p->input_offset, kbias);
+    if (forward) {
+        for (int64_t i = 0; i < pixels; ++i) {
+            pixel_mve(p, q, input, weight, kbias, output, i, disjoint, col);
+        }
+        return;
+    }
+    for (int64_t i = pixels - 1; i >= 0; --i) {
+        pixel_mve(p, q, input, weight, kbias, output, i, 0, col);
+    }
+}
 #endif
 
-#if MCU_S8_DSP
+/* Not on MVE cores: there the MVE path serves every layer it can, and this path's 2.5 KiB column in
+ * the kernel's frame would add to the MVE path's stack. */
+#if MCU_S8_DSP && !MCU_S8_MVE
 /* Pixels i and i + step (when inside [0, pixels)): both inputs are widened into 16-bit columns
  * before either output is written, so a pair keeps the pixel-buffer contract in either direction
  * (the writes of a pair land where a single pixel's would, after the same reads). */
@@ -110,23 +132,13 @@ mcu_status mcu_conv2d_1x1_s8(const mcu_context *ctx, const mcu_conv2d_s8_params 
     const int disjoint = !mcu_overlaps(input, (size_t)in_count, output, (size_t)out_count);
 #if MCU_S8_MVE
     if (in.c <= MCU_S8_MVE_COL_MAX && out.c <= MCU_S8_MVE_OC_MAX) {
-        _Alignas(16) int8_t col[MCU_S8_MVE_COL_MAX];
-        _Alignas(16) int32_t kbias[MCU_S8_MVE_OC_MAX];
-        mcu_mve_fold_bias(weight, in.c, out.c, bias, p->input_offset, kbias);
-        if (disjoint || d <= fwd) {
-            for (int64_t i = 0; i < pixels; ++i) {
-                pixel_mve(p, q, input, weight, kbias, output, i, disjoint, col);
-            }
-            return MCU_OK;
-        }
-        MCU_REQUIRE(d >= bwd, MCU_ERR_INVALID_ARG);
-        for (int64_t i = pixels - 1; i >= 0; --i) {
-            pixel_mve(p, q, input, weight, kbias, output, i, 0, col);
-        }
+        const int forward = disjoint || d <= fwd;
+        MCU_REQUIRE(forward || d >= bwd, MCU_ERR_INVALID_ARG);
+        pointwise_mve(p, q, input, weight, bias, output, pixels, disjoint, forward);
         return MCU_OK;
     }
 #endif
-#if MCU_S8_DSP
+#if MCU_S8_DSP && !MCU_S8_MVE
     if (in.c <= MCU_S8_COL_MAX) {
         _Alignas(8) int16_t col[2 * MCU_S8_COL_MAX];
         if (disjoint || d <= fwd) {

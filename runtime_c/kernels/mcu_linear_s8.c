@@ -13,6 +13,31 @@ int32_t mcu_linear_s8_get_buffer_size(const mcu_linear_s8_params *p)
     return 0;
 }
 
+#if MCU_S8_MVE
+/* Batches of more than one row: output features in chunks of MCU_S8_MVE_OC_MAX, the chunk's biases
+ * folded once (mve_s8.h), then every batch row, four outputs per step. The output does not overlap
+ * the input (checked by the caller), so the order of the writes is free. Not inlined, so that its
+ * stack buffer does not add to the DSP path's in the caller's frame. */
+static __attribute__((noinline)) void linear_mve_chunks(const mcu_linear_s8_params *p,
+                                                        const mcu_per_channel_quant *q, const int8_t *input,
+                                                        const int8_t *weight, const int32_t *bias, int8_t *output)
+{
+    const int32_t nin = p->in_features;
+    _Alignas(16) int32_t kbias[MCU_S8_MVE_OC_MAX];
+    for (int32_t o = 0; o < p->out_features; o += MCU_S8_MVE_OC_MAX) {
+        const int32_t rest = p->out_features - o;
+        const int32_t chunk = rest < MCU_S8_MVE_OC_MAX ? rest : MCU_S8_MVE_OC_MAX;
+        const int8_t *w = weight + o * nin;
+        const mcu_per_channel_quant qc = {q->multiplier + o, q->shift + o};
+        mcu_mve_fold_bias(w, nin, chunk, bias != NULL ? bias + o : NULL, p->input_offset, kbias);
+        for (int32_t b = 0; b < p->batch; ++b) {
+            mcu_mve_matrix_pixel(input + b * nin, nin, chunk, w, kbias, &qc, p->output_offset, p->act_min,
+                                 p->act_max, output + b * p->out_features + o);
+        }
+    }
+}
+#endif
+
 mcu_status mcu_linear_s8(const mcu_context *ctx, const mcu_linear_s8_params *p, const mcu_per_channel_quant *q,
                          const int8_t *input, const int8_t *weight, const int32_t *bias, int8_t *output)
 {
@@ -49,24 +74,8 @@ mcu_status mcu_linear_s8(const mcu_context *ctx, const mcu_linear_s8_params *p, 
                            p->act_min, p->act_max, output);
         return MCU_OK;
     }
-    {
-        /* Output features in chunks of MCU_S8_MVE_OC_MAX: fold the chunk's biases (mve_s8.h), then
-         * every batch row, four outputs per step. The output does not overlap the input (checked
-         * above), so the order of the writes is free. */
-        _Alignas(16) int32_t kbias[MCU_S8_MVE_OC_MAX];
-        for (int32_t o = 0; o < p->out_features; o += MCU_S8_MVE_OC_MAX) {
-            const int32_t rest = p->out_features - o;
-            const int32_t chunk = rest < MCU_S8_MVE_OC_MAX ? rest : MCU_S8_MVE_OC_MAX;
-            const int8_t *w = weight + o * nin;
-            const mcu_per_channel_quant qc = {q->multiplier + o, q->shift + o};
-            mcu_mve_fold_bias(w, nin, chunk, bias != NULL ? bias + o : NULL, p->input_offset, kbias);
-            for (int32_t b = 0; b < p->batch; ++b) {
-                mcu_mve_matrix_pixel(input + b * nin, nin, chunk, w, kbias, &qc, p->output_offset, p->act_min,
-                                     p->act_max, output + b * p->out_features + o);
-            }
-        }
-        return MCU_OK;
-    }
+    linear_mve_chunks(p, q, input, weight, bias, output);
+    return MCU_OK;
 #endif
 #if MCU_S8_DSP
     if (nin <= MCU_S8_COL_MAX) {
