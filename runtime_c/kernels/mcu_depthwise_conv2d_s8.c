@@ -4,6 +4,7 @@
 
 #include "internal/check.h"
 #include "internal/conv_s8_dsp.h"
+#include "internal/dw_s8_dsp.h"
 #include "internal/mve_s8.h"
 #include "internal/requant.h"
 #include "internal/window.h"
@@ -13,6 +14,107 @@ int32_t mcu_depthwise_conv2d_s8_get_buffer_size(const mcu_depthwise_conv2d_s8_pa
     (void)p;
     return 0;
 }
+
+#if MCU_S8_DSP
+/* Channels [c, ch) of output row oh of image x_n with plain arithmetic, pixel by pixel. */
+static void mcu_dsp_tail_row(const mcu_depthwise_conv2d_s8_params *p, const mcu_per_channel_quant *q,
+                             const int8_t *x_n, const int8_t *weight, const int32_t *bias, int32_t oh, int32_t c,
+                             int8_t *y_row)
+{
+    const mcu_shape4 in = p->input;
+    const int32_t kh = p->kernel_h, kw = p->kernel_w, ch = in.c;
+    const int8_t *rows[MCU_S8_DW_ROWS_MAX];
+    const int32_t ih0 = oh * p->stride_h - p->pad_top;
+    for (int32_t i = 0; i < kh; ++i) {
+        rows[i] = ih0 + i >= 0 && ih0 + i < in.h ? x_n + (ih0 + i) * in.w * ch : NULL;
+    }
+    for (int32_t ow = 0; ow < p->output.w; ++ow) {
+        const int32_t iw0 = ow * p->stride_w - p->pad_left;
+        int32_t kw_lo, kw_hi;
+        mcu_window_taps(iw0, kw, 1, in.w, &kw_lo, &kw_hi);
+        mcu_dw_pixel_tail_s8(rows, kh, kw, iw0, kw_lo, kw_hi, ch, c, ch, p->input_offset, weight, bias, q,
+                             p->output_offset, p->act_min, p->act_max, y_row + ow * ch);
+    }
+}
+
+/* ch_mult 1, dilation 1, groups of four channels a whole row at a time (internal/dw_s8_dsp.h).
+ * With the output apart from the input (`apart`), any order of writes is safe: one group runs over
+ * the whole image with its tables built once. Otherwise the output may overlap the input as far as
+ * the window contract allows, which holds for pixels written in order each after its own reads; a
+ * row is then assembled on the stack and written after all of its reads, which keeps every write
+ * of that row below the inputs later rows read (they read no earlier input than this row's last
+ * pixel does). */
+static void mcu_dsp_groups(const mcu_dw4_geom *g, const mcu_depthwise_conv2d_s8_params *p,
+                           const mcu_per_channel_quant *q, const int8_t *input, const int8_t *weight,
+                           const int32_t *bias, int8_t *output, int apart)
+{
+    const mcu_shape4 in = p->input;
+    const mcu_shape4 out = p->output;
+    const int32_t kh = p->kernel_h, ch = in.c;
+    const int32_t in_row = in.w * ch, out_row = out.w * ch;
+    const int32_t groups_end = ch / 4 * 4;
+    mcu_dw4_group t;
+    mcu_dw4_run run;
+    const uint32_t *wrow[MCU_S8_DW_ROWS_MAX];
+    mcu_dw4_zero(&t);
+    int32_t ih[MCU_S8_DW_ROWS_MAX];
+    const int8_t *rows[MCU_S8_DW_ROWS_MAX];
+    int8_t row_buf[MCU_DW_ROW_BYTES];
+    for (int32_t n = 0; n < in.n; ++n) {
+        const int8_t *x_n = input + n * in.h * in_row;
+        int8_t *y_n = output + n * out.h * out_row;
+        if (apart) {
+            for (int32_t c = 0; c < groups_end; c += 4) {
+                mcu_dw4_group_init(&t, g, c, weight, bias, q);
+                mcu_dw4_run_init(&run, &t, g);
+                for (int32_t oh = 0; oh < out.h; ++oh) {
+                    int32_t lo, hi;
+                    mcu_dw4_rows(oh, p->stride_h, p->pad_top, kh, in.h, &lo, &hi, ih);
+                    const uint32_t(*b)[4] = mcu_dw4_tables(&t, g, lo, hi, wrow);
+                    for (int32_t i = 0; i < kh; ++i) {
+                        rows[i] = x_n + ih[i] * in_row + c;
+                    }
+                    mcu_dw4_row(&t, g, &run, rows, wrow, b, y_n + oh * out_row + c);
+                }
+            }
+            if (groups_end < ch) {
+                for (int32_t oh = 0; oh < out.h; ++oh) {
+                    mcu_dsp_tail_row(p, q, x_n, weight, bias, oh, groups_end, y_n + oh * out_row);
+                }
+            }
+            continue;
+        }
+        for (int32_t oh = 0; oh < out.h; ++oh) {
+            int32_t lo, hi;
+            mcu_dw4_rows(oh, p->stride_h, p->pad_top, kh, in.h, &lo, &hi, ih);
+            for (int32_t c = 0; c < groups_end; c += 4) {
+                mcu_dw4_group_init(&t, g, c, weight, bias, q);
+                mcu_dw4_run_init(&run, &t, g);
+                const uint32_t(*b)[4] = mcu_dw4_tables(&t, g, lo, hi, wrow);
+                for (int32_t i = 0; i < kh; ++i) {
+                    rows[i] = x_n + ih[i] * in_row + c;
+                }
+                mcu_dw4_row(&t, g, &run, rows, wrow, b, row_buf + c);
+            }
+            if (groups_end < ch) {
+                mcu_dsp_tail_row(p, q, x_n, weight, bias, oh, groups_end, row_buf);
+            }
+            /* After every read of this row. Word copies; the empty asm keeps GCC from calling
+             * memcpy (the kernels reference no libc function). */
+            int8_t *y = y_n + oh * out_row;
+            int32_t i = 0;
+            for (; i + 4 <= out_row; i += 4) {
+                mcu_store_u32(y + i, mcu_load_u32(row_buf + i));
+                __asm__("" ::: "memory");
+            }
+            for (; i < out_row; ++i) {
+                y[i] = row_buf[i];
+                __asm__("" ::: "memory");
+            }
+        }
+    }
+}
+#endif
 
 #if MCU_S8_MVE
 /* ch_mult 1, dilation 1: eight channels per step (internal/mve_s8.h), pixels in memory order, each
@@ -92,6 +194,16 @@ mcu_status mcu_depthwise_conv2d_s8(const mcu_context *ctx, const mcu_depthwise_c
     }
 #endif
 #if MCU_S8_DSP
+    mcu_dw4_geom g;
+    if (p->ch_mult == 1 && p->dilation_h == 1 && p->dilation_w == 1 &&
+        mcu_dw4_plan(&g, p->kernel_h, p->kernel_w, in.c, p->stride_w, p->pad_left, in.w, out.w, p->input_offset,
+                     p->output_offset, p->act_min, p->act_max)) {
+        const int apart = !mcu_overlaps(input, (size_t)in_count, output, out_bytes);
+        if (apart || (int64_t)out.w * out.c <= MCU_DW_ROW_BYTES) {
+            mcu_dsp_groups(&g, p, q, input, weight, bias, output, apart);
+            return MCU_OK;
+        }
+    }
     if (p->ch_mult == 1 && p->dilation_h == 1 && p->dilation_w == 1 && p->kernel_h <= MCU_S8_DW_ROWS_MAX) {
         /* Four channels per step with per-lane multiply-accumulate; pixels in memory order. */
         const int8_t *rows[MCU_S8_DW_ROWS_MAX];

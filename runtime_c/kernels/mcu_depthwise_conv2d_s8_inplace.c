@@ -9,6 +9,7 @@
 
 #include "internal/check.h"
 #include "internal/conv_s8_dsp.h"
+#include "internal/dw_s8_dsp.h"
 #include "internal/mve_s8.h"
 #include "internal/requant.h"
 #include "internal/window.h"
@@ -21,6 +22,74 @@ int32_t mcu_depthwise_conv2d_s8_inplace_get_buffer_size(const mcu_depthwise_conv
     const int64_t bytes = (int64_t)(p->pad_top + 1) * p->input.w * p->input.c;
     return bytes > INT32_MAX ? 0 : (int32_t)bytes;
 }
+
+#if MCU_S8_DSP
+/* One group of four channels (then each remaining channel) over the whole image at a time. Output
+ * row r of a group overwrites only that group's bytes of input row r, after they were copied to the
+ * ring: later groups still find their own bytes of every row in data, and output row r of this
+ * group reads rows <= r of this group from the ring (rows r - pad_top .. r are there) and rows > r
+ * from data, untouched yet. The ring and its size are those of the row-by-row path. */
+static void mcu_dsp_inplace(const mcu_dw4_geom *g, const mcu_depthwise_conv2d_s8_params *p,
+                            const mcu_per_channel_quant *q, int8_t *data, const int8_t *weight, const int32_t *bias,
+                            int8_t *ring, int32_t ring_rows)
+{
+    const mcu_shape4 in = p->input;
+    const int32_t kh = p->kernel_h, kw = p->kernel_w, ch = in.c;
+    const size_t row_bytes = (size_t)in.w * (size_t)ch;
+    mcu_dw4_group t;
+    mcu_dw4_run run;
+    const uint32_t *wrow[MCU_S8_DW_ROWS_MAX];
+    mcu_dw4_zero(&t);
+    int32_t ih[MCU_S8_DW_ROWS_MAX];
+    const int8_t *rows[MCU_S8_DW_ROWS_MAX];
+    for (int32_t n = 0; n < in.n; ++n) {
+        int8_t *img = data + (size_t)n * (size_t)in.h * row_bytes;
+        int32_t c = 0;
+        for (; c + 4 <= ch; c += 4) {
+            mcu_dw4_group_init(&t, g, c, weight, bias, q);
+                mcu_dw4_run_init(&run, &t, g);
+            for (int32_t r = 0; r < in.h; ++r) {
+                int8_t *y = img + (size_t)r * row_bytes + c;
+                int8_t *slot = ring + (size_t)(r % ring_rows) * row_bytes + c;
+                for (int32_t col = 0; col < in.w; ++col) {
+                    mcu_store_u32(slot + col * ch, mcu_load_u32(y + col * ch));
+                }
+                int32_t lo, hi;
+                mcu_dw4_rows(r, 1, p->pad_top, kh, in.h, &lo, &hi, ih);
+                const uint32_t(*b)[4] = mcu_dw4_tables(&t, g, lo, hi, wrow);
+                for (int32_t i = 0; i < kh; ++i) {
+                    rows[i] = (ih[i] <= r ? ring + (size_t)(ih[i] % ring_rows) * row_bytes
+                                          : img + (size_t)ih[i] * row_bytes) +
+                              c;
+                }
+                mcu_dw4_row(&t, g, &run, rows, wrow, b, y);
+            }
+        }
+        for (; c < ch; ++c) { /* channels past the last group of four, one at a time */
+            for (int32_t r = 0; r < in.h; ++r) {
+                int8_t *y = img + (size_t)r * row_bytes;
+                int8_t *slot = ring + (size_t)(r % ring_rows) * row_bytes;
+                for (int32_t col = 0; col < in.w; ++col) {
+                    slot[col * ch + c] = y[col * ch + c];
+                }
+                for (int32_t i = 0; i < kh; ++i) {
+                    const int32_t r_in = r - p->pad_top + i;
+                    rows[i] = r_in < 0 || r_in >= in.h ? NULL
+                              : r_in <= r              ? ring + (size_t)(r_in % ring_rows) * row_bytes
+                                                       : img + (size_t)r_in * row_bytes;
+                }
+                for (int32_t ow = 0; ow < in.w; ++ow) {
+                    const int32_t iw0 = ow - p->pad_left;
+                    int32_t kw_lo, kw_hi;
+                    mcu_window_taps(iw0, kw, 1, in.w, &kw_lo, &kw_hi);
+                    mcu_dw_pixel_tail_s8(rows, kh, kw, iw0, kw_lo, kw_hi, ch, c, c + 1, p->input_offset, weight, bias,
+                                         q, p->output_offset, p->act_min, p->act_max, y + ow * ch);
+                }
+            }
+        }
+    }
+}
+#endif
 
 #if MCU_S8_MVE
 /* Row by row as the plain path below (the same ring of pad_top + 1 rows: output row r lands on
@@ -93,6 +162,14 @@ mcu_status mcu_depthwise_conv2d_s8_inplace(const mcu_context *ctx, const mcu_dep
 #if MCU_S8_MVE
     if (kh <= MCU_S8_MVE_DW_ROWS_MAX && in.c <= MCU_S8_MVE_OC_MAX) {
         inplace_mve(p, q, data, weight, bias, ring);
+        return MCU_OK;
+    }
+#endif
+#if MCU_S8_DSP
+    mcu_dw4_geom g;
+    if (mcu_dw4_plan(&g, kh, kw, in.c, 1, p->pad_left, in.w, in.w, p->input_offset, p->output_offset, p->act_min,
+                     p->act_max)) {
+        mcu_dsp_inplace(&g, p, q, data, weight, bias, ring, ring_rows);
         return MCU_OK;
     }
 #endif

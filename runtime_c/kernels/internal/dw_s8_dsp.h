@@ -1,0 +1,659 @@
+/* Depthwise convolution (ch_mult 1, dilation 1) four channels at a time over
+ * whole rows, for the DSP paths (MCU_S8_DSP, see simd_s8.h). Internal: static
+ * inline only.
+ *
+ * Where the instructions go in a 3x3 depthwise layer is the requantization
+ * (one per output value, as many as a third of the multiply-accumulates) and
+ * the weights (loaded and widened again for every pixel). So this path:
+ *  - runs one group of four channels over a whole image (or row) at a time,
+ *    with that group's weights widened once into a stack table of (w02, w13)
+ *    lane pairs, one pair per tap: a tap is then LDR + 2 SXTAB16 + LDRD + 4
+ *    SMLAxy;
+ *  - folds the border into the tables instead of branching per tap: a pixel
+ *    whose window crosses the left/right edge reads the kw in-bounds columns
+ *    nearest to it, against a copy of the weights shifted by as many columns
+ *    with zeros where a tap fell outside (a zero weight adds nothing, modulo
+ *    2^32 as well); a kernel row outside the input reads any in-bounds row
+ *    against zero weights. Every pixel then runs the same unrolled code;
+ *  - requantizes with one 64-bit multiply-accumulate per value (mcu_rq_ch),
+ *    then saturates, clamps and stores four values at once.
+ * The caller decides the order of writes (see the kernels' overlap
+ * contracts): these functions only read the rows they are given and write the
+ * output pointers they are given. */
+#ifndef MCU_KERNELS_INTERNAL_DW_S8_DSP_H
+#define MCU_KERNELS_INTERNAL_DW_S8_DSP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mcu/kernels_s8.h"
+#include "requant.h"
+#include "simd_s8.h"
+
+#if MCU_S8_DSP
+
+/* Widened weight words of one table of a channel group on the stack (two tables per group): kh rows
+ * of kw + 2 MCU_DW_PADW taps, two words each. 3x3 needs 42, 5x5 90. */
+#define MCU_DW_TAB_WORDS 128
+/* Largest output row (out_w * channels bytes) the general kernel assembles on the stack when its
+ * output overlaps its input (see mcu_depthwise_conv2d_s8.c). */
+#define MCU_DW_ROW_BYTES 1024
+
+/* --- requantization of one channel for shift in [-24, -1] ---------------------------------------
+ *
+ * With R = -shift >= 1 and P = acc * multiplier, mcu_requantize_to_s8_fast computes
+ *   y = floor((P + 2^30) / 2^31),  z = rounding_divide_by_pot(y, R) = floor((y + 2^(R-1) - [y < 0]) / 2^R)
+ * and nested floors of integer additions merge:  z = floor((P + 2^30 + 2^(R+30) - [y < 0] 2^31) / 2^(31+R)).
+ * [y < 0] may be replaced by [acc < 0]: they differ only when y == 0 (multiplier >= 0), where both
+ * give z == 0 (0 <= 2^(R-1) - 1 < 2^R). Adding output_offset * 2^(31+R) adds output_offset to z.
+ * So z + output_offset is the high word of K[acc < 0] + P shifted right by R - 1, with
+ * K[0] = 2^30 + 2^(R+30) + output_offset 2^(31+R) and K[1] = K[0] - 2^31: one SMLAL and an ASR.
+ * R <= 24 keeps every sum inside int64 (|P| < 2^62, |output_offset 2^(31+R)| <= 2^62, and the sum
+ * stays above -2^63), and the result fits int32 (|sum| < 2^63 = 2^(31+R) 2^(32-R)). The clamp to
+ * [-256, 256] of the fast function changes nothing once the result is clamped into int8. */
+typedef struct {
+    int64_t k[2]; /* K[0], K[1]: for acc >= 0 and acc < 0 */
+    int32_t multiplier;
+    int32_t rshift; /* R - 1 */
+} mcu_rq_ch;
+
+/* The native mcu_rq_ch_apply and mcu_rq4_pack_s8 load the table at these offsets. */
+_Static_assert(offsetof(mcu_rq_ch, multiplier) == 16 && offsetof(mcu_rq_ch, rshift) == 20 && sizeof(mcu_rq_ch) == 24,
+               "mcu_rq_ch layout");
+
+/* 1 and *t set when shift is in [-24, -1] (multiplier validated by the caller), else 0. */
+static inline int mcu_rq_ch_init(mcu_rq_ch *t, int32_t multiplier, int32_t shift, int32_t output_offset)
+{
+    if (shift > -1 || shift < -24) {
+        return 0;
+    }
+    const int32_t r = -shift;
+    t->k[0] = ((int64_t)1 << 30) + ((int64_t)1 << (r + 30)) + (int64_t)output_offset * ((int64_t)1 << (31 + r));
+    t->k[1] = t->k[0] - ((int64_t)1 << 31);
+    t->multiplier = multiplier;
+    t->rshift = r - 1;
+    return 1;
+}
+
+/* Requantized acc plus the output offset, saturated to int8 (not yet clamped to the activation). */
+static inline int32_t mcu_rq_ch_apply(const mcu_rq_ch *t, int32_t acc)
+{
+#if MCU_S8_DSP_NATIVE
+    /* One statement, so that GCC keeps the table in memory and loads it with two LDRDs. */
+    uint32_t lo, hi, m, sh, kp;
+    int32_t z;
+    __asm__("lsr %[kp], %[acc], #31\n\t"
+            "add %[kp], %[t], %[kp], lsl #3\n\t"
+            "ldrd %[lo], %[hi], [%[kp]]\n\t"
+            "ldrd %[m], %[sh], [%[t], #16]\n\t"
+            "smlal %[lo], %[hi], %[acc], %[m]\n\t"
+            "asr %[hi], %[hi], %[sh]\n\t"
+            "ssat %[z], #8, %[hi]"
+            : [z] "=r"(z), [lo] "=&r"(lo), [hi] "=&r"(hi), [m] "=&r"(m), [sh] "=&r"(sh), [kp] "=&r"(kp)
+            : [acc] "r"(acc), [t] "r"(t)
+            : "memory");
+    return z;
+#else
+    const int64_t s = t->k[acc < 0 ? 1 : 0] + (int64_t)acc * t->multiplier;
+    return mcu_clamp_s32((int32_t)mcu_asr64(s, t->rshift + 32), -128, 127);
+#endif
+}
+
+/* Four accumulators requantized with rq[0..3] (mcu_rq_ch_apply) and packed as four int8 bytes in
+ * memory order, not yet clamped to the activation range. */
+static inline uint32_t mcu_rq4_pack_s8(const mcu_rq_ch *rq, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3)
+{
+#if MCU_S8_DSP_NATIVE
+    /* One statement with the table at fixed offsets (mcu_rq_ch is 24 bytes): 7 instructions per
+     * value and 5 to pack. */
+    uint32_t lo, hi, m, sh, kp;
+#define MCU_RQ_LANE(a, k, m_ofs)                                                              \
+    "lsr %[kp], %[" a "], #31\n\t"                                                            \
+    "add %[kp], %[t], %[kp], lsl #3\n\t"                                                      \
+    "ldrd %[lo], %[hi], [%[kp], #" k "]\n\t"                                                  \
+    "ldrd %[m], %[sh], [%[t], #" m_ofs "]\n\t"                                                \
+    "smlal %[lo], %[hi], %[" a "], %[m]\n\t"                                                  \
+    "asr %[hi], %[hi], %[sh]\n\t"                                                             \
+    "ssat %[" a "], #8, %[hi]\n\t"
+    __asm__(MCU_RQ_LANE("a0", "0", "16") MCU_RQ_LANE("a1", "24", "40") MCU_RQ_LANE("a2", "48", "64")
+                MCU_RQ_LANE("a3", "72", "88")
+            "pkhbt %[a0], %[a0], %[a2], lsl #16\n\t"
+            "pkhbt %[a1], %[a1], %[a3], lsl #16\n\t"
+            "and %[a0], %[a0], #0x00FF00FF\n\t"
+            "and %[a1], %[a1], #0x00FF00FF\n\t"
+            "orr %[a0], %[a0], %[a1], lsl #8"
+            : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [lo] "=&r"(lo), [hi] "=&r"(hi),
+              [m] "=&r"(m), [sh] "=&r"(sh), [kp] "=&r"(kp)
+            : [t] "r"(rq)
+            : "memory");
+#undef MCU_RQ_LANE
+    return a0;
+#else
+    return ((uint32_t)mcu_rq_ch_apply(&rq[0], mcu_u32_to_s32(a0)) & 0xFFu) |
+           (((uint32_t)mcu_rq_ch_apply(&rq[1], mcu_u32_to_s32(a1)) & 0xFFu) << 8) |
+           (((uint32_t)mcu_rq_ch_apply(&rq[2], mcu_u32_to_s32(a2)) & 0xFFu) << 16) |
+           (((uint32_t)mcu_rq_ch_apply(&rq[3], mcu_u32_to_s32(a3)) & 0xFFu) << 24);
+#endif
+}
+
+/* Four int8 bytes clamped to [min, max] (min4/max4: the bounds in all four bytes). */
+static inline uint32_t mcu_clamp4_s8(uint32_t v, uint32_t min4, uint32_t max4)
+{
+#if MCU_S8_DSP_NATIVE
+    uint32_t tmp;
+    /* Per byte: SSUB8 sets GE where v >= min (signed), SEL keeps v there and min elsewhere; then
+     * the same against max. GE lives in the flags, so both pairs stay in one asm statement. */
+    __asm__("ssub8 %1, %0, %2\n\t"
+            "sel %0, %0, %2\n\t"
+            "ssub8 %1, %3, %0\n\t"
+            "sel %0, %0, %3"
+            : "+r"(v), "=&r"(tmp)
+            : "r"(min4), "r"(max4)
+            : "cc");
+    return v;
+#else
+    const int32_t lo = mcu_lane_s8(min4, 0), hi = mcu_lane_s8(max4, 0);
+    uint32_t r = 0;
+    for (int k = 0; k < 4; ++k) {
+        r |= ((uint32_t)mcu_clamp_s32(mcu_lane_s8(v, k), lo, hi) & 0xFFu) << (8 * k);
+    }
+    return r;
+#endif
+}
+
+/* The int8 value v in all four bytes. */
+static inline uint32_t mcu_splat4_s8(int32_t v)
+{
+    return ((uint32_t)v & 0xFFu) * 0x01010101u;
+}
+
+/* --- one group of four channels -------------------------------------------------------------- */
+
+/* Each kernel row of a weight table has MCU_DW_PADW zero taps on either side, so the table of a
+ * column shift s in [-MCU_DW_PADW, MCU_DW_PADW] is the same memory from tap MCU_DW_PADW - s on. */
+#define MCU_DW_PADW 2
+#define MCU_DW_SHIFTS (2 * MCU_DW_PADW + 1)
+#define MCU_DW_KW_MAX 16 /* widest kernel of the row path */
+
+typedef struct {
+    int32_t kh, kw, channels;     /* kernel, channels of a pixel (the column step) */
+    int32_t stride_w, pad_left;   /* of the output columns */
+    int32_t in_w, out_w;          /* in_w >= kw */
+    int32_t shift_min, shifts;    /* column shifts shift_min .. shift_min + shifts - 1 (see mcu_dw4_plan) */
+    int32_t row_taps;             /* kw + 2 MCU_DW_PADW: taps per table row */
+    int32_t input_offset;
+    uint32_t min4, max4;          /* activation clamp in four bytes */
+    int clamp;                    /* the activation range is narrower than int8 */
+    int32_t output_offset, act_min, act_max;
+} mcu_dw4_geom;
+
+/* Fills g for a layer; 0 when the row path does not apply (then the caller uses another path). */
+static inline int mcu_dw4_plan(mcu_dw4_geom *g, int32_t kh, int32_t kw, int32_t channels, int32_t stride_w,
+                               int32_t pad_left, int32_t in_w, int32_t out_w, int32_t input_offset,
+                               int32_t output_offset, int32_t act_min, int32_t act_max)
+{
+    /* A pixel reads columns st .. st + kw - 1 with st = iw0 clamped to [0, in_w - kw]; its shift
+     * iw0 - st is -pad_left at the first column and grows to the last column's overhang. */
+    const int64_t last = (int64_t)(out_w - 1) * stride_w - pad_left - (in_w - kw);
+    if (channels < 4 || kh > MCU_S8_DW_ROWS_MAX || kw > MCU_DW_KW_MAX || in_w < kw || pad_left > MCU_DW_PADW ||
+        last > MCU_DW_PADW ||
+        (int64_t)kh * (kw + 2 * MCU_DW_PADW) * 2 > MCU_DW_TAB_WORDS) {
+        return 0;
+    }
+    g->kh = kh;
+    g->kw = kw;
+    g->channels = channels;
+    g->stride_w = stride_w;
+    g->pad_left = pad_left;
+    g->in_w = in_w;
+    g->out_w = out_w;
+    g->shift_min = -pad_left;
+    g->shifts = (int32_t)(last > 0 ? last : 0) + pad_left + 1;
+    g->row_taps = kw + 2 * MCU_DW_PADW;
+    g->input_offset = input_offset;
+    g->min4 = mcu_splat4_s8(act_min);
+    g->max4 = mcu_splat4_s8(act_max);
+    g->clamp = act_min > -128 || act_max < 127;
+    g->output_offset = output_offset;
+    g->act_min = act_min;
+    g->act_max = act_max;
+    return 1;
+}
+
+/* Per group of four channels: the widened weights of every kernel row (SXTB16 lane pairs (w0, w2),
+ * (w1, w3) per tap, MCU_DW_PADW zero taps on either side), a zero row that kernel rows outside the
+ * input point at instead, and the bias of every column shift with the input offset folded in: the
+ * pixel code multiplies the raw inputs, sum (x + off) w = sum x w + off sum w, modulo 2^32 like the
+ * accumulation itself, the sums running over the taps a pixel really has ("full": all kernel rows;
+ * "edge": the rows inside the input of an output row near the top or bottom). Then the
+ * requantization of the four channels. */
+typedef struct {
+    uint32_t w[MCU_DW_TAB_WORDS];
+    uint32_t zero[(MCU_DW_KW_MAX + 2 * MCU_DW_PADW) * 2];
+    uint32_t bias[4];
+    uint32_t bias_full[MCU_DW_SHIFTS][4];
+    uint32_t bias_edge[MCU_DW_SHIFTS][4];
+    int32_t edge_lo, edge_hi; /* the rows of bias_edge; -1: not computed */
+    mcu_rq_ch rq[4];
+    int fast_rq; /* all four channels take mcu_rq_ch */
+    int32_t multiplier[4], shift[4];
+} mcu_dw4_group;
+
+/* The signed 16-bit lane (0: bits 0-15, 1: bits 16-31) of a word. */
+static inline int32_t mcu_lane16(uint32_t v, int lane)
+{
+    const int32_t x = (int32_t)((v >> (16 * lane)) & 0xFFFFu);
+    return x >= 32768 ? x - 65536 : x;
+}
+
+/* Biases of every column shift for the kernel rows [lo, hi). */
+static inline void mcu_dw4_biases(const mcu_dw4_group *t, const mcu_dw4_geom *g, int32_t lo, int32_t hi,
+                                  uint32_t out[][4])
+{
+    const int32_t kw = g->kw, rt = g->row_taps;
+    int32_t col[MCU_DW_KW_MAX][4]; /* per weight column: the sum of its rows [lo, hi) */
+    for (int32_t j = 0; j < kw; ++j) {
+        int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+        for (int32_t i = lo; i < hi; ++i) {
+            const uint32_t w02 = t->w[(i * rt + MCU_DW_PADW + j) * 2];
+            const uint32_t w13 = t->w[(i * rt + MCU_DW_PADW + j) * 2 + 1];
+            s0 += mcu_lane16(w02, 0);
+            s1 += mcu_lane16(w13, 0);
+            s2 += mcu_lane16(w02, 1);
+            s3 += mcu_lane16(w13, 1);
+        }
+        col[j][0] = s0;
+        col[j][1] = s1;
+        col[j][2] = s2;
+        col[j][3] = s3;
+    }
+    for (int32_t si = 0; si < g->shifts; ++si) {
+        const int32_t s = g->shift_min + si;
+        const int32_t j0 = s < 0 ? -s : 0, j1 = s > 0 ? kw - s : kw; /* weight columns this shift keeps */
+        for (int32_t k = 0; k < 4; ++k) {
+            int32_t sum = 0; /* |sum| <= 127 kh kw: no overflow, nor in the product below */
+            for (int32_t j = j0; j < j1; ++j) {
+                sum += col[j][k];
+            }
+            out[si][k] = t->bias[k] + (uint32_t)(g->input_offset * sum);
+        }
+    }
+}
+
+/* Once per call: the zero row. */
+static inline void mcu_dw4_zero(mcu_dw4_group *t)
+{
+    for (int32_t j = 0; j < (MCU_DW_KW_MAX + 2 * MCU_DW_PADW) * 2; ++j) {
+        t->zero[j] = 0;
+        __asm__("" ::: "memory"); /* no memset call: the kernels reference no libc function */
+    }
+}
+
+/* Once per group: requantization, bias, weight rows and the biases of all kernel rows. */
+static inline void mcu_dw4_group_init(mcu_dw4_group *t, const mcu_dw4_geom *g, int32_t c, const int8_t *weight,
+                                      const int32_t *bias, const mcu_per_channel_quant *q)
+{
+    const int32_t kh = g->kh, kw = g->kw, rt = g->row_taps, ch = g->channels;
+    t->fast_rq = 1;
+    for (int32_t k = 0; k < 4; ++k) {
+        t->bias[k] = bias != NULL ? (uint32_t)bias[c + k] : 0u;
+        t->multiplier[k] = q->multiplier[c + k];
+        t->shift[k] = q->shift[c + k];
+        t->fast_rq &= mcu_rq_ch_init(&t->rq[k], q->multiplier[c + k], q->shift[c + k], g->output_offset);
+    }
+    for (int32_t i = 0; i < kh; ++i) {
+        uint32_t *row = t->w + i * rt * 2;
+        for (int32_t j = 0; j < 2 * MCU_DW_PADW; ++j) {
+            row[j] = 0;
+            row[(MCU_DW_PADW + kw) * 2 + j] = 0;
+        }
+        const int8_t *wp = weight + i * kw * ch + c;
+        for (int32_t j = 0; j < kw; ++j, wp += ch) {
+            const uint32_t wv = mcu_load_u32(wp);
+            row[(MCU_DW_PADW + j) * 2] = mcu_sxtb16(wv);
+            row[(MCU_DW_PADW + j) * 2 + 1] = mcu_sxtb16_ror8(wv);
+        }
+    }
+    mcu_dw4_biases(t, g, 0, kh, t->bias_full);
+    t->edge_lo = -1;
+    t->edge_hi = -1;
+}
+
+/* For an output row whose kernel rows [lo, hi) are inside the input: each kernel row's weight row
+ * (the zero row for the others) in wrow, and the biases of every column shift. */
+static inline const uint32_t (*mcu_dw4_tables(mcu_dw4_group *t, const mcu_dw4_geom *g, int32_t lo, int32_t hi,
+                                              const uint32_t **wrow))[4]
+{
+    for (int32_t i = 0; i < g->kh; ++i) {
+        wrow[i] = i >= lo && i < hi ? t->w + i * g->row_taps * 2 : t->zero;
+    }
+    if (lo == 0 && hi == g->kh) {
+        return (const uint32_t(*)[4])t->bias_full;
+    }
+    if (lo != t->edge_lo || hi != t->edge_hi) { /* only near the top and bottom edges */
+        mcu_dw4_biases(t, g, lo, hi, t->bias_edge);
+        t->edge_lo = lo;
+        t->edge_hi = hi;
+    }
+    return (const uint32_t(*)[4])t->bias_edge;
+}
+
+/* Accumulators of a pixel: bias, then taps of raw inputs (x0 x1 x2 x3 at xp) times the widened
+ * weights at wp: lanes (x0, x2) with (w0, w2) and (x1, x3) with (w1, w3). */
+#if MCU_S8_DSP_NATIVE
+/* The taps are single asm statements: written in C, GCC hoists the loads of all taps of a pixel
+ * ahead of the multiplies and spills most of them to the stack. The weights are two aligned words
+ * per tap (LDRD). */
+#define MCU_DW4_TAP_ASM(xaddr, wofs)                                                          \
+    "ldr %[xv], " xaddr "\n\t"                                                                \
+    "ldrd %[w0], %[w1], [%[w], #" wofs "]\n\t"                                                \
+    "sxtb16 %[x13], %[xv], ror #8\n\t"                                                        \
+    "sxtb16 %[xv], %[xv]\n\t"                                                                 \
+    "smlabb %[a0], %[xv], %[w0], %[a0]\n\t"                                                   \
+    "smlatt %[a2], %[xv], %[w0], %[a2]\n\t"                                                   \
+    "smlabb %[a1], %[x13], %[w1], %[a1]\n\t"                                                  \
+    "smlatt %[a3], %[x13], %[w1], %[a3]\n\t"
+
+#define MCU_DW4_ACC_OUT                                                                       \
+    [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [xv] "=&r"(xv_), [x13] "=&r"(x13_), \
+        [w0] "=&r"(w0_), [w1] "=&r"(w1_)
+
+#define MCU_DW4_TAP(xp, wp)                                                                   \
+    do {                                                                                      \
+        uint32_t xv_, x13_, w0_, w1_;                                                         \
+        __asm__(MCU_DW4_TAP_ASM("[%[x]]", "0") : MCU_DW4_ACC_OUT : [x] "r"(xp), [w] "r"(wp) : "memory"); \
+    } while (0)
+
+/* Three taps of one kernel row: inputs at xp, xp + ch, xp + 2 ch. */
+#define MCU_DW4_ROW3(xp, wp)                                                                  \
+    do {                                                                                      \
+        uint32_t xv_, x13_, w0_, w1_;                                                         \
+        __asm__(MCU_DW4_TAP_ASM("[%[x]]", "0") MCU_DW4_TAP_ASM("[%[x], %[ch]]", "8")            \
+                    MCU_DW4_TAP_ASM("[%[x], %[ch], lsl #1]", "16")                              \
+                : MCU_DW4_ACC_OUT                                                             \
+                : [x] "r"(xp), [ch] "r"(ch), [w] "r"(wp)                                      \
+                : "memory");                                                                  \
+    } while (0)
+#else
+/* The instructions' arithmetic in C. */
+#define MCU_DW4_TAP(xp, wp)                                                                   \
+    do {                                                                                      \
+        const uint32_t xv_ = mcu_load_u32(xp);                                                \
+        const uint32_t x02_ = mcu_sxtb16(xv_);                                                \
+        const uint32_t x13_ = mcu_sxtb16_ror8(xv_);                                           \
+        a0 = mcu_smlabb(x02_, (wp)[0], a0);                                                   \
+        a2 = mcu_smlatt(x02_, (wp)[0], a2);                                                   \
+        a1 = mcu_smlabb(x13_, (wp)[1], a1);                                                   \
+        a3 = mcu_smlatt(x13_, (wp)[1], a3);                                                   \
+    } while (0)
+
+#define MCU_DW4_ROW3(xp, wp)                                                                  \
+    do {                                                                                      \
+        MCU_DW4_TAP(xp, wp);                                                                  \
+        MCU_DW4_TAP((xp) + ch, (wp) + 2);                                                     \
+        MCU_DW4_TAP((xp) + 2 * ch, (wp) + 4);                                                 \
+    } while (0)
+#endif
+
+#if defined(__GNUC__)
+#define MCU_DW4_NOINLINE __attribute__((noinline, unused))
+#else
+#define MCU_DW4_NOINLINE
+#endif
+
+/* Requantizes, clamps and stores the four accumulators of a pixel at y. */
+static inline void mcu_dw4_store(const mcu_dw4_group *t, const mcu_dw4_geom *g, uint32_t a0, uint32_t a1,
+                                 uint32_t a2, uint32_t a3, int8_t *y)
+{
+    if (t->fast_rq) {
+        const uint32_t v = mcu_rq4_pack_s8(t->rq, a0, a1, a2, a3);
+        mcu_store_u32(y, g->clamp ? mcu_clamp4_s8(v, g->min4, g->max4) : v);
+    } else {
+        const uint32_t acc[4] = {a0, a1, a2, a3};
+        for (int32_t k = 0; k < 4; ++k) {
+            y[k] = mcu_requantize_to_s8_fast(mcu_u32_to_s32(acc[k]), t->multiplier[k], t->shift[k], g->output_offset,
+                                             g->act_min, g->act_max);
+        }
+    }
+}
+
+/* One output pixel of any kernel size: kernel row i reads kw columns from rows[i] + col against
+ * the weights from wrow[i] + wofs (the pixel's column shift), b the pixel's biases. */
+static MCU_DW4_NOINLINE void mcu_dw4_pixel(const mcu_dw4_group *t, const mcu_dw4_geom *g, const int8_t *const *rows,
+                                           const uint32_t *const *wrow, int32_t col, int32_t wofs, const uint32_t *b,
+                                           int8_t *y)
+{
+    const int32_t kh = g->kh, kw = g->kw, ch = g->channels;
+    uint32_t a0 = b[0], a1 = b[1], a2 = b[2], a3 = b[3];
+    for (int32_t i = 0; i < kh; ++i) {
+        const int8_t *xp = rows[i] + col;
+        const uint32_t *wp = wrow[i] + wofs;
+        if (kw == 3) {
+            MCU_DW4_ROW3(xp, wp);
+            continue;
+        }
+        for (int32_t j = 0; j < kw; ++j, xp += ch, wp += 2) {
+            MCU_DW4_TAP(xp, wp);
+        }
+    }
+    mcu_dw4_store(t, g, a0, a1, a2, a3, y);
+}
+
+/* --- the 3x3 pixel loop ----------------------------------------------------------------------- */
+
+/* What mcu_dw4_run3x3 reads, at fixed offsets on the Arm cores (asserted below): pixels from y to
+ * y_end, stepping ch output bytes and `step` input bytes; kernel row i reads row[i].x (advanced
+ * pixel by pixel) against the weights at row[i].w. */
+typedef struct {
+    uint32_t bias[4];
+    mcu_rq_ch rq[4];
+    struct {
+        const int8_t *x;
+        const uint32_t *w;
+    } row[3];
+    int32_t ch, step;
+    int8_t *y, *y_end;
+    uint32_t min4, max4;
+    int32_t clamp;
+} mcu_dw4_run;
+
+#if MCU_S8_DSP_NATIVE
+_Static_assert(offsetof(mcu_dw4_run, rq) == 16 && offsetof(mcu_dw4_run, row) == 112 &&
+                   offsetof(mcu_dw4_run, ch) == 136 && offsetof(mcu_dw4_run, step) == 140 &&
+                   offsetof(mcu_dw4_run, y) == 144 && offsetof(mcu_dw4_run, y_end) == 148 &&
+                   offsetof(mcu_dw4_run, min4) == 152 && offsetof(mcu_dw4_run, max4) == 156 &&
+                   offsetof(mcu_dw4_run, clamp) == 160,
+               "mcu_dw4_run layout (offsets in mcu_dw4_run3x3)");
+
+/* Hand-scheduled: all 14 registers. r0 = run, r1 = ch, r2 = y, r3 = step, r4-r7 the accumulators
+ * of channels 0-3, r8-r11 temporaries, r12/lr a kernel row's input and weight pointers. Per pixel:
+ * 2 bias loads, 3 x (LDRD of the row's pointers, 3 taps of 8, advance and store the input pointer),
+ * 7 per requantized value, 5 to pack, 3 to test for the clamp (5 more to apply it), 2 to store,
+ * 3 to loop: 121. */
+#define MCU_DW4_RUN_TAP(xaddr, wofs)                                                          \
+    "ldr r8, " xaddr "\n\t"                                                                   \
+    "ldrd r10, r11, [lr, #" wofs "]\n\t"                                                      \
+    "sxtb16 r9, r8, ror #8\n\t"                                                               \
+    "sxtb16 r8, r8\n\t"                                                                       \
+    "smlabb r4, r8, r10, r4\n\t"                                                              \
+    "smlatt r6, r8, r10, r6\n\t"                                                              \
+    "smlabb r5, r9, r11, r5\n\t"                                                              \
+    "smlatt r7, r9, r11, r7\n\t"
+#define MCU_DW4_RUN_ROW(ofs)                                                                  \
+    "ldrd r12, lr, [r0, #" ofs "]\n\t" MCU_DW4_RUN_TAP("[r12]", "0") MCU_DW4_RUN_TAP("[r12, r1]", "8") \
+        MCU_DW4_RUN_TAP("[r12, r1, lsl #1]", "16") "add r12, r12, r3\n\t"                     \
+                                                   "str r12, [r0, #" ofs "]\n\t"
+/* Lane a (register), K pair at kofs, multiplier and shift at mofs (see mcu_rq_ch_apply). */
+#define MCU_DW4_RUN_RQ(a, kofs, mofs)                                                         \
+    "lsr r8, " a ", #31\n\t"                                                                  \
+    "add r8, r0, r8, lsl #3\n\t"                                                              \
+    "ldrd r10, r11, [r8, #" kofs "]\n\t"                                                      \
+    "ldrd r8, r9, [r0, #" mofs "]\n\t"                                                        \
+    "smlal r10, r11, " a ", r8\n\t"                                                           \
+    "asr r11, r11, r9\n\t"                                                                    \
+    "ssat " a ", #8, r11\n\t"
+
+static __attribute__((naked, noinline, unused)) void mcu_dw4_run3x3(mcu_dw4_run *run)
+{
+    (void)run;
+    __asm__ volatile(
+        "push {r4-r11, lr}\n\t"
+        "ldr r1, [r0, #136]\n\t"
+        "ldr r3, [r0, #140]\n\t"
+        "ldr r2, [r0, #144]\n\t"
+        "1:\n\t"
+        "ldrd r4, r5, [r0, #0]\n\t"
+        "ldrd r6, r7, [r0, #8]\n\t"
+        MCU_DW4_RUN_ROW("112") MCU_DW4_RUN_ROW("120") MCU_DW4_RUN_ROW("128")
+        MCU_DW4_RUN_RQ("r4", "16", "32") MCU_DW4_RUN_RQ("r5", "40", "56") MCU_DW4_RUN_RQ("r6", "64", "80")
+        MCU_DW4_RUN_RQ("r7", "88", "104")
+        "pkhbt r4, r4, r6, lsl #16\n\t"
+        "pkhbt r5, r5, r7, lsl #16\n\t"
+        "and r4, r4, #0x00FF00FF\n\t"
+        "and r5, r5, #0x00FF00FF\n\t"
+        "orr r4, r4, r5, lsl #8\n\t"
+        "ldr r8, [r0, #160]\n\t"
+        "cmp r8, #0\n\t" /* CBZ takes low registers only */
+        "beq 2f\n\t"
+        /* per byte: SSUB8 sets GE where the value >= min, SEL keeps it there; then against max */
+        "ldrd r8, r9, [r0, #152]\n\t"
+        "ssub8 r10, r4, r8\n\t"
+        "sel r4, r4, r8\n\t"
+        "ssub8 r10, r9, r4\n\t"
+        "sel r4, r4, r9\n\t"
+        "2:\n\t"
+        "str r4, [r2]\n\t"
+        "add r2, r2, r1\n\t"
+        "ldr r8, [r0, #148]\n\t"
+        "cmp r2, r8\n\t"
+        "bne 1b\n\t"
+        "pop {r4-r11, pc}\n\t");
+}
+#undef MCU_DW4_RUN_TAP
+#undef MCU_DW4_RUN_ROW
+#undef MCU_DW4_RUN_RQ
+#else
+/* The same loop in C with the instructions' arithmetic. */
+static void mcu_dw4_run3x3(mcu_dw4_run *run)
+{
+    const int32_t ch = run->ch;
+    for (int8_t *y = run->y; y != run->y_end; y += ch) {
+        uint32_t a0 = run->bias[0], a1 = run->bias[1], a2 = run->bias[2], a3 = run->bias[3];
+        for (int32_t i = 0; i < 3; ++i) {
+            MCU_DW4_ROW3(run->row[i].x, run->row[i].w);
+            run->row[i].x += run->step;
+        }
+        const uint32_t v = mcu_rq4_pack_s8(run->rq, a0, a1, a2, a3);
+        mcu_store_u32(y, run->clamp ? mcu_clamp4_s8(v, run->min4, run->max4) : v);
+    }
+}
+#endif
+
+/* One output row of the group: rows[i] is kernel row i's input row (an in-bounds row whose weights
+ * wrow[i] are the zero row when the real row is outside), offset to the group's first channel; b
+ * the biases of every column shift; y is the output row, offset likewise. Pixels are written left
+ * to right; a pixel whose window crosses the left or right edge reads the kw columns nearest to it
+ * against the weights shifted by as many columns (zeros where a tap fell outside). */
+static inline void mcu_dw4_row(const mcu_dw4_group *t, const mcu_dw4_geom *g, mcu_dw4_run *run,
+                               const int8_t *const *rows, const uint32_t *const *wrow, const uint32_t (*b)[4],
+                               int8_t *y)
+{
+    const int32_t ch = g->channels;
+    const int32_t st_max = g->in_w - g->kw;
+    int32_t iw0 = -g->pad_left;
+    int32_t ow = 0;
+    if (g->kh == 3 && g->kw == 3 && t->fast_rq) {
+        while (ow < g->out_w) {
+            /* a run of pixels with the same shift: one border pixel, or the whole interior */
+            const int32_t st = iw0 < 0 ? 0 : iw0 > st_max ? st_max : iw0;
+            const int32_t sh = iw0 - st;
+            int32_t n = 1;
+            if (sh == 0) {
+                n = (st_max - iw0) / g->stride_w + 1;
+                n = n < g->out_w - ow ? n : g->out_w - ow;
+            }
+            for (int32_t k = 0; k < 4; ++k) {
+                run->bias[k] = b[sh - g->shift_min][k];
+            }
+            for (int32_t i = 0; i < 3; ++i) {
+                run->row[i].x = rows[i] + st * ch;
+                run->row[i].w = wrow[i] + 2 * (MCU_DW_PADW - sh);
+            }
+            run->y = y + ow * ch;
+            run->y_end = run->y + n * ch;
+            mcu_dw4_run3x3(run);
+            ow += n;
+            iw0 += n * g->stride_w;
+        }
+        return;
+    }
+    for (; ow < g->out_w; ++ow, iw0 += g->stride_w) {
+        const int32_t st = iw0 < 0 ? 0 : iw0 > st_max ? st_max : iw0;
+        const int32_t sh = iw0 - st;
+        mcu_dw4_pixel(t, g, rows, wrow, st * ch, 2 * (MCU_DW_PADW - sh), b[sh - g->shift_min], y + ow * ch);
+    }
+}
+
+/* The fields of run fixed for a group. */
+static inline void mcu_dw4_run_init(mcu_dw4_run *run, const mcu_dw4_group *t, const mcu_dw4_geom *g)
+{
+    for (int32_t k = 0; k < 4; ++k) { /* field by field: a struct copy may become a memcpy call */
+        run->rq[k].k[0] = t->rq[k].k[0];
+        run->rq[k].k[1] = t->rq[k].k[1];
+        run->rq[k].multiplier = t->rq[k].multiplier;
+        run->rq[k].rshift = t->rq[k].rshift;
+    }
+    run->ch = g->channels;
+    run->step = g->stride_w * g->channels;
+    run->min4 = g->min4;
+    run->max4 = g->max4;
+    run->clamp = g->clamp;
+}
+
+/* Kernel rows [*lo, *hi) of output row oh inside the input, and the row each kernel row reads:
+ * its own when inside, else the nearest inside (read against zero weights). Returns ih0. */
+static inline int32_t mcu_dw4_rows(int32_t oh, int32_t stride_h, int32_t pad_top, int32_t kh, int32_t in_h,
+                                   int32_t *lo, int32_t *hi, int32_t *ih)
+{
+    const int32_t ih0 = oh * stride_h - pad_top;
+    int32_t l = ih0 < 0 ? -ih0 : 0;
+    int32_t h = in_h - ih0 < kh ? in_h - ih0 : kh;
+    l = l < kh ? l : kh;
+    h = h > l ? h : l;
+    *lo = l;
+    *hi = h;
+    for (int32_t i = 0; i < kh; ++i) {
+        const int32_t r = ih0 + i;
+        ih[i] = r < 0 ? 0 : r >= in_h ? in_h - 1 : r;
+    }
+    return ih0;
+}
+
+/* Channels [c0, c1) of one output pixel with plain arithmetic (the channels after the last group
+ * of four): rows[i] is NULL when kernel row i is outside the input, taps kw_lo <= j < kw_hi start
+ * at column iw0. */
+static inline void mcu_dw_pixel_tail_s8(const int8_t *const *rows, int32_t kh, int32_t kw, int32_t iw0,
+                                        int32_t kw_lo, int32_t kw_hi, int32_t channels, int32_t c0, int32_t c1,
+                                        int32_t input_offset, const int8_t *weight, const int32_t *bias,
+                                        const mcu_per_channel_quant *q, int32_t output_offset, int32_t act_min,
+                                        int32_t act_max, int8_t *y)
+{
+    for (int32_t c = c0; c < c1; ++c) {
+        uint32_t acc = bias != NULL ? (uint32_t)bias[c] : 0u;
+        for (int32_t i = 0; i < kh; ++i) {
+            if (rows[i] == NULL) {
+                continue;
+            }
+            for (int32_t j = kw_lo; j < kw_hi; ++j) {
+                acc += (uint32_t)((rows[i][(iw0 + j) * channels + c] + input_offset) *
+                                  weight[(i * kw + j) * channels + c]);
+            }
+        }
+        y[c] = mcu_requantize_to_s8_fast(mcu_u32_to_s32(acc), q->multiplier[c], q->shift[c], output_offset, act_min,
+                                         act_max);
+    }
+}
+
+#endif /* MCU_S8_DSP */
+
+#endif /* MCU_KERNELS_INTERNAL_DW_S8_DSP_H */
