@@ -300,24 +300,30 @@ static inline void mcu_mve_matrix_pixel(const int8_t *x, int32_t n, int32_t out_
     }
 }
 
-/* Copies and fills of up to a few hundred bytes, 16 per instruction. */
+/* Copies and fills of n >= 0 bytes, 16 per instruction: tail-predicated loops (WLSTP skips n == 0),
+ * in assembly as mcu_mve_dot4. Only dst[0 .. n) is written, only src[0 .. n) read. */
 static inline void mcu_mve_copy_s8(int8_t *dst, const int8_t *src, int32_t n)
 {
-    for (; n > 0; n -= 16) {
-        const mve_pred16_t p = vctp8q((uint32_t)n);
-        vstrbq_p_s8(dst, vldrbq_z_s8(src, p), p);
-        src += 16;
-        dst += 16;
-    }
+    __asm__ volatile("   wlstp.8 lr, %[n], 2f\n"
+                     "1: vldrb.8 q0, [%[s]], #16\n"
+                     "   vstrb.8 q0, [%[d]], #16\n"
+                     "   letp lr, 1b\n"
+                     "2:\n"
+                     : [d] "+r"(dst), [s] "+r"(src)
+                     : [n] "r"(n)
+                     : "q0", "lr", "memory");
 }
 
 static inline void mcu_mve_fill_s8(int8_t *dst, int8_t v, int32_t n)
 {
     const int8x16_t vv = vdupq_n_s8(v);
-    for (; n > 0; n -= 16) {
-        vstrbq_p_s8(dst, vv, vctp8q((uint32_t)n));
-        dst += 16;
-    }
+    __asm__ volatile("   wlstp.8 lr, %[n], 2f\n"
+                     "1: vstrb.8 %q[v], [%[d]], #16\n"
+                     "   letp lr, 1b\n"
+                     "2:\n"
+                     : [d] "+r"(dst)
+                     : [n] "r"(n), [v] "w"(vv)
+                     : "lr", "memory");
 }
 
 /* The im2col column of one output pixel of a groups == 1 convolution: the window's taps in
