@@ -247,13 +247,14 @@ def linear_case(b: Builder, rng, *, batch, nin, nout, mode="uniform", wmode="sym
     b.add(Case("linear", call, y.reshape(-1)), out_off + y.size)
 
 
-def max_pool_case(b: Builder, rng, *, c, kh, kw, sh, sw, pt, pl, h, w, n=1, mode="uniform") -> None:
+def max_pool_case(b: Builder, rng, *, c, kh, kw, sh, sw, pt, pl, h, w, n=1, mode="uniform", avg=False) -> None:
     out_h = (h + 2 * pt - kh) // sh + 1
     out_w = (w + 2 * pl - kw) // sw + 1
     x = _data(rng, (n, h, w, c), mode)
     lo, hi = _act(rng)
-    y = ref.max_pool2d_s8(x, kernel_h=kh, kernel_w=kw, stride_h=sh, stride_w=sw, pad_top=pt, pad_left=pl,
-                          act_min=lo, act_max=hi, output=(n, out_h, out_w, c))
+    fn = ref.avg_pool2d_s8 if avg else ref.max_pool2d_s8
+    y = fn(x, kernel_h=kh, kernel_w=kw, stride_h=sh, stride_w=sw, pad_top=pt, pad_left=pl, act_min=lo, act_max=hi,
+           output=(n, out_h, out_w, c))
     xs = b.arr("int8_t", x)
     out_off = x.size + 16
     call = f"""
@@ -261,10 +262,10 @@ def max_pool_case(b: Builder, rng, *, c, kh, kw, sh, sw, pt, pl, h, w, n=1, mode
         const mcu_pool2d_s8_params p = {{{_shape(n, h, w, c)}, {_shape(n, out_h, out_w, c)}, {kh}, {kw}, {sh}, {sw},
             {pt}, {pl}, {lo}, {hi}}};
         copy(work, {xs}, {x.size});
-        status = mcu_max_pool2d_s8(&p, work, work + {out_off});
+        status = mcu_{"avg" if avg else "max"}_pool2d_s8(&p, work, work + {out_off});
         emit(work + {out_off}, {y.size});
     }}"""
-    b.add(Case("max_pool", call, y.reshape(-1)), out_off + y.size)
+    b.add(Case("avg_pool" if avg else "max_pool", call, y.reshape(-1)), out_off + y.size)
 
 
 def mean_case(b: Builder, rng, *, c, h, w, n=1, mode="uniform") -> None:
@@ -396,6 +397,13 @@ def build_cases() -> Builder:
         w = int(rng.integers(max(1, kw - 2 * pl + 1), 9))
         max_pool_case(b, rng, c=pick(chans), kh=kh, kw=kw, sh=int(rng.integers(1, 3)), sw=int(rng.integers(1, 3)),
                       pt=pt, pl=pl, h=h, w=w, n=pick([1, 2]), mode=pick(MODES))
+    for _ in range(12):
+        kh, kw = int(rng.integers(1, 5)), int(rng.integers(1, 5))
+        pt, pl = int(rng.integers(0, kh)), int(rng.integers(0, kw))
+        h = int(rng.integers(max(1, kh - 2 * pt + 1), 9))
+        w = int(rng.integers(max(1, kw - 2 * pl + 1), 9))
+        max_pool_case(b, rng, c=pick(chans), kh=kh, kw=kw, sh=int(rng.integers(1, 3)), sw=int(rng.integers(1, 3)),
+                      pt=pt, pl=pl, h=h, w=w, n=pick([1, 2]), mode=pick(MODES), avg=True)
     mean_case(b, rng, c=64, h=25, w=5)
     for _ in range(8):
         mean_case(b, rng, c=pick(chans), h=int(rng.integers(1, 9)), w=int(rng.integers(1, 9)), n=pick([1, 2]),
@@ -485,7 +493,7 @@ def device_run():
     src.write_text(_render(b))
     rt = runtime_dir()
     kernels = ["mcu_conv2d_s8.c", "mcu_conv2d_1x1_s8.c", "mcu_depthwise_conv2d_s8.c",
-               "mcu_depthwise_conv2d_s8_inplace.c", "mcu_linear_s8.c", "mcu_max_pool2d_s8.c", "mcu_mean_hw_s8.c",
+               "mcu_depthwise_conv2d_s8_inplace.c", "mcu_linear_s8.c", "mcu_max_pool2d_s8.c", "mcu_avg_pool2d_s8.c", "mcu_mean_hw_s8.c",
                "mcu_add_s8.c", "mcu_sub_s8.c", "mcu_mul_s8.c"]
     fw = build_firmware(board, [src, *(rt / "kernels" / k for k in kernels)], [rt / "include"], out)
     result = run_qemu(board, fw.elf, timeout_s=120)
@@ -507,7 +515,7 @@ def test_kernels_take_the_mve_path() -> None:
 
 
 @pytest.mark.parametrize("kernel", ["conv2d", "conv2d_1x1", "depthwise", "depthwise_inplace", "linear", "max_pool",
-                                    "mean_hw", "binary"])
+                                    "avg_pool", "mean_hw", "binary"])
 def test_mve_kernel_equals_reference(device_run, kernel: str) -> None:
     b, got = device_run
     checked = 0
