@@ -2,8 +2,8 @@
  * products of 16 int8 lanes per instruction, per-lane multiply-accumulate, and a 4-lane
  * requantization that is bit-exact with mcu_requantize_to_s8. Internal: static inline only.
  *
- * MCU_S8_MVE is 1 when the compiler targets integer MVE (__ARM_FEATURE_MVE bit 0: Cortex-M55,
- * M85 with -mcpu=cortex-m55...). Defining MCU_S8_NO_MVE forces the other paths. On every other
+ * MCU_S8_MVE is 1 when the compiler targets integer MVE (__ARM_FEATURE_MVE bit 0: Cortex-M55 and
+ * M85). Defining MCU_S8_NO_MVE forces the other paths. On every other
  * target (the host, Cortex-M0/M3/M4/M33) this header defines nothing else, so those builds and
  * their code size are unchanged. Kernels test MCU_S8_MVE before MCU_S8_DSP: the M55 also has
  * the DSP extension, and its MVE path is the faster one.
@@ -13,7 +13,11 @@
  * sum(x * w) + off * sum(w) modulo 2^32, which is the kernels' modulo-2^32 accumulation, so
  * the result is the same bits as the plain kernels'. Padded taps are filled with the input
  * zero-point (-off), whose term (zp + off) * w is 0 as in the plain kernels. VMLADAVA adds
- * 16 int8 x int8 products to a 32-bit register modulo 2^32; VMLA on 32-bit lanes likewise. */
+ * 16 int8 x int8 products to a 32-bit register modulo 2^32, VADD on 32-bit lanes likewise.
+ *
+ * The hot loops are inline assembly (tail-predicated DLSTP/LETP loops, accumulators pinned in
+ * registers): GCC 12 forms no tail-predicated loops and spills around the intrinsics' loops, and
+ * the instruction count of these loops is the kernels' cost. Each block names its clobbers. */
 #ifndef MCU_KERNELS_INTERNAL_MVE_S8_H
 #define MCU_KERNELS_INTERNAL_MVE_S8_H
 
@@ -29,8 +33,8 @@
 #endif
 
 /* Largest im2col window (kh * kw * in_c bytes) the MVE convolution gathers on the stack, and
- * the most output channels whose folded bias it keeps there (4 bytes each). Together at most
- * 2 KiB + 2 KiB of the board's stack; larger layers take the DSP or plain path. */
+ * the most output channels whose folded bias it keeps there (4 bytes each): at most 1 KiB + 2 KiB
+ * of the board's stack, in a function of its own; larger layers take another path. */
 #define MCU_S8_MVE_COL_MAX 1024
 #define MCU_S8_MVE_OC_MAX 512
 /* Depthwise kernels keep one row pointer per kernel row. */
@@ -63,16 +67,6 @@ static inline int32x4_t mcu_mve_requantize(int32x4_t acc, int32x4_t multiplier, 
     y = vqaddq_n_s32(y, output_offset);
     y = vmaxq_s32(y, vdupq_n_s32(act_min));
     return vminq_s32(y, vdupq_n_s32(act_max));
-}
-
-/* mcu_requantize per lane (the first steps of mcu_mve_requantize, same argument ranges). */
-static inline int32x4_t mcu_mve_requantize_s32(int32x4_t x, int32x4_t multiplier, int32x4_t shift)
-{
-    const int32x4_t zero = vdupq_n_s32(0);
-    const int32x4_t right = vminq_s32(shift, zero);
-    int32x4_t y = vqrdmulhq_s32(vqshlq_s32(x, vmaxq_s32(shift, zero)), multiplier);
-    const int32x4_t fixup = vshrq_n_s32(vandq_s32(y, right), 31);
-    return vrshlq_s32(vqaddq_s32(y, fixup), right);
 }
 
 /* mcu_requantize per lane for one multiplier m in [0, 2^31 - 1] and shift (left = max(shift, 0),
@@ -116,7 +110,7 @@ static inline int32x4_t mcu_mve_binary_lanes(int op, const mcu_binary_s8_params 
 /* One contiguous output row of the int8 add, sub (`op` 0, 1) or mul (2) (internal/binary_s8.h), four
  * elements per step, the last step predicated. Operand strides are 1 or 0 (broadcast: one value).
  * Lane arithmetic equals mcu_binary_s8_apply: (q + offset) * 2^left_shift fits int32 (checked by the
- * caller), the input rescales are mcu_requantize (mcu_mve_requantize_lr), the sum or difference
+ * caller), the input rescales are mcu_requantize (mcu_mve_requantize_1), the sum or difference
  * saturates (VQADD/VQSUB = mcu_sat_s32), the product of two values of magnitude <= 255 is exact, and
  * the output offset is added with saturation as in mcu_requantize_to_s8. Each step reads its
  * elements before it writes them, so an operand may be the output itself. */
@@ -484,7 +478,8 @@ static inline void mcu_mve_dw_store8(int32x4_t ev, int32x4_t od, const mcu_per_c
 }
 
 /* Eight channels of one depthwise pixel, channels c .. c + 7 (only the first `count` when
- * `partial`; the predicate p then covers them). MVE has no vector-by-vector multiply-accumulate,
+ * `partial`; the predicate p then covers them): the last (fewer than eight) channels of
+ * mcu_mve_depthwise_pixel_s8, whose folded biases are in channel order. MVE has no vector-by-vector multiply-accumulate,
  * so each tap widens eight bytes of x and w to 16-bit lanes and VMULLB/VMULLT multiply the even
  * and the odd lanes into 32-bit products (exact: |x|, |w| <= 128), added to two accumulators:
  * `ev` holds channels c, c+2, c+4, c+6 and `od` c+1, c+3, c+5, c+7. The requantization loads
@@ -539,8 +534,8 @@ static inline void mcu_mve_dw_block8(const int8_t *const *rows, int32_t kh, int3
 /* Depthwise convolution (ch_mult 1) of one output pixel from row pointers: rows[i] is the input
  * row of tap row i (NULL when outside the input); taps kw_lo <= j < kw_hi start at column iw0,
  * the others are padding. Every tap of the window is accumulated, padded ones with x = zp, on
- * top of the folded biases (see the header comment). Eight channels per step, the last step
- * predicated. Writes only y[0 .. channels), after reading all of the pixel's inputs of the same
+ * top of the folded biases (see the header comment). 16 channels per step, then 8, then a
+ * predicated rest. Writes only y[0 .. channels), after reading all of the pixel's inputs of the same
  * channels (a channel's output depends only on that channel's inputs). */
 static inline void mcu_mve_depthwise_pixel_s8(const int8_t *const *rows, int32_t kh, int32_t kw, int32_t iw0,
                                               int32_t kw_lo, int32_t kw_hi, int32_t channels, int32_t input_offset,
