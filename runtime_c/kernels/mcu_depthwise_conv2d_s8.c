@@ -136,14 +136,9 @@ static void dw_mve(const mcu_depthwise_conv2d_s8_params *p, const mcu_per_channe
                 const int32_t ih = ih0 + i;
                 rows[i] = ih >= 0 && ih < in.h ? x_n + ih * in.w * in.c : NULL;
             }
-            for (int32_t ow = 0; ow < out.w; ++ow) {
-                const int32_t iw0 = ow * p->stride_w - p->pad_left;
-                int32_t kw_lo, kw_hi;
-                mcu_window_taps(iw0, p->kernel_w, 1, in.w, &kw_lo, &kw_hi);
-                mcu_mve_depthwise_pixel_s8(rows, p->kernel_h, p->kernel_w, iw0, kw_lo, kw_hi, in.c, p->input_offset,
-                                           weight, kbias, q, p->output_offset, p->act_min, p->act_max,
-                                           output + ((n * out.h + oh) * out.w + ow) * out.c);
-            }
+            mcu_mve_depthwise_row_s8(rows, p->kernel_h, p->kernel_w, in.w, out.w, p->stride_w, p->pad_left, in.c,
+                                     p->input_offset, weight, kbias, q, p->output_offset, p->act_min, p->act_max,
+                                     output + (n * out.h + oh) * out.w * out.c);
         }
     }
 }

@@ -117,13 +117,8 @@ static void inplace_mve(const mcu_depthwise_conv2d_s8_params *p, const mcu_per_c
                           : ih <= r        ? ring + (size_t)(ih % ring_rows) * (size_t)row_bytes
                                            : img + (size_t)ih * (size_t)row_bytes;
             }
-            for (int32_t ow = 0; ow < in.w; ++ow) {
-                const int32_t iw0 = ow - p->pad_left;
-                int32_t kw_lo, kw_hi;
-                mcu_window_taps(iw0, kw, 1, in.w, &kw_lo, &kw_hi);
-                mcu_mve_depthwise_pixel_s8(rows, kh, kw, iw0, kw_lo, kw_hi, in.c, p->input_offset, weight, kbias, q,
-                                           p->output_offset, p->act_min, p->act_max, y + ow * in.c);
-            }
+            mcu_mve_depthwise_row_s8(rows, kh, kw, in.w, in.w, 1, p->pad_left, in.c, p->input_offset, weight, kbias, q,
+                                     p->output_offset, p->act_min, p->act_max, y);
         }
     }
 }

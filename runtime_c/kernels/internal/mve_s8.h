@@ -25,6 +25,7 @@
 
 #include "mcu/kernels_s8.h"
 #include "requant.h"
+#include "window.h"
 
 #if !defined(MCU_S8_NO_MVE) && defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
 #define MCU_S8_MVE 1
@@ -397,13 +398,15 @@ typedef struct {
     int32_t n;
 } mcu_mve_dw_seg;
 
-/* acc += x_t * w_t per channel over a pixel's list of runs of taps (in weight order; w_t = w + t * ws),
+/* acc += x_t * w_t per channel over a pixel's list of runs of taps (in weight order; w_t = w + t * ws;
+ * a run's taps start at x + pix * xs + c, so one list serves every pixel of a row whose window lies
+ * inside the input: pix moves its real runs, not its padded ones),
  * for 16 channels from c (a[0], a[1]: even and odd channels of the first eight, a[2], a[3] of the
  * next eight) or, with `half`, the first eight only. MVE has no vector-by-vector multiply-accumulate:
  * each tap widens the bytes to 16-bit lanes and VMULLB/VMULLT multiply the even and the odd lanes
  * into exact 32-bit products, added to the accumulators. One assembly block for the whole window,
  * so that the accumulators stay in registers (GCC 12 spills them around separate loops). */
-static inline void mcu_mve_dw_segs(int32x4_t a[4], const mcu_mve_dw_seg *seg, int32_t nseg, int32_t c,
+static inline void mcu_mve_dw_segs(int32x4_t a[4], const mcu_mve_dw_seg *seg, int32_t nseg, int32_t c, int32_t pix,
                                    const int8_t *w, int32_t ws, int half)
 {
     int32x4_t a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3];
@@ -412,6 +415,7 @@ static inline void mcu_mve_dw_segs(int32x4_t a[4], const mcu_mve_dw_seg *seg, in
     if (half) {
         __asm__ volatile("2: ldrd %[x], %[xs], [%[seg]], #12\n"
                          "   ldr %[n], [%[seg], #-4]\n"
+                         "   mla %[x], %[pix], %[xs], %[x]\n"
                          "   add %[x], %[x], %[c]\n"
                          "   dls lr, %[n]\n"
                          "1: vldrb.s16 q4, [%[x]]\n"
@@ -427,11 +431,12 @@ static inline void mcu_mve_dw_segs(int32x4_t a[4], const mcu_mve_dw_seg *seg, in
                          "   bne 2b\n"
                          : [a0] "+w"(a0), [a1] "+w"(a1), [x] "=&l"(x), [xs] "=&r"(xs), [n] "=&r"(n), [seg] "+r"(seg),
                            [cnt] "+r"(nseg), [w] "+l"(w)
-                         : [c] "r"(c), [ws] "r"(ws)
+                         : [c] "r"(c), [ws] "r"(ws), [pix] "r"(pix)
                          : "q4", "q5", "q6", "lr", "cc", "memory");
     } else {
         __asm__ volatile("2: ldrd %[x], %[xs], [%[seg]], #12\n"
                          "   ldr %[n], [%[seg], #-4]\n"
+                         "   mla %[x], %[pix], %[xs], %[x]\n"
                          "   add %[x], %[x], %[c]\n"
                          "   dls lr, %[n]\n"
                          "1: vldrb.s16 q4, [%[x]]\n"
@@ -453,7 +458,7 @@ static inline void mcu_mve_dw_segs(int32x4_t a[4], const mcu_mve_dw_seg *seg, in
                          "   bne 2b\n"
                          : [a0] "+w"(a0), [a1] "+w"(a1), [a2] "+w"(a2), [a3] "+w"(a3), [x] "=&l"(x), [xs] "=&r"(xs),
                            [n] "=&r"(n), [seg] "+r"(seg), [cnt] "+r"(nseg), [w] "+l"(w)
-                         : [c] "r"(c), [ws] "r"(ws)
+                         : [c] "r"(c), [ws] "r"(ws), [pix] "r"(pix)
                          : "q4", "q5", "q6", "lr", "cc", "memory");
     }
     a[0] = a0;
@@ -531,38 +536,14 @@ static inline void mcu_mve_dw_block8(const int8_t *const *rows, int32_t kh, int3
     }
 }
 
-/* Depthwise convolution (ch_mult 1) of one output pixel from row pointers: rows[i] is the input
- * row of tap row i (NULL when outside the input); taps kw_lo <= j < kw_hi start at column iw0,
- * the others are padding. Every tap of the window is accumulated, padded ones with x = zp, on
- * top of the folded biases (see the header comment). 16 channels per step, then 8, then a
- * predicated rest. Writes only y[0 .. channels), after reading all of the pixel's inputs of the same
- * channels (a channel's output depends only on that channel's inputs). */
-static inline void mcu_mve_depthwise_pixel_s8(const int8_t *const *rows, int32_t kh, int32_t kw, int32_t iw0,
-                                              int32_t kw_lo, int32_t kw_hi, int32_t channels, int32_t input_offset,
-                                              const int8_t *weight, const int32_t *kbias,
-                                              const mcu_per_channel_quant *q, int32_t output_offset, int32_t act_min,
-                                              int32_t act_max, int8_t *y)
+/* The channel blocks of one depthwise pixel: 16 channels per step, then 8, then a predicated rest
+ * (mcu_mve_dw_block8, which takes the window from rows/iw0/kw_lo/kw_hi). */
+static inline void mcu_mve_dw_pixel_blocks(const mcu_mve_dw_seg *seg, int32_t nseg, int32_t pix,
+                                           const int8_t *const *rows, int32_t kh, int32_t kw, int32_t iw0,
+                                           int32_t kw_lo, int32_t kw_hi, int32_t channels, int32_t input_offset,
+                                           const int8_t *weight, const int32_t *kbias, const mcu_per_channel_quant *q,
+                                           int32_t output_offset, int32_t act_min, int32_t act_max, int8_t *y)
 {
-    /* The window as runs of taps, built once per pixel: padded runs read a row of zero-points (the
-     * block's channel offset is added to every run's pointer). */
-    _Alignas(16) int8_t zps[MCU_S8_MVE_OC_MAX];
-    mcu_mve_fill_s8(zps, (int8_t)-input_offset, channels);
-    mcu_mve_dw_seg seg[3 * MCU_S8_MVE_DW_ROWS_MAX];
-    int32_t nseg = 0;
-    const int32_t cs = channels;
-    for (int32_t i = 0; i < kh; ++i) {
-        if (rows[i] == NULL || kw_hi <= kw_lo) {
-            seg[nseg++] = (mcu_mve_dw_seg){zps, 0, kw};
-            continue;
-        }
-        if (kw_lo > 0) {
-            seg[nseg++] = (mcu_mve_dw_seg){zps, 0, kw_lo};
-        }
-        seg[nseg++] = (mcu_mve_dw_seg){rows[i] + (iw0 + kw_lo) * cs, cs, kw_hi - kw_lo};
-        if (kw_hi < kw) {
-            seg[nseg++] = (mcu_mve_dw_seg){zps, 0, kw - kw_hi};
-        }
-    }
     int32_t c = 0;
     for (; c + 8 <= channels;) {
         const int half = c + 16 > channels;
@@ -571,7 +552,7 @@ static inline void mcu_mve_depthwise_pixel_s8(const int8_t *const *rows, int32_t
             a[2] = vldrwq_s32(kbias + c + 8);
             a[3] = vldrwq_s32(kbias + c + 12);
         }
-        mcu_mve_dw_segs(a, seg, nseg, c, weight + c, cs, half);
+        mcu_mve_dw_segs(a, seg, nseg, c, pix, weight + c, channels, half);
         mcu_mve_dw_store8(a[0], a[1], q, c, output_offset, act_min, act_max, y);
         if (!half) {
             mcu_mve_dw_store8(a[2], a[3], q, c + 8, output_offset, act_min, act_max, y);
@@ -581,6 +562,57 @@ static inline void mcu_mve_depthwise_pixel_s8(const int8_t *const *rows, int32_t
     if (c < channels) {
         mcu_mve_dw_block8(rows, kh, kw, iw0, kw_lo, kw_hi, channels, c, -input_offset, weight, kbias, q,
                           output_offset, act_min, act_max, y, 1, channels - c);
+    }
+}
+
+/* Depthwise convolution (ch_mult 1) of one output row from row pointers: rows[i] is the input row
+ * of tap row i (NULL when outside the input); output pixel ow's window starts at input column
+ * ow * stride_w - pad_left. Every tap of a window is accumulated, padded ones with x = zp, on top
+ * of the folded biases (see the header comment). The window as runs of taps: one list, made once
+ * per row, for the pixels whose window lies inside the input (the runs move with the pixel), and a
+ * list of its own for each pixel at the left or right edge. Pixels in order; each writes only its
+ * own channels, after reading all of its window's inputs of the same channels (a channel's output
+ * depends only on that channel's inputs). */
+static inline void mcu_mve_depthwise_row_s8(const int8_t *const *rows, int32_t kh, int32_t kw, int32_t in_w,
+                                            int32_t out_w, int32_t stride_w, int32_t pad_left, int32_t channels,
+                                            int32_t input_offset, const int8_t *weight, const int32_t *kbias,
+                                            const mcu_per_channel_quant *q, int32_t output_offset, int32_t act_min,
+                                            int32_t act_max, int8_t *y)
+{
+    /* Padded runs read a row of zero-points (with stride 0). */
+    _Alignas(16) int8_t zps[MCU_S8_MVE_OC_MAX];
+    mcu_mve_fill_s8(zps, (int8_t)-input_offset, channels);
+    const int32_t cs = channels;
+    mcu_mve_dw_seg inner[MCU_S8_MVE_DW_ROWS_MAX];
+    for (int32_t i = 0; i < kh; ++i) {
+        inner[i] = rows[i] == NULL ? (mcu_mve_dw_seg){zps, 0, kw} : (mcu_mve_dw_seg){rows[i], cs, kw};
+    }
+    mcu_mve_dw_seg seg[3 * MCU_S8_MVE_DW_ROWS_MAX];
+    for (int32_t ow = 0; ow < out_w; ++ow, y += cs) {
+        const int32_t iw0 = ow * stride_w - pad_left;
+        int32_t kw_lo, kw_hi;
+        mcu_window_taps(iw0, kw, 1, in_w, &kw_lo, &kw_hi);
+        if (kw_lo == 0 && kw_hi == kw) {
+            mcu_mve_dw_pixel_blocks(inner, kh, iw0, rows, kh, kw, iw0, kw_lo, kw_hi, channels, input_offset, weight,
+                                    kbias, q, output_offset, act_min, act_max, y);
+            continue;
+        }
+        int32_t nseg = 0;
+        for (int32_t i = 0; i < kh; ++i) {
+            if (rows[i] == NULL || kw_hi <= kw_lo) {
+                seg[nseg++] = (mcu_mve_dw_seg){zps, 0, kw};
+                continue;
+            }
+            if (kw_lo > 0) {
+                seg[nseg++] = (mcu_mve_dw_seg){zps, 0, kw_lo};
+            }
+            seg[nseg++] = (mcu_mve_dw_seg){rows[i] + (iw0 + kw_lo) * cs, cs, kw_hi - kw_lo};
+            if (kw_hi < kw) {
+                seg[nseg++] = (mcu_mve_dw_seg){zps, 0, kw - kw_hi};
+            }
+        }
+        mcu_mve_dw_pixel_blocks(seg, nseg, 0, rows, kh, kw, iw0, kw_lo, kw_hi, channels, input_offset, weight, kbias,
+                                q, output_offset, act_min, act_max, y);
     }
 }
 
