@@ -280,10 +280,22 @@ static inline void mcu_mve_matrix_pixel(const int8_t *x, int32_t n, int32_t out_
                                         int32_t act_min, int32_t act_max, int8_t *y)
 {
     int32_t oc = 0;
-    for (; oc + 4 <= out_c; oc += 4) {
-        const int8_t *w = weight + oc * n;
-        const int32x4_t acc = mcu_mve_dot4(x, w, w + n, w + 2 * n, w + 3 * n, n, kbias + oc);
-        mcu_mve_store4(acc, q, oc, output_offset, act_min, act_max, y);
+    const int32_t *m = q->multiplier;
+    const int32_t *sh = q->shift;
+    const int32x4_t zero = vdupq_n_s32(0);
+    const int32x4_t lo = vdupq_n_s32(act_min);
+    const int32x4_t hi = vdupq_n_s32(act_max);
+    const int8_t *w = weight;
+    int8_t *yo = y;
+    for (; oc + 4 <= out_c; oc += 4, w += 4 * n, m += 4, sh += 4, yo += 4) {
+        int32x4_t acc = mcu_mve_dot4(x, w, w + n, w + 2 * n, w + 3 * n, n, kbias + oc);
+        /* mcu_mve_requantize, written out so that the constants stay in registers */
+        const int32x4_t s = vldrwq_s32(sh);
+        const int32x4_t right = vminq_s32(s, zero);
+        acc = vqrdmulhq_s32(vqshlq_s32(acc, vmaxq_s32(s, zero)), vldrwq_s32(m));
+        acc = vrshlq_s32(vqaddq_s32(acc, vshrq_n_s32(vandq_s32(acc, right), 31)), right);
+        acc = vminq_s32(vmaxq_s32(vqaddq_n_s32(acc, output_offset), lo), hi);
+        vstrbq_s32(yo, acc);
     }
     if (oc < out_c) {
         const int32_t rest = out_c - oc;
