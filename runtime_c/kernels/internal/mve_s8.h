@@ -250,7 +250,26 @@ static inline void mcu_mve_linear_row(const int8_t *x, int32_t n, int32_t out, c
                                       const int32_t *bias, int32_t input_offset, const mcu_per_channel_quant *q,
                                       int32_t output_offset, int32_t act_min, int32_t act_max, int8_t *y)
 {
-    for (int32_t o = 0; o < out; o += 4) {
+    const int32x4_t zero = vdupq_n_s32(0);
+    const int32x4_t lo = vdupq_n_s32(act_min);
+    const int32x4_t hi = vdupq_n_s32(act_max);
+    int32_t o = 0;
+    for (; o + 4 <= out; o += 4) {
+        /* bias + x . w + off * sum(w) in four lanes, modulo 2^32 as everywhere */
+        _Alignas(16) int32_t r[4], sw[4];
+        const int8_t *w0 = weight + o * n;
+        mcu_mve_dot2_sum(x, w0, w0 + n, n, r, sw);
+        mcu_mve_dot2_sum(x, w0 + 2 * n, w0 + 3 * n, n, r + 2, sw + 2);
+        int32x4_t acc = vaddq_s32(vldrwq_s32(r), bias != NULL ? vldrwq_s32(bias + o) : zero);
+        acc = vmlaq_n_s32(acc, vldrwq_s32(sw), input_offset);
+        /* mcu_mve_requantize with the constants kept in registers (as mcu_mve_matrix_pixel) */
+        const int32x4_t sh = vldrwq_s32(q->shift + o);
+        const int32x4_t right = vminq_s32(sh, zero);
+        acc = vqrdmulhq_s32(vqshlq_s32(acc, vmaxq_s32(sh, zero)), vldrwq_s32(q->multiplier + o));
+        acc = vrshlq_s32(vqaddq_s32(acc, vshrq_n_s32(vandq_s32(acc, right), 31)), right);
+        vstrbq_s32(y + o, vminq_s32(vmaxq_s32(vqaddq_n_s32(acc, output_offset), lo), hi));
+    }
+    for (; o < out; o += 4) {
         const int32_t rest = out - o < 4 ? out - o : 4;
         _Alignas(16) int32_t acc[4] = {0, 0, 0, 0};
         for (int32_t k = 0; k < rest; k += 2) {
