@@ -33,7 +33,9 @@ CASES = [
     (64, 25, 5, 3, 3, 1, 1, 1, "apart", (-128, 127), "fast"),
     (64, 25, 5, 3, 3, 1, 1, 1, "overlap", (-128, 127), "fast"),
     (8, 6, 9, 3, 3, 1, 1, 1, "inplace", (-100, 90), "fast"),
-    (8, 3, 3, 3, 3, 1, 1, 1, "inplace", (-128, 127), "fast"),  # image as narrow as the kernel
+    (8, 6, 3, 3, 3, 1, 1, 1, "inplace", (-128, 127), "fast"),  # image as narrow as the kernel
+    (16, 8, 3, 3, 3, 1, 1, 1, "overlap", (-128, 127), "fast"),
+    (8, 3, 3, 3, 3, 1, 1, 1, "inplace", (-128, 127), "fast"),  # too few pixels for the row path
     (12, 4, 4, 3, 3, 1, 1, 1, "apart", (-5, 127), "fast"),
     (13, 5, 7, 3, 3, 1, 2, 1, "inplace", (-128, 127), "mixed"),  # pad_top 2, channel tail
     (7, 5, 6, 3, 3, 1, 0, 0, "inplace", (-128, 127), "fast"),  # no padding at the top or left
@@ -48,7 +50,8 @@ CASES = [
     (8, 6, 6, 3, 1, 1, 1, 0, "apart", (-128, 127), "fast"),
     (4, 5, 5, 2, 2, 1, 1, 1, "apart", (-128, 127), "fast"),
     (64, 3, 20, 3, 3, 1, 1, 1, "overlap", (-128, 127), "fast"),  # row above the stack buffer: pixel order
-    (256, 3, 3, 3, 3, 1, 1, 1, "inplace", (-128, 127), "fast"),  # MobileNet's last depthwise
+    (256, 3, 3, 3, 3, 1, 1, 1, "inplace", (-128, 127), "fast"),  # MobileNet's last depthwise (pixel path)
+    (128, 6, 6, 3, 3, 2, 1, 1, "overlap", (-128, 127), "fast"),
 ]
 
 

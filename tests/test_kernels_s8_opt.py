@@ -233,3 +233,59 @@ def test_linear_s8_simd_shapes(batch, fin, fout, data):
     status, out = cb.linear(x, w, b, cb.Quant(m, s, fout), params)
     assert status == MCU_OK
     base.assert_equal(out, ref.linear_s8(x, w, b, m, s, **params))
+
+
+@st.composite
+def dw_row_cases(draw):
+    """Shapes for the depthwise row path (internal/dw_s8_dsp.h): images of at least 16 pixels, kernels up
+    to 5x5 with up to two columns of padding, stride 1 or 2 (with and without a right overhang), channel
+    counts around multiples of four, activation clamps, shifts inside and outside the fast range."""
+    kh, kw = draw(st.integers(1, 5)), draw(st.integers(1, 5))
+    s = draw(st.integers(1, 2))
+    pt, pl = draw(st.integers(0, min(2, kh - 1))), draw(st.integers(0, min(2, kw - 1)))
+    h = draw(st.integers(max(kh, 16 // 12 + 1), 12))
+    w = draw(st.integers(kw, 12))
+    if h * w < 16:
+        h = (16 + w - 1) // w
+    c = draw(st.one_of(st.integers(4, 13), st.sampled_from([16, 32, 36])))
+    return dict(h=h, w=w, c=c, kh=kh, kw=kw, s=s, pt=pt, pl=pl, in_zp=draw(base.zero_points),
+                out_zp=draw(base.zero_points), act=draw(base.act_bounds()), bias=draw(base.bias_kinds),
+                shift=draw(base.conv_shift_centres), data=draw(base.data_modes), wmode=draw(base.weight_modes),
+                seed=draw(st.integers(0, 2**32 - 1)), inplace=draw(st.booleans()))
+
+
+@base.EXACT
+@given(dw_row_cases())
+def test_depthwise_s8_row_path(emulated, case):
+    """Both depthwise kernels through the four-channel row path (the in-place one on same-size shapes)."""
+    rng = np.random.default_rng(case["seed"])
+    c, kh, kw, pt, pl = case["c"], case["kh"], case["kw"], case["pt"], case["pl"]
+    x = base.int8_data(rng, (1, case["h"], case["w"], c), case["data"])
+    wt = base.weights(rng, (kh, kw, c), case["wmode"])
+    b = base.biases(rng, c, case["bias"])
+    m, s = base.per_channel(rng, c, base.shift_for(case["shift"], kh * kw), "varied")
+    inplace = case["inplace"] and case["s"] == 1
+    stride = 1 if inplace else case["s"]
+    oh = x.shape[1] if inplace else (x.shape[1] + 2 * pt - kh) // stride + 1
+    ow = x.shape[2] if inplace else (x.shape[2] + 2 * pl - kw) // stride + 1
+    params = dict(input=x.shape, output=(1, oh, ow, c), ch_mult=1, kernel_h=kh, kernel_w=kw, stride_h=stride,
+                  stride_w=stride, pad_top=pt, pad_left=pl, dilation_h=1, dilation_w=1,
+                  input_offset=-case["in_zp"], output_offset=case["out_zp"], act_min=case["act"][0],
+                  act_max=case["act"][1])
+    expected = ref.depthwise_conv2d_s8(x, wt, b, m, s, **params)
+    q = cb.Quant(m, s, c)
+    if not inplace:
+        status, out = cb.depthwise_conv2d(x, wt, b, q, params)
+        assert status == MCU_OK
+        base.assert_equal(out, expected)
+        return
+    p = cb._fields(cb.DepthwiseConv2dS8Params, params)
+    ring = np.zeros((pt + 1) * x.shape[2] * c, dtype=np.int8)
+    ctx = cb.Context(ring.ctypes.data, ring.size)
+    fn = emulated.mcu_depthwise_conv2d_s8_inplace
+    fn.argtypes = [_P] * 6
+    data_buf = x.copy()
+    status = fn(ctypes.addressof(ctx), ctypes.addressof(p), ctypes.addressof(q.struct), _P(data_buf.ctypes.data),
+                _P(ptr(wt)), _P(ptr(b)))
+    assert status == MCU_OK
+    base.assert_equal(data_buf, expected)

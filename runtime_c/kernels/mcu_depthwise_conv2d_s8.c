@@ -41,9 +41,9 @@ static void mcu_dsp_tail_row(const mcu_depthwise_conv2d_s8_params *p, const mcu_
  * With the output apart from the input (`apart`), any order of writes is safe: one group runs over
  * the whole image with its tables built once. Otherwise the output may overlap the input as far as
  * the window contract allows, which holds for pixels written in order each after its own reads; a
- * row is then assembled on the stack and written after all of its reads, which keeps every write
- * of that row below the inputs later rows read (they read no earlier input than this row's last
- * pixel does). */
+ * band of rows is then assembled on the stack and written after all of its reads, which keeps every
+ * write of the band below the inputs later rows read (the contract's bound for the band's last
+ * pixel). */
 static void mcu_dsp_groups(const mcu_dw4_geom *g, const mcu_depthwise_conv2d_s8_params *p,
                            const mcu_per_channel_quant *q, const int8_t *input, const int8_t *weight,
                            const int32_t *bias, int8_t *output, int apart)
@@ -84,30 +84,39 @@ static void mcu_dsp_groups(const mcu_dw4_geom *g, const mcu_depthwise_conv2d_s8_
             }
             continue;
         }
-        for (int32_t oh = 0; oh < out.h; ++oh) {
-            int32_t lo, hi;
-            mcu_dw4_rows(oh, p->stride_h, p->pad_top, kh, in.h, &lo, &hi, ih);
+        /* as many output rows at a time as the stack buffer holds: the tables are built once per band */
+        const int32_t band = MCU_DW_ROW_BYTES / out_row;
+        for (int32_t oh0 = 0; oh0 < out.h; oh0 += band) {
+            const int32_t oh1 = out.h - oh0 < band ? out.h : oh0 + band;
             for (int32_t c = 0; c < groups_end; c += 4) {
                 mcu_dw4_group_init(&t, g, c, weight, bias, q);
                 mcu_dw4_run_init(&run, &t, g);
-                const uint32_t(*b)[4] = mcu_dw4_tables(&t, g, lo, hi, wrow);
-                for (int32_t i = 0; i < kh; ++i) {
-                    rows[i] = x_n + ih[i] * in_row + c;
+                for (int32_t oh = oh0; oh < oh1; ++oh) {
+                    int32_t lo, hi;
+                    mcu_dw4_rows(oh, p->stride_h, p->pad_top, kh, in.h, &lo, &hi, ih);
+                    const uint32_t(*b)[4] = mcu_dw4_tables(&t, g, lo, hi, wrow);
+                    for (int32_t i = 0; i < kh; ++i) {
+                        rows[i] = x_n + ih[i] * in_row + c;
+                    }
+                    mcu_dw4_row(&t, g, &run, rows, wrow, b, row_buf + (oh - oh0) * out_row + c);
                 }
-                mcu_dw4_row(&t, g, &run, rows, wrow, b, row_buf + c);
             }
             if (groups_end < ch) {
-                mcu_dsp_tail_row(p, q, x_n, weight, bias, oh, groups_end, row_buf);
+                for (int32_t oh = oh0; oh < oh1; ++oh) {
+                    mcu_dsp_tail_row(p, q, x_n, weight, bias, oh, groups_end, row_buf + (oh - oh0) * out_row);
+                }
             }
-            /* After every read of this row. Word copies; the empty asm keeps GCC from calling
-             * memcpy (the kernels reference no libc function). */
-            int8_t *y = y_n + oh * out_row;
+            /* After every read of the band: the contract keeps the band's writes below the inputs of
+             * the rows after it. Word copies; the empty asm keeps GCC from calling memcpy (the
+             * kernels reference no libc function). */
+            int8_t *y = y_n + oh0 * out_row;
+            const int32_t bytes = (oh1 - oh0) * out_row;
             int32_t i = 0;
-            for (; i + 4 <= out_row; i += 4) {
+            for (; i + 4 <= bytes; i += 4) {
                 mcu_store_u32(y + i, mcu_load_u32(row_buf + i));
                 __asm__("" ::: "memory");
             }
-            for (; i < out_row; ++i) {
+            for (; i < bytes; ++i) {
                 y[i] = row_buf[i];
                 __asm__("" ::: "memory");
             }
@@ -191,6 +200,7 @@ mcu_status mcu_depthwise_conv2d_s8(const mcu_context *ctx, const mcu_depthwise_c
 #if MCU_S8_DSP
     mcu_dw4_geom g;
     if (p->ch_mult == 1 && p->dilation_h == 1 && p->dilation_w == 1 &&
+        (int64_t)out.h * out.w >= MCU_DW_ROW_MIN_PIXELS &&
         mcu_dw4_plan(&g, p->kernel_h, p->kernel_w, in.c, p->stride_w, p->pad_left, in.w, out.w, p->input_offset,
                      p->output_offset, p->act_min, p->act_max)) {
         const int apart = !mcu_overlaps(input, (size_t)in_count, output, out_bytes);

@@ -40,27 +40,40 @@ static void mcu_dsp_inplace(const mcu_dw4_geom *g, const mcu_depthwise_conv2d_s8
     mcu_dw4_run run;
     const uint32_t *wrow[MCU_S8_DW_ROWS_MAX];
     mcu_dw4_zero(&t);
-    int32_t ih[MCU_S8_DW_ROWS_MAX];
     const int8_t *rows[MCU_S8_DW_ROWS_MAX];
     for (int32_t n = 0; n < in.n; ++n) {
         int8_t *img = data + (size_t)n * (size_t)in.h * row_bytes;
         int32_t c = 0;
         for (; c + 4 <= ch; c += 4) {
             mcu_dw4_group_init(&t, g, c, weight, bias, q);
-                mcu_dw4_run_init(&run, &t, g);
-            for (int32_t r = 0; r < in.h; ++r) {
-                int8_t *y = img + (size_t)r * row_bytes + c;
-                int8_t *slot = ring + (size_t)(r % ring_rows) * row_bytes + c;
-                for (int32_t col = 0; col < in.w; ++col) {
-                    mcu_store_u32(slot + col * ch, mcu_load_u32(y + col * ch));
+            mcu_dw4_run_init(&run, &t, g);
+            const uint32_t(*b)[4] = NULL;
+            int32_t cfg_lo = -1, cfg_hi = -1;
+            int8_t *y = img + c;
+            int32_t slot_r = 0; /* ring slot of row r: r % ring_rows, kept without a division */
+            for (int32_t r = 0; r < in.h; ++r, y += row_bytes, slot_r = slot_r + 1 == ring_rows ? 0 : slot_r + 1) {
+                int8_t *slot = ring + (size_t)slot_r * row_bytes + c;
+                for (int32_t col = 0; col < in.w * ch; col += ch) {
+                    mcu_store_u32(slot + col, mcu_load_u32(y + col));
                 }
-                int32_t lo, hi;
-                mcu_dw4_rows(r, 1, p->pad_top, kh, in.h, &lo, &hi, ih);
-                const uint32_t(*b)[4] = mcu_dw4_tables(&t, g, lo, hi, wrow);
+                /* kernel rows inside the input: ih = r - pad_top + i in [0, h) */
+                const int32_t lo = p->pad_top > r ? p->pad_top - r : 0;
+                const int32_t hi = in.h + p->pad_top - r < kh ? in.h + p->pad_top - r : kh;
+                if (lo != cfg_lo || hi != cfg_hi) { /* the first rows, the last rows, and once between */
+                    b = mcu_dw4_tables(&t, g, lo, hi, wrow);
+                    cfg_lo = lo;
+                    cfg_hi = hi;
+                }
                 for (int32_t i = 0; i < kh; ++i) {
-                    rows[i] = (ih[i] <= r ? ring + (size_t)(ih[i] % ring_rows) * row_bytes
-                                          : img + (size_t)ih[i] * row_bytes) +
-                              c;
+                    /* a row outside reads the nearest row inside (against zero weights) */
+                    const int32_t i_in = i < lo ? lo : i >= hi ? hi - 1 : i;
+                    const int32_t above = p->pad_top - i_in; /* r - ih */
+                    if (above >= 0) {                          /* rows <= r: from the ring */
+                        const int32_t sl = slot_r - above;
+                        rows[i] = ring + (size_t)(sl < 0 ? sl + ring_rows : sl) * row_bytes + c;
+                    } else {
+                        rows[i] = y - (ptrdiff_t)above * (ptrdiff_t)row_bytes;
+                    }
                 }
                 mcu_dw4_row(&t, g, &run, rows, wrow, b, y);
             }
@@ -162,7 +175,8 @@ mcu_status mcu_depthwise_conv2d_s8_inplace(const mcu_context *ctx, const mcu_dep
 #endif
 #if MCU_S8_DSP
     mcu_dw4_geom g;
-    if (mcu_dw4_plan(&g, kh, kw, in.c, 1, p->pad_left, in.w, in.w, p->input_offset, p->output_offset, p->act_min,
+    if ((int64_t)in.h * in.w >= MCU_DW_ROW_MIN_PIXELS &&
+        mcu_dw4_plan(&g, kh, kw, in.c, 1, p->pad_left, in.w, in.w, p->input_offset, p->output_offset, p->act_min,
                      p->act_max)) {
         mcu_dsp_inplace(&g, p, q, data, weight, bias, ring, ring_rows);
         return MCU_OK;

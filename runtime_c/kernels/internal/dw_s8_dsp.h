@@ -38,6 +38,9 @@
 /* Largest output row (out_w * channels bytes) the general kernel assembles on the stack when its
  * output overlaps its input (see mcu_depthwise_conv2d_s8.c). */
 #define MCU_DW_ROW_BYTES 1024
+/* Fewer output pixels than this per image: the pixel path is cheaper than building the tables of
+ * every group (MobileNet's last layers, 3x3 images of 128 and 256 channels). */
+#define MCU_DW_ROW_MIN_PIXELS 16
 
 /* --- requantization of one channel for shift in [-24, -1] ---------------------------------------
  *
@@ -68,7 +71,11 @@ static inline int mcu_rq_ch_init(mcu_rq_ch *t, int32_t multiplier, int32_t shift
         return 0;
     }
     const int32_t r = -shift;
-    t->k[0] = ((int64_t)1 << 30) + ((int64_t)1 << (r + 30)) + (int64_t)output_offset * ((int64_t)1 << (31 + r));
+    /* K[0] by words: 2^30 + 2^(R+30) (bit 31 of the low word for R = 1, else 2^(R-2) in the high
+     * word) + output_offset 2^(R-1) in the high word; 32-bit arithmetic only */
+    const uint32_t lo = (1u << 30) | (r == 1 ? 1u << 31 : 0u);
+    const int32_t hi = (r >= 2 ? (int32_t)1 << (r - 2) : 0) + output_offset * ((int32_t)1 << (r - 1));
+    t->k[0] = (int64_t)hi * 4294967296 + (int64_t)lo;
     t->k[1] = t->k[0] - ((int64_t)1 << 31);
     t->multiplier = multiplier;
     t->rshift = r - 1;
@@ -174,6 +181,7 @@ static inline uint32_t mcu_splat4_s8(int32_t v)
 #define MCU_DW_PADW 2
 #define MCU_DW_SHIFTS (2 * MCU_DW_PADW + 1)
 #define MCU_DW_KW_MAX 16 /* widest kernel of the row path */
+#define MCU_DW_KH_MAX 8 /* tallest */
 
 typedef struct {
     int32_t kh, kw, channels;     /* kernel, channels of a pixel (the column step) */
@@ -195,7 +203,7 @@ static inline int mcu_dw4_plan(mcu_dw4_geom *g, int32_t kh, int32_t kw, int32_t 
     /* A pixel reads columns st .. st + kw - 1 with st = iw0 clamped to [0, in_w - kw]; its shift
      * iw0 - st is -pad_left at the first column and grows to the last column's overhang. */
     const int64_t last = (int64_t)(out_w - 1) * stride_w - pad_left - (in_w - kw);
-    if (channels < 4 || kh > MCU_S8_DW_ROWS_MAX || kw > MCU_DW_KW_MAX || in_w < kw || pad_left > MCU_DW_PADW ||
+    if (channels < 4 || kh > MCU_DW_KH_MAX || kw > MCU_DW_KW_MAX || in_w < kw || pad_left > MCU_DW_PADW ||
         last > MCU_DW_PADW ||
         (int64_t)kh * (kw + 2 * MCU_DW_PADW) * 2 > MCU_DW_TAB_WORDS) {
         return 0;
@@ -234,49 +242,29 @@ typedef struct {
     uint32_t bias_full[MCU_DW_SHIFTS][4];
     uint32_t bias_edge[MCU_DW_SHIFTS][4];
     int32_t edge_lo, edge_hi; /* the rows of bias_edge; -1: not computed */
+    int16_t wsum[MCU_DW_KH_MAX][MCU_DW_SHIFTS][4]; /* per kernel row and column shift: the kept weights' sum */
     mcu_rq_ch rq[4];
     int fast_rq; /* all four channels take mcu_rq_ch */
     int32_t multiplier[4], shift[4];
 } mcu_dw4_group;
 
-/* The signed 16-bit lane (0: bits 0-15, 1: bits 16-31) of a word. */
-static inline int32_t mcu_lane16(uint32_t v, int lane)
-{
-    const int32_t x = (int32_t)((v >> (16 * lane)) & 0xFFFFu);
-    return x >= 32768 ? x - 65536 : x;
-}
-
-/* Biases of every column shift for the kernel rows [lo, hi). */
+/* Biases of every column shift for the kernel rows [lo, hi), from the row sums of mcu_dw4_group_init. */
 static inline void mcu_dw4_biases(const mcu_dw4_group *t, const mcu_dw4_geom *g, int32_t lo, int32_t hi,
                                   uint32_t out[][4])
 {
-    const int32_t kw = g->kw, rt = g->row_taps;
-    int32_t col[MCU_DW_KW_MAX][4]; /* per weight column: the sum of its rows [lo, hi) */
-    for (int32_t j = 0; j < kw; ++j) {
-        int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-        for (int32_t i = lo; i < hi; ++i) {
-            const uint32_t w02 = t->w[(i * rt + MCU_DW_PADW + j) * 2];
-            const uint32_t w13 = t->w[(i * rt + MCU_DW_PADW + j) * 2 + 1];
-            s0 += mcu_lane16(w02, 0);
-            s1 += mcu_lane16(w13, 0);
-            s2 += mcu_lane16(w02, 1);
-            s3 += mcu_lane16(w13, 1);
-        }
-        col[j][0] = s0;
-        col[j][1] = s1;
-        col[j][2] = s2;
-        col[j][3] = s3;
-    }
     for (int32_t si = 0; si < g->shifts; ++si) {
-        const int32_t s = g->shift_min + si;
-        const int32_t j0 = s < 0 ? -s : 0, j1 = s > 0 ? kw - s : kw; /* weight columns this shift keeps */
-        for (int32_t k = 0; k < 4; ++k) {
-            int32_t sum = 0; /* |sum| <= 127 kh kw: no overflow, nor in the product below */
-            for (int32_t j = j0; j < j1; ++j) {
-                sum += col[j][k];
-            }
-            out[si][k] = t->bias[k] + (uint32_t)(g->input_offset * sum);
+        int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0; /* |sum| <= 127 kh kw: no overflow, nor in the products */
+        for (int32_t i = lo; i < hi; ++i) {
+            const int16_t *rs = t->wsum[i][si];
+            s0 += rs[0];
+            s1 += rs[1];
+            s2 += rs[2];
+            s3 += rs[3];
         }
+        out[si][0] = t->bias[0] + (uint32_t)(g->input_offset * s0);
+        out[si][1] = t->bias[1] + (uint32_t)(g->input_offset * s1);
+        out[si][2] = t->bias[2] + (uint32_t)(g->input_offset * s2);
+        out[si][3] = t->bias[3] + (uint32_t)(g->input_offset * s3);
     }
 }
 
@@ -289,11 +277,11 @@ static inline void mcu_dw4_zero(mcu_dw4_group *t)
     }
 }
 
-/* Once per group: requantization, bias, weight rows and the biases of all kernel rows. */
+/* Once per group: requantization, bias, weight rows, their sums and the biases of all kernel rows. */
 static inline void mcu_dw4_group_init(mcu_dw4_group *t, const mcu_dw4_geom *g, int32_t c, const int8_t *weight,
                                       const int32_t *bias, const mcu_per_channel_quant *q)
 {
-    const int32_t kh = g->kh, kw = g->kw, rt = g->row_taps, ch = g->channels;
+    const int32_t kh = g->kh, kw = g->kw, rt2 = g->row_taps * 2, ch = g->channels;
     t->fast_rq = 1;
     for (int32_t k = 0; k < 4; ++k) {
         t->bias[k] = bias != NULL ? (uint32_t)bias[c + k] : 0u;
@@ -301,17 +289,41 @@ static inline void mcu_dw4_group_init(mcu_dw4_group *t, const mcu_dw4_geom *g, i
         t->shift[k] = q->shift[c + k];
         t->fast_rq &= mcu_rq_ch_init(&t->rq[k], q->multiplier[c + k], q->shift[c + k], g->output_offset);
     }
-    for (int32_t i = 0; i < kh; ++i) {
-        uint32_t *row = t->w + i * rt * 2;
+    uint32_t *row = t->w;
+    for (int32_t i = 0; i < kh; ++i, row += rt2) {
         for (int32_t j = 0; j < 2 * MCU_DW_PADW; ++j) {
             row[j] = 0;
             row[(MCU_DW_PADW + kw) * 2 + j] = 0;
         }
-        const int8_t *wp = weight + i * kw * ch + c;
-        for (int32_t j = 0; j < kw; ++j, wp += ch) {
+        const int8_t *wr = weight + i * kw * ch + c; /* weight column j of this row at wr + j ch */
+        int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+        for (int32_t j = 0; j < kw; ++j) {
+            const int8_t *wp = wr + j * ch;
             const uint32_t wv = mcu_load_u32(wp);
             row[(MCU_DW_PADW + j) * 2] = mcu_sxtb16(wv);
             row[(MCU_DW_PADW + j) * 2 + 1] = mcu_sxtb16_ror8(wv);
+            s0 += wp[0];
+            s1 += wp[1];
+            s2 += wp[2];
+            s3 += wp[3];
+        }
+        /* a shift sh drops the weight columns [0, -sh) (sh < 0) or [kw - sh, kw) (sh > 0) */
+        for (int32_t si = 0; si < g->shifts; ++si) {
+            const int32_t sh = g->shift_min + si;
+            int32_t d0 = s0, d1 = s1, d2 = s2, d3 = s3;
+            const int32_t j0 = sh < 0 ? 0 : kw - sh, j1 = sh < 0 ? -sh : kw;
+            for (int32_t j = j0 < 0 ? 0 : j0; j < (j1 > kw ? kw : j1); ++j) {
+                const int8_t *wp = wr + j * ch;
+                d0 -= wp[0];
+                d1 -= wp[1];
+                d2 -= wp[2];
+                d3 -= wp[3];
+            }
+            int16_t *ws = t->wsum[i][si]; /* |.| <= 127 kw */
+            ws[0] = (int16_t)d0;
+            ws[1] = (int16_t)d1;
+            ws[2] = (int16_t)d2;
+            ws[3] = (int16_t)d3;
         }
     }
     mcu_dw4_biases(t, g, 0, kh, t->bias_full);
@@ -468,8 +480,8 @@ _Static_assert(offsetof(mcu_dw4_run, rq) == 16 && offsetof(mcu_dw4_run, row) == 
 /* Hand-scheduled: all 14 registers. r0 = run, r1 = ch, r2 = y, r3 = step, r4-r7 the accumulators
  * of channels 0-3, r8-r11 temporaries, r12/lr a kernel row's input and weight pointers. Per pixel:
  * 2 bias loads, 3 x (LDRD of the row's pointers, 3 taps of 8, advance and store the input pointer),
- * 7 per requantized value, 5 to pack, 3 to test for the clamp (5 more to apply it), 2 to store,
- * 3 to loop: 121. */
+ * 7 per requantized value, 5 to pack, 5 to clamp (where the activation range is narrower than
+ * int8), 2 to store, 3 to loop: 118 (123). */
 #define MCU_DW4_RUN_TAP(xaddr, wofs)                                                          \
     "ldr r8, " xaddr "\n\t"                                                                   \
     "ldrd r10, r11, [lr, #" wofs "]\n\t"                                                      \
@@ -493,42 +505,60 @@ _Static_assert(offsetof(mcu_dw4_run, rq) == 16 && offsetof(mcu_dw4_run, row) == 
     "asr r11, r11, r9\n\t"                                                                    \
     "ssat " a ", #8, r11\n\t"
 
-static __attribute__((naked, noinline, unused)) void mcu_dw4_run3x3(mcu_dw4_run *run)
+#define MCU_DW4_RUN_LOOP(clamp)                                                               \
+    __asm__ volatile("push {r4-r11, lr}\n\t"                                                  \
+                     "ldr r1, [r0, #136]\n\t"                                                 \
+                     "ldr r3, [r0, #140]\n\t"                                                 \
+                     "ldr r2, [r0, #144]\n\t"                                                 \
+                     "1:\n\t"                                                                 \
+                     "ldrd r4, r5, [r0, #0]\n\t"                                              \
+                     "ldrd r6, r7, [r0, #8]\n\t" MCU_DW4_RUN_ROW("112") MCU_DW4_RUN_ROW("120")  \
+                         MCU_DW4_RUN_ROW("128") MCU_DW4_RUN_RQ("r4", "16", "32")                \
+                             MCU_DW4_RUN_RQ("r5", "40", "56") MCU_DW4_RUN_RQ("r6", "64", "80")  \
+                                 MCU_DW4_RUN_RQ("r7", "88", "104")                              \
+                     "pkhbt r4, r4, r6, lsl #16\n\t"                                          \
+                     "pkhbt r5, r5, r7, lsl #16\n\t"                                          \
+                     "and r4, r4, #0x00FF00FF\n\t"                                            \
+                     "and r5, r5, #0x00FF00FF\n\t"                                            \
+                     "orr r4, r4, r5, lsl #8\n\t" clamp                                      \
+                     "str r4, [r2]\n\t"                                                       \
+                     "add r2, r2, r1\n\t"                                                     \
+                     "ldr r8, [r0, #148]\n\t"                                                 \
+                     "cmp r2, r8\n\t"                                                         \
+                     "bne 1b\n\t"                                                             \
+                     "pop {r4-r11, pc}\n\t")
+
+/* Per byte: SSUB8 sets GE where the value >= min, SEL keeps it there; then against max. */
+#define MCU_DW4_RUN_CLAMP                                                                     \
+    "ldrd r8, r9, [r0, #152]\n\t"                                                             \
+    "ssub8 r10, r4, r8\n\t"                                                                   \
+    "sel r4, r4, r8\n\t"                                                                      \
+    "ssub8 r10, r9, r4\n\t"                                                                   \
+    "sel r4, r4, r9\n\t"
+
+/* The loop for activation ranges narrower than int8, and for the full range (SSAT clamps). */
+static __attribute__((naked, noinline, unused)) void mcu_dw4_run3x3_clamp(mcu_dw4_run *run)
 {
-    (void)run;
-    __asm__ volatile(
-        "push {r4-r11, lr}\n\t"
-        "ldr r1, [r0, #136]\n\t"
-        "ldr r3, [r0, #140]\n\t"
-        "ldr r2, [r0, #144]\n\t"
-        "1:\n\t"
-        "ldrd r4, r5, [r0, #0]\n\t"
-        "ldrd r6, r7, [r0, #8]\n\t"
-        MCU_DW4_RUN_ROW("112") MCU_DW4_RUN_ROW("120") MCU_DW4_RUN_ROW("128")
-        MCU_DW4_RUN_RQ("r4", "16", "32") MCU_DW4_RUN_RQ("r5", "40", "56") MCU_DW4_RUN_RQ("r6", "64", "80")
-        MCU_DW4_RUN_RQ("r7", "88", "104")
-        "pkhbt r4, r4, r6, lsl #16\n\t"
-        "pkhbt r5, r5, r7, lsl #16\n\t"
-        "and r4, r4, #0x00FF00FF\n\t"
-        "and r5, r5, #0x00FF00FF\n\t"
-        "orr r4, r4, r5, lsl #8\n\t"
-        "ldr r8, [r0, #160]\n\t"
-        "cmp r8, #0\n\t" /* CBZ takes low registers only */
-        "beq 2f\n\t"
-        /* per byte: SSUB8 sets GE where the value >= min, SEL keeps it there; then against max */
-        "ldrd r8, r9, [r0, #152]\n\t"
-        "ssub8 r10, r4, r8\n\t"
-        "sel r4, r4, r8\n\t"
-        "ssub8 r10, r9, r4\n\t"
-        "sel r4, r4, r9\n\t"
-        "2:\n\t"
-        "str r4, [r2]\n\t"
-        "add r2, r2, r1\n\t"
-        "ldr r8, [r0, #148]\n\t"
-        "cmp r2, r8\n\t"
-        "bne 1b\n\t"
-        "pop {r4-r11, pc}\n\t");
+    (void)run; /* in r0 */
+    MCU_DW4_RUN_LOOP(MCU_DW4_RUN_CLAMP);
 }
+
+static __attribute__((naked, noinline, unused)) void mcu_dw4_run3x3_full(mcu_dw4_run *run)
+{
+    (void)run; /* in r0 */
+    MCU_DW4_RUN_LOOP("");
+}
+
+static inline void mcu_dw4_run3x3(mcu_dw4_run *run)
+{
+    if (run->clamp) {
+        mcu_dw4_run3x3_clamp(run);
+    } else {
+        mcu_dw4_run3x3_full(run);
+    }
+}
+#undef MCU_DW4_RUN_LOOP
+#undef MCU_DW4_RUN_CLAMP
 #undef MCU_DW4_RUN_TAP
 #undef MCU_DW4_RUN_ROW
 #undef MCU_DW4_RUN_RQ
