@@ -510,7 +510,7 @@ static inline void mcu_mve_dw_store8(int32x4_t ev, int32x4_t od, const mcu_per_c
     const int32x4_t ro = mcu_mve_requantize(od, vldrwq_gather_shifted_offset_s32(q->multiplier + c + 1, even),
                                             vldrwq_gather_shifted_offset_s32(q->shift + c + 1, even), output_offset,
                                             act_min, act_max);
-    vstrbq_s16(y + c, vmovntq_s32(vmovnbq_s32(vdupq_n_s16(0), re), ro));
+    vstrbq_s16(y + c, vmovntq_s32(vmovnbq_s32(vuninitializedq_s16(), re), ro));
 }
 
 /* Eight channels of one depthwise pixel, channels c .. c + 7 (only the first `count` when
@@ -559,7 +559,7 @@ static inline void mcu_mve_dw_block8(const int8_t *const *rows, int32_t kh, int3
     sh = partial ? vldrwq_gather_shifted_offset_z_s32(q->shift + c + 1, even, p32o)
                  : vldrwq_gather_shifted_offset_s32(q->shift + c + 1, even);
     const int32x4_t ro = mcu_mve_requantize(od, m, sh, output_offset, act_min, act_max);
-    const int16x8_t r = vmovntq_s32(vmovnbq_s32(vdupq_n_s16(0), re), ro);
+    const int16x8_t r = vmovntq_s32(vmovnbq_s32(vuninitializedq_s16(), re), ro);
     if (partial) {
         vstrbq_p_s16(y + c, r, p);
     } else {
