@@ -289,3 +289,48 @@ def test_depthwise_s8_row_path(emulated, case):
                 _P(ptr(wt)), _P(ptr(b)))
     assert status == MCU_OK
     base.assert_equal(data_buf, expected)
+
+
+# The int8 add/sub rescale their operands through 256-entry tables from MCU_BINARY_S8_LUT_MIN elements
+# on (internal/binary_s8.h); the property tests of the plain kernels on this build, then shapes that
+# always reach the tables (broadcasts, strides, in place).
+test_add_s8 = base.test_add_s8
+test_sub_s8 = base.test_sub_s8
+test_mul_s8 = base.test_mul_s8
+test_binary_s8_in_place = base.test_binary_s8_in_place
+
+
+@st.composite
+def large_binary_cases(draw, op):
+    case = draw(base.binary_cases(op))
+    rank = draw(st.integers(1, 4))
+    out_shape = [draw(st.integers(1, 12)) for _ in range(rank - 1)] + [draw(st.integers(256, 300))]
+    a_shape = [d if draw(st.integers(0, 3)) else 1 for d in out_shape]
+    b_shape = [d if draw(st.integers(0, 3)) else 1 for d in out_shape]
+    return dict(case, a_shape=a_shape, b_shape=b_shape)
+
+
+@base.EXACT
+@given(large_binary_cases("add"))
+def test_add_s8_tables(case):
+    base.run_binary("add", case)
+
+
+@base.EXACT
+@given(large_binary_cases("sub"))
+def test_sub_s8_tables(case):
+    base.run_binary("sub", case)
+
+
+@pytest.mark.parametrize("op", ["add", "sub"])
+@pytest.mark.parametrize("act", [(-128, 127), (-100, 90)])
+def test_binary_s8_tables_in_place(op, act):
+    rng = np.random.default_rng(11)
+    a = base.int8_data(rng, (4, 16, 16), "mixed")
+    b = base.int8_data(rng, (4, 16, 16), "mixed")
+    qp = base.arith.add_params(0.05, 0.02, 0.07, zp_a=-3, zp_b=10, zp_out=-128)
+    params = dict(qp, act_min=act[0], act_max=act[1], **ref.broadcast_params(a.shape, b.shape))
+    expected = getattr(ref, f"{op}_s8")(a, b, **params)
+    status, out = cb.binary(op, a, b, params, out=a)
+    assert status == MCU_OK and out is a
+    base.assert_equal(a, expected)

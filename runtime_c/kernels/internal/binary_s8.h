@@ -10,6 +10,7 @@
 #include "check.h"
 #include "mve_s8.h"
 #include "requant.h"
+#include "rq_s8_dsp.h"
 
 typedef enum {
     MCU_BINARY_S8_ADD,
@@ -36,6 +37,46 @@ static inline int8_t mcu_binary_s8_apply(mcu_binary_s8_op op, const mcu_binary_s
     }
     return mcu_requantize_to_s8(acc, p->out_multiplier, p->out_shift, p->output_offset, p->act_min, p->act_max);
 }
+
+#if MCU_S8_DSP
+/* Add and subtract of at least this many elements rescale each operand through a table of its 256
+ * possible values (built with the same mcu_requantize as mcu_binary_s8_apply): two table loads and a
+ * saturating QADD/QSUB per element instead of two requantizations. */
+#define MCU_BINARY_S8_LUT_MIN 256
+
+/* lut[v + 128] = requantize((v + offset) 2^left_shift, multiplier, shift), as mcu_binary_s8_apply. */
+static inline void mcu_binary_s8_lut(int32_t *lut, int32_t offset, int32_t left_shift, int32_t multiplier,
+                                     int32_t shift)
+{
+    const int32_t scale = (int32_t)1 << left_shift;
+    for (int32_t v = -128; v < 128; ++v) {
+        lut[v + 128] = mcu_requantize((v + offset) * scale, multiplier, shift);
+    }
+}
+
+/* One row of an add or subtract through the tables (la, lb: the entries for value 0) and the output
+ * requantization rq when `fast` (mcu_rq_ch: shift in [-24, -1]), else mcu_requantize_to_s8. */
+static inline void mcu_binary_s8_row_lut(int sub, const mcu_binary_s8_params *p, const int32_t *la,
+                                         const int32_t *lb, const mcu_rq_ch *rq, int fast, const int8_t *ar,
+                                         int32_t sai, const int8_t *br, int32_t sbi, int8_t *out, int32_t inner)
+{
+    if (fast && !sub && sai == 1 && sbi == 1 && p->act_min == -128 && p->act_max == 127) {
+        /* the common case (residual adds): contiguous operands, the clamp is SSAT's */
+        for (int32_t i = 0; i < inner; ++i) {
+            out[i] = (int8_t)mcu_rq_ch_apply(rq, mcu_qadd(la[ar[i]], lb[br[i]]));
+        }
+        return;
+    }
+    for (int32_t i = 0; i < inner; ++i) {
+        const int32_t a1 = la[ar[i * sai]];
+        const int32_t b1 = lb[br[i * sbi]];
+        const int32_t acc = sub ? mcu_qsub(a1, b1) : mcu_qadd(a1, b1); /* = mcu_sat_s32 of the sum */
+        out[i] = fast ? (int8_t)mcu_clamp_s32(mcu_rq_ch_apply(rq, acc), p->act_min, p->act_max)
+                      : mcu_requantize_to_s8(acc, p->out_multiplier, p->out_shift, p->output_offset, p->act_min,
+                                             p->act_max);
+    }
+}
+#endif
 
 /* Elements spanned by an operand with these strides, or -1 if it does not
  * fit int32_t (negative strides are rejected by the caller first). */
@@ -132,6 +173,18 @@ static inline mcu_status mcu_binary_s8(mcu_binary_s8_op op, const mcu_binary_s8_
     const int32_t sbi = sb[r - 1];
     const int32_t rows = total / inner;
     int32_t idx[MCU_MAX_DIMS] = {0};
+#if MCU_S8_DSP
+    int32_t lut[2][256];
+    mcu_rq_ch rq = {{0, 0}, 0, 0}; /* set below when used (initialized for the compilers' flow analysis) */
+    int fast = 0;
+    /* not on Helium cores: their rows take mcu_mve_binary_row_s8 */
+    const int use_lut = !MCU_S8_MVE && op != MCU_BINARY_S8_MUL && total >= MCU_BINARY_S8_LUT_MIN;
+    if (use_lut) {
+        mcu_binary_s8_lut(lut[0], p->a_offset, p->left_shift, p->a_multiplier, p->a_shift);
+        mcu_binary_s8_lut(lut[1], p->b_offset, p->left_shift, p->b_multiplier, p->b_shift);
+        fast = mcu_rq_ch_init(&rq, p->out_multiplier, p->out_shift, p->output_offset);
+    }
+#endif
     /* 64-bit so that the odometer's transient offsets cannot overflow. */
     int64_t a_off = 0;
     int64_t b_off = 0;
@@ -141,6 +194,12 @@ static inline mcu_status mcu_binary_s8(mcu_binary_s8_op op, const mcu_binary_s8_
 #if MCU_S8_MVE
         if ((sai == 0 || sai == 1) && (sbi == 0 || sbi == 1)) {
             mcu_mve_binary_row_s8(op == MCU_BINARY_S8_ADD ? 0 : op == MCU_BINARY_S8_SUB ? 1 : 2, p, ar, sai, br, sbi,
+                                  out, inner);
+        } else
+#endif
+#if MCU_S8_DSP
+        if (use_lut) {
+            mcu_binary_s8_row_lut(op == MCU_BINARY_S8_SUB, p, lut[0] + 128, lut[1] + 128, &rq, fast, ar, sai, br, sbi,
                                   out, inner);
         } else
 #endif
