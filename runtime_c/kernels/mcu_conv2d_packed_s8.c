@@ -10,6 +10,7 @@
 #include "internal/check.h"
 #include "internal/gemm_s8_dsp.h"
 #include "internal/requant.h"
+#include "internal/window.h"
 
 int32_t mcu_conv2d_packed_s8_get_buffer_size(const mcu_conv2d_s8_params *p)
 {
@@ -82,10 +83,8 @@ static void column(const mcu_conv2d_s8_params *p, const int8_t *x_n, int32_t oh,
                 zero_s16(dst, kw * c);
                 continue;
             }
-            int32_t lo = iw0 < 0 ? -iw0 : 0;
-            int32_t hi = in.w - iw0 < kw ? in.w - iw0 : kw;
-            lo = lo < kw ? lo : kw;
-            hi = hi > lo ? hi : lo;
+            int32_t lo, hi;
+            mcu_window_taps(iw0, kw, 1, in.w, &lo, &hi);
             zero_s16(dst, lo * c);
             mcu_column_s8(x_n + (ih * in.w + iw0 + lo) * c, (hi - lo) * c, off, dst + lo * c);
             zero_s16(dst + hi * c, (kw - hi) * c);
@@ -99,10 +98,7 @@ static void column(const mcu_conv2d_s8_params *p, const int8_t *x_n, int32_t oh,
         if (p->dilation_w == 1) { /* the row's taps are one run of bytes: padding, input, padding */
             int32_t lo = 0, hi = 0;
             if (ih >= 0 && ih < in.h) {
-                lo = iw0 < 0 ? -iw0 : 0;
-                hi = in.w - iw0 < kw ? in.w - iw0 : kw;
-                lo = lo < kw ? lo : kw;
-                hi = hi > lo ? hi : lo;
+                mcu_window_taps(iw0, kw, 1, in.w, &lo, &hi);
             }
             fill_s8(raw + k, zp, lo * c);
             copy_s8(raw + k + lo * c, x_n + (ih * in.w + iw0 + lo) * c, (hi - lo) * c);

@@ -18,6 +18,7 @@
 #include "mcu/kernels_s8.h"
 #include "requant.h"
 #include "simd_s8.h"
+#include "window.h"
 
 #if MCU_S8_DSP
 
@@ -191,10 +192,8 @@ static inline void mcu_im2col_s8(const mcu_conv2d_s8_params *p, const int8_t *x_
                 mcu_zero_s16(dst, kw * c);
                 continue;
             }
-            int32_t lo = iw0 < 0 ? -iw0 : 0;
-            int32_t hi = in.w - iw0 < kw ? in.w - iw0 : kw;
-            lo = lo < kw ? lo : kw;
-            hi = hi > lo ? hi : lo;
+            int32_t lo, hi;
+            mcu_window_taps(iw0, kw, 1, in.w, &lo, &hi);
             if (lo > 0) {
                 mcu_zero_s16(dst, lo * c);
             }
