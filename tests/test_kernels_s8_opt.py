@@ -334,3 +334,32 @@ def test_binary_s8_tables_in_place(op, act):
     status, out = cb.binary(op, a, b, params, out=a)
     assert status == MCU_OK and out is a
     base.assert_equal(a, expected)
+
+
+# Max pooling and the spatial mean take four channels per step (SSUB8/SEL maxima; SXTAB16 sums in
+# 16-bit lanes, flushed every 256 pixels): the plain kernels' property tests on this build, then
+# channel counts past one group and pixel counts around the flush.
+test_max_pool2d_s8 = base.test_max_pool2d_s8
+test_mean_hw_s8 = base.test_mean_hw_s8
+
+
+@base.EXACT
+@given(base.pool_cases(), st.integers(4, 21))
+def test_max_pool2d_s8_channel_groups(case, c):
+    base.run_pool("max", dict(case, c=c))
+
+
+@pytest.mark.parametrize("h,w", [(1, 255), (16, 16), (1, 257), (9, 57), (25, 5)])
+@pytest.mark.parametrize("c", [4, 5, 8, 11])
+@pytest.mark.parametrize("fill", ["max", "min", "random"])
+def test_mean_hw_s8_lane_flush(h, w, c, fill):
+    rng = np.random.default_rng(h * w + c)
+    shape = (1, h, w, c)
+    x = {"max": np.full(shape, 127, np.int8), "min": np.full(shape, -128, np.int8),
+         "random": rng.integers(-128, 128, shape, dtype=np.int8)}[fill]
+    for in_zp, out_zp, m, s in [(-128, 5, 2**30 + 12345, -8), (127, -128, 2**31 - 1, -9), (0, 0, 1 << 30, 1)]:
+        params = dict(input=x.shape, input_offset=-in_zp, multiplier=m, shift=s, output_offset=out_zp,
+                      act_min=-128, act_max=127)
+        status, out = cb.mean_hw(x, params)
+        assert status == MCU_OK
+        base.assert_equal(out, ref.mean_hw_s8(x, **params))

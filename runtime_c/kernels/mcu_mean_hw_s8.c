@@ -5,6 +5,7 @@
 #include "internal/check.h"
 #include "internal/mve_s8.h"
 #include "internal/requant.h"
+#include "internal/rq_s8_dsp.h"
 
 mcu_status mcu_mean_hw_s8(const mcu_mean_hw_s8_params *p, const int8_t *input, int8_t *output)
 {
@@ -36,6 +37,56 @@ mcu_status mcu_mean_hw_s8(const mcu_mean_hw_s8_params *p, const int8_t *input, i
             const int32x4_t r = mcu_mve_requantize(s, vdupq_n_s32(p->multiplier), vdupq_n_s32(p->shift),
                                                    p->output_offset, p->act_min, p->act_max);
             vstrbq_p_s32(y + c, r, pr);
+        }
+    }
+    return MCU_OK;
+#endif
+#if MCU_S8_DSP
+    /* Four channels per step: SXTAB16 adds the bytes of a word into two pairs of 16-bit lanes, at most
+     * 256 pixels at a time (|sum| <= 256 * 128 fits a lane), then into the int32 sums; the offset
+     * term hw * input_offset is added once (the same int32 sum as below: it fits, checked above). */
+    for (int32_t n = 0; n < in.n; ++n) {
+        const int8_t *x_n = input + n * hw * in.c;
+        int8_t *y = output + n * in.c;
+        int32_t c = 0;
+        for (; c + 4 <= in.c; c += 4) {
+            int32_t s0 = hw * p->input_offset, s1 = s0, s2 = s0, s3 = s0;
+            const int8_t *xp = x_n + c;
+            for (int32_t i = 0; i < hw;) {
+                const int32_t end = hw - i > 256 ? i + 256 : hw;
+                uint32_t a02 = 0, a13 = 0;
+                for (; i + 2 <= end; i += 2, xp += 2 * in.c) {
+                    const uint32_t v0 = mcu_load_u32(xp);
+                    const uint32_t v1 = mcu_load_u32(xp + in.c);
+                    a02 = mcu_sxtab16(a02, v0);
+                    a13 = mcu_sxtab16_ror8(a13, v0);
+                    a02 = mcu_sxtab16(a02, v1);
+                    a13 = mcu_sxtab16_ror8(a13, v1);
+                }
+                if (i < end) {
+                    const uint32_t v0 = mcu_load_u32(xp);
+                    a02 = mcu_sxtab16(a02, v0);
+                    a13 = mcu_sxtab16_ror8(a13, v0);
+                    ++i;
+                    xp += in.c;
+                }
+                s0 += mcu_lane16(a02, 0);
+                s1 += mcu_lane16(a13, 0);
+                s2 += mcu_lane16(a02, 1);
+                s3 += mcu_lane16(a13, 1);
+            }
+            const int32_t sums[4] = {s0, s1, s2, s3};
+            for (int32_t k = 0; k < 4; ++k) { /* one copy of the requantization: code size */
+                y[c + k] = mcu_requantize_to_s8(sums[k], p->multiplier, p->shift, p->output_offset, p->act_min,
+                                                p->act_max);
+            }
+        }
+        for (; c < in.c; ++c) {
+            int32_t sum = 0;
+            for (int32_t i = 0; i < hw; ++i) {
+                sum += x_n[i * in.c + c] + p->input_offset;
+            }
+            y[c] = mcu_requantize_to_s8(sum, p->multiplier, p->shift, p->output_offset, p->act_min, p->act_max);
         }
     }
     return MCU_OK;

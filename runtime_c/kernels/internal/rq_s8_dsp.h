@@ -166,6 +166,13 @@ static inline uint32_t mcu_max4_s8(uint32_t a, uint32_t b)
 #endif
 }
 
+/* The signed 16-bit lane (0: bits 0-15, 1: bits 16-31) of a word. */
+static inline int32_t mcu_lane16(uint32_t v, int lane)
+{
+    const int32_t x = (int32_t)((v >> (16 * lane)) & 0xFFFFu);
+    return x >= 32768 ? x - 65536 : x;
+}
+
 /* Saturating a + b and a - b (QADD, QSUB). */
 static inline int32_t mcu_qadd(int32_t a, int32_t b)
 {
