@@ -41,6 +41,16 @@ static inline int32_t mcu_packed_block_words(int32_t kp)
     "smlad r1, lr, r9, r1\n\t"                                                                            \
     "smlad r2, lr, r10, r2\n\t"                                                                           \
     "smlad r3, lr, r11, r3\n\t"
+
+/* The column r4 up to r6 (a multiple of 4 taps) against the stream at r5: 8 taps per pass,
+ * entering at the second half when the taps leave 4 over. */
+#define MCU_DOT4_LOOP                                                                                     \
+    "sub r8, r6, r4\n\t"                                                                                   \
+    "tst r8, #8\n\t"                                                                                       \
+    "bne 2f\n\t"                                                                                           \
+    "1:\n\t" MCU_DOT4_HALF "2:\n\t" MCU_DOT4_HALF                                                         \
+    "cmp r4, r6\n\t"                                                                                       \
+    "bne 1b\n\t"
 #endif
 
 /* acc[0..3] += col . the block's weight pairs (w: the first pair word), over kp taps (a positive
@@ -56,12 +66,7 @@ static inline void mcu_dot4_packed(const int16_t *col, const int32_t *w, int32_t
     register const int32_t *wp __asm__("r5") = w;
     register const int16_t *e __asm__("r6") = col + kp;
     __asm__ volatile(
-        "sub r8, r6, r4\n\t"
-        "tst r8, #8\n\t"
-        "bne 2f\n\t"
-        "1:\n\t" MCU_DOT4_HALF "2:\n\t" MCU_DOT4_HALF
-        "cmp r4, r6\n\t"
-        "bne 1b\n\t"
+        MCU_DOT4_LOOP
         : "+r"(a0), "+r"(a1), "+r"(a2), "+r"(a3), "+r"(x), "+r"(wp), "+r"(e)
         :
         : "r8", "r9", "r10", "r11", "r12", "lr", "cc", "memory");
@@ -99,12 +104,7 @@ static inline const int32_t *mcu_block4_packed(const int16_t *col, int32_t kp, c
     __asm__ volatile(
         "push {r8, r9}\n\t"
         "ldmia r5!, {r0, r1, r2, r3}\n\t"
-        "sub r8, r6, r4\n\t"
-        "tst r8, #8\n\t"
-        "bne 2f\n\t"
-        "1:\n\t" MCU_DOT4_HALF "2:\n\t" MCU_DOT4_HALF
-        "cmp r4, r6\n\t"
-        "bne 1b\n\t"
+        MCU_DOT4_LOOP
         "pop {r4, r6}\n\t" /* r4: y, r6: (output_offset, act_min, act_max) */
 #define MCU_RQ(acc)                                                                                   \
         "ldmia r5!, {r8, r9, r10}\n\t"                                                                \
@@ -151,17 +151,6 @@ static inline void mcu_column_s8(const int8_t *x, int32_t kp, int32_t off, int16
         col[i + 2] = (int16_t)(x[i + 1] + off);
         col[i + 3] = (int16_t)(x[i + 3] + off);
     }
-#endif
-}
-
-static inline int32_t mcu_qadd(int32_t a, int32_t b)
-{
-#if MCU_S8_DSP_NATIVE
-    int32_t r;
-    __asm__("qadd %0, %1, %2" : "=r"(r) : "r"(a), "r"(b));
-    return r;
-#else
-    return mcu_sat_s32((int64_t)a + b);
 #endif
 }
 

@@ -173,29 +173,6 @@ static inline int32_t mcu_lane16(uint32_t v, int lane)
     return x >= 32768 ? x - 65536 : x;
 }
 
-/* Saturating a + b and a - b (QADD, QSUB). */
-static inline int32_t mcu_qadd(int32_t a, int32_t b)
-{
-#if MCU_S8_DSP_NATIVE
-    int32_t r;
-    __asm__("qadd %0, %1, %2" : "=r"(r) : "r"(a), "r"(b));
-    return r;
-#else
-    return mcu_sat_s32((int64_t)a + b);
-#endif
-}
-
-static inline int32_t mcu_qsub(int32_t a, int32_t b)
-{
-#if MCU_S8_DSP_NATIVE
-    int32_t r;
-    __asm__("qsub %0, %1, %2" : "=r"(r) : "r"(a), "r"(b));
-    return r;
-#else
-    return mcu_sat_s32((int64_t)a - b);
-#endif
-}
-
 #endif /* MCU_S8_DSP */
 
 #endif /* MCU_KERNELS_INTERNAL_RQ_S8_DSP_H */

@@ -199,6 +199,29 @@ static inline void mcu_expand_s8(const int8_t *x, int32_t n, int32_t off, int16_
 
 #endif /* MCU_S8_DSP */
 
+/* Saturating a + b and a - b (QADD, QSUB on the core; portable elsewhere). */
+static inline int32_t mcu_qadd(int32_t a, int32_t b)
+{
+#if MCU_S8_DSP_NATIVE
+    int32_t r;
+    __asm__("qadd %0, %1, %2" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+#else
+    return mcu_sat_s32((int64_t)a + b);
+#endif
+}
+
+static inline int32_t mcu_qsub(int32_t a, int32_t b)
+{
+#if MCU_S8_DSP_NATIVE
+    int32_t r;
+    __asm__("qsub %0, %1, %2" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+#else
+    return mcu_sat_s32((int64_t)a - b);
+#endif
+}
+
 /* mcu_requantize_to_s8 for parameters a kernel has validated (multiplier in [0, 2^31 - 1], shift
  * in [-31, 30]); the same function, in fewer instructions:
  *  - the multiplier is never INT32_MIN, so the high multiply cannot saturate and its result
