@@ -90,8 +90,10 @@ def applies(op: Op, board: "Board") -> str | None:
         return "not an int8 op of ours"
     if op.kind not in ("conv2d", "linear") or op.inputs[0].dtype != "int8":
         return "not a convolution or fully connected layer"
-    if op.kind == "conv2d" and (op.attrs["groups"] != 1 or op.inputs[1].dim_order != (0, 2, 3, 1)):
+    if op.kind == "conv2d" and op.attrs["groups"] != 1:
         return "grouped convolution"
+    if op.kind == "conv2d" and op.inputs[1].dim_order != (0, 2, 3, 1):
+        return "weights are not in OHWI order"
     if op.kind == "linear" and len(op.inputs[1].shape) != 2:
         return "weights are not a matrix"
     if padded_taps(_taps(op)) > TAPS_MAX:

@@ -31,39 +31,6 @@ static int contiguous(const mcu_conv2d_s8_params *p)
     return p->input.c % 4 == 0 && p->dilation_w == 1;
 }
 
-static void zero_s16(int16_t *dst, int32_t n)
-{
-    for (int32_t i = 0; i < n; ++i) {
-        dst[i] = 0;
-        __asm__("" ::: "memory"); /* a loop, not a memset call: kernels link no libc */
-    }
-}
-
-/* Byte fill and copy as loops: kernels link no libc (the empty asm keeps GCC from calling memset
- * or memcpy); copies of 4 bytes or more go a word at a time (unaligned words: Cortex-M3 and up). */
-static void fill_s8(int8_t *dst, int8_t v, int32_t n)
-{
-    for (int32_t i = 0; i < n; ++i) {
-        dst[i] = v;
-        __asm__("" ::: "memory");
-    }
-}
-
-static void copy_s8(int8_t *dst, const int8_t *src, int32_t n)
-{
-    int32_t i = 0;
-    for (; i + 4 <= n; i += 4) {
-        uint32_t v;
-        memcpy(&v, src + i, 4);
-        memcpy(dst + i, &v, 4);
-        __asm__("" ::: "memory");
-    }
-    for (; i < n; ++i) {
-        dst[i] = src[i];
-        __asm__("" ::: "memory");
-    }
-}
-
 /* The column of output pixel (oh, ow): padded taps are 0 (they contribute nothing, as the plain
  * kernels skip them). `raw` (kp bytes) gathers windows whose rows are not whole 4-byte groups. */
 static void column(const mcu_conv2d_s8_params *p, const int8_t *x_n, int32_t oh, int32_t ow, int32_t kp,
@@ -76,19 +43,7 @@ static void column(const mcu_conv2d_s8_params *p, const int8_t *x_n, int32_t oh,
     const int32_t iw0 = ow * p->stride_w - p->pad_left;
     const int32_t off = p->input_offset;
     if (contiguous(p)) {
-        for (int32_t i = 0; i < p->kernel_h; ++i) {
-            const int32_t ih = ih0 + i * p->dilation_h;
-            int16_t *dst = col + i * kw * c;
-            if (ih < 0 || ih >= in.h) {
-                zero_s16(dst, kw * c);
-                continue;
-            }
-            int32_t lo, hi;
-            mcu_window_taps(iw0, kw, 1, in.w, &lo, &hi);
-            zero_s16(dst, lo * c);
-            mcu_column_s8(x_n + (ih * in.w + iw0 + lo) * c, (hi - lo) * c, off, dst + lo * c);
-            zero_s16(dst + hi * c, (kw - hi) * c);
-        }
+        mcu_window_rows_s16(p, x_n, ih0, iw0, col);
         return;
     }
     const int8_t zp = (int8_t)-off; /* (zp + off) == 0: a padded tap */
@@ -100,23 +55,25 @@ static void column(const mcu_conv2d_s8_params *p, const int8_t *x_n, int32_t oh,
             if (ih >= 0 && ih < in.h) {
                 mcu_window_taps(iw0, kw, 1, in.w, &lo, &hi);
             }
-            fill_s8(raw + k, zp, lo * c);
-            copy_s8(raw + k + lo * c, x_n + (ih * in.w + iw0 + lo) * c, (hi - lo) * c);
-            fill_s8(raw + k + hi * c, zp, (kw - hi) * c);
+            mcu_fill_s8(raw + k, zp, lo * c);
+            if (hi > lo) {
+                mcu_copy_s8(raw + k + lo * c, x_n + (ih * in.w + iw0 + lo) * c, (hi - lo) * c);
+            }
+            mcu_fill_s8(raw + k + hi * c, zp, (kw - hi) * c);
             k += kw * c;
             continue;
         }
         for (int32_t j = 0; j < kw; ++j) {
             const int32_t iw = iw0 + j * p->dilation_w;
             if (ih >= 0 && ih < in.h && iw >= 0 && iw < in.w) {
-                copy_s8(raw + k, x_n + (ih * in.w + iw) * c, c);
+                mcu_copy_s8(raw + k, x_n + (ih * in.w + iw) * c, c);
             } else {
-                fill_s8(raw + k, zp, c);
+                mcu_fill_s8(raw + k, zp, c);
             }
             k += c;
         }
     }
-    fill_s8(raw + k, zp, kp - k);
+    mcu_fill_s8(raw + k, zp, kp - k);
     mcu_column_s8(raw, kp, off, col);
 }
 
@@ -196,13 +153,7 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
 {
     (void)ctx; /* no scratch needed */
     MCU_REQUIRE(p != NULL && input != NULL && packed != NULL && output != NULL, MCU_ERR_NULL_POINTER);
-    MCU_REQUIRE(p->kernel_h > 0 && p->kernel_w > 0 && p->stride_h > 0 && p->stride_w > 0 &&
-                    p->dilation_h > 0 && p->dilation_w > 0 && p->pad_top >= 0 && p->pad_left >= 0 &&
-                    p->groups == 1,
-                MCU_ERR_INVALID_ARG);
-    MCU_REQUIRE(mcu_input_offset_valid(p->input_offset) && mcu_output_offset_valid(p->output_offset) &&
-                    mcu_act_s8_valid(p->act_min, p->act_max),
-                MCU_ERR_INVALID_ARG);
+    MCU_REQUIRE(mcu_conv2d_s8_params_valid(p) && p->groups == 1, MCU_ERR_INVALID_ARG);
     const mcu_shape4 in = p->input;
     const mcu_shape4 out = p->output;
     const int32_t in_count = mcu_shape4_count(&in, 1);

@@ -92,13 +92,7 @@ mcu_status mcu_conv2d_s8(const mcu_context *ctx, const mcu_conv2d_s8_params *p, 
     MCU_REQUIRE(p != NULL && q != NULL && q->multiplier != NULL && q->shift != NULL && input != NULL &&
                     weight != NULL && output != NULL,
                 MCU_ERR_NULL_POINTER);
-    MCU_REQUIRE(p->kernel_h > 0 && p->kernel_w > 0 && p->stride_h > 0 && p->stride_w > 0 &&
-                    p->dilation_h > 0 && p->dilation_w > 0 && p->pad_top >= 0 && p->pad_left >= 0 &&
-                    p->groups > 0,
-                MCU_ERR_INVALID_ARG);
-    MCU_REQUIRE(mcu_input_offset_valid(p->input_offset) && mcu_output_offset_valid(p->output_offset) &&
-                    mcu_act_s8_valid(p->act_min, p->act_max),
-                MCU_ERR_INVALID_ARG);
+    MCU_REQUIRE(mcu_conv2d_s8_params_valid(p), MCU_ERR_INVALID_ARG);
 
     const mcu_shape4 in = p->input;
     const mcu_shape4 out = p->output;

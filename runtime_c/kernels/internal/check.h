@@ -5,7 +5,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "mcu/kernels_s8.h"
 #include "mcu/tensor.h"
+
+#include "requant.h"
 
 /* Element count of `rank` dims, or -1 when a dim is not positive or the
  * tensor would not fit in INT32_MAX bytes. Kernels index with int32_t, so
@@ -75,6 +78,17 @@ static inline int mcu_window_fits(int32_t in, int32_t out, int32_t stride, int32
 static inline int mcu_act_bounds_valid(float lo, float hi)
 {
     return lo == lo && hi == hi;
+}
+
+/* The fields of an int8 convolution's params that every convolution kernel requires: a real
+ * window (positive kernel, stride, dilation, groups; padding not negative), offsets of int8
+ * zero-points and an activation range inside int8. */
+static inline int mcu_conv2d_s8_params_valid(const mcu_conv2d_s8_params *p)
+{
+    return p->kernel_h > 0 && p->kernel_w > 0 && p->stride_h > 0 && p->stride_w > 0 && p->dilation_h > 0 &&
+           p->dilation_w > 0 && p->pad_top >= 0 && p->pad_left >= 0 && p->groups > 0 &&
+           mcu_input_offset_valid(p->input_offset) && mcu_output_offset_valid(p->output_offset) &&
+           mcu_act_s8_valid(p->act_min, p->act_max);
 }
 
 #endif /* MCU_KERNELS_INTERNAL_CHECK_H */

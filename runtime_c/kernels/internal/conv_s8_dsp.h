@@ -17,8 +17,8 @@
 
 #include "mcu/kernels_s8.h"
 #include "requant.h"
+#include "dw_s8_dsp.h"
 #include "simd_s8.h"
-#include "window.h"
 
 #if MCU_S8_DSP
 
@@ -145,33 +145,6 @@ static inline void mcu_matrix_pixels_s8(const int16_t *ca, const int16_t *cb, in
     }
 }
 
-/* Zero / zero-point fills and a small copy written as loops: the portable kernels reference no
- * libc function at all (tests/test_kernels_s8.py checks their objects). The empty asm keeps GCC
- * from turning the loops back into memset/memcpy calls. */
-static inline void mcu_zero_s16(int16_t *dst, int32_t n)
-{
-    for (int32_t i = 0; i < n; ++i) {
-        dst[i] = 0;
-        __asm__("" ::: "memory");
-    }
-}
-
-static inline void mcu_fill_s8(int8_t *dst, int8_t v, int32_t n)
-{
-    for (int32_t i = 0; i < n; ++i) {
-        dst[i] = v;
-        __asm__("" ::: "memory");
-    }
-}
-
-static inline void mcu_copy_s8(int8_t *dst, const int8_t *src, int32_t n)
-{
-    for (int32_t i = 0; i < n; ++i) {
-        dst[i] = src[i];
-        __asm__("" ::: "memory");
-    }
-}
-
 /* The column of one output pixel of a groups == 1 convolution: the window's taps in weight order
  * (kh, kw, ic), padded taps 0. `raw` is a scratch row of n bytes for channel counts that are not a
  * multiple of 4 (the window is gathered as bytes, padded with the zero-point, then widened). */
@@ -185,23 +158,7 @@ static inline void mcu_im2col_s8(const mcu_conv2d_s8_params *p, const int8_t *x_
     const int32_t iw0 = ow * p->stride_w - p->pad_left;
     const int32_t off = p->input_offset;
     if (c % 4 == 0 && p->dilation_w == 1) {
-        for (int32_t i = 0; i < p->kernel_h; ++i) {
-            const int32_t ih = ih0 + i * p->dilation_h;
-            int16_t *dst = col + i * kw * c;
-            if (ih < 0 || ih >= in.h) {
-                mcu_zero_s16(dst, kw * c);
-                continue;
-            }
-            int32_t lo, hi;
-            mcu_window_taps(iw0, kw, 1, in.w, &lo, &hi);
-            if (lo > 0) {
-                mcu_zero_s16(dst, lo * c);
-            }
-            mcu_expand_s8(x_n + (ih * in.w + iw0 + lo) * c, (hi - lo) * c, off, dst + lo * c);
-            if (hi < kw) {
-                mcu_zero_s16(dst + hi * c, (kw - hi) * c);
-            }
-        }
+        mcu_window_rows_s16(p, x_n, ih0, iw0, col);
         return;
     }
     const int8_t zp = (int8_t)-off; /* (zp + off) == 0: a padded tap */
@@ -289,20 +246,8 @@ static inline void mcu_depthwise_pixel_s8(const int8_t *const *rows, int32_t kh,
         y[c + 3] = mcu_requantize_to_s8_fast(mcu_u32_to_s32(a3), q->multiplier[c + 3], q->shift[c + 3],
                                              output_offset, act_min, act_max);
     }
-    for (; c < channels; ++c) {
-        uint32_t acc = bias != NULL ? (uint32_t)bias[c] : 0u;
-        for (int32_t i = 0; i < kh; ++i) {
-            if (rows[i] == NULL) {
-                continue;
-            }
-            for (int32_t j = kw_lo; j < kw_hi; ++j) {
-                acc += (uint32_t)((rows[i][(iw0 + j) * channels + c] + input_offset) *
-                                  weight[(i * kw + j) * channels + c]);
-            }
-        }
-        y[c] = mcu_requantize_to_s8_fast(mcu_u32_to_s32(acc), q->multiplier[c], q->shift[c], output_offset, act_min,
-                                         act_max);
-    }
+    mcu_dw_pixel_tail_s8(rows, kh, kw, iw0, kw_lo, kw_hi, channels, c, channels, input_offset, weight, bias, q,
+                         output_offset, act_min, act_max, y);
 }
 
 #undef MCU_DW_TAP

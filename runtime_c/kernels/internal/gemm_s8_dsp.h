@@ -134,26 +134,6 @@ static inline const int32_t *mcu_block4_packed(const int16_t *col, int32_t kp, c
 }
 #endif
 
-/* col[0..kp) from kp bytes (kp a multiple of 4): (x + off) in the 0, 2, 1, 3 order per group. */
-static inline void mcu_column_s8(const int8_t *x, int32_t kp, int32_t off, int16_t *col)
-{
-#if MCU_S8_DSP
-    const uint32_t off2 = mcu_offset_pair(off);
-    for (int32_t i = 0; i < kp; i += 4) {
-        const uint32_t v = mcu_load_u32(x + i);
-        mcu_store_u32(col + i, mcu_sxtab16(off2, v));
-        mcu_store_u32(col + i + 2, mcu_sxtab16_ror8(off2, v));
-    }
-#else
-    for (int32_t i = 0; i < kp; i += 4) {
-        col[i] = (int16_t)(x[i] + off);
-        col[i + 1] = (int16_t)(x[i + 2] + off);
-        col[i + 2] = (int16_t)(x[i + 1] + off);
-        col[i + 3] = (int16_t)(x[i + 3] + off);
-    }
-#endif
-}
-
 /* mcu_requantize_to_s8 for a validated multiplier and a right shift s = -shift in [1, 23] (real
  * layers: the output scale is larger than input scale x weight scale), with round = 2^(s-1), in
  * about half the instructions. The rounding divide by 2^s (half away from zero) is

@@ -26,7 +26,9 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "mcu/kernels_s8.h"
 #include "requant.h"
+#include "window.h"
 
 #if !defined(MCU_S8_NO_DSP) && defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP
 #define MCU_S8_DSP 1
@@ -220,6 +222,84 @@ static inline int32_t mcu_qsub(int32_t a, int32_t b)
 #else
     return mcu_sat_s32((int64_t)a - b);
 #endif
+}
+
+/* Zero / zero-point fills and a copy written as loops: the kernels reference no libc function at
+ * all (tests/test_kernels_s8.py checks their objects); the empty asm keeps GCC from turning the
+ * loops back into memset/memcpy calls. Copies move whole words where they can (unaligned word
+ * access: Cortex-M3 and up, and the host). */
+static inline void mcu_zero_s16(int16_t *dst, int32_t n)
+{
+    for (int32_t i = 0; i < n; ++i) {
+        dst[i] = 0;
+        __asm__("" ::: "memory");
+    }
+}
+
+static inline void mcu_fill_s8(int8_t *dst, int8_t v, int32_t n)
+{
+    for (int32_t i = 0; i < n; ++i) {
+        dst[i] = v;
+        __asm__("" ::: "memory");
+    }
+}
+
+static inline void mcu_copy_s8(int8_t *dst, const int8_t *src, int32_t n)
+{
+    int32_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        uint32_t v;
+        memcpy(&v, src + i, 4);
+        memcpy(dst + i, &v, 4);
+        __asm__("" ::: "memory");
+    }
+    for (; i < n; ++i) {
+        dst[i] = src[i];
+        __asm__("" ::: "memory");
+    }
+}
+
+/* col[0..kp) from kp bytes (kp a multiple of 4): (x + off) in the 0, 2, 1, 3 order per group. */
+static inline void mcu_column_s8(const int8_t *x, int32_t kp, int32_t off, int16_t *col)
+{
+#if MCU_S8_DSP
+    const uint32_t off2 = mcu_offset_pair(off);
+    for (int32_t i = 0; i < kp; i += 4) {
+        const uint32_t v = mcu_load_u32(x + i);
+        mcu_store_u32(col + i, mcu_sxtab16(off2, v));
+        mcu_store_u32(col + i + 2, mcu_sxtab16_ror8(off2, v));
+    }
+#else
+    for (int32_t i = 0; i < kp; i += 4) {
+        col[i] = (int16_t)(x[i] + off);
+        col[i + 1] = (int16_t)(x[i + 2] + off);
+        col[i + 2] = (int16_t)(x[i + 1] + off);
+        col[i + 3] = (int16_t)(x[i + 3] + off);
+    }
+#endif
+}
+
+/* The column of a window whose rows are whole 4-byte groups (in_c % 4 == 0, dilation_w 1) at input
+ * row ih0 and column iw0: each kernel row's in-input taps through mcu_column_s8, padded taps 0. */
+static inline void mcu_window_rows_s16(const mcu_conv2d_s8_params *p, const int8_t *x_n, int32_t ih0, int32_t iw0,
+                                       int16_t *col)
+{
+    const mcu_shape4 in = p->input;
+    const int32_t c = in.c;
+    const int32_t kw = p->kernel_w;
+    for (int32_t i = 0; i < p->kernel_h; ++i) {
+        const int32_t ih = ih0 + i * p->dilation_h;
+        int16_t *dst = col + i * kw * c;
+        if (ih < 0 || ih >= in.h) {
+            mcu_zero_s16(dst, kw * c);
+            continue;
+        }
+        int32_t lo, hi;
+        mcu_window_taps(iw0, kw, 1, in.w, &lo, &hi);
+        mcu_zero_s16(dst, lo * c);
+        mcu_column_s8(x_n + (ih * in.w + iw0 + lo) * c, (hi - lo) * c, p->input_offset, dst + lo * c);
+        mcu_zero_s16(dst + hi * c, (kw - hi) * c);
+    }
 }
 
 /* mcu_requantize_to_s8 for parameters a kernel has validated (multiplier in [0, 2^31 - 1], shift
