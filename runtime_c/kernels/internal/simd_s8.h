@@ -226,8 +226,7 @@ static inline int32_t mcu_qsub(int32_t a, int32_t b)
 
 /* Zero / zero-point fills and a copy written as loops: the kernels reference no libc function at
  * all (tests/test_kernels_s8.py checks their objects); the empty asm keeps GCC from turning the
- * loops back into memset/memcpy calls. Copies move whole words where they can (unaligned word
- * access: Cortex-M3 and up, and the host). */
+ * loops back into memset/memcpy calls. (The copies are a window tap's few channels.) */
 static inline void mcu_zero_s16(int16_t *dst, int32_t n)
 {
     for (int32_t i = 0; i < n; ++i) {
@@ -246,14 +245,7 @@ static inline void mcu_fill_s8(int8_t *dst, int8_t v, int32_t n)
 
 static inline void mcu_copy_s8(int8_t *dst, const int8_t *src, int32_t n)
 {
-    int32_t i = 0;
-    for (; i + 4 <= n; i += 4) {
-        uint32_t v;
-        memcpy(&v, src + i, 4);
-        memcpy(dst + i, &v, 4);
-        __asm__("" ::: "memory");
-    }
-    for (; i < n; ++i) {
+    for (int32_t i = 0; i < n; ++i) {
         dst[i] = src[i];
         __asm__("" ::: "memory");
     }
