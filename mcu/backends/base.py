@@ -1,0 +1,153 @@
+"""The one interface every backend joins through: support tables as data, partitions, payloads.
+
+A backend is one of two kinds, both behind :class:`Backend`:
+
+* a *kernel library* (``delegate = False``): portable, optimized (per-core variants, packed
+  weights), CMSIS-NN. Each op it takes becomes one call in the generated C (and one instruction in
+  a program file) through :meth:`Backend.emit`; its "partition" is the op itself, so nothing is
+  paid at run time for the interface. This is how ExecuTorch's kernel libraries and TFLite Micro's
+  optimized kernel overrides work.
+* a *delegate* (``delegate = True``): XNNPACK on desktop and phone CPUs, an NPU. The partitioner
+  merges the ops it takes into the largest legal partitions (convex runs of the execution order)
+  and :meth:`Backend.preprocess` turns each into payload bytes. In the graph a partition is one
+  ``Op(kind="delegate")`` whose inputs and outputs are the partition's boundary tensors and whose
+  attrs are ``{"backend": id, "version": int, "payload": bytes, "ops": [names]}``. The C side runs
+  it through the delegate registry (runtime_c/include/mcu/delegate.h): ``init(payload, arena) ->
+  handle``, ``execute(handle, tensors)``, ``destroy(handle)``, the same for program files and for
+  generated code.
+
+Written contract of :meth:`Backend.preprocess`: it reads only the partition (ops, their attrs,
+constant tensors, boundary tensors' shapes, dtypes, dim orders and quantization) and the
+:class:`Context`; it returns bytes that start with the backend's 4-byte magic and a little-endian
+u32 version, so that the C ``init`` refuses a payload for another backend or version with a status
+code; it never mutates the graph; equal partitions give equal bytes (deterministic).
+
+Support is declared as data (:class:`Rule`): op kind, activation dtypes, weight quantization
+scheme, and named constraints whose ``why`` is what the partition report prints for a refused op.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, ClassVar
+
+from mcu.ir import Op, Tensor
+
+if TYPE_CHECKING:  # pragma: no cover
+    from mcu.boards import Board
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """A condition on an op beyond kind and dtype; ``why`` says what fails when it does not hold."""
+
+    why: str
+    holds: Callable[[Op], bool]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One row of a backend's support table."""
+
+    kind: str  # IR op kind
+    dtypes: tuple[str, ...]  # activation dtypes the row takes ("float32", "int8")
+    # weights' quantization: "per-tensor", "per-channel", or "any" (ops without weights: "any")
+    quant: str = "any"
+    constraints: tuple[Constraint, ...] = ()
+
+
+@dataclass
+class Context:
+    """What a backend may look at besides the op: the board and the build's options."""
+
+    board: Board
+    quantize: str = "none"
+    options: dict[str, Any] = field(default_factory=dict)  # e.g. {"cmsis_nn": Path, "packed_weights": bool}
+
+
+@dataclass
+class Partition:
+    backend: str
+    ops: list[Op]
+    inputs: list[Tensor]  # boundary tensors read by the partition (non-constant), in first-use order
+    outputs: list[Tensor]  # tensors it produces that are read after it or are graph outputs
+
+
+@dataclass(frozen=True)
+class Refusal:
+    op: str  # the op's name
+    kind: str
+    backend: str
+    why: str
+    source: str = ""  # the user's source line, when known
+
+
+@dataclass
+class PartitionReport:
+    """Which backend took which ops, where the graph breaks between backends, and why ops were refused."""
+
+    partitions: list[tuple[str, list[str]]] = field(default_factory=list)  # (backend, op names) in order
+    refusals: list[Refusal] = field(default_factory=list)
+
+    @property
+    def graph_breaks(self) -> int:
+        """Changes of backend between consecutive partitions of the execution order."""
+        return sum(1 for a, b in zip(self.partitions, self.partitions[1:]) if a[0] != b[0])
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "partitions": [{"backend": b, "ops": ops} for b, ops in self.partitions],
+            "graph_breaks": self.graph_breaks,
+            "refusals": [{"op": r.op, "kind": r.kind, "backend": r.backend, "why": r.why, "source": r.source}
+                         for r in self.refusals],
+        }
+
+
+class Backend:
+    """Base of every backend. Subclasses set the class attributes and override what their kind needs."""
+
+    id: ClassVar[str] = ""
+    version: ClassVar[int] = 1
+    delegate: ClassVar[bool] = False
+    rules: ClassVar[tuple[Rule, ...]] = ()
+
+    def unavailable(self, ctx: Context) -> str | None:
+        """Why this backend cannot serve this build at all (no tree, wrong core), or None."""
+        return None
+
+    def refuse(self, op: Op, ctx: Context) -> str | None:
+        """Why this backend does not take ``op``, or None when it does. Default: the support table."""
+        rows = [r for r in self.rules if r.kind == op.kind]
+        if not rows:
+            return f"no {self.id} support for {op.kind}"
+        dtype = op.outputs[0].dtype if op.outputs else ""
+        rows = [r for r in rows if dtype in r.dtypes]
+        if not rows:
+            return f"{op.kind} on {dtype} is not supported"
+        scheme = weight_scheme(op)
+        rows = [r for r in rows if r.quant == "any" or r.quant == scheme]
+        if not rows:
+            return f"{op.kind} with {scheme} weights is not supported"
+        why = ""
+        for r in rows:
+            failed = next((c.why for c in r.constraints if not c.holds(op)), None)
+            if failed is None:
+                return None
+            why = why or failed
+        return why
+
+    def preprocess(self, partition: Partition, ctx: Context) -> bytes:  # delegates
+        raise NotImplementedError(f"{self.id} is not a delegate backend")
+
+    def emit(self, op: Op, refs: Any) -> Any:  # kernel libraries: -> mcu.emit.kernels.KernelCall
+        raise NotImplementedError(f"{self.id} is not a kernel backend")
+
+
+def weight_scheme(op: Op) -> str:
+    """The quantization scheme of an op's constant weight input (its second input):
+    "per-channel", "per-tensor", or "any" when it has no quantized constant weight."""
+    for t in op.inputs[1:2]:
+        if t.is_constant and t.quant is not None:
+            scales = set(t.quant.scale)
+            return "per-tensor" if t.quant.per_tensor or len(scales) == 1 else "per-channel"
+    return "any"
