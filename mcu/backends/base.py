@@ -151,3 +151,70 @@ def weight_scheme(op: Op) -> str:
             scales = set(t.quant.scale)
             return "per-tensor" if t.quant.per_tensor or len(scales) == 1 else "per-channel"
     return "any"
+
+
+def _boundary(ops: list[Op], later: list[Op], graph_outputs: list[Tensor]) -> tuple[list[Tensor], list[Tensor]]:
+    made = {id(t) for op in ops for t in op.outputs}
+    inputs: dict[int, Tensor] = {}
+    for op in ops:
+        for t in op.inputs:
+            if not t.is_constant and id(t) not in made:
+                inputs.setdefault(id(t), t)
+    read_later = {id(t) for op in later for t in op.inputs} | {id(t) for t in graph_outputs}
+    outputs = [t for op in ops for t in op.outputs if id(t) in read_later]
+    return list(inputs.values()), outputs
+
+
+def partition(graph: Any, backends: list[Backend], ctx: Context) -> PartitionReport:
+    """Give every op of ``graph`` to the first backend of ``backends`` (preference order) that takes it.
+
+    Kernel-library backends mark the op (``op.attrs["backend"]``); runs of consecutive ops that a
+    delegate takes (a run of the execution order is always a legal, convex partition) are replaced in
+    ``graph.ops`` by one ``delegate`` op carrying the backend's payload. The last backend is expected
+    to take everything (portable); an op that no backend takes is an error naming it and its source.
+    """
+    from mcu.errors import McuError
+
+    report = PartitionReport()
+    usable = []
+    for b in backends:
+        why = b.unavailable(ctx)
+        if why is None:
+            usable.append(b)
+        else:
+            report.refusals.append(Refusal("*", "*", b.id, why))
+    chosen: list[Backend] = []
+    for op in graph.ops:
+        for b in usable:
+            why = b.refuse(op, ctx)
+            if why is None:
+                chosen.append(b)
+                break
+            report.refusals.append(Refusal(op.name, op.kind, b.id, why, op.source))
+        else:
+            where = f" ({op.source})" if op.source else ""
+            raise McuError(f"no backend takes {op.kind} ({op.name}){where}",
+                           hint=f"backends tried: {', '.join(b.id for b in usable) or 'none'}")
+    new_ops: list[Op] = []
+    i = 0
+    while i < len(graph.ops):
+        b = chosen[i]
+        j = i
+        while j < len(graph.ops) and chosen[j] is b:
+            j += 1
+        run = graph.ops[i:j]
+        report.partitions.append((b.id, [op.name for op in run]))
+        if b.delegate:
+            ins, outs = _boundary(run, graph.ops[j:], graph.outputs)
+            part = Partition(b.id, run, ins, outs)
+            payload = b.preprocess(part, ctx)
+            new_ops.append(Op("delegate", ins, outs, {"backend": b.id, "version": b.version, "payload": payload,
+                                                      "ops": [op.name for op in run]},
+                              f"{b.id.replace('-', '_')}_partition_{len(report.partitions) - 1}", run[0].source))
+        else:
+            for op in run:
+                op.attrs["backend"] = b.id
+            new_ops.extend(run)
+        i = j
+    graph.ops = new_ops
+    return report
