@@ -20,6 +20,7 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
+from mcu.backends.base import PartitionReport
 from mcu.boards import Board, load_board
 from mcu.console import parse_harness
 from mcu.emit.c_model import GeneratedLibrary, render_firmware_main
@@ -75,6 +76,7 @@ class CompiledModel:
     graph: Graph
     memory: MemoryPlan
     library: GeneratedLibrary
+    partitions: PartitionReport = field(default_factory=PartitionReport)  # which backend took which ops
     _host: HostModel | None = field(default=None, repr=False)
     _program: Any = field(default=None, repr=False)  # mcu.runtime.Program of this model, loaded on first run
 
@@ -301,34 +303,44 @@ def resolve_quantize(spec: ModelSpec, quantize: str) -> str:
 
 
 def compile_spec(spec: ModelSpec, board: str | Board = "mps2-an505", quantize: str = "none",
-                 cmsis_nn: str | Path | None = None, packed_weights: bool = True) -> CompiledModel:
-    """``cmsis_nn``: CMSIS-NN sources to route supported int8 layers to (a path, or ``auto``: the
+                 cmsis_nn: str | Path | None = None, packed_weights: bool = True,
+                 backend: str | list[str] | None = None) -> CompiledModel:
+    """``backend``: the backends' preference order, ``"cmsis-nn,optimized,portable"`` or a list (None:
+    CMSIS-NN first when it is given, then optimized, then portable; mcu/backends/registry.py); the
+    partition report is ``CompiledModel.partitions``. ``cmsis_nn``: CMSIS-NN sources to route supported int8 layers to (a path, or ``auto``: the
     CMSIS_NN_PATH environment variable, else cmsis-pack-manager's pack cache); None: our kernels
     only (mcu/backends/cmsis_nn.py). ``packed_weights``: on cores with the DSP extension, int8
     convolution and fully connected weights are packed as int16 for the faster kernel
     (mcu/backends/tuned.py; twice their flash); False keeps them int8."""
     from mcu.backends import cmsis_nn as cmsis
+    from mcu.backends.registry import parse
 
+    order = parse(backend)
+    if cmsis_nn is None and order is not None and "cmsis-nn" in order:
+        cmsis_nn = "auto"  # asked for by name: CMSIS_NN_PATH, else the pack cache
     board_obj = board if isinstance(board, Board) else load_board(board)
     quantize = resolve_quantize(spec, quantize)
     graph = to_graph(spec, quantize)
-    memory, library = compile_graph(graph, board_obj, quantize, cmsis.resolve(cmsis_nn), packed_weights)
-    return CompiledModel(spec=spec, board=board_obj, quantize=quantize, graph=graph, memory=memory, library=library)
+    memory, library, report = compile_graph(graph, board_obj, quantize, order, cmsis.resolve(cmsis_nn),
+                                            packed_weights)
+    return CompiledModel(spec=spec, board=board_obj, quantize=quantize, graph=graph, memory=memory, library=library,
+                         partitions=report)
 
 
 def compile(model: torch.nn.Module, example_inputs: Sequence[torch.Tensor], board: str = "mps2-an505",  # noqa: A001
             quantize: str = "none", calibration: Any = None, test_inputs: Any = None,
             name: str | None = None, cmsis_nn: str | Path | None = None,
-            packed_weights: bool = True) -> CompiledModel:
+            packed_weights: bool = True, backend: str | list[str] | None = None) -> CompiledModel:
     """Compile an ``nn.Module`` for a board; see the module docstring."""
     spec = spec_from_objects(model, example_inputs, calibration, test_inputs,
                              name=name or type(model).__name__.lower())
-    return compile_spec(spec, board, quantize, cmsis_nn, packed_weights)
+    return compile_spec(spec, board, quantize, cmsis_nn, packed_weights, backend)
 
 
 def compile_file(path: str | Path, board: str = "mps2-an505", quantize: str = "none",
-                 cmsis_nn: str | Path | None = None, packed_weights: bool = True) -> CompiledModel:
-    return compile_spec(load_model_file(path), board, quantize, cmsis_nn, packed_weights)
+                 cmsis_nn: str | Path | None = None, packed_weights: bool = True,
+                 backend: str | list[str] | None = None) -> CompiledModel:
+    return compile_spec(load_model_file(path), board, quantize, cmsis_nn, packed_weights, backend)
 
 
 def max_abs(values: list[np.ndarray]) -> float:

@@ -29,6 +29,10 @@ def _add_model_args(p: argparse.ArgumentParser, board_required: bool = True) -> 
                    help="route supported int8 layers to CMSIS-NN built from these sources (a CMSIS-NN "
                         "checkout or unpacked pack; `auto`: CMSIS_NN_PATH, else cmsis-pack-manager's pack "
                         "cache); default: CMSIS_NN_PATH if set, else mcu's own kernels")
+    p.add_argument("--backend", metavar="LIST", default=None,
+                   help="backends in preference order, comma-separated (e.g. cmsis-nn,optimized,portable); each "
+                        "op goes to the first that takes it, portable takes the rest; default: cmsis-nn (when "
+                        "CMSIS-NN is given), optimized, portable")
     p.add_argument("--compact-weights", action="store_true",
                    help="keep int8 convolution and fully connected weights as they are; by default, on cores "
                         "with the DSP extension (Cortex-M4/M7/M33) they are packed as int16 for the faster "
@@ -146,7 +150,27 @@ def _compile(args: argparse.Namespace):
     spec, origin = cli_spec(getattr(args, "cmsis_nn", None))
     return compile_file(args.model, board=args.board, quantize=args.quantize,
                         cmsis_nn=resolve(spec, origin=origin),
-                        packed_weights=not getattr(args, "compact_weights", False))
+                        packed_weights=not getattr(args, "compact_weights", False),
+                        backend=getattr(args, "backend", None))
+
+
+def _print_partitions(report) -> None:  # mcu.backends.base.PartitionReport
+    """A compact table: per backend the ops it took and its partitions, the graph breaks, then the
+    refusals grouped by backend and reason (with the first ops they hit)."""
+    taken: dict[str, list[int]] = {}
+    for backend, ops in report.partitions:
+        row = taken.setdefault(backend, [0, 0])
+        row[0] += len(ops)
+        row[1] += 1
+    print(f"{'backend':<10} {'ops':>5} {'partitions':>10}   graph breaks: {report.graph_breaks}")
+    for backend, (n, parts) in taken.items():
+        print(f"{backend:<10} {n:>5} {parts:>10}")
+    grouped: dict[tuple[str, str], list[str]] = {}
+    for r in report.refusals:
+        grouped.setdefault((r.backend, r.why), []).append(r.op)
+    for (backend, why), ops in grouped.items():
+        names = "" if ops == ["*"] else f" ({len(ops)} ops: {', '.join(ops[:3])}{', ...' if len(ops) > 3 else ''})"
+        print(f"  {backend} refused{names}: {why}")
 
 
 def _base_report(cm, fw) -> dict[str, Any]:
@@ -159,6 +183,7 @@ def _base_report(cm, fw) -> dict[str, Any]:
         "arena_bytes": cm.memory.arena_size,
         "arena_lower_bound_bytes": cm.memory.lower_bound,
         "fp32_fallbacks": [{"op": op, "reason": why} for op, why in cm.graph.fallbacks],
+        "partitions": cm.partitions.to_json(),
         "elf": str(fw.elf),
     }
 
@@ -191,6 +216,7 @@ def cmd_build(args: argparse.Namespace) -> int:
         if "uf2" in report:
             print(f"UF2 for the BOOTSEL drive: {report['uf2']}")
         _print_sizes(report)
+        _print_partitions(cm.partitions)
         for region in cm.board.extra_regions:
             print(f"{region.name}: {report['memory'].get(region.name, 0)} B of {region.length} B "
                   f"({', '.join(region.holds)})")
@@ -236,6 +262,7 @@ def cmd_run(args: argparse.Namespace) -> int:
               f"({cm.quantize}); max |device - eager| = {sim.max_abs_error_vs_eager:.3g}")
         print(f"instructions per inference: {sim.instructions}")
         _print_sizes(report)
+        _print_partitions(cm.partitions)
         if not sim.passed:
             print(sim.console.strip()[-2000:], file=sys.stderr)
     return 0 if sim.passed else 1

@@ -1,7 +1,7 @@
 """The whole compiler, in order.
 
     model.py -> capture (torch.export) -> Edge (Core ATen, verified)
-             -> mcu IR -> lowering passes -> memory plan -> C library
+             -> mcu IR -> lowering passes -> partition (backends) -> memory plan -> C library
 
 Each stage is one module with one entry point; the lowering passes are the
 ordered list ``LOWERING`` below, with the reason for each position.
@@ -10,8 +10,10 @@ ordered list ``LOWERING`` below, with the reason for each position.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
+from mcu.backends.base import Context, PartitionReport, partition
+from mcu.backends.registry import resolve as resolve_backends
 from mcu.boards import Board
 from mcu.capture import capture
 from mcu.edge import to_edge
@@ -88,19 +90,22 @@ def check_fits(board: Board, memory: MemoryPlan) -> None:
                 hint="use a smaller model or input, quantize to int8, or pick a board with more RAM")
 
 
-def compile_graph(graph: Graph, board: Board, quantize: str, cmsis_nn: Path | None = None,
-                  packed_weights: bool = True) -> tuple[MemoryPlan, GeneratedLibrary]:
-    """``packed_weights``: on cores with the DSP extension, convolutions and fully connected layers
-    take int16 weights packed for the dual-MAC kernel (mcu/backends/tuned.py): faster, twice the
-    weight flash of those layers."""
-    if cmsis_nn is not None:  # before the plan: routed ops get CMSIS-NN's scratch and no overlap contract
-        from mcu.backends.cmsis_nn import assign
+def partition_ops(graph: Graph, board: Board, quantize: str, backends: list[str] | None,
+                  options: dict[str, Any]) -> PartitionReport:
+    """Give each op to the first backend of the preference order that takes it (mcu/backends/base.py)."""
+    ctx = Context(board, quantize, options)
+    return partition(graph, resolve_backends(backends, ctx), ctx)
 
-        assign(graph, board, cmsis_nn)
-    if packed_weights:  # after CMSIS-NN: the ops it took stay with it
-        from mcu.backends import tuned
 
-        tuned.assign(graph, board)
+def compile_graph(graph: Graph, board: Board, quantize: str, backends: list[str] | None = None,
+                  cmsis_nn: Path | None = None,
+                  packed_weights: bool = True) -> tuple[MemoryPlan, GeneratedLibrary, PartitionReport]:
+    """``backends``: preference order of backend ids (None: CMSIS-NN first when ``cmsis_nn`` names a
+    tree, then the optimized and the portable kernels; mcu/backends/registry.py). ``packed_weights``
+    False: the optimized backend's packed int16 weights (twice the flash of those layers) are not used."""
+    options: dict[str, Any] = {"cmsis_nn": cmsis_nn, "packed_weights": packed_weights}
+    # Before the plan: a backend's kernels bring their own scratch sizes and overlap contracts.
+    report = partition_ops(graph, board, quantize, backends, options)
     memory = plan_memory(graph, capacities=board.arena_regions())
     check_fits(board, memory)
-    return memory, render_library(graph, memory, quantize)
+    return memory, render_library(graph, memory, quantize), report

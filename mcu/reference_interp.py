@@ -17,7 +17,7 @@ from typing import Callable
 
 import numpy as np
 
-from mcu.emit.kernels import _operand_strides, _physical_perm, _split_at, shape4
+from mcu.calls import operand_strides as _operand_strides, physical_perm as _physical_perm, shape4, split_at as _split_at
 from mcu.errors import McuError
 from mcu.ir import Graph, Op, Tensor
 from mcu.layouts import from_memory_order, to_memory_order

@@ -136,10 +136,15 @@ class Backend:
             why = why or failed
         return why
 
+    def take(self, op: Op, ctx: Context) -> None:  # kernel libraries
+        """Record on ``op`` what :meth:`emit` will need, once the partitioner gave it the op (before the
+        memory plan): e.g. the scratch bytes its kernel asks for (``op.attrs["scratch_bytes"]``, which the
+        planner places in the arena). Default: nothing."""
+
     def preprocess(self, partition: Partition, ctx: Context) -> bytes:  # delegates
         raise NotImplementedError(f"{self.id} is not a delegate backend")
 
-    def emit(self, op: Op, refs: Any) -> Any:  # kernel libraries: -> mcu.emit.kernels.KernelCall
+    def emit(self, op: Op, refs: Any) -> Any:  # kernel libraries: -> mcu.calls.KernelCall
         raise NotImplementedError(f"{self.id} is not a kernel backend")
 
 
@@ -214,6 +219,7 @@ def partition(graph: Any, backends: list[Backend], ctx: Context) -> PartitionRep
         else:
             for op in run:
                 op.attrs["backend"] = b.id
+                b.take(op, ctx)
             new_ops.extend(run)
         i = j
     graph.ops = new_ops

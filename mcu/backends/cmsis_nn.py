@@ -1,11 +1,12 @@
 """The CMSIS-NN backend: route supported int8 layers to CMSIS-NN's ``arm_*_s8`` functions.
 
 When the user supplies CMSIS-NN (``--cmsis-nn PATH``, ``CMSIS_NN_PATH``, or an ARM CMSIS-NN pack in
-cmsis-pack-manager's pack cache with ``--cmsis-nn auto``), :func:`assign` marks every int8 op CMSIS-NN
-serves (``op.attrs["backend"] = "cmsis-nn"``) before the memory plan, with the scratch its
-``_get_buffer_size`` function asks for on the board's architecture (planned in the arena like our own
-kernels' scratch). The variant table (mcu/backends/variants.py) then picks the CMSIS-NN rows for
-those ops, and :func:`emit` writes the call: CMSIS-NN's parameter structs from the op's attributes,
+cmsis-pack-manager's pack cache with ``--cmsis-nn auto``), :class:`CmsisNNBackend` comes first in the
+build's preference order (mcu/backends/registry.py). The partitioner gives it every int8 op its
+support table and :func:`plan_op` accept, before the memory plan, with the scratch its
+``_get_buffer_size`` function asks for on the board's architecture (the functions below follow
+CMSIS-NN's own, path by path, for plain C, DSP and MVE; planned in the arena like our own kernels'
+scratch), and :func:`emit` writes the call: CMSIS-NN's parameter structs from the op's attributes,
 a run-time check that the planned scratch is at least what CMSIS-NN's own ``_get_buffer_size``
 returns, and the call, whose status maps to ``mcu_status``. Only the CMSIS-NN sources the model
 calls are compiled: :class:`CmsisNN` indexes the tree's function definitions and takes the closure of
@@ -27,14 +28,15 @@ import re
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
+from mcu.backends.base import Backend, Constraint, Context, Rule
+from mcu.calls import KernelCall, Refs, split_at
 from mcu.errors import McuError
-from mcu.ir import Graph, Op
+from mcu.ir import Op, Tensor
 
 if TYPE_CHECKING:  # pragma: no cover
     from mcu.boards import Board
-    from mcu.emit.kernels import KernelCall, Refs
 
 BACKEND = "cmsis-nn"
 ENV_VAR = "CMSIS_NN_PATH"
@@ -182,36 +184,113 @@ def arch_of(board: "Board") -> str:
     return "mve" if board.mve else "dsp" if board.dsp else "plain"
 
 
+def _c_div(a: int, b: int) -> int:
+    """C's truncating integer division."""
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b > 0) else -q
+
+
+def _c_mod(a: int, b: int) -> int:
+    return a - _c_div(a, b) * b
+
+
 def convolve_s8_buffer_size(arch: str, in_c: int, kh: int, kw: int) -> int:
-    """arm_convolve_s8_get_buffer_size: two int16 im2col columns (DSP/plain), four int8 ones (MVE)."""
+    """arm_convolve_s8_get_buffer_size: two int16 im2col columns of taps rounded up to 4 (plain, DSP);
+    four int8 columns of whole 16-lane vectors (MVE, arm_convolve_s8_get_buffer_size_mve)."""
     cols = in_c * kh * kw
     if arch == "mve":
-        return 4 * ((cols + 7) // 8) * 8
+        return 4 * ((cols + 15) // 16) * 16
     return 2 * ((cols + 3) // 4 * 4) * 2
 
 
-def convolve_wrapper_s8_buffer_size(arch: str, p: dict) -> int:
-    """arm_convolve_wrapper_s8_get_buffer_size for the path the wrapper takes."""
+def _is_1x1(p: dict) -> bool:  # arm_nn_is_convolve_1x1
+    f = p["filter"]
+    return p["padding"] == (0, 0) and (f["w"], f["h"]) == (1, 1) and p["dilation"] == (1, 1) \
+        and p["input"]["c"] == f["c"]
+
+
+def _is_1_x_n(p: dict) -> bool:  # arm_nn_is_convolve_1_x_n
     i, f = p["input"], p["filter"]
-    if p["padding"] == (0, 0) and (f["h"], f["w"]) == (1, 1) and p["dilation"] == (1, 1):
-        return 0  # arm_convolve_1x1_s8_fast (stride 1) or arm_convolve_1x1_s8 (strided): no buffer
-    return convolve_s8_buffer_size(arch, i["c"], f["h"], f["w"])  # also the 1xN path's size (upper bound)
+    return i["h"] == 1 and p["dilation"][0] == 1 and f["h"] == 1 and (p["stride"][0] * i["c"]) % 4 == 0 \
+        and i["c"] == f["c"]
+
+
+def _convolve_1_x_n_mve_buffer_size(p: dict) -> int:
+    """arm_convolve_1_x_n_s8_get_buffer_size_mve: the padded left and right windows of the row."""
+    i, f, o = p["input"], p["filter"], p["output"]
+    pad_x, stride_x = p["padding"][0], p["stride"][0]
+    total_pad = (o["w"] - 1) * stride_x + f["w"] - i["w"]
+    asym_pad = _c_mod(total_pad, 2)
+    right = max(1, _c_div(pad_x + asym_pad + stride_x - 1, stride_x)) if pad_x + asym_pad != 0 else 0
+    left = max(1, _c_div(pad_x + stride_x - 1, stride_x)) if pad_x != 0 else 0
+    no_pad = max(o["w"] - (right + left), 0)
+    if right + no_pad + left != o["w"]:
+        return convolve_s8_buffer_size("mve", i["c"], f["h"], f["w"])
+    pad_left = pad_x * i["c"]
+    pad_right = right * i["c"] if asym_pad else pad_left
+    elem_left = f["w"] * i["c"]
+    return max(elem_left + pad_left, elem_left - i["c"] + pad_right)
+
+
+def convolve_wrapper_s8_buffer_size(arch: str, p: dict) -> int:
+    """arm_convolve_wrapper_s8_get_buffer_size for the path the wrapper takes (built with GCC, whose
+    1x1 fast path needs no buffer on any architecture)."""
+    i, f = p["input"], p["filter"]
+    if _is_1x1(p):
+        return 0
+    if _is_1_x_n(p) and arch == "mve":
+        return _convolve_1_x_n_mve_buffer_size(p)
+    return convolve_s8_buffer_size(arch, i["c"], f["h"], f["w"])
+
+
+# CONVERT_DW_CONV_WITH_ONE_INPUT_CH_AND_OUTPUT_CH_ABOVE_THRESHOLD when not built with Arm Compiler 6
+DW_ONE_INPUT_CH_THRESHOLD = 1
+CH_IN_BLOCK_MVE = 124
 
 
 def depthwise_wrapper_s8_buffer_size(arch: str, p: dict) -> int:
-    """arm_depthwise_conv_wrapper_s8_get_buffer_size: the _opt kernel's im2col when it may run."""
+    """arm_depthwise_conv_wrapper_s8_get_buffer_size: on MVE a one-input-channel depthwise layer runs
+    as a convolution (its buffer plus the transposed filter); else the _opt kernel's im2col when it
+    may run (not for 3x3 with padding <= 1 off MVE: arm_depthwise_conv_3x3_s8 needs none)."""
     i, f, o = p["input"], p["filter"], p["output"]
+    if arch == "mve" and i["c"] == 1 and o["c"] > DW_ONE_INPUT_CH_THRESHOLD:
+        conv = {**p, "filter": _dims(f["c"], f["h"], f["w"], f["n"])}
+        return convolve_wrapper_s8_buffer_size(arch, conv) + f["c"] * f["h"] * f["w"] * f["n"]
     if not (i["c"] == o["c"] and i["n"] == 1 and p["dilation"] == (1, 1)):
         return 0
+    if arch != "mve" and (f["w"], f["h"]) == (3, 3) and p["padding"][0] <= 1 and p["padding"][1] <= 1:
+        return 0
     if arch == "mve":
-        return 4 * 124 * f["w"] * f["h"]  # CH_IN_BLOCK_MVE channels of 4 int8 columns
+        return 4 * CH_IN_BLOCK_MVE * f["w"] * f["h"]
     if arch == "dsp":
         return i["c"] * f["w"] * f["h"] * 2
     return 0
 
 
 def fully_connected_s8_buffer_size(arch: str, out_features: int) -> int:
-    return out_features * 4 if arch == "mve" else 0  # MVE: kernel sums
+    """arm_fully_connected_s8_get_buffer_size: on MVE the kernel sums (one int32 per output), which
+    this backend computes at compile time as a constant (:func:`kernel_sums`) instead of scratch."""
+    return out_features * 4 if arch == "mve" else 0
+
+
+def kernel_sums(op: Op) -> Tensor:
+    """What arm_vector_sum_s8 computes before an MVE fully connected layer, once, here: per output
+    ``bias + input_offset * sum(weights row)`` (filter offset 0), kept on the op so that every
+    emission names one constant."""
+    import numpy as np
+
+    cached = op.attrs.get("cmsis_kernel_sums")
+    if isinstance(cached, Tensor):
+        return cached
+    w, b = op.inputs[1], op.inputs[2]
+    rows = np.asarray(w.data, dtype=np.int64).reshape(w.shape[0], -1)
+    bias = np.zeros(w.shape[0], dtype=np.int64) if b is None or b.data is None else \
+        np.asarray(b.data, dtype=np.int64).reshape(-1)
+    sums = bias + int(op.attrs["input_offset"]) * rows.sum(axis=1)
+    data = ((sums + 2**31) % 2**32 - 2**31).astype(np.int32)  # C's int32 wrap-around
+    t = Tensor(name=f"{w.name}_kernel_sums", shape=(data.size,), dtype="int32", data=data)
+    op.attrs["cmsis_kernel_sums"] = t
+    return t
 
 
 def avgpool_s8_buffer_size(arch: str, channels: int) -> int:
@@ -281,13 +360,9 @@ def _uniform(t: Any) -> bool:
 def _fully_connected(op: Op, arch: str, lib: CmsisNN) -> Layer | str:
     x, w = op.inputs[:2]
     mult, shift = op.inputs[3], op.inputs[4]
-    if arch == "mve":
-        # CMSIS-NN's MVE path needs kernel sums precomputed by arm_vector_sum_s8, whose arguments
-        # changed between releases; our MVE kernel serves these layers.
-        return "fully connected on MVE (kernel sums)"
     out_f, in_f = w.shape
     batch = x.numel // in_f
-    v = {"input": _dims(batch, 1, 1, in_f), "filter": _dims(in_f, 1, 1, out_f), "bias": _dims(1, 1, 1, out_f),
+    v = {"arch": arch, "input": _dims(batch, 1, 1, in_f), "filter": _dims(in_f, 1, 1, out_f), "bias": _dims(1, 1, 1, out_f),
          "output": _dims(batch, 1, 1, out_f), "input_offset": int(op.attrs["input_offset"]),
          "filter_offset": 0, "output_offset": int(op.attrs["output_offset"]),
          "act": (int(op.attrs["act_min"]), int(op.attrs["act_max"]))}
@@ -296,11 +371,9 @@ def _fully_connected(op: Op, arch: str, lib: CmsisNN) -> Layer | str:
 
         v["multiplier"] = int(np.asarray(mult.data).reshape(-1)[0])
         v["shift"] = int(np.asarray(shift.data).reshape(-1)[0])
-        return Layer("arm_fully_connected_s8", v, fully_connected_s8_buffer_size(arch, out_f),
-                     "arm_fully_connected_s8_get_buffer_size")
+        return Layer("arm_fully_connected_s8", v, 0, "arm_fully_connected_s8_get_buffer_size")
     if lib.has("arm_fully_connected_per_channel_s8"):
-        return Layer("arm_fully_connected_per_channel_s8", v, fully_connected_s8_buffer_size(arch, out_f),
-                     "arm_fully_connected_s8_get_buffer_size")
+        return Layer("arm_fully_connected_per_channel_s8", v, 0, "arm_fully_connected_s8_get_buffer_size")
     return "per-channel fully connected needs arm_fully_connected_per_channel_s8 (CMSIS-NN >= 6)"
 
 
@@ -334,9 +407,7 @@ def _pool(function: str) -> Callable[[Op, str, CmsisNN], "Layer | str"]:
 
 
 def _softmax(op: Op, arch: str, lib: CmsisNN) -> Layer | str:
-    from mcu.emit.kernels import _split_at
-
-    outer, axis, inner = _split_at(op.inputs[0], op.attrs["axis"])
+    outer, axis, inner = split_at(op.inputs[0], op.attrs["axis"])
     if inner != 1:
         return "softmax over a non-innermost axis"
     v = {"rows": outer, "row_size": axis, **{k: int(op.attrs[k]) for k in
@@ -372,31 +443,6 @@ def plan_op(op: Op, arch: str, lib: CmsisNN) -> Layer | str:
     return layer
 
 
-def assign(graph: Graph, board: "Board", root: Path) -> dict[str, str]:
-    """Mark the ops CMSIS-NN serves (before the memory plan); returns op name -> CMSIS-NN function or
-    the reason it stays on our kernels."""
-    lib = tree(str(root))
-    arch = arch_of(board)
-    report: dict[str, str] = {}
-    for op in graph.ops:
-        layer = plan_op(op, arch, lib)
-        if isinstance(layer, str):
-            if op.output.dtype == "int8" and op.kind in PLANNERS:
-                report[op.name] = f"mcu kernel: {layer}"
-            continue
-        op.attrs["backend"] = BACKEND
-        op.attrs["cmsis_nn"] = {"root": str(root), "arch": arch, "function": layer.function,
-                                "scratch": layer.scratch}
-        if layer.scratch:
-            op.attrs["scratch_bytes"] = max(int(op.attrs.get("scratch_bytes", 0)), layer.scratch)
-        report[op.name] = layer.function
-    return report
-
-
-def routed(op: Op, same_place: bool = False) -> bool:
-    return op.attrs.get("backend") == BACKEND
-
-
 # --- the generated call -------------------------------------------------------------------------------------
 
 
@@ -416,7 +462,7 @@ def _status(expr: str) -> str:
     return f"{expr} == ARM_CMSIS_NN_SUCCESS ? MCU_OK : MCU_ERR_UNSUPPORTED"
 
 
-def _ctx_c(ref: "Refs", scratch: int) -> list[str]:
+def _ctx_c(ref: Refs, scratch: int) -> list[str]:
     if scratch and ref.scratch is not None:
         return [f"const cmsis_nn_context cmsis_ctx = {{.buf = {ref.scratch[0]}, .size = {ref.scratch[1]}}};"]
     return ["const cmsis_nn_context cmsis_ctx = {.buf = NULL, .size = 0};"]
@@ -426,7 +472,7 @@ def _check_c(call: str) -> str:
     return f"if ({call} > cmsis_ctx.size) return MCU_ERR_BUFFER_TOO_SMALL;"
 
 
-def call_text(op: Op, ref: "Refs") -> tuple[str, list[str]]:
+def call_text(op: Op, ref: Refs) -> tuple[str, list[str]]:
     """The CMSIS-NN call expression for a routed op and the declarations it needs."""
     layer = plan_op(op, op.attrs["cmsis_nn"]["arch"], tree(op.attrs["cmsis_nn"]["root"]))
     assert isinstance(layer, Layer), layer
@@ -456,7 +502,11 @@ def call_text(op: Op, ref: "Refs") -> tuple[str, list[str]]:
         else:
             quant = (f"const cmsis_nn_per_channel_quant_params cmsis_quant = {{.multiplier = (int32_t *)"
                      f"{ref(mult)}, .shift = (int32_t *){ref(shift)}}};")
-        decls = _ctx_c(ref, layer.scratch) + [
+        ctx = _ctx_c(ref, layer.scratch)
+        if v["arch"] == "mve":  # the kernel sums, a constant made at compile time (kernel_sums)
+            ctx = [f"const cmsis_nn_context cmsis_ctx = {{.buf = (void *){ref(kernel_sums(op))}, "
+                   f".size = {4 * v['output']['c']}}};"]
+        decls = ctx + [
             f"const cmsis_nn_fc_params fc_params = {{.input_offset = {v['input_offset']}, "
             f".filter_offset = {v['filter_offset']}, .output_offset = {v['output_offset']}, {_act_c(v['act'])}}};",
             quant, _dims_c("input_dims", v["input"]), _dims_c("filter_dims", v["filter"]),
@@ -496,11 +546,9 @@ def call_text(op: Op, ref: "Refs") -> tuple[str, list[str]]:
     raise AssertionError(f)  # pragma: no cover
 
 
-def emit(op: Op, ref: "Refs") -> "KernelCall":
+def emit(op: Op, ref: Refs) -> KernelCall:
     """The KernelCall of a routed op: the CMSIS-NN call as a status expression, its declarations, the
     CMSIS-NN sources it needs (absolute paths) and the include folder."""
-    from mcu.emit.kernels import KernelCall
-
     info = op.attrs["cmsis_nn"]
     lib = tree(info["root"])
     layer = plan_op(op, info["arch"], lib)
@@ -513,3 +561,62 @@ def emit(op: Op, ref: "Refs") -> "KernelCall":
     return KernelCall("", [status], [str(p) for p in lib.sources(layer.needs)], locals=decls,
                       operands=operands, headers=[HEADER], include_dirs=[str(lib.include_dir)],
                       backend_function=layer.function)
+
+
+# --- the backend --------------------------------------------------------------------------------------------
+
+
+_INT8_IN = Constraint("input is not int8", lambda op: bool(op.inputs) and op.inputs[0].dtype == "int8")
+_ONE_GROUP = Constraint("grouped convolution", lambda op: op.attrs.get("groups", 1) == 1)
+_SAME_SHAPES = Constraint("broadcasting (CMSIS-NN's elementwise functions take equal shapes)",
+                          lambda op: all(t.shape == op.output.shape and t.dim_order == op.output.dim_order
+                                         for t in op.inputs))
+_BATCH_1 = Constraint("batched pooling", lambda op: op.inputs[0].shape[0] == 1)
+_INNERMOST = Constraint("softmax over a non-innermost axis",
+                        lambda op: split_at(op.inputs[0], op.attrs["axis"])[2] == 1)
+_MATRIX = Constraint("weights are not a matrix", lambda op: len(op.inputs[1].shape) == 2)
+
+
+class CmsisNNBackend(Backend):
+    """CMSIS-NN's int8 functions, compiled from the user's CMSIS-NN tree (``ctx.options["cmsis_nn"]``)."""
+
+    id: ClassVar[str] = BACKEND
+    rules: ClassVar[tuple[Rule, ...]] = (
+        Rule("conv2d", ("int8",), "per-channel", (_INT8_IN, _ONE_GROUP)),
+        Rule("depthwise_conv2d", ("int8",), "per-channel", (_INT8_IN,)),
+        Rule("linear", ("int8",), "any", (_INT8_IN, _MATRIX)),
+        Rule("add", ("int8",), "any", (_INT8_IN, _SAME_SHAPES)),
+        Rule("mul", ("int8",), "any", (_INT8_IN, _SAME_SHAPES)),
+        Rule("max_pool2d", ("int8",), "any", (_INT8_IN, _BATCH_1)),
+        Rule("avg_pool2d", ("int8",), "any", (_INT8_IN, _BATCH_1)),
+        Rule("softmax", ("int8",), "any", (_INT8_IN, _INNERMOST)),
+    )
+
+    def unavailable(self, ctx: Context) -> str | None:
+        root = ctx.options.get("cmsis_nn")
+        if root is None:
+            return f"no CMSIS-NN sources given (--cmsis-nn PATH or {ENV_VAR})"
+        if not is_tree(Path(root)):
+            return f"{root} is not a CMSIS-NN source tree"
+        return None
+
+    def refuse(self, op: Op, ctx: Context) -> str | None:
+        if op.attrs.get("alias"):
+            return "a view (no code)"
+        why = super().refuse(op, ctx)
+        if why is not None:
+            return why
+        layer = plan_op(op, arch_of(ctx.board), tree(str(ctx.options["cmsis_nn"])))
+        return layer if isinstance(layer, str) else None
+
+    def take(self, op: Op, ctx: Context) -> None:
+        root = str(ctx.options["cmsis_nn"])
+        arch = arch_of(ctx.board)
+        layer = plan_op(op, arch, tree(root))
+        assert isinstance(layer, Layer), layer
+        op.attrs["cmsis_nn"] = {"root": root, "arch": arch, "function": layer.function, "scratch": layer.scratch}
+        if layer.scratch:
+            op.attrs["scratch_bytes"] = max(int(op.attrs.get("scratch_bytes", 0)), layer.scratch)
+
+    def emit(self, op: Op, refs: Any) -> KernelCall:
+        return emit(op, refs)

@@ -1,4 +1,4 @@
-"""Packed-weight kernels for cores with the DSP extension (Cortex-M4/M7/M33): the "tuned" backend.
+"""Packed weights for the optimized backend's kernel on cores with the DSP extension (Cortex-M4/M7/M33).
 
 Convolutions (one group) and fully connected layers run ``mcu_conv2d_packed_s8``, whose weights
 are rearranged here, at compile time, into the order its inner loop reads them
@@ -7,8 +7,8 @@ on sign extension, four output channels interleaved so one LDM feeds four SMLADs
 padded to a multiple of 4 and reordered 0, 2, 1, 3 within each group of four to match the
 input column that SXTAB16 builds.
 
-:func:`assign` marks the ops it takes (``op.attrs["backend"] = "tuned"``) for a board; the
-variant table (mcu/backends/variants.py) then routes them here for generated C. The kernel reads
+The optimized backend (mcu/backends/optimized.py) takes the ops :func:`applies` accepts and emits
+their call with :func:`emit`. The kernel reads
 each output pixel's window before writing it, and a pointwise layer's pixel before writing that
 pixel, so it keeps the overlap contracts of the kernels it replaces (mcu/contracts.py) and the
 memory plan is the same. Program files are architecture independent, so they keep the portable
@@ -19,16 +19,13 @@ The cost is flash: the packed weights take twice the bytes of int8 weights.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from mcu.ir import Graph, Op, Tensor
+from mcu.calls import KernelCall, conv_params_s8, offsets
+from mcu.ir import Op, Tensor
 
-if TYPE_CHECKING:
-    from mcu.boards import Board
-
-BACKEND = "tuned"
 FUNCTION = "mcu_conv2d_packed_s8"
 SOURCE = "mcu_conv2d_packed_s8.c"
 TAPS_MAX = 640  # MCU_CONV_PACKED_TAPS_MAX in runtime_c/include/mcu/kernels_s8.h
@@ -82,11 +79,9 @@ def _taps(op: Op) -> int:
     return int(np.prod(w.shape[1:]))
 
 
-def applies(op: Op, board: "Board") -> str | None:
-    """Why the packed kernel cannot serve ``op`` on ``board`` (None: it can)."""
-    if not board.dsp or board.mve:
-        return "the core has no DSP extension, or has Helium (its own kernel paths)"
-    if op.output.dtype != "int8" or op.attrs.get("alias") or op.attrs.get("backend"):
+def applies(op: Op) -> str | None:
+    """Why the packed kernel cannot serve ``op`` (None: it can); the core is the backend's concern."""
+    if op.output.dtype != "int8" or op.attrs.get("alias"):
         return "not an int8 op of ours"
     if op.kind not in ("conv2d", "linear") or op.inputs[0].dtype != "int8":
         return "not a convolution or fully connected layer"
@@ -99,23 +94,6 @@ def applies(op: Op, board: "Board") -> str | None:
     if padded_taps(_taps(op)) > TAPS_MAX:
         return f"window of {_taps(op)} values is over the kernel's {TAPS_MAX}"
     return None
-
-
-def assign(graph: Graph, board: "Board") -> dict[str, str]:
-    """Mark the ops the packed kernel serves on ``board``; returns op name -> kernel or reason."""
-    report: dict[str, str] = {}
-    for op in graph.ops:
-        if op.kind not in ("conv2d", "linear"):
-            continue
-        why = applies(op, board)
-        if why is None:
-            op.attrs["backend"] = BACKEND
-        report[op.name] = FUNCTION if why is None else why
-    return report
-
-
-def routed(op: Op, same_place: bool = False) -> bool:
-    return op.attrs.get("backend") == BACKEND
 
 
 def packed_tensor(op: Op) -> Tensor:
@@ -135,22 +113,18 @@ def packed_tensor(op: Op) -> Tensor:
 
 def conv_params(op: Op) -> dict[str, Any]:
     """The mcu_conv2d_s8_params of ``op`` (a fully connected layer as a 1x1 convolution over rows)."""
-    from mcu.emit.kernels import _conv_params_s8, _offsets
-
     if op.kind == "conv2d":
-        return _conv_params_s8(op)[1]
+        return conv_params_s8(op)[1]
     x, w = op.inputs[:2]
     out_f, in_f = w.shape
     rows = x.numel // in_f
     one = {"kernel_h": 1, "kernel_w": 1, "stride_h": 1, "stride_w": 1, "pad_top": 0, "pad_left": 0,
            "dilation_h": 1, "dilation_w": 1}
     return {"input": {"n": rows, "h": 1, "w": 1, "c": in_f}, "output": {"n": rows, "h": 1, "w": 1, "c": out_f},
-            **one, "groups": 1, **_offsets(op, "input_offset", "output_offset", "act_min", "act_max")}
+            **one, "groups": 1, **offsets(op, "input_offset", "output_offset", "act_min", "act_max")}
 
 
-def emit(op: Op, ref: Any) -> Any:
-    from mcu.emit.kernels import KernelCall
-
+def emit(op: Op, ref: Any) -> KernelCall:
     packed = packed_tensor(op)  # holds the biases and requantization constants too
     return KernelCall(FUNCTION, ["NULL", "&params", ref(op.inputs[0]), ref(packed), ref(op.output)], [SOURCE],
                       "mcu_conv2d_s8_params", conv_params(op))

@@ -1,9 +1,11 @@
-"""Which C kernel runs an int8 op: a table of variants and where each applies.
+"""Which of the portable backend's C kernels runs an int8 matrix op: a table of variants and where each applies.
 
-Two levels of choice, each made once:
+Three levels of choice, each made once:
 
-* Here, at code generation: among kernels with *different contracts* (arguments, scratch,
-  how the output may overlap the input). The first row of ``INT8_VARIANTS`` whose kind matches
+* Before the memory plan, the partitioner (mcu/backends/base.py) gives the op to a backend: CMSIS-NN,
+  the optimized packed-weight kernels (mcu/backends/optimized.py) or the portable kernels.
+* Here, at code generation, for ops the portable backend took: among kernels with *different
+  contracts* (arguments, scratch, how the output may overlap the input). The first row of ``INT8_VARIANTS`` whose kind matches
   and whose ``applies`` holds is the kernel the generated C calls. Rows are ordered from the
   most specialised to the general kernel, which always applies.
 * In C, at compile time: every kernel has its architecture paths behind feature macros in the
@@ -14,15 +16,14 @@ Two levels of choice, each made once:
   decides, so the generated C and program files are the same for every core, and every path
   is bit-exact with the Python reference (tests/test_kernels_s8.py, tests/test_kernels_s8_opt.py).
 
-This module is plain data plus one lookup; mcu/emit/kernels.py builds the call.
+This module is plain data plus one lookup; mcu/backends/portable.py builds the call.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Callable
 
-from mcu.backends import cmsis_nn, tuned
 from mcu.contracts import depthwise_inplace_ok, pointwise_ok
 from mcu.ir import Op
 
@@ -38,36 +39,13 @@ class Variant:
     applies: Applies
     in_place: bool = False  # the kernel takes the data once (input and output are the same bytes)
     note: str = ""
-    # Rows of other backends build their own call (op, refs) -> KernelCall; None: our kernel's call.
-    emit: Callable[[Op, Any], Any] | None = None
-    # Generated C only: program files (architecture independent) take the next row that applies.
-    c_only: bool = False
 
 
 def _always(op: Op, same_place: bool) -> bool:
     return True
 
 
-def _cmsis(kind: str, function: str) -> Variant:
-    return Variant(kind, function, "", cmsis_nn.routed, emit=cmsis_nn.emit,
-                   note="CMSIS-NN (mcu/backends/cmsis_nn.py), for ops its pass routed there before planning")
-
-
 INT8_VARIANTS: list[Variant] = [
-    # CMSIS-NN rows apply only to ops mcu.backends.cmsis_nn.assign marked (the user supplied CMSIS-NN).
-    _cmsis("conv2d", "arm_convolve_wrapper_s8"),
-    _cmsis("depthwise_conv2d", "arm_depthwise_conv_wrapper_s8"),
-    _cmsis("linear", "arm_fully_connected_s8"),
-    _cmsis("add", "arm_elementwise_add_s8"),
-    _cmsis("mul", "arm_elementwise_mul_s8"),
-    _cmsis("max_pool2d", "arm_max_pool_s8"),
-    _cmsis("avg_pool2d", "arm_avgpool_s8"),
-    _cmsis("softmax", "arm_softmax_s8"),
-    # Ops mcu.backends.tuned.assign marked for a core with the DSP extension: packed int16 weights.
-    Variant("conv2d", tuned.FUNCTION, tuned.SOURCE, tuned.routed, emit=tuned.emit, c_only=True,
-            note="DSP cores, one group: packed weights, LDM + SMLAD, same overlap contracts"),
-    Variant("linear", tuned.FUNCTION, tuned.SOURCE, tuned.routed, emit=tuned.emit, c_only=True,
-            note="DSP cores: packed weights, batch rows as 1x1 pixels"),
     Variant("conv2d", "mcu_conv2d_1x1_s8", "mcu_conv2d_1x1_s8.c", lambda op, same: pointwise_ok(op),
             note="1x1, stride 1, no padding, one group: pixel buffer, output may overlap the input either way"),
     Variant("conv2d", "mcu_conv2d_s8", "mcu_conv2d_s8.c", _always,
@@ -81,13 +59,9 @@ INT8_VARIANTS: list[Variant] = [
 ]
 
 
-def find_variant(op: Op, same_place: bool, table: list[Variant] | None = None,
-                 program: bool = False) -> Variant | None:
-    """The first variant of ``table`` (default INT8_VARIANTS) for ``op.kind`` that applies, or None;
-    ``program``: for a program file (skips generated-C-only rows)."""
+def find_variant(op: Op, same_place: bool, table: list[Variant] | None = None) -> Variant | None:
+    """The first variant of ``table`` (default INT8_VARIANTS) for ``op.kind`` that applies, or None."""
     for v in INT8_VARIANTS if table is None else table:
-        if program and v.c_only:
-            continue
         if v.kind == op.kind and v.applies(op, same_place):
             return v
     return None
@@ -96,7 +70,7 @@ def find_variant(op: Op, same_place: bool, table: list[Variant] | None = None,
 def select_variant(op: Op, same_place: bool, table: list[Variant] | None = None,
                    program: bool = False) -> Variant:
     """The first variant of ``table`` (default INT8_VARIANTS) for ``op.kind`` that applies."""
-    v = find_variant(op, same_place, table, program)
+    v = find_variant(op, same_place, table)  # every row is portable C: the same for program files
     if v is not None:
         return v
     raise LookupError(f"no int8 kernel variant for {op.kind}")

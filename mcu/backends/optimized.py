@@ -1,0 +1,59 @@
+"""The optimized backend: our packed-weight kernel for convolutions and fully connected layers on
+cores with the DSP extension (Cortex-M4/M7/M33), ``mcu_conv2d_packed_s8``.
+
+Its weights are int16, packed at compile time in the order its dual-MAC inner loop reads them
+(mcu/backends/tuned.py): faster than the portable kernels' DSP paths, at twice the flash of those
+weights. It keeps the overlap contracts of the kernels it replaces (mcu/contracts.py), so the
+memory plan is the same. It serves no op on cores without the DSP extension, on Helium cores (the
+portable kernels' MVE paths serve those) and with ``--compact-weights``. Program files are
+architecture independent: they run the portable kernel for these ops (same bits).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from mcu.backends import tuned
+from mcu.backends.base import Backend, Constraint, Context, Rule
+from mcu.calls import KernelCall
+from mcu.ir import Op
+
+
+def _holds(why: str) -> Constraint:
+    """A constraint that holds when :func:`tuned.applies` finds nothing against the op, or another failure."""
+    return Constraint(why, lambda op: tuned.applies(op) != why)
+
+
+_ONE_GROUP = Constraint("grouped convolution", lambda op: op.attrs.get("groups", 1) == 1)
+_OHWI = Constraint("weights are not in OHWI order", lambda op: op.inputs[1].dim_order == (0, 2, 3, 1))
+_MATRIX = Constraint("weights are not a matrix", lambda op: len(op.inputs[1].shape) == 2)
+_INT8_IN = Constraint("input is not int8", lambda op: op.inputs[0].dtype == "int8")
+_TAPS = Constraint(f"window over the kernel's {tuned.TAPS_MAX} values",
+                   lambda op: tuned.padded_taps(tuned._taps(op)) <= tuned.TAPS_MAX)
+
+
+class OptimizedBackend(Backend):
+    id: ClassVar[str] = "optimized"
+    rules: ClassVar[tuple[Rule, ...]] = (
+        Rule("conv2d", ("int8",), "per-channel", (_INT8_IN, _ONE_GROUP, _OHWI, _TAPS)),
+        Rule("conv2d", ("int8",), "per-tensor", (_INT8_IN, _ONE_GROUP, _OHWI, _TAPS)),
+        Rule("linear", ("int8",), "per-channel", (_INT8_IN, _MATRIX, _TAPS)),
+        Rule("linear", ("int8",), "per-tensor", (_INT8_IN, _MATRIX, _TAPS)),
+    )
+
+    def unavailable(self, ctx: Context) -> str | None:
+        if not ctx.options.get("packed_weights", True):
+            return "--compact-weights keeps int8 weights (the packed kernel needs int16)"
+        if ctx.board.mve:
+            return f"{ctx.board.core} has Helium: the portable kernels' MVE paths serve it"
+        if not ctx.board.dsp:
+            return f"{ctx.board.core} has no DSP extension"
+        return None
+
+    def refuse(self, op: Op, ctx: Context) -> str | None:
+        if op.attrs.get("alias"):
+            return "a view (no code)"
+        return super().refuse(op, ctx) or tuned.applies(op)
+
+    def emit(self, op: Op, refs: Any) -> KernelCall:
+        return tuned.emit(op, refs)

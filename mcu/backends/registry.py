@@ -1,0 +1,78 @@
+"""Backend ids -> backend classes, by lazy import path, and the preference order of a build.
+
+A backend joins by writing one module with a :class:`~mcu.backends.base.Backend` subclass and
+adding one line to :data:`BACKENDS`. Nothing is imported until a build asks for the backend, so
+the emitter (which looks backends up here to emit an op's call) imports none of them at load time,
+and a backend whose dependencies are missing costs nothing to builds that do not use it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from functools import lru_cache
+
+from mcu.backends.base import Backend, Context
+from mcu.errors import McuError
+
+BACKENDS: dict[str, str] = {
+    "cmsis-nn": "mcu.backends.cmsis_nn:CmsisNNBackend",
+    "optimized": "mcu.backends.optimized:OptimizedBackend",
+    "portable": "mcu.backends.portable:PortableBackend",
+    "xnnpack": "mcu.backends.xnnpack:XnnpackBackend",
+}
+
+FALLBACK = "portable"  # takes every op some C kernel of ours runs; always last in a preference order
+
+
+def known() -> list[str]:
+    return sorted(BACKENDS)
+
+
+def _unknown(name: str) -> McuError:
+    return McuError(f"unknown backend '{name}'", hint=f"known backends: {', '.join(known())}")
+
+
+@lru_cache(maxsize=None)
+def backend_class(name: str) -> type[Backend]:
+    if name not in BACKENDS:
+        raise _unknown(name)
+    module, _, attr = BACKENDS[name].partition(":")
+    cls = getattr(importlib.import_module(module), attr)
+    if not (isinstance(cls, type) and issubclass(cls, Backend)) or cls.id != name:
+        raise McuError(f"backend '{name}' ({BACKENDS[name]}) is not a Backend with id '{name}'")
+    return cls
+
+
+def backend(name: str) -> Backend:
+    """An instance of the backend ``name`` (backends hold no state: every instance is alike)."""
+    return backend_class(name)()
+
+
+def parse(names: str | list[str] | tuple[str, ...] | None) -> list[str] | None:
+    """A preference order from the command line (``cmsis-nn,optimized,portable``) or the API (str or list)."""
+    if names is None:
+        return None
+    items = names.split(",") if isinstance(names, str) else list(names)
+    items = [n.strip() for n in items if n.strip()]
+    if not items:
+        raise McuError("empty backend list", hint=f"name one or more of: {', '.join(known())}")
+    return items
+
+
+def default_order(ctx: Context) -> list[str]:
+    """CMSIS-NN first when the build has a CMSIS-NN tree, then our optimized and portable kernels."""
+    return (["cmsis-nn"] if ctx.options.get("cmsis_nn") is not None else []) + ["optimized", FALLBACK]
+
+
+def resolve(names: list[str] | None, ctx: Context) -> list[Backend]:
+    """The backends of a preference order (None: :func:`default_order`); the portable backend is
+    appended when missing so that every op we have a kernel for still finds one."""
+    order = default_order(ctx) if names is None else list(names)
+    for n in order:
+        if n not in BACKENDS:
+            raise _unknown(n)
+    if len(set(order)) != len(order):
+        raise McuError(f"backend listed twice in {','.join(order)}", hint="list each backend once, in preference order")
+    if FALLBACK not in order:
+        order.append(FALLBACK)
+    return [backend(n) for n in order]
