@@ -136,7 +136,7 @@ int32_t arm_convolve_wrapper_s8_get_buffer_size(const cmsis_nn_conv_params *conv
         && conv_params->dilation.w == 1 && conv_params->dilation.h == 1) return 0;
     const int32_t cols = input_dims->c * filter_dims->w * filter_dims->h;
 #if defined(__ARM_FEATURE_MVE)
-    return 4 * ((cols + 7) / 8) * 8;
+    return 4 * ((cols + 15) / 16) * 16;
 #else
     return 2 * ((cols + 3) / 4 * 4) * 2;
 #endif
@@ -161,6 +161,10 @@ int32_t arm_depthwise_conv_wrapper_s8_get_buffer_size(const cmsis_nn_dw_conv_par
 {
     if (!(input_dims->c == output_dims->c && input_dims->n == 1 && dw_conv_params->dilation.w == 1
           && dw_conv_params->dilation.h == 1)) return 0;
+#if !defined(__ARM_FEATURE_MVE)
+    if (filter_dims->w == 3 && filter_dims->h == 3 && dw_conv_params->padding.w <= 1
+        && dw_conv_params->padding.h <= 1) return 0;  /* arm_depthwise_conv_3x3_s8 */
+#endif
 #if defined(__ARM_FEATURE_MVE)
     return 4 * 124 * filter_dims->w * filter_dims->h;
 #elif defined(__ARM_FEATURE_DSP)
@@ -333,18 +337,33 @@ def test_source_closure_is_only_what_the_calls_need(fake_tree: Path) -> None:
 def test_scratch_formulas() -> None:
     conv = {"input": {"n": 1, "h": 8, "w": 8, "c": 3}, "filter": {"n": 16, "h": 3, "w": 3, "c": 3},
             "output": {"n": 1, "h": 8, "w": 8, "c": 16}, "padding": (1, 1), "dilation": (1, 1), "stride": (1, 1)}
-    # 27 columns: int16 x 2 columns padded to 28 (DSP/plain); int8 x 4 columns padded to 32 (MVE)
+    # 27 columns: int16 x 2 columns padded to 28 (DSP/plain); int8 x 4 columns of whole 16-lane vectors (MVE)
     assert cmsis_nn.convolve_wrapper_s8_buffer_size("dsp", conv) == 2 * 28 * 2
     assert cmsis_nn.convolve_wrapper_s8_buffer_size("plain", conv) == 2 * 28 * 2
     assert cmsis_nn.convolve_wrapper_s8_buffer_size("mve", conv) == 4 * 32
     pointwise = dict(conv, padding=(0, 0), filter={"n": 16, "h": 1, "w": 1, "c": 3})
     assert all(cmsis_nn.convolve_wrapper_s8_buffer_size(a, pointwise) == 0 for a in cmsis_nn.ARCHES)
-    dw = {"input": {"n": 1, "h": 25, "w": 5, "c": 64}, "filter": {"n": 1, "h": 3, "w": 3, "c": 64},
-          "output": {"n": 1, "h": 25, "w": 5, "c": 64}, "dilation": (1, 1)}
-    assert cmsis_nn.depthwise_wrapper_s8_buffer_size("dsp", dw) == 64 * 9 * 2
-    assert cmsis_nn.depthwise_wrapper_s8_buffer_size("mve", dw) == 4 * 124 * 9
+    # DS-CNN's first layer on M55: 40 columns -> 4 x 48 (the M55 "buffer too small" of issue 12 was 4 x 40)
+    first = dict(conv, input={"n": 1, "h": 49, "w": 10, "c": 1}, filter={"n": 64, "h": 10, "w": 4, "c": 1},
+                 output={"n": 1, "h": 25, "w": 5, "c": 64}, padding=(1, 4), stride=(2, 2))
+    assert cmsis_nn.convolve_wrapper_s8_buffer_size("mve", first) == 4 * 48
+    # a 1xN row convolution on MVE: the padded windows of the row, not an im2col of four columns
+    row = {"input": {"n": 1, "h": 1, "w": 16, "c": 8}, "filter": {"n": 8, "h": 1, "w": 3, "c": 8},
+           "output": {"n": 1, "h": 1, "w": 16, "c": 8}, "padding": (1, 0), "dilation": (1, 1), "stride": (1, 1)}
+    assert cmsis_nn.convolve_wrapper_s8_buffer_size("mve", row) == 3 * 8 + 8
+    assert cmsis_nn.convolve_wrapper_s8_buffer_size("dsp", row) == 2 * 24 * 2
+    dw = {"input": {"n": 1, "h": 25, "w": 5, "c": 64}, "filter": {"n": 1, "h": 5, "w": 5, "c": 64},
+          "output": {"n": 1, "h": 25, "w": 5, "c": 64}, "dilation": (1, 1), "padding": (2, 2), "stride": (1, 1)}
+    assert cmsis_nn.depthwise_wrapper_s8_buffer_size("dsp", dw) == 64 * 25 * 2
+    assert cmsis_nn.depthwise_wrapper_s8_buffer_size("mve", dw) == 4 * 124 * 25
     assert cmsis_nn.depthwise_wrapper_s8_buffer_size("plain", dw) == 0
     assert cmsis_nn.depthwise_wrapper_s8_buffer_size("dsp", dict(dw, dilation=(2, 1))) == 0
+    dw3 = dict(dw, filter={"n": 1, "h": 3, "w": 3, "c": 64}, padding=(1, 1))  # arm_depthwise_conv_3x3_s8: none
+    assert cmsis_nn.depthwise_wrapper_s8_buffer_size("dsp", dw3) == 0
+    assert cmsis_nn.depthwise_wrapper_s8_buffer_size("mve", dw3) == 4 * 124 * 9
+    one_in = dict(dw3, input={"n": 1, "h": 25, "w": 5, "c": 1}, filter={"n": 1, "h": 3, "w": 3, "c": 8},
+                  output={"n": 1, "h": 25, "w": 5, "c": 8})  # MVE runs it as a convolution
+    assert cmsis_nn.depthwise_wrapper_s8_buffer_size("mve", one_in) == 4 * 16 + 8 * 9
     assert cmsis_nn.fully_connected_s8_buffer_size("mve", 12) == 48
     assert cmsis_nn.fully_connected_s8_buffer_size("dsp", 12) == 0
     assert cmsis_nn.avgpool_s8_buffer_size("dsp", 64) == 256 and cmsis_nn.avgpool_s8_buffer_size("mve", 64) == 0
@@ -409,13 +428,32 @@ def test_generated_conv_call_text(routed) -> None:
     assert f".stride = {{.w = {s[1]}, .h = {s[0]}}}, .padding = {{.w = {p[1]}, .h = {p[0]}}}" in c
 
 
-def test_unsupported_layers_stay_on_our_kernels(routed) -> None:
+def test_mve_fully_connected_takes_compile_time_kernel_sums(routed) -> None:
+    cm = routed("fc_autoencoder", "mps3-an547")
+    c = cm.library.files[f"{cm.library.prefix}_model.c"]
+    linears = [op for op in cm.graph.ops if op.kind == "linear"]
+    assert linears and all(op.attrs.get("backend") == "cmsis-nn" for op in linears)
+    for op in linears:
+        assert op.attrs["cmsis_nn"]["arch"] == "mve" and op.attrs["cmsis_nn"]["scratch"] == 0
+        sums = op.attrs["cmsis_kernel_sums"].data.astype(np.int64)
+        w = op.inputs[1].data.astype(np.int64).reshape(op.inputs[1].shape[0], -1)
+        bias = op.inputs[2].data.astype(np.int64)
+        np.testing.assert_array_equal(sums, bias + op.attrs["input_offset"] * w.sum(axis=1))
+    assert "const cmsis_nn_context cmsis_ctx = {.buf = (void *)" in c
+    report = cm.partitions.to_json()
+    assert [p["backend"] for p in report["partitions"]] == ["cmsis-nn"]
+
+
+def test_unsupported_layers_stay_on_our_kernels_with_the_reason(routed) -> None:
     cm = routed("small_cnn", "mps3-an547")
     for op in cm.graph.ops:
-        if op.kind == "linear":
-            assert op.attrs.get("backend") is None  # MVE fully connected needs kernel sums: ours
         if op.kind == "conv2d":
             assert op.attrs["cmsis_nn"]["arch"] == "mve"
+        if op.kind == "mean_hw":
+            assert op.attrs["backend"] == "portable"
+    why = {r.op: r.why for r in cm.partitions.refusals if r.backend == "cmsis-nn"}
+    mean = next(op.name for op in cm.graph.ops if op.kind == "mean_hw")
+    assert why[mean] == "no cmsis-nn support for mean_hw"
 
 
 @pytest.mark.parametrize("name", ROUTED_MODELS)

@@ -291,11 +291,19 @@ def test_tuned_backend_takes_dsp_cores_only() -> None:
         return Op("conv2d", [x, w], [Tensor("y", (1, 4, 4, 4), "int8", (0, 2, 3, 1))],
                   {"groups": 1, "stride": (1, 1), "padding": (1, 1), "dilation": (1, 1)})
 
-    assert tuned.applies(conv(), load_board("mps2-an505")) is None
-    assert tuned.applies(conv(), load_board("mps2-an386")) is None
-    assert tuned.applies(conv(), load_board("pico2")) is None
-    assert "DSP" in tuned.applies(conv(), load_board("mps2-an385"))  # Cortex-M3: plain C
-    assert "Helium" in tuned.applies(conv(), load_board("mps3-an547"))
+    from mcu.backends.base import Context
+    from mcu.backends.optimized import OptimizedBackend
+
+    def why(board: str, packed: bool = True) -> str | None:
+        ctx = Context(load_board(board), "int8", {"packed_weights": packed})
+        b = OptimizedBackend()
+        return b.unavailable(ctx) or b.refuse(conv(), ctx)
+
+    assert tuned.applies(conv()) is None
+    assert why("mps2-an505") is None and why("mps2-an386") is None and why("pico2") is None
+    assert "DSP" in why("mps2-an385")  # Cortex-M3: plain C
+    assert "Helium" in why("mps3-an547")
+    assert "--compact-weights" in why("mps2-an505", packed=False)
 
 
 def test_packed_weights_in_a_compiled_model() -> None:

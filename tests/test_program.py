@@ -147,7 +147,7 @@ def test_kernel_ids_match_the_c_header() -> None:
 
 def test_every_emitted_kernel_has_a_program_id() -> None:
     """A kernel the C emitters can call but program files cannot would make the host run fall back."""
-    emitters = (ROOT / "mcu/emit/kernels.py").read_text()
+    emitters = (ROOT / "mcu/backends/portable.py").read_text()  # the portable backend's emitters
     called = {name for name in re.findall(r'"(mcu_[a-z0-9_]+)"', emitters)
               if not name.endswith("_params") and name != "mcu_shape4"}
     called |= {f"mcu_{n}_f32" for n in re.findall(r'_(?:binary|unary)\("(\w+)"\)', emitters)}
@@ -533,8 +533,8 @@ def test_cli_exports_program_files(tmp_path) -> None:
 
 
 def _program_function(cm, step) -> str:
-    """The kernel a program file runs for a generated-C step: generated-C-only variants (the packed
-    weights of DSP cores) give way to the portable kernel of the same op."""
+    """The kernel a program file runs for a generated-C step: the optimized backend's packed kernel (DSP
+    cores, generated C only) gives way to the portable kernel of the same op."""
     from mcu.backends.variants import select_variant
 
     if step.call.function != "mcu_conv2d_packed_s8":

@@ -19,11 +19,6 @@ from mcu.calls import KernelCall
 from mcu.ir import Op
 
 
-def _holds(why: str) -> Constraint:
-    """A constraint that holds when :func:`tuned.applies` finds nothing against the op, or another failure."""
-    return Constraint(why, lambda op: tuned.applies(op) != why)
-
-
 _ONE_GROUP = Constraint("grouped convolution", lambda op: op.attrs.get("groups", 1) == 1)
 _OHWI = Constraint("weights are not in OHWI order", lambda op: op.inputs[1].dim_order == (0, 2, 3, 1))
 _MATRIX = Constraint("weights are not a matrix", lambda op: len(op.inputs[1].shape) == 2)
@@ -35,10 +30,9 @@ _TAPS = Constraint(f"window over the kernel's {tuned.TAPS_MAX} values",
 class OptimizedBackend(Backend):
     id: ClassVar[str] = "optimized"
     rules: ClassVar[tuple[Rule, ...]] = (
-        Rule("conv2d", ("int8",), "per-channel", (_INT8_IN, _ONE_GROUP, _OHWI, _TAPS)),
-        Rule("conv2d", ("int8",), "per-tensor", (_INT8_IN, _ONE_GROUP, _OHWI, _TAPS)),
-        Rule("linear", ("int8",), "per-channel", (_INT8_IN, _MATRIX, _TAPS)),
-        Rule("linear", ("int8",), "per-tensor", (_INT8_IN, _MATRIX, _TAPS)),
+        # any weight scheme: per-tensor weights come with one multiplier per channel like per-channel ones
+        Rule("conv2d", ("int8",), "any", (_INT8_IN, _ONE_GROUP, _OHWI, _TAPS)),
+        Rule("linear", ("int8",), "any", (_INT8_IN, _MATRIX, _TAPS)),
     )
 
     def unavailable(self, ctx: Context) -> str | None:
