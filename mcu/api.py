@@ -313,9 +313,10 @@ def compile_spec(spec: ModelSpec, board: str | Board = "mps2-an505", quantize: s
     convolution and fully connected weights are packed as int16 for the faster kernel
     (mcu/backends/tuned.py; twice their flash); False keeps them int8."""
     from mcu.backends import cmsis_nn as cmsis
-    from mcu.backends.registry import parse
+    from mcu.backends.registry import check, parse
 
     order = parse(backend)
+    check(order)
     if cmsis_nn is None and order is not None and "cmsis-nn" in order:
         cmsis_nn = "auto"  # asked for by name: CMSIS_NN_PATH, else the pack cache
     board_obj = board if isinstance(board, Board) else load_board(board)

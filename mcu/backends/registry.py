@@ -59,6 +59,15 @@ def parse(names: str | list[str] | tuple[str, ...] | None) -> list[str] | None:
     return items
 
 
+def check(names: list[str] | None) -> None:
+    """Fail early (before the model is captured and quantized) on an id no backend has."""
+    for n in names or []:
+        if n not in BACKENDS:
+            raise _unknown(n)
+    if names and len(set(names)) != len(names):
+        raise McuError(f"backend listed twice in {','.join(names)}", hint="list each backend once, in preference order")
+
+
 def default_order(ctx: Context) -> list[str]:
     """CMSIS-NN first when the build has a CMSIS-NN tree, then our optimized and portable kernels."""
     return (["cmsis-nn"] if ctx.options.get("cmsis_nn") is not None else []) + ["optimized", FALLBACK]
@@ -68,11 +77,7 @@ def resolve(names: list[str] | None, ctx: Context) -> list[Backend]:
     """The backends of a preference order (None: :func:`default_order`); the portable backend is
     appended when missing so that every op we have a kernel for still finds one."""
     order = default_order(ctx) if names is None else list(names)
-    for n in order:
-        if n not in BACKENDS:
-            raise _unknown(n)
-    if len(set(order)) != len(order):
-        raise McuError(f"backend listed twice in {','.join(order)}", hint="list each backend once, in preference order")
+    check(order)
     if FALLBACK not in order:
         order.append(FALLBACK)
     return [backend(n) for n in order]
