@@ -6,7 +6,12 @@ Counts are exact guest instructions from QEMU's TCG plugin (ports/qemu/insn_coun
 test vector, between mcu_bench_begin/end around the model's run (input/output copies included).
 
     .venv/bin/python bench/speed.py [--boards mps2-an505,...] [--models small_cnn,...]
-                                    [--layers ds_cnn] [--no-fp32] [--json out.json]
+                                    [--layers ds_cnn] [--no-fp32] [--json out.json] [--cmsis-nn PATH]
+
+With ``--cmsis-nn PATH`` (a CMSIS-NN source tree; default ``CMSIS_NN_PATH``) the CMSIS-NN column is
+measured in the same run: the same quantized graph built with the backend order ``cmsis-nn,portable``
+(CMSIS-NN wherever it serves, our portable kernels elsewhere), its outputs checked identical to ours.
+Without it the column is issue 7's recorded figures.
 """
 
 from __future__ import annotations
@@ -22,7 +27,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+import copy  # noqa: E402
+import os  # noqa: E402
+
 from mcu.api import CompiledModel, compile_file  # noqa: E402
+from mcu.boards import load_board  # noqa: E402
+from mcu.loader import load_model_file  # noqa: E402
+from mcu.pipeline import compile_graph, to_graph  # noqa: E402
 from mcu.paths import cache_dir, runtime_dir  # noqa: E402
 
 MODELS = ["small_cnn", "ds_cnn", "mobilenet_v1", "resnet8", "fc_autoencoder"]
@@ -48,12 +59,25 @@ TRACE_PRELUDE = """/* bench/speed.py: one instruction count per op (MCU_TRACE_OP
 """
 
 
-def instructions(cm: CompiledModel) -> int:
+def simulate(cm: CompiledModel):  # -> mcu.sim SimulationRun
     sim = cm.simulate()
     if not sim.passed:
         raise SystemExit(f"{cm.spec.name} on {cm.board.name} ({cm.quantize}) failed:\n{sim.console[-1500:]}")
     assert sim.instructions is not None
-    return sim.instructions
+    return sim
+
+
+def instructions(cm: CompiledModel) -> int:
+    return simulate(cm).instructions
+
+
+def compile_copy(spec, graph, board: str, backends: list[str] | None = None, cmsis_nn: Path | None = None):
+    """A CompiledModel from a copy of an already quantized graph (quantization runs once per model)."""
+    g = copy.deepcopy(graph)
+    b = load_board(board)
+    memory, library, report = compile_graph(g, b, "int8", backends, cmsis_nn)
+    return CompiledModel(spec=spec, board=b, quantize="int8", graph=g, memory=memory, library=library,
+                         partitions=report)
 
 
 def per_layer(cm: CompiledModel) -> list[tuple[str, str, int]]:
@@ -104,24 +128,53 @@ def main() -> int:
     parser.add_argument("--layers-board", default="mps2-an505")
     parser.add_argument("--no-fp32", action="store_true", help="skip the fp32 column")
     parser.add_argument("--json", type=Path, help="also write every figure as JSON")
+    parser.add_argument("--cmsis-nn", type=Path, default=os.environ.get("CMSIS_NN_PATH") or None,
+                        help="CMSIS-NN source tree: measure its column live (default: CMSIS_NN_PATH)")
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
     boards = [b for b in args.boards.split(",") if b]
     models = [m for m in args.models.split(",") if m]
     report: dict = {"int8": {}, "fp32": {}, "layers": [], "kernel_text": {}}
 
-    print("int8 instructions per inference (ratio to CMSIS-NN)")
+    live = args.cmsis_nn is not None
+    if live:
+        from mcu.backends.cmsis_nn import resolve as resolve_cmsis
+
+        cmsis_root = resolve_cmsis(args.cmsis_nn)
+        print(f"int8 instructions per inference: ours / CMSIS-NN ({cmsis_root}, measured now; "
+              "outputs identical to ours)")
+    else:
+        print("int8 instructions per inference (ratio to CMSIS-NN, issue 7's figures)")
     print(f"{'model':<16}" + "".join(f"{b:>26}" for b in boards))
     ratios: dict[str, list[float]] = {b: [] for b in boards}
     for m in models:
         row = f"{m:<16}"
+        spec = load_model_file(ROOT / "examples" / f"{m}.py")
+        graph = to_graph(spec, "int8")
         for b in boards:
-            n = instructions(compile_file(ROOT / "examples" / f"{m}.py", board=b, quantize="int8"))
-            ref = CMSIS_NN[m][b]
+            ours = simulate(compile_copy(spec, graph, b))
+            n = ours.instructions
+            entry: dict = {"instructions": n}
+            if live:
+                theirs_cm = compile_copy(spec, graph, b, ["cmsis-nn", "portable"], cmsis_root)
+                theirs = simulate(theirs_cm)
+                ref = theirs.instructions
+                same = all((x == y).all() for xs, ys in zip(ours.outputs_raw, theirs.outputs_raw)
+                           for x, y in zip(xs, ys))
+                if not same:
+                    raise SystemExit(f"{m} on {b}: CMSIS-NN's outputs differ from ours")
+                took = sum(len(ops) for bk, ops in theirs_cm.partitions.partitions if bk == "cmsis-nn")
+                entry.update({"cmsis_nn_ops": took, "ops": len(theirs_cm.graph.ops)})
+            else:
+                ref = CMSIS_NN[m][b]
             ratios[b].append(n / ref)
-            report["int8"].setdefault(m, {})[b] = {"instructions": n, "cmsis_nn": ref, "ratio": n / ref}
+            entry.update({"cmsis_nn": ref, "ratio": n / ref})
+            report["int8"].setdefault(m, {})[b] = entry
             row += f"{n:>14,} ({n / ref:5.2f}x)   "
         print(row, flush=True)
+    if live:
+        print("CMSIS-NN's instructions: " + "; ".join(
+            f"{m} " + ", ".join(f"{report['int8'][m][b]['cmsis_nn']:,}" for b in boards) for m in models))
     geo = f"{'geomean ratio':<16}"
     for b in boards:
         g = math.exp(sum(map(math.log, ratios[b])) / len(ratios[b]))

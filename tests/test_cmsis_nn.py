@@ -1,8 +1,9 @@
 """The CMSIS-NN backend (mcu/backends/cmsis_nn.py): finding the sources, selection, parameter packing,
 scratch sizing, the source closure and the generated calls.
 
-CMSIS-NN itself is not obtainable on these machines, so the tests that need its sources skip with that
-reason. Everything around it is tested against our own kernels: a fake CMSIS-NN tree written here
+The tests at the end run the real CMSIS-NN when ``CMSIS_NN_PATH`` names its source tree (a checkout of
+github.com/ARM-software/CMSIS-NN) and skip without it, saying so. Everything around it is also tested
+against our own kernels: a fake CMSIS-NN tree written here
 (CMSIS-NN v7's types and prototypes, stub functions that translate CMSIS-NN's structs back into our
 kernels' parameters and call them) proves the packing (offset signs, strides/padding order, filter
 dims, per-channel quant pointers), the scratch planning with the run-time ``_get_buffer_size`` check,
@@ -21,6 +22,7 @@ import pytest
 from conftest import EXAMPLES, requires_qemu
 from mcu.api import compile_file
 from mcu.backends import cmsis_nn
+from mcu.boards import load_board
 from mcu.errors import McuError
 from mcu.paths import runtime_dir
 
@@ -490,13 +492,53 @@ def test_cli_option(fake_tree: Path, tmp_path: Path) -> None:
 # --- real CMSIS-NN ------------------------------------------------------------------------------------------
 
 REAL = os.environ.get("CMSIS_NN_PATH")
+needs_real = pytest.mark.skipif(not REAL or not cmsis_nn.is_tree(Path(REAL or ".")),
+                                reason=f"{cmsis_nn.ENV_VAR} does not name a CMSIS-NN source tree "
+                                       "(a checkout of github.com/ARM-software/CMSIS-NN)")
+REAL_BOARDS = ["mps2-an505", "mps2-an386", "mps3-an547", "mps2-an385"]
+_GRAPHS: dict = {}
 
 
-@pytest.mark.skipif(not REAL or not cmsis_nn.is_tree(Path(REAL or ".")), reason=cmsis_nn.UNAVAILABLE)
+def _through_real_cmsis(name: str, board: str):
+    """The model at int8 with CMSIS-NN first in the preference order; quantized once per model."""
+    import copy
+
+    from mcu.api import CompiledModel
+    from mcu.loader import load_model_file
+    from mcu.pipeline import compile_graph, to_graph
+
+    if name not in _GRAPHS:
+        spec = load_model_file(EXAMPLES / f"{name}.py")
+        _GRAPHS[name] = (spec, to_graph(spec, "int8"))
+    spec, graph = _GRAPHS[name]
+    graph = copy.deepcopy(graph)
+    b = load_board(board)
+    memory, library, report = compile_graph(graph, b, "int8", None, cmsis_nn.resolve(REAL))
+    return CompiledModel(spec=spec, board=b, quantize="int8", graph=graph, memory=memory, library=library,
+                         partitions=report)
+
+
+@needs_real
 @requires_qemu
 @pytest.mark.qemu
-@pytest.mark.parametrize("board", ["mps2-an505", "mps3-an547", "mps2-an385"])
-def test_real_cmsis_nn_is_bit_exact(board: str) -> None:
-    cm = compile_file(EXAMPLES / "ds_cnn.py", board=board, quantize="int8", cmsis_nn=REAL)
+@pytest.mark.parametrize("board", REAL_BOARDS)
+@pytest.mark.parametrize("name", ["small_cnn", "ds_cnn", "mobilenet_v1", "resnet8", "fc_autoencoder"])
+def test_real_cmsis_nn_is_bit_exact_with_our_kernels(name: str, board: str) -> None:
+    """Every reference model through the real CMSIS-NN on four cores: the firmware's outputs equal the
+    Python integer reference (which our kernels equal bit for bit) on every bundled vector, and the
+    report says what CMSIS-NN took and why it refused the rest."""
+    cm = _through_real_cmsis(name, board)
+    report = cm.partitions
+    took = [op for b, ops in report.partitions if b == "cmsis-nn" for op in ops]
+    assert took, f"CMSIS-NN took nothing of {name} on {board}"
+    ops = {op.name: op for op in cm.graph.ops}
+    for op_name in took:
+        assert ops[op_name].attrs["cmsis_nn"]["arch"] == cmsis_nn.arch_of(cm.board)
+    for op in cm.graph.ops:  # every op CMSIS-NN did not take has its reason in the report
+        if op.attrs["backend"] != "cmsis-nn":
+            assert any(r.op == op.name and r.backend == "cmsis-nn" and r.why for r in report.refusals), op.name
     sim = cm.simulate()
     assert sim.passed and sim.exit_code == 0, sim.console[-2000:]
+    for raw, expected in zip(sim.outputs_raw, cm.expected_outputs):
+        for got, want in zip(raw, cm.raw_outputs(expected)):
+            np.testing.assert_array_equal(got, want)

@@ -40,7 +40,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 BACKEND = "cmsis-nn"
 ENV_VAR = "CMSIS_NN_PATH"
-UNAVAILABLE = "CMSIS-NN is not obtainable on these machines"
+UNAVAILABLE = f"{ENV_VAR} is not set to a CMSIS-NN source tree"
 HEADER = "arm_nnfunctions.h"
 ARCHES = ("plain", "dsp", "mve")
 VOID_FUNCTIONS = {"arm_softmax_s8"}  # returns nothing in CMSIS-NN
