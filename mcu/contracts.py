@@ -134,8 +134,8 @@ def scratch_bytes(op: Op) -> int:
 
 def overlap_contracts(op: Op) -> list[Overlap]:
     """The overlaps this op's kernel allows between its output and each input (empty: none)."""
-    if op.attrs.get("alias") or not op.inputs or op.attrs.get("backend") == "cmsis-nn":
-        return []  # CMSIS-NN kernels promise nothing about overlap (mcu/backends/cmsis_nn.py)
+    if op.attrs.get("alias") or not op.inputs or op.attrs.get("no_overlap"):
+        return []  # set by a backend whose kernels promise nothing about overlap (CMSIS-NN's)
     out = op.output
     x = op.inputs[0]
     if x.is_constant:

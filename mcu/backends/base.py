@@ -139,7 +139,8 @@ class Backend:
     def take(self, op: Op, ctx: Context) -> None:  # kernel libraries
         """Record on ``op`` what :meth:`emit` will need, once the partitioner gave it the op (before the
         memory plan): e.g. the scratch bytes its kernel asks for (``op.attrs["scratch_bytes"]``, which the
-        planner places in the arena). Default: nothing."""
+        planner places in the arena), or ``op.attrs["no_overlap"] = True`` when its kernel does not keep
+        our kernels' overlap contracts (mcu/contracts.py). Default: nothing."""
 
     def preprocess(self, partition: Partition, ctx: Context) -> bytes:  # delegates
         raise NotImplementedError(f"{self.id} is not a delegate backend")
@@ -198,8 +199,9 @@ def partition(graph: Any, backends: list[Backend], ctx: Context) -> PartitionRep
             report.refusals.append(Refusal(op.name, op.kind, b.id, why, op.source))
         else:
             where = f" ({op.source})" if op.source else ""
+            tried = [f"{r.backend}: {r.why}" for r in report.refusals if r.op == op.name]
             raise McuError(f"no backend takes {op.kind} ({op.name}){where}",
-                           hint=f"backends tried: {', '.join(b.id for b in usable) or 'none'}")
+                           hint="; ".join(tried) if tried else "no backend is available for this build")
     new_ops: list[Op] = []
     i = 0
     while i < len(graph.ops):

@@ -615,6 +615,7 @@ class CmsisNNBackend(Backend):
         layer = plan_op(op, arch, tree(root))
         assert isinstance(layer, Layer), layer
         op.attrs["cmsis_nn"] = {"root": root, "arch": arch, "function": layer.function, "scratch": layer.scratch}
+        op.attrs["no_overlap"] = True  # CMSIS-NN promises nothing about its output overlapping an input
         if layer.scratch:
             op.attrs["scratch_bytes"] = max(int(op.attrs.get("scratch_bytes", 0)), layer.scratch)
 
