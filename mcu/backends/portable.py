@@ -12,11 +12,12 @@ program file.
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable, ClassVar
 
 from mcu.backends.base import Backend, Context, Rule
 from mcu.backends.variants import select_variant
-from mcu.calls import (SCRATCH, KernelCall, Ref, Refs, act_bounds, at_source, bound, conv_params_s8, offsets,
+from mcu.calls import (SCRATCH, KernelCall, Ref, act_bounds, at_source, bound, conv_params_s8, offsets,
                        operand_strides, physical_perm, quant_locals, quant_operands, shape4, split_at)
 from mcu.emit.cvalues import c_float
 from mcu.errors import McuError
