@@ -10,7 +10,8 @@ setup:
 demo: setup
 	$(PY) -m mcu.cli run --board $(DEMO_BOARD) --quantize none examples/small_cnn.py
 
-test: setup
+test:
+	@bash scripts/setup --arm64
 	$(PY) -m pytest -n 2 -q tests
 
 clean:

@@ -73,6 +73,18 @@ class Board:
     extra_regions: tuple[MemoryRegion, ...] = ()
     uf2_family: int | None = None  # UF2 family ID for boards flashed with deploy.method = "uf2"
     console_baud: int = 115200
+    # "mcu" (bare metal: linker script, QEMU system machine or a device) or "linux" (a CPU running
+    # Linux: the harness is a hosted executable, built by ``linux_cc`` and run natively or under
+    # ``linux_run``, e.g. qemu-aarch64).
+    kind: str = "mcu"
+    linux_cc: str = ""
+    linux_run: tuple[str, ...] = ()
+    linux_sysroot: str = ""  # inside the Python environment (sys.prefix): the target's XNNPACK (setup --arm64)
+    linux_multiarch: str = ""  # Debian's library folder name under the sysroot, e.g. aarch64-linux-gnu
+
+    @property
+    def is_linux(self) -> bool:
+        return self.kind == "linux"
 
     def arena_regions(self) -> list[tuple[str, int]]:
         """(region, bytes an arena may take there): the main RAM after the stack, then each region holding
@@ -218,6 +230,12 @@ def _parse(path: Path) -> Board:
     if console_kind.endswith("uart") and uart_base is None:
         raise r.fail("console.base", f"is missing (required for console kind '{console_kind}')")
     baud = r.opt_int("console.baud")
+    kind = r.opt_str("kind") or "mcu"
+    if kind not in ("mcu", "linux"):
+        raise r.fail("kind", f"must be \"mcu\" or \"linux\", got '{kind}'")
+    linux_cc = r.opt_str("linux.cc") or ""
+    if kind == "linux" and not linux_cc:
+        raise r.fail("linux.cc", "is missing (required when kind is \"linux\")")
     deploy_method = r.str_("deploy.method")
     uf2_family = r.opt_int("deploy.uf2_family")
     if deploy_method == "uf2" and uf2_family is None:
@@ -245,6 +263,11 @@ def _parse(path: Path) -> Board:
         extra_regions=extra,
         uf2_family=uf2_family,
         console_baud=baud if baud is not None else 115200,
+        kind=kind,
+        linux_cc=linux_cc,
+        linux_run=r.str_list("linux.run") if kind == "linux" and r._lookup("linux.run")[0] else (),
+        linux_sysroot=r.opt_str("linux.sysroot") or "",
+        linux_multiarch=r.opt_str("linux.multiarch") or "",
     )
 
 

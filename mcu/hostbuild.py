@@ -42,7 +42,7 @@ def library_sources(lib: GeneratedLibrary) -> list[Path]:
 
 def _digest(lib: GeneratedLibrary, extra: list[Path]) -> str:
     h = hashlib.sha256()
-    h.update(" ".join(HOST_CFLAGS).encode())
+    h.update(" ".join(HOST_CFLAGS + lib.libraries).encode())
     for name in sorted(lib.files):
         h.update(name.encode())
         h.update(lib.files[name].encode())
@@ -75,7 +75,7 @@ def build_host_library(lib: GeneratedLibrary) -> Path:
         out = tmpdir / "model.so"
         cmd = [find_host_cc(), *HOST_CFLAGS, f"-I{tmpdir}", f"-I{runtime_dir() / 'include'}",
                *(f"-I{d}" for d in lib.include_dirs),
-               *map(str, c_files), "-o", str(out), "-lm"]
+               *map(str, c_files), "-o", str(out), *lib.libraries, "-lm"]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
             raise McuError(f"host build of the generated C failed:\n{proc.stderr.strip()}")

@@ -371,3 +371,65 @@ def build_firmware(
         shutil.rmtree(work, ignore_errors=True)
 
     return _firmware_from_elf(board, elf_path, map_path, uf2_path)
+
+
+# --- Linux boards (kind = "linux"): the harness as a hosted executable ------------------------------------
+
+LINUX_CFLAGS: tuple[str, ...] = ("-std=c11", "-O2", "-Wall", "-Wextra", "-Werror")
+LINUX_INSTALL_HINT = "run scripts/setup (and scripts/setup --arm64 for the arm64-linux board)"
+
+
+def linux_sysroot(board: Board) -> Path | None:
+    """The board's target libraries (arm64 XNNPACK), inside the Python environment; None for native boards."""
+    if not board.linux_sysroot:
+        return None
+    import sys
+
+    return Path(os.environ.get("MCU_ARM64_SYSROOT", str(Path(sys.prefix) / board.linux_sysroot)))
+
+
+def linux_link_flags(board: Board, libraries: Sequence[str]) -> list[str]:
+    """Include, library and run-path flags for a delegate's libraries on ``board``."""
+    root = linux_sysroot(board)
+    if root is None or not libraries:
+        return list(libraries)
+    if not (root / "usr" / "include" / "xnnpack.h").is_file():
+        raise McuError(f"{board.name}: no target XNNPACK in {root}", hint=LINUX_INSTALL_HINT)
+    lib = root / "usr" / "lib" / board.linux_multiarch
+    # --disable-new-dtags: an RPATH (not RUNPATH) also serves libXNNPACK's own dependency libcpuinfo.so.0.
+    return [f"-I{root / 'usr' / 'include'}", f"-L{lib}", f"-Wl,--disable-new-dtags,-rpath,{lib}", *libraries]
+
+
+def build_linux_executable(board: Board, files: Mapping[str, str], sources: Sequence[Path],
+                           libraries: Sequence[str], include_dirs: Sequence[str] = ()) -> Path:
+    """Compile generated files (name -> text) and runtime ``sources`` into one executable for a Linux
+    board; cached by a hash of everything that goes in."""
+    cc = shutil.which(board.linux_cc)
+    if cc is None:
+        raise McuError(f"{board.name}: compiler {board.linux_cc} not found", hint=LINUX_INSTALL_HINT)
+    port = paths.ports_dir() / board.port
+    all_sources = [*sources, *sorted(port.glob("*.c"))]
+    flags = [*LINUX_CFLAGS, *board.cpu_flags, f"-I{paths.runtime_dir() / 'include'}",
+             *(f"-I{d}" for d in include_dirs)]
+    link = linux_link_flags(board, libraries)
+    h = hashlib.sha256(" ".join([cc, *flags, *link]).encode())
+    for name in sorted(files):
+        h.update(name.encode() + files[name].encode())
+    for src in all_sources:
+        h.update(src.read_bytes())
+    for header in sorted((paths.runtime_dir() / "include").rglob("*.h")):
+        h.update(header.read_bytes())
+    target = paths.cache_dir() / board.name / f"harness-{h.hexdigest()[:24]}"
+    if target.exists():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="mcu-linux-") as tmp:
+        tmpdir = Path(tmp)
+        for name, text in files.items():
+            (tmpdir / name).write_text(text)
+        c_files = [tmpdir / n for n in files if n.endswith(".c")] + list(all_sources)
+        out = tmpdir / "harness"
+        _run([cc, *flags, f"-I{tmpdir}", *map(str, c_files), "-o", str(out), *link, "-lm"],
+             f"{board.name} build of the harness", LINUX_INSTALL_HINT)
+        os.replace(out, target)
+    return target

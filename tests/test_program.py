@@ -14,7 +14,7 @@ import pytest
 from conftest import EXAMPLES, REFERENCE_MODELS
 from mcu.api import CompiledModel, compile_file
 from mcu.errors import McuError
-from mcu.program import DelegatePayload, MethodSource, write_program
+from mcu.program import MethodSource, write_program
 from mcu.program import format as fmt
 from mcu.program.methods import CompiledMethod, compile_methods, load_methods, program_from
 from mcu.runtime import Program, ProgramError
@@ -339,11 +339,8 @@ def test_bit_flips_past_the_checksum_never_crash(compiled) -> None:
     assert outcomes.get(STATUS["invalid program"], 0) > 0
 
 
-def test_delegate_payload_for_an_unregistered_backend_is_refused(compiled) -> None:
-    cm = compiled("fc_autoencoder")
-    image = write_program([MethodSource("forward", cm.graph, cm.memory)],
-                          delegates=[DelegatePayload("vendor.npu", b"\x01\x02\x03")])
-    assert _status(image.program) == 4  # MCU_ERR_UNSUPPORTED: the host registers no "vendor.npu" backend
+def test_delegate_payload_for_an_unregistered_backend_is_refused() -> None:
+    assert _status(delegate_program(backend_id="vendor.npu")) == 4  # MCU_ERR_UNSUPPORTED: not registered
 
 
 DELEGATE_MAIN = r"""
@@ -352,23 +349,25 @@ DELEGATE_MAIN = r"""
 #include <string.h>
 #include "mcu/program.h"
 
+/* A backend through the delegate registry (mcu/delegate.h): payload "SCAL", version 1, one float. */
 typedef struct { int inits, runs, destroys; float scale; } backend_state;
+static backend_state state;
 
-static mcu_status init(void *ctx, const uint8_t *payload, uint32_t size)
+static mcu_status init(const uint8_t *payload, uint32_t size, void *arena, uint32_t arena_size, void **handle)
 {
-    backend_state *s = ctx;
-    if (size != sizeof(float)) return MCU_ERR_INVALID_ARG;
-    memcpy(&s->scale, payload, sizeof(float)); /* the "compiled partition": one scale factor */
-    s->inits++;
+    (void)arena; (void)arena_size;
+    if (size != 8 + sizeof(float)) return MCU_ERR_DELEGATE_PAYLOAD;
+    memcpy(&state.scale, payload + 8, sizeof(float)); /* the "compiled partition": one scale factor */
+    state.inits++;
+    *handle = &state;
     return MCU_OK;
 }
 
-static mcu_status execute(void *ctx, const uint8_t *payload, uint32_t size, void *const *ops,
-                          const uint32_t *bytes, uint32_t n, uint32_t n_outputs)
+static mcu_status execute(void *handle, void *const *ops, const uint32_t *bytes, uint32_t n_inputs,
+                          uint32_t n_outputs)
 {
-    backend_state *s = ctx;
-    (void)payload; (void)size;
-    if (n != 2 || n_outputs != 1 || bytes[0] != bytes[1]) return MCU_ERR_INVALID_ARG;
+    backend_state *s = handle;
+    if (n_inputs != 1 || n_outputs != 1 || bytes[0] != bytes[1]) return MCU_ERR_INVALID_ARG;
     const float *x = ops[0];
     float *y = ops[1];
     for (uint32_t i = 0; i < bytes[0] / 4; ++i) y[i] = x[i] * s->scale;
@@ -376,7 +375,9 @@ static mcu_status execute(void *ctx, const uint8_t *payload, uint32_t size, void
     return MCU_OK;
 }
 
-static void destroy(void *ctx) { ((backend_state *)ctx)->destroys++; }
+static void destroy(void *handle) { ((backend_state *)handle)->destroys++; }
+
+static const mcu_delegate_backend scale_backend = {"test.scale", {'S', 'C', 'A', 'L'}, 1u, init, execute, destroy};
 
 int main(int argc, char **argv)
 {
@@ -386,9 +387,9 @@ int main(int argc, char **argv)
     if (f == NULL) return 2;
     size_t n = fread(file, 1, sizeof(file), f);
     fclose(f);
-    backend_state state = {0, 0, 0, 0.0f};
-    const mcu_delegate backends[1] = {{"test.scale", &state, init, execute, destroy}};
-    const mcu_program_options options = {NULL, 0, backends, 1, 0};
+    const mcu_delegate_backend *const registry[1] = {&scale_backend};
+    void *handles[1];
+    const mcu_program_options options = {NULL, 0, registry, 1, 0, handles, 1};
     mcu_program p;
     mcu_status st = mcu_program_load(&p, file, (uint32_t)n, &options);
     if (st != MCU_OK) { printf("load %s\n", mcu_status_str(st)); return 1; }
@@ -408,34 +409,49 @@ int main(int argc, char **argv)
 """
 
 
-def delegate_program(backend_id: str = "test.scale") -> bytes:
-    """A method whose one op is a delegated partition (what a backend's partitioner would produce)."""
+def delegate_program(backend_id: str = "test.scale", magic: bytes = b"SCAL", version: int = 1) -> bytes:
+    """A method whose one op is a delegated partition, as mcu.backends.base.partition makes it."""
     from mcu.ir import Graph, Op, Tensor
     from mcu.memory import plan_memory
 
     x = Tensor("x", (1, 8), "float32", is_input=True)
     y = Tensor("y", (1, 8), "float32", is_output=True)
-    graph = Graph([x], [y], [Op("delegate", [x], [y], {"delegate": 0}, "npu_partition")], name="delegated")
-    payload = struct.pack("<f", 2.5)
-    return write_program([MethodSource("forward", graph, plan_memory(graph))],
-                         delegates=[DelegatePayload(backend_id, payload)]).program
+    payload = magic + struct.pack("<If", version, 2.5)
+    op = Op("delegate", [x], [y], {"backend": backend_id, "version": version, "payload": payload, "ops": ["mul"]},
+            "npu_partition")
+    graph = Graph([x], [y], [op], name="delegated")
+    return write_program([MethodSource("forward", graph, plan_memory(graph))]).program
 
 
-def test_registered_delegate_runs_its_partition(tmp_path) -> None:
+def _delegate_app(tmp_path: Path) -> Path:
     import subprocess
 
     from mcu.hostbuild import find_host_cc
 
     rt = ROOT / "runtime_c"
     (tmp_path / "main.c").write_text(DELEGATE_MAIN)
-    (tmp_path / "delegated.mpk").write_bytes(delegate_program())
     sources = [tmp_path / "main.c", *sorted((rt / "interp").glob("*.c")), *sorted((rt / "kernels").glob("*.c")),
-               rt / "src" / "mcu_status.c"]
+               rt / "src" / "mcu_status.c", rt / "src" / "mcu_delegate.c"]
     exe = tmp_path / "app"
     subprocess.run([find_host_cc(), "-std=c11", "-O1", "-Wall", "-Wextra", "-Werror", f"-I{rt / 'include'}",
                     *map(str, sources), "-lm", "-o", str(exe)], check=True, capture_output=True, timeout=300)
-    out = subprocess.run([str(exe), str(tmp_path / "delegated.mpk")], capture_output=True, text=True, timeout=60)
-    assert out.stdout.split() == ["ok", "1", "1", "1", *[f"{2.5 * i:g}" for i in range(8)]], out.stdout
+    return exe
+
+
+def test_registered_delegate_runs_its_partition(tmp_path) -> None:
+    import subprocess
+
+    exe = _delegate_app(tmp_path)
+    runs = {}
+    for name, image in [("ok", delegate_program()), ("version", delegate_program(version=2)),
+                        ("magic", delegate_program(magic=b"XNNP"))]:
+        (tmp_path / f"{name}.mpk").write_bytes(image)
+        runs[name] = subprocess.run([str(exe), str(tmp_path / f"{name}.mpk")], capture_output=True, text=True,
+                                    timeout=60).stdout
+    assert runs["ok"].split() == ["ok", "1", "1", "1", *[f"{2.5 * i:g}" for i in range(8)]], runs["ok"]
+    # The registry refuses a payload of another version or another backend at load, with a status code.
+    assert runs["version"].strip() == "load unsupported delegate payload version"
+    assert runs["magic"].strip() == "load delegate payload for another backend"
 
 
 # --- several methods, shared weights ------------------------------------------------------------------------

@@ -8,15 +8,16 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import jinja2
 import numpy as np
 
 from mcu import __version__
 from mcu.emit.cvalues import c_array_body, c_float, c_initializer, c_type
+from mcu.emit.delegates import REGISTRY_SOURCE, runtime_for
 from mcu.emit.kernels import KernelCall, Refs, emit_call
-from mcu.ir import Graph, Tensor
+from mcu.ir import Graph, Op, Tensor
 from mcu.memory import MemoryPlan, scratch_bytes
 from mcu.paths import codegen_dir
 
@@ -65,6 +66,20 @@ class ConstView:
 
 
 @dataclass
+class DelegateView:
+    """One delegated partition: its payload (const data), its handle (model-owned) and its backend."""
+
+    index: int
+    name: str
+    backend: str
+    symbol: str  # the C mcu_delegate_backend
+    payload_symbol: str
+    payload_size: int
+    payload_body: str
+    ops: list[str]
+
+
+@dataclass
 class StepView:
     index: int
     name: str
@@ -89,6 +104,9 @@ class ModelView:
     kernel_headers: list[str]
     kernel_sources: list[str] = field(default_factory=list)
     include_dirs: list[str] = field(default_factory=list)
+    delegates: list[DelegateView] = field(default_factory=list)
+    runtime_sources: list[str] = field(default_factory=list)  # relative to runtime_c, beyond RUNTIME_SOURCES
+    libraries: list[str] = field(default_factory=list)  # linker flags (a delegate's library)
 
     @property
     def arena_symbols(self) -> dict[str, str]:
@@ -109,6 +127,7 @@ class GeneratedLibrary:
     runtime_sources: list[str]  # paths relative to runtime_c
     view: ModelView
     include_dirs: list[str] = field(default_factory=list)  # an external backend's headers (CMSIS-NN)
+    libraries: list[str] = field(default_factory=list)  # linker flags of delegate libraries (-lXNNPACK)
 
 
 def c_identifier(name: str) -> str:
@@ -174,7 +193,19 @@ def build_view(graph: Graph, memory: MemoryPlan, quantize: str) -> ModelView:
     sources: list[str] = []
     headers = list(KERNEL_HEADERS)
     include_dirs: list[str] = []
+    delegates: list[DelegateView] = []
+    runtime_sources: list[str] = []
+    libraries: list[str] = []
     for i, op in enumerate(graph.ops):
+        if op.kind == "delegate":
+            call, view = _delegate_call(op, len(delegates), prefix, tensor_ref)
+            delegates.append(view)
+            rt = runtime_for(view.backend, op.name)
+            headers += [h for h in ("mcu/delegate.h", rt.header) if h not in headers]
+            runtime_sources += [s for s in (REGISTRY_SOURCE, *rt.sources) if s not in runtime_sources]
+            libraries += [f for f in rt.libraries if f not in libraries]
+            steps.append(StepView(index=i, name=op.name, call=call, params_c=""))
+            continue
         scratch = memory.scratch_offsets.get(id(op))
         where = None if scratch is None else arena_var(memory.scratch_arena_index(op))
         ref = Refs(tensor_ref, None if scratch is None else (f"{where} + {scratch}", scratch_bytes(op)))
@@ -206,8 +237,31 @@ def build_view(graph: Graph, memory: MemoryPlan, quantize: str) -> ModelView:
         arena_size=memory.arena_size, lower_bound=memory.lower_bound, arenas=arenas,
         inputs=inputs, outputs=outputs,
         constants=constants, steps=steps, kernel_headers=headers, kernel_sources=sources,
-        include_dirs=include_dirs,
+        include_dirs=include_dirs, delegates=delegates, runtime_sources=runtime_sources, libraries=libraries,
     )
+
+
+def _delegate_call(op: Op, k: int, prefix: str, tensor_ref: Callable[[Tensor], str]) -> tuple[KernelCall, DelegateView]:
+    """A delegate op: its payload becomes const data, the call executes the handle made at init."""
+    payload = bytes(op.attrs["payload"])
+    view = DelegateView(index=k, name=op.name, backend=str(op.attrs["backend"]),
+                        symbol=runtime_for(str(op.attrs["backend"]), op.name).symbol,
+                        payload_symbol=f"{prefix}_delegate{k}_payload", payload_size=len(payload),
+                        payload_body=c_array_body(np.frombuffer(payload, dtype=np.uint8), per_line=24),
+                        ops=list(op.attrs.get("ops", [])))
+    boundary = [*op.inputs, *op.outputs]
+    tensors = ", ".join(f"(void *){tensor_ref(t)}" for t in boundary)
+    sizes = ", ".join(str(t.nbytes) for t in boundary)
+    call = KernelCall(
+        function="mcu_delegate_execute",
+        args=[f"&{view.symbol}", f"{prefix}_delegate_handles[{k}]", "tensors", "tensor_bytes",
+              str(len(op.inputs)), str(len(op.outputs))],
+        sources=[],
+        comment=f"{op.name}: {view.backend} partition of {len(view.ops)} ops ({', '.join(view.ops)})",
+        locals=[f"void *const tensors[{len(boundary)}] = {{{tensors}}};",
+                f"static const uint32_t tensor_bytes[{len(boundary)}] = {{{sizes}}};"],
+    )
+    return call, view
 
 
 def render_library(graph: Graph, memory: MemoryPlan, quantize: str) -> GeneratedLibrary:
@@ -221,8 +275,8 @@ def render_library(graph: Graph, memory: MemoryPlan, quantize: str) -> Generated
         f"{p}_weights.c": env.get_template("weights.c.j2").render(m=view),
     }
     return GeneratedLibrary(prefix=p, files=files, kernel_sources=view.kernel_sources,
-                            runtime_sources=list(RUNTIME_SOURCES), view=view,
-                            include_dirs=list(view.include_dirs))
+                            runtime_sources=[*RUNTIME_SOURCES, *view.runtime_sources], view=view,
+                            include_dirs=list(view.include_dirs), libraries=list(view.libraries))
 
 
 @dataclass

@@ -77,8 +77,8 @@ class _FirmwareView:
 
 
 def interpreter_sources() -> list[Path]:
-    """The interpreter's own C files (runtime_c/interp)."""
-    return sorted((runtime_dir() / "interp").glob("*.c"))
+    """The interpreter's own C files (runtime_c/interp) and the delegate registry it runs partitions through."""
+    return [*sorted((runtime_dir() / "interp").glob("*.c")), runtime_dir() / "src" / "mcu_delegate.c"]
 
 
 def kernel_sources(functions: Iterable[str] | None = None) -> list[Path]:

@@ -50,7 +50,7 @@ def build_fuzzer(out: Path, clang: Path | None = None) -> Path:
         raise McuError("no clang with libFuzzer found", hint=INSTALL_HINT)
     rt = runtime_dir()
     sources = [rt / "interp" / "fuzz" / "fuzz_program.c", *sorted((rt / "interp").glob("*.c")),
-               *sorted((rt / "kernels").glob("*.c")), rt / "src" / "mcu_status.c"]
+               *sorted((rt / "kernels").glob("*.c")), rt / "src" / "mcu_status.c", rt / "src" / "mcu_delegate.c"]
     out.parent.mkdir(parents=True, exist_ok=True)
     cmd = [str(clang), "-std=c11", "-g", "-O1", f"-fsanitize={SANITIZERS}", "-fno-sanitize-recover=undefined",
            "-Wall", "-Wextra", "-Werror", f"-I{rt / 'include'}", *map(str, sources), "-lm", "-o", str(out)]
@@ -158,13 +158,14 @@ def _delegate_seed() -> bytes:
     """A method that is one delegated partition for the harness's "fuzz.copy" backend."""
     from mcu.ir import Graph, Op, Tensor
     from mcu.memory import plan_memory
-    from mcu.program.writer import DelegatePayload, MethodSource, write_program
+    from mcu.program.writer import MethodSource, write_program
 
     x = Tensor("x", (1, 16), "float32", is_input=True)
     y = Tensor("y", (1, 16), "float32", is_output=True)
-    graph = Graph([x], [y], [Op("delegate", [x], [y], {"delegate": 0}, "partition")], name="delegated")
-    return write_program([MethodSource("forward", graph, plan_memory(graph))],
-                         delegates=[DelegatePayload("fuzz.copy", bytes(range(32)))]).program
+    payload = b"FUZZ" + (1).to_bytes(4, "little") + bytes(range(24))  # the registry checks magic and version
+    op = Op("delegate", [x], [y], {"backend": "fuzz.copy", "version": 1, "payload": payload, "ops": []}, "partition")
+    graph = Graph([x], [y], [op], name="delegated")
+    return write_program([MethodSource("forward", graph, plan_memory(graph))]).program
 
 
 @dataclass

@@ -48,9 +48,11 @@ class MethodSource:
 
 @dataclass
 class DelegatePayload:
-    """A backend's compiled partition. In a method, an op of kind ``delegate`` with attribute
-    ``delegate`` = index into ``write_program(delegates=...)`` becomes one DELEGATE instruction whose
-    operands are the op's inputs then its outputs."""
+    """A backend's compiled partition. In a method, an op of kind ``delegate`` (made by
+    mcu.backends.base.partition: attrs ``backend`` id and ``payload`` bytes) becomes one entry of the
+    program's delegates (its payload in an inline segment) and one DELEGATE instruction whose operands
+    are the op's inputs then its outputs; at load the interpreter turns each entry into a handle of
+    the backend registered under that id (runtime_c/include/mcu/delegate.h)."""
 
     backend_id: str
     payload: bytes
@@ -178,7 +180,7 @@ def _tensor(fb: _Builder, t: Tensor, place: tuple[int, int] | None, segments: _S
     return fb.table(fields, scalars, Field.TENSOR)
 
 
-def _method(fb: _Builder, src: MethodSource, segments: _Segments) -> int:
+def _method(fb: _Builder, src: MethodSource, segments: _Segments, delegates: list[DelegatePayload]) -> int:
     graph, memory = src.graph, src.memory
     ids: dict[int, int] = {}
     order: list[tuple[Tensor, tuple[int, int] | None]] = []  # (tensor, (arena, offset); None: a constant)
@@ -199,8 +201,12 @@ def _method(fb: _Builder, src: MethodSource, segments: _Segments) -> int:
     insns: list[tuple[int, list[int], list[int], str]] = []
     for op in graph.ops:
         if op.kind == "delegate":
+            if "backend" not in op.attrs or "payload" not in op.attrs:
+                raise McuError(f"delegate op {op.name} has no backend id and payload",
+                               hint="delegate ops come from mcu.backends.base.partition")
+            delegates.append(DelegatePayload(str(op.attrs["backend"]), bytes(op.attrs["payload"])))
             operands = [tid(t) for t in (*op.inputs, *op.outputs)]
-            insns.append((fmt.KERNEL_DELEGATE, operands, [int(op.attrs["delegate"]), len(op.outputs)], op.name))
+            insns.append((fmt.KERNEL_DELEGATE, operands, [len(delegates) - 1, len(op.outputs)], op.name))
             continue
         planned = memory.scratch_offsets.get(id(op))
         scratch = None if planned is None else (memory.scratch_arena_index(op), planned, scratch_bytes(op))
@@ -259,17 +265,18 @@ def _array_bytes(x: np.ndarray, t: Tensor) -> bytes:
     return arr.tobytes()
 
 
-def write_program(methods: list[MethodSource], external_weights: bool = False, weights_name: str = "weights.mpw",
-                  delegates: list[DelegatePayload] | None = None) -> ProgramImage:
+def write_program(methods: list[MethodSource], external_weights: bool = False,
+                  weights_name: str = "weights.mpw") -> ProgramImage:
     """The program file (and weights file) for ``methods``, which may share constants."""
     names = [m.name for m in methods]
     if not methods or len(set(names)) != len(names) or not all(names):
         raise McuError(f"a program needs one or more uniquely named methods, got {names}")
     fb = _Builder()
     segments = _Segments(external_weights)
-    method_offsets = [_method(fb, m, segments) for m in methods]
+    delegates: list[DelegatePayload] = []
+    method_offsets = [_method(fb, m, segments, delegates) for m in methods]
     delegate_tables = []
-    for d in delegates or []:
+    for d in delegates:
         seg = segments.add(f"delegate:{d.backend_id}", d.payload, fmt.SEGMENT_INLINE)
         delegate_tables.append(fb.table({"backend_id": fb.string(d.backend_id)}, {"segment": ("u32", seg)},
                                         Field.DELEGATE))

@@ -121,17 +121,11 @@ static mcu_status run_delegate(mcu_fb *f, const mcu_program *p, void *const *ops
     mcu_fbt root, d;
     mcu_fb_table(f, p->root, &root);
     mcu_fb_table_at(f, &root, MCU_PROGRAM_DELEGATES, (uint32_t)params[0], &d);
-    const char *id = mcu_fb_string(f, &d, MCU_DELEGATE_BACKEND);
-    const uint8_t *payload;
-    uint32_t size;
-    MCU_CHECK(mcu_program_segment(f, p, mcu_fb_scalar(f, &d, MCU_DELEGATE_SEGMENT, 4, 0), &payload, &size));
-    for (uint32_t i = 0; i < p->n_delegates; ++i) {
-        const mcu_delegate *b = &p->delegates[i];
-        if (b->backend_id != NULL && mcu_program_streq(b->backend_id, id) && b->execute != NULL) {
-            return b->execute(b->context, payload, size, ops, sizes, n_ops, (uint32_t)params[1]);
-        }
-    }
-    return MCU_ERR_UNSUPPORTED;
+    const mcu_delegate_backend *b = mcu_delegate_find(p->delegates, p->n_delegates,
+                                                      mcu_fb_string(f, &d, MCU_DELEGATE_BACKEND));
+    MCU_REQUIRE(b != NULL && p->delegate_handles != NULL, MCU_ERR_UNSUPPORTED);
+    const uint32_t n_outputs = (uint32_t)params[1];
+    return mcu_delegate_execute(b, p->delegate_handles[params[0]], ops, sizes, n_ops - n_outputs, n_outputs);
 }
 
 mcu_status mcu_program_execute(const mcu_program *p, uint32_t method, uint8_t *const *arenas,

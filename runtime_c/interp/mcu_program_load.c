@@ -71,12 +71,10 @@ mcu_status mcu_program_declared_size(const void *buffer, uint32_t size, uint32_t
     return MCU_OK;
 }
 
-static const mcu_delegate *find_backend(const mcu_program *q, const char *id)
+static const mcu_delegate_backend *find_backend(const mcu_program *q, const char *id)
 {
-    for (uint32_t i = 0; i < q->n_delegates; ++i) {
-        if (q->delegates[i].backend_id != NULL && mcu_program_streq(q->delegates[i].backend_id, id)) {
-            return &q->delegates[i];
-        }
+    if (id != NULL) {
+        return mcu_delegate_find(q->delegates, q->n_delegates, id);
     }
     return NULL;
 }
@@ -245,7 +243,7 @@ static mcu_status verify_method(mcu_fb *f, const mcu_program *q, uint32_t index,
 }
 
 /* The payload of program delegate `i` and the backend registered for it (NULL if none). */
-static const mcu_delegate *delegate_at(mcu_fb *f, const mcu_program *q, uint32_t i, const uint8_t **data,
+static const mcu_delegate_backend *delegate_at(mcu_fb *f, const mcu_program *q, uint32_t i, const uint8_t **data,
                                        uint32_t *size, mcu_status *status)
 {
     mcu_fbt root, d;
@@ -260,7 +258,7 @@ mcu_status mcu_program_load(mcu_program *program, const void *buffer, uint32_t s
 {
     MCU_REQUIRE(program != NULL && buffer != NULL, MCU_ERR_NULL_POINTER);
     memset(program, 0, sizeof(*program));
-    const mcu_program_options none = {NULL, 0, NULL, 0, 0};
+    const mcu_program_options none = {NULL, 0, NULL, 0, 0, NULL, 0};
     const mcu_program_options *opt = options != NULL ? options : &none;
     const uint8_t *b = (const uint8_t *)buffer;
     MCU_REQUIRE(((uintptr_t)b % MCU_PROGRAM_ALIGN) == 0, MCU_ERR_INVALID_ARG);
@@ -276,6 +274,7 @@ mcu_status mcu_program_load(mcu_program *program, const void *buffer, uint32_t s
     q.data_size = h.data_size;
     q.delegates = opt->delegates;
     q.n_delegates = opt->n_delegates;
+    q.delegate_handles = opt->delegate_handles;
     mcu_fb f = {q.fb, q.fb_size, 0};
     mcu_fbt root, ext;
     MCU_REQUIRE(h.fb_size >= 8 && memcmp(q.fb + 4, "MCUP", 4) == 0, MCU_ERR_PROGRAM_INVALID);
@@ -316,11 +315,13 @@ mcu_status mcu_program_load(mcu_program *program, const void *buffer, uint32_t s
     mcu_fb_vector(&f, &root, MCU_PROGRAM_DELEGATES, 4, &n_program_delegates);
     for (uint32_t i = 0; i < n_program_delegates; ++i) {
         mcu_status status;
-        const mcu_delegate *backend = delegate_at(&f, &q, i, &data, &seg_size, &status);
+        const mcu_delegate_backend *backend = delegate_at(&f, &q, i, &data, &seg_size, &status);
         MCU_CHECK(status);
         MCU_REQUIRE(!f.bad, MCU_ERR_PROGRAM_INVALID);
         MCU_REQUIRE(backend != NULL, MCU_ERR_UNSUPPORTED);
     }
+    MCU_REQUIRE(n_program_delegates <= opt->n_delegate_handles, MCU_ERR_BUFFER_TOO_SMALL);
+    MCU_REQUIRE(n_program_delegates == 0 || opt->delegate_handles != NULL, MCU_ERR_NULL_POINTER);
 
     mcu_fb_vector(&f, &root, MCU_PROGRAM_METHODS, 4, &q.n_methods);
     MCU_REQUIRE(!f.bad && q.n_methods >= 1 && q.n_methods <= 1024, MCU_ERR_PROGRAM_INVALID);
@@ -329,15 +330,20 @@ mcu_status mcu_program_load(mcu_program *program, const void *buffer, uint32_t s
     }
     MCU_REQUIRE(!f.bad, MCU_ERR_PROGRAM_INVALID);
 
-    /* Verified: hand each payload to its backend. */
+    /* Verified: each payload becomes a handle of its backend (which checks magic, version, body). */
     for (uint32_t i = 0; i < n_program_delegates; ++i) {
-        mcu_status status;
-        const mcu_delegate *backend = delegate_at(&f, &q, i, &data, &seg_size, &status);
-        if (backend->init != NULL) {
-            MCU_CHECK(backend->init(backend->context, data, seg_size));
-        }
+        q.delegate_handles[i] = NULL;
     }
     *program = q;
+    for (uint32_t i = 0; i < n_program_delegates; ++i) {
+        mcu_status status;
+        const mcu_delegate_backend *backend = delegate_at(&f, &q, i, &data, &seg_size, &status);
+        status = mcu_delegate_init(backend, data, seg_size, NULL, 0, &q.delegate_handles[i]);
+        if (status != MCU_OK) {
+            mcu_program_unload(program);
+            return status;
+        }
+    }
     return MCU_OK;
 }
 
@@ -355,9 +361,9 @@ void mcu_program_unload(mcu_program *program)
         const uint8_t *data;
         uint32_t size;
         mcu_status status;
-        const mcu_delegate *backend = delegate_at(&f, program, i, &data, &size, &status);
-        if (backend != NULL && backend->destroy != NULL) {
-            backend->destroy(backend->context);
+        const mcu_delegate_backend *backend = delegate_at(&f, program, i, &data, &size, &status);
+        if (program->delegate_handles != NULL) {
+            mcu_delegate_destroy(backend, &program->delegate_handles[i]);
         }
     }
     memset(program, 0, sizeof(*program));

@@ -309,7 +309,7 @@ static PyObject *program_load(PyObject *module, PyObject *args)
         PyErr_NoMemory();
         goto done;
     }
-    const mcu_program_options options = {w, (uint32_t)weights.len, NULL, 0, flags};
+    const mcu_program_options options = {w, (uint32_t)weights.len, NULL, 0, flags, NULL, 0};
     mcu_status status;
     Py_BEGIN_ALLOW_THREADS
     status = mcu_program_load(&h->program, p, (uint32_t)program.len, &options);

@@ -17,6 +17,10 @@ const char *mcu_status_str(mcu_status status)
     case MCU_ERR_PROGRAM_VERSION: return "unsupported program version";
     case MCU_ERR_WEIGHTS_MISMATCH: return "weights mismatch";
     case MCU_ERR_NOT_FOUND: return "not found";
+    case MCU_ERR_DELEGATE_BACKEND: return "delegate payload for another backend";
+    case MCU_ERR_DELEGATE_VERSION: return "unsupported delegate payload version";
+    case MCU_ERR_DELEGATE_PAYLOAD: return "corrupt delegate payload";
+    case MCU_ERR_DELEGATE_FAILED: return "delegate backend failed";
     }
     return "unknown status";
 }

@@ -37,6 +37,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "mcu/delegate.h"
 #include "mcu/status.h"
 
 #ifdef __cplusplus
@@ -112,32 +113,23 @@ typedef enum {
     MCU_K_LINEAR_DYN_S8 = 37,     /**< [scratch int8, in f32, weight int8, w_scale f32, bias f32, out f32]; as above */
     MCU_K_SLICE = 38,             /**< [in, out] any dtype; mcu_slice_params */
     MCU_K_COUNT = 39,
-    /** A delegated partition: params delegate index, number of outputs (the last operands). */
+    /** A delegated partition: params delegate index (its payload and handle), number of outputs (the last operands). */
     MCU_K_DELEGATE = 255
 } mcu_program_kernel;
 
-/**
- * A backend that runs delegated partitions. The caller owns `context`;
- * init() sees every payload for this backend once at load, execute() runs
- * one DELEGATE instruction with the operands' memory and sizes, destroy()
- * is called by mcu_program_unload().
- */
-typedef struct {
-    const char *backend_id;
-    void *context;
-    mcu_status (*init)(void *context, const uint8_t *payload, uint32_t size);
-    mcu_status (*execute)(void *context, const uint8_t *payload, uint32_t size, void *const *operands,
-                          const uint32_t *operand_bytes, uint32_t n_operands, uint32_t n_outputs);
-    void (*destroy)(void *context);
-} mcu_delegate;
 
 /** Optional inputs of mcu_program_load(); NULL means none of them. */
 typedef struct {
     const void *weights;        /**< external weights file (16-byte aligned), or NULL */
     uint32_t weights_size;
-    const mcu_delegate *delegates; /**< registered backends */
+    /** The delegate registry (runtime_c/include/mcu/delegate.h): backends this build links. */
+    const mcu_delegate_backend *const *delegates;
     uint32_t n_delegates;
     uint32_t flags;             /**< MCU_PROGRAM_SKIP_CHECKSUM */
+    /** Caller-owned storage for one handle per delegated partition of the program (its
+     * `delegates` vector); mcu_program_load() fails with MCU_ERR_BUFFER_TOO_SMALL when short. */
+    void **delegate_handles;
+    uint32_t n_delegate_handles;
 } mcu_program_options;
 
 /** A verified program. Plain data pointing into the caller's buffers. */
@@ -149,8 +141,9 @@ typedef struct {
     uint32_t data_size;
     const uint8_t *weights;     /**< external segment data (NULL if none) */
     uint32_t weights_size;
-    const mcu_delegate *delegates;
+    const mcu_delegate_backend *const *delegates;
     uint32_t n_delegates;
+    void **delegate_handles;    /**< one per program delegate, made at load */
     uint32_t n_methods;
 } mcu_program;
 
@@ -190,12 +183,14 @@ mcu_status mcu_program_declared_size(const void *buffer, uint32_t size, uint32_t
  * Status: MCU_ERR_PROGRAM_TRUNCATED / _OVERSIZED when `size` differs from the
  * declared size, _CHECKSUM for corrupted bytes, _VERSION, _INVALID for any
  * structural fault, MCU_ERR_WEIGHTS_MISMATCH for missing or foreign external
- * weights, MCU_ERR_UNSUPPORTED for a kernel or backend this build lacks.
+ * weights, MCU_ERR_UNSUPPORTED for a kernel or backend this build lacks,
+ * MCU_ERR_BUFFER_TOO_SMALL for too few delegate handles, and a delegate's
+ * init() status (MCU_ERR_DELEGATE_*) for a payload its backend refuses.
  */
 mcu_status mcu_program_load(mcu_program *program, const void *buffer, uint32_t size,
                             const mcu_program_options *options);
 
-/** Calls destroy() of every registered delegate the program uses. */
+/** Destroys the handle of every delegated partition (made at load by the backend's init()). */
 void mcu_program_unload(mcu_program *program);
 
 mcu_status mcu_program_method(const mcu_program *program, uint32_t method, mcu_program_method_info *info);

@@ -19,33 +19,40 @@
 #define MAX_ARENA (1u << 20)
 #define MAX_INSTRUCTIONS 512u
 
-/* A delegate that reads its whole payload and copies operand 0 into the last operand. */
-static mcu_status copy_init(void *context, const uint8_t *payload, uint32_t size)
+/* A delegate that reads its whole payload at init and copies operand 0 into the last operand.
+ * Its handle is the caller's checksum word (the harness keeps no allocations). */
+static uint32_t copy_sum;
+
+static mcu_status copy_init(const uint8_t *payload, uint32_t size, void *arena, uint32_t arena_size, void **handle)
 {
-    uint32_t *sum = (uint32_t *)context;
+    (void)arena;
+    (void)arena_size;
     for (uint32_t i = 0; i < size; ++i) {
-        *sum += payload[i];
+        copy_sum += payload[i];
     }
+    *handle = &copy_sum;
     return MCU_OK;
 }
 
-static mcu_status copy_execute(void *context, const uint8_t *payload, uint32_t size, void *const *operands,
-                               const uint32_t *bytes, uint32_t n, uint32_t n_outputs)
+static mcu_status copy_execute(void *handle, void *const *operands, const uint32_t *bytes, uint32_t n_inputs,
+                               uint32_t n_outputs)
 {
-    (void)context;
-    (void)payload;
-    (void)size;
-    (void)n_outputs;
-    if (n >= 2 && operands[0] != NULL && operands[n - 1] != NULL) {
+    (void)handle;
+    const uint32_t n = n_inputs + n_outputs;
+    if (n_inputs >= 1 && n >= 2 && operands[0] != NULL && operands[n - 1] != NULL) {
         memmove(operands[n - 1], operands[0], bytes[0] < bytes[n - 1] ? bytes[0] : bytes[n - 1]);
     }
     return MCU_OK;
 }
 
-static void copy_destroy(void *context)
+static void copy_destroy(void *handle)
 {
-    (void)context;
+    (void)handle;
 }
+
+static const mcu_delegate_backend copy_backend = {
+    "fuzz.copy", {'F', 'U', 'Z', 'Z'}, 1u, copy_init, copy_execute, copy_destroy,
+};
 
 static uint8_t *aligned_copy(const uint8_t *data, size_t size)
 {
@@ -120,8 +127,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size > (16u << 20)) {
         return 0;
     }
-    uint32_t sum = 0;
-    const mcu_delegate delegates[1] = {{"fuzz.copy", &sum, copy_init, copy_execute, copy_destroy}};
+    const mcu_delegate_backend *const delegates[1] = {&copy_backend};
+    void *handles[4];
     uint32_t program_size = (uint32_t)size;
     uint32_t declared = 0;
     uint8_t *weights = NULL;
@@ -134,7 +141,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint8_t *program = aligned_copy(data, program_size);
     if (program != NULL) {
         for (uint32_t flags = 0; flags <= MCU_PROGRAM_SKIP_CHECKSUM; ++flags) {
-            const mcu_program_options options = {weights, weights_size, delegates, 1, flags};
+            const mcu_program_options options = {weights, weights_size, delegates, 1, flags, handles, 4};
             mcu_program p;
             if (mcu_program_load(&p, program, program_size, &options) == MCU_OK) {
                 exercise(&p);
