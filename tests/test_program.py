@@ -388,7 +388,7 @@ int main(int argc, char **argv)
     fclose(f);
     backend_state state = {0, 0, 0, 0.0f};
     const mcu_delegate backends[1] = {{"test.scale", &state, init, execute, destroy}};
-    const mcu_program_options options = {NULL, 0, backends, 1, 0};
+    const mcu_program_options options = {NULL, 0, backends, 1, 0, 0};
     mcu_program p;
     mcu_status st = mcu_program_load(&p, file, (uint32_t)n, &options);
     if (st != MCU_OK) { printf("load %s\n", mcu_status_str(st)); return 1; }

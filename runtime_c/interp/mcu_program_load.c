@@ -49,7 +49,8 @@ static mcu_status read_header(const uint8_t *b, uint32_t size, const char *magic
     MCU_REQUIRE(h->header_size == MCU_PROGRAM_HEADER_SIZE && h->fb_offset == MCU_PROGRAM_HEADER_SIZE &&
                     (uint64_t)h->fb_offset + h->fb_size <= h->data_offset &&
                     h->data_offset % MCU_PROGRAM_ALIGN == 0 &&
-                    (uint64_t)h->data_offset + h->data_size == h->total && h->total <= INT32_MAX,
+                    (uint64_t)h->data_offset + h->data_size == h->total && h->total <= INT32_MAX &&
+                    h->reserved[0] == 0 && h->reserved[1] == 0,
                 MCU_ERR_PROGRAM_INVALID);
     if ((flags & MCU_PROGRAM_SKIP_CHECKSUM) == 0) {
         const uint32_t crc = crc32_update(crc32_update(0, b, 60), b + 64, h->total - 64);
@@ -208,7 +209,8 @@ static mcu_status verify_bundled(mcu_fb *f, const mcu_program *q, uint32_t metho
     return MCU_OK;
 }
 
-static mcu_status verify_method(mcu_fb *f, const mcu_program *q, uint32_t index, uint32_t n_program_delegates)
+static mcu_status verify_method(mcu_fb *f, const mcu_program *q, uint32_t index, uint32_t n_program_delegates,
+                                uint32_t arena_limit)
 {
     mcu_fbt m, other;
     mcu_program_method_table(f, q, index, &m);
@@ -222,10 +224,14 @@ static mcu_status verify_method(mcu_fb *f, const mcu_program *q, uint32_t index,
     const uint32_t av = mcu_fb_vector(f, &m, MCU_METHOD_ARENA_SIZES, 4, &n_arenas);
     MCU_REQUIRE(n_arenas <= MCU_PROGRAM_MAX_ARENAS, MCU_ERR_PROGRAM_INVALID);
     uint32_t arenas[MCU_PROGRAM_MAX_ARENAS];
+    uint64_t arena_total = 0;
     for (uint32_t i = 0; i < n_arenas; ++i) {
         arenas[i] = mcu_fb_u32(f, av + 4u * i);
         MCU_REQUIRE(arenas[i] <= INT32_MAX, MCU_ERR_PROGRAM_INVALID);
+        arena_total += arenas[i];
     }
+    MCU_REQUIRE(!f->bad, MCU_ERR_PROGRAM_INVALID);
+    MCU_REQUIRE(arena_total <= arena_limit, MCU_ERR_ARENA_LIMIT);
     mcu_fb_vector(f, &m, MCU_METHOD_TENSORS, 4, &n_tensors);
     for (uint32_t i = 0; i < n_tensors; ++i) {
         MCU_CHECK(verify_tensor(f, q, &m, i, arenas, n_arenas));
@@ -260,7 +266,7 @@ mcu_status mcu_program_load(mcu_program *program, const void *buffer, uint32_t s
 {
     MCU_REQUIRE(program != NULL && buffer != NULL, MCU_ERR_NULL_POINTER);
     memset(program, 0, sizeof(*program));
-    const mcu_program_options none = {NULL, 0, NULL, 0, 0};
+    const mcu_program_options none = {NULL, 0, NULL, 0, 0, 0};
     const mcu_program_options *opt = options != NULL ? options : &none;
     const uint8_t *b = (const uint8_t *)buffer;
     MCU_REQUIRE(((uintptr_t)b % MCU_PROGRAM_ALIGN) == 0, MCU_ERR_INVALID_ARG);
@@ -312,6 +318,13 @@ mcu_status mcu_program_load(mcu_program *program, const void *buffer, uint32_t s
         MCU_CHECK(mcu_program_segment(&f, &q, i, &data, &seg_size));
         mcu_fb_table_at(&f, &root, MCU_PROGRAM_SEGMENTS, i, &s);
         (void)mcu_fb_string(&f, &s, MCU_SEGMENT_NAME);
+        MCU_REQUIRE(!f.bad, MCU_ERR_PROGRAM_INVALID);
+        /* The weights header's content id only names the file; this checks its bytes. */
+        const int external = mcu_fb_scalar(&f, &s, MCU_SEGMENT_LOCATION, 1, 0) == MCU_SEGMENT_EXTERNAL;
+        if (external && (opt->flags & MCU_PROGRAM_SKIP_CHECKSUM) == 0) {
+            MCU_REQUIRE(crc32_update(0, data, seg_size) == mcu_fb_scalar(&f, &s, MCU_SEGMENT_CRC, 4, 0),
+                        MCU_ERR_WEIGHTS_CORRUPT);
+        }
     }
     mcu_fb_vector(&f, &root, MCU_PROGRAM_DELEGATES, 4, &n_program_delegates);
     for (uint32_t i = 0; i < n_program_delegates; ++i) {
@@ -324,8 +337,9 @@ mcu_status mcu_program_load(mcu_program *program, const void *buffer, uint32_t s
 
     mcu_fb_vector(&f, &root, MCU_PROGRAM_METHODS, 4, &q.n_methods);
     MCU_REQUIRE(!f.bad && q.n_methods >= 1 && q.n_methods <= 1024, MCU_ERR_PROGRAM_INVALID);
+    const uint32_t arena_limit = opt->arena_limit != 0 ? opt->arena_limit : MCU_PROGRAM_DEFAULT_ARENA_LIMIT;
     for (uint32_t i = 0; i < q.n_methods; ++i) {
-        MCU_CHECK(verify_method(&f, &q, i, n_program_delegates));
+        MCU_CHECK(verify_method(&f, &q, i, n_program_delegates, arena_limit));
     }
     MCU_REQUIRE(!f.bad, MCU_ERR_PROGRAM_INVALID);
 

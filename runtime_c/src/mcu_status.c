@@ -17,6 +17,8 @@ const char *mcu_status_str(mcu_status status)
     case MCU_ERR_PROGRAM_VERSION: return "unsupported program version";
     case MCU_ERR_WEIGHTS_MISMATCH: return "weights mismatch";
     case MCU_ERR_NOT_FOUND: return "not found";
+    case MCU_ERR_WEIGHTS_CORRUPT: return "weights corrupt";
+    case MCU_ERR_ARENA_LIMIT: return "arena beyond the RAM limit";
     }
     return "unknown status";
 }

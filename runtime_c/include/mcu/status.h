@@ -23,7 +23,9 @@ typedef enum {
     MCU_ERR_PROGRAM_CHECKSUM = 10, /**< a file's CRC-32 does not match its bytes (e.g. a flipped bit) */
     MCU_ERR_PROGRAM_VERSION = 11,  /**< a file format version this runtime does not read */
     MCU_ERR_WEIGHTS_MISMATCH = 12, /**< the external weights are missing or belong to another program */
-    MCU_ERR_NOT_FOUND = 13         /**< no method (or other named item) of that name */
+    MCU_ERR_NOT_FOUND = 13,        /**< no method (or other named item) of that name */
+    MCU_ERR_WEIGHTS_CORRUPT = 14,  /**< an external weights segment's bytes differ from the CRC-32 the program records */
+    MCU_ERR_ARENA_LIMIT = 15       /**< a method's arenas exceed the RAM limit given at load */
 } mcu_status;
 
 /** @brief Human-readable name of a status code (never NULL). */

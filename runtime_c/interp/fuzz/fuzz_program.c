@@ -134,7 +134,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint8_t *program = aligned_copy(data, program_size);
     if (program != NULL) {
         for (uint32_t flags = 0; flags <= MCU_PROGRAM_SKIP_CHECKSUM; ++flags) {
-            const mcu_program_options options = {weights, weights_size, delegates, 1, flags};
+            const mcu_program_options options = {weights, weights_size, delegates, 1, flags, MAX_ARENA};
             mcu_program p;
             if (mcu_program_load(&p, program, program_size, &options) == MCU_OK) {
                 exercise(&p);
