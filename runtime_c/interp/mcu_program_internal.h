@@ -112,11 +112,20 @@ typedef struct {
     uint32_t nbytes;
     uint32_t constant;
     uint32_t present;
+    uint32_t arena;             /**< arena tensors: which arena and where in it (aliasing checks) */
+    uint32_t offset;
+    const uint8_t *data;        /**< constants: their bytes (per-channel quantization checks) */
 } mcu_operand_desc;
 
 /** Verify one instruction's operand dtypes, param count and operand sizes (mcu_program_kernels.c). */
 mcu_status mcu_program_check_kernel(uint32_t kernel, const mcu_operand_desc *ops, uint32_t n_ops,
                                     const int32_t *params, uint32_t n_params);
+/** The conditions each kernel tests on its parameter words alone (mcu_program_params.c). */
+mcu_status mcu_program_check_params(uint32_t kernel, const int32_t *params, uint32_t n_params);
+/** The memory each kernel accepts between its operands (`bytes`: what the kernel touches in each) and its
+ *  per-channel quantization constants (mcu_program_params.c). */
+mcu_status mcu_program_check_operands(uint32_t kernel, const mcu_operand_desc *ops, const uint32_t *bytes,
+                                      uint32_t n_ops, const int32_t *params);
 /** Call the kernel; operands and params already verified. */
 mcu_status mcu_program_dispatch(uint32_t kernel, void *const *ops, const uint32_t *sizes, uint32_t n_ops,
                                 const int32_t *params, uint32_t n_params, int32_t elem_size);

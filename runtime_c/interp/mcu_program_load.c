@@ -127,8 +127,8 @@ static mcu_status verify_tensor(mcu_fb *f, const mcu_program *q, const mcu_fbt *
     return MCU_OK;
 }
 
-static mcu_status verify_instruction(mcu_fb *f, const mcu_fbt *m, uint32_t index, uint32_t n_tensors,
-                                     uint32_t n_program_delegates)
+static mcu_status verify_instruction(mcu_fb *f, const mcu_program *q, const mcu_fbt *m, uint32_t index,
+                                     uint32_t n_tensors, uint32_t n_program_delegates)
 {
     mcu_fbt insn, t;
     mcu_fb_table_at(f, m, MCU_METHOD_INSTRUCTIONS, index, &insn);
@@ -153,6 +153,14 @@ static mcu_status verify_instruction(mcu_fb *f, const mcu_fbt *m, uint32_t index
         ops[i].dtype = d.dtype;
         ops[i].nbytes = d.nbytes;
         ops[i].constant = d.placement != MCU_PLACEMENT_ARENA;
+        ops[i].arena = d.index;
+        ops[i].offset = d.offset;
+        ops[i].data = NULL;
+        if (id >= 0 && ops[i].constant) {
+            uint32_t seg_size; /* verify_tensor has proved the segment holds [offset, offset + nbytes) */
+            MCU_CHECK(mcu_program_segment(f, q, d.index, &ops[i].data, &seg_size));
+            ops[i].data += d.offset;
+        }
     }
     if (kernel != MCU_K_DELEGATE) {
         return mcu_program_check_kernel(kernel, ops, n_ops, params, n_params);
@@ -241,7 +249,7 @@ static mcu_status verify_method(mcu_fb *f, const mcu_program *q, uint32_t index,
     MCU_REQUIRE(!f->bad, MCU_ERR_PROGRAM_INVALID);
     mcu_fb_vector(f, &m, MCU_METHOD_INSTRUCTIONS, 4, &n);
     for (uint32_t i = 0; i < n; ++i) {
-        MCU_CHECK(verify_instruction(f, &m, i, n_tensors, n_program_delegates));
+        MCU_CHECK(verify_instruction(f, q, &m, i, n_tensors, n_program_delegates));
     }
     mcu_fb_vector(f, &m, MCU_METHOD_BUNDLED, 4, &n);
     for (uint32_t i = 0; i < n; ++i) {
