@@ -413,7 +413,10 @@ mcu_status mcu_program_check_operands(uint32_t kernel, const mcu_operand_desc *o
         ok = binary_alias_ok(&ops[0], bytes[0], out, nout, p, p + 7) &&
              binary_alias_ok(&ops[1], bytes[1], out, nout, p, p + 13);
         break;
-    case MCU_K_BATCH_NORM_F32: ok = elementwise_ok(&ops[2], bytes[2], out, nout); break;
+    case MCU_K_BATCH_NORM_F32:
+        ok = elementwise_ok(&ops[2], bytes[2], out, nout) && !overlap(&ops[0], bytes[0], out, nout) &&
+             !overlap(&ops[1], bytes[1], out, nout);
+        break;
     case MCU_K_LUT_S8: ok = elementwise_ok(&ops[1], bytes[1], out, nout) && !overlap(&ops[0], 256, out, nout); break;
     default: /* clamp, sigmoid, tanh, hardswish, softmax, requantize, quantize, dequantize */
         ok = elementwise_ok(&ops[0], bytes[0], out, nout);
