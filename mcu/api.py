@@ -32,6 +32,7 @@ from mcu.loader import ModelSpec, load_model_file, spec_from_objects
 from mcu.mapfile import SizeReport, size_report
 from mcu.memory_svg import plan_svg
 from mcu.memory import MemoryPlan
+from mcu.outputs import build_lock, ensure_dir
 from mcu.paths import cache_dir, runtime_dir
 from mcu.pipeline import compile_graph, to_graph
 from mcu.quant import reference as qref
@@ -205,19 +206,35 @@ class CompiledModel:
         main = render_firmware_main(self.library, vec_in, self.expected_outputs, self.tolerances())
         return {**self.library.files, "main.c": main}
 
-    def build(self, out_dir: Path | None = None) -> FirmwareBuild:
-        from mcu.toolchain import build_firmware
+    def build(self, out_dir: Path | None = None, lock: bool = True) -> FirmwareBuild:
+        """Build the firmware into ``out_dir`` (default: a content-keyed cache folder).
 
+        The build holds the folder's lock (mcu/outputs.py): a second build into a folder the caller
+        named fails at once, into the cache it waits. ``lock=False``: the caller holds it already.
+        """
         files = self.firmware_sources()
+        cached = out_dir is None
         if out_dir is None:
             digest = hashlib.sha256("".join(f"{k}\0{v}" for k, v in sorted(files.items())).encode()).hexdigest()
             out_dir = cache_dir() / "firmware" / self.board.name / f"{self.library.prefix}-{digest[:20]}"
+        if not lock:
+            return self._build_in(Path(out_dir), files)
+        with build_lock(Path(out_dir), wait=cached):
+            return self._build_in(Path(out_dir), files)
+
+    def _build_in(self, out_dir: Path, files: dict[str, str]) -> FirmwareBuild:
+        from mcu.toolchain import build_firmware
+
+        ensure_dir(out_dir)
         src_dir = Path(out_dir) / "src"
         src_dir.mkdir(parents=True, exist_ok=True)
         for name, text in files.items():
             path = src_dir / name
             if not path.exists() or path.read_text() != text:
                 path.write_text(text)
+        for stale in src_dir.iterdir():  # another model's sources from an earlier build here
+            if stale.is_file() and stale.name not in files:
+                stale.unlink()
         rt = runtime_dir()
         sources = [src_dir / n for n in files if n.endswith(".c")]
         sources += [rt / "kernels" / s for s in self.library.kernel_sources]

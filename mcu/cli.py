@@ -7,6 +7,7 @@ import json
 import os
 import sys
 import warnings
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -77,6 +78,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="program: put the weights in a separate file beside the program (<output>.mpw)")
     p.add_argument("--bundle-tests", action="store_true",
                    help="program: bundle the test vectors, for the interpreter firmware's test harness")
+    p.add_argument("--verify", action="store_true",
+                   help="program: load the written files back through the C loader (header, CRCs, weights "
+                        "digests, every kernel parameter) and run their bundled vectors")
 
     sub.add_parser("ops", help="list the PyTorch ops mcu can lower", description="List the supported ATen ops.")
     _add_device_parsers(sub)
@@ -196,9 +200,21 @@ def _print_sizes(report: dict[str, Any]) -> None:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    cm = _compile(args)
-    out = args.output or Path("mcu-out") / f"{cm.spec.name}-{cm.board.name}"
-    fw = cm.build(out)
+    from mcu.outputs import build_lock
+
+    # The folder stays locked until the report is printed, so what --json says is what is on disk.
+    with ExitStack() as stack:
+        if args.output is not None:
+            stack.enter_context(build_lock(args.output))
+        cm = _compile(args)
+        out = args.output
+        if out is None:
+            out = Path("mcu-out") / f"{cm.spec.name}-{cm.board.name}"
+            stack.enter_context(build_lock(out))
+        return _build_report(args, cm, cm.build(out, lock=False))
+
+
+def _build_report(args: argparse.Namespace, cm: Any, fw: Any) -> int:
     report = _base_report(cm, fw)
     report["sources"] = str(fw.source_dir)
     report["memory"] = dict(getattr(fw, "region_bytes", {}))
@@ -339,12 +355,14 @@ def _print_verdict(console: Any, clock_hz: int | None) -> int:
 
 def cmd_export(args: argparse.Namespace) -> int:
     from mcu.export import export_library
+    from mcu.outputs import ensure_dir
 
     if args.format == "program":
         return _export_program(args)
     if args.board is None:
         raise McuError("mcu export needs --board for a C library",
                        hint="add --board mps2-an505 (see `mcu boards`), or write a program file with --format program")
+    ensure_dir(args.output)  # a bad -o fails before the compile, not after it
     cm = _compile(args)
     files = export_library(cm.library, args.output)
     print(f"wrote {len(files)} files to {args.output} (arena {cm.memory.arena_size} B); "
@@ -354,25 +372,32 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def _export_program(args: argparse.Namespace) -> int:
     """A program file with every method of model.py (see mcu/program/methods.py), weights inline or beside it."""
+    from mcu.outputs import check_file_target, write_atomic
     from mcu.program.format import WEIGHTS_SUFFIX
     from mcu.program.methods import compile_methods, program_from
+    from mcu.runtime import verify_program_files
 
     if args.cmsis_nn is not None:
         raise McuError("--cmsis-nn applies to generated C (build, run, export --format c); program files "
                        "run mcu's own kernels in the interpreter")
-    out = Path(args.output)
+    out = check_file_target(Path(args.output), what="program file")
     weights_path = out.with_suffix(WEIGHTS_SUFFIX)
+    if args.external_weights:
+        check_file_target(weights_path, what="weights file", example="model.mpw")
     # The board only decides whether each method's arena fits; any interpreter firmware runs the file.
     methods = compile_methods(args.model, board=args.board or "mps2-an505", quantize=args.quantize)
     image = program_from(methods, external_weights=args.external_weights, bundle=args.bundle_tests,
                          weights_name=weights_path.name)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_bytes(image.program)
+    # The weights first: a reader of the program never finds it beside an older weights file.
+    if image.weights is not None:
+        write_atomic(weights_path, image.weights)
+    write_atomic(out, image.program)
     arenas = ", ".join(f"{m.name} {m.model.memory.arena_size} B" for m in methods)
     print(f"wrote {out} ({len(image.program)} B; methods: {arenas})")
     if image.weights is not None:
-        weights_path.write_bytes(image.weights)
         print(f"wrote {weights_path} ({len(image.weights)} B of weights; the program accepts only this file)")
+    if args.verify:
+        print(verify_program_files(out, weights_path if image.weights is not None else None))
     return 0
 
 

@@ -11,12 +11,12 @@ import shutil
 from pathlib import Path
 
 from mcu.emit.c_model import GeneratedLibrary, environment
+from mcu.outputs import ensure_dir
 from mcu.paths import runtime_dir
 
 
 def export_library(lib: GeneratedLibrary, out_dir: Path) -> list[Path]:
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir = ensure_dir(Path(out_dir))
     rt = runtime_dir()
     written: list[Path] = []
 

@@ -85,6 +85,8 @@ def spec_from_objects(model: torch.nn.Module, example_inputs: Any, calibration: 
 
 def load_model_file(path: str | Path) -> ModelSpec:
     path = Path(path)
+    if path.is_dir():
+        raise McuError(f"model file {path} is a folder", hint="pass the model's .py file, e.g. model.py")
     if not path.is_file():
         raise McuError(f"model file {path} does not exist")
     module_name = f"mcu_user_model_{abs(hash(path.resolve()))}"

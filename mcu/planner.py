@@ -282,7 +282,9 @@ def verify_plan(plan: Plan, alignment: int = 4, overlaps: list[OverlapAllowance]
     if len(bufs) != len(offs):
         raise PlanError("plan has a different number of offsets than buffers")
     for b, off in zip(bufs, offs):
-        if off < 0 or off % alignment:
+        if off < 0:
+            raise PlanError(f"buffer {b.name} has a negative offset {off}")
+        if off % alignment:
             raise PlanError(f"buffer {b.name} at offset {off} is not {alignment}-byte aligned")
         if off + b.size > plan.arena_size:
             raise PlanError(f"buffer {b.name} [{off}, {off + b.size}) ends beyond the arena ({plan.arena_size} B)")

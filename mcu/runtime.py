@@ -28,6 +28,10 @@ DTYPE_NAMES = {code: name for name, code in fmt.DTYPE_CODES.items()}
 NUMPY = {"float32": np.float32, "int8": np.int8, "int16": np.int16, "int32": np.int32, "uint8": np.uint8}
 MCU_OK = 0
 MCU_ERR_WEIGHTS_MISMATCH = 12
+MCU_ERR_WEIGHTS_CORRUPT = 14
+MCU_ERR_ARENA_LIMIT = 15
+# The host's arena limit at load: far above any microcontroller, below what a malformed size could ask.
+HOST_ARENA_LIMIT = 1 << 30
 
 
 class ProgramError(McuError):
@@ -37,6 +41,16 @@ class ProgramError(McuError):
         self.status = status
         self.status_name = _native.status_str(status)
         super().__init__(f"{what}: {self.status_name} (mcu_status {status})", hint=hint)
+
+
+class WeightsCorruptError(ProgramError):
+    """An external weights segment's bytes differ from the CRC-32 its program records (corruption, or a
+    weights file edited with its own header made consistent). A CRC detects accidents, it is no signature."""
+
+
+def _program_error(status: int, what: str, hint: str | None = None) -> ProgramError:
+    cls = WeightsCorruptError if status == MCU_ERR_WEIGHTS_CORRUPT else ProgramError
+    return cls(status, what, hint)
 
 
 def _check(result: tuple[int, Any], what: str, hint: str | None = None) -> Any:
@@ -142,32 +156,36 @@ class Program:
 
     @classmethod
     def load(cls, program: str | Path | bytes, weights: str | Path | bytes | None = None,
-             verify_checksum: bool = True) -> Program:
+             verify_checksum: bool = True, arena_limit: int = HOST_ARENA_LIMIT) -> Program:
         """Load and verify a program (a path or its bytes); ``weights``: its external weights file.
 
         Without ``weights``, a program that needs them looks for ``<program>.mpw`` next to its path.
+        ``arena_limit``: the most arena bytes one method may ask for (a device passes its RAM).
+        Raises :class:`ProgramError` (or a subclass) for any file the C loader refuses.
         """
         source = "<bytes>"
         path: Path | None = None
         if isinstance(program, (str, Path)):
             path = Path(program)
-            if not path.is_file():
-                raise McuError(f"program file {path} does not exist")
             source = str(path)
-            program = path.read_bytes()
-        weights_blob = Path(weights).read_bytes() if isinstance(weights, (str, Path)) else weights
+            program = _read_file(path, "program file")
+        weights_blob = _read_file(Path(weights), "weights file") if isinstance(weights, (str, Path)) else weights
         flags = 0 if verify_checksum else 1
-        status, handle = _native.program_load(bytes(program), weights_blob, flags)
+        status, handle = _native.program_load(bytes(program), weights_blob, flags, arena_limit)
         if status == MCU_ERR_WEIGHTS_MISMATCH and weights_blob is None and path is not None:
             sibling = path.with_suffix(fmt.WEIGHTS_SUFFIX)
             if sibling.is_file():
-                status, handle = _native.program_load(bytes(program), sibling.read_bytes(), flags)
+                status, handle = _native.program_load(bytes(program), sibling.read_bytes(), flags, arena_limit)
         if status != MCU_OK:
             hint = None
             if status == MCU_ERR_WEIGHTS_MISMATCH:
                 hint = ("pass the weights file written with the program (mcu export --external-weights); a weights "
                         "file from another export has another content id")
-            raise ProgramError(status, f"cannot load program {source}", hint)
+            elif status == MCU_ERR_WEIGHTS_CORRUPT:
+                hint = "the weights file was changed after export: export the program and its weights again"
+            elif status == MCU_ERR_ARENA_LIMIT:
+                hint = f"a method needs more arena than the {arena_limit} B limit: pass a larger arena_limit"
+            raise _program_error(status, f"cannot load program {source}", hint)
         prog = cls(handle=handle, source=source)
         for i in range(handle.method_count()):
             info = _check(handle.method_info(i), "method info")
@@ -192,6 +210,36 @@ class Program:
     def arena_sizes(self) -> dict[str, list[int]]:
         """Bytes of each arena every method needs (the caller-supplied memory on a device)."""
         return {m.name: list(m.arena_sizes) for m in self.methods}
+
+
+def _read_file(path: Path, what: str) -> bytes:
+    if path.is_dir():
+        raise McuError(f"{what} {path} is a folder", hint=f"pass the {what} itself, e.g. {path / 'model.mpk'}"
+                       if what == "program file" else f"pass the {what} itself")
+    if not path.is_file():
+        raise McuError(f"{what} {path} does not exist")
+    return path.read_bytes()
+
+
+def verify_program_files(program: Path, weights: Path | None = None) -> str:
+    """Load a program (and its weights) from disk through the C loader, which checks the header, both
+    CRC-32s, the weights segments' CRCs and every kernel parameter, then run every bundled vector;
+    a one-line summary, or :class:`ProgramError` / :class:`McuError`."""
+    prog = Program.load(program, weights)
+    vectors = mismatches = 0
+    for m in prog.methods:
+        for v in range(m.n_bundled):
+            ins, expected, tols = m.bundled(v)
+            outs = m.run_raw(*ins)
+            vectors += 1
+            for y, e, tol in zip(outs, expected, tols):
+                diff = np.abs(y.astype(np.float64) - e.astype(np.float64))
+                mismatches += int(diff.size > 0 and float(diff.max()) > (tol or 0.0))
+    if mismatches:
+        raise McuError(f"{program}: {mismatches} bundled outputs of {vectors} vectors differ from the expected "
+                       f"values", hint="the program does not reproduce its own test vectors: export it again")
+    return (f"verified {program}{' and ' + str(weights) if weights else ''}: {len(prog.methods)} method(s), "
+            f"{vectors} bundled vector(s) match")
 
 
 def _spec(d: dict[str, Any]) -> TensorSpec:

@@ -50,6 +50,9 @@ def test_verifier_rejects_misalignment_and_overflow() -> None:
         verify_plan(Plan([Buffer("a", 4, 0, 0)], [2], 8, 4))
     with pytest.raises(PlanError, match="beyond the arena"):
         verify_plan(Plan([Buffer("a", 8, 0, 0)], [4], 8, 8))
+    # A negative offset is reported as such, not as a misalignment (-4 is a multiple of 4).
+    with pytest.raises(PlanError, match="negative offset -4"):
+        verify_plan(Plan([Buffer("a", 4, 0, 0)], [-4], 8, 4))
 
 
 def test_search_beats_greedy_on_a_hard_case() -> None:

@@ -389,7 +389,7 @@ int main(int argc, char **argv)
     fclose(f);
     const mcu_delegate_backend *const registry[1] = {&scale_backend};
     void *handles[1];
-    const mcu_program_options options = {NULL, 0, registry, 1, 0, handles, 1};
+    const mcu_program_options options = {NULL, 0, registry, 1, 0, handles, 1, 0};
     mcu_program p;
     mcu_status st = mcu_program_load(&p, file, (uint32_t)n, &options);
     if (st != MCU_OK) { printf("load %s\n", mcu_status_str(st)); return 1; }

@@ -89,7 +89,7 @@ class Field:
     BUNDLED = {"inputs": 0, "expected": 1, "tolerances": 2}
     METHOD = {"name": 0, "tensors": 1, "inputs": 2, "outputs": 3, "instructions": 4, "arena_sizes": 5,
               "bundled": 6}
-    SEGMENT = {"name": 0, "location": 1, "offset": 2, "size": 3}
+    SEGMENT = {"name": 0, "location": 1, "offset": 2, "size": 3, "crc": 4}
     DELEGATE = {"backend_id": 0, "segment": 1}
     EXTERNAL = {"file_name": 0, "content_id": 1, "size": 2}
     PROGRAM = {"format_version": 0, "producer": 1, "methods": 2, "segments": 3, "delegates": 4,

@@ -126,14 +126,17 @@ methods = {"forward": model, "encode": model.encode}
 }
 
 
-def write_seeds(seed_dir: Path) -> list[Path]:
-    """Real program files: each seed model at fp32 and int8, bundled vectors, one with external weights."""
+def write_seeds(seed_dir: Path, models: tuple[str, ...] | None = None) -> list[Path]:
+    """Real program files: each seed model at fp32 and int8, bundled vectors, one with external weights.
+    ``models``: only these of SEED_MODELS (and no delegate seed)."""
     from mcu.program.methods import compile_methods, program_from
 
     seed_dir.mkdir(parents=True, exist_ok=True)
     written = []
     with tempfile.TemporaryDirectory() as tmp:
         for name, source in SEED_MODELS.items():
+            if models is not None and name not in models:
+                continue
             path = Path(tmp) / f"{name}.py"
             path.write_text(source)
             for quantize in ("none", "int8"):
@@ -148,9 +151,10 @@ def write_seeds(seed_dir: Path) -> list[Path]:
                     out = seed_dir / f"{name}-{quantize}-external.mpk"
                     out.write_bytes(ext.program + ext.weights)  # the harness splits at the declared size
                     written.append(out)
-    out = seed_dir / "delegate.mpk"
-    out.write_bytes(_delegate_seed())
-    written.append(out)
+    if models is None:
+        out = seed_dir / "delegate.mpk"
+        out.write_bytes(_delegate_seed())
+        written.append(out)
     return written
 
 

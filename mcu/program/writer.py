@@ -10,6 +10,7 @@ separate weights file whose content id the program records.
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass, field
 
 import flatbuffers
@@ -284,7 +285,8 @@ def write_program(methods: list[MethodSource], external_weights: bool = False,
     external = segments.layout(fmt.SEGMENT_EXTERNAL) if external_weights else None
     segment_tables = [fb.table({"name": fb.string(s.name)},
                                {"location": ("u8", s.location), "offset": ("u32", s.offset),
-                                "size": ("u32", len(s.data))}, Field.SEGMENT) for s in segments.items]
+                                "size": ("u32", len(s.data)), "crc": ("u32", zlib.crc32(s.data))}, Field.SEGMENT)
+                      for s in segments.items]
     fields = {
         "producer": fb.string(f"mcu {__version__}"),
         "methods": fb.offsets(method_offsets),

@@ -137,6 +137,44 @@ uint32_t mcu_fb_table_at(mcu_fb *f, const mcu_fbt *t, uint32_t slot, uint32_t i,
     return mcu_fb_elem(f, v, n, i, out);
 }
 
+/* Well-formed UTF-8 (RFC 3629: no overlong forms, surrogates or code points
+ * above U+10FFFF), so that every name decodes wherever it is shown. */
+static int utf8_valid(const uint8_t *s, uint32_t n)
+{
+    uint32_t i = 0;
+    while (i < n) {
+        const uint8_t c = s[i];
+        uint32_t len;
+        uint8_t lo = 0x80u, hi = 0xBFu; /* the range of the second byte */
+        if (c < 0x80u) {
+            ++i;
+            continue;
+        } else if (c >= 0xC2u && c <= 0xDFu) {
+            len = 2;
+        } else if (c >= 0xE0u && c <= 0xEFu) {
+            len = 3;
+            lo = c == 0xE0u ? 0xA0u : 0x80u;
+            hi = c == 0xEDu ? 0x9Fu : 0xBFu;
+        } else if (c >= 0xF0u && c <= 0xF4u) {
+            len = 4;
+            lo = c == 0xF0u ? 0x90u : 0x80u;
+            hi = c == 0xF4u ? 0x8Fu : 0xBFu;
+        } else {
+            return 0;
+        }
+        if (len > n - i || s[i + 1] < lo || s[i + 1] > hi) {
+            return 0;
+        }
+        for (uint32_t k = 2; k < len; ++k) {
+            if ((s[i + k] & 0xC0u) != 0x80u) {
+                return 0;
+            }
+        }
+        i += len;
+    }
+    return 1;
+}
+
 const char *mcu_fb_string(mcu_fb *f, const mcu_fbt *t, uint32_t slot)
 {
     uint32_t n;
@@ -144,7 +182,7 @@ const char *mcu_fb_string(mcu_fb *f, const mcu_fbt *t, uint32_t slot)
     if (s == 0) {
         return "";
     }
-    if (!in(f, s, n + 1u) || f->b[s + n] != 0) {
+    if (!in(f, s, n + 1u) || f->b[s + n] != 0 || !utf8_valid(f->b + s, n)) {
         fail(f);
         return "";
     }

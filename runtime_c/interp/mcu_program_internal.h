@@ -46,7 +46,7 @@ enum {
     MCU_METHOD_NAME, MCU_METHOD_TENSORS, MCU_METHOD_INPUTS, MCU_METHOD_OUTPUTS, MCU_METHOD_INSTRUCTIONS,
     MCU_METHOD_ARENA_SIZES, MCU_METHOD_BUNDLED
 };
-enum { MCU_SEGMENT_NAME, MCU_SEGMENT_LOCATION, MCU_SEGMENT_OFFSET, MCU_SEGMENT_SIZE };
+enum { MCU_SEGMENT_NAME, MCU_SEGMENT_LOCATION, MCU_SEGMENT_OFFSET, MCU_SEGMENT_SIZE, MCU_SEGMENT_CRC };
 enum { MCU_DELEGATE_BACKEND, MCU_DELEGATE_SEGMENT };
 enum { MCU_WEIGHTS_FILE_NAME, MCU_WEIGHTS_CONTENT_ID, MCU_WEIGHTS_SIZE };
 enum {
@@ -74,7 +74,7 @@ uint32_t mcu_fb_child(mcu_fb *f, const mcu_fbt *t, uint32_t slot, mcu_fbt *child
 uint32_t mcu_fb_elem(mcu_fb *f, uint32_t vector, uint32_t count, uint32_t i, mcu_fbt *out);
 /** Table `i` of the vector of tables field `slot` (bad when `i` is out of range). */
 uint32_t mcu_fb_table_at(mcu_fb *f, const mcu_fbt *t, uint32_t slot, uint32_t i, mcu_fbt *out);
-/** A NUL-terminated string field; "" when absent or invalid. */
+/** A NUL-terminated, well-formed UTF-8 string field; "" when absent, "" and bad when invalid. */
 const char *mcu_fb_string(mcu_fb *f, const mcu_fbt *t, uint32_t slot);
 /** Element `i` (u32) of the vector field `slot`, MCU_FB_ABSENT_INDEX when out of range. */
 uint32_t mcu_fb_u32_at(mcu_fb *f, const mcu_fbt *t, uint32_t slot, uint32_t i);
@@ -112,11 +112,20 @@ typedef struct {
     uint32_t nbytes;
     uint32_t constant;
     uint32_t present;
+    uint32_t arena;             /**< arena tensors: which arena and where in it (aliasing checks) */
+    uint32_t offset;
+    const uint8_t *data;        /**< constants: their bytes (per-channel quantization checks) */
 } mcu_operand_desc;
 
 /** Verify one instruction's operand dtypes, param count and operand sizes (mcu_program_kernels.c). */
 mcu_status mcu_program_check_kernel(uint32_t kernel, const mcu_operand_desc *ops, uint32_t n_ops,
                                     const int32_t *params, uint32_t n_params);
+/** The conditions each kernel tests on its parameter words alone (mcu_program_params.c). */
+mcu_status mcu_program_check_params(uint32_t kernel, const int32_t *params, uint32_t n_params);
+/** The memory each kernel accepts between its operands (`bytes`: what the kernel touches in each) and its
+ *  per-channel quantization constants (mcu_program_params.c). */
+mcu_status mcu_program_check_operands(uint32_t kernel, const mcu_operand_desc *ops, const uint32_t *bytes,
+                                      uint32_t n_ops, const int32_t *params);
 /** Call the kernel; operands and params already verified. */
 mcu_status mcu_program_dispatch(uint32_t kernel, void *const *ops, const uint32_t *sizes, uint32_t n_ops,
                                 const int32_t *params, uint32_t n_params, int32_t elem_size);

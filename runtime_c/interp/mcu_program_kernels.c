@@ -388,11 +388,14 @@ mcu_status mcu_program_check_kernel(uint32_t kernel, const mcu_operand_desc *ops
         need[0] = need[1] = mulcap(1, p[0]);
         break;
     }
+    uint32_t bytes[MCU_PROGRAM_MAX_OPERANDS];
     for (uint32_t i = 0; i < n_ops; ++i) {
         MCU_REQUIRE(!ops[i].present || (uint64_t)need[i] * mcu_dtype_size(ops[i].dtype) <= ops[i].nbytes,
                     MCU_ERR_PROGRAM_INVALID);
+        bytes[i] = ops[i].present ? need[i] * mcu_dtype_size(ops[i].dtype) : 0u;
     }
-    return MCU_OK;
+    MCU_CHECK(mcu_program_check_params(kernel, p, n_params));
+    return mcu_program_check_operands(kernel, ops, bytes, n_ops, p);
 }
 
 mcu_status mcu_program_dispatch(uint32_t kernel, void *const *o, const uint32_t *sizes, uint32_t n_ops,

@@ -49,7 +49,8 @@ static mcu_status read_header(const uint8_t *b, uint32_t size, const char *magic
     MCU_REQUIRE(h->header_size == MCU_PROGRAM_HEADER_SIZE && h->fb_offset == MCU_PROGRAM_HEADER_SIZE &&
                     (uint64_t)h->fb_offset + h->fb_size <= h->data_offset &&
                     h->data_offset % MCU_PROGRAM_ALIGN == 0 &&
-                    (uint64_t)h->data_offset + h->data_size == h->total && h->total <= INT32_MAX,
+                    (uint64_t)h->data_offset + h->data_size == h->total && h->total <= INT32_MAX &&
+                    h->reserved[0] == 0 && h->reserved[1] == 0,
                 MCU_ERR_PROGRAM_INVALID);
     if ((flags & MCU_PROGRAM_SKIP_CHECKSUM) == 0) {
         const uint32_t crc = crc32_update(crc32_update(0, b, 60), b + 64, h->total - 64);
@@ -124,8 +125,8 @@ static mcu_status verify_tensor(mcu_fb *f, const mcu_program *q, const mcu_fbt *
     return MCU_OK;
 }
 
-static mcu_status verify_instruction(mcu_fb *f, const mcu_fbt *m, uint32_t index, uint32_t n_tensors,
-                                     uint32_t n_program_delegates)
+static mcu_status verify_instruction(mcu_fb *f, const mcu_program *q, const mcu_fbt *m, uint32_t index,
+                                     uint32_t n_tensors, uint32_t n_program_delegates)
 {
     mcu_fbt insn, t;
     mcu_fb_table_at(f, m, MCU_METHOD_INSTRUCTIONS, index, &insn);
@@ -150,6 +151,14 @@ static mcu_status verify_instruction(mcu_fb *f, const mcu_fbt *m, uint32_t index
         ops[i].dtype = d.dtype;
         ops[i].nbytes = d.nbytes;
         ops[i].constant = d.placement != MCU_PLACEMENT_ARENA;
+        ops[i].arena = d.index;
+        ops[i].offset = d.offset;
+        ops[i].data = NULL;
+        if (id >= 0 && ops[i].constant) {
+            uint32_t seg_size; /* verify_tensor has proved the segment holds [offset, offset + nbytes) */
+            MCU_CHECK(mcu_program_segment(f, q, d.index, &ops[i].data, &seg_size));
+            ops[i].data += d.offset;
+        }
     }
     if (kernel != MCU_K_DELEGATE) {
         return mcu_program_check_kernel(kernel, ops, n_ops, params, n_params);
@@ -206,7 +215,8 @@ static mcu_status verify_bundled(mcu_fb *f, const mcu_program *q, uint32_t metho
     return MCU_OK;
 }
 
-static mcu_status verify_method(mcu_fb *f, const mcu_program *q, uint32_t index, uint32_t n_program_delegates)
+static mcu_status verify_method(mcu_fb *f, const mcu_program *q, uint32_t index, uint32_t n_program_delegates,
+                                uint32_t arena_limit)
 {
     mcu_fbt m, other;
     mcu_program_method_table(f, q, index, &m);
@@ -220,10 +230,14 @@ static mcu_status verify_method(mcu_fb *f, const mcu_program *q, uint32_t index,
     const uint32_t av = mcu_fb_vector(f, &m, MCU_METHOD_ARENA_SIZES, 4, &n_arenas);
     MCU_REQUIRE(n_arenas <= MCU_PROGRAM_MAX_ARENAS, MCU_ERR_PROGRAM_INVALID);
     uint32_t arenas[MCU_PROGRAM_MAX_ARENAS];
+    uint64_t arena_total = 0;
     for (uint32_t i = 0; i < n_arenas; ++i) {
         arenas[i] = mcu_fb_u32(f, av + 4u * i);
         MCU_REQUIRE(arenas[i] <= INT32_MAX, MCU_ERR_PROGRAM_INVALID);
+        arena_total += arenas[i];
     }
+    MCU_REQUIRE(!f->bad, MCU_ERR_PROGRAM_INVALID);
+    MCU_REQUIRE(arena_total <= arena_limit, MCU_ERR_ARENA_LIMIT);
     mcu_fb_vector(f, &m, MCU_METHOD_TENSORS, 4, &n_tensors);
     for (uint32_t i = 0; i < n_tensors; ++i) {
         MCU_CHECK(verify_tensor(f, q, &m, i, arenas, n_arenas));
@@ -233,7 +247,7 @@ static mcu_status verify_method(mcu_fb *f, const mcu_program *q, uint32_t index,
     MCU_REQUIRE(!f->bad, MCU_ERR_PROGRAM_INVALID);
     mcu_fb_vector(f, &m, MCU_METHOD_INSTRUCTIONS, 4, &n);
     for (uint32_t i = 0; i < n; ++i) {
-        MCU_CHECK(verify_instruction(f, &m, i, n_tensors, n_program_delegates));
+        MCU_CHECK(verify_instruction(f, q, &m, i, n_tensors, n_program_delegates));
     }
     mcu_fb_vector(f, &m, MCU_METHOD_BUNDLED, 4, &n);
     for (uint32_t i = 0; i < n; ++i) {
@@ -258,7 +272,7 @@ mcu_status mcu_program_load(mcu_program *program, const void *buffer, uint32_t s
 {
     MCU_REQUIRE(program != NULL && buffer != NULL, MCU_ERR_NULL_POINTER);
     memset(program, 0, sizeof(*program));
-    const mcu_program_options none = {NULL, 0, NULL, 0, 0, NULL, 0};
+    const mcu_program_options none = {NULL, 0, NULL, 0, 0, NULL, 0, 0};
     const mcu_program_options *opt = options != NULL ? options : &none;
     const uint8_t *b = (const uint8_t *)buffer;
     MCU_REQUIRE(((uintptr_t)b % MCU_PROGRAM_ALIGN) == 0, MCU_ERR_INVALID_ARG);
@@ -311,6 +325,13 @@ mcu_status mcu_program_load(mcu_program *program, const void *buffer, uint32_t s
         MCU_CHECK(mcu_program_segment(&f, &q, i, &data, &seg_size));
         mcu_fb_table_at(&f, &root, MCU_PROGRAM_SEGMENTS, i, &s);
         (void)mcu_fb_string(&f, &s, MCU_SEGMENT_NAME);
+        MCU_REQUIRE(!f.bad, MCU_ERR_PROGRAM_INVALID);
+        /* The weights header's content id only names the file; this checks its bytes. */
+        const int external = mcu_fb_scalar(&f, &s, MCU_SEGMENT_LOCATION, 1, 0) == MCU_SEGMENT_EXTERNAL;
+        if (external && (opt->flags & MCU_PROGRAM_SKIP_CHECKSUM) == 0) {
+            MCU_REQUIRE(crc32_update(0, data, seg_size) == mcu_fb_scalar(&f, &s, MCU_SEGMENT_CRC, 4, 0),
+                        MCU_ERR_WEIGHTS_CORRUPT);
+        }
     }
     mcu_fb_vector(&f, &root, MCU_PROGRAM_DELEGATES, 4, &n_program_delegates);
     for (uint32_t i = 0; i < n_program_delegates; ++i) {
@@ -325,8 +346,9 @@ mcu_status mcu_program_load(mcu_program *program, const void *buffer, uint32_t s
 
     mcu_fb_vector(&f, &root, MCU_PROGRAM_METHODS, 4, &q.n_methods);
     MCU_REQUIRE(!f.bad && q.n_methods >= 1 && q.n_methods <= 1024, MCU_ERR_PROGRAM_INVALID);
+    const uint32_t arena_limit = opt->arena_limit != 0 ? opt->arena_limit : MCU_PROGRAM_DEFAULT_ARENA_LIMIT;
     for (uint32_t i = 0; i < q.n_methods; ++i) {
-        MCU_CHECK(verify_method(&f, &q, i, n_program_delegates));
+        MCU_CHECK(verify_method(&f, &q, i, n_program_delegates, arena_limit));
     }
     MCU_REQUIRE(!f.bad, MCU_ERR_PROGRAM_INVALID);
 

@@ -8,8 +8,8 @@
 
 /* Integer bits of the Q12.19 sum of exponentials. */
 #define MCU_SOFTMAX_ACCUM_BITS 12
-/* Each term is at most 2^19 (exp(0) in Q12.19), so the int32 sum holds 4095. */
-#define MCU_SOFTMAX_MAX_AXIS 4095
+/* MCU_SOFTMAX_MAX_AXIS (kernels_s8.h): each term is at most 2^19 (exp(0) in Q12.19), so the int32 sum
+ * holds 4095 of them. */
 
 /* exp(diff * beta * s_in) in Q0.31 for diff <= 0. */
 static inline int32_t mcu_softmax_exp(int32_t diff, const mcu_softmax_s8_params *p)

@@ -275,13 +275,13 @@ static PyType_Spec handle_spec = {
     "mcu._native.ProgramHandle", sizeof(ProgramHandle), 0, Py_TPFLAGS_DEFAULT, handle_slots,
 };
 
-/* program_load(program, weights or None, flags) -> (status, ProgramHandle or None) */
+/* program_load(program, weights or None, flags, arena_limit=0) -> (status, ProgramHandle or None) */
 static PyObject *program_load(PyObject *module, PyObject *args)
 {
     Py_buffer program, weights = {0};
     PyObject *weights_obj;
-    unsigned int flags;
-    if (!PyArg_ParseTuple(args, "y*OI", &program, &weights_obj, &flags)) {
+    unsigned int flags, arena_limit = 0;
+    if (!PyArg_ParseTuple(args, "y*OI|I", &program, &weights_obj, &flags, &arena_limit)) {
         return NULL;
     }
     if (weights_obj != Py_None && PyObject_GetBuffer(weights_obj, &weights, PyBUF_CONTIG_RO) != 0) {
@@ -309,7 +309,7 @@ static PyObject *program_load(PyObject *module, PyObject *args)
         PyErr_NoMemory();
         goto done;
     }
-    const mcu_program_options options = {w, (uint32_t)weights.len, NULL, 0, flags, NULL, 0};
+    const mcu_program_options options = {w, (uint32_t)weights.len, NULL, 0, flags, NULL, 0, arena_limit};
     mcu_status status;
     Py_BEGIN_ALLOW_THREADS
     status = mcu_program_load(&h->program, p, (uint32_t)program.len, &options);
@@ -332,7 +332,7 @@ done:
 
 static PyMethodDef program_functions[] = {
     {"program_load", program_load, METH_VARARGS,
-     "program_load(program, weights or None, flags) -> (status, ProgramHandle or None)"},
+     "program_load(program, weights or None, flags, arena_limit=0) -> (status, ProgramHandle or None)"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -21,6 +21,8 @@ const char *mcu_status_str(mcu_status status)
     case MCU_ERR_DELEGATE_VERSION: return "unsupported delegate payload version";
     case MCU_ERR_DELEGATE_PAYLOAD: return "corrupt delegate payload";
     case MCU_ERR_DELEGATE_FAILED: return "delegate backend failed";
+    case MCU_ERR_WEIGHTS_CORRUPT: return "weights corrupt";
+    case MCU_ERR_ARENA_LIMIT: return "arena beyond the RAM limit";
     }
     return "unknown status";
 }

@@ -143,6 +143,9 @@ typedef struct {
     int32_t diff_min;
 } mcu_softmax_s8_params;
 
+/** The longest softmax axis mcu_softmax_s8 takes (longer: MCU_ERR_UNSUPPORTED). */
+#define MCU_SOFTMAX_MAX_AXIS 4095
+
 /** CMSIS-NN/TFLite int8 softmax (gemmlowp fixed-point exp); output scale 1/256, zero-point -128. */
 mcu_status mcu_softmax_s8(const mcu_softmax_s8_params *p, const int8_t *input, int8_t *output);
 

@@ -28,7 +28,7 @@
  *     28      u32 data size (total size = data offset + data size)
  *     32      u8[16] content id (weights files: truncated SHA-256 of the data)
  *     48      u32 flags (bit 0: the program expects external weights)
- *     52      u32[2] reserved, zero
+ *     52      u32[2] reserved, must be zero
  *     60      u32 CRC-32 (IEEE) of bytes [0, 60) followed by [64, total)
  */
 #ifndef MCU_PROGRAM_H
@@ -53,8 +53,12 @@ extern "C" {
 #define MCU_PROGRAM_MAX_OPERANDS 16u
 #define MCU_PROGRAM_MAX_PARAMS 32u
 
-/** mcu_program_options.flags: skip the CRC-32 (for fuzzing the verifier). */
+/** mcu_program_options.flags: skip the CRC-32s, the file's and the external
+ *  segments' (for fuzzing the verifier). */
 #define MCU_PROGRAM_SKIP_CHECKSUM 1u
+/** Arena bytes a method may ask for when the caller names no limit: above the
+ *  SRAM of any microcontroller the project targets. */
+#define MCU_PROGRAM_DEFAULT_ARENA_LIMIT (16u << 20)
 
 typedef enum {
     MCU_DTYPE_FLOAT32 = 0,
@@ -130,6 +134,10 @@ typedef struct {
      * `delegates` vector); mcu_program_load() fails with MCU_ERR_BUFFER_TOO_SMALL when short. */
     void **delegate_handles;
     uint32_t n_delegate_handles;
+    /** The most arena bytes one method may ask for (the platform's RAM for arenas);
+     *  0: MCU_PROGRAM_DEFAULT_ARENA_LIMIT. A method asking for more fails to load
+     *  with MCU_ERR_ARENA_LIMIT. */
+    uint32_t arena_limit;
 } mcu_program_options;
 
 /** A verified program. Plain data pointing into the caller's buffers. */
@@ -183,7 +191,11 @@ mcu_status mcu_program_declared_size(const void *buffer, uint32_t size, uint32_t
  * Status: MCU_ERR_PROGRAM_TRUNCATED / _OVERSIZED when `size` differs from the
  * declared size, _CHECKSUM for corrupted bytes, _VERSION, _INVALID for any
  * structural fault, MCU_ERR_WEIGHTS_MISMATCH for missing or foreign external
- * weights, MCU_ERR_UNSUPPORTED for a kernel or backend this build lacks,
+ * weights, MCU_ERR_WEIGHTS_CORRUPT when an external weights segment's bytes
+ * differ from the CRC-32 the program records for it (a weights file with a
+ * changed byte and its own header CRC recomputed), MCU_ERR_ARENA_LIMIT when a
+ * method's arenas add up to more than options->arena_limit,
+ * MCU_ERR_UNSUPPORTED for a kernel or backend this build lacks,
  * MCU_ERR_BUFFER_TOO_SMALL for too few delegate handles, and a delegate's
  * init() status (MCU_ERR_DELEGATE_*) for a payload its backend refuses.
  */

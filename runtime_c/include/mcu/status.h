@@ -27,7 +27,9 @@ typedef enum {
     MCU_ERR_DELEGATE_BACKEND = 14, /**< a delegate payload made for another backend (wrong magic) */
     MCU_ERR_DELEGATE_VERSION = 15, /**< a delegate payload of a version this backend does not read */
     MCU_ERR_DELEGATE_PAYLOAD = 16, /**< a corrupt delegate payload (checksum, bounds, unknown op) */
-    MCU_ERR_DELEGATE_FAILED = 17   /**< the delegate's library refused the partition or failed to run it */
+    MCU_ERR_DELEGATE_FAILED = 17,  /**< the delegate's library refused the partition or failed to run it */
+    MCU_ERR_WEIGHTS_CORRUPT = 18,  /**< an external weights segment's bytes differ from the CRC-32 the program records */
+    MCU_ERR_ARENA_LIMIT = 19       /**< a method's arenas exceed the RAM limit given at load */
 } mcu_status;
 
 /** @brief Human-readable name of a status code (never NULL). */

@@ -6,7 +6,11 @@
  * checksum skipped, so mutations reach the flatbuffer verifier. Whatever
  * verifies is then queried and executed on arenas of exactly the declared
  * sizes, so AddressSanitizer sees any access beyond what the verifier
- * proved. Built by mcu/program/fuzz.py (scripts/fuzz_program) with
+ * proved. A program that loads with external weights is then loaded once
+ * more with one byte of an external weights segment changed and the weights
+ * file's own CRC recomputed: that must fail with MCU_ERR_WEIGHTS_CORRUPT
+ * (the harness aborts otherwise, which libFuzzer reports as a crash).
+ * Built by mcu/program/fuzz.py (scripts/fuzz_program) with
  * -fsanitize=fuzzer,address,undefined. */
 #define _POSIX_C_SOURCE 200112L /* posix_memalign: arenas of exact size for ASan */
 
@@ -14,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../mcu_program_internal.h"
 #include "mcu/program.h"
 
 #define MAX_ARENA (1u << 20)
@@ -120,6 +125,58 @@ static void exercise(const mcu_program *p)
     }
 }
 
+/* CRC-32 (IEEE, reflected), bit by bit: independent of the loader's table. */
+static uint32_t crc32_bitwise(uint32_t crc, const uint8_t *p, size_t n)
+{
+    crc = ~crc;
+    for (size_t i = 0; i < n; ++i) {
+        crc ^= p[i];
+        for (int k = 0; k < 8; ++k) {
+            crc = (crc >> 1) ^ (0xEDB88320u & (0u - (crc & 1u)));
+        }
+    }
+    return ~crc;
+}
+
+/* The weights-integrity mutation: change one byte (chosen by `pick`) of the
+ * first non-empty external segment, make the weights header's CRC consistent,
+ * and require the load to fail with MCU_ERR_WEIGHTS_CORRUPT. */
+static void check_weights_corruption(const mcu_program *p, const uint8_t *program, uint32_t program_size,
+                                     const mcu_program_options *loaded_with, uint32_t pick)
+{
+    mcu_fb f;
+    mcu_fbt root;
+    mcu_program_reader(p, &f, &root);
+    uint32_t n;
+    mcu_fb_vector(&f, &root, MCU_PROGRAM_SEGMENTS, 4, &n);
+    for (uint32_t i = 0; i < n; ++i) {
+        const uint8_t *data;
+        uint32_t seg_size;
+        if (mcu_program_segment(&f, p, i, &data, &seg_size) != MCU_OK || seg_size == 0 || data < p->weights ||
+            data >= p->weights + p->weights_size) {
+            continue;
+        }
+        const uint8_t *weights = (const uint8_t *)loaded_with->weights;
+        const uint32_t weights_size = loaded_with->weights_size;
+        uint8_t *copy = aligned_copy(weights, weights_size);
+        if (copy == NULL) {
+            return;
+        }
+        copy[(size_t)(data - weights) + pick % seg_size] ^= (uint8_t)(1u + pick % 255u);
+        const uint32_t crc = crc32_bitwise(crc32_bitwise(0, copy, 60), copy + 64, weights_size - 64u);
+        memcpy(copy + 60, &crc, 4);
+        mcu_program_options options = *loaded_with;
+        options.weights = copy;
+        mcu_program q;
+        const mcu_status status = mcu_program_load(&q, program, program_size, &options);
+        free(copy);
+        if (status != MCU_ERR_WEIGHTS_CORRUPT) {
+            abort(); /* a changed weight byte got past the load */
+        }
+        return;
+    }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -141,10 +198,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint8_t *program = aligned_copy(data, program_size);
     if (program != NULL) {
         for (uint32_t flags = 0; flags <= MCU_PROGRAM_SKIP_CHECKSUM; ++flags) {
-            const mcu_program_options options = {weights, weights_size, delegates, 1, flags, handles, 4};
+            const mcu_program_options options = {weights, weights_size, delegates, 1, flags, handles, 4, MAX_ARENA};
             mcu_program p;
             if (mcu_program_load(&p, program, program_size, &options) == MCU_OK) {
                 exercise(&p);
+                if (flags == 0 && p.weights != NULL) {
+                    check_weights_corruption(&p, program, program_size, &options, (uint32_t)size);
+                }
                 mcu_program_unload(&p);
             }
         }

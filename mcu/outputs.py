@@ -1,0 +1,102 @@
+"""Where commands write: output folders and files checked up front, and one build per folder at a time.
+
+A bad ``-o`` is the user's to fix, so it is an :class:`McuError` naming the path
+(exit 2), never an OSError from deep inside a build. Two builds into the same
+folder would mix their sources and leave one ELF under the other's report, so a
+build holds an exclusive lock on its folder (``flock`` on ``.mcu-build.lock``;
+the kernel drops it when the process ends, so a killed build leaves no stale
+lock) and a second build fails at once saying which process holds it.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+from mcu.errors import McuError
+
+LOCK_NAME = ".mcu-build.lock"
+
+
+def _blocking_file(path: Path) -> Path | None:
+    """The nearest existing ancestor of ``path`` (itself included) when it is not a folder."""
+    for p in (path, *path.parents):
+        if p.exists() or p.is_symlink():
+            return None if p.is_dir() else p
+    return None
+
+
+def ensure_dir(path: Path, what: str = "output folder") -> Path:
+    """Create ``path`` (and its parents) as a folder, or say in one line why it cannot be one."""
+    path = Path(path)
+    blocker = _blocking_file(path)
+    if blocker == path:
+        raise McuError(f"{what} {path} is a file, not a folder",
+                       hint="pass a folder with -o, or remove or rename the file")
+    if blocker is not None:
+        raise McuError(f"cannot create {what} {path}: {blocker} is a file, not a folder",
+                       hint="pass -o a path whose parents are folders")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise McuError(f"cannot create {what} {path}: {reason}",
+                       hint="pass -o a folder you can write to") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise McuError(f"cannot write into {what} {path}: permission denied",
+                       hint="pass -o a folder you can write to")
+    return path
+
+
+def check_file_target(path: Path, what: str = "output file", example: str = "model.mpk") -> Path:
+    """``path`` can be written as a file: not a folder, and its folder can be created."""
+    path = Path(path)
+    if path.is_dir():
+        raise McuError(f"{what} {path} is a folder",
+                       hint=f"-o names the file to write, e.g. {path / example}")
+    ensure_dir(path.parent, what=f"folder of the {what}")
+    return path
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a private file in the same folder renamed over it, so a reader
+    (or a concurrent writer) never sees a half-written file."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+@contextmanager
+def build_lock(out_dir: Path, wait: bool = False) -> Iterator[Path]:
+    """Hold the exclusive build lock of ``out_dir`` (created if needed) for the ``with`` block.
+
+    ``wait=False`` (a folder the user named): a second build fails at once with an McuError.
+    ``wait=True`` (the shared cache, keyed by content): it waits for the first to finish.
+    """
+    out_dir = ensure_dir(Path(out_dir))
+    lock_path = out_dir / LOCK_NAME
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except OSError as exc:
+            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
+                raise
+            pid = os.pread(fd, 32, 0).decode(errors="replace").strip()
+            raise McuError(f"output folder {out_dir} is in use by another mcu build ({'pid ' + pid if pid else 'starting'})",
+                           hint="wait for it to finish, or pass a different -o") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield out_dir
+    finally:
+        os.close(fd)

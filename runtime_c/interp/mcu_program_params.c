@@ -1,0 +1,435 @@
+/* Load-time checks of each kernel's parameter words: the same conditions the
+ * kernel tests on entry (ranges, geometry, quantization parameters), made
+ * with the kernels' own predicates (kernels/internal), so that a malformed
+ * parameter refuses the program at load instead of failing its first run.
+ * Only what depends on the params alone is here: the bytes each operand must
+ * hold are checked in mcu_program_kernels.c. */
+#include <float.h>
+#include <string.h>
+
+#include "../kernels/internal/binary_s8.h"
+#include "../kernels/internal/check.h"
+#include "../kernels/internal/pool_f32.h"
+#include "../kernels/internal/pool_s8.h"
+#include "mcu/kernels_f32.h"
+#include "mcu/kernels_generic.h"
+#include "mcu/kernels_s8.h"
+#include "mcu_program_internal.h"
+
+static float as_float(int32_t w)
+{
+    float f;
+    memcpy(&f, &w, sizeof(f));
+    return f;
+}
+
+static int shape4_ok(const mcu_shape4 *s, int32_t elem_size)
+{
+    return mcu_shape4_count(s, elem_size) > 0;
+}
+
+static int conv_f32_ok(const mcu_conv2d_f32_params *p)
+{
+    const mcu_shape4 in = p->input, out = p->output;
+    if (!(p->kernel_h > 0 && p->kernel_w > 0 && p->stride_h > 0 && p->stride_w > 0 && p->dilation_h > 0 &&
+          p->dilation_w > 0 && p->pad_top >= 0 && p->pad_left >= 0 && p->groups > 0 &&
+          mcu_act_bounds_valid(p->act_min, p->act_max) && shape4_ok(&in, 4) && shape4_ok(&out, 4) &&
+          out.n == in.n && in.c % p->groups == 0 && out.c % p->groups == 0)) {
+        return 0;
+    }
+    const int32_t w_dims[4] = {out.c, p->kernel_h, p->kernel_w, in.c / p->groups};
+    return mcu_checked_count(w_dims, 4, 4) > 0 &&
+           mcu_window_fits(in.h, out.h, p->stride_h, p->kernel_h, p->dilation_h, p->pad_top, 0) &&
+           mcu_window_fits(in.w, out.w, p->stride_w, p->kernel_w, p->dilation_w, p->pad_left, 0);
+}
+
+static int conv_s8_ok(const mcu_conv2d_s8_params *p, int one_by_one)
+{
+    const mcu_shape4 in = p->input, out = p->output;
+    if (!(mcu_conv2d_s8_params_valid(p) && shape4_ok(&in, 1) && shape4_ok(&out, 1) && out.n == in.n &&
+          in.c % p->groups == 0 && out.c % p->groups == 0 && out.c <= INT32_MAX / 4)) {
+        return 0;
+    }
+    if (one_by_one && !(p->kernel_h == 1 && p->kernel_w == 1 && p->stride_h == 1 && p->stride_w == 1 &&
+                        p->pad_top == 0 && p->pad_left == 0 && p->groups == 1 && out.h == in.h && out.w == in.w)) {
+        return 0;
+    }
+    const int32_t w_dims[4] = {out.c, p->kernel_h, p->kernel_w, in.c / p->groups};
+    return mcu_checked_count(w_dims, 4, 1) > 0 &&
+           mcu_window_fits(in.h, out.h, p->stride_h, p->kernel_h, p->dilation_h, p->pad_top, 0) &&
+           mcu_window_fits(in.w, out.w, p->stride_w, p->kernel_w, p->dilation_w, p->pad_left, 0);
+}
+
+static int depthwise_s8_ok(const mcu_depthwise_conv2d_s8_params *p)
+{
+    const mcu_shape4 in = p->input, out = p->output;
+    const int32_t w_dims[3] = {p->kernel_h, p->kernel_w, out.c};
+    return p->kernel_h > 0 && p->kernel_w > 0 && p->stride_h > 0 && p->stride_w > 0 && p->dilation_h > 0 &&
+           p->dilation_w > 0 && p->pad_top >= 0 && p->pad_left >= 0 && p->ch_mult > 0 &&
+           mcu_input_offset_valid(p->input_offset) && mcu_output_offset_valid(p->output_offset) &&
+           mcu_act_s8_valid(p->act_min, p->act_max) && shape4_ok(&in, 1) && shape4_ok(&out, 1) && out.n == in.n &&
+           (int64_t)in.c * p->ch_mult == out.c && out.c <= INT32_MAX / 4 && mcu_checked_count(w_dims, 3, 1) > 0 &&
+           mcu_window_fits(in.h, out.h, p->stride_h, p->kernel_h, p->dilation_h, p->pad_top, 0) &&
+           mcu_window_fits(in.w, out.w, p->stride_w, p->kernel_w, p->dilation_w, p->pad_left, 0);
+}
+
+static int pool_f32_ok(const mcu_pool2d_f32_params *p, int average)
+{
+    return p->kernel_h > 0 && p->kernel_w > 0 && p->stride_h > 0 && p->stride_w > 0 && p->dilation_h > 0 &&
+           p->dilation_w > 0 && p->pad_top >= 0 && p->pad_bottom >= 0 && p->pad_left >= 0 && p->pad_right >= 0 &&
+           p->pad_top <= p->kernel_h / 2 && p->pad_bottom <= p->kernel_h / 2 && p->pad_left <= p->kernel_w / 2 &&
+           p->pad_right <= p->kernel_w / 2 && mcu_act_bounds_valid(p->act_min, p->act_max) &&
+           shape4_ok(&p->input, 4) && shape4_ok(&p->output, 4) && p->output.n == p->input.n &&
+           p->output.c == p->input.c &&
+           mcu_pool_dim_ok(p->input.h, p->output.h, p->kernel_h, p->stride_h, p->dilation_h, p->pad_top,
+                           p->pad_bottom) &&
+           mcu_pool_dim_ok(p->input.w, p->output.w, p->kernel_w, p->stride_w, p->dilation_w, p->pad_left,
+                           p->pad_right) &&
+           (!average || (p->dilation_h == 1 && p->dilation_w == 1 && p->divisor_override >= 0));
+}
+
+static int pool_s8_ok(const mcu_pool2d_s8_params *p, int average)
+{
+    return p->kernel_h > 0 && p->kernel_w > 0 && p->stride_h > 0 && p->stride_w > 0 && p->pad_top >= 0 &&
+           p->pad_left >= 0 && mcu_act_s8_valid(p->act_min, p->act_max) && shape4_ok(&p->input, 1) &&
+           shape4_ok(&p->output, 1) && p->output.n == p->input.n && p->output.c == p->input.c &&
+           mcu_pool_s8_dim_ok(p->input.h, p->output.h, p->kernel_h, p->stride_h, p->pad_top) &&
+           mcu_pool_s8_dim_ok(p->input.w, p->output.w, p->kernel_w, p->stride_w, p->pad_left) &&
+           (!average || (int64_t)p->kernel_h * p->kernel_w <= ((int64_t)1 << 24));
+}
+
+static int binary_s8_ok(const mcu_binary_s8_params *p, int mul)
+{
+    if (!(p->rank >= 1 && p->rank <= MCU_MAX_DIMS && mcu_input_offset_valid(p->a_offset) &&
+          mcu_input_offset_valid(p->b_offset) && mcu_output_offset_valid(p->output_offset) &&
+          mcu_act_s8_valid(p->act_min, p->act_max) && mcu_quant_valid(p->out_multiplier, p->out_shift) &&
+          mcu_checked_count(p->out_shape, p->rank, 1) > 0)) {
+        return 0;
+    }
+    if (!mul && !(mcu_quant_valid(p->a_multiplier, p->a_shift) && mcu_quant_valid(p->b_multiplier, p->b_shift) &&
+                  p->left_shift >= 0 && p->left_shift <= MCU_BINARY_S8_MAX_LEFT_SHIFT)) {
+        return 0;
+    }
+    for (int32_t i = 0; i < p->rank; ++i) {
+        if (p->a_strides[i] < 0 || p->b_strides[i] < 0) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static int binary_f32_ok(const mcu_binary_f32_params *p)
+{
+    if (!(p->rank >= 1 && p->rank <= MCU_MAX_DIMS && mcu_act_bounds_valid(p->act_min, p->act_max) &&
+          mcu_checked_count(p->out_shape, p->rank, 4) > 0)) {
+        return 0;
+    }
+    for (int32_t i = 0; i < p->rank; ++i) {
+        if (p->a_strides[i] < 0 || p->b_strides[i] < 0) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static int permute_ok(const mcu_permute_params *p)
+{
+    int32_t seen = 0;
+    if (p->rank < 1 || p->rank > MCU_MAX_DIMS) {
+        return 0;
+    }
+    for (int32_t i = 0; i < p->rank; ++i) {
+        const int32_t d = p->perm[i];
+        if (d < 0 || d >= p->rank || (seen & (1 << d)) != 0) {
+            return 0;
+        }
+        seen |= 1 << d;
+    }
+    return mcu_checked_count(p->in_shape, p->rank, 1) > 0;
+}
+
+static int scale_ok(float scale, int32_t zero_point)
+{
+    return scale > 0.0f && scale <= FLT_MAX && zero_point >= INT8_MIN && zero_point <= INT8_MAX;
+}
+
+mcu_status mcu_program_check_params(uint32_t kernel, const int32_t *w, uint32_t n_params)
+{
+    union {
+        int32_t w[MCU_PROGRAM_MAX_PARAMS];
+        mcu_conv2d_f32_params conv_f32;
+        mcu_linear_f32_params linear_f32;
+        mcu_pool2d_f32_params pool_f32;
+        mcu_binary_f32_params binary_f32;
+        mcu_permute_params permute;
+        mcu_conv2d_s8_params conv_s8;
+        mcu_depthwise_conv2d_s8_params depthwise_s8;
+        mcu_linear_s8_params linear_s8;
+        mcu_binary_s8_params binary_s8;
+        mcu_pool2d_s8_params pool_s8;
+        mcu_mean_hw_s8_params mean_hw_s8;
+        mcu_softmax_s8_params softmax_s8;
+    } u;
+    memset(&u, 0, sizeof(u));
+    memcpy(&u, w, (n_params < MCU_PROGRAM_MAX_PARAMS ? n_params : MCU_PROGRAM_MAX_PARAMS) * sizeof(int32_t));
+    int ok = 1;
+    switch (kernel) {
+    case MCU_K_CONV2D_F32: ok = conv_f32_ok(&u.conv_f32); break;
+    case MCU_K_LINEAR_F32:
+    case MCU_K_LINEAR_W8_F32:
+    case MCU_K_LINEAR_DYN_S8: {
+        const int32_t in_dims[2] = {u.linear_f32.batch, u.linear_f32.in_features};
+        const int32_t w_dims[2] = {u.linear_f32.out_features, u.linear_f32.in_features};
+        const int32_t out_dims[2] = {u.linear_f32.batch, u.linear_f32.out_features};
+        ok = mcu_act_bounds_valid(u.linear_f32.act_min, u.linear_f32.act_max) &&
+             mcu_checked_count(in_dims, 2, 4) > 0 && mcu_checked_count(out_dims, 2, 4) > 0 &&
+             mcu_checked_count(w_dims, 2, 4) > 0 &&
+             (kernel != MCU_K_LINEAR_DYN_S8 || u.linear_f32.in_features <= 66000);
+        break;
+    }
+    case MCU_K_MAX_POOL2D_F32: ok = pool_f32_ok(&u.pool_f32, 0); break;
+    case MCU_K_AVG_POOL2D_F32: ok = pool_f32_ok(&u.pool_f32, 1); break;
+    case MCU_K_MEAN_HW_F32: ok = shape4_ok((const mcu_shape4 *)u.w, 4); break;
+    case MCU_K_ADD_F32:
+    case MCU_K_SUB_F32:
+    case MCU_K_MUL_F32:
+    case MCU_K_DIV_F32: ok = binary_f32_ok(&u.binary_f32); break;
+    case MCU_K_CLAMP_F32:
+        ok = w[0] > 0 && w[0] <= INT32_MAX / 4 && mcu_act_bounds_valid(as_float(w[1]), as_float(w[2]));
+        break;
+    case MCU_K_SIGMOID_F32:
+    case MCU_K_TANH_F32:
+    case MCU_K_HARDSWISH_F32: ok = w[0] > 0 && w[0] <= INT32_MAX / 4; break;
+    case MCU_K_SOFTMAX_F32:
+    case MCU_K_BATCH_NORM_F32: ok = mcu_checked_count(w, 3, 4) > 0; break;
+    case MCU_K_PERMUTE: ok = permute_ok(&u.permute); break;
+    case MCU_K_CONV2D_S8: ok = conv_s8_ok(&u.conv_s8, 0); break;
+    case MCU_K_CONV2D_1X1_S8: ok = conv_s8_ok(&u.conv_s8, 1); break;
+    case MCU_K_DEPTHWISE_CONV2D_S8: ok = depthwise_s8_ok(&u.depthwise_s8); break;
+    case MCU_K_DEPTHWISE_CONV2D_S8_INPLACE:
+        ok = depthwise_s8_ok(&u.depthwise_s8) && u.depthwise_s8.stride_h == 1 && u.depthwise_s8.stride_w == 1 &&
+             u.depthwise_s8.dilation_h == 1 && u.depthwise_s8.dilation_w == 1 && u.depthwise_s8.ch_mult == 1;
+        break;
+    case MCU_K_LINEAR_S8: {
+        const mcu_linear_s8_params *p = &u.linear_s8;
+        const int32_t in_dims[2] = {p->batch, p->in_features};
+        const int32_t w_dims[2] = {p->out_features, p->in_features};
+        const int32_t out_dims[2] = {p->batch, p->out_features};
+        ok = mcu_input_offset_valid(p->input_offset) && mcu_output_offset_valid(p->output_offset) &&
+             mcu_act_s8_valid(p->act_min, p->act_max) && mcu_checked_count(in_dims, 2, 1) > 0 &&
+             mcu_checked_count(w_dims, 2, 1) > 0 && mcu_checked_count(out_dims, 2, 1) > 0 &&
+             p->out_features <= INT32_MAX / 4;
+        break;
+    }
+    case MCU_K_ADD_S8:
+    case MCU_K_SUB_S8: ok = binary_s8_ok(&u.binary_s8, 0); break;
+    case MCU_K_MUL_S8: ok = binary_s8_ok(&u.binary_s8, 1); break;
+    case MCU_K_MAX_POOL2D_S8: ok = pool_s8_ok(&u.pool_s8, 0); break;
+    case MCU_K_AVG_POOL2D_S8: ok = pool_s8_ok(&u.pool_s8, 1); break;
+    case MCU_K_MEAN_HW_S8: {
+        const mcu_mean_hw_s8_params *p = &u.mean_hw_s8;
+        ok = mcu_input_offset_valid(p->input_offset) && mcu_output_offset_valid(p->output_offset) &&
+             mcu_act_s8_valid(p->act_min, p->act_max) && mcu_quant_valid(p->multiplier, p->shift) &&
+             shape4_ok(&p->input, 1) && (int64_t)p->input.h * p->input.w <= INT32_MAX / 255;
+        break;
+    }
+    case MCU_K_SOFTMAX_S8: {
+        const mcu_softmax_s8_params *p = &u.softmax_s8;
+        const int32_t dims[3] = {p->outer, p->axis, p->inner};
+        ok = p->input_multiplier >= 0 && p->input_left_shift >= 0 && p->input_left_shift <= 31 &&
+             p->diff_min <= 0 && mcu_checked_count(dims, 3, 1) > 0 && p->axis <= MCU_SOFTMAX_MAX_AXIS;
+        break;
+    }
+    case MCU_K_LUT_S8: ok = w[0] >= 0; break;
+    case MCU_K_REQUANTIZE_S8:
+        ok = w[0] >= 0 && mcu_input_offset_valid(w[1]) && mcu_quant_valid(w[2], w[3]) &&
+             mcu_output_offset_valid(w[4]) && mcu_act_s8_valid(w[5], w[6]);
+        break;
+    case MCU_K_CLAMP_S8: ok = w[0] >= 0 && mcu_act_s8_valid(w[1], w[2]); break;
+    case MCU_K_QUANTIZE_F32_S8:
+    case MCU_K_DEQUANTIZE_S8_F32: ok = w[0] >= 0 && w[0] <= INT32_MAX / 4 && scale_ok(as_float(w[1]), w[2]); break;
+    default: break; /* concat, pad, slice: their checks in mcu_program_check_kernel cover the kernels' own */
+    }
+    return ok ? MCU_OK : MCU_ERR_PROGRAM_INVALID;
+}
+
+/* Operands a and b (arena tensors, the kernel touching `na` and `nb` bytes) share bytes. Constants are
+ * never written and never share memory with an arena. */
+static int overlap(const mcu_operand_desc *a, uint32_t na, const mcu_operand_desc *b, uint32_t nb)
+{
+    return a->present && b->present && !a->constant && !b->constant && a->arena == b->arena && na != 0 &&
+           nb != 0 && (uint64_t)a->offset < (uint64_t)b->offset + nb && (uint64_t)b->offset < (uint64_t)a->offset + na;
+}
+
+/* mcu_bad_window_overlap: the output may trail the input, never start at or after it inside it. */
+static int window_ok(const mcu_operand_desc *in, uint32_t nin, const mcu_operand_desc *out, uint32_t nout)
+{
+    return !overlap(in, nin, out, nout) || out->offset < in->offset;
+}
+
+/* mcu_bad_alias: elementwise kernels run in place or on disjoint memory. */
+static int elementwise_ok(const mcu_operand_desc *in, uint32_t nin, const mcu_operand_desc *out, uint32_t nout)
+{
+    return !overlap(in, nin, out, nout) || in->offset == out->offset;
+}
+
+/* mcu_binary_*_alias_ok: an operand shares memory with the output only as the output itself, contiguous. */
+static int binary_alias_ok(const mcu_operand_desc *x, uint32_t nx, const mcu_operand_desc *out, uint32_t nout,
+                           const int32_t *p, const int32_t *strides)
+{
+    if (!overlap(x, nx, out, nout)) {
+        return 1;
+    }
+    if (x->offset != out->offset) {
+        return 0;
+    }
+    int64_t contiguous = 1;
+    for (int32_t i = p[0] - 1; i >= 0; --i) {
+        if (p[1 + i] != 1 && strides[i] != contiguous) {
+            return 0;
+        }
+        contiguous *= p[1 + i];
+    }
+    return 1;
+}
+
+/* Per-channel multipliers and shifts (operands 3 and 4 of the int8 matmul kernels): constants whose every
+ * entry the kernel accepts (mcu_quant_valid), so that no run can fail on them. */
+static int per_channel_ok(const mcu_operand_desc *ops, const uint32_t *bytes)
+{
+    if (!ops[3].present || !ops[4].present || !ops[3].constant || !ops[4].constant || bytes[3] != bytes[4]) {
+        return 0;
+    }
+    for (uint32_t i = 0; i < bytes[3] / 4u; ++i) {
+        int32_t m, s;
+        memcpy(&m, ops[3].data + 4u * i, 4);
+        memcpy(&s, ops[4].data + 4u * i, 4);
+        if (!mcu_quant_valid(m, s)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* The shape checks of the layout kernels, which count bytes with the element size (the output's dtype). */
+static int shapes_ok(uint32_t kernel, const int32_t *p, int32_t esize)
+{
+    const int32_t rank = p[0];
+    if (rank < 1 || rank > MCU_MAX_DIMS || mcu_checked_count(p + 1, rank, esize) <= 0) {
+        return 0;
+    }
+    if (kernel == MCU_K_SLICE) { /* in_shape, out_shape, start, step */
+        if (mcu_checked_count(p + 7, rank, esize) <= 0) {
+            return 0;
+        }
+        for (int32_t d = 0; d < rank; ++d) {
+            const int64_t last = (int64_t)p[13 + d] + (int64_t)(p[7 + d] - 1) * p[19 + d];
+            if (p[19 + d] < 1 || p[13 + d] < 0 || last >= p[1 + d]) {
+                return 0;
+            }
+        }
+    } else if (kernel == MCU_K_PAD) { /* in_shape, pad_before, pad_after */
+        int32_t out_dim[MCU_MAX_DIMS];
+        for (int32_t d = 0; d < rank; ++d) {
+            const int64_t n = (int64_t)p[1 + d] + p[7 + d] + p[13 + d];
+            if (p[7 + d] < 0 || p[13 + d] < 0 || n > INT32_MAX) {
+                return 0;
+            }
+            out_dim[d] = (int32_t)n;
+        }
+        return mcu_checked_count(out_dim, rank, esize) > 0;
+    }
+    return 1;
+}
+
+mcu_status mcu_program_check_operands(uint32_t kernel, const mcu_operand_desc *ops, const uint32_t *bytes,
+                                      uint32_t n_ops, const int32_t *p)
+{
+    const uint32_t last = n_ops - 1;
+    const mcu_operand_desc *out = &ops[last];
+    const uint32_t nout = bytes[last];
+    int ok = 1;
+    switch (kernel) {
+    case MCU_K_CONV2D_S8:
+    case MCU_K_DEPTHWISE_CONV2D_S8:
+        ok = per_channel_ok(ops, bytes) && window_ok(&ops[0], bytes[0], out, nout) &&
+             !overlap(&ops[5], (uint32_t)ops[5].nbytes, &ops[0], bytes[0]) &&
+             !overlap(&ops[5], (uint32_t)ops[5].nbytes, out, nout);
+        break;
+    case MCU_K_LINEAR_S8:
+        ok = per_channel_ok(ops, bytes) && !overlap(&ops[0], bytes[0], out, nout) &&
+             !overlap(&ops[5], (uint32_t)ops[5].nbytes, &ops[0], bytes[0]) &&
+             !overlap(&ops[5], (uint32_t)ops[5].nbytes, out, nout);
+        break;
+    case MCU_K_CONV2D_1X1_S8: {
+        /* The pixel loop runs forwards or backwards; some overlaps of input and output allow neither. */
+        const int64_t pixels = (int64_t)p[0] * p[1] * p[2];
+        const int64_t bi = p[3], bo = p[7];
+        const int64_t d = (int64_t)out->offset - (int64_t)ops[0].offset;
+        const int64_t fwd = bi - bo < pixels * (bi - bo) ? bi - bo : pixels * (bi - bo);
+        const int64_t bwd = (pixels - 1) * (bi - bo) > 0 ? (pixels - 1) * (bi - bo) : 0;
+        ok = per_channel_ok(ops, bytes) && ops[5].present &&
+             !overlap(&ops[5], (uint32_t)bo, &ops[0], bytes[0]) && !overlap(&ops[5], (uint32_t)bo, out, nout) &&
+             (!overlap(&ops[0], bytes[0], out, nout) || d <= fwd || d >= bwd);
+        break;
+    }
+    case MCU_K_DEPTHWISE_CONV2D_S8_INPLACE: {
+        const uint32_t ring = (uint32_t)(p[12] + 1) * (uint32_t)p[2] * (uint32_t)p[3];
+        ok = per_channel_ok(ops, bytes) && ops[5].present && !overlap(&ops[5], ring, out, nout);
+        break;
+    }
+    case MCU_K_CONV2D_F32:
+    case MCU_K_MAX_POOL2D_F32:
+    case MCU_K_AVG_POOL2D_F32:
+    case MCU_K_MAX_POOL2D_S8:
+    case MCU_K_AVG_POOL2D_S8: ok = window_ok(&ops[0], bytes[0], out, nout); break;
+    case MCU_K_LINEAR_F32:
+    case MCU_K_LINEAR_W8_F32:
+    case MCU_K_MEAN_HW_F32:
+    case MCU_K_MEAN_HW_S8: ok = !overlap(&ops[0], bytes[0], out, nout); break;
+    case MCU_K_PERMUTE:
+    case MCU_K_PAD:
+    case MCU_K_SLICE:
+        ok = shapes_ok(kernel, p, (int32_t)mcu_dtype_size(out->dtype)) && !overlap(&ops[0], bytes[0], out, nout);
+        break;
+    case MCU_K_LINEAR_DYN_S8: {
+        const uint32_t count = (uint32_t)p[0] * (uint32_t)p[1]; /* the int8 copy of the input in scratch */
+        ok = !overlap(&ops[1], bytes[1], out, nout) && !overlap(&ops[0], count, &ops[1], bytes[1]) &&
+             !overlap(&ops[0], count, out, nout);
+        break;
+    }
+    case MCU_K_CONCAT:
+        for (uint32_t i = 0; i < last; ++i) {
+            ok = ok && !overlap(&ops[i], bytes[i], out, nout);
+        }
+        break;
+    case MCU_K_ADD_F32:
+    case MCU_K_SUB_F32:
+    case MCU_K_MUL_F32:
+    case MCU_K_DIV_F32:
+    case MCU_K_ADD_S8:
+    case MCU_K_SUB_S8:
+    case MCU_K_MUL_S8:
+        ok = binary_alias_ok(&ops[0], bytes[0], out, nout, p, p + 7) &&
+             binary_alias_ok(&ops[1], bytes[1], out, nout, p, p + 13);
+        break;
+    case MCU_K_BATCH_NORM_F32:
+        ok = elementwise_ok(&ops[2], bytes[2], out, nout) && !overlap(&ops[0], bytes[0], out, nout) &&
+             !overlap(&ops[1], bytes[1], out, nout);
+        break;
+    case MCU_K_LUT_S8: ok = elementwise_ok(&ops[1], bytes[1], out, nout) && !overlap(&ops[0], 256, out, nout); break;
+    default: /* clamp, sigmoid, tanh, hardswish, softmax, requantize, quantize, dequantize */
+        ok = elementwise_ok(&ops[0], bytes[0], out, nout);
+        break;
+    }
+    /* Weights, biases, scales: the convolution and linear kernels refuse any that share the output's bytes. */
+    const uint32_t first = kernel == MCU_K_LINEAR_DYN_S8 ? 2u : 1u;
+    const int weighted = kernel == MCU_K_CONV2D_F32 || kernel == MCU_K_LINEAR_F32 || kernel == MCU_K_CONV2D_S8 ||
+                         kernel == MCU_K_DEPTHWISE_CONV2D_S8 || kernel == MCU_K_LINEAR_S8 ||
+                         kernel == MCU_K_CONV2D_1X1_S8 || kernel == MCU_K_LINEAR_W8_F32 ||
+                         kernel == MCU_K_LINEAR_DYN_S8;
+    for (uint32_t i = first; weighted && i < last; ++i) {
+        ok = ok && !overlap(&ops[i], bytes[i], out, nout);
+    }
+    return ok ? MCU_OK : MCU_ERR_PROGRAM_INVALID;
+}
