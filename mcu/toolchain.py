@@ -136,7 +136,10 @@ def port_sources(board: Board) -> list[Path]:
 def board_defines(board: Board) -> dict[str, str | int | None]:
     """Preprocessor values the ports read from the board file."""
     defines: dict[str, str | int | None] = {"MCU_CLOCK_HZ": f"{board.clock_hz}u",
-                                            "MCU_CONSOLE_BAUD": f"{board.console_baud}u"}
+                                            "MCU_CONSOLE_BAUD": f"{board.console_baud}u",
+                                            # Our linker scripts have NOLOAD arena sections (not
+                                            # zeroed at reset); an exported library defaults to .bss.
+                                            "MCU_ARENA_SECTIONS": None}
     if board.uart_base is not None:
         defines["MCU_UART_BASE"] = f"0x{board.uart_base:08x}u"
     return defines
