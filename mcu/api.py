@@ -32,6 +32,7 @@ from mcu.mapfile import SizeReport, size_report
 from mcu.memory_svg import plan_svg
 from mcu.memory import MemoryPlan
 from mcu.paths import cache_dir, runtime_dir
+from mcu.progress import stage
 from mcu.pipeline import compile_graph, to_graph
 from mcu.quant import reference as qref
 from mcu.quantize import is_prequantized
@@ -251,7 +252,8 @@ class CompiledModel:
             raise McuError(f"board {self.board.name} has no simulator",
                            hint="`mcu boards` lists the boards that run in simulation")
         fw = self.build()
-        result = run_qemu(self.board, fw.elf, timeout_s=timeout_s)
+        with stage("simulate"):
+            result = run_qemu(self.board, fw.elf, timeout_s=timeout_s)
         report = parse_harness(result.console)
         outputs: list[list[np.ndarray]] = []
         raw: list[list[np.ndarray]] = []
@@ -328,7 +330,9 @@ def compile(model: torch.nn.Module, example_inputs: Sequence[torch.Tensor], boar
 
 def compile_file(path: str | Path, board: str = "mps2-an505", quantize: str = "none",
                  cmsis_nn: str | Path | None = None, packed_weights: bool = True) -> CompiledModel:
-    return compile_spec(load_model_file(path), board, quantize, cmsis_nn, packed_weights)
+    with stage("load"):
+        spec = load_model_file(path)
+    return compile_spec(spec, board, quantize, cmsis_nn, packed_weights)
 
 
 def max_abs(values: list[np.ndarray]) -> float:

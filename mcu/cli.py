@@ -13,6 +13,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from mcu.errors import McuError
+from mcu.progress import Reporter, reporting, terminal_stream
 
 QUANTIZE_CHOICES = ("auto", "none", "int8", "int8-weight", "int8-dynamic")
 
@@ -33,6 +34,16 @@ def _add_model_args(p: argparse.ArgumentParser, board_required: bool = True) -> 
                    help="keep int8 convolution and fully connected weights as they are; by default, on cores "
                         "with the DSP extension (Cortex-M4/M7/M33) they are packed as int16 for the faster "
                         "kernel, which doubles their flash")
+    _add_output_mode_args(p)
+
+
+def _add_output_mode_args(p: argparse.ArgumentParser) -> None:
+    """Progress lines go to stderr when it is a terminal (never with --json)."""
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("--quiet", action="store_true", help="no progress lines")
+    group.add_argument("--verbose", "-v", action="store_true",
+                       help="progress lines even when stderr is not a terminal, and the log lines and warnings "
+                            "torch printed while capturing and quantizing (hidden by default)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -143,10 +154,13 @@ def _compile(args: argparse.Namespace):
 
     from mcu.backends.cmsis_nn import cli_spec, resolve
 
+    from mcu.progress import quiet_torch
+
     spec, origin = cli_spec(getattr(args, "cmsis_nn", None))
-    return compile_file(args.model, board=args.board, quantize=args.quantize,
-                        cmsis_nn=resolve(spec, origin=origin),
-                        packed_weights=not getattr(args, "compact_weights", False))
+    with quiet_torch(verbose=getattr(args, "verbose", False)):
+        return compile_file(args.model, board=args.board, quantize=args.quantize,
+                            cmsis_nn=resolve(spec, origin=origin),
+                            packed_weights=not getattr(args, "compact_weights", False))
 
 
 def _base_report(cm, fw) -> dict[str, Any]:
@@ -356,6 +370,14 @@ def cmd_ops(args: argparse.Namespace) -> int:
     return 0
 
 
+def _reporter(args: argparse.Namespace) -> Reporter:
+    """Progress on stderr when it is a terminal (or with --verbose); never with --json or --quiet."""
+    verbose = getattr(args, "verbose", False)
+    if getattr(args, "json", False) or getattr(args, "quiet", False):
+        return Reporter(stream=None, verbose=verbose)
+    return Reporter(stream=sys.stderr if verbose else terminal_stream(sys.stderr), verbose=verbose)
+
+
 COMMANDS = {"boards": cmd_boards, "build": cmd_build, "run": cmd_run, "export": cmd_export, "ops": cmd_ops,
             "flash": cmd_flash, "monitor": cmd_monitor}
 
@@ -365,7 +387,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     # torch 2.13's pytree code trips its own deprecation warning inside torch.export: not the user's concern.
     warnings.filterwarnings("ignore", message=r".*treespec, LeafSpec.*", category=FutureWarning)
     try:
-        return COMMANDS[args.command](args)
+        with reporting(_reporter(args)):
+            return COMMANDS[args.command](args)
     except McuError as exc:
         print(f"mcu: error: {exc}", file=sys.stderr)
         return exc.exit_code

@@ -27,6 +27,7 @@ from mcu.passes.layout import assign_layouts
 from mcu.passes.quantized import lower_quantized
 from mcu.passes.views import alias_views
 from mcu.passes.weights import quantize_linear_weights
+from mcu.progress import stage
 
 QUANTIZE_MODES = ("none", "int8", "int8-weight", "int8-dynamic")
 
@@ -62,13 +63,16 @@ def to_graph(spec: ModelSpec, quantize: str) -> Graph:
     if quantize == "int8" and not is_prequantized(spec.model):
         from mcu.quantize import quantize_static
 
-        captured = quantize_static(spec.model, spec.example_inputs, spec.calibration, where=where)
+        with stage("quantize"):
+            captured = quantize_static(spec.model, spec.example_inputs, spec.calibration, where=where)
     else:
         captured = spec.model
-    ep = to_edge(capture(captured, spec.example_inputs))
-    graph = lower(from_exported(ep, name=spec.name))
-    if quantize in ("int8-weight", "int8-dynamic"):  # fp32 activations, int8 linear weights
-        graph = quantize_linear_weights(graph, dynamic=quantize == "int8-dynamic")
+    with stage("capture"):
+        ep = to_edge(capture(captured, spec.example_inputs))
+    with stage("lower"):
+        graph = lower(from_exported(ep, name=spec.name))
+        if quantize in ("int8-weight", "int8-dynamic"):  # fp32 activations, int8 linear weights
+            graph = quantize_linear_weights(graph, dynamic=quantize == "int8-dynamic")
     return graph
 
 
@@ -101,6 +105,8 @@ def compile_graph(graph: Graph, board: Board, quantize: str, cmsis_nn: Path | No
         from mcu.backends import tuned
 
         tuned.assign(graph, board)
-    memory = plan_memory(graph, capacities=board.arena_regions())
-    check_fits(board, memory)
-    return memory, render_library(graph, memory, quantize)
+    with stage("plan"):
+        memory = plan_memory(graph, capacities=board.arena_regions())
+        check_fits(board, memory)
+    with stage("generate"):
+        return memory, render_library(graph, memory, quantize)
