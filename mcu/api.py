@@ -149,10 +149,13 @@ class CompiledModel:
         """The generated C built for the host (the parity twin of :meth:`run_raw`)."""
         return self.host_model().run_physical(self.encode_inputs(inputs))
 
-    def run(self, *inputs: Any) -> list[torch.Tensor]:
+    def run(self, *inputs: Any, raw: bool = False) -> list[torch.Tensor]:
         """Run on the host through the program interpreter. Inputs and outputs are real values in
-        PyTorch's logical shapes."""
-        return [torch.from_numpy(o) for o in self.decode_outputs(self.run_raw(*inputs))]
+        PyTorch's logical shapes; ``raw=True`` returns the device's values instead (int8 codes for an
+        int8 model), still in logical shape -- the convention of ``mcu.runtime.Method.__call__``."""
+        device = self.run_raw(*inputs)
+        outs = self.raw_outputs(device) if raw else self.decode_outputs(device)
+        return [torch.from_numpy(np.ascontiguousarray(o)) for o in outs]
 
     def reference_raw(self, *inputs: Any) -> list[np.ndarray]:
         """The Python integer reference (int8) on the same inputs; memory order, device dtypes."""
