@@ -86,8 +86,24 @@ def build_parser() -> argparse.ArgumentParser:
                    help="program: bundle the test vectors, for the interpreter firmware's test harness")
 
     sub.add_parser("ops", help="list the PyTorch ops mcu can lower", description="List the supported ATen ops.")
+    _add_eval_parser(sub)
     _add_device_parsers(sub)
     return parser
+
+
+def _add_eval_parser(sub: Any) -> None:
+    p = sub.add_parser("eval", help="accuracy of fp32, the int8 reference and the simulated device on eval_data",
+                       description="Measure the model on the evaluation set model.py names (`eval_data`: (inputs, "
+                                   "label) pairs or a function yielding them; `eval_metric`: 'top1' (default), "
+                                   "'top5' or a function (output, label) -> float): eager fp32 and the Python "
+                                   "integer reference on every sample, and the firmware in the board's simulator "
+                                   "on an evenly spaced sample (one run, its outputs checked against the reference "
+                                   "bit for bit). Writes nothing but the build cache.")
+    _add_model_args(p, board_required=False)
+    p.add_argument("--samples", "-n", type=int, default=50,
+                   help="images run on the simulated device (default 50; evenly spaced over eval_data)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--timeout", type=float, default=600.0, help="simulator timeout in seconds (default 600)")
 
 
 def _add_device_parsers(sub: Any) -> None:
@@ -363,6 +379,39 @@ def _export_program(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_eval(args: argparse.Namespace) -> int:
+    from mcu.api import compile_spec
+    from mcu.evaluate import evaluate
+    from mcu.loader import load_model_file
+    from mcu.progress import quiet_torch, stage
+
+    board = args.board or "mps2-an505"
+    with quiet_torch(verbose=args.verbose):
+        with stage("load"):
+            spec = load_model_file(args.model)
+
+        def compile_quietly(s: Any, b: str, q: str) -> Any:
+            return compile_spec(s, b, q, packed_weights=not args.compact_weights)
+
+        report = evaluate(spec, board, args.quantize, samples=args.samples, timeout_s=args.timeout,
+                          compile_fn=compile_quietly)
+    matches = report.device_equals_reference == report.device_samples
+    if args.json:
+        _print_json({"model": spec.name, "board": board, **report.as_dict(), "passed": matches})
+    else:
+        kind = "int8" if report.compiled_by == "Python integer reference" else args.quantize
+        rows = [("fp32, eager PyTorch", report.fp32, report.samples, ""),
+                (f"{kind}, {report.compiled_by}", report.compiled, report.samples,
+                 f"top-1 agrees with fp32 on {100 * report.agreement:.1f} %"),
+                (f"{kind}, {board} simulated", report.device, report.device_samples,
+                 f"outputs equal the reference on {report.device_equals_reference}/{report.device_samples}")]
+        print(f"{spec.name}: eval_data, metric {report.metric}")
+        print(f"{'':<36}{report.metric:>8} {'samples':>8}")
+        for name, value, n, note in rows:
+            print(f"{name:<36}{100 * value:>6.1f} % {n:>8}   {note}".rstrip())
+    return 0 if matches else 1
+
+
 def cmd_ops(args: argparse.Namespace) -> int:
     from mcu.frontend import supported_ops
 
@@ -379,6 +428,7 @@ def _reporter(args: argparse.Namespace) -> Reporter:
 
 
 COMMANDS = {"boards": cmd_boards, "build": cmd_build, "run": cmd_run, "export": cmd_export, "ops": cmd_ops,
+            "eval": cmd_eval,
             "flash": cmd_flash, "monitor": cmd_monitor}
 
 
