@@ -63,7 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("run", help="build and run on the board's simulator against the bundled vectors",
                        description="Build the firmware, run it on the board's simulator with the bundled test "
-                                   "vectors, exit 0 only when every output matches.")
+                                   "vectors, exit 0 only when every output matches. Writes only into the build "
+                                   "cache (~/.cache/mcu or MCU_CACHE_DIR); `mcu build -o DIR` keeps the firmware.")
     _add_model_args(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--timeout", type=float, default=600.0, help="simulator timeout in seconds (default 600)")
