@@ -112,3 +112,37 @@ def test_header_and_readme_say_where_the_arena_lives(int8_small_cnn, tmp_path: P
     for text in (header, readme):
         assert ".bss" in text and f"{P}_ARENA_SECTION" in text
     assert f"set({P}_ARENA_SECTION" in cmake and f"{P}_ARENA_SECTION=" in cmake
+
+
+CMAKELISTS = """
+cmake_minimum_required(VERSION 3.13)
+project(firmware C)
+add_subdirectory(lib)
+add_executable(app.elf main.c)
+target_link_libraries(app.elf PRIVATE {p})
+target_link_options(app.elf PRIVATE -nostartfiles --specs=nano.specs --specs=nosys.specs -Wl,--gc-sections
+                    -T${{CMAKE_CURRENT_SOURCE_DIR}}/app.ld)
+"""
+
+
+@pytest.mark.skipif(shutil.which("cmake") is None, reason="cmake is not installed")
+@pytest.mark.parametrize("section", [None, ".fast_ram"])
+def test_cmake_option_places_arena(int8_small_cnn, tmp_path: Path, section: str | None) -> None:
+    cm = int8_small_cnn
+    p = cm.library.prefix
+    export_library(cm.library, tmp_path / "lib")
+    (tmp_path / "main.c").write_text(MAIN_C.format(p=p, P=p.upper()))
+    (tmp_path / "app.ld").write_text(LINKER_SCRIPT)
+    (tmp_path / "CMakeLists.txt").write_text(CMAKELISTS.format(p=p))
+    flags = "-mcpu=cortex-m33 -mthumb -Os -ffunction-sections -fdata-sections -Wall -Wextra -Werror"
+    configure = ["cmake", "-S", str(tmp_path), "-B", str(tmp_path / "b"), "-DCMAKE_SYSTEM_NAME=Generic",
+                 "-DCMAKE_C_COMPILER=arm-none-eabi-gcc", "-DCMAKE_TRY_COMPILE_TARGET_TYPE=STATIC_LIBRARY",
+                 f"-DCMAKE_C_FLAGS={flags}"]
+    if section is not None:
+        configure.append(f"-D{p.upper()}_ARENA_SECTION={section}")
+    for cmd in (configure, ["cmake", "--build", str(tmp_path / "b")]):
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    _, where = _arena_section(tmp_path / "b" / "app.elf", cm)
+    assert where.name == (section or ".bss")
+    assert where.nobits or section is not None
