@@ -367,7 +367,10 @@ def _export_program(args: argparse.Namespace) -> int:
     out = Path(args.output)
     weights_path = out.with_suffix(WEIGHTS_SUFFIX)
     # The board only decides whether each method's arena fits; any interpreter firmware runs the file.
-    methods = compile_methods(args.model, board=args.board or "mps2-an505", quantize=args.quantize)
+    from mcu.progress import quiet_torch
+
+    with quiet_torch(verbose=args.verbose):
+        methods = compile_methods(args.model, board=args.board or "mps2-an505", quantize=args.quantize)
     image = program_from(methods, external_weights=args.external_weights, bundle=args.bundle_tests,
                          weights_name=weights_path.name)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -80,7 +80,7 @@ def eval_set(spec: ModelSpec) -> EvalSet:
             labels.append(label.item() if isinstance(label, torch.Tensor) and label.numel() == 1 else label)
     except (TypeError, ValueError):
         raise McuError(f"{where}: `eval_data` must hold (inputs, label) pairs",
-                       hint="e.g. eval_data = [(x_test[i:i + 1], int(y_test[i])) for i in range(len(x_test))]") from None
+                       hint="e.g. eval_data = [(x[i:i + 1], int(y[i])) for i in range(len(x))]") from None
     if not inputs:
         raise McuError(f"{where}: `eval_data` is empty")
     check_input_shapes(inputs, spec.example_inputs, "eval_data", where)
