@@ -8,7 +8,7 @@ setup:
 	@bash scripts/setup
 
 demo: setup
-	$(PY) -m mcu.cli run --board $(DEMO_BOARD) --quantize none examples/small_cnn.py
+	$(PY) -m mcu.demo --board $(DEMO_BOARD)
 
 test:
 	@bash scripts/setup --arm64

@@ -2,7 +2,8 @@
 
 Unlike the random-weight reference models, this one measures accuracy: 80% of
 the 1,797 images train it (fixed seed), the other 360 are held out as the
-bundled test vectors (`test_inputs`, with `test_labels`).
+bundled test vectors (`test_inputs`, with `test_labels`) and the evaluation set of
+`mcu eval` (`eval_data`).
 """
 
 import numpy as np
@@ -68,3 +69,5 @@ example_inputs = (x_test[:1],)
 calibration = [(x_train[i:i + 1],) for i in range(0, 400, 4)]
 test_inputs = [(x_test[i:i + 1],) for i in range(len(x_test))]
 test_labels = y_test
+# `mcu eval` measures top-1 accuracy (fp32, int8 reference, simulated device) on these held-out images.
+eval_data = [(x_test[i:i + 1], int(y_test[i])) for i in range(len(x_test))]

@@ -34,6 +34,7 @@ from mcu.memory_svg import plan_svg
 from mcu.memory import MemoryPlan
 from mcu.outputs import build_lock, ensure_dir
 from mcu.paths import cache_dir, runtime_dir
+from mcu.progress import stage
 from mcu.pipeline import compile_graph, to_graph
 from mcu.quant import reference as qref
 from mcu.quantize import is_prequantized
@@ -151,10 +152,13 @@ class CompiledModel:
         """The generated C built for the host (the parity twin of :meth:`run_raw`)."""
         return self.host_model().run_physical(self.encode_inputs(inputs))
 
-    def run(self, *inputs: Any) -> list[torch.Tensor]:
+    def run(self, *inputs: Any, raw: bool = False) -> list[torch.Tensor]:
         """Run on the host through the program interpreter. Inputs and outputs are real values in
-        PyTorch's logical shapes."""
-        return [torch.from_numpy(o) for o in self.decode_outputs(self.run_raw(*inputs))]
+        PyTorch's logical shapes; ``raw=True`` returns the device's values instead (int8 codes for an
+        int8 model), still in logical shape -- the convention of ``mcu.runtime.Method.__call__``."""
+        device = self.run_raw(*inputs)
+        outs = self.raw_outputs(device) if raw else self.decode_outputs(device)
+        return [torch.from_numpy(np.ascontiguousarray(o)) for o in outs]
 
     def reference_raw(self, *inputs: Any) -> list[np.ndarray]:
         """The Python integer reference (int8) on the same inputs; memory order, device dtypes."""
@@ -270,7 +274,8 @@ class CompiledModel:
             raise McuError(f"board {self.board.name} has no simulator",
                            hint="`mcu boards` lists the boards that run in simulation")
         fw = self.build()
-        result = run_qemu(self.board, fw.elf, timeout_s=timeout_s)
+        with stage("simulate"):
+            result = run_qemu(self.board, fw.elf, timeout_s=timeout_s)
         report = parse_harness(result.console)
         outputs: list[list[np.ndarray]] = []
         raw: list[list[np.ndarray]] = []
@@ -358,7 +363,9 @@ def compile(model: torch.nn.Module, example_inputs: Sequence[torch.Tensor], boar
 def compile_file(path: str | Path, board: str = "mps2-an505", quantize: str = "none",
                  cmsis_nn: str | Path | None = None, packed_weights: bool = True,
                  backend: str | list[str] | None = None) -> CompiledModel:
-    return compile_spec(load_model_file(path), board, quantize, cmsis_nn, packed_weights, backend)
+    with stage("load"):
+        spec = load_model_file(path)
+    return compile_spec(spec, board, quantize, cmsis_nn, packed_weights, backend)
 
 
 def max_abs(values: list[np.ndarray]) -> float:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 
 from mcu.errors import McuError
+from mcu.sourceinfo import user_frame
 
 
 def capture(model: torch.nn.Module, example_inputs: tuple[torch.Tensor, ...]) -> torch.export.ExportedProgram:
@@ -14,5 +15,5 @@ def capture(model: torch.nn.Module, example_inputs: tuple[torch.Tensor, ...]) ->
         return torch.export.export(model, example_inputs, strict=False)
     except Exception as exc:  # torch.export's own messages are long; keep the first line
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise McuError(f"torch.export could not capture the model: {first}",
+        raise McuError(f"torch.export could not capture the model{user_frame(exc.__traceback__)}: {first}",
                        hint="the model must be traceable by torch.export with static shapes") from None

@@ -14,6 +14,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from mcu.errors import McuError
+from mcu.progress import Reporter, reporting, terminal_stream
 
 QUANTIZE_CHOICES = ("auto", "none", "int8", "int8-weight", "int8-dynamic")
 
@@ -38,6 +39,16 @@ def _add_model_args(p: argparse.ArgumentParser, board_required: bool = True) -> 
                    help="keep int8 convolution and fully connected weights as they are; by default, on cores "
                         "with the DSP extension (Cortex-M4/M7/M33) they are packed as int16 for the faster "
                         "kernel, which doubles their flash")
+    _add_output_mode_args(p)
+
+
+def _add_output_mode_args(p: argparse.ArgumentParser) -> None:
+    """Progress lines go to stderr when it is a terminal (never with --json)."""
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("--quiet", action="store_true", help="no progress lines")
+    group.add_argument("--verbose", "-v", action="store_true",
+                       help="progress lines even when stderr is not a terminal, and the log lines and warnings "
+                            "torch printed while capturing and quantizing (hidden by default)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -57,7 +68,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("run", help="build and run on the board's simulator against the bundled vectors",
                        description="Build the firmware, run it on the board's simulator with the bundled test "
-                                   "vectors, exit 0 only when every output matches.")
+                                   "vectors, exit 0 only when every output matches. Writes only into the build "
+                                   "cache (~/.cache/mcu or MCU_CACHE_DIR); `mcu build -o DIR` keeps the firmware.")
     _add_model_args(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--timeout", type=float, default=600.0, help="simulator timeout in seconds (default 600)")
@@ -83,8 +95,24 @@ def build_parser() -> argparse.ArgumentParser:
                         "digests, every kernel parameter) and run their bundled vectors")
 
     sub.add_parser("ops", help="list the PyTorch ops mcu can lower", description="List the supported ATen ops.")
+    _add_eval_parser(sub)
     _add_device_parsers(sub)
     return parser
+
+
+def _add_eval_parser(sub: Any) -> None:
+    p = sub.add_parser("eval", help="accuracy of fp32, the int8 reference and the simulated device on eval_data",
+                       description="Measure the model on the evaluation set model.py names (`eval_data`: (inputs, "
+                                   "label) pairs or a function yielding them; `eval_metric`: 'top1' (default), "
+                                   "'top5' or a function (output, label) -> float): eager fp32 and the Python "
+                                   "integer reference on every sample, and the firmware in the board's simulator "
+                                   "on an evenly spaced sample (one run, its outputs checked against the reference "
+                                   "bit for bit). Writes nothing but the build cache.")
+    _add_model_args(p, board_required=False)
+    p.add_argument("--samples", "-n", type=int, default=50,
+                   help="images run on the simulated device (default 50; evenly spaced over eval_data)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--timeout", type=float, default=600.0, help="simulator timeout in seconds (default 600)")
 
 
 def _add_device_parsers(sub: Any) -> None:
@@ -151,11 +179,14 @@ def _compile(args: argparse.Namespace):
 
     from mcu.backends.cmsis_nn import cli_spec, resolve
 
+    from mcu.progress import quiet_torch
+
     spec, origin = cli_spec(getattr(args, "cmsis_nn", None))
-    return compile_file(args.model, board=args.board, quantize=args.quantize,
-                        cmsis_nn=resolve(spec, origin=origin),
-                        packed_weights=not getattr(args, "compact_weights", False),
-                        backend=getattr(args, "backend", None))
+    with quiet_torch(verbose=getattr(args, "verbose", False)):
+        return compile_file(args.model, board=args.board, quantize=args.quantize,
+                            cmsis_nn=resolve(spec, origin=origin),
+                            packed_weights=not getattr(args, "compact_weights", False),
+                            backend=getattr(args, "backend", None))
 
 
 def _print_partitions(report) -> None:  # mcu.backends.base.PartitionReport
@@ -385,7 +416,10 @@ def _export_program(args: argparse.Namespace) -> int:
     if args.external_weights:
         check_file_target(weights_path, what="weights file", example="model.mpw")
     # The board only decides whether each method's arena fits; any interpreter firmware runs the file.
-    methods = compile_methods(args.model, board=args.board or "mps2-an505", quantize=args.quantize)
+    from mcu.progress import quiet_torch
+
+    with quiet_torch(verbose=args.verbose):
+        methods = compile_methods(args.model, board=args.board or "mps2-an505", quantize=args.quantize)
     image = program_from(methods, external_weights=args.external_weights, bundle=args.bundle_tests,
                          weights_name=weights_path.name)
     # The weights first: a reader of the program never finds it beside an older weights file.
@@ -401,6 +435,39 @@ def _export_program(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_eval(args: argparse.Namespace) -> int:
+    from mcu.api import compile_spec
+    from mcu.evaluate import evaluate
+    from mcu.loader import load_model_file
+    from mcu.progress import quiet_torch, stage
+
+    board = args.board or "mps2-an505"
+    with quiet_torch(verbose=args.verbose):
+        with stage("load"):
+            spec = load_model_file(args.model)
+
+        def compile_quietly(s: Any, b: str, q: str) -> Any:
+            return compile_spec(s, b, q, packed_weights=not args.compact_weights)
+
+        report = evaluate(spec, board, args.quantize, samples=args.samples, timeout_s=args.timeout,
+                          compile_fn=compile_quietly)
+    matches = report.device_equals_reference == report.device_samples
+    if args.json:
+        _print_json({"model": spec.name, "board": board, **report.as_dict(), "passed": matches})
+    else:
+        kind = "int8" if report.compiled_by == "Python integer reference" else args.quantize
+        rows = [("fp32, eager PyTorch", report.fp32, report.samples, ""),
+                (f"{kind}, {report.compiled_by}", report.compiled, report.samples,
+                 f"top-1 agrees with fp32 on {100 * report.agreement:.1f} %"),
+                (f"{kind}, {board} simulated", report.device, report.device_samples,
+                 f"outputs equal the reference on {report.device_equals_reference}/{report.device_samples}")]
+        print(f"{spec.name}: eval_data, metric {report.metric}")
+        print(f"{'':<36}{report.metric:>8} {'samples':>8}")
+        for name, value, n, note in rows:
+            print(f"{name:<36}{100 * value:>6.1f} % {n:>8}   {note}".rstrip())
+    return 0 if matches else 1
+
+
 def cmd_ops(args: argparse.Namespace) -> int:
     from mcu.frontend import supported_ops
 
@@ -408,7 +475,16 @@ def cmd_ops(args: argparse.Namespace) -> int:
     return 0
 
 
+def _reporter(args: argparse.Namespace) -> Reporter:
+    """Progress on stderr when it is a terminal (or with --verbose); never with --json or --quiet."""
+    verbose = getattr(args, "verbose", False)
+    if getattr(args, "json", False) or getattr(args, "quiet", False):
+        return Reporter(stream=None, verbose=verbose)
+    return Reporter(stream=sys.stderr if verbose else terminal_stream(sys.stderr), verbose=verbose)
+
+
 COMMANDS = {"boards": cmd_boards, "build": cmd_build, "run": cmd_run, "export": cmd_export, "ops": cmd_ops,
+            "eval": cmd_eval,
             "flash": cmd_flash, "monitor": cmd_monitor}
 
 
@@ -417,7 +493,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     # torch 2.13's pytree code trips its own deprecation warning inside torch.export: not the user's concern.
     warnings.filterwarnings("ignore", message=r".*treespec, LeafSpec.*", category=FutureWarning)
     try:
-        return COMMANDS[args.command](args)
+        with reporting(_reporter(args)):
+            return COMMANDS[args.command](args)
     except McuError as exc:
         print(f"mcu: error: {exc}", file=sys.stderr)
         return exc.exit_code

@@ -16,7 +16,7 @@ import torch
 from torch.fx import Node
 
 from mcu.errors import McuError
-from mcu.sourceinfo import user_source_line
+from mcu.sourceinfo import unsupported_op_message, user_source_line
 
 
 # Ops that Core ATen would decompose but that have a kernel of their own here (a single lookup table
@@ -65,5 +65,5 @@ def verify_edge(ep: torch.export.ExportedProgram, supported: Iterable[object],
             raise McuError(f"{op_name(node.target)} mutates its input{user_source_line(node)}",
                            hint="use the out-of-place form of the op")
         if node.target not in supported and not (is_supported and is_supported(node)):
-            raise McuError(f"cannot lower op {op_name(node.target)}{user_source_line(node)}",
+            raise McuError(unsupported_op_message(node, op_name(node.target)),
                            hint="replace it with supported ops; `mcu ops` lists them")

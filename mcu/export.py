@@ -49,4 +49,5 @@ def export_library(lib: GeneratedLibrary, out_dir: Path) -> list[Path]:
     env = environment()
     put(f"{lib.prefix}.mk", env.get_template("library.mk.j2").render(m=lib.view, sources=sources))
     put("CMakeLists.txt", env.get_template("CMakeLists.txt.j2").render(m=lib.view, sources=sources))
+    put("README.md", env.get_template("library_README.md.j2").render(m=lib.view))
     return written

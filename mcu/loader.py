@@ -11,13 +11,16 @@ from __future__ import annotations
 import importlib.util
 import sys
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from mcu.errors import McuError
+
+
+EXTRAS = ("eval_data", "eval_metric")
 
 
 @dataclass
@@ -28,6 +31,8 @@ class ModelSpec:
     test_inputs: list[tuple[torch.Tensor, ...]]
     name: str
     path: Path | None = None
+    # Optional names of the model file read by other commands (`mcu eval`: eval_data, eval_metric).
+    extras: dict[str, Any] = field(default_factory=dict)
 
 
 def _as_input_tuple(value: Any, what: str, where: str) -> tuple[torch.Tensor, ...]:
@@ -123,7 +128,7 @@ def load_model_file(path: str | Path) -> ModelSpec:
     if not hasattr(module, "example_inputs"):
         raise McuError(f"{path}: defines no `example_inputs`",
                        hint="add `example_inputs = (torch.randn(1, 3, 32, 32),)`")
-    return spec_from_objects(
+    spec = spec_from_objects(
         model,
         module.example_inputs,
         getattr(module, "calibration", None),
@@ -132,3 +137,5 @@ def load_model_file(path: str | Path) -> ModelSpec:
         where=where,
         path=path,
     )
+    spec.extras = {k: getattr(module, k) for k in EXTRAS if hasattr(module, k)}
+    return spec

@@ -29,6 +29,7 @@ from mcu.passes.layout import assign_layouts
 from mcu.passes.quantized import lower_quantized
 from mcu.passes.views import alias_views
 from mcu.passes.weights import quantize_linear_weights
+from mcu.progress import stage
 
 QUANTIZE_MODES = ("none", "int8", "int8-weight", "int8-dynamic")
 
@@ -64,13 +65,16 @@ def to_graph(spec: ModelSpec, quantize: str) -> Graph:
     if quantize == "int8" and not is_prequantized(spec.model):
         from mcu.quantize import quantize_static
 
-        captured = quantize_static(spec.model, spec.example_inputs, spec.calibration, where=where)
+        with stage("quantize"):
+            captured = quantize_static(spec.model, spec.example_inputs, spec.calibration, where=where)
     else:
         captured = spec.model
-    ep = to_edge(capture(captured, spec.example_inputs))
-    graph = lower(from_exported(ep, name=spec.name))
-    if quantize in ("int8-weight", "int8-dynamic"):  # fp32 activations, int8 linear weights
-        graph = quantize_linear_weights(graph, dynamic=quantize == "int8-dynamic")
+    with stage("capture"):
+        ep = to_edge(capture(captured, spec.example_inputs))
+    with stage("lower"):
+        graph = lower(from_exported(ep, name=spec.name))
+        if quantize in ("int8-weight", "int8-dynamic"):  # fp32 activations, int8 linear weights
+            graph = quantize_linear_weights(graph, dynamic=quantize == "int8-dynamic")
     return graph
 
 
@@ -106,6 +110,8 @@ def compile_graph(graph: Graph, board: Board, quantize: str, backends: list[str]
     options: dict[str, Any] = {"cmsis_nn": cmsis_nn, "packed_weights": packed_weights}
     # Before the plan: a backend's kernels bring their own scratch sizes and overlap contracts.
     report = partition_ops(graph, board, quantize, backends, options)
-    memory = plan_memory(graph, capacities=board.arena_regions())
-    check_fits(board, memory)
-    return memory, render_library(graph, memory, quantize), report
+    with stage("plan"):
+        memory = plan_memory(graph, capacities=board.arena_regions())
+        check_fits(board, memory)
+    with stage("generate"):
+        return memory, render_library(graph, memory, quantize), report

@@ -2,13 +2,15 @@
 
     prog = Program.load("model.mpk")            # or bytes; weights="model.mpw" if external
     prog.method_names                           # ["forward", ...]
-    (y,) = prog.method("forward")(x)            # numpy in, numpy out
+    (y,) = prog.method("forward")(x)            # numpy in, float numpy out (raw=True: int8 codes)
 
 The interpreter is the same C (runtime_c/interp) that runs in the firmware,
 built into the ``mcu._native`` extension. Arrays passed to a method are in
 PyTorch's logical shape and the tensor's dtype (int8 codes for int8 I/O; a
 float array for an int8 input is quantized with the input's scale and
-zero-point); outputs come back in logical shape and the device's dtype.
+zero-point); outputs come back in logical shape as the model's real values (int8
+outputs dequantized to float32, the convention of ``CompiledModel.run``), or with
+``raw=True`` in the device's dtype.
 :meth:`Method.run_raw` takes and returns flat arrays in memory order instead.
 """
 
@@ -95,6 +97,14 @@ class TensorSpec:
         arr = np.transpose(arr.reshape(self.shape), self.dim_order) if self.shape else arr.reshape(())
         return np.ascontiguousarray(arr, dtype=NUMPY[self.dtype]).reshape(-1)
 
+    def real_values(self, arr: np.ndarray) -> np.ndarray:
+        """Device values -> the model's real values (int8 with a scale is dequantized)."""
+        if self.dtype != "int8" or self.scale is None:
+            return arr
+        from mcu.quant import reference as qref
+
+        return qref.dequantize_s8_f32(arr, scale=self.scale, zero_point=self.zero_point).reshape(arr.shape)
+
     def from_memory_order(self, flat: np.ndarray) -> np.ndarray:
         if not self.shape:
             return flat.reshape(())
@@ -126,12 +136,15 @@ class Method:
                      f"running method {self.name}")
         return [np.frombuffer(b, dtype=NUMPY[s.dtype]).copy() for b, s in zip(raw, self.outputs)]
 
-    def __call__(self, *inputs: Any) -> list[np.ndarray]:
-        """Inputs in logical shape -> outputs in logical shape (device dtypes)."""
+    def __call__(self, *inputs: Any, raw: bool = False) -> list[np.ndarray]:
+        """Inputs in logical shape -> outputs in logical shape: the model's real values (int8 outputs
+        dequantized to float32, as ``CompiledModel.run`` returns them), or with ``raw=True`` the
+        device's values and dtypes (int8 codes)."""
         if len(inputs) != len(self.inputs):
             raise McuError(f"method {self.name} takes {len(self.inputs)} inputs, got {len(inputs)}")
         flat = [spec.to_memory_order(_numpy(x)) for spec, x in zip(self.inputs, inputs)]
-        return [spec.from_memory_order(y) for spec, y in zip(self.outputs, self.run_raw(*flat))]
+        outs = [spec.from_memory_order(y) for spec, y in zip(self.outputs, self.run_raw(*flat))]
+        return outs if raw else [spec.real_values(y) for spec, y in zip(self.outputs, outs)]
 
     def bundled(self, vector: int) -> tuple[list[np.ndarray], list[np.ndarray], list[float | None]]:
         """Bundled test vector ``vector``: flat inputs, flat expected outputs, tolerances (None: exact)."""

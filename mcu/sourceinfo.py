@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import re
+import sysconfig
+import traceback
 from pathlib import Path
+from types import TracebackType
 
 from torch.fx import Node
 
@@ -15,6 +18,19 @@ def _is_library_file(filename: str) -> bool:
     return "site-packages" in parts or "dist-packages" in parts or "torch" in parts[-3:-1]
 
 
+def user_frame(tb: TracebackType | None) -> str:
+    """`` at model.py:12: `return self.fc2(x)` `` for the innermost frame of a traceback in the
+    user's own code (not torch, not mcu), or '' when there is none."""
+    skip = (Path(__file__).resolve().parent, Path(sysconfig.get_paths()["stdlib"]).resolve())
+    found = ""
+    for frame in traceback.extract_tb(tb):
+        path = Path(frame.filename)
+        if _is_library_file(frame.filename) or not path.is_file() or any(d in path.resolve().parents for d in skip):
+            continue
+        found = f" at {path.name}:{frame.lineno}: `{(frame.line or '').strip()}`"
+    return found
+
+
 def user_source_line(node: Node) -> str:
     """`` at model.py:12: `x = torch.fft.fft(x)` `` or '' when unknown."""
     trace = node.meta.get("stack_trace") or ""
@@ -24,3 +40,34 @@ def user_source_line(node: Node) -> str:
         return ""
     filename, line, code = user[-1]
     return f" at {Path(filename).name}:{line}: `{code.strip()}`"
+
+
+# Modules that only hold others: the op inside them belongs to a child, never to the container.
+_CONTAINERS = {"Sequential", "ModuleList", "ModuleDict"}
+
+
+def torch_module_of(node: Node) -> str | None:
+    """The innermost ``torch.nn`` module (as the user wrote it, e.g. ``nn.LSTM``) that produced
+    ``node``, or None when the op came from the user's own code."""
+    stack = node.meta.get("nn_module_stack") or {}
+    for _path, kind in reversed(list(stack.values())):
+        qualname = kind if isinstance(kind, str) else f"{kind.__module__}.{kind.__qualname__}"
+        if not qualname.startswith("torch.nn."):
+            return None  # the user's own module is innermost: its ops are the user's code
+        name = qualname.rsplit(".", 1)[-1]
+        if name not in _CONTAINERS:
+            return f"nn.{name}"
+    return None
+
+
+def unsupported_op_message(node: Node, op: str) -> str:
+    """Name what the user wrote: ``nn.LSTM at model.py:17 is not supported yet (...)`` when the op
+    comes from inside a torch.nn module, else the op and the user's line."""
+    module = torch_module_of(node)
+    where = user_source_line(node)
+    if module is None:
+        return f"cannot lower op {op}{where}"
+    line = where.removeprefix(" at ").split(": ", 1)
+    code = f" (`{line[1].strip('`')}`)" if len(line) == 2 else ""
+    at = f" at {line[0]}" if line[0] else ""
+    return f"{module}{at} is not supported yet{code}: mcu cannot lower its op {op}"

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import jinja2
 
-from mcu import paths
+from mcu import paths, progress
 from mcu.boards import Board
 from mcu.elf import STB_GLOBAL, STB_WEAK, STT_FUNC, ElfFile, read_elf
 from mcu.errors import McuError
@@ -136,7 +136,10 @@ def port_sources(board: Board) -> list[Path]:
 def board_defines(board: Board) -> dict[str, str | int | None]:
     """Preprocessor values the ports read from the board file."""
     defines: dict[str, str | int | None] = {"MCU_CLOCK_HZ": f"{board.clock_hz}u",
-                                            "MCU_CONSOLE_BAUD": f"{board.console_baud}u"}
+                                            "MCU_CONSOLE_BAUD": f"{board.console_baud}u",
+                                            # Our linker scripts have NOLOAD arena sections (not
+                                            # zeroed at reset); an exported library defaults to .bss.
+                                            "MCU_ARENA_SECTIONS": None}
     if board.uart_base is not None:
         defines["MCU_UART_BASE"] = f"0x{board.uart_base:08x}u"
     return defines
@@ -322,6 +325,8 @@ def build_firmware(
     outputs = (elf_path, map_path) if uf2_path is None else (elf_path, map_path, uf2_path)
     key = _stamp_key(gcc, all_sources, cflags, ldflags, script + f"\nuf2={board.uf2_family}")
     if _stamp_valid(stamp_path, key, outputs):
+        progress.note("compile", "up to date")
+        progress.note("link", "up to date")
         return _firmware_from_elf(board, elf_path, map_path, uf2_path)
 
     work = Path(tempfile.mkdtemp(prefix=f".{name}-build-", dir=out_dir))
@@ -341,14 +346,15 @@ def build_firmware(
             return obj
 
         workers = max(1, min(len(all_sources), os.cpu_count() or 1))
-        with ThreadPoolExecutor(max_workers=workers) as pool:
+        with progress.stage("compile"), ThreadPoolExecutor(max_workers=workers) as pool:
             objects = list(pool.map(compile_one, enumerate(all_sources)))
 
         tmp_elf = work / elf_path.name
         tmp_map = work / map_path.name
         link = [str(gcc), *ldflags, f"-T{tmp_ld}", f"-Wl,-Map={tmp_map}",
                 *map(str, objects), *LINK_LIBS, "-o", str(tmp_elf)]
-        proc = subprocess.run(link, capture_output=True, text=True)
+        with progress.stage("link"):
+            proc = subprocess.run(link, capture_output=True, text=True)
         if proc.returncode != 0:
             raise _link_error(board, name, (proc.stderr + proc.stdout).strip())
 

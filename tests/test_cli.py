@@ -6,18 +6,20 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
-from conftest import EXAMPLES, ROOT, requires_qemu
+from conftest import EXAMPLES, requires_qemu
 
 
 def run_mcu(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
     full_env = {**os.environ, **(env or {})}
     full_env.pop("MCU_DEBUG", None)
+    # A fresh folder by default: a command that writes mcu-out/ must not write it into the checkout.
     return subprocess.run([sys.executable, "-m", "mcu.cli", *args], capture_output=True, text=True,
-                          env=full_env, cwd=cwd or ROOT, timeout=900)
+                          env=full_env, cwd=cwd or tempfile.mkdtemp(prefix="mcu-cli-"), timeout=900)
 
 
 def assert_one_line_error(proc: subprocess.CompletedProcess, *needles: str) -> None:

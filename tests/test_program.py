@@ -264,8 +264,13 @@ def test_runtime_program_api(compiled) -> None:
     assert spec.scale == pytest.approx(cm.graph.inputs[0].quant.scale[0])
     x = cm.spec.test_inputs[0][0]
     # Logical-shape call (float input quantized with the input's parameters) == the raw path.
-    (logical,) = forward(x)
-    assert same_bits(logical, cm.raw_outputs(cm.run_raw(x))[0])
+    (codes,) = forward(x, raw=True)
+    assert same_bits(codes, cm.raw_outputs(cm.run_raw(x))[0])
+    assert same_bits(codes, cm.run(x, raw=True)[0].numpy())
+    # By default both host paths return the model's real values, as float32, identically.
+    (values,) = forward(x)
+    assert values.dtype == np.float32 and same_bits(values, cm.run(x)[0].numpy())
+    assert same_bits(values, cm.decode_outputs(cm.run_raw(x))[0])
     with pytest.raises(McuError, match="no method 'decode'"):
         prog.method("decode")
     with pytest.raises(McuError, match="takes 1 inputs"):
