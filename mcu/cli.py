@@ -73,6 +73,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="program: put the weights in a separate file beside the program (<output>.mpw)")
     p.add_argument("--bundle-tests", action="store_true",
                    help="program: bundle the test vectors, for the interpreter firmware's test harness")
+    p.add_argument("--target", choices=("cmake", "make", "pico-sdk", "arduino", "zephyr", "cmsis-pack"),
+                   default="cmake",
+                   help="c: the firmware ecosystem to write for (default cmake: the library with CMakeLists.txt "
+                        "and a Makefile fragment; make is the same folder); pico-sdk, arduino and zephyr add an "
+                        "example app that runs the bundled test vectors; cmsis-pack writes a .pdsc and a .pack")
 
     sub.add_parser("ops", help="list the PyTorch ops mcu can lower", description="List the supported ATen ops.")
     _add_device_parsers(sub)
@@ -311,7 +316,7 @@ def _print_verdict(console: Any, clock_hz: int | None) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from mcu.export import export_library
+    from mcu.export import export_library, export_target
 
     if args.format == "program":
         return _export_program(args)
@@ -319,6 +324,10 @@ def cmd_export(args: argparse.Namespace) -> int:
         raise McuError("mcu export needs --board for a C library",
                        hint="add --board mps2-an505 (see `mcu boards`), or write a program file with --format program")
     cm = _compile(args)
+    if args.target not in ("cmake", "make"):
+        files = export_target(cm, args.target, args.output)
+        print(f"wrote {len(files)} files for {args.target} to {args.output} (arena {cm.memory.arena_size} B)")
+        return 0
     files = export_library(cm.library, args.output)
     print(f"wrote {len(files)} files to {args.output} (arena {cm.memory.arena_size} B); "
           f"include {cm.library.prefix}_model.h and build with {cm.library.prefix}.mk or CMakeLists.txt")
