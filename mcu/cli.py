@@ -80,6 +80,17 @@ def build_parser() -> argparse.ArgumentParser:
                         "example app that runs the bundled test vectors; cmsis-pack writes a .pdsc and a .pack")
 
     sub.add_parser("ops", help="list the PyTorch ops mcu can lower", description="List the supported ATen ops.")
+    p = sub.add_parser("ci", help="write a GitHub Actions workflow that runs models in Renode",
+                       description="Write .github/workflows/mcu-renode.yml (installs the Arm compiler, Renode and "
+                                   "mcu, then runs `mcu run --sim renode` for every model x board) and the Renode "
+                                   "platform, script and Robot test of each board under renode/.")
+    p.add_argument("--renode", action="store_true", required=True, help="run the matrix in Renode (required)")
+    p.add_argument("models", nargs="+", metavar="model.py", help="model files, relative to the repository root")
+    p.add_argument("--board", action="append", dest="boards", metavar="BOARD",
+                   help="a board Renode runs (repeatable; default mps2-an505)")
+    p.add_argument("-o", "--output", type=Path, default=Path("."), help="the repository root (default .)")
+    p.add_argument("--install", default="python -m pip install mcu",
+                   help="the workflow's command that installs mcu (default: python -m pip install mcu)")
     _add_device_parsers(sub)
     return parser
 
@@ -365,7 +376,19 @@ def cmd_ops(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"boards": cmd_boards, "build": cmd_build, "run": cmd_run, "export": cmd_export, "ops": cmd_ops,
+def cmd_ci(args: argparse.Namespace) -> int:
+    from mcu.ci import CiRequest, write_renode_ci
+
+    root = Path(args.output)
+    models = [Path(m).resolve().relative_to(root.resolve()).as_posix() if Path(m).is_absolute() else Path(m).as_posix()
+              for m in args.models]
+    files = write_renode_ci(CiRequest(models=models, boards=args.boards or ["mps2-an505"], out_dir=root,
+                                      install=args.install))
+    print("\n".join(f"wrote {f}" for f in files))
+    return 0
+
+
+COMMANDS = {"ci": cmd_ci, "boards": cmd_boards, "build": cmd_build, "run": cmd_run, "export": cmd_export, "ops": cmd_ops,
             "flash": cmd_flash, "monitor": cmd_monitor}
 
 
