@@ -286,12 +286,12 @@ def _run_renode(args: argparse.Namespace) -> int:
 
 def cmd_flash(args: argparse.Namespace) -> int:
     from mcu.boards import load_board
-    from mcu.flash import flash_uf2
+    from mcu.flash import chip_for_family, flash_uf2
 
     board = load_board(args.board)
     if board.deploy_method != "uf2":
         raise McuError(f"board '{board.name}' is not flashed over USB (deploy method '{board.deploy_method}')",
-                       hint=f"use `mcu run --board {board.name}` for simulated boards, or --board pico2")
+                       hint=f"use `mcu run --board {board.name}` for simulated boards, or --board pico2 or pico")
     cm = _compile(args)
     out = args.output or Path("mcu-out") / f"{cm.spec.name}-{cm.board.name}"
     fw = cm.build(out)
@@ -302,7 +302,8 @@ def cmd_flash(args: argparse.Namespace) -> int:
         print(f"mcu: {line}", flush=True)
 
     result = flash_uf2(fw.uf2, drive=args.drive, port=args.port, timeout_s=args.timeout,
-                       on_line=lambda line: print(line, flush=True), on_status=status)
+                       on_line=lambda line: print(line, flush=True), on_status=status,
+                       chip=chip_for_family(board.uf2_family))
     return _print_verdict(result.console, board.clock_hz)
 
 

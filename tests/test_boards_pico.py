@@ -19,6 +19,7 @@ from mcu.boot2 import BOOT2_SIZE, boot2_crc, seal_boot2
 from mcu.elf import read_elf
 from mcu.uf2 import FAMILY_RP2040, PAYLOAD_SIZE, read_uf2
 from test_cli import run_mcu
+from test_flash import pty  # noqa: F401  (the pseudo-terminal fixture the flash tests use)
 
 FLASH = (0x10000000, 0x10200000)
 SRAM = (0x20000000, 0x20042000)
@@ -107,3 +108,38 @@ def test_seal_refuses_a_boot2_of_the_wrong_size(tmp_path: Path) -> None:
                    check=True, capture_output=True)
     with pytest.raises(McuError, match="exactly 256"):
         seal_boot2(elf)
+
+
+# --- mcu flash --board pico: the pico2 flow, with the RP2040 boot ROM's drive ----------------------------
+
+RP2040_INFO = "UF2 Bootloader v3.0\nModel: Raspberry Pi RP2\nBoard-ID: RPI-RP2\n"
+
+
+def test_flash_picks_the_rp2040_drive_by_family(tmp_path: Path) -> None:
+    from mcu import flash
+
+    media = tmp_path / "media"
+    for name, info in (("RP2350", "Board-ID: RP2350\n"), ("RPI-RP2", RP2040_INFO)):
+        (media / name).mkdir(parents=True)
+        (media / name / "INFO_UF2.TXT").write_text(info)
+    assert flash.chip_for_family(FAMILY_RP2040) == "RPI-RP2" and flash.chip_for_family(0xE48BFF59) == "RP2350"
+    assert flash.find_bootsel_drive([media], chip="RPI-RP2") == media / "RPI-RP2"
+    assert flash.find_bootsel_drive([media]) == media / "RP2350"
+
+
+@pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None, reason="arm-none-eabi-gcc not installed")
+def test_mcu_flash_pico_end_to_end(tmp_path: Path, pty) -> None:
+    from test_flash import PASS_LINES, FakePico, _mcu
+
+    drive = tmp_path / "media" / "RPI-RP2"
+    drive.mkdir(parents=True)
+    (drive / "INFO_UF2.TXT").write_text(RP2040_INFO)
+    pico = FakePico(drive, pty, PASS_LINES, timeout_s=600)
+    pico.start()
+    proc = _mcu("flash", "--board", "pico", "--drive", str(drive), "--port", pty.port, "--timeout", "20",
+                "-o", str(tmp_path / "out"), str(EXAMPLES / "small_cnn.py"))
+    out, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err
+    assert "RESULT PASS 0/1" in out and "at 125 MHz" in out
+    received = read_uf2(tmp_path / "media" / "received.uf2")
+    assert received.family == FAMILY_RP2040 and received.blocks[0].address == FLASH[0]
