@@ -331,6 +331,9 @@ def cmd_export(args: argparse.Namespace) -> int:
     from mcu.export import export_library, export_target
 
     if args.format == "program":
+        if args.target != "cmake":
+            raise McuError(f"--target {args.target} applies to the C library (--format c)",
+                           hint="drop --target, or drop --format program")
         return _export_program(args)
     if args.board is None:
         raise McuError("mcu export needs --board for a C library",

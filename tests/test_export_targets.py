@@ -441,3 +441,12 @@ def test_cli_export_target_writes_the_layout(tmp_path: Path) -> None:
     assert "zephyr" in proc.stdout
     assert (tmp_path / "z" / "zephyr" / "module.yml").is_file()
     assert (tmp_path / "z" / "samples" / "small_cnn" / "src" / "small_cnn_vectors.c").is_file()
+
+
+def test_cli_target_with_program_format_is_one_line_error(tmp_path: Path) -> None:
+    from conftest import EXAMPLES
+    from test_cli import assert_one_line_error, run_mcu
+
+    proc = run_mcu("export", "--format", "program", "--target", "arduino", str(EXAMPLES / "small_cnn.py"),
+                   "-o", str(tmp_path / "m.mpk"))
+    assert_one_line_error(proc, "--target arduino applies to the C library")
