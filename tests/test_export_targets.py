@@ -20,6 +20,7 @@ import pytest
 
 from mcu.export import export_target
 from mcu.export_targets import TARGETS
+from mcu.uf2 import read_uf2
 
 BOARD = "mps2-an386"  # Cortex-M4 with DSP: the kernels' DSP paths are in the Arduino cross build
 WARNINGS = ["-Wall", "-Wextra", "-Werror"]
@@ -147,13 +148,23 @@ def test_pico_sdk_example_builds_and_passes_with_stand_in_sdk(cm, tmp_path: Path
 
 @requires_cmake
 @pytest.mark.skipif(not os.environ.get("PICO_SDK_PATH"), reason="set PICO_SDK_PATH to a Pico SDK checkout "
-                    "(github.com/raspberrypi/pico-sdk) to build the example with the real SDK")
+                    "(github.com/raspberrypi/pico-sdk; and picotool_DIR to a picotool install, or the SDK clones "
+                    "it; the SDK also needs libstdc++-arm-none-eabi-newlib) to build the example with the real SDK")
 def test_pico_sdk_example_builds_with_real_sdk(cm, tmp_path: Path) -> None:
     out = tmp_path / "out"
     export_target(cm, "pico-sdk", out)
-    _cmake_build(out / "example", tmp_path / "build", f"-DPICO_SDK_PATH={os.environ['PICO_SDK_PATH']}",
-                 "-DPICO_BOARD=pico")
-    assert (tmp_path / "build" / f"{cm.library.prefix}_example.uf2").is_file()
+    # The SDK makes the UF2 with picotool, which it clones from GitHub unless picotool_DIR names an install.
+    picotool = [f"-Dpicotool_DIR={os.environ['picotool_DIR']}"] if os.environ.get("picotool_DIR") else []
+    build = tmp_path / "build"
+    # A CMAKE_C_FLAGS given here replaces the SDK toolchain's initial flags, so it repeats the CPU flags; the
+    # warnings then apply to the SDK's sources as well as ours.
+    _run(["cmake", "-S", str(out / "example"), "-B", str(build), f"-DPICO_SDK_PATH={os.environ['PICO_SDK_PATH']}",
+          "-DPICO_BOARD=pico", *picotool, "-DCMAKE_C_FLAGS=-mcpu=cortex-m0plus -mthumb " + " ".join(WARNINGS)],
+         timeout=900)
+    log = _run(["cmake", "--build", str(build)], timeout=900)
+    assert "warning:" not in log
+    uf2 = read_uf2(build / f"{cm.library.prefix}_example.uf2")
+    assert uf2.family == 0xE48BFF56 and uf2.blocks[0].address == 0x10000000
 
 
 # --- arduino -------------------------------------------------------------------------------------------------
