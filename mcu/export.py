@@ -33,6 +33,5 @@ def export_target(cm: CompiledModel, target: str, out_dir: Path) -> list[Path]:
     if t.example:
         vec_in = [cm.encode_inputs(xs) for xs in cm.spec.test_inputs]
         vectors = firmware_view(cm.library, vec_in, cm.expected_outputs, cm.tolerances())
-    job = ExportJob(lib=cm.library, out_dir=Path(out_dir), vectors=vectors, board=cm.board.name,
-                    core=cm.board.core)
+    job = ExportJob(lib=cm.library, out_dir=Path(out_dir), vectors=vectors, board=cm.board.name)
     return t.write(job)

@@ -23,8 +23,7 @@ class ExportJob:
     lib: GeneratedLibrary
     out_dir: Path
     vectors: FirmwareView | None = None  # None: no example app (export_library's plain library)
-    board: str = ""
-    core: str = ""
+    board: str = ""  # the board the library was compiled for (the pico-sdk example picks PICO_BOARD from it)
 
 
 @dataclass
