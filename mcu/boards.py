@@ -289,4 +289,5 @@ def load_board(name: str, directory: Path | None = None) -> Board:
 def list_boards(directory: Path | None = None) -> list[Board]:
     """Every board in the boards folder, sorted by name."""
     directory = directory if directory is not None else paths.boards_dir()
-    return [_parse(p) for p in _board_files(directory)]
+    # by board name, not file name: "mps2-an385-m0plus.toml" sorts before "mps2-an385.toml"
+    return sorted((_parse(p) for p in _board_files(directory)), key=lambda b: b.name)

@@ -93,8 +93,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--verify", action="store_true",
                    help="program: load the written files back through the C loader (header, CRCs, weights "
                         "digests, every kernel parameter) and run their bundled vectors")
+    p.add_argument("--target", choices=("cmake", "make", "pico-sdk", "arduino", "zephyr", "cmsis-pack"),
+                   default="cmake",
+                   help="c: the firmware ecosystem to write for (default cmake: the library with CMakeLists.txt "
+                        "and a Makefile fragment; make is the same folder); pico-sdk, arduino and zephyr add an "
+                        "example app that runs the bundled test vectors; cmsis-pack writes a .pdsc and a .pack")
 
     sub.add_parser("ops", help="list the PyTorch ops mcu can lower", description="List the supported ATen ops.")
+    p = sub.add_parser("ci", help="write a GitHub Actions workflow that runs models in Renode",
+                       description="Write .github/workflows/mcu-renode.yml (installs the Arm compiler, Renode and "
+                                   "mcu, then runs `mcu run --sim renode` for every model x board) and the Renode "
+                                   "platform, script and Robot test of each board under renode/.")
+    p.add_argument("--renode", action="store_true", required=True, help="run the matrix in Renode (required)")
+    p.add_argument("models", nargs="+", metavar="model.py", help="model files, relative to the repository root")
+    p.add_argument("--board", action="append", dest="boards", metavar="BOARD",
+                   help="a board Renode runs (repeatable; default mps2-an505)")
+    p.add_argument("-o", "--output", type=Path, default=Path("."), help="the repository root (default .)")
+    p.add_argument("--install", default="python -m pip install mcu",
+                   help="the workflow's command that installs mcu (default: python -m pip install mcu)")
     _add_eval_parser(sub)
     _add_device_parsers(sub)
     return parser
@@ -344,12 +360,12 @@ def _run_renode(args: argparse.Namespace) -> int:
 
 def cmd_flash(args: argparse.Namespace) -> int:
     from mcu.boards import load_board
-    from mcu.flash import flash_uf2
+    from mcu.flash import chip_for_family, flash_uf2
 
     board = load_board(args.board)
     if board.deploy_method != "uf2":
         raise McuError(f"board '{board.name}' is not flashed over USB (deploy method '{board.deploy_method}')",
-                       hint=f"use `mcu run --board {board.name}` for simulated boards, or --board pico2")
+                       hint=f"use `mcu run --board {board.name}` for simulated boards, or --board pico2 or pico")
     cm = _compile(args)
     out = args.output or Path("mcu-out") / f"{cm.spec.name}-{cm.board.name}"
     fw = cm.build(out)
@@ -360,7 +376,8 @@ def cmd_flash(args: argparse.Namespace) -> int:
         print(f"mcu: {line}", flush=True)
 
     result = flash_uf2(fw.uf2, drive=args.drive, port=args.port, timeout_s=args.timeout,
-                       on_line=lambda line: print(line, flush=True), on_status=status)
+                       on_line=lambda line: print(line, flush=True), on_status=status,
+                       chip=chip_for_family(board.uf2_family))
     return _print_verdict(result.console, board.clock_hz)
 
 
@@ -385,16 +402,23 @@ def _print_verdict(console: Any, clock_hz: int | None) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from mcu.export import export_library
+    from mcu.export import export_library, export_target
     from mcu.outputs import ensure_dir
 
     if args.format == "program":
+        if args.target != "cmake":
+            raise McuError(f"--target {args.target} applies to the C library (--format c)",
+                           hint="drop --target, or drop --format program")
         return _export_program(args)
     if args.board is None:
         raise McuError("mcu export needs --board for a C library",
                        hint="add --board mps2-an505 (see `mcu boards`), or write a program file with --format program")
     ensure_dir(args.output)  # a bad -o fails before the compile, not after it
     cm = _compile(args)
+    if args.target not in ("cmake", "make"):
+        files = export_target(cm, args.target, args.output)
+        print(f"wrote {len(files)} files for {args.target} to {args.output} (arena {cm.memory.arena_size} B)")
+        return 0
     files = export_library(cm.library, args.output)
     print(f"wrote {len(files)} files to {args.output} (arena {cm.memory.arena_size} B); "
           f"include {cm.library.prefix}_model.h and build with {cm.library.prefix}.mk or CMakeLists.txt")
@@ -475,6 +499,19 @@ def cmd_ops(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_ci(args: argparse.Namespace) -> int:
+    from mcu.ci import CiRequest, write_renode_ci
+
+    root = Path(args.output)
+    models = [Path(m).resolve().relative_to(root.resolve()).as_posix() if Path(m).is_absolute() else Path(m).as_posix()
+              for m in args.models]
+    files = write_renode_ci(CiRequest(models=models, boards=args.boards or ["mps2-an505"], out_dir=root,
+                                      install=args.install))
+    print("\n".join(f"wrote {f}" for f in files))
+    return 0
+
+
+
 def _reporter(args: argparse.Namespace) -> Reporter:
     """Progress on stderr when it is a terminal (or with --verbose); never with --json or --quiet."""
     verbose = getattr(args, "verbose", False)
@@ -483,7 +520,7 @@ def _reporter(args: argparse.Namespace) -> Reporter:
     return Reporter(stream=sys.stderr if verbose else terminal_stream(sys.stderr), verbose=verbose)
 
 
-COMMANDS = {"boards": cmd_boards, "build": cmd_build, "run": cmd_run, "export": cmd_export, "ops": cmd_ops,
+COMMANDS = {"ci": cmd_ci, "boards": cmd_boards, "build": cmd_build, "run": cmd_run, "export": cmd_export, "ops": cmd_ops,
             "eval": cmd_eval,
             "flash": cmd_flash, "monitor": cmd_monitor}
 

@@ -1,53 +1,38 @@
-"""``mcu export``: write the generated C library as a self-contained folder.
+"""``mcu export``: write the generated C library for a firmware ecosystem.
 
-The folder holds the model's header, sources and weights, exactly the
-runtime files and kernels the model needs (with their headers), a
-CMakeLists.txt and a Makefile fragment, so it drops into a foreign project.
+The default target (cmake, or make: the same folder) holds the model's header, sources and weights,
+exactly the runtime files and kernels the model needs (with their headers), a CMakeLists.txt and a
+Makefile fragment, so it drops into a foreign project. The other targets (pico-sdk, arduino, zephyr,
+cmsis-pack) wrap the same files in that ecosystem's layout; see mcu/export_targets/.
 """
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from mcu.emit.c_model import GeneratedLibrary, environment
+from mcu.emit.c_model import GeneratedLibrary, firmware_view
+from mcu.errors import McuError
+from mcu.export_targets import DEFAULT_TARGET, TARGETS, ExportJob
 from mcu.outputs import ensure_dir
-from mcu.paths import runtime_dir
+
+if TYPE_CHECKING:
+    from mcu.api import CompiledModel
 
 
 def export_library(lib: GeneratedLibrary, out_dir: Path) -> list[Path]:
-    out_dir = ensure_dir(Path(out_dir))
-    rt = runtime_dir()
-    written: list[Path] = []
+    """The default target's folder, from the generated library alone."""
+    return TARGETS[DEFAULT_TARGET].write(ExportJob(lib=lib, out_dir=ensure_dir(Path(out_dir))))
 
-    def put(rel: str, text: str | None = None, src: Path | None = None) -> None:
-        path = out_dir / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if src is not None:
-            shutil.copyfile(src, path)
-        else:
-            path.write_text(text or "")
-        written.append(path)
 
-    for name, text in lib.files.items():
-        put(name, text)
-    sources = [n for n in lib.files if n.endswith(".c")]
-    for rel in lib.runtime_sources:  # e.g. src/mcu_status.c
-        put(f"runtime/{Path(rel).name}", src=rt / rel)
-        sources.append(f"runtime/{Path(rel).name}")
-    for k in lib.kernel_sources:
-        put(f"kernels/{k}", src=rt / "kernels" / k)
-        sources.append(f"kernels/{k}")
-    internal = rt / "kernels" / "internal"
-    if internal.is_dir():
-        for header in sorted(internal.glob("*.h")):
-            put(f"kernels/internal/{header.name}", src=header)
-    for header in sorted((rt / "include" / "mcu").glob("*.h")):
-        if header.name in ("platform.h", "log.h"):
-            continue  # firmware-harness only; an integrator brings their own platform
-        put(f"include/mcu/{header.name}", src=header)
-    env = environment()
-    put(f"{lib.prefix}.mk", env.get_template("library.mk.j2").render(m=lib.view, sources=sources))
-    put("CMakeLists.txt", env.get_template("CMakeLists.txt.j2").render(m=lib.view, sources=sources))
-    put("README.md", env.get_template("library_README.md.j2").render(m=lib.view))
-    return written
+def export_target(cm: CompiledModel, target: str, out_dir: Path) -> list[Path]:
+    """Write ``target``'s files for a compiled model; examples run the model's bundled test vectors."""
+    if target not in TARGETS:
+        raise McuError(f"unknown export target '{target}'", hint=f"choose one of: {', '.join(TARGETS)}")
+    t = TARGETS[target]
+    vectors = None
+    if t.example:
+        vec_in = [cm.encode_inputs(xs) for xs in cm.spec.test_inputs]
+        vectors = firmware_view(cm.library, vec_in, cm.expected_outputs, cm.tolerances())
+    job = ExportJob(lib=cm.library, out_dir=ensure_dir(Path(out_dir)), vectors=vectors, board=cm.board.name)
+    return t.write(job)

@@ -38,6 +38,9 @@ from mcu.errors import McuError
 
 INFO_FILE = "INFO_UF2.TXT"
 CHIP_NAME = "RP2350"
+# What each boot ROM writes as Board-ID in INFO_UF2.TXT, by the UF2 family the board's image uses.
+CHIP_BY_FAMILY = {0xE48BFF56: "RPI-RP2", 0xE48BFF57: "RP2350", 0xE48BFF59: "RP2350", 0xE48BFF5A: "RP2350",
+                  0xE48BFF5B: "RP2350"}
 BAUD = 115200
 DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_SILENCE_S = 10.0
@@ -110,16 +113,26 @@ def candidate_drives(search_dirs: Sequence[Path] | None = None, system: str | No
     return found
 
 
-def is_bootsel_drive(path: Path) -> bool:
-    """A folder whose INFO_UF2.TXT names the RP2350 (its boot ROM writes ``Board-ID: RP2350``)."""
+def chip_for_family(family: int | None) -> str:
+    """The Board-ID of the BOOTSEL drive that takes UF2 files of ``family`` (RP2350 by default)."""
+    return CHIP_BY_FAMILY.get(family or 0, CHIP_NAME)
+
+
+def is_bootsel_drive(path: Path, chip: str = CHIP_NAME) -> bool:
+    """A folder whose INFO_UF2.TXT names the chip (the RP2350 ROM writes ``Board-ID: RP2350``, the RP2040's
+    ``Board-ID: RPI-RP2``)."""
     try:
-        return CHIP_NAME in (Path(path) / INFO_FILE).read_text(errors="replace")
+        return chip in (Path(path) / INFO_FILE).read_text(errors="replace")
     except OSError:
         return False
 
 
-def find_bootsel_drive(search_dirs: Sequence[Path] | None = None) -> Path | None:
-    return next((p for p in candidate_drives(search_dirs) if is_bootsel_drive(p)), None)
+def find_bootsel_drive(search_dirs: Sequence[Path] | None = None, chip: str = CHIP_NAME) -> Path | None:
+    return next((p for p in candidate_drives(search_dirs) if is_bootsel_drive(p, chip)), None)
+
+
+def _board_name(chip: str) -> str:
+    return "Pico" if chip == "RPI-RP2" else "Pico 2"
 
 
 def _tried(search_dirs: Sequence[Path] | None) -> str:
@@ -130,19 +143,19 @@ def _tried(search_dirs: Sequence[Path] | None) -> str:
 
 
 def wait_for_bootsel_drive(search_dirs: Sequence[Path] | None, timeout_s: float,
-                           on_status: LineSink | None = None) -> Path:
+                           on_status: LineSink | None = None, chip: str = CHIP_NAME) -> Path:
     deadline = time.monotonic() + timeout_s
     announced = False
     while True:
-        drive = find_bootsel_drive(search_dirs)
+        drive = find_bootsel_drive(search_dirs, chip)
         if drive is not None:
             return drive
         if time.monotonic() >= deadline:
-            raise McuError(f"no Pico 2 in BOOTSEL mode found after {timeout_s:g} s "
-                           f"(looked for {INFO_FILE} naming {CHIP_NAME} in {_tried(search_dirs)})",
+            raise McuError(f"no {_board_name(chip)} in BOOTSEL mode found after {timeout_s:g} s "
+                           f"(looked for {INFO_FILE} naming {chip} in {_tried(search_dirs)})",
                            hint=BOOTSEL_HINT)
         if not announced and on_status is not None:
-            on_status(f"waiting up to {timeout_s:g} s for a Pico 2 in BOOTSEL mode: {BOOTSEL_HINT}")
+            on_status(f"waiting up to {timeout_s:g} s for a {_board_name(chip)} in BOOTSEL mode: {BOOTSEL_HINT}")
             announced = True
         time.sleep(POLL_S)
 
@@ -309,8 +322,10 @@ def _silence(silence_s: float | None, timeout_s: float) -> float:
 def flash_uf2(uf2: Path, *, drive: Path | None = None, port: str | None = None,
               timeout_s: float = DEFAULT_TIMEOUT_S, silence_s: float | None = None,
               search_dirs: Sequence[Path] | None = None, watch_console: bool = True,
-              on_line: LineSink | None = None, on_status: LineSink | None = None) -> FlashResult:
-    """Flash ``uf2`` to a Pico 2 in BOOTSEL mode and (by default) read its console to the verdict."""
+              on_line: LineSink | None = None, on_status: LineSink | None = None,
+              chip: str = CHIP_NAME) -> FlashResult:
+    """Flash ``uf2`` to a Pico 2 (or, with ``chip="RPI-RP2"``, a Pico) in BOOTSEL mode and (by default) read
+    its console to the verdict."""
     uf2 = Path(uf2)
     if not uf2.is_file():
         raise McuError(f"UF2 file {uf2} does not exist")
@@ -322,12 +337,12 @@ def flash_uf2(uf2: Path, *, drive: Path | None = None, port: str | None = None,
     try:
         waited: dict[str, float] = {}
         if drive is not None:
-            if not is_bootsel_drive(drive):
-                raise McuError(f"{drive} is not a Pico 2 BOOTSEL drive (no {INFO_FILE} naming {CHIP_NAME})",
+            if not is_bootsel_drive(drive, chip):
+                raise McuError(f"{drive} is not a {_board_name(chip)} BOOTSEL drive (no {INFO_FILE} naming {chip})",
                                hint=BOOTSEL_HINT)
             target = Path(drive)
         else:
-            target_or_none = find_bootsel_drive(search_dirs)
+            target_or_none = find_bootsel_drive(search_dirs, chip)
             picotool = shutil.which("picotool")
             if target_or_none is None and picotool is not None:
                 if on_status:
@@ -336,7 +351,7 @@ def flash_uf2(uf2: Path, *, drive: Path | None = None, port: str | None = None,
                 console = read_console(ser, device, timeout_s, _silence(silence_s, timeout_s), on_line) \
                     if ser is not None else None
                 return FlashResult(method="picotool", target=command, console=console, waited_s=waited)
-            target = target_or_none or wait_for_bootsel_drive(search_dirs, timeout_s, on_status)
+            target = target_or_none or wait_for_bootsel_drive(search_dirs, timeout_s, on_status, chip)
         if on_status:
             on_status(f"copying {uf2.name} to {target}")
         copy_to_drive(uf2, target)

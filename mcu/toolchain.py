@@ -26,6 +26,7 @@ import jinja2
 
 from mcu import paths, progress
 from mcu.boards import Board
+from mcu.boot2 import seal_boot2
 from mcu.elf import STB_GLOBAL, STB_WEAK, STT_FUNC, ElfFile, read_elf
 from mcu.errors import McuError
 from mcu.uf2 import write_uf2
@@ -364,6 +365,7 @@ def build_firmware(
                 dep_path = Path(dep).resolve()
                 deps.setdefault(str(dep_path), _sha256_file(dep_path))
 
+        seal_boot2(tmp_elf)  # RP2040: the boot block's CRC32 (no-op for images without one)
         if uf2_path is not None:
             assert board.uf2_family is not None  # the board loader requires it for "uf2"
             write_uf2(tmp_elf, work / uf2_path.name, board.uf2_family)

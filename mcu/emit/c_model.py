@@ -297,6 +297,13 @@ class FirmwareView:
 def render_firmware_main(lib: GeneratedLibrary, vectors_in: list[list[np.ndarray]],
                          vectors_out: list[list[np.ndarray]], tolerances: list[float] | None) -> str:
     """The firmware harness. Arrays are already in the model's memory layout and dtype."""
+    fw = firmware_view(lib, vectors_in, vectors_out, tolerances)
+    return environment().get_template("firmware_main.c.j2").render(m=lib.view, f=fw)
+
+
+def firmware_view(lib: GeneratedLibrary, vectors_in: list[list[np.ndarray]],
+                  vectors_out: list[list[np.ndarray]], tolerances: list[float] | None) -> FirmwareView:
+    """The bundled vectors and the comparison rule, for the firmware harness and the exported examples."""
     view = lib.view
     vectors = []
     for vi, (xs, ys) in enumerate(zip(vectors_in, vectors_out)):
@@ -313,4 +320,4 @@ def render_firmware_main(lib: GeneratedLibrary, vectors_in: list[list[np.ndarray
         rule="bit-exact" if exact else "largest absolute difference within the stated tolerance",
         tolerances=[] if exact else [c_float(t) for t in tolerances],
     )
-    return environment().get_template("firmware_main.c.j2").render(m=view, f=fw)
+    return fw

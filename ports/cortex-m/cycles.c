@@ -1,6 +1,47 @@
-/* DWT CYCCNT as mcu_platform_cycles(). QEMU does not model it and reads 0. */
+/* mcu_platform_cycles(): DWT CYCCNT on v7-M and v8-M Mainline (QEMU does not
+ * model it and reads 0); SysTick on v6-M, whose DWT has no cycle counter. */
 #include "mcu/platform.h"
 #include "mcu_cortex_m.h"
+
+#if defined(__ARM_ARCH_6M__)
+
+#define MCU_SYST_CSR MCU_REG32(0xE000E010u)
+#define MCU_SYST_RVR MCU_REG32(0xE000E014u)
+#define MCU_SYST_CVR MCU_REG32(0xE000E018u)
+#define MCU_SYST_CSR_ENABLE (1u << 0)
+#define MCU_SYST_CSR_TICKINT (1u << 1)
+#define MCU_SYST_CSR_CLKSOURCE (1u << 2) /* the processor clock */
+#define MCU_SYST_MAX 0x00FFFFFFu
+
+/* SysTick is 24 bits wide (0.13 s at 125 MHz): its interrupt counts the
+ * wraps so that an inference of any length has a 32-bit cycle count. */
+static volatile uint32_t mcu_cm_systick_wraps;
+
+void SysTick_Handler(void)
+{
+    mcu_cm_systick_wraps++;
+}
+
+void mcu_cm_cycles_enable(void)
+{
+    MCU_SYST_RVR = MCU_SYST_MAX;
+    MCU_SYST_CVR = 0u;
+    MCU_SYST_CSR = MCU_SYST_CSR_CLKSOURCE | MCU_SYST_CSR_TICKINT | MCU_SYST_CSR_ENABLE;
+}
+
+uint32_t mcu_platform_cycles(void)
+{
+    uint32_t wraps;
+    uint32_t count;
+    /* Re-read when the counter wrapped between the two reads. */
+    do {
+        wraps = mcu_cm_systick_wraps;
+        count = MCU_SYST_MAX - MCU_SYST_CVR;
+    } while (wraps != mcu_cm_systick_wraps);
+    return (wraps << 24) + count;
+}
+
+#else
 
 #define MCU_DEMCR_TRCENA (1u << 24)
 #define MCU_DWT_CTRL_CYCCNTENA (1u << 0)
@@ -20,3 +61,5 @@ uint32_t mcu_platform_cycles(void)
 {
     return MCU_DWT_CYCCNT;
 }
+
+#endif

@@ -30,7 +30,12 @@ void mcu_cm_report_exit(int status)
 
 int mcu_cm_debugger_attached(void)
 {
+#if defined(__ARM_ARCH_6M__)
+    /* ARMv6-M leaves software access to DHCSR to the implementation: never assume a debugger. */
+    return 0;
+#else
     return (MCU_DHCSR & MCU_DHCSR_C_DEBUGEN) != 0u;
+#endif
 }
 
 void mcu_cm_hardware_exit(int status)

@@ -1,5 +1,6 @@
 /*
- * Reset and exception entry for every Cortex-M port (v7-M and v8-M Mainline).
+ * Reset and exception entry for every Cortex-M port (v6-M, v7-M and v8-M
+ * Mainline).
  *
  * The linker script (ports/cortex-m/linker.ld.j2) places the vector table at
  * the start of flash and defines the symbols used below. There is no C
@@ -105,14 +106,16 @@ void Reset_Handler(void)
         *dst++ = 0u;
     }
 
+#if !defined(__ARM_ARCH_6M__)
     /* Report each fault class by name instead of everything escalating to
-     * HardFault. */
+     * HardFault. (v6-M has only HardFault, and its SHCSR is debugger-only.) */
     uint32_t shcsr = MCU_SHCSR_MEMFAULTENA | MCU_SHCSR_BUSFAULTENA | MCU_SHCSR_USGFAULTENA;
 #if defined(__ARM_ARCH_8M_MAIN__)
     shcsr |= MCU_SHCSR_SECUREFAULTENA;
 #endif
     MCU_SCB_SHCSR |= shcsr;
     __asm__ volatile("dsb\n\tisb" ::: "memory");
+#endif
 
     uint32_t *canary = &__stack_limit__;
     for (uint32_t i = 0; i < MCU_STACK_CANARY_WORDS; i++) {
@@ -147,10 +150,23 @@ __attribute__((used, aligned(8))) static uint64_t mcu_cm_fault_stack[32];
 __attribute__((naked)) void mcu_cm_fault_entry(void)
 {
     __asm__ volatile(
+#if defined(__ARM_ARCH_6M__)
+        /* v6-M: no IT blocks and no TST with an immediate. */
+        "movs r0, #4\n\t"
+        "mov r1, lr\n\t"
+        "tst r0, r1\n\t"
+        "bne 1f\n\t"
+        "mrs r0, msp\n\t"
+        "b 2f\n\t"
+        "1:\n\t"
+        "mrs r0, psp\n\t"
+        "2:\n\t"
+#else
         "tst lr, #4\n\t"
         "ite eq\n\t"
         "mrseq r0, msp\n\t"
         "mrsne r0, psp\n\t"
+#endif
         "mrs r1, ipsr\n\t"
 #if defined(__ARM_ARCH_8M_MAIN__)
         /* The fault stack lies below the main stack's limit. */
@@ -195,10 +211,12 @@ __attribute__((used)) void mcu_cm_fault_report(const uint32_t *frame, uint32_t e
         mcu_log_str(" lr=");
         mcu_log_hex32(frame[5]);
     }
+#if !defined(__ARM_ARCH_6M__) /* v6-M has no fault status registers */
     mcu_log_str(" cfsr=");
     mcu_log_hex32(MCU_SCB_CFSR);
     mcu_log_str(" hfsr=");
     mcu_log_hex32(MCU_SCB_HFSR);
+#endif
     mcu_log_newline();
     uint32_t code = exception < 127u ? exception : 127u;
     mcu_platform_exit(MCU_EXIT_FAULT_BASE + (int)code);

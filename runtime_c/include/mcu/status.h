@@ -9,6 +9,10 @@
 #ifndef MCU_STATUS_H
 #define MCU_STATUS_H
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef enum {
     MCU_OK = 0,
     MCU_ERR_NULL_POINTER = 1,   /**< a required pointer argument was NULL */
@@ -51,5 +55,9 @@ const char *mcu_status_str(mcu_status status);
             return (code);       \
         }                        \
     } while (0)
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* MCU_STATUS_H */

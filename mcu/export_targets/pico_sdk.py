@@ -1,0 +1,28 @@
+"""pico-sdk: the library as a folder for ``add_subdirectory`` in a Pico SDK project, and an example app.
+
+    out/CMakeLists.txt            target <prefix> (link it with pico_stdlib into your app)
+    out/example/                  a Pico SDK project running the bundled vectors, printing over USB and UART
+    out/README.md                 the three commands that build the example
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mcu.export_targets.common import ExportJob, Writer, write_library_tree, write_vectors
+from mcu.export_targets.library import write_build_files
+
+# The SDK's PICO_BOARD for our boards; anything else defaults to the original Pico.
+_PICO_BOARDS = {"pico": "pico", "pico2": "pico2"}
+
+
+def write(job: ExportJob) -> list[Path]:
+    w = Writer(job.out_dir)
+    tree = write_library_tree(w, job.lib)
+    write_build_files(w, job, tree)
+    vector_sources = write_vectors(w, job, "example")
+    view = {"m": job.lib.view, "vector_sources": vector_sources, "pico_board": _PICO_BOARDS.get(job.board, "pico")}
+    w.render("example/CMakeLists.txt", "targets/pico-sdk/example_CMakeLists.txt.j2", **view)
+    w.render("example/main.c", "targets/pico-sdk/main.c.j2", **view)
+    w.render("README.md", "targets/pico-sdk/README.md.j2", **view)
+    return w.written
