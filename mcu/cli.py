@@ -76,6 +76,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("ops", help="list the PyTorch ops mcu can lower", description="List the supported ATen ops.")
     _add_device_parsers(sub)
+    from mcu.devtools.cli import add_parsers as add_devtools_parsers
+
+    add_devtools_parsers(sub, _add_model_args)
     return parser
 
 
@@ -358,6 +361,15 @@ def cmd_ops(args: argparse.Namespace) -> int:
 
 COMMANDS = {"boards": cmd_boards, "build": cmd_build, "run": cmd_run, "export": cmd_export, "ops": cmd_ops,
             "flash": cmd_flash, "monitor": cmd_monitor}
+
+
+def _devtools_command(name: str) -> Any:
+    from mcu.devtools.cli import COMMANDS as DEVTOOLS
+
+    return lambda args: DEVTOOLS[name](args, _compile)
+
+
+COMMANDS.update({name: _devtools_command(name) for name in ("profile",)})
 
 
 def main(argv: Sequence[str] | None = None) -> int:
