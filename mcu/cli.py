@@ -49,6 +49,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", type=Path, help="output folder (default: mcu-out/<model>-<board>)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--memory-svg", type=Path, metavar="FILE", help="draw the memory plan to an SVG file")
+    p.add_argument("--record", type=Path, metavar="FILE",
+                   help="save the compile record (exported program, every op's debug handle, source line, "
+                        "kernel, shapes, quantization, memory plan, sizes) for `mcu profile`/`mcu debug` later")
 
     p = sub.add_parser("run", help="build and run on the board's simulator against the bundled vectors",
                        description="Build the firmware, run it on the board's simulator with the bundled test "
@@ -187,6 +190,10 @@ def cmd_build(args: argparse.Namespace) -> int:
     if args.memory_svg:
         args.memory_svg.write_text(cm.memory_svg())
         report["memory_svg"] = str(args.memory_svg)
+    if args.record:
+        from mcu.devtools.record import write_record
+
+        report["record"] = str(write_record(cm, args.record, fw))
     if args.json:
         _print_json(report)
     else:
@@ -201,6 +208,8 @@ def cmd_build(args: argparse.Namespace) -> int:
             print(fw.sizes.table())
         if args.memory_svg:
             print(f"memory plan drawn to {args.memory_svg}")
+        if args.record:
+            print(f"compile record written to {args.record}")
     return 0
 
 

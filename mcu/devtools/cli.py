@@ -24,14 +24,14 @@ def add_parsers(sub: Any, add_model_args: Callable[[argparse.ArgumentParser], No
 
 
 def cmd_profile(args: argparse.Namespace, compile_fn: Callable[[argparse.Namespace], Any]) -> int:
-    from mcu.devtools.profile import profile_model
+    from mcu.devtools.profile import events_json, profile_model
 
     cm = compile_fn(args)
     profile, run = profile_model(cm, timeout_s=args.timeout)
     if args.svg:
         args.svg.write_text(profile.svg())
     if args.events:
-        args.events.write_text(json.dumps(run.to_json(), indent=1))
+        args.events.write_text(json.dumps(events_json(profile, run), indent=1))
     if args.json:
         print(json.dumps(profile.to_json(), separators=(",", ":")))
     else:

@@ -118,6 +118,11 @@ def make_profile(title: str, unit: str, ops: list[OpInfo], events: list[TraceEve
     return Profile(title=title, unit=unit, rows=rows, inference_cost=inference_cost)
 
 
+def events_json(profile: Profile, run: Any) -> dict[str, Any]:
+    """What ``mcu profile --events`` saves: the trace with the normal build's whole-inference cost."""
+    return {**run.to_json(), "inference_cost": profile.inference_cost, "traced_inference_cost": run.inference_cost}
+
+
 def out_lines(console: str) -> list[str]:
     """The harness's OUT lines: every output of every bundled vector, as raw words."""
     return [line.strip() for line in console.splitlines() if line.startswith("OUT ")]
