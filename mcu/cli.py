@@ -176,6 +176,14 @@ def _print_sizes(report: dict[str, Any]) -> None:
         print(f"fp32 fallback: {fb['op']}: {fb['reason']}")
 
 
+def _ram_total(cm, fw) -> dict[str, int]:
+    """Main RAM as arena + stack + statics (.data and .bss: harness buffers, the fault stack, libc)."""
+    main_arena = cm.memory.arenas[0].plan.arena_size if cm.memory.arenas and cm.memory.arenas[0].region == "ram" \
+        else 0
+    stack = fw.stack.reserved_bytes
+    return {"total": fw.ram_bytes, "arena": main_arena, "stack": stack, "statics": fw.ram_bytes - main_arena - stack}
+
+
 def cmd_build(args: argparse.Namespace) -> int:
     cm = _compile(args)
     out = args.output or Path("mcu-out") / f"{cm.spec.name}-{cm.board.name}"
@@ -187,6 +195,9 @@ def cmd_build(args: argparse.Namespace) -> int:
         report["uf2"] = str(fw.uf2)
     if fw.sizes is not None:
         report["size_breakdown"] = fw.sizes.as_dict()
+    if getattr(fw, "stack", None) is not None:
+        report["stack"] = fw.stack.to_json()
+        report["ram_total"] = _ram_total(cm, fw)
     if args.memory_svg:
         args.memory_svg.write_text(cm.memory_svg())
         report["memory_svg"] = str(args.memory_svg)
@@ -206,6 +217,11 @@ def cmd_build(args: argparse.Namespace) -> int:
                   f"({', '.join(region.holds)})")
         if fw.sizes is not None:
             print(fw.sizes.table())
+        if "ram_total" in report:
+            t = report["ram_total"]
+            print(f"RAM total {t['total']} B = arena {t['arena']} B + stack {t['stack']} B (worst case "
+                  f"{fw.stack.worst_case_bytes} B + margin {fw.stack.margin_bytes} B) + statics {t['statics']} B; "
+                  f"deepest call chain: {fw.stack.chain()}")
         if args.memory_svg:
             print(f"memory plan drawn to {args.memory_svg}")
         if args.record:
