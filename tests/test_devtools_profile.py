@@ -124,3 +124,18 @@ def test_profile_needs_a_simulated_board(compiled) -> None:
     cm = compiled("small_cnn", "pico2", "int8")
     with pytest.raises(McuError, match="no simulator to profile on"):
         profile_model(cm)
+
+
+def test_bytes_live_per_op_in_the_table_and_the_memory_svg(compiled) -> None:
+    from mcu.devtools.ops import live_bytes_per_step
+
+    cm = compiled("small_cnn", BOARD, "int8")
+    live = live_bytes_per_step(cm.memory, len(cm.graph.ops))
+    plan = cm.memory.arenas[0].plan
+    assert live[0] == sum(b.size for b in plan.buffers if b.first_use == 0)  # input and first output
+    assert max(live) == cm.memory.lower_bound  # the live-set bound is the largest step
+    assert [op.live_bytes for op in op_table(cm.graph, cm.memory, cm.library)] == \
+        [live[s.index] for s in cm.library.view.steps]
+    svg = cm.memory_svg()
+    listed = re.search(r'class="live-bytes".*?<title>bytes live per step: ([\d, ]+)</title>', svg).group(1)
+    assert [int(v) for v in listed.split(", ")] == live
