@@ -394,7 +394,7 @@ def _devtools_command(name: str) -> Any:
     return lambda args: DEVTOOLS[name](args, _compile)
 
 
-COMMANDS.update({name: _devtools_command(name) for name in ("profile",)})
+COMMANDS.update({name: _devtools_command(name) for name in ("profile", "debug")})
 
 
 def main(argv: Sequence[str] | None = None) -> int:

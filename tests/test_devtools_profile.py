@@ -45,6 +45,7 @@ def test_profile_refuses_a_trace_of_another_compile(compiled) -> None:
 def _strip_hooks(text: str) -> str:
     return "\n".join(line for line in text.splitlines()
                      if "MCU_TRACE_OP_BEGIN" not in line and "MCU_TRACE_OP_END" not in line
+                     and "MCU_TRACE_OP_OUTPUT" not in line
                      and '#include "mcu/trace.h"' not in line) + "\n"
 
 

@@ -57,13 +57,17 @@ class TraceRun:
         return [TraceEvent(**e) for e in d["events"]]
 
 
-def build_traced(cm: Any, out_dir: Path | None = None) -> Any:
-    """The model's firmware with the event tracer compiled in (mcu.toolchain.Firmware)."""
+def build_traced(cm: Any, out_dir: Path | None = None, defines: dict[str, Any] | None = None) -> Any:
+    """The model's firmware with the event tracer compiled in (mcu.toolchain.Firmware); ``defines``: instead
+    of ``MCU_TRACE`` alone (``mcu debug`` adds the output dump)."""
     from mcu.toolchain import build_firmware
 
     files = cm.firmware_sources()
+    defines = dict(defines) if defines is not None else {TRACE_DEFINE: None}
     if out_dir is None:
-        digest = hashlib.sha256("".join(f"{k}\0{v}" for k, v in sorted(files.items())).encode()).hexdigest()
+        flavour = "".join(f"{k}={v};" for k, v in sorted(defines.items()))
+        digest = hashlib.sha256("".join(f"{k}\0{v}" for k, v in sorted(files.items())).encode()
+                                + flavour.encode()).hexdigest()
         out_dir = cache_dir() / "firmware-trace" / cm.board.name / f"{cm.library.prefix}-{digest[:20]}"
     src_dir = Path(out_dir) / "src"
     src_dir.mkdir(parents=True, exist_ok=True)
@@ -77,7 +81,7 @@ def build_traced(cm: Any, out_dir: Path | None = None) -> Any:
     sources += [rt / s for s in cm.library.runtime_sources]
     sources.append(rt / TRACE_SOURCE)
     includes = [src_dir, rt / "include", *map(Path, cm.library.include_dirs)]
-    return build_firmware(cm.board, sources, includes, Path(out_dir), defines={TRACE_DEFINE: None})
+    return build_firmware(cm.board, sources, includes, Path(out_dir), defines=defines)
 
 
 def parse_trace_lines(console: str) -> list[tuple[int, int]]:

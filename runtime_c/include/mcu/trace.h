@@ -32,6 +32,19 @@ uint32_t mcu_trace_op_begin(uint32_t handle);
 /** End of op `handle`: reports the cycles since `begin_cycles` on the console. */
 void mcu_trace_op_end(uint32_t handle, uint32_t begin_cycles);
 
+/**
+ * After op `handle` (debug builds, `MCU_TRACE_DUMP`): prints its output as
+ * `TENSOR <handle> <hex words>` so the host can compare it with the Python
+ * reference op by op (`mcu debug`). `output` points into the arena.
+ */
+void mcu_trace_op_output(uint32_t handle, void *output, uint32_t nbytes);
+
+#ifdef MCU_TRACE_DUMP
+#define MCU_TRACE_OP_OUTPUT(handle, output, nbytes) mcu_trace_op_output((handle), (output), (nbytes))
+#else
+#define MCU_TRACE_OP_OUTPUT(handle, output, nbytes) ((void)0)
+#endif
+
 #ifdef MCU_TRACE
 #define MCU_TRACE_OP_BEGIN(handle) const uint32_t mcu_trace_t0 = mcu_trace_op_begin(handle)
 #define MCU_TRACE_OP_END(handle) mcu_trace_op_end((handle), mcu_trace_t0)
