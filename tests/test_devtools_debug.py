@@ -1,4 +1,5 @@
-"""`mcu debug` (issue 14, point 2, device part): the debug firmware's every op equals the integer reference,
+"""`mcu debug` (issue 14, point 2): the debug firmware's every op equals the integer reference, the int8
+reference tracks eager fp32 per op (SQNR),
 and a build with one op's output deliberately corrupted (the test-only MCU_TRACE_TEST_PERTURB flag) is
 caught at that op, with its source line."""
 
@@ -21,6 +22,9 @@ def test_every_op_on_the_device_equals_the_reference(compiled, name: str) -> Non
     assert report.first_departure is None
     assert all(r.differing == 0 and r.elements > 0 for r in report.rows)
     assert "every op equals the reference" in report.table()
+    # Every op has its fp32 counterpart (batch norm and activations followed through), and int8 tracks it:
+    # a misaligned pair would score near 0 dB.
+    assert all(r.sqnr_db is not None and r.sqnr_db > 20.0 for r in report.rows)
 
 
 @requires_qemu

@@ -17,6 +17,8 @@ import numpy as np
 
 from mcu.errors import McuError
 from mcu.ir import NUMPY_DTYPES, Graph, Tensor
+from mcu.layouts import from_memory_order
+from mcu.quant import reference as qref
 from mcu.reference_interp import FLOAT_MOVES, INT8_OPS
 
 DUMP_DEFINE = "MCU_TRACE_DUMP"
@@ -33,6 +35,8 @@ class OpDiff:
     elements: int
     differing: int  # elements where the device and the reference differ
     max_abs_diff: float
+    sqnr_db: float | None = None  # int8 reference (dequantized) against eager fp32; None: no fp32 counterpart
+    max_abs_error: float | None = None  # of the int8 reference against fp32, in real units
 
 
 @dataclass
@@ -45,11 +49,15 @@ class DebugReport:
         return next((r for r in self.rows if r.differing), None)
 
     def table(self) -> str:
-        head = f"{'handle':>6}  {'op':<20} {'kernel':<32} {'elements':>9} {'differ':>7} {'max|d|':>7}  source"
-        lines = [f"debug: {self.title}, device vs integer reference, first test vector", head, "-" * len(head)]
+        head = (f"{'handle':>6}  {'op':<20} {'kernel':<32} {'elements':>9} {'differ':>7} {'max|d|':>7} "
+                f"{'SQNR dB':>8} {'max|err|':>9}  source")
+        lines = [f"debug: {self.title}, first test vector: device vs integer reference (differ, max|d|, in "
+                 "int8 steps); integer reference vs eager fp32 (SQNR, max|err|)", head, "-" * len(head)]
         for r in self.rows:
+            sqnr = f"{r.sqnr_db:8.1f}" if r.sqnr_db is not None else f"{'-':>8}"
+            err = f"{r.max_abs_error:9.4f}" if r.max_abs_error is not None else f"{'-':>9}"
             lines.append(f"{r.handle:>6}  {r.name[:20]:<20} {r.kernel[:32]:<32} {r.elements:>9,} {r.differing:>7,} "
-                         f"{r.max_abs_diff:>7g}  {r.source}")
+                         f"{r.max_abs_diff:>7g} {sqnr} {err}  {r.source}")
         first = self.first_departure
         lines.append("-" * len(head))
         lines.append("every op equals the reference" if first is None else
@@ -104,6 +112,61 @@ def device_per_op(console: str, graph: Graph, handles: list[int]) -> dict[int, n
     return found
 
 
+# Float nodes that int8 lowering folds into the op before them (batch norm, its getitem, fused activations).
+_FOLDED = ("_native_batch_norm_legit_no_training", "getitem", "relu", "hardtanh", "clamp", "relu6")
+
+
+def fp32_per_op(cm: Any, inputs: tuple) -> dict[int, np.ndarray]:
+    """Eager fp32 value (logical shape) of every lowered op that has a node of the same name in the float
+    program, following the chain of nodes the lowering folded into it (batch norm, activations)."""
+    import torch
+
+    from mcu.capture import capture
+    from mcu.edge import to_edge
+
+    ep = to_edge(capture(cm.spec.model, cm.spec.example_inputs))
+    gm = ep.module()
+    values: dict[str, Any] = {}
+
+    class _Keep(torch.fx.Interpreter):
+        def run_node(self, n: Any) -> Any:
+            out = super().run_node(n)
+            values[n.name] = out
+            return out
+
+    with torch.no_grad():
+        _Keep(gm).run(*inputs)
+    nodes = {n.name: n for n in gm.graph.nodes}
+    lowered_names = {op.name for op in cm.graph.ops}
+    found: dict[int, np.ndarray] = {}
+    for handle, op in enumerate(cm.graph.ops):
+        node = nodes.get(op.name)
+        if node is None or op.attrs.get("alias"):
+            continue
+        while True:
+            users = list(node.users)
+            if len(users) != 1 or users[0].name in lowered_names or users[0].op != "call_function":
+                break
+            nxt = users[0]
+            kind = getattr(nxt.target, "__name__", str(nxt.target)).split(".")[0]
+            if kind not in _FOLDED:
+                break
+            node = nxt
+        value = values[node.name]
+        if isinstance(value, (tuple, list)):
+            value = value[0]
+        if isinstance(value, torch.Tensor) and tuple(value.shape) == tuple(op.outputs[0].shape):
+            found[handle] = value.detach().float().numpy()
+    return found
+
+
+def _sqnr(signal: np.ndarray, approx: np.ndarray) -> tuple[float, float]:
+    noise = signal.astype(np.float64) - approx.astype(np.float64)
+    power, noise_power = float(np.sum(signal.astype(np.float64) ** 2)), float(np.sum(noise ** 2))
+    sqnr = float("inf") if noise_power == 0.0 else 10.0 * np.log10(max(power, 1e-30) / noise_power)
+    return sqnr, float(np.max(np.abs(noise), initial=0.0))
+
+
 def debug_model(cm: Any, perturb_handle: int | None = None, timeout_s: float = 600.0) -> DebugReport:
     """Build and run the debug firmware; ``perturb_handle`` (tests only) corrupts that op's output."""
     from mcu.devtools.ops import op_table
@@ -124,10 +187,17 @@ def debug_model(cm: Any, perturb_handle: int | None = None, timeout_s: float = 6
     handles = [op.handle for op in ops]
     device = device_per_op(result.console, cm.graph, handles)
     reference = reference_per_op(cm.graph, cm.encode_inputs(cm.spec.test_inputs[0]))
+    floats = fp32_per_op(cm, tuple(cm.spec.test_inputs[0]))
     rows = []
     for op in ops:
         d, r = device[op.handle], reference[op.handle]
         diff = np.abs(d.astype(np.float64) - r.astype(np.float64))
+        sqnr = err = None
+        t = cm.graph.ops[op.handle].outputs[0]
+        if op.handle in floats and t.quant is not None and t.quant.per_tensor:
+            real = qref.dequantize_s8_f32(r.astype(np.int8), scale=t.quant.scale[0], zero_point=t.quant.zero_point[0])
+            sqnr, err = _sqnr(floats[op.handle], from_memory_order(real, t))
         rows.append(OpDiff(handle=op.handle, name=op.name, kernel=op.kernel, source=op.source, elements=int(r.size),
-                           differing=int(np.count_nonzero(diff)), max_abs_diff=float(diff.max(initial=0.0))))
+                           differing=int(np.count_nonzero(diff)), max_abs_diff=float(diff.max(initial=0.0)),
+                           sqnr_db=sqnr, max_abs_error=err))
     return DebugReport(title=f"{cm.spec.name} {cm.quantize} on {cm.board.name}", rows=rows)
