@@ -55,6 +55,7 @@ class FirmwareBuild:
     uf2: Path | None = None  # the flashable image, for boards deployed as UF2 (pico2)
     region_bytes: dict[str, int] = field(default_factory=dict)  # bytes used per memory region
     sizes: SizeReport | None = None  # flash and RAM by category, from the linker map
+    stack: Any = None  # mcu.stack.StackReport: the worst-case stack the linker script reserves
 
 
 @dataclass
@@ -244,13 +245,14 @@ class CompiledModel:
         sources += [rt / "kernels" / s for s in self.library.kernel_sources]
         sources += [rt / s for s in self.library.runtime_sources]
         includes = [src_dir, rt / "include", *map(Path, self.library.include_dirs)]
-        fw = build_firmware(self.board, sources, includes, Path(out_dir))
+        # The stack is bounded from the code (mcu/stack.py) and reserved exactly, plus a margin.
+        fw = build_firmware(self.board, sources, includes, Path(out_dir), stack_usage=True)
         self._check_board_limits(fw)
         sizes = size_report(fw.map_path, fw.elf, self.library.prefix, self.library.kernel_sources,
                             fw.flash_bytes, fw.ram_bytes)
         return FirmwareBuild(board=self.board, elf=fw.elf, source_dir=src_dir, flash_bytes=fw.flash_bytes,
                              ram_bytes=fw.ram_bytes, sections=dict(fw.sections), uf2=fw.uf2,
-                             region_bytes=dict(fw.region_bytes), sizes=sizes)
+                             region_bytes=dict(fw.region_bytes), sizes=sizes, stack=fw.stack)
 
     def memory_svg(self) -> str:
         """The memory plan drawn as SVG (steps across, arena offsets up, one box per buffer)."""

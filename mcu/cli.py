@@ -65,6 +65,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", type=Path, help="output folder (default: mcu-out/<model>-<board>)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--memory-svg", type=Path, metavar="FILE", help="draw the memory plan to an SVG file")
+    p.add_argument("--record", type=Path, metavar="FILE",
+                   help="save the compile record (exported program, every op's debug handle, source line, "
+                        "kernel, shapes, quantization, memory plan, sizes) for `mcu profile`/`mcu debug` later")
 
     p = sub.add_parser("run", help="build and run on the board's simulator against the bundled vectors",
                        description="Build the firmware, run it on the board's simulator with the bundled test "
@@ -113,6 +116,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the workflow's command that installs mcu (default: python -m pip install mcu)")
     _add_eval_parser(sub)
     _add_device_parsers(sub)
+    from mcu.devtools.cli import add_parsers as add_devtools_parsers
+
+    add_devtools_parsers(sub, _add_model_args)
     return parser
 
 
@@ -246,6 +252,14 @@ def _print_sizes(report: dict[str, Any]) -> None:
         print(f"fp32 fallback: {fb['op']}: {fb['reason']}")
 
 
+def _ram_total(cm, fw) -> dict[str, int]:
+    """Main RAM as arena + stack + statics (.data and .bss: harness buffers, the fault stack, libc)."""
+    main_arena = cm.memory.arenas[0].plan.arena_size if cm.memory.arenas and cm.memory.arenas[0].region == "ram" \
+        else 0
+    stack = fw.stack.reserved_bytes
+    return {"total": fw.ram_bytes, "arena": main_arena, "stack": stack, "statics": fw.ram_bytes - main_arena - stack}
+
+
 def cmd_build(args: argparse.Namespace) -> int:
     from mcu.outputs import build_lock
 
@@ -269,9 +283,16 @@ def _build_report(args: argparse.Namespace, cm: Any, fw: Any) -> int:
         report["uf2"] = str(fw.uf2)
     if fw.sizes is not None:
         report["size_breakdown"] = fw.sizes.as_dict()
+    if getattr(fw, "stack", None) is not None:
+        report["stack"] = fw.stack.to_json()
+        report["ram_total"] = _ram_total(cm, fw)
     if args.memory_svg:
         args.memory_svg.write_text(cm.memory_svg())
         report["memory_svg"] = str(args.memory_svg)
+    if args.record:
+        from mcu.devtools.record import write_record
+
+        report["record"] = str(write_record(cm, args.record, fw))
     if args.json:
         _print_json(report)
     else:
@@ -285,8 +306,15 @@ def _build_report(args: argparse.Namespace, cm: Any, fw: Any) -> int:
                   f"({', '.join(region.holds)})")
         if fw.sizes is not None:
             print(fw.sizes.table())
+        if "ram_total" in report:
+            t = report["ram_total"]
+            print(f"RAM total {t['total']} B = arena {t['arena']} B + stack {t['stack']} B (worst case "
+                  f"{fw.stack.worst_case_bytes} B + margin {fw.stack.margin_bytes} B) + statics {t['statics']} B; "
+                  f"deepest call chain: {fw.stack.chain()}")
         if args.memory_svg:
             print(f"memory plan drawn to {args.memory_svg}")
+        if args.record:
+            print(f"compile record written to {args.record}")
     return 0
 
 
@@ -523,6 +551,15 @@ def _reporter(args: argparse.Namespace) -> Reporter:
 COMMANDS = {"ci": cmd_ci, "boards": cmd_boards, "build": cmd_build, "run": cmd_run, "export": cmd_export, "ops": cmd_ops,
             "eval": cmd_eval,
             "flash": cmd_flash, "monitor": cmd_monitor}
+
+
+def _devtools_command(name: str) -> Any:
+    from mcu.devtools.cli import COMMANDS as DEVTOOLS
+
+    return lambda args: DEVTOOLS[name](args, _compile)
+
+
+COMMANDS.update({name: _devtools_command(name) for name in ("profile", "debug")})
 
 
 def main(argv: Sequence[str] | None = None) -> int:

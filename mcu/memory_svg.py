@@ -63,6 +63,13 @@ def plan_svg(plan: Plan, title: str, step_names: list[str] | None = None, width:
                      f'stroke-dasharray="6 3"/>')
         parts.append(f'<text x="{left + pw - 4}" y="{y(value) - 4:.1f}" text-anchor="end" fill="{color}">'
                      f'{label} {value} B</text>')
+    # Bytes live at each step (every buffer whose lifetime covers it), as a step line: the height the
+    # arena would need at that op if buffers could move.
+    live = [sum(b.size for b in plan.buffers if b.first_use <= s <= b.last_use) for s in range(steps)]
+    points = " ".join(f"{left + s * sx:.1f},{y(v):.1f} {left + (s + 1) * sx:.1f},{y(v):.1f}"
+                      for s, v in enumerate(live))
+    parts.append(f'<polyline class="live-bytes" points="{points}" fill="none" stroke="#222" stroke-width="1.5">'
+                 f'<title>bytes live per step: {", ".join(str(v) for v in live)}</title></polyline>')
     parts.append(f'<text x="{left + pw / 2}" y="{height - 6}" text-anchor="middle">execution step</text>')
     parts.append(f'<text x="14" y="{upper + ph / 2}" transform="rotate(-90 14 {upper + ph / 2})" '
                  f'text-anchor="middle">arena offset (bytes)</text>')

@@ -29,6 +29,7 @@ from mcu.boards import Board
 from mcu.boot2 import seal_boot2
 from mcu.elf import STB_GLOBAL, STB_WEAK, STT_FUNC, ElfFile, read_elf
 from mcu.errors import McuError
+from mcu.stack import StackReport, analyze as analyze_stack
 from mcu.uf2 import write_uf2
 
 CROSS_GCC = "arm-none-eabi-gcc"
@@ -74,6 +75,8 @@ class Firmware:
     # "ram", and extra regions such as the AN547's "qspi" that holds .rodata).
     region_bytes: dict[str, int] = field(default_factory=dict)
     uf2: Path | None = None  # written next to the ELF for boards flashed as UF2 (deploy.method = "uf2")
+    # The worst-case stack the linker script reserves (builds with stack_usage=True; see mcu/stack.py).
+    stack: StackReport | None = None
 
 
 def _executable(path: Path) -> bool:
@@ -161,7 +164,8 @@ def compile_flags(
     return flags
 
 
-def render_linker_script(board: Board) -> str:
+def render_linker_script(board: Board, stack_bytes: int | None = None) -> str:
+    """``stack_bytes``: the stack to reserve (default: the board's fixed ``stack_bytes``)."""
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(paths.ports_dir())),
         undefined=jinja2.StrictUndefined,
@@ -175,7 +179,7 @@ def render_linker_script(board: Board) -> str:
         ram_length=board.ram.length,
         extra_regions=board.extra_regions,
         rodata_region=board.region_for("rodata").linker_name,
-        stack_bytes=board.stack_bytes,
+        stack_bytes=board.stack_bytes if stack_bytes is None else stack_bytes,
     )
 
 
@@ -263,7 +267,20 @@ def _link_error(board: Board, name: str, output: str) -> McuError:
     return McuError(f"linking {name} for {board.name} failed:\n{output}", hint=hint)
 
 
-def _firmware_from_elf(board: Board, elf_path: Path, map_path: Path, uf2_path: Path | None) -> Firmware:
+def find_cross_objdump(gcc: Path) -> Path:
+    """The objdump of the same toolchain as ``gcc``."""
+    if gcc.name.endswith("gcc"):
+        sibling = gcc.with_name(gcc.name[:-3] + "objdump")
+        if _executable(sibling):
+            return sibling
+    found = shutil.which("arm-none-eabi-objdump")
+    if found is None:
+        raise McuError("arm-none-eabi-objdump not found (the stack analysis needs it)", hint=CROSS_INSTALL_HINT)
+    return Path(found)
+
+
+def _firmware_from_elf(board: Board, elf_path: Path, map_path: Path, uf2_path: Path | None,
+                       stack_path: Path | None = None) -> Firmware:
     elf: ElfFile = read_elf(elf_path)
     alloc = [s for s in elf.sections if s.alloc]
     flash_bytes = sum(seg.filesz for seg in elf.load_segments() if board.flash.contains(seg.paddr))
@@ -285,6 +302,7 @@ def _firmware_from_elf(board: Board, elf_path: Path, map_path: Path, uf2_path: P
         symbols=symbols,
         region_bytes=region_bytes,
         uf2=uf2_path,
+        stack=StackReport.from_json(json.loads(stack_path.read_text())) if stack_path is not None else None,
     )
 
 
@@ -295,8 +313,13 @@ def build_firmware(
     out_dir: Path,
     name: str = "firmware",
     defines: Defines | None = None,
+    stack_usage: bool = False,
 ) -> Firmware:
     """Compile ``sources`` with the board's port and runtime basics into ``out_dir/<name>.elf``.
+
+    ``stack_usage``: compile with ``-fstack-usage``, bound the worst-case stack over the call graph
+    (mcu/stack.py; an indirect call or recursion is refused) and reserve that plus a margin instead of
+    the board's fixed ``stack_bytes``.
 
     Safe to call concurrently for the same ``out_dir``: each build works in a
     private temporary folder and moves finished files into place atomically.
@@ -314,6 +337,8 @@ def build_firmware(
             all_sources.append(src)
 
     cflags = compile_flags(board, [Path(d).resolve() for d in include_dirs], defines)
+    if stack_usage:
+        cflags.append("-fstack-usage")  # writes <object>.su; the generated code is the same
     script = render_linker_script(board)
     ldflags = [*board.cpu_flags, NEWLIB_SPECS, "-nostartfiles", "-Wl,--gc-sections"]
 
@@ -323,12 +348,13 @@ def build_firmware(
     stamp_path = out_dir / f"{name}.stamp.json"
     # Boards flashed over USB mass storage get the UF2 image next to the ELF.
     uf2_path = out_dir / f"{name}.uf2" if board.deploy_method == "uf2" else None
-    outputs = (elf_path, map_path) if uf2_path is None else (elf_path, map_path, uf2_path)
+    stack_path = out_dir / f"{name}.stack.json" if stack_usage else None
+    outputs = tuple(p for p in (elf_path, map_path, uf2_path, stack_path) if p is not None)
     key = _stamp_key(gcc, all_sources, cflags, ldflags, script + f"\nuf2={board.uf2_family}")
     if _stamp_valid(stamp_path, key, outputs):
         progress.note("compile", "up to date")
         progress.note("link", "up to date")
-        return _firmware_from_elf(board, elf_path, map_path, uf2_path)
+        return _firmware_from_elf(board, elf_path, map_path, uf2_path, stack_path)
 
     work = Path(tempfile.mkdtemp(prefix=f".{name}-build-", dir=out_dir))
     try:
@@ -358,6 +384,15 @@ def build_firmware(
             proc = subprocess.run(link, capture_output=True, text=True)
         if proc.returncode != 0:
             raise _link_error(board, name, (proc.stderr + proc.stdout).strip())
+        if stack_path is not None:
+            # Bound the stack on the image linked with the fixed stack, then link again reserving only
+            # that (the code is the same: only __stack_size__ and the symbols after it move).
+            stack = analyze_stack(tmp_elf, sorted(work.glob("*.su")), find_cross_objdump(gcc))
+            tmp_ld.write_text(render_linker_script(board, stack.reserved_bytes))
+            proc = subprocess.run(link, capture_output=True, text=True)
+            if proc.returncode != 0:
+                raise _link_error(board, name, (proc.stderr + proc.stdout).strip())
+            stack.save(work / stack_path.name)
 
         deps: dict[str, str] = {}
         for obj in objects:
@@ -373,12 +408,14 @@ def build_firmware(
         os.replace(tmp_ld, ld_path)
         os.replace(tmp_map, map_path)
         os.replace(tmp_elf, elf_path)
+        if stack_path is not None:
+            os.replace(work / stack_path.name, stack_path)
         # Written last: a stamp never vouches for outputs that are not in place.
         _atomic_write(stamp_path, json.dumps({"key": key, "deps": deps}, indent=1))
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
-    return _firmware_from_elf(board, elf_path, map_path, uf2_path)
+    return _firmware_from_elf(board, elf_path, map_path, uf2_path, stack_path)
 
 
 # --- Linux boards (kind = "linux"): the harness as a hosted executable ------------------------------------

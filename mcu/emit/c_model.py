@@ -85,6 +85,8 @@ class StepView:
     name: str
     call: KernelCall
     params_c: str
+    output_ref: str = ""  # the op's first output in the arena (C expression), for the tracer's dump hook
+    output_nbytes: int = 0
 
 
 @dataclass
@@ -218,7 +220,9 @@ def build_view(graph: Graph, memory: MemoryPlan, quantize: str) -> ModelView:
         headers += [h for h in call.headers if h not in headers]
         include_dirs += [d for d in call.include_dirs if d not in include_dirs]
         params_c = c_initializer(call.params) if call.params is not None else ""
-        steps.append(StepView(index=i, name=op.name, call=call, params_c=params_c))
+        out = op.outputs[0]
+        steps.append(StepView(index=i, name=op.name, call=call, params_c=params_c,
+                              output_ref="" if out.is_constant else tensor_ref(out), output_nbytes=out.nbytes))
 
     inputs = [_io_view("input", i, t, memory.offset(t), arena_var(memory.arena_index(t)))
               for i, t in enumerate(graph.inputs)]

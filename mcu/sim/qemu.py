@@ -14,7 +14,7 @@ import os
 import shutil
 import subprocess
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from mcu import paths
@@ -28,6 +28,9 @@ QEMU_INSTALL_HINT = "install it with: sudo apt-get install --no-install-recommen
 QEMU_ENV = "MCU_QEMU"
 BEGIN_MARKER = "mcu_bench_begin"
 END_MARKER = "mcu_bench_end"
+# The event tracer's per-op hooks (runtime_c/include/mcu/trace.h), present only in MCU_TRACE builds.
+TRACE_BEGIN_MARKER = "mcu_trace_op_begin"
+TRACE_END_MARKER = "mcu_trace_op_end"
 # Fault handlers exit with this plus the exception number (HardFault -> 131);
 # see MCU_EXIT_FAULT_BASE in ports/cortex-m/mcu_cortex_m.h.
 FAULT_EXIT_BASE = 128
@@ -40,6 +43,8 @@ class SimResult:
     exit_code: int
     console: str  # everything the firmware wrote to its UART
     instructions: list[int]  # one count per mcu_bench_begin/end pair, in order
+    # One count per mcu_trace_op_begin/end pair, in order (profiling builds only; empty otherwise).
+    trace_instructions: list[int] = field(default_factory=list)
 
     @property
     def faulted(self) -> bool:
@@ -94,13 +99,19 @@ def _qemu_opt(value: str) -> str:
     return value.replace(",", ",,")
 
 
-def _marker_args(elf: Path) -> list[str]:
+def _marker_args(elf: Path, trace_out: Path) -> list[str]:
     image = read_elf(elf)
-    begin, end = image.symbol(BEGIN_MARKER), image.symbol(END_MARKER)
-    if begin is None or end is None:
-        # --gc-sections drops markers the firmware never calls: nothing to measure.
-        return []
-    return [f"begin={begin.value & ~1:#x}", f"end={end.value & ~1:#x}"]
+    args: list[str] = []
+    for prefix, begin_name, end_name in (("", BEGIN_MARKER, END_MARKER),
+                                         ("trace_", TRACE_BEGIN_MARKER, TRACE_END_MARKER)):
+        begin, end = image.symbol(begin_name), image.symbol(end_name)
+        if begin is None or end is None:
+            # --gc-sections drops markers the firmware never calls: nothing to measure.
+            continue
+        args += [f"{prefix}begin={begin.value & ~1:#x}", f"{prefix}end={end.value & ~1:#x}"]
+        if prefix:
+            args.append(f"trace_out={_qemu_opt(str(trace_out))}")
+    return args
 
 
 def _tail(text: str, lines: int = 20) -> str:
@@ -120,8 +131,9 @@ def run_qemu(board: Board, elf: Path, timeout_s: float = 300) -> SimResult:
 
     with tempfile.TemporaryDirectory(prefix="mcu-qemu-") as tmp:
         counts_path = Path(tmp) / "instructions.txt"
+        trace_path = Path(tmp) / "trace.txt"
         plugin_opt = ",".join(
-            [_qemu_opt(str(plugin)), *_marker_args(elf), f"out={_qemu_opt(str(counts_path))}"]
+            [_qemu_opt(str(plugin)), *_marker_args(elf, trace_path), f"out={_qemu_opt(str(counts_path))}"]
         )
         cmd = [
             str(qemu), "-M", board.qemu_machine, "-nographic", "-monitor", "none",
@@ -158,9 +170,11 @@ def run_qemu(board: Board, elf: Path, timeout_s: float = 300) -> SimResult:
                 hint="the firmware locked up" if "Lockup" in stderr else None,
             )
         counts_text = counts_path.read_text() if counts_path.exists() else ""
+        trace_text = trace_path.read_text() if trace_path.exists() else ""
 
     return SimResult(
         exit_code=proc.returncode,
         console=console,
         instructions=[int(line) for line in counts_text.split()],
+        trace_instructions=[int(line) for line in trace_text.split()],
     )

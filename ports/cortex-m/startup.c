@@ -76,6 +76,10 @@ __attribute__((section(".vectors"), used)) const struct mcu_cm_vector_table mcu_
  * sign that the stack ran into the data below it. */
 #define MCU_STACK_CANARY 0xC0DEFA11u
 #define MCU_STACK_CANARY_WORDS 8u
+/* Stack-measuring builds (-DMCU_STACK_PAINT, mcu.stack's check in QEMU) fill
+ * the free stack with this word at reset and print "STACK <bytes>", the
+ * high-water mark, after main returns. */
+#define MCU_STACK_PAINT_WORD 0x57AC57ACu
 
 #define MCU_SHCSR_MEMFAULTENA (1u << 16)
 #define MCU_SHCSR_BUSFAULTENA (1u << 17)
@@ -121,10 +125,27 @@ void Reset_Handler(void)
     for (uint32_t i = 0; i < MCU_STACK_CANARY_WORDS; i++) {
         canary[i] = MCU_STACK_CANARY;
     }
+#ifdef MCU_STACK_PAINT
+    uint32_t *sp_now;
+    __asm__ volatile("mov %0, sp" : "=r"(sp_now));
+    /* Everything below the current sp is free: nothing runs but this. */
+    for (uint32_t *w = canary + MCU_STACK_CANARY_WORDS; w < sp_now; w++) {
+        *w = MCU_STACK_PAINT_WORD;
+    }
+#endif
 
     mcu_cm_cycles_enable();
     mcu_platform_init();
     int ret = main();
+#ifdef MCU_STACK_PAINT
+    const uint32_t *lowest = canary + MCU_STACK_CANARY_WORDS;
+    while (lowest < &__stack_top__ && *lowest == MCU_STACK_PAINT_WORD) {
+        lowest++;
+    }
+    mcu_log_str("STACK ");
+    mcu_log_u32((uint32_t)((uintptr_t)&__stack_top__ - (uintptr_t)lowest));
+    mcu_log_newline();
+#endif
 
     for (uint32_t i = 0; i < MCU_STACK_CANARY_WORDS; i++) {
         if (canary[i] != MCU_STACK_CANARY) {

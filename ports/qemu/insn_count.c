@@ -2,6 +2,7 @@
  * QEMU TCG plugin: exact guest instruction counts between benchmark markers.
  *
  *   qemu-system-arm ... -plugin insn_count.so,begin=0x...,end=0x...,out=FILE
+ *                                 [,trace_begin=0x...,trace_end=0x...,trace_out=FILE2]
  *
  * Every executed guest instruction adds 1 to a counter (inline, no helper
  * call). The first instruction of mcu_bench_begin snapshots the counter; the
@@ -9,6 +10,10 @@
  * decimal line, flushed immediately so the figure survives however QEMU
  * exits (semihosting exit, timeout kill). Counts are exact and identical run
  * to run: they depend only on the guest's control flow, not on host timing.
+ *
+ * The optional trace pair measures a second, nested set of regions the same
+ * way: the event tracer's mcu_trace_op_begin/end around every op of a
+ * profiling build (runtime_c/include/mcu/trace.h), one line per op in FILE2.
  *
  * Built by mcu.sim.qemu.build_plugin() with the host compiler:
  *   cc -shared -fPIC -O2 -o insn_count.so insn_count.c
@@ -84,33 +89,40 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
  * exact; the inline add is not atomic across vCPUs (see qemu-plugin.h).
  * ------------------------------------------------------------------------- */
 static uint64_t insn_count;
-static uint64_t begin_count;
-static bool in_region;
-static bool have_begin;
-static bool have_end;
-static uint64_t begin_addr;
-static uint64_t end_addr;
-static FILE *out;
+
+/* One measured kind of region: counts from its begin marker to its end marker. */
+typedef struct region {
+    bool have_begin;
+    bool have_end;
+    bool in_region;
+    uint64_t begin_addr;
+    uint64_t end_addr;
+    uint64_t begin_count;
+    FILE *out;
+} region;
+
+enum { REGION_BENCH, REGION_TRACE, REGION_COUNT };
+static region regions[REGION_COUNT];
 
 static void on_begin(unsigned int vcpu_index, void *userdata)
 {
     (void)vcpu_index;
-    (void)userdata;
-    begin_count = insn_count;
-    in_region = true;
+    region *r = (region *)userdata;
+    r->begin_count = insn_count;
+    r->in_region = true;
 }
 
 static void on_end(unsigned int vcpu_index, void *userdata)
 {
     (void)vcpu_index;
-    (void)userdata;
-    if (!in_region) {
+    region *r = (region *)userdata;
+    if (!r->in_region) {
         return; /* an end without a begin measures nothing */
     }
-    in_region = false;
-    if (out != NULL) {
-        fprintf(out, "%" PRIu64 "\n", insn_count - begin_count);
-        fflush(out);
+    r->in_region = false;
+    if (r->out != NULL) {
+        fprintf(r->out, "%" PRIu64 "\n", insn_count - r->begin_count);
+        fflush(r->out);
     }
 }
 
@@ -123,11 +135,14 @@ static void on_tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
         qemu_plugin_register_vcpu_insn_exec_inline(insn, QEMU_PLUGIN_INLINE_ADD_U64, &insn_count,
                                                    1);
         uint64_t vaddr = qemu_plugin_insn_vaddr(insn);
-        if (have_begin && vaddr == begin_addr) {
-            qemu_plugin_register_vcpu_insn_exec_cb(insn, on_begin, QEMU_PLUGIN_CB_NO_REGS, NULL);
-        }
-        if (have_end && vaddr == end_addr) {
-            qemu_plugin_register_vcpu_insn_exec_cb(insn, on_end, QEMU_PLUGIN_CB_NO_REGS, NULL);
+        for (int k = 0; k < REGION_COUNT; k++) {
+            region *r = &regions[k];
+            if (r->have_begin && vaddr == r->begin_addr) {
+                qemu_plugin_register_vcpu_insn_exec_cb(insn, on_begin, QEMU_PLUGIN_CB_NO_REGS, r);
+            }
+            if (r->have_end && vaddr == r->end_addr) {
+                qemu_plugin_register_vcpu_insn_exec_cb(insn, on_end, QEMU_PLUGIN_CB_NO_REGS, r);
+            }
         }
     }
 }
@@ -136,9 +151,11 @@ static void on_plugin_exit(qemu_plugin_id_t id, void *userdata)
 {
     (void)id;
     (void)userdata;
-    if (out != NULL) {
-        fclose(out);
-        out = NULL;
+    for (int k = 0; k < REGION_COUNT; k++) {
+        if (regions[k].out != NULL) {
+            fclose(regions[k].out);
+            regions[k].out = NULL;
+        }
     }
 }
 
@@ -155,37 +172,46 @@ static bool parse_addr(const char *s, uint64_t *addr)
     return true;
 }
 
+/* "begin=", "end=" and "out=" set the bench region; the same keys with a
+ * "trace_" prefix set the trace region. */
+static bool parse_region_arg(const char *arg, region *r, const char **out_path)
+{
+    if (strncmp(arg, "begin=", 6) == 0) {
+        r->have_begin = parse_addr(arg + 6, &r->begin_addr);
+        return r->have_begin;
+    }
+    if (strncmp(arg, "end=", 4) == 0) {
+        r->have_end = parse_addr(arg + 4, &r->end_addr);
+        return r->have_end;
+    }
+    if (strncmp(arg, "out=", 4) == 0) {
+        *out_path = arg + 4;
+        return true;
+    }
+    return false;
+}
+
 QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info,
                                            int argc, char **argv)
 {
     (void)info;
-    const char *out_path = NULL;
+    const char *out_paths[REGION_COUNT] = {NULL, NULL};
     for (int i = 0; i < argc; i++) {
         const char *arg = argv[i];
-        if (strncmp(arg, "begin=", 6) == 0) {
-            have_begin = parse_addr(arg + 6, &begin_addr);
-            if (!have_begin) {
-                fprintf(stderr, "insn_count: bad address in '%s'\n", arg);
-                return -1;
-            }
-        } else if (strncmp(arg, "end=", 4) == 0) {
-            have_end = parse_addr(arg + 4, &end_addr);
-            if (!have_end) {
-                fprintf(stderr, "insn_count: bad address in '%s'\n", arg);
-                return -1;
-            }
-        } else if (strncmp(arg, "out=", 4) == 0) {
-            out_path = arg + 4;
-        } else {
-            fprintf(stderr, "insn_count: unknown argument '%s'\n", arg);
+        bool trace = strncmp(arg, "trace_", 6) == 0;
+        int k = trace ? REGION_TRACE : REGION_BENCH;
+        if (!parse_region_arg(trace ? arg + 6 : arg, &regions[k], &out_paths[k])) {
+            fprintf(stderr, "insn_count: bad or unknown argument '%s'\n", arg);
             return -1;
         }
     }
-    if (out_path != NULL) {
-        out = fopen(out_path, "w");
-        if (out == NULL) {
-            fprintf(stderr, "insn_count: cannot open '%s' for writing\n", out_path);
-            return -1;
+    for (int k = 0; k < REGION_COUNT; k++) {
+        if (out_paths[k] != NULL) {
+            regions[k].out = fopen(out_paths[k], "w");
+            if (regions[k].out == NULL) {
+                fprintf(stderr, "insn_count: cannot open '%s' for writing\n", out_paths[k]);
+                return -1;
+            }
         }
     }
     qemu_plugin_register_vcpu_tb_trans_cb(id, on_tb_trans);

@@ -1,0 +1,71 @@
+"""The developer-tool subcommands of ``mcu`` (``mcu profile``, ``mcu debug``); mcu/cli.py adds them to its parser."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any, Callable
+
+
+def add_parsers(sub: Any, add_model_args: Callable[[argparse.ArgumentParser], None]) -> None:
+    p = sub.add_parser("profile", help="cost of every op on the board's simulator, sorted, with source lines",
+                       description="Build a profiling firmware (the event tracer compiled in), run it on the "
+                                   "board's simulator and print one row per op: debug handle, op, kernel, output "
+                                   "shape, MACs, exact instructions, share, instructions per MAC, arena bytes "
+                                   "live and the model's source line, sorted by cost, with totals.")
+    add_model_args(p)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--svg", type=Path, metavar="FILE", help="draw the profile as a bar chart to an SVG file")
+    p.add_argument("--events", type=Path, metavar="FILE",
+                   help="save the tracer's events as JSON (with a compile record, `mcu.devtools.record` "
+                        "redraws this profile without the model file)")
+    p.add_argument("--timeout", type=float, default=600.0, help="simulator timeout in seconds (default 600)")
+    add_debug_parser(sub, add_model_args)
+
+
+def add_debug_parser(sub: Any, add_model_args: Callable[[argparse.ArgumentParser], None]) -> None:
+    p = sub.add_parser("debug", help="compare every op on the board's simulator with the integer reference",
+                       description="Build a debug firmware that prints every op's output, run it on the board's "
+                                   "simulator and compare each op with the Python integer reference on the first "
+                                   "test vector; name the first op that departs, with its source line. Exit 0 "
+                                   "only when every op equals the reference.")
+    add_model_args(p)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--timeout", type=float, default=600.0, help="simulator timeout in seconds (default 600)")
+
+
+def cmd_debug(args: argparse.Namespace, compile_fn: Callable[[argparse.Namespace], Any]) -> int:
+    from dataclasses import asdict
+
+    from mcu.devtools.debug import debug_model
+
+    report = debug_model(compile_fn(args), timeout_s=args.timeout)
+    first = report.first_departure
+    if args.json:
+        print(json.dumps({"title": report.title, "ops": [asdict(r) for r in report.rows],
+                          "first_departure": asdict(first) if first else None}, separators=(",", ":")))
+    else:
+        print(report.table())
+    return 0 if first is None else 1
+
+
+def cmd_profile(args: argparse.Namespace, compile_fn: Callable[[argparse.Namespace], Any]) -> int:
+    from mcu.devtools.profile import events_json, profile_model
+
+    cm = compile_fn(args)
+    profile, run = profile_model(cm, timeout_s=args.timeout)
+    if args.svg:
+        args.svg.write_text(profile.svg())
+    if args.events:
+        args.events.write_text(json.dumps(events_json(profile, run), indent=1))
+    if args.json:
+        print(json.dumps(profile.to_json(), separators=(",", ":")))
+    else:
+        print(profile.table())
+        if args.svg:
+            print(f"bar chart drawn to {args.svg}")
+    return 0
+
+
+COMMANDS = {"profile": cmd_profile, "debug": cmd_debug}

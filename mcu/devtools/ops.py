@@ -1,0 +1,88 @@
+"""The op table: what later tools need to know about every lowered op that runs on the device.
+
+One :class:`OpInfo` per emitted op, keyed by its debug handle (the op's index in the lowered graph, the
+number the generated C passes to the event tracer). It is built from a compiled model, or loaded from a
+compile record without the model (:mod:`mcu.devtools.record`), so a profile or a debug report can be
+explained either way.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from mcu.emit.c_model import GeneratedLibrary
+from mcu.ir import Graph, Op, QuantParams
+from mcu.memory import MemoryPlan
+
+# Ops whose cost is dominated by multiply-accumulates: weight (operand 1) is [out, in/groups, kh, kw] or
+# [out, in], so every output element takes prod(weight.shape[1:]) MACs.
+_WEIGHTED = ("conv2d", "depthwise_conv2d", "linear", "conv1d", "conv_transpose2d")
+
+
+@dataclass(frozen=True)
+class OpInfo:
+    handle: int  # index in the lowered graph; the tracer's event id
+    name: str  # the lowered op's name (the FX node it came from)
+    kind: str  # lowered op kind (conv2d, depthwise_conv2d, ...)
+    kernel: str  # the C function the generated code calls
+    backend: str  # the lowering backend that chose the kernel ("portable" unless an op says otherwise)
+    input_shapes: list[list[int]]
+    output_shapes: list[list[int]]
+    dtype: str  # of the first output
+    macs: int  # multiply-accumulates (0 for ops that do none)
+    source: str  # the user's source line, "model.py:12: `x = self.conv(x)`", or ""
+    live_bytes: int  # arena bytes live while the op runs (every buffer whose lifetime covers it)
+    quant: dict[str, Any] = field(default_factory=dict)  # output quantization: scale, zero_point (int8 ops)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> OpInfo:
+        return cls(**d)
+
+
+def op_macs(op: Op) -> int:
+    if op.kind not in _WEIGHTED or len(op.inputs) < 2:
+        return 0
+    weight = op.inputs[1].shape
+    return math.prod(op.outputs[0].shape) * math.prod(weight[1:])
+
+
+def live_bytes_per_step(memory: MemoryPlan, steps: int) -> list[int]:
+    """Bytes live in all arenas at each step of the op order (tensors and kernel scratch)."""
+    live = [0] * steps
+    for arena in memory.arenas:
+        for b in arena.plan.buffers:
+            for i in range(max(b.first_use, 0), min(b.last_use, steps - 1) + 1):
+                live[i] += b.size
+    return live
+
+
+def _quant(q: QuantParams | None) -> dict[str, Any]:
+    if q is None:
+        return {}
+    return {"scale": [float(s) for s in q.scale], "zero_point": [int(z) for z in q.zero_point], "axis": q.axis}
+
+
+def _source(op: Op) -> str:
+    # op.source reads " at model.py:12: `code`" (the error-message form) or "model.py:12: `code`".
+    return op.source.strip().removeprefix("at ").strip()
+
+
+def op_table(graph: Graph, memory: MemoryPlan, library: GeneratedLibrary) -> list[OpInfo]:
+    """One entry per op the generated C runs (views that alias their input run nothing), in op order."""
+    live = live_bytes_per_step(memory, len(graph.ops))
+    rows = []
+    for step in library.view.steps:
+        op = graph.ops[step.index]
+        rows.append(OpInfo(
+            handle=step.index, name=op.name, kind=op.kind, kernel=step.call.function,
+            backend=str(op.attrs.get("backend", "portable")),
+            input_shapes=[list(t.shape) for t in op.inputs if not t.is_constant],
+            output_shapes=[list(t.shape) for t in op.outputs], dtype=op.outputs[0].dtype,
+            macs=op_macs(op), source=_source(op), live_bytes=live[step.index], quant=_quant(op.outputs[0].quant),
+        ))
+    return rows

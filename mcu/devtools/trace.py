@@ -1,0 +1,132 @@
+"""The host side of the event tracer: build a profiling firmware (``MCU_TRACE``), run it, collect events.
+
+The profiling firmware is the normal firmware (same generated sources, same harness, same bundled
+vectors) compiled with ``-DMCU_TRACE`` and linked with ``runtime_c/src/mcu_trace.c``; the hooks in the
+generated code (see ``runtime_c/include/mcu/trace.h``) then bracket every op. Each op yields one
+:class:`TraceEvent`: its debug handle and cycles from the console line ``TRACE <handle> <cycles>`` and,
+in QEMU, the exact instruction count that the plugin measured between the two hooks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mcu.console import parse_harness
+from mcu.errors import McuError
+from mcu.ir import NUMPY_DTYPES
+from mcu.paths import cache_dir, runtime_dir
+
+TRACE_DEFINE = "MCU_TRACE"
+TRACE_SOURCE = "src/mcu_trace.c"
+_TRACE_LINE = re.compile(r"^TRACE (\d+) (\d+)\s*$")
+
+
+@dataclass(frozen=True)
+class TraceEvent:
+    handle: int  # the op's debug handle
+    instructions: int | None  # exact guest instructions between the hooks (QEMU); None on hardware
+    cycles: int  # DWT cycles between the hooks (0 in QEMU, which does not model DWT)
+
+    @property
+    def cost(self) -> int:
+        return self.instructions if self.instructions is not None else self.cycles
+
+
+@dataclass
+class TraceRun:
+    board: str
+    unit: str  # "instructions" (QEMU) or "cycles" (hardware)
+    events: list[TraceEvent]  # the first inference's ops, in execution order
+    inference_cost: int | None  # the traced firmware's whole first inference (between the bench markers)
+    outputs_raw: list[np.ndarray]  # the first vector's outputs as the traced firmware printed them (memory order)
+    passed: bool
+    console: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"board": self.board, "unit": self.unit, "inference_cost": self.inference_cost,
+                "events": [asdict(e) for e in self.events]}
+
+    @classmethod
+    def events_from_json(cls, d: dict[str, Any]) -> list[TraceEvent]:
+        return [TraceEvent(**e) for e in d["events"]]
+
+
+def build_traced(cm: Any, out_dir: Path | None = None, defines: dict[str, Any] | None = None) -> Any:
+    """The model's firmware with the event tracer compiled in (mcu.toolchain.Firmware); ``defines``: instead
+    of ``MCU_TRACE`` alone (``mcu debug`` adds the output dump)."""
+    from mcu.toolchain import build_firmware
+
+    files = cm.firmware_sources()
+    defines = dict(defines) if defines is not None else {TRACE_DEFINE: None}
+    if out_dir is None:
+        flavour = "".join(f"{k}={v};" for k, v in sorted(defines.items()))
+        digest = hashlib.sha256("".join(f"{k}\0{v}" for k, v in sorted(files.items())).encode()
+                                + flavour.encode()).hexdigest()
+        out_dir = cache_dir() / "firmware-trace" / cm.board.name / f"{cm.library.prefix}-{digest[:20]}"
+    src_dir = Path(out_dir) / "src"
+    src_dir.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        path = src_dir / name
+        if not path.exists() or path.read_text() != text:
+            path.write_text(text)
+    rt = runtime_dir()
+    sources = [src_dir / n for n in files if n.endswith(".c")]
+    sources += [rt / "kernels" / s for s in cm.library.kernel_sources]
+    sources += [rt / s for s in cm.library.runtime_sources]
+    sources.append(rt / TRACE_SOURCE)
+    includes = [src_dir, rt / "include", *map(Path, cm.library.include_dirs)]
+    return build_firmware(cm.board, sources, includes, Path(out_dir), defines=defines)
+
+
+def parse_trace_lines(console: str) -> list[tuple[int, int]]:
+    """(handle, cycles) of every TRACE line, in order."""
+    found = []
+    for line in console.splitlines():
+        if m := _TRACE_LINE.match(line.strip("\r")):
+            found.append((int(m.group(1)), int(m.group(2))))
+    return found
+
+
+def trace_events(console: str, instructions: list[int], ops_per_inference: int) -> list[TraceEvent]:
+    """The first inference's events: console TRACE lines paired in order with the plugin's counts."""
+    lines = parse_trace_lines(console)
+    if len(lines) < ops_per_inference:
+        raise McuError(f"the profiling firmware reported {len(lines)} op events, expected {ops_per_inference} "
+                       "per inference", hint="it may have stopped early; console tail:\n"
+                       + "\n".join(console.strip().splitlines()[-8:]))
+    if instructions and len(instructions) != len(lines):
+        raise McuError(f"the instruction-count plugin measured {len(instructions)} op regions but the firmware "
+                       f"printed {len(lines)} TRACE lines", hint="rebuild the QEMU plugin (ports/qemu/insn_count.c)")
+    return [TraceEvent(handle=h, instructions=instructions[i] if instructions else None, cycles=c)
+            for i, (h, c) in enumerate(lines[:ops_per_inference])]
+
+
+def run_traced(cm: Any, timeout_s: float = 600.0) -> TraceRun:
+    """Build the profiling firmware and run it on the board's simulator."""
+    from mcu.sim.qemu import run_qemu
+
+    if cm.board.sim_kind != "qemu":
+        raise McuError(f"board {cm.board.name} has no simulator to profile on",
+                       hint="profile on a QEMU board (`mcu boards`), or flash the profiling build and read "
+                            "its TRACE lines")
+    fw = build_traced(cm)
+    result = run_qemu(cm.board, fw.elf, timeout_s=timeout_s)
+    report = parse_harness(result.console)
+    steps = len(cm.library.view.steps)
+    events = trace_events(result.console, result.trace_instructions, steps)
+    outputs = []
+    for i, t in enumerate(cm.graph.outputs):
+        if (0, i) not in report.outputs:
+            raise McuError(f"the profiling firmware printed no output {i} (exit status {result.exit_code})",
+                           hint=result.console.strip()[-1500:])
+        outputs.append(report.output_array(0, i, NUMPY_DTYPES[t.dtype], t.numel))
+    return TraceRun(board=cm.board.name, unit="instructions", events=events,
+                    inference_cost=result.instructions[0] if result.instructions else None,
+                    outputs_raw=outputs, passed=bool(report.passed) and result.exit_code == 0,
+                    console=result.console)

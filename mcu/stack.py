@@ -1,0 +1,209 @@
+"""Worst-case stack of a firmware: GCC's ``-fstack-usage`` frames over the call graph of the linked ELF.
+
+Frames: every object compiled with ``-fstack-usage`` leaves a ``.su`` file, one line per function
+(``file:line:col:name<TAB>bytes<TAB>static|dynamic[,bounded]``). Library functions (newlib's memcpy,
+libgcc) have none; their frame is read from the prologue in the disassembly (``push``/``stmdb sp!``,
+``vpush``, ``sub sp, #n``). A frame GCC calls unbounded ``dynamic`` (alloca, variable-length arrays), or
+a prologue that moves ``sp`` by a register, is refused with the function's name.
+
+Call graph: ``arm-none-eabi-objdump -d`` of the linked ELF; an edge for every ``bl`` and for every branch
+to the first instruction of another function (a tail call: the caller's frame is already popped, so
+the callee's depth counts alone). An indirect call (``blx rN``, or ``bx``/``mov pc`` through a register
+other than ``lr``) in a function reachable from the entry point is refused: the generated code and the
+runtime call kernels directly, so an indirect call means the bound would be a guess. Recursion is
+refused the same way.
+
+The worst case is the deepest path from ``Reset_Handler``. The linker script then reserves it plus
+:data:`STACK_MARGIN` bytes: one exception entry with the floating-point context (26 words, 104 bytes,
+pushed by the hardware on the main stack before the fault reporter switches to its own stack), rounded
+up to 128 and to a multiple of 8.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Sequence
+
+from mcu.errors import McuError
+
+ENTRY = "Reset_Handler"
+STACK_MARGIN = 128
+# Entered through the vector table and run on their own stack (ports/cortex-m/startup.c).
+_OWN_STACK = ("mcu_cm_fault_entry", "mcu_cm_fault_report")
+
+_FUNC = re.compile(r"^([0-9a-f]+) <([^>]+)>:$")
+_INSN = re.compile(r"^\s*([0-9a-f]+):\s+(\S+)\s*(.*)$")
+_TARGET = re.compile(r"^([0-9a-f]+) <([^>+]+)(\+0x[0-9a-f]+)?>")
+_REGLIST = re.compile(r"\{([^}]*)\}")
+_IMM = re.compile(r"#(\d+)")
+
+
+@dataclass(frozen=True)
+class StackReport:
+    worst_case_bytes: int  # deepest path from the entry point
+    margin_bytes: int
+    reserved_bytes: int  # what the linker script reserves: worst case + margin, 8-byte aligned
+    path: list[tuple[str, int]]  # the deepest call chain: (function, its frame in bytes)
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, d: dict) -> StackReport:
+        return cls(worst_case_bytes=d["worst_case_bytes"], margin_bytes=d["margin_bytes"],
+                   reserved_bytes=d["reserved_bytes"], path=[(f, int(b)) for f, b in d["path"]])
+
+    def save(self, path: Path) -> None:
+        path.write_text(json.dumps(self.to_json()))
+
+    def chain(self) -> str:
+        return " -> ".join(f"{f} ({b} B)" for f, b in self.path)
+
+
+def read_su(paths: Sequence[Path]) -> dict[str, int]:
+    """Frame bytes per function from GCC ``.su`` files (the larger when two static functions share a name)."""
+    frames: dict[str, int] = {}
+    for path in paths:
+        for line in path.read_text().splitlines():
+            parts = line.split("\t")
+            if len(parts) != 3:
+                continue
+            name = parts[0].rsplit(":", 1)[-1]
+            size, kind = int(parts[1]), parts[2]
+            if "dynamic" in kind and "bounded" not in kind:
+                raise McuError(f"cannot bound the stack: {name} ({parts[0].rsplit(':', 3)[0]}) has a frame of "
+                               "run-time size (alloca or a variable-length array)",
+                               hint="give the array a compile-time size")
+            frames[name] = max(size, frames.get(name, 0))
+    return frames
+
+
+@dataclass
+class _Function:
+    name: str
+    addr: int
+    prologue_bytes: int = 0
+    calls: set[str] | None = None
+    tail_calls: set[str] | None = None
+    indirect: str | None = None  # the first indirect call instruction, when there is one
+    dynamic_sp: str | None = None
+
+
+def _reg_count(operands: str) -> int:
+    m = _REGLIST.search(operands)
+    if not m:
+        return 0
+    count = 0
+    for item in m.group(1).split(","):
+        item = item.strip()
+        if "-" in item:  # a range such as d8-d15
+            lo, hi = item.split("-")
+            count += int(hi.strip()[1:]) - int(lo.strip()[1:]) + 1
+        elif item:
+            count += 1
+    return count
+
+
+def disassemble(objdump: Path, elf: Path) -> dict[str, _Function]:
+    proc = subprocess.run([str(objdump), "-d", "--no-show-raw-insn", str(elf)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise McuError(f"disassembling {elf.name} for the stack analysis failed: {proc.stderr.strip()[:300]}")
+    funcs: dict[str, _Function] = {}
+    starts: dict[int, str] = {}
+    body: list[tuple[_Function, str, str]] = []
+    current: _Function | None = None
+    for line in proc.stdout.splitlines():
+        if m := _FUNC.match(line):
+            current = _Function(name=m.group(2), addr=int(m.group(1), 16), calls=set(), tail_calls=set())
+            funcs[current.name] = current
+            starts[current.addr] = current.name
+        elif current is not None and (m := _INSN.match(line)):
+            body.append((current, m.group(2), m.group(3)))
+    for fn, mnemonic, operands in body:
+        assert fn.calls is not None and fn.tail_calls is not None
+        op = mnemonic.split(".")[0]
+        target = _TARGET.match(operands)
+        if op in ("push", "stmdb", "stmfd") and (op == "push" or operands.startswith("sp!")):
+            fn.prologue_bytes += 4 * _reg_count(operands)
+        elif op == "vpush":
+            fn.prologue_bytes += 8 * _reg_count(operands) if "d" in operands else 4 * _reg_count(operands)
+        elif op in ("sub", "subw") and operands.startswith("sp,"):
+            imm = _IMM.search(operands)
+            if imm:
+                fn.prologue_bytes += int(imm.group(1))
+            elif fn.dynamic_sp is None:
+                fn.dynamic_sp = f"{mnemonic} {operands}"
+        elif op == "bl" and target:
+            fn.calls.add(target.group(2))
+        elif op in ("blx",) and not target:
+            fn.indirect = fn.indirect or f"{mnemonic} {operands}"
+        elif op == "bx" and operands.strip() != "lr":
+            fn.indirect = fn.indirect or f"{mnemonic} {operands}"
+        elif op == "mov" and operands.replace(" ", "").startswith("pc,") and "lr" not in operands:
+            fn.indirect = fn.indirect or f"{mnemonic} {operands}"
+        elif op.startswith("b") and target and not target.group(3):
+            callee = starts.get(int(target.group(1), 16))
+            if callee is not None and callee != fn.name:
+                fn.tail_calls.add(callee)
+    return funcs
+
+
+def analyze(elf: Path, su_files: Sequence[Path], objdump: Path, entry: str = ENTRY) -> StackReport:
+    frames = read_su(su_files)
+    funcs = disassemble(objdump, elf)
+    if entry not in funcs:
+        raise McuError(f"cannot bound the stack of {elf.name}: it has no {entry}")
+    memo: dict[str, tuple[int, list[tuple[str, int]]]] = {}
+    active: list[str] = []
+
+    def frame(name: str) -> int:
+        if name in frames:
+            return frames[name]
+        fn = funcs[name]
+        if fn.dynamic_sp:
+            raise McuError(f"cannot bound the stack of {elf.name}: {name} moves sp by a register "
+                           f"(`{fn.dynamic_sp}`) and has no -fstack-usage figure")
+        return fn.prologue_bytes
+
+    def depth(name: str) -> tuple[int, list[tuple[str, int]]]:
+        if name in memo:
+            return memo[name]
+        if name in active:
+            cycle = " -> ".join(active[active.index(name):] + [name])
+            raise McuError(f"cannot bound the stack of {elf.name}: recursion {cycle}",
+                           hint="the device path must not recurse")
+        fn = funcs.get(name)
+        if fn is None:
+            raise McuError(f"cannot bound the stack of {elf.name}: call to {name}, which is not in the image")
+        if fn.indirect:
+            raise McuError(f"cannot bound the stack of {elf.name}: {name} makes an indirect call "
+                           f"(`{fn.indirect}`) that the analysis cannot resolve",
+                           hint="call kernels directly, or build this firmware with the board's fixed stack")
+        active.append(name)
+        own = frame(name)
+        best_call, best_path = 0, []
+        for callee in sorted(fn.calls or ()):
+            if callee in _OWN_STACK:
+                continue
+            d, p = depth(callee)
+            if d > best_call:
+                best_call, best_path = d, p
+        best_tail, tail_path = 0, []
+        for callee in sorted(fn.tail_calls or ()):
+            d, p = depth(callee)
+            if d > best_tail:
+                best_tail, tail_path = d, p
+        active.pop()
+        result = (own + best_call, [(name, own), *best_path])
+        if best_tail > result[0]:  # a tail call replaces this frame
+            result = (best_tail, tail_path)
+        memo[name] = result
+        return result
+
+    worst, path = depth(entry)
+    reserved = (worst + STACK_MARGIN + 7) // 8 * 8
+    return StackReport(worst_case_bytes=worst, margin_bytes=reserved - worst, reserved_bytes=reserved, path=path)
