@@ -81,7 +81,9 @@ static void column(const mcu_conv2d_s8_params *p, const int8_t *x_n, int32_t oh,
  * through the params pointer would be reloaded after every store. */
 typedef struct {
     int32_t cout, kp, words;
-    int32_t layer[3]; /* output_offset, act_min, act_max: the layout mcu_block4_packed reads */
+    /* output_offset, act_min, act_max, then act_min and act_max in four bytes each: the layout
+     * mcu_block4_packed reads */
+    int32_t layer[5];
     int right;        /* the stream's flag: every shift in [-23, -1] */
 } layer_t;
 
@@ -106,8 +108,11 @@ static void pixel(const layer_t *l, const int16_t *col, const int32_t *blocks, i
     int32_t oc = 0;
 #if MCU_S8_DSP_NATIVE
     if (l->right) {
-        for (; oc + 4 <= l->cout; oc += 4) {
-            blob = mcu_block4_packed(col, l->kp, blob, y + oc, l->layer);
+        /* in locals: the assembly's memory clobber would reload fields of *l every block */
+        const int32_t cout = l->cout, kp = l->kp;
+        const int32_t *layer = l->layer;
+        for (; oc + 4 <= cout; oc += 4) {
+            blob = mcu_block4_packed(col, kp, blob, y + oc, layer);
         }
     }
 #endif
@@ -167,7 +172,10 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
     MCU_REQUIRE(((uintptr_t)packed & 3u) == 0, MCU_ERR_INVALID_ARG); /* LDM takes whole words */
     int right = 0;
     MCU_REQUIRE(check_stream(packed, out.c, kp, &right), MCU_ERR_INVALID_ARG);
-    const layer_t l = {out.c, kp, mcu_packed_block_words(kp), {p->output_offset, p->act_min, p->act_max}, right};
+    const uint32_t min4 = ((uint32_t)p->act_min & 0xFFu) * 0x01010101u;
+    const uint32_t max4 = ((uint32_t)p->act_max & 0xFFu) * 0x01010101u;
+    const layer_t l = {out.c, kp, mcu_packed_block_words(kp),
+                       {p->output_offset, p->act_min, p->act_max, mcu_u32_to_s32(min4), mcu_u32_to_s32(max4)}, right};
     packed += MCU_PACKED_HEADER_WORDS;
     _Alignas(8) int16_t col[MCU_CONV_PACKED_TAPS_MAX];
     _Alignas(4) int8_t raw[MCU_CONV_PACKED_TAPS_MAX];

@@ -91,8 +91,21 @@ static inline void mcu_dot4_packed(const int16_t *col, const int32_t *w, int32_t
 #if MCU_S8_DSP_NATIVE
 /* One whole block on the core: biases into the accumulators (one LDM), the dot product (per 8
  * taps 2 LDRD + 4 LDM + 16 SMLAD + compare and branch, entering half-way when kp % 8 == 4), then
- * each channel's requantization as mcu_requant_right_s8 computes it, four bytes to y. Every
- * register is fixed because LDM fills registers in ascending order. Returns the next block. */
+ * the four requantizations and one word store. `layer` holds (output_offset, act_min, act_max,
+ * act_min in four bytes, act_max in four bytes). Every register is fixed because LDM fills
+ * registers in ascending order. Returns the next block.
+ *
+ * Requantization with (m, s, 2^(s-1)) from the stream, s = -shift in [1, 23], in 10 instructions
+ * a channel: mcu_requant_right_s8 computes z = floor((y + 2^(s-1) - [y < 0]) / 2^s) with
+ * y = floor((P + 2^30) / 2^31), P = acc * m; nested floors of integer sums merge into
+ *   z = floor((P + 2^30 + 2^31 (2^(s-1) - [acc < 0])) / 2^(31+s))
+ * ([y < 0] becomes [acc < 0]: they differ only when y == 0, where both give z == 0, as
+ * internal/rq_s8_dsp.h shows). With u = 2^(s-1) - [acc < 0] >= 0 (one ADD with ASR #31), the
+ * constant 2^30 + 2^31 u is the 64-bit (hi, lo) = (u >> 1, (u << 31) | 2^30); SMLAL adds P and
+ * z is hi >> (s - 1). |P| < 2^62, so the sum stays inside int64 and z inside int32 for s >= 1.
+ * SSAT to int8 after adding the output offset, then a byte-wise clamp to the activation range of
+ * the four packed bytes (the range lies inside int8, so saturating first changes nothing): where
+ * mcu_requant_right_s8's QADD saturates, z exceeds 2^8 either way and both give act_max. */
 static inline const int32_t *mcu_block4_packed(const int16_t *col, int32_t kp, const int32_t *blob, int8_t *y,
                                                const int32_t *layer)
 {
@@ -105,28 +118,32 @@ static inline const int32_t *mcu_block4_packed(const int16_t *col, int32_t kp, c
         "push {r8, r9}\n\t"
         "ldmia r5!, {r0, r1, r2, r3}\n\t"
         MCU_DOT4_LOOP
-        "pop {r4, r6}\n\t" /* r4: y, r6: (output_offset, act_min, act_max) */
+        "pop {r4, r6}\n\t" /* r4: y, r6: the layer's five words */
+        "ldr lr, [r6]\n\t"  /* output_offset */
 #define MCU_RQ(acc)                                                                                   \
         "ldmia r5!, {r8, r9, r10}\n\t"                                                                \
-        "mov r11, #0x40000000\n\t"                                                                    \
-        "mov r12, #0\n\t"                                                                             \
+        "add r10, r10, " acc ", asr #31\n\t"                                                          \
+        "lsl r11, r10, #31\n\t"                                                                       \
+        "orr r11, r11, #0x40000000\n\t"                                                               \
+        "asr r12, r10, #1\n\t"                                                                        \
         "smlal r11, r12, " acc ", r8\n\t"                                                             \
-        "lsr r11, r11, #31\n\t"                                                                       \
-        "orr " acc ", r11, r12, lsl #1\n\t"                                                           \
-        "add " acc ", " acc ", " acc ", asr #31\n\t"                                                  \
-        "qadd " acc ", " acc ", r10\n\t"                                                              \
-        "asr " acc ", " acc ", r9\n\t"                                                                \
-        "ldm r6, {r8, r9, r10}\n\t"                                                                   \
-        "add " acc ", " acc ", r8\n\t"                                                                \
-        "cmp " acc ", r9\n\t"                                                                         \
-        "it lt\n\t"                                                                                   \
-        "movlt " acc ", r9\n\t"                                                                       \
-        "cmp " acc ", r10\n\t"                                                                        \
-        "it gt\n\t"                                                                                   \
-        "movgt " acc ", r10\n\t"                                                                      \
-        "strb " acc ", [r4], #1\n\t"
+        "sub r9, r9, #1\n\t"                                                                          \
+        "asr r12, r12, r9\n\t"                                                                        \
+        "add r12, r12, lr\n\t"                                                                        \
+        "ssat " acc ", #8, r12\n\t"
         MCU_RQ("r0") MCU_RQ("r1") MCU_RQ("r2") MCU_RQ("r3")
 #undef MCU_RQ
+        "pkhbt r0, r0, r2, lsl #16\n\t"
+        "pkhbt r1, r1, r3, lsl #16\n\t"
+        "and r0, r0, #0x00FF00FF\n\t"
+        "and r1, r1, #0x00FF00FF\n\t"
+        "orr r0, r0, r1, lsl #8\n\t"
+        "ldrd r8, r9, [r6, #12]\n\t"
+        "ssub8 r10, r0, r8\n\t"
+        "sel r0, r0, r8\n\t"
+        "ssub8 r10, r9, r0\n\t"
+        "sel r0, r0, r9\n\t"
+        "str r0, [r4]\n\t"
         : [x] "+r"(x), [w] "+r"(w), [e] "+r"(e), [yp] "+r"(yp), [lp] "+r"(lp)
         :
         : "r0", "r1", "r2", "r3", "r10", "r11", "r12", "lr", "cc", "memory");
