@@ -30,8 +30,8 @@ DTYPE_NAMES = {code: name for name, code in fmt.DTYPE_CODES.items()}
 NUMPY = {"float32": np.float32, "int8": np.int8, "int16": np.int16, "int32": np.int32, "uint8": np.uint8}
 MCU_OK = 0
 MCU_ERR_WEIGHTS_MISMATCH = 12
-MCU_ERR_WEIGHTS_CORRUPT = 14
-MCU_ERR_ARENA_LIMIT = 15
+MCU_ERR_WEIGHTS_CORRUPT = 18
+MCU_ERR_ARENA_LIMIT = 19
 # The host's arena limit at load: far above any microcontroller, below what a malformed size could ask.
 HOST_ARENA_LIMIT = 1 << 30
 

@@ -168,7 +168,7 @@ def c_loader(tmp_path_factory: pytest.TempPathFactory) -> Path:
     rt = ROOT / "runtime_c"
     (tmp / "main.c").write_text(LOADER_MAIN)
     sources = [tmp / "main.c", *sorted((rt / "interp").glob("*.c")), *sorted((rt / "kernels").glob("*.c")),
-               rt / "src" / "mcu_status.c"]
+               rt / "src" / "mcu_status.c", rt / "src" / "mcu_delegate.c"]
     exe = tmp / "loader"
     subprocess.run([find_host_cc(), "-std=c11", "-O1", "-Wall", "-Wextra", "-Werror", f"-I{rt / 'include'}",
                     *map(str, sources), "-lm", "-o", str(exe)], check=True, capture_output=True, timeout=600)
