@@ -143,6 +143,14 @@ def test_xnnpack_refuses_with_reasons_and_payloads_are_deterministic() -> None:
                for p in payloads[0])
 
 
+def test_xnnpack_is_unavailable_on_microcontrollers() -> None:
+    spec = load_model_file(EXAMPLES / "small_cnn.py")
+    model, report = compile_partitioned(spec, "mps2-an505", "none", [XnnpackBackend(), KernelLibrary()])
+    assert [b for b, _ in report.partitions] == ["portable"]
+    assert report.refusals[0].op == "*" and "Linux boards" in report.refusals[0].why
+    assert not any(op.kind == "delegate" for op in model.graph.ops)
+
+
 def test_model_without_delegates_links_no_registry() -> None:
     model, _, _ = delegated("small_cnn", "int8")
     plain = compile_file(EXAMPLES / "small_cnn.py", "mps2-an505", "none")
