@@ -143,6 +143,20 @@ def test_xnnpack_refuses_with_reasons_and_payloads_are_deterministic() -> None:
                for p in payloads[0])
 
 
+@requires_xnnpack
+@pytest.mark.parametrize("quantize", ["none", "int8"])
+@pytest.mark.parametrize("name", ["small_cnn", "resnet8"])
+def test_program_interpreter_runs_xnnpack_partitions_like_generated_c(name: str, quantize: str) -> None:
+    """The in-process interpreter (host extension, XNNPACK registered) and the generated C run the same
+    payloads through the same registry: identical outputs."""
+    model, _, _ = delegated(name, quantize)
+    method = model.runtime_program().method("forward")  # raises if the extension lacks XNNPACK
+    for x in model.spec.test_inputs[:2]:
+        interpreted = method.run_raw(*model.encode_inputs(x))
+        generated = model.run_raw_c(*x)
+        assert all(np.array_equal(a, b) for a, b in zip(interpreted, generated))
+
+
 def test_xnnpack_is_unavailable_on_microcontrollers() -> None:
     spec = load_model_file(EXAMPLES / "small_cnn.py")
     model, report = compile_partitioned(spec, "mps2-an505", "none", [XnnpackBackend(), KernelLibrary()])
