@@ -157,6 +157,28 @@ def test_program_interpreter_runs_xnnpack_partitions_like_generated_c(name: str,
         assert all(np.array_equal(a, b) for a, b in zip(interpreted, generated))
 
 
+@requires_xnnpack
+def test_exported_delegated_library_builds_with_its_cmake(tmp_path: Path) -> None:
+    from mcu.export import export_library
+
+    model, _, _ = delegated("small_cnn", "none")
+    export_library(model.library, tmp_path / "lib")
+    cmake = (tmp_path / "lib" / "CMakeLists.txt").read_text()
+    assert "target_link_libraries(small_cnn PUBLIC XNNPACK)" in cmake
+    assert (tmp_path / "lib" / "runtime" / "mcu_xnnpack.c").is_file()
+    (tmp_path / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.13)\nproject(app C)\nadd_subdirectory(lib)\n"
+        "add_executable(app main.c)\ntarget_link_libraries(app PRIVATE small_cnn)\n")
+    (tmp_path / "main.c").write_text(
+        "#include \"small_cnn_model.h\"\nint main(void) {\n    static float x[784], y[10];\n"
+        "    mcu_status s = small_cnn_run(x, y);\n    small_cnn_deinit();\n    return s == MCU_OK ? 0 : 1;\n}\n")
+    build = tmp_path / "build"
+    subprocess.run(["cmake", "-S", str(tmp_path), "-B", str(build), "-DCMAKE_C_FLAGS=-Wall -Wextra -Werror"],
+                   check=True, capture_output=True)
+    subprocess.run(["cmake", "--build", str(build)], check=True, capture_output=True)
+    assert subprocess.run([str(build / "app")], timeout=60).returncode == 0
+
+
 def test_xnnpack_is_unavailable_on_microcontrollers() -> None:
     spec = load_model_file(EXAMPLES / "small_cnn.py")
     model, report = compile_partitioned(spec, "mps2-an505", "none", [XnnpackBackend(), KernelLibrary()])
