@@ -143,6 +143,50 @@ def test_xnnpack_refuses_with_reasons_and_payloads_are_deterministic() -> None:
                for p in payloads[0])
 
 
+@requires_xnnpack
+@pytest.mark.parametrize("quantize", ["none", "int8"])
+@pytest.mark.parametrize("name", ["small_cnn", "resnet8"])
+def test_program_interpreter_runs_xnnpack_partitions_like_generated_c(name: str, quantize: str) -> None:
+    """The in-process interpreter (host extension, XNNPACK registered) and the generated C run the same
+    payloads through the same registry: identical outputs."""
+    model, _, _ = delegated(name, quantize)
+    method = model.runtime_program().method("forward")  # raises if the extension lacks XNNPACK
+    for x in model.spec.test_inputs[:2]:
+        interpreted = method.run_raw(*model.encode_inputs(x))
+        generated = model.run_raw_c(*x)
+        assert all(np.array_equal(a, b) for a, b in zip(interpreted, generated))
+
+
+@requires_xnnpack
+def test_exported_delegated_library_builds_with_its_cmake(tmp_path: Path) -> None:
+    from mcu.export import export_library
+
+    model, _, _ = delegated("small_cnn", "none")
+    export_library(model.library, tmp_path / "lib")
+    cmake = (tmp_path / "lib" / "CMakeLists.txt").read_text()
+    assert "target_link_libraries(small_cnn PUBLIC XNNPACK)" in cmake
+    assert (tmp_path / "lib" / "runtime" / "mcu_xnnpack.c").is_file()
+    (tmp_path / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.13)\nproject(app C)\nadd_subdirectory(lib)\n"
+        "add_executable(app main.c)\ntarget_link_libraries(app PRIVATE small_cnn)\n")
+    (tmp_path / "main.c").write_text(
+        "#include \"small_cnn_model.h\"\nint main(void) {\n    static float x[784], y[10];\n"
+        "    mcu_status s = small_cnn_run(x, y);\n    small_cnn_deinit();\n    return s == MCU_OK ? 0 : 1;\n}\n")
+    build = tmp_path / "build"
+    subprocess.run(["cmake", "-S", str(tmp_path), "-B", str(build), "-DCMAKE_C_FLAGS=-Wall -Wextra -Werror"],
+                   check=True, capture_output=True)
+    subprocess.run(["cmake", "--build", str(build)], check=True, capture_output=True)
+    assert subprocess.run([str(build / "app")], timeout=60).returncode == 0
+
+
+def test_xnnpack_is_unavailable_on_microcontrollers() -> None:
+    spec = load_model_file(EXAMPLES / "small_cnn.py")
+    model, report = compile_partitioned(spec, "mps2-an505", "none", [XnnpackBackend(), KernelLibrary()])
+    assert [b for b, _ in report.partitions] == ["portable"]
+    assert report.refusals[0].op == "*" and "Linux boards" in report.refusals[0].why
+    assert not any(op.kind == "delegate" for op in model.graph.ops)
+
+
 def test_model_without_delegates_links_no_registry() -> None:
     model, _, _ = delegated("small_cnn", "int8")
     plain = compile_file(EXAMPLES / "small_cnn.py", "mps2-an505", "none")

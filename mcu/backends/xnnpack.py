@@ -306,6 +306,11 @@ class XnnpackBackend(Backend):
         Rule("softmax", ("float32",), "any", (SOFTMAX_LAST,)),
     )
 
+    def unavailable(self, ctx: Context) -> str | None:
+        if not ctx.board.is_linux:
+            return f"XNNPACK runs on Linux boards (host, arm64-linux), not on {ctx.board.name}"
+        return None
+
     def refuse(self, op: Op, ctx: Context) -> str | None:
         if op.kind == "linear" and op.outputs[0].dtype == "int8" and op.inputs[1].quant is not None \
                 and len(set(op.inputs[1].quant.scale)) > 1:

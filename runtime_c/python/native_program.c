@@ -9,12 +9,25 @@
 
 #include "mcu/program.h"
 
+/* The delegate backends this host build links (CMakeLists.txt adds XNNPACK when Debian's
+ * libxnnpack-dev is installed), registered for every program loaded here. */
+#ifdef MCU_HAVE_XNNPACK
+#include "mcu/delegate_xnnpack.h"
+static const mcu_delegate_backend *const native_delegates[] = {&mcu_xnnpack_backend};
+#define NATIVE_N_DELEGATES 1u
+#else
+static const mcu_delegate_backend *const native_delegates[] = {NULL};
+#define NATIVE_N_DELEGATES 0u
+#endif
+#define NATIVE_MAX_PARTITIONS 256u
+
 typedef struct {
     PyObject_HEAD
     void *program_mem;
     void *weights_mem;
     mcu_program program;
     int loaded;
+    void *delegate_handles[NATIVE_MAX_PARTITIONS]; /* one per delegated partition of the program */
 } ProgramHandle;
 
 /* A copy of `src` at a 16-byte aligned address; `*raw` is what to free. */
@@ -309,7 +322,8 @@ static PyObject *program_load(PyObject *module, PyObject *args)
         PyErr_NoMemory();
         goto done;
     }
-    const mcu_program_options options = {w, (uint32_t)weights.len, NULL, 0, flags, NULL, 0, arena_limit};
+    const mcu_program_options options = {w, (uint32_t)weights.len, native_delegates, NATIVE_N_DELEGATES, flags,
+                                         h->delegate_handles, NATIVE_MAX_PARTITIONS, arena_limit};
     mcu_status status;
     Py_BEGIN_ALLOW_THREADS
     status = mcu_program_load(&h->program, p, (uint32_t)program.len, &options);
