@@ -146,3 +146,13 @@ def test_cmake_option_places_arena(int8_small_cnn, tmp_path: Path, section: str 
     _, where = _arena_section(tmp_path / "b" / "app.elf", cm)
     assert where.name == (section or ".bss")
     assert where.nobits or section is not None
+
+
+@pytest.mark.skipif(shutil.which("qemu-system-arm") is None, reason="the firmware build is checked with QEMU's tools "
+                    "installed (run scripts/setup)")
+def test_our_firmware_keeps_its_noload_arena_section(int8_small_cnn) -> None:
+    """mcu's own linker scripts place the arena in .mcu_arena (NOLOAD, not zeroed at reset)."""
+    cm = int8_small_cnn
+    fw = cm.build()
+    elf, section = _arena_section(fw.elf, cm)
+    assert section.name == ".mcu_arena" and section.nobits

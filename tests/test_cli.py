@@ -31,7 +31,7 @@ def assert_one_line_error(proc: subprocess.CompletedProcess, *needles: str) -> N
         assert needle in lines[0], lines[0]
 
 
-@pytest.mark.parametrize("sub", ["", "boards", "build", "run", "export", "ops"])
+@pytest.mark.parametrize("sub", ["", "boards", "build", "run", "export", "eval", "ops"])
 def test_help(sub: str) -> None:
     proc = run_mcu(*([sub] if sub else []), "--help")
     assert proc.returncode == 0
