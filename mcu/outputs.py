@@ -93,7 +93,8 @@ def build_lock(out_dir: Path, wait: bool = False) -> Iterator[Path]:
             if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
                 raise
             pid = os.pread(fd, 32, 0).decode(errors="replace").strip()
-            raise McuError(f"output folder {out_dir} is in use by another mcu build ({'pid ' + pid if pid else 'starting'})",
+            holder = f"pid {pid}" if pid else "starting"
+            raise McuError(f"output folder {out_dir} is in use by another mcu build ({holder})",
                            hint="wait for it to finish, or pass a different -o") from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)

@@ -1,7 +1,7 @@
 """Program files on the interpreter firmware in QEMU (mps2-an505): one firmware, built once, runs every
 program placed in its flash region; its outputs equal the generated-C firmware's bit for bit (int8 and
 fp32, same core) and the host extension's (int8); several methods, external weights, bad programs; the
-interpreter's own code stays under 8 KiB at -Os on Cortex-M33."""
+interpreter's own code stays under 13 KiB at -Os on Cortex-M33."""
 
 from __future__ import annotations
 
@@ -120,10 +120,12 @@ def test_program_regions_leave_the_firmware_its_flash() -> None:
     assert layout.program.origin % 4096 == 0 and layout.weights.origin % 4096 == 0
 
 
-def test_interpreter_code_is_under_8_kib_at_os_on_cortex_m33() -> None:
+def test_interpreter_code_is_under_13_kib_at_os_on_cortex_m33() -> None:
+    # Under 8 KiB until the load-time check of every kernel parameter and operand alias
+    # (mcu_program_params.c, ~4.3 KB), which makes a program that loads unable to fail a kernel check.
     size = interpreter_code_size(load_board(BOARD), "-Os")
     print(f"interpreter code at -Os on Cortex-M33: {size.total} B {size.per_file}")
-    assert size.total < 8 * 1024
+    assert size.total < 13 * 1024
 
 
 def test_pico2_interpreter_firmware_and_program_uf2(compiled) -> None:
