@@ -26,9 +26,9 @@ sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 
-from mcu.api import CompiledModel, compile_file  # noqa: E402
+from mcu.api import CompiledModel, compile_file, compile_spec  # noqa: E402
 from mcu.backends.base import Context, partition  # noqa: E402
-from mcu.backends.delegated import KernelLibrary, Refusing, compile_partitioned  # noqa: E402
+from mcu.backends.delegated import Refusing  # noqa: E402
 from mcu.backends.xnnpack import XnnpackBackend  # noqa: E402
 from mcu.boards import load_board  # noqa: E402
 from mcu.emit.c_model import render_library  # noqa: E402
@@ -76,9 +76,8 @@ def mixed(name: str, quantize: str) -> tuple[CompiledModel, int]:
     graph = to_graph(spec, quantize)
     ctx = Context(load_board("host"), quantize)
     taken = [op.name for op in graph.ops if XnnpackBackend().refuse(op, ctx) is None]
-    model, report = compile_partitioned(spec, "host", quantize,
-                                        [Refusing(XnnpackBackend(), set(taken[1::2])), KernelLibrary()])
-    return model, report.graph_breaks
+    model = compile_spec(spec, "host", quantize, backend=[Refusing(XnnpackBackend(), set(taken[1::2])), "portable"])
+    return model, model.partitions.graph_breaks
 
 
 def main() -> None:
@@ -94,7 +93,8 @@ def main() -> None:
             spec = load_model_file(ROOT / "examples" / f"{name}.py")
             x = spec.test_inputs[0]
             portable = compile_file(ROOT / "examples" / f"{name}.py", "host", quantize)
-            fused, report = compile_partitioned(spec, "host", quantize, [XnnpackBackend(), KernelLibrary()])
+            fused = compile_spec(spec, "host", quantize, backend=["xnnpack", "portable"])
+            report = fused.partitions
             split = split_per_op(name, quantize)
             mix, mix_breaks = mixed(name, quantize)
             inputs = portable.encode_inputs(x)

@@ -263,6 +263,11 @@ def _ram_total(cm, fw) -> dict[str, int]:
 def cmd_build(args: argparse.Namespace) -> int:
     from mcu.outputs import build_lock
 
+    from mcu.boards import load_board
+
+    if args.board and load_board(args.board).is_linux:
+        raise McuError(f"mcu build makes firmware; {args.board} is a Linux board",
+                       hint=f"use `mcu run --board {args.board} ...` (builds and runs the harness) or `mcu export`")
     # The folder stays locked until the report is printed, so what --json says is what is on disk.
     with ExitStack() as stack:
         if args.output is not None:
@@ -331,6 +336,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if board.sim_kind is None and board.deploy_method == "uf2":
         raise McuError(f"board '{board.name}' is real hardware with no simulator",
                        hint=f"run it with `mcu flash --board {board.name} {args.model}`, or pick a simulated board")
+    if board.is_linux:
+        return _run_linux(args)
     cm = _compile(args)
     fw = cm.build()
     sim = cm.simulate(timeout_s=args.timeout)
@@ -357,6 +364,32 @@ def cmd_run(args: argparse.Namespace) -> int:
         if not sim.passed:
             print(sim.console.strip()[-2000:], file=sys.stderr)
     return 0 if sim.passed else 1
+
+
+def _run_linux(args: argparse.Namespace) -> int:
+    """A Linux board (host, arm64-linux): the same harness as a native executable (or under qemu-aarch64);
+    delegated models are checked within bounds (mcu.api.DELEGATE_INT8_LSB / DELEGATE_FP32_RELATIVE)."""
+    from mcu.sim.linux import expectations, run_on_linux
+
+    cm = _compile(args)
+    run = run_on_linux(cm, *expectations(cm), timeout_s=args.timeout)
+    report = {"board": cm.board.name, "quantize": cm.quantize, "passed": run.passed, "same_top1": run.same_top1,
+              "max_error_vs_expected": run.max_error, "delegated": cm.delegated,
+              "arena_bytes": cm.memory.arena_size, "partitions": cm.partitions.to_json(),
+              "outputs": [[o.tolist() for o in row] for row in run.outputs]}
+    if args.json:
+        _print_json(report)
+    else:
+        first = run.outputs[0][0].reshape(-1) if run.outputs else np.zeros(0)
+        if 1 < first.size <= 1000:
+            print(f"predicted class: {int(np.argmax(first))} (test vector 0)")
+        bound = "within bounds of" if cm.delegated else "equal to"
+        print(f"{'PASS' if run.passed else 'FAIL'}: {len(run.outputs)} bundled test vectors on {cm.board.name} "
+              f"({cm.quantize}) {bound} the reference; max error {run.max_error:.3g}; arena {cm.memory.arena_size} B")
+        _print_partitions(cm.partitions)
+        if not run.passed:
+            print(run.console.strip()[-2000:], file=sys.stderr)
+    return 0 if run.passed else 1
 
 
 def _run_renode(args: argparse.Namespace) -> int:

@@ -23,7 +23,6 @@ from torch import nn
 
 from mcu.api import CompiledModel, compile_file, compile_spec
 from mcu.backends.base import PartitionReport
-from mcu.backends.delegated import KernelLibrary, compile_partitioned
 from mcu.backends.xnnpack import XnnpackBackend
 from mcu.boards import load_board
 from mcu.loader import load_model_file, spec_from_objects
@@ -41,18 +40,20 @@ BOARDS = ["host", pytest.param("arm64-linux", marks=pytest.mark.skipif(
     not HAVE_ARM64, reason="needs aarch64-linux-gnu-gcc, qemu-aarch64 and the arm64 XNNPACK sysroot "
                            f"{ARM64_SYSROOT} (run scripts/setup --arm64)"))]
 
-_COMPILED: dict[tuple[str, str], tuple[CompiledModel, PartitionReport, CompiledModel | None]] = {}
+_COMPILED: dict[tuple[str, str], tuple[CompiledModel, PartitionReport]] = {}
 
 
-def delegated(name: str, quantize: str) -> tuple[CompiledModel, PartitionReport, CompiledModel | None]:
-    """(XNNPACK + portable model on `host`, its partition report, the same model without delegates for
-    the int8 reference), compiled once per session."""
+def compile_xnnpack(spec, board: str, quantize: str) -> tuple[CompiledModel, PartitionReport]:
+    """The model with XNNPACK first in the preference order (then the portable kernels)."""
+    model = compile_spec(spec, board, quantize, backend=["xnnpack", "portable"])
+    return model, model.partitions
+
+
+def delegated(name: str, quantize: str) -> tuple[CompiledModel, PartitionReport]:
+    """(XNNPACK + portable model on `host`, its partition report), compiled once per session."""
     key = (name, quantize)
     if key not in _COMPILED:
-        spec = load_model_file(EXAMPLES / f"{name}.py")
-        model, report = compile_partitioned(spec, "host", quantize, [XnnpackBackend(), KernelLibrary()])
-        reference = compile_file(EXAMPLES / f"{name}.py", "mps2-an505", quantize) if quantize != "none" else None
-        _COMPILED[key] = (model, report, reference)
+        _COMPILED[key] = compile_xnnpack(load_model_file(EXAMPLES / f"{name}.py"), "host", quantize)
     return _COMPILED[key]
 
 
@@ -70,7 +71,7 @@ def xnnpack_ops(report: PartitionReport) -> int:
 @pytest.mark.parametrize("quantize", ["none", "int8"])
 @pytest.mark.parametrize("name", REFERENCE_MODELS)
 def test_reference_model_runs_through_xnnpack(name: str, quantize: str, board: str) -> None:
-    model, report, reference = delegated(name, quantize)
+    model, report = delegated(name, quantize)
     refused = {r.op for r in report.refusals if r.backend == "xnnpack"}
     # XNNPACK takes every op it supports: what it refused are only aliasing reshapes (no code) and,
     # at int8, the per-channel fully connected layers that 2022 version lacks.
@@ -79,7 +80,7 @@ def test_reference_model_runs_through_xnnpack(name: str, quantize: str, board: s
     if quantize == "none" or name != "fc_autoencoder":
         assert xnnpack_ops(report) >= 1
     assert all(op.kind != "reshape" or op.name in refused for op in model.graph.ops)
-    expected, tolerances = expectations(model, reference)
+    expected, tolerances = expectations(model)
     run = run_on_linux(on_board(model, board), expected, tolerances)
     assert run.passed, f"{name} {quantize} on {board}: max error {run.max_error} (tolerance {tolerances[0]}), " \
                        f"top-1 same {run.same_top1}\n{run.console[-2000:]}"
@@ -111,7 +112,7 @@ def test_refused_ops_run_as_portable_partitions(quantize: str, board: str) -> No
     gen = torch.Generator().manual_seed(1)
     xs = [(torch.randn(1, 3, 12, 10, generator=gen),) for _ in range(8)]
     spec = spec_from_objects(Mixed().eval(), xs[0], calibration=xs, test_inputs=xs[:3], name="mixed")
-    model, report = compile_partitioned(spec, board, quantize, [XnnpackBackend(), KernelLibrary()])
+    model, report = compile_xnnpack(spec, board, quantize)
     backends = [b for b, _ in report.partitions]
     assert backends[:3] == ["xnnpack", "portable", "xnnpack"]
     assert report.graph_breaks >= 2
@@ -124,18 +125,16 @@ def test_refused_ops_run_as_portable_partitions(quantize: str, board: str) -> No
         assert "_softmax" in report.partitions[-1][1] and backends[-1] == "xnnpack"
     as_json = report.to_json()
     assert as_json["graph_breaks"] == report.graph_breaks and as_json["refusals"]
-    reference = compile_spec(spec, "mps2-an505", quantize) if quantize == "int8" else None
-    expected, tolerances = expectations(model, reference)
+    expected, tolerances = expectations(model)
     run = run_on_linux(model, expected, tolerances)
     assert run.passed and run.max_error <= tolerances[0], run.console[-2000:]
 
 
 def test_xnnpack_refuses_with_reasons_and_payloads_are_deterministic() -> None:
-    _, report, _ = delegated("fc_autoencoder", "int8")
+    _, report = delegated("fc_autoencoder", "int8")
     assert xnnpack_ops(report) == 0
     assert {r.why for r in report.refusals} == {"per-channel int8 fully connected is not in XNNPACK 2022-02-16"}
-    a, _ = compile_partitioned(load_model_file(EXAMPLES / "small_cnn.py"), "host", "none",
-                               [XnnpackBackend(), KernelLibrary()])
+    a, _ = compile_xnnpack(load_model_file(EXAMPLES / "small_cnn.py"), "host", "none")
     b, _ = delegated("small_cnn", "none")[:2]
     payloads = [[op.attrs["payload"] for op in m.graph.ops if op.kind == "delegate"] for m in (a, b)]
     assert payloads[0] == payloads[1] and payloads[0]
@@ -149,7 +148,7 @@ def test_xnnpack_refuses_with_reasons_and_payloads_are_deterministic() -> None:
 def test_program_interpreter_runs_xnnpack_partitions_like_generated_c(name: str, quantize: str) -> None:
     """The in-process interpreter (host extension, XNNPACK registered) and the generated C run the same
     payloads through the same registry: identical outputs."""
-    model, _, _ = delegated(name, quantize)
+    model, _ = delegated(name, quantize)
     method = model.runtime_program().method("forward")  # raises if the extension lacks XNNPACK
     for x in model.spec.test_inputs[:2]:
         interpreted = method.run_raw(*model.encode_inputs(x))
@@ -161,7 +160,7 @@ def test_program_interpreter_runs_xnnpack_partitions_like_generated_c(name: str,
 def test_exported_delegated_library_builds_with_its_cmake(tmp_path: Path) -> None:
     from mcu.export import export_library
 
-    model, _, _ = delegated("small_cnn", "none")
+    model, _ = delegated("small_cnn", "none")
     export_library(model.library, tmp_path / "lib")
     cmake = (tmp_path / "lib" / "CMakeLists.txt").read_text()
     assert "target_link_libraries(small_cnn PUBLIC XNNPACK)" in cmake
@@ -181,14 +180,14 @@ def test_exported_delegated_library_builds_with_its_cmake(tmp_path: Path) -> Non
 
 def test_xnnpack_is_unavailable_on_microcontrollers() -> None:
     spec = load_model_file(EXAMPLES / "small_cnn.py")
-    model, report = compile_partitioned(spec, "mps2-an505", "none", [XnnpackBackend(), KernelLibrary()])
+    model, report = compile_xnnpack(spec, "mps2-an505", "none")
     assert [b for b, _ in report.partitions] == ["portable"]
     assert report.refusals[0].op == "*" and "Linux boards" in report.refusals[0].why
     assert not any(op.kind == "delegate" for op in model.graph.ops)
 
 
 def test_model_without_delegates_links_no_registry() -> None:
-    model, _, _ = delegated("small_cnn", "int8")
+    model, _ = delegated("small_cnn", "int8")
     plain = compile_file(EXAMPLES / "small_cnn.py", "mps2-an505", "none")
     assert plain.library.runtime_sources == ["src/mcu_status.c"] and not plain.library.libraries
     assert not any("delegate" in text for text in plain.library.files.values())
@@ -227,7 +226,7 @@ def _init(lib: ctypes.CDLL, payload: bytes) -> tuple[int, ctypes.c_void_p, ctype
 
 @requires_xnnpack
 def test_payload_checks_at_init(registry: ctypes.CDLL) -> None:
-    model, _, _ = delegated("fc_autoencoder", "none")  # one partition: the whole model
+    model, _ = delegated("fc_autoencoder", "none")  # one partition: the whole model
     (op,) = [op for op in model.graph.ops if op.kind == "delegate"]
     payload = bytes(op.attrs["payload"])
     backend = ctypes.c_void_p.in_dll(registry, "mcu_xnnpack_backend")

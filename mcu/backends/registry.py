@@ -48,24 +48,33 @@ def backend(name: str) -> Backend:
     return backend_class(name)()
 
 
-def parse(names: str | list[str] | tuple[str, ...] | None) -> list[str] | None:
-    """A preference order from the command line (``cmsis-nn,optimized,portable``) or the API (str or list)."""
+Choice = "str | Backend"  # a backend id, or (from Python) a Backend instance, e.g. one that refuses more
+
+
+def parse(names: str | list | tuple | None) -> list | None:
+    """A preference order from the command line (``cmsis-nn,optimized,portable``) or the API (str, or a
+    list of ids and :class:`Backend` instances)."""
     if names is None:
         return None
     items = names.split(",") if isinstance(names, str) else list(names)
-    items = [n.strip() for n in items if n.strip()]
+    items = [n if isinstance(n, Backend) else n.strip() for n in items if isinstance(n, Backend) or n.strip()]
     if not items:
         raise McuError("empty backend list", hint=f"name one or more of: {', '.join(known())}")
     return items
 
 
-def check(names: list[str] | None) -> None:
+def _id(choice: str | Backend) -> str:
+    return choice.id if isinstance(choice, Backend) else choice
+
+
+def check(names: list | None) -> None:
     """Fail early (before the model is captured and quantized) on an id no backend has."""
+    ids = [_id(n) for n in names or []]
     for n in names or []:
-        if n not in BACKENDS:
+        if not isinstance(n, Backend) and n not in BACKENDS:
             raise _unknown(n)
-    if names and len(set(names)) != len(names):
-        raise McuError(f"backend listed twice in {','.join(names)}", hint="list each backend once, in preference order")
+    if ids and len(set(ids)) != len(ids):
+        raise McuError(f"backend listed twice in {','.join(ids)}", hint="list each backend once, in preference order")
 
 
 def default_order(ctx: Context) -> list[str]:
@@ -73,11 +82,11 @@ def default_order(ctx: Context) -> list[str]:
     return (["cmsis-nn"] if ctx.options.get("cmsis_nn") is not None else []) + ["optimized", FALLBACK]
 
 
-def resolve(names: list[str] | None, ctx: Context) -> list[Backend]:
+def resolve(names: list | None, ctx: Context) -> list[Backend]:
     """The backends of a preference order (None: :func:`default_order`); the portable backend is
     appended when missing so that every op we have a kernel for still finds one."""
     order = default_order(ctx) if names is None else list(names)
     check(order)
-    if FALLBACK not in order:
+    if FALLBACK not in [_id(n) for n in order]:
         order.append(FALLBACK)
-    return [backend(n) for n in order]
+    return [n if isinstance(n, Backend) else backend(n) for n in order]

@@ -23,8 +23,6 @@ from mcu.toolchain import LINUX_INSTALL_HINT, build_linux_executable
 if TYPE_CHECKING:  # pragma: no cover
     from mcu.api import CompiledModel
 
-FP32_TOLERANCE = 1e-5  # of the largest eager output
-INT8_TOLERANCE_LSB = 2  # XNNPACK rounds near-ties correctly where the TFLite-style reference does not
 HARNESS_SOURCES = ("src/mcu_log.c", "src/mcu_platform_default.c")
 
 
@@ -39,20 +37,13 @@ class LinuxRun:
     console: str
 
 
-def expectations(model: CompiledModel, reference: CompiledModel | None = None
-                 ) -> tuple[list[list[np.ndarray]], list[float]]:
-    """What the board must print for each bundled input, and per-output tolerances: eager PyTorch
-    within 1e-5 of its largest output for fp32, and for int8 the Python integer reference of
-    ``reference`` (the same model without delegates, which the reference cannot run) within 2 LSB."""
-    if model.quantize == "none":
-        from mcu.layouts import to_memory_order
-
-        expected = [[to_memory_order(y, t) for y, t in zip(ys, model.graph.outputs)] for ys in model.eager_outputs]
-        worst = max(float(np.max(np.abs(y))) for ys in expected for y in ys)
-        return expected, [FP32_TOLERANCE * worst] * len(model.graph.outputs)
-    ref = reference if reference is not None else model
-    expected = [ref.reference_raw(*x) for x in model.spec.test_inputs]
-    return expected, [float(INT8_TOLERANCE_LSB)] * len(model.graph.outputs)
+def expectations(model: CompiledModel) -> tuple[list[list[np.ndarray]], list[float]]:
+    """What the board must print for each bundled input, and per-output tolerances: the model's own
+    (mcu.api.CompiledModel.expected_outputs and tolerances: eager PyTorch within 1e-5 of its largest
+    output for fp32, and for int8 the Python integer reference of the graph before delegates took their
+    partitions, within 2 LSB; exact where no delegate runs)."""
+    tolerances = model.tolerances()
+    return model.expected_outputs, tolerances if tolerances is not None else [0.0] * len(model.graph.outputs)
 
 
 def run_on_linux(model: CompiledModel, expected: list[list[np.ndarray]], tolerances: list[float],
