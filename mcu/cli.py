@@ -564,8 +564,12 @@ def cmd_ci(args: argparse.Namespace) -> int:
     from mcu.ci import CiRequest, write_renode_ci
 
     root = Path(args.output)
-    models = [Path(m).resolve().relative_to(root.resolve()).as_posix() if Path(m).is_absolute() else Path(m).as_posix()
-              for m in args.models]
+    models = []
+    for m in map(Path, args.models):
+        if m.is_absolute() and not m.resolve().is_relative_to(root.resolve()):
+            raise McuError(f"model file {m} is outside the repository root {root}",
+                           hint="give model.py paths inside the repository (-o is its root)")
+        models.append((m.resolve().relative_to(root.resolve()) if m.is_absolute() else m).as_posix())
     files = write_renode_ci(CiRequest(models=models, boards=args.boards or ["mps2-an505"], out_dir=root,
                                       install=args.install))
     print("\n".join(f"wrote {f}" for f in files))
@@ -581,9 +585,8 @@ def _reporter(args: argparse.Namespace) -> Reporter:
     return Reporter(stream=sys.stderr if verbose else terminal_stream(sys.stderr), verbose=verbose)
 
 
-COMMANDS = {"ci": cmd_ci, "boards": cmd_boards, "build": cmd_build, "run": cmd_run, "export": cmd_export, "ops": cmd_ops,
-            "eval": cmd_eval,
-            "flash": cmd_flash, "monitor": cmd_monitor}
+COMMANDS = {"boards": cmd_boards, "build": cmd_build, "run": cmd_run, "export": cmd_export, "ops": cmd_ops,
+            "eval": cmd_eval, "flash": cmd_flash, "monitor": cmd_monitor, "ci": cmd_ci}
 
 
 def _devtools_command(name: str) -> Any:

@@ -461,3 +461,11 @@ def test_cli_target_with_program_format_is_one_line_error(tmp_path: Path) -> Non
     proc = run_mcu("export", "--format", "program", "--target", "arduino", str(EXAMPLES / "small_cnn.py"),
                    "-o", str(tmp_path / "m.mpk"))
     assert_one_line_error(proc, "--target arduino applies to the C library")
+
+
+def test_cli_target_choices_are_the_registry() -> None:
+    from mcu.cli import build_parser
+
+    export = build_parser()._subparsers._group_actions[0].choices["export"]
+    (target,) = [a for a in export._actions if a.dest == "target"]
+    assert tuple(target.choices) == tuple(TARGETS) and target.default == "cmake"

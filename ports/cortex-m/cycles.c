@@ -12,9 +12,14 @@
 #define MCU_SYST_CSR_TICKINT (1u << 1)
 #define MCU_SYST_CSR_CLKSOURCE (1u << 2) /* the processor clock */
 #define MCU_SYST_MAX 0x00FFFFFFu
+#define MCU_SCB_ICSR MCU_REG32(0xE000ED04u)
+#define MCU_ICSR_PENDSTSET (1u << 26)
 
 /* SysTick is 24 bits wide (0.13 s at 125 MHz): its interrupt counts the
- * wraps so that an inference of any length has a 32-bit cycle count. */
+ * wraps so that an inference of any length has a 32-bit cycle count. In
+ * QEMU (no -icount) SysTick follows host time and its timer callback can
+ * lag the reload, so readings there are neither repeatable nor always
+ * monotonic: simulated cost comes from the instruction-count plugin. */
 static volatile uint32_t mcu_cm_systick_wraps;
 
 void SysTick_Handler(void)
@@ -31,14 +36,20 @@ void mcu_cm_cycles_enable(void)
 
 uint32_t mcu_platform_cycles(void)
 {
-    uint32_t wraps;
-    uint32_t count;
-    /* Re-read when the counter wrapped between the two reads. */
-    do {
-        wraps = mcu_cm_systick_wraps;
-        count = MCU_SYST_MAX - MCU_SYST_CVR;
-    } while (wraps != mcu_cm_systick_wraps);
-    return (wraps << 24) + count;
+    for (;;) {
+        uint32_t counted = mcu_cm_systick_wraps;
+        uint32_t wraps = counted;
+        uint32_t count = MCU_SYST_MAX - MCU_SYST_CVR;
+        if ((MCU_SCB_ICSR & MCU_ICSR_PENDSTSET) != 0u) {
+            /* Reloaded, but the interrupt has not been taken yet: the reload came before this
+             * check, so a fresh read is after it, and the wrap is one the handler has yet to count. */
+            count = MCU_SYST_MAX - MCU_SYST_CVR;
+            wraps++;
+        }
+        if (counted == mcu_cm_systick_wraps) { /* else the handler ran meanwhile: read again */
+            return (wraps << 24) + count;
+        }
+    }
 }
 
 #else
