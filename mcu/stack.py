@@ -138,7 +138,10 @@ def disassemble(objdump: Path, elf: Path) -> dict[str, _Function]:
             elif fn.dynamic_sp is None:
                 fn.dynamic_sp = f"{mnemonic} {operands}"
         elif op == "bl" and target:
-            fn.calls.add(target.group(2))
+            # Thumb-1 (ARMv6-M) has no long unconditional branch: GCC jumps far inside a function with
+            # BL, which the disassembly shows as a call to <itself+offset>. That is a branch, not recursion.
+            if not (target.group(2) == fn.name and target.group(3)):
+                fn.calls.add(target.group(2))
         elif op in ("blx",) and not target:
             fn.indirect = fn.indirect or f"{mnemonic} {operands}"
         elif op == "bx" and operands.strip() != "lr":

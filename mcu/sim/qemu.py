@@ -99,11 +99,15 @@ def _qemu_opt(value: str) -> str:
     return value.replace(",", ",,")
 
 
-def _marker_args(elf: Path, trace_out: Path) -> list[str]:
+def _marker_args(elf: Path, trace_out: Path | None = None) -> list[str]:
+    """Plugin arguments for the measured region, and for the per-op trace region when ``trace_out``
+    names where the plugin writes it."""
     image = read_elf(elf)
     args: list[str] = []
-    for prefix, begin_name, end_name in (("", BEGIN_MARKER, END_MARKER),
-                                         ("trace_", TRACE_BEGIN_MARKER, TRACE_END_MARKER)):
+    regions = [("", BEGIN_MARKER, END_MARKER)]
+    if trace_out is not None:
+        regions.append(("trace_", TRACE_BEGIN_MARKER, TRACE_END_MARKER))
+    for prefix, begin_name, end_name in regions:
         begin, end = image.symbol(begin_name), image.symbol(end_name)
         if begin is None or end is None:
             # --gc-sections drops markers the firmware never calls: nothing to measure.
