@@ -57,18 +57,18 @@ class TraceRun:
         return [TraceEvent(**e) for e in d["events"]]
 
 
-def build_traced(cm: Any, out_dir: Path | None = None, defines: dict[str, Any] | None = None) -> Any:
-    """The model's firmware with the event tracer compiled in (mcu.toolchain.Firmware); ``defines``: instead
-    of ``MCU_TRACE`` alone (``mcu debug`` adds the output dump)."""
+def build_variant(cm: Any, kind: str, defines: dict[str, Any], extra_sources: tuple[str, ...] = (),
+                  out_dir: Path | None = None, stack_usage: bool = False) -> Any:
+    """The model's firmware built with extra ``defines`` (and runtime sources) into ``out_dir`` (default:
+    a cache folder per ``kind`` keyed by the sources and the defines): the tracer, the stack painter."""
     from mcu.toolchain import build_firmware
 
     files = cm.firmware_sources()
-    defines = dict(defines) if defines is not None else {TRACE_DEFINE: None}
     if out_dir is None:
         flavour = "".join(f"{k}={v};" for k, v in sorted(defines.items()))
         digest = hashlib.sha256("".join(f"{k}\0{v}" for k, v in sorted(files.items())).encode()
                                 + flavour.encode()).hexdigest()
-        out_dir = cache_dir() / "firmware-trace" / cm.board.name / f"{cm.library.prefix}-{digest[:20]}"
+        out_dir = cache_dir() / kind / cm.board.name / f"{cm.library.prefix}-{digest[:20]}"
     src_dir = Path(out_dir) / "src"
     src_dir.mkdir(parents=True, exist_ok=True)
     for name, text in files.items():
@@ -78,10 +78,16 @@ def build_traced(cm: Any, out_dir: Path | None = None, defines: dict[str, Any] |
     rt = runtime_dir()
     sources = [src_dir / n for n in files if n.endswith(".c")]
     sources += [rt / "kernels" / s for s in cm.library.kernel_sources]
-    sources += [rt / s for s in cm.library.runtime_sources]
-    sources.append(rt / TRACE_SOURCE)
+    sources += [rt / s for s in (*cm.library.runtime_sources, *extra_sources)]
     includes = [src_dir, rt / "include", *map(Path, cm.library.include_dirs)]
-    return build_firmware(cm.board, sources, includes, Path(out_dir), defines=defines)
+    return build_firmware(cm.board, sources, includes, Path(out_dir), defines=defines, stack_usage=stack_usage)
+
+
+def build_traced(cm: Any, out_dir: Path | None = None, defines: dict[str, Any] | None = None) -> Any:
+    """The model's firmware with the event tracer compiled in (mcu.toolchain.Firmware); ``defines``: instead
+    of ``MCU_TRACE`` alone (``mcu debug`` adds the output dump)."""
+    defines = dict(defines) if defines is not None else {TRACE_DEFINE: None}
+    return build_variant(cm, "firmware-trace", defines, (TRACE_SOURCE,), out_dir)
 
 
 def parse_trace_lines(console: str) -> list[tuple[int, int]]:

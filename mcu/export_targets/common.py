@@ -7,10 +7,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import jinja2
 
-from mcu.emit.c_model import FirmwareView, GeneratedLibrary
-from mcu.paths import codegen_dir, runtime_dir
+from mcu.emit.c_model import FirmwareView, GeneratedLibrary, environment
+from mcu.paths import runtime_dir
 
 # Headers of the firmware harness only: an integrator brings their own platform.
 _HARNESS_HEADERS = ("platform.h", "log.h")
@@ -49,18 +48,6 @@ class Writer:
 
     def render(self, rel: str, template: str, **view: Any) -> Path:
         return self.text(rel, environment().get_template(template).render(**view))
-
-
-def environment() -> jinja2.Environment:
-    """Templates under codegen/ (targets' own in codegen/targets/<target>/), strict like the model's."""
-    return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(codegen_dir())),
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-        undefined=jinja2.StrictUndefined,
-        autoescape=False,
-    )
 
 
 @dataclass(frozen=True)
