@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 
 def add_parsers(sub: Any, add_model_args: Callable[[argparse.ArgumentParser], None]) -> None:
-    p = sub.add_parser("profile", help="cost of every op on the board's simulator, sorted, with source lines",
+    p = sub.add_parser("profile", help="cost of every op on the board's simulator (or a Pico over USB), sorted",
                        description="Build a profiling firmware (the event tracer compiled in), run it on the "
                                    "board's simulator and print one row per op: debug handle, op, kernel, output "
                                    "shape, MACs, exact instructions, share, instructions per MAC, arena bytes "
@@ -20,7 +20,10 @@ def add_parsers(sub: Any, add_model_args: Callable[[argparse.ArgumentParser], No
     p.add_argument("--events", type=Path, metavar="FILE",
                    help="save the tracer's events as JSON (with a compile record, `mcu.devtools.record` "
                         "redraws this profile without the model file)")
-    p.add_argument("--timeout", type=float, default=600.0, help="simulator timeout in seconds (default 600)")
+    p.add_argument("--timeout", type=float, default=600.0,
+                   help="simulator timeout, or on a Pico 2 / Pico each wait's, in seconds (default 600)")
+    p.add_argument("--port", help="pico2/pico: the board's serial port (default: found automatically)")
+    p.add_argument("--drive", type=Path, help="pico2/pico: the mounted BOOTSEL drive (default: found automatically)")
     add_debug_parser(sub, add_model_args)
 
 
@@ -54,7 +57,8 @@ def cmd_profile(args: argparse.Namespace, compile_fn: Callable[[argparse.Namespa
     from mcu.devtools.profile import events_json, profile_model
 
     cm = compile_fn(args)
-    profile, run = profile_model(cm, timeout_s=args.timeout)
+    profile, run = profile_model(cm, timeout_s=args.timeout, port=getattr(args, "port", None),
+                                 drive=getattr(args, "drive", None))
     if args.svg:
         args.svg.write_text(profile.svg())
     if args.events:

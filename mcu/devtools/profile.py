@@ -8,6 +8,8 @@ the events, so a compile record and a saved trace reproduce it without the model
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from dataclasses import asdict, dataclass
 from html import escape
 from typing import Any
@@ -34,6 +36,7 @@ class Profile:
     unit: str  # "instructions" or "cycles"
     rows: list[ProfileRow]  # sorted by cost, largest first
     inference_cost: int | None  # the whole first inference measured around the run call, when known
+    inference_of: str = "normal build"  # which firmware measured it (on hardware: the traced one)
 
     @property
     def total_cost(self) -> int:
@@ -59,7 +62,7 @@ class Profile:
         lines.append(f"{label:<97} {self.total_macs:>10,} {self.total_cost:>12,} {100.0:5.1f}% {total_per_mac}")
         if self.inference_cost:
             outside = self.inference_cost - self.total_cost
-            lines.append(f"whole inference (normal build) {self.inference_cost:,} {self.unit}: the ops account for "
+            lines.append(f"whole inference ({self.inference_of}) {self.inference_cost:,} {self.unit}: the ops account for "
                          f"{self.total_cost / self.inference_cost * 100:.2f} % ({outside:,} outside the ops: "
                          "input/output copies and the call sequence)")
         return "\n".join(lines)
@@ -103,7 +106,7 @@ class Profile:
 
 
 def make_profile(title: str, unit: str, ops: list[OpInfo], events: list[TraceEvent],
-                 inference_cost: int | None) -> Profile:
+                 inference_cost: int | None, inference_of: str = "normal build") -> Profile:
     """Join the op table and the events by debug handle; every traced op must be in the table and vice versa."""
     by_handle = {op.handle: op for op in ops}
     seen = [e.handle for e in events]
@@ -115,7 +118,7 @@ def make_profile(title: str, unit: str, ops: list[OpInfo], events: list[TraceEve
     total = sum(e.cost for e in events) or 1
     rows = [ProfileRow(op=by_handle[e.handle], cost=e.cost, share=e.cost / total) for e in events]
     rows.sort(key=lambda r: (-r.cost, r.op.handle))
-    return Profile(title=title, unit=unit, rows=rows, inference_cost=inference_cost)
+    return Profile(title=title, unit=unit, rows=rows, inference_cost=inference_cost, inference_of=inference_of)
 
 
 def events_json(profile: Profile, run: Any) -> dict[str, Any]:
@@ -128,23 +131,31 @@ def out_lines(console: str) -> list[str]:
     return [line.strip() for line in console.splitlines() if line.startswith("OUT ")]
 
 
-def profile_model(cm: Any, timeout_s: float = 600.0) -> tuple[Profile, Any]:
-    """Trace ``cm``'s firmware on its simulator; the profile and the trace run (events, outputs).
+def profile_model(cm: Any, timeout_s: float = 600.0, port: str | None = None, drive: Path | None = None,
+                  search_dirs: Any = None) -> tuple[Profile, Any]:
+    """Trace ``cm``'s firmware on its simulator (or a Pico 2 / Pico over USB: ``port``, ``drive``); the
+    profile and the trace run (events, outputs).
 
-    The normal firmware runs too: its whole-inference count is the figure the ops must add up to, and
-    both firmwares must print the same outputs for every bundled vector (the tracer changes no result).
+    In simulation the normal firmware runs too: its whole-inference count is the figure the ops must add
+    up to, and both firmwares must print the same outputs for every bundled vector (the tracer changes no
+    result). On hardware the traced firmware checks its outputs against the bundled vectors itself, and
+    the total is its own CYCLES line (tracer included).
     """
     from mcu.devtools.ops import op_table
     from mcu.devtools.trace import run_traced
 
-    run = run_traced(cm, timeout_s=timeout_s)
+    run = run_traced(cm, timeout_s=timeout_s, port=port, drive=drive, search_dirs=search_dirs)
     if not run.passed:
         raise McuError(f"the profiling firmware of {cm.spec.name} failed its bundled vectors",
                        hint=run.console.strip()[-1500:])
+    ops = op_table(cm.graph, cm.memory, cm.library)
+    if cm.board.deploy_method == "uf2":
+        title = f"{cm.spec.name} {cm.quantize} on {cm.board.name} (cycles measured on the chip)"
+        return make_profile(title, run.unit, ops, run.events, run.inference_cost,
+                            "traced build, hooks included"), run
     normal = cm.simulate(timeout_s=timeout_s)
     if out_lines(normal.console) != out_lines(run.console):
         raise McuError(f"the profiling and normal firmwares of {cm.spec.name} print different outputs",
                        hint="the tracer hooks must not change what a model computes: report this as a bug")
-    ops = op_table(cm.graph, cm.memory, cm.library)
     title = f"{cm.spec.name} {cm.quantize} on {cm.board.name}"
     return make_profile(title, run.unit, ops, run.events, normal.instructions), run

@@ -113,26 +113,50 @@ def trace_events(console: str, instructions: list[int], ops_per_inference: int) 
             for i, (h, c) in enumerate(lines[:ops_per_inference])]
 
 
-def run_traced(cm: Any, timeout_s: float = 600.0) -> TraceRun:
-    """Build the profiling firmware and run it on the board's simulator."""
+def _first_outputs(cm: Any, report: Any, exit_code: int | None, console: str) -> list[Any]:
+    outputs = []
+    for i, t in enumerate(cm.graph.outputs):
+        if (0, i) not in report.outputs:
+            raise McuError(f"the profiling firmware printed no output {i} (exit status {exit_code})",
+                           hint=console.strip()[-1500:])
+        outputs.append(report.output_array(0, i, NUMPY_DTYPES[t.dtype], t.numel))
+    return outputs
+
+
+def run_traced(cm: Any, timeout_s: float = 600.0, port: str | None = None, drive: Path | None = None,
+               search_dirs: Any = None) -> TraceRun:
+    """Build the profiling firmware and run it: on the board's simulator (exact instructions per op), or
+    on a board flashed over USB (Pico 2, Pico: flashed in BOOTSEL mode, DWT/SysTick cycles per op read
+    from the TRACE lines on its serial console; ``port``, ``drive`` as for ``mcu flash``)."""
+    if cm.board.deploy_method == "uf2":
+        return _run_traced_on_device(cm, timeout_s, port, drive, search_dirs)
     from mcu.sim.qemu import run_qemu
 
     if cm.board.sim_kind != "qemu":
         raise McuError(f"board {cm.board.name} has no simulator to profile on",
-                       hint="profile on a QEMU board (`mcu boards`), or flash the profiling build and read "
-                            "its TRACE lines")
+                       hint="profile on a QEMU board (`mcu boards`) or on a Pico 2 / Pico over USB")
     fw = build_traced(cm)
     result = run_qemu(cm.board, fw.elf, timeout_s=timeout_s)
     report = parse_harness(result.console)
-    steps = len(cm.library.view.steps)
-    events = trace_events(result.console, result.trace_instructions, steps)
-    outputs = []
-    for i, t in enumerate(cm.graph.outputs):
-        if (0, i) not in report.outputs:
-            raise McuError(f"the profiling firmware printed no output {i} (exit status {result.exit_code})",
-                           hint=result.console.strip()[-1500:])
-        outputs.append(report.output_array(0, i, NUMPY_DTYPES[t.dtype], t.numel))
+    events = trace_events(result.console, result.trace_instructions, len(cm.library.view.steps))
     return TraceRun(board=cm.board.name, unit="instructions", events=events,
                     inference_cost=result.instructions[0] if result.instructions else None,
-                    outputs_raw=outputs, passed=bool(report.passed) and result.exit_code == 0,
-                    console=result.console)
+                    outputs_raw=_first_outputs(cm, report, result.exit_code, result.console),
+                    passed=bool(report.passed) and result.exit_code == 0, console=result.console)
+
+
+def _run_traced_on_device(cm: Any, timeout_s: float, port: str | None, drive: Path | None,
+                          search_dirs: Any) -> TraceRun:
+    from mcu.flash import chip_for_family, flash_uf2
+
+    fw = build_traced(cm)
+    flashed = flash_uf2(fw.uf2, drive=drive, port=port, timeout_s=timeout_s, search_dirs=search_dirs,
+                        chip=chip_for_family(cm.board.uf2_family))
+    result = flashed.console
+    if result is None:  # flash_uf2 always reads the console here; a None would be a bug, not a user error
+        raise McuError(f"no console was read from {cm.board.name}")
+    events = trace_events(result.console, [], len(cm.library.view.steps))
+    # The CYCLES line times the first inference with the tracer's hooks and prints in it.
+    return TraceRun(board=cm.board.name, unit="cycles", events=events, inference_cost=result.report.cycles,
+                    outputs_raw=_first_outputs(cm, result.report, result.firmware_exit, result.console),
+                    passed=result.exit_code == 0, console=result.console)
