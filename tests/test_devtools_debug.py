@@ -46,3 +46,18 @@ def test_debug_command(capsys) -> None:
     assert main(["debug", "--board", BOARD, "-q", "int8", str(EXAMPLES / "small_cnn.py"), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["first_departure"] is None and out["ops"] and all(o["differing"] == 0 for o in out["ops"])
+
+
+def test_the_op_where_quantization_error_jumps_is_named() -> None:
+    from mcu.devtools.debug import DebugReport, OpDiff
+
+    def row(handle: int, sqnr: float | None) -> OpDiff:
+        return OpDiff(handle, f"op{handle}", "k", f"model.py:{10 + handle}: `x`", 8, 0, 0.0, sqnr, 0.1)
+
+    steady = DebugReport("t", [row(0, 45.0), row(1, 44.0), row(2, None), row(3, 41.5)])
+    assert steady.error_jump is None and "jumps" not in steady.table()
+    jumpy = DebugReport("t", [row(0, 45.0), row(1, 44.0), row(2, None), row(3, 31.0), row(4, 30.0)])
+    op, fall = jumpy.error_jump
+    assert op.handle == 3 and fall == pytest.approx(13.0)
+    assert "quantization error jumps at op 3 op3: SQNR 13.0 dB below the op before (31.0 dB), at model.py:13" \
+        in jumpy.table()

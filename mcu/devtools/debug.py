@@ -26,6 +26,9 @@ PERTURB_DEFINE = "MCU_TRACE_TEST_PERTURB"  # test-only: corrupt one op's output 
 _TENSOR = re.compile(r"^TENSOR (\d+)((?: [0-9a-f]{8})*)\s*$")
 
 
+SQNR_JUMP_DB = 6.0  # one bit of resolution lost from one op to the next
+
+
 @dataclass(frozen=True)
 class OpDiff:
     handle: int
@@ -48,6 +51,15 @@ class DebugReport:
     def first_departure(self) -> OpDiff | None:
         return next((r for r in self.rows if r.differing), None)
 
+    @property
+    def error_jump(self) -> tuple[OpDiff, float] | None:
+        """The op whose SQNR falls furthest below that of the op measured before it, when the fall is at
+        least :data:`SQNR_JUMP_DB` (where quantization error grows), with the fall in dB."""
+        measured = [r for r in self.rows if r.sqnr_db is not None and np.isfinite(r.sqnr_db)]
+        falls = [(b, a.sqnr_db - b.sqnr_db) for a, b in zip(measured, measured[1:])]  # type: ignore[operator]
+        worst = max(falls, key=lambda f: f[1], default=None)
+        return worst if worst is not None and worst[1] >= SQNR_JUMP_DB else None
+
     def table(self) -> str:
         head = (f"{'handle':>6}  {'op':<20} {'kernel':<32} {'elements':>9} {'differ':>7} {'max|d|':>7} "
                 f"{'SQNR dB':>8} {'max|err|':>9}  source")
@@ -63,6 +75,11 @@ class DebugReport:
         lines.append("every op equals the reference" if first is None else
                      f"first departure: op {first.handle} {first.name} ({first.kernel}), {first.differing} of "
                      f"{first.elements} elements differ, at {first.source or 'an unknown source line'}")
+        jump = self.error_jump
+        if jump is not None:
+            r, fall = jump
+            lines.append(f"quantization error jumps at op {r.handle} {r.name}: SQNR {fall:.1f} dB below the op "
+                         f"before ({r.sqnr_db:.1f} dB), at {r.source or 'an unknown source line'}")
         return "\n".join(lines)
 
 
