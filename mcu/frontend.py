@@ -21,7 +21,7 @@ from torch.fx import Node
 from mcu.edge import op_name, verify_edge
 from mcu.errors import McuError
 from mcu.ir import Graph, Op, QConst, QuantParams, Tensor
-from mcu.sourceinfo import user_source_line
+from mcu.sourceinfo import op_source, user_source_line
 
 aten = torch.ops.aten
 
@@ -88,7 +88,7 @@ def _pair(v: Any, n: int = 2) -> tuple[int, ...]:
 def _emit(ctx: _Ctx, node: Node, kind: str, inputs: list[Tensor], attrs: dict[str, Any] | None = None) -> Tensor:
     out = _out_tensor(ctx, node)
     ctx.ops.append(Op(kind=kind, inputs=inputs, outputs=[out], attrs=attrs or {}, name=node.name,
-                      source=user_source_line(node).removeprefix(" at ")))
+                      source=op_source(node)))
     return out
 
 
@@ -186,7 +186,7 @@ def _max_pool(ctx: _Ctx, node: Node, a: list[Any]) -> tuple[Tensor, None]:
         raise McuError(f"max pooling indices are not supported{user_source_line(node)}")
     ctx.ops.append(Op("max_pool2d", [x], [out], {"kernel": kernel, "stride": stride, "padding": padding,
                                                    "dilation": dilation, "ceil_mode": ceil_mode, "act": None},
-                      name=node.name, source=user_source_line(node).removeprefix(" at ")))
+                      name=node.name, source=op_source(node)))
     return (out, None)
 
 
@@ -281,7 +281,7 @@ def _batch_norm(ctx: _Ctx, node: Node, a: list[Any]) -> tuple[Tensor, None, None
     sc = Tensor(name=ctx.fresh(f"{node.name}_scale"), shape=(channels,), data=scale)
     sh = Tensor(name=ctx.fresh(f"{node.name}_shift"), shape=(channels,), data=shift)
     ctx.ops.append(Op("batch_norm", [x, sc, sh], [out], {"eps": eps}, name=node.name,
-                      source=user_source_line(node).removeprefix(" at ")))
+                      source=op_source(node)))
     return (out, None, None)
 
 
@@ -389,7 +389,7 @@ def _select(ctx: _Ctx, node: Node, a: list[Any]) -> Tensor:
     index = int(a[2]) % x.shape[dim]
     kept = Tensor(name=ctx.fresh(f"{node.name}_keepdim"), shape=tuple(1 if d == dim else s for d, s in
                                                                         enumerate(x.shape)), dtype=x.dtype)
-    source = user_source_line(node).removeprefix(" at ")
+    source = op_source(node)
     ctx.ops.append(Op("slice", [x], [kept], {"dim": dim, "start": index, "step": 1}, name=f"{node.name}_slice",
                       source=source))
     return _emit(ctx, node, "reshape", [kept])

@@ -42,6 +42,28 @@ def user_source_line(node: Node) -> str:
     return f" at {Path(filename).name}:{line}: `{code.strip()}`"
 
 
+def module_path(node: Node) -> str:
+    """``features.3: nn.Conv2d`` when ``node`` comes from inside a ``torch.nn`` module, else ''.
+
+    Ops of every layer in an ``nn.Sequential`` share one source line (the call of the container),
+    so the line alone cannot tell the user which layer an op is; the module path can."""
+    stack = node.meta.get("nn_module_stack") or {}
+    module = torch_module_of(node)
+    if module is None or not stack:
+        return ""
+    path = list(stack.values())[-1][0]
+    return f"{path}: {module}" if path else module
+
+
+def op_source(node: Node) -> str:
+    """What an op records as its origin: ``model.py:12: `code` (features.3: nn.Conv2d)``."""
+    line = user_source_line(node).removeprefix(" at ")
+    path = module_path(node)
+    if not path:
+        return line
+    return f"{line} ({path})" if line else path
+
+
 # Modules that only hold others: the op inside them belongs to a child, never to the container.
 _CONTAINERS = {"Sequential", "ModuleList", "ModuleDict"}
 

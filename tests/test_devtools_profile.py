@@ -142,3 +142,14 @@ def test_bytes_live_per_op_in_the_table_and_the_memory_svg(compiled) -> None:
     svg = cm.memory_svg()
     listed = re.search(r'class="live-bytes".*?<title>bytes live per step: ([\d, ]+)</title>', svg).group(1)
     assert [int(v) for v in listed.split(", ")] == live
+
+
+def test_ops_inside_a_sequential_name_their_layer(compiled) -> None:
+    # Every layer of small_cnn's nn.Sequential is called from one line of forward(); the module path
+    # is what tells them apart in the profile and debug tables.
+    cm = compiled("small_cnn", BOARD, "int8")
+    sources = {op.name: op.source for op in cm.graph.ops}
+    assert sources["convolution"].endswith("(features.0: nn.Conv2d)")
+    assert sources["convolution_1"].endswith("(features.3: nn.Conv2d)")
+    assert sources["addmm"].endswith("(classifier: nn.Linear)")
+    assert sources["convolution"].startswith("small_cnn.py:19: `return self.classifier(")
