@@ -153,3 +153,25 @@ def test_ops_inside_a_sequential_name_their_layer(compiled) -> None:
     assert sources["convolution_1"].endswith("(features.3: nn.Conv2d)")
     assert sources["addmm"].endswith("(classifier: nn.Linear)")
     assert sources["convolution"].startswith("small_cnn.py:19: `return self.classifier(")
+
+
+@requires_qemu
+@pytest.mark.parametrize("name", ["ds_cnn", "digits_cnn"])
+def test_program_file_profile_on_the_interpreter(compiled, name: str) -> None:
+    # The interpreter brackets each instruction with the same hooks; the normal interpreter firmware
+    # links no tracer, and the traced one prints the same outputs (checked inside profile_program).
+    from mcu.devtools.program_trace import profile_program
+    from mcu.elf import read_elf
+    from mcu.program.device import build_interpreter_firmware
+
+    cm = compiled(name, BOARD, "int8")
+    normal = read_elf(build_interpreter_firmware(cm.board).elf)
+    assert normal.symbol("mcu_trace_op_begin") is None and normal.symbol("mcu_trace_op_end") is None
+    profile, run = profile_program(cm)
+    names = [n for n, _ in cm.program_image(bundle_tests=True).instructions["forward"]]
+    assert sorted(r.op.name for r in profile.rows) == sorted(names)
+    assert run.passed and all(e.instructions and e.instructions > 0 for e in run.events)
+    # What is outside the ops is the interpreter's own work per instruction (operand lookup), not a kernel.
+    assert 0.9 * profile.inference_cost <= profile.total_cost <= profile.inference_cost
+    kernels = {r.op.name: r.op.kernel for r in profile.rows}
+    assert all(k.startswith("mcu_") for k in kernels.values())

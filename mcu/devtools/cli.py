@@ -24,6 +24,9 @@ def add_parsers(sub: Any, add_model_args: Callable[[argparse.ArgumentParser], No
                    help="simulator timeout, or on a Pico 2 / Pico each wait's, in seconds (default 600)")
     p.add_argument("--port", help="pico2/pico: the board's serial port (default: found automatically)")
     p.add_argument("--drive", type=Path, help="pico2/pico: the mounted BOOTSEL drive (default: found automatically)")
+    p.add_argument("--program", action="store_true",
+                   help="profile the model as a program file on the interpreter firmware instead of generated C "
+                        "(QEMU boards)")
     add_debug_parser(sub, add_model_args)
 
 
@@ -57,8 +60,13 @@ def cmd_profile(args: argparse.Namespace, compile_fn: Callable[[argparse.Namespa
     from mcu.devtools.profile import events_json, profile_model
 
     cm = compile_fn(args)
-    profile, run = profile_model(cm, timeout_s=args.timeout, port=getattr(args, "port", None),
-                                 drive=getattr(args, "drive", None))
+    if args.program:
+        from mcu.devtools.program_trace import profile_program
+
+        profile, run = profile_program(cm, timeout_s=args.timeout)
+    else:
+        profile, run = profile_model(cm, timeout_s=args.timeout, port=getattr(args, "port", None),
+                                     drive=getattr(args, "drive", None))
     if args.svg:
         args.svg.write_text(profile.svg())
     if args.events:

@@ -99,8 +99,11 @@ def render_main(board: Board) -> str:
 
 
 def build_interpreter_firmware(board: Board, kernels: Iterable[str] | None = None,
-                               out_dir: Path | None = None) -> Firmware:
-    """The interpreter firmware for ``board``: every kernel, or only ``kernels`` (C function names)."""
+                               out_dir: Path | None = None, trace: bool = False) -> Firmware:
+    """The interpreter firmware for ``board``: every kernel, or only ``kernels`` (C function names).
+
+    ``trace``: with the event tracer compiled in (``MCU_TRACE``: a TRACE line per instruction, and the
+    per-op region the instruction-count plugin measures), for ``mcu profile --program``."""
     layout = program_layout(board)
     main = render_main(board)
     subset = None if kernels is None else sorted(set(kernels))
@@ -108,8 +111,10 @@ def build_interpreter_firmware(board: Board, kernels: Iterable[str] | None = Non
     if subset is not None:
         defines["MCU_PROGRAM_KERNEL_SUBSET"] = None
         defines.update({f"MCU_PROGRAM_HAS_{kernel_macro(k)}": 1 for k in subset})
+    if trace:
+        defines["MCU_TRACE"] = None
     if out_dir is None:
-        key = hashlib.sha256((main + repr(subset)).encode()).hexdigest()[:20]
+        key = hashlib.sha256((main + repr(subset) + repr(trace)).encode()).hexdigest()[:20]
         out_dir = cache_dir() / "program-firmware" / board.name / key
     src = Path(out_dir) / "src"
     src.mkdir(parents=True, exist_ok=True)
@@ -117,6 +122,8 @@ def build_interpreter_firmware(board: Board, kernels: Iterable[str] | None = Non
     if not main_c.exists() or main_c.read_text() != main:
         main_c.write_text(main)
     sources = [main_c, *interpreter_sources(), *kernel_sources(subset)]
+    if trace:
+        sources.append(runtime_dir() / "src" / "mcu_trace.c")
     return build_firmware(layout.firmware_board, sources, [], Path(out_dir), name="interpreter", defines=defines)
 
 
@@ -182,6 +189,7 @@ class ProgramRun:
     exit_code: int
     console: str
     instructions: list[int]  # one count per inference, methods in order
+    trace_instructions: list[int] = field(default_factory=list)  # per traced instruction (a tracing firmware)
     methods: dict[str, HarnessReport] = field(default_factory=dict)
     error: str | None = None  # the firmware's ERROR line about the program, if any
 
@@ -214,7 +222,7 @@ def parse_program_console(text: str) -> tuple[dict[str, HarnessReport], str | No
 
 
 def run_program(board: Board, firmware: Path, program: bytes, weights: bytes | None = None,
-                timeout_s: float = 600.0) -> ProgramRun:
+                timeout_s: float = 600.0, trace: bool = False) -> ProgramRun:
     """Boot the interpreter firmware in QEMU with ``program`` (and ``weights``) loaded into their regions."""
     from mcu.sim.qemu import _marker_args, _qemu_opt, build_plugin, find_qemu
 
@@ -228,7 +236,9 @@ def run_program(board: Board, firmware: Path, program: bytes, weights: bytes | N
         prog_path = Path(tmp) / "program.mpk"
         prog_path.write_bytes(program)
         counts = Path(tmp) / "instructions.txt"
-        plugin_opt = ",".join([_qemu_opt(str(plugin)), *_marker_args(Path(firmware)), f"out={_qemu_opt(str(counts))}"])
+        trace_counts = Path(tmp) / "trace.txt"
+        markers = _marker_args(Path(firmware), trace_counts if trace else None)
+        plugin_opt = ",".join([_qemu_opt(str(plugin)), *markers, f"out={_qemu_opt(str(counts))}"])
         cmd = [str(qemu), "-M", board.qemu_machine, "-nographic", "-monitor", "none",
                "-semihosting-config", "enable=on,target=native", "-kernel", str(firmware),
                "-device", f"loader,file={prog_path},addr=0x{layout.program.origin:x},force-raw=on",
@@ -249,6 +259,7 @@ def run_program(board: Board, firmware: Path, program: bytes, weights: bytes | N
             raise McuError(f"QEMU failed running the interpreter firmware (status {proc.returncode}):\n"
                            + "\n".join(stderr.strip().splitlines()[:6]))
         instructions = [int(w) for w in counts.read_text().split()] if counts.exists() else []
+        traced = [int(w) for w in trace_counts.read_text().split()] if trace_counts.exists() else []
     methods, error = parse_program_console(console)
     return ProgramRun(exit_code=proc.returncode, console=console, instructions=instructions, methods=methods,
-                      error=error)
+                      error=error, trace_instructions=traced)

@@ -76,6 +76,9 @@ class ProgramImage:
     weights_name: str | None
     methods: list[str]
     segments: list[Segment]
+    # method -> (op name, kernel function) of each instruction in execution order: what a traced
+    # interpreter's event ids (instruction indices) mean.
+    instructions: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
 
     @property
     def constant_bytes(self) -> int:
@@ -181,7 +184,8 @@ def _tensor(fb: _Builder, t: Tensor, place: tuple[int, int] | None, segments: _S
     return fb.table(fields, scalars, Field.TENSOR)
 
 
-def _method(fb: _Builder, src: MethodSource, segments: _Segments, delegates: list[DelegatePayload]) -> int:
+def _method(fb: _Builder, src: MethodSource, segments: _Segments,
+            delegates: list[DelegatePayload]) -> tuple[int, list[tuple[str, str]]]:
     graph, memory = src.graph, src.memory
     ids: dict[int, int] = {}
     order: list[tuple[Tensor, tuple[int, int] | None]] = []  # (tensor, (arena, offset); None: a constant)
@@ -231,6 +235,7 @@ def _method(fb: _Builder, src: MethodSource, segments: _Segments, delegates: lis
     outputs = [tid(t) for t in graph.outputs]
     inputs = [ids[id(t)] for t in graph.inputs]
 
+    kernel_names = {v: k for k, v in fmt.KERNEL_IDS.items()}
     tensors = [_tensor(fb, t, offset, segments) for t, offset in order]
     insn_offsets = []
     for kernel, operands, params, name in insns:
@@ -256,7 +261,8 @@ def _method(fb: _Builder, src: MethodSource, segments: _Segments, delegates: lis
     }
     if bundled:
         fields["bundled"] = fb.offsets(bundled)
-    return fb.table(fields, {}, Field.METHOD)
+    return fb.table(fields, {}, Field.METHOD), [(name, kernel_names.get(kernel, "delegate"))
+                                                 for kernel, *_, name in insns]
 
 
 def _array_bytes(x: np.ndarray, t: Tensor) -> bytes:
@@ -275,7 +281,8 @@ def write_program(methods: list[MethodSource], external_weights: bool = False,
     fb = _Builder()
     segments = _Segments(external_weights)
     delegates: list[DelegatePayload] = []
-    method_offsets = [_method(fb, m, segments, delegates) for m in methods]
+    built = [_method(fb, m, segments, delegates) for m in methods]
+    method_offsets = [offset for offset, _ in built]
     delegate_tables = []
     for d in delegates:
         seg = segments.add(f"delegate:{d.backend_id}", d.payload, fmt.SEGMENT_INLINE)
@@ -307,4 +314,5 @@ def write_program(methods: list[MethodSource], external_weights: bool = False,
     fb.b.Finish(root, file_identifier=fmt.PROGRAM_MAGIC)
     program = fmt.assemble(fmt.PROGRAM_MAGIC, bytes(fb.b.Output()), inline, flags=flags)
     return ProgramImage(program=program, weights=weights_blob, weights_name=weights_name if external else None,
-                        methods=names, segments=list(segments.items))
+                        methods=names, segments=list(segments.items),
+                        instructions={m.name: insns for m, (_, insns) in zip(methods, built)})

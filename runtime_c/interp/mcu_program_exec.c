@@ -1,12 +1,8 @@
 /* Running a verified program: method and tensor queries, execution, bundled vectors. */
 #include <string.h>
 
+#include "mcu/trace.h"
 #include "mcu_program_internal.h"
-
-#ifndef MCU_PROGRAM_TRACE_OP
-/* Per-op tracing hook, as MCU_TRACE_OP in generated code: define it to profile each instruction. */
-#define MCU_PROGRAM_TRACE_OP(method, index, insn) ((void)0)
-#endif
 
 mcu_status mcu_program_method(const mcu_program *p, uint32_t method, mcu_program_method_info *info)
 {
@@ -171,13 +167,16 @@ mcu_status mcu_program_execute(const mcu_program *p, uint32_t method, uint8_t *c
             ops[k] = operand(&x, ids[k], bases, &sizes[k], &dtypes[k]);
         }
         MCU_REQUIRE(!fp->bad, MCU_ERR_PROGRAM_INVALID);
-        MCU_PROGRAM_TRACE_OP(method, i, &insn);
+        /* The event id is the instruction's index in its method: the host names the op from the
+         * instruction's name (mcu/devtools/program_trace.py). Without MCU_TRACE both hooks vanish. */
+        MCU_TRACE_OP_BEGIN(i);
         if (kernel == MCU_K_DELEGATE) {
             MCU_CHECK(run_delegate(fp, p, ops, sizes, n_ops, params));
         } else {
             MCU_CHECK(mcu_program_dispatch(kernel, ops, sizes, n_ops, params, n_params,
                                            (int32_t)mcu_dtype_size(dtypes[0])));
         }
+        MCU_TRACE_OP_END(i);
     }
     return fp->bad ? MCU_ERR_PROGRAM_INVALID : MCU_OK;
 }

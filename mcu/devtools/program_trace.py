@@ -1,0 +1,63 @@
+"""``mcu profile --program``: the per-op profile of a program file on the interpreter firmware.
+
+The interpreter (runtime_c/interp) brackets every instruction with the same tracer hooks as generated
+code, compiled in only with ``MCU_TRACE``; its event id is the instruction's index in the method, which
+the program image maps back to the op (and the kernel the program runs). The normal interpreter
+firmware runs the same program too: its whole-inference count is what the per-op counts must add up to,
+and both must print the same outputs for every bundled vector.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from mcu.devtools.ops import op_table
+from mcu.devtools.profile import Profile, make_profile, out_lines
+from mcu.devtools.trace import TraceEvent, TraceRun, parse_trace_lines
+from mcu.errors import McuError
+from mcu.program.device import build_interpreter_firmware, run_program
+
+
+def profile_program(cm: Any, timeout_s: float = 600.0) -> tuple[Profile, TraceRun]:
+    board = cm.board
+    if board.sim_kind != "qemu" or board.qemu_machine is None:
+        raise McuError(f"board {board.name} has no simulator to run the interpreter firmware on",
+                       hint="profile a program file on a QEMU board (`mcu boards`)")
+    image = cm.program_image(bundle_tests=True)
+    instructions = image.instructions["forward"]
+    normal = run_program(board, build_interpreter_firmware(board).elf, image.program, timeout_s=timeout_s)
+    traced = run_program(board, build_interpreter_firmware(board, trace=True).elf, image.program,
+                         timeout_s=timeout_s, trace=True)
+    for what, run in (("interpreter", normal), ("profiling interpreter", traced)):
+        if not run.passed:
+            raise McuError(f"the {what} firmware failed the bundled vectors of {cm.spec.name}",
+                           hint=(run.error or "") + "\n" + run.console.strip()[-1500:])
+    if out_lines(normal.console) != out_lines(traced.console):
+        raise McuError(f"the profiling and normal interpreter firmwares print different outputs for {cm.spec.name}",
+                       hint="the tracer hooks must not change what a program computes: report this as a bug")
+    lines = parse_trace_lines(traced.console)
+    n = len(instructions)
+    if len(lines) < n or len(traced.trace_instructions) != len(lines):
+        raise McuError(f"the profiling interpreter reported {len(lines)} events and {len(traced.trace_instructions)} "
+                       f"measured regions, expected {n} per inference")
+    by_name = {op.name: op for op in op_table(cm.graph, cm.memory, cm.library)}
+    handle_of = {name: by_name[name].handle for name, _ in instructions if name in by_name}
+    missing = [name for name, _ in instructions if name not in by_name]
+    if missing:
+        raise McuError(f"program instructions without an op in the compile: {missing}")
+    events = []
+    for i, (index, cycles) in enumerate(lines[:n]):
+        if index >= n:
+            raise McuError(f"the profiling interpreter traced instruction {index}; the method has {n}")
+        events.append(TraceEvent(handle=handle_of[instructions[index][0]],
+                                 instructions=traced.trace_instructions[i], cycles=cycles))
+    # The table shows the kernel the program runs (a program may lack a generated-C-only variant).
+    ops = [dataclasses.replace(by_name[name], kernel=kernel) for name, kernel in instructions]
+    title = f"{cm.spec.name} {cm.quantize} on {board.name} (program file on the interpreter firmware)"
+    profile = make_profile(title, "instructions", ops, events, normal.instructions[0] if normal.instructions else None,
+                           "normal interpreter")
+    run = TraceRun(board=board.name, unit="instructions", events=events,
+                   inference_cost=traced.instructions[0] if traced.instructions else None, outputs_raw=[],
+                   passed=traced.passed, console=traced.console)
+    return profile, run
