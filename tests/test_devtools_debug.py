@@ -9,14 +9,14 @@ import json
 
 import pytest
 
-from conftest import EXAMPLES, requires_qemu
+from conftest import EXAMPLES, REFERENCE_MODELS, requires_qemu
 from mcu.devtools.debug import debug_model
 
 BOARD = "mps2-an505"
 
 
 @requires_qemu
-@pytest.mark.parametrize("name", ["small_cnn", "ds_cnn"])
+@pytest.mark.parametrize("name", REFERENCE_MODELS)
 def test_every_op_on_the_device_equals_the_reference(compiled, name: str) -> None:
     report = debug_model(compiled(name, BOARD, "int8"))
     assert report.first_departure is None

@@ -1,4 +1,4 @@
-"""Stack bound (issue 14, point 4): the worst case from -fstack-usage and the call graph is what the linker
+"""Stack bound (issue 14, point 4): on every reference model and board, the worst case from -fstack-usage and the call graph is what the linker
 reserves (plus a margin), the stack painted in QEMU never goes deeper, and the small CNN int8 on mps2-an505
 needs at most 16 KiB of RAM in total."""
 
@@ -14,8 +14,8 @@ from mcu.stack import STACK_MARGIN, analyze, read_su
 
 
 @requires_qemu
-@pytest.mark.parametrize("name,board", [(m, "mps2-an505") for m in REFERENCE_MODELS]
-                         + [("small_cnn", b) for b in ("mps2-an386", "mps3-an547", "mps2-an385")])
+@pytest.mark.parametrize("name,board", [(m, b) for b in ("mps2-an505", "mps2-an386", "mps3-an547", "mps2-an385",
+                                                          "mps2-an385-m0plus") for m in REFERENCE_MODELS])
 def test_measured_stack_stays_within_the_reserved_stack(compiled, name: str, board: str) -> None:
     from mcu.devtools.stackcheck import measure_stack
 
@@ -23,10 +23,15 @@ def test_measured_stack_stays_within_the_reserved_stack(compiled, name: str, boa
     fw = cm.build()
     check = measure_stack(cm)
     assert check.passed
-    assert fw.stack is not None and fw.stack == check.report  # painting changes only Reset_Handler's loops
+    assert fw.stack is not None
+    # Painting adds loops to Reset_Handler only (on Cortex-M0+ its frame grows by a few bytes): below it
+    # the measured firmware's deepest path is the normal firmware's, frame for frame.
+    assert fw.stack.path[0][0] == check.report.path[0][0] == "Reset_Handler"
+    assert fw.stack.path[1:] == check.report.path[1:]
     assert fw.sections[".stack"] == fw.stack.reserved_bytes
     assert fw.stack.reserved_bytes >= fw.stack.worst_case_bytes + STACK_MARGIN
-    assert 0 < check.high_water_bytes <= fw.stack.worst_case_bytes <= fw.stack.reserved_bytes
+    assert 0 < check.high_water_bytes <= check.report.worst_case_bytes
+    assert check.high_water_bytes <= fw.stack.reserved_bytes  # what the normal firmware reserves suffices
     assert fw.stack.path[0][0] == "Reset_Handler" and sum(b for _, b in fw.stack.path) == fw.stack.worst_case_bytes
 
 
