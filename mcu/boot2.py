@@ -3,7 +3,7 @@
 The RP2040 boot ROM copies the first 256 bytes of flash to SRAM and runs them only when the CRC32 of the
 first 252 bytes equals the last word (RP2040 datasheet 2.8.1.3.1): polynomial 0x04C11DB7, initial value
 0xFFFFFFFF, input and output not reflected, no final XOR (the CRC-32/MPEG-2 variant). The code itself is
-ports/rp2040/boot2.c, linked into the ``.boot2`` output section with a zero placeholder; :func:`seal_boot2`
+ports/rp2/rp2040/boot2.c, linked into the ``.boot2`` output section with a zero placeholder; :func:`seal_boot2`
 writes the CRC into the linked ELF before the UF2 is made from it.
 """
 
@@ -38,7 +38,7 @@ def seal_boot2(elf_path: Path) -> int | None:
         return None
     if section.size != BOOT2_SIZE:
         raise McuError(f"{elf_path}: {BOOT2_SECTION} is {section.size} bytes, the RP2040 boot ROM reads "
-                       f"exactly {BOOT2_SIZE}", hint="ports/rp2040/boot2.c must end at .org 252 plus one word")
+                       f"exactly {BOOT2_SIZE}", hint="ports/rp2/rp2040/boot2.c must end at .org 252 plus one word")
     blob = bytearray(Path(elf_path).read_bytes())
     body = bytes(blob[section.offset : section.offset + BOOT2_SIZE - 4])
     crc = boot2_crc(body)

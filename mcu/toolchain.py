@@ -119,7 +119,9 @@ def find_host_compiler() -> Path:
 
 
 def port_dirs(board: Board) -> list[Path]:
-    """``ports/cortex-m`` plus the board's own port folder."""
+    """``ports/cortex-m``, then each folder on the way to the board's own port folder: a chip family's
+    shared code sits one level up from its chips (``port = "rp2/rp2350"``: ``ports/rp2`` holds what the
+    RP2040 and RP2350 share, ``ports/rp2/rp2350`` the chip's own files)."""
     root = paths.ports_dir()
     own = root / board.port
     if not own.is_dir():
@@ -127,7 +129,8 @@ def port_dirs(board: Board) -> list[Path]:
             f"board '{board.name}' uses port '{board.port}' but {own} does not exist",
             hint=f"fix 'port' in {board.path}",
         )
-    return [root / "cortex-m", own]
+    parts = Path(board.port).parts
+    return [root / "cortex-m", *(root.joinpath(*parts[: i + 1]) for i in range(len(parts)))]
 
 
 def port_sources(board: Board) -> list[Path]:

@@ -31,7 +31,7 @@ def test_pico_board_file() -> None:
     assert b.fpu is None and not b.dsp and not b.mve
     assert (b.flash.origin, b.flash.end) == FLASH and b.flash.length == 2 * 1024 * 1024
     assert (b.ram.origin, b.ram.end) == SRAM and b.ram.length == 264 * 1024
-    assert b.clock_hz == 125_000_000 and b.port == "rp2040"
+    assert b.clock_hz == 125_000_000 and b.port == "rp2/rp2040"
     assert b.console_kind == "pl011-uart" and b.uart_base == 0x40034000 and b.console_baud == 115200
     assert b.deploy_method == "uf2" and b.uf2_family == FAMILY_RP2040 == 0xE48BFF56
     assert b.sim_kind is None

@@ -29,7 +29,7 @@ IMAGE_DEF = (0xFFFFDED3, 0x10210142, 0x000001FF, 0x00000000, 0xAB123579)
 SRAM = (0x20000000, 0x20082000)
 FLASH = (0x10000000, 0x10400000)
 # The only files the RP2350 port may add: clocks/resets, pins/UART, IMAGE_DEF, the platform glue.
-RP2350_SOURCES = {"clocks.c", "uart.c", "image_def.c", "platform_rp2350.c"}
+RP2350_SOURCES = {"rp2/clocks.c", "rp2/uart.c", "rp2/platform.c", "rp2/rp2350/image_def.c"}
 
 
 def test_pico2_board_file() -> None:
@@ -37,7 +37,7 @@ def test_pico2_board_file() -> None:
     assert b.core == "cortex-m33" and b.fpu == "fpv5-sp" and b.dsp and not b.mve
     assert (b.flash.origin, b.flash.length) == (0x10000000, 4 * 1024 * 1024)
     assert (b.ram.origin, b.ram.end) == SRAM and b.ram.length == 520 * 1024
-    assert b.clock_hz == 150_000_000 and b.port == "rp2350"
+    assert b.clock_hz == 150_000_000 and b.port == "rp2/rp2350"
     assert b.console_kind == "pl011-uart" and b.uart_base == 0x40070000 and b.console_baud == 115200
     assert b.deploy_method == "uf2" and b.uf2_family == FAMILY_RP2350_ARM_S
     assert b.sim_kind is None and b.extra_regions == ()
@@ -178,11 +178,11 @@ def test_rp2350_port_adds_only_chip_setup() -> None:
     assert {p.name for p in shared if p.parent == ports / "cortex-m"} == {
         p.name for p in (ports / "cortex-m").glob("*.c")}
     assert any(p.name == "mcu_log.c" for p in shared)
-    assert {p.name for p in p_src - a_src} == RP2350_SOURCES
-    assert all(p.parent == ports / "rp2350" for p in p_src - a_src)
+    # Only the RP2 family's files (ports/rp2, shared with the RP2040) and the chip's own (ports/rp2/rp2350).
+    assert {p.relative_to(ports).as_posix() for p in p_src - a_src} == RP2350_SOURCES
     # None of the chip files defines what the shared code owns (start-up, faults, cycles, log
     # formatting) or issues a semihosting BKPT, which would HardFault without a debugger.
-    text = "".join((ports / "rp2350" / n).read_text() for n in RP2350_SOURCES)
+    text = "".join((ports / n).read_text() for n in RP2350_SOURCES)
     for owned in ("Reset_Handler", "mcu_platform_cycles", "mcu_log_str", "mcu_log_u32", "mcu_cm_fault",
                   "mcu_cm_cycles_enable", "vector_table", "bkpt"):
         assert owned not in text, owned

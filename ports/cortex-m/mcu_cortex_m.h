@@ -3,7 +3,7 @@
  * @brief Pieces every Cortex-M port shares: system registers, semihosting,
  *        the DWT cycle counter and the fault-exit convention.
  *
- * Board ports (ports/mps2, ports/rp2350, ...) only add clock, pin and UART
+ * Board ports (ports/mps2, ports/rp2, ...) only add clock, pin and UART
  * setup plus their strong mcu_platform_init/write/exit; simulated boards
  * exit through mcu_cm_semihost_exit, real ones through mcu_cm_hardware_exit.
  */

@@ -1,11 +1,11 @@
 /**
- * @file rp2350_regs.h
+ * @file rp2_regs.h
  * @brief The few RP2350 registers the port touches, from the RP2350 datasheet
  *        (chapter 2.2 address map, 6.2 resets, 8.1 clocks, 8.2 XOSC, 8.6 PLL,
  *        9 GPIO/pads, 12.1 UART). Written for this port; no Pico SDK.
  */
-#ifndef MCU_RP2350_REGS_H
-#define MCU_RP2350_REGS_H
+#ifndef MCU_RP2_REGS_H
+#define MCU_RP2_REGS_H
 
 #include "mcu_cortex_m.h"
 
@@ -96,4 +96,7 @@
 #define RP_UART_CR_TXE (1u << 8)
 #define RP_UART_CR_RXE (1u << 9)
 
-#endif /* MCU_RP2350_REGS_H */
+/* PLL_SYS for the Pico 2: 1500 MHz VCO / 5 / 2 = 150 MHz. */
+#define RP_PLL_POSTDIV1 5u
+
+#endif /* MCU_RP2_REGS_H */

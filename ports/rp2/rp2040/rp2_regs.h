@@ -1,13 +1,13 @@
 /**
- * @file rp2040_regs.h
+ * @file rp2_regs.h
  * @brief The RP2040 registers the port touches (RP2040 datasheet, chapter 2 and 4).
  *
- * Only what ports/rp2040 uses; the block layout matches the RP2350's in
+ * Only what ports/rp2 and boot2.c use; the block layout matches the RP2350's in
  * most places, but the base addresses, the reset bit numbers and the clock
  * divider format (24.8 here, 16.16 on the RP2350) differ.
  */
-#ifndef MCU_RP2040_REGS_H
-#define MCU_RP2040_REGS_H
+#ifndef MCU_RP2_REGS_H
+#define MCU_RP2_REGS_H
 
 #include "mcu_cortex_m.h"
 
@@ -92,4 +92,7 @@
 #define RP_UART_CR_TXE (1u << 8)
 #define RP_UART_CR_RXE (1u << 9)
 
-#endif /* MCU_RP2040_REGS_H */
+/* PLL_SYS for the Pico: 1500 MHz VCO / 6 / 2 = 125 MHz. */
+#define RP_PLL_POSTDIV1 6u
+
+#endif /* MCU_RP2_REGS_H */
