@@ -6,7 +6,7 @@ from mcu.errors import McuError
 
 __version__ = "0.1.0"
 
-__all__ = ["McuError", "__version__", "compile"]
+__all__ = ["McuError", "__version__", "compile", "custom_op"]
 
 
 def compile(model, example_inputs, board: str = "mps2-an505", quantize: str = "none", **kwargs):  # noqa: A001
@@ -14,3 +14,13 @@ def compile(model, example_inputs, board: str = "mps2-an505", quantize: str = "n
     from mcu.api import compile as _compile
 
     return _compile(model, example_inputs, board=board, quantize=quantize, **kwargs)
+
+
+def custom_op(name: str, **kwargs):
+    """Register a ``torch.library`` op's C kernel with mcu; see :func:`mcu.custom.custom_op`."""
+    import inspect
+
+    from mcu.custom import custom_op as _custom_op
+
+    kwargs.setdefault("base", __import__("pathlib").Path(inspect.stack()[1].filename).resolve().parent)
+    return _custom_op(name, **kwargs)

@@ -375,10 +375,12 @@ def compile_spec(spec: ModelSpec, board: str | Board = "mps2-an505", quantize: s
 def compile(model: torch.nn.Module, example_inputs: Sequence[torch.Tensor], board: str = "mps2-an505",  # noqa: A001
             quantize: str = "none", calibration: Any = None, test_inputs: Any = None,
             name: str | None = None, cmsis_nn: str | Path | None = None,
-            packed_weights: bool = True, backend: str | list[str] | None = None) -> CompiledModel:
-    """Compile an ``nn.Module`` for a board; see the module docstring."""
+            packed_weights: bool = True, backend: str | list[str] | None = None,
+            custom_ops: Any = None) -> CompiledModel:
+    """Compile an ``nn.Module`` for a board; see the module docstring. ``custom_ops``: registrations of the
+    model's own ops (:func:`mcu.custom_op`)."""
     spec = spec_from_objects(model, example_inputs, calibration, test_inputs,
-                             name=name or type(model).__name__.lower())
+                             name=name or type(model).__name__.lower(), custom_ops=custom_ops)
     return compile_spec(spec, board, quantize, cmsis_nn, packed_weights, backend)
 
 

@@ -153,6 +153,10 @@ def overlap_contracts(op: Op) -> list[Overlap]:
         if depthwise_inplace_ok(op):
             return [Overlap(0, (forward(d), (0, 0)), "inplace")]
         return [Overlap(0, (forward(d),), "window")]
+    if op.kind == "custom":
+        # A user kernel overlaps nothing unless its registration says it may write over its first input.
+        reg = op.attrs["custom"]
+        return [Overlap(0, ((0, 0),), "custom in-place")] if reg.in_place and x.nbytes == out.nbytes else []
     if op.kind in ELEMENTWISE_KINDS or (op.kind == "softmax" and x.dtype == out.dtype):
         # The kernels accept exact aliasing only (a cheap check they can make); that is inside the bound.
         if x.nbytes == out.nbytes and elementwise_max_delta(x, out) >= 0:

@@ -473,8 +473,12 @@ def _all_constant(args: Any) -> bool:
     return bool(tensors) and all(t.is_constant for t in tensors)
 
 
-def from_exported(ep: torch.export.ExportedProgram, name: str = "model") -> Graph:
-    handlers = _handlers()
+def from_exported(ep: torch.export.ExportedProgram, name: str = "model", custom_ops: tuple = ()) -> Graph:
+    """``custom_ops``: the model's registered custom ops (mcu/custom.py); each of their nodes becomes one
+    ``custom`` op."""
+    from mcu.frontend_custom import custom_handlers
+
+    handlers = {**_handlers(), **custom_handlers(ep, custom_ops)}
     foldable_only = {_quant_ops()["dq_channel"]} if _quant_ops() else set()  # only on constant weights
     verify_edge(ep, set(handlers) | foldable_only)
     sig = ep.graph_signature

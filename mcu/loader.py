@@ -33,6 +33,7 @@ class ModelSpec:
     path: Path | None = None
     # Optional names of the model file read by other commands (`mcu eval`: eval_data, eval_metric).
     extras: dict[str, Any] = field(default_factory=dict)
+    custom_ops: tuple[Any, ...] = ()  # the model's registered custom ops (mcu.custom.CustomOp)
 
 
 def _as_input_tuple(value: Any, what: str, where: str) -> tuple[torch.Tensor, ...]:
@@ -73,7 +74,7 @@ def check_input_shapes(inputs: list[tuple[torch.Tensor, ...]], example: tuple[to
 
 def spec_from_objects(model: torch.nn.Module, example_inputs: Any, calibration: Any = None,
                       test_inputs: Any = None, name: str = "model", where: str = "mcu.compile",
-                      path: Path | None = None) -> ModelSpec:
+                      path: Path | None = None, custom_ops: Any = None) -> ModelSpec:
     if not isinstance(model, torch.nn.Module):
         raise McuError(f"{where}: model must be a torch.nn.Module, got {type(model).__name__}")
     example = _as_input_tuple(example_inputs, "example_inputs", where)
@@ -84,8 +85,10 @@ def spec_from_objects(model: torch.nn.Module, example_inputs: Any, calibration: 
     check_input_shapes(tests, example, "test_inputs", where)
     if not isinstance(model, torch.fx.GraphModule):  # converted pt2e modules refuse .eval()
         model = model.eval()
+    from mcu.custom import check_registrations
+
     return ModelSpec(model=model, example_inputs=example, calibration=calib, test_inputs=tests, name=name,
-                     path=path)
+                     path=path, custom_ops=check_registrations(custom_ops, where))
 
 
 def load_model_file(path: str | Path) -> ModelSpec:
@@ -136,6 +139,7 @@ def load_model_file(path: str | Path) -> ModelSpec:
         name=path.stem,
         where=where,
         path=path,
+        custom_ops=getattr(module, "custom_ops", None),
     )
     spec.extras = {k: getattr(module, k) for k in EXTRAS if hasattr(module, k)}
     return spec

@@ -66,13 +66,14 @@ def to_graph(spec: ModelSpec, quantize: str) -> Graph:
         from mcu.quantize import quantize_static
 
         with stage("quantize"):
-            captured = quantize_static(spec.model, spec.example_inputs, spec.calibration, where=where)
+            captured = quantize_static(spec.model, spec.example_inputs, spec.calibration, where=where,
+                                       custom_ops=spec.custom_ops)
     else:
         captured = spec.model
     with stage("capture"):
         ep = to_edge(capture(captured, spec.example_inputs))
     with stage("lower"):
-        graph = lower(from_exported(ep, name=spec.name))
+        graph = lower(from_exported(ep, name=spec.name, custom_ops=spec.custom_ops))
         if quantize in ("int8-weight", "int8-dynamic"):  # fp32 activations, int8 linear weights
             graph = quantize_linear_weights(graph, dynamic=quantize == "int8-dynamic")
     return graph

@@ -90,7 +90,8 @@ def export_for_quantization(model: torch.nn.Module, example_inputs: tuple) -> Gr
 
 
 def quantize_static(model: torch.nn.Module, example_inputs: tuple,
-                    calibration: Iterable[tuple[torch.Tensor, ...]] | None, where: str = "model") -> GraphModule:
+                    calibration: Iterable[tuple[torch.Tensor, ...]] | None, where: str = "model",
+                    custom_ops: tuple = ()) -> GraphModule:
     """Post-training static int8 quantization; returns the converted module."""
     if calibration is None:
         raise McuError(f"{where}: static int8 quantization needs calibration data",
@@ -102,7 +103,7 @@ def quantize_static(model: torch.nn.Module, example_inputs: tuple,
     gm = export_for_quantization(model, example_inputs)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        prepared = prepare_pt2e(gm, MCUQuantizer())
+        prepared = prepare_pt2e(gm, MCUQuantizer(custom_ops=custom_ops))
         with torch.no_grad():
             for i, batch in enumerate(calibration):
                 try:

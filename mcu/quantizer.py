@@ -99,9 +99,12 @@ def _is_float_tensor(node: object) -> bool:
 class MCUQuantizer(Quantizer):
     """Annotates for int8 inference with CMSIS-NN arithmetic; ``qat=True`` uses fake-quantize modules."""
 
-    def __init__(self, qat: bool = False) -> None:
+    def __init__(self, qat: bool = False, custom_ops: tuple = ()) -> None:
         super().__init__()
         self.qat = qat
+        # Registered custom ops (mcu/custom.py), by their torch name: an op with an int8 kernel is
+        # quantized as its registration says; one without stays fp32 (left unannotated).
+        self.custom = {c.name: c for c in custom_ops}
 
     def annotate(self, model: GraphModule) -> GraphModule:
         act, weight = _act_spec(self.qat), _weight_spec(self.qat)
@@ -119,6 +122,10 @@ class MCUQuantizer(Quantizer):
             if node.target in FIXED_OUTPUT:
                 scale, zp = FIXED_OUTPUT[node.target]
                 self._fixed(node, act, scale, zp)
+                continue
+            reg = self.custom.get(getattr(getattr(node.target, "_schema", None), "name", None))
+            if reg is not None:
+                self._custom(node, act, reg)
                 continue
             for targets, handle in handlers:
                 if node.target in targets:
@@ -175,6 +182,21 @@ class MCUQuantizer(Quantizer):
         x = node.args[0]
         if _is_float_tensor(x):
             _mark(node, {x: act}, act)
+
+    def _custom(self, node: Node, act: QuantizationSpec, reg: object) -> None:
+        if reg.int8 is None:  # type: ignore[attr-defined]
+            return  # fp32 island: convert_pt2e puts dequantize before it and quantize after
+        tensors = [a for a in node.args if _is_float_tensor(a)]
+        if not tensors:
+            return
+        mode = reg.int8_output  # type: ignore[attr-defined]
+        out: object = act
+        if mode[0] == "fixed":
+            out = FixedQParamsQuantizationSpec(dtype=torch.int8, scale=float(mode[1]), zero_point=int(mode[2]),
+                                               quant_min=-128, quant_max=127, qscheme=torch.per_tensor_affine)
+        elif mode[0] == "input":
+            out = SharedQuantizationSpec((tensors[0], node))
+        _mark(node, {t: act for t in tensors}, out)
 
     def _fixed(self, node: Node, act: QuantizationSpec, scale: float, zero_point: int) -> None:
         x = node.args[0]

@@ -144,7 +144,15 @@ def _dequantize(op: Op, x: list[np.ndarray]) -> np.ndarray:
     return ref.dequantize_s8_f32(x[0], scale=q.scale[0], zero_point=q.zero_point[0])
 
 
+def _custom(op: Op, x: list[np.ndarray]) -> np.ndarray:
+    """A user custom op: its registered Python reference on logical-shape arrays (mcu/custom.py)."""
+    from mcu.custom import run_reference
+
+    return run_reference(op, x)
+
+
 INT8_OPS: dict[str, Callable[[Op, list[np.ndarray]], np.ndarray]] = {
+    "custom": _custom,
     "conv2d": _conv2d,
     "depthwise_conv2d": _depthwise,
     "linear": _linear,
@@ -200,7 +208,7 @@ def _linear_mixed(fn: Callable) -> Callable[[Op, list[np.ndarray]], np.ndarray]:
     return run
 
 
-FLOAT_MOVES = {"dequantize": _dequantize, "permute": INT8_OPS["permute"], "layout": INT8_OPS["layout"],
+FLOAT_MOVES = {"custom": _custom, "dequantize": _dequantize, "permute": INT8_OPS["permute"], "layout": INT8_OPS["layout"],
                "concat": _concat, "pad": _pad, "slice": _slice,
                "add": _float_binary(np.add), "sub": _float_binary(np.subtract),
                "mul": _float_binary(np.multiply), "div": _float_binary(np.divide), "clamp": _float_clamp,
@@ -214,8 +222,9 @@ class Reference:
     @property
     def exact(self) -> bool:
         """True when every op is an integer op or an fp32 op this reference computes bit-exactly."""
-        return all(op.attrs.get("alias") or op.output.dtype != "float32" or op.kind in FLOAT_MOVES
-                   for op in self.graph.ops)
+        # (an fp32 custom op's Python reference need not round like its C kernel)
+        return all(op.attrs.get("alias") or op.output.dtype != "float32" or
+                   (op.kind in FLOAT_MOVES and op.kind != "custom") for op in self.graph.ops)
 
     def run(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
         """Inputs and outputs as flat arrays in memory order, in the graph's dtypes."""

@@ -16,12 +16,16 @@ from mcu.errors import McuError
 
 BACKENDS: dict[str, str] = {
     "cmsis-nn": "mcu.backends.cmsis_nn:CmsisNNBackend",
+    "custom": "mcu.backends.custom:CustomBackend",
     "optimized": "mcu.backends.optimized:OptimizedBackend",
     "portable": "mcu.backends.portable:PortableBackend",
     "xnnpack": "mcu.backends.xnnpack:XnnpackBackend",
 }
 
-FALLBACK = "portable"  # takes every op some C kernel of ours runs; always last in a preference order
+FALLBACK = "portable"  # takes every op some C kernel of ours runs; last of ours in a preference order
+# The user's own kernels (custom ops, mcu/custom.py): after the fallback, since no other backend takes a
+# custom op and it takes nothing else; so a model without custom ops sees no trace of it.
+CUSTOM = "custom"
 
 
 def known() -> list[str]:
@@ -89,4 +93,6 @@ def resolve(names: list | None, ctx: Context) -> list[Backend]:
     check(order)
     if FALLBACK not in [_id(n) for n in order]:
         order.append(FALLBACK)
+    if CUSTOM not in [_id(n) for n in order]:
+        order.append(CUSTOM)
     return [n if isinstance(n, Backend) else backend(n) for n in order]

@@ -58,6 +58,11 @@ def assign_layouts(graph: Graph) -> Graph:
                 _require(graph, op, 0, CHANNELS_LAST, cache)
         elif op.kind in _NEEDS_CONTIGUOUS:
             _require(graph, op, 0, _identity(len(op.inputs[0].shape)), cache)
+        elif op.kind == "custom" and not op.attrs["custom"].elementwise:
+            # a user kernel sees row-major tensors in logical order, unless it says any layout will do
+            for i, t in enumerate(op.inputs):
+                if not t.is_constant:
+                    _require(graph, op, i, _identity(len(t.shape)), cache)
         elif op.kind == "concat":
             order = op.inputs[0].dim_order if len(op.inputs[0].shape) == len(op.output.shape) else None
             for i, t in enumerate(op.inputs):
@@ -69,7 +74,8 @@ def assign_layouts(graph: Graph) -> Graph:
         rank = len(out.shape)
         if op.kind in _PRODUCES_CHANNELS_LAST and rank == 4:
             out.dim_order = CHANNELS_LAST
-        elif op.kind in _SAME_AS_INPUT or op.kind == "concat":
+        elif op.kind in _SAME_AS_INPUT or op.kind == "concat" or (op.kind == "custom" and
+                                                                  op.attrs["custom"].elementwise):
             src = op.inputs[0]
             out.dim_order = src.dim_order if len(src.shape) == rank else _identity(rank)
         elif op.kind in ("add", "sub", "mul", "div"):

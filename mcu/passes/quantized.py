@@ -204,7 +204,15 @@ def _requantize_op(name: str, x: Tensor, out: Tensor, act_min: int = -128, act_m
               f"{name}_requant", source)
 
 
+def _custom(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
+    reg = op.attrs["custom"]
+    if reg.int8 is None:
+        return f"custom op {reg.name} registers no int8 kernel"
+    return Op("custom", ins, [out], dict(op.attrs), op.name, op.source)
+
+
 CONVERTERS: dict[str, Converter] = {
+    "custom": _custom,
     "conv2d": _conv2d,
     "linear": _linear,
     "add": _binary("add"),
