@@ -141,7 +141,9 @@ class CompiledModel:
         if self._program is None:
             from mcu.runtime import Program
 
-            self._program = Program.load(self.program_image().program)
+            from mcu.custom_host import build_host_kernels
+
+            self._program = Program.load(self.program_image().program, custom=build_host_kernels(self.graph))
         return self._program
 
     def run_raw(self, *inputs: Any) -> list[np.ndarray]:
@@ -368,6 +370,14 @@ def compile_spec(spec: ModelSpec, board: str | Board = "mps2-an505", quantize: s
     memory, library, report = compile_graph(graph, board_obj, quantize, order, cmsis.resolve(cmsis_nn),
                                             packed_weights)
     delegated = any(op.kind == "delegate" for op in graph.ops)
+    if any(op.kind == "custom" for op in graph.ops):
+        # The user's kernels against their references on the host, before any firmware is built.
+        from mcu.custom_host import build_host_kernels, check_kernels
+
+        with stage("check custom kernels"):
+            host = build_host_kernels(graph)
+            if host is not None:
+                check_kernels(graph, host)
     return CompiledModel(spec=spec, board=board_obj, quantize=quantize, graph=graph, memory=memory, library=library,
                          partitions=report, reference_graph=before if delegated else None)
 

@@ -30,6 +30,13 @@ MAX_INPUTS = 4
 MAX_ARGS = 8
 MAX_RANK = 6
 INT8_OUTPUT_MODES = ("fixed", "observe", "input")
+PAYLOAD_MAGIC = b"MCUX"  # runtime_c/include/mcu/custom.h
+PAYLOAD_VERSION = 1
+
+
+def delegate_id(function: str) -> str:
+    """The delegate registry id of a custom kernel in program files."""
+    return f"custom:{function}"
 
 # Python references: fp32 ``f(inputs, args) -> output`` on float32 arrays in logical shape;
 # int8 ``f(inputs, args, quant) -> output`` on int8 arrays, ``quant`` the :class:`CustomQuant` of the call.
@@ -185,7 +192,26 @@ class CustomCallInfo:
                 "input_scale": [float(s) for s in self.input_scale] + [1.0] * pad,
                 "input_zero_point": self.input_zero_point + [0] * pad,
                 "output_scale": float(self.output_scale), "output_zero_point": self.output_zero_point,
-                "n_args": self.n_args, "args": [float(a) for a in self.args] + [0.0] * (MAX_ARGS - self.n_args)}
+                "n_args": self.n_args, "args": [float(a) for a in self.args] + [0.0] * (MAX_ARGS - self.n_args),
+                "scratch_bytes": self.scratch_bytes}
+
+    def payload(self) -> bytes:
+        """The program file's delegate payload: magic, version, then the params struct's memory image."""
+        import struct
+
+        words: list[bytes] = []
+
+        def put(v: Any) -> None:
+            if isinstance(v, (list, tuple)):
+                for x in v:
+                    put(x)
+            elif isinstance(v, float):
+                words.append(struct.pack("<f", v))
+            else:
+                words.append(struct.pack("<i", int(v)))
+        for v in self.params().values():
+            put(v)
+        return PAYLOAD_MAGIC + struct.pack("<I", PAYLOAD_VERSION) + b"".join(words)
 
 
 def call_info(op: Any) -> CustomCallInfo:

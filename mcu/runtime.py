@@ -166,11 +166,13 @@ class Program:
     handle: Any = field(repr=False)
     source: str
     methods: list[Method] = field(default_factory=list, repr=False)
+    custom: Any = field(default=None, repr=False)  # keeps the custom kernels' library loaded while in use
 
     @classmethod
     def load(cls, program: str | Path | bytes, weights: str | Path | bytes | None = None,
-             verify_checksum: bool = True, arena_limit: int = HOST_ARENA_LIMIT) -> Program:
+             verify_checksum: bool = True, arena_limit: int = HOST_ARENA_LIMIT, custom: Any = None) -> Program:
         """Load and verify a program (a path or its bytes); ``weights``: its external weights file.
+        ``custom``: the host build of the program's custom kernels (mcu.custom_host.HostKernels).
 
         Without ``weights``, a program that needs them looks for ``<program>.mpw`` next to its path.
         ``arena_limit``: the most arena bytes one method may ask for (a device passes its RAM).
@@ -184,11 +186,13 @@ class Program:
             program = _read_file(path, "program file")
         weights_blob = _read_file(Path(weights), "weights file") if isinstance(weights, (str, Path)) else weights
         flags = 0 if verify_checksum else 1
-        status, handle = _native.program_load(bytes(program), weights_blob, flags, arena_limit)
+        extra = tuple(custom.addresses) if custom is not None else ()
+        status, handle = _native.program_load(bytes(program), weights_blob, flags, arena_limit, extra)
         if status == MCU_ERR_WEIGHTS_MISMATCH and weights_blob is None and path is not None:
             sibling = path.with_suffix(fmt.WEIGHTS_SUFFIX)
             if sibling.is_file():
-                status, handle = _native.program_load(bytes(program), sibling.read_bytes(), flags, arena_limit)
+                status, handle = _native.program_load(bytes(program), sibling.read_bytes(), flags, arena_limit,
+                                                      extra)
         if status != MCU_OK:
             hint = None
             if status == MCU_ERR_WEIGHTS_MISMATCH:
@@ -199,7 +203,7 @@ class Program:
             elif status == MCU_ERR_ARENA_LIMIT:
                 hint = f"a method needs more arena than the {arena_limit} B limit: pass a larger arena_limit"
             raise _program_error(status, f"cannot load program {source}", hint)
-        prog = cls(handle=handle, source=source)
+        prog = cls(handle=handle, source=source, custom=custom)
         for i in range(handle.method_count()):
             info = _check(handle.method_info(i), "method info")
             ins = [_spec(_check(handle.io_info(i, 0, k), "input info")) for k in range(info["n_inputs"])]

@@ -215,6 +215,17 @@ def _method(fb: _Builder, src: MethodSource, segments: _Segments,
             continue
         planned = memory.scratch_offsets.get(id(op))
         scratch = None if planned is None else (memory.scratch_arena_index(op), planned, scratch_bytes(op))
+        if op.kind == "custom":  # a user kernel: through the delegate registry, its params as the payload
+            from mcu.custom import call_info, delegate_id
+
+            info = call_info(op)
+            function = op.attrs["custom"].kernel(op.output.dtype).function
+            delegates.append(DelegatePayload(delegate_id(function), info.payload()))
+            extra = [] if scratch is None else [tid(Tensor(f"{op.name}_scratch", (scratch[2],), "int8"),
+                                                    (scratch[0], scratch[1]))]
+            operands = [tid(t) for t in op.inputs] + extra + [tid(op.output)]
+            insns.append((fmt.KERNEL_DELEGATE, operands, [len(delegates) - 1, 1], op.name))
+            continue
         call = program_call(op, place, scratch)
         if call is None:
             continue

@@ -20,6 +20,8 @@ static const mcu_delegate_backend *const native_delegates[] = {NULL};
 #define NATIVE_N_DELEGATES 0u
 #endif
 #define NATIVE_MAX_PARTITIONS 256u
+/* Builtin backends plus those a caller adds for one program (user custom kernels, mcu/custom_host.py). */
+#define NATIVE_MAX_DELEGATES 32u
 
 typedef struct {
     PyObject_HEAD
@@ -28,6 +30,7 @@ typedef struct {
     mcu_program program;
     int loaded;
     void *delegate_handles[NATIVE_MAX_PARTITIONS]; /* one per delegated partition of the program */
+    const mcu_delegate_backend *delegates[NATIVE_MAX_DELEGATES]; /* the registry this program loaded with */
 } ProgramHandle;
 
 /* A copy of `src` at a 16-byte aligned address; `*raw` is what to free. */
@@ -288,14 +291,39 @@ static PyType_Spec handle_spec = {
     "mcu._native.ProgramHandle", sizeof(ProgramHandle), 0, Py_TPFLAGS_DEFAULT, handle_slots,
 };
 
-/* program_load(program, weights or None, flags, arena_limit=0) -> (status, ProgramHandle or None) */
+/* program_load(program, weights or None, flags, arena_limit=0, extra_delegates=()) -> (status, ProgramHandle or
+ * None). extra_delegates: addresses of mcu_delegate_backend structs in a library the caller keeps loaded. */
 static PyObject *program_load(PyObject *module, PyObject *args)
 {
     Py_buffer program, weights = {0};
-    PyObject *weights_obj;
+    PyObject *weights_obj, *extra = NULL;
     unsigned int flags, arena_limit = 0;
-    if (!PyArg_ParseTuple(args, "y*OI|I", &program, &weights_obj, &flags, &arena_limit)) {
+    if (!PyArg_ParseTuple(args, "y*OI|IO", &program, &weights_obj, &flags, &arena_limit, &extra)) {
         return NULL;
+    }
+    const mcu_delegate_backend *registry[NATIVE_MAX_DELEGATES];
+    memcpy(registry, native_delegates, sizeof(native_delegates[0]) * NATIVE_N_DELEGATES);
+    uint32_t n_registry = NATIVE_N_DELEGATES;
+    if (extra != NULL && extra != Py_None) {
+        PyObject *seq = PySequence_Fast(extra, "extra_delegates must be a sequence of addresses");
+        if (seq == NULL) {
+            PyBuffer_Release(&program);
+            return NULL;
+        }
+        const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+        for (Py_ssize_t i = 0; i < n; ++i) {
+            void *address = PyLong_AsVoidPtr(PySequence_Fast_GET_ITEM(seq, i));
+            if (address == NULL || n_registry == NATIVE_MAX_DELEGATES) {
+                Py_DECREF(seq);
+                PyBuffer_Release(&program);
+                if (!PyErr_Occurred()) {
+                    PyErr_SetString(PyExc_ValueError, "extra_delegates: a NULL address, or too many backends");
+                }
+                return NULL;
+            }
+            registry[n_registry++] = (const mcu_delegate_backend *)address;
+        }
+        Py_DECREF(seq);
     }
     if (weights_obj != Py_None && PyObject_GetBuffer(weights_obj, &weights, PyBUF_CONTIG_RO) != 0) {
         PyBuffer_Release(&program);
@@ -322,7 +350,8 @@ static PyObject *program_load(PyObject *module, PyObject *args)
         PyErr_NoMemory();
         goto done;
     }
-    const mcu_program_options options = {w, (uint32_t)weights.len, native_delegates, NATIVE_N_DELEGATES, flags,
+    memcpy(h->delegates, registry, sizeof(registry[0]) * n_registry);
+    const mcu_program_options options = {w, (uint32_t)weights.len, h->delegates, n_registry, flags,
                                          h->delegate_handles, NATIVE_MAX_PARTITIONS, arena_limit};
     mcu_status status;
     Py_BEGIN_ALLOW_THREADS
@@ -346,7 +375,8 @@ done:
 
 static PyMethodDef program_functions[] = {
     {"program_load", program_load, METH_VARARGS,
-     "program_load(program, weights or None, flags, arena_limit=0) -> (status, ProgramHandle or None)"},
+     "program_load(program, weights or None, flags, arena_limit=0, extra_delegates=()) -> (status, ProgramHandle "
+     "or None)"},
     {NULL, NULL, 0, NULL},
 };
 

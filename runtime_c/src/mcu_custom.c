@@ -18,7 +18,7 @@ mcu_status mcu_custom_init(const uint8_t *payload, uint32_t size, void *arena, u
     }
     const mcu_custom_params *p = (const mcu_custom_params *)(const void *)(payload + MCU_DELEGATE_HEADER_BYTES);
     if (p->n_inputs < 1 || p->n_inputs > MCU_CUSTOM_MAX_INPUTS || p->rank < 0 || p->rank > MCU_CUSTOM_MAX_RANK ||
-        p->numel < 0 || p->n_args < 0 || p->n_args > MCU_CUSTOM_MAX_ARGS) {
+        p->numel < 0 || p->n_args < 0 || p->n_args > MCU_CUSTOM_MAX_ARGS || p->scratch_bytes < 0) {
         return MCU_ERR_DELEGATE_PAYLOAD;
     }
     *handle = (void *)(uintptr_t)p;
@@ -32,16 +32,29 @@ mcu_status mcu_custom_run(mcu_custom_fn fn, void *handle, void *const *tensors, 
     if (fn == NULL || p == NULL || tensors == NULL || tensor_bytes == NULL) {
         return MCU_ERR_NULL_POINTER;
     }
-    if (n_outputs != 1u || n_inputs != (uint32_t)p->n_inputs) {
+    const uint32_t has_scratch = p->scratch_bytes > 0 ? 1u : 0u;
+    if (n_outputs != 1u || n_inputs != (uint32_t)p->n_inputs + has_scratch) {
         return MCU_ERR_SHAPE;
     }
     const void *inputs[MCU_CUSTOM_MAX_INPUTS] = {NULL};
-    for (uint32_t i = 0; i < n_inputs; ++i) {
+    for (uint32_t i = 0; i < n_inputs + n_outputs; ++i) {
         if (tensors[i] == NULL) {
             return MCU_ERR_NULL_POINTER;
         }
-        inputs[i] = tensors[i];
+        if (i < (uint32_t)p->n_inputs) {
+            inputs[i] = tensors[i];
+        }
     }
-    const mcu_custom_call call = {p, inputs, tensors[n_inputs], NULL, 0};
-    return call.output == NULL ? MCU_ERR_NULL_POINTER : fn(&call);
+    if (has_scratch && tensor_bytes[p->n_inputs] < (uint32_t)p->scratch_bytes) {
+        return MCU_ERR_BUFFER_TOO_SMALL;
+    }
+    const mcu_custom_call call = {p, inputs, tensors[n_inputs], has_scratch ? tensors[p->n_inputs] : NULL,
+                                  has_scratch ? p->scratch_bytes : 0};
+    return fn(&call);
+}
+
+/* The handle points into the payload, which the program owns: nothing to release. */
+void mcu_custom_destroy(void *handle)
+{
+    (void)handle;
 }

@@ -34,6 +34,7 @@ typedef struct {
     int32_t output_zero_point;
     int32_t n_args;
     float args[MCU_CUSTOM_MAX_ARGS];             /**< the op's constant scalar arguments, in order */
+    int32_t scratch_bytes;                       /**< the planned scratch buffer's size (0: none) */
 } mcu_custom_params;
 
 typedef struct {
@@ -53,9 +54,12 @@ typedef mcu_status (*mcu_custom_fn)(const mcu_custom_call *call);
 /**
  * Delegate adapter pieces (runtime_c/src/mcu_custom.c): init() checks that the
  * payload is a whole mcu_custom_params and points the handle at it; the
- * per-function adapter's execute() calls mcu_custom_run().
+ * per-function adapter's execute() calls mcu_custom_run(). In a program file
+ * the tensors are the inputs, then the scratch buffer when scratch_bytes > 0,
+ * then the output.
  */
 mcu_status mcu_custom_init(const uint8_t *payload, uint32_t size, void *arena, uint32_t arena_size, void **handle);
+void mcu_custom_destroy(void *handle);
 mcu_status mcu_custom_run(mcu_custom_fn fn, void *handle, void *const *tensors, const uint32_t *tensor_bytes,
                           uint32_t n_inputs, uint32_t n_outputs);
 

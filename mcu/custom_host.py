@@ -1,0 +1,172 @@
+"""The user's custom kernels built for the host: for program files run by the C interpreter in this
+process, and to check each kernel against its Python reference before any firmware is built.
+
+One shared library per set of kernels (cached by content): the user's sources, compiled with the
+firmware's warnings-as-errors flags, plus a generated adapter per function that registers it in
+the delegate registry as ``custom:<function>`` (runtime_c/include/mcu/custom.h). A source that does
+not compile is an error showing the compiler's own messages (file and line).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mcu.custom import CustomKernel, CustomOp, call_info, delegate_id
+from mcu.errors import McuError
+from mcu.ir import NUMPY_DTYPES, Graph, Op
+from mcu.paths import cache_dir, runtime_dir
+
+CFLAGS = ["-std=c11", "-O2", "-fPIC", "-shared", "-Wall", "-Wextra", "-Werror"]
+FP32_RELATIVE = 1e-5  # an fp32 kernel against its numpy reference: of the largest reference value
+
+
+class _Call(ctypes.Structure):
+    _fields_ = [("params", ctypes.c_void_p), ("inputs", ctypes.c_void_p), ("output", ctypes.c_void_p),
+                ("scratch", ctypes.c_void_p), ("scratch_bytes", ctypes.c_int32)]
+
+
+@dataclass
+class HostKernels:
+    """A loaded host library of custom kernels: ``addresses`` of their delegate backends (for
+    mcu.runtime.Program.load) and the functions themselves."""
+
+    path: Path
+    lib: ctypes.CDLL
+    functions: list[str]
+    addresses: list[int]
+
+    def call(self, function: str, params: bytes, inputs: list[np.ndarray], output: np.ndarray,
+             scratch_bytes: int) -> int:
+        fn = getattr(self.lib, function)
+        fn.restype, fn.argtypes = ctypes.c_int, [ctypes.POINTER(_Call)]
+        pbuf = ctypes.create_string_buffer(params, len(params))
+        ins = (ctypes.c_void_p * max(len(inputs), 1))(*[x.ctypes.data for x in inputs])
+        scratch = ctypes.create_string_buffer(max(scratch_bytes, 1))
+        call = _Call(ctypes.cast(pbuf, ctypes.c_void_p), ctypes.cast(ins, ctypes.c_void_p), output.ctypes.data,
+                     ctypes.cast(scratch, ctypes.c_void_p) if scratch_bytes else None, scratch_bytes)
+        return int(fn(ctypes.byref(call)))
+
+
+def kernels_of(graph: Graph) -> list[tuple[CustomOp, CustomKernel]]:
+    found: dict[str, tuple[CustomOp, CustomKernel]] = {}
+    for op in graph.ops:
+        if op.kind == "custom":
+            reg = op.attrs["custom"]
+            k = reg.kernel(op.output.dtype)
+            found.setdefault(k.function, (reg, k))
+    return list(found.values())
+
+
+def _adapter(functions: list[str]) -> str:
+    lines = ['#include "mcu/custom.h"', ""]
+    for i, f in enumerate(functions):
+        lines += [f"mcu_status {f}(const mcu_custom_call *call);",
+                  f"static mcu_status custom_execute_{i}(void *handle, void *const *tensors, const uint32_t *bytes,",
+                  "                                    uint32_t n_inputs, uint32_t n_outputs)",
+                  "{",
+                  f"    return mcu_custom_run({f}, handle, tensors, bytes, n_inputs, n_outputs);",
+                  "}",
+                  f'const mcu_delegate_backend mcu_custom_backend_{i} = {{"{delegate_id(f)}", {{\'M\', \'C\', \'U\', \'X\'}}, '
+                  f"MCU_CUSTOM_VERSION, mcu_custom_init, custom_execute_{i}, mcu_custom_destroy}};", ""]
+    return "\n".join(lines)
+
+
+def compile_error(reg: CustomOp, stderr: str) -> McuError:
+    """The compiler's messages about the user's files (file:line: error ...), first ones first."""
+    lines = [ln for ln in stderr.splitlines() if ln.strip()]
+    errors = [ln for ln in lines if ": error:" in ln or ": warning:" in ln] or lines
+    return McuError(f"custom op {reg.name}: its C source does not compile:\n" + "\n".join(errors[:8]),
+                    hint="fix the kernel source (it is compiled with -std=c11 -Wall -Wextra -Werror)")
+
+
+def build_host_kernels(graph: Graph) -> HostKernels | None:
+    """The host library of ``graph``'s custom kernels, or None when it has none."""
+    from mcu.hostbuild import find_host_cc
+
+    kernels = kernels_of(graph)
+    if not kernels:
+        return None
+    functions = [k.function for _, k in kernels]
+    adapter = _adapter(functions)
+    sources = sorted({s for _, k in kernels for s in k.sources})
+    h = hashlib.sha256(" ".join(CFLAGS).encode() + adapter.encode())
+    for s in sources:
+        h.update(str(s).encode() + s.read_bytes())
+    for extra in ("include/mcu/custom.h", "include/mcu/delegate.h", "include/mcu/status.h", "src/mcu_custom.c"):
+        h.update((runtime_dir() / extra).read_bytes())
+    out = cache_dir() / "custom-host" / f"custom-{h.hexdigest()[:24]}.so"
+    if not out.exists():
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix="mcu-custom-") as tmp:
+            adapter_c = Path(tmp) / "custom_adapters.c"
+            adapter_c.write_text(adapter)
+            for reg, k in kernels:  # each user's files alone first, so an error names its op
+                proc = subprocess.run([find_host_cc(), *CFLAGS[:2], "-Wall", "-Wextra", "-Werror", "-fsyntax-only",
+                                       f"-I{runtime_dir() / 'include'}", *map(str, k.sources)],
+                                      capture_output=True, text=True)
+                if proc.returncode != 0:
+                    raise compile_error(reg, proc.stderr)
+            tmp_out = Path(tmp) / out.name
+            cmd = [find_host_cc(), *CFLAGS, f"-I{runtime_dir() / 'include'}", str(adapter_c),
+                   str(runtime_dir() / "src" / "mcu_custom.c"), *map(str, sources), "-o", str(tmp_out), "-lm"]
+            proc = subprocess.run(cmd, capture_output=True, text=True)
+            if proc.returncode != 0:
+                raise McuError("building the custom kernels for the host failed:\n" + proc.stderr[-2000:])
+            tmp_out.replace(out)
+    lib = ctypes.CDLL(str(out))
+    addresses = [ctypes.addressof(ctypes.c_char.in_dll(lib, f"mcu_custom_backend_{i}")) for i in range(len(functions))]
+    return HostKernels(out, lib, functions, addresses)
+
+
+def check_kernels(graph: Graph, host: HostKernels, seed: int = 0) -> None:
+    """Run every custom op's C kernel and its registered Python reference on the same inputs and
+    compare: int8 bit for bit (inputs over the whole int8 range), fp32 within :data:`FP32_RELATIVE` of
+    the largest reference value (inputs ~ N(0, 3^2)). A difference is an error naming the op."""
+    from mcu.custom import run_reference
+
+    rng = np.random.default_rng(seed)
+    for op in graph.ops:
+        if op.kind != "custom":
+            continue
+        reg: CustomOp = op.attrs["custom"]
+        info = call_info(op)
+        kernel = reg.kernel(op.output.dtype)
+        ins = []
+        for t in op.inputs:
+            if t.dtype == "int8":
+                ins.append(rng.integers(-128, 128, size=t.numel, dtype=np.int8))
+            else:
+                ins.append((rng.standard_normal(t.numel) * 3.0).astype(NUMPY_DTYPES[t.dtype]))
+        out = np.zeros(op.output.numel, dtype=NUMPY_DTYPES[op.output.dtype])
+        status = host.call(kernel.function, info.payload()[8:], ins, out, max(info.scratch_bytes, 0))
+        where = f" ({op.source})" if op.source else ""
+        if status != 0:
+            raise McuError(f"custom op {reg.name} ({op.name}){where}: its C kernel {kernel.function} returned "
+                           f"status {status} on the host")
+        ref = run_reference(op, ins)
+        if op.output.dtype == "int8":
+            bad = np.flatnonzero(out != ref)
+        else:
+            bound = FP32_RELATIVE * max(float(np.max(np.abs(ref))), 1e-30)
+            bad = np.flatnonzero(~(np.abs(out.astype(np.float64) - ref) <= bound))
+        if bad.size:
+            i = int(bad[0])
+            raise McuError(f"custom op {reg.name} ({op.name}){where}: its C kernel {kernel.function} differs from "
+                           f"its Python reference in {bad.size} of {ref.size} elements (first at {i}: C {out[i]}, "
+                           f"reference {ref[i]})",
+                           hint="fix the kernel or the reference so that they compute the same values")
+
+
+def host_program(program: bytes, graph: Graph) -> Any:
+    """The program loaded in this process with ``graph``'s custom kernels registered."""
+    from mcu.runtime import Program
+
+    return Program.load(program, custom=build_host_kernels(graph))
