@@ -25,6 +25,8 @@ from mcu.ir import NUMPY_DTYPES, Graph, Op
 from mcu.paths import cache_dir, runtime_dir
 
 CFLAGS = ["-std=c11", "-O2", "-fPIC", "-shared", "-Wall", "-Wextra", "-Werror"]
+# The compiler's messages in plain ASCII (no localized quotes), as the user will search for them.
+C_LOCALE = {**__import__("os").environ, "LC_ALL": "C"}
 FP32_RELATIVE = 1e-5  # an fp32 kernel against its numpy reference: of the largest reference value
 
 
@@ -111,7 +113,7 @@ def build_host_kernels(graph: Graph) -> HostKernels | None:
             for reg, k in kernels:  # each user's files alone first, so an error names its op
                 proc = subprocess.run([find_host_cc(), *CFLAGS[:2], "-Wall", "-Wextra", "-Werror", "-fsyntax-only",
                                        f"-I{runtime_dir() / 'include'}", *map(str, k.sources)],
-                                      capture_output=True, text=True)
+                                      capture_output=True, text=True, env=C_LOCALE)
                 if proc.returncode != 0:
                     raise compile_error(reg, proc.stderr)
             tmp_out = Path(tmp) / out.name

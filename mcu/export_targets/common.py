@@ -81,7 +81,8 @@ def write_library_tree(w: Writer, lib: GeneratedLibrary, base: str = "", include
     for rel in lib.runtime_sources:
         put(f"runtime/{Path(rel).name}", src=rt / rel)
     for k in lib.kernel_sources:
-        put(f"kernels/{k}", src=rt / "kernels" / k)
+        # an external kernel (a user's custom op, CMSIS-NN) goes under kernels/ by its own name
+        put(f"kernels/{Path(k).name}" if Path(k).is_absolute() else f"kernels/{k}", src=rt / "kernels" / k)
     internal = rt / "kernels" / "internal"
     if internal.is_dir():
         for header in sorted(internal.glob("*.h")):
