@@ -158,16 +158,17 @@ def test_an_unavailable_backend_is_reported_once_and_skipped(ctx: Context) -> No
 
 
 def test_registry_resolves_a_preference_order(ctx: Context) -> None:
-    assert [b.id for b in registry.resolve(None, ctx)] == ["optimized", "portable"]
+    # the user's custom kernels last: they take only custom ops, which nothing else takes
+    assert [b.id for b in registry.resolve(None, ctx)] == ["optimized", "portable", "custom"]
     with_cmsis = Context(ctx.board, "int8", {"cmsis_nn": Path("/somewhere")})
     assert registry.default_order(with_cmsis) == ["cmsis-nn", "optimized", "portable"]
-    assert [b.id for b in registry.resolve(["optimized"], ctx)] == ["optimized", "portable"]  # fallback appended
+    assert [b.id for b in registry.resolve(["optimized"], ctx)] == ["optimized", "portable", "custom"]  # appended
     assert registry.parse("cmsis-nn, optimized,portable") == ["cmsis-nn", "optimized", "portable"]
     assert registry.parse(["portable"]) == ["portable"] and registry.parse(None) is None
     assert "xnnpack" in registry.known()
     with pytest.raises(McuError, match="unknown backend 'nope'") as e:
         registry.resolve(["nope"], ctx)
-    assert "cmsis-nn, optimized, portable, xnnpack" in (e.value.hint or "")
+    assert "cmsis-nn, custom, optimized, portable, xnnpack" in (e.value.hint or "")
     with pytest.raises(McuError, match="listed twice"):
         registry.resolve(["portable", "portable"], ctx)
     with pytest.raises(McuError, match="empty backend list"):
