@@ -32,8 +32,8 @@ from mcu.ir import DTYPE_BYTES, Op, Tensor
 
 WINDOW_KINDS = {"conv2d", "depthwise_conv2d", "max_pool2d", "avg_pool2d"}
 ELEMENTWISE_KINDS = {"clamp", "sigmoid", "tanh", "hardswish", "lut", "requantize", "batch_norm", "quantize",
-                     "dequantize"}
-BINARY_KINDS = {"add", "sub", "mul", "div"}
+                     "dequantize", "unary", "layer_norm"}
+BINARY_KINDS = {"add", "sub", "mul", "div", "maximum", "minimum"}
 
 
 Interval = tuple["int | None", "int | None"]  # allowed output-minus-input offsets, ends included; None: unbounded

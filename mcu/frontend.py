@@ -9,6 +9,7 @@ constants.
 
 from __future__ import annotations
 
+import hashlib
 import operator
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -64,6 +65,24 @@ def _const(name: str, value: torch.Tensor) -> Tensor:
         value = value.to(torch.float32)
         dtype = "float32"
     return Tensor(name=name, shape=tuple(value.shape), dtype=dtype, data=value.numpy().copy())
+
+
+def _const_key(t: Tensor) -> tuple:
+    q = t.qconst
+    parts = (q.values, q.scale, q.zero_point) if q is not None else ()
+    digest = hashlib.sha256(np.ascontiguousarray(t.data).tobytes())
+    for a in parts:
+        digest.update(np.ascontiguousarray(a).tobytes())
+    return (t.dtype, t.shape, t.dim_order, t.quant, q is not None, digest.hexdigest())
+
+
+def _share_constants(ops: list[Op]) -> None:
+    """Equal constants become one tensor (one copy in flash): an unrolled LSTM transposes the same weights
+    at every time step."""
+    seen: dict[tuple, Tensor] = {}
+    for op in ops:
+        op.inputs = [seen.setdefault(_const_key(t), t) if t.is_constant and t.alias_of is None else t
+                     for t in op.inputs]
 
 
 def _is_const(v: Any) -> bool:
@@ -333,7 +352,7 @@ def _quant_ops() -> dict[str, Any]:
 def _handlers() -> dict[object, Callable[[_Ctx, Node, list[Any]], Any]]:
     ops = _quant_ops()
     extra = {ops["q"]: _quantize, ops["dq"]: _dequantize} if ops else {}
-    return {**HANDLERS, **extra}
+    return {**_all_handlers(), **extra}
 
 
 def _fold_quantized_constant(node: Node, args: list[Any], value: torch.Tensor) -> QConst | None:
@@ -445,8 +464,14 @@ HANDLERS: dict[object, Callable[[_Ctx, Node, list[Any]], Any]] = {
 }
 
 
+def _all_handlers() -> dict[object, Callable[[_Ctx, Node, list[Any]], Any]]:
+    from mcu.frontend_ops import HANDLERS as MORE
+
+    return {**HANDLERS, **MORE}
+
+
 def supported_ops() -> list[str]:
-    return sorted(op_name(t) for t in HANDLERS) + [
+    return sorted(op_name(t) for t in _all_handlers()) + [
         "quantized_decomposed.quantize_per_tensor", "quantized_decomposed.dequantize_per_tensor",
         "quantized_decomposed.dequantize_per_channel (constant weights)"]
 
@@ -457,6 +482,20 @@ def _map_args(ctx: _Ctx, value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return type(value)(_map_args(ctx, v) for v in value)
     return value
+
+
+def _no_tensor_inputs(node: Node) -> bool:
+    """aten.full, zeros, arange and the like: computed once at compile time."""
+    def nodes(v: Any) -> bool:
+        return any(nodes(x) for x in v) if isinstance(v, (list, tuple)) else isinstance(v, Node)
+    return not nodes(node.args) and not nodes(list(node.kwargs.values()))
+
+
+def _has_tensor(args: Any) -> bool:
+    """Whether any argument is a tensor: ops without one (aten.full, zeros, arange) are constants."""
+    if isinstance(args, (list, tuple)):
+        return any(_has_tensor(a) for a in args)
+    return isinstance(args, Tensor)
 
 
 def _all_constant(args: Any) -> bool:
@@ -480,7 +519,7 @@ def from_exported(ep: torch.export.ExportedProgram, name: str = "model", custom_
 
     handlers = {**_handlers(), **custom_handlers(ep, custom_ops)}
     foldable_only = {_quant_ops()["dq_channel"]} if _quant_ops() else set()  # only on constant weights
-    verify_edge(ep, set(handlers) | foldable_only)
+    verify_edge(ep, set(handlers) | foldable_only, is_supported=_no_tensor_inputs)
     sig = ep.graph_signature
     state = {**ep.state_dict, **ep.constants}
     const_names: dict[str, str] = {}
@@ -507,7 +546,7 @@ def from_exported(ep: torch.export.ExportedProgram, name: str = "model", custom_
             if node.target is operator.getitem:
                 ctx.values[node.name] = args[0][args[1]]
                 continue
-            if _all_constant(args):
+            if _all_constant(args) or not _has_tensor(args):
                 with torch.no_grad():
                     value = node.target(*_torch_value(list(args)), **_torch_value(dict(node.kwargs)))
                 if isinstance(value, torch.Tensor):
@@ -530,6 +569,7 @@ def from_exported(ep: torch.export.ExportedProgram, name: str = "model", custom_
                 outputs.append(v)
     if not outputs:
         raise McuError("the model returns no tensor")
+    _share_constants(ctx.ops)
     graph = Graph(inputs=inputs, outputs=outputs, ops=ctx.ops, name=name)
     for t in outputs:
         t.is_output = True

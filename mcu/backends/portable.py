@@ -366,6 +366,15 @@ EMITTERS.update({
 })
 
 
+def _more_emitters() -> None:
+    from mcu.backends.portable_more import EMITTERS as MORE
+
+    EMITTERS.update(MORE)
+
+
+_more_emitters()
+
+
 class PortableBackend(Backend):
     """Our C kernels: takes every op it has a kernel for (and every aliasing view, which emits no code)."""
 

@@ -16,9 +16,9 @@ from mcu.ir import CHANNELS_LAST, Graph, Op, Tensor
 
 _NEEDS_CHANNELS_LAST = {"conv2d", "depthwise_conv2d", "max_pool2d", "avg_pool2d", "mean_hw", "batch_norm"}
 _PRODUCES_CHANNELS_LAST = _NEEDS_CHANNELS_LAST - {"mean_hw"}
-_NEEDS_CONTIGUOUS = {"reshape", "linear"}
+_NEEDS_CONTIGUOUS = {"reshape", "linear", "layer_norm", "bmm", "reduce"}
 _SAME_AS_INPUT = {"clamp", "sigmoid", "tanh", "hardswish", "softmax", "pad", "quantize", "dequantize", "lut",
-                  "requantize", "slice"}
+                  "requantize", "slice", "unary"}
 
 
 def _identity(rank: int) -> tuple[int, ...]:
@@ -78,7 +78,7 @@ def assign_layouts(graph: Graph) -> Graph:
                                                                   op.attrs["custom"].elementwise):
             src = op.inputs[0]
             out.dim_order = src.dim_order if len(src.shape) == rank else _identity(rank)
-        elif op.kind in ("add", "sub", "mul", "div"):
+        elif op.kind in ("add", "sub", "mul", "div", "maximum", "minimum"):
             full = [t for t in op.inputs if t.shape == out.shape and not t.is_constant]
             out.dim_order = full[0].dim_order if full else _identity(rank)
         else:

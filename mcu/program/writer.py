@@ -242,6 +242,10 @@ def _method(fb: _Builder, src: MethodSource, segments: _Segments,
             else:  # the op's scratch buffer: an int8 arena tensor of its planned size and place
                 arena, offset, size = call.scratch
                 operands.append(tid(Tensor(f"{op.name}_scratch", (size,), "int8"), (arena, offset)))
+        if len(operands) > fmt.MAX_OPERANDS or len(call.params) > fmt.MAX_PARAMS:
+            raise UnsupportedKernel(f"{op.kind} {op.name} takes {len(operands)} operands and {len(call.params)} "
+                                    f"parameters; a program instruction holds at most {fmt.MAX_OPERANDS} and "
+                                    f"{fmt.MAX_PARAMS}", hint="run the generated C (mcu build / mcu export)")
         insns.append((fmt.KERNEL_IDS[call.function], operands, [_word(v) for v in call.params], op.name))
     outputs = [tid(t) for t in graph.outputs]
     inputs = [ids[id(t)] for t in graph.inputs]

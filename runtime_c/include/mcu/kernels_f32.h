@@ -100,4 +100,75 @@ mcu_status mcu_softmax_f32(int32_t outer, int32_t axis, int32_t inner, const flo
 mcu_status mcu_batch_norm_f32(int32_t outer, int32_t channels, int32_t inner, const float *scale,
                               const float *shift, const float *input, float *output);
 
+/* --- issue 18: more math, normalisation, reductions, products ---------------------------------- */
+
+mcu_status mcu_maximum_f32(const mcu_binary_f32_params *p, const float *a, const float *b, float *output);
+mcu_status mcu_minimum_f32(const mcu_binary_f32_params *p, const float *a, const float *b, float *output);
+
+/** The function of mcu_unary_f32 (values are part of the generated code's ABI: append only). */
+typedef enum {
+    MCU_UNARY_GELU = 0,        /**< x/2 (1 + erf(x / sqrt 2)) */
+    MCU_UNARY_GELU_TANH = 1,   /**< the tanh approximation */
+    MCU_UNARY_SILU = 2,
+    MCU_UNARY_HARDSIGMOID = 3,
+    MCU_UNARY_LEAKY_RELU = 4,  /**< alpha: negative slope */
+    MCU_UNARY_ELU = 5,         /**< alpha */
+    MCU_UNARY_SOFTPLUS = 6,    /**< alpha: threshold, beta */
+    MCU_UNARY_EXP = 7,
+    MCU_UNARY_LOG = 8,
+    MCU_UNARY_SQRT = 9,
+    MCU_UNARY_RSQRT = 10,
+    MCU_UNARY_ABS = 11,
+    MCU_UNARY_NEG = 12,
+    MCU_UNARY_RECIPROCAL = 13,
+    MCU_UNARY_ERF = 14,
+    MCU_UNARY_POW = 15,        /**< x ** alpha */
+    MCU_UNARY_LOG_SIGMOID = 16,
+    MCU_UNARY_AFFINE = 17,     /**< x * alpha + beta (scalar add, sub, mul, div) */
+    MCU_UNARY_RSUB = 18,       /**< beta - x * alpha */
+    MCU_UNARY_COUNT = 19
+} mcu_unary_fn;
+
+typedef struct {
+    int32_t size;
+    int32_t fn;         /**< mcu_unary_fn */
+    float alpha, beta;  /**< the function's scalar parameters */
+} mcu_unary_f32_params;
+
+/** Elementwise math (mcu_unary_fn). May run in place. */
+mcu_status mcu_unary_f32(const mcu_unary_f32_params *p, const float *input, float *output);
+
+typedef struct {
+    int32_t rows, cols;  /**< normalise each row of `cols` contiguous values */
+    float eps;
+} mcu_layer_norm_f32_params;
+
+/** Layer normalisation of each row, then * weight + bias (each may be NULL). May run in place. */
+mcu_status mcu_layer_norm_f32(const mcu_layer_norm_f32_params *p, const float *input, const float *weight,
+                              const float *bias, float *output);
+
+typedef struct {
+    int32_t batch, m, k, n;
+    int32_t a_batch_stride, b_batch_stride;  /**< elements between batches; 0 broadcasts */
+} mcu_bmm_f32_params;
+
+/** out[b] = a[b] @ b[b]. The output must not overlap an operand. */
+mcu_status mcu_bmm_f32(const mcu_bmm_f32_params *p, const float *a, const float *b, float *output);
+
+typedef enum {
+    MCU_REDUCE_SUM = 0,
+    MCU_REDUCE_MEAN = 1,
+    MCU_REDUCE_MAX = 2,
+    MCU_REDUCE_MIN = 3,
+    MCU_REDUCE_COUNT = 4
+} mcu_reduce_op;
+
+typedef struct {
+    int32_t outer, reduce, inner;
+    int32_t op;  /**< mcu_reduce_op */
+} mcu_reduce_f32_params;
+
+/** Reduce the middle axis of [outer, reduce, inner]. The output must not overlap the input. */
+mcu_status mcu_reduce_f32(const mcu_reduce_f32_params *p, const float *input, float *output);
+
 #endif /* MCU_KERNELS_F32_H */

@@ -13,6 +13,8 @@
 
 typedef enum {
     MCU_BINARY_ADD,
+    MCU_BINARY_MAX,
+    MCU_BINARY_MIN,
     MCU_BINARY_SUB,
     MCU_BINARY_MUL,
     MCU_BINARY_DIV
@@ -22,6 +24,8 @@ static inline float mcu_binary_apply_f32(mcu_binary_op op, float a, float b)
 {
     switch (op) {
     case MCU_BINARY_ADD: return a + b;
+    case MCU_BINARY_MAX: return (a > b || a != a) ? a : b; /* torch.maximum propagates NaN */
+    case MCU_BINARY_MIN: return (a < b || a != a) ? a : b;
     case MCU_BINARY_SUB: return a - b;
     case MCU_BINARY_MUL: return a * b;
     case MCU_BINARY_DIV: return a / b;
