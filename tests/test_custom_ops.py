@@ -5,11 +5,14 @@ a build without the op links none of its code."""
 from __future__ import annotations
 
 import shutil
+import struct
 import textwrap
 from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from conftest import EXAMPLES, requires_qemu
 from mcu.api import compile_file
@@ -197,3 +200,26 @@ def test_an_op_without_an_int8_kernel_stays_fp32_in_an_int8_model(tmp_path: Path
     assert {op.kind for op in cm.graph.ops} >= {"linear", "dequantize", "custom"}  # the fp32 result is the model output
     run = cm.simulate()
     assert run.passed, run.console[-1500:]
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(in_scale=st.floats(1e-3, 0.5), out_scale=st.floats(1e-3, 0.5), in_zp=st.sampled_from([-128, -1, 0, 5, 127]),
+       out_zp=st.sampled_from([-128, 0, 127]), b=st.floats(0.0, 8.0), n=st.integers(1, 300), seed=st.integers(0, 999))
+def test_example_int8_kernel_equals_its_reference(compiled, in_scale, out_scale, in_zp, out_zp, b, n, seed) -> None:
+    # The example's C kernel through the host library, against its integer reference: every input code
+    # (-128 and 127 included), zero-points at the ends, saturating output scales.
+    from mcu.custom import CustomQuant
+    from mcu.custom_host import build_host_kernels
+
+    cm = compiled(NAME, "mps2-an505", "int8")
+    host = build_host_kernels(cm.graph)
+    reg = next(op.attrs["custom"] for op in cm.graph.ops if op.kind == "custom")
+    x = np.random.default_rng(seed).integers(-128, 128, size=n, dtype=np.int8)
+    x[: min(n, 2)] = [-128, 127][: min(n, 2)]
+    f = np.float32
+    params = struct.pack("<3i6i4i4f4ifii8fi", 1, n, 1, n, 1, 1, 1, 1, 1, n, 0, 0, 0, f(in_scale), 1, 1, 1,
+                         in_zp, 0, 0, 0, f(out_scale), out_zp, 1, f(b), *[0.0] * 7, 256)
+    out = np.zeros(n, np.int8)
+    assert host.call("squareplus_s8", params, [x], out, 256) == 0
+    want = reg.reference_int8([x], (b,), CustomQuant((in_scale,), (in_zp,), out_scale, out_zp))
+    assert np.array_equal(out, want)
