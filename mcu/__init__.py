@@ -18,9 +18,11 @@ def compile(model, example_inputs, board: str = "mps2-an505", quantize: str = "n
 
 def custom_op(name: str, **kwargs):
     """Register a ``torch.library`` op's C kernel with mcu; see :func:`mcu.custom.custom_op`."""
-    import inspect
+    import sys
+    from pathlib import Path
 
     from mcu.custom import custom_op as _custom_op
 
-    kwargs.setdefault("base", __import__("pathlib").Path(inspect.stack()[1].filename).resolve().parent)
+    # paths are relative to the file that calls this, not to mcu.custom
+    kwargs.setdefault("base", Path(sys._getframe(1).f_code.co_filename).resolve().parent)
     return _custom_op(name, **kwargs)

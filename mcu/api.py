@@ -141,10 +141,15 @@ class CompiledModel:
         if self._program is None:
             from mcu.runtime import Program
 
-            from mcu.custom_host import build_host_kernels
-
-            self._program = Program.load(self.program_image().program, custom=build_host_kernels(self.graph))
+            self._program = Program.load(self.program_image().program, custom=self.custom_kernels)
         return self._program
+
+    @cached_property
+    def custom_kernels(self) -> Any:
+        """The model's custom kernels built for the host (mcu.custom_host.HostKernels), or None without any."""
+        from mcu.custom_host import build_host_kernels
+
+        return build_host_kernels(self.graph)
 
     def run_raw(self, *inputs: Any) -> list[np.ndarray]:
         """The program file run by the C interpreter on the host; outputs in memory order and the
@@ -370,16 +375,15 @@ def compile_spec(spec: ModelSpec, board: str | Board = "mps2-an505", quantize: s
     memory, library, report = compile_graph(graph, board_obj, quantize, order, cmsis.resolve(cmsis_nn),
                                             packed_weights)
     delegated = any(op.kind == "delegate" for op in graph.ops)
-    if any(op.kind == "custom" for op in graph.ops):
+    cm = CompiledModel(spec=spec, board=board_obj, quantize=quantize, graph=graph, memory=memory, library=library,
+                       partitions=report, reference_graph=before if delegated else None)
+    if cm.custom_kernels is not None:
         # The user's kernels against their references on the host, before any firmware is built.
-        from mcu.custom_host import build_host_kernels, check_kernels
+        from mcu.custom_host import check_kernels
 
         with stage("check custom kernels"):
-            host = build_host_kernels(graph)
-            if host is not None:
-                check_kernels(graph, host)
-    return CompiledModel(spec=spec, board=board_obj, quantize=quantize, graph=graph, memory=memory, library=library,
-                         partitions=report, reference_graph=before if delegated else None)
+            check_kernels(graph, cm.custom_kernels)
+    return cm
 
 
 def compile(model: torch.nn.Module, example_inputs: Sequence[torch.Tensor], board: str = "mps2-an505",  # noqa: A001

@@ -18,7 +18,7 @@ arguments and its planned scratch buffer. It returns an ``mcu_status``.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -76,13 +76,6 @@ class CustomOp:
     # elementwise: every output element depends only on the same element of each input (all of one
     # shape), so the kernel takes any memory layout; otherwise it gets row-major tensors in logical order
     elementwise: bool = False
-    where: str = ""  # the registering file, for messages
-
-    @property
-    def target_name(self) -> str:
-        """The op as torch names its overload: ``namespace.op.default``."""
-        namespace, op = self.name.split("::")
-        return f"{namespace}.{op}.default"
 
     def kernel(self, dtype: str) -> CustomKernel | None:
         return self.int8 if dtype == "int8" else self.fp32 if dtype == "float32" else None
@@ -125,11 +118,9 @@ def custom_op(name: str, *, fp32: Sequence[Any] | None = None, int8: Sequence[An
     ``reference_int8``: the integer one (required with ``int8``). ``int8_output``: "observe",
     "input" or ``("fixed", scale, zero_point)``.
     """
-    import inspect
+    import sys
 
-    caller = Path(inspect.stack()[1].filename)
-    where = str(caller)
-    root = Path(base) if base is not None else caller.resolve().parent
+    root = Path(base) if base is not None else Path(sys._getframe(1).f_code.co_filename).resolve().parent
     if not isinstance(name, str) or name.count("::") != 1 or not all(p.isidentifier() for p in name.split("::")):
         raise McuError(f"custom op name {name!r} must be 'namespace::op', as given to torch.library.custom_op")
     if fp32 is None and int8 is None:
@@ -147,7 +138,7 @@ def custom_op(name: str, *, fp32: Sequence[Any] | None = None, int8: Sequence[An
         raise McuError(f"custom op {name}: a fixed int8 output needs scale > 0 and a zero-point in [-128, 127]")
     return CustomOp(name=name, fp32=_kernel(fp32, name, "fp32", root), int8=_kernel(int8, name, "int8", root),
                     reference_fp32=reference, reference_int8=reference_int8, int8_output=mode,
-                    scratch_bytes=scratch_bytes, in_place=in_place, elementwise=elementwise, where=where)
+                    scratch_bytes=scratch_bytes, in_place=in_place, elementwise=elementwise)
 
 
 def check_registrations(items: Any, where: str) -> tuple[CustomOp, ...]:
@@ -182,7 +173,6 @@ class CustomCallInfo:
     n_args: int
     args: list[float]
     scratch_bytes: int = 0
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def params(self) -> dict[str, Any]:
         """The ``mcu_custom_params`` struct's fields in declaration order."""
@@ -199,25 +189,16 @@ class CustomCallInfo:
         """The program file's delegate payload: magic, version, then the params struct's memory image."""
         import struct
 
-        words: list[bytes] = []
+        from mcu.emit.kernels import flat_words
 
-        def put(v: Any) -> None:
-            if isinstance(v, (list, tuple)):
-                for x in v:
-                    put(x)
-            elif isinstance(v, float):
-                words.append(struct.pack("<f", v))
-            else:
-                words.append(struct.pack("<i", int(v)))
-        for v in self.params().values():
-            put(v)
+        words = [struct.pack("<f" if isinstance(w, float) else "<i", w) for w in flat_words(self.params())]
         return PAYLOAD_MAGIC + struct.pack("<I", PAYLOAD_VERSION) + b"".join(words)
 
 
 def call_info(op: Any) -> CustomCallInfo:
     """The call of IR op ``op`` (kind "custom")."""
     reg: CustomOp = op.attrs["custom"]
-    ins = [t for t in op.inputs]
+    ins = list(op.inputs)
     out = op.output
     if len(ins) > MAX_INPUTS or len(out.shape) > MAX_RANK:
         raise McuError(f"custom op {reg.name} ({op.name}): at most {MAX_INPUTS} tensor inputs and rank {MAX_RANK}")

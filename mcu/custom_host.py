@@ -15,13 +15,12 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from mcu.custom import CustomKernel, CustomOp, call_info, delegate_id
 from mcu.errors import McuError
-from mcu.ir import NUMPY_DTYPES, Graph, Op
+from mcu.ir import NUMPY_DTYPES, Graph
 from mcu.paths import cache_dir, runtime_dir
 
 CFLAGS = ["-std=c11", "-O2", "-fPIC", "-shared", "-Wall", "-Wextra", "-Werror"]
@@ -165,10 +164,3 @@ def check_kernels(graph: Graph, host: HostKernels, seed: int = 0) -> None:
                            f"its Python reference in {bad.size} of {ref.size} elements (first at {i}: C {out[i]}, "
                            f"reference {ref[i]})",
                            hint="fix the kernel or the reference so that they compute the same values")
-
-
-def host_program(program: bytes, graph: Graph) -> Any:
-    """The program loaded in this process with ``graph``'s custom kernels registered."""
-    from mcu.runtime import Program
-
-    return Program.load(program, custom=build_host_kernels(graph))

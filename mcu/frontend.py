@@ -242,8 +242,9 @@ def _mean(ctx: _Ctx, node: Node, a: list[Any]) -> Tensor:
     dims = sorted(d % rank for d in (dims if dims is not None else range(rank)))
     if rank == 4 and dims == [2, 3]:
         return _emit(ctx, node, "mean_hw", [x], {"keepdim": bool(a[2]) if len(a) > 2 else False})
-    raise McuError(f"mean over dims {dims} of a rank-{rank} tensor is not supported{user_source_line(node)}",
-                   hint="mean over the spatial dims (2, 3) of an NCHW tensor is")
+    from mcu.frontend_ops import reduce_handler
+
+    return reduce_handler("mean")(ctx, node, a)
 
 
 def _binary(kind: str) -> Callable[[_Ctx, Node, list[Any]], Tensor]:
@@ -491,13 +492,6 @@ def _no_tensor_inputs(node: Node) -> bool:
     return not nodes(node.args) and not nodes(list(node.kwargs.values()))
 
 
-def _has_tensor(args: Any) -> bool:
-    """Whether any argument is a tensor: ops without one (aten.full, zeros, arange) are constants."""
-    if isinstance(args, (list, tuple)):
-        return any(_has_tensor(a) for a in args)
-    return isinstance(args, Tensor)
-
-
 def _all_constant(args: Any) -> bool:
     flat: list[Any] = []
 
@@ -508,8 +502,8 @@ def _all_constant(args: Any) -> bool:
         else:
             flat.append(v)
     walk(args)
-    tensors = [v for v in flat if isinstance(v, Tensor)]
-    return bool(tensors) and all(t.is_constant for t in tensors)
+    # (no tensor at all, as in aten.full or zeros, is constant too)
+    return all(v.is_constant for v in flat if isinstance(v, Tensor))
 
 
 def from_exported(ep: torch.export.ExportedProgram, name: str = "model", custom_ops: tuple = ()) -> Graph:
@@ -546,7 +540,7 @@ def from_exported(ep: torch.export.ExportedProgram, name: str = "model", custom_
             if node.target is operator.getitem:
                 ctx.values[node.name] = args[0][args[1]]
                 continue
-            if _all_constant(args) or not _has_tensor(args):
+            if _all_constant(args):
                 with torch.no_grad():
                     value = node.target(*_torch_value(list(args)), **_torch_value(dict(node.kwargs)))
                 if isinstance(value, torch.Tensor):

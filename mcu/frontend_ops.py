@@ -20,8 +20,6 @@ from mcu.sourceinfo import op_source, user_source_line
 
 aten = torch.ops.aten
 
-from mcu.opcodes import REDUCE_OP, UNARY_FN  # noqa: F401  (the emitters' codes for these ops)
-
 Handler = Callable[[Any, Node, list[Any]], Any]
 
 
@@ -102,7 +100,7 @@ def _bmm(ctx: Any, node: Node, a: list[Any]) -> Tensor:
     return _emit(ctx, node, "bmm", [a[0], a[1]], {})
 
 
-def _reduce(op: str) -> Handler:
+def reduce_handler(op: str) -> Handler:
     def handler(ctx: Any, node: Node, a: list[Any]) -> Tensor:
         x = a[0]
         rank = len(x.shape)
@@ -115,17 +113,6 @@ def _reduce(op: str) -> Handler:
                            hint="permute the dims to reduce next to each other first")
         return _emit(ctx, node, "reduce", [x], {"op": op, "dims": (dims[0], dims[-1])})
     return handler
-
-
-def _mean(ctx: Any, node: Node, a: list[Any]) -> Tensor:
-    x = a[0]
-    rank = len(x.shape)
-    dims = sorted(int(d) % rank for d in (a[1] if len(a) > 1 and a[1] is not None else range(rank)))
-    if rank == 4 and dims == [2, 3]:
-        from mcu.frontend import _mean as mean_hw
-
-        return mean_hw(ctx, node, a)
-    return _reduce("mean")(ctx, node, a)
 
 
 def _transpose(ctx: Any, node: Node, a: list[Any]) -> Tensor:
@@ -211,10 +198,9 @@ HANDLERS: dict[object, Handler] = {
     aten.minimum.default: _maxmin("minimum"),
     aten.native_layer_norm.default: _layer_norm,
     aten.bmm.default: _bmm,
-    aten.sum.dim_IntList: _reduce("sum"),
-    aten.amax.default: _reduce("amax"),
-    aten.amin.default: _reduce("amin"),
-    aten.mean.dim: _mean,
+    aten.sum.dim_IntList: reduce_handler("sum"),
+    aten.amax.default: reduce_handler("amax"),
+    aten.amin.default: reduce_handler("amin"),
     aten.transpose.int: _transpose,
     aten.split_with_sizes.default: _split_with_sizes,
     aten.split.Tensor: _split,

@@ -79,6 +79,11 @@ def _single_user(node: Node) -> Node | None:
     return users[0] if len(users) == 1 else None
 
 
+def _fixed_spec(scale: float, zero_point: int) -> FixedQParamsQuantizationSpec:
+    return FixedQParamsQuantizationSpec(dtype=torch.int8, scale=scale, zero_point=zero_point, quant_min=-128,
+                                        quant_max=127, qscheme=torch.per_tensor_affine)
+
+
 def _annotated(node: Node) -> bool:
     ann = node.meta.get("quantization_annotation")
     return ann is not None and ann._annotated
@@ -192,8 +197,7 @@ class MCUQuantizer(Quantizer):
         mode = reg.int8_output  # type: ignore[attr-defined]
         out: object = act
         if mode[0] == "fixed":
-            out = FixedQParamsQuantizationSpec(dtype=torch.int8, scale=float(mode[1]), zero_point=int(mode[2]),
-                                               quant_min=-128, quant_max=127, qscheme=torch.per_tensor_affine)
+            out = _fixed_spec(float(mode[1]), int(mode[2]))
         elif mode[0] == "input":
             out = SharedQuantizationSpec((tensors[0], node))
         _mark(node, {t: act for t in tensors}, out)
@@ -201,9 +205,7 @@ class MCUQuantizer(Quantizer):
     def _fixed(self, node: Node, act: QuantizationSpec, scale: float, zero_point: int) -> None:
         x = node.args[0]
         if _is_float_tensor(x):
-            out = FixedQParamsQuantizationSpec(dtype=torch.int8, scale=scale, zero_point=zero_point,
-                                               quant_min=-128, quant_max=127, qscheme=torch.per_tensor_affine)
-            _mark(node, {x: act}, out)
+            _mark(node, {x: act}, _fixed_spec(scale, zero_point))
 
     def _shared(self, node: Node, act: QuantizationSpec) -> None:
         x = node.args[0]

@@ -1,7 +1,9 @@
 """Portable-backend emitters of the ops mcu/frontend_ops.py adds (issue 18): elementwise math, maximum
 and minimum, layer norm, batched matrix products and reductions, all fp32. They join
 :data:`mcu.backends.portable.EMITTERS`; these kernels are generated-C only for now (a program file with
-one of them is refused by the writer, and the host runs the generated C instead)."""
+one of them is refused by the writer, and the host runs the generated C instead). Kept apart from
+portable.py on purpose until they have program kernel ids: tests/test_program.py requires one for every
+kernel portable.py emits."""
 
 from __future__ import annotations
 

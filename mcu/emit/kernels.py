@@ -32,12 +32,12 @@ def emit_call(op: Op, ref: Ref) -> KernelCall | None:
     return call
 
 
-def _flat_words(value: object) -> list[int | float]:
+def flat_words(value: object) -> list[int | float]:
     """A params initializer (dict, list or scalar) as its words in declaration order."""
     if isinstance(value, dict):
-        return [w for v in value.values() for w in _flat_words(v)]
+        return [w for v in value.values() for w in flat_words(v)]
     if isinstance(value, (list, tuple)):
-        return [w for v in value for w in _flat_words(v)]
+        return [w for v in value for w in flat_words(v)]
     if isinstance(value, bool):
         return [int(value)]
     if isinstance(value, float):
@@ -62,6 +62,6 @@ def program_call(op: Op, place: Callable[[Tensor], tuple[int, int]],
     call = emit_call(op, refs)
     if call is None:
         return None
-    words = (_flat_words(call.params) if call.params is not None else []) + list(call.scalars)
+    words = (flat_words(call.params) if call.params is not None else []) + list(call.scalars)
     uses_scratch = any(o is SCRATCH for o in call.operands)
     return ProgramCall(call.function, list(call.operands), words, scratch if uses_scratch else None)

@@ -19,7 +19,7 @@ import numpy as np
 from mcu import __version__
 from mcu.emit.kernels import SCRATCH, program_call
 from mcu.errors import McuError
-from mcu.ir import NUMPY_DTYPES, Graph, Tensor
+from mcu.ir import NUMPY_DTYPES, Graph, Op, Tensor
 from mcu.memory import MemoryPlan, scratch_bytes
 from mcu.program import format as fmt
 from mcu.program.format import Field
@@ -201,6 +201,11 @@ def _method(fb: _Builder, src: MethodSource, segments: _Segments,
             order.append((t, None if t.is_constant else at or place(t)))
         return ids[id(t)]
 
+    def scratch_tid(op: Op, scratch: tuple[int, int, int]) -> int:
+        """The op's scratch buffer: an int8 arena tensor of its planned size and place."""
+        arena, offset, size = scratch
+        return tid(Tensor(f"{op.name}_scratch", (size,), "int8"), (arena, offset))
+
     for t in graph.inputs:
         tid(t)
     insns: list[tuple[int, list[int], list[int], str]] = []
@@ -221,8 +226,7 @@ def _method(fb: _Builder, src: MethodSource, segments: _Segments,
             info = call_info(op)
             function = op.attrs["custom"].kernel(op.output.dtype).function
             delegates.append(DelegatePayload(delegate_id(function), info.payload()))
-            extra = [] if scratch is None else [tid(Tensor(f"{op.name}_scratch", (scratch[2],), "int8"),
-                                                    (scratch[0], scratch[1]))]
+            extra = [] if scratch is None else [scratch_tid(op, scratch)]
             operands = [tid(t) for t in op.inputs] + extra + [tid(op.output)]
             insns.append((fmt.KERNEL_DELEGATE, operands, [len(delegates) - 1, 1], op.name))
             continue
@@ -239,9 +243,8 @@ def _method(fb: _Builder, src: MethodSource, segments: _Segments,
                 operands.append(tid(o))  # type: ignore[arg-type]
             elif call.scratch is None:
                 operands.append(-1)  # the kernel takes a context but the plan gave it no scratch
-            else:  # the op's scratch buffer: an int8 arena tensor of its planned size and place
-                arena, offset, size = call.scratch
-                operands.append(tid(Tensor(f"{op.name}_scratch", (size,), "int8"), (arena, offset)))
+            else:
+                operands.append(scratch_tid(op, call.scratch))
         if len(operands) > fmt.MAX_OPERANDS or len(call.params) > fmt.MAX_PARAMS:
             raise UnsupportedKernel(f"{op.kind} {op.name} takes {len(operands)} operands and {len(call.params)} "
                                     f"parameters; a program instruction holds at most {fmt.MAX_OPERANDS} and "
