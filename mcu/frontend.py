@@ -20,6 +20,7 @@ from torch.fx import Node
 
 from mcu.edge import op_name, verify_edge
 from mcu.errors import McuError
+from mcu.frontend_int4 import dequantize_affine_ops, fold_dequantize_affine
 from mcu.ir import Graph, Op, QConst, QuantParams, Tensor
 from mcu.sourceinfo import op_source, user_source_line
 
@@ -338,6 +339,8 @@ def _handlers() -> dict[object, Callable[[_Ctx, Node, list[Any]], Any]]:
 
 def _fold_quantized_constant(node: Node, args: list[Any], value: torch.Tensor) -> QConst | None:
     """The integer form of a constant produced by dequantizing (or moving) a quantized constant."""
+    if node.target in dequantize_affine_ops():  # torchao's groupwise weights (issue 17)
+        return fold_dequantize_affine(args)
     qops = _quant_ops()
     if qops and node.target in (qops["dq_channel"], qops["dq"]):
         src = args[0]
@@ -476,6 +479,7 @@ def _all_constant(args: Any) -> bool:
 def from_exported(ep: torch.export.ExportedProgram, name: str = "model") -> Graph:
     handlers = _handlers()
     foldable_only = {_quant_ops()["dq_channel"]} if _quant_ops() else set()  # only on constant weights
+    foldable_only |= dequantize_affine_ops()
     verify_edge(ep, set(handlers) | foldable_only)
     sig = ep.graph_signature
     state = {**ep.state_dict, **ep.constants}

@@ -29,9 +29,10 @@ from mcu.passes.layout import assign_layouts
 from mcu.passes.quantized import lower_quantized
 from mcu.passes.views import alias_views
 from mcu.passes.weights import quantize_linear_weights
+from mcu.passes.weights_int4 import lower_int4_linear
 from mcu.progress import stage
 
-QUANTIZE_MODES = ("none", "int8", "int8-weight", "int8-dynamic")
+QUANTIZE_MODES = ("none", "int8", "int8-weight", "int8-dynamic", "int4-weight")
 
 Pass = Callable[[Graph], Graph]
 
@@ -67,6 +68,11 @@ def to_graph(spec: ModelSpec, quantize: str) -> Graph:
 
         with stage("quantize"):
             captured = quantize_static(spec.model, spec.example_inputs, spec.calibration, where=where)
+    elif quantize == "int4-weight":  # torchao's groupwise int4 weights, fp32 activations
+        from mcu.quant.torchao_int4 import int4_weight_model
+
+        with stage("quantize"):
+            captured = int4_weight_model(spec.model)
     else:
         captured = spec.model
     with stage("capture"):
@@ -75,6 +81,8 @@ def to_graph(spec: ModelSpec, quantize: str) -> Graph:
         graph = lower(from_exported(ep, name=spec.name))
         if quantize in ("int8-weight", "int8-dynamic"):  # fp32 activations, int8 linear weights
             graph = quantize_linear_weights(graph, dynamic=quantize == "int8-dynamic")
+        if quantize == "int4-weight":
+            graph = lower_int4_linear(graph)
     return graph
 
 

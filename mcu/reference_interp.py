@@ -21,7 +21,7 @@ from mcu.calls import operand_strides as _operand_strides, physical_perm as _phy
 from mcu.errors import McuError
 from mcu.ir import Graph, Op, Tensor
 from mcu.layouts import from_memory_order, to_memory_order
-from mcu.quant import mixed
+from mcu.quant import int4, mixed
 from mcu.quant import reference as ref
 
 Env = dict[int, np.ndarray]  # id(base tensor) -> flat array in memory order
@@ -205,6 +205,17 @@ FLOAT_MOVES = {"dequantize": _dequantize, "permute": INT8_OPS["permute"], "layou
                "add": _float_binary(np.add), "sub": _float_binary(np.subtract),
                "mul": _float_binary(np.multiply), "div": _float_binary(np.divide), "clamp": _float_clamp,
                "linear_w8": _linear_mixed(mixed.linear_w8_f32), "linear_dyn": _linear_mixed(mixed.linear_dyn_s8)}
+
+
+def _linear_w4(op: Op, x: list[np.ndarray]) -> np.ndarray:
+    w, scale = op.inputs[1], op.inputs[2]
+    bias = op.inputs[3].data if len(op.inputs) > 3 else None
+    lo, hi = op.attrs.get("act") or (None, None)
+    return int4.linear_w4_f32(x[0], w.data, scale.data, bias, op.attrs["group_size"],
+                              -np.inf if lo is None else lo, np.inf if hi is None else hi)
+
+
+FLOAT_MOVES["linear_w4"] = _linear_w4  # 4-bit groupwise weights (issue 17)
 
 
 @dataclass

@@ -366,6 +366,26 @@ EMITTERS.update({
 })
 
 
+# --- 4-bit groupwise weights (issue 17) ---------------------------------------------------------------
+
+
+def _linear_w4(op: Op, ref: Ref) -> KernelCall:
+    x, w, scale = op.inputs[:3]
+    b = op.inputs[3] if len(op.inputs) > 3 else None
+    out_f, half = w.shape
+    in_f = 2 * half
+    params = {"batch": x.numel // in_f, "in_features": in_f, "out_features": out_f,
+              "group_size": int(op.attrs["group_size"]), **act_bounds(op)}
+    return KernelCall("mcu_linear_w4_f32", ["&params", ref(x), ref(w), ref(scale), ref(b) if b is not None else "NULL",
+                                            ref(op.output)],
+                      ["mcu_linear_w4_f32.c"], "mcu_linear_w4_params", params, operands=[x, w, scale, b, op.output])
+
+
+EMITTERS.update({
+    ("linear_w4", "float32"): _linear_w4,
+})
+
+
 class PortableBackend(Backend):
     """Our C kernels: takes every op it has a kernel for (and every aliasing view, which emits no code)."""
 

@@ -33,4 +33,26 @@ mcu_status mcu_linear_dyn_s8(const mcu_context *ctx, const mcu_linear_f32_params
                              const int8_t *weight, const float *w_scale, const float *bias, float *output);
 int32_t mcu_linear_dyn_s8_get_buffer_size(const mcu_linear_f32_params *p);
 
+/* --- 4-bit groupwise weights (issue 17) ------------------------------------------------------- */
+
+/** Shape of a linear layer with 4-bit groupwise weights. */
+typedef struct {
+    int32_t batch;
+    int32_t in_features;  /**< a multiple of group_size */
+    int32_t out_features;
+    int32_t group_size;   /**< inputs per scale; even, so a group starts on a byte */
+    float act_min, act_max;
+} mcu_linear_w4_params;
+
+/**
+ * Weight-only 4-bit linear layer (w4a32). weight: signed 4-bit values in [-8, 7], two per byte
+ * (element 2k in the low nibble, 2k+1 in the high one), rows of in_features / 2 bytes; w_scale:
+ * one float per group of group_size inputs, [out][in / group_size]; bias may be NULL.
+ *   part[g] = sum_{i in g} x[b][i] * (float)w[o][i], summed in order from 0,
+ *   acc = sum_g part[g] * w_scale[o][g], summed in order from 0,
+ *   y[b][o] = clamp(acc + bias[o]) (clamp(acc) without a bias).
+ */
+mcu_status mcu_linear_w4_f32(const mcu_linear_w4_params *p, const float *input, const uint8_t *weight,
+                             const float *w_scale, const float *bias, float *output);
+
 #endif /* MCU_KERNELS_MIXED_H */
