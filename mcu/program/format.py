@@ -70,6 +70,8 @@ KERNEL_IDS: dict[str, int] = {
     "mcu_linear_w8_f32": 36,
     "mcu_linear_dyn_s8": 37,
     "mcu_slice": 38,
+    # 4-bit groupwise weights and model state (issue 17): ids 230-259.
+    "mcu_linear_w4_f32": 230,
 }
 KERNEL_DELEGATE = 255
 
