@@ -5,11 +5,19 @@
 #include "internal/act_f32.h"
 #include "internal/check.h"
 
-/* A nibble as the signed value it stores: 8..15 are -8..-1. */
-static inline float mcu_int4_f32(uint32_t nibble)
-{
-    return (float)((int32_t)(nibble ^ 0x8u) - 8);
-}
+/* Both weights of a byte as floats, looked up in one 2 KiB table of flash: an add and two loads where the
+ * conversion would take a sign extension, a move and a convert per weight. Nibbles 8..15 are -8..-1. */
+#define MCU_I4(n) ((float)((int32_t)((n) ^ 0x8u) - 8))
+#define MCU_P(b) {MCU_I4((b) & 0xFu), MCU_I4((b) >> 4)}
+#define MCU_P4(b) MCU_P(b), MCU_P((b) + 1u), MCU_P((b) + 2u), MCU_P((b) + 3u)
+#define MCU_P16(b) MCU_P4(b), MCU_P4((b) + 4u), MCU_P4((b) + 8u), MCU_P4((b) + 12u)
+#define MCU_P64(b) MCU_P16(b), MCU_P16((b) + 16u), MCU_P16((b) + 32u), MCU_P16((b) + 48u)
+static const float MCU_INT4_PAIRS[256][2] = {MCU_P64(0u), MCU_P64(64u), MCU_P64(128u), MCU_P64(192u)};
+#undef MCU_P64
+#undef MCU_P16
+#undef MCU_P4
+#undef MCU_P
+#undef MCU_I4
 
 mcu_status mcu_linear_w4_f32(const mcu_linear_w4_params *p, const float *input, const uint8_t *weight,
                              const float *w_scale, const float *bias, float *output)
@@ -42,10 +50,19 @@ mcu_status mcu_linear_w4_f32(const mcu_linear_w4_params *p, const float *input, 
                 const float *xg = x + g * gs;
                 const uint8_t *wg = w + g * (gs / 2);
                 float part = 0.0f;
-                for (int32_t k = 0; k < gs / 2; ++k) {
-                    const uint32_t byte = wg[k];
-                    part += xg[2 * k] * mcu_int4_f32(byte & 0xFu);
-                    part += xg[2 * k + 1] * mcu_int4_f32(byte >> 4);
+                int32_t k = 0;
+                for (; k + 2 <= gs / 2; k += 2) { /* two bytes a turn: the loop's own cost halves */
+                    const float *p0 = MCU_INT4_PAIRS[wg[k]];
+                    const float *p1 = MCU_INT4_PAIRS[wg[k + 1]];
+                    part += xg[2 * k] * p0[0];
+                    part += xg[2 * k + 1] * p0[1];
+                    part += xg[2 * k + 2] * p1[0];
+                    part += xg[2 * k + 3] * p1[1];
+                }
+                if (k < gs / 2) {
+                    const float *p0 = MCU_INT4_PAIRS[wg[k]];
+                    part += xg[2 * k] * p0[0];
+                    part += xg[2 * k + 1] * p0[1];
                 }
                 acc += part * s[g];
             }
