@@ -32,7 +32,7 @@ from mcu.passes.weights import quantize_linear_weights
 from mcu.passes.weights_int4 import lower_int4_linear
 from mcu.progress import stage
 
-QUANTIZE_MODES = ("none", "int8", "int8-weight", "int8-dynamic", "int4-weight")
+QUANTIZE_MODES = ("none", "int8", "int8-weight", "int8-dynamic", "int4-weight", "int4-dynamic")
 
 Pass = Callable[[Graph], Graph]
 
@@ -68,7 +68,7 @@ def to_graph(spec: ModelSpec, quantize: str) -> Graph:
 
         with stage("quantize"):
             captured = quantize_static(spec.model, spec.example_inputs, spec.calibration, where=where)
-    elif quantize == "int4-weight":  # torchao's groupwise int4 weights, fp32 activations
+    elif quantize in ("int4-weight", "int4-dynamic"):  # torchao's groupwise int4 weights
         from mcu.quant.torchao_int4 import int4_weight_model
 
         with stage("quantize"):
@@ -81,8 +81,8 @@ def to_graph(spec: ModelSpec, quantize: str) -> Graph:
         graph = lower(from_exported(ep, name=spec.name))
         if quantize in ("int8-weight", "int8-dynamic"):  # fp32 activations, int8 linear weights
             graph = quantize_linear_weights(graph, dynamic=quantize == "int8-dynamic")
-        if quantize == "int4-weight":
-            graph = lower_int4_linear(graph)
+        if quantize in ("int4-weight", "int4-dynamic"):
+            graph = lower_int4_linear(graph, dynamic=quantize == "int4-dynamic")
     return graph
 
 

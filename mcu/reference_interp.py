@@ -207,15 +207,18 @@ FLOAT_MOVES = {"dequantize": _dequantize, "permute": INT8_OPS["permute"], "layou
                "linear_w8": _linear_mixed(mixed.linear_w8_f32), "linear_dyn": _linear_mixed(mixed.linear_dyn_s8)}
 
 
-def _linear_w4(op: Op, x: list[np.ndarray]) -> np.ndarray:
-    w, scale = op.inputs[1], op.inputs[2]
-    bias = op.inputs[3].data if len(op.inputs) > 3 else None
-    lo, hi = op.attrs.get("act") or (None, None)
-    return int4.linear_w4_f32(x[0], w.data, scale.data, bias, op.attrs["group_size"],
-                              -np.inf if lo is None else lo, np.inf if hi is None else hi)
+def _linear_w4(fn: Callable) -> Callable[[Op, list[np.ndarray]], np.ndarray]:
+    def run(op: Op, x: list[np.ndarray]) -> np.ndarray:
+        w, scale = op.inputs[1], op.inputs[2]
+        bias = op.inputs[3].data if len(op.inputs) > 3 else None
+        lo, hi = op.attrs.get("act") or (None, None)
+        return fn(x[0], w.data, scale.data, bias, op.attrs["group_size"], -np.inf if lo is None else lo,
+                  np.inf if hi is None else hi)
+    return run
 
 
-FLOAT_MOVES["linear_w4"] = _linear_w4  # 4-bit groupwise weights (issue 17)
+# 4-bit groupwise weights (issue 17)
+FLOAT_MOVES.update({"linear_w4": _linear_w4(int4.linear_w4_f32), "linear_w4_dyn": _linear_w4(int4.linear_w4_s8)})
 
 
 @dataclass

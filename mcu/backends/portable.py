@@ -381,8 +381,17 @@ def _linear_w4(op: Op, ref: Ref) -> KernelCall:
                       ["mcu_linear_w4_f32.c"], "mcu_linear_w4_params", params, operands=[x, w, scale, b, op.output])
 
 
+def _linear_w4_dyn(op: Op, ref: Ref) -> KernelCall:
+    call = _linear_w4(op, ref)
+    assert ref.scratch is not None, "dynamic quantization needs its planned scratch buffer"
+    return KernelCall("mcu_linear_w4_s8", ["&ctx", *call.args], ["mcu_linear_w4_s8.c"], call.params_type,
+                      call.params, locals=[f"const mcu_context ctx = {{{ref.scratch[0]}, {ref.scratch[1]}}};"],
+                      operands=[SCRATCH, *call.operands])
+
+
 EMITTERS.update({
     ("linear_w4", "float32"): _linear_w4,
+    ("linear_w4_dyn", "float32"): _linear_w4_dyn,
 })
 
 

@@ -4,7 +4,8 @@ A linear layer whose weight came from torchao's ``IntxWeightOnlyConfig(weight_dt
 granularity=PerGroup(g))`` reaches here as a float constant that remembers its integer form
 (:class:`~mcu.ir.QConst`, folded from ``torchao.dequantize_affine`` by mcu/frontend_int4.py). It becomes
 ``linear_w4``: the values packed two per byte (an eighth of the fp32 bytes), one float32 scale per group
-of ``group_size`` inputs, activations in fp32 (mcu_linear_w4_f32). Weights that are not symmetric 4-bit
+of ``group_size`` inputs, activations in fp32 (mcu_linear_w4_f32); in the ``int4-dynamic`` mode
+``linear_w4_dyn``, whose activations are quantized to int8 per row at run time (mcu_linear_w4_s8). Weights that are not symmetric 4-bit
 groupwise (a zero-point, values outside [-8, 7], an odd or ragged group) stay fp32 linear layers and are
 listed in the graph's fallbacks with the reason.
 """
@@ -44,7 +45,8 @@ def _why_not(op: Op) -> str | None:
     return None
 
 
-def lower_int4_linear(graph: Graph) -> Graph:
+def lower_int4_linear(graph: Graph, dynamic: bool = False) -> Graph:
+    """``dynamic``: ``linear_w4_dyn`` (int8 activations quantized per row at run time, mcu_linear_w4_s8)."""
     for op in graph.ops:
         if op.kind != "linear" or op.output.dtype != "float32" or not op.inputs[1].is_constant:
             continue
@@ -63,6 +65,8 @@ def lower_int4_linear(graph: Graph) -> Graph:
         op.inputs = [op.inputs[0], Tensor(name=f"{w.name}_w4", shape=(out_f, in_f // 2), dtype="uint8", data=packed),
                      Tensor(name=f"{w.name}_scale", shape=(out_f, in_f // g), data=np.ascontiguousarray(scales)),
                      *op.inputs[2:]]
-        op.kind = "linear_w4"
+        op.kind = "linear_w4_dyn" if dynamic else "linear_w4"
         op.attrs["group_size"] = g
+        if dynamic:
+            op.attrs["scratch_bytes"] = 2 * in_f  # the row's q - zp as int16
     return graph

@@ -72,6 +72,7 @@ KERNEL_IDS: dict[str, int] = {
     "mcu_slice": 38,
     # 4-bit groupwise weights and model state (issue 17): ids 230-259.
     "mcu_linear_w4_f32": 230,
+    "mcu_linear_w4_s8": 231,
 }
 KERNEL_DELEGATE = 255
 

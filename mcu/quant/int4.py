@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mcu.quant.mixed import _act
+from mcu.quant.mixed import _act, dynamic_qparams
 
 F32 = np.float32
 INT4_MIN, INT4_MAX = -8, 7
@@ -74,3 +74,27 @@ def linear_w4_f32(x: np.ndarray, packed: np.ndarray, scales: np.ndarray, bias: n
     if bias is not None:
         acc = (acc + np.asarray(bias, dtype=F32)).astype(F32)
     return _act(acc, act_min, act_max)
+
+
+def linear_w4_s8(x: np.ndarray, packed: np.ndarray, scales: np.ndarray, bias: np.ndarray | None, group_size: int,
+                 act_min: float = -np.inf, act_max: float = np.inf) -> np.ndarray:
+    """Each input row quantized to int8 from its own range (mcu.quant.mixed.dynamic_qparams), exact int32
+    group sums of (q - zp) * w, then y = clamp((sum_g (float)isum[g] * s[o][g]) * s_x + bias[o])."""
+    w = unpack_int4(packed).astype(np.int64)
+    out_f, in_f = w.shape
+    x = np.asarray(x, dtype=F32).reshape(-1, in_f)
+    s = np.asarray(scales, dtype=F32).reshape(out_f, in_f // group_size)
+    rows = []
+    for row in x:
+        scale, zp = dynamic_qparams(row)
+        inv = F32(F32(1) / scale)
+        q = np.clip(np.rint((row * inv).astype(F32)) + F32(zp), -128, 127).astype(np.int64) - zp
+        isum = (q.reshape(-1, group_size)[None, :, :] * w.reshape(out_f, -1, group_size)).sum(axis=2)
+        acc = np.zeros(out_f, dtype=F32)
+        for g in range(isum.shape[1]):
+            acc = (acc + (isum[:, g].astype(F32) * s[:, g]).astype(F32)).astype(F32)
+        y = (acc * scale).astype(F32)
+        if bias is not None:
+            y = (y + np.asarray(bias, dtype=F32)).astype(F32)
+        rows.append(_act(y, act_min, act_max))
+    return np.stack(rows).astype(F32)

@@ -138,6 +138,9 @@
 #ifndef MCU_PROGRAM_HAS_LINEAR_W4_F32
 #define MCU_PROGRAM_HAS_LINEAR_W4_F32 MCU_PROGRAM_KERNEL_DEFAULT
 #endif
+#ifndef MCU_PROGRAM_HAS_LINEAR_W4_S8
+#define MCU_PROGRAM_HAS_LINEAR_W4_S8 MCU_PROGRAM_KERNEL_DEFAULT
+#endif
 
 /* The params struct of each kernel is its words in declaration order. */
 _Static_assert(sizeof(mcu_conv2d_f32_params) == 19 * 4, "conv2d_f32 params layout");
@@ -161,9 +164,9 @@ _Static_assert(sizeof(mcu_linear_w4_params) == 6 * 4, "linear_w4 params layout")
  * lower case: may be absent (-1). Concat has its own rule. The int8 matmul
  * kernels' sixth operand is their scratch buffer (mcu_context). */
 enum { S_NONE, S_FFFF_BIAS, S_FF, S_FFF, S_FFFF, S_XX, S_MATMUL_S8, S_BBB, S_BB, S_FB, S_BF, S_W8, S_DYN,
-       S_W4 };
+       S_W4, S_W4_DYN };
 static const char SIGS[][8] = {"", "FFfF", "FF", "FFF", "FFFF", "XX", "BBiIIbB", "BBB", "BB", "FB", "BF",
-                               "FBFFF", "BFBFFF", "FUFfF"};
+                               "FBFFF", "BFBFFF", "FUFfF", "BFUFfF"};
 
 /* Param words and signature of each kernel id; bit 7 of `sig`: in this build. */
 typedef struct {
@@ -213,6 +216,7 @@ static const mcu_kernel_desc KERNELS[MCU_K_COUNT] = {
     K(MCU_K_SLICE, MCU_PROGRAM_HAS_SLICE, 25, S_XX),
     /* 4-bit groupwise weights and model state (issue 17) */
     K(MCU_K_LINEAR_W4_F32, MCU_PROGRAM_HAS_LINEAR_W4_F32, 6, S_W4),
+    K(MCU_K_LINEAR_W4_S8, MCU_PROGRAM_HAS_LINEAR_W4_S8, 6, S_W4_DYN),
 };
 #undef K
 
@@ -393,14 +397,17 @@ mcu_status mcu_program_check_kernel(uint32_t kernel, const mcu_operand_desc *ops
         need[last] = ceil_div(mulcap(row, p[0]), esize);
         break;
     }
-    case MCU_K_LINEAR_W4_F32: /* batch, in, out, group_size: two weights a byte, a scale per group */
+    case MCU_K_LINEAR_W4_F32:
+    case MCU_K_LINEAR_W4_S8: { /* [scratch,] batch, in, out, group_size: two weights a byte, a scale per group */
+        const uint32_t k = kernel == MCU_K_LINEAR_W4_S8; /* the scratch: the kernel checks its size */
         MCU_REQUIRE(p[3] > 0 && p[3] % 2 == 0 && p[1] > 0 && p[1] % p[3] == 0, MCU_ERR_PROGRAM_INVALID);
-        need[0] = prod(p, 2);
-        need[1] = mulcap(mulcap(1, p[2]), p[1] / 2);
-        need[2] = mulcap(mulcap(1, p[2]), p[1] / p[3]);
-        need[3] = mulcap(1, p[2]);
+        need[k] = prod(p, 2);
+        need[k + 1] = mulcap(mulcap(1, p[2]), p[1] / 2);
+        need[k + 2] = mulcap(mulcap(1, p[2]), p[1] / p[3]);
+        need[k + 3] = mulcap(1, p[2]);
         need[last] = mulcap(mulcap(1, p[0]), p[2]);
         break;
+    }
     default: /* the elementwise kernels: params[0] is the element count */
         need[0] = need[1] = mulcap(1, p[0]);
         break;
@@ -572,6 +579,12 @@ mcu_status mcu_program_dispatch(uint32_t kernel, void *const *o, const uint32_t 
     /* 4-bit groupwise weights and model state (issue 17) */
 #if MCU_PROGRAM_HAS_LINEAR_W4_F32
     case MCU_K_LINEAR_W4_F32: return mcu_linear_w4_f32(&u.linear_w4, o[0], o[1], o[2], o[3], o[4]);
+#endif
+#if MCU_PROGRAM_HAS_LINEAR_W4_S8
+    case MCU_K_LINEAR_W4_S8: {
+        const mcu_context scratch = {o[0], (int32_t)sizes[0]};
+        return mcu_linear_w4_s8(&scratch, &u.linear_w4, o[1], o[2], o[3], o[4], o[5]);
+    }
 #endif
     default: return MCU_ERR_UNSUPPORTED;
     }

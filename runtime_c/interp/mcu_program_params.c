@@ -251,7 +251,8 @@ mcu_status mcu_program_check_params(uint32_t kernel, const int32_t *w, uint32_t 
     case MCU_K_QUANTIZE_F32_S8:
     case MCU_K_DEQUANTIZE_S8_F32: ok = w[0] >= 0 && w[0] <= INT32_MAX / 4 && scale_ok(as_float(w[1]), w[2]); break;
     /* 4-bit groupwise weights and model state (issue 17) */
-    case MCU_K_LINEAR_W4_F32: {
+    case MCU_K_LINEAR_W4_F32:
+    case MCU_K_LINEAR_W4_S8: {
         const mcu_linear_w4_params *p = &u.linear_w4;
         const int32_t in_dims[2] = {p->batch, p->in_features};
         const int32_t w_dims[2] = {p->out_features, p->in_features};
@@ -412,6 +413,12 @@ mcu_status mcu_program_check_operands(uint32_t kernel, const mcu_operand_desc *o
              !overlap(&ops[0], count, out, nout);
         break;
     }
+    case MCU_K_LINEAR_W4_S8: { /* the row's int16 copy in scratch */
+        const uint32_t count = 2u * (uint32_t)p[1];
+        ok = !overlap(&ops[1], bytes[1], out, nout) && !overlap(&ops[0], count, &ops[1], bytes[1]) &&
+             !overlap(&ops[0], count, out, nout);
+        break;
+    }
     case MCU_K_CONCAT:
         for (uint32_t i = 0; i < last; ++i) {
             ok = ok && !overlap(&ops[i], bytes[i], out, nout);
@@ -437,11 +444,12 @@ mcu_status mcu_program_check_operands(uint32_t kernel, const mcu_operand_desc *o
         break;
     }
     /* Weights, biases, scales: the convolution and linear kernels refuse any that share the output's bytes. */
-    const uint32_t first = kernel == MCU_K_LINEAR_DYN_S8 ? 2u : 1u;
+    const uint32_t first = kernel == MCU_K_LINEAR_DYN_S8 || kernel == MCU_K_LINEAR_W4_S8 ? 2u : 1u;
     const int weighted = kernel == MCU_K_CONV2D_F32 || kernel == MCU_K_LINEAR_F32 || kernel == MCU_K_CONV2D_S8 ||
                          kernel == MCU_K_DEPTHWISE_CONV2D_S8 || kernel == MCU_K_LINEAR_S8 ||
                          kernel == MCU_K_CONV2D_1X1_S8 || kernel == MCU_K_LINEAR_W8_F32 ||
-                         kernel == MCU_K_LINEAR_DYN_S8 || kernel == MCU_K_LINEAR_W4_F32;
+                         kernel == MCU_K_LINEAR_DYN_S8 || kernel == MCU_K_LINEAR_W4_F32 ||
+                         kernel == MCU_K_LINEAR_W4_S8;
     for (uint32_t i = first; weighted && i < last; ++i) {
         ok = ok && !overlap(&ops[i], bytes[i], out, nout);
     }

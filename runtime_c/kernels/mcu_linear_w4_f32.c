@@ -1,23 +1,20 @@
 #include <stddef.h>
+#include <string.h>
 
 #include "mcu/kernels_mixed.h"
 
 #include "internal/act_f32.h"
 #include "internal/check.h"
 
-/* Both weights of a byte as floats, looked up in one 2 KiB table of flash: an add and two loads where the
- * conversion would take a sign extension, a move and a convert per weight. Nibbles 8..15 are -8..-1. */
-#define MCU_I4(n) ((float)((int32_t)((n) ^ 0x8u) - 8))
-#define MCU_P(b) {MCU_I4((b) & 0xFu), MCU_I4((b) >> 4)}
-#define MCU_P4(b) MCU_P(b), MCU_P((b) + 1u), MCU_P((b) + 2u), MCU_P((b) + 3u)
-#define MCU_P16(b) MCU_P4(b), MCU_P4((b) + 4u), MCU_P4((b) + 8u), MCU_P4((b) + 12u)
-#define MCU_P64(b) MCU_P16(b), MCU_P16((b) + 16u), MCU_P16((b) + 32u), MCU_P16((b) + 48u)
-static const float MCU_INT4_PAIRS[256][2] = {MCU_P64(0u), MCU_P64(64u), MCU_P64(128u), MCU_P64(192u)};
-#undef MCU_P64
-#undef MCU_P16
-#undef MCU_P4
-#undef MCU_P
-#undef MCU_I4
+/* Weight j (0..7) of a little-endian word of 4 bytes, sign-extended: compiles to one SBFX. */
+#define MCU_NIB(word, j) ((float)((int32_t)((((word) >> (4 * (j))) & 0xFu) ^ 0x8u) - 8))
+
+static inline uint32_t load_u32(const uint8_t *p)
+{
+    uint32_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
 
 mcu_status mcu_linear_w4_f32(const mcu_linear_w4_params *p, const float *input, const uint8_t *weight,
                              const float *w_scale, const float *bias, float *output)
@@ -51,18 +48,24 @@ mcu_status mcu_linear_w4_f32(const mcu_linear_w4_params *p, const float *input, 
                 const uint8_t *wg = w + g * (gs / 2);
                 float part = 0.0f;
                 int32_t k = 0;
-                for (; k + 2 <= gs / 2; k += 2) { /* two bytes a turn: the loop's own cost halves */
-                    const float *p0 = MCU_INT4_PAIRS[wg[k]];
-                    const float *p1 = MCU_INT4_PAIRS[wg[k + 1]];
-                    part += xg[2 * k] * p0[0];
-                    part += xg[2 * k + 1] * p0[1];
-                    part += xg[2 * k + 2] * p1[0];
-                    part += xg[2 * k + 3] * p1[1];
+                /* Eight weights from one word (an unaligned load is one LDR): a sign extension, a move
+                 * and a convert per weight, no byte loads. */
+                for (; k + 4 <= gs / 2; k += 4) {
+                    const uint32_t word = load_u32(wg + k);
+                    const float *xk = xg + 2 * k;
+                    part += xk[0] * MCU_NIB(word, 0);
+                    part += xk[1] * MCU_NIB(word, 1);
+                    part += xk[2] * MCU_NIB(word, 2);
+                    part += xk[3] * MCU_NIB(word, 3);
+                    part += xk[4] * MCU_NIB(word, 4);
+                    part += xk[5] * MCU_NIB(word, 5);
+                    part += xk[6] * MCU_NIB(word, 6);
+                    part += xk[7] * MCU_NIB(word, 7);
                 }
-                if (k < gs / 2) {
-                    const float *p0 = MCU_INT4_PAIRS[wg[k]];
-                    part += xg[2 * k] * p0[0];
-                    part += xg[2 * k + 1] * p0[1];
+                for (; k < gs / 2; ++k) {
+                    const uint32_t byte = wg[k];
+                    part += xg[2 * k] * MCU_NIB(byte, 0);
+                    part += xg[2 * k + 1] * MCU_NIB(byte, 1);
                 }
                 acc += part * s[g];
             }

@@ -119,7 +119,9 @@ typedef enum {
     /* 4-bit groupwise weights and model state (issue 17): ids 230-259. */
     /** [in f32, weight uint8 (int4 pairs), w_scale f32, bias f32?, out f32]; mcu_linear_w4_params */
     MCU_K_LINEAR_W4_F32 = 230,
-    MCU_K_COUNT = 231,
+    /** [scratch int8 (2 * in bytes), in f32, weight uint8, w_scale f32, bias f32?, out f32]; as above */
+    MCU_K_LINEAR_W4_S8 = 231,
+    MCU_K_COUNT = 232,
     /** A delegated partition: params delegate index (its payload and handle), number of outputs (the last operands). */
     MCU_K_DELEGATE = 255
 } mcu_program_kernel;
