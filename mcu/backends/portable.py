@@ -389,9 +389,21 @@ def _linear_w4_dyn(op: Op, ref: Ref) -> KernelCall:
                       operands=[SCRATCH, *call.operands])
 
 
+def _index_put(op: Op, ref: Ref) -> KernelCall:
+    """Writes the new positions into the state (the op's output aliases the state's bytes)."""
+    values, indices = op.inputs
+    a = op.attrs
+    params = {"outer": a["outer"], "axis": a["axis"], "inner": a["inner"], "count": a["count"]}
+    size = DTYPE_BYTES[op.output.dtype]
+    return KernelCall("mcu_index_put", ["&params", str(size), ref(indices), ref(values), ref(op.output)],
+                      ["mcu_index_put.c"], "mcu_index_put_params", params, operands=[indices, values, op.output],
+                      scalars=[size])
+
+
 EMITTERS.update({
     ("linear_w4", "float32"): _linear_w4,
     ("linear_w4_dyn", "float32"): _linear_w4_dyn,
+    ("index_put", "float32"): _index_put,
 })
 
 

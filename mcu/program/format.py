@@ -73,6 +73,7 @@ KERNEL_IDS: dict[str, int] = {
     # 4-bit groupwise weights and model state (issue 17): ids 230-259.
     "mcu_linear_w4_f32": 230,
     "mcu_linear_w4_s8": 231,
+    "mcu_index_put": 232,
 }
 KERNEL_DELEGATE = 255
 

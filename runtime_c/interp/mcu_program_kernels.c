@@ -141,6 +141,9 @@
 #ifndef MCU_PROGRAM_HAS_LINEAR_W4_S8
 #define MCU_PROGRAM_HAS_LINEAR_W4_S8 MCU_PROGRAM_KERNEL_DEFAULT
 #endif
+#ifndef MCU_PROGRAM_HAS_INDEX_PUT
+#define MCU_PROGRAM_HAS_INDEX_PUT MCU_PROGRAM_KERNEL_DEFAULT
+#endif
 
 /* The params struct of each kernel is its words in declaration order. */
 _Static_assert(sizeof(mcu_conv2d_f32_params) == 19 * 4, "conv2d_f32 params layout");
@@ -159,14 +162,15 @@ _Static_assert(sizeof(mcu_pool2d_s8_params) == 16 * 4, "pool2d_s8 params layout"
 _Static_assert(sizeof(mcu_mean_hw_s8_params) == 10 * 4, "mean_hw_s8 params layout");
 _Static_assert(sizeof(mcu_softmax_s8_params) == 6 * 4, "softmax_s8 params layout");
 _Static_assert(sizeof(mcu_linear_w4_params) == 6 * 4, "linear_w4 params layout");
+_Static_assert(sizeof(mcu_index_put_params) == 4 * 4, "index_put params layout");
 
 /* Operand signatures: F float32, B int8, I int32, U uint8, X the output's dtype;
  * lower case: may be absent (-1). Concat has its own rule. The int8 matmul
  * kernels' sixth operand is their scratch buffer (mcu_context). */
 enum { S_NONE, S_FFFF_BIAS, S_FF, S_FFF, S_FFFF, S_XX, S_MATMUL_S8, S_BBB, S_BB, S_FB, S_BF, S_W8, S_DYN,
-       S_W4, S_W4_DYN };
+       S_W4, S_W4_DYN, S_IXX };
 static const char SIGS[][8] = {"", "FFfF", "FF", "FFF", "FFFF", "XX", "BBiIIbB", "BBB", "BB", "FB", "BF",
-                               "FBFFF", "BFBFFF", "FUFfF", "BFUFfF"};
+                               "FBFFF", "BFBFFF", "FUFfF", "BFUFfF", "IXX"};
 
 /* Param words and signature of each kernel id; bit 7 of `sig`: in this build. */
 typedef struct {
@@ -217,6 +221,7 @@ static const mcu_kernel_desc KERNELS[MCU_K_COUNT] = {
     /* 4-bit groupwise weights and model state (issue 17) */
     K(MCU_K_LINEAR_W4_F32, MCU_PROGRAM_HAS_LINEAR_W4_F32, 6, S_W4),
     K(MCU_K_LINEAR_W4_S8, MCU_PROGRAM_HAS_LINEAR_W4_S8, 6, S_W4_DYN),
+    K(MCU_K_INDEX_PUT, MCU_PROGRAM_HAS_INDEX_PUT, 5, S_IXX),
 };
 #undef K
 
@@ -408,6 +413,14 @@ mcu_status mcu_program_check_kernel(uint32_t kernel, const mcu_operand_desc *ops
         need[last] = mulcap(mulcap(1, p[0]), p[2]);
         break;
     }
+    case MCU_K_INDEX_PUT: { /* outer, axis, inner, count, element size */
+        const int32_t values[3] = {p[0], p[3], p[2]};
+        MCU_REQUIRE(p[4] == (int32_t)mcu_dtype_size(out->dtype), MCU_ERR_PROGRAM_INVALID);
+        need[0] = mulcap(1, p[3]);
+        need[1] = prod(values, 3);
+        need[last] = prod(p, 3);
+        break;
+    }
     default: /* the elementwise kernels: params[0] is the element count */
         need[0] = need[1] = mulcap(1, p[0]);
         break;
@@ -444,6 +457,7 @@ mcu_status mcu_program_dispatch(uint32_t kernel, void *const *o, const uint32_t 
         mcu_softmax_s8_params softmax_s8;
         mcu_slice_params slice;
         mcu_linear_w4_params linear_w4;
+        mcu_index_put_params index_put;
     } u;
     MCU_REQUIRE(n_params <= MCU_PROGRAM_MAX_PARAMS && n_ops >= 2 && n_ops <= MCU_PROGRAM_MAX_OPERANDS,
                 MCU_ERR_PROGRAM_INVALID);
@@ -579,6 +593,9 @@ mcu_status mcu_program_dispatch(uint32_t kernel, void *const *o, const uint32_t 
     /* 4-bit groupwise weights and model state (issue 17) */
 #if MCU_PROGRAM_HAS_LINEAR_W4_F32
     case MCU_K_LINEAR_W4_F32: return mcu_linear_w4_f32(&u.linear_w4, o[0], o[1], o[2], o[3], o[4]);
+#endif
+#if MCU_PROGRAM_HAS_INDEX_PUT
+    case MCU_K_INDEX_PUT: return mcu_index_put(&u.index_put, w[4], o[0], o[1], o[2]);
 #endif
 #if MCU_PROGRAM_HAS_LINEAR_W4_S8
     case MCU_K_LINEAR_W4_S8: {

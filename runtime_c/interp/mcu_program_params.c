@@ -171,6 +171,7 @@ mcu_status mcu_program_check_params(uint32_t kernel, const int32_t *w, uint32_t 
         mcu_mean_hw_s8_params mean_hw_s8;
         mcu_softmax_s8_params softmax_s8;
         mcu_linear_w4_params linear_w4;
+        mcu_index_put_params index_put;
     } u;
     memset(&u, 0, sizeof(u));
     memcpy(&u, w, (n_params < MCU_PROGRAM_MAX_PARAMS ? n_params : MCU_PROGRAM_MAX_PARAMS) * sizeof(int32_t));
@@ -260,6 +261,13 @@ mcu_status mcu_program_check_params(uint32_t kernel, const int32_t *w, uint32_t 
         ok = mcu_act_bounds_valid(p->act_min, p->act_max) && mcu_checked_count(in_dims, 2, 4) > 0 &&
              mcu_checked_count(out_dims, 2, 4) > 0 && mcu_checked_count(w_dims, 2, 1) > 0 && p->group_size > 0 &&
              p->group_size % 2 == 0 && p->in_features % p->group_size == 0;
+        break;
+    }
+    case MCU_K_INDEX_PUT: {
+        const mcu_index_put_params *p = &u.index_put;
+        const int32_t state_dims[3] = {p->outer, p->axis, p->inner};
+        const int32_t value_dims[3] = {p->outer, p->count, p->inner};
+        ok = mcu_checked_count(state_dims, 3, 4) > 0 && mcu_checked_count(value_dims, 3, 4) > 0;
         break;
     }
     default: break; /* concat, pad, slice: their checks in mcu_program_check_kernel cover the kernels' own */
@@ -413,6 +421,9 @@ mcu_status mcu_program_check_operands(uint32_t kernel, const mcu_operand_desc *o
              !overlap(&ops[0], count, out, nout);
         break;
     }
+    case MCU_K_INDEX_PUT: /* writes rows of the state (its output): values and positions stay apart from it */
+        ok = !overlap(&ops[0], bytes[0], out, nout) && !overlap(&ops[1], bytes[1], out, nout);
+        break;
     case MCU_K_LINEAR_W4_S8: { /* the row's int16 copy in scratch */
         const uint32_t count = 2u * (uint32_t)p[1];
         ok = !overlap(&ops[1], bytes[1], out, nout) && !overlap(&ops[0], count, &ops[1], bytes[1]) &&

@@ -121,7 +121,10 @@ typedef enum {
     MCU_K_LINEAR_W4_F32 = 230,
     /** [scratch int8 (2 * in bytes), in f32, weight uint8, w_scale f32, bias f32?, out f32]; as above */
     MCU_K_LINEAR_W4_S8 = 231,
-    MCU_K_COUNT = 232,
+    /** [indices int32, values, state] f32 or int8; mcu_index_put_params, element size. The state
+     *  operand is written at the indexed rows only (it is the output). */
+    MCU_K_INDEX_PUT = 232,
+    MCU_K_COUNT = 233,
     /** A delegated partition: params delegate index (its payload and handle), number of outputs (the last operands). */
     MCU_K_DELEGATE = 255
 } mcu_program_kernel;
