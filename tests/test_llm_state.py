@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from torch import nn
 
 import cbind
+from conftest import requires_qemu
 import mcu
 from mcu.errors import McuError
 from mcu.ir import Graph
@@ -213,3 +214,25 @@ def test_unsupported_state_updates_are_named(how: str, message: str) -> None:
     with pytest.raises(McuError, match=message) as info:
         mcu.compile(_Bad(how).eval(), (x, torch.tensor([1])))
     assert "buf" in str(info.value)
+
+
+def test_generated_header_exposes_the_state() -> None:
+    cm = _compiled("decode")
+    header = next(text for name, text in cm.library.files.items() if name.endswith("_model.h"))
+    prefix = cm.library.prefix.upper()
+    nbytes = 4 * HEADS * HEAD_DIM * CONTEXT
+    assert f"#define {prefix}_STATE_BYTES {2 * nbytes}" in header
+    assert f"#define {prefix}_STATE_K_CACHE_OFFSET 0" in header
+    assert f"#define {prefix}_STATE_V_CACHE_OFFSET {nbytes}" in header
+    assert f"void {cm.library.prefix}_reset_state(void);" in header
+
+
+@requires_qemu
+@pytest.mark.qemu
+def test_cache_model_on_qemu() -> None:
+    """Two bundled vectors, each from a cleared state (the harness resets it), on the simulated M33."""
+    x0, x1 = _inputs(1, 3, seed=1), _inputs(1, 6, seed=2)
+    cm = mcu.compile(Cache().eval(), x0, test_inputs=[x0, x1], name="cache_qemu")
+    sim = cm.simulate()
+    assert sim.passed, sim.console[-2000:]
+    assert sim.max_abs_error_vs_eager == 0.0
