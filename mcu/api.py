@@ -186,7 +186,12 @@ class CompiledModel:
         return Reference(self.reference_graph or self.graph).run(self.encode_inputs(inputs))
 
     def eager(self, *inputs: torch.Tensor) -> list[torch.Tensor]:
+        """The model in PyTorch; model state (issue 17) starts cleared, as on the device for each bundled vector."""
         with torch.no_grad():
+            if self.graph.state:
+                buffers = dict(self.spec.model.named_buffers())
+                for name in self.graph.state:
+                    buffers[name].zero_()
             out = self.spec.model(*inputs)
         return list(out) if isinstance(out, (tuple, list)) else [out]
 

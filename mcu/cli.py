@@ -16,7 +16,7 @@ import numpy as np
 from mcu.errors import McuError
 from mcu.progress import Reporter, reporting, terminal_stream
 
-QUANTIZE_CHOICES = ("auto", "none", "int8", "int8-weight", "int8-dynamic")
+QUANTIZE_CHOICES = ("auto", "none", "int8", "int8-weight", "int8-dynamic", "int4-weight", "int4-dynamic")
 
 
 def _add_model_args(p: argparse.ArgumentParser, board_required: bool = True) -> None:
@@ -25,7 +25,9 @@ def _add_model_args(p: argparse.ArgumentParser, board_required: bool = True) -> 
     p.add_argument("--quantize", "-q", choices=QUANTIZE_CHOICES, default="auto",
                    help="int8: static int8 (needs `calibration` in model.py); none: fp32; int8-weight: "
                         "int8 linear weights, fp32 activations; int8-dynamic: int8 linear weights and "
-                        "run-time quantized inputs; auto (default): int8 when model.py has `calibration`, "
+                        "run-time quantized inputs; int4-weight: 4-bit linear weights in groups of 32 "
+                        "(torchao), fp32 activations; int4-dynamic: the same weights, inputs quantized to int8 per row at run time; "
+                        "auto (default): int8 when model.py has `calibration`, "
                         "else fp32")
     p.add_argument("--cmsis-nn", metavar="PATH", default=None,
                    help="route supported int8 layers to CMSIS-NN built from these sources (a CMSIS-NN "

@@ -24,9 +24,18 @@ from mcu.sourceinfo import unsupported_op_message, user_source_line
 KEPT_WHOLE = (torch.ops.aten.hardswish.default,)
 
 
+def torchao_kept_whole() -> tuple[object, ...]:
+    """torchao's dequantize_affine, once torchao registered it: kept whole, the frontend folds it into a
+    weight that remembers its 4-bit values and group scales (mcu/frontend_int4.py)."""
+    try:
+        return (torch.ops.torchao.dequantize_affine.default,)
+    except (AttributeError, RuntimeError):
+        return ()
+
+
 def to_edge(ep: torch.export.ExportedProgram) -> torch.export.ExportedProgram:
     table = torch.export.default_decompositions()
-    for op in KEPT_WHOLE:
+    for op in (*KEPT_WHOLE, *torchao_kept_whole()):
         table.pop(op, None)
     try:
         return ep.run_decompositions(table)

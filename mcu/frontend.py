@@ -21,6 +21,8 @@ from torch.fx import Node
 
 from mcu.edge import op_name, verify_edge
 from mcu.errors import McuError
+from mcu.frontend_int4 import dequantize_affine_ops, fold_dequantize_affine
+from mcu import frontend_state
 from mcu.ir import Graph, Op, QConst, QuantParams, Tensor
 from mcu.sourceinfo import op_source, user_source_line
 
@@ -32,7 +34,8 @@ _DATA_MOVEMENT = {aten.permute.default, aten.t.default, aten.transpose.int, aten
                   aten.unsqueeze.default, aten.clone.default, aten.alias.default, aten.expand.default}
 
 _TORCH_DTYPES = {torch.float32: "float32", torch.int8: "int8", torch.int32: "int32", torch.uint8: "uint8",
-                 torch.int16: "int16"}
+                 torch.int16: "int16",
+                 torch.int64: "int32"}  # indices and positions (issue 17): 32 bits on the device
 
 
 @dataclass
@@ -40,6 +43,7 @@ class _Ctx:
     values: dict[str, Any] = field(default_factory=dict)  # node name -> Tensor | torch.Tensor | tuple
     ops: list[Op] = field(default_factory=list)
     counter: int = 0
+    states: dict[int, str] = field(default_factory=dict)  # id(state tensor) -> buffer name (issue 17)
 
     def fresh(self, base: str) -> str:
         self.counter += 1
@@ -60,6 +64,10 @@ def _out_tensor(ctx: _Ctx, node: Node, val: torch.Tensor | None = None) -> Tenso
 
 def _const(name: str, value: torch.Tensor) -> Tensor:
     value = value.detach().contiguous()
+    if value.dtype == torch.int64:  # stored as int32 on the device, when the values fit
+        if value.numel() and (int(value.min()) < -2**31 or int(value.max()) >= 2**31):
+            raise McuError(f"int64 constant {name} holds values beyond 32 bits")
+        value = value.to(torch.int32)
     dtype = _TORCH_DTYPES.get(value.dtype)
     if dtype is None:
         value = value.to(torch.float32)
@@ -358,6 +366,8 @@ def _handlers() -> dict[object, Callable[[_Ctx, Node, list[Any]], Any]]:
 
 def _fold_quantized_constant(node: Node, args: list[Any], value: torch.Tensor) -> QConst | None:
     """The integer form of a constant produced by dequantizing (or moving) a quantized constant."""
+    if node.target in dequantize_affine_ops():  # torchao's groupwise weights (issue 17)
+        return fold_dequantize_affine(args)
     qops = _quant_ops()
     if qops and node.target in (qops["dq_channel"], qops["dq"]):
         src = args[0]
@@ -415,6 +425,10 @@ def _select(ctx: _Ctx, node: Node, a: list[Any]) -> Tensor:
     return _emit(ctx, node, "reshape", [kept])
 
 
+def _index_put(ctx: _Ctx, node: Node, a: list[Any]) -> Tensor:
+    return frontend_state.index_put(ctx.states, ctx.ops, node, a, ctx.fresh)
+
+
 def _to_copy(ctx: _Ctx, node: Node, a: list[Any]) -> Tensor:
     if _dtype(node.meta["val"], node) != a[0].dtype:
         raise McuError(f"dtype conversion to {node.meta['val'].dtype} is not supported{user_source_line(node)}")
@@ -462,6 +476,8 @@ HANDLERS: dict[object, Callable[[_Ctx, Node, list[Any]], Any]] = {
     aten.detach.default: _identity,
     aten.dropout.default: _identity,
     aten._to_copy.default: _to_copy,
+    # model state (issue 17)
+    aten.index_put.default: _index_put,
 }
 
 
@@ -469,6 +485,10 @@ def _all_handlers() -> dict[object, Callable[[_Ctx, Node, list[Any]], Any]]:
     from mcu.frontend_ops import HANDLERS as MORE
 
     return {**HANDLERS, **MORE}
+
+
+def state_dict_value(ep: torch.export.ExportedProgram, target: str) -> torch.Tensor:
+    return {**ep.state_dict, **ep.constants}[target]
 
 
 def supported_ops() -> list[str]:
@@ -513,6 +533,7 @@ def from_exported(ep: torch.export.ExportedProgram, name: str = "model", custom_
 
     handlers = {**_handlers(), **custom_handlers(ep, custom_ops)}
     foldable_only = {_quant_ops()["dq_channel"]} if _quant_ops() else set()  # only on constant weights
+    foldable_only |= dequantize_affine_ops()
     verify_edge(ep, set(handlers) | foldable_only, is_supported=_no_tensor_inputs)
     sig = ep.graph_signature
     state = {**ep.state_dict, **ep.constants}
@@ -523,9 +544,16 @@ def from_exported(ep: torch.export.ExportedProgram, name: str = "model", custom_
     ctx = _Ctx()
     inputs: list[Tensor] = []
     outputs: list[Tensor] = []
+    mutated = frontend_state.mutated_buffers(ep)
+    model_state: dict[str, Tensor] = {}
     for node in ep.graph.nodes:
         if node.op == "placeholder":
-            if node.name in const_names:
+            if node.name in mutated:  # model state: lives across calls, written in place
+                t = frontend_state.state_tensor(node, mutated[node.name], state_dict_value(ep, mutated[node.name]))
+                model_state[mutated[node.name]] = t
+                ctx.states[id(t)] = mutated[node.name]
+                ctx.values[node.name] = t
+            elif node.name in const_names:
                 value = state[const_names[node.name]]
                 ctx.values[node.name] = _const(node.name, value)
             elif isinstance(node.meta.get("val"), torch.Tensor):
@@ -555,7 +583,13 @@ def from_exported(ep: torch.export.ExportedProgram, name: str = "model", custom_
                                f"{user_source_line(node)}")
             ctx.values[node.name] = handlers[node.target](ctx, node, list(args))
         elif node.op == "output":
-            for v in _map_args(ctx, node.args[0]):
+            returned = _map_args(ctx, node.args[0])
+            by_target = {spec.arg.name: spec.target for spec in sig.output_specs}
+            for v, user, arg in zip(returned, frontend_state.user_outputs(ep), node.args[0]):
+                if not user:
+                    target = by_target[arg.name]
+                    frontend_state.check_final_value(v, model_state[target], target)
+            for v in [v for v, user in zip(returned, frontend_state.user_outputs(ep)) if user]:
                 if not isinstance(v, Tensor):
                     raise McuError("every model output must be a tensor")
                 if v.is_constant:
@@ -564,7 +598,8 @@ def from_exported(ep: torch.export.ExportedProgram, name: str = "model", custom_
     if not outputs:
         raise McuError("the model returns no tensor")
     _share_constants(ctx.ops)
-    graph = Graph(inputs=inputs, outputs=outputs, ops=ctx.ops, name=name)
+    graph = Graph(inputs=inputs, outputs=outputs, ops=ctx.ops, name=name, state=model_state)
+    frontend_state.check_reads(graph)
     for t in outputs:
         t.is_output = True
     return graph

@@ -18,7 +18,7 @@ from mcu.errors import McuError
 from mcu.sourceinfo import op_source, user_source_line
 
 # Namespaces whose ops are ours to lower (or to refuse as unsupported ATen ops).
-OWN_NAMESPACES = ("aten", "quantized_decomposed", "prims")
+OWN_NAMESPACES = ("aten", "quantized_decomposed", "prims", "torchao")  # torchao: its int4 dequantize, folded
 
 
 def custom_name(target: object) -> str | None:

@@ -3,6 +3,11 @@
 Lifetimes come from the execution order: model inputs are live from step 0,
 model outputs to the last step, a view extends its base buffer's lifetime,
 and a kernel's scratch buffer lives for its own step only.
+
+Model state (buffers the methods mutate, ``Graph.state``) is not planned with the rest: it keeps its
+value between calls and every method of a model shares it, so it sits at the start of the main arena,
+one buffer after the other in the order of their names, and everything else is planned above it.
+Methods with the same state therefore agree on where it is (the program writer checks that).
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ from dataclasses import dataclass
 from mcu.contracts import overlap_contracts, scratch_bytes as contract_scratch_bytes
 from mcu.errors import McuError
 from mcu.ir import Graph, Op, Tensor
-from mcu.planner import MemoryPlanner, OverlapAllowance, Plan, PlanError, verify_plan
+from mcu.planner import Buffer, MemoryPlanner, OverlapAllowance, Plan, PlanError, verify_plan
 
 ALIGNMENT = 4
 
@@ -180,8 +185,51 @@ def _plan_arena(graph: Graph, items: list[_Item], region: str, use_overlaps: boo
                      {it.key: offsets[id(it)] for it in items if it.kind == "scratch"})
 
 
+def state_layout(graph: Graph) -> list[tuple[str, Tensor, int]]:
+    """(buffer name, tensor, offset) of each state buffer at the start of the main arena."""
+    layout, offset = [], 0
+    for name in sorted(graph.state):
+        t = graph.state[name]
+        layout.append((name, t, offset))
+        offset += -(-t.nbytes // ALIGNMENT) * ALIGNMENT
+    return layout
+
+
+def _with_state(arena: ArenaPlan, graph: Graph, first: dict[int, int], last: dict[int, int],
+                use_overlaps: bool) -> ArenaPlan:
+    """The arena with the state region [0, S) in front: every other buffer moves up by S."""
+    layout = state_layout(graph)
+    if not layout:
+        return arena
+    size = layout[-1][2] + -(-layout[-1][1].nbytes // ALIGNMENT) * ALIGNMENT
+    end = max(len(graph.ops) - 1, 0)
+    buffers = [Buffer(t.name, t.nbytes, 0, end) for _, t, _ in layout] + list(arena.plan.buffers)
+    offsets = [off for _, _, off in layout] + [off + size for off in arena.plan.offsets]
+    plan = Plan(buffers, offsets, arena.plan.arena_size + size, arena.plan.lower_bound + size, arena.plan.method,
+                list(arena.plan.overlaps))
+    try:
+        verify_plan(plan, ALIGNMENT, derive_allowances(graph) if use_overlaps else [])
+    except PlanError as exc:
+        raise McuError(f"internal error: memory plan with state failed verification: {exc}") from None
+    return ArenaPlan(arena.region, plan, {**{id(t): off for _, t, off in layout},
+                                          **{k: v + size for k, v in arena.tensor_offsets.items()}},
+                     {k: v + size for k, v in arena.scratch_offsets.items()})
+
+
 def _plan_order(graph: Graph, use_overlaps: bool, capacities: list[Capacity] | None) -> MemoryPlan:
+    state_ids = {id(t) for t in graph.state.values()}
     items, first, last = _items(graph)
+    items = [it for it in items if not (it.kind == "tensor" and it.key in state_ids)]
+    state_bytes = sum(-(-t.nbytes // ALIGNMENT) * ALIGNMENT for t in graph.state.values())
+    if capacities and state_bytes:  # the main arena holds the state too
+        capacities = [(capacities[0][0], max(capacities[0][1] - state_bytes, 0)), *capacities[1:]]
+    plan = _plan_items(graph, items, first, last, use_overlaps, capacities)
+    plan.arenas[0] = _with_state(plan.arenas[0], graph, first, last, use_overlaps)
+    return MemoryPlan(plan.arenas, plan.lower_bound + state_bytes)
+
+
+def _plan_items(graph: Graph, items: list[_Item], first: dict[int, int], last: dict[int, int], use_overlaps: bool,
+                capacities: list[Capacity] | None) -> MemoryPlan:
     bound = MemoryPlanner(alignment=ALIGNMENT)
     for it in items:
         bound.add_buffer(it.name, it.size, it.first, it.last)

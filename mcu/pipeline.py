@@ -29,9 +29,10 @@ from mcu.passes.layout import assign_layouts
 from mcu.passes.quantized import lower_quantized
 from mcu.passes.views import alias_views
 from mcu.passes.weights import quantize_linear_weights
+from mcu.passes.weights_int4 import lower_int4_linear
 from mcu.progress import stage
 
-QUANTIZE_MODES = ("none", "int8", "int8-weight", "int8-dynamic")
+QUANTIZE_MODES = ("none", "int8", "int8-weight", "int8-dynamic", "int4-weight", "int4-dynamic")
 
 Pass = Callable[[Graph], Graph]
 
@@ -68,6 +69,11 @@ def to_graph(spec: ModelSpec, quantize: str) -> Graph:
         with stage("quantize"):
             captured = quantize_static(spec.model, spec.example_inputs, spec.calibration, where=where,
                                        custom_ops=spec.custom_ops)
+    elif quantize in ("int4-weight", "int4-dynamic"):  # torchao's groupwise int4 weights
+        from mcu.quant.torchao_int4 import int4_weight_model
+
+        with stage("quantize"):
+            captured = int4_weight_model(spec.model)
     else:
         captured = spec.model
     with stage("capture"):
@@ -76,6 +82,8 @@ def to_graph(spec: ModelSpec, quantize: str) -> Graph:
         graph = lower(from_exported(ep, name=spec.name, custom_ops=spec.custom_ops))
         if quantize in ("int8-weight", "int8-dynamic"):  # fp32 activations, int8 linear weights
             graph = quantize_linear_weights(graph, dynamic=quantize == "int8-dynamic")
+        if quantize in ("int4-weight", "int4-dynamic"):
+            graph = lower_int4_linear(graph, dynamic=quantize == "int4-dynamic")
     return graph
 
 

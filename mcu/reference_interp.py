@@ -21,7 +21,7 @@ from mcu.calls import operand_strides as _operand_strides, physical_perm as _phy
 from mcu.errors import McuError
 from mcu.ir import Graph, Op, Tensor
 from mcu.layouts import from_memory_order, to_memory_order
-from mcu.quant import mixed
+from mcu.quant import int4, mixed, state
 from mcu.quant import reference as ref
 
 Env = dict[int, np.ndarray]  # id(base tensor) -> flat array in memory order
@@ -215,6 +215,28 @@ FLOAT_MOVES = {"custom": _custom, "dequantize": _dequantize, "permute": INT8_OPS
                "linear_w8": _linear_mixed(mixed.linear_w8_f32), "linear_dyn": _linear_mixed(mixed.linear_dyn_s8)}
 
 
+def _linear_w4(fn: Callable) -> Callable[[Op, list[np.ndarray]], np.ndarray]:
+    def run(op: Op, x: list[np.ndarray]) -> np.ndarray:
+        w, scale = op.inputs[1], op.inputs[2]
+        bias = op.inputs[3].data if len(op.inputs) > 3 else None
+        lo, hi = op.attrs.get("act") or (None, None)
+        return fn(x[0], w.data, scale.data, bias, op.attrs["group_size"], -np.inf if lo is None else lo,
+                  np.inf if hi is None else hi)
+    return run
+
+
+def _index_put(op: Op, x: list[np.ndarray], current: np.ndarray) -> np.ndarray:
+    values, indices = op.inputs
+    positions = indices.data if indices.is_constant else x[1]
+    a = op.attrs
+    return state.index_put(current, positions, x[0], a["outer"], a["axis"], a["inner"])
+
+
+# 4-bit groupwise weights and model state (issue 17); index_put is run with the state by Reference.run
+FLOAT_MOVES["index_put"] = lambda op, x: x[0]
+FLOAT_MOVES.update({"linear_w4": _linear_w4(int4.linear_w4_f32), "linear_w4_dyn": _linear_w4(int4.linear_w4_s8)})
+
+
 @dataclass
 class Reference:
     graph: Graph
@@ -229,6 +251,8 @@ class Reference:
     def run(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
         """Inputs and outputs as flat arrays in memory order, in the graph's dtypes."""
         env: Env = {}
+        for t in self.graph.state.values():  # model state starts cleared (mcu/frontend_state.py)
+            env[id(t)] = np.zeros(t.numel, dtype=np.float32)
         for t, x in zip(self.graph.inputs, inputs):
             env[id(t.base())] = np.asarray(x).reshape(-1)
 
@@ -247,6 +271,9 @@ class Reference:
                                + (f" ({op.source})" if op.source else "")
                                + ", which the integer reference cannot predict bit for bit",
                                hint="use --quantize none, or replace the op with one that quantizes")
-            result = table[op.kind](op, args)
+            if op.kind == "index_put":  # writes the state in place: the state's current value is an input too
+                result = _index_put(op, args, env[id(op.output.base())])
+            else:
+                result = table[op.kind](op, args)
             env[id(op.output.base())] = np.asarray(result).reshape(-1)
         return [value(t).copy() for t in self.graph.outputs]

@@ -80,6 +80,7 @@ def candidate_orders(graph: Graph) -> list[list[Op]]:
 
 
 def with_order(graph: Graph, ops: list[Op]) -> Graph:
-    return Graph(inputs=graph.inputs, outputs=graph.outputs, ops=ops, name=graph.name, fallbacks=graph.fallbacks)
+    return Graph(inputs=graph.inputs, outputs=graph.outputs, ops=ops, name=graph.name, fallbacks=graph.fallbacks,
+                 state=graph.state)
 
 

@@ -366,6 +366,47 @@ EMITTERS.update({
 })
 
 
+# --- 4-bit groupwise weights (issue 17) ---------------------------------------------------------------
+
+
+def _linear_w4(op: Op, ref: Ref) -> KernelCall:
+    x, w, scale = op.inputs[:3]
+    b = op.inputs[3] if len(op.inputs) > 3 else None
+    out_f, half = w.shape
+    in_f = 2 * half
+    params = {"batch": x.numel // in_f, "in_features": in_f, "out_features": out_f,
+              "group_size": int(op.attrs["group_size"]), **act_bounds(op)}
+    return KernelCall("mcu_linear_w4_f32", ["&params", ref(x), ref(w), ref(scale), ref(b) if b is not None else "NULL",
+                                            ref(op.output)],
+                      ["mcu_linear_w4_f32.c"], "mcu_linear_w4_params", params, operands=[x, w, scale, b, op.output])
+
+
+def _linear_w4_dyn(op: Op, ref: Ref) -> KernelCall:
+    call = _linear_w4(op, ref)
+    assert ref.scratch is not None, "dynamic quantization needs its planned scratch buffer"
+    return KernelCall("mcu_linear_w4_s8", ["&ctx", *call.args], ["mcu_linear_w4_s8.c"], call.params_type,
+                      call.params, locals=[f"const mcu_context ctx = {{{ref.scratch[0]}, {ref.scratch[1]}}};"],
+                      operands=[SCRATCH, *call.operands])
+
+
+def _index_put(op: Op, ref: Ref) -> KernelCall:
+    """Writes the new positions into the state (the op's output aliases the state's bytes)."""
+    values, indices = op.inputs
+    a = op.attrs
+    params = {"outer": a["outer"], "axis": a["axis"], "inner": a["inner"], "count": a["count"]}
+    size = DTYPE_BYTES[op.output.dtype]
+    return KernelCall("mcu_index_put", ["&params", str(size), ref(indices), ref(values), ref(op.output)],
+                      ["mcu_index_put.c"], "mcu_index_put_params", params, operands=[indices, values, op.output],
+                      scalars=[size])
+
+
+EMITTERS.update({
+    ("linear_w4", "float32"): _linear_w4,
+    ("linear_w4_dyn", "float32"): _linear_w4_dyn,
+    ("index_put", "float32"): _index_put,
+})
+
+
 def _more_emitters() -> None:
     from mcu.backends.portable_more import EMITTERS as MORE
 

@@ -44,6 +44,18 @@ class IOView:
 
 
 @dataclass
+class StateView:
+    """A buffer the model keeps between runs (issue 17), at the start of arena 0."""
+
+    name: str  # the buffer's name in the module
+    MACRO: str
+    offset: int
+    nbytes: int
+    dtype: str
+    shape: list[int]
+
+
+@dataclass
 class ArenaView:
     var: str  # name inside the generated functions
     symbol: str  # the static array
@@ -109,6 +121,11 @@ class ModelView:
     delegates: list[DelegateView] = field(default_factory=list)
     runtime_sources: list[str] = field(default_factory=list)  # relative to runtime_c, beyond RUNTIME_SOURCES
     libraries: list[str] = field(default_factory=list)  # linker flags (a delegate's library)
+    state: list[StateView] = field(default_factory=list)  # model state (issue 17)
+
+    @property
+    def state_bytes(self) -> int:
+        return max((s.offset + s.nbytes for s in self.state), default=0)
 
     @property
     def arena_symbols(self) -> dict[str, str]:
@@ -242,6 +259,9 @@ def build_view(graph: Graph, memory: MemoryPlan, quantize: str) -> ModelView:
         inputs=inputs, outputs=outputs,
         constants=constants, steps=steps, kernel_headers=headers, kernel_sources=sources,
         include_dirs=include_dirs, delegates=delegates, runtime_sources=runtime_sources, libraries=libraries,
+        state=[StateView(name, f"{prefix.upper()}_STATE_{re.sub(r'[^A-Za-z0-9]', '_', name).upper()}",
+                         memory.offset(t), t.nbytes, t.dtype, list(t.shape))
+               for name, t in sorted(graph.state.items())],
     )
 
 

@@ -16,7 +16,7 @@ from mcu.ir import CHANNELS_LAST, Graph, Op, Tensor
 
 _NEEDS_CHANNELS_LAST = {"conv2d", "depthwise_conv2d", "max_pool2d", "avg_pool2d", "mean_hw", "batch_norm"}
 _PRODUCES_CHANNELS_LAST = _NEEDS_CHANNELS_LAST - {"mean_hw"}
-_NEEDS_CONTIGUOUS = {"reshape", "linear", "layer_norm", "bmm", "reduce"}
+_NEEDS_CONTIGUOUS = {"reshape", "linear", "layer_norm", "bmm", "reduce", "index_put"}  # index_put: its values, written row by row
 _SAME_AS_INPUT = {"clamp", "sigmoid", "tanh", "hardswish", "softmax", "pad", "quantize", "dequantize", "lut",
                   "requantize", "slice", "unary"}
 

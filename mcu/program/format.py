@@ -74,6 +74,10 @@ KERNEL_IDS: dict[str, int] = {
     "mcu_linear_w8_f32": 36,
     "mcu_linear_dyn_s8": 37,
     "mcu_slice": 38,
+    # 4-bit groupwise weights and model state (issue 17): ids 230-259.
+    "mcu_linear_w4_f32": 230,
+    "mcu_linear_w4_s8": 231,
+    "mcu_index_put": 232,
 }
 KERNEL_DELEGATE = 255
 

@@ -134,6 +134,16 @@
 #ifndef MCU_PROGRAM_HAS_SLICE
 #define MCU_PROGRAM_HAS_SLICE MCU_PROGRAM_KERNEL_DEFAULT
 #endif
+/* 4-bit groupwise weights and model state (issue 17) */
+#ifndef MCU_PROGRAM_HAS_LINEAR_W4_F32
+#define MCU_PROGRAM_HAS_LINEAR_W4_F32 MCU_PROGRAM_KERNEL_DEFAULT
+#endif
+#ifndef MCU_PROGRAM_HAS_LINEAR_W4_S8
+#define MCU_PROGRAM_HAS_LINEAR_W4_S8 MCU_PROGRAM_KERNEL_DEFAULT
+#endif
+#ifndef MCU_PROGRAM_HAS_INDEX_PUT
+#define MCU_PROGRAM_HAS_INDEX_PUT MCU_PROGRAM_KERNEL_DEFAULT
+#endif
 
 /* The params struct of each kernel is its words in declaration order. */
 _Static_assert(sizeof(mcu_conv2d_f32_params) == 19 * 4, "conv2d_f32 params layout");
@@ -151,13 +161,16 @@ _Static_assert(sizeof(mcu_binary_s8_params) == 31 * 4, "binary_s8 params layout"
 _Static_assert(sizeof(mcu_pool2d_s8_params) == 16 * 4, "pool2d_s8 params layout");
 _Static_assert(sizeof(mcu_mean_hw_s8_params) == 10 * 4, "mean_hw_s8 params layout");
 _Static_assert(sizeof(mcu_softmax_s8_params) == 6 * 4, "softmax_s8 params layout");
+_Static_assert(sizeof(mcu_linear_w4_params) == 6 * 4, "linear_w4 params layout");
+_Static_assert(sizeof(mcu_index_put_params) == 4 * 4, "index_put params layout");
 
-/* Operand signatures: F float32, B int8, I int32, X the output's dtype;
+/* Operand signatures: F float32, B int8, I int32, U uint8, X the output's dtype;
  * lower case: may be absent (-1). Concat has its own rule. The int8 matmul
  * kernels' sixth operand is their scratch buffer (mcu_context). */
-enum { S_NONE, S_FFFF_BIAS, S_FF, S_FFF, S_FFFF, S_XX, S_MATMUL_S8, S_BBB, S_BB, S_FB, S_BF, S_W8, S_DYN };
+enum { S_NONE, S_FFFF_BIAS, S_FF, S_FFF, S_FFFF, S_XX, S_MATMUL_S8, S_BBB, S_BB, S_FB, S_BF, S_W8, S_DYN,
+       S_W4, S_W4_DYN, S_IXX };
 static const char SIGS[][8] = {"", "FFfF", "FF", "FFF", "FFFF", "XX", "BBiIIbB", "BBB", "BB", "FB", "BF",
-                               "FBFFF", "BFBFFF"};
+                               "FBFFF", "BFBFFF", "FUFfF", "BFUFfF", "IXX"};
 
 /* Param words and signature of each kernel id; bit 7 of `sig`: in this build. */
 typedef struct {
@@ -205,6 +218,10 @@ static const mcu_kernel_desc KERNELS[MCU_K_COUNT] = {
     K(MCU_K_LINEAR_W8_F32, MCU_PROGRAM_HAS_LINEAR_W8_F32, 5, S_W8),
     K(MCU_K_LINEAR_DYN_S8, MCU_PROGRAM_HAS_LINEAR_DYN_S8, 5, S_DYN),
     K(MCU_K_SLICE, MCU_PROGRAM_HAS_SLICE, 25, S_XX),
+    /* 4-bit groupwise weights and model state (issue 17) */
+    K(MCU_K_LINEAR_W4_F32, MCU_PROGRAM_HAS_LINEAR_W4_F32, 6, S_W4),
+    K(MCU_K_LINEAR_W4_S8, MCU_PROGRAM_HAS_LINEAR_W4_S8, 6, S_W4_DYN),
+    K(MCU_K_INDEX_PUT, MCU_PROGRAM_HAS_INDEX_PUT, 5, S_IXX),
 };
 #undef K
 
@@ -268,6 +285,7 @@ mcu_status mcu_program_check_kernel(uint32_t kernel, const mcu_operand_desc *ops
         const uint32_t want = (c == 'F' || c == 'f')   ? MCU_DTYPE_FLOAT32
                               : (c == 'B' || c == 'b') ? MCU_DTYPE_INT8
                               : (c == 'I' || c == 'i') ? MCU_DTYPE_INT32
+                              : c == 'U'               ? MCU_DTYPE_UINT8
                                                        : out->dtype;
         MCU_REQUIRE(ops[i].dtype == want, MCU_ERR_PROGRAM_INVALID);
     }
@@ -384,6 +402,25 @@ mcu_status mcu_program_check_kernel(uint32_t kernel, const mcu_operand_desc *ops
         need[last] = ceil_div(mulcap(row, p[0]), esize);
         break;
     }
+    case MCU_K_LINEAR_W4_F32:
+    case MCU_K_LINEAR_W4_S8: { /* [scratch,] batch, in, out, group_size: two weights a byte, a scale per group */
+        const uint32_t k = kernel == MCU_K_LINEAR_W4_S8; /* the scratch: the kernel checks its size */
+        MCU_REQUIRE(p[3] > 0 && p[3] % 2 == 0 && p[1] > 0 && p[1] % p[3] == 0, MCU_ERR_PROGRAM_INVALID);
+        need[k] = prod(p, 2);
+        need[k + 1] = mulcap(mulcap(1, p[2]), p[1] / 2);
+        need[k + 2] = mulcap(mulcap(1, p[2]), p[1] / p[3]);
+        need[k + 3] = mulcap(1, p[2]);
+        need[last] = mulcap(mulcap(1, p[0]), p[2]);
+        break;
+    }
+    case MCU_K_INDEX_PUT: { /* outer, axis, inner, count, element size */
+        const int32_t values[3] = {p[0], p[3], p[2]};
+        MCU_REQUIRE(p[4] == (int32_t)mcu_dtype_size(out->dtype), MCU_ERR_PROGRAM_INVALID);
+        need[0] = mulcap(1, p[3]);
+        need[1] = prod(values, 3);
+        need[last] = prod(p, 3);
+        break;
+    }
     default: /* the elementwise kernels: params[0] is the element count */
         need[0] = need[1] = mulcap(1, p[0]);
         break;
@@ -419,6 +456,8 @@ mcu_status mcu_program_dispatch(uint32_t kernel, void *const *o, const uint32_t 
         mcu_mean_hw_s8_params mean_hw_s8;
         mcu_softmax_s8_params softmax_s8;
         mcu_slice_params slice;
+        mcu_linear_w4_params linear_w4;
+        mcu_index_put_params index_put;
     } u;
     MCU_REQUIRE(n_params <= MCU_PROGRAM_MAX_PARAMS && n_ops >= 2 && n_ops <= MCU_PROGRAM_MAX_OPERANDS,
                 MCU_ERR_PROGRAM_INVALID);
@@ -550,6 +589,19 @@ mcu_status mcu_program_dispatch(uint32_t kernel, void *const *o, const uint32_t 
 #endif
 #if MCU_PROGRAM_HAS_SLICE
     case MCU_K_SLICE: return mcu_slice(&u.slice, elem_size, o[0], o[1]);
+#endif
+    /* 4-bit groupwise weights and model state (issue 17) */
+#if MCU_PROGRAM_HAS_LINEAR_W4_F32
+    case MCU_K_LINEAR_W4_F32: return mcu_linear_w4_f32(&u.linear_w4, o[0], o[1], o[2], o[3], o[4]);
+#endif
+#if MCU_PROGRAM_HAS_INDEX_PUT
+    case MCU_K_INDEX_PUT: return mcu_index_put(&u.index_put, w[4], o[0], o[1], o[2]);
+#endif
+#if MCU_PROGRAM_HAS_LINEAR_W4_S8
+    case MCU_K_LINEAR_W4_S8: {
+        const mcu_context scratch = {o[0], (int32_t)sizes[0]};
+        return mcu_linear_w4_s8(&scratch, &u.linear_w4, o[1], o[2], o[3], o[4], o[5]);
+    }
 #endif
     default: return MCU_ERR_UNSUPPORTED;
     }

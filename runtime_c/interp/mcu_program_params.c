@@ -13,6 +13,7 @@
 #include "../kernels/internal/pool_s8.h"
 #include "mcu/kernels_f32.h"
 #include "mcu/kernels_generic.h"
+#include "mcu/kernels_mixed.h"
 #include "mcu/kernels_s8.h"
 #include "mcu_program_internal.h"
 
@@ -169,6 +170,8 @@ mcu_status mcu_program_check_params(uint32_t kernel, const int32_t *w, uint32_t 
         mcu_pool2d_s8_params pool_s8;
         mcu_mean_hw_s8_params mean_hw_s8;
         mcu_softmax_s8_params softmax_s8;
+        mcu_linear_w4_params linear_w4;
+        mcu_index_put_params index_put;
     } u;
     memset(&u, 0, sizeof(u));
     memcpy(&u, w, (n_params < MCU_PROGRAM_MAX_PARAMS ? n_params : MCU_PROGRAM_MAX_PARAMS) * sizeof(int32_t));
@@ -248,6 +251,25 @@ mcu_status mcu_program_check_params(uint32_t kernel, const int32_t *w, uint32_t 
     case MCU_K_CLAMP_S8: ok = w[0] >= 0 && mcu_act_s8_valid(w[1], w[2]); break;
     case MCU_K_QUANTIZE_F32_S8:
     case MCU_K_DEQUANTIZE_S8_F32: ok = w[0] >= 0 && w[0] <= INT32_MAX / 4 && scale_ok(as_float(w[1]), w[2]); break;
+    /* 4-bit groupwise weights and model state (issue 17) */
+    case MCU_K_LINEAR_W4_F32:
+    case MCU_K_LINEAR_W4_S8: {
+        const mcu_linear_w4_params *p = &u.linear_w4;
+        const int32_t in_dims[2] = {p->batch, p->in_features};
+        const int32_t w_dims[2] = {p->out_features, p->in_features};
+        const int32_t out_dims[2] = {p->batch, p->out_features};
+        ok = mcu_act_bounds_valid(p->act_min, p->act_max) && mcu_checked_count(in_dims, 2, 4) > 0 &&
+             mcu_checked_count(out_dims, 2, 4) > 0 && mcu_checked_count(w_dims, 2, 1) > 0 && p->group_size > 0 &&
+             p->group_size % 2 == 0 && p->in_features % p->group_size == 0;
+        break;
+    }
+    case MCU_K_INDEX_PUT: {
+        const mcu_index_put_params *p = &u.index_put;
+        const int32_t state_dims[3] = {p->outer, p->axis, p->inner};
+        const int32_t value_dims[3] = {p->outer, p->count, p->inner};
+        ok = mcu_checked_count(state_dims, 3, 4) > 0 && mcu_checked_count(value_dims, 3, 4) > 0;
+        break;
+    }
     default: break; /* concat, pad, slice: their checks in mcu_program_check_kernel cover the kernels' own */
     }
     return ok ? MCU_OK : MCU_ERR_PROGRAM_INVALID;
@@ -385,6 +407,7 @@ mcu_status mcu_program_check_operands(uint32_t kernel, const mcu_operand_desc *o
     case MCU_K_AVG_POOL2D_S8: ok = window_ok(&ops[0], bytes[0], out, nout); break;
     case MCU_K_LINEAR_F32:
     case MCU_K_LINEAR_W8_F32:
+    case MCU_K_LINEAR_W4_F32:
     case MCU_K_MEAN_HW_F32:
     case MCU_K_MEAN_HW_S8: ok = !overlap(&ops[0], bytes[0], out, nout); break;
     case MCU_K_PERMUTE:
@@ -394,6 +417,15 @@ mcu_status mcu_program_check_operands(uint32_t kernel, const mcu_operand_desc *o
         break;
     case MCU_K_LINEAR_DYN_S8: {
         const uint32_t count = (uint32_t)p[0] * (uint32_t)p[1]; /* the int8 copy of the input in scratch */
+        ok = !overlap(&ops[1], bytes[1], out, nout) && !overlap(&ops[0], count, &ops[1], bytes[1]) &&
+             !overlap(&ops[0], count, out, nout);
+        break;
+    }
+    case MCU_K_INDEX_PUT: /* writes rows of the state (its output): values and positions stay apart from it */
+        ok = !overlap(&ops[0], bytes[0], out, nout) && !overlap(&ops[1], bytes[1], out, nout);
+        break;
+    case MCU_K_LINEAR_W4_S8: { /* the row's int16 copy in scratch */
+        const uint32_t count = 2u * (uint32_t)p[1];
         ok = !overlap(&ops[1], bytes[1], out, nout) && !overlap(&ops[0], count, &ops[1], bytes[1]) &&
              !overlap(&ops[0], count, out, nout);
         break;
@@ -423,11 +455,12 @@ mcu_status mcu_program_check_operands(uint32_t kernel, const mcu_operand_desc *o
         break;
     }
     /* Weights, biases, scales: the convolution and linear kernels refuse any that share the output's bytes. */
-    const uint32_t first = kernel == MCU_K_LINEAR_DYN_S8 ? 2u : 1u;
+    const uint32_t first = kernel == MCU_K_LINEAR_DYN_S8 || kernel == MCU_K_LINEAR_W4_S8 ? 2u : 1u;
     const int weighted = kernel == MCU_K_CONV2D_F32 || kernel == MCU_K_LINEAR_F32 || kernel == MCU_K_CONV2D_S8 ||
                          kernel == MCU_K_DEPTHWISE_CONV2D_S8 || kernel == MCU_K_LINEAR_S8 ||
                          kernel == MCU_K_CONV2D_1X1_S8 || kernel == MCU_K_LINEAR_W8_F32 ||
-                         kernel == MCU_K_LINEAR_DYN_S8;
+                         kernel == MCU_K_LINEAR_DYN_S8 || kernel == MCU_K_LINEAR_W4_F32 ||
+                         kernel == MCU_K_LINEAR_W4_S8;
     for (uint32_t i = first; weighted && i < last; ++i) {
         ok = ok && !overlap(&ops[i], bytes[i], out, nout);
     }

@@ -1,10 +1,10 @@
-#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "mcu/kernels_mixed.h"
 
 #include "internal/act_f32.h"
+#include "internal/dyn_quant_f32.h"
 #include "internal/linear_mixed.h"
 
 int32_t mcu_linear_dyn_s8_get_buffer_size(const mcu_linear_f32_params *p)
@@ -13,11 +13,6 @@ int32_t mcu_linear_dyn_s8_get_buffer_size(const mcu_linear_f32_params *p)
         return 0;
     }
     return p->batch * p->in_features;
-}
-
-static int32_t clamp_s8(float v)
-{
-    return v < -128.0f ? -128 : (v > 127.0f ? 127 : (int32_t)v);
 }
 
 mcu_status mcu_linear_dyn_s8(const mcu_context *ctx, const mcu_linear_f32_params *p, const float *input,
@@ -33,21 +28,12 @@ mcu_status mcu_linear_dyn_s8(const mcu_context *ctx, const mcu_linear_f32_params
                     !mcu_overlaps(q, (size_t)count, output, (size_t)p->batch * (size_t)p->out_features * sizeof(float)),
                 MCU_ERR_INVALID_ARG);
 
-    /* The range always includes 0 so that 0 is exactly representable (zero padding, ReLU outputs). */
-    float lo = 0.0f;
-    float hi = 0.0f;
-    for (int32_t i = 0; i < count; ++i) {
-        lo = input[i] < lo ? input[i] : lo;
-        hi = input[i] > hi ? input[i] : hi;
-    }
-    float scale = (hi - lo) / 255.0f;
-    if (!(scale > 0.0f)) {
-        scale = 1.0f;
-    }
-    const int32_t zp = clamp_s8(rintf(-128.0f - lo / scale));
+    float scale;
+    int32_t zp;
+    mcu_dyn_qparams(input, count, &scale, &zp);
     const float inv = 1.0f / scale;
     for (int32_t i = 0; i < count; ++i) {
-        q[i] = (int8_t)clamp_s8(rintf(input[i] * inv) + (float)zp);
+        q[i] = (int8_t)mcu_dyn_quantize(input[i], inv, zp);
     }
     const int32_t nin = p->in_features;
     for (int32_t b = 0; b < p->batch; ++b) {

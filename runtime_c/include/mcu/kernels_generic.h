@@ -49,4 +49,24 @@ mcu_status mcu_slice(const mcu_slice_params *p, int32_t elem_size, const void *i
 /** Plain copy of `bytes` bytes (reshape that cannot alias). */
 mcu_status mcu_copy(int32_t bytes, const void *input, void *output);
 
+/* --- model state (issue 17) -------------------------------------------------------------------- */
+
+/** A state tensor seen as [outer][axis][inner] elements, written at `count` positions along `axis`. */
+typedef struct {
+    int32_t outer;
+    int32_t axis;
+    int32_t inner;
+    int32_t count; /**< positions written: values are [outer][count][inner] */
+} mcu_index_put_params;
+
+/**
+ * In-place write of new positions into a state tensor (aten.index_put_ with one index tensor):
+ *   state[o][pos][i] = values[o][j][i] with pos = indices[j] (+ axis when negative), j in order,
+ * so a repeated position keeps the last value. Only the written rows are touched: the rest of
+ * the state is neither read nor copied. An index outside [-axis, axis) is MCU_ERR_INVALID_ARG,
+ * checked before anything is written. `values` must not overlap the state.
+ */
+mcu_status mcu_index_put(const mcu_index_put_params *p, int32_t elem_size, const int32_t *indices,
+                         const void *values, void *state);
+
 #endif /* MCU_KERNELS_GENERIC_H */

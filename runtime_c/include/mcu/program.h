@@ -116,7 +116,15 @@ typedef enum {
     MCU_K_LINEAR_W8_F32 = 36,     /**< [in f32, weight int8, w_scale f32, bias f32, out f32]; mcu_linear_f32_params */
     MCU_K_LINEAR_DYN_S8 = 37,     /**< [scratch int8, in f32, weight int8, w_scale f32, bias f32, out f32]; as above */
     MCU_K_SLICE = 38,             /**< [in, out] any dtype; mcu_slice_params */
-    MCU_K_COUNT = 39,
+    /* 4-bit groupwise weights and model state (issue 17): ids 230-259. */
+    /** [in f32, weight uint8 (int4 pairs), w_scale f32, bias f32?, out f32]; mcu_linear_w4_params */
+    MCU_K_LINEAR_W4_F32 = 230,
+    /** [scratch int8 (2 * in bytes), in f32, weight uint8, w_scale f32, bias f32?, out f32]; as above */
+    MCU_K_LINEAR_W4_S8 = 231,
+    /** [indices int32, values, state] f32 or int8; mcu_index_put_params, element size. The state
+     *  operand is written at the indexed rows only (it is the output). */
+    MCU_K_INDEX_PUT = 232,
+    MCU_K_COUNT = 233,
     /** A delegated partition: params delegate index (its payload and handle), number of outputs (the last operands). */
     MCU_K_DELEGATE = 255
 } mcu_program_kernel;

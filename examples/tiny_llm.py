@@ -1,0 +1,74 @@
+"""A language model on a microcontroller (issue 17): a 470k-parameter character-level decoder.
+
+Trained here on the King James Bible (examples/tiny_llm_train.py, fixed seed; the checkpoint
+examples/tiny_llm.pt is committed so nothing trains at build or test time). Two methods share the
+weights and a KV cache (buffers the methods mutate with ``index_put_``, state that lives across calls):
+
+- ``prefill(tokens[1, T])``: the prompt at positions 0..T-1; fills the cache, returns the logits of the
+  next character [1, vocab].
+- ``decode(token[1, 1], pos[1])``: one character at position ``pos``; one cache write, the next logits.
+
+``prompt``, ``generate_tokens`` and the character table ``chars`` tell a generation loop what to run;
+``reference_text()`` is the greedy continuation computed by PyTorch.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import torch
+
+_HERE = Path(__file__).resolve().parent
+CHECKPOINT = _HERE / "tiny_llm.pt"
+
+
+def _architecture():
+    """examples/tiny_llm_model.py, imported by path (mcu loads this file without its folder on sys.path)."""
+    name = "tiny_llm_model"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, _HERE / "tiny_llm_model.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up while the class is created
+    spec.loader.exec_module(module)
+    return module
+
+
+_arch = _architecture()
+_ckpt = torch.load(CHECKPOINT, map_location="cpu", weights_only=True)
+
+chars: str = _ckpt["chars"]
+"""The tokenizer: token i is the character chars[i]."""
+training: dict = _ckpt["meta"]
+"""How the checkpoint was made and what it measures (bits per character fp32 and int4, parameters, seconds)."""
+
+model = _arch.TinyLlm(_arch.LlmConfig(**_ckpt["config"]))
+model.load_state_dict({k: v.float() for k, v in _ckpt["state_dict"].items()})
+model.eval().requires_grad_(False)
+
+prompt = "In the beginning"
+generate_tokens = 64
+
+
+def encode(text: str) -> list[int]:
+    return [chars.index(c) for c in text]
+
+
+def decode_text(tokens: list[int]) -> str:
+    return "".join(chars[t] for t in tokens)
+
+
+prompt_tokens = torch.tensor([encode(prompt)])
+methods = {
+    "prefill": {"fn": model.prefill, "example_inputs": (prompt_tokens,)},
+    "decode": {"fn": model.decode,
+               "example_inputs": (torch.tensor([[encode(" ")[0]]]), torch.tensor([len(prompt)]))},
+}
+
+
+def reference_text(count: int = generate_tokens) -> str:
+    """PyTorch's greedy continuation of the prompt (resets the cache first)."""
+    return decode_text(_arch.greedy(model, encode(prompt), count))
