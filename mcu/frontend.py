@@ -35,7 +35,8 @@ _DATA_MOVEMENT = {aten.permute.default, aten.t.default, aten.transpose.int, aten
 
 _TORCH_DTYPES = {torch.float32: "float32", torch.int8: "int8", torch.int32: "int32", torch.uint8: "uint8",
                  torch.int16: "int16",
-                 torch.int64: "int32"}  # indices and positions (issue 17): 32 bits on the device
+                 torch.int64: "int32",  # indices and positions (issue 17): 32 bits on the device
+                 torch.bool: "uint8"}  # masks: bytes 0/1
 
 
 @dataclass
@@ -483,8 +484,9 @@ HANDLERS: dict[object, Callable[[_Ctx, Node, list[Any]], Any]] = {
 
 def _all_handlers() -> dict[object, Callable[[_Ctx, Node, list[Any]], Any]]:
     from mcu.frontend_ops import HANDLERS as MORE
+    from mcu.frontend_select import HANDLERS as SELECT
 
-    return {**HANDLERS, **MORE}
+    return {**HANDLERS, **MORE, **SELECT}
 
 
 def state_dict_value(ep: torch.export.ExportedProgram, target: str) -> torch.Tensor:

@@ -13,9 +13,16 @@ from torch.fx import Node
 _FRAME = re.compile(r'File "([^"]+)", line (\d+), in \S+\n\s*(.*)')
 
 
+_MCU_DIR = Path(__file__).resolve().parent
+
+
 def _is_library_file(filename: str) -> bool:
-    parts = Path(filename).parts
-    return "site-packages" in parts or "dist-packages" in parts or "torch" in parts[-3:-1]
+    """torch, other installed packages, and mcu itself (a method wrapper of mcu/program/methods.py is
+    never the line the user wrote)."""
+    path = Path(filename)
+    parts = path.parts
+    return ("site-packages" in parts or "dist-packages" in parts or "torch" in parts[-3:-1] or
+            _MCU_DIR in path.parents)
 
 
 def user_frame(tb: TracebackType | None) -> str:

@@ -209,6 +209,8 @@ EMITTERS: dict[tuple[str, str], Emitter] = {
     ("conv2d", "float32"): _conv2d,
     ("slice", "float32"): _slice,
     ("slice", "int8"): _slice,
+    ("slice", "int32"): _slice,  # tokens and positions (issue 17)
+    ("slice", "uint8"): _slice,
     ("linear", "float32"): _linear,
     ("linear_w8", "float32"): _linear_w8,
     ("linear_dyn", "float32"): _linear_dyn,

@@ -10,8 +10,10 @@ from __future__ import annotations
 import math
 from typing import Callable
 
-from mcu.calls import KernelCall, Ref
-from mcu.opcodes import REDUCE_OP, UNARY_FN
+from mcu.calls import KernelCall, Ref, operand_strides
+from mcu.errors import McuError
+from mcu.ir import DTYPE_BYTES
+from mcu.opcodes import COMPARE_OP, COMPARE_TYPE, REDUCE_OP, UNARY_FN
 from mcu.ir import Op
 
 
@@ -59,6 +61,44 @@ def _binary(name: str) -> Callable[[Op, Ref], KernelCall]:
     return binary(name)
 
 
+def _broadcast(op: Op, operands: list, names: list[str]) -> dict:
+    """The output's shape and each operand's strides over it in memory order, padded to 6 dims."""
+    out = op.output
+    rank = max(len(out.shape), 1)
+    if rank > 6:
+        raise McuError(f"{op.kind} on rank-{rank} tensors is not supported (at most 6 dims)")
+    pad = 6 - rank
+    params = {"rank": rank, "out_shape": (list(out.physical_shape) or [1]) + [1] * pad}
+    for t, name in zip(operands, names):
+        params[f"{name}_strides"] = (operand_strides(t, out) or [0]) + [0] * pad
+    return params
+
+
+def _compare(op: Op, ref: Ref) -> KernelCall:
+    a, b = op.inputs
+    params = {**_broadcast(op, [a, b], ["a", "b"]), "cmp": COMPARE_OP[op.attrs["cmp"]],
+              "type": COMPARE_TYPE[a.dtype]}
+    return KernelCall("mcu_compare", ["&params", ref(a), ref(b), ref(op.output)], ["mcu_compare.c"],
+                      "mcu_compare_params", params, operands=[a, b, op.output])
+
+
+def _where(op: Op, ref: Ref) -> KernelCall:
+    c, a, b = op.inputs
+    size = DTYPE_BYTES[op.output.dtype]
+    params = _broadcast(op, [c, a, b], ["c", "a", "b"])
+    return KernelCall("mcu_where", ["&params", str(size), ref(c), ref(a), ref(b), ref(op.output)], ["mcu_where.c"],
+                      "mcu_where_params", params, operands=[c, a, b, op.output], scalars=[size])
+
+
+def _embedding(op: Op, ref: Ref) -> KernelCall:
+    table, indices = op.inputs
+    size = DTYPE_BYTES[op.output.dtype]
+    params = {"rows": table.shape[0], "cols": table.shape[1], "count": indices.numel}
+    return KernelCall("mcu_embedding", ["&params", str(size), ref(indices), ref(table), ref(op.output)],
+                      ["mcu_embedding.c"], "mcu_embedding_params", params, operands=[indices, table, op.output],
+                      scalars=[size])
+
+
 EMITTERS = {
     ("unary", "float32"): _unary,
     ("layer_norm", "float32"): _layer_norm,
@@ -66,4 +106,8 @@ EMITTERS = {
     ("reduce", "float32"): _reduce,
     ("maximum", "float32"): _binary("maximum"),
     ("minimum", "float32"): _binary("minimum"),
+    # selection (issue 17): dtype-agnostic kernels
+    ("compare", "uint8"): _compare,
+    **{("where", dt): _where for dt in ("float32", "int32", "int8", "uint8")},
+    **{("embedding", dt): _embedding for dt in ("float32", "int8")},
 }

@@ -122,6 +122,10 @@ class ModelView:
     runtime_sources: list[str] = field(default_factory=list)  # relative to runtime_c, beyond RUNTIME_SOURCES
     libraries: list[str] = field(default_factory=list)  # linker flags (a delegate's library)
     state: list[StateView] = field(default_factory=list)  # model state (issue 17)
+    # A method of a multi-method library (mcu/emit/c_methods.py): the arenas and the weights belong to
+    # the library, which defines them once for all its methods.
+    shared_arenas: bool = False
+    weights_header: str = ""
 
     @property
     def state_bytes(self) -> int:
@@ -182,25 +186,46 @@ def _io_view(kind: str, index: int, t: Tensor, offset: int, arena: str) -> IOVie
                   numel=t.numel, nbytes=t.nbytes, offset=offset, arena=arena, quant=quant)
 
 
-def build_view(graph: Graph, memory: MemoryPlan, quantize: str) -> ModelView:
-    prefix = c_identifier(graph.name)
+@dataclass
+class ConstPool:
+    """The constants of a library, each defined once: the methods of a multi-method library share
+    equal weights (same dtype, shape, order and bytes) through one pool."""
+
+    prefix: str
+    constants: list[ConstView] = field(default_factory=list)
+    by_content: dict[tuple, str] = field(default_factory=dict)
+    used: set[str] = field(default_factory=set)
+
+    def symbol(self, t: Tensor) -> str:
+        assert t.data is not None
+        data = np.ascontiguousarray(t.data)
+        key = (t.dtype, tuple(t.shape), tuple(t.dim_order), data.tobytes())
+        if key not in self.by_content:
+            base = f"{self.prefix}_{c_identifier(t.name)}"
+            sym, n = base, 1
+            while sym in self.used:
+                n += 1
+                sym = f"{base}_{n}"
+            self.used.add(sym)
+            self.by_content[key] = sym
+            self.constants.append(ConstView(name=t.name, symbol=sym, dtype=t.dtype, c_type=c_type(t.dtype),
+                                            shape=list(t.shape), dim_order=list(t.dim_order), numel=t.numel,
+                                            body=c_array_body(data)))
+        return self.by_content[key]
+
+
+def build_view(graph: Graph, memory: MemoryPlan, quantize: str, prefix: str | None = None,
+               pool: ConstPool | None = None) -> ModelView:
+    """``prefix`` and ``pool``: a method of a multi-method library (its own C prefix, the library's
+    constants)."""
+    prefix = prefix or c_identifier(graph.name)
+    pool = pool or ConstPool(prefix)
     symbols: dict[int, str] = {}
-    constants: list[ConstView] = []
-    used: set[str] = set()
+    constants = pool.constants
 
     def const_symbol(t: Tensor) -> str:
         if id(t) not in symbols:
-            base = f"{prefix}_{c_identifier(t.name)}"
-            sym, n = base, 1
-            while sym in used:
-                n += 1
-                sym = f"{base}_{n}"
-            used.add(sym)
-            symbols[id(t)] = sym
-            assert t.data is not None
-            constants.append(ConstView(name=t.name, symbol=sym, dtype=t.dtype, c_type=c_type(t.dtype),
-                                       shape=list(t.shape), dim_order=list(t.dim_order), numel=t.numel,
-                                       body=c_array_body(np.asarray(t.data))))
+            symbols[id(t)] = pool.symbol(t)
         return symbols[id(t)]
 
     def tensor_ref(t: Tensor) -> str:

@@ -82,7 +82,11 @@ def load_methods(path: str | Path) -> list[tuple[str, ModelSpec]]:
     path = Path(path)
     if not defines_methods(path):
         return [(DEFAULT_METHOD, load_model_file(path))]
-    where = str(path)
+    return methods_of(run_model_file(path), path)
+
+
+def run_model_file(path: Path) -> Any:
+    """The model file run as a module (its own name, not left in sys.modules)."""
     module_name = f"mcu_user_methods_{abs(hash(path.resolve()))}"
     spec = importlib.util.spec_from_file_location(module_name, path)
     if spec is None or spec.loader is None:
@@ -95,6 +99,12 @@ def load_methods(path: str | Path) -> list[tuple[str, ModelSpec]]:
         raise McuError(f"{path}: running the model file raised {type(exc).__name__}: {exc}") from None
     finally:
         sys.modules.pop(module_name, None)
+    return module
+
+
+def methods_of(module: Any, path: Path) -> list[tuple[str, ModelSpec]]:
+    """(method name, spec) of every entry of a model file's ``methods``, ``forward`` first."""
+    where = str(path)
     methods = getattr(module, "methods")
     if not isinstance(methods, dict) or not methods or not all(isinstance(k, str) and k for k in methods):
         raise McuError(f"{where}: `methods` must be a non-empty dict from method names to modules")

@@ -69,4 +69,50 @@ typedef struct {
 mcu_status mcu_index_put(const mcu_index_put_params *p, int32_t elem_size, const int32_t *indices,
                          const void *values, void *state);
 
+/* --- selection: embedding, comparisons, where (issues 17, 18) ----------------------------------- */
+
+/** Rows of a [rows][cols] table gathered by `count` indices: out[j] = table[indices[j]]. */
+typedef struct {
+    int32_t rows;  /**< the table's first dim (the vocabulary) */
+    int32_t cols;  /**< elements per row */
+    int32_t count; /**< indices */
+} mcu_embedding_params;
+
+/** aten.embedding: an index outside [0, rows) is MCU_ERR_INVALID_ARG, checked before anything is
+ *  written. `out` must not overlap the table or the indices. */
+mcu_status mcu_embedding(const mcu_embedding_params *p, int32_t elem_size, const int32_t *indices,
+                         const void *table, void *out);
+
+/** The comparison of mcu_compare (generated code embeds the values: append only). */
+typedef enum { MCU_CMP_EQ = 0, MCU_CMP_NE = 1, MCU_CMP_LT = 2, MCU_CMP_LE = 3, MCU_CMP_GT = 4, MCU_CMP_GE = 5 } mcu_cmp;
+
+/** The element type of mcu_compare's operands. */
+typedef enum { MCU_CMP_FLOAT32 = 0, MCU_CMP_INT32 = 1, MCU_CMP_INT8 = 2, MCU_CMP_UINT8 = 3 } mcu_cmp_type;
+
+/** Broadcasting operands as strides (in elements) over the output's shape, as in mcu_binary_f32_params. */
+typedef struct {
+    int32_t rank;
+    int32_t out_shape[MCU_MAX_DIMS];
+    int32_t a_strides[MCU_MAX_DIMS];
+    int32_t b_strides[MCU_MAX_DIMS];
+    int32_t cmp;   /**< mcu_cmp */
+    int32_t type;  /**< mcu_cmp_type of both operands */
+} mcu_compare_params;
+
+/** out = a <cmp> b as bytes 0/1 (torch.bool), broadcasting. NaN compares unequal to everything. */
+mcu_status mcu_compare(const mcu_compare_params *p, const void *a, const void *b, uint8_t *out);
+
+typedef struct {
+    int32_t rank;
+    int32_t out_shape[MCU_MAX_DIMS];
+    int32_t c_strides[MCU_MAX_DIMS];
+    int32_t a_strides[MCU_MAX_DIMS];
+    int32_t b_strides[MCU_MAX_DIMS];
+} mcu_where_params;
+
+/** out = cond ? a : b elementwise with broadcasting (aten.where.self); elements of `elem_size` bytes.
+ *  `out` must not overlap any operand unless it is that operand laid out like the output. */
+mcu_status mcu_where(const mcu_where_params *p, int32_t elem_size, const uint8_t *cond, const void *a,
+                     const void *b, void *out);
+
 #endif /* MCU_KERNELS_GENERIC_H */

@@ -1,0 +1,126 @@
+"""Selection ops for the frontend (issues 17 and 18): embedding lookups, comparisons, ``where`` and
+boolean ``logical_not``, and ``expand`` where it changes nothing.
+
+A causal or position mask is written as a comparison of positions feeding ``torch.where`` (the tiny
+LLM's ``keys <= pos``); with constant positions (a prefill of known length) the frontend folds it,
+with runtime positions (decode) it runs on the device. Booleans are bytes 0/1 (IR dtype ``uint8``);
+int64 tokens and positions are int32 on the device.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+import torch
+from torch.fx import Node
+
+from mcu.errors import McuError
+from mcu.ir import Tensor
+from mcu.opcodes import COMPARE_OP
+from mcu.sourceinfo import user_source_line
+
+aten = torch.ops.aten
+
+Handler = Callable[[Any, Node, list[Any]], Any]
+_COMPARABLE = ("float32", "int32", "int8", "uint8")
+
+
+def _emit(ctx: Any, node: Node, kind: str, inputs: list[Tensor], attrs: dict[str, Any]) -> Tensor:
+    from mcu.frontend import _emit as emit
+
+    return emit(ctx, node, kind, inputs, attrs)
+
+
+def _scalar(ctx: Any, node: Node, value: Any, dtype: str, what: str) -> Tensor:
+    """A Python scalar as a 0-d constant of ``dtype``, refused when that type cannot hold it exactly."""
+    from mcu.frontend import _const
+
+    torch_dtype = {"float32": torch.float32, "int32": torch.int32, "int8": torch.int8, "uint8": torch.uint8}[dtype]
+    t = torch.tensor(value, dtype=torch_dtype)
+    if float(t) != float(value) and not (isinstance(value, float) and np.isinf(value) and dtype == "float32"):
+        raise McuError(f"{node.target}: the {what} {value!r} is not exactly representable as {dtype}"
+                       f"{user_source_line(node)}")
+    return _const(ctx.fresh(f"{node.name}_{what}"), t)
+
+
+def _same_type(ctx: Any, node: Node, a: Any, b: Any) -> tuple[Tensor, Tensor]:
+    """Both operands as tensors of one type: a scalar or a constant takes the other operand's type."""
+    from mcu.frontend import _const
+
+    if not isinstance(a, Tensor):
+        a, b = b, a
+        swapped = True
+    else:
+        swapped = False
+    if not isinstance(b, Tensor):
+        b = _scalar(ctx, node, b, a.dtype, "operand")
+    elif b.dtype != a.dtype:
+        if b.is_constant:
+            b = _const(ctx.fresh(f"{node.name}_operand"), torch.from_numpy(b.data.astype(np.dtype(a.dtype))))
+        elif a.is_constant:
+            a = _const(ctx.fresh(f"{node.name}_operand"), torch.from_numpy(a.data.astype(np.dtype(b.dtype))))
+        else:
+            raise McuError(f"{node.target} compares {a.dtype} with {b.dtype}{user_source_line(node)}",
+                           hint="convert one operand with .to() so that both have the same dtype")
+    if a.dtype not in _COMPARABLE:
+        raise McuError(f"{node.target} on {a.dtype} is not supported{user_source_line(node)}")
+    return (b, a) if swapped else (a, b)
+
+
+def _compare(cmp: str) -> Handler:
+    def handler(ctx: Any, node: Node, a: list[Any]) -> Tensor:
+        x, y = _same_type(ctx, node, a[0], a[1])
+        return _emit(ctx, node, "compare", [x, y], {"cmp": cmp})
+    return handler
+
+
+def _logical_not(ctx: Any, node: Node, a: list[Any]) -> Tensor:
+    x = a[0]
+    zero = _scalar(ctx, node, 0, x.dtype, "zero")
+    return _emit(ctx, node, "compare", [x, zero], {"cmp": "eq"})
+
+
+def _where(ctx: Any, node: Node, a: list[Any]) -> Tensor:
+    cond, x, y = a[0], a[1], a[2]
+    if not isinstance(cond, Tensor) or cond.dtype != "uint8":
+        raise McuError(f"where needs a boolean condition tensor{user_source_line(node)}")
+    from mcu.frontend import _dtype
+
+    out_dtype = _dtype(node.meta["val"], node)
+    x = x if isinstance(x, Tensor) else _scalar(ctx, node, x, out_dtype, "self")
+    y = y if isinstance(y, Tensor) else _scalar(ctx, node, y, out_dtype, "other")
+    if x.dtype != out_dtype or y.dtype != out_dtype:
+        raise McuError(f"where over {x.dtype} and {y.dtype} is not supported{user_source_line(node)}",
+                       hint="give both branches the same dtype")
+    return _emit(ctx, node, "where", [cond, x, y], {})
+
+
+def _embedding(ctx: Any, node: Node, a: list[Any]) -> Tensor:
+    table, indices = a[0], a[1]
+    if not isinstance(table, Tensor) or len(table.shape) != 2:
+        raise McuError(f"embedding needs a 2-D table{user_source_line(node)}")
+    if not isinstance(indices, Tensor) or indices.dtype != "int32":
+        raise McuError(f"embedding indices must be an integer tensor{user_source_line(node)}")
+    return _emit(ctx, node, "embedding", [table, indices], {})
+
+
+def _expand(ctx: Any, node: Node, a: list[Any]) -> Tensor:
+    x = a[0]
+    shape = tuple(int(s) for s in node.meta["val"].shape)
+    if tuple(x.shape) == shape:
+        return x
+    if int(np.prod(shape)) == x.numel:  # only size-1 dims added in front
+        return _emit(ctx, node, "reshape", [x], {})
+    raise McuError(f"expand from {list(x.shape)} to {list(shape)} is not supported yet{user_source_line(node)}",
+                   hint="let broadcasting operators (add, mul, where) broadcast instead")
+
+
+HANDLERS: dict[object, Handler] = {
+    aten.embedding.default: _embedding,
+    **{getattr(aten, c).Tensor: _compare(c) for c in COMPARE_OP},
+    **{getattr(aten, c).Scalar: _compare(c) for c in COMPARE_OP},
+    aten.logical_not.default: _logical_not,
+    aten.where.self: _where,
+    aten.expand.default: _expand,
+}

@@ -1,0 +1,372 @@
+"""Text generation on the device (issue 17): a model file with ``prefill`` and ``decode`` methods that
+share model state (a KV cache), a prompt, a token count and a character tokenizer.
+
+The model file defines, besides ``methods = {"prefill": ..., "decode": ...}``:
+
+- ``prompt`` (a string), ``generate_tokens`` (an int), ``chars`` (token i is ``chars[i]``);
+- optionally ``top_k`` and ``seed`` (default: greedy) and ``quantize`` (the mode ``--quantize auto``
+  picks, e.g. ``"int4-weight"``).
+
+``prefill(tokens[1, T]) -> logits[1, vocab]`` runs the prompt; ``decode(token[1, 1], pos[1]) ->
+logits[1, vocab]`` one token at ``pos``. Both are compiled on their own and rendered into one C library
+(mcu/emit/c_methods.py) whose firmware runs the generation loop. Three runs of the loop must agree token
+for token: the Python reference (the quantized model in PyTorch, a fresh copy with cleared state), the
+generated C built for the host, and the firmware on the board.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import ctypes
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import torch
+
+from mcu.boards import Board, load_board
+from mcu.emit.c_methods import MethodInput, render_methods_library
+from mcu.emit.c_model import GeneratedLibrary, environment
+from mcu.errors import McuError
+from mcu.loader import ModelSpec
+
+METHODS = ("prefill", "decode")
+_REQUIRED = ("methods", "prompt", "generate_tokens", "chars")
+
+
+def _module_names(path: Path) -> set[str]:
+    try:
+        tree = ast.parse(Path(path).read_text(), filename=str(path))
+    except (OSError, SyntaxError):
+        return set()
+    names: set[str] = set()
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+            node, ast.AnnAssign) else []
+        names |= {t.id for t in targets if isinstance(t, ast.Name)}
+    return names
+
+
+def is_generation_file(path: str | Path) -> bool:
+    """Whether a model file asks for text generation (checked without running it)."""
+    return set(_REQUIRED) <= _module_names(Path(path))
+
+
+@dataclass
+class Sampler:
+    """Greedy (``top_k`` 0) or top-k sampling with a fixed-seed xorshift32; the firmware's sampler
+    (codegen/generate_main.c.j2) does the same arithmetic in float32."""
+
+    top_k: int = 0
+    seed: int = 1
+    _state: int = field(default=0, init=False)
+
+    def __post_init__(self) -> None:
+        self._state = self.seed & 0xFFFFFFFF
+
+    def _next(self) -> int:
+        x = self._state
+        x ^= (x << 13) & 0xFFFFFFFF
+        x ^= x >> 17
+        x ^= (x << 5) & 0xFFFFFFFF
+        self._state = x
+        return x
+
+    def __call__(self, logits: np.ndarray) -> int:
+        logits = np.asarray(logits, dtype=np.float32).reshape(-1)
+        if not self.top_k:
+            return int(np.argmax(logits))
+        order = sorted(range(logits.size), key=lambda i: (-float(logits[i]), i))[:self.top_k]
+        weights = [np.exp(np.float32(logits[i] - logits[order[0]]), dtype=np.float32) for i in order]
+        total = np.float32(0)
+        for w in weights:
+            total = np.float32(total + w)
+        draw = np.float32(np.float32(self._next() >> 8) * np.float32(1.0 / 16777216.0)) * total
+        acc = np.float32(0)
+        for i, w in zip(order, weights):
+            acc = np.float32(acc + w)
+            if draw < acc:
+                return i
+        return order[-1]
+
+
+@dataclass
+class GenerationFile:
+    path: Path
+    methods: dict[str, ModelSpec]
+    owner: torch.nn.Module  # the module whose methods prefill and decode are
+    prompt: list[int]
+    count: int
+    chars: str
+    top_k: int
+    seed: int
+    quantize: str | None  # the file's own choice for --quantize auto
+
+    @property
+    def name(self) -> str:
+        return self.path.stem
+
+    def sampler(self) -> Sampler:
+        return Sampler(self.top_k, self.seed)
+
+    def text(self, tokens: list[int]) -> str:
+        return "".join(self.chars[t] for t in tokens)
+
+
+def load_generation(path: str | Path) -> GenerationFile:
+    from mcu.program.methods import methods_of, run_model_file
+
+    path = Path(path)
+    module = run_model_file(path)
+    specs = dict(methods_of(module, path))
+    missing = [m for m in METHODS if m not in specs]
+    if missing:
+        raise McuError(f"{path}: a generation model needs methods {', '.join(METHODS)}; "
+                       f"`methods` lacks {', '.join(missing)}")
+    entries = getattr(module, "methods")
+    owners = {getattr(entries[m].get("fn") if isinstance(entries[m], dict) else entries[m], "__self__", None)
+              for m in METHODS}
+    owner = next(iter(owners))
+    if len(owners) != 1 or not isinstance(owner, torch.nn.Module):
+        raise McuError(f"{path}: prefill and decode must be methods of one nn.Module (they share its state)")
+    chars = getattr(module, "chars")
+    prompt_text = getattr(module, "prompt")
+    if not isinstance(chars, str) or not isinstance(prompt_text, str):
+        raise McuError(f"{path}: `chars` and `prompt` must be strings")
+    unknown = sorted({c for c in prompt_text if c not in chars})
+    if unknown:
+        raise McuError(f"{path}: the prompt has characters outside `chars`: {''.join(unknown)!r}")
+    count = int(getattr(module, "generate_tokens"))
+    if count < 1:
+        raise McuError(f"{path}: generate_tokens must be at least 1")
+    quantize = getattr(module, "quantize", None)
+    return GenerationFile(path=path, methods=specs, owner=owner, prompt=[chars.index(c) for c in prompt_text],
+                          count=count, chars=chars, top_k=int(getattr(module, "top_k", 0)),
+                          seed=int(getattr(module, "seed", 1)), quantize=quantize)
+
+
+def _loop(prefill: Callable[[list[int]], np.ndarray], decode: Callable[[int, int], np.ndarray],
+          prompt: list[int], count: int, sampler: Sampler) -> list[int]:
+    """The generation loop every implementation runs: prefill, then sample and decode."""
+    logits = prefill(prompt)
+    tokens: list[int] = []
+    for i in range(count):
+        tokens.append(sampler(logits))
+        if i + 1 < count:
+            logits = decode(tokens[-1], len(prompt) + i)
+    return tokens
+
+
+def reference_model(gf: GenerationFile, quantize: str) -> torch.nn.Module:
+    """A fresh copy of the model (cleared state) quantized as the device runs it."""
+    if quantize in ("int4-weight", "int4-dynamic"):
+        from mcu.quant.torchao_int4 import int4_weight_model
+
+        if quantize == "int4-dynamic":
+            raise McuError("the Python reference of int4-dynamic generation is not available",
+                           hint="use --quantize int4-weight or none")
+        return int4_weight_model(gf.owner)  # a deep copy
+    if quantize != "none":
+        raise McuError(f"text generation supports --quantize none and int4-weight, not {quantize}")
+    return copy.deepcopy(gf.owner)
+
+
+def reference_tokens(gf: GenerationFile, quantize: str) -> list[int]:
+    model = reference_model(gf, quantize)
+
+    def prefill(prompt: list[int]) -> np.ndarray:
+        return model.prefill(torch.tensor([prompt])).numpy()
+
+    def decode(token: int, pos: int) -> np.ndarray:
+        return model.decode(torch.tensor([[token]]), torch.tensor([pos])).numpy()
+
+    with torch.no_grad():
+        return _loop(prefill, decode, gf.prompt, gf.count, gf.sampler())
+
+
+@dataclass
+class CompiledGeneration:
+    file: GenerationFile
+    board: Board
+    quantize: str
+    methods: dict[str, Any]  # name -> mcu.api.CompiledModel
+    library: GeneratedLibrary
+
+    @property
+    def prefix(self) -> str:
+        return self.library.prefix
+
+    @property
+    def vocab(self) -> int:
+        return len(self.file.chars)
+
+    @property
+    def state_bytes(self) -> int:
+        return sum(t.nbytes for t in self.methods["decode"].graph.state.values())
+
+    def arena_bytes(self) -> int:
+        return max(cm.memory.arena_size for cm in self.methods.values())
+
+
+def _check_signatures(gf: GenerationFile, methods: dict[str, Any]) -> None:
+    vocab = len(gf.chars)
+    expected = {"prefill": [(1, len(gf.prompt))], "decode": [(1, 1), (1,)]}
+    for name, cm in methods.items():
+        ins = [(tuple(t.shape), t.dtype) for t in cm.graph.inputs]
+        outs = [(tuple(t.shape), t.dtype) for t in cm.graph.outputs]
+        if ins != [(s, "int32") for s in expected[name]] or outs != [((1, vocab), "float32")]:
+            raise McuError(f"{gf.path}: method {name} takes {ins} and returns {outs}; generation needs "
+                           f"{[(s, 'int64') for s in expected[name]]} -> [((1, {vocab}), 'float32')]",
+                           hint="prefill(tokens[1, T]) and decode(token[1, 1], pos[1]) return logits[1, vocab]")
+
+
+def compile_generation(gf: GenerationFile, board: str | Board = "mps2-an505",
+                       quantize: str = "auto") -> CompiledGeneration:
+    from mcu.api import compile_spec
+
+    board = load_board(board) if isinstance(board, str) else board
+    if quantize == "auto":
+        quantize = gf.quantize or "none"
+    methods = {name: compile_spec(gf.methods[name], board, quantize) for name in METHODS}
+    _check_signatures(gf, methods)
+    lib = render_methods_library(gf.name, [MethodInput(n, cm.graph, cm.memory) for n, cm in methods.items()],
+                                 quantize, tokens=[ord(c) for c in gf.chars])
+    return CompiledGeneration(gf, board, quantize, methods, lib)
+
+
+# --- the host build ---------------------------------------------------------------------------------------
+
+
+def host_tokens(cg: CompiledGeneration) -> list[int]:
+    """The generation loop over the generated C built for the host (ctypes)."""
+    from mcu.hostbuild import build_host_library
+
+    dll = ctypes.CDLL(str(build_host_library(cg.library)))
+    p = cg.prefix
+    reset, prefill_fn, decode_fn = (getattr(dll, f"{p}_reset_state"), getattr(dll, f"{p}_prefill_run"),
+                                    getattr(dll, f"{p}_decode_run"))
+    prefill_fn.restype = decode_fn.restype = ctypes.c_int
+    logits = np.zeros(cg.vocab, dtype=np.float32)
+    out = logits.ctypes.data_as(ctypes.c_void_p)
+
+    def check(status: int, what: str) -> np.ndarray:
+        if status != 0:
+            from mcu._native import status_str
+
+            raise McuError(f"the host build's {what} returned status {status} ({status_str(status)})")
+        return logits.copy()
+
+    def prefill(prompt: list[int]) -> np.ndarray:
+        tokens = np.asarray(prompt, dtype=np.int32)
+        return check(prefill_fn(tokens.ctypes.data_as(ctypes.c_void_p), out), "prefill")
+
+    def decode(token: int, pos: int) -> np.ndarray:
+        t = np.asarray([token], dtype=np.int32)
+        q = np.asarray([pos], dtype=np.int32)
+        return check(decode_fn(t.ctypes.data_as(ctypes.c_void_p), q.ctypes.data_as(ctypes.c_void_p), out), "decode")
+
+    reset()
+    return _loop(prefill, decode, cg.file.prompt, cg.file.count, cg.file.sampler())
+
+
+# --- the firmware -----------------------------------------------------------------------------------------
+
+
+@dataclass
+class GenerationFirmware:
+    build: Any  # mcu.toolchain.Firmware
+    expected: list[int]
+
+
+def firmware_sources(cg: CompiledGeneration, expected: list[int]) -> dict[str, str]:
+    g = {"prompt": cg.file.prompt, "count": cg.file.count, "expected": expected, "top_k": cg.file.top_k,
+         "seed": cg.file.seed & 0xFFFFFFFF or 1}
+    view = cg.library.view
+    main = environment().get_template("generate_main.c.j2").render(lib=_LibHeader(view.name, cg.prefix,
+                                                                                  view.quantize, view.version), g=g)
+    return {**cg.library.files, "main.c": main}
+
+
+@dataclass
+class _LibHeader:
+    name: str
+    prefix: str
+    quantize: str
+    version: str
+
+    @property
+    def PREFIX(self) -> str:  # noqa: N802 - the templates' spelling of the macro prefix
+        return self.prefix.upper()
+
+
+def build_generation_firmware(cg: CompiledGeneration, expected: list[int], out_dir: Path | None = None) -> Any:
+    from mcu.outputs import build_lock, ensure_dir
+    from mcu.paths import cache_dir, runtime_dir
+    from mcu.toolchain import build_firmware
+
+    files = firmware_sources(cg, expected)
+    cached = out_dir is None
+    if out_dir is None:
+        digest = hashlib.sha256("".join(f"{k}\0{v}" for k, v in sorted(files.items())).encode()).hexdigest()
+        out_dir = cache_dir() / "firmware" / cg.board.name / f"{cg.prefix}-gen-{digest[:20]}"
+    with build_lock(Path(out_dir), wait=cached):
+        ensure_dir(Path(out_dir))
+        src = Path(out_dir) / "src"
+        src.mkdir(parents=True, exist_ok=True)
+        for name, text in files.items():
+            path = src / name
+            if not path.exists() or path.read_text() != text:
+                path.write_text(text)
+        rt = runtime_dir()
+        sources = [src / n for n in files if n.endswith(".c")]
+        sources += [rt / "kernels" / s for s in cg.library.kernel_sources]
+        sources += [rt / s for s in cg.library.runtime_sources]
+        includes = [src, rt / "include", *map(Path, cg.library.include_dirs)]
+        fw = build_firmware(cg.board, sources, includes, Path(out_dir), name=f"{cg.prefix}_gen", stack_usage=True)
+    if fw.flash_bytes > cg.board.flash.length:
+        raise McuError(f"the generation firmware does not fit {cg.board.name}: it needs {fw.flash_bytes} B of flash, "
+                       f"the board has {cg.board.flash.length} B ({fw.flash_bytes - cg.board.flash.length} B too many)",
+                       hint="quantize the weights: --quantize int4-weight")
+    return fw
+
+
+@dataclass
+class GenerationRun:
+    tokens: list[int]
+    text: str
+    passed: bool
+    prefill_instructions: int
+    decode_instructions: list[int]
+    console: str
+
+    @property
+    def per_decode_token(self) -> float:
+        return float(np.mean(self.decode_instructions)) if self.decode_instructions else 0.0
+
+
+def run_generation_firmware(cg: CompiledGeneration, fw: Any) -> GenerationRun:
+    from mcu.sim.qemu import run_qemu
+
+    if cg.board.sim_kind != "qemu":
+        raise McuError(f"board '{cg.board.name}' has no simulator here",
+                       hint="run generation on a QEMU board, e.g. --board mps2-an505")
+    result = run_qemu(cg.board, fw.elf, timeout_s=900)
+    tokens: list[int] = []
+    text = ""
+    passed = False
+    for line in result.console.splitlines():
+        parts = line.split(" ")
+        if parts[0] == "TOKEN" and len(parts) == 3:
+            tokens.append(int(parts[2]))
+        elif line.startswith("TEXT "):
+            text = line[5:]
+        elif line.startswith("RESULT "):
+            passed = parts[1] == "PASS"
+    if not result.instructions:
+        raise McuError("the simulator measured no prefill or decode call", hint=result.console[-2000:])
+    return GenerationRun(tokens=tokens, text=text, passed=passed and result.exit_code == 0,
+                         prefill_instructions=result.instructions[0], decode_instructions=result.instructions[1:],
+                         console=result.console)
