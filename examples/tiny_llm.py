@@ -51,6 +51,8 @@ model.eval().requires_grad_(False)
 
 prompt = "In the beginning"
 generate_tokens = 64
+quantize = "int4-weight"
+"""What `--quantize auto` (the default) runs: torchao's 4-bit groupwise weights (PerGroup(32)), fp32 activations."""
 
 
 def encode(text: str) -> list[int]:

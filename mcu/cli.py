@@ -270,6 +270,12 @@ def cmd_build(args: argparse.Namespace) -> int:
     if args.board and load_board(args.board).is_linux:
         raise McuError(f"mcu build makes firmware; {args.board} is a Linux board",
                        hint=f"use `mcu run --board {args.board} ...` (builds and runs the harness) or `mcu export`")
+    from mcu.generate import is_generation_file
+
+    if is_generation_file(args.model):
+        from mcu import cli_generate
+
+        return cli_generate.build(args)
     # The folder stays locked until the report is printed, so what --json says is what is on disk.
     with ExitStack() as stack:
         if args.output is not None:
@@ -340,6 +346,12 @@ def cmd_run(args: argparse.Namespace) -> int:
                        hint=f"run it with `mcu flash --board {board.name} {args.model}`, or pick a simulated board")
     if board.is_linux:
         return _run_linux(args)
+    from mcu.generate import is_generation_file
+
+    if is_generation_file(args.model):
+        from mcu import cli_generate
+
+        return cli_generate.run(args)
     cm = _compile(args)
     fw = cm.build()
     sim = cm.simulate(timeout_s=args.timeout)

@@ -431,6 +431,11 @@ def _index_put(ctx: _Ctx, node: Node, a: list[Any]) -> Tensor:
 
 
 def _to_copy(ctx: _Ctx, node: Node, a: list[Any]) -> Tensor:
+    src = node.args[0].meta["val"] if isinstance(node.args[0], Node) else None
+    if src is not None and src.dtype == torch.bool and node.meta["val"].dtype == torch.float32:
+        from mcu.frontend_select import bool_to_float
+
+        return bool_to_float(ctx, node, a[0])
     if _dtype(node.meta["val"], node) != a[0].dtype:
         raise McuError(f"dtype conversion to {node.meta['val'].dtype} is not supported{user_source_line(node)}")
     return a[0]

@@ -116,7 +116,15 @@ def _expand(ctx: Any, node: Node, a: list[Any]) -> Tensor:
                    hint="let broadcasting operators (add, mul, where) broadcast instead")
 
 
+def bool_to_float(ctx: Any, node: Node, x: Tensor) -> Tensor:
+    """``mask.float()``: 1.0 where true, 0.0 elsewhere."""
+    one, zero = _scalar(ctx, node, 1.0, "float32", "one"), _scalar(ctx, node, 0.0, "float32", "zero")
+    return _emit(ctx, node, "where", [x, one, zero], {})
+
+
 HANDLERS: dict[object, Handler] = {
+    # a dtype and shape check torch.export leaves before conversions; nothing to run
+    aten._assert_tensor_metadata.default: lambda ctx, node, a: None,
     aten.embedding.default: _embedding,
     **{getattr(aten, c).Tensor: _compare(c) for c in COMPARE_OP},
     **{getattr(aten, c).Scalar: _compare(c) for c in COMPARE_OP},

@@ -18,8 +18,8 @@ from mcu.api import compile_file
 from mcu.devtools.profile import profile_model
 from mcu.devtools.trace import run_traced
 from mcu.uf2 import decode
-from tests.conftest import EXAMPLES
-from tests.test_flash import FakePico, Pty, make_drive, pty  # noqa: F401 - pty is a fixture
+from conftest import EXAMPLES
+from test_flash import FakePico, Pty, make_drive, pty  # noqa: F401 - pty is a fixture
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 

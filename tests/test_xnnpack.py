@@ -28,7 +28,7 @@ from mcu.boards import load_board
 from mcu.loader import load_model_file, spec_from_objects
 from mcu.paths import runtime_dir
 from mcu.sim.linux import expectations, run_on_linux
-from tests.conftest import EXAMPLES, REFERENCE_MODELS
+from conftest import EXAMPLES, REFERENCE_MODELS
 
 HAVE_XNNPACK = Path("/usr/include/xnnpack.h").is_file() and shutil.which("gcc") is not None
 requires_xnnpack = pytest.mark.skipif(

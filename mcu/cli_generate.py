@@ -1,0 +1,86 @@
+"""``mcu run`` and ``mcu build`` for text-generation model files (mcu/generate.py, issue 17)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from mcu.generate import (CompiledGeneration, build_generation_firmware, compile_generation, host_tokens,
+                          load_generation, reference_tokens, run_generation_firmware)
+
+
+def _compile(args: argparse.Namespace) -> CompiledGeneration:
+    from mcu.progress import quiet_torch
+
+    with quiet_torch(verbose=getattr(args, "verbose", False)):
+        gf = load_generation(args.model)
+        return compile_generation(gf, args.board, args.quantize)
+
+
+def _sizes(cg: CompiledGeneration, fw: Any) -> dict[str, Any]:
+    decode = cg.methods["decode"].memory
+    prefill = cg.methods["prefill"].memory
+    return {"board": cg.board.name, "quantize": cg.quantize, "flash_bytes": fw.flash_bytes, "ram_bytes": fw.ram_bytes,
+            "board_flash_bytes": cg.board.flash.length, "board_ram_bytes": cg.board.ram.length,
+            "arena_bytes": cg.arena_bytes(), "state_bytes": cg.state_bytes,
+            "prefill_arena_bytes": prefill.arena_size, "decode_arena_bytes": decode.arena_size,
+            "stack_reserved_bytes": fw.stack.reserved_bytes if fw.stack is not None else None}
+
+
+def _print_sizes(s: dict[str, Any]) -> None:
+    print(f"flash {s['flash_bytes']:,} B of {s['board_flash_bytes']:,} B; RAM {s['ram_bytes']:,} B of "
+          f"{s['board_ram_bytes']:,} B ({s['board']}, {s['quantize']})")
+    print(f"arena {s['arena_bytes']:,} B = state (KV cache) {s['state_bytes']:,} B + working memory "
+          f"(prefill {s['prefill_arena_bytes'] - s['state_bytes']:,} B, decode "
+          f"{s['decode_arena_bytes'] - s['state_bytes']:,} B)")
+
+
+def build(args: argparse.Namespace) -> int:
+    cg = _compile(args)
+    # The firmware compares with the Python reference's tokens; building alone does not need them.
+    fw = build_generation_firmware(cg, [0] * cg.file.count, args.output)
+    sizes = _sizes(cg, fw)
+    if args.json:
+        print(json.dumps({**sizes, "elf": str(fw.elf), "uf2": str(fw.uf2) if fw.uf2 else None}))
+        return 0
+    print(f"built {fw.elf} for {cg.board.name} ({cg.quantize}): prefill and decode in one library")
+    if fw.uf2 is not None:
+        print(f"UF2 for the BOOTSEL drive: {fw.uf2}")
+    _print_sizes(sizes)
+    print(f"fits {cg.board.name}: flash {fw.flash_bytes / cg.board.flash.length:.0%}, "
+          f"RAM {fw.ram_bytes / cg.board.ram.length:.0%}")
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    cg = _compile(args)
+    gf = cg.file
+    expected = reference_tokens(gf, cg.quantize)
+    host = host_tokens(cg)
+    fw = build_generation_firmware(cg, expected)
+    dev = run_generation_firmware(cg, fw)
+    passed = dev.passed and dev.tokens == expected and host == expected
+    sizes = _sizes(cg, fw)
+    report = {**sizes, "passed": passed, "prompt": gf.text(gf.prompt), "tokens": dev.tokens,
+              "text": gf.text(dev.tokens), "reference_tokens": expected, "host_tokens": host,
+              "prefill_instructions": dev.prefill_instructions, "decode_instructions": dev.decode_instructions,
+              "sampling": {"top_k": gf.top_k, "seed": gf.seed} if gf.top_k else "greedy"}
+    if args.json:
+        print(json.dumps(report))
+        return 0 if passed else 1
+    print(f"prompt: {report['prompt']!r}")
+    print(f"generated on {cg.board.name} ({len(dev.tokens)} tokens, "
+          f"{'greedy' if not gf.top_k else f'top-{gf.top_k}, seed {gf.seed}'}): {report['text']!r}")
+    same = lambda a: "equal" if a == dev.tokens else "DIFFERENT"  # noqa: E731
+    print(f"{'PASS' if passed else 'FAIL'}: device tokens {same(expected)} to the Python reference "
+          f"({cg.quantize} model in PyTorch), host build {same(host)}")
+    n = len(gf.prompt)
+    print(f"instructions: prefill {dev.prefill_instructions:,} ({n} tokens, "
+          f"{dev.prefill_instructions / n:,.0f} per token); decode {dev.per_decode_token:,.0f} per token "
+          f"({len(dev.decode_instructions)} calls)")
+    _print_sizes(sizes)
+    if not passed:
+        print(dev.console.strip()[-2000:], file=sys.stderr)
+    return 0 if passed else 1
