@@ -1,9 +1,8 @@
-"""Portable-backend emitters of the ops mcu/frontend_ops.py adds (issue 18): elementwise math, maximum
-and minimum, layer norm, batched matrix products and reductions, all fp32. They join
-:data:`mcu.backends.portable.EMITTERS`; these kernels are generated-C only for now (a program file with
-one of them is refused by the writer, and the host runs the generated C instead). Kept apart from
-portable.py on purpose until they have program kernel ids: tests/test_program.py requires one for every
-kernel portable.py emits."""
+"""Portable-backend emitters of the ops mcu/frontend_ops.py and mcu/frontend_norm.py add (issue 18):
+elementwise math, maximum and minimum, layer, group and instance norm (fp32, and int8 layer norm),
+batched matrix products, reductions, variance, argmax, log_softmax and PReLU. They join
+:data:`mcu.backends.portable.EMITTERS`; every kernel here has a program kernel id (ids 180-219),
+which tests/test_program.py checks as it does for portable.py."""
 
 from __future__ import annotations
 
