@@ -21,7 +21,8 @@ from mcu.sourceinfo import unsupported_op_message, user_source_line
 
 # Ops that Core ATen would decompose but that have a kernel of their own here (a single lookup table
 # at int8, one pass at fp32), so they stay whole.
-KEPT_WHOLE = (torch.ops.aten.hardswish.default,)
+KEPT_WHOLE = (torch.ops.aten.hardswish.default,
+              torch.ops.aten._prelu_kernel.default)  # issue 18: one PReLU kernel rather than gt + mul + where
 
 
 def torchao_kept_whole() -> tuple[object, ...]:

@@ -9,9 +9,10 @@ from __future__ import annotations
 import math
 from typing import Callable
 
-from mcu.calls import KernelCall, Ref
+from mcu.calls import KernelCall, Ref, offsets, split_at
 from mcu.opcodes import REDUCE_OP, UNARY_FN
-from mcu.ir import Op
+from mcu.ir import Op, Tensor
+from mcu.passes.layout import channels_last
 
 
 def _unary(op: Op, ref: Ref) -> KernelCall:
@@ -66,3 +67,84 @@ EMITTERS = {
     ("maximum", "float32"): _binary("maximum"),
     ("minimum", "float32"): _binary("minimum"),
 }
+
+
+# --- normalisation, reductions and int8 activations (issue 18, second part) -------------------------
+
+
+def _optional(op: Op) -> tuple[Tensor | None, Tensor | None]:
+    rest = iter(op.inputs[1:])
+    weight = next(rest) if op.attrs["weight"] else None
+    bias = next(rest) if op.attrs["bias"] else None
+    return weight, bias
+
+
+def _group_norm(op: Op, ref: Ref) -> KernelCall:
+    x = op.inputs[0]
+    weight, bias = _optional(op)
+    rank = len(x.shape)
+    params = {"batch": x.shape[0], "channels": x.shape[1], "spatial": math.prod(x.shape[2:]),
+              "groups": int(op.attrs["groups"]),
+              "channels_last": int(rank > 2 and x.dim_order == channels_last(rank)), "eps": float(op.attrs["eps"])}
+    return KernelCall("mcu_group_norm_f32", ["&params", ref(x), ref(weight) if weight is not None else "NULL",
+                                             ref(bias) if bias is not None else "NULL", ref(op.output)],
+                      ["mcu_group_norm_f32.c"], "mcu_group_norm_f32_params", params,
+                      operands=[x, weight, bias, op.output])
+
+
+def _split(x: Tensor, dims: tuple[int, int]) -> tuple[int, int, int]:
+    """(outer, reduce, inner) of a row-major tensor reduced over logical dims first..last."""
+    first, last = dims
+    return math.prod(x.shape[:first]), math.prod(x.shape[first:last + 1]), math.prod(x.shape[last + 1:])
+
+
+def _var(op: Op, ref: Ref) -> KernelCall:
+    x = op.inputs[0]
+    outer, reduce, inner = _split(x, op.attrs["dims"])
+    params = {"outer": outer, "reduce": reduce, "inner": inner, "divisor": float(op.attrs["divisor"])}
+    return KernelCall("mcu_var_f32", ["&params", ref(x), ref(op.output)], ["mcu_var_f32.c"], "mcu_var_f32_params",
+                      params, operands=[x, op.output])
+
+
+def _argmax(op: Op, ref: Ref) -> KernelCall:
+    x = op.inputs[0]
+    dims = _split(x, op.attrs["dims"])
+    name = "mcu_argmax_s8" if x.dtype == "int8" else "mcu_argmax_f32"
+    return KernelCall(name, [*map(str, dims), ref(x), ref(op.output)], [f"{name}.c"], operands=[x, op.output],
+                      scalars=list(dims))
+
+
+def _log_softmax(op: Op, ref: Ref) -> KernelCall:
+    outer, axis, inner = split_at(op.inputs[0], op.attrs["axis"])
+    return KernelCall("mcu_log_softmax_f32", [str(outer), str(axis), str(inner), ref(op.inputs[0]), ref(op.output)],
+                      ["mcu_log_softmax_f32.c"], operands=[op.inputs[0], op.output], scalars=[outer, axis, inner])
+
+
+def _prelu(op: Op, ref: Ref) -> KernelCall:
+    x, w = op.inputs
+    rank = len(x.shape)
+    last = rank > 2 and x.dim_order == channels_last(rank)
+    inner = 1 if w.numel == 1 or last else math.prod(x.shape[2:])
+    params = {"size": x.numel, "channels": w.numel, "inner": inner}
+    return KernelCall("mcu_prelu_f32", ["&params", ref(x), ref(w), ref(op.output)], ["mcu_prelu_f32.c"],
+                      "mcu_prelu_f32_params", params, operands=[x, w, op.output])
+
+
+def _layer_norm_s8(op: Op, ref: Ref) -> KernelCall:
+    x, mult, shift, bias = op.inputs
+    cols = int(op.attrs["cols"])
+    params = {"rows": x.numel // cols, "cols": cols, **offsets(op, "eps_lo", "eps_hi", "output_offset", "act_min",
+                                                                "act_max")}
+    return KernelCall("mcu_layer_norm_s8", ["&params", ref(x), ref(mult), ref(shift), ref(bias), ref(op.output)],
+                      ["mcu_layer_norm_s8.c"], "mcu_layer_norm_s8_params", params,
+                      operands=[x, mult, shift, bias, op.output])
+
+
+EMITTERS.update({
+    ("group_norm", "float32"): _group_norm,
+    ("var", "float32"): _var,
+    ("argmax", "int32"): _argmax,
+    ("log_softmax", "float32"): _log_softmax,
+    ("prelu", "float32"): _prelu,
+    ("layer_norm", "int8"): _layer_norm_s8,
+})
