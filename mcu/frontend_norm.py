@@ -166,7 +166,14 @@ def _expand(ctx: Any, node: Node, a: list[Any]) -> Tensor:
                    hint="give matmul operands the same batch dims")
 
 
+def _log_sigmoid(ctx: Any, node: Node, a: list[Any]) -> tuple[Tensor, None]:
+    x = a[0]
+    return _op(ctx, node, "unary", [x], x.shape, x.dtype, {"fn": "log_sigmoid", "alpha": 0.0, "beta": 0.0},
+               name=node.name), None
+
+
 HANDLERS: dict[object, Handler] = {
+    aten.log_sigmoid_forward.default: _log_sigmoid,
     aten.native_group_norm.default: _group_norm,
     aten._native_batch_norm_legit.no_stats: _batch_norm_no_stats,
     aten.var.correction: _var,
