@@ -490,8 +490,10 @@ HANDLERS: dict[object, Callable[[_Ctx, Node, list[Any]], Any]] = {
 def _all_handlers() -> dict[object, Callable[[_Ctx, Node, list[Any]], Any]]:
     from mcu.frontend_ops import HANDLERS as MORE
     from mcu.frontend_select import HANDLERS as SELECT
+    # normalisation, reductions and int8 activations (issue 18)
+    from mcu.frontend_norm import HANDLERS as NORM
 
-    return {**HANDLERS, **MORE, **SELECT}
+    return {**HANDLERS, **MORE, **NORM, **SELECT}
 
 
 def state_dict_value(ep: torch.export.ExportedProgram, target: str) -> torch.Tensor:
@@ -541,7 +543,10 @@ def from_exported(ep: torch.export.ExportedProgram, name: str = "model", custom_
     handlers = {**_handlers(), **custom_handlers(ep, custom_ops)}
     foldable_only = {_quant_ops()["dq_channel"]} if _quant_ops() else set()  # only on constant weights
     foldable_only |= dequantize_affine_ops()
-    verify_edge(ep, set(handlers) | foldable_only, is_supported=_no_tensor_inputs)
+    from mcu.frontend_norm import constant_inputs  # issue 18: any op on parameters alone folds
+
+    folds = constant_inputs(ep)
+    verify_edge(ep, set(handlers) | foldable_only, is_supported=lambda n: _no_tensor_inputs(n) or folds(n))
     sig = ep.graph_signature
     state = {**ep.state_dict, **ep.constants}
     const_names: dict[str, str] = {}

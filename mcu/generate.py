@@ -370,3 +370,31 @@ def run_generation_firmware(cg: CompiledGeneration, fw: Any) -> GenerationRun:
     return GenerationRun(tokens=tokens, text=text, passed=passed and result.exit_code == 0,
                          prefill_instructions=result.instructions[0], decode_instructions=result.instructions[1:],
                          console=result.console)
+
+
+# --- the program file -------------------------------------------------------------------------------------
+
+
+def program_image(cg: CompiledGeneration) -> Any:
+    """One program file with both methods (equal weights stored once; mcu/program/methods.py)."""
+    from mcu.program.methods import CompiledMethod, program_from
+
+    return program_from([CompiledMethod(name, cm) for name, cm in cg.methods.items()])
+
+
+def program_tokens(cg: CompiledGeneration, image: Any = None) -> list[int]:
+    """The generation loop through the program file on the host interpreter: both methods run in the
+    same kept arenas, so the KV cache prefill writes is the one decode reads."""
+    from mcu.runtime import Program
+
+    program = Program.load((image or program_image(cg)).program)
+    prefill, decode = program.method("prefill"), program.method("decode")
+    program.reset_state()
+
+    def run_prefill(prompt: list[int]) -> np.ndarray:
+        return prefill.run_raw(np.asarray(prompt, np.int32), keep_state=True)[0]
+
+    def run_decode(token: int, pos: int) -> np.ndarray:
+        return decode.run_raw(np.asarray([token], np.int32), np.asarray([pos], np.int32), keep_state=True)[0]
+
+    return _loop(run_prefill, run_decode, cg.file.prompt, cg.file.count, cg.file.sampler())

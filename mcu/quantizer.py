@@ -56,6 +56,16 @@ OWN_OUTPUT = {aten.adaptive_avg_pool2d.default, aten.mean.dim, aten.hardswish.de
               aten.hardswish_.default}
 SOFTMAX = {aten.softmax.int, aten._softmax.default}
 FIXED_OUTPUT = {aten.sigmoid.default: (1.0 / 256.0, -128), aten.tanh.default: (1.0 / 128.0, 0)}
+# normalisation, reductions and int8 activations (issue 18): elementwise functions that run as 256-entry
+# tables at int8 and layer norm (mcu_layer_norm_s8), each with output parameters of its own; arithmetic
+# with a Python scalar (a table too)
+TABLE_OWN_OUTPUT = {aten.gelu.default, aten.silu.default, aten.silu_.default, aten.hardsigmoid.default,
+                    aten.leaky_relu.default, aten.elu.default, aten.softplus.default, aten.exp.default,
+                    aten.log.default, aten.sqrt.default, aten.rsqrt.default, aten.abs.default, aten.neg.default,
+                    aten.reciprocal.default, aten.erf.default, aten.pow.Tensor_Scalar, aten.log_sigmoid.default,
+                    aten.layer_norm.default}
+SCALAR_ARITH = {aten.add.Tensor, aten.sub.Tensor, aten.mul.Tensor, aten.div.Tensor, aten.add.Scalar,
+                aten.sub.Scalar, aten.mul.Scalar, aten.div.Scalar, aten.rsub.Scalar}
 
 
 def _act_spec(qat: bool) -> QuantizationSpec:
@@ -120,6 +130,9 @@ class MCUQuantizer(Quantizer):
             (SOFTMAX, lambda n: self._fixed(n, act, 1.0 / 256.0, -128)),
             (SHARED | ACTIVATIONS, lambda n: self._shared(n, act)),
             ({aten.cat.default}, lambda n: self._cat(n, act)),
+            # issue 18: table lookups and int8 layer norm
+            (TABLE_OWN_OUTPUT, lambda n: self._own_output(n, act)),
+            (SCALAR_ARITH, lambda n: self._scalar_arith(n, act)),
         ]
         for node in model.graph.nodes:
             if node.op != "call_function" or _annotated(node):
@@ -179,7 +192,8 @@ class MCUQuantizer(Quantizer):
     def _binary(self, node: Node, act: QuantizationSpec) -> None:
         a, b = node.args[0], node.args[1]
         if not (_is_float_tensor(a) and _is_float_tensor(b)):
-            return  # a scalar operand: leave it to fp32
+            self._scalar_arith(node, act)  # a scalar operand: a table lookup
+            return
         _mark(node, {a: act, b: act})
         self._finish_chain(self._tail(node, allow_bn=False), node, act)
 
@@ -187,6 +201,13 @@ class MCUQuantizer(Quantizer):
         x = node.args[0]
         if _is_float_tensor(x):
             _mark(node, {x: act}, act)
+
+    def _scalar_arith(self, node: Node, act: QuantizationSpec) -> None:
+        """x op s with a Python number s (issue 18): quantized in and out, it becomes a table lookup."""
+        tensors = [a for a in node.args[:2] if isinstance(a, Node)]
+        if len(tensors) == 1 and _is_float_tensor(tensors[0]) and \
+                all(isinstance(a, (int, float)) for a in node.args[:2] if not isinstance(a, Node)):
+            _mark(node, {tensors[0]: act}, act)
 
     def _custom(self, node: Node, act: QuantizationSpec, reg: object) -> None:
         if reg.int8 is None:  # type: ignore[attr-defined]

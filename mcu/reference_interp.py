@@ -237,6 +237,29 @@ FLOAT_MOVES["index_put"] = lambda op, x: x[0]
 FLOAT_MOVES.update({"linear_w4": _linear_w4(int4.linear_w4_f32), "linear_w4_dyn": _linear_w4(int4.linear_w4_s8)})
 
 
+# normalisation, reductions and int8 activations (issue 18)
+def _argmax(op: Op, x: list[np.ndarray]) -> np.ndarray:
+    """mcu_argmax_s8 / _f32 (inputs row-major): the first largest, a NaN counting as the largest (as np.argmax)."""
+    first, last = op.attrs["dims"]
+    shape = op.inputs[0].shape
+    outer, reduce = math.prod(shape[:first]), math.prod(shape[first:last + 1])
+    return np.argmax(x[0].reshape(outer, reduce, -1), axis=1).astype(np.int32)
+
+
+def _layer_norm_s8(op: Op, x: list[np.ndarray]) -> np.ndarray:
+    from mcu.quant import norm
+
+    mult, shift, bias = (t.data for t in op.inputs[1:])
+    a = op.attrs
+    eps = (a["eps_hi"] << 32) | (a["eps_lo"] & 0xFFFFFFFF)
+    p = norm.LayerNormS8(mult, shift, bias, eps, a["output_offset"], a["act_min"], a["act_max"])
+    return norm.layer_norm_s8(x[0], p)
+
+
+FLOAT_MOVES["argmax"] = _argmax
+INT8_OPS["layer_norm"] = _layer_norm_s8
+
+
 @dataclass
 class Reference:
     graph: Graph

@@ -122,8 +122,11 @@ class Method:
     n_instructions: int
     n_bundled: int
 
-    def run_raw(self, *inputs: Any, arena_sizes: Sequence[int] | None = None) -> list[np.ndarray]:
-        """Flat memory-order inputs in the tensors' dtypes -> flat outputs likewise."""
+    def run_raw(self, *inputs: Any, arena_sizes: Sequence[int] | None = None,
+                keep_state: bool = False) -> list[np.ndarray]:
+        """Flat memory-order inputs in the tensors' dtypes -> flat outputs likewise. ``keep_state``: run in
+        the program's kept arenas, shared by its methods and kept between calls (model state, a KV cache,
+        as on a device); :meth:`Program.reset_state` clears them. Otherwise each run has fresh arenas."""
         if len(inputs) != len(self.inputs):
             raise McuError(f"method {self.name} takes {len(self.inputs)} inputs, got {len(inputs)}")
         bufs = []
@@ -132,8 +135,11 @@ class Method:
             if arr.size != spec.numel:
                 raise McuError(f"input {spec.name} of {self.name} has {spec.numel} elements, got {arr.size}")
             bufs.append(arr)
-        raw = _check(self.program.handle.run(self.index, bufs, None if arena_sizes is None else list(arena_sizes)),
-                     f"running method {self.name}")
+        if keep_state:
+            raw = _check(self.program.handle.run(self.index, bufs, None, True), f"running method {self.name}")
+        else:
+            raw = _check(self.program.handle.run(self.index, bufs, None if arena_sizes is None else list(arena_sizes)),
+                         f"running method {self.name}")
         return [np.frombuffer(b, dtype=NUMPY[s.dtype]).copy() for b, s in zip(raw, self.outputs)]
 
     def __call__(self, *inputs: Any, raw: bool = False) -> list[np.ndarray]:
@@ -222,6 +228,10 @@ class Program:
                 return m
         raise McuError(f"program {self.source} has no method '{name}'",
                        hint=f"its methods: {', '.join(self.method_names)}")
+
+    def reset_state(self) -> None:
+        """Clear the arenas that runs with ``keep_state=True`` share (start a new sequence)."""
+        self.handle.reset_state()
 
     @property
     def arena_sizes(self) -> dict[str, list[int]]:

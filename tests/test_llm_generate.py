@@ -96,3 +96,33 @@ def test_fits_a_pico2() -> None:
     assert fw.uf2 is not None
     assert fw.flash_bytes <= 4 * 1024 * 1024 and fw.ram_bytes <= 520 * 1024
     print(f"\npico2: flash {fw.flash_bytes:,} B, RAM {fw.ram_bytes:,} B")
+
+
+def test_the_program_file_generates_the_reference_tokens(generation) -> None:
+    from mcu.generate import program_image, program_tokens
+
+    image = program_image(generation)
+    # one file for both methods: the weights once (int4 pairs + scales + fp32 embeddings ~ 350 KB), not twice
+    assert len(image.program) < 600_000
+    assert program_tokens(generation, image) == reference_tokens(generation.file, generation.quantize)
+
+
+def test_kept_arenas_are_cleared_by_reset_state(generation) -> None:
+    """Without reset_state a second prefill sees the first sequence's cache: same prompt, same logits only
+    because prefill rewrites every position it reads; decode at a later position reads stale rows."""
+    import numpy as np
+
+    from mcu.generate import program_image
+    from mcu.runtime import Program
+
+    program = Program.load(program_image(generation).program)
+    decode = program.method("decode")
+    fresh = decode.run_raw(np.asarray([5], np.int32), np.asarray([3], np.int32), keep_state=True)[0]
+    again = decode.run_raw(np.asarray([5], np.int32), np.asarray([3], np.int32), keep_state=True)[0]
+    np.testing.assert_array_equal(fresh, again)  # position 3 rewritten, positions 0-2 still zero
+    decode.run_raw(np.asarray([9], np.int32), np.asarray([0], np.int32), keep_state=True)  # writes position 0
+    changed = decode.run_raw(np.asarray([5], np.int32), np.asarray([3], np.int32), keep_state=True)[0]
+    assert not np.array_equal(changed, fresh)  # the state lived across calls
+    program.reset_state()
+    np.testing.assert_array_equal(decode.run_raw(np.asarray([5], np.int32), np.asarray([3], np.int32),
+                                                 keep_state=True)[0], fresh)

@@ -196,3 +196,14 @@ def test_a_runtime_position_mask_on_the_simulated_m33() -> None:
     for v, x in enumerate(inputs):
         want = model(*x).detach().numpy()
         assert np.max(np.abs(run.outputs[v][0] - want)) <= 1e-4 * np.max(np.abs(want))
+
+
+def test_the_position_mask_through_the_program_file_equals_the_generated_c() -> None:
+    import mcu
+    from test_program import assert_program_equals_generated_c
+
+    torch.manual_seed(0)
+    model = Masked().eval()
+    inputs = [(torch.randn(1, 8), torch.tensor([p])) for p in (0, 5, 7)]
+    cm = mcu.compile(model, inputs[0], board="mps2-an505", test_inputs=inputs, name="masked_program")
+    assert_program_equals_generated_c(cm)

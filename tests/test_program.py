@@ -147,7 +147,8 @@ def test_kernel_ids_match_the_c_header() -> None:
 
 def test_every_emitted_kernel_has_a_program_id() -> None:
     """A kernel the C emitters can call but program files cannot would make the host run fall back."""
-    emitters = (ROOT / "mcu/backends/portable.py").read_text()  # the portable backend's emitters
+    emitters = "".join((ROOT / f"mcu/backends/{name}.py").read_text()  # the portable backend's emitters
+                       for name in ("portable", "portable_more"))
     called = {name for name in re.findall(r'"(mcu_[a-z0-9_]+)"', emitters)
               if not name.endswith("_params") and name != "mcu_shape4"}
     called |= {f"mcu_{n}_f32" for n in re.findall(r'_(?:binary|unary)\("(\w+)"\)', emitters)}

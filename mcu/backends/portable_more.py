@@ -1,20 +1,19 @@
-"""Portable-backend emitters of the ops mcu/frontend_ops.py adds (issue 18): elementwise math, maximum
-and minimum, layer norm, batched matrix products and reductions, all fp32. They join
-:data:`mcu.backends.portable.EMITTERS`; these kernels are generated-C only for now (a program file with
-one of them is refused by the writer, and the host runs the generated C instead). Kept apart from
-portable.py on purpose until they have program kernel ids: tests/test_program.py requires one for every
-kernel portable.py emits."""
+"""Portable-backend emitters of the ops mcu/frontend_ops.py and mcu/frontend_norm.py add (issue 18):
+elementwise math, maximum and minimum, layer, group and instance norm (fp32, and int8 layer norm),
+batched matrix products, reductions, variance, argmax, log_softmax and PReLU. They join
+:data:`mcu.backends.portable.EMITTERS`; every kernel here has a program kernel id (ids 180-219),
+which tests/test_program.py checks as it does for portable.py."""
 
 from __future__ import annotations
 
 import math
 from typing import Callable
 
-from mcu.calls import KernelCall, Ref, operand_strides
+from mcu.calls import KernelCall, Ref, offsets, operand_strides, split_at
 from mcu.errors import McuError
-from mcu.ir import DTYPE_BYTES
+from mcu.ir import DTYPE_BYTES, Op, Tensor
 from mcu.opcodes import COMPARE_OP, COMPARE_TYPE, REDUCE_OP, UNARY_FN
-from mcu.ir import Op
+from mcu.passes.layout import channels_last
 
 
 def _unary(op: Op, ref: Ref) -> KernelCall:
@@ -111,3 +110,84 @@ EMITTERS = {
     **{("where", dt): _where for dt in ("float32", "int32", "int8", "uint8")},
     **{("embedding", dt): _embedding for dt in ("float32", "int8")},
 }
+
+
+# --- normalisation, reductions and int8 activations (issue 18, second part) -------------------------
+
+
+def _optional(op: Op) -> tuple[Tensor | None, Tensor | None]:
+    rest = iter(op.inputs[1:])
+    weight = next(rest) if op.attrs["weight"] else None
+    bias = next(rest) if op.attrs["bias"] else None
+    return weight, bias
+
+
+def _group_norm(op: Op, ref: Ref) -> KernelCall:
+    x = op.inputs[0]
+    weight, bias = _optional(op)
+    rank = len(x.shape)
+    params = {"batch": x.shape[0], "channels": x.shape[1], "spatial": math.prod(x.shape[2:]),
+              "groups": int(op.attrs["groups"]),
+              "channels_last": int(rank > 2 and x.dim_order == channels_last(rank)), "eps": float(op.attrs["eps"])}
+    return KernelCall("mcu_group_norm_f32", ["&params", ref(x), ref(weight) if weight is not None else "NULL",
+                                             ref(bias) if bias is not None else "NULL", ref(op.output)],
+                      ["mcu_group_norm_f32.c"], "mcu_group_norm_f32_params", params,
+                      operands=[x, weight, bias, op.output])
+
+
+def _split(x: Tensor, dims: tuple[int, int]) -> tuple[int, int, int]:
+    """(outer, reduce, inner) of a row-major tensor reduced over logical dims first..last."""
+    first, last = dims
+    return math.prod(x.shape[:first]), math.prod(x.shape[first:last + 1]), math.prod(x.shape[last + 1:])
+
+
+def _var(op: Op, ref: Ref) -> KernelCall:
+    x = op.inputs[0]
+    outer, reduce, inner = _split(x, op.attrs["dims"])
+    params = {"outer": outer, "reduce": reduce, "inner": inner, "divisor": float(op.attrs["divisor"])}
+    return KernelCall("mcu_var_f32", ["&params", ref(x), ref(op.output)], ["mcu_var_f32.c"], "mcu_var_f32_params",
+                      params, operands=[x, op.output])
+
+
+def _argmax(op: Op, ref: Ref) -> KernelCall:
+    x = op.inputs[0]
+    dims = _split(x, op.attrs["dims"])
+    name = "mcu_argmax_s8" if x.dtype == "int8" else "mcu_argmax_f32"
+    return KernelCall(name, [*map(str, dims), ref(x), ref(op.output)], [f"{name}.c"], operands=[x, op.output],
+                      scalars=list(dims))
+
+
+def _log_softmax(op: Op, ref: Ref) -> KernelCall:
+    outer, axis, inner = split_at(op.inputs[0], op.attrs["axis"])
+    return KernelCall("mcu_log_softmax_f32", [str(outer), str(axis), str(inner), ref(op.inputs[0]), ref(op.output)],
+                      ["mcu_log_softmax_f32.c"], operands=[op.inputs[0], op.output], scalars=[outer, axis, inner])
+
+
+def _prelu(op: Op, ref: Ref) -> KernelCall:
+    x, w = op.inputs
+    rank = len(x.shape)
+    last = rank > 2 and x.dim_order == channels_last(rank)
+    inner = 1 if w.numel == 1 or last else math.prod(x.shape[2:])
+    params = {"size": x.numel, "channels": w.numel, "inner": inner}
+    return KernelCall("mcu_prelu_f32", ["&params", ref(x), ref(w), ref(op.output)], ["mcu_prelu_f32.c"],
+                      "mcu_prelu_f32_params", params, operands=[x, w, op.output])
+
+
+def _layer_norm_s8(op: Op, ref: Ref) -> KernelCall:
+    x, mult, shift, bias = op.inputs
+    cols = int(op.attrs["cols"])
+    params = {"rows": x.numel // cols, "cols": cols, **offsets(op, "eps_lo", "eps_hi", "output_offset", "act_min",
+                                                                "act_max")}
+    return KernelCall("mcu_layer_norm_s8", ["&params", ref(x), ref(mult), ref(shift), ref(bias), ref(op.output)],
+                      ["mcu_layer_norm_s8.c"], "mcu_layer_norm_s8_params", params,
+                      operands=[x, mult, shift, bias, op.output])
+
+
+EMITTERS.update({
+    ("group_norm", "float32"): _group_norm,
+    ("var", "float32"): _var,
+    ("argmax", "int32"): _argmax,
+    ("log_softmax", "float32"): _log_softmax,
+    ("prelu", "float32"): _prelu,
+    ("layer_norm", "int8"): _layer_norm_s8,
+})

@@ -16,13 +16,22 @@ from mcu.ir import CHANNELS_LAST, Graph, Op, Tensor
 
 _NEEDS_CHANNELS_LAST = {"conv2d", "depthwise_conv2d", "max_pool2d", "avg_pool2d", "mean_hw", "batch_norm"}
 _PRODUCES_CHANNELS_LAST = _NEEDS_CHANNELS_LAST - {"mean_hw"}
-_NEEDS_CONTIGUOUS = {"reshape", "linear", "layer_norm", "bmm", "reduce", "index_put"}  # index_put: its values, written row by row
+_NEEDS_CONTIGUOUS = {"reshape", "linear", "layer_norm", "bmm", "reduce", "index_put",
+                     "var", "argmax"}  # issue 18: reductions over adjacent logical dims  # index_put: its values, written row by row
 _SAME_AS_INPUT = {"clamp", "sigmoid", "tanh", "hardswish", "softmax", "pad", "quantize", "dequantize", "lut",
-                  "requantize", "slice", "unary"}
+                  "requantize", "slice", "unary", "log_softmax"}
+# issue 18: per-channel ops whose kernels read channels first or channels last (any other order is made
+# row-major first); the output keeps the input's order
+_CHANNELS_EITHER_WAY = {"group_norm", "prelu"}
 
 
 def _identity(rank: int) -> tuple[int, ...]:
     return tuple(range(rank))
+
+
+def channels_last(rank: int) -> tuple[int, ...]:
+    """Dim 1 (channels) last in memory, the other dims in order: NHWC at rank 4."""
+    return (0, *range(2, rank), 1) if rank > 1 else (0,)
 
 
 def _convert(graph: Graph, op: Op, index: int, order: tuple[int, ...], cache: dict) -> None:
@@ -63,6 +72,10 @@ def assign_layouts(graph: Graph) -> Graph:
             for i, t in enumerate(op.inputs):
                 if not t.is_constant:
                     _require(graph, op, i, _identity(len(t.shape)), cache)
+        elif op.kind in _CHANNELS_EITHER_WAY:
+            x = op.inputs[0]
+            if x.dim_order not in (_identity(len(x.shape)), channels_last(len(x.shape))):
+                _require(graph, op, 0, _identity(len(x.shape)), cache)
         elif op.kind == "concat":
             order = op.inputs[0].dim_order if len(op.inputs[0].shape) == len(op.output.shape) else None
             for i, t in enumerate(op.inputs):
@@ -74,7 +87,7 @@ def assign_layouts(graph: Graph) -> Graph:
         rank = len(out.shape)
         if op.kind in _PRODUCES_CHANNELS_LAST and rank == 4:
             out.dim_order = CHANNELS_LAST
-        elif op.kind in _SAME_AS_INPUT or op.kind == "concat" or (op.kind == "custom" and
+        elif op.kind in _SAME_AS_INPUT or op.kind in _CHANNELS_EITHER_WAY or op.kind == "concat" or (op.kind == "custom" and
                                                                   op.attrs["custom"].elementwise):
             src = op.inputs[0]
             out.dim_order = src.dim_order if len(src.shape) == rank else _identity(rank)

@@ -20,6 +20,7 @@ from typing import Callable
 import numpy as np
 
 from mcu.ir import Graph, Op, QuantParams, Tensor
+from mcu.passes import quantized_more
 
 try:
     from mcu.quant import arith
@@ -232,6 +233,9 @@ CONVERTERS: dict[str, Converter] = {
     "hardswish": _lut,
     "clamp": _clamp,
 }
+# normalisation, reductions and int8 activations (issue 18): table lookups of every elementwise
+# function, int8 layer norm
+CONVERTERS.update(quantized_more.CONVERTERS)
 
 
 def _dequantized_source(graph: Graph, t: Tensor) -> Tensor | None:
@@ -244,6 +248,8 @@ def _dequantized_source(graph: Graph, t: Tensor) -> Tensor | None:
 def lower_quantized(graph: Graph) -> Graph:
     if not any(op.kind in ("quantize", "dequantize") for op in graph.ops):
         return graph  # an fp32 graph
+    quantized_more.scalars_to_unary(graph)  # issue 18: scalar arithmetic as a table lookup
+    quantized_more.argmax_on_codes(graph)
     fallbacks: list[tuple[str, str]] = []
     for op in list(graph.ops):
         if op.kind in ("quantize", "dequantize") or op.output.dtype != "float32" or op not in graph.ops:
@@ -303,7 +309,7 @@ def _try_convert(graph: Graph, op: Op) -> str | None:
     ins: list[Tensor] = []
     for t in op.inputs:
         if t.is_constant:
-            if op.kind in ("conv2d", "linear") and t is not op.inputs[0]:
+            if (op.kind in ("conv2d", "linear") or op.kind in quantized_more.OWN_CONSTANTS) and t is not op.inputs[0]:
                 continue  # weights and bias are converted by the op's own converter
             return "an operand is a float constant"
         src = _dequantized_source(graph, t)

@@ -78,6 +78,23 @@ KERNEL_IDS: dict[str, int] = {
     "mcu_linear_w4_f32": 230,
     "mcu_linear_w4_s8": 231,
     "mcu_index_put": 232,
+    "mcu_compare": 233,
+    "mcu_where": 234,
+    "mcu_embedding": 235,
+    # normalisation, reductions and int8 activations (issue 18): ids 180-219.
+    "mcu_unary_f32": 180,
+    "mcu_layer_norm_f32": 181,
+    "mcu_bmm_f32": 182,
+    "mcu_reduce_f32": 183,
+    "mcu_maximum_f32": 184,
+    "mcu_minimum_f32": 185,
+    "mcu_layer_norm_s8": 186,
+    "mcu_group_norm_f32": 187,
+    "mcu_var_f32": 188,
+    "mcu_argmax_f32": 189,
+    "mcu_argmax_s8": 190,
+    "mcu_log_softmax_f32": 191,
+    "mcu_prelu_f32": 192,
 }
 KERNEL_DELEGATE = 255
 

@@ -144,6 +144,55 @@
 #ifndef MCU_PROGRAM_HAS_INDEX_PUT
 #define MCU_PROGRAM_HAS_INDEX_PUT MCU_PROGRAM_KERNEL_DEFAULT
 #endif
+/* normalisation, reductions and int8 activations (issue 18) */
+#ifndef MCU_PROGRAM_HAS_UNARY_F32
+#define MCU_PROGRAM_HAS_UNARY_F32 MCU_PROGRAM_KERNEL_DEFAULT
+#endif
+#ifndef MCU_PROGRAM_HAS_LAYER_NORM_F32
+#define MCU_PROGRAM_HAS_LAYER_NORM_F32 MCU_PROGRAM_KERNEL_DEFAULT
+#endif
+#ifndef MCU_PROGRAM_HAS_BMM_F32
+#define MCU_PROGRAM_HAS_BMM_F32 MCU_PROGRAM_KERNEL_DEFAULT
+#endif
+#ifndef MCU_PROGRAM_HAS_REDUCE_F32
+#define MCU_PROGRAM_HAS_REDUCE_F32 MCU_PROGRAM_KERNEL_DEFAULT
+#endif
+#ifndef MCU_PROGRAM_HAS_MAXIMUM_F32
+#define MCU_PROGRAM_HAS_MAXIMUM_F32 MCU_PROGRAM_KERNEL_DEFAULT
+#endif
+#ifndef MCU_PROGRAM_HAS_MINIMUM_F32
+#define MCU_PROGRAM_HAS_MINIMUM_F32 MCU_PROGRAM_KERNEL_DEFAULT
+#endif
+#ifndef MCU_PROGRAM_HAS_LAYER_NORM_S8
+#define MCU_PROGRAM_HAS_LAYER_NORM_S8 MCU_PROGRAM_KERNEL_DEFAULT
+#endif
+#ifndef MCU_PROGRAM_HAS_GROUP_NORM_F32
+#define MCU_PROGRAM_HAS_GROUP_NORM_F32 MCU_PROGRAM_KERNEL_DEFAULT
+#endif
+#ifndef MCU_PROGRAM_HAS_VAR_F32
+#define MCU_PROGRAM_HAS_VAR_F32 MCU_PROGRAM_KERNEL_DEFAULT
+#endif
+#ifndef MCU_PROGRAM_HAS_ARGMAX_F32
+#define MCU_PROGRAM_HAS_ARGMAX_F32 MCU_PROGRAM_KERNEL_DEFAULT
+#endif
+#ifndef MCU_PROGRAM_HAS_ARGMAX_S8
+#define MCU_PROGRAM_HAS_ARGMAX_S8 MCU_PROGRAM_KERNEL_DEFAULT
+#endif
+#ifndef MCU_PROGRAM_HAS_LOG_SOFTMAX_F32
+#define MCU_PROGRAM_HAS_LOG_SOFTMAX_F32 MCU_PROGRAM_KERNEL_DEFAULT
+#endif
+#ifndef MCU_PROGRAM_HAS_COMPARE
+#define MCU_PROGRAM_HAS_COMPARE MCU_PROGRAM_KERNEL_DEFAULT
+#endif
+#ifndef MCU_PROGRAM_HAS_WHERE
+#define MCU_PROGRAM_HAS_WHERE MCU_PROGRAM_KERNEL_DEFAULT
+#endif
+#ifndef MCU_PROGRAM_HAS_EMBEDDING
+#define MCU_PROGRAM_HAS_EMBEDDING MCU_PROGRAM_KERNEL_DEFAULT
+#endif
+#ifndef MCU_PROGRAM_HAS_PRELU_F32
+#define MCU_PROGRAM_HAS_PRELU_F32 MCU_PROGRAM_KERNEL_DEFAULT
+#endif
 
 /* The params struct of each kernel is its words in declaration order. */
 _Static_assert(sizeof(mcu_conv2d_f32_params) == 19 * 4, "conv2d_f32 params layout");
@@ -163,14 +212,26 @@ _Static_assert(sizeof(mcu_mean_hw_s8_params) == 10 * 4, "mean_hw_s8 params layou
 _Static_assert(sizeof(mcu_softmax_s8_params) == 6 * 4, "softmax_s8 params layout");
 _Static_assert(sizeof(mcu_linear_w4_params) == 6 * 4, "linear_w4 params layout");
 _Static_assert(sizeof(mcu_index_put_params) == 4 * 4, "index_put params layout");
+_Static_assert(sizeof(mcu_compare_params) == 21 * 4, "compare params layout");
+_Static_assert(sizeof(mcu_where_params) == 25 * 4, "where params layout");
+_Static_assert(sizeof(mcu_embedding_params) == 3 * 4, "embedding params layout");
+_Static_assert(sizeof(mcu_unary_f32_params) == 4 * 4, "unary_f32 params layout");
+_Static_assert(sizeof(mcu_layer_norm_f32_params) == 3 * 4, "layer_norm_f32 params layout");
+_Static_assert(sizeof(mcu_bmm_f32_params) == 6 * 4, "bmm_f32 params layout");
+_Static_assert(sizeof(mcu_reduce_f32_params) == 4 * 4, "reduce_f32 params layout");
+_Static_assert(sizeof(mcu_layer_norm_s8_params) == 7 * 4, "layer_norm_s8 params layout");
+_Static_assert(sizeof(mcu_group_norm_f32_params) == 6 * 4, "group_norm_f32 params layout");
+_Static_assert(sizeof(mcu_var_f32_params) == 4 * 4, "var_f32 params layout");
+_Static_assert(sizeof(mcu_prelu_f32_params) == 3 * 4, "prelu_f32 params layout");
 
 /* Operand signatures: F float32, B int8, I int32, U uint8, X the output's dtype;
  * lower case: may be absent (-1). Concat has its own rule. The int8 matmul
  * kernels' sixth operand is their scratch buffer (mcu_context). */
 enum { S_NONE, S_FFFF_BIAS, S_FF, S_FFF, S_FFFF, S_XX, S_MATMUL_S8, S_BBB, S_BB, S_FB, S_BF, S_W8, S_DYN,
-       S_W4, S_W4_DYN, S_IXX };
+       S_W4, S_W4_DYN, S_IXX, S_NORM, S_LN_S8, S_FI, S_BI, S_CMP, S_UXXX };
 static const char SIGS[][8] = {"", "FFfF", "FF", "FFF", "FFFF", "XX", "BBiIIbB", "BBB", "BB", "FB", "BF",
-                               "FBFFF", "BFBFFF", "FUFfF", "BFUFfF", "IXX"};
+                               "FBFFF", "BFBFFF", "FUFfF", "BFUFfF", "IXX", "FffF", "BIIIB", "FI", "BI",
+                               "**U", "UXXX"};
 
 /* Param words and signature of each kernel id; bit 7 of `sig`: in this build. */
 typedef struct {
@@ -222,6 +283,23 @@ static const mcu_kernel_desc KERNELS[MCU_K_COUNT] = {
     K(MCU_K_LINEAR_W4_F32, MCU_PROGRAM_HAS_LINEAR_W4_F32, 6, S_W4),
     K(MCU_K_LINEAR_W4_S8, MCU_PROGRAM_HAS_LINEAR_W4_S8, 6, S_W4_DYN),
     K(MCU_K_INDEX_PUT, MCU_PROGRAM_HAS_INDEX_PUT, 5, S_IXX),
+    K(MCU_K_COMPARE, MCU_PROGRAM_HAS_COMPARE, 21, S_CMP),
+    K(MCU_K_WHERE, MCU_PROGRAM_HAS_WHERE, 26, S_UXXX),
+    K(MCU_K_EMBEDDING, MCU_PROGRAM_HAS_EMBEDDING, 4, S_IXX),
+    /* normalisation, reductions and int8 activations (issue 18) */
+    K(MCU_K_UNARY_F32, MCU_PROGRAM_HAS_UNARY_F32, 4, S_FF),
+    K(MCU_K_LAYER_NORM_F32, MCU_PROGRAM_HAS_LAYER_NORM_F32, 3, S_NORM),
+    K(MCU_K_BMM_F32, MCU_PROGRAM_HAS_BMM_F32, 6, S_FFF),
+    K(MCU_K_REDUCE_F32, MCU_PROGRAM_HAS_REDUCE_F32, 4, S_FF),
+    K(MCU_K_MAXIMUM_F32, MCU_PROGRAM_HAS_MAXIMUM_F32, 21, S_FFF),
+    K(MCU_K_MINIMUM_F32, MCU_PROGRAM_HAS_MINIMUM_F32, 21, S_FFF),
+    K(MCU_K_LAYER_NORM_S8, MCU_PROGRAM_HAS_LAYER_NORM_S8, 7, S_LN_S8),
+    K(MCU_K_GROUP_NORM_F32, MCU_PROGRAM_HAS_GROUP_NORM_F32, 6, S_NORM),
+    K(MCU_K_VAR_F32, MCU_PROGRAM_HAS_VAR_F32, 4, S_FF),
+    K(MCU_K_ARGMAX_F32, MCU_PROGRAM_HAS_ARGMAX_F32, 3, S_FI),
+    K(MCU_K_ARGMAX_S8, MCU_PROGRAM_HAS_ARGMAX_S8, 3, S_BI),
+    K(MCU_K_LOG_SOFTMAX_F32, MCU_PROGRAM_HAS_LOG_SOFTMAX_F32, 3, S_FF),
+    K(MCU_K_PRELU_F32, MCU_PROGRAM_HAS_PRELU_F32, 3, S_FFF),
 };
 #undef K
 
@@ -281,6 +359,9 @@ mcu_status mcu_program_check_kernel(uint32_t kernel, const mcu_operand_desc *ops
         if (!ops[i].present) {
             MCU_REQUIRE(c == 'f' || c == 'i' || c == 'b', MCU_ERR_PROGRAM_INVALID);
             continue;
+        }
+        if (c == '*') {
+            continue; /* any dtype: the kernel's case below checks it */
         }
         const uint32_t want = (c == 'F' || c == 'f')   ? MCU_DTYPE_FLOAT32
                               : (c == 'B' || c == 'b') ? MCU_DTYPE_INT8
@@ -354,6 +435,8 @@ mcu_status mcu_program_check_kernel(uint32_t kernel, const mcu_operand_desc *ops
     case MCU_K_ADD_S8:
     case MCU_K_SUB_S8:
     case MCU_K_MUL_S8:
+    case MCU_K_MAXIMUM_F32:
+    case MCU_K_MINIMUM_F32:
         MCU_REQUIRE(p[0] >= 1 && p[0] <= MCU_MAX_DIMS, MCU_ERR_PROGRAM_INVALID);
         need[0] = extent(p + 1, p + 7, p[0]);
         need[1] = extent(p + 1, p + 13, p[0]);
@@ -413,6 +496,29 @@ mcu_status mcu_program_check_kernel(uint32_t kernel, const mcu_operand_desc *ops
         need[last] = mulcap(mulcap(1, p[0]), p[2]);
         break;
     }
+    case MCU_K_COMPARE: { /* rank, out_shape, a_strides, b_strides, cmp, type */
+        static const uint32_t TYPES[4] = {MCU_DTYPE_FLOAT32, MCU_DTYPE_INT32, MCU_DTYPE_INT8, MCU_DTYPE_UINT8};
+        MCU_REQUIRE(p[0] >= 1 && p[0] <= MCU_MAX_DIMS && p[20] >= 0 && p[20] <= 3, MCU_ERR_PROGRAM_INVALID);
+        MCU_REQUIRE(ops[0].dtype == TYPES[p[20]] && ops[1].dtype == TYPES[p[20]], MCU_ERR_PROGRAM_INVALID);
+        need[0] = extent(p + 1, p + 7, p[0]);
+        need[1] = extent(p + 1, p + 13, p[0]);
+        need[2] = prod(p + 1, p[0]);
+        break;
+    }
+    case MCU_K_WHERE: /* rank, out_shape, c_strides, a_strides, b_strides, element size */
+        MCU_REQUIRE(p[0] >= 1 && p[0] <= MCU_MAX_DIMS && p[25] == (int32_t)mcu_dtype_size(out->dtype),
+                    MCU_ERR_PROGRAM_INVALID);
+        need[0] = extent(p + 1, p + 7, p[0]);
+        need[1] = extent(p + 1, p + 13, p[0]);
+        need[2] = extent(p + 1, p + 19, p[0]);
+        need[3] = prod(p + 1, p[0]);
+        break;
+    case MCU_K_EMBEDDING: /* rows, cols, count, element size */
+        MCU_REQUIRE(p[3] == (int32_t)mcu_dtype_size(out->dtype), MCU_ERR_PROGRAM_INVALID);
+        need[0] = mulcap(1, p[2]);
+        need[1] = prod(p, 2);
+        need[2] = prod(p + 1, 2);
+        break;
     case MCU_K_INDEX_PUT: { /* outer, axis, inner, count, element size */
         const int32_t values[3] = {p[0], p[3], p[2]};
         MCU_REQUIRE(p[4] == (int32_t)mcu_dtype_size(out->dtype), MCU_ERR_PROGRAM_INVALID);
@@ -421,7 +527,40 @@ mcu_status mcu_program_check_kernel(uint32_t kernel, const mcu_operand_desc *ops
         need[last] = prod(p, 3);
         break;
     }
-    default: /* the elementwise kernels: params[0] is the element count */
+    /* normalisation, reductions and int8 activations (issue 18) */
+    case MCU_K_LAYER_NORM_F32: /* rows, cols */
+    case MCU_K_LAYER_NORM_S8:
+        need[0] = need[last] = prod(p, 2);
+        need[1] = need[2] = mulcap(1, p[1]);
+        need[3] = kernel == MCU_K_LAYER_NORM_S8 ? mulcap(1, p[1]) : need[0];
+        break;
+    case MCU_K_GROUP_NORM_F32: /* batch, channels, spatial */
+        need[0] = need[last] = prod(p, 3);
+        need[1] = need[2] = mulcap(1, p[1]);
+        break;
+    case MCU_K_BMM_F32: { /* batch, m, k, n, a_batch_stride, b_batch_stride */
+        MCU_REQUIRE(p[0] >= 1 && p[4] >= 0 && p[5] >= 0, MCU_ERR_PROGRAM_INVALID);
+        const uint64_t a = (uint64_t)mulcap((uint32_t)p[0] - 1u, p[4]) + prod(p + 1, 2);
+        const uint64_t b = (uint64_t)mulcap((uint32_t)p[0] - 1u, p[5]) + prod(p + 2, 2);
+        const int32_t out_dims[3] = {p[0], p[1], p[3]};
+        need[0] = a > CAP ? CAP : (uint32_t)a;
+        need[1] = b > CAP ? CAP : (uint32_t)b;
+        need[2] = prod(out_dims, 3);
+        break;
+    }
+    case MCU_K_REDUCE_F32: /* outer, reduce, inner */
+    case MCU_K_VAR_F32:
+    case MCU_K_ARGMAX_F32:
+    case MCU_K_ARGMAX_S8:
+        need[0] = prod(p, 3);
+        need[1] = mulcap(mulcap(1, p[0]), p[2]);
+        break;
+    case MCU_K_LOG_SOFTMAX_F32: need[0] = need[1] = prod(p, 3); break;
+    case MCU_K_PRELU_F32: /* size, channels, inner */
+        need[0] = need[2] = mulcap(1, p[0]);
+        need[1] = mulcap(1, p[1]);
+        break;
+    default: /* the elementwise kernels (and mcu_unary_f32): params[0] is the element count */
         need[0] = need[1] = mulcap(1, p[0]);
         break;
     }
@@ -458,6 +597,17 @@ mcu_status mcu_program_dispatch(uint32_t kernel, void *const *o, const uint32_t 
         mcu_slice_params slice;
         mcu_linear_w4_params linear_w4;
         mcu_index_put_params index_put;
+        mcu_unary_f32_params unary_f32;
+        mcu_layer_norm_f32_params layer_norm_f32;
+        mcu_bmm_f32_params bmm_f32;
+        mcu_reduce_f32_params reduce_f32;
+        mcu_layer_norm_s8_params layer_norm_s8;
+        mcu_group_norm_f32_params group_norm_f32;
+        mcu_var_f32_params var_f32;
+        mcu_prelu_f32_params prelu_f32;
+        mcu_compare_params compare;
+        mcu_where_params where;
+        mcu_embedding_params embedding;
     } u;
     MCU_REQUIRE(n_params <= MCU_PROGRAM_MAX_PARAMS && n_ops >= 2 && n_ops <= MCU_PROGRAM_MAX_OPERANDS,
                 MCU_ERR_PROGRAM_INVALID);
@@ -597,11 +747,60 @@ mcu_status mcu_program_dispatch(uint32_t kernel, void *const *o, const uint32_t 
 #if MCU_PROGRAM_HAS_INDEX_PUT
     case MCU_K_INDEX_PUT: return mcu_index_put(&u.index_put, w[4], o[0], o[1], o[2]);
 #endif
+#if MCU_PROGRAM_HAS_COMPARE
+    case MCU_K_COMPARE: return mcu_compare(&u.compare, o[0], o[1], o[2]);
+#endif
+#if MCU_PROGRAM_HAS_WHERE
+    case MCU_K_WHERE: return mcu_where(&u.where, w[25], o[0], o[1], o[2], o[3]);
+#endif
+#if MCU_PROGRAM_HAS_EMBEDDING
+    case MCU_K_EMBEDDING: return mcu_embedding(&u.embedding, w[3], o[0], o[1], o[2]);
+#endif
 #if MCU_PROGRAM_HAS_LINEAR_W4_S8
     case MCU_K_LINEAR_W4_S8: {
         const mcu_context scratch = {o[0], (int32_t)sizes[0]};
         return mcu_linear_w4_s8(&scratch, &u.linear_w4, o[1], o[2], o[3], o[4], o[5]);
     }
+#endif
+    /* normalisation, reductions and int8 activations (issue 18) */
+#if MCU_PROGRAM_HAS_UNARY_F32
+    case MCU_K_UNARY_F32: return mcu_unary_f32(&u.unary_f32, o[0], o[1]);
+#endif
+#if MCU_PROGRAM_HAS_LAYER_NORM_F32
+    case MCU_K_LAYER_NORM_F32: return mcu_layer_norm_f32(&u.layer_norm_f32, o[0], o[1], o[2], o[3]);
+#endif
+#if MCU_PROGRAM_HAS_BMM_F32
+    case MCU_K_BMM_F32: return mcu_bmm_f32(&u.bmm_f32, o[0], o[1], o[2]);
+#endif
+#if MCU_PROGRAM_HAS_REDUCE_F32
+    case MCU_K_REDUCE_F32: return mcu_reduce_f32(&u.reduce_f32, o[0], o[1]);
+#endif
+#if MCU_PROGRAM_HAS_MAXIMUM_F32
+    case MCU_K_MAXIMUM_F32: return mcu_maximum_f32(&u.binary_f32, o[0], o[1], o[2]);
+#endif
+#if MCU_PROGRAM_HAS_MINIMUM_F32
+    case MCU_K_MINIMUM_F32: return mcu_minimum_f32(&u.binary_f32, o[0], o[1], o[2]);
+#endif
+#if MCU_PROGRAM_HAS_LAYER_NORM_S8
+    case MCU_K_LAYER_NORM_S8: return mcu_layer_norm_s8(&u.layer_norm_s8, o[0], o[1], o[2], o[3], o[4]);
+#endif
+#if MCU_PROGRAM_HAS_GROUP_NORM_F32
+    case MCU_K_GROUP_NORM_F32: return mcu_group_norm_f32(&u.group_norm_f32, o[0], o[1], o[2], o[3]);
+#endif
+#if MCU_PROGRAM_HAS_VAR_F32
+    case MCU_K_VAR_F32: return mcu_var_f32(&u.var_f32, o[0], o[1]);
+#endif
+#if MCU_PROGRAM_HAS_ARGMAX_F32
+    case MCU_K_ARGMAX_F32: return mcu_argmax_f32(w[0], w[1], w[2], o[0], o[1]);
+#endif
+#if MCU_PROGRAM_HAS_ARGMAX_S8
+    case MCU_K_ARGMAX_S8: return mcu_argmax_s8(w[0], w[1], w[2], o[0], o[1]);
+#endif
+#if MCU_PROGRAM_HAS_LOG_SOFTMAX_F32
+    case MCU_K_LOG_SOFTMAX_F32: return mcu_log_softmax_f32(w[0], w[1], w[2], o[0], o[1]);
+#endif
+#if MCU_PROGRAM_HAS_PRELU_F32
+    case MCU_K_PRELU_F32: return mcu_prelu_f32(&u.prelu_f32, o[0], o[1], o[2]);
 #endif
     default: return MCU_ERR_UNSUPPORTED;
     }

@@ -172,6 +172,17 @@ mcu_status mcu_program_check_params(uint32_t kernel, const int32_t *w, uint32_t 
         mcu_softmax_s8_params softmax_s8;
         mcu_linear_w4_params linear_w4;
         mcu_index_put_params index_put;
+        mcu_unary_f32_params unary_f32;
+        mcu_layer_norm_f32_params layer_norm_f32;
+        mcu_bmm_f32_params bmm_f32;
+        mcu_reduce_f32_params reduce_f32;
+        mcu_layer_norm_s8_params layer_norm_s8;
+        mcu_group_norm_f32_params group_norm_f32;
+        mcu_var_f32_params var_f32;
+        mcu_prelu_f32_params prelu_f32;
+        mcu_compare_params compare;
+        mcu_where_params where;
+        mcu_embedding_params embedding;
     } u;
     memset(&u, 0, sizeof(u));
     memcpy(&u, w, (n_params < MCU_PROGRAM_MAX_PARAMS ? n_params : MCU_PROGRAM_MAX_PARAMS) * sizeof(int32_t));
@@ -270,6 +281,58 @@ mcu_status mcu_program_check_params(uint32_t kernel, const int32_t *w, uint32_t 
         ok = mcu_checked_count(state_dims, 3, 4) > 0 && mcu_checked_count(value_dims, 3, 4) > 0;
         break;
     }
+    case MCU_K_COMPARE:
+        ok = u.compare.rank >= 1 && u.compare.rank <= MCU_MAX_DIMS && u.compare.cmp >= MCU_CMP_EQ &&
+             u.compare.cmp <= MCU_CMP_GE && mcu_checked_count(u.compare.out_shape, u.compare.rank, 4) > 0;
+        break;
+    case MCU_K_WHERE:
+        ok = u.where.rank >= 1 && u.where.rank <= MCU_MAX_DIMS &&
+             mcu_checked_count(u.where.out_shape, u.where.rank, 4) > 0;
+        break;
+    case MCU_K_EMBEDDING: {
+        const int32_t table[2] = {u.embedding.rows, u.embedding.cols};
+        const int32_t out[2] = {u.embedding.count, u.embedding.cols};
+        ok = mcu_checked_count(table, 2, 4) > 0 && mcu_checked_count(out, 2, 4) > 0;
+        break;
+    }
+    /* normalisation, reductions and int8 activations (issue 18) */
+    case MCU_K_UNARY_F32:
+        ok = u.unary_f32.size > 0 && u.unary_f32.size <= INT32_MAX / 4 && u.unary_f32.fn >= 0 &&
+             u.unary_f32.fn < (int32_t)MCU_UNARY_COUNT;
+        break;
+    case MCU_K_LAYER_NORM_F32: ok = mcu_checked_count(w, 2, 4) > 0 && u.layer_norm_f32.eps >= 0.0f; break;
+    case MCU_K_BMM_F32: {
+        const mcu_bmm_f32_params *p = &u.bmm_f32;
+        const int32_t out_dims[3] = {p->batch, p->m, p->n};
+        ok = p->k > 0 && p->a_batch_stride >= 0 && p->b_batch_stride >= 0 && mcu_checked_count(out_dims, 3, 4) > 0;
+        break;
+    }
+    case MCU_K_REDUCE_F32:
+        ok = mcu_checked_count(w, 3, 4) > 0 && u.reduce_f32.op >= 0 && u.reduce_f32.op < (int32_t)MCU_REDUCE_COUNT;
+        break;
+    case MCU_K_MAXIMUM_F32:
+    case MCU_K_MINIMUM_F32: ok = binary_f32_ok(&u.binary_f32); break;
+    case MCU_K_LAYER_NORM_S8: {
+        const mcu_layer_norm_s8_params *p = &u.layer_norm_s8;
+        ok = p->rows > 0 && p->cols > 0 && p->cols <= MCU_LAYER_NORM_S8_MAX_COLS && p->rows <= INT32_MAX / p->cols &&
+             (uint32_t)p->eps_hi < (1u << 29) && mcu_output_offset_valid(p->output_offset) &&
+             mcu_act_s8_valid(p->act_min, p->act_max);
+        break;
+    }
+    case MCU_K_GROUP_NORM_F32: {
+        const mcu_group_norm_f32_params *p = &u.group_norm_f32;
+        ok = mcu_checked_count(w, 3, 4) > 0 && p->groups > 0 && p->channels % p->groups == 0 &&
+             (p->channels_last == 0 || p->channels_last == 1) && p->eps >= 0.0f;
+        break;
+    }
+    case MCU_K_VAR_F32: ok = mcu_checked_count(w, 3, 4) > 0 && u.var_f32.divisor >= 0.0f; break;
+    case MCU_K_ARGMAX_F32:
+    case MCU_K_LOG_SOFTMAX_F32: ok = mcu_checked_count(w, 3, 4) > 0; break;
+    case MCU_K_ARGMAX_S8: ok = mcu_checked_count(w, 3, 1) > 0 && w[0] <= INT32_MAX / 4 / w[2]; break;
+    case MCU_K_PRELU_F32:
+        ok = u.prelu_f32.size > 0 && u.prelu_f32.size <= INT32_MAX / 4 && u.prelu_f32.channels > 0 &&
+             u.prelu_f32.inner > 0;
+        break;
     default: break; /* concat, pad, slice: their checks in mcu_program_check_kernel cover the kernels' own */
     }
     return ok ? MCU_OK : MCU_ERR_PROGRAM_INVALID;
@@ -327,6 +390,19 @@ static int per_channel_ok(const mcu_operand_desc *ops, const uint32_t *bytes)
         memcpy(&m, ops[3].data + 4u * i, 4);
         memcpy(&s, ops[4].data + 4u * i, 4);
         if (!mcu_quant_valid(m, s)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* The per-column shifts of mcu_layer_norm_s8 (a constant): every one inside the kernel's [1, 62]. */
+static int shifts_ok(const mcu_operand_desc *op, uint32_t bytes)
+{
+    for (uint32_t i = 0; i < bytes / 4u; ++i) {
+        int32_t v;
+        memcpy(&v, op->data + 4u * i, 4);
+        if (v < 1 || v > 62) {
             return 0;
         }
     }
@@ -421,6 +497,15 @@ mcu_status mcu_program_check_operands(uint32_t kernel, const mcu_operand_desc *o
              !overlap(&ops[0], count, out, nout);
         break;
     }
+    case MCU_K_COMPARE: /* bytes out, wider operands in: no overlap at all */
+    case MCU_K_EMBEDDING:
+        ok = !overlap(&ops[0], bytes[0], out, nout) && !overlap(&ops[1], bytes[1], out, nout);
+        break;
+    case MCU_K_WHERE: /* an operand may be the output itself, laid out as it (the kernel checks strides) */
+        ok = !overlap(&ops[0], bytes[0], out, nout) &&
+             (!overlap(&ops[1], bytes[1], out, nout) || ops[1].offset == out->offset) &&
+             (!overlap(&ops[2], bytes[2], out, nout) || ops[2].offset == out->offset);
+        break;
     case MCU_K_INDEX_PUT: /* writes rows of the state (its output): values and positions stay apart from it */
         ok = !overlap(&ops[0], bytes[0], out, nout) && !overlap(&ops[1], bytes[1], out, nout);
         break;
@@ -442,6 +527,8 @@ mcu_status mcu_program_check_operands(uint32_t kernel, const mcu_operand_desc *o
     case MCU_K_ADD_S8:
     case MCU_K_SUB_S8:
     case MCU_K_MUL_S8:
+    case MCU_K_MAXIMUM_F32:
+    case MCU_K_MINIMUM_F32:
         ok = binary_alias_ok(&ops[0], bytes[0], out, nout, p, p + 7) &&
              binary_alias_ok(&ops[1], bytes[1], out, nout, p, p + 13);
         break;
@@ -450,6 +537,24 @@ mcu_status mcu_program_check_operands(uint32_t kernel, const mcu_operand_desc *o
              !overlap(&ops[1], bytes[1], out, nout);
         break;
     case MCU_K_LUT_S8: ok = elementwise_ok(&ops[1], bytes[1], out, nout) && !overlap(&ops[0], 256, out, nout); break;
+    /* normalisation, reductions and int8 activations (issue 18) */
+    case MCU_K_LAYER_NORM_F32: /* rows (or groups) are read whole before they are written: in place is fine */
+    case MCU_K_GROUP_NORM_F32:
+    case MCU_K_LAYER_NORM_S8:
+    case MCU_K_PRELU_F32:
+        ok = elementwise_ok(&ops[0], bytes[0], out, nout);
+        for (uint32_t i = 1; i < last; ++i) {
+            ok = ok && !overlap(&ops[i], bytes[i], out, nout);
+        }
+        if (kernel == MCU_K_LAYER_NORM_S8) {
+            ok = ok && ops[2].constant && shifts_ok(&ops[2], bytes[2]);
+        }
+        break;
+    case MCU_K_BMM_F32: ok = !overlap(&ops[0], bytes[0], out, nout) && !overlap(&ops[1], bytes[1], out, nout); break;
+    case MCU_K_REDUCE_F32:
+    case MCU_K_VAR_F32:
+    case MCU_K_ARGMAX_F32:
+    case MCU_K_ARGMAX_S8: ok = !overlap(&ops[0], bytes[0], out, nout); break;
     default: /* clamp, sigmoid, tanh, hardswish, softmax, requantize, quantize, dequantize */
         ok = elementwise_ok(&ops[0], bytes[0], out, nout);
         break;

@@ -31,6 +31,12 @@ typedef struct {
     int loaded;
     void *delegate_handles[NATIVE_MAX_PARTITIONS]; /* one per delegated partition of the program */
     const mcu_delegate_backend *delegates[NATIVE_MAX_DELEGATES]; /* the registry this program loaded with */
+    /* Arenas kept from one run to the next (run(..., keep=True)): model state such as a KV cache lives in
+     * them across calls and methods, as in a device's static arenas. Sized for the largest method. */
+    void *kept_raw[MCU_PROGRAM_MAX_ARENAS];
+    uint8_t *kept[MCU_PROGRAM_MAX_ARENAS];
+    uint32_t kept_sizes[MCU_PROGRAM_MAX_ARENAS];
+    int kept_busy; /* a kept-arena run is executing (another thread must not share them) */
 } ProgramHandle;
 
 /* A copy of `src` at a 16-byte aligned address; `*raw` is what to free. */
@@ -53,6 +59,9 @@ static void handle_dealloc(ProgramHandle *self)
     }
     PyMem_RawFree(self->program_mem);
     PyMem_RawFree(self->weights_mem);
+    for (uint32_t i = 0; i < MCU_PROGRAM_MAX_ARENAS; ++i) {
+        PyMem_RawFree(self->kept_raw[i]);
+    }
     PyTypeObject *tp = Py_TYPE(self);
     tp->tp_free((PyObject *)self);
     Py_DECREF(tp);
@@ -136,12 +145,62 @@ static PyObject *handle_find_method(ProgramHandle *self, PyObject *arg)
     return status_tuple(status, PyLong_FromUnsignedLong(index));
 }
 
-/* run(method, inputs, arena_sizes or None) -> (status, [bytes outputs] or None) */
+/* The kept arenas, allocated zeroed at the largest size any method asks for; 0 on failure (exception set). */
+static int ensure_kept(ProgramHandle *self)
+{
+    if (self->kept[0] != NULL) {
+        return 1;
+    }
+    uint32_t sizes[MCU_PROGRAM_MAX_ARENAS] = {0};
+    for (uint32_t m = 0; m < self->program.n_methods; ++m) {
+        mcu_program_method_info info;
+        if (mcu_program_method(&self->program, m, &info) != MCU_OK) {
+            continue;
+        }
+        for (uint32_t i = 0; i < info.n_arenas; ++i) {
+            sizes[i] = info.arena_sizes[i] > sizes[i] ? info.arena_sizes[i] : sizes[i];
+        }
+    }
+    for (uint32_t i = 0; i < MCU_PROGRAM_MAX_ARENAS; ++i) {
+        self->kept_raw[i] = PyMem_RawCalloc(1, (size_t)sizes[i] + MCU_PROGRAM_ALIGN);
+        if (self->kept_raw[i] == NULL) {
+            PyErr_NoMemory();
+            return 0;
+        }
+        uint8_t *p = (uint8_t *)self->kept_raw[i];
+        self->kept[i] = p + (MCU_PROGRAM_ALIGN - ((uintptr_t)p % MCU_PROGRAM_ALIGN)) % MCU_PROGRAM_ALIGN;
+        self->kept_sizes[i] = sizes[i];
+    }
+    return 1;
+}
+
+/* reset_state(): clears the kept arenas (the state a method left in them). */
+static PyObject *handle_reset_state(ProgramHandle *self, PyObject *unused)
+{
+    (void)unused;
+    for (uint32_t i = 0; i < MCU_PROGRAM_MAX_ARENAS; ++i) {
+        if (self->kept[i] != NULL) {
+            memset(self->kept[i], 0, self->kept_sizes[i]);
+        }
+    }
+    Py_RETURN_NONE;
+}
+
+/* run(method, inputs, arena_sizes or None, keep=False) -> (status, [bytes outputs] or None); with keep, the
+ * handle's kept arenas (state survives the call) instead of fresh zeroed ones. */
 static PyObject *handle_run(ProgramHandle *self, PyObject *args)
 {
     unsigned int method;
     PyObject *inputs, *sizes_obj;
-    if (!PyArg_ParseTuple(args, "IOO", &method, &inputs, &sizes_obj)) {
+    int keep = 0;
+    if (!PyArg_ParseTuple(args, "IOO|p", &method, &inputs, &sizes_obj, &keep)) {
+        return NULL;
+    }
+    if (keep && (sizes_obj != Py_None || self->kept_busy)) {
+        PyErr_SetString(PyExc_ValueError, "keep=True runs in the kept arenas: no arena_sizes, one run at a time");
+        return NULL;
+    }
+    if (keep && !ensure_kept(self)) {
         return NULL;
     }
     mcu_program_method_info info;
@@ -185,7 +244,13 @@ static PyObject *handle_run(ProgramHandle *self, PyObject *args)
     void *raw[MCU_PROGRAM_MAX_ARENAS] = {NULL};
     uint8_t *arenas[MCU_PROGRAM_MAX_ARENAS] = {NULL};
     PyObject *result = NULL;
-    for (uint32_t i = 0; i < n_arenas; ++i) {
+    if (keep) {
+        n_arenas = MCU_PROGRAM_MAX_ARENAS;
+        memcpy(sizes, self->kept_sizes, sizeof(sizes));
+        memcpy(arenas, self->kept, sizeof(arenas));
+        self->kept_busy = 1;
+    }
+    for (uint32_t i = 0; i < n_arenas && !keep; ++i) {
         raw[i] = PyMem_RawCalloc(1, (size_t)sizes[i] + MCU_PROGRAM_ALIGN);
         if (raw[i] == NULL) {
             PyErr_NoMemory();
@@ -248,6 +313,7 @@ done:
     for (uint32_t i = 0; i < MCU_PROGRAM_MAX_ARENAS; ++i) {
         PyMem_RawFree(raw[i]);
     }
+    self->kept_busy = keep ? 0 : self->kept_busy;
     Py_DECREF(seq);
     return result;
 }
@@ -274,7 +340,8 @@ static PyMethodDef handle_methods[] = {
     {"method_info", (PyCFunction)handle_method_info, METH_O, "(status, dict) for method i."},
     {"io_info", (PyCFunction)handle_io_info, METH_VARARGS, "(status, dict) for (method, is_output, index)."},
     {"find_method", (PyCFunction)handle_find_method, METH_O, "(status, index) of a method name."},
-    {"run", (PyCFunction)handle_run, METH_VARARGS, "(status, outputs) of (method, inputs, arena_sizes)."},
+    {"run", (PyCFunction)handle_run, METH_VARARGS, "(status, outputs) of (method, inputs, arena_sizes, keep)."},
+    {"reset_state", (PyCFunction)handle_reset_state, METH_NOARGS, "Clear the kept arenas."},
     {"bundled", (PyCFunction)handle_bundled, METH_VARARGS,
      "(status, (bytes, tolerance)) of (method, vector, expected, index)."},
     {NULL, NULL, 0, NULL},
@@ -339,6 +406,10 @@ static PyObject *program_load(PyObject *module, PyObject *args)
     h->program_mem = NULL;
     h->weights_mem = NULL;
     h->loaded = 0;
+    memset(h->kept_raw, 0, sizeof(h->kept_raw)); /* PyObject_New leaves the fields unset */
+    memset(h->kept, 0, sizeof(h->kept));
+    memset(h->kept_sizes, 0, sizeof(h->kept_sizes));
+    h->kept_busy = 0;
     memset(&h->program, 0, sizeof(h->program));
     if (program.len > UINT32_MAX || (weights.buf != NULL && weights.len > UINT32_MAX)) {
         result = status_tuple(MCU_ERR_PROGRAM_OVERSIZED, Py_NewRef(Py_None));

@@ -171,4 +171,44 @@ typedef struct {
 /** Reduce the middle axis of [outer, reduce, inner]. The output must not overlap the input. */
 mcu_status mcu_reduce_f32(const mcu_reduce_f32_params *p, const float *input, float *output);
 
+/* --- issue 18: normalisation, reductions and int8 activations ---------------------------------- */
+
+typedef struct {
+    int32_t batch, channels, spatial;  /**< [batch, channels, spatial] logical shape */
+    int32_t groups;                    /**< channels % groups == 0 */
+    int32_t channels_last;             /**< 1: memory [batch, spatial, channels]; 0: [batch, channels, spatial] */
+    float eps;
+} mcu_group_norm_f32_params;
+
+/** Group normalisation (torch's native_group_norm; instance norm with groups == channels): each
+ * (batch, group) normalised over its channels and spatial positions (biased variance), then
+ * * weight[c] + bias[c] (each may be NULL). May run in place. */
+mcu_status mcu_group_norm_f32(const mcu_group_norm_f32_params *p, const float *input, const float *weight,
+                              const float *bias, float *output);
+
+typedef struct {
+    int32_t outer, reduce, inner;
+    float divisor;  /**< max(0, reduce - correction), from aten.var.correction */
+} mcu_var_f32_params;
+
+/** Variance of the middle axis of [outer, reduce, inner] (two passes: mean, then squared differences).
+ * The output must not overlap the input. */
+mcu_status mcu_var_f32(const mcu_var_f32_params *p, const float *input, float *output);
+
+/** Index of the largest value along the middle axis of [outer, reduce, inner] (the first one on ties;
+ * a NaN counts as the largest, as in torch.argmax). The output must not overlap the input. */
+mcu_status mcu_argmax_f32(int32_t outer, int32_t reduce, int32_t inner, const float *input, int32_t *output);
+
+/** log_softmax along the middle axis of [outer, axis, inner]. May run in place. */
+mcu_status mcu_log_softmax_f32(int32_t outer, int32_t axis, int32_t inner, const float *input, float *output);
+
+typedef struct {
+    int32_t size;
+    int32_t channels;  /**< weight entries; 1 shares one slope */
+    int32_t inner;     /**< elements between consecutive channels in memory (1: channels last) */
+} mcu_prelu_f32_params;
+
+/** PReLU: x > 0 ? x : weight[(i / inner) % channels] * x. May run in place. */
+mcu_status mcu_prelu_f32(const mcu_prelu_f32_params *p, const float *input, const float *weight, float *output);
+
 #endif /* MCU_KERNELS_F32_H */

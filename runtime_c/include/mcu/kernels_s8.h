@@ -211,4 +211,26 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
                                 const int32_t *packed, int8_t *output);
 int32_t mcu_conv2d_packed_s8_get_buffer_size(const mcu_conv2d_s8_params *p);
 
+/* --- issue 18: normalisation, reductions and int8 activations ---------------------------------- */
+
+/** Largest cols of mcu_layer_norm_s8 (keeps every row's sums inside the kernel's 64-bit arithmetic). */
+#define MCU_LAYER_NORM_S8_MAX_COLS 4096
+
+typedef struct {
+    int32_t rows, cols;          /**< normalise each row of `cols` contiguous values */
+    int32_t eps_lo, eps_hi;      /**< the 64-bit eps term round(cols^3 * eps / s_in^2), low and high words */
+    int32_t output_offset;       /**< output zero-point */
+    int32_t act_min, act_max;
+} mcu_layer_norm_s8_params;
+
+/** int8 layer normalisation with integer mean and variance (the arithmetic is in
+ * mcu_layer_norm_s8.c and mcu/quant/norm.py): per column a signed multiplier and shift carrying
+ * sqrt(cols) * weight / s_out, and a bias in 1/256 output steps. May run in place. */
+mcu_status mcu_layer_norm_s8(const mcu_layer_norm_s8_params *p, const int8_t *input, const int32_t *multipliers,
+                             const int32_t *shifts, const int32_t *bias, int8_t *output);
+
+/** argmax of int8 codes along the middle axis of [outer, reduce, inner] (the first on ties): the
+ * argmax of the real values, since dequantization is increasing. */
+mcu_status mcu_argmax_s8(int32_t outer, int32_t reduce, int32_t inner, const int8_t *input, int32_t *output);
+
 #endif /* MCU_KERNELS_S8_H */

@@ -124,7 +124,28 @@ typedef enum {
     /** [indices int32, values, state] f32 or int8; mcu_index_put_params, element size. The state
      *  operand is written at the indexed rows only (it is the output). */
     MCU_K_INDEX_PUT = 232,
-    MCU_K_COUNT = 233,
+    /** [a, b, out uint8] a and b of the params' type; mcu_compare_params */
+    MCU_K_COMPARE = 233,
+    /** [cond uint8, a, b, out] a, b, out of one dtype; mcu_where_params, element size */
+    MCU_K_WHERE = 234,
+    /** [indices int32, table, out] f32 or int8; mcu_embedding_params, element size */
+    MCU_K_EMBEDDING = 235,
+    /* normalisation, reductions and int8 activations (issue 18): ids 180-219. */
+    MCU_K_UNARY_F32 = 180,        /**< [in, out]; mcu_unary_f32_params */
+    MCU_K_LAYER_NORM_F32 = 181,   /**< [in, weight?, bias?, out]; mcu_layer_norm_f32_params */
+    MCU_K_BMM_F32 = 182,          /**< [a, b, out]; mcu_bmm_f32_params */
+    MCU_K_REDUCE_F32 = 183,       /**< [in, out]; mcu_reduce_f32_params */
+    MCU_K_MAXIMUM_F32 = 184,      /**< [a, b, out]; mcu_binary_f32_params */
+    MCU_K_MINIMUM_F32 = 185,
+    /** [in int8, multipliers int32, shifts int32, bias int32, out int8]; mcu_layer_norm_s8_params */
+    MCU_K_LAYER_NORM_S8 = 186,
+    MCU_K_GROUP_NORM_F32 = 187,   /**< [in, weight?, bias?, out]; mcu_group_norm_f32_params */
+    MCU_K_VAR_F32 = 188,          /**< [in, out]; mcu_var_f32_params */
+    MCU_K_ARGMAX_F32 = 189,       /**< [in f32, out int32]; outer, reduce, inner */
+    MCU_K_ARGMAX_S8 = 190,        /**< [in int8, out int32]; outer, reduce, inner */
+    MCU_K_LOG_SOFTMAX_F32 = 191,  /**< [in, out]; outer, axis, inner */
+    MCU_K_PRELU_F32 = 192,        /**< [in, weight, out]; mcu_prelu_f32_params */
+    MCU_K_COUNT = 236,
     /** A delegated partition: params delegate index (its payload and handle), number of outputs (the last operands). */
     MCU_K_DELEGATE = 255
 } mcu_program_kernel;

@@ -1,0 +1,106 @@
+"""int8 forms of the issue 18 ops (joins :data:`mcu.passes.quantized.CONVERTERS`): every elementwise
+function of ``mcu_unary_f32`` (GELU both forms, SiLU, hardsigmoid, leaky ReLU, ELU, softplus, exp, log,
+sqrt, rsqrt, erf, abs, neg, reciprocal, pow, log-sigmoid, and arithmetic with a scalar) becomes the
+int8 ``lut`` op with its 256-entry table computed here in float64; layer norm becomes
+``mcu_layer_norm_s8`` (integer mean and variance, mcu/quant/norm.py); argmax reads the int8 codes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mcu.ir import Graph, Op, Tensor
+from mcu.quant import arith
+from mcu.quant.norm import layer_norm_params, unary_real
+
+# Binary ops with a scalar constant operand, as (alpha, beta) of x * alpha + beta (or of beta - x for rsub).
+_SCALAR = {"add": lambda s: ("affine", 1.0, s), "sub": lambda s: ("affine", 1.0, -s),
+           "mul": lambda s: ("affine", s, 0.0), "div": lambda s: ("affine", 1.0 / s, 0.0)}
+
+
+def _scale(t: Tensor) -> float:
+    assert t.quant is not None
+    return t.quant.scale[0]
+
+
+def _zp(t: Tensor) -> int:
+    assert t.quant is not None
+    return t.quant.zero_point[0]
+
+
+def _between_quantize(graph: Graph, op: Op) -> bool:
+    """The op reads a dequantized tensor and only a quantize reads it: it can become int8."""
+    users = graph.users(op.output)
+    return len(users) == 1 and users[0].kind == "quantize" and not op.output.is_output and any(
+        (p := graph.producer(t)) is not None and p.kind == "dequantize" for t in op.inputs)
+
+
+def scalars_to_unary(graph: Graph) -> None:
+    """x + s, x - s, s - x, x * s, s * x, x / s with a Python scalar s (a one-element float constant) between
+    a dequantize and a quantize become the elementwise ``unary`` op, so that the int8 model looks them up
+    in a table like any other function."""
+    for i, op in enumerate(graph.ops):
+        if op.kind not in _SCALAR or op.attrs.get("act") or len(op.inputs) != 2 or not _between_quantize(graph, op):
+            continue
+        a, b = op.inputs
+        scalar = [t.is_constant and t.numel == 1 and t.dtype == "float32" for t in (a, b)]
+        if scalar == [False, True]:
+            s = float(np.asarray(b.data).reshape(-1)[0])
+            if op.kind == "div" and s == 0.0:
+                continue
+            fn, alpha, beta = _SCALAR[op.kind](s)
+        elif scalar == [True, False] and op.kind in ("add", "mul", "sub"):
+            s = float(np.asarray(a.data).reshape(-1)[0])
+            fn, alpha, beta = ("rsub", 1.0, s) if op.kind == "sub" else _SCALAR[op.kind](s)
+            a = b
+        else:
+            continue
+        if a.shape != op.output.shape:
+            continue  # the scalar broadcasts the tensor up: not elementwise
+        graph.ops[i] = Op("unary", [a], list(op.outputs), {"fn": fn, "alpha": alpha, "beta": beta},
+                          op.name, op.source)
+
+
+def _unary_lut(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
+    from mcu.passes.quantized import _int_const
+
+    x = ins[0]
+    fn = unary_real(op.attrs["fn"], op.attrs["alpha"], op.attrs["beta"])
+    table = arith.lut_table(fn, _scale(x), _zp(x), _scale(out), _zp(out))
+    return Op("lut", [x, _int_const(f"{op.name}_table", table, "int8")], [out], {"function": op.attrs["fn"]},
+              op.name, op.source)
+
+
+def _layer_norm(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
+    from mcu.passes.quantized import _int_const, act_bounds
+
+    x = ins[0]
+    rest = iter(op.inputs[1:])
+    weight = next(rest) if op.attrs["weight"] else None
+    bias = next(rest) if op.attrs["bias"] else None
+    try:
+        p = layer_norm_params(int(op.attrs["cols"]), _scale(x), _scale(out), _zp(out), float(op.attrs["eps"]),
+                              None if weight is None else weight.data, None if bias is None else bias.data)
+    except ValueError as exc:
+        return str(exc)
+    act_min, act_max = act_bounds(op, out)
+    eps_lo, eps_hi = p.eps_words
+    return Op("layer_norm", [x, _int_const(f"{op.name}_multiplier", p.multipliers),
+                             _int_const(f"{op.name}_shift", p.shifts), _int_const(f"{op.name}_bias_q", p.bias)],
+              [out], {"cols": op.attrs["cols"], "eps": op.attrs["eps"], "eps_lo": eps_lo, "eps_hi": eps_hi,
+                      "output_offset": p.output_offset, "act_min": act_min, "act_max": act_max},
+              op.name, op.source)
+
+
+def argmax_on_codes(graph: Graph) -> None:
+    """argmax of a dequantized int8 tensor reads the codes (dequantization is increasing)."""
+    for op in graph.ops:
+        if op.kind != "argmax":
+            continue
+        producer = graph.producer(op.inputs[0])
+        if producer is not None and producer.kind == "dequantize" and producer.inputs[0].dtype == "int8":
+            op.inputs[0] = producer.inputs[0]
+
+
+CONVERTERS = {"unary": _unary_lut, "layer_norm": _layer_norm}
+OWN_CONSTANTS = {"layer_norm"}  # kinds whose converter turns their float constants (weight, bias) to int8
