@@ -29,7 +29,7 @@ from mcu.passes.layout import assign_layouts
 from mcu.passes.quantized import lower_quantized
 from mcu.passes.views import alias_views
 from mcu.passes.weights import quantize_linear_weights
-from mcu.passes.weights_int4 import lower_int4_linear
+from mcu.passes.weights_int4 import lower_int4_linear, lower_int8_embedding
 from mcu.progress import stage
 
 QUANTIZE_MODES = ("none", "int8", "int8-weight", "int8-dynamic", "int4-weight", "int4-dynamic")
@@ -83,7 +83,7 @@ def to_graph(spec: ModelSpec, quantize: str) -> Graph:
         if quantize in ("int8-weight", "int8-dynamic"):  # fp32 activations, int8 linear weights
             graph = quantize_linear_weights(graph, dynamic=quantize == "int8-dynamic")
         if quantize in ("int4-weight", "int4-dynamic"):
-            graph = lower_int4_linear(graph, dynamic=quantize == "int4-dynamic")
+            graph = lower_int8_embedding(lower_int4_linear(graph, dynamic=quantize == "int4-dynamic"))
     return graph
 
 

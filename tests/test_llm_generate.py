@@ -70,6 +70,16 @@ def test_sampler_is_deterministic_and_stays_in_the_top_k() -> None:
     assert Sampler(0, 1)(logits) == 1
 
 
+def test_weights_are_4_bit_and_embeddings_8_bit(generation) -> None:
+    for name, cm in generation.methods.items():
+        kinds = [op.kind for op in cm.graph.ops]
+        assert kinds.count("linear_w4") == 4 * 4 + 1, name  # qkv, proj, two MLP layers per block, the head
+        # prefill's positions 0..T-1 are constants: their embedding rows fold at compile time
+        assert kinds.count("embedding_s8") == (1 if name == "prefill" else 2), name
+        assert "linear" not in kinds and "embedding" not in kinds, name
+        assert not cm.graph.fallbacks, cm.graph.fallbacks
+
+
 def test_the_kv_cache_is_shared_and_never_copied(generation) -> None:
     methods = generation.methods
     state = generation.state_bytes

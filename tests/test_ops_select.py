@@ -207,3 +207,22 @@ def test_the_position_mask_through_the_program_file_equals_the_generated_c() -> 
     inputs = [(torch.randn(1, 8), torch.tensor([p])) for p in (0, 5, 7)]
     cm = mcu.compile(model, inputs[0], board="mps2-an505", test_inputs=inputs, name="masked_program")
     assert_program_equals_generated_c(cm)
+
+
+@SETTINGS
+@given(rows=st.integers(1, 40), cols=st.integers(1, 20), count=st.integers(1, 12), seed=st.integers(0, 2**16))
+def test_int8_embedding_dequantizes_rows_like_torchao(rows, cols, count, seed) -> None:
+    rng = np.random.default_rng(seed)
+    table = rng.integers(-128, 128, (rows, cols)).astype(np.int8)
+    table[0, 0], table[-1, -1] = -128, 127
+    scales = (rng.random(rows).astype(np.float32) * np.float32(0.05) + np.float32(1e-4)).astype(np.float32)
+    idx = rng.integers(0, rows, count).astype(np.int32)
+    want = (torch.from_numpy(table).to(torch.float32) * torch.from_numpy(scales)[:, None])[torch.from_numpy(
+        idx.astype(np.int64))].numpy()
+    out = np.zeros((count, cols), np.float32)
+    p = EmbeddingParams(rows, cols, count)
+    assert kernel("mcu_embedding_s8_f32", 5)(ctypes.byref(p), ptr(idx), ptr(table), ptr(scales), ptr(out)) == MCU_OK
+    np.testing.assert_array_equal(out, want)  # bit for bit: one exactly rounded product per element
+    idx[-1] = rows
+    assert kernel("mcu_embedding_s8_f32", 5)(ctypes.byref(p), ptr(idx), ptr(table), ptr(scales), ptr(out)) == \
+        MCU_ERR_INVALID_ARG

@@ -98,6 +98,14 @@ def _embedding(op: Op, ref: Ref) -> KernelCall:
                       scalars=[size])
 
 
+def _embedding_s8(op: Op, ref: Ref) -> KernelCall:
+    table, scales, indices = op.inputs
+    params = {"rows": table.shape[0], "cols": table.shape[1], "count": indices.numel}
+    return KernelCall("mcu_embedding_s8_f32", ["&params", ref(indices), ref(table), ref(scales), ref(op.output)],
+                      ["mcu_embedding_s8_f32.c"], "mcu_embedding_params", params,
+                      operands=[indices, table, scales, op.output])
+
+
 EMITTERS = {
     ("unary", "float32"): _unary,
     ("layer_norm", "float32"): _layer_norm,
@@ -109,6 +117,7 @@ EMITTERS = {
     ("compare", "uint8"): _compare,
     **{("where", dt): _where for dt in ("float32", "int32", "int8", "uint8")},
     **{("embedding", dt): _embedding for dt in ("float32", "int8")},
+    ("embedding_s8", "float32"): _embedding_s8,
 }
 
 

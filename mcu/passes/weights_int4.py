@@ -70,3 +70,27 @@ def lower_int4_linear(graph: Graph, dynamic: bool = False) -> Graph:
         if dynamic:
             op.attrs["scratch_bytes"] = 2 * in_f  # the row's q - zp as int16
     return graph
+
+
+def lower_int8_embedding(graph: Graph) -> Graph:
+    """Embedding tables torchao stored as int8 with one scale per row become ``embedding_s8``: the int8
+    table and a float32 scale per row in flash, rows dequantized as they are gathered
+    (mcu_embedding_s8_f32: value * scale, the product torchao computes)."""
+    for op in graph.ops:
+        if op.kind != "embedding" or op.output.dtype != "float32" or not op.inputs[0].is_constant:
+            continue
+        table = op.inputs[0]
+        qc = table.qconst
+        if qc is None:
+            continue
+        rows = qc.scale.reshape(table.shape[0], -1)
+        if np.any(qc.zero_point != 0) or not np.all(rows == rows[:, :1]):
+            graph.fallbacks.append((f"embedding {op.name}", "kept fp32: not symmetric int8 with one scale per row"))
+            continue
+        op.inputs = [Tensor(name=f"{table.name}_s8", shape=table.shape, dtype="int8",
+                            data=np.ascontiguousarray(qc.values.astype(np.int8))),
+                     Tensor(name=f"{table.name}_scale", shape=(table.shape[0],),
+                            data=np.ascontiguousarray(rows[:, 0].astype(np.float32))),
+                     op.inputs[1]]
+        op.kind = "embedding_s8"
+    return graph

@@ -81,6 +81,7 @@ KERNEL_IDS: dict[str, int] = {
     "mcu_compare": 233,
     "mcu_where": 234,
     "mcu_embedding": 235,
+    "mcu_embedding_s8_f32": 236,
     # normalisation, reductions and int8 activations (issue 18): ids 180-219.
     "mcu_unary_f32": 180,
     "mcu_layer_norm_f32": 181,

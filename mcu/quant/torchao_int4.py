@@ -2,7 +2,8 @@
 
 ``IntxWeightOnlyConfig(weight_dtype=torch.int4, granularity=PerGroup(group_size))`` is the torchao
 configuration that runs and exports on any CPU build (its packed "opaque" formats and
-``Int4WeightOnlyConfig`` do not); its exported graph dequantizes each weight with
+``Int4WeightOnlyConfig`` do not); embedding tables get int8 values with a scale per row
+(``IntxWeightOnlyConfig(int8, PerAxis(0))``). The exported graph dequantizes each weight with
 ``torchao.dequantize_affine``, which mcu turns back into packed 4-bit weights. Linear layers whose input
 width is not a multiple of the group size are left fp32.
 """
@@ -34,4 +35,9 @@ def int4_weight_model(model: torch.nn.Module, group_size: int = DEFAULT_GROUP_SI
 
     quantize_(quantized, IntxWeightOnlyConfig(weight_dtype=torch.int4, granularity=PerGroup(group_size)),
               filter_fn=eligible)
+    # Embedding tables: int8 with one scale per row (a token's vector), a quarter of their fp32 bytes.
+    from torchao.quantization.granularity import PerAxis
+
+    quantize_(quantized, IntxWeightOnlyConfig(weight_dtype=torch.int8, granularity=PerAxis(0)),
+              filter_fn=lambda module, _fqn: isinstance(module, torch.nn.Embedding))
     return quantized

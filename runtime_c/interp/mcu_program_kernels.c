@@ -187,6 +187,9 @@
 #ifndef MCU_PROGRAM_HAS_WHERE
 #define MCU_PROGRAM_HAS_WHERE MCU_PROGRAM_KERNEL_DEFAULT
 #endif
+#ifndef MCU_PROGRAM_HAS_EMBEDDING_S8_F32
+#define MCU_PROGRAM_HAS_EMBEDDING_S8_F32 MCU_PROGRAM_KERNEL_DEFAULT
+#endif
 #ifndef MCU_PROGRAM_HAS_EMBEDDING
 #define MCU_PROGRAM_HAS_EMBEDDING MCU_PROGRAM_KERNEL_DEFAULT
 #endif
@@ -228,10 +231,10 @@ _Static_assert(sizeof(mcu_prelu_f32_params) == 3 * 4, "prelu_f32 params layout")
  * lower case: may be absent (-1). Concat has its own rule. The int8 matmul
  * kernels' sixth operand is their scratch buffer (mcu_context). */
 enum { S_NONE, S_FFFF_BIAS, S_FF, S_FFF, S_FFFF, S_XX, S_MATMUL_S8, S_BBB, S_BB, S_FB, S_BF, S_W8, S_DYN,
-       S_W4, S_W4_DYN, S_IXX, S_NORM, S_LN_S8, S_FI, S_BI, S_CMP, S_UXXX };
+       S_W4, S_W4_DYN, S_IXX, S_NORM, S_LN_S8, S_FI, S_BI, S_CMP, S_UXXX, S_IBFF };
 static const char SIGS[][8] = {"", "FFfF", "FF", "FFF", "FFFF", "XX", "BBiIIbB", "BBB", "BB", "FB", "BF",
                                "FBFFF", "BFBFFF", "FUFfF", "BFUFfF", "IXX", "FffF", "BIIIB", "FI", "BI",
-                               "**U", "UXXX"};
+                               "**U", "UXXX", "IBFF"};
 
 /* Param words and signature of each kernel id; bit 7 of `sig`: in this build. */
 typedef struct {
@@ -286,6 +289,7 @@ static const mcu_kernel_desc KERNELS[MCU_K_COUNT] = {
     K(MCU_K_COMPARE, MCU_PROGRAM_HAS_COMPARE, 21, S_CMP),
     K(MCU_K_WHERE, MCU_PROGRAM_HAS_WHERE, 26, S_UXXX),
     K(MCU_K_EMBEDDING, MCU_PROGRAM_HAS_EMBEDDING, 4, S_IXX),
+    K(MCU_K_EMBEDDING_S8_F32, MCU_PROGRAM_HAS_EMBEDDING_S8_F32, 3, S_IBFF),
     /* normalisation, reductions and int8 activations (issue 18) */
     K(MCU_K_UNARY_F32, MCU_PROGRAM_HAS_UNARY_F32, 4, S_FF),
     K(MCU_K_LAYER_NORM_F32, MCU_PROGRAM_HAS_LAYER_NORM_F32, 3, S_NORM),
@@ -518,6 +522,12 @@ mcu_status mcu_program_check_kernel(uint32_t kernel, const mcu_operand_desc *ops
         need[0] = mulcap(1, p[2]);
         need[1] = prod(p, 2);
         need[2] = prod(p + 1, 2);
+        break;
+    case MCU_K_EMBEDDING_S8_F32: /* rows, cols, count */
+        need[0] = mulcap(1, p[2]);
+        need[1] = prod(p, 2);
+        need[2] = mulcap(1, p[0]);
+        need[3] = prod(p + 1, 2);
         break;
     case MCU_K_INDEX_PUT: { /* outer, axis, inner, count, element size */
         const int32_t values[3] = {p[0], p[3], p[2]};
@@ -752,6 +762,9 @@ mcu_status mcu_program_dispatch(uint32_t kernel, void *const *o, const uint32_t 
 #endif
 #if MCU_PROGRAM_HAS_WHERE
     case MCU_K_WHERE: return mcu_where(&u.where, w[25], o[0], o[1], o[2], o[3]);
+#endif
+#if MCU_PROGRAM_HAS_EMBEDDING_S8_F32
+    case MCU_K_EMBEDDING_S8_F32: return mcu_embedding_s8_f32(&u.embedding, o[0], o[1], o[2], o[3]);
 #endif
 #if MCU_PROGRAM_HAS_EMBEDDING
     case MCU_K_EMBEDDING: return mcu_embedding(&u.embedding, w[3], o[0], o[1], o[2]);

@@ -289,7 +289,8 @@ mcu_status mcu_program_check_params(uint32_t kernel, const int32_t *w, uint32_t 
         ok = u.where.rank >= 1 && u.where.rank <= MCU_MAX_DIMS &&
              mcu_checked_count(u.where.out_shape, u.where.rank, 4) > 0;
         break;
-    case MCU_K_EMBEDDING: {
+    case MCU_K_EMBEDDING:
+    case MCU_K_EMBEDDING_S8_F32: {
         const int32_t table[2] = {u.embedding.rows, u.embedding.cols};
         const int32_t out[2] = {u.embedding.count, u.embedding.cols};
         ok = mcu_checked_count(table, 2, 4) > 0 && mcu_checked_count(out, 2, 4) > 0;
@@ -500,6 +501,10 @@ mcu_status mcu_program_check_operands(uint32_t kernel, const mcu_operand_desc *o
     case MCU_K_COMPARE: /* bytes out, wider operands in: no overlap at all */
     case MCU_K_EMBEDDING:
         ok = !overlap(&ops[0], bytes[0], out, nout) && !overlap(&ops[1], bytes[1], out, nout);
+        break;
+    case MCU_K_EMBEDDING_S8_F32:
+        ok = !overlap(&ops[0], bytes[0], out, nout) && !overlap(&ops[1], bytes[1], out, nout) &&
+             !overlap(&ops[2], bytes[2], out, nout);
         break;
     case MCU_K_WHERE: /* an operand may be the output itself, laid out as it (the kernel checks strides) */
         ok = !overlap(&ops[0], bytes[0], out, nout) &&

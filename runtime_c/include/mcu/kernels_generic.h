@@ -83,6 +83,11 @@ typedef struct {
 mcu_status mcu_embedding(const mcu_embedding_params *p, int32_t elem_size, const int32_t *indices,
                          const void *table, void *out);
 
+/** aten.embedding of an int8 table with a float scale per row: out[j][c] = table[i][c] * scale[i] with
+ *  i = indices[j] (float32 products, exactly rounded). Indices are checked as in mcu_embedding. */
+mcu_status mcu_embedding_s8_f32(const mcu_embedding_params *p, const int32_t *indices, const int8_t *table,
+                                const float *scales, float *out);
+
 /** The comparison of mcu_compare (generated code embeds the values: append only). */
 typedef enum { MCU_CMP_EQ = 0, MCU_CMP_NE = 1, MCU_CMP_LT = 2, MCU_CMP_LE = 3, MCU_CMP_GT = 4, MCU_CMP_GE = 5 } mcu_cmp;
 

@@ -130,6 +130,8 @@ typedef enum {
     MCU_K_WHERE = 234,
     /** [indices int32, table, out] f32 or int8; mcu_embedding_params, element size */
     MCU_K_EMBEDDING = 235,
+    /** [indices int32, table int8, scales f32 (one per row), out f32]; mcu_embedding_params */
+    MCU_K_EMBEDDING_S8_F32 = 236,
     /* normalisation, reductions and int8 activations (issue 18): ids 180-219. */
     MCU_K_UNARY_F32 = 180,        /**< [in, out]; mcu_unary_f32_params */
     MCU_K_LAYER_NORM_F32 = 181,   /**< [in, weight?, bias?, out]; mcu_layer_norm_f32_params */
@@ -145,7 +147,7 @@ typedef enum {
     MCU_K_ARGMAX_S8 = 190,        /**< [in int8, out int32]; outer, reduce, inner */
     MCU_K_LOG_SOFTMAX_F32 = 191,  /**< [in, out]; outer, axis, inner */
     MCU_K_PRELU_F32 = 192,        /**< [in, weight, out]; mcu_prelu_f32_params */
-    MCU_K_COUNT = 236,
+    MCU_K_COUNT = 237,
     /** A delegated partition: params delegate index (its payload and handle), number of outputs (the last operands). */
     MCU_K_DELEGATE = 255
 } mcu_program_kernel;
