@@ -483,8 +483,9 @@ HANDLERS: dict[object, Callable[[_Ctx, Node, list[Any]], Any]] = {
 
 def _all_handlers() -> dict[object, Callable[[_Ctx, Node, list[Any]], Any]]:
     from mcu.frontend_ops import HANDLERS as MORE
+    from mcu.frontend_resample import HANDLERS as RESAMPLE  # resampling and data movement (issue 18)
 
-    return {**HANDLERS, **MORE}
+    return {**HANDLERS, **MORE, **RESAMPLE}
 
 
 def state_dict_value(ep: torch.export.ExportedProgram, target: str) -> torch.Tensor:

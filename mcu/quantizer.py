@@ -55,6 +55,18 @@ SHARED = {aten.max_pool2d.default, aten.avg_pool2d.default, aten.flatten.using_i
 OWN_OUTPUT = {aten.adaptive_avg_pool2d.default, aten.mean.dim, aten.hardswish.default,
               aten.hardswish_.default}
 SOFTMAX = {aten.softmax.int, aten._softmax.default}
+# resampling and data movement (issue 18): they move or average values of one tensor, so the output keeps
+# the input's quantization (adaptive pooling to any size but 1x1, which is a mean with its own output)
+MOVES = {aten.upsample_nearest2d.vec, aten.upsample_nearest2d.default, aten.upsample_bilinear2d.vec,
+         aten.upsample_bilinear2d.default, aten.repeat.default, aten.expand.default, aten.flip.default,
+         aten.pixel_shuffle.default, aten.pixel_unshuffle.default, aten.index_select.default,
+         aten.gather.default, aten.roll.default, aten.index.Tensor}
+STACK = {aten.stack.default}
+
+
+def _global_pool(node: Node) -> bool:
+    val = node.meta.get("val")
+    return isinstance(val, torch.Tensor) and tuple(val.shape[-2:]) == (1, 1)
 FIXED_OUTPUT = {aten.sigmoid.default: (1.0 / 256.0, -128), aten.tanh.default: (1.0 / 128.0, 0)}
 
 
@@ -118,8 +130,8 @@ class MCUQuantizer(Quantizer):
             (BINARY, lambda n: self._binary(n, act)),
             (OWN_OUTPUT, lambda n: self._own_output(n, act)),
             (SOFTMAX, lambda n: self._fixed(n, act, 1.0 / 256.0, -128)),
-            (SHARED | ACTIVATIONS, lambda n: self._shared(n, act)),
-            ({aten.cat.default}, lambda n: self._cat(n, act)),
+            (SHARED | ACTIVATIONS | MOVES, lambda n: self._shared(n, act)),
+            ({aten.cat.default} | STACK, lambda n: self._cat(n, act)),
         ]
         for node in model.graph.nodes:
             if node.op != "call_function" or _annotated(node):
@@ -127,6 +139,9 @@ class MCUQuantizer(Quantizer):
             if node.target in FIXED_OUTPUT:
                 scale, zp = FIXED_OUTPUT[node.target]
                 self._fixed(node, act, scale, zp)
+                continue
+            if node.target is aten.adaptive_avg_pool2d.default and not _global_pool(node):
+                self._shared(node, act)  # averages that share the input's quantization (issue 18)
                 continue
             reg = self.custom.get(getattr(getattr(node.target, "_schema", None), "name", None))
             if reg is not None:

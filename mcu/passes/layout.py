@@ -14,11 +14,15 @@ import numpy as np
 
 from mcu.ir import CHANNELS_LAST, Graph, Op, Tensor
 
-_NEEDS_CHANNELS_LAST = {"conv2d", "depthwise_conv2d", "max_pool2d", "avg_pool2d", "mean_hw", "batch_norm"}
+_NEEDS_CHANNELS_LAST = {"conv2d", "depthwise_conv2d", "max_pool2d", "avg_pool2d", "mean_hw", "batch_norm",
+                        "resize_bilinear", "adaptive_avg_pool"}
 _PRODUCES_CHANNELS_LAST = _NEEDS_CHANNELS_LAST - {"mean_hw"}
 _NEEDS_CONTIGUOUS = {"reshape", "linear", "layer_norm", "bmm", "reduce", "index_put"}  # index_put: its values, written row by row
 _SAME_AS_INPUT = {"clamp", "sigmoid", "tanh", "hardswish", "softmax", "pad", "quantize", "dequantize", "lut",
-                  "requantize", "slice", "unary"}
+                  "requantize", "slice", "unary", "remap", "index_select"}
+# resampling and data movement (issue 18): gather reads row-major tensors (its index too); a remap that
+# adds leading dims (repeat, expand) reads its input row-major
+_ALL_CONTIGUOUS = {"gather"}
 
 
 def _identity(rank: int) -> tuple[int, ...]:
@@ -63,6 +67,10 @@ def assign_layouts(graph: Graph) -> Graph:
             for i, t in enumerate(op.inputs):
                 if not t.is_constant:
                     _require(graph, op, i, _identity(len(t.shape)), cache)
+        elif op.kind in _ALL_CONTIGUOUS or (op.kind == "remap" and len(op.inputs[0].shape) != len(op.output.shape)):
+            for i, t in enumerate(op.inputs):
+                if not t.is_constant:
+                    _require(graph, op, i, _identity(len(t.shape)), cache)
         elif op.kind == "concat":
             order = op.inputs[0].dim_order if len(op.inputs[0].shape) == len(op.output.shape) else None
             for i, t in enumerate(op.inputs):
@@ -102,6 +110,10 @@ def _layout_constants(graph: Graph) -> None:
                 # OIHW -> OHWI: the kernel walks (kh, kw, ic) innermost for one output channel.
                 w.data = np.ascontiguousarray(np.transpose(w.data, CHANNELS_LAST))
                 w.dim_order = CHANNELS_LAST
+        elif op.kind == "remap":  # the tables in the order of the physical dims
+            from mcu.resample import physical_tables
+
+            op.inputs[1] = physical_tables(op)
         elif op.kind in ("add", "sub", "mul", "div", "concat"):
             for t in op.inputs:
                 if t.is_constant and len(t.shape) == len(op.output.shape) and t.dim_order != op.output.dim_order:

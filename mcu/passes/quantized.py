@@ -211,6 +211,13 @@ def _custom(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
     return Op("custom", ins, [out], dict(op.attrs), op.name, op.source)
 
 
+def _extra_inputs_kept(kind: str) -> bool:
+    """Ops whose inputs after the first are indices or tables, not quantized values (issue 18)."""
+    from mcu.passes.quantized_resample import KEEPS_EXTRA_INPUTS
+
+    return kind in KEEPS_EXTRA_INPUTS
+
+
 CONVERTERS: dict[str, Converter] = {
     "custom": _custom,
     "conv2d": _conv2d,
@@ -232,6 +239,15 @@ CONVERTERS: dict[str, Converter] = {
     "hardswish": _lut,
     "clamp": _clamp,
 }
+
+
+def _resample_converters() -> None:
+    from mcu.passes.quantized_resample import CONVERTERS as RESAMPLE  # resampling and data movement (issue 18)
+
+    CONVERTERS.update(RESAMPLE)
+
+
+_resample_converters()
 
 
 def _dequantized_source(graph: Graph, t: Tensor) -> Tensor | None:
@@ -258,7 +274,7 @@ def lower_quantized(graph: Graph) -> Graph:
     return graph
 
 
-_MOVES = {"slice", "reshape", "permute", "pad"}
+_MOVES = {"slice", "reshape", "permute", "pad", "remap"}  # remap: reflect/replicate padding, one index op a dim
 
 
 def _convert_move_chain(graph: Graph, op: Op) -> bool:
@@ -283,7 +299,10 @@ def _convert_move_chain(graph: Graph, op: Op) -> bool:
         last = i == len(chain) - 1
         out = q.output if last else Tensor(name=link.output.name, shape=link.output.shape, dtype="int8",
                                            quant=q.output.quant)
-        converted = _shared(link.kind)(graph, link, [current], out)
+        if _extra_inputs_kept(link.kind):  # (issue 18) its tables stay
+            converted = CONVERTERS[link.kind](graph, link, [current, *link.inputs[1:]], out)
+        else:
+            converted = _shared(link.kind)(graph, link, [current], out)
         if isinstance(converted, str):
             return False
         graph.ops[graph.ops.index(link)] = converted
@@ -302,6 +321,9 @@ def _try_convert(graph: Graph, op: Op) -> str | None:
         return "its output is not quantized"
     ins: list[Tensor] = []
     for t in op.inputs:
+        if t is not op.inputs[0] and _extra_inputs_kept(op.kind):
+            ins.append(t)  # indices or tables: the converter keeps them
+            continue
         if t.is_constant:
             if op.kind in ("conv2d", "linear") and t is not op.inputs[0]:
                 continue  # weights and bias are converted by the op's own converter

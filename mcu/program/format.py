@@ -78,6 +78,14 @@ KERNEL_IDS: dict[str, int] = {
     "mcu_linear_w4_f32": 230,
     "mcu_linear_w4_s8": 231,
     "mcu_index_put": 232,
+    # resampling and data movement (issue 18): ids 140-179.
+    "mcu_remap": 140,
+    "mcu_index_select": 141,
+    "mcu_gather": 142,
+    "mcu_resize_bilinear_f32": 143,
+    "mcu_resize_bilinear_s8": 144,
+    "mcu_adaptive_avg_pool_f32": 145,
+    "mcu_adaptive_avg_pool_s8": 146,
 }
 KERNEL_DELEGATE = 255
 

@@ -124,6 +124,19 @@ typedef enum {
     /** [indices int32, values, state] f32 or int8; mcu_index_put_params, element size. The state
      *  operand is written at the indexed rows only (it is the output). */
     MCU_K_INDEX_PUT = 232,
+    /* resampling and data movement (issue 18): ids 140-179. */
+    /** [tables int32, in, out] any dtype; mcu_remap_params, element size */
+    MCU_K_REMAP = 140,
+    /** [indices int32, in, out] any dtype; mcu_index_select_params, element size */
+    MCU_K_INDEX_SELECT = 141,
+    /** [index int32, in, out] any dtype; mcu_gather_params, element size */
+    MCU_K_GATHER = 142,
+    /** [index int32, lambda f32, in f32, out f32]; mcu_resample_f32_params */
+    MCU_K_RESIZE_BILINEAR_F32 = 143,
+    /** [index int32 (with 10-bit weights), in int8, out int8]; mcu_resample_s8_params */
+    MCU_K_RESIZE_BILINEAR_S8 = 144,
+    MCU_K_ADAPTIVE_AVG_POOL_F32 = 145, /**< [in, out]; mcu_resample_f32_params */
+    MCU_K_ADAPTIVE_AVG_POOL_S8 = 146,  /**< [in, out]; mcu_resample_s8_params */
     MCU_K_COUNT = 233,
     /** A delegated partition: params delegate index (its payload and handle), number of outputs (the last operands). */
     MCU_K_DELEGATE = 255
