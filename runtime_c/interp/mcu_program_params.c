@@ -304,7 +304,9 @@ mcu_status mcu_program_check_params(uint32_t kernel, const int32_t *w, uint32_t 
         const int32_t in_dims[4] = {p->outer, p->in_h, p->in_w, p->inner};
         const int32_t out_dims[4] = {p->outer, p->out_h, p->out_w, p->inner};
         ok = mcu_checked_count(in_dims, 4, size) > 0 && mcu_checked_count(out_dims, 4, size) > 0 &&
-             (kernel != MCU_K_ADAPTIVE_AVG_POOL_S8 || (int64_t)p->in_h * p->in_w <= INT32_MAX / 128);
+             (kernel != MCU_K_ADAPTIVE_AVG_POOL_S8 || (int64_t)p->in_h * p->in_w <= INT32_MAX / 128) &&
+             ((kernel != MCU_K_ADAPTIVE_AVG_POOL_F32 && kernel != MCU_K_ADAPTIVE_AVG_POOL_S8) ||
+              ((int64_t)(p->out_h + 1) * p->in_h <= INT32_MAX && (int64_t)(p->out_w + 1) * p->in_w <= INT32_MAX));
         break;
     }
     default: break; /* concat, pad, slice: their checks in mcu_program_check_kernel cover the kernels' own */
