@@ -66,7 +66,8 @@ STACK = {aten.stack.default}
 
 def _global_pool(node: Node) -> bool:
     val = node.meta.get("val")
-    return isinstance(val, torch.Tensor) and tuple(val.shape[-2:]) == (1, 1)
+    rank = 1 if node.target is aten.adaptive_avg_pool1d.default else 2
+    return isinstance(val, torch.Tensor) and tuple(val.shape[-rank:]) == (1,) * rank
 FIXED_OUTPUT = {aten.sigmoid.default: (1.0 / 256.0, -128), aten.tanh.default: (1.0 / 128.0, 0)}
 
 
@@ -140,7 +141,8 @@ class MCUQuantizer(Quantizer):
                 scale, zp = FIXED_OUTPUT[node.target]
                 self._fixed(node, act, scale, zp)
                 continue
-            if node.target is aten.adaptive_avg_pool2d.default and not _global_pool(node):
+            if node.target in (aten.adaptive_avg_pool2d.default, aten.adaptive_avg_pool1d.default) \
+                    and not _global_pool(node):
                 self._shared(node, act)  # averages that share the input's quantization (issue 18)
                 continue
             reg = self.custom.get(getattr(getattr(node.target, "_schema", None), "name", None))

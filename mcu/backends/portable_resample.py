@@ -84,6 +84,9 @@ EMITTERS = {
     ("index_select", "int8"): _index_select,
     ("gather", "float32"): _gather,
     ("gather", "int8"): _gather,
+    ("remap", "int32"): _remap,  # indices moved before they index (an expanded run-time index)
+    ("index_select", "int32"): _index_select,
+    ("gather", "int32"): _gather,
     ("resize_bilinear", "float32"): _resize_bilinear_f32,
     ("resize_bilinear", "int8"): _resize_bilinear_s8,
     ("adaptive_avg_pool", "float32"): _adaptive("f32"),

@@ -274,12 +274,15 @@ def lower_quantized(graph: Graph) -> Graph:
     return graph
 
 
-_MOVES = {"slice", "reshape", "permute", "pad", "remap"}  # remap: reflect/replicate padding, one index op a dim
+# (issue 18) remap: reflect/replicate padding, one index op a dim; concat: torch.stack, a cat then a view;
+# the average pools: adaptive_avg_pool1d, an unsqueeze, the pool and a squeeze
+_MOVES = {"slice", "reshape", "permute", "pad", "remap", "concat", "adaptive_avg_pool", "avg_pool2d"}
 
 
 def _convert_move_chain(graph: Graph, op: Op) -> bool:
     """dequantize -> slice -> reshape -> quantize (a select): data movement only, one quantization
-    shared along the chain, so every op of it becomes int8 at once."""
+    shared along the chain, so every op of it becomes int8 at once. The chain may start with a concat
+    (torch.stack: cat then view), whose inputs then all share that quantization."""
     chain = [op]
     while True:
         users = graph.users(chain[-1].output)
@@ -288,25 +291,26 @@ def _convert_move_chain(graph: Graph, op: Op) -> bool:
         if users[0].kind == "quantize":
             q = users[0]
             break
-        if users[0].kind not in _MOVES:
+        if users[0].kind not in _MOVES or users[0].kind == "concat":
             return False
         chain.append(users[0])
-    src = _dequantized_source(graph, op.inputs[0])
-    if src is None or not _same_quant(src, q.output) or len(chain) < 2 or op.inputs[0].is_constant:
+    firsts = op.inputs if op.kind == "concat" else op.inputs[:1]
+    srcs = [_dequantized_source(graph, t) for t in firsts]
+    if len(chain) < 2 or any(s is None or t.is_constant or not _same_quant(s, q.output) for s, t in zip(srcs, firsts)):
         return False
-    current = src
+    current: list[Tensor] = [s for s in srcs if s is not None]
     for i, link in enumerate(chain):
         last = i == len(chain) - 1
         out = q.output if last else Tensor(name=link.output.name, shape=link.output.shape, dtype="int8",
                                            quant=q.output.quant)
         if _extra_inputs_kept(link.kind):  # (issue 18) its tables stay
-            converted = CONVERTERS[link.kind](graph, link, [current, *link.inputs[1:]], out)
+            converted = CONVERTERS[link.kind](graph, link, [*current, *link.inputs[1:]], out)
         else:
-            converted = _shared(link.kind)(graph, link, [current], out)
+            converted = _shared(link.kind)(graph, link, current, out)
         if isinstance(converted, str):
             return False
         graph.ops[graph.ops.index(link)] = converted
-        current = out
+        current = [out]
     graph.ops.remove(q)
     return True
 
