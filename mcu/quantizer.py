@@ -60,7 +60,8 @@ SOFTMAX = {aten.softmax.int, aten._softmax.default}
 MOVES = {aten.upsample_nearest2d.vec, aten.upsample_nearest2d.default, aten.upsample_bilinear2d.vec,
          aten.upsample_bilinear2d.default, aten.repeat.default, aten.expand.default, aten.flip.default,
          aten.pixel_shuffle.default, aten.pixel_unshuffle.default, aten.index_select.default,
-         aten.gather.default, aten.roll.default, aten.index.Tensor}
+         aten.gather.default, aten.roll.default, aten.index.Tensor, aten._upsample_nearest_exact2d.vec,
+         aten._upsample_nearest_exact2d.default}
 STACK = {aten.stack.default}
 
 
