@@ -246,3 +246,58 @@ def test_unet_lite_on_the_simulated_m33(quantize: str) -> None:
             assert cm.graph.fallbacks == []
             ref = cm.raw_outputs(cm.reference_raw(*x))  # logical shape, as the run reports them
             assert np.array_equal(run.outputs_raw[v][0], ref[0])
+
+
+# --- clear errors and the program loader's checks ------------------------------------------------------
+
+
+class _Indexing(torch.nn.Module):
+    def __init__(self, how: str) -> None:
+        super().__init__()
+        self.how = how
+
+    def forward(self, x: torch.Tensor, i: torch.Tensor) -> torch.Tensor:
+        if self.how == "two_runtime":
+            return x[i, i]
+        return x[torch.tensor([[0, 1], [1, 0]]), torch.tensor([[0, 1], [2, 2]])] * 2
+
+
+@pytest.mark.parametrize("how", ["two_runtime", "not_outer_product"])
+def test_unsupported_indexing_is_a_clear_error_with_the_source_line(how: str) -> None:
+    import mcu
+    from mcu.errors import McuError
+
+    with pytest.raises(McuError, match=r"index.*test_ops_shape_models\.py:\d+"):
+        mcu.compile(_Indexing(how).eval(), (torch.randn(3, 3), torch.tensor([0, 2])), name=f"index_{how}")
+
+
+class _Flip(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return torch.flip(x, (1,)), F.interpolate(x, scale_factor=2, mode="bilinear")
+
+
+@pytest.mark.parametrize("kind,field", [("remap", "in_shape"), ("remap", "size"), ("resize_bilinear", "in_h"),
+                                        ("resize_bilinear", "out_w")])
+def test_the_loader_refuses_params_that_reach_past_an_operand(monkeypatch, kind: str, field: str) -> None:
+    """The interpreter checks at load what each new kernel would touch (mcu_program_kernels.c)."""
+    import mcu
+    from mcu.backends import portable
+    from mcu.runtime import Program, ProgramError
+
+    cm = mcu.compile(_Flip().eval(), (torch.randn(1, 3, 4, 5),), name="flip_loader")
+    Program.load(cm.program_image().program)  # as emitted: loads
+    original = portable.EMITTERS[(kind, "float32")]
+
+    def tampered(op, ref):
+        call = original(op, ref)
+        if field == "size":
+            call.scalars = [1]  # an element size other than the output's
+        elif field == "in_shape":
+            call.params["in_shape"][0] += 1
+        else:
+            call.params[field] += 1
+        return call
+
+    monkeypatch.setitem(portable.EMITTERS, (kind, "float32"), tampered)
+    with pytest.raises(ProgramError, match="(?i)invalid"):
+        Program.load(cm.program_image().program)
