@@ -51,8 +51,10 @@ mcu_status mcu_resize_bilinear_s8(const mcu_resample_s8_params *p, const int32_t
                 const int32_t w11 = fy * fx;
                 for (int32_t k = 0; k < c; ++k) {
                     const int32_t acc = r0[x0 + k] * w00 + r0[x1 + k] * w01 + r1[x0 + k] * w10 + r1[x1 + k] * w11;
-                    const int32_t q = acc >= 0 ? (acc + (1 << 19)) / (1 << 20) : (acc - (1 << 19)) / (1 << 20);
-                    *out++ = (int8_t)mcu_clamp_s32(q, -128, 127);
+                    /* (acc +- 2^19) / 2^20 truncated, as one arithmetic shift: a negative sum rounds
+                     * half away from zero through the -1 (ceil of a quotient is the floor of it plus
+                     * the divisor less one). A weighted mean of int8 codes stays inside int8. */
+                    *out++ = (int8_t)mcu_asr32(acc + (1 << 19) - (acc < 0), 20);
                 }
             }
         }
