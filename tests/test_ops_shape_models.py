@@ -80,6 +80,30 @@ class RunTimeIndices(torch.nn.Module):
         return torch.index_select(y, 1, idx), torch.gather(y, 1, idx.view(1, -1).expand(y.shape[0], -1))
 
 
+class RunTimeIndices4d(torch.nn.Module):
+    """Run-time indices into a channels-last activation: along C (the innermost physical dim) and W."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = _conv(3, 6)
+
+    def forward(self, x: torch.Tensor, idx: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        y = self.conv(x)
+        return torch.index_select(y, 1, idx), torch.index_select(y, 3, idx[:2]), y[:, :, idx]
+
+
+class BiLSTM(torch.nn.Module):
+    """A bidirectional LSTM: its reversed direction is aten.flip."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rnn, self.head = torch.nn.LSTM(8, 8, batch_first=True, bidirectional=True), torch.nn.Linear(16, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y, _ = self.rnn(x)
+        return self.head(y[:, -1])
+
+
 MODELS = {
     "upsampling": (Upsampling, [(1, 3, 6, 4)]),
     "pooling_padding": (PoolingAndPadding, [(1, 3, 7, 9)]),
@@ -160,18 +184,21 @@ def test_every_new_kernel_is_used() -> None:
 
 
 @pytest.mark.parametrize("quantize", ["none", "int8"])
-def test_run_time_indices(quantize: str) -> None:
+@pytest.mark.parametrize("cls,shape", [(RunTimeIndices, (3, 6)), (RunTimeIndices4d, (1, 3, 6, 6))])
+def test_run_time_indices(cls: type, shape: tuple[int, ...], quantize: str) -> None:
     import mcu
 
     torch.manual_seed(0)
-    model = RunTimeIndices().eval()
-    example = (torch.randn(3, 6), torch.tensor([4, 0, 5, 5]))
-    calib = [(torch.randn(3, 6), torch.tensor([1, 2, 3, 0])) for _ in range(8)] if quantize == "int8" else None
-    cm = mcu.compile(model, example, quantize=quantize, calibration=calib, name=f"runtime_index_{quantize}")
+    model = cls().eval()
+    example = (torch.randn(*shape), torch.tensor([4, 0, 5, 5]))
+    calib = [(torch.randn(*shape), torch.tensor([1, 2, 3, 0])) for _ in range(8)] if quantize == "int8" else None
+    cm = mcu.compile(model, example, quantize=quantize, calibration=calib, name=f"{cls.__name__}_{quantize}")
     kinds = {op.kind for op in cm.graph.ops}
-    assert {"index_select", "gather"} <= kinds
-    for idx in ([4, 0, 5, 5], [0, 1, 2, 3], [5, 5, 5, 5]):
-        x = (torch.randn(3, 6), torch.tensor(idx))
+    assert "index_select" in kinds and (cls is not RunTimeIndices or "gather" in kinds)
+    if quantize == "int8":
+        assert cm.graph.fallbacks == []
+    for idx in ([4, 0, 5, 5], [0, 1, 2, 3], [5, 5, 3, 5]):
+        x = (torch.randn(*shape), torch.tensor(idx))
         if quantize == "none":
             with torch.no_grad():
                 want = model(*x)
@@ -301,3 +328,18 @@ def test_the_loader_refuses_params_that_reach_past_an_operand(monkeypatch, kind:
     monkeypatch.setitem(portable.EMITTERS, (kind, "float32"), tampered)
     with pytest.raises(ProgramError, match="(?i)invalid"):
         Program.load(cm.program_image().program)
+
+
+def test_bidirectional_lstm_equals_eager() -> None:
+    import mcu
+
+    torch.manual_seed(0)
+    model = BiLSTM().eval()
+    x = torch.randn(1, 6, 8)
+    cm = mcu.compile(model, (x,), name="bilstm")
+    assert "remap" in {op.kind for op in cm.graph.ops}
+    for seed in (1, 2):
+        x = torch.randn(1, 6, 8, generator=torch.Generator().manual_seed(seed))
+        with torch.no_grad():
+            want = model(x)
+        assert float((cm.run(x)[0] - want).abs().max()) <= 1e-5 * max(1.0, float(want.abs().max()))

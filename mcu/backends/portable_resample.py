@@ -77,6 +77,12 @@ def _adaptive(suffix: str):
     return emit
 
 
+def _slice(op: Op, ref: Ref) -> KernelCall:
+    from mcu.backends.portable import _slice as slice_call
+
+    return slice_call(op, ref)
+
+
 EMITTERS = {
     ("remap", "float32"): _remap,
     ("remap", "int8"): _remap,
@@ -87,6 +93,7 @@ EMITTERS = {
     ("remap", "int32"): _remap,  # indices moved before they index (an expanded run-time index)
     ("index_select", "int32"): _index_select,
     ("gather", "int32"): _gather,
+    ("slice", "int32"): _slice,  # a part of a run-time index tensor
     ("resize_bilinear", "float32"): _resize_bilinear_f32,
     ("resize_bilinear", "int8"): _resize_bilinear_s8,
     ("adaptive_avg_pool", "float32"): _adaptive("f32"),
