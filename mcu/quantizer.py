@@ -8,7 +8,8 @@ Patterns annotated as one unit, so nothing is quantized inside them:
 ``conv/linear [-> batch_norm] [-> relu/relu6/hardtanh/clamp]`` and
 ``add/mul [-> relu/...]``. Ops that cannot change quantization parameters
 (max pooling, average pooling, reshapes, permutes, padding, concatenation,
-a lone ReLU) share their input's parameters. Softmax and sigmoid outputs use
+a lone ReLU; upsampling, flips, repeats, index_select and gather, adaptive pooling to
+any size but 1x1) share their input's parameters. Softmax and sigmoid outputs use
 the fixed scale 1/256 and zero-point -128, tanh 1/128 and 0. Any op not named
 here stays unannotated and runs in fp32 between dequantize and quantize.
 """
@@ -61,7 +62,7 @@ MOVES = {aten.upsample_nearest2d.vec, aten.upsample_nearest2d.default, aten.upsa
          aten.upsample_bilinear2d.default, aten.repeat.default, aten.expand.default, aten.flip.default,
          aten.pixel_shuffle.default, aten.pixel_unshuffle.default, aten.index_select.default,
          aten.gather.default, aten.roll.default, aten.index.Tensor, aten._upsample_nearest_exact2d.vec,
-         aten._upsample_nearest_exact2d.default}
+         aten._upsample_nearest_exact2d.default, aten.upsample_nearest1d.vec, aten.upsample_nearest1d.default}
 STACK = {aten.stack.default}
 
 
