@@ -26,19 +26,19 @@ def _remap(op: Op, x: list[np.ndarray]) -> np.ndarray:
     rank = len(out.shape)
     logical_in = (1,) * (rank - len(op.inputs[0].shape)) + tuple(op.inputs[0].shape)
     tables = [op.attrs["tables"][d] for d in out.dim_order]
-    return resample.remap(x[0], [logical_in[d] for d in out.dim_order], tables)
+    return resample.remap(_operand(op, 0, x), [logical_in[d] for d in out.dim_order], tables)
 
 
 def _index_select(op: Op, x: list[np.ndarray]) -> np.ndarray:
     src = op.inputs[0]
     p = src.dim_order.index(op.attrs["dim"])
     phys = src.physical_shape
-    return resample.index_select(x[0], int(np.prod(phys[:p])), phys[p], int(np.prod(phys[p + 1:])),
+    return resample.index_select(_operand(op, 0, x), int(np.prod(phys[:p])), phys[p], int(np.prod(phys[p + 1:])),
                                  _operand(op, 1, x))
 
 
 def _gather(op: Op, x: list[np.ndarray]) -> np.ndarray:
-    return resample.gather(x[0], list(op.inputs[0].shape), _operand(op, 1, x), list(op.output.shape),
+    return resample.gather(_operand(op, 0, x), list(op.inputs[0].shape), _operand(op, 1, x), list(op.output.shape),
                            op.attrs["dim"])
 
 
