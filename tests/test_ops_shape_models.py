@@ -343,3 +343,30 @@ def test_bidirectional_lstm_equals_eager() -> None:
         with torch.no_grad():
             want = model(x)
         assert float((cm.run(x)[0] - want).abs().max()) <= 1e-5 * max(1.0, float(want.abs().max()))
+
+
+class _Table(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.table = torch.nn.Parameter(torch.randn(10, 4))
+        self.fc = torch.nn.Linear(4, 3)
+
+    def forward(self, idx: torch.Tensor) -> torch.Tensor:
+        return self.fc(self.table[idx])
+
+
+def test_a_constant_table_indexed_at_run_time() -> None:
+    """table[idx] (aten.index.Tensor with a run-time index) reads the rows from flash: no copy of the table."""
+    import mcu
+
+    torch.manual_seed(0)
+    model = _Table().eval()
+    cm = mcu.compile(model, (torch.tensor([3, 9, 0]),), name="table_lookup")
+    select = next(op for op in cm.graph.ops if op.kind == "index_select")
+    assert select.inputs[0].is_constant
+    for idx in ([3, 9, 0], [9, 9, 9]):
+        x = torch.tensor(idx)
+        with torch.no_grad():
+            want = model(x)
+        assert float((cm.run(x)[0] - want).abs().max()) <= 1e-5 * max(1.0, float(want.abs().max()))
+        assert np.array_equal(cm.run_raw(x)[0], cm.run_raw_c(x)[0])
