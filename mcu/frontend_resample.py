@@ -128,8 +128,14 @@ def _repeat(ctx: Any, node: Node, a: list[Any]) -> Tensor:
 
 
 def _expand(ctx: Any, node: Node, a: list[Any]) -> Tensor:
+    from mcu.frontend import _emit
+
     x = a[0]
     out_shape = [int(s) for s in node.meta["val"].shape]
+    if tuple(out_shape) == tuple(x.shape):
+        return x
+    if int(np.prod(out_shape)) == x.numel:  # only size-1 dims added in front: a view, nothing copied
+        return _emit(ctx, node, "reshape", [x], {})
     in_shape = [1] * (len(out_shape) - len(x.shape)) + list(x.shape)
     return remap(ctx, node, x, [[0] * o if n == 1 else _identity(n) for n, o in zip(in_shape, out_shape)])
 
@@ -177,7 +183,8 @@ def _index(ctx: Any, node: Node, a: list[Any]) -> Tensor:
     k = len(tensors)
     shapes = [tuple(t.shape) for t in tensors]
     bshape = np.broadcast_shapes(*shapes)
-    if any(t.dtype == "bool" for t in tensors) or len(bshape) != k:
+    masks = [i for i in node.args[1] if isinstance(i, Node) and getattr(i.meta.get("val"), "dtype", None) == torch.bool]
+    if masks or len(bshape) != k:
         raise McuError(f"indexing with index tensors of shapes {shapes} is not supported{user_source_line(node)}")
     tables: list[list[int]] = []
     for j, (d, t) in enumerate(zip(given, tensors)):
