@@ -370,3 +370,28 @@ def test_a_constant_table_indexed_at_run_time() -> None:
             want = model(x)
         assert float((cm.run(x)[0] - want).abs().max()) <= 1e-5 * max(1.0, float(want.abs().max()))
         assert np.array_equal(cm.run_raw(x)[0], cm.run_raw_c(x)[0])
+
+
+def test_mcu_ops_lists_the_new_overloads() -> None:
+    from mcu.frontend import supported_ops
+
+    listed = set(supported_ops())
+    for name in ("upsample_nearest2d.vec", "upsample_nearest2d.default", "upsample_bilinear2d.vec",
+                 "upsample_bilinear2d.default", "_adaptive_avg_pool2d.default", "flip.default", "repeat.default",
+                 "expand.default", "index_select.default", "index.Tensor", "gather.default"):
+        assert f"aten.{name}" in listed, name
+
+
+def test_linear_1d_interpolation_runs_as_exported_at_fp32() -> None:
+    """upsample_linear1d decomposes into two constant-index remaps and elementwise arithmetic."""
+    import mcu
+
+    class Linear1d(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            return (F.interpolate(x, scale_factor=2, mode="linear"),
+                    F.interpolate(x, size=7, mode="linear", align_corners=True))
+
+    x = torch.randn(1, 3, 5)
+    cm = mcu.compile(Linear1d().eval(), (x,), name="linear1d")
+    for g, w in zip(cm.run(x), Linear1d()(x)):
+        assert float((g - w).abs().max()) <= 1e-6
