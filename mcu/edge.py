@@ -21,7 +21,9 @@ from mcu.sourceinfo import unsupported_op_message, user_source_line
 
 # Ops that Core ATen would decompose but that have a kernel of their own here (a single lookup table
 # at int8, one pass at fp32), so they stay whole.
-KEPT_WHOLE = (torch.ops.aten.hardswish.default,)
+KEPT_WHOLE = (torch.ops.aten.hardswish.default,
+              # 1-D linear interpolation: one bilinear resize over a height of 1 (issue 18)
+              torch.ops.aten.upsample_linear1d.vec, torch.ops.aten.upsample_linear1d.default)
 
 
 def torchao_kept_whole() -> tuple[object, ...]:

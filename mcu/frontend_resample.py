@@ -102,6 +102,33 @@ def _upsample_bilinear(ctx: Any, node: Node, a: list[Any]) -> Tensor:
     return out
 
 
+def _upsample_linear1d(ctx: Any, node: Node, a: list[Any]) -> Tensor:
+    """(N, C, L) -> (N, C, 1, L), a bilinear resize of height 1, and back."""
+    x = a[0]
+    if len(x.shape) != 3:
+        raise McuError(f"linear upsampling of a {len(x.shape)}-D tensor{user_source_line(node)}")
+    align = bool(a[2]) if len(a) > 2 else bool(node.kwargs.get("align_corners", False))
+    if node.target is aten.upsample_linear1d.vec:
+        factors = a[3] if len(a) > 3 else node.kwargs.get("scale_factors")
+        scale = None if factors is None else float(list(factors)[0])
+    else:
+        scale = a[3] if len(a) > 3 else node.kwargs.get("scales")
+        scale = None if scale is None else float(scale)
+    n, c, length = x.shape
+    out_len = int(node.meta["val"].shape[2])
+    source = op_source(node)
+    rows = Tensor(name=ctx.fresh(f"{node.name}_rows"), shape=(n, c, 1, length), dtype=x.dtype)
+    ctx.ops.append(Op("reshape", [x], [rows], {}, name=rows.name, source=source))
+    index, lam = bilinear_tables_f32(1, length, 1, out_len, align, None, scale)
+    resized = Tensor(name=ctx.fresh(f"{node.name}_resized"), shape=(n, c, 1, out_len), dtype=x.dtype)
+    ins = [rows, _int_const(ctx, node, "index", index), _int_const(ctx, node, "lambda", lam, "float32")]
+    ctx.ops.append(Op("resize_bilinear", ins, [resized], {"align_corners": align, "scales": (None, scale)},
+                      name=resized.name, source=source))
+    out = _out(node, x.dtype)
+    ctx.ops.append(Op("reshape", [resized], [out], {}, name=node.name, source=source))
+    return out
+
+
 def adaptive_avg_pool(ctx: Any, node: Node, x: Tensor) -> Tensor:
     """Any output size: each cell averages rows [floor(i*H/oh), ceil((i+1)*H/oh)) and the columns alike."""
     _check_4d(node, x, "adaptive average pooling")
@@ -229,6 +256,8 @@ HANDLERS: dict[object, Handler] = {
     aten.upsample_nearest2d.default: _upsample_nearest,
     aten.upsample_bilinear2d.vec: _upsample_bilinear,
     aten.upsample_bilinear2d.default: _upsample_bilinear,
+    aten.upsample_linear1d.vec: _upsample_linear1d,
+    aten.upsample_linear1d.default: _upsample_linear1d,
     aten._adaptive_avg_pool2d.default: _adaptive,
     aten.adaptive_avg_pool2d.default: _adaptive,
     aten.flip.default: _flip,

@@ -62,7 +62,8 @@ MOVES = {aten.upsample_nearest2d.vec, aten.upsample_nearest2d.default, aten.upsa
          aten.upsample_bilinear2d.default, aten.repeat.default, aten.expand.default, aten.flip.default,
          aten.pixel_shuffle.default, aten.pixel_unshuffle.default, aten.index_select.default,
          aten.gather.default, aten.roll.default, aten.index.Tensor, aten._upsample_nearest_exact2d.vec,
-         aten._upsample_nearest_exact2d.default, aten.upsample_nearest1d.vec, aten.upsample_nearest1d.default}
+         aten._upsample_nearest_exact2d.default, aten.upsample_nearest1d.vec, aten.upsample_nearest1d.default,
+         aten.upsample_linear1d.vec, aten.upsample_linear1d.default}
 STACK = {aten.stack.default}
 
 

@@ -51,7 +51,9 @@ class PoolingAndPadding(torch.nn.Module):
                 F.adaptive_avg_pool1d(seq, 5),
                 F.pad(y, (1, 2, 2, 1), mode="reflect"), F.pad(y, (3, 0, 1, 1), mode="replicate"),
                 F.pad(seq, (2, 3), mode="reflect"), F.pad(seq, (0, 4), mode="replicate"),
-                torch.flip(y, (1, 3)), F.interpolate(seq, scale_factor=2.5, mode="nearest"))
+                torch.flip(y, (1, 3)), F.interpolate(seq, scale_factor=2.5, mode="nearest"),
+                F.interpolate(seq, scale_factor=1.5, mode="linear"),
+                F.interpolate(seq, size=40, mode="linear", align_corners=True))
 
 
 class Moves(torch.nn.Module):

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import math
 
-from mcu.calls import KernelCall, Ref, at_source, shape4
+from mcu.calls import KernelCall, Ref, at_source
 from mcu.errors import McuError
-from mcu.ir import DTYPE_BYTES, Op
+from mcu.ir import CHANNELS_LAST, DTYPE_BYTES, Op
 
 
 def _pad6(values: list[int], fill: int, op: Op) -> list[int]:
@@ -51,8 +51,14 @@ def _gather(op: Op, ref: Ref) -> KernelCall:
 
 
 def resample_params(op: Op) -> dict:
-    i, o = shape4(op.inputs[0]), shape4(op.output)
-    return {"outer": i["n"], "in_h": i["h"], "in_w": i["w"], "out_h": o["h"], "out_w": o["w"], "inner": i["c"]}
+    """[outer][h][w][inner]: NHWC is outer N, inner C; NCHW is outer N*C, inner 1."""
+    x = op.inputs[0]
+    n, c, h, w = x.shape
+    oh, ow = op.output.shape[2:]
+    outer, inner = (n, c) if x.dim_order == CHANNELS_LAST else (n * c, 1)
+    if x.dim_order not in (CHANNELS_LAST, (0, 1, 2, 3)):
+        raise McuError(f"{op.kind} of a tensor in dim order {x.dim_order}{at_source(op)}")
+    return {"outer": outer, "in_h": h, "in_w": w, "out_h": oh, "out_w": ow, "inner": inner}
 
 
 def _resize_bilinear_f32(op: Op, ref: Ref) -> KernelCall:

@@ -14,12 +14,13 @@ import numpy as np
 
 from mcu.ir import CHANNELS_LAST, Graph, Op, Tensor
 
-_NEEDS_CHANNELS_LAST = {"conv2d", "depthwise_conv2d", "max_pool2d", "avg_pool2d", "mean_hw", "batch_norm",
-                        "resize_bilinear", "adaptive_avg_pool"}
+_NEEDS_CHANNELS_LAST = {"conv2d", "depthwise_conv2d", "max_pool2d", "avg_pool2d", "mean_hw", "batch_norm"}
+# (issue 18) [N][H][W][C] or [N][C][H][W]: the kernels see [outer][h][w][inner] either way
+_RESAMPLE = {"resize_bilinear", "adaptive_avg_pool"}
 _PRODUCES_CHANNELS_LAST = _NEEDS_CHANNELS_LAST - {"mean_hw"}
 _NEEDS_CONTIGUOUS = {"reshape", "linear", "layer_norm", "bmm", "reduce", "index_put"}  # index_put: its values, written row by row
 _SAME_AS_INPUT = {"clamp", "sigmoid", "tanh", "hardswish", "softmax", "pad", "quantize", "dequantize", "lut",
-                  "requantize", "slice", "unary", "remap", "index_select"}
+                  "requantize", "slice", "unary", "remap", "index_select", "resize_bilinear", "adaptive_avg_pool"}
 # resampling and data movement (issue 18): gather reads row-major tensors (its index too); a remap that
 # adds leading dims (repeat, expand) reads its input row-major
 _ALL_CONTIGUOUS = {"gather"}
@@ -67,6 +68,9 @@ def assign_layouts(graph: Graph) -> Graph:
             for i, t in enumerate(op.inputs):
                 if not t.is_constant:
                     _require(graph, op, i, _identity(len(t.shape)), cache)
+        elif op.kind in _RESAMPLE:
+            if op.inputs[0].dim_order not in (CHANNELS_LAST, _identity(4)):
+                _require(graph, op, 0, CHANNELS_LAST, cache)
         elif op.kind in _ALL_CONTIGUOUS or (op.kind == "remap" and len(op.inputs[0].shape) != len(op.output.shape)):
             for i, t in enumerate(op.inputs):
                 if not t.is_constant:

@@ -275,8 +275,9 @@ def lower_quantized(graph: Graph) -> Graph:
 
 
 # (issue 18) remap: reflect/replicate padding, one index op a dim; concat: torch.stack, a cat then a view;
-# the average pools: adaptive_avg_pool1d, an unsqueeze, the pool and a squeeze
-_MOVES = {"slice", "reshape", "permute", "pad", "remap", "concat", "adaptive_avg_pool", "avg_pool2d"}
+# the average pools: adaptive_avg_pool1d, an unsqueeze, the pool and a squeeze; upsample_linear1d alike
+_MOVES = {"slice", "reshape", "permute", "pad", "remap", "concat", "adaptive_avg_pool", "avg_pool2d",
+          "resize_bilinear"}
 
 
 def _convert_move_chain(graph: Graph, op: Op) -> bool:
