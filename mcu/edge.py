@@ -24,7 +24,9 @@ from mcu.sourceinfo import unsupported_op_message, user_source_line
 KEPT_WHOLE = (torch.ops.aten.hardswish.default,
               # issue 18: one kernel (one table at int8) rather than gt + mul + where, sigmoid + mul, ...
               torch.ops.aten._prelu_kernel.default, torch.ops.aten.silu.default, torch.ops.aten.hardsigmoid.default,
-              torch.ops.aten.softplus.default, torch.ops.aten.log_sigmoid_forward.default)
+              torch.ops.aten.softplus.default, torch.ops.aten.log_sigmoid_forward.default,
+              # 1-D linear interpolation: one bilinear resize over a height of 1 (issue 18)
+              torch.ops.aten.upsample_linear1d.vec, torch.ops.aten.upsample_linear1d.default)
 
 
 def torchao_kept_whole() -> tuple[object, ...]:

@@ -493,7 +493,9 @@ def _all_handlers() -> dict[object, Callable[[_Ctx, Node, list[Any]], Any]]:
     # normalisation, reductions and int8 activations (issue 18)
     from mcu.frontend_norm import HANDLERS as NORM
 
-    return {**HANDLERS, **MORE, **NORM, **SELECT}
+    from mcu.frontend_resample import HANDLERS as RESAMPLE  # resampling and data movement (issue 18)
+
+    return {**HANDLERS, **MORE, **NORM, **SELECT, **RESAMPLE}
 
 
 def state_dict_value(ep: torch.export.ExportedProgram, target: str) -> torch.Tensor:

@@ -8,7 +8,8 @@ Patterns annotated as one unit, so nothing is quantized inside them:
 ``conv/linear [-> batch_norm] [-> relu/relu6/hardtanh/clamp]`` and
 ``add/mul [-> relu/...]``. Ops that cannot change quantization parameters
 (max pooling, average pooling, reshapes, permutes, padding, concatenation,
-a lone ReLU) share their input's parameters. Softmax and sigmoid outputs use
+a lone ReLU; upsampling, flips, repeats, index_select and gather, adaptive pooling to
+any size but 1x1) share their input's parameters. Softmax and sigmoid outputs use
 the fixed scale 1/256 and zero-point -128, tanh 1/128 and 0. Any op not named
 here stays unannotated and runs in fp32 between dequantize and quantize.
 """
@@ -55,6 +56,21 @@ SHARED = {aten.max_pool2d.default, aten.avg_pool2d.default, aten.flatten.using_i
 OWN_OUTPUT = {aten.adaptive_avg_pool2d.default, aten.mean.dim, aten.hardswish.default,
               aten.hardswish_.default}
 SOFTMAX = {aten.softmax.int, aten._softmax.default}
+# resampling and data movement (issue 18): they move or average values of one tensor, so the output keeps
+# the input's quantization (adaptive pooling to any size but 1x1, which is a mean with its own output)
+MOVES = {aten.upsample_nearest2d.vec, aten.upsample_nearest2d.default, aten.upsample_bilinear2d.vec,
+         aten.upsample_bilinear2d.default, aten.repeat.default, aten.expand.default, aten.flip.default,
+         aten.pixel_shuffle.default, aten.pixel_unshuffle.default, aten.index_select.default,
+         aten.gather.default, aten.roll.default, aten.index.Tensor, aten._upsample_nearest_exact2d.vec,
+         aten._upsample_nearest_exact2d.default, aten.upsample_nearest1d.vec, aten.upsample_nearest1d.default,
+         aten.upsample_linear1d.vec, aten.upsample_linear1d.default}
+STACK = {aten.stack.default}
+
+
+def _global_pool(node: Node) -> bool:
+    val = node.meta.get("val")
+    rank = 1 if node.target is aten.adaptive_avg_pool1d.default else 2
+    return isinstance(val, torch.Tensor) and tuple(val.shape[-rank:]) == (1,) * rank
 FIXED_OUTPUT = {aten.sigmoid.default: (1.0 / 256.0, -128), aten.tanh.default: (1.0 / 128.0, 0)}
 # normalisation, reductions and int8 activations (issue 18): elementwise functions that run as 256-entry
 # tables at int8 and layer norm (mcu_layer_norm_s8), each with output parameters of its own; arithmetic
@@ -128,8 +144,8 @@ class MCUQuantizer(Quantizer):
             (BINARY, lambda n: self._binary(n, act)),
             (OWN_OUTPUT, lambda n: self._own_output(n, act)),
             (SOFTMAX, lambda n: self._fixed(n, act, 1.0 / 256.0, -128)),
-            (SHARED | ACTIVATIONS, lambda n: self._shared(n, act)),
-            ({aten.cat.default}, lambda n: self._cat(n, act)),
+            (SHARED | ACTIVATIONS | MOVES, lambda n: self._shared(n, act)),
+            ({aten.cat.default} | STACK, lambda n: self._cat(n, act)),
             # issue 18: table lookups and int8 layer norm
             (TABLE_OWN_OUTPUT, lambda n: self._own_output(n, act)),
             (SCALAR_ARITH, lambda n: self._scalar_arith(n, act)),
@@ -140,6 +156,10 @@ class MCUQuantizer(Quantizer):
             if node.target in FIXED_OUTPUT:
                 scale, zp = FIXED_OUTPUT[node.target]
                 self._fixed(node, act, scale, zp)
+                continue
+            if node.target in (aten.adaptive_avg_pool2d.default, aten.adaptive_avg_pool1d.default) \
+                    and not _global_pool(node):
+                self._shared(node, act)  # averages that share the input's quantization (issue 18)
                 continue
             reg = self.custom.get(getattr(getattr(node.target, "_schema", None), "name", None))
             if reg is not None:

@@ -236,6 +236,16 @@ def _index_put(op: Op, x: list[np.ndarray], current: np.ndarray) -> np.ndarray:
 FLOAT_MOVES["index_put"] = lambda op, x: x[0]
 FLOAT_MOVES.update({"linear_w4": _linear_w4(int4.linear_w4_f32), "linear_w4_dyn": _linear_w4(int4.linear_w4_s8)})
 
+# resampling and data movement (issue 18): moves are exact at any dtype
+def _resample_ops() -> None:
+    from mcu.reference_resample import FLOAT_OPS, INT8
+
+    INT8_OPS.update(INT8)
+    FLOAT_MOVES.update(FLOAT_OPS)
+
+
+_resample_ops()
+
 
 # normalisation, reductions and int8 activations (issue 18)
 def _argmax(op: Op, x: list[np.ndarray]) -> np.ndarray:

@@ -24,14 +24,15 @@ class Net(nn.Module):
     def __init__(self):
         super().__init__()
         self.fc = nn.Linear(8, 8)
-        # bidirectional: the reversed direction needs aten.flip, which mcu does not lower yet
-        self.rnn = nn.LSTM(8, 8, batch_first=True, bidirectional=True)
+        self.rnn = nn.LSTM(8, 8, batch_first=True)
+        # adaptive max pooling: mcu has no kernel for it yet
+        self.pool = nn.AdaptiveMaxPool2d(2)
         self.head = nn.Linear(16, 4)
 
     def forward(self, x):
-        x = self.fc(x)
-        y, _ = self.rnn(x)
-        return self.head(y[:, -1])
+        y, _ = self.rnn(self.fc(x))
+        y = self.pool(y.unsqueeze(1))
+        return self.head(y.flatten(1).repeat(1, 4))
 
 
 model = Net().eval()
@@ -116,8 +117,8 @@ def test_unsupported_nn_module_is_named_as_written(tmp_path: Path) -> None:
     assert proc.returncode != 0
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1, proc.stderr  # the UserWarning torch.export prints about LSTM weights is hidden
-    assert lines[0].startswith("mcu: error: nn.LSTM at lstm_model.py:15 is not supported yet"), lines[0]
-    assert "`y, _ = self.rnn(x)`" in lines[0]
+    assert lines[0].startswith("mcu: error: nn.AdaptiveMaxPool2d at lstm_model.py:16 is not supported yet"), lines[0]
+    assert "`y = self.pool(y.unsqueeze(1))`" in lines[0] and "aten.adaptive_max_pool2d.default" in lines[0]
     assert proc.stdout == ""
 
     verbose = run_mcu("build", "--board", "mps2-an505", "--verbose", str(tmp_path / "lstm_model.py"),

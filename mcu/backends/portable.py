@@ -411,8 +411,10 @@ EMITTERS.update({
 
 def _more_emitters() -> None:
     from mcu.backends.portable_more import EMITTERS as MORE
+    from mcu.backends.portable_resample import EMITTERS as RESAMPLE  # resampling and data movement (issue 18)
 
     EMITTERS.update(MORE)
+    EMITTERS.update(RESAMPLE)
 
 
 _more_emitters()

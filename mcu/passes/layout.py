@@ -15,14 +15,20 @@ import numpy as np
 from mcu.ir import CHANNELS_LAST, Graph, Op, Tensor
 
 _NEEDS_CHANNELS_LAST = {"conv2d", "depthwise_conv2d", "max_pool2d", "avg_pool2d", "mean_hw", "batch_norm"}
+# (issue 18) [N][H][W][C] or [N][C][H][W]: the kernels see [outer][h][w][inner] either way
+_RESAMPLE = {"resize_bilinear", "adaptive_avg_pool"}
 _PRODUCES_CHANNELS_LAST = _NEEDS_CHANNELS_LAST - {"mean_hw"}
 _NEEDS_CONTIGUOUS = {"reshape", "linear", "layer_norm", "bmm", "reduce", "index_put",
                      "var", "argmax"}  # issue 18: reductions over adjacent logical dims  # index_put: its values, written row by row
 _SAME_AS_INPUT = {"clamp", "sigmoid", "tanh", "hardswish", "softmax", "pad", "quantize", "dequantize", "lut",
-                  "requantize", "slice", "unary", "log_softmax"}
+                  "requantize", "slice", "unary", "log_softmax", "remap", "index_select", "resize_bilinear",
+                  "adaptive_avg_pool"}
 # issue 18: per-channel ops whose kernels read channels first or channels last (any other order is made
 # row-major first); the output keeps the input's order
 _CHANNELS_EITHER_WAY = {"group_norm", "prelu"}
+# resampling and data movement (issue 18): gather reads row-major tensors (its index too); a remap that
+# adds leading dims (repeat, expand) reads its input row-major
+_ALL_CONTIGUOUS = {"gather"}
 
 
 def _identity(rank: int) -> tuple[int, ...]:
@@ -76,6 +82,13 @@ def assign_layouts(graph: Graph) -> Graph:
             x = op.inputs[0]
             if x.dim_order not in (_identity(len(x.shape)), channels_last(len(x.shape))):
                 _require(graph, op, 0, _identity(len(x.shape)), cache)
+        elif op.kind in _RESAMPLE:
+            if op.inputs[0].dim_order not in (CHANNELS_LAST, _identity(4)):
+                _require(graph, op, 0, CHANNELS_LAST, cache)
+        elif op.kind in _ALL_CONTIGUOUS or (op.kind == "remap" and len(op.inputs[0].shape) != len(op.output.shape)):
+            for i, t in enumerate(op.inputs):
+                if not t.is_constant:
+                    _require(graph, op, i, _identity(len(t.shape)), cache)
         elif op.kind == "concat":
             order = op.inputs[0].dim_order if len(op.inputs[0].shape) == len(op.output.shape) else None
             for i, t in enumerate(op.inputs):
@@ -115,6 +128,10 @@ def _layout_constants(graph: Graph) -> None:
                 # OIHW -> OHWI: the kernel walks (kh, kw, ic) innermost for one output channel.
                 w.data = np.ascontiguousarray(np.transpose(w.data, CHANNELS_LAST))
                 w.dim_order = CHANNELS_LAST
+        elif op.kind == "remap":  # the tables in the order of the physical dims
+            from mcu.resample import physical_tables
+
+            op.inputs[1] = physical_tables(op)
         elif op.kind in ("add", "sub", "mul", "div", "concat"):
             for t in op.inputs:
                 if t.is_constant and len(t.shape) == len(op.output.shape) and t.dim_order != op.output.dim_order:

@@ -212,6 +212,13 @@ def _custom(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
     return Op("custom", ins, [out], dict(op.attrs), op.name, op.source)
 
 
+def _extra_inputs_kept(kind: str) -> bool:
+    """Ops whose inputs after the first are indices or tables, not quantized values (issue 18)."""
+    from mcu.passes.quantized_resample import KEEPS_EXTRA_INPUTS
+
+    return kind in KEEPS_EXTRA_INPUTS
+
+
 CONVERTERS: dict[str, Converter] = {
     "custom": _custom,
     "conv2d": _conv2d,
@@ -236,6 +243,15 @@ CONVERTERS: dict[str, Converter] = {
 # normalisation, reductions and int8 activations (issue 18): table lookups of every elementwise
 # function, int8 layer norm
 CONVERTERS.update(quantized_more.CONVERTERS)
+
+
+def _resample_converters() -> None:
+    from mcu.passes.quantized_resample import CONVERTERS as RESAMPLE  # resampling and data movement (issue 18)
+
+    CONVERTERS.update(RESAMPLE)
+
+
+_resample_converters()
 
 
 def _dequantized_source(graph: Graph, t: Tensor) -> Tensor | None:
@@ -264,12 +280,16 @@ def lower_quantized(graph: Graph) -> Graph:
     return graph
 
 
-_MOVES = {"slice", "reshape", "permute", "pad"}
+# (issue 18) remap: reflect/replicate padding, one index op a dim; concat: torch.stack, a cat then a view;
+# the average pools: adaptive_avg_pool1d, an unsqueeze, the pool and a squeeze; upsample_linear1d alike
+_MOVES = {"slice", "reshape", "permute", "pad", "remap", "concat", "adaptive_avg_pool", "avg_pool2d",
+          "resize_bilinear"}
 
 
 def _convert_move_chain(graph: Graph, op: Op) -> bool:
     """dequantize -> slice -> reshape -> quantize (a select): data movement only, one quantization
-    shared along the chain, so every op of it becomes int8 at once."""
+    shared along the chain, so every op of it becomes int8 at once. The chain may start with a concat
+    (torch.stack: cat then view), whose inputs then all share that quantization."""
     chain = [op]
     while True:
         users = graph.users(chain[-1].output)
@@ -278,22 +298,26 @@ def _convert_move_chain(graph: Graph, op: Op) -> bool:
         if users[0].kind == "quantize":
             q = users[0]
             break
-        if users[0].kind not in _MOVES:
+        if users[0].kind not in _MOVES or users[0].kind == "concat":
             return False
         chain.append(users[0])
-    src = _dequantized_source(graph, op.inputs[0])
-    if src is None or not _same_quant(src, q.output) or len(chain) < 2 or op.inputs[0].is_constant:
+    firsts = op.inputs if op.kind == "concat" else op.inputs[:1]
+    srcs = [_dequantized_source(graph, t) for t in firsts]
+    if len(chain) < 2 or any(s is None or t.is_constant or not _same_quant(s, q.output) for s, t in zip(srcs, firsts)):
         return False
-    current = src
+    current: list[Tensor] = [s for s in srcs if s is not None]
     for i, link in enumerate(chain):
         last = i == len(chain) - 1
         out = q.output if last else Tensor(name=link.output.name, shape=link.output.shape, dtype="int8",
                                            quant=q.output.quant)
-        converted = _shared(link.kind)(graph, link, [current], out)
+        if _extra_inputs_kept(link.kind):  # (issue 18) its tables stay
+            converted = CONVERTERS[link.kind](graph, link, [*current, *link.inputs[1:]], out)
+        else:
+            converted = _shared(link.kind)(graph, link, current, out)
         if isinstance(converted, str):
             return False
         graph.ops[graph.ops.index(link)] = converted
-        current = out
+        current = [out]
     graph.ops.remove(q)
     return True
 
@@ -308,6 +332,9 @@ def _try_convert(graph: Graph, op: Op) -> str | None:
         return "its output is not quantized"
     ins: list[Tensor] = []
     for t in op.inputs:
+        if t is not op.inputs[0] and _extra_inputs_kept(op.kind):
+            ins.append(t)  # indices or tables: the converter keeps them
+            continue
         if t.is_constant:
             if (op.kind in ("conv2d", "linear") or op.kind in quantized_more.OWN_CONSTANTS) and t is not op.inputs[0]:
                 continue  # weights and bias are converted by the op's own converter

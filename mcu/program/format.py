@@ -96,6 +96,14 @@ KERNEL_IDS: dict[str, int] = {
     "mcu_argmax_s8": 190,
     "mcu_log_softmax_f32": 191,
     "mcu_prelu_f32": 192,
+    # resampling and data movement (issue 18): ids 140-179.
+    "mcu_remap": 140,
+    "mcu_index_select": 141,
+    "mcu_gather": 142,
+    "mcu_resize_bilinear_f32": 143,
+    "mcu_resize_bilinear_s8": 144,
+    "mcu_adaptive_avg_pool_f32": 145,
+    "mcu_adaptive_avg_pool_s8": 146,
 }
 KERNEL_DELEGATE = 255
 

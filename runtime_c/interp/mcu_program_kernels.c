@@ -196,6 +196,28 @@
 #ifndef MCU_PROGRAM_HAS_PRELU_F32
 #define MCU_PROGRAM_HAS_PRELU_F32 MCU_PROGRAM_KERNEL_DEFAULT
 #endif
+/* resampling and data movement (issue 18) */
+#ifndef MCU_PROGRAM_HAS_REMAP
+#define MCU_PROGRAM_HAS_REMAP MCU_PROGRAM_KERNEL_DEFAULT
+#endif
+#ifndef MCU_PROGRAM_HAS_INDEX_SELECT
+#define MCU_PROGRAM_HAS_INDEX_SELECT MCU_PROGRAM_KERNEL_DEFAULT
+#endif
+#ifndef MCU_PROGRAM_HAS_GATHER
+#define MCU_PROGRAM_HAS_GATHER MCU_PROGRAM_KERNEL_DEFAULT
+#endif
+#ifndef MCU_PROGRAM_HAS_RESIZE_BILINEAR_F32
+#define MCU_PROGRAM_HAS_RESIZE_BILINEAR_F32 MCU_PROGRAM_KERNEL_DEFAULT
+#endif
+#ifndef MCU_PROGRAM_HAS_RESIZE_BILINEAR_S8
+#define MCU_PROGRAM_HAS_RESIZE_BILINEAR_S8 MCU_PROGRAM_KERNEL_DEFAULT
+#endif
+#ifndef MCU_PROGRAM_HAS_ADAPTIVE_AVG_POOL_F32
+#define MCU_PROGRAM_HAS_ADAPTIVE_AVG_POOL_F32 MCU_PROGRAM_KERNEL_DEFAULT
+#endif
+#ifndef MCU_PROGRAM_HAS_ADAPTIVE_AVG_POOL_S8
+#define MCU_PROGRAM_HAS_ADAPTIVE_AVG_POOL_S8 MCU_PROGRAM_KERNEL_DEFAULT
+#endif
 
 /* The params struct of each kernel is its words in declaration order. */
 _Static_assert(sizeof(mcu_conv2d_f32_params) == 19 * 4, "conv2d_f32 params layout");
@@ -226,15 +248,20 @@ _Static_assert(sizeof(mcu_layer_norm_s8_params) == 7 * 4, "layer_norm_s8 params 
 _Static_assert(sizeof(mcu_group_norm_f32_params) == 6 * 4, "group_norm_f32 params layout");
 _Static_assert(sizeof(mcu_var_f32_params) == 4 * 4, "var_f32 params layout");
 _Static_assert(sizeof(mcu_prelu_f32_params) == 3 * 4, "prelu_f32 params layout");
+_Static_assert(sizeof(mcu_remap_params) == 13 * 4, "remap params layout");
+_Static_assert(sizeof(mcu_index_select_params) == 4 * 4, "index_select params layout");
+_Static_assert(sizeof(mcu_gather_params) == 14 * 4, "gather params layout");
+_Static_assert(sizeof(mcu_resample_f32_params) == 6 * 4, "resample_f32 params layout");
+_Static_assert(sizeof(mcu_resample_s8_params) == 6 * 4, "resample_s8 params layout");
 
 /* Operand signatures: F float32, B int8, I int32, U uint8, X the output's dtype;
  * lower case: may be absent (-1). Concat has its own rule. The int8 matmul
  * kernels' sixth operand is their scratch buffer (mcu_context). */
 enum { S_NONE, S_FFFF_BIAS, S_FF, S_FFF, S_FFFF, S_XX, S_MATMUL_S8, S_BBB, S_BB, S_FB, S_BF, S_W8, S_DYN,
-       S_W4, S_W4_DYN, S_IXX, S_NORM, S_LN_S8, S_FI, S_BI, S_CMP, S_UXXX, S_IBFF };
+       S_W4, S_W4_DYN, S_IXX, S_NORM, S_LN_S8, S_FI, S_BI, S_CMP, S_UXXX, S_IBFF, S_IFFF, S_IBB };
 static const char SIGS[][8] = {"", "FFfF", "FF", "FFF", "FFFF", "XX", "BBiIIbB", "BBB", "BB", "FB", "BF",
                                "FBFFF", "BFBFFF", "FUFfF", "BFUFfF", "IXX", "FffF", "BIIIB", "FI", "BI",
-                               "**U", "UXXX", "IBFF"};
+                               "**U", "UXXX", "IBFF", "IFFF", "IBB"};
 
 /* Param words and signature of each kernel id; bit 7 of `sig`: in this build. */
 typedef struct {
@@ -304,6 +331,14 @@ static const mcu_kernel_desc KERNELS[MCU_K_COUNT] = {
     K(MCU_K_ARGMAX_S8, MCU_PROGRAM_HAS_ARGMAX_S8, 3, S_BI),
     K(MCU_K_LOG_SOFTMAX_F32, MCU_PROGRAM_HAS_LOG_SOFTMAX_F32, 3, S_FF),
     K(MCU_K_PRELU_F32, MCU_PROGRAM_HAS_PRELU_F32, 3, S_FFF),
+    /* resampling and data movement (issue 18) */
+    K(MCU_K_REMAP, MCU_PROGRAM_HAS_REMAP, 14, S_IXX),
+    K(MCU_K_INDEX_SELECT, MCU_PROGRAM_HAS_INDEX_SELECT, 5, S_IXX),
+    K(MCU_K_GATHER, MCU_PROGRAM_HAS_GATHER, 15, S_IXX),
+    K(MCU_K_RESIZE_BILINEAR_F32, MCU_PROGRAM_HAS_RESIZE_BILINEAR_F32, 6, S_IFFF),
+    K(MCU_K_RESIZE_BILINEAR_S8, MCU_PROGRAM_HAS_RESIZE_BILINEAR_S8, 6, S_IBB),
+    K(MCU_K_ADAPTIVE_AVG_POOL_F32, MCU_PROGRAM_HAS_ADAPTIVE_AVG_POOL_F32, 6, S_FF),
+    K(MCU_K_ADAPTIVE_AVG_POOL_S8, MCU_PROGRAM_HAS_ADAPTIVE_AVG_POOL_S8, 6, S_BB),
 };
 #undef K
 
@@ -570,6 +605,49 @@ mcu_status mcu_program_check_kernel(uint32_t kernel, const mcu_operand_desc *ops
         need[0] = need[2] = mulcap(1, p[0]);
         need[1] = mulcap(1, p[1]);
         break;
+    /* resampling and data movement (issue 18) */
+    case MCU_K_REMAP:   /* rank, in_shape[6], out_shape[6], element size; tables: one entry per output index */
+    case MCU_K_GATHER: { /* rank, in_shape[6], out_shape[6] (the index's), dim, element size */
+        MCU_REQUIRE(p[0] >= 1 && p[0] <= MCU_MAX_DIMS, MCU_ERR_PROGRAM_INVALID);
+        MCU_REQUIRE(p[kernel == MCU_K_REMAP ? 13 : 14] == (int32_t)mcu_dtype_size(out->dtype), MCU_ERR_PROGRAM_INVALID);
+        uint32_t sum = 0;
+        for (int32_t i = 0; i < p[0]; ++i) {
+            MCU_REQUIRE(p[7 + i] >= 1 && p[7 + i] <= INT32_MAX / 8, MCU_ERR_PROGRAM_INVALID);
+            sum += (uint32_t)p[7 + i]; /* at most 6 terms below 2^28 */
+        }
+        need[0] = kernel == MCU_K_REMAP ? sum : prod(p + 7, p[0]);
+        need[1] = prod(p + 1, p[0]);
+        need[2] = prod(p + 7, p[0]);
+        break;
+    }
+    case MCU_K_INDEX_SELECT: { /* outer, axis, inner, count, element size */
+        const int32_t out_dims[3] = {p[0], p[3], p[2]};
+        MCU_REQUIRE(p[4] == (int32_t)mcu_dtype_size(out->dtype), MCU_ERR_PROGRAM_INVALID);
+        need[0] = mulcap(1, p[3]);
+        need[1] = prod(p, 3);
+        need[2] = prod(out_dims, 3);
+        break;
+    }
+    case MCU_K_RESIZE_BILINEAR_F32:
+    case MCU_K_RESIZE_BILINEAR_S8:
+    case MCU_K_ADAPTIVE_AVG_POOL_F32:
+    case MCU_K_ADAPTIVE_AVG_POOL_S8: { /* outer, in_h, in_w, out_h, out_w, inner */
+        const int32_t in_dims[4] = {p[0], p[1], p[2], p[5]};
+        const int32_t out_dims[4] = {p[0], p[3], p[4], p[5]};
+        MCU_REQUIRE(p[3] >= 1 && p[4] >= 1 && p[3] <= INT32_MAX / 8 && p[4] <= INT32_MAX / 8, MCU_ERR_PROGRAM_INVALID);
+        const uint32_t axes = (uint32_t)p[3] + (uint32_t)p[4];
+        uint32_t k = 0;
+        if (kernel == MCU_K_RESIZE_BILINEAR_F32) { /* (i0, i1) and (1 - l, l) per row and column */
+            need[0] = need[1] = 2u * axes;
+            k = 2;
+        } else if (kernel == MCU_K_RESIZE_BILINEAR_S8) { /* (i0, i1, f) per row and column */
+            need[0] = 3u * axes;
+            k = 1;
+        }
+        need[k] = prod(in_dims, 4);
+        need[k + 1] = prod(out_dims, 4);
+        break;
+    }
     default: /* the elementwise kernels (and mcu_unary_f32): params[0] is the element count */
         need[0] = need[1] = mulcap(1, p[0]);
         break;
@@ -618,6 +696,11 @@ mcu_status mcu_program_dispatch(uint32_t kernel, void *const *o, const uint32_t 
         mcu_compare_params compare;
         mcu_where_params where;
         mcu_embedding_params embedding;
+        mcu_remap_params remap;
+        mcu_index_select_params index_select;
+        mcu_gather_params gather;
+        mcu_resample_f32_params resample_f32;
+        mcu_resample_s8_params resample_s8;
     } u;
     MCU_REQUIRE(n_params <= MCU_PROGRAM_MAX_PARAMS && n_ops >= 2 && n_ops <= MCU_PROGRAM_MAX_OPERANDS,
                 MCU_ERR_PROGRAM_INVALID);
@@ -814,6 +897,28 @@ mcu_status mcu_program_dispatch(uint32_t kernel, void *const *o, const uint32_t 
 #endif
 #if MCU_PROGRAM_HAS_PRELU_F32
     case MCU_K_PRELU_F32: return mcu_prelu_f32(&u.prelu_f32, o[0], o[1], o[2]);
+#endif
+    /* resampling and data movement (issue 18) */
+#if MCU_PROGRAM_HAS_REMAP
+    case MCU_K_REMAP: return mcu_remap(&u.remap, w[13], o[0], o[1], o[2]);
+#endif
+#if MCU_PROGRAM_HAS_INDEX_SELECT
+    case MCU_K_INDEX_SELECT: return mcu_index_select(&u.index_select, w[4], o[0], o[1], o[2]);
+#endif
+#if MCU_PROGRAM_HAS_GATHER
+    case MCU_K_GATHER: return mcu_gather(&u.gather, w[14], o[0], o[1], o[2]);
+#endif
+#if MCU_PROGRAM_HAS_RESIZE_BILINEAR_F32
+    case MCU_K_RESIZE_BILINEAR_F32: return mcu_resize_bilinear_f32(&u.resample_f32, o[0], o[1], o[2], o[3]);
+#endif
+#if MCU_PROGRAM_HAS_RESIZE_BILINEAR_S8
+    case MCU_K_RESIZE_BILINEAR_S8: return mcu_resize_bilinear_s8(&u.resample_s8, o[0], o[1], o[2]);
+#endif
+#if MCU_PROGRAM_HAS_ADAPTIVE_AVG_POOL_F32
+    case MCU_K_ADAPTIVE_AVG_POOL_F32: return mcu_adaptive_avg_pool_f32(&u.resample_f32, o[0], o[1]);
+#endif
+#if MCU_PROGRAM_HAS_ADAPTIVE_AVG_POOL_S8
+    case MCU_K_ADAPTIVE_AVG_POOL_S8: return mcu_adaptive_avg_pool_s8(&u.resample_s8, o[0], o[1]);
 #endif
     default: return MCU_ERR_UNSUPPORTED;
     }

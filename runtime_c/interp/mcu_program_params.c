@@ -183,6 +183,10 @@ mcu_status mcu_program_check_params(uint32_t kernel, const int32_t *w, uint32_t 
         mcu_compare_params compare;
         mcu_where_params where;
         mcu_embedding_params embedding;
+        mcu_remap_params remap;
+        mcu_index_select_params index_select;
+        mcu_gather_params gather;
+        mcu_resample_f32_params resample;
     } u;
     memset(&u, 0, sizeof(u));
     memcpy(&u, w, (n_params < MCU_PROGRAM_MAX_PARAMS ? n_params : MCU_PROGRAM_MAX_PARAMS) * sizeof(int32_t));
@@ -334,6 +338,41 @@ mcu_status mcu_program_check_params(uint32_t kernel, const int32_t *w, uint32_t 
         ok = u.prelu_f32.size > 0 && u.prelu_f32.size <= INT32_MAX / 4 && u.prelu_f32.channels > 0 &&
              u.prelu_f32.inner > 0;
         break;
+    /* resampling and data movement (issue 18) */
+    case MCU_K_REMAP:
+        ok = u.remap.rank >= 1 && u.remap.rank <= MCU_MAX_DIMS && w[13] > 0 &&
+             mcu_checked_count(u.remap.in_shape, u.remap.rank, w[13]) > 0 &&
+             mcu_checked_count(u.remap.out_shape, u.remap.rank, w[13]) > 0;
+        break;
+    case MCU_K_GATHER:
+        ok = u.gather.rank >= 1 && u.gather.rank <= MCU_MAX_DIMS && u.gather.dim >= 0 && u.gather.dim < u.gather.rank &&
+             w[14] > 0 && mcu_checked_count(u.gather.in_shape, u.gather.rank, w[14]) > 0 &&
+             mcu_checked_count(u.gather.out_shape, u.gather.rank, w[14]) > 0;
+        for (int32_t d = 0; ok && d < u.gather.rank; ++d) {
+            ok = d == u.gather.dim || u.gather.out_shape[d] <= u.gather.in_shape[d];
+        }
+        break;
+    case MCU_K_INDEX_SELECT: {
+        const mcu_index_select_params *p = &u.index_select;
+        const int32_t in_dims[3] = {p->outer, p->axis, p->inner};
+        const int32_t out_dims[3] = {p->outer, p->count, p->inner};
+        ok = w[4] > 0 && mcu_checked_count(in_dims, 3, w[4]) > 0 && mcu_checked_count(out_dims, 3, w[4]) > 0;
+        break;
+    }
+    case MCU_K_RESIZE_BILINEAR_F32:
+    case MCU_K_RESIZE_BILINEAR_S8:
+    case MCU_K_ADAPTIVE_AVG_POOL_F32:
+    case MCU_K_ADAPTIVE_AVG_POOL_S8: {
+        const mcu_resample_f32_params *p = &u.resample; /* the s8 struct has the same fields */
+        const int32_t size = kernel == MCU_K_RESIZE_BILINEAR_F32 || kernel == MCU_K_ADAPTIVE_AVG_POOL_F32 ? 4 : 1;
+        const int32_t in_dims[4] = {p->outer, p->in_h, p->in_w, p->inner};
+        const int32_t out_dims[4] = {p->outer, p->out_h, p->out_w, p->inner};
+        ok = mcu_checked_count(in_dims, 4, size) > 0 && mcu_checked_count(out_dims, 4, size) > 0 &&
+             (kernel != MCU_K_ADAPTIVE_AVG_POOL_S8 || (int64_t)p->in_h * p->in_w <= INT32_MAX / 128) &&
+             ((kernel != MCU_K_ADAPTIVE_AVG_POOL_F32 && kernel != MCU_K_ADAPTIVE_AVG_POOL_S8) ||
+              ((int64_t)(p->out_h + 1) * p->in_h <= INT32_MAX && (int64_t)(p->out_w + 1) * p->in_w <= INT32_MAX));
+        break;
+    }
     default: break; /* concat, pad, slice: their checks in mcu_program_check_kernel cover the kernels' own */
     }
     return ok ? MCU_OK : MCU_ERR_PROGRAM_INVALID;
@@ -520,6 +559,18 @@ mcu_status mcu_program_check_operands(uint32_t kernel, const mcu_operand_desc *o
              !overlap(&ops[0], count, out, nout);
         break;
     }
+    /* resampling and data movement (issue 18): the output overlaps nothing the kernel reads */
+    case MCU_K_REMAP:
+    case MCU_K_INDEX_SELECT:
+    case MCU_K_GATHER:
+    case MCU_K_RESIZE_BILINEAR_F32:
+    case MCU_K_RESIZE_BILINEAR_S8:
+        for (uint32_t i = 0; i < last; ++i) {
+            ok = ok && !overlap(&ops[i], bytes[i], out, nout);
+        }
+        break;
+    case MCU_K_ADAPTIVE_AVG_POOL_F32:
+    case MCU_K_ADAPTIVE_AVG_POOL_S8: ok = !overlap(&ops[0], bytes[0], out, nout); break;
     case MCU_K_CONCAT:
         for (uint32_t i = 0; i < last; ++i) {
             ok = ok && !overlap(&ops[i], bytes[i], out, nout);

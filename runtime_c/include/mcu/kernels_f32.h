@@ -210,5 +210,25 @@ typedef struct {
 
 /** PReLU: x > 0 ? x : weight[(i / inner) % channels] * x. May run in place. */
 mcu_status mcu_prelu_f32(const mcu_prelu_f32_params *p, const float *input, const float *weight, float *output);
+/* --- resampling (issue 18) ----------------------------------------------------------------------- */
+
+/** A tensor seen as [outer][h][w][inner]: NCHW is outer = N*C, inner = 1; NHWC is outer = N, inner = C. */
+typedef struct {
+    int32_t outer, in_h, in_w, out_h, out_w, inner;
+} mcu_resample_f32_params;
+
+/**
+ * Bilinear resize with the source rows and columns the compiler computed (align_corners and the
+ * scale as PyTorch defines them): `index` holds (y0, y1) for each output row, then (x0, x1) for each
+ * output column; `lambda` holds (1 - ly, ly) for each row, then (1 - lx, lx) for each column, and
+ *   out = (1-ly) * ((1-lx) * in[y0][x0] + lx * in[y0][x1]) + ly * ((1-lx) * in[y1][x0] + lx * in[y1][x1]).
+ * Indices are checked before anything is written. No overlap.
+ */
+mcu_status mcu_resize_bilinear_f32(const mcu_resample_f32_params *p, const int32_t *index, const float *lambda,
+                                   const float *input, float *output);
+
+/** Adaptive average pooling: output cell (i, j) averages rows [floor(i*in_h/out_h), ceil((i+1)*in_h/out_h))
+ *  and the columns alike (aten._adaptive_avg_pool2d). No overlap. */
+mcu_status mcu_adaptive_avg_pool_f32(const mcu_resample_f32_params *p, const float *input, float *output);
 
 #endif /* MCU_KERNELS_F32_H */

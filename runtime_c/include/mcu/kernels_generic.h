@@ -119,5 +119,51 @@ typedef struct {
  *  `out` must not overlap any operand unless it is that operand laid out like the output. */
 mcu_status mcu_where(const mcu_where_params *p, int32_t elem_size, const uint8_t *cond, const void *a,
                      const void *b, void *out);
+/* --- resampling and data movement (issue 18) ---------------------------------------------------- */
+
+typedef struct {
+    int32_t rank;                  /**< 1..MCU_MAX_DIMS */
+    int32_t in_shape[MCU_MAX_DIMS];
+    int32_t out_shape[MCU_MAX_DIMS];
+} mcu_remap_params;
+
+/**
+ * Per-dim index tables: out[i0]..[ik] = in[t0[i0]]..[tk[ik]], with `tables` the concatenation of
+ * one table per dim (out_shape[d] entries, each in [0, in_shape[d])). One kernel serves nearest
+ * upsampling, flip, repeat, expand, reflect and replicate padding and index_select with constant
+ * indices: the compiler computes the tables. Every entry is checked before anything is written.
+ * The output must not overlap the input.
+ */
+mcu_status mcu_remap(const mcu_remap_params *p, int32_t elem_size, const int32_t *tables, const void *input,
+                     void *output);
+
+/** A tensor seen as [outer][axis][inner] elements, read at `count` positions along `axis`. */
+typedef struct {
+    int32_t outer;
+    int32_t axis;
+    int32_t inner;
+    int32_t count; /**< positions read: the output is [outer][count][inner] */
+} mcu_index_select_params;
+
+/**
+ * out[o][j][i] = in[o][indices[j]][i] (aten.index_select with run-time indices). An index outside
+ * [0, axis) is MCU_ERR_INVALID_ARG, checked before anything is written. No overlap.
+ */
+mcu_status mcu_index_select(const mcu_index_select_params *p, int32_t elem_size, const int32_t *indices,
+                            const void *input, void *output);
+
+typedef struct {
+    int32_t rank;                  /**< 1..MCU_MAX_DIMS */
+    int32_t in_shape[MCU_MAX_DIMS];
+    int32_t out_shape[MCU_MAX_DIMS]; /**< the index tensor's shape; out_shape[d] <= in_shape[d] off `dim` */
+    int32_t dim;
+} mcu_gather_params;
+
+/**
+ * torch.gather: out[i] = in[i with coordinate `dim` replaced by index[i]], both row-major. An index
+ * outside [0, in_shape[dim]) is MCU_ERR_INVALID_ARG, checked before anything is written. No overlap.
+ */
+mcu_status mcu_gather(const mcu_gather_params *p, int32_t elem_size, const int32_t *index, const void *input,
+                      void *output);
 
 #endif /* MCU_KERNELS_GENERIC_H */

@@ -232,5 +232,27 @@ mcu_status mcu_layer_norm_s8(const mcu_layer_norm_s8_params *p, const int8_t *in
 /** argmax of int8 codes along the middle axis of [outer, reduce, inner] (the first on ties): the
  * argmax of the real values, since dequantization is increasing. */
 mcu_status mcu_argmax_s8(int32_t outer, int32_t reduce, int32_t inner, const int8_t *input, int32_t *output);
+/* --- resampling (issue 18) ----------------------------------------------------------------------- */
+
+/** A tensor seen as [outer][h][w][inner] (as mcu_resample_f32_params). */
+typedef struct {
+    int32_t outer, in_h, in_w, out_h, out_w, inner;
+} mcu_resample_s8_params;
+
+/**
+ * Bilinear resize in integers, in the style of TFLite's RESIZE_BILINEAR: `index` holds (y0, y1, fy)
+ * for each output row, then (x0, x1, fx) for each output column, fy and fx the weights of y1 and x1
+ * in units of 1/1024 (0..1024). With q the int8 inputs (the output keeps the input's scale and
+ * zero-point, so the interpolation runs on the raw values),
+ *   acc = q[y0][x0] (1024-fy)(1024-fx) + q[y0][x1] (1024-fy) fx + q[y1][x0] fy (1024-fx) + q[y1][x1] fy fx
+ *   out = (acc + 2^19) / 2^20 for acc >= 0, (acc - 2^19) / 2^20 otherwise (C division: half away from zero).
+ * Indices and weights are checked before anything is written. No overlap.
+ */
+mcu_status mcu_resize_bilinear_s8(const mcu_resample_s8_params *p, const int32_t *index, const int8_t *input,
+                                  int8_t *output);
+
+/** Adaptive average pooling on int8 values sharing the input's quantization: the int32 window sum
+ *  divided by the window size, rounded half away from zero (as mcu_avg_pool2d_s8). No overlap. */
+mcu_status mcu_adaptive_avg_pool_s8(const mcu_resample_s8_params *p, const int8_t *input, int8_t *output);
 
 #endif /* MCU_KERNELS_S8_H */

@@ -148,6 +148,19 @@ typedef enum {
     MCU_K_LOG_SOFTMAX_F32 = 191,  /**< [in, out]; outer, axis, inner */
     MCU_K_PRELU_F32 = 192,        /**< [in, weight, out]; mcu_prelu_f32_params */
     MCU_K_COUNT = 237,
+    /* resampling and data movement (issue 18): ids 140-179. */
+    /** [tables int32, in, out] any dtype; mcu_remap_params, element size */
+    MCU_K_REMAP = 140,
+    /** [indices int32, in, out] any dtype; mcu_index_select_params, element size */
+    MCU_K_INDEX_SELECT = 141,
+    /** [index int32, in, out] any dtype; mcu_gather_params, element size */
+    MCU_K_GATHER = 142,
+    /** [index int32, lambda f32, in f32, out f32]; mcu_resample_f32_params */
+    MCU_K_RESIZE_BILINEAR_F32 = 143,
+    /** [index int32 (with 10-bit weights), in int8, out int8]; mcu_resample_s8_params */
+    MCU_K_RESIZE_BILINEAR_S8 = 144,
+    MCU_K_ADAPTIVE_AVG_POOL_F32 = 145, /**< [in, out]; mcu_resample_f32_params */
+    MCU_K_ADAPTIVE_AVG_POOL_S8 = 146,  /**< [in, out]; mcu_resample_s8_params */
     /** A delegated partition: params delegate index (its payload and handle), number of outputs (the last operands). */
     MCU_K_DELEGATE = 255
 } mcu_program_kernel;
