@@ -64,6 +64,7 @@ TABLE_OWN_OUTPUT = {aten.gelu.default, aten.silu.default, aten.silu_.default, at
                     aten.log.default, aten.sqrt.default, aten.rsqrt.default, aten.abs.default, aten.neg.default,
                     aten.reciprocal.default, aten.erf.default, aten.pow.Tensor_Scalar, aten.log_sigmoid.default,
                     aten.layer_norm.default}
+REDUCE_OWN_OUTPUT = {aten.sum.dim_IntList, aten.amax.default, aten.amin.default}
 SCALAR_ARITH = {aten.add.Tensor, aten.sub.Tensor, aten.mul.Tensor, aten.div.Tensor, aten.add.Scalar,
                 aten.sub.Scalar, aten.mul.Scalar, aten.div.Scalar, aten.rsub.Scalar}
 
@@ -131,7 +132,7 @@ class MCUQuantizer(Quantizer):
             (SHARED | ACTIVATIONS, lambda n: self._shared(n, act)),
             ({aten.cat.default}, lambda n: self._cat(n, act)),
             # issue 18: table lookups and int8 layer norm
-            (TABLE_OWN_OUTPUT, lambda n: self._own_output(n, act)),
+            (TABLE_OWN_OUTPUT | REDUCE_OWN_OUTPUT, lambda n: self._own_output(n, act)),
             (SCALAR_ARITH, lambda n: self._scalar_arith(n, act)),
         ]
         for node in model.graph.nodes:

@@ -256,8 +256,21 @@ def _layer_norm_s8(op: Op, x: list[np.ndarray]) -> np.ndarray:
     return norm.layer_norm_s8(x[0], p)
 
 
+def _reduce_s8(op: Op, x: list[np.ndarray]) -> np.ndarray:
+    """mcu_reduce_s8: the int32 sum (or extreme) of q + input_offset along the reduced dims, requantized."""
+    a = op.attrs
+    first, last = a["dims"]
+    shape = op.inputs[0].shape
+    from mcu.quant import norm
+
+    q = x[0].reshape(math.prod(shape[:first]), math.prod(shape[first:last + 1]), -1)
+    return norm.reduce_s8(q, a["op"], a["input_offset"], a["multiplier"], a["shift"], a["output_offset"],
+                          a["act_min"], a["act_max"])
+
+
 FLOAT_MOVES["argmax"] = _argmax
 INT8_OPS["layer_norm"] = _layer_norm_s8
+INT8_OPS["reduce"] = _reduce_s8
 
 
 @dataclass

@@ -140,6 +140,15 @@ def _layer_norm_s8(op: Op, ref: Ref) -> KernelCall:
                       operands=[x, mult, shift, bias, op.output])
 
 
+def _reduce_s8(op: Op, ref: Ref) -> KernelCall:
+    x = op.inputs[0]
+    outer, reduce, inner = _split(x, op.attrs["dims"])
+    params = {"outer": outer, "reduce": reduce, "inner": inner, "op": REDUCE_OP[op.attrs["op"]],
+              **offsets(op, "input_offset", "multiplier", "shift", "output_offset", "act_min", "act_max")}
+    return KernelCall("mcu_reduce_s8", ["&params", ref(x), ref(op.output)], ["mcu_reduce_s8.c"],
+                      "mcu_reduce_s8_params", params, operands=[x, op.output])
+
+
 EMITTERS.update({
     ("group_norm", "float32"): _group_norm,
     ("var", "float32"): _var,
@@ -147,4 +156,5 @@ EMITTERS.update({
     ("log_softmax", "float32"): _log_softmax,
     ("prelu", "float32"): _prelu,
     ("layer_norm", "int8"): _layer_norm_s8,
+    ("reduce", "int8"): _reduce_s8,
 })

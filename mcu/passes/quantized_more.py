@@ -102,5 +102,19 @@ def argmax_on_codes(graph: Graph) -> None:
             op.inputs[0] = producer.inputs[0]
 
 
-CONVERTERS = {"unary": _unary_lut, "layer_norm": _layer_norm}
+def _reduce(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
+    from mcu.passes.quantized import act_bounds
+
+    x = ins[0]
+    first, last = op.attrs["dims"]
+    count = int(np.prod(x.shape[first:last + 1]))
+    real = _scale(x) / _scale(out) / (count if op.attrs["op"] == "mean" else 1)
+    mult, shift = arith.quantize_multiplier(real)
+    act_min, act_max = act_bounds(op, out)
+    return Op("reduce", [x], [out], {**op.attrs, "input_offset": -_zp(x), "multiplier": mult, "shift": shift,
+                                     "output_offset": _zp(out), "act_min": act_min, "act_max": act_max},
+              op.name, op.source)
+
+
+CONVERTERS = {"unary": _unary_lut, "layer_norm": _layer_norm, "reduce": _reduce}
 OWN_CONSTANTS = {"layer_norm"}  # kinds whose converter turns their float constants (weight, bias) to int8

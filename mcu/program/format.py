@@ -92,6 +92,7 @@ KERNEL_IDS: dict[str, int] = {
     "mcu_argmax_s8": 190,
     "mcu_log_softmax_f32": 191,
     "mcu_prelu_f32": 192,
+    "mcu_reduce_s8": 193,
 }
 KERNEL_DELEGATE = 255
 

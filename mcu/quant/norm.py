@@ -107,6 +107,19 @@ def layer_norm_s8(x: np.ndarray, p: LayerNormS8) -> np.ndarray:
     return out.reshape(x.shape)
 
 
+def reduce_s8(x: np.ndarray, op: str, input_offset: int, multiplier: int, shift: int, output_offset: int,
+              act_min: int = -128, act_max: int = 127) -> np.ndarray:
+    """mcu_reduce_s8 on ``x`` ([outer, reduce, inner] int8), bit for bit: the int32 sum (sum, mean) or the
+    extreme code (amax, amin) plus input_offset per term, requantized."""
+    from mcu.quant import reference as ref
+
+    q = np.asarray(x, np.int8).astype(np.int64)
+    fold = {"sum": np.sum, "mean": np.sum, "amax": np.max, "amin": np.min}[op]
+    count = 1 if op in ("amax", "amin") else q.shape[1]
+    acc = fold(q, axis=1) + count * int(input_offset)
+    return ref._finish(acc, np.int64(multiplier), np.int64(shift), output_offset, act_min, act_max)
+
+
 # --- int8 tables of mcu_unary_f32's functions ---------------------------------------------------------
 
 # Each function in float64 on a torch tensor, with its scalar parameters (alpha, beta as the IR op has them).

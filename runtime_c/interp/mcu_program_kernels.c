@@ -184,6 +184,9 @@
 #ifndef MCU_PROGRAM_HAS_PRELU_F32
 #define MCU_PROGRAM_HAS_PRELU_F32 MCU_PROGRAM_KERNEL_DEFAULT
 #endif
+#ifndef MCU_PROGRAM_HAS_REDUCE_S8
+#define MCU_PROGRAM_HAS_REDUCE_S8 MCU_PROGRAM_KERNEL_DEFAULT
+#endif
 
 /* The params struct of each kernel is its words in declaration order. */
 _Static_assert(sizeof(mcu_conv2d_f32_params) == 19 * 4, "conv2d_f32 params layout");
@@ -211,6 +214,7 @@ _Static_assert(sizeof(mcu_layer_norm_s8_params) == 7 * 4, "layer_norm_s8 params 
 _Static_assert(sizeof(mcu_group_norm_f32_params) == 6 * 4, "group_norm_f32 params layout");
 _Static_assert(sizeof(mcu_var_f32_params) == 4 * 4, "var_f32 params layout");
 _Static_assert(sizeof(mcu_prelu_f32_params) == 3 * 4, "prelu_f32 params layout");
+_Static_assert(sizeof(mcu_reduce_s8_params) == 10 * 4, "reduce_s8 params layout");
 
 /* Operand signatures: F float32, B int8, I int32, U uint8, X the output's dtype;
  * lower case: may be absent (-1). Concat has its own rule. The int8 matmul
@@ -284,6 +288,7 @@ static const mcu_kernel_desc KERNELS[MCU_K_COUNT] = {
     K(MCU_K_ARGMAX_S8, MCU_PROGRAM_HAS_ARGMAX_S8, 3, S_BI),
     K(MCU_K_LOG_SOFTMAX_F32, MCU_PROGRAM_HAS_LOG_SOFTMAX_F32, 3, S_FF),
     K(MCU_K_PRELU_F32, MCU_PROGRAM_HAS_PRELU_F32, 3, S_FFF),
+    K(MCU_K_REDUCE_S8, MCU_PROGRAM_HAS_REDUCE_S8, 10, S_BB),
 };
 #undef K
 
@@ -507,6 +512,7 @@ mcu_status mcu_program_check_kernel(uint32_t kernel, const mcu_operand_desc *ops
         break;
     }
     case MCU_K_REDUCE_F32: /* outer, reduce, inner */
+    case MCU_K_REDUCE_S8:
     case MCU_K_VAR_F32:
     case MCU_K_ARGMAX_F32:
     case MCU_K_ARGMAX_S8:
@@ -563,6 +569,7 @@ mcu_status mcu_program_dispatch(uint32_t kernel, void *const *o, const uint32_t 
         mcu_group_norm_f32_params group_norm_f32;
         mcu_var_f32_params var_f32;
         mcu_prelu_f32_params prelu_f32;
+        mcu_reduce_s8_params reduce_s8;
     } u;
     MCU_REQUIRE(n_params <= MCU_PROGRAM_MAX_PARAMS && n_ops >= 2 && n_ops <= MCU_PROGRAM_MAX_OPERANDS,
                 MCU_ERR_PROGRAM_INVALID);
@@ -747,6 +754,9 @@ mcu_status mcu_program_dispatch(uint32_t kernel, void *const *o, const uint32_t 
 #endif
 #if MCU_PROGRAM_HAS_PRELU_F32
     case MCU_K_PRELU_F32: return mcu_prelu_f32(&u.prelu_f32, o[0], o[1], o[2]);
+#endif
+#if MCU_PROGRAM_HAS_REDUCE_S8
+    case MCU_K_REDUCE_S8: return mcu_reduce_s8(&u.reduce_s8, o[0], o[1]);
 #endif
     default: return MCU_ERR_UNSUPPORTED;
     }

@@ -229,6 +229,19 @@ typedef struct {
 mcu_status mcu_layer_norm_s8(const mcu_layer_norm_s8_params *p, const int8_t *input, const int32_t *multipliers,
                              const int32_t *shifts, const int32_t *bias, int8_t *output);
 
+typedef struct {
+    int32_t outer, reduce, inner;
+    int32_t op;                  /**< mcu_reduce_op (kernels_f32.h): sum, mean, max, min */
+    int32_t input_offset;        /**< -input zero-point */
+    int32_t multiplier, shift;   /**< s_in / s_out (divided by `reduce` for the mean) */
+    int32_t output_offset;
+    int32_t act_min, act_max;
+} mcu_reduce_s8_params;
+
+/** Reduction of the middle axis of [outer, reduce, inner] int8 codes: the int32 sum of (q + input_offset)
+ * (or the largest or smallest q plus input_offset), requantized. The output must not overlap the input. */
+mcu_status mcu_reduce_s8(const mcu_reduce_s8_params *p, const int8_t *input, int8_t *output);
+
 /** argmax of int8 codes along the middle axis of [outer, reduce, inner] (the first on ties): the
  * argmax of the real values, since dequantization is increasing. */
 mcu_status mcu_argmax_s8(int32_t outer, int32_t reduce, int32_t inner, const int8_t *input, int32_t *output);
