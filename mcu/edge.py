@@ -24,7 +24,8 @@ from mcu.sourceinfo import unsupported_op_message, user_source_line
 KEPT_WHOLE = (torch.ops.aten.hardswish.default,
               # issue 18: one kernel (one table at int8) rather than gt + mul + where, sigmoid + mul, ...
               torch.ops.aten._prelu_kernel.default, torch.ops.aten.silu.default, torch.ops.aten.hardsigmoid.default,
-              torch.ops.aten.softplus.default, torch.ops.aten.log_sigmoid_forward.default)
+              torch.ops.aten.softplus.default, torch.ops.aten.log_sigmoid_forward.default,
+              torch.ops.aten.rms_norm.default)
 
 
 def torchao_kept_whole() -> tuple[object, ...]:

@@ -2,8 +2,9 @@
 instance norm as exported, variance, argmax, log_softmax, PReLU, clamp with tensor bounds, and matrix
 products whose right operand is an activation (``a @ b`` on 2-D, 3-D and 4-D tensors).
 
-RMSNorm needs nothing here: written by hand or as ``nn.RMSNorm`` it exports as pow, mean, add, rsqrt
-and mul, which the frontend already lowers. Each handler maps one ATen overload onto an IR op whose
+RMSNorm written by hand exports as pow, mean, add, rsqrt and mul, which the frontend already lowers (and
+the int8 lowering turns into tables, a reduction and a product); ``nn.RMSNorm``'s ``aten.rms_norm`` is
+kept whole through Edge and runs one kernel (mcu_rms_norm_f32, or mcu_layer_norm_s8 without the mean). Each handler maps one ATen overload onto an IR op whose
 kernel is in runtime_c/kernels (mcu_group_norm_f32, mcu_var_f32, mcu_argmax_f32, ...), or onto ops
 the frontend already has (maximum/minimum, bmm, reshape).
 """
@@ -166,6 +167,22 @@ def _expand(ctx: Any, node: Node, a: list[Any]) -> Tensor:
                    hint="give matmul operands the same batch dims")
 
 
+def _rms_norm(ctx: Any, node: Node, a: list[Any]) -> Tensor:
+    """aten.rms_norm (nn.RMSNorm, kept whole through Edge); eps None is float32's machine epsilon, as in torch."""
+    x, shape = a[0], [int(s) for s in a[1]]
+    weight = a[2] if len(a) > 2 else node.kwargs.get("weight")
+    eps = a[3] if len(a) > 3 else node.kwargs.get("eps")
+    if tuple(x.shape[len(x.shape) - len(shape):]) != tuple(shape):
+        raise McuError(f"rms_norm over {shape} of a {list(x.shape)} tensor{user_source_line(node)}")
+    cols = math.prod(shape)
+    if weight is not None and (not isinstance(weight, Tensor) or not weight.is_constant):
+        raise McuError(f"rms_norm with a weight that is not a constant{user_source_line(node)}")
+    ins = [x] + ([Tensor(name=weight.name, shape=(cols,), dtype=weight.dtype, data=weight.data.reshape(-1))]
+                 if weight is not None else [])
+    eps = float(torch.finfo(torch.float32).eps) if eps is None else float(eps)
+    return _emit(ctx, node, "rms_norm", ins, {"cols": cols, "eps": eps, "weight": weight is not None})
+
+
 def _log_sigmoid(ctx: Any, node: Node, a: list[Any]) -> tuple[Tensor, None]:
     x = a[0]
     return _op(ctx, node, "unary", [x], x.shape, x.dtype, {"fn": "log_sigmoid", "alpha": 0.0, "beta": 0.0},
@@ -174,6 +191,7 @@ def _log_sigmoid(ctx: Any, node: Node, a: list[Any]) -> tuple[Tensor, None]:
 
 HANDLERS: dict[object, Handler] = {
     aten.log_sigmoid_forward.default: _log_sigmoid,
+    aten.rms_norm.default: _rms_norm,
     aten.native_group_norm.default: _group_norm,
     aten._native_batch_norm_legit.no_stats: _batch_norm_no_stats,
     aten.var.correction: _var,

@@ -252,7 +252,8 @@ def _layer_norm_s8(op: Op, x: list[np.ndarray]) -> np.ndarray:
     mult, shift, bias = (t.data for t in op.inputs[1:])
     a = op.attrs
     eps = (a["eps_hi"] << 32) | (a["eps_lo"] & 0xFFFFFFFF)
-    p = norm.LayerNormS8(mult, shift, bias, eps, a["output_offset"], a["act_min"], a["act_max"])
+    p = norm.LayerNormS8(mult, shift, bias, eps, a["output_offset"], a["act_min"], a["act_max"], bool(a["rms"]),
+                         a["input_zero_point"])
     return norm.layer_norm_s8(x[0], p)
 
 

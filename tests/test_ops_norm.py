@@ -51,7 +51,8 @@ class PreluParams(ctypes.Structure):
 
 class LayerNormS8Params(ctypes.Structure):
     _fields_ = [("rows", c_int32), ("cols", c_int32), ("eps_lo", c_int32), ("eps_hi", c_int32),
-                ("output_offset", c_int32), ("act_min", c_int32), ("act_max", c_int32)]
+                ("output_offset", c_int32), ("act_min", c_int32), ("act_max", c_int32), ("rms", c_int32),
+                ("input_zero_point", c_int32)]
 
 
 def kernel(name: str, n_args: int, scalars: int = 0):
@@ -170,7 +171,8 @@ def test_prelu_matches_torch(n: int, c: int, spatial: int, shared: bool, channel
 def run_layer_norm_s8(x: np.ndarray, p: LayerNormS8) -> np.ndarray:
     rows, cols = x.shape
     lo, hi = p.eps_words
-    params = LayerNormS8Params(rows, cols, lo, hi, p.output_offset, p.act_min, p.act_max)
+    params = LayerNormS8Params(rows, cols, lo, hi, p.output_offset, p.act_min, p.act_max, int(p.rms),
+                               p.input_zero_point)
     out = np.zeros_like(x)
     args = [np.ascontiguousarray(a, np.int32) for a in (p.multipliers, p.shifts, p.bias)]
     status = kernel("mcu_layer_norm_s8", 6)(ctypes.byref(params), ptr(x), *(ptr(a) for a in args), ptr(out))
@@ -183,9 +185,9 @@ def run_layer_norm_s8(x: np.ndarray, p: LayerNormS8) -> np.ndarray:
        s_in=st.sampled_from([1e-3, 0.02, 0.1, 2.0]), s_out=st.sampled_from([0.005, 0.03, 0.5]),
        zp_out=st.sampled_from([-128, -3, 0, 127]), eps=st.sampled_from([0.0, 1e-5, 1e-2]),
        affine=st.sampled_from(["none", "random", "extreme"]), data=st.sampled_from(["random", "const", "extreme", "narrow"]),
-       seed=st.integers(0, 2**16))
+       rms=st.booleans(), zp_in=st.sampled_from([-128, 0, 9, 127]), seed=st.integers(0, 2**16))
 def test_layer_norm_s8_matches_its_reference(rows: int, cols: int, s_in: float, s_out: float, zp_out: int, eps: float,
-                                             affine: str, data: str, seed: int) -> None:
+                                             affine: str, data: str, rms: bool, zp_in: int, seed: int) -> None:
     rng = np.random.default_rng(seed)
     x = {"random": lambda: rng.integers(-128, 128, (rows, cols)),
          "const": lambda: np.full((rows, cols), rng.integers(-128, 128)),
@@ -197,16 +199,36 @@ def test_layer_norm_s8_matches_its_reference(rows: int, cols: int, s_in: float, 
     elif affine == "extreme":
         w = rng.choice([0.0, -3.0, 1e-9, 4.0], cols)
         b = rng.choice([0.0, 1e4, -1e4, 0.3], cols)
-    p = layer_norm_params(cols, s_in, s_out, zp_out, eps, w, b)
+    b = None if rms else b  # RMS norm has no bias
+    p = layer_norm_params(cols, s_in, s_out, zp_out, eps, w, b, rms=rms, zp_in=zp_in)
     got = run_layer_norm_s8(x, p)
     want = layer_norm_s8(x, p)
     np.testing.assert_array_equal(got, want)
-    # and it is a layer norm: within two output steps of the float one on the dequantized input
-    real = F.layer_norm(torch.from_numpy(x.astype(np.float64) * s_in), (cols,),
-                        None if w is None else torch.from_numpy(w), None if b is None else torch.from_numpy(b), eps)
+    # and it is a layer norm (RMS norm): within two output steps of the float one on the dequantized input
+    real_x = torch.from_numpy((x.astype(np.float64) - (zp_in if rms else 0)) * s_in)
+    weight = None if w is None else torch.from_numpy(w)
+    real = F.rms_norm(real_x, (cols,), weight, eps) if rms else \
+        F.layer_norm(real_x, (cols,), weight, None if b is None else torch.from_numpy(b), eps)
     expect = np.clip(np.rint(real.numpy() / s_out) + zp_out, -128, 127)
     defined = ~np.isnan(expect)  # a constant row with eps 0 is 0/0 in float; the kernel gives the bias
     assert np.max(np.abs(want.astype(np.int64) - expect)[defined], initial=0) <= 2
+
+
+@SETTINGS
+@given(rows=st.integers(1, 8), cols=st.integers(1, 70), affine=st.booleans(), eps=st.sampled_from([1e-6, 1e-3]),
+       seed=st.integers(0, 2**16))
+def test_rms_norm_f32_matches_torch(rows: int, cols: int, affine: bool, eps: float, seed: int) -> None:
+    class LayerNormParams(ctypes.Structure):
+        _fields_ = [("rows", c_int32), ("cols", c_int32), ("eps", c_float)]
+
+    rng = np.random.default_rng(seed)
+    x = f32(rng.standard_normal((rows, cols)) * 3)
+    w = f32(rng.standard_normal(cols)) if affine else None
+    want = F.rms_norm(torch.from_numpy(x), (cols,), None if w is None else torch.from_numpy(w), eps).numpy()
+    out = np.zeros_like(x)
+    p = LayerNormParams(rows, cols, eps)
+    assert kernel("mcu_rms_norm_f32", 4)(ctypes.byref(p), ptr(x), ptr(w), ptr(out)) == MCU_OK
+    close(out, want, rtol=4e-6, atol=4e-6)
 
 
 def test_layer_norm_s8_checks_its_arguments() -> None:
@@ -216,7 +238,7 @@ def test_layer_norm_s8_checks_its_arguments() -> None:
     run = kernel("mcu_layer_norm_s8", 6)
 
     def status(rows: int, cols: int, shifts: np.ndarray, out: np.ndarray) -> int:
-        params = LayerNormS8Params(rows, cols, *p.eps_words, 0, -128, 127)
+        params = LayerNormS8Params(rows, cols, *p.eps_words, 0, -128, 127, 0, 0)
         return run(ctypes.byref(params), ptr(x), ptr(ints[0]), ptr(shifts), ptr(ints[2]), ptr(out))
 
     assert status(2, 8, ints[1], np.zeros_like(x)) == MCU_OK
@@ -328,9 +350,22 @@ class Products(nn.Module):
         return v, v.argmax(dim=-1)
 
 
+class RMS(nn.Module):
+    """nn.RMSNorm and RMSNorm written by hand between linear layers, a mean over the features."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a, self.rms, self.b = nn.Linear(8, 16), nn.RMSNorm(16), nn.Linear(16, 6)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.rms(self.a(x))
+        h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6)
+        return self.b(h).sum(-1, keepdim=True) + self.b(h).mean(0, keepdim=True)
+
+
 FP32_MODELS = {"mlp_ln_gelu": (MLP, (4, 16)), "group_norm_block": (GroupNormBlock, (1, 3, 6, 6)),
-               "products": (Products, (2, 6, 8))}
-INT8_MODELS = {"mlp_ln_gelu": (MLP, (4, 16)), "activations": (Activations, (2, 8))}
+               "products": (Products, (2, 6, 8)), "rms": (RMS, (3, 8))}
+INT8_MODELS = {"mlp_ln_gelu": (MLP, (4, 16)), "activations": (Activations, (2, 8)), "rms": (RMS, (3, 8))}
 
 
 def _compiled(name: str, table: dict, quantize: str):
@@ -381,7 +416,7 @@ def test_int8_models_keep_no_fp32_island_and_equal_the_reference(compiled, name:
     assert all(op.output.dtype != "float32" for op in cm.graph.ops)
     assert cm.reference_is_exact
     kinds = {op.kind for op in cm.graph.ops}
-    assert "lut" in kinds and ("layer_norm" in kinds or "argmax" in kinds)
+    assert {"lut", "reduce"} & kinds and ("layer_norm" in kinds or "argmax" in kinds)
     for x in inputs:
         want = cm.reference_raw(*x)
         assert _same(cm.run_raw(*x), want) and _same(cm.run_raw_c(*x), want)

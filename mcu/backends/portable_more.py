@@ -134,7 +134,7 @@ def _layer_norm_s8(op: Op, ref: Ref) -> KernelCall:
     x, mult, shift, bias = op.inputs
     cols = int(op.attrs["cols"])
     params = {"rows": x.numel // cols, "cols": cols, **offsets(op, "eps_lo", "eps_hi", "output_offset", "act_min",
-                                                                "act_max")}
+                                                                "act_max", "rms", "input_zero_point")}
     return KernelCall("mcu_layer_norm_s8", ["&params", ref(x), ref(mult), ref(shift), ref(bias), ref(op.output)],
                       ["mcu_layer_norm_s8.c"], "mcu_layer_norm_s8_params", params,
                       operands=[x, mult, shift, bias, op.output])
@@ -149,7 +149,18 @@ def _reduce_s8(op: Op, ref: Ref) -> KernelCall:
                       "mcu_reduce_s8_params", params, operands=[x, op.output])
 
 
+def _rms_norm(op: Op, ref: Ref) -> KernelCall:
+    x = op.inputs[0]
+    weight = op.inputs[1] if op.attrs["weight"] else None
+    cols = int(op.attrs["cols"])
+    params = {"rows": x.numel // cols, "cols": cols, "eps": float(op.attrs["eps"])}
+    return KernelCall("mcu_rms_norm_f32", ["&params", ref(x), ref(weight) if weight is not None else "NULL",
+                                           ref(op.output)], ["mcu_rms_norm_f32.c"], "mcu_layer_norm_f32_params",
+                      params, operands=[x, weight, op.output])
+
+
 EMITTERS.update({
+    ("rms_norm", "float32"): _rms_norm,
     ("group_norm", "float32"): _group_norm,
     ("var", "float32"): _var,
     ("argmax", "int32"): _argmax,

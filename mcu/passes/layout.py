@@ -17,7 +17,7 @@ from mcu.ir import CHANNELS_LAST, Graph, Op, Tensor
 _NEEDS_CHANNELS_LAST = {"conv2d", "depthwise_conv2d", "max_pool2d", "avg_pool2d", "mean_hw", "batch_norm"}
 _PRODUCES_CHANNELS_LAST = _NEEDS_CHANNELS_LAST - {"mean_hw"}
 _NEEDS_CONTIGUOUS = {"reshape", "linear", "layer_norm", "bmm", "reduce", "index_put",
-                     "var", "argmax"}  # issue 18: reductions over adjacent logical dims  # index_put: its values, written row by row
+                     "var", "argmax", "rms_norm"}  # issue 18: reductions over adjacent logical dims  # index_put: its values, written row by row
 _SAME_AS_INPUT = {"clamp", "sigmoid", "tanh", "hardswish", "softmax", "pad", "quantize", "dequantize", "lut",
                   "requantize", "slice", "unary", "log_softmax"}
 # issue 18: per-channel ops whose kernels read channels first or channels last (any other order is made

@@ -77,10 +77,12 @@ def _layer_norm(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | st
     x = ins[0]
     rest = iter(op.inputs[1:])
     weight = next(rest) if op.attrs["weight"] else None
-    bias = next(rest) if op.attrs["bias"] else None
+    bias = next(rest) if op.attrs.get("bias") else None
+    rms = op.kind == "rms_norm"
     try:
         p = layer_norm_params(int(op.attrs["cols"]), _scale(x), _scale(out), _zp(out), float(op.attrs["eps"]),
-                              None if weight is None else weight.data, None if bias is None else bias.data)
+                              None if weight is None else weight.data, None if bias is None else bias.data,
+                              rms=rms, zp_in=_zp(x))
     except ValueError as exc:
         return str(exc)
     act_min, act_max = act_bounds(op, out)
@@ -88,7 +90,8 @@ def _layer_norm(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | st
     return Op("layer_norm", [x, _int_const(f"{op.name}_multiplier", p.multipliers),
                              _int_const(f"{op.name}_shift", p.shifts), _int_const(f"{op.name}_bias_q", p.bias)],
               [out], {"cols": op.attrs["cols"], "eps": op.attrs["eps"], "eps_lo": eps_lo, "eps_hi": eps_hi,
-                      "output_offset": p.output_offset, "act_min": act_min, "act_max": act_max},
+                      "output_offset": p.output_offset, "act_min": act_min, "act_max": act_max, "rms": int(rms),
+                      "input_zero_point": p.input_zero_point},
               op.name, op.source)
 
 
@@ -116,5 +119,5 @@ def _reduce(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
               op.name, op.source)
 
 
-CONVERTERS = {"unary": _unary_lut, "layer_norm": _layer_norm, "reduce": _reduce}
-OWN_CONSTANTS = {"layer_norm"}  # kinds whose converter turns their float constants (weight, bias) to int8
+CONVERTERS = {"unary": _unary_lut, "layer_norm": _layer_norm, "rms_norm": _layer_norm, "reduce": _reduce}
+OWN_CONSTANTS = {"layer_norm", "rms_norm"}  # kinds whose converter turns their float constants (weight, bias) to int8

@@ -93,6 +93,7 @@ KERNEL_IDS: dict[str, int] = {
     "mcu_log_softmax_f32": 191,
     "mcu_prelu_f32": 192,
     "mcu_reduce_s8": 193,
+    "mcu_rms_norm_f32": 194,
 }
 KERNEL_DELEGATE = 255
 

@@ -187,6 +187,9 @@
 #ifndef MCU_PROGRAM_HAS_REDUCE_S8
 #define MCU_PROGRAM_HAS_REDUCE_S8 MCU_PROGRAM_KERNEL_DEFAULT
 #endif
+#ifndef MCU_PROGRAM_HAS_RMS_NORM_F32
+#define MCU_PROGRAM_HAS_RMS_NORM_F32 MCU_PROGRAM_KERNEL_DEFAULT
+#endif
 
 /* The params struct of each kernel is its words in declaration order. */
 _Static_assert(sizeof(mcu_conv2d_f32_params) == 19 * 4, "conv2d_f32 params layout");
@@ -210,7 +213,7 @@ _Static_assert(sizeof(mcu_unary_f32_params) == 4 * 4, "unary_f32 params layout")
 _Static_assert(sizeof(mcu_layer_norm_f32_params) == 3 * 4, "layer_norm_f32 params layout");
 _Static_assert(sizeof(mcu_bmm_f32_params) == 6 * 4, "bmm_f32 params layout");
 _Static_assert(sizeof(mcu_reduce_f32_params) == 4 * 4, "reduce_f32 params layout");
-_Static_assert(sizeof(mcu_layer_norm_s8_params) == 7 * 4, "layer_norm_s8 params layout");
+_Static_assert(sizeof(mcu_layer_norm_s8_params) == 9 * 4, "layer_norm_s8 params layout");
 _Static_assert(sizeof(mcu_group_norm_f32_params) == 6 * 4, "group_norm_f32 params layout");
 _Static_assert(sizeof(mcu_var_f32_params) == 4 * 4, "var_f32 params layout");
 _Static_assert(sizeof(mcu_prelu_f32_params) == 3 * 4, "prelu_f32 params layout");
@@ -220,9 +223,9 @@ _Static_assert(sizeof(mcu_reduce_s8_params) == 10 * 4, "reduce_s8 params layout"
  * lower case: may be absent (-1). Concat has its own rule. The int8 matmul
  * kernels' sixth operand is their scratch buffer (mcu_context). */
 enum { S_NONE, S_FFFF_BIAS, S_FF, S_FFF, S_FFFF, S_XX, S_MATMUL_S8, S_BBB, S_BB, S_FB, S_BF, S_W8, S_DYN,
-       S_W4, S_W4_DYN, S_IXX, S_NORM, S_LN_S8, S_FI, S_BI };
+       S_W4, S_W4_DYN, S_IXX, S_NORM, S_LN_S8, S_FI, S_BI, S_RMS };
 static const char SIGS[][8] = {"", "FFfF", "FF", "FFF", "FFFF", "XX", "BBiIIbB", "BBB", "BB", "FB", "BF",
-                               "FBFFF", "BFBFFF", "FUFfF", "BFUFfF", "IXX", "FffF", "BIIIB", "FI", "BI"};
+                               "FBFFF", "BFBFFF", "FUFfF", "BFUFfF", "IXX", "FffF", "BIIIB", "FI", "BI", "FfF"};
 
 /* Param words and signature of each kernel id; bit 7 of `sig`: in this build. */
 typedef struct {
@@ -281,7 +284,7 @@ static const mcu_kernel_desc KERNELS[MCU_K_COUNT] = {
     K(MCU_K_REDUCE_F32, MCU_PROGRAM_HAS_REDUCE_F32, 4, S_FF),
     K(MCU_K_MAXIMUM_F32, MCU_PROGRAM_HAS_MAXIMUM_F32, 21, S_FFF),
     K(MCU_K_MINIMUM_F32, MCU_PROGRAM_HAS_MINIMUM_F32, 21, S_FFF),
-    K(MCU_K_LAYER_NORM_S8, MCU_PROGRAM_HAS_LAYER_NORM_S8, 7, S_LN_S8),
+    K(MCU_K_LAYER_NORM_S8, MCU_PROGRAM_HAS_LAYER_NORM_S8, 9, S_LN_S8),
     K(MCU_K_GROUP_NORM_F32, MCU_PROGRAM_HAS_GROUP_NORM_F32, 6, S_NORM),
     K(MCU_K_VAR_F32, MCU_PROGRAM_HAS_VAR_F32, 4, S_FF),
     K(MCU_K_ARGMAX_F32, MCU_PROGRAM_HAS_ARGMAX_F32, 3, S_FI),
@@ -289,6 +292,7 @@ static const mcu_kernel_desc KERNELS[MCU_K_COUNT] = {
     K(MCU_K_LOG_SOFTMAX_F32, MCU_PROGRAM_HAS_LOG_SOFTMAX_F32, 3, S_FF),
     K(MCU_K_PRELU_F32, MCU_PROGRAM_HAS_PRELU_F32, 3, S_FFF),
     K(MCU_K_REDUCE_S8, MCU_PROGRAM_HAS_REDUCE_S8, 10, S_BB),
+    K(MCU_K_RMS_NORM_F32, MCU_PROGRAM_HAS_RMS_NORM_F32, 3, S_RMS),
 };
 #undef K
 
@@ -496,6 +500,10 @@ mcu_status mcu_program_check_kernel(uint32_t kernel, const mcu_operand_desc *ops
         need[0] = need[last] = prod(p, 2);
         need[1] = need[2] = mulcap(1, p[1]);
         need[3] = kernel == MCU_K_LAYER_NORM_S8 ? mulcap(1, p[1]) : need[0];
+        break;
+    case MCU_K_RMS_NORM_F32: /* rows, cols */
+        need[0] = need[last] = prod(p, 2);
+        need[1] = mulcap(1, p[1]);
         break;
     case MCU_K_GROUP_NORM_F32: /* batch, channels, spatial */
         need[0] = need[last] = prod(p, 3);
@@ -757,6 +765,9 @@ mcu_status mcu_program_dispatch(uint32_t kernel, void *const *o, const uint32_t 
 #endif
 #if MCU_PROGRAM_HAS_REDUCE_S8
     case MCU_K_REDUCE_S8: return mcu_reduce_s8(&u.reduce_s8, o[0], o[1]);
+#endif
+#if MCU_PROGRAM_HAS_RMS_NORM_F32
+    case MCU_K_RMS_NORM_F32: return mcu_rms_norm_f32(&u.layer_norm_f32, o[0], o[1], o[2]);
 #endif
     default: return MCU_ERR_UNSUPPORTED;
     }

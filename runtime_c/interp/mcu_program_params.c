@@ -284,7 +284,8 @@ mcu_status mcu_program_check_params(uint32_t kernel, const int32_t *w, uint32_t 
         ok = u.unary_f32.size > 0 && u.unary_f32.size <= INT32_MAX / 4 && u.unary_f32.fn >= 0 &&
              u.unary_f32.fn < (int32_t)MCU_UNARY_COUNT;
         break;
-    case MCU_K_LAYER_NORM_F32: ok = mcu_checked_count(w, 2, 4) > 0 && u.layer_norm_f32.eps >= 0.0f; break;
+    case MCU_K_LAYER_NORM_F32:
+    case MCU_K_RMS_NORM_F32: ok = mcu_checked_count(w, 2, 4) > 0 && u.layer_norm_f32.eps >= 0.0f; break;
     case MCU_K_BMM_F32: {
         const mcu_bmm_f32_params *p = &u.bmm_f32;
         const int32_t out_dims[3] = {p->batch, p->m, p->n};
@@ -300,7 +301,8 @@ mcu_status mcu_program_check_params(uint32_t kernel, const int32_t *w, uint32_t 
         const mcu_layer_norm_s8_params *p = &u.layer_norm_s8;
         ok = p->rows > 0 && p->cols > 0 && p->cols <= MCU_LAYER_NORM_S8_MAX_COLS && p->rows <= INT32_MAX / p->cols &&
              (uint32_t)p->eps_hi < (1u << 29) && mcu_output_offset_valid(p->output_offset) &&
-             mcu_act_s8_valid(p->act_min, p->act_max);
+             mcu_act_s8_valid(p->act_min, p->act_max) && (p->rms == 0 || p->rms == 1) &&
+             p->input_zero_point >= -128 && p->input_zero_point <= 127;
         break;
     }
     case MCU_K_GROUP_NORM_F32: {
@@ -525,6 +527,7 @@ mcu_status mcu_program_check_operands(uint32_t kernel, const mcu_operand_desc *o
     case MCU_K_GROUP_NORM_F32:
     case MCU_K_LAYER_NORM_S8:
     case MCU_K_PRELU_F32:
+    case MCU_K_RMS_NORM_F32:
         ok = elementwise_ok(&ops[0], bytes[0], out, nout);
         for (uint32_t i = 1; i < last; ++i) {
             ok = ok && !overlap(&ops[i], bytes[i], out, nout);

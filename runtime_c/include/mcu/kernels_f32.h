@@ -211,4 +211,9 @@ typedef struct {
 /** PReLU: x > 0 ? x : weight[(i / inner) % channels] * x. May run in place. */
 mcu_status mcu_prelu_f32(const mcu_prelu_f32_params *p, const float *input, const float *weight, float *output);
 
+/** RMS normalisation of each row (torch's rms_norm): x * rsqrt(mean(x^2) + eps) * weight (weight may be
+ * NULL). Params as layer norm's. May run in place. */
+mcu_status mcu_rms_norm_f32(const mcu_layer_norm_f32_params *p, const float *input, const float *weight,
+                            float *output);
+
 #endif /* MCU_KERNELS_F32_H */

@@ -221,11 +221,14 @@ typedef struct {
     int32_t eps_lo, eps_hi;      /**< the 64-bit eps term round(cols^3 * eps / s_in^2), low and high words */
     int32_t output_offset;       /**< output zero-point */
     int32_t act_min, act_max;
+    int32_t rms;                 /**< 1: RMS norm, no mean: S = cols * input_zero_point */
+    int32_t input_zero_point;    /**< (used by RMS norm only) */
 } mcu_layer_norm_s8_params;
 
 /** int8 layer normalisation with integer mean and variance (the arithmetic is in
  * mcu_layer_norm_s8.c and mcu/quant/norm.py): per column a signed multiplier and shift carrying
- * sqrt(cols) * weight / s_out, and a bias in 1/256 output steps. May run in place. */
+ * sqrt(cols) * weight / s_out, and a bias in 1/256 output steps. RMS norm is the same without the mean
+ * (the values are taken from the input zero-point instead). May run in place. */
 mcu_status mcu_layer_norm_s8(const mcu_layer_norm_s8_params *p, const int8_t *input, const int32_t *multipliers,
                              const int32_t *shifts, const int32_t *bias, int8_t *output);
 
