@@ -4,9 +4,11 @@ products whose right operand is an activation (``a @ b`` on 2-D, 3-D and 4-D ten
 
 RMSNorm written by hand exports as pow, mean, add, rsqrt and mul, which the frontend already lowers (and
 the int8 lowering turns into tables, a reduction and a product); ``nn.RMSNorm``'s ``aten.rms_norm`` is
-kept whole through Edge and runs one kernel (mcu_rms_norm_f32, or mcu_layer_norm_s8 without the mean). Each handler maps one ATen overload onto an IR op whose
-kernel is in runtime_c/kernels (mcu_group_norm_f32, mcu_var_f32, mcu_argmax_f32, ...), or onto ops
-the frontend already has (maximum/minimum, bmm, reshape).
+kept whole through Edge and runs one kernel (mcu_rms_norm_f32, or mcu_layer_norm_s8 without the mean).
+
+Each handler maps one ATen overload onto an IR op whose kernel is in runtime_c/kernels
+(mcu_group_norm_f32, mcu_var_f32, mcu_argmax_f32, ...), or onto ops the frontend already has
+(maximum/minimum, bmm, reshape).
 """
 
 from __future__ import annotations
