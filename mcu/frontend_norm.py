@@ -75,21 +75,23 @@ def _batch_norm_no_stats(ctx: Any, node: Node, a: list[Any]) -> tuple[Tensor, No
     return _norm(ctx, node, x, weight, bias, x.shape[1], eps), None, None
 
 
-def _dims(node: Node, x: Tensor, dims: Any, what: str) -> tuple[int, int]:
-    """The first and last of the reduced dims (all when None or empty), which must be adjacent."""
+def reduced_dims(ctx: Any, node: Node, x: Tensor, dims: Any) -> tuple[Tensor, int, int]:
+    """The tensor to reduce and the first and last of its reduced dims (all when None or empty), which the
+    kernels take adjacent: dims that are not are moved last by a permute (the kept dims keep their order,
+    so the result is already in the output's order)."""
     rank = len(x.shape)
     if dims is None:
         dims = list(range(rank))
     ds = sorted({int(d) % rank for d in ([dims] if isinstance(dims, int) else dims)}) or list(range(rank))
-    if ds != list(range(ds[0], ds[-1] + 1)):
-        raise McuError(f"{what} over dims {ds}, which are not adjacent, is not supported{user_source_line(node)}",
-                       hint="permute the dims to reduce next to each other first")
-    return ds[0], ds[-1]
+    if ds == list(range(ds[0], ds[-1] + 1)):
+        return x, ds[0], ds[-1]
+    perm = tuple([d for d in range(rank) if d not in ds] + ds)
+    moved = _op(ctx, node, "permute", [x], tuple(x.shape[d] for d in perm), x.dtype, {"perm": perm})
+    return moved, rank - len(ds), rank - 1
 
 
 def _var(ctx: Any, node: Node, a: list[Any]) -> Tensor:
-    x = a[0]
-    first, last = _dims(node, x, a[1] if len(a) > 1 else node.kwargs.get("dim"), "var")
+    x, first, last = reduced_dims(ctx, node, a[0], a[1] if len(a) > 1 else node.kwargs.get("dim"))
     correction = node.kwargs.get("correction", a[2] if len(a) > 2 else None)
     correction = 1.0 if correction is None else float(correction)
     count = math.prod(x.shape[first:last + 1])
@@ -99,7 +101,7 @@ def _var(ctx: Any, node: Node, a: list[Any]) -> Tensor:
 def _argmax(ctx: Any, node: Node, a: list[Any]) -> Tensor:
     x = a[0]
     dim = a[1] if len(a) > 1 else node.kwargs.get("dim")
-    first, last = _dims(node, x, dim, "argmax")
+    first, last = (0, len(x.shape) - 1) if dim is None else (int(dim) % len(x.shape),) * 2
     return _emit(ctx, node, "argmax", [x], {"dims": (first, last)})
 
 

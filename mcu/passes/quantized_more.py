@@ -95,6 +95,22 @@ def _layer_norm(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | st
               op.name, op.source)
 
 
+def permute_before_dequantize(graph: Graph) -> None:
+    """A permute of a dequantized tensor (the one the frontend puts before a reduction over dims apart)
+    moves the int8 codes instead: dequantize(permute(q)) computes the same values, and the op after it
+    reads a dequantize again, so it can become int8."""
+    for i, op in enumerate(list(graph.ops)):
+        producer = graph.producer(op.inputs[0]) if op.kind == "permute" else None
+        if producer is None or producer.kind != "dequantize" or op.output.is_output:
+            continue
+        src = producer.inputs[0]
+        moved = Tensor(name=f"{op.name}_q", shape=op.output.shape, dtype=src.dtype, quant=src.quant)
+        at = graph.ops.index(op)
+        graph.ops[at:at + 1] = [Op("permute", [src], [moved], dict(op.attrs), op.name, op.source),
+                                Op("dequantize", [moved], [op.output], dict(producer.attrs), f"{op.name}_dq",
+                                   op.source)]
+
+
 def argmax_on_codes(graph: Graph) -> None:
     """argmax of a dequantized int8 tensor reads the codes (dequantization is increasing)."""
     for op in graph.ops:
