@@ -274,6 +274,18 @@ INT8_OPS["layer_norm"] = _layer_norm_s8
 INT8_OPS["reduce"] = _reduce_s8
 
 
+def _bmm_s8(op: Op, x: list[np.ndarray]) -> np.ndarray:
+    from mcu.quant import norm
+
+    a, b = op.inputs
+    at = op.attrs
+    return norm.bmm_s8(x[0].reshape(a.shape), x[1].reshape(b.shape), at["a_offset"], at["b_offset"],
+                       at["multiplier"], at["shift"], at["output_offset"], at["act_min"], at["act_max"])
+
+
+INT8_OPS["bmm"] = _bmm_s8
+
+
 @dataclass
 class Reference:
     graph: Graph

@@ -367,6 +367,18 @@ class Reductions(nn.Module):
         return a + h.mean(dim=(0, 3), keepdim=True).amin(dim=(1, 2)).reshape(1, 1)
 
 
+class Attention(nn.Module):
+    """Scores and weighted values as products of two activations (matmul and bmm), softmax between."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.q, self.k, self.v, self.o = nn.Linear(8, 8), nn.Linear(8, 8), nn.Linear(8, 8), nn.Linear(8, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        a = torch.softmax((self.q(x) @ self.k(x).transpose(-1, -2)) * 0.35, dim=-1)
+        return self.o(torch.bmm(a, self.v(x)))
+
+
 class RMS(nn.Module):
     """nn.RMSNorm and RMSNorm written by hand between linear layers, a mean over the features."""
 
@@ -383,7 +395,7 @@ class RMS(nn.Module):
 FP32_MODELS = {"mlp_ln_gelu": (MLP, (4, 16)), "group_norm_block": (GroupNormBlock, (1, 3, 6, 6)),
                "products": (Products, (2, 6, 8)), "rms": (RMS, (3, 8)), "reductions": (Reductions, (2, 3, 6, 6))}
 INT8_MODELS = {"mlp_ln_gelu": (MLP, (4, 16)), "activations": (Activations, (2, 8)), "rms": (RMS, (3, 8)),
-               "reductions": (Reductions, (2, 3, 6, 6))}
+               "reductions": (Reductions, (2, 3, 6, 6)), "attention": (Attention, (2, 6, 8))}
 
 
 def _compiled(name: str, table: dict, quantize: str):
@@ -434,7 +446,7 @@ def test_int8_models_keep_no_fp32_island_and_equal_the_reference(compiled, name:
     assert all(op.output.dtype != "float32" for op in cm.graph.ops)
     assert cm.reference_is_exact
     kinds = {op.kind for op in cm.graph.ops}
-    assert {"lut", "reduce", "layer_norm", "argmax"} & kinds
+    assert {"lut", "reduce", "layer_norm", "argmax", "bmm"} & kinds
     for x in inputs:
         want = cm.reference_raw(*x)
         assert _same(cm.run_raw(*x), want) and _same(cm.run_raw_c(*x), want)
@@ -465,7 +477,7 @@ def test_clear_errors() -> None:
 # --- on the simulated M33 -------------------------------------------------------------------------------
 
 QEMU_CASES = [("mlp_ln_gelu", "none"), ("mlp_ln_gelu", "int8"), ("group_norm_block", "none"), ("rms", "int8"),
-              ("activations", "int8"), ("products", "none"), ("reductions", "int8")]
+              ("activations", "int8"), ("products", "none"), ("reductions", "int8"), ("attention", "int8")]
 
 
 @requires_qemu
@@ -521,3 +533,38 @@ def test_reduce_s8_matches_its_reference(outer: int, reduce: int, inner: int, op
     # and it is the reduction: within one step of the real one
     real = {"sum": np.sum, "mean": np.mean, "amax": np.max, "amin": np.min}[op](x.astype(np.float64) - zp_in, axis=1)
     assert np.max(np.abs(want - np.clip(np.rint(real * ratio) + zp_out, -128, 127))) <= 1
+
+
+# --- int8 batched products ------------------------------------------------------------------------------
+
+
+class BmmS8Params(ctypes.Structure):
+    _fields_ = [(name, c_int32) for name in ("batch", "m", "k", "n", "a_batch_stride", "b_batch_stride", "a_offset",
+                                             "b_offset", "multiplier", "shift", "output_offset", "act_min",
+                                             "act_max")]
+
+
+@SETTINGS
+@given(batch=st.integers(1, 3), m=st.integers(1, 7), k=st.integers(1, 40), n=st.integers(1, 7),
+       zp_a=st.sampled_from([-128, 0, 127]), zp_b=st.sampled_from([-128, 3, 127]),
+       zp_out=st.sampled_from([-128, 0, 127]),
+       ratio=st.sampled_from([1e-4, 3e-3, 0.05, 1.0]), extreme=st.booleans(), seed=st.integers(0, 2**16))
+def test_bmm_s8_matches_its_reference(batch: int, m: int, k: int, n: int, zp_a: int, zp_b: int, zp_out: int,
+                                      ratio: float, extreme: bool, seed: int) -> None:
+    from mcu.quant.norm import bmm_s8
+
+    rng = np.random.default_rng(seed)
+
+    def codes(shape: tuple[int, ...]) -> np.ndarray:
+        return (rng.choice([-128, 127], shape) if extreme else rng.integers(-128, 128, shape)).astype(np.int8)
+
+    a, b = codes((batch, m, k)), codes((batch, k, n))
+    mult, shift = arith.quantize_multiplier(ratio)
+    p = BmmS8Params(batch, m, k, n, m * k, k * n, -zp_a, -zp_b, mult, shift, zp_out, -128, 127)
+    out = np.zeros((batch, m, n), np.int8)
+    assert kernel("mcu_bmm_s8", 4)(ctypes.byref(p), ptr(a), ptr(b), ptr(out)) == MCU_OK
+    want = bmm_s8(a, b, -zp_a, -zp_b, mult, shift, zp_out)
+    np.testing.assert_array_equal(out, want)
+    real = np.matmul(a.astype(np.float64) - zp_a, b.astype(np.float64) - zp_b) * ratio
+    assert np.max(np.abs(want - np.clip(np.rint(real) + zp_out, -128, 127))) <= 1
+    assert kernel("mcu_bmm_s8", 4)(ctypes.byref(p), ptr(a), ptr(b), ptr(a)) == MCU_ERR_INVALID_ARG  # no overlap

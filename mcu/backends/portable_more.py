@@ -159,7 +159,18 @@ def _rms_norm(op: Op, ref: Ref) -> KernelCall:
                       params, operands=[x, weight, op.output])
 
 
+def _bmm_s8(op: Op, ref: Ref) -> KernelCall:
+    a, b = op.inputs
+    batch, m, k = a.shape
+    n = b.shape[2]
+    params = {"batch": batch, "m": m, "k": k, "n": n, "a_batch_stride": m * k, "b_batch_stride": k * n,
+              **offsets(op, "a_offset", "b_offset", "multiplier", "shift", "output_offset", "act_min", "act_max")}
+    return KernelCall("mcu_bmm_s8", ["&params", ref(a), ref(b), ref(op.output)], ["mcu_bmm_s8.c"],
+                      "mcu_bmm_s8_params", params, operands=[a, b, op.output])
+
+
 EMITTERS.update({
+    ("bmm", "int8"): _bmm_s8,
     ("rms_norm", "float32"): _rms_norm,
     ("group_norm", "float32"): _group_norm,
     ("var", "float32"): _var,

@@ -250,6 +250,7 @@ def lower_quantized(graph: Graph) -> Graph:
         return graph  # an fp32 graph
     quantized_more.scalars_to_unary(graph)  # issue 18: scalar arithmetic as a table lookup
     quantized_more.permute_before_dequantize(graph)
+    quantized_more.quantize_before_moves(graph)
     quantized_more.argmax_on_codes(graph)
     fallbacks: list[tuple[str, str]] = []
     for op in list(graph.ops):

@@ -96,17 +96,17 @@ def _layer_norm(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | st
 
 
 def permute_before_dequantize(graph: Graph) -> None:
-    """A permute of a dequantized tensor (the one the frontend puts before a reduction over dims apart)
-    moves the int8 codes instead: dequantize(permute(q)) computes the same values, and the op after it
-    reads a dequantize again, so it can become int8."""
-    for i, op in enumerate(list(graph.ops)):
-        producer = graph.producer(op.inputs[0]) if op.kind == "permute" else None
+    """A permute or reshape of a dequantized tensor (the permute the frontend puts before a reduction over
+    dims apart, matmul's views before its bmm) moves the int8 codes instead: dequantize(permute(q))
+    computes the same values, and the op after it reads a dequantize again, so it can become int8."""
+    for op in list(graph.ops):
+        producer = graph.producer(op.inputs[0]) if op.kind in ("permute", "reshape") and op.inputs else None
         if producer is None or producer.kind != "dequantize" or op.output.is_output:
             continue
         src = producer.inputs[0]
         moved = Tensor(name=f"{op.name}_q", shape=op.output.shape, dtype=src.dtype, quant=src.quant)
         at = graph.ops.index(op)
-        graph.ops[at:at + 1] = [Op("permute", [src], [moved], dict(op.attrs), op.name, op.source),
+        graph.ops[at:at + 1] = [Op(op.kind, [src], [moved], dict(op.attrs), op.name, op.source),
                                 Op("dequantize", [moved], [op.output], dict(producer.attrs), f"{op.name}_dq",
                                    op.source)]
 
@@ -135,5 +135,38 @@ def _reduce(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
               op.name, op.source)
 
 
-CONVERTERS = {"unary": _unary_lut, "layer_norm": _layer_norm, "rms_norm": _layer_norm, "reduce": _reduce}
+def _bmm(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
+    from mcu.passes.quantized import act_bounds
+
+    a, b = ins
+    if a.shape[0] != b.shape[0]:
+        return "batches differ"
+    mult, shift = arith.quantize_multiplier(_scale(a) * _scale(b) / _scale(out))
+    act_min, act_max = act_bounds(op, out)
+    return Op("bmm", [a, b], [out], {**op.attrs, "a_offset": -_zp(a), "b_offset": -_zp(b), "multiplier": mult,
+                                     "shift": shift, "output_offset": _zp(out), "act_min": act_min,
+                                     "act_max": act_max}, op.name, op.source)
+
+
+def quantize_before_moves(graph: Graph) -> None:
+    """op -> reshape/permute -> quantize (matmul's view after its bmm) becomes op -> quantize -> int8
+    reshape/permute: the same codes, and the op before now has a quantized output, so it can become int8."""
+    for q in [op for op in graph.ops if op.kind == "quantize"]:
+        move = graph.producer(q.inputs[0])
+        if move is None or move.kind not in ("reshape", "permute") or len(graph.users(move.output)) != 1 \
+                or move.output.is_output:
+            continue
+        before = graph.producer(move.inputs[0])
+        if before is None or before.kind in ("dequantize", "quantize", "reshape", "permute") \
+                or len(graph.users(move.inputs[0])) != 1:
+            continue
+        src = move.inputs[0]
+        early = Tensor(name=f"{move.name}_q", shape=src.shape, dtype=q.output.dtype, quant=q.output.quant)
+        at = graph.ops.index(move)
+        graph.ops.remove(q)
+        graph.ops[at:at + 1] = [Op("quantize", [src], [early], dict(q.attrs), q.name, q.source),
+                                Op(move.kind, [early], [q.output], dict(move.attrs), move.name, move.source)]
+
+
+CONVERTERS = {"unary": _unary_lut, "bmm": _bmm, "layer_norm": _layer_norm, "rms_norm": _layer_norm, "reduce": _reduce}
 OWN_CONSTANTS = {"layer_norm", "rms_norm"}  # kinds whose converter turns their float constants (weight, bias) to int8

@@ -94,6 +94,7 @@ KERNEL_IDS: dict[str, int] = {
     "mcu_prelu_f32": 192,
     "mcu_reduce_s8": 193,
     "mcu_rms_norm_f32": 194,
+    "mcu_bmm_s8": 195,
 }
 KERNEL_DELEGATE = 255
 

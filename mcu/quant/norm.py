@@ -123,6 +123,16 @@ def reduce_s8(x: np.ndarray, op: str, input_offset: int, multiplier: int, shift:
     return ref._finish(acc, np.int64(multiplier), np.int64(shift), output_offset, act_min, act_max)
 
 
+def bmm_s8(a: np.ndarray, b: np.ndarray, a_offset: int, b_offset: int, multiplier: int, shift: int,
+           output_offset: int, act_min: int = -128, act_max: int = 127) -> np.ndarray:
+    """mcu_bmm_s8 on a [batch, m, k] and b [batch, k, n] int8, bit for bit."""
+    from mcu.quant import reference as ref
+
+    acc = np.matmul(np.asarray(a, np.int8).astype(np.int64) + int(a_offset),
+                    np.asarray(b, np.int8).astype(np.int64) + int(b_offset))
+    return ref._finish(acc, np.int64(multiplier), np.int64(shift), output_offset, act_min, act_max)
+
+
 # --- int8 tables of mcu_unary_f32's functions ---------------------------------------------------------
 
 # Each function in float64 on a torch tensor, with its scalar parameters (alpha, beta as the IR op has them).

@@ -190,6 +190,9 @@
 #ifndef MCU_PROGRAM_HAS_RMS_NORM_F32
 #define MCU_PROGRAM_HAS_RMS_NORM_F32 MCU_PROGRAM_KERNEL_DEFAULT
 #endif
+#ifndef MCU_PROGRAM_HAS_BMM_S8
+#define MCU_PROGRAM_HAS_BMM_S8 MCU_PROGRAM_KERNEL_DEFAULT
+#endif
 
 /* The params struct of each kernel is its words in declaration order. */
 _Static_assert(sizeof(mcu_conv2d_f32_params) == 19 * 4, "conv2d_f32 params layout");
@@ -218,6 +221,7 @@ _Static_assert(sizeof(mcu_group_norm_f32_params) == 6 * 4, "group_norm_f32 param
 _Static_assert(sizeof(mcu_var_f32_params) == 4 * 4, "var_f32 params layout");
 _Static_assert(sizeof(mcu_prelu_f32_params) == 3 * 4, "prelu_f32 params layout");
 _Static_assert(sizeof(mcu_reduce_s8_params) == 10 * 4, "reduce_s8 params layout");
+_Static_assert(sizeof(mcu_bmm_s8_params) == 13 * 4, "bmm_s8 params layout");
 
 /* Operand signatures: F float32, B int8, I int32, U uint8, X the output's dtype;
  * lower case: may be absent (-1). Concat has its own rule. The int8 matmul
@@ -293,6 +297,7 @@ static const mcu_kernel_desc KERNELS[MCU_K_COUNT] = {
     K(MCU_K_PRELU_F32, MCU_PROGRAM_HAS_PRELU_F32, 3, S_FFF),
     K(MCU_K_REDUCE_S8, MCU_PROGRAM_HAS_REDUCE_S8, 10, S_BB),
     K(MCU_K_RMS_NORM_F32, MCU_PROGRAM_HAS_RMS_NORM_F32, 3, S_RMS),
+    K(MCU_K_BMM_S8, MCU_PROGRAM_HAS_BMM_S8, 13, S_BBB),
 };
 #undef K
 
@@ -509,7 +514,8 @@ mcu_status mcu_program_check_kernel(uint32_t kernel, const mcu_operand_desc *ops
         need[0] = need[last] = prod(p, 3);
         need[1] = need[2] = mulcap(1, p[1]);
         break;
-    case MCU_K_BMM_F32: { /* batch, m, k, n, a_batch_stride, b_batch_stride */
+    case MCU_K_BMM_F32: /* batch, m, k, n, a_batch_stride, b_batch_stride */
+    case MCU_K_BMM_S8: {
         MCU_REQUIRE(p[0] >= 1 && p[4] >= 0 && p[5] >= 0, MCU_ERR_PROGRAM_INVALID);
         const uint64_t a = (uint64_t)mulcap((uint32_t)p[0] - 1u, p[4]) + prod(p + 1, 2);
         const uint64_t b = (uint64_t)mulcap((uint32_t)p[0] - 1u, p[5]) + prod(p + 2, 2);
@@ -578,6 +584,7 @@ mcu_status mcu_program_dispatch(uint32_t kernel, void *const *o, const uint32_t 
         mcu_var_f32_params var_f32;
         mcu_prelu_f32_params prelu_f32;
         mcu_reduce_s8_params reduce_s8;
+        mcu_bmm_s8_params bmm_s8;
     } u;
     MCU_REQUIRE(n_params <= MCU_PROGRAM_MAX_PARAMS && n_ops >= 2 && n_ops <= MCU_PROGRAM_MAX_OPERANDS,
                 MCU_ERR_PROGRAM_INVALID);
@@ -768,6 +775,9 @@ mcu_status mcu_program_dispatch(uint32_t kernel, void *const *o, const uint32_t 
 #endif
 #if MCU_PROGRAM_HAS_RMS_NORM_F32
     case MCU_K_RMS_NORM_F32: return mcu_rms_norm_f32(&u.layer_norm_f32, o[0], o[1], o[2]);
+#endif
+#if MCU_PROGRAM_HAS_BMM_S8
+    case MCU_K_BMM_S8: return mcu_bmm_s8(&u.bmm_s8, o[0], o[1], o[2]);
 #endif
     default: return MCU_ERR_UNSUPPORTED;
     }

@@ -181,6 +181,7 @@ mcu_status mcu_program_check_params(uint32_t kernel, const int32_t *w, uint32_t 
         mcu_var_f32_params var_f32;
         mcu_prelu_f32_params prelu_f32;
         mcu_reduce_s8_params reduce_s8;
+        mcu_bmm_s8_params bmm_s8;
     } u;
     memset(&u, 0, sizeof(u));
     memcpy(&u, w, (n_params < MCU_PROGRAM_MAX_PARAMS ? n_params : MCU_PROGRAM_MAX_PARAMS) * sizeof(int32_t));
@@ -315,6 +316,15 @@ mcu_status mcu_program_check_params(uint32_t kernel, const int32_t *w, uint32_t 
     case MCU_K_ARGMAX_F32:
     case MCU_K_LOG_SOFTMAX_F32: ok = mcu_checked_count(w, 3, 4) > 0; break;
     case MCU_K_ARGMAX_S8: ok = mcu_checked_count(w, 3, 1) > 0 && w[0] <= INT32_MAX / 4 / w[2]; break;
+    case MCU_K_BMM_S8: {
+        const mcu_bmm_s8_params *p = &u.bmm_s8;
+        const int32_t out_dims[3] = {p->batch, p->m, p->n};
+        ok = p->k > 0 && p->k <= 32768 && p->a_batch_stride >= 0 && p->b_batch_stride >= 0 &&
+             mcu_checked_count(out_dims, 3, 1) > 0 && mcu_input_offset_valid(p->a_offset) &&
+             mcu_input_offset_valid(p->b_offset) && mcu_output_offset_valid(p->output_offset) &&
+             mcu_act_s8_valid(p->act_min, p->act_max) && mcu_quant_valid(p->multiplier, p->shift);
+        break;
+    }
     case MCU_K_REDUCE_S8: {
         const mcu_reduce_s8_params *p = &u.reduce_s8;
         ok = mcu_checked_count(w, 3, 1) > 0 && p->reduce <= INT32_MAX / 256 && p->op >= 0 &&
@@ -536,7 +546,8 @@ mcu_status mcu_program_check_operands(uint32_t kernel, const mcu_operand_desc *o
             ok = ok && ops[2].constant && shifts_ok(&ops[2], bytes[2]);
         }
         break;
-    case MCU_K_BMM_F32: ok = !overlap(&ops[0], bytes[0], out, nout) && !overlap(&ops[1], bytes[1], out, nout); break;
+    case MCU_K_BMM_F32:
+    case MCU_K_BMM_S8: ok = !overlap(&ops[0], bytes[0], out, nout) && !overlap(&ops[1], bytes[1], out, nout); break;
     case MCU_K_REDUCE_F32:
     case MCU_K_REDUCE_S8:
     case MCU_K_VAR_F32:

@@ -245,6 +245,20 @@ typedef struct {
  * (or the largest or smallest q plus input_offset), requantized. The output must not overlap the input. */
 mcu_status mcu_reduce_s8(const mcu_reduce_s8_params *p, const int8_t *input, int8_t *output);
 
+typedef struct {
+    int32_t batch, m, k, n;
+    int32_t a_batch_stride, b_batch_stride;  /**< elements between batches; 0 broadcasts */
+    int32_t a_offset, b_offset;              /**< -zero-points of a and b */
+    int32_t multiplier, shift;               /**< s_a s_b / s_out */
+    int32_t output_offset;
+    int32_t act_min, act_max;
+} mcu_bmm_s8_params;
+
+/** out[b] = requantize(sum_t (a[b][i][t] + a_offset) (b[b][t][j] + b_offset)) for int8 a (m x k) and
+ * b (k x n), both activations (k <= 32768 keeps the int32 sum exact). The output must not overlap an
+ * operand. */
+mcu_status mcu_bmm_s8(const mcu_bmm_s8_params *p, const int8_t *a, const int8_t *b, int8_t *output);
+
 /** argmax of int8 codes along the middle axis of [outer, reduce, inner] (the first on ties): the
  * argmax of the real values, since dequantization is increasing. */
 mcu_status mcu_argmax_s8(int32_t outer, int32_t reduce, int32_t inner, const int8_t *input, int32_t *output);

@@ -141,6 +141,7 @@ typedef enum {
     MCU_K_PRELU_F32 = 192,        /**< [in, weight, out]; mcu_prelu_f32_params */
     MCU_K_REDUCE_S8 = 193,        /**< [in, out]; mcu_reduce_s8_params */
     MCU_K_RMS_NORM_F32 = 194,     /**< [in, weight?, out]; mcu_layer_norm_f32_params */
+    MCU_K_BMM_S8 = 195,           /**< [a, b, out] int8; mcu_bmm_s8_params */
     MCU_K_COUNT = 233,
     /** A delegated partition: params delegate index (its payload and handle), number of outputs (the last operands). */
     MCU_K_DELEGATE = 255
