@@ -302,17 +302,18 @@ class MLP(nn.Module):
 
 
 class Activations(nn.Module):
-    """Every elementwise function of the first part between two linear layers."""
+    """Every elementwise function of the first part, and PReLU with one slope, between two linear layers."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.a, self.b = nn.Linear(8, 8), nn.Linear(8, 6)
+        self.a, self.b, self.prelu = nn.Linear(8, 8), nn.Linear(8, 6), nn.PReLU(init=0.2)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         h = self.a(x)
         r = [F.gelu(h, approximate="tanh"), F.silu(h), F.hardsigmoid(h), F.leaky_relu(h, 0.1), F.elu(h),
              F.softplus(h), torch.exp(h), torch.erf(h), -h, torch.sqrt(h.abs()), torch.log(h.abs() + 1),
-             torch.rsqrt(h.abs() + 1), 1 / (h.abs() + 1), h.pow(2), F.logsigmoid(h), h * 0.5, 1.0 - h]
+             torch.rsqrt(h.abs() + 1), 1 / (h.abs() + 1), h.pow(2), F.logsigmoid(h), h * 0.5, 1.0 - h,
+             self.prelu(h)]
         return self.b(torch.cat(r, 0)).amax(0, keepdim=True).argmax(-1)
 
 

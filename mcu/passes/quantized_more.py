@@ -71,6 +71,17 @@ def _unary_lut(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str
               op.name, op.source)
 
 
+def _prelu(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
+    """One slope for all channels is leaky ReLU: a table. Slopes per channel have no int8 kernel."""
+    w = op.inputs[1]
+    if w.numel != 1:
+        return "PReLU with a slope per channel has no int8 kernel"
+    slope = float(np.asarray(w.data).reshape(-1)[0])
+    unary = Op("unary", [op.inputs[0]], list(op.outputs), {"fn": "leaky_relu", "alpha": slope, "beta": 0.0},
+               op.name, op.source)
+    return _unary_lut(graph, unary, ins, out)
+
+
 def _layer_norm(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
     from mcu.passes.quantized import _int_const, act_bounds
 
@@ -168,5 +179,5 @@ def quantize_before_moves(graph: Graph) -> None:
                                 Op(move.kind, [early], [q.output], dict(move.attrs), move.name, move.source)]
 
 
-CONVERTERS = {"unary": _unary_lut, "bmm": _bmm, "layer_norm": _layer_norm, "rms_norm": _layer_norm, "reduce": _reduce}
-OWN_CONSTANTS = {"layer_norm", "rms_norm"}  # kinds whose converter turns their float constants (weight, bias) to int8
+CONVERTERS = {"unary": _unary_lut, "bmm": _bmm, "prelu": _prelu, "layer_norm": _layer_norm, "rms_norm": _layer_norm, "reduce": _reduce}
+OWN_CONSTANTS = {"layer_norm", "rms_norm", "prelu"}  # kinds whose converter turns their float constants (weight, bias) to int8
