@@ -26,7 +26,8 @@ KEPT_WHOLE = (torch.ops.aten.hardswish.default,
               torch.ops.aten._prelu_kernel.default, torch.ops.aten.silu.default, torch.ops.aten.hardsigmoid.default,
               torch.ops.aten.softplus.default, torch.ops.aten.log_sigmoid_forward.default,
               # 1-D linear interpolation: one bilinear resize over a height of 1 (issue 18)
-              torch.ops.aten.upsample_linear1d.vec, torch.ops.aten.upsample_linear1d.default)
+              torch.ops.aten.upsample_linear1d.vec, torch.ops.aten.upsample_linear1d.default,
+              torch.ops.aten.rms_norm.default)
 
 
 def torchao_kept_whole() -> tuple[object, ...]:

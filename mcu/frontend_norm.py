@@ -2,10 +2,13 @@
 instance norm as exported, variance, argmax, log_softmax, PReLU, clamp with tensor bounds, and matrix
 products whose right operand is an activation (``a @ b`` on 2-D, 3-D and 4-D tensors).
 
-RMSNorm needs nothing here: written by hand or as ``nn.RMSNorm`` it exports as pow, mean, add, rsqrt
-and mul, which the frontend already lowers. Each handler maps one ATen overload onto an IR op whose
-kernel is in runtime_c/kernels (mcu_group_norm_f32, mcu_var_f32, mcu_argmax_f32, ...), or onto ops
-the frontend already has (maximum/minimum, bmm, reshape).
+RMSNorm written by hand exports as pow, mean, add, rsqrt and mul, which the frontend already lowers (and
+the int8 lowering turns into tables, a reduction and a product); ``nn.RMSNorm``'s ``aten.rms_norm`` is
+kept whole through Edge and runs one kernel (mcu_rms_norm_f32, or mcu_layer_norm_s8 without the mean).
+
+Each handler maps one ATen overload onto an IR op whose kernel is in runtime_c/kernels
+(mcu_group_norm_f32, mcu_var_f32, mcu_argmax_f32, ...), or onto ops the frontend already has
+(maximum/minimum, bmm, reshape).
 """
 
 from __future__ import annotations
@@ -72,21 +75,23 @@ def _batch_norm_no_stats(ctx: Any, node: Node, a: list[Any]) -> tuple[Tensor, No
     return _norm(ctx, node, x, weight, bias, x.shape[1], eps), None, None
 
 
-def _dims(node: Node, x: Tensor, dims: Any, what: str) -> tuple[int, int]:
-    """The first and last of the reduced dims (all when None or empty), which must be adjacent."""
+def reduced_dims(ctx: Any, node: Node, x: Tensor, dims: Any) -> tuple[Tensor, int, int]:
+    """The tensor to reduce and the first and last of its reduced dims (all when None or empty), which the
+    kernels take adjacent: dims that are not are moved last by a permute (the kept dims keep their order,
+    so the result is already in the output's order)."""
     rank = len(x.shape)
     if dims is None:
         dims = list(range(rank))
     ds = sorted({int(d) % rank for d in ([dims] if isinstance(dims, int) else dims)}) or list(range(rank))
-    if ds != list(range(ds[0], ds[-1] + 1)):
-        raise McuError(f"{what} over dims {ds}, which are not adjacent, is not supported{user_source_line(node)}",
-                       hint="permute the dims to reduce next to each other first")
-    return ds[0], ds[-1]
+    if ds == list(range(ds[0], ds[-1] + 1)):
+        return x, ds[0], ds[-1]
+    perm = tuple([d for d in range(rank) if d not in ds] + ds)
+    moved = _op(ctx, node, "permute", [x], tuple(x.shape[d] for d in perm), x.dtype, {"perm": perm})
+    return moved, rank - len(ds), rank - 1
 
 
 def _var(ctx: Any, node: Node, a: list[Any]) -> Tensor:
-    x = a[0]
-    first, last = _dims(node, x, a[1] if len(a) > 1 else node.kwargs.get("dim"), "var")
+    x, first, last = reduced_dims(ctx, node, a[0], a[1] if len(a) > 1 else node.kwargs.get("dim"))
     correction = node.kwargs.get("correction", a[2] if len(a) > 2 else None)
     correction = 1.0 if correction is None else float(correction)
     count = math.prod(x.shape[first:last + 1])
@@ -96,7 +101,7 @@ def _var(ctx: Any, node: Node, a: list[Any]) -> Tensor:
 def _argmax(ctx: Any, node: Node, a: list[Any]) -> Tensor:
     x = a[0]
     dim = a[1] if len(a) > 1 else node.kwargs.get("dim")
-    first, last = _dims(node, x, dim, "argmax")
+    first, last = (0, len(x.shape) - 1) if dim is None else (int(dim) % len(x.shape),) * 2
     return _emit(ctx, node, "argmax", [x], {"dims": (first, last)})
 
 
@@ -166,6 +171,22 @@ def _expand(ctx: Any, node: Node, a: list[Any]) -> Tensor:
                    hint="give matmul operands the same batch dims")
 
 
+def _rms_norm(ctx: Any, node: Node, a: list[Any]) -> Tensor:
+    """aten.rms_norm (nn.RMSNorm, kept whole through Edge); eps None is float32's machine epsilon, as in torch."""
+    x, shape = a[0], [int(s) for s in a[1]]
+    weight = a[2] if len(a) > 2 else node.kwargs.get("weight")
+    eps = a[3] if len(a) > 3 else node.kwargs.get("eps")
+    if tuple(x.shape[len(x.shape) - len(shape):]) != tuple(shape):
+        raise McuError(f"rms_norm over {shape} of a {list(x.shape)} tensor{user_source_line(node)}")
+    cols = math.prod(shape)
+    if weight is not None and (not isinstance(weight, Tensor) or not weight.is_constant):
+        raise McuError(f"rms_norm with a weight that is not a constant{user_source_line(node)}")
+    ins = [x] + ([Tensor(name=weight.name, shape=(cols,), dtype=weight.dtype, data=weight.data.reshape(-1))]
+                 if weight is not None else [])
+    eps = float(torch.finfo(torch.float32).eps) if eps is None else float(eps)
+    return _emit(ctx, node, "rms_norm", ins, {"cols": cols, "eps": eps, "weight": weight is not None})
+
+
 def _log_sigmoid(ctx: Any, node: Node, a: list[Any]) -> tuple[Tensor, None]:
     x = a[0]
     return _op(ctx, node, "unary", [x], x.shape, x.dtype, {"fn": "log_sigmoid", "alpha": 0.0, "beta": 0.0},
@@ -174,6 +195,7 @@ def _log_sigmoid(ctx: Any, node: Node, a: list[Any]) -> tuple[Tensor, None]:
 
 HANDLERS: dict[object, Handler] = {
     aten.log_sigmoid_forward.default: _log_sigmoid,
+    aten.rms_norm.default: _rms_norm,
     aten.native_group_norm.default: _group_norm,
     aten._native_batch_norm_legit.no_stats: _batch_norm_no_stats,
     aten.var.correction: _var,

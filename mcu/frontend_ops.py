@@ -1,5 +1,5 @@
 """More ATen ops for the frontend (issue 18): elementwise math, scalar arithmetic, maximum/minimum,
-layer norm, batched matrix products, reductions over any adjacent dims, transpose and splits.
+layer norm, batched matrix products, reductions over any dims, transpose and splits.
 
 Each handler maps one ATen overload onto an IR op whose kernel is in runtime_c/kernels
 (mcu_unary_f32, mcu_layer_norm_f32, mcu_bmm_f32, mcu_reduce_f32, mcu_maximum_f32, ...), or onto ops the
@@ -102,16 +102,12 @@ def _bmm(ctx: Any, node: Node, a: list[Any]) -> Tensor:
 
 def reduce_handler(op: str) -> Handler:
     def handler(ctx: Any, node: Node, a: list[Any]) -> Tensor:
-        x = a[0]
-        rank = len(x.shape)
-        dims = a[1] if len(a) > 1 and a[1] is not None else list(range(rank))
-        dims = sorted({int(d) % rank for d in ([dims] if isinstance(dims, int) else dims)}) or list(range(rank))
+        from mcu.frontend_norm import reduced_dims  # issue 18: any dims (those apart are permuted together)
+
         if node.kwargs.get("dtype") is not None:
             raise McuError(f"{op} with a dtype is not supported{user_source_line(node)}")
-        if dims != list(range(dims[0], dims[-1] + 1)):
-            raise McuError(f"{op} over dims {dims}, which are not adjacent, is not supported{user_source_line(node)}",
-                           hint="permute the dims to reduce next to each other first")
-        return _emit(ctx, node, "reduce", [x], {"op": op, "dims": (dims[0], dims[-1])})
+        x, first, last = reduced_dims(ctx, node, a[0], a[1] if len(a) > 1 else None)
+        return _emit(ctx, node, "reduce", [x], {"op": op, "dims": (first, last)})
     return handler
 
 

@@ -79,7 +79,9 @@ TABLE_OWN_OUTPUT = {aten.gelu.default, aten.silu.default, aten.silu_.default, at
                     aten.leaky_relu.default, aten.elu.default, aten.softplus.default, aten.exp.default,
                     aten.log.default, aten.sqrt.default, aten.rsqrt.default, aten.abs.default, aten.neg.default,
                     aten.reciprocal.default, aten.erf.default, aten.pow.Tensor_Scalar, aten.log_sigmoid.default,
-                    aten.layer_norm.default}
+                    aten.layer_norm.default, aten.rms_norm.default, aten.prelu.default}
+MATMUL = {aten.matmul.default, aten.bmm.default}  # of two activations (int8 mcu_bmm_s8)
+REDUCE_OWN_OUTPUT = {aten.sum.dim_IntList, aten.amax.default, aten.amin.default}
 SCALAR_ARITH = {aten.add.Tensor, aten.sub.Tensor, aten.mul.Tensor, aten.div.Tensor, aten.add.Scalar,
                 aten.sub.Scalar, aten.mul.Scalar, aten.div.Scalar, aten.rsub.Scalar}
 
@@ -147,8 +149,9 @@ class MCUQuantizer(Quantizer):
             (SHARED | ACTIVATIONS | MOVES, lambda n: self._shared(n, act)),
             ({aten.cat.default} | STACK, lambda n: self._cat(n, act)),
             # issue 18: table lookups and int8 layer norm
-            (TABLE_OWN_OUTPUT, lambda n: self._own_output(n, act)),
+            (TABLE_OWN_OUTPUT | REDUCE_OWN_OUTPUT, lambda n: self._own_output(n, act)),
             (SCALAR_ARITH, lambda n: self._scalar_arith(n, act)),
+            (MATMUL, lambda n: self._matmul(n, act)),
         ]
         for node in model.graph.nodes:
             if node.op != "call_function" or _annotated(node):
@@ -221,6 +224,12 @@ class MCUQuantizer(Quantizer):
         x = node.args[0]
         if _is_float_tensor(x):
             _mark(node, {x: act}, act)
+
+    def _matmul(self, node: Node, act: QuantizationSpec) -> None:
+        """A product of two activations (issue 18); a parameter operand is left to the linear layers."""
+        a, b = node.args[0], node.args[1]
+        if _is_float_tensor(a) and _is_float_tensor(b) and a.op != "get_attr" and b.op != "get_attr":
+            _mark(node, {a: act, b: act}, act)
 
     def _scalar_arith(self, node: Node, act: QuantizationSpec) -> None:
         """x op s with a Python number s (issue 18): quantized in and out, it becomes a table lookup."""

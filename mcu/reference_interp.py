@@ -262,12 +262,38 @@ def _layer_norm_s8(op: Op, x: list[np.ndarray]) -> np.ndarray:
     mult, shift, bias = (t.data for t in op.inputs[1:])
     a = op.attrs
     eps = (a["eps_hi"] << 32) | (a["eps_lo"] & 0xFFFFFFFF)
-    p = norm.LayerNormS8(mult, shift, bias, eps, a["output_offset"], a["act_min"], a["act_max"])
+    p = norm.LayerNormS8(mult, shift, bias, eps, a["output_offset"], a["act_min"], a["act_max"], bool(a["rms"]),
+                         a["input_zero_point"])
     return norm.layer_norm_s8(x[0], p)
+
+
+def _reduce_s8(op: Op, x: list[np.ndarray]) -> np.ndarray:
+    """mcu_reduce_s8: the int32 sum (or extreme) of q + input_offset along the reduced dims, requantized."""
+    a = op.attrs
+    first, last = a["dims"]
+    shape = op.inputs[0].shape
+    from mcu.quant import norm
+
+    q = x[0].reshape(math.prod(shape[:first]), math.prod(shape[first:last + 1]), -1)
+    return norm.reduce_s8(q, a["op"], a["input_offset"], a["multiplier"], a["shift"], a["output_offset"],
+                          a["act_min"], a["act_max"])
 
 
 FLOAT_MOVES["argmax"] = _argmax
 INT8_OPS["layer_norm"] = _layer_norm_s8
+INT8_OPS["reduce"] = _reduce_s8
+
+
+def _bmm_s8(op: Op, x: list[np.ndarray]) -> np.ndarray:
+    from mcu.quant import norm
+
+    a, b = op.inputs
+    at = op.attrs
+    return norm.bmm_s8(x[0].reshape(a.shape), x[1].reshape(b.shape), at["a_offset"], at["b_offset"],
+                       at["multiplier"], at["shift"], at["output_offset"], at["act_min"], at["act_max"])
+
+
+INT8_OPS["bmm"] = _bmm_s8
 
 
 @dataclass

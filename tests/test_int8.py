@@ -124,7 +124,7 @@ class M(torch.nn.Module):
         self.fc = torch.nn.Linear(4 * 4 * 4, 3)
     def forward(self, x):
         y = torch.relu(self.conv(x))
-        y = y * 0.5 - 0.25
+        y = (y - torch.sigmoid(y)) / (y + 1.0)  # (arithmetic with a scalar is an int8 table lookup)
         return self.fc(torch.flatten(y, 1))
 model = M()
 example_inputs = (torch.randn(1, 1, 6, 6),)
@@ -141,11 +141,11 @@ def test_fallback_ops_are_reported_and_still_exact(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr + proc.stdout
     report = json.loads(proc.stdout)
     ops = " ".join(fb["op"] for fb in report["fp32_fallbacks"])
-    assert "mul" in ops and "sub" in ops
+    assert "div" in ops and "sub" in ops
     assert all(fb["reason"] for fb in report["fp32_fallbacks"])
     assert report["passed"] is True
     text = run_mcu("build", "--board", "mps2-an505", "--quantize", "int8", "-o", str(tmp_path / "o"), str(f))
-    assert "fp32 fallback: mul" in text.stdout
+    assert "fp32 fallback: sub" in text.stdout
 
 
 @requires_qemu

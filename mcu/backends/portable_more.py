@@ -186,17 +186,49 @@ def _layer_norm_s8(op: Op, ref: Ref) -> KernelCall:
     x, mult, shift, bias = op.inputs
     cols = int(op.attrs["cols"])
     params = {"rows": x.numel // cols, "cols": cols, **offsets(op, "eps_lo", "eps_hi", "output_offset", "act_min",
-                                                                "act_max")}
+                                                                "act_max", "rms", "input_zero_point")}
     return KernelCall("mcu_layer_norm_s8", ["&params", ref(x), ref(mult), ref(shift), ref(bias), ref(op.output)],
                       ["mcu_layer_norm_s8.c"], "mcu_layer_norm_s8_params", params,
                       operands=[x, mult, shift, bias, op.output])
 
 
+def _reduce_s8(op: Op, ref: Ref) -> KernelCall:
+    x = op.inputs[0]
+    outer, reduce, inner = _split(x, op.attrs["dims"])
+    params = {"outer": outer, "reduce": reduce, "inner": inner, "op": REDUCE_OP[op.attrs["op"]],
+              **offsets(op, "input_offset", "multiplier", "shift", "output_offset", "act_min", "act_max")}
+    return KernelCall("mcu_reduce_s8", ["&params", ref(x), ref(op.output)], ["mcu_reduce_s8.c"],
+                      "mcu_reduce_s8_params", params, operands=[x, op.output])
+
+
+def _rms_norm(op: Op, ref: Ref) -> KernelCall:
+    x = op.inputs[0]
+    weight = op.inputs[1] if op.attrs["weight"] else None
+    cols = int(op.attrs["cols"])
+    params = {"rows": x.numel // cols, "cols": cols, "eps": float(op.attrs["eps"])}
+    return KernelCall("mcu_rms_norm_f32", ["&params", ref(x), ref(weight) if weight is not None else "NULL",
+                                           ref(op.output)], ["mcu_rms_norm_f32.c"], "mcu_layer_norm_f32_params",
+                      params, operands=[x, weight, op.output])
+
+
+def _bmm_s8(op: Op, ref: Ref) -> KernelCall:
+    a, b = op.inputs
+    batch, m, k = a.shape
+    n = b.shape[2]
+    params = {"batch": batch, "m": m, "k": k, "n": n, "a_batch_stride": m * k, "b_batch_stride": k * n,
+              **offsets(op, "a_offset", "b_offset", "multiplier", "shift", "output_offset", "act_min", "act_max")}
+    return KernelCall("mcu_bmm_s8", ["&params", ref(a), ref(b), ref(op.output)], ["mcu_bmm_s8.c"],
+                      "mcu_bmm_s8_params", params, operands=[a, b, op.output])
+
+
 EMITTERS.update({
+    ("bmm", "int8"): _bmm_s8,
+    ("rms_norm", "float32"): _rms_norm,
     ("group_norm", "float32"): _group_norm,
     ("var", "float32"): _var,
     ("argmax", "int32"): _argmax,
     ("log_softmax", "float32"): _log_softmax,
     ("prelu", "float32"): _prelu,
     ("layer_norm", "int8"): _layer_norm_s8,
+    ("reduce", "int8"): _reduce_s8,
 })

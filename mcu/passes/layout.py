@@ -18,8 +18,9 @@ _NEEDS_CHANNELS_LAST = {"conv2d", "depthwise_conv2d", "max_pool2d", "avg_pool2d"
 # (issue 18) [N][H][W][C] or [N][C][H][W]: the kernels see [outer][h][w][inner] either way
 _RESAMPLE = {"resize_bilinear", "adaptive_avg_pool"}
 _PRODUCES_CHANNELS_LAST = _NEEDS_CHANNELS_LAST - {"mean_hw"}
+# index_put: its values, written row by row; issue 18: var, argmax, rms_norm reduce adjacent logical dims
 _NEEDS_CONTIGUOUS = {"reshape", "linear", "layer_norm", "bmm", "reduce", "index_put",
-                     "var", "argmax"}  # issue 18: reductions over adjacent logical dims  # index_put: its values, written row by row
+                     "var", "argmax", "rms_norm"}
 _SAME_AS_INPUT = {"clamp", "sigmoid", "tanh", "hardswish", "softmax", "pad", "quantize", "dequantize", "lut",
                   "requantize", "slice", "unary", "log_softmax", "remap", "index_select", "resize_bilinear",
                   "adaptive_avg_pool"}
@@ -100,7 +101,7 @@ def assign_layouts(graph: Graph) -> Graph:
         rank = len(out.shape)
         if op.kind in _PRODUCES_CHANNELS_LAST and rank == 4:
             out.dim_order = CHANNELS_LAST
-        elif op.kind in _SAME_AS_INPUT or op.kind in _CHANNELS_EITHER_WAY or op.kind == "concat" or (op.kind == "custom" and
+        elif op.kind in _SAME_AS_INPUT | _CHANNELS_EITHER_WAY or op.kind == "concat" or (op.kind == "custom" and
                                                                   op.attrs["custom"].elementwise):
             src = op.inputs[0]
             out.dim_order = src.dim_order if len(src.shape) == rank else _identity(rank)

@@ -265,6 +265,8 @@ def lower_quantized(graph: Graph) -> Graph:
     if not any(op.kind in ("quantize", "dequantize") for op in graph.ops):
         return graph  # an fp32 graph
     quantized_more.scalars_to_unary(graph)  # issue 18: scalar arithmetic as a table lookup
+    quantized_more.permute_before_dequantize(graph)
+    quantized_more.quantize_before_moves(graph)
     quantized_more.argmax_on_codes(graph)
     fallbacks: list[tuple[str, str]] = []
     for op in list(graph.ops):

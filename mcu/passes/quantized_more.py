@@ -71,16 +71,29 @@ def _unary_lut(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str
               op.name, op.source)
 
 
+def _prelu(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
+    """One slope for all channels is leaky ReLU: a table. Slopes per channel have no int8 kernel."""
+    w = op.inputs[1]
+    if w.numel != 1:
+        return "PReLU with a slope per channel has no int8 kernel"
+    slope = float(np.asarray(w.data).reshape(-1)[0])
+    unary = Op("unary", [op.inputs[0]], list(op.outputs), {"fn": "leaky_relu", "alpha": slope, "beta": 0.0},
+               op.name, op.source)
+    return _unary_lut(graph, unary, ins, out)
+
+
 def _layer_norm(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
     from mcu.passes.quantized import _int_const, act_bounds
 
     x = ins[0]
     rest = iter(op.inputs[1:])
     weight = next(rest) if op.attrs["weight"] else None
-    bias = next(rest) if op.attrs["bias"] else None
+    bias = next(rest) if op.attrs.get("bias") else None
+    rms = op.kind == "rms_norm"
     try:
         p = layer_norm_params(int(op.attrs["cols"]), _scale(x), _scale(out), _zp(out), float(op.attrs["eps"]),
-                              None if weight is None else weight.data, None if bias is None else bias.data)
+                              None if weight is None else weight.data, None if bias is None else bias.data,
+                              rms=rms, zp_in=_zp(x))
     except ValueError as exc:
         return str(exc)
     act_min, act_max = act_bounds(op, out)
@@ -88,8 +101,25 @@ def _layer_norm(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | st
     return Op("layer_norm", [x, _int_const(f"{op.name}_multiplier", p.multipliers),
                              _int_const(f"{op.name}_shift", p.shifts), _int_const(f"{op.name}_bias_q", p.bias)],
               [out], {"cols": op.attrs["cols"], "eps": op.attrs["eps"], "eps_lo": eps_lo, "eps_hi": eps_hi,
-                      "output_offset": p.output_offset, "act_min": act_min, "act_max": act_max},
+                      "output_offset": p.output_offset, "act_min": act_min, "act_max": act_max, "rms": int(rms),
+                      "input_zero_point": p.input_zero_point},
               op.name, op.source)
+
+
+def permute_before_dequantize(graph: Graph) -> None:
+    """A permute or reshape of a dequantized tensor (the permute the frontend puts before a reduction over
+    dims apart, matmul's views before its bmm) moves the int8 codes instead: dequantize(permute(q))
+    computes the same values, and the op after it reads a dequantize again, so it can become int8."""
+    for op in list(graph.ops):
+        producer = graph.producer(op.inputs[0]) if op.kind in ("permute", "reshape") and op.inputs else None
+        if producer is None or producer.kind != "dequantize" or op.output.is_output:
+            continue
+        src = producer.inputs[0]
+        moved = Tensor(name=f"{op.name}_q", shape=op.output.shape, dtype=src.dtype, quant=src.quant)
+        at = graph.ops.index(op)
+        graph.ops[at:at + 1] = [Op(op.kind, [src], [moved], dict(op.attrs), op.name, op.source),
+                                Op("dequantize", [moved], [op.output], dict(producer.attrs), f"{op.name}_dq",
+                                   op.source)]
 
 
 def argmax_on_codes(graph: Graph) -> None:
@@ -102,5 +132,52 @@ def argmax_on_codes(graph: Graph) -> None:
             op.inputs[0] = producer.inputs[0]
 
 
-CONVERTERS = {"unary": _unary_lut, "layer_norm": _layer_norm}
-OWN_CONSTANTS = {"layer_norm"}  # kinds whose converter turns their float constants (weight, bias) to int8
+def _reduce(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
+    from mcu.passes.quantized import act_bounds
+
+    x = ins[0]
+    first, last = op.attrs["dims"]
+    count = int(np.prod(x.shape[first:last + 1]))
+    real = _scale(x) / _scale(out) / (count if op.attrs["op"] == "mean" else 1)
+    mult, shift = arith.quantize_multiplier(real)
+    act_min, act_max = act_bounds(op, out)
+    return Op("reduce", [x], [out], {**op.attrs, "input_offset": -_zp(x), "multiplier": mult, "shift": shift,
+                                     "output_offset": _zp(out), "act_min": act_min, "act_max": act_max},
+              op.name, op.source)
+
+
+def _bmm(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
+    from mcu.passes.quantized import act_bounds
+
+    a, b = ins
+    if a.shape[0] != b.shape[0]:
+        return "batches differ"
+    mult, shift = arith.quantize_multiplier(_scale(a) * _scale(b) / _scale(out))
+    act_min, act_max = act_bounds(op, out)
+    return Op("bmm", [a, b], [out], {**op.attrs, "a_offset": -_zp(a), "b_offset": -_zp(b), "multiplier": mult,
+                                     "shift": shift, "output_offset": _zp(out), "act_min": act_min,
+                                     "act_max": act_max}, op.name, op.source)
+
+
+def quantize_before_moves(graph: Graph) -> None:
+    """op -> reshape/permute -> quantize (matmul's view after its bmm) becomes op -> quantize -> int8
+    reshape/permute: the same codes, and the op before now has a quantized output, so it can become int8."""
+    for q in [op for op in graph.ops if op.kind == "quantize"]:
+        move = graph.producer(q.inputs[0])
+        if move is None or move.kind not in ("reshape", "permute") or len(graph.users(move.output)) != 1 \
+                or move.output.is_output:
+            continue
+        before = graph.producer(move.inputs[0])
+        if before is None or before.kind in ("dequantize", "quantize", "reshape", "permute") \
+                or len(graph.users(move.inputs[0])) != 1:
+            continue
+        src = move.inputs[0]
+        early = Tensor(name=f"{move.name}_q", shape=src.shape, dtype=q.output.dtype, quant=q.output.quant)
+        at = graph.ops.index(move)
+        graph.ops.remove(q)
+        graph.ops[at:at + 1] = [Op("quantize", [src], [early], dict(q.attrs), q.name, q.source),
+                                Op(move.kind, [early], [q.output], dict(move.attrs), move.name, move.source)]
+
+
+CONVERTERS = {"unary": _unary_lut, "bmm": _bmm, "prelu": _prelu, "layer_norm": _layer_norm, "rms_norm": _layer_norm, "reduce": _reduce}
+OWN_CONSTANTS = {"layer_norm", "rms_norm", "prelu"}  # kinds whose converter turns their float constants (weight, bias) to int8

@@ -104,6 +104,9 @@ KERNEL_IDS: dict[str, int] = {
     "mcu_resize_bilinear_s8": 144,
     "mcu_adaptive_avg_pool_f32": 145,
     "mcu_adaptive_avg_pool_s8": 146,
+    "mcu_reduce_s8": 193,
+    "mcu_rms_norm_f32": 194,
+    "mcu_bmm_s8": 195,
 }
 KERNEL_DELEGATE = 255
 

@@ -123,6 +123,26 @@ example_inputs = (torch.randn(1, 16),)
 calibration = [(torch.randn(1, 16),) for _ in range(4)]
 methods = {"forward": model, "encode": model.encode}
 """,
+    # normalisation, reductions and int8 activations (issue 18)
+    "norm": """
+import torch
+from torch import nn
+torch.manual_seed(7)
+class M(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.ln, self.rms, self.b = nn.Linear(8, 8), nn.LayerNorm(8), nn.RMSNorm(8), nn.Linear(8, 4)
+        self.gn, self.prelu = nn.GroupNorm(2, 4), nn.PReLU(4)
+    def forward(self, x):
+        h = nn.functional.gelu(self.ln(self.a(x)))
+        s = torch.softmax(h @ self.rms(h).transpose(-1, -2) * 0.3, dim=-1) @ h
+        y = self.b(s)
+        g = self.prelu(self.gn(y.transpose(1, 2)))
+        return y.sum(dim=(0, 2)), g.var(dim=-1), nn.functional.log_softmax(y, dim=-1), y.argmax(dim=-1)
+model = M().eval()
+example_inputs = (torch.randn(2, 3, 8),)
+calibration = [(torch.randn(2, 3, 8),) for _ in range(4)]
+""",
 }
 
 

@@ -1,4 +1,4 @@
-"""int8 layer normalisation (issue 18): the compile-time parameters and the bit-exact Python reference
+"""int8 layer and RMS normalisation (issue 18): the compile-time parameters and the bit-exact Python reference
 of ``mcu_layer_norm_s8`` (runtime_c/kernels/mcu_layer_norm_s8.c, whose header comment states the
 arithmetic), and the 256-entry tables of the elementwise functions of ``mcu_unary_f32`` at int8.
 
@@ -6,7 +6,7 @@ Per row of n int8 codes q: S = sum q; d_i = n q_i - S; W = sum d_i^2 + E with E 
 1/sqrt(W) ~ R 2^(k-47) from a 16-bit integer square root of W normalised by 4^k into [2^60, 2^62) and
 R = (2^32 - 1) // t; u_i = round(d_i R 2^(k-23)) (Q24, |u_i| <= 2^24); a_i = round(u_i m_c 2^-e_c) + b_c
 (output steps in Q8, m_c 2^-e_c = sqrt(n) w_c / s_out 2^-16, b_c = round(256 bias_c / s_out));
-y_i = clamp(floor((a_i + 128) / 256) + zp_out). Rounding shifts round halves up.
+y_i = clamp(floor((a_i + 128) / 256) + zp_out). Rounding shifts round halves up. RMS norm: S = n zp_in.
 """
 
 from __future__ import annotations
@@ -37,6 +37,8 @@ class LayerNormS8:
     output_offset: int
     act_min: int = -128
     act_max: int = 127
+    rms: bool = False         # RMS norm: no mean, the values taken from the input zero-point
+    input_zero_point: int = 0
 
     @property
     def eps_words(self) -> tuple[int, int]:
@@ -61,7 +63,8 @@ def _multiplier(real: float) -> tuple[int, int]:
 
 
 def layer_norm_params(cols: int, s_in: float, s_out: float, zp_out: int, eps: float,
-                      weight: np.ndarray | None, bias: np.ndarray | None) -> LayerNormS8:
+                      weight: np.ndarray | None, bias: np.ndarray | None, rms: bool = False,
+                      zp_in: int = 0) -> LayerNormS8:
     """The kernel's constants; ValueError when the layer cannot run at int8 (too many columns, an eps
     term past 2^61 or a multiplier past 2^30: scales the kernel's 64-bit arithmetic cannot hold)."""
     if not 1 <= cols <= MAX_COLS:
@@ -75,7 +78,7 @@ def layer_norm_params(cols: int, s_in: float, s_out: float, zp_out: int, eps: fl
     pairs = [_multiplier(float(v) * scale) for v in w]
     bias_q = np.clip(np.rint(b / float(s_out) * (1 << SUB)), -(2**31), 2**31 - 1)
     return LayerNormS8(np.array([m for m, _ in pairs], np.int32), np.array([e for _, e in pairs], np.int32),
-                       bias_q.astype(np.int32), int(eps_term), int(zp_out))
+                       bias_q.astype(np.int32), int(eps_term), int(zp_out), rms=bool(rms), input_zero_point=int(zp_in))
 
 
 def _round_shift(v: np.ndarray, s: np.ndarray | int) -> np.ndarray:
@@ -91,7 +94,7 @@ def layer_norm_s8(x: np.ndarray, p: LayerNormS8) -> np.ndarray:
     rows = x.reshape(-1, n).astype(np.int64)
     out = np.empty(rows.shape, np.int8)
     for r, q in enumerate(rows):
-        d = n * q - int(q.sum())
+        d = n * q - (n * p.input_zero_point if p.rms else int(q.sum()))
         w = int((d * d).sum()) + p.eps_term
         recip, k = 0, 0
         if w:
@@ -105,6 +108,29 @@ def layer_norm_s8(x: np.ndarray, p: LayerNormS8) -> np.ndarray:
         y = ((a + 128) >> 8) + p.output_offset
         out[r] = np.clip(y, p.act_min, p.act_max)
     return out.reshape(x.shape)
+
+
+def reduce_s8(x: np.ndarray, op: str, input_offset: int, multiplier: int, shift: int, output_offset: int,
+              act_min: int = -128, act_max: int = 127) -> np.ndarray:
+    """mcu_reduce_s8 on ``x`` ([outer, reduce, inner] int8), bit for bit: the int32 sum (sum, mean) or the
+    extreme code (amax, amin) plus input_offset per term, requantized."""
+    from mcu.quant import reference as ref
+
+    q = np.asarray(x, np.int8).astype(np.int64)
+    fold = {"sum": np.sum, "mean": np.sum, "amax": np.max, "amin": np.min}[op]
+    count = 1 if op in ("amax", "amin") else q.shape[1]
+    acc = fold(q, axis=1) + count * int(input_offset)
+    return ref._finish(acc, np.int64(multiplier), np.int64(shift), output_offset, act_min, act_max)
+
+
+def bmm_s8(a: np.ndarray, b: np.ndarray, a_offset: int, b_offset: int, multiplier: int, shift: int,
+           output_offset: int, act_min: int = -128, act_max: int = 127) -> np.ndarray:
+    """mcu_bmm_s8 on a [batch, m, k] and b [batch, k, n] int8, bit for bit."""
+    from mcu.quant import reference as ref
+
+    acc = np.matmul(np.asarray(a, np.int8).astype(np.int64) + int(a_offset),
+                    np.asarray(b, np.int8).astype(np.int64) + int(b_offset))
+    return ref._finish(acc, np.int64(multiplier), np.int64(shift), output_offset, act_min, act_max)
 
 
 # --- int8 tables of mcu_unary_f32's functions ---------------------------------------------------------

@@ -218,6 +218,15 @@
 #ifndef MCU_PROGRAM_HAS_ADAPTIVE_AVG_POOL_S8
 #define MCU_PROGRAM_HAS_ADAPTIVE_AVG_POOL_S8 MCU_PROGRAM_KERNEL_DEFAULT
 #endif
+#ifndef MCU_PROGRAM_HAS_REDUCE_S8
+#define MCU_PROGRAM_HAS_REDUCE_S8 MCU_PROGRAM_KERNEL_DEFAULT
+#endif
+#ifndef MCU_PROGRAM_HAS_RMS_NORM_F32
+#define MCU_PROGRAM_HAS_RMS_NORM_F32 MCU_PROGRAM_KERNEL_DEFAULT
+#endif
+#ifndef MCU_PROGRAM_HAS_BMM_S8
+#define MCU_PROGRAM_HAS_BMM_S8 MCU_PROGRAM_KERNEL_DEFAULT
+#endif
 
 /* The params struct of each kernel is its words in declaration order. */
 _Static_assert(sizeof(mcu_conv2d_f32_params) == 19 * 4, "conv2d_f32 params layout");
@@ -244,7 +253,7 @@ _Static_assert(sizeof(mcu_unary_f32_params) == 4 * 4, "unary_f32 params layout")
 _Static_assert(sizeof(mcu_layer_norm_f32_params) == 3 * 4, "layer_norm_f32 params layout");
 _Static_assert(sizeof(mcu_bmm_f32_params) == 6 * 4, "bmm_f32 params layout");
 _Static_assert(sizeof(mcu_reduce_f32_params) == 4 * 4, "reduce_f32 params layout");
-_Static_assert(sizeof(mcu_layer_norm_s8_params) == 7 * 4, "layer_norm_s8 params layout");
+_Static_assert(sizeof(mcu_layer_norm_s8_params) == 9 * 4, "layer_norm_s8 params layout");
 _Static_assert(sizeof(mcu_group_norm_f32_params) == 6 * 4, "group_norm_f32 params layout");
 _Static_assert(sizeof(mcu_var_f32_params) == 4 * 4, "var_f32 params layout");
 _Static_assert(sizeof(mcu_prelu_f32_params) == 3 * 4, "prelu_f32 params layout");
@@ -253,15 +262,17 @@ _Static_assert(sizeof(mcu_index_select_params) == 4 * 4, "index_select params la
 _Static_assert(sizeof(mcu_gather_params) == 14 * 4, "gather params layout");
 _Static_assert(sizeof(mcu_resample_f32_params) == 6 * 4, "resample_f32 params layout");
 _Static_assert(sizeof(mcu_resample_s8_params) == 6 * 4, "resample_s8 params layout");
+_Static_assert(sizeof(mcu_reduce_s8_params) == 10 * 4, "reduce_s8 params layout");
+_Static_assert(sizeof(mcu_bmm_s8_params) == 13 * 4, "bmm_s8 params layout");
 
 /* Operand signatures: F float32, B int8, I int32, U uint8, X the output's dtype;
  * lower case: may be absent (-1). Concat has its own rule. The int8 matmul
  * kernels' sixth operand is their scratch buffer (mcu_context). */
 enum { S_NONE, S_FFFF_BIAS, S_FF, S_FFF, S_FFFF, S_XX, S_MATMUL_S8, S_BBB, S_BB, S_FB, S_BF, S_W8, S_DYN,
-       S_W4, S_W4_DYN, S_IXX, S_NORM, S_LN_S8, S_FI, S_BI, S_CMP, S_UXXX, S_IBFF, S_IFFF, S_IBB };
+       S_W4, S_W4_DYN, S_IXX, S_NORM, S_LN_S8, S_FI, S_BI, S_CMP, S_UXXX, S_IBFF, S_IFFF, S_IBB, S_RMS };
 static const char SIGS[][8] = {"", "FFfF", "FF", "FFF", "FFFF", "XX", "BBiIIbB", "BBB", "BB", "FB", "BF",
                                "FBFFF", "BFBFFF", "FUFfF", "BFUFfF", "IXX", "FffF", "BIIIB", "FI", "BI",
-                               "**U", "UXXX", "IBFF", "IFFF", "IBB"};
+                               "**U", "UXXX", "IBFF", "IFFF", "IBB", "FfF"};
 
 /* Param words and signature of each kernel id; bit 7 of `sig`: in this build. */
 typedef struct {
@@ -324,7 +335,7 @@ static const mcu_kernel_desc KERNELS[MCU_K_COUNT] = {
     K(MCU_K_REDUCE_F32, MCU_PROGRAM_HAS_REDUCE_F32, 4, S_FF),
     K(MCU_K_MAXIMUM_F32, MCU_PROGRAM_HAS_MAXIMUM_F32, 21, S_FFF),
     K(MCU_K_MINIMUM_F32, MCU_PROGRAM_HAS_MINIMUM_F32, 21, S_FFF),
-    K(MCU_K_LAYER_NORM_S8, MCU_PROGRAM_HAS_LAYER_NORM_S8, 7, S_LN_S8),
+    K(MCU_K_LAYER_NORM_S8, MCU_PROGRAM_HAS_LAYER_NORM_S8, 9, S_LN_S8),
     K(MCU_K_GROUP_NORM_F32, MCU_PROGRAM_HAS_GROUP_NORM_F32, 6, S_NORM),
     K(MCU_K_VAR_F32, MCU_PROGRAM_HAS_VAR_F32, 4, S_FF),
     K(MCU_K_ARGMAX_F32, MCU_PROGRAM_HAS_ARGMAX_F32, 3, S_FI),
@@ -339,6 +350,9 @@ static const mcu_kernel_desc KERNELS[MCU_K_COUNT] = {
     K(MCU_K_RESIZE_BILINEAR_S8, MCU_PROGRAM_HAS_RESIZE_BILINEAR_S8, 6, S_IBB),
     K(MCU_K_ADAPTIVE_AVG_POOL_F32, MCU_PROGRAM_HAS_ADAPTIVE_AVG_POOL_F32, 6, S_FF),
     K(MCU_K_ADAPTIVE_AVG_POOL_S8, MCU_PROGRAM_HAS_ADAPTIVE_AVG_POOL_S8, 6, S_BB),
+    K(MCU_K_REDUCE_S8, MCU_PROGRAM_HAS_REDUCE_S8, 10, S_BB),
+    K(MCU_K_RMS_NORM_F32, MCU_PROGRAM_HAS_RMS_NORM_F32, 3, S_RMS),
+    K(MCU_K_BMM_S8, MCU_PROGRAM_HAS_BMM_S8, 13, S_BBB),
 };
 #undef K
 
@@ -579,11 +593,16 @@ mcu_status mcu_program_check_kernel(uint32_t kernel, const mcu_operand_desc *ops
         need[1] = need[2] = mulcap(1, p[1]);
         need[3] = kernel == MCU_K_LAYER_NORM_S8 ? mulcap(1, p[1]) : need[0];
         break;
+    case MCU_K_RMS_NORM_F32: /* rows, cols */
+        need[0] = need[last] = prod(p, 2);
+        need[1] = mulcap(1, p[1]);
+        break;
     case MCU_K_GROUP_NORM_F32: /* batch, channels, spatial */
         need[0] = need[last] = prod(p, 3);
         need[1] = need[2] = mulcap(1, p[1]);
         break;
-    case MCU_K_BMM_F32: { /* batch, m, k, n, a_batch_stride, b_batch_stride */
+    case MCU_K_BMM_F32: /* batch, m, k, n, a_batch_stride, b_batch_stride */
+    case MCU_K_BMM_S8: {
         MCU_REQUIRE(p[0] >= 1 && p[4] >= 0 && p[5] >= 0, MCU_ERR_PROGRAM_INVALID);
         const uint64_t a = (uint64_t)mulcap((uint32_t)p[0] - 1u, p[4]) + prod(p + 1, 2);
         const uint64_t b = (uint64_t)mulcap((uint32_t)p[0] - 1u, p[5]) + prod(p + 2, 2);
@@ -594,6 +613,7 @@ mcu_status mcu_program_check_kernel(uint32_t kernel, const mcu_operand_desc *ops
         break;
     }
     case MCU_K_REDUCE_F32: /* outer, reduce, inner */
+    case MCU_K_REDUCE_S8:
     case MCU_K_VAR_F32:
     case MCU_K_ARGMAX_F32:
     case MCU_K_ARGMAX_S8:
@@ -701,6 +721,8 @@ mcu_status mcu_program_dispatch(uint32_t kernel, void *const *o, const uint32_t 
         mcu_gather_params gather;
         mcu_resample_f32_params resample_f32;
         mcu_resample_s8_params resample_s8;
+        mcu_reduce_s8_params reduce_s8;
+        mcu_bmm_s8_params bmm_s8;
     } u;
     MCU_REQUIRE(n_params <= MCU_PROGRAM_MAX_PARAMS && n_ops >= 2 && n_ops <= MCU_PROGRAM_MAX_OPERANDS,
                 MCU_ERR_PROGRAM_INVALID);
@@ -919,6 +941,15 @@ mcu_status mcu_program_dispatch(uint32_t kernel, void *const *o, const uint32_t 
 #endif
 #if MCU_PROGRAM_HAS_ADAPTIVE_AVG_POOL_S8
     case MCU_K_ADAPTIVE_AVG_POOL_S8: return mcu_adaptive_avg_pool_s8(&u.resample_s8, o[0], o[1]);
+#endif
+#if MCU_PROGRAM_HAS_REDUCE_S8
+    case MCU_K_REDUCE_S8: return mcu_reduce_s8(&u.reduce_s8, o[0], o[1]);
+#endif
+#if MCU_PROGRAM_HAS_RMS_NORM_F32
+    case MCU_K_RMS_NORM_F32: return mcu_rms_norm_f32(&u.layer_norm_f32, o[0], o[1], o[2]);
+#endif
+#if MCU_PROGRAM_HAS_BMM_S8
+    case MCU_K_BMM_S8: return mcu_bmm_s8(&u.bmm_s8, o[0], o[1], o[2]);
 #endif
     default: return MCU_ERR_UNSUPPORTED;
     }

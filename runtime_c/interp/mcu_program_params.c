@@ -187,6 +187,8 @@ mcu_status mcu_program_check_params(uint32_t kernel, const int32_t *w, uint32_t 
         mcu_index_select_params index_select;
         mcu_gather_params gather;
         mcu_resample_f32_params resample;
+        mcu_reduce_s8_params reduce_s8;
+        mcu_bmm_s8_params bmm_s8;
     } u;
     memset(&u, 0, sizeof(u));
     memcpy(&u, w, (n_params < MCU_PROGRAM_MAX_PARAMS ? n_params : MCU_PROGRAM_MAX_PARAMS) * sizeof(int32_t));
@@ -305,7 +307,8 @@ mcu_status mcu_program_check_params(uint32_t kernel, const int32_t *w, uint32_t 
         ok = u.unary_f32.size > 0 && u.unary_f32.size <= INT32_MAX / 4 && u.unary_f32.fn >= 0 &&
              u.unary_f32.fn < (int32_t)MCU_UNARY_COUNT;
         break;
-    case MCU_K_LAYER_NORM_F32: ok = mcu_checked_count(w, 2, 4) > 0 && u.layer_norm_f32.eps >= 0.0f; break;
+    case MCU_K_LAYER_NORM_F32:
+    case MCU_K_RMS_NORM_F32: ok = mcu_checked_count(w, 2, 4) > 0 && u.layer_norm_f32.eps >= 0.0f; break;
     case MCU_K_BMM_F32: {
         const mcu_bmm_f32_params *p = &u.bmm_f32;
         const int32_t out_dims[3] = {p->batch, p->m, p->n};
@@ -321,7 +324,8 @@ mcu_status mcu_program_check_params(uint32_t kernel, const int32_t *w, uint32_t 
         const mcu_layer_norm_s8_params *p = &u.layer_norm_s8;
         ok = p->rows > 0 && p->cols > 0 && p->cols <= MCU_LAYER_NORM_S8_MAX_COLS && p->rows <= INT32_MAX / p->cols &&
              (uint32_t)p->eps_hi < (1u << 29) && mcu_output_offset_valid(p->output_offset) &&
-             mcu_act_s8_valid(p->act_min, p->act_max);
+             mcu_act_s8_valid(p->act_min, p->act_max) && (p->rms == 0 || p->rms == 1) &&
+             p->input_zero_point >= -128 && p->input_zero_point <= 127;
         break;
     }
     case MCU_K_GROUP_NORM_F32: {
@@ -334,6 +338,23 @@ mcu_status mcu_program_check_params(uint32_t kernel, const int32_t *w, uint32_t 
     case MCU_K_ARGMAX_F32:
     case MCU_K_LOG_SOFTMAX_F32: ok = mcu_checked_count(w, 3, 4) > 0; break;
     case MCU_K_ARGMAX_S8: ok = mcu_checked_count(w, 3, 1) > 0 && w[0] <= INT32_MAX / 4 / w[2]; break;
+    case MCU_K_BMM_S8: {
+        const mcu_bmm_s8_params *p = &u.bmm_s8;
+        const int32_t out_dims[3] = {p->batch, p->m, p->n};
+        ok = p->k > 0 && p->k <= 32768 && p->a_batch_stride >= 0 && p->b_batch_stride >= 0 &&
+             mcu_checked_count(out_dims, 3, 1) > 0 && mcu_input_offset_valid(p->a_offset) &&
+             mcu_input_offset_valid(p->b_offset) && mcu_output_offset_valid(p->output_offset) &&
+             mcu_act_s8_valid(p->act_min, p->act_max) && mcu_quant_valid(p->multiplier, p->shift);
+        break;
+    }
+    case MCU_K_REDUCE_S8: {
+        const mcu_reduce_s8_params *p = &u.reduce_s8;
+        ok = mcu_checked_count(w, 3, 1) > 0 && p->reduce <= INT32_MAX / 256 && p->op >= 0 &&
+             p->op < (int32_t)MCU_REDUCE_COUNT && mcu_input_offset_valid(p->input_offset) &&
+             mcu_output_offset_valid(p->output_offset) && mcu_act_s8_valid(p->act_min, p->act_max) &&
+             mcu_quant_valid(p->multiplier, p->shift);
+        break;
+    }
     case MCU_K_PRELU_F32:
         ok = u.prelu_f32.size > 0 && u.prelu_f32.size <= INT32_MAX / 4 && u.prelu_f32.channels > 0 &&
              u.prelu_f32.inner > 0;
@@ -598,6 +619,7 @@ mcu_status mcu_program_check_operands(uint32_t kernel, const mcu_operand_desc *o
     case MCU_K_GROUP_NORM_F32:
     case MCU_K_LAYER_NORM_S8:
     case MCU_K_PRELU_F32:
+    case MCU_K_RMS_NORM_F32:
         ok = elementwise_ok(&ops[0], bytes[0], out, nout);
         for (uint32_t i = 1; i < last; ++i) {
             ok = ok && !overlap(&ops[i], bytes[i], out, nout);
@@ -606,8 +628,10 @@ mcu_status mcu_program_check_operands(uint32_t kernel, const mcu_operand_desc *o
             ok = ok && ops[2].constant && shifts_ok(&ops[2], bytes[2]);
         }
         break;
-    case MCU_K_BMM_F32: ok = !overlap(&ops[0], bytes[0], out, nout) && !overlap(&ops[1], bytes[1], out, nout); break;
+    case MCU_K_BMM_F32:
+    case MCU_K_BMM_S8: ok = !overlap(&ops[0], bytes[0], out, nout) && !overlap(&ops[1], bytes[1], out, nout); break;
     case MCU_K_REDUCE_F32:
+    case MCU_K_REDUCE_S8:
     case MCU_K_VAR_F32:
     case MCU_K_ARGMAX_F32:
     case MCU_K_ARGMAX_S8: ok = !overlap(&ops[0], bytes[0], out, nout); break;

@@ -14,6 +14,9 @@
  *                                                   b_c = round(256 bias_c / s_out), from the compiler)
  *   y_i  = clamp(floor((a_i + 128) / 256) + zp_out, act_min, act_max)
  *
+ * RMS norm (rms = 1) is the same with S = n zp_in: d_i = n (q_i - zp_in) = n x_i / s_in, W = n^3 (mean(x^2) + eps)
+ * in input steps squared, z_i = x_i / sqrt(mean(x^2) + eps).
+ *
  * round(v 2^-s) is floor((v + 2^(s-1)) / 2^s): halves round up. */
 #include <stddef.h>
 
@@ -57,7 +60,8 @@ mcu_status mcu_layer_norm_s8(const mcu_layer_norm_s8_params *p, const int8_t *in
                 MCU_ERR_SHAPE);
     const uint64_t eps = ((uint64_t)(uint32_t)p->eps_hi << 32) | (uint32_t)p->eps_lo;
     MCU_REQUIRE(eps < ((uint64_t)1 << 61) && mcu_output_offset_valid(p->output_offset) &&
-                    mcu_act_s8_valid(p->act_min, p->act_max),
+                    mcu_act_s8_valid(p->act_min, p->act_max) && (p->rms == 0 || p->rms == 1) &&
+                    p->input_zero_point >= -128 && p->input_zero_point <= 127,
                 MCU_ERR_INVALID_ARG);
     for (int32_t c = 0; c < p->cols; ++c) {
         MCU_REQUIRE(shifts[c] >= 1 && shifts[c] <= 62, MCU_ERR_INVALID_ARG);
@@ -68,9 +72,12 @@ mcu_status mcu_layer_norm_s8(const mcu_layer_norm_s8_params *p, const int8_t *in
     for (int32_t r = 0; r < p->rows; ++r) {
         const int8_t *x = input + (size_t)r * (size_t)n;
         int8_t *y = output + (size_t)r * (size_t)n;
-        int32_t sum = 0;
-        for (int32_t c = 0; c < n; ++c) {
-            sum += x[c];
+        int32_t sum = n * p->input_zero_point;
+        if (!p->rms) {
+            sum = 0;
+            for (int32_t c = 0; c < n; ++c) {
+                sum += x[c];
+            }
         }
         uint64_t w = eps;
         for (int32_t c = 0; c < n; ++c) {

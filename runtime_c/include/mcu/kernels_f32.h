@@ -231,4 +231,9 @@ mcu_status mcu_resize_bilinear_f32(const mcu_resample_f32_params *p, const int32
  *  and the columns alike (aten._adaptive_avg_pool2d). No overlap. */
 mcu_status mcu_adaptive_avg_pool_f32(const mcu_resample_f32_params *p, const float *input, float *output);
 
+/** RMS normalisation of each row (torch's rms_norm): x * rsqrt(mean(x^2) + eps) * weight (weight may be
+ * NULL). Params as layer norm's. May run in place. */
+mcu_status mcu_rms_norm_f32(const mcu_layer_norm_f32_params *p, const float *input, const float *weight,
+                            float *output);
+
 #endif /* MCU_KERNELS_F32_H */

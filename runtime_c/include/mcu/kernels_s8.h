@@ -221,13 +221,43 @@ typedef struct {
     int32_t eps_lo, eps_hi;      /**< the 64-bit eps term round(cols^3 * eps / s_in^2), low and high words */
     int32_t output_offset;       /**< output zero-point */
     int32_t act_min, act_max;
+    int32_t rms;                 /**< 1: RMS norm, no mean: S = cols * input_zero_point */
+    int32_t input_zero_point;    /**< (used by RMS norm only) */
 } mcu_layer_norm_s8_params;
 
 /** int8 layer normalisation with integer mean and variance (the arithmetic is in
  * mcu_layer_norm_s8.c and mcu/quant/norm.py): per column a signed multiplier and shift carrying
- * sqrt(cols) * weight / s_out, and a bias in 1/256 output steps. May run in place. */
+ * sqrt(cols) * weight / s_out, and a bias in 1/256 output steps. RMS norm is the same without the mean
+ * (the values are taken from the input zero-point instead). May run in place. */
 mcu_status mcu_layer_norm_s8(const mcu_layer_norm_s8_params *p, const int8_t *input, const int32_t *multipliers,
                              const int32_t *shifts, const int32_t *bias, int8_t *output);
+
+typedef struct {
+    int32_t outer, reduce, inner;
+    int32_t op;                  /**< mcu_reduce_op (kernels_f32.h): sum, mean, max, min */
+    int32_t input_offset;        /**< -input zero-point */
+    int32_t multiplier, shift;   /**< s_in / s_out (divided by `reduce` for the mean) */
+    int32_t output_offset;
+    int32_t act_min, act_max;
+} mcu_reduce_s8_params;
+
+/** Reduction of the middle axis of [outer, reduce, inner] int8 codes: the int32 sum of (q + input_offset)
+ * (or the largest or smallest q plus input_offset), requantized. The output must not overlap the input. */
+mcu_status mcu_reduce_s8(const mcu_reduce_s8_params *p, const int8_t *input, int8_t *output);
+
+typedef struct {
+    int32_t batch, m, k, n;
+    int32_t a_batch_stride, b_batch_stride;  /**< elements between batches; 0 broadcasts */
+    int32_t a_offset, b_offset;              /**< -zero-points of a and b */
+    int32_t multiplier, shift;               /**< s_a s_b / s_out */
+    int32_t output_offset;
+    int32_t act_min, act_max;
+} mcu_bmm_s8_params;
+
+/** out[b] = requantize(sum_t (a[b][i][t] + a_offset) (b[b][t][j] + b_offset)) for int8 a (m x k) and
+ * b (k x n), both activations (k <= 32768 keeps the int32 sum exact). The output must not overlap an
+ * operand. */
+mcu_status mcu_bmm_s8(const mcu_bmm_s8_params *p, const int8_t *a, const int8_t *b, int8_t *output);
 
 /** argmax of int8 codes along the middle axis of [outer, reduce, inner] (the first on ties): the
  * argmax of the real values, since dequantization is increasing. */
