@@ -14,7 +14,8 @@ import numpy as np
 
 from mcu.ir import CHANNELS_LAST, Graph, Op, Tensor
 
-_NEEDS_CHANNELS_LAST = {"conv2d", "depthwise_conv2d", "max_pool2d", "avg_pool2d", "mean_hw", "batch_norm"}
+_NEEDS_CHANNELS_LAST = {"conv2d", "depthwise_conv2d", "max_pool2d", "avg_pool2d", "mean_hw", "batch_norm",
+                        "conv_transpose2d"}
 _PRODUCES_CHANNELS_LAST = _NEEDS_CHANNELS_LAST - {"mean_hw"}
 _NEEDS_CONTIGUOUS = {"reshape", "linear", "layer_norm", "bmm", "reduce", "index_put"}  # index_put: its values, written row by row
 _SAME_AS_INPUT = {"clamp", "sigmoid", "tanh", "hardswish", "softmax", "pad", "quantize", "dequantize", "lut",
@@ -96,7 +97,7 @@ def _require(graph: Graph, op: Op, index: int, order: tuple[int, ...], cache: di
 
 def _layout_constants(graph: Graph) -> None:
     for op in graph.ops:
-        if op.kind == "conv2d":
+        if op.kind in ("conv2d", "conv_transpose2d"):
             w = op.inputs[1]
             if w.dim_order != CHANNELS_LAST:
                 # OIHW -> OHWI: the kernel walks (kh, kw, ic) innermost for one output channel.

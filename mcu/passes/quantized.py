@@ -211,6 +211,16 @@ def _custom(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
     return Op("custom", ins, [out], dict(op.attrs), op.name, op.source)
 
 
+def _conv_transpose2d(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
+    """TFLite's int8 TRANSPOSE_CONV: the convolution's per-channel requantization (weights already
+    [out_c, in_c/groups, kh, kw], mcu/frontend_conv.py)."""
+    result = _weighted(op, ins, out)
+    if isinstance(result, str):
+        return result
+    inputs, attrs = result
+    return Op("conv_transpose2d", inputs, [out], attrs, op.name, op.source)
+
+
 CONVERTERS: dict[str, Converter] = {
     "custom": _custom,
     "conv2d": _conv2d,
@@ -231,6 +241,8 @@ CONVERTERS: dict[str, Converter] = {
     "tanh": _lut,
     "hardswish": _lut,
     "clamp": _clamp,
+    # convolutions (issue 18)
+    "conv_transpose2d": _conv_transpose2d,
 }
 
 
@@ -303,7 +315,7 @@ def _try_convert(graph: Graph, op: Op) -> str | None:
     ins: list[Tensor] = []
     for t in op.inputs:
         if t.is_constant:
-            if op.kind in ("conv2d", "linear") and t is not op.inputs[0]:
+            if op.kind in ("conv2d", "linear", "conv_transpose2d") and t is not op.inputs[0]:
                 continue  # weights and bias are converted by the op's own converter
             return "an operand is a float constant"
         src = _dequantized_source(graph, t)

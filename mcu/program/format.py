@@ -78,6 +78,9 @@ KERNEL_IDS: dict[str, int] = {
     "mcu_linear_w4_f32": 230,
     "mcu_linear_w4_s8": 231,
     "mcu_index_put": 232,
+    # convolutions (issue 18): ids 100-139.
+    "mcu_conv_transpose2d_f32": 100,
+    "mcu_conv_transpose2d_s8": 101,
 }
 KERNEL_DELEGATE = 255
 

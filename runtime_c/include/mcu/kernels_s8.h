@@ -211,4 +211,17 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
                                 const int32_t *packed, int8_t *output);
 int32_t mcu_conv2d_packed_s8_get_buffer_size(const mcu_conv2d_s8_params *p);
 
+/* --- issue 18, convolutions: transposed convolution ------------------------------------------- */
+
+/** Transposed convolution with TFLite's TRANSPOSE_CONV int8 arithmetic: acc = bias + sum over the
+ *  taps reaching an output pixel of (x + input_offset) * w (modulo 2^32), then the per-channel
+ *  requantization of mcu_conv2d_s8. Params as mcu_conv2d_s8 (pad_top/pad_left: the transposed
+ *  convolution's padding; the output size implies output_padding); weights OHWI
+ *  [out_c][kh][kw][in_c/groups]; bias may be NULL. No scratch; the output must not overlap any
+ *  operand. */
+mcu_status mcu_conv_transpose2d_s8(const mcu_context *ctx, const mcu_conv2d_s8_params *p,
+                                   const mcu_per_channel_quant *q, const int8_t *input, const int8_t *weight,
+                                   const int32_t *bias, int8_t *output);
+int32_t mcu_conv_transpose2d_s8_get_buffer_size(const mcu_conv2d_s8_params *p);
+
 #endif /* MCU_KERNELS_S8_H */
