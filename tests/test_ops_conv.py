@@ -424,7 +424,7 @@ class TCN(torch.nn.Module):
         y = torch.relu(self.inp(x))
         for conv in self.blocks:
             y = torch.relu(conv(F.pad(y, ((conv.kernel_size[0] - 1) * conv.dilation[0], 0)))) + y
-        return self.head(y).mean(dim=2)
+        return self.head(y)[:, :, -1]  # the last step: a causal network's prediction
 
 
 class Autoencoder(torch.nn.Module):
