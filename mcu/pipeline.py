@@ -25,7 +25,7 @@ from mcu.loader import ModelSpec
 from mcu.memory import MemoryPlan, plan_memory
 from mcu.passes.fold_batch_norm import fold_batch_norm
 from mcu.passes.fuse_activations import fuse_activations
-from mcu.passes.conv_views import sink_unit_views
+from mcu.passes.conv_views import fold_conv_pads, sink_unit_views
 from mcu.passes.layout import assign_layouts
 from mcu.passes.quantized import lower_quantized
 from mcu.passes.views import alias_views
@@ -48,6 +48,9 @@ LOWERING: list[tuple[str, Pass]] = [
     ("fuse_activations", fuse_activations),
     # dequantize -> op -> quantize becomes one int8 op; a no-op on fp32 graphs.
     ("lower_quantized", lower_quantized),
+    # Zero padding written before a convolution (a causal Conv1d's F.pad) becomes the convolution's
+    # own; after the int8 lowering, which gives the padding its int8 fill (issue 18).
+    ("fold_conv_pads", fold_conv_pads),
     # Memory layouts (channels-last) and the layout changes between ops that need them.
     ("assign_layouts", assign_layouts),
     # Reshapes become aliases; needs final layouts to know their bytes are row-major.

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from mcu.ir import CHANNELS_LAST, Graph, Op, Tensor
+from mcu.passes.conv_views import is_unit_view, view_order
 
 _NEEDS_CHANNELS_LAST = {"conv2d", "depthwise_conv2d", "max_pool2d", "avg_pool2d", "mean_hw", "batch_norm",
                         "conv_transpose2d"}
@@ -57,6 +58,8 @@ def assign_layouts(graph: Graph) -> Graph:
         if op.kind in _NEEDS_CHANNELS_LAST:
             if len(op.inputs[0].shape) == 4:
                 _require(graph, op, 0, CHANNELS_LAST, cache)
+        elif is_unit_view(op):
+            pass  # a Conv1d's view takes its input's layout along (below)
         elif op.kind in _NEEDS_CONTIGUOUS:
             _require(graph, op, 0, _identity(len(op.inputs[0].shape)), cache)
         elif op.kind == "custom" and not op.attrs["custom"].elementwise:
@@ -75,6 +78,8 @@ def assign_layouts(graph: Graph) -> Graph:
         rank = len(out.shape)
         if op.kind in _PRODUCES_CHANNELS_LAST and rank == 4:
             out.dim_order = CHANNELS_LAST
+        elif is_unit_view(op):
+            out.dim_order = view_order(op.inputs[0], out) or _identity(rank)
         elif op.kind in _SAME_AS_INPUT or op.kind == "concat" or (op.kind == "custom" and
                                                                   op.attrs["custom"].elementwise):
             src = op.inputs[0]
