@@ -144,6 +144,21 @@ def test_conv_transpose2d_s8_equals_reference(case, data, wmode, bias_kind, shif
     base.assert_equal(out, conv_transpose2d_s8(x, w, b, m, s, **params))
 
 
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                 HealthCheck.function_scoped_fixture])
+@given(case=transposed_cases(), wide=st.sampled_from([1, 1, 4, 9]), data=base.data_modes, wmode=base.weight_modes,
+       bias_kind=base.bias_kinds, in_zp=base.zero_points, out_zp=base.zero_points, act=base.act_bounds())
+def test_conv_transpose2d_s8_dsp_path_equals_reference(emulated, case, wide, data, wmode, bias_kind, in_zp, out_zp,
+                                                       act) -> None:
+    """The dual-MAC path (DSP-emulated build): widened input pixels, group by group, tails of 1-3 lanes."""
+    case = {**case, "icg": case["icg"] * wide}
+    rng = np.random.default_rng(case["seed"])
+    x, w, b, m, s, params = _s8_case(case, rng, data, wmode, bias_kind, None, "varied", in_zp, out_zp, act)
+    status, out = conv_transpose2d_c(x, w, b, cb.Quant(m, s, w.shape[0]), params, handle=emulated)
+    assert status == MCU_OK
+    base.assert_equal(out, conv_transpose2d_s8(x, w, b, m, s, **params))
+
+
 @SETTINGS
 @given(case=transposed_cases(), in_zp=st.sampled_from([-128, 127, 0, 5]), out_zp=st.sampled_from([-128, 127, 0, -3]))
 def test_conv_transpose2d_s8_reference_is_the_float_op_requantized(case, in_zp: int, out_zp: int) -> None:

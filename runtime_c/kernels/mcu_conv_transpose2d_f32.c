@@ -38,6 +38,8 @@ mcu_status mcu_conv_transpose2d_f32(const mcu_conv2d_f32_params *p, const float 
                 MCU_ERR_INVALID_ARG);
 
     const int32_t w_per_oc = p->kernel_h * p->kernel_w * icg;
+    const int32_t kh_step = mcu_transposed_tap_step(p->stride_h, p->dilation_h);
+    const int32_t kw_step = mcu_transposed_tap_step(p->stride_w, p->dilation_w);
     for (int32_t n = 0; n < in.n; ++n) {
         const float *x_n = input + n * in.h * in.w * in.c;
         for (int32_t oh = 0; oh < out.h; ++oh) {
@@ -46,12 +48,14 @@ mcu_status mcu_conv_transpose2d_f32(const mcu_conv2d_f32_params *p, const float 
                 for (int32_t oc = 0; oc < out.c; ++oc) {
                     y[oc] = bias != NULL ? bias[oc] : 0.0f;
                 }
-                for (int32_t kh = 0; kh < p->kernel_h; ++kh) {
+                const int32_t kh0 = mcu_transposed_first_tap(oh, p->stride_h, p->pad_top, p->dilation_h);
+                const int32_t kw0 = mcu_transposed_first_tap(ow, p->stride_w, p->pad_left, p->dilation_w);
+                for (int32_t kh = kh0; kh < p->kernel_h; kh += kh_step) {
                     const int32_t ih = mcu_transposed_source(oh, kh, p->stride_h, p->pad_top, p->dilation_h, in.h);
                     if (ih < 0) {
                         continue;
                     }
-                    for (int32_t kw = 0; kw < p->kernel_w; ++kw) {
+                    for (int32_t kw = kw0; kw < p->kernel_w; kw += kw_step) {
                         const int32_t iw =
                             mcu_transposed_source(ow, kw, p->stride_w, p->pad_left, p->dilation_w, in.w);
                         if (iw < 0) {

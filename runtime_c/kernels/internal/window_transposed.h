@@ -22,6 +22,18 @@ static inline int32_t mcu_transposed_source(int32_t o, int32_t k, int32_t stride
     return i < in ? i : -1;
 }
 
+/* The taps worth trying for output coordinate o: with dilation 1 only every stride-th tap, from
+ * (o + pad) % stride, can land on an input coordinate; otherwise every tap is tried. */
+static inline int32_t mcu_transposed_first_tap(int32_t o, int32_t stride, int32_t pad, int32_t dilation)
+{
+    return dilation == 1 ? (o + pad) % stride : 0;
+}
+
+static inline int32_t mcu_transposed_tap_step(int32_t stride, int32_t dilation)
+{
+    return dilation == 1 ? stride : 1;
+}
+
 /* The coordinates above stay inside int32_t: o + pad and (k - 1) * dilation. */
 static inline int mcu_transposed_fits(int32_t out, int32_t kernel, int32_t dilation, int32_t pad)
 {
