@@ -43,7 +43,8 @@ from torchao.quantization.pt2e.quantizer import (  # noqa: E402
 
 aten = torch.ops.aten
 
-CONV_LINEAR = {aten.conv2d.default, aten.linear.default, aten.conv1d.default}
+CONV_LINEAR = {aten.conv2d.default, aten.linear.default, aten.conv1d.default,
+               aten.conv1d.padding, aten.conv2d.padding}  # padding="same" / "valid"
 # Transposed convolutions (issue 18): weights [in, out/groups, k...], so their output channels are axis 1.
 CONV_TRANSPOSE = {aten.conv_transpose1d.default, aten.conv_transpose2d.input}
 BATCH_NORM = {aten.batch_norm.default, aten._native_batch_norm_legit_no_training.default}

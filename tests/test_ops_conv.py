@@ -331,6 +331,12 @@ HOST_MODELS = {
     "conv_transpose2d": (lambda: TransposedNet(False), (1, 3, 8, 8)),
     "conv_transpose2d_grouped_dilated": (lambda: TransposedNet(False, stride=3, padding=2, output_padding=2, k=3,
                                                                groups=2, dilation=2), (1, 3, 6, 7)),
+    "conv1d_same_even_kernel": (lambda: torch.nn.Sequential(
+        torch.nn.Conv1d(4, 6, 4, padding="same", dilation=3), torch.nn.ReLU(),
+        torch.nn.Conv1d(6, 3, 2, padding="same")), (1, 4, 19)),
+    "conv2d_same_even_kernel": (lambda: torch.nn.Sequential(
+        torch.nn.Conv2d(3, 6, (2, 4), padding="same"), torch.nn.ReLU6(),
+        torch.nn.Conv2d(6, 6, 3, padding="same", groups=3)), (1, 3, 7, 9)),
     "grouped_conv2d": (lambda: GroupedNet(2), (1, 3, 8, 8)),
     "grouped_conv2d_g4_dilated": (lambda: GroupedNet(4, dilation=2), (1, 3, 9, 7)),
 }
@@ -399,12 +405,17 @@ def test_int8_model_equals_the_integer_reference(name: str) -> None:
         assert np.max(np.abs(got - quantized(*x).detach().numpy())) <= 1.01 * step
 
 
-def test_conv1d_views_alias_and_relu_fuses() -> None:
-    _, cm, _ = compiled_model("conv1d_causal_dilated", "int8")
-    ops = cm.graph.ops
-    assert all(op.attrs.get("alias") for op in ops if op.kind == "reshape")
-    assert not any(op.kind == "clamp" for op in ops)  # ReLU fused into the convolution
-    assert sum(op.kind == "conv2d" for op in ops) == 3
+@pytest.mark.parametrize("quantize", ["none", "int8"])
+def test_conv1d_runs_without_copies(quantize: str) -> None:
+    """The views alias, the ReLUs fuse, the causal F.pad folds into the convolution's padding and the
+    [N, L, C] layout flows from one Conv1d to the next: the only copy left is the model input's NHWC."""
+    _, cm, _ = compiled_model("tcn_conv1d", quantize)
+    counts = cm.graph.op_counts()
+    assert all(op.attrs.get("alias") for op in cm.graph.ops if op.kind == "reshape")
+    assert "clamp" not in counts and "pad" not in counts
+    assert counts["conv2d"] == 5 and counts["layout"] == 1
+    pads = [op.attrs["padding"] for op in cm.graph.ops if op.kind == "conv2d"]
+    assert pads == [(0, 0), (0, 2), (0, 4), (0, 8), (0, 0)]  # (k - 1) * dilation on the left only
 
 
 def test_transposed_convolution_errors_are_clear() -> None:

@@ -10,7 +10,8 @@ the convolution's neighbours, before activations fuse and int8 ops are formed:
   ``quantize -> view``, so the int8 lowering sees the plain ``dequantize -> conv2d -> quantize``
   of a pt2e graph, and the views run on int8 data.
 
-The views themselves alias their input (no code); mcu/passes/layout.py carries a channels-last
+A zero padding right before a convolution becomes the convolution's own (:func:`fold_conv_pads`),
+here for the float graph and again after the int8 lowering. The views themselves alias their input (no code); mcu/passes/layout.py carries a channels-last
 layout through them (:func:`view_order`), so stacked Conv1d layers exchange ``[N, L, C]`` bytes
 with no layout change between them.
 """
@@ -53,6 +54,10 @@ def _sink_once(graph: Graph) -> bool:
 
 
 def sink_unit_views(graph: Graph) -> Graph:
+    # A float zero pad right before a convolution folds first: padding="same" with an even window
+    # (decomposed to F.pad + convolution after pt2e quantized the convolution as one node) leaves the
+    # convolution between dequantize and quantize as the int8 lowering needs it.
+    fold_conv_pads(graph)
     while _sink_once(graph):
         pass
     return graph
