@@ -337,6 +337,9 @@ HOST_MODELS = {
     "conv2d_same_even_kernel": (lambda: torch.nn.Sequential(
         torch.nn.Conv2d(3, 6, (2, 4), padding="same"), torch.nn.ReLU6(),
         torch.nn.Conv2d(6, 6, 3, padding="same", groups=3)), (1, 3, 7, 9)),
+    "conv1d_depthwise_separable": (lambda: torch.nn.Sequential(
+        torch.nn.Conv1d(8, 8, 5, groups=8, dilation=2, padding=4), torch.nn.ReLU(),
+        torch.nn.Conv1d(8, 16, 1), torch.nn.Hardtanh(0.0, 6.0)), (1, 8, 30)),
     "grouped_conv2d": (lambda: GroupedNet(2), (1, 3, 8, 8)),
     "grouped_conv2d_g4_dilated": (lambda: GroupedNet(4, dilation=2), (1, 3, 9, 7)),
 }
@@ -520,3 +523,16 @@ def test_model_family_on_the_simulated_m33(name: str, quantize: str) -> None:
                 np.testing.assert_array_equal(got, cm.raw_outputs([expected])[0])  # zero differences
     print(f"\n{name} {quantize}: {run.instructions} instructions, flash {cm.build().flash_bytes} B, "
           f"arena {cm.memory.arena_size} B")
+
+
+@requires_qemu
+@pytest.mark.qemu
+@pytest.mark.parametrize("name", ["tcn_conv1d", "autoencoder_convt2d", "resnext_grouped"])
+def test_int8_model_family_on_cortex_m55_helium(name: str) -> None:
+    """The same int8 models on the M55 (mps3-an547): the kernels' Helium paths, zero differences."""
+    _, cm, tests = compiled_model(name, "int8", board="mps3-an547")
+    run = cm.simulate()
+    assert run.passed and run.exit_code == 0, run.console[-2000:]
+    for v, x in enumerate(tests):
+        for got, expected in zip(run.outputs_raw[v], cm.reference_raw(*x)):
+            np.testing.assert_array_equal(got, cm.raw_outputs([expected])[0])
