@@ -238,11 +238,12 @@ FLOAT_MOVES.update({"linear_w4": _linear_w4(int4.linear_w4_f32), "linear_w4_dyn"
 
 
 def _conv_transpose2d(op: Op, x: list[np.ndarray]) -> np.ndarray:
-    from mcu.quant.reference_conv import conv_transpose2d_s8
+    from mcu.quant.reference_conv import conv_transpose2d_s8, phase_unpack
 
     inp, w, b, m, s = op.inputs
     a = op.attrs
-    return conv_transpose2d_s8(x[0].reshape(_nhwc(inp)), w.data, b.data, m.data, s.data,
+    weight = phase_unpack(w.data, w.physical_shape, *a["stride"]) if a.get("phased") else w.data
+    return conv_transpose2d_s8(x[0].reshape(_nhwc(inp)), weight, b.data, m.data, s.data,
                                input_offset=a["input_offset"], output_offset=a["output_offset"], act_min=a["act_min"],
                                act_max=a["act_max"], dilation_h=a["dilation"][0], dilation_w=a["dilation"][1],
                                groups=a["groups"], output=_nhwc(op.output), **_window(op))

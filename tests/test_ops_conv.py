@@ -159,6 +159,58 @@ def test_conv_transpose2d_s8_dsp_path_equals_reference(emulated, case, wide, dat
     base.assert_equal(out, conv_transpose2d_s8(x, w, b, m, s, **params))
 
 
+def conv_transpose2d_phased_c(x, w_ohwi, b, quant: cb.Quant, params: dict, handle=None):
+    from mcu.quant.reference_conv import phase_pack
+
+    packed = np.ascontiguousarray(phase_pack(w_ohwi, params["stride_h"], params["stride_w"]))
+    p = cb._fields(cb.Conv2dS8Params, params)
+    out = np.zeros(tuple(params["output"]), dtype=np.int8)
+    fn = _fn(handle or cbind.lib(), "mcu_conv_transpose2d_phased_s8", 7)
+    return fn(None, ctypes.byref(p), ctypes.byref(quant.struct), ptr(x), ptr(packed), ptr(b), ptr(out)), out
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.function_scoped_fixture])
+@given(case=transposed_cases(), wide=st.sampled_from([1, 1, 4, 7]), emulate=st.booleans(), data=base.data_modes,
+       wmode=base.weight_modes, bias_kind=base.bias_kinds, shift=base.conv_shift_centres, in_zp=base.zero_points,
+       out_zp=base.zero_points, act=base.act_bounds())
+def test_conv_transpose2d_phased_s8_equals_reference(emulated, case, wide, emulate, data, wmode, bias_kind, shift,
+                                                      in_zp, out_zp, act) -> None:
+    """The by-phase kernel (dilation 1, one group; strides above the kernel leave phases with no tap),
+    plain C and the dual-MAC path of the DSP-emulated build, equals the reference bit for bit."""
+    case = {**case, "groups": 1, "dh": 1, "dw": 1, "icg": case["icg"] * wide,
+            "pt": min(case["pt"], case["kh"] - 1), "pl": min(case["pl"], case["kw"] - 1),
+            "oph": min(case["oph"], case["sh"] - 1), "opw": min(case["opw"], case["sw"] - 1)}
+    while transposed_out_size(case["h"], case["kh"], case["sh"], case["pt"], 1, case["oph"]) < 1:
+        case["h"] += 1
+    while transposed_out_size(case["w"], case["kw"], case["sw"], case["pl"], 1, case["opw"]) < 1:
+        case["w"] += 1
+    case["oh"] = transposed_out_size(case["h"], case["kh"], case["sh"], case["pt"], 1, case["oph"])
+    case["ow"] = transposed_out_size(case["w"], case["kw"], case["sw"], case["pl"], 1, case["opw"])
+    rng = np.random.default_rng(case["seed"])
+    x, w, b, m, s, params = _s8_case(case, rng, data, wmode, bias_kind, shift, "varied", in_zp, out_zp, act)
+    status, out = conv_transpose2d_phased_c(x, w, b, cb.Quant(m, s, w.shape[0]), params,
+                                            handle=emulated if emulate else None)
+    assert status == MCU_OK
+    base.assert_equal(out, conv_transpose2d_s8(x, w, b, m, s, **params))
+
+
+def test_phase_pack_round_trip_and_refusals() -> None:
+    from mcu.quant.reference_conv import phase_pack, phase_unpack
+
+    w = np.arange(3 * 5 * 4 * 2, dtype=np.int64).reshape(3, 5, 4, 2).astype(np.int8)
+    for sh, sw in [(1, 1), (2, 3), (3, 2), (6, 5)]:
+        packed = phase_pack(w, sh, sw)
+        assert packed.size == w.size and sorted(packed.tolist()) == sorted(w.reshape(-1).tolist())
+        np.testing.assert_array_equal(phase_unpack(packed, w.shape, sh, sw), w)
+    x = np.zeros((1, 2, 2, 2), np.int8)
+    q = cb.Quant(2**30, -1, 3)
+    params = dict(input=x.shape, output=(1, 5, 5, 3), kernel_h=5, kernel_w=4, stride_h=2, stride_w=2, pad_top=1,
+                  pad_left=0, dilation_h=2, dilation_w=1, groups=1, input_offset=0, output_offset=0, act_min=-128,
+                  act_max=127)
+    assert conv_transpose2d_phased_c(x, w, None, q, params)[0] == MCU_ERR_INVALID_ARG  # dilation: not by phase
+
+
 @SETTINGS
 @given(case=transposed_cases(), in_zp=st.sampled_from([-128, 127, 0, 5]), out_zp=st.sampled_from([-128, 127, 0, -3]))
 def test_conv_transpose2d_s8_reference_is_the_float_op_requantized(case, in_zp: int, out_zp: int) -> None:
@@ -393,6 +445,9 @@ def test_fp32_model_matches_eager_and_the_program_equals_the_c(name: str) -> Non
 def test_int8_model_equals_the_integer_reference(name: str) -> None:
     model, cm, tests = compiled_model(name, "int8")
     assert cm.graph.fallbacks == []  # every convolution (and its ReLU) runs in int8
+    for op in cm.graph.ops:  # by output phase unless dilated or grouped
+        if op.kind == "conv_transpose2d":
+            assert op.attrs.get("phased", False) == (op.attrs["dilation"] == (1, 1) and op.attrs["groups"] == 1)
     kinds = {op.kind for op in cm.graph.ops}
     assert "dequantize" not in kinds and "quantize" not in kinds
     for x in tests:

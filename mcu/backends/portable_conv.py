@@ -19,9 +19,10 @@ def _conv_transpose2d(op: Op, ref: Ref) -> KernelCall:
 def _conv_transpose2d_s8(op: Op, ref: Ref) -> KernelCall:
     x, w, b = op.inputs[:3]
     _, params = conv_params_s8(op)  # the convolution's struct: kind conv_transpose2d takes its conv2d form
-    return KernelCall("mcu_conv_transpose2d_s8", ["&ctx", "&params", "&quant", ref(x), ref(w), ref(b),
-                                                  ref(op.output)],
-                      ["mcu_conv_transpose2d_s8.c"], "mcu_conv2d_s8_params", params, locals=quant_locals(op, ref),
+    # weights packed by output phase (dilation 1, one group: mcu/passes/quantized.py) or OHWI
+    function = "mcu_conv_transpose2d_phased_s8" if op.attrs.get("phased") else "mcu_conv_transpose2d_s8"
+    return KernelCall(function, ["&ctx", "&params", "&quant", ref(x), ref(w), ref(b), ref(op.output)],
+                      [f"{function}.c"], "mcu_conv2d_s8_params", params, locals=quant_locals(op, ref),
                       operands=quant_operands(op))
 
 

@@ -218,6 +218,15 @@ def _conv_transpose2d(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> O
     if isinstance(result, str):
         return result
     inputs, attrs = result
+    if tuple(attrs["dilation"]) == (1, 1) and attrs["groups"] == 1:
+        # the weights by output phase, as mcu_conv_transpose2d_phased_s8 reads them (already physical)
+        from mcu.quant.reference_conv import phase_pack
+
+        wq = inputs[1]
+        ohwi = np.transpose(wq.data, (0, 2, 3, 1))
+        wq.data = phase_pack(ohwi, *attrs["stride"]).reshape(ohwi.shape)
+        wq.dim_order = (0, 2, 3, 1)
+        attrs["phased"] = True
     return Op("conv_transpose2d", inputs, [out], attrs, op.name, op.source)
 
 

@@ -81,6 +81,7 @@ KERNEL_IDS: dict[str, int] = {
     # convolutions (issue 18): ids 100-139.
     "mcu_conv_transpose2d_f32": 100,
     "mcu_conv_transpose2d_s8": 101,
+    "mcu_conv_transpose2d_phased_s8": 102,
 }
 KERNEL_DELEGATE = 255
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from mcu.quant.arith import requantize, wrap_int32
 
-__all__ = ["conv_transpose2d_s8", "conv_transpose2d_f64", "transposed_out_size"]
+__all__ = ["conv_transpose2d_s8", "conv_transpose2d_f64", "transposed_out_size", "phase_pack", "phase_unpack"]
 
 
 def transposed_out_size(size: int, kernel: int, stride: int, pad: int, dilation: int, output_padding: int) -> int:
@@ -86,3 +86,26 @@ def conv_transpose2d_f64(x, weight, bias, *, stride=(1, 1), padding=(0, 0), dila
     acc = _scatter(np.asarray(x, np.float64), np.asarray(weight, np.float64), tuple(output_hw), tuple(stride),
                    tuple(padding), tuple(dilation), int(groups))
     return acc if bias is None else acc + np.asarray(bias, np.float64)
+
+
+def phase_pack(weight: np.ndarray, stride_h: int, stride_w: int) -> np.ndarray:
+    """OHWI weights in the order mcu_conv_transpose2d_phased_s8 reads them (flat): per output phase
+    (a, b) (rows a, a + stride_h, ...; columns b, b + stride_w, ...), per output channel, those taps
+    with their input channels."""
+    kh, kw = weight.shape[1:3]
+    blocks = [weight[:, a::stride_h, b::stride_w, :].reshape(-1)
+              for a in range(min(stride_h, kh)) for b in range(min(stride_w, kw))]
+    return np.concatenate(blocks)
+
+
+def phase_unpack(packed: np.ndarray, shape: tuple[int, int, int, int], stride_h: int, stride_w: int) -> np.ndarray:
+    """The OHWI weights of :func:`phase_pack`'s output."""
+    out_c, kh, kw, in_c = shape
+    weight = np.zeros(shape, dtype=packed.dtype)
+    flat, start = np.asarray(packed).reshape(-1), 0
+    for a in range(min(stride_h, kh)):
+        for b in range(min(stride_w, kw)):
+            block = weight[:, a::stride_h, b::stride_w, :]
+            weight[:, a::stride_h, b::stride_w, :] = flat[start:start + block.size].reshape(block.shape)
+            start += block.size
+    return weight

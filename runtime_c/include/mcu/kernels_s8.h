@@ -224,4 +224,12 @@ mcu_status mcu_conv_transpose2d_s8(const mcu_context *ctx, const mcu_conv2d_s8_p
                                    const int32_t *bias, int8_t *output);
 int32_t mcu_conv_transpose2d_s8_get_buffer_size(const mcu_conv2d_s8_params *p);
 
+/** mcu_conv_transpose2d_s8 for dilation 1 and one group, bit for bit, with the weights packed by
+ *  output phase (mcu/quant/reference_conv.py, phase_pack): each output pixel is one dot product per
+ *  channel over its phase's taps, on the convolution's dual-MAC loop on DSP cores. */
+mcu_status mcu_conv_transpose2d_phased_s8(const mcu_context *ctx, const mcu_conv2d_s8_params *p,
+                                          const mcu_per_channel_quant *q, const int8_t *input, const int8_t *weight,
+                                          const int32_t *bias, int8_t *output);
+int32_t mcu_conv_transpose2d_phased_s8_get_buffer_size(const mcu_conv2d_s8_params *p);
+
 #endif /* MCU_KERNELS_S8_H */
