@@ -373,6 +373,28 @@ class GroupedNet(torch.nn.Module):
         return self.h(F.relu6(self.g(torch.relu(self.a(x)))))
 
 
+def with_batch_norm_stats(model: torch.nn.Module) -> torch.nn.Module:
+    """Non-trivial running statistics and affine parameters, so that folding them is visible."""
+    for m in model.modules():
+        if isinstance(m, torch.nn.modules.batchnorm._BatchNorm):
+            m.running_mean.uniform_(-1, 1)
+            m.running_var.uniform_(0.5, 2.0)
+            m.weight.data.uniform_(0.5, 1.5)
+            m.bias.data.uniform_(-0.5, 0.5)
+    return model
+
+
+class ResidualNorm(torch.nn.Module):
+    """A BatchNorm1d after a residual add: it runs on the Conv1d's [N, L, C] layout (no fold)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.c, self.bn = torch.nn.Conv1d(4, 4, 3, padding=1), torch.nn.BatchNorm1d(4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.bn(torch.relu(self.c(x)) + x)
+
+
 HOST_MODELS = {
     "conv1d_causal_dilated": (lambda: Conv1dNet(), (1, 4, 24)),
     "conv1d_stride_pad_grouped": (lambda: Conv1dNet(c=8, k=5, dilation=1, stride=2, groups=4, padding=2,
@@ -392,6 +414,12 @@ HOST_MODELS = {
     "conv1d_depthwise_separable": (lambda: torch.nn.Sequential(
         torch.nn.Conv1d(8, 8, 5, groups=8, dilation=2, padding=4), torch.nn.ReLU(),
         torch.nn.Conv1d(8, 16, 1), torch.nn.Hardtanh(0.0, 6.0)), (1, 8, 30)),
+    "conv_transpose1d_batch_norm": (lambda: with_batch_norm_stats(torch.nn.Sequential(
+        torch.nn.ConvTranspose1d(4, 4, 3, stride=2, bias=False), torch.nn.BatchNorm1d(4), torch.nn.ReLU(),
+        torch.nn.Conv1d(4, 3, 3))), (1, 4, 9)),
+    "conv_transpose2d_batch_norm": (lambda: with_batch_norm_stats(torch.nn.Sequential(
+        torch.nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, bias=False), torch.nn.BatchNorm2d(6),
+        torch.nn.ReLU())), (1, 4, 5, 5)),
     "grouped_conv2d": (lambda: GroupedNet(2), (1, 3, 8, 8)),
     "grouped_conv2d_g4_dilated": (lambda: GroupedNet(4, dilation=2), (1, 3, 9, 7)),
 }
@@ -474,6 +502,20 @@ def test_conv1d_runs_without_copies(quantize: str) -> None:
     assert counts["conv2d"] == 5 and counts["layout"] == 1
     pads = [op.attrs["padding"] for op in cm.graph.ops if op.kind == "conv2d"]
     assert pads == [(0, 0), (0, 2), (0, 4), (0, 8), (0, 0)]  # (k - 1) * dilation on the left only
+
+
+def test_batch_norm_folds_into_transposed_convolutions_and_runs_on_conv1d_layout() -> None:
+    for name in ("conv_transpose1d_batch_norm", "conv_transpose2d_batch_norm"):
+        for quantize in ("none", "int8"):
+            assert "batch_norm" not in compiled_model(name, quantize)[1].graph.op_counts()
+    import mcu
+
+    torch.manual_seed(0)
+    model = with_batch_norm_stats(ResidualNorm()).eval()
+    x = torch.randn(1, 4, 11)
+    cm = mcu.compile(model, (x,), board="mps2-an505")
+    assert cm.graph.op_counts().get("batch_norm") == 1
+    np.testing.assert_allclose(cm.run(x)[0].numpy(), model(x).detach().numpy(), rtol=1e-5, atol=1e-5)
 
 
 def test_transposed_convolution_errors_are_clear() -> None:

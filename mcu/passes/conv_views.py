@@ -5,7 +5,8 @@ reshape (``[N, C, L]`` <-> ``[N, C, 1, L]``: one size-1 dim inserted or dropped)
 Such a view commutes with every elementwise op, so :func:`sink_unit_views` moves the views off
 the convolution's neighbours, before activations fuse and int8 ops are formed:
 
-* ``view -> clamp`` becomes ``clamp -> view``, so a ReLU after a Conv1d fuses into the convolution;
+* ``view -> clamp`` becomes ``clamp -> view``, so a ReLU after a Conv1d fuses into the convolution
+  (likewise a BatchNorm1d, which then folds into it);
 * ``dequantize -> view`` becomes ``view -> dequantize`` and ``view -> quantize`` becomes
   ``quantize -> view``, so the int8 lowering sees the plain ``dequantize -> conv2d -> quantize``
   of a pt2e graph, and the views run on int8 data.
@@ -20,7 +21,9 @@ from __future__ import annotations
 
 from mcu.ir import Graph, Op, Tensor
 
-_SWAPPABLE = {"clamp"}  # elementwise ops a view moves past (then the clamp can fuse into its producer)
+# Ops a view moves past: elementwise, or per channel (dim 1, which the views keep), so a ReLU can fuse
+# into the convolution before it and a BatchNorm1d fold into it.
+_SWAPPABLE = {"clamp", "batch_norm"}
 
 
 def is_unit_view(op: Op) -> bool:
@@ -47,7 +50,8 @@ def _sink_once(graph: Graph) -> bool:
         if user.kind == "quantize" or user.kind in _SWAPPABLE:
             z = user.output
             moved = Tensor(name=f"{z.name}_{len(x.shape)}d", shape=x.shape, dtype=z.dtype, quant=z.quant)
-            graph.ops[graph.ops.index(op)] = Op(user.kind, [x], [moved], dict(user.attrs), user.name, user.source)
+            inputs = [x if t is y else t for t in user.inputs]
+            graph.ops[graph.ops.index(op)] = Op(user.kind, inputs, [moved], dict(user.attrs), user.name, user.source)
             graph.ops[graph.ops.index(user)] = Op("reshape", [moved], [z], dict(op.attrs), op.name, op.source)
             return True
     return False

@@ -80,6 +80,8 @@ def assign_layouts(graph: Graph) -> Graph:
             out.dim_order = CHANNELS_LAST
         elif is_unit_view(op):
             out.dim_order = view_order(op.inputs[0], out) or _identity(rank)
+        elif op.kind == "batch_norm":  # not 4-D: the kernel keeps its input's layout (outer, channels, inner)
+            out.dim_order = op.inputs[0].dim_order if len(op.inputs[0].shape) == rank else _identity(rank)
         elif op.kind in _SAME_AS_INPUT or op.kind == "concat" or (op.kind == "custom" and
                                                                   op.attrs["custom"].elementwise):
             src = op.inputs[0]
