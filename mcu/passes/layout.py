@@ -19,8 +19,11 @@ _NEEDS_CHANNELS_LAST = {"conv2d", "depthwise_conv2d", "max_pool2d", "avg_pool2d"
                         "conv_transpose2d"}
 _PRODUCES_CHANNELS_LAST = _NEEDS_CHANNELS_LAST - {"mean_hw"}
 _NEEDS_CONTIGUOUS = {"reshape", "linear", "layer_norm", "bmm", "reduce", "index_put"}  # index_put: its values, written row by row
+# Kernels that take their inputs in any layout (through strides or the input's own order).
+_ANY_LAYOUT_KINDS = {"add", "sub", "mul", "div", "maximum", "minimum", "permute", "batch_norm", "layout", "custom"}
 _SAME_AS_INPUT = {"clamp", "sigmoid", "tanh", "hardswish", "softmax", "pad", "quantize", "dequantize", "lut",
                   "requantize", "slice", "unary"}
+_ANY_LAYOUT = _SAME_AS_INPUT | _ANY_LAYOUT_KINDS
 
 
 def _identity(rank: int) -> tuple[int, ...]:
@@ -73,6 +76,12 @@ def assign_layouts(graph: Graph) -> Graph:
                 if t.is_constant:
                     continue
                 _require(graph, op, i, order or _identity(len(t.shape)), cache)
+        elif op.kind not in _ANY_LAYOUT:
+            # A Conv1d's [N, L, C] layout (mcu/passes/conv_views.py) reaches only ops known to read any
+            # layout; others get row-major bytes, as every tensor of rank other than 4 had before it.
+            for i, t in enumerate(op.inputs):
+                if not t.is_constant and len(t.shape) != 4 and t.dim_order != _identity(len(t.shape)):
+                    _require(graph, op, i, _identity(len(t.shape)), cache)
         # 2. the layout of its output
         out = op.output
         rank = len(out.shape)
