@@ -328,6 +328,45 @@ def test_dilated_conv1d_on_every_int8_convolution_path(emulated, case, data, in_
             base.assert_equal(out, want)
 
 
+# --- grouped convolution: mcu_conv2d_grouped_s8 -------------------------------------------------------
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.function_scoped_fixture])
+@given(case=base.conv_cases(), groups=st.integers(2, 5), wide=st.sampled_from([1, 1, 4]), emulate=st.booleans())
+def test_grouped_conv2d_s8_equals_reference(emulated, case, groups: int, wide: int, emulate: bool) -> None:
+    """The grouped kernel, plain and on the DSP-emulated dual-MAC path (group windows of any width,
+    strides, dilations, paddings, extremes), equals the general kernel's reference bit for bit."""
+    rng = np.random.default_rng(case["seed"])
+    icg, ocg = case["icg"] * wide, case["ocg"]
+    cin, cout = groups * icg, groups * ocg
+    x = base.int8_data(rng, (case["n"], case["h"], case["w"], cin), case["data"])
+    w = base.weights(rng, (cout, case["kh"], case["kw"], icg), case["wmode"])
+    b = base.biases(rng, cout, case["bias"])
+    m, s = base.per_channel(rng, cout, base.shift_for(case["shift"], case["kh"] * case["kw"] * icg),
+                            case["per_channel"])
+    params = dict(input=x.shape, output=(case["n"], case["out_h"], case["out_w"], cout), kernel_h=case["kh"],
+                  kernel_w=case["kw"], stride_h=case["sh"], stride_w=case["sw"], pad_top=case["pt"],
+                  pad_left=case["pl"], dilation_h=case["dh"], dilation_w=case["dw"], groups=groups,
+                  input_offset=-case["in_zp"], output_offset=case["out_zp"], act_min=case["act"][0],
+                  act_max=case["act"][1])
+    q = cb.Quant(m, s, cout)
+    p = cb._fields(cb.Conv2dS8Params, params)
+    out = np.zeros(params["output"], np.int8)
+    fn = _fn(emulated if emulate else cbind.lib(), "mcu_conv2d_grouped_s8", 7)
+    assert fn(None, ctypes.byref(p), ctypes.byref(q.struct), ptr(x), ptr(w), ptr(b), ptr(out)) == MCU_OK
+    base.assert_equal(out, ref.conv2d_s8(x, w, b, m, s, **params))
+
+
+def test_grouped_convolution_takes_the_grouped_kernel() -> None:
+    from mcu.backends.variants import select_variant
+
+    _, cm, _ = compiled_model("resnext_grouped", "int8")
+    grouped = [op for op in cm.graph.ops if op.kind == "conv2d" and op.attrs["groups"] > 1]
+    assert grouped and all(select_variant(op, False).function == "mcu_conv2d_grouped_s8" for op in grouped)
+    assert all(op.attrs.get("backend", "portable") == "portable" for op in grouped)  # packed kernels: groups 1
+
+
 # --- models through the compiler (host) ------------------------------------------------------------
 
 

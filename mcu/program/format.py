@@ -82,6 +82,7 @@ KERNEL_IDS: dict[str, int] = {
     "mcu_conv_transpose2d_f32": 100,
     "mcu_conv_transpose2d_s8": 101,
     "mcu_conv_transpose2d_phased_s8": 102,
+    "mcu_conv2d_grouped_s8": 103,
 }
 KERNEL_DELEGATE = 255
 

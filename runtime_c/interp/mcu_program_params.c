@@ -213,6 +213,7 @@ mcu_status mcu_program_check_params(uint32_t kernel, const int32_t *w, uint32_t 
         ok = conv_s8_ok(&u.conv_s8, 0) && u.conv_s8.groups == 1 && u.conv_s8.dilation_h == 1 &&
              u.conv_s8.dilation_w == 1;
         break;
+    case MCU_K_CONV2D_GROUPED_S8: ok = conv_s8_ok(&u.conv_s8, 0); break;
     case MCU_K_CONV2D_1X1_S8: ok = conv_s8_ok(&u.conv_s8, 1); break;
     case MCU_K_DEPTHWISE_CONV2D_S8: ok = depthwise_s8_ok(&u.depthwise_s8); break;
     case MCU_K_DEPTHWISE_CONV2D_S8_INPLACE:
@@ -380,6 +381,7 @@ mcu_status mcu_program_check_operands(uint32_t kernel, const mcu_operand_desc *o
     switch (kernel) {
     case MCU_K_CONV2D_S8:
     case MCU_K_DEPTHWISE_CONV2D_S8:
+    case MCU_K_CONV2D_GROUPED_S8: /* convolutions (issue 18): the window contract of conv2d */
         ok = per_channel_ok(ops, bytes) && window_ok(&ops[0], bytes[0], out, nout) &&
              !overlap(&ops[5], (uint32_t)ops[5].nbytes, &ops[0], bytes[0]) &&
              !overlap(&ops[5], (uint32_t)ops[5].nbytes, out, nout);
@@ -475,7 +477,8 @@ mcu_status mcu_program_check_operands(uint32_t kernel, const mcu_operand_desc *o
                          kernel == MCU_K_CONV2D_1X1_S8 || kernel == MCU_K_LINEAR_W8_F32 ||
                          kernel == MCU_K_LINEAR_DYN_S8 || kernel == MCU_K_LINEAR_W4_F32 ||
                          kernel == MCU_K_LINEAR_W4_S8 || kernel == MCU_K_CONV_TRANSPOSE2D_F32 ||
-                         kernel == MCU_K_CONV_TRANSPOSE2D_S8 || kernel == MCU_K_CONV_TRANSPOSE2D_PHASED_S8;
+                         kernel == MCU_K_CONV_TRANSPOSE2D_S8 || kernel == MCU_K_CONV_TRANSPOSE2D_PHASED_S8 ||
+                         kernel == MCU_K_CONV2D_GROUPED_S8;
     for (uint32_t i = first; weighted && i < last; ++i) {
         ok = ok && !overlap(&ops[i], bytes[i], out, nout);
     }

@@ -232,4 +232,12 @@ mcu_status mcu_conv_transpose2d_phased_s8(const mcu_context *ctx, const mcu_conv
                                           const int32_t *bias, int8_t *output);
 int32_t mcu_conv_transpose2d_phased_s8_get_buffer_size(const mcu_conv2d_s8_params *p);
 
+/** mcu_conv2d_s8 for groups > 1 (not depthwise), bit for bit: on DSP cores every group's window of
+ *  two output pixels is widened once and run on the dual-MAC matrix loop. Same contracts (window
+ *  overlap, no scratch). */
+mcu_status mcu_conv2d_grouped_s8(const mcu_context *ctx, const mcu_conv2d_s8_params *p,
+                                 const mcu_per_channel_quant *q, const int8_t *input, const int8_t *weight,
+                                 const int32_t *bias, int8_t *output);
+int32_t mcu_conv2d_grouped_s8_get_buffer_size(const mcu_conv2d_s8_params *p);
+
 #endif /* MCU_KERNELS_S8_H */
