@@ -12,9 +12,9 @@ the convolution's neighbours, before activations fuse and int8 ops are formed:
   of a pt2e graph, and the views run on int8 data.
 
 A zero padding right before a convolution becomes the convolution's own (:func:`fold_conv_pads`),
-here for the float graph and again after the int8 lowering. The views themselves alias their input (no code); mcu/passes/layout.py carries a channels-last
-layout through them (:func:`view_order`), so stacked Conv1d layers exchange ``[N, L, C]`` bytes
-with no layout change between them.
+here for the float graph and again after the int8 lowering. The views themselves alias their input
+(no code); mcu/passes/layout.py carries a channels-last layout through them (:func:`view_order`),
+so stacked Conv1d layers exchange ``[N, L, C]`` bytes with no layout change between them.
 """
 
 from __future__ import annotations
