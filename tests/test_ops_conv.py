@@ -680,3 +680,33 @@ def test_int8_model_family_on_cortex_m55_helium(name: str) -> None:
     for v, x in enumerate(tests):
         for got, expected in zip(run.outputs_raw[v], cm.reference_raw(*x)):
             np.testing.assert_array_equal(got, cm.raw_outputs([expected])[0])
+
+
+@pytest.fixture(scope="module")
+def interpreter_firmware():
+    """The program interpreter firmware with every kernel (tests/test_program_qemu.py), built once."""
+    from mcu.boards import load_board
+    from mcu.program.device import build_interpreter_firmware
+
+    return build_interpreter_firmware(load_board("mps2-an505"))
+
+
+@requires_qemu
+@pytest.mark.qemu
+@pytest.mark.parametrize("quantize", ["none", "int8"])
+@pytest.mark.parametrize("name", sorted(DEVICE_MODELS))
+def test_program_files_on_the_interpreter_firmware(interpreter_firmware, name: str, quantize: str) -> None:
+    """Program files (kernel ids 100-103) on the M33 interpreter: the generated-C firmware's bits."""
+    from mcu.ir import NUMPY_DTYPES
+    from mcu.layouts import to_memory_order
+    from mcu.program.device import run_program
+
+    _, cm, tests = compiled_model(name, quantize)
+    run = run_program(cm.board, interpreter_firmware.elf, cm.program_image(bundle_tests=True).program)
+    assert run.passed, run.console[-2000:]
+    sim = cm.simulate()
+    for v in range(len(tests)):
+        for i, t in enumerate(cm.graph.outputs):
+            got = run.output("forward", v, i, NUMPY_DTYPES[t.dtype], t.numel)
+            want = to_memory_order(sim.outputs_raw[v][i], t).astype(got.dtype)
+            assert got.tobytes() == want.tobytes()
