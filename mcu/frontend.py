@@ -133,10 +133,10 @@ def _tensor_arg(ctx: _Ctx, node: Node, v: Any, what: str) -> Tensor:
 
 def _conv(ctx: _Ctx, node: Node, a: list[Any]) -> Tensor:
     x, w, b, stride, padding, dilation, transposed, _out_pad, groups = a[:9]
-    if transposed:
-        raise McuError(f"cannot lower transposed convolution{user_source_line(node)}")
-    if len(w.shape) == 3:  # conv1d: treat as conv2d with H == 1 by reshaping around it
-        raise McuError(f"cannot lower conv1d yet{user_source_line(node)}", hint="use Conv2d with a kernel of height 1")
+    if transposed or len(w.shape) != 4:  # conv1d and transposed convolution (issue 18)
+        from mcu.frontend_conv import convolution
+
+        return convolution(ctx, node, a)
     if not _is_const(w) or (b is not None and not _is_const(b)):
         raise McuError(f"convolution weights must be constant{user_source_line(node)}")
     inputs = [x, w] + ([b] if b is not None else [])

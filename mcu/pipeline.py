@@ -25,6 +25,7 @@ from mcu.loader import ModelSpec
 from mcu.memory import MemoryPlan, plan_memory
 from mcu.passes.fold_batch_norm import fold_batch_norm
 from mcu.passes.fuse_activations import fuse_activations
+from mcu.passes.conv_views import fold_conv_pads, sink_unit_views
 from mcu.passes.layout import assign_layouts
 from mcu.passes.quantized import lower_quantized
 from mcu.passes.views import alias_views
@@ -37,6 +38,9 @@ QUANTIZE_MODES = ("none", "int8", "int8-weight", "int8-dynamic", "int4-weight", 
 Pass = Callable[[Graph], Graph]
 
 LOWERING: list[tuple[str, Pass]] = [
+    # A Conv1d's views ([N, C, L] <-> [N, C, 1, L]) move past its activation and (de)quantize nodes,
+    # so what follows sees a 2-D convolution as it would in a Conv2d model (issue 18).
+    ("sink_unit_views", sink_unit_views),
     # Batch norm sits between a convolution and its ReLU: fold it first so the ReLU can fuse.
     ("fold_batch_norm", fold_batch_norm),
     # Clamps fuse into their producer's output (still float ops in a quantized graph, before
@@ -44,6 +48,9 @@ LOWERING: list[tuple[str, Pass]] = [
     ("fuse_activations", fuse_activations),
     # dequantize -> op -> quantize becomes one int8 op; a no-op on fp32 graphs.
     ("lower_quantized", lower_quantized),
+    # Zero padding written before a convolution (a causal Conv1d's F.pad) becomes the convolution's
+    # own; after the int8 lowering, which gives the padding its int8 fill (issue 18).
+    ("fold_conv_pads", fold_conv_pads),
     # Memory layouts (channels-last) and the layout changes between ops that need them.
     ("assign_layouts", assign_layouts),
     # Reshapes become aliases; needs final layouts to know their bytes are row-major.

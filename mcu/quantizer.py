@@ -44,7 +44,10 @@ from torchao.quantization.pt2e.quantizer import (  # noqa: E402
 
 aten = torch.ops.aten
 
-CONV_LINEAR = {aten.conv2d.default, aten.linear.default}
+CONV_LINEAR = {aten.conv2d.default, aten.linear.default, aten.conv1d.default,
+               aten.conv1d.padding, aten.conv2d.padding}  # padding="same" / "valid"
+# Transposed convolutions (issue 18): weights [in, out/groups, k...], so their output channels are axis 1.
+CONV_TRANSPOSE = {aten.conv_transpose1d.default, aten.conv_transpose2d.input}
 BATCH_NORM = {aten.batch_norm.default, aten._native_batch_norm_legit_no_training.default}
 ACTIVATIONS = {aten.relu.default, aten.relu_.default, aten.hardtanh.default, aten.hardtanh_.default,
                aten.clamp.default, aten.relu6.default if hasattr(aten, "relu6") else aten.relu.default}
@@ -94,12 +97,12 @@ def _act_spec(qat: bool) -> QuantizationSpec:
                             observer_or_fake_quant_ctr=obs)
 
 
-def _weight_spec(qat: bool) -> QuantizationSpec:
+def _weight_spec(qat: bool, ch_axis: int = 0) -> QuantizationSpec:
     obs = (FakeQuantize.with_args(observer=MovingAveragePerChannelMinMaxObserver, quant_min=-127, quant_max=127,
-                                  dtype=torch.int8, qscheme=torch.per_channel_symmetric, ch_axis=0)
-           if qat else PerChannelMinMaxObserver.with_args(eps=2**-12))
+                                  dtype=torch.int8, qscheme=torch.per_channel_symmetric, ch_axis=ch_axis)
+           if qat else PerChannelMinMaxObserver.with_args(eps=2**-12, ch_axis=ch_axis))
     return QuantizationSpec(dtype=torch.int8, quant_min=-127, quant_max=127, qscheme=torch.per_channel_symmetric,
-                            ch_axis=0, observer_or_fake_quant_ctr=obs)
+                            ch_axis=ch_axis, observer_or_fake_quant_ctr=obs)
 
 
 def _single_user(node: Node) -> Node | None:
@@ -141,6 +144,7 @@ class MCUQuantizer(Quantizer):
 
     def annotate(self, model: GraphModule) -> GraphModule:
         act, weight = _act_spec(self.qat), _weight_spec(self.qat)
+        weight_transposed = _weight_spec(self.qat, ch_axis=1)
         handlers: list[tuple[set, Callable[[Node], None]]] = [
             (CONV_LINEAR, lambda n: self._conv_linear(n, act, weight)),
             (BINARY, lambda n: self._binary(n, act)),
@@ -152,6 +156,7 @@ class MCUQuantizer(Quantizer):
             (TABLE_OWN_OUTPUT | REDUCE_OWN_OUTPUT, lambda n: self._own_output(n, act)),
             (SCALAR_ARITH, lambda n: self._scalar_arith(n, act)),
             (MATMUL, lambda n: self._matmul(n, act)),
+            (CONV_TRANSPOSE, lambda n: self._conv_linear(n, act, weight_transposed)),  # issue 18
         ]
         for node in model.graph.nodes:
             if node.op != "call_function" or _annotated(node):

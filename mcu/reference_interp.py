@@ -296,6 +296,21 @@ def _bmm_s8(op: Op, x: list[np.ndarray]) -> np.ndarray:
 INT8_OPS["bmm"] = _bmm_s8
 
 
+def _conv_transpose2d(op: Op, x: list[np.ndarray]) -> np.ndarray:
+    from mcu.quant.reference_conv import conv_transpose2d_s8, phase_unpack
+
+    inp, w, b, m, s = op.inputs
+    a = op.attrs
+    weight = phase_unpack(w.data, w.physical_shape, *a["stride"]) if a.get("phased") else w.data
+    return conv_transpose2d_s8(x[0].reshape(_nhwc(inp)), weight, b.data, m.data, s.data,
+                               input_offset=a["input_offset"], output_offset=a["output_offset"], act_min=a["act_min"],
+                               act_max=a["act_max"], dilation_h=a["dilation"][0], dilation_w=a["dilation"][1],
+                               groups=a["groups"], output=_nhwc(op.output), **_window(op))
+
+
+INT8_OPS["conv_transpose2d"] = _conv_transpose2d  # convolutions (issue 18)
+
+
 @dataclass
 class Reference:
     graph: Graph

@@ -420,6 +420,15 @@ def _more_emitters() -> None:
 _more_emitters()
 
 
+def _conv_emitters() -> None:  # convolutions (issue 18): transposed convolution
+    from mcu.backends.portable_conv import EMITTERS as CONV
+
+    EMITTERS.update(CONV)
+
+
+_conv_emitters()
+
+
 class PortableBackend(Backend):
     """Our C kernels: takes every op it has a kernel for (and every aliasing view, which emits no code)."""
 

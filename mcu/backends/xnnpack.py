@@ -212,6 +212,18 @@ def _window(op: Op) -> tuple[int, ...]:
     return (ph, pw, ph, pw)
 
 
+def _conv_window(op: Op) -> tuple[int, ...]:
+    """padding top, right, bottom, left of a convolution: the bottom/right ones implied by the output size,
+    as our kernels read them (a folded F.pad makes them differ from the top/left ones, issue 18)."""
+    (ph, pw), (sh, sw) = op.attrs.get("padding", (0, 0)), op.attrs["stride"]
+    dh, dw = op.attrs.get("dilation", (1, 1))
+    kh, kw = op.inputs[1].shape[2:]
+    (h, w), (oh, ow) = op.inputs[0].shape[2:], op.outputs[0].shape[2:]
+    bottom = max(0, (oh - 1) * sh + (kh - 1) * dh + 1 - h - ph)
+    right = max(0, (ow - 1) * sw + (kw - 1) * dw + 1 - w - pw)
+    return (ph, right, bottom, pw)
+
+
 def _define(b: _Builder, op: Op) -> None:
     x = op.inputs[0]
     lo, hi = _range(op)
@@ -224,11 +236,11 @@ def _define(b: _Builder, op: Op) -> None:
         cin, cout = x.shape[1], out.shape[1]
         if op.kind == "depthwise_conv2d":  # weights [1, KH, KW, C*M]
             wid, bid = _weights(b, op, 3, (1, kh, kw, cout))
-            b.node(DEPTHWISE, (*_window(op), kh, kw, sh, sw, dh, dw, cout // cin, cin), lo, hi,
+            b.node(DEPTHWISE, (*_conv_window(op), kh, kw, sh, sw, dh, dw, cout // cin, cin), lo, hi,
                    (b.activation(x), wid, bid, b.activation(out)))
         else:  # weights [O, KH, KW, I/groups]
             wid, bid = _weights(b, op, 0, (cout, kh, kw, cin // groups))
-            b.node(CONV2D, (*_window(op), kh, kw, sh, sw, dh, dw, groups, cin // groups, cout // groups), lo, hi,
+            b.node(CONV2D, (*_conv_window(op), kh, kw, sh, sw, dh, dw, groups, cin // groups, cout // groups), lo, hi,
                    (b.activation(x), wid, bid, b.activation(out)))
     elif op.kind == "linear":
         w = op.inputs[1]

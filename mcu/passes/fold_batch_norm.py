@@ -16,7 +16,7 @@ def fold_batch_norm(graph: Graph) -> Graph:
     for bn in [op for op in graph.ops if op.kind == "batch_norm"]:
         x, scale_t, shift_t = bn.inputs
         producer = graph.producer(x)
-        if producer is None or producer.kind not in ("conv2d", "linear") or producer.attrs.get("act") is not None:
+        if producer is None or producer.kind not in ("conv2d", "linear", "conv_transpose2d") or producer.attrs.get("act") is not None:
             continue
         if len(graph.users(x)) != 1 or x.is_output or x.quant is not None:
             continue

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from mcu.ir import Graph
 
-FUSABLE = {"conv2d", "linear", "add", "sub", "mul", "max_pool2d", "avg_pool2d"}
+FUSABLE = {"conv2d", "linear", "add", "sub", "mul", "max_pool2d", "avg_pool2d", "conv_transpose2d"}
 
 
 def _combine(act: tuple[float | None, float | None] | None, lo: float | None,

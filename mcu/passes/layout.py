@@ -13,8 +13,10 @@ from __future__ import annotations
 import numpy as np
 
 from mcu.ir import CHANNELS_LAST, Graph, Op, Tensor
+from mcu.passes.conv_views import is_unit_view, view_order
 
-_NEEDS_CHANNELS_LAST = {"conv2d", "depthwise_conv2d", "max_pool2d", "avg_pool2d", "mean_hw", "batch_norm"}
+_NEEDS_CHANNELS_LAST = {"conv2d", "depthwise_conv2d", "max_pool2d", "avg_pool2d", "mean_hw", "batch_norm",
+                        "conv_transpose2d"}
 # (issue 18) [N][H][W][C] or [N][C][H][W]: the kernels see [outer][h][w][inner] either way
 _RESAMPLE = {"resize_bilinear", "adaptive_avg_pool"}
 _PRODUCES_CHANNELS_LAST = _NEEDS_CHANNELS_LAST - {"mean_hw"}
@@ -30,6 +32,10 @@ _CHANNELS_EITHER_WAY = {"group_norm", "prelu"}
 # resampling and data movement (issue 18): gather reads row-major tensors (its index too); a remap that
 # adds leading dims (repeat, expand) reads its input row-major
 _ALL_CONTIGUOUS = {"gather"}
+# Kernels that take their inputs in any layout (through strides or the input's own order).
+_ANY_LAYOUT_KINDS = {"add", "sub", "mul", "div", "maximum", "minimum", "permute", "batch_norm", "layout", "custom",
+                     "compare", "where"}
+_ANY_LAYOUT = _SAME_AS_INPUT | _ANY_LAYOUT_KINDS | _CHANNELS_EITHER_WAY | _RESAMPLE
 
 
 def _identity(rank: int) -> tuple[int, ...]:
@@ -72,6 +78,8 @@ def assign_layouts(graph: Graph) -> Graph:
         if op.kind in _NEEDS_CHANNELS_LAST:
             if len(op.inputs[0].shape) == 4:
                 _require(graph, op, 0, CHANNELS_LAST, cache)
+        elif is_unit_view(op):
+            pass  # a Conv1d's view takes its input's layout along (below)
         elif op.kind in _NEEDS_CONTIGUOUS:
             _require(graph, op, 0, _identity(len(op.inputs[0].shape)), cache)
         elif op.kind == "custom" and not op.attrs["custom"].elementwise:
@@ -96,11 +104,21 @@ def assign_layouts(graph: Graph) -> Graph:
                 if t.is_constant:
                     continue
                 _require(graph, op, i, order or _identity(len(t.shape)), cache)
+        elif op.kind not in _ANY_LAYOUT:
+            # A Conv1d's [N, L, C] layout (mcu/passes/conv_views.py) reaches only ops known to read any
+            # layout; others get row-major bytes, as every tensor of rank other than 4 had before it.
+            for i, t in enumerate(op.inputs):
+                if not t.is_constant and len(t.shape) != 4 and t.dim_order != _identity(len(t.shape)):
+                    _require(graph, op, i, _identity(len(t.shape)), cache)
         # 2. the layout of its output
         out = op.output
         rank = len(out.shape)
         if op.kind in _PRODUCES_CHANNELS_LAST and rank == 4:
             out.dim_order = CHANNELS_LAST
+        elif is_unit_view(op):
+            out.dim_order = view_order(op.inputs[0], out) or _identity(rank)
+        elif op.kind == "batch_norm":  # not 4-D: the kernel keeps its input's layout (outer, channels, inner)
+            out.dim_order = op.inputs[0].dim_order if len(op.inputs[0].shape) == rank else _identity(rank)
         elif op.kind in _SAME_AS_INPUT | _CHANNELS_EITHER_WAY or op.kind == "concat" or (op.kind == "custom" and
                                                                   op.attrs["custom"].elementwise):
             src = op.inputs[0]
@@ -123,7 +141,7 @@ def _require(graph: Graph, op: Op, index: int, order: tuple[int, ...], cache: di
 
 def _layout_constants(graph: Graph) -> None:
     for op in graph.ops:
-        if op.kind == "conv2d":
+        if op.kind in ("conv2d", "conv_transpose2d"):
             w = op.inputs[1]
             if w.dim_order != CHANNELS_LAST:
                 # OIHW -> OHWI: the kernel walks (kh, kw, ic) innermost for one output channel.

@@ -219,6 +219,25 @@ def _extra_inputs_kept(kind: str) -> bool:
     return kind in KEEPS_EXTRA_INPUTS
 
 
+def _conv_transpose2d(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
+    """TFLite's int8 TRANSPOSE_CONV: the convolution's per-channel requantization (weights already
+    [out_c, in_c/groups, kh, kw], mcu/frontend_conv.py)."""
+    result = _weighted(op, ins, out)
+    if isinstance(result, str):
+        return result
+    inputs, attrs = result
+    if tuple(attrs["dilation"]) == (1, 1) and attrs["groups"] == 1:
+        # the weights by output phase, as mcu_conv_transpose2d_phased_s8 reads them (already physical)
+        from mcu.quant.reference_conv import phase_pack
+
+        wq = inputs[1]
+        ohwi = np.transpose(wq.data, (0, 2, 3, 1))
+        wq.data = phase_pack(ohwi, *attrs["stride"]).reshape(ohwi.shape)
+        wq.dim_order = (0, 2, 3, 1)
+        attrs["phased"] = True
+    return Op("conv_transpose2d", inputs, [out], attrs, op.name, op.source)
+
+
 CONVERTERS: dict[str, Converter] = {
     "custom": _custom,
     "conv2d": _conv2d,
@@ -239,6 +258,8 @@ CONVERTERS: dict[str, Converter] = {
     "tanh": _lut,
     "hardswish": _lut,
     "clamp": _clamp,
+    # convolutions (issue 18)
+    "conv_transpose2d": _conv_transpose2d,
 }
 # normalisation, reductions and int8 activations (issue 18): table lookups of every elementwise
 # function, int8 layer norm
@@ -338,7 +359,8 @@ def _try_convert(graph: Graph, op: Op) -> str | None:
             ins.append(t)  # indices or tables: the converter keeps them
             continue
         if t.is_constant:
-            if (op.kind in ("conv2d", "linear") or op.kind in quantized_more.OWN_CONSTANTS) and t is not op.inputs[0]:
+            if (op.kind in ("conv2d", "linear", "conv_transpose2d") or op.kind in quantized_more.OWN_CONSTANTS) and \
+                    t is not op.inputs[0]:
                 continue  # weights and bias are converted by the op's own converter
             return "an operand is a float constant"
         src = _dequantized_source(graph, t)

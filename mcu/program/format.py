@@ -107,6 +107,11 @@ KERNEL_IDS: dict[str, int] = {
     "mcu_reduce_s8": 193,
     "mcu_rms_norm_f32": 194,
     "mcu_bmm_s8": 195,
+    # convolutions (issue 18): ids 100-139.
+    "mcu_conv_transpose2d_f32": 100,
+    "mcu_conv_transpose2d_s8": 101,
+    "mcu_conv_transpose2d_phased_s8": 102,
+    "mcu_conv2d_grouped_s8": 103,
 }
 KERNEL_DELEGATE = 255
 

@@ -227,6 +227,19 @@
 #ifndef MCU_PROGRAM_HAS_BMM_S8
 #define MCU_PROGRAM_HAS_BMM_S8 MCU_PROGRAM_KERNEL_DEFAULT
 #endif
+/* convolutions (issue 18) */
+#ifndef MCU_PROGRAM_HAS_CONV_TRANSPOSE2D_F32
+#define MCU_PROGRAM_HAS_CONV_TRANSPOSE2D_F32 MCU_PROGRAM_KERNEL_DEFAULT
+#endif
+#ifndef MCU_PROGRAM_HAS_CONV_TRANSPOSE2D_S8
+#define MCU_PROGRAM_HAS_CONV_TRANSPOSE2D_S8 MCU_PROGRAM_KERNEL_DEFAULT
+#endif
+#ifndef MCU_PROGRAM_HAS_CONV_TRANSPOSE2D_PHASED_S8
+#define MCU_PROGRAM_HAS_CONV_TRANSPOSE2D_PHASED_S8 MCU_PROGRAM_KERNEL_DEFAULT
+#endif
+#ifndef MCU_PROGRAM_HAS_CONV2D_GROUPED_S8
+#define MCU_PROGRAM_HAS_CONV2D_GROUPED_S8 MCU_PROGRAM_KERNEL_DEFAULT
+#endif
 
 /* The params struct of each kernel is its words in declaration order. */
 _Static_assert(sizeof(mcu_conv2d_f32_params) == 19 * 4, "conv2d_f32 params layout");
@@ -353,6 +366,11 @@ static const mcu_kernel_desc KERNELS[MCU_K_COUNT] = {
     K(MCU_K_REDUCE_S8, MCU_PROGRAM_HAS_REDUCE_S8, 10, S_BB),
     K(MCU_K_RMS_NORM_F32, MCU_PROGRAM_HAS_RMS_NORM_F32, 3, S_RMS),
     K(MCU_K_BMM_S8, MCU_PROGRAM_HAS_BMM_S8, 13, S_BBB),
+    /* convolutions (issue 18) */
+    K(MCU_K_CONV_TRANSPOSE2D_F32, MCU_PROGRAM_HAS_CONV_TRANSPOSE2D_F32, 19, S_FFFF_BIAS),
+    K(MCU_K_CONV_TRANSPOSE2D_S8, MCU_PROGRAM_HAS_CONV_TRANSPOSE2D_S8, 21, S_MATMUL_S8),
+    K(MCU_K_CONV_TRANSPOSE2D_PHASED_S8, MCU_PROGRAM_HAS_CONV_TRANSPOSE2D_PHASED_S8, 21, S_MATMUL_S8),
+    K(MCU_K_CONV2D_GROUPED_S8, MCU_PROGRAM_HAS_CONV2D_GROUPED_S8, 21, S_MATMUL_S8),
 };
 #undef K
 
@@ -430,7 +448,11 @@ mcu_status mcu_program_check_kernel(uint32_t kernel, const mcu_operand_desc *ops
     switch (kernel) {
     case MCU_K_CONV2D_F32:
     case MCU_K_CONV2D_S8:
-    case MCU_K_CONV2D_1X1_S8: {
+    case MCU_K_CONV2D_1X1_S8:
+    case MCU_K_CONV_TRANSPOSE2D_F32: /* the same params, operands and weight shape (issue 18) */
+    case MCU_K_CONV_TRANSPOSE2D_S8:
+    case MCU_K_CONV_TRANSPOSE2D_PHASED_S8:
+    case MCU_K_CONV2D_GROUPED_S8: {
         /* The scratch operand needs nothing here: the kernel checks ctx->size itself. */
         MCU_REQUIRE(p[16] > 0, MCU_ERR_PROGRAM_INVALID);
         const int32_t w[4] = {p[7], p[8], p[9], p[3] / p[16]};
@@ -950,6 +972,21 @@ mcu_status mcu_program_dispatch(uint32_t kernel, void *const *o, const uint32_t 
 #endif
 #if MCU_PROGRAM_HAS_BMM_S8
     case MCU_K_BMM_S8: return mcu_bmm_s8(&u.bmm_s8, o[0], o[1], o[2]);
+#endif
+    /* convolutions (issue 18) */
+#if MCU_PROGRAM_HAS_CONV_TRANSPOSE2D_F32
+    case MCU_K_CONV_TRANSPOSE2D_F32: return mcu_conv_transpose2d_f32(&u.conv_f32, o[0], o[1], o[2], o[3]);
+#endif
+#if MCU_PROGRAM_HAS_CONV_TRANSPOSE2D_S8
+    case MCU_K_CONV_TRANSPOSE2D_S8:
+        return mcu_conv_transpose2d_s8(&ctx, &u.conv_s8, &quant, o[0], o[1], o[2], o[6]);
+#endif
+#if MCU_PROGRAM_HAS_CONV_TRANSPOSE2D_PHASED_S8
+    case MCU_K_CONV_TRANSPOSE2D_PHASED_S8:
+        return mcu_conv_transpose2d_phased_s8(&ctx, &u.conv_s8, &quant, o[0], o[1], o[2], o[6]);
+#endif
+#if MCU_PROGRAM_HAS_CONV2D_GROUPED_S8
+    case MCU_K_CONV2D_GROUPED_S8: return mcu_conv2d_grouped_s8(&ctx, &u.conv_s8, &quant, o[0], o[1], o[2], o[6]);
 #endif
     default: return MCU_ERR_UNSUPPORTED;
     }

@@ -194,7 +194,8 @@ mcu_status mcu_program_check_params(uint32_t kernel, const int32_t *w, uint32_t 
     memcpy(&u, w, (n_params < MCU_PROGRAM_MAX_PARAMS ? n_params : MCU_PROGRAM_MAX_PARAMS) * sizeof(int32_t));
     int ok = 1;
     switch (kernel) {
-    case MCU_K_CONV2D_F32: ok = conv_f32_ok(&u.conv_f32); break;
+    case MCU_K_CONV2D_F32:
+    case MCU_K_CONV_TRANSPOSE2D_F32: ok = conv_f32_ok(&u.conv_f32); break;
     case MCU_K_LINEAR_F32:
     case MCU_K_LINEAR_W8_F32:
     case MCU_K_LINEAR_DYN_S8: {
@@ -223,7 +224,13 @@ mcu_status mcu_program_check_params(uint32_t kernel, const int32_t *w, uint32_t 
     case MCU_K_SOFTMAX_F32:
     case MCU_K_BATCH_NORM_F32: ok = mcu_checked_count(w, 3, 4) > 0; break;
     case MCU_K_PERMUTE: ok = permute_ok(&u.permute); break;
-    case MCU_K_CONV2D_S8: ok = conv_s8_ok(&u.conv_s8, 0); break;
+    case MCU_K_CONV2D_S8:
+    case MCU_K_CONV_TRANSPOSE2D_S8: ok = conv_s8_ok(&u.conv_s8, 0); break;
+    case MCU_K_CONV_TRANSPOSE2D_PHASED_S8:
+        ok = conv_s8_ok(&u.conv_s8, 0) && u.conv_s8.groups == 1 && u.conv_s8.dilation_h == 1 &&
+             u.conv_s8.dilation_w == 1;
+        break;
+    case MCU_K_CONV2D_GROUPED_S8: ok = conv_s8_ok(&u.conv_s8, 0); break;
     case MCU_K_CONV2D_1X1_S8: ok = conv_s8_ok(&u.conv_s8, 1); break;
     case MCU_K_DEPTHWISE_CONV2D_S8: ok = depthwise_s8_ok(&u.depthwise_s8); break;
     case MCU_K_DEPTHWISE_CONV2D_S8_INPLACE:
@@ -511,6 +518,7 @@ mcu_status mcu_program_check_operands(uint32_t kernel, const mcu_operand_desc *o
     switch (kernel) {
     case MCU_K_CONV2D_S8:
     case MCU_K_DEPTHWISE_CONV2D_S8:
+    case MCU_K_CONV2D_GROUPED_S8: /* convolutions (issue 18): the window contract of conv2d */
         ok = per_channel_ok(ops, bytes) && window_ok(&ops[0], bytes[0], out, nout) &&
              !overlap(&ops[5], (uint32_t)ops[5].nbytes, &ops[0], bytes[0]) &&
              !overlap(&ops[5], (uint32_t)ops[5].nbytes, out, nout);
@@ -573,6 +581,14 @@ mcu_status mcu_program_check_operands(uint32_t kernel, const mcu_operand_desc *o
         break;
     case MCU_K_INDEX_PUT: /* writes rows of the state (its output): values and positions stay apart from it */
         ok = !overlap(&ops[0], bytes[0], out, nout) && !overlap(&ops[1], bytes[1], out, nout);
+        break;
+    /* convolutions (issue 18): an output pixel reads input on both sides of its position */
+    case MCU_K_CONV_TRANSPOSE2D_F32: ok = !overlap(&ops[0], bytes[0], out, nout); break;
+    case MCU_K_CONV_TRANSPOSE2D_S8:
+    case MCU_K_CONV_TRANSPOSE2D_PHASED_S8:
+        ok = per_channel_ok(ops, bytes) && !overlap(&ops[0], bytes[0], out, nout) &&
+             !overlap(&ops[5], (uint32_t)ops[5].nbytes, &ops[0], bytes[0]) &&
+             !overlap(&ops[5], (uint32_t)ops[5].nbytes, out, nout);
         break;
     case MCU_K_LINEAR_W4_S8: { /* the row's int16 copy in scratch */
         const uint32_t count = 2u * (uint32_t)p[1];
@@ -645,7 +661,9 @@ mcu_status mcu_program_check_operands(uint32_t kernel, const mcu_operand_desc *o
                          kernel == MCU_K_DEPTHWISE_CONV2D_S8 || kernel == MCU_K_LINEAR_S8 ||
                          kernel == MCU_K_CONV2D_1X1_S8 || kernel == MCU_K_LINEAR_W8_F32 ||
                          kernel == MCU_K_LINEAR_DYN_S8 || kernel == MCU_K_LINEAR_W4_F32 ||
-                         kernel == MCU_K_LINEAR_W4_S8;
+                         kernel == MCU_K_LINEAR_W4_S8 || kernel == MCU_K_CONV_TRANSPOSE2D_F32 ||
+                         kernel == MCU_K_CONV_TRANSPOSE2D_S8 || kernel == MCU_K_CONV_TRANSPOSE2D_PHASED_S8 ||
+                         kernel == MCU_K_CONV2D_GROUPED_S8;
     for (uint32_t i = first; weighted && i < last; ++i) {
         ok = ok && !overlap(&ops[i], bytes[i], out, nout);
     }

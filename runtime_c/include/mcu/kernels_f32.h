@@ -235,5 +235,13 @@ mcu_status mcu_adaptive_avg_pool_f32(const mcu_resample_f32_params *p, const flo
  * NULL). Params as layer norm's. May run in place. */
 mcu_status mcu_rms_norm_f32(const mcu_layer_norm_f32_params *p, const float *input, const float *weight,
                             float *output);
+/* --- issue 18, convolutions: transposed convolution ------------------------------------------- */
+
+/** Transposed convolution (ConvTranspose2d; ConvTranspose1d as H == 1) with the convolution's
+ *  params: pad_top/pad_left are the transposed convolution's padding, the output size implies
+ *  output_padding. Weights OHWI [out_c][kh][kw][in_c/groups]; bias may be NULL. The output must
+ *  not overlap any operand. */
+mcu_status mcu_conv_transpose2d_f32(const mcu_conv2d_f32_params *p, const float *input, const float *weight,
+                                    const float *bias, float *output);
 
 #endif /* MCU_KERNELS_F32_H */

@@ -284,5 +284,33 @@ mcu_status mcu_resize_bilinear_s8(const mcu_resample_s8_params *p, const int32_t
 /** Adaptive average pooling on int8 values sharing the input's quantization: the int32 window sum
  *  divided by the window size, rounded half away from zero (as mcu_avg_pool2d_s8). No overlap. */
 mcu_status mcu_adaptive_avg_pool_s8(const mcu_resample_s8_params *p, const int8_t *input, int8_t *output);
+/* --- issue 18, convolutions: transposed convolution ------------------------------------------- */
+
+/** Transposed convolution with TFLite's TRANSPOSE_CONV int8 arithmetic: acc = bias + sum over the
+ *  taps reaching an output pixel of (x + input_offset) * w (modulo 2^32), then the per-channel
+ *  requantization of mcu_conv2d_s8. Params as mcu_conv2d_s8 (pad_top/pad_left: the transposed
+ *  convolution's padding; the output size implies output_padding); weights OHWI
+ *  [out_c][kh][kw][in_c/groups]; bias may be NULL. No scratch; the output must not overlap any
+ *  operand. */
+mcu_status mcu_conv_transpose2d_s8(const mcu_context *ctx, const mcu_conv2d_s8_params *p,
+                                   const mcu_per_channel_quant *q, const int8_t *input, const int8_t *weight,
+                                   const int32_t *bias, int8_t *output);
+int32_t mcu_conv_transpose2d_s8_get_buffer_size(const mcu_conv2d_s8_params *p);
+
+/** mcu_conv_transpose2d_s8 for dilation 1 and one group, bit for bit, with the weights packed by
+ *  output phase (mcu/quant/reference_conv.py, phase_pack): each output pixel is one dot product per
+ *  channel over its phase's taps, on the convolution's dual-MAC loop on DSP cores. */
+mcu_status mcu_conv_transpose2d_phased_s8(const mcu_context *ctx, const mcu_conv2d_s8_params *p,
+                                          const mcu_per_channel_quant *q, const int8_t *input, const int8_t *weight,
+                                          const int32_t *bias, int8_t *output);
+int32_t mcu_conv_transpose2d_phased_s8_get_buffer_size(const mcu_conv2d_s8_params *p);
+
+/** mcu_conv2d_s8 for groups > 1 (not depthwise), bit for bit: on DSP cores every group's window of
+ *  two output pixels is widened once and run on the dual-MAC matrix loop. Same contracts (window
+ *  overlap, no scratch). */
+mcu_status mcu_conv2d_grouped_s8(const mcu_context *ctx, const mcu_conv2d_s8_params *p,
+                                 const mcu_per_channel_quant *q, const int8_t *input, const int8_t *weight,
+                                 const int32_t *bias, int8_t *output);
+int32_t mcu_conv2d_grouped_s8_get_buffer_size(const mcu_conv2d_s8_params *p);
 
 #endif /* MCU_KERNELS_S8_H */

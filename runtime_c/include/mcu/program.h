@@ -116,6 +116,11 @@ typedef enum {
     MCU_K_LINEAR_W8_F32 = 36,     /**< [in f32, weight int8, w_scale f32, bias f32, out f32]; mcu_linear_f32_params */
     MCU_K_LINEAR_DYN_S8 = 37,     /**< [scratch int8, in f32, weight int8, w_scale f32, bias f32, out f32]; as above */
     MCU_K_SLICE = 38,             /**< [in, out] any dtype; mcu_slice_params */
+    /* convolutions (issue 18): ids 100-139. */
+    MCU_K_CONV_TRANSPOSE2D_F32 = 100, /**< as conv2d_f32; no operand may overlap the output */
+    MCU_K_CONV_TRANSPOSE2D_S8 = 101,  /**< as conv2d_s8 (scratch unused); no operand may overlap the output */
+    MCU_K_CONV_TRANSPOSE2D_PHASED_S8 = 102, /**< as conv_transpose2d_s8; weights by phase; dilation 1, one group */
+    MCU_K_CONV2D_GROUPED_S8 = 103,    /**< as conv2d_s8 (groups > 1) */
     /* 4-bit groupwise weights and model state (issue 17): ids 230-259. */
     /** [in f32, weight uint8 (int4 pairs), w_scale f32, bias f32?, out f32]; mcu_linear_w4_params */
     MCU_K_LINEAR_W4_F32 = 230,
