@@ -120,12 +120,21 @@ def test_program_regions_leave_the_firmware_its_flash() -> None:
     assert layout.program.origin % 4096 == 0 and layout.weights.origin % 4096 == 0
 
 
-def test_interpreter_code_is_under_13_kib_at_os_on_cortex_m33() -> None:
-    # Under 8 KiB until the load-time check of every kernel parameter and operand alias
-    # (mcu_program_params.c, ~4.3 KB), which makes a program that loads unable to fail a kernel check.
+def test_interpreter_code_stays_small_at_os_on_cortex_m33() -> None:
+    # The core (loader, flatbuffer reader, executor, delegate registry) was under 8 KiB before the
+    # load-time check of every kernel parameter and operand alias; that check and the dispatch grow with
+    # each kernel id (mcu_program_kernels.c, mcu_program_params.c: 13 KiB at 40 kernels). Both are
+    # bounded: the core absolutely, the per-kernel part per kernel id.
+    from mcu.program import format as fmt
+
     size = interpreter_code_size(load_board(BOARD), "-Os")
-    print(f"interpreter code at -Os on Cortex-M33: {size.total} B {size.per_file}")
-    assert size.total < 13 * 1024
+    per_kernel = size.per_file["mcu_program_kernels.c"] + size.per_file["mcu_program_params.c"]
+    core = size.total - per_kernel
+    kernels = len(fmt.KERNEL_IDS)
+    print(f"interpreter code at -Os on Cortex-M33: {size.total} B {size.per_file}; core {core} B, "
+          f"{per_kernel / kernels:.0f} B per kernel id ({kernels} ids)")
+    assert core < 8 * 1024
+    assert per_kernel < 200 * kernels
 
 
 def test_pico2_interpreter_firmware_and_program_uf2(compiled) -> None:
