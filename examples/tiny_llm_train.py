@@ -75,13 +75,11 @@ def bits_per_char(model: torch.nn.Module, data: torch.Tensor, context: int) -> f
 
 
 def int4_copy(model: TinyLlm) -> torch.nn.Module:
-    """The model with torchao's 4-bit groupwise weight-only linear layers (what the device runs)."""
-    from torchao.quantization import IntxWeightOnlyConfig, quantize_
-    from torchao.quantization.granularity import PerGroup
+    """The model as the device runs it: torchao's 4-bit groupwise (PerGroup(32)) linear layers and int8
+    embedding tables with a scale per row (mcu.quant.torchao_int4, the ``int4-weight`` mode)."""
+    from mcu.quant.torchao_int4 import int4_weight_model
 
-    q = copy.deepcopy(model)
-    quantize_(q, IntxWeightOnlyConfig(weight_dtype=torch.int4, granularity=PerGroup(32)))
-    return q
+    return int4_weight_model(model)
 
 
 def train(steps: int, log_every: int = 50) -> tuple[TinyLlm, dict]:

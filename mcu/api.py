@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 
-import hashlib
 import math
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -34,8 +33,7 @@ from mcu.loader import ModelSpec, load_model_file, spec_from_objects
 from mcu.mapfile import SizeReport, size_report
 from mcu.memory_svg import plan_svg
 from mcu.memory import MemoryPlan
-from mcu.outputs import build_lock, ensure_dir
-from mcu.paths import cache_dir, runtime_dir
+from mcu.outputs import build_lock, cached_build_dir, stage_sources
 from mcu.progress import stage
 from mcu.pipeline import compile_graph, to_graph
 from mcu.quant import reference as qref
@@ -250,8 +248,7 @@ class CompiledModel:
         files = self.firmware_sources()
         cached = out_dir is None
         if out_dir is None:
-            digest = hashlib.sha256("".join(f"{k}\0{v}" for k, v in sorted(files.items())).encode()).hexdigest()
-            out_dir = cache_dir() / "firmware" / self.board.name / f"{self.library.prefix}-{digest[:20]}"
+            out_dir = cached_build_dir(self.board.name, self.library.prefix, files)
         if not lock:
             return self._build_in(Path(out_dir), files)
         with build_lock(Path(out_dir), wait=cached):
@@ -260,21 +257,8 @@ class CompiledModel:
     def _build_in(self, out_dir: Path, files: dict[str, str]) -> FirmwareBuild:
         from mcu.toolchain import build_firmware
 
-        ensure_dir(out_dir)
-        src_dir = Path(out_dir) / "src"
-        src_dir.mkdir(parents=True, exist_ok=True)
-        for name, text in files.items():
-            path = src_dir / name
-            if not path.exists() or path.read_text() != text:
-                path.write_text(text)
-        for stale in src_dir.iterdir():  # another model's sources from an earlier build here
-            if stale.is_file() and stale.name not in files:
-                stale.unlink()
-        rt = runtime_dir()
-        sources = [src_dir / n for n in files if n.endswith(".c")]
-        sources += [rt / "kernels" / s for s in self.library.kernel_sources]
-        sources += [rt / s for s in self.library.runtime_sources]
-        includes = [src_dir, rt / "include", *map(Path, self.library.include_dirs)]
+        sources, includes = stage_sources(Path(out_dir), files, self.library)
+        src_dir = includes[0]
         # The stack is bounded from the code (mcu/stack.py) and reserved exactly, plus a margin.
         fw = build_firmware(self.board, sources, includes, Path(out_dir), stack_usage=True)
         self._check_board_limits(fw)

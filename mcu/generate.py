@@ -19,7 +19,6 @@ from __future__ import annotations
 import ast
 import copy
 import ctypes
-import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -303,29 +302,15 @@ class _LibHeader:
 
 
 def build_generation_firmware(cg: CompiledGeneration, expected: list[int], out_dir: Path | None = None) -> Any:
-    from mcu.outputs import build_lock, ensure_dir
-    from mcu.paths import cache_dir, runtime_dir
+    from mcu.outputs import build_lock, cached_build_dir, stage_sources
     from mcu.toolchain import build_firmware
 
     files = firmware_sources(cg, expected)
     cached = out_dir is None
-    if out_dir is None:
-        digest = hashlib.sha256("".join(f"{k}\0{v}" for k, v in sorted(files.items())).encode()).hexdigest()
-        out_dir = cache_dir() / "firmware" / cg.board.name / f"{cg.prefix}-gen-{digest[:20]}"
-    with build_lock(Path(out_dir), wait=cached):
-        ensure_dir(Path(out_dir))
-        src = Path(out_dir) / "src"
-        src.mkdir(parents=True, exist_ok=True)
-        for name, text in files.items():
-            path = src / name
-            if not path.exists() or path.read_text() != text:
-                path.write_text(text)
-        rt = runtime_dir()
-        sources = [src / n for n in files if n.endswith(".c")]
-        sources += [rt / "kernels" / s for s in cg.library.kernel_sources]
-        sources += [rt / s for s in cg.library.runtime_sources]
-        includes = [src, rt / "include", *map(Path, cg.library.include_dirs)]
-        fw = build_firmware(cg.board, sources, includes, Path(out_dir), name=f"{cg.prefix}_gen", stack_usage=True)
+    out = Path(out_dir) if out_dir is not None else cached_build_dir(cg.board.name, f"{cg.prefix}-gen", files)
+    with build_lock(out, wait=cached):
+        sources, includes = stage_sources(out, files, cg.library)
+        fw = build_firmware(cg.board, sources, includes, out, name=f"{cg.prefix}_gen", stack_usage=True)
     if fw.flash_bytes > cg.board.flash.length:
         raise McuError(f"the generation firmware does not fit {cg.board.name}: it needs {fw.flash_bytes} B of flash, "
                        f"the board has {cg.board.flash.length} B ({fw.flash_bytes - cg.board.flash.length} B too many)",

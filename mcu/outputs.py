@@ -16,7 +16,7 @@ import os
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 from mcu.errors import McuError
 
@@ -101,3 +101,36 @@ def build_lock(out_dir: Path, wait: bool = False) -> Iterator[Path]:
         yield out_dir
     finally:
         os.close(fd)
+
+
+def cached_build_dir(board_name: str, prefix: str, files: dict[str, str]) -> Path:
+    """The build cache's folder for these generated files (content-keyed: equal files, one build)."""
+    import hashlib
+
+    from mcu.paths import cache_dir
+
+    digest = hashlib.sha256("".join(f"{k}\0{v}" for k, v in sorted(files.items())).encode()).hexdigest()
+    return cache_dir() / "firmware" / board_name / f"{prefix}-{digest[:20]}"
+
+
+def stage_sources(out_dir: Path, files: dict[str, str], library: Any) -> tuple[list[Path], list[Path]]:
+    """Write the generated ``files`` into ``out_dir/src`` (unchanged files keep their time stamps, files of
+    an earlier build there are removed) and return the sources and include folders of a firmware build
+    with ``library``'s kernels and runtime (a mcu.emit.c_model.GeneratedLibrary)."""
+    from mcu.paths import runtime_dir
+
+    ensure_dir(out_dir)
+    src = Path(out_dir) / "src"
+    src.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        path = src / name
+        if not path.exists() or path.read_text() != text:
+            path.write_text(text)
+    for stale in src.iterdir():
+        if stale.is_file() and stale.name not in files:
+            stale.unlink()
+    rt = runtime_dir()
+    sources = [src / n for n in files if n.endswith(".c")]
+    sources += [rt / "kernels" / s for s in library.kernel_sources]
+    sources += [rt / s for s in library.runtime_sources]
+    return sources, [src, rt / "include", *map(Path, library.include_dirs)]

@@ -14,6 +14,10 @@
 
 #include <stdint.h>
 
+#include "mcu/kernels_f32.h"
+#include "mcu/kernels_generic.h"
+#include "mcu/kernels_mixed.h"
+#include "mcu/kernels_s8.h"
 #include "mcu/program.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -105,6 +109,48 @@ mcu_status mcu_program_segment_in(mcu_fb *f, const mcu_program *q, uint32_t vect
                                   const uint8_t **data, uint32_t *size);
 /** Read the placement fields of a tensor table. */
 void mcu_program_tensor_fields(mcu_fb *f, const mcu_fbt *t, mcu_program_tensor_desc *d);
+
+/** One instruction's parameter words seen as each kernel's params struct (the kernels' and the
+ * checks' view alike). */
+typedef union {
+    int32_t w[MCU_PROGRAM_MAX_PARAMS];
+    float f[MCU_PROGRAM_MAX_PARAMS];
+    mcu_conv2d_f32_params conv_f32;
+    mcu_linear_f32_params linear_f32;
+    mcu_pool2d_f32_params pool_f32;
+    mcu_shape4 shape4;
+    mcu_binary_f32_params binary_f32;
+    mcu_permute_params permute;
+    mcu_pad_params pad;
+    mcu_conv2d_s8_params conv_s8;
+    mcu_depthwise_conv2d_s8_params depthwise_s8;
+    mcu_linear_s8_params linear_s8;
+    mcu_binary_s8_params binary_s8;
+    mcu_pool2d_s8_params pool_s8;
+    mcu_mean_hw_s8_params mean_hw_s8;
+    mcu_softmax_s8_params softmax_s8;
+    mcu_slice_params slice;
+    mcu_linear_w4_params linear_w4;
+    mcu_index_put_params index_put;
+    mcu_unary_f32_params unary_f32;
+    mcu_layer_norm_f32_params layer_norm_f32;
+    mcu_bmm_f32_params bmm_f32;
+    mcu_reduce_f32_params reduce_f32;
+    mcu_layer_norm_s8_params layer_norm_s8;
+    mcu_group_norm_f32_params group_norm_f32;
+    mcu_var_f32_params var_f32;
+    mcu_prelu_f32_params prelu_f32;
+    mcu_compare_params compare;
+    mcu_where_params where;
+    mcu_embedding_params embedding;
+    mcu_remap_params remap;
+    mcu_index_select_params index_select;
+    mcu_gather_params gather;
+    mcu_resample_f32_params resample_f32;
+    mcu_resample_s8_params resample_s8;
+    mcu_reduce_s8_params reduce_s8;
+    mcu_bmm_s8_params bmm_s8;
+} mcu_program_params_view;
 
 /** An operand as the kernel checks see it. */
 typedef struct {

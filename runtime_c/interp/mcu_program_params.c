@@ -156,40 +156,7 @@ static int scale_ok(float scale, int32_t zero_point)
 
 mcu_status mcu_program_check_params(uint32_t kernel, const int32_t *w, uint32_t n_params)
 {
-    union {
-        int32_t w[MCU_PROGRAM_MAX_PARAMS];
-        mcu_conv2d_f32_params conv_f32;
-        mcu_linear_f32_params linear_f32;
-        mcu_pool2d_f32_params pool_f32;
-        mcu_binary_f32_params binary_f32;
-        mcu_permute_params permute;
-        mcu_conv2d_s8_params conv_s8;
-        mcu_depthwise_conv2d_s8_params depthwise_s8;
-        mcu_linear_s8_params linear_s8;
-        mcu_binary_s8_params binary_s8;
-        mcu_pool2d_s8_params pool_s8;
-        mcu_mean_hw_s8_params mean_hw_s8;
-        mcu_softmax_s8_params softmax_s8;
-        mcu_linear_w4_params linear_w4;
-        mcu_index_put_params index_put;
-        mcu_unary_f32_params unary_f32;
-        mcu_layer_norm_f32_params layer_norm_f32;
-        mcu_bmm_f32_params bmm_f32;
-        mcu_reduce_f32_params reduce_f32;
-        mcu_layer_norm_s8_params layer_norm_s8;
-        mcu_group_norm_f32_params group_norm_f32;
-        mcu_var_f32_params var_f32;
-        mcu_prelu_f32_params prelu_f32;
-        mcu_compare_params compare;
-        mcu_where_params where;
-        mcu_embedding_params embedding;
-        mcu_remap_params remap;
-        mcu_index_select_params index_select;
-        mcu_gather_params gather;
-        mcu_resample_f32_params resample;
-        mcu_reduce_s8_params reduce_s8;
-        mcu_bmm_s8_params bmm_s8;
-    } u;
+    mcu_program_params_view u;
     memset(&u, 0, sizeof(u));
     memcpy(&u, w, (n_params < MCU_PROGRAM_MAX_PARAMS ? n_params : MCU_PROGRAM_MAX_PARAMS) * sizeof(int32_t));
     int ok = 1;
@@ -391,7 +358,7 @@ mcu_status mcu_program_check_params(uint32_t kernel, const int32_t *w, uint32_t 
     case MCU_K_RESIZE_BILINEAR_S8:
     case MCU_K_ADAPTIVE_AVG_POOL_F32:
     case MCU_K_ADAPTIVE_AVG_POOL_S8: {
-        const mcu_resample_f32_params *p = &u.resample; /* the s8 struct has the same fields */
+        const mcu_resample_f32_params *p = &u.resample_f32; /* the s8 struct has the same fields */
         const int32_t size = kernel == MCU_K_RESIZE_BILINEAR_F32 || kernel == MCU_K_ADAPTIVE_AVG_POOL_F32 ? 4 : 1;
         const int32_t in_dims[4] = {p->outer, p->in_h, p->in_w, p->inner};
         const int32_t out_dims[4] = {p->outer, p->out_h, p->out_w, p->inner};

@@ -10,6 +10,7 @@
 #include "mcu/kernels_s8.h"
 
 #include "internal/check.h"
+#include "internal/conv_check_s8.h"
 #include "internal/conv_s8_dsp.h"
 #include "internal/requant.h"
 #include "internal/window.h"
@@ -53,32 +54,11 @@ mcu_status mcu_conv2d_grouped_s8(const mcu_context *ctx, const mcu_conv2d_s8_par
                                  const int32_t *bias, int8_t *output)
 {
     (void)ctx; /* no scratch needed */
-    MCU_REQUIRE(p != NULL && q != NULL && q->multiplier != NULL && q->shift != NULL && input != NULL &&
-                    weight != NULL && output != NULL,
-                MCU_ERR_NULL_POINTER);
-    MCU_REQUIRE(mcu_conv2d_s8_params_valid(p), MCU_ERR_INVALID_ARG);
+    MCU_CHECK(mcu_conv2d_s8_check(p, q, input, weight, bias, output));
     const mcu_shape4 in = p->input;
     const mcu_shape4 out = p->output;
-    const int32_t in_count = mcu_shape4_count(&in, 1);
-    const int32_t out_count = mcu_shape4_count(&out, 1);
-    MCU_REQUIRE(in_count > 0 && out_count > 0, MCU_ERR_SHAPE);
-    MCU_REQUIRE(out.n == in.n && in.c % p->groups == 0 && out.c % p->groups == 0, MCU_ERR_SHAPE);
     const int32_t icg = in.c / p->groups;
     const int32_t ocg = out.c / p->groups;
-    const int32_t w_dims[4] = {out.c, p->kernel_h, p->kernel_w, icg};
-    const int32_t w_count = mcu_checked_count(w_dims, 4, 1);
-    MCU_REQUIRE(w_count > 0 && out.c <= INT32_MAX / 4, MCU_ERR_SHAPE);
-    MCU_REQUIRE(mcu_window_fits(in.h, out.h, p->stride_h, p->kernel_h, p->dilation_h, p->pad_top, 0) &&
-                    mcu_window_fits(in.w, out.w, p->stride_w, p->kernel_w, p->dilation_w, p->pad_left, 0),
-                MCU_ERR_SHAPE);
-    for (int32_t oc = 0; oc < out.c; ++oc) {
-        MCU_REQUIRE(mcu_quant_valid(q->multiplier[oc], q->shift[oc]), MCU_ERR_INVALID_ARG);
-    }
-    const size_t out_bytes = (size_t)out_count;
-    MCU_REQUIRE(!mcu_bad_window_overlap(input, (size_t)in_count, output, out_bytes) &&
-                    !mcu_overlaps(weight, (size_t)w_count, output, out_bytes) &&
-                    (bias == NULL || !mcu_overlaps(bias, (size_t)out.c * sizeof(int32_t), output, out_bytes)),
-                MCU_ERR_INVALID_ARG);
     const int32_t n = p->kernel_h * p->kernel_w * icg; /* one group's window */
 
 #if MCU_S8_DSP
