@@ -16,9 +16,9 @@ import torch
 from torch.fx import Node
 
 from mcu.errors import McuError
-from mcu.ir import Tensor
+from mcu.ir import Op, Tensor
 from mcu.opcodes import COMPARE_OP
-from mcu.sourceinfo import user_source_line
+from mcu.sourceinfo import op_source, user_source_line
 
 aten = torch.ops.aten
 
@@ -122,6 +122,51 @@ def bool_to_float(ctx: Any, node: Node, x: Tensor) -> Tensor:
     return _emit(ctx, node, "where", [x, one, zero], {})
 
 
+def _as_bool(ctx: Any, node: Node, x: Any) -> Tensor:
+    """A boolean operand as bytes 0/1 (a number or another dtype compares unequal to zero)."""
+    if not isinstance(x, Tensor):
+        return _scalar(ctx, node, int(bool(x)), "uint8", "flag")
+    if x.dtype == "uint8":
+        return x
+    zero = _scalar(ctx, node, 0, x.dtype, "zero")
+    out = Tensor(name=ctx.fresh(f"{node.name}_bool"), shape=x.shape, dtype="uint8")
+    ctx.ops.append(Op("compare", [x, zero], [out], {"cmp": "ne"}, name=out.name, source=op_source(node)))
+    return out
+
+
+def _logical(which: str) -> Handler:
+    """logical_and(a, b) = a ? b : false; logical_or(a, b) = a ? true : b (one where over bytes)."""
+    def handler(ctx: Any, node: Node, a: list[Any]) -> Tensor:
+        x, y = _as_bool(ctx, node, a[0]), _as_bool(ctx, node, a[1])
+        flag = _scalar(ctx, node, 0 if which == "and" else 1, "uint8", "flag")
+        return _emit(ctx, node, "where", [x, y, flag] if which == "and" else [x, flag, y], {})
+    return handler
+
+
+def _any_dim(ctx: Any, node: Node, a: list[Any]) -> Tensor:
+    """any over dims: the largest of the 0.0/1.0 values, then > 0 (the reduction kernels are numeric)."""
+    from mcu.frontend_norm import reduced_dims
+
+    x = _as_bool(ctx, node, a[0])
+    one, zero = _scalar(ctx, node, 1.0, "float32", "one"), _scalar(ctx, node, 0.0, "float32", "zero")
+    values = Tensor(name=ctx.fresh(f"{node.name}_values"), shape=x.shape, dtype="float32")
+    ctx.ops.append(Op("where", [x, one, zero], [values], {}, name=values.name, source=op_source(node)))
+    moved, first, last = reduced_dims(ctx, node, values, a[1] if len(a) > 1 else None)
+    shape = tuple(int(d) for d in node.meta["val"].shape)
+    largest = Tensor(name=ctx.fresh(f"{node.name}_max"), shape=shape, dtype="float32")
+    ctx.ops.append(Op("reduce", [moved], [largest], {"op": "amax", "dims": (first, last)}, name=largest.name,
+                      source=op_source(node)))
+    return _emit(ctx, node, "compare", [largest, zero], {"cmp": "gt"})
+
+
+def _full_like(ctx: Any, node: Node, a: list[Any]) -> Tensor:
+    """A constant of the input's shape (only its shape is read, so it folds whatever the input is)."""
+    from mcu.frontend import _const
+
+    val = node.meta["val"]
+    return _const(ctx.fresh(node.name), torch.full(tuple(val.shape), a[1], dtype=val.dtype))
+
+
 HANDLERS: dict[object, Handler] = {
     # a dtype and shape check torch.export leaves before conversions; nothing to run
     aten._assert_tensor_metadata.default: lambda ctx, node, a: None,
@@ -129,6 +174,10 @@ HANDLERS: dict[object, Handler] = {
     **{getattr(aten, c).Tensor: _compare(c) for c in COMPARE_OP},
     **{getattr(aten, c).Scalar: _compare(c) for c in COMPARE_OP},
     aten.logical_not.default: _logical_not,
+    aten.logical_and.default: _logical("and"),
+    aten.logical_or.default: _logical("or"),
+    aten.any.dim: _any_dim,
+    aten.full_like.default: _full_like,
     aten.where.self: _where,
     aten.expand.default: _expand,
 }

@@ -226,3 +226,63 @@ def test_int8_embedding_dequantizes_rows_like_torchao(rows, cols, count, seed) -
     idx[-1] = rows
     assert kernel("mcu_embedding_s8_f32", 5)(ctypes.byref(p), ptr(idx), ptr(table), ptr(scales), ptr(out)) == \
         MCU_ERR_INVALID_ARG
+
+
+class Attention(torch.nn.Module):
+    """scaled_dot_product_attention as exported: its guard against fully masked rows is eq, logical_not,
+    any.dim, full_like and where; the causal form builds its mask with logical_and."""
+
+    def __init__(self, form: str) -> None:
+        super().__init__()
+        self.form = form
+
+    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
+        if self.form == "causal":
+            return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        if self.form == "mask":
+            return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=m > 0)
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v)
+
+
+class Logic(torch.nn.Module):
+    def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        both = torch.logical_and(a > 0, b > 0)
+        either = torch.logical_or(a > 1, b < -1)
+        rows = torch.any(both, dim=-1, keepdim=True)
+        return both.float() + 2 * either.float() + 4 * rows.float() + torch.full_like(a, 0.5)
+
+
+@pytest.mark.parametrize("form", ["plain", "causal", "mask"])
+def test_scaled_dot_product_attention_as_exported(form: str) -> None:
+    import mcu
+
+    torch.manual_seed(1)
+    x = (torch.randn(1, 2, 5, 8), torch.randn(1, 2, 5, 8), torch.randn(1, 2, 5, 8), torch.randn(5, 5))
+    model = Attention(form).eval()
+    got = mcu.compile(model, x, name=f"sdpa_{form}").run(*x)[0]
+    torch.testing.assert_close(got, model(*x), rtol=1e-5, atol=1e-6)
+
+
+def test_logical_and_or_any_and_full_like() -> None:
+    import mcu
+
+    torch.manual_seed(2)
+    x = (torch.randn(3, 6) * 2, torch.randn(3, 6) * 2)
+    got = mcu.compile(Logic(), x, name="logic").run(*x)[0]
+    torch.testing.assert_close(got, Logic()(*x), rtol=0, atol=0)
+
+
+@requires_qemu
+def test_masked_attention_on_the_simulated_m33() -> None:
+    import mcu
+
+    torch.manual_seed(3)
+    inputs = [(torch.randn(1, 2, 5, 8), torch.randn(1, 2, 5, 8), torch.randn(1, 2, 5, 8), torch.randn(5, 5))
+              for _ in range(2)]
+    model = Attention("mask").eval()
+    cm = mcu.compile(model, inputs[0], board="mps2-an505", test_inputs=inputs, name="sdpa_mask")
+    run = cm.simulate()
+    assert run.passed, run.console[-1500:]
+    for v, x in enumerate(inputs):
+        want = model(*x).detach().numpy()
+        assert np.max(np.abs(run.outputs[v][0] - want)) <= 1e-4 * np.max(np.abs(want))
