@@ -158,19 +158,6 @@ def _mm(ctx: Any, node: Node, a: list[Any]) -> Tensor:
     return _op(ctx, node, "reshape", [out], (m, n), "float32", {}, name=node.name)
 
 
-def _expand(ctx: Any, node: Node, a: list[Any]) -> Tensor:
-    """The expands matmul on 3-D and 4-D tensors exports (to the shape the operand already has) are
-    nothing to do; an expand that broadcasts an activation is not lowered here."""
-    x = a[0]
-    size = [int(s) for s in a[1]]
-    lead = len(size) - len(x.shape)
-    want = tuple(x.shape[i - lead] if s == -1 else s for i, s in enumerate(size))
-    if want == tuple(x.shape):
-        return x
-    raise McuError(f"expand of a {list(x.shape)} activation to {list(want)} is not supported{user_source_line(node)}",
-                   hint="give matmul operands the same batch dims")
-
-
 def _rms_norm(ctx: Any, node: Node, a: list[Any]) -> Tensor:
     """aten.rms_norm (nn.RMSNorm, kept whole through Edge); eps None is float32's machine epsilon, as in torch."""
     x, shape = a[0], [int(s) for s in a[1]]
@@ -204,7 +191,6 @@ HANDLERS: dict[object, Handler] = {
     aten._prelu_kernel.default: _prelu,
     aten.clamp.Tensor: _clamp_tensor,
     aten.mm.default: _mm,
-    aten.expand.default: _expand,
 }
 
 

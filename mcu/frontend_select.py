@@ -1,5 +1,5 @@
 """Selection ops for the frontend (issues 17 and 18): embedding lookups, comparisons, ``where`` and
-boolean ``logical_not``, and ``expand`` where it changes nothing.
+boolean ``logical_not``/``logical_and``/``logical_or``/``any`` (scaled_dot_product_attention's guard).
 
 A causal or position mask is written as a comparison of positions feeding ``torch.where`` (the tiny
 LLM's ``keys <= pos``); with constant positions (a prefill of known length) the frontend folds it,
@@ -105,21 +105,14 @@ def _embedding(ctx: Any, node: Node, a: list[Any]) -> Tensor:
     return _emit(ctx, node, "embedding", [table, indices], {})
 
 
-def _expand(ctx: Any, node: Node, a: list[Any]) -> Tensor:
-    x = a[0]
-    shape = tuple(int(s) for s in node.meta["val"].shape)
-    if tuple(x.shape) == shape:
-        return x
-    if int(np.prod(shape)) == x.numel:  # only size-1 dims added in front
-        return _emit(ctx, node, "reshape", [x], {})
-    raise McuError(f"expand from {list(x.shape)} to {list(shape)} is not supported yet{user_source_line(node)}",
-                   hint="let broadcasting operators (add, mul, where) broadcast instead")
-
-
-def bool_to_float(ctx: Any, node: Node, x: Tensor) -> Tensor:
-    """``mask.float()``: 1.0 where true, 0.0 elsewhere."""
+def bool_to_float(ctx: Any, node: Node, x: Tensor, name: str | None = None) -> Tensor:
+    """``mask.float()``: 1.0 where true, 0.0 elsewhere (the node's output, or a new tensor ``name``)."""
     one, zero = _scalar(ctx, node, 1.0, "float32", "one"), _scalar(ctx, node, 0.0, "float32", "zero")
-    return _emit(ctx, node, "where", [x, one, zero], {})
+    if name is None:
+        return _emit(ctx, node, "where", [x, one, zero], {})
+    values = Tensor(name=ctx.fresh(name), shape=x.shape, dtype="float32")
+    ctx.ops.append(Op("where", [x, one, zero], [values], {}, name=values.name, source=op_source(node)))
+    return values
 
 
 def _as_bool(ctx: Any, node: Node, x: Any) -> Tensor:
@@ -147,10 +140,8 @@ def _any_dim(ctx: Any, node: Node, a: list[Any]) -> Tensor:
     """any over dims: the largest of the 0.0/1.0 values, then > 0 (the reduction kernels are numeric)."""
     from mcu.frontend_norm import reduced_dims
 
-    x = _as_bool(ctx, node, a[0])
-    one, zero = _scalar(ctx, node, 1.0, "float32", "one"), _scalar(ctx, node, 0.0, "float32", "zero")
-    values = Tensor(name=ctx.fresh(f"{node.name}_values"), shape=x.shape, dtype="float32")
-    ctx.ops.append(Op("where", [x, one, zero], [values], {}, name=values.name, source=op_source(node)))
+    values = bool_to_float(ctx, node, _as_bool(ctx, node, a[0]), f"{node.name}_values")
+    zero = _scalar(ctx, node, 0.0, "float32", "zero")
     moved, first, last = reduced_dims(ctx, node, values, a[1] if len(a) > 1 else None)
     shape = tuple(int(d) for d in node.meta["val"].shape)
     largest = Tensor(name=ctx.fresh(f"{node.name}_max"), shape=shape, dtype="float32")
@@ -179,5 +170,4 @@ HANDLERS: dict[object, Handler] = {
     aten.any.dim: _any_dim,
     aten.full_like.default: _full_like,
     aten.where.self: _where,
-    aten.expand.default: _expand,
 }

@@ -283,22 +283,8 @@ class GenerationFirmware:
 def firmware_sources(cg: CompiledGeneration, expected: list[int]) -> dict[str, str]:
     g = {"prompt": cg.file.prompt, "count": cg.file.count, "expected": expected, "top_k": cg.file.top_k,
          "seed": cg.file.seed & 0xFFFFFFFF or 1}
-    view = cg.library.view
-    main = environment().get_template("generate_main.c.j2").render(lib=_LibHeader(view.name, cg.prefix,
-                                                                                  view.quantize, view.version), g=g)
+    main = environment().get_template("generate_main.c.j2").render(lib=cg.library.view, g=g)
     return {**cg.library.files, "main.c": main}
-
-
-@dataclass
-class _LibHeader:
-    name: str
-    prefix: str
-    quantize: str
-    version: str
-
-    @property
-    def PREFIX(self) -> str:  # noqa: N802 - the templates' spelling of the macro prefix
-        return self.prefix.upper()
 
 
 def build_generation_firmware(cg: CompiledGeneration, expected: list[int], out_dir: Path | None = None) -> Any:

@@ -7,6 +7,7 @@
 #include <float.h>
 #include <string.h>
 
+#include "../kernels/internal/adaptive.h"
 #include "../kernels/internal/binary_s8.h"
 #include "../kernels/internal/check.h"
 #include "../kernels/internal/pool_f32.h"
@@ -365,7 +366,7 @@ mcu_status mcu_program_check_params(uint32_t kernel, const int32_t *w, uint32_t 
         ok = mcu_checked_count(in_dims, 4, size) > 0 && mcu_checked_count(out_dims, 4, size) > 0 &&
              (kernel != MCU_K_ADAPTIVE_AVG_POOL_S8 || (int64_t)p->in_h * p->in_w <= INT32_MAX / 128) &&
              ((kernel != MCU_K_ADAPTIVE_AVG_POOL_F32 && kernel != MCU_K_ADAPTIVE_AVG_POOL_S8) ||
-              ((int64_t)(p->out_h + 1) * p->in_h <= INT32_MAX && (int64_t)(p->out_w + 1) * p->in_w <= INT32_MAX));
+              mcu_adaptive_fits(p->in_h, p->in_w, p->out_h, p->out_w));
         break;
     }
     default: break; /* concat, pad, slice: their checks in mcu_program_check_kernel cover the kernels' own */

@@ -3,6 +3,7 @@
 
 #include "mcu/kernels_f32.h"
 
+#include "internal/adaptive.h"
 #include "internal/check.h"
 
 mcu_status mcu_adaptive_avg_pool_f32(const mcu_resample_f32_params *p, const float *input, float *output)
@@ -14,21 +15,18 @@ mcu_status mcu_adaptive_avg_pool_f32(const mcu_resample_f32_params *p, const flo
     const int32_t out_count = mcu_checked_count(out_dims, 4, 4);
     MCU_REQUIRE(in_count > 0 && out_count > 0, MCU_ERR_SHAPE);
     MCU_REQUIRE(!mcu_overlaps(input, (size_t)in_count * 4u, output, (size_t)out_count * 4u), MCU_ERR_INVALID_ARG);
-    /* Window bounds in int32 (no 64-bit division on the device): (out + 1) * in stays below 2^31. */
-    MCU_REQUIRE((int64_t)(p->out_h + 1) * p->in_h <= INT32_MAX && (int64_t)(p->out_w + 1) * p->in_w <= INT32_MAX,
-                MCU_ERR_SHAPE);
+    MCU_REQUIRE(mcu_adaptive_fits(p->in_h, p->in_w, p->out_h, p->out_w), MCU_ERR_SHAPE);
     const int32_t c = p->inner;
     const int32_t row = p->in_w * c;
     float *out = output;
     for (int32_t o = 0; o < p->outer; ++o) {
         const float *plane = input + (size_t)o * (size_t)p->in_h * (size_t)row;
         for (int32_t y = 0; y < p->out_h; ++y) {
-            /* rows [floor(y*in/out), ceil((y+1)*in/out)) */
-            const int32_t y0 = y * p->in_h / p->out_h;
-            const int32_t y1 = ((y + 1) * p->in_h + p->out_h - 1) / p->out_h;
+            const int32_t y0 = mcu_adaptive_start(y, p->in_h, p->out_h);
+            const int32_t y1 = mcu_adaptive_end(y, p->in_h, p->out_h);
             for (int32_t x = 0; x < p->out_w; ++x) {
-                const int32_t x0 = x * p->in_w / p->out_w;
-                const int32_t x1 = ((x + 1) * p->in_w + p->out_w - 1) / p->out_w;
+                const int32_t x0 = mcu_adaptive_start(x, p->in_w, p->out_w);
+                const int32_t x1 = mcu_adaptive_end(x, p->in_w, p->out_w);
                 const float count = (float)((y1 - y0) * (x1 - x0));
                 for (int32_t k = 0; k < c; ++k) {
                     float sum = 0.0f;

@@ -3,6 +3,7 @@
 
 #include "mcu/kernels_s8.h"
 
+#include "internal/adaptive.h"
 #include "internal/check.h"
 
 mcu_status mcu_adaptive_avg_pool_s8(const mcu_resample_s8_params *p, const int8_t *input, int8_t *output)
@@ -16,20 +17,18 @@ mcu_status mcu_adaptive_avg_pool_s8(const mcu_resample_s8_params *p, const int8_
     MCU_REQUIRE(!mcu_overlaps(input, (size_t)in_count, output, (size_t)out_count), MCU_ERR_INVALID_ARG);
     /* The int32 sum of a window of at most in_h * in_w values of magnitude <= 128. */
     MCU_REQUIRE((int64_t)p->in_h * p->in_w <= INT32_MAX / 128, MCU_ERR_SHAPE);
-    /* Window bounds in int32 (no 64-bit division on the device): (out + 1) * in stays below 2^31. */
-    MCU_REQUIRE((int64_t)(p->out_h + 1) * p->in_h <= INT32_MAX && (int64_t)(p->out_w + 1) * p->in_w <= INT32_MAX,
-                MCU_ERR_SHAPE);
+    MCU_REQUIRE(mcu_adaptive_fits(p->in_h, p->in_w, p->out_h, p->out_w), MCU_ERR_SHAPE);
     const int32_t c = p->inner;
     const int32_t row = p->in_w * c;
     int8_t *out = output;
     for (int32_t o = 0; o < p->outer; ++o) {
         const int8_t *plane = input + (size_t)o * (size_t)p->in_h * (size_t)row;
         for (int32_t y = 0; y < p->out_h; ++y) {
-            const int32_t y0 = y * p->in_h / p->out_h;
-            const int32_t y1 = ((y + 1) * p->in_h + p->out_h - 1) / p->out_h;
+            const int32_t y0 = mcu_adaptive_start(y, p->in_h, p->out_h);
+            const int32_t y1 = mcu_adaptive_end(y, p->in_h, p->out_h);
             for (int32_t x = 0; x < p->out_w; ++x) {
-                const int32_t x0 = x * p->in_w / p->out_w;
-                const int32_t x1 = ((x + 1) * p->in_w + p->out_w - 1) / p->out_w;
+                const int32_t x0 = mcu_adaptive_start(x, p->in_w, p->out_w);
+                const int32_t x1 = mcu_adaptive_end(x, p->in_w, p->out_w);
                 const int32_t count = (y1 - y0) * (x1 - x0);
                 for (int32_t k = 0; k < c; ++k) {
                     int32_t sum = 0;

@@ -7,27 +7,6 @@
 #include "internal/check.h"
 #include "internal/strided.h"
 
-/* Exact aliasing (operand == out, same strides as a contiguous output) is safe: each element is read
- * before the same element is written. Anything else that overlaps is refused. */
-static int alias_ok(const mcu_where_params *p, const void *operand, const int32_t *strides, size_t bytes,
-                    const void *out, size_t out_bytes)
-{
-    if (!mcu_overlaps(operand, bytes, out, out_bytes)) {
-        return 1;
-    }
-    if (operand != out) {
-        return 0;
-    }
-    int64_t contiguous = 1;
-    for (int32_t d = p->rank - 1; d >= 0; --d) {
-        if (p->out_shape[d] != 1 && strides[d] != contiguous) {
-            return 0;
-        }
-        contiguous *= p->out_shape[d];
-    }
-    return 1;
-}
-
 mcu_status mcu_where(const mcu_where_params *p, int32_t elem_size, const uint8_t *cond, const void *a,
                      const void *b, void *out)
 {
@@ -46,8 +25,10 @@ mcu_status mcu_where(const mcu_where_params *p, int32_t elem_size, const uint8_t
     const size_t out_bytes = (size_t)total * (size_t)elem_size;
     const size_t size = (size_t)elem_size;
     MCU_REQUIRE(!mcu_overlaps(cond, (size_t)mcu_strided_extent(&w, 0), out, out_bytes) &&
-                    alias_ok(p, a, p->a_strides, (size_t)mcu_strided_extent(&w, 1) * size, out, out_bytes) &&
-                    alias_ok(p, b, p->b_strides, (size_t)mcu_strided_extent(&w, 2) * size, out, out_bytes),
+                    mcu_strided_alias_ok(p->rank, p->out_shape, p->a_strides, a,
+                                         (size_t)mcu_strided_extent(&w, 1) * size, out, out_bytes) &&
+                    mcu_strided_alias_ok(p->rank, p->out_shape, p->b_strides, b,
+                                         (size_t)mcu_strided_extent(&w, 2) * size, out, out_bytes),
                 MCU_ERR_INVALID_ARG);
     uint8_t *dst = (uint8_t *)out;
     for (int32_t i = 0; i < total; ++i) {

@@ -89,29 +89,6 @@ static inline int64_t mcu_binary_s8_extent(const mcu_binary_s8_params *p, const 
     return last + 1 > INT32_MAX ? -1 : last + 1;
 }
 
-/* An operand may share memory with the output only when it is the output
- * itself laid out contiguously: then every element is read just before the
- * same element is written. Size-1 dims never move, so their stride is free. */
-static inline int mcu_binary_s8_alias_ok(const mcu_binary_s8_params *p, const int8_t *operand,
-                                         const int32_t *strides, int64_t operand_bytes, const int8_t *out,
-                                         int64_t out_bytes)
-{
-    if (!mcu_overlaps(operand, (size_t)operand_bytes, out, (size_t)out_bytes)) {
-        return 1;
-    }
-    if (operand != out) {
-        return 0;
-    }
-    int64_t contiguous = 1;
-    for (int32_t i = p->rank - 1; i >= 0; --i) {
-        if (p->out_shape[i] != 1 && strides[i] != contiguous) {
-            return 0;
-        }
-        contiguous *= p->out_shape[i];
-    }
-    return 1;
-}
-
 static inline mcu_status mcu_binary_s8(mcu_binary_s8_op op, const mcu_binary_s8_params *p, const int8_t *a,
                                        const int8_t *b, int8_t *out)
 {
@@ -134,8 +111,8 @@ static inline mcu_status mcu_binary_s8(mcu_binary_s8_op op, const mcu_binary_s8_
     const int64_t a_bytes = mcu_binary_s8_extent(p, p->a_strides);
     const int64_t b_bytes = mcu_binary_s8_extent(p, p->b_strides);
     MCU_REQUIRE(a_bytes > 0 && b_bytes > 0, MCU_ERR_SHAPE);
-    MCU_REQUIRE(mcu_binary_s8_alias_ok(p, a, p->a_strides, a_bytes, out, total) &&
-                    mcu_binary_s8_alias_ok(p, b, p->b_strides, b_bytes, out, total),
+    MCU_REQUIRE(mcu_strided_alias_ok(p->rank, p->out_shape, p->a_strides, a, (size_t)a_bytes, out, (size_t)total) &&
+                    mcu_strided_alias_ok(p->rank, p->out_shape, p->b_strides, b, (size_t)b_bytes, out, (size_t)total),
                 MCU_ERR_INVALID_ARG);
 
     /* Drop size-1 dims and merge neighbours that both operands traverse

@@ -72,29 +72,6 @@ static inline int64_t mcu_binary_extent_bytes(const mcu_binary_f32_params *p, co
     return bytes > INT32_MAX ? -1 : bytes;
 }
 
-/* An operand may share memory with the output only when it is the output
- * itself laid out contiguously: then every element is read just before the
- * same element is written. Size-1 dims never move, so their stride is free. */
-static inline int mcu_binary_alias_ok(const mcu_binary_f32_params *p, const float *operand,
-                                      const int32_t *strides, int64_t operand_bytes,
-                                      const float *out, int64_t out_bytes)
-{
-    if (!mcu_overlaps(operand, (size_t)operand_bytes, out, (size_t)out_bytes)) {
-        return 1;
-    }
-    if (operand != out) {
-        return 0;
-    }
-    int64_t contiguous = 1;
-    for (int32_t i = p->rank - 1; i >= 0; --i) {
-        if (p->out_shape[i] != 1 && strides[i] != contiguous) {
-            return 0;
-        }
-        contiguous *= p->out_shape[i];
-    }
-    return 1;
-}
-
 static inline mcu_status mcu_binary_f32(mcu_binary_op op, const mcu_binary_f32_params *p,
                                         const float *a, const float *b, float *out)
 {
@@ -110,8 +87,10 @@ static inline mcu_status mcu_binary_f32(mcu_binary_op op, const mcu_binary_f32_p
     const int64_t b_bytes = mcu_binary_extent_bytes(p, p->b_strides);
     MCU_REQUIRE(a_bytes > 0 && b_bytes > 0, MCU_ERR_SHAPE);
     const int64_t out_bytes = (int64_t)total * (int64_t)sizeof(float);
-    MCU_REQUIRE(mcu_binary_alias_ok(p, a, p->a_strides, a_bytes, out, out_bytes) &&
-                    mcu_binary_alias_ok(p, b, p->b_strides, b_bytes, out, out_bytes),
+    MCU_REQUIRE(mcu_strided_alias_ok(p->rank, p->out_shape, p->a_strides, a, (size_t)a_bytes, out,
+                                     (size_t)out_bytes) &&
+                    mcu_strided_alias_ok(p->rank, p->out_shape, p->b_strides, b, (size_t)b_bytes, out,
+                                         (size_t)out_bytes),
                 MCU_ERR_INVALID_ARG);
 
     /* Drop size-1 dims and merge neighbours that both operands traverse

@@ -62,6 +62,28 @@ static inline int mcu_bad_alias(const void *in, size_t in_bytes, const void *out
     return in != out && mcu_overlaps(in, in_bytes, out, out_bytes);
 }
 
+/* A broadcasting operand may share memory with the output only when it is the output itself laid out
+ * contiguously over `shape` (in the output's memory order): then every element is read just before the
+ * same element is written. Size-1 dims never move, so their stride is free. */
+static inline int mcu_strided_alias_ok(int32_t rank, const int32_t *shape, const int32_t *strides,
+                                       const void *operand, size_t operand_bytes, const void *out, size_t out_bytes)
+{
+    if (!mcu_overlaps(operand, operand_bytes, out, out_bytes)) {
+        return 1;
+    }
+    if (operand != out) {
+        return 0;
+    }
+    int64_t contiguous = 1;
+    for (int32_t i = rank - 1; i >= 0; --i) {
+        if (shape[i] != 1 && strides[i] != contiguous) {
+            return 0;
+        }
+        contiguous *= shape[i];
+    }
+    return 1;
+}
+
 /* A sliding window over `in` positions padded by pad_before/pad_after must
  * keep every coordinate the kernel computes ((out-1)*stride + (k-1)*dilation,
  * in + pads) inside int32_t; absurd parameters would otherwise overflow
