@@ -90,7 +90,7 @@ mcu_status mcu_conv2d_s8(const mcu_context *ctx, const mcu_conv2d_s8_params *p, 
                          const int8_t *input, const int8_t *weight, const int32_t *bias, int8_t *output)
 {
     (void)ctx; /* no scratch needed */
-    MCU_CHECK(mcu_conv2d_s8_check(p, q, input, weight, bias, output));
+    MCU_CHECK(mcu_conv2d_s8_check(MCU_CONV_S8_FORWARD, p, q, input, weight, bias, output));
     const mcu_shape4 in = p->input;
     const mcu_shape4 out = p->output;
     const int32_t icg = in.c / p->groups;

@@ -10,6 +10,7 @@
 #include "mcu/kernels_s8.h"
 
 #include "internal/check.h"
+#include "internal/conv_check_s8.h"
 #include "internal/conv_s8_dsp.h"
 #include "internal/requant.h"
 #include "internal/window_transposed.h"
@@ -82,31 +83,9 @@ mcu_status mcu_conv_transpose2d_s8(const mcu_context *ctx, const mcu_conv2d_s8_p
                                    const int32_t *bias, int8_t *output)
 {
     (void)ctx; /* no scratch needed */
-    MCU_REQUIRE(p != NULL && q != NULL && q->multiplier != NULL && q->shift != NULL && input != NULL &&
-                    weight != NULL && output != NULL,
-                MCU_ERR_NULL_POINTER);
-    MCU_REQUIRE(mcu_conv2d_s8_params_valid(p), MCU_ERR_INVALID_ARG);
+    MCU_CHECK(mcu_conv2d_s8_check(MCU_CONV_S8_TRANSPOSED, p, q, input, weight, bias, output));
     const mcu_shape4 in = p->input;
     const mcu_shape4 out = p->output;
-    const int32_t in_count = mcu_shape4_count(&in, 1);
-    const int32_t out_count = mcu_shape4_count(&out, 1);
-    MCU_REQUIRE(in_count > 0 && out_count > 0, MCU_ERR_SHAPE);
-    MCU_REQUIRE(out.n == in.n && in.c % p->groups == 0 && out.c % p->groups == 0, MCU_ERR_SHAPE);
-    const int32_t icg = in.c / p->groups;
-    const int32_t w_dims[4] = {out.c, p->kernel_h, p->kernel_w, icg};
-    const int32_t w_count = mcu_checked_count(w_dims, 4, 1);
-    MCU_REQUIRE(w_count > 0 && out.c <= INT32_MAX / 4, MCU_ERR_SHAPE);
-    MCU_REQUIRE(mcu_transposed_fits(out.h, p->kernel_h, p->dilation_h, p->pad_top) &&
-                    mcu_transposed_fits(out.w, p->kernel_w, p->dilation_w, p->pad_left),
-                MCU_ERR_SHAPE);
-    for (int32_t oc = 0; oc < out.c; ++oc) {
-        MCU_REQUIRE(mcu_quant_valid(q->multiplier[oc], q->shift[oc]), MCU_ERR_INVALID_ARG);
-    }
-    const size_t out_bytes = (size_t)out_count;
-    MCU_REQUIRE(!mcu_overlaps(input, (size_t)in_count, output, out_bytes) &&
-                    !mcu_overlaps(weight, (size_t)w_count, output, out_bytes) &&
-                    (bias == NULL || !mcu_overlaps(bias, (size_t)out.c * sizeof(int32_t), output, out_bytes)),
-                MCU_ERR_INVALID_ARG);
 
     uint32_t acc[MCU_CONVT_BLOCK];
     for (int32_t n = 0; n < in.n; ++n) {
