@@ -106,9 +106,10 @@ class TinyLlm(nn.Module):
             x = block.cached(x, pos)
         return self.head(self.norm(x[-1:]))                                  # [1, vocab]
 
-    def prefill(self, tokens: torch.Tensor) -> torch.Tensor:
-        """tokens [1, T] at positions 0..T-1: fills the cache, returns the next token's logits [1, vocab]."""
-        return self._cached(tokens, torch.arange(tokens.shape[1]))
+    def prefill(self, tokens: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
+        """tokens [1, C] at positions pos [C] (consecutive): a chunk of the prompt into the cache; returns
+        the logits [1, vocab] after its last token. A prompt runs as chunks of C (the compiled length)."""
+        return self._cached(tokens, pos)
 
     def decode(self, token: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
         """token [1, 1] at position pos [1] (after prefill): one cache write, the next logits [1, vocab]."""
@@ -124,7 +125,7 @@ def greedy(model: TinyLlm, prompt: list[int], count: int) -> list[int]:
     """The reference generation loop: prefill the prompt, then ``count`` greedy decode steps."""
     model.reset_cache()
     with torch.no_grad():
-        logits = model.prefill(torch.tensor([prompt]))
+        logits = model.prefill(torch.tensor([prompt]), torch.arange(len(prompt)))
         out: list[int] = []
         for i in range(count):
             out.append(int(logits.argmax(-1)))

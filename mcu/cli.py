@@ -41,6 +41,10 @@ def _add_model_args(p: argparse.ArgumentParser, board_required: bool = True) -> 
                    help="keep int8 convolution and fully connected weights as they are; by default, on cores "
                         "with the DSP extension (Cortex-M4/M7/M33) they are packed as int16 for the faster "
                         "kernel, which doubles their flash")
+    p.add_argument("--prefill-chunk", type=int, metavar="C", default=None,
+                   help="text generation: prompt tokens per prefill call (default: the model file's "
+                        "prefill_chunk); larger runs the prompt in fewer calls, each row of a chunk costs "
+                        "working memory (1: the arena is the state plus decode's working set)")
     _add_output_mode_args(p)
 
 

@@ -16,7 +16,7 @@ def _compile(args: argparse.Namespace) -> CompiledGeneration:
 
     with quiet_torch(verbose=getattr(args, "verbose", False)):
         gf = load_generation(args.model)
-        return compile_generation(gf, args.board, args.quantize)
+        return compile_generation(gf, args.board, args.quantize, getattr(args, "prefill_chunk", None))
 
 
 def _sizes(cg: CompiledGeneration, fw: Any) -> dict[str, Any]:
@@ -26,6 +26,7 @@ def _sizes(cg: CompiledGeneration, fw: Any) -> dict[str, Any]:
             "board_flash_bytes": cg.board.flash.length, "board_ram_bytes": cg.board.ram.length,
             "arena_bytes": cg.arena_bytes(), "state_bytes": cg.state_bytes,
             "prefill_arena_bytes": prefill.arena_size, "decode_arena_bytes": decode.arena_size,
+            "prefill_chunk": cg.file.chunk,
             "stack_reserved_bytes": fw.stack.reserved_bytes if fw.stack is not None else None}
 
 
@@ -33,8 +34,8 @@ def _print_sizes(s: dict[str, Any]) -> None:
     print(f"flash {s['flash_bytes']:,} B of {s['board_flash_bytes']:,} B; RAM {s['ram_bytes']:,} B of "
           f"{s['board_ram_bytes']:,} B ({s['board']}, {s['quantize']})")
     print(f"arena {s['arena_bytes']:,} B = state (KV cache) {s['state_bytes']:,} B + working memory "
-          f"(prefill {s['prefill_arena_bytes'] - s['state_bytes']:,} B, decode "
-          f"{s['decode_arena_bytes'] - s['state_bytes']:,} B)")
+          f"(prefill of {s['prefill_chunk']} token{'s' if s['prefill_chunk'] != 1 else ''} per call "
+          f"{s['prefill_arena_bytes'] - s['state_bytes']:,} B, decode {s['decode_arena_bytes'] - s['state_bytes']:,} B)")
 
 
 def build(args: argparse.Namespace) -> int:
@@ -65,7 +66,8 @@ def run(args: argparse.Namespace) -> int:
     sizes = _sizes(cg, fw)
     report = {**sizes, "passed": passed, "prompt": gf.text(gf.prompt), "tokens": dev.tokens,
               "text": gf.text(dev.tokens), "reference_tokens": expected, "host_tokens": host,
-              "prefill_instructions": dev.prefill_instructions, "decode_instructions": dev.decode_instructions,
+              "prefill_instructions": dev.prefill_instructions, "prompt_call_instructions": dev.prompt_instructions,
+              "decode_instructions": dev.decode_instructions,
               "sampling": {"top_k": gf.top_k, "seed": gf.seed} if gf.top_k else "greedy"}
     if args.json:
         print(json.dumps(report))
@@ -77,9 +79,9 @@ def run(args: argparse.Namespace) -> int:
     print(f"{'PASS' if passed else 'FAIL'}: device tokens {same(expected)} to the Python reference "
           f"({cg.quantize} model in PyTorch), host build {same(host)}")
     n = len(gf.prompt)
-    print(f"instructions: prefill {dev.prefill_instructions:,} ({n} tokens, "
-          f"{dev.prefill_instructions / n:,.0f} per token); decode {dev.per_decode_token:,.0f} per token "
-          f"({len(dev.decode_instructions)} calls)")
+    print(f"instructions: prompt {dev.prefill_instructions:,} ({n} tokens in {len(dev.prompt_instructions)} call{'s' if len(dev.prompt_instructions) != 1 else ''}, "
+          f"chunk {gf.chunk}; {dev.prefill_instructions / n:,.0f} per token); decode {dev.per_decode_token:,.0f} "
+          f"per token ({len(dev.decode_instructions)} calls)")
     _print_sizes(sizes)
     if not passed:
         print(dev.console.strip()[-2000:], file=sys.stderr)

@@ -7,8 +7,13 @@ The model file defines, besides ``methods = {"prefill": ..., "decode": ...}``:
 - optionally ``top_k`` and ``seed`` (default: greedy) and ``quantize`` (the mode ``--quantize auto``
   picks, e.g. ``"int4-weight"``).
 
-``prefill(tokens[1, T]) -> logits[1, vocab]`` runs the prompt; ``decode(token[1, 1], pos[1]) ->
-logits[1, vocab]`` one token at ``pos``. Both are compiled on their own and rendered into one C library
+``prefill(tokens[1, C], pos[C]) -> logits[1, vocab]`` runs a chunk of C prompt tokens at positions
+``pos``; ``decode(token[1, 1], pos[1]) -> logits[1, vocab]`` one token. The prompt runs as whole chunks
+of C through prefill and its last ``len % C`` tokens through decode, so any prompt length works with one
+compiled chunk length. C trades RAM for speed: prefill's working memory grows with C (every row of the
+chunk is live at once), and with C = 1 the arena is the state plus decode's working set. C comes from
+``prefill_chunk`` in the model file (default: the length of prefill's example input) or
+``--prefill-chunk``. Both methods are compiled on their own and rendered into one C library
 (mcu/emit/c_methods.py) whose firmware runs the generation loop. Three runs of the loop must agree token
 for token: the Python reference (the quantized model in PyTorch, a fresh copy with cleared state), the
 generated C built for the host, and the firmware on the board.
@@ -19,6 +24,7 @@ from __future__ import annotations
 import ast
 import copy
 import ctypes
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -103,6 +109,7 @@ class GenerationFile:
     top_k: int
     seed: int
     quantize: str | None  # the file's own choice for --quantize auto
+    chunk: int  # prompt tokens per prefill call
 
     @property
     def name(self) -> str:
@@ -113,6 +120,23 @@ class GenerationFile:
 
     def text(self, tokens: list[int]) -> str:
         return "".join(self.chars[t] for t in tokens)
+
+    @property
+    def prompt_calls(self) -> int:
+        """prefill calls plus the decode calls of the prompt's remainder."""
+        return len(self.prompt) // self.chunk + len(self.prompt) % self.chunk
+
+    def with_chunk(self, chunk: int) -> GenerationFile:
+        """The same file with prefill compiled for ``chunk`` tokens per call."""
+        if chunk < 1:
+            raise McuError(f"{self.path}: the prefill chunk must be at least 1 token, not {chunk}")
+        spec = self.methods["prefill"]
+        tokens = torch.tensor([[self.prompt[i % len(self.prompt)] for i in range(chunk)]],
+                              dtype=spec.example_inputs[0].dtype)
+        x = (tokens, torch.arange(chunk, dtype=spec.example_inputs[1].dtype))
+        prefill = dataclasses.replace(spec, example_inputs=x, test_inputs=[x],
+                                      calibration=[x] if spec.calibration else None)
+        return dataclasses.replace(self, methods={**self.methods, "prefill": prefill}, chunk=chunk)
 
 
 def load_generation(path: str | Path) -> GenerationFile:
@@ -141,16 +165,32 @@ def load_generation(path: str | Path) -> GenerationFile:
     count = int(getattr(module, "generate_tokens"))
     if count < 1:
         raise McuError(f"{path}: generate_tokens must be at least 1")
+    if not prompt_text:
+        raise McuError(f"{path}: the prompt is empty", hint="generation starts from at least one character")
+    example = specs["prefill"].example_inputs
+    if len(example) != 2 or example[0].dim() != 2 or example[1].dim() != 1:
+        raise McuError(f"{path}: prefill takes (tokens[1, C], pos[C]); its example inputs have shapes "
+                       f"{[tuple(t.shape) for t in example]}",
+                       hint="prefill(tokens, pos) runs C prompt tokens at positions pos (consecutive)")
     quantize = getattr(module, "quantize", None)
-    return GenerationFile(path=path, methods=specs, owner=owner, prompt=[chars.index(c) for c in prompt_text],
-                          count=count, chars=chars, top_k=int(getattr(module, "top_k", 0)),
-                          seed=int(getattr(module, "seed", 1)), quantize=quantize)
+    gf = GenerationFile(path=path, methods=specs, owner=owner, prompt=[chars.index(c) for c in prompt_text],
+                        count=count, chars=chars, top_k=int(getattr(module, "top_k", 0)),
+                        seed=int(getattr(module, "seed", 1)), quantize=quantize, chunk=int(example[0].shape[1]))
+    chunk = getattr(module, "prefill_chunk", None)
+    return gf.with_chunk(int(chunk)) if chunk is not None else gf
 
 
-def _loop(prefill: Callable[[list[int]], np.ndarray], decode: Callable[[int, int], np.ndarray],
-          prompt: list[int], count: int, sampler: Sampler) -> list[int]:
-    """The generation loop every implementation runs: prefill, then sample and decode."""
-    logits = prefill(prompt)
+def _loop(prefill: Callable[[list[int], int], np.ndarray], decode: Callable[[int, int], np.ndarray],
+          gf: GenerationFile, count: int, sampler: Sampler) -> list[int]:
+    """The generation loop every implementation runs: the prompt in chunks through prefill (the remainder
+    through decode), then sample and decode."""
+    prompt, chunk = gf.prompt, gf.chunk
+    whole = len(prompt) - len(prompt) % chunk
+    logits = np.zeros(0, np.float32)
+    for start in range(0, whole, chunk):
+        logits = prefill(prompt[start:start + chunk], start)
+    for pos in range(whole, len(prompt)):
+        logits = decode(prompt[pos], pos)
     tokens: list[int] = []
     for i in range(count):
         tokens.append(sampler(logits))
@@ -176,14 +216,14 @@ def reference_model(gf: GenerationFile, quantize: str) -> torch.nn.Module:
 def reference_tokens(gf: GenerationFile, quantize: str) -> list[int]:
     model = reference_model(gf, quantize)
 
-    def prefill(prompt: list[int]) -> np.ndarray:
-        return model.prefill(torch.tensor([prompt])).numpy()
+    def prefill(chunk: list[int], start: int) -> np.ndarray:
+        return model.prefill(torch.tensor([chunk]), torch.arange(start, start + len(chunk))).numpy()
 
     def decode(token: int, pos: int) -> np.ndarray:
         return model.decode(torch.tensor([[token]]), torch.tensor([pos])).numpy()
 
     with torch.no_grad():
-        return _loop(prefill, decode, gf.prompt, gf.count, gf.sampler())
+        return _loop(prefill, decode, gf, gf.count, gf.sampler())
 
 
 @dataclass
@@ -212,20 +252,22 @@ class CompiledGeneration:
 
 def _check_signatures(gf: GenerationFile, methods: dict[str, Any]) -> None:
     vocab = len(gf.chars)
-    expected = {"prefill": [(1, len(gf.prompt))], "decode": [(1, 1), (1,)]}
+    expected = {"prefill": [(1, gf.chunk), (gf.chunk,)], "decode": [(1, 1), (1,)]}
     for name, cm in methods.items():
         ins = [(tuple(t.shape), t.dtype) for t in cm.graph.inputs]
         outs = [(tuple(t.shape), t.dtype) for t in cm.graph.outputs]
         if ins != [(s, "int32") for s in expected[name]] or outs != [((1, vocab), "float32")]:
             raise McuError(f"{gf.path}: method {name} takes {ins} and returns {outs}; generation needs "
                            f"{[(s, 'int64') for s in expected[name]]} -> [((1, {vocab}), 'float32')]",
-                           hint="prefill(tokens[1, T]) and decode(token[1, 1], pos[1]) return logits[1, vocab]")
+                           hint="prefill(tokens[1, C], pos[C]) and decode(token[1, 1], pos[1]) return logits[1, vocab]")
 
 
 def compile_generation(gf: GenerationFile, board: str | Board = "mps2-an505",
-                       quantize: str = "auto") -> CompiledGeneration:
+                       quantize: str = "auto", chunk: int | None = None) -> CompiledGeneration:
     from mcu.api import compile_spec
 
+    if chunk is not None and chunk != gf.chunk:
+        gf = gf.with_chunk(chunk)
     board = load_board(board) if isinstance(board, str) else board
     if quantize == "auto":
         quantize = gf.quantize or "none"
@@ -258,9 +300,11 @@ def host_tokens(cg: CompiledGeneration) -> list[int]:
             raise McuError(f"the host build's {what} returned status {status} ({status_str(status)})")
         return logits.copy()
 
-    def prefill(prompt: list[int]) -> np.ndarray:
-        tokens = np.asarray(prompt, dtype=np.int32)
-        return check(prefill_fn(tokens.ctypes.data_as(ctypes.c_void_p), out), "prefill")
+    def prefill(chunk: list[int], start: int) -> np.ndarray:
+        tokens = np.asarray(chunk, dtype=np.int32)
+        pos = np.arange(start, start + len(chunk), dtype=np.int32)
+        return check(prefill_fn(tokens.ctypes.data_as(ctypes.c_void_p), pos.ctypes.data_as(ctypes.c_void_p), out),
+                     "prefill")
 
     def decode(token: int, pos: int) -> np.ndarray:
         t = np.asarray([token], dtype=np.int32)
@@ -268,7 +312,7 @@ def host_tokens(cg: CompiledGeneration) -> list[int]:
         return check(decode_fn(t.ctypes.data_as(ctypes.c_void_p), q.ctypes.data_as(ctypes.c_void_p), out), "decode")
 
     reset()
-    return _loop(prefill, decode, cg.file.prompt, cg.file.count, cg.file.sampler())
+    return _loop(prefill, decode, cg.file, cg.file.count, cg.file.sampler())
 
 
 # --- the firmware -----------------------------------------------------------------------------------------
@@ -281,7 +325,8 @@ class GenerationFirmware:
 
 
 def firmware_sources(cg: CompiledGeneration, expected: list[int]) -> dict[str, str]:
-    g = {"prompt": cg.file.prompt, "count": cg.file.count, "expected": expected, "top_k": cg.file.top_k,
+    g = {"prompt": cg.file.prompt, "chunk": cg.file.chunk, "count": cg.file.count, "expected": expected,
+         "top_k": cg.file.top_k,
          "seed": cg.file.seed & 0xFFFFFFFF or 1}
     main = environment().get_template("generate_main.c.j2").render(lib=cg.library.view, g=g)
     return {**cg.library.files, "main.c": main}
@@ -309,9 +354,14 @@ class GenerationRun:
     tokens: list[int]
     text: str
     passed: bool
-    prefill_instructions: int
-    decode_instructions: list[int]
+    prompt_instructions: list[int]  # per call: the prefill chunks, then the remainder's decode calls
+    decode_instructions: list[int]  # per generated token after the first
     console: str
+
+    @property
+    def prefill_instructions(self) -> int:
+        """The whole prompt."""
+        return sum(self.prompt_instructions)
 
     @property
     def per_decode_token(self) -> float:
@@ -336,11 +386,13 @@ def run_generation_firmware(cg: CompiledGeneration, fw: Any) -> GenerationRun:
             text = line[5:]
         elif line.startswith("RESULT "):
             passed = parts[1] == "PASS"
-    if not result.instructions:
-        raise McuError("the simulator measured no prefill or decode call", hint=result.console[-2000:])
+    calls = cg.file.prompt_calls
+    if len(result.instructions) < calls:
+        raise McuError(f"the simulator measured {len(result.instructions)} calls; the prompt alone makes {calls}",
+                       hint=result.console[-2000:])
     return GenerationRun(tokens=tokens, text=text, passed=passed and result.exit_code == 0,
-                         prefill_instructions=result.instructions[0], decode_instructions=result.instructions[1:],
-                         console=result.console)
+                         prompt_instructions=result.instructions[:calls],
+                         decode_instructions=result.instructions[calls:], console=result.console)
 
 
 # --- the program file -------------------------------------------------------------------------------------
@@ -362,10 +414,11 @@ def program_tokens(cg: CompiledGeneration, image: Any = None) -> list[int]:
     prefill, decode = program.method("prefill"), program.method("decode")
     program.reset_state()
 
-    def run_prefill(prompt: list[int]) -> np.ndarray:
-        return prefill.run_raw(np.asarray(prompt, np.int32), keep_state=True)[0]
+    def run_prefill(chunk: list[int], start: int) -> np.ndarray:
+        return prefill.run_raw(np.asarray(chunk, np.int32), np.arange(start, start + len(chunk), dtype=np.int32),
+                               keep_state=True)[0]
 
     def run_decode(token: int, pos: int) -> np.ndarray:
         return decode.run_raw(np.asarray([token], np.int32), np.asarray([pos], np.int32), keep_state=True)[0]
 
-    return _loop(run_prefill, run_decode, cg.file.prompt, cg.file.count, cg.file.sampler())
+    return _loop(run_prefill, run_decode, cg.file, cg.file.count, cg.file.sampler())

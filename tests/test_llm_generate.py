@@ -35,6 +35,7 @@ def test_mcu_run_generates_the_reference_tokens_on_the_simulated_m33() -> None:
     assert len(r["tokens"]) >= 64
     assert r["tokens"] == r["reference_tokens"] == r["host_tokens"]
     assert len(r["decode_instructions"]) == len(r["tokens"]) - 1
+    assert len(r["prompt_call_instructions"]) == len(r["prompt"]) // r["prefill_chunk"] + len(r["prompt"]) % r["prefill_chunk"]
     words = r["text"].split()
     assert len(words) >= 8 and sum(w.strip(",.;:").isalpha() for w in words) >= 0.7 * len(words), r["text"]
     print(f"\n{r['prompt']!r} -> {r['text']!r}\nprefill {r['prefill_instructions']:,} instructions, decode "
@@ -74,8 +75,7 @@ def test_weights_are_4_bit_and_embeddings_8_bit(generation) -> None:
     for name, cm in generation.methods.items():
         kinds = [op.kind for op in cm.graph.ops]
         assert kinds.count("linear_w4") == 4 * 4 + 1, name  # qkv, proj, two MLP layers per block, the head
-        # prefill's positions 0..T-1 are constants: their embedding rows fold at compile time
-        assert kinds.count("embedding_s8") == (1 if name == "prefill" else 2), name
+        assert kinds.count("embedding_s8") == 2, name  # tokens and positions, both run-time inputs
         assert "linear" not in kinds and "embedding" not in kinds, name
         assert not cm.graph.fallbacks, cm.graph.fallbacks
 
@@ -95,9 +95,25 @@ def test_the_kv_cache_is_shared_and_never_copied(generation) -> None:
         assert work <= 1.25 * (cm.memory.lower_bound - state) + 1024, (name, work, cm.memory.lower_bound - state)
     decode_work = methods["decode"].memory.arena_size - state
     assert decode_work < 49_152  # less than one layer's K cache: no copy of any state buffer is live
+    # the library's one arena: the state plus decode's working set (prefill runs 1 token per call here)
+    assert generation.file.chunk == 1
+    assert generation.arena_bytes() == state + decode_work
+    assert generation.library.view.arena_size == generation.arena_bytes()  # what the firmware reserves
     # both methods place every state buffer at the same offset (the library checks it too)
     offsets = [{n: cm.memory.offset(t) for n, t in cm.graph.state.items()} for cm in methods.values()]
     assert offsets[0] == offsets[1]
+
+
+@pytest.mark.parametrize("chunk", [5, 16])
+def test_prompt_chunks_of_any_length_generate_the_reference_tokens(generation, chunk: int) -> None:
+    """A prompt of 16 in chunks of 5: three prefill calls and one decode call for the remainder; in one
+    chunk of 16: one call. Prefill's working memory grows with the chunk (each row is live at once)."""
+    gf = generation.file.with_chunk(chunk)
+    assert gf.prompt_calls == (4 if chunk == 5 else 1)
+    cg = compile_generation(gf, "mps2-an505", generation.quantize)
+    assert host_tokens(cg) == reference_tokens(gf, cg.quantize)
+    work = {name: cm.memory.arena_size - cg.state_bytes for name, cm in cg.methods.items()}
+    assert work["prefill"] > (chunk - 1) * work["decode"]
 
 
 def test_fits_a_pico2() -> None:

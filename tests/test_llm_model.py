@@ -39,7 +39,8 @@ def test_prefill_and_decode_equal_the_full_forward(llm) -> None:
         full = model(tokens)[0]
         model.reset_cache()
         cut = 20
-        torch.testing.assert_close(model.prefill(tokens[:, :cut]), full[cut - 1:cut], rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(model.prefill(tokens[:, :cut], torch.arange(cut)), full[cut - 1:cut],
+                                   rtol=1e-5, atol=1e-5)
         for i in range(cut, tokens.shape[1]):
             step = model.decode(tokens[:, i:i + 1], torch.tensor([i]))
             torch.testing.assert_close(step, full[i:i + 1], rtol=1e-5, atol=1e-5)
@@ -53,8 +54,9 @@ def test_greedy_generation_is_text(llm) -> None:
 
 
 def _dynamic_prompt() -> tuple:
-    """The prompt length T of prefill(tokens[1, T]) free in [2, 127] (the method takes *args)."""
-    return (({1: torch.export.Dim("T", min=2, max=127)},),)
+    """The chunk length T of prefill(tokens[1, T], pos[T]) free in [2, 127] (the method takes *args)."""
+    t = torch.export.Dim("T", min=2, max=127)
+    return (({1: t}, {0: t}),)
 
 
 def _ops(ep: torch.export.ExportedProgram) -> Counter:
@@ -91,5 +93,6 @@ def test_exported_prefill_runs_other_prompt_lengths(llm) -> None:
     tokens = torch.tensor([llm.encode("And the evening and the morning were the third day.")])
     with torch.no_grad():
         llm.model.reset_cache()
-        want = llm.model.prefill(tokens)
-    torch.testing.assert_close(ep.module()(tokens), want, rtol=1e-5, atol=1e-5)
+        pos = torch.arange(tokens.shape[1])
+        want = llm.model.prefill(tokens, pos)
+    torch.testing.assert_close(ep.module()(tokens, pos), want, rtol=1e-5, atol=1e-5)
