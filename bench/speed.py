@@ -88,7 +88,7 @@ def per_layer(cm: CompiledModel) -> list[tuple[str, str, int]]:
     files = dict(cm.firmware_sources())
     model_c = f"{cm.library.prefix}_model.c"
     files[model_c] = TRACE_PRELUDE + files[model_c]
-    out_dir = cache_dir() / "bench_speed" / cm.board.name / cm.library.prefix
+    out_dir = cache_dir() / "bench_speed" / cm.board.name / (cm.library.prefix + ("-" + "-".join(sorted({bk for bk, _ in cm.partitions.partitions})) if cm.partitions else ""))
     src = out_dir / "src"
     src.mkdir(parents=True, exist_ok=True)
     for name, text in files.items():
@@ -97,7 +97,8 @@ def per_layer(cm: CompiledModel) -> list[tuple[str, str, int]]:
     sources = [src / n for n in files if n.endswith(".c")]
     sources += [rt / "kernels" / s for s in cm.library.kernel_sources]
     sources += [rt / s for s in cm.library.runtime_sources]
-    fw = build_firmware(cm.board, sources, [src, rt / "include"], out_dir)
+    includes = [src, rt / "include", *map(Path, cm.library.include_dirs)]  # CMSIS-NN's headers when it serves
+    fw = build_firmware(cm.board, sources, includes, out_dir)
     counts = run_qemu(cm.board, fw.elf).instructions
     steps = cm.library.view.steps
     # counts: [input copy, op 0, op 1, ..., last op + output copy, then the same for the next vectors]

@@ -84,6 +84,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=600.0, help="simulator timeout in seconds (default 600)")
     p.add_argument("--sim", choices=("qemu", "renode"), default=None,
                    help="simulator (default: the board's, see `mcu boards`); renode needs Renode installed")
+    p.add_argument("--program", action="store_true",
+                   help="text generation: run the program file on the interpreter firmware (the model in its "
+                        "flash region, loaded at boot) instead of the generated C")
 
     p = sub.add_parser("export", help="write the generated C library to a folder, or a program file",
                        description="Write a self-contained C library (header, sources, weights, runtime subset, "
@@ -356,6 +359,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         from mcu import cli_generate
 
         return cli_generate.run(args)
+    if getattr(args, "program", False):
+        raise McuError("--program applies to text-generation model files (methods prefill and decode)",
+                       hint="for other models: `mcu export --format program --bundle-tests` and the interpreter "
+                            "firmware (mcu.program.device)")
     cm = _compile(args)
     fw = cm.build()
     sim = cm.simulate(timeout_s=args.timeout)

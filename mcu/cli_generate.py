@@ -31,6 +31,9 @@ def _sizes(cg: CompiledGeneration, fw: Any) -> dict[str, Any]:
 
 
 def _print_sizes(s: dict[str, Any]) -> None:
+    if "program_bytes" in s:
+        print(f"program file {s['program_bytes']:,} B (in the interpreter firmware's program region); the firmware "
+              "below holds the interpreter and the kernels the program uses, its RAM the largest arena it accepts")
     print(f"flash {s['flash_bytes']:,} B of {s['board_flash_bytes']:,} B; RAM {s['ram_bytes']:,} B of "
           f"{s['board_ram_bytes']:,} B ({s['board']}, {s['quantize']})")
     print(f"arena {s['arena_bytes']:,} B = state (KV cache) {s['state_bytes']:,} B + working memory "
@@ -60,11 +63,21 @@ def run(args: argparse.Namespace) -> int:
     gf = cg.file
     expected = reference_tokens(gf, cg.quantize)
     host = host_tokens(cg)
-    fw = build_generation_firmware(cg, expected)
-    dev = run_generation_firmware(cg, fw)
+    if getattr(args, "program", False):
+        from mcu.generate import build_program_generation_firmware, program_image, run_program_generation
+
+        image = program_image(cg)
+        fw = build_program_generation_firmware(cg, expected, image)
+        dev = run_program_generation(cg, expected, image, fw)
+    else:
+        fw = build_generation_firmware(cg, expected)
+        dev = run_generation_firmware(cg, fw)
     passed = dev.passed and dev.tokens == expected and host == expected
     sizes = _sizes(cg, fw)
-    report = {**sizes, "passed": passed, "prompt": gf.text(gf.prompt), "tokens": dev.tokens,
+    if getattr(args, "program", False):
+        sizes["program_bytes"] = len(image.program)
+    report = {**sizes, "passed": passed, "runs": "program file on the interpreter" if getattr(args, "program", False)
+              else "generated C", "prompt": gf.text(gf.prompt), "tokens": dev.tokens,
               "text": gf.text(dev.tokens), "reference_tokens": expected, "host_tokens": host,
               "prefill_instructions": dev.prefill_instructions, "prompt_call_instructions": dev.prompt_instructions,
               "decode_instructions": dev.decode_instructions,

@@ -324,11 +324,14 @@ class GenerationFirmware:
     expected: list[int]
 
 
+def _loop_view(cg: CompiledGeneration, expected: list[int]) -> dict[str, Any]:
+    """What codegen/generate_loop.j2 renders: the prompt, its chunking, the sampling, the expected tokens."""
+    return {"prompt": cg.file.prompt, "chunk": cg.file.chunk, "count": cg.file.count, "expected": expected,
+            "top_k": cg.file.top_k, "seed": cg.file.seed & 0xFFFFFFFF or 1}
+
+
 def firmware_sources(cg: CompiledGeneration, expected: list[int]) -> dict[str, str]:
-    g = {"prompt": cg.file.prompt, "chunk": cg.file.chunk, "count": cg.file.count, "expected": expected,
-         "top_k": cg.file.top_k,
-         "seed": cg.file.seed & 0xFFFFFFFF or 1}
-    main = environment().get_template("generate_main.c.j2").render(lib=cg.library.view, g=g)
+    main = environment().get_template("generate_main.c.j2").render(lib=cg.library.view, g=_loop_view(cg, expected))
     return {**cg.library.files, "main.c": main}
 
 
@@ -375,10 +378,15 @@ def run_generation_firmware(cg: CompiledGeneration, fw: Any) -> GenerationRun:
         raise McuError(f"board '{cg.board.name}' has no simulator here",
                        hint="run generation on a QEMU board, e.g. --board mps2-an505")
     result = run_qemu(cg.board, fw.elf, timeout_s=900)
+    return _parse_run(cg, result.console, result.instructions, result.exit_code)
+
+
+def _parse_run(cg: CompiledGeneration, console: str, instructions: list[int], exit_code: int) -> GenerationRun:
+    """A generation firmware's console (TOKEN, TEXT, RESULT lines) and its per-call instruction counts."""
     tokens: list[int] = []
     text = ""
     passed = False
-    for line in result.console.splitlines():
+    for line in console.splitlines():
         parts = line.split(" ")
         if parts[0] == "TOKEN" and len(parts) == 3:
             tokens.append(int(parts[2]))
@@ -387,12 +395,12 @@ def run_generation_firmware(cg: CompiledGeneration, fw: Any) -> GenerationRun:
         elif line.startswith("RESULT "):
             passed = parts[1] == "PASS"
     calls = cg.file.prompt_calls
-    if len(result.instructions) < calls:
-        raise McuError(f"the simulator measured {len(result.instructions)} calls; the prompt alone makes {calls}",
-                       hint=result.console[-2000:])
-    return GenerationRun(tokens=tokens, text=text, passed=passed and result.exit_code == 0,
-                         prompt_instructions=result.instructions[:calls],
-                         decode_instructions=result.instructions[calls:], console=result.console)
+    if len(instructions) < calls:
+        raise McuError(f"the simulator measured {len(instructions)} calls; the prompt alone makes {calls}",
+                       hint=console[-2000:])
+    return GenerationRun(tokens=tokens, text=text, passed=passed and exit_code == 0,
+                         prompt_instructions=instructions[:calls], decode_instructions=instructions[calls:],
+                         console=console)
 
 
 # --- the program file -------------------------------------------------------------------------------------
@@ -422,3 +430,30 @@ def program_tokens(cg: CompiledGeneration, image: Any = None) -> list[int]:
         return decode.run_raw(np.asarray([token], np.int32), np.asarray([pos], np.int32), keep_state=True)[0]
 
     return _loop(run_prefill, run_decode, cg.file, cg.file.count, cg.file.sampler())
+
+
+def build_program_generation_firmware(cg: CompiledGeneration, expected: list[int], image: Any = None) -> Any:
+    """The interpreter firmware with the generation loop (codegen/program_generate_main.c.j2): the model
+    comes from the program file loaded into its flash region at run time; only the kernels it uses."""
+    from mcu.program.device import build_interpreter_firmware, firmware_view
+
+    image = image or program_image(cg)
+    g = _loop_view(cg, expected)
+    main = environment().get_template("program_generate_main.c.j2").render(
+        f=firmware_view(cg.board), g=g, tokens=[ord(c) for c in cg.file.chars], state_bytes=cg.state_bytes)
+    kernels = {fn for steps in image.instructions.values() for _, fn in steps}
+    return build_interpreter_firmware(cg.board, kernels, main=main)
+
+
+def run_program_generation(cg: CompiledGeneration, expected: list[int], image: Any = None,
+                           fw: Any = None) -> GenerationRun:
+    """The generation loop on the simulated board through the interpreter firmware and the program file."""
+    from mcu.program.device import run_program
+
+    if cg.board.sim_kind != "qemu":
+        raise McuError(f"board '{cg.board.name}' has no simulator here",
+                       hint="run generation on a QEMU board, e.g. --board mps2-an505")
+    image = image or program_image(cg)
+    fw = fw or build_program_generation_firmware(cg, expected, image)
+    run = run_program(cg.board, fw.elf, image.program, timeout_s=900)
+    return _parse_run(cg, run.console, run.instructions, run.exit_code)

@@ -152,3 +152,16 @@ def test_kept_arenas_are_cleared_by_reset_state(generation) -> None:
     program.reset_state()
     np.testing.assert_array_equal(decode.run_raw(np.asarray([5], np.int32), np.asarray([3], np.int32),
                                                  keep_state=True)[0], fresh)
+
+
+@requires_qemu
+def test_the_interpreter_firmware_generates_the_reference_tokens_from_the_program_file(generation) -> None:
+    """The program file in the interpreter firmware's flash region: prefill and decode found by name, run
+    on one arena (the KV cache kept between calls); same tokens as the Python reference."""
+    from mcu.generate import run_program_generation
+
+    want = reference_tokens(generation.file, generation.quantize)
+    run = run_program_generation(generation, want)
+    assert run.passed and run.tokens == want, run.console[-1500:]
+    assert len(run.prompt_instructions) == generation.file.prompt_calls
+    assert len(run.decode_instructions) == generation.file.count - 1

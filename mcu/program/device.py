@@ -89,23 +89,28 @@ def kernel_sources(functions: Iterable[str] | None = None) -> list[Path]:
     return [kdir / f"{f}.c" for f in sorted(set(functions))]
 
 
-def render_main(board: Board) -> str:
+def firmware_view(board: Board) -> _FirmwareView:
+    """What an interpreter firmware's main needs to know of the board's layout."""
     layout = program_layout(board)
-    view = _FirmwareView(board=board.name, version=__version__, region_hex=f"0x{layout.program.origin:08x}",
+    return _FirmwareView(board=board.name, version=__version__, region_hex=f"0x{layout.program.origin:08x}",
                          region_size=layout.program.length, weights_hex=f"0x{layout.weights.origin:08x}",
                          weights_size=layout.weights.length, arena_bytes=layout.arena_bytes,
                          output_bytes=layout.output_bytes)
-    return environment().get_template("program_firmware_main.c.j2").render(f=view)
+
+
+def render_main(board: Board) -> str:
+    return environment().get_template("program_firmware_main.c.j2").render(f=firmware_view(board))
 
 
 def build_interpreter_firmware(board: Board, kernels: Iterable[str] | None = None,
-                               out_dir: Path | None = None, trace: bool = False) -> Firmware:
+                               out_dir: Path | None = None, trace: bool = False, main: str | None = None) -> Firmware:
     """The interpreter firmware for ``board``: every kernel, or only ``kernels`` (C function names).
 
     ``trace``: with the event tracer compiled in (``MCU_TRACE``: a TRACE line per instruction, and the
-    per-op region the instruction-count plugin measures), for ``mcu profile --program``."""
+    per-op region the instruction-count plugin measures), for ``mcu profile --program``. ``main``: another
+    main than the test-vector harness (the C text; e.g. mcu.generate's generation loop)."""
     layout = program_layout(board)
-    main = render_main(board)
+    main = main if main is not None else render_main(board)
     subset = None if kernels is None else sorted(set(kernels))
     defines: dict[str, str | int | None] = {}
     if subset is not None:
