@@ -1,0 +1,105 @@
+/* Shared pieces of the integer recurrent layers (mcu_lstm_s8, mcu_gru_s8); mcu/quant/recurrent.py mirrors
+ * every function here. Internal: static inline only.
+ *
+ * Gate pre-activations are int16 Q3.12; sigmoid and tanh give Q0.15 from a 257-entry table
+ * T[k] = round(2^15 sigmoid(k / 32)) read at |x| / 2^7 (tanh: at 2|x|, saturating at T[256]) with linear
+ * interpolation on the 7 bits below, and the symmetries sigmoid(-x) = 1 - sigmoid(x), tanh(-x) = -tanh(x). */
+#ifndef MCU_KERNELS_INTERNAL_RECURRENT_S8_H
+#define MCU_KERNELS_INTERNAL_RECURRENT_S8_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mcu/kernels_s8.h"
+
+#include "check.h"
+#include "requant.h"
+
+#define MCU_RECURRENT_GATE_FRAC 12
+
+static inline int32_t mcu_sat_s16(int32_t v)
+{
+    return v > INT16_MAX ? INT16_MAX : v < INT16_MIN ? INT16_MIN : v;
+}
+
+/* round(v / 2^s), ties up (floor((v + 2^(s-1)) / 2^s)), s in [0, 31]; v + 2^(s-1) must not overflow. */
+static inline int32_t mcu_round_shift(int32_t v, int32_t s)
+{
+    return s == 0 ? v : mcu_asr32(v + ((int32_t)1 << (s - 1)), s);
+}
+
+/* T at a / 2^idx_shift, interpolated on the idx_shift bits below (scaled to 7 bits); a >= 0. */
+static inline int32_t mcu_recurrent_lookup(const int16_t *table, int32_t a, int32_t idx_shift)
+{
+    const int32_t idx = a >> idx_shift;
+    if (idx >= MCU_RECURRENT_S8_TABLE_SIZE - 1) {
+        return table[MCU_RECURRENT_S8_TABLE_SIZE - 1];
+    }
+    const int32_t frac = (a & ((1 << idx_shift) - 1)) << (7 - idx_shift);
+    const int32_t lo = table[idx];
+    return lo + (((table[idx + 1] - lo) * frac + 64) >> 7); /* the table increases: a non-negative shift */
+}
+
+static inline int32_t mcu_sigmoid_s16(const int16_t *table, int32_t x)
+{
+    const int32_t s = mcu_recurrent_lookup(table, x < 0 ? -x : x, 7);
+    return x >= 0 ? s : 32768 - s;
+}
+
+static inline int32_t mcu_tanh_s16(const int16_t *table, int32_t x)
+{
+    const int32_t t = 2 * mcu_recurrent_lookup(table, x < 0 ? -x : x, 6) - 32768;
+    return x >= 0 ? t : -t;
+}
+
+/* bias + sum(w * q) over n int8 pairs, requantized and saturated to int16 (|bias| <= 2^30, n <= 4096:
+ * no overflow). */
+static inline int32_t mcu_recurrent_product(const int8_t *w, const int8_t *q, int32_t n, int32_t bias,
+                                            int32_t multiplier, int32_t shift)
+{
+    int32_t acc = bias;
+    for (int32_t k = 0; k < n; ++k) {
+        acc += (int32_t)w[k] * q[k];
+    }
+    return mcu_sat_s16(mcu_requantize(acc, multiplier, shift));
+}
+
+/* The checks both kernels make; `gates` is 4 (LSTM) or 3 (GRU). */
+static inline mcu_status mcu_recurrent_check(const mcu_context *ctx, const mcu_recurrent_s8_params *p,
+                                             const int8_t *input, const int8_t *w_ih, const int8_t *w_hh,
+                                             const int32_t *rows, const int16_t *table, const int8_t *output,
+                                             int32_t gates, int32_t scratch)
+{
+    MCU_REQUIRE(ctx != NULL && p != NULL && input != NULL && w_ih != NULL && w_hh != NULL && rows != NULL &&
+                    table != NULL && output != NULL && ctx->buf != NULL,
+                MCU_ERR_NULL_POINTER);
+    MCU_REQUIRE(p->batch > 0 && p->steps > 0 && p->input_size > 0 && p->hidden > 0 &&
+                    p->input_size <= MCU_RECURRENT_S8_MAX_FEATURES && p->hidden <= MCU_RECURRENT_S8_MAX_FEATURES,
+                MCU_ERR_SHAPE);
+    const int32_t in_dims[3] = {p->batch, p->steps, p->input_size};
+    const int32_t out_dims[3] = {p->batch, p->steps, p->hidden};
+    const int32_t in_count = mcu_checked_count(in_dims, 3, 1);
+    const int32_t out_count = mcu_checked_count(out_dims, 3, 1);
+    MCU_REQUIRE(in_count > 0 && out_count > 0, MCU_ERR_SHAPE);
+    MCU_REQUIRE(mcu_output_offset_valid(p->hidden_zp) && mcu_quant_valid(p->out_mult, p->out_shift) &&
+                    p->state_shift >= 0 && p->state_shift <= 15,
+                MCU_ERR_INVALID_ARG);
+    MCU_REQUIRE(ctx->size >= scratch && ((uintptr_t)ctx->buf & 1u) == 0, MCU_ERR_BUFFER_TOO_SMALL);
+    for (int32_t r = 0; r < gates * p->hidden; ++r) {
+        const int32_t *q = rows + 6 * r;
+        MCU_REQUIRE(q[0] >= -MCU_RECURRENT_S8_MAX_BIAS && q[0] <= MCU_RECURRENT_S8_MAX_BIAS &&
+                        q[3] >= -MCU_RECURRENT_S8_MAX_BIAS && q[3] <= MCU_RECURRENT_S8_MAX_BIAS &&
+                        mcu_quant_valid(q[1], q[2]) && mcu_quant_valid(q[4], q[5]),
+                    MCU_ERR_INVALID_ARG);
+    }
+    for (int32_t k = 0; k < MCU_RECURRENT_S8_TABLE_SIZE; ++k) { /* increasing in [0, 2^15) */
+        MCU_REQUIRE(table[k] >= 0 && (k == 0 || table[k] >= table[k - 1]), MCU_ERR_INVALID_ARG);
+    }
+    MCU_REQUIRE(!mcu_overlaps(input, (size_t)in_count, output, (size_t)out_count) &&
+                    !mcu_overlaps(ctx->buf, (size_t)scratch, output, (size_t)out_count) &&
+                    !mcu_overlaps(ctx->buf, (size_t)scratch, input, (size_t)in_count),
+                MCU_ERR_INVALID_ARG);
+    return MCU_OK;
+}
+
+#endif /* MCU_KERNELS_INTERNAL_RECURRENT_S8_H */
