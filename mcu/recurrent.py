@@ -123,7 +123,7 @@ class _IntRecurrent(nn.Module):
         if hx is not None:  # an initial state: the original module (an fp32 island in int8 models)
             return self.original(x, hx)
         unbatched = x.dim() == 2
-        seq = x.unsqueeze(0) if unbatched else (x if self.batch_first else x.transpose(0, 1))
+        seq = x.unsqueeze(0) if unbatched else (x if self.batch_first else x.permute(1, 0, 2))
         finals_h, finals_c = [], []
         for k in range(self.original.num_layers):
             weights = self._layer(k)
@@ -132,7 +132,7 @@ class _IntRecurrent(nn.Module):
             finals_h.append(seq[:, -1])
             if self.kind == "lstm":
                 finals_c.append(FINAL_CELL(layer_in, *weights))
-        out = seq.squeeze(0) if unbatched else (seq if self.batch_first else seq.transpose(0, 1))
+        out = seq.squeeze(0) if unbatched else (seq if self.batch_first else seq.permute(1, 0, 2))
         h_n = torch.stack(finals_h, dim=0)
         h_n = h_n.squeeze(1) if unbatched else h_n
         if self.kind == "gru":

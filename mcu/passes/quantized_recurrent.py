@@ -13,10 +13,11 @@ KINDS = ("lstm", "gru")
 TABLE_NAME = "recurrent_sigmoid_table"
 
 
-def scratch_bytes(kind: str, hidden: int) -> int:
-    """int16 gates [4H] (the LSTM's pre-activations; the GRU's 3H plus Whn h), the LSTM's int16 cell [H],
-    the int8 hidden state [H]."""
-    return 8 * hidden + (2 * hidden if kind == "lstm" else 0) + hidden
+def scratch_bytes(kind: str, features: int, hidden: int) -> int:
+    """mcu_lstm_s8/mcu_gru_s8_get_buffer_size: int16 gates [4H] (the LSTM's pre-activations; the GRU's 3H
+    plus Whn h), the LSTM's int16 cell [H], the step's input and hidden state widened to int16, the int8
+    hidden state [H]."""
+    return 2 * (5 if kind == "lstm" else 4) * hidden + 2 * (features + hidden) + hidden
 
 
 def _table(graph: Graph) -> Tensor:
@@ -42,7 +43,7 @@ def _convert(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
               Tensor(f"{op.name}_rows", p.rows.shape, "int32", data=p.rows),
               _table(graph)]
     attrs = {"hidden_zp": p.hidden_zp, "out_mult": p.out_mult, "out_shift": p.out_shift,
-             "state_shift": p.state_shift, "scratch_bytes": scratch_bytes(op.kind, hidden)}
+             "state_shift": p.state_shift, "scratch_bytes": scratch_bytes(op.kind, features, hidden)}
     return Op(op.kind, [x, *consts], [out], attrs, op.name, op.source)
 
 

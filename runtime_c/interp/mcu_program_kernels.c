@@ -709,7 +709,7 @@ mcu_status mcu_program_check_kernel(uint32_t kernel, const mcu_operand_desc *ops
         const int32_t rows = kernel == MCU_K_LSTM_S8 ? 4 : 3;
         const int32_t in_dims[3] = {p[0], p[1], p[2]};
         const int32_t out_dims[3] = {p[0], p[1], p[3]};
-        need[0] = mulcap(kernel == MCU_K_LSTM_S8 ? 11u : 9u, p[3]);
+        need[0] = mulcap(kernel == MCU_K_LSTM_S8 ? 13u : 11u, p[3]) + mulcap(2u, p[2]); /* < 2^17 once checked */
         need[1] = prod(in_dims, 3);
         need[2] = mulcap(mulcap((uint32_t)rows, p[3]), p[2]);
         need[3] = mulcap(mulcap((uint32_t)rows, p[3]), p[3]);

@@ -15,7 +15,7 @@
 
 int32_t mcu_gru_s8_get_buffer_size(const mcu_recurrent_s8_params *p)
 {
-    return p == NULL || p->hidden <= 0 || p->hidden > MCU_RECURRENT_S8_MAX_FEATURES ? 0 : 9 * p->hidden;
+    return mcu_recurrent_scratch(p, 4);
 }
 
 mcu_status mcu_gru_s8(const mcu_context *ctx, const mcu_recurrent_s8_params *p, const int8_t *input,
@@ -28,19 +28,23 @@ mcu_status mcu_gru_s8(const mcu_context *ctx, const mcu_recurrent_s8_params *p, 
                                   mcu_gru_s8_get_buffer_size(p)));
     int16_t *gates = (int16_t *)ctx->buf; /* r, z pre-activations, then the input part of n */
     int16_t *cand = gates + 3 * hidden;   /* Whn h + bhn */
-    int8_t *h = (int8_t *)(cand + hidden);
+    int16_t *col_x = cand + hidden;
+    int16_t *col_h = col_x + p->input_size;
+    int8_t *h = (int8_t *)(col_h + hidden);
     const int32_t cand_shift = p->state_shift + 15 - MCU_RECURRENT_GATE_FRAC;
     for (int32_t b = 0; b < p->batch; ++b) {
         memset(h, p->hidden_zp, (size_t)hidden);
         for (int32_t t = 0; t < p->steps; ++t) {
             const size_t step = (size_t)b * (size_t)p->steps + (size_t)t;
             const int8_t *x = input + step * (size_t)p->input_size;
+            mcu_recurrent_widen(x, p->input_size, col_x);
+            mcu_recurrent_widen(h, hidden, col_h);
             for (int32_t r = 0; r < 3 * hidden; ++r) {
                 const int32_t *q = rows + 6 * r;
-                const int32_t gx = mcu_recurrent_product(w_ih + (size_t)r * (size_t)p->input_size, x, p->input_size,
-                                                         q[0], q[1], q[2]);
-                const int32_t gh = mcu_recurrent_product(w_hh + (size_t)r * (size_t)hidden, h, hidden, q[3], q[4],
-                                                         q[5]);
+                const int32_t gx = mcu_recurrent_product(w_ih + (size_t)r * (size_t)p->input_size, x, col_x,
+                                                         p->input_size, q[0], q[1], q[2]);
+                const int32_t gh = mcu_recurrent_product(w_hh + (size_t)r * (size_t)hidden, h, col_h, hidden, q[3],
+                                                         q[4], q[5]);
                 if (r < 2 * hidden) {
                     gates[r] = (int16_t)mcu_sat_s16(gx + gh);
                 } else {

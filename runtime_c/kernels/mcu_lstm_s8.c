@@ -17,7 +17,7 @@
 
 int32_t mcu_lstm_s8_get_buffer_size(const mcu_recurrent_s8_params *p)
 {
-    return p == NULL || p->hidden <= 0 || p->hidden > MCU_RECURRENT_S8_MAX_FEATURES ? 0 : 11 * p->hidden;
+    return mcu_recurrent_scratch(p, 5);
 }
 
 mcu_status mcu_lstm_s8(const mcu_context *ctx, const mcu_recurrent_s8_params *p, const int8_t *input,
@@ -30,7 +30,9 @@ mcu_status mcu_lstm_s8(const mcu_context *ctx, const mcu_recurrent_s8_params *p,
                                   mcu_lstm_s8_get_buffer_size(p)));
     int16_t *gates = (int16_t *)ctx->buf;
     int16_t *cell = gates + 4 * hidden;
-    int8_t *h = (int8_t *)(cell + hidden);
+    int16_t *col_x = cell + hidden;
+    int16_t *col_h = col_x + p->input_size;
+    int8_t *h = (int8_t *)(col_h + hidden);
     const int32_t cs = p->state_shift;
     for (int32_t b = 0; b < p->batch; ++b) {
         memset(h, p->hidden_zp, (size_t)hidden);
@@ -38,12 +40,14 @@ mcu_status mcu_lstm_s8(const mcu_context *ctx, const mcu_recurrent_s8_params *p,
         for (int32_t t = 0; t < p->steps; ++t) {
             const size_t step = (size_t)b * (size_t)p->steps + (size_t)t;
             const int8_t *x = input + step * (size_t)p->input_size;
+            mcu_recurrent_widen(x, p->input_size, col_x);
+            mcu_recurrent_widen(h, hidden, col_h);
             for (int32_t r = 0; r < 4 * hidden; ++r) {
                 const int32_t *q = rows + 6 * r;
-                const int32_t gx = mcu_recurrent_product(w_ih + (size_t)r * (size_t)p->input_size, x, p->input_size,
-                                                         q[0], q[1], q[2]);
-                const int32_t gh = mcu_recurrent_product(w_hh + (size_t)r * (size_t)hidden, h, hidden, q[3], q[4],
-                                                         q[5]);
+                const int32_t gx = mcu_recurrent_product(w_ih + (size_t)r * (size_t)p->input_size, x, col_x,
+                                                         p->input_size, q[0], q[1], q[2]);
+                const int32_t gh = mcu_recurrent_product(w_hh + (size_t)r * (size_t)hidden, h, col_h, hidden, q[3],
+                                                         q[4], q[5]);
                 gates[r] = (int16_t)mcu_sat_s16(gx + gh);
             }
             int8_t *y = output + step * (size_t)hidden;

@@ -330,7 +330,8 @@ typedef struct {
     int32_t state_shift;         /**< LSTM: cell scale 2^-state_shift; GRU: scale of Whn h + bhn; in [0, 15] */
 } mcu_recurrent_s8_params;
 
-/** Scratch bytes of mcu_lstm_s8 (int16 gates [4H], int16 cell [H], int8 hidden [H]). */
+/** Scratch bytes of mcu_lstm_s8: int16 gates [4H] and cell [H], the step's input and hidden state as
+ *  int16 [input_size + H], the int8 hidden state [H]. */
 int32_t mcu_lstm_s8_get_buffer_size(const mcu_recurrent_s8_params *p);
 
 /** One LSTM layer over a whole sequence from the zero state, with TFLite Micro's integer LSTM arithmetic
@@ -342,7 +343,8 @@ mcu_status mcu_lstm_s8(const mcu_context *ctx, const mcu_recurrent_s8_params *p,
                        const int8_t *w_ih, const int8_t *w_hh, const int32_t *rows, const int16_t *table,
                        int8_t *output);
 
-/** Scratch bytes of mcu_gru_s8 (int16 gates [3H] and recurrent candidate [H], int8 hidden [H]). */
+/** Scratch bytes of mcu_gru_s8: int16 gates [3H] and recurrent candidate [H], the step's input and hidden
+ *  state as int16 [input_size + H], the int8 hidden state [H]. */
 int32_t mcu_gru_s8_get_buffer_size(const mcu_recurrent_s8_params *p);
 
 /** One GRU layer (PyTorch's cell, gate order r, z, n) over a whole sequence from the zero state, on the

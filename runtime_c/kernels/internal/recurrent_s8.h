@@ -14,6 +14,7 @@
 
 #include "check.h"
 #include "requant.h"
+#include "simd_s8.h"
 
 #define MCU_RECURRENT_GATE_FRAC 12
 
@@ -52,13 +53,48 @@ static inline int32_t mcu_tanh_s16(const int16_t *table, int32_t x)
     return x >= 0 ? t : -t;
 }
 
-/* bias + sum(w * q) over n int8 pairs, requantized and saturated to int16 (|bias| <= 2^30, n <= 4096:
- * no overflow). */
-static inline int32_t mcu_recurrent_product(const int8_t *w, const int8_t *q, int32_t n, int32_t bias,
-                                            int32_t multiplier, int32_t shift)
+/* Scratch bytes: int16 gates [gates * H] and state [state * H], the step's input and hidden state widened
+ * to int16 [I] and [H] (the dual-MAC path's operands), the int8 hidden state [H]. */
+static inline int32_t mcu_recurrent_scratch(const mcu_recurrent_s8_params *p, int32_t halfwords_per_hidden)
 {
+    if (p == NULL || p->hidden <= 0 || p->hidden > MCU_RECURRENT_S8_MAX_FEATURES || p->input_size <= 0 ||
+        p->input_size > MCU_RECURRENT_S8_MAX_FEATURES) {
+        return 0;
+    }
+    return 2 * halfwords_per_hidden * p->hidden + 2 * (p->input_size + p->hidden) + p->hidden;
+}
+
+/* The step's int8 vector as SMLAD operands (mcu_expand_s8's order); nothing to do on plain cores. */
+static inline void mcu_recurrent_widen(const int8_t *q, int32_t n, int16_t *col)
+{
+#if MCU_S8_DSP
+    mcu_expand_s8(q, n, 0, col);
+#else
+    (void)q;
+    (void)n;
+    (void)col;
+#endif
+}
+
+/* bias + sum(w * q) over n int8 pairs (q also widened in col), requantized and saturated to int16
+ * (|bias| <= 2^30, n <= 4096: the int32 sum never overflows, so the dual-MAC order changes nothing). */
+static inline int32_t mcu_recurrent_product(const int8_t *w, const int8_t *q, const int16_t *col, int32_t n,
+                                            int32_t bias, int32_t multiplier, int32_t shift)
+{
+    int32_t k = 0;
+#if MCU_S8_DSP
+    uint32_t acc2 = 0;
+    for (; k + 4 <= n; k += 4) {
+        const uint32_t wv = mcu_load_u32(w + k);
+        acc2 = mcu_smlad(mcu_sxtb16(wv), mcu_load_u32(col + k), acc2);
+        acc2 = mcu_smlad(mcu_sxtb16_ror8(wv), mcu_load_u32(col + k + 2), acc2);
+    }
+    int32_t acc = bias + mcu_u32_to_s32(acc2);
+#else
+    (void)col;
     int32_t acc = bias;
-    for (int32_t k = 0; k < n; ++k) {
+#endif
+    for (; k < n; ++k) {
         acc += (int32_t)w[k] * q[k];
     }
     return mcu_sat_s16(mcu_requantize(acc, multiplier, shift));
