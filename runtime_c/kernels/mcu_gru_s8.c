@@ -39,17 +39,17 @@ mcu_status mcu_gru_s8(const mcu_context *ctx, const mcu_recurrent_s8_params *p, 
             const int8_t *x = input + step * (size_t)p->input_size;
             mcu_recurrent_widen(x, p->input_size, col_x);
             mcu_recurrent_widen(h, hidden, col_h);
-            for (int32_t r = 0; r < 3 * hidden; ++r) {
-                const int32_t *q = rows + 6 * r;
-                const int32_t gx = mcu_recurrent_product(w_ih + (size_t)r * (size_t)p->input_size, x, col_x,
-                                                         p->input_size, q[0], q[1], q[2]);
-                const int32_t gh = mcu_recurrent_product(w_hh + (size_t)r * (size_t)hidden, h, col_h, hidden, q[3],
-                                                         q[4], q[5]);
-                if (r < 2 * hidden) {
-                    gates[r] = (int16_t)mcu_sat_s16(gx + gh);
-                } else {
-                    gates[r] = (int16_t)gx;
-                    cand[r - 2 * hidden] = (int16_t)gh;
+            for (int32_t r = 0; r < 3 * hidden; r += 2) {
+                int32_t gx[2];
+                int32_t gh[2];
+                mcu_recurrent_rows2(p, r, 3 * hidden, w_ih, w_hh, rows, x, col_x, h, col_h, gx, gh);
+                for (int32_t i = 0; i < 2 && r + i < 3 * hidden; ++i) {
+                    if (r + i < 2 * hidden) {
+                        gates[r + i] = (int16_t)mcu_sat_s16(gx[i] + gh[i]);
+                    } else {
+                        gates[r + i] = (int16_t)gx[i];
+                        cand[r + i - 2 * hidden] = (int16_t)gh[i];
+                    }
                 }
             }
             int8_t *y = output + step * (size_t)hidden;
@@ -59,7 +59,7 @@ mcu_status mcu_gru_s8(const mcu_context *ctx, const mcu_recurrent_s8_params *p, 
                 const int32_t pre = mcu_sat_s16(gates[2 * hidden + j] + mcu_round_shift(rg * cand[j], cand_shift));
                 const int32_t n = mcu_tanh_s16(table, pre);
                 const int32_t keep = mcu_round_shift(z * (h[j] - p->hidden_zp), 15);
-                const int64_t v = (int64_t)mcu_requantize((32768 - z) * n, p->out_mult, p->out_shift) + p->hidden_zp +
+                const int64_t v = (int64_t)mcu_recurrent_rq((32768 - z) * n, p->out_mult, p->out_shift) + p->hidden_zp +
                                   keep;
                 y[j] = (int8_t)mcu_clamp_s32(mcu_sat_s32(v), -128, 127);
             }

@@ -42,13 +42,14 @@ mcu_status mcu_lstm_s8(const mcu_context *ctx, const mcu_recurrent_s8_params *p,
             const int8_t *x = input + step * (size_t)p->input_size;
             mcu_recurrent_widen(x, p->input_size, col_x);
             mcu_recurrent_widen(h, hidden, col_h);
-            for (int32_t r = 0; r < 4 * hidden; ++r) {
-                const int32_t *q = rows + 6 * r;
-                const int32_t gx = mcu_recurrent_product(w_ih + (size_t)r * (size_t)p->input_size, x, col_x,
-                                                         p->input_size, q[0], q[1], q[2]);
-                const int32_t gh = mcu_recurrent_product(w_hh + (size_t)r * (size_t)hidden, h, col_h, hidden, q[3],
-                                                         q[4], q[5]);
-                gates[r] = (int16_t)mcu_sat_s16(gx + gh);
+            for (int32_t r = 0; r < 4 * hidden; r += 2) {
+                int32_t gx[2];
+                int32_t gh[2];
+                mcu_recurrent_rows2(p, r, 4 * hidden, w_ih, w_hh, rows, x, col_x, h, col_h, gx, gh);
+                gates[r] = (int16_t)mcu_sat_s16(gx[0] + gh[0]);
+                if (r + 1 < 4 * hidden) {
+                    gates[r + 1] = (int16_t)mcu_sat_s16(gx[1] + gh[1]);
+                }
             }
             int8_t *y = output + step * (size_t)hidden;
             for (int32_t j = 0; j < hidden; ++j) {
@@ -61,8 +62,9 @@ mcu_status mcu_lstm_s8(const mcu_context *ctx, const mcu_recurrent_s8_params *p,
                 const int32_t c12 = cs >= MCU_RECURRENT_GATE_FRAC
                                         ? mcu_round_shift(c, cs - MCU_RECURRENT_GATE_FRAC)
                                         : mcu_sat_s16(c * (1 << (MCU_RECURRENT_GATE_FRAC - cs)));
-                y[j] = mcu_requantize_to_s8(o * mcu_tanh_s16(table, c12), p->out_mult, p->out_shift, p->hidden_zp,
-                                            -128, 127);
+                const int64_t v = (int64_t)mcu_recurrent_rq(o * mcu_tanh_s16(table, c12), p->out_mult, p->out_shift) +
+                                  p->hidden_zp;
+                y[j] = (int8_t)mcu_clamp_s32(mcu_sat_s32(v), -128, 127);
             }
             memcpy(h, y, (size_t)hidden);
         }

@@ -76,28 +76,80 @@ static inline void mcu_recurrent_widen(const int8_t *q, int32_t n, int16_t *col)
 #endif
 }
 
-/* bias + sum(w * q) over n int8 pairs (q also widened in col), requantized and saturated to int16
- * (|bias| <= 2^30, n <= 4096: the int32 sum never overflows, so the dual-MAC order changes nothing). */
-static inline int32_t mcu_recurrent_product(const int8_t *w, const int8_t *q, const int16_t *col, int32_t n,
-                                            int32_t bias, int32_t multiplier, int32_t shift)
+/* mcu_requantize(acc, multiplier, shift) for a multiplier in [0, 2^31 - 1], in one 64-bit product and one
+ * shift when shift <= 0. With P = acc * multiplier and R = -shift >= 1, rounding_divide_by_pot(y, R) of
+ * y = floor((P + 2^30) / 2^31) is floor((y + 2^(R-1) - [y < 0]) / 2^R), and nested floors of integer sums
+ * merge: floor((P + 2^30 + 2^(R+30) - [y < 0] 2^31) / 2^(31+R)). [y < 0] may be [acc < 0]: they differ
+ * only where y == 0, and there both give 0. |P| < 2^62 and R <= 31 keep the sum inside int64. */
+static inline int32_t mcu_recurrent_rq(int32_t acc, int32_t multiplier, int32_t shift)
+{
+    if (shift > 0) {
+        return mcu_requantize(acc, multiplier, shift);
+    }
+    const int64_t prod = (int64_t)acc * multiplier;
+    if (shift == 0) {
+        return (int32_t)mcu_asr64(prod + ((int64_t)1 << 30), 31);
+    }
+    const int32_t r = -shift;
+    const int64_t k = ((int64_t)1 << 30) + ((int64_t)1 << (r + 30)) - (acc < 0 ? ((int64_t)1 << 31) : 0);
+    return (int32_t)mcu_asr64(prod + k, 31 + r);
+}
+
+/* sum(w0 * q) and sum(w1 * q) over n int8 pairs (q also widened in col) added to a[0] and a[1]; on DSP
+ * cores two rows share each load of the widened vector. |bias| <= 2^30 and n <= 4096 keep every int32 sum
+ * exact, so the dual-MAC order changes nothing. */
+static inline void mcu_recurrent_dot2(const int8_t *w0, const int8_t *w1, const int8_t *q, const int16_t *col,
+                                      int32_t n, int32_t *a)
 {
     int32_t k = 0;
 #if MCU_S8_DSP
-    uint32_t acc2 = 0;
+    uint32_t s0 = 0;
+    uint32_t s1 = 0;
     for (; k + 4 <= n; k += 4) {
-        const uint32_t wv = mcu_load_u32(w + k);
-        acc2 = mcu_smlad(mcu_sxtb16(wv), mcu_load_u32(col + k), acc2);
-        acc2 = mcu_smlad(mcu_sxtb16_ror8(wv), mcu_load_u32(col + k + 2), acc2);
+        const uint32_t c02 = mcu_load_u32(col + k);
+        const uint32_t c13 = mcu_load_u32(col + k + 2);
+        const uint32_t v0 = mcu_load_u32(w0 + k);
+        const uint32_t v1 = mcu_load_u32(w1 + k);
+        s0 = mcu_smlad(mcu_sxtb16(v0), c02, s0);
+        s1 = mcu_smlad(mcu_sxtb16(v1), c02, s1);
+        s0 = mcu_smlad(mcu_sxtb16_ror8(v0), c13, s0);
+        s1 = mcu_smlad(mcu_sxtb16_ror8(v1), c13, s1);
     }
-    int32_t acc = bias + mcu_u32_to_s32(acc2);
+    int32_t x0 = mcu_u32_to_s32(s0);
+    int32_t x1 = mcu_u32_to_s32(s1);
 #else
     (void)col;
-    int32_t acc = bias;
+    int32_t x0 = 0;
+    int32_t x1 = 0;
 #endif
     for (; k < n; ++k) {
-        acc += (int32_t)w[k] * q[k];
+        x0 += (int32_t)w0[k] * q[k];
+        x1 += (int32_t)w1[k] * q[k];
     }
-    return mcu_sat_s16(mcu_requantize(acc, multiplier, shift));
+    a[0] += x0;
+    a[1] += x1;
+}
+
+/* The input and recurrent products of gate rows r and r + 1 (r + 1 < n_rows, or row r twice at the end),
+ * each requantized and saturated to int16: gx[i], gh[i] for row r + i. */
+static inline void mcu_recurrent_rows2(const mcu_recurrent_s8_params *p, int32_t r, int32_t n_rows,
+                                       const int8_t *w_ih, const int8_t *w_hh, const int32_t *rows, const int8_t *x,
+                                       const int16_t *col_x, const int8_t *h, const int16_t *col_h, int32_t gx[2],
+                                       int32_t gh[2])
+{
+    const int32_t r1 = r + 1 < n_rows ? r + 1 : r;
+    const int32_t *q0 = rows + 6 * r;
+    const int32_t *q1 = rows + 6 * r1;
+    int32_t ax[2] = {q0[0], q1[0]};
+    int32_t ah[2] = {q0[3], q1[3]};
+    mcu_recurrent_dot2(w_ih + (size_t)r * (size_t)p->input_size, w_ih + (size_t)r1 * (size_t)p->input_size, x, col_x,
+                       p->input_size, ax);
+    mcu_recurrent_dot2(w_hh + (size_t)r * (size_t)p->hidden, w_hh + (size_t)r1 * (size_t)p->hidden, h, col_h,
+                       p->hidden, ah);
+    gx[0] = mcu_sat_s16(mcu_recurrent_rq(ax[0], q0[1], q0[2]));
+    gx[1] = mcu_sat_s16(mcu_recurrent_rq(ax[1], q1[1], q1[2]));
+    gh[0] = mcu_sat_s16(mcu_recurrent_rq(ah[0], q0[4], q0[5]));
+    gh[1] = mcu_sat_s16(mcu_recurrent_rq(ah[1], q1[4], q1[5]));
 }
 
 /* The checks both kernels make; `gates` is 4 (LSTM) or 3 (GRU). */
