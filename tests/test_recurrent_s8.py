@@ -7,6 +7,7 @@ agreeing with eager PyTorch; the two keyword spotters on the simulated M33."""
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import sys
 
@@ -22,6 +23,7 @@ import cbind  # noqa: E402
 from cbind import MCU_ERR_INVALID_ARG, MCU_ERR_NULL_POINTER, MCU_ERR_SHAPE, MCU_OK, ptr  # noqa: E402
 from conftest import compiled_model, requires_qemu  # noqa: E402
 from mcu.api import compile as mcu_compile  # noqa: E402
+from test_kernels_s8_opt import build_emulated_lib  # noqa: E402
 from mcu.errors import McuError  # noqa: E402
 from mcu.passes.quantized_recurrent import scratch_bytes  # noqa: E402
 from mcu.quant import recurrent  # noqa: E402
@@ -40,15 +42,22 @@ class Context(ctypes.Structure):
     _fields_ = [("buf", ctypes.c_void_p), ("size", c_int32)]
 
 
-def _kernel(name: str):
-    fn = getattr(cbind.lib(), name)
+@functools.lru_cache(maxsize=1)
+def _emulated_lib() -> ctypes.CDLL:
+    """The kernels built again with their DSP paths emulated in C (the dual-MAC order the M33 runs)."""
+    return ctypes.CDLL(str(build_emulated_lib()))
+
+
+def _kernel(name: str, dsp: bool = False):
+    fn = getattr(_emulated_lib() if dsp else cbind.lib(), name)
     fn.argtypes = [ctypes.c_void_p] * 8
     fn.restype = ctypes.c_int
     return fn
 
 
 def run_kernel(p: recurrent.RecurrentS8, x: np.ndarray, scratch: int | None = None, out: np.ndarray | None = None,
-               table: np.ndarray | None = None, params: RecurrentParams | None = None) -> tuple[int, np.ndarray]:
+               table: np.ndarray | None = None, params: RecurrentParams | None = None,
+               dsp: bool = False) -> tuple[int, np.ndarray]:
     n, t, features = x.shape
     hidden = p.w_hh.shape[1]
     if params is None:
@@ -59,8 +68,8 @@ def run_kernel(p: recurrent.RecurrentS8, x: np.ndarray, scratch: int | None = No
     out = np.full((n, t, hidden), 99, np.int8) if out is None else out
     table = recurrent.sigmoid_table() if table is None else table
     arrays = [np.ascontiguousarray(a) for a in (x, p.w_ih, p.w_hh, p.rows.astype(np.int32), table)]
-    status = _kernel(f"mcu_{p.kind}_s8")(ctypes.addressof(ctx), ctypes.addressof(params),
-                                         *(ptr(a) for a in arrays), ptr(out))
+    status = _kernel(f"mcu_{p.kind}_s8", dsp)(ctypes.addressof(ctx), ctypes.addressof(params),
+                                              *(ptr(a) for a in arrays), ptr(out))
     return status, out
 
 
@@ -90,10 +99,11 @@ def test_kernels_match_the_reference(kind: str, batch: int, steps: int, features
     x = {"random": lambda: rng.integers(-128, 128, shape),
          "extreme": lambda: rng.choice([-128, 127], shape),
          "zero-point": lambda: np.full(shape, zp_x)}[data]().astype(np.int8)
-    status, got = run_kernel(p, x)
-    assert status == MCU_OK
     want = (recurrent.lstm_s8 if kind == "lstm" else recurrent.gru_s8)(x, p)
-    np.testing.assert_array_equal(got, want)
+    for dsp in (False, True):  # the plain C and the dual-MAC path
+        status, got = run_kernel(p, x, dsp=dsp)
+        assert status == MCU_OK
+        np.testing.assert_array_equal(got, want)
 
 
 @SETTINGS
@@ -114,10 +124,11 @@ def test_kernels_match_the_reference_at_extreme_constants(kind: str, hidden: int
     p = recurrent.RecurrentS8(kind, w_ih, w_hh, rows.astype(np.int32), int(rng.integers(-128, 128)), out_mult,
                               out_shift, int(rng.integers(0, 16)))
     x = rng.choice([-128, 127, 0], (2, 5, 6)).astype(np.int8)
-    status, got = run_kernel(p, x)
-    assert status == MCU_OK
     want = (recurrent.lstm_s8 if kind == "lstm" else recurrent.gru_s8)(x, p)
-    np.testing.assert_array_equal(got, want)
+    for dsp in (False, True):
+        status, got = run_kernel(p, x, dsp=dsp)
+        assert status == MCU_OK
+        np.testing.assert_array_equal(got, want)
 
 
 def test_int16_sigmoid_and_tanh_follow_the_real_functions() -> None:
