@@ -90,9 +90,13 @@ static inline int32_t mcu_recurrent_rq(int32_t acc, int32_t multiplier, int32_t 
     if (shift == 0) {
         return (int32_t)mcu_asr64(prod + ((int64_t)1 << 30), 31);
     }
+    /* K = 2^30 + 2^(R+30) - [acc < 0] 2^31 built from 32-bit words, and floor(s / 2^(31+R)) as the high
+     * word of s shifted right by R - 1: no variable 64-bit shift */
     const int32_t r = -shift;
-    const int64_t k = ((int64_t)1 << 30) + ((int64_t)1 << (r + 30)) - (acc < 0 ? ((int64_t)1 << 31) : 0);
-    return (int32_t)mcu_asr64(prod + k, 31 + r);
+    const uint32_t lo = (1u << 30) | (r == 1 ? 1u << 31 : 0u);
+    const int32_t hi = r >= 2 ? (int32_t)1 << (r - 2) : 0;
+    const int64_t k = (int64_t)hi * 4294967296 + (int64_t)lo - (acc < 0 ? ((int64_t)1 << 31) : 0);
+    return mcu_asr32((int32_t)mcu_asr64(prod + k, 32), r - 1);
 }
 
 /* sum(w0 * q) and sum(w1 * q) over n int8 pairs (q also widened in col) added to a[0] and a[1]; on DSP
