@@ -15,7 +15,8 @@ from mcu.api import compile_file
 from mcu.errors import McuError
 
 ROOT = Path(__file__).resolve().parent.parent
-EXAMPLES = ["kws_gru", "transformer_block", "unet_lite", "tcn", "conv_autoencoder", "mobilenet_v2"]
+EXAMPLES = ["kws_gru", "transformer_block", "unet_lite", "tcn", "conv_autoencoder", "mobilenet_v2",
+            "kws_lstm"]  # integer recurrent layers (issue 18)
 
 
 def islands(cm) -> str:

@@ -495,7 +495,9 @@ def _all_handlers() -> dict[object, Callable[[_Ctx, Node, list[Any]], Any]]:
 
     from mcu.frontend_resample import HANDLERS as RESAMPLE  # resampling and data movement (issue 18)
 
-    return {**HANDLERS, **MORE, **NORM, **SELECT, **RESAMPLE}
+    from mcu.frontend_recurrent import HANDLERS as RECURRENT  # integer recurrent layers (issue 18)
+
+    return {**HANDLERS, **MORE, **NORM, **SELECT, **RESAMPLE, **RECURRENT}
 
 
 def state_dict_value(ep: torch.export.ExportedProgram, target: str) -> torch.Tensor:

@@ -18,7 +18,8 @@ from mcu.errors import McuError
 from mcu.sourceinfo import op_source, user_source_line
 
 # Namespaces whose ops are ours to lower (or to refuse as unsupported ATen ops).
-OWN_NAMESPACES = ("aten", "quantized_decomposed", "prims", "torchao")  # torchao: its int4 dequantize, folded
+OWN_NAMESPACES = ("aten", "quantized_decomposed", "prims", "torchao",  # torchao: its int4 dequantize, folded
+                  "mcu_rnn")  # integer recurrent layers (issue 18, mcu/recurrent.py)
 
 
 def custom_name(target: object) -> str | None:

@@ -100,6 +100,11 @@ def quantize_static(model: torch.nn.Module, example_inputs: tuple,
     from mcu.quantizer import MCUQuantizer
 
     prepare_pt2e, _, convert_pt2e = _pt2e()
+    # issue 18, integer recurrent layers: nn.LSTM/nn.GRU kept whole as one op per layer (mcu/recurrent.py)
+    from mcu.recurrent import rewrite_for_int8
+
+    calibration = list(calibration)
+    model = rewrite_for_int8(model, calibration)
     gm = export_for_quantization(model, example_inputs)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -89,6 +89,12 @@ SCALAR_ARITH = {aten.add.Tensor, aten.sub.Tensor, aten.mul.Tensor, aten.div.Tens
                 aten.sub.Scalar, aten.mul.Scalar, aten.div.Scalar, aten.rsub.Scalar}
 
 
+def _recurrent_ops() -> set:
+    from mcu.recurrent import OPS
+
+    return set(OPS.values())
+
+
 def _act_spec(qat: bool) -> QuantizationSpec:
     obs = (FakeQuantize.with_args(observer=MovingAverageMinMaxObserver, quant_min=-128, quant_max=127,
                                   dtype=torch.int8, qscheme=torch.per_tensor_affine)
@@ -157,6 +163,9 @@ class MCUQuantizer(Quantizer):
             (SCALAR_ARITH, lambda n: self._scalar_arith(n, act)),
             (MATMUL, lambda n: self._matmul(n, act)),
             (CONV_TRANSPOSE, lambda n: self._conv_linear(n, act, weight_transposed)),  # issue 18
+            # integer recurrent layers (issue 18): int8 input and hidden states (the output); the weights stay
+            # float here and are quantized per gate row by their lowering (mcu/passes/quantized_recurrent.py)
+            (_recurrent_ops(), lambda n: self._own_output(n, act)),
         ]
         for node in model.graph.nodes:
             if node.op != "call_function" or _annotated(node):

@@ -311,6 +311,19 @@ def _conv_transpose2d(op: Op, x: list[np.ndarray]) -> np.ndarray:
 INT8_OPS["conv_transpose2d"] = _conv_transpose2d  # convolutions (issue 18)
 
 
+def _recurrent_s8(op: Op, x: list[np.ndarray]) -> np.ndarray:
+    """mcu_lstm_s8 / mcu_gru_s8 (integer recurrent layers, issue 18)."""
+    from mcu.passes.quantized_recurrent import layer_of
+    from mcu.quant import recurrent
+
+    fn = recurrent.lstm_s8 if op.kind == "lstm" else recurrent.gru_s8
+    return fn(x[0].reshape(op.inputs[0].shape), layer_of(op), op.inputs[4].data)
+
+
+INT8_OPS["lstm"] = _recurrent_s8
+INT8_OPS["gru"] = _recurrent_s8
+
+
 @dataclass
 class Reference:
     graph: Graph

@@ -429,6 +429,15 @@ def _conv_emitters() -> None:  # convolutions (issue 18): transposed convolution
 _conv_emitters()
 
 
+def _recurrent_emitters() -> None:  # integer recurrent layers (issue 18)
+    from mcu.backends.portable_recurrent import EMITTERS as RECURRENT
+
+    EMITTERS.update(RECURRENT)
+
+
+_recurrent_emitters()
+
+
 class PortableBackend(Backend):
     """Our C kernels: takes every op it has a kernel for (and every aliasing view, which emits no code)."""
 

@@ -275,6 +275,16 @@ def _resample_converters() -> None:
 _resample_converters()
 
 
+def _recurrent_converters() -> None:
+    from mcu.passes.quantized_recurrent import CONVERTERS as RECURRENT, KINDS  # integer recurrent layers (issue 18)
+
+    CONVERTERS.update(RECURRENT)
+    quantized_more.OWN_CONSTANTS.update(KINDS)  # their weights and biases are quantized by their converter
+
+
+_recurrent_converters()
+
+
 def _dequantized_source(graph: Graph, t: Tensor) -> Tensor | None:
     producer = graph.producer(t)
     if producer is not None and producer.kind == "dequantize":

@@ -112,6 +112,9 @@ KERNEL_IDS: dict[str, int] = {
     "mcu_conv_transpose2d_s8": 101,
     "mcu_conv_transpose2d_phased_s8": 102,
     "mcu_conv2d_grouped_s8": 103,
+    # integer recurrent layers (issue 18): ids 240-249.
+    "mcu_lstm_s8": 240,
+    "mcu_gru_s8": 241,
 }
 KERNEL_DELEGATE = 255
 

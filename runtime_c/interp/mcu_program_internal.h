@@ -150,6 +150,7 @@ typedef union {
     mcu_resample_s8_params resample_s8;
     mcu_reduce_s8_params reduce_s8;
     mcu_bmm_s8_params bmm_s8;
+    mcu_recurrent_s8_params recurrent_s8; /* integer recurrent layers (issue 18) */
 } mcu_program_params_view;
 
 /** An operand as the kernel checks see it. */

@@ -240,6 +240,13 @@
 #ifndef MCU_PROGRAM_HAS_CONV2D_GROUPED_S8
 #define MCU_PROGRAM_HAS_CONV2D_GROUPED_S8 MCU_PROGRAM_KERNEL_DEFAULT
 #endif
+/* integer recurrent layers (issue 18) */
+#ifndef MCU_PROGRAM_HAS_LSTM_S8
+#define MCU_PROGRAM_HAS_LSTM_S8 MCU_PROGRAM_KERNEL_DEFAULT
+#endif
+#ifndef MCU_PROGRAM_HAS_GRU_S8
+#define MCU_PROGRAM_HAS_GRU_S8 MCU_PROGRAM_KERNEL_DEFAULT
+#endif
 
 /* The params struct of each kernel is its words in declaration order. */
 _Static_assert(sizeof(mcu_conv2d_f32_params) == 19 * 4, "conv2d_f32 params layout");
@@ -277,15 +284,17 @@ _Static_assert(sizeof(mcu_resample_f32_params) == 6 * 4, "resample_f32 params la
 _Static_assert(sizeof(mcu_resample_s8_params) == 6 * 4, "resample_s8 params layout");
 _Static_assert(sizeof(mcu_reduce_s8_params) == 10 * 4, "reduce_s8 params layout");
 _Static_assert(sizeof(mcu_bmm_s8_params) == 13 * 4, "bmm_s8 params layout");
+_Static_assert(sizeof(mcu_recurrent_s8_params) == 8 * 4, "recurrent_s8 params layout");
 
-/* Operand signatures: F float32, B int8, I int32, U uint8, X the output's dtype;
+/* Operand signatures: F float32, B int8, I int32, U uint8, H int16, X the output's dtype;
  * lower case: may be absent (-1). Concat has its own rule. The int8 matmul
  * kernels' sixth operand is their scratch buffer (mcu_context). */
 enum { S_NONE, S_FFFF_BIAS, S_FF, S_FFF, S_FFFF, S_XX, S_MATMUL_S8, S_BBB, S_BB, S_FB, S_BF, S_W8, S_DYN,
-       S_W4, S_W4_DYN, S_IXX, S_NORM, S_LN_S8, S_FI, S_BI, S_CMP, S_UXXX, S_IBFF, S_IFFF, S_IBB, S_RMS };
+       S_W4, S_W4_DYN, S_IXX, S_NORM, S_LN_S8, S_FI, S_BI, S_CMP, S_UXXX, S_IBFF, S_IFFF, S_IBB, S_RMS,
+       S_RNN_S8 };
 static const char SIGS[][8] = {"", "FFfF", "FF", "FFF", "FFFF", "XX", "BBiIIbB", "BBB", "BB", "FB", "BF",
                                "FBFFF", "BFBFFF", "FUFfF", "BFUFfF", "IXX", "FffF", "BIIIB", "FI", "BI",
-                               "**U", "UXXX", "IBFF", "IFFF", "IBB", "FfF"};
+                               "**U", "UXXX", "IBFF", "IFFF", "IBB", "FfF", "BBBBIHB"};
 
 /* Param words and signature of each kernel id; bit 7 of `sig`: in this build. */
 typedef struct {
@@ -371,6 +380,9 @@ static const mcu_kernel_desc KERNELS[MCU_K_COUNT] = {
     K(MCU_K_CONV_TRANSPOSE2D_S8, MCU_PROGRAM_HAS_CONV_TRANSPOSE2D_S8, 21, S_MATMUL_S8),
     K(MCU_K_CONV_TRANSPOSE2D_PHASED_S8, MCU_PROGRAM_HAS_CONV_TRANSPOSE2D_PHASED_S8, 21, S_MATMUL_S8),
     K(MCU_K_CONV2D_GROUPED_S8, MCU_PROGRAM_HAS_CONV2D_GROUPED_S8, 21, S_MATMUL_S8),
+    /* integer recurrent layers (issue 18) */
+    K(MCU_K_LSTM_S8, MCU_PROGRAM_HAS_LSTM_S8, 8, S_RNN_S8),
+    K(MCU_K_GRU_S8, MCU_PROGRAM_HAS_GRU_S8, 8, S_RNN_S8),
 };
 #undef K
 
@@ -438,6 +450,7 @@ mcu_status mcu_program_check_kernel(uint32_t kernel, const mcu_operand_desc *ops
                               : (c == 'B' || c == 'b') ? MCU_DTYPE_INT8
                               : (c == 'I' || c == 'i') ? MCU_DTYPE_INT32
                               : c == 'U'               ? MCU_DTYPE_UINT8
+                              : c == 'H'               ? MCU_DTYPE_INT16
                                                        : out->dtype;
         MCU_REQUIRE(ops[i].dtype == want, MCU_ERR_PROGRAM_INVALID);
     }
@@ -688,6 +701,21 @@ mcu_status mcu_program_check_kernel(uint32_t kernel, const mcu_operand_desc *ops
         }
         need[k] = prod(in_dims, 4);
         need[k + 1] = prod(out_dims, 4);
+        break;
+    }
+    /* integer recurrent layers (issue 18) */
+    case MCU_K_LSTM_S8: /* batch, steps, input_size, hidden, ... */
+    case MCU_K_GRU_S8: {
+        const int32_t rows = kernel == MCU_K_LSTM_S8 ? 4 : 3;
+        const int32_t in_dims[3] = {p[0], p[1], p[2]};
+        const int32_t out_dims[3] = {p[0], p[1], p[3]};
+        need[0] = mulcap(kernel == MCU_K_LSTM_S8 ? 13u : 11u, p[3]) + mulcap(2u, p[2]); /* < 2^17 once checked */
+        need[1] = prod(in_dims, 3);
+        need[2] = mulcap(mulcap((uint32_t)rows, p[3]), p[2]);
+        need[3] = mulcap(mulcap((uint32_t)rows, p[3]), p[3]);
+        need[4] = mulcap(6u * (uint32_t)rows, p[3]);
+        need[5] = MCU_RECURRENT_S8_TABLE_SIZE;
+        need[6] = prod(out_dims, 3);
         break;
     }
     default: /* the elementwise kernels (and mcu_unary_f32): params[0] is the element count */
@@ -949,6 +977,19 @@ mcu_status mcu_program_dispatch(uint32_t kernel, void *const *o, const uint32_t 
 #endif
 #if MCU_PROGRAM_HAS_CONV2D_GROUPED_S8
     case MCU_K_CONV2D_GROUPED_S8: return mcu_conv2d_grouped_s8(&ctx, &u.conv_s8, &quant, o[0], o[1], o[2], o[6]);
+#endif
+    /* integer recurrent layers (issue 18) */
+#if MCU_PROGRAM_HAS_LSTM_S8
+    case MCU_K_LSTM_S8: {
+        const mcu_context scratch = {o[0], (int32_t)sizes[0]};
+        return mcu_lstm_s8(&scratch, &u.recurrent_s8, o[1], o[2], o[3], o[4], o[5], o[6]);
+    }
+#endif
+#if MCU_PROGRAM_HAS_GRU_S8
+    case MCU_K_GRU_S8: {
+        const mcu_context scratch = {o[0], (int32_t)sizes[0]};
+        return mcu_gru_s8(&scratch, &u.recurrent_s8, o[1], o[2], o[3], o[4], o[5], o[6]);
+    }
 #endif
     default: return MCU_ERR_UNSUPPORTED;
     }

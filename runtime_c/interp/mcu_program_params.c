@@ -369,6 +369,17 @@ mcu_status mcu_program_check_params(uint32_t kernel, const int32_t *w, uint32_t 
               mcu_adaptive_fits(p->in_h, p->in_w, p->out_h, p->out_w));
         break;
     }
+    case MCU_K_LSTM_S8: /* integer recurrent layers (issue 18) */
+    case MCU_K_GRU_S8: {
+        const mcu_recurrent_s8_params *p = &u.recurrent_s8;
+        const int32_t in_dims[3] = {p->batch, p->steps, p->input_size};
+        const int32_t out_dims[3] = {p->batch, p->steps, p->hidden};
+        ok = mcu_checked_count(in_dims, 3, 1) > 0 && mcu_checked_count(out_dims, 3, 1) > 0 &&
+             p->input_size <= MCU_RECURRENT_S8_MAX_FEATURES && p->hidden <= MCU_RECURRENT_S8_MAX_FEATURES &&
+             p->hidden_zp >= INT8_MIN && p->hidden_zp <= INT8_MAX && p->out_mult >= 0 && p->out_shift >= -31 &&
+             p->out_shift <= 30 && p->state_shift >= 0 && p->state_shift <= 15;
+        break;
+    }
     default: break; /* concat, pad, slice: their checks in mcu_program_check_kernel cover the kernels' own */
     }
     return ok ? MCU_OK : MCU_ERR_PROGRAM_INVALID;
@@ -619,6 +630,13 @@ mcu_status mcu_program_check_operands(uint32_t kernel, const mcu_operand_desc *o
     case MCU_K_VAR_F32:
     case MCU_K_ARGMAX_F32:
     case MCU_K_ARGMAX_S8: ok = !overlap(&ops[0], bytes[0], out, nout); break;
+    case MCU_K_LSTM_S8: /* integer recurrent layers (issue 18): scratch, input and output all apart */
+    case MCU_K_GRU_S8:
+        for (uint32_t i = 0; i < last; ++i) {
+            ok = ok && !overlap(&ops[i], bytes[i], out, nout);
+        }
+        ok = ok && !overlap(&ops[0], bytes[0], &ops[1], bytes[1]);
+        break;
     default: /* clamp, sigmoid, tanh, hardswish, softmax, requantize, quantize, dequantize */
         ok = elementwise_ok(&ops[0], bytes[0], out, nout);
         break;

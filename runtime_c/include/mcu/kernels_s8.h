@@ -313,4 +313,45 @@ mcu_status mcu_conv2d_grouped_s8(const mcu_context *ctx, const mcu_conv2d_s8_par
                                  const int32_t *bias, int8_t *output);
 int32_t mcu_conv2d_grouped_s8_get_buffer_size(const mcu_conv2d_s8_params *p);
 
+/* --- issue 18, integer recurrent layers --------------------------------------------------------- */
+
+/** Largest input or hidden size of mcu_lstm_s8 / mcu_gru_s8 (keeps bias + sum(w * q) inside int32). */
+#define MCU_RECURRENT_S8_MAX_FEATURES 4096
+/** Entries of the sigmoid table both kernels take: T[k] = round(2^15 sigmoid(k / 32)), k = 0..256. */
+#define MCU_RECURRENT_S8_TABLE_SIZE 257
+/** Largest |bias| of a gate row (the compiler clamps to it). */
+#define MCU_RECURRENT_S8_MAX_BIAS (1 << 30)
+
+typedef struct {
+    int32_t batch, steps;        /**< input [batch][steps][input_size], output [batch][steps][hidden] */
+    int32_t input_size, hidden;
+    int32_t hidden_zp;           /**< zero-point of the int8 hidden state (the output); the state starts at 0.0 */
+    int32_t out_mult, out_shift; /**< 2^-30 / s_hidden: a Q0.30 product to hidden steps */
+    int32_t state_shift;         /**< LSTM: cell scale 2^-state_shift; GRU: scale of Whn h + bhn; in [0, 15] */
+} mcu_recurrent_s8_params;
+
+/** Scratch bytes of mcu_lstm_s8: int16 gates [4H] and cell [H], the step's input and hidden state as
+ *  int16 [input_size + H], the int8 hidden state [H]. */
+int32_t mcu_lstm_s8_get_buffer_size(const mcu_recurrent_s8_params *p);
+
+/** One LSTM layer over a whole sequence from the zero state, with TFLite Micro's integer LSTM arithmetic
+ *  (mcu_lstm_s8.c and mcu/quant/recurrent.py state it): weights int8 [4H][input_size] and [4H][H] in
+ *  PyTorch's gate order (i, f, g, o); `rows` [4H][6] int32 per gate row: bias and Q31 multiplier and shift
+ *  of the input product, then of the recurrent product (zero-point corrections folded into the biases);
+ *  `table` the sigmoid table. The output must not overlap the input. */
+mcu_status mcu_lstm_s8(const mcu_context *ctx, const mcu_recurrent_s8_params *p, const int8_t *input,
+                       const int8_t *w_ih, const int8_t *w_hh, const int32_t *rows, const int16_t *table,
+                       int8_t *output);
+
+/** Scratch bytes of mcu_gru_s8: int16 gates [3H] and recurrent candidate [H], the step's input and hidden
+ *  state as int16 [input_size + H], the int8 hidden state [H]. */
+int32_t mcu_gru_s8_get_buffer_size(const mcu_recurrent_s8_params *p);
+
+/** One GRU layer (PyTorch's cell, gate order r, z, n) over a whole sequence from the zero state, on the
+ *  integer machinery of mcu_lstm_s8 (TFLite has no builtin GRU; mcu_gru_s8.c states the arithmetic).
+ *  Operands as mcu_lstm_s8 with 3H gate rows. The output must not overlap the input. */
+mcu_status mcu_gru_s8(const mcu_context *ctx, const mcu_recurrent_s8_params *p, const int8_t *input,
+                      const int8_t *w_ih, const int8_t *w_hh, const int32_t *rows, const int16_t *table,
+                      int8_t *output);
+
 #endif /* MCU_KERNELS_S8_H */
