@@ -294,6 +294,79 @@ static inline void mcu_wide_linear_row(const int8_t *x, int32_t n, int32_t off, 
     }
 }
 
+/* --- depthwise (ch_mult 1, dilation 1) ---------------------------------------------------------------
+ *
+ * One output row at a time, one channel at a time: the channel's weights go to a local table once
+ * per row, then every pixel of the row reads its window through the kernel rows' pointers (NULL:
+ * a padded row). The whole output row is written by the caller's rule (in place: after the input
+ * row went to the ring; otherwise straight to the output when it is apart from the input, or
+ * through a row buffer). */
+#define MCU_S8_WIDE_DW_TAPS 64
+#define MCU_S8_WIDE_DW_ROW_BYTES 1024
+
+static inline int mcu_wide_dw_applies(int32_t kh, int32_t kw)
+{
+    return kh <= MCU_S8_DW_ROWS_MAX && kw <= MCU_S8_WIDE_DW_TAPS && kh * kw <= MCU_S8_WIDE_DW_TAPS;
+}
+
+static inline void mcu_wide_dw_row(const int8_t *const *rows, int32_t kh, int32_t kw, int32_t in_w, int32_t out_w,
+                                   int32_t stride, int32_t pad_left, int32_t ch, int32_t off, const int8_t *weight,
+                                   const int32_t *bias, const mcu_per_channel_quant *q, int32_t output_offset,
+                                   int32_t act_min, int32_t act_max, int8_t *y)
+{
+    int32_t wv[MCU_S8_WIDE_DW_TAPS];
+    const int8_t *live[MCU_S8_DW_ROWS_MAX]; /* the kernel rows inside the input, and their weights */
+    int32_t live_i[MCU_S8_DW_ROWS_MAX];
+    int32_t nl = 0;
+    for (int32_t i = 0; i < kh; ++i) {
+        if (rows[i] != NULL) {
+            live[nl] = rows[i];
+            live_i[nl++] = i;
+        }
+    }
+    /* output pixels [ow_lo, ow_hi) have their whole window inside the row */
+    const int32_t ow_lo = pad_left <= 0 ? 0 : (pad_left + stride - 1) / stride;
+    const int32_t span = in_w + pad_left - kw;
+    int32_t ow_hi = span < 0 ? 0 : span / stride + 1;
+    ow_hi = ow_hi < out_w ? ow_hi : out_w;
+    const int32_t c2 = 2 * ch;
+    for (int32_t c = 0; c < ch; ++c) {
+        for (int32_t l = 0; l < nl; ++l) {
+            const int8_t *w = weight + live_i[l] * kw * ch + c;
+            for (int32_t j = 0; j < kw; ++j) {
+                wv[l * kw + j] = w[j * ch];
+            }
+        }
+        mcu_wide_rq rq;
+        mcu_wide_rq_init(&rq, q->multiplier[c], q->shift[c], output_offset, act_min, act_max);
+        const uint32_t b = bias != NULL ? (uint32_t)bias[c] : 0u;
+        for (int32_t ow = 0; ow < out_w; ++ow) {
+            const int32_t iw0 = ow * stride - pad_left;
+            uint32_t acc = b;
+            if (ow >= ow_lo && ow < ow_hi && kw == 3) {
+                const int32_t *wl = wv;
+                for (int32_t l = 0; l < nl; ++l, wl += 3) {
+                    const int8_t *x = live[l] + iw0 * ch + c;
+                    acc += (uint32_t)((x[0] + off) * wl[0]);
+                    acc += (uint32_t)((x[ch] + off) * wl[1]);
+                    acc += (uint32_t)((x[c2] + off) * wl[2]);
+                }
+            } else {
+                int32_t j0, j1;
+                mcu_window_taps(iw0, kw, 1, in_w, &j0, &j1);
+                for (int32_t l = 0; l < nl; ++l) {
+                    const int8_t *x = live[l] + iw0 * ch + c;
+                    const int32_t *wl = wv + l * kw;
+                    for (int32_t j = j0; j < j1; ++j) {
+                        acc += (uint32_t)((x[j * ch] + off) * wl[j]);
+                    }
+                }
+            }
+            y[ow * ch + c] = mcu_wide_rq_apply(&rq, mcu_u32_to_s32(acc));
+        }
+    }
+}
+
 #endif /* MCU_S8_WIDE */
 
 #endif /* MCU_KERNELS_INTERNAL_PLAIN_S8_H */
