@@ -115,7 +115,7 @@ static inline void mcu_wide_dot2(const int32_t *col, const int8_t *w, int32_t n,
 typedef struct {
     int64_t k; /* 2^30 + 2^(R+30) + output_offset 2^(31+R), for acc >= 0 */
     int32_t multiplier;
-    int32_t shift; /* 31 + R, or 0: the fast function with `raw_shift` */
+    int32_t rshift; /* R - 1 (the high word's shift), or -1: the fast function with `raw_shift` */
     int32_t raw_shift;
     int32_t output_offset, act_min, act_max;
 } mcu_wide_rq;
@@ -129,23 +129,29 @@ static inline void mcu_wide_rq_init(mcu_wide_rq *t, int32_t multiplier, int32_t 
     t->act_min = act_min;
     t->act_max = act_max;
     if (shift > -1 || shift < -24) {
-        t->shift = 0;
+        t->rshift = -1;
         t->k = 0;
         return;
     }
     const int32_t r = -shift;
-    t->shift = 31 + r;
-    t->k = ((int64_t)1 << 30) + ((int64_t)1 << (r + 30)) + (int64_t)output_offset * ((int64_t)1 << (31 + r));
+    t->rshift = r - 1;
+    /* K by words, 32-bit arithmetic only: the low word is 2^30 (plus 2^31 for R = 1), the high word
+     * 2^(R-2) for R >= 2 plus output_offset 2^(R-1) */
+    const uint32_t lo = (1u << 30) | (r == 1 ? 1u << 31 : 0u);
+    const int32_t hi = (r >= 2 ? (int32_t)1 << (r - 2) : 0) + output_offset * ((int32_t)1 << (r - 1));
+    t->k = (int64_t)hi * 4294967296 + (int64_t)lo;
 }
 
 static inline int8_t mcu_wide_rq_apply(const mcu_wide_rq *t, int32_t acc)
 {
-    if (t->shift == 0) {
+    if (t->rshift < 0) {
         return mcu_requantize_to_s8_fast(acc, t->multiplier, t->raw_shift, t->output_offset, t->act_min,
                                          t->act_max);
     }
     const int64_t s = t->k - (acc < 0 ? ((int64_t)1 << 31) : 0) + (int64_t)acc * t->multiplier;
-    return (int8_t)mcu_clamp_s32((int32_t)mcu_asr64(s, t->shift), t->act_min, t->act_max);
+    /* floor(s / 2^(31+R)) is the high word shifted by R - 1 */
+    const int32_t hi = (int32_t)mcu_asr64(s, 32);
+    return (int8_t)mcu_clamp_s32(mcu_asr32(hi, t->rshift), t->act_min, t->act_max);
 }
 
 /* --- columns ---------------------------------------------------------------------------------------- */
@@ -213,6 +219,16 @@ static inline void mcu_wide_zero(int32_t *col, int32_t stride, int32_t n)
 /* Column words of `count` (1 to 4) consecutive pixels at x (n values each), two words per tap. */
 static inline void mcu_wide_pixels4(const int8_t *x, int32_t n, int32_t count, int32_t off, int32_t *col)
 {
+    if (count == 4) {
+        /* both lanes' offsets in one addition */
+        const int32_t off2 = off + off * ((int32_t)1 << MCU_S8_WIDE_SHIFT);
+        const int8_t *x1 = x + n, *x2 = x + 2 * n, *x3 = x + 3 * n;
+        for (int32_t t = 0; t < n; ++t, col += 2) {
+            col[0] = x[t] + x1[t] * ((int32_t)1 << MCU_S8_WIDE_SHIFT) + off2;
+            col[1] = x2[t] + x3[t] * ((int32_t)1 << MCU_S8_WIDE_SHIFT) + off2;
+        }
+        return;
+    }
     const int8_t *x1 = count > 1 ? x + n : NULL;
     const int8_t *x2 = count > 2 ? x + 2 * n : NULL;
     const int8_t *x3 = count > 3 ? x + 3 * n : NULL;
@@ -243,8 +259,17 @@ static inline void mcu_wide_block(const int32_t *col, int32_t n, int four, int32
         }
         mcu_wide_rq rq;
         mcu_wide_rq_init(&rq, q->multiplier[oc], q->shift[oc], output_offset, act_min, act_max);
-        for (int32_t i = 0; i < count; ++i) {
-            y[i * ystride + oc] = mcu_wide_rq_apply(&rq, mcu_u32_to_s32(acc[i]));
+        /* constant indices keep the accumulators in registers */
+        int8_t *yo = y + oc;
+        yo[0] = mcu_wide_rq_apply(&rq, mcu_u32_to_s32(acc[0]));
+        if (count > 1) {
+            yo[ystride] = mcu_wide_rq_apply(&rq, mcu_u32_to_s32(acc[1]));
+        }
+        if (count > 2) {
+            yo[2 * ystride] = mcu_wide_rq_apply(&rq, mcu_u32_to_s32(acc[2]));
+        }
+        if (count > 3) {
+            yo[3 * ystride] = mcu_wide_rq_apply(&rq, mcu_u32_to_s32(acc[3]));
         }
     }
 }
