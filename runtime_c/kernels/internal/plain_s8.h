@@ -18,6 +18,7 @@
 #define MCU_KERNELS_INTERNAL_PLAIN_S8_H
 
 #include <stdint.h>
+#include <string.h>
 
 #include "mcu/kernels_s8.h"
 #include "mve_s8.h"
@@ -48,6 +49,37 @@ static inline void mcu_wide_split(int64_t acc, uint32_t *lo, uint32_t *hi)
     *hi += (uint32_t)(int32_t)mcu_asr64(acc - s0, MCU_S8_WIDE_SHIFT);
 }
 
+/* Four taps of a four-pixel block: a += lane words 0 * w, b += lane words 1 * w (on the core one LDRD
+ * of both words, one LDRSB and two SMLALs per tap; GCC splits the 64-bit loads otherwise). */
+#if defined(__arm__) && defined(__ARM_ARCH_ISA_THUMB) && __ARM_ARCH_ISA_THUMB >= 2
+#define MCU_WIDE_TAP4                                                                                   \
+    "ldrsb %[w], [%[wk]], #1\n\t"                                                                         \
+    "ldrd %[l], %[h], [%[c]], #8\n\t"                                                                     \
+    "smlal %Q[a], %R[a], %[l], %[w]\n\t"                                                                  \
+    "smlal %Q[b], %R[b], %[h], %[w]\n\t"
+static inline void mcu_wide_step4(const int32_t **c, const int8_t **wk, int64_t *a, int64_t *b)
+{
+    int32_t w, l, h;
+    __asm__(MCU_WIDE_TAP4 MCU_WIDE_TAP4 MCU_WIDE_TAP4 MCU_WIDE_TAP4
+            : [a] "+r"(*a), [b] "+r"(*b), [c] "+r"(*c), [wk] "+r"(*wk), [w] "=&r"(w), [l] "=&r"(l), [h] "=&r"(h)
+            :
+            : "memory");
+}
+#undef MCU_WIDE_TAP4
+#else
+static inline void mcu_wide_step4(const int32_t **c, const int8_t **wk, int64_t *a, int64_t *b)
+{
+    const int32_t *cc = *c;
+    const int8_t *ww = *wk;
+    for (int32_t t = 0; t < 4; ++t) {
+        *a += (int64_t)cc[2 * t] * ww[t];
+        *b += (int64_t)cc[2 * t + 1] * ww[t];
+    }
+    *c = cc + 8;
+    *wk = ww + 4;
+}
+#endif
+
 /* acc[0..3] += the dot products of weights w[0..n) with the four pixels of a block column (two
  * words per tap). */
 static inline void mcu_wide_dot4(const int32_t *col, const int8_t *w, int32_t n, uint32_t acc[4])
@@ -58,16 +90,8 @@ static inline void mcu_wide_dot4(const int32_t *col, const int8_t *w, int32_t n,
         const int8_t *wk = w + k0;
         const int8_t *const end = w + k1;
         int64_t a = 0, b = 0;
-        for (; wk + 4 <= end; wk += 4, c += 8) {
-            const int32_t w0 = wk[0], w1 = wk[1], w2 = wk[2], w3 = wk[3];
-            a += (int64_t)c[0] * w0;
-            b += (int64_t)c[1] * w0;
-            a += (int64_t)c[2] * w1;
-            b += (int64_t)c[3] * w1;
-            a += (int64_t)c[4] * w2;
-            b += (int64_t)c[5] * w2;
-            a += (int64_t)c[6] * w3;
-            b += (int64_t)c[7] * w3;
+        while (wk + 4 <= end) {
+            mcu_wide_step4(&c, &wk, &a, &b);
         }
         for (; wk < end; ++wk, c += 2) {
             const int32_t w0 = wk[0];
