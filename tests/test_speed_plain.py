@@ -5,7 +5,8 @@ Cortex-M3) and the host build take these paths, so the host library under test h
 output pixels per 64-bit multiply, split every 128 taps; four-pixel blocks (two-pixel blocks for
 windows of 321 to 640 taps, the plain loops beyond); the one-multiply requantization for shifts in
 [-24, -1] and the general one outside; the depthwise row path in place, apart and through its row
-buffer. The cases aim at those edges: window lengths around the chunk and block limits, pixel counts
+buffer, and in pixel pairs (raw x, the offset folded) for rows of 3-wide windows. The cases aim at
+those edges: window lengths around the chunk and block limits, pixel counts
 that leave one to three pixels in the last block, output feature counts around multiples of four,
 every shift, zero-points and data at the int8 ends.
 """
@@ -199,7 +200,8 @@ def wide_dw_cases(draw):
     s = draw(st.integers(1, 2))
     pt, pl = draw(st.integers(0, kh - 1)), draw(st.integers(0, kw - 1))
     h = draw(st.integers(max(1, kh - 2 * pt), 9))
-    w = draw(st.integers(max(1, kw - 2 * pl), 12))
+    # rows of 3-wide windows with 8 or more whole windows run in pairs (MCU_S8_WIDE_DW_PAIRS_MIN)
+    w = draw(st.one_of(st.integers(max(1, kw - 2 * pl), 12), st.integers(max(1, kw - 2 * pl), 26)))
     c = draw(st.one_of(st.integers(1, 9), st.sampled_from([16, 64])))
     return dict(h=h, w=w, c=c, kh=kh, kw=kw, s=s, pt=pt, pl=pl, in_zp=draw(base.zero_points),
                 out_zp=draw(base.zero_points), act=draw(base.act_bounds()), bias=draw(base.bias_kinds),
@@ -293,3 +295,25 @@ def test_wide_paths_are_chosen_by_core(cpu: str, wide: int, tmp_path: Path) -> N
     assert out.returncode == 0, out.stderr
     m = re.search(r"^#define MCU_S8_WIDE (\d)$", out.stdout, re.M)
     assert m is not None and int(m.group(1)) == wide
+
+
+@pytest.mark.parametrize("stride", [1, 2])
+@pytest.mark.parametrize("pad", [0, 1, 2])
+@pytest.mark.parametrize("zp", [-128, 127, 3])
+def test_depthwise_s8_wide_pairs(lib, stride: int, pad: int, zp: int) -> None:
+    """Rows wide enough for the pixel pairs at both strides (odd and even counts of whole windows), with
+    the input at its ends and weights at theirs: the folded offset and the raw lanes at their largest."""
+    rng = np.random.default_rng(stride * 10 + pad)
+    c, w_in = 5, 23 + stride
+    x = base.int8_data(rng, (1, 5, w_in, c), "mixed")
+    wt = base.weights(rng, (3, 3, c), "extremes")
+    b = base.biases(rng, c, "small")
+    m, s = _quant(rng, c, 9, None)
+    oh = (5 + 2 * pad - 3) // stride + 1
+    ow = (w_in + 2 * pad - 3) // stride + 1
+    params = dict(input=x.shape, output=(1, oh, ow, c), ch_mult=1, kernel_h=3, kernel_w=3, stride_h=stride,
+                  stride_w=stride, pad_top=pad, pad_left=pad, dilation_h=1, dilation_w=1, input_offset=-zp,
+                  output_offset=-5, act_min=-128, act_max=127)
+    status, out = cb.depthwise_conv2d(x, wt, b, cb.Quant(m, s, c), params)
+    assert status == MCU_OK
+    base.assert_equal(out, ref.depthwise_conv2d_s8(x, wt, b, m, s, **params))

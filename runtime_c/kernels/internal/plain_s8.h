@@ -358,7 +358,7 @@ static inline int mcu_wide_dw_applies(int32_t kh, int32_t kw)
     return kh <= MCU_S8_DW_ROWS_MAX && kw <= MCU_S8_WIDE_DW_TAPS && kh * kw <= MCU_S8_WIDE_DW_TAPS;
 }
 
-static inline void mcu_wide_dw_row(const int8_t *const *rows, int32_t kh, int32_t kw, int32_t in_w, int32_t out_w,
+static inline void mcu_wide_dw_row_singles(const int8_t *const *rows, int32_t kh, int32_t kw, int32_t in_w, int32_t out_w,
                                    int32_t stride, int32_t pad_left, int32_t ch, int32_t off, const int8_t *weight,
                                    const int32_t *bias, const mcu_per_channel_quant *q, int32_t output_offset,
                                    int32_t act_min, int32_t act_max, int8_t *y)
@@ -414,6 +414,123 @@ static inline void mcu_wide_dw_row(const int8_t *const *rows, int32_t kh, int32_
             y[ow * ch + c] = mcu_wide_rq_apply(&rq, mcu_u32_to_s32(acc));
         }
     }
+}
+
+/* Pairs of output pixels of one channel whose 3-wide windows lie inside the row, from pixel `ow` on
+ * while a pair fits before `ow_hi`; returns the first pixel left. x[l] is live row l at the channel's
+ * byte of input pixel 0. Two pixels per SMLAL (the column words of mcu_wide_dot4, here of raw x: the
+ * offset comes in through `init`, off * the live weights' sum in both lanes). |lane| <= 128 * 128 *
+ * 48 taps twice < 2^22: no split within a window. */
+static inline int32_t mcu_wide_dw_pairs3(const int8_t *const *x, int32_t nl, const int32_t *wv, int32_t ow,
+                                         int32_t ow_hi, int32_t stride, int32_t pad_left, int32_t ch, int64_t init,
+                                         uint32_t b, const mcu_wide_rq *rq, int8_t *y)
+{
+    const int32_t m = (int32_t)1 << MCU_S8_WIDE_SHIFT;
+    for (; ow + 2 <= ow_hi; ow += 2) {
+        const int32_t base = (ow * stride - pad_left) * ch;
+        int64_t acc = init;
+        const int32_t *wl = wv;
+        for (int32_t l = 0; l < nl; ++l, wl += 3) {
+            const int8_t *xl = x[l] + base;
+            if (stride == 1) {
+                const int32_t x0 = xl[0], x1 = xl[ch], x2 = xl[2 * ch], x3 = xl[3 * ch];
+                acc += (int64_t)(x0 + x1 * m) * wl[0];
+                acc += (int64_t)(x1 + x2 * m) * wl[1];
+                acc += (int64_t)(x2 + x3 * m) * wl[2];
+            } else {
+                const int32_t x0 = xl[0], x1 = xl[ch], x2 = xl[2 * ch], x3 = xl[3 * ch], x4 = xl[4 * ch];
+                acc += (int64_t)(x0 + x2 * m) * wl[0];
+                acc += (int64_t)(x1 + x3 * m) * wl[1];
+                acc += (int64_t)(x2 + x4 * m) * wl[2];
+            }
+        }
+        uint32_t lo = b, hi = b;
+        mcu_wide_split(acc, &lo, &hi);
+        y[ow * ch] = mcu_wide_rq_apply(rq, mcu_u32_to_s32(lo));
+        y[(ow + 1) * ch] = mcu_wide_rq_apply(rq, mcu_u32_to_s32(hi));
+    }
+    return ow;
+}
+
+/* Rows with at least this many whole 3-wide windows run them in pairs. */
+#define MCU_S8_WIDE_DW_PAIRS_MIN 8
+
+/* A row of 3-wide windows, stride 1 or 2, with at least MCU_S8_WIDE_DW_PAIRS_MIN whole windows: the
+ * edge pixels one at a time, the rest in pairs. A function of its own: inlined, its registers would
+ * crowd the narrow rows' loops. */
+static __attribute__((noinline)) void mcu_wide_dw_row_pairs(const int8_t *const *rows, int32_t kh, int32_t in_w,
+                                                           int32_t out_w, int32_t stride, int32_t pad_left,
+                                                           int32_t ch, int32_t off, const int8_t *weight,
+                                                           const int32_t *bias, const mcu_per_channel_quant *q,
+                                                           int32_t output_offset, int32_t act_min, int32_t act_max,
+                                                           int8_t *y, int32_t ow_lo, int32_t ow_hi)
+{
+    int32_t wv[MCU_S8_WIDE_DW_TAPS];
+    const int8_t *live[MCU_S8_DW_ROWS_MAX];
+    int32_t live_i[MCU_S8_DW_ROWS_MAX];
+    int32_t nl = 0;
+    for (int32_t i = 0; i < kh; ++i) {
+        if (rows[i] != NULL) {
+            live[nl] = rows[i];
+            live_i[nl++] = i;
+        }
+    }
+    for (int32_t c = 0; c < ch; ++c) {
+        int32_t sum = 0;
+        const int8_t *xc[MCU_S8_DW_ROWS_MAX];
+        for (int32_t l = 0; l < nl; ++l) {
+            const int8_t *w = weight + live_i[l] * 3 * ch + c;
+            for (int32_t j = 0; j < 3; ++j) {
+                wv[l * 3 + j] = w[j * ch];
+                sum += w[j * ch];
+            }
+            xc[l] = live[l] + c;
+        }
+        mcu_wide_rq rq;
+        mcu_wide_rq_init(&rq, q->multiplier[c], q->shift[c], output_offset, act_min, act_max);
+        const uint32_t b = bias != NULL ? (uint32_t)bias[c] : 0u;
+        const int64_t o = (int64_t)off * sum;
+        const int64_t init = o + o * ((int64_t)1 << MCU_S8_WIDE_SHIFT);
+        const int32_t end = stride == 1 ? mcu_wide_dw_pairs3(xc, nl, wv, ow_lo, ow_hi, 1, pad_left, ch, init, b, &rq,
+                                                             y + c)
+                                        : mcu_wide_dw_pairs3(xc, nl, wv, ow_lo, ow_hi, 2, pad_left, ch, init, b, &rq,
+                                                             y + c);
+        for (int32_t ow = 0; ow < out_w; ++ow) {
+            if (ow == ow_lo && end > ow_lo) {
+                ow = end - 1; /* written in pairs */
+                continue;
+            }
+            const int32_t iw0 = ow * stride - pad_left;
+            int32_t j0, j1;
+            mcu_window_taps(iw0, 3, 1, in_w, &j0, &j1);
+            uint32_t acc = b;
+            for (int32_t l = 0; l < nl; ++l) {
+                const int8_t *x = xc[l] + iw0 * ch;
+                for (int32_t j = j0; j < j1; ++j) {
+                    acc += (uint32_t)((x[j * ch] + off) * wv[l * 3 + j]);
+                }
+            }
+            y[ow * ch + c] = mcu_wide_rq_apply(&rq, mcu_u32_to_s32(acc));
+        }
+    }
+}
+
+static inline void mcu_wide_dw_row(const int8_t *const *rows, int32_t kh, int32_t kw, int32_t in_w, int32_t out_w,
+                                   int32_t stride, int32_t pad_left, int32_t ch, int32_t off, const int8_t *weight,
+                                   const int32_t *bias, const mcu_per_channel_quant *q, int32_t output_offset,
+                                   int32_t act_min, int32_t act_max, int8_t *y)
+{
+    const int32_t ow_lo = pad_left <= 0 ? 0 : (pad_left + stride - 1) / stride;
+    const int32_t span = in_w + pad_left - kw;
+    int32_t ow_hi = span < 0 ? 0 : span / stride + 1;
+    ow_hi = ow_hi < out_w ? ow_hi : out_w;
+    if (kw == 3 && (stride == 1 || stride == 2) && ow_hi - ow_lo >= MCU_S8_WIDE_DW_PAIRS_MIN) {
+        mcu_wide_dw_row_pairs(rows, kh, in_w, out_w, stride, pad_left, ch, off, weight, bias, q, output_offset,
+                              act_min, act_max, y, ow_lo, ow_hi);
+        return;
+    }
+    mcu_wide_dw_row_singles(rows, kh, kw, in_w, out_w, stride, pad_left, ch, off, weight, bias, q, output_offset,
+                            act_min, act_max, y);
 }
 
 #endif /* MCU_S8_WIDE */
