@@ -9,6 +9,7 @@
 #include "internal/check.h"
 #include "internal/conv_s8_dsp.h"
 #include "internal/mve_s8.h"
+#include "internal/plain_s8.h"
 #include "internal/requant.h"
 
 int32_t mcu_conv2d_1x1_s8_get_buffer_size(const mcu_conv2d_s8_params *p)
@@ -150,6 +151,31 @@ mcu_status mcu_conv2d_1x1_s8(const mcu_context *ctx, const mcu_conv2d_s8_params 
         MCU_REQUIRE(d >= bwd, MCU_ERR_INVALID_ARG);
         for (int64_t i = pixels - 1; i >= 0; i -= 2) {
             pair_dsp(p, q, input, weight, bias, output, i, -1, pixels, col);
+        }
+        return MCU_OK;
+    }
+#endif
+#if MCU_S8_WIDE
+    if (2 * in.c <= MCU_S8_WIDE_WORDS) {
+        /* Blocks of four pixels (internal/plain_s8.h), each read whole into the column before any of
+         * its outputs is written: the pixel-buffer contract holds for blocks as for pairs. */
+        int32_t col[MCU_S8_WIDE_WORDS];
+        if (disjoint || d <= fwd) {
+            for (int64_t i = 0; i < pixels; i += 4) {
+                const int32_t count = pixels - i < 4 ? (int32_t)(pixels - i) : 4;
+                mcu_wide_pixels4(input + i * bi, in.c, count, p->input_offset, col);
+                mcu_wide_block(col, in.c, 1, count, out.c, weight, bias, q, p->output_offset, p->act_min,
+                               p->act_max, output + i * bo, out.c);
+            }
+            return MCU_OK;
+        }
+        MCU_REQUIRE(d >= bwd, MCU_ERR_INVALID_ARG);
+        for (int64_t i = pixels; i > 0; i -= 4) {
+            const int64_t first = i < 4 ? 0 : i - 4;
+            const int32_t count = (int32_t)(i - first);
+            mcu_wide_pixels4(input + first * bi, in.c, count, p->input_offset, col);
+            mcu_wide_block(col, in.c, 1, count, out.c, weight, bias, q, p->output_offset, p->act_min, p->act_max,
+                           output + first * bo, out.c);
         }
         return MCU_OK;
     }

@@ -6,6 +6,7 @@
 #include "internal/conv_check_s8.h"
 #include "internal/conv_s8_dsp.h"
 #include "internal/mve_s8.h"
+#include "internal/plain_s8.h"
 #include "internal/requant.h"
 #include "internal/window.h"
 
@@ -86,6 +87,47 @@ static void conv_dsp(const mcu_conv2d_s8_params *p, const mcu_per_channel_quant 
 }
 #endif
 
+#if MCU_S8_WIDE
+/* groups == 1 with a window of at most MCU_S8_WIDE_WORDS taps (internal/plain_s8.h): the windows
+ * of four output pixels (two for windows over half that) in memory order become one column, then
+ * every output channel reads it. The block's windows are read before any of its outputs is
+ * written, which keeps the window overlap contract. */
+static void conv_wide(const mcu_conv2d_s8_params *p, const mcu_per_channel_quant *q, const int8_t *input,
+                      const int8_t *weight, const int32_t *bias, int8_t *output)
+{
+    int32_t col[MCU_S8_WIDE_WORDS];
+    const mcu_shape4 in = p->input;
+    const mcu_shape4 out = p->output;
+    const int32_t n = p->kernel_h * p->kernel_w * in.c;
+    const int four = 2 * n <= MCU_S8_WIDE_WORDS;
+    const int32_t block = four ? 4 : 2;
+    const int32_t stride = four ? 2 : 1;
+    const int32_t hw = out.h * out.w;
+    for (int32_t b = 0; b < in.n; ++b) {
+        const int8_t *x_n = input + b * in.h * in.w * in.c;
+        int8_t *y_n = output + b * hw * out.c;
+        int32_t oh = 0, ow = 0;
+        for (int32_t i = 0; i < hw; i += block) {
+            const int32_t count = hw - i < block ? hw - i : block;
+            for (int32_t j = 0; j < block; ++j) {
+                int32_t *lane = col + (j >> 1);
+                if (j < count) {
+                    mcu_wide_gather(p, x_n, oh, ow, lane, stride, j & 1);
+                    if (++ow == out.w) {
+                        ow = 0;
+                        ++oh;
+                    }
+                } else if ((j & 1) == 0) {
+                    mcu_wide_zero(lane, stride, n);
+                }
+            }
+            mcu_wide_block(col, n, four, count, out.c, weight, bias, q, p->output_offset, p->act_min, p->act_max,
+                           y_n + i * out.c, out.c);
+        }
+    }
+}
+#endif
+
 mcu_status mcu_conv2d_s8(const mcu_context *ctx, const mcu_conv2d_s8_params *p, const mcu_per_channel_quant *q,
                          const int8_t *input, const int8_t *weight, const int32_t *bias, int8_t *output)
 {
@@ -105,6 +147,12 @@ mcu_status mcu_conv2d_s8(const mcu_context *ctx, const mcu_conv2d_s8_params *p, 
 #if MCU_S8_DSP
     if (conv_dsp_applies(p)) {
         conv_dsp(p, q, input, weight, bias, output);
+        return MCU_OK;
+    }
+#endif
+#if MCU_S8_WIDE
+    if (p->groups == 1 && p->kernel_h * p->kernel_w * in.c <= MCU_S8_WIDE_WORDS) {
+        conv_wide(p, q, input, weight, bias, output);
         return MCU_OK;
     }
 #endif

@@ -6,6 +6,7 @@
 #include "internal/conv_s8_dsp.h"
 #include "internal/dw_s8_dsp.h"
 #include "internal/mve_s8.h"
+#include "internal/plain_s8.h"
 #include "internal/requant.h"
 #include "internal/window.h"
 
@@ -153,6 +154,41 @@ static void dw_mve(const mcu_depthwise_conv2d_s8_params *p, const mcu_per_channe
 }
 #endif
 
+#if MCU_S8_WIDE
+/* ch_mult 1, dilation 1, row by row (internal/plain_s8.h). A row's pixels are not computed in
+ * memory order, so an output that overlaps the input goes through a row buffer, written after all
+ * of the row's reads: the window contract bounds those writes as it does the row's last pixel. */
+static void dw_wide(const mcu_depthwise_conv2d_s8_params *p, const mcu_per_channel_quant *q, const int8_t *input,
+                    const int8_t *weight, const int32_t *bias, int8_t *output, int apart)
+{
+    const mcu_shape4 in = p->input;
+    const mcu_shape4 out = p->output;
+    const int32_t out_row = out.w * out.c;
+    const int8_t *rows[MCU_S8_DW_ROWS_MAX];
+    int8_t row_buf[MCU_S8_WIDE_DW_ROW_BYTES];
+    for (int32_t n = 0; n < in.n; ++n) {
+        const int8_t *x_n = input + n * in.h * in.w * in.c;
+        for (int32_t oh = 0; oh < out.h; ++oh) {
+            const int32_t ih0 = oh * p->stride_h - p->pad_top;
+            for (int32_t i = 0; i < p->kernel_h; ++i) {
+                const int32_t ih = ih0 + i;
+                rows[i] = ih >= 0 && ih < in.h ? x_n + ih * in.w * in.c : NULL;
+            }
+            int8_t *y = output + (n * out.h + oh) * out_row;
+            mcu_wide_dw_row(rows, p->kernel_h, p->kernel_w, in.w, out.w, p->stride_w, p->pad_left, in.c,
+                            p->input_offset, weight, bias, q, p->output_offset, p->act_min, p->act_max,
+                            apart ? y : row_buf);
+            if (!apart) {
+                for (int32_t i = 0; i < out_row; ++i) {
+                    y[i] = row_buf[i];
+                    __asm__("" ::: "memory"); /* no memcpy call: the kernels reference no libc function */
+                }
+            }
+        }
+    }
+}
+#endif
+
 mcu_status mcu_depthwise_conv2d_s8(const mcu_context *ctx, const mcu_depthwise_conv2d_s8_params *p,
                                    const mcu_per_channel_quant *q, const int8_t *input, const int8_t *weight,
                                    const int32_t *bias, int8_t *output)
@@ -231,6 +267,15 @@ mcu_status mcu_depthwise_conv2d_s8(const mcu_context *ctx, const mcu_depthwise_c
             }
         }
         return MCU_OK;
+    }
+#endif
+#if MCU_S8_WIDE
+    if (p->ch_mult == 1 && p->dilation_h == 1 && p->dilation_w == 1 && mcu_wide_dw_applies(p->kernel_h, p->kernel_w)) {
+        const int apart = !mcu_overlaps(input, (size_t)in_count, output, out_bytes);
+        if (apart || (int64_t)out.w * out.c <= MCU_S8_WIDE_DW_ROW_BYTES) {
+            dw_wide(p, q, input, weight, bias, output, apart);
+            return MCU_OK;
+        }
     }
 #endif
     const int32_t in_offset = p->input_offset;

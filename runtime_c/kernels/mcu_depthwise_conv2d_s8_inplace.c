@@ -11,6 +11,7 @@
 #include "internal/conv_s8_dsp.h"
 #include "internal/dw_s8_dsp.h"
 #include "internal/mve_s8.h"
+#include "internal/plain_s8.h"
 #include "internal/requant.h"
 #include "internal/window.h"
 
@@ -189,6 +190,21 @@ mcu_status mcu_depthwise_conv2d_s8_inplace(const mcu_context *ctx, const mcu_dep
             memcpy(ring + (size_t)(r % ring_rows) * (size_t)row_bytes, img + (size_t)r * (size_t)row_bytes,
                    (size_t)row_bytes);
             int8_t *y = img + (size_t)r * (size_t)row_bytes;
+#if MCU_S8_WIDE
+            if (mcu_wide_dw_applies(kh, kw)) {
+                /* the whole output row after the input row went to the ring (internal/plain_s8.h) */
+                const int8_t *rows[MCU_S8_DW_ROWS_MAX];
+                for (int32_t i = 0; i < kh; ++i) {
+                    const int32_t ih = r - p->pad_top + i;
+                    rows[i] = ih < 0 || ih >= in.h ? NULL
+                              : ih <= r        ? ring + (size_t)(ih % ring_rows) * (size_t)row_bytes
+                                               : img + (size_t)ih * (size_t)row_bytes;
+                }
+                mcu_wide_dw_row(rows, kh, kw, in.w, in.w, 1, p->pad_left, in.c, p->input_offset, weight, bias, q,
+                                p->output_offset, p->act_min, p->act_max, y);
+                continue;
+            }
+#endif
 #if MCU_S8_DSP
             if (kh <= MCU_S8_DW_ROWS_MAX) {
                 const int8_t *rows[MCU_S8_DW_ROWS_MAX];

@@ -5,6 +5,7 @@
 #include "internal/check.h"
 #include "internal/conv_s8_dsp.h"
 #include "internal/mve_s8.h"
+#include "internal/plain_s8.h"
 #include "internal/requant.h"
 
 int32_t mcu_linear_s8_get_buffer_size(const mcu_linear_s8_params *p)
@@ -90,6 +91,13 @@ mcu_status mcu_linear_s8(const mcu_context *ctx, const mcu_linear_s8_params *p, 
         }
         return MCU_OK;
     }
+#endif
+#if MCU_S8_WIDE
+    for (int32_t b = 0; b < p->batch; ++b) {
+        mcu_wide_linear_row(input + b * nin, nin, p->input_offset, p->out_features, weight, bias, q,
+                            p->output_offset, p->act_min, p->act_max, output + b * p->out_features);
+    }
+    return MCU_OK;
 #endif
     for (int32_t b = 0; b < p->batch; ++b) {
         const int8_t *x = input + b * nin;

@@ -1,0 +1,81 @@
+"""The int8 kernels' plain loops of cores without a one-instruction 64-bit multiply-accumulate
+(Cortex-M0+, ARMv6-M), bit-exact with the Python reference.
+
+The host build takes the MCU_S8_WIDE paths (runtime_c/kernels/internal/plain_s8.h), as the Cortex-M3
+does, so the loops the M0+ runs are built here a second time with ``-DMCU_S8_NO_WIDE`` and the plain
+kernels' property tests and overlap-contract tests run against that build. (On the boards, the M0+
+firmware builds of tests/test_boards_m0plus.py run them natively.)
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import cbind_s8 as cb
+import test_kernels_s8 as base
+import test_memory_contracts as contracts
+from mcu.paths import cache_dir
+
+REPO = Path(__file__).resolve().parents[1]
+RT = REPO / "runtime_c"
+
+
+def build_narrow_lib() -> Path:
+    """All kernels and the runtime as one host shared library without the MCU_S8_WIDE paths."""
+    sources = sorted((RT / "kernels").glob("*.c")) + sorted((RT / "src").glob("*.c"))
+    headers = sorted((RT / "kernels" / "internal").glob("*.h")) + sorted((RT / "include" / "mcu").glob("*.h"))
+    digest = hashlib.sha256(b"".join(p.read_bytes() for p in sources + headers)).hexdigest()[:16]
+    out = cache_dir() / "narrow" / f"libmcu_narrow_{digest}.so"
+    if not out.exists():
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = out.with_suffix(f".{os.getpid()}.tmp.so")
+        subprocess.run(["cc", "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC",
+                        "-DMCU_S8_NO_WIDE", f"-I{RT / 'include'}", *map(str, sources), "-o", str(tmp), "-lm"],
+                       check=True, capture_output=True, text=True)
+        tmp.replace(out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def narrow():
+    handle = ctypes.CDLL(str(build_narrow_lib()))
+    for name, (argtypes, restype) in cb._SIGNATURES.items():
+        fn = getattr(handle, name)
+        fn.argtypes = argtypes
+        fn.restype = restype
+    return handle
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _use_narrow(narrow):
+    """Route the shared ctypes helpers (cbind_s8.lib()) to the narrow build for this module."""
+    original = cb.lib
+    cb.lib = lambda: narrow
+    yield
+    cb.lib = original
+
+
+@pytest.fixture(scope="module")
+def lib(narrow):
+    return narrow
+
+
+def test_narrow_build_is_another_build() -> None:
+    """The switch the build uses exists in the header that selects the paths."""
+    text = (RT / "kernels" / "internal" / "plain_s8.h").read_text()
+    assert "!defined(MCU_S8_NO_WIDE)" in text
+    assert build_narrow_lib().exists()
+
+
+test_conv2d_s8 = base.test_conv2d_s8
+test_depthwise_conv2d_s8 = base.test_depthwise_conv2d_s8
+test_linear_s8 = base.test_linear_s8
+test_conv2d_s8_forward_overlap = contracts.test_conv2d_s8_forward_overlap
+test_depthwise_s8_forward_and_inplace = contracts.test_depthwise_s8_forward_and_inplace
+test_pointwise_s8_both_directions = contracts.test_pointwise_s8_both_directions
