@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import cbind_s8 as cb
@@ -275,6 +275,65 @@ def test_packed_on_simulated_core(tmp_path: Path, board_name: str) -> None:
     board = load_board(board_name)
     rt = runtime_dir()
     fw = build_firmware(board, [main, rt / "kernels" / tuned.SOURCE], [rt / "include"], tmp_path / "out")
+    result = run_qemu(board, fw.elf, timeout_s=120)
+    assert result.exit_code == 0 and "packed cases failed: 0" in result.console, result.console
+
+
+_S32 = (-(2**31), 2**31 - 1)
+
+
+@st.composite
+def _device_case(draw) -> dict:
+    """One layer for the core's right-shift requantization (every shift in [-23, -1]) and the
+    whole-window column paths: first-layer channel counts (1 to 3), pointwise ones, strides,
+    borders, multipliers and biases at their extremes."""
+    cin = draw(st.sampled_from([1, 2, 3, 4, 5, 8, 12]))
+    k = draw(st.sampled_from([1, 3]))
+    stride = draw(st.integers(1, 2))
+    pad = draw(st.integers(0, k // 2))
+    h, w = draw(st.integers(k, 6)), draw(st.integers(k, 6))
+    cout = draw(st.integers(1, 9))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    x_kind, w_kind = draw(st.sampled_from(["random", "min", "max"])), draw(st.sampled_from(["random", "min", "max"]))
+    x = (rng.integers(-128, 128, (1, h, w, cin)) if x_kind == "random"
+         else np.full((1, h, w, cin), -128 if x_kind == "min" else 127)).astype(np.int8)
+    wt = (rng.integers(-127, 128, (cout, k, k, cin)) if w_kind == "random"
+          else np.full((cout, k, k, cin), -127 if w_kind == "min" else 127)).astype(np.int8)
+    b = np.array(draw(st.lists(st.sampled_from(_S32) | st.integers(-(2**20), 2**20), min_size=cout, max_size=cout)),
+                 dtype=np.int32)
+    m = np.array(draw(st.lists(st.sampled_from([0, 1, 2**30, 2**31 - 1]) | st.integers(0, 2**31 - 1),
+                               min_size=cout, max_size=cout)), dtype=np.int64)
+    sh = np.array(draw(st.lists(st.integers(-23, -1), min_size=cout, max_size=cout)), dtype=np.int64)
+    in_zp, out_zp = draw(st.integers(-128, 127)), draw(st.integers(-128, 127))
+    lo = draw(st.integers(-128, 127))
+    act = (lo, draw(st.integers(lo, 127)))
+    oh, ow = (h + 2 * pad - k) // stride + 1, (w + 2 * pad - k) // stride + 1
+    params = _params(x.shape, (1, oh, ow, cout), k, k, sh=stride, sw=stride, pt=pad, pl=pad, in_zp=in_zp,
+                     out_zp=out_zp, act=act)
+    expected = ref.conv2d_s8(x, wt, b, m, sh, **params)
+    stream = tuned.pack_layer(wt.reshape(cout, -1), b, m, sh)
+    assert stream[1] == tuned.FLAG_RIGHT  # the assembly requantizes these
+    return dict(x=x, w=stream, params=params, expected=expected)
+
+
+@requires_qemu
+@pytest.mark.qemu
+@pytest.mark.parametrize("board_name", ["mps2-an505", "mps2-an386"])
+@settings(max_examples=3, deadline=None, derandomize=True)
+@given(cases=st.lists(_device_case(), min_size=40, max_size=40))
+def test_packed_right_shift_property_on_core(tmp_path_factory, board_name: str, cases: list[dict]) -> None:
+    """Batches of 40 drawn layers per firmware, bit-exact with the reference on the core: the
+    assembly's merged rounding constant, SSAT and byte-wise activation clamp, and the column built
+    from whole windows (1 to 12 input channels, strides 1 and 2, borders)."""
+    from mcu.sim.qemu import run_qemu
+    from mcu.toolchain import build_firmware
+
+    tmp = tmp_path_factory.mktemp("packed_rq")
+    main = tmp / "main.c"
+    main.write_text(_firmware_source(cases))
+    board = load_board(board_name)
+    rt = runtime_dir()
+    fw = build_firmware(board, [main, rt / "kernels" / tuned.SOURCE], [rt / "include"], tmp / "out")
     result = run_qemu(board, fw.elf, timeout_s=120)
     assert result.exit_code == 0 and "packed cases failed: 0" in result.console, result.console
 

@@ -42,11 +42,31 @@ static void column(const mcu_conv2d_s8_params *p, const int8_t *x_n, int32_t oh,
     const int32_t ih0 = oh * p->stride_h - p->pad_top;
     const int32_t iw0 = ow * p->stride_w - p->pad_left;
     const int32_t off = p->input_offset;
+    const int8_t zp = (int8_t)-off; /* (zp + off) == 0: a padded tap */
+    const int32_t kh = p->kernel_h;
+    if (p->dilation_w == 1 && ih0 >= 0 && iw0 >= 0 && iw0 + kw <= in.w && ih0 + (kh - 1) * p->dilation_h < in.h) {
+        /* The whole window inside the input (every pixel of a pointwise layer, most of the others):
+         * kh runs of kw * c bytes, without the per-row bounds of the general paths below. */
+        const int8_t *src = x_n + (ih0 * in.w + iw0) * c;
+        const int32_t run = kw * c;
+        const int32_t step = p->dilation_h * in.w * c;
+        if (c % 4 == 0) {
+            for (int32_t i = 0; i < kh; ++i, src += step) {
+                mcu_column_s8(src, run, off, col + i * run);
+            }
+            return;
+        }
+        for (int32_t i = 0; i < kh; ++i, src += step) {
+            mcu_copy_run_s8(raw + i * run, src, run);
+        }
+        mcu_fill_s8(raw + kh * run, zp, kp - kh * run);
+        mcu_column_s8(raw, kp, off, col);
+        return;
+    }
     if (contiguous(p)) {
         mcu_window_rows_s16(p, x_n, ih0, iw0, col);
         return;
     }
-    const int8_t zp = (int8_t)-off; /* (zp + off) == 0: a padded tap */
     int32_t k = 0;
     for (int32_t i = 0; i < p->kernel_h; ++i) {
         const int32_t ih = ih0 + i * p->dilation_h;
@@ -57,7 +77,7 @@ static void column(const mcu_conv2d_s8_params *p, const int8_t *x_n, int32_t oh,
             }
             mcu_fill_s8(raw + k, zp, lo * c);
             if (hi > lo) {
-                mcu_copy_s8(raw + k + lo * c, x_n + (ih * in.w + iw0 + lo) * c, (hi - lo) * c);
+                mcu_copy_run_s8(raw + k + lo * c, x_n + (ih * in.w + iw0 + lo) * c, (hi - lo) * c);
             }
             mcu_fill_s8(raw + k + hi * c, zp, (kw - hi) * c);
             k += kw * c;

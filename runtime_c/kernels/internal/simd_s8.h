@@ -251,6 +251,22 @@ static inline void mcu_copy_s8(int8_t *dst, const int8_t *src, int32_t n)
     }
 }
 
+/* A window row of n contiguous bytes (the few input channels of a first layer times the kernel
+ * width): four bytes per unaligned word where the core has them, the byte loop elsewhere. */
+static inline void mcu_copy_run_s8(int8_t *dst, const int8_t *src, int32_t n)
+{
+#if MCU_S8_DSP
+    int32_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        mcu_store_u32(dst + i, mcu_load_u32(src + i));
+        __asm__("" ::: "memory");
+    }
+    mcu_copy_s8(dst + i, src + i, n - i);
+#else
+    mcu_copy_s8(dst, src, n);
+#endif
+}
+
 /* col[0..kp) from kp bytes (kp a multiple of 4): (x + off) in the 0, 2, 1, 3 order per group. */
 static inline void mcu_column_s8(const int8_t *x, int32_t kp, int32_t off, int16_t *col)
 {
