@@ -4,7 +4,7 @@
  * Why packed int16 weights: with int8 weights every pair of MACs needs a SXTB16 to widen the
  * weights, and weight rows of different channels need a pointer each. Widened and interleaved
  * ahead of time (mcu/backends/tuned.py), one LDM fetches a tap pair of four channels and each
- * SMLAD is a pair of MACs: per 8 taps x 4 channels, 2 LDRD + 4 LDM + 16 SMLAD + 2 loop
+ * SMLAD is a pair of MACs: per 8 taps x 4 channels, 2 LDRD + 4 LDM + 16 SMLAD + 1 loop
  * instructions, 0.75 instructions per MAC, against about 2 for CMSIS-NN's s8 x s16 kernels.
  * The price is flash: the weights of these layers take twice the bytes.
  *
@@ -42,14 +42,18 @@ static inline int32_t mcu_packed_block_words(int32_t kp)
     "smlad r2, lr, r10, r2\n\t"                                                                           \
     "smlad r3, lr, r11, r3\n\t"
 
-/* The column r4 up to r6 (a multiple of 4 taps) against the stream at r5: 8 taps per pass,
- * entering at the second half when the taps leave 4 over. */
+/* The column r4 up to r6 (a multiple of 4 taps) against the stream at r5: 16 taps per pass (one
+ * compare and branch per 16), the first pass entering at the quarter that leaves whole passes after
+ * it, through a TBB on (column bytes / 8) mod 4: 0 all four quarters, 1 the last, 2 the last two,
+ * 3 the last three. */
 #define MCU_DOT4_LOOP                                                                                     \
     "sub r8, r6, r4\n\t"                                                                                   \
-    "tst r8, #8\n\t"                                                                                       \
-    "bne 2f\n\t"                                                                                           \
-    "1:\n\t" MCU_DOT4_HALF "2:\n\t" MCU_DOT4_HALF                                                         \
-    "cmp r4, r6\n\t"                                                                                       \
+    "ubfx r8, r8, #3, #2\n\t"                                                                             \
+    "tbb [pc, r8]\n\t"                                                                                    \
+    "0:\n\t"                                                                                              \
+    ".byte (1f - 0b) / 2, (4f - 0b) / 2, (3f - 0b) / 2, (2f - 0b) / 2\n\t"                                 \
+    "1:\n\t" MCU_DOT4_HALF "2:\n\t" MCU_DOT4_HALF "3:\n\t" MCU_DOT4_HALF "4:\n\t" MCU_DOT4_HALF         \
+    "cmp r4, r6\n\t"                                                                                      \
     "bne 1b\n\t"
 #endif
 
@@ -106,8 +110,8 @@ static inline int32_t mcu_packed_rq_s8(int32_t acc, const int32_t *rq)
 }
 
 #if MCU_S8_DSP_NATIVE
-/* One whole block on the core: biases into the accumulators (one LDM), the dot product (per 8
- * taps 2 LDRD + 4 LDM + 16 SMLAD + compare and branch, entering half-way when kp % 8 == 4), then
+/* One whole block on the core: biases into the accumulators (one LDM), the dot product (per 16
+ * taps 4 LDRD + 8 LDM + 32 SMLAD + compare and branch, MCU_DOT4_LOOP), then
  * the four requantizations (mcu_packed_rq_s8 in 7 instructions each, SSAT to int8 included) and
  * the stores: four STRB when the activation range is all of int8 (clamp4 0), else the bytes packed
  * into a word, clamped byte-wise to [min4, max4] (SSUB8 sets GE where the value is at least the
