@@ -208,7 +208,8 @@ def conv2d_packed(x, w, bias, quant: Quant, params: dict, ctx=None, stream=None)
     from mcu.backends.tuned import pack_layer
 
     if stream is None:
-        stream = pack_layer(np.asarray(w, dtype=np.int8).reshape(w.shape[0], -1), bias, quant.m, quant.s)
+        stream = pack_layer(np.asarray(w, dtype=np.int8).reshape(w.shape[0], -1), bias, quant.m, quant.s,
+                            params.get("output_offset", 0))
     stream = np.ascontiguousarray(stream, dtype=np.int32)
     p = _fields(Conv2dS8Params, params)
     out = np.zeros(tuple(params["output"]), dtype=np.int8)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import cbind_s8 as cb
@@ -69,16 +69,24 @@ def test_pack_layout() -> None:
     assert blocks[0, 2, 3].tolist() == [w[3, 4], 0]  # taps 4, 5 then padding: pairs (4, 6) and (5, 7)
     assert blocks[0, 3, 3].tolist() == [w[3, 5], 0]
     assert np.all(blocks[1, :, 1:] == 0)  # channels 5..7 are padding
-    stream = tuned.pack_layer(w, np.arange(5) - 2, np.full(5, 2**30 + 7), np.array([-1, -2, -3, -23, 4]))
-    assert stream.dtype == np.int32 and stream.size == 4 + 2 * (4 + 8 * 2 + 12)
-    assert stream[:4].tolist() == [tuned.MAGIC, 0, 5, 8]  # shift 4 is a left shift: not the fast path
-    assert tuned.pack_layer(w, None, np.full(5, 2**30), np.full(5, -7))[1] == tuned.FLAG_RIGHT
+    stream = tuned.pack_layer(w, np.arange(5) - 2, np.full(5, 2**30 + 7), np.array([-1, -2, -3, -23, 4]), -5)
+    assert stream.dtype == np.int32 and stream.size == 4 + 2 * (4 + 8 * 2 + 16)
+    # shift 4 is a left shift: not the fast path; the output offset -5 in the flags' second byte
+    assert stream[:4].tolist() == [tuned.MAGIC, 0xFB00, 5, 8]
     first, second = stream[4:].reshape(2, -1)
     assert first[:4].tolist() == [-2, -1, 0, 1] and second[:4].tolist() == [2, 0, 0, 0]
     assert np.array_equal(first[4:20], p[0]) and np.array_equal(second[4:20], p[1])
-    assert first[20:].reshape(4, 3).tolist() == [[2**30 + 7, 1, 1], [2**30 + 7, 2, 2], [2**30 + 7, 3, 4],
-                                                  [2**30 + 7, 23, 2**22]]
-    assert second[20:].reshape(4, 3).tolist() == [[2**30 + 7, -4, 0], [0, 1, 1], [0, 1, 1], [0, 1, 1]]
+    assert first[20:].reshape(4, 4).tolist() == [[0, 0, 2**30 + 7, s] for s in (-1, -2, -3, -23)]
+    assert second[20:].reshape(4, 4).tolist() == [[0, 0, 2**30 + 7, 4]] + [[0, 0, 0, -1]] * 3
+    # every shift a right shift R: (K low, K high, multiplier, R - 1), K with the output offset folded in
+    right = tuned.pack_layer(w, None, np.full(5, 2**30), np.array([-1, -2, -3, -23, -7]), 100)
+    assert right[1] == tuned.FLAG_RIGHT | (100 << 8)
+    rq = right[4:].reshape(2, -1)[:, 20:].reshape(8, 4).astype(np.int64)
+    for ch, r in enumerate([1, 2, 3, 23, 7]):
+        k = 2**30 + 2 ** (r + 30) + 100 * 2 ** (r + 31)
+        assert (rq[ch, 0] & 0xFFFFFFFF, rq[ch, 1]) == (k & 0xFFFFFFFF, k >> 32) and rq[ch, 2:].tolist() == [2**30, r - 1]
+    with pytest.raises(ValueError, match="zero-point"):
+        tuned.pack_layer(w, None, np.full(5, 2**30), np.full(5, -7), 128)
 
 
 @base.EXACT
@@ -178,8 +186,13 @@ def test_packed_refuses_bad_arguments(lib) -> None:
         bad[word] = value
         assert cb.conv2d_packed(x, w, None, q, good, stream=bad)[0] != MCU_OK, word
     bad = stream.copy()  # the C paths (every host build) check each constant they shift by
-    bad[4 + 4 + 8 + 1] = 40  # the first channel's shift amount
+    bad[4 + 4 + 8 + 3] = 40  # the first channel's shift amount
     assert cb.conv2d_packed(x, w, None, q, good, stream=bad)[0] != MCU_OK
+    bad = stream.copy()  # a K word that is not the one of its shift and output offset
+    bad[4 + 4 + 8 + 1] += 1
+    assert cb.conv2d_packed(x, w, None, q, good, stream=bad)[0] != MCU_OK
+    # a stream packed for another output offset (it is folded into K)
+    assert cb.conv2d_packed(x, w, None, q, {**good, "output_offset": 3}, stream=stream)[0] != MCU_OK
 
 
 # --- on the simulated cores ------------------------------------------------------------------------------
@@ -216,7 +229,7 @@ def _firmware_cases(rng: np.random.Generator, count: int) -> list[dict]:
         params = _params(x.shape, (1, h + 2 * pad - k + 1, w + 2 * pad - k + 1, cout), k, k, pt=pad, pl=pad,
                          in_zp=in_zp, out_zp=out_zp, act=act)
         expected = ref.conv2d_s8(x, wt, b, m, s, **params)
-        cases.append(dict(x=x, w=tuned.pack_layer(wt.reshape(cout, -1), b, m, s), b=b, m=m, s=s, params=params,
+        cases.append(dict(x=x, w=tuned.pack_layer(wt.reshape(cout, -1), b, m, s, out_zp), b=b, m=m, s=s, params=params,
                           expected=expected))
     return cases
 
@@ -275,6 +288,65 @@ def test_packed_on_simulated_core(tmp_path: Path, board_name: str) -> None:
     board = load_board(board_name)
     rt = runtime_dir()
     fw = build_firmware(board, [main, rt / "kernels" / tuned.SOURCE], [rt / "include"], tmp_path / "out")
+    result = run_qemu(board, fw.elf, timeout_s=120)
+    assert result.exit_code == 0 and "packed cases failed: 0" in result.console, result.console
+
+
+_S32 = (-(2**31), 2**31 - 1)
+
+
+@st.composite
+def _device_case(draw) -> dict:
+    """One layer for the core's right-shift requantization (every shift in [-23, -1]) and the
+    whole-window column paths: first-layer channel counts (1 to 3), pointwise ones, strides,
+    borders, multipliers and biases at their extremes."""
+    cin = draw(st.sampled_from([1, 2, 3, 4, 5, 8, 12]))
+    k = draw(st.sampled_from([1, 3]))
+    stride = draw(st.integers(1, 2))
+    pad = draw(st.integers(0, k // 2))
+    h, w = draw(st.integers(k, 6)), draw(st.integers(k, 6))
+    cout = draw(st.integers(1, 9))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    x_kind, w_kind = draw(st.sampled_from(["random", "min", "max"])), draw(st.sampled_from(["random", "min", "max"]))
+    x = (rng.integers(-128, 128, (1, h, w, cin)) if x_kind == "random"
+         else np.full((1, h, w, cin), -128 if x_kind == "min" else 127)).astype(np.int8)
+    wt = (rng.integers(-127, 128, (cout, k, k, cin)) if w_kind == "random"
+          else np.full((cout, k, k, cin), -127 if w_kind == "min" else 127)).astype(np.int8)
+    b = np.array(draw(st.lists(st.sampled_from(_S32) | st.integers(-(2**20), 2**20), min_size=cout, max_size=cout)),
+                 dtype=np.int32)
+    m = np.array(draw(st.lists(st.sampled_from([0, 1, 2**30, 2**31 - 1]) | st.integers(0, 2**31 - 1),
+                               min_size=cout, max_size=cout)), dtype=np.int64)
+    sh = np.array(draw(st.lists(st.integers(-23, -1), min_size=cout, max_size=cout)), dtype=np.int64)
+    in_zp, out_zp = draw(st.integers(-128, 127)), draw(st.integers(-128, 127))
+    lo = draw(st.integers(-128, 127))
+    act = (lo, draw(st.integers(lo, 127)))
+    oh, ow = (h + 2 * pad - k) // stride + 1, (w + 2 * pad - k) // stride + 1
+    params = _params(x.shape, (1, oh, ow, cout), k, k, sh=stride, sw=stride, pt=pad, pl=pad, in_zp=in_zp,
+                     out_zp=out_zp, act=act)
+    expected = ref.conv2d_s8(x, wt, b, m, sh, **params)
+    stream = tuned.pack_layer(wt.reshape(cout, -1), b, m, sh, out_zp)
+    assert stream[1] & tuned.FLAG_RIGHT  # the assembly requantizes these
+    return dict(x=x, w=stream, params=params, expected=expected)
+
+
+@requires_qemu
+@pytest.mark.qemu
+@pytest.mark.parametrize("board_name", ["mps2-an505", "mps2-an386"])
+@settings(max_examples=3, deadline=None, derandomize=True)
+@given(cases=st.lists(_device_case(), min_size=40, max_size=40))
+def test_packed_right_shift_property_on_core(tmp_path_factory, board_name: str, cases: list[dict]) -> None:
+    """Batches of 40 drawn layers per firmware, bit-exact with the reference on the core: the
+    assembly's merged rounding constant, SSAT and byte-wise activation clamp, and the column built
+    from whole windows (1 to 12 input channels, strides 1 and 2, borders)."""
+    from mcu.sim.qemu import run_qemu
+    from mcu.toolchain import build_firmware
+
+    tmp = tmp_path_factory.mktemp("packed_rq")
+    main = tmp / "main.c"
+    main.write_text(_firmware_source(cases))
+    board = load_board(board_name)
+    rt = runtime_dir()
+    fw = build_firmware(board, [main, rt / "kernels" / tuned.SOURCE], [rt / "include"], tmp / "out")
     result = run_qemu(board, fw.elf, timeout_s=120)
     assert result.exit_code == 0 and "packed cases failed: 0" in result.console, result.console
 

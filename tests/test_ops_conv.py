@@ -329,7 +329,7 @@ def test_dilated_conv1d_on_every_int8_convolution_path(emulated, case, data, in_
     if g == 1:
         from mcu.backends.tuned import pack_layer
 
-        stream = np.ascontiguousarray(pack_layer(w.reshape(cout, -1), b, q.m, q.s), np.int32)
+        stream = np.ascontiguousarray(pack_layer(w.reshape(cout, -1), b, q.m, q.s, out_zp), np.int32)
         for handle in (cbind.lib(), emulated):
             out = np.zeros(want.shape, np.int8)
             fn = _fn(handle, "mcu_conv2d_packed_s8", 5)

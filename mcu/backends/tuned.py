@@ -30,7 +30,7 @@ FUNCTION = "mcu_conv2d_packed_s8"
 SOURCE = "mcu_conv2d_packed_s8.c"
 TAPS_MAX = 640  # MCU_CONV_PACKED_TAPS_MAX in runtime_c/include/mcu/kernels_s8.h
 MAGIC = 0x5043554D  # MCU_PACKED_MAGIC
-FLAG_RIGHT = 1  # every shift in [-23, -1]: the core's assembly requantizes
+FLAG_RIGHT = 1  # every shift in [-23, -1]: requantized from K words (the core's assembly)
 
 
 def padded_taps(k: int) -> int:
@@ -50,26 +50,45 @@ def pack_weights(w: np.ndarray) -> np.ndarray:
     return words.astype(np.uint32).view(np.int32).reshape(op // 4, -1)
 
 
-def pack_layer(w: np.ndarray, bias: np.ndarray | None, multiplier: np.ndarray, shift: np.ndarray) -> np.ndarray:
+def packed_k(r: np.ndarray, output_offset: int) -> np.ndarray:
+    """K = 2^30 + 2^(R+30) + output_offset 2^(31+R) of right shifts R in [1, 23] (int64): the kernel's
+    requantization is floor((acc m + K - [acc < 0] 2^31) / 2^(31+R)) (internal/gemm_s8_dsp.h,
+    mcu_packed_rq_s8)."""
+    r = np.asarray(r, dtype=np.int64)
+    return (1 << 30) + np.left_shift(1, r + 30) + int(output_offset) * np.left_shift(1, r + 31)
+
+
+def pack_layer(w: np.ndarray, bias: np.ndarray | None, multiplier: np.ndarray, shift: np.ndarray,
+               output_offset: int = 0) -> np.ndarray:
     """The word stream mcu_conv2d_packed_s8 reads (runtime_c/include/mcu/kernels_s8.h): a header
-    (magic, flags, output channels, padded taps), then per block of 4 output channels their
-    biases, their packed weights (:func:`pack_weights`), then per channel (multiplier, -shift,
-    2^(-shift-1)) so that the requantization takes one LDM per channel. Padded channels get bias 0
-    and multiplier 0 (their results are never stored)."""
+    (magic, flags with the output offset in bits 8-15, output channels, padded taps), then per block
+    of 4 output channels their biases, their packed weights (:func:`pack_weights`), then four words
+    per channel so that the requantization takes one LDM per channel: when every shift is a right
+    shift R in [1, 23] (FLAG_RIGHT) (K low word, K high word, multiplier, R - 1) with K from
+    :func:`packed_k` (the output offset folded in), else (0, 0, multiplier, shift). Padded channels
+    get bias 0 and multiplier 0 (their results are never stored)."""
     out_c = w.shape[0]
     op = padded_taps(out_c)
+    if not -128 <= int(output_offset) <= 127:
+        raise ValueError(f"output offset {output_offset} is not an int8 zero-point")
     b = np.zeros(op, dtype=np.int64)
     if bias is not None:
         b[:out_c] = np.asarray(bias, dtype=np.int64)
     m = np.zeros(op, dtype=np.int64)
     m[:out_c] = np.asarray(multiplier, dtype=np.int64)
-    s = np.ones(op, dtype=np.int64)
-    s[:out_c] = -np.asarray(shift, dtype=np.int64)
-    r = np.where((s >= 1) & (s <= 31), np.left_shift(1, np.clip(s - 1, 0, 30)), 0)
-    rq = np.stack([m, s, r], axis=1).reshape(op // 4, 12)
-    blocks = np.concatenate([b.reshape(op // 4, 4), pack_weights(w).astype(np.int64), rq], axis=1)
-    right = bool(np.all((s[:out_c] >= 1) & (s[:out_c] <= 23)))
-    header = np.array([MAGIC, FLAG_RIGHT if right else 0, out_c, padded_taps(w.shape[1])], dtype=np.int64)
+    sh = np.full(op, -1, dtype=np.int64)
+    sh[:out_c] = np.asarray(shift, dtype=np.int64)
+    right = bool(np.all((sh >= -23) & (sh <= -1)))
+    if right:
+        k = packed_k(-sh, output_offset)
+        rq = np.stack([k & 0xFFFFFFFF, k >> 32, m, -sh - 1], axis=1)
+    else:
+        zero = np.zeros(op, dtype=np.int64)
+        rq = np.stack([zero, zero, m, sh], axis=1)
+    blocks = np.concatenate([b.reshape(op // 4, 4), pack_weights(w).astype(np.int64), rq.reshape(op // 4, 16)],
+                            axis=1)
+    flags = (FLAG_RIGHT if right else 0) | ((int(output_offset) & 0xFF) << 8)
+    header = np.array([MAGIC, flags, out_c, padded_taps(w.shape[1])], dtype=np.int64)
     words = np.concatenate([header, blocks.reshape(-1)])
     return (words & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
 
@@ -105,7 +124,8 @@ def packed_tensor(op: Op) -> Tensor:
     assert w.data is not None and mult.data is not None and shift.data is not None
     data = pack_layer(np.asarray(w.data, dtype=np.int8).reshape(w.shape[0], -1),
                       None if b is None or b.data is None else np.asarray(b.data).reshape(-1),
-                      np.asarray(mult.data).reshape(-1), np.asarray(shift.data).reshape(-1))
+                      np.asarray(mult.data).reshape(-1), np.asarray(shift.data).reshape(-1),
+                      conv_params(op)["output_offset"])
     t = Tensor(name=f"{w.name}_packed", shape=(data.size,), dtype="int32", data=data)
     op.attrs["packed_weights"] = t
     return t

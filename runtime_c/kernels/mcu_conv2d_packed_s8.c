@@ -42,11 +42,31 @@ static void column(const mcu_conv2d_s8_params *p, const int8_t *x_n, int32_t oh,
     const int32_t ih0 = oh * p->stride_h - p->pad_top;
     const int32_t iw0 = ow * p->stride_w - p->pad_left;
     const int32_t off = p->input_offset;
+    const int8_t zp = (int8_t)-off; /* (zp + off) == 0: a padded tap */
+    const int32_t kh = p->kernel_h;
+    if (p->dilation_w == 1 && ih0 >= 0 && iw0 >= 0 && iw0 + kw <= in.w && ih0 + (kh - 1) * p->dilation_h < in.h) {
+        /* The whole window inside the input (every pixel of a pointwise layer, most of the others):
+         * kh runs of kw * c bytes, without the per-row bounds of the general paths below. */
+        const int8_t *src = x_n + (ih0 * in.w + iw0) * c;
+        const int32_t run = kw * c;
+        const int32_t step = p->dilation_h * in.w * c;
+        if (c % 4 == 0) {
+            for (int32_t i = 0; i < kh; ++i, src += step) {
+                mcu_column_s8(src, run, off, col + i * run);
+            }
+            return;
+        }
+        for (int32_t i = 0; i < kh; ++i, src += step) {
+            mcu_copy_run_s8(raw + i * run, src, run);
+        }
+        mcu_fill_s8(raw + kh * run, zp, kp - kh * run);
+        mcu_column_s8(raw, kp, off, col);
+        return;
+    }
     if (contiguous(p)) {
         mcu_window_rows_s16(p, x_n, ih0, iw0, col);
         return;
     }
-    const int8_t zp = (int8_t)-off; /* (zp + off) == 0: a padded tap */
     int32_t k = 0;
     for (int32_t i = 0; i < p->kernel_h; ++i) {
         const int32_t ih = ih0 + i * p->dilation_h;
@@ -57,7 +77,7 @@ static void column(const mcu_conv2d_s8_params *p, const int8_t *x_n, int32_t oh,
             }
             mcu_fill_s8(raw + k, zp, lo * c);
             if (hi > lo) {
-                mcu_copy_s8(raw + k + lo * c, x_n + (ih * in.w + iw0 + lo) * c, (hi - lo) * c);
+                mcu_copy_run_s8(raw + k + lo * c, x_n + (ih * in.w + iw0 + lo) * c, (hi - lo) * c);
             }
             mcu_fill_s8(raw + k + hi * c, zp, (kw - hi) * c);
             k += kw * c;
@@ -81,10 +101,10 @@ static void column(const mcu_conv2d_s8_params *p, const int8_t *x_n, int32_t oh,
  * through the params pointer would be reloaded after every store. */
 typedef struct {
     int32_t cout, kp, words;
-    /* output_offset, act_min, act_max, then act_min and act_max in four bytes each: the layout
-     * mcu_block4_packed reads */
-    int32_t layer[5];
-    int right;        /* the stream's flag: every shift in [-23, -1] */
+    int32_t output_offset, act_min, act_max;
+    uint32_t bounds[2]; /* act_min, act_max in four bytes each: the layout mcu_block4_packed reads */
+    int clamp;          /* the activation range is narrower than int8 */
+    int right;          /* the stream's flag: every shift in [-23, -1], requantized from K */
 } layer_t;
 
 /* One block in C: the host, the emulated build, and layers with shifts outside [-23, -1]. */
@@ -93,10 +113,10 @@ static void block_c(const layer_t *l, const int16_t *col, const int32_t *blob, i
     uint32_t acc[4] = {(uint32_t)blob[0], (uint32_t)blob[1], (uint32_t)blob[2], (uint32_t)blob[3]};
     mcu_dot4_packed(col, blob + 4, l->kp, acc);
     const int32_t *rq = blob + 4 + 2 * l->kp;
-    for (int32_t o = 0; o < n; ++o, rq += 3) {
+    for (int32_t o = 0; o < n; ++o, rq += 4) {
         const int32_t a = mcu_u32_to_s32(acc[o]);
-        y[o] = l->right ? mcu_requant_right_s8(a, rq[0], rq[1], rq[2], l->layer[0], l->layer[1], l->layer[2])
-                        : mcu_requantize_to_s8_fast(a, rq[0], -rq[1], l->layer[0], l->layer[1], l->layer[2]);
+        y[o] = l->right ? (int8_t)mcu_clamp_s32(mcu_packed_rq_s8(a, rq), l->act_min, l->act_max)
+                        : mcu_requantize_to_s8_fast(a, rq[2], rq[3], l->output_offset, l->act_min, l->act_max);
     }
 }
 
@@ -110,9 +130,10 @@ static void pixel(const layer_t *l, const int16_t *col, const int32_t *blocks, i
     if (l->right) {
         /* in locals: the assembly's memory clobber would reload fields of *l every block */
         const int32_t cout = l->cout, kp = l->kp;
-        const int32_t *layer = l->layer;
+        const uint32_t *bounds = l->bounds;
+        const int clamp = l->clamp;
         for (; oc + 4 <= cout; oc += 4) {
-            blob = mcu_block4_packed(col, kp, blob, y + oc, layer);
+            blob = mcu_block4_packed(col, kp, blob, y + oc, bounds, clamp);
         }
     }
 #endif
@@ -125,14 +146,24 @@ static void pixel(const layer_t *l, const int16_t *col, const int32_t *blocks, i
     }
 }
 
-/* The stream's header names the layer it was packed for; its requantization constants are checked
- * where C code shifts by them (the assembly of the core's fast path cannot fault on any value). */
-static int check_stream(const int32_t *stream, int32_t cout, int32_t kp, int *right)
+/* The K words of a right shift R and output offset (mcu_packed_rq_s8), as tuned.pack_layer makes them. */
+static void packed_k(int32_t r, int32_t output_offset, uint32_t *lo, int32_t *hi)
 {
-    if (stream[0] != MCU_PACKED_MAGIC || (stream[1] & ~1) != 0 || stream[2] != cout || stream[3] != kp) {
+    *lo = (1u << 30) | (r == 1 ? 1u << 31 : 0u);
+    *hi = (r >= 2 ? (int32_t)1 << (r - 2) : 0) + output_offset * ((int32_t)1 << (r - 1));
+}
+
+/* The stream's header names the layer it was packed for (output channels, taps, output offset);
+ * its requantization constants are checked where C code shifts by them (the assembly of the core's
+ * fast path cannot fault on any value). */
+static int check_stream(const int32_t *stream, int32_t cout, int32_t kp, int32_t output_offset, int *right)
+{
+    const uint32_t flags = (uint32_t)stream[1];
+    if (stream[0] != MCU_PACKED_MAGIC || (flags & ~0xFF01u) != 0 || stream[2] != cout || stream[3] != kp ||
+        ((flags >> 8) & 0xFFu) != ((uint32_t)output_offset & 0xFFu)) {
         return 0;
     }
-    *right = stream[1] & 1;
+    *right = (int)(flags & 1u);
 #if MCU_S8_DSP_NATIVE
     if (*right) {
         return 1;
@@ -142,9 +173,19 @@ static int check_stream(const int32_t *stream, int32_t cout, int32_t kp, int *ri
     const int32_t *blob = stream + MCU_PACKED_HEADER_WORDS;
     for (int32_t oc0 = 0; oc0 < cout; oc0 += 4, blob += words) {
         const int32_t *rq = blob + 4 + 2 * kp;
-        for (int32_t o = 0; o < 4 && oc0 + o < cout; ++o, rq += 3) {
-            const int ok = *right ? rq[0] >= 0 && rq[1] >= 1 && rq[1] <= 23 && rq[2] == (int32_t)1 << (rq[1] - 1)
-                                  : rq[1] >= -30 && mcu_quant_valid(rq[0], -rq[1]);
+        for (int32_t o = 0; o < 4 && oc0 + o < cout; ++o, rq += 4) {
+            int ok;
+            if (*right) {
+                uint32_t lo;
+                int32_t hi;
+                ok = rq[2] >= 0 && rq[3] >= 0 && rq[3] <= 22;
+                if (ok) {
+                    packed_k(rq[3] + 1, output_offset, &lo, &hi);
+                    ok = (uint32_t)rq[0] == lo && rq[1] == hi;
+                }
+            } else {
+                ok = rq[3] >= -31 && rq[3] <= 30 && mcu_quant_valid(rq[2], rq[3]);
+            }
             if (!ok) {
                 return 0;
             }
@@ -171,11 +212,11 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
     MCU_REQUIRE(kp <= MCU_CONV_PACKED_TAPS_MAX, MCU_ERR_SHAPE);
     MCU_REQUIRE(((uintptr_t)packed & 3u) == 0, MCU_ERR_INVALID_ARG); /* LDM takes whole words */
     int right = 0;
-    MCU_REQUIRE(check_stream(packed, out.c, kp, &right), MCU_ERR_INVALID_ARG);
+    MCU_REQUIRE(check_stream(packed, out.c, kp, p->output_offset, &right), MCU_ERR_INVALID_ARG);
     const uint32_t min4 = ((uint32_t)p->act_min & 0xFFu) * 0x01010101u;
     const uint32_t max4 = ((uint32_t)p->act_max & 0xFFu) * 0x01010101u;
-    const layer_t l = {out.c, kp, mcu_packed_block_words(kp),
-                       {p->output_offset, p->act_min, p->act_max, mcu_u32_to_s32(min4), mcu_u32_to_s32(max4)}, right};
+    const layer_t l = {out.c, kp, mcu_packed_block_words(kp), p->output_offset, p->act_min, p->act_max,
+                       {min4, max4}, p->act_min > -128 || p->act_max < 127, right};
     packed += MCU_PACKED_HEADER_WORDS;
     _Alignas(8) int16_t col[MCU_CONV_PACKED_TAPS_MAX];
     _Alignas(4) int8_t raw[MCU_CONV_PACKED_TAPS_MAX];

@@ -4,6 +4,7 @@
 
 #include "internal/check.h"
 #include "internal/conv_s8_dsp.h"
+#include "internal/dw_px_s8_dsp.h"
 #include "internal/dw_s8_dsp.h"
 #include "internal/mve_s8.h"
 #include "internal/plain_s8.h"
@@ -126,6 +127,53 @@ static void mcu_dsp_groups(const mcu_dw4_geom *g, const mcu_depthwise_conv2d_s8_
 }
 #endif
 
+#if MCU_S8_DSP
+/* Small 3x3 images pixel by pixel over chunks of channels (internal/dw_px_s8_dsp.h). Apart from the
+ * input, straight into the output with each chunk set up once; otherwise as mcu_dsp_groups: bands
+ * of rows assembled on the stack and written after all of their reads. */
+static void mcu_dsp_pixels(const mcu_depthwise_conv2d_s8_params *p, const mcu_per_channel_quant *q,
+                           const int8_t *input, const int8_t *weight, const int32_t *bias, int8_t *output, int apart)
+{
+    const mcu_shape4 in = p->input;
+    const mcu_shape4 out = p->output;
+    const int32_t ch = in.c;
+    const int32_t in_row = in.w * ch, out_row = out.w * ch;
+    mcu_dwpx_chunk k;
+    mcu_dwpx_layer(&k, ch, in.h, in.w, out.w, p->stride_w, p->pad_left, p->input_offset, p->act_min, p->act_max);
+    int8_t row_buf[MCU_DW_ROW_BYTES];
+    const int32_t band = apart ? out.h : MCU_DW_ROW_BYTES / out_row;
+    for (int32_t n = 0; n < in.n; ++n) {
+        const int8_t *x_n = input + n * in.h * in_row;
+        int8_t *y_n = output + n * out.h * out_row;
+        for (int32_t oh0 = 0; oh0 < out.h; oh0 += band) {
+            const int32_t oh1 = out.h - oh0 < band ? out.h : oh0 + band;
+            for (int32_t c0 = 0; c0 < ch; c0 += 4 * MCU_DWPX_GROUPS) {
+                const int32_t groups = (ch - c0) / 4 < MCU_DWPX_GROUPS ? (ch - c0) / 4 : MCU_DWPX_GROUPS;
+                mcu_dwpx_chunk_init(&k, c0, groups, weight, bias, q, p->input_offset, p->output_offset);
+                for (int32_t oh = oh0; oh < oh1; ++oh) {
+                    const int8_t *rows[3];
+                    const int32_t ih0 = oh * p->stride_h - p->pad_top;
+                    for (int32_t i = 0; i < 3; ++i) {
+                        rows[i] = ih0 + i >= 0 && ih0 + i < in.h ? x_n + (ih0 + i) * in_row + c0 : NULL;
+                    }
+                    mcu_dwpx_row(&k, rows, (apart ? y_n + oh * out_row : row_buf + (oh - oh0) * out_row) + c0);
+                }
+            }
+            if (apart) {
+                continue;
+            }
+            /* after every read of the band (word copies; no memcpy call, see mcu_dsp_groups) */
+            int8_t *y = y_n + oh0 * out_row;
+            const int32_t bytes = (oh1 - oh0) * out_row; /* a multiple of 4: ch is */
+            for (int32_t i = 0; i < bytes; i += 4) {
+                mcu_store_u32(y + i, mcu_load_u32(row_buf + i));
+                __asm__("" ::: "memory");
+            }
+        }
+    }
+}
+#endif
+
 #if MCU_S8_MVE
 /* ch_mult 1, dilation 1: eight channels per step (internal/mve_s8.h), pixels in memory order, each
  * pixel's outputs written after its window's inputs of the same channels are read (the window
@@ -234,6 +282,14 @@ mcu_status mcu_depthwise_conv2d_s8(const mcu_context *ctx, const mcu_depthwise_c
     }
 #endif
 #if MCU_S8_DSP
+    if (p->ch_mult == 1 && p->dilation_h == 1 && p->dilation_w == 1 &&
+        (int64_t)out.h * out.w <= MCU_DWPX_MAX_PIXELS && mcu_dwpx_applies(p->kernel_h, p->kernel_w, in.c, q)) {
+        const int apart = !mcu_overlaps(input, (size_t)in_count, output, out_bytes);
+        if (apart || (int64_t)out.w * out.c <= MCU_DW_ROW_BYTES) {
+            mcu_dsp_pixels(p, q, input, weight, bias, output, apart);
+            return MCU_OK;
+        }
+    }
     mcu_dw4_geom g;
     if (p->ch_mult == 1 && p->dilation_h == 1 && p->dilation_w == 1 &&
         (int64_t)out.h * out.w >= MCU_DW_ROW_MIN_PIXELS &&

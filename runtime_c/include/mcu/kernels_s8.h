@@ -196,11 +196,13 @@ int32_t mcu_conv2d_1x1_s8_get_buffer_size(const mcu_conv2d_s8_params *p);
 /** Convolution (groups == 1, any window, stride, padding, dilation) and fully connected layers
  * (as a 1x1 convolution over batch rows) from a stream of 32-bit words (word-aligned) packed ahead
  * of time for the dual-MAC loop (mcu/backends/tuned.py, pack_layer): a header (MCU_PACKED_MAGIC,
- * flags (bit 0: every shift in [-23, -1]), output channels, taps per window padded to 4), then
+ * flags (bit 0: every shift in [-23, -1]; bits 8-15: the output offset the stream was packed for),
+ * output channels, taps per window padded to 4), then
  * one block per 4 output channels: their 4 biases; their weights as int16 pairs, window taps
  * padded to a multiple of 4 and, within each group of 4 taps, in the order 0, 2, 1, 3 that SXTB16
- * widening produces, tap pair j of the 4 channels as consecutive words; then per channel
- * (multiplier, -shift, 2^(-shift-1)). The window (kh * kw * in_c, padded to 4) must be at most
+ * widening produces, tap pair j of the 4 channels as consecutive words; then per channel four
+ * words: (K low, K high, multiplier, -shift - 1) when bit 0 is set, K = 2^30 + 2^(30-shift) +
+ * output_offset 2^(31-shift) (internal/gemm_s8_dsp.h), else (0, 0, multiplier, shift). The window (kh * kw * in_c, padded to 4) must be at most
  * MCU_CONV_PACKED_TAPS_MAX. Output pixels are written in memory order, each after its window is
  * read; a 1x1 stride-1 unpadded layer may overlap its input either way (the pixel-buffer contract
  * of mcu_conv2d_1x1_s8). */

@@ -62,6 +62,39 @@ static inline void mcu_binary_s8_row_lut(int sub, const mcu_binary_s8_params *p,
 {
     if (fast && !sub && sai == 1 && sbi == 1 && p->act_min == -128 && p->act_max == 127) {
         /* the common case (residual adds): contiguous operands, the clamp is SSAT's */
+#if MCU_S8_DSP_NATIVE
+        if (inner > 0) {
+            /* One loop in assembly with the requantization's constants in registers: per element two
+             * LDRSB, two table loads, QADD, mcu_rq_ch_apply as AND, ADDS and ADC (K[acc < 0] =
+             * K[0] - [acc < 0] 2^31 from the words of K[0], as in internal/gemm_s8_dsp.h) then SMLAL,
+             * ASR and SSAT, STRB, and a count up to 0 that indexes all three rows. */
+            const uint32_t klo = (uint32_t)(uint64_t)rq->k[0];
+            const uint32_t khi = (uint32_t)((uint64_t)rq->k[0] >> 32);
+            int32_t i = -inner;
+            uint32_t a, b, hi;
+            __asm__ volatile("1:\n\t"
+                             "ldrsb %[a], [%[ap], %[i]]\n\t"
+                             "ldrsb %[b], [%[bp], %[i]]\n\t"
+                             "ldr %[a], [%[la], %[a], lsl #2]\n\t"
+                             "ldr %[b], [%[lb], %[b], lsl #2]\n\t"
+                             "qadd %[a], %[a], %[b]\n\t"
+                             "and %[b], %[a], #0x80000000\n\t"
+                             "adds %[b], %[klo], %[b]\n\t"
+                             "adc %[hi], %[khi], %[a], asr #31\n\t"
+                             "smlal %[b], %[hi], %[a], %[m]\n\t"
+                             "asr %[hi], %[hi], %[sh]\n\t"
+                             "ssat %[a], #8, %[hi]\n\t"
+                             "strb %[a], [%[op], %[i]]\n\t"
+                             "adds %[i], %[i], #1\n\t"
+                             "bne 1b\n\t"
+                             : [i] "+r"(i), [a] "=&r"(a), [b] "=&r"(b), [hi] "=&r"(hi)
+                             : [ap] "r"(ar + inner), [bp] "r"(br + inner), [op] "r"(out + inner), [la] "r"(la),
+                               [lb] "r"(lb), [klo] "r"(klo), [khi] "r"(khi), [m] "r"(rq->multiplier),
+                               [sh] "r"(rq->rshift)
+                             : "cc", "memory");
+        }
+        return;
+#endif
         for (int32_t i = 0; i < inner; ++i) {
             out[i] = (int8_t)mcu_rq_ch_apply(rq, mcu_qadd(la[ar[i]], lb[br[i]]));
         }

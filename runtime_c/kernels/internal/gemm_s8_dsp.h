@@ -4,7 +4,7 @@
  * Why packed int16 weights: with int8 weights every pair of MACs needs a SXTB16 to widen the
  * weights, and weight rows of different channels need a pointer each. Widened and interleaved
  * ahead of time (mcu/backends/tuned.py), one LDM fetches a tap pair of four channels and each
- * SMLAD is a pair of MACs: per 8 taps x 4 channels, 2 LDRD + 4 LDM + 16 SMLAD + 2 loop
+ * SMLAD is a pair of MACs: per 8 taps x 4 channels, 2 LDRD + 4 LDM + 16 SMLAD + 1 loop
  * instructions, 0.75 instructions per MAC, against about 2 for CMSIS-NN's s8 x s16 kernels.
  * The price is flash: the weights of these layers take twice the bytes.
  *
@@ -20,11 +20,11 @@
 #include "requant.h"
 #include "simd_s8.h"
 
-/* Words of one block of the packed stream: 4 biases, kp / 2 tap pairs of 4 channels, then
- * (multiplier, right shift, 2^(shift - 1)) of each channel. */
+/* Words of one block of the packed stream: 4 biases, kp / 2 tap pairs of 4 channels, then four
+ * requantization words per channel (mcu_packed_rq_s8). */
 static inline int32_t mcu_packed_block_words(int32_t kp)
 {
-    return 4 + 2 * kp + 12;
+    return 4 + 2 * kp + 16;
 }
 
 #if MCU_S8_DSP_NATIVE
@@ -42,14 +42,18 @@ static inline int32_t mcu_packed_block_words(int32_t kp)
     "smlad r2, lr, r10, r2\n\t"                                                                           \
     "smlad r3, lr, r11, r3\n\t"
 
-/* The column r4 up to r6 (a multiple of 4 taps) against the stream at r5: 8 taps per pass,
- * entering at the second half when the taps leave 4 over. */
+/* The column r4 up to r6 (a multiple of 4 taps) against the stream at r5: 16 taps per pass (one
+ * compare and branch per 16), the first pass entering at the quarter that leaves whole passes after
+ * it, through a TBB on (column bytes / 8) mod 4: 0 all four quarters, 1 the last, 2 the last two,
+ * 3 the last three. */
 #define MCU_DOT4_LOOP                                                                                     \
     "sub r8, r6, r4\n\t"                                                                                   \
-    "tst r8, #8\n\t"                                                                                       \
-    "bne 2f\n\t"                                                                                           \
-    "1:\n\t" MCU_DOT4_HALF "2:\n\t" MCU_DOT4_HALF                                                         \
-    "cmp r4, r6\n\t"                                                                                       \
+    "ubfx r8, r8, #3, #2\n\t"                                                                             \
+    "tbb [pc, r8]\n\t"                                                                                    \
+    "0:\n\t"                                                                                              \
+    ".byte (1f - 0b) / 2, (4f - 0b) / 2, (3f - 0b) / 2, (2f - 0b) / 2\n\t"                                 \
+    "1:\n\t" MCU_DOT4_HALF "2:\n\t" MCU_DOT4_HALF "3:\n\t" MCU_DOT4_HALF "4:\n\t" MCU_DOT4_HALF         \
+    "cmp r4, r6\n\t"                                                                                      \
     "bne 1b\n\t"
 #endif
 
@@ -88,87 +92,88 @@ static inline void mcu_dot4_packed(const int16_t *col, const int32_t *w, int32_t
 #endif
 }
 
+/* Requantization of one channel of a stream whose shifts are all right shifts R = -shift in [1, 23]
+ * (the stream's FLAG_RIGHT), from the channel's words (klo, khi, m, R - 1) and the output offset
+ * folded into K = khi:klo by the packer (mcu/backends/tuned.py):
+ *   K = 2^30 + 2^(R+30) + output_offset 2^(31+R),  z = floor((acc m + K - [acc < 0] 2^31) / 2^(31+R))
+ * is mcu_requantize_to_s8_fast's rounding high multiply, rounding divide by 2^R (half away from
+ * zero) and offset in one 64-bit sum (internal/rq_s8_dsp.h derives it: mcu_rq_ch, whose K[0] this
+ * is). On the core: AND and ADDS put [acc < 0] 2^31 into the low word, ADC takes the carry and
+ * -[acc < 0] into the high word, SMLAL adds the product, ASR by R - 1 leaves z: 6 instructions
+ * and one LDM per channel. |acc m| < 2^62 and R <= 23 keep the sum inside int64. Returns z + the
+ * offset saturated to int8 (not yet clamped to the activation range). */
+static inline int32_t mcu_packed_rq_s8(int32_t acc, const int32_t *rq)
+{
+    const int64_t k = (int64_t)(((uint64_t)(uint32_t)rq[1] << 32) | (uint32_t)rq[0]);
+    const int64_t sum = k - (acc < 0 ? (int64_t)1 << 31 : 0) + (int64_t)acc * rq[2];
+    return mcu_clamp_s32((int32_t)mcu_asr64(sum, 32 + rq[3]), -128, 127);
+}
+
 #if MCU_S8_DSP_NATIVE
-/* One whole block on the core: biases into the accumulators (one LDM), the dot product (per 8
- * taps 2 LDRD + 4 LDM + 16 SMLAD + compare and branch, entering half-way when kp % 8 == 4), then
- * the four requantizations and one word store. `layer` holds (output_offset, act_min, act_max,
- * act_min in four bytes, act_max in four bytes). Every register is fixed because LDM fills
- * registers in ascending order. Returns the next block.
- *
- * Requantization with (m, s, 2^(s-1)) from the stream, s = -shift in [1, 23], in 10 instructions
- * a channel: mcu_requant_right_s8 computes z = floor((y + 2^(s-1) - [y < 0]) / 2^s) with
- * y = floor((P + 2^30) / 2^31), P = acc * m; nested floors of integer sums merge into
- *   z = floor((P + 2^30 + 2^31 (2^(s-1) - [acc < 0])) / 2^(31+s))
- * ([y < 0] becomes [acc < 0]: they differ only when y == 0, where both give z == 0, as
- * internal/rq_s8_dsp.h shows). With u = 2^(s-1) - [acc < 0] >= 0 (one ADD with ASR #31), the
- * constant 2^30 + 2^31 u is the 64-bit (hi, lo) = (u >> 1, (u << 31) | 2^30); SMLAL adds P and
- * z is hi >> (s - 1). |P| < 2^62, so the sum stays inside int64 and z inside int32 for s >= 1.
- * SSAT to int8 after adding the output offset, then a byte-wise clamp to the activation range of
- * the four packed bytes (the range lies inside int8, so saturating first changes nothing): where
- * mcu_requant_right_s8's QADD saturates, z exceeds 2^8 either way and both give act_max. */
+/* One whole block on the core: biases into the accumulators (one LDM), the dot product (per 16
+ * taps 4 LDRD + 8 LDM + 32 SMLAD + compare and branch, MCU_DOT4_LOOP), then
+ * the four requantizations (mcu_packed_rq_s8 in 7 instructions each, SSAT to int8 included) and
+ * the stores: four STRB when the activation range is all of int8 (clamp4 0), else the bytes packed
+ * into a word, clamped byte-wise to [min4, max4] (SSUB8 sets GE where the value is at least the
+ * bound, SEL keeps it) and one STR. `bounds` holds (min4, max4): the activation bounds in four bytes
+ * each; the range lies inside int8, so saturating first changes nothing. Every register is fixed
+ * because LDM fills registers in ascending order. Returns the next block. */
+#define MCU_RQ_PACKED(acc)                                                                                \
+    "ldmia r5!, {r8, r9, r10, r11}\n\t"                                                                   \
+    "and r12, " acc ", #0x80000000\n\t"                                                                   \
+    "adds r8, r8, r12\n\t"                                                                                \
+    "adc r9, r9, " acc ", asr #31\n\t"                                                                    \
+    "smlal r8, r9, " acc ", r10\n\t"                                                                      \
+    "asr r9, r9, r11\n\t"                                                                                 \
+    "ssat " acc ", #8, r9\n\t"
+
 static inline const int32_t *mcu_block4_packed(const int16_t *col, int32_t kp, const int32_t *blob, int8_t *y,
-                                               const int32_t *layer)
+                                               const uint32_t *bounds, int clamp)
 {
     register const int16_t *x __asm__("r4") = col;
     register const int32_t *w __asm__("r5") = blob;
     register const int16_t *e __asm__("r6") = col + kp;
     register int8_t *yp __asm__("r8") = y;
-    register const int32_t *lp __asm__("r9") = layer;
-    __asm__ volatile(
-        "push {r8, r9}\n\t"
-        "ldmia r5!, {r0, r1, r2, r3}\n\t"
-        MCU_DOT4_LOOP
-        "pop {r4, r6}\n\t" /* r4: y, r6: the layer's five words */
-        "ldr lr, [r6]\n\t"  /* output_offset */
-#define MCU_RQ(acc)                                                                                   \
-        "ldmia r5!, {r8, r9, r10}\n\t"                                                                \
-        "add r10, r10, " acc ", asr #31\n\t"                                                          \
-        "lsl r11, r10, #31\n\t"                                                                       \
-        "orr r11, r11, #0x40000000\n\t"                                                               \
-        "asr r12, r10, #1\n\t"                                                                        \
-        "smlal r11, r12, " acc ", r8\n\t"                                                             \
-        "sub r9, r9, #1\n\t"                                                                          \
-        "asr r12, r12, r9\n\t"                                                                        \
-        "add r12, r12, lr\n\t"                                                                        \
-        "ssat " acc ", #8, r12\n\t"
-        MCU_RQ("r0") MCU_RQ("r1") MCU_RQ("r2") MCU_RQ("r3")
-#undef MCU_RQ
-        "pkhbt r0, r0, r2, lsl #16\n\t"
-        "pkhbt r1, r1, r3, lsl #16\n\t"
-        "and r0, r0, #0x00FF00FF\n\t"
-        "and r1, r1, #0x00FF00FF\n\t"
-        "orr r0, r0, r1, lsl #8\n\t"
-        "ldrd r8, r9, [r6, #12]\n\t"
-        "ssub8 r10, r0, r8\n\t"
-        "sel r0, r0, r8\n\t"
-        "ssub8 r10, r9, r0\n\t"
-        "sel r0, r0, r9\n\t"
-        "str r0, [r4]\n\t"
-        : [x] "+r"(x), [w] "+r"(w), [e] "+r"(e), [yp] "+r"(yp), [lp] "+r"(lp)
-        :
-        : "r0", "r1", "r2", "r3", "r10", "r11", "r12", "lr", "cc", "memory");
+    register const uint32_t *bp __asm__("r9") = bounds;
+    if (clamp) {
+        __asm__ volatile(
+            "push {r8, r9}\n\t"
+            "ldmia r5!, {r0, r1, r2, r3}\n\t"
+            MCU_DOT4_LOOP
+            MCU_RQ_PACKED("r0") MCU_RQ_PACKED("r1") MCU_RQ_PACKED("r2") MCU_RQ_PACKED("r3")
+            "pop {r4, r6}\n\t" /* r4: y, r6: the bounds */
+            "pkhbt r0, r0, r2, lsl #16\n\t"
+            "pkhbt r1, r1, r3, lsl #16\n\t"
+            "and r0, r0, #0x00FF00FF\n\t"
+            "and r1, r1, #0x00FF00FF\n\t"
+            "orr r0, r0, r1, lsl #8\n\t"
+            "ldrd r8, r9, [r6]\n\t"
+            "ssub8 r10, r0, r8\n\t"
+            "sel r0, r0, r8\n\t"
+            "ssub8 r10, r9, r0\n\t"
+            "sel r0, r0, r9\n\t"
+            "str r0, [r4]\n\t"
+            : [x] "+r"(x), [w] "+r"(w), [e] "+r"(e), [yp] "+r"(yp), [bp] "+r"(bp)
+            :
+            : "r0", "r1", "r2", "r3", "r10", "r11", "r12", "lr", "cc", "memory");
+    } else {
+        __asm__ volatile(
+            "push {r8}\n\t"
+            "ldmia r5!, {r0, r1, r2, r3}\n\t"
+            MCU_DOT4_LOOP
+            MCU_RQ_PACKED("r0") MCU_RQ_PACKED("r1") MCU_RQ_PACKED("r2") MCU_RQ_PACKED("r3")
+            "pop {r4}\n\t" /* y */
+            "strb r0, [r4]\n\t"
+            "strb r1, [r4, #1]\n\t"
+            "strb r2, [r4, #2]\n\t"
+            "strb r3, [r4, #3]\n\t"
+            : [x] "+r"(x), [w] "+r"(w), [e] "+r"(e), [yp] "+r"(yp), [bp] "+r"(bp)
+            :
+            : "r0", "r1", "r2", "r3", "r10", "r11", "r12", "lr", "cc", "memory");
+    }
     return w;
 }
+#undef MCU_RQ_PACKED
 #endif
-
-/* mcu_requantize_to_s8 for a validated multiplier and a right shift s = -shift in [1, 23] (real
- * layers: the output scale is larger than input scale x weight scale), with round = 2^(s-1), in
- * about half the instructions. The rounding divide by 2^s (half away from zero) is
- * floor((y + 2^(s-1) - [y < 0]) / 2^s); the addition saturates instead of wrapping, and when it
- * saturates the exact quotient and the saturated one, 2^(31-s) and 2^(31-s) - 1, are both at
- * least 255 for s <= 23, which the int8 clamp (offset >= -128, act_max <= 127) maps to the same
- * act_max. Right shifts of negative values are arithmetic, as GCC and Clang define them (the
- * compilers of these paths); mcu_block4_packed is the same sequence in assembly. */
-static inline int8_t mcu_requant_right_s8(int32_t acc, int32_t multiplier, int32_t s, int32_t round,
-                                          int32_t output_offset, int32_t act_min, int32_t act_max)
-{
-    const int64_t prod = (int64_t)acc * multiplier + ((int64_t)1 << 30);
-    int32_t y = (int32_t)(prod >> 31);
-    y += y >> 31;
-    y = mcu_qadd(y, round) >> s;
-    y += output_offset;
-    y = y < act_min ? act_min : y;
-    return (int8_t)(y > act_max ? act_max : y);
-}
 
 #endif /* MCU_KERNELS_INTERNAL_GEMM_S8_DSP_H */

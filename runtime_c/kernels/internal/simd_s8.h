@@ -251,10 +251,75 @@ static inline void mcu_copy_s8(int8_t *dst, const int8_t *src, int32_t n)
     }
 }
 
-/* col[0..kp) from kp bytes (kp a multiple of 4): (x + off) in the 0, 2, 1, 3 order per group. */
-static inline void mcu_column_s8(const int8_t *x, int32_t kp, int32_t off, int16_t *col)
+/* A window row of n contiguous bytes (the few input channels of a first layer times the kernel
+ * width): four bytes per unaligned word where the core has them, the byte loop elsewhere. */
+static inline void mcu_copy_run_s8(int8_t *dst, const int8_t *src, int32_t n)
 {
 #if MCU_S8_DSP
+    int32_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        mcu_store_u32(dst + i, mcu_load_u32(src + i));
+        __asm__("" ::: "memory");
+    }
+    mcu_copy_s8(dst + i, src + i, n - i);
+#else
+    mcu_copy_s8(dst, src, n);
+#endif
+}
+
+/* col[0..kp) from kp bytes (kp a multiple of 4): (x + off) in the 0, 2, 1, 3 order per group. col is
+ * word-aligned (every caller's column is an _Alignas(8) array at a multiple of 4 taps). */
+static inline void mcu_column_s8(const int8_t *x, int32_t kp, int32_t off, int16_t *col)
+{
+#if MCU_S8_DSP_NATIVE
+    /* 16 bytes per pass: 4 LDR (unaligned), 8 SXTAB16, 4 STRD and the loop; then 8, then 4 */
+    const uint32_t off2 = mcu_offset_pair(off);
+    const int8_t *end16 = x + (kp & ~15);
+    const int8_t *end = x + kp;
+    uint32_t a, b, c, d;
+    if (x != end16) {
+        __asm__ volatile("1:\n\t"
+                         "ldr %[a], [%[x]], #4\n\t"
+                         "ldr %[c], [%[x]], #4\n\t"
+                         "sxtab16 %[b], %[o], %[a], ror #8\n\t"
+                         "sxtab16 %[a], %[o], %[a]\n\t"
+                         "sxtab16 %[d], %[o], %[c], ror #8\n\t"
+                         "sxtab16 %[c], %[o], %[c]\n\t"
+                         "strd %[a], %[b], [%[y]], #8\n\t"
+                         "strd %[c], %[d], [%[y]], #8\n\t"
+                         "ldr %[a], [%[x]], #4\n\t"
+                         "ldr %[c], [%[x]], #4\n\t"
+                         "sxtab16 %[b], %[o], %[a], ror #8\n\t"
+                         "sxtab16 %[a], %[o], %[a]\n\t"
+                         "sxtab16 %[d], %[o], %[c], ror #8\n\t"
+                         "sxtab16 %[c], %[o], %[c]\n\t"
+                         "strd %[a], %[b], [%[y]], #8\n\t"
+                         "strd %[c], %[d], [%[y]], #8\n\t"
+                         "cmp %[x], %[e]\n\t"
+                         "bne 1b\n\t"
+                         : [x] "+r"(x), [y] "+r"(col), [a] "=&r"(a), [b] "=&r"(b), [c] "=&r"(c), [d] "=&r"(d)
+                         : [o] "r"(off2), [e] "r"(end16)
+                         : "cc", "memory");
+    }
+    if (kp & 8) {
+        __asm__ volatile("ldr %[a], [%[x]], #4\n\t"
+                         "ldr %[c], [%[x]], #4\n\t"
+                         "sxtab16 %[b], %[o], %[a], ror #8\n\t"
+                         "sxtab16 %[a], %[o], %[a]\n\t"
+                         "sxtab16 %[d], %[o], %[c], ror #8\n\t"
+                         "sxtab16 %[c], %[o], %[c]\n\t"
+                         "strd %[a], %[b], [%[y]], #8\n\t"
+                         "strd %[c], %[d], [%[y]], #8\n\t"
+                         : [x] "+r"(x), [y] "+r"(col), [a] "=&r"(a), [b] "=&r"(b), [c] "=&r"(c), [d] "=&r"(d)
+                         : [o] "r"(off2)
+                         : "memory");
+    }
+    if (x != end) { /* 4 bytes */
+        const uint32_t v = mcu_load_u32(x);
+        mcu_store_u32(col, mcu_sxtab16(off2, v));
+        mcu_store_u32(col + 2, mcu_sxtab16_ror8(off2, v));
+    }
+#elif MCU_S8_DSP
     const uint32_t off2 = mcu_offset_pair(off);
     for (int32_t i = 0; i < kp; i += 4) {
         const uint32_t v = mcu_load_u32(x + i);
