@@ -17,11 +17,13 @@ from typing import Any
 import numpy as np
 
 from mcu.backends import tuned
-from mcu.calls import KernelCall
+from mcu.calls import KernelCall, conv_params_s8
 from mcu.ir import Op, Tensor
 
 FUNCTION = "mcu_conv2d_compact_s8"
 SOURCE = "mcu_conv2d_compact_s8.c"
+LINEAR_FUNCTION = "mcu_linear_compact_s8"
+LINEAR_SOURCE = "mcu_linear_compact_s8.c"
 MAGIC = 0x4B43554D  # MCU_COMPACT_MAGIC
 RQ_ENTRY_BYTES = 24  # the kernel's requantization table, per channel (runtime_c/kernels/mcu_conv2d_compact_s8.c)
 
@@ -51,9 +53,13 @@ def pack_compact(w: np.ndarray, bias: np.ndarray | None, multiplier: np.ndarray,
 
 
 def scratch_bytes(op: Op) -> int:
-    """mcu_conv2d_compact_s8_get_buffer_size: the requantization table and two pixels' columns."""
-    out_c = op.inputs[1].shape[0]
-    return tuned.padded_taps(out_c) * RQ_ENTRY_BYTES + 8 * tuned.padded_taps(tuned._taps(op)) + 4
+    """The kernel's _get_buffer_size: a convolution's requantization table and two pixels' columns (8
+    bytes per tap) with 4 bytes to align them to 8; a linear layer's one row column (it requantizes
+    from the stream: one row would not repay a table)."""
+    taps = tuned.padded_taps(tuned._taps(op))
+    if op.kind == "linear":
+        return 2 * taps  # one row's column
+    return tuned.padded_taps(op.inputs[1].shape[0]) * RQ_ENTRY_BYTES + 8 * taps + 4
 
 
 def compact_tensor(op: Op) -> Tensor:
@@ -74,6 +80,9 @@ def compact_tensor(op: Op) -> Tensor:
 def emit(op: Op, ref: Any) -> KernelCall:
     stream = compact_tensor(op)  # holds the biases and requantization constants too
     assert ref.scratch is not None, "the compact kernel's scratch was not planned"
-    return KernelCall(FUNCTION, ["&ctx", "&params", ref(op.inputs[0]), ref(stream), ref(op.output)], [SOURCE],
-                      "mcu_conv2d_s8_params", tuned.conv_params(op),
-                      locals=[f"const mcu_context ctx = {{{ref.scratch[0]}, {ref.scratch[1]}}};"])
+    ctx = [f"const mcu_context ctx = {{{ref.scratch[0]}, {ref.scratch[1]}}};"]
+    args = ["&ctx", "&params", ref(op.inputs[0]), ref(stream), ref(op.output)]
+    if op.kind == "linear":
+        params_type, params = conv_params_s8(op)
+        return KernelCall(LINEAR_FUNCTION, args, [LINEAR_SOURCE], params_type, params, locals=ctx)
+    return KernelCall(FUNCTION, args, [SOURCE], "mcu_conv2d_s8_params", tuned.conv_params(op), locals=ctx)

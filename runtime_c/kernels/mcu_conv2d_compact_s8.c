@@ -26,6 +26,7 @@
 
 #include "internal/check.h"
 #include "internal/conv_column_s8.h"
+#include "internal/gemm_s8_compact.h"
 #include "internal/requant.h"
 #include "internal/rq_s8_dsp.h"
 
@@ -33,17 +34,6 @@
 _Static_assert(sizeof(mcu_rq_ch) == 24, "RQ_ENTRY_BYTES");
 #endif
 #include "internal/simd_s8.h"
-
-/* Words of one block: 4 biases, kp words of weights (kp / 4 groups of 4 channels), 8 requantization words. */
-static int32_t block_words(int32_t kp)
-{
-    return 4 + kp + 8;
-}
-
-static int32_t blocks_of(int32_t cout)
-{
-    return (cout + 3) / 4;
-}
 
 /* Bytes of one channel's entry of the requantization table (mcu_rq_ch: two int64 K words, multiplier,
  * shift), kept on builds without it too, so that every build plans the same scratch. */
@@ -63,112 +53,7 @@ int32_t mcu_conv2d_compact_s8_get_buffer_size(const mcu_conv2d_s8_params *p)
     if (kp > MCU_CONV_PACKED_TAPS_MAX) {
         return 0;
     }
-    return blocks_of(p->output.c) * 4 * RQ_ENTRY_BYTES + 8 * kp + 4;
-}
-
-#if !MCU_S8_DSP_NATIVE
-/* One group of 4 column values (taps 0, 2, 1, 3) times one channel's weight word (taps 0..3 in byte
- * order), modulo 2^32: what the two SXTB16 and two SMLAD compute. */
-static inline uint32_t group_dot(const int16_t *c, uint32_t w)
-{
-    const int32_t t0 = (int8_t)(w & 0xFFu), t1 = (int8_t)((w >> 8) & 0xFFu);
-    const int32_t t2 = (int8_t)((w >> 16) & 0xFFu), t3 = (int8_t)(w >> 24);
-    return (uint32_t)(c[0] * t0) + (uint32_t)(c[1] * t2) + (uint32_t)(c[2] * t1) + (uint32_t)(c[3] * t3);
-}
-#endif
-
-/* acc[0..3] (pixel A channel 0, 1, pixel B channel 0, 1) += the interleaved two-pixel column cc (per
- * group of 4 taps: A's two words, B's two words) . the weight words of 2 channels at w (one LDRD
- * per group, the groups 16 bytes apart). kp: a positive multiple of 4. */
-static inline void dot2x2(const int16_t *cc, const int32_t *w, int32_t kp, uint32_t acc[4])
-{
-#if MCU_S8_DSP_NATIVE
-    register uint32_t a0 __asm__("r0") = acc[0];
-    register uint32_t a1 __asm__("r1") = acc[1];
-    register uint32_t b0 __asm__("r2") = acc[2];
-    register uint32_t b1 __asm__("r3") = acc[3];
-    register const int16_t *x __asm__("r4") = cc;
-    register const int32_t *wp __asm__("r5") = w;
-    register const int16_t *e __asm__("r6") = cc + 2 * kp;
-    /* r7 may be the frame pointer: saved and restored here, and no operand refers to memory. */
-    __asm__ volatile(
-        "push {r7}\n\t"
-        "1:\n\t"
-        "ldmia r4!, {r8, r9, r10, r11}\n\t"
-        "ldrd r12, lr, [r5], #16\n\t"
-        "sxtb16 r7, r12\n\t"
-        "sxtb16 r12, r12, ror #8\n\t"
-        "smlad r0, r8, r7, r0\n\t"
-        "smlad r0, r9, r12, r0\n\t"
-        "smlad r2, r10, r7, r2\n\t"
-        "smlad r2, r11, r12, r2\n\t"
-        "sxtb16 r7, lr\n\t"
-        "sxtb16 lr, lr, ror #8\n\t"
-        "smlad r1, r8, r7, r1\n\t"
-        "smlad r1, r9, lr, r1\n\t"
-        "smlad r3, r10, r7, r3\n\t"
-        "smlad r3, r11, lr, r3\n\t"
-        "cmp r4, r6\n\t"
-        "bne 1b\n\t"
-        "pop {r7}\n\t"
-        : "+r"(a0), "+r"(a1), "+r"(b0), "+r"(b1), "+r"(x), "+r"(wp), "+r"(e)
-        :
-        : "r8", "r9", "r10", "r11", "r12", "lr", "cc", "memory");
-    acc[0] = a0;
-    acc[1] = a1;
-    acc[2] = b0;
-    acc[3] = b1;
-#else
-    for (int32_t g = 0; g < kp / 4; ++g, cc += 8, w += 4) {
-        acc[0] += group_dot(cc, (uint32_t)w[0]);
-        acc[1] += group_dot(cc, (uint32_t)w[1]);
-        acc[2] += group_dot(cc + 4, (uint32_t)w[0]);
-        acc[3] += group_dot(cc + 4, (uint32_t)w[1]);
-    }
-#endif
-}
-
-/* acc[0..3] += the one-pixel column col . the weight words of 4 channels at w (one LDM per group). */
-static inline void dot1x4(const int16_t *col, const int32_t *w, int32_t kp, uint32_t acc[4])
-{
-#if MCU_S8_DSP_NATIVE
-    register uint32_t a0 __asm__("r0") = acc[0];
-    register uint32_t a1 __asm__("r1") = acc[1];
-    register uint32_t a2 __asm__("r2") = acc[2];
-    register uint32_t a3 __asm__("r3") = acc[3];
-    register const int16_t *x __asm__("r4") = col;
-    register const int32_t *wp __asm__("r5") = w;
-    register const int16_t *e __asm__("r6") = col + kp;
-    __asm__ volatile(
-        "push {r7}\n\t"
-        "1:\n\t"
-        "ldrd r8, r9, [r4], #8\n\t"
-        "ldmia r5!, {r10, r11, r12, lr}\n\t"
-#define MCU_COMPACT_CH(acc, wr)                                                                           \
-        "sxtb16 r7, " wr "\n\t"                                                                           \
-        "sxtb16 " wr ", " wr ", ror #8\n\t"                                                               \
-        "smlad " acc ", r8, r7, " acc "\n\t"                                                              \
-        "smlad " acc ", r9, " wr ", " acc "\n\t"
-        MCU_COMPACT_CH("r0", "r10") MCU_COMPACT_CH("r1", "r11") MCU_COMPACT_CH("r2", "r12")
-        MCU_COMPACT_CH("r3", "lr")
-#undef MCU_COMPACT_CH
-        "cmp r4, r6\n\t"
-        "bne 1b\n\t"
-        "pop {r7}\n\t"
-        : "+r"(a0), "+r"(a1), "+r"(a2), "+r"(a3), "+r"(x), "+r"(wp), "+r"(e)
-        :
-        : "r8", "r9", "r10", "r11", "r12", "lr", "cc", "memory");
-    acc[0] = a0;
-    acc[1] = a1;
-    acc[2] = a2;
-    acc[3] = a3;
-#else
-    for (int32_t g = 0; g < kp / 4; ++g, col += 4, w += 4) {
-        for (int32_t o = 0; o < 4; ++o) {
-            acc[o] += group_dot(col, (uint32_t)w[o]);
-        }
-    }
-#endif
+    return mcu_compact_blocks(p->output.c) * 4 * RQ_ENTRY_BYTES + 8 * kp + 4;
 }
 
 /* What every block shares, in locals (int8 stores may alias anything). */
@@ -183,19 +68,10 @@ typedef struct {
 #endif
 } layer_t;
 
-/* n (1..4) outputs of channels oc.. from their accumulators; blob: the block's stream words. */
-static void store(const layer_t *l, const uint32_t acc[4], const int32_t *blob, int32_t oc, int32_t n, int8_t *y)
+/* n (1..4) outputs of channels oc.. from their accumulators, one at a time; blob: the block's
+ * stream words. The layers whose table cannot serve, and partial last blocks. */
+static void store_each(const layer_t *l, const uint32_t acc[4], const int32_t *blob, int32_t oc, int32_t n, int8_t *y)
 {
-#if MCU_S8_DSP
-    if (l->fast && n == 4) {
-        uint32_t v = mcu_rq4_pack_s8(l->rq + oc, acc[0], acc[1], acc[2], acc[3]);
-        if (l->clamp) {
-            v = mcu_clamp4_s8(v, l->min4, l->max4);
-        }
-        mcu_store_u32(y + oc, v);
-        return;
-    }
-#endif
     const int32_t *mq = blob + 4 + l->kp;
     for (int32_t o = 0; o < n; ++o) {
         const int32_t a = mcu_u32_to_s32(acc[o]);
@@ -209,20 +85,44 @@ static void store(const layer_t *l, const uint32_t acc[4], const int32_t *blob, 
     }
 }
 
+/* Four outputs of channels oc..oc + 3 from their accumulators: the table's requantization of all
+ * four in one statement, packed, clamped byte-wise and stored as one word. */
+static inline int store4(const layer_t *l, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, int32_t oc, int8_t *y)
+{
+#if MCU_S8_DSP
+    if (l->fast) {
+        uint32_t v = mcu_rq4_pack_s8(l->rq + oc, a0, a1, a2, a3);
+        if (l->clamp) {
+            v = mcu_clamp4_s8(v, l->min4, l->max4);
+        }
+        mcu_store_u32(y + oc, v);
+        return 1;
+    }
+#else
+    (void)l, (void)a0, (void)a1, (void)a2, (void)a3, (void)oc, (void)y;
+#endif
+    return 0;
+}
+
 /* Two output pixels ya, yb from their interleaved column. */
 static void pixel_pair(const layer_t *l, const int16_t *cc, const int32_t *blocks, int8_t *ya, int8_t *yb)
 {
     const int32_t *blob = blocks;
-    for (int32_t oc = 0; oc < l->cout; oc += 4, blob += l->words) {
+    const int32_t cout = l->cout, kp = l->kp, words = l->words;
+    for (int32_t oc = 0; oc < cout; oc += 4, blob += words) {
         uint32_t lo[4] = {(uint32_t)blob[0], (uint32_t)blob[1], (uint32_t)blob[0], (uint32_t)blob[1]};
         uint32_t hi[4] = {(uint32_t)blob[2], (uint32_t)blob[3], (uint32_t)blob[2], (uint32_t)blob[3]};
-        dot2x2(cc, blob + 4, l->kp, lo);
-        dot2x2(cc, blob + 6, l->kp, hi);
-        const int32_t n = l->cout - oc < 4 ? l->cout - oc : 4;
+        mcu_compact_dot2x2(cc, blob + 4, kp, lo);
+        mcu_compact_dot2x2(cc, blob + 6, kp, hi);
+        if (oc + 4 <= cout && store4(l, lo[0], lo[1], hi[0], hi[1], oc, ya) &&
+            store4(l, lo[2], lo[3], hi[2], hi[3], oc, yb)) {
+            continue;
+        }
+        const int32_t n = cout - oc < 4 ? cout - oc : 4;
         const uint32_t a[4] = {lo[0], lo[1], hi[0], hi[1]};
         const uint32_t b[4] = {lo[2], lo[3], hi[2], hi[3]};
-        store(l, a, blob, oc, n, ya);
-        store(l, b, blob, oc, n, yb);
+        store_each(l, a, blob, oc, n, ya);
+        store_each(l, b, blob, oc, n, yb);
     }
 }
 
@@ -230,10 +130,13 @@ static void pixel_pair(const layer_t *l, const int16_t *cc, const int32_t *block
 static void pixel_one(const layer_t *l, const int16_t *col, const int32_t *blocks, int8_t *y)
 {
     const int32_t *blob = blocks;
-    for (int32_t oc = 0; oc < l->cout; oc += 4, blob += l->words) {
+    const int32_t cout = l->cout, kp = l->kp, words = l->words;
+    for (int32_t oc = 0; oc < cout; oc += 4, blob += words) {
         uint32_t acc[4] = {(uint32_t)blob[0], (uint32_t)blob[1], (uint32_t)blob[2], (uint32_t)blob[3]};
-        dot1x4(col, blob + 4, l->kp, acc);
-        store(l, acc, blob, oc, l->cout - oc < 4 ? l->cout - oc : 4, y);
+        mcu_compact_dot1x4(col, blob + 4, kp, acc);
+        if (oc + 4 > cout || !store4(l, acc[0], acc[1], acc[2], acc[3], oc, y)) {
+            store_each(l, acc, blob, oc, cout - oc < 4 ? cout - oc : 4, y);
+        }
     }
 }
 
@@ -256,7 +159,7 @@ static void interleave(const int16_t *a, const int16_t *b, int32_t kp, int16_t *
 static int prepare(const int32_t *stream, const mcu_conv2d_s8_params *p, int32_t kp, void *rq_table, int *fast)
 {
     const int32_t cout = p->output.c;
-    if (stream[0] != MCU_COMPACT_MAGIC || stream[1] != 0 || stream[2] != cout || stream[3] != kp) {
+    if (!mcu_compact_header_ok(stream, cout, kp)) {
         return 0;
     }
     *fast = 1;
@@ -265,7 +168,7 @@ static int prepare(const int32_t *stream, const mcu_conv2d_s8_params *p, int32_t
 #else
     void *rq = rq_table;
 #endif
-    const int32_t words = block_words(kp);
+    const int32_t words = mcu_compact_block_words(kp);
     const int32_t *blob = stream + MCU_COMPACT_HEADER_WORDS;
     for (int32_t oc = 0; oc < cout; ++oc) {
         const int32_t *mq = blob + (oc / 4) * words + 4 + kp + 2 * (oc % 4);
@@ -308,7 +211,7 @@ mcu_status mcu_conv2d_compact_s8(const mcu_context *ctx, const mcu_conv2d_s8_par
     uint8_t *scratch = (uint8_t *)ctx->buf + ((uintptr_t)ctx->buf & 4u); /* 8-byte aligned */
     int fast = 0;
     MCU_REQUIRE(prepare(stream, p, kp, scratch, &fast), MCU_ERR_INVALID_ARG);
-    const layer_t l = {out.c, kp, block_words(kp), p->output_offset, p->act_min, p->act_max,
+    const layer_t l = {out.c, kp, mcu_compact_block_words(kp), p->output_offset, p->act_min, p->act_max,
                        ((uint32_t)p->act_min & 0xFFu) * 0x01010101u, ((uint32_t)p->act_max & 0xFFu) * 0x01010101u,
                        p->act_min > -128 || p->act_max < 127, fast
 #if MCU_S8_DSP
@@ -317,7 +220,7 @@ mcu_status mcu_conv2d_compact_s8(const mcu_context *ctx, const mcu_conv2d_s8_par
     };
     const int32_t *blocks = stream + MCU_COMPACT_HEADER_WORDS;
     /* the table's size is a multiple of 8: the columns stay 8-byte aligned for LDRD and LDM */
-    int16_t *cc = (int16_t *)(void *)(scratch + blocks_of(out.c) * 4 * RQ_ENTRY_BYTES);
+    int16_t *cc = (int16_t *)(void *)(scratch + mcu_compact_blocks(out.c) * 4 * RQ_ENTRY_BYTES);
     int16_t *col_a = cc + 2 * kp;
     int16_t *col_b = col_a + kp;
     _Alignas(4) int8_t raw[MCU_CONV_PACKED_TAPS_MAX];

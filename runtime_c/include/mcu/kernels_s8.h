@@ -227,6 +227,14 @@ mcu_status mcu_conv2d_compact_s8(const mcu_context *ctx, const mcu_conv2d_s8_par
                                  const int32_t *stream, int8_t *output);
 int32_t mcu_conv2d_compact_s8_get_buffer_size(const mcu_conv2d_s8_params *p);
 
+/** Fully connected layers (weights [out][in], in_features <= MCU_CONV_PACKED_TAPS_MAX) from
+ * mcu_conv2d_compact_s8's stream (taps: in_features padded to 4). Scratch (ctx, 8-byte aligned,
+ * apart from input and output): mcu_linear_compact_s8_get_buffer_size bytes. The output overlaps
+ * neither the input nor the stream. Bit-exact with mcu_linear_s8. */
+mcu_status mcu_linear_compact_s8(const mcu_context *ctx, const mcu_linear_s8_params *p, const int8_t *input,
+                                 const int32_t *stream, int8_t *output);
+int32_t mcu_linear_compact_s8_get_buffer_size(const mcu_linear_s8_params *p);
+
 /* --- issue 18: normalisation, reductions and int8 activations ---------------------------------- */
 
 /** Largest cols of mcu_layer_norm_s8 (keeps every row's sums inside the kernel's 64-bit arithmetic). */
