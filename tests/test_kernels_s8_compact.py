@@ -333,3 +333,34 @@ def test_compact_models_are_exact_and_no_larger(name: str) -> None:
     assert sim.passed, sim.console[-1500:]
     portable = compile_file(EXAMPLES / f"{name}.py", board="mps2-an505", quantize="int8", backend="portable")
     assert cm.build().flash_bytes <= portable.build().flash_bytes
+
+
+def test_the_default_layout_follows_the_flash() -> None:
+    """Packed int16 weights by default while the constants, grown by the packing, take at most 3/4 of the
+    board's read-only memory; past that the compact kernels keep them int8."""
+    import dataclasses
+
+    import torch
+
+    import mcu
+    from mcu.backends.compact import PACKED_SHARE
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 16, 3, padding=1), torch.nn.ReLU(), torch.nn.Flatten(),
+                                torch.nn.Linear(16 * 6 * 6, 10)).eval()
+    example = (torch.randn(1, 3, 6, 6),)
+    calib = [(torch.randn(1, 3, 6, 6),) for _ in range(4)]
+    board = load_board("mps2-an505")
+    roomy = mcu.compile(model, example, board=board, quantize="int8", calibration=calib)
+    assert {s.call.function for s in roomy.library.view.steps} >= {"mcu_conv2d_packed_s8"}
+    constants = sum(t.nbytes for t in roomy.graph.constants() if not t.name.endswith(("_packed", "_compact")))
+    rom = board.region_for("rodata")
+    # room for the int8 constants but not for the packed ones (weights ~ 6 KB more)
+    tight = dataclasses.replace(board, flash=dataclasses.replace(rom, length=int(constants / PACKED_SHARE) + 1024))
+    assert tight.region_for("rodata") is tight.flash
+    small = mcu.compile(model, example, board=tight, quantize="int8", calibration=calib)
+    functions = {s.call.function for s in small.library.view.steps}
+    assert {"mcu_conv2d_compact_s8", "mcu_linear_compact_s8"} <= functions and "mcu_conv2d_packed_s8" not in functions
+    x = torch.randn(1, 3, 6, 6)
+    for g, e in zip(small.run_raw_c(x), roomy.reference_raw(x)):
+        np.testing.assert_array_equal(g, e)

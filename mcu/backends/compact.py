@@ -18,7 +18,7 @@ import numpy as np
 
 from mcu.backends import tuned
 from mcu.calls import KernelCall, conv_params_s8
-from mcu.ir import Op, Tensor
+from mcu.ir import Graph, Op, Tensor
 
 FUNCTION = "mcu_conv2d_compact_s8"
 SOURCE = "mcu_conv2d_compact_s8.c"
@@ -26,6 +26,19 @@ LINEAR_FUNCTION = "mcu_linear_compact_s8"
 LINEAR_SOURCE = "mcu_linear_compact_s8.c"
 MAGIC = 0x4B43554D  # MCU_COMPACT_MAGIC
 RQ_ENTRY_BYTES = 24  # the kernel's requantization table, per channel (runtime_c/kernels/mcu_conv2d_compact_s8.c)
+PACKED_SHARE = 0.75  # packed weights by default while the constants take at most this share of read-only memory
+
+
+def packed_by_default(graph: Graph, board: Any) -> bool:
+    """The default weight layout for a board: packed int16 (the fastest) while the model's constants,
+    grown by the packing, stay within PACKED_SHARE of the read-only memory that holds them (the rest is
+    for code and the runtime); else int8 in flash with the compact kernels."""
+    rom = board.region_for("rodata").length
+    constants = sum(t.nbytes for t in graph.constants())
+    growth = sum(op.inputs[1].nbytes for op in graph.ops
+                 if op.kind in ("conv2d", "linear") and len(op.inputs) > 1 and op.inputs[1].is_constant
+                 and op.inputs[1].dtype == "int8")
+    return constants + growth <= PACKED_SHARE * rom
 
 
 def pack_compact(w: np.ndarray, bias: np.ndarray | None, multiplier: np.ndarray, shift: np.ndarray) -> np.ndarray:

@@ -245,20 +245,22 @@ mcu_status mcu_conv2d_compact_s8(const mcu_context *ctx, const mcu_conv2d_s8_par
         MCU_REQUIRE(!mcu_bad_window_overlap(input, (size_t)in_count, output, (size_t)out_count),
                     MCU_ERR_INVALID_ARG);
     }
-    /* Pixel q of the batch in memory order: image q / hw, position q % hw. */
-    for (int64_t k = 0; k < pixels; k += 2) {
-        const int64_t qa = backward ? pixels - 1 - k : k;
-        const int64_t qb = backward ? qa - 1 : qa + 1;
-        const int32_t na = (int32_t)(qa / hw), pa = (int32_t)(qa % hw);
+    /* Pixel q of the batch in memory order: image q / hw, position q % hw (32-bit: the output count
+     * fits int32, and no 64-bit division reaches cores without one). */
+    const int32_t count = (int32_t)pixels;
+    for (int32_t k = 0; k < count; k += 2) {
+        const int32_t qa = backward ? count - 1 - k : k;
+        const int32_t qb = backward ? qa - 1 : qa + 1;
+        const int32_t na = qa / hw, pa = qa % hw;
         mcu_conv_column_s16(p, input + (int64_t)na * in.h * in.w * in.c, pa / out.w, pa % out.w, kp, col_a, raw);
-        if (k + 1 == pixels) {
-            pixel_one(&l, col_a, blocks, output + qa * out.c);
+        if (k + 1 == count) {
+            pixel_one(&l, col_a, blocks, output + (int64_t)qa * out.c);
             break;
         }
-        const int32_t nb = (int32_t)(qb / hw), pb = (int32_t)(qb % hw);
+        const int32_t nb = qb / hw, pb = qb % hw;
         mcu_conv_column_s16(p, input + (int64_t)nb * in.h * in.w * in.c, pb / out.w, pb % out.w, kp, col_b, raw);
         interleave(col_a, col_b, kp, cc);
-        pixel_pair(&l, cc, blocks, output + qa * out.c, output + qb * out.c);
+        pixel_pair(&l, cc, blocks, output + (int64_t)qa * out.c, output + (int64_t)qb * out.c);
     }
     return MCU_OK;
 }
