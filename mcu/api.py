@@ -341,15 +341,16 @@ def resolve_quantize(spec: ModelSpec, quantize: str) -> str:
 
 
 def compile_spec(spec: ModelSpec, board: str | Board = "mps2-an505", quantize: str = "none",
-                 cmsis_nn: str | Path | None = None, packed_weights: bool = True,
+                 cmsis_nn: str | Path | None = None, packed_weights: bool | None = None,
                  backend: str | list[str] | None = None) -> CompiledModel:
     """``backend``: the backends' preference order, ``"cmsis-nn,optimized,portable"`` or a list (None:
     CMSIS-NN first when it is given, then optimized, then portable; mcu/backends/registry.py); the
     partition report is ``CompiledModel.partitions``. ``cmsis_nn``: CMSIS-NN sources to route supported int8 layers to (a path, or ``auto``: the
     CMSIS_NN_PATH environment variable, else cmsis-pack-manager's pack cache); None: our kernels
-    only (mcu/backends/cmsis_nn.py). ``packed_weights``: on cores with the DSP extension, int8
-    convolution and fully connected weights are packed as int16 for the faster kernel
-    (mcu/backends/tuned.py; twice their flash); False keeps them int8."""
+    only (mcu/backends/cmsis_nn.py). ``packed_weights``: on cores with the DSP extension, True packs
+    int8 convolution and fully connected weights as int16 for the fastest kernel (mcu/backends/tuned.py;
+    twice their flash); False keeps them int8 for the compact kernels (mcu/backends/compact.py); None
+    (default) packs them while the board's flash has room (compact.packed_by_default)."""
     from mcu.backends import cmsis_nn as cmsis
     from mcu.backends.registry import check, parse
 
@@ -378,7 +379,7 @@ def compile_spec(spec: ModelSpec, board: str | Board = "mps2-an505", quantize: s
 def compile(model: torch.nn.Module, example_inputs: Sequence[torch.Tensor], board: str = "mps2-an505",  # noqa: A001
             quantize: str = "none", calibration: Any = None, test_inputs: Any = None,
             name: str | None = None, cmsis_nn: str | Path | None = None,
-            packed_weights: bool = True, backend: str | list[str] | None = None,
+            packed_weights: bool | None = None, backend: str | list[str] | None = None,
             custom_ops: Any = None) -> CompiledModel:
     """Compile an ``nn.Module`` for a board; see the module docstring. ``custom_ops``: registrations of the
     model's own ops (:func:`mcu.custom_op`)."""
@@ -388,7 +389,7 @@ def compile(model: torch.nn.Module, example_inputs: Sequence[torch.Tensor], boar
 
 
 def compile_file(path: str | Path, board: str = "mps2-an505", quantize: str = "none",
-                 cmsis_nn: str | Path | None = None, packed_weights: bool = True,
+                 cmsis_nn: str | Path | None = None, packed_weights: bool | None = None,
                  backend: str | list[str] | None = None) -> CompiledModel:
     with stage("load"):
         spec = load_model_file(path)

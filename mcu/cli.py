@@ -38,9 +38,10 @@ def _add_model_args(p: argparse.ArgumentParser, board_required: bool = True) -> 
                         "op goes to the first that takes it, portable takes the rest; default: cmsis-nn (when "
                         "CMSIS-NN is given), optimized, portable")
     p.add_argument("--compact-weights", action="store_true",
-                   help="keep int8 convolution and fully connected weights as they are; by default, on cores "
-                        "with the DSP extension (Cortex-M4/M7/M33) they are packed as int16 for the faster "
-                        "kernel, which doubles their flash")
+                   help="keep int8 convolution and fully connected weights int8 in flash (reordered for the "
+                        "compact kernels); by default, on cores with the DSP extension (Cortex-M4/M7/M33) they "
+                        "are packed as int16 for the fastest kernel, which doubles their flash, unless the "
+                        "board's flash has no room for that")
     p.add_argument("--prefill-chunk", type=int, metavar="C", default=None,
                    help="text generation: prompt tokens per prefill call (default: the model file's "
                         "prefill_chunk); larger runs the prompt in fewer calls, each row of a chunk costs "
@@ -216,7 +217,7 @@ def _compile(args: argparse.Namespace):
     with quiet_torch(verbose=getattr(args, "verbose", False)):
         return compile_file(args.model, board=args.board, quantize=args.quantize,
                             cmsis_nn=resolve(spec, origin=origin),
-                            packed_weights=not getattr(args, "compact_weights", False),
+                            packed_weights=False if getattr(args, "compact_weights", False) else None,
                             backend=getattr(args, "backend", None))
 
 
@@ -557,7 +558,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
             spec = load_model_file(args.model)
 
         def compile_quietly(s: Any, b: str, q: str) -> Any:
-            return compile_spec(s, b, q, packed_weights=not args.compact_weights)
+            return compile_spec(s, b, q, packed_weights=False if args.compact_weights else None)
 
         report = evaluate(spec, board, args.quantize, samples=args.samples, timeout_s=args.timeout,
                           compile_fn=compile_quietly)

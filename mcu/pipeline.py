@@ -119,10 +119,16 @@ def partition_ops(graph: Graph, board: Board, quantize: str, backends: list[str]
 
 def compile_graph(graph: Graph, board: Board, quantize: str, backends: list[str] | None = None,
                   cmsis_nn: Path | None = None,
-                  packed_weights: bool = True) -> tuple[MemoryPlan, GeneratedLibrary, PartitionReport]:
+                  packed_weights: bool | None = None) -> tuple[MemoryPlan, GeneratedLibrary, PartitionReport]:
     """``backends``: preference order of backend ids (None: CMSIS-NN first when ``cmsis_nn`` names a
     tree, then the optimized and the portable kernels; mcu/backends/registry.py). ``packed_weights``
-    False: the optimized backend's packed int16 weights (twice the flash of those layers) are not used."""
+    True: the optimized backend packs int8 weights as int16 (twice the flash of those layers, the
+    fastest kernel); False: it keeps them int8 (the compact kernels); None: packed while the board's
+    flash has room for them (mcu/backends/compact.py, packed_by_default)."""
+    if packed_weights is None:
+        from mcu.backends.compact import packed_by_default
+
+        packed_weights = packed_by_default(graph, board)
     options: dict[str, Any] = {"cmsis_nn": cmsis_nn, "packed_weights": packed_weights}
     # Before the plan: a backend's kernels bring their own scratch sizes and overlap contracts.
     report = partition_ops(graph, board, quantize, backends, options)

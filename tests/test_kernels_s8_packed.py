@@ -375,7 +375,7 @@ def test_tuned_backend_takes_dsp_cores_only() -> None:
     assert why("mps2-an505") is None and why("mps2-an386") is None and why("pico2") is None
     assert "DSP" in why("mps2-an385")  # Cortex-M3: plain C
     assert "Helium" in why("mps3-an547")
-    assert "--compact-weights" in why("mps2-an505", packed=False)
+    assert why("mps2-an505", packed=False) is None  # --compact-weights: the compact kernel (test_kernels_s8_compact)
 
 
 def test_packed_weights_in_a_compiled_model() -> None:
@@ -396,6 +396,7 @@ def test_packed_weights_in_a_compiled_model() -> None:
     functions = [s.call.function for s in packed.library.view.steps]
     assert functions.count(tuned.FUNCTION) == 3, functions
     assert tuned.FUNCTION not in [s.call.function for s in compact.library.view.steps]
+    assert "mcu_conv2d_compact_s8" in [s.call.function for s in compact.library.view.steps]
     x = torch.randn(1, 3, 6, 6)
     expected = packed.reference_raw(x)
     for got in (packed.run_raw_c(x), packed.run_raw(x), compact.run_raw_c(x)):

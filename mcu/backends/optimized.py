@@ -4,8 +4,10 @@ cores with the DSP extension (Cortex-M4/M7/M33), ``mcu_conv2d_packed_s8``.
 Its weights are int16, packed at compile time in the order its dual-MAC inner loop reads them
 (mcu/backends/tuned.py): faster than the portable kernels' DSP paths, at twice the flash of those
 weights. It keeps the overlap contracts of the kernels it replaces (mcu/contracts.py), so the
-memory plan is the same. It serves no op on cores without the DSP extension, on Helium cores (the
-portable kernels' MVE paths serve those) and with ``--compact-weights``. Program files are
+memory plan is the same. With ``--compact-weights`` it keeps the weights int8 and runs ``mcu_conv2d_compact_s8``
+(mcu/backends/compact.py) instead: the flash of the portable kernels' weights, most of the speed. It
+serves no op on cores without the DSP extension and on Helium cores (the portable kernels' MVE paths
+serve those). Program files are
 architecture independent: they run the portable kernel for these ops (same bits).
 """
 
@@ -13,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from mcu.backends import tuned
+from mcu.backends import compact, tuned
 from mcu.backends.base import Backend, Constraint, Context, Rule
 from mcu.calls import KernelCall
 from mcu.ir import Op
@@ -36,8 +38,6 @@ class OptimizedBackend(Backend):
     )
 
     def unavailable(self, ctx: Context) -> str | None:
-        if not ctx.options.get("packed_weights", True):
-            return "--compact-weights keeps int8 weights (the packed kernel needs int16)"
         if ctx.board.mve:
             return f"{ctx.board.core} has Helium: the portable kernels' MVE paths serve it"
         if not ctx.board.dsp:
@@ -49,5 +49,10 @@ class OptimizedBackend(Backend):
             return "a view (no code)"
         return super().refuse(op, ctx) or tuned.applies(op)
 
+    def take(self, op: Op, ctx: Context) -> None:
+        if not ctx.options.get("packed_weights", True):
+            op.attrs["compact_kernel"] = True
+            op.attrs["scratch_bytes"] = max(int(op.attrs.get("scratch_bytes", 0)), compact.scratch_bytes(op))
+
     def emit(self, op: Op, refs: Any) -> KernelCall:
-        return tuned.emit(op, refs)
+        return compact.emit(op, refs) if op.attrs.get("compact_kernel") else tuned.emit(op, refs)

@@ -8,6 +8,7 @@
 #include "mcu/kernels_s8.h"
 
 #include "internal/check.h"
+#include "internal/conv_column_s8.h"
 #include "internal/gemm_s8_dsp.h"
 #include "internal/requant.h"
 #include "internal/window.h"
@@ -16,85 +17,6 @@ int32_t mcu_conv2d_packed_s8_get_buffer_size(const mcu_conv2d_s8_params *p)
 {
     (void)p; /* the column lives on the stack */
     return 0;
-}
-
-/* Taps of one output pixel, padded to a multiple of 4. */
-static int32_t packed_taps(const mcu_conv2d_s8_params *p)
-{
-    const int32_t k = p->kernel_h * p->kernel_w * p->input.c;
-    return (k + 3) & ~3;
-}
-
-/* The window rows are whole 4-byte groups: copy them straight into the column. */
-static int contiguous(const mcu_conv2d_s8_params *p)
-{
-    return p->input.c % 4 == 0 && p->dilation_w == 1;
-}
-
-/* The column of output pixel (oh, ow): padded taps are 0 (they contribute nothing, as the plain
- * kernels skip them). `raw` (kp bytes) gathers windows whose rows are not whole 4-byte groups. */
-static void column(const mcu_conv2d_s8_params *p, const int8_t *x_n, int32_t oh, int32_t ow, int32_t kp,
-                   int16_t *col, int8_t *raw)
-{
-    const mcu_shape4 in = p->input;
-    const int32_t c = in.c;
-    const int32_t kw = p->kernel_w;
-    const int32_t ih0 = oh * p->stride_h - p->pad_top;
-    const int32_t iw0 = ow * p->stride_w - p->pad_left;
-    const int32_t off = p->input_offset;
-    const int8_t zp = (int8_t)-off; /* (zp + off) == 0: a padded tap */
-    const int32_t kh = p->kernel_h;
-    if (p->dilation_w == 1 && ih0 >= 0 && iw0 >= 0 && iw0 + kw <= in.w && ih0 + (kh - 1) * p->dilation_h < in.h) {
-        /* The whole window inside the input (every pixel of a pointwise layer, most of the others):
-         * kh runs of kw * c bytes, without the per-row bounds of the general paths below. */
-        const int8_t *src = x_n + (ih0 * in.w + iw0) * c;
-        const int32_t run = kw * c;
-        const int32_t step = p->dilation_h * in.w * c;
-        if (c % 4 == 0) {
-            for (int32_t i = 0; i < kh; ++i, src += step) {
-                mcu_column_s8(src, run, off, col + i * run);
-            }
-            return;
-        }
-        for (int32_t i = 0; i < kh; ++i, src += step) {
-            mcu_copy_run_s8(raw + i * run, src, run);
-        }
-        mcu_fill_s8(raw + kh * run, zp, kp - kh * run);
-        mcu_column_s8(raw, kp, off, col);
-        return;
-    }
-    if (contiguous(p)) {
-        mcu_window_rows_s16(p, x_n, ih0, iw0, col);
-        return;
-    }
-    int32_t k = 0;
-    for (int32_t i = 0; i < p->kernel_h; ++i) {
-        const int32_t ih = ih0 + i * p->dilation_h;
-        if (p->dilation_w == 1) { /* the row's taps are one run of bytes: padding, input, padding */
-            int32_t lo = 0, hi = 0;
-            if (ih >= 0 && ih < in.h) {
-                mcu_window_taps(iw0, kw, 1, in.w, &lo, &hi);
-            }
-            mcu_fill_s8(raw + k, zp, lo * c);
-            if (hi > lo) {
-                mcu_copy_run_s8(raw + k + lo * c, x_n + (ih * in.w + iw0 + lo) * c, (hi - lo) * c);
-            }
-            mcu_fill_s8(raw + k + hi * c, zp, (kw - hi) * c);
-            k += kw * c;
-            continue;
-        }
-        for (int32_t j = 0; j < kw; ++j) {
-            const int32_t iw = iw0 + j * p->dilation_w;
-            if (ih >= 0 && ih < in.h && iw >= 0 && iw < in.w) {
-                mcu_copy_s8(raw + k, x_n + (ih * in.w + iw) * c, c);
-            } else {
-                mcu_fill_s8(raw + k, zp, c);
-            }
-            k += c;
-        }
-    }
-    mcu_fill_s8(raw + k, zp, kp - k);
-    mcu_column_s8(raw, kp, off, col);
 }
 
 /* What every block of a layer shares, in locals: int8 stores may alias anything, so fields read
@@ -208,7 +130,7 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
     MCU_REQUIRE(p->kernel_h <= MCU_CONV_PACKED_TAPS_MAX && p->kernel_w <= MCU_CONV_PACKED_TAPS_MAX &&
                     in.c <= MCU_CONV_PACKED_TAPS_MAX,
                 MCU_ERR_SHAPE);
-    const int32_t kp = packed_taps(p);
+    const int32_t kp = mcu_conv_column_taps(p);
     MCU_REQUIRE(kp <= MCU_CONV_PACKED_TAPS_MAX, MCU_ERR_SHAPE);
     MCU_REQUIRE(((uintptr_t)packed & 3u) == 0, MCU_ERR_INVALID_ARG); /* LDM takes whole words */
     int right = 0;
@@ -235,7 +157,7 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
         if (d > fwd) {
             MCU_REQUIRE(d >= bwd, MCU_ERR_INVALID_ARG);
             for (int64_t i = pixels - 1; i >= 0; --i) {
-                column(p, input + i * bi, 0, 0, kp, col, raw);
+                mcu_conv_column_s16(p, input + i * bi, 0, 0, kp, col, raw);
                 pixel(&l, col, packed, output + i * bo);
             }
             return MCU_OK;
@@ -249,7 +171,7 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
         int8_t *y_n = output + (int64_t)b * hw * out.c;
         for (int32_t oh = 0; oh < out.h; ++oh) {
             for (int32_t ow = 0; ow < out.w; ++ow) {
-                column(p, x_n, oh, ow, kp, col, raw);
+                mcu_conv_column_s16(p, x_n, oh, ow, kp, col, raw);
                 pixel(&l, col, packed, y_n + (oh * out.w + ow) * out.c);
             }
         }

@@ -213,6 +213,28 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
                                 const int32_t *packed, int8_t *output);
 int32_t mcu_conv2d_packed_s8_get_buffer_size(const mcu_conv2d_s8_params *p);
 
+/** mcu_conv2d_packed_s8's layers with int8 weights (the flash of the portable kernels' weights, no
+ * more): a stream of 32-bit words (word-aligned; mcu/backends/compact.py, pack_compact): a header
+ * (MCU_COMPACT_MAGIC, 0, output channels, taps per window padded to 4), then one block per 4 output
+ * channels: their 4 biases; their weights, per group of 4 window taps (zero-padded) one word per
+ * channel holding the 4 taps' bytes in order; then (multiplier, shift) per channel (padded channels:
+ * zero weights, multiplier 0, shift 0). Scratch (ctx, 8-byte aligned, apart from input and output):
+ * mcu_conv2d_compact_s8_get_buffer_size bytes. Same window bound and overlap rules as
+ * mcu_conv2d_packed_s8; bit-exact with mcu_conv2d_s8. */
+#define MCU_COMPACT_MAGIC 0x4B43554D /* "MUCK" read as a little-endian word */
+#define MCU_COMPACT_HEADER_WORDS 4
+mcu_status mcu_conv2d_compact_s8(const mcu_context *ctx, const mcu_conv2d_s8_params *p, const int8_t *input,
+                                 const int32_t *stream, int8_t *output);
+int32_t mcu_conv2d_compact_s8_get_buffer_size(const mcu_conv2d_s8_params *p);
+
+/** Fully connected layers (weights [out][in], in_features <= MCU_CONV_PACKED_TAPS_MAX) from
+ * mcu_conv2d_compact_s8's stream (taps: in_features padded to 4). Scratch (ctx, 8-byte aligned,
+ * apart from input and output): mcu_linear_compact_s8_get_buffer_size bytes. The output overlaps
+ * neither the input nor the stream. Bit-exact with mcu_linear_s8. */
+mcu_status mcu_linear_compact_s8(const mcu_context *ctx, const mcu_linear_s8_params *p, const int8_t *input,
+                                 const int32_t *stream, int8_t *output);
+int32_t mcu_linear_compact_s8_get_buffer_size(const mcu_linear_s8_params *p);
+
 /* --- issue 18: normalisation, reductions and int8 activations ---------------------------------- */
 
 /** Largest cols of mcu_layer_norm_s8 (keeps every row's sums inside the kernel's 64-bit arithmetic). */
