@@ -351,3 +351,20 @@ class Reference:
                 result = table[op.kind](op, args)
             env[id(op.output.base())] = np.asarray(result).reshape(-1)
         return [value(t).copy() for t in self.graph.outputs]
+
+
+def _island_ops() -> None:  # int8 islands made integer (issue 18): maximum, minimum, constant operands
+    from mcu.quant.reference_islands import maximum_s8, minimum_s8
+
+    def with_constants(run: Callable[[Op, list[np.ndarray]], np.ndarray]) -> Callable:
+        def call(op: Op, x: list[np.ndarray]) -> np.ndarray:
+            dynamic = iter(x)
+            return run(op, [np.asarray(t.data).reshape(-1) if t.is_constant else next(dynamic) for t in op.inputs])
+        return call
+
+    for kind, fn in (("add", ref.add_s8), ("sub", ref.sub_s8), ("mul", ref.mul_s8), ("maximum", maximum_s8),
+                     ("minimum", minimum_s8)):
+        INT8_OPS[kind] = with_constants(_binary(fn))
+
+
+_island_ops()

@@ -429,6 +429,15 @@ def _conv_emitters() -> None:  # convolutions (issue 18): transposed convolution
 _conv_emitters()
 
 
+def _island_emitters() -> None:  # int8 islands made integer (issue 18): maximum, minimum
+    from mcu.backends.portable_islands import emitters
+
+    EMITTERS.update(emitters())
+
+
+_island_emitters()
+
+
 class PortableBackend(Backend):
     """Our C kernels: takes every op it has a kernel for (and every aliasing view, which emits no code)."""
 

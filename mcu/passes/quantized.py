@@ -113,8 +113,8 @@ def _linear(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
 def _binary(kind: str) -> Converter:
     def convert(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
         a, b = ins
-        if a.is_constant or b.is_constant:
-            return "an operand is a constant"
+        if (a.is_constant and a.dtype != "int8") or (b.is_constant and b.dtype != "int8"):
+            return "an operand is a constant"  # (issue 18: an int8 constant operand is read like a tensor)
         act_min, act_max = act_bounds(op, out)
         if kind == "mul":
             params = arith.mul_params(_scale(a), _scale(b), _scale(out))
@@ -275,6 +275,15 @@ def _resample_converters() -> None:
 _resample_converters()
 
 
+def _island_converters() -> None:
+    from mcu.passes.quantized_islands import CONVERTERS as ISLANDS  # int8 islands made integer (issue 18)
+
+    CONVERTERS.update(ISLANDS)
+
+
+_island_converters()
+
+
 def _dequantized_source(graph: Graph, t: Tensor) -> Tensor | None:
     producer = graph.producer(t)
     if producer is not None and producer.kind == "dequantize":
@@ -362,7 +371,13 @@ def _try_convert(graph: Graph, op: Op) -> str | None:
             if (op.kind in ("conv2d", "linear", "conv_transpose2d") or op.kind in quantized_more.OWN_CONSTANTS) and \
                     t is not op.inputs[0]:
                 continue  # weights and bias are converted by the op's own converter
-            return "an operand is a float constant"
+            from mcu.passes.quantized_islands import constant_operand  # issue 18: its own int8 scale
+
+            qconst = constant_operand(op, t)
+            if qconst is None:
+                return "an operand is a float constant"
+            ins.append(qconst)
+            continue
         src = _dequantized_source(graph, t)
         if src is None:
             return "its input is not quantized"

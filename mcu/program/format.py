@@ -112,6 +112,9 @@ KERNEL_IDS: dict[str, int] = {
     "mcu_conv_transpose2d_s8": 101,
     "mcu_conv_transpose2d_phased_s8": 102,
     "mcu_conv2d_grouped_s8": 103,
+    # int8 islands made integer (issue 18): ids 250-259.
+    "mcu_maximum_s8": 250,
+    "mcu_minimum_s8": 251,
 }
 KERNEL_DELEGATE = 255
 

@@ -240,6 +240,13 @@
 #ifndef MCU_PROGRAM_HAS_CONV2D_GROUPED_S8
 #define MCU_PROGRAM_HAS_CONV2D_GROUPED_S8 MCU_PROGRAM_KERNEL_DEFAULT
 #endif
+/* int8 islands made integer (issue 18) */
+#ifndef MCU_PROGRAM_HAS_MAXIMUM_S8
+#define MCU_PROGRAM_HAS_MAXIMUM_S8 MCU_PROGRAM_KERNEL_DEFAULT
+#endif
+#ifndef MCU_PROGRAM_HAS_MINIMUM_S8
+#define MCU_PROGRAM_HAS_MINIMUM_S8 MCU_PROGRAM_KERNEL_DEFAULT
+#endif
 
 /* The params struct of each kernel is its words in declaration order. */
 _Static_assert(sizeof(mcu_conv2d_f32_params) == 19 * 4, "conv2d_f32 params layout");
@@ -371,6 +378,9 @@ static const mcu_kernel_desc KERNELS[MCU_K_COUNT] = {
     K(MCU_K_CONV_TRANSPOSE2D_S8, MCU_PROGRAM_HAS_CONV_TRANSPOSE2D_S8, 21, S_MATMUL_S8),
     K(MCU_K_CONV_TRANSPOSE2D_PHASED_S8, MCU_PROGRAM_HAS_CONV_TRANSPOSE2D_PHASED_S8, 21, S_MATMUL_S8),
     K(MCU_K_CONV2D_GROUPED_S8, MCU_PROGRAM_HAS_CONV2D_GROUPED_S8, 21, S_MATMUL_S8),
+    /* int8 islands made integer (issue 18) */
+    K(MCU_K_MAXIMUM_S8, MCU_PROGRAM_HAS_MAXIMUM_S8, 31, S_BBB),
+    K(MCU_K_MINIMUM_S8, MCU_PROGRAM_HAS_MINIMUM_S8, 31, S_BBB),
 };
 #undef K
 
@@ -512,6 +522,8 @@ mcu_status mcu_program_check_kernel(uint32_t kernel, const mcu_operand_desc *ops
     case MCU_K_MUL_S8:
     case MCU_K_MAXIMUM_F32:
     case MCU_K_MINIMUM_F32:
+    case MCU_K_MAXIMUM_S8: /* int8 islands made integer (issue 18) */
+    case MCU_K_MINIMUM_S8:
         MCU_REQUIRE(p[0] >= 1 && p[0] <= MCU_MAX_DIMS, MCU_ERR_PROGRAM_INVALID);
         need[0] = extent(p + 1, p + 7, p[0]);
         need[1] = extent(p + 1, p + 13, p[0]);
@@ -949,6 +961,13 @@ mcu_status mcu_program_dispatch(uint32_t kernel, void *const *o, const uint32_t 
 #endif
 #if MCU_PROGRAM_HAS_CONV2D_GROUPED_S8
     case MCU_K_CONV2D_GROUPED_S8: return mcu_conv2d_grouped_s8(&ctx, &u.conv_s8, &quant, o[0], o[1], o[2], o[6]);
+#endif
+    /* int8 islands made integer (issue 18) */
+#if MCU_PROGRAM_HAS_MAXIMUM_S8
+    case MCU_K_MAXIMUM_S8: return mcu_maximum_s8(&u.binary_s8, o[0], o[1], o[2]);
+#endif
+#if MCU_PROGRAM_HAS_MINIMUM_S8
+    case MCU_K_MINIMUM_S8: return mcu_minimum_s8(&u.binary_s8, o[0], o[1], o[2]);
 #endif
     default: return MCU_ERR_UNSUPPORTED;
     }

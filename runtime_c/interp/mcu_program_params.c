@@ -217,7 +217,9 @@ mcu_status mcu_program_check_params(uint32_t kernel, const int32_t *w, uint32_t 
         break;
     }
     case MCU_K_ADD_S8:
-    case MCU_K_SUB_S8: ok = binary_s8_ok(&u.binary_s8, 0); break;
+    case MCU_K_SUB_S8:
+    case MCU_K_MAXIMUM_S8: /* int8 islands made integer (issue 18): the add's parameters */
+    case MCU_K_MINIMUM_S8: ok = binary_s8_ok(&u.binary_s8, 0); break;
     case MCU_K_MUL_S8: ok = binary_s8_ok(&u.binary_s8, 1); break;
     case MCU_K_MAX_POOL2D_S8: ok = pool_s8_ok(&u.pool_s8, 0); break;
     case MCU_K_AVG_POOL2D_S8: ok = pool_s8_ok(&u.pool_s8, 1); break;
@@ -590,6 +592,8 @@ mcu_status mcu_program_check_operands(uint32_t kernel, const mcu_operand_desc *o
     case MCU_K_MUL_S8:
     case MCU_K_MAXIMUM_F32:
     case MCU_K_MINIMUM_F32:
+    case MCU_K_MAXIMUM_S8:
+    case MCU_K_MINIMUM_S8:
         ok = binary_alias_ok(&ops[0], bytes[0], out, nout, p, p + 7) &&
              binary_alias_ok(&ops[1], bytes[1], out, nout, p, p + 13);
         break;

@@ -110,6 +110,11 @@ mcu_status mcu_add_s8(const mcu_binary_s8_params *p, const int8_t *a, const int8
 mcu_status mcu_sub_s8(const mcu_binary_s8_params *p, const int8_t *a, const int8_t *b, int8_t *output);
 /** CMSIS-NN mul: out = clamp(rq((a + a_offset) * (b + b_offset), out_mult, out_shift) + output_offset). */
 mcu_status mcu_mul_s8(const mcu_binary_s8_params *p, const int8_t *a, const int8_t *b, int8_t *output);
+/* int8 islands made integer (issue 18) */
+/** TFLite MAXIMUM/MINIMUM: a' and b' as in mcu_add_s8, out = clamp(rq(max(a', b'), out_mult, out_shift) +
+ *  output_offset) (min for mcu_minimum_s8); the add's parameters (mcu.quant.arith.add_params). */
+mcu_status mcu_maximum_s8(const mcu_binary_s8_params *p, const int8_t *a, const int8_t *b, int8_t *output);
+mcu_status mcu_minimum_s8(const mcu_binary_s8_params *p, const int8_t *a, const int8_t *b, int8_t *output);
 
 typedef struct {
     mcu_shape4 input, output;

@@ -1,0 +1,70 @@
+"""int8 forms of ops that ran as fp32 islands in int8 models (issue 18), where TFLite defines integer
+semantics: maximum and minimum (TFLite MAXIMUM/MINIMUM, on the add's rescaled operands so that inputs and
+output may differ in quantization), and elementwise ops with a float constant operand (a learned position
+embedding added to the tokens): the constant is quantized with its own int8 scale (or keeps the one the
+quantizer gave it) and the op runs its int8 kernel on it."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mcu.ir import Graph, Op, QuantParams, Tensor
+from mcu.quant import arith
+
+# Kinds whose int8 kernel reads a constant operand like any other (strided broadcasting, own offsets).
+CONSTANT_OPERANDS = {"add", "sub", "mul", "maximum", "minimum"}
+
+
+def _scale(t: Tensor) -> float:
+    assert t.quant is not None
+    return t.quant.scale[0]
+
+
+def _zp(t: Tensor) -> int:
+    assert t.quant is not None
+    return t.quant.zero_point[0]
+
+
+def own_quantization(values: np.ndarray) -> tuple[float, int]:
+    """Asymmetric int8 parameters covering ``values`` and zero (so that 0.0 is exact), as the activation
+    observer would pick: scale = (max - min) / 255, zero-point = -128 - min / scale."""
+    lo = min(float(np.min(values)), 0.0) if values.size else 0.0
+    hi = max(float(np.max(values)), 0.0) if values.size else 0.0
+    if hi - lo <= 0.0:
+        return 1.0, 0
+    scale = (hi - lo) / 255.0
+    zp = int(np.clip(np.round(-128.0 - lo / scale), -128, 127))
+    return scale, zp
+
+
+def constant_operand(op: Op, t: Tensor) -> Tensor | None:
+    """The int8 form of a float constant operand of ``op``, or None when the op's int8 kernel cannot read
+    one. A constant the quantizer quantized per tensor keeps its codes; any other is quantized here."""
+    if op.kind not in CONSTANT_OPERANDS or t.dtype != "float32" or t.data is None:
+        return None
+    data = np.asarray(t.data, dtype=np.float64)
+    qc = t.qconst
+    if qc is not None and np.all(qc.scale == qc.scale.flat[0]) and np.all(qc.zero_point == qc.zero_point.flat[0]):
+        scale, zp = float(qc.scale.flat[0]), int(qc.zero_point.flat[0])
+        codes = np.asarray(qc.values, dtype=np.int8).reshape(t.shape)
+    else:
+        scale, zp = own_quantization(data)
+        codes = np.clip(np.round(data / scale) + zp, -128, 127).astype(np.int8).reshape(t.shape)
+    return Tensor(name=f"{t.name}_q", shape=t.shape, dtype="int8", data=np.ascontiguousarray(codes),
+                  dim_order=t.dim_order, quant=QuantParams(scale=(scale,), zero_point=(zp,)))
+
+
+def _extreme(kind: str):
+    def convert(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
+        from mcu.passes.quantized import act_bounds
+
+        a, b = ins
+        act_min, act_max = act_bounds(op, out)
+        params = arith.add_params(_scale(a), _scale(b), _scale(out))
+        attrs = {**op.attrs, **params, "a_offset": -_zp(a), "b_offset": -_zp(b), "output_offset": _zp(out),
+                 "act_min": act_min, "act_max": act_max}
+        return Op(kind, [a, b], [out], attrs, op.name, op.source)
+    return convert
+
+
+CONVERTERS = {"maximum": _extreme("maximum"), "minimum": _extreme("minimum")}
