@@ -51,7 +51,8 @@ CONV_TRANSPOSE = {aten.conv_transpose1d.default, aten.conv_transpose2d.input}
 BATCH_NORM = {aten.batch_norm.default, aten._native_batch_norm_legit_no_training.default}
 ACTIVATIONS = {aten.relu.default, aten.relu_.default, aten.hardtanh.default, aten.hardtanh_.default,
                aten.clamp.default, aten.relu6.default if hasattr(aten, "relu6") else aten.relu.default}
-BINARY = {aten.add.Tensor, aten.mul.Tensor, aten.add_.Tensor, aten.mul_.Tensor}
+BINARY = {aten.add.Tensor, aten.mul.Tensor, aten.add_.Tensor, aten.mul_.Tensor,
+          aten.sub.Tensor, aten.sub_.Tensor}  # (issue 18: x - y of two tensors was an fp32 island)
 SHARED = {aten.max_pool2d.default, aten.avg_pool2d.default, aten.flatten.using_ints, aten.view.default,
           aten.reshape.default, aten.permute.default, aten.squeeze.dim, aten.squeeze.dims, aten.unsqueeze.default,
           aten.pad.default, aten.constant_pad_nd.default, aten.dropout.default, aten.contiguous.default,
