@@ -11,9 +11,6 @@ from __future__ import annotations
 # ATen overload (mcu.edge.op_name) -> why it has no int8 form
 ISLANDS: dict[str, str] = {
     "aten._log_softmax.default": "no int8 kernel yet (TFLite LOG_SOFTMAX int8 is not implemented)",
-    "aten._prelu_kernel.default": "a slope per channel has no int8 kernel yet (TFLite PRELU int8 is not "
-                                  "implemented); one slope for all channels runs as a table",
-    "aten.div.Tensor": "no int8 kernel for a tensor divisor (a scalar divisor runs as a table)",
     "aten.clamp.Tensor": "lowers to maximum then minimum with an fp32 value between them",
     "aten.native_group_norm.default": "no TFLite integer semantics",
     "aten._native_batch_norm_legit.no_stats": "instance norm: no TFLite integer semantics",

@@ -86,7 +86,8 @@ TABLE_OWN_OUTPUT = {aten.gelu.default, aten.silu.default, aten.silu_.default, at
                     aten.layer_norm.default, aten.rms_norm.default, aten.prelu.default}
 MATMUL = {aten.matmul.default, aten.bmm.default}  # of two activations (int8 mcu_bmm_s8)
 REDUCE_OWN_OUTPUT = {aten.sum.dim_IntList, aten.amax.default, aten.amin.default}
-EXTREMES = {aten.maximum.default, aten.minimum.default}  # int8 islands made integer (issue 18)
+# int8 islands made integer (issue 18): maximum, minimum and division of two tensors
+EXTREMES = {aten.maximum.default, aten.minimum.default, aten.div.Tensor}
 SCALAR_ARITH = {aten.add.Tensor, aten.sub.Tensor, aten.mul.Tensor, aten.div.Tensor, aten.add.Scalar,
                 aten.sub.Scalar, aten.mul.Scalar, aten.div.Scalar, aten.rsub.Scalar}
 
@@ -156,11 +157,11 @@ class MCUQuantizer(Quantizer):
             ({aten.cat.default} | STACK, lambda n: self._cat(n, act)),
             # issue 18: table lookups and int8 layer norm
             (TABLE_OWN_OUTPUT | REDUCE_OWN_OUTPUT, lambda n: self._own_output(n, act)),
+            # int8 islands made integer (issue 18): TFLite MAXIMUM/MINIMUM
+            (EXTREMES, lambda n: self._extremes(n, act)),
             (SCALAR_ARITH, lambda n: self._scalar_arith(n, act)),
             (MATMUL, lambda n: self._matmul(n, act)),
             (CONV_TRANSPOSE, lambda n: self._conv_linear(n, act, weight_transposed)),  # issue 18
-            # int8 islands made integer (issue 18): TFLite MAXIMUM/MINIMUM
-            (EXTREMES, lambda n: self._extremes(n, act)),
         ]
         for node in model.graph.nodes:
             if node.op != "call_function" or _annotated(node):
@@ -244,7 +245,9 @@ class MCUQuantizer(Quantizer):
         """maximum/minimum of two tensors (issue 18): each operand and the output with parameters of their own
         (mcu_maximum_s8 rescales like the int8 add); a float constant operand is quantized by the lowering."""
         tensors = [a for a in node.args[:2] if _is_float_tensor(a)]
-        if tensors:
+        if len(tensors) < 2:
+            self._scalar_arith(node, act)  # x / s with a Python number: a table lookup
+        elif node.kwargs.get("rounding_mode") is None:
             _mark(node, {t: act for t in tensors}, act)
 
     def _scalar_arith(self, node: Node, act: QuantizationSpec) -> None:

@@ -354,7 +354,7 @@ class Reference:
 
 
 def _island_ops() -> None:  # int8 islands made integer (issue 18): maximum, minimum, constant operands
-    from mcu.quant.reference_islands import maximum_s8, minimum_s8
+    from mcu.quant.reference_islands import div_s8, maximum_s8, minimum_s8, prelu_s8
 
     def with_constants(run: Callable[[Op, list[np.ndarray]], np.ndarray]) -> Callable:
         def call(op: Op, x: list[np.ndarray]) -> np.ndarray:
@@ -363,8 +363,16 @@ def _island_ops() -> None:  # int8 islands made integer (issue 18): maximum, min
         return call
 
     for kind, fn in (("add", ref.add_s8), ("sub", ref.sub_s8), ("mul", ref.mul_s8), ("maximum", maximum_s8),
-                     ("minimum", minimum_s8)):
+                     ("minimum", minimum_s8), ("div", div_s8)):
         INT8_OPS[kind] = with_constants(_binary(fn))
+
+    def prelu(op: Op, x: list[np.ndarray]) -> np.ndarray:
+        from mcu.backends.portable_islands import _prelu_s8
+
+        p = _prelu_s8(op, lambda t: "").params  # the emitter's own shape parameters
+        return prelu_s8(x[0], op.inputs[1].data, **p)
+
+    INT8_OPS["prelu"] = prelu
 
 
 _island_ops()

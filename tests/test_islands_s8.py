@@ -163,7 +163,7 @@ def test_constant_operand_keeps_the_quantizers_codes_or_takes_its_own_scale() ->
     t.qconst = QConst(np.array([[-64, 0, 127]], np.int8), np.full((1, 3), 0.01), np.zeros((1, 3), np.int64))
     kept = constant_operand(Op("mul", [t, t], [t]), t)
     assert kept is not None and kept.quant.scale == (0.01,) and kept.data.tolist() == [[-64, 0, 127]]
-    assert constant_operand(Op("div", [t, t], [t]), t) is None  # no int8 div: stays an island
+    assert constant_operand(Op("group_norm", [t, t], [t]), t) is None  # its kernel reads no int8 constant
     assert own_quantization(np.zeros(3)) == (1.0, 0)
 
 
@@ -291,9 +291,11 @@ def test_the_islands_in_int8_models_are_exactly_the_listed_ones(census) -> None:
 
 
 def test_the_known_islands_made_integer_are_not_islands(census) -> None:
-    """maximum, minimum and add/mul with a float constant ran as fp32 islands before issue 18's int8 kernels."""
+    """maximum, minimum, add/mul with a float constant, tensor division, per-channel PReLU and the difference of
+    two tensors ran as fp32 islands before issue 18's int8 kernels."""
     for key in (("aten.maximum.default", ""), ("aten.minimum.default", ""), ("aten.add.Tensor", "a float constant"),
-                ("aten.mul.Tensor", "a float constant")):
+                ("aten.mul.Tensor", "a float constant"), ("aten.div.Tensor", ""), ("aten._prelu_kernel.default", ""),
+                ("aten.sub.Tensor", "")):
         assert census[key] == [], key
 
 
@@ -310,3 +312,105 @@ def test_every_listed_island_is_probed_and_the_listing_prints_it(census) -> None
     for aten in probed:
         if rows[aten].int8 == (ISLAND,):
             assert aten in ISLANDS, aten
+
+
+# --- division and PReLU -----------------------------------------------------------------------------------
+
+
+@SETTINGS
+@given(case=binary_cases("mul"), s_a=st.floats(1e-3, 1.0), s_b=st.floats(1e-3, 1.0), s_out=st.floats(1e-3, 4.0),
+       zero_divisors=st.booleans())
+def test_div_s8_matches_its_reference(case: dict, s_a: float, s_b: float, s_out: float, zero_divisors: bool) -> None:
+    from mcu.quant.reference_islands import div_params, div_s8
+
+    rng = np.random.default_rng(case["seed"])
+    a = int8_data(rng, case["a_shape"], case["data"])
+    b = int8_data(rng, case["b_shape"], "uniform")
+    qp = case["qp"]
+    zp_a, zp_b, zp_out = -qp["a_offset"], -qp["b_offset"], qp["output_offset"]
+    if zero_divisors:  # every code of b at its zero-point: +-inf and 0/0
+        b = np.full_like(b, zp_b)
+    params = dict(div_params(s_a, s_b, s_out, zp_a=zp_a, zp_b=zp_b, zp_out=zp_out), act_min=qp["act_min"],
+                  act_max=qp["act_max"], **ref.broadcast_params(a.shape, b.shape))
+    status, out = _run("div", a, b, params)
+    assert status == MCU_OK
+    want = div_s8(a, b, **params)
+    np.testing.assert_array_equal(out.reshape(want.shape), want)
+    # and it is the division: within one step where the divisor is not zero and nothing clamps
+    aa, bb = np.broadcast_arrays(a.astype(np.float64) - zp_a, b.astype(np.float64) - zp_b)
+    ok = bb != 0
+    real = np.clip(np.rint(np.divide(aa * s_a, bb * s_b, where=ok, out=np.zeros_like(aa)) / s_out) + zp_out,
+                   qp["act_min"], qp["act_max"])
+    assert np.all(np.abs(want.reshape(real.shape).astype(np.int64) - real)[ok] <= 1)
+    assert np.all(want.reshape(real.shape)[~ok & (aa > 0)] == qp["act_max"])
+    assert np.all(want.reshape(real.shape)[~ok & (aa < 0)] == qp["act_min"])
+
+
+class PreluS8Params(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_int32) for n in ("size", "channels", "inner", "input_offset", "pos_multiplier",
+                                              "pos_shift", "neg_multiplier", "neg_shift", "output_offset",
+                                              "act_min", "act_max")]
+
+
+@SETTINGS
+@given(channels=st.integers(1, 9), inner=st.integers(1, 7), outer=st.integers(1, 3), s_in=st.floats(1e-3, 1.0),
+       s_out=st.floats(1e-3, 1.0), zp_in=st.sampled_from([-128, 0, 127, 17]), zp_out=st.sampled_from([-128, 0, 127]),
+       extreme=st.booleans(), seed=st.integers(0, 2**16))
+def test_prelu_s8_matches_its_reference(channels: int, inner: int, outer: int, s_in: float, s_out: float,
+                                        zp_in: int, zp_out: int, extreme: bool, seed: int) -> None:
+    from mcu.quant.reference_islands import prelu_params, prelu_s8, quantize_slopes
+
+    rng = np.random.default_rng(seed)
+    slopes = rng.normal(0, 0.5, channels) if not extreme else rng.choice([-3.0, 0.0, 3.0], channels)
+    alpha, s_alpha = quantize_slopes(slopes)
+    size = outer * channels * inner
+    x = (rng.choice([-128, 127], size) if extreme else rng.integers(-128, 128, size)).astype(np.int8)
+    p = dict(prelu_params(s_in, s_alpha, s_out, zp_in=zp_in, zp_out=zp_out), act_min=-128, act_max=127)
+    cp = PreluS8Params(size, channels, inner, *(p[k] for k in ("input_offset", "pos_multiplier", "pos_shift",
+                                                              "neg_multiplier", "neg_shift", "output_offset",
+                                                              "act_min", "act_max")))
+    fn = cb.lib().mcu_prelu_s8
+    fn.argtypes = [ctypes.c_void_p] * 4
+    fn.restype = ctypes.c_int
+    out = np.zeros(size, np.int8)
+    assert fn(ctypes.addressof(cp), ptr(x), ptr(alpha), ptr(out)) == MCU_OK
+    want = prelu_s8(x, alpha, channels=channels, inner=inner, **p)
+    np.testing.assert_array_equal(out, want)
+    c = (np.arange(size) // inner) % channels
+    xr = (x.astype(np.float64) - zp_in) * s_in
+    real = np.where(xr >= 0, xr, xr * alpha[c] * s_alpha)
+    assert np.max(np.abs(want.astype(np.int64) - np.clip(np.rint(real / s_out) + zp_out, -128, 127))) <= 1
+    big = np.zeros(size + channels, np.int8)  # the output may not overlap the slopes
+    assert fn(ctypes.addressof(cp), ptr(x), ptr(big), ptr(big)) == MCU_ERR_INVALID_ARG
+    bad = PreluS8Params(size, channels, inner, 300, *(p[k] for k in ("pos_multiplier", "pos_shift", "neg_multiplier",
+                                                                    "neg_shift", "output_offset", "act_min", "act_max")))
+    assert fn(ctypes.addressof(bad), ptr(x), ptr(alpha), ptr(out)) == MCU_ERR_INVALID_ARG
+
+
+class DivPrelu(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.slopes = torch.nn.Parameter(torch.tensor([0.1, -0.3, 0.25, 0.0]))
+        self.scale = torch.nn.Parameter(torch.rand(1, 4, 1, 1) + 0.5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = F.prelu(x, self.slopes) + x / (torch.sigmoid(x) + 0.5)
+        return y / self.scale
+
+
+def test_int8_model_with_division_and_prelu_keeps_no_island_and_equals_the_reference() -> None:
+    import mcu
+
+    torch.manual_seed(1)
+    model = DivPrelu().eval()
+    calib = [(torch.randn(1, 4, 6, 6) * 2,) for _ in range(12)]
+    cm = mcu.compile(model, calib[0], quantize="int8", calibration=calib, test_inputs=calib[:2], name="div_prelu_s8")
+    assert cm.graph.fallbacks == [] and cm.reference_is_exact
+    kinds = [op.kind for op in cm.graph.ops]
+    assert kinds.count("div") == 2 and "prelu" in kinds
+    for x in calib[:3] + [(torch.zeros(1, 4, 6, 6),), (torch.full((1, 4, 6, 6), -40.0),)]:
+        want = cm.reference_raw(*x)
+        assert _same(cm.run_raw(*x), want) and _same(cm.run_raw_c(*x), want)
+    scale = cm.graph.outputs[0].quant.scale[0]
+    x = calib[0]
+    assert np.max(np.abs(cm.run(*x)[0].numpy() - model(*x).detach().numpy())) <= 4 * scale

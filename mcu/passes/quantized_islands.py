@@ -12,7 +12,7 @@ from mcu.ir import Graph, Op, QuantParams, Tensor
 from mcu.quant import arith
 
 # Kinds whose int8 kernel reads a constant operand like any other (strided broadcasting, own offsets).
-CONSTANT_OPERANDS = {"add", "sub", "mul", "maximum", "minimum"}
+CONSTANT_OPERANDS = {"add", "sub", "mul", "maximum", "minimum", "div"}
 
 
 def _scale(t: Tensor) -> float:
@@ -67,4 +67,31 @@ def _extreme(kind: str):
     return convert
 
 
-CONVERTERS = {"maximum": _extreme("maximum"), "minimum": _extreme("minimum")}
+def _div(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
+    from mcu.passes.quantized import act_bounds
+    from mcu.quant.reference_islands import div_params
+
+    a, b = ins
+    act_min, act_max = act_bounds(op, out)
+    params = div_params(_scale(a), _scale(b), _scale(out), zp_a=_zp(a), zp_b=_zp(b), zp_out=_zp(out))
+    return Op("div", [a, b], [out], {**op.attrs, **params, "act_min": act_min, "act_max": act_max}, op.name,
+              op.source)
+
+
+def prelu_s8(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
+    """TFLite PRELU: slopes per channel as symmetric int8 with a scale of their own (the float32 slopes are
+    the op's second input; :data:`mcu.passes.quantized_more.OWN_CONSTANTS`)."""
+    from mcu.passes.quantized import act_bounds
+    from mcu.quant.reference_islands import prelu_params, quantize_slopes
+
+    x = ins[0]
+    codes, s_alpha = quantize_slopes(np.asarray(op.inputs[1].data))
+    alpha = Tensor(name=f"{op.name}_alpha_q", shape=(codes.size,), dtype="int8", data=codes,
+                   quant=QuantParams(scale=(s_alpha,), zero_point=(0,), qmin=-127, qmax=127))
+    act_min, act_max = act_bounds(op, out)
+    params = prelu_params(_scale(x), s_alpha, _scale(out), zp_in=_zp(x), zp_out=_zp(out))
+    return Op("prelu", [x, alpha], [out], {**op.attrs, **params, "act_min": act_min, "act_max": act_max},
+              op.name, op.source)
+
+
+CONVERTERS = {"maximum": _extreme("maximum"), "minimum": _extreme("minimum"), "div": _div}

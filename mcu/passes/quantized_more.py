@@ -74,8 +74,10 @@ def _unary_lut(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str
 def _prelu(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
     """One slope for all channels is leaky ReLU: a table. Slopes per channel have no int8 kernel."""
     w = op.inputs[1]
-    if w.numel != 1:
-        return "PReLU with a slope per channel has no int8 kernel"
+    if w.numel != 1:  # issue 18: TFLite's int8 PRELU (mcu_prelu_s8)
+        from mcu.passes.quantized_islands import prelu_s8
+
+        return prelu_s8(graph, op, ins, out)
     slope = float(np.asarray(w.data).reshape(-1)[0])
     unary = Op("unary", [op.inputs[0]], list(op.outputs), {"fn": "leaky_relu", "alpha": slope, "beta": 0.0},
                op.name, op.source)

@@ -115,6 +115,8 @@ KERNEL_IDS: dict[str, int] = {
     # int8 islands made integer (issue 18): ids 250-259.
     "mcu_maximum_s8": 250,
     "mcu_minimum_s8": 251,
+    "mcu_div_s8": 252,
+    "mcu_prelu_s8": 253,
 }
 KERNEL_DELEGATE = 255
 

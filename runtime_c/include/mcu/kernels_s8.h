@@ -115,6 +115,25 @@ mcu_status mcu_mul_s8(const mcu_binary_s8_params *p, const int8_t *a, const int8
  *  output_offset) (min for mcu_minimum_s8); the add's parameters (mcu.quant.arith.add_params). */
 mcu_status mcu_maximum_s8(const mcu_binary_s8_params *p, const int8_t *a, const int8_t *b, int8_t *output);
 mcu_status mcu_minimum_s8(const mcu_binary_s8_params *p, const int8_t *a, const int8_t *b, int8_t *output);
+/** a / b: q = round((a + a_offset) 2^16 / (b + b_offset)) (half away from zero), out = clamp(rq(q,
+ *  out_mult, out_shift) + output_offset); a zero divisor gives act_max, act_min (or the zero for 0 / 0). The
+ *  rescaling fields are unused (mcu.quant.reference_islands.div_params). */
+mcu_status mcu_div_s8(const mcu_binary_s8_params *p, const int8_t *a, const int8_t *b, int8_t *output);
+
+typedef struct {
+    int32_t size;      /**< elements */
+    int32_t channels;  /**< slopes; 1 shares one */
+    int32_t inner;     /**< elements between consecutive channels in memory (1: channels last) */
+    int32_t input_offset;
+    int32_t pos_multiplier, pos_shift;  /**< s_in / s_out */
+    int32_t neg_multiplier, neg_shift;  /**< s_in s_alpha / s_out */
+    int32_t output_offset;
+    int32_t act_min, act_max;
+} mcu_prelu_s8_params;
+
+/** TFLite PRELU: x' = x + input_offset; out = clamp((x' >= 0 ? rq(x', pos) : rq(x' alpha[c], neg)) +
+ *  output_offset), c = (i / inner) % channels; int8 slopes (symmetric). May run in place. */
+mcu_status mcu_prelu_s8(const mcu_prelu_s8_params *p, const int8_t *input, const int8_t *alpha, int8_t *output);
 
 typedef struct {
     mcu_shape4 input, output;

@@ -20,8 +20,14 @@ typedef enum {
      * scale, the larger (smaller) is requantized to the output, so the operands and the output may each
      * have their own scale and zero-point (issue 18) */
     MCU_BINARY_S8_MAX,
-    MCU_BINARY_S8_MIN
+    MCU_BINARY_S8_MIN,
+    /* a / b: the quotient of the offset codes in Q16 (rounded half away from zero), requantized by the
+     * output multiplier s_a / (s_b s_out 2^16); a zero divisor gives the ends (issue 18) */
+    MCU_BINARY_S8_DIV
 } mcu_binary_s8_op;
+
+/* Fractional bits of the int8 division's quotient (|a + a_offset| <= 255, so the Q16 numerator fits). */
+#define MCU_BINARY_S8_DIV_BITS 16
 
 /* Largest left_shift for which (q + offset) * 2^left_shift fits int32 (|q + offset| <= 255). */
 #define MCU_BINARY_S8_MAX_LEFT_SHIFT 23
@@ -30,7 +36,19 @@ static inline int8_t mcu_binary_s8_apply(mcu_binary_s8_op op, const mcu_binary_s
                                          int32_t b)
 {
     int32_t acc;
-    if (op == MCU_BINARY_S8_MUL) {
+    if (op == MCU_BINARY_S8_DIV) {
+        const int32_t num = a + p->a_offset;
+        const int32_t den = b + p->b_offset;
+        if (den == 0) { /* +-inf saturates; 0/0 is the output's zero */
+            const int32_t z = p->output_offset < p->act_min ? p->act_min
+                              : p->output_offset > p->act_max ? p->act_max : p->output_offset;
+            return (int8_t)(num > 0 ? p->act_max : num < 0 ? p->act_min : z);
+        }
+        const int32_t n = (num < 0 ? -num : num) * ((int32_t)1 << MCU_BINARY_S8_DIV_BITS);
+        const int32_t d = den < 0 ? -den : den;
+        const int32_t q = (n + d / 2) / d;
+        acc = (num < 0) != (den < 0) ? -q : q;
+    } else if (op == MCU_BINARY_S8_MUL) {
         acc = (a + p->a_offset) * (b + p->b_offset);
     } else {
         const int32_t scale = (int32_t)1 << p->left_shift;
@@ -107,7 +125,7 @@ static inline mcu_status mcu_binary_s8(mcu_binary_s8_op op, const mcu_binary_s8_
                     mcu_output_offset_valid(p->output_offset) && mcu_act_s8_valid(p->act_min, p->act_max) &&
                     mcu_quant_valid(p->out_multiplier, p->out_shift),
                 MCU_ERR_INVALID_ARG);
-    if (op != MCU_BINARY_S8_MUL) { /* add, sub, maximum, minimum: the operands' rescaling */
+    if (op != MCU_BINARY_S8_MUL && op != MCU_BINARY_S8_DIV) { /* add, sub, maximum, minimum: the rescaling */
         MCU_REQUIRE(mcu_quant_valid(p->a_multiplier, p->a_shift) && mcu_quant_valid(p->b_multiplier, p->b_shift) &&
                         p->left_shift >= 0 && p->left_shift <= MCU_BINARY_S8_MAX_LEFT_SHIFT,
                     MCU_ERR_INVALID_ARG);
@@ -179,7 +197,7 @@ static inline mcu_status mcu_binary_s8(mcu_binary_s8_op op, const mcu_binary_s8_
         const int8_t *ar = a + a_off;
         const int8_t *br = b + b_off;
 #if MCU_S8_MVE
-        if (op != MCU_BINARY_S8_MAX && op != MCU_BINARY_S8_MIN && (sai == 0 || sai == 1) && (sbi == 0 || sbi == 1)) {
+        if (op <= MCU_BINARY_S8_MUL && (sai == 0 || sai == 1) && (sbi == 0 || sbi == 1)) {
             mcu_mve_binary_row_s8(op == MCU_BINARY_S8_ADD ? 0 : op == MCU_BINARY_S8_SUB ? 1 : 2, p, ar, sai, br, sbi,
                                   out, inner);
         } else
