@@ -10,7 +10,6 @@ from __future__ import annotations
 
 # ATen overload (mcu.edge.op_name) -> why it has no int8 form
 ISLANDS: dict[str, str] = {
-    "aten._log_softmax.default": "no int8 kernel yet (TFLite LOG_SOFTMAX int8 is not implemented)",
     "aten.clamp.Tensor": "lowers to maximum then minimum with an fp32 value between them",
     "aten.native_group_norm.default": "no TFLite integer semantics",
     "aten._native_batch_norm_legit.no_stats": "instance norm: no TFLite integer semantics",

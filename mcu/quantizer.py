@@ -75,7 +75,9 @@ def _global_pool(node: Node) -> bool:
     val = node.meta.get("val")
     rank = 1 if node.target is aten.adaptive_avg_pool1d.default else 2
     return isinstance(val, torch.Tensor) and tuple(val.shape[-rank:]) == (1,) * rank
-FIXED_OUTPUT = {aten.sigmoid.default: (1.0 / 256.0, -128), aten.tanh.default: (1.0 / 128.0, 0)}
+FIXED_OUTPUT = {aten.sigmoid.default: (1.0 / 256.0, -128), aten.tanh.default: (1.0 / 128.0, 0),
+                # TFLite's int8 LOG_SOFTMAX output, [-16, 0] (issue 18: mcu_log_softmax_s8)
+                aten.log_softmax.int: (16.0 / 256.0, 127), aten._log_softmax.default: (16.0 / 256.0, 127)}
 # normalisation, reductions and int8 activations (issue 18): elementwise functions that run as 256-entry
 # tables at int8 and layer norm (mcu_layer_norm_s8), each with output parameters of its own; arithmetic
 # with a Python scalar (a table too)

@@ -374,5 +374,13 @@ def _island_ops() -> None:  # int8 islands made integer (issue 18): maximum, min
 
     INT8_OPS["prelu"] = prelu
 
+    def log_softmax(op: Op, x: list[np.ndarray]) -> np.ndarray:
+        from mcu.backends.portable_islands import _log_softmax_s8
+        from mcu.quant.reference_islands import log_softmax_s8
+
+        return log_softmax_s8(x[0], op.inputs[1].data, **_log_softmax_s8(op, lambda t: "").params)
+
+    INT8_OPS["log_softmax"] = log_softmax
+
 
 _island_ops()

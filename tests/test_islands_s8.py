@@ -295,7 +295,7 @@ def test_the_known_islands_made_integer_are_not_islands(census) -> None:
     two tensors ran as fp32 islands before issue 18's int8 kernels."""
     for key in (("aten.maximum.default", ""), ("aten.minimum.default", ""), ("aten.add.Tensor", "a float constant"),
                 ("aten.mul.Tensor", "a float constant"), ("aten.div.Tensor", ""), ("aten._prelu_kernel.default", ""),
-                ("aten.sub.Tensor", "")):
+                ("aten.sub.Tensor", ""), ("aten._log_softmax.default", "")):
         assert census[key] == [], key
 
 
@@ -414,3 +414,71 @@ def test_int8_model_with_division_and_prelu_keeps_no_island_and_equals_the_refer
     scale = cm.graph.outputs[0].quant.scale[0]
     x = calib[0]
     assert np.max(np.abs(cm.run(*x)[0].numpy() - model(*x).detach().numpy())) <= 4 * scale
+
+
+# --- log_softmax ----------------------------------------------------------------------------------------
+
+
+class LogSoftmaxS8Params(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_int32) for n in ("outer", "axis", "inner", "input_multiplier", "log_multiplier",
+                                              "output_offset")]
+
+
+@SETTINGS
+@given(outer=st.integers(1, 3), axis=st.sampled_from([1, 2, 5, 10, 33, 300]), inner=st.integers(1, 4),
+       s_in=st.sampled_from([1e-3, 0.02, 0.1, 0.5, 2.0]), fixed=st.booleans(), zp_out=st.sampled_from([127, 0, -128]),
+       mode=st.sampled_from(["uniform", "extremes", "flat", "one"]), seed=st.integers(0, 2**16))
+def test_log_softmax_s8_matches_its_reference(outer: int, axis: int, inner: int, s_in: float, fixed: bool,
+                                              zp_out: int, mode: str, seed: int) -> None:
+    from mcu.quant.reference_islands import LOG_SOFTMAX_SCALE, log_softmax_s8, log_softmax_tables
+
+    rng = np.random.default_rng(seed)
+    n = outer * axis * inner
+    x = {"uniform": lambda: rng.integers(-128, 128, n), "extremes": lambda: rng.choice([-128, 127], n),
+         "flat": lambda: np.full(n, int(rng.integers(-128, 128))),
+         "one": lambda: np.where(np.arange(n) % 7 == 0, 127, -128)}[mode]().astype(np.int8)
+    s_out = LOG_SOFTMAX_SCALE if fixed else 0.02
+    zp = 127 if fixed else zp_out
+    table, a, c = log_softmax_tables(s_in, s_out)
+    p = LogSoftmaxS8Params(outer, axis, inner, a, c, zp)
+    fn = cb.lib().mcu_log_softmax_s8
+    fn.argtypes = [ctypes.c_void_p] * 4
+    fn.restype = ctypes.c_int
+    out = np.zeros(n, np.int8)
+    assert fn(ctypes.addressof(p), ptr(table), ptr(x), ptr(out)) == MCU_OK
+    want = log_softmax_s8(x, table, outer=outer, axis=axis, inner=inner, input_multiplier=a, log_multiplier=c,
+                          output_offset=zp)
+    np.testing.assert_array_equal(out, want)
+    # and it is log_softmax of the int8 values, within one output step
+    real = torch.log_softmax(torch.from_numpy(x.astype(np.float64).reshape(outer, axis, inner) * s_in), dim=1)
+    exact = np.clip(np.rint(real.numpy().reshape(-1) / s_out) + zp, -128, 127)
+    assert np.max(np.abs(want.astype(np.int64) - exact)) <= 1
+    copy = x.copy()  # exactly in place
+    assert fn(ctypes.addressof(p), ptr(table), ptr(copy), ptr(copy)) == MCU_OK
+    np.testing.assert_array_equal(copy, want)
+    buf = np.zeros(n + 1, np.int8)  # a shifted overlap would read what it wrote
+    if n > 1:
+        assert fn(ctypes.addressof(p), ptr(table), ptr(buf[1:]), ptr(buf[:-1])) == MCU_ERR_INVALID_ARG
+
+
+def test_int8_model_with_log_softmax_keeps_no_island_and_equals_the_reference() -> None:
+    import mcu
+
+    class LogSoftmax(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            return F.log_softmax(x, dim=1), F.log_softmax(torch.tanh(x) * 3.0, dim=-1)
+
+    torch.manual_seed(2)
+    model = LogSoftmax().eval()
+    calib = [(torch.randn(1, 4, 6, 6) * 2,) for _ in range(8)]
+    cm = mcu.compile(model, calib[0], quantize="int8", calibration=calib, test_inputs=calib[:2], name="log_softmax_s8")
+    assert cm.graph.fallbacks == [] and cm.reference_is_exact
+    assert [op.kind for op in cm.graph.ops].count("log_softmax") == 2
+    assert cm.graph.outputs[0].quant.scale == (16.0 / 256.0,) and cm.graph.outputs[0].quant.zero_point == (127,)
+    for x in calib[:3] + [(torch.zeros(1, 4, 6, 6),), (torch.randn(1, 4, 6, 6) * 40,)]:
+        want = cm.reference_raw(*x)
+        assert _same(cm.run_raw(*x), want) and _same(cm.run_raw_c(*x), want)
+    x = calib[0]
+    with torch.no_grad():
+        got, want = cm.run(*x)[0].numpy(), model(*x)[0].clamp(min=-16).numpy()
+    assert np.max(np.abs(got - want)) <= 2 * 16.0 / 256.0

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from mcu.calls import KernelCall, Ref, offsets
+from mcu.calls import KernelCall, Ref, offsets, split_at
 from mcu.ir import Op
 from mcu.passes.layout import channels_last
 
@@ -23,8 +23,18 @@ def _prelu_s8(op: Op, ref: Ref) -> KernelCall:
                       "mcu_prelu_s8_params", params, operands=[x, alpha, op.output])
 
 
+def _log_softmax_s8(op: Op, ref: Ref) -> KernelCall:
+    table, x = op.inputs[1], op.inputs[0]
+    outer, axis, inner = split_at(x, op.attrs["axis"])
+    params = {"outer": outer, "axis": axis, "inner": inner,
+              **offsets(op, "input_multiplier", "log_multiplier", "output_offset")}
+    return KernelCall("mcu_log_softmax_s8", ["&params", ref(table), ref(x), ref(op.output)], ["mcu_log_softmax_s8.c"],
+                      "mcu_log_softmax_s8_params", params, operands=[table, x, op.output])
+
+
 def emitters() -> dict:
     from mcu.backends.portable import _binary_s8
 
     return {("maximum", "int8"): _binary_s8("maximum"), ("minimum", "int8"): _binary_s8("minimum"),
-            ("div", "int8"): _binary_s8("div"), ("prelu", "int8"): _prelu_s8}
+            ("div", "int8"): _binary_s8("div"), ("prelu", "int8"): _prelu_s8,
+            ("log_softmax", "int8"): _log_softmax_s8}

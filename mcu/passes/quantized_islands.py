@@ -94,4 +94,18 @@ def prelu_s8(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
               op.name, op.source)
 
 
-CONVERTERS = {"maximum": _extreme("maximum"), "minimum": _extreme("minimum"), "div": _div}
+def _log_softmax(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
+    from mcu.quant.reference_islands import log_softmax_tables
+
+    x = ins[0]
+    try:
+        table, a, c = log_softmax_tables(_scale(x), _scale(out))
+    except ValueError as exc:
+        return str(exc)
+    exp_table = Tensor(name=f"{op.name}_exp_table", shape=(256,), dtype="int32", data=table)
+    return Op("log_softmax", [x, exp_table], [out], {**op.attrs, "input_multiplier": a, "log_multiplier": c,
+                                                     "output_offset": _zp(out)}, op.name, op.source)
+
+
+CONVERTERS = {"maximum": _extreme("maximum"), "minimum": _extreme("minimum"), "div": _div,
+              "log_softmax": _log_softmax}

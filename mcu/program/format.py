@@ -117,6 +117,7 @@ KERNEL_IDS: dict[str, int] = {
     "mcu_minimum_s8": 251,
     "mcu_div_s8": 252,
     "mcu_prelu_s8": 253,
+    "mcu_log_softmax_s8": 254,
 }
 KERNEL_DELEGATE = 255
 

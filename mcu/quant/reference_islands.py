@@ -92,3 +92,47 @@ def prelu_s8(x, alpha, *, channels, inner, input_offset, pos_multiplier, pos_shi
     neg = xs * np.asarray(alpha, dtype=np.int8).reshape(-1).astype(np.int64)[c]
     y = np.where(xs >= 0, requantize(xs, pos_multiplier, pos_shift), requantize(neg, neg_multiplier, neg_shift))
     return np.clip(y + int(output_offset), int(act_min), int(act_max)).astype(np.int8)
+
+
+LOG_SOFTMAX_SCALE, LOG_SOFTMAX_ZERO_POINT = 16.0 / 256.0, 127  # TFLite's int8 LOG_SOFTMAX output: [-16, 0]
+
+
+def log_softmax_tables(s_in: float, s_out: float) -> tuple[np.ndarray, int, int]:
+    """(exp table, input multiplier, log multiplier) of mcu_log_softmax_s8: exp(-k s_in) in Q20 for the 256
+    possible distances below a row's maximum, s_in / s_out and ln 2 / s_out in Q16 (computed in float64)."""
+    k = np.arange(256, dtype=np.float64)
+    table = np.round(np.exp(-k * float(s_in)) * 2.0**20).astype(np.int64)
+    a = int(round(float(s_in) / float(s_out) * 2.0**16))
+    c = int(round(np.log(2.0) / float(s_out) * 2.0**16))
+    if not (0 <= a < 2**31 and 0 <= c < 2**31):
+        raise ValueError("log_softmax scales out of the kernel's range")
+    return table.astype(np.int32), a, c
+
+
+def _log2_q16(s: int) -> int:
+    msb = int(s).bit_length() - 1
+    f = s >> (msb - 30) if msb >= 30 else s << (30 - msb)
+    frac = 0
+    for _ in range(16):
+        f = (f * f) >> 30
+        frac <<= 1
+        if f >= 1 << 31:
+            f >>= 1
+            frac |= 1
+    return (msb << 16) + frac
+
+
+def _round_q16(v: np.ndarray) -> np.ndarray:
+    return (np.asarray(v, dtype=np.int64) + (1 << 15)) >> 16  # floor of v + 1/2: halves up, either sign
+
+
+def log_softmax_s8(x, exp_table, *, outer, axis, inner, input_multiplier, log_multiplier, output_offset) -> np.ndarray:
+    """mcu_log_softmax_s8 on a flat int8 array in memory order ([outer][axis][inner])."""
+    q = np.asarray(x, dtype=np.int8).reshape(int(outer), int(axis), int(inner)).astype(np.int64)
+    table = np.asarray(exp_table, dtype=np.int64)
+    m = q.max(axis=1, keepdims=True)
+    sums = table[m - q].sum(axis=1)  # [outer, inner]
+    logs = np.vectorize(lambda s: _log2_q16(int(s)) - (20 << 16), otypes=[np.int64])(sums)
+    b = _round_q16(logs * int(log_multiplier))[:, None, :]
+    r = int(output_offset) + _round_q16((q - m) * int(input_multiplier) - b)
+    return np.clip(r, -128, 127).astype(np.int8).reshape(-1)

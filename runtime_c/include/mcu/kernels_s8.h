@@ -136,6 +136,19 @@ typedef struct {
 mcu_status mcu_prelu_s8(const mcu_prelu_s8_params *p, const int8_t *input, const int8_t *alpha, int8_t *output);
 
 typedef struct {
+    int32_t outer, axis, inner;  /**< the reduced axis of axis elements, inner apart in memory */
+    int32_t input_multiplier;    /**< s_in / s_out in Q16 */
+    int32_t log_multiplier;      /**< ln 2 / s_out in Q16 */
+    int32_t output_offset;
+} mcu_log_softmax_s8_params;
+
+/** log_softmax: exp_table[k] = exp(-k s_in) in Q20 (exp_table[0] = 2^20); per row out = clamp(output_offset +
+ *  round(((x - max) input_multiplier - round((log2_q16(sum exp_table[max - x]) - 20 2^16) log_multiplier /
+ *  2^16)) / 2^16)) (mcu.quant.reference_islands.log_softmax_s8). */
+mcu_status mcu_log_softmax_s8(const mcu_log_softmax_s8_params *p, const int32_t *exp_table, const int8_t *input,
+                              int8_t *output);
+
+typedef struct {
     mcu_shape4 input, output;
     int32_t kernel_h, kernel_w;
     int32_t stride_h, stride_w;
