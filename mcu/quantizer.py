@@ -161,6 +161,7 @@ class MCUQuantizer(Quantizer):
             (TABLE_OWN_OUTPUT | REDUCE_OWN_OUTPUT, lambda n: self._own_output(n, act)),
             # int8 islands made integer (issue 18): TFLite MAXIMUM/MINIMUM
             (EXTREMES, lambda n: self._extremes(n, act)),
+            ({aten.clamp.Tensor}, lambda n: self._clamp_tensor(n, act)),
             (SCALAR_ARITH, lambda n: self._scalar_arith(n, act)),
             (MATMUL, lambda n: self._matmul(n, act)),
             (CONV_TRANSPOSE, lambda n: self._conv_linear(n, act, weight_transposed)),  # issue 18
@@ -251,6 +252,14 @@ class MCUQuantizer(Quantizer):
             self._scalar_arith(node, act)  # x / s with a Python number: a table lookup
         elif node.kwargs.get("rounding_mode") is None:
             _mark(node, {t: act for t in tensors}, act)
+
+    def _clamp_tensor(self, node: Node, act: QuantizationSpec) -> None:
+        """clamp with tensor bounds (issue 18): the lowering's maximum and minimum, int8 with the value between
+        them on the output's grid (mcu.passes.quantized_islands.quantize_between_bounds)."""
+        bounds = [node.args[i] if len(node.args) > i else node.kwargs.get(k) for i, k in ((1, "min"), (2, "max"))]
+        tensors = [t for t in [node.args[0], *bounds] if _is_float_tensor(t)]
+        if _is_float_tensor(node.args[0]) and all(b is None or _is_float_tensor(b) for b in bounds):
+            _mark(node, {t: act for t in dict.fromkeys(tensors)}, act)
 
     def _scalar_arith(self, node: Node, act: QuantizationSpec) -> None:
         """x op s with a Python number s (issue 18): quantized in and out, it becomes a table lookup."""

@@ -241,6 +241,8 @@ class Census(torch.nn.Module):
         o.append(F.pad(x, (1, 1, 1, 1)))  # probe aten.constant_pad_nd.default
         o.append(torch.cat([x, t], dim=1))  # probe aten.cat.default
         o.append(x.flip(3))  # probe aten.flip.default
+        o.append(torch.where(x > 0, x, t))  # probe aten.where.self
+        o.append((x > 0).float() + s)  # probe aten._to_copy.default
         return tuple(o)
 
 
@@ -295,7 +297,7 @@ def test_the_known_islands_made_integer_are_not_islands(census) -> None:
     two tensors ran as fp32 islands before issue 18's int8 kernels."""
     for key in (("aten.maximum.default", ""), ("aten.minimum.default", ""), ("aten.add.Tensor", "a float constant"),
                 ("aten.mul.Tensor", "a float constant"), ("aten.div.Tensor", ""), ("aten._prelu_kernel.default", ""),
-                ("aten.sub.Tensor", ""), ("aten._log_softmax.default", "")):
+                ("aten.sub.Tensor", ""), ("aten._log_softmax.default", ""), ("aten.clamp.Tensor", "")):
         assert census[key] == [], key
 
 

@@ -298,6 +298,9 @@ def lower_quantized(graph: Graph) -> Graph:
     quantized_more.permute_before_dequantize(graph)
     quantized_more.quantize_before_moves(graph)
     quantized_more.argmax_on_codes(graph)
+    from mcu.passes.quantized_islands import quantize_between_bounds  # issue 18: clamp with tensor bounds
+
+    quantize_between_bounds(graph)
     fallbacks: list[tuple[str, str]] = []
     for op in list(graph.ops):
         if op.kind in ("quantize", "dequantize") or op.output.dtype != "float32" or op not in graph.ops:

@@ -54,6 +54,29 @@ def constant_operand(op: Op, t: Tensor) -> Tensor | None:
                   dim_order=t.dim_order, quant=QuantParams(scale=(scale,), zero_point=(zp,)))
 
 
+def quantize_between_bounds(graph: Graph) -> None:
+    """clamp with tensor bounds lowers to maximum then minimum (mcu/frontend_norm.py) with a float value between
+    them that nothing quantizes: when the minimum's result is quantized, put the value between on the same grid
+    (a quantize and a dequantize with the result's parameters), so both become int8. Exact where no bound
+    needs the range beyond the result's: the maximum's values above it are clamped by the minimum anyway."""
+    for op in list(graph.ops):
+        if op.kind != "maximum" or op.output.is_output:
+            continue
+        users = graph.users(op.output)
+        if len(users) != 1 or users[0].kind != "minimum" or users[0].inputs[0] is not op.output:
+            continue
+        after = graph.users(users[0].output)
+        if len(after) != 1 or after[0].kind != "quantize" or users[0].output.is_output:
+            continue
+        q = after[0].output.quant
+        mid_q = Tensor(name=f"{op.name}_q", shape=op.output.shape, dtype="int8", quant=q)
+        mid = Tensor(name=f"{op.name}_dq", shape=op.output.shape, dtype="float32")
+        at = graph.ops.index(op) + 1
+        graph.ops[at:at] = [Op("quantize", [op.output], [mid_q], dict(after[0].attrs), f"{op.name}_quantize", op.source),
+                            Op("dequantize", [mid_q], [mid], {"quant": q}, f"{op.name}_dequantize", op.source)]
+        users[0].inputs[0] = mid
+
+
 def _extreme(kind: str):
     def convert(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
         from mcu.passes.quantized import act_bounds
