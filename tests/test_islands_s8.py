@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 sys.path.insert(0, os.path.dirname(__file__))
 import cbind_s8 as cb  # noqa: E402
 from cbind import MCU_ERR_INVALID_ARG, MCU_OK, ptr  # noqa: E402
+from conftest import requires_qemu  # noqa: E402
 from test_kernels_s8 import binary_cases, int8_data  # noqa: E402
 from mcu.quant import arith  # noqa: E402
 from mcu.quant import reference as ref  # noqa: E402
@@ -484,3 +485,44 @@ def test_int8_model_with_log_softmax_keeps_no_island_and_equals_the_reference() 
     with torch.no_grad():
         got, want = cm.run(*x)[0].numpy(), model(*x)[0].clamp(min=-16).numpy()
     assert np.max(np.abs(got - want)) <= 2 * 16.0 / 256.0
+
+
+# --- on the simulated boards ----------------------------------------------------------------------------
+
+
+class AllIslandKernels(torch.nn.Module):
+    """Every int8 kernel of this file in one model: maximum and minimum (and clamp with tensor bounds), a float
+    constant added and multiplied, tensor division, per-channel PReLU and log_softmax."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pos = torch.nn.Parameter(torch.randn(1, 4, 6, 6) * 0.3)
+        self.gain = torch.nn.Parameter(torch.rand(1, 4, 1, 1) + 0.5)
+        self.slopes = torch.nn.Parameter(torch.tensor([0.1, -0.3, 0.25, 0.0]))
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        t = torch.tanh(x)
+        y = torch.minimum(torch.maximum(x, t), torch.sigmoid(x) * 2.0) + self.pos
+        y = torch.clamp(y * self.gain, min=t, max=t + 1.5)
+        z = F.prelu(x, self.slopes) / (torch.sigmoid(x) + 0.5)
+        return F.log_softmax(y - z, dim=1), z
+
+
+@requires_qemu
+@pytest.mark.parametrize("board", ["mps2-an505", "mps2-an385", "mps3-an547"])  # DSP, plain C, Helium
+def test_the_island_kernels_on_the_simulated_boards_equal_the_reference(board: str) -> None:
+    import mcu
+
+    torch.manual_seed(3)
+    model = AllIslandKernels().eval()
+    calib = [(torch.randn(1, 4, 6, 6) * 2,) for _ in range(12)]
+    inputs = calib[:2] + [(torch.full((1, 4, 6, 6), -30.0),)]
+    cm = mcu.compile(model, calib[0], board=board, quantize="int8", calibration=calib, test_inputs=inputs,
+                     name=f"island_kernels_{board.replace('-', '_')}")
+    assert cm.graph.fallbacks == [] and cm.reference_is_exact
+    assert {"maximum", "minimum", "div", "prelu", "log_softmax"} <= {op.kind for op in cm.graph.ops}
+    run = cm.simulate()
+    assert run.passed, run.console[-1500:]
+    for v, x in enumerate(inputs):
+        want = [r.reshape(o.shape) for r, o in zip(cm.raw_outputs(cm.reference_raw(*x)), run.outputs_raw[v])]
+        assert _same(run.outputs_raw[v], want)
