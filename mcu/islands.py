@@ -10,9 +10,6 @@ from __future__ import annotations
 
 # ATen overload (mcu.edge.op_name) -> why it has no int8 form
 ISLANDS: dict[str, str] = {
-    "aten.where.self": "no int8 converter yet (TFLite SELECT_V2 has int8 semantics; mcu_where is dtype-agnostic, "
-                       "but the integer reference runs no compare or where)",
-    "aten._to_copy.default": "a mask made float is a where of 1.0 and 0.0: as aten.where.self",
     "aten.native_group_norm.default": "no TFLite integer semantics",
     "aten._native_batch_norm_legit.no_stats": "instance norm: no TFLite integer semantics",
     "aten.var.correction": "no TFLite integer semantics",

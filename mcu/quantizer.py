@@ -162,6 +162,9 @@ class MCUQuantizer(Quantizer):
             # int8 islands made integer (issue 18): TFLite MAXIMUM/MINIMUM
             (EXTREMES, lambda n: self._extremes(n, act)),
             ({aten.clamp.Tensor}, lambda n: self._clamp_tensor(n, act)),
+            ({aten.where.self, aten.where.ScalarOther, aten.where.ScalarSelf, aten.where.Scalar},
+             lambda n: self._where(n, act)),
+            ({aten._to_copy.default, aten.to.dtype}, lambda n: self._mask_to_float(n, act)),
             (SCALAR_ARITH, lambda n: self._scalar_arith(n, act)),
             (MATMUL, lambda n: self._matmul(n, act)),
             (CONV_TRANSPOSE, lambda n: self._conv_linear(n, act, weight_transposed)),  # issue 18
@@ -260,6 +263,26 @@ class MCUQuantizer(Quantizer):
         tensors = [t for t in [node.args[0], *bounds] if _is_float_tensor(t)]
         if _is_float_tensor(node.args[0]) and all(b is None or _is_float_tensor(b) for b in bounds):
             _mark(node, {t: act for t in dict.fromkeys(tensors)}, act)
+
+    def _where(self, node: Node, act: QuantizationSpec) -> None:
+        """where(mask, a, b) (issue 18, TFLite SELECT_V2): the branches and the output share one quantization,
+        so the int8 select moves codes; the mask stays bytes."""
+        branches = [t for t in node.args[1:3] if _is_float_tensor(t)]
+        if not _is_float_tensor(node):
+            return
+        if not branches:
+            _mark(node, {}, act)
+            return
+        first = branches[0]
+        _mark(node, {first: act, **{t: SharedQuantizationSpec((first, node)) for t in branches[1:]}},
+              SharedQuantizationSpec((first, node)))
+
+    def _mask_to_float(self, node: Node, act: QuantizationSpec) -> None:
+        """mask.float() (issue 18): a where of 1.0 and 0.0 with an output of its own."""
+        src = node.args[0]
+        val = src.meta.get("val") if isinstance(src, Node) else None
+        if isinstance(val, torch.Tensor) and val.dtype == torch.bool and _is_float_tensor(node):
+            _mark(node, {}, act)
 
     def _scalar_arith(self, node: Node, act: QuantizationSpec) -> None:
         """x op s with a Python number s (issue 18): quantized in and out, it becomes a table lookup."""

@@ -384,3 +384,26 @@ def _island_ops() -> None:  # int8 islands made integer (issue 18): maximum, min
 
 
 _island_ops()
+
+
+def _selection_ops() -> None:  # issue 18: compare and where, exact at any dtype (no arithmetic)
+    from mcu.layouts import from_memory_order, to_memory_order
+
+    compare = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,
+               "ge": np.greater_equal}
+
+    def logical(fn: Callable[..., np.ndarray]) -> Callable[[Op, list[np.ndarray]], np.ndarray]:
+        def run(op: Op, x: list[np.ndarray]) -> np.ndarray:
+            dynamic = iter(x)
+            vals = [from_memory_order(np.asarray(t.data).reshape(-1) if t.is_constant else next(dynamic), t)
+                    for t in op.inputs]
+            return to_memory_order(np.broadcast_to(fn(op, *vals), op.output.shape), op.output)
+        return run
+
+    FLOAT_MOVES["compare"] = logical(lambda op, a, b: compare[op.attrs["cmp"]](a, b).astype(np.uint8))
+    where = logical(lambda op, c, a, b: np.where(c != 0, a, b).astype(a.dtype))
+    FLOAT_MOVES["where"] = where
+    INT8_OPS["where"] = where
+
+
+_selection_ops()

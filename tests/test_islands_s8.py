@@ -298,7 +298,8 @@ def test_the_known_islands_made_integer_are_not_islands(census) -> None:
     two tensors ran as fp32 islands before issue 18's int8 kernels."""
     for key in (("aten.maximum.default", ""), ("aten.minimum.default", ""), ("aten.add.Tensor", "a float constant"),
                 ("aten.mul.Tensor", "a float constant"), ("aten.div.Tensor", ""), ("aten._prelu_kernel.default", ""),
-                ("aten.sub.Tensor", ""), ("aten._log_softmax.default", ""), ("aten.clamp.Tensor", "")):
+                ("aten.sub.Tensor", ""), ("aten._log_softmax.default", ""), ("aten.clamp.Tensor", ""),
+                ("aten.where.self", ""), ("aten._to_copy.default", "")):
         assert census[key] == [], key
 
 
@@ -492,7 +493,8 @@ def test_int8_model_with_log_softmax_keeps_no_island_and_equals_the_reference() 
 
 class AllIslandKernels(torch.nn.Module):
     """Every int8 kernel of this file in one model: maximum and minimum (and clamp with tensor bounds), a float
-    constant added and multiplied, tensor division, per-channel PReLU and log_softmax."""
+    constant added and multiplied, tensor division, per-channel PReLU and log_softmax; where and mask.float()
+    on int8 codes."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -505,7 +507,8 @@ class AllIslandKernels(torch.nn.Module):
         y = torch.minimum(torch.maximum(x, t), torch.sigmoid(x) * 2.0) + self.pos
         y = torch.clamp(y * self.gain, min=t, max=t + 1.5)
         z = F.prelu(x, self.slopes) / (torch.sigmoid(x) + 0.5)
-        return F.log_softmax(y - z, dim=1), z
+        w = torch.where(x > 0, z, t) + (x > 0.5).float()
+        return F.log_softmax(y - z, dim=1), w
 
 
 @requires_qemu
@@ -520,9 +523,36 @@ def test_the_island_kernels_on_the_simulated_boards_equal_the_reference(board: s
     cm = mcu.compile(model, calib[0], board=board, quantize="int8", calibration=calib, test_inputs=inputs,
                      name=f"island_kernels_{board.replace('-', '_')}")
     assert cm.graph.fallbacks == [] and cm.reference_is_exact
-    assert {"maximum", "minimum", "div", "prelu", "log_softmax"} <= {op.kind for op in cm.graph.ops}
+    assert {"maximum", "minimum", "div", "prelu", "log_softmax", "where"} <= {op.kind for op in cm.graph.ops}
     run = cm.simulate()
     assert run.passed, run.console[-1500:]
     for v, x in enumerate(inputs):
         want = [r.reshape(o.shape) for r, o in zip(cm.raw_outputs(cm.reference_raw(*x)), run.outputs_raw[v])]
         assert _same(run.outputs_raw[v], want)
+
+
+def test_int8_where_moves_codes_and_puts_constant_branches_on_the_output_grid() -> None:
+    import mcu
+
+    class Select(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+            t = torch.tanh(x)
+            return torch.where(x > 0, x, t), torch.where(t < 0.25, x, 0.0), (x > 0.5).float() + torch.sigmoid(x)
+
+    torch.manual_seed(4)
+    model = Select().eval()
+    calib = [(torch.randn(1, 4, 6, 6) * 2,) for _ in range(8)]
+    cm = mcu.compile(model, calib[0], quantize="int8", calibration=calib, test_inputs=calib[:2], name="where_s8")
+    assert cm.graph.fallbacks == [] and cm.reference_is_exact
+    wheres = [op for op in cm.graph.ops if op.kind == "where"]
+    assert len(wheres) == 3 and all(op.output.dtype == "int8" for op in wheres)
+    for op in wheres:  # the branches are on the output's grid: the select moves codes
+        assert all(t.quant == op.output.quant for t in op.inputs[1:])
+    for x in calib[:3]:
+        want = cm.reference_raw(*x)
+        assert _same(cm.run_raw(*x), want) and _same(cm.run_raw_c(*x), want)
+    with torch.no_grad():
+        for got, want, out in zip(cm.run(*calib[0]), model(*calib[0]), cm.graph.outputs):
+            # (a mask computed from int8 values may flip where the compared value is within a step of the bound)
+            close = np.abs(got.numpy() - want.numpy()) <= 2 * out.quant.scale[0]
+            assert close.mean() >= 0.95

@@ -366,7 +366,12 @@ def _try_convert(graph: Graph, op: Op) -> str | None:
     if len(users) != 1 or users[0].kind != "quantize" or op.output.is_output:
         return "its output is not quantized"
     ins: list[Tensor] = []
+    from mcu.passes.quantized_islands import keeps_as_is  # issue 18: where's condition
+
     for t in op.inputs:
+        if keeps_as_is(op, t):
+            ins.append(t)
+            continue
         if t is not op.inputs[0] and _extra_inputs_kept(op.kind):
             ins.append(t)  # indices or tables: the converter keeps them
             continue

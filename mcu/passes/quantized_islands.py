@@ -130,5 +130,31 @@ def _log_softmax(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | s
                                                      "output_offset": _zp(out)}, op.name, op.source)
 
 
+def keeps_as_is(op: Op, t: Tensor) -> bool:
+    """An input the int8 op reads as it is: where's condition (bytes 0/1, not a quantized value)."""
+    return op.kind == "where" and t is op.inputs[0] and not t.is_constant and t.dtype != "float32"
+
+
+def _where(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
+    """TFLite SELECT_V2: both branches share the output's quantization (the quantizer shares them), so the
+    select moves codes; a constant branch (``torch.where(m, x, 0.0)``, ``mask.float()``) is put on the
+    output's grid."""
+    dynamic = iter(ins)
+    inputs: list[Tensor] = []
+    for i, t in enumerate(op.inputs):
+        if i > 0 and t.is_constant:
+            data = np.asarray(t.data, dtype=np.float64)
+            codes = np.clip(np.round(data / _scale(out)) + _zp(out), -128, 127).astype(np.int8).reshape(t.shape)
+            inputs.append(Tensor(name=f"{t.name}_q", shape=t.shape, dtype="int8", data=np.ascontiguousarray(codes),
+                                 dim_order=t.dim_order, quant=out.quant))
+            continue
+        v = next(dynamic)
+        if i > 0 and (v.quant is None or v.quant.scale != out.quant.scale or
+                      v.quant.zero_point != out.quant.zero_point):
+            return "a branch and the output are quantized differently"
+        inputs.append(v)
+    return Op("where", inputs, [out], dict(op.attrs), op.name, op.source)
+
+
 CONVERTERS = {"maximum": _extreme("maximum"), "minimum": _extreme("minimum"), "div": _div,
-              "log_softmax": _log_softmax}
+              "log_softmax": _log_softmax, "where": _where}

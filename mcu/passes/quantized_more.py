@@ -182,4 +182,5 @@ def quantize_before_moves(graph: Graph) -> None:
 
 
 CONVERTERS = {"unary": _unary_lut, "bmm": _bmm, "prelu": _prelu, "layer_norm": _layer_norm, "rms_norm": _layer_norm, "reduce": _reduce}
-OWN_CONSTANTS = {"layer_norm", "rms_norm", "prelu"}  # kinds whose converter turns their float constants (weight, bias) to int8
+OWN_CONSTANTS = {"layer_norm", "rms_norm", "prelu",
+                 "where"}  # (issue 18: where's constant branches go on its output's grid)  # kinds whose converter turns their float constants (weight, bias) to int8
