@@ -112,7 +112,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "and a Makefile fragment; make is the same folder); pico-sdk, arduino and zephyr add an "
                         "example app that runs the bundled test vectors; cmsis-pack writes a .pdsc and a .pack")
 
-    sub.add_parser("ops", help="list the PyTorch ops mcu can lower", description="List the supported ATen ops.")
+    p = sub.add_parser("ops", help="list the PyTorch ops mcu can lower, with their dtypes and kernels",
+                       description="List the supported ATen ops: the IR op kinds each lowers to, the C kernels "
+                                   "that run them in fp32 and int8 models (or 'fp32 island' in int8 models) and "
+                                   "the other backends that take them; all read from the lowering's own tables.")
+    p.add_argument("--json", action="store_true", help="print the rows as JSON")
     p = sub.add_parser("ci", help="write a GitHub Actions workflow that runs models in Renode",
                        description="Write .github/workflows/mcu-renode.yml (installs the Arm compiler, Renode and "
                                    "mcu, then runs `mcu run --sim renode` for every model x board) and the Renode "
@@ -580,9 +584,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_ops(args: argparse.Namespace) -> int:
-    from mcu.frontend import supported_ops
+    from mcu.ops_listing import op_rows, render  # issue 18: dtypes and kernels per op
 
-    print("\n".join(supported_ops()))
+    rows = op_rows()
+    if getattr(args, "json", False):
+        print(json.dumps([r.to_json() for r in rows], indent=1))
+    else:
+        print(render(rows))
     return 0
 
 

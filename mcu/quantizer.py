@@ -51,7 +51,8 @@ CONV_TRANSPOSE = {aten.conv_transpose1d.default, aten.conv_transpose2d.input}
 BATCH_NORM = {aten.batch_norm.default, aten._native_batch_norm_legit_no_training.default}
 ACTIVATIONS = {aten.relu.default, aten.relu_.default, aten.hardtanh.default, aten.hardtanh_.default,
                aten.clamp.default, aten.relu6.default if hasattr(aten, "relu6") else aten.relu.default}
-BINARY = {aten.add.Tensor, aten.mul.Tensor, aten.add_.Tensor, aten.mul_.Tensor}
+BINARY = {aten.add.Tensor, aten.mul.Tensor, aten.add_.Tensor, aten.mul_.Tensor,
+          aten.sub.Tensor, aten.sub_.Tensor}  # (issue 18: x - y of two tensors was an fp32 island)
 SHARED = {aten.max_pool2d.default, aten.avg_pool2d.default, aten.flatten.using_ints, aten.view.default,
           aten.reshape.default, aten.permute.default, aten.squeeze.dim, aten.squeeze.dims, aten.unsqueeze.default,
           aten.pad.default, aten.constant_pad_nd.default, aten.dropout.default, aten.contiguous.default,
@@ -74,7 +75,9 @@ def _global_pool(node: Node) -> bool:
     val = node.meta.get("val")
     rank = 1 if node.target is aten.adaptive_avg_pool1d.default else 2
     return isinstance(val, torch.Tensor) and tuple(val.shape[-rank:]) == (1,) * rank
-FIXED_OUTPUT = {aten.sigmoid.default: (1.0 / 256.0, -128), aten.tanh.default: (1.0 / 128.0, 0)}
+FIXED_OUTPUT = {aten.sigmoid.default: (1.0 / 256.0, -128), aten.tanh.default: (1.0 / 128.0, 0),
+                # TFLite's int8 LOG_SOFTMAX output, [-16, 0] (issue 18: mcu_log_softmax_s8)
+                aten.log_softmax.int: (16.0 / 256.0, 127), aten._log_softmax.default: (16.0 / 256.0, 127)}
 # normalisation, reductions and int8 activations (issue 18): elementwise functions that run as 256-entry
 # tables at int8 and layer norm (mcu_layer_norm_s8), each with output parameters of its own; arithmetic
 # with a Python scalar (a table too)
@@ -85,6 +88,8 @@ TABLE_OWN_OUTPUT = {aten.gelu.default, aten.silu.default, aten.silu_.default, at
                     aten.layer_norm.default, aten.rms_norm.default, aten.prelu.default}
 MATMUL = {aten.matmul.default, aten.bmm.default}  # of two activations (int8 mcu_bmm_s8)
 REDUCE_OWN_OUTPUT = {aten.sum.dim_IntList, aten.amax.default, aten.amin.default}
+# int8 islands made integer (issue 18): maximum, minimum and division of two tensors
+EXTREMES = {aten.maximum.default, aten.minimum.default, aten.div.Tensor}
 SCALAR_ARITH = {aten.add.Tensor, aten.sub.Tensor, aten.mul.Tensor, aten.div.Tensor, aten.add.Scalar,
                 aten.sub.Scalar, aten.mul.Scalar, aten.div.Scalar, aten.rsub.Scalar}
 
@@ -160,6 +165,12 @@ class MCUQuantizer(Quantizer):
             ({aten.cat.default} | STACK, lambda n: self._cat(n, act)),
             # issue 18: table lookups and int8 layer norm
             (TABLE_OWN_OUTPUT | REDUCE_OWN_OUTPUT, lambda n: self._own_output(n, act)),
+            # int8 islands made integer (issue 18): TFLite MAXIMUM/MINIMUM
+            (EXTREMES, lambda n: self._extremes(n, act)),
+            ({aten.clamp.Tensor}, lambda n: self._clamp_tensor(n, act)),
+            ({aten.where.self, aten.where.ScalarOther, aten.where.ScalarSelf, aten.where.Scalar},
+             lambda n: self._where(n, act)),
+            ({aten._to_copy.default, aten.to.dtype}, lambda n: self._mask_to_float(n, act)),
             (SCALAR_ARITH, lambda n: self._scalar_arith(n, act)),
             (MATMUL, lambda n: self._matmul(n, act)),
             (CONV_TRANSPOSE, lambda n: self._conv_linear(n, act, weight_transposed)),  # issue 18
@@ -244,6 +255,43 @@ class MCUQuantizer(Quantizer):
         a, b = node.args[0], node.args[1]
         if _is_float_tensor(a) and _is_float_tensor(b) and a.op != "get_attr" and b.op != "get_attr":
             _mark(node, {a: act, b: act}, act)
+
+    def _extremes(self, node: Node, act: QuantizationSpec) -> None:
+        """maximum/minimum of two tensors (issue 18): each operand and the output with parameters of their own
+        (mcu_maximum_s8 rescales like the int8 add); a float constant operand is quantized by the lowering."""
+        tensors = [a for a in node.args[:2] if _is_float_tensor(a)]
+        if len(tensors) < 2:
+            self._scalar_arith(node, act)  # x / s with a Python number: a table lookup
+        elif node.kwargs.get("rounding_mode") is None:
+            _mark(node, {t: act for t in tensors}, act)
+
+    def _clamp_tensor(self, node: Node, act: QuantizationSpec) -> None:
+        """clamp with tensor bounds (issue 18): the lowering's maximum and minimum, int8 with the value between
+        them on the output's grid (mcu.passes.quantized_islands.quantize_between_bounds)."""
+        bounds = [node.args[i] if len(node.args) > i else node.kwargs.get(k) for i, k in ((1, "min"), (2, "max"))]
+        tensors = [t for t in [node.args[0], *bounds] if _is_float_tensor(t)]
+        if _is_float_tensor(node.args[0]) and all(b is None or _is_float_tensor(b) for b in bounds):
+            _mark(node, {t: act for t in dict.fromkeys(tensors)}, act)
+
+    def _where(self, node: Node, act: QuantizationSpec) -> None:
+        """where(mask, a, b) (issue 18, TFLite SELECT_V2): the branches and the output share one quantization,
+        so the int8 select moves codes; the mask stays bytes."""
+        branches = [t for t in node.args[1:3] if _is_float_tensor(t)]
+        if not _is_float_tensor(node):
+            return
+        if not branches:
+            _mark(node, {}, act)
+            return
+        first = branches[0]
+        _mark(node, {first: act, **{t: SharedQuantizationSpec((first, node)) for t in branches[1:]}},
+              SharedQuantizationSpec((first, node)))
+
+    def _mask_to_float(self, node: Node, act: QuantizationSpec) -> None:
+        """mask.float() (issue 18): a where of 1.0 and 0.0 with an output of its own."""
+        src = node.args[0]
+        val = src.meta.get("val") if isinstance(src, Node) else None
+        if isinstance(val, torch.Tensor) and val.dtype == torch.bool and _is_float_tensor(node):
+            _mark(node, {}, act)
 
     def _scalar_arith(self, node: Node, act: QuantizationSpec) -> None:
         """x op s with a Python number s (issue 18): quantized in and out, it becomes a table lookup."""

@@ -364,3 +364,59 @@ class Reference:
                 result = table[op.kind](op, args)
             env[id(op.output.base())] = np.asarray(result).reshape(-1)
         return [value(t).copy() for t in self.graph.outputs]
+
+
+def _island_ops() -> None:  # int8 islands made integer (issue 18): maximum, minimum, constant operands
+    from mcu.quant.reference_islands import div_s8, maximum_s8, minimum_s8, prelu_s8
+
+    def with_constants(run: Callable[[Op, list[np.ndarray]], np.ndarray]) -> Callable:
+        def call(op: Op, x: list[np.ndarray]) -> np.ndarray:
+            dynamic = iter(x)
+            return run(op, [np.asarray(t.data).reshape(-1) if t.is_constant else next(dynamic) for t in op.inputs])
+        return call
+
+    for kind, fn in (("add", ref.add_s8), ("sub", ref.sub_s8), ("mul", ref.mul_s8), ("maximum", maximum_s8),
+                     ("minimum", minimum_s8), ("div", div_s8)):
+        INT8_OPS[kind] = with_constants(_binary(fn))
+
+    def prelu(op: Op, x: list[np.ndarray]) -> np.ndarray:
+        from mcu.backends.portable_islands import _prelu_s8
+
+        p = _prelu_s8(op, lambda t: "").params  # the emitter's own shape parameters
+        return prelu_s8(x[0], op.inputs[1].data, **p)
+
+    INT8_OPS["prelu"] = prelu
+
+    def log_softmax(op: Op, x: list[np.ndarray]) -> np.ndarray:
+        from mcu.backends.portable_islands import _log_softmax_s8
+        from mcu.quant.reference_islands import log_softmax_s8
+
+        return log_softmax_s8(x[0], op.inputs[1].data, **_log_softmax_s8(op, lambda t: "").params)
+
+    INT8_OPS["log_softmax"] = log_softmax
+
+
+_island_ops()
+
+
+def _selection_ops() -> None:  # issue 18: compare and where, exact at any dtype (no arithmetic)
+    from mcu.layouts import from_memory_order, to_memory_order
+
+    compare = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,
+               "ge": np.greater_equal}
+
+    def logical(fn: Callable[..., np.ndarray]) -> Callable[[Op, list[np.ndarray]], np.ndarray]:
+        def run(op: Op, x: list[np.ndarray]) -> np.ndarray:
+            dynamic = iter(x)
+            vals = [from_memory_order(np.asarray(t.data).reshape(-1) if t.is_constant else next(dynamic), t)
+                    for t in op.inputs]
+            return to_memory_order(np.broadcast_to(fn(op, *vals), op.output.shape), op.output)
+        return run
+
+    FLOAT_MOVES["compare"] = logical(lambda op, a, b: compare[op.attrs["cmp"]](a, b).astype(np.uint8))
+    where = logical(lambda op, c, a, b: np.where(c != 0, a, b).astype(a.dtype))
+    FLOAT_MOVES["where"] = where
+    INT8_OPS["where"] = where
+
+
+_selection_ops()

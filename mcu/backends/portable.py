@@ -438,6 +438,15 @@ def _recurrent_emitters() -> None:  # integer recurrent layers (issue 18)
 _recurrent_emitters()
 
 
+def _island_emitters() -> None:  # int8 islands made integer (issue 18): maximum, minimum
+    from mcu.backends.portable_islands import emitters
+
+    EMITTERS.update(emitters())
+
+
+_island_emitters()
+
+
 class PortableBackend(Backend):
     """Our C kernels: takes every op it has a kernel for (and every aliasing view, which emits no code)."""
 

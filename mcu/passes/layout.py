@@ -151,7 +151,7 @@ def _layout_constants(graph: Graph) -> None:
             from mcu.resample import physical_tables
 
             op.inputs[1] = physical_tables(op)
-        elif op.kind in ("add", "sub", "mul", "div", "concat"):
+        elif op.kind in ("add", "sub", "mul", "div", "concat", "maximum", "minimum"):
             for t in op.inputs:
                 if t.is_constant and len(t.shape) == len(op.output.shape) and t.dim_order != op.output.dim_order:
                     t.data = np.ascontiguousarray(np.transpose(t.data.reshape(t.shape), op.output.dim_order))

@@ -113,8 +113,8 @@ def _linear(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
 def _binary(kind: str) -> Converter:
     def convert(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
         a, b = ins
-        if a.is_constant or b.is_constant:
-            return "an operand is a constant"
+        if (a.is_constant and a.dtype != "int8") or (b.is_constant and b.dtype != "int8"):
+            return "an operand is a constant"  # (issue 18: an int8 constant operand is read like a tensor)
         act_min, act_max = act_bounds(op, out)
         if kind == "mul":
             params = arith.mul_params(_scale(a), _scale(b), _scale(out))
@@ -285,6 +285,15 @@ def _recurrent_converters() -> None:
 _recurrent_converters()
 
 
+def _island_converters() -> None:
+    from mcu.passes.quantized_islands import CONVERTERS as ISLANDS  # int8 islands made integer (issue 18)
+
+    CONVERTERS.update(ISLANDS)
+
+
+_island_converters()
+
+
 def _dequantized_source(graph: Graph, t: Tensor) -> Tensor | None:
     producer = graph.producer(t)
     if producer is not None and producer.kind == "dequantize":
@@ -299,6 +308,9 @@ def lower_quantized(graph: Graph) -> Graph:
     quantized_more.permute_before_dequantize(graph)
     quantized_more.quantize_before_moves(graph)
     quantized_more.argmax_on_codes(graph)
+    from mcu.passes.quantized_islands import quantize_between_bounds  # issue 18: clamp with tensor bounds
+
+    quantize_between_bounds(graph)
     fallbacks: list[tuple[str, str]] = []
     for op in list(graph.ops):
         if op.kind in ("quantize", "dequantize") or op.output.dtype != "float32" or op not in graph.ops:
@@ -364,7 +376,12 @@ def _try_convert(graph: Graph, op: Op) -> str | None:
     if len(users) != 1 or users[0].kind != "quantize" or op.output.is_output:
         return "its output is not quantized"
     ins: list[Tensor] = []
+    from mcu.passes.quantized_islands import keeps_as_is  # issue 18: where's condition
+
     for t in op.inputs:
+        if keeps_as_is(op, t):
+            ins.append(t)
+            continue
         if t is not op.inputs[0] and _extra_inputs_kept(op.kind):
             ins.append(t)  # indices or tables: the converter keeps them
             continue
@@ -372,7 +389,13 @@ def _try_convert(graph: Graph, op: Op) -> str | None:
             if (op.kind in ("conv2d", "linear", "conv_transpose2d") or op.kind in quantized_more.OWN_CONSTANTS) and \
                     t is not op.inputs[0]:
                 continue  # weights and bias are converted by the op's own converter
-            return "an operand is a float constant"
+            from mcu.passes.quantized_islands import constant_operand  # issue 18: its own int8 scale
+
+            qconst = constant_operand(op, t)
+            if qconst is None:
+                return "an operand is a float constant"
+            ins.append(qconst)
+            continue
         src = _dequantized_source(graph, t)
         if src is None:
             return "its input is not quantized"

@@ -74,8 +74,10 @@ def _unary_lut(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str
 def _prelu(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
     """One slope for all channels is leaky ReLU: a table. Slopes per channel have no int8 kernel."""
     w = op.inputs[1]
-    if w.numel != 1:
-        return "PReLU with a slope per channel has no int8 kernel"
+    if w.numel != 1:  # issue 18: TFLite's int8 PRELU (mcu_prelu_s8)
+        from mcu.passes.quantized_islands import prelu_s8
+
+        return prelu_s8(graph, op, ins, out)
     slope = float(np.asarray(w.data).reshape(-1)[0])
     unary = Op("unary", [op.inputs[0]], list(op.outputs), {"fn": "leaky_relu", "alpha": slope, "beta": 0.0},
                op.name, op.source)
@@ -180,4 +182,5 @@ def quantize_before_moves(graph: Graph) -> None:
 
 
 CONVERTERS = {"unary": _unary_lut, "bmm": _bmm, "prelu": _prelu, "layer_norm": _layer_norm, "rms_norm": _layer_norm, "reduce": _reduce}
-OWN_CONSTANTS = {"layer_norm", "rms_norm", "prelu"}  # kinds whose converter turns their float constants (weight, bias) to int8
+OWN_CONSTANTS = {"layer_norm", "rms_norm", "prelu",
+                 "where"}  # (issue 18: where's constant branches go on its output's grid)  # kinds whose converter turns their float constants (weight, bias) to int8

@@ -115,6 +115,12 @@ KERNEL_IDS: dict[str, int] = {
     # integer recurrent layers (issue 18): ids 240-249.
     "mcu_lstm_s8": 240,
     "mcu_gru_s8": 241,
+    # int8 islands made integer (issue 18): ids 250-259.
+    "mcu_maximum_s8": 250,
+    "mcu_minimum_s8": 251,
+    "mcu_div_s8": 252,
+    "mcu_prelu_s8": 253,
+    "mcu_log_softmax_s8": 254,
 }
 KERNEL_DELEGATE = 255
 

@@ -151,6 +151,8 @@ typedef union {
     mcu_reduce_s8_params reduce_s8;
     mcu_bmm_s8_params bmm_s8;
     mcu_recurrent_s8_params recurrent_s8; /* integer recurrent layers (issue 18) */
+    mcu_prelu_s8_params prelu_s8; /* int8 islands made integer (issue 18) */
+    mcu_log_softmax_s8_params log_softmax_s8;
 } mcu_program_params_view;
 
 /** An operand as the kernel checks see it. */

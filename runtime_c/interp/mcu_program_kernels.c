@@ -246,6 +246,21 @@
 #endif
 #ifndef MCU_PROGRAM_HAS_GRU_S8
 #define MCU_PROGRAM_HAS_GRU_S8 MCU_PROGRAM_KERNEL_DEFAULT
+/* int8 islands made integer (issue 18) */
+#ifndef MCU_PROGRAM_HAS_MAXIMUM_S8
+#define MCU_PROGRAM_HAS_MAXIMUM_S8 MCU_PROGRAM_KERNEL_DEFAULT
+#endif
+#ifndef MCU_PROGRAM_HAS_MINIMUM_S8
+#define MCU_PROGRAM_HAS_MINIMUM_S8 MCU_PROGRAM_KERNEL_DEFAULT
+#endif
+#ifndef MCU_PROGRAM_HAS_DIV_S8
+#define MCU_PROGRAM_HAS_DIV_S8 MCU_PROGRAM_KERNEL_DEFAULT
+#endif
+#ifndef MCU_PROGRAM_HAS_PRELU_S8
+#define MCU_PROGRAM_HAS_PRELU_S8 MCU_PROGRAM_KERNEL_DEFAULT
+#endif
+#ifndef MCU_PROGRAM_HAS_LOG_SOFTMAX_S8
+#define MCU_PROGRAM_HAS_LOG_SOFTMAX_S8 MCU_PROGRAM_KERNEL_DEFAULT
 #endif
 
 /* The params struct of each kernel is its words in declaration order. */
@@ -285,6 +300,8 @@ _Static_assert(sizeof(mcu_resample_s8_params) == 6 * 4, "resample_s8 params layo
 _Static_assert(sizeof(mcu_reduce_s8_params) == 10 * 4, "reduce_s8 params layout");
 _Static_assert(sizeof(mcu_bmm_s8_params) == 13 * 4, "bmm_s8 params layout");
 _Static_assert(sizeof(mcu_recurrent_s8_params) == 8 * 4, "recurrent_s8 params layout");
+_Static_assert(sizeof(mcu_prelu_s8_params) == 11 * 4, "prelu_s8 params layout");
+_Static_assert(sizeof(mcu_log_softmax_s8_params) == 6 * 4, "log_softmax_s8 params layout");
 
 /* Operand signatures: F float32, B int8, I int32, U uint8, H int16, X the output's dtype;
  * lower case: may be absent (-1). Concat has its own rule. The int8 matmul
@@ -383,6 +400,12 @@ static const mcu_kernel_desc KERNELS[MCU_K_COUNT] = {
     /* integer recurrent layers (issue 18) */
     K(MCU_K_LSTM_S8, MCU_PROGRAM_HAS_LSTM_S8, 8, S_RNN_S8),
     K(MCU_K_GRU_S8, MCU_PROGRAM_HAS_GRU_S8, 8, S_RNN_S8),
+    /* int8 islands made integer (issue 18) */
+    K(MCU_K_MAXIMUM_S8, MCU_PROGRAM_HAS_MAXIMUM_S8, 31, S_BBB),
+    K(MCU_K_MINIMUM_S8, MCU_PROGRAM_HAS_MINIMUM_S8, 31, S_BBB),
+    K(MCU_K_DIV_S8, MCU_PROGRAM_HAS_DIV_S8, 31, S_BBB),
+    K(MCU_K_PRELU_S8, MCU_PROGRAM_HAS_PRELU_S8, 11, S_BBB),
+    K(MCU_K_LOG_SOFTMAX_S8, MCU_PROGRAM_HAS_LOG_SOFTMAX_S8, 6, S_IBB),
 };
 #undef K
 
@@ -525,6 +548,9 @@ mcu_status mcu_program_check_kernel(uint32_t kernel, const mcu_operand_desc *ops
     case MCU_K_MUL_S8:
     case MCU_K_MAXIMUM_F32:
     case MCU_K_MINIMUM_F32:
+    case MCU_K_MAXIMUM_S8: /* int8 islands made integer (issue 18) */
+    case MCU_K_MINIMUM_S8:
+    case MCU_K_DIV_S8:
         MCU_REQUIRE(p[0] >= 1 && p[0] <= MCU_MAX_DIMS, MCU_ERR_PROGRAM_INVALID);
         need[0] = extent(p + 1, p + 7, p[0]);
         need[1] = extent(p + 1, p + 13, p[0]);
@@ -656,7 +682,12 @@ mcu_status mcu_program_check_kernel(uint32_t kernel, const mcu_operand_desc *ops
         need[1] = mulcap(mulcap(1, p[0]), p[2]);
         break;
     case MCU_K_LOG_SOFTMAX_F32: need[0] = need[1] = prod(p, 3); break;
+    case MCU_K_LOG_SOFTMAX_S8: /* (int8 islands made integer, issue 18) the table, then in and out */
+        need[0] = 256;
+        need[1] = need[2] = prod(p, 3);
+        break;
     case MCU_K_PRELU_F32: /* size, channels, inner */
+    case MCU_K_PRELU_S8:  /* (int8 islands made integer, issue 18) */
         need[0] = need[2] = mulcap(1, p[0]);
         need[1] = mulcap(1, p[1]);
         break;
@@ -990,6 +1021,21 @@ mcu_status mcu_program_dispatch(uint32_t kernel, void *const *o, const uint32_t 
         const mcu_context scratch = {o[0], (int32_t)sizes[0]};
         return mcu_gru_s8(&scratch, &u.recurrent_s8, o[1], o[2], o[3], o[4], o[5], o[6]);
     }
+    /* int8 islands made integer (issue 18) */
+#if MCU_PROGRAM_HAS_MAXIMUM_S8
+    case MCU_K_MAXIMUM_S8: return mcu_maximum_s8(&u.binary_s8, o[0], o[1], o[2]);
+#endif
+#if MCU_PROGRAM_HAS_MINIMUM_S8
+    case MCU_K_MINIMUM_S8: return mcu_minimum_s8(&u.binary_s8, o[0], o[1], o[2]);
+#endif
+#if MCU_PROGRAM_HAS_DIV_S8
+    case MCU_K_DIV_S8: return mcu_div_s8(&u.binary_s8, o[0], o[1], o[2]);
+#endif
+#if MCU_PROGRAM_HAS_PRELU_S8
+    case MCU_K_PRELU_S8: return mcu_prelu_s8(&u.prelu_s8, o[0], o[1], o[2]);
+#endif
+#if MCU_PROGRAM_HAS_LOG_SOFTMAX_S8
+    case MCU_K_LOG_SOFTMAX_S8: return mcu_log_softmax_s8(&u.log_softmax_s8, o[0], o[1], o[2]);
 #endif
     default: return MCU_ERR_UNSUPPORTED;
     }

@@ -217,7 +217,21 @@ mcu_status mcu_program_check_params(uint32_t kernel, const int32_t *w, uint32_t 
         break;
     }
     case MCU_K_ADD_S8:
-    case MCU_K_SUB_S8: ok = binary_s8_ok(&u.binary_s8, 0); break;
+    case MCU_K_SUB_S8:
+    case MCU_K_MAXIMUM_S8: /* int8 islands made integer (issue 18): the add's parameters */
+    case MCU_K_MINIMUM_S8: ok = binary_s8_ok(&u.binary_s8, 0); break;
+    case MCU_K_DIV_S8: ok = binary_s8_ok(&u.binary_s8, 1); break;
+    case MCU_K_LOG_SOFTMAX_S8:
+        ok = mcu_checked_count(w, 3, 1) > 0 && u.log_softmax_s8.input_multiplier >= 0 &&
+             u.log_softmax_s8.log_multiplier >= 0 && mcu_output_offset_valid(u.log_softmax_s8.output_offset);
+        break;
+    case MCU_K_PRELU_S8:
+        ok = u.prelu_s8.size > 0 && u.prelu_s8.channels > 0 && u.prelu_s8.inner > 0 &&
+             mcu_input_offset_valid(u.prelu_s8.input_offset) && mcu_output_offset_valid(u.prelu_s8.output_offset) &&
+             mcu_act_s8_valid(u.prelu_s8.act_min, u.prelu_s8.act_max) &&
+             mcu_quant_valid(u.prelu_s8.pos_multiplier, u.prelu_s8.pos_shift) &&
+             mcu_quant_valid(u.prelu_s8.neg_multiplier, u.prelu_s8.neg_shift);
+        break;
     case MCU_K_MUL_S8: ok = binary_s8_ok(&u.binary_s8, 1); break;
     case MCU_K_MAX_POOL2D_S8: ok = pool_s8_ok(&u.pool_s8, 0); break;
     case MCU_K_AVG_POOL2D_S8: ok = pool_s8_ok(&u.pool_s8, 1); break;
@@ -601,6 +615,9 @@ mcu_status mcu_program_check_operands(uint32_t kernel, const mcu_operand_desc *o
     case MCU_K_MUL_S8:
     case MCU_K_MAXIMUM_F32:
     case MCU_K_MINIMUM_F32:
+    case MCU_K_MAXIMUM_S8:
+    case MCU_K_MINIMUM_S8:
+    case MCU_K_DIV_S8:
         ok = binary_alias_ok(&ops[0], bytes[0], out, nout, p, p + 7) &&
              binary_alias_ok(&ops[1], bytes[1], out, nout, p, p + 13);
         break;
@@ -609,11 +626,15 @@ mcu_status mcu_program_check_operands(uint32_t kernel, const mcu_operand_desc *o
              !overlap(&ops[1], bytes[1], out, nout);
         break;
     case MCU_K_LUT_S8: ok = elementwise_ok(&ops[1], bytes[1], out, nout) && !overlap(&ops[0], 256, out, nout); break;
+    case MCU_K_LOG_SOFTMAX_S8: /* (int8 islands made integer, issue 18) [exp table, in, out] */
+        ok = elementwise_ok(&ops[1], bytes[1], out, nout) && !overlap(&ops[0], bytes[0], out, nout);
+        break;
     /* normalisation, reductions and int8 activations (issue 18) */
     case MCU_K_LAYER_NORM_F32: /* rows (or groups) are read whole before they are written: in place is fine */
     case MCU_K_GROUP_NORM_F32:
     case MCU_K_LAYER_NORM_S8:
     case MCU_K_PRELU_F32:
+    case MCU_K_PRELU_S8: /* (int8 islands made integer, issue 18) */
     case MCU_K_RMS_NORM_F32:
         ok = elementwise_ok(&ops[0], bytes[0], out, nout);
         for (uint32_t i = 1; i < last; ++i) {

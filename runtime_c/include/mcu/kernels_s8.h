@@ -110,6 +110,43 @@ mcu_status mcu_add_s8(const mcu_binary_s8_params *p, const int8_t *a, const int8
 mcu_status mcu_sub_s8(const mcu_binary_s8_params *p, const int8_t *a, const int8_t *b, int8_t *output);
 /** CMSIS-NN mul: out = clamp(rq((a + a_offset) * (b + b_offset), out_mult, out_shift) + output_offset). */
 mcu_status mcu_mul_s8(const mcu_binary_s8_params *p, const int8_t *a, const int8_t *b, int8_t *output);
+/* int8 islands made integer (issue 18) */
+/** TFLite MAXIMUM/MINIMUM: a' and b' as in mcu_add_s8, out = clamp(rq(max(a', b'), out_mult, out_shift) +
+ *  output_offset) (min for mcu_minimum_s8); the add's parameters (mcu.quant.arith.add_params). */
+mcu_status mcu_maximum_s8(const mcu_binary_s8_params *p, const int8_t *a, const int8_t *b, int8_t *output);
+mcu_status mcu_minimum_s8(const mcu_binary_s8_params *p, const int8_t *a, const int8_t *b, int8_t *output);
+/** a / b: q = round((a + a_offset) 2^16 / (b + b_offset)) (half away from zero), out = clamp(rq(q,
+ *  out_mult, out_shift) + output_offset); a zero divisor gives act_max, act_min (or the zero for 0 / 0). The
+ *  rescaling fields are unused (mcu.quant.reference_islands.div_params). */
+mcu_status mcu_div_s8(const mcu_binary_s8_params *p, const int8_t *a, const int8_t *b, int8_t *output);
+
+typedef struct {
+    int32_t size;      /**< elements */
+    int32_t channels;  /**< slopes; 1 shares one */
+    int32_t inner;     /**< elements between consecutive channels in memory (1: channels last) */
+    int32_t input_offset;
+    int32_t pos_multiplier, pos_shift;  /**< s_in / s_out */
+    int32_t neg_multiplier, neg_shift;  /**< s_in s_alpha / s_out */
+    int32_t output_offset;
+    int32_t act_min, act_max;
+} mcu_prelu_s8_params;
+
+/** TFLite PRELU: x' = x + input_offset; out = clamp((x' >= 0 ? rq(x', pos) : rq(x' alpha[c], neg)) +
+ *  output_offset), c = (i / inner) % channels; int8 slopes (symmetric). May run in place. */
+mcu_status mcu_prelu_s8(const mcu_prelu_s8_params *p, const int8_t *input, const int8_t *alpha, int8_t *output);
+
+typedef struct {
+    int32_t outer, axis, inner;  /**< the reduced axis of axis elements, inner apart in memory */
+    int32_t input_multiplier;    /**< s_in / s_out in Q16 */
+    int32_t log_multiplier;      /**< ln 2 / s_out in Q16 */
+    int32_t output_offset;
+} mcu_log_softmax_s8_params;
+
+/** log_softmax: exp_table[k] = exp(-k s_in) in Q20 (exp_table[0] = 2^20); per row out = clamp(output_offset +
+ *  round(((x - max) input_multiplier - round((log2_q16(sum exp_table[max - x]) - 20 2^16) log_multiplier /
+ *  2^16)) / 2^16)) (mcu.quant.reference_islands.log_softmax_s8). */
+mcu_status mcu_log_softmax_s8(const mcu_log_softmax_s8_params *p, const int32_t *exp_table, const int8_t *input,
+                              int8_t *output);
 
 typedef struct {
     mcu_shape4 input, output;

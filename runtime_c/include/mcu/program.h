@@ -152,7 +152,7 @@ typedef enum {
     MCU_K_ARGMAX_S8 = 190,        /**< [in int8, out int32]; outer, reduce, inner */
     MCU_K_LOG_SOFTMAX_F32 = 191,  /**< [in, out]; outer, axis, inner */
     MCU_K_PRELU_F32 = 192,        /**< [in, weight, out]; mcu_prelu_f32_params */
-    MCU_K_COUNT = 242,
+    MCU_K_COUNT = 255, /* one past the largest id (int8 islands made integer, issue 18: 250-259) */
     /* resampling and data movement (issue 18): ids 140-179. */
     /** [tables int32, in, out] any dtype; mcu_remap_params, element size */
     MCU_K_REMAP = 140,
@@ -173,6 +173,12 @@ typedef enum {
     /** [scratch int8, in int8, w_ih int8, w_hh int8, rows int32, table int16, out int8]; mcu_recurrent_s8_params */
     MCU_K_LSTM_S8 = 240,
     MCU_K_GRU_S8 = 241,           /**< operands and params as MCU_K_LSTM_S8 */
+    /* int8 islands made integer (issue 18): ids 250-259. */
+    MCU_K_MAXIMUM_S8 = 250,       /**< [a, b, out]; mcu_binary_s8_params (the add's rescaling) */
+    MCU_K_MINIMUM_S8 = 251,
+    MCU_K_DIV_S8 = 252,           /**< [a, b, out]; mcu_binary_s8_params (out multiplier only) */
+    MCU_K_PRELU_S8 = 253,         /**< [in, alpha int8, out]; mcu_prelu_s8_params */
+    MCU_K_LOG_SOFTMAX_S8 = 254,   /**< [exp table int32 (256), in, out]; mcu_log_softmax_s8_params */
     /** A delegated partition: params delegate index (its payload and handle), number of outputs (the last operands). */
     MCU_K_DELEGATE = 255
 } mcu_program_kernel;

@@ -1,5 +1,5 @@
-/* The strided broadcast loop behind the int8 add/sub/mul. Internal: static
- * inline only; each operator's file instantiates it with a constant op. */
+/* The strided broadcast loop behind the int8 add/sub/mul (and maximum/minimum, issue 18). Internal:
+ * static inline only; each operator's file instantiates it with a constant op. */
 #ifndef MCU_KERNELS_INTERNAL_BINARY_S8_H
 #define MCU_KERNELS_INTERNAL_BINARY_S8_H
 
@@ -15,8 +15,19 @@
 typedef enum {
     MCU_BINARY_S8_ADD,
     MCU_BINARY_S8_SUB,
-    MCU_BINARY_S8_MUL
+    MCU_BINARY_S8_MUL,
+    /* TFLite's MAXIMUM/MINIMUM with the add's rescaling: both operands are brought to the add's common
+     * scale, the larger (smaller) is requantized to the output, so the operands and the output may each
+     * have their own scale and zero-point (issue 18) */
+    MCU_BINARY_S8_MAX,
+    MCU_BINARY_S8_MIN,
+    /* a / b: the quotient of the offset codes in Q16 (rounded half away from zero), requantized by the
+     * output multiplier s_a / (s_b s_out 2^16); a zero divisor gives the ends (issue 18) */
+    MCU_BINARY_S8_DIV
 } mcu_binary_s8_op;
+
+/* Fractional bits of the int8 division's quotient (|a + a_offset| <= 255, so the Q16 numerator fits). */
+#define MCU_BINARY_S8_DIV_BITS 16
 
 /* Largest left_shift for which (q + offset) * 2^left_shift fits int32 (|q + offset| <= 255). */
 #define MCU_BINARY_S8_MAX_LEFT_SHIFT 23
@@ -25,7 +36,19 @@ static inline int8_t mcu_binary_s8_apply(mcu_binary_s8_op op, const mcu_binary_s
                                          int32_t b)
 {
     int32_t acc;
-    if (op == MCU_BINARY_S8_MUL) {
+    if (op == MCU_BINARY_S8_DIV) {
+        const int32_t num = a + p->a_offset;
+        const int32_t den = b + p->b_offset;
+        if (den == 0) { /* +-inf saturates; 0/0 is the output's zero */
+            const int32_t z = p->output_offset < p->act_min ? p->act_min
+                              : p->output_offset > p->act_max ? p->act_max : p->output_offset;
+            return (int8_t)(num > 0 ? p->act_max : num < 0 ? p->act_min : z);
+        }
+        const int32_t n = (num < 0 ? -num : num) * ((int32_t)1 << MCU_BINARY_S8_DIV_BITS);
+        const int32_t d = den < 0 ? -den : den;
+        const int32_t q = (n + d / 2) / d;
+        acc = (num < 0) != (den < 0) ? -q : q;
+    } else if (op == MCU_BINARY_S8_MUL) {
         acc = (a + p->a_offset) * (b + p->b_offset);
     } else {
         const int32_t scale = (int32_t)1 << p->left_shift;
@@ -33,7 +56,11 @@ static inline int8_t mcu_binary_s8_apply(mcu_binary_s8_op op, const mcu_binary_s
         const int32_t b1 = mcu_requantize((b + p->b_offset) * scale, p->b_multiplier, p->b_shift);
         /* Saturating: never reached with TFLite's parameters (|a'|, |b'| < 2^28),
          * but the kernel accepts any multiplier. */
-        acc = op == MCU_BINARY_S8_ADD ? mcu_sat_s32((int64_t)a1 + b1) : mcu_sat_s32((int64_t)a1 - b1);
+        if (op == MCU_BINARY_S8_MAX || op == MCU_BINARY_S8_MIN) {
+            acc = (op == MCU_BINARY_S8_MAX) == (a1 >= b1) ? a1 : b1;
+        } else {
+            acc = op == MCU_BINARY_S8_ADD ? mcu_sat_s32((int64_t)a1 + b1) : mcu_sat_s32((int64_t)a1 - b1);
+        }
     }
     return mcu_requantize_to_s8(acc, p->out_multiplier, p->out_shift, p->output_offset, p->act_min, p->act_max);
 }
@@ -131,7 +158,7 @@ static inline mcu_status mcu_binary_s8(mcu_binary_s8_op op, const mcu_binary_s8_
                     mcu_output_offset_valid(p->output_offset) && mcu_act_s8_valid(p->act_min, p->act_max) &&
                     mcu_quant_valid(p->out_multiplier, p->out_shift),
                 MCU_ERR_INVALID_ARG);
-    if (op != MCU_BINARY_S8_MUL) {
+    if (op != MCU_BINARY_S8_MUL && op != MCU_BINARY_S8_DIV) { /* add, sub, maximum, minimum: the rescaling */
         MCU_REQUIRE(mcu_quant_valid(p->a_multiplier, p->a_shift) && mcu_quant_valid(p->b_multiplier, p->b_shift) &&
                         p->left_shift >= 0 && p->left_shift <= MCU_BINARY_S8_MAX_LEFT_SHIFT,
                     MCU_ERR_INVALID_ARG);
@@ -188,7 +215,8 @@ static inline mcu_status mcu_binary_s8(mcu_binary_s8_op op, const mcu_binary_s8_
     mcu_rq_ch rq = {{0, 0}, 0, 0}; /* set below when used (initialized for the compilers' flow analysis) */
     int fast = 0;
     /* not on Helium cores: their rows take mcu_mve_binary_row_s8 */
-    const int use_lut = !MCU_S8_MVE && op != MCU_BINARY_S8_MUL && total >= MCU_BINARY_S8_LUT_MIN;
+    const int use_lut = !MCU_S8_MVE && (op == MCU_BINARY_S8_ADD || op == MCU_BINARY_S8_SUB) &&
+                        total >= MCU_BINARY_S8_LUT_MIN;
     if (use_lut) {
         mcu_binary_s8_lut(lut[0], p->a_offset, p->left_shift, p->a_multiplier, p->a_shift);
         mcu_binary_s8_lut(lut[1], p->b_offset, p->left_shift, p->b_multiplier, p->b_shift);
@@ -202,7 +230,7 @@ static inline mcu_status mcu_binary_s8(mcu_binary_s8_op op, const mcu_binary_s8_
         const int8_t *ar = a + a_off;
         const int8_t *br = b + b_off;
 #if MCU_S8_MVE
-        if ((sai == 0 || sai == 1) && (sbi == 0 || sbi == 1)) {
+        if (op <= MCU_BINARY_S8_MUL && (sai == 0 || sai == 1) && (sbi == 0 || sbi == 1)) {
             mcu_mve_binary_row_s8(op == MCU_BINARY_S8_ADD ? 0 : op == MCU_BINARY_S8_SUB ? 1 : 2, p, ar, sai, br, sbi,
                                   out, inner);
         } else
