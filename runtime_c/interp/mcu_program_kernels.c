@@ -246,6 +246,7 @@
 #endif
 #ifndef MCU_PROGRAM_HAS_GRU_S8
 #define MCU_PROGRAM_HAS_GRU_S8 MCU_PROGRAM_KERNEL_DEFAULT
+#endif
 /* int8 islands made integer (issue 18) */
 #ifndef MCU_PROGRAM_HAS_MAXIMUM_S8
 #define MCU_PROGRAM_HAS_MAXIMUM_S8 MCU_PROGRAM_KERNEL_DEFAULT
@@ -1021,6 +1022,7 @@ mcu_status mcu_program_dispatch(uint32_t kernel, void *const *o, const uint32_t 
         const mcu_context scratch = {o[0], (int32_t)sizes[0]};
         return mcu_gru_s8(&scratch, &u.recurrent_s8, o[1], o[2], o[3], o[4], o[5], o[6]);
     }
+#endif
     /* int8 islands made integer (issue 18) */
 #if MCU_PROGRAM_HAS_MAXIMUM_S8
     case MCU_K_MAXIMUM_S8: return mcu_maximum_s8(&u.binary_s8, o[0], o[1], o[2]);
