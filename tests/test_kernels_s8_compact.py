@@ -28,6 +28,7 @@ from mcu.boards import load_board
 from mcu.paths import runtime_dir
 from mcu.quant import reference as ref
 from test_kernels_s8_opt import build_emulated_lib
+from test_kernels_s8_packed import _c_array
 
 _P = ctypes.c_void_p
 _SIGNATURES = {
@@ -192,11 +193,6 @@ def test_bad_streams_and_arguments_are_refused(lib) -> None:
 
 
 # --- on the simulated cores ------------------------------------------------------------------------------
-
-
-def _c_array(name: str, ctype: str, values: np.ndarray) -> str:
-    body = ", ".join(str(int(v)) for v in np.asarray(values).reshape(-1))
-    return f"static const {ctype} {name}[] __attribute__((aligned(4))) = {{{body}}};\n"
 
 
 def _constants(rng: np.random.Generator, i: int, cout: int) -> tuple:

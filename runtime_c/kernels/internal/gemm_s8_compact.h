@@ -32,6 +32,29 @@ static inline uint32_t mcu_compact_group_dot(const int16_t *c, uint32_t w)
 }
 #endif
 
+#if MCU_S8_DSP_NATIVE
+/* The single-pixel loop of mcu_compact_dot1x4 and mcu_compact_block1x4: the column r4 up to r6 against
+ * the stream r5 into r0-r3, two groups of 4 taps a pass (entering at the second when the groups are
+ * odd: 8 bytes of column each); r7 is the widening temporary (saved by the caller's statement). */
+#define MCU_COMPACT_CH(acc, wr)                                                                           \
+        "sxtb16 r7, " wr "\n\t"                                                                           \
+        "sxtb16 " wr ", " wr ", ror #8\n\t"                                                               \
+        "smlad " acc ", r8, r7, " acc "\n\t"                                                              \
+        "smlad " acc ", r9, " wr ", " acc "\n\t"
+#define MCU_COMPACT_GROUP1X4                                                                              \
+        "ldrd r8, r9, [r4], #8\n\t"                                                                      \
+        "ldmia r5!, {r10, r11, r12, lr}\n\t"                                                             \
+        MCU_COMPACT_CH("r0", "r10") MCU_COMPACT_CH("r1", "r11") MCU_COMPACT_CH("r2", "r12")               \
+        MCU_COMPACT_CH("r3", "lr")
+#define MCU_COMPACT_LOOP1X4                                                                               \
+        "sub r8, r6, r4\n\t"                                                                             \
+        "tst r8, #8\n\t"                                                                                 \
+        "bne 2f\n\t"                                                                                     \
+        "1:\n\t" MCU_COMPACT_GROUP1X4 "2:\n\t" MCU_COMPACT_GROUP1X4                                    \
+        "cmp r4, r6\n\t"                                                                                 \
+        "bne 1b\n\t"
+#endif
+
 /* acc[0..3] (pixel A channel 0, 1, pixel B channel 0, 1) += the interleaved two-pixel column cc (per
  * group of 4 taps: A's two words, B's two words) . the weight words of 2 channels at w (one LDRD
  * per group, the groups 16 bytes apart). kp: a positive multiple of 4. */
@@ -100,31 +123,13 @@ static inline void mcu_compact_dot1x4(const int16_t *col, const int32_t *w, int3
     register const int16_t *x __asm__("r4") = col;
     register const int32_t *wp __asm__("r5") = w;
     register const int16_t *e __asm__("r6") = col + kp;
-#define MCU_COMPACT_CH(acc, wr)                                                                           \
-        "sxtb16 r7, " wr "\n\t"                                                                           \
-        "sxtb16 " wr ", " wr ", ror #8\n\t"                                                               \
-        "smlad " acc ", r8, r7, " acc "\n\t"                                                              \
-        "smlad " acc ", r9, " wr ", " acc "\n\t"
-#define MCU_COMPACT_GROUP1X4                                                                              \
-        "ldrd r8, r9, [r4], #8\n\t"                                                                      \
-        "ldmia r5!, {r10, r11, r12, lr}\n\t"                                                             \
-        MCU_COMPACT_CH("r0", "r10") MCU_COMPACT_CH("r1", "r11") MCU_COMPACT_CH("r2", "r12")               \
-        MCU_COMPACT_CH("r3", "lr")
-    /* Two groups per pass, entering at the second when the groups are odd (8 bytes of col each). */
     __asm__ volatile(
         "push {r7}\n\t"
-        "sub r8, r6, r4\n\t"
-        "tst r8, #8\n\t"
-        "bne 2f\n\t"
-        "1:\n\t" MCU_COMPACT_GROUP1X4 "2:\n\t" MCU_COMPACT_GROUP1X4
-        "cmp r4, r6\n\t"
-        "bne 1b\n\t"
+        MCU_COMPACT_LOOP1X4
         "pop {r7}\n\t"
         : "+r"(a0), "+r"(a1), "+r"(a2), "+r"(a3), "+r"(x), "+r"(wp), "+r"(e)
         :
         : "r8", "r9", "r10", "r11", "r12", "lr", "cc", "memory");
-#undef MCU_COMPACT_CH
-#undef MCU_COMPACT_GROUP1X4
     acc[0] = a0;
     acc[1] = a1;
     acc[2] = a2;
@@ -173,16 +178,6 @@ static inline uint32_t mcu_compact_block1x4(const int16_t *col, int32_t kp, cons
     register const int32_t *w __asm__("r5") = blob;
     register const int16_t *e __asm__("r6") = col + kp;
     register int32_t tt __asm__("r8") = t;
-#define MCU_COMPACT_CH(acc, wr)                                                                           \
-        "sxtb16 r7, " wr "\n\t"                                                                           \
-        "sxtb16 " wr ", " wr ", ror #8\n\t"                                                               \
-        "smlad " acc ", r8, r7, " acc "\n\t"                                                              \
-        "smlad " acc ", r9, " wr ", " acc "\n\t"
-#define MCU_COMPACT_GROUP1X4                                                                              \
-        "ldrd r8, r9, [r4], #8\n\t"                                                                      \
-        "ldmia r5!, {r10, r11, r12, lr}\n\t"                                                             \
-        MCU_COMPACT_CH("r0", "r10") MCU_COMPACT_CH("r1", "r11") MCU_COMPACT_CH("r2", "r12")               \
-        MCU_COMPACT_CH("r3", "lr")
 #define MCU_COMPACT_RQ(acc)                                                                               \
         "ldrd r8, r9, [r5], #8\n\t"                                                                      \
         "mvn r9, r9\n\t"                                                                                 \
@@ -199,12 +194,7 @@ static inline uint32_t mcu_compact_block1x4(const int16_t *col, int32_t kp, cons
     __asm__ volatile(
         "push {r7, r8}\n\t"
         "ldmia r5!, {r0, r1, r2, r3}\n\t"
-        "sub r8, r6, r4\n\t"
-        "tst r8, #8\n\t"
-        "bne 2f\n\t"
-        "1:\n\t" MCU_COMPACT_GROUP1X4 "2:\n\t" MCU_COMPACT_GROUP1X4
-        "cmp r4, r6\n\t"
-        "bne 1b\n\t"
+        MCU_COMPACT_LOOP1X4
         "ldr r6, [sp, #4]\n\t" /* t */
         MCU_COMPACT_RQ("r0") MCU_COMPACT_RQ("r1") MCU_COMPACT_RQ("r2") MCU_COMPACT_RQ("r3")
         "pkhbt r0, r0, r2, lsl #16\n\t"
@@ -216,8 +206,6 @@ static inline uint32_t mcu_compact_block1x4(const int16_t *col, int32_t kp, cons
         : "=r"(r0), "+r"(x), "+r"(w), "+r"(e), "+r"(tt)
         :
         : "r1", "r2", "r3", "r9", "r10", "r11", "r12", "lr", "cc", "memory");
-#undef MCU_COMPACT_CH
-#undef MCU_COMPACT_GROUP1X4
 #undef MCU_COMPACT_RQ
     return r0;
 }
@@ -235,5 +223,11 @@ static inline int mcu_compact_header_ok(const int32_t *stream, int32_t cout, int
 {
     return stream[0] == MCU_COMPACT_MAGIC && stream[1] == 0 && stream[2] == cout && stream[3] == kp;
 }
+
+#if MCU_S8_DSP_NATIVE
+#undef MCU_COMPACT_CH
+#undef MCU_COMPACT_GROUP1X4
+#undef MCU_COMPACT_LOOP1X4
+#endif
 
 #endif /* MCU_KERNELS_INTERNAL_GEMM_S8_COMPACT_H */
