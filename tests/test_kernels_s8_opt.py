@@ -37,20 +37,26 @@ COL_MAX = 640  # MCU_S8_COL_MAX in simd_s8.h
 _P = ctypes.c_void_p
 
 
-def build_emulated_lib() -> Path:
-    """All kernels and the runtime as one host shared library with the DSP paths emulated."""
+def build_host_variant(define: str, name: str) -> Path:
+    """All kernels and the runtime as one host shared library built with ``-D<define>`` (another set of
+    kernel paths than the extension's), cached by the sources' content."""
     sources = sorted((RT / "kernels").glob("*.c")) + sorted((RT / "src").glob("*.c"))
     headers = sorted((RT / "kernels" / "internal").glob("*.h")) + sorted((RT / "include" / "mcu").glob("*.h"))
     digest = hashlib.sha256(b"".join(p.read_bytes() for p in sources + headers)).hexdigest()[:16]
-    out = cache_dir() / "dsp_emulated" / f"libmcu_dsp_emu_{digest}.so"
+    out = cache_dir() / name / f"libmcu_{name}_{digest}.so"
     if not out.exists():
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp = out.with_suffix(f".{os.getpid()}.tmp.so")
         subprocess.run(["cc", "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC",
-                        "-DMCU_S8_DSP_EMULATE", f"-I{RT / 'include'}", *map(str, sources), "-o", str(tmp), "-lm"],
+                        f"-D{define}", f"-I{RT / 'include'}", *map(str, sources), "-o", str(tmp), "-lm"],
                        check=True, capture_output=True, text=True)
         tmp.replace(out)
     return out
+
+
+def build_emulated_lib() -> Path:
+    """The host library with the DSP paths emulated."""
+    return build_host_variant("MCU_S8_DSP_EMULATE", "dsp_emulated")
 
 
 @pytest.fixture(scope="module")

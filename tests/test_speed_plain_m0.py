@@ -10,9 +10,6 @@ firmware builds of tests/test_boards_m0plus.py run them natively.)
 from __future__ import annotations
 
 import ctypes
-import hashlib
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -20,26 +17,15 @@ import pytest
 import cbind_s8 as cb
 import test_kernels_s8 as base
 import test_memory_contracts as contracts
-from mcu.paths import cache_dir
+from test_kernels_s8_opt import build_host_variant
 
 REPO = Path(__file__).resolve().parents[1]
 RT = REPO / "runtime_c"
 
 
 def build_narrow_lib() -> Path:
-    """All kernels and the runtime as one host shared library without the MCU_S8_WIDE paths."""
-    sources = sorted((RT / "kernels").glob("*.c")) + sorted((RT / "src").glob("*.c"))
-    headers = sorted((RT / "kernels" / "internal").glob("*.h")) + sorted((RT / "include" / "mcu").glob("*.h"))
-    digest = hashlib.sha256(b"".join(p.read_bytes() for p in sources + headers)).hexdigest()[:16]
-    out = cache_dir() / "narrow" / f"libmcu_narrow_{digest}.so"
-    if not out.exists():
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out.with_suffix(f".{os.getpid()}.tmp.so")
-        subprocess.run(["cc", "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC",
-                        "-DMCU_S8_NO_WIDE", f"-I{RT / 'include'}", *map(str, sources), "-o", str(tmp), "-lm"],
-                       check=True, capture_output=True, text=True)
-        tmp.replace(out)
-    return out
+    """The host library without the MCU_S8_WIDE paths."""
+    return build_host_variant("MCU_S8_NO_WIDE", "narrow")
 
 
 @pytest.fixture(scope="module")
