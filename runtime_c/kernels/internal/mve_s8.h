@@ -326,6 +326,107 @@ static inline void mcu_mve_matrix_pixel(const int8_t *x, int32_t n, int32_t out_
     }
 }
 
+/* The pixel loop of mcu_mve_matrix_block for one group of four output channels (weight rows w,
+ * w + n, w + 2n, w + 3n) when n is a multiple of 16 and no shift of the group is positive (no left
+ * shift): one assembly block for all `pixels` (> 0) so that every pointer, accumulator and
+ * parameter stays in a register. The dot products are those of mcu_mve_dot4 (whole iterations
+ * only: each pointer ends exactly n bytes on, so x moves to the next pixel by itself and the rows
+ * step back by n); the requantization is mcu_mve_requantize with left shift 0 (VQSHL by 0 is the
+ * identity) and the offset and clamp of mcu_mve_matrix_block. kb: the group's folded biases;
+ * c: lane 0 the output pixel stride, lane 2 the output offset. */
+static inline void mcu_mve_matrix_group_asm(const int8_t *x, int32_t pixels, int32_t n, const int8_t *w, int8_t *y,
+                                            int32x4_t kb, int32x4_t m, int32x4_t right, int32x4_t lo, int32x4_t hi,
+                                            int32x4_t c)
+{
+    const int8_t *w1 = w + n;
+    const int8_t *w2 = w1 + n;
+    const int8_t *w3 = w2 + n;
+    int32_t a0, a1, a2, a3;
+    __asm__ volatile("1: vmov %[a0], %[a2], %q[kb][2], %q[kb][0]\n"
+                     "   vmov %[a1], %[a3], %q[kb][3], %q[kb][1]\n"
+                     "   dlstp.8 lr, %[n]\n"
+                     "2: vldrb.8 q0, [%[x]], #16\n"
+                     "   vldrb.8 q1, [%[w0]], #16\n"
+                     "   vmladava.s8 %[a0], q0, q1\n"
+                     "   vldrb.8 q1, [%[w1]], #16\n"
+                     "   vmladava.s8 %[a1], q0, q1\n"
+                     "   vldrb.8 q1, [%[w2]], #16\n"
+                     "   vmladava.s8 %[a2], q0, q1\n"
+                     "   vldrb.8 q1, [%[w3]], #16\n"
+                     "   vmladava.s8 %[a3], q0, q1\n"
+                     "   letp lr, 2b\n"
+                     "   vmov q0[2], q0[0], %[a0], %[a2]\n"
+                     "   vmov q0[3], q0[1], %[a1], %[a3]\n"
+                     "   vqrdmulh.s32 q0, q0, %q[m]\n"
+                     "   vand q1, q0, %q[r]\n"
+                     "   vshr.s32 q1, q1, #31\n"
+                     "   vqadd.s32 q0, q0, q1\n"
+                     "   vrshl.s32 q0, q0, %q[r]\n"
+                     "   vmax.s32 q0, q0, %q[lo]\n"
+                     "   vmin.s32 q0, q0, %q[hi]\n"
+                     "   vmov %[a0], %[a2], %q[c][2], %q[c][0]\n"
+                     "   vadd.i32 q0, q0, %[a2]\n"
+                     "   vstrb.32 q0, [%[y]]\n"
+                     "   add %[y], %[y], %[a0]\n"
+                     "   sub %[w0], %[w0], %[n]\n"
+                     "   sub %[w1], %[w1], %[n]\n"
+                     "   sub %[w2], %[w2], %[n]\n"
+                     "   sub %[w3], %[w3], %[n]\n"
+                     "   subs %[cnt], %[cnt], #1\n"
+                     "   bne 1b\n"
+                     : [a0] "=&Te"(a0), [a1] "=&Te"(a1), [a2] "=&Te"(a2), [a3] "=&Te"(a3), [x] "+r"(x), [w0] "+r"(w),
+                       [w1] "+r"(w1), [w2] "+r"(w2), [w3] "+r"(w3), [y] "+r"(y), [cnt] "+r"(pixels)
+                     : [n] "r"(n), [kb] "w"(kb), [m] "w"(m), [r] "w"(right), [lo] "w"(lo), [hi] "w"(hi), [c] "w"(c)
+                     : "q0", "q1", "lr", "cc", "memory");
+}
+
+/* Several output pixels of a matrix kernel: pixel i's n int8 values are x[i * n .. i * n + n) and its
+ * out_c outputs go to y[i * out_c ..] (the rest as mcu_mve_matrix_pixel). Output channels outer,
+ * pixels inner: a group of four channels keeps its requantization parameters in registers across
+ * the pixels, so each pixel pays only its dot products and the arithmetic of the requantization.
+ * The offset and the clamp: clamp(sat(y + off), lo, hi) equals clamp(y, lo - off, hi - off) + off
+ * (a sum that would saturate lies beyond the bounds either way). Writes only y's pixels' channels
+ * [0, out_c); all of x is read before y is written only when the caller gave it a copy. */
+static inline void mcu_mve_matrix_block(const int8_t *x, int32_t pixels, int32_t n, int32_t out_c,
+                                        const int8_t *weight, const int32_t *kbias, const mcu_per_channel_quant *q,
+                                        int32_t output_offset, int32_t act_min, int32_t act_max, int8_t *y)
+{
+    const int32x4_t zero = vdupq_n_s32(0);
+    const int32x4_t lo = vdupq_n_s32(act_min - output_offset);
+    const int32x4_t hi = vdupq_n_s32(act_max - output_offset);
+    int32_t oc = 0;
+    for (; oc + 4 <= out_c; oc += 4) {
+        const int8_t *w = weight + oc * n;
+        const int32x4_t s = vldrwq_s32(q->shift + oc);
+        const int32x4_t left = vmaxq_s32(s, zero);
+        const int32x4_t right = vminq_s32(s, zero);
+        const int32x4_t m = vldrwq_s32(q->multiplier + oc);
+        const int8_t *xp = x;
+        int8_t *yp = y + oc;
+        if (n % 16 == 0 && vmaxvq_s32(INT32_MIN, s) <= 0 && pixels > 0) {
+            const int32x4_t c = vsetq_lane_s32(output_offset, vdupq_n_s32(out_c), 2);
+            mcu_mve_matrix_group_asm(xp, pixels, n, w, yp, vldrwq_s32(kbias + oc), m, right, lo, hi, c);
+            continue;
+        }
+        for (int32_t i = 0; i < pixels; ++i, xp += n, yp += out_c) {
+            int32x4_t acc = mcu_mve_dot4(xp, w, w + n, w + 2 * n, w + 3 * n, n, kbias + oc);
+            acc = vqrdmulhq_s32(vqshlq_s32(acc, left), m);
+            acc = vrshlq_s32(vqaddq_s32(acc, vshrq_n_s32(vandq_s32(acc, right), 31)), right);
+            vstrbq_s32(yp, vaddq_n_s32(vminq_s32(vmaxq_s32(acc, lo), hi), output_offset));
+        }
+    }
+    if (oc < out_c) {
+        const int32_t rest = out_c - oc;
+        const int8_t *w = weight + oc * n;
+        const int8_t *w1 = rest > 1 ? w + n : w;
+        const int8_t *w2 = rest > 2 ? w + 2 * n : w;
+        for (int32_t i = 0; i < pixels; ++i) {
+            const int32x4_t acc = mcu_mve_dot4(x + i * n, w, w1, w2, w, n, kbias + oc); /* kbias has room for 4 */
+            mcu_mve_store_tail(acc, q, oc, rest, output_offset, act_min, act_max, y + i * out_c);
+        }
+    }
+}
+
 /* Copies and fills of n >= 0 bytes, 16 per instruction: tail-predicated loops (WLSTP skips n == 0),
  * in assembly as mcu_mve_dot4. Only dst[0 .. n) is written, only src[0 .. n) read. */
 static inline void mcu_mve_copy_s8(int8_t *dst, const int8_t *src, int32_t n)
@@ -498,19 +599,41 @@ static inline void mcu_mve_dw_segs(int32x4_t a[4], const mcu_mve_dw_seg *seg, in
     a[3] = a3;
 }
 
+/* mcu_mve_requantize without the output offset and the clamp: the rounded, shifted product. */
+static inline int32x4_t mcu_mve_requantize_raw(int32x4_t acc, int32x4_t multiplier, int32x4_t shift)
+{
+    const int32x4_t zero = vdupq_n_s32(0);
+    const int32x4_t right = vminq_s32(shift, zero);
+    int32x4_t y = vqrdmulhq_s32(vqshlq_s32(acc, vmaxq_s32(shift, zero)), multiplier);
+    y = vqaddq_s32(y, vshrq_n_s32(vandq_s32(y, right), 31));
+    return vrshlq_s32(y, right);
+}
+
+/* Offset and clamp of eight requantized values at once, on 16-bit lanes: VQMOVNB/VQMOVNT narrow the
+ * even (e) and odd (o) lanes with saturation to int16 and interleave them into channel order. The
+ * same bits as clamp(sat32(y + offset)) per lane: the clamp bounds lie in [-128, 127] and |offset|
+ * <= 128 (mcu_output_offset_valid), so a y that saturates to +-32767/-32768 lands beyond the bounds
+ * with or without the offset, and otherwise y + offset is exact in both. */
+static inline int16x8_t mcu_mve_narrow_clamp(int32x4_t e, int32x4_t o, int32_t output_offset, int32_t act_min,
+                                             int32_t act_max)
+{
+    int16x8_t r = vqmovntq_s32(vqmovnbq_s32(vdupq_n_s16(0), e), o);
+    r = vqaddq_n_s16(r, (int16_t)output_offset);
+    r = vmaxq_s16(r, vdupq_n_s16((int16_t)act_min));
+    return vminq_s16(r, vdupq_n_s16((int16_t)act_max));
+}
+
 /* Requantizes the even/odd accumulators of eight channels c .. c + 7 and stores them in channel
- * order: stride-2 gathers load the channels' parameters, VMOVNB/VMOVNT interleave the results. */
+ * order: stride-2 gathers load the channels' parameters, mcu_mve_narrow_clamp interleaves. */
 static inline void mcu_mve_dw_store8(int32x4_t ev, int32x4_t od, const mcu_per_channel_quant *q, int32_t c,
                                      int32_t output_offset, int32_t act_min, int32_t act_max, int8_t *y)
 {
     const uint32x4_t even = vmulq_n_u32(vidupq_n_u32(0, 1), 2);
-    const int32x4_t re = mcu_mve_requantize(ev, vldrwq_gather_shifted_offset_s32(q->multiplier + c, even),
-                                            vldrwq_gather_shifted_offset_s32(q->shift + c, even), output_offset,
-                                            act_min, act_max);
-    const int32x4_t ro = mcu_mve_requantize(od, vldrwq_gather_shifted_offset_s32(q->multiplier + c + 1, even),
-                                            vldrwq_gather_shifted_offset_s32(q->shift + c + 1, even), output_offset,
-                                            act_min, act_max);
-    vstrbq_s16(y + c, vmovntq_s32(vmovnbq_s32(vuninitializedq_s16(), re), ro));
+    const int32x4_t re = mcu_mve_requantize_raw(ev, vldrwq_gather_shifted_offset_s32(q->multiplier + c, even),
+                                                vldrwq_gather_shifted_offset_s32(q->shift + c, even));
+    const int32x4_t ro = mcu_mve_requantize_raw(od, vldrwq_gather_shifted_offset_s32(q->multiplier + c + 1, even),
+                                                vldrwq_gather_shifted_offset_s32(q->shift + c + 1, even));
+    vstrbq_s16(y + c, mcu_mve_narrow_clamp(re, ro, output_offset, act_min, act_max));
 }
 
 /* Eight channels of one depthwise pixel, channels c .. c + 7 (only the first `count` when
