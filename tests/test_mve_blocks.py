@@ -2,7 +2,8 @@
 Python reference: the 1x1 convolution computed a group of four output channels over a block of pixels
 (mcu_mve_matrix_block, with its assembly loop for input channel counts that are multiples of 16 and
 groups without left shifts, and the copied blocks of pixels when output and input overlap, forward
-and backward) and the depthwise requantization that narrows eight channels at once.
+and backward), the convolution's blocks of im2col'd pixels on the same path, and the depthwise
+requantization that narrows eight channels at once.
 
 Hypothesis draws the layers (channel counts at and around multiples of 4 and 16, pixel counts that
 span several copied blocks, every overlap the kernel allows, extreme data, zero-points, shifts and
@@ -24,13 +25,13 @@ from mcu.boards import load_board
 from mcu.paths import cache_dir, runtime_dir
 from mcu.sim.qemu import run_qemu
 from mcu.toolchain import build_firmware
-from test_kernels_s8_mve import MODES, Builder, _parse, _render, depthwise_case, pointwise_case
+from test_kernels_s8_mve import MODES, WMODES, Builder, _parse, _render, conv_case, depthwise_case, pointwise_case
 
 BOARD = "mps3-an547"
 pytestmark = [requires_qemu, pytest.mark.qemu,
               pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None, reason="arm-none-eabi-gcc not installed")]
 
-KERNELS = ["mcu_conv2d_1x1_s8.c", "mcu_depthwise_conv2d_s8.c", "mcu_depthwise_conv2d_s8_inplace.c"]
+KERNELS = ["mcu_conv2d_s8.c", "mcu_conv2d_1x1_s8.c", "mcu_depthwise_conv2d_s8.c", "mcu_depthwise_conv2d_s8_inplace.c"]
 
 # cin: multiples of 16 (the assembly loop; 128 and more make blocks of at most 8 pixels when the
 # buffers overlap) and others (the C loop); 1000 leaves one pixel per copied block.
@@ -59,11 +60,31 @@ def depthwise_layers(draw):
     return ("dw", c, kh, kw, sh, sw, pt, pl, h, w, inplace, draw(st.sampled_from(MODES)))
 
 
+@st.composite
+def conv_layers(draw):
+    """Windows of 16 * k bytes (the assembly loop) and others; blocks of one to many pixels."""
+    kh, kw = draw(st.integers(1, 4)), draw(st.integers(1, 4))
+    cin = draw(st.sampled_from([16, 32, 64, 1, 3, 8, 17]))
+    while kh * kw * cin > 1024:
+        cin //= 2
+    dh, dw = draw(st.sampled_from([1, 1, 2])), draw(st.sampled_from([1, 1, 2]))
+    pt, pl = draw(st.integers(0, kh - 1)), draw(st.integers(0, kw - 1))
+    h = draw(st.integers(max(1, dh * (kh - 1) + 1 - 2 * pt), 9))
+    w = draw(st.integers(max(1, dw * (kw - 1) + 1 - 2 * pl), 9))
+    return ("conv", cin, draw(st.sampled_from(COUT[:9])), kh, kw, draw(st.integers(1, 2)), draw(st.integers(1, 2)),
+            pt, pl, dh, dw, h, w, draw(st.sampled_from([1, 1, 2])), draw(st.sampled_from(MODES)),
+            draw(st.sampled_from(WMODES)))
+
+
 def _run(layers, seed: int, tag: str):
     rng = np.random.default_rng(seed)
     b = Builder()
     for layer in layers:
-        if layer[0] == "pw":
+        if layer[0] == "conv":
+            _, cin, cout, kh, kw, sh, sw, pt, pl, dh, dw, h, w, n, mode, wmode = layer
+            conv_case(b, rng, cin=cin, cout=cout, kh=kh, kw=kw, sh=sh, sw=sw, pt=pt, pl=pl, dh=dh, dw=dw, h=h, w=w,
+                      n=n, mode=mode, wmode=wmode)
+        elif layer[0] == "pw":
             _, cin, cout, pixels, overlap, mode = layer
             pointwise_case(b, rng, cin=cin, cout=cout, pixels=pixels, overlap=overlap, mode=mode)
         else:
@@ -102,3 +123,9 @@ def test_mve_pointwise_blocks_equal_reference(layers, seed) -> None:
 @given(layers=st.lists(depthwise_layers(), min_size=10, max_size=10), seed=st.integers(0, 2**32 - 1))
 def test_mve_depthwise_equal_reference(layers, seed) -> None:
     _run(layers, seed, "dw")
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(layers=st.lists(conv_layers(), min_size=10, max_size=10), seed=st.integers(0, 2**32 - 1))
+def test_mve_conv_blocks_equal_reference(layers, seed) -> None:
+    _run(layers, seed, "conv")
