@@ -746,13 +746,10 @@ static inline void mcu_mve_depthwise_row_s8(const int8_t *const *rows, int32_t k
         const int32_t iw0 = ow * stride_w - pad_left;
         int32_t kw_lo, kw_hi;
         mcu_window_taps(iw0, kw, 1, in_w, &kw_lo, &kw_hi);
-        if (kw_lo == 0 && kw_hi == kw) {
-            mcu_mve_dw_pixel_blocks(inner, kh, iw0, rows, kh, kw, iw0, kw_lo, kw_hi, channels, input_offset, weight,
-                                    kbias, q, output_offset, act_min, act_max, y);
-            continue;
-        }
+        /* One call site, so that the pixel's blocks are inlined into this loop. */
+        const int edge = kw_lo != 0 || kw_hi != kw;
         int32_t nseg = 0;
-        for (int32_t i = 0; i < kh; ++i) {
+        for (int32_t i = 0; edge && i < kh; ++i) {
             if (rows[i] == NULL || kw_hi <= kw_lo) {
                 seg[nseg++] = (mcu_mve_dw_seg){zps, 0, kw};
                 continue;
@@ -765,8 +762,8 @@ static inline void mcu_mve_depthwise_row_s8(const int8_t *const *rows, int32_t k
                 seg[nseg++] = (mcu_mve_dw_seg){zps, 0, kw - kw_hi};
             }
         }
-        mcu_mve_dw_pixel_blocks(seg, nseg, 0, rows, kh, kw, iw0, kw_lo, kw_hi, channels, input_offset, weight, kbias,
-                                q, output_offset, act_min, act_max, y);
+        mcu_mve_dw_pixel_blocks(edge ? seg : inner, edge ? nseg : kh, edge ? 0 : iw0, rows, kh, kw, iw0, kw_lo, kw_hi,
+                                channels, input_offset, weight, kbias, q, output_offset, act_min, act_max, y);
     }
 }
 
