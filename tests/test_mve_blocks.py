@@ -2,8 +2,9 @@
 Python reference: the 1x1 convolution computed a group of four output channels over a block of pixels
 (mcu_mve_matrix_block, with its assembly loop for input channel counts that are multiples of 16 and
 groups without left shifts, and the copied blocks of pixels when output and input overlap, forward
-and backward), the convolution's blocks of im2col'd pixels on the same path, and the depthwise
-requantization that narrows eight channels at once.
+and backward), the convolution's blocks of im2col'd pixels on the same path, the depthwise
+requantization that narrows eight channels at once, and the fully connected row whose dot products
+add the input offset times the weights in the same accumulators.
 
 Hypothesis draws the layers (channel counts at and around multiples of 4 and 16, pixel counts that
 span several copied blocks, every overlap the kernel allows, extreme data, zero-points, shifts and
@@ -25,13 +26,14 @@ from mcu.boards import load_board
 from mcu.paths import cache_dir, runtime_dir
 from mcu.sim.qemu import run_qemu
 from mcu.toolchain import build_firmware
-from test_kernels_s8_mve import MODES, WMODES, Builder, _parse, _render, conv_case, depthwise_case, pointwise_case
+from test_kernels_s8_mve import (MODES, WMODES, Builder, _parse, _render, conv_case, depthwise_case, linear_case,
+                                 pointwise_case)
 
 BOARD = "mps3-an547"
 pytestmark = [requires_qemu, pytest.mark.qemu,
               pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None, reason="arm-none-eabi-gcc not installed")]
 
-KERNELS = ["mcu_conv2d_s8.c", "mcu_conv2d_1x1_s8.c", "mcu_depthwise_conv2d_s8.c", "mcu_depthwise_conv2d_s8_inplace.c"]
+KERNELS = ["mcu_linear_s8.c", "mcu_conv2d_s8.c", "mcu_conv2d_1x1_s8.c", "mcu_depthwise_conv2d_s8.c", "mcu_depthwise_conv2d_s8_inplace.c"]
 
 # cin: multiples of 16 (the assembly loop; 128 and more make blocks of at most 8 pixels when the
 # buffers overlap) and others (the C loop); 1000 leaves one pixel per copied block.
@@ -76,11 +78,22 @@ def conv_layers(draw):
             draw(st.sampled_from(WMODES)))
 
 
+@st.composite
+def linear_layers(draw):
+    """One row (the offset-vector dot products when the input offset fits int8, the weight-sum path
+    when it is 128: the case builder draws zero-point -128 often) and batches."""
+    return ("fc", draw(st.sampled_from([1, 1, 1, 2, 3])), draw(st.sampled_from([1, 5, 15, 16, 17, 64, 100, 128, 640])),
+            draw(st.sampled_from(COUT)), draw(st.sampled_from(MODES)), draw(st.sampled_from(WMODES)))
+
+
 def _run(layers, seed: int, tag: str):
     rng = np.random.default_rng(seed)
     b = Builder()
     for layer in layers:
-        if layer[0] == "conv":
+        if layer[0] == "fc":
+            _, batch, nin, nout, mode, wmode = layer
+            linear_case(b, rng, batch=batch, nin=nin, nout=nout, mode=mode, wmode=wmode)
+        elif layer[0] == "conv":
             _, cin, cout, kh, kw, sh, sw, pt, pl, dh, dw, h, w, n, mode, wmode = layer
             conv_case(b, rng, cin=cin, cout=cout, kh=kh, kw=kw, sh=sh, sw=sw, pt=pt, pl=pl, dh=dh, dw=dw, h=h, w=w,
                       n=n, mode=mode, wmode=wmode)
@@ -129,3 +142,9 @@ def test_mve_depthwise_equal_reference(layers, seed) -> None:
 @given(layers=st.lists(conv_layers(), min_size=10, max_size=10), seed=st.integers(0, 2**32 - 1))
 def test_mve_conv_blocks_equal_reference(layers, seed) -> None:
     _run(layers, seed, "conv")
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(layers=st.lists(linear_layers(), min_size=12, max_size=12), seed=st.integers(0, 2**32 - 1))
+def test_mve_linear_equal_reference(layers, seed) -> None:
+    _run(layers, seed, "fc")

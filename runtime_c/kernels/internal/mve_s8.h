@@ -244,6 +244,45 @@ static inline void mcu_mve_dot2_sum(const int8_t *x, const int8_t *w0, const int
     s[1] = s1;
 }
 
+/* b[k] + (x + off) . w_k for the four weight rows w, w + n, w + 2n, w + 3n over n > 0 values, when
+ * the input offset fits int8: each 16 taps add x . w_k and off . w_k (VMLADAVA against a vector of
+ * the offset) to the same accumulator, so the weight sums cost no accumulators of their own. Sums
+ * modulo 2^32 as everywhere; tail-predicated as mcu_mve_dot4 (the inactive lanes of the offset
+ * vector add nothing). */
+static inline int32x4_t mcu_mve_dot4_off(const int8_t *x, const int8_t *w, int32_t n, int8x16_t off,
+                                         const int32_t *b)
+{
+    const int8_t *w1 = w + n;
+    const int8_t *w2 = w1 + n;
+    const int8_t *w3 = w2 + n;
+    int32_t a0, a1, a2, a3;
+    int32x4_t v;
+    __asm__ volatile("   ldrd %[a0], %[a1], [%[b]]\n"
+                     "   ldrd %[a2], %[a3], [%[b], #8]\n"
+                     "   dlstp.8 lr, %[n]\n"
+                     "1: vldrb.8 q0, [%[x]], #16\n"
+                     "   vldrb.8 q1, [%[w0]], #16\n"
+                     "   vmladava.s8 %[a0], q0, q1\n"
+                     "   vmladava.s8 %[a0], %q[off], q1\n"
+                     "   vldrb.8 q1, [%[w1]], #16\n"
+                     "   vmladava.s8 %[a1], q0, q1\n"
+                     "   vmladava.s8 %[a1], %q[off], q1\n"
+                     "   vldrb.8 q1, [%[w2]], #16\n"
+                     "   vmladava.s8 %[a2], q0, q1\n"
+                     "   vmladava.s8 %[a2], %q[off], q1\n"
+                     "   vldrb.8 q1, [%[w3]], #16\n"
+                     "   vmladava.s8 %[a3], q0, q1\n"
+                     "   vmladava.s8 %[a3], %q[off], q1\n"
+                     "   letp lr, 1b\n"
+                     "   vmov %q[v][2], %q[v][0], %[a0], %[a2]\n"
+                     "   vmov %q[v][3], %q[v][1], %[a1], %[a3]\n"
+                     : [a0] "=&Te"(a0), [a1] "=&Te"(a1), [a2] "=&Te"(a2), [a3] "=&Te"(a3), [v] "=w"(v), [x] "+r"(x),
+                       [w0] "+r"(w), [w1] "+r"(w1), [w2] "+r"(w2), [w3] "+r"(w3)
+                     : [n] "r"(n), [b] "r"(b), [off] "w"(off)
+                     : "q0", "q1", "lr", "memory");
+    return v;
+}
+
 /* One row of a fully connected layer (x: n values, weight rows [out][n]), four outputs per
  * requantization, each weight row read once (mcu_mve_dot2_sum). Writes only y[0 .. out). */
 static inline void mcu_mve_linear_row(const int8_t *x, int32_t n, int32_t out, const int8_t *weight,
@@ -254,6 +293,21 @@ static inline void mcu_mve_linear_row(const int8_t *x, int32_t n, int32_t out, c
     const int32x4_t lo = vdupq_n_s32(act_min);
     const int32x4_t hi = vdupq_n_s32(act_max);
     int32_t o = 0;
+    if (input_offset <= 127) {
+        const int8x16_t off = vdupq_n_s8((int8_t)input_offset);
+        _Alignas(16) const int32_t none[4] = {0, 0, 0, 0};
+        const int32x4_t olo = vdupq_n_s32(act_min - output_offset);
+        const int32x4_t ohi = vdupq_n_s32(act_max - output_offset);
+        for (; o + 4 <= out; o += 4) {
+            int32x4_t acc = mcu_mve_dot4_off(x, weight + o * n, n, off, bias != NULL ? bias + o : none);
+            /* mcu_mve_requantize; the offset and clamp as in mcu_mve_matrix_block */
+            const int32x4_t sh = vldrwq_s32(q->shift + o);
+            const int32x4_t right = vminq_s32(sh, zero);
+            acc = vqrdmulhq_s32(vqshlq_s32(acc, vmaxq_s32(sh, zero)), vldrwq_s32(q->multiplier + o));
+            acc = vrshlq_s32(vqaddq_s32(acc, vshrq_n_s32(vandq_s32(acc, right), 31)), right);
+            vstrbq_s32(y + o, vaddq_n_s32(vminq_s32(vmaxq_s32(acc, olo), ohi), output_offset));
+        }
+    }
     for (; o + 4 <= out; o += 4) {
         /* bias + x . w + off * sum(w) in four lanes, modulo 2^32 as everywhere */
         _Alignas(16) int32_t r[4], sw[4];
