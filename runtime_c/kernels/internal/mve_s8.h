@@ -552,6 +552,17 @@ static inline void mcu_mve_im2col_s8(const mcu_conv2d_s8_params *p, const int8_t
     }
 }
 
+/* 1 when no shift of q's `channels` channels is positive (no requantization needs a left shift). */
+static inline int mcu_mve_no_left_shift(const mcu_per_channel_quant *q, int32_t channels)
+{
+    int32_t m = INT32_MIN;
+    for (int32_t c = 0; c < channels; c += 4) {
+        const mve_pred16_t p = vctp32q((uint32_t)(channels - c));
+        m = vmaxvq_p_s32(m, vldrwq_z_s32(q->shift + c, p), p);
+    }
+    return m <= 0;
+}
+
 /* Depthwise (ch_mult 1) folded biases: kbias[c] = bias[c] + off * sum over all taps of w[t][c]. */
 static inline void mcu_mve_dw_fold_bias(const int8_t *weight, int32_t taps, int32_t channels, const int32_t *bias,
                                         int32_t input_offset, int32_t *kbias)
@@ -653,41 +664,96 @@ static inline void mcu_mve_dw_segs(int32x4_t a[4], const mcu_mve_dw_seg *seg, in
     a[3] = a3;
 }
 
-/* mcu_mve_requantize without the output offset and the clamp: the rounded, shifted product. */
-static inline int32x4_t mcu_mve_requantize_raw(int32x4_t acc, int32x4_t multiplier, int32x4_t shift)
-{
-    const int32x4_t zero = vdupq_n_s32(0);
-    const int32x4_t right = vminq_s32(shift, zero);
-    int32x4_t y = vqrdmulhq_s32(vqshlq_s32(acc, vmaxq_s32(shift, zero)), multiplier);
-    y = vqaddq_s32(y, vshrq_n_s32(vandq_s32(y, right), 31));
-    return vrshlq_s32(y, right);
-}
-
-/* Offset and clamp of eight requantized values at once, on 16-bit lanes: VQMOVNB/VQMOVNT narrow the
- * even (e) and odd (o) lanes with saturation to int16 and interleave them into channel order. The
- * same bits as clamp(sat32(y + offset)) per lane: the clamp bounds lie in [-128, 127] and |offset|
- * <= 128 (mcu_output_offset_valid), so a y that saturates to +-32767/-32768 lands beyond the bounds
- * with or without the offset, and otherwise y + offset is exact in both. */
-static inline int16x8_t mcu_mve_narrow_clamp(int32x4_t e, int32x4_t o, int32_t output_offset, int32_t act_min,
-                                             int32_t act_max)
-{
-    int16x8_t r = vqmovntq_s32(vqmovnbq_s32(vdupq_n_s16(0), e), o);
-    r = vqaddq_n_s16(r, (int16_t)output_offset);
-    r = vmaxq_s16(r, vdupq_n_s16((int16_t)act_min));
-    return vminq_s16(r, vdupq_n_s16((int16_t)act_max));
-}
-
 /* Requantizes the even/odd accumulators of eight channels c .. c + 7 and stores them in channel
- * order: stride-2 gathers load the channels' parameters, mcu_mve_narrow_clamp interleaves. */
+ * order: stride-2 gathers (offsets from VIDUP, which takes its start from an even register) load
+ * the channels' parameters, the lanes are requantized as in mcu_mve_requantize, and the offset and
+ * the clamp are applied to all eight at once on 16-bit lanes: VQMOVNB/VQMOVNT narrow the even and
+ * the odd lanes with saturation to int16 and interleave them into channel order. That is the same
+ * as clamp(sat32(y + offset)) per lane: the bounds lie in [-128, 127] and |offset| <= 128
+ * (mcu_output_offset_valid), so a y that saturates to int16 lands beyond the bounds with or
+ * without the offset, and otherwise y + offset is exact either way. One assembly block with
+ * temporaries of its own, so that nothing of the surrounding pixel loop is spilled around it. */
 static inline void mcu_mve_dw_store8(int32x4_t ev, int32x4_t od, const mcu_per_channel_quant *q, int32_t c,
-                                     int32_t output_offset, int32_t act_min, int32_t act_max, int8_t *y)
+                                     int32_t output_offset, int32_t act_min, int32_t act_max, int8_t *y, int noleft)
 {
-    const uint32x4_t even = vmulq_n_u32(vidupq_n_u32(0, 1), 2);
-    const int32x4_t re = mcu_mve_requantize_raw(ev, vldrwq_gather_shifted_offset_s32(q->multiplier + c, even),
-                                                vldrwq_gather_shifted_offset_s32(q->shift + c, even));
-    const int32x4_t ro = mcu_mve_requantize_raw(od, vldrwq_gather_shifted_offset_s32(q->multiplier + c + 1, even),
-                                                vldrwq_gather_shifted_offset_s32(q->shift + c + 1, even));
-    vstrbq_s16(y + c, mcu_mve_narrow_clamp(re, ro, output_offset, act_min, act_max));
+    const int32_t *mp = q->multiplier + c;
+    const int32_t *sp = q->shift + c;
+    int32x4_t t0, t1, t2, t3, t4, t5;
+    int32_t k;
+    if (noleft) {
+        /* No shift of these channels is positive: the shift is the (non-positive) VRSHL count itself
+         * and there is no left shift (VQSHL by 0 is the identity). */
+        __asm__ volatile("   movs %[k], #0\n"
+                         "   vidup.u32 %q[t0], %[k], #2\n"
+                         "   vldrw.u32 %q[t1], [%[mp], %q[t0], uxtw #2]\n"
+                         "   vldrw.u32 %q[t2], [%[sp], %q[t0], uxtw #2]\n"
+                         "   vqrdmulh.s32 %q[ev], %q[ev], %q[t1]\n"
+                         "   vand %q[t4], %q[ev], %q[t2]\n"
+                         "   vshr.s32 %q[t4], %q[t4], #31\n"
+                         "   vqadd.s32 %q[ev], %q[ev], %q[t4]\n"
+                         "   vrshl.s32 %q[ev], %q[ev], %q[t2]\n"
+                         "   movs %[k], #1\n"
+                         "   vidup.u32 %q[t0], %[k], #2\n"
+                         "   vldrw.u32 %q[t1], [%[mp], %q[t0], uxtw #2]\n"
+                         "   vldrw.u32 %q[t2], [%[sp], %q[t0], uxtw #2]\n"
+                         "   vqrdmulh.s32 %q[od], %q[od], %q[t1]\n"
+                         "   vand %q[t4], %q[od], %q[t2]\n"
+                         "   vshr.s32 %q[t4], %q[t4], #31\n"
+                         "   vqadd.s32 %q[od], %q[od], %q[t4]\n"
+                         "   vrshl.s32 %q[od], %q[od], %q[t2]\n"
+                         "   vqmovnb.s32 %q[t5], %q[ev]\n"
+                         "   vqmovnt.s32 %q[t5], %q[od]\n"
+                         "   vqadd.s16 %q[t5], %q[t5], %[off]\n"
+                         "   vdup.16 %q[t4], %[lo]\n"
+                         "   vmax.s16 %q[t5], %q[t5], %q[t4]\n"
+                         "   vdup.16 %q[t4], %[hi]\n"
+                         "   vmin.s16 %q[t5], %q[t5], %q[t4]\n"
+                         "   vstrb.16 %q[t5], [%[y]]\n"
+                         : [ev] "+w"(ev), [od] "+w"(od), [t0] "=&w"(t0), [t1] "=&w"(t1), [t2] "=&w"(t2),
+                           [t4] "=&w"(t4), [t5] "=&w"(t5), [k] "=&Te"(k)
+                         : [mp] "r"(mp), [sp] "r"(sp), [off] "r"(output_offset), [lo] "r"(act_min),
+                           [hi] "r"(act_max), [y] "r"(y + c)
+                         : "memory");
+        return;
+    }
+    __asm__ volatile("   movs %[k], #0\n"
+                     "   vidup.u32 %q[t0], %[k], #2\n"
+                     "   vldrw.u32 %q[t1], [%[mp], %q[t0], uxtw #2]\n"
+                     "   vldrw.u32 %q[t2], [%[sp], %q[t0], uxtw #2]\n"
+                     "   vmov.i32 %q[t3], #0\n"
+                     "   vmax.s32 %q[t4], %q[t2], %q[t3]\n"
+                     "   vmin.s32 %q[t2], %q[t2], %q[t3]\n"
+                     "   vqshl.s32 %q[ev], %q[ev], %q[t4]\n"
+                     "   vqrdmulh.s32 %q[ev], %q[ev], %q[t1]\n"
+                     "   vand %q[t4], %q[ev], %q[t2]\n"
+                     "   vshr.s32 %q[t4], %q[t4], #31\n"
+                     "   vqadd.s32 %q[ev], %q[ev], %q[t4]\n"
+                     "   vrshl.s32 %q[ev], %q[ev], %q[t2]\n"
+                     "   movs %[k], #1\n"
+                     "   vidup.u32 %q[t0], %[k], #2\n"
+                     "   vldrw.u32 %q[t1], [%[mp], %q[t0], uxtw #2]\n"
+                     "   vldrw.u32 %q[t2], [%[sp], %q[t0], uxtw #2]\n"
+                     "   vmax.s32 %q[t4], %q[t2], %q[t3]\n"
+                     "   vmin.s32 %q[t2], %q[t2], %q[t3]\n"
+                     "   vqshl.s32 %q[od], %q[od], %q[t4]\n"
+                     "   vqrdmulh.s32 %q[od], %q[od], %q[t1]\n"
+                     "   vand %q[t4], %q[od], %q[t2]\n"
+                     "   vshr.s32 %q[t4], %q[t4], #31\n"
+                     "   vqadd.s32 %q[od], %q[od], %q[t4]\n"
+                     "   vrshl.s32 %q[od], %q[od], %q[t2]\n"
+                     "   vqmovnb.s32 %q[t5], %q[ev]\n"
+                     "   vqmovnt.s32 %q[t5], %q[od]\n"
+                     "   vqadd.s16 %q[t5], %q[t5], %[off]\n"
+                     "   vdup.16 %q[t4], %[lo]\n"
+                     "   vmax.s16 %q[t5], %q[t5], %q[t4]\n"
+                     "   vdup.16 %q[t4], %[hi]\n"
+                     "   vmin.s16 %q[t5], %q[t5], %q[t4]\n"
+                     "   vstrb.16 %q[t5], [%[y]]\n"
+                     : [ev] "+w"(ev), [od] "+w"(od), [t0] "=&w"(t0), [t1] "=&w"(t1), [t2] "=&w"(t2), [t3] "=&w"(t3),
+                       [t4] "=&w"(t4), [t5] "=&w"(t5), [k] "=&Te"(k)
+                     : [mp] "r"(mp), [sp] "r"(sp), [off] "r"(output_offset), [lo] "r"(act_min), [hi] "r"(act_max),
+                       [y] "r"(y + c)
+                     : "memory");
 }
 
 /* Eight channels of one depthwise pixel, channels c .. c + 7 (only the first `count` when
@@ -750,7 +816,8 @@ static inline void mcu_mve_dw_pixel_blocks(const mcu_mve_dw_seg *seg, int32_t ns
                                            const int8_t *const *rows, int32_t kh, int32_t kw, int32_t iw0,
                                            int32_t kw_lo, int32_t kw_hi, int32_t channels, int32_t input_offset,
                                            const int8_t *weight, const int32_t *kbias, const mcu_per_channel_quant *q,
-                                           int32_t output_offset, int32_t act_min, int32_t act_max, int8_t *y)
+                                           int32_t output_offset, int32_t act_min, int32_t act_max, int8_t *y,
+                                           int noleft)
 {
     int32_t c = 0;
     for (; c + 8 <= channels;) {
@@ -761,9 +828,9 @@ static inline void mcu_mve_dw_pixel_blocks(const mcu_mve_dw_seg *seg, int32_t ns
             a[3] = vldrwq_s32(kbias + c + 12);
         }
         mcu_mve_dw_segs(a, seg, nseg, c, pix, weight + c, channels, half);
-        mcu_mve_dw_store8(a[0], a[1], q, c, output_offset, act_min, act_max, y);
+        mcu_mve_dw_store8(a[0], a[1], q, c, output_offset, act_min, act_max, y, noleft);
         if (!half) {
-            mcu_mve_dw_store8(a[2], a[3], q, c + 8, output_offset, act_min, act_max, y);
+            mcu_mve_dw_store8(a[2], a[3], q, c + 8, output_offset, act_min, act_max, y, noleft);
         }
         c += half ? 8 : 16;
     }
@@ -780,12 +847,12 @@ static inline void mcu_mve_dw_pixel_blocks(const mcu_mve_dw_seg *seg, int32_t ns
  * per row, for the pixels whose window lies inside the input (the runs move with the pixel), and a
  * list of its own for each pixel at the left or right edge. Pixels in order; each writes only its
  * own channels, after reading all of its window's inputs of the same channels (a channel's output
- * depends only on that channel's inputs). */
+ * depends only on that channel's inputs). noleft: mcu_mve_no_left_shift(q, channels). */
 static inline void mcu_mve_depthwise_row_s8(const int8_t *const *rows, int32_t kh, int32_t kw, int32_t in_w,
                                             int32_t out_w, int32_t stride_w, int32_t pad_left, int32_t channels,
                                             int32_t input_offset, const int8_t *weight, const int32_t *kbias,
                                             const mcu_per_channel_quant *q, int32_t output_offset, int32_t act_min,
-                                            int32_t act_max, int8_t *y)
+                                            int32_t act_max, int8_t *y, int noleft)
 {
     /* Padded runs read a row of zero-points (with stride 0). */
     _Alignas(16) int8_t zps[MCU_S8_MVE_OC_MAX];
@@ -817,7 +884,8 @@ static inline void mcu_mve_depthwise_row_s8(const int8_t *const *rows, int32_t k
             }
         }
         mcu_mve_dw_pixel_blocks(edge ? seg : inner, edge ? nseg : kh, edge ? 0 : iw0, rows, kh, kw, iw0, kw_lo, kw_hi,
-                                channels, input_offset, weight, kbias, q, output_offset, act_min, act_max, y);
+                                channels, input_offset, weight, kbias, q, output_offset, act_min, act_max, y,
+                                noleft);
     }
 }
 
