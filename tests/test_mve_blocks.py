@@ -33,7 +33,8 @@ BOARD = "mps3-an547"
 pytestmark = [requires_qemu, pytest.mark.qemu,
               pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None, reason="arm-none-eabi-gcc not installed")]
 
-KERNELS = ["mcu_linear_s8.c", "mcu_conv2d_s8.c", "mcu_conv2d_1x1_s8.c", "mcu_depthwise_conv2d_s8.c", "mcu_depthwise_conv2d_s8_inplace.c"]
+KERNELS = ["mcu_linear_s8.c", "mcu_conv2d_s8.c", "mcu_conv2d_1x1_s8.c", "mcu_depthwise_conv2d_s8.c",
+           "mcu_depthwise_conv2d_s8_inplace.c"]
 
 # cin: multiples of 16 (the assembly loop; 128 and more make blocks of at most 8 pixels when the
 # buffers overlap) and others (the C loop); 1000 leaves one pixel per copied block.
@@ -148,3 +149,20 @@ def test_mve_conv_blocks_equal_reference(layers, seed) -> None:
 @given(layers=st.lists(linear_layers(), min_size=12, max_size=12), seed=st.integers(0, 2**32 - 1))
 def test_mve_linear_equal_reference(layers, seed) -> None:
     _run(layers, seed, "fc")
+
+
+@pytest.mark.parametrize("opt", ["-Os", "-O1", "-O3"])
+def test_mve_kernels_compile_at_every_level(opt: str, tmp_path) -> None:
+    """The assembly blocks keep GCC a register to spare at every optimisation level (-Os and -O1 reserve
+    more registers than the default -O2; the interpreter's code size is measured at -Os)."""
+    import subprocess
+
+    from mcu.toolchain import compile_flags, find_cross_compiler
+
+    board = load_board(BOARD)
+    flags = [f for f in compile_flags(board) if not f.startswith("-O")]
+    for kernel in KERNELS:
+        src = runtime_dir() / "kernels" / kernel
+        done = subprocess.run([str(find_cross_compiler()), *flags, opt, "-c", "-o", str(tmp_path / "k.o"), str(src)],
+                              capture_output=True, text=True)
+        assert done.returncode == 0, f"{kernel} at {opt}:\n{done.stderr[-2000:]}"

@@ -382,13 +382,14 @@ static inline void mcu_mve_matrix_pixel(const int8_t *x, int32_t n, int32_t out_
 
 /* The pixel loop of mcu_mve_matrix_block for one group of four output channels (weight rows w,
  * w + n, w + 2n, w + 3n) when n is a multiple of 16 and no shift of the group is positive (no left
- * shift): one assembly block for all `pixels` (> 0) so that every pointer, accumulator and
+ * shift): one assembly block for all pixels (at least one) so that every pointer, accumulator and
  * parameter stays in a register. The dot products are those of mcu_mve_dot4 (whole iterations
  * only: each pointer ends exactly n bytes on, so x moves to the next pixel by itself and the rows
  * step back by n); the requantization is mcu_mve_requantize with left shift 0 (VQSHL by 0 is the
  * identity) and the offset and clamp of mcu_mve_matrix_block. kb: the group's folded biases;
- * c: lane 0 the output pixel stride, lane 2 the output offset. */
-static inline void mcu_mve_matrix_group_asm(const int8_t *x, int32_t pixels, int32_t n, const int8_t *w, int8_t *y,
+ * c: lane 0 the output pixel stride, lane 1 the end of x (x + pixels * n), lane 2 the output offset
+ * (the loop ends when x reaches it: at -Os and -O1 no register is left for a pixel counter). */
+static inline void mcu_mve_matrix_group_asm(const int8_t *x, int32_t n, const int8_t *w, int8_t *y,
                                             int32x4_t kb, int32x4_t m, int32x4_t right, int32x4_t lo, int32x4_t hi,
                                             int32x4_t c)
 {
@@ -426,10 +427,11 @@ static inline void mcu_mve_matrix_group_asm(const int8_t *x, int32_t pixels, int
                      "   sub %[w1], %[w1], %[n]\n"
                      "   sub %[w2], %[w2], %[n]\n"
                      "   sub %[w3], %[w3], %[n]\n"
-                     "   subs %[cnt], %[cnt], #1\n"
+                     "   vmov %[a1], %[a3], %q[c][3], %q[c][1]\n"
+                     "   cmp %[x], %[a1]\n"
                      "   bne 1b\n"
                      : [a0] "=&Te"(a0), [a1] "=&Te"(a1), [a2] "=&Te"(a2), [a3] "=&Te"(a3), [x] "+r"(x), [w0] "+r"(w),
-                       [w1] "+r"(w1), [w2] "+r"(w2), [w3] "+r"(w3), [y] "+r"(y), [cnt] "+r"(pixels)
+                       [w1] "+r"(w1), [w2] "+r"(w2), [w3] "+r"(w3), [y] "+l"(y)
                      : [n] "r"(n), [kb] "w"(kb), [m] "w"(m), [r] "w"(right), [lo] "w"(lo), [hi] "w"(hi), [c] "w"(c)
                      : "q0", "q1", "lr", "cc", "memory");
 }
@@ -441,9 +443,10 @@ static inline void mcu_mve_matrix_group_asm(const int8_t *x, int32_t pixels, int
  * The offset and the clamp: clamp(sat(y + off), lo, hi) equals clamp(y, lo - off, hi - off) + off
  * (a sum that would saturate lies beyond the bounds either way). Writes only y's pixels' channels
  * [0, out_c); all of x is read before y is written only when the caller gave it a copy. */
-static inline void mcu_mve_matrix_block(const int8_t *x, int32_t pixels, int32_t n, int32_t out_c,
-                                        const int8_t *weight, const int32_t *kbias, const mcu_per_channel_quant *q,
-                                        int32_t output_offset, int32_t act_min, int32_t act_max, int8_t *y)
+static __attribute__((noinline, unused)) void
+mcu_mve_matrix_block(const int8_t *x, int32_t pixels, int32_t n, int32_t out_c, const int8_t *weight,
+                     const int32_t *kbias, const mcu_per_channel_quant *q, int32_t output_offset, int32_t act_min,
+                     int32_t act_max, int8_t *y)
 {
     const int32x4_t zero = vdupq_n_s32(0);
     const int32x4_t lo = vdupq_n_s32(act_min - output_offset);
@@ -457,9 +460,11 @@ static inline void mcu_mve_matrix_block(const int8_t *x, int32_t pixels, int32_t
         const int32x4_t m = vldrwq_s32(q->multiplier + oc);
         const int8_t *xp = x;
         int8_t *yp = y + oc;
+        /* (the assembly loop runs at least once) */
         if (n % 16 == 0 && vmaxvq_s32(INT32_MIN, s) <= 0 && pixels > 0) {
-            const int32x4_t c = vsetq_lane_s32(output_offset, vdupq_n_s32(out_c), 2);
-            mcu_mve_matrix_group_asm(xp, pixels, n, w, yp, vldrwq_s32(kbias + oc), m, right, lo, hi, c);
+            int32x4_t c = vsetq_lane_s32(output_offset, vdupq_n_s32(out_c), 2);
+            c = vsetq_lane_s32((int32_t)(uintptr_t)(xp + pixels * n), c, 1);
+            mcu_mve_matrix_group_asm(xp, n, w, yp, vldrwq_s32(kbias + oc), m, right, lo, hi, c);
             continue;
         }
         for (int32_t i = 0; i < pixels; ++i, xp += n, yp += out_c) {
@@ -712,7 +717,7 @@ static inline void mcu_mve_dw_store8(int32x4_t ev, int32x4_t od, const mcu_per_c
                          : [ev] "+w"(ev), [od] "+w"(od), [t0] "=&w"(t0), [t1] "=&w"(t1), [t2] "=&w"(t2),
                            [t4] "=&w"(t4), [t5] "=&w"(t5), [k] "=&Te"(k)
                          : [mp] "r"(mp), [sp] "r"(sp), [off] "r"(output_offset), [lo] "r"(act_min),
-                           [hi] "r"(act_max), [y] "r"(y + c)
+                           [hi] "r"(act_max), [y] "l"(y + c)
                          : "memory");
         return;
     }
@@ -752,7 +757,7 @@ static inline void mcu_mve_dw_store8(int32x4_t ev, int32x4_t od, const mcu_per_c
                      : [ev] "+w"(ev), [od] "+w"(od), [t0] "=&w"(t0), [t1] "=&w"(t1), [t2] "=&w"(t2), [t3] "=&w"(t3),
                        [t4] "=&w"(t4), [t5] "=&w"(t5), [k] "=&Te"(k)
                      : [mp] "r"(mp), [sp] "r"(sp), [off] "r"(output_offset), [lo] "r"(act_min), [hi] "r"(act_max),
-                       [y] "r"(y + c)
+                       [y] "l"(y + c)
                      : "memory");
 }
 
