@@ -34,39 +34,33 @@ static void pixel(const mcu_conv2d_s8_params *p, const mcu_per_channel_quant *q,
 }
 
 #if MCU_S8_MVE
-/* Pixel i: when the output may overlap the input, the input pixel is first copied to `col`, so
- * that all of it is read before any of output pixel i is written (the pixel-buffer contract). */
-static void pixel_mve(const mcu_conv2d_s8_params *p, const mcu_per_channel_quant *q, const int8_t *input,
-                      const int8_t *weight, const int32_t *kbias, int8_t *output, int64_t i, int disjoint,
-                      int8_t *col)
-{
-    const int32_t cin = p->input.c;
-    const int8_t *x = input + i * cin;
-    if (!disjoint) {
-        mcu_mve_copy_s8(col, x, cin);
-        x = col;
-    }
-    mcu_mve_matrix_pixel(x, cin, p->output.c, weight, kbias, q, p->output_offset, p->act_min, p->act_max,
-                         output + i * p->output.c);
-}
-
-/* All pixels, forward or backward (see below). A function of its own, not inlined, so that its
- * stack buffers do not add to the DSP path's in the caller's frame. */
+/* All pixels, forward or backward (see below), in blocks that mcu_mve_matrix_block computes a group
+ * of output channels at a time. A block whose output may overlap the input is first copied to `col`
+ * whole, so that all of its input is read before any of its output is written: the pixel-buffer
+ * contract holds for a block as for one pixel (the reads only move earlier, the writes land after
+ * them). A function of its own, not inlined, so that its stack buffers do not add to the DSP path's
+ * in the caller's frame. */
 static __attribute__((noinline)) void pointwise_mve(const mcu_conv2d_s8_params *p, const mcu_per_channel_quant *q,
                                                     const int8_t *input, const int8_t *weight, const int32_t *bias,
                                                     int8_t *output, int64_t pixels, int disjoint, int forward)
 {
     _Alignas(16) int8_t col[MCU_S8_MVE_COL_MAX];
     _Alignas(16) int32_t kbias[MCU_S8_MVE_OC_MAX];
-    mcu_mve_fold_bias(weight, p->input.c, p->output.c, bias, p->input_offset, kbias);
-    if (forward) {
-        for (int64_t i = 0; i < pixels; ++i) {
-            pixel_mve(p, q, input, weight, kbias, output, i, disjoint, col);
-        }
+    const int32_t cin = p->input.c;
+    const int32_t cout = p->output.c;
+    mcu_mve_fold_bias(weight, cin, cout, bias, p->input_offset, kbias);
+    if (disjoint) {
+        mcu_mve_matrix_block(input, (int32_t)pixels, cin, cout, weight, kbias, q, p->output_offset, p->act_min,
+                             p->act_max, output);
         return;
     }
-    for (int64_t i = pixels - 1; i >= 0; --i) {
-        pixel_mve(p, q, input, weight, kbias, output, i, 0, col);
+    const int64_t block = MCU_S8_MVE_COL_MAX / cin; /* >= 1: cin <= MCU_S8_MVE_COL_MAX */
+    for (int64_t done = 0; done < pixels; done += block) {
+        const int64_t count = pixels - done < block ? pixels - done : block;
+        const int64_t first = forward ? done : pixels - done - count;
+        mcu_mve_copy_s8(col, input + first * cin, (int32_t)(count * cin));
+        mcu_mve_matrix_block(col, (int32_t)count, cin, cout, weight, kbias, q, p->output_offset, p->act_min,
+                             p->act_max, output + first * cout);
     }
 }
 #endif

@@ -18,10 +18,11 @@ int32_t mcu_conv2d_s8_get_buffer_size(const mcu_conv2d_s8_params *p)
 
 #if MCU_S8_MVE
 /* groups == 1 with a window of at most MCU_S8_MVE_COL_MAX bytes and at most MCU_S8_MVE_OC_MAX
- * output channels: per output pixel (in memory order) im2col as raw int8, then four output
- * channels at a time, 16 taps per VMLADAVA, on top of biases with the input offset folded in
- * (mve_s8.h). The pixel's window is gathered before any of its outputs is written, which keeps
- * the window overlap contract. */
+ * output channels: blocks of consecutive output pixels (in memory order) im2col'd as raw int8 into
+ * one buffer, then mcu_mve_matrix_block: four output channels at a time over the block's pixels,
+ * 16 taps per VMLADAVA, on top of biases with the input offset folded in (mve_s8.h). All of a
+ * block's windows are gathered before any of its outputs is written, which keeps the window overlap
+ * contract (the reads only move earlier). */
 static int conv_mve_applies(const mcu_conv2d_s8_params *p)
 {
     return p->groups == 1 && p->kernel_h * p->kernel_w * p->input.c <= MCU_S8_MVE_COL_MAX &&
@@ -36,15 +37,24 @@ static void conv_mve(const mcu_conv2d_s8_params *p, const mcu_per_channel_quant 
     const mcu_shape4 in = p->input;
     const mcu_shape4 out = p->output;
     const int32_t n = p->kernel_h * p->kernel_w * in.c;
+    const int32_t block = MCU_S8_MVE_COL_MAX / n; /* >= 1 (conv_mve_applies) */
+    const int32_t hw = out.h * out.w;
     mcu_mve_fold_bias(weight, n, out.c, bias, p->input_offset, kbias);
     for (int32_t b = 0; b < in.n; ++b) {
         const int8_t *x_n = input + b * in.h * in.w * in.c;
-        int8_t *y = output + b * out.h * out.w * out.c;
-        for (int32_t oh = 0; oh < out.h; ++oh) {
-            for (int32_t ow = 0; ow < out.w; ++ow, y += out.c) {
-                mcu_mve_im2col_s8(p, x_n, oh, ow, col);
-                mcu_mve_matrix_pixel(col, n, out.c, weight, kbias, q, p->output_offset, p->act_min, p->act_max, y);
+        int8_t *y = output + b * hw * out.c;
+        int32_t oh = 0, ow = 0;
+        for (int32_t i = 0; i < hw; i += block) {
+            const int32_t count = hw - i < block ? hw - i : block;
+            for (int32_t k = 0; k < count; ++k) {
+                mcu_mve_im2col_s8(p, x_n, oh, ow, col + k * n);
+                if (++ow == out.w) {
+                    ow = 0;
+                    ++oh;
+                }
             }
+            mcu_mve_matrix_block(col, count, n, out.c, weight, kbias, q, p->output_offset, p->act_min, p->act_max,
+                                 y + i * out.c);
         }
     }
 }

@@ -186,6 +186,7 @@ static void dw_mve(const mcu_depthwise_conv2d_s8_params *p, const mcu_per_channe
     const int8_t *rows[MCU_S8_MVE_DW_ROWS_MAX];
     _Alignas(16) int32_t kbias[MCU_S8_MVE_OC_MAX];
     mcu_mve_dw_fold_bias(weight, p->kernel_h * p->kernel_w, in.c, bias, p->input_offset, kbias);
+    const int noleft = mcu_mve_no_left_shift(q, in.c);
     for (int32_t n = 0; n < in.n; ++n) {
         const int8_t *x_n = input + n * in.h * in.w * in.c;
         for (int32_t oh = 0; oh < out.h; ++oh) {
@@ -196,7 +197,7 @@ static void dw_mve(const mcu_depthwise_conv2d_s8_params *p, const mcu_per_channe
             }
             mcu_mve_depthwise_row_s8(rows, p->kernel_h, p->kernel_w, in.w, out.w, p->stride_w, p->pad_left, in.c,
                                      p->input_offset, weight, kbias, q, p->output_offset, p->act_min, p->act_max,
-                                     output + (n * out.h + oh) * out.w * out.c);
+                                     output + (n * out.h + oh) * out.w * out.c, noleft);
         }
     }
 }

@@ -169,6 +169,7 @@ static void inplace_mve(const mcu_depthwise_conv2d_s8_params *p, const mcu_per_c
     const int8_t *rows[MCU_S8_MVE_DW_ROWS_MAX];
     _Alignas(16) int32_t kbias[MCU_S8_MVE_OC_MAX];
     mcu_mve_dw_fold_bias(weight, kh * kw, in.c, bias, p->input_offset, kbias);
+    const int noleft = mcu_mve_no_left_shift(q, in.c);
     for (int32_t n = 0; n < in.n; ++n) {
         int8_t *img = data + (size_t)n * (size_t)in.h * (size_t)row_bytes;
         for (int32_t r = 0; r < in.h; ++r) {
@@ -181,7 +182,7 @@ static void inplace_mve(const mcu_depthwise_conv2d_s8_params *p, const mcu_per_c
                                            : img + (size_t)ih * (size_t)row_bytes;
             }
             mcu_mve_depthwise_row_s8(rows, kh, kw, in.w, in.w, 1, p->pad_left, in.c, p->input_offset, weight, kbias, q,
-                                     p->output_offset, p->act_min, p->act_max, y);
+                                     p->output_offset, p->act_min, p->act_max, y, noleft);
         }
     }
 }

@@ -244,6 +244,45 @@ static inline void mcu_mve_dot2_sum(const int8_t *x, const int8_t *w0, const int
     s[1] = s1;
 }
 
+/* b[k] + (x + off) . w_k for the four weight rows w, w + n, w + 2n, w + 3n over n > 0 values, when
+ * the input offset fits int8: each 16 taps add x . w_k and off . w_k (VMLADAVA against a vector of
+ * the offset) to the same accumulator, so the weight sums cost no accumulators of their own. Sums
+ * modulo 2^32 as everywhere; tail-predicated as mcu_mve_dot4 (the inactive lanes of the offset
+ * vector add nothing). */
+static inline int32x4_t mcu_mve_dot4_off(const int8_t *x, const int8_t *w, int32_t n, int8x16_t off,
+                                         const int32_t *b)
+{
+    const int8_t *w1 = w + n;
+    const int8_t *w2 = w1 + n;
+    const int8_t *w3 = w2 + n;
+    int32_t a0, a1, a2, a3;
+    int32x4_t v;
+    __asm__ volatile("   ldrd %[a0], %[a1], [%[b]]\n"
+                     "   ldrd %[a2], %[a3], [%[b], #8]\n"
+                     "   dlstp.8 lr, %[n]\n"
+                     "1: vldrb.8 q0, [%[x]], #16\n"
+                     "   vldrb.8 q1, [%[w0]], #16\n"
+                     "   vmladava.s8 %[a0], q0, q1\n"
+                     "   vmladava.s8 %[a0], %q[off], q1\n"
+                     "   vldrb.8 q1, [%[w1]], #16\n"
+                     "   vmladava.s8 %[a1], q0, q1\n"
+                     "   vmladava.s8 %[a1], %q[off], q1\n"
+                     "   vldrb.8 q1, [%[w2]], #16\n"
+                     "   vmladava.s8 %[a2], q0, q1\n"
+                     "   vmladava.s8 %[a2], %q[off], q1\n"
+                     "   vldrb.8 q1, [%[w3]], #16\n"
+                     "   vmladava.s8 %[a3], q0, q1\n"
+                     "   vmladava.s8 %[a3], %q[off], q1\n"
+                     "   letp lr, 1b\n"
+                     "   vmov %q[v][2], %q[v][0], %[a0], %[a2]\n"
+                     "   vmov %q[v][3], %q[v][1], %[a1], %[a3]\n"
+                     : [a0] "=&Te"(a0), [a1] "=&Te"(a1), [a2] "=&Te"(a2), [a3] "=&Te"(a3), [v] "=w"(v), [x] "+r"(x),
+                       [w0] "+r"(w), [w1] "+r"(w1), [w2] "+r"(w2), [w3] "+r"(w3)
+                     : [n] "r"(n), [b] "r"(b), [off] "w"(off)
+                     : "q0", "q1", "lr", "memory");
+    return v;
+}
+
 /* One row of a fully connected layer (x: n values, weight rows [out][n]), four outputs per
  * requantization, each weight row read once (mcu_mve_dot2_sum). Writes only y[0 .. out). */
 static inline void mcu_mve_linear_row(const int8_t *x, int32_t n, int32_t out, const int8_t *weight,
@@ -254,6 +293,21 @@ static inline void mcu_mve_linear_row(const int8_t *x, int32_t n, int32_t out, c
     const int32x4_t lo = vdupq_n_s32(act_min);
     const int32x4_t hi = vdupq_n_s32(act_max);
     int32_t o = 0;
+    if (input_offset <= 127) {
+        const int8x16_t off = vdupq_n_s8((int8_t)input_offset);
+        _Alignas(16) const int32_t none[4] = {0, 0, 0, 0};
+        const int32x4_t olo = vdupq_n_s32(act_min - output_offset);
+        const int32x4_t ohi = vdupq_n_s32(act_max - output_offset);
+        for (; o + 4 <= out; o += 4) {
+            int32x4_t acc = mcu_mve_dot4_off(x, weight + o * n, n, off, bias != NULL ? bias + o : none);
+            /* mcu_mve_requantize; the offset and clamp as in mcu_mve_matrix_block */
+            const int32x4_t sh = vldrwq_s32(q->shift + o);
+            const int32x4_t right = vminq_s32(sh, zero);
+            acc = vqrdmulhq_s32(vqshlq_s32(acc, vmaxq_s32(sh, zero)), vldrwq_s32(q->multiplier + o));
+            acc = vrshlq_s32(vqaddq_s32(acc, vshrq_n_s32(vandq_s32(acc, right), 31)), right);
+            vstrbq_s32(y + o, vaddq_n_s32(vminq_s32(vmaxq_s32(acc, olo), ohi), output_offset));
+        }
+    }
     for (; o + 4 <= out; o += 4) {
         /* bias + x . w + off * sum(w) in four lanes, modulo 2^32 as everywhere */
         _Alignas(16) int32_t r[4], sw[4];
@@ -326,6 +380,112 @@ static inline void mcu_mve_matrix_pixel(const int8_t *x, int32_t n, int32_t out_
     }
 }
 
+/* The pixel loop of mcu_mve_matrix_block for one group of four output channels (weight rows w,
+ * w + n, w + 2n, w + 3n) when n is a multiple of 16 and no shift of the group is positive (no left
+ * shift): one assembly block for all pixels (at least one) so that every pointer, accumulator and
+ * parameter stays in a register. The dot products are those of mcu_mve_dot4 (whole iterations
+ * only: each pointer ends exactly n bytes on, so x moves to the next pixel by itself and the rows
+ * step back by n); the requantization is mcu_mve_requantize with left shift 0 (VQSHL by 0 is the
+ * identity) and the offset and clamp of mcu_mve_matrix_block. kb: the group's folded biases;
+ * c: lane 0 the output pixel stride, lane 1 the end of x (x + pixels * n), lane 2 the output offset
+ * (the loop ends when x reaches it: at -Os and -O1 no register is left for a pixel counter). */
+static inline void mcu_mve_matrix_group_asm(const int8_t *x, int32_t n, const int8_t *w, int8_t *y,
+                                            int32x4_t kb, int32x4_t m, int32x4_t right, int32x4_t lo, int32x4_t hi,
+                                            int32x4_t c)
+{
+    const int8_t *w1 = w + n;
+    const int8_t *w2 = w1 + n;
+    const int8_t *w3 = w2 + n;
+    int32_t a0, a1, a2, a3;
+    __asm__ volatile("1: vmov %[a0], %[a2], %q[kb][2], %q[kb][0]\n"
+                     "   vmov %[a1], %[a3], %q[kb][3], %q[kb][1]\n"
+                     "   dlstp.8 lr, %[n]\n"
+                     "2: vldrb.8 q0, [%[x]], #16\n"
+                     "   vldrb.8 q1, [%[w0]], #16\n"
+                     "   vmladava.s8 %[a0], q0, q1\n"
+                     "   vldrb.8 q1, [%[w1]], #16\n"
+                     "   vmladava.s8 %[a1], q0, q1\n"
+                     "   vldrb.8 q1, [%[w2]], #16\n"
+                     "   vmladava.s8 %[a2], q0, q1\n"
+                     "   vldrb.8 q1, [%[w3]], #16\n"
+                     "   vmladava.s8 %[a3], q0, q1\n"
+                     "   letp lr, 2b\n"
+                     "   vmov q0[2], q0[0], %[a0], %[a2]\n"
+                     "   vmov q0[3], q0[1], %[a1], %[a3]\n"
+                     "   vqrdmulh.s32 q0, q0, %q[m]\n"
+                     "   vand q1, q0, %q[r]\n"
+                     "   vshr.s32 q1, q1, #31\n"
+                     "   vqadd.s32 q0, q0, q1\n"
+                     "   vrshl.s32 q0, q0, %q[r]\n"
+                     "   vmax.s32 q0, q0, %q[lo]\n"
+                     "   vmin.s32 q0, q0, %q[hi]\n"
+                     "   vmov %[a0], %[a2], %q[c][2], %q[c][0]\n"
+                     "   vadd.i32 q0, q0, %[a2]\n"
+                     "   vstrb.32 q0, [%[y]]\n"
+                     "   add %[y], %[y], %[a0]\n"
+                     "   sub %[w0], %[w0], %[n]\n"
+                     "   sub %[w1], %[w1], %[n]\n"
+                     "   sub %[w2], %[w2], %[n]\n"
+                     "   sub %[w3], %[w3], %[n]\n"
+                     "   vmov %[a1], %[a3], %q[c][3], %q[c][1]\n"
+                     "   cmp %[x], %[a1]\n"
+                     "   bne 1b\n"
+                     : [a0] "=&Te"(a0), [a1] "=&Te"(a1), [a2] "=&Te"(a2), [a3] "=&Te"(a3), [x] "+r"(x), [w0] "+r"(w),
+                       [w1] "+r"(w1), [w2] "+r"(w2), [w3] "+r"(w3), [y] "+l"(y)
+                     : [n] "r"(n), [kb] "w"(kb), [m] "w"(m), [r] "w"(right), [lo] "w"(lo), [hi] "w"(hi), [c] "w"(c)
+                     : "q0", "q1", "lr", "cc", "memory");
+}
+
+/* Several output pixels of a matrix kernel: pixel i's n int8 values are x[i * n .. i * n + n) and its
+ * out_c outputs go to y[i * out_c ..] (the rest as mcu_mve_matrix_pixel). Output channels outer,
+ * pixels inner: a group of four channels keeps its requantization parameters in registers across
+ * the pixels, so each pixel pays only its dot products and the arithmetic of the requantization.
+ * The offset and the clamp: clamp(sat(y + off), lo, hi) equals clamp(y, lo - off, hi - off) + off
+ * (a sum that would saturate lies beyond the bounds either way). Writes only y's pixels' channels
+ * [0, out_c); all of x is read before y is written only when the caller gave it a copy. */
+static __attribute__((noinline, unused)) void
+mcu_mve_matrix_block(const int8_t *x, int32_t pixels, int32_t n, int32_t out_c, const int8_t *weight,
+                     const int32_t *kbias, const mcu_per_channel_quant *q, int32_t output_offset, int32_t act_min,
+                     int32_t act_max, int8_t *y)
+{
+    const int32x4_t zero = vdupq_n_s32(0);
+    const int32x4_t lo = vdupq_n_s32(act_min - output_offset);
+    const int32x4_t hi = vdupq_n_s32(act_max - output_offset);
+    int32_t oc = 0;
+    for (; oc + 4 <= out_c; oc += 4) {
+        const int8_t *w = weight + oc * n;
+        const int32x4_t s = vldrwq_s32(q->shift + oc);
+        const int32x4_t left = vmaxq_s32(s, zero);
+        const int32x4_t right = vminq_s32(s, zero);
+        const int32x4_t m = vldrwq_s32(q->multiplier + oc);
+        const int8_t *xp = x;
+        int8_t *yp = y + oc;
+        /* (the assembly loop runs at least once) */
+        if (n % 16 == 0 && vmaxvq_s32(INT32_MIN, s) <= 0 && pixels > 0) {
+            int32x4_t c = vsetq_lane_s32(output_offset, vdupq_n_s32(out_c), 2);
+            c = vsetq_lane_s32((int32_t)(uintptr_t)(xp + pixels * n), c, 1);
+            mcu_mve_matrix_group_asm(xp, n, w, yp, vldrwq_s32(kbias + oc), m, right, lo, hi, c);
+            continue;
+        }
+        for (int32_t i = 0; i < pixels; ++i, xp += n, yp += out_c) {
+            int32x4_t acc = mcu_mve_dot4(xp, w, w + n, w + 2 * n, w + 3 * n, n, kbias + oc);
+            acc = vqrdmulhq_s32(vqshlq_s32(acc, left), m);
+            acc = vrshlq_s32(vqaddq_s32(acc, vshrq_n_s32(vandq_s32(acc, right), 31)), right);
+            vstrbq_s32(yp, vaddq_n_s32(vminq_s32(vmaxq_s32(acc, lo), hi), output_offset));
+        }
+    }
+    if (oc < out_c) {
+        const int32_t rest = out_c - oc;
+        const int8_t *w = weight + oc * n;
+        const int8_t *w1 = rest > 1 ? w + n : w;
+        const int8_t *w2 = rest > 2 ? w + 2 * n : w;
+        for (int32_t i = 0; i < pixels; ++i) {
+            const int32x4_t acc = mcu_mve_dot4(x + i * n, w, w1, w2, w, n, kbias + oc); /* kbias has room for 4 */
+            mcu_mve_store_tail(acc, q, oc, rest, output_offset, act_min, act_max, y + i * out_c);
+        }
+    }
+}
+
 /* Copies and fills of n >= 0 bytes, 16 per instruction: tail-predicated loops (WLSTP skips n == 0),
  * in assembly as mcu_mve_dot4. Only dst[0 .. n) is written, only src[0 .. n) read. */
 static inline void mcu_mve_copy_s8(int8_t *dst, const int8_t *src, int32_t n)
@@ -395,6 +555,17 @@ static inline void mcu_mve_im2col_s8(const mcu_conv2d_s8_params *p, const int8_t
             }
         }
     }
+}
+
+/* 1 when no shift of q's `channels` channels is positive (no requantization needs a left shift). */
+static inline int mcu_mve_no_left_shift(const mcu_per_channel_quant *q, int32_t channels)
+{
+    int32_t m = INT32_MIN;
+    for (int32_t c = 0; c < channels; c += 4) {
+        const mve_pred16_t p = vctp32q((uint32_t)(channels - c));
+        m = vmaxvq_p_s32(m, vldrwq_z_s32(q->shift + c, p), p);
+    }
+    return m <= 0;
 }
 
 /* Depthwise (ch_mult 1) folded biases: kbias[c] = bias[c] + off * sum over all taps of w[t][c]. */
@@ -499,18 +670,95 @@ static inline void mcu_mve_dw_segs(int32x4_t a[4], const mcu_mve_dw_seg *seg, in
 }
 
 /* Requantizes the even/odd accumulators of eight channels c .. c + 7 and stores them in channel
- * order: stride-2 gathers load the channels' parameters, VMOVNB/VMOVNT interleave the results. */
+ * order: stride-2 gathers (offsets from VIDUP, which takes its start from an even register) load
+ * the channels' parameters, the lanes are requantized as in mcu_mve_requantize, and the offset and
+ * the clamp are applied to all eight at once on 16-bit lanes: VQMOVNB/VQMOVNT narrow the even and
+ * the odd lanes with saturation to int16 and interleave them into channel order. That is the same
+ * as clamp(sat32(y + offset)) per lane: the bounds lie in [-128, 127] and |offset| <= 128
+ * (mcu_output_offset_valid), so a y that saturates to int16 lands beyond the bounds with or
+ * without the offset, and otherwise y + offset is exact either way. One assembly block with
+ * temporaries of its own, so that nothing of the surrounding pixel loop is spilled around it. */
 static inline void mcu_mve_dw_store8(int32x4_t ev, int32x4_t od, const mcu_per_channel_quant *q, int32_t c,
-                                     int32_t output_offset, int32_t act_min, int32_t act_max, int8_t *y)
+                                     int32_t output_offset, int32_t act_min, int32_t act_max, int8_t *y, int noleft)
 {
-    const uint32x4_t even = vmulq_n_u32(vidupq_n_u32(0, 1), 2);
-    const int32x4_t re = mcu_mve_requantize(ev, vldrwq_gather_shifted_offset_s32(q->multiplier + c, even),
-                                            vldrwq_gather_shifted_offset_s32(q->shift + c, even), output_offset,
-                                            act_min, act_max);
-    const int32x4_t ro = mcu_mve_requantize(od, vldrwq_gather_shifted_offset_s32(q->multiplier + c + 1, even),
-                                            vldrwq_gather_shifted_offset_s32(q->shift + c + 1, even), output_offset,
-                                            act_min, act_max);
-    vstrbq_s16(y + c, vmovntq_s32(vmovnbq_s32(vuninitializedq_s16(), re), ro));
+    const int32_t *mp = q->multiplier + c;
+    const int32_t *sp = q->shift + c;
+    int32x4_t t0, t1, t2, t3, t4, t5;
+    int32_t k;
+    if (noleft) {
+        /* No shift of these channels is positive: the shift is the (non-positive) VRSHL count itself
+         * and there is no left shift (VQSHL by 0 is the identity). */
+        __asm__ volatile("   movs %[k], #0\n"
+                         "   vidup.u32 %q[t0], %[k], #2\n"
+                         "   vldrw.u32 %q[t1], [%[mp], %q[t0], uxtw #2]\n"
+                         "   vldrw.u32 %q[t2], [%[sp], %q[t0], uxtw #2]\n"
+                         "   vqrdmulh.s32 %q[ev], %q[ev], %q[t1]\n"
+                         "   vand %q[t4], %q[ev], %q[t2]\n"
+                         "   vshr.s32 %q[t4], %q[t4], #31\n"
+                         "   vqadd.s32 %q[ev], %q[ev], %q[t4]\n"
+                         "   vrshl.s32 %q[ev], %q[ev], %q[t2]\n"
+                         "   movs %[k], #1\n"
+                         "   vidup.u32 %q[t0], %[k], #2\n"
+                         "   vldrw.u32 %q[t1], [%[mp], %q[t0], uxtw #2]\n"
+                         "   vldrw.u32 %q[t2], [%[sp], %q[t0], uxtw #2]\n"
+                         "   vqrdmulh.s32 %q[od], %q[od], %q[t1]\n"
+                         "   vand %q[t4], %q[od], %q[t2]\n"
+                         "   vshr.s32 %q[t4], %q[t4], #31\n"
+                         "   vqadd.s32 %q[od], %q[od], %q[t4]\n"
+                         "   vrshl.s32 %q[od], %q[od], %q[t2]\n"
+                         "   vqmovnb.s32 %q[t5], %q[ev]\n"
+                         "   vqmovnt.s32 %q[t5], %q[od]\n"
+                         "   vqadd.s16 %q[t5], %q[t5], %[off]\n"
+                         "   vdup.16 %q[t4], %[lo]\n"
+                         "   vmax.s16 %q[t5], %q[t5], %q[t4]\n"
+                         "   vdup.16 %q[t4], %[hi]\n"
+                         "   vmin.s16 %q[t5], %q[t5], %q[t4]\n"
+                         "   vstrb.16 %q[t5], [%[y]]\n"
+                         : [ev] "+w"(ev), [od] "+w"(od), [t0] "=&w"(t0), [t1] "=&w"(t1), [t2] "=&w"(t2),
+                           [t4] "=&w"(t4), [t5] "=&w"(t5), [k] "=&Te"(k)
+                         : [mp] "r"(mp), [sp] "r"(sp), [off] "r"(output_offset), [lo] "r"(act_min),
+                           [hi] "r"(act_max), [y] "l"(y + c)
+                         : "memory");
+        return;
+    }
+    __asm__ volatile("   movs %[k], #0\n"
+                     "   vidup.u32 %q[t0], %[k], #2\n"
+                     "   vldrw.u32 %q[t1], [%[mp], %q[t0], uxtw #2]\n"
+                     "   vldrw.u32 %q[t2], [%[sp], %q[t0], uxtw #2]\n"
+                     "   vmov.i32 %q[t3], #0\n"
+                     "   vmax.s32 %q[t4], %q[t2], %q[t3]\n"
+                     "   vmin.s32 %q[t2], %q[t2], %q[t3]\n"
+                     "   vqshl.s32 %q[ev], %q[ev], %q[t4]\n"
+                     "   vqrdmulh.s32 %q[ev], %q[ev], %q[t1]\n"
+                     "   vand %q[t4], %q[ev], %q[t2]\n"
+                     "   vshr.s32 %q[t4], %q[t4], #31\n"
+                     "   vqadd.s32 %q[ev], %q[ev], %q[t4]\n"
+                     "   vrshl.s32 %q[ev], %q[ev], %q[t2]\n"
+                     "   movs %[k], #1\n"
+                     "   vidup.u32 %q[t0], %[k], #2\n"
+                     "   vldrw.u32 %q[t1], [%[mp], %q[t0], uxtw #2]\n"
+                     "   vldrw.u32 %q[t2], [%[sp], %q[t0], uxtw #2]\n"
+                     "   vmax.s32 %q[t4], %q[t2], %q[t3]\n"
+                     "   vmin.s32 %q[t2], %q[t2], %q[t3]\n"
+                     "   vqshl.s32 %q[od], %q[od], %q[t4]\n"
+                     "   vqrdmulh.s32 %q[od], %q[od], %q[t1]\n"
+                     "   vand %q[t4], %q[od], %q[t2]\n"
+                     "   vshr.s32 %q[t4], %q[t4], #31\n"
+                     "   vqadd.s32 %q[od], %q[od], %q[t4]\n"
+                     "   vrshl.s32 %q[od], %q[od], %q[t2]\n"
+                     "   vqmovnb.s32 %q[t5], %q[ev]\n"
+                     "   vqmovnt.s32 %q[t5], %q[od]\n"
+                     "   vqadd.s16 %q[t5], %q[t5], %[off]\n"
+                     "   vdup.16 %q[t4], %[lo]\n"
+                     "   vmax.s16 %q[t5], %q[t5], %q[t4]\n"
+                     "   vdup.16 %q[t4], %[hi]\n"
+                     "   vmin.s16 %q[t5], %q[t5], %q[t4]\n"
+                     "   vstrb.16 %q[t5], [%[y]]\n"
+                     : [ev] "+w"(ev), [od] "+w"(od), [t0] "=&w"(t0), [t1] "=&w"(t1), [t2] "=&w"(t2), [t3] "=&w"(t3),
+                       [t4] "=&w"(t4), [t5] "=&w"(t5), [k] "=&Te"(k)
+                     : [mp] "r"(mp), [sp] "r"(sp), [off] "r"(output_offset), [lo] "r"(act_min), [hi] "r"(act_max),
+                       [y] "l"(y + c)
+                     : "memory");
 }
 
 /* Eight channels of one depthwise pixel, channels c .. c + 7 (only the first `count` when
@@ -573,7 +821,8 @@ static inline void mcu_mve_dw_pixel_blocks(const mcu_mve_dw_seg *seg, int32_t ns
                                            const int8_t *const *rows, int32_t kh, int32_t kw, int32_t iw0,
                                            int32_t kw_lo, int32_t kw_hi, int32_t channels, int32_t input_offset,
                                            const int8_t *weight, const int32_t *kbias, const mcu_per_channel_quant *q,
-                                           int32_t output_offset, int32_t act_min, int32_t act_max, int8_t *y)
+                                           int32_t output_offset, int32_t act_min, int32_t act_max, int8_t *y,
+                                           int noleft)
 {
     int32_t c = 0;
     for (; c + 8 <= channels;) {
@@ -584,9 +833,9 @@ static inline void mcu_mve_dw_pixel_blocks(const mcu_mve_dw_seg *seg, int32_t ns
             a[3] = vldrwq_s32(kbias + c + 12);
         }
         mcu_mve_dw_segs(a, seg, nseg, c, pix, weight + c, channels, half);
-        mcu_mve_dw_store8(a[0], a[1], q, c, output_offset, act_min, act_max, y);
+        mcu_mve_dw_store8(a[0], a[1], q, c, output_offset, act_min, act_max, y, noleft);
         if (!half) {
-            mcu_mve_dw_store8(a[2], a[3], q, c + 8, output_offset, act_min, act_max, y);
+            mcu_mve_dw_store8(a[2], a[3], q, c + 8, output_offset, act_min, act_max, y, noleft);
         }
         c += half ? 8 : 16;
     }
@@ -603,12 +852,12 @@ static inline void mcu_mve_dw_pixel_blocks(const mcu_mve_dw_seg *seg, int32_t ns
  * per row, for the pixels whose window lies inside the input (the runs move with the pixel), and a
  * list of its own for each pixel at the left or right edge. Pixels in order; each writes only its
  * own channels, after reading all of its window's inputs of the same channels (a channel's output
- * depends only on that channel's inputs). */
+ * depends only on that channel's inputs). noleft: mcu_mve_no_left_shift(q, channels). */
 static inline void mcu_mve_depthwise_row_s8(const int8_t *const *rows, int32_t kh, int32_t kw, int32_t in_w,
                                             int32_t out_w, int32_t stride_w, int32_t pad_left, int32_t channels,
                                             int32_t input_offset, const int8_t *weight, const int32_t *kbias,
                                             const mcu_per_channel_quant *q, int32_t output_offset, int32_t act_min,
-                                            int32_t act_max, int8_t *y)
+                                            int32_t act_max, int8_t *y, int noleft)
 {
     /* Padded runs read a row of zero-points (with stride 0). */
     _Alignas(16) int8_t zps[MCU_S8_MVE_OC_MAX];
@@ -623,13 +872,10 @@ static inline void mcu_mve_depthwise_row_s8(const int8_t *const *rows, int32_t k
         const int32_t iw0 = ow * stride_w - pad_left;
         int32_t kw_lo, kw_hi;
         mcu_window_taps(iw0, kw, 1, in_w, &kw_lo, &kw_hi);
-        if (kw_lo == 0 && kw_hi == kw) {
-            mcu_mve_dw_pixel_blocks(inner, kh, iw0, rows, kh, kw, iw0, kw_lo, kw_hi, channels, input_offset, weight,
-                                    kbias, q, output_offset, act_min, act_max, y);
-            continue;
-        }
+        /* One call site, so that the pixel's blocks are inlined into this loop. */
+        const int edge = kw_lo != 0 || kw_hi != kw;
         int32_t nseg = 0;
-        for (int32_t i = 0; i < kh; ++i) {
+        for (int32_t i = 0; edge && i < kh; ++i) {
             if (rows[i] == NULL || kw_hi <= kw_lo) {
                 seg[nseg++] = (mcu_mve_dw_seg){zps, 0, kw};
                 continue;
@@ -642,8 +888,9 @@ static inline void mcu_mve_depthwise_row_s8(const int8_t *const *rows, int32_t k
                 seg[nseg++] = (mcu_mve_dw_seg){zps, 0, kw - kw_hi};
             }
         }
-        mcu_mve_dw_pixel_blocks(seg, nseg, 0, rows, kh, kw, iw0, kw_lo, kw_hi, channels, input_offset, weight, kbias,
-                                q, output_offset, act_min, act_max, y);
+        mcu_mve_dw_pixel_blocks(edge ? seg : inner, edge ? nseg : kh, edge ? 0 : iw0, rows, kh, kw, iw0, kw_lo, kw_hi,
+                                channels, input_offset, weight, kbias, q, output_offset, act_min, act_max, y,
+                                noleft);
     }
 }
 

@@ -1,0 +1,168 @@
+"""The Helium (MVE) block paths on the simulated Cortex-M55 (mps3-an547 in QEMU), bit-exact with the
+Python reference: the 1x1 convolution computed a group of four output channels over a block of pixels
+(mcu_mve_matrix_block, with its assembly loop for input channel counts that are multiples of 16 and
+groups without left shifts, and the copied blocks of pixels when output and input overlap, forward
+and backward), the convolution's blocks of im2col'd pixels on the same path, the depthwise
+requantization that narrows eight channels at once, and the fully connected row whose dot products
+add the input offset times the weights in the same accumulators.
+
+Hypothesis draws the layers (channel counts at and around multiples of 4 and 16, pixel counts that
+span several copied blocks, every overlap the kernel allows, extreme data, zero-points, shifts and
+clamps through the case builder of test_kernels_s8_mve); each example builds one firmware with all
+of its cases and compares every output byte with the reference.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import requires_qemu
+from mcu.boards import load_board
+from mcu.paths import cache_dir, runtime_dir
+from mcu.sim.qemu import run_qemu
+from mcu.toolchain import build_firmware
+from test_kernels_s8_mve import (MODES, WMODES, Builder, _parse, _render, conv_case, depthwise_case, linear_case,
+                                 pointwise_case)
+
+BOARD = "mps3-an547"
+pytestmark = [requires_qemu, pytest.mark.qemu,
+              pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None, reason="arm-none-eabi-gcc not installed")]
+
+KERNELS = ["mcu_linear_s8.c", "mcu_conv2d_s8.c", "mcu_conv2d_1x1_s8.c", "mcu_depthwise_conv2d_s8.c",
+           "mcu_depthwise_conv2d_s8_inplace.c"]
+
+# cin: multiples of 16 (the assembly loop; 128 and more make blocks of at most 8 pixels when the
+# buffers overlap) and others (the C loop); 1000 leaves one pixel per copied block.
+CIN = [16, 32, 48, 64, 96, 128, 256, 1, 7, 17, 33, 100, 1000]
+COUT = [1, 3, 4, 5, 8, 12, 16, 17, 31, 64, 130]
+
+
+@st.composite
+def pointwise_layers(draw):
+    cin = draw(st.sampled_from(CIN))
+    cout = draw(st.sampled_from(COUT if cin <= 128 else COUT[:6]))  # keeps the firmware's arrays small
+    overlaps = ["apart"] + (["forward"] if cout <= cin else []) + (["backward"] if cout >= cin else [])
+    return ("pw", cin, cout, draw(st.integers(1, 40)), draw(st.sampled_from(overlaps)),
+            draw(st.sampled_from(MODES)))
+
+
+@st.composite
+def depthwise_layers(draw):
+    kh, kw = draw(st.integers(1, 5)), draw(st.integers(1, 5))
+    pt, pl = draw(st.integers(0, kh - 1)), draw(st.integers(0, kw - 1))
+    inplace = draw(st.booleans())
+    sh, sw = (1, 1) if inplace else (draw(st.integers(1, 2)), draw(st.integers(1, 2)))
+    h = draw(st.integers(max(1, kh - 2 * pt), 8))
+    w = draw(st.integers(max(1, kw - 2 * pl), 8))
+    c = draw(st.sampled_from([1, 4, 7, 8, 9, 15, 16, 17, 24, 32, 40, 64, 72]))
+    return ("dw", c, kh, kw, sh, sw, pt, pl, h, w, inplace, draw(st.sampled_from(MODES)))
+
+
+@st.composite
+def conv_layers(draw):
+    """Windows of 16 * k bytes (the assembly loop) and others; blocks of one to many pixels."""
+    kh, kw = draw(st.integers(1, 4)), draw(st.integers(1, 4))
+    cin = draw(st.sampled_from([16, 32, 64, 1, 3, 8, 17]))
+    while kh * kw * cin > 1024:
+        cin //= 2
+    dh, dw = draw(st.sampled_from([1, 1, 2])), draw(st.sampled_from([1, 1, 2]))
+    pt, pl = draw(st.integers(0, kh - 1)), draw(st.integers(0, kw - 1))
+    h = draw(st.integers(max(1, dh * (kh - 1) + 1 - 2 * pt), 9))
+    w = draw(st.integers(max(1, dw * (kw - 1) + 1 - 2 * pl), 9))
+    return ("conv", cin, draw(st.sampled_from(COUT[:9])), kh, kw, draw(st.integers(1, 2)), draw(st.integers(1, 2)),
+            pt, pl, dh, dw, h, w, draw(st.sampled_from([1, 1, 2])), draw(st.sampled_from(MODES)),
+            draw(st.sampled_from(WMODES)))
+
+
+@st.composite
+def linear_layers(draw):
+    """One row (the offset-vector dot products when the input offset fits int8, the weight-sum path
+    when it is 128: the case builder draws zero-point -128 often) and batches."""
+    return ("fc", draw(st.sampled_from([1, 1, 1, 2, 3])), draw(st.sampled_from([1, 5, 15, 16, 17, 64, 100, 128, 640])),
+            draw(st.sampled_from(COUT)), draw(st.sampled_from(MODES)), draw(st.sampled_from(WMODES)))
+
+
+def _run(layers, seed: int, tag: str):
+    rng = np.random.default_rng(seed)
+    b = Builder()
+    for layer in layers:
+        if layer[0] == "fc":
+            _, batch, nin, nout, mode, wmode = layer
+            linear_case(b, rng, batch=batch, nin=nin, nout=nout, mode=mode, wmode=wmode)
+        elif layer[0] == "conv":
+            _, cin, cout, kh, kw, sh, sw, pt, pl, dh, dw, h, w, n, mode, wmode = layer
+            conv_case(b, rng, cin=cin, cout=cout, kh=kh, kw=kw, sh=sh, sw=sw, pt=pt, pl=pl, dh=dh, dw=dw, h=h, w=w,
+                      n=n, mode=mode, wmode=wmode)
+        elif layer[0] == "pw":
+            _, cin, cout, pixels, overlap, mode = layer
+            pointwise_case(b, rng, cin=cin, cout=cout, pixels=pixels, overlap=overlap, mode=mode)
+        else:
+            _, c, kh, kw, sh, sw, pt, pl, h, w, inplace, mode = layer
+            depthwise_case(b, rng, c=c, kh=kh, kw=kw, sh=sh, sw=sw, pt=pt, pl=pl, h=h, w=w, inplace=inplace,
+                           mode=mode)
+    board = load_board(BOARD)
+    out = cache_dir() / f"test_mve_blocks_{tag}"
+    out.mkdir(parents=True, exist_ok=True)
+    src = out / "cases.c"
+    src.write_text(_render(b))
+    rt = runtime_dir()
+    fw = build_firmware(board, [src, *(rt / "kernels" / k for k in KERNELS)], [rt / "include"], out)
+    result = run_qemu(board, fw.elf, timeout_s=120)
+    assert result.exit_code == 0 and "DONE" in result.console, result.console[-2000:]
+    got = _parse(result.console)
+    for i, case in enumerate(b.cases):
+        assert i in got, f"case {i} ({case.kernel}) printed nothing"
+        data, status = got[i]
+        assert status == 0, f"case {i} ({case.kernel}): status {status}\n{case.call}"
+        want = case.expected.astype(np.int8).tobytes()
+        have = data[: len(want)]
+        if have != want:
+            diff = np.flatnonzero(np.frombuffer(have, np.int8) != np.frombuffer(want, np.int8))
+            pytest.fail(f"case {i} ({case.kernel}): {diff.size} of {len(want)} bytes differ, first at {diff[:8]}"
+                        f"\n{case.call}")
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(layers=st.lists(pointwise_layers(), min_size=12, max_size=12), seed=st.integers(0, 2**32 - 1))
+def test_mve_pointwise_blocks_equal_reference(layers, seed) -> None:
+    _run(layers, seed, "pw")
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(layers=st.lists(depthwise_layers(), min_size=10, max_size=10), seed=st.integers(0, 2**32 - 1))
+def test_mve_depthwise_equal_reference(layers, seed) -> None:
+    _run(layers, seed, "dw")
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(layers=st.lists(conv_layers(), min_size=10, max_size=10), seed=st.integers(0, 2**32 - 1))
+def test_mve_conv_blocks_equal_reference(layers, seed) -> None:
+    _run(layers, seed, "conv")
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(layers=st.lists(linear_layers(), min_size=12, max_size=12), seed=st.integers(0, 2**32 - 1))
+def test_mve_linear_equal_reference(layers, seed) -> None:
+    _run(layers, seed, "fc")
+
+
+@pytest.mark.parametrize("opt", ["-Os", "-O1", "-O3"])
+def test_mve_kernels_compile_at_every_level(opt: str, tmp_path) -> None:
+    """The assembly blocks keep GCC a register to spare at every optimisation level (-Os and -O1 reserve
+    more registers than the default -O2; the interpreter's code size is measured at -Os)."""
+    import subprocess
+
+    from mcu.toolchain import compile_flags, find_cross_compiler
+
+    board = load_board(BOARD)
+    flags = [f for f in compile_flags(board) if not f.startswith("-O")]
+    for kernel in KERNELS:
+        src = runtime_dir() / "kernels" / kernel
+        done = subprocess.run([str(find_cross_compiler()), *flags, opt, "-c", "-o", str(tmp_path / "k.o"), str(src)],
+                              capture_output=True, text=True)
+        assert done.returncode == 0, f"{kernel} at {opt}:\n{done.stderr[-2000:]}"
