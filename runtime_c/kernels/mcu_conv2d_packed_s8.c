@@ -166,6 +166,21 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
         MCU_REQUIRE(!mcu_bad_window_overlap(input, (size_t)in_count, output, (size_t)out_count),
                     MCU_ERR_INVALID_ARG);
     }
+#if MCU_S8_DSP
+    if (pointwise && in.c % 4 == 0) {
+        /* A pointwise layer's pixels are consecutive runs of c bytes in and out: one flat loop with
+         * the column straight from the run, without the window bounds of mcu_conv_column_s16
+         * (about a fifth of the time of the small-channel layers at large images). kp == c here. */
+        const int64_t pixels = (int64_t)in.n * hw;
+        const int8_t *x = input;
+        int8_t *y = output;
+        for (int64_t i = 0; i < pixels; ++i, x += in.c, y += out.c) {
+            mcu_column_s8(x, kp, p->input_offset, col);
+            pixel(&l, col, packed, y);
+        }
+        return MCU_OK;
+    }
+#endif
     for (int32_t b = 0; b < in.n; ++b) {
         const int8_t *x_n = input + (int64_t)b * in.h * in.w * in.c;
         int8_t *y_n = output + (int64_t)b * hw * out.c;
