@@ -24,7 +24,7 @@ int32_t mcu_conv2d_packed_s8_get_buffer_size(const mcu_conv2d_s8_params *p)
 typedef struct {
     int32_t cout, kp, words;
     int32_t output_offset, act_min, act_max;
-    uint32_t bounds[2]; /* act_min, act_max in four bytes each: the layout mcu_block4_packed reads */
+    uint32_t bounds[2]; /* act_min, act_max in four bytes each: the layout mcu_pixel_packed reads */
     int clamp;          /* the activation range is narrower than int8 */
     int right;          /* the stream's flag: every shift in [-23, -1], requantized from K */
 } layer_t;
@@ -51,11 +51,10 @@ static void pixel(const layer_t *l, const int16_t *col, const int32_t *blocks, i
 #if MCU_S8_DSP_NATIVE
     if (l->right) {
         /* in locals: the assembly's memory clobber would reload fields of *l every block */
-        const int32_t cout = l->cout, kp = l->kp;
-        const uint32_t *bounds = l->bounds;
-        const int clamp = l->clamp;
-        for (; oc + 4 <= cout; oc += 4) {
-            blob = mcu_block4_packed(col, kp, blob, y + oc, bounds, clamp);
+        const int32_t whole = l->cout & ~3;
+        if (whole > 0) {
+            blob = mcu_pixel_packed(col, l->kp, blob, y, y + whole, l->bounds, l->clamp);
+            oc = whole;
         }
     }
 #endif

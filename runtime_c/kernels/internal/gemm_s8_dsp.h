@@ -173,6 +173,70 @@ static inline const int32_t *mcu_block4_packed(const int16_t *col, int32_t kp, c
     }
     return w;
 }
+/* Every whole block of one output pixel in one loop on the core (mcu_block4_packed per block,
+ * without the C loop's reloads around each assembly block): y to y_end (4 channels per block)
+ * from the column col[0..kp). Per block the loop keeps its state in five words on the stack
+ * (y, y_end, min4, max4, col), since the dot product and the requantization take every other
+ * register. Returns the stream after the last block. */
+#define MCU_PX_STORE_CLAMP                                                                                \
+    "pkhbt r0, r0, r2, lsl #16\n\t"                                                                       \
+    "pkhbt r1, r1, r3, lsl #16\n\t"                                                                       \
+    "and r0, r0, #0x00FF00FF\n\t"                                                                         \
+    "and r1, r1, #0x00FF00FF\n\t"                                                                         \
+    "orr r0, r0, r1, lsl #8\n\t"                                                                          \
+    "ldrd r8, r9, [sp, #8]\n\t"                                                                           \
+    "ssub8 r10, r0, r8\n\t"                                                                               \
+    "sel r0, r0, r8\n\t"                                                                                  \
+    "ssub8 r10, r9, r0\n\t"                                                                               \
+    "sel r0, r0, r9\n\t"                                                                                  \
+    "ldrd r4, r8, [sp]\n\t"                                                                               \
+    "str r0, [r4], #4\n\t"
+#define MCU_PX_STORE_BYTES                                                                                \
+    "ldrd r4, r8, [sp]\n\t"                                                                               \
+    "strb r1, [r4, #1]\n\t"                                                                               \
+    "strb r2, [r4, #2]\n\t"                                                                               \
+    "strb r3, [r4, #3]\n\t"                                                                               \
+    "strb r0, [r4], #4\n\t"
+#define MCU_PX_BLOCKS(store)                                                                              \
+    "push {r8, r9, r10, r11, r12}\n\t"                                                                    \
+    "5:\n\t"                                                                                              \
+    "ldr r4, [sp, #16]\n\t"                                                                               \
+    "ldmia r5!, {r0, r1, r2, r3}\n\t"                                                                     \
+    MCU_DOT4_LOOP                                                                                         \
+    MCU_RQ_PACKED("r0") MCU_RQ_PACKED("r1") MCU_RQ_PACKED("r2") MCU_RQ_PACKED("r3")                       \
+    store                                                                                                 \
+    "str r4, [sp]\n\t"                                                                                    \
+    "cmp r4, r8\n\t"                                                                                      \
+    "bne 5b\n\t"                                                                                          \
+    "add sp, sp, #20\n\t"
+
+static inline const int32_t *mcu_pixel_packed(const int16_t *col, int32_t kp, const int32_t *blob, int8_t *y,
+                                              int8_t *y_end, const uint32_t *bounds, int clamp)
+{
+    register const int16_t *x __asm__("r4") = col;
+    register const int32_t *w __asm__("r5") = blob;
+    register const int16_t *e __asm__("r6") = col + kp;
+    register int8_t *yp __asm__("r8") = y;
+    register int8_t *ye __asm__("r9") = y_end;
+    register uint32_t lo __asm__("r10") = bounds[0];
+    register uint32_t hi __asm__("r11") = bounds[1];
+    register const int16_t *c0 __asm__("r12") = col;
+    if (clamp) {
+        __asm__ volatile(MCU_PX_BLOCKS(MCU_PX_STORE_CLAMP)
+                         : "+r"(x), "+r"(w), "+r"(e), "+r"(yp), "+r"(ye), "+r"(lo), "+r"(hi), "+r"(c0)
+                         :
+                         : "r0", "r1", "r2", "r3", "lr", "cc", "memory");
+    } else {
+        __asm__ volatile(MCU_PX_BLOCKS(MCU_PX_STORE_BYTES)
+                         : "+r"(x), "+r"(w), "+r"(e), "+r"(yp), "+r"(ye), "+r"(lo), "+r"(hi), "+r"(c0)
+                         :
+                         : "r0", "r1", "r2", "r3", "lr", "cc", "memory");
+    }
+    return w;
+}
+#undef MCU_PX_BLOCKS
+#undef MCU_PX_STORE_BYTES
+#undef MCU_PX_STORE_CLAMP
 #undef MCU_RQ_PACKED
 #endif
 
