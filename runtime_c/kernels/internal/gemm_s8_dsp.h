@@ -110,14 +110,14 @@ static inline int32_t mcu_packed_rq_s8(int32_t acc, const int32_t *rq)
 }
 
 #if MCU_S8_DSP_NATIVE
-/* One whole block on the core: biases into the accumulators (one LDM), the dot product (per 16
- * taps 4 LDRD + 8 LDM + 32 SMLAD + compare and branch, MCU_DOT4_LOOP), then
- * the four requantizations (mcu_packed_rq_s8 in 7 instructions each, SSAT to int8 included) and
- * the stores: four STRB when the activation range is all of int8 (clamp4 0), else the bytes packed
- * into a word, clamped byte-wise to [min4, max4] (SSUB8 sets GE where the value is at least the
- * bound, SEL keeps it) and one STR. `bounds` holds (min4, max4): the activation bounds in four bytes
- * each; the range lies inside int8, so saturating first changes nothing. Every register is fixed
- * because LDM fills registers in ascending order. Returns the next block. */
+/* One whole block on the core (a pass of mcu_pixel_packed's loop): biases into the accumulators (one
+ * LDM), the dot product (per 16 taps 4 LDRD + 8 LDM + 32 SMLAD + compare and branch, MCU_DOT4_LOOP),
+ * then the four requantizations (mcu_packed_rq_s8 in 7 instructions each, SSAT to int8 included) and
+ * the stores: four STRB when the activation range is all of int8 (clamp 0), else the bytes packed into
+ * a word, clamped byte-wise to [min4, max4] (SSUB8 sets GE where the value is at least the bound, SEL
+ * keeps it) and one STR. `bounds` holds (min4, max4): the activation bounds in four bytes each; the
+ * range lies inside int8, so saturating first changes nothing. Every register is fixed because LDM
+ * fills registers in ascending order. */
 #define MCU_RQ_PACKED(acc)                                                                                \
     "ldmia r5!, {r8, r9, r10, r11}\n\t"                                                                   \
     "and r12, " acc ", #0x80000000\n\t"                                                                   \
@@ -127,57 +127,11 @@ static inline int32_t mcu_packed_rq_s8(int32_t acc, const int32_t *rq)
     "asr r9, r9, r11\n\t"                                                                                 \
     "ssat " acc ", #8, r9\n\t"
 
-static inline const int32_t *mcu_block4_packed(const int16_t *col, int32_t kp, const int32_t *blob, int8_t *y,
-                                               const uint32_t *bounds, int clamp)
-{
-    register const int16_t *x __asm__("r4") = col;
-    register const int32_t *w __asm__("r5") = blob;
-    register const int16_t *e __asm__("r6") = col + kp;
-    register int8_t *yp __asm__("r8") = y;
-    register const uint32_t *bp __asm__("r9") = bounds;
-    if (clamp) {
-        __asm__ volatile(
-            "push {r8, r9}\n\t"
-            "ldmia r5!, {r0, r1, r2, r3}\n\t"
-            MCU_DOT4_LOOP
-            MCU_RQ_PACKED("r0") MCU_RQ_PACKED("r1") MCU_RQ_PACKED("r2") MCU_RQ_PACKED("r3")
-            "pop {r4, r6}\n\t" /* r4: y, r6: the bounds */
-            "pkhbt r0, r0, r2, lsl #16\n\t"
-            "pkhbt r1, r1, r3, lsl #16\n\t"
-            "and r0, r0, #0x00FF00FF\n\t"
-            "and r1, r1, #0x00FF00FF\n\t"
-            "orr r0, r0, r1, lsl #8\n\t"
-            "ldrd r8, r9, [r6]\n\t"
-            "ssub8 r10, r0, r8\n\t"
-            "sel r0, r0, r8\n\t"
-            "ssub8 r10, r9, r0\n\t"
-            "sel r0, r0, r9\n\t"
-            "str r0, [r4]\n\t"
-            : [x] "+r"(x), [w] "+r"(w), [e] "+r"(e), [yp] "+r"(yp), [bp] "+r"(bp)
-            :
-            : "r0", "r1", "r2", "r3", "r10", "r11", "r12", "lr", "cc", "memory");
-    } else {
-        __asm__ volatile(
-            "push {r8}\n\t"
-            "ldmia r5!, {r0, r1, r2, r3}\n\t"
-            MCU_DOT4_LOOP
-            MCU_RQ_PACKED("r0") MCU_RQ_PACKED("r1") MCU_RQ_PACKED("r2") MCU_RQ_PACKED("r3")
-            "pop {r4}\n\t" /* y */
-            "strb r0, [r4]\n\t"
-            "strb r1, [r4, #1]\n\t"
-            "strb r2, [r4, #2]\n\t"
-            "strb r3, [r4, #3]\n\t"
-            : [x] "+r"(x), [w] "+r"(w), [e] "+r"(e), [yp] "+r"(yp), [bp] "+r"(bp)
-            :
-            : "r0", "r1", "r2", "r3", "r10", "r11", "r12", "lr", "cc", "memory");
-    }
-    return w;
-}
-/* Every whole block of one output pixel in one loop on the core (mcu_block4_packed per block,
- * without the C loop's reloads around each assembly block): y to y_end (4 channels per block)
- * from the column col[0..kp). Per block the loop keeps its state in five words on the stack
- * (y, y_end, min4, max4, col), since the dot product and the requantization take every other
- * register. Returns the stream after the last block. */
+/* Every whole block of one output pixel in one loop on the core, y to y_end (4 channels per block)
+ * from the column col[0..kp); a C loop around one block per call reloaded its state around every
+ * block. The loop keeps its state in five words on the stack (y, y_end, min4, max4, col), since the
+ * dot product and the requantization take every other register. Returns the stream after the last
+ * block. */
 #define MCU_PX_STORE_CLAMP                                                                                \
     "pkhbt r0, r0, r2, lsl #16\n\t"                                                                       \
     "pkhbt r1, r1, r3, lsl #16\n\t"                                                                       \
