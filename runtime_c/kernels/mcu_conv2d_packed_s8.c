@@ -139,7 +139,11 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
     const layer_t l = {out.c, kp, mcu_packed_block_words(kp), p->output_offset, p->act_min, p->act_max,
                        {min4, max4}, p->act_min > -128 || p->act_max < 127, right};
     packed += MCU_PACKED_HEADER_WORDS;
+#if MCU_S8_DSP_NATIVE
+    _Alignas(8) int16_t col[MCU_CONV_PACKED_TAPS_MAX + MCU_PIXEL_PACKED_SPARE]; /* + mcu_pixel_packed's state */
+#else
     _Alignas(8) int16_t col[MCU_CONV_PACKED_TAPS_MAX];
+#endif
     _Alignas(4) int8_t raw[MCU_CONV_PACKED_TAPS_MAX];
     const int32_t hw = out.h * out.w;
     const int pointwise = p->kernel_h == 1 && p->kernel_w == 1 && p->stride_h == 1 && p->stride_w == 1 &&

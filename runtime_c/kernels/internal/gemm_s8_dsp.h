@@ -129,40 +129,44 @@ static inline int32_t mcu_packed_rq_s8(int32_t acc, const int32_t *rq)
 
 /* Every whole block of one output pixel in one loop on the core, y to y_end (4 channels per block)
  * from the column col[0..kp); a C loop around one block per call reloaded its state around every
- * block. The loop keeps its state in five words on the stack (y, y_end, min4, max4, col), since the
- * dot product and the requantization take every other register. Returns the stream after the last
- * block. */
+ * block. The loop keeps its state in five words (y, y_end, min4, max4, col) right after the
+ * column's kp taps, so the column needs MCU_PIXEL_PACKED_SPARE more int16 of room: the dot product
+ * and the requantization take every other register, and a push inside the assembly would be stack
+ * that the compiler's stack-usage figures (the planned stack) cannot see. Returns the stream after
+ * the last block. */
+#define MCU_PIXEL_PACKED_SPARE 10
 #define MCU_PX_STORE_CLAMP                                                                                \
     "pkhbt r0, r0, r2, lsl #16\n\t"                                                                       \
     "pkhbt r1, r1, r3, lsl #16\n\t"                                                                       \
     "and r0, r0, #0x00FF00FF\n\t"                                                                         \
     "and r1, r1, #0x00FF00FF\n\t"                                                                         \
     "orr r0, r0, r1, lsl #8\n\t"                                                                          \
-    "ldrd r8, r9, [sp, #8]\n\t"                                                                           \
+    "ldrd r8, r9, [r6, #8]\n\t"                                                                           \
     "ssub8 r10, r0, r8\n\t"                                                                               \
     "sel r0, r0, r8\n\t"                                                                                  \
     "ssub8 r10, r9, r0\n\t"                                                                               \
     "sel r0, r0, r9\n\t"                                                                                  \
-    "ldrd r4, r8, [sp]\n\t"                                                                               \
+    "ldrd r4, r8, [r6]\n\t"                                                                               \
     "str r0, [r4], #4\n\t"
 #define MCU_PX_STORE_BYTES                                                                                \
-    "ldrd r4, r8, [sp]\n\t"                                                                               \
+    "ldrd r4, r8, [r6]\n\t"                                                                               \
     "strb r1, [r4, #1]\n\t"                                                                               \
     "strb r2, [r4, #2]\n\t"                                                                               \
     "strb r3, [r4, #3]\n\t"                                                                               \
     "strb r0, [r4], #4\n\t"
 #define MCU_PX_BLOCKS(store)                                                                              \
-    "push {r8, r9, r10, r11, r12}\n\t"                                                                    \
+    "strd r8, r9, [r6]\n\t"                                                                               \
+    "strd r10, r11, [r6, #8]\n\t"                                                                         \
+    "str r12, [r6, #16]\n\t"                                                                              \
     "5:\n\t"                                                                                              \
-    "ldr r4, [sp, #16]\n\t"                                                                               \
+    "ldr r4, [r6, #16]\n\t"                                                                               \
     "ldmia r5!, {r0, r1, r2, r3}\n\t"                                                                     \
     MCU_DOT4_LOOP                                                                                         \
     MCU_RQ_PACKED("r0") MCU_RQ_PACKED("r1") MCU_RQ_PACKED("r2") MCU_RQ_PACKED("r3")                       \
     store                                                                                                 \
-    "str r4, [sp]\n\t"                                                                                    \
+    "str r4, [r6]\n\t"                                                                                    \
     "cmp r4, r8\n\t"                                                                                      \
-    "bne 5b\n\t"                                                                                          \
-    "add sp, sp, #20\n\t"
+    "bne 5b\n\t"
 
 static inline const int32_t *mcu_pixel_packed(const int16_t *col, int32_t kp, const int32_t *blob, int8_t *y,
                                               int8_t *y_end, const uint32_t *bounds, int clamp)
