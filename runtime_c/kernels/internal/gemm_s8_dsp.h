@@ -110,14 +110,14 @@ static inline int32_t mcu_packed_rq_s8(int32_t acc, const int32_t *rq)
 }
 
 #if MCU_S8_DSP_NATIVE
-/* One whole block on the core: biases into the accumulators (one LDM), the dot product (per 16
- * taps 4 LDRD + 8 LDM + 32 SMLAD + compare and branch, MCU_DOT4_LOOP), then
- * the four requantizations (mcu_packed_rq_s8 in 7 instructions each, SSAT to int8 included) and
- * the stores: four STRB when the activation range is all of int8 (clamp4 0), else the bytes packed
- * into a word, clamped byte-wise to [min4, max4] (SSUB8 sets GE where the value is at least the
- * bound, SEL keeps it) and one STR. `bounds` holds (min4, max4): the activation bounds in four bytes
- * each; the range lies inside int8, so saturating first changes nothing. Every register is fixed
- * because LDM fills registers in ascending order. Returns the next block. */
+/* One whole block on the core (a pass of mcu_pixel_packed's loop): biases into the accumulators (one
+ * LDM), the dot product (per 16 taps 4 LDRD + 8 LDM + 32 SMLAD + compare and branch, MCU_DOT4_LOOP),
+ * then the four requantizations (mcu_packed_rq_s8 in 7 instructions each, SSAT to int8 included) and
+ * the stores: four STRB when the activation range is all of int8 (clamp 0), else the bytes packed into
+ * a word, clamped byte-wise to [min4, max4] (SSUB8 sets GE where the value is at least the bound, SEL
+ * keeps it) and one STR. `bounds` holds (min4, max4): the activation bounds in four bytes each; the
+ * range lies inside int8, so saturating first changes nothing. Every register is fixed because LDM
+ * fills registers in ascending order. */
 #define MCU_RQ_PACKED(acc)                                                                                \
     "ldmia r5!, {r8, r9, r10, r11}\n\t"                                                                   \
     "and r12, " acc ", #0x80000000\n\t"                                                                   \
@@ -127,52 +127,74 @@ static inline int32_t mcu_packed_rq_s8(int32_t acc, const int32_t *rq)
     "asr r9, r9, r11\n\t"                                                                                 \
     "ssat " acc ", #8, r9\n\t"
 
-static inline const int32_t *mcu_block4_packed(const int16_t *col, int32_t kp, const int32_t *blob, int8_t *y,
-                                               const uint32_t *bounds, int clamp)
+/* Every whole block of one output pixel in one loop on the core, y to y_end (4 channels per block)
+ * from the column col[0..kp); a C loop around one block per call reloaded its state around every
+ * block. The loop keeps its state in five words (y, y_end, min4, max4, col) right after the
+ * column's kp taps, so the column needs MCU_PIXEL_PACKED_SPARE more int16 of room: the dot product
+ * and the requantization take every other register, and a push inside the assembly would be stack
+ * that the compiler's stack-usage figures (the planned stack) cannot see. Returns the stream after
+ * the last block. */
+#define MCU_PIXEL_PACKED_SPARE 10
+#define MCU_PX_STORE_CLAMP                                                                                \
+    "pkhbt r0, r0, r2, lsl #16\n\t"                                                                       \
+    "pkhbt r1, r1, r3, lsl #16\n\t"                                                                       \
+    "and r0, r0, #0x00FF00FF\n\t"                                                                         \
+    "and r1, r1, #0x00FF00FF\n\t"                                                                         \
+    "orr r0, r0, r1, lsl #8\n\t"                                                                          \
+    "ldrd r8, r9, [r6, #8]\n\t"                                                                           \
+    "ssub8 r10, r0, r8\n\t"                                                                               \
+    "sel r0, r0, r8\n\t"                                                                                  \
+    "ssub8 r10, r9, r0\n\t"                                                                               \
+    "sel r0, r0, r9\n\t"                                                                                  \
+    "ldrd r4, r8, [r6]\n\t"                                                                               \
+    "str r0, [r4], #4\n\t"
+#define MCU_PX_STORE_BYTES                                                                                \
+    "ldrd r4, r8, [r6]\n\t"                                                                               \
+    "strb r1, [r4, #1]\n\t"                                                                               \
+    "strb r2, [r4, #2]\n\t"                                                                               \
+    "strb r3, [r4, #3]\n\t"                                                                               \
+    "strb r0, [r4], #4\n\t"
+#define MCU_PX_BLOCKS(store)                                                                              \
+    "strd r8, r9, [r6]\n\t"                                                                               \
+    "strd r10, r11, [r6, #8]\n\t"                                                                         \
+    "str r12, [r6, #16]\n\t"                                                                              \
+    "5:\n\t"                                                                                              \
+    "ldr r4, [r6, #16]\n\t"                                                                               \
+    "ldmia r5!, {r0, r1, r2, r3}\n\t"                                                                     \
+    MCU_DOT4_LOOP                                                                                         \
+    MCU_RQ_PACKED("r0") MCU_RQ_PACKED("r1") MCU_RQ_PACKED("r2") MCU_RQ_PACKED("r3")                       \
+    store                                                                                                 \
+    "str r4, [r6]\n\t"                                                                                    \
+    "cmp r4, r8\n\t"                                                                                      \
+    "bne 5b\n\t"
+
+static inline const int32_t *mcu_pixel_packed(const int16_t *col, int32_t kp, const int32_t *blob, int8_t *y,
+                                              int8_t *y_end, const uint32_t *bounds, int clamp)
 {
     register const int16_t *x __asm__("r4") = col;
     register const int32_t *w __asm__("r5") = blob;
     register const int16_t *e __asm__("r6") = col + kp;
     register int8_t *yp __asm__("r8") = y;
-    register const uint32_t *bp __asm__("r9") = bounds;
+    register int8_t *ye __asm__("r9") = y_end;
+    register uint32_t lo __asm__("r10") = bounds[0];
+    register uint32_t hi __asm__("r11") = bounds[1];
+    register const int16_t *c0 __asm__("r12") = col;
     if (clamp) {
-        __asm__ volatile(
-            "push {r8, r9}\n\t"
-            "ldmia r5!, {r0, r1, r2, r3}\n\t"
-            MCU_DOT4_LOOP
-            MCU_RQ_PACKED("r0") MCU_RQ_PACKED("r1") MCU_RQ_PACKED("r2") MCU_RQ_PACKED("r3")
-            "pop {r4, r6}\n\t" /* r4: y, r6: the bounds */
-            "pkhbt r0, r0, r2, lsl #16\n\t"
-            "pkhbt r1, r1, r3, lsl #16\n\t"
-            "and r0, r0, #0x00FF00FF\n\t"
-            "and r1, r1, #0x00FF00FF\n\t"
-            "orr r0, r0, r1, lsl #8\n\t"
-            "ldrd r8, r9, [r6]\n\t"
-            "ssub8 r10, r0, r8\n\t"
-            "sel r0, r0, r8\n\t"
-            "ssub8 r10, r9, r0\n\t"
-            "sel r0, r0, r9\n\t"
-            "str r0, [r4]\n\t"
-            : [x] "+r"(x), [w] "+r"(w), [e] "+r"(e), [yp] "+r"(yp), [bp] "+r"(bp)
-            :
-            : "r0", "r1", "r2", "r3", "r10", "r11", "r12", "lr", "cc", "memory");
+        __asm__ volatile(MCU_PX_BLOCKS(MCU_PX_STORE_CLAMP)
+                         : "+r"(x), "+r"(w), "+r"(e), "+r"(yp), "+r"(ye), "+r"(lo), "+r"(hi), "+r"(c0)
+                         :
+                         : "r0", "r1", "r2", "r3", "lr", "cc", "memory");
     } else {
-        __asm__ volatile(
-            "push {r8}\n\t"
-            "ldmia r5!, {r0, r1, r2, r3}\n\t"
-            MCU_DOT4_LOOP
-            MCU_RQ_PACKED("r0") MCU_RQ_PACKED("r1") MCU_RQ_PACKED("r2") MCU_RQ_PACKED("r3")
-            "pop {r4}\n\t" /* y */
-            "strb r0, [r4]\n\t"
-            "strb r1, [r4, #1]\n\t"
-            "strb r2, [r4, #2]\n\t"
-            "strb r3, [r4, #3]\n\t"
-            : [x] "+r"(x), [w] "+r"(w), [e] "+r"(e), [yp] "+r"(yp), [bp] "+r"(bp)
-            :
-            : "r0", "r1", "r2", "r3", "r10", "r11", "r12", "lr", "cc", "memory");
+        __asm__ volatile(MCU_PX_BLOCKS(MCU_PX_STORE_BYTES)
+                         : "+r"(x), "+r"(w), "+r"(e), "+r"(yp), "+r"(ye), "+r"(lo), "+r"(hi), "+r"(c0)
+                         :
+                         : "r0", "r1", "r2", "r3", "lr", "cc", "memory");
     }
     return w;
 }
+#undef MCU_PX_BLOCKS
+#undef MCU_PX_STORE_BYTES
+#undef MCU_PX_STORE_CLAMP
 #undef MCU_RQ_PACKED
 #endif
 
