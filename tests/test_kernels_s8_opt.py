@@ -59,14 +59,19 @@ def build_emulated_lib() -> Path:
     return build_host_variant("MCU_S8_DSP_EMULATE", "dsp_emulated")
 
 
-@pytest.fixture(scope="module")
-def emulated():
-    handle = ctypes.CDLL(str(build_emulated_lib()))
+def load_bound(path: Path) -> ctypes.CDLL:
+    """A host kernel library with cbind_s8's signatures on its functions."""
+    handle = ctypes.CDLL(str(path))
     for name, (argtypes, restype) in cb._SIGNATURES.items():
         fn = getattr(handle, name)
         fn.argtypes = argtypes
         fn.restype = restype
     return handle
+
+
+@pytest.fixture(scope="module")
+def emulated():
+    return load_bound(build_emulated_lib())
 
 
 @pytest.fixture(scope="module", autouse=True)

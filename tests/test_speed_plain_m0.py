@@ -9,7 +9,6 @@ firmware builds of tests/test_boards_m0plus.py run them natively.)
 
 from __future__ import annotations
 
-import ctypes
 from pathlib import Path
 
 import pytest
@@ -17,7 +16,7 @@ import pytest
 import cbind_s8 as cb
 import test_kernels_s8 as base
 import test_memory_contracts as contracts
-from test_kernels_s8_opt import build_host_variant
+from test_kernels_s8_opt import build_host_variant, load_bound
 
 REPO = Path(__file__).resolve().parents[1]
 RT = REPO / "runtime_c"
@@ -30,12 +29,7 @@ def build_narrow_lib() -> Path:
 
 @pytest.fixture(scope="module")
 def narrow():
-    handle = ctypes.CDLL(str(build_narrow_lib()))
-    for name, (argtypes, restype) in cb._SIGNATURES.items():
-        fn = getattr(handle, name)
-        fn.argtypes = argtypes
-        fn.restype = restype
-    return handle
+    return load_bound(build_narrow_lib())
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -226,25 +226,10 @@ mcu_status mcu_conv2d_compact_s8(const mcu_context *ctx, const mcu_conv2d_s8_par
     _Alignas(4) int8_t raw[MCU_CONV_PACKED_TAPS_MAX];
     const int32_t hw = out.h * out.w;
     const int64_t pixels = (int64_t)in.n * hw;
-    const int pointwise = p->kernel_h == 1 && p->kernel_w == 1 && p->stride_h == 1 && p->stride_w == 1 &&
-                          p->pad_top == 0 && p->pad_left == 0 && out.h == in.h && out.w == in.w;
-    int backward = 0;
-    if (pointwise && mcu_overlaps(input, (size_t)in_count, output, (size_t)out_count)) {
-        /* Both pixels' inputs are in the column before either output is written, so the output may
-         * overlap the input either way as long as the pixels run in the direction that reads a
-         * pixel before any write lands on it (the pixel-buffer contract of mcu_conv2d_1x1_s8). */
-        const int64_t bi = in.c, bo = out.c;
-        const int64_t d = (int64_t)((intptr_t)output - (intptr_t)input);
-        const int64_t fwd = bi - bo < pixels * (bi - bo) ? bi - bo : pixels * (bi - bo);
-        const int64_t bwd = (pixels - 1) * (bi - bo) > 0 ? (pixels - 1) * (bi - bo) : 0;
-        if (d > fwd) {
-            MCU_REQUIRE(d >= bwd, MCU_ERR_INVALID_ARG);
-            backward = 1;
-        }
-    } else {
-        MCU_REQUIRE(!mcu_bad_window_overlap(input, (size_t)in_count, output, (size_t)out_count),
-                    MCU_ERR_INVALID_ARG);
-    }
+    /* both pixels' inputs are in the column before either output is written */
+    const int direction = mcu_conv_pixel_direction(p, input, in_count, output, out_count);
+    MCU_REQUIRE(direction >= 0, MCU_ERR_INVALID_ARG);
+    const int backward = direction == 1;
     /* Pixel q of the batch in memory order: image q / hw, position q % hw (32-bit: the output count
      * fits int32, and no 64-bit division reaches cores without one). */
     const int32_t count = (int32_t)pixels;

@@ -146,30 +146,19 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
 #endif
     _Alignas(4) int8_t raw[MCU_CONV_PACKED_TAPS_MAX];
     const int32_t hw = out.h * out.w;
-    const int pointwise = p->kernel_h == 1 && p->kernel_w == 1 && p->stride_h == 1 && p->stride_w == 1 &&
-                          p->pad_top == 0 && p->pad_left == 0 && out.h == in.h && out.w == in.w;
-    if (pointwise && mcu_overlaps(input, (size_t)in_count, output, (size_t)out_count)) {
-        /* Every pixel's input is in the column before its output is written, so the output may
-         * overlap the input either way as long as the pixels run in the direction that reads a
-         * pixel before any write lands on it (the pixel-buffer contract of mcu_conv2d_1x1_s8). */
-        const int64_t pixels = (int64_t)in.n * hw;
+    const int direction = mcu_conv_pixel_direction(p, input, in_count, output, out_count);
+    MCU_REQUIRE(direction >= 0, MCU_ERR_INVALID_ARG);
+    if (direction == 1) { /* each pixel's input is in the column before its output is written */
         const int64_t bi = in.c, bo = out.c;
-        const int64_t d = (int64_t)((intptr_t)output - (intptr_t)input);
-        const int64_t fwd = bi - bo < pixels * (bi - bo) ? bi - bo : pixels * (bi - bo);
-        const int64_t bwd = (pixels - 1) * (bi - bo) > 0 ? (pixels - 1) * (bi - bo) : 0;
-        if (d > fwd) {
-            MCU_REQUIRE(d >= bwd, MCU_ERR_INVALID_ARG);
-            for (int64_t i = pixels - 1; i >= 0; --i) {
-                mcu_conv_column_s16(p, input + i * bi, 0, 0, kp, col, raw);
-                pixel(&l, col, packed, output + i * bo);
-            }
-            return MCU_OK;
+        for (int64_t i = (int64_t)in.n * hw - 1; i >= 0; --i) {
+            mcu_conv_column_s16(p, input + i * bi, 0, 0, kp, col, raw);
+            pixel(&l, col, packed, output + i * bo);
         }
-    } else {
-        MCU_REQUIRE(!mcu_bad_window_overlap(input, (size_t)in_count, output, (size_t)out_count),
-                    MCU_ERR_INVALID_ARG);
+        return MCU_OK;
     }
 #if MCU_S8_DSP
+    const int pointwise = p->kernel_h == 1 && p->kernel_w == 1 && p->stride_h == 1 && p->stride_w == 1 &&
+                          p->pad_top == 0 && p->pad_left == 0 && out.h == in.h && out.w == in.w;
     if (pointwise && in.c % 4 == 0) {
         /* A pointwise layer's pixels are consecutive runs of c bytes in and out: one flat loop with
          * the column straight from the run, without the window bounds of mcu_conv_column_s16

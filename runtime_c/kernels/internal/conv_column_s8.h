@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "mcu/kernels_s8.h"
+#include "check.h"
 #include "simd_s8.h"
 #include "window.h"
 
@@ -88,6 +89,31 @@ static inline void mcu_conv_column_s16(const mcu_conv2d_s8_params *p, const int8
     }
     mcu_fill_s8(raw + k, zp, kp - k);
     mcu_column_s8(raw, kp, off, col);
+}
+
+/* The direction a convolution that reads each output pixel's window before writing it must run
+ * its pixels in: 0 forward, 1 backward, -1 when no direction is safe. Only a 1x1 stride-1 unpadded
+ * layer may overlap its input (either way, as long as the pixels run in the direction that reads a
+ * pixel before any write lands on it: the pixel-buffer contract of mcu_conv2d_1x1_s8); any other
+ * layer must keep its window reads apart from its writes. */
+static inline int mcu_conv_pixel_direction(const mcu_conv2d_s8_params *p, const int8_t *input, int32_t in_count,
+                                           const int8_t *output, int32_t out_count)
+{
+    const mcu_shape4 in = p->input, out = p->output;
+    const int pointwise = p->kernel_h == 1 && p->kernel_w == 1 && p->stride_h == 1 && p->stride_w == 1 &&
+                          p->pad_top == 0 && p->pad_left == 0 && out.h == in.h && out.w == in.w;
+    if (!pointwise || !mcu_overlaps(input, (size_t)in_count, output, (size_t)out_count)) {
+        return mcu_bad_window_overlap(input, (size_t)in_count, output, (size_t)out_count) ? -1 : 0;
+    }
+    const int64_t pixels = (int64_t)in.n * in.h * in.w;
+    const int64_t bi = in.c, bo = out.c;
+    const int64_t d = (int64_t)((intptr_t)output - (intptr_t)input);
+    const int64_t fwd = bi - bo < pixels * (bi - bo) ? bi - bo : pixels * (bi - bo);
+    const int64_t bwd = (pixels - 1) * (bi - bo) > 0 ? (pixels - 1) * (bi - bo) : 0;
+    if (d <= fwd) {
+        return 0;
+    }
+    return d >= bwd ? 1 : -1;
 }
 
 #endif /* MCU_KERNELS_INTERNAL_CONV_COLUMN_S8_H */
