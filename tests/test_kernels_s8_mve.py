@@ -268,14 +268,20 @@ def max_pool_case(b: Builder, rng, *, c, kh, kw, sh, sw, pt, pl, h, w, n=1, mode
     b.add(Case("avg_pool" if avg else "max_pool", call, y.reshape(-1)), out_off + y.size)
 
 
-def mean_case(b: Builder, rng, *, c, h, w, n=1, mode="uniform") -> None:
-    x = _data(rng, (n, h, w, c), mode)
+def mean_case(b: Builder, rng, *, c, h, w, n=1, mode="uniform", fill=None, zp_in=None) -> None:
+    """`fill`: every input that value, with the exact mean's multiplier (1 / (h * w)) and the given
+    `zp_in`, so that any wrong partial sum shows in the output instead of saturating away."""
+    x = _data(rng, (n, h, w, c), mode) if fill is None else np.full((n, h, w, c), fill, dtype=np.int8)
     m, s = _quant(rng, 1, 1, rng.random() < 0.3, mode == "small")
-    if mode != "small":
+    if fill is not None:
+        frac, exp = np.frexp(1.0 / (h * w))
+        m[0], s[0] = min(int(round(frac * 2**31)), 2**31 - 1), int(exp)
+    elif mode != "small":
         s[0] = min(30, max(-31, int(s[0]) + int(np.log2(50 / 74 / max(1.0, np.sqrt(h * w))))))
-    zp_in = int(rng.choice([-128, 127, 0, int(rng.integers(-128, 128))]))
-    zp_out = int(rng.integers(-128, 128))
-    lo, hi = _act(rng)
+    if zp_in is None:
+        zp_in = int(rng.choice([-128, 127, 0, int(rng.integers(-128, 128))]))
+    zp_out = int(rng.integers(-128, 128)) if fill is None else 0
+    lo, hi = _act(rng) if fill is None else (-128, 127)
     y = ref.mean_hw_s8(x, input_offset=-zp_in, multiplier=int(m[0]), shift=int(s[0]), output_offset=zp_out,
                        act_min=lo, act_max=hi)
     xs = b.arr("int8_t", x)
@@ -405,6 +411,12 @@ def build_cases() -> Builder:
         max_pool_case(b, rng, c=pick(chans), kh=kh, kw=kw, sh=int(rng.integers(1, 3)), sw=int(rng.integers(1, 3)),
                       pt=pt, pl=pl, h=h, w=w, n=pick([1, 2]), mode=pick(MODES), avg=True)
     mean_case(b, rng, c=64, h=25, w=5)
+    # More than 256 pixels: the 16-bit lane sums are flushed into the int32 sums in chunks.
+    mean_case(b, rng, c=19, h=24, w=24, fill=-128, zp_in=-60)
+    mean_case(b, rng, c=8, h=48, w=48, fill=127, zp_in=60)
+    mean_case(b, rng, c=17, h=16, w=16, fill=-128, zp_in=-60)
+    mean_case(b, rng, c=8, h=48, w=48, mode="ends")
+    mean_case(b, rng, c=33, h=17, w=17)
     for _ in range(8):
         mean_case(b, rng, c=pick(chans), h=int(rng.integers(1, 9)), w=int(rng.integers(1, 9)), n=pick([1, 2]),
                   mode=pick(MODES))
