@@ -55,6 +55,25 @@ static inline int32_t mcu_packed_block_words(int32_t kp)
     "1:\n\t" MCU_DOT4_HALF "2:\n\t" MCU_DOT4_HALF "3:\n\t" MCU_DOT4_HALF "4:\n\t" MCU_DOT4_HALF         \
     "cmp r4, r6\n\t"                                                                                      \
     "bne 1b\n\t"
+
+/* MCU_DOT4_LOOP with 64 taps per pass for mcu_pixel_packed: the compare and branch once per 64 taps
+ * and the entry through a TBH on (column bytes / 8) mod 16 (the 16 quarters are too far apart for
+ * TBB's byte offsets). About 0.7 KB of code per copy; the loop of the partial blocks keeps 16. */
+#define MCU_DOT4_LOOP64                                                                                   \
+    "sub r8, r6, r4\n\t"                                                                                   \
+    "ubfx r8, r8, #3, #4\n\t"                                                                             \
+    "tbh [pc, r8, lsl #1]\n\t"                                                                            \
+    "0:\n\t"                                                                                              \
+    ".hword (10f - 0b) / 2, (25f - 0b) / 2, (24f - 0b) / 2, (23f - 0b) / 2\n\t"                             \
+    ".hword (22f - 0b) / 2, (21f - 0b) / 2, (20f - 0b) / 2, (19f - 0b) / 2\n\t"                             \
+    ".hword (18f - 0b) / 2, (17f - 0b) / 2, (16f - 0b) / 2, (15f - 0b) / 2\n\t"                             \
+    ".hword (14f - 0b) / 2, (13f - 0b) / 2, (12f - 0b) / 2, (11f - 0b) / 2\n\t"                             \
+    "10:\n\t" MCU_DOT4_HALF "11:\n\t" MCU_DOT4_HALF "12:\n\t" MCU_DOT4_HALF "13:\n\t" MCU_DOT4_HALF     \
+    "14:\n\t" MCU_DOT4_HALF "15:\n\t" MCU_DOT4_HALF "16:\n\t" MCU_DOT4_HALF "17:\n\t" MCU_DOT4_HALF     \
+    "18:\n\t" MCU_DOT4_HALF "19:\n\t" MCU_DOT4_HALF "20:\n\t" MCU_DOT4_HALF "21:\n\t" MCU_DOT4_HALF     \
+    "22:\n\t" MCU_DOT4_HALF "23:\n\t" MCU_DOT4_HALF "24:\n\t" MCU_DOT4_HALF "25:\n\t" MCU_DOT4_HALF     \
+    "cmp r4, r6\n\t"                                                                                      \
+    "bne 10b\n\t"
 #endif
 
 /* acc[0..3] += col . the block's weight pairs (w: the first pair word), over kp taps (a positive
@@ -98,9 +117,10 @@ static inline void mcu_dot4_packed(const int16_t *col, const int32_t *w, int32_t
  *   K = 2^30 + 2^(R+30) + output_offset 2^(31+R),  z = floor((acc m + K - [acc < 0] 2^31) / 2^(31+R))
  * is mcu_requantize_to_s8_fast's rounding high multiply, rounding divide by 2^R (half away from
  * zero) and offset in one 64-bit sum (internal/rq_s8_dsp.h derives it: mcu_rq_ch, whose K[0] this
- * is). On the core: AND and ADDS put [acc < 0] 2^31 into the low word, ADC takes the carry and
- * -[acc < 0] into the high word, SMLAL adds the product, ASR by R - 1 leaves z: 6 instructions
- * and one LDM per channel. |acc m| < 2^62 and R <= 23 keep the sum inside int64. Returns z + the
+ * is). On the core: SMLAL adds the product to K; taking 2^31 away when acc < 0 borrows from the
+ * high word exactly when bit 31 of the low word is clear, so BIC (acc AND NOT low) and an ADD of its
+ * sign (ASR #31) finish the high word; ASR by R - 1 leaves z: 5 instructions with SSAT and one LDM
+ * per channel. |acc m| < 2^62 and R <= 23 keep the sum inside int64. Returns z + the
  * offset saturated to int8 (not yet clamped to the activation range). */
 static inline int32_t mcu_packed_rq_s8(int32_t acc, const int32_t *rq)
 {
@@ -112,7 +132,7 @@ static inline int32_t mcu_packed_rq_s8(int32_t acc, const int32_t *rq)
 #if MCU_S8_DSP_NATIVE
 /* One whole block on the core (a pass of mcu_pixel_packed's loop): biases into the accumulators (one
  * LDM), the dot product (per 16 taps 4 LDRD + 8 LDM + 32 SMLAD + compare and branch, MCU_DOT4_LOOP),
- * then the four requantizations (mcu_packed_rq_s8 in 7 instructions each, SSAT to int8 included) and
+ * then the four requantizations (mcu_packed_rq_s8 in 6 instructions each, SSAT to int8 and the LDM included) and
  * the stores: four STRB when the activation range is all of int8 (clamp 0), else the bytes packed into
  * a word, clamped byte-wise to [min4, max4] (SSUB8 sets GE where the value is at least the bound, SEL
  * keeps it) and one STR. `bounds` holds (min4, max4): the activation bounds in four bytes each; the
@@ -120,10 +140,9 @@ static inline int32_t mcu_packed_rq_s8(int32_t acc, const int32_t *rq)
  * fills registers in ascending order. */
 #define MCU_RQ_PACKED(acc)                                                                                \
     "ldmia r5!, {r8, r9, r10, r11}\n\t"                                                                   \
-    "and r12, " acc ", #0x80000000\n\t"                                                                   \
-    "adds r8, r8, r12\n\t"                                                                                \
-    "adc r9, r9, " acc ", asr #31\n\t"                                                                    \
     "smlal r8, r9, " acc ", r10\n\t"                                                                      \
+    "bic r12, " acc ", r8\n\t"                                                                            \
+    "add r9, r9, r12, asr #31\n\t"                                                                        \
     "asr r9, r9, r11\n\t"                                                                                 \
     "ssat " acc ", #8, r9\n\t"
 
@@ -161,7 +180,7 @@ static inline int32_t mcu_packed_rq_s8(int32_t acc, const int32_t *rq)
     "5:\n\t"                                                                                              \
     "ldr r4, [r6, #16]\n\t"                                                                               \
     "ldmia r5!, {r0, r1, r2, r3}\n\t"                                                                     \
-    MCU_DOT4_LOOP                                                                                         \
+    MCU_DOT4_LOOP64                                                                                       \
     MCU_RQ_PACKED("r0") MCU_RQ_PACKED("r1") MCU_RQ_PACKED("r2") MCU_RQ_PACKED("r3")                       \
     store                                                                                                 \
     "str r4, [r6]\n\t"                                                                                    \
