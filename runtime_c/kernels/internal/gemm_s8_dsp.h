@@ -153,7 +153,7 @@ static inline int32_t mcu_packed_rq_s8(int32_t acc, const int32_t *rq)
  * and the requantization take every other register, and a push inside the assembly would be stack
  * that the compiler's stack-usage figures (the planned stack) cannot see. Returns the stream after
  * the last block. */
-#define MCU_PIXEL_PACKED_SPARE 10
+#define MCU_PIXEL_PACKED_SPARE 20 /* the state of mcu_pixel_packed_wide: 10 words */
 #define MCU_PX_STORE_CLAMP                                                                                \
     "pkhbt r0, r0, r2, lsl #16\n\t"                                                                       \
     "pkhbt r1, r1, r3, lsl #16\n\t"                                                                       \
@@ -187,8 +187,8 @@ static inline int32_t mcu_packed_rq_s8(int32_t acc, const int32_t *rq)
     "cmp r4, r8\n\t"                                                                                      \
     "bne 5b\n\t"
 
-static inline const int32_t *mcu_pixel_packed(const int16_t *col, int32_t kp, const int32_t *blob, int8_t *y,
-                                              int8_t *y_end, const uint32_t *bounds, int clamp)
+static inline const int32_t *mcu_pixel_packed_loop(const int16_t *col, int32_t kp, const int32_t *blob,
+                                                   int8_t *y, int8_t *y_end, const uint32_t *bounds, int clamp)
 {
     register const int16_t *x __asm__("r4") = col;
     register const int32_t *w __asm__("r5") = blob;
@@ -210,6 +210,168 @@ static inline const int32_t *mcu_pixel_packed(const int16_t *col, int32_t kp, co
                          : "r0", "r1", "r2", "r3", "lr", "cc", "memory");
     }
     return w;
+}
+
+/* mcu_pixel_packed for windows of at most MCU_PIXEL_WIDE_TAPS taps (every pointwise layer of the
+ * reference models but the widest): the dot product straight-line, 8 taps per group of one LDM of
+ * four column words and, per word, one LDM of the four channels' pair and four SMLAD. That is 21
+ * instructions per 64 MACs where MCU_DOT4_HALF's LDRD + 2 LDM take 11 per 32, and it needs eight
+ * data registers: r7 is saved in the state and restored at the end (a frame pointer in r7 stays
+ * untouched outside the assembly and nothing inside addresses memory through it), and no register
+ * holds the column's end, since the code for the taps after the entry point runs exactly once.
+ *
+ * The entry: a LDR PC from the state (a jump table of this assembly's own labels, filled once per
+ * call; no call, so the stack analysis of mcu/stack.py holds) into the group that leaves kp / 8
+ * groups before the requantization (label 9); when
+ * kp is 4 more than a multiple of 8, a stub loads the last column words of a group first and enters
+ * it at its third pair. The requantization takes two channels per LDM (eight registers are free then).
+ * The store is one of two tails, chosen once per call (LDR PC from the state): four STRB, or the
+ * bytes packed, clamped byte-wise (as MCU_PX_STORE_CLAMP) and one STR.
+ *
+ * The state, 10 words right after the column (r4 points there between blocks): column start,
+ * entry, third-pair entry, y, y_end, min4, max4, store tail, saved r7, and a flag: the first call
+ * of a layer (mcu_pixel_packed_start cleared the flag) writes the words that stay the same for all
+ * its pixels, the others only y, y_end and r7. */
+#define MCU_PIXEL_WIDE_TAPS 128
+#define MCU_PXW_PAIR(x)                                                                                   \
+    "ldmia.w r5!, {r10, r11, r12, lr}\n\t"                                                                \
+    "smlad r0, " x ", r10, r0\n\t"                                                                        \
+    "smlad r1, " x ", r11, r1\n\t"                                                                        \
+    "smlad r2, " x ", r12, r2\n\t"                                                                        \
+    "smlad r3, " x ", lr, r3\n\t"
+#define MCU_PXW_GROUP                                                                                     \
+    "ldmia.w r4!, {r6, r7, r8, r9}\n\t" MCU_PXW_PAIR("r6") MCU_PXW_PAIR("r7") MCU_PXW_PAIR("r8")           \
+        MCU_PXW_PAIR("r9")
+#define MCU_PXW_GROUP_BYTES 84 /* 21 wide instructions */
+#define MCU_PXW_GROUPS4 MCU_PXW_GROUP MCU_PXW_GROUP MCU_PXW_GROUP MCU_PXW_GROUP
+#define MCU_PXW_RQ2(a, b)                                                                                 \
+    "ldmia.w r5!, {r6, r7, r8, r9, r10, r11, r12, lr}\n\t"                                                \
+    "smlal r6, r7, " a ", r8\n\t"                                                                         \
+    "bic r8, " a ", r6\n\t"                                                                               \
+    "add r7, r7, r8, asr #31\n\t"                                                                         \
+    "asr r7, r7, r9\n\t"                                                                                  \
+    "ssat " a ", #8, r7\n\t"                                                                              \
+    "smlal r10, r11, " b ", r12\n\t"                                                                      \
+    "bic r12, " b ", r10\n\t"                                                                             \
+    "add r11, r11, r12, asr #31\n\t"                                                                      \
+    "asr r11, r11, lr\n\t"                                                                                \
+    "ssat " b ", #8, r11\n\t"
+
+static inline const int32_t *mcu_pixel_packed_wide(const int16_t *col, int32_t kp, const int32_t *blob,
+                                                   int8_t *y, int8_t *y_end, const uint32_t *bounds,
+                                                   int clamp)
+{
+    register const int16_t *c0 __asm__("r0") = col;
+    register int8_t *yp __asm__("r1") = y;
+    register int8_t *ye __asm__("r2") = y_end;
+    register int32_t tail __asm__("r3") = clamp;
+    register const int16_t *st __asm__("r4") = col + kp;
+    register const int32_t *w __asm__("r5") = blob;
+    register const uint32_t *b __asm__("r6") = bounds;
+    register int32_t taps __asm__("r8") = kp;
+    __asm__ volatile(
+        "str r7, [r4, #32]\n\t"
+        "strd r1, r2, [r4, #12]\n\t"
+        "ldr r7, [r4, #36]\n\t"
+        "cbnz r7, 5f\n\t"
+        "str r0, [r4]\n\t"
+        "ldrd r9, r10, [r6]\n\t"
+        "strd r9, r10, [r4, #20]\n\t"
+        /* bytes back from label 9 to the entry: whole groups, and the third pair of one more */
+        "lsr r9, r8, #3\n\t"
+        "mov r10, #84\n\t"
+        "mul r9, r9, r10\n\t"
+        "ands r10, r8, #4\n\t"
+        "it ne\n\t"
+        "addne r9, r9, #40\n\t"
+        "adr.w r6, 9f\n\t"
+        "sub r8, r6, r9\n\t"
+        "orr r8, r8, #1\n\t"
+        "adr.w r7, 7f\n\t"
+        "orr r7, r7, #1\n\t"
+        "cmp r10, #0\n\t"
+        "ite eq\n\t"
+        "moveq r6, r8\n\t"
+        "movne r6, r7\n\t"
+        "strd r6, r8, [r4, #4]\n\t"
+        "adr.w r6, 30f\n\t"
+        "adr.w r7, 31f\n\t"
+        "cmp r3, #0\n\t"
+        "it ne\n\t"
+        "movne r6, r7\n\t"
+        "orr r6, r6, #1\n\t"
+        "str r6, [r4, #28]\n\t"
+        "mov r7, #1\n\t"
+        "str r7, [r4, #36]\n\t"
+        "5:\n\t"
+        "mov r7, r4\n\t"
+        "ldr r4, [r4]\n\t"
+        "ldmia r5!, {r0, r1, r2, r3}\n\t"
+        "ldr pc, [r7, #4]\n\t"
+        "7:\n\t"
+        "ldrd r8, r9, [r4], #8\n\t"
+        "ldr pc, [r7, #8]\n\t"
+        "6:\n\t" MCU_PXW_GROUPS4 MCU_PXW_GROUPS4 MCU_PXW_GROUPS4 MCU_PXW_GROUPS4
+        "9:\n\t"
+        ".if (9b - 6b) - 1344\n\t" /* MCU_PIXEL_WIDE_TAPS / 8 groups of MCU_PXW_GROUP_BYTES */
+        ".error \"mcu_pixel_packed_wide: the groups are not all wide instructions\"\n\t"
+        ".endif\n\t"
+        MCU_PXW_RQ2("r0", "r1") MCU_PXW_RQ2("r2", "r3")
+        "ldr pc, [r4, #28]\n\t"
+        "30:\n\t"
+        "ldrd r6, r7, [r4, #12]\n\t"
+        "strb r1, [r6, #1]\n\t"
+        "strb r2, [r6, #2]\n\t"
+        "strb r3, [r6, #3]\n\t"
+        "strb r0, [r6], #4\n\t"
+        "str r6, [r4, #12]\n\t"
+        "cmp r6, r7\n\t"
+        "bne 5b\n\t"
+        "b 8f\n\t"
+        "31:\n\t"
+        "pkhbt r0, r0, r2, lsl #16\n\t"
+        "pkhbt r1, r1, r3, lsl #16\n\t"
+        "and r0, r0, #0x00FF00FF\n\t"
+        "and r1, r1, #0x00FF00FF\n\t"
+        "orr r0, r0, r1, lsl #8\n\t"
+        "ldrd r8, r9, [r4, #20]\n\t"
+        "ssub8 r10, r0, r8\n\t"
+        "sel r0, r0, r8\n\t"
+        "ssub8 r10, r9, r0\n\t"
+        "sel r0, r0, r9\n\t"
+        "ldrd r6, r7, [r4, #12]\n\t"
+        "str r0, [r6], #4\n\t"
+        "str r6, [r4, #12]\n\t"
+        "cmp r6, r7\n\t"
+        "bne 5b\n\t"
+        "8:\n\t"
+        "ldr r7, [r4, #32]\n\t"
+        : "+r"(c0), "+r"(yp), "+r"(ye), "+r"(tail), "+r"(st), "+r"(w), "+r"(b), "+r"(taps)
+        :
+        : "r9", "r10", "r11", "r12", "lr", "cc", "memory");
+    return w;
+}
+#undef MCU_PXW_RQ2
+#undef MCU_PXW_GROUPS4
+#undef MCU_PXW_GROUP
+#undef MCU_PXW_PAIR
+
+/* Before the first mcu_pixel_packed of a layer (of each kernel call), with the column `col` of kp
+ * taps and MCU_PIXEL_PACKED_SPARE more int16: the state after it is not yet the layer's. */
+static inline void mcu_pixel_packed_start(int16_t *col, int32_t kp)
+{
+    col[kp + 18] = 0;
+    col[kp + 19] = 0;
+}
+
+/* Every whole block of one output pixel (see mcu_pixel_packed_loop and mcu_pixel_packed_wide). */
+static inline const int32_t *mcu_pixel_packed(const int16_t *col, int32_t kp, const int32_t *blob, int8_t *y,
+                                              int8_t *y_end, const uint32_t *bounds, int clamp)
+{
+    if (kp <= MCU_PIXEL_WIDE_TAPS) {
+        return mcu_pixel_packed_wide(col, kp, blob, y, y_end, bounds, clamp);
+    }
+    return mcu_pixel_packed_loop(col, kp, blob, y, y_end, bounds, clamp);
 }
 #undef MCU_PX_BLOCKS
 #undef MCU_PX_STORE_BYTES
