@@ -220,16 +220,16 @@ static inline const int32_t *mcu_pixel_packed_loop(const int16_t *col, int32_t k
  * untouched outside the assembly and nothing inside addresses memory through it), and no register
  * holds the column's end, since the code for the taps after the entry point runs exactly once.
  *
- * The entry: a LDR PC from the state (a jump table of this assembly's own labels, filled once per
- * call; no call, so the stack analysis of mcu/stack.py holds) into the group that leaves kp / 8
- * groups before the requantization (label 9); when
- * kp is 4 more than a multiple of 8, a stub loads the last column words of a group first and enters
- * it at its third pair. The requantization takes two channels per LDM (eight registers are free then).
- * The store is one of two tails, chosen once per call (LDR PC from the state): four STRB, or the
- * bytes packed, clamped byte-wise (as MCU_PX_STORE_CLAMP) and one STR.
+ * The entry: a TBH into the group that leaves kp / 8 groups before the requantization (label 9),
+ * its index loaded with the column start by one LDM; when kp is 4 more than a multiple of 8, a stub
+ * loads the last two column words of a group first and enters it at its third pair (a second TBH).
+ * The requantization takes two channels per LDM (eight registers are free then). The store is one
+ * of two tails, chosen once per call (LDR PC from the state, to a label of this assembly: a branch
+ * within it, not a call, so mcu/stack.py's bound holds): four STRB, or the bytes packed, clamped
+ * byte-wise (as MCU_PX_STORE_CLAMP) and one STR.
  *
  * The state, 10 words right after the column (r4 points there between blocks): column start,
- * entry, third-pair entry, y, y_end, min4, max4, store tail, saved r7, and a flag: the first call
+ * entry index, third-pair index, y, y_end, min4, max4, store tail, saved r7, and a flag: the first call
  * of a layer (mcu_pixel_packed_start cleared the flag) writes the words that stay the same for all
  * its pixels, the others only y, y_end and r7. */
 #define MCU_PIXEL_WIDE_TAPS 128
@@ -277,23 +277,15 @@ static inline const int32_t *mcu_pixel_packed_wide(const int16_t *col, int32_t k
         "str r0, [r4]\n\t"
         "ldrd r9, r10, [r6]\n\t"
         "strd r9, r10, [r4, #20]\n\t"
-        /* bytes back from label 9 to the entry: whole groups, and the third pair of one more */
+        /* the TBH indices: the group that leaves kp / 8 groups (16 for the stub), and the group whose
+         * third pair the stub enters */
         "lsr r9, r8, #3\n\t"
-        "mov r10, #84\n\t"
-        "mul r9, r9, r10\n\t"
-        "ands r10, r8, #4\n\t"
+        "rsb r10, r9, #15\n\t"
+        "rsb r9, r9, #16\n\t"
+        "tst r8, #4\n\t"
         "it ne\n\t"
-        "addne r9, r9, #40\n\t"
-        "adr.w r6, 9f\n\t"
-        "sub r8, r6, r9\n\t"
-        "orr r8, r8, #1\n\t"
-        "adr.w r7, 7f\n\t"
-        "orr r7, r7, #1\n\t"
-        "cmp r10, #0\n\t"
-        "ite eq\n\t"
-        "moveq r6, r8\n\t"
-        "movne r6, r7\n\t"
-        "strd r6, r8, [r4, #4]\n\t"
+        "movne r9, #16\n\t"
+        "strd r9, r10, [r4, #4]\n\t"
         "adr.w r6, 30f\n\t"
         "adr.w r7, 31f\n\t"
         "cmp r3, #0\n\t"
@@ -304,13 +296,23 @@ static inline const int32_t *mcu_pixel_packed_wide(const int16_t *col, int32_t k
         "mov r7, #1\n\t"
         "str r7, [r4, #36]\n\t"
         "5:\n\t"
-        "mov r7, r4\n\t"
-        "ldr r4, [r4]\n\t"
+        "ldm r4, {r4, r6, r7}\n\t"
         "ldmia r5!, {r0, r1, r2, r3}\n\t"
-        "ldr pc, [r7, #4]\n\t"
+        "tbh [pc, r6, lsl #1]\n\t"
+        "40:\n\t"
+        ".hword (6f + 0 - 40b) / 2, (6f + 84 - 40b) / 2, (6f + 168 - 40b) / 2, (6f + 252 - 40b) / 2\n\t"
+        ".hword (6f + 336 - 40b) / 2, (6f + 420 - 40b) / 2, (6f + 504 - 40b) / 2, (6f + 588 - 40b) / 2\n\t"
+        ".hword (6f + 672 - 40b) / 2, (6f + 756 - 40b) / 2, (6f + 840 - 40b) / 2, (6f + 924 - 40b) / 2\n\t"
+        ".hword (6f + 1008 - 40b) / 2, (6f + 1092 - 40b) / 2, (6f + 1176 - 40b) / 2, (6f + 1260 - 40b) / 2\n\t"
+        ".hword (7f - 40b) / 2\n\t"
         "7:\n\t"
         "ldrd r8, r9, [r4], #8\n\t"
-        "ldr pc, [r7, #8]\n\t"
+        "tbh [pc, r7, lsl #1]\n\t"
+        "41:\n\t"
+        ".hword (6f + 44 - 41b) / 2, (6f + 128 - 41b) / 2, (6f + 212 - 41b) / 2, (6f + 296 - 41b) / 2\n\t"
+        ".hword (6f + 380 - 41b) / 2, (6f + 464 - 41b) / 2, (6f + 548 - 41b) / 2, (6f + 632 - 41b) / 2\n\t"
+        ".hword (6f + 716 - 41b) / 2, (6f + 800 - 41b) / 2, (6f + 884 - 41b) / 2, (6f + 968 - 41b) / 2\n\t"
+        ".hword (6f + 1052 - 41b) / 2, (6f + 1136 - 41b) / 2, (6f + 1220 - 41b) / 2, (6f + 1304 - 41b) / 2\n\t"
         "6:\n\t" MCU_PXW_GROUPS4 MCU_PXW_GROUPS4 MCU_PXW_GROUPS4 MCU_PXW_GROUPS4
         "9:\n\t"
         ".if (9b - 6b) - 1344\n\t" /* MCU_PIXEL_WIDE_TAPS / 8 groups of MCU_PXW_GROUP_BYTES */
