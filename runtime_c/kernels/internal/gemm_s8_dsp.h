@@ -148,8 +148,8 @@ static inline int32_t mcu_packed_rq_s8(int32_t acc, const int32_t *rq)
 
 /* Every whole block of one output pixel in one loop on the core, y to y_end (4 channels per block)
  * from the column col[0..kp); a C loop around one block per call reloaded its state around every
- * block. The loop keeps its state in five words (y, y_end, min4, max4, col) right after the
- * column's kp taps, so the column needs MCU_PIXEL_PACKED_SPARE more int16 of room: the dot product
+ * block. The loop keeps its state in six words (y, y_end, min4, max4, col, the store's label: one
+ * copy of the loop for both stores, chosen by LDR PC per block) right after the column's kp taps, so the column needs MCU_PIXEL_PACKED_SPARE more int16 of room: the dot product
  * and the requantization take every other register, and a push inside the assembly would be stack
  * that the compiler's stack-usage figures (the planned stack) cannot see. Returns the stream after
  * the last block. */
@@ -173,23 +173,38 @@ static inline int32_t mcu_packed_rq_s8(int32_t acc, const int32_t *rq)
     "strb r2, [r4, #2]\n\t"                                                                               \
     "strb r3, [r4, #3]\n\t"                                                                               \
     "strb r0, [r4], #4\n\t"
-#define MCU_PX_BLOCKS(store)                                                                              \
+#define MCU_PX_BLOCKS                                                                                     \
     "strd r8, r9, [r6]\n\t"                                                                               \
     "strd r10, r11, [r6, #8]\n\t"                                                                         \
     "str r12, [r6, #16]\n\t"                                                                              \
+    "adr.w lr, 30f\n\t"                                                                                   \
+    "adr.w r1, 31f\n\t"                                                                                   \
+    "cmp r0, #0\n\t"                                                                                      \
+    "it ne\n\t"                                                                                           \
+    "movne lr, r1\n\t"                                                                                    \
+    "orr lr, lr, #1\n\t"                                                                                  \
+    "str lr, [r6, #20]\n\t"                                                                               \
     "5:\n\t"                                                                                              \
     "ldr r4, [r6, #16]\n\t"                                                                               \
     "ldmia r5!, {r0, r1, r2, r3}\n\t"                                                                     \
     MCU_DOT4_LOOP64                                                                                       \
     MCU_RQ_PACKED("r0") MCU_RQ_PACKED("r1") MCU_RQ_PACKED("r2") MCU_RQ_PACKED("r3")                       \
-    store                                                                                                 \
+    "ldr pc, [r6, #20]\n\t"                                                                               \
+    "30:\n\t" MCU_PX_STORE_BYTES                                                                          \
     "str r4, [r6]\n\t"                                                                                    \
     "cmp r4, r8\n\t"                                                                                      \
-    "bne 5b\n\t"
+    "bne 5b\n\t"                                                                                          \
+    "b 8f\n\t"                                                                                            \
+    "31:\n\t" MCU_PX_STORE_CLAMP                                                                          \
+    "str r4, [r6]\n\t"                                                                                    \
+    "cmp r4, r8\n\t"                                                                                      \
+    "bne 5b\n\t"                                                                                          \
+    "8:\n\t"
 
 static inline const int32_t *mcu_pixel_packed_loop(const int16_t *col, int32_t kp, const int32_t *blob,
                                                    int8_t *y, int8_t *y_end, const uint32_t *bounds, int clamp)
 {
+    register int32_t tail __asm__("r0") = clamp;
     register const int16_t *x __asm__("r4") = col;
     register const int32_t *w __asm__("r5") = blob;
     register const int16_t *e __asm__("r6") = col + kp;
@@ -198,17 +213,10 @@ static inline const int32_t *mcu_pixel_packed_loop(const int16_t *col, int32_t k
     register uint32_t lo __asm__("r10") = bounds[0];
     register uint32_t hi __asm__("r11") = bounds[1];
     register const int16_t *c0 __asm__("r12") = col;
-    if (clamp) {
-        __asm__ volatile(MCU_PX_BLOCKS(MCU_PX_STORE_CLAMP)
-                         : "+r"(x), "+r"(w), "+r"(e), "+r"(yp), "+r"(ye), "+r"(lo), "+r"(hi), "+r"(c0)
-                         :
-                         : "r0", "r1", "r2", "r3", "lr", "cc", "memory");
-    } else {
-        __asm__ volatile(MCU_PX_BLOCKS(MCU_PX_STORE_BYTES)
-                         : "+r"(x), "+r"(w), "+r"(e), "+r"(yp), "+r"(ye), "+r"(lo), "+r"(hi), "+r"(c0)
-                         :
-                         : "r0", "r1", "r2", "r3", "lr", "cc", "memory");
-    }
+    __asm__ volatile(MCU_PX_BLOCKS
+                     : "+r"(tail), "+r"(x), "+r"(w), "+r"(e), "+r"(yp), "+r"(ye), "+r"(lo), "+r"(hi), "+r"(c0)
+                     :
+                     : "r1", "r2", "r3", "lr", "cc", "memory");
     return w;
 }
 
@@ -232,7 +240,7 @@ static inline const int32_t *mcu_pixel_packed_loop(const int16_t *col, int32_t k
  * entry index, third-pair index, y, y_end, min4, max4, store tail, saved r7, and a flag: the first call
  * of a layer (mcu_pixel_packed_start cleared the flag) writes the words that stay the same for all
  * its pixels, the others only y, y_end and r7. */
-#define MCU_PIXEL_WIDE_TAPS 128
+#define MCU_PIXEL_WIDE_TAPS 256
 #define MCU_PXW_PAIR(x)                                                                                   \
     "ldmia.w r5!, {r10, r11, r12, lr}\n\t"                                                                \
     "smlad r0, " x ", r10, r0\n\t"                                                                        \
@@ -280,11 +288,11 @@ static inline const int32_t *mcu_pixel_packed_wide(const int16_t *col, int32_t k
         /* the TBH indices: the group that leaves kp / 8 groups (16 for the stub), and the group whose
          * third pair the stub enters */
         "lsr r9, r8, #3\n\t"
-        "rsb r10, r9, #15\n\t"
-        "rsb r9, r9, #16\n\t"
+        "rsb r10, r9, #31\n\t"
+        "rsb r9, r9, #32\n\t"
         "tst r8, #4\n\t"
         "it ne\n\t"
-        "movne r9, #16\n\t"
+        "movne r9, #32\n\t"
         "strd r9, r10, [r4, #4]\n\t"
         "adr.w r6, 30f\n\t"
         "adr.w r7, 31f\n\t"
@@ -304,6 +312,10 @@ static inline const int32_t *mcu_pixel_packed_wide(const int16_t *col, int32_t k
         ".hword (6f + 336 - 40b) / 2, (6f + 420 - 40b) / 2, (6f + 504 - 40b) / 2, (6f + 588 - 40b) / 2\n\t"
         ".hword (6f + 672 - 40b) / 2, (6f + 756 - 40b) / 2, (6f + 840 - 40b) / 2, (6f + 924 - 40b) / 2\n\t"
         ".hword (6f + 1008 - 40b) / 2, (6f + 1092 - 40b) / 2, (6f + 1176 - 40b) / 2, (6f + 1260 - 40b) / 2\n\t"
+        ".hword (6f + 1344 - 40b) / 2, (6f + 1428 - 40b) / 2, (6f + 1512 - 40b) / 2, (6f + 1596 - 40b) / 2\n\t"
+        ".hword (6f + 1680 - 40b) / 2, (6f + 1764 - 40b) / 2, (6f + 1848 - 40b) / 2, (6f + 1932 - 40b) / 2\n\t"
+        ".hword (6f + 2016 - 40b) / 2, (6f + 2100 - 40b) / 2, (6f + 2184 - 40b) / 2, (6f + 2268 - 40b) / 2\n\t"
+        ".hword (6f + 2352 - 40b) / 2, (6f + 2436 - 40b) / 2, (6f + 2520 - 40b) / 2, (6f + 2604 - 40b) / 2\n\t"
         ".hword (7f - 40b) / 2\n\t"
         "7:\n\t"
         "ldrd r8, r9, [r4], #8\n\t"
@@ -313,9 +325,14 @@ static inline const int32_t *mcu_pixel_packed_wide(const int16_t *col, int32_t k
         ".hword (6f + 380 - 41b) / 2, (6f + 464 - 41b) / 2, (6f + 548 - 41b) / 2, (6f + 632 - 41b) / 2\n\t"
         ".hword (6f + 716 - 41b) / 2, (6f + 800 - 41b) / 2, (6f + 884 - 41b) / 2, (6f + 968 - 41b) / 2\n\t"
         ".hword (6f + 1052 - 41b) / 2, (6f + 1136 - 41b) / 2, (6f + 1220 - 41b) / 2, (6f + 1304 - 41b) / 2\n\t"
+        ".hword (6f + 1388 - 41b) / 2, (6f + 1472 - 41b) / 2, (6f + 1556 - 41b) / 2, (6f + 1640 - 41b) / 2\n\t"
+        ".hword (6f + 1724 - 41b) / 2, (6f + 1808 - 41b) / 2, (6f + 1892 - 41b) / 2, (6f + 1976 - 41b) / 2\n\t"
+        ".hword (6f + 2060 - 41b) / 2, (6f + 2144 - 41b) / 2, (6f + 2228 - 41b) / 2, (6f + 2312 - 41b) / 2\n\t"
+        ".hword (6f + 2396 - 41b) / 2, (6f + 2480 - 41b) / 2, (6f + 2564 - 41b) / 2, (6f + 2648 - 41b) / 2\n\t"
         "6:\n\t" MCU_PXW_GROUPS4 MCU_PXW_GROUPS4 MCU_PXW_GROUPS4 MCU_PXW_GROUPS4
+        MCU_PXW_GROUPS4 MCU_PXW_GROUPS4 MCU_PXW_GROUPS4 MCU_PXW_GROUPS4
         "9:\n\t"
-        ".if (9b - 6b) - 1344\n\t" /* MCU_PIXEL_WIDE_TAPS / 8 groups of MCU_PXW_GROUP_BYTES */
+        ".if (9b - 6b) - 2688\n\t" /* MCU_PIXEL_WIDE_TAPS / 8 groups of MCU_PXW_GROUP_BYTES */
         ".error \"mcu_pixel_packed_wide: the groups are not all wide instructions\"\n\t"
         ".endif\n\t"
         MCU_PXW_RQ2("r0", "r1") MCU_PXW_RQ2("r2", "r3")
