@@ -1,12 +1,12 @@
 """The wide-layer paths of mcu_conv2d_packed_s8 on DSP cores (issue 13), bit-exact with the Python reference.
 
 On the core (Cortex-M33 and M4, right-shift streams), every whole block of 4 output channels of a pixel
-runs in one assembly loop: windows of at most MCU_PIXEL_WIDE_TAPS (128) taps straight-line
+runs in one assembly loop: windows of at most MCU_PIXEL_WIDE_TAPS (256, or 128 when built so) taps straight-line
 (mcu_pixel_packed_wide: entered at the group that leaves kp / 8 groups, through a stub when kp is 4
 more than a multiple of 8; r7 saved in the state after the column; the per-layer state written by the
 first pixel of each call), wider ones through the 64-tap loop (mcu_pixel_packed_loop); both with the
 BIC/ADD requantization. Drawn here: window taps 1 to 300 (pointwise, fully connected and 3x3 layers,
-around 128 and the multiples of 8), output channels 1 to 300 (partial last blocks), 1 to 50 pixels
+around 128, 256 and the multiples of 8), output channels 1 to 300 (partial last blocks), 1 to 50 pixels
 (batches for fully connected layers), clamp on and off, inputs, weights, biases, multipliers and
 zero-points at their ends, and some streams with shifts the assembly does not take (the C blocks).
 Many layers run in one firmware, in a row on the same stack, so a stale per-layer state would show.
@@ -128,12 +128,15 @@ def _kernel_at(opt: str, tmp: Path) -> Path:
 
 @requires_qemu
 @pytest.mark.qemu
-@pytest.mark.parametrize("board_name,opt", [("mps2-an505", "-O2"), ("mps2-an386", "-O2"), ("mps2-an505", "-Os"),
-                                            ("mps2-an505", "-O3")])
+@pytest.mark.parametrize("board_name,opt,wide", [("mps2-an505", "-O2", None), ("mps2-an386", "-O2", None),
+                                                 ("mps2-an505", "-Os", None), ("mps2-an505", "-O3", None),
+                                                 ("mps2-an505", "-O2", 128)])
 @settings(max_examples=2, deadline=None, derandomize=True)
 @given(cases=st.lists(_layer(), min_size=16, max_size=16))
-def test_wide_layers_on_core(tmp_path_factory, board_name: str, opt: str, cases: list[dict]) -> None:
-    """Batches of 16 drawn layers per firmware, bit-exact with the reference on the core."""
+def test_wide_layers_on_core(tmp_path_factory, board_name: str, opt: str, wide: int | None,
+                             cases: list[dict]) -> None:
+    """Batches of 16 drawn layers per firmware, bit-exact with the reference on the core (`wide`: the
+    straight-line path's MCU_PIXEL_WIDE_TAPS when not the default 256)."""
     from mcu.sim.qemu import run_qemu
     from mcu.toolchain import build_firmware
 
@@ -142,7 +145,8 @@ def test_wide_layers_on_core(tmp_path_factory, board_name: str, opt: str, cases:
     main.write_text(_firmware_source(cases))
     kernel = runtime_dir() / "kernels" / tuned.SOURCE if opt == "-O2" else _kernel_at(opt, tmp)
     board = load_board(board_name)
-    fw = build_firmware(board, [main, kernel], [runtime_dir() / "include"], tmp / "out")
+    defines = {"MCU_PIXEL_WIDE_TAPS": wide} if wide else None
+    fw = build_firmware(board, [main, kernel], [runtime_dir() / "include"], tmp / "out", defines=defines)
     result = run_qemu(board, fw.elf, timeout_s=300)
     assert result.exit_code == 0 and "packed cases failed: 0" in result.console, result.console
 

@@ -130,10 +130,10 @@ static inline int32_t mcu_packed_rq_s8(int32_t acc, const int32_t *rq)
 }
 
 #if MCU_S8_DSP_NATIVE
-/* One whole block on the core (a pass of mcu_pixel_packed's loop): biases into the accumulators (one
- * LDM), the dot product (per 16 taps 4 LDRD + 8 LDM + 32 SMLAD + compare and branch, MCU_DOT4_LOOP),
- * then the four requantizations (mcu_packed_rq_s8 in 6 instructions each, SSAT to int8 and the LDM included) and
- * the stores: four STRB when the activation range is all of int8 (clamp 0), else the bytes packed into
+/* One whole block on the core (a pass of mcu_pixel_packed_loop): biases into the accumulators (one
+ * LDM), the dot product (per 64 taps 16 LDRD + 32 LDM + 128 SMLAD + compare and branch,
+ * MCU_DOT4_LOOP64), then the four requantizations (mcu_packed_rq_s8 in 6 instructions each, SSAT to
+ * int8 and the LDM included) and the stores: four STRB when the activation range is all of int8 (clamp 0), else the bytes packed into
  * a word, clamped byte-wise to [min4, max4] (SSUB8 sets GE where the value is at least the bound, SEL
  * keeps it) and one STR. `bounds` holds (min4, max4): the activation bounds in four bytes each; the
  * range lies inside int8, so saturating first changes nothing. Every register is fixed because LDM
@@ -149,8 +149,9 @@ static inline int32_t mcu_packed_rq_s8(int32_t acc, const int32_t *rq)
 /* Every whole block of one output pixel in one loop on the core, y to y_end (4 channels per block)
  * from the column col[0..kp); a C loop around one block per call reloaded its state around every
  * block. The loop keeps its state in six words (y, y_end, min4, max4, col, the store's label: one
- * copy of the loop for both stores, chosen by LDR PC per block) right after the column's kp taps, so the column needs MCU_PIXEL_PACKED_SPARE more int16 of room: the dot product
- * and the requantization take every other register, and a push inside the assembly would be stack
+ * copy of the loop for both stores, chosen by LDR PC per block) right after the column's kp taps,
+ * so the column needs MCU_PIXEL_PACKED_SPARE more int16 of room: the dot product and the
+ * requantization take every other register, and a push inside the assembly would be stack
  * that the compiler's stack-usage figures (the planned stack) cannot see. Returns the stream after
  * the last block. */
 #define MCU_PIXEL_PACKED_SPARE 20 /* the state of mcu_pixel_packed_wide: 10 words */
@@ -240,7 +241,22 @@ static inline const int32_t *mcu_pixel_packed_loop(const int16_t *col, int32_t k
  * entry index, third-pair index, y, y_end, min4, max4, store tail, saved r7, and a flag: the first call
  * of a layer (mcu_pixel_packed_start cleared the flag) writes the words that stay the same for all
  * its pixels, the others only y, y_end and r7. */
-#define MCU_PIXEL_WIDE_TAPS 256
+#ifndef MCU_PIXEL_WIDE_TAPS
+#define MCU_PIXEL_WIDE_TAPS 256 /* -DMCU_PIXEL_WIDE_TAPS=128: 1.4 KB less code, wider layers on the loop */
+#endif
+#if MCU_PIXEL_WIDE_TAPS == 256
+#define MCU_PXW_G "32"     /* groups */
+#define MCU_PXW_G1 "31"
+#define MCU_PXW_BYTES "2688" /* groups * MCU_PXW_GROUP_BYTES */
+#define MCU_PXW_LIST "0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31"
+#elif MCU_PIXEL_WIDE_TAPS == 128
+#define MCU_PXW_G "16"
+#define MCU_PXW_G1 "15"
+#define MCU_PXW_BYTES "1344"
+#define MCU_PXW_LIST "0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15"
+#else
+#error "MCU_PIXEL_WIDE_TAPS is 128 or 256"
+#endif
 #define MCU_PXW_PAIR(x)                                                                                   \
     "ldmia.w r5!, {r10, r11, r12, lr}\n\t"                                                                \
     "smlad r0, " x ", r10, r0\n\t"                                                                        \
@@ -251,7 +267,6 @@ static inline const int32_t *mcu_pixel_packed_loop(const int16_t *col, int32_t k
     "ldmia.w r4!, {r6, r7, r8, r9}\n\t" MCU_PXW_PAIR("r6") MCU_PXW_PAIR("r7") MCU_PXW_PAIR("r8")           \
         MCU_PXW_PAIR("r9")
 #define MCU_PXW_GROUP_BYTES 84 /* 21 wide instructions */
-#define MCU_PXW_GROUPS4 MCU_PXW_GROUP MCU_PXW_GROUP MCU_PXW_GROUP MCU_PXW_GROUP
 #define MCU_PXW_RQ2(a, b)                                                                                 \
     "ldmia.w r5!, {r6, r7, r8, r9, r10, r11, r12, lr}\n\t"                                                \
     "smlal r6, r7, " a ", r8\n\t"                                                                         \
@@ -285,14 +300,14 @@ static inline const int32_t *mcu_pixel_packed_wide(const int16_t *col, int32_t k
         "str r0, [r4]\n\t"
         "ldrd r9, r10, [r6]\n\t"
         "strd r9, r10, [r4, #20]\n\t"
-        /* the TBH indices: the group that leaves kp / 8 groups (16 for the stub), and the group whose
+        /* the TBH indices: the group that leaves kp / 8 groups (the group count: the stub), and the group whose
          * third pair the stub enters */
         "lsr r9, r8, #3\n\t"
-        "rsb r10, r9, #31\n\t"
-        "rsb r9, r9, #32\n\t"
+        "rsb r10, r9, #" MCU_PXW_G1 "\n\t"
+        "rsb r9, r9, #" MCU_PXW_G "\n\t"
         "tst r8, #4\n\t"
         "it ne\n\t"
-        "movne r9, #32\n\t"
+        "movne r9, #" MCU_PXW_G "\n\t"
         "strd r9, r10, [r4, #4]\n\t"
         "adr.w r6, 30f\n\t"
         "adr.w r7, 31f\n\t"
@@ -308,31 +323,16 @@ static inline const int32_t *mcu_pixel_packed_wide(const int16_t *col, int32_t k
         "ldmia r5!, {r0, r1, r2, r3}\n\t"
         "tbh [pc, r6, lsl #1]\n\t"
         "40:\n\t"
-        ".hword (6f + 0 - 40b) / 2, (6f + 84 - 40b) / 2, (6f + 168 - 40b) / 2, (6f + 252 - 40b) / 2\n\t"
-        ".hword (6f + 336 - 40b) / 2, (6f + 420 - 40b) / 2, (6f + 504 - 40b) / 2, (6f + 588 - 40b) / 2\n\t"
-        ".hword (6f + 672 - 40b) / 2, (6f + 756 - 40b) / 2, (6f + 840 - 40b) / 2, (6f + 924 - 40b) / 2\n\t"
-        ".hword (6f + 1008 - 40b) / 2, (6f + 1092 - 40b) / 2, (6f + 1176 - 40b) / 2, (6f + 1260 - 40b) / 2\n\t"
-        ".hword (6f + 1344 - 40b) / 2, (6f + 1428 - 40b) / 2, (6f + 1512 - 40b) / 2, (6f + 1596 - 40b) / 2\n\t"
-        ".hword (6f + 1680 - 40b) / 2, (6f + 1764 - 40b) / 2, (6f + 1848 - 40b) / 2, (6f + 1932 - 40b) / 2\n\t"
-        ".hword (6f + 2016 - 40b) / 2, (6f + 2100 - 40b) / 2, (6f + 2184 - 40b) / 2, (6f + 2268 - 40b) / 2\n\t"
-        ".hword (6f + 2352 - 40b) / 2, (6f + 2436 - 40b) / 2, (6f + 2520 - 40b) / 2, (6f + 2604 - 40b) / 2\n\t"
+        ".irp g, " MCU_PXW_LIST "\n\t.hword (6f + 84 * \\g - 40b) / 2\n\t.endr\n\t"
         ".hword (7f - 40b) / 2\n\t"
         "7:\n\t"
         "ldrd r8, r9, [r4], #8\n\t"
         "tbh [pc, r7, lsl #1]\n\t"
         "41:\n\t"
-        ".hword (6f + 44 - 41b) / 2, (6f + 128 - 41b) / 2, (6f + 212 - 41b) / 2, (6f + 296 - 41b) / 2\n\t"
-        ".hword (6f + 380 - 41b) / 2, (6f + 464 - 41b) / 2, (6f + 548 - 41b) / 2, (6f + 632 - 41b) / 2\n\t"
-        ".hword (6f + 716 - 41b) / 2, (6f + 800 - 41b) / 2, (6f + 884 - 41b) / 2, (6f + 968 - 41b) / 2\n\t"
-        ".hword (6f + 1052 - 41b) / 2, (6f + 1136 - 41b) / 2, (6f + 1220 - 41b) / 2, (6f + 1304 - 41b) / 2\n\t"
-        ".hword (6f + 1388 - 41b) / 2, (6f + 1472 - 41b) / 2, (6f + 1556 - 41b) / 2, (6f + 1640 - 41b) / 2\n\t"
-        ".hword (6f + 1724 - 41b) / 2, (6f + 1808 - 41b) / 2, (6f + 1892 - 41b) / 2, (6f + 1976 - 41b) / 2\n\t"
-        ".hword (6f + 2060 - 41b) / 2, (6f + 2144 - 41b) / 2, (6f + 2228 - 41b) / 2, (6f + 2312 - 41b) / 2\n\t"
-        ".hword (6f + 2396 - 41b) / 2, (6f + 2480 - 41b) / 2, (6f + 2564 - 41b) / 2, (6f + 2648 - 41b) / 2\n\t"
-        "6:\n\t" MCU_PXW_GROUPS4 MCU_PXW_GROUPS4 MCU_PXW_GROUPS4 MCU_PXW_GROUPS4
-        MCU_PXW_GROUPS4 MCU_PXW_GROUPS4 MCU_PXW_GROUPS4 MCU_PXW_GROUPS4
+        ".irp g, " MCU_PXW_LIST "\n\t.hword (6f + 84 * \\g + 44 - 41b) / 2\n\t.endr\n\t"
+        "6:\n\t.rept " MCU_PXW_G "\n\t" MCU_PXW_GROUP ".endr\n\t"
         "9:\n\t"
-        ".if (9b - 6b) - 2688\n\t" /* MCU_PIXEL_WIDE_TAPS / 8 groups of MCU_PXW_GROUP_BYTES */
+        ".if (9b - 6b) - " MCU_PXW_BYTES "\n\t"
         ".error \"mcu_pixel_packed_wide: the groups are not all wide instructions\"\n\t"
         ".endif\n\t"
         MCU_PXW_RQ2("r0", "r1") MCU_PXW_RQ2("r2", "r3")
@@ -371,7 +371,10 @@ static inline const int32_t *mcu_pixel_packed_wide(const int16_t *col, int32_t k
     return w;
 }
 #undef MCU_PXW_RQ2
-#undef MCU_PXW_GROUPS4
+#undef MCU_PXW_LIST
+#undef MCU_PXW_BYTES
+#undef MCU_PXW_G1
+#undef MCU_PXW_G
 #undef MCU_PXW_GROUP
 #undef MCU_PXW_PAIR
 
