@@ -141,6 +141,7 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
     packed += MCU_PACKED_HEADER_WORDS;
 #if MCU_S8_DSP_NATIVE
     _Alignas(8) int16_t col[MCU_CONV_PACKED_TAPS_MAX + MCU_PIXEL_PACKED_SPARE]; /* + mcu_pixel_packed's state */
+    mcu_pixel_packed_start(col, kp);
 #else
     _Alignas(8) int16_t col[MCU_CONV_PACKED_TAPS_MAX];
 #endif

@@ -55,6 +55,25 @@ static inline int32_t mcu_packed_block_words(int32_t kp)
     "1:\n\t" MCU_DOT4_HALF "2:\n\t" MCU_DOT4_HALF "3:\n\t" MCU_DOT4_HALF "4:\n\t" MCU_DOT4_HALF         \
     "cmp r4, r6\n\t"                                                                                      \
     "bne 1b\n\t"
+
+/* MCU_DOT4_LOOP with 64 taps per pass for mcu_pixel_packed: the compare and branch once per 64 taps
+ * and the entry through a TBH on (column bytes / 8) mod 16 (the 16 quarters are too far apart for
+ * TBB's byte offsets). About 0.7 KB of code per copy; the loop of the partial blocks keeps 16. */
+#define MCU_DOT4_LOOP64                                                                                   \
+    "sub r8, r6, r4\n\t"                                                                                   \
+    "ubfx r8, r8, #3, #4\n\t"                                                                             \
+    "tbh [pc, r8, lsl #1]\n\t"                                                                            \
+    "0:\n\t"                                                                                              \
+    ".hword (10f - 0b) / 2, (25f - 0b) / 2, (24f - 0b) / 2, (23f - 0b) / 2\n\t"                             \
+    ".hword (22f - 0b) / 2, (21f - 0b) / 2, (20f - 0b) / 2, (19f - 0b) / 2\n\t"                             \
+    ".hword (18f - 0b) / 2, (17f - 0b) / 2, (16f - 0b) / 2, (15f - 0b) / 2\n\t"                             \
+    ".hword (14f - 0b) / 2, (13f - 0b) / 2, (12f - 0b) / 2, (11f - 0b) / 2\n\t"                             \
+    "10:\n\t" MCU_DOT4_HALF "11:\n\t" MCU_DOT4_HALF "12:\n\t" MCU_DOT4_HALF "13:\n\t" MCU_DOT4_HALF     \
+    "14:\n\t" MCU_DOT4_HALF "15:\n\t" MCU_DOT4_HALF "16:\n\t" MCU_DOT4_HALF "17:\n\t" MCU_DOT4_HALF     \
+    "18:\n\t" MCU_DOT4_HALF "19:\n\t" MCU_DOT4_HALF "20:\n\t" MCU_DOT4_HALF "21:\n\t" MCU_DOT4_HALF     \
+    "22:\n\t" MCU_DOT4_HALF "23:\n\t" MCU_DOT4_HALF "24:\n\t" MCU_DOT4_HALF "25:\n\t" MCU_DOT4_HALF     \
+    "cmp r4, r6\n\t"                                                                                      \
+    "bne 10b\n\t"
 #endif
 
 /* acc[0..3] += col . the block's weight pairs (w: the first pair word), over kp taps (a positive
@@ -98,9 +117,10 @@ static inline void mcu_dot4_packed(const int16_t *col, const int32_t *w, int32_t
  *   K = 2^30 + 2^(R+30) + output_offset 2^(31+R),  z = floor((acc m + K - [acc < 0] 2^31) / 2^(31+R))
  * is mcu_requantize_to_s8_fast's rounding high multiply, rounding divide by 2^R (half away from
  * zero) and offset in one 64-bit sum (internal/rq_s8_dsp.h derives it: mcu_rq_ch, whose K[0] this
- * is). On the core: AND and ADDS put [acc < 0] 2^31 into the low word, ADC takes the carry and
- * -[acc < 0] into the high word, SMLAL adds the product, ASR by R - 1 leaves z: 6 instructions
- * and one LDM per channel. |acc m| < 2^62 and R <= 23 keep the sum inside int64. Returns z + the
+ * is). On the core: SMLAL adds the product to K; taking 2^31 away when acc < 0 borrows from the
+ * high word exactly when bit 31 of the low word is clear, so BIC (acc AND NOT low) and an ADD of its
+ * sign (ASR #31) finish the high word; ASR by R - 1 leaves z: 5 instructions with SSAT and one LDM
+ * per channel. |acc m| < 2^62 and R <= 23 keep the sum inside int64. Returns z + the
  * offset saturated to int8 (not yet clamped to the activation range). */
 static inline int32_t mcu_packed_rq_s8(int32_t acc, const int32_t *rq)
 {
@@ -110,31 +130,31 @@ static inline int32_t mcu_packed_rq_s8(int32_t acc, const int32_t *rq)
 }
 
 #if MCU_S8_DSP_NATIVE
-/* One whole block on the core (a pass of mcu_pixel_packed's loop): biases into the accumulators (one
- * LDM), the dot product (per 16 taps 4 LDRD + 8 LDM + 32 SMLAD + compare and branch, MCU_DOT4_LOOP),
- * then the four requantizations (mcu_packed_rq_s8 in 7 instructions each, SSAT to int8 included) and
- * the stores: four STRB when the activation range is all of int8 (clamp 0), else the bytes packed into
+/* One whole block on the core (a pass of mcu_pixel_packed_loop): biases into the accumulators (one
+ * LDM), the dot product (per 64 taps 16 LDRD + 32 LDM + 128 SMLAD + compare and branch,
+ * MCU_DOT4_LOOP64), then the four requantizations (mcu_packed_rq_s8 in 6 instructions each, SSAT to
+ * int8 and the LDM included) and the stores: four STRB when the activation range is all of int8 (clamp 0), else the bytes packed into
  * a word, clamped byte-wise to [min4, max4] (SSUB8 sets GE where the value is at least the bound, SEL
  * keeps it) and one STR. `bounds` holds (min4, max4): the activation bounds in four bytes each; the
  * range lies inside int8, so saturating first changes nothing. Every register is fixed because LDM
  * fills registers in ascending order. */
 #define MCU_RQ_PACKED(acc)                                                                                \
     "ldmia r5!, {r8, r9, r10, r11}\n\t"                                                                   \
-    "and r12, " acc ", #0x80000000\n\t"                                                                   \
-    "adds r8, r8, r12\n\t"                                                                                \
-    "adc r9, r9, " acc ", asr #31\n\t"                                                                    \
     "smlal r8, r9, " acc ", r10\n\t"                                                                      \
+    "bic r12, " acc ", r8\n\t"                                                                            \
+    "add r9, r9, r12, asr #31\n\t"                                                                        \
     "asr r9, r9, r11\n\t"                                                                                 \
     "ssat " acc ", #8, r9\n\t"
 
 /* Every whole block of one output pixel in one loop on the core, y to y_end (4 channels per block)
  * from the column col[0..kp); a C loop around one block per call reloaded its state around every
- * block. The loop keeps its state in five words (y, y_end, min4, max4, col) right after the
- * column's kp taps, so the column needs MCU_PIXEL_PACKED_SPARE more int16 of room: the dot product
- * and the requantization take every other register, and a push inside the assembly would be stack
+ * block. The loop keeps its state in six words (y, y_end, min4, max4, col, the store's label: one
+ * copy of the loop for both stores, chosen by LDR PC per block) right after the column's kp taps,
+ * so the column needs MCU_PIXEL_PACKED_SPARE more int16 of room: the dot product and the
+ * requantization take every other register, and a push inside the assembly would be stack
  * that the compiler's stack-usage figures (the planned stack) cannot see. Returns the stream after
  * the last block. */
-#define MCU_PIXEL_PACKED_SPARE 10
+#define MCU_PIXEL_PACKED_SPARE 20 /* the state of mcu_pixel_packed_wide: 10 words */
 #define MCU_PX_STORE_CLAMP                                                                                \
     "pkhbt r0, r0, r2, lsl #16\n\t"                                                                       \
     "pkhbt r1, r1, r3, lsl #16\n\t"                                                                       \
@@ -154,23 +174,38 @@ static inline int32_t mcu_packed_rq_s8(int32_t acc, const int32_t *rq)
     "strb r2, [r4, #2]\n\t"                                                                               \
     "strb r3, [r4, #3]\n\t"                                                                               \
     "strb r0, [r4], #4\n\t"
-#define MCU_PX_BLOCKS(store)                                                                              \
+#define MCU_PX_BLOCKS                                                                                     \
     "strd r8, r9, [r6]\n\t"                                                                               \
     "strd r10, r11, [r6, #8]\n\t"                                                                         \
     "str r12, [r6, #16]\n\t"                                                                              \
+    "adr.w lr, 30f\n\t"                                                                                   \
+    "adr.w r1, 31f\n\t"                                                                                   \
+    "cmp r0, #0\n\t"                                                                                      \
+    "it ne\n\t"                                                                                           \
+    "movne lr, r1\n\t"                                                                                    \
+    "orr lr, lr, #1\n\t"                                                                                  \
+    "str lr, [r6, #20]\n\t"                                                                               \
     "5:\n\t"                                                                                              \
     "ldr r4, [r6, #16]\n\t"                                                                               \
     "ldmia r5!, {r0, r1, r2, r3}\n\t"                                                                     \
-    MCU_DOT4_LOOP                                                                                         \
+    MCU_DOT4_LOOP64                                                                                       \
     MCU_RQ_PACKED("r0") MCU_RQ_PACKED("r1") MCU_RQ_PACKED("r2") MCU_RQ_PACKED("r3")                       \
-    store                                                                                                 \
+    "ldr pc, [r6, #20]\n\t"                                                                               \
+    "30:\n\t" MCU_PX_STORE_BYTES                                                                          \
     "str r4, [r6]\n\t"                                                                                    \
     "cmp r4, r8\n\t"                                                                                      \
-    "bne 5b\n\t"
+    "bne 5b\n\t"                                                                                          \
+    "b 8f\n\t"                                                                                            \
+    "31:\n\t" MCU_PX_STORE_CLAMP                                                                          \
+    "str r4, [r6]\n\t"                                                                                    \
+    "cmp r4, r8\n\t"                                                                                      \
+    "bne 5b\n\t"                                                                                          \
+    "8:\n\t"
 
-static inline const int32_t *mcu_pixel_packed(const int16_t *col, int32_t kp, const int32_t *blob, int8_t *y,
-                                              int8_t *y_end, const uint32_t *bounds, int clamp)
+static inline const int32_t *mcu_pixel_packed_loop(const int16_t *col, int32_t kp, const int32_t *blob,
+                                                   int8_t *y, int8_t *y_end, const uint32_t *bounds, int clamp)
 {
+    register int32_t tail __asm__("r0") = clamp;
     register const int16_t *x __asm__("r4") = col;
     register const int32_t *w __asm__("r5") = blob;
     register const int16_t *e __asm__("r6") = col + kp;
@@ -179,18 +214,186 @@ static inline const int32_t *mcu_pixel_packed(const int16_t *col, int32_t kp, co
     register uint32_t lo __asm__("r10") = bounds[0];
     register uint32_t hi __asm__("r11") = bounds[1];
     register const int16_t *c0 __asm__("r12") = col;
-    if (clamp) {
-        __asm__ volatile(MCU_PX_BLOCKS(MCU_PX_STORE_CLAMP)
-                         : "+r"(x), "+r"(w), "+r"(e), "+r"(yp), "+r"(ye), "+r"(lo), "+r"(hi), "+r"(c0)
-                         :
-                         : "r0", "r1", "r2", "r3", "lr", "cc", "memory");
-    } else {
-        __asm__ volatile(MCU_PX_BLOCKS(MCU_PX_STORE_BYTES)
-                         : "+r"(x), "+r"(w), "+r"(e), "+r"(yp), "+r"(ye), "+r"(lo), "+r"(hi), "+r"(c0)
-                         :
-                         : "r0", "r1", "r2", "r3", "lr", "cc", "memory");
-    }
+    __asm__ volatile(MCU_PX_BLOCKS
+                     : "+r"(tail), "+r"(x), "+r"(w), "+r"(e), "+r"(yp), "+r"(ye), "+r"(lo), "+r"(hi), "+r"(c0)
+                     :
+                     : "r1", "r2", "r3", "lr", "cc", "memory");
     return w;
+}
+
+/* mcu_pixel_packed for windows of at most MCU_PIXEL_WIDE_TAPS taps (every pointwise layer of the
+ * reference models but the widest): the dot product straight-line, 8 taps per group of one LDM of
+ * four column words and, per word, one LDM of the four channels' pair and four SMLAD. That is 21
+ * instructions per 64 MACs where MCU_DOT4_HALF's LDRD + 2 LDM take 11 per 32, and it needs eight
+ * data registers: r7 is saved in the state and restored at the end (a frame pointer in r7 stays
+ * untouched outside the assembly and nothing inside addresses memory through it), and no register
+ * holds the column's end, since the code for the taps after the entry point runs exactly once.
+ *
+ * The entry: a TBH into the group that leaves kp / 8 groups before the requantization (label 9),
+ * its index loaded with the column start by one LDM; when kp is 4 more than a multiple of 8, a stub
+ * loads the last two column words of a group first and enters it at its third pair (a second TBH).
+ * The requantization takes two channels per LDM (eight registers are free then). The store is one
+ * of two tails, chosen once per call (LDR PC from the state, to a label of this assembly: a branch
+ * within it, not a call, so mcu/stack.py's bound holds): four STRB, or the bytes packed, clamped
+ * byte-wise (as MCU_PX_STORE_CLAMP) and one STR.
+ *
+ * The state, 10 words right after the column (r4 points there between blocks): column start,
+ * entry index, third-pair index, y, y_end, min4, max4, store tail, saved r7, and a flag: the first call
+ * of a layer (mcu_pixel_packed_start cleared the flag) writes the words that stay the same for all
+ * its pixels, the others only y, y_end and r7. */
+#ifndef MCU_PIXEL_WIDE_TAPS
+#define MCU_PIXEL_WIDE_TAPS 256 /* -DMCU_PIXEL_WIDE_TAPS=128: 1.4 KB less code, wider layers on the loop */
+#endif
+#if MCU_PIXEL_WIDE_TAPS == 256
+#define MCU_PXW_G "32"     /* groups */
+#define MCU_PXW_G1 "31"
+#define MCU_PXW_BYTES "2688" /* groups * MCU_PXW_GROUP_BYTES */
+#define MCU_PXW_LIST "0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31"
+#elif MCU_PIXEL_WIDE_TAPS == 128
+#define MCU_PXW_G "16"
+#define MCU_PXW_G1 "15"
+#define MCU_PXW_BYTES "1344"
+#define MCU_PXW_LIST "0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15"
+#else
+#error "MCU_PIXEL_WIDE_TAPS is 128 or 256"
+#endif
+#define MCU_PXW_PAIR(x)                                                                                   \
+    "ldmia.w r5!, {r10, r11, r12, lr}\n\t"                                                                \
+    "smlad r0, " x ", r10, r0\n\t"                                                                        \
+    "smlad r1, " x ", r11, r1\n\t"                                                                        \
+    "smlad r2, " x ", r12, r2\n\t"                                                                        \
+    "smlad r3, " x ", lr, r3\n\t"
+#define MCU_PXW_GROUP                                                                                     \
+    "ldmia.w r4!, {r6, r7, r8, r9}\n\t" MCU_PXW_PAIR("r6") MCU_PXW_PAIR("r7") MCU_PXW_PAIR("r8")           \
+        MCU_PXW_PAIR("r9")
+#define MCU_PXW_GROUP_BYTES 84 /* 21 wide instructions */
+#define MCU_PXW_RQ2(a, b)                                                                                 \
+    "ldmia.w r5!, {r6, r7, r8, r9, r10, r11, r12, lr}\n\t"                                                \
+    "smlal r6, r7, " a ", r8\n\t"                                                                         \
+    "bic r8, " a ", r6\n\t"                                                                               \
+    "add r7, r7, r8, asr #31\n\t"                                                                         \
+    "asr r7, r7, r9\n\t"                                                                                  \
+    "ssat " a ", #8, r7\n\t"                                                                              \
+    "smlal r10, r11, " b ", r12\n\t"                                                                      \
+    "bic r12, " b ", r10\n\t"                                                                             \
+    "add r11, r11, r12, asr #31\n\t"                                                                      \
+    "asr r11, r11, lr\n\t"                                                                                \
+    "ssat " b ", #8, r11\n\t"
+
+static inline const int32_t *mcu_pixel_packed_wide(const int16_t *col, int32_t kp, const int32_t *blob,
+                                                   int8_t *y, int8_t *y_end, const uint32_t *bounds,
+                                                   int clamp)
+{
+    register const int16_t *c0 __asm__("r0") = col;
+    register int8_t *yp __asm__("r1") = y;
+    register int8_t *ye __asm__("r2") = y_end;
+    register int32_t tail __asm__("r3") = clamp;
+    register const int16_t *st __asm__("r4") = col + kp;
+    register const int32_t *w __asm__("r5") = blob;
+    register const uint32_t *b __asm__("r6") = bounds;
+    register int32_t taps __asm__("r8") = kp;
+    __asm__ volatile(
+        "str r7, [r4, #32]\n\t"
+        "strd r1, r2, [r4, #12]\n\t"
+        "ldr r7, [r4, #36]\n\t"
+        "cbnz r7, 5f\n\t"
+        "str r0, [r4]\n\t"
+        "ldrd r9, r10, [r6]\n\t"
+        "strd r9, r10, [r4, #20]\n\t"
+        /* the TBH indices: the group that leaves kp / 8 groups (the group count: the stub), and the group whose
+         * third pair the stub enters */
+        "lsr r9, r8, #3\n\t"
+        "rsb r10, r9, #" MCU_PXW_G1 "\n\t"
+        "rsb r9, r9, #" MCU_PXW_G "\n\t"
+        "tst r8, #4\n\t"
+        "it ne\n\t"
+        "movne r9, #" MCU_PXW_G "\n\t"
+        "strd r9, r10, [r4, #4]\n\t"
+        "adr.w r6, 30f\n\t"
+        "adr.w r7, 31f\n\t"
+        "cmp r3, #0\n\t"
+        "it ne\n\t"
+        "movne r6, r7\n\t"
+        "orr r6, r6, #1\n\t"
+        "str r6, [r4, #28]\n\t"
+        "mov r7, #1\n\t"
+        "str r7, [r4, #36]\n\t"
+        "5:\n\t"
+        "ldm r4, {r4, r6, r7}\n\t"
+        "ldmia r5!, {r0, r1, r2, r3}\n\t"
+        "tbh [pc, r6, lsl #1]\n\t"
+        "40:\n\t"
+        ".irp g, " MCU_PXW_LIST "\n\t.hword (6f + 84 * \\g - 40b) / 2\n\t.endr\n\t"
+        ".hword (7f - 40b) / 2\n\t"
+        "7:\n\t"
+        "ldrd r8, r9, [r4], #8\n\t"
+        "tbh [pc, r7, lsl #1]\n\t"
+        "41:\n\t"
+        ".irp g, " MCU_PXW_LIST "\n\t.hword (6f + 84 * \\g + 44 - 41b) / 2\n\t.endr\n\t"
+        "6:\n\t.rept " MCU_PXW_G "\n\t" MCU_PXW_GROUP ".endr\n\t"
+        "9:\n\t"
+        ".if (9b - 6b) - " MCU_PXW_BYTES "\n\t"
+        ".error \"mcu_pixel_packed_wide: the groups are not all wide instructions\"\n\t"
+        ".endif\n\t"
+        MCU_PXW_RQ2("r0", "r1") MCU_PXW_RQ2("r2", "r3")
+        "ldr pc, [r4, #28]\n\t"
+        "30:\n\t"
+        "ldrd r6, r7, [r4, #12]\n\t"
+        "strb r1, [r6, #1]\n\t"
+        "strb r2, [r6, #2]\n\t"
+        "strb r3, [r6, #3]\n\t"
+        "strb r0, [r6], #4\n\t"
+        "str r6, [r4, #12]\n\t"
+        "cmp r6, r7\n\t"
+        "bne 5b\n\t"
+        "b 8f\n\t"
+        "31:\n\t"
+        "pkhbt r0, r0, r2, lsl #16\n\t"
+        "pkhbt r1, r1, r3, lsl #16\n\t"
+        "and r0, r0, #0x00FF00FF\n\t"
+        "and r1, r1, #0x00FF00FF\n\t"
+        "orr r0, r0, r1, lsl #8\n\t"
+        "ldrd r8, r9, [r4, #20]\n\t"
+        "ssub8 r10, r0, r8\n\t"
+        "sel r0, r0, r8\n\t"
+        "ssub8 r10, r9, r0\n\t"
+        "sel r0, r0, r9\n\t"
+        "ldrd r6, r7, [r4, #12]\n\t"
+        "str r0, [r6], #4\n\t"
+        "str r6, [r4, #12]\n\t"
+        "cmp r6, r7\n\t"
+        "bne 5b\n\t"
+        "8:\n\t"
+        "ldr r7, [r4, #32]\n\t"
+        : "+r"(c0), "+r"(yp), "+r"(ye), "+r"(tail), "+r"(st), "+r"(w), "+r"(b), "+r"(taps)
+        :
+        : "r9", "r10", "r11", "r12", "lr", "cc", "memory");
+    return w;
+}
+#undef MCU_PXW_RQ2
+#undef MCU_PXW_LIST
+#undef MCU_PXW_BYTES
+#undef MCU_PXW_G1
+#undef MCU_PXW_G
+#undef MCU_PXW_GROUP
+#undef MCU_PXW_PAIR
+
+/* Before the first mcu_pixel_packed of a layer (of each kernel call), with the column `col` of kp
+ * taps and MCU_PIXEL_PACKED_SPARE more int16: the state after it is not yet the layer's. */
+static inline void mcu_pixel_packed_start(int16_t *col, int32_t kp)
+{
+    col[kp + 18] = 0;
+    col[kp + 19] = 0;
+}
+
+/* Every whole block of one output pixel (see mcu_pixel_packed_loop and mcu_pixel_packed_wide). */
+static inline const int32_t *mcu_pixel_packed(const int16_t *col, int32_t kp, const int32_t *blob, int8_t *y,
+                                              int8_t *y_end, const uint32_t *bounds, int clamp)
+{
+    if (kp <= MCU_PIXEL_WIDE_TAPS) {
+        return mcu_pixel_packed_wide(col, kp, blob, y, y_end, bounds, clamp);
+    }
+    return mcu_pixel_packed_loop(col, kp, blob, y, y_end, bounds, clamp);
 }
 #undef MCU_PX_BLOCKS
 #undef MCU_PX_STORE_BYTES
