@@ -43,10 +43,11 @@
 #define MCU_NARROW_C_MAX 4
 #define MCU_NARROW_VECS_MAX 3 /* windows of at most 48 taps */
 #define MCU_NARROW_OC_MAX 64  /* output channels whose requantization table is on the stack */
-/* Bytes of input columns in a stripe: runs of pixels whose columns take more go in several. */
-#define MCU_NARROW_STRIPE 384
-/* Reordered, padded weights of stripe mode (out_c * 16 * vecs bytes). */
-#define MCU_NARROW_WBUF 768
+/* One stack buffer for the weights (stripe mode: reordered and padded, out_c * 16 * vecs bytes;
+ * gather mode: the padded copy of the last rows) and, after them, the stripe: runs of pixels
+ * whose input columns take more than the rest go in several stripes. */
+#define MCU_NARROW_BUF 1152
+#define MCU_NARROW_WBUF 768 /* at most this much of it for weights */
 
 /* One output channel as the assembly loop loads it. */
 typedef struct {
@@ -127,7 +128,7 @@ static inline int mcu_mve_narrow_applies(const mcu_conv2d_s8_params *p)
                        [off] "w"(off), [so] "w"(so)                                                                    \
                      : "q0", "q1", "q2", "q3", "lr", "cc", "memory")
 
-static inline void mcu_narrow_group(int32_t vecs, const int8_t *const *xs, int32_t count, int32_t channels,
+static inline __attribute__((always_inline)) void mcu_narrow_group(int32_t vecs, const int8_t *const *xs, int32_t count, int32_t channels,
                                     const mcu_narrow_rq *t, int8_t *y, int32x4_t lo, int32x4_t hi, int32x4_t off,
                                     uint32x4_t so)
 {
@@ -196,10 +197,9 @@ static inline void mcu_mve_conv_narrow(const mcu_conv2d_s8_params *p, const mcu_
                                        const int8_t *input, const int8_t *weight, const int32_t *bias,
                                        int8_t *output)
 {
-    /* (the stripe's slack: stripe mode reads whole vectors from the last window) */
-    _Alignas(16) int8_t stripe[MCU_NARROW_STRIPE + 16 * MCU_NARROW_VECS_MAX];
+    /* (and the stripe's slack: stripe mode reads whole vectors from the last window) */
+    _Alignas(16) int8_t buf[MCU_NARROW_BUF + 16 * MCU_NARROW_VECS_MAX];
     _Alignas(16) int8_t win[4 * 16 * MCU_NARROW_VECS_MAX];
-    _Alignas(16) int8_t wbuf[MCU_NARROW_WBUF];
     _Alignas(8) mcu_narrow_rq table[MCU_NARROW_OC_MAX];
     _Alignas(16) uint8_t order[16 * MCU_NARROW_VECS_MAX];
     const mcu_shape4 in = p->input;
@@ -213,8 +213,11 @@ static inline void mcu_mve_conv_narrow(const mcu_conv2d_s8_params *p, const mcu_
     const int32_t ps = p->stride_w * kc; /* stripe bytes from one pixel's window to the next */
     const int stripe_mode = out.c * 16 * vecs <= MCU_NARROW_WBUF;
     const int8_t zp = (int8_t)-p->input_offset;
-    /* Pixels per stripe (>= 1: n <= 48 < MCU_NARROW_STRIPE). */
-    const int32_t run = (MCU_NARROW_STRIPE / kc - kw) / p->stride_w + 1;
+    int8_t *wbuf = buf;
+    int8_t *stripe = buf + (stripe_mode ? out.c * 16 * vecs : 2 * 16 * MCU_NARROW_VECS_MAX);
+    const int32_t room = (int32_t)(buf + MCU_NARROW_BUF - stripe); /* >= 384 */
+    /* Pixels per stripe (>= 1: n <= 48 < room). */
+    const int32_t run = (room / kc - kw) / p->stride_w + 1;
     /* Scatter offsets of a copy of input pixels into stripe columns: `per` pixels of c bytes each,
      * per * c <= 16 lanes and every offset <= 255 (kc <= 48). */
     int32_t per = 16 / c;
@@ -283,7 +286,7 @@ static inline void mcu_mve_conv_narrow(const mcu_conv2d_s8_params *p, const mcu_
     }
     /* Stripe mode's whole-vector reads past a run's last window meet zero weights; the bytes are
      * set once so that none is uninitialized. */
-    mcu_mve_fill_s8(stripe, 0, (int32_t)sizeof stripe);
+    mcu_mve_fill_s8(stripe, 0, room + 16 * MCU_NARROW_VECS_MAX);
     const int32x4_t lo = vdupq_n_s32(p->act_min - p->output_offset);
     const int32x4_t hi = vdupq_n_s32(p->act_max - p->output_offset);
     const int32x4_t off = vdupq_n_s32(p->output_offset);
