@@ -128,14 +128,11 @@ static inline int mcu_mve_narrow_applies(const mcu_conv2d_s8_params *p)
                        [off] "w"(off), [so] "w"(so)                                                                    \
                      : "q0", "q1", "q2", "q3", "lr", "cc", "memory")
 
-static inline __attribute__((always_inline)) void mcu_narrow_group(int32_t vecs, const int8_t *const *xs, int32_t count, int32_t channels,
-                                    const mcu_narrow_rq *t, int8_t *y, int32x4_t lo, int32x4_t hi, int32x4_t off,
-                                    uint32x4_t so)
+static inline __attribute__((always_inline)) void
+mcu_narrow_group(int32_t vecs, const int8_t *x0, const int8_t *x1, const int8_t *x2, const int8_t *x3,
+                 int32_t channels, const mcu_narrow_rq *t, int8_t *y, int32x4_t lo, int32x4_t hi, int32x4_t off,
+                 uint32x4_t so)
 {
-    const int8_t *x0 = xs[0];
-    const int8_t *x1 = xs[count > 1 ? 1 : count - 1];
-    const int8_t *x2 = xs[count > 2 ? 2 : count - 1];
-    const int8_t *x3 = xs[count - 1];
     int32_t a0 = channels; /* the loop count, then an accumulator */
     int32_t a1, a2, a3;
     const int8_t *w;
@@ -148,12 +145,17 @@ static inline __attribute__((always_inline)) void mcu_narrow_group(int32_t vecs,
     }
 }
 
-/* mcu_narrow_group out of line: gather mode's two call sites share one copy. */
+/* mcu_narrow_group out of line for `count` (1 to 4) windows xs[0 .. count): the empty lanes repeat
+ * the last window and store to its place. */
 static __attribute__((noinline)) void mcu_narrow_group_call(int32_t vecs, const int8_t *const *xs, int32_t count,
                                                             int32_t channels, const mcu_narrow_rq *t, int8_t *y,
                                                             int32x4_t lo, int32x4_t hi, int32x4_t off, uint32x4_t so)
 {
-    mcu_narrow_group(vecs, xs, count, channels, t, y, lo, hi, off, so);
+    if (count < 4) {
+        so = vminq_u32(so, vdupq_n_u32((uint32_t)((count - 1) * channels)));
+    }
+    mcu_narrow_group(vecs, xs[0], xs[count > 1 ? 1 : count - 1], xs[count > 2 ? 2 : count - 1], xs[count - 1],
+                     channels, t, y, lo, hi, off, so);
 }
 
 /* Copies `pixels` input pixels of c bytes (at src) into stripe columns (kc bytes apart, starting at
@@ -321,13 +323,15 @@ static inline void mcu_mve_conv_narrow(const mcu_conv2d_s8_params *p, const mcu_
                 if (stripe_mode) {
                     /* The windows live only as long as the stripe: groups within the run. */
                     int8_t *yr = output + ((b * out.h + oh) * out.w + ow0) * out.c;
-                    for (int32_t g = 0; g < pixels; g += 4, yr += 4 * out.c) {
-                        const int32_t count = pixels - g < 4 ? pixels - g : 4;
-                        const int8_t *const xr[4] = {stripe + g * ps, stripe + (g + 1) * ps, stripe + (g + 2) * ps,
-                                                     stripe + (g + 3) * ps};
-                        const uint32x4_t sog =
-                            count == 4 ? so : vminq_u32(so, vdupq_n_u32((uint32_t)((count - 1) * out.c)));
-                        mcu_narrow_group(vecs, xr, count, out.c, table, yr, lo, hi, off, sog);
+                    const int8_t *xr = stripe;
+                    int32_t g = 0;
+                    for (; g + 4 <= pixels; g += 4, xr += 4 * ps, yr += 4 * out.c) {
+                        mcu_narrow_group(vecs, xr, xr + ps, xr + 2 * ps, xr + 3 * ps, out.c, table, yr, lo, hi, off,
+                                         so);
+                    }
+                    if (g < pixels) {
+                        const int8_t *const xl[3] = {xr, xr + ps, xr + 2 * ps};
+                        mcu_narrow_group_call(vecs, xl, pixels - g, out.c, table, yr, lo, hi, off, so);
                     }
                     continue;
                 }
@@ -352,8 +356,7 @@ static inline void mcu_mve_conv_narrow(const mcu_conv2d_s8_params *p, const mcu_
         }
     }
     if (filled > 0) {
-        const uint32x4_t sog = vminq_u32(so, vdupq_n_u32((uint32_t)((filled - 1) * out.c)));
-        mcu_narrow_group_call(vecs, xs, filled, out.c, table, y, lo, hi, off, sog);
+        mcu_narrow_group_call(vecs, xs, filled, out.c, table, y, lo, hi, off, so);
     }
 }
 
