@@ -156,8 +156,10 @@ def test_model_first_layers_equal_reference() -> None:
 
 
 def test_edge_layers_equal_reference() -> None:
-    """1x1 images and kernels, a 1-wide image under a 10x4 window, 4 channels at 48 taps, 70 output
-    channels over two chunks, output channel counts 1..3 (only a part of the lanes stored)."""
+    """1x1 images and kernels, windows over nothing but padding, 4 channels at 48 taps, 70 output
+    channels (the other path), output channel counts 1..3, overlapping buffers, stripe columns of 30
+    to 48 bytes (fewer pixels per scatter), strides 3 and 5, 64 output channels of 48-tap windows
+    (gather mode with its zero-padded last weight rows)."""
     layers = [
         dict(cin=1, cout=1, kh=1, kw=1, sh=1, sw=1, pt=0, pl=0, pb=0, pr=0, h=1, w=1),
         dict(cin=4, cout=3, kh=3, kw=3, sh=2, sw=2, pt=1, pl=1, pb=1, pr=1, h=1, w=1),
@@ -168,6 +170,11 @@ def test_edge_layers_equal_reference() -> None:
         dict(cin=1, cout=5, kh=10, kw=4, sh=2, sw=2, pt=4, pl=1, pb=5, pr=1, h=49, w=10, overlap=True),
         dict(cin=3, cout=16, kh=3, kw=3, sh=1, sw=1, pt=1, pl=1, pb=1, pr=1, h=12, w=40, overlap=True),
         dict(cin=1, cout=70, kh=10, kw=4, sh=2, sw=2, pt=4, pl=1, pb=5, pr=1, h=49, w=10, overlap=True),
+        # tall columns: fewer pixels per scatter (8-bit offsets), and strides over 2
+        dict(cin=1, cout=9, kh=30, kw=1, sh=3, sw=1, pt=10, pl=0, pb=12, pr=0, h=40, w=21),
+        dict(cin=2, cout=6, kh=20, kw=1, sh=1, sw=3, pt=5, pl=0, pb=3, pr=0, h=24, w=35),
+        dict(cin=4, cout=20, kh=12, kw=1, sh=2, sw=5, pt=0, pl=0, pb=11, pr=0, h=13, w=39, n=2),
+        dict(cin=3, cout=64, kh=4, kw=4, sh=1, sw=1, pt=3, pl=3, pb=3, pr=3, h=5, w=40),
     ]
     for i, layer in enumerate(layers):
         layer.setdefault("mode", MODES[i % len(MODES)])
