@@ -69,9 +69,10 @@ static inline int mcu_mve_narrow_applies(const mcu_conv2d_s8_params *p)
  * weights): lane j of channel oc goes to y[so[j] + oc]. lo/hi: the clamp minus the output offset,
  * off: the output offset (the offset and clamp of mcu_mve_matrix_block); the requantization is
  * mcu_mve_requantize's, its rounding fixup y + (y >> 31) for negative shifts written as a
- * multiply-accumulate by (neg_right < 0) = neg_right >> 31 (logical). One low-overhead loop over
- * the channels. */
-#define MCU_NARROW_GROUP_ASM(K)                                                                                       \
+ * multiply-accumulate by (neg_right < 0) = neg_right >> 31 (logical). S = 1 when every shift is
+ * negative: no left shift (VQSHL by 0) and the fixup always applies (a plain add). One low-overhead
+ * loop over the channels. */
+#define MCU_NARROW_GROUP_ASM(K, S)                                                                                     \
     __asm__ volatile("   dls lr, %[a0]\n"                                                                              \
                      "1: ldr %[w], [%[t]], #4\n"                                                                       \
                      "   vldrb.u8 q1, [%[w]]\n"                                                                        \
@@ -110,11 +111,17 @@ static inline int mcu_mve_narrow_applies(const mcu_conv2d_s8_params *p)
                      "   ldrd %[a0], %[a1], [%[t]], #8\n"                                                              \
                      "   ldrd %[a2], %[a3], [%[t]], #8\n"                                                              \
                      "   vadd.i32 q2, q2, %[a0]\n"                                                                     \
+                     "   .if " #S " == 0\n"                                                                            \
                      "   vqshl.s32 q2, %[a2]\n"                                                                        \
+                     "   .endif\n"                                                                                     \
                      "   vqrdmulh.s32 q2, q2, %[a1]\n"                                                                 \
-                     "   lsrs %[a0], %[a3], #31\n"                                                                     \
                      "   vshr.s32 q3, q2, #31\n"                                                                       \
+                     "   .if " #S " == 0\n"                                                                            \
+                     "   lsrs %[a0], %[a3], #31\n"                                                                     \
                      "   vmla.s32 q2, q3, %[a0]\n"                                                                     \
+                     "   .else\n"                                                                                      \
+                     "   vadd.i32 q2, q2, q3\n"                                                                        \
+                     "   .endif\n"                                                                                     \
                      "   vrshl.s32 q2, %[a3]\n"                                                                        \
                      "   vmax.s32 q2, q2, %q[lo]\n"                                                                    \
                      "   vmin.s32 q2, q2, %q[hi]\n"                                                                    \
@@ -129,19 +136,25 @@ static inline int mcu_mve_narrow_applies(const mcu_conv2d_s8_params *p)
                      : "q0", "q1", "q2", "q3", "lr", "cc", "memory")
 
 static inline __attribute__((always_inline)) void
-mcu_narrow_group(int32_t vecs, const int8_t *x0, const int8_t *x1, const int8_t *x2, const int8_t *x3,
+mcu_narrow_group(int32_t vecs, int simple, const int8_t *x0, const int8_t *x1, const int8_t *x2, const int8_t *x3,
                  int32_t channels, const mcu_narrow_rq *t, int8_t *y, int32x4_t lo, int32x4_t hi, int32x4_t off,
                  uint32x4_t so)
 {
     int32_t a0 = channels; /* the loop count, then an accumulator */
     int32_t a1, a2, a3;
     const int8_t *w;
-    if (vecs == 1) {
-        MCU_NARROW_GROUP_ASM(1);
+    if (simple && vecs == 1) {
+        MCU_NARROW_GROUP_ASM(1, 1);
+    } else if (simple && vecs == 2) {
+        MCU_NARROW_GROUP_ASM(2, 1);
+    } else if (simple) {
+        MCU_NARROW_GROUP_ASM(3, 1);
+    } else if (vecs == 1) {
+        MCU_NARROW_GROUP_ASM(1, 0);
     } else if (vecs == 2) {
-        MCU_NARROW_GROUP_ASM(2);
+        MCU_NARROW_GROUP_ASM(2, 0);
     } else {
-        MCU_NARROW_GROUP_ASM(3);
+        MCU_NARROW_GROUP_ASM(3, 0);
     }
 }
 
@@ -154,7 +167,7 @@ static __attribute__((noinline)) void mcu_narrow_group_call(int32_t vecs, const 
     if (count < 4) {
         so = vminq_u32(so, vdupq_n_u32((uint32_t)((count - 1) * channels)));
     }
-    mcu_narrow_group(vecs, xs[0], xs[count > 1 ? 1 : count - 1], xs[count > 2 ? 2 : count - 1], xs[count - 1],
+    mcu_narrow_group(vecs, 0, xs[0], xs[count > 1 ? 1 : count - 1], xs[count > 2 ? 2 : count - 1], xs[count - 1],
                      channels, t, y, lo, hi, off, so);
 }
 
@@ -261,6 +274,7 @@ static inline void mcu_mve_conv_narrow(const mcu_conv2d_s8_params *p, const mcu_
         mcu_mve_fill_s8(wbuf, 0, 2 * 16 * MCU_NARROW_VECS_MAX);
         mcu_mve_copy_s8(wbuf, weight + (out.c - tail) * n, tail * n);
     }
+    int simple = 1; /* every shift negative (the usual case): no left shift, the fixup always applies */
     for (int32_t k = 0; k < out.c; ++k) {
         const int8_t *w_oc = weight + k * n;
         int32_t sum = vaddvq_p_s8(vldrbq_z_s8(w_oc, p0), p0);
@@ -285,6 +299,7 @@ static inline void mcu_mve_conv_narrow(const mcu_conv2d_s8_params *p, const mcu_
         table[k].m = q->multiplier[k];
         table[k].left = s > 0 ? s : 0;
         table[k].neg_right = s < 0 ? s : 0;
+        simple &= s < 0;
     }
     /* Stripe mode's whole-vector reads past a run's last window meet zero weights; the bytes are
      * set once so that none is uninitialized. */
@@ -326,8 +341,8 @@ static inline void mcu_mve_conv_narrow(const mcu_conv2d_s8_params *p, const mcu_
                     const int8_t *xr = stripe;
                     int32_t g = 0;
                     for (; g + 4 <= pixels; g += 4, xr += 4 * ps, yr += 4 * out.c) {
-                        mcu_narrow_group(vecs, xr, xr + ps, xr + 2 * ps, xr + 3 * ps, out.c, table, yr, lo, hi, off,
-                                         so);
+                        mcu_narrow_group(vecs, simple, xr, xr + ps, xr + 2 * ps, xr + 3 * ps, out.c, table, yr, lo,
+                                         hi, off, so);
                     }
                     if (g < pixels) {
                         const int8_t *const xl[3] = {xr, xr + ps, xr + 2 * ps};
