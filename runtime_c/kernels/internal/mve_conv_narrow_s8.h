@@ -7,10 +7,9 @@
  *  - a "stripe" holds, for a run of output pixels of one output row, the input columns they read
  *    in column-major order: column pc (input column ow0 * stride_w - pad_left + pc) as kernel_h
  *    rows of c bytes, padded taps holding the zero-point. A window is then kernel_w whole columns,
- *    kw * kh * c contiguous bytes at offset ow * stride_w * kh * c, and its taps in weight order
- *    (kh, kw, c) are one VLDRB gather per 16 (8-bit offsets: at most 48 taps). Input rows go into
- *    the stripe with VSTRB scatters (one per up to 16 bytes), so a stripe costs a few instructions
- *    per kernel row rather than per pixel;
+ *    kw * kh * c contiguous bytes at offset ow * stride_w * kh * c, in the order (kw, kh, c).
+ *    Input rows go into the stripe with VSTRB scatters (one per up to 16 bytes), so a stripe costs
+ *    a few instructions per kernel row rather than per pixel;
  *  - the weights: when all output channels' rows, padded to whole vectors, fit a stack buffer,
  *    they are reordered once per call to the stripe's (kw, kh, c) order and zero-padded, and the
  *    windows are read straight from the stripe ("stripe mode"; lanes past the taps meet zero
@@ -26,16 +25,16 @@
  *    group repeats its last pixel in the empty lanes, which store the same byte to the same place.
  * Bit-exactness: the int32 sums are the same products, modulo 2^32, on top of the folded biases
  * bias + input_offset * sum(w) (see mve_s8.h); padded taps hold -input_offset, whose term
- * (x + off) * w is 0; lanes past a window's taps hold 0 whatever weight bytes they meet; the
- * requantization is mcu_mve_requantize's, and the offset and clamp those of mcu_mve_matrix_block.
+ * (x + off) * w is 0; lanes past a window's taps meet zero weights (stripe mode) or hold zero
+ * inputs (gather mode); the requantization is mcu_mve_requantize's, and the offset and clamp those of mcu_mve_matrix_block.
  * The window overlap contract: all inputs of a run of pixels are copied into the stripe before any
- * of their outputs is written. */
+ * of their outputs is written (and a group that spans two runs has its windows gathered before
+ * the second run's stripe is built), so the reads only move earlier. */
 #ifndef MCU_KERNELS_INTERNAL_MVE_CONV_NARROW_S8_H
 #define MCU_KERNELS_INTERNAL_MVE_CONV_NARROW_S8_H
 
 #include <stdint.h>
 
-#include "check.h"
 #include "mve_s8.h"
 
 #if MCU_S8_MVE
