@@ -211,8 +211,9 @@ static inline void mcu_mve_conv_narrow(const mcu_conv2d_s8_params *p, const mcu_
                                        const int8_t *input, const int8_t *weight, const int32_t *bias,
                                        int8_t *output)
 {
-    /* (and the stripe's slack: stripe mode reads whole vectors from the last window) */
-    _Alignas(16) int8_t buf[MCU_NARROW_BUF + 16 * MCU_NARROW_VECS_MAX];
+    /* (and the stripe's slack: stripe mode reads whole vectors from a run's last window, fewer
+     * than 16 bytes past its taps) */
+    _Alignas(16) int8_t buf[MCU_NARROW_BUF + 16];
     _Alignas(16) int8_t win[4 * 16 * MCU_NARROW_VECS_MAX];
     _Alignas(8) mcu_narrow_rq table[MCU_NARROW_OC_MAX];
     _Alignas(16) uint8_t order[16 * MCU_NARROW_VECS_MAX];
@@ -302,7 +303,7 @@ static inline void mcu_mve_conv_narrow(const mcu_conv2d_s8_params *p, const mcu_
     }
     /* Stripe mode's whole-vector reads past a run's last window meet zero weights; the bytes are
      * set once so that none is uninitialized. */
-    mcu_mve_fill_s8(stripe, 0, room + 16 * MCU_NARROW_VECS_MAX);
+    mcu_mve_fill_s8(stripe, 0, room + 16);
     const int32x4_t lo = vdupq_n_s32(p->act_min - p->output_offset);
     const int32x4_t hi = vdupq_n_s32(p->act_max - p->output_offset);
     const int32x4_t off = vdupq_n_s32(p->output_offset);
