@@ -5,6 +5,7 @@
 #include "internal/check.h"
 #include "internal/conv_check_s8.h"
 #include "internal/conv_s8_dsp.h"
+#include "internal/mve_conv_narrow_s8.h"
 #include "internal/mve_s8.h"
 #include "internal/plain_s8.h"
 #include "internal/requant.h"
@@ -149,6 +150,10 @@ mcu_status mcu_conv2d_s8(const mcu_context *ctx, const mcu_conv2d_s8_params *p, 
     const int32_t ocg = out.c / p->groups;
 
 #if MCU_S8_MVE
+    if (mcu_mve_narrow_applies(p)) { /* 1 to 4 input channels (internal/mve_conv_narrow_s8.h) */
+        mcu_mve_conv_narrow(p, q, input, weight, bias, output);
+        return MCU_OK;
+    }
     if (conv_mve_applies(p)) {
         conv_mve(p, q, input, weight, bias, output);
         return MCU_OK;
