@@ -13,13 +13,15 @@
  *    output_offset) turns into act_min: 4 instructions per channel instead of 7;
  *  - the dot product fully unrolled (at most 8 steps of 4 taps), entered through a TBB whose index
  *    the layer computes once, without the loop compare;
- *  - the column of an interior window gathered by whole rows, with the padding taps of the raw
- *    bytes written once per layer. */
+ *  - the pixel loop itself in the assembly for pointwise layers and the interior of a 3x3 window
+ *    of 3 channels (first layers on RGB), the column built there from unaligned loads: a C loop
+ *    around one call per pixel kept its state on the stack and spent more than the column. */
 #ifndef MCU_KERNELS_INTERNAL_CONV_NARROW_S8_DSP_H
 #define MCU_KERNELS_INTERNAL_CONV_NARROW_S8_DSP_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "mcu/kernels_s8.h"
 #include "conv_column_s8.h"
@@ -33,26 +35,44 @@
 
 /* 1 when a layer takes this path: the stream's right-shift flag (every shift in [-23, -1]), few
  * taps, and an activation range that clamps every output at or below the output offset. Pixels
- * run backward (direction 1, mcu_conv_pixel_direction) only in pointwise layers of whole words. */
+ * run backward (direction 1, mcu_conv_pixel_direction) only in pointwise layers of whole words
+ * in and out (the engine's mode 1). */
 static inline int mcu_narrow_applies(const mcu_conv2d_s8_params *p, int32_t kp, int right, int direction)
 {
     return right && kp <= MCU_NARROW_TAPS_MAX && p->act_min >= p->output_offset &&
-           (direction == 0 || p->input.c % 4 == 0);
+           (direction == 0 || (p->input.c % 4 == 0 && p->output.c % 4 == 0));
 }
 
-/* What the block loop reads; the assembly reads it at fixed offsets (y, y_end, min4, max4, col,
- * entry), the C blocks read kp. */
+/* A layer's state. The assembly reads the fields up to `mode` at fixed offsets; the rest is for the
+ * C around it. Modes: 0 the whole blocks of one pixel whose column is built; 1 pointwise pixels
+ * from x (kp bytes each); 2 interior 3x3 windows of 3 channels at x (rows `step` bytes apart).
+ * In modes 1 and 2 every pixel is whole blocks (whole == cout), pixels run until x reaches x_stop,
+ * x advancing by dx (after the kp bytes a pointwise column consumed) and y by dy (after the
+ * pixel's cout bytes). */
 typedef struct {
     int8_t *y;
     int8_t *y_end;
     uint32_t min4, max4; /* activation bounds in four bytes each */
     const int16_t *col;
-    uint32_t entry; /* 8 - kp / 4: the first of the 8 unrolled dot-product steps that kp needs */
-    int32_t kp;
+    uint32_t entry;        /* 8 - kp / 4: the first of the 8 unrolled steps of 4 taps that kp needs */
+    const int32_t *blocks; /* the stream's first block */
+    int32_t whole;         /* channels in whole blocks of 4 */
+    const int8_t *x;
+    const int8_t *x_stop;
+    int32_t dx, dy;
+    uint32_t off2; /* the input offset in both 16-bit lanes */
+    int32_t step;
+    uint32_t zp4; /* the input zero-point in byte 3: the padding tap of a 27-tap column */
+    uint32_t mode;
+    int32_t kp, cout;
+    int32_t act_min, act_max;
+    int clamp; /* the activation range is narrower than int8 */
 } mcu_narrow_state;
 
 #if MCU_S8_DSP_NATIVE
-_Static_assert(offsetof(mcu_narrow_state, col) == 16 && offsetof(mcu_narrow_state, entry) == 20,
+_Static_assert(offsetof(mcu_narrow_state, col) == 16 && offsetof(mcu_narrow_state, blocks) == 24 &&
+                   offsetof(mcu_narrow_state, x) == 32 && offsetof(mcu_narrow_state, dx) == 40 &&
+                   offsetof(mcu_narrow_state, off2) == 48 && offsetof(mcu_narrow_state, mode) == 60,
                "mcu_narrow_state layout");
 #endif
 
@@ -64,16 +84,46 @@ static inline int32_t mcu_narrow_rq_s8(int32_t acc, const int32_t *rq)
     return mcu_clamp_s32((int32_t)mcu_asr64(k + (int64_t)acc * rq[2], 32 + rq[3]), -128, 127);
 }
 
-/* One block of n <= 4 channels in C, clamped to [act_min, act_max]. */
-static inline void mcu_narrow_block_c(const mcu_narrow_state *st, const int32_t *blob, int8_t *y, int32_t n,
-                                      int32_t act_min, int32_t act_max)
+/* One block of n <= 4 channels in C, clamped to the activation range. */
+static inline void mcu_narrow_block_c(const mcu_narrow_state *st, const int32_t *blob, int8_t *y, int32_t n)
 {
     uint32_t acc[4] = {(uint32_t)blob[0], (uint32_t)blob[1], (uint32_t)blob[2], (uint32_t)blob[3]};
     mcu_dot4_packed(st->col, blob + 4, st->kp, acc);
     const int32_t *rq = blob + 4 + 2 * st->kp;
     for (int32_t o = 0; o < n; ++o, rq += 4) {
-        y[o] = (int8_t)mcu_clamp_s32(mcu_narrow_rq_s8(mcu_u32_to_s32(acc[o]), rq), act_min, act_max);
+        y[o] = (int8_t)mcu_clamp_s32(mcu_narrow_rq_s8(mcu_u32_to_s32(acc[o]), rq), st->act_min, st->act_max);
     }
+}
+
+/* Two 16-bit lanes (x + input_offset) of bytes 0, 2 and 1, 3 of word v stored at col[0..3]. */
+static inline void mcu_narrow_col4(int16_t *col, uint32_t off2, uint32_t v)
+{
+    mcu_store_u32(col, mcu_sxtab16(off2, v));
+    mcu_store_u32(col + 2, mcu_sxtab16_ror8(off2, v));
+}
+
+static inline uint32_t mcu_narrow_load_u16(const int8_t *p)
+{
+    uint16_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/* The column of an interior 3x3 window of 3 channels, rows s, s + step, s + 2 step of 9 bytes each:
+ * the 27 bytes and the padding tap (zp4) as seven words from unaligned loads, without raw bytes.
+ * The loads stay inside the window's rows, except the word ending at the second row's first byte
+ * (its first byte, replaced, is the input byte before that row's window: the window starts at
+ * input row 0 or later). The assembly builds the same words. */
+static inline void mcu_narrow_col_k3c3(const int8_t *s, int32_t step, uint32_t off2, uint32_t zp4, int16_t *col)
+{
+    const int8_t *s1 = s + step, *s2 = s1 + step;
+    mcu_narrow_col4(col, off2, mcu_load_u32(s));
+    mcu_narrow_col4(col + 4, off2, mcu_load_u32(s + 4));
+    mcu_narrow_col4(col + 8, off2, (mcu_load_u32(s1 - 1) & 0xFFFFFF00u) | (uint8_t)s[8]);
+    mcu_narrow_col4(col + 12, off2, mcu_load_u32(s1 + 3));
+    mcu_narrow_col4(col + 16, off2, mcu_narrow_load_u16(s1 + 7) | (mcu_narrow_load_u16(s2) << 16));
+    mcu_narrow_col4(col + 20, off2, mcu_load_u32(s2 + 2));
+    mcu_narrow_col4(col + 24, off2, (mcu_load_u32(s2 + 5) >> 8) | zp4);
 }
 
 #if MCU_S8_DSP_NATIVE
@@ -121,9 +171,70 @@ static inline void mcu_narrow_block_c(const mcu_narrow_state *st, const int32_t 
     "ldrd r4, r8, [r6]\n\t"                                                                               \
     "str r0, [r4], #4\n\t"
 
-/* Every whole block of one pixel: the column and the TBB index from the state (r6), biases into
- * the accumulators, the unrolled steps from the entry on, the requantization and the store. */
-#define MCU_NW_BLOCKS(store)                                                                              \
+/* Four bytes of the pointwise column: (x + off) of bytes 0, 2 and 1, 3 (r12: off2). */
+#define MCU_NW_COL4                                                                                       \
+    "ldr r0, [r5], #4\n\t"                                                                                \
+    "sxtab16 r1, r12, r0, ror #8\n\t"                                                                     \
+    "sxtab16 r0, r12, r0\n\t"                                                                             \
+    "strd r0, r1, [r4], #8\n\t"
+
+/* Eight column words (two STM of four) from r0, r1 and r2, r3 (r12: off2). */
+#define MCU_NW_COL8(a, b)                                                                                 \
+    "sxtab16 r8, r12, " a "\n\t"                                                                          \
+    "sxtab16 r9, r12, " a ", ror #8\n\t"                                                                  \
+    "sxtab16 r10, r12, " b "\n\t"                                                                         \
+    "sxtab16 r11, r12, " b ", ror #8\n\t"                                                                 \
+    "stmia r4!, {r8, r9, r10, r11}\n\t"
+
+/* The engine (the modes of mcu_narrow_state, r6 the state): per pixel the column (modes 1 and 2),
+ * x advanced, then every whole block (biases into the accumulators, the unrolled steps from the
+ * entry on, the requantization, the store), then (modes 1 and 2) y advanced and the next pixel. */
+#define MCU_NW_ENGINE(store)                                                                              \
+    "ldr r0, [r6, #60]\n\t"                                                                               \
+    "cmp r0, #0\n\t"                                                                                      \
+    "beq 9f\n\t"                                                                                          \
+    "7:\n\t"                                                                                              \
+    "ldrd r12, r0, [r6, #48]\n\t"                                                                         \
+    "ldr r3, [r6, #60]\n\t"                                                                               \
+    "ldr r5, [r6, #32]\n\t"                                                                               \
+    "ldrd r4, r8, [r6, #16]\n\t"                                                                          \
+    "cmp r3, #2\n\t"                                                                                      \
+    "beq 40f\n\t"                                                                                         \
+    "tbb [pc, r8]\n\t"                                                                                    \
+    "30:\n\t"                                                                                             \
+    ".byte (31f - 30b) / 2, (32f - 30b) / 2, (33f - 30b) / 2, (34f - 30b) / 2\n\t"                        \
+    ".byte (35f - 30b) / 2, (36f - 30b) / 2, (37f - 30b) / 2, (38f - 30b) / 2\n\t"                        \
+    "31:\n\t" MCU_NW_COL4 "32:\n\t" MCU_NW_COL4 "33:\n\t" MCU_NW_COL4 "34:\n\t" MCU_NW_COL4               \
+    "35:\n\t" MCU_NW_COL4 "36:\n\t" MCU_NW_COL4 "37:\n\t" MCU_NW_COL4 "38:\n\t" MCU_NW_COL4               \
+    "b 8f\n\t"                                                                                            \
+    "40:\n\t"                                                                                             \
+    "add lr, r5, r0\n\t"                                                                                  \
+    "add r0, lr, r0\n\t"                                                                                  \
+    "ldr r1, [r5]\n\t"                                                                                    \
+    "ldr r2, [r5, #4]\n\t"                                                                                \
+    MCU_NW_COL8("r1", "r2")                                                                               \
+    "ldr r1, [lr, #-1]\n\t"                                                                               \
+    "ldrb r3, [r5, #8]\n\t"                                                                               \
+    "bfi r1, r3, #0, #8\n\t"                                                                              \
+    "ldr r2, [lr, #3]\n\t"                                                                                \
+    MCU_NW_COL8("r1", "r2")                                                                               \
+    "ldrh r1, [lr, #7]\n\t"                                                                               \
+    "ldrh r3, [r0]\n\t"                                                                                   \
+    "orr r1, r1, r3, lsl #16\n\t"                                                                         \
+    "ldr r2, [r0, #2]\n\t"                                                                                \
+    MCU_NW_COL8("r1", "r2")                                                                               \
+    "ldr r1, [r0, #5]\n\t"                                                                                \
+    "ldr r3, [r6, #56]\n\t"                                                                               \
+    "orr r1, r3, r1, lsr #8\n\t"                                                                          \
+    "sxtab16 r8, r12, r1\n\t"                                                                             \
+    "sxtab16 r9, r12, r1, ror #8\n\t"                                                                     \
+    "strd r8, r9, [r4]\n\t"                                                                               \
+    "8:\n\t"                                                                                              \
+    "ldr r0, [r6, #40]\n\t"                                                                               \
+    "add r5, r5, r0\n\t"                                                                                  \
+    "str r5, [r6, #32]\n\t"                                                                               \
+    "9:\n\t"                                                                                              \
+    "ldr r5, [r6, #24]\n\t"                                                                               \
     "5:\n\t"                                                                                              \
     "ldrd r4, r8, [r6, #16]\n\t"                                                                          \
     "ldmia r5!, {r0, r1, r2, r3}\n\t"                                                                     \
@@ -137,70 +248,111 @@ static inline void mcu_narrow_block_c(const mcu_narrow_state *st, const int32_t 
     store                                                                                                 \
     "str r4, [r6]\n\t"                                                                                    \
     "cmp r4, r8\n\t"                                                                                      \
-    "bne 5b\n\t"
-#endif
+    "bne 5b\n\t"                                                                                          \
+    "ldrd r0, r1, [r6, #40]\n\t"                                                                          \
+    "ldr r2, [r6, #28]\n\t"                                                                               \
+    "ldr r3, [r6, #60]\n\t"                                                                               \
+    "add r4, r4, r1\n\t"                                                                                  \
+    "add r2, r4, r2\n\t"                                                                                  \
+    "strd r4, r2, [r6]\n\t"                                                                               \
+    "cbz r3, 99f\n\t"                                                                                     \
+    "ldrd r0, r1, [r6, #32]\n\t"                                                                          \
+    "cmp r0, r1\n\t"                                                                                      \
+    "bne 7b\n\t"                                                                                          \
+    "99:\n\t"
 
-/* The whole blocks of one pixel, st->y to st->y_end (a positive multiple of 4 channels), from the
- * column st->col; returns the stream after them. */
-static inline const int32_t *mcu_narrow_blocks(mcu_narrow_state *st, const int32_t *blob, int clamp,
-                                               int32_t act_min, int32_t act_max)
+/* Functions of their own: each holds the unrolled loops once, and callers keep few values across
+ * them. Return the stream after the last block (what mode 0's tail block needs). */
+static __attribute__((noinline)) const int32_t *mcu_narrow_engine_full(mcu_narrow_state *st)
 {
-#if MCU_S8_DSP_NATIVE
-    (void)act_min;
-    (void)act_max;
-    register const int32_t *w __asm__("r5") = blob;
+    register const int32_t *w __asm__("r5");
     register mcu_narrow_state *s __asm__("r6") = st;
-    if (clamp) {
-        __asm__ volatile(MCU_NW_BLOCKS(MCU_NW_STORE_CLAMP)
-                         : "+r"(w)
-                         : "r"(s)
-                         : "r0", "r1", "r2", "r3", "r4", "r8", "r9", "r10", "r11", "r12", "lr", "cc", "memory");
-    } else {
-        __asm__ volatile(MCU_NW_BLOCKS(MCU_NW_STORE_BYTES)
-                         : "+r"(w)
-                         : "r"(s)
-                         : "r0", "r1", "r2", "r3", "r4", "r8", "r9", "r10", "r11", "r12", "lr", "cc", "memory");
-    }
+    __asm__ volatile(MCU_NW_ENGINE(MCU_NW_STORE_BYTES)
+                     : "=r"(w)
+                     : "r"(s)
+                     : "r0", "r1", "r2", "r3", "r4", "r8", "r9", "r10", "r11", "r12", "lr", "cc", "memory");
     return w;
-#else
-    (void)clamp;
-    const int32_t words = mcu_packed_block_words(st->kp);
-    for (int8_t *y = st->y; y != st->y_end; y += 4, blob += words) {
-        mcu_narrow_block_c(st, blob, y, 4, act_min, act_max);
-    }
-    return blob;
-#endif
 }
 
-#if MCU_S8_DSP_NATIVE
-#undef MCU_NW_BLOCKS
+static __attribute__((noinline)) const int32_t *mcu_narrow_engine_clamp(mcu_narrow_state *st)
+{
+    register const int32_t *w __asm__("r5");
+    register mcu_narrow_state *s __asm__("r6") = st;
+    __asm__ volatile(MCU_NW_ENGINE(MCU_NW_STORE_CLAMP)
+                     : "=r"(w)
+                     : "r"(s)
+                     : "r0", "r1", "r2", "r3", "r4", "r8", "r9", "r10", "r11", "r12", "lr", "cc", "memory");
+    return w;
+}
+#undef MCU_NW_ENGINE
+#undef MCU_NW_COL8
+#undef MCU_NW_COL4
 #undef MCU_NW_STORE_CLAMP
 #undef MCU_NW_STORE_BYTES
 #undef MCU_NW_RQ
 #undef MCU_NW_STEP
+
+static inline const int32_t *mcu_narrow_engine(mcu_narrow_state *st)
+{
+    return st->clamp ? mcu_narrow_engine_clamp(st) : mcu_narrow_engine_full(st);
+}
+#else
+/* The engine in C, with the same state and steps. */
+static const int32_t *mcu_narrow_engine(mcu_narrow_state *st)
+{
+    const int32_t words = mcu_packed_block_words(st->kp);
+    int16_t *col = (int16_t *)(uintptr_t)st->col; /* the caller's column */
+    const int32_t *blob;
+    for (;;) {
+        if (st->mode == 1) {
+            mcu_column_s8(st->x, st->kp, mcu_lane_s16(st->off2, 0), col);
+            st->x += st->kp + st->dx;
+        } else if (st->mode == 2) {
+            mcu_narrow_col_k3c3(st->x, st->step, st->off2, st->zp4, col);
+            st->x += st->dx;
+        }
+        blob = st->blocks;
+        for (int8_t *y = st->y; y != st->y_end; y += 4, blob += words) {
+            mcu_narrow_block_c(st, blob, y, 4);
+        }
+        st->y = st->y_end + st->dy;
+        st->y_end = st->y + st->whole;
+        if (st->mode == 0 || st->x == st->x_stop) {
+            return blob;
+        }
+    }
+}
 #endif
 
-/* What a layer's pixels share. */
-typedef struct {
-    mcu_narrow_state st;
-    const int32_t *blocks; /* the first block of the stream */
-    int32_t cout, whole;   /* channels, and those in whole blocks of 4 */
-    int32_t act_min, act_max;
-    int clamp; /* the activation range is narrower than int8 */
-} mcu_narrow_layer;
-
-/* Output pixel y from the column in st.col. */
-static inline void mcu_narrow_pixel(mcu_narrow_layer *l, int8_t *y)
+/* Output pixel y from the column in st->col (mode 0). */
+static inline void mcu_narrow_pixel(mcu_narrow_state *st, int8_t *y)
 {
-    const int32_t *blob = l->blocks;
-    if (l->whole > 0) {
-        l->st.y = y;
-        l->st.y_end = y + l->whole;
-        blob = mcu_narrow_blocks(&l->st, blob, l->clamp, l->act_min, l->act_max);
+    const int32_t *blob = st->blocks;
+    if (st->whole > 0) {
+        st->y = y;
+        st->y_end = y + st->whole;
+        blob = mcu_narrow_engine(st);
     }
-    if (l->whole < l->cout) {
-        mcu_narrow_block_c(&l->st, blob, y + l->whole, l->cout - l->whole, l->act_min, l->act_max);
+    if (st->whole < st->cout) {
+        mcu_narrow_block_c(st, blob, y + st->whole, st->cout - st->whole);
     }
+}
+
+/* `count` > 0 pixels in mode 1 or 2 (every channel in whole blocks): the first window at x, the
+ * first output at y. */
+static inline void mcu_narrow_run(mcu_narrow_state *st, uint32_t mode, const int8_t *x, int8_t *y, int64_t count,
+                                  int32_t dx, int32_t dy)
+{
+    st->mode = mode;
+    st->x = x;
+    st->dx = mode == 1 ? dx - st->kp : dx; /* the column's loads advance x by kp */
+    st->x_stop = x + count * dx;
+    st->dy = dy - st->whole;
+    st->y = y;
+    st->y_end = y + st->whole;
+    (void)mcu_narrow_engine(st);
+    st->mode = 0;
+    st->dy = 0;
 }
 
 /* The layer (mcu_narrow_applies, pixels in forward order), `blocks` after the stream's header. */
@@ -210,43 +362,48 @@ static inline void mcu_conv_narrow_s8(const mcu_conv2d_s8_params *p, const int8_
     _Alignas(8) int16_t col[MCU_NARROW_TAPS_MAX];
     _Alignas(4) int8_t raw[MCU_NARROW_TAPS_MAX];
     const mcu_shape4 in = p->input, out = p->output;
-    mcu_narrow_layer l;
-    l.st.y = output;
-    l.st.y_end = output;
-    l.st.min4 = ((uint32_t)p->act_min & 0xFFu) * 0x01010101u;
-    l.st.max4 = ((uint32_t)p->act_max & 0xFFu) * 0x01010101u;
-    l.st.col = col;
-    l.st.entry = (uint32_t)(8 - kp / 4);
-    l.st.kp = kp;
-    l.blocks = blocks;
-    l.cout = out.c;
-    l.whole = out.c & ~3;
-    l.act_min = p->act_min;
-    l.act_max = p->act_max;
-    l.clamp = p->act_min > -128 || p->act_max < 127;
     const int32_t c = in.c;
     const int32_t off = p->input_offset;
+    mcu_narrow_state st;
+    st.y = output;
+    st.y_end = output;
+    st.min4 = ((uint32_t)p->act_min & 0xFFu) * 0x01010101u;
+    st.max4 = ((uint32_t)p->act_max & 0xFFu) * 0x01010101u;
+    st.col = col;
+    st.entry = (uint32_t)(8 - kp / 4);
+    st.blocks = blocks;
+    st.whole = out.c & ~3;
+    st.x = input;
+    st.x_stop = input;
+    st.dx = 0;
+    st.dy = 0;
+    st.off2 = mcu_offset_pair(off);
+    st.step = p->dilation_h * in.w * c; /* between window rows */
+    st.zp4 = ((uint32_t)-off & 0xFFu) << 24;
+    st.mode = 0;
+    st.kp = kp;
+    st.cout = out.c;
+    st.act_min = p->act_min;
+    st.act_max = p->act_max;
+    st.clamp = p->act_min > -128 || p->act_max < 127;
+    const int whole = st.whole == out.c;
     const int pointwise = p->kernel_h == 1 && p->kernel_w == 1 && p->stride_h == 1 && p->stride_w == 1 &&
                           p->pad_top == 0 && p->pad_left == 0 && out.h == in.h && out.w == in.w;
-    if (pointwise && c % 4 == 0) { /* pixels are runs of c bytes in and out, kp == c */
+    if (pointwise && c % 4 == 0 && whole) { /* pixels are runs of c bytes in and out, kp == c */
         const int64_t pixels = (int64_t)in.n * in.h * in.w;
-        /* backward: each pixel's input is in the column before its output is written */
-        const int64_t first = direction == 1 ? pixels - 1 : 0;
-        const int64_t dx = direction == 1 ? -c : c, dy = direction == 1 ? -out.c : out.c;
-        const int8_t *x = input + first * c;
-        int8_t *y = output + first * out.c;
-        for (int64_t i = 0; i < pixels; ++i, x += dx, y += dy) {
-            mcu_column_s8(x, kp, off, col);
-            mcu_narrow_pixel(&l, y);
+        if (direction == 1) { /* each pixel's input is in the column before its output is written */
+            mcu_narrow_run(&st, 1, input + (pixels - 1) * c, output + (pixels - 1) * out.c, pixels, -c, -out.c);
+        } else {
+            mcu_narrow_run(&st, 1, input, output, pixels, c, out.c);
         }
         return;
     }
     const int32_t kh = p->kernel_h, kw = p->kernel_w;
     const int32_t run = kw * c;                        /* a window row's bytes (dilation_w 1) */
-    const int32_t step = p->dilation_h * in.w * c;     /* between window rows */
     const int32_t span = (kh - 1) * p->dilation_h + 1; /* input rows a window covers */
     mcu_fill_s8(raw + kh * run, (int8_t)-off, kp - kh * run); /* taps past the window: 0 in the column */
     const int gather = p->dilation_w == 1;
+    const int k3c3 = kh == 3 && run == 9 && whole;
     /* output columns whose window lies inside the input's width: ow_lo <= ow < ow_hi */
     int32_t ow_lo = 0, ow_hi = 0;
     if (gather) {
@@ -264,14 +421,20 @@ static inline void mcu_conv_narrow_s8(const mcu_conv2d_s8_params *p, const int8_
             const int32_t lo = rows_in ? ow_lo : out.w, hi = rows_in ? ow_hi : out.w;
             int8_t *y = y_n + (int64_t)oh * out.w * out.c;
             for (int32_t ow = 0; ow < out.w; ++ow, y += out.c) {
-                if (ow >= lo && ow < hi) {
-                    const int8_t *src = x_n + ((int64_t)ih0 * in.w + ow * p->stride_w - p->pad_left) * c;
+                const int8_t *src = x_n + ((int64_t)ih0 * in.w + ow * p->stride_w - p->pad_left) * c;
+                if (ow == lo && lo < hi && k3c3) { /* the row's interior windows in one run */
+                    mcu_narrow_run(&st, 2, src, y, hi - lo, p->stride_w * c, out.c);
+                    y += (hi - lo - 1) * out.c;
+                    ow = hi - 1;
+                    continue;
+                }
+                if (ow >= lo && ow < hi) { /* an interior window: kh runs of kw * c bytes */
                     if (c % 4 == 0) {
-                        for (int32_t i = 0; i < kh; ++i, src += step) {
+                        for (int32_t i = 0; i < kh; ++i, src += st.step) {
                             mcu_column_s8(src, run, off, col + i * run);
                         }
                     } else {
-                        for (int32_t i = 0; i < kh; ++i, src += step) {
+                        for (int32_t i = 0; i < kh; ++i, src += st.step) {
                             mcu_copy_run_s8(raw + i * run, src, run);
                         }
                         mcu_column_s8(raw, kp, off, col);
@@ -280,7 +443,7 @@ static inline void mcu_conv_narrow_s8(const mcu_conv2d_s8_params *p, const int8_
                     /* a border window; it writes raw's padding taps with the same zero-point */
                     mcu_conv_column_s16(p, x_n, oh, ow, kp, col, raw);
                 }
-                mcu_narrow_pixel(&l, y);
+                mcu_narrow_pixel(&st, y);
             }
         }
     }
