@@ -36,7 +36,7 @@ from test_kernels_s8_opt import build_emulated_lib, load_bound
 from test_kernels_s8_packed import _firmware_source, _params
 
 _S32 = (-(2**31), 2**31 - 1)
-NARROW_TAPS_MAX = 32  # MCU_NARROW_TAPS_MAX
+NARROW_TAPS_MAX = 48  # MCU_NARROW_TAPS_MAX
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +63,7 @@ def narrow_case(draw, device: bool = False) -> dict:
     if shape == "first":
         cin, k = draw(st.sampled_from([1, 2, 3, 3, 3, 3, 3, 4, 5])), (3, 3)
     elif shape == "pointwise":
-        cin, k = draw(st.sampled_from([4, 8, 8, 16, 16, 32, 32, 12, 20, 28, 36, 40, 1, 3, 7, 9])), (1, 1)
+        cin, k = draw(st.sampled_from([4, 8, 8, 16, 16, 32, 32, 12, 20, 28, 36, 40, 44, 48, 52, 1, 3, 7, 9])), (1, 1)
     else:
         k = draw(st.sampled_from([(1, 3), (3, 1), (2, 2), (2, 3), (5, 1), (10, 4), (3, 3)]))
         cin = draw(st.integers(1, 40 if k != (10, 4) else 16))  # at most 640 taps: the packed kernel's limit
@@ -234,11 +234,12 @@ def test_narrow_on_core(tmp_path_factory, board_name: str, cases: list[dict]) ->
 @pytest.mark.parametrize("board_name", ["mps2-an505", "mps2-an386"])
 def test_narrow_fixed_layers_on_core(tmp_path: Path, board_name: str) -> None:
     """The shapes the path was made for (MobileNetV1's first and 8/16/32-channel pointwise layers,
-    ResNet-8's first), small images, every tap count from 4 to 32, at the data's ends."""
+    ResNet-8's and DS-CNN's first), small images, every tap count from 4 to 48, at the data's ends."""
     rng = np.random.default_rng(11)
     cases = []
     shapes = [(3, (3, 3), 8, 2, 1), (3, (3, 3), 16, 1, 1), (8, (1, 1), 16, 1, 0), (16, (1, 1), 32, 1, 0),
-              (32, (1, 1), 32, 1, 0), (32, (1, 1), 64, 1, 0)] + [(t, (1, 1), 8, 1, 0) for t in range(4, 33, 4)]
+              (32, (1, 1), 32, 1, 0), (32, (1, 1), 64, 1, 0), (1, (10, 4), 16, 2, 2)] + [
+                  (t, (1, 1), 8, 1, 0) for t in range(4, 49, 4)]
     for i, (cin, k, cout, stride, pad) in enumerate(shapes):
         h = w = 7
         x = (rng.integers(-128, 128, (1, h, w, cin)) if i % 3 else rng.choice([-128, 127], (1, h, w, cin)))

@@ -1,7 +1,8 @@
-/* mcu_conv2d_packed_s8 for layers with few taps per output pixel (kp <= 32: a first layer's 3x3
- * window of 3 channels, pointwise layers of up to 32 input channels) whose activation range starts
- * at or above the output offset, as every layer with a ReLU folded into its range does. Internal:
- * static inline only; the packed stream and its column are those of internal/gemm_s8_dsp.h.
+/* mcu_conv2d_packed_s8 for layers with few taps per output pixel (kp <= 48: a first layer's 3x3
+ * window of 3 channels or DS-CNN's 10x4 window of one, pointwise layers of up to 48 input channels)
+ * whose activation range starts at or above the output offset, as every layer with a ReLU folded
+ * into its range does. Internal: static inline only; the packed stream and its column are those of
+ * internal/gemm_s8_dsp.h.
  *
  * Why a path of its own: at a few taps per pixel the dot product is a small part of a block, and
  * the requantization, the block's loop and the column dominate (MobileNetV1-0.25's first layer ran
@@ -11,7 +12,7 @@
  *    both <= 0 (m >= 0, so acc m <= 0, and K - output_offset 2^(31+R) = 2^30 + 2^(R+30) < 2^(31+R)),
  *    so both outputs are at most the output offset, which the activation clamp (act_min >=
  *    output_offset) turns into act_min: 4 instructions per channel instead of 7;
- *  - the dot product fully unrolled (at most 8 steps of 4 taps), entered through a TBB whose index
+ *  - the dot product fully unrolled (at most 12 steps of 4 taps), entered through a TBB whose index
  *    the layer computes once, without the loop compare;
  *  - the pixel loop itself in the assembly for pointwise layers and the interior of a 3x3 window
  *    of 3 channels (first layers on RGB), the column built there from unaligned loads: a C loop
@@ -31,7 +32,7 @@
 
 #if MCU_S8_DSP
 
-#define MCU_NARROW_TAPS_MAX 32
+#define MCU_NARROW_TAPS_MAX 48
 
 /* 1 when a layer takes this path: the stream's right-shift flag (every shift in [-23, -1]), few
  * taps, and an activation range that clamps every output at or below the output offset. Pixels
@@ -54,7 +55,7 @@ typedef struct {
     int8_t *y_end;
     uint32_t min4, max4; /* activation bounds in four bytes each */
     const int16_t *col;
-    uint32_t entry;        /* 8 - kp / 4: the first of the 8 unrolled steps of 4 taps that kp needs */
+    uint32_t entry;        /* 12 - kp / 4: the first of the 12 unrolled steps of 4 taps that kp needs */
     const int32_t *blocks; /* the stream's first block */
     int32_t whole;         /* channels in whole blocks of 4 */
     const int8_t *x;
@@ -204,8 +205,10 @@ static inline void mcu_narrow_col_k3c3(const int8_t *s, int32_t step, uint32_t o
     "30:\n\t"                                                                                             \
     ".byte (31f - 30b) / 2, (32f - 30b) / 2, (33f - 30b) / 2, (34f - 30b) / 2\n\t"                        \
     ".byte (35f - 30b) / 2, (36f - 30b) / 2, (37f - 30b) / 2, (38f - 30b) / 2\n\t"                        \
+    ".byte (39f - 30b) / 2, (20f - 30b) / 2, (21f - 30b) / 2, (22f - 30b) / 2\n\t"                        \
     "31:\n\t" MCU_NW_COL4 "32:\n\t" MCU_NW_COL4 "33:\n\t" MCU_NW_COL4 "34:\n\t" MCU_NW_COL4               \
     "35:\n\t" MCU_NW_COL4 "36:\n\t" MCU_NW_COL4 "37:\n\t" MCU_NW_COL4 "38:\n\t" MCU_NW_COL4               \
+    "39:\n\t" MCU_NW_COL4 "20:\n\t" MCU_NW_COL4 "21:\n\t" MCU_NW_COL4 "22:\n\t" MCU_NW_COL4               \
     "b 8f\n\t"                                                                                            \
     "40:\n\t"                                                                                             \
     "add lr, r5, r0\n\t"                                                                                  \
@@ -242,8 +245,10 @@ static inline void mcu_narrow_col_k3c3(const int8_t *s, int32_t step, uint32_t o
     "0:\n\t"                                                                                              \
     ".byte (11f - 0b) / 2, (12f - 0b) / 2, (13f - 0b) / 2, (14f - 0b) / 2\n\t"                             \
     ".byte (15f - 0b) / 2, (16f - 0b) / 2, (17f - 0b) / 2, (18f - 0b) / 2\n\t"                             \
+    ".byte (19f - 0b) / 2, (23f - 0b) / 2, (24f - 0b) / 2, (25f - 0b) / 2\n\t"                             \
     "11:\n\t" MCU_NW_STEP "12:\n\t" MCU_NW_STEP "13:\n\t" MCU_NW_STEP "14:\n\t" MCU_NW_STEP               \
     "15:\n\t" MCU_NW_STEP "16:\n\t" MCU_NW_STEP "17:\n\t" MCU_NW_STEP "18:\n\t" MCU_NW_STEP               \
+    "19:\n\t" MCU_NW_STEP "23:\n\t" MCU_NW_STEP "24:\n\t" MCU_NW_STEP "25:\n\t" MCU_NW_STEP               \
     MCU_NW_RQ("r0") MCU_NW_RQ("r1") MCU_NW_RQ("r2") MCU_NW_RQ("r3")                                       \
     store                                                                                                 \
     "str r4, [r6]\n\t"                                                                                    \
@@ -324,8 +329,8 @@ static const int32_t *mcu_narrow_engine(mcu_narrow_state *st)
 }
 #endif
 
-/* Output pixel y from the column in st->col (mode 0). */
-static inline void mcu_narrow_pixel(mcu_narrow_state *st, int8_t *y)
+/* Output pixel y from the column in st->col (mode 0). One copy: the tail block's C is long. */
+static __attribute__((noinline)) void mcu_narrow_pixel(mcu_narrow_state *st, int8_t *y)
 {
     const int32_t *blob = st->blocks;
     if (st->whole > 0) {
@@ -370,7 +375,7 @@ static inline void mcu_conv_narrow_s8(const mcu_conv2d_s8_params *p, const int8_
     st.min4 = ((uint32_t)p->act_min & 0xFFu) * 0x01010101u;
     st.max4 = ((uint32_t)p->act_max & 0xFFu) * 0x01010101u;
     st.col = col;
-    st.entry = (uint32_t)(8 - kp / 4);
+    st.entry = (uint32_t)(12 - kp / 4);
     st.blocks = blocks;
     st.whole = out.c & ~3;
     st.x = input;
@@ -399,11 +404,9 @@ static inline void mcu_conv_narrow_s8(const mcu_conv2d_s8_params *p, const int8_
         return;
     }
     const int32_t kh = p->kernel_h, kw = p->kernel_w;
-    const int32_t run = kw * c;                        /* a window row's bytes (dilation_w 1) */
     const int32_t span = (kh - 1) * p->dilation_h + 1; /* input rows a window covers */
-    mcu_fill_s8(raw + kh * run, (int8_t)-off, kp - kh * run); /* taps past the window: 0 in the column */
     const int gather = p->dilation_w == 1;
-    const int k3c3 = kh == 3 && run == 9 && whole;
+    const int k3c3 = kh == 3 && kw * c == 9 && whole; /* other windows: one pixel at a time */
     /* output columns whose window lies inside the input's width: ow_lo <= ow < ow_hi */
     int32_t ow_lo = 0, ow_hi = 0;
     if (gather) {
@@ -421,28 +424,14 @@ static inline void mcu_conv_narrow_s8(const mcu_conv2d_s8_params *p, const int8_
             const int32_t lo = rows_in ? ow_lo : out.w, hi = rows_in ? ow_hi : out.w;
             int8_t *y = y_n + (int64_t)oh * out.w * out.c;
             for (int32_t ow = 0; ow < out.w; ++ow, y += out.c) {
-                const int8_t *src = x_n + ((int64_t)ih0 * in.w + ow * p->stride_w - p->pad_left) * c;
                 if (ow == lo && lo < hi && k3c3) { /* the row's interior windows in one run */
+                    const int8_t *src = x_n + ((int64_t)ih0 * in.w + ow * p->stride_w - p->pad_left) * c;
                     mcu_narrow_run(&st, 2, src, y, hi - lo, p->stride_w * c, out.c);
                     y += (hi - lo - 1) * out.c;
                     ow = hi - 1;
                     continue;
                 }
-                if (ow >= lo && ow < hi) { /* an interior window: kh runs of kw * c bytes */
-                    if (c % 4 == 0) {
-                        for (int32_t i = 0; i < kh; ++i, src += st.step) {
-                            mcu_column_s8(src, run, off, col + i * run);
-                        }
-                    } else {
-                        for (int32_t i = 0; i < kh; ++i, src += st.step) {
-                            mcu_copy_run_s8(raw + i * run, src, run);
-                        }
-                        mcu_column_s8(raw, kp, off, col);
-                    }
-                } else {
-                    /* a border window; it writes raw's padding taps with the same zero-point */
-                    mcu_conv_column_s16(p, x_n, oh, ow, kp, col, raw);
-                }
+                mcu_conv_column_s16(p, x_n, oh, ow, kp, col, raw);
                 mcu_narrow_pixel(&st, y);
             }
         }
