@@ -343,6 +343,32 @@ static __attribute__((noinline)) void mcu_narrow_pixel(mcu_narrow_state *st, int
     }
 }
 
+/* The 3x3 window of 3 channels at input row ih0 (rows dilation_h apart), column iw0, as 27 bytes
+ * in three rows of 9, the zero-point where a tap lies outside the input: a border window for the
+ * engine's mode 2 (rows 9 bytes apart), quicker than the general column. */
+static inline void mcu_narrow_k3c3_patch(const mcu_conv2d_s8_params *p, const int8_t *x_n, int32_t ih0, int32_t iw0,
+                                         int8_t *patch)
+{
+    const int8_t zp = (int8_t)-p->input_offset;
+    const mcu_shape4 in = p->input;
+    for (int32_t i = 0; i < 3; ++i) {
+        const int32_t ih = ih0 + i * p->dilation_h;
+        for (int32_t j = 0; j < 3; ++j) {
+            const int32_t iw = iw0 + j;
+            int8_t *dst = patch + 9 * i + 3 * j;
+            if (ih < 0 || ih >= in.h || iw < 0 || iw >= in.w) {
+                dst[0] = dst[1] = dst[2] = zp;
+            } else {
+                const int8_t *src = x_n + ((int64_t)ih * in.w + iw) * 3;
+                dst[0] = src[0];
+                dst[1] = src[1];
+                dst[2] = src[2];
+            }
+        }
+    }
+    patch[27] = zp;
+}
+
 /* `count` > 0 pixels in mode 1 or 2 (every channel in whole blocks): the first window at x, the
  * first output at y. */
 static inline void mcu_narrow_run(mcu_narrow_state *st, uint32_t mode, const int8_t *x, int8_t *y, int64_t count,
@@ -366,6 +392,7 @@ static inline void mcu_conv_narrow_s8(const mcu_conv2d_s8_params *p, const int8_
 {
     _Alignas(8) int16_t col[MCU_NARROW_TAPS_MAX];
     _Alignas(4) int8_t raw[MCU_NARROW_TAPS_MAX];
+    _Alignas(4) int8_t patch[28]; /* a border 3x3x3 window and one byte the column's loads read */
     const mcu_shape4 in = p->input, out = p->output;
     const int32_t c = in.c;
     const int32_t off = p->input_offset;
@@ -429,6 +456,14 @@ static inline void mcu_conv_narrow_s8(const mcu_conv2d_s8_params *p, const int8_
                     mcu_narrow_run(&st, 2, src, y, hi - lo, p->stride_w * c, out.c);
                     y += (hi - lo - 1) * out.c;
                     ow = hi - 1;
+                    continue;
+                }
+                if (k3c3) { /* a border window: its taps (zero-point outside) in 9-byte rows */
+                    mcu_narrow_k3c3_patch(p, x_n, ih0, ow * p->stride_w - p->pad_left, patch);
+                    const int32_t step = st.step;
+                    st.step = 9;
+                    mcu_narrow_run(&st, 2, patch, y, 1, 0, out.c);
+                    st.step = step;
                     continue;
                 }
                 mcu_conv_column_s16(p, x_n, oh, ow, kp, col, raw);
