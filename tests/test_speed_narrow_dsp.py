@@ -3,9 +3,10 @@ first layers and narrow pointwise layers with a ReLU-style activation range, bit
 Python reference.
 
 The path runs when the stream's shifts are all right shifts (the stream's FLAG_RIGHT), the window
-has at most 32 taps and act_min >= the output offset; its requantization drops the sign correction,
-which is exact only under that last condition, so the cases put act_min at, just above and far
-above the output offset (and below it, where the older path must still answer). The DSP-emulated
+has at most 48 taps, the output channels are a multiple of 4 and act_min >= the output offset. Its
+requantization drops the sign correction, which is exact only under that last condition, so the
+cases put act_min at, just above and far above the output offset (and below it, and output counts
+that are not a multiple of 4, where the older path must still answer). The DSP-emulated
 host build runs the engine's C twin (modes: one pixel, pointwise runs forward and backward, interior
 3x3 windows of 3 channels); the firmware on the simulated Cortex-M33 and Cortex-M4 runs the
 assembly on batches of drawn layers.
@@ -110,7 +111,7 @@ def narrow_case(draw, device: bool = False) -> dict:
                      out_zp=out_zp, act=act)
     stream = tuned.pack_layer(wt.reshape(cout, -1), b, m, sh, out_zp)
     assert stream[1] & tuned.FLAG_RIGHT
-    narrow = _taps(k, cin) <= NARROW_TAPS_MAX and act[0] >= out_zp
+    narrow = _taps(k, cin) <= NARROW_TAPS_MAX and cout % 4 == 0 and act[0] >= out_zp
     return dict(x=x, wt=wt, b=b, m=m, s=sh, w=stream, params=params, narrow=narrow,
                 expected=ref.conv2d_s8(x, wt, b, m, sh, **params))
 

@@ -7,11 +7,12 @@
  * Why a path of its own: at a few taps per pixel the dot product is a small part of a block, and
  * the requantization, the block's loop and the column dominate (MobileNetV1-0.25's first layer ran
  * 2.4 instructions per MAC, its 8->16 pointwise layer 400 per pixel). Three savings:
- *  - the requantization without the sign correction of mcu_packed_rq_s8 (AND, ADDS, ADC): for
- *    acc < 0, z = floor((acc m + K - 2^31) / 2^(31+R)) and z' = floor((acc m + K) / 2^(31+R)) are
- *    both <= 0 (m >= 0, so acc m <= 0, and K - output_offset 2^(31+R) = 2^30 + 2^(R+30) < 2^(31+R)),
- *    so both outputs are at most the output offset, which the activation clamp (act_min >=
- *    output_offset) turns into act_min: 4 instructions per channel instead of 7;
+ *  - the requantization without the sign correction of mcu_packed_rq_s8 (AND, ADDS, ADC): with
+ *    K = 2^30 + 2^(R+30) + output_offset 2^(31+R), for acc < 0 the corrected value
+ *    floor((acc m + K - 2^31) / 2^(31+R)) and the uncorrected floor((acc m + K) / 2^(31+R)) are both
+ *    at most output_offset (m >= 0, so acc m <= 0, and 2^30 + 2^(R+30) < 2^(31+R)), and saturating
+ *    to int8 keeps them there; the activation clamp (act_min >= output_offset) turns both into
+ *    act_min. For acc >= 0 there is no correction. 4 instructions per channel instead of 7;
  *  - the dot product fully unrolled (at most 12 steps of 4 taps), entered through a TBB whose index
  *    the layer computes once, without the loop compare;
  *  - the pixel loop itself in the assembly for pointwise layers and the interior of a 3x3 window
@@ -35,20 +36,20 @@
 #define MCU_NARROW_TAPS_MAX 48
 
 /* 1 when a layer takes this path: the stream's right-shift flag (every shift in [-23, -1]), few
- * taps, and an activation range that clamps every output at or below the output offset. Pixels
- * run backward (direction 1, mcu_conv_pixel_direction) only in pointwise layers of whole words
- * in and out (the engine's mode 1). */
+ * taps, output channels in whole blocks of 4 (layers with a partial block, classifiers mostly,
+ * keep the general path: the C of a partial block would be the path's largest part), and an
+ * activation range that clamps every output at or below the output offset. Pixels run backward
+ * (direction 1, mcu_conv_pixel_direction) only in pointwise layers of whole words (mode 1). */
 static inline int mcu_narrow_applies(const mcu_conv2d_s8_params *p, int32_t kp, int right, int direction)
 {
-    return right && kp <= MCU_NARROW_TAPS_MAX && p->act_min >= p->output_offset &&
-           (direction == 0 || (p->input.c % 4 == 0 && p->output.c % 4 == 0));
+    return right && kp <= MCU_NARROW_TAPS_MAX && p->output.c % 4 == 0 && p->act_min >= p->output_offset &&
+           (direction == 0 || p->input.c % 4 == 0);
 }
 
 /* A layer's state. The assembly reads the fields up to `mode` at fixed offsets; the rest is for the
  * C around it. Modes: 0 the whole blocks of one pixel whose column is built; 1 pointwise pixels
  * from x (kp bytes each); 2 interior 3x3 windows of 3 channels at x (rows `step` bytes apart).
- * In modes 1 and 2 every pixel is whole blocks (whole == cout), pixels run until x reaches x_stop,
- * x advancing by dx (after the kp bytes a pointwise column consumed) and y by dy (after the
+ * In modes 1 and 2 pixels run until x reaches x_stop, x advancing by dx (after the kp bytes a pointwise column consumed) and y by dy (after the
  * pixel's cout bytes). */
 typedef struct {
     int8_t *y;
@@ -57,7 +58,7 @@ typedef struct {
     const int16_t *col;
     uint32_t entry;        /* 12 - kp / 4: the first of the 12 unrolled steps of 4 taps that kp needs */
     const int32_t *blocks; /* the stream's first block */
-    int32_t whole;         /* channels in whole blocks of 4 */
+    int32_t cout;          /* output channels, a multiple of 4 */
     const int8_t *x;
     const int8_t *x_stop;
     int32_t dx, dy;
@@ -65,7 +66,7 @@ typedef struct {
     int32_t step;
     uint32_t zp4; /* the input zero-point in byte 3: the padding tap of a 27-tap column */
     uint32_t mode;
-    int32_t kp, cout;
+    int32_t kp;
     int32_t act_min, act_max;
     int clamp; /* the activation range is narrower than int8 */
 } mcu_narrow_state;
@@ -85,13 +86,13 @@ static inline int32_t mcu_narrow_rq_s8(int32_t acc, const int32_t *rq)
     return mcu_clamp_s32((int32_t)mcu_asr64(k + (int64_t)acc * rq[2], 32 + rq[3]), -128, 127);
 }
 
-/* One block of n <= 4 channels in C, clamped to the activation range. */
-static inline void mcu_narrow_block_c(const mcu_narrow_state *st, const int32_t *blob, int8_t *y, int32_t n)
+/* One block of 4 channels in C (the engine's twin off the core), clamped to the activation range. */
+static inline void mcu_narrow_block_c(const mcu_narrow_state *st, const int32_t *blob, int8_t *y)
 {
     uint32_t acc[4] = {(uint32_t)blob[0], (uint32_t)blob[1], (uint32_t)blob[2], (uint32_t)blob[3]};
     mcu_dot4_packed(st->col, blob + 4, st->kp, acc);
     const int32_t *rq = blob + 4 + 2 * st->kp;
-    for (int32_t o = 0; o < n; ++o, rq += 4) {
+    for (int32_t o = 0; o < 4; ++o, rq += 4) {
         y[o] = (int8_t)mcu_clamp_s32(mcu_narrow_rq_s8(mcu_u32_to_s32(acc[o]), rq), st->act_min, st->act_max);
     }
 }
@@ -267,27 +268,23 @@ static inline void mcu_narrow_col_k3c3(const int8_t *s, int32_t step, uint32_t o
     "99:\n\t"
 
 /* Functions of their own: each holds the unrolled loops once, and callers keep few values across
- * them. Return the stream after the last block (what mode 0's tail block needs). */
-static __attribute__((noinline)) const int32_t *mcu_narrow_engine_full(mcu_narrow_state *st)
+ * them. */
+static __attribute__((noinline)) void mcu_narrow_engine_full(mcu_narrow_state *st)
 {
-    register const int32_t *w __asm__("r5");
     register mcu_narrow_state *s __asm__("r6") = st;
     __asm__ volatile(MCU_NW_ENGINE(MCU_NW_STORE_BYTES)
-                     : "=r"(w)
+                     :
                      : "r"(s)
-                     : "r0", "r1", "r2", "r3", "r4", "r8", "r9", "r10", "r11", "r12", "lr", "cc", "memory");
-    return w;
+                     : "r0", "r1", "r2", "r3", "r4", "r5", "r8", "r9", "r10", "r11", "r12", "lr", "cc", "memory");
 }
 
-static __attribute__((noinline)) const int32_t *mcu_narrow_engine_clamp(mcu_narrow_state *st)
+static __attribute__((noinline)) void mcu_narrow_engine_clamp(mcu_narrow_state *st)
 {
-    register const int32_t *w __asm__("r5");
     register mcu_narrow_state *s __asm__("r6") = st;
     __asm__ volatile(MCU_NW_ENGINE(MCU_NW_STORE_CLAMP)
-                     : "=r"(w)
+                     :
                      : "r"(s)
-                     : "r0", "r1", "r2", "r3", "r4", "r8", "r9", "r10", "r11", "r12", "lr", "cc", "memory");
-    return w;
+                     : "r0", "r1", "r2", "r3", "r4", "r5", "r8", "r9", "r10", "r11", "r12", "lr", "cc", "memory");
 }
 #undef MCU_NW_ENGINE
 #undef MCU_NW_COL8
@@ -297,17 +294,20 @@ static __attribute__((noinline)) const int32_t *mcu_narrow_engine_clamp(mcu_narr
 #undef MCU_NW_RQ
 #undef MCU_NW_STEP
 
-static inline const int32_t *mcu_narrow_engine(mcu_narrow_state *st)
+static inline void mcu_narrow_engine(mcu_narrow_state *st)
 {
-    return st->clamp ? mcu_narrow_engine_clamp(st) : mcu_narrow_engine_full(st);
+    if (st->clamp) {
+        mcu_narrow_engine_clamp(st);
+    } else {
+        mcu_narrow_engine_full(st);
+    }
 }
 #else
 /* The engine in C, with the same state and steps. */
-static const int32_t *mcu_narrow_engine(mcu_narrow_state *st)
+static void mcu_narrow_engine(mcu_narrow_state *st)
 {
     const int32_t words = mcu_packed_block_words(st->kp);
     int16_t *col = (int16_t *)(uintptr_t)st->col; /* the caller's column */
-    const int32_t *blob;
     for (;;) {
         if (st->mode == 1) {
             mcu_column_s8(st->x, st->kp, mcu_lane_s16(st->off2, 0), col);
@@ -316,31 +316,25 @@ static const int32_t *mcu_narrow_engine(mcu_narrow_state *st)
             mcu_narrow_col_k3c3(st->x, st->step, st->off2, st->zp4, col);
             st->x += st->dx;
         }
-        blob = st->blocks;
+        const int32_t *blob = st->blocks;
         for (int8_t *y = st->y; y != st->y_end; y += 4, blob += words) {
-            mcu_narrow_block_c(st, blob, y, 4);
+            mcu_narrow_block_c(st, blob, y);
         }
         st->y = st->y_end + st->dy;
-        st->y_end = st->y + st->whole;
+        st->y_end = st->y + st->cout;
         if (st->mode == 0 || st->x == st->x_stop) {
-            return blob;
+            return;
         }
     }
 }
 #endif
 
-/* Output pixel y from the column in st->col (mode 0). One copy: the tail block's C is long. */
-static __attribute__((noinline)) void mcu_narrow_pixel(mcu_narrow_state *st, int8_t *y)
+/* Output pixel y from the column in st->col (mode 0). */
+static inline void mcu_narrow_pixel(mcu_narrow_state *st, int8_t *y)
 {
-    const int32_t *blob = st->blocks;
-    if (st->whole > 0) {
-        st->y = y;
-        st->y_end = y + st->whole;
-        blob = mcu_narrow_engine(st);
-    }
-    if (st->whole < st->cout) {
-        mcu_narrow_block_c(st, blob, y + st->whole, st->cout - st->whole);
-    }
+    st->y = y;
+    st->y_end = y + st->cout;
+    mcu_narrow_engine(st);
 }
 
 /* The 3x3 window of 3 channels at input row ih0 (rows dilation_h apart), column iw0, as 27 bytes
@@ -369,7 +363,7 @@ static inline void mcu_narrow_k3c3_patch(const mcu_conv2d_s8_params *p, const in
     patch[27] = zp;
 }
 
-/* `count` > 0 pixels in mode 1 or 2 (every channel in whole blocks): the first window at x, the
+/* `count` > 0 pixels in mode 1 or 2: the first window at x, the
  * first output at y. */
 static inline void mcu_narrow_run(mcu_narrow_state *st, uint32_t mode, const int8_t *x, int8_t *y, int64_t count,
                                   int32_t dx, int32_t dy)
@@ -378,10 +372,10 @@ static inline void mcu_narrow_run(mcu_narrow_state *st, uint32_t mode, const int
     st->x = x;
     st->dx = mode == 1 ? dx - st->kp : dx; /* the column's loads advance x by kp */
     st->x_stop = x + count * dx;
-    st->dy = dy - st->whole;
+    st->dy = dy - st->cout;
     st->y = y;
-    st->y_end = y + st->whole;
-    (void)mcu_narrow_engine(st);
+    st->y_end = y + st->cout;
+    mcu_narrow_engine(st);
     st->mode = 0;
     st->dy = 0;
 }
@@ -404,7 +398,7 @@ static inline void mcu_conv_narrow_s8(const mcu_conv2d_s8_params *p, const int8_
     st.col = col;
     st.entry = (uint32_t)(12 - kp / 4);
     st.blocks = blocks;
-    st.whole = out.c & ~3;
+    st.cout = out.c;
     st.x = input;
     st.x_stop = input;
     st.dx = 0;
@@ -414,14 +408,12 @@ static inline void mcu_conv_narrow_s8(const mcu_conv2d_s8_params *p, const int8_
     st.zp4 = ((uint32_t)-off & 0xFFu) << 24;
     st.mode = 0;
     st.kp = kp;
-    st.cout = out.c;
     st.act_min = p->act_min;
     st.act_max = p->act_max;
     st.clamp = p->act_min > -128 || p->act_max < 127;
-    const int whole = st.whole == out.c;
     const int pointwise = p->kernel_h == 1 && p->kernel_w == 1 && p->stride_h == 1 && p->stride_w == 1 &&
                           p->pad_top == 0 && p->pad_left == 0 && out.h == in.h && out.w == in.w;
-    if (pointwise && c % 4 == 0 && whole) { /* pixels are runs of c bytes in and out, kp == c */
+    if (pointwise && c % 4 == 0) { /* pixels are runs of c bytes in and out, kp == c */
         const int64_t pixels = (int64_t)in.n * in.h * in.w;
         if (direction == 1) { /* each pixel's input is in the column before its output is written */
             mcu_narrow_run(&st, 1, input + (pixels - 1) * c, output + (pixels - 1) * out.c, pixels, -c, -out.c);
@@ -432,8 +424,10 @@ static inline void mcu_conv_narrow_s8(const mcu_conv2d_s8_params *p, const int8_
     }
     const int32_t kh = p->kernel_h, kw = p->kernel_w;
     const int32_t span = (kh - 1) * p->dilation_h + 1; /* input rows a window covers */
+    const int32_t run = kw * c;                        /* a window row's bytes (dilation_w 1) */
+    mcu_fill_s8(raw + kh * run, (int8_t)-off, kp - kh * run); /* taps past the window: 0 in the column */
     const int gather = p->dilation_w == 1;
-    const int k3c3 = kh == 3 && kw * c == 9 && whole; /* other windows: one pixel at a time */
+    const int k3c3 = kh == 3 && kw * c == 9; /* other windows: one pixel at a time */
     /* output columns whose window lies inside the input's width: ow_lo <= ow < ow_hi */
     int32_t ow_lo = 0, ow_hi = 0;
     if (gather) {
@@ -466,7 +460,17 @@ static inline void mcu_conv_narrow_s8(const mcu_conv2d_s8_params *p, const int8_
                     st.step = step;
                     continue;
                 }
-                mcu_conv_column_s16(p, x_n, oh, ow, kp, col, raw);
+                if (ow >= lo && ow < hi && c % 4 != 0) {
+                    /* an interior window of few channels: kh runs of kw * c bytes, then widened
+                     * (raw's taps past the window hold the zero-point: filled above) */
+                    const int8_t *src = x_n + ((int64_t)ih0 * in.w + ow * p->stride_w - p->pad_left) * c;
+                    for (int32_t i = 0; i < kh; ++i, src += st.step) {
+                        mcu_copy_run_s8(raw + i * run, src, run);
+                    }
+                    mcu_column_s8(raw, kp, off, col);
+                } else {
+                    mcu_conv_column_s16(p, x_n, oh, ow, kp, col, raw);
+                }
                 mcu_narrow_pixel(&st, y);
             }
         }
