@@ -9,6 +9,7 @@
 
 #include "internal/check.h"
 #include "internal/conv_column_s8.h"
+#include "internal/conv_narrow_s8_dsp.h"
 #include "internal/gemm_s8_dsp.h"
 #include "internal/requant.h"
 #include "internal/window.h"
@@ -149,6 +150,13 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
     const int32_t hw = out.h * out.w;
     const int direction = mcu_conv_pixel_direction(p, input, in_count, output, out_count);
     MCU_REQUIRE(direction >= 0, MCU_ERR_INVALID_ARG);
+#if MCU_S8_DSP
+    /* issue 13, few taps per pixel (first layers, narrow pointwise): internal/conv_narrow_s8_dsp.h */
+    if (mcu_narrow_applies(p, kp, right, direction)) {
+        mcu_conv_narrow_s8(p, input, packed, output, kp, direction);
+        return MCU_OK;
+    }
+#endif
     if (direction == 1) { /* each pixel's input is in the column before its output is written */
         const int64_t bi = in.c, bo = out.c;
         for (int64_t i = (int64_t)in.n * hw - 1; i >= 0; --i) {
