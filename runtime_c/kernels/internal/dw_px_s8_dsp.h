@@ -8,10 +8,17 @@
  * its pixel loop (left border, interior, right border). Here a chunk of up to MCU_DWPX_GROUPS
  * groups is set up once (widened weights, the bias with the input offset folded in over all nine
  * taps, the requantization of internal/rq_s8_dsp.h), then every output pixel runs all groups of the
- * chunk with the same unrolled taps. Borders need no tables: a tap outside the input reads the
- * input zero-point from a small buffer, and (zero-point + input_offset) is 0, so
- * zero-point x w = -input_offset x w cancels that tap's share of the folded bias, modulo 2^32 like
- * the accumulation itself. So every pixel, border or not, computes exactly the plain kernel's sum. */
+ * chunk with the same unrolled taps (hand-scheduled on the Arm cores: 112 instructions per group
+ * and pixel, 117 with the activation clamp).
+ *
+ * Borders need no tests per pixel: the chunk's channels of the three input rows an output row reads
+ * are copied into a ring of three padded rows on the stack, whose columns outside the input hold
+ * the input zero-point, and so do the rows of kernel rows outside the input. (zero-point +
+ * input_offset) is 0, so zero-point x w = -input_offset x w cancels that tap's share of the folded
+ * bias, modulo 2^32 like the accumulation itself: every pixel, border or not, computes exactly the
+ * plain kernel's sum. The copies also make the order of writes free: an output row is computed
+ * after every input it reads is in the ring, so the in-place kernel writes its output row straight
+ * over the input row (already in the ring) and needs no ring of its own. */
 #ifndef MCU_KERNELS_INTERNAL_DW_PX_S8_DSP_H
 #define MCU_KERNELS_INTERNAL_DW_PX_S8_DSP_H
 
@@ -29,6 +36,9 @@
 /* Output pixels per image up to which the pixel path is taken (measured on the M33: at 12x12 and
  * below it beats the row path, at 24x24 the row path's set-up is paid back). */
 #define MCU_DWPX_MAX_PIXELS 200
+/* The ring of three padded rows on the stack: a layer whose padded row of one group (4 bytes a
+ * column) does not fit three times is left to the row path; wider rows take fewer groups a chunk. */
+#define MCU_DWPX_RING_BYTES 1536
 
 typedef struct {
     uint32_t w[18]; /* tap t = 3 i + j at 2 t: lanes (w0, w2), (w1, w3) of the group's channels */
@@ -38,18 +48,27 @@ typedef struct {
 
 typedef struct {
     mcu_dwpx_group g[MCU_DWPX_GROUPS];
-    int32_t groups;                    /* in this chunk */
-    int32_t ch, in_w, in_h, out_w, stride_w, pad_left;
+    int32_t ch, in_h, in_w, out_w, stride_h, stride_w, pad_top, pad_left;
+    int32_t cols;       /* columns of a padded row: every column an output pixel reads */
+    int32_t max_groups; /* groups a chunk whose ring rows fit MCU_DWPX_RING_BYTES */
+    int32_t groups, cs; /* of the current chunk: its groups, the bytes of a padded column (4 groups) */
     uint32_t min4, max4;
-    int clamp;                         /* the activation range is narrower than int8 */
-    _Alignas(4) int8_t zp[4 * MCU_DWPX_GROUPS]; /* the input zero-point: what a tap outside the input reads */
+    uint32_t zp4; /* the input zero-point in four bytes: what a tap outside the input reads */
+    int clamp;    /* the activation range is narrower than int8 */
 } mcu_dwpx_chunk;
 
-/* Whether the pixel path serves a layer: 3x3, channels a multiple of 4, every requantization in
- * mcu_rq_ch's range (shift in [-24, -1]). */
-static inline int mcu_dwpx_applies(int32_t kh, int32_t kw, int32_t ch, const mcu_per_channel_quant *q)
+/* Columns of a padded row: output column ow reads padded columns ow stride .. ow stride + 2. */
+static inline int64_t mcu_dwpx_cols(int32_t out_w, int32_t stride_w)
 {
-    if (kh != 3 || kw != 3 || ch % 4 != 0) {
+    return (int64_t)(out_w - 1) * stride_w + 3;
+}
+
+/* Whether the pixel path serves a layer: 3x3, channels a multiple of 4, every requantization in
+ * mcu_rq_ch's range (shift in [-24, -1]), three padded rows of a group within the ring. */
+static inline int mcu_dwpx_applies(int32_t kh, int32_t kw, int32_t ch, int32_t out_w, int32_t stride_w,
+                                   const mcu_per_channel_quant *q)
+{
+    if (kh != 3 || kw != 3 || ch % 4 != 0 || mcu_dwpx_cols(out_w, stride_w) * 3 * 4 > MCU_DWPX_RING_BYTES) {
         return 0;
     }
     for (int32_t c = 0; c < ch; ++c) {
@@ -60,33 +79,39 @@ static inline int mcu_dwpx_applies(int32_t kh, int32_t kw, int32_t ch, const mcu
     return 1;
 }
 
-/* The fields fixed for a layer. */
+/* The fields fixed for a layer (mcu_dwpx_applies held). */
 static inline void mcu_dwpx_layer(mcu_dwpx_chunk *k, int32_t ch, int32_t in_h, int32_t in_w, int32_t out_w,
-                                  int32_t stride_w, int32_t pad_left, int32_t input_offset, int32_t act_min,
-                                  int32_t act_max)
+                                  int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left,
+                                  int32_t input_offset, int32_t act_min, int32_t act_max)
 {
     k->ch = ch;
     k->in_h = in_h;
     k->in_w = in_w;
     k->out_w = out_w;
+    k->stride_h = stride_h;
     k->stride_w = stride_w;
+    k->pad_top = pad_top;
     k->pad_left = pad_left;
+    k->cols = (int32_t)mcu_dwpx_cols(out_w, stride_w);
+    const int32_t fit = MCU_DWPX_RING_BYTES / (3 * 4 * k->cols);
+    k->max_groups = fit < MCU_DWPX_GROUPS ? fit : MCU_DWPX_GROUPS;
+    k->groups = 0;
+    k->cs = 0;
     k->min4 = mcu_splat4_s8(act_min);
     k->max4 = mcu_splat4_s8(act_max);
+    k->zp4 = mcu_splat4_s8(-input_offset); /* input_offset in [-127, 128]: an int8 zero-point */
     k->clamp = act_min > -128 || act_max < 127;
-    for (int32_t i = 0; i < 4 * MCU_DWPX_GROUPS; ++i) {
-        k->zp[i] = (int8_t)-input_offset; /* input_offset in [-127, 128]: an int8 zero-point */
-        __asm__("" ::: "memory");       /* no memset call: the kernels reference no libc function */
-    }
 }
 
-/* The tables of channels [c0, c0 + 4 groups); weights in [3][3][ch] order (mcu_dwpx_applies held). */
-static inline void mcu_dwpx_chunk_init(mcu_dwpx_chunk *k, int32_t c0, int32_t groups, const int8_t *weight,
-                                       const int32_t *bias, const mcu_per_channel_quant *q, int32_t input_offset,
-                                       int32_t output_offset)
+/* The tables of the chunk from channel c0 (weights in [3][3][ch] order); returns its groups. */
+static inline int32_t mcu_dwpx_chunk_init(mcu_dwpx_chunk *k, int32_t c0, const int8_t *weight, const int32_t *bias,
+                                          const mcu_per_channel_quant *q, int32_t input_offset,
+                                          int32_t output_offset)
 {
     const int32_t ch = k->ch;
+    const int32_t groups = (ch - c0) / 4 < k->max_groups ? (ch - c0) / 4 : k->max_groups;
     k->groups = groups;
+    k->cs = 4 * groups;
     for (int32_t gi = 0; gi < groups; ++gi) {
         mcu_dwpx_group *t = &k->g[gi];
         const int32_t c = c0 + 4 * gi;
@@ -107,67 +132,207 @@ static inline void mcu_dwpx_chunk_init(mcu_dwpx_chunk *k, int32_t c0, int32_t gr
             (void)mcu_rq_ch_init(&t->rq[o], q->multiplier[c + o], q->shift[c + o], output_offset);
         }
     }
+    return groups;
 }
 
-/* Requantizes, clamps and stores a group's four accumulators. */
-static inline void mcu_dwpx_store(const mcu_dwpx_chunk *k, const mcu_dwpx_group *t, uint32_t a0, uint32_t a1,
-                                  uint32_t a2, uint32_t a3, int8_t *y)
+/* What the pixel loop reads: kernel row i's padded row at x[i] (the pixel's first column), the
+ * output at y, the groups up to `end`, cs bytes a padded column; at fixed offsets on the Arm cores. */
+typedef struct {
+    const int8_t *x[3];
+    int8_t *y;
+    const mcu_dwpx_group *end;
+    int32_t cs;
+    uint32_t min4, max4;
+} mcu_dwpx_px;
+
+#if MCU_S8_DSP_NATIVE
+_Static_assert(offsetof(mcu_dwpx_group, bias) == 72 && offsetof(mcu_dwpx_group, rq) == 88 &&
+                   sizeof(mcu_dwpx_group) == 184,
+               "mcu_dwpx_group layout (offsets in mcu_dwpx_run)");
+_Static_assert(offsetof(mcu_dwpx_px, y) == 12 && offsetof(mcu_dwpx_px, end) == 16 && offsetof(mcu_dwpx_px, cs) == 20 &&
+                   offsetof(mcu_dwpx_px, min4) == 24 && offsetof(mcu_dwpx_px, max4) == 28,
+               "mcu_dwpx_px layout (offsets in mcu_dwpx_run)");
+
+/* Hand-scheduled, all 14 registers: r0 the group's tables, r1 cs, r2/r3/r12 the three rows' input
+ * pointers (advanced by the post-indexed load of each row's first tap), lr y, r4-r7 the four
+ * accumulators, r8-r11 temporaries; the end and the clamp bounds on the stack. Per group: 2 bias
+ * loads, 9 taps of 8, 7 per requantized value, 5 to pack, 5 to clamp (where the activation range
+ * is narrower than int8), 1 to store, 4 to loop: 112 (117). */
+#define MCU_DWPX_TAP(xaddr, wofs)                                                             \
+    "ldr r8, " xaddr "\n\t"                                                                   \
+    "ldrd r10, r11, [r0, #" wofs "]\n\t"                                                      \
+    "sxtb16 r9, r8, ror #8\n\t"                                                               \
+    "sxtb16 r8, r8\n\t"                                                                       \
+    "smlabb r4, r8, r10, r4\n\t"                                                              \
+    "smlatt r6, r8, r10, r6\n\t"                                                              \
+    "smlabb r5, r9, r11, r5\n\t"                                                              \
+    "smlatt r7, r9, r11, r7\n\t"
+/* Kernel row of input pointer x, weights of its first tap at w0ofs: the first tap last, its load
+ * post-indexed to the next group. */
+#define MCU_DWPX_ROW(x, w0ofs, w1ofs, w2ofs)                                                   \
+    MCU_DWPX_TAP("[" x ", r1, lsl #1]", w2ofs) MCU_DWPX_TAP("[" x ", r1]", w1ofs) MCU_DWPX_TAP("[" x "], #4", w0ofs)
+#define MCU_DWPX_RQ(a, kofs, mofs)                                                            \
+    "lsr r8, " a ", #31\n\t"                                                                  \
+    "add r8, r0, r8, lsl #3\n\t"                                                              \
+    "ldrd r10, r11, [r8, #" kofs "]\n\t"                                                      \
+    "ldrd r8, r9, [r0, #" mofs "]\n\t"                                                        \
+    "smlal r10, r11, " a ", r8\n\t"                                                           \
+    "asr r11, r11, r9\n\t"                                                                    \
+    "ssat " a ", #8, r11\n\t"
+#define MCU_DWPX_LOOP(clamp)                                                                  \
+    __asm__ volatile("push {r4-r11, lr}\n\t"                                                  \
+                     "sub sp, sp, #12\n\t"                                                    \
+                     "ldr r8, [r1, #16]\n\t"                                                  \
+                     "ldrd r9, r10, [r1, #24]\n\t"                                            \
+                     "str r8, [sp]\n\t"                                                       \
+                     "strd r9, r10, [sp, #4]\n\t"                                             \
+                     "ldrd r2, r3, [r1]\n\t"                                                  \
+                     "ldrd r12, lr, [r1, #8]\n\t"                                             \
+                     "ldr r1, [r1, #20]\n\t"                                                  \
+                     "1:\n\t"                                                                 \
+                     "ldrd r4, r5, [r0, #72]\n\t"                                             \
+                     "ldrd r6, r7, [r0, #80]\n\t" MCU_DWPX_ROW("r2", "0", "8", "16")            \
+                         MCU_DWPX_ROW("r3", "24", "32", "40") MCU_DWPX_ROW("r12", "48", "56", "64") \
+                             MCU_DWPX_RQ("r4", "88", "104") MCU_DWPX_RQ("r5", "112", "128")       \
+                                 MCU_DWPX_RQ("r6", "136", "152") MCU_DWPX_RQ("r7", "160", "176")  \
+                     "pkhbt r4, r4, r6, lsl #16\n\t"                                          \
+                     "pkhbt r5, r5, r7, lsl #16\n\t"                                          \
+                     "and r4, r4, #0x00FF00FF\n\t"                                            \
+                     "and r5, r5, #0x00FF00FF\n\t"                                            \
+                     "orr r4, r4, r5, lsl #8\n\t" clamp                                      \
+                     "str r4, [lr], #4\n\t"                                                   \
+                     "add r0, r0, #184\n\t"                                                   \
+                     "ldr r8, [sp]\n\t"                                                       \
+                     "cmp r0, r8\n\t"                                                         \
+                     "bne 1b\n\t"                                                             \
+                     "add sp, sp, #12\n\t"                                                    \
+                     "pop {r4-r11, pc}\n\t")
+/* Per byte: SSUB8 sets GE where the value >= min, SEL keeps it there; then against max. */
+#define MCU_DWPX_CLAMP                                                                        \
+    "ldrd r8, r9, [sp, #4]\n\t"                                                               \
+    "ssub8 r10, r4, r8\n\t"                                                                   \
+    "sel r4, r4, r8\n\t"                                                                      \
+    "ssub8 r10, r9, r4\n\t"                                                                   \
+    "sel r4, r4, r9\n\t"
+
+/* Every group of one output pixel, for activation ranges narrower than int8 and for the full
+ * range (SSAT clamps). */
+static __attribute__((naked, noinline, unused)) void mcu_dwpx_run_clamp(const mcu_dwpx_group *t,
+                                                                        const mcu_dwpx_px *a)
 {
-    const uint32_t v = mcu_rq4_pack_s8(t->rq, a0, a1, a2, a3);
-    mcu_store_u32(y, k->clamp ? mcu_clamp4_s8(v, k->min4, k->max4) : v);
+    (void)t; /* in r0 */
+    (void)a; /* in r1 */
+    MCU_DWPX_LOOP(MCU_DWPX_CLAMP);
 }
 
-/* One pixel of the chunk: kernel row i's three taps at x[i], x[i] + ch, x[i] + 2 ch (offset to the
- * chunk's first channel). */
-static MCU_DW4_NOINLINE void mcu_dwpx_pixel(const mcu_dwpx_chunk *k, const int8_t *x0, const int8_t *x1,
-                                            const int8_t *x2, int32_t ch, int8_t *y)
+static __attribute__((naked, noinline, unused)) void mcu_dwpx_run_full(const mcu_dwpx_group *t,
+                                                                       const mcu_dwpx_px *a)
 {
-    const mcu_dwpx_group *t = k->g;
-    const mcu_dwpx_group *end = t + k->groups;
-    for (; t != end; ++t, x0 += 4, x1 += 4, x2 += 4, y += 4) {
+    (void)t;
+    (void)a;
+    MCU_DWPX_LOOP("");
+}
+#undef MCU_DWPX_LOOP
+#undef MCU_DWPX_CLAMP
+#undef MCU_DWPX_TAP
+#undef MCU_DWPX_ROW
+#undef MCU_DWPX_RQ
+#else
+/* The same loop in C with the instructions' arithmetic. */
+static void mcu_dwpx_run_any(const mcu_dwpx_group *t, const mcu_dwpx_px *a, int clamp)
+{
+    const int8_t *x0 = a->x[0], *x1 = a->x[1], *x2 = a->x[2];
+    const int32_t ch = a->cs;
+    int8_t *y = a->y;
+    for (; t != a->end; ++t, x0 += 4, x1 += 4, x2 += 4, y += 4) {
         uint32_t a0 = t->bias[0], a1 = t->bias[1], a2 = t->bias[2], a3 = t->bias[3];
         MCU_DW4_ROW3(x0, t->w);
         MCU_DW4_ROW3(x1, t->w + 6);
         MCU_DW4_ROW3(x2, t->w + 12);
-        mcu_dwpx_store(k, t, a0, a1, a2, a3, y);
+        const uint32_t v = mcu_rq4_pack_s8(t->rq, a0, a1, a2, a3);
+        mcu_store_u32(y, clamp ? mcu_clamp4_s8(v, a->min4, a->max4) : v);
     }
 }
 
-/* One output row of the chunk: rows[i] is kernel row i's input row offset to the chunk's first
- * channel, NULL outside the input; y the output row, offset likewise. Pixels left to right, each
- * written after its own reads. A pixel whose window crosses the border first gathers its window
- * (the zero-point where a tap falls outside) into `win`, 3 x 3 taps of the chunk's channels. */
-static inline void mcu_dwpx_row(const mcu_dwpx_chunk *k, const int8_t *const *rows, int8_t *y)
+static inline void mcu_dwpx_run_clamp(const mcu_dwpx_group *t, const mcu_dwpx_px *a)
 {
-    const int32_t ch = k->ch, in_w = k->in_w, bytes = 4 * k->groups;
-    const int full = rows[0] != NULL && rows[1] != NULL && rows[2] != NULL;
-    _Alignas(4) int8_t win[9 * 4 * MCU_DWPX_GROUPS];
-    const uint32_t zp4 = mcu_load_u32(k->zp);
-    int32_t iw0 = -k->pad_left;
-    for (int32_t ow = 0; ow < k->out_w; ++ow, iw0 += k->stride_w, y += ch) {
-        if (full && iw0 >= 0 && iw0 + 3 <= in_w) {
-            mcu_dwpx_pixel(k, rows[0] + iw0 * ch, rows[1] + iw0 * ch, rows[2] + iw0 * ch, ch, y);
-            continue;
-        }
-        int8_t *dst = win;
-        for (int32_t i = 0; i < 3; ++i) {
-            for (int32_t j = 0; j < 3; ++j, dst += 4 * MCU_DWPX_GROUPS) {
-                const int32_t iw = iw0 + j;
-                if (rows[i] != NULL && iw >= 0 && iw < in_w) {
-                    const int8_t *src = rows[i] + iw * ch;
-                    for (int32_t b = 0; b < bytes; b += 4) {
-                        mcu_store_u32(dst + b, mcu_load_u32(src + b));
-                        __asm__("" ::: "memory"); /* no memcpy call */
-                    }
-                } else {
-                    for (int32_t b = 0; b < bytes; b += 4) {
-                        mcu_store_u32(dst + b, zp4);
-                        __asm__("" ::: "memory");
-                    }
-                }
+    mcu_dwpx_run_any(t, a, 1);
+}
+
+static inline void mcu_dwpx_run_full(const mcu_dwpx_group *t, const mcu_dwpx_px *a)
+{
+    mcu_dwpx_run_any(t, a, 0);
+}
+#endif
+
+/* Padded row of input row ih (offset to the chunk's first channel; the zero-point outside). */
+static inline void mcu_dwpx_fill(const mcu_dwpx_chunk *k, const int8_t *x, int32_t ih, int8_t *slot)
+{
+    const int32_t cs = k->cs, ch = k->ch;
+    const int inside = ih >= 0 && ih < k->in_h;
+    const int8_t *row = x + (inside ? ih * k->in_w * ch : 0);
+    for (int32_t pc = 0; pc < k->cols; ++pc, slot += cs) {
+        const int32_t iw = pc - k->pad_left;
+        if (inside && iw >= 0 && iw < k->in_w) {
+            const int8_t *src = row + iw * ch;
+            for (int32_t b = 0; b < cs; b += 4) {
+                mcu_store_u32(slot + b, mcu_load_u32(src + b));
+                __asm__("" ::: "memory"); /* no memcpy call: the kernels reference no libc function */
+            }
+        } else {
+            for (int32_t b = 0; b < cs; b += 4) {
+                mcu_store_u32(slot + b, k->zp4);
+                __asm__("" ::: "memory");
             }
         }
-        mcu_dwpx_pixel(k, win, win + 12 * MCU_DWPX_GROUPS, win + 24 * MCU_DWPX_GROUPS, 4 * MCU_DWPX_GROUPS, y);
+    }
+}
+
+/* Output rows [oh0, oh1) of the current chunk: x is the input image offset to the chunk's first
+ * channel, y output row oh0 offset likewise, y_row the output's row stride. Each output row is
+ * computed once the input rows it reads are in the ring, and written left to right; an input row
+ * is read (into the ring) before the output row of the same index is written, so y may be x
+ * itself (the in-place kernel). */
+static inline void mcu_dwpx_rows(const mcu_dwpx_chunk *k, const int8_t *x, int32_t oh0, int32_t oh1, int8_t *y,
+                                 int32_t y_row)
+{
+    _Alignas(4) int8_t ring[MCU_DWPX_RING_BYTES];
+    const int32_t slot_bytes = k->cols * k->cs;
+    const int32_t step = k->stride_w * k->cs, ch = k->ch;
+    mcu_dwpx_px a;
+    a.end = k->g + k->groups;
+    a.cs = k->cs;
+    a.min4 = k->min4;
+    a.max4 = k->max4;
+    int32_t next = oh0 * k->stride_h - k->pad_top; /* the first input row not yet in the ring */
+    for (int32_t oh = oh0; oh < oh1; ++oh, y += y_row) {
+        const int32_t ih0 = oh * k->stride_h - k->pad_top;
+        next = next > ih0 ? next : ih0;
+        int32_t slot = ih0 % 3;
+        slot += slot < 0 ? 3 : 0;
+        for (int32_t i = 0; i < 3; ++i, slot = slot == 2 ? 0 : slot + 1) {
+            a.x[i] = ring + slot * slot_bytes;
+            if (ih0 + i >= next) {
+                mcu_dwpx_fill(k, x, ih0 + i, ring + slot * slot_bytes);
+            }
+        }
+        next = ih0 + 3;
+        a.y = y;
+        if (k->clamp) {
+            for (int32_t ow = 0; ow < k->out_w; ++ow, a.y += ch) {
+                mcu_dwpx_run_clamp(k->g, &a);
+                a.x[0] += step;
+                a.x[1] += step;
+                a.x[2] += step;
+            }
+        } else {
+            for (int32_t ow = 0; ow < k->out_w; ++ow, a.y += ch) {
+                mcu_dwpx_run_full(k->g, &a);
+                a.x[0] += step;
+                a.x[1] += step;
+                a.x[2] += step;
+            }
+        }
     }
 }
 
