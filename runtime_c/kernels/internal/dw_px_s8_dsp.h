@@ -135,14 +135,19 @@ static inline int32_t mcu_dwpx_chunk_init(mcu_dwpx_chunk *k, int32_t c0, const i
     return groups;
 }
 
-/* What the pixel loop reads: kernel row i's padded row at x[i] (the pixel's first column), the
- * output at y, the groups up to `end`, cs bytes a padded column; at fixed offsets on the Arm cores. */
+/* What the pixel loop reads: kernel row i's padded row at x[i] (the first pixel's first column),
+ * the output at y, the groups from start to end, cs bytes a padded column, `pixels` output pixels
+ * a row; the input pointers step xskip more than the groups' cs bytes from pixel to pixel, the
+ * output yskip more. At fixed offsets on the Arm cores. */
 typedef struct {
     const int8_t *x[3];
     int8_t *y;
     const mcu_dwpx_group *end;
     int32_t cs;
     uint32_t min4, max4;
+    const mcu_dwpx_group *start;
+    int32_t pixels;
+    int32_t xskip, yskip;
 } mcu_dwpx_px;
 
 #if MCU_S8_DSP_NATIVE
@@ -150,14 +155,17 @@ _Static_assert(offsetof(mcu_dwpx_group, bias) == 72 && offsetof(mcu_dwpx_group, 
                    sizeof(mcu_dwpx_group) == 184,
                "mcu_dwpx_group layout (offsets in mcu_dwpx_run)");
 _Static_assert(offsetof(mcu_dwpx_px, y) == 12 && offsetof(mcu_dwpx_px, end) == 16 && offsetof(mcu_dwpx_px, cs) == 20 &&
-                   offsetof(mcu_dwpx_px, min4) == 24 && offsetof(mcu_dwpx_px, max4) == 28,
+                   offsetof(mcu_dwpx_px, min4) == 24 && offsetof(mcu_dwpx_px, max4) == 28 &&
+                   offsetof(mcu_dwpx_px, start) == 32 && offsetof(mcu_dwpx_px, pixels) == 36 &&
+                   offsetof(mcu_dwpx_px, xskip) == 40 && offsetof(mcu_dwpx_px, yskip) == 44,
                "mcu_dwpx_px layout (offsets in mcu_dwpx_run)");
 
 /* Hand-scheduled, all 14 registers: r0 the group's tables, r1 cs, r2/r3/r12 the three rows' input
  * pointers (advanced by the post-indexed load of each row's first tap), lr y, r4-r7 the four
- * accumulators, r8-r11 temporaries; the end and the clamp bounds on the stack. Per group: 2 bias
- * loads, 9 taps of 8, 7 per requantized value, 5 to pack, 5 to clamp (where the activation range
- * is narrower than int8), 1 to store, 4 to loop: 112 (117). */
+ * accumulators, r8-r11 temporaries; the end, the clamp bounds, the arguments and the pixels left
+ * on the stack. Per group: 2 bias loads, 9 taps of 8, 7 per requantized value, 5 to pack, 5 to
+ * clamp (where the activation range is narrower than int8), 1 to store, 4 to loop: 112 (117); per
+ * pixel 11 more. */
 #define MCU_DWPX_TAP(xaddr, wofs)                                                             \
     "ldr r8, " xaddr "\n\t"                                                                   \
     "ldrd r10, r11, [r0, #" wofs "]\n\t"                                                      \
@@ -181,11 +189,13 @@ _Static_assert(offsetof(mcu_dwpx_px, y) == 12 && offsetof(mcu_dwpx_px, end) == 1
     "ssat " a ", #8, r11\n\t"
 #define MCU_DWPX_LOOP(clamp)                                                                  \
     __asm__ volatile("push {r4-r11, lr}\n\t"                                                  \
-                     "sub sp, sp, #12\n\t"                                                    \
+                     "sub sp, sp, #20\n\t"                                                    \
                      "ldr r8, [r1, #16]\n\t"                                                  \
                      "ldrd r9, r10, [r1, #24]\n\t"                                            \
                      "str r8, [sp]\n\t"                                                       \
                      "strd r9, r10, [sp, #4]\n\t"                                             \
+                     "ldr r9, [r1, #36]\n\t"                                                  \
+                     "strd r1, r9, [sp, #12]\n\t"                                             \
                      "ldrd r2, r3, [r1]\n\t"                                                  \
                      "ldrd r12, lr, [r1, #8]\n\t"                                             \
                      "ldr r1, [r1, #20]\n\t"                                                  \
@@ -205,7 +215,18 @@ _Static_assert(offsetof(mcu_dwpx_px, y) == 12 && offsetof(mcu_dwpx_px, end) == 1
                      "ldr r8, [sp]\n\t"                                                       \
                      "cmp r0, r8\n\t"                                                         \
                      "bne 1b\n\t"                                                             \
-                     "add sp, sp, #12\n\t"                                                    \
+                     "ldr r8, [sp, #12]\n\t"                                                  \
+                     "ldrd r9, r10, [r8, #40]\n\t"                                            \
+                     "add r2, r2, r9\n\t"                                                     \
+                     "add r3, r3, r9\n\t"                                                     \
+                     "add r12, r12, r9\n\t"                                                   \
+                     "add lr, lr, r10\n\t"                                                    \
+                     "ldr r0, [r8, #32]\n\t"                                                  \
+                     "ldr r9, [sp, #16]\n\t"                                                  \
+                     "subs r9, r9, #1\n\t"                                                    \
+                     "str r9, [sp, #16]\n\t"                                                  \
+                     "bne 1b\n\t"                                                             \
+                     "add sp, sp, #20\n\t"                                                    \
                      "pop {r4-r11, pc}\n\t")
 /* Per byte: SSUB8 sets GE where the value >= min, SEL keeps it there; then against max. */
 #define MCU_DWPX_CLAMP                                                                        \
@@ -215,8 +236,8 @@ _Static_assert(offsetof(mcu_dwpx_px, y) == 12 && offsetof(mcu_dwpx_px, end) == 1
     "ssub8 r10, r9, r4\n\t"                                                                   \
     "sel r4, r4, r9\n\t"
 
-/* Every group of one output pixel, for activation ranges narrower than int8 and for the full
- * range (SSAT clamps). */
+/* Every group of a row of output pixels (at least one), for activation ranges narrower than int8
+ * and for the full range (SSAT clamps). */
 static __attribute__((naked, noinline, unused)) void mcu_dwpx_run_clamp(const mcu_dwpx_group *t,
                                                                         const mcu_dwpx_px *a)
 {
@@ -244,13 +265,16 @@ static void mcu_dwpx_run_any(const mcu_dwpx_group *t, const mcu_dwpx_px *a, int 
     const int8_t *x0 = a->x[0], *x1 = a->x[1], *x2 = a->x[2];
     const int32_t ch = a->cs;
     int8_t *y = a->y;
-    for (; t != a->end; ++t, x0 += 4, x1 += 4, x2 += 4, y += 4) {
-        uint32_t a0 = t->bias[0], a1 = t->bias[1], a2 = t->bias[2], a3 = t->bias[3];
-        MCU_DW4_ROW3(x0, t->w);
-        MCU_DW4_ROW3(x1, t->w + 6);
-        MCU_DW4_ROW3(x2, t->w + 12);
-        const uint32_t v = mcu_rq4_pack_s8(t->rq, a0, a1, a2, a3);
-        mcu_store_u32(y, clamp ? mcu_clamp4_s8(v, a->min4, a->max4) : v);
+    (void)t; /* a->start */
+    for (int32_t px = 0; px < a->pixels; ++px, x0 += a->xskip, x1 += a->xskip, x2 += a->xskip, y += a->yskip) {
+        for (t = a->start; t != a->end; ++t, x0 += 4, x1 += 4, x2 += 4, y += 4) {
+            uint32_t a0 = t->bias[0], a1 = t->bias[1], a2 = t->bias[2], a3 = t->bias[3];
+            MCU_DW4_ROW3(x0, t->w);
+            MCU_DW4_ROW3(x1, t->w + 6);
+            MCU_DW4_ROW3(x2, t->w + 12);
+            const uint32_t v = mcu_rq4_pack_s8(t->rq, a0, a1, a2, a3);
+            mcu_store_u32(y, clamp ? mcu_clamp4_s8(v, a->min4, a->max4) : v);
+        }
     }
 }
 
@@ -268,23 +292,35 @@ static inline void mcu_dwpx_run_full(const mcu_dwpx_group *t, const mcu_dwpx_px 
 /* Padded row of input row ih (offset to the chunk's first channel; the zero-point outside). */
 static inline void mcu_dwpx_fill(const mcu_dwpx_chunk *k, const int8_t *x, int32_t ih, int8_t *slot)
 {
-    const int32_t cs = k->cs, ch = k->ch;
-    const int inside = ih >= 0 && ih < k->in_h;
-    const int8_t *row = x + (inside ? ih * k->in_w * ch : 0);
-    for (int32_t pc = 0; pc < k->cols; ++pc, slot += cs) {
-        const int32_t iw = pc - k->pad_left;
-        if (inside && iw >= 0 && iw < k->in_w) {
-            const int8_t *src = row + iw * ch;
-            for (int32_t b = 0; b < cs; b += 4) {
-                mcu_store_u32(slot + b, mcu_load_u32(src + b));
-                __asm__("" ::: "memory"); /* no memcpy call: the kernels reference no libc function */
-            }
-        } else {
-            for (int32_t b = 0; b < cs; b += 4) {
-                mcu_store_u32(slot + b, k->zp4);
-                __asm__("" ::: "memory");
-            }
+    const int32_t cs = k->cs, ch = k->ch, cols = k->cols;
+    /* padded columns [lo, hi) hold input columns; none when the row is outside */
+    int32_t lo = k->pad_left < cols ? k->pad_left : cols;
+    int32_t hi = k->pad_left + k->in_w < cols ? k->pad_left + k->in_w : cols;
+    if (ih < 0 || ih >= k->in_h) {
+        lo = hi = cols;
+    }
+    const uint32_t zp4 = k->zp4;
+    for (int32_t b = 0; b < lo * cs; b += 4) {
+        mcu_store_u32(slot + b, zp4);
+        __asm__("" ::: "memory"); /* no memset call: the kernels reference no libc function */
+    }
+    const int8_t *src = x + (ih >= 0 && ih < k->in_h ? ih * k->in_w * ch : 0) + (lo - k->pad_left) * ch;
+    for (int32_t pc = lo; pc < hi; ++pc, src += ch) {
+        int8_t *dst = slot + pc * cs;
+        int32_t b = 0;
+        for (; b + 8 <= cs; b += 8) { /* two words a step: the loop costs as much as the copy */
+            const uint32_t v0 = mcu_load_u32(src + b), v1 = mcu_load_u32(src + b + 4);
+            mcu_store_u32(dst + b, v0);
+            mcu_store_u32(dst + b + 4, v1);
+            __asm__("" ::: "memory"); /* no memcpy call */
         }
+        if (b < cs) {
+            mcu_store_u32(dst + b, mcu_load_u32(src + b));
+        }
+    }
+    for (int32_t b = (hi > lo ? hi : lo) * cs; b < cols * cs; b += 4) {
+        mcu_store_u32(slot + b, zp4);
+        __asm__("" ::: "memory");
     }
 }
 
@@ -298,9 +334,12 @@ static inline void mcu_dwpx_rows(const mcu_dwpx_chunk *k, const int8_t *x, int32
 {
     _Alignas(4) int8_t ring[MCU_DWPX_RING_BYTES];
     const int32_t slot_bytes = k->cols * k->cs;
-    const int32_t step = k->stride_w * k->cs, ch = k->ch;
     mcu_dwpx_px a;
+    a.start = k->g;
     a.end = k->g + k->groups;
+    a.pixels = k->out_w;
+    a.xskip = (k->stride_w - 1) * k->cs;
+    a.yskip = k->ch - k->cs;
     a.cs = k->cs;
     a.min4 = k->min4;
     a.max4 = k->max4;
@@ -319,19 +358,9 @@ static inline void mcu_dwpx_rows(const mcu_dwpx_chunk *k, const int8_t *x, int32
         next = ih0 + 3;
         a.y = y;
         if (k->clamp) {
-            for (int32_t ow = 0; ow < k->out_w; ++ow, a.y += ch) {
-                mcu_dwpx_run_clamp(k->g, &a);
-                a.x[0] += step;
-                a.x[1] += step;
-                a.x[2] += step;
-            }
+            mcu_dwpx_run_clamp(k->g, &a);
         } else {
-            for (int32_t ow = 0; ow < k->out_w; ++ow, a.y += ch) {
-                mcu_dwpx_run_full(k->g, &a);
-                a.x[0] += step;
-                a.x[1] += step;
-                a.x[2] += step;
-            }
+            mcu_dwpx_run_full(k->g, &a);
         }
     }
 }
