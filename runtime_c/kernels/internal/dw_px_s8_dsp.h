@@ -33,12 +33,13 @@
 
 /* Groups of four channels per chunk: 8 x 184 bytes of tables on the stack. */
 #define MCU_DWPX_GROUPS 8
-/* Output pixels per image up to which the pixel path is taken (measured on the M33: at 12x12 and
- * below it beats the row path, at 24x24 the row path's set-up is paid back). */
+/* Output pixels per image up to which strided layers take the pixel path (measured on the M33:
+ * at 24x24 outputs of stride 2 the ring's fill of two rows per output row, two columns per pixel,
+ * costs more than the row path's set-up; at stride 1 the pixel path wins at every size). */
 #define MCU_DWPX_MAX_PIXELS 200
 /* The ring of three padded rows on the stack: a layer whose padded row of one group (4 bytes a
  * column) does not fit three times is left to the row path; wider rows take fewer groups a chunk. */
-#define MCU_DWPX_RING_BYTES 1536
+#define MCU_DWPX_RING_BYTES 3072
 
 typedef struct {
     uint32_t w[18]; /* tap t = 3 i + j at 2 t: lanes (w0, w2), (w1, w3) of the group's channels */
