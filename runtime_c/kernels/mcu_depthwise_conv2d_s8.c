@@ -280,7 +280,7 @@ mcu_status mcu_depthwise_conv2d_s8(const mcu_context *ctx, const mcu_depthwise_c
 #if MCU_S8_DSP
     if (p->ch_mult == 1 && p->dilation_h == 1 && p->dilation_w == 1 &&
         ((p->stride_h == 1 && p->stride_w == 1) || (int64_t)out.h * out.w <= MCU_DWPX_MAX_PIXELS) &&
-        mcu_dwpx_applies(p->kernel_h, p->kernel_w, in.c, out.w, p->stride_w, q)) {
+        mcu_dwpx_applies(p->kernel_h, p->kernel_w, in.c, out.w, p->stride_h, p->stride_w, q)) {
         const int apart = !mcu_overlaps(input, (size_t)in_count, output, out_bytes);
         if (apart || (int64_t)out.w * out.c <= MCU_DW_ROW_BYTES) {
             mcu_dsp_pixels(p, q, input, weight, bias, output, apart);

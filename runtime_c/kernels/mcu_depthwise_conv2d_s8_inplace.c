@@ -201,7 +201,7 @@ mcu_status mcu_depthwise_conv2d_s8_inplace(const mcu_context *ctx, const mcu_dep
     }
 #endif
 #if MCU_S8_DSP
-    if (mcu_dwpx_applies(kh, kw, in.c, in.w, 1, q)) { /* stride 1: at any size (see MCU_DWPX_MAX_PIXELS) */
+    if (mcu_dwpx_applies(kh, kw, in.c, in.w, 1, 1, q)) { /* stride 1: at any size (see MCU_DWPX_MAX_PIXELS) */
         mcu_dsp_inplace_pixels(p, q, data, weight, bias);
         return MCU_OK;
     }

@@ -8,11 +8,12 @@
  * its pixel loop (left border, interior, right border). Here a chunk of up to MCU_DWPX_GROUPS
  * groups is set up once (widened weights, the bias with the input offset folded in over all nine
  * taps, the requantization of internal/rq_s8_dsp.h), then every output pixel runs all groups of the
- * chunk with the same unrolled taps (hand-scheduled on the Arm cores: 112 instructions per group
- * and pixel, 117 with the activation clamp).
+ * chunk with the same unrolled taps (hand-scheduled on the Arm cores: 97 instructions per group
+ * and pixel, 102 with the activation clamp).
  *
  * Borders need no tests per pixel: the chunk's channels of the three input rows an output row reads
- * are copied into a ring of three padded rows on the stack, whose columns outside the input hold
+ * are copied, widened once for all the taps that read them, into a ring of three padded rows on
+ * the stack, whose columns outside the input hold
  * the input zero-point, and so do the rows of kernel rows outside the input. (zero-point +
  * input_offset) is 0, so zero-point x w = -input_offset x w cancels that tap's share of the folded
  * bias, modulo 2^32 like the accumulation itself: every pixel, border or not, computes exactly the
@@ -37,8 +38,9 @@
  * at 24x24 outputs of stride 2 the ring's fill of two rows per output row, two columns per pixel,
  * costs more than the row path's set-up; at stride 1 the pixel path wins at every size). */
 #define MCU_DWPX_MAX_PIXELS 200
-/* The ring of three padded rows on the stack: a layer whose padded row of one group (4 bytes a
- * column) does not fit three times is left to the row path; wider rows take fewer groups a chunk. */
+/* The ring of three padded rows on the stack: a layer whose padded row of one group (8 bytes a
+ * column at stride 1, 4 else) does not fit three times is left to the row path; wider rows take
+ * fewer groups a chunk. */
 #define MCU_DWPX_RING_BYTES 3072
 
 typedef struct {
@@ -52,9 +54,11 @@ typedef struct {
     int32_t ch, in_h, in_w, out_w, stride_h, stride_w, pad_top, pad_left;
     int32_t cols;       /* columns of a padded row: every column an output pixel reads */
     int32_t max_groups; /* groups a chunk whose ring rows fit MCU_DWPX_RING_BYTES */
-    int32_t groups, cs; /* of the current chunk: its groups, the bytes of a padded column (4 groups) */
+    int wide;           /* stride 1: the ring holds the inputs widened, one padded row a group */
+    int32_t colb;       /* bytes of a group's padded column: 8 widened, 4 raw */
+    int32_t groups;     /* of the current chunk */
     uint32_t min4, max4;
-    uint32_t zp4; /* the input zero-point in four bytes: what a tap outside the input reads */
+    uint32_t zpw; /* the input zero-point in four bytes: what a tap outside the input reads */
     int clamp;    /* the activation range is narrower than int8 */
 } mcu_dwpx_chunk;
 
@@ -66,10 +70,11 @@ static inline int64_t mcu_dwpx_cols(int32_t out_w, int32_t stride_w)
 
 /* Whether the pixel path serves a layer: 3x3, channels a multiple of 4, every requantization in
  * mcu_rq_ch's range (shift in [-24, -1]), three padded rows of a group within the ring. */
-static inline int mcu_dwpx_applies(int32_t kh, int32_t kw, int32_t ch, int32_t out_w, int32_t stride_w,
-                                   const mcu_per_channel_quant *q)
+static inline int mcu_dwpx_applies(int32_t kh, int32_t kw, int32_t ch, int32_t out_w, int32_t stride_h,
+                                   int32_t stride_w, const mcu_per_channel_quant *q)
 {
-    if (kh != 3 || kw != 3 || ch % 4 != 0 || mcu_dwpx_cols(out_w, stride_w) * 3 * 4 > MCU_DWPX_RING_BYTES) {
+    const int32_t colb = stride_h == 1 && stride_w == 1 ? 8 : 4;
+    if (kh != 3 || kw != 3 || ch % 4 != 0 || mcu_dwpx_cols(out_w, stride_w) * 3 * colb > MCU_DWPX_RING_BYTES) {
         return 0;
     }
     for (int32_t c = 0; c < ch; ++c) {
@@ -94,13 +99,17 @@ static inline void mcu_dwpx_layer(mcu_dwpx_chunk *k, int32_t ch, int32_t in_h, i
     k->pad_top = pad_top;
     k->pad_left = pad_left;
     k->cols = (int32_t)mcu_dwpx_cols(out_w, stride_w);
-    const int32_t fit = MCU_DWPX_RING_BYTES / (3 * 4 * k->cols);
+    /* Widened once, an input is read by up to nine taps at stride 1; at stride 2 by four at most
+     * (two rows of a column are filled per output row, two columns per pixel), which does not pay
+     * back the widening: the strided ring holds the raw bytes and the taps widen them. */
+    k->wide = stride_h == 1 && stride_w == 1;
+    k->colb = k->wide ? 8 : 4;
+    const int32_t fit = MCU_DWPX_RING_BYTES / (3 * k->colb * k->cols);
     k->max_groups = fit < MCU_DWPX_GROUPS ? fit : MCU_DWPX_GROUPS;
     k->groups = 0;
-    k->cs = 0;
     k->min4 = mcu_splat4_s8(act_min);
     k->max4 = mcu_splat4_s8(act_max);
-    k->zp4 = mcu_splat4_s8(-input_offset); /* input_offset in [-127, 128]: an int8 zero-point */
+    k->zpw = mcu_splat4_s8(-input_offset); /* input_offset in [-127, 128]: an int8 zero-point */
     k->clamp = act_min > -128 || act_max < 127;
 }
 
@@ -112,7 +121,6 @@ static inline int32_t mcu_dwpx_chunk_init(mcu_dwpx_chunk *k, int32_t c0, const i
     const int32_t ch = k->ch;
     const int32_t groups = (ch - c0) / 4 < k->max_groups ? (ch - c0) / 4 : k->max_groups;
     k->groups = groups;
-    k->cs = 4 * groups;
     for (int32_t gi = 0; gi < groups; ++gi) {
         mcu_dwpx_group *t = &k->g[gi];
         const int32_t c = c0 + 4 * gi;
@@ -136,15 +144,17 @@ static inline int32_t mcu_dwpx_chunk_init(mcu_dwpx_chunk *k, int32_t c0, const i
     return groups;
 }
 
-/* What the pixel loop reads: kernel row i's padded row at x[i] (the first pixel's first column),
- * the output at y, the groups from start to end, cs bytes a padded column, `pixels` output pixels
- * a row; the input pointers step xskip more than the groups' cs bytes from pixel to pixel, the
- * output yskip more. At fixed offsets on the Arm cores. */
+/* What the pixel loop reads: kernel row i's padded row of the first group at x[i] (the first
+ * pixel's first column), the output at y, the groups from start to end, `pixels` output pixels a
+ * row; gs is the bytes from one group's padded row to the next's (widened ring) or of a padded
+ * column (raw ring, where a group's inputs are 4 bytes on from the previous group's). From pixel
+ * to pixel the input pointers step xskip more than the groups' steps, the output yskip more than
+ * their 4 bytes each. At fixed offsets on the Arm cores. */
 typedef struct {
     const int8_t *x[3];
     int8_t *y;
     const mcu_dwpx_group *end;
-    int32_t cs;
+    int32_t gs;
     uint32_t min4, max4;
     const mcu_dwpx_group *start;
     int32_t pixels;
@@ -155,31 +165,29 @@ typedef struct {
 _Static_assert(offsetof(mcu_dwpx_group, bias) == 72 && offsetof(mcu_dwpx_group, rq) == 88 &&
                    sizeof(mcu_dwpx_group) == 184,
                "mcu_dwpx_group layout (offsets in mcu_dwpx_run)");
-_Static_assert(offsetof(mcu_dwpx_px, y) == 12 && offsetof(mcu_dwpx_px, end) == 16 && offsetof(mcu_dwpx_px, cs) == 20 &&
+_Static_assert(offsetof(mcu_dwpx_px, y) == 12 && offsetof(mcu_dwpx_px, end) == 16 && offsetof(mcu_dwpx_px, gs) == 20 &&
                    offsetof(mcu_dwpx_px, min4) == 24 && offsetof(mcu_dwpx_px, max4) == 28 &&
                    offsetof(mcu_dwpx_px, start) == 32 && offsetof(mcu_dwpx_px, pixels) == 36 &&
                    offsetof(mcu_dwpx_px, xskip) == 40 && offsetof(mcu_dwpx_px, yskip) == 44,
                "mcu_dwpx_px layout (offsets in mcu_dwpx_run)");
 
-/* Hand-scheduled, all 14 registers: r0 the group's tables, r1 cs, r2/r3/r12 the three rows' input
- * pointers (advanced by the post-indexed load of each row's first tap), lr y, r4-r7 the four
- * accumulators, r8-r11 temporaries; the end, the clamp bounds, the arguments and the pixels left
- * on the stack. Per group: 2 bias loads, 9 taps of 8, 7 per requantized value, 5 to pack, 5 to
- * clamp (where the activation range is narrower than int8), 1 to store, 4 to loop: 112 (117); per
- * pixel 11 more. */
-#define MCU_DWPX_TAP(xaddr, wofs)                                                             \
-    "ldr r8, " xaddr "\n\t"                                                                   \
+/* Hand-scheduled, all 14 registers: r0 the group's tables, r1 gs, r2/r3/r12 the three rows' input
+ * pointers, lr y, r4-r7 the four accumulators, r8-r11 temporaries; the end, the clamp bounds, the
+ * arguments and the pixels left on the stack. Per group: 2 bias loads, 9 taps of 6 and 3 to step
+ * the rows (widened ring; raw: 9 taps of 8), 7 per requantized value, 5 to pack, 5 to clamp
+ * (where the activation range is narrower than int8), 1 to store, 4 to loop: 97 (102; raw 112,
+ * 117); per pixel 11 more. */
+#define MCU_DWPX_TAP(x, xofs, wofs)                                                           \
+    "ldrd r8, r9, [" x ", #" xofs "]\n\t"                                                     \
     "ldrd r10, r11, [r0, #" wofs "]\n\t"                                                      \
-    "sxtb16 r9, r8, ror #8\n\t"                                                               \
-    "sxtb16 r8, r8\n\t"                                                                       \
     "smlabb r4, r8, r10, r4\n\t"                                                              \
     "smlatt r6, r8, r10, r6\n\t"                                                              \
     "smlabb r5, r9, r11, r5\n\t"                                                              \
     "smlatt r7, r9, r11, r7\n\t"
-/* Kernel row of input pointer x, weights of its first tap at w0ofs: the first tap last, its load
- * post-indexed to the next group. */
+/* Kernel row of input pointer x (then stepped to the next group's padded row), weights of its
+ * taps at w0ofs, w1ofs, w2ofs. */
 #define MCU_DWPX_ROW(x, w0ofs, w1ofs, w2ofs)                                                   \
-    MCU_DWPX_TAP("[" x ", r1, lsl #1]", w2ofs) MCU_DWPX_TAP("[" x ", r1]", w1ofs) MCU_DWPX_TAP("[" x "], #4", w0ofs)
+    MCU_DWPX_TAP(x, "0", w0ofs) MCU_DWPX_TAP(x, "8", w1ofs) MCU_DWPX_TAP(x, "16", w2ofs) "add " x ", " x ", r1\n\t"
 #define MCU_DWPX_RQ(a, kofs, mofs)                                                            \
     "lsr r8, " a ", #31\n\t"                                                                  \
     "add r8, r0, r8, lsl #3\n\t"                                                              \
@@ -188,7 +196,23 @@ _Static_assert(offsetof(mcu_dwpx_px, y) == 12 && offsetof(mcu_dwpx_px, end) == 1
     "smlal r10, r11, " a ", r8\n\t"                                                           \
     "asr r11, r11, r9\n\t"                                                                    \
     "ssat " a ", #8, r11\n\t"
-#define MCU_DWPX_LOOP(clamp)                                                                  \
+/* Raw ring: a tap widens its input; a row's first tap last, its load post-indexed to the next group. */
+#define MCU_DWPX_RTAP(xaddr, wofs)                                                            \
+    "ldr r8, " xaddr "\n\t"                                                                   \
+    "ldrd r10, r11, [r0, #" wofs "]\n\t"                                                      \
+    "sxtb16 r9, r8, ror #8\n\t"                                                               \
+    "sxtb16 r8, r8\n\t"                                                                       \
+    "smlabb r4, r8, r10, r4\n\t"                                                              \
+    "smlatt r6, r8, r10, r6\n\t"                                                              \
+    "smlabb r5, r9, r11, r5\n\t"                                                              \
+    "smlatt r7, r9, r11, r7\n\t"
+#define MCU_DWPX_RROW(x, w0ofs, w1ofs, w2ofs)                                                  \
+    MCU_DWPX_RTAP("[" x ", r1, lsl #1]", w2ofs) MCU_DWPX_RTAP("[" x ", r1]", w1ofs) MCU_DWPX_RTAP("[" x "], #4", w0ofs)
+#define MCU_DWPX_WIDE_ROWS                                                                    \
+    MCU_DWPX_ROW("r2", "0", "8", "16") MCU_DWPX_ROW("r3", "24", "32", "40") MCU_DWPX_ROW("r12", "48", "56", "64")
+#define MCU_DWPX_RAW_ROWS                                                                     \
+    MCU_DWPX_RROW("r2", "0", "8", "16") MCU_DWPX_RROW("r3", "24", "32", "40") MCU_DWPX_RROW("r12", "48", "56", "64")
+#define MCU_DWPX_LOOP(rows, clamp)                                                            \
     __asm__ volatile("push {r4-r11, lr}\n\t"                                                  \
                      "sub sp, sp, #20\n\t"                                                    \
                      "ldr r8, [r1, #16]\n\t"                                                  \
@@ -202,8 +226,7 @@ _Static_assert(offsetof(mcu_dwpx_px, y) == 12 && offsetof(mcu_dwpx_px, end) == 1
                      "ldr r1, [r1, #20]\n\t"                                                  \
                      "1:\n\t"                                                                 \
                      "ldrd r4, r5, [r0, #72]\n\t"                                             \
-                     "ldrd r6, r7, [r0, #80]\n\t" MCU_DWPX_ROW("r2", "0", "8", "16")            \
-                         MCU_DWPX_ROW("r3", "24", "32", "40") MCU_DWPX_ROW("r12", "48", "56", "64") \
+                     "ldrd r6, r7, [r0, #80]\n\t" rows                                        \
                              MCU_DWPX_RQ("r4", "88", "104") MCU_DWPX_RQ("r5", "112", "128")       \
                                  MCU_DWPX_RQ("r6", "136", "152") MCU_DWPX_RQ("r7", "160", "176")  \
                      "pkhbt r4, r4, r6, lsl #16\n\t"                                          \
@@ -237,91 +260,174 @@ _Static_assert(offsetof(mcu_dwpx_px, y) == 12 && offsetof(mcu_dwpx_px, end) == 1
     "ssub8 r10, r9, r4\n\t"                                                                   \
     "sel r4, r4, r9\n\t"
 
-/* Every group of a row of output pixels (at least one), for activation ranges narrower than int8
- * and for the full range (SSAT clamps). */
-static __attribute__((naked, noinline, unused)) void mcu_dwpx_run_clamp(const mcu_dwpx_group *t,
-                                                                        const mcu_dwpx_px *a)
+/* Every group of a row of output pixels (at least one): widened or raw ring, for activation
+ * ranges narrower than int8 and for the full range (SSAT clamps). */
+static __attribute__((naked, noinline, unused)) void mcu_dwpx_wide_clamp(const mcu_dwpx_group *t,
+                                                                         const mcu_dwpx_px *a)
 {
     (void)t; /* in r0 */
     (void)a; /* in r1 */
-    MCU_DWPX_LOOP(MCU_DWPX_CLAMP);
+    MCU_DWPX_LOOP(MCU_DWPX_WIDE_ROWS, MCU_DWPX_CLAMP);
 }
 
-static __attribute__((naked, noinline, unused)) void mcu_dwpx_run_full(const mcu_dwpx_group *t,
+static __attribute__((naked, noinline, unused)) void mcu_dwpx_wide_full(const mcu_dwpx_group *t,
+                                                                        const mcu_dwpx_px *a)
+{
+    (void)t;
+    (void)a;
+    MCU_DWPX_LOOP(MCU_DWPX_WIDE_ROWS, "");
+}
+
+static __attribute__((naked, noinline, unused)) void mcu_dwpx_raw_clamp(const mcu_dwpx_group *t,
+                                                                        const mcu_dwpx_px *a)
+{
+    (void)t;
+    (void)a;
+    MCU_DWPX_LOOP(MCU_DWPX_RAW_ROWS, MCU_DWPX_CLAMP);
+}
+
+static __attribute__((naked, noinline, unused)) void mcu_dwpx_raw_full(const mcu_dwpx_group *t,
                                                                        const mcu_dwpx_px *a)
 {
     (void)t;
     (void)a;
-    MCU_DWPX_LOOP("");
+    MCU_DWPX_LOOP(MCU_DWPX_RAW_ROWS, "");
 }
 #undef MCU_DWPX_LOOP
 #undef MCU_DWPX_CLAMP
 #undef MCU_DWPX_TAP
 #undef MCU_DWPX_ROW
+#undef MCU_DWPX_RTAP
+#undef MCU_DWPX_RROW
+#undef MCU_DWPX_WIDE_ROWS
+#undef MCU_DWPX_RAW_ROWS
 #undef MCU_DWPX_RQ
 #else
 /* The same loop in C with the instructions' arithmetic. */
-static void mcu_dwpx_run_any(const mcu_dwpx_group *t, const mcu_dwpx_px *a, int clamp)
+#define MCU_DWPX_WTAP(xp, wp)                                                                 \
+    do {                                                                                      \
+        const uint32_t x02_ = mcu_load_u32(xp), x13_ = mcu_load_u32((xp) + 4);                \
+        a0 = mcu_smlabb(x02_, (wp)[0], a0);                                                   \
+        a2 = mcu_smlatt(x02_, (wp)[0], a2);                                                   \
+        a1 = mcu_smlabb(x13_, (wp)[1], a1);                                                   \
+        a3 = mcu_smlatt(x13_, (wp)[1], a3);                                                   \
+    } while (0)
+static void mcu_dwpx_run_any(const mcu_dwpx_group *t, const mcu_dwpx_px *a, int wide, int clamp)
 {
     const int8_t *x0 = a->x[0], *x1 = a->x[1], *x2 = a->x[2];
-    const int32_t ch = a->cs;
     int8_t *y = a->y;
     (void)t; /* a->start */
     for (int32_t px = 0; px < a->pixels; ++px, x0 += a->xskip, x1 += a->xskip, x2 += a->xskip, y += a->yskip) {
-        for (t = a->start; t != a->end; ++t, x0 += 4, x1 += 4, x2 += 4, y += 4) {
+        const int32_t gstep = wide ? a->gs : 4;
+        for (t = a->start; t != a->end; ++t, x0 += gstep, x1 += gstep, x2 += gstep, y += 4) {
             uint32_t a0 = t->bias[0], a1 = t->bias[1], a2 = t->bias[2], a3 = t->bias[3];
-            MCU_DW4_ROW3(x0, t->w);
-            MCU_DW4_ROW3(x1, t->w + 6);
-            MCU_DW4_ROW3(x2, t->w + 12);
+            if (wide) {
+                for (int32_t j = 0; j < 3; ++j) {
+                    MCU_DWPX_WTAP(x0 + 8 * j, t->w + 2 * j);
+                    MCU_DWPX_WTAP(x1 + 8 * j, t->w + 6 + 2 * j);
+                    MCU_DWPX_WTAP(x2 + 8 * j, t->w + 12 + 2 * j);
+                }
+            } else {
+                const int32_t ch = a->gs; /* the column step of MCU_DW4_ROW3 */
+                MCU_DW4_ROW3(x0, t->w);
+                MCU_DW4_ROW3(x1, t->w + 6);
+                MCU_DW4_ROW3(x2, t->w + 12);
+            }
             const uint32_t v = mcu_rq4_pack_s8(t->rq, a0, a1, a2, a3);
             mcu_store_u32(y, clamp ? mcu_clamp4_s8(v, a->min4, a->max4) : v);
         }
     }
 }
 
-static inline void mcu_dwpx_run_clamp(const mcu_dwpx_group *t, const mcu_dwpx_px *a)
+static inline void mcu_dwpx_wide_clamp(const mcu_dwpx_group *t, const mcu_dwpx_px *a)
 {
-    mcu_dwpx_run_any(t, a, 1);
+    mcu_dwpx_run_any(t, a, 1, 1);
 }
 
-static inline void mcu_dwpx_run_full(const mcu_dwpx_group *t, const mcu_dwpx_px *a)
+static inline void mcu_dwpx_wide_full(const mcu_dwpx_group *t, const mcu_dwpx_px *a)
 {
-    mcu_dwpx_run_any(t, a, 0);
+    mcu_dwpx_run_any(t, a, 1, 0);
 }
+
+static inline void mcu_dwpx_raw_clamp(const mcu_dwpx_group *t, const mcu_dwpx_px *a)
+{
+    mcu_dwpx_run_any(t, a, 0, 1);
+}
+
+static inline void mcu_dwpx_raw_full(const mcu_dwpx_group *t, const mcu_dwpx_px *a)
+{
+    mcu_dwpx_run_any(t, a, 0, 0);
+}
+#undef MCU_DWPX_WTAP
 #endif
 
-/* Padded row of input row ih (offset to the chunk's first channel; the zero-point outside). */
+/* Padded row of input row ih, x offset to the chunk's first channel, the zero-point outside the
+ * input. Widened ring: one padded row a group, SXTB16 lane pairs (x0, x2), (x1, x3) per column;
+ * raw: the groups' bytes column after column. */
 static inline void mcu_dwpx_fill(const mcu_dwpx_chunk *k, const int8_t *x, int32_t ih, int8_t *slot)
 {
-    const int32_t cs = k->cs, ch = k->ch, cols = k->cols;
+    const int32_t ch = k->ch, cols = k->cols;
     /* padded columns [lo, hi) hold input columns; none when the row is outside */
     int32_t lo = k->pad_left < cols ? k->pad_left : cols;
     int32_t hi = k->pad_left + k->in_w < cols ? k->pad_left + k->in_w : cols;
     if (ih < 0 || ih >= k->in_h) {
         lo = hi = cols;
     }
-    const uint32_t zp4 = k->zp4;
-    for (int32_t b = 0; b < lo * cs; b += 4) {
-        mcu_store_u32(slot + b, zp4);
-        __asm__("" ::: "memory"); /* no memset call: the kernels reference no libc function */
-    }
-    const int8_t *src = x + (ih >= 0 && ih < k->in_h ? ih * k->in_w * ch : 0) + (lo - k->pad_left) * ch;
-    for (int32_t pc = lo; pc < hi; ++pc, src += ch) {
-        int8_t *dst = slot + pc * cs;
-        int32_t b = 0;
-        for (; b + 8 <= cs; b += 8) { /* two words a step: the loop costs as much as the copy */
-            const uint32_t v0 = mcu_load_u32(src + b), v1 = mcu_load_u32(src + b + 4);
-            mcu_store_u32(dst + b, v0);
-            mcu_store_u32(dst + b + 4, v1);
-            __asm__("" ::: "memory"); /* no memcpy call */
+    hi = hi > lo ? hi : lo;
+    const int8_t *row = x + (ih >= 0 && ih < k->in_h ? ih * k->in_w * ch : 0) + (lo - k->pad_left) * ch;
+    if (!k->wide) {
+        const int32_t cs = 4 * k->groups;
+        for (int32_t b = 0; b < lo * cs; b += 4) {
+            mcu_store_u32(slot + b, k->zpw);
+            __asm__("" ::: "memory"); /* no memset call: the kernels reference no libc function */
         }
-        if (b < cs) {
-            mcu_store_u32(dst + b, mcu_load_u32(src + b));
+        const int8_t *src = row;
+        for (int8_t *d = slot + lo * cs, *end = slot + hi * cs; d != end; d += cs, src += ch) {
+            int32_t b = 0;
+            for (; b + 8 <= cs; b += 8) { /* two words a step: the loop costs as much as the copy */
+                const uint32_t v0 = mcu_load_u32(src + b), v1 = mcu_load_u32(src + b + 4);
+                mcu_store_u32(d + b, v0);
+                mcu_store_u32(d + b + 4, v1);
+                __asm__("" ::: "memory"); /* no memcpy call */
+            }
+            if (b < cs) {
+                mcu_store_u32(d + b, mcu_load_u32(src + b));
+            }
         }
+        for (int32_t b = hi * cs; b < cols * cs; b += 4) {
+            mcu_store_u32(slot + b, k->zpw);
+            __asm__("" ::: "memory");
+        }
+        return;
     }
-    for (int32_t b = (hi > lo ? hi : lo) * cs; b < cols * cs; b += 4) {
-        mcu_store_u32(slot + b, zp4);
-        __asm__("" ::: "memory");
+    const uint32_t zpw = mcu_sxtb16(k->zpw);
+    for (int32_t gi = 0; gi < k->groups; ++gi, slot += 8 * cols, row += 4) {
+        int8_t *d = slot;
+        for (int32_t pc = 0; pc < lo; ++pc, d += 8) {
+            mcu_store_u32(d, zpw);
+            mcu_store_u32(d + 4, zpw);
+            __asm__("" ::: "memory");
+        }
+        const int8_t *src = row;
+        int8_t *const end = slot + 8 * hi;
+        for (; d + 16 <= end; d += 16, src += 2 * ch) { /* two columns a step */
+            const uint32_t v0 = mcu_load_u32(src), v1 = mcu_load_u32(src + ch);
+            mcu_store_u32(d, mcu_sxtb16(v0));
+            mcu_store_u32(d + 4, mcu_sxtb16_ror8(v0));
+            mcu_store_u32(d + 8, mcu_sxtb16(v1));
+            mcu_store_u32(d + 12, mcu_sxtb16_ror8(v1));
+        }
+        if (d != end) {
+            const uint32_t v = mcu_load_u32(src);
+            mcu_store_u32(d, mcu_sxtb16(v));
+            mcu_store_u32(d + 4, mcu_sxtb16_ror8(v));
+            d += 8;
+        }
+        for (int32_t pc = hi; pc < cols; ++pc, d += 8) {
+            mcu_store_u32(d, zpw);
+            mcu_store_u32(d + 4, zpw);
+            __asm__("" ::: "memory");
+        }
     }
 }
 
@@ -334,14 +440,17 @@ static inline void mcu_dwpx_rows(const mcu_dwpx_chunk *k, const int8_t *x, int32
                                  int32_t y_row)
 {
     _Alignas(4) int8_t ring[MCU_DWPX_RING_BYTES];
-    const int32_t slot_bytes = k->cols * k->cs;
+    const int32_t slot_bytes = k->groups * k->cols * k->colb;
     mcu_dwpx_px a;
     a.start = k->g;
     a.end = k->g + k->groups;
     a.pixels = k->out_w;
-    a.xskip = (k->stride_w - 1) * k->cs;
-    a.yskip = k->ch - k->cs;
-    a.cs = k->cs;
+    a.gs = k->wide ? 8 * k->cols : 4 * k->groups;
+    a.xskip = k->wide ? 8 - k->groups * a.gs : (k->stride_w - 1) * a.gs;
+    a.yskip = k->ch - 4 * k->groups;
+    void (*run)(const mcu_dwpx_group *, const mcu_dwpx_px *) =
+        k->wide ? (k->clamp ? mcu_dwpx_wide_clamp : mcu_dwpx_wide_full)
+                : (k->clamp ? mcu_dwpx_raw_clamp : mcu_dwpx_raw_full);
     a.min4 = k->min4;
     a.max4 = k->max4;
     int32_t next = oh0 * k->stride_h - k->pad_top; /* the first input row not yet in the ring */
@@ -358,11 +467,7 @@ static inline void mcu_dwpx_rows(const mcu_dwpx_chunk *k, const int8_t *x, int32
         }
         next = ih0 + 3;
         a.y = y;
-        if (k->clamp) {
-            mcu_dwpx_run_clamp(k->g, &a);
-        } else {
-            mcu_dwpx_run_full(k->g, &a);
-        }
+        run(k->g, &a);
     }
 }
 
