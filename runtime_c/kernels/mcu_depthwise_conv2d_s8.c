@@ -140,7 +140,7 @@ static void mcu_dsp_pixels(const mcu_depthwise_conv2d_s8_params *p, const mcu_pe
     const int32_t in_row = in.w * ch, out_row = out.w * ch;
     mcu_dwpx_chunk k;
     mcu_dwpx_layer(&k, ch, in.h, in.w, out.w, p->stride_h, p->stride_w, p->pad_top, p->pad_left, p->input_offset,
-                   p->act_min, p->act_max);
+                   p->act_min, p->act_max, 0); /* the raw ring (see mcu_dwpx_rows) */
     int8_t row_buf[MCU_DW_ROW_BYTES];
     const int32_t band = apart ? out.h : MCU_DW_ROW_BYTES / out_row;
     for (int32_t n = 0; n < in.n; ++n) {
@@ -151,7 +151,7 @@ static void mcu_dsp_pixels(const mcu_depthwise_conv2d_s8_params *p, const mcu_pe
             for (int32_t c0 = 0; c0 < ch;) {
                 const int32_t groups =
                     mcu_dwpx_chunk_init(&k, c0, weight, bias, q, p->input_offset, p->output_offset);
-                mcu_dwpx_rows(&k, x_n + c0, oh0, oh1, (apart ? y_n + oh0 * out_row : row_buf) + c0, out_row);
+                mcu_dwpx_rows(&k, x_n + c0, oh0, oh1, (apart ? y_n + oh0 * out_row : row_buf) + c0, out_row, 0);
                 c0 += 4 * groups;
             }
             if (apart) {
@@ -280,7 +280,7 @@ mcu_status mcu_depthwise_conv2d_s8(const mcu_context *ctx, const mcu_depthwise_c
 #if MCU_S8_DSP
     if (p->ch_mult == 1 && p->dilation_h == 1 && p->dilation_w == 1 &&
         ((p->stride_h == 1 && p->stride_w == 1) || (int64_t)out.h * out.w <= MCU_DWPX_MAX_PIXELS) &&
-        mcu_dwpx_applies(p->kernel_h, p->kernel_w, in.c, out.w, p->stride_h, p->stride_w, q)) {
+        mcu_dwpx_applies(p->kernel_h, p->kernel_w, in.c, out.w, p->stride_w, 0, q)) {
         const int apart = !mcu_overlaps(input, (size_t)in_count, output, out_bytes);
         if (apart || (int64_t)out.w * out.c <= MCU_DW_ROW_BYTES) {
             mcu_dsp_pixels(p, q, input, weight, bias, output, apart);

@@ -7,6 +7,11 @@
 
 #include "mcu/kernels_s8.h"
 
+/* 3x3 layers of four-channel groups take the pixel path (internal/dw_px_s8_dsp.h) here; the row
+ * path's own 3x3 loop would only serve the few it refuses (rows wider than its ring, channels not a
+ * multiple of 4), so it is left out for flash (those run the row path's generic pixel). */
+#define MCU_DW4_ROW_NO_RUN3X3 1
+
 #include "internal/check.h"
 #include "internal/conv_s8_dsp.h"
 #include "internal/dw_px_s8_dsp.h"
@@ -118,12 +123,13 @@ static void mcu_dsp_inplace_pixels(const mcu_depthwise_conv2d_s8_params *p, cons
     const int32_t ch = in.c;
     const int32_t row_bytes = in.w * ch;
     mcu_dwpx_chunk k;
-    mcu_dwpx_layer(&k, ch, in.h, in.w, in.w, 1, 1, p->pad_top, p->pad_left, p->input_offset, p->act_min, p->act_max);
+    mcu_dwpx_layer(&k, ch, in.h, in.w, in.w, 1, 1, p->pad_top, p->pad_left, p->input_offset, p->act_min, p->act_max,
+                   1); /* the widened ring */
     for (int32_t n = 0; n < in.n; ++n) {
         int8_t *img = data + n * in.h * row_bytes;
         for (int32_t c0 = 0; c0 < ch;) {
             const int32_t groups = mcu_dwpx_chunk_init(&k, c0, weight, bias, q, p->input_offset, p->output_offset);
-            mcu_dwpx_rows(&k, img + c0, 0, in.h, img + c0, row_bytes);
+            mcu_dwpx_rows(&k, img + c0, 0, in.h, img + c0, row_bytes, 1);
             c0 += 4 * groups;
         }
     }

@@ -54,7 +54,7 @@ typedef struct {
     int32_t ch, in_h, in_w, out_w, stride_h, stride_w, pad_top, pad_left;
     int32_t cols;       /* columns of a padded row: every column an output pixel reads */
     int32_t max_groups; /* groups a chunk whose ring rows fit MCU_DWPX_RING_BYTES */
-    int wide;           /* stride 1: the ring holds the inputs widened, one padded row a group */
+    int wide;           /* the ring holds the inputs widened, one padded row a group (see mcu_dwpx_rows) */
     int32_t colb;       /* bytes of a group's padded column: 8 widened, 4 raw */
     int32_t groups;     /* of the current chunk */
     uint32_t min4, max4;
@@ -62,19 +62,17 @@ typedef struct {
     int clamp;    /* the activation range is narrower than int8 */
 } mcu_dwpx_chunk;
 
-/* Columns of a padded row: output column ow reads padded columns ow stride .. ow stride + 2. */
-static inline int64_t mcu_dwpx_cols(int32_t out_w, int32_t stride_w)
-{
-    return (int64_t)(out_w - 1) * stride_w + 3;
-}
 
 /* Whether the pixel path serves a layer: 3x3, channels a multiple of 4, every requantization in
  * mcu_rq_ch's range (shift in [-24, -1]), three padded rows of a group within the ring. */
-static inline int mcu_dwpx_applies(int32_t kh, int32_t kw, int32_t ch, int32_t out_w, int32_t stride_h,
-                                   int32_t stride_w, const mcu_per_channel_quant *q)
+static inline int mcu_dwpx_applies(int32_t kh, int32_t kw, int32_t ch, int32_t out_w, int32_t stride_w, int wide,
+                                   const mcu_per_channel_quant *q)
 {
-    const int32_t colb = stride_h == 1 && stride_w == 1 ? 8 : 4;
-    if (kh != 3 || kw != 3 || ch % 4 != 0 || mcu_dwpx_cols(out_w, stride_w) * 3 * colb > MCU_DWPX_RING_BYTES) {
+    /* the padded columns (out_w - 1) stride_w + 3 (output column ow reads ow stride .. ow stride + 2),
+     * bounded first so that the product cannot overflow */
+    const int32_t cols_max = MCU_DWPX_RING_BYTES / (3 * (wide ? 8 : 4));
+    if (kh != 3 || kw != 3 || ch % 4 != 0 || out_w > cols_max || stride_w > cols_max ||
+        (out_w - 1) * stride_w + 3 > cols_max) {
         return 0;
     }
     for (int32_t c = 0; c < ch; ++c) {
@@ -88,7 +86,7 @@ static inline int mcu_dwpx_applies(int32_t kh, int32_t kw, int32_t ch, int32_t o
 /* The fields fixed for a layer (mcu_dwpx_applies held). */
 static inline void mcu_dwpx_layer(mcu_dwpx_chunk *k, int32_t ch, int32_t in_h, int32_t in_w, int32_t out_w,
                                   int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left,
-                                  int32_t input_offset, int32_t act_min, int32_t act_max)
+                                  int32_t input_offset, int32_t act_min, int32_t act_max, int wide)
 {
     k->ch = ch;
     k->in_h = in_h;
@@ -98,12 +96,9 @@ static inline void mcu_dwpx_layer(mcu_dwpx_chunk *k, int32_t ch, int32_t in_h, i
     k->stride_w = stride_w;
     k->pad_top = pad_top;
     k->pad_left = pad_left;
-    k->cols = (int32_t)mcu_dwpx_cols(out_w, stride_w);
-    /* Widened once, an input is read by up to nine taps at stride 1; at stride 2 by four at most
-     * (two rows of a column are filled per output row, two columns per pixel), which does not pay
-     * back the widening: the strided ring holds the raw bytes and the taps widen them. */
-    k->wide = stride_h == 1 && stride_w == 1;
-    k->colb = k->wide ? 8 : 4;
+    k->cols = (out_w - 1) * stride_w + 3; /* mcu_dwpx_applies bounded it */
+    k->wide = wide;
+    k->colb = wide ? 8 : 4;
     const int32_t fit = MCU_DWPX_RING_BYTES / (3 * k->colb * k->cols);
     k->max_groups = fit < MCU_DWPX_GROUPS ? fit : MCU_DWPX_GROUPS;
     k->groups = 0;
@@ -159,6 +154,7 @@ typedef struct {
     const mcu_dwpx_group *start;
     int32_t pixels;
     int32_t xskip, yskip;
+    int32_t clamp; /* the activation range is narrower than int8 */
 } mcu_dwpx_px;
 
 #if MCU_S8_DSP_NATIVE
@@ -168,15 +164,17 @@ _Static_assert(offsetof(mcu_dwpx_group, bias) == 72 && offsetof(mcu_dwpx_group, 
 _Static_assert(offsetof(mcu_dwpx_px, y) == 12 && offsetof(mcu_dwpx_px, end) == 16 && offsetof(mcu_dwpx_px, gs) == 20 &&
                    offsetof(mcu_dwpx_px, min4) == 24 && offsetof(mcu_dwpx_px, max4) == 28 &&
                    offsetof(mcu_dwpx_px, start) == 32 && offsetof(mcu_dwpx_px, pixels) == 36 &&
-                   offsetof(mcu_dwpx_px, xskip) == 40 && offsetof(mcu_dwpx_px, yskip) == 44,
+                   offsetof(mcu_dwpx_px, xskip) == 40 && offsetof(mcu_dwpx_px, yskip) == 44 &&
+                   offsetof(mcu_dwpx_px, clamp) == 48,
                "mcu_dwpx_px layout (offsets in mcu_dwpx_run)");
 
 /* Hand-scheduled, all 14 registers: r0 the group's tables, r1 gs, r2/r3/r12 the three rows' input
  * pointers, lr y, r4-r7 the four accumulators, r8-r11 temporaries; the end, the clamp bounds, the
  * arguments and the pixels left on the stack. Per group: 2 bias loads, 9 taps of 6 and 3 to step
- * the rows (widened ring; raw: 9 taps of 8), 7 per requantized value, 5 to pack, 5 to clamp
- * (where the activation range is narrower than int8), 1 to store, 4 to loop: 97 (102; raw 112,
- * 117); per pixel 11 more. */
+ * the rows (widened ring; raw: 9 taps of 8), 7 per requantized value, 5 to pack, 2 to test for
+ * the clamp and 5 to clamp (where the activation range is narrower than int8: one loop for both
+ * keeps the flash of the kernels), 1 to store, 4 to loop: 99 (104; raw 114, 119); per pixel 11
+ * more. */
 #define MCU_DWPX_TAP(x, xofs, wofs)                                                           \
     "ldrd r8, r9, [" x ", #" xofs "]\n\t"                                                     \
     "ldrd r10, r11, [r0, #" wofs "]\n\t"                                                      \
@@ -212,15 +210,17 @@ _Static_assert(offsetof(mcu_dwpx_px, y) == 12 && offsetof(mcu_dwpx_px, end) == 1
     MCU_DWPX_ROW("r2", "0", "8", "16") MCU_DWPX_ROW("r3", "24", "32", "40") MCU_DWPX_ROW("r12", "48", "56", "64")
 #define MCU_DWPX_RAW_ROWS                                                                     \
     MCU_DWPX_RROW("r2", "0", "8", "16") MCU_DWPX_RROW("r3", "24", "32", "40") MCU_DWPX_RROW("r12", "48", "56", "64")
-#define MCU_DWPX_LOOP(rows, clamp)                                                            \
+#define MCU_DWPX_LOOP(rows)                                                                   \
     __asm__ volatile("push {r4-r11, lr}\n\t"                                                  \
-                     "sub sp, sp, #20\n\t"                                                    \
+                     "sub sp, sp, #28\n\t"                                                    \
                      "ldr r8, [r1, #16]\n\t"                                                  \
                      "ldrd r9, r10, [r1, #24]\n\t"                                            \
                      "str r8, [sp]\n\t"                                                       \
                      "strd r9, r10, [sp, #4]\n\t"                                             \
                      "ldr r9, [r1, #36]\n\t"                                                  \
                      "strd r1, r9, [sp, #12]\n\t"                                             \
+                     "ldr r9, [r1, #48]\n\t"                                                  \
+                     "str r9, [sp, #20]\n\t"                                                  \
                      "ldrd r2, r3, [r1]\n\t"                                                  \
                      "ldrd r12, lr, [r1, #8]\n\t"                                             \
                      "ldr r1, [r1, #20]\n\t"                                                  \
@@ -233,7 +233,15 @@ _Static_assert(offsetof(mcu_dwpx_px, y) == 12 && offsetof(mcu_dwpx_px, end) == 1
                      "pkhbt r5, r5, r7, lsl #16\n\t"                                          \
                      "and r4, r4, #0x00FF00FF\n\t"                                            \
                      "and r5, r5, #0x00FF00FF\n\t"                                            \
-                     "orr r4, r4, r5, lsl #8\n\t" clamp                                      \
+                     "orr r4, r4, r5, lsl #8\n\t"                                            \
+                     "ldr r5, [sp, #20]\n\t"                                                  \
+                     "cbz r5, 2f\n\t"                                                         \
+                     "ldrd r8, r9, [sp, #4]\n\t"                                              \
+                     "ssub8 r10, r4, r8\n\t"                                                  \
+                     "sel r4, r4, r8\n\t"                                                     \
+                     "ssub8 r10, r9, r4\n\t"                                                  \
+                     "sel r4, r4, r9\n\t"                                                     \
+                     "2:\n\t"                                                                 \
                      "str r4, [lr], #4\n\t"                                                   \
                      "add r0, r0, #184\n\t"                                                   \
                      "ldr r8, [sp]\n\t"                                                       \
@@ -250,51 +258,24 @@ _Static_assert(offsetof(mcu_dwpx_px, y) == 12 && offsetof(mcu_dwpx_px, end) == 1
                      "subs r9, r9, #1\n\t"                                                    \
                      "str r9, [sp, #16]\n\t"                                                  \
                      "bne 1b\n\t"                                                             \
-                     "add sp, sp, #20\n\t"                                                    \
+                     "add sp, sp, #28\n\t"                                                    \
                      "pop {r4-r11, pc}\n\t")
-/* Per byte: SSUB8 sets GE where the value >= min, SEL keeps it there; then against max. */
-#define MCU_DWPX_CLAMP                                                                        \
-    "ldrd r8, r9, [sp, #4]\n\t"                                                               \
-    "ssub8 r10, r4, r8\n\t"                                                                   \
-    "sel r4, r4, r8\n\t"                                                                      \
-    "ssub8 r10, r9, r4\n\t"                                                                   \
-    "sel r4, r4, r9\n\t"
-
-/* Every group of a row of output pixels (at least one): widened or raw ring, for activation
- * ranges narrower than int8 and for the full range (SSAT clamps). */
-static __attribute__((naked, noinline, unused)) void mcu_dwpx_wide_clamp(const mcu_dwpx_group *t,
-                                                                         const mcu_dwpx_px *a)
+/* Every group of a row of output pixels (at least one), widened or raw ring. The clamp: per byte,
+ * SSUB8 sets GE where the value >= min, SEL keeps it there; then against max. */
+static __attribute__((naked, noinline, unused)) void mcu_dwpx_wide(const mcu_dwpx_group *t, const mcu_dwpx_px *a)
 {
     (void)t; /* in r0 */
     (void)a; /* in r1 */
-    MCU_DWPX_LOOP(MCU_DWPX_WIDE_ROWS, MCU_DWPX_CLAMP);
+    MCU_DWPX_LOOP(MCU_DWPX_WIDE_ROWS);
 }
 
-static __attribute__((naked, noinline, unused)) void mcu_dwpx_wide_full(const mcu_dwpx_group *t,
-                                                                        const mcu_dwpx_px *a)
+static __attribute__((naked, noinline, unused)) void mcu_dwpx_raw(const mcu_dwpx_group *t, const mcu_dwpx_px *a)
 {
     (void)t;
     (void)a;
-    MCU_DWPX_LOOP(MCU_DWPX_WIDE_ROWS, "");
-}
-
-static __attribute__((naked, noinline, unused)) void mcu_dwpx_raw_clamp(const mcu_dwpx_group *t,
-                                                                        const mcu_dwpx_px *a)
-{
-    (void)t;
-    (void)a;
-    MCU_DWPX_LOOP(MCU_DWPX_RAW_ROWS, MCU_DWPX_CLAMP);
-}
-
-static __attribute__((naked, noinline, unused)) void mcu_dwpx_raw_full(const mcu_dwpx_group *t,
-                                                                       const mcu_dwpx_px *a)
-{
-    (void)t;
-    (void)a;
-    MCU_DWPX_LOOP(MCU_DWPX_RAW_ROWS, "");
+    MCU_DWPX_LOOP(MCU_DWPX_RAW_ROWS);
 }
 #undef MCU_DWPX_LOOP
-#undef MCU_DWPX_CLAMP
 #undef MCU_DWPX_TAP
 #undef MCU_DWPX_ROW
 #undef MCU_DWPX_RTAP
@@ -312,7 +293,7 @@ static __attribute__((naked, noinline, unused)) void mcu_dwpx_raw_full(const mcu
         a1 = mcu_smlabb(x13_, (wp)[1], a1);                                                   \
         a3 = mcu_smlatt(x13_, (wp)[1], a3);                                                   \
     } while (0)
-static void mcu_dwpx_run_any(const mcu_dwpx_group *t, const mcu_dwpx_px *a, int wide, int clamp)
+static void mcu_dwpx_run_any(const mcu_dwpx_group *t, const mcu_dwpx_px *a, int wide)
 {
     const int8_t *x0 = a->x[0], *x1 = a->x[1], *x2 = a->x[2];
     int8_t *y = a->y;
@@ -334,29 +315,19 @@ static void mcu_dwpx_run_any(const mcu_dwpx_group *t, const mcu_dwpx_px *a, int 
                 MCU_DW4_ROW3(x2, t->w + 12);
             }
             const uint32_t v = mcu_rq4_pack_s8(t->rq, a0, a1, a2, a3);
-            mcu_store_u32(y, clamp ? mcu_clamp4_s8(v, a->min4, a->max4) : v);
+            mcu_store_u32(y, a->clamp ? mcu_clamp4_s8(v, a->min4, a->max4) : v);
         }
     }
 }
 
-static inline void mcu_dwpx_wide_clamp(const mcu_dwpx_group *t, const mcu_dwpx_px *a)
+static inline void mcu_dwpx_wide(const mcu_dwpx_group *t, const mcu_dwpx_px *a)
 {
-    mcu_dwpx_run_any(t, a, 1, 1);
+    mcu_dwpx_run_any(t, a, 1);
 }
 
-static inline void mcu_dwpx_wide_full(const mcu_dwpx_group *t, const mcu_dwpx_px *a)
+static inline void mcu_dwpx_raw(const mcu_dwpx_group *t, const mcu_dwpx_px *a)
 {
-    mcu_dwpx_run_any(t, a, 1, 0);
-}
-
-static inline void mcu_dwpx_raw_clamp(const mcu_dwpx_group *t, const mcu_dwpx_px *a)
-{
-    mcu_dwpx_run_any(t, a, 0, 1);
-}
-
-static inline void mcu_dwpx_raw_full(const mcu_dwpx_group *t, const mcu_dwpx_px *a)
-{
-    mcu_dwpx_run_any(t, a, 0, 0);
+    mcu_dwpx_run_any(t, a, 0);
 }
 #undef MCU_DWPX_WTAP
 #endif
@@ -364,7 +335,8 @@ static inline void mcu_dwpx_raw_full(const mcu_dwpx_group *t, const mcu_dwpx_px 
 /* Padded row of input row ih, x offset to the chunk's first channel, the zero-point outside the
  * input. Widened ring: one padded row a group, SXTB16 lane pairs (x0, x2), (x1, x3) per column;
  * raw: the groups' bytes column after column. */
-static inline void mcu_dwpx_fill(const mcu_dwpx_chunk *k, const int8_t *x, int32_t ih, int8_t *slot)
+static inline __attribute__((always_inline)) void mcu_dwpx_fill(const mcu_dwpx_chunk *k, const int8_t *x,
+                                                                 int32_t ih, int8_t *slot, int wide)
 {
     const int32_t ch = k->ch, cols = k->cols;
     /* padded columns [lo, hi) hold input columns; none when the row is outside */
@@ -375,7 +347,7 @@ static inline void mcu_dwpx_fill(const mcu_dwpx_chunk *k, const int8_t *x, int32
     }
     hi = hi > lo ? hi : lo;
     const int8_t *row = x + (ih >= 0 && ih < k->in_h ? ih * k->in_w * ch : 0) + (lo - k->pad_left) * ch;
-    if (!k->wide) {
+    if (!wide) {
         const int32_t cs = 4 * k->groups;
         for (int32_t b = 0; b < lo * cs; b += 4) {
             mcu_store_u32(slot + b, k->zpw);
@@ -435,9 +407,16 @@ static inline void mcu_dwpx_fill(const mcu_dwpx_chunk *k, const int8_t *x, int32
  * channel, y output row oh0 offset likewise, y_row the output's row stride. Each output row is
  * computed once the input rows it reads are in the ring, and written left to right; an input row
  * is read (into the ring) before the output row of the same index is written, so y may be x
- * itself (the in-place kernel). */
-static inline void mcu_dwpx_rows(const mcu_dwpx_chunk *k, const int8_t *x, int32_t oh0, int32_t oh1, int8_t *y,
-                                 int32_t y_row)
+ * itself (the in-place kernel).
+ *
+ * wide (a constant at each call, k->wide, so that a kernel holds the code of one ring only: flash):
+ * widened once, an input is read by up to nine taps at stride 1; at stride 2 by four at most (two
+ * rows of a column are filled per output row, two columns per pixel), which does not pay back the
+ * widening. The in-place kernel (stride 1) takes the widened ring, the other (MobileNet's strided
+ * layers) the raw one. */
+static inline __attribute__((always_inline)) void mcu_dwpx_rows(const mcu_dwpx_chunk *k, const int8_t *x,
+                                                                 int32_t oh0, int32_t oh1, int8_t *y, int32_t y_row,
+                                                                 int wide)
 {
     _Alignas(4) int8_t ring[MCU_DWPX_RING_BYTES];
     const int32_t slot_bytes = k->groups * k->cols * k->colb;
@@ -445,12 +424,10 @@ static inline void mcu_dwpx_rows(const mcu_dwpx_chunk *k, const int8_t *x, int32
     a.start = k->g;
     a.end = k->g + k->groups;
     a.pixels = k->out_w;
-    a.gs = k->wide ? 8 * k->cols : 4 * k->groups;
-    a.xskip = k->wide ? 8 - k->groups * a.gs : (k->stride_w - 1) * a.gs;
+    a.gs = wide ? 8 * k->cols : 4 * k->groups;
+    a.xskip = wide ? 8 * k->stride_w - k->groups * a.gs : (k->stride_w - 1) * a.gs;
+    a.clamp = k->clamp;
     a.yskip = k->ch - 4 * k->groups;
-    void (*run)(const mcu_dwpx_group *, const mcu_dwpx_px *) =
-        k->wide ? (k->clamp ? mcu_dwpx_wide_clamp : mcu_dwpx_wide_full)
-                : (k->clamp ? mcu_dwpx_raw_clamp : mcu_dwpx_raw_full);
     a.min4 = k->min4;
     a.max4 = k->max4;
     int32_t next = oh0 * k->stride_h - k->pad_top; /* the first input row not yet in the ring */
@@ -462,12 +439,16 @@ static inline void mcu_dwpx_rows(const mcu_dwpx_chunk *k, const int8_t *x, int32
         for (int32_t i = 0; i < 3; ++i, slot = slot == 2 ? 0 : slot + 1) {
             a.x[i] = ring + slot * slot_bytes;
             if (ih0 + i >= next) {
-                mcu_dwpx_fill(k, x, ih0 + i, ring + slot * slot_bytes);
+                mcu_dwpx_fill(k, x, ih0 + i, ring + slot * slot_bytes, wide);
             }
         }
         next = ih0 + 3;
         a.y = y;
-        run(k->g, &a);
+        if (wide) {
+            mcu_dwpx_wide(k->g, &a);
+        } else {
+            mcu_dwpx_raw(k->g, &a);
+        }
     }
 }
 
