@@ -11,6 +11,8 @@
  * path's own 3x3 loop would only serve the few it refuses (rows wider than its ring, channels not a
  * multiple of 4), so it is left out for flash (those run the row path's generic pixel). */
 #define MCU_DW4_ROW_NO_RUN3X3 1
+/* ... which leaves room for the pixel path's widened loop with and without the clamp. */
+#define MCU_DWPX_WIDE_SPLIT 1
 
 #include "internal/check.h"
 #include "internal/conv_s8_dsp.h"

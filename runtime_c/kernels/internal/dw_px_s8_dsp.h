@@ -42,6 +42,11 @@
  * column at stride 1, 4 else) does not fit three times is left to the row path; wider rows take
  * fewer groups a chunk. */
 #define MCU_DWPX_RING_BYTES 3072
+/* 1: the widened ring's loop in two copies, with and without the clamp (2 instructions a group and
+ * pixel less, ~0.5 KiB more); a kernel defines it before including this header. */
+#ifndef MCU_DWPX_WIDE_SPLIT
+#define MCU_DWPX_WIDE_SPLIT 0
+#endif
 
 typedef struct {
     uint32_t w[18]; /* tap t = 3 i + j at 2 t: lanes (w0, w2), (w1, w3) of the group's channels */
@@ -173,8 +178,8 @@ _Static_assert(offsetof(mcu_dwpx_px, y) == 12 && offsetof(mcu_dwpx_px, end) == 1
  * arguments and the pixels left on the stack. Per group: 2 bias loads, 9 taps of 6 and 3 to step
  * the rows (widened ring; raw: 9 taps of 8), 7 per requantized value, 5 to pack, 2 to test for
  * the clamp and 5 to clamp (where the activation range is narrower than int8: one loop for both
- * keeps the flash of the kernels), 1 to store, 4 to loop: 99 (104; raw 114, 119); per pixel 11
- * more. */
+ * keeps the flash of the kernels; without the test in the split loops), 1 to store, 4 to loop:
+ * 99 (104; split 97, 102; raw 114, 119); per pixel 11 more. */
 #define MCU_DWPX_TAP(x, xofs, wofs)                                                           \
     "ldrd r8, r9, [" x ", #" xofs "]\n\t"                                                     \
     "ldrd r10, r11, [r0, #" wofs "]\n\t"                                                      \
@@ -210,7 +215,7 @@ _Static_assert(offsetof(mcu_dwpx_px, y) == 12 && offsetof(mcu_dwpx_px, end) == 1
     MCU_DWPX_ROW("r2", "0", "8", "16") MCU_DWPX_ROW("r3", "24", "32", "40") MCU_DWPX_ROW("r12", "48", "56", "64")
 #define MCU_DWPX_RAW_ROWS                                                                     \
     MCU_DWPX_RROW("r2", "0", "8", "16") MCU_DWPX_RROW("r3", "24", "32", "40") MCU_DWPX_RROW("r12", "48", "56", "64")
-#define MCU_DWPX_LOOP(rows)                                                                   \
+#define MCU_DWPX_LOOP(rows, clamp)                                                            \
     __asm__ volatile("push {r4-r11, lr}\n\t"                                                  \
                      "sub sp, sp, #28\n\t"                                                    \
                      "ldr r8, [r1, #16]\n\t"                                                  \
@@ -233,15 +238,7 @@ _Static_assert(offsetof(mcu_dwpx_px, y) == 12 && offsetof(mcu_dwpx_px, end) == 1
                      "pkhbt r5, r5, r7, lsl #16\n\t"                                          \
                      "and r4, r4, #0x00FF00FF\n\t"                                            \
                      "and r5, r5, #0x00FF00FF\n\t"                                            \
-                     "orr r4, r4, r5, lsl #8\n\t"                                            \
-                     "ldr r5, [sp, #20]\n\t"                                                  \
-                     "cbz r5, 2f\n\t"                                                         \
-                     "ldrd r8, r9, [sp, #4]\n\t"                                              \
-                     "ssub8 r10, r4, r8\n\t"                                                  \
-                     "sel r4, r4, r8\n\t"                                                     \
-                     "ssub8 r10, r9, r4\n\t"                                                  \
-                     "sel r4, r4, r9\n\t"                                                     \
-                     "2:\n\t"                                                                 \
+                     "orr r4, r4, r5, lsl #8\n\t" clamp                                      \
                      "str r4, [lr], #4\n\t"                                                   \
                      "add r0, r0, #184\n\t"                                                   \
                      "ldr r8, [sp]\n\t"                                                       \
@@ -260,22 +257,51 @@ _Static_assert(offsetof(mcu_dwpx_px, y) == 12 && offsetof(mcu_dwpx_px, end) == 1
                      "bne 1b\n\t"                                                             \
                      "add sp, sp, #28\n\t"                                                    \
                      "pop {r4-r11, pc}\n\t")
-/* Every group of a row of output pixels (at least one), widened or raw ring. The clamp: per byte,
- * SSUB8 sets GE where the value >= min, SEL keeps it there; then against max. */
+/* Per byte: SSUB8 sets GE where the value >= min, SEL keeps it there; then against max. */
+#define MCU_DWPX_CLAMP                                                                        \
+    "ldrd r8, r9, [sp, #4]\n\t"                                                               \
+    "ssub8 r10, r4, r8\n\t"                                                                   \
+    "sel r4, r4, r8\n\t"                                                                      \
+    "ssub8 r10, r9, r4\n\t"                                                                   \
+    "sel r4, r4, r9\n\t"
+/* The clamp where the flag asks for it (r5 is free once the bytes are packed). */
+#define MCU_DWPX_CLAMP_IF "ldr r5, [sp, #20]\n\t" "cbz r5, 2f\n\t" MCU_DWPX_CLAMP "2:\n\t"
+
+/* Every group of a row of output pixels (at least one), widened or raw ring, the clamp behind a
+ * branch; and the widened ring's loop for activation ranges narrower than int8 and for the full
+ * range (SSAT clamps), for a kernel that defines MCU_DWPX_WIDE_SPLIT (flash for speed). */
 static __attribute__((naked, noinline, unused)) void mcu_dwpx_wide(const mcu_dwpx_group *t, const mcu_dwpx_px *a)
 {
     (void)t; /* in r0 */
     (void)a; /* in r1 */
-    MCU_DWPX_LOOP(MCU_DWPX_WIDE_ROWS);
+    MCU_DWPX_LOOP(MCU_DWPX_WIDE_ROWS, MCU_DWPX_CLAMP_IF);
 }
 
 static __attribute__((naked, noinline, unused)) void mcu_dwpx_raw(const mcu_dwpx_group *t, const mcu_dwpx_px *a)
 {
     (void)t;
     (void)a;
-    MCU_DWPX_LOOP(MCU_DWPX_RAW_ROWS);
+    MCU_DWPX_LOOP(MCU_DWPX_RAW_ROWS, MCU_DWPX_CLAMP_IF);
+}
+
+static __attribute__((naked, noinline, unused)) void mcu_dwpx_wide_clamp(const mcu_dwpx_group *t,
+                                                                         const mcu_dwpx_px *a)
+{
+    (void)t;
+    (void)a;
+    MCU_DWPX_LOOP(MCU_DWPX_WIDE_ROWS, MCU_DWPX_CLAMP);
+}
+
+static __attribute__((naked, noinline, unused)) void mcu_dwpx_wide_full(const mcu_dwpx_group *t,
+                                                                        const mcu_dwpx_px *a)
+{
+    (void)t;
+    (void)a;
+    MCU_DWPX_LOOP(MCU_DWPX_WIDE_ROWS, "");
 }
 #undef MCU_DWPX_LOOP
+#undef MCU_DWPX_CLAMP
+#undef MCU_DWPX_CLAMP_IF
 #undef MCU_DWPX_TAP
 #undef MCU_DWPX_ROW
 #undef MCU_DWPX_RTAP
@@ -328,6 +354,16 @@ static inline void mcu_dwpx_wide(const mcu_dwpx_group *t, const mcu_dwpx_px *a)
 static inline void mcu_dwpx_raw(const mcu_dwpx_group *t, const mcu_dwpx_px *a)
 {
     mcu_dwpx_run_any(t, a, 0);
+}
+
+static inline void mcu_dwpx_wide_clamp(const mcu_dwpx_group *t, const mcu_dwpx_px *a)
+{
+    mcu_dwpx_run_any(t, a, 1);
+}
+
+static inline void mcu_dwpx_wide_full(const mcu_dwpx_group *t, const mcu_dwpx_px *a)
+{
+    mcu_dwpx_run_any(t, a, 1);
 }
 #undef MCU_DWPX_WTAP
 #endif
@@ -445,7 +481,15 @@ static inline __attribute__((always_inline)) void mcu_dwpx_rows(const mcu_dwpx_c
         next = ih0 + 3;
         a.y = y;
         if (wide) {
+#if MCU_DWPX_WIDE_SPLIT
+            if (k->clamp) {
+                mcu_dwpx_wide_clamp(k->g, &a);
+            } else {
+                mcu_dwpx_wide_full(k->g, &a);
+            }
+#else
             mcu_dwpx_wide(k->g, &a);
+#endif
         } else {
             mcu_dwpx_raw(k->g, &a);
         }
