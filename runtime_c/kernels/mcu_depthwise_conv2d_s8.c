@@ -139,7 +139,8 @@ static void mcu_dsp_pixels(const mcu_depthwise_conv2d_s8_params *p, const mcu_pe
     const int32_t ch = in.c;
     const int32_t in_row = in.w * ch, out_row = out.w * ch;
     mcu_dwpx_chunk k;
-    mcu_dwpx_layer(&k, ch, in.h, in.w, out.w, p->stride_w, p->pad_left, p->input_offset, p->act_min, p->act_max);
+    mcu_dwpx_layer(&k, ch, in.h, in.w, out.w, p->stride_h, p->stride_w, p->pad_top, p->pad_left, p->input_offset,
+                   p->act_min, p->act_max, 0); /* the raw ring (see mcu_dwpx_rows) */
     int8_t row_buf[MCU_DW_ROW_BYTES];
     const int32_t band = apart ? out.h : MCU_DW_ROW_BYTES / out_row;
     for (int32_t n = 0; n < in.n; ++n) {
@@ -147,17 +148,11 @@ static void mcu_dsp_pixels(const mcu_depthwise_conv2d_s8_params *p, const mcu_pe
         int8_t *y_n = output + n * out.h * out_row;
         for (int32_t oh0 = 0; oh0 < out.h; oh0 += band) {
             const int32_t oh1 = out.h - oh0 < band ? out.h : oh0 + band;
-            for (int32_t c0 = 0; c0 < ch; c0 += 4 * MCU_DWPX_GROUPS) {
-                const int32_t groups = (ch - c0) / 4 < MCU_DWPX_GROUPS ? (ch - c0) / 4 : MCU_DWPX_GROUPS;
-                mcu_dwpx_chunk_init(&k, c0, groups, weight, bias, q, p->input_offset, p->output_offset);
-                for (int32_t oh = oh0; oh < oh1; ++oh) {
-                    const int8_t *rows[3];
-                    const int32_t ih0 = oh * p->stride_h - p->pad_top;
-                    for (int32_t i = 0; i < 3; ++i) {
-                        rows[i] = ih0 + i >= 0 && ih0 + i < in.h ? x_n + (ih0 + i) * in_row + c0 : NULL;
-                    }
-                    mcu_dwpx_row(&k, rows, (apart ? y_n + oh * out_row : row_buf + (oh - oh0) * out_row) + c0);
-                }
+            for (int32_t c0 = 0; c0 < ch;) {
+                const int32_t groups =
+                    mcu_dwpx_chunk_init(&k, c0, weight, bias, q, p->input_offset, p->output_offset);
+                mcu_dwpx_rows(&k, x_n + c0, oh0, oh1, (apart ? y_n + oh0 * out_row : row_buf) + c0, out_row, 0);
+                c0 += 4 * groups;
             }
             if (apart) {
                 continue;
@@ -284,7 +279,8 @@ mcu_status mcu_depthwise_conv2d_s8(const mcu_context *ctx, const mcu_depthwise_c
 #endif
 #if MCU_S8_DSP
     if (p->ch_mult == 1 && p->dilation_h == 1 && p->dilation_w == 1 &&
-        (int64_t)out.h * out.w <= MCU_DWPX_MAX_PIXELS && mcu_dwpx_applies(p->kernel_h, p->kernel_w, in.c, q)) {
+        ((p->stride_h == 1 && p->stride_w == 1) || (int64_t)out.h * out.w <= MCU_DWPX_MAX_PIXELS) &&
+        mcu_dwpx_applies(p->kernel_h, p->kernel_w, in.c, out.w, p->stride_w, 0, q)) {
         const int apart = !mcu_overlaps(input, (size_t)in_count, output, out_bytes);
         if (apart || (int64_t)out.w * out.c <= MCU_DW_ROW_BYTES) {
             mcu_dsp_pixels(p, q, input, weight, bias, output, apart);

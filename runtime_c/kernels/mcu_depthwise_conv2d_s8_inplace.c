@@ -7,6 +7,13 @@
 
 #include "mcu/kernels_s8.h"
 
+/* 3x3 layers of four-channel groups take the pixel path (internal/dw_px_s8_dsp.h) here; the row
+ * path's own 3x3 loop would only serve the few it refuses (rows wider than its ring, channels not a
+ * multiple of 4), so it is left out for flash (those run the row path's generic pixel). */
+#define MCU_DW4_ROW_NO_RUN3X3 1
+/* ... which leaves room for the pixel path's widened loop with and without the clamp. */
+#define MCU_DWPX_WIDE_SPLIT 1
+
 #include "internal/check.h"
 #include "internal/conv_s8_dsp.h"
 #include "internal/dw_px_s8_dsp.h"
@@ -107,48 +114,25 @@ static void mcu_dsp_inplace(const mcu_dw4_geom *g, const mcu_depthwise_conv2d_s8
 #endif
 
 #if MCU_S8_DSP
-/* Small 3x3 images pixel by pixel over chunks of channels (internal/dw_px_s8_dsp.h), with the ring
- * of mcu_dsp_inplace per chunk: output row r of a chunk overwrites only the chunk's bytes of input
- * row r, after they were copied to the ring; rows <= r of the chunk are read from the ring, rows > r
- * from data, untouched yet, and later chunks find their own bytes of every row in data. */
+/* Small 3x3 images pixel by pixel over chunks of channels (internal/dw_px_s8_dsp.h): the path's
+ * own ring of padded rows holds every input row an output row reads before that output row is
+ * written over its input row, so the output goes straight into data and the ring of ctx is unused.
+ * Later chunks find their own bytes of every row in data. */
 static void mcu_dsp_inplace_pixels(const mcu_depthwise_conv2d_s8_params *p, const mcu_per_channel_quant *q,
-                                   int8_t *data, const int8_t *weight, const int32_t *bias, int8_t *ring,
-                                   int32_t ring_rows)
+                                   int8_t *data, const int8_t *weight, const int32_t *bias)
 {
     const mcu_shape4 in = p->input;
     const int32_t ch = in.c;
     const int32_t row_bytes = in.w * ch;
     mcu_dwpx_chunk k;
-    mcu_dwpx_layer(&k, ch, in.h, in.w, in.w, 1, p->pad_left, p->input_offset, p->act_min, p->act_max);
+    mcu_dwpx_layer(&k, ch, in.h, in.w, in.w, 1, 1, p->pad_top, p->pad_left, p->input_offset, p->act_min, p->act_max,
+                   1); /* the widened ring */
     for (int32_t n = 0; n < in.n; ++n) {
         int8_t *img = data + n * in.h * row_bytes;
-        for (int32_t c0 = 0; c0 < ch; c0 += 4 * MCU_DWPX_GROUPS) {
-            const int32_t groups = (ch - c0) / 4 < MCU_DWPX_GROUPS ? (ch - c0) / 4 : MCU_DWPX_GROUPS;
-            mcu_dwpx_chunk_init(&k, c0, groups, weight, bias, q, p->input_offset, p->output_offset);
-            int32_t slot_r = 0; /* ring slot of row r: r % ring_rows, kept without a division */
-            for (int32_t r = 0; r < in.h; ++r, slot_r = slot_r + 1 == ring_rows ? 0 : slot_r + 1) {
-                int8_t *y = img + r * row_bytes + c0;
-                int8_t *slot = ring + slot_r * row_bytes + c0;
-                for (int32_t col = 0; col < row_bytes; col += ch) {
-                    for (int32_t b = 0; b < 4 * groups; b += 4) {
-                        mcu_store_u32(slot + col + b, mcu_load_u32(y + col + b));
-                    }
-                }
-                const int8_t *rows[3];
-                for (int32_t i = 0; i < 3; ++i) {
-                    const int32_t ih = r - p->pad_top + i;
-                    const int32_t above = r - ih; /* rows <= r: from the ring */
-                    if (ih < 0 || ih >= in.h) {
-                        rows[i] = NULL;
-                    } else if (above >= 0) {
-                        const int32_t sl = slot_r - above;
-                        rows[i] = ring + (sl < 0 ? sl + ring_rows : sl) * row_bytes + c0;
-                    } else {
-                        rows[i] = y - above * row_bytes;
-                    }
-                }
-                mcu_dwpx_row(&k, rows, y);
-            }
+        for (int32_t c0 = 0; c0 < ch;) {
+            const int32_t groups = mcu_dwpx_chunk_init(&k, c0, weight, bias, q, p->input_offset, p->output_offset);
+            mcu_dwpx_rows(&k, img + c0, 0, in.h, img + c0, row_bytes, 1);
+            c0 += 4 * groups;
         }
     }
 }
@@ -225,8 +209,8 @@ mcu_status mcu_depthwise_conv2d_s8_inplace(const mcu_context *ctx, const mcu_dep
     }
 #endif
 #if MCU_S8_DSP
-    if ((int64_t)in.h * in.w <= MCU_DWPX_MAX_PIXELS && mcu_dwpx_applies(kh, kw, in.c, q)) {
-        mcu_dsp_inplace_pixels(p, q, data, weight, bias, ring, ring_rows);
+    if (mcu_dwpx_applies(kh, kw, in.c, in.w, 1, 1, q)) { /* stride 1: at any size (see MCU_DWPX_MAX_PIXELS) */
+        mcu_dsp_inplace_pixels(p, q, data, weight, bias);
         return MCU_OK;
     }
     mcu_dw4_geom g;

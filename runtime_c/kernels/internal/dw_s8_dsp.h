@@ -42,6 +42,11 @@
 /* Fewer output pixels than this per image: the pixel path is cheaper than building the tables of
  * every group (MobileNet's last layers, 3x3 images of 128 and 256 channels). */
 #define MCU_DW_ROW_MIN_PIXELS 16
+/* 1: mcu_dw4_row leaves out its 3x3 pixel loop (a kernel whose 3x3 layers mostly take another
+ * path defines it before including this header, for flash; its 3x3 rows then run mcu_dw4_pixel). */
+#ifndef MCU_DW4_ROW_NO_RUN3X3
+#define MCU_DW4_ROW_NO_RUN3X3 0
+#endif
 
 /* --- one group of four channels -------------------------------------------------------------- */
 
@@ -433,7 +438,7 @@ static inline void mcu_dw4_run3x3(mcu_dw4_run *run)
 #undef MCU_DW4_RUN_RQ
 #else
 /* The same loop in C with the instructions' arithmetic. */
-static void mcu_dw4_run3x3(mcu_dw4_run *run)
+static MCU_DW4_NOINLINE void mcu_dw4_run3x3(mcu_dw4_run *run)
 {
     const int32_t ch = run->ch;
     for (int8_t *y = run->y; y != run->y_end; y += ch) {
@@ -461,6 +466,7 @@ static inline void mcu_dw4_row(const mcu_dw4_group *t, const mcu_dw4_geom *g, mc
     const int32_t st_max = g->in_w - g->kw;
     int32_t iw0 = -g->pad_left;
     int32_t ow = 0;
+#if !MCU_DW4_ROW_NO_RUN3X3
     if (g->kh == 3 && g->kw == 3 && t->fast_rq) {
         while (ow < g->out_w) {
             /* a run of pixels with the same shift: one border pixel, or the whole interior */
@@ -486,6 +492,9 @@ static inline void mcu_dw4_row(const mcu_dw4_group *t, const mcu_dw4_geom *g, mc
         }
         return;
     }
+#else
+    (void)run;
+#endif
     for (; ow < g->out_w; ++ow, iw0 += g->stride_w) {
         const int32_t st = iw0 < 0 ? 0 : iw0 > st_max ? st_max : iw0;
         const int32_t sh = iw0 - st;
