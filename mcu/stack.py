@@ -164,9 +164,11 @@ def analyze(elf: Path, su_files: Sequence[Path], objdump: Path, entry: str = ENT
     active: list[str] = []
 
     def frame(name: str) -> int:
-        if name in frames:
-            return frames[name]
         fn = funcs[name]
+        if name in frames:
+            # GCC gives a naked function (a hand-written assembly loop) 0 bytes whatever its own pushes
+            # take: the larger of the two figures, so that such a frame is not left out of the bound.
+            return max(frames[name], fn.prologue_bytes)
         if fn.dynamic_sp:
             raise McuError(f"cannot bound the stack of {elf.name}: {name} moves sp by a register "
                            f"(`{fn.dynamic_sp}`) and has no -fstack-usage figure")

@@ -102,3 +102,18 @@ def test_deepest_path_and_refusals_on_a_real_image(tmp_path) -> None:
     """)
     with pytest.raises(McuError, match="recursion"):
         analyze(elf, su, objdump)
+
+
+def test_naked_assembly_frames_count_their_pushes(tmp_path) -> None:
+    """-fstack-usage says 0 bytes for a naked function; the pushes and sp moves in its code still count."""
+    elf, su, objdump = _cross_build(tmp_path, """
+        volatile int sink;
+        __attribute__((naked, noinline)) void loop(void) {
+            __asm__ volatile("push {r4-r11, lr}\\n\\tsub sp, sp, #64\\n\\tadd sp, sp, #64\\n\\t"
+                             "pop {r4-r11, pc}\\n\\t");
+        }
+        void Reset_Handler(void) { loop(); sink = 1; for (;;) {} }
+    """)
+    assert read_su(su)["loop"] == 0
+    report = analyze(elf, su, objdump)
+    assert report.path[-1] == ("loop", 9 * 4 + 64)
