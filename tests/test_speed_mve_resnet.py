@@ -23,6 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import test_kernels_s8 as base
+import test_kernels_s8_mve as mve
 from conftest import requires_qemu
 from mcu.boards import load_board
 from mcu.paths import cache_dir, runtime_dir
@@ -153,3 +154,87 @@ def test_mve_resnet_kernels_compile_at_every_level(opt: str, tmp_path) -> None:
         done = subprocess.run([str(find_cross_compiler()), *flags, opt, "-c", "-o", str(tmp_path / "k.o"), str(src)],
                               capture_output=True, text=True)
         assert done.returncode == 0, f"{kernel} at {opt}:\n{done.stderr[-2000:]}"
+
+
+@st.composite
+def conv_layers(draw):
+    """Layers of the three-pixel path (input channels a multiple of 16, windows up to 576 bytes, an even
+    number of output channels) and around it (odd output channels, other input channels, dilation)."""
+    cin = draw(st.sampled_from([16, 32, 64, 16, 32, 48, 1, 3, 8, 17]))
+    kh, kw = draw(st.sampled_from([(3, 3), (3, 3), (1, 1), (2, 3), (3, 1), (1, 4)]))
+    while kh * kw * cin > 576:
+        cin //= 2
+    cout = draw(st.one_of(st.sampled_from([2, 4, 16, 32, 64]), st.integers(1, 130)))
+    dh, dw = (1, 1) if draw(st.integers(0, 5)) else (2, 1)
+    pt, pl = draw(st.integers(0, kh - 1)), draw(st.integers(0, kw - 1))
+    h = draw(st.integers(max(1, dh * (kh - 1) + 1 - 2 * pt), 9))
+    w = draw(st.integers(max(1, dw * (kw - 1) + 1 - 2 * pl), 11))
+    return ("conv", cin, cout, kh, kw, draw(st.integers(1, 2)), draw(st.integers(1, 2)), pt, pl, dh, dw, h, w,
+            draw(st.sampled_from([1, 1, 2])), draw(st.sampled_from(mve.MODES)), draw(st.sampled_from(mve.WMODES)),
+            draw(st.integers(0, 3)) > 0)
+
+
+def conv3_case(b, rng, *, cin, cout, kh, kw, sh, sw, pt, pl, dh, dw, h, w, n, mode, wmode, path) -> None:
+    """mve.conv_case with the conditions of the three-pixel path drawn on purpose: `path` keeps the full
+    int8 activation range and shifts <= 0 (the path's requantization), else mve.conv_case's draws."""
+    if not path:
+        mve.conv_case(b, rng, cin=cin, cout=cout, kh=kh, kw=kw, sh=sh, sw=sw, pt=pt, pl=pl, dh=dh, dw=dw, h=h, w=w,
+                      n=n, mode=mode, wmode=wmode)
+        return
+    out_h = (h + 2 * pt - dh * (kh - 1) - 1) // sh + 1
+    out_w = (w + 2 * pl - dw * (kw - 1) - 1) // sw + 1
+    x = mve._data(rng, (n, h, w, cin), mode)
+    wt = mve._weights(rng, (cout, kh, kw, cin), "small" if mode == "small" else wmode)
+    m, s, zp_in, zp_out, _, bias = b.common(rng, cout, kh * kw * cin, mode)
+    s = np.minimum(s, 0).astype(np.int32)
+    if rng.random() < 0.3:
+        s[rng.random(cout) < 0.3] = -31
+    y = ref.conv2d_s8(x, wt, bias, m, s, input_offset=-zp_in, output_offset=zp_out, act_min=-128, act_max=127,
+                      stride_h=sh, stride_w=sw, pad_top=pt, pad_left=pl, dilation_h=dh, dilation_w=dw,
+                      output=(n, out_h, out_w, cout))
+    xs, ws, ms, ss = b.arr("int8_t", x), b.arr("int8_t", wt), b.arr("int32_t", m), b.arr("int32_t", s)
+    bs = b.arr("int32_t", bias) if bias is not None else "NULL"
+    out_off = x.size + 16
+    call = f"""
+    {{
+        const mcu_conv2d_s8_params p = {{{{{n}, {h}, {w}, {cin}}}, {{{n}, {out_h}, {out_w}, {cout}}}, {kh}, {kw},
+            {sh}, {sw}, {pt}, {pl}, {dh}, {dw}, 1, {-zp_in}, {zp_out}, -128, 127}};
+        const mcu_per_channel_quant q = {{{ms}, {ss}}};
+        const mcu_context ctx = {{scratch, (int32_t)sizeof scratch}};
+        copy(work, {xs}, {x.size});
+        status = mcu_conv2d_s8(&ctx, &p, &q, work, {ws}, {bs}, work + {out_off});
+        emit(work + {out_off}, {y.size});
+    }}"""
+    b.add(mve.Case("conv2d", call, y.reshape(-1)), out_off + y.size)
+
+
+@requires_qemu
+@pytest.mark.qemu
+@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(layers=st.lists(conv_layers(), min_size=10, max_size=10), seed=st.integers(0, 2**32 - 1))
+def test_mve_conv_three_pixel_blocks_equal_reference(layers, seed) -> None:
+    from mcu.sim.qemu import run_qemu
+    from mcu.toolchain import build_firmware
+
+    rng = np.random.default_rng(seed)
+    b = mve.Builder()
+    for layer in layers:
+        _, cin, cout, kh, kw, sh, sw, pt, pl, dh, dw, h, w, n, mode, wmode, path = layer
+        conv3_case(b, rng, cin=cin, cout=cout, kh=kh, kw=kw, sh=sh, sw=sw, pt=pt, pl=pl, dh=dh, dw=dw, h=h, w=w,
+                   n=n, mode=mode, wmode=wmode, path=path)
+    out = cache_dir() / "test_speed_mve_resnet_conv"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "cases.c").write_text(mve._render(b))
+    board = load_board(BOARD)
+    rt = runtime_dir()
+    fw = build_firmware(board, [out / "cases.c", rt / "kernels" / "mcu_conv2d_s8.c"], [rt / "include"], out)
+    result = run_qemu(board, fw.elf, timeout_s=120)
+    assert result.exit_code == 0 and "DONE" in result.console, result.console[-2000:]
+    got = mve._parse(result.console)
+    for i, case in enumerate(b.cases):
+        data, status = got[i]
+        assert status == 0, f"case {i}: status {status}\n{case.call}"
+        want = case.expected.astype(np.int8).tobytes()
+        if data[: len(want)] != want:
+            diff = np.flatnonzero(np.frombuffer(data[: len(want)], np.int8) != np.frombuffer(want, np.int8))
+            pytest.fail(f"case {i}: {diff.size} of {len(want)} bytes differ, first at {diff[:8]}\n{case.call}")

@@ -5,6 +5,7 @@
 #include "internal/check.h"
 #include "internal/conv_check_s8.h"
 #include "internal/conv_s8_dsp.h"
+#include "internal/mve_conv3_s8.h"
 #include "internal/mve_s8.h"
 #include "internal/plain_s8.h"
 #include "internal/requant.h"
@@ -58,6 +59,7 @@ static void conv_mve(const mcu_conv2d_s8_params *p, const mcu_per_channel_quant 
         }
     }
 }
+
 #endif
 
 #if MCU_S8_DSP
@@ -149,6 +151,10 @@ mcu_status mcu_conv2d_s8(const mcu_context *ctx, const mcu_conv2d_s8_params *p, 
     const int32_t ocg = out.c / p->groups;
 
 #if MCU_S8_MVE
+    if (mcu_mve_conv3_applies(p, q)) {
+        mcu_mve_conv3(p, q, input, weight, bias, output);
+        return MCU_OK;
+    }
     if (conv_mve_applies(p)) {
         conv_mve(p, q, input, weight, bias, output);
         return MCU_OK;
