@@ -65,6 +65,32 @@ static inline void mcu_mve_il_rows(int8_t *dst, const int8_t *src, int32_t chunk
                      : "q0", "lr", "cc", "memory");
 }
 
+/* The windows of three output pixels inside the input, their runs `ps` bytes apart: `rows` > 0 runs
+ * of `chunks` > 0 chunks each, `step` bytes apart, into the three slots of col. */
+static inline void mcu_mve_il_rows3(int8_t *col, const int8_t *src, int32_t ps, int32_t chunks, int32_t rows,
+                                    int32_t step)
+{
+    const int8_t *s1 = src + ps;
+    const int8_t *s2 = s1 + ps;
+    const int32_t adv = step - chunks * 16;
+    __asm__ volatile("2: dls lr, %[k]\n"
+                     "1: vldrb.8 q0, [%[s0]], #16\n"
+                     "   vldrb.8 q1, [%[s1]], #16\n"
+                     "   vldrb.8 q2, [%[s2]], #16\n"
+                     "   vstrb.8 q1, [%[d], #16]\n"
+                     "   vstrb.8 q2, [%[d], #32]\n"
+                     "   vstrb.8 q0, [%[d]], #48\n"
+                     "   le lr, 1b\n"
+                     "   add %[s0], %[s0], %[adv]\n"
+                     "   add %[s1], %[s1], %[adv]\n"
+                     "   add %[s2], %[s2], %[adv]\n"
+                     "   subs %[r], %[r], #1\n"
+                     "   bne 2b\n"
+                     : [d] "+r"(col), [s0] "+r"(src), [s1] "+r"(s1), [s2] "+r"(s2), [r] "+r"(rows)
+                     : [k] "r"(chunks), [adv] "r"(adv)
+                     : "q0", "q1", "q2", "lr", "cc", "memory");
+}
+
 /* The window of output pixel (oh, ow) into interleaved slot `dst` (see the header comment): per kernel
  * row the taps before the input, inside it (one run of the input row) and after it. */
 static inline void mcu_mve_il_window(const mcu_conv2d_s8_params *p, const int8_t *x_n, int32_t oh, int32_t ow,
@@ -118,6 +144,65 @@ typedef struct {
     int32_t out_c;      /* 20 */
 } mcu_mve_conv3_cfg;
 
+/* The parts of mcu_mve_conv3_group's loop: the pair's start, one step of 16 taps, the pair's end. */
+#define MCU_MVE_CONV3_HEAD                                                                                           \
+    "2: ldrd %[a0], %[a3], [%[pk]], #8\n"                                                                            \
+    "   mov %[a1], %[a0]\n"                                                                                          \
+    "   mov %[a2], %[a0]\n"                                                                                          \
+    "   mov %[a4], %[a3]\n"                                                                                          \
+    "   mov %[a5], %[a3]\n"                                                                                          \
+    "   ldr %[x], [%[cfg], #12]\n"                                                                                   \
+    "   ldr lr, [%[cfg]]\n"                                                                                          \
+    "   dls lr, lr\n"
+#define MCU_MVE_CONV3_STEP                                                                                           \
+    "   vldrb.8 q1, [%[x], #16]\n"                                                                                   \
+    "   vldrb.8 q2, [%[x], #32]\n"                                                                                   \
+    "   vldrb.8 q0, [%[x]], #48\n"                                                                                   \
+    "   vldrb.8 q3, [%[w0]], #16\n"                                                                                  \
+    "   vmladava.s8 %[a0], q0, q3\n"                                                                                 \
+    "   vmladava.s8 %[a1], q1, q3\n"                                                                                 \
+    "   vmladava.s8 %[a2], q2, q3\n"                                                                                 \
+    "   vldrb.8 q3, [%[w1]], #16\n"                                                                                  \
+    "   vmladava.s8 %[a3], q0, q3\n"                                                                                 \
+    "   vmladava.s8 %[a4], q1, q3\n"                                                                                 \
+    "   vmladava.s8 %[a5], q2, q3\n"
+#define MCU_MVE_CONV3_TAIL                                                                                           \
+    "   vmov q4[2], q4[0], %[a0], %[a1]\n"                                                                           \
+    "   vmov q4[3], q4[1], %[a3], %[a4]\n"                                                                           \
+    "   vmov q5[2], q5[0], %[a1], %[a2]\n"                                                                           \
+    "   vmov q5[3], q5[1], %[a4], %[a5]\n"                                                                           \
+    "   vldrw.u32 q0, [%[pk]]\n"                                                                                     \
+    "   vldrw.u32 q1, [%[pk], #16]\n"                                                                                \
+    "   adds %[pk], #32\n"                                                                                           \
+    "   vqrdmulh.s32 q4, q4, q0\n"                                                                                   \
+    "   vqrdmulh.s32 q5, q5, q0\n"                                                                                   \
+    "   vand q2, q4, q1\n"                                                                                           \
+    "   vand q3, q5, q1\n"                                                                                           \
+    "   vshr.s32 q2, q2, #31\n"                                                                                      \
+    "   vshr.s32 q3, q3, #31\n"                                                                                      \
+    "   vqadd.s32 q4, q4, q2\n"                                                                                      \
+    "   vqadd.s32 q5, q5, q3\n"                                                                                      \
+    "   vrshl.s32 q4, q4, q1\n"                                                                                      \
+    "   vrshl.s32 q5, q5, q1\n"                                                                                      \
+    "   ldr %[a0], [%[cfg], #4]\n"                                                                                   \
+    "   vqadd.s32 q4, q4, %[a0]\n"                                                                                   \
+    "   vqadd.s32 q5, q5, %[a0]\n"                                                                                   \
+    "   vqshl.s32 q4, q4, #24\n"                                                                                     \
+    "   vqshl.s32 q5, q5, #24\n"                                                                                     \
+    "   vshr.s32 q4, q4, #24\n"                                                                                      \
+    "   vshr.s32 q5, q5, #24\n"                                                                                      \
+    "   vstrb.32 q4, [%[y], %q[ofs]]\n"                                                                              \
+    "   ldr %[a1], [%[cfg], #20]\n"                                                                                  \
+    "   add %[a1], %[y], %[a1]\n"                                                                                    \
+    "   vstrb.32 q5, [%[a1], %q[ofs]]\n"                                                                             \
+    "   adds %[y], #2\n"                                                                                             \
+    "   ldr %[a0], [%[cfg], #8]\n"                                                                                   \
+    "   add %[w0], %[w0], %[a0]\n"                                                                                   \
+    "   add %[w1], %[w1], %[a0]\n"                                                                                   \
+    "   ldr %[a0], [%[cfg], #16]\n"                                                                                  \
+    "   cmp %[pk], %[a0]\n"                                                                                          \
+    "   bne 2b\n"
+
 /* Every output channel of the three pixels in col (interleaved, see the header comment), pairs of
  * channels in order: the six dot products (three pixels by two weight rows, 16 taps per step), the
  * requantization of mcu_mve_requantize without left shift (every shift <= 0) on the lanes (p0 c0,
@@ -127,70 +212,25 @@ typedef struct {
  * out_c + 1) and y + out_c. One assembly loop for all pairs: every register is in use, so the
  * constants come from cfg and the six sums' registers double as temporaries. */
 static inline void mcu_mve_conv3_group(const mcu_mve_conv3_cfg *cfg, const mcu_mve_conv3_pair *pk,
-                                       const int8_t *w, int8_t *y, uint32x4_t ofs)
+                                       const int8_t *w, int8_t *y, uint32x4_t ofs, int unrolled)
 {
     const int8_t *w1 = w + cfg->n;
     const int8_t *x;
     int32_t a0, a1, a2, a3, a4, a5;
-    __asm__ volatile("2: ldrd %[a0], %[a3], [%[pk]], #8\n"
-                     "   mov %[a1], %[a0]\n"
-                     "   mov %[a2], %[a0]\n"
-                     "   mov %[a4], %[a3]\n"
-                     "   mov %[a5], %[a3]\n"
-                     "   ldr %[x], [%[cfg], #12]\n"
-                     "   ldr lr, [%[cfg]]\n"
-                     "   dls lr, lr\n"
-                     "1: vldrb.8 q1, [%[x], #16]\n"
-                     "   vldrb.8 q2, [%[x], #32]\n"
-                     "   vldrb.8 q0, [%[x]], #48\n"
-                     "   vldrb.8 q3, [%[w0]], #16\n"
-                     "   vmladava.s8 %[a0], q0, q3\n"
-                     "   vmladava.s8 %[a1], q1, q3\n"
-                     "   vmladava.s8 %[a2], q2, q3\n"
-                     "   vldrb.8 q3, [%[w1]], #16\n"
-                     "   vmladava.s8 %[a3], q0, q3\n"
-                     "   vmladava.s8 %[a4], q1, q3\n"
-                     "   vmladava.s8 %[a5], q2, q3\n"
-                     "   le lr, 1b\n"
-                     "   vmov q4[2], q4[0], %[a0], %[a1]\n"
-                     "   vmov q4[3], q4[1], %[a3], %[a4]\n"
-                     "   vmov q5[2], q5[0], %[a1], %[a2]\n"
-                     "   vmov q5[3], q5[1], %[a4], %[a5]\n"
-                     "   vldrw.u32 q0, [%[pk]]\n"
-                     "   vldrw.u32 q1, [%[pk], #16]\n"
-                     "   adds %[pk], #32\n"
-                     "   vqrdmulh.s32 q4, q4, q0\n"
-                     "   vqrdmulh.s32 q5, q5, q0\n"
-                     "   vand q2, q4, q1\n"
-                     "   vand q3, q5, q1\n"
-                     "   vshr.s32 q2, q2, #31\n"
-                     "   vshr.s32 q3, q3, #31\n"
-                     "   vqadd.s32 q4, q4, q2\n"
-                     "   vqadd.s32 q5, q5, q3\n"
-                     "   vrshl.s32 q4, q4, q1\n"
-                     "   vrshl.s32 q5, q5, q1\n"
-                     "   ldr %[a0], [%[cfg], #4]\n"
-                     "   vqadd.s32 q4, q4, %[a0]\n"
-                     "   vqadd.s32 q5, q5, %[a0]\n"
-                     "   vqshl.s32 q4, q4, #24\n"
-                     "   vqshl.s32 q5, q5, #24\n"
-                     "   vshr.s32 q4, q4, #24\n"
-                     "   vshr.s32 q5, q5, #24\n"
-                     "   vstrb.32 q4, [%[y], %q[ofs]]\n"
-                     "   ldr %[a1], [%[cfg], #20]\n"
-                     "   add %[a1], %[y], %[a1]\n"
-                     "   vstrb.32 q5, [%[a1], %q[ofs]]\n"
-                     "   adds %[y], #2\n"
-                     "   ldr %[a0], [%[cfg], #8]\n"
-                     "   add %[w0], %[w0], %[a0]\n"
-                     "   add %[w1], %[w1], %[a0]\n"
-                     "   ldr %[a0], [%[cfg], #16]\n"
-                     "   cmp %[pk], %[a0]\n"
-                     "   bne 2b\n"
-                     : [a0] "=&Te"(a0), [a1] "=&Te"(a1), [a2] "=&Te"(a2), [a3] "=&Te"(a3), [a4] "=&Te"(a4),
-                       [a5] "=&Te"(a5), [x] "=&r"(x), [w0] "+r"(w), [w1] "+r"(w1), [pk] "+r"(pk), [y] "+r"(y)
-                     : [cfg] "r"(cfg), [ofs] "w"(ofs)
-                     : "q0", "q1", "q2", "q3", "q4", "q5", "lr", "cc", "memory");
+    if (unrolled) { /* cfg->iters counts steps of 48 taps: one loop end per three steps */
+        __asm__ volatile(MCU_MVE_CONV3_HEAD "1:" MCU_MVE_CONV3_STEP MCU_MVE_CONV3_STEP MCU_MVE_CONV3_STEP
+                         "   le lr, 1b\n" MCU_MVE_CONV3_TAIL
+                         : [a0] "=&Te"(a0), [a1] "=&Te"(a1), [a2] "=&Te"(a2), [a3] "=&Te"(a3), [a4] "=&Te"(a4),
+                           [a5] "=&Te"(a5), [x] "=&r"(x), [w0] "+r"(w), [w1] "+r"(w1), [pk] "+r"(pk), [y] "+r"(y)
+                         : [cfg] "r"(cfg), [ofs] "w"(ofs)
+                         : "q0", "q1", "q2", "q3", "q4", "q5", "lr", "cc", "memory");
+    } else {
+        __asm__ volatile(MCU_MVE_CONV3_HEAD "1:" MCU_MVE_CONV3_STEP "   le lr, 1b\n" MCU_MVE_CONV3_TAIL
+                         : [a0] "=&Te"(a0), [a1] "=&Te"(a1), [a2] "=&Te"(a2), [a3] "=&Te"(a3), [a4] "=&Te"(a4),
+                           [a5] "=&Te"(a5), [x] "=&r"(x), [w0] "+r"(w), [w1] "+r"(w1), [pk] "+r"(pk), [y] "+r"(y)
+                         : [cfg] "r"(cfg), [ofs] "w"(ofs)
+                         : "q0", "q1", "q2", "q3", "q4", "q5", "lr", "cc", "memory");
+    }
 }
 
 /* 1 when this path applies to the layer: input channels a multiple of 16, dilation 1, an even number
@@ -229,7 +269,8 @@ static __attribute__((noinline, unused)) void mcu_mve_conv3(const mcu_conv2d_s8_
             e->s[k] = q->shift[c + (k & 1)];
         }
     }
-    const mcu_mve_conv3_cfg cfg = {n / 16, p->output_offset, n, col, pack + oc / 2, oc};
+    const int unrolled = (n / 16) % 3 == 0;
+    const mcu_mve_conv3_cfg cfg = {unrolled ? n / 48 : n / 16, p->output_offset, n, col, pack + oc / 2, oc};
     /* byte offsets (0, 1, out_c, out_c + 1) */
     const uint32x4_t pair = vandq_u32(vidupq_n_u32(0, 1), vdupq_n_u32(1));
     const uint32x4_t ofs = vaddq_u32(pair, vmulq_n_u32(vshrq_n_u32(vidupq_n_u32(0, 1), 1), (uint32_t)oc));
@@ -239,6 +280,21 @@ static __attribute__((noinline, unused)) void mcu_mve_conv3(const mcu_conv2d_s8_
         int8_t *y_n = output + (int64_t)b * hw * oc;
         int32_t oh = 0, ow = 0, i = 0;
         for (; i + 3 <= hw; i += 3) {
+            const int32_t ih0 = oh * p->stride_h - p->pad_top;
+            const int32_t iw0 = ow * p->stride_w - p->pad_left;
+            if (ow + 3 <= out.w && ih0 >= 0 && iw0 >= 0 && ih0 + p->kernel_h <= in.h &&
+                iw0 + 2 * p->stride_w + p->kernel_w <= in.w) {
+                /* three windows of one output row inside the input */
+                mcu_mve_il_rows3(col, x_n + ((int64_t)ih0 * in.w + iw0) * in.c, p->stride_w * in.c,
+                                 p->kernel_w * in.c / 16, p->kernel_h, in.w * in.c);
+                ow += 3;
+                if (ow == out.w) {
+                    ow = 0;
+                    ++oh;
+                }
+                mcu_mve_conv3_group(&cfg, pack, weight, y_n + (int64_t)i * oc, ofs, unrolled);
+                continue;
+            }
             for (int32_t j = 0; j < 3; ++j) {
                 mcu_mve_il_window(p, x_n, oh, ow, zp, col + 16 * j);
                 if (++ow == out.w) {
@@ -246,7 +302,7 @@ static __attribute__((noinline, unused)) void mcu_mve_conv3(const mcu_conv2d_s8_
                     ++oh;
                 }
             }
-            mcu_mve_conv3_group(&cfg, pack, weight, y_n + (int64_t)i * oc, ofs);
+            mcu_mve_conv3_group(&cfg, pack, weight, y_n + (int64_t)i * oc, ofs, unrolled);
         }
         const int32_t rest = hw - i;
         for (int32_t j = 0; j < rest; ++j) {
@@ -262,6 +318,10 @@ static __attribute__((noinline, unused)) void mcu_mve_conv3(const mcu_conv2d_s8_
         }
     }
 }
+
+#undef MCU_MVE_CONV3_HEAD
+#undef MCU_MVE_CONV3_STEP
+#undef MCU_MVE_CONV3_TAIL
 
 #endif /* MCU_S8_MVE */
 
