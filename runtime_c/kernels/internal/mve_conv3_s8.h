@@ -124,12 +124,13 @@ static inline void mcu_mve_il_window(const mcu_conv2d_s8_params *p, const int8_t
 }
 
 /* Most output channels of this path: their packed parameters (mcu_mve_conv3_pair) live on the stack. */
-#define MCU_S8_MVE_CONV3_OC_MAX 96
+#define MCU_S8_MVE_CONV3_OC_MAX 64
 
-/* One pair of output channels c0, c1 as the group loop reads it: folded biases, then the multipliers
- * and the (non-positive) shifts in the lane order (c0, c1, c0, c1) of the loop's vectors. */
+/* One pair of output channels c0, c1 as the group loop reads it: folded biases (three of each: the
+ * six sums' start), then the multipliers and the (non-positive) shifts in the lane order (c0, c1, c0,
+ * c1) of the loop's vectors. */
 typedef struct {
-    int32_t kb[2];
+    int32_t kb[6];
     int32_t m[4];
     int32_t s[4];
 } mcu_mve_conv3_pair;
@@ -146,11 +147,9 @@ typedef struct {
 
 /* The parts of mcu_mve_conv3_group's loop: the pair's start, one step of 16 taps, the pair's end. */
 #define MCU_MVE_CONV3_HEAD                                                                                           \
-    "2: ldrd %[a0], %[a3], [%[pk]], #8\n"                                                                            \
-    "   mov %[a1], %[a0]\n"                                                                                          \
-    "   mov %[a2], %[a0]\n"                                                                                          \
-    "   mov %[a4], %[a3]\n"                                                                                          \
-    "   mov %[a5], %[a3]\n"                                                                                          \
+    "2: ldrd %[a0], %[a1], [%[pk]], #8\n"                                                                            \
+    "   ldrd %[a2], %[a3], [%[pk]], #8\n"                                                                            \
+    "   ldrd %[a4], %[a5], [%[pk]], #8\n"                                                                            \
     "   ldr %[x], [%[cfg], #12]\n"                                                                                   \
     "   ldr lr, [%[cfg]]\n"                                                                                          \
     "   dls lr, lr\n"
@@ -192,9 +191,7 @@ typedef struct {
     "   vshr.s32 q4, q4, #24\n"                                                                                      \
     "   vshr.s32 q5, q5, #24\n"                                                                                      \
     "   vstrb.32 q4, [%[y], %q[ofs]]\n"                                                                              \
-    "   ldr %[a1], [%[cfg], #20]\n"                                                                                  \
-    "   add %[a1], %[y], %[a1]\n"                                                                                    \
-    "   vstrb.32 q5, [%[a1], %q[ofs]]\n"                                                                             \
+    "   vstrb.32 q5, [%[y], %q[ofs2]]\n"                                                                             \
     "   adds %[y], #2\n"                                                                                             \
     "   ldr %[a0], [%[cfg], #8]\n"                                                                                   \
     "   add %[w0], %[w0], %[a0]\n"                                                                                   \
@@ -215,6 +212,7 @@ static inline void mcu_mve_conv3_group(const mcu_mve_conv3_cfg *cfg, const mcu_m
                                        const int8_t *w, int8_t *y, uint32x4_t ofs, int unrolled)
 {
     const int8_t *w1 = w + cfg->n;
+    const uint32x4_t ofs2 = vaddq_n_u32(ofs, (uint32_t)cfg->out_c); /* pixels 1 and 2 */
     const int8_t *x;
     int32_t a0, a1, a2, a3, a4, a5;
     if (unrolled) { /* cfg->iters counts steps of 48 taps: one loop end per three steps */
@@ -222,13 +220,13 @@ static inline void mcu_mve_conv3_group(const mcu_mve_conv3_cfg *cfg, const mcu_m
                          "   le lr, 1b\n" MCU_MVE_CONV3_TAIL
                          : [a0] "=&Te"(a0), [a1] "=&Te"(a1), [a2] "=&Te"(a2), [a3] "=&Te"(a3), [a4] "=&Te"(a4),
                            [a5] "=&Te"(a5), [x] "=&r"(x), [w0] "+r"(w), [w1] "+r"(w1), [pk] "+r"(pk), [y] "+r"(y)
-                         : [cfg] "r"(cfg), [ofs] "w"(ofs)
+                         : [cfg] "r"(cfg), [ofs] "w"(ofs), [ofs2] "w"(ofs2)
                          : "q0", "q1", "q2", "q3", "q4", "q5", "lr", "cc", "memory");
     } else {
         __asm__ volatile(MCU_MVE_CONV3_HEAD "1:" MCU_MVE_CONV3_STEP "   le lr, 1b\n" MCU_MVE_CONV3_TAIL
                          : [a0] "=&Te"(a0), [a1] "=&Te"(a1), [a2] "=&Te"(a2), [a3] "=&Te"(a3), [a4] "=&Te"(a4),
                            [a5] "=&Te"(a5), [x] "=&r"(x), [w0] "+r"(w), [w1] "+r"(w1), [pk] "+r"(pk), [y] "+r"(y)
-                         : [cfg] "r"(cfg), [ofs] "w"(ofs)
+                         : [cfg] "r"(cfg), [ofs] "w"(ofs), [ofs2] "w"(ofs2)
                          : "q0", "q1", "q2", "q3", "q4", "q5", "lr", "cc", "memory");
     }
 }
@@ -262,8 +260,9 @@ static __attribute__((noinline, unused)) void mcu_mve_conv3(const mcu_conv2d_s8_
     mcu_mve_fold_bias(weight, n, oc, bias, p->input_offset, kbias);
     for (int32_t c = 0; c < oc; c += 2) {
         mcu_mve_conv3_pair *e = &pack[c / 2];
-        e->kb[0] = kbias[c];
-        e->kb[1] = kbias[c + 1];
+        for (int32_t k = 0; k < 6; ++k) {
+            e->kb[k] = kbias[c + k / 3];
+        }
         for (int32_t k = 0; k < 4; ++k) {
             e->m[k] = q->multiplier[c + (k & 1)];
             e->s[k] = q->shift[c + (k & 1)];
