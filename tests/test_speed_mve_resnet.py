@@ -139,7 +139,11 @@ def _run_program(text: str, kernels: list[str], tag: str) -> str:
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(cases=st.lists(add_cases(), min_size=20, max_size=20))
 def test_mve_add_sub_equal_reference(cases: list[dict]) -> None:
-    _run_program(_add_program(cases), ["mcu_add_s8.c", "mcu_sub_s8.c"], "add")
+    try:
+        _run_program(_add_program(cases), ["mcu_add_s8.c", "mcu_sub_s8.c"], "add")
+    except AssertionError as e:
+        failed = [int(w.split()[1]) for w in str(e).splitlines() if w.strip().startswith("case ")]
+        raise AssertionError(f"{e}\nfailing cases: {[cases[k] for k in failed]}") from None
 
 
 @pytest.mark.parametrize("opt", ["-Os", "-O1", "-O2", "-O3"])
