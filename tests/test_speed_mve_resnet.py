@@ -6,7 +6,14 @@ the Python reference (mcu/quant/reference.py):
   and the predicated rest), broadcast operands (rows that take the table loop and rows that do not),
   operands overwritten in place, every zero-point, multipliers 0 / 2^30 / 2^31 - 1, input shifts over
   [-31, 30], left shifts 0 / 20 / 23, output shifts over [-31, -1] (the table loop) and beyond (the
-  other rows), saturating data and clamps;
+  other rows), saturating data and clamps, and halvings with small shifts (exact rounding ties);
+- the convolution's three-pixel blocks (runtime_c/kernels/internal/mve_conv3_s8.h): input channels
+  16 / 32 / 48 / 64, output channels 1..130 (even ones up to 64 take the path), strides 1 and 2,
+  padding, windows inside and at the edges, images whose pixel count is not a multiple of three,
+  batches, shifts down to -31, zero-points at the ends; and the layers around it (other channel
+  counts, dilation, clamps, left shifts) on the column path, whose interior windows are now copied
+  without per-row bounds;
+- every kernel touched compiles at -Os, -O1, -O2 and -O3.
 
 Each hypothesis example builds one firmware with a batch of drawn cases; the device compares every
 output with the expected bytes and prints the failing cases.

@@ -12,7 +12,7 @@
  *    the extra -1 still rounds to 0 (VRSHL of -1 by right >= 1), so the result is the same;
  *  - VRSHL by -right: (z + 2^(right - 1)) >> right, the rounding_divide_by_pot;
  *  - the narrowing: VQMOVN saturates to int16, the offset is added on 16-bit lanes with saturation,
- *    VQMOVN saturates to int8 (and VMAX/VMIN on bytes clamp to a narrower activation range). That is
+ *    VQMOVN saturates to int8 (a narrower activation range is a byte clamp pass afterwards). That is
  *    clamp(sat32(y + offset)) per lane: the bounds lie in [-128, 127] and |offset| <= 128, so a value
  *    that saturates on 16 bits lands beyond the bounds with or without the offset.
  * The narrowing interleaves even and odd lanes (VQMOVNB/VQMOVNT, twice), so the sixteen results come
