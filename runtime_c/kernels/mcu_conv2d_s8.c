@@ -5,6 +5,7 @@
 #include "internal/check.h"
 #include "internal/conv_check_s8.h"
 #include "internal/conv_s8_dsp.h"
+#include "internal/mve_conv3_s8.h"
 #include "internal/mve_conv_narrow_s8.h"
 #include "internal/mve_s8.h"
 #include "internal/plain_s8.h"
@@ -30,6 +31,26 @@ static int conv_mve_applies(const mcu_conv2d_s8_params *p)
            p->output.c <= MCU_S8_MVE_OC_MAX;
 }
 
+/* mcu_mve_im2col_s8, with the window of a pixel that lies inside the input (dilation 1) copied as kh
+ * runs of the input without the per-row bounds (most pixels of a layer). */
+static inline void conv_mve_window(const mcu_conv2d_s8_params *p, const int8_t *x_n, int32_t oh, int32_t ow,
+                                   int8_t *col)
+{
+    const mcu_shape4 in = p->input;
+    const int32_t ih0 = oh * p->stride_h - p->pad_top;
+    const int32_t iw0 = ow * p->stride_w - p->pad_left;
+    if (p->dilation_h == 1 && p->dilation_w == 1 && ih0 >= 0 && iw0 >= 0 && ih0 + p->kernel_h <= in.h &&
+        iw0 + p->kernel_w <= in.w) {
+        const int32_t run = p->kernel_w * in.c;
+        const int8_t *src = x_n + ((int64_t)ih0 * in.w + iw0) * in.c;
+        for (int32_t i = 0; i < p->kernel_h; ++i, src += in.w * in.c) {
+            mcu_mve_copy_s8(col + i * run, src, run);
+        }
+        return;
+    }
+    mcu_mve_im2col_s8(p, x_n, oh, ow, col);
+}
+
 static void conv_mve(const mcu_conv2d_s8_params *p, const mcu_per_channel_quant *q, const int8_t *input,
                      const int8_t *weight, const int32_t *bias, int8_t *output)
 {
@@ -48,7 +69,7 @@ static void conv_mve(const mcu_conv2d_s8_params *p, const mcu_per_channel_quant 
         for (int32_t i = 0; i < hw; i += block) {
             const int32_t count = hw - i < block ? hw - i : block;
             for (int32_t k = 0; k < count; ++k) {
-                mcu_mve_im2col_s8(p, x_n, oh, ow, col + k * n);
+                conv_mve_window(p, x_n, oh, ow, col + k * n);
                 if (++ow == out.w) {
                     ow = 0;
                     ++oh;
@@ -59,6 +80,7 @@ static void conv_mve(const mcu_conv2d_s8_params *p, const mcu_per_channel_quant 
         }
     }
 }
+
 #endif
 
 #if MCU_S8_DSP
@@ -152,6 +174,10 @@ mcu_status mcu_conv2d_s8(const mcu_context *ctx, const mcu_conv2d_s8_params *p, 
 #if MCU_S8_MVE
     if (mcu_mve_narrow_applies(p)) { /* 1 to 4 input channels (internal/mve_conv_narrow_s8.h) */
         mcu_mve_conv_narrow(p, q, input, weight, bias, output);
+        return MCU_OK;
+    }
+    if (mcu_mve_conv3_applies(p, q)) { /* input channels a multiple of 16 (internal/mve_conv3_s8.h) */
+        mcu_mve_conv3(p, q, input, weight, bias, output);
         return MCU_OK;
     }
     if (conv_mve_applies(p)) {

@@ -8,6 +8,7 @@
 
 #include "mcu/kernels_s8.h"
 #include "check.h"
+#include "mve_add_s8.h"
 #include "mve_s8.h"
 #include "requant.h"
 #include "rq_s8_dsp.h"
@@ -223,6 +224,17 @@ static inline mcu_status mcu_binary_s8(mcu_binary_s8_op op, const mcu_binary_s8_
         fast = mcu_rq_ch_init(&rq, p->out_multiplier, p->out_shift, p->output_offset);
     }
 #endif
+#if MCU_S8_MVE && MCU_S8_DSP
+    /* Helium add and subtract of at least MCU_BINARY_S8_LUT_MIN elements: contiguous rows through the
+     * operands' tables 16 elements per step (internal/mve_add_s8.h), the tables in `lut` */
+    mcu_mve_add_out mo;
+    const int mve_lut = mcu_mve_add_out_make(p, &mo) && (op == MCU_BINARY_S8_ADD || op == MCU_BINARY_S8_SUB) &&
+                        total >= MCU_BINARY_S8_LUT_MIN;
+    if (mve_lut) {
+        mcu_mve_add_lut(lut[0], p->a_offset, p->left_shift, p->a_multiplier, p->a_shift, 0);
+        mcu_mve_add_lut(lut[1], p->b_offset, p->left_shift, p->b_multiplier, p->b_shift, op == MCU_BINARY_S8_SUB);
+    }
+#endif
     /* 64-bit so that the odometer's transient offsets cannot overflow. */
     int64_t a_off = 0;
     int64_t b_off = 0;
@@ -230,6 +242,19 @@ static inline mcu_status mcu_binary_s8(mcu_binary_s8_op op, const mcu_binary_s8_
         const int8_t *ar = a + a_off;
         const int8_t *br = b + b_off;
 #if MCU_S8_MVE
+#if MCU_S8_DSP
+        if (mve_lut && sai == 1 && sbi == 1 && inner >= 16) {
+            const int32_t done = inner & ~15;
+            mcu_mve_add_lut_rows(lut[0], lut[1], &mo, ar, br, out, inner / 16);
+            if (p->act_min != -128 || p->act_max != 127) {
+                mcu_mve_clamp_s8(out, done, p->act_min, p->act_max);
+            }
+            if (done < inner) {
+                mcu_mve_binary_row_s8(op == MCU_BINARY_S8_ADD ? 0 : 1, p, ar + done, 1, br + done, 1, out + done,
+                                      inner - done);
+            }
+        } else
+#endif
         if (op <= MCU_BINARY_S8_MUL && (sai == 0 || sai == 1) && (sbi == 0 || sbi == 1)) {
             mcu_mve_binary_row_s8(op == MCU_BINARY_S8_ADD ? 0 : op == MCU_BINARY_S8_SUB ? 1 : 2, p, ar, sai, br, sbi,
                                   out, inner);
