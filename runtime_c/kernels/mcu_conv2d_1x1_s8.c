@@ -8,6 +8,7 @@
 
 #include "internal/check.h"
 #include "internal/conv_s8_dsp.h"
+#include "internal/mve_pw_s8.h"
 #include "internal/mve_s8.h"
 #include "internal/plain_s8.h"
 #include "internal/requant.h"
@@ -129,6 +130,11 @@ mcu_status mcu_conv2d_1x1_s8(const mcu_context *ctx, const mcu_conv2d_s8_params 
     if (in.c <= MCU_S8_MVE_COL_MAX && out.c <= MCU_S8_MVE_OC_MAX) {
         const int forward = disjoint || d <= fwd;
         MCU_REQUIRE(forward || d >= bwd, MCU_ERR_INVALID_ARG);
+        if (in.c <= MCU_MVE_PW_N_MAX) { /* four outputs times two pixels per pass (internal/mve_pw_s8.h) */
+            mcu_mve_pointwise(input, pixels, in.c, out.c, weight, bias, p->input_offset, q, p->output_offset,
+                              p->act_min, p->act_max, output, forward);
+            return MCU_OK;
+        }
         pointwise_mve(p, q, input, weight, bias, output, pixels, disjoint, forward);
         return MCU_OK;
     }
