@@ -24,9 +24,9 @@
 #if MCU_S8_MVE
 
 /* Bytes of packed input per block of pixels (a row takes its length rounded up to 16). */
-#define MCU_MVE_PW_COL 1024
-/* Rows longer than this take mcu_mve_matrix_block (a block holds at least one pair). */
-#define MCU_MVE_PW_N_MAX (MCU_MVE_PW_COL / 2)
+#define MCU_MVE_PW_COL 2048
+/* Rows longer than this take mcu_mve_matrix_block (a block holds at least two pairs). */
+#define MCU_MVE_PW_N_MAX 512
 /* The last group's rows are copied, zero-padded to whole chunks, when they take at most this many
  * bytes (see mcu_mve_pw_block). */
 #define MCU_MVE_PW_TAIL 256
@@ -248,6 +248,45 @@ mcu_mve_pw_block(const int8_t *col, int32_t pixels, int32_t n, int32_t out_c, co
     }
 }
 
+/* mcu_mve_fold_bias four rows per pass (one load and one VADDVA per 16 values of a row, one loop
+ * instruction per four rows' 16): kbias[r] = bias[r] + off * sum(w_r) modulo 2^32. */
+static inline void mcu_mve_pw_fold_bias(const int8_t *weight, int32_t n, int32_t rows, const int32_t *bias,
+                                        int32_t input_offset, int32_t *kbias)
+{
+    int32_t r = 0;
+    for (; r + 4 <= rows; r += 4) {
+        const int8_t *w0 = weight + r * n;
+        const int8_t *w1 = w0 + n;
+        const int8_t *w2 = w1 + n;
+        const int8_t *w3 = w2 + n;
+        int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+        __asm__ volatile("   dlstp.8 lr, %[n]\n"
+                         "1: vldrb.8 q0, [%[w0]], #16\n"
+                         "   vaddva.s8 %[s0], q0\n"
+                         "   vldrb.8 q0, [%[w1]], #16\n"
+                         "   vaddva.s8 %[s1], q0\n"
+                         "   vldrb.8 q0, [%[w2]], #16\n"
+                         "   vaddva.s8 %[s2], q0\n"
+                         "   vldrb.8 q0, [%[w3]], #16\n"
+                         "   vaddva.s8 %[s3], q0\n"
+                         "   letp lr, 1b\n"
+                         : [s0] "+Te"(s0), [s1] "+Te"(s1), [s2] "+Te"(s2), [s3] "+Te"(s3), [w0] "+r"(w0),
+                           [w1] "+r"(w1), [w2] "+r"(w2), [w3] "+r"(w3)
+                         : [n] "r"(n)
+                         : "q0", "lr", "memory");
+        int32x4_t sum = vdupq_n_s32(s0);
+        sum = vsetq_lane_s32(s1, sum, 1);
+        sum = vsetq_lane_s32(s2, sum, 2);
+        sum = vsetq_lane_s32(s3, sum, 3);
+        /* 32-bit lanes wrap modulo 2^32 */
+        const int32x4_t b = bias != NULL ? vldrwq_s32(bias + r) : vdupq_n_s32(0);
+        vstrwq_s32(kbias + r, vmlaq_n_s32(b, sum, input_offset));
+    }
+    if (r < rows) {
+        mcu_mve_fold_bias(weight + r * n, n, rows - r, bias != NULL ? bias + r : NULL, input_offset, kbias + r);
+    }
+}
+
 /* The 1x1 convolution of `pixels` pixels of n <= MCU_MVE_PW_N_MAX values (out_c <= MCU_S8_MVE_OC_MAX),
  * in blocks packed into a column first (mcu_mve_pw_pack2), forward or backward: all of a block's
  * input is read before any of its output is written, so the pixel-buffer contract of
@@ -261,7 +300,7 @@ mcu_mve_pointwise(const int8_t *input, int64_t pixels, int32_t n, int32_t out_c,
     _Alignas(16) int8_t col[MCU_MVE_PW_COL];
     _Alignas(16) int32_t kbias[MCU_S8_MVE_OC_MAX];
     _Alignas(16) int8_t tail[MCU_MVE_PW_TAIL];
-    mcu_mve_fold_bias(weight, n, out_c, bias, input_offset, kbias);
+    mcu_mve_pw_fold_bias(weight, n, out_c, bias, input_offset, kbias);
     const int32_t stride = (n + 15) / 16 * 16;
     const int8_t *tail_w = NULL;
     if (n % 16 != 0 && out_c % 4 == 0 && 4 * stride <= MCU_MVE_PW_TAIL) {
