@@ -11,7 +11,8 @@ counts, up to the longest row the pair path takes and past it), outputs 1..300 (
 1..60 pixels (odd counts: a last single pixel; counts that span several packed blocks), the output
 apart from, on, or ending with the input (forward and backward), and the case builder's extreme data,
 zero-points at both ends, shifts over [-31, 30] (groups with a left shift take the one-pixel path),
-saturating biases and clamps.
+saturating biases and clamps. The same path serves 1x1 convolutions without padding through
+mcu_conv2d_s8 (any stride: ResNet's shortcuts), drawn here too.
 """
 
 from __future__ import annotations
@@ -30,10 +31,11 @@ from mcu.paths import cache_dir, runtime_dir
 from mcu.quant import reference as ref
 from mcu.sim.qemu import run_qemu
 from mcu.toolchain import build_firmware, compile_flags, find_cross_compiler
-from test_kernels_s8_mve import MODES, Builder, Case, _data, _parse, _render, _shape, _weights
+from test_kernels_s8_mve import MODES, Builder, Case, _data, _parse, _render, _shape, _weights, conv_case
 
 BOARD = "mps3-an547"
 KERNEL = "mcu_conv2d_1x1_s8.c"
+CONV = "mcu_conv2d_s8.c"  # 1x1 without padding, any stride (ResNet's shortcuts): the same pair path
 PATTERN = 0x5A
 pytestmark = [requires_qemu, pytest.mark.qemu,
               pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None, reason="arm-none-eabi-gcc not installed")]
@@ -85,7 +87,13 @@ def pointwise_guarded(b: Builder, rng, *, cin: int, cout: int, pixels: int, over
 def _run(layers, seed: int, tag: str) -> None:
     rng = np.random.default_rng(seed)
     b = Builder()
-    for cin, cout, pixels, overlap, mode, wmode in layers:
+    for layer in layers:
+        if layer[0] == "strided":
+            _, cin, cout, sh, sw, h, w, n, mode, wmode = layer
+            conv_case(b, rng, cin=cin, cout=cout, kh=1, kw=1, sh=sh, sw=sw, pt=0, pl=0, dh=1, dw=1, h=h, w=w, n=n,
+                      mode=mode, wmode=wmode)
+            continue
+        cin, cout, pixels, overlap, mode, wmode = layer
         pointwise_guarded(b, rng, cin=cin, cout=cout, pixels=pixels, overlap=overlap, mode=mode, wmode=wmode)
     board = load_board(BOARD)
     out = cache_dir() / f"test_speed_mve_pw_{tag}"
@@ -93,7 +101,7 @@ def _run(layers, seed: int, tag: str) -> None:
     src = out / "cases.c"
     src.write_text(_render(b))
     rt = runtime_dir()
-    fw = build_firmware(board, [src, rt / "kernels" / KERNEL], [rt / "include"], out)
+    fw = build_firmware(board, [src, rt / "kernels" / KERNEL, rt / "kernels" / CONV], [rt / "include"], out)
     result = run_qemu(board, fw.elf, timeout_s=120)
     assert result.exit_code == 0 and "DONE" in result.console, result.console[-2000:]
     got = _parse(result.console)
@@ -146,13 +154,44 @@ def test_pointwise_model_shapes_equal_reference() -> None:
     _run(cases, int(rng.integers(0, 2**31)), "models")
 
 
+@st.composite
+def strided_layers(draw):
+    """1x1 convolutions through mcu_conv2d_s8: strides 1..3, odd and even sizes, batches of 1 and 2."""
+    cin = draw(st.one_of(st.sampled_from(CIN), st.integers(1, 300)))
+    cout = draw(st.one_of(st.sampled_from(COUT), st.integers(1, 300)))
+    while cin * cout > 24000:
+        cout = max(1, cout // 2)
+    h, w = draw(st.integers(1, 9)), draw(st.integers(1, 9))
+    while h * w * cin > 6000:
+        h, w = max(1, h // 2), max(1, w // 2)
+    return ("strided", cin, cout, draw(st.sampled_from([1, 2, 2, 3])), draw(st.sampled_from([1, 2, 2, 3])), h, w,
+            draw(st.sampled_from([1, 1, 2])), draw(st.sampled_from(MODES)), draw(st.sampled_from(WMODES)))
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cases=st.lists(strided_layers(), min_size=8, max_size=8), seed=st.integers(0, 2**32 - 1))
+def test_strided_pointwise_equal_reference(cases, seed) -> None:
+    _run(cases, seed, "strided")
+
+
+def test_resnet_shortcuts_equal_reference() -> None:
+    """ResNet8's stride-2 shortcuts (16->32 at 32x32, 32->64 at 16x16) and a 1x1 layer too wide for
+    the pair path (in.c 513: the im2col path)."""
+    rng = np.random.default_rng(20261205)
+    cases = [("strided", 16, 32, 2, 2, 32, 32, 1, "uniform", "symmetric"),
+             ("strided", 32, 64, 2, 2, 16, 16, 1, "ends", "full"),
+             ("strided", 513, 4, 2, 1, 3, 3, 1, "uniform", "symmetric")]
+    _run(cases, int(rng.integers(0, 2**31)), "shortcuts")
+
+
 @pytest.mark.parametrize("opt", ["-Os", "-O1", "-O2", "-O3"])
 def test_pointwise_kernel_compiles_at_every_level(opt: str, tmp_path) -> None:
     """The pair loop names fourteen registers (r0-r12 and lr): every optimisation level must still
     leave GCC a way to set them up."""
     board = load_board(BOARD)
     flags = [f for f in compile_flags(board) if not f.startswith("-O")]
-    src = runtime_dir() / "kernels" / KERNEL
-    done = subprocess.run([str(find_cross_compiler()), *flags, opt, "-c", "-o", str(tmp_path / "k.o"), str(src)],
-                          capture_output=True, text=True)
-    assert done.returncode == 0, f"{KERNEL} at {opt}:\n{done.stderr[-2000:]}"
+    for kernel in (KERNEL, CONV):
+        src = runtime_dir() / "kernels" / kernel
+        done = subprocess.run([str(find_cross_compiler()), *flags, opt, "-c", "-o", str(tmp_path / "k.o"), str(src)],
+                              capture_output=True, text=True)
+        assert done.returncode == 0, f"{kernel} at {opt}:\n{done.stderr[-2000:]}"

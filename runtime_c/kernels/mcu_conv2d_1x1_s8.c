@@ -132,7 +132,7 @@ mcu_status mcu_conv2d_1x1_s8(const mcu_context *ctx, const mcu_conv2d_s8_params 
         MCU_REQUIRE(forward || d >= bwd, MCU_ERR_INVALID_ARG);
         if (in.c <= MCU_MVE_PW_N_MAX) { /* four outputs times two pixels per pass (internal/mve_pw_s8.h) */
             mcu_mve_pointwise(input, pixels, in.c, out.c, weight, bias, p->input_offset, q, p->output_offset,
-                              p->act_min, p->act_max, output, forward);
+                              p->act_min, p->act_max, output, forward, NULL);
             return MCU_OK;
         }
         pointwise_mve(p, q, input, weight, bias, output, pixels, disjoint, forward);

@@ -287,15 +287,34 @@ static inline void mcu_mve_pw_fold_bias(const int8_t *weight, int32_t n, int32_t
     }
 }
 
+/* Where output pixel i (memory order) of a 1x1 convolution without padding reads its n values: the
+ * input's pixel (oh * stride_h, ow * stride_w), or pixel i itself when `geom` is NULL. */
+static inline const int8_t *mcu_mve_pw_source(const int8_t *input, const mcu_conv2d_s8_params *geom, int64_t i,
+                                              int32_t n)
+{
+    if (geom == NULL) {
+        return input + i * n;
+    }
+    const int64_t plane = (int64_t)geom->output.h * geom->output.w;
+    const int64_t b = i / plane;
+    const int32_t r = (int32_t)(i - b * plane);
+    const int32_t oh = r / geom->output.w;
+    const int32_t ow = r - oh * geom->output.w;
+    return input + ((b * geom->input.h + (int64_t)oh * geom->stride_h) * geom->input.w + (int64_t)ow * geom->stride_w) * n;
+}
+
 /* The 1x1 convolution of `pixels` pixels of n <= MCU_MVE_PW_N_MAX values (out_c <= MCU_S8_MVE_OC_MAX),
  * in blocks packed into a column first (mcu_mve_pw_pack2), forward or backward: all of a block's
  * input is read before any of its output is written, so the pixel-buffer contract of
- * mcu_conv2d_1x1_s8 holds for a block as for one pixel. A function of its own, not inlined, so
- * that its stack buffers do not add to other paths' frames. */
+ * mcu_conv2d_1x1_s8 holds for a block as for one pixel, and so does the window contract of
+ * mcu_conv2d_s8 (forward, output pixels in memory order) for a strided 1x1 convolution without
+ * padding (`geom`: its parameters; NULL for stride 1). A function of its own, not inlined, so that
+ * its stack buffers do not add to other paths' frames. */
 static __attribute__((noinline, unused)) void
 mcu_mve_pointwise(const int8_t *input, int64_t pixels, int32_t n, int32_t out_c, const int8_t *weight,
                   const int32_t *bias, int32_t input_offset, const mcu_per_channel_quant *q, int32_t output_offset,
-                  int32_t act_min, int32_t act_max, int8_t *output, int forward)
+                  int32_t act_min, int32_t act_max, int8_t *output, int forward,
+                  const mcu_conv2d_s8_params *geom)
 {
     _Alignas(16) int8_t col[MCU_MVE_PW_COL];
     _Alignas(16) int32_t kbias[MCU_S8_MVE_OC_MAX];
@@ -315,9 +334,10 @@ mcu_mve_pointwise(const int8_t *input, int64_t pixels, int32_t n, int32_t out_c,
     for (int64_t done = 0; done < pixels; done += block) {
         const int32_t count = (int32_t)(pixels - done < block ? pixels - done : block);
         const int64_t first = forward ? done : pixels - done - count;
-        const int8_t *x = input + first * n;
         for (int32_t i = 0; i < count; i += 2) {
-            mcu_mve_pw_pack2(x + i * n, x + (i + 1 < count ? i + 1 : i) * n, n, (i / 2) % 2, col + i * stride);
+            const int8_t *x0 = mcu_mve_pw_source(input, geom, first + i, n);
+            const int8_t *x1 = i + 1 < count ? mcu_mve_pw_source(input, geom, first + i + 1, n) : x0;
+            mcu_mve_pw_pack2(x0, x1, n, (i / 2) % 2, col + i * stride);
         }
         mcu_mve_pw_block(col, count, n, out_c, weight, tail_w, kbias, q, output_offset, act_min, act_max,
                          output + first * out_c);
