@@ -8,7 +8,8 @@ Every case fills the whole work area with a pattern first and prints all of it b
 written outside the output (or an input byte the contract says survives) shows up as well as a wrong
 output. Hypothesis draws the layers: input channels 1..300 (multiples of 16 and their neighbours, odd
 counts, up to the longest row the pair path takes and past it), outputs 1..300 (around multiples of 4),
-1..60 pixels (odd counts: a last single pixel; counts that span several packed blocks), the output
+1..60 pixels (odd counts: a last single pixel; counts that span several packed blocks; rows of up to
+1024 values, one pair per block), the output
 apart from, on, or ending with the input (forward and backward), and the case builder's extreme data,
 zero-points at both ends, shifts over [-31, 30] (groups with a left shift take the one-pixel path),
 saturating biases and clamps. The same path serves 1x1 convolutions without padding through
@@ -40,8 +41,9 @@ PATTERN = 0x5A
 pytestmark = [requires_qemu, pytest.mark.qemu,
               pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None, reason="arm-none-eabi-gcc not installed")]
 
-# 512 is the longest row the pair path takes (MCU_MVE_PW_N_MAX); 513 and more take mcu_mve_matrix_block.
-CIN = [1, 2, 7, 8, 9, 15, 16, 17, 31, 32, 33, 48, 63, 64, 65, 100, 127, 128, 129, 200, 255, 256, 257, 300]
+# Up to 1024 values per row the pair path takes (one pair per block from 513 on: 2 * 1024-byte rows).
+CIN = [1, 2, 7, 8, 9, 15, 16, 17, 31, 32, 33, 48, 63, 64, 65, 100, 127, 128, 129, 200, 255, 256, 257, 300, 513, 1000,
+       1024]
 COUT = [1, 2, 3, 4, 5, 7, 8, 9, 12, 15, 16, 17, 31, 32, 33, 64, 65, 100, 127, 128, 129, 255, 256, 300]
 
 
@@ -128,6 +130,7 @@ def layers(draw):
     while cin * cout > 24000:  # keeps the firmware's constant arrays small
         cout = max(1, cout // 2)
     pixels = draw(st.one_of(st.sampled_from([1, 2, 3, 4, 5, 8, 9, 16, 17, 36, 59, 60]), st.integers(1, 60)))
+    pixels = min(pixels, max(3, 24000 // cin))
     overlaps = ["apart"] + (["forward"] if cout <= cin else []) + (["backward"] if cout >= cin else [])
     return (cin, cout, pixels, draw(st.sampled_from(overlaps)), draw(st.sampled_from(MODES)),
             draw(st.sampled_from(WMODES)))
@@ -141,12 +144,14 @@ def test_pointwise_pairs_equal_reference(cases, seed) -> None:
 
 def test_pointwise_model_shapes_equal_reference() -> None:
     """The reference models' 1x1 layers (MobileNetV1's, DS-CNN's), on their own input (in place) and
-    apart, and the edges of the pair path: one pixel, a row of 512 and of 513 values, rows not whole
-    chunks with and without the padded last-group copy."""
+    apart, and the edges of the pair path: one pixel, rows of 512, 513, 1000 and 1024 values (one pair
+    per block) and of 1025 (too long: the plain path), rows not whole chunks with and without the
+    padded last-group copy."""
     shapes = [(8, 16, 60, "apart"), (16, 32, 36, "backward"), (32, 32, 50, "forward"), (64, 64, 125, "forward"),
               (64, 128, 36, "backward"), (128, 128, 36, "forward"), (128, 256, 9, "backward"),
               (256, 256, 9, "forward"), (256, 256, 9, "apart"), (128, 128, 1, "forward"), (512, 4, 3, "forward"),
-              (513, 4, 3, "forward"), (65, 8, 7, "apart"), (65, 68, 5, "backward"), (7, 4, 9, "apart"),
+              (513, 4, 3, "forward"), (1024, 8, 5, "forward"), (1000, 5, 3, "backward"), (1025, 4, 2, "apart"),
+              (65, 8, 7, "apart"), (65, 68, 5, "backward"), (7, 4, 9, "apart"),
               (300, 60, 4, "forward")]
     rng = np.random.default_rng(20261204)
     cases = [(cin, cout, px, ov, MODES[i % len(MODES)], WMODES[i % len(WMODES)])
@@ -175,12 +180,13 @@ def test_strided_pointwise_equal_reference(cases, seed) -> None:
 
 
 def test_resnet_shortcuts_equal_reference() -> None:
-    """ResNet8's stride-2 shortcuts (16->32 at 32x32, 32->64 at 16x16) and a 1x1 layer too wide for
-    the pair path (in.c 513: the im2col path)."""
+    """ResNet8's stride-2 shortcuts (16->32 at 32x32, 32->64 at 16x16) and 1x1 layers at and past the
+    pair path's longest row (in.c 1024; 1025: the plain path)."""
     rng = np.random.default_rng(20261205)
     cases = [("strided", 16, 32, 2, 2, 32, 32, 1, "uniform", "symmetric"),
              ("strided", 32, 64, 2, 2, 16, 16, 1, "ends", "full"),
-             ("strided", 513, 4, 2, 1, 3, 3, 1, "uniform", "symmetric")]
+             ("strided", 1024, 4, 2, 1, 3, 3, 1, "uniform", "symmetric"),
+             ("strided", 1025, 4, 2, 2, 3, 3, 1, "min", "symmetric")]
     _run(cases, int(rng.integers(0, 2**31)), "shortcuts")
 
 

@@ -25,8 +25,8 @@
 
 /* Bytes of packed input per block of pixels (a row takes its length rounded up to 16). */
 #define MCU_MVE_PW_COL 2048
-/* Rows longer than this take mcu_mve_matrix_block (a block holds at least two pairs). */
-#define MCU_MVE_PW_N_MAX 512
+/* The longest rows (a block holds at least one pair: 2 * 1024 bytes). */
+#define MCU_MVE_PW_N_MAX 1024
 /* The last group's rows are copied, zero-padded to whole chunks, when they take at most this many
  * bytes (see mcu_mve_pw_block). */
 #define MCU_MVE_PW_TAIL 256
@@ -330,7 +330,7 @@ mcu_mve_pointwise(const int8_t *input, int64_t pixels, int32_t n, int32_t out_c,
         }
         tail_w = tail;
     }
-    const int64_t block = MCU_MVE_PW_COL / stride / 2 * 2; /* >= 2, even: whole pairs */
+    const int64_t block = MCU_MVE_PW_COL / stride / 2 * 2; /* >= 2, even: whole pairs (n <= MCU_MVE_PW_N_MAX) */
     for (int64_t done = 0; done < pixels; done += block) {
         const int32_t count = (int32_t)(pixels - done < block ? pixels - done : block);
         const int64_t first = forward ? done : pixels - done - count;
