@@ -288,13 +288,10 @@ static inline void mcu_mve_pw_fold_bias(const int8_t *weight, int32_t n, int32_t
 }
 
 /* Where output pixel i (memory order) of a 1x1 convolution without padding reads its n values: the
- * input's pixel (oh * stride_h, ow * stride_w), or pixel i itself when `geom` is NULL. */
+ * input's pixel (oh * stride_h, ow * stride_w). */
 static inline const int8_t *mcu_mve_pw_source(const int8_t *input, const mcu_conv2d_s8_params *geom, int64_t i,
                                               int32_t n)
 {
-    if (geom == NULL) {
-        return input + i * n;
-    }
     const int64_t plane = (int64_t)geom->output.h * geom->output.w;
     const int64_t b = i / plane;
     const int32_t r = (int32_t)(i - b * plane);
@@ -334,10 +331,17 @@ mcu_mve_pointwise(const int8_t *input, int64_t pixels, int32_t n, int32_t out_c,
     for (int64_t done = 0; done < pixels; done += block) {
         const int32_t count = (int32_t)(pixels - done < block ? pixels - done : block);
         const int64_t first = forward ? done : pixels - done - count;
-        for (int32_t i = 0; i < count; i += 2) {
-            const int8_t *x0 = mcu_mve_pw_source(input, geom, first + i, n);
-            const int8_t *x1 = i + 1 < count ? mcu_mve_pw_source(input, geom, first + i + 1, n) : x0;
-            mcu_mve_pw_pack2(x0, x1, n, (i / 2) % 2, col + i * stride);
+        if (geom == NULL) { /* (the contiguous loop of its own: no per-pixel address arithmetic) */
+            const int8_t *x = input + first * n;
+            for (int32_t i = 0; i < count; i += 2) {
+                mcu_mve_pw_pack2(x + i * n, x + (i + 1 < count ? i + 1 : i) * n, n, (i / 2) % 2, col + i * stride);
+            }
+        } else {
+            for (int32_t i = 0; i < count; i += 2) {
+                const int8_t *x0 = mcu_mve_pw_source(input, geom, first + i, n);
+                const int8_t *x1 = i + 1 < count ? mcu_mve_pw_source(input, geom, first + i + 1, n) : x0;
+                mcu_mve_pw_pack2(x0, x1, n, (i / 2) % 2, col + i * stride);
+            }
         }
         mcu_mve_pw_block(col, count, n, out_c, weight, tail_w, kbias, q, output_offset, act_min, act_max,
                          output + first * out_c);
