@@ -8,7 +8,7 @@
 
 #include "internal/check.h"
 #include "internal/conv_s8_dsp.h"
-#include "internal/mve_s8.h"
+#include "internal/mve_pw_s8.h"
 #include "internal/plain_s8.h"
 #include "internal/requant.h"
 
@@ -32,38 +32,6 @@ static void pixel(const mcu_conv2d_s8_params *p, const mcu_per_channel_quant *q,
                                      p->act_min, p->act_max);
     }
 }
-
-#if MCU_S8_MVE
-/* All pixels, forward or backward (see below), in blocks that mcu_mve_matrix_block computes a group
- * of output channels at a time. A block whose output may overlap the input is first copied to `col`
- * whole, so that all of its input is read before any of its output is written: the pixel-buffer
- * contract holds for a block as for one pixel (the reads only move earlier, the writes land after
- * them). A function of its own, not inlined, so that its stack buffers do not add to the DSP path's
- * in the caller's frame. */
-static __attribute__((noinline)) void pointwise_mve(const mcu_conv2d_s8_params *p, const mcu_per_channel_quant *q,
-                                                    const int8_t *input, const int8_t *weight, const int32_t *bias,
-                                                    int8_t *output, int64_t pixels, int disjoint, int forward)
-{
-    _Alignas(16) int8_t col[MCU_S8_MVE_COL_MAX];
-    _Alignas(16) int32_t kbias[MCU_S8_MVE_OC_MAX];
-    const int32_t cin = p->input.c;
-    const int32_t cout = p->output.c;
-    mcu_mve_fold_bias(weight, cin, cout, bias, p->input_offset, kbias);
-    if (disjoint) {
-        mcu_mve_matrix_block(input, (int32_t)pixels, cin, cout, weight, kbias, q, p->output_offset, p->act_min,
-                             p->act_max, output);
-        return;
-    }
-    const int64_t block = MCU_S8_MVE_COL_MAX / cin; /* >= 1: cin <= MCU_S8_MVE_COL_MAX */
-    for (int64_t done = 0; done < pixels; done += block) {
-        const int64_t count = pixels - done < block ? pixels - done : block;
-        const int64_t first = forward ? done : pixels - done - count;
-        mcu_mve_copy_s8(col, input + first * cin, (int32_t)(count * cin));
-        mcu_mve_matrix_block(col, (int32_t)count, cin, cout, weight, kbias, q, p->output_offset, p->act_min,
-                             p->act_max, output + first * cout);
-    }
-}
-#endif
 
 /* Not on MVE cores: there the MVE path serves every layer it can, and this path's 2.5 KiB column in
  * the kernel's frame would add to the MVE path's stack. */
@@ -126,10 +94,12 @@ mcu_status mcu_conv2d_1x1_s8(const mcu_context *ctx, const mcu_conv2d_s8_params 
     const int64_t bwd = (pixels - 1) * (bi - bo) > 0 ? (pixels - 1) * (bi - bo) : 0;
     const int disjoint = !mcu_overlaps(input, (size_t)in_count, output, (size_t)out_count);
 #if MCU_S8_MVE
-    if (in.c <= MCU_S8_MVE_COL_MAX && out.c <= MCU_S8_MVE_OC_MAX) {
+    if (in.c <= MCU_MVE_PW_N_MAX && out.c <= MCU_S8_MVE_OC_MAX) {
+        /* four outputs times two pixels per pass, blocks of packed pixels (internal/mve_pw_s8.h) */
         const int forward = disjoint || d <= fwd;
         MCU_REQUIRE(forward || d >= bwd, MCU_ERR_INVALID_ARG);
-        pointwise_mve(p, q, input, weight, bias, output, pixels, disjoint, forward);
+        mcu_mve_pointwise(input, pixels, in.c, out.c, weight, bias, p->input_offset, q, p->output_offset,
+                          p->act_min, p->act_max, output, forward, NULL);
         return MCU_OK;
     }
 #endif

@@ -7,6 +7,7 @@
 #include "internal/conv_s8_dsp.h"
 #include "internal/mve_conv3_s8.h"
 #include "internal/mve_conv_narrow_s8.h"
+#include "internal/mve_pw_s8.h"
 #include "internal/mve_s8.h"
 #include "internal/plain_s8.h"
 #include "internal/requant.h"
@@ -172,6 +173,14 @@ mcu_status mcu_conv2d_s8(const mcu_context *ctx, const mcu_conv2d_s8_params *p, 
     const int32_t ocg = out.c / p->groups;
 
 #if MCU_S8_MVE
+    /* 1x1 without padding (strided: ResNet's shortcuts): the pair path (internal/mve_pw_s8.h) */
+    if (p->kernel_h == 1 && p->kernel_w == 1 && p->pad_top == 0 && p->pad_left == 0 && p->groups == 1 &&
+        in.c <= MCU_MVE_PW_N_MAX && out.c <= MCU_S8_MVE_OC_MAX && (out.h - 1) * p->stride_h < in.h &&
+        (out.w - 1) * p->stride_w < in.w) {
+        mcu_mve_pointwise(input, (int64_t)out.n * out.h * out.w, in.c, out.c, weight, bias, p->input_offset, q,
+                          p->output_offset, p->act_min, p->act_max, output, 1, p);
+        return MCU_OK;
+    }
     if (mcu_mve_narrow_applies(p)) { /* 1 to 4 input channels (internal/mve_conv_narrow_s8.h) */
         mcu_mve_conv_narrow(p, q, input, weight, bias, output);
         return MCU_OK;
