@@ -11,6 +11,7 @@
 #include "internal/conv_s8_dsp.h"
 #include "internal/dw_px_s8_dsp.h"
 #include "internal/dw_s8_dsp.h"
+#include "internal/mve_dw_s8.h"
 #include "internal/mve_s8.h"
 #include "internal/plain_s8.h"
 #include "internal/requant.h"
@@ -219,6 +220,11 @@ mcu_status mcu_depthwise_conv2d_s8_inplace(const mcu_context *ctx, const mcu_dep
     const int32_t kh = p->kernel_h;
     const int32_t kw = p->kernel_w;
 #if MCU_S8_MVE
+    const int32_t chunk = mcu_mve_dwg_chunk(p, q);
+    if (chunk > 0) { /* one gather per channel and pixel (internal/mve_dw_s8.h) */
+        mcu_mve_dwg_layer(p, q, data, weight, bias, data, chunk);
+        return MCU_OK;
+    }
     if (kh <= MCU_S8_MVE_DW_ROWS_MAX && in.c <= MCU_S8_MVE_OC_MAX) {
         inplace_mve(p, q, data, weight, bias, ring);
         return MCU_OK;
