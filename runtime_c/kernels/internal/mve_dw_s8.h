@@ -24,9 +24,9 @@
 
 #if MCU_S8_MVE
 
-/* Channels per chunk (the table of a chunk: 112 bytes per quad) and the ring's bytes. */
-#define MCU_MVE_DWG_CHUNK 64
-#define MCU_MVE_DWG_RING 4096
+/* The stack buffer of the layer: a chunk's table (112 bytes per quad of channels and 32 for the row
+ * loop's steps) and its ring (kernel_h rows of the padded columns per quad), 5 KiB in all. */
+#define MCU_MVE_DWG_BUF 5120
 #define MCU_MVE_DWG_TAPS 16
 /* Per quad of channels: folded biases, the four channels' taps, multipliers, shifts. */
 #define MCU_MVE_DWG_QUAD_BYTES 112
@@ -36,29 +36,27 @@ static inline int32_t mcu_mve_dwg_chunk(const mcu_depthwise_conv2d_s8_params *p,
 {
     const int32_t c = p->input.c;
     if (p->ch_mult != 1 || p->dilation_h != 1 || p->dilation_w != 1 || c % 4 != 0 ||
-        p->kernel_h * p->kernel_w > MCU_MVE_DWG_TAPS || p->stride_w > 16 || !mcu_mve_no_left_shift(q, c)) {
+        p->kernel_h * p->kernel_w > MCU_MVE_DWG_TAPS || p->stride_w > 16 || p->output.w > MCU_MVE_DWG_BUF ||
+        !mcu_mve_no_left_shift(q, c)) {
         return 0;
     }
     const int32_t wp = (p->output.w - 1) * p->stride_w + p->kernel_w; /* padded columns the windows cover */
-    const int32_t quad = wp * p->kernel_h * 4;
-    if (quad > MCU_MVE_DWG_RING) {
-        return 0;
-    }
-    int32_t chunk = MCU_MVE_DWG_RING / quad * 4;
-    chunk = chunk < MCU_MVE_DWG_CHUNK ? chunk : MCU_MVE_DWG_CHUNK;
+    const int32_t chunk = (MCU_MVE_DWG_BUF - 32) / (wp * p->kernel_h * 4 + MCU_MVE_DWG_QUAD_BYTES) * 4;
     return chunk < c ? chunk : c;
 }
 
-/* One output pixel of a chunk: nq quads of channels. xb: the pixel's window in quad 0 of the ring;
- * qs: bytes per quad of the ring; tab: the chunk's table; o0..o3: the gather offsets of channels 0..3
- * of a quad; lo: act_min - output_offset in every lane (the clamp before the offset, as in
- * mcu_mve_matrix_block); hi: act_max - output_offset. */
-static inline void mcu_mve_dwg_pixel(const int8_t *xb, const int32_t *tab, int8_t *y, int32_t nq, int32_t qs,
-                                     uint8x16_t o0, uint8x16_t o1, uint8x16_t o2, uint8x16_t o3, int32x4_t lo,
-                                     int32_t hi, int32_t off)
+/* One output row of a chunk: for each of the row's pixels, nq quads of channels. xb: the first pixel's
+ * window in quad 0 of the ring; qs: bytes per quad of the ring; tab: the chunk's table, followed by
+ * five words: the step of xb from the end of a pixel's quads to the next pixel, the step of y
+ * likewise, the pixel count (counted down here), nq and the table's bytes; o0..o3: the gather offsets
+ * of channels 0..3 of a quad; lo: act_min - output_offset in every lane (the clamp before the offset,
+ * as in mcu_mve_matrix_block); hi: act_max - output_offset. One assembly block for the row, so that
+ * every pointer stays in a register (the accumulators' registers carry the steps between pixels). */
+static inline void mcu_mve_dwg_row(const int8_t *xb, int32_t *tab, int8_t *y, int32_t nq, int32_t qs, uint8x16_t o0,
+                                   uint8x16_t o1, uint8x16_t o2, uint8x16_t o3, int32x4_t lo, int32_t hi, int32_t off)
 {
-    int32_t a0, a1, a2, a3;
-    __asm__ volatile("   dls lr, %[nq]\n"
+    int32_t a0 = nq, a1, a2, a3;
+    __asm__ volatile("2: dls lr, %[a0]\n"
                      "1: ldrd %[a0], %[a1], [%[t]], #8\n"
                      "   ldrd %[a2], %[a3], [%[t]], #8\n"
                      "   vldrb.u8 q0, [%[xb], %q[o0]]\n"
@@ -89,41 +87,48 @@ static inline void mcu_mve_dwg_pixel(const int8_t *xb, const int32_t *tab, int8_
                      "   vadd.i32 q2, q2, %[off]\n"
                      "   vstrb.32 q2, [%[y]], #4\n"
                      "   le lr, 1b\n"
-                     : [a0] "=&Te"(a0), [a1] "=&Te"(a1), [a2] "=&Te"(a2), [a3] "=&Te"(a3), [xb] "+r"(xb), [t] "+r"(tab),
+                     "   ldrd %[a1], %[a2], [%[t]]\n"
+                     "   add %[xb], %[a1]\n"
+                     "   add %[y], %[a2]\n"
+                     "   ldrd %[a1], %[a0], [%[t], #8]\n"
+                     "   ldr %[a2], [%[t], #16]\n"
+                     "   subs %[a1], %[a1], #1\n"
+                     "   str %[a1], [%[t], #8]\n"
+                     "   sub %[t], %[t], %[a2]\n"
+                     "   bne 2b\n"
+                     : [a0] "+&Te"(a0), [a1] "=&Te"(a1), [a2] "=&Te"(a2), [a3] "=&Te"(a3), [xb] "+r"(xb), [t] "+r"(tab),
                        [y] "+r"(y)
-                     : [nq] "r"(nq), [qs] "r"(qs), [o0] "w"(o0), [o1] "w"(o1), [o2] "w"(o2), [o3] "w"(o3),
-                       [lo] "w"(lo), [hi] "r"(hi), [off] "r"(off)
-                     : "q0", "q1", "q2", "lr", "memory");
+                     : [qs] "r"(qs), [o0] "w"(o0), [o1] "w"(o1), [o2] "w"(o2), [o3] "w"(o3), [lo] "w"(lo),
+                       [hi] "r"(hi), [off] "r"(off)
+                     : "q0", "q1", "q2", "lr", "cc", "memory");
 }
 
 /* The chunk's table: per quad the folded biases, each channel's taps as 16 bytes (tap (i, j) in lane
- * j * kh + i, zero past the last tap), the multipliers and the shifts. */
+ * j * kh + i, zero past the last tap: a scatter of the four channels' bytes per tap), the multipliers
+ * and the shifts. */
 static inline void mcu_mve_dwg_table(const mcu_depthwise_conv2d_s8_params *p, const mcu_per_channel_quant *q,
                                      const int8_t *weight, const int32_t *bias, int32_t c0, int32_t chunk,
                                      int32_t *tab)
 {
     const int32_t kh = p->kernel_h, kw = p->kernel_w, ch = p->input.c;
+    const uint32x4_t lanes = vmulq_n_u32(vidupq_n_u32(0, 1), 16); /* channel l's taps at 16 * l */
+    mcu_mve_fill_s8((int8_t *)tab, 0, chunk / 4 * MCU_MVE_DWG_QUAD_BYTES);
     for (int32_t k = 0; k < chunk; k += 4) {
         int32_t *t = tab + k / 4 * (MCU_MVE_DWG_QUAD_BYTES / 4);
         int8_t *wt = (int8_t *)(t + 4);
-        for (int32_t l = 0; l < 4; ++l) {
-            const int32_t c = c0 + k + l;
-            uint32_t sum = 0u;
-            for (int32_t b = 0; b < 16; ++b) {
-                wt[l * 16 + b] = 0;
+        const int32_t c = c0 + k;
+        int32x4_t sum = vdupq_n_s32(0);
+        for (int32_t i = 0; i < kh; ++i) {
+            for (int32_t j = 0; j < kw; ++j) {
+                const int32x4_t w = vldrbq_s32(weight + (i * kw + j) * ch + c);
+                sum = vaddq_s32(sum, w);
+                vstrbq_scatter_offset_s32(wt + j * kh + i, lanes, w);
             }
-            for (int32_t i = 0; i < kh; ++i) {
-                for (int32_t j = 0; j < kw; ++j) {
-                    const int8_t w = weight[(i * kw + j) * ch + c];
-                    wt[l * 16 + j * kh + i] = w;
-                    sum += (uint32_t)(int32_t)w;
-                }
-            }
-            const uint32_t b = bias != NULL ? (uint32_t)bias[c] : 0u;
-            t[l] = mcu_u32_to_s32(b + (uint32_t)p->input_offset * sum);
-            t[20 + l] = q->multiplier[c];
-            t[24 + l] = q->shift[c];
         }
+        const int32x4_t b = bias != NULL ? vldrwq_s32(bias + c) : vdupq_n_s32(0);
+        vstrwq_s32(t, vmlaq_n_s32(b, sum, p->input_offset)); /* modulo 2^32 */
+        vstrwq_s32(t + 20, vldrwq_s32(q->multiplier + c));
+        vstrwq_s32(t + 24, vldrwq_s32(q->shift + c));
     }
 }
 
@@ -160,7 +165,7 @@ static inline void mcu_mve_dwg_load_row(const mcu_depthwise_conv2d_s8_params *p,
  * is written after the ring holds every input row its windows read, and rows enter the ring in order
  * and no earlier than the first output row that reads them: an output that lands on its own input
  * (mcu_depthwise_conv2d_s8_inplace: row r on row r, rows <= r already copied) reads nothing it wrote.
- * ring: MCU_MVE_DWG_RING bytes, tab: 112 bytes per quad, both 16-byte aligned. */
+ * tab: 112 bytes per quad and 5 words, ring after it, both 16-byte aligned. */
 static inline void mcu_mve_dwg_chunk_run(const mcu_depthwise_conv2d_s8_params *p, const mcu_per_channel_quant *q,
                                          const int8_t *x_n, const int8_t *weight, const int32_t *bias, int32_t c0,
                                          int32_t chunk, int8_t *y_n, int8_t *ring, int32_t *tab)
@@ -182,7 +187,12 @@ static inline void mcu_mve_dwg_chunk_run(const mcu_depthwise_conv2d_s8_params *p
     }
     const int32x4_t lo = vdupq_n_s32(p->act_min - p->output_offset);
     const int32_t hi = p->act_max - p->output_offset;
-    const int32_t step = p->stride_w * kh * 4;
+    /* the row loop's steps between pixels, after the table (mcu_mve_dwg_row) */
+    int32_t *tail = tab + nq * (MCU_MVE_DWG_QUAD_BYTES / 4);
+    tail[0] = p->stride_w * kh * 4 - nq * qs;
+    tail[1] = ch - chunk;
+    tail[3] = nq;
+    tail[4] = nq * MCU_MVE_DWG_QUAD_BYTES;
     int32_t next = -p->pad_top; /* the next input row to copy */
     for (int32_t r = 0; r < p->output.h; ++r) {
         const int32_t ih0 = r * p->stride_h - p->pad_top;
@@ -190,14 +200,13 @@ static inline void mcu_mve_dwg_chunk_run(const mcu_depthwise_conv2d_s8_params *p
         for (; next < ih0 + kh; ++next) {
             mcu_mve_dwg_load_row(p, x_n, next, c0, chunk, wp, qs, ring);
         }
+        tail[2] = p->output.w;
         const uint8x16_t o0 = vldrbq_u8(offs[((ih0 % kh) + kh) % kh]);
         const uint8x16_t o1 = vaddq_n_u8(o0, 1);
         const uint8x16_t o2 = vaddq_n_u8(o0, 2);
         const uint8x16_t o3 = vaddq_n_u8(o0, 3);
-        int8_t *y = y_n + (size_t)r * (size_t)p->output.w * (size_t)ch + (size_t)c0;
-        for (int32_t ow = 0; ow < p->output.w; ++ow, y += ch) {
-            mcu_mve_dwg_pixel(ring + ow * step, tab, y, nq, qs, o0, o1, o2, o3, lo, hi, p->output_offset);
-        }
+        mcu_mve_dwg_row(ring, tab, y_n + (size_t)r * (size_t)p->output.w * (size_t)ch + (size_t)c0, nq, qs, o0, o1,
+                        o2, o3, lo, hi, p->output_offset);
     }
 }
 
@@ -210,15 +219,15 @@ static __attribute__((noinline, unused)) void mcu_mve_dwg_layer(const mcu_depthw
                                                                 const int8_t *weight, const int32_t *bias,
                                                                 int8_t *output, int32_t chunk)
 {
-    _Alignas(16) int8_t ring[MCU_MVE_DWG_RING];
-    _Alignas(16) int32_t tab[MCU_MVE_DWG_CHUNK / 4 * (MCU_MVE_DWG_QUAD_BYTES / 4)];
+    _Alignas(16) int32_t buf[MCU_MVE_DWG_BUF / 4];
     const size_t in_img = (size_t)p->input.h * (size_t)p->input.w * (size_t)p->input.c;
     const size_t out_img = (size_t)p->output.h * (size_t)p->output.w * (size_t)p->output.c;
     for (int32_t n = 0; n < p->input.n; ++n) {
         for (int32_t c0 = 0; c0 < p->input.c; c0 += chunk) {
             const int32_t rest = p->input.c - c0;
             mcu_mve_dwg_chunk_run(p, q, input + (size_t)n * in_img, weight, bias, c0, rest < chunk ? rest : chunk,
-                                  output + (size_t)n * out_img, ring, tab);
+                                  output + (size_t)n * out_img, (int8_t *)buf + chunk / 4 * MCU_MVE_DWG_QUAD_BYTES + 32,
+                                  buf);
         }
     }
 }
