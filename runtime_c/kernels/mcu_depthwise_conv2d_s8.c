@@ -267,9 +267,13 @@ mcu_status mcu_depthwise_conv2d_s8(const mcu_context *ctx, const mcu_depthwise_c
     MCU_REQUIRE(mcu_window_fits(in.h, out.h, p->stride_h, p->kernel_h, p->dilation_h, p->pad_top, 0) &&
                     mcu_window_fits(in.w, out.w, p->stride_w, p->kernel_w, p->dilation_w, p->pad_left, 0),
                 MCU_ERR_SHAPE);
+#if MCU_S8_MVE
+    MCU_REQUIRE(mcu_mve_quant_all_valid(q, out.c), MCU_ERR_INVALID_ARG); /* four at a time */
+#else
     for (int32_t oc = 0; oc < out.c; ++oc) {
         MCU_REQUIRE(mcu_quant_valid(q->multiplier[oc], q->shift[oc]), MCU_ERR_INVALID_ARG);
     }
+#endif
     const size_t out_bytes = (size_t)out_count;
     MCU_REQUIRE(!mcu_bad_window_overlap(input, (size_t)in_count, output, out_bytes) &&
                     !mcu_overlaps(weight, (size_t)w_count, output, out_bytes) &&

@@ -213,9 +213,13 @@ mcu_status mcu_depthwise_conv2d_s8_inplace(const mcu_context *ctx, const mcu_dep
                 MCU_ERR_BUFFER_TOO_SMALL);
     int8_t *ring = (int8_t *)ctx->buf;
     MCU_REQUIRE(!mcu_overlaps(ring, (size_t)ring_rows * (size_t)row_bytes, data, (size_t)count), MCU_ERR_INVALID_ARG);
+#if MCU_S8_MVE
+    MCU_REQUIRE(mcu_mve_quant_all_valid(q, in.c), MCU_ERR_INVALID_ARG); /* four at a time */
+#else
     for (int32_t c = 0; c < in.c; ++c) {
         MCU_REQUIRE(mcu_quant_valid(q->multiplier[c], q->shift[c]), MCU_ERR_INVALID_ARG);
     }
+#endif
 
     const int32_t kh = p->kernel_h;
     const int32_t kw = p->kernel_w;

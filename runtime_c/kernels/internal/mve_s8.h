@@ -45,8 +45,6 @@
 
 #include <arm_mve.h>
 
-#include "mve_fc_s8.h"
-
 /* clamp(requantize(acc) + output_offset) per lane, as int32 lanes in [act_min, act_max]; the
  * same function as mcu_requantize_to_s8 for multipliers in [0, 2^31 - 1] and shifts in
  * [-31, 30] (what the kernels validate):
@@ -284,6 +282,9 @@ static inline int32x4_t mcu_mve_dot4_off(const int8_t *x, const int8_t *w, int32
                      : "q0", "q1", "lr", "memory");
     return v;
 }
+
+/* The fully connected helpers (they use mcu_mve_requantize above). */
+#include "mve_fc_s8.h"
 
 /* One row of a fully connected layer (x: n values, weight rows [out][n]), four outputs per
  * requantization, each weight row read once (mcu_mve_dot2_sum). Writes only y[0 .. out). */
