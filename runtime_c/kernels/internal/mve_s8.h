@@ -300,7 +300,7 @@ static inline void mcu_mve_linear_row(const int8_t *x, int32_t n, int32_t out, c
      * with ~x = -x - 1 in int8, so the row is inverted once and the sums start from 0 and are
      * subtracted from the biases (mcu_mve_fc_invert, internal/mve_fc_s8.h). */
     _Alignas(16) int8_t inv[MCU_S8_MVE_FC_INV_MAX];
-    const int neg = input_offset == 128 && n <= MCU_S8_MVE_FC_INV_MAX;
+    const int neg = input_offset == 128 && n <= MCU_S8_MVE_FC_INV_MAX && out >= 16; /* pays off from 16 outputs */
     if (neg) {
         mcu_mve_fc_invert(x, n, inv);
     }
