@@ -93,3 +93,58 @@ def test_gather_path_compiles_at_every_level(opt: str, tmp_path) -> None:
             assert "vmladava.s8" in asm and "vldrb.u8 q0, [" in asm, kernel
         else:
             assert "vmvn" in asm, kernel
+
+
+def test_invalid_requantization_is_refused_on_the_m55() -> None:
+    """The parameter check that takes four channels at a time (mcu_mve_quant_all_valid) refuses a negative
+    multiplier or a shift outside [-31, 30] in any channel, the predicated last step included, and accepts
+    the ends of the ranges."""
+    import numpy as np
+
+    from mcu.paths import cache_dir
+    from mcu.sim.qemu import run_qemu
+    from mcu.toolchain import build_firmware
+    from test_kernels_s8_mve import Builder, Case, _parse, _render
+
+    b = Builder()
+    x, wt = b.arr("int8_t", np.ones(8 * 6, dtype=np.int8)), b.arr("int8_t", np.ones(8 * 6 * 9, dtype=np.int8))
+    expect = []
+    for channel in (0, 3, 4, 5):  # 6 channels: the second step covers 4 and 5 only
+        for bad_m, bad_s, ok in ((-1, 0, False), (0, 31, False), (0, -32, False), (0, 30, True), (0, -31, True)):
+            m = np.full(6, 2**30, dtype=np.int32)
+            s = np.full(6, -1, dtype=np.int32)
+            m[channel] = bad_m if bad_m < 0 else m[channel]
+            s[channel] = bad_s
+            ms, ss = b.arr("int32_t", m), b.arr("int32_t", s)
+            call_fc = f"""
+    {{
+        const mcu_linear_s8_params p = {{1, 8, 6, 128, 0, -128, 127}};
+        const mcu_per_channel_quant q = {{{ms}, {ss}}};
+        const mcu_context ctx = {{scratch, (int32_t)sizeof scratch}};
+        copy(work + 64, {x}, 8);
+        status = mcu_linear_s8(&ctx, &p, &q, work + 64, {x}, NULL, work);
+        emit(work, 0);
+    }}"""
+            call_dw = f"""
+    {{
+        const mcu_depthwise_conv2d_s8_params p = {{{{1, 2, 4, 6}}, {{1, 2, 4, 6}}, 1, 3, 3, 1, 1, 1, 1, 1, 1, 128, 0,
+            -128, 127}};
+        const mcu_per_channel_quant q = {{{ms}, {ss}}};
+        const mcu_context ctx = {{scratch, (int32_t)sizeof scratch}};
+        status = mcu_depthwise_conv2d_s8(&ctx, &p, &q, {x}, {wt}, NULL, work);
+    }}"""
+            for call in (call_fc, call_dw):
+                b.add(Case("check", call, np.zeros(0, dtype=np.int8)), 128)
+                expect.append(0 if ok else 2)  # MCU_OK, MCU_ERR_INVALID_ARG
+    board = load_board("mps3-an547")
+    out = cache_dir() / "test_speed_mve_dw_fc_check"
+    out.mkdir(parents=True, exist_ok=True)
+    src = out / "cases.c"
+    src.write_text(_render(b))
+    rt = runtime_dir()
+    fw = build_firmware(board, [src, *(rt / "kernels" / k for k in ("mcu_linear_s8.c", "mcu_depthwise_conv2d_s8.c"))],
+                        [rt / "include"], out)
+    result = run_qemu(board, fw.elf, timeout_s=120)
+    assert result.exit_code == 0 and "DONE" in result.console, result.console[-2000:]
+    got = _parse(result.console)
+    assert [got[i][1] for i in range(len(expect))] == expect
