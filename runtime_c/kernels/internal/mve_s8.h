@@ -288,7 +288,7 @@ static inline int32x4_t mcu_mve_dot4_off(const int8_t *x, const int8_t *w, int32
 
 /* One row of a fully connected layer (x: n values, weight rows [out][n]), four outputs per
  * requantization, each weight row read once (mcu_mve_dot2_sum). Writes only y[0 .. out). */
-static inline void mcu_mve_linear_row(const int8_t *x, int32_t n, int32_t out, const int8_t *weight,
+static inline __attribute__((always_inline)) void mcu_mve_linear_row(const int8_t *x, int32_t n, int32_t out, const int8_t *weight,
                                       const int32_t *bias, int32_t input_offset, const mcu_per_channel_quant *q,
                                       int32_t output_offset, int32_t act_min, int32_t act_max, int8_t *y)
 {
