@@ -6,6 +6,7 @@
 #include "internal/conv_s8_dsp.h"
 #include "internal/dw_px_s8_dsp.h"
 #include "internal/dw_s8_dsp.h"
+#include "internal/mve_dw_s8.h"
 #include "internal/mve_s8.h"
 #include "internal/plain_s8.h"
 #include "internal/requant.h"
@@ -261,9 +262,13 @@ mcu_status mcu_depthwise_conv2d_s8(const mcu_context *ctx, const mcu_depthwise_c
     MCU_REQUIRE(mcu_window_fits(in.h, out.h, p->stride_h, p->kernel_h, p->dilation_h, p->pad_top, 0) &&
                     mcu_window_fits(in.w, out.w, p->stride_w, p->kernel_w, p->dilation_w, p->pad_left, 0),
                 MCU_ERR_SHAPE);
+#if MCU_S8_MVE
+    MCU_REQUIRE(mcu_mve_quant_all_valid(q, out.c), MCU_ERR_INVALID_ARG); /* four at a time */
+#else
     for (int32_t oc = 0; oc < out.c; ++oc) {
         MCU_REQUIRE(mcu_quant_valid(q->multiplier[oc], q->shift[oc]), MCU_ERR_INVALID_ARG);
     }
+#endif
     const size_t out_bytes = (size_t)out_count;
     MCU_REQUIRE(!mcu_bad_window_overlap(input, (size_t)in_count, output, out_bytes) &&
                     !mcu_overlaps(weight, (size_t)w_count, output, out_bytes) &&
@@ -271,6 +276,12 @@ mcu_status mcu_depthwise_conv2d_s8(const mcu_context *ctx, const mcu_depthwise_c
                 MCU_ERR_INVALID_ARG);
 
 #if MCU_S8_MVE
+    /* One gather per channel and pixel (internal/mve_dw_s8.h); an output on the input in one chunk. */
+    const int32_t chunk = mcu_mve_dwg_chunk(p, q);
+    if (chunk > 0 && (chunk >= in.c || !mcu_overlaps(input, (size_t)in_count, output, out_bytes))) {
+        mcu_mve_dwg_layer(p, q, input, weight, bias, output, chunk);
+        return MCU_OK;
+    }
     if (p->ch_mult == 1 && p->dilation_h == 1 && p->dilation_w == 1 && p->kernel_h <= MCU_S8_MVE_DW_ROWS_MAX &&
         in.c <= MCU_S8_MVE_OC_MAX) {
         dw_mve(p, q, input, weight, bias, output);

@@ -18,6 +18,7 @@
 #include "internal/conv_s8_dsp.h"
 #include "internal/dw_px_s8_dsp.h"
 #include "internal/dw_s8_dsp.h"
+#include "internal/mve_dw_s8.h"
 #include "internal/mve_s8.h"
 #include "internal/plain_s8.h"
 #include "internal/requant.h"
@@ -196,13 +197,22 @@ mcu_status mcu_depthwise_conv2d_s8_inplace(const mcu_context *ctx, const mcu_dep
                 MCU_ERR_BUFFER_TOO_SMALL);
     int8_t *ring = (int8_t *)ctx->buf;
     MCU_REQUIRE(!mcu_overlaps(ring, (size_t)ring_rows * (size_t)row_bytes, data, (size_t)count), MCU_ERR_INVALID_ARG);
+#if MCU_S8_MVE
+    MCU_REQUIRE(mcu_mve_quant_all_valid(q, in.c), MCU_ERR_INVALID_ARG); /* four at a time */
+#else
     for (int32_t c = 0; c < in.c; ++c) {
         MCU_REQUIRE(mcu_quant_valid(q->multiplier[c], q->shift[c]), MCU_ERR_INVALID_ARG);
     }
+#endif
 
     const int32_t kh = p->kernel_h;
     const int32_t kw = p->kernel_w;
 #if MCU_S8_MVE
+    const int32_t chunk = mcu_mve_dwg_chunk(p, q);
+    if (chunk > 0) { /* one gather per channel and pixel (internal/mve_dw_s8.h) */
+        mcu_mve_dwg_layer(p, q, data, weight, bias, data, chunk);
+        return MCU_OK;
+    }
     if (kh <= MCU_S8_MVE_DW_ROWS_MAX && in.c <= MCU_S8_MVE_OC_MAX) {
         inplace_mve(p, q, data, weight, bias, ring);
         return MCU_OK;

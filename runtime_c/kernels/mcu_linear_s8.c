@@ -57,9 +57,13 @@ mcu_status mcu_linear_s8(const mcu_context *ctx, const mcu_linear_s8_params *p, 
     const int32_t out_count = mcu_checked_count(out_dims, 2, 1);
     MCU_REQUIRE(in_count > 0 && w_count > 0 && out_count > 0 && p->out_features <= INT32_MAX / 4,
                 MCU_ERR_SHAPE);
+#if MCU_S8_MVE
+    MCU_REQUIRE(mcu_mve_quant_all_valid(q, p->out_features), MCU_ERR_INVALID_ARG); /* four at a time */
+#else
     for (int32_t o = 0; o < p->out_features; ++o) {
         MCU_REQUIRE(mcu_quant_valid(q->multiplier[o], q->shift[o]), MCU_ERR_INVALID_ARG);
     }
+#endif
     const size_t out_bytes = (size_t)out_count;
     MCU_REQUIRE(!mcu_overlaps(input, (size_t)in_count, output, out_bytes) &&
                     !mcu_overlaps(weight, (size_t)w_count, output, out_bytes) &&
@@ -70,6 +74,11 @@ mcu_status mcu_linear_s8(const mcu_context *ctx, const mcu_linear_s8_params *p, 
     const int32_t nin = p->in_features;
 #if MCU_S8_MVE
     if (p->batch == 1) {
+        if (nin <= MCU_S8_MVE_FC_SMALL) { /* internal/mve_fc_s8.h */
+            mcu_mve_fc_small(input, nin, p->out_features, weight, bias, p->input_offset, q, p->output_offset,
+                             p->act_min, p->act_max, output);
+            return MCU_OK;
+        }
         /* One row: each weight row is read once, so its sum comes with its dot product. */
         mcu_mve_linear_row(input, nin, p->out_features, weight, bias, p->input_offset, q, p->output_offset,
                            p->act_min, p->act_max, output);

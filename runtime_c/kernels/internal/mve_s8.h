@@ -283,9 +283,12 @@ static inline int32x4_t mcu_mve_dot4_off(const int8_t *x, const int8_t *w, int32
     return v;
 }
 
+/* The fully connected helpers (they use mcu_mve_requantize above). */
+#include "mve_fc_s8.h"
+
 /* One row of a fully connected layer (x: n values, weight rows [out][n]), four outputs per
  * requantization, each weight row read once (mcu_mve_dot2_sum). Writes only y[0 .. out). */
-static inline void mcu_mve_linear_row(const int8_t *x, int32_t n, int32_t out, const int8_t *weight,
+static inline __attribute__((always_inline)) void mcu_mve_linear_row(const int8_t *x, int32_t n, int32_t out, const int8_t *weight,
                                       const int32_t *bias, int32_t input_offset, const mcu_per_channel_quant *q,
                                       int32_t output_offset, int32_t act_min, int32_t act_max, int8_t *y)
 {
@@ -293,13 +296,24 @@ static inline void mcu_mve_linear_row(const int8_t *x, int32_t n, int32_t out, c
     const int32x4_t lo = vdupq_n_s32(act_min);
     const int32x4_t hi = vdupq_n_s32(act_max);
     int32_t o = 0;
-    if (input_offset <= 127) {
-        const int8x16_t off = vdupq_n_s8((int8_t)input_offset);
+    /* Offset 128 (zero-point -128) does not fit the offset vector: (x + 128) . w = -((~x - 127) . w)
+     * with ~x = -x - 1 in int8, so the row is inverted once and the sums start from 0 and are
+     * subtracted from the biases (mcu_mve_fc_invert, internal/mve_fc_s8.h). */
+    _Alignas(16) int8_t inv[MCU_S8_MVE_FC_INV_MAX];
+    const int neg = input_offset == 128 && n <= MCU_S8_MVE_FC_INV_MAX && out >= 16; /* pays off from 16 outputs */
+    if (neg) {
+        mcu_mve_fc_invert(x, n, inv);
+    }
+    if (input_offset <= 127 || neg) {
+        const int8x16_t off = vdupq_n_s8((int8_t)(neg ? -127 : input_offset));
         _Alignas(16) const int32_t none[4] = {0, 0, 0, 0};
         const int32x4_t olo = vdupq_n_s32(act_min - output_offset);
         const int32x4_t ohi = vdupq_n_s32(act_max - output_offset);
         for (; o + 4 <= out; o += 4) {
-            int32x4_t acc = mcu_mve_dot4_off(x, weight + o * n, n, off, bias != NULL ? bias + o : none);
+            int32x4_t acc = mcu_mve_dot4_off(neg ? inv : x, weight + o * n, n, off, bias != NULL && !neg ? bias + o : none);
+            if (neg) { /* bias - sum, modulo 2^32 */
+                acc = vsubq_s32(bias != NULL ? vldrwq_s32(bias + o) : zero, acc);
+            }
             /* mcu_mve_requantize; the offset and clamp as in mcu_mve_matrix_block */
             const int32x4_t sh = vldrwq_s32(q->shift + o);
             const int32x4_t right = vminq_s32(sh, zero);
