@@ -31,6 +31,10 @@ from mcu.toolchain import Firmware, build_firmware, find_cross_compiler
 
 FIRMWARE_SHARE = 1 << 20  # bytes of the read-only region kept for the firmware itself (at most half of it)
 RAM_RESERVE = 32 << 10  # RAM left to .data, .bss and the harness besides the arena, output buffer and stack
+# The interpreter links every kernel and calls them through its table, so the stack cannot be bounded per
+# model as for generated C (mcu/stack.py refuses indirect calls): it reserves enough for the deepest
+# kernel (the depthwise pixel paths keep ~6 KB of rows and tables on the stack) and the interpreter.
+INTERPRETER_STACK = 16 << 10
 PAGE = 4096
 
 
@@ -57,8 +61,10 @@ def program_layout(board: Board) -> ProgramLayout:
     else:
         fw_board = dataclasses.replace(board, extra_regions=tuple(short if r is rom else r
                                                                   for r in board.extra_regions))
+    stack = max(board.stack_bytes, INTERPRETER_STACK)
+    fw_board = dataclasses.replace(fw_board, stack_bytes=stack)
     output_bytes = min(64 << 10, board.ram.length // 32) // 16 * 16
-    arena = (board.ram.length - board.stack_bytes - RAM_RESERVE - output_bytes) // 16 * 16
+    arena = (board.ram.length - stack - RAM_RESERVE - output_bytes) // 16 * 16
     if arena <= 0:
         raise McuError(f"board {board.name} has too little RAM for the interpreter firmware")
     return ProgramLayout(fw_board, program, weights, arena, output_bytes)
