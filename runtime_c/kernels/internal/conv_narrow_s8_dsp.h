@@ -46,6 +46,10 @@ static inline int mcu_narrow_applies(const mcu_conv2d_s8_params *p, int32_t kp, 
            (direction == 0 || p->input.c % 4 == 0);
 }
 
+#ifndef MCU_PACKED_NARROW
+#define MCU_PACKED_NARROW 1 /* 0: a model's build without narrow layers (mcu/backends/specialise.py) */
+#endif
+#if MCU_PACKED_NARROW
 /* A layer's state. The assembly reads the fields up to `mode` at fixed offsets; the rest is for the
  * C around it. Modes: 0 the whole blocks of one pixel whose column is built; 1 pointwise pixels
  * from x (kp bytes each); 2 interior 3x3 windows of 3 channels at x (rows `step` bytes apart).
@@ -476,6 +480,8 @@ static inline void mcu_conv_narrow_s8(const mcu_conv2d_s8_params *p, const int8_
         }
     }
 }
+
+#endif /* MCU_PACKED_NARROW */
 
 #endif /* MCU_S8_DSP */
 
