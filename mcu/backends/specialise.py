@@ -8,7 +8,9 @@ every build of the model (firmware, host, the exported library's CMake and Makef
   (``mcu_pixel_packed_wide``, 84 B of code per 8 taps) covers: the widest window, rounded up to 8.
 * ``MCU_PACKED_LOOP``: 0 leaves out ``mcu_pixel_packed_loop`` when every window fits the above.
 * ``MCU_PACKED_NARROW``: 0 leaves out the narrow-layer path (internal/conv_narrow_s8_dsp.h) when no
-  layer takes it.
+  layer takes it; ``MCU_PACKED_NARROW_K3C3`` 0 its runs of 3x3 windows of 3 channels (first layers of
+  RGB images) when no narrow layer has such windows (without them such a layer would still be exact,
+  one pixel at a time, only slower).
 
 Without definitions (the program-file interpreter, which must run any program) the kernel is the
 full one. The conditions below mirror the C dispatch (mcu_conv2d_packed_s8, ``pixel`` and
@@ -36,12 +38,15 @@ class PackedLayer:
     act_min: int
     output_offset: int
     right: bool  # FLAG_RIGHT of the packed stream (mcu/backends/tuned.py)
+    k3c3: bool = False  # dilation_w 1, kernel_h 3, kernel_w * input channels 9 (mcu_conv_narrow_s8's k3c3)
 
     @staticmethod
     def from_params(params: Mapping[str, Any], right: bool) -> "PackedLayer":
         k = int(params["kernel_h"]) * int(params["kernel_w"]) * int(params["input"]["c"])
+        k3c3 = (int(params["dilation_w"]) == 1 and int(params["kernel_h"]) == 3
+                and int(params["kernel_w"]) * int(params["input"]["c"]) == 9)
         return PackedLayer(kp=(k + 3) // 4 * 4, cout=int(params["output"]["c"]), act_min=int(params["act_min"]),
-                           output_offset=int(params["output_offset"]), right=bool(right))
+                           output_offset=int(params["output_offset"]), right=bool(right), k3c3=k3c3)
 
     def takes_narrow(self) -> bool:
         """mcu_narrow_applies without its direction condition (run time; leaving it out only widens)."""
@@ -64,7 +69,8 @@ def packed_defines(layers: Iterable[PackedLayer]) -> dict[str, int]:
     loop = widest > WIDE_TAPS_MAX
     wide = WIDE_TAPS_MAX if loop else max(8, (widest + 7) // 8 * 8)
     return {"MCU_PIXEL_WIDE_TAPS": wide, "MCU_PACKED_LOOP": int(loop),
-            "MCU_PACKED_NARROW": int(any(layer.takes_narrow() for layer in layers))}
+            "MCU_PACKED_NARROW": int(any(layer.takes_narrow() for layer in layers)),
+            "MCU_PACKED_NARROW_K3C3": int(any(layer.takes_narrow() and layer.k3c3 for layer in layers))}
 
 
 def merge_defines(parts: Iterable[Mapping[str, int]]) -> dict[str, int]:
@@ -75,7 +81,8 @@ def merge_defines(parts: Iterable[Mapping[str, int]]) -> dict[str, int]:
     loop = any(p["MCU_PACKED_LOOP"] for p in parts)
     return {"MCU_PIXEL_WIDE_TAPS": WIDE_TAPS_MAX if loop else max(p["MCU_PIXEL_WIDE_TAPS"] for p in parts),
             "MCU_PACKED_LOOP": int(loop),
-            "MCU_PACKED_NARROW": int(any(p["MCU_PACKED_NARROW"] for p in parts))}
+            "MCU_PACKED_NARROW": int(any(p["MCU_PACKED_NARROW"] for p in parts)),
+            "MCU_PACKED_NARROW_K3C3": int(any(p["MCU_PACKED_NARROW_K3C3"] for p in parts))}
 
 
 def define_flags(defines: Mapping[str, int]) -> list[str]:
