@@ -248,7 +248,7 @@ class CompiledModel:
         files = self.firmware_sources()
         cached = out_dir is None
         if out_dir is None:
-            out_dir = cached_build_dir(self.board.name, self.library.prefix, files)
+            out_dir = cached_build_dir(self.board.name, self.library.prefix, files, self.library.defines)
         if not lock:
             return self._build_in(Path(out_dir), files)
         with build_lock(Path(out_dir), wait=cached):
@@ -260,7 +260,8 @@ class CompiledModel:
         sources, includes = stage_sources(Path(out_dir), files, self.library)
         src_dir = includes[0]
         # The stack is bounded from the code (mcu/stack.py) and reserved exactly, plus a margin.
-        fw = build_firmware(self.board, sources, includes, Path(out_dir), stack_usage=True)
+        fw = build_firmware(self.board, sources, includes, Path(out_dir), stack_usage=True,
+                            defines=dict(self.library.defines))
         self._check_board_limits(fw)
         sizes = size_report(fw.map_path, fw.elf, self.library.prefix, self.library.kernel_sources,
                             fw.flash_bytes, fw.ram_bytes)

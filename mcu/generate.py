@@ -341,10 +341,12 @@ def build_generation_firmware(cg: CompiledGeneration, expected: list[int], out_d
 
     files = firmware_sources(cg, expected)
     cached = out_dir is None
-    out = Path(out_dir) if out_dir is not None else cached_build_dir(cg.board.name, f"{cg.prefix}-gen", files)
+    out = Path(out_dir) if out_dir is not None else cached_build_dir(cg.board.name, f"{cg.prefix}-gen", files,
+                                                                        cg.library.defines)
     with build_lock(out, wait=cached):
         sources, includes = stage_sources(out, files, cg.library)
-        fw = build_firmware(cg.board, sources, includes, out, name=f"{cg.prefix}_gen", stack_usage=True)
+        fw = build_firmware(cg.board, sources, includes, out, name=f"{cg.prefix}_gen", stack_usage=True,
+                            defines=dict(cg.library.defines))
     if fw.flash_bytes > cg.board.flash.length:
         raise McuError(f"the generation firmware does not fit {cg.board.name}: it needs {fw.flash_bytes} B of flash, "
                        f"the board has {cg.board.flash.length} B ({fw.flash_bytes - cg.board.flash.length} B too many)",

@@ -103,13 +103,18 @@ def build_lock(out_dir: Path, wait: bool = False) -> Iterator[Path]:
         os.close(fd)
 
 
-def cached_build_dir(board_name: str, prefix: str, files: dict[str, str]) -> Path:
-    """The build cache's folder for these generated files (content-keyed: equal files, one build)."""
+def cached_build_dir(board_name: str, prefix: str, files: dict[str, str],
+                     defines: dict[str, int] | None = None) -> Path:
+    """The build cache's folder for these generated files and compile definitions (content-keyed:
+    equal files and definitions, one build)."""
     import hashlib
 
     from mcu.paths import cache_dir
 
-    digest = hashlib.sha256("".join(f"{k}\0{v}" for k, v in sorted(files.items())).encode()).hexdigest()
+    key = "".join(f"{k}\0{v}" for k, v in sorted(files.items()))
+    if defines:
+        key += "\0defines\0" + " ".join(f"-D{k}={v}" for k, v in sorted(defines.items()))
+    digest = hashlib.sha256(key.encode()).hexdigest()
     return cache_dir() / "firmware" / board_name / f"{prefix}-{digest[:20]}"
 
 

@@ -63,6 +63,7 @@ def build_variant(cm: Any, kind: str, defines: dict[str, Any], extra_sources: tu
     a cache folder per ``kind`` keyed by the sources and the defines): the tracer, the stack painter."""
     from mcu.toolchain import build_firmware
 
+    defines = {**cm.library.defines, **defines}  # the model's kernel definitions (mcu/backends/specialise.py)
     files = cm.firmware_sources()
     if out_dir is None:
         flavour = "".join(f"{k}={v};" for k, v in sorted(defines.items()))

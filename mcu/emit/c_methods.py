@@ -16,6 +16,7 @@ from typing import Sequence
 
 from mcu.emit.c_model import (RUNTIME_SOURCES, ArenaView, ConstPool, GeneratedLibrary, ModelView, StateView,
                               arena_var, build_view, c_identifier, environment)
+from mcu.backends.specialise import merge_defines
 from mcu.errors import McuError
 from mcu.ir import Graph
 from mcu.memory import MemoryPlan
@@ -110,4 +111,5 @@ def render_methods_library(name: str, methods: Sequence[MethodInput], quantize: 
     weights.kernel_sources = sources
     return GeneratedLibrary(prefix=prefix, files=files, kernel_sources=sources, runtime_sources=runtime,
                             view=weights, include_dirs=sorted({d for v in views for d in v.include_dirs}),
-                            libraries=sorted({f for v in views for f in v.libraries}))
+                            libraries=sorted({f for v in views for f in v.libraries}),
+                            defines=merge_defines(v.kernel_defines for v in views))

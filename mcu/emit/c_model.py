@@ -14,6 +14,8 @@ import jinja2
 import numpy as np
 
 from mcu import __version__
+from mcu.backends import tuned
+from mcu.backends.specialise import PackedLayer, packed_defines
 from mcu.emit.cvalues import c_array_body, c_float, c_initializer, c_type
 from mcu.emit.delegates import REGISTRY_SOURCE, runtime_for
 from mcu.emit.kernels import KernelCall, Refs, emit_call
@@ -126,6 +128,8 @@ class ModelView:
     # the library, which defines them once for all its methods.
     shared_arenas: bool = False
     weights_header: str = ""
+    # Compile definitions of the kernels for this model (mcu/backends/specialise.py)
+    kernel_defines: dict[str, int] = field(default_factory=dict)
 
     @property
     def state_bytes(self) -> int:
@@ -151,6 +155,8 @@ class GeneratedLibrary:
     view: ModelView
     include_dirs: list[str] = field(default_factory=list)  # an external backend's headers (CMSIS-NN)
     libraries: list[str] = field(default_factory=list)  # linker flags of delegate libraries (-lXNNPACK)
+    # Compile definitions of the kernel sources every build of this library uses (mcu/backends/specialise.py)
+    defines: dict[str, int] = field(default_factory=dict)
 
 
 def c_identifier(name: str) -> str:
@@ -240,6 +246,7 @@ def build_view(graph: Graph, memory: MemoryPlan, quantize: str, prefix: str | No
     delegates: list[DelegateView] = []
     runtime_sources: list[str] = []
     libraries: list[str] = []
+    packed: list[PackedLayer] = []
     for i, op in enumerate(graph.ops):
         if op.kind == "delegate":
             call, view = _delegate_call(op, len(delegates), prefix, tensor_ref)
@@ -256,6 +263,9 @@ def build_view(graph: Graph, memory: MemoryPlan, quantize: str, prefix: str | No
         call = emit_call(op, ref)
         if call is None:
             continue
+        if call.function == tuned.FUNCTION and call.params is not None:
+            stream = op.attrs["packed_weights"].data
+            packed.append(PackedLayer.from_params(call.params, bool(int(stream[1]) & tuned.FLAG_RIGHT)))
         for s in call.sources:
             if s not in sources:
                 sources.append(s)
@@ -287,6 +297,7 @@ def build_view(graph: Graph, memory: MemoryPlan, quantize: str, prefix: str | No
         state=[StateView(name, f"{prefix.upper()}_STATE_{re.sub(r'[^A-Za-z0-9]', '_', name).upper()}",
                          memory.offset(t), t.nbytes, t.dtype, list(t.shape))
                for name, t in sorted(graph.state.items())],
+        kernel_defines=packed_defines(packed),
     )
 
 
@@ -325,7 +336,8 @@ def render_library(graph: Graph, memory: MemoryPlan, quantize: str) -> Generated
     }
     return GeneratedLibrary(prefix=p, files=files, kernel_sources=view.kernel_sources,
                             runtime_sources=[*RUNTIME_SOURCES, *view.runtime_sources], view=view,
-                            include_dirs=list(view.include_dirs), libraries=list(view.libraries))
+                            include_dirs=list(view.include_dirs), libraries=list(view.libraries),
+                            defines=dict(view.kernel_defines))
 
 
 @dataclass

@@ -10,7 +10,7 @@ from mcu.export_targets.common import ExportJob, LibraryTree, Writer, write_libr
 def write_build_files(w: Writer, job: ExportJob, tree: LibraryTree, base: str = "") -> None:
     """CMakeLists.txt (for add_subdirectory) and ``<prefix>.mk`` beside a library tree."""
     pre = f"{base}/" if base else ""
-    view = {"m": job.lib.view, "sources": tree.sources}
+    view = {"m": job.lib.view, "sources": tree.sources, "defines": job.lib.defines}
     w.render(f"{pre}{job.lib.prefix}.mk", "targets/cmake/library.mk.j2", **view)
     w.render(f"{pre}CMakeLists.txt", "targets/cmake/CMakeLists.txt.j2", **view)
     w.render(f"{pre}README.md", "library_README.md.j2", m=job.lib.view)

@@ -153,9 +153,17 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
 #if MCU_S8_DSP
     /* issue 13, few taps per pixel (first layers, narrow pointwise): internal/conv_narrow_s8_dsp.h */
     if (mcu_narrow_applies(p, kp, right, direction)) {
+#if MCU_PACKED_NARROW
         mcu_conv_narrow_s8(p, input, packed, output, kp, direction);
         return MCU_OK;
+#else
+        return MCU_ERR_UNSUPPORTED; /* this build left the narrow path out (MCU_PACKED_NARROW 0) */
+#endif
     }
+#endif
+#if MCU_S8_DSP_NATIVE && !MCU_PACKED_LOOP
+    /* this build left out the loop for windows wider than MCU_PIXEL_WIDE_TAPS */
+    MCU_REQUIRE(!right || out.c < 4 || kp <= MCU_PIXEL_WIDE_TAPS, MCU_ERR_UNSUPPORTED);
 #endif
     if (direction == 1) { /* each pixel's input is in the column before its output is written */
         const int64_t bi = in.c, bo = out.c;

@@ -57,6 +57,13 @@ static inline int mcu_narrow_applies(const mcu_conv2d_s8_params *p, int32_t kp, 
            (direction == 0 || p->input.c % 4 == 0);
 }
 
+#ifndef MCU_PACKED_NARROW
+#define MCU_PACKED_NARROW 1 /* 0: a model's build without narrow layers (mcu/backends/specialise.py) */
+#endif
+#ifndef MCU_PACKED_NARROW_K3C3
+#define MCU_PACKED_NARROW_K3C3 1 /* 0: no 3x3 windows of 3 channels (the runs of mode 2 and the border patch) */
+#endif
+#if MCU_PACKED_NARROW
 /* A layer's state. The assembly reads the fields up to `mode` at fixed offsets; the rest is for the
  * C around it. Modes: 0 the whole blocks of one pixel whose column is built; 1 pointwise pixels
  * from x (kp bytes each); 2 interior 3x3 windows of 3 channels at x (rows `step` bytes apart).
@@ -438,7 +445,7 @@ static inline void mcu_conv_narrow_s8(const mcu_conv2d_s8_params *p, const int8_
     const int32_t run = kw * c;                        /* a window row's bytes (dilation_w 1) */
     mcu_fill_s8(raw + kh * run, (int8_t)-off, kp - kh * run); /* taps past the window: 0 in the column */
     const int gather = p->dilation_w == 1;
-    const int k3c3 = gather && kh == 3 && kw * c == 9; /* other windows: one pixel at a time */
+    const int k3c3 = MCU_PACKED_NARROW_K3C3 && gather && kh == 3 && kw * c == 9; /* others: a pixel at a time */
     /* output columns whose window lies inside the input's width: ow_lo <= ow < ow_hi */
     int32_t ow_lo = 0, ow_hi = 0;
     if (gather) {
@@ -487,6 +494,8 @@ static inline void mcu_conv_narrow_s8(const mcu_conv2d_s8_params *p, const int8_
         }
     }
 }
+
+#endif /* MCU_PACKED_NARROW */
 
 #endif /* MCU_S8_DSP */
 

@@ -202,6 +202,10 @@ static inline int32_t mcu_packed_rq_s8(int32_t acc, const int32_t *rq)
     "bne 5b\n\t"                                                                                          \
     "8:\n\t"
 
+#ifndef MCU_PACKED_LOOP
+#define MCU_PACKED_LOOP 1 /* 0: a model's build whose windows all fit MCU_PIXEL_WIDE_TAPS */
+#endif
+#if MCU_PACKED_LOOP
 static inline const int32_t *mcu_pixel_packed_loop(const int16_t *col, int32_t kp, const int32_t *blob,
                                                    int8_t *y, int8_t *y_end, const uint32_t *bounds, int clamp)
 {
@@ -220,6 +224,8 @@ static inline const int32_t *mcu_pixel_packed_loop(const int16_t *col, int32_t k
                      : "r1", "r2", "r3", "lr", "cc", "memory");
     return w;
 }
+
+#endif /* MCU_PACKED_LOOP */
 
 /* mcu_pixel_packed for windows of at most MCU_PIXEL_WIDE_TAPS taps (every pointwise layer of the
  * reference models but the widest): the dot product straight-line, 8 taps per group of one LDM of
@@ -242,21 +248,18 @@ static inline const int32_t *mcu_pixel_packed_loop(const int16_t *col, int32_t k
  * of a layer (mcu_pixel_packed_start cleared the flag) writes the words that stay the same for all
  * its pixels, the others only y, y_end and r7. */
 #ifndef MCU_PIXEL_WIDE_TAPS
-#define MCU_PIXEL_WIDE_TAPS 256 /* -DMCU_PIXEL_WIDE_TAPS=128: 1.4 KB less code, wider layers on the loop */
+#define MCU_PIXEL_WIDE_TAPS 256 /* a model's build sets its widest window (mcu/backends/specialise.py) */
 #endif
-#if MCU_PIXEL_WIDE_TAPS == 256
-#define MCU_PXW_G "32"     /* groups */
-#define MCU_PXW_G1 "31"
-#define MCU_PXW_BYTES "2688" /* groups * MCU_PXW_GROUP_BYTES */
-#define MCU_PXW_LIST "0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31"
-#elif MCU_PIXEL_WIDE_TAPS == 128
-#define MCU_PXW_G "16"
-#define MCU_PXW_G1 "15"
-#define MCU_PXW_BYTES "1344"
-#define MCU_PXW_LIST "0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15"
-#else
-#error "MCU_PIXEL_WIDE_TAPS is 128 or 256"
+#if MCU_PIXEL_WIDE_TAPS < 8 || MCU_PIXEL_WIDE_TAPS > 256 || MCU_PIXEL_WIDE_TAPS % 8 != 0
+#error "MCU_PIXEL_WIDE_TAPS is a multiple of 8 from 8 to 256"
 #endif
+/* The group count as assembler text: the tables and the .rept take it as an expression, so any
+ * multiple of 8 works without a list per size. */
+#define MCU_PXW_STR2(x) #x
+#define MCU_PXW_STR(x) MCU_PXW_STR2(x)
+#define MCU_PXW_G "(" MCU_PXW_STR(MCU_PIXEL_WIDE_TAPS) " / 8)"
+#define MCU_PXW_G1 "(" MCU_PXW_STR(MCU_PIXEL_WIDE_TAPS) " / 8 - 1)"
+#define MCU_PXW_BYTES "(84 * " MCU_PXW_G ")" /* groups * MCU_PXW_GROUP_BYTES */
 #define MCU_PXW_PAIR(x)                                                                                   \
     "ldmia.w r5!, {r10, r11, r12, lr}\n\t"                                                                \
     "smlad r0, " x ", r10, r0\n\t"                                                                        \
@@ -323,13 +326,13 @@ static inline const int32_t *mcu_pixel_packed_wide(const int16_t *col, int32_t k
         "ldmia r5!, {r0, r1, r2, r3}\n\t"
         "tbh [pc, r6, lsl #1]\n\t"
         "40:\n\t"
-        ".irp g, " MCU_PXW_LIST "\n\t.hword (6f + 84 * \\g - 40b) / 2\n\t.endr\n\t"
+        ".rept " MCU_PXW_G "\n\t.hword (6f - 40b + 42 * (. - 40b)) / 2\n\t.endr\n\t"
         ".hword (7f - 40b) / 2\n\t"
         "7:\n\t"
         "ldrd r8, r9, [r4], #8\n\t"
         "tbh [pc, r7, lsl #1]\n\t"
         "41:\n\t"
-        ".irp g, " MCU_PXW_LIST "\n\t.hword (6f + 84 * \\g + 44 - 41b) / 2\n\t.endr\n\t"
+        ".rept " MCU_PXW_G "\n\t.hword (6f + 44 - 41b + 42 * (. - 41b)) / 2\n\t.endr\n\t"
         "6:\n\t.rept " MCU_PXW_G "\n\t" MCU_PXW_GROUP ".endr\n\t"
         "9:\n\t"
         ".if (9b - 6b) - " MCU_PXW_BYTES "\n\t"
@@ -371,7 +374,8 @@ static inline const int32_t *mcu_pixel_packed_wide(const int16_t *col, int32_t k
     return w;
 }
 #undef MCU_PXW_RQ2
-#undef MCU_PXW_LIST
+#undef MCU_PXW_STR
+#undef MCU_PXW_STR2
 #undef MCU_PXW_BYTES
 #undef MCU_PXW_G1
 #undef MCU_PXW_G
@@ -393,7 +397,11 @@ static inline const int32_t *mcu_pixel_packed(const int16_t *col, int32_t kp, co
     if (kp <= MCU_PIXEL_WIDE_TAPS) {
         return mcu_pixel_packed_wide(col, kp, blob, y, y_end, bounds, clamp);
     }
+#if MCU_PACKED_LOOP
     return mcu_pixel_packed_loop(col, kp, blob, y, y_end, bounds, clamp);
+#else
+    return blob; /* not reached: mcu_conv2d_packed_s8 refuses the layer (MCU_ERR_UNSUPPORTED) */
+#endif
 }
 #undef MCU_PX_BLOCKS
 #undef MCU_PX_STORE_BYTES
