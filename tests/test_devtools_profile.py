@@ -69,7 +69,7 @@ def test_normal_build_has_no_trace_code_or_cost(compiled, tmp_path) -> None:
     sources += [rt / "kernels" / s for s in cm.library.kernel_sources]
     sources += [rt / s for s in cm.library.runtime_sources]
     bare = build_firmware(cm.board, sources, [src, rt / "include", *cm.library.include_dirs], tmp_path,
-                          stack_usage=True)
+                          defines=dict(cm.library.defines), stack_usage=True)  # the model's kernel definitions
     # ...and cost nothing without MCU_TRACE: same section sizes, no tracer symbol, same instructions.
     assert fw.sections == bare.sections
     assert fw.flash_bytes == bare.flash_bytes and fw.ram_bytes == bare.ram_bytes

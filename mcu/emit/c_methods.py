@@ -16,7 +16,6 @@ from typing import Sequence
 
 from mcu.emit.c_model import (RUNTIME_SOURCES, ArenaView, ConstPool, GeneratedLibrary, ModelView, StateView,
                               arena_var, build_view, c_identifier, environment)
-from mcu.backends.specialise import merge_defines
 from mcu.errors import McuError
 from mcu.ir import Graph
 from mcu.memory import MemoryPlan
@@ -63,6 +62,8 @@ def _same_state(views: list[ModelView]) -> list[StateView]:
 
 def render_methods_library(name: str, methods: Sequence[MethodInput], quantize: str,
                            tokens: Sequence[int] = ()) -> GeneratedLibrary:
+    from mcu.backends.specialise import merge_defines  # lazily: no backend at the emitter's load
+
     from mcu import __version__
 
     if not methods:

@@ -14,8 +14,6 @@ import jinja2
 import numpy as np
 
 from mcu import __version__
-from mcu.backends import tuned
-from mcu.backends.specialise import PackedLayer, packed_defines
 from mcu.emit.cvalues import c_array_body, c_float, c_initializer, c_type
 from mcu.emit.delegates import REGISTRY_SOURCE, runtime_for
 from mcu.emit.kernels import KernelCall, Refs, emit_call
@@ -246,6 +244,10 @@ def build_view(graph: Graph, memory: MemoryPlan, quantize: str, prefix: str | No
     delegates: list[DelegateView] = []
     runtime_sources: list[str] = []
     libraries: list[str] = []
+    # Imported here: the emitter does not load backends at import time (tests/test_backends.py).
+    from mcu.backends import tuned
+    from mcu.backends.specialise import PackedLayer, packed_defines
+
     packed: list[PackedLayer] = []
     for i, op in enumerate(graph.ops):
         if op.kind == "delegate":
