@@ -19,7 +19,7 @@ import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -78,6 +78,7 @@ def close(got: np.ndarray, want: np.ndarray, rtol: float = 2e-5, atol: float = 2
 
 
 @SETTINGS
+@example(batch=1, groups=4, per_group=1, spatial=1, affine=True, channels_last=False, eps=1e-5, seed=0)  # var 0
 @given(batch=st.integers(1, 3), groups=st.integers(1, 4), per_group=st.integers(1, 4), spatial=st.integers(1, 20),
        affine=st.booleans(), channels_last=st.booleans(), eps=st.sampled_from([1e-5, 1e-2]), seed=st.integers(0, 2**16))
 def test_group_norm_matches_torch(batch: int, groups: int, per_group: int, spatial: int, affine: bool,
@@ -87,9 +88,10 @@ def test_group_norm_matches_torch(batch: int, groups: int, per_group: int, spati
     x = f32(rng.standard_normal((batch, c, spatial)) * 3 + 2)
     w = f32(rng.standard_normal(c)) if affine else None
     b = f32(rng.standard_normal(c)) if affine else None
-    want = torch.ops.aten.native_group_norm(torch.from_numpy(x), None if w is None else torch.from_numpy(w),
-                                            None if b is None else torch.from_numpy(b), batch, c, spatial, groups,
-                                            eps)[0].numpy()
+    # The reference in float64: torch's float32 CPU kernel folds (x - mean) * rstd * w + b into x * scale + shift,
+    # which is off by ~|x w| rstd ulp where a group's variance is ~0 (rstd up to 1 / sqrt(eps)); ours is not.
+    d64 = lambda a: None if a is None else torch.from_numpy(a.astype(np.float64))  # noqa: E731
+    want = torch.ops.aten.native_group_norm(d64(x), d64(w), d64(b), batch, c, spatial, groups, eps)[0].numpy()
     mem = f32(x.transpose(0, 2, 1)) if channels_last else x
     out = np.zeros_like(mem)
     p = GroupNormParams(batch, c, spatial, groups, int(channels_last), eps)
