@@ -494,23 +494,59 @@ def _parse(console: str) -> dict[int, tuple[bytes, int]]:
     return got
 
 
-@pytest.fixture(scope="module")
-def device_run():
-    b = build_cases()
+def run_cases(b: Builder, kernels, tag: str, timeout_s: int = 120) -> dict[int, tuple[bytes, int]]:
+    """`b`'s cases in one firmware for the M55 with `kernels` (files under runtime_c/kernels), run in QEMU:
+    each case's output bytes and status by index."""
     board = load_board(BOARD)
-    assert board.mve
-    out = cache_dir() / "test_kernels_s8_mve"
+    out = cache_dir() / tag
     out.mkdir(parents=True, exist_ok=True)
-    src = out / "mve_cases.c"
+    src = out / "cases.c"
     src.write_text(_render(b))
     rt = runtime_dir()
+    fw = build_firmware(board, [src, *(rt / "kernels" / k for k in kernels)], [rt / "include"], out)
+    result = run_qemu(board, fw.elf, timeout_s=timeout_s)
+    assert result.exit_code == 0 and "DONE" in result.console, result.console[-2000:]
+    return _parse(result.console)
+
+
+def assert_case(i: int, case: Case, got: dict[int, tuple[bytes, int]], label: str = "") -> None:
+    """Case `i` ran with status 0 and wrote exactly its expected bytes (`label` names it in a failure)."""
+    label = label or f"({case.kernel})"
+    assert i in got, f"case {i} {label} printed nothing"
+    data, status = got[i]
+    assert status == 0, f"case {i} {label}: status {status}\n{case.call}"
+    want = case.expected.astype(np.int8).tobytes()
+    have = data[: len(want)]
+    if have != want:
+        diff = np.flatnonzero(np.frombuffer(have, np.int8) != np.frombuffer(want, np.int8))
+        pytest.fail(f"case {i} {label}: {diff.size} of {len(want)} bytes differ, first at {diff[:8]}; "
+                    f"device {np.frombuffer(have, np.int8)[diff[:8]]} vs reference "
+                    f"{np.frombuffer(want, np.int8)[diff[:8]]}\n{case.call}")
+
+
+def compile_kernel(kernel: str, opt: str, tmp_path, assembly: bool = False) -> str:
+    """Compile runtime_c/kernels/`kernel` for the M55 at `opt` (the assembly blocks must leave GCC registers
+    to spare at every level); the assembly text when `assembly`."""
+    import subprocess
+
+    from mcu.toolchain import compile_flags, find_cross_compiler
+
+    flags = [f for f in compile_flags(load_board(BOARD)) if not f.startswith("-O")]
+    target = tmp_path / ("k.s" if assembly else "k.o")
+    done = subprocess.run([str(find_cross_compiler()), *flags, opt, "-S" if assembly else "-c", "-o", str(target),
+                           str(runtime_dir() / "kernels" / kernel)], capture_output=True, text=True)
+    assert done.returncode == 0, f"{kernel} at {opt}:\n{done.stderr[-2000:]}"
+    return target.read_text() if assembly else ""
+
+
+@pytest.fixture(scope="module")
+def device_run():
+    assert load_board(BOARD).mve
+    b = build_cases()
     kernels = ["mcu_conv2d_s8.c", "mcu_conv2d_1x1_s8.c", "mcu_depthwise_conv2d_s8.c",
                "mcu_depthwise_conv2d_s8_inplace.c", "mcu_linear_s8.c", "mcu_max_pool2d_s8.c", "mcu_avg_pool2d_s8.c",
                "mcu_mean_hw_s8.c", "mcu_add_s8.c", "mcu_sub_s8.c", "mcu_mul_s8.c"]
-    fw = build_firmware(board, [src, *(rt / "kernels" / k for k in kernels)], [rt / "include"], out)
-    result = run_qemu(board, fw.elf, timeout_s=120)
-    assert result.exit_code == 0 and "DONE" in result.console, result.console[-2000:]
-    return b, _parse(result.console)
+    return b, run_cases(b, kernels, "test_kernels_s8_mve")
 
 
 def test_kernels_take_the_mve_path() -> None:
@@ -534,15 +570,6 @@ def test_mve_kernel_equals_reference(device_run, kernel: str) -> None:
     for i, case in enumerate(b.cases):
         if case.kernel.split("/")[0] != kernel:
             continue
-        assert i in got, f"case {i} ({case.kernel}) printed nothing"
-        data, status = got[i]
-        assert status == 0, f"case {i} ({case.kernel}): status {status}\n{case.call}"
-        want = case.expected.astype(np.int8).tobytes()
-        have = data[: len(want)]
-        if have != want:
-            diff = np.flatnonzero(np.frombuffer(have, np.int8) != np.frombuffer(want, np.int8))
-            pytest.fail(f"case {i} ({case.kernel}): {diff.size} of {len(want)} bytes differ, first at {diff[:8]}; "
-                        f"device {np.frombuffer(have, np.int8)[diff[:8]]} vs reference "
-                        f"{np.frombuffer(want, np.int8)[diff[:8]]}\n{case.call}")
+        assert_case(i, case, got)
         checked += 1
     assert checked >= 8

@@ -22,12 +22,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import requires_qemu
-from mcu.boards import load_board
-from mcu.paths import cache_dir, runtime_dir
-from mcu.sim.qemu import run_qemu
-from mcu.toolchain import build_firmware
-from test_kernels_s8_mve import (MODES, WMODES, Builder, _parse, _render, conv_case, depthwise_case, linear_case,
-                                 pointwise_case)
+from test_kernels_s8_mve import (MODES, WMODES, Builder, assert_case, compile_kernel, conv_case, depthwise_case,
+                                 linear_case, pointwise_case, run_cases)
 
 BOARD = "mps3-an547"
 pytestmark = [requires_qemu, pytest.mark.qemu,
@@ -105,26 +101,9 @@ def _run(layers, seed: int, tag: str):
             _, c, kh, kw, sh, sw, pt, pl, h, w, inplace, mode = layer
             depthwise_case(b, rng, c=c, kh=kh, kw=kw, sh=sh, sw=sw, pt=pt, pl=pl, h=h, w=w, inplace=inplace,
                            mode=mode)
-    board = load_board(BOARD)
-    out = cache_dir() / f"test_mve_blocks_{tag}"
-    out.mkdir(parents=True, exist_ok=True)
-    src = out / "cases.c"
-    src.write_text(_render(b))
-    rt = runtime_dir()
-    fw = build_firmware(board, [src, *(rt / "kernels" / k for k in KERNELS)], [rt / "include"], out)
-    result = run_qemu(board, fw.elf, timeout_s=120)
-    assert result.exit_code == 0 and "DONE" in result.console, result.console[-2000:]
-    got = _parse(result.console)
+    got = run_cases(b, KERNELS, f"test_mve_blocks_{tag}")
     for i, case in enumerate(b.cases):
-        assert i in got, f"case {i} ({case.kernel}) printed nothing"
-        data, status = got[i]
-        assert status == 0, f"case {i} ({case.kernel}): status {status}\n{case.call}"
-        want = case.expected.astype(np.int8).tobytes()
-        have = data[: len(want)]
-        if have != want:
-            diff = np.flatnonzero(np.frombuffer(have, np.int8) != np.frombuffer(want, np.int8))
-            pytest.fail(f"case {i} ({case.kernel}): {diff.size} of {len(want)} bytes differ, first at {diff[:8]}"
-                        f"\n{case.call}")
+        assert_case(i, case, got)
 
 
 @settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -155,14 +134,5 @@ def test_mve_linear_equal_reference(layers, seed) -> None:
 def test_mve_kernels_compile_at_every_level(opt: str, tmp_path) -> None:
     """The assembly blocks keep GCC a register to spare at every optimisation level (-Os and -O1 reserve
     more registers than the default -O2; the interpreter's code size is measured at -Os)."""
-    import subprocess
-
-    from mcu.toolchain import compile_flags, find_cross_compiler
-
-    board = load_board(BOARD)
-    flags = [f for f in compile_flags(board) if not f.startswith("-O")]
     for kernel in KERNELS:
-        src = runtime_dir() / "kernels" / kernel
-        done = subprocess.run([str(find_cross_compiler()), *flags, opt, "-c", "-o", str(tmp_path / "k.o"), str(src)],
-                              capture_output=True, text=True)
-        assert done.returncode == 0, f"{kernel} at {opt}:\n{done.stderr[-2000:]}"
+        compile_kernel(kernel, opt, tmp_path)

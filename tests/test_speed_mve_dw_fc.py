@@ -14,16 +14,13 @@ weights, shifts with and without left shifts (those keep the previous path), cla
 from __future__ import annotations
 
 import shutil
-import subprocess
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import requires_qemu
-from mcu.boards import load_board
-from mcu.paths import runtime_dir
-from test_kernels_s8_mve import MODES, WMODES
+from test_kernels_s8_mve import MODES, WMODES, compile_kernel, run_cases
 from test_mve_blocks import _run
 
 pytestmark = [requires_qemu, pytest.mark.qemu,
@@ -79,16 +76,8 @@ def test_wide_image_takes_several_ring_chunks() -> None:
 def test_gather_path_compiles_at_every_level(opt: str, tmp_path) -> None:
     """The row loop's assembly block leaves GCC registers to spare at every level, and the M55 objects
     contain the byte gather."""
-    from mcu.toolchain import compile_flags, find_cross_compiler
-
-    board = load_board("mps3-an547")
-    flags = [f for f in compile_flags(board) if not f.startswith("-O")]
     for kernel in ["mcu_depthwise_conv2d_s8.c", "mcu_depthwise_conv2d_s8_inplace.c", "mcu_linear_s8.c"]:
-        src = runtime_dir() / "kernels" / kernel
-        done = subprocess.run([str(find_cross_compiler()), *flags, opt, "-S", "-o", str(tmp_path / "k.s"), str(src)],
-                              capture_output=True, text=True)
-        assert done.returncode == 0, f"{kernel} at {opt}:\n{done.stderr[-2000:]}"
-        asm = (tmp_path / "k.s").read_text()
+        asm = compile_kernel(kernel, opt, tmp_path, assembly=True)
         if "depthwise" in kernel:
             assert "vmladava.s8" in asm and "vldrb.u8 q0, [" in asm, kernel
         else:
@@ -101,10 +90,7 @@ def test_invalid_requantization_is_refused_on_the_m55() -> None:
     the ends of the ranges."""
     import numpy as np
 
-    from mcu.paths import cache_dir
-    from mcu.sim.qemu import run_qemu
-    from mcu.toolchain import build_firmware
-    from test_kernels_s8_mve import Builder, Case, _parse, _render
+    from test_kernels_s8_mve import Builder, Case
 
     b = Builder()
     x, wt = b.arr("int8_t", np.ones(8 * 6, dtype=np.int8)), b.arr("int8_t", np.ones(8 * 6 * 9, dtype=np.int8))
@@ -136,15 +122,5 @@ def test_invalid_requantization_is_refused_on_the_m55() -> None:
             for call in (call_fc, call_dw):
                 b.add(Case("check", call, np.zeros(0, dtype=np.int8)), 128)
                 expect.append(0 if ok else 2)  # MCU_OK, MCU_ERR_INVALID_ARG
-    board = load_board("mps3-an547")
-    out = cache_dir() / "test_speed_mve_dw_fc_check"
-    out.mkdir(parents=True, exist_ok=True)
-    src = out / "cases.c"
-    src.write_text(_render(b))
-    rt = runtime_dir()
-    fw = build_firmware(board, [src, *(rt / "kernels" / k for k in ("mcu_linear_s8.c", "mcu_depthwise_conv2d_s8.c"))],
-                        [rt / "include"], out)
-    result = run_qemu(board, fw.elf, timeout_s=120)
-    assert result.exit_code == 0 and "DONE" in result.console, result.console[-2000:]
-    got = _parse(result.console)
+    got = run_cases(b, ["mcu_linear_s8.c", "mcu_depthwise_conv2d_s8.c"], "test_speed_mve_dw_fc_check")
     assert [got[i][1] for i in range(len(expect))] == expect

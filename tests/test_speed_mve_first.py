@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 
 import numpy as np
 import pytest
@@ -27,12 +26,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import requires_qemu
-from mcu.boards import load_board
-from mcu.paths import cache_dir, runtime_dir
 from mcu.quant import reference as ref
-from mcu.sim.qemu import run_qemu
-from mcu.toolchain import build_firmware, compile_flags, find_cross_compiler
-from test_kernels_s8_mve import MODES, WMODES, Builder, Case, _data, _parse, _render, _shape, _weights
+from test_kernels_s8_mve import (MODES, WMODES, Builder, Case, _data, _shape, _weights, assert_case, compile_kernel,
+                                 run_cases)
 
 BOARD = "mps3-an547"
 pytestmark = [requires_qemu, pytest.mark.qemu,
@@ -111,26 +107,9 @@ def _run(layers, seed: int, tag: str) -> None:
     b = Builder()
     for layer in layers:
         narrow_case(b, rng, **layer)
-    board = load_board(BOARD)
-    out = cache_dir() / f"test_speed_mve_first_{tag}"
-    out.mkdir(parents=True, exist_ok=True)
-    src = out / "cases.c"
-    src.write_text(_render(b))
-    rt = runtime_dir()
-    fw = build_firmware(board, [src, *(rt / "kernels" / k for k in KERNELS)], [rt / "include"], out)
-    result = run_qemu(board, fw.elf, timeout_s=300)
-    assert result.exit_code == 0 and "DONE" in result.console, result.console[-2000:]
-    got = _parse(result.console)
+    got = run_cases(b, KERNELS, f"test_speed_mve_first_{tag}", timeout_s=300)
     for i, case in enumerate(b.cases):
-        assert i in got, f"case {i} printed nothing"
-        data, status = got[i]
-        assert status == 0, f"case {i}: status {status}\n{case.call}"
-        want = case.expected.astype(np.int8).tobytes()
-        have = data[: len(want)]
-        if have != want:
-            diff = np.flatnonzero(np.frombuffer(have, np.int8) != np.frombuffer(want, np.int8))
-            pytest.fail(f"case {i} {layers[i] if i < len(layers) else ''}: {diff.size} of {len(want)} bytes "
-                        f"differ, first at {diff[:8]}\n{case.call}")
+        assert_case(i, case, got, str(layers[i]) if i < len(layers) else "")
 
 
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -185,12 +164,7 @@ def test_edge_layers_equal_reference() -> None:
 def test_narrow_path_compiles_at_every_level(opt: str, tmp_path) -> None:
     """The assembly loop keeps GCC registers to spare at every optimisation level, and the M55 build
     of the convolution contains it."""
-    board = load_board(BOARD)
-    flags = [f for f in compile_flags(board) if not f.startswith("-O")]
-    src = runtime_dir() / "kernels" / "mcu_conv2d_s8.c"
-    done = subprocess.run([str(find_cross_compiler()), *flags, opt, "-S", "-o", "-", str(src)],
-                          capture_output=True, text=True)
-    assert done.returncode == 0, f"{opt}:\n{done.stderr[-2000:]}"
+    asm = compile_kernel("mcu_conv2d_s8.c", opt, tmp_path, assembly=True)
     # the channel loop's scalar requantization and the stripe's unpredicated scatter
-    assert re.search(r"vqrdmulh\.s32\s+q2, q2, \w+", done.stdout)
-    assert re.search(r"vstrb\.8\s+q0, \[\w+, q\d\]", done.stdout)
+    assert re.search(r"vqrdmulh\.s32\s+q2, q2, \w+", asm)
+    assert re.search(r"vstrb\.8\s+q0, \[\w+, q\d\]", asm)

@@ -19,7 +19,6 @@ mcu_conv2d_s8 (any stride: ResNet's shortcuts), drawn here too.
 from __future__ import annotations
 
 import shutil
-import subprocess
 
 import numpy as np
 import pytest
@@ -27,12 +26,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import requires_qemu
-from mcu.boards import load_board
-from mcu.paths import cache_dir, runtime_dir
 from mcu.quant import reference as ref
-from mcu.sim.qemu import run_qemu
-from mcu.toolchain import build_firmware, compile_flags, find_cross_compiler
-from test_kernels_s8_mve import MODES, Builder, Case, _data, _parse, _render, _shape, _weights, conv_case
+from test_kernels_s8_mve import (MODES, Builder, Case, _data, _shape, _weights, assert_case, compile_kernel, conv_case,
+                                 run_cases)
 
 BOARD = "mps3-an547"
 KERNEL = "mcu_conv2d_1x1_s8.c"
@@ -97,27 +93,9 @@ def _run(layers, seed: int, tag: str) -> None:
             continue
         cin, cout, pixels, overlap, mode, wmode = layer
         pointwise_guarded(b, rng, cin=cin, cout=cout, pixels=pixels, overlap=overlap, mode=mode, wmode=wmode)
-    board = load_board(BOARD)
-    out = cache_dir() / f"test_speed_mve_pw_{tag}"
-    out.mkdir(parents=True, exist_ok=True)
-    src = out / "cases.c"
-    src.write_text(_render(b))
-    rt = runtime_dir()
-    fw = build_firmware(board, [src, rt / "kernels" / KERNEL, rt / "kernels" / CONV], [rt / "include"], out)
-    result = run_qemu(board, fw.elf, timeout_s=120)
-    assert result.exit_code == 0 and "DONE" in result.console, result.console[-2000:]
-    got = _parse(result.console)
+    got = run_cases(b, [KERNEL, CONV], f"test_speed_mve_pw_{tag}")
     for i, case in enumerate(b.cases):
-        assert i in got, f"case {i} ({case.kernel}) printed nothing"
-        data, status = got[i]
-        assert status == 0, f"case {i} ({case.kernel}): status {status}\n{case.call}"
-        want = case.expected.astype(np.int8).tobytes()
-        have = data[: len(want)]
-        if have != want:
-            diff = np.flatnonzero(np.frombuffer(have, np.int8) != np.frombuffer(want, np.int8))
-            pytest.fail(f"case {i} ({case.kernel}): {diff.size} of {len(want)} bytes differ, first at {diff[:8]}; "
-                        f"device {np.frombuffer(have, np.int8)[diff[:8]]} vs expected "
-                        f"{np.frombuffer(want, np.int8)[diff[:8]]}\n{case.call}")
+        assert_case(i, case, got)
 
 
 WMODES = ["symmetric", "symmetric", "full", "ends"]
@@ -194,10 +172,5 @@ def test_resnet_shortcuts_equal_reference() -> None:
 def test_pointwise_kernel_compiles_at_every_level(opt: str, tmp_path) -> None:
     """The pair loop names fourteen registers (r0-r12 and lr): every optimisation level must still
     leave GCC a way to set them up."""
-    board = load_board(BOARD)
-    flags = [f for f in compile_flags(board) if not f.startswith("-O")]
     for kernel in (KERNEL, CONV):
-        src = runtime_dir() / "kernels" / kernel
-        done = subprocess.run([str(find_cross_compiler()), *flags, opt, "-c", "-o", str(tmp_path / "k.o"), str(src)],
-                              capture_output=True, text=True)
-        assert done.returncode == 0, f"{kernel} at {opt}:\n{done.stderr[-2000:]}"
+        compile_kernel(kernel, opt, tmp_path)

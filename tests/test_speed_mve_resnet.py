@@ -22,7 +22,6 @@ output with the expected bytes and prints the failing cases.
 from __future__ import annotations
 
 import shutil
-import subprocess
 
 import numpy as np
 import pytest
@@ -156,15 +155,8 @@ def test_mve_add_sub_equal_reference(cases: list[dict]) -> None:
 @pytest.mark.parametrize("opt", ["-Os", "-O1", "-O2", "-O3"])
 def test_mve_resnet_kernels_compile_at_every_level(opt: str, tmp_path) -> None:
     """The assembly blocks of the add and the convolution leave GCC registers to spare at every level."""
-    from mcu.toolchain import compile_flags, find_cross_compiler
-
-    board = load_board(BOARD)
-    flags = [f for f in compile_flags(board) if not f.startswith("-O")]
     for kernel in ["mcu_add_s8.c", "mcu_sub_s8.c", "mcu_conv2d_s8.c"]:
-        src = runtime_dir() / "kernels" / kernel
-        done = subprocess.run([str(find_cross_compiler()), *flags, opt, "-c", "-o", str(tmp_path / "k.o"), str(src)],
-                              capture_output=True, text=True)
-        assert done.returncode == 0, f"{kernel} at {opt}:\n{done.stderr[-2000:]}"
+        mve.compile_kernel(kernel, opt, tmp_path)
 
 
 @st.composite
@@ -224,28 +216,12 @@ def conv3_case(b, rng, *, cin, cout, kh, kw, sh, sw, pt, pl, dh, dw, h, w, n, mo
 @settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(layers=st.lists(conv_layers(), min_size=10, max_size=10), seed=st.integers(0, 2**32 - 1))
 def test_mve_conv_three_pixel_blocks_equal_reference(layers, seed) -> None:
-    from mcu.sim.qemu import run_qemu
-    from mcu.toolchain import build_firmware
-
     rng = np.random.default_rng(seed)
     b = mve.Builder()
     for layer in layers:
         _, cin, cout, kh, kw, sh, sw, pt, pl, dh, dw, h, w, n, mode, wmode, path = layer
         conv3_case(b, rng, cin=cin, cout=cout, kh=kh, kw=kw, sh=sh, sw=sw, pt=pt, pl=pl, dh=dh, dw=dw, h=h, w=w,
                    n=n, mode=mode, wmode=wmode, path=path)
-    out = cache_dir() / "test_speed_mve_resnet_conv"
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "cases.c").write_text(mve._render(b))
-    board = load_board(BOARD)
-    rt = runtime_dir()
-    fw = build_firmware(board, [out / "cases.c", rt / "kernels" / "mcu_conv2d_s8.c"], [rt / "include"], out)
-    result = run_qemu(board, fw.elf, timeout_s=120)
-    assert result.exit_code == 0 and "DONE" in result.console, result.console[-2000:]
-    got = mve._parse(result.console)
+    got = mve.run_cases(b, ["mcu_conv2d_s8.c"], "test_speed_mve_resnet_conv")
     for i, case in enumerate(b.cases):
-        data, status = got[i]
-        assert status == 0, f"case {i}: status {status}\n{case.call}"
-        want = case.expected.astype(np.int8).tobytes()
-        if data[: len(want)] != want:
-            diff = np.flatnonzero(np.frombuffer(data[: len(want)], np.int8) != np.frombuffer(want, np.int8))
-            pytest.fail(f"case {i}: {diff.size} of {len(want)} bytes differ, first at {diff[:8]}\n{case.call}")
+        mve.assert_case(i, case, got, "")
