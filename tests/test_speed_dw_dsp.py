@@ -79,7 +79,7 @@ def _layer(case: dict):
         m[:] = 2**31 - 1
     elif case["mult"] == "zero":
         m[::2] = 0
-    s = np.clip(case["shift"] + rng.integers(-3, 4, c), -31, 7).astype(np.int32)
+    s = np.clip(case["shift"] + rng.integers(-3, 4, c), *case.get("shift_range", (-31, 7))).astype(np.int32)
     params = dict(input=x.shape, output=(1, case["oh"], case["ow"], c), ch_mult=1, kernel_h=case["kh"],
                   kernel_w=case["kw"], stride_h=case["s"], stride_w=case["s"], pad_top=case["pt"],
                   pad_left=case["pl"], dilation_h=1, dilation_w=1, input_offset=-case["in_zp"],
@@ -155,7 +155,7 @@ def _arr(ctype: str, name: str, values) -> str:
     return f"static const {ctype} {name}[] = {{{body}}};\n"
 
 
-def _program(cases: list[dict]) -> str:
+def _program(cases: list[dict], banner: str) -> str:
     out = ['#include <stdint.h>\n#include <string.h>\n#include "mcu/kernels_s8.h"\n#include "mcu/platform.h"\n\n',
            "static int8_t arena[65536] __attribute__((aligned(4)));\nstatic int8_t ring[16384];\n",
            "static void say(const char *s) { mcu_platform_write(s, strlen(s)); }\n"]
@@ -193,9 +193,25 @@ def _program(cases: list[dict]) -> str:
                    f"    return st == MCU_OK && memcmp(y, e{k}, {expected.size}) == 0;\n}}\n")
         calls.append(f"    if (!case{k}()) {{ say(\"case {k} FAIL\\n\"); ++bad; }}\n")
     out.append("int main(void)\n{\n    int bad = 0;\n    (void)ring;\n" + "".join(calls) +
-               "    say(bad ? \"DW DSP FAIL\\n\" : \"DW DSP PASS\\n\");\n"
+               f"    say(bad ? \"{banner} FAIL\\n\" : \"{banner} PASS\\n\");\n"
                "    mcu_platform_exit(bad ? 1 : 0);\n    return 0;\n}\n")
     return "".join(out)
+
+
+def run_on_core(tmp, board: str, cases: list[dict], banner: str) -> None:
+    """`cases` in one firmware for `board` with both depthwise kernels: every case must pass."""
+    from mcu.boards import load_board
+    from mcu.paths import runtime_dir
+    from mcu.sim.qemu import run_qemu
+    from mcu.toolchain import build_firmware
+
+    (tmp / "main.c").write_text(_program(cases, banner))
+    rt = runtime_dir()
+    kernels = [rt / "kernels" / f for f in ("mcu_depthwise_conv2d_s8.c", "mcu_depthwise_conv2d_s8_inplace.c")]
+    b = load_board(board)
+    fw = build_firmware(b, [tmp / "main.c", *kernels], [rt / "include"], tmp / "out")
+    result = run_qemu(b, fw.elf)
+    assert f"{banner} PASS" in result.console and result.exit_code == 0, result.console[-2000:]
 
 
 def _fits_firmware(case: dict) -> bool:
@@ -210,16 +226,4 @@ def _fits_firmware(case: dict) -> bool:
 @given(cases=st.lists(dw_cases().filter(_fits_firmware), min_size=24, max_size=24))
 def test_depthwise_dsp_on_core(tmp_path_factory, board: str, cases: list[dict]) -> None:
     """24 drawn layers per firmware through the native assembly (ring fill, taps, requantization, clamp)."""
-    from mcu.boards import load_board
-    from mcu.paths import runtime_dir
-    from mcu.sim.qemu import run_qemu
-    from mcu.toolchain import build_firmware
-
-    tmp = tmp_path_factory.mktemp("dwdsp")
-    (tmp / "main.c").write_text(_program(cases))
-    rt = runtime_dir()
-    kernels = [rt / "kernels" / f for f in ("mcu_depthwise_conv2d_s8.c", "mcu_depthwise_conv2d_s8_inplace.c")]
-    b = load_board(board)
-    fw = build_firmware(b, [tmp / "main.c", *kernels], [rt / "include"], tmp / "out")
-    result = run_qemu(b, fw.elf)
-    assert "DW DSP PASS" in result.console and result.exit_code == 0, result.console[-2000:]
+    run_on_core(tmp_path_factory.mktemp("dwdsp"), board, cases, "DW DSP")
