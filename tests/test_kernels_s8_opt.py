@@ -74,6 +74,17 @@ def emulated():
     return load_bound(build_emulated_lib())
 
 
+def route_cbind(handle: ctypes.CDLL):
+    """Route cbind_s8.lib() (what cb.conv2d_packed and the other wrappers call) to `handle` until the
+    generator is closed: a body for module fixtures that yield it."""
+    original = cb.lib
+    cb.lib = lambda: handle
+    try:
+        yield handle
+    finally:
+        cb.lib = original
+
+
 @pytest.fixture(scope="module", autouse=True)
 def _use_emulated(emulated):
     """Route the shared ctypes helpers (cbind_s8.lib()) to the emulated build for this module."""

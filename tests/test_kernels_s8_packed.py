@@ -28,7 +28,7 @@ from mcu.boards import load_board
 from mcu.ir import Op
 from mcu.paths import runtime_dir
 from mcu.quant import reference as ref
-from test_kernels_s8_opt import build_emulated_lib
+from test_kernels_s8_opt import build_emulated_lib, load_bound, route_cbind
 
 _P = ctypes.c_void_p
 
@@ -36,18 +36,7 @@ _P = ctypes.c_void_p
 @pytest.fixture(scope="module", params=["host", "dsp-emulated"])
 def lib(request):
     """Route cbind_s8.lib() to the plain host build, then to the DSP-emulated build."""
-    if request.param == "host":
-        handle = cb.lib()
-    else:
-        handle = ctypes.CDLL(str(build_emulated_lib()))
-        for name, (argtypes, restype) in cb._SIGNATURES.items():
-            fn = getattr(handle, name)
-            fn.argtypes = argtypes
-            fn.restype = restype
-    original = cb.lib
-    cb.lib = lambda: handle
-    yield handle
-    cb.lib = original
+    yield from route_cbind(cb.lib() if request.param == "host" else load_bound(build_emulated_lib()))
 
 
 def _params(x_shape, out_shape, kh, kw, sh=1, sw=1, pt=0, pl=0, dh=1, dw=1, in_zp=0, out_zp=0, act=(-128, 127)):

@@ -17,7 +17,6 @@ C and DSP-emulated) run the same layers.
 
 from __future__ import annotations
 
-import ctypes
 import subprocess
 from pathlib import Path
 
@@ -34,8 +33,7 @@ from mcu.backends import tuned
 from mcu.boards import load_board
 from mcu.paths import runtime_dir
 from mcu.quant import reference as ref
-from test_kernels_s8_opt import build_emulated_lib
-from test_kernels_s8_packed import _firmware_source, _params
+from test_kernels_s8_packed import _firmware_source, _params, lib  # noqa: F401 (lib: the fixture)
 
 _S32 = (-(2**31), 2**31 - 1)
 _OUT_MAX = 4096  # the firmware's output buffer (test_kernels_s8_packed._firmware_source)
@@ -90,23 +88,6 @@ def _layer(draw) -> dict:
     expected = ref.conv2d_s8(x, wt, b, m, sh, **params)
     stream = tuned.pack_layer(wt.reshape(cout, -1), b, m, sh, out_zp)
     return dict(x=x, wt=wt, b=b, m=m, s=sh, w=stream, params=params, expected=expected)
-
-
-@pytest.fixture(scope="module", params=["host", "dsp-emulated"])
-def lib(request):
-    """cbind_s8 routed to the plain host library, then to the one with the DSP paths emulated."""
-    if request.param == "host":
-        handle = cb.lib()
-    else:
-        handle = ctypes.CDLL(str(build_emulated_lib()))
-        for name, (argtypes, restype) in cb._SIGNATURES.items():
-            fn = getattr(handle, name)
-            fn.argtypes = argtypes
-            fn.restype = restype
-    original = cb.lib
-    cb.lib = lambda: handle
-    yield handle
-    cb.lib = original
 
 
 @settings(max_examples=30, deadline=None)

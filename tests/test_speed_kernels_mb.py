@@ -11,7 +11,6 @@ runs the flat loop; the firmware on the simulated M33 and M4 runs both with the 
 
 from __future__ import annotations
 
-import ctypes
 
 import numpy as np
 import pytest
@@ -26,7 +25,7 @@ from mcu.backends import tuned
 from mcu.boards import load_board
 from mcu.paths import runtime_dir
 from mcu.quant import reference as ref
-from test_kernels_s8_opt import build_emulated_lib
+from test_kernels_s8_opt import build_emulated_lib, load_bound, route_cbind
 from test_kernels_s8_packed import _firmware_source, _params
 
 _S32 = (-(2**31), 2**31 - 1)
@@ -74,15 +73,7 @@ def _case(draw) -> dict:
 @pytest.fixture(scope="module")
 def emulated():
     """cbind_s8 routed to the host library with the DSP paths emulated."""
-    handle = ctypes.CDLL(str(build_emulated_lib()))
-    for name, (argtypes, restype) in cb._SIGNATURES.items():
-        fn = getattr(handle, name)
-        fn.argtypes = argtypes
-        fn.restype = restype
-    original = cb.lib
-    cb.lib = lambda: handle
-    yield handle
-    cb.lib = original
+    yield from route_cbind(load_bound(build_emulated_lib()))
 
 
 @settings(max_examples=40, deadline=None)
