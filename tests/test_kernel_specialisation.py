@@ -22,7 +22,7 @@ from mcu.boards import load_board
 from mcu.export import export_library
 from mcu.paths import runtime_dir
 from mcu.quant import reference as ref
-from test_kernels_s8_packed import _c_array, _params
+from test_kernels_s8_packed import _firmware_source, _params
 
 # The reference models on mps2-an505 (int8): their packed layers' widest window and paths
 EXPECTED = {
@@ -90,57 +90,14 @@ def _case(rng: np.random.Generator, cin: int, k: int = 1, cout: int = 12, act=(-
     return dict(x=x, w=tuned.pack_layer(wt.reshape(cout, -1), b, m, sh, out_zp), params=params, expected=expected)
 
 
-def _firmware(cases: list[tuple[dict, bool]]) -> str:
-    """Each case with whether it must run (bit-exact) or return MCU_ERR_UNSUPPORTED."""
-    src = ['#include <stdint.h>\n#include "mcu/kernels_s8.h"\n#include "mcu/log.h"\n']
-    runs = []
-    for i, (c, ok) in enumerate(cases):
-        p = c["params"]
-        src += [_c_array(f"x{i}", "int8_t", c["x"]), _c_array(f"w{i}", "int32_t", c["w"]),
-                _c_array(f"e{i}", "int8_t", c["expected"])]
-        shape = "{{{}, {}, {}, {}}}"
-        fields = [shape.format(*p["input"]), shape.format(*p["output"])] + [
-            str(p[f]) for f in ("kernel_h", "kernel_w", "stride_h", "stride_w", "pad_top", "pad_left", "dilation_h",
-                                "dilation_w", "groups", "input_offset", "output_offset", "act_min", "act_max")]
-        src.append(f"static const mcu_conv2d_s8_params p{i} = {{{', '.join(fields)}}};\n")
-        runs.append(f"    bad += run(&p{i}, x{i}, w{i}, e{i}, (int32_t)sizeof(e{i}), {int(ok)});\n")
-    src.append("""
-static int8_t out[4096];
-static int run(const mcu_conv2d_s8_params *p, const int8_t *x, const int32_t *w, const int8_t *e, int32_t n, int ok)
-{
-    const mcu_status s = mcu_conv2d_packed_s8(NULL, p, x, w, out);
-    if (!ok) {
-        return s != MCU_ERR_UNSUPPORTED;
-    }
-    if (s != MCU_OK) {
-        return 1;
-    }
-    int32_t diff = 0;
-    for (int32_t i = 0; i < n; ++i) {
-        diff += out[i] != e[i];
-    }
-    return diff != 0;
-}
-
-int main(void)
-{
-    int bad = 0;
-""" + "".join(runs) + """    mcu_log_str("specialised cases failed: ");
-    mcu_log_i32(bad);
-    mcu_log_newline();
-    return bad;
-}
-""")
-    return "".join(src)
-
-
 def _run_on_m33(tmp: Path, cases: list[tuple[dict, bool]], defines: dict[str, int]) -> None:
     from mcu.sim.qemu import run_qemu
     from mcu.toolchain import build_firmware
 
     tmp.mkdir(parents=True, exist_ok=True)
     main = tmp / "main.c"
-    main.write_text(_firmware(cases))
+    # each case with whether it must run (bit-exact) or return MCU_ERR_UNSUPPORTED
+    main.write_text(_firmware_source([dict(c, refused=not ok) for c, ok in cases], "specialised"))
     board = load_board("mps2-an505")
     fw = build_firmware(board, [main, runtime_dir() / "kernels" / tuned.SOURCE], [runtime_dir() / "include"],
                         tmp / "out", defines=defines)

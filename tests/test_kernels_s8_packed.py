@@ -223,7 +223,9 @@ def _firmware_cases(rng: np.random.Generator, count: int) -> list[dict]:
     return cases
 
 
-def _firmware_source(cases: list[dict]) -> str:
+def _firmware_source(cases: list[dict], label: str = "packed") -> str:
+    """One firmware running every case (a case with `refused` set must return MCU_ERR_UNSUPPORTED instead)
+    and printing "<label> cases failed: N"."""
     src = ['#include <stdint.h>\n#include "mcu/kernels_s8.h"\n#include "mcu/log.h"\n']
     runs = []
     for i, c in enumerate(cases):
@@ -235,12 +237,18 @@ def _firmware_source(cases: list[dict]) -> str:
             str(p[f]) for f in ("kernel_h", "kernel_w", "stride_h", "stride_w", "pad_top", "pad_left", "dilation_h",
                                 "dilation_w", "groups", "input_offset", "output_offset", "act_min", "act_max")]
         src.append(f"static const mcu_conv2d_s8_params p{i} = {{{', '.join(fields)}}};\n")
-        runs.append(f"    bad += run(&p{i}, x{i}, w{i}, e{i}, (int32_t)sizeof(e{i}));\n")
+        refused = int(c.get("refused", False))
+        runs.append(f"    bad += run(&p{i}, x{i}, w{i}, e{i}, (int32_t)sizeof(e{i}), {refused});\n")
     src.append("""
 static int8_t out[4096];
-static int run(const mcu_conv2d_s8_params *p, const int8_t *x, const int32_t *w, const int8_t *e, int32_t n)
+static int run(const mcu_conv2d_s8_params *p, const int8_t *x, const int32_t *w, const int8_t *e, int32_t n,
+               int refused)
 {
-    if (mcu_conv2d_packed_s8(NULL, p, x, w, out) != MCU_OK) {
+    const mcu_status s = mcu_conv2d_packed_s8(NULL, p, x, w, out);
+    if (refused) {
+        return s != MCU_ERR_UNSUPPORTED;
+    }
+    if (s != MCU_OK) {
         return 1;
     }
     int32_t diff = 0;
@@ -253,11 +261,11 @@ static int run(const mcu_conv2d_s8_params *p, const int8_t *x, const int32_t *w,
 int main(void)
 {
     int bad = 0;
-""" + "".join(runs) + """    mcu_log_str("packed cases failed: ");
+""" + "".join(runs) + f"""    mcu_log_str("{label} cases failed: ");
     mcu_log_i32(bad);
     mcu_log_newline();
     return bad;
-}
+}}
 """)
     return "".join(src)
 
