@@ -168,28 +168,9 @@ static inline void mcu_narrow_col_k3c3(const int8_t *s, int32_t step, uint32_t o
     "asr r9, r9, r11\n\t"                                                                                 \
     "ssat " acc ", #8, r9\n\t"
 
-/* Four STRB when the activation range is all of int8, else the bytes packed into a word and
- * clamped byte-wise (SSUB8 sets GE where the value is at least the bound, SEL keeps it). Both
- * leave y (advanced) in r4 and y_end in r8. */
-#define MCU_NW_STORE_BYTES                                                                                \
-    "ldrd r4, r8, [r6]\n\t"                                                                               \
-    "strb r1, [r4, #1]\n\t"                                                                               \
-    "strb r2, [r4, #2]\n\t"                                                                               \
-    "strb r3, [r4, #3]\n\t"                                                                               \
-    "strb r0, [r4], #4\n\t"
-#define MCU_NW_STORE_CLAMP                                                                                \
-    "pkhbt r0, r0, r2, lsl #16\n\t"                                                                       \
-    "pkhbt r1, r1, r3, lsl #16\n\t"                                                                       \
-    "and r0, r0, #0x00FF00FF\n\t"                                                                         \
-    "and r1, r1, #0x00FF00FF\n\t"                                                                         \
-    "orr r0, r0, r1, lsl #8\n\t"                                                                          \
-    "ldrd r8, r9, [r6, #8]\n\t"                                                                           \
-    "ssub8 r10, r0, r8\n\t"                                                                               \
-    "sel r0, r0, r8\n\t"                                                                                  \
-    "ssub8 r10, r9, r0\n\t"                                                                               \
-    "sel r0, r0, r9\n\t"                                                                                  \
-    "ldrd r4, r8, [r6]\n\t"                                                                               \
-    "str r0, [r4], #4\n\t"
+/* The stores are gemm_s8_dsp.h's (MCU_PX_STORE_BYTES, MCU_PX_STORE_CLAMP: four STRB when the range is all
+ * of int8, else the bytes clamped byte-wise and one STR), on the same state layout at r6; both leave
+ * y (advanced) in r4 and y_end in r8. */
 
 /* Four bytes of the pointwise column: (x + off) of bytes 0, 2 and 1, 3 (r12: off2). */
 #define MCU_NW_COL4                                                                                       \
@@ -290,7 +271,7 @@ static inline void mcu_narrow_col_k3c3(const int8_t *s, int32_t step, uint32_t o
 static __attribute__((noinline)) void mcu_narrow_engine_full(mcu_narrow_state *st)
 {
     register mcu_narrow_state *s __asm__("r6") = st;
-    __asm__ volatile(MCU_NW_ENGINE(MCU_NW_STORE_BYTES)
+    __asm__ volatile(MCU_NW_ENGINE(MCU_PX_STORE_BYTES)
                      :
                      : "r"(s)
                      : "r0", "r1", "r2", "r3", "r4", "r5", "r8", "r9", "r10", "r11", "r12", "lr", "cc", "memory");
@@ -299,7 +280,7 @@ static __attribute__((noinline)) void mcu_narrow_engine_full(mcu_narrow_state *s
 static __attribute__((noinline)) void mcu_narrow_engine_clamp(mcu_narrow_state *st)
 {
     register mcu_narrow_state *s __asm__("r6") = st;
-    __asm__ volatile(MCU_NW_ENGINE(MCU_NW_STORE_CLAMP)
+    __asm__ volatile(MCU_NW_ENGINE(MCU_PX_STORE_CLAMP)
                      :
                      : "r"(s)
                      : "r0", "r1", "r2", "r3", "r4", "r5", "r8", "r9", "r10", "r11", "r12", "lr", "cc", "memory");
@@ -307,8 +288,6 @@ static __attribute__((noinline)) void mcu_narrow_engine_clamp(mcu_narrow_state *
 #undef MCU_NW_ENGINE
 #undef MCU_NW_COL8
 #undef MCU_NW_COL4
-#undef MCU_NW_STORE_CLAMP
-#undef MCU_NW_STORE_BYTES
 #undef MCU_NW_RQ
 #undef MCU_NW_STEP
 

@@ -155,6 +155,8 @@ static inline int32_t mcu_packed_rq_s8(int32_t acc, const int32_t *rq)
  * that the compiler's stack-usage figures (the planned stack) cannot see. Returns the stream after
  * the last block. */
 #define MCU_PIXEL_PACKED_SPARE 20 /* the state of mcu_pixel_packed_wide: 10 words */
+/* The block's two stores (state at r6: y, y_end, min4, max4; conv_narrow_s8_dsp.h's engine stores
+ * through them too). */
 #define MCU_PX_STORE_CLAMP                                                                                \
     "pkhbt r0, r0, r2, lsl #16\n\t"                                                                       \
     "pkhbt r1, r1, r3, lsl #16\n\t"                                                                       \
@@ -404,8 +406,6 @@ static inline const int32_t *mcu_pixel_packed(const int16_t *col, int32_t kp, co
 #endif
 }
 #undef MCU_PX_BLOCKS
-#undef MCU_PX_STORE_BYTES
-#undef MCU_PX_STORE_CLAMP
 #undef MCU_RQ_PACKED
 #endif
 
