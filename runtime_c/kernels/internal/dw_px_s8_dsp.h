@@ -191,14 +191,6 @@ _Static_assert(offsetof(mcu_dwpx_px, y) == 12 && offsetof(mcu_dwpx_px, end) == 1
  * taps at w0ofs, w1ofs, w2ofs. */
 #define MCU_DWPX_ROW(x, w0ofs, w1ofs, w2ofs)                                                   \
     MCU_DWPX_TAP(x, "0", w0ofs) MCU_DWPX_TAP(x, "8", w1ofs) MCU_DWPX_TAP(x, "16", w2ofs) "add " x ", " x ", r1\n\t"
-#define MCU_DWPX_RQ(a, kofs, mofs)                                                            \
-    "lsr r8, " a ", #31\n\t"                                                                  \
-    "add r8, r0, r8, lsl #3\n\t"                                                              \
-    "ldrd r10, r11, [r8, #" kofs "]\n\t"                                                      \
-    "ldrd r8, r9, [r0, #" mofs "]\n\t"                                                        \
-    "smlal r10, r11, " a ", r8\n\t"                                                           \
-    "asr r11, r11, r9\n\t"                                                                    \
-    "ssat " a ", #8, r11\n\t"
 /* Raw ring: a tap widens its input; a row's first tap last, its load post-indexed to the next group. */
 #define MCU_DWPX_RTAP(xaddr, wofs)                                                            \
     "ldr r8, " xaddr "\n\t"                                                                   \
@@ -232,8 +224,8 @@ _Static_assert(offsetof(mcu_dwpx_px, y) == 12 && offsetof(mcu_dwpx_px, end) == 1
                      "1:\n\t"                                                                 \
                      "ldrd r4, r5, [r0, #72]\n\t"                                             \
                      "ldrd r6, r7, [r0, #80]\n\t" rows                                        \
-                             MCU_DWPX_RQ("r4", "88", "104") MCU_DWPX_RQ("r5", "112", "128")       \
-                                 MCU_DWPX_RQ("r6", "136", "152") MCU_DWPX_RQ("r7", "160", "176")  \
+                             MCU_DW4_RUN_RQ("r4", "88", "104") MCU_DW4_RUN_RQ("r5", "112", "128")       \
+                                 MCU_DW4_RUN_RQ("r6", "136", "152") MCU_DW4_RUN_RQ("r7", "160", "176")  \
                      "pkhbt r4, r4, r6, lsl #16\n\t"                                          \
                      "pkhbt r5, r5, r7, lsl #16\n\t"                                          \
                      "and r4, r4, #0x00FF00FF\n\t"                                            \
@@ -308,7 +300,6 @@ static __attribute__((naked, noinline, unused)) void mcu_dwpx_wide_full(const mc
 #undef MCU_DWPX_RROW
 #undef MCU_DWPX_WIDE_ROWS
 #undef MCU_DWPX_RAW_ROWS
-#undef MCU_DWPX_RQ
 #else
 /* The same loop in C with the instructions' arithmetic. */
 #define MCU_DWPX_WTAP(xp, wp)                                                                 \

@@ -369,7 +369,8 @@ _Static_assert(offsetof(mcu_dw4_run, rq) == 16 && offsetof(mcu_dw4_run, row) == 
     "ldrd r12, lr, [r0, #" ofs "]\n\t" MCU_DW4_RUN_TAP("[r12]", "0") MCU_DW4_RUN_TAP("[r12, r1]", "8") \
         MCU_DW4_RUN_TAP("[r12, r1, lsl #1]", "16") "add r12, r12, r3\n\t"                     \
                                                    "str r12, [r0, #" ofs "]\n\t"
-/* Lane a (register), K pair at kofs, multiplier and shift at mofs (see mcu_rq_ch_apply). */
+/* Lane a (register), K pair at kofs, multiplier and shift at mofs (see mcu_rq_ch_apply); r0 the state,
+ * r8-r11 scratch. Also dw_px_s8_dsp.h's row loops' requantization. */
 #define MCU_DW4_RUN_RQ(a, kofs, mofs)                                                         \
     "lsr r8, " a ", #31\n\t"                                                                  \
     "add r8, r0, r8, lsl #3\n\t"                                                              \
@@ -435,7 +436,6 @@ static inline void mcu_dw4_run3x3(mcu_dw4_run *run)
 #undef MCU_DW4_RUN_CLAMP
 #undef MCU_DW4_RUN_TAP
 #undef MCU_DW4_RUN_ROW
-#undef MCU_DW4_RUN_RQ
 #else
 /* The same loop in C with the instructions' arithmetic. */
 static MCU_DW4_NOINLINE void mcu_dw4_run3x3(mcu_dw4_run *run)
