@@ -67,8 +67,8 @@ static inline int mcu_narrow_applies(const mcu_conv2d_s8_params *p, int32_t kp, 
 /* A layer's state. The assembly reads the fields up to `mode` at fixed offsets; the rest is for the
  * C around it. Modes: 0 the whole blocks of one pixel whose column is built; 1 pointwise pixels
  * from x (kp bytes each); 2 interior 3x3 windows of 3 channels at x (rows `step` bytes apart).
- * In modes 1 and 2 pixels run until x reaches x_stop, x advancing by dx (after the kp bytes a pointwise column consumed) and y by dy (after the
- * pixel's cout bytes). */
+ * In modes 1 and 2 pixels run until x reaches x_stop, x advancing by dx (after the kp bytes a
+ * pointwise column consumed) and y by dy (after the pixel's cout bytes). */
 typedef struct {
     int8_t *y;
     int8_t *y_end;
@@ -147,20 +147,6 @@ static inline void mcu_narrow_col_k3c3(const int8_t *s, int32_t step, uint32_t o
 }
 
 #if MCU_S8_DSP_NATIVE
-/* Four taps (two pairs) of the column (r4) against four channels of the stream (r5), into r0-r3. */
-#define MCU_NW_STEP                                                                                       \
-    "ldrd r12, lr, [r4], #8\n\t"                                                                          \
-    "ldmia r5!, {r8, r9, r10, r11}\n\t"                                                                   \
-    "smlad r0, r12, r8, r0\n\t"                                                                           \
-    "smlad r1, r12, r9, r1\n\t"                                                                           \
-    "smlad r2, r12, r10, r2\n\t"                                                                          \
-    "smlad r3, r12, r11, r3\n\t"                                                                          \
-    "ldmia r5!, {r8, r9, r10, r11}\n\t"                                                                   \
-    "smlad r0, lr, r8, r0\n\t"                                                                            \
-    "smlad r1, lr, r9, r1\n\t"                                                                            \
-    "smlad r2, lr, r10, r2\n\t"                                                                           \
-    "smlad r3, lr, r11, r3\n\t"
-
 /* One channel: (K low, K high, m, R - 1) in one LDM, K + acc m, the high word shifted by R - 1. */
 #define MCU_NW_RQ(acc)                                                                                    \
     "ldmia r5!, {r8, r9, r10, r11}\n\t"                                                                   \
@@ -246,9 +232,12 @@ static inline void mcu_narrow_col_k3c3(const int8_t *s, int32_t step, uint32_t o
     ".byte (11f - 0b) / 2, (12f - 0b) / 2, (13f - 0b) / 2, (14f - 0b) / 2\n\t"                             \
     ".byte (15f - 0b) / 2, (16f - 0b) / 2, (17f - 0b) / 2, (18f - 0b) / 2\n\t"                             \
     ".byte (19f - 0b) / 2, (23f - 0b) / 2, (24f - 0b) / 2, (25f - 0b) / 2\n\t"                             \
-    "11:\n\t" MCU_NW_STEP "12:\n\t" MCU_NW_STEP "13:\n\t" MCU_NW_STEP "14:\n\t" MCU_NW_STEP               \
-    "15:\n\t" MCU_NW_STEP "16:\n\t" MCU_NW_STEP "17:\n\t" MCU_NW_STEP "18:\n\t" MCU_NW_STEP               \
-    "19:\n\t" MCU_NW_STEP "23:\n\t" MCU_NW_STEP "24:\n\t" MCU_NW_STEP "25:\n\t" MCU_NW_STEP               \
+    "11:\n\t" MCU_DOT4_HALF "12:\n\t" MCU_DOT4_HALF                                                       \
+    "13:\n\t" MCU_DOT4_HALF "14:\n\t" MCU_DOT4_HALF                                                       \
+    "15:\n\t" MCU_DOT4_HALF "16:\n\t" MCU_DOT4_HALF                                                       \
+    "17:\n\t" MCU_DOT4_HALF "18:\n\t" MCU_DOT4_HALF                                                       \
+    "19:\n\t" MCU_DOT4_HALF "23:\n\t" MCU_DOT4_HALF                                                       \
+    "24:\n\t" MCU_DOT4_HALF "25:\n\t" MCU_DOT4_HALF                                                       \
     MCU_NW_RQ("r0") MCU_NW_RQ("r1") MCU_NW_RQ("r2") MCU_NW_RQ("r3")                                       \
     store                                                                                                 \
     "str r4, [r6]\n\t"                                                                                    \
@@ -289,7 +278,6 @@ static __attribute__((noinline)) void mcu_narrow_engine_clamp(mcu_narrow_state *
 #undef MCU_NW_COL8
 #undef MCU_NW_COL4
 #undef MCU_NW_RQ
-#undef MCU_NW_STEP
 
 static inline void mcu_narrow_engine(mcu_narrow_state *st)
 {

@@ -133,8 +133,8 @@ static inline int32_t mcu_packed_rq_s8(int32_t acc, const int32_t *rq)
 /* One whole block on the core (a pass of mcu_pixel_packed_loop): biases into the accumulators (one
  * LDM), the dot product (per 64 taps 16 LDRD + 32 LDM + 128 SMLAD + compare and branch,
  * MCU_DOT4_LOOP64), then the four requantizations (mcu_packed_rq_s8 in 6 instructions each, SSAT to
- * int8 and the LDM included) and the stores: four STRB when the activation range is all of int8 (clamp 0), else the bytes packed into
- * a word, clamped byte-wise to [min4, max4] (SSUB8 sets GE where the value is at least the bound, SEL
+ * int8 and the LDM included) and the stores: four STRB when the activation range is all of int8
+ * (clamp 0), else the bytes packed into a word, clamped byte-wise to [min4, max4] (SSUB8 sets GE where the value is at least the bound, SEL
  * keeps it) and one STR. `bounds` holds (min4, max4): the activation bounds in four bytes each; the
  * range lies inside int8, so saturating first changes nothing. Every register is fixed because LDM
  * fills registers in ascending order. */
