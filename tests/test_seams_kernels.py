@@ -1,0 +1,98 @@
+"""Where the kernels' fast paths meet: layers of different paths in one firmware, at every optimisation level.
+
+mcu_conv2d_packed_s8 takes a narrow path (internal/conv_narrow_s8_dsp.h: few taps, a ReLU range) and a
+wide one (internal/gemm_s8_dsp.h's mcu_pixel_packed_wide); both are assembly that pins registers, and the
+compiler allocates around it differently at each level. One firmware runs narrow layers, then wide ones,
+then narrow ones again, on the same stack, with the kernel built at -Os, -O1, -O2 and -O3, on the M33 and
+the M4; every output is compared with the Python reference bit for bit.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import requires_qemu
+from mcu.backends import tuned
+from mcu.boards import load_board
+from mcu.paths import runtime_dir
+from mcu.quant import reference as ref
+from test_kernels_s8_packed import _firmware_source, _params
+
+
+def _conv_case(rng: np.random.Generator, h: int, w: int, cin: int, cout: int, k: int, pad: int,
+               relu: bool) -> dict:
+    """One layer with right shifts (the assembly's streams); `relu`: a range from the output offset up."""
+    x = rng.integers(-128, 128, (1, h, w, cin)).astype(np.int8)
+    wt = rng.integers(-127, 128, (cout, k, k, cin)).astype(np.int8)
+    b = rng.integers(-(2**16), 2**16, cout).astype(np.int32)
+    m = rng.integers(2**29, 2**31 - 1, cout).astype(np.int64)
+    sh = rng.integers(-12, -6, cout).astype(np.int64)
+    out_zp = int(rng.integers(-20, 20))
+    act = (out_zp, 127) if relu else (-128, 127)
+    oh, ow = h + 2 * pad - k + 1, w + 2 * pad - k + 1
+    params = _params(x.shape, (1, oh, ow, cout), k, k, pt=pad, pl=pad, in_zp=int(rng.integers(-10, 10)),
+                     out_zp=out_zp, act=act)
+    expected = ref.conv2d_s8(x, wt, b, m, sh, **params)
+    return dict(params=params, x=x, w=tuned.pack_layer(wt.reshape(cout, -1), b, m, sh, out_zp), expected=expected)
+
+
+def _mixed_cases() -> list[dict]:
+    rng = np.random.default_rng(27)
+    narrow = [_conv_case(rng, 6, 6, 3, 8, 3, 1, True),     # a first layer: 3x3 window of RGB (27 taps)
+              _conv_case(rng, 5, 5, 16, 8, 1, 0, True),    # narrow pointwise
+              _conv_case(rng, 4, 4, 12, 16, 1, 0, True)]
+    wide = [_conv_case(rng, 4, 4, 64, 12, 1, 0, False),    # 64 taps: the straight-line wide path
+            _conv_case(rng, 4, 4, 36, 8, 1, 0, True),      # 36 taps, but the range below: wide too
+            _conv_case(rng, 5, 5, 16, 8, 3, 1, False)]     # 144 taps, through the stub (kp % 8 == 0 here)
+    return narrow + wide + narrow + wide
+
+
+@requires_qemu
+@pytest.mark.qemu
+@pytest.mark.parametrize("board_name", ["mps2-an505", "mps2-an386"])
+@pytest.mark.parametrize("opt", ["-Os", "-O1", "-O2", "-O3"])
+def test_narrow_then_wide_layers_at_every_level(tmp_path: Path, board_name: str, opt: str) -> None:
+    from mcu.sim.qemu import run_qemu
+    from mcu.toolchain import build_firmware
+
+    main = tmp_path / "main.c"
+    main.write_text(_firmware_source(_mixed_cases(), label="mixed"))
+    kernel = tmp_path / "packed.c"  # a pragma ahead of the kernel: the rest of the build stays at -O2
+    kernel.write_text(f'#pragma GCC optimize("{opt[1:]}")\n#include "{runtime_dir() / "kernels" / tuned.SOURCE}"\n')
+    board = load_board(board_name)
+    fw = build_firmware(board, [main, kernel], [runtime_dir() / "include"], tmp_path / "out")
+    result = run_qemu(board, fw.elf, timeout_s=120)
+    assert result.exit_code == 0 and "mixed cases failed: 0" in result.console, result.console
+
+
+@requires_qemu
+@pytest.mark.parametrize("opt", ["-Os", "-O1", "-O2", "-O3"])
+def test_code_taking_its_own_address_is_word_aligned(tmp_path: Path, opt: str) -> None:
+    """ADR adds an offset the assembler fixed against its section's start to the PC rounded down to a
+    word: a section holding one must start on a word boundary, whatever the level's function alignment
+    (-Os and -O1 align functions to 2 bytes; the firmware above faults only when the linker happens to
+    place such a function at 2 mod 4)."""
+    import re
+    import subprocess
+
+    from mcu.toolchain import compile_flags, find_cross_compiler
+
+    objdump = str(find_cross_compiler()).replace("gcc", "objdump")
+    readelf = str(find_cross_compiler()).replace("gcc", "readelf")
+    for board_name in ("mps2-an505", "mps2-an386"):
+        flags = [f for f in compile_flags(load_board(board_name)) if not f.startswith("-O")]
+        obj = tmp_path / f"{board_name}.o"
+        subprocess.run([str(find_cross_compiler()), *flags, opt, "-c", "-o", str(obj),
+                        str(runtime_dir() / "kernels" / tuned.SOURCE)], check=True)
+        align = {m[0]: int(m[1]) for m in re.findall(r"\]\s+(\S+)\s+PROGBITS.*\s(\d+)$",
+                                                     subprocess.run([readelf, "-SW", str(obj)], capture_output=True,
+                                                                    text=True, check=True).stdout, re.M)}
+        dump = subprocess.run([objdump, "-d", str(obj)], capture_output=True, text=True, check=True).stdout
+        with_adr = {sec for sec, body in re.findall(r"Disassembly of section (\S+):\n(.*?)(?=Disassembly of|\Z)",
+                                                    dump, re.S)
+                    if re.search(r"\t(?:addw|subw|adr(?:\.w)?)\t\w+, pc", body)}
+        assert with_adr, "the wide path takes its tails' addresses with ADR: none found"
+        assert all(align[sec] >= 4 for sec in with_adr), {sec: align[sec] for sec in with_adr}
