@@ -130,7 +130,10 @@ def plan_memory(graph: Graph, use_overlaps: bool = True, reorder: bool = True,
 
     best: tuple[MemoryPlan, list[Op]] | None = None
     for ops in candidate_orders(graph):
-        plan = _plan_order(with_order(graph, ops), use_overlaps, capacities)
+        # An order's search only looks for arenas below the best order's so far: without that cutoff
+        # each order that cannot win spent the search's whole budget (seconds on a small ViT).
+        plan = _plan_order(with_order(graph, ops), use_overlaps, capacities,
+                           beat=None if best is None else best[0].arena_size)
         if best is None or plan.arena_size < best[0].arena_size:
             best = (plan, ops)
     assert best is not None
@@ -161,7 +164,7 @@ def _items(graph: Graph) -> tuple[list[_Item], dict[int, int], dict[int, int]]:
 
 
 def _plan_arena(graph: Graph, items: list[_Item], region: str, use_overlaps: bool, first: dict[int, int],
-                last: dict[int, int]) -> ArenaPlan:
+                last: dict[int, int], beat: int | None = None) -> ArenaPlan:
     planner = MemoryPlanner(alignment=ALIGNMENT)
     index: dict[int, int] = {}
     for it in items:
@@ -173,7 +176,7 @@ def _plan_arena(graph: Graph, items: list[_Item], region: str, use_overlaps: boo
             for src, out, intervals in _allowances(op, step, first, last, graph):
                 if id(src) in index and id(out) in index:  # both in this arena
                     planner.add_overlap(index[id(src)], index[id(out)], intervals)
-    plan = planner.plan()
+    plan = planner.plan(beat)
     try:
         # Re-derive the contracts from the graph rather than trusting the planner's copy.
         verify_plan(plan, ALIGNMENT, derive_allowances(graph) if use_overlaps else [])
@@ -216,26 +219,29 @@ def _with_state(arena: ArenaPlan, graph: Graph, first: dict[int, int], last: dic
                      {k: v + size for k, v in arena.scratch_offsets.items()})
 
 
-def _plan_order(graph: Graph, use_overlaps: bool, capacities: list[Capacity] | None) -> MemoryPlan:
+def _plan_order(graph: Graph, use_overlaps: bool, capacities: list[Capacity] | None,
+                beat: int | None = None) -> MemoryPlan:
+    """``beat``: the arenas (state included) of a plan already found; see MemoryPlanner.plan."""
     state_ids = {id(t) for t in graph.state.values()}
     items, first, last = _items(graph)
     items = [it for it in items if not (it.kind == "tensor" and it.key in state_ids)]
     state_bytes = sum(-(-t.nbytes // ALIGNMENT) * ALIGNMENT for t in graph.state.values())
     if capacities and state_bytes:  # the main arena holds the state too
         capacities = [(capacities[0][0], max(capacities[0][1] - state_bytes, 0)), *capacities[1:]]
-    plan = _plan_items(graph, items, first, last, use_overlaps, capacities)
+    plan = _plan_items(graph, items, first, last, use_overlaps, capacities,
+                       None if beat is None else beat - state_bytes)
     plan.arenas[0] = _with_state(plan.arenas[0], graph, first, last, use_overlaps)
     return MemoryPlan(plan.arenas, plan.lower_bound + state_bytes)
 
 
 def _plan_items(graph: Graph, items: list[_Item], first: dict[int, int], last: dict[int, int], use_overlaps: bool,
-                capacities: list[Capacity] | None) -> MemoryPlan:
+                capacities: list[Capacity] | None, beat: int | None = None) -> MemoryPlan:
     bound = MemoryPlanner(alignment=ALIGNMENT)
     for it in items:
         bound.add_buffer(it.name, it.size, it.first, it.last)
     lower_bound = bound.plan_lower_bound()
     regions = capacities or [("ram", 1 << 62)]
-    main = _plan_arena(graph, items, regions[0][0], use_overlaps, first, last)
+    main = _plan_arena(graph, items, regions[0][0], use_overlaps, first, last, beat)
     if main.plan.arena_size <= regions[0][1] or len(regions) == 1:
         return MemoryPlan([main], lower_bound)
     # Overflow: move the largest buffers out of the main arena, region by region.

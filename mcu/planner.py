@@ -192,7 +192,9 @@ class MemoryPlanner:
                     cands.add(_align_down(oj - lo, self.alignment))
         return sorted(c for c in cands if c >= 0)
 
-    def plan(self) -> Plan:
+    def plan(self, beat: int | None = None) -> Plan:
+        """The best placement found. ``beat``: an arena of this size is already known (another op
+        order's): the search runs only when it could end below both it and this order's greedy arena."""
         bufs = self._buffers
         bound = live_set_lower_bound(bufs)
         conflicts = [[j for j, o in enumerate(bufs) if j != i and b.lives_with(o)] for i, b in enumerate(bufs)]
@@ -221,8 +223,9 @@ class MemoryPlanner:
         # The search stops at a bound no plan can beat: the live-set bound, with each contracted
         # pair counted at the smallest extent its contract allows.
         target = self.overlap_lower_bound()
-        if best[0] > target:
-            found = self._search(orders["largest-first"], conflicts, best[0], target)
+        limit = best[0] if beat is None else min(best[0], beat)
+        if limit > target:
+            found = self._search(orders["largest-first"], conflicts, limit, target)
             if found is not None and found[0] < best[0]:
                 best = (found[0], found[1], "search")
         overlaps = [OverlapAllowance(bufs[a].name, bufs[b].name, iv) for (a, b), iv in self._relax.items()]
