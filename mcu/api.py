@@ -323,6 +323,7 @@ class CompiledModel:
             "quantize": self.quantize,
             "arena_bytes": self.memory.arena_size,
             "arena_lower_bound_bytes": self.memory.lower_bound,
+            "arena_live_set_bytes": self.memory.live_set,
             "ops": len(self.library.view.steps),
             "fp32_fallbacks": [{"op": op, "reason": why} for op, why in self.graph.fallbacks],
         }

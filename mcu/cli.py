@@ -253,6 +253,7 @@ def _base_report(cm, fw) -> dict[str, Any]:
         "ram_bytes": fw.ram_bytes,
         "arena_bytes": cm.memory.arena_size,
         "arena_lower_bound_bytes": cm.memory.lower_bound,
+        "arena_live_set_bytes": cm.memory.live_set,
         "fp32_fallbacks": [{"op": op, "reason": why} for op, why in cm.graph.fallbacks],
         "partitions": cm.partitions.to_json(),
         "elf": str(fw.elf),
@@ -261,7 +262,8 @@ def _base_report(cm, fw) -> dict[str, Any]:
 
 def _print_sizes(report: dict[str, Any]) -> None:
     print(f"flash: {report['flash_bytes']} B   static RAM: {report['ram_bytes']} B   "
-          f"arena: {report['arena_bytes']} B (lower bound {report['arena_lower_bound_bytes']} B)")
+          f"arena: {report['arena_bytes']} B (lower bound {report['arena_lower_bound_bytes']} B; "
+          f"largest live set {report['arena_live_set_bytes']} B before in-place overlaps)")
     for fb in report["fp32_fallbacks"]:
         print(f"fp32 fallback: {fb['op']}: {fb['reason']}")
 

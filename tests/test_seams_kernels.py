@@ -13,6 +13,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import requires_qemu
 from mcu.backends import tuned
@@ -116,3 +119,76 @@ def test_plan_searches_only_below_a_known_arena() -> None:
     verify_plan(known)
     assert known.method != "search" and known.arena_size > 88
     assert hard().plan(beat=200).arena_size == 88  # a cutoff above the greedy arena changes nothing
+
+
+class _SqueezeExcite(torch.nn.Module):
+    """A MobileNetV3 block as users write it: expand, hardswish, depthwise 5x5, squeeze-excite, project."""
+
+    def __init__(self, c: int = 16, e: int = 48) -> None:
+        super().__init__()
+        nn = torch.nn
+        self.expand = nn.Sequential(nn.Conv2d(c, e, 1), nn.Hardswish())
+        self.dw = nn.Sequential(nn.Conv2d(e, e, 5, 1, 2, groups=e), nn.Hardswish())
+        self.fc = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Conv2d(e, e // 4, 1), nn.ReLU(), nn.Conv2d(e // 4, e, 1),
+                                nn.Hardsigmoid())
+        self.project = nn.Conv2d(e, c, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.dw(self.expand(x))
+        return x + self.project(y * self.fc(y))
+
+
+def test_arena_figures_are_named_for_what_they_are() -> None:
+    """In-place overlaps take the arena below the op order's largest live set (every buffer counted whole),
+    which was printed as the arena's "lower bound" above the arena (15,360 B arena, "bound" 24,576 B on a
+    MobileNetV3-like model). Now: lower bound <= arena <= live set, and the profile's bytes live per op
+    count shared bytes once, so no op shows more than the arena."""
+    from mcu.api import compile as compile_model
+    from mcu.devtools.ops import live_bytes_per_step
+
+    torch.manual_seed(0)
+    cm = compile_model(torch.nn.Sequential(torch.nn.Conv2d(3, 16, 3, 1, 1), _SqueezeExcite(), _SqueezeExcite()).eval(),
+                       (torch.randn(1, 3, 24, 24),))
+    mem = cm.memory
+    assert mem.lower_bound <= mem.arena_size < mem.live_set  # the overlaps are used here
+    live = live_bytes_per_step(mem, len(cm.graph.ops))
+    assert max(live) <= mem.arena_size
+    summary = cm.summary()
+    assert (summary["arena_lower_bound_bytes"], summary["arena_live_set_bytes"]) == (mem.lower_bound, mem.live_set)
+
+
+@st.composite
+def _gate_case(draw) -> dict:
+    """x (N, H, W, C) times a per-channel gate (N, 1, 1, C), or the operands swapped; codes, zero-points
+    and the output shift at their ends (shifts outside [-24, -1] take the general requantization)."""
+    n, h, w, c = draw(st.integers(1, 2)), draw(st.integers(1, 9)), draw(st.integers(1, 9)), draw(st.integers(1, 67))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    kind = draw(st.sampled_from(["random", "min", "max"]))
+    x = (rng.integers(-128, 128, (n, h, w, c)) if kind == "random"
+         else np.full((n, h, w, c), -128 if kind == "min" else 127)).astype(np.int8)
+    g = rng.integers(-128, 128, (n, 1, 1, c)).astype(np.int8)
+    zp = st.sampled_from([-128, 127, 0]) | st.integers(-128, 127)
+    lo = draw(st.integers(-128, 127))
+    qp = dict(a_offset=-draw(zp), b_offset=-draw(zp), output_offset=draw(zp),
+              out_multiplier=draw(st.sampled_from([2**30, 2**31 - 1]) | st.integers(2**30, 2**31 - 1)),
+              out_shift=draw(st.sampled_from([-1, -24, -25, 0, 1]) | st.integers(-24, -1)),
+              act_min=lo, act_max=draw(st.integers(lo, 127)), a_multiplier=0, a_shift=0, b_multiplier=0, b_shift=0,
+              left_shift=0)
+    return dict(a=g, b=x, qp=qp) if draw(st.booleans()) else dict(a=x, b=g, qp=qp)
+
+
+@settings(max_examples=150, deadline=None)
+@given(case=_gate_case())
+def test_gate_multiply_bit_exact_on_the_dsp_build(case: dict) -> None:
+    """mcu_mul_s8's DSP row (mcu_binary_s8_row_mul) against the Python reference, on the host build with
+    the DSP paths emulated: squeeze-excite's x * gate with the gate broadcast over the pixels."""
+    import cbind_s8 as cb
+    from cbind import MCU_OK
+    from test_kernels_s8_opt import build_emulated_lib, load_bound, route_cbind
+
+    params = dict(case["qp"], **ref.broadcast_params(case["a"].shape, case["b"].shape))
+    expected = ref.mul_s8(case["a"], case["b"], **params)
+    for _ in route_cbind(load_bound(build_emulated_lib())):
+        status, out = cb.binary("mul", case["a"], case["b"], params)
+    assert status == MCU_OK
+    np.testing.assert_array_equal(out.reshape(expected.shape), expected)

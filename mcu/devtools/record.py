@@ -63,7 +63,8 @@ def _op(handle: int, op: Op) -> dict[str, Any]:
 
 
 def _memory(memory: MemoryPlan) -> dict[str, Any]:
-    return {"arena_bytes": memory.arena_size, "lower_bound_bytes": memory.lower_bound, "arenas": [
+    return {"arena_bytes": memory.arena_size, "lower_bound_bytes": memory.lower_bound,
+            "live_set_bytes": memory.live_set, "arenas": [
         {"region": a.region, "size": a.plan.arena_size, "method": a.plan.method,
          "buffers": [{"name": b.name, "size": b.size, "first_use": b.first_use, "last_use": b.last_use,
                       "offset": off} for b, off in zip(a.plan.buffers, a.plan.offsets)]}
