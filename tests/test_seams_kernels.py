@@ -168,11 +168,11 @@ def _gate_case(draw) -> dict:
          else np.full((n, h, w, c), -128 if kind == "min" else 127)).astype(np.int8)
     g = rng.integers(-128, 128, (n, 1, 1, c)).astype(np.int8)
     zp = st.sampled_from([-128, 127, 0]) | st.integers(-128, 127)
-    lo = draw(st.integers(-128, 127))
+    lo = draw(st.sampled_from([-128, -128]) | st.integers(-128, 127))  # -128 to 127: the assembly's rows
     qp = dict(a_offset=-draw(zp), b_offset=-draw(zp), output_offset=draw(zp),
               out_multiplier=draw(st.sampled_from([2**30, 2**31 - 1]) | st.integers(2**30, 2**31 - 1)),
               out_shift=draw(st.sampled_from([-1, -24, -25, 0, 1]) | st.integers(-24, -1)),
-              act_min=lo, act_max=draw(st.integers(lo, 127)), a_multiplier=0, a_shift=0, b_multiplier=0, b_shift=0,
+              act_min=lo, act_max=draw(st.sampled_from([127]) | st.integers(lo, 127)), a_multiplier=0, a_shift=0, b_multiplier=0, b_shift=0,
               left_shift=0)
     return dict(a=g, b=x, qp=qp) if draw(st.booleans()) else dict(a=x, b=g, qp=qp)
 
@@ -192,3 +192,84 @@ def test_gate_multiply_bit_exact_on_the_dsp_build(case: dict) -> None:
         status, out = cb.binary("mul", case["a"], case["b"], params)
     assert status == MCU_OK
     np.testing.assert_array_equal(out.reshape(expected.shape), expected)
+
+
+def _gate_firmware(cases: list[dict]) -> str:
+    """A firmware running mcu_mul_s8 on each case and printing "gate cases failed: N"."""
+    from test_kernels_s8_packed import _c_array
+
+    src = ['#include <stdint.h>\n#include "mcu/kernels_s8.h"\n#include "mcu/log.h"\n']
+    runs = []
+    for i, c in enumerate(cases):
+        p = dict(c["qp"], **ref.broadcast_params(c["a"].shape, c["b"].shape))
+        dims = lambda v: "{" + ", ".join(str(int(x)) for x in list(v) + [0] * (6 - len(v))) + "}"  # noqa: E731
+        expected = ref.mul_s8(c["a"], c["b"], **p)
+        src += [_c_array(f"a{i}", "int8_t", c["a"]), _c_array(f"b{i}", "int8_t", c["b"]),
+                _c_array(f"e{i}", "int8_t", expected)]
+        fields = [str(p["rank"]), dims(p["out_shape"]), dims(p["a_strides"]), dims(p["b_strides"])] + [
+            str(p[f]) for f in ("a_offset", "b_offset", "a_multiplier", "a_shift", "b_multiplier", "b_shift",
+                                "left_shift", "out_multiplier", "out_shift", "output_offset", "act_min", "act_max")]
+        src.append(f"static const mcu_binary_s8_params p{i} = {{{', '.join(fields)}}};\n")
+        runs.append(f"    bad += run(&p{i}, a{i}, b{i}, e{i}, (int32_t)sizeof(e{i}));\n")
+    src.append("""
+static int8_t out[8192];
+static int run(const mcu_binary_s8_params *p, const int8_t *a, const int8_t *b, const int8_t *e, int32_t n)
+{
+    if (mcu_mul_s8(p, a, b, out) != MCU_OK) {
+        return 1;
+    }
+    int32_t diff = 0;
+    for (int32_t i = 0; i < n; ++i) {
+        diff += out[i] != e[i];
+    }
+    return diff != 0;
+}
+
+int main(void)
+{
+    int bad = 0;
+""" + "".join(runs) + """    mcu_log_str("gate cases failed: ");
+    mcu_log_i32(bad);
+    mcu_log_newline();
+    return bad;
+}
+""")
+    return "".join(src)
+
+
+def _gate_cases(count: int) -> list[dict]:
+    """Seeded cases like _gate_case's, half of them full-range (the assembly's rows), the rest clamped or
+    with output shifts the fast requantization does not take."""
+    rng = np.random.default_rng(22)
+    cases = []
+    for k in range(count):
+        n, h, w, c = int(rng.integers(1, 3)), int(rng.integers(1, 10)), int(rng.integers(1, 10)), int(rng.integers(1, 68))
+        x = rng.integers(-128, 128, (n, h, w, c)).astype(np.int8)
+        if k % 6 == 1:
+            x[:] = -128
+        g = rng.integers(-128, 128, (n, 1, 1, c)).astype(np.int8)
+        zps = [int(v) for v in rng.choice([-128, 127, 0, int(rng.integers(-128, 128))], 3)]
+        lo, hi = (-128, 127) if k % 2 == 0 else sorted(int(v) for v in rng.integers(-128, 128, 2))
+        qp = dict(a_offset=-zps[0], b_offset=-zps[1], output_offset=zps[2],
+                  out_multiplier=int(rng.choice([2**30, 2**31 - 1, int(rng.integers(2**30, 2**31 - 1))])),
+                  out_shift=int(rng.choice([-1, -24, -25, 0, int(rng.integers(-24, 0))])), act_min=lo, act_max=hi,
+                  a_multiplier=0, a_shift=0, b_multiplier=0, b_shift=0, left_shift=0)
+        cases.append(dict(a=x, b=g, qp=qp) if k % 3 else dict(a=g, b=x, qp=qp))
+    return cases
+
+
+@requires_qemu
+@pytest.mark.qemu
+@pytest.mark.parametrize("board_name", ["mps2-an505", "mps2-an386"])
+def test_gate_multiply_bit_exact_on_the_core(tmp_path: Path, board_name: str) -> None:
+    """Gate multiplies through the native loop (assembly for full-range contiguous rows) on QEMU."""
+    from mcu.sim.qemu import run_qemu
+    from mcu.toolchain import build_firmware
+
+    tmp = tmp_path
+    (tmp / "main.c").write_text(_gate_firmware(_gate_cases(24)))
+    board = load_board(board_name)
+    fw = build_firmware(board, [tmp / "main.c", runtime_dir() / "kernels" / "mcu_mul_s8.c"],
+                        [runtime_dir() / "include"], tmp / "out")
+    result = run_qemu(board, fw.elf, timeout_s=120)
+    assert result.exit_code == 0 and "gate cases failed: 0" in result.console, result.console
