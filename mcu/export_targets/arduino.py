@@ -17,7 +17,7 @@ ARCHITECTURES = ("mbed", "mbed_nano", "mbed_portenta", "mbed_rp2040", "rp2040", 
 def write(job: ExportJob) -> list[Path]:
     p = job.lib.prefix
     w = Writer(job.out_dir)
-    write_library_tree(w, job.lib, base="src", include_dir="")
+    write_library_tree(w, job, base="src", include_dir="", embed_defines=True)
     write_vectors(w, job, f"examples/{p}")
     view = {"m": job.lib.view, "architectures": ",".join(ARCHITECTURES)}
     w.render("library.properties", "targets/arduino/library.properties.j2", **view)

@@ -18,6 +18,6 @@ def write_build_files(w: Writer, job: ExportJob, tree: LibraryTree, base: str = 
 
 def write(job: ExportJob) -> list[Path]:
     w = Writer(job.out_dir)
-    tree = write_library_tree(w, job.lib)
+    tree = write_library_tree(w, job)
     write_build_files(w, job, tree)
     return w.written
