@@ -72,6 +72,10 @@ PICO_SDK_INIT = r"""
 function(pico_sdk_init)
     add_library(pico_stdlib STATIC ${PICO_SDK_PATH}/stand_in.c)
     target_include_directories(pico_stdlib PUBLIC ${PICO_SDK_PATH}/include)
+    add_library(pico_multicore STATIC ${PICO_SDK_PATH}/multicore_stand_in.c)
+    target_include_directories(pico_multicore PUBLIC ${PICO_SDK_PATH}/include)
+    find_package(Threads REQUIRED)
+    target_link_libraries(pico_multicore PUBLIC Threads::Threads)
 endfunction()
 function(pico_enable_stdio_usb target on)
 endfunction()
@@ -121,6 +125,50 @@ uint32_t clock_get_hz(clock_num_t clock) { return clock == clk_sys ? 125000000u 
 """
 
 
+PICO_MULTICORE_H = r"""
+#ifndef STAND_IN_PICO_MULTICORE_H
+#define STAND_IN_PICO_MULTICORE_H
+#include <stddef.h>
+#include <stdint.h>
+void multicore_launch_core1_with_stack(void (*entry)(void), uint32_t *stack_bottom, size_t stack_size_bytes);
+void multicore_fifo_push_blocking(uint32_t data);
+uint32_t multicore_fifo_pop_blocking(void);
+#endif
+"""
+
+# Core 1 as a thread, the two inter-core FIFOs as one-word mailboxes guarded by semaphores.
+PICO_MULTICORE_C = r"""
+#include <pthread.h>
+#include <semaphore.h>
+#include "pico/multicore.h"
+static void (*core1_entry)(void);
+static pthread_t core1;
+static sem_t to_core1, to_core0;
+static uint32_t box_core1, box_core0;
+static void *core1_thread(void *arg) { (void)arg; core1_entry(); return NULL; }
+void multicore_launch_core1_with_stack(void (*entry)(void), uint32_t *stack_bottom, size_t stack_size_bytes)
+{
+    (void)stack_bottom;
+    (void)stack_size_bytes;
+    core1_entry = entry;
+    sem_init(&to_core1, 0, 0);
+    sem_init(&to_core0, 0, 0);
+    pthread_create(&core1, NULL, core1_thread, NULL);
+}
+static int on_core1(void) { return pthread_equal(pthread_self(), core1); }
+void multicore_fifo_push_blocking(uint32_t data)
+{
+    if (on_core1()) { box_core0 = data; sem_post(&to_core0); } else { box_core1 = data; sem_post(&to_core1); }
+}
+uint32_t multicore_fifo_pop_blocking(void)
+{
+    if (on_core1()) { sem_wait(&to_core1); return box_core1; }
+    sem_wait(&to_core0);
+    return box_core0;
+}
+"""
+
+
 def _pico_stand_in(root: Path) -> Path:
     sdk = root / "pico-sdk-stand-in"
     (sdk / "include" / "pico").mkdir(parents=True)
@@ -129,6 +177,8 @@ def _pico_stand_in(root: Path) -> Path:
     (sdk / "include" / "pico" / "stdlib.h").write_text(PICO_STDLIB_H)
     (sdk / "include" / "hardware" / "clocks.h").write_text(PICO_CLOCKS_H)
     (sdk / "stand_in.c").write_text(PICO_STAND_IN_C)
+    (sdk / "include" / "pico" / "multicore.h").write_text(PICO_MULTICORE_H)
+    (sdk / "multicore_stand_in.c").write_text(PICO_MULTICORE_C)
     return sdk
 
 

@@ -22,7 +22,8 @@ SCRATCH_Y_BYTES = 4096
 
 
 def stack_size(job: ExportJob) -> int:
-    """The example's PICO_STACK_SIZE: the model's analysed stack plus the example's own use."""
+    """The stack the example's model thread needs: the model's analysed stack plus the example's own use
+    (PICO_STACK_SIZE when it fits core 0's SCRATCH_Y bank, else core 1's stack)."""
     return example_stack_bytes(job.stack, SDK_STACK_SIZE)
 
 
@@ -32,7 +33,8 @@ def write(job: ExportJob) -> list[Path]:
     write_build_files(w, job, tree)
     vector_sources = write_vectors(w, job, "example")
     view = {"m": job.lib.view, "vector_sources": vector_sources, "pico_board": _PICO_BOARDS.get(job.board, "pico"),
-            "stack": job.stack, "own": EXAMPLE_OWN_BYTES, "stack_size": stack_size(job), "scratch_y": SCRATCH_Y_BYTES}
+            "stack": job.stack, "own": EXAMPLE_OWN_BYTES, "stack_size": stack_size(job), "scratch_y": SCRATCH_Y_BYTES,
+            "on_core1": stack_size(job) > SCRATCH_Y_BYTES}
     w.render("example/CMakeLists.txt", "targets/pico-sdk/example_CMakeLists.txt.j2", **view)
     w.render("example/main.c", "targets/pico-sdk/main.c.j2", **view)
     w.render("README.md", "targets/pico-sdk/README.md.j2", **view)
