@@ -13,7 +13,7 @@ def write_build_files(w: Writer, job: ExportJob, tree: LibraryTree, base: str = 
     view = {"m": job.lib.view, "sources": tree.sources, "defines": job.lib.defines}
     w.render(f"{pre}{job.lib.prefix}.mk", "targets/cmake/library.mk.j2", **view)
     w.render(f"{pre}CMakeLists.txt", "targets/cmake/CMakeLists.txt.j2", **view)
-    w.render(f"{pre}README.md", "library_README.md.j2", m=job.lib.view)
+    w.render(f"{pre}README.md", "library_README.md.j2", m=job.lib.view, stack=job.stack)
 
 
 def write(job: ExportJob) -> list[Path]:
