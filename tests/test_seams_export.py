@@ -218,17 +218,23 @@ def test_exported_library_cross_compiles_with_only_its_headers(ds, exports, tmp_
 
 ZEPHYR_SKIP = ("set ZEPHYR_BASE to a Zephyr tree (tested: 2.4.99, github.com/mkschreder/zephyr) and ZEPHYR_MODULES "
                "to its CMSIS module (github.com/zephyrproject-rtos/cmsis at the tree's west.yml revision), with "
-               "cmake, ninja, dtc and qemu-system-arm, to build and run the sample on qemu_cortex_m3")
+               "cmake, ninja, dtc and qemu-system-arm, to build and run the sample on qemu_cortex_m3 and mps2_an521")
 
 
 @requires_cross
 @pytest.mark.skipif(not (os.environ.get("ZEPHYR_BASE") and os.environ.get("ZEPHYR_MODULES")), reason=ZEPHYR_SKIP)
 @pytest.mark.skipif(any(shutil.which(t) is None for t in ("cmake", "ninja", "dtc", "qemu-system-arm")),
                     reason=ZEPHYR_SKIP)
-def test_zephyr_sample_runs_on_a_real_tree_in_qemu(compiled, tmp_path: Path) -> None:
+@pytest.mark.parametrize("zephyr_board,model,board,machine", [
+    ("qemu_cortex_m3", "small_cnn", "mps2-an385", ["-cpu", "cortex-m3", "-machine", "lm3s6965evb"]),
+    # DS-CNN's specialised packed kernel on the M33 (Zephyr 2.4 builds mps2_an521 without the DSP extension)
+    ("mps2_an521", "ds_cnn", "mps2-an505", ["-machine", "mps2-an521"]),
+])
+def test_zephyr_sample_runs_on_a_real_tree_in_qemu(compiled, tmp_path: Path, zephyr_board: str, model: str,
+                                                   board: str, machine: list[str]) -> None:
     import sys
 
-    cm = compiled("small_cnn", "mps2-an385", "int8")  # the Cortex-M3 of qemu_cortex_m3
+    cm = compiled(model, board, "int8")  # the core of the Zephyr board
     p = cm.library.prefix
     out = tmp_path / "out"
     export_target(cm, "zephyr", out)
@@ -236,13 +242,15 @@ def test_zephyr_sample_runs_on_a_real_tree_in_qemu(compiled, tmp_path: Path) -> 
            "GNUARMEMB_TOOLCHAIN_PATH": os.environ.get("GNUARMEMB_TOOLCHAIN_PATH", "/usr"),
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     build = tmp_path / "build"
-    for cmd in (["cmake", "-G", "Ninja", "-S", str(out / "samples" / p), "-B", str(build), "-DBOARD=qemu_cortex_m3",
+    for cmd in (["cmake", "-G", "Ninja", "-S", str(out / "samples" / p), "-B", str(build), f"-DBOARD={zephyr_board}",
                  f"-DZEPHYR_MODULES={os.environ['ZEPHYR_MODULES']}", f"-DPython3_EXECUTABLE={sys.executable}"],
                 ["ninja", "-C", str(build)]):
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     elf = build / "zephyr" / "zephyr.elf"
-    qemu = subprocess.Popen(["qemu-system-arm", "-cpu", "cortex-m3", "-machine", "lm3s6965evb", "-nographic",
+    for k, v in cm.library.defines.items():
+        assert f"{k}={v}" in (build / "build.ninja").read_text(), k
+    qemu = subprocess.Popen(["qemu-system-arm", *machine, "-nographic",
                              "-vga", "none", "-net", "none", "-serial", "stdio", "-monitor", "none", "-kernel",
                              str(elf)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lines: list[str] = []
