@@ -36,7 +36,8 @@ def model_stack(cm: CompiledModel) -> ModelStack:
     board = cm.board
     if board.kind != "mcu":
         return ModelStack(bytes=None, board=board.name, core=board.core,
-                          reason=f"{board.name} is not a bare-metal board: the stack is the process's, not bounded here")
+                          reason=f"{board.name} is not a bare-metal board: the stack is the process's, "
+                                 "not bounded here")
     entry = f"{cm.library.prefix}_run"
     try:
         fw = cm.build()

@@ -3,8 +3,8 @@ prints PASS for the bundled vectors.
 
 The Pico SDK, Arduino cores and Zephyr are not installed here, so each build uses stand-ins written below for
 the few tool targets and headers the output touches (pico_stdlib, Arduino.h, the Zephyr CMake package); the
-stand-ins run on the host, so the examples really run. The real-tree variants need PICO_SDK_PATH or
-ZEPHYR_BASE and skip without them.
+stand-ins run on the host, so the examples really run. The real-tree variants need PICO_SDK_PATH (here) or
+ZEPHYR_BASE and ZEPHYR_MODULES (tests/test_seams_export.py) and skip without them.
 """
 
 from __future__ import annotations
@@ -33,20 +33,21 @@ def cm(compiled):
     return compiled("small_cnn", board=BOARD, quantize="int8")
 
 
-def _run(cmd: list[str], cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 300) -> str:
+def run_checked(cmd: list[str], cwd: Path | None = None, env: dict[str, str] | None = None,
+                timeout: float = 300) -> str:
     proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout,
                           env={**os.environ, **(env or {})})
     assert proc.returncode == 0, f"{' '.join(cmd)}\n{proc.stdout}\n{proc.stderr}"
     return proc.stdout
 
 
-def _cmake_build(src: Path, build: Path, *defs: str, env: dict[str, str] | None = None) -> None:
-    _run(["cmake", "-S", str(src), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release",
-          "-DCMAKE_C_FLAGS=" + " ".join(WARNINGS), *defs], env=env)
-    _run(["cmake", "--build", str(build)], env=env)
+def cmake_build(src: Path, build: Path, *defs: str, env: dict[str, str] | None = None) -> None:
+    run_checked(["cmake", "-S", str(src), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release",
+                 "-DCMAKE_C_FLAGS=" + " ".join(WARNINGS), *defs], env=env)
+    run_checked(["cmake", "--build", str(build)], env=env)
 
 
-def _expect_pass(output: str, vectors: int) -> None:
+def expect_pass(output: str, vectors: int) -> None:
     assert f"RESULT PASS 0/{vectors}" in output, output
 
 
@@ -169,7 +170,7 @@ uint32_t multicore_fifo_pop_blocking(void)
 """
 
 
-def _pico_stand_in(root: Path) -> Path:
+def pico_stand_in(root: Path) -> Path:
     sdk = root / "pico-sdk-stand-in"
     (sdk / "include" / "pico").mkdir(parents=True)
     (sdk / "include" / "hardware").mkdir(parents=True)
@@ -189,10 +190,10 @@ def test_pico_sdk_example_builds_and_passes_with_stand_in_sdk(cm, tmp_path: Path
     readme = (out / "README.md").read_text()
     assert f"target_link_libraries(your_app {cm.library.prefix} pico_stdlib)" in readme
     assert readme.count("cmake ") >= 2 and ".uf2" in readme
-    sdk = _pico_stand_in(tmp_path)
-    _cmake_build(out / "example", tmp_path / "build", f"-DPICO_SDK_PATH={sdk}")
-    output = _run([str(tmp_path / "build" / f"{cm.library.prefix}_example")])
-    _expect_pass(output, len(cm.spec.test_inputs))
+    sdk = pico_stand_in(tmp_path)
+    cmake_build(out / "example", tmp_path / "build", f"-DPICO_SDK_PATH={sdk}")
+    output = run_checked([str(tmp_path / "build" / f"{cm.library.prefix}_example")])
+    expect_pass(output, len(cm.spec.test_inputs))
     assert "CYCLES " in output and "MHz" in output
 
 
@@ -208,10 +209,11 @@ def test_pico_sdk_example_builds_with_real_sdk(cm, tmp_path: Path) -> None:
     build = tmp_path / "build"
     # A CMAKE_C_FLAGS given here replaces the SDK toolchain's initial flags, so it repeats the CPU flags; the
     # warnings then apply to the SDK's sources as well as ours.
-    _run(["cmake", "-S", str(out / "example"), "-B", str(build), f"-DPICO_SDK_PATH={os.environ['PICO_SDK_PATH']}",
-          "-DPICO_BOARD=pico", *picotool, "-DCMAKE_C_FLAGS=-mcpu=cortex-m0plus -mthumb " + " ".join(WARNINGS)],
-         timeout=900)
-    log = _run(["cmake", "--build", str(build)], timeout=900)
+    run_checked(["cmake", "-S", str(out / "example"), "-B", str(build),
+                 f"-DPICO_SDK_PATH={os.environ['PICO_SDK_PATH']}",
+                 "-DPICO_BOARD=pico", *picotool, "-DCMAKE_C_FLAGS=-mcpu=cortex-m0plus -mthumb " + " ".join(WARNINGS)],
+                timeout=900)
+    log = run_checked(["cmake", "--build", str(build)], timeout=900)
     assert "warning:" not in log
     uf2 = read_uf2(build / f"{cm.library.prefix}_example.uf2")
     assert uf2.family == 0xE48BFF56 and uf2.blocks[0].address == 0x10000000
@@ -298,10 +300,11 @@ def test_arduino_library_cross_compiles_like_an_arduino_core(cm, tmp_path: Path)
     objs = tmp_path / "obj"
     objs.mkdir()
     for i, c in enumerate(c_files):
-        _run(["arm-none-eabi-gcc", "-std=gnu11", *cpu, *includes, "-c", str(c), "-o", str(objs / f"{i}.o")])
+        run_checked(["arm-none-eabi-gcc", "-std=gnu11", *cpu, *includes, "-c", str(c), "-o", str(objs / f"{i}.o")])
     sketch = _arduino_sketch_cpp(example / f"{p}.ino", tmp_path / f"{p}.ino.cpp")
-    _run(["arm-none-eabi-g++", "-std=gnu++17", "-fno-exceptions", "-fno-rtti", *cpu, *includes, "-c", str(sketch),
-          "-o", str(objs / "sketch.o")])
+    run_checked(["arm-none-eabi-g++", "-std=gnu++17", "-fno-exceptions", "-fno-rtti", *cpu, *includes, "-c",
+                 str(sketch),
+                 "-o", str(objs / "sketch.o")])
 
 
 @pytest.mark.skipif(shutil.which("g++") is None, reason="needs the host g++")
@@ -318,13 +321,13 @@ def test_arduino_example_runs_on_host_stand_in_core(cm, tmp_path: Path) -> None:
     objs = []
     for i, c in enumerate(sorted((lib / "src").rglob("*.c")) + sorted(example.glob("*.c"))):
         objs.append(str(tmp_path / f"{i}.o"))
-        _run(["gcc", "-std=gnu11", "-O2", *WARNINGS, *includes, "-c", str(c), "-o", objs[-1]])
+        run_checked(["gcc", "-std=gnu11", "-O2", *WARNINGS, *includes, "-c", str(c), "-o", objs[-1]])
     sketch = _arduino_sketch_cpp(example / f"{p}.ino", tmp_path / "sketch.cpp")
     app = tmp_path / "app"
-    _run(["g++", "-std=gnu++17", "-O2", *WARNINGS, *includes, str(sketch), str(core / "core.cpp"), *objs, "-lm",
-          "-o", str(app)])
-    output = _run([str(app)])
-    _expect_pass(output, len(cm.spec.test_inputs))
+    run_checked(["g++", "-std=gnu++17", "-O2", *WARNINGS, *includes, str(sketch), str(core / "core.cpp"), *objs, "-lm",
+                 "-o", str(app)])
+    output = run_checked([str(app)])
+    expect_pass(output, len(cm.spec.test_inputs))
     assert "CYCLES " in output and "MICROS " in output
 
 
@@ -382,7 +385,12 @@ static inline uint32_t k_cycle_get_32(void) { return (uint32_t)clock(); }
 struct k_thread { struct { size_t size; } stack_info; };
 static inline struct k_thread *k_current_get(void) { static struct k_thread self; return &self; }
 /* -ENOSYS: a host process has no painted stack to measure */
-static inline int k_thread_stack_space_get(const struct k_thread *t, size_t *unused) { (void)t; (void)unused; return -38; }
+static inline int k_thread_stack_space_get(const struct k_thread *t, size_t *unused)
+{
+    (void)t;
+    (void)unused;
+    return -38;
+}
 #endif
 """
 
@@ -430,9 +438,9 @@ def test_zephyr_sample_builds_and_passes_with_stand_in_zephyr(cm, tmp_path: Path
     out = tmp_path / "out"
     export_target(cm, "zephyr", out)
     base = _zephyr_stand_in(tmp_path)
-    _cmake_build(out / "samples" / p, tmp_path / "build", env={"ZEPHYR_BASE": str(base)})
-    output = _run([str(tmp_path / "build" / "app")])
-    _expect_pass(output, len(cm.spec.test_inputs))
+    cmake_build(out / "samples" / p, tmp_path / "build", env={"ZEPHYR_BASE": str(base)})
+    output = run_checked([str(tmp_path / "build" / "app")])
+    expect_pass(output, len(cm.spec.test_inputs))
 
 
 # --- cmsis-pack ----------------------------------------------------------------------------------------------
@@ -483,7 +491,7 @@ def test_cmsis_pack_manager_accepts_the_pack_into_a_local_cache(cm, tmp_path: Pa
                            "(schema/PACK.xsd) and install xmllint (libxml2-utils) to validate the .pdsc")
 def test_pdsc_validates_against_open_cmsis_pack_schema(cm, tmp_path: Path) -> None:
     pdsc, _ = _pack(cm, tmp_path)
-    _run(["xmllint", "--noout", "--schema", os.environ["CMSIS_PACK_SCHEMA"], str(pdsc)])
+    run_checked(["xmllint", "--noout", "--schema", os.environ["CMSIS_PACK_SCHEMA"], str(pdsc)])
 
 
 # --- CLI -----------------------------------------------------------------------------------------------------

@@ -110,12 +110,12 @@ def test_pico_stack_fits_core0_for_a_small_model(compiled, tmp_path: Path) -> No
 @requires_cross
 @pytest.mark.skipif(shutil.which("cmake") is None, reason="cmake is not installed (scripts/setup)")
 def test_pico_example_running_the_model_on_core1_passes_with_stand_in_sdk(ds, exports, tmp_path: Path) -> None:
-    from test_export_targets import _cmake_build, _expect_pass, _pico_stand_in, _run
+    from test_export_targets import cmake_build, expect_pass, pico_stand_in, run_checked
 
-    sdk = _pico_stand_in(tmp_path)
-    _cmake_build(exports["pico-sdk"] / "example", tmp_path / "build", f"-DPICO_SDK_PATH={sdk}")
-    output = _run([str(tmp_path / "build" / f"{ds.library.prefix}_example")])
-    _expect_pass(output, len(ds.spec.test_inputs))
+    sdk = pico_stand_in(tmp_path)
+    cmake_build(exports["pico-sdk"] / "example", tmp_path / "build", f"-DPICO_SDK_PATH={sdk}")
+    output = run_checked([str(tmp_path / "build" / f"{ds.library.prefix}_example")])
+    expect_pass(output, len(ds.spec.test_inputs))
 
 
 # --- the kernel specialisation -------------------------------------------------------------------------------
