@@ -495,7 +495,7 @@ def _print_verdict(console: Any, clock_hz: int | None) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from mcu.export import export_library, export_target
+    from mcu.export import export_target
     from mcu.outputs import ensure_dir
 
     if args.format == "program":
@@ -512,7 +512,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         files = export_target(cm, args.target, args.output)
         print(f"wrote {len(files)} files for {args.target} to {args.output} (arena {cm.memory.arena_size} B)")
         return 0
-    files = export_library(cm.library, args.output)
+    files = export_target(cm, args.target, args.output)
     print(f"wrote {len(files)} files to {args.output} (arena {cm.memory.arena_size} B); "
           f"include {cm.library.prefix}_model.h and build with {cm.library.prefix}.mk or CMakeLists.txt")
     return 0
