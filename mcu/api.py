@@ -71,6 +71,8 @@ class SimulationRun:
     console: str
     max_abs_error_vs_eager: float
     cycles: int | None = None
+    # The largest |device - expected| over the raw outputs (int8: LSB; 0 when the check is bit-exact).
+    max_error_vs_expected: float = 0.0
 
 
 @dataclass
@@ -297,6 +299,7 @@ class CompiledModel:
         outputs: list[list[np.ndarray]] = []
         raw: list[list[np.ndarray]] = []
         worst = 0.0
+        worst_expected = 0.0
         for v, eager in enumerate(self.eager_outputs):
             flats = []
             for i, t in enumerate(self.graph.outputs):
@@ -304,6 +307,9 @@ class CompiledModel:
                     raise McuError(f"the firmware printed no output {i} for test vector {v} "
                                    f"(exit status {result.exit_code}):\n{result.console.strip()[-2000:]}")
                 flats.append(report.output_array(v, i, NUMPY_DTYPES[t.dtype], t.numel))
+                expected = np.asarray(self.expected_outputs[v][i]).reshape(-1).astype(np.float64)
+                worst_expected = max(worst_expected,
+                                     float(np.max(np.abs(flats[-1].astype(np.float64) - expected), initial=0.0)))
             row = self.decode_outputs(flats)
             raw.append(self.raw_outputs(flats))
             outputs.append(row)
@@ -312,7 +318,8 @@ class CompiledModel:
         return SimulationRun(passed=passed, exit_code=result.exit_code,
                              instructions=result.instructions[0] if result.instructions else None,
                              instructions_all=list(result.instructions), outputs=outputs, outputs_raw=raw,
-                             console=result.console, max_abs_error_vs_eager=worst, cycles=report.cycles)
+                             console=result.console, max_abs_error_vs_eager=worst, cycles=report.cycles,
+                             max_error_vs_expected=worst_expected)
 
     # --- reporting ----------------------------------------------------------------------------------------
 

@@ -72,6 +72,16 @@ def check_input_shapes(inputs: list[tuple[torch.Tensor, ...]], example: tuple[to
                 )
 
 
+def check_finite(inputs: list[tuple[torch.Tensor, ...]], what: str, where: str) -> None:
+    """Floating-point inputs hold no NaN or inf: a quantizer cannot range them and a test cannot compare them."""
+    for i, tup in enumerate(inputs):
+        for j, t in enumerate(tup):
+            if t.is_floating_point() and not bool(torch.isfinite(t).all()):
+                n_nan, n_inf = int(torch.isnan(t).sum()), int(torch.isinf(t).sum())
+                raise McuError(f"{where}: {what}[{i}] input {j} holds {n_nan} NaN and {n_inf} inf values",
+                               hint=f"give {what} finite values (e.g. torch.nan_to_num)")
+
+
 def spec_from_objects(model: torch.nn.Module, example_inputs: Any, calibration: Any = None,
                       test_inputs: Any = None, name: str = "model", where: str = "mcu.compile",
                       path: Path | None = None, custom_ops: Any = None) -> ModelSpec:
@@ -80,9 +90,12 @@ def spec_from_objects(model: torch.nn.Module, example_inputs: Any, calibration: 
     example = _as_input_tuple(example_inputs, "example_inputs", where)
     calib = _input_list(calibration, "calibration", where) if calibration is not None else None
     tests = _input_list(test_inputs, "test_inputs", where) if test_inputs is not None else [example]
+    check_finite([example], "example_inputs", where)
     if calib is not None:
         check_input_shapes(calib, example, "calibration", where)
+        check_finite(calib, "calibration", where)
     check_input_shapes(tests, example, "test_inputs", where)
+    check_finite(tests, "test_inputs", where)
     if not isinstance(model, torch.fx.GraphModule):  # converted pt2e modules refuse .eval()
         model = model.eval()
     from mcu.custom import check_registrations

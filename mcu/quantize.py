@@ -116,7 +116,31 @@ def quantize_static(model: torch.nn.Module, example_inputs: tuple,
                 except Exception as exc:
                     raise McuError(f"{where}: calibration[{i}] failed to run through the model: "
                                    f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
+        _check_observed_ranges(prepared, where)
         return convert_pt2e(prepared)
+
+
+def _check_observed_ranges(prepared: GraphModule, where: str) -> None:
+    """Every observer saw finite values: a NaN or inf inside the model (log of 0, a division by 0) leaves no
+    range to quantize with. Names the op that produced it and the user's line."""
+    from mcu.sourceinfo import user_source_line
+
+    for node in prepared.graph.nodes:
+        if node.op != "call_module":
+            continue
+        observer = getattr(prepared, str(node.target), None)
+        lo, hi = getattr(observer, "min_val", None), getattr(observer, "max_val", None)
+        if not isinstance(lo, torch.Tensor) or not isinstance(hi, torch.Tensor) or lo.numel() == 0:
+            continue
+        if bool(torch.isfinite(lo).all()) and bool(torch.isfinite(hi).all()):
+            continue
+        source = node.args[0] if node.args and isinstance(node.args[0], torch.fx.Node) else node
+        op = source.target.__name__ if callable(source.target) and hasattr(source.target, "__name__") \
+            else str(source.target)
+        raise McuError(f"{where}: calibration makes {op}{user_source_line(source)} produce NaN or inf "
+                       f"(observed range {lo.min().item()} .. {hi.max().item()})",
+                       hint="keep the model's values finite on the calibration data (e.g. clamp before log or "
+                            "division), or use --quantize none")
 
 
 def prepare_qat(model: torch.nn.Module, example_inputs: tuple) -> GraphModule:

@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import Any, Callable
 
+from mcu.cli_types import positive_seconds
+
 
 def add_parsers(sub: Any, add_model_args: Callable[[argparse.ArgumentParser], None]) -> None:
     p = sub.add_parser("profile", help="cost of every op on the board's simulator (or a Pico over USB), sorted",
@@ -20,7 +22,7 @@ def add_parsers(sub: Any, add_model_args: Callable[[argparse.ArgumentParser], No
     p.add_argument("--events", type=Path, metavar="FILE",
                    help="save the tracer's events as JSON (with a compile record, `mcu.devtools.record` "
                         "redraws this profile without the model file)")
-    p.add_argument("--timeout", type=float, default=600.0,
+    p.add_argument("--timeout", type=positive_seconds, default=600.0,
                    help="simulator timeout, or on a Pico 2 / Pico each wait's, in seconds (default 600)")
     p.add_argument("--port", help="pico2/pico: the board's serial port (default: found automatically)")
     p.add_argument("--drive", type=Path, help="pico2/pico: the mounted BOOTSEL drive (default: found automatically)")
@@ -38,7 +40,7 @@ def add_debug_parser(sub: Any, add_model_args: Callable[[argparse.ArgumentParser
                                    "only when every op equals the reference.")
     add_model_args(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--timeout", type=float, default=600.0, help="simulator timeout in seconds (default 600)")
+    p.add_argument("--timeout", type=positive_seconds, default=600.0, help="simulator timeout in seconds (default 600)")
 
 
 def cmd_debug(args: argparse.Namespace, compile_fn: Callable[[argparse.Namespace], Any]) -> int:
