@@ -29,7 +29,7 @@ from mcu.errors import McuError
 from mcu.hostbuild import HostModel, build_host_library
 from mcu.ir import NUMPY_DTYPES, Graph
 from mcu.layouts import from_memory_order, to_memory_order
-from mcu.loader import ModelSpec, load_model_file, spec_from_objects
+from mcu.loader import ModelSpec, flatten_outputs, load_model_file, spec_from_objects
 from mcu.mapfile import SizeReport, size_report
 from mcu.memory_svg import plan_svg
 from mcu.memory import MemoryPlan
@@ -193,7 +193,7 @@ class CompiledModel:
                 for name in self.graph.state:
                     buffers[name].zero_()
             out = self.spec.model(*inputs)
-        return list(out) if isinstance(out, (tuple, list)) else [out]
+        return [t for _, t in flatten_outputs(out, str(self.spec.path or self.spec.name))]
 
     @cached_property
     def eager_outputs(self) -> list[list[np.ndarray]]:
@@ -348,6 +348,15 @@ def resolve_quantize(spec: ModelSpec, quantize: str) -> str:
     return quantize
 
 
+def _output_names(spec: ModelSpec, count: int) -> list[str]:
+    """The user's output names in graph order (empty when the graph's outputs are not the model's)."""
+    if isinstance(spec.model, torch.fx.GraphModule):  # converted pt2e modules keep no dict keys
+        return []
+    with torch.no_grad():
+        names = [name for name, _ in flatten_outputs(spec.model(*spec.example_inputs), str(spec.path or spec.name))]
+    return names if len(names) == count else []
+
+
 def compile_spec(spec: ModelSpec, board: str | Board = "mps2-an505", quantize: str = "none",
                  cmsis_nn: str | Path | None = None, packed_weights: bool | None = None,
                  backend: str | list[str] | None = None) -> CompiledModel:
@@ -369,6 +378,7 @@ def compile_spec(spec: ModelSpec, board: str | Board = "mps2-an505", quantize: s
     board_obj = board if isinstance(board, Board) else load_board(board)
     quantize = resolve_quantize(spec, quantize)
     graph = to_graph(spec, quantize)
+    graph.output_names = [] if graph.state else _output_names(spec, len(graph.outputs))  # state: no extra run
     before = dataclasses.replace(graph, ops=list(graph.ops))  # partitioning replaces the op list, not the ops
     memory, library, report = compile_graph(graph, board_obj, quantize, order, cmsis.resolve(cmsis_nn),
                                             packed_weights)

@@ -276,6 +276,7 @@ def _run_fields(cm: Any, simulator: str, passed: bool, exit_code: int, outputs: 
     return {
         "simulator": simulator,
         "passed": passed,
+        "output_names": [io.name for io in cm.library.view.outputs],
         "exit_code": exit_code,
         "instructions": instructions,
         "outputs": [[_nested(o) for o in row] for row in outputs],
@@ -317,6 +318,12 @@ def cmd_build(args: argparse.Namespace) -> int:
         from mcu import cli_generate
 
         return cli_generate.build(args)
+    from mcu.outputs import check_file_target
+
+    for option, target, example in (("--memory-svg", args.memory_svg, "plan.svg"), ("--record", args.record,
+                                                                                    "model.record")):
+        if target is not None:  # a bad path fails before the compile, not after it
+            check_file_target(Path(target), what=f"{option} file", example=example)
     # The folder stays locked until the report is printed, so what --json says is what is on disk.
     with ExitStack() as stack:
         if args.output is not None:

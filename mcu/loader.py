@@ -34,6 +34,8 @@ class ModelSpec:
     # Optional names of the model file read by other commands (`mcu eval`: eval_data, eval_metric).
     extras: dict[str, Any] = field(default_factory=dict)
     custom_ops: tuple[Any, ...] = ()  # the model's registered custom ops (mcu.custom.CustomOp)
+    # Where the model file assigns its module-level names (example_inputs -> line), for messages.
+    lines: dict[str, int] = field(default_factory=dict)
 
 
 def _as_input_tuple(value: Any, what: str, where: str) -> tuple[torch.Tensor, ...]:
@@ -70,6 +72,30 @@ def check_input_shapes(inputs: list[tuple[torch.Tensor, ...]], example: tuple[to
                     f"but example_inputs has {list(e.shape)} {e.dtype}",
                     hint=f"make every {what} item shaped like example_inputs",
                 )
+
+
+def flatten_outputs(out: Any, where: str = "model", path: str = "") -> list[tuple[str, torch.Tensor]]:
+    """A model's return value as (name, tensor) pairs in the order torch.export flattens it: tuples and lists
+    element by element, dicts in insertion order; a name is its path (``logits``, ``1.0``; ``output`` for a
+    lone tensor). Anything but tensors is refused: the device returns tensors only."""
+    if isinstance(out, torch.Tensor):
+        return [(path or "output", out)]
+    if isinstance(out, (tuple, list)):
+        items = [(f"{path}.{i}" if path else str(i), v) for i, v in enumerate(out)]
+    elif isinstance(out, dict):
+        if not all(isinstance(k, str) for k in out):
+            raise McuError(f"{where}: forward returns a dict with non-string keys "
+                           f"({', '.join(repr(k) for k in out if not isinstance(k, str))})",
+                           hint="name each output with a string key")
+        items = [(f"{path}.{k}" if path else k, v) for k, v in out.items()]
+    else:
+        raise McuError(f"{where}: forward returns {type(out).__name__} at output '{path or 'output'}', not a tensor",
+                       hint="return tensors (alone, in tuples, lists or dicts of str keys); compute other values "
+                            "outside the model")
+    flat = [pair for name, v in items for pair in flatten_outputs(v, where, name)]
+    if not flat:
+        raise McuError(f"{where}: forward returns no tensor at '{path or 'output'}'")
+    return flat
 
 
 def check_finite(inputs: list[tuple[torch.Tensor, ...]], what: str, where: str) -> None:
@@ -155,4 +181,24 @@ def load_model_file(path: str | Path) -> ModelSpec:
         custom_ops=getattr(module, "custom_ops", None),
     )
     spec.extras = {k: getattr(module, k) for k in EXTRAS if hasattr(module, k)}
+    spec.lines = _assignment_lines(path)
     return spec
+
+
+def _assignment_lines(path: Path) -> dict[str, int]:
+    """The line of each module-level assignment (the last one wins, as at run time)."""
+    import ast
+
+    try:
+        tree = ast.parse(path.read_text(), filename=str(path))
+    except (SyntaxError, OSError, ValueError):
+        return {}
+    lines: dict[str, int] = {}
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else \
+            [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else []
+        for target in targets:
+            for name in ast.walk(target):
+                if isinstance(name, ast.Name):
+                    lines[name.id] = node.lineno
+    return lines

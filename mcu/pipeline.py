@@ -75,7 +75,7 @@ def to_graph(spec: ModelSpec, quantize: str) -> Graph:
 
         with stage("quantize"):
             captured = quantize_static(spec.model, spec.example_inputs, spec.calibration, where=where,
-                                       custom_ops=spec.custom_ops)
+                                       custom_ops=spec.custom_ops, example_line=spec.lines.get("example_inputs"))
     elif quantize in ("int4-weight", "int4-dynamic"):  # torchao's groupwise int4 weights
         from mcu.quant.torchao_int4 import int4_weight_model
 
@@ -84,7 +84,7 @@ def to_graph(spec: ModelSpec, quantize: str) -> Graph:
     else:
         captured = spec.model
     with stage("capture"):
-        ep = to_edge(capture(captured, spec.example_inputs))
+        ep = to_edge(capture(captured, spec.example_inputs, where, spec.lines.get("example_inputs")))
     with stage("lower"):
         graph = lower(from_exported(ep, name=spec.name, custom_ops=spec.custom_ops))
         if quantize in ("int8-weight", "int8-dynamic"):  # fp32 activations, int8 linear weights

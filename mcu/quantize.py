@@ -82,16 +82,22 @@ def fold_linear_batch_norm(gm: GraphModule) -> GraphModule:
     return gm
 
 
-def export_for_quantization(model: torch.nn.Module, example_inputs: tuple) -> GraphModule:
+def export_for_quantization(model: torch.nn.Module, example_inputs: tuple, where: str = "",
+                            example_line: int | None = None) -> GraphModule:
+    from mcu.capture import capture_error
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
-        gm = torch.export.export(model.eval(), example_inputs).module(check_guards=False)
+        try:
+            gm = torch.export.export(model.eval(), example_inputs).module(check_guards=False)
+        except Exception as exc:
+            raise capture_error(exc, model, example_inputs, where, example_line) from None
     return fold_linear_batch_norm(gm)
 
 
 def quantize_static(model: torch.nn.Module, example_inputs: tuple,
                     calibration: Iterable[tuple[torch.Tensor, ...]] | None, where: str = "model",
-                    custom_ops: tuple = ()) -> GraphModule:
+                    custom_ops: tuple = (), example_line: int | None = None) -> GraphModule:
     """Post-training static int8 quantization; returns the converted module."""
     if calibration is None:
         raise McuError(f"{where}: static int8 quantization needs calibration data",
@@ -105,7 +111,7 @@ def quantize_static(model: torch.nn.Module, example_inputs: tuple,
 
     calibration = list(calibration)
     model = rewrite_for_int8(model, calibration)
-    gm = export_for_quantization(model, example_inputs)
+    gm = export_for_quantization(model, example_inputs, where, example_line)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         prepared = prepare_pt2e(gm, MCUQuantizer(custom_ops=custom_ops))
