@@ -359,7 +359,7 @@ def _output_names(spec: ModelSpec, count: int) -> list[str]:
 
 def compile_spec(spec: ModelSpec, board: str | Board = "mps2-an505", quantize: str = "none",
                  cmsis_nn: str | Path | None = None, packed_weights: bool | None = None,
-                 backend: str | list[str] | None = None) -> CompiledModel:
+                 backend: str | list[str] | None = None, check_flash: bool = True) -> CompiledModel:
     """``backend``: the backends' preference order, ``"cmsis-nn,optimized,portable"`` or a list (None:
     CMSIS-NN first when it is given, then optimized, then portable; mcu/backends/registry.py); the
     partition report is ``CompiledModel.partitions``. ``cmsis_nn``: CMSIS-NN sources to route supported int8 layers to (a path, or ``auto``: the
@@ -381,7 +381,7 @@ def compile_spec(spec: ModelSpec, board: str | Board = "mps2-an505", quantize: s
     graph.output_names = [] if graph.state else _output_names(spec, len(graph.outputs))  # state: no extra run
     before = dataclasses.replace(graph, ops=list(graph.ops))  # partitioning replaces the op list, not the ops
     memory, library, report = compile_graph(graph, board_obj, quantize, order, cmsis.resolve(cmsis_nn),
-                                            packed_weights)
+                                            packed_weights, check_flash=check_flash)
     delegated = any(op.kind == "delegate" for op in graph.ops)
     cm = CompiledModel(spec=spec, board=board_obj, quantize=quantize, graph=graph, memory=memory, library=library,
                        partitions=report, reference_graph=before if delegated else None)

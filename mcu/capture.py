@@ -30,7 +30,7 @@ def capture_error(exc: BaseException, model: torch.nn.Module, example_inputs: tu
     prefix = f"{where}: " if where else ""
     at = user_frame(exc.__traceback__)
     if at:
-        return McuError(f"{prefix}torch.export could not capture the model{at}: {first}",
+        return McuError(f"torch.export could not capture the model{at}: {first}",
                         hint="the model must be traceable by torch.export with static shapes")
     layer = _failing_layer(exc, model)
     shapes = ", ".join(str(list(t.shape)) for t in example_inputs)

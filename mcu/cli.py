@@ -662,7 +662,7 @@ def _devtools_command(name: str) -> Any:
     return lambda args: DEVTOOLS[name](args, _compile)
 
 
-COMMANDS.update({name: _devtools_command(name) for name in ("profile", "debug")})
+COMMANDS.update({name: _devtools_command(name) for name in ("profile", "debug", "record")})
 
 
 class Terminated(KeyboardInterrupt):
@@ -706,6 +706,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if as_json:
             _print_json({"error": "terminated" if code == 143 else "interrupted", "hint": None, "exit": code})
         return code
+    except BrokenPipeError:  # the reader of stdout went away (`| head`): nothing left to tell it
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except Exception as exc:  # a bug in mcu: one line, the traceback only on request
         if os.environ.get("MCU_DEBUG"):
             raise

@@ -110,6 +110,22 @@ def check_fits(board: Board, memory: MemoryPlan) -> None:
                 hint="use a smaller model or input, quantize to int8, or pick a board with more RAM")
 
 
+def check_constants_fit(board: Board, graph: Graph) -> None:
+    """Reject a model whose constants alone overflow the region that holds them (flash, or the extra region
+    for rodata), before a byte of C is generated: code and the runtime only add to this."""
+    region = board.region_for("rodata")
+    constants = graph.constants()
+    need = sum(t.nbytes for t in constants)
+    if need > region.length:
+        largest = max(constants, key=lambda t: t.nbytes)
+        raise McuError(
+            f"model does not fit {board.name}: its constants need {need} B of {region.name} but the board has "
+            f"{region.length} B ({need - region.length} B too many, before any code; the largest is "
+            f"{largest.name}, {largest.nbytes} B)",
+            hint="use a smaller model, quantize to int8 (a quarter of fp32's weight bytes), or pick a board with "
+                 "more flash")
+
+
 def partition_ops(graph: Graph, board: Board, quantize: str, backends: list[str] | None,
                   options: dict[str, Any]) -> PartitionReport:
     """Give each op to the first backend of the preference order that takes it (mcu/backends/base.py)."""
@@ -119,12 +135,14 @@ def partition_ops(graph: Graph, board: Board, quantize: str, backends: list[str]
 
 def compile_graph(graph: Graph, board: Board, quantize: str, backends: list[str] | None = None,
                   cmsis_nn: Path | None = None,
-                  packed_weights: bool | None = None) -> tuple[MemoryPlan, GeneratedLibrary, PartitionReport]:
+                  packed_weights: bool | None = None,
+                  check_flash: bool = True) -> tuple[MemoryPlan, GeneratedLibrary, PartitionReport]:
     """``backends``: preference order of backend ids (None: CMSIS-NN first when ``cmsis_nn`` names a
     tree, then the optimized and the portable kernels; mcu/backends/registry.py). ``packed_weights``
     True: the optimized backend packs int8 weights as int16 (twice the flash of those layers, the
     fastest kernel); False: it keeps them int8 (the compact kernels); None: packed while the board's
-    flash has room for them (mcu/backends/compact.py, packed_by_default)."""
+    flash has room for them (mcu/backends/compact.py, packed_by_default). ``check_flash`` False: the
+    constants need not fit the board's flash (a program file, whose weights the host runtime may load)."""
     if packed_weights is None:
         from mcu.backends.compact import packed_by_default
 
@@ -135,5 +153,7 @@ def compile_graph(graph: Graph, board: Board, quantize: str, backends: list[str]
     with stage("plan"):
         memory = plan_memory(graph, capacities=board.arena_regions())
         check_fits(board, memory)
+        if check_flash:
+            check_constants_fit(board, graph)
     with stage("generate"):
         return memory, render_library(graph, memory, quantize), report
