@@ -52,3 +52,18 @@ def _failing_layer(exc: BaseException, model: torch.nn.Module) -> str:
             found = f" in layer '{name}' ({type(module).__name__})" if name else f" in {type(module).__name__}"
         tb = tb.tb_next
     return found
+
+
+def check_user_outputs(ep: torch.export.ExportedProgram, where: str) -> None:
+    """Every output the model returns is a computed tensor (a dict or nested tuple of them is flattened in
+    torch.export's order); a string, number or None cannot come out of the device."""
+    from torch.export.graph_signature import OutputKind, TensorArgument
+
+    user = [spec for spec in ep.graph_signature.output_specs if spec.kind == OutputKind.USER_OUTPUT]
+    for index, spec in enumerate(user):
+        if not isinstance(spec.arg, TensorArgument):
+            value = getattr(spec.arg, "value", None)
+            raise McuError(f"{where}: forward returns {type(value).__name__} {value!r} as its output {index} "
+                           "(outputs flattened in order), not a tensor",
+                           hint="return tensors (alone, in tuples, lists or dicts of str keys); compute other "
+                                "values outside the model")

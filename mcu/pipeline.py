@@ -15,7 +15,7 @@ from typing import Any, Callable
 from mcu.backends.base import Context, PartitionReport, partition
 from mcu.backends.registry import resolve as resolve_backends
 from mcu.boards import Board
-from mcu.capture import capture
+from mcu.capture import capture, check_user_outputs
 from mcu.edge import to_edge
 from mcu.emit.c_model import GeneratedLibrary, render_library
 from mcu.errors import McuError
@@ -84,7 +84,9 @@ def to_graph(spec: ModelSpec, quantize: str) -> Graph:
     else:
         captured = spec.model
     with stage("capture"):
-        ep = to_edge(capture(captured, spec.example_inputs, where, spec.lines.get("example_inputs")))
+        ep = capture(captured, spec.example_inputs, where, spec.lines.get("example_inputs"))
+        check_user_outputs(ep, where)
+        ep = to_edge(ep)
     with stage("lower"):
         graph = lower(from_exported(ep, name=spec.name, custom_ops=spec.custom_ops))
         if quantize in ("int8-weight", "int8-dynamic"):  # fp32 activations, int8 linear weights
