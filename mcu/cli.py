@@ -84,7 +84,8 @@ def build_parser() -> argparse.ArgumentParser:
                                    "cache (~/.cache/mcu or MCU_CACHE_DIR); `mcu build -o DIR` keeps the firmware.")
     _add_model_args(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--timeout", type=positive_seconds, default=600.0, help="simulator timeout in seconds (default 600)")
+    p.add_argument("--timeout", type=positive_seconds, default=600.0,
+                   help="simulator timeout in seconds (default 600)")
     p.add_argument("--sim", choices=("qemu", "renode"), default=None,
                    help="simulator (default: the board's, see `mcu boards`); renode needs Renode installed")
     p.add_argument("--program", action="store_true",
@@ -154,13 +155,15 @@ def _add_eval_parser(sub: Any) -> None:
     p.add_argument("--samples", "-n", type=positive_int, default=50,
                    help="images run on the simulated device (default 50; evenly spaced over eval_data)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--timeout", type=positive_seconds, default=600.0, help="simulator timeout in seconds (default 600)")
+    p.add_argument("--timeout", type=positive_seconds, default=600.0,
+                   help="simulator timeout in seconds (default 600)")
 
 
 def _add_device_parsers(sub: Any) -> None:
     """`mcu flash` and `mcu monitor`: a real board over USB (see mcu/flash.py)."""
     p = sub.add_parser("flash", help="build, flash a Pico 2 or Pico in BOOTSEL mode and read its verdict over serial",
-                       description="Build the firmware and its UF2, copy it to the board (Pico 2 or Pico) in BOOTSEL mode (or load "
+                       description="Build the firmware and its UF2, copy it to the board (Pico 2 or Pico) in BOOTSEL "
+                                   "mode (or load "
                                    "it with picotool), then print what the firmware prints on its UART and exit "
                                    "0 on RESULT PASS, 1 on FAIL.")
     _add_model_args(p)
@@ -174,7 +177,8 @@ def _add_device_parsers(sub: Any) -> None:
                        description="Print what an already flashed board prints on its UART and exit 0 on "
                                    "RESULT PASS, 1 on FAIL (press the board's reset to run it again).")
     p.add_argument("--port", help="serial port (default: the first USB serial device)")
-    p.add_argument("--timeout", type=positive_seconds, default=60.0, help="seconds to wait for the verdict (default 60)")
+    p.add_argument("--timeout", type=positive_seconds, default=60.0,
+                   help="seconds to wait for the verdict (default 60)")
 
 
 def _print_json(obj: dict[str, Any]) -> None:
@@ -674,7 +678,8 @@ def _terminate_as_exception() -> None:
         raise Terminated()
 
     try:
-        signal.signal(signal.SIGTERM, handler)
+        for signum in (signal.SIGTERM, signal.SIGHUP):  # kill, a closed terminal
+            signal.signal(signum, handler)
     except ValueError:  # not the main thread (main() called from a test's worker): leave the default
         pass
 

@@ -188,8 +188,8 @@ def wait_until_gone(drive: Path, timeout_s: float, chip: str = CHIP_NAME) -> flo
             raise McuError(
                 f"the BOOTSEL drive {drive} is still there {timeout_s:g} s after the copy: the board did not "
                 "accept the UF2",
-                hint=f"check that the board is a {_board_name(chip)} ({'RP2040' if chip == 'RPI-RP2' else 'RP2350'}) and that the drive is not a different board; "
-                     "unplug it, hold BOOTSEL, plug it in and try again")
+                hint=f"check that the board is a {_board_name(chip)} ({'RP2040' if chip == 'RPI-RP2' else 'RP2350'}) "
+                     "and that the drive is not a different board; unplug it, hold BOOTSEL, plug it in and try again")
         time.sleep(POLL_S)
     return time.monotonic() - start
 

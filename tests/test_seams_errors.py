@@ -158,15 +158,15 @@ def test_non_tensor_output_is_refused_in_one_line(tmp_path: Path, capfd: pytest.
           "not_tensor.py", "returns str 'label' as its output 1", "return tensors")
 
 
-def test_dict_and_nested_list_outputs_run_and_are_named(tmp_path: Path) -> None:
+def test_dict_and_nested_list_outputs_run_and_are_named(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
     model = _write(tmp_path, "dict_out", DICT_AND_LISTS)
-    proc = run_mcu("run", "--board", "host", "--json", str(model), cwd=tmp_path)
+    proc = _in_process(capfd, "run", "--board", "host", "--json", str(model))
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     assert report["passed"] and report["output_names"] == ["logits", "extra.0.0", "extra.1.0"]
     assert [len(o[0]) for o in report["outputs"][0]] == [4, 2, 4]
     out = tmp_path / "lib"
-    proc = run_mcu("export", "--board", "mps2-an505", str(model), "-o", str(out), cwd=tmp_path)
+    proc = _in_process(capfd, "export", "--board", "mps2-an505", str(model), "-o", str(out))
     assert proc.returncode == 0, proc.stderr
     header = (out / "dict_out_model.h").read_text()
     assert '/* output 0: "logits"' in header and '/* output 2: "extra.1.0"' in header
@@ -181,7 +181,8 @@ def test_program_export_to_unwritable_path(tmp_path: Path, capfd: pytest.Capture
                      "/proc/x.record"], "--record file /proc/x.record")
 
 
-def test_a_model_that_cannot_fit_is_refused_before_generating(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+def test_a_model_that_cannot_fit_is_refused_before_generating(tmp_path: Path,
+                                                               capfd: pytest.CaptureFixture[str]) -> None:
     model = _write(tmp_path, "too_big", TOO_BIG)
     out = tmp_path / "o"
     line = _both(capfd, ["build", "--board", "mps2-an505", str(model), "-o", str(out)],
@@ -226,10 +227,10 @@ def test_bad_options_are_one_line(tmp_path: Path, capfd: pytest.CaptureFixture[s
 
 
 @requires_qemu
-def test_flash_pico_names_the_pico(tmp_path: Path) -> None:
+def test_flash_pico_names_the_pico(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
     model = _write(tmp_path, "mlp", MLP)
     # No serial port here: the first thing mcu flash needs after the build is the board's console.
-    proc = run_mcu("flash", "--board", "pico", "--quiet", str(model), "-o", str(tmp_path / "o"), cwd=tmp_path)
+    proc = _in_process(capfd, "flash", "--board", "pico", "--quiet", str(model), "-o", str(tmp_path / "o"))
     assert proc.returncode == 2, proc.stderr
     assert "Pico's console" in proc.stderr and "Pico 2" not in proc.stderr, proc.stderr
 
@@ -264,8 +265,8 @@ def test_killed_build_leaves_no_work_folder(tmp_path: Path) -> None:
 def test_record_show_reads_a_record(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
     model = _write(tmp_path, "mlp", MLP)
     record = tmp_path / "mlp.record"
-    proc = run_mcu("build", "--board", "mps2-an505", "--quiet", str(model), "-o", str(tmp_path / "o"),
-                   "--record", str(record), cwd=tmp_path)
+    proc = _in_process(capfd, "build", "--board", "mps2-an505", "--quiet", str(model), "-o", str(tmp_path / "o"),
+                       "--record", str(record))
     assert proc.returncode == 0, proc.stderr
     shown = _in_process(capfd, "record", "show", str(record))
     assert shown.returncode == 0, shown.stderr
@@ -283,14 +284,16 @@ RUN_BOARDS = ["host", pytest.param("arm64-linux", marks=pytest.mark.skipif(
 
 
 @pytest.fixture(scope="module")
-def run_reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
+def run_reports() -> dict[str, dict]:
+    """The reports of the boards run so far, to compare each board with the ones before."""
     return {}
 
 
 @pytest.mark.parametrize("board", RUN_BOARDS)
-def test_run_json_has_one_schema_on_every_board(tmp_path: Path, board: str, run_reports: dict[str, dict]) -> None:
+def test_run_json_has_one_schema_on_every_board(tmp_path: Path, capfd: pytest.CaptureFixture[str], board: str,
+                                                run_reports: dict[str, dict]) -> None:
     model = _write(tmp_path, "mlp", MLP)
-    proc = run_mcu("run", "--board", board, "--json", str(model), cwd=tmp_path)
+    proc = _in_process(capfd, "run", "--board", board, "--json", str(model))
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     keys = {"model", "board", "quantize", "passed", "exit_code", "simulator", "instructions", "outputs",

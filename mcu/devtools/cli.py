@@ -73,7 +73,8 @@ def add_debug_parser(sub: Any, add_model_args: Callable[[argparse.ArgumentParser
                                    "only when every op equals the reference.")
     add_model_args(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--timeout", type=positive_seconds, default=600.0, help="simulator timeout in seconds (default 600)")
+    p.add_argument("--timeout", type=positive_seconds, default=600.0,
+                   help="simulator timeout in seconds (default 600)")
 
 
 def cmd_debug(args: argparse.Namespace, compile_fn: Callable[[argparse.Namespace], Any]) -> int:
