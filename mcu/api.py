@@ -285,6 +285,30 @@ class CompiledModel:
                            f"board has {self.board.flash.length} B ({fw.flash_bytes - self.board.flash.length} B "
                            f"too many){biggest}", hint="use a smaller model or quantize to int8")
 
+    def harness_outputs(self, report: Any, exit_code: int, console: str) -> tuple[
+            list[list[np.ndarray]], list[list[np.ndarray]], float, float]:
+        """What a firmware harness printed (mcu.console.HarnessReport), per test vector and output: real values
+        and raw values in logical shape, the largest |real - eager| and the largest |raw - expected|."""
+        outputs: list[list[np.ndarray]] = []
+        raw: list[list[np.ndarray]] = []
+        worst = 0.0
+        worst_expected = 0.0
+        for v, eager in enumerate(self.eager_outputs):
+            flats = []
+            for i, t in enumerate(self.graph.outputs):
+                if (v, i) not in report.outputs:
+                    raise McuError(f"the firmware printed no output {i} for test vector {v} "
+                                   f"(exit status {exit_code}):\n{console.strip()[-2000:]}")
+                flats.append(report.output_array(v, i, NUMPY_DTYPES[t.dtype], t.numel))
+                expected = np.asarray(self.expected_outputs[v][i]).reshape(-1).astype(np.float64)
+                worst_expected = max(worst_expected,
+                                     float(np.max(np.abs(flats[-1].astype(np.float64) - expected), initial=0.0)))
+            row = self.decode_outputs(flats)
+            raw.append(self.raw_outputs(flats))
+            outputs.append(row)
+            worst = max([worst] + [float(np.max(np.abs(y.astype(np.float64) - e))) for y, e in zip(row, eager)])
+        return outputs, raw, worst, worst_expected
+
     def simulate(self, timeout_s: float = 600.0) -> SimulationRun:
         """Build the firmware and run it on the board's simulator with the bundled vectors."""
         from mcu.sim.qemu import run_qemu
@@ -296,24 +320,7 @@ class CompiledModel:
         with stage("simulate"):
             result = run_qemu(self.board, fw.elf, timeout_s=timeout_s)
         report = parse_harness(result.console)
-        outputs: list[list[np.ndarray]] = []
-        raw: list[list[np.ndarray]] = []
-        worst = 0.0
-        worst_expected = 0.0
-        for v, eager in enumerate(self.eager_outputs):
-            flats = []
-            for i, t in enumerate(self.graph.outputs):
-                if (v, i) not in report.outputs:
-                    raise McuError(f"the firmware printed no output {i} for test vector {v} "
-                                   f"(exit status {result.exit_code}):\n{result.console.strip()[-2000:]}")
-                flats.append(report.output_array(v, i, NUMPY_DTYPES[t.dtype], t.numel))
-                expected = np.asarray(self.expected_outputs[v][i]).reshape(-1).astype(np.float64)
-                worst_expected = max(worst_expected,
-                                     float(np.max(np.abs(flats[-1].astype(np.float64) - expected), initial=0.0)))
-            row = self.decode_outputs(flats)
-            raw.append(self.raw_outputs(flats))
-            outputs.append(row)
-            worst = max([worst] + [float(np.max(np.abs(y.astype(np.float64) - e))) for y, e in zip(row, eager)])
+        outputs, raw, worst, worst_expected = self.harness_outputs(report, result.exit_code, result.console)
         passed = bool(report.passed) and result.exit_code == 0
         return SimulationRun(passed=passed, exit_code=result.exit_code,
                              instructions=result.instructions[0] if result.instructions else None,

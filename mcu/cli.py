@@ -472,9 +472,11 @@ def _run_renode(args: argparse.Namespace) -> int:
     result = run_renode(cm.board, fw.elf, fw.elf.parent, timeout_s=args.timeout)
     harness = parse_harness(result.console)
     passed = result.exit_code == 0
+    outputs, raw, eager_error, expected_error = cm.harness_outputs(harness, result.exit_code, result.console)
     report = _base_report(cm, fw)
-    report.update({"passed": passed, "simulator": "renode", "exit_code": result.exit_code,
-                   "cycles": harness.cycles, "console": result.console})
+    report.update(_run_fields(cm, "renode", passed, result.exit_code, outputs, raw, eager_error, expected_error,
+                              None))
+    report.update({"cycles": harness.cycles, "console": result.console})
     if args.json:
         _print_json(report)
     else:
