@@ -227,6 +227,9 @@ def _compile(args: argparse.Namespace):
 
     from mcu.progress import quiet_torch
 
+    if getattr(args, "prefill_chunk", None) is not None:  # text-generation files go through mcu.cli_generate
+        raise McuError(f"--prefill-chunk applies to text-generation model files (methods prefill and decode); "
+                       f"{args.model} is not one", hint="drop --prefill-chunk")
     spec, origin = cli_spec(getattr(args, "cmsis_nn", None))
     with quiet_torch(verbose=getattr(args, "verbose", False)):
         return compile_file(args.model, board=args.board, quantize=args.quantize,

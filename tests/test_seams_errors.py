@@ -143,7 +143,7 @@ def _both(capfd: pytest.CaptureFixture[str], argv: list[str], *needles: str) -> 
 def test_nan_in_calibration_names_the_item(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
     model = _write(tmp_path, "nan_calib", NAN_CALIBRATION)
     _both(capfd, ["build", "--board", "mps2-an505", str(model), "-o", str(tmp_path / "o")],
-          "nan_calib.py", "calibration[1] input 0 holds 1 NaN", "finite")
+          "nan_calib.py", "calibration[1] input 0 holds 1 NaN", "calibration at nan_calib.py:8", "finite")
 
 
 def test_nan_made_inside_the_model_names_the_line(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
@@ -206,6 +206,11 @@ def test_every_unsupported_op_in_one_run(tmp_path: Path, capfd: pytest.CaptureFi
 
 
 def test_example_inputs_shape_mismatch_names_their_line(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    calib = _write(tmp_path, "wrong_calib", MLP.replace("calibration = [(torch.randn(1, 8),)",
+                                                        "calibration = [(torch.randn(1, 9),)"))
+    _both(capfd, ["build", "--board", "mps2-an505", str(calib), "-o", str(tmp_path / "o")],
+          "calibration[0] input 0 has shape [1, 9]",
+          "calibration at wrong_calib.py:6, example_inputs at wrong_calib.py:5")
     model = _write(tmp_path, "wrong_example", WRONG_EXAMPLE)
     for quantize in ("none", "int8"):
         if quantize == "int8":
@@ -219,6 +224,7 @@ def test_example_inputs_shape_mismatch_names_their_line(tmp_path: Path, capfd: p
     (["run", "--board", "mps2-an505", "--timeout", "0"], "argument --timeout: must be a number of seconds above 0"),
     (["eval", "--samples", "0"], "argument --samples/-n: must be at least 1"),
     (["run", "--board", "nope"], "unknown board 'nope'"),
+    (["build", "--board", "mps2-an505", "--prefill-chunk", "4"], "--prefill-chunk applies to text-generation"),
 ])
 def test_bad_options_are_one_line(tmp_path: Path, capfd: pytest.CaptureFixture[str], argv: list[str],
                                   needle: str) -> None:
