@@ -348,3 +348,19 @@ def test_readme_ops_count_is_mcu_ops() -> None:
     quoted = re.search(r"`mcu ops` lists the (\d+) ATen overloads", readme)
     assert quoted is not None
     assert int(quoted.group(1)) == len(op_rows())
+
+
+def test_readme_compile_figures(compiled) -> None:
+    """The figures the README quotes that a compile gives without running firmware: the demo table's arenas and
+    the DS-CNN op count of the profile paragraph."""
+    from mcu.devtools.ops import op_table
+
+    readme = (ROOT / "README.md").read_text()
+    arenas = re.search(r"^arena \(B\)\s+([\d,]+)\s+([\d,]+)$", readme, re.M)
+    assert arenas is not None
+    for quantize, quoted in zip(("none", "int8"), arenas.groups()):
+        assert compiled("small_cnn", "mps2-an505", quantize).memory.arena_size == int(quoted.replace(",", ""))
+    ops = re.search(r"On DS-CNN int8 \(mps2-an505\) the (\d+) ops add up to", readme)
+    assert ops is not None
+    cm = compiled("ds_cnn", "mps2-an505", "int8")
+    assert len(op_table(cm.graph, cm.memory, cm.library)) == int(ops.group(1))
