@@ -10,13 +10,14 @@ bundled test vectors (``simulate``). The CLI is a thin layer over this class.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 
 import math
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 import torch
@@ -355,6 +356,18 @@ def resolve_quantize(spec: ModelSpec, quantize: str) -> str:
     return quantize
 
 
+@contextlib.contextmanager
+def _naming_the_file(spec: ModelSpec) -> Iterator[None]:
+    """A compile error about a model file names the file (most already name its line; the rest, such as a
+    model too large for the board, get the path in front)."""
+    try:
+        yield
+    except McuError as exc:
+        if spec.path is None or spec.path.name in exc.message:
+            raise
+        raise McuError(f"{spec.path}: {exc.message}", hint=exc.hint, exit_code=exc.exit_code) from None
+
+
 def _output_names(spec: ModelSpec, count: int) -> list[str]:
     """The user's output names in graph order (empty when the graph's outputs are not the model's)."""
     if isinstance(spec.model, torch.fx.GraphModule):  # converted pt2e modules keep no dict keys
@@ -384,11 +397,12 @@ def compile_spec(spec: ModelSpec, board: str | Board = "mps2-an505", quantize: s
         cmsis_nn = "auto"  # asked for by name: CMSIS_NN_PATH, else the pack cache
     board_obj = board if isinstance(board, Board) else load_board(board)
     quantize = resolve_quantize(spec, quantize)
-    graph = to_graph(spec, quantize)
-    graph.output_names = [] if graph.state else _output_names(spec, len(graph.outputs))  # state: no extra run
-    before = dataclasses.replace(graph, ops=list(graph.ops))  # partitioning replaces the op list, not the ops
-    memory, library, report = compile_graph(graph, board_obj, quantize, order, cmsis.resolve(cmsis_nn),
-                                            packed_weights, check_flash=check_flash)
+    with _naming_the_file(spec):
+        graph = to_graph(spec, quantize)
+        graph.output_names = [] if graph.state else _output_names(spec, len(graph.outputs))  # state: no extra run
+        before = dataclasses.replace(graph, ops=list(graph.ops))  # partitioning replaces the op list, not the ops
+        memory, library, report = compile_graph(graph, board_obj, quantize, order, cmsis.resolve(cmsis_nn),
+                                                packed_weights, check_flash=check_flash)
     delegated = any(op.kind == "delegate" for op in graph.ops)
     cm = CompiledModel(spec=spec, board=board_obj, quantize=quantize, graph=graph, memory=memory, library=library,
                        partitions=report, reference_graph=before if delegated else None)

@@ -120,10 +120,13 @@ def check_constants_fit(board: Board, graph: Graph) -> None:
     need = sum(t.nbytes for t in constants)
     if need > region.length:
         largest = max(constants, key=lambda t: t.nbytes)
+        user = next((op for op in graph.ops if any(t is largest for t in op.inputs)), None)
+        source = user.source.strip().removeprefix("at ").strip() if user is not None else ""
+        layer = f", weights of the {user.kind} at {source}" if user is not None and source else ""
         raise McuError(
-            f"model does not fit {board.name}: its constants need {need} B of {region.name} but the board has "
-            f"{region.length} B ({need - region.length} B too many, before any code; the largest is "
-            f"{largest.name}, {largest.nbytes} B)",
+            f"model {graph.name} does not fit {board.name}: its constants need {need} B of {region.name} but the "
+            f"board has {region.length} B ({need - region.length} B too many, before any code; the largest is "
+            f"{largest.name}, {largest.nbytes} B{layer})",
             hint="use a smaller model, quantize to int8 (a quarter of fp32's weight bytes), or pick a board with "
                  "more flash")
 
