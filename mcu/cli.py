@@ -678,15 +678,18 @@ class Terminated(KeyboardInterrupt):
     """SIGTERM, raised where the process is so that cleanup (``finally``, context managers) runs as on Ctrl-C."""
 
 
-def _terminate_as_exception() -> None:
+def _terminate_as_exception() -> dict[int, Any]:
+    """Install the handlers for the command's run; returns the ones before, for main() to put back."""
     def handler(signum: int, frame: Any) -> None:
         raise Terminated()
 
+    before: dict[int, Any] = {}
     try:
         for signum in (signal.SIGTERM, signal.SIGHUP):  # kill, a closed terminal
-            signal.signal(signum, handler)
+            before[signum] = signal.signal(signum, handler)
     except ValueError:  # not the main thread (main() called from a test's worker): leave the default
         pass
+    return before
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -701,7 +704,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # torch 2.13's pytree code trips its own deprecation warning inside torch.export: not the user's concern.
     warnings.filterwarnings("ignore", message=r".*treespec, LeafSpec.*", category=FutureWarning)
     as_json = bool(getattr(args, "json", False))
-    _terminate_as_exception()
+    handlers = _terminate_as_exception()
     try:
         with reporting(_reporter(args)):
             return COMMANDS[args.command](args)
@@ -727,6 +730,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if as_json:
             _print_json({"error": f"internal error: {type(exc).__name__}: {exc}", "hint": None, "exit": 70})
         return 70
+    finally:
+        for signum, previous in handlers.items():
+            signal.signal(signum, previous)
 
 
 if __name__ == "__main__":
