@@ -227,7 +227,10 @@ def _compile(args: argparse.Namespace):
 
     from mcu.progress import quiet_torch
 
-    if getattr(args, "prefill_chunk", None) is not None:  # text-generation files go through mcu.cli_generate
+    from mcu.generate import is_generation_file
+
+    if getattr(args, "prefill_chunk", None) is not None and Path(args.model).is_file() \
+            and not is_generation_file(args.model):
         raise McuError(f"--prefill-chunk applies to text-generation model files (methods prefill and decode); "
                        f"{args.model} is not one", hint="drop --prefill-chunk")
     spec, origin = cli_spec(getattr(args, "cmsis_nn", None))
