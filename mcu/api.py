@@ -10,13 +10,14 @@ bundled test vectors (``simulate``). The CLI is a thin layer over this class.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 
 import math
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 import torch
@@ -29,7 +30,7 @@ from mcu.errors import McuError
 from mcu.hostbuild import HostModel, build_host_library
 from mcu.ir import NUMPY_DTYPES, Graph
 from mcu.layouts import from_memory_order, to_memory_order
-from mcu.loader import ModelSpec, load_model_file, spec_from_objects
+from mcu.loader import ModelSpec, flatten_outputs, load_model_file, spec_from_objects
 from mcu.mapfile import SizeReport, size_report
 from mcu.memory_svg import plan_svg
 from mcu.memory import MemoryPlan
@@ -71,6 +72,8 @@ class SimulationRun:
     console: str
     max_abs_error_vs_eager: float
     cycles: int | None = None
+    # The largest |device - expected| over the raw outputs (int8: LSB; 0 when the check is bit-exact).
+    max_error_vs_expected: float = 0.0
 
 
 @dataclass
@@ -191,7 +194,7 @@ class CompiledModel:
                 for name in self.graph.state:
                     buffers[name].zero_()
             out = self.spec.model(*inputs)
-        return list(out) if isinstance(out, (tuple, list)) else [out]
+        return [t for _, t in flatten_outputs(out, str(self.spec.path or self.spec.name))]
 
     @cached_property
     def eager_outputs(self) -> list[list[np.ndarray]]:
@@ -283,6 +286,30 @@ class CompiledModel:
                            f"board has {self.board.flash.length} B ({fw.flash_bytes - self.board.flash.length} B "
                            f"too many){biggest}", hint="use a smaller model or quantize to int8")
 
+    def harness_outputs(self, report: Any, exit_code: int, console: str) -> tuple[
+            list[list[np.ndarray]], list[list[np.ndarray]], float, float]:
+        """What a firmware harness printed (mcu.console.HarnessReport), per test vector and output: real values
+        and raw values in logical shape, the largest |real - eager| and the largest |raw - expected|."""
+        outputs: list[list[np.ndarray]] = []
+        raw: list[list[np.ndarray]] = []
+        worst = 0.0
+        worst_expected = 0.0
+        for v, eager in enumerate(self.eager_outputs):
+            flats = []
+            for i, t in enumerate(self.graph.outputs):
+                if (v, i) not in report.outputs:
+                    raise McuError(f"the firmware printed no output {i} for test vector {v} "
+                                   f"(exit status {exit_code}):\n{console.strip()[-2000:]}")
+                flats.append(report.output_array(v, i, NUMPY_DTYPES[t.dtype], t.numel))
+                expected = np.asarray(self.expected_outputs[v][i]).reshape(-1).astype(np.float64)
+                worst_expected = max(worst_expected,
+                                     float(np.max(np.abs(flats[-1].astype(np.float64) - expected), initial=0.0)))
+            row = self.decode_outputs(flats)
+            raw.append(self.raw_outputs(flats))
+            outputs.append(row)
+            worst = max([worst] + [float(np.max(np.abs(y.astype(np.float64) - e))) for y, e in zip(row, eager)])
+        return outputs, raw, worst, worst_expected
+
     def simulate(self, timeout_s: float = 600.0) -> SimulationRun:
         """Build the firmware and run it on the board's simulator with the bundled vectors."""
         from mcu.sim.qemu import run_qemu
@@ -294,25 +321,13 @@ class CompiledModel:
         with stage("simulate"):
             result = run_qemu(self.board, fw.elf, timeout_s=timeout_s)
         report = parse_harness(result.console)
-        outputs: list[list[np.ndarray]] = []
-        raw: list[list[np.ndarray]] = []
-        worst = 0.0
-        for v, eager in enumerate(self.eager_outputs):
-            flats = []
-            for i, t in enumerate(self.graph.outputs):
-                if (v, i) not in report.outputs:
-                    raise McuError(f"the firmware printed no output {i} for test vector {v} "
-                                   f"(exit status {result.exit_code}):\n{result.console.strip()[-2000:]}")
-                flats.append(report.output_array(v, i, NUMPY_DTYPES[t.dtype], t.numel))
-            row = self.decode_outputs(flats)
-            raw.append(self.raw_outputs(flats))
-            outputs.append(row)
-            worst = max([worst] + [float(np.max(np.abs(y.astype(np.float64) - e))) for y, e in zip(row, eager)])
+        outputs, raw, worst, worst_expected = self.harness_outputs(report, result.exit_code, result.console)
         passed = bool(report.passed) and result.exit_code == 0
         return SimulationRun(passed=passed, exit_code=result.exit_code,
                              instructions=result.instructions[0] if result.instructions else None,
                              instructions_all=list(result.instructions), outputs=outputs, outputs_raw=raw,
-                             console=result.console, max_abs_error_vs_eager=worst, cycles=report.cycles)
+                             console=result.console, max_abs_error_vs_eager=worst, cycles=report.cycles,
+                             max_error_vs_expected=worst_expected)
 
     # --- reporting ----------------------------------------------------------------------------------------
 
@@ -342,9 +357,30 @@ def resolve_quantize(spec: ModelSpec, quantize: str) -> str:
     return quantize
 
 
+@contextlib.contextmanager
+def _naming_the_file(spec: ModelSpec) -> Iterator[None]:
+    """A compile error about a model file names the file (most already name its line; the rest, such as a
+    model too large for the board, get the path in front)."""
+    try:
+        yield
+    except McuError as exc:
+        if spec.path is None or spec.path.name in exc.message:
+            raise
+        raise McuError(f"{spec.path}: {exc.message}", hint=exc.hint, exit_code=exc.exit_code) from None
+
+
+def _output_names(spec: ModelSpec, count: int) -> list[str]:
+    """The user's output names in graph order (empty when the graph's outputs are not the model's)."""
+    if isinstance(spec.model, torch.fx.GraphModule):  # converted pt2e modules keep no dict keys
+        return []
+    with torch.no_grad():
+        names = [name for name, _ in flatten_outputs(spec.model(*spec.example_inputs), str(spec.path or spec.name))]
+    return names if len(names) == count else []
+
+
 def compile_spec(spec: ModelSpec, board: str | Board = "mps2-an505", quantize: str = "none",
                  cmsis_nn: str | Path | None = None, packed_weights: bool | None = None,
-                 backend: str | list[str] | None = None) -> CompiledModel:
+                 backend: str | list[str] | None = None, check_flash: bool = True) -> CompiledModel:
     """``backend``: the backends' preference order, ``"cmsis-nn,optimized,portable"`` or a list (None:
     CMSIS-NN first when it is given, then optimized, then portable; mcu/backends/registry.py); the
     partition report is ``CompiledModel.partitions``. ``cmsis_nn``: CMSIS-NN sources to route supported int8 layers to (a path, or ``auto``: the
@@ -362,10 +398,12 @@ def compile_spec(spec: ModelSpec, board: str | Board = "mps2-an505", quantize: s
         cmsis_nn = "auto"  # asked for by name: CMSIS_NN_PATH, else the pack cache
     board_obj = board if isinstance(board, Board) else load_board(board)
     quantize = resolve_quantize(spec, quantize)
-    graph = to_graph(spec, quantize)
-    before = dataclasses.replace(graph, ops=list(graph.ops))  # partitioning replaces the op list, not the ops
-    memory, library, report = compile_graph(graph, board_obj, quantize, order, cmsis.resolve(cmsis_nn),
-                                            packed_weights)
+    with _naming_the_file(spec):
+        graph = to_graph(spec, quantize)
+        graph.output_names = [] if graph.state else _output_names(spec, len(graph.outputs))  # state: no extra run
+        before = dataclasses.replace(graph, ops=list(graph.ops))  # partitioning replaces the op list, not the ops
+        memory, library, report = compile_graph(graph, board_obj, quantize, order, cmsis.resolve(cmsis_nn),
+                                                packed_weights, check_flash=check_flash)
     delegated = any(op.kind == "delegate" for op in graph.ops)
     cm = CompiledModel(spec=spec, board=board_obj, quantize=quantize, graph=graph, memory=memory, library=library,
                        partitions=report, reference_graph=before if delegated else None)

@@ -355,12 +355,14 @@ def build_firmware(
     frames_path = out_dir / f"{name}.frames.json" if stack_usage else None
     outputs = tuple(p for p in (elf_path, map_path, uf2_path, stack_path, frames_path) if p is not None)
     key = _stamp_key(gcc, all_sources, cflags, ldflags, script + f"\nuf2={board.uf2_family}")
+    _remove_dead_builds(out_dir, name)
     if _stamp_valid(stamp_path, key, outputs):
         progress.note("compile", "up to date")
         progress.note("link", "up to date")
         return _firmware_from_elf(board, elf_path, map_path, uf2_path, stack_path)
 
-    work = Path(tempfile.mkdtemp(prefix=f".{name}-build-", dir=out_dir))
+    # The pid in the name lets a later build tell a killed build's leftovers from a running one's.
+    work = Path(tempfile.mkdtemp(prefix=f".{name}-build-{os.getpid()}-", dir=out_dir))
     try:
         tmp_ld = work / ld_path.name
         tmp_ld.write_text(script)
@@ -424,6 +426,27 @@ def build_firmware(
         shutil.rmtree(work, ignore_errors=True)
 
     return _firmware_from_elf(board, elf_path, map_path, uf2_path, stack_path)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True
+
+
+def _remove_dead_builds(out_dir: Path, name: str) -> None:
+    """Remove the work folders of builds into ``out_dir`` whose process is gone (killed by SIGKILL or a power
+    cut, which no handler sees); folders without a pid (older builds) are removed too."""
+    for work in out_dir.glob(f".{name}-build-*"):
+        pid_text = work.name[len(f".{name}-build-"):].split("-", 1)[0]
+        if pid_text.isdigit() and "-" in work.name[len(f".{name}-build-"):] and _pid_alive(int(pid_text)):
+            continue
+        if work.is_dir():
+            shutil.rmtree(work, ignore_errors=True)
 
 
 # --- Linux boards (kind = "linux"): the harness as a hosted executable ------------------------------------

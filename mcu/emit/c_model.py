@@ -282,6 +282,9 @@ def build_view(graph: Graph, memory: MemoryPlan, quantize: str, prefix: str | No
               for i, t in enumerate(graph.inputs)]
     outputs = [_io_view("output", i, t, memory.offset(t), arena_var(memory.arena_index(t)))
                for i, t in enumerate(graph.outputs)]
+    if len(graph.output_names) == len(outputs):
+        for io, label in zip(outputs, graph.output_names):
+            io.name = label
     arenas = [ArenaView(var=arena_var(i), symbol=f"{prefix}_{arena_var(i)}", size=a.plan.arena_size,
                         section=".mcu_arena" if i == 0 else f".mcu_arena_{a.region}", region=a.region,
                         MACRO=f"{prefix.upper()}_ARENA{i}_SIZE")

@@ -35,6 +35,7 @@ class LinuxRun:
     same_top1: bool
     report: HarnessReport
     console: str
+    exit_code: int = 0  # the harness executable's exit status
 
 
 def expectations(model: CompiledModel) -> tuple[list[list[np.ndarray]], list[float]]:
@@ -81,4 +82,5 @@ def run_on_linux(model: CompiledModel, expected: list[list[np.ndarray]], toleran
             same_top1 = same_top1 and int(np.argmax(got)) == int(np.argmax(y))
         outputs.append(got_v)
     return LinuxRun(board=board.name, passed=bool(report.passed) and same_top1, outputs=outputs, max_error=worst,
-                    same_top1=same_top1, report=report, console=proc.stdout)
+                    same_top1=same_top1, report=report, console=proc.stdout,
+                    exit_code=proc.returncode)
