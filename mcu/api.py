@@ -368,12 +368,13 @@ def compile_spec(spec: ModelSpec, board: str | Board = "mps2-an505", quantize: s
     delegated = any(op.kind == "delegate" for op in graph.ops)
     cm = CompiledModel(spec=spec, board=board_obj, quantize=quantize, graph=graph, memory=memory, library=library,
                        partitions=report, reference_graph=before if delegated else None)
-    if cm.custom_kernels is not None:
-        # The user's kernels against their references on the host, before any firmware is built.
-        from mcu.custom_host import check_kernels
+    if any(op.kind == "custom" for op in graph.ops):
+        # The user's kernels against their references in a sanitized child, before any firmware is built
+        # and before their C runs in this process.
+        from mcu.custom_check import check_kernels
 
         with stage("check custom kernels"):
-            check_kernels(graph, cm.custom_kernels)
+            check_kernels(graph)
     return cm
 
 

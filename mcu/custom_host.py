@@ -1,5 +1,5 @@
-"""The user's custom kernels built for the host: for program files run by the C interpreter in this
-process, and to check each kernel against its Python reference before any firmware is built.
+"""The user's custom kernels built for the host, for program files run by the C interpreter in this
+process (after mcu/custom_check.py has run each of the model's calls in a sanitized child process).
 
 One shared library per set of kernels (cached by content): the user's sources, compiled with the
 firmware's warnings-as-errors flags, plus a generated adapter per function that registers it in
@@ -18,15 +18,14 @@ from pathlib import Path
 
 import numpy as np
 
-from mcu.custom import CustomKernel, CustomOp, call_info, delegate_id
+from mcu.custom import CustomKernel, CustomOp, delegate_id
 from mcu.errors import McuError
-from mcu.ir import NUMPY_DTYPES, Graph
+from mcu.ir import Graph
 from mcu.paths import cache_dir, runtime_dir
 
 CFLAGS = ["-std=c11", "-O2", "-fPIC", "-shared", "-Wall", "-Wextra", "-Werror"]
 # The compiler's messages in plain ASCII (no localized quotes), as the user will search for them.
 C_LOCALE = {**__import__("os").environ, "LC_ALL": "C"}
-FP32_RELATIVE = 1e-5  # an fp32 kernel against its numpy reference: of the largest reference value
 
 
 class _Call(ctypes.Structure):
@@ -88,6 +87,18 @@ def compile_error(reg: CustomOp, stderr: str) -> McuError:
                     hint="fix the kernel source (it is compiled with -std=c11 -Wall -Wextra -Werror)")
 
 
+def check_sources(kernels: list[tuple[CustomOp, CustomKernel]]) -> None:
+    """Each op's C files compiled alone with the firmware's warnings-as-errors flags, so an error names its op."""
+    from mcu.hostbuild import find_host_cc
+
+    for reg, k in kernels:
+        proc = subprocess.run([find_host_cc(), *CFLAGS[:2], "-Wall", "-Wextra", "-Werror", "-fsyntax-only",
+                               f"-I{runtime_dir() / 'include'}", *map(str, k.sources)],
+                              capture_output=True, text=True, env=C_LOCALE)
+        if proc.returncode != 0:
+            raise compile_error(reg, proc.stderr)
+
+
 def build_host_kernels(graph: Graph) -> HostKernels | None:
     """The host library of ``graph``'s custom kernels, or None when it has none."""
     from mcu.hostbuild import find_host_cc
@@ -109,12 +120,7 @@ def build_host_kernels(graph: Graph) -> HostKernels | None:
         with tempfile.TemporaryDirectory(prefix="mcu-custom-") as tmp:
             adapter_c = Path(tmp) / "custom_adapters.c"
             adapter_c.write_text(adapter)
-            for reg, k in kernels:  # each user's files alone first, so an error names its op
-                proc = subprocess.run([find_host_cc(), *CFLAGS[:2], "-Wall", "-Wextra", "-Werror", "-fsyntax-only",
-                                       f"-I{runtime_dir() / 'include'}", *map(str, k.sources)],
-                                      capture_output=True, text=True, env=C_LOCALE)
-                if proc.returncode != 0:
-                    raise compile_error(reg, proc.stderr)
+            check_sources(kernels)
             tmp_out = Path(tmp) / out.name
             cmd = [find_host_cc(), *CFLAGS, f"-I{runtime_dir() / 'include'}", str(adapter_c),
                    str(runtime_dir() / "src" / "mcu_custom.c"), *map(str, sources), "-o", str(tmp_out), "-lm"]
@@ -125,42 +131,3 @@ def build_host_kernels(graph: Graph) -> HostKernels | None:
     lib = ctypes.CDLL(str(out))
     addresses = [ctypes.addressof(ctypes.c_char.in_dll(lib, f"mcu_custom_backend_{i}")) for i in range(len(functions))]
     return HostKernels(out, lib, functions, addresses)
-
-
-def check_kernels(graph: Graph, host: HostKernels, seed: int = 0) -> None:
-    """Run every custom op's C kernel and its registered Python reference on the same inputs and
-    compare: int8 bit for bit (inputs over the whole int8 range), fp32 within :data:`FP32_RELATIVE` of
-    the largest reference value (inputs ~ N(0, 3^2)). A difference is an error naming the op."""
-    from mcu.custom import run_reference
-
-    rng = np.random.default_rng(seed)
-    for op in graph.ops:
-        if op.kind != "custom":
-            continue
-        reg: CustomOp = op.attrs["custom"]
-        info = call_info(op)
-        kernel = reg.kernel(op.output.dtype)
-        ins = []
-        for t in op.inputs:
-            if t.dtype == "int8":
-                ins.append(rng.integers(-128, 128, size=t.numel, dtype=np.int8))
-            else:
-                ins.append((rng.standard_normal(t.numel) * 3.0).astype(NUMPY_DTYPES[t.dtype]))
-        out = np.zeros(op.output.numel, dtype=NUMPY_DTYPES[op.output.dtype])
-        status = host.call(kernel.function, info.payload()[8:], ins, out, max(info.scratch_bytes, 0))
-        where = f" ({op.source})" if op.source else ""
-        if status != 0:
-            raise McuError(f"custom op {reg.name} ({op.name}){where}: its C kernel {kernel.function} returned "
-                           f"status {status} on the host")
-        ref = run_reference(op, ins)
-        if op.output.dtype == "int8":
-            bad = np.flatnonzero(out != ref)
-        else:
-            bound = FP32_RELATIVE * max(float(np.max(np.abs(ref))), 1e-30)
-            bad = np.flatnonzero(~(np.abs(out.astype(np.float64) - ref) <= bound))
-        if bad.size:
-            i = int(bad[0])
-            raise McuError(f"custom op {reg.name} ({op.name}){where}: its C kernel {kernel.function} differs from "
-                           f"its Python reference in {bad.size} of {ref.size} elements (first at {i}: C {out[i]}, "
-                           f"reference {ref[i]})",
-                           hint="fix the kernel or the reference so that they compute the same values")
