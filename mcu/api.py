@@ -239,6 +239,14 @@ class CompiledModel:
         main = render_firmware_main(self.library, vec_in, self.expected_outputs, self.tolerances())
         return {**self.library.files, "main.c": main}
 
+    @property
+    def harness_defines(self) -> dict[str, Any]:
+        """The test firmware's compile definitions: the model's own, and the arena guards around custom
+        kernels (codegen/model.c.j2; an exported library never has them)."""
+        from mcu.emit.c_model import GUARD_DEFINE
+
+        return {**self.library.defines, GUARD_DEFINE: None}
+
     def build(self, out_dir: Path | None = None, lock: bool = True) -> FirmwareBuild:
         """Build the firmware into ``out_dir`` (default: a content-keyed cache folder).
 
@@ -248,7 +256,7 @@ class CompiledModel:
         files = self.firmware_sources()
         cached = out_dir is None
         if out_dir is None:
-            out_dir = cached_build_dir(self.board.name, self.library.prefix, files, self.library.defines)
+            out_dir = cached_build_dir(self.board.name, self.library.prefix, files, self.harness_defines)
         if not lock:
             return self._build_in(Path(out_dir), files)
         with build_lock(Path(out_dir), wait=cached):
@@ -261,7 +269,7 @@ class CompiledModel:
         src_dir = includes[0]
         # The stack is bounded from the code (mcu/stack.py) and reserved exactly, plus a margin.
         fw = build_firmware(self.board, sources, includes, Path(out_dir), stack_usage=True,
-                            defines=dict(self.library.defines))
+                            defines=self.harness_defines)
         self._check_board_limits(fw)
         sizes = size_report(fw.map_path, fw.elf, self.library.prefix, self.library.kernel_sources,
                             fw.flash_bytes, fw.ram_bytes)
@@ -294,6 +302,9 @@ class CompiledModel:
         with stage("simulate"):
             result = run_qemu(self.board, fw.elf, timeout_s=timeout_s)
         report = parse_harness(result.console)
+        from mcu.guards import raise_on_guard
+
+        raise_on_guard(self, result.console)
         outputs: list[list[np.ndarray]] = []
         raw: list[list[np.ndarray]] = []
         worst = 0.0

@@ -129,6 +129,57 @@ def test_a_correct_kernel_passes_the_check(tmp_path: Path) -> None:
     assert [op.kind for op in cm.graph.ops].count("custom") == 1
 
 
+def _skip_host_check(monkeypatch) -> None:
+    """The firmware's own guards are shown on kernels the host check would have refused first."""
+    import mcu.custom_check as check
+
+    monkeypatch.setattr(check, "check_kernels", lambda graph: None)
+
+
 @requires_qemu
-def test_placeholder_for_qemu() -> None:
-    pass
+@pytest.mark.parametrize(("over", "int8", "tail"), [
+    (1, False, "the first changed byte is at byte offset 32 of its output op1_1, which is 32 B long (just after its "
+               "end), in tensor addmm (live at this op, byte 0 of 32); the changed bytes span 4 B of the 64 B guarded"),
+    (256, True, "the first changed byte is at byte offset 8 of its output op1_256_s8, which is 8 B long (just after "
+                "its end), in tensor addmm (live at this op, byte 0 of 8); the changed bytes span 32 B of the 64 B "
+                "guarded"),
+])
+def test_the_test_firmware_guards_name_an_overrun(tmp_path: Path, monkeypatch, over: int, int8: bool,
+                                                  tail: str) -> None:
+    # Before the guards, the one-element overrun wrote over the op's own input in the arena and `mcu run` said PASS.
+    _skip_host_check(monkeypatch)
+    cm = compile_file(seam_model(tmp_path, bug=1, over=over, int8=int8), board="mps2-an505",
+                      quantize="int8" if int8 else "none")
+    with pytest.raises(McuError) as err:
+        cm.simulate()
+    kernel = "seam_copy_s8" if int8 else "seam_relu"
+    assert err.value.message.endswith(f"its C kernel {kernel} writes outside its output on mps2-an505: {tail}"), \
+        err.value.message
+    if int8:  # mcu debug runs the same guards in its traced firmware
+        from mcu.devtools.debug import debug_model
+
+        with pytest.raises(McuError, match=f"its C kernel {kernel} writes outside its output on mps2-an505"):
+            debug_model(cm)
+
+
+@requires_qemu
+def test_a_correct_kernel_passes_its_guards_and_the_release_has_none(tmp_path: Path) -> None:
+    from mcu.elf import read_elf
+    from mcu.emit.c_model import GUARD_BYTES, GUARD_DEFINE
+    from mcu.export import export_library
+
+    cm = compile_file(seam_model(tmp_path, bug=0, int8=True), board="mps2-an505", quantize="int8")
+    run = cm.simulate()
+    assert run.passed, run.console[-1500:]
+    prefix = cm.library.prefix
+    arena = cm.library.view.arenas[0]
+    guarded = read_elf(cm.build().elf).symbol(f"{arena.symbol}_guarded")  # the test firmware's arena
+    assert guarded is not None and guarded.size == arena.size + 2 * GUARD_BYTES
+    # The exported library never defines the guards: its arena has no guard bytes and no check runs.
+    files = export_library(cm.library, tmp_path / "lib")
+    model_c = (tmp_path / "lib" / f"{prefix}_model.c").read_text()
+    assert f"#if defined({GUARD_DEFINE})" in model_c
+    build_files = [Path(f) for f in files if Path(f).suffix in (".mk", ".txt", ".cmake")]
+    assert build_files and not any(GUARD_DEFINE in f.read_text() for f in build_files)
+    without = compile_file(Path(__file__).parents[1] / "examples" / "small_cnn.py", board="mps2-an505")
+    assert GUARD_DEFINE not in without.library.files["small_cnn_model.c"]  # a model without custom ops: untouched
