@@ -546,7 +546,9 @@ def _export_program(args: argparse.Namespace) -> int:
     if image.weights is not None:
         print(f"wrote {weights_path} ({len(image.weights)} B of weights; the program accepts only this file)")
     if args.verify:
-        print(verify_program_files(out, weights_path if image.weights is not None else None))
+        custom = [op for m in methods for op in m.model.spec.custom_ops]  # the kernels the program calls
+        print(verify_program_files(out, weights_path if image.weights is not None else None,
+                                   custom=list({op.name: op for op in custom}.values()) or None))
     return 0
 
 

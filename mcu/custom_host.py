@@ -15,6 +15,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -101,11 +102,74 @@ def check_sources(kernels: list[tuple[CustomOp, CustomKernel]]) -> None:
 
 def build_host_kernels(graph: Graph) -> HostKernels | None:
     """The host library of ``graph``'s custom kernels, or None when it has none."""
+    kernels = kernels_of(graph)
+    return build_kernels(kernels) if kernels else None
+
+
+def program_custom_functions(program: bytes) -> list[str]:
+    """The C functions of the custom kernels a program file calls (its ``custom:<function>`` delegate ids)."""
+    import re
+    import struct
+
+    from mcu.program import format as fmt
+
+    try:
+        head = fmt.read_header(program)
+        fb = program[head.fb_offset:head.fb_offset + head.fb_size]
+    except (ValueError, struct.error):
+        return []  # the loader names what is wrong with the file
+    found: list[str] = []
+    prefix = delegate_id("").encode()
+    for m in re.finditer(re.escape(prefix) + rb"([A-Za-z_][A-Za-z0-9_]*)\x00", fb):
+        start = m.start()
+        # a flatbuffer string: its byte length in the 4 bytes before it
+        if start >= 4 and struct.unpack_from("<I", fb, start - 4)[0] == m.end() - 1 - start:
+            name = m.group(1).decode()
+            if name not in found:
+                found.append(name)
+    return found
+
+
+def _kernels_named(ops: tuple[CustomOp, ...], functions: list[str], where: str) -> list[tuple[CustomOp, CustomKernel]]:
+    by_function = {k.function: (op, k) for op in ops for k in (op.fp32, op.int8) if k is not None}
+    missing = [f for f in functions if f not in by_function]
+    if missing:
+        known = ", ".join(sorted(by_function)) or "none"
+        raise McuError(f"the program calls custom kernel {missing[0]}, which {where} does not register "
+                       f"(its kernels: {known})",
+                       hint="pass custom= the model file the program was exported from")
+    return [by_function[f] for f in functions]
+
+
+def host_kernels_for(custom: Any, functions: list[str], source: str) -> HostKernels:
+    """``Program.load``'s ``custom=``: a model file (path), its ``custom_ops`` list or a :class:`HostKernels`,
+    as the host library of the ``functions`` the program ``source`` calls."""
+    from mcu.custom import CustomOp, check_registrations
+
+    if isinstance(custom, HostKernels):
+        missing = [f for f in functions if f not in custom.functions]
+        if missing:
+            raise McuError(f"program {source} calls custom kernel {missing[0]}, which custom= does not hold",
+                           hint="pass custom= the model file the program was exported from")
+        return custom
+    if isinstance(custom, (str, Path)):
+        from mcu.loader import load_model_file
+
+        path = Path(custom)
+        ops = load_model_file(path).custom_ops
+        return build_kernels(_kernels_named(ops, functions, str(path)))
+    if isinstance(custom, CustomOp) or (isinstance(custom, (list, tuple)) and
+                                        all(isinstance(c, CustomOp) for c in custom)):
+        ops = check_registrations(custom, "custom=")
+        return build_kernels(_kernels_named(ops, functions, "custom="))
+    raise McuError(f"Program.load: custom= takes the model file (a path), its custom_ops list or "
+                   f"mcu.custom_host.HostKernels, got {type(custom).__name__}")
+
+
+def build_kernels(kernels: list[tuple[CustomOp, CustomKernel]]) -> HostKernels:
+    """The host library of these kernels (each ``(registration, kernel)``), cached by content."""
     from mcu.hostbuild import find_host_cc
 
-    kernels = kernels_of(graph)
-    if not kernels:
-        return None
     functions = [k.function for _, k in kernels]
     adapter = _adapter(functions)
     sources = sorted({s for _, k in kernels for s in k.sources})

@@ -183,3 +183,40 @@ def test_a_correct_kernel_passes_its_guards_and_the_release_has_none(tmp_path: P
     assert build_files and not any(GUARD_DEFINE in f.read_text() for f in build_files)
     without = compile_file(Path(__file__).parents[1] / "examples" / "small_cnn.py", board="mps2-an505")
     assert GUARD_DEFINE not in without.library.files["small_cnn_model.c"]  # a model without custom ops: untouched
+
+
+@pytest.mark.parametrize("int8", [False, True])
+def test_a_program_file_with_custom_ops_round_trips(tmp_path: Path, int8: bool) -> None:
+    # `mcu export --format program --verify` loads the written file with the model's kernels and runs its vectors
+    # (before: "unsupported (mcu_status 4)"); Program.load takes the model file, or says to pass it.
+    import numpy as np
+
+    import mcu
+    from mcu.loader import load_model_file
+    from mcu.runtime import Program
+
+    model = seam_model(tmp_path, bug=0, int8=int8)
+    out = tmp_path / "seam.mpk"
+    if int8:
+        proc = run_mcu("export", "--format", "program", "--verify", "--bundle-tests", "--quantize", "int8",
+                       str(model), "-o", str(out))
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert f"verified {out}: 1 method(s), 2 bundled vector(s) match" in proc.stdout
+    else:  # the Python API's way to the same file
+        out.write_bytes(compile_file(model, board="mps2-an505").program_image(bundle_tests=True).program)
+    function = "seam_copy_s8" if int8 else "seam_relu"
+    with pytest.raises(McuError) as err:
+        Program.load(out)
+    assert err.value.message == (f"program {out} calls custom kernels ({function}): pass custom= the model file "
+                                 "that registers them")
+    assert err.value.hint == f"e.g. Program.load('{out}', custom='model.py'), or custom=<its custom_ops list>"
+    for custom in (str(model), list(load_model_file(model).custom_ops)):
+        method = Program.load(out, custom=custom).method("forward")
+        for v in range(method.n_bundled):
+            ins, expected, tols = method.bundled(v)
+            for got, want, tol in zip(method.run_raw(*ins), expected, tols):
+                assert np.max(np.abs(got.astype(np.float64) - want)) <= (tol or 0.0)
+    other = mcu.custom_op("seam::other", fp32=("seam_other", str(KERNELS)), reference=lambda xs, args: xs[0])
+    with pytest.raises(McuError, match=f"the program calls custom kernel {function}, which custom= does not "
+                                       r"register \(its kernels: seam_other\)"):
+        Program.load(out, custom=[other])
