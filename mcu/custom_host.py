@@ -141,29 +141,40 @@ def _kernels_named(ops: tuple[CustomOp, ...], functions: list[str], where: str) 
     return [by_function[f] for f in functions]
 
 
-def host_kernels_for(custom: Any, functions: list[str], source: str) -> HostKernels:
-    """``Program.load``'s ``custom=``: a model file (path), its ``custom_ops`` list or a :class:`HostKernels`,
-    as the host library of the ``functions`` the program ``source`` calls."""
+def kernels_for(custom: Any, functions: list[str]) -> list[tuple[CustomOp, CustomKernel]]:
+    """The registrations and kernels of ``functions`` (those a program calls) from ``custom=``: the model file
+    the program was exported from (a path) or its ``custom_ops`` list."""
     from mcu.custom import CustomOp, check_registrations
 
+    if isinstance(custom, (str, Path)):
+        from mcu.loader import load_model_file
+
+        path = Path(custom)
+        return _kernels_named(load_model_file(path).custom_ops, functions, str(path))
+    if isinstance(custom, CustomOp) or (isinstance(custom, (list, tuple)) and
+                                        all(isinstance(c, CustomOp) for c in custom)):
+        return _kernels_named(check_registrations(custom, "custom="), functions, "custom=")
+    raise McuError(f"custom= takes the model file (a path) or its custom_ops list, got {type(custom).__name__}")
+
+
+def host_kernels_for(custom: Any, functions: list[str], source: str) -> HostKernels:
+    """``Program.load``'s ``custom=`` (see :func:`kernels_for`; also a :class:`HostKernels`) as the host library
+    of the ``functions`` the program ``source`` calls."""
     if isinstance(custom, HostKernels):
         missing = [f for f in functions if f not in custom.functions]
         if missing:
             raise McuError(f"program {source} calls custom kernel {missing[0]}, which custom= does not hold",
                            hint="pass custom= the model file the program was exported from")
         return custom
-    if isinstance(custom, (str, Path)):
-        from mcu.loader import load_model_file
+    return build_kernels(kernels_for(custom, functions))
 
-        path = Path(custom)
-        ops = load_model_file(path).custom_ops
-        return build_kernels(_kernels_named(ops, functions, str(path)))
-    if isinstance(custom, CustomOp) or (isinstance(custom, (list, tuple)) and
-                                        all(isinstance(c, CustomOp) for c in custom)):
-        ops = check_registrations(custom, "custom=")
-        return build_kernels(_kernels_named(ops, functions, "custom="))
-    raise McuError(f"Program.load: custom= takes the model file (a path), its custom_ops list or "
-                   f"mcu.custom_host.HostKernels, got {type(custom).__name__}")
+
+def firmware_registry(functions: list[str]) -> str:
+    """C of the delegate adapters of these kernels and the registry an interpreter firmware loads programs with."""
+    refs = ", ".join(f"&mcu_custom_backend_{i}" for i in range(len(functions)))
+    return _adapter(functions) + "\n".join([
+        f"const mcu_delegate_backend *const mcu_firmware_delegates[{len(functions)}] = {{{refs}}};",
+        f"const uint32_t mcu_firmware_n_delegates = {len(functions)}u;", ""])
 
 
 def build_kernels(kernels: list[tuple[CustomOp, CustomKernel]]) -> HostKernels:

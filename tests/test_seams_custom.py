@@ -220,3 +220,24 @@ def test_a_program_file_with_custom_ops_round_trips(tmp_path: Path, int8: bool) 
     with pytest.raises(McuError, match=f"the program calls custom kernel {function}, which custom= does not "
                                        r"register \(its kernels: seam_other\)"):
         Program.load(out, custom=[other])
+
+
+@requires_qemu
+def test_a_program_file_with_custom_ops_runs_on_the_interpreter_firmware(tmp_path: Path) -> None:
+    # The interpreter firmware links the user's kernels the program calls and registers them as its delegates.
+    from mcu.boards import load_board
+    from mcu.program.device import build_interpreter_firmware, run_program
+
+    model = seam_model(tmp_path, bug=0, int8=True)
+    cm = compile_file(model, board="mps2-an505", quantize="int8")
+    image = cm.program_image(bundle_tests=True)
+    program = image.program
+    board = load_board("mps2-an505")
+    with pytest.raises(McuError, match=r"the program calls custom kernels \(seam_copy_s8\): pass custom= the model "
+                                       "file that registers them to build_interpreter_firmware"):
+        build_interpreter_firmware(board, program=program)
+    kernels = {fn for steps in image.instructions.values() for _, fn in steps if fn != "delegate"}
+    fw = build_interpreter_firmware(board, kernels=kernels, program=program, custom=model)
+    run = run_program(board, fw.elf, program)
+    assert run.exit_code == 0 and run.error is None, run.console[-1500:]
+    assert run.methods["forward"].passed
