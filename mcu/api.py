@@ -152,9 +152,11 @@ class CompiledModel:
     def run_raw(self, *inputs: Any) -> list[np.ndarray]:
         """The program file run by the C interpreter on the host; outputs in memory order and the
         device's dtypes. A model with a kernel that program files cannot express yet runs its
-        generated C instead."""
+        generated C instead, and so does one with custom ops (in a sanitized child process)."""
         from mcu.program.writer import UnsupportedKernel
 
+        if self.has_custom_ops:  # the user's C runs in a sanitized child, never in this process
+            return self.run_raw_c(*inputs)
         try:
             program = self.runtime_program()
         except UnsupportedKernel:
@@ -162,8 +164,17 @@ class CompiledModel:
         return program.method("forward").run_raw(*self.encode_inputs(inputs))
 
     def run_raw_c(self, *inputs: Any) -> list[np.ndarray]:
-        """The generated C built for the host (the parity twin of :meth:`run_raw`)."""
+        """The generated C built for the host (the parity twin of :meth:`run_raw`); with custom ops, in a child
+        process under ASan and UBSan with the arena guards (mcu/host_child.py)."""
+        if self.has_custom_ops:
+            from mcu.host_child import run_child
+
+            return run_child(self, self.encode_inputs(inputs))
         return self.host_model().run_physical(self.encode_inputs(inputs))
+
+    @property
+    def has_custom_ops(self) -> bool:
+        return any(op.kind == "custom" for op in self.graph.ops)
 
     def run(self, *inputs: Any, raw: bool = False) -> list[torch.Tensor]:
         """Run on the host through the program interpreter. Inputs and outputs are real values in
@@ -379,7 +390,7 @@ def compile_spec(spec: ModelSpec, board: str | Board = "mps2-an505", quantize: s
     delegated = any(op.kind == "delegate" for op in graph.ops)
     cm = CompiledModel(spec=spec, board=board_obj, quantize=quantize, graph=graph, memory=memory, library=library,
                        partitions=report, reference_graph=before if delegated else None)
-    if any(op.kind == "custom" for op in graph.ops):
+    if cm.has_custom_ops:
         # The user's kernels against their references in a sanitized child, before any firmware is built
         # and before their C runs in this process.
         from mcu.custom_check import check_kernels

@@ -27,8 +27,9 @@ def _owner(cm: Any, step: int, arena: int, offset: int) -> str:
     return f"in free bytes of arena {arena}"
 
 
-def raise_on_guard(cm: Any, console: str) -> None:
-    """Raise for the first GUARD line of a test firmware's console, if any."""
+def raise_on_guard(cm: Any, console: str, where: str | None = None) -> None:
+    """Raise for the first GUARD line of a test firmware's console (or the host child's output), if any;
+    ``where`` it ran (default: the board)."""
     m = _GUARD.search(console)
     if m is None:
         return
@@ -45,10 +46,10 @@ def raise_on_guard(cm: Any, console: str) -> None:
         side = f"{-rel} B before its start"
     else:
         side = "just after its end" if rel == out.nbytes else f"{rel - out.nbytes} B after its end"
-    where = f" ({op.source})" if op.source else ""
+    source = f" ({op.source})" if op.source else ""
     name = reg.name if reg is not None else op.kind
-    raise McuError(f"custom op {name} ({op.name}){where}: its C kernel {kernel} writes outside its output on "
-                   f"{cm.board.name}: the first changed byte is at byte offset {rel} of its output {out.name}, which "
+    raise McuError(f"custom op {name} ({op.name}){source}: its C kernel {kernel} writes outside its output on "
+                   f"{where or cm.board.name}: the first changed byte is at byte offset {rel} of its output {out.name}, which "
                    f"is {out.nbytes} B long ({side}), {_owner(cm, step, arena, first)}; the changed bytes span "
                    f"{last - first + 1} B of the {2 * GUARD_BYTES} B guarded",
                    hint="a kernel writes numel elements of its output (mcu_custom_params), nothing else; the test "

@@ -51,8 +51,8 @@ def test_example_through_a_program_file_on_the_host(compiled, quantize: str) -> 
     program = cm.runtime_program()  # the in-process interpreter with the user's kernels registered
     assert program.custom is not None and len(program.custom.functions) == 1
     for x in cm.spec.test_inputs:
-        got = cm.run_raw(*x)
-        assert all(np.array_equal(a, b) for a, b in zip(got, cm.run_raw_c(*x)))  # == the generated C
+        got = program.method("forward").run_raw(*cm.encode_inputs(x))
+        assert all(np.array_equal(a, b) for a, b in zip(got, cm.run_raw_c(*x)))  # == the generated C (child)
         if quantize == "int8":
             assert all(np.array_equal(a, b) for a, b in zip(got, cm.reference_raw(*x)))
     # Without the kernels the program is refused before the interpreter sees it, saying what to pass

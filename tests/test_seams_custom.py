@@ -85,7 +85,7 @@ def test_an_overrun_is_named_by_the_host_check(tmp_path: Path, over: int) -> Non
 def test_an_int8_overrun_is_named_by_the_host_check(tmp_path: Path) -> None:
     message = check_error(seam_model(tmp_path, bug=1, over=256, int8=True), quantize="int8")
     assert message.endswith("its C kernel seam_copy_s8 writes outside its output: 1 B at byte offset 8 of its "
-                            "output op1_256_s8, which is 8 B long (just after its end) at kernels.c:54"), message
+                            "output op1_256_s8, which is 8 B long (just after its end) at kernels.c:60"), message
 
 
 @pytest.mark.parametrize(("bug", "tail"), [
@@ -241,3 +241,19 @@ def test_a_program_file_with_custom_ops_runs_on_the_interpreter_firmware(tmp_pat
     run = run_program(board, fw.elf, program)
     assert run.exit_code == 0 and run.error is None, run.console[-1500:]
     assert run.methods["forward"].passed
+
+
+def test_a_host_run_runs_the_users_c_in_a_sanitized_child(tmp_path: Path) -> None:
+    # Only large inputs make this kernel overrun: the check's inputs pass, a host run's do not; it runs in a
+    # child process with the test firmware's arena guards, so mcu names it instead of crashing.
+    import numpy as np
+    import torch
+
+    cm = compile_file(seam_model(tmp_path, bug=7), board="mps2-an505")
+    x = cm.spec.test_inputs[0]
+    assert np.allclose(cm.run(*x)[0].numpy(), cm.eager(*x)[0].detach().numpy(), rtol=1e-5, atol=1e-6)
+    with pytest.raises(McuError) as err:
+        cm.run(torch.full((1, 8), 1e4))
+    assert err.value.message.startswith("custom op seam::op7_1 (op7_1) (op7_1.py:22: "), err.value.message
+    assert "its C kernel seam_relu writes outside its output on the host: the first changed byte is at byte " \
+           "offset 32 of its output op7_1, which is 32 B long (just after its end)" in err.value.message

@@ -37,6 +37,12 @@ mcu_status seam_relu(const mcu_custom_call *call)
 #elif SEAM_BUG == 6 /* a wild pointer */
     volatile float *volatile nowhere = (float *)(uintptr_t)64u;
     *nowhere = y[0];
+#elif SEAM_BUG == 7 /* writes one element past its output, only for an input above 100 */
+    for (int32_t i = 0; i < n; ++i) {
+        if (x[i] > 100.0f) {
+            y[n] = x[i];
+        }
+    }
 #endif
     return MCU_OK;
 }
