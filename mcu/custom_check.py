@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mcu.custom import CustomOp, call_info, run_reference
+from mcu.custom import CustomKernel, CustomOp, call_info, run_reference
 from mcu.errors import McuError
 from mcu.ir import NUMPY_DTYPES, Graph, Op
 from mcu.paths import cache_dir, runtime_dir
@@ -51,14 +51,14 @@ def _table(functions: tuple[str, ...]) -> str:
     return "\n".join(lines)
 
 
-def build_check_tool(kernels: list[tuple[CustomOp, object]], sanitize: bool = True) -> CheckTool:
+def build_check_tool(kernels: list[tuple[CustomOp, CustomKernel]], sanitize: bool = True) -> CheckTool:
     """The check executable of these kernels (each ``(registration, CustomKernel)``), built once per content;
     with ASan and UBSan when ``sanitize`` and the host compiler has them, else with pattern-checked guards."""
     from mcu.custom_host import check_sources
     from mcu.hostbuild import find_host_cc
 
-    functions = tuple(dict.fromkeys(k.function for _, k in kernels))  # type: ignore[attr-defined]
-    sources = sorted({s for _, k in kernels for s in k.sources})  # type: ignore[attr-defined]
+    functions = tuple(dict.fromkeys(k.function for _, k in kernels))
+    sources = sorted({s for _, k in kernels for s in k.sources})
     driver = runtime_dir() / "check" / "mcu_custom_check.c"
     table = _table(functions)
     cc = find_host_cc()
@@ -77,7 +77,7 @@ def build_check_tool(kernels: list[tuple[CustomOp, object]], sanitize: bool = Tr
         if (folder / name).exists():
             return CheckTool(folder / name, functions, sanitized)
         if not errors:
-            check_sources(kernels)  # type: ignore[arg-type]
+            check_sources(kernels)
         with tempfile.TemporaryDirectory(prefix="mcu-check-") as tmp:
             table_c = Path(tmp) / "check_table.c"
             table_c.write_text(table)

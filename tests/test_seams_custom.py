@@ -162,6 +162,18 @@ def test_the_test_firmware_guards_name_an_overrun(tmp_path: Path, monkeypatch, o
             debug_model(cm)
 
 
+def test_the_host_boards_harness_guards_name_an_overrun(tmp_path: Path, monkeypatch) -> None:
+    # `mcu run --board host` runs the same harness as a native executable, with the same guards. The 256 B
+    # overrun also runs over the statics after the arena: the saved bytes are on the stack, out of its way.
+    from mcu.sim.linux import expectations, run_on_linux
+
+    _skip_host_check(monkeypatch)
+    cm = compile_file(seam_model(tmp_path, bug=1, over=256, int8=True), board="host", quantize="int8")
+    with pytest.raises(McuError, match="its C kernel seam_copy_s8 writes outside its output on host: the first "
+                                       "changed byte is at byte offset 8 of its output op1_256_s8"):
+        run_on_linux(cm, *expectations(cm))
+
+
 @requires_qemu
 def test_a_correct_kernel_passes_its_guards_and_the_release_has_none(tmp_path: Path) -> None:
     from mcu.elf import read_elf
