@@ -43,6 +43,10 @@ mcu_status seam_relu(const mcu_custom_call *call)
             y[n] = x[i];
         }
     }
+#elif SEAM_BUG == 8 /* never returns */
+    volatile int spin = 1;
+    while (spin) {
+    }
 #endif
     return MCU_OK;
 }
