@@ -29,6 +29,7 @@ from mcu.program import format as fmt
 DTYPE_NAMES = {code: name for name, code in fmt.DTYPE_CODES.items()}
 NUMPY = {"float32": np.float32, "int8": np.int8, "int16": np.int16, "int32": np.int32, "uint8": np.uint8}
 MCU_OK = 0
+MCU_ERR_UNSUPPORTED = 4
 MCU_ERR_WEIGHTS_MISMATCH = 12
 MCU_ERR_WEIGHTS_CORRUPT = 18
 MCU_ERR_ARENA_LIMIT = 19
@@ -48,6 +49,15 @@ class ProgramError(McuError):
 class WeightsCorruptError(ProgramError):
     """An external weights segment's bytes differ from the CRC-32 its program records (corruption, or a
     weights file edited with its own header made consistent). A CRC detects accidents, it is no signature."""
+
+
+class CustomKernelsMissing(ProgramError):
+    """A program with custom ops loaded without their kernels: the interpreter would refuse it as unsupported."""
+
+    def __init__(self, message: str, hint: str) -> None:
+        self.status = MCU_ERR_UNSUPPORTED
+        self.status_name = _native.status_str(MCU_ERR_UNSUPPORTED)
+        McuError.__init__(self, message, hint=hint)
 
 
 def _program_error(status: int, what: str, hint: str | None = None) -> ProgramError:
@@ -200,8 +210,9 @@ class Program:
         needed = program_custom_functions(bytes(program))
         if needed and custom is None:
             example = f"Program.load({str(path) if path else '...'!r}, custom='model.py')"
-            raise McuError(f"program {source} calls custom kernels ({', '.join(needed)}): pass custom= the model file "
-                           f"that registers them", hint=f"e.g. {example}, or custom=<its custom_ops list>")
+            raise CustomKernelsMissing(f"program {source} calls custom kernels ({', '.join(needed)}): pass custom= the "
+                                       "model file that registers them",
+                                       hint=f"e.g. {example}, or custom=<its custom_ops list>")
         if needed:
             custom = host_kernels_for(custom, needed, source)
             extra = tuple(custom.addresses)
