@@ -256,7 +256,8 @@ class CompiledModel:
         kernels (codegen/model.c.j2; an exported library never has them)."""
         from mcu.emit.c_model import GUARD_DEFINE
 
-        return {**self.library.defines, GUARD_DEFINE: None}
+        guards = {GUARD_DEFINE: None} if self.library.view.guarded else {}
+        return {**self.library.defines, **guards}
 
     def build(self, out_dir: Path | None = None, lock: bool = True) -> FirmwareBuild:
         """Build the firmware into ``out_dir`` (default: a content-keyed cache folder).

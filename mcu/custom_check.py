@@ -28,7 +28,6 @@ from mcu.ir import NUMPY_DTYPES, Graph, Op
 from mcu.paths import cache_dir, runtime_dir
 
 FP32_RELATIVE = 1e-5  # an fp32 kernel against its numpy reference: of the largest reference value
-GUARD = 4096  # bytes on each side of every buffer (runtime_c/check/mcu_custom_check.c)
 TIMEOUT_S = 60.0
 SANITIZE = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer", "-g"]
 CFLAGS = ["-std=c11", "-O1", "-Wall", "-Wextra", "-Werror"]
@@ -148,11 +147,15 @@ def _offset_words(op: Op, buf: _Buffer, offset: int) -> str:
 
 
 def _locate(bufs: list[_Buffer], address: int) -> tuple[_Buffer, int] | None:
+    """The buffer nearest ``address`` (inside it, else the least distance to either end) and its offset there."""
     if not bufs:
         return None
-    inside = [b for b in bufs if b.address - GUARD <= address < b.address + b.size + GUARD]
-    best = inside[0] if inside else min(bufs, key=lambda b: min(abs(address - b.address),
-                                                                 abs(address - b.address - b.size)))
+
+    def distance(b: _Buffer) -> int:
+        return 0 if b.address <= address < b.address + b.size else \
+            min(abs(address - b.address), abs(address - (b.address + b.size - 1)))
+
+    best = min(bufs, key=distance)
     return best, address - best.address
 
 

@@ -198,7 +198,9 @@ def debug_model(cm: Any, perturb_handle: int | None = None, timeout_s: float = 6
     from mcu.emit.c_model import GUARD_DEFINE
     from mcu.guards import raise_on_guard
 
-    defines: dict[str, Any] = {TRACE_DEFINE: None, DUMP_DEFINE: None, GUARD_DEFINE: None}
+    defines: dict[str, Any] = {TRACE_DEFINE: None, DUMP_DEFINE: None}
+    if cm.library.view.guarded:
+        defines[GUARD_DEFINE] = None
     if perturb_handle is not None:
         defines[PERTURB_DEFINE] = perturb_handle
     fw = build_traced(cm, defines=defines)
