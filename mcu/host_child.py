@@ -143,3 +143,33 @@ def _crash(cm: Any, stderr: str, rc: int) -> McuError:
     cause = what.group(1).strip() if what else (f"signal {-rc}" if rc < 0 else f"exit status {rc}")
     return McuError(f"{cm.spec.name}'s generated C with its custom kernels failed on the host{where}: {cause}",
                     hint="it ran in a child process under AddressSanitizer and UBSan; fix the kernel")
+
+
+_VERIFY = """
+import sys
+from mcu.errors import McuError
+from mcu.runtime import verify_program_files
+try:
+    print(verify_program_files(sys.argv[1], sys.argv[2] or None, custom=sys.argv[3]))
+except McuError as e:
+    print(str(e), file=sys.stderr)
+    sys.exit(2)
+"""
+
+
+def verify_program_in_child(program: Path, weights: Path | None, model_file: Path) -> str:
+    """:func:`mcu.runtime.verify_program_files` of a program with custom ops, in a child process (the user's
+    kernels registered from ``model_file``): its summary, or its error as an :class:`McuError`."""
+    import sys
+
+    args = [str(program), str(weights) if weights is not None else "", str(model_file)]
+    proc = subprocess.run([sys.executable, "-c", _VERIFY, *args], capture_output=True, text=True, errors="replace",
+                          env={**os.environ, **CHILD_ENV})
+    if proc.returncode == 0:
+        return proc.stdout.strip().splitlines()[-1]
+    last = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()][-1:] or [f"exit status {proc.returncode}"]
+    if proc.returncode == 2:
+        raise McuError(last[0])
+    raise McuError(f"verifying {program} with its custom kernels failed in a child process "
+                   f"({'signal ' + str(-proc.returncode) if proc.returncode < 0 else 'exit ' + str(proc.returncode)}): "
+                   f"{last[0]}", hint="a custom kernel may write outside its buffers for these inputs")
