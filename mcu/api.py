@@ -27,6 +27,7 @@ from mcu.boards import Board, load_board
 from mcu.console import parse_harness
 from mcu.emit.c_model import GeneratedLibrary, render_firmware_main
 from mcu.errors import McuError
+from mcu.guards import raise_on_guard
 from mcu.hostbuild import HostModel, build_host_library
 from mcu.ir import NUMPY_DTYPES, Graph
 from mcu.layouts import from_memory_order, to_memory_order
@@ -155,9 +156,11 @@ class CompiledModel:
     def run_raw(self, *inputs: Any) -> list[np.ndarray]:
         """The program file run by the C interpreter on the host; outputs in memory order and the
         device's dtypes. A model with a kernel that program files cannot express yet runs its
-        generated C instead."""
+        generated C instead, and so does one with custom ops (in a sanitized child process)."""
         from mcu.program.writer import UnsupportedKernel
 
+        if self.has_custom_ops:  # the user's C runs in a sanitized child, never in this process
+            return self.run_raw_c(*inputs)
         try:
             program = self.runtime_program()
         except UnsupportedKernel:
@@ -165,8 +168,17 @@ class CompiledModel:
         return program.method("forward").run_raw(*self.encode_inputs(inputs))
 
     def run_raw_c(self, *inputs: Any) -> list[np.ndarray]:
-        """The generated C built for the host (the parity twin of :meth:`run_raw`)."""
+        """The generated C built for the host (the parity twin of :meth:`run_raw`); with custom ops, in a child
+        process under ASan and UBSan with the arena guards (mcu/host_child.py)."""
+        if self.has_custom_ops:
+            from mcu.host_child import run_child
+
+            return run_child(self, self.encode_inputs(inputs))
         return self.host_model().run_physical(self.encode_inputs(inputs))
+
+    @property
+    def has_custom_ops(self) -> bool:
+        return any(op.kind == "custom" for op in self.graph.ops)
 
     def run(self, *inputs: Any, raw: bool = False) -> list[torch.Tensor]:
         """Run on the host through the program interpreter. Inputs and outputs are real values in
@@ -242,6 +254,15 @@ class CompiledModel:
         main = render_firmware_main(self.library, vec_in, self.expected_outputs, self.tolerances())
         return {**self.library.files, "main.c": main}
 
+    @property
+    def harness_defines(self) -> dict[str, Any]:
+        """The test firmware's compile definitions: the model's own, and the arena guards around custom
+        kernels (codegen/model.c.j2; an exported library never has them)."""
+        from mcu.emit.c_model import GUARD_DEFINE
+
+        guards = {GUARD_DEFINE: None} if self.library.view.guarded else {}
+        return {**self.library.defines, **guards}
+
     def build(self, out_dir: Path | None = None, lock: bool = True) -> FirmwareBuild:
         """Build the firmware into ``out_dir`` (default: a content-keyed cache folder).
 
@@ -251,7 +272,7 @@ class CompiledModel:
         files = self.firmware_sources()
         cached = out_dir is None
         if out_dir is None:
-            out_dir = cached_build_dir(self.board.name, self.library.prefix, files, self.library.defines)
+            out_dir = cached_build_dir(self.board.name, self.library.prefix, files, self.harness_defines)
         if not lock:
             return self._build_in(Path(out_dir), files)
         with build_lock(Path(out_dir), wait=cached):
@@ -264,7 +285,7 @@ class CompiledModel:
         src_dir = includes[0]
         # The stack is bounded from the code (mcu/stack.py) and reserved exactly, plus a margin.
         fw = build_firmware(self.board, sources, includes, Path(out_dir), stack_usage=True,
-                            defines=dict(self.library.defines))
+                            defines=self.harness_defines)
         self._check_board_limits(fw)
         sizes = size_report(fw.map_path, fw.elf, self.library.prefix, self.library.kernel_sources,
                             fw.flash_bytes, fw.ram_bytes)
@@ -290,6 +311,7 @@ class CompiledModel:
             list[list[np.ndarray]], list[list[np.ndarray]], float, float]:
         """What a firmware harness printed (mcu.console.HarnessReport), per test vector and output: real values
         and raw values in logical shape, the largest |real - eager| and the largest |raw - expected|."""
+        raise_on_guard(self, console)
         outputs: list[list[np.ndarray]] = []
         raw: list[list[np.ndarray]] = []
         worst = 0.0
@@ -407,12 +429,13 @@ def compile_spec(spec: ModelSpec, board: str | Board = "mps2-an505", quantize: s
     delegated = any(op.kind == "delegate" for op in graph.ops)
     cm = CompiledModel(spec=spec, board=board_obj, quantize=quantize, graph=graph, memory=memory, library=library,
                        partitions=report, reference_graph=before if delegated else None)
-    if cm.custom_kernels is not None:
-        # The user's kernels against their references on the host, before any firmware is built.
-        from mcu.custom_host import check_kernels
+    if cm.has_custom_ops:
+        # The user's kernels against their references in a sanitized child, before any firmware is built
+        # and before their C runs in this process.
+        from mcu.custom_check import check_kernels
 
         with stage("check custom kernels"):
-            check_kernels(graph, cm.custom_kernels)
+            check_kernels(graph)
     return cm
 
 

@@ -593,7 +593,13 @@ def _export_program(args: argparse.Namespace) -> int:
     if image.weights is not None:
         print(f"wrote {weights_path} ({len(image.weights)} B of weights; the program accepts only this file)")
     if args.verify:
-        print(verify_program_files(out, weights_path if image.weights is not None else None))
+        weights = weights_path if image.weights is not None else None
+        if any(m.model.has_custom_ops for m in methods):  # the user's kernels run in a child, not in mcu
+            from mcu.host_child import verify_program_in_child
+
+            print(verify_program_in_child(out, weights, Path(args.model)))
+        else:
+            print(verify_program_files(out, weights))
     return 0
 
 

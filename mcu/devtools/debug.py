@@ -195,11 +195,17 @@ def debug_model(cm: Any, perturb_handle: int | None = None, timeout_s: float = 6
     if not cm.reference_is_exact:
         raise McuError(f"{cm.spec.name} ({cm.quantize}) has ops the integer reference does not predict bit for bit",
                        hint="mcu debug compares int8 models; use --quantize int8")
+    from mcu.emit.c_model import GUARD_DEFINE
+    from mcu.guards import raise_on_guard
+
     defines: dict[str, Any] = {TRACE_DEFINE: None, DUMP_DEFINE: None}
+    if cm.library.view.guarded:
+        defines[GUARD_DEFINE] = None
     if perturb_handle is not None:
         defines[PERTURB_DEFINE] = perturb_handle
     fw = build_traced(cm, defines=defines)
     result = run_qemu(cm.board, fw.elf, timeout_s=timeout_s)
+    raise_on_guard(cm, result.console)
     ops = op_table(cm.graph, cm.memory, cm.library)
     handles = [op.handle for op in ops]
     device = device_per_op(result.console, cm.graph, handles)
