@@ -56,7 +56,9 @@ BINARY = {aten.add.Tensor, aten.mul.Tensor, aten.add_.Tensor, aten.mul_.Tensor,
 SHARED = {aten.max_pool2d.default, aten.avg_pool2d.default, aten.flatten.using_ints, aten.view.default,
           aten.reshape.default, aten.permute.default, aten.squeeze.dim, aten.squeeze.dims, aten.unsqueeze.default,
           aten.pad.default, aten.constant_pad_nd.default, aten.dropout.default, aten.contiguous.default,
-          aten.clone.default, aten.slice.Tensor, aten.select.int}
+          aten.clone.default, aten.slice.Tensor, aten.select.int,
+          # attention's head views: q/k/v transposed and unflattened into heads (mcu/quantizer_attention.py)
+          aten.transpose.int, aten.t.default, aten.unflatten.int}
 OWN_OUTPUT = {aten.adaptive_avg_pool2d.default, aten.mean.dim, aten.hardswish.default,
               aten.hardswish_.default}
 SOFTMAX = {aten.softmax.int, aten._softmax.default}
@@ -201,6 +203,12 @@ class MCUQuantizer(Quantizer):
 
     def validate(self, model: GraphModule) -> None:
         return None
+
+    def transform_for_annotation(self, model: GraphModule) -> GraphModule:
+        """Attention written out op by op and splits as views, so that both quantize (before annotating)."""
+        from mcu.quantizer_attention import prepare_attention
+
+        return prepare_attention(model)
 
     # --- patterns -----------------------------------------------------------------------------------------
 
