@@ -82,10 +82,23 @@ class TinyViT(nn.Module):
         return self.head(self.norm(x)[:, 0])
 
 
+def _same_weights(model: TinyViT, mha: TinyViT) -> None:
+    """``model`` (an SDPA form) computes what ``mha`` does: its qkv and output projections are the module's."""
+    state = {}
+    for name, value in mha.state_dict().items():
+        name = name.replace("attn.mha.in_proj_", "attn.qkv.").replace("attn.mha.out_proj.", "attn.proj.")
+        state[name] = value
+    model.load_state_dict(state)
+
+
 def vit(attention: str) -> tuple[nn.Module, tuple, list, list]:
-    """The model, example inputs, calibration (32 standard normal images) and 3 test inputs, all seeded."""
+    """The model, example inputs, calibration (32 standard normal images) and 3 test inputs, all seeded. Every
+    form has the same weights (nn.MultiheadAttention's initialisation), so they compute the same function."""
     torch.manual_seed(0)
     model = TinyViT(attention).eval()
+    if not attention.startswith("mha"):
+        torch.manual_seed(0)
+        _same_weights(model, TinyViT("mha"))
     gen = torch.Generator().manual_seed(1)
     images = [(torch.randn(1, 1, 16, 16, generator=gen),) for _ in range(35)]
     return model, images[0], images[:32], images[32:]
