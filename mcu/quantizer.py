@@ -138,6 +138,15 @@ def _mark(node: Node, inputs: dict[Node, object] | None = None, output: object |
         input_qspec_map=dict(inputs or {}), output_qspec=output, _annotated=True)
 
 
+def _reader_spec(operand: Node, act: QuantizationSpec) -> object:
+    """An operand produced with fixed parameters (softmax's attention weights, 1/256) is read on them: an
+    input observer of its own would add a requantization and its rounding between the two."""
+    ann = operand.meta.get("quantization_annotation")
+    if ann is not None and isinstance(ann.output_qspec, FixedQParamsQuantizationSpec):
+        return SharedQuantizationSpec(operand)
+    return act
+
+
 def _is_float_tensor(node: object) -> bool:
     if not isinstance(node, Node):
         return False
@@ -262,7 +271,7 @@ class MCUQuantizer(Quantizer):
         """A product of two activations (issue 18); a parameter operand is left to the linear layers."""
         a, b = node.args[0], node.args[1]
         if _is_float_tensor(a) and _is_float_tensor(b) and a.op != "get_attr" and b.op != "get_attr":
-            _mark(node, {a: act, b: act}, act)
+            _mark(node, {a: _reader_spec(a, act), b: _reader_spec(b, act)}, act)
 
     def _extremes(self, node: Node, act: QuantizationSpec) -> None:
         """maximum/minimum of two tensors (issue 18): each operand and the output with parameters of their own

@@ -320,6 +320,9 @@ def lower_quantized(graph: Graph) -> Graph:
             fallbacks.append((f"{op.kind} {op.name}" + (f" ({op.source})" if op.source else ""), reason))
     _fold_dequantize_quantize(graph)
     _remove_dead(graph)
+    from mcu.passes.quantized_attention import fold_scaling_into_bmm  # attention's q @ k^T * scale
+
+    fold_scaling_into_bmm(graph)
     _int8_boundary(graph)
     graph.fallbacks = fallbacks
     return graph
