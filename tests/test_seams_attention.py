@@ -153,3 +153,21 @@ def test_a_concatenated_constant_lands_on_the_shared_grid(values: list[float], s
     codes = np.full(data.shape, 5, dtype=np.int8)
     t.qconst = QConst(codes, np.full(data.shape, scale), np.full(data.shape, zero_point))
     assert np.array_equal(constant_on_grid(t, quant).data, codes)
+
+
+@requires_qemu
+def test_vit_mha_program_file_runs_bit_exact_on_mps2_an505() -> None:
+    """The program-file path: the interpreter firmware (every kernel, built once and cached) runs the
+    batch-first nn.MultiheadAttention ViT's program with its bundled vectors and equals the host."""
+    from mcu.boards import load_board
+    from mcu.ir import NUMPY_DTYPES
+    from mcu.program.device import build_interpreter_firmware, run_program
+
+    cm = compiled_vit("mha")
+    image = cm.program_image(bundle_tests=True)
+    run = run_program(cm.board, build_interpreter_firmware(load_board("mps2-an505")).elf, image.program)
+    assert run.passed, run.console[-2000:]
+    for v, x in enumerate(cm.spec.test_inputs):
+        device = [run.output("forward", v, i, NUMPY_DTYPES[t.dtype], t.numel) for i, t in enumerate(cm.graph.outputs)]
+        for got, want in zip(device, cm.reference_raw(x)):
+            assert np.array_equal(np.asarray(got).reshape(-1), np.asarray(want).reshape(-1))
