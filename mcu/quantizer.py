@@ -11,7 +11,9 @@ Patterns annotated as one unit, so nothing is quantized inside them:
 a lone ReLU; upsampling, flips, repeats, index_select and gather, adaptive pooling to
 any size but 1x1) share their input's parameters. Softmax and sigmoid outputs use
 the fixed scale 1/256 and zero-point -128, tanh 1/128 and 0. Any op not named
-here stays unannotated and runs in fp32 between dequantize and quantize.
+here stays unannotated and runs in fp32 between dequantize and quantize. Before annotating, an
+unmasked scaled_dot_product_attention is written out op by op and chunk/split/unbind become one view
+per part (mcu/quantizer_attention.py), so that attention and a fused qkv projection quantize.
 """
 
 from __future__ import annotations

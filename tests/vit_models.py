@@ -92,7 +92,7 @@ def _same_weights(model: TinyViT, mha: TinyViT) -> None:
 
 
 def vit(attention: str) -> tuple[nn.Module, tuple, list, list]:
-    """The model, example inputs, calibration (32 standard normal images) and 3 test inputs, all seeded. Every
+    """The model, example inputs, calibration (12 standard normal images) and 3 test inputs, all seeded. Every
     form has the same weights (nn.MultiheadAttention's initialisation), so they compute the same function."""
     torch.manual_seed(0)
     model = TinyViT(attention).eval()
@@ -100,5 +100,5 @@ def vit(attention: str) -> tuple[nn.Module, tuple, list, list]:
         torch.manual_seed(0)
         _same_weights(model, TinyViT("mha"))
     gen = torch.Generator().manual_seed(1)
-    images = [(torch.randn(1, 1, 16, 16, generator=gen),) for _ in range(35)]
-    return model, images[0], images[:32], images[32:]
+    images = [(torch.randn(1, 1, 16, 16, generator=gen),) for _ in range(15)]
+    return model, images[0], images[:12], images[12:]
