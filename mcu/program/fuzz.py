@@ -9,6 +9,7 @@ weights, one followed by its external weights file).
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mcu.errors import McuError
-from mcu.paths import runtime_dir
+from mcu.paths import cache_dir, runtime_dir
 
 CLANG_CANDIDATES = ("clang", "clang-19", "clang-16", "clang-15", "clang-14")
 INSTALL_HINT = "install clang and libFuzzer: sudo apt-get install clang-14 libclang-rt-14-dev (Debian bookworm)"
@@ -43,20 +44,41 @@ def find_fuzz_clang() -> Path | None:
     return None
 
 
+def _fuzzer_command(out: Path, clang: Path) -> list[str]:
+    rt = runtime_dir()
+    sources = [rt / "interp" / "fuzz" / "fuzz_program.c", *sorted((rt / "interp").glob("*.c")),
+               *sorted((rt / "kernels").glob("*.c")), rt / "src" / "mcu_status.c", rt / "src" / "mcu_delegate.c"]
+    return [str(clang), "-std=c11", "-g", "-O1", f"-fsanitize={SANITIZERS}", "-fno-sanitize-recover=undefined",
+            "-Wall", "-Wextra", "-Werror", f"-I{rt / 'include'}", *map(str, sources), "-lm", "-o", str(out)]
+
+
 def build_fuzzer(out: Path, clang: Path | None = None) -> Path:
     """The instrumented harness binary at ``out``: interpreter, every kernel, the status names."""
     clang = clang or find_fuzz_clang()
     if clang is None:
         raise McuError("no clang with libFuzzer found", hint=INSTALL_HINT)
-    rt = runtime_dir()
-    sources = [rt / "interp" / "fuzz" / "fuzz_program.c", *sorted((rt / "interp").glob("*.c")),
-               *sorted((rt / "kernels").glob("*.c")), rt / "src" / "mcu_status.c", rt / "src" / "mcu_delegate.c"]
     out.parent.mkdir(parents=True, exist_ok=True)
-    cmd = [str(clang), "-std=c11", "-g", "-O1", f"-fsanitize={SANITIZERS}", "-fno-sanitize-recover=undefined",
-           "-Wall", "-Wextra", "-Werror", f"-I{rt / 'include'}", *map(str, sources), "-lm", "-o", str(out)]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    proc = subprocess.run(_fuzzer_command(out, clang), capture_output=True, text=True)
     if proc.returncode != 0:
         raise McuError(f"building the fuzz harness failed:\n{proc.stderr.strip()[-3000:]}")
+    return out
+
+
+def cached_fuzzer(clang: Path | None = None) -> Path:
+    """The harness from the content-keyed build cache (sources, headers, compiler and flags), built once."""
+    clang = clang or find_fuzz_clang()
+    if clang is None:
+        raise McuError("no clang with libFuzzer found", hint=INSTALL_HINT)
+    rt = runtime_dir()
+    digest = hashlib.sha256(" ".join(_fuzzer_command(Path("out"), clang)).encode())
+    for path in sorted([*rt.glob("interp/**/*.[ch]"), *rt.glob("kernels/**/*.[ch]"), *rt.glob("include/**/*.h"),
+                        *rt.glob("src/*.c")]):
+        digest.update(str(path.relative_to(rt)).encode() + b"\0" + path.read_bytes())
+    out = cache_dir() / "fuzz" / digest.hexdigest()[:24] / "fuzz_program"
+    if not out.is_file():
+        tmp = out.with_name(f"fuzz_program.{os.getpid()}.tmp")
+        build_fuzzer(tmp, clang)
+        tmp.replace(out)  # atomic: a parallel test sees the whole binary or none
     return out
 
 
@@ -227,6 +249,14 @@ def run_fuzzer(binary: Path, corpus: Path, seconds: int, seeds: Path | None = No
     files = [p for p in corpus.iterdir() if p.is_file()]
     return FuzzRun(returncode=proc.returncode, executions=_executions(log), corpus_files=len(files),
                    corpus_bytes=sum(p.stat().st_size for p in files), seconds=seconds, log=log)
+
+
+def run_inputs(binary: Path, inputs: list[Path]) -> tuple[int, str]:
+    """Each input through the harness once (no fuzzing): its exit status and log; nonzero on any finding."""
+    env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:allocator_may_return_null=1",
+               UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1")
+    proc = subprocess.run([str(binary), *map(str, inputs)], capture_output=True, text=True, env=env, timeout=300)
+    return proc.returncode, proc.stdout + proc.stderr
 
 
 def _executions(log: str) -> int:

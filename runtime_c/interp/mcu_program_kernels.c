@@ -455,9 +455,14 @@ mcu_status mcu_program_check_kernel(uint32_t kernel, const mcu_operand_desc *ops
     const mcu_kernel_desc *d = &KERNELS[kernel];
     MCU_REQUIRE((d->sig & 0x80u) != 0, MCU_ERR_UNSUPPORTED);
     const char *sig = SIGS[d->sig & 0x7Fu];
+    /* The operand count is the signature's length, counted inside its own row: a row may be full (no NUL),
+     * and reading past it would read the next kernel's signature. */
+    uint32_t sig_len = 0;
+    while (sig_len < sizeof(SIGS[0]) && sig[sig_len] != '\0') {
+        ++sig_len;
+    }
     const int concat = kernel == MCU_K_CONCAT;
-    MCU_REQUIRE(concat ? n_params == n_ops : (n_params == d->n_params && sig[n_ops - 1] != '\0' &&
-                                                 sig[n_ops] == '\0'),
+    MCU_REQUIRE(concat ? n_params == n_ops : (n_params == d->n_params && n_ops == sig_len),
                 MCU_ERR_PROGRAM_INVALID);
     const mcu_operand_desc *out = &ops[n_ops - 1];
     MCU_REQUIRE(out->present && !out->constant, MCU_ERR_PROGRAM_INVALID);
@@ -602,8 +607,9 @@ mcu_status mcu_program_check_kernel(uint32_t kernel, const mcu_operand_desc *ops
     }
     case MCU_K_LINEAR_W4_F32:
     case MCU_K_LINEAR_W4_S8: { /* [scratch,] batch, in, out, group_size: two weights a byte, a scale per group */
-        const uint32_t k = kernel == MCU_K_LINEAR_W4_S8; /* the scratch: the kernel checks its size */
+        const uint32_t k = kernel == MCU_K_LINEAR_W4_S8; /* the scratch: the input row as int16 */
         MCU_REQUIRE(p[3] > 0 && p[3] % 2 == 0 && p[1] > 0 && p[1] % p[3] == 0, MCU_ERR_PROGRAM_INVALID);
+        need[0] = k ? mulcap(2, p[1]) : 0;
         need[k] = prod(p, 2);
         need[k + 1] = mulcap(mulcap(1, p[2]), p[1] / 2);
         need[k + 2] = mulcap(mulcap(1, p[2]), p[1] / p[3]);
