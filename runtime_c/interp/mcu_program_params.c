@@ -266,7 +266,8 @@ mcu_status mcu_program_check_params(uint32_t kernel, const int32_t *w, uint32_t 
         const int32_t out_dims[2] = {p->batch, p->out_features};
         ok = mcu_act_bounds_valid(p->act_min, p->act_max) && mcu_checked_count(in_dims, 2, 4) > 0 &&
              mcu_checked_count(out_dims, 2, 4) > 0 && mcu_checked_count(w_dims, 2, 1) > 0 && p->group_size > 0 &&
-             p->group_size % 2 == 0 && p->in_features % p->group_size == 0;
+             p->group_size % 2 == 0 && p->in_features % p->group_size == 0 &&
+             (kernel != MCU_K_LINEAR_W4_S8 || p->in_features <= 1000000);
         break;
     }
     case MCU_K_INDEX_PUT: {
