@@ -6,7 +6,9 @@ the header's flags word."""
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import struct
+import sys
 from functools import lru_cache
 from pathlib import Path
 
@@ -21,6 +23,7 @@ from mcu.program.writer import ProgramImage
 from mcu.runtime import Program, ProgramError, WeightsCorruptError
 
 INVALID, WEIGHTS_MISMATCH, WEIGHTS_CORRUPT = 7, 12, 18
+ROOT = Path(__file__).resolve().parent.parent
 
 GRU_MODEL = """
 import torch
@@ -39,6 +42,15 @@ example_inputs = (torch.randn(1, 5, 4),)
 calibration = [(torch.randn(1, 5, 4),) for _ in range(4)]
 """
 
+INT4_MODEL = """
+import torch
+from torch import nn
+torch.manual_seed(9)
+model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 4)).eval()
+example_inputs = (torch.randn(1, 64),)
+calibration = [(torch.randn(1, 64),) for _ in range(4)]
+"""
+
 MLP_MODEL = """
 import torch
 from torch import nn
@@ -52,7 +64,7 @@ calibration = [(torch.randn(1, 8),) for _ in range(4)]
 @lru_cache(maxsize=None)
 def _methods(name: str, quantize: str, tmp: str) -> list:
     path = Path(tmp) / f"{name}.py"
-    path.write_text({"gru": GRU_MODEL, "mlp": MLP_MODEL}[name])
+    path.write_text({"gru": GRU_MODEL, "mlp": MLP_MODEL, "int4": INT4_MODEL}[name])
     return compile_methods(path, quantize=quantize)
 
 
@@ -174,6 +186,49 @@ def test_a_bad_gru_row_constant_is_refused_at_load_not_at_run(models) -> None:
     assert _status(_with_crc(blob)) == INVALID
 
 
+def _sites_of(program: bytes) -> list:
+    """Every scalar of a program file, labelled (scripts/mutate_programs.py's walk of the flatbuffer)."""
+    spec = importlib.util.spec_from_file_location("mutate_programs", ROOT / "scripts" / "mutate_programs.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["mutate_programs"] = module
+    spec.loader.exec_module(module)
+    return module.sites_of(program)
+
+
+def _sweep_params(program: bytes, kernels: tuple[int, ...]) -> tuple[int, int]:
+    """Each parameter word of every instruction of ``kernels`` set to neighbouring and boundary values, the
+    file CRC fixed: refused at load, or every method runs on zero inputs. (refused, ran)."""
+    refused = ran = 0
+    sites = [s for s in _sites_of(program) if any(f"(k{k}).params[" in s.label for k in kernels)]
+    assert sites, kernels
+    for site in sites:
+        old = struct.unpack_from("<i", program, site.pos)[0]
+        for value in {old - 1, old + 1, 0, 1, -1, 2 * old + 1}:
+            blob = bytearray(program)
+            struct.pack_into("<i", blob, site.pos, max(-(1 << 31), min(value, (1 << 31) - 1)))
+            try:
+                prog = Program.load(_with_crc(blob))
+            except ProgramError as exc:
+                assert exc.status == INVALID, (site.label, value, exc)
+                refused += 1
+                continue
+            for m in prog.methods:  # raises ProgramError if a kernel refuses what the loader accepted
+                m.run_raw(*[np.zeros(t.numel, np.dtype(t.dtype)) for t in m.inputs])
+            ran += 1
+    return refused, ran
+
+
+def test_in_place_depthwise_and_recurrent_params_are_checked_at_load(compiled, models) -> None:
+    """The in-place depthwise convolution (DS-CNN) and the recurrent layers: a parameter word the kernel
+    would refuse on its first run is refused at load."""
+    refused, ran = _sweep_params(compiled("ds_cnn", quantize="int8").program_image().program,
+                                 (fmt.KERNEL_IDS["mcu_depthwise_conv2d_s8_inplace"],))
+    assert refused > 50 and ran > 10, (refused, ran)
+    refused, ran = _sweep_params(program_from(models("gru", "int8")).program, (fmt.KERNEL_IDS["mcu_gru_s8"],))
+    assert refused > 10 and ran > 5, (refused, ran)
+
+
 # --- the weights file, padding, flags -------------------------------------------------------------------
 
 def test_a_stale_weights_crc_names_the_weights_file(models, tmp_path) -> None:
@@ -243,3 +298,25 @@ def test_unknown_header_flags_are_refused(models) -> None:
     weights = bytearray(image.weights)  # a weights file sets no flag
     struct.pack_into("<I", weights, 48, 1)
     assert _status(image.program, weights=_with_crc(weights)) == WEIGHTS_MISMATCH
+
+
+# --- what the fuzzer found ------------------------------------------------------------------------------
+
+def test_a_nan_activation_into_a_dynamic_int8_linear_is_defined(models, tmp_path) -> None:
+    """A NaN reaching the run-time int8 quantization of mcu_linear_w4_s8 (int4-dynamic) was converted to an
+    integer (undefined behaviour, UBSan under libFuzzer). Its bundled input set to NaN: clean under the
+    sanitizers, and the program runs."""
+    image = program_from(models("int4", "int4-dynamic"), bundle=True)
+    seg = next(s for s in image.segments if s.name == "vec:forward/0/in0")
+    blob = bytearray(image.program)
+    pos = fmt.read_header(image.program).data_offset + seg.offset
+    blob[pos:pos + len(seg.data)] = np.full(len(seg.data) // 4, np.nan, np.float32).tobytes()
+    blob = bytearray(_with_crc(blob))
+    prog = Program.load(bytes(blob))
+    prog.methods[0].run_raw(np.full(prog.methods[0].inputs[0].numel, np.nan, np.float32))
+    if find_fuzz_clang() is None:
+        pytest.skip("no clang with libFuzzer for the UBSan build (sudo apt-get install clang-14 "
+                    "libclang-rt-14-dev); the run itself was checked above")
+    (tmp_path / "nan.mpk").write_bytes(blob)
+    code, log = run_inputs(cached_fuzzer(), [tmp_path / "nan.mpk"])
+    assert code == 0 and "runtime error" not in log, log[-3000:]

@@ -516,7 +516,7 @@ mcu_status mcu_program_check_kernel(uint32_t kernel, const mcu_operand_desc *ops
             need[last] = need[0]; /* the output's memory is also the input */
         }
         if (kernel == MCU_K_DEPTHWISE_CONV2D_S8_INPLACE) { /* the scratch: a ring of pad_top + 1 input rows */
-            need[5] = p[12] >= 0 && p[12] < INT32_MAX ? mulcap(mulcap(mulcap(1, p[2]), p[3]), p[12] + 1) : CAP;
+            need[5] = p[13] >= 0 && p[13] < INT32_MAX ? mulcap(mulcap(mulcap(1, p[2]), p[3]), p[13] + 1) : CAP;
         }
         break;
     }

@@ -202,8 +202,13 @@ mcu_status mcu_program_check_params(uint32_t kernel, const int32_t *w, uint32_t 
     case MCU_K_CONV2D_1X1_S8: ok = conv_s8_ok(&u.conv_s8, 1); break;
     case MCU_K_DEPTHWISE_CONV2D_S8: ok = depthwise_s8_ok(&u.depthwise_s8); break;
     case MCU_K_DEPTHWISE_CONV2D_S8_INPLACE:
+        /* the in-place kernel's own conditions: the output is the input's memory, same shape, and the ring
+         * of pad_top + 1 rows must hold every row a window still reads */
         ok = depthwise_s8_ok(&u.depthwise_s8) && u.depthwise_s8.stride_h == 1 && u.depthwise_s8.stride_w == 1 &&
-             u.depthwise_s8.dilation_h == 1 && u.depthwise_s8.dilation_w == 1 && u.depthwise_s8.ch_mult == 1;
+             u.depthwise_s8.dilation_h == 1 && u.depthwise_s8.dilation_w == 1 && u.depthwise_s8.ch_mult == 1 &&
+             u.depthwise_s8.pad_top < u.depthwise_s8.kernel_h && u.depthwise_s8.pad_left < u.depthwise_s8.kernel_w &&
+             u.depthwise_s8.output.h == u.depthwise_s8.input.h && u.depthwise_s8.output.w == u.depthwise_s8.input.w &&
+             u.depthwise_s8.output.c == u.depthwise_s8.input.c;
         break;
     case MCU_K_LINEAR_S8: {
         const mcu_linear_s8_params *p = &u.linear_s8;
@@ -639,7 +644,7 @@ mcu_status mcu_program_check_operands(uint32_t kernel, const mcu_operand_desc *o
         break;
     }
     case MCU_K_DEPTHWISE_CONV2D_S8_INPLACE: {
-        const uint32_t ring = (uint32_t)(p[12] + 1) * (uint32_t)p[2] * (uint32_t)p[3];
+        const uint32_t ring = (uint32_t)(p[13] + 1) * (uint32_t)p[2] * (uint32_t)p[3]; /* pad_top + 1 rows */
         ok = per_channel_ok(ops, bytes) && ops[5].present && !overlap(&ops[5], ring, out, nout);
         break;
     }
