@@ -271,8 +271,8 @@ static mcu_status verify_method(mcu_fb *f, const mcu_program *q, uint32_t index,
 static mcu_status verify_padding(mcu_fb *f, const mcu_program *q, const mcu_fbt *root, uint32_t location,
                                  const uint8_t *base, uint32_t size)
 {
-    uint32_t n, vector = 0, cursor = 0;
-    vector = mcu_fb_vector(f, root, MCU_PROGRAM_SEGMENTS, 4, &n);
+    uint32_t n, cursor = 0;
+    const uint32_t vector = mcu_fb_vector(f, root, MCU_PROGRAM_SEGMENTS, 4, &n);
     for (uint32_t i = 0; i <= n; ++i) {
         uint32_t start = size, end = size;
         if (i < n) {
