@@ -47,8 +47,9 @@ class ProgramError(McuError):
 
 
 class WeightsCorruptError(ProgramError):
-    """An external weights segment's bytes differ from the CRC-32 its program records (corruption, or a
-    weights file edited with its own header made consistent). A CRC detects accidents, it is no signature."""
+    """The external weights file's bytes differ from its own CRC-32, or a segment's from the CRC-32 its
+    program records (corruption, or a weights file edited with its own header made consistent). A CRC
+    detects accidents, it is no signature."""
 
 
 class CustomKernelsMissing(ProgramError):
@@ -203,6 +204,8 @@ class Program:
             source = str(path)
             program = _read_file(path, "program file")
         weights_blob = _read_file(Path(weights), "weights file") if isinstance(weights, (str, Path)) else weights
+        # the weights file a weights fault is reported against (None: no weights were passed)
+        weights_source = None if weights is None else str(weights) if isinstance(weights, (str, Path)) else "<bytes>"
         flags = 0 if verify_checksum else 1
         extra: tuple[int, ...] = ()
         from mcu.custom_host import host_kernels_for, program_custom_functions
@@ -222,6 +225,7 @@ class Program:
             if sibling.is_file():
                 status, handle = _native.program_load(bytes(program), sibling.read_bytes(), flags, arena_limit,
                                                       extra)
+                weights_source = str(sibling)
         if status != MCU_OK:
             hint = None
             if status == MCU_ERR_WEIGHTS_MISMATCH:
@@ -231,7 +235,10 @@ class Program:
                 hint = "the weights file was changed after export: export the program and its weights again"
             elif status == MCU_ERR_ARENA_LIMIT:
                 hint = f"a method needs more arena than the {arena_limit} B limit: pass a larger arena_limit"
-            raise _program_error(status, f"cannot load program {source}", hint)
+            what = f"cannot load program {source}"
+            if status in (MCU_ERR_WEIGHTS_MISMATCH, MCU_ERR_WEIGHTS_CORRUPT) and weights_source is not None:
+                what += f" with weights file {weights_source}"  # the fault is in that file, not the program
+            raise _program_error(status, what, hint)
         prog = cls(handle=handle, source=source, custom=custom)
         for i in range(handle.method_count()):
             info = _check(handle.method_info(i), "method info")
