@@ -16,6 +16,7 @@ import torch
 from torch.fx import GraphModule, Node
 
 from mcu.errors import McuError
+from mcu.quant.cells import decompose_cells
 
 aten = torch.ops.aten
 
@@ -85,7 +86,8 @@ def fold_linear_batch_norm(gm: GraphModule) -> GraphModule:
 def export_for_quantization(model: torch.nn.Module, example_inputs: tuple) -> GraphModule:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
-        gm = torch.export.export(model.eval(), example_inputs).module(check_guards=False)
+        # recurrent cells as their gates' ops, which the quantizer annotates (mcu/quant/cells.py)
+        gm = decompose_cells(torch.export.export(model.eval(), example_inputs)).module(check_guards=False)
     return fold_linear_batch_norm(gm)
 
 
@@ -126,7 +128,7 @@ def prepare_qat(model: torch.nn.Module, example_inputs: tuple) -> GraphModule:
     _, prepare_qat_pt2e, _ = _pt2e()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        gm = torch.export.export(model.train(), example_inputs).module(check_guards=False)
+        gm = decompose_cells(torch.export.export(model.train(), example_inputs)).module(check_guards=False)
         return prepare_qat_pt2e(gm, MCUQuantizer(qat=True))
 
 
