@@ -30,6 +30,13 @@ def is_unit_view(op: Op) -> bool:
     return op.kind == "reshape" and bool(op.attrs.get("unit_view"))
 
 
+def keeps_layout(op: Op) -> bool:
+    """A reshape that only inserts or drops one size-1 dim (a Conv1d's view, or the unsqueeze and squeeze
+    around a MaxPool1d or AdaptiveAvgPool1d): it can keep its input's bytes in any layout (:func:`view_order`),
+    so no layout change is needed on either side."""
+    return op.kind == "reshape" and not op.inputs[0].is_constant and view_order(op.inputs[0], op.output) is not None
+
+
 def _sink_once(graph: Graph) -> bool:
     for op in [o for o in graph.ops if is_unit_view(o)]:
         x, y = op.inputs[0], op.output
