@@ -448,6 +448,8 @@ def _run_linux(args: argparse.Namespace) -> int:
         bound = "within bounds of" if cm.delegated else "equal to"
         print(f"{'PASS' if run.passed else 'FAIL'}: {len(run.outputs)} bundled test vectors on {cm.board.name} "
               f"({_label(cm)}) {bound} the reference; max error {run.max_error:.3g}; arena {cm.memory.arena_size} B")
+        if cm.graph.fallbacks:
+            print(summarize_islands(cm.graph.fallbacks).line())
         _print_partitions(cm.partitions)
         if not run.passed:
             print(run.console.strip()[-2000:], file=sys.stderr)
