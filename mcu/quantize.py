@@ -16,7 +16,7 @@ import torch
 from torch.fx import GraphModule, Node
 
 from mcu.errors import McuError
-from mcu.quant.cells import decompose_cells
+from mcu.quant.cells import decompose_cells, share_step_ranges
 
 aten = torch.ops.aten
 
@@ -118,6 +118,7 @@ def quantize_static(model: torch.nn.Module, example_inputs: tuple,
                 except Exception as exc:
                     raise McuError(f"{where}: calibration[{i}] failed to run through the model: "
                                    f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
+        share_step_ranges(prepared)  # one scale per op of a recurrent cell over its steps (mcu/quant/cells.py)
         return convert_pt2e(prepared)
 
 
