@@ -277,7 +277,10 @@ def _island_share(cm: Any) -> float | None:
         return None
     from mcu.devtools.trace import run_traced
 
-    events = run_traced(cm).events
+    try:
+        events = run_traced(cm).events
+    except McuError:
+        return None  # the share is extra information: the run's own verdict stands without it
     return summarize_islands(cm.graph.fallbacks, cm.graph, {e.handle: e.cost for e in events}).instruction_share
 
 
