@@ -81,7 +81,9 @@ def assign_layouts(graph: Graph) -> Graph:
         elif keeps_layout(op):
             pass  # a size-1 dim in or out (a Conv1d's or a 1-D pooling's view) takes its input's layout along
         elif op.kind in _NEEDS_CONTIGUOUS:
-            _require(graph, op, 0, _identity(len(op.inputs[0].shape)), cache)
+            for i, t in enumerate(op.inputs):  # every operand: bmm reads both row-major
+                if not t.is_constant:
+                    _require(graph, op, i, _identity(len(t.shape)), cache)
         elif op.kind == "custom" and not op.attrs["custom"].elementwise:
             # a user kernel sees row-major tensors in logical order, unless it says any layout will do
             for i, t in enumerate(op.inputs):

@@ -9,7 +9,7 @@ base buffer's lifetime over the alias's uses.
 from __future__ import annotations
 
 from mcu.ir import Graph
-from mcu.passes.conv_views import view_order
+from mcu.passes.conv_views import keeps_layout, view_order
 from mcu.passes.layout import _same_bytes
 
 
@@ -20,7 +20,7 @@ def alias_views(graph: Graph) -> Graph:
         src, out = op.inputs[0], op.output
         if src.is_constant:
             continue
-        order = view_order(src, out)
+        order = view_order(src, out) if keeps_layout(op) or op.attrs.get("unit_view") else None
         if order is not None and _same_bytes(out, order):
             pass  # a size-1 dim in or out: same bytes in any layout (mcu/passes/conv_views.py)
         elif op.attrs.get("unit_view"):
