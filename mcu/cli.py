@@ -16,6 +16,7 @@ import numpy as np
 
 from mcu.cli_types import Parser, UsageError, positive_int, positive_seconds
 from mcu.errors import McuError
+from mcu.islands import IslandSummary, summarize as summarize_islands
 from mcu.progress import Reporter, reporting, terminal_stream
 
 QUANTIZE_CHOICES = ("auto", "none", "int8", "int8-weight", "int8-dynamic", "int4-weight", "int4-dynamic")
@@ -272,6 +273,7 @@ def _base_report(cm, fw) -> dict[str, Any]:
         "arena_lower_bound_bytes": cm.memory.lower_bound,
         "arena_live_set_bytes": cm.memory.live_set,
         "fp32_fallbacks": [{"op": op, "reason": why} for op, why in cm.graph.fallbacks],
+        "fp32_islands": summarize_islands(cm.graph.fallbacks).to_json(),
         "partitions": cm.partitions.to_json(),
         "delegated": cm.delegated,
         "elf": str(fw.elf) if fw is not None else None,
@@ -304,8 +306,40 @@ def _print_sizes(report: dict[str, Any]) -> None:
     print(f"flash: {report['flash_bytes']} B   static RAM: {report['ram_bytes']} B   "
           f"arena: {report['arena_bytes']} B (lower bound {report['arena_lower_bound_bytes']} B; "
           f"largest live set {report['arena_live_set_bytes']} B before in-place overlaps)")
-    for fb in report["fp32_fallbacks"]:
-        print(f"fp32 fallback: {fb['op']}: {fb['reason']}")
+    if report["fp32_fallbacks"]:
+        islands = report["fp32_islands"]
+        print(IslandSummary(islands["count"], {k: (v["count"], v["reason"]) for k, v in islands["ops"].items()},
+                            islands["instruction_share"]).line())
+
+
+def _island_share(cm: Any) -> float | None:
+    """The share of the instructions an int8 program spends on its fp32 islands, from a profiling run (only
+    when it has islands: the plain firmware counts the whole inference, not its ops)."""
+    if not cm.graph.fallbacks or cm.quantize == "none" or cm.board.sim_kind != "qemu":
+        return None
+    from mcu.devtools.trace import run_traced
+
+    try:
+        events = run_traced(cm).events
+    except McuError:
+        return None  # the share is extra information: the run's own verdict stands without it
+    return summarize_islands(cm.graph.fallbacks, cm.graph, {e.handle: e.cost for e in events}).instruction_share
+
+
+def _label(cm: Any) -> str:
+    """``int8``, or ``int8, N fp32 islands`` where the int8 program keeps ops in fp32."""
+    n = len(cm.graph.fallbacks)
+    return f"{cm.quantize}, {n} fp32 island{'s' if n != 1 else ''}" if n and cm.quantize != "none" else cm.quantize
+
+
+def _class_scores(outputs: list[np.ndarray]) -> np.ndarray | None:
+    """The first output when the model looks like a classifier: one output of logical shape (C,) or (1, C)
+    with 2 <= C <= 1000 (scores per class); a regression output ((1, 1), a sequence (1, T, F)) is not."""
+    if len(outputs) != 1:
+        return None
+    shape = tuple(outputs[0].shape)
+    scores = shape[-1] if len(shape) == 1 or (len(shape) == 2 and shape[0] == 1) else 0
+    return outputs[0].reshape(-1) if 2 <= scores <= 1000 else None
 
 
 def _ram_total(cm, fw) -> dict[str, int]:
@@ -420,16 +454,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     fw = cm.build()
     sim = cm.simulate(timeout_s=args.timeout)
     report = _base_report(cm, fw)
+    report["fp32_islands"]["instruction_share"] = _island_share(cm)
     report.update(_run_fields(cm, "qemu", sim.passed, sim.exit_code, sim.outputs, sim.outputs_raw,
                               sim.max_abs_error_vs_eager, sim.max_error_vs_expected, sim.instructions))
     if args.json:
         _print_json(report)
     else:
-        first = sim.outputs[0][0].reshape(-1) if sim.outputs else np.zeros(0)
-        if first.size > 1 and first.size <= 1000:
-            print(f"predicted class: {int(np.argmax(first))} (test vector 0)")
+        scores = _class_scores(sim.outputs[0]) if sim.outputs else None
+        if scores is not None:
+            print(f"predicted class: {int(np.argmax(scores))} (test vector 0)")
         print(f"{'PASS' if sim.passed else 'FAIL'}: {len(sim.outputs)} bundled test vectors on {cm.board.name} "
-              f"({cm.quantize}); max |device - eager| = {sim.max_abs_error_vs_eager:.3g}")
+              f"({_label(cm)}); max |device - eager| = {sim.max_abs_error_vs_eager:.3g}")
         print(f"instructions per inference: {sim.instructions}")
         _print_sizes(report)
         _print_partitions(cm.partitions)
@@ -455,12 +490,14 @@ def _run_linux(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(report)
     else:
-        first = run.outputs[0][0].reshape(-1) if run.outputs else np.zeros(0)
-        if 1 < first.size <= 1000:
-            print(f"predicted class: {int(np.argmax(first))} (test vector 0)")
+        scores = _class_scores(run.outputs[0]) if run.outputs else None
+        if scores is not None:
+            print(f"predicted class: {int(np.argmax(scores))} (test vector 0)")
         bound = "within bounds of" if cm.delegated else "equal to"
         print(f"{'PASS' if run.passed else 'FAIL'}: {len(run.outputs)} bundled test vectors on {cm.board.name} "
-              f"({cm.quantize}) {bound} the reference; max error {run.max_error:.3g}; arena {cm.memory.arena_size} B")
+              f"({_label(cm)}) {bound} the reference; max error {run.max_error:.3g}; arena {cm.memory.arena_size} B")
+        if cm.graph.fallbacks:
+            print(summarize_islands(cm.graph.fallbacks).line())
         _print_partitions(cm.partitions)
         if not run.passed:
             print(run.console.strip()[-2000:], file=sys.stderr)

@@ -16,6 +16,7 @@ import torch
 from torch.fx import GraphModule, Node
 
 from mcu.errors import McuError
+from mcu.quant.cells import decompose_cells, share_step_ranges
 
 aten = torch.ops.aten
 
@@ -88,10 +89,12 @@ def export_for_quantization(model: torch.nn.Module, example_inputs: tuple, where
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
+        # recurrent cells as their gates' ops, which the quantizer annotates (mcu/quant/cells.py)
         try:
-            gm = torch.export.export(model.eval(), example_inputs).module(check_guards=False)
+            exported = torch.export.export(model.eval(), example_inputs)
         except Exception as exc:
             raise capture_error(exc, model, example_inputs, where, example_line) from None
+        gm = decompose_cells(exported).module(check_guards=False)
     return fold_linear_batch_norm(gm)
 
 
@@ -123,6 +126,7 @@ def quantize_static(model: torch.nn.Module, example_inputs: tuple,
                     raise McuError(f"{where}: calibration[{i}] failed to run through the model: "
                                    f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
         _check_observed_ranges(prepared, where)
+        share_step_ranges(prepared)  # one scale per op of a recurrent cell over its steps (mcu/quant/cells.py)
         return convert_pt2e(prepared)
 
 
@@ -156,7 +160,7 @@ def prepare_qat(model: torch.nn.Module, example_inputs: tuple) -> GraphModule:
     _, prepare_qat_pt2e, _ = _pt2e()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        gm = torch.export.export(model.train(), example_inputs).module(check_guards=False)
+        gm = decompose_cells(torch.export.export(model.train(), example_inputs)).module(check_guards=False)
         return prepare_qat_pt2e(gm, MCUQuantizer(qat=True))
 
 

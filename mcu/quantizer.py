@@ -130,6 +130,15 @@ def _fixed_spec(scale: float, zero_point: int) -> FixedQParamsQuantizationSpec:
                                         quant_max=127, qscheme=torch.per_tensor_affine)
 
 
+def _operand_spec(operand: Node, act: QuantizationSpec) -> object:
+    """An operand's spec in a product, a sum or a linear layer: a sigmoid's or tanh's fixed output parameters
+    as they are (a gate times a state, or a recurrent product of a tanh state, reads the table's codes, where
+    an observer of its own would add a requantize that only loses precision), else ``act``."""
+    ann = operand.meta.get("quantization_annotation")
+    out = getattr(ann, "output_qspec", None)
+    return out if isinstance(out, FixedQParamsQuantizationSpec) else act
+
+
 def _annotated(node: Node) -> bool:
     ann = node.meta.get("quantization_annotation")
     return ann is not None and ann._annotated
@@ -253,7 +262,7 @@ class MCUQuantizer(Quantizer):
         x, w = node.args[0], node.args[1]
         if not (_is_float_tensor(x) and isinstance(w, Node)):
             return
-        _mark(node, {x: act, w: weight})
+        _mark(node, {x: _operand_spec(x, act), w: weight})
         self._finish_chain(self._tail(node, allow_bn=True), node, act)
 
     def _binary(self, node: Node, act: QuantizationSpec) -> None:
@@ -261,7 +270,7 @@ class MCUQuantizer(Quantizer):
         if not (_is_float_tensor(a) and _is_float_tensor(b)):
             self._scalar_arith(node, act)  # a scalar operand: a table lookup
             return
-        _mark(node, {a: act, b: act})
+        _mark(node, {a: _operand_spec(a, act), b: _operand_spec(b, act)})
         self._finish_chain(self._tail(node, allow_bn=False), node, act)
 
     def _own_output(self, node: Node, act: QuantizationSpec) -> None:
