@@ -5,6 +5,7 @@ renode / renode-test executables that behave like the real ones on the files we 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -97,6 +98,21 @@ open({record!r}, "w").write("\n".join(args))
 sys.exit(0 if "{verdict}" == "PASS" else 1)
 """
 
+# Stand-in for renode-test that runs the firmware for real (in QEMU, the same machine) and writes what its
+# UART printed to the log the Robot test names, so mcu decodes a real harness's outputs.
+FAKE_RENODE_TEST_QEMU = r"""#!{python}
+import subprocess, sys
+args = sys.argv[1:]
+variables = dict(a.split(":", 1) for a in args[1:] if ":" in a and not a.startswith("-"))
+assert args[0].endswith(".robot") and "Wait For Line On Uart" in open(args[0]).read()
+run = subprocess.run(["qemu-system-arm", "-M", "mps2-an505", "-nographic", "-semihosting-config",
+                      "enable=on,target=native", "-kernel", variables["ELF"]], capture_output=True, text=True,
+                     timeout=300)
+open(variables["UART_LOG"], "w").write(run.stdout)
+open({record!r}, "w").write("\n".join(args))
+sys.exit(0 if "RESULT PASS" in run.stdout else 1)
+"""
+
 FAKE_RENODE = r"""#!{python}
 # Stand-in for the Renode monitor: reads the script, finds the UART file backend, writes the
 # console there and keeps running until it is stopped, as the emulator would.
@@ -152,13 +168,15 @@ def test_renode_monitor_runner_stops_renode(tmp_path: Path, hello_elf: Path, mon
     assert not list((tmp_path / "work" / "renode").glob("tmp*.resc"))
 
 
-@pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None, reason="arm-none-eabi-gcc not installed")
+@pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None or shutil.which("qemu-system-arm") is None,
+                    reason="needs arm-none-eabi-gcc and qemu-system-arm (the stand-in runs the firmware in QEMU)")
 def test_mcu_run_sim_renode_with_a_stand_in(tmp_path: Path) -> None:
     record = tmp_path / "args.txt"
-    fake = _fake(tmp_path / "renode-test",
-                 FAKE_RENODE_TEST.format(python=sys.executable, record=str(record), verdict="PASS"))
+    fake = _fake(tmp_path / "renode-test", FAKE_RENODE_TEST_QEMU.format(python=sys.executable, record=str(record)))
     proc = run_mcu("run", "--sim", "renode", "--board", "mps2-an505", "--quantize", "none", "--json",
                    str(EXAMPLES / "small_cnn.py"), env={RENODE_ENV: str(fake)})
     assert proc.returncode == 0, proc.stderr
     assert '"simulator":"renode"' in proc.stdout and '"passed":true' in proc.stdout
+    report = json.loads(proc.stdout)
+    assert len(report["outputs"]) == len(report["outputs_raw"]) >= 1 and report["max_error_vs_expected"] == 0
     assert os.path.isfile(record.read_text().splitlines()[0])  # the rendered .robot next to the firmware
