@@ -178,5 +178,5 @@ def test_mcu_run_sim_renode_with_a_stand_in(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert '"simulator":"renode"' in proc.stdout and '"passed":true' in proc.stdout
     report = json.loads(proc.stdout)
-    assert len(report["outputs"]) == len(report["outputs_raw"]) >= 1 and report["max_error_vs_expected"] == 0
+    assert len(report["outputs"]) == len(report["outputs_raw"]) >= 1 and report["max_error_vs_expected"] < 1e-5
     assert os.path.isfile(record.read_text().splitlines()[0])  # the rendered .robot next to the firmware
