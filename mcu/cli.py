@@ -641,9 +641,10 @@ def cmd_ci(args: argparse.Namespace) -> int:
 
 
 def _reporter(args: argparse.Namespace) -> Reporter:
-    """Progress on stderr when it is a terminal (or with --verbose); never with --json or --quiet."""
+    """Progress on stderr when it is a terminal (or with --verbose); never with --quiet, nor with --json
+    unless --verbose asks for it (stdout keeps only the JSON)."""
     verbose = getattr(args, "verbose", False)
-    if getattr(args, "json", False) or getattr(args, "quiet", False):
+    if (getattr(args, "json", False) and not verbose) or getattr(args, "quiet", False):
         return Reporter(stream=None, verbose=verbose)
     return Reporter(stream=sys.stderr if verbose else terminal_stream(sys.stderr), verbose=verbose)
 
