@@ -3,7 +3,7 @@ board's interpreter firmware (built once per board) in the simulator.
 
 What the interpreter firmware cannot take is refused before anything is built: a kernel program files
 do not express, one arena more than its one, an arena, output or program larger than the firmware's
-regions, more inputs or outputs than its harness holds (codegen/program_firmware_main.c.j2).
+regions, more inputs or outputs than its harness holds, a custom kernel (the firmware holds none) (codegen/program_firmware_main.c.j2).
 """
 
 from __future__ import annotations
@@ -39,6 +39,11 @@ def check_interpreter_fits(cm: Any, program: bytes, weights: bytes | None) -> No
                        hint="pick a QEMU board (see `mcu boards`)")
     layout = program_layout(board)
     where = f"the interpreter firmware on {board.name}"
+    custom = sorted({op.attrs["custom"].name for op in cm.graph.ops if op.kind == "custom"})
+    if custom:
+        # The firmware is built once per board, before any model: it holds no user kernel.
+        raise McuError(f"{where} has no custom kernels; this model calls {', '.join(custom)}",
+                       hint="run the generated C (drop --program), which compiles the kernel in")
     if len(program) > layout.program.length:
         raise McuError(f"the program file ({len(program)} B) does not fit the {layout.program.length} B program "
                        f"region of {where}", hint="use a board with more flash, or run the generated C (drop --program)")
