@@ -110,6 +110,20 @@ def check_fits(board: Board, memory: MemoryPlan) -> None:
                 hint="use a smaller model or input, quantize to int8, or pick a board with more RAM")
 
 
+def check_weights_fit(board: Board, graph: Graph) -> None:
+    """Reject, before any code is generated, a model whose constants alone exceed the board's read-only
+    memory (the firmware's code comes on top)."""
+    region = board.region_for("rodata")
+    constants = graph.constants()
+    total = sum(t.nbytes for t in constants)
+    if total > region.length:
+        largest = max(constants, key=lambda t: t.nbytes)
+        raise McuError(
+            f"model does not fit {board.name}: its weights take {total} B but the board has {region.length} B of "
+            f"{region.name} (the largest is {largest.name}, {largest.nbytes} B)",
+            hint="use a smaller model, quantize to int8 (or int4-weight), or pick a board with more flash")
+
+
 def partition_ops(graph: Graph, board: Board, quantize: str, backends: list[str] | None,
                   options: dict[str, Any]) -> PartitionReport:
     """Give each op to the first backend of the preference order that takes it (mcu/backends/base.py)."""
@@ -125,6 +139,7 @@ def compile_graph(graph: Graph, board: Board, quantize: str, backends: list[str]
     True: the optimized backend packs int8 weights as int16 (twice the flash of those layers, the
     fastest kernel); False: it keeps them int8 (the compact kernels); None: packed while the board's
     flash has room for them (mcu/backends/compact.py, packed_by_default)."""
+    check_weights_fit(board, graph)
     if packed_weights is None:
         from mcu.backends.compact import packed_by_default
 
