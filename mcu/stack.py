@@ -31,7 +31,7 @@ import re
 import subprocess
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 from mcu.elf import read_elf
 from mcu.errors import McuError
@@ -114,7 +114,7 @@ def _reg_count(operands: str) -> int:
     return count
 
 
-def _word_reader(elf: Path):
+def _word_reader(elf: Path) -> Callable[[int], int | None]:
     """Little-endian words of the loaded image by address (None where nothing is loaded)."""
     segments = read_elf(elf).load_segments()
 
@@ -134,7 +134,8 @@ _CMP_IMM = re.compile(r"^(r\d+), #(\d+)")
 _NO_WRITE = ("cmp", "cmn", "tst", "b", "bl", "bls", "bhi", "bcc", "bcs", "bne", "beq", "str", "strb", "strh")
 
 
-def _jump_table(insns: list[tuple[int, str, str]], at: int, reg: str, word, lo: int, hi: int) -> bool:
+def _jump_table(insns: list[tuple[int, str, str]], at: int, reg: str, word: Callable[[int], int | None],
+                lo: int, hi: int) -> bool:
     """True when the register jump at ``insns[at]`` is a bounded switch table of this function.
 
     GCC compiles a switch on Thumb-1 (libgcc's soft-float division among others) to ``cmp rS, #N``;
@@ -196,7 +197,7 @@ def disassemble(objdump: Path, elf: Path) -> dict[str, _Function]:
         i = bisect.bisect_right(starts, addr) - 1
         return ordered[i] if i >= 0 and addr < ends[ordered[i].name] else None
 
-    word = None
+    word: Callable[[int], int | None] | None = None
     for fn in ordered:
         assert fn.calls is not None and fn.tail_calls is not None
         insns = bodies[fn.name]
