@@ -55,7 +55,8 @@ _TABLE = """
     __attribute__((noinline)) void other(void) { sink = 2; }
     __attribute__((naked, noinline)) void dispatch(int i) {
         __asm__ volatile(
-            ".syntax unified\\n\\tcmp r0, #1\\n\\tbhi 2f\\n\\tldr r1, =3f\\n\\tlsls r0, r0, #2\\n\\tldr r0, [r1, r0]\\n\\t"
+            ".syntax unified\\n\\tcmp r0, #1\\n\\tbhi 2f\\n\\tldr r1, =3f\\n\\t"
+            "lsls r0, r0, #2\\n\\tldr r0, [r1, r0]\\n\\t"
             "mov pc, r0\\n\\t1: bx lr\\n\\t2: bx lr\\n\\t.align 2\\n\\t3: .word 1b + 1, %s + 1\\n\\t.ltorg");
     }
     void Reset_Handler(void) { other(); dispatch(sink); for (;;) {} }

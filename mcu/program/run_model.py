@@ -2,8 +2,9 @@
 board's interpreter firmware (built once per board) in the simulator.
 
 What the interpreter firmware cannot take is refused before anything is built: a kernel program files
-do not express, one arena more than its one, an arena, output or program larger than the firmware's
-regions, more inputs or outputs than its harness holds, a custom kernel (the firmware holds none) (codegen/program_firmware_main.c.j2).
+do not express, a custom kernel (the firmware holds none), more than its one arena, an arena, output or
+program larger than the firmware's regions, more inputs or outputs than its harness holds
+(codegen/program_firmware_main.c.j2).
 """
 
 from __future__ import annotations
@@ -46,7 +47,8 @@ def check_interpreter_fits(cm: Any, program: bytes, weights: bytes | None) -> No
                        hint="run the generated C (drop --program), which compiles the kernel in")
     if len(program) > layout.program.length:
         raise McuError(f"the program file ({len(program)} B) does not fit the {layout.program.length} B program "
-                       f"region of {where}", hint="use a board with more flash, or run the generated C (drop --program)")
+                       f"region of {where}",
+                       hint="use a board with more flash, or run the generated C (drop --program)")
     if weights is not None and len(weights) > layout.weights.length:
         raise McuError(f"the weights ({len(weights)} B) do not fit the {layout.weights.length} B weights region "
                        f"of {where}")
