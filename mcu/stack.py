@@ -177,30 +177,27 @@ def disassemble(objdump: Path, elf: Path) -> dict[str, _Function]:
     proc = subprocess.run([str(objdump), "-d", "--no-show-raw-insn", str(elf)], capture_output=True, text=True)
     if proc.returncode != 0:
         raise McuError(f"disassembling {elf.name} for the stack analysis failed: {proc.stderr.strip()[:300]}")
-    funcs: dict[str, _Function] = {}
-    bodies: dict[str, list[tuple[int, str, str]]] = {}
-    current: _Function | None = None
+    # One block per symbol in the listing: two static functions may share a name (each object's own
+    # ``foo.constprop.0``); each is read at its own address, then they are merged by name below.
+    blocks: list[tuple[_Function, list[tuple[int, str, str]]]] = []
     for line in proc.stdout.splitlines():
         if m := _FUNC.match(line):
-            current = _Function(name=m.group(2), addr=int(m.group(1), 16), calls=set(), tail_calls=set())
-            funcs[current.name] = current
-            bodies[current.name] = []
-        elif current is not None and (m := _INSN.match(line)):
-            bodies[current.name].append((int(m.group(1), 16), m.group(2), m.group(3)))
+            blocks.append((_Function(name=m.group(2), addr=int(m.group(1), 16), calls=set(), tail_calls=set()), []))
+        elif blocks and (m := _INSN.match(line)):
+            blocks[-1][1].append((int(m.group(1), 16), m.group(2), m.group(3)))
     # Branch targets are resolved by address: objdump names an address after the nearest symbol below
     # it, which may be an absolute linker symbol (``__stack_size__``) rather than the function holding it.
-    ordered = sorted(funcs.values(), key=lambda f: f.addr)
-    starts = [f.addr for f in ordered]
-    ends = {f.name: (bodies[f.name][-1][0] + 4 if bodies[f.name] else f.addr) for f in ordered}
+    blocks.sort(key=lambda b: b[0].addr)
+    starts = [fn.addr for fn, _ in blocks]
+    ends = [insns[-1][0] + 4 if insns else fn.addr for fn, insns in blocks]
 
     def holder(addr: int) -> _Function | None:
         i = bisect.bisect_right(starts, addr) - 1
-        return ordered[i] if i >= 0 and addr < ends[ordered[i].name] else None
+        return blocks[i][0] if i >= 0 and addr < ends[i] else None
 
     word: Callable[[int], int | None] | None = None
-    for fn in ordered:
+    for (fn, insns), end in zip(blocks, ends):
         assert fn.calls is not None and fn.tail_calls is not None
-        insns = bodies[fn.name]
         for at, (_, mnemonic, operands) in enumerate(insns):
             op = mnemonic.split(".")[0]
             target = _TARGET.match(operands)
@@ -230,13 +227,23 @@ def disassemble(objdump: Path, elf: Path) -> dict[str, _Function]:
                 if (op == "bx" or operands.replace(" ", "").startswith("pc,")) and reg != "lr":
                     if word is None:
                         word = _word_reader(elf)
-                    if not _jump_table(insns, at, reg, word, fn.addr, ends[fn.name]):
+                    if not _jump_table(insns, at, reg, word, fn.addr, end):
                         fn.indirect = f"{mnemonic} {operands}"
             elif op.startswith("b") and target:
                 addr = int(target.group(1), 16)
                 callee = holder(addr)
                 if callee is not None and callee is not fn and callee.addr == addr:
                     fn.tail_calls.add(callee.name)
+    funcs: dict[str, _Function] = {}
+    for fn, _ in blocks:
+        same = funcs.setdefault(fn.name, fn)
+        if same is not fn:  # the larger frame and every call of both
+            assert same.calls is not None and same.tail_calls is not None
+            same.prologue_bytes = max(same.prologue_bytes, fn.prologue_bytes)
+            same.calls |= fn.calls or set()
+            same.tail_calls |= fn.tail_calls or set()
+            same.indirect = same.indirect or fn.indirect
+            same.dynamic_sp = same.dynamic_sp or fn.dynamic_sp
     return funcs
 
 

@@ -157,3 +157,28 @@ def test_int8_conv1d_softmax_on_m0plus(tmp_path) -> None:
     for raw, x in zip(sim.outputs_raw, cm.spec.test_inputs):
         for got, want in zip(raw, cm.raw_outputs(cm.reference_raw(*x))):
             np.testing.assert_array_equal(got, want)
+
+
+def test_static_functions_sharing_a_name_are_each_read(tmp_path) -> None:
+    """Two objects may each hold a static ``helper``: each one's calls and frame count (the analysis once
+    kept only the last one in the listing, losing the other's deeper callee)."""
+    gcc, objdump = _tools()
+    (tmp_path / "a.c").write_text(textwrap.dedent("""
+        volatile int sink;
+        __attribute__((noinline)) void deep(void) { volatile char buf[200]; buf[0] = 1; sink = buf[0]; }
+        static __attribute__((noinline)) void helper(void) { deep(); sink = 1; }
+        void from_a(void) { helper(); }
+    """))
+    (tmp_path / "b.c").write_text(textwrap.dedent("""
+        extern volatile int sink;
+        void from_a(void);
+        static __attribute__((noinline)) void helper(void) { sink = 2; }
+        void Reset_Handler(void) { helper(); from_a(); for (;;) {} }
+    """))
+    elf = tmp_path / "t.elf"
+    subprocess.run([gcc, *M0PLUS, "-O2", "-fstack-usage", "-nostartfiles", "-Wl,-e,Reset_Handler", "-o", str(elf),
+                    str(tmp_path / "a.c"), str(tmp_path / "b.c")], check=True, cwd=tmp_path)
+    listing = subprocess.run([str(objdump), "-d", str(elf)], capture_output=True, text=True).stdout
+    assert listing.count("<helper>:") == 2
+    report = analyze(elf, sorted(tmp_path.glob("*.su")), objdump)
+    assert "deep" in [f for f, _ in report.path], report.chain()
