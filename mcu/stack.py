@@ -143,6 +143,27 @@ def _jump_table(insns: list[tuple[int, str, str]], at: int, reg: str, word: Call
     ``mov pc, rD``. When the N+1 table words are all addresses inside [lo, hi), the jump is a branch
     within the function: it adds no frame. Anything else stays an indirect call."""
     window = insns[max(0, at - 12) : at]
+    if _exact_table(window, reg, word, lo, hi):
+        return True
+    # GCC may hoist the table address out of a loop (``ldr rB, =table; add r8, rB`` before it, then
+    # ``mov r3, r8; ldr r3, [r3]; mov pc, r3``): then the bound checked just before the jump, and a table
+    # of this function (a literal-pool address) with that many entries, all in the function.
+    cmp = next((window[i] for i in range(len(window) - 2, -1, -1) if window[i][1].split(".")[0] == "cmp"
+                and _CMP_IMM.match(window[i][2]) and window[i + 1][1].split(".")[0] in ("bhi", "bls")), None)
+    if cmp is None:
+        return False
+    bound = int(_CMP_IMM.match(cmp[2]).group(2))  # type: ignore[union-attr]
+    for _, mnemonic, operands in insns:
+        m = _LDR_LITERAL.match(operands)
+        if mnemonic.split(".")[0] == "ldr" and m and (table := word(int(m.group(2), 16))) is not None:
+            entries = [word(table + 4 * k) for k in range(bound + 1)]
+            if all(e is not None and lo <= (e & ~1) < hi for e in entries):
+                return True
+    return False
+
+
+def _exact_table(window: list[tuple[int, str, str]], reg: str, word: Callable[[int], int | None],
+                 lo: int, hi: int) -> bool:
     ldr_at = next((i for i in range(len(window) - 1, -1, -1) if window[i][1].split(".")[0] == "ldr"
                    and (m := _LDR_TABLE.match(window[i][2])) and m.group(1) == reg), None)
     if ldr_at is None:
