@@ -10,13 +10,14 @@ bundled test vectors (``simulate``). The CLI is a thin layer over this class.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 
 import math
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 import torch
@@ -26,10 +27,11 @@ from mcu.boards import Board, load_board
 from mcu.console import parse_harness
 from mcu.emit.c_model import GeneratedLibrary, render_firmware_main
 from mcu.errors import McuError
+from mcu.guards import raise_on_guard
 from mcu.hostbuild import HostModel, build_host_library
 from mcu.ir import NUMPY_DTYPES, Graph
 from mcu.layouts import from_memory_order, to_memory_order
-from mcu.loader import ModelSpec, load_model_file, spec_from_objects
+from mcu.loader import ModelSpec, flatten_outputs, load_model_file, spec_from_objects
 from mcu.mapfile import SizeReport, size_report
 from mcu.memory_svg import plan_svg
 from mcu.memory import MemoryPlan
@@ -71,6 +73,8 @@ class SimulationRun:
     console: str
     max_abs_error_vs_eager: float
     cycles: int | None = None
+    # The largest |device - expected| over the raw outputs (int8: LSB; 0 when the check is bit-exact).
+    max_error_vs_expected: float = 0.0
 
 
 @dataclass
@@ -152,9 +156,11 @@ class CompiledModel:
     def run_raw(self, *inputs: Any) -> list[np.ndarray]:
         """The program file run by the C interpreter on the host; outputs in memory order and the
         device's dtypes. A model with a kernel that program files cannot express yet runs its
-        generated C instead."""
+        generated C instead, and so does one with custom ops (in a sanitized child process)."""
         from mcu.program.writer import UnsupportedKernel
 
+        if self.has_custom_ops:  # the user's C runs in a sanitized child, never in this process
+            return self.run_raw_c(*inputs)
         try:
             program = self.runtime_program()
         except UnsupportedKernel:
@@ -162,8 +168,17 @@ class CompiledModel:
         return program.method("forward").run_raw(*self.encode_inputs(inputs))
 
     def run_raw_c(self, *inputs: Any) -> list[np.ndarray]:
-        """The generated C built for the host (the parity twin of :meth:`run_raw`)."""
+        """The generated C built for the host (the parity twin of :meth:`run_raw`); with custom ops, in a child
+        process under ASan and UBSan with the arena guards (mcu/host_child.py)."""
+        if self.has_custom_ops:
+            from mcu.host_child import run_child
+
+            return run_child(self, self.encode_inputs(inputs))
         return self.host_model().run_physical(self.encode_inputs(inputs))
+
+    @property
+    def has_custom_ops(self) -> bool:
+        return any(op.kind == "custom" for op in self.graph.ops)
 
     def run(self, *inputs: Any, raw: bool = False) -> list[torch.Tensor]:
         """Run on the host through the program interpreter. Inputs and outputs are real values in
@@ -191,7 +206,7 @@ class CompiledModel:
                 for name in self.graph.state:
                     buffers[name].zero_()
             out = self.spec.model(*inputs)
-        return list(out) if isinstance(out, (tuple, list)) else [out]
+        return [t for _, t in flatten_outputs(out, str(self.spec.path or self.spec.name))]
 
     @cached_property
     def eager_outputs(self) -> list[list[np.ndarray]]:
@@ -239,6 +254,15 @@ class CompiledModel:
         main = render_firmware_main(self.library, vec_in, self.expected_outputs, self.tolerances())
         return {**self.library.files, "main.c": main}
 
+    @property
+    def harness_defines(self) -> dict[str, Any]:
+        """The test firmware's compile definitions: the model's own, and the arena guards around custom
+        kernels (codegen/model.c.j2; an exported library never has them)."""
+        from mcu.emit.c_model import GUARD_DEFINE
+
+        guards = {GUARD_DEFINE: None} if self.library.view.guarded else {}
+        return {**self.library.defines, **guards}
+
     def build(self, out_dir: Path | None = None, lock: bool = True) -> FirmwareBuild:
         """Build the firmware into ``out_dir`` (default: a content-keyed cache folder).
 
@@ -248,7 +272,7 @@ class CompiledModel:
         files = self.firmware_sources()
         cached = out_dir is None
         if out_dir is None:
-            out_dir = cached_build_dir(self.board.name, self.library.prefix, files, self.library.defines)
+            out_dir = cached_build_dir(self.board.name, self.library.prefix, files, self.harness_defines)
         if not lock:
             return self._build_in(Path(out_dir), files)
         with build_lock(Path(out_dir), wait=cached):
@@ -261,7 +285,7 @@ class CompiledModel:
         src_dir = includes[0]
         # The stack is bounded from the code (mcu/stack.py) and reserved exactly, plus a margin.
         fw = build_firmware(self.board, sources, includes, Path(out_dir), stack_usage=True,
-                            defines=dict(self.library.defines))
+                            defines=self.harness_defines)
         self._check_board_limits(fw)
         sizes = size_report(fw.map_path, fw.elf, self.library.prefix, self.library.kernel_sources,
                             fw.flash_bytes, fw.ram_bytes)
@@ -283,6 +307,31 @@ class CompiledModel:
                            f"board has {self.board.flash.length} B ({fw.flash_bytes - self.board.flash.length} B "
                            f"too many){biggest}", hint="use a smaller model or quantize to int8")
 
+    def harness_outputs(self, report: Any, exit_code: int, console: str) -> tuple[
+            list[list[np.ndarray]], list[list[np.ndarray]], float, float]:
+        """What a firmware harness printed (mcu.console.HarnessReport), per test vector and output: real values
+        and raw values in logical shape, the largest |real - eager| and the largest |raw - expected|."""
+        raise_on_guard(self, console)
+        outputs: list[list[np.ndarray]] = []
+        raw: list[list[np.ndarray]] = []
+        worst = 0.0
+        worst_expected = 0.0
+        for v, eager in enumerate(self.eager_outputs):
+            flats = []
+            for i, t in enumerate(self.graph.outputs):
+                if (v, i) not in report.outputs:
+                    raise McuError(f"the firmware printed no output {i} for test vector {v} "
+                                   f"(exit status {exit_code}):\n{console.strip()[-2000:]}")
+                flats.append(report.output_array(v, i, NUMPY_DTYPES[t.dtype], t.numel))
+                expected = np.asarray(self.expected_outputs[v][i]).reshape(-1).astype(np.float64)
+                worst_expected = max(worst_expected,
+                                     float(np.max(np.abs(flats[-1].astype(np.float64) - expected), initial=0.0)))
+            row = self.decode_outputs(flats)
+            raw.append(self.raw_outputs(flats))
+            outputs.append(row)
+            worst = max([worst] + [float(np.max(np.abs(y.astype(np.float64) - e))) for y, e in zip(row, eager)])
+        return outputs, raw, worst, worst_expected
+
     def simulate(self, timeout_s: float = 600.0) -> SimulationRun:
         """Build the firmware and run it on the board's simulator with the bundled vectors."""
         from mcu.sim.qemu import run_qemu
@@ -294,25 +343,13 @@ class CompiledModel:
         with stage("simulate"):
             result = run_qemu(self.board, fw.elf, timeout_s=timeout_s)
         report = parse_harness(result.console)
-        outputs: list[list[np.ndarray]] = []
-        raw: list[list[np.ndarray]] = []
-        worst = 0.0
-        for v, eager in enumerate(self.eager_outputs):
-            flats = []
-            for i, t in enumerate(self.graph.outputs):
-                if (v, i) not in report.outputs:
-                    raise McuError(f"the firmware printed no output {i} for test vector {v} "
-                                   f"(exit status {result.exit_code}):\n{result.console.strip()[-2000:]}")
-                flats.append(report.output_array(v, i, NUMPY_DTYPES[t.dtype], t.numel))
-            row = self.decode_outputs(flats)
-            raw.append(self.raw_outputs(flats))
-            outputs.append(row)
-            worst = max([worst] + [float(np.max(np.abs(y.astype(np.float64) - e))) for y, e in zip(row, eager)])
+        outputs, raw, worst, worst_expected = self.harness_outputs(report, result.exit_code, result.console)
         passed = bool(report.passed) and result.exit_code == 0
         return SimulationRun(passed=passed, exit_code=result.exit_code,
                              instructions=result.instructions[0] if result.instructions else None,
                              instructions_all=list(result.instructions), outputs=outputs, outputs_raw=raw,
-                             console=result.console, max_abs_error_vs_eager=worst, cycles=report.cycles)
+                             console=result.console, max_abs_error_vs_eager=worst, cycles=report.cycles,
+                             max_error_vs_expected=worst_expected)
 
     # --- reporting ----------------------------------------------------------------------------------------
 
@@ -323,6 +360,7 @@ class CompiledModel:
             "quantize": self.quantize,
             "arena_bytes": self.memory.arena_size,
             "arena_lower_bound_bytes": self.memory.lower_bound,
+            "arena_live_set_bytes": self.memory.live_set,
             "ops": len(self.library.view.steps),
             "fp32_fallbacks": [{"op": op, "reason": why} for op, why in self.graph.fallbacks],
         }
@@ -341,9 +379,30 @@ def resolve_quantize(spec: ModelSpec, quantize: str) -> str:
     return quantize
 
 
+@contextlib.contextmanager
+def _naming_the_file(spec: ModelSpec) -> Iterator[None]:
+    """A compile error about a model file names the file (most already name its line; the rest, such as a
+    model too large for the board, get the path in front)."""
+    try:
+        yield
+    except McuError as exc:
+        if spec.path is None or spec.path.name in exc.message:
+            raise
+        raise McuError(f"{spec.path}: {exc.message}", hint=exc.hint, exit_code=exc.exit_code) from None
+
+
+def _output_names(spec: ModelSpec, count: int) -> list[str]:
+    """The user's output names in graph order (empty when the graph's outputs are not the model's)."""
+    if isinstance(spec.model, torch.fx.GraphModule):  # converted pt2e modules keep no dict keys
+        return []
+    with torch.no_grad():
+        names = [name for name, _ in flatten_outputs(spec.model(*spec.example_inputs), str(spec.path or spec.name))]
+    return names if len(names) == count else []
+
+
 def compile_spec(spec: ModelSpec, board: str | Board = "mps2-an505", quantize: str = "none",
                  cmsis_nn: str | Path | None = None, packed_weights: bool | None = None,
-                 backend: str | list[str] | None = None) -> CompiledModel:
+                 backend: str | list[str] | None = None, check_flash: bool = True) -> CompiledModel:
     """``backend``: the backends' preference order, ``"cmsis-nn,optimized,portable"`` or a list (None:
     CMSIS-NN first when it is given, then optimized, then portable; mcu/backends/registry.py); the
     partition report is ``CompiledModel.partitions``. ``cmsis_nn``: CMSIS-NN sources to route supported int8 layers to (a path, or ``auto``: the
@@ -361,19 +420,22 @@ def compile_spec(spec: ModelSpec, board: str | Board = "mps2-an505", quantize: s
         cmsis_nn = "auto"  # asked for by name: CMSIS_NN_PATH, else the pack cache
     board_obj = board if isinstance(board, Board) else load_board(board)
     quantize = resolve_quantize(spec, quantize)
-    graph = to_graph(spec, quantize)
-    before = dataclasses.replace(graph, ops=list(graph.ops))  # partitioning replaces the op list, not the ops
-    memory, library, report = compile_graph(graph, board_obj, quantize, order, cmsis.resolve(cmsis_nn),
-                                            packed_weights)
+    with _naming_the_file(spec):
+        graph = to_graph(spec, quantize)
+        graph.output_names = [] if graph.state else _output_names(spec, len(graph.outputs))  # state: no extra run
+        before = dataclasses.replace(graph, ops=list(graph.ops))  # partitioning replaces the op list, not the ops
+        memory, library, report = compile_graph(graph, board_obj, quantize, order, cmsis.resolve(cmsis_nn),
+                                                packed_weights, check_flash=check_flash)
     delegated = any(op.kind == "delegate" for op in graph.ops)
     cm = CompiledModel(spec=spec, board=board_obj, quantize=quantize, graph=graph, memory=memory, library=library,
                        partitions=report, reference_graph=before if delegated else None)
-    if cm.custom_kernels is not None:
-        # The user's kernels against their references on the host, before any firmware is built.
-        from mcu.custom_host import check_kernels
+    if cm.has_custom_ops:
+        # The user's kernels against their references in a sanitized child, before any firmware is built
+        # and before their C runs in this process.
+        from mcu.custom_check import check_kernels
 
         with stage("check custom kernels"):
-            check_kernels(graph, cm.custom_kernels)
+            check_kernels(graph)
     return cm
 
 

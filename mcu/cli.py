@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 import warnings
 from contextlib import ExitStack
@@ -13,7 +14,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from mcu.cli_types import Parser, UsageError, positive_int, positive_seconds
 from mcu.errors import McuError
+from mcu.islands import IslandSummary, summarize as summarize_islands
 from mcu.progress import Reporter, reporting, terminal_stream
 
 QUANTIZE_CHOICES = ("auto", "none", "int8", "int8-weight", "int8-dynamic", "int4-weight", "int4-dynamic")
@@ -42,7 +45,7 @@ def _add_model_args(p: argparse.ArgumentParser, board_required: bool = True) -> 
                         "compact kernels); by default, on cores with the DSP extension (Cortex-M4/M7/M33) they "
                         "are packed as int16 for the fastest kernel, which doubles their flash, unless the "
                         "board's flash has no room for that")
-    p.add_argument("--prefill-chunk", type=int, metavar="C", default=None,
+    p.add_argument("--prefill-chunk", type=positive_int, metavar="C", default=None,
                    help="text generation: prompt tokens per prefill call (default: the model file's "
                         "prefill_chunk); larger runs the prompt in fewer calls, each row of a chunk costs "
                         "working memory (1: the arena is the state plus decode's working set)")
@@ -59,7 +62,7 @@ def _add_output_mode_args(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="mcu", description="PyTorch models on microcontrollers.")
+    parser = Parser(prog="mcu", description="PyTorch models on microcontrollers.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
@@ -82,7 +85,8 @@ def build_parser() -> argparse.ArgumentParser:
                                    "cache (~/.cache/mcu or MCU_CACHE_DIR); `mcu build -o DIR` keeps the firmware.")
     _add_model_args(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--timeout", type=float, default=600.0, help="simulator timeout in seconds (default 600)")
+    p.add_argument("--timeout", type=positive_seconds, default=600.0,
+                   help="simulator timeout in seconds (default 600)")
     p.add_argument("--sim", choices=("qemu", "renode"), default=None,
                    help="simulator (default: the board's, see `mcu boards`); renode needs Renode installed")
     p.add_argument("--program", action="store_true",
@@ -126,8 +130,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--board", action="append", dest="boards", metavar="BOARD",
                    help="a board Renode runs (repeatable; default mps2-an505)")
     p.add_argument("-o", "--output", type=Path, default=Path("."), help="the repository root (default .)")
-    p.add_argument("--install", default="python -m pip install mcu",
-                   help="the workflow's command that installs mcu (default: python -m pip install mcu)")
+    p.add_argument("--mcu-source", metavar="PATH|URL", default=None,
+                   help="where the workflow installs mcu from: its folder inside the repository (e.g. a git "
+                        "submodule) or a git URL; default: the repository itself, when it is mcu's checkout")
+    p.add_argument("--install", default=None,
+                   help="the workflow's whole install command instead (default: torch 2.13.0 CPU and torchao "
+                        "pinned as scripts/setup does, then mcu from --mcu-source)")
     _add_eval_parser(sub)
     _add_device_parsers(sub)
     from mcu.devtools.cli import add_parsers as add_devtools_parsers
@@ -145,30 +153,33 @@ def _add_eval_parser(sub: Any) -> None:
                                    "on an evenly spaced sample (one run, its outputs checked against the reference "
                                    "bit for bit). Writes nothing but the build cache.")
     _add_model_args(p, board_required=False)
-    p.add_argument("--samples", "-n", type=int, default=50,
+    p.add_argument("--samples", "-n", type=positive_int, default=50,
                    help="images run on the simulated device (default 50; evenly spaced over eval_data)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--timeout", type=float, default=600.0, help="simulator timeout in seconds (default 600)")
+    p.add_argument("--timeout", type=positive_seconds, default=600.0,
+                   help="simulator timeout in seconds (default 600)")
 
 
 def _add_device_parsers(sub: Any) -> None:
     """`mcu flash` and `mcu monitor`: a real board over USB (see mcu/flash.py)."""
-    p = sub.add_parser("flash", help="build, flash a Pico 2 in BOOTSEL mode and read its verdict over serial",
-                       description="Build the firmware and its UF2, copy it to a Pico 2 in BOOTSEL mode (or load "
+    p = sub.add_parser("flash", help="build, flash a Pico 2 or Pico in BOOTSEL mode and read its verdict over serial",
+                       description="Build the firmware and its UF2, copy it to the board (Pico 2 or Pico) in BOOTSEL "
+                                   "mode (or load "
                                    "it with picotool), then print what the firmware prints on its UART and exit "
                                    "0 on RESULT PASS, 1 on FAIL.")
     _add_model_args(p)
     p.add_argument("-o", "--output", type=Path, help="output folder (default: mcu-out/<model>-<board>)")
     p.add_argument("--drive", type=Path, help="the mounted BOOTSEL drive (default: search the usual mount points)")
     p.add_argument("--port", help="serial port of the board's UART (default: the first USB serial device)")
-    p.add_argument("--timeout", type=float, default=60.0,
+    p.add_argument("--timeout", type=positive_seconds, default=60.0,
                    help="seconds to wait for each step: the drive, the reboot, the console (default 60)")
 
     p = sub.add_parser("monitor", help="read a running board's console until its verdict",
                        description="Print what an already flashed board prints on its UART and exit 0 on "
                                    "RESULT PASS, 1 on FAIL (press the board's reset to run it again).")
     p.add_argument("--port", help="serial port (default: the first USB serial device)")
-    p.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for the verdict (default 60)")
+    p.add_argument("--timeout", type=positive_seconds, default=60.0,
+                   help="seconds to wait for the verdict (default 60)")
 
 
 def _print_json(obj: dict[str, Any]) -> None:
@@ -217,6 +228,12 @@ def _compile(args: argparse.Namespace):
 
     from mcu.progress import quiet_torch
 
+    from mcu.generate import is_generation_file
+
+    if getattr(args, "prefill_chunk", None) is not None and Path(args.model).is_file() \
+            and not is_generation_file(args.model):
+        raise McuError(f"--prefill-chunk applies to text-generation model files (methods prefill and decode); "
+                       f"{args.model} is not one", hint="drop --prefill-chunk")
     spec, origin = cli_spec(getattr(args, "cmsis_nn", None))
     with quiet_torch(verbose=getattr(args, "verbose", False)):
         return compile_file(args.model, board=args.board, quantize=args.quantize,
@@ -245,27 +262,86 @@ def _print_partitions(report) -> None:  # mcu.backends.base.PartitionReport
 
 
 def _base_report(cm, fw) -> dict[str, Any]:
+    """The keys every build and run report has; ``fw`` None (Linux boards): no firmware image, sizes null."""
     return {
         "model": cm.spec.name,
         "board": cm.board.name,
         "quantize": cm.quantize,
-        "flash_bytes": fw.flash_bytes,
-        "ram_bytes": fw.ram_bytes,
+        "flash_bytes": fw.flash_bytes if fw is not None else None,
+        "ram_bytes": fw.ram_bytes if fw is not None else None,
         "arena_bytes": cm.memory.arena_size,
         "arena_lower_bound_bytes": cm.memory.lower_bound,
         "stack_bytes": fw.stack.reserved_bytes if fw.stack is not None else None,
+        "arena_live_set_bytes": cm.memory.live_set,
         "fp32_fallbacks": [{"op": op, "reason": why} for op, why in cm.graph.fallbacks],
+        "fp32_islands": summarize_islands(cm.graph.fallbacks).to_json(),
         "partitions": cm.partitions.to_json(),
-        "elf": str(fw.elf),
+        "delegated": cm.delegated,
+        "elf": str(fw.elf) if fw is not None else None,
+    }
+
+
+def _run_fields(cm: Any, simulator: str, passed: bool, exit_code: int, outputs: list[list[np.ndarray]],
+                outputs_raw: list[list[np.ndarray]], eager_error: float, expected_error: float,
+                instructions: int | None) -> dict[str, Any]:
+    """`mcu run --json` on every board (README, "mcu run --json"): ``outputs`` real values in logical shape
+    (int8 dequantized), ``outputs_raw`` as the device wrote them (int8 codes), one list per test vector with
+    one entry per model output."""
+    return {
+        "simulator": simulator,
+        "passed": passed,
+        "output_names": [io.name for io in cm.library.view.outputs],
+        "exit_code": exit_code,
+        "instructions": instructions,
+        "outputs": [[_nested(o) for o in row] for row in outputs],
+        "outputs_raw": [[o.tolist() for o in row] for row in outputs_raw],
+        "max_abs_error_vs_eager": eager_error,
+        "max_error_vs_expected": expected_error,
+        "same_top1": all(int(np.argmax(r)) == int(np.argmax(e))
+                         for row, exp in zip(outputs_raw, cm.expected_outputs)
+                         for r, e in zip(row, cm.raw_outputs(exp))),
     }
 
 
 def _print_sizes(report: dict[str, Any]) -> None:
     print(f"flash: {report['flash_bytes']} B   static RAM: {report['ram_bytes']} B   "
-          f"arena: {report['arena_bytes']} B (lower bound {report['arena_lower_bound_bytes']} B)"
+          f"arena: {report['arena_bytes']} B (lower bound {report['arena_lower_bound_bytes']} B; "
+          f"largest live set {report['arena_live_set_bytes']} B before in-place overlaps)"
           + (f"   stack: {report['stack_bytes']} B" if report.get("stack_bytes") else ""))
-    for fb in report["fp32_fallbacks"]:
-        print(f"fp32 fallback: {fb['op']}: {fb['reason']}")
+    if report["fp32_fallbacks"]:
+        islands = report["fp32_islands"]
+        print(IslandSummary(islands["count"], {k: (v["count"], v["reason"]) for k, v in islands["ops"].items()},
+                            islands["instruction_share"]).line())
+
+
+def _island_share(cm: Any) -> float | None:
+    """The share of the instructions an int8 program spends on its fp32 islands, from a profiling run (only
+    when it has islands: the plain firmware counts the whole inference, not its ops)."""
+    if not cm.graph.fallbacks or cm.quantize == "none" or cm.board.sim_kind != "qemu":
+        return None
+    from mcu.devtools.trace import run_traced
+
+    try:
+        events = run_traced(cm).events
+    except McuError:
+        return None  # the share is extra information: the run's own verdict stands without it
+    return summarize_islands(cm.graph.fallbacks, cm.graph, {e.handle: e.cost for e in events}).instruction_share
+
+
+def _label(cm: Any) -> str:
+    """``int8``, or ``int8, N fp32 islands`` where the int8 program keeps ops in fp32."""
+    n = len(cm.graph.fallbacks)
+    return f"{cm.quantize}, {n} fp32 island{'s' if n != 1 else ''}" if n and cm.quantize != "none" else cm.quantize
+
+
+def _class_scores(outputs: list[np.ndarray]) -> np.ndarray | None:
+    """The first output when the model looks like a classifier: one output of logical shape (C,) or (1, C)
+    with 2 <= C <= 1000 (scores per class); a regression output ((1, 1), a sequence (1, T, F)) is not."""
+    if len(outputs) != 1:
+        return None
+    shape = tuple(outputs[0].shape)
+    scores = shape[-1] if len(shape) == 1 or (len(shape) == 2 and shape[0] == 1) else 0
+    return outputs[0].reshape(-1) if 2 <= scores <= 1000 else None
 
 
 def _ram_total(cm, fw) -> dict[str, int]:
@@ -290,6 +366,12 @@ def cmd_build(args: argparse.Namespace) -> int:
         from mcu import cli_generate
 
         return cli_generate.build(args)
+    from mcu.outputs import check_file_target
+
+    for option, target, example in (("--memory-svg", args.memory_svg, "plan.svg"), ("--record", args.record,
+                                                                                    "model.record")):
+        if target is not None:  # a bad path fails before the compile, not after it
+            check_file_target(Path(target), what=f"{option} file", example=example)
     # The folder stays locked until the report is printed, so what --json says is what is on disk.
     with ExitStack() as stack:
         if args.output is not None:
@@ -376,22 +458,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     fw = cm.build()
     sim = cm.simulate(timeout_s=args.timeout)
     report = _base_report(cm, fw)
-    report.update({
-        "passed": sim.passed,
-        "instructions": sim.instructions,
-        "outputs": [[_nested(o) for o in row] for row in sim.outputs],
-        "outputs_raw": [[o.tolist() for o in row] for row in sim.outputs_raw],
-        "max_abs_error_vs_eager": sim.max_abs_error_vs_eager,
-        "exit_code": sim.exit_code,
-    })
+    report["fp32_islands"]["instruction_share"] = _island_share(cm)
+    report.update(_run_fields(cm, "qemu", sim.passed, sim.exit_code, sim.outputs, sim.outputs_raw,
+                              sim.max_abs_error_vs_eager, sim.max_error_vs_expected, sim.instructions))
     if args.json:
         _print_json(report)
     else:
-        first = sim.outputs[0][0].reshape(-1) if sim.outputs else np.zeros(0)
-        if first.size > 1 and first.size <= 1000:
-            print(f"predicted class: {int(np.argmax(first))} (test vector 0)")
+        scores = _class_scores(sim.outputs[0]) if sim.outputs else None
+        if scores is not None:
+            print(f"predicted class: {int(np.argmax(scores))} (test vector 0)")
         print(f"{'PASS' if sim.passed else 'FAIL'}: {len(sim.outputs)} bundled test vectors on {cm.board.name} "
-              f"({cm.quantize}); max |device - eager| = {sim.max_abs_error_vs_eager:.3g}")
+              f"({_label(cm)}); max |device - eager| = {sim.max_abs_error_vs_eager:.3g}")
         print(f"instructions per inference: {sim.instructions}")
         _print_sizes(report)
         _print_partitions(cm.partitions)
@@ -432,19 +509,24 @@ def _run_linux(args: argparse.Namespace) -> int:
 
     cm = _compile(args)
     run = run_on_linux(cm, *expectations(cm), timeout_s=args.timeout)
-    report = {"board": cm.board.name, "quantize": cm.quantize, "passed": run.passed, "same_top1": run.same_top1,
-              "max_error_vs_expected": run.max_error, "delegated": cm.delegated,
-              "arena_bytes": cm.memory.arena_size, "partitions": cm.partitions.to_json(),
-              "outputs": [[o.tolist() for o in row] for row in run.outputs]}
+    real = [cm.decode_outputs(row) for row in run.outputs]
+    eager_error = max((float(np.max(np.abs(y.astype(np.float64) - e), initial=0.0))
+                       for row, eager in zip(real, cm.eager_outputs) for y, e in zip(row, eager)), default=0.0)
+    report = _base_report(cm, None)
+    report.update(_run_fields(cm, cm.board.linux_run[0] if cm.board.linux_run else "native", run.passed,
+                              run.exit_code,
+                              real, [cm.raw_outputs(row) for row in run.outputs], eager_error, run.max_error, None))
     if args.json:
         _print_json(report)
     else:
-        first = run.outputs[0][0].reshape(-1) if run.outputs else np.zeros(0)
-        if 1 < first.size <= 1000:
-            print(f"predicted class: {int(np.argmax(first))} (test vector 0)")
+        scores = _class_scores(run.outputs[0]) if run.outputs else None
+        if scores is not None:
+            print(f"predicted class: {int(np.argmax(scores))} (test vector 0)")
         bound = "within bounds of" if cm.delegated else "equal to"
         print(f"{'PASS' if run.passed else 'FAIL'}: {len(run.outputs)} bundled test vectors on {cm.board.name} "
-              f"({cm.quantize}) {bound} the reference; max error {run.max_error:.3g}; arena {cm.memory.arena_size} B")
+              f"({_label(cm)}) {bound} the reference; max error {run.max_error:.3g}; arena {cm.memory.arena_size} B")
+        if cm.graph.fallbacks:
+            print(summarize_islands(cm.graph.fallbacks).line())
         _print_partitions(cm.partitions)
         if not run.passed:
             print(run.console.strip()[-2000:], file=sys.stderr)
@@ -464,9 +546,11 @@ def _run_renode(args: argparse.Namespace) -> int:
     result = run_renode(cm.board, fw.elf, fw.elf.parent, timeout_s=args.timeout)
     harness = parse_harness(result.console)
     passed = result.exit_code == 0
+    outputs, raw, eager_error, expected_error = cm.harness_outputs(harness, result.exit_code, result.console)
     report = _base_report(cm, fw)
-    report.update({"passed": passed, "simulator": "renode", "exit_code": result.exit_code,
-                   "cycles": harness.cycles, "console": result.console})
+    report.update(_run_fields(cm, "renode", passed, result.exit_code, outputs, raw, eager_error, expected_error,
+                              None))
+    report.update({"cycles": harness.cycles, "console": result.console})
     if args.json:
         _print_json(report)
     else:
@@ -522,7 +606,7 @@ def _print_verdict(console: Any, clock_hz: int | None) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from mcu.export import export_library, export_target
+    from mcu.export import export_target
     from mcu.outputs import ensure_dir
 
     if args.format == "program":
@@ -539,7 +623,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         files = export_target(cm, args.target, args.output)
         print(f"wrote {len(files)} files for {args.target} to {args.output} (arena {cm.memory.arena_size} B)")
         return 0
-    files = export_library(cm.library, args.output)
+    files = export_target(cm, args.target, args.output)
     print(f"wrote {len(files)} files to {args.output} (arena {cm.memory.arena_size} B); "
           f"include {cm.library.prefix}_model.h and build with {cm.library.prefix}.mk or CMakeLists.txt")
     return 0
@@ -575,7 +659,13 @@ def _export_program(args: argparse.Namespace) -> int:
     if image.weights is not None:
         print(f"wrote {weights_path} ({len(image.weights)} B of weights; the program accepts only this file)")
     if args.verify:
-        print(verify_program_files(out, weights_path if image.weights is not None else None))
+        weights = weights_path if image.weights is not None else None
+        if any(m.model.has_custom_ops for m in methods):  # the user's kernels run in a child, not in mcu
+            from mcu.host_child import verify_program_in_child
+
+            print(verify_program_in_child(out, weights, Path(args.model)))
+        else:
+            print(verify_program_files(out, weights))
     return 0
 
 
@@ -634,7 +724,7 @@ def cmd_ci(args: argparse.Namespace) -> int:
                            hint="give model.py paths inside the repository (-o is its root)")
         models.append((m.resolve().relative_to(root.resolve()) if m.is_absolute() else m).as_posix())
     files = write_renode_ci(CiRequest(models=models, boards=args.boards or ["mps2-an505"], out_dir=root,
-                                      install=args.install))
+                                      mcu_source=args.mcu_source, install=args.install))
     print("\n".join(f"wrote {f}" for f in files))
     return 0
 
@@ -659,28 +749,68 @@ def _devtools_command(name: str) -> Any:
     return lambda args: DEVTOOLS[name](args, _compile)
 
 
-COMMANDS.update({name: _devtools_command(name) for name in ("profile", "debug")})
+COMMANDS.update({name: _devtools_command(name) for name in ("profile", "debug", "record")})
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the process is so that cleanup (``finally``, context managers) runs as on Ctrl-C."""
+
+
+def _terminate_as_exception() -> dict[int, Any]:
+    """Install the handlers for the command's run; returns the ones before, for main() to put back."""
+    def handler(signum: int, frame: Any) -> None:
+        raise Terminated()
+
+    before: dict[int, Any] = {}
+    try:
+        for signum in (signal.SIGTERM, signal.SIGHUP):  # kill, a closed terminal
+            before[signum] = signal.signal(signum, handler)
+    except ValueError:  # not the main thread (main() called from a test's worker): leave the default
+        pass
+    return before
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except UsageError as exc:
+        print(f"mcu: error: {exc.message} (see `{exc.prog} --help`)", file=sys.stderr)
+        if "--json" in argv:
+            _print_json({"error": exc.message, "hint": f"see `{exc.prog} --help`", "exit": 2})
+        return 2
     # torch 2.13's pytree code trips its own deprecation warning inside torch.export: not the user's concern.
     warnings.filterwarnings("ignore", message=r".*treespec, LeafSpec.*", category=FutureWarning)
+    as_json = bool(getattr(args, "json", False))
+    handlers = _terminate_as_exception()
     try:
         with reporting(_reporter(args)):
             return COMMANDS[args.command](args)
     except McuError as exc:
         print(f"mcu: error: {exc}", file=sys.stderr)
+        if as_json:
+            _print_json({"error": exc.message, "hint": exc.hint, "exit": exc.exit_code})
         return exc.exit_code
-    except KeyboardInterrupt:
-        print("mcu: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        code = 143 if isinstance(exc, Terminated) else 130
+        print(f"mcu: {'terminated' if code == 143 else 'interrupted'}", file=sys.stderr)
+        if as_json:
+            _print_json({"error": "terminated" if code == 143 else "interrupted", "hint": None, "exit": code})
+        return code
+    except BrokenPipeError:  # the reader of stdout went away (`| head`): nothing left to tell it
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except Exception as exc:  # a bug in mcu: one line, the traceback only on request
         if os.environ.get("MCU_DEBUG"):
             raise
         print(f"mcu: internal error: {type(exc).__name__}: {exc} (set MCU_DEBUG=1 for a traceback)",
               file=sys.stderr)
+        if as_json:
+            _print_json({"error": f"internal error: {type(exc).__name__}: {exc}", "hint": None, "exit": 70})
         return 70
+    finally:
+        for signum, previous in handlers.items():
+            signal.signal(signum, previous)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
-"""The user's custom kernels built for the host: for program files run by the C interpreter in this
-process, and to check each kernel against its Python reference before any firmware is built.
+"""The user's custom kernels built for the host, for program files run by the C interpreter in this
+process (after mcu/custom_check.py has run each of the model's calls in a sanitized child process).
 
 One shared library per set of kernels (cached by content): the user's sources, compiled with the
 firmware's warnings-as-errors flags, plus a generated adapter per function that registers it in
@@ -15,18 +15,18 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from mcu.custom import CustomKernel, CustomOp, call_info, delegate_id
+from mcu.custom import CustomKernel, CustomOp, delegate_id
 from mcu.errors import McuError
-from mcu.ir import NUMPY_DTYPES, Graph
+from mcu.ir import Graph
 from mcu.paths import cache_dir, runtime_dir
 
 CFLAGS = ["-std=c11", "-O2", "-fPIC", "-shared", "-Wall", "-Wextra", "-Werror"]
 # The compiler's messages in plain ASCII (no localized quotes), as the user will search for them.
 C_LOCALE = {**__import__("os").environ, "LC_ALL": "C"}
-FP32_RELATIVE = 1e-5  # an fp32 kernel against its numpy reference: of the largest reference value
 
 
 class _Call(ctypes.Structure):
@@ -88,13 +88,99 @@ def compile_error(reg: CustomOp, stderr: str) -> McuError:
                     hint="fix the kernel source (it is compiled with -std=c11 -Wall -Wextra -Werror)")
 
 
-def build_host_kernels(graph: Graph) -> HostKernels | None:
-    """The host library of ``graph``'s custom kernels, or None when it has none."""
+def check_sources(kernels: list[tuple[CustomOp, CustomKernel]]) -> None:
+    """Each op's C files compiled alone with the firmware's warnings-as-errors flags, so an error names its op."""
     from mcu.hostbuild import find_host_cc
 
+    for reg, k in kernels:
+        proc = subprocess.run([find_host_cc(), *CFLAGS[:2], "-Wall", "-Wextra", "-Werror", "-fsyntax-only",
+                               f"-I{runtime_dir() / 'include'}", *map(str, k.sources)],
+                              capture_output=True, text=True, env=C_LOCALE)
+        if proc.returncode != 0:
+            raise compile_error(reg, proc.stderr)
+
+
+def build_host_kernels(graph: Graph) -> HostKernels | None:
+    """The host library of ``graph``'s custom kernels, or None when it has none."""
     kernels = kernels_of(graph)
-    if not kernels:
-        return None
+    return build_kernels(kernels) if kernels else None
+
+
+def program_custom_functions(program: bytes) -> list[str]:
+    """The C functions of the custom kernels a program file calls (its ``custom:<function>`` delegate ids)."""
+    import re
+    import struct
+
+    from mcu.program import format as fmt
+
+    try:
+        head = fmt.read_header(program)
+        fb = program[head.fb_offset:head.fb_offset + head.fb_size]
+    except (ValueError, struct.error):
+        return []  # the loader names what is wrong with the file
+    found: list[str] = []
+    prefix = delegate_id("").encode()
+    for m in re.finditer(re.escape(prefix) + rb"([A-Za-z_][A-Za-z0-9_]*)\x00", fb):
+        start = m.start()
+        # a flatbuffer string: its byte length in the 4 bytes before it
+        if start >= 4 and struct.unpack_from("<I", fb, start - 4)[0] == m.end() - 1 - start:
+            name = m.group(1).decode()
+            if name not in found:
+                found.append(name)
+    return found
+
+
+def _kernels_named(ops: tuple[CustomOp, ...], functions: list[str], where: str) -> list[tuple[CustomOp, CustomKernel]]:
+    by_function = {k.function: (op, k) for op in ops for k in (op.fp32, op.int8) if k is not None}
+    missing = [f for f in functions if f not in by_function]
+    if missing:
+        known = ", ".join(sorted(by_function)) or "none"
+        raise McuError(f"the program calls custom kernel {missing[0]}, which {where} does not register "
+                       f"(its kernels: {known})",
+                       hint="pass custom= the model file the program was exported from")
+    return [by_function[f] for f in functions]
+
+
+def kernels_for(custom: Any, functions: list[str]) -> list[tuple[CustomOp, CustomKernel]]:
+    """The registrations and kernels of ``functions`` (those a program calls) from ``custom=``: the model file
+    the program was exported from (a path) or its ``custom_ops`` list."""
+    from mcu.custom import CustomOp, check_registrations
+
+    if isinstance(custom, (str, Path)):
+        from mcu.loader import load_model_file
+
+        path = Path(custom)
+        return _kernels_named(load_model_file(path).custom_ops, functions, str(path))
+    if isinstance(custom, CustomOp) or (isinstance(custom, (list, tuple)) and
+                                        all(isinstance(c, CustomOp) for c in custom)):
+        return _kernels_named(check_registrations(custom, "custom="), functions, "custom=")
+    raise McuError(f"custom= takes the model file (a path) or its custom_ops list, got {type(custom).__name__}")
+
+
+def host_kernels_for(custom: Any, functions: list[str], source: str) -> HostKernels:
+    """``Program.load``'s ``custom=`` (see :func:`kernels_for`; also a :class:`HostKernels`) as the host library
+    of the ``functions`` the program ``source`` calls."""
+    if isinstance(custom, HostKernels):
+        missing = [f for f in functions if f not in custom.functions]
+        if missing:
+            raise McuError(f"program {source} calls custom kernel {missing[0]}, which custom= does not hold",
+                           hint="pass custom= the model file the program was exported from")
+        return custom
+    return build_kernels(kernels_for(custom, functions))
+
+
+def firmware_registry(functions: list[str]) -> str:
+    """C of the delegate adapters of these kernels and the registry an interpreter firmware loads programs with."""
+    refs = ", ".join(f"&mcu_custom_backend_{i}" for i in range(len(functions)))
+    return _adapter(functions) + "\n".join([
+        f"const mcu_delegate_backend *const mcu_firmware_delegates[{len(functions)}] = {{{refs}}};",
+        f"const uint32_t mcu_firmware_n_delegates = {len(functions)}u;", ""])
+
+
+def build_kernels(kernels: list[tuple[CustomOp, CustomKernel]]) -> HostKernels:
+    """The host library of these kernels (each ``(registration, kernel)``), cached by content."""
+    from mcu.hostbuild import find_host_cc
+
     functions = [k.function for _, k in kernels]
     adapter = _adapter(functions)
     sources = sorted({s for _, k in kernels for s in k.sources})
@@ -109,12 +195,7 @@ def build_host_kernels(graph: Graph) -> HostKernels | None:
         with tempfile.TemporaryDirectory(prefix="mcu-custom-") as tmp:
             adapter_c = Path(tmp) / "custom_adapters.c"
             adapter_c.write_text(adapter)
-            for reg, k in kernels:  # each user's files alone first, so an error names its op
-                proc = subprocess.run([find_host_cc(), *CFLAGS[:2], "-Wall", "-Wextra", "-Werror", "-fsyntax-only",
-                                       f"-I{runtime_dir() / 'include'}", *map(str, k.sources)],
-                                      capture_output=True, text=True, env=C_LOCALE)
-                if proc.returncode != 0:
-                    raise compile_error(reg, proc.stderr)
+            check_sources(kernels)
             tmp_out = Path(tmp) / out.name
             cmd = [find_host_cc(), *CFLAGS, f"-I{runtime_dir() / 'include'}", str(adapter_c),
                    str(runtime_dir() / "src" / "mcu_custom.c"), *map(str, sources), "-o", str(tmp_out), "-lm"]
@@ -125,42 +206,3 @@ def build_host_kernels(graph: Graph) -> HostKernels | None:
     lib = ctypes.CDLL(str(out))
     addresses = [ctypes.addressof(ctypes.c_char.in_dll(lib, f"mcu_custom_backend_{i}")) for i in range(len(functions))]
     return HostKernels(out, lib, functions, addresses)
-
-
-def check_kernels(graph: Graph, host: HostKernels, seed: int = 0) -> None:
-    """Run every custom op's C kernel and its registered Python reference on the same inputs and
-    compare: int8 bit for bit (inputs over the whole int8 range), fp32 within :data:`FP32_RELATIVE` of
-    the largest reference value (inputs ~ N(0, 3^2)). A difference is an error naming the op."""
-    from mcu.custom import run_reference
-
-    rng = np.random.default_rng(seed)
-    for op in graph.ops:
-        if op.kind != "custom":
-            continue
-        reg: CustomOp = op.attrs["custom"]
-        info = call_info(op)
-        kernel = reg.kernel(op.output.dtype)
-        ins = []
-        for t in op.inputs:
-            if t.dtype == "int8":
-                ins.append(rng.integers(-128, 128, size=t.numel, dtype=np.int8))
-            else:
-                ins.append((rng.standard_normal(t.numel) * 3.0).astype(NUMPY_DTYPES[t.dtype]))
-        out = np.zeros(op.output.numel, dtype=NUMPY_DTYPES[op.output.dtype])
-        status = host.call(kernel.function, info.payload()[8:], ins, out, max(info.scratch_bytes, 0))
-        where = f" ({op.source})" if op.source else ""
-        if status != 0:
-            raise McuError(f"custom op {reg.name} ({op.name}){where}: its C kernel {kernel.function} returned "
-                           f"status {status} on the host")
-        ref = run_reference(op, ins)
-        if op.output.dtype == "int8":
-            bad = np.flatnonzero(out != ref)
-        else:
-            bound = FP32_RELATIVE * max(float(np.max(np.abs(ref))), 1e-30)
-            bad = np.flatnonzero(~(np.abs(out.astype(np.float64) - ref) <= bound))
-        if bad.size:
-            i = int(bad[0])
-            raise McuError(f"custom op {reg.name} ({op.name}){where}: its C kernel {kernel.function} differs from "
-                           f"its Python reference in {bad.size} of {ref.size} elements (first at {i}: C {out[i]}, "
-                           f"reference {ref[i]})",
-                           hint="fix the kernel or the reference so that they compute the same values")

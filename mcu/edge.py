@@ -59,26 +59,44 @@ def op_name(target: object) -> str:
 
 def verify_edge(ep: torch.export.ExportedProgram, supported: Iterable[object],
                 is_supported: Callable[[Node], bool] | None = None) -> None:
-    """Raise :class:`McuError` for the first node that breaks the Edge contract."""
+    """Raise one :class:`McuError` naming every node that breaks the Edge contract (one line each, with the
+    user's source line), so a model with several unsupported ops needs one run, not one per op."""
     supported = set(supported)
+    problems: list[str] = []
+    hints: list[str] = []
+
+    def refuse(message: str, hint: str) -> None:
+        if message not in problems:  # the same op on the same line (a loop) once
+            problems.append(message)
+        if hint not in hints:
+            hints.append(hint)
+
     for node in ep.graph.nodes:
         if node.op != "call_function":
             continue
         val = node.meta.get("val")
+        broken = False
         for v in (val if isinstance(val, (tuple, list)) else [val]):
-            if isinstance(v, torch.Tensor):
+            if isinstance(v, torch.Tensor) and not broken:
                 if any(not isinstance(s, int) for s in v.shape):
-                    raise McuError(f"{op_name(node.target)} has a dynamic shape {list(v.shape)}"
-                                   f"{user_source_line(node)}", hint="export with static shapes")
-                if v.dtype.is_complex:
-                    raise McuError(f"cannot lower {op_name(node.target)}: complex tensors are not supported"
-                                   f"{user_source_line(node)}")
-        if node.target is operator.getitem:
+                    refuse(f"{op_name(node.target)} has a dynamic shape {list(v.shape)}{user_source_line(node)}",
+                           "export with static shapes")
+                    broken = True
+                elif v.dtype.is_complex:
+                    refuse(f"cannot lower {op_name(node.target)}: complex tensors are not supported"
+                           f"{user_source_line(node)}", "keep complex numbers out of the model")
+                    broken = True
+        if broken or node.target is operator.getitem:
             continue
         schema = getattr(node.target, "_schema", None)
         if schema is not None and schema.is_mutable:
-            raise McuError(f"{op_name(node.target)} mutates its input{user_source_line(node)}",
-                           hint="use the out-of-place form of the op")
-        if node.target not in supported and not (is_supported and is_supported(node)):
-            raise McuError(unsupported_op_message(node, op_name(node.target)),
-                           hint="replace it with supported ops; `mcu ops` lists them")
+            refuse(f"{op_name(node.target)} mutates its input{user_source_line(node)}",
+                   "use the out-of-place form of the op")
+        elif node.target not in supported and not (is_supported and is_supported(node)):
+            refuse(unsupported_op_message(node, op_name(node.target)),
+                   "replace it with supported ops; `mcu ops` lists them")
+    if len(problems) == 1:
+        raise McuError(problems[0], hint=hints[0])
+    if problems:
+        raise McuError(f"{len(problems)} ops cannot be lowered:\n  " + "\n  ".join(problems),
+                       hint="; ".join(hints))

@@ -42,14 +42,25 @@ CHIP_NAME = "RP2350"
 CHIP_BY_FAMILY = {0xE48BFF56: "RPI-RP2", 0xE48BFF57: "RP2350", 0xE48BFF59: "RP2350", 0xE48BFF5A: "RP2350",
                   0xE48BFF5B: "RP2350"}
 BAUD = 115200
+
+
+def _board_name(chip: str) -> str:
+    return "Pico" if chip == "RPI-RP2" else "Pico 2"
+
+
 DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_SILENCE_S = 10.0
 POLL_S = 0.1
 # After the verdict line, wait this long for the EXIT line the pico2 port
 # prints last (ports/cortex-m/exit.c).
 EXIT_GRACE_S = 1.0
-BOOTSEL_HINT = ("hold the BOOTSEL button while plugging the Pico 2 into USB, then run the command again "
-                "(or pass --drive PATH to its mounted drive)")
+
+
+def bootsel_hint(chip: str = CHIP_NAME) -> str:
+    return (f"hold the BOOTSEL button while plugging the {_board_name(chip)} into USB, then run the command again "
+            "(or pass --drive PATH to its mounted drive)")
+
+
 WIRING_HINT = ("wire GP0 (TX) to the adapter's RX, GP1 (RX) to its TX and GND to GND, 115200 baud; "
                "or use a Raspberry Pi Debug Probe's UART port")
 # USB vendor IDs of the serial devices a Pico 2 user is likely to have, most
@@ -131,10 +142,6 @@ def find_bootsel_drive(search_dirs: Sequence[Path] | None = None, chip: str = CH
     return next((p for p in candidate_drives(search_dirs) if is_bootsel_drive(p, chip)), None)
 
 
-def _board_name(chip: str) -> str:
-    return "Pico" if chip == "RPI-RP2" else "Pico 2"
-
-
 def _tried(search_dirs: Sequence[Path] | None) -> str:
     if search_dirs is None and platform.system() == "Windows":
         return "drive letters A: to Z:"
@@ -153,9 +160,9 @@ def wait_for_bootsel_drive(search_dirs: Sequence[Path] | None, timeout_s: float,
         if time.monotonic() >= deadline:
             raise McuError(f"no {_board_name(chip)} in BOOTSEL mode found after {timeout_s:g} s "
                            f"(looked for {INFO_FILE} naming {chip} in {_tried(search_dirs)})",
-                           hint=BOOTSEL_HINT)
+                           hint=bootsel_hint(chip))
         if not announced and on_status is not None:
-            on_status(f"waiting up to {timeout_s:g} s for a {_board_name(chip)} in BOOTSEL mode: {BOOTSEL_HINT}")
+            on_status(f"waiting up to {timeout_s:g} s for a {_board_name(chip)} in BOOTSEL mode: {bootsel_hint(chip)}")
             announced = True
         time.sleep(POLL_S)
 
@@ -173,7 +180,7 @@ def copy_to_drive(uf2: Path, drive: Path) -> Path:
     return target
 
 
-def wait_until_gone(drive: Path, timeout_s: float) -> float:
+def wait_until_gone(drive: Path, timeout_s: float, chip: str = CHIP_NAME) -> float:
     """Wait for the drive to disappear (the ROM reboots into the new image); returns the seconds waited."""
     start = time.monotonic()
     while (Path(drive) / INFO_FILE).exists():
@@ -181,23 +188,23 @@ def wait_until_gone(drive: Path, timeout_s: float) -> float:
             raise McuError(
                 f"the BOOTSEL drive {drive} is still there {timeout_s:g} s after the copy: the board did not "
                 "accept the UF2",
-                hint="check that the board is a Pico 2 (RP2350) and that the drive is not a different board; "
-                     "unplug it, hold BOOTSEL, plug it in and try again")
+                hint=f"check that the board is a {_board_name(chip)} ({'RP2040' if chip == 'RPI-RP2' else 'RP2350'}) "
+                     "and that the drive is not a different board; unplug it, hold BOOTSEL, plug it in and try again")
         time.sleep(POLL_S)
     return time.monotonic() - start
 
 
-def picotool_load(uf2: Path, timeout_s: float, picotool: str = "picotool") -> str:
+def picotool_load(uf2: Path, timeout_s: float, picotool: str = "picotool", chip: str = CHIP_NAME) -> str:
     """``picotool load -x``: write the image over PICOBOOT and start it."""
     cmd = [picotool, "load", "-x", str(uf2)]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
     except subprocess.TimeoutExpired as exc:
-        raise McuError(f"`{' '.join(cmd)}` did not finish in {timeout_s:g} s", hint=BOOTSEL_HINT) from exc
+        raise McuError(f"`{' '.join(cmd)}` did not finish in {timeout_s:g} s", hint=bootsel_hint(chip)) from exc
     if proc.returncode != 0:
         output = " ".join((proc.stderr + proc.stdout).split())
         raise McuError(f"`{' '.join(cmd)}` failed: {output or f'exit status {proc.returncode}'}",
-                       hint=BOOTSEL_HINT)
+                       hint=bootsel_hint(chip))
     return " ".join(cmd)
 
 
@@ -217,7 +224,7 @@ def serial_candidates() -> list[Any]:
     return sorted(ports, key=rank)
 
 
-def pick_serial_port(port: str | None) -> str:
+def pick_serial_port(port: str | None, chip: str = CHIP_NAME) -> str:
     if port:
         return port
     candidates = serial_candidates()
@@ -226,7 +233,7 @@ def pick_serial_port(port: str | None) -> str:
     from serial.tools import list_ports
 
     seen = ", ".join(sorted(p.device for p in list_ports.comports())) or "none"
-    raise McuError(f"no USB serial port found for the Pico 2's console (serial ports seen: {seen})",
+    raise McuError(f"no USB serial port found for the {_board_name(chip)}'s console (serial ports seen: {seen})",
                    hint=f"pass --port, or connect a USB-serial adapter: {WIRING_HINT}")
 
 
@@ -332,14 +339,14 @@ def flash_uf2(uf2: Path, *, drive: Path | None = None, port: str | None = None,
     ser = None
     device = ""
     if watch_console:
-        device = pick_serial_port(port)
+        device = pick_serial_port(port, chip)
         ser = open_serial(device)
     try:
         waited: dict[str, float] = {}
         if drive is not None:
             if not is_bootsel_drive(drive, chip):
                 raise McuError(f"{drive} is not a {_board_name(chip)} BOOTSEL drive (no {INFO_FILE} naming {chip})",
-                               hint=BOOTSEL_HINT)
+                               hint=bootsel_hint(chip))
             target = Path(drive)
         else:
             target_or_none = find_bootsel_drive(search_dirs, chip)
@@ -347,7 +354,7 @@ def flash_uf2(uf2: Path, *, drive: Path | None = None, port: str | None = None,
             if target_or_none is None and picotool is not None:
                 if on_status:
                     on_status(f"no BOOTSEL drive mounted; loading {uf2.name} with picotool")
-                command = picotool_load(uf2, timeout_s, picotool)
+                command = picotool_load(uf2, timeout_s, picotool, chip)
                 console = read_console(ser, device, timeout_s, _silence(silence_s, timeout_s), on_line) \
                     if ser is not None else None
                 return FlashResult(method="picotool", target=command, console=console, waited_s=waited)
@@ -355,7 +362,7 @@ def flash_uf2(uf2: Path, *, drive: Path | None = None, port: str | None = None,
         if on_status:
             on_status(f"copying {uf2.name} to {target}")
         copy_to_drive(uf2, target)
-        waited["drive_gone"] = wait_until_gone(target, timeout_s)
+        waited["drive_gone"] = wait_until_gone(target, timeout_s, chip)
         console = read_console(ser, device, timeout_s, _silence(silence_s, timeout_s), on_line) \
             if ser is not None else None
         return FlashResult(method="drive", target=str(target), console=console, waited_s=waited)

@@ -146,6 +146,8 @@ class Graph:
     # Model state (issue 17): buffer name -> the tensor that keeps its value across calls, shared by all
     # methods of a model (mcu/frontend_state.py); written in place, never an input or a constant.
     state: dict[str, Tensor] = field(default_factory=dict)
+    # The user's name of each output (a dict key, a tuple path: mcu.loader.flatten_outputs), when known.
+    output_names: list[str] = field(default_factory=list)
 
     def tensors(self) -> Iterator[Tensor]:
         """Every tensor once, inputs first, then in op order."""

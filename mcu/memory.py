@@ -37,7 +37,13 @@ class MemoryPlan:
     """Every buffer's (arena, offset). Most boards have one arena; see :func:`plan_memory` for more."""
 
     arenas: list[ArenaPlan]
-    lower_bound: int  # live-set bound of the op order over all buffers, as if in one arena
+    # The largest total size of the buffers live at one step of the op order, each counted whole. Not
+    # a bound of the arena: where an overlap contract lets an op write its output over its input, the
+    # arena goes below it.
+    live_set: int
+    # No placement of these buffers in this op order takes fewer bytes (arenas together): the live set
+    # with each contracted input/output pair counted at the smallest extent its contract allows.
+    lower_bound: int
 
     @property
     def plan(self) -> Plan:
@@ -130,7 +136,10 @@ def plan_memory(graph: Graph, use_overlaps: bool = True, reorder: bool = True,
 
     best: tuple[MemoryPlan, list[Op]] | None = None
     for ops in candidate_orders(graph):
-        plan = _plan_order(with_order(graph, ops), use_overlaps, capacities)
+        # An order's search only looks for arenas below the best order's so far: without that cutoff
+        # each order that cannot win spent the search's whole budget (seconds on a small ViT).
+        plan = _plan_order(with_order(graph, ops), use_overlaps, capacities,
+                           beat=None if best is None else best[0].arena_size)
         if best is None or plan.arena_size < best[0].arena_size:
             best = (plan, ops)
     assert best is not None
@@ -160,8 +169,9 @@ def _items(graph: Graph) -> tuple[list[_Item], dict[int, int], dict[int, int]]:
     return items, first, last
 
 
-def _plan_arena(graph: Graph, items: list[_Item], region: str, use_overlaps: bool, first: dict[int, int],
-                last: dict[int, int]) -> ArenaPlan:
+def _planner(graph: Graph, items: list[_Item], use_overlaps: bool, first: dict[int, int],
+             last: dict[int, int]) -> MemoryPlanner:
+    """A planner holding ``items`` and the overlap contracts between them."""
     planner = MemoryPlanner(alignment=ALIGNMENT)
     index: dict[int, int] = {}
     for it in items:
@@ -173,7 +183,12 @@ def _plan_arena(graph: Graph, items: list[_Item], region: str, use_overlaps: boo
             for src, out, intervals in _allowances(op, step, first, last, graph):
                 if id(src) in index and id(out) in index:  # both in this arena
                     planner.add_overlap(index[id(src)], index[id(out)], intervals)
-    plan = planner.plan()
+    return planner
+
+
+def _plan_arena(graph: Graph, items: list[_Item], region: str, use_overlaps: bool, first: dict[int, int],
+                last: dict[int, int], beat: int | None = None) -> ArenaPlan:
+    plan = _planner(graph, items, use_overlaps, first, last).plan(beat)
     try:
         # Re-derive the contracts from the graph rather than trusting the planner's copy.
         verify_plan(plan, ALIGNMENT, derive_allowances(graph) if use_overlaps else [])
@@ -216,28 +231,29 @@ def _with_state(arena: ArenaPlan, graph: Graph, first: dict[int, int], last: dic
                      {k: v + size for k, v in arena.scratch_offsets.items()})
 
 
-def _plan_order(graph: Graph, use_overlaps: bool, capacities: list[Capacity] | None) -> MemoryPlan:
+def _plan_order(graph: Graph, use_overlaps: bool, capacities: list[Capacity] | None,
+                beat: int | None = None) -> MemoryPlan:
+    """``beat``: the arenas (state included) of a plan already found; see MemoryPlanner.plan."""
     state_ids = {id(t) for t in graph.state.values()}
     items, first, last = _items(graph)
     items = [it for it in items if not (it.kind == "tensor" and it.key in state_ids)]
     state_bytes = sum(-(-t.nbytes // ALIGNMENT) * ALIGNMENT for t in graph.state.values())
     if capacities and state_bytes:  # the main arena holds the state too
         capacities = [(capacities[0][0], max(capacities[0][1] - state_bytes, 0)), *capacities[1:]]
-    plan = _plan_items(graph, items, first, last, use_overlaps, capacities)
+    plan = _plan_items(graph, items, first, last, use_overlaps, capacities,
+                       None if beat is None else beat - state_bytes)
     plan.arenas[0] = _with_state(plan.arenas[0], graph, first, last, use_overlaps)
-    return MemoryPlan(plan.arenas, plan.lower_bound + state_bytes)
+    return MemoryPlan(plan.arenas, plan.live_set + state_bytes, plan.lower_bound + state_bytes)
 
 
 def _plan_items(graph: Graph, items: list[_Item], first: dict[int, int], last: dict[int, int], use_overlaps: bool,
-                capacities: list[Capacity] | None) -> MemoryPlan:
-    bound = MemoryPlanner(alignment=ALIGNMENT)
-    for it in items:
-        bound.add_buffer(it.name, it.size, it.first, it.last)
-    lower_bound = bound.plan_lower_bound()
+                capacities: list[Capacity] | None, beat: int | None = None) -> MemoryPlan:
+    bound = _planner(graph, items, use_overlaps, first, last)  # as if in one arena: bounds the sum of arenas
+    live_set, lower_bound = bound.plan_lower_bound(), bound.overlap_lower_bound()
     regions = capacities or [("ram", 1 << 62)]
-    main = _plan_arena(graph, items, regions[0][0], use_overlaps, first, last)
+    main = _plan_arena(graph, items, regions[0][0], use_overlaps, first, last, beat)
     if main.plan.arena_size <= regions[0][1] or len(regions) == 1:
-        return MemoryPlan([main], lower_bound)
+        return MemoryPlan([main], live_set, lower_bound)
     # Overflow: move the largest buffers out of the main arena, region by region.
     stay = sorted(items, key=lambda it: it.size)
     arenas: list[ArenaPlan] = []
@@ -250,4 +266,4 @@ def _plan_items(graph: Graph, items: list[_Item], first: dict[int, int], last: d
             arenas.append(_plan_arena(graph, moved, region, use_overlaps, first, last))
         if main.plan.arena_size <= regions[0][1]:
             break
-    return MemoryPlan([main, *arenas], lower_bound)
+    return MemoryPlan([main, *arenas], live_set, lower_bound)

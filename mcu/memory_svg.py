@@ -1,7 +1,7 @@
 """Draw a memory plan as SVG: execution steps across, arena addresses up, one labelled box per buffer.
 
 The peak (the highest byte in use) is marked with a line, and so is the
-live-set lower bound of the op order, so the picture shows how far the
+op order's largest live set (every buffer counted whole), so the picture shows how far the
 overlap contracts take the plan below it.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from html import escape
 
-from mcu.planner import Plan
+from mcu.planner import Plan, occupied_bytes_per_step
 
 _PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7",
             "#9c755f", "#bab0ac"]
@@ -33,7 +33,7 @@ def plan_svg(plan: Plan, title: str, step_names: list[str] | None = None, width:
         f"<title>{escape(title)}</title>",
         '<rect x="0" y="0" width="100%" height="100%" fill="white"/>',
         f'<text x="{left}" y="22" font-size="15" font-weight="bold">{escape(title)}</text>',
-        f'<text x="{left}" y="40">arena {plan.arena_size} B, live-set bound of the op order '
+        f'<text x="{left}" y="40">arena {plan.arena_size} B, largest live set of the op order '
         f'{plan.lower_bound} B, {len(plan.buffers)} buffers ({plan.method})</text>',
         f'<line x1="{left}" y1="{upper + ph}" x2="{left + pw}" y2="{upper + ph}" stroke="black"/>',
         f'<line x1="{left}" y1="{upper}" x2="{left}" y2="{upper + ph}" stroke="black"/>',
@@ -58,14 +58,13 @@ def plan_svg(plan: Plan, title: str, step_names: list[str] | None = None, width:
             f'</title><rect x="{x0:.1f}" y="{y0:.1f}" width="{w:.1f}" height="{h:.1f}" fill="{color}" '
             f'fill-opacity="0.55" stroke="{color}"/>'
             f'<text x="{x0 + 2:.1f}" y="{y0 + min(h, 14) - 3:.1f}" font-size="9">{escape(b.name)}</text></g>')
-    for value, label, color in ((plan.arena_size, "peak", "#d62728"), (plan.lower_bound, "live-set bound", "#555")):
+    for value, label, color in ((plan.arena_size, "peak", "#d62728"), (plan.lower_bound, "largest live set", "#555")):
         parts.append(f'<line x1="{left}" y1="{y(value):.1f}" x2="{left + pw}" y2="{y(value):.1f}" stroke="{color}" '
                      f'stroke-dasharray="6 3"/>')
         parts.append(f'<text x="{left + pw - 4}" y="{y(value) - 4:.1f}" text-anchor="end" fill="{color}">'
                      f'{label} {value} B</text>')
-    # Bytes live at each step (every buffer whose lifetime covers it), as a step line: the height the
-    # arena would need at that op if buffers could move.
-    live = [sum(b.size for b in plan.buffers if b.first_use <= s <= b.last_use) for s in range(steps)]
+    # Bytes the buffers live at each step occupy (shared bytes once), as a step line: never above the peak.
+    live = occupied_bytes_per_step(plan, steps)
     points = " ".join(f"{left + s * sx:.1f},{y(v):.1f} {left + (s + 1) * sx:.1f},{y(v):.1f}"
                       for s, v in enumerate(live))
     parts.append(f'<polyline class="live-bytes" points="{points}" fill="none" stroke="#222" stroke-width="1.5">'

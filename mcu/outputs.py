@@ -59,18 +59,34 @@ def check_file_target(path: Path, what: str = "output file", example: str = "mod
     if path.is_dir():
         raise McuError(f"{what} {path} is a folder",
                        hint=f"-o names the file to write, e.g. {path / example}")
-    ensure_dir(path.parent, what=f"folder of the {what}")
+    folder = ensure_dir(path.parent, what=f"folder of the {what}")
+    # Permission bits do not tell everything (root, read-only mounts, /proc): try, before any work is done.
+    try:
+        fd, probe = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".probe", dir=folder)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise McuError(f"cannot write the {what} {path}: {exc.strerror or type(exc).__name__}",
+                       hint="pass -o a path in a folder you can write to") from None
     return path
 
 
 def write_atomic(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` through a private file in the same folder renamed over it, so a reader
     (or a concurrent writer) never sees a half-written file."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise McuError(f"cannot write {path}: {exc.strerror or type(exc).__name__}",
+                       hint="pass -o a path in a folder you can write to") from None
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
         os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise McuError(f"cannot write {path}: {exc.strerror or type(exc).__name__}",
+                       hint="pass -o a path with room, in a folder you can write to") from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

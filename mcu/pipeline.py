@@ -15,7 +15,7 @@ from typing import Any, Callable
 from mcu.backends.base import Context, PartitionReport, partition
 from mcu.backends.registry import resolve as resolve_backends
 from mcu.boards import Board
-from mcu.capture import capture
+from mcu.capture import capture, check_user_outputs
 from mcu.edge import to_edge
 from mcu.emit.c_model import GeneratedLibrary, render_library
 from mcu.errors import McuError
@@ -75,7 +75,7 @@ def to_graph(spec: ModelSpec, quantize: str) -> Graph:
 
         with stage("quantize"):
             captured = quantize_static(spec.model, spec.example_inputs, spec.calibration, where=where,
-                                       custom_ops=spec.custom_ops)
+                                       custom_ops=spec.custom_ops, example_line=spec.lines.get("example_inputs"))
     elif quantize in ("int4-weight", "int4-dynamic"):  # torchao's groupwise int4 weights
         from mcu.quant.torchao_int4 import int4_weight_model
 
@@ -84,7 +84,9 @@ def to_graph(spec: ModelSpec, quantize: str) -> Graph:
     else:
         captured = spec.model
     with stage("capture"):
-        ep = to_edge(capture(captured, spec.example_inputs))
+        ep = capture(captured, spec.example_inputs, where, spec.lines.get("example_inputs"))
+        check_user_outputs(ep, where)
+        ep = to_edge(ep)
     with stage("lower"):
         graph = lower(from_exported(ep, name=spec.name, custom_ops=spec.custom_ops))
         if quantize in ("int8-weight", "int8-dynamic"):  # fp32 activations, int8 linear weights
@@ -110,18 +112,23 @@ def check_fits(board: Board, memory: MemoryPlan) -> None:
                 hint="use a smaller model or input, quantize to int8, or pick a board with more RAM")
 
 
-def check_weights_fit(board: Board, graph: Graph) -> None:
-    """Reject, before any code is generated, a model whose constants alone exceed the board's read-only
-    memory (the firmware's code comes on top)."""
+def check_constants_fit(board: Board, graph: Graph) -> None:
+    """Reject a model whose constants alone overflow the region that holds them (flash, or the extra region
+    for rodata), before a byte of C is generated: code and the runtime only add to this."""
     region = board.region_for("rodata")
     constants = graph.constants()
-    total = sum(t.nbytes for t in constants)
-    if total > region.length:
+    need = sum(t.nbytes for t in constants)
+    if need > region.length:
         largest = max(constants, key=lambda t: t.nbytes)
+        user = next((op for op in graph.ops if any(t is largest for t in op.inputs)), None)
+        source = user.source.strip().removeprefix("at ").strip() if user is not None else ""
+        layer = f", weights of the {user.kind} at {source}" if user is not None and source else ""
         raise McuError(
-            f"model does not fit {board.name}: its weights take {total} B but the board has {region.length} B of "
-            f"{region.name} (the largest is {largest.name}, {largest.nbytes} B)",
-            hint="use a smaller model, quantize to int8 (or int4-weight), or pick a board with more flash")
+            f"model {graph.name} does not fit {board.name}: its constants need {need} B of {region.name} but the "
+            f"board has {region.length} B ({need - region.length} B too many, before any code; the largest is "
+            f"{largest.name}, {largest.nbytes} B{layer})",
+            hint="use a smaller model, quantize to int8 (a quarter of fp32's weight bytes), or pick a board with "
+                 "more flash")
 
 
 def partition_ops(graph: Graph, board: Board, quantize: str, backends: list[str] | None,
@@ -133,13 +140,16 @@ def partition_ops(graph: Graph, board: Board, quantize: str, backends: list[str]
 
 def compile_graph(graph: Graph, board: Board, quantize: str, backends: list[str] | None = None,
                   cmsis_nn: Path | None = None,
-                  packed_weights: bool | None = None) -> tuple[MemoryPlan, GeneratedLibrary, PartitionReport]:
+                  packed_weights: bool | None = None,
+                  check_flash: bool = True) -> tuple[MemoryPlan, GeneratedLibrary, PartitionReport]:
     """``backends``: preference order of backend ids (None: CMSIS-NN first when ``cmsis_nn`` names a
     tree, then the optimized and the portable kernels; mcu/backends/registry.py). ``packed_weights``
     True: the optimized backend packs int8 weights as int16 (twice the flash of those layers, the
     fastest kernel); False: it keeps them int8 (the compact kernels); None: packed while the board's
-    flash has room for them (mcu/backends/compact.py, packed_by_default)."""
-    check_weights_fit(board, graph)
+    flash has room for them (mcu/backends/compact.py, packed_by_default). ``check_flash`` False: the
+    constants need not fit the board's flash (a program file, whose weights the host runtime may load)."""
+    if check_flash:  # before partitioning: packing the weights of a model that cannot fit costs minutes
+        check_constants_fit(board, graph)
     if packed_weights is None:
         from mcu.backends.compact import packed_by_default
 

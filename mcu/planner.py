@@ -65,7 +65,7 @@ class Plan:
     buffers: list[Buffer]
     offsets: list[int]
     arena_size: int
-    lower_bound: int
+    lower_bound: int  # the live-set bound: a bound of the arena only where no overlap contract applies
     method: str = "greedy"
     overlaps: list[OverlapAllowance] = field(default_factory=list)
 
@@ -90,6 +90,25 @@ def live_set_lower_bound(buffers: list[Buffer]) -> int:
         return 0
     steps = sorted({b.first_use for b in buffers})
     return max(sum(b.size for b in buffers if b.first_use <= s <= b.last_use) for s in steps)
+
+
+def occupied_bytes_per_step(plan: Plan, steps: int) -> list[int]:
+    """Bytes of the arena that the buffers live at each step occupy: a byte two of them share (an
+    output written over its input under an overlap contract) counts once, so no step exceeds the
+    arena, where summing their sizes (the live set) can."""
+    spans: list[list[tuple[int, int]]] = [[] for _ in range(steps)]
+    for b, off in zip(plan.buffers, plan.offsets):
+        for s in range(max(b.first_use, 0), min(b.last_use, steps - 1) + 1):
+            spans[s].append((off, off + b.size))
+    used = []
+    for step in spans:
+        total, end = 0, 0
+        for lo, hi in sorted(step):
+            if hi > end:
+                total += hi - max(lo, end)
+                end = hi
+        used.append(total)
+    return used
 
 
 def _align_down(value: int, alignment: int) -> int:
@@ -192,7 +211,9 @@ class MemoryPlanner:
                     cands.add(_align_down(oj - lo, self.alignment))
         return sorted(c for c in cands if c >= 0)
 
-    def plan(self) -> Plan:
+    def plan(self, beat: int | None = None) -> Plan:
+        """The best placement found. ``beat``: an arena of this size is already known (another op
+        order's): the search runs only when it could end below both it and this order's greedy arena."""
         bufs = self._buffers
         bound = live_set_lower_bound(bufs)
         conflicts = [[j for j, o in enumerate(bufs) if j != i and b.lives_with(o)] for i, b in enumerate(bufs)]
@@ -221,8 +242,9 @@ class MemoryPlanner:
         # The search stops at a bound no plan can beat: the live-set bound, with each contracted
         # pair counted at the smallest extent its contract allows.
         target = self.overlap_lower_bound()
-        if best[0] > target:
-            found = self._search(orders["largest-first"], conflicts, best[0], target)
+        limit = best[0] if beat is None else min(best[0], beat)
+        if limit > target:
+            found = self._search(orders["largest-first"], conflicts, limit, target)
             if found is not None and found[0] < best[0]:
                 best = (found[0], found[1], "search")
         overlaps = [OverlapAllowance(bufs[a].name, bufs[b].name, iv) for (a, b), iv in self._relax.items()]

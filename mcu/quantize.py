@@ -16,6 +16,7 @@ import torch
 from torch.fx import GraphModule, Node
 
 from mcu.errors import McuError
+from mcu.quant.cells import decompose_cells, share_step_ranges
 
 aten = torch.ops.aten
 
@@ -82,16 +83,24 @@ def fold_linear_batch_norm(gm: GraphModule) -> GraphModule:
     return gm
 
 
-def export_for_quantization(model: torch.nn.Module, example_inputs: tuple) -> GraphModule:
+def export_for_quantization(model: torch.nn.Module, example_inputs: tuple, where: str = "",
+                            example_line: int | None = None) -> GraphModule:
+    from mcu.capture import capture_error
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
-        gm = torch.export.export(model.eval(), example_inputs).module(check_guards=False)
+        # recurrent cells as their gates' ops, which the quantizer annotates (mcu/quant/cells.py)
+        try:
+            exported = torch.export.export(model.eval(), example_inputs)
+        except Exception as exc:
+            raise capture_error(exc, model, example_inputs, where, example_line) from None
+        gm = decompose_cells(exported).module(check_guards=False)
     return fold_linear_batch_norm(gm)
 
 
 def quantize_static(model: torch.nn.Module, example_inputs: tuple,
                     calibration: Iterable[tuple[torch.Tensor, ...]] | None, where: str = "model",
-                    custom_ops: tuple = ()) -> GraphModule:
+                    custom_ops: tuple = (), example_line: int | None = None) -> GraphModule:
     """Post-training static int8 quantization; returns the converted module."""
     if calibration is None:
         raise McuError(f"{where}: static int8 quantization needs calibration data",
@@ -105,7 +114,7 @@ def quantize_static(model: torch.nn.Module, example_inputs: tuple,
 
     calibration = list(calibration)
     model = rewrite_for_int8(model, calibration)
-    gm = export_for_quantization(model, example_inputs)
+    gm = export_for_quantization(model, example_inputs, where, example_line)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         prepared = prepare_pt2e(gm, MCUQuantizer(custom_ops=custom_ops))
@@ -116,7 +125,32 @@ def quantize_static(model: torch.nn.Module, example_inputs: tuple,
                 except Exception as exc:
                     raise McuError(f"{where}: calibration[{i}] failed to run through the model: "
                                    f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
+        _check_observed_ranges(prepared, where)
+        share_step_ranges(prepared)  # one scale per op of a recurrent cell over its steps (mcu/quant/cells.py)
         return convert_pt2e(prepared)
+
+
+def _check_observed_ranges(prepared: GraphModule, where: str) -> None:
+    """Every observer saw finite values: a NaN or inf inside the model (log of 0, a division by 0) leaves no
+    range to quantize with. Names the op that produced it and the user's line."""
+    from mcu.sourceinfo import user_source_line
+
+    for node in prepared.graph.nodes:
+        if node.op != "call_module":
+            continue
+        observer = getattr(prepared, str(node.target), None)
+        lo, hi = getattr(observer, "min_val", None), getattr(observer, "max_val", None)
+        if not isinstance(lo, torch.Tensor) or not isinstance(hi, torch.Tensor) or lo.numel() == 0:
+            continue
+        if bool(torch.isfinite(lo).all()) and bool(torch.isfinite(hi).all()):
+            continue
+        source = node.args[0] if node.args and isinstance(node.args[0], torch.fx.Node) else node
+        op = source.target.__name__ if callable(source.target) and hasattr(source.target, "__name__") \
+            else str(source.target)
+        raise McuError(f"{where}: calibration makes {op}{user_source_line(source)} produce NaN or inf "
+                       f"(observed range {lo.min().item()} .. {hi.max().item()})",
+                       hint="keep the model's values finite on the calibration data (e.g. clamp before log or "
+                            "division), or use --quantize none")
 
 
 def prepare_qat(model: torch.nn.Module, example_inputs: tuple) -> GraphModule:
@@ -126,7 +160,7 @@ def prepare_qat(model: torch.nn.Module, example_inputs: tuple) -> GraphModule:
     _, prepare_qat_pt2e, _ = _pt2e()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        gm = torch.export.export(model.train(), example_inputs).module(check_guards=False)
+        gm = decompose_cells(torch.export.export(model.train(), example_inputs)).module(check_guards=False)
         return prepare_qat_pt2e(gm, MCUQuantizer(qat=True))
 
 

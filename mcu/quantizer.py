@@ -11,7 +11,9 @@ Patterns annotated as one unit, so nothing is quantized inside them:
 a lone ReLU; upsampling, flips, repeats, index_select and gather, adaptive pooling to
 any size but 1x1) share their input's parameters. Softmax and sigmoid outputs use
 the fixed scale 1/256 and zero-point -128, tanh 1/128 and 0. Any op not named
-here stays unannotated and runs in fp32 between dequantize and quantize.
+here stays unannotated and runs in fp32 between dequantize and quantize. Before annotating, an
+unmasked scaled_dot_product_attention is written out op by op and chunk/split/unbind become one view
+per part (mcu/quantizer_attention.py), so that attention and a fused qkv projection quantize.
 """
 
 from __future__ import annotations
@@ -56,7 +58,9 @@ BINARY = {aten.add.Tensor, aten.mul.Tensor, aten.add_.Tensor, aten.mul_.Tensor,
 SHARED = {aten.max_pool2d.default, aten.avg_pool2d.default, aten.flatten.using_ints, aten.view.default,
           aten.reshape.default, aten.permute.default, aten.squeeze.dim, aten.squeeze.dims, aten.unsqueeze.default,
           aten.pad.default, aten.constant_pad_nd.default, aten.dropout.default, aten.contiguous.default,
-          aten.clone.default, aten.slice.Tensor, aten.select.int}
+          aten.clone.default, aten.slice.Tensor, aten.select.int,
+          # attention's head views: q/k/v transposed and unflattened into heads (mcu/quantizer_attention.py)
+          aten.transpose.int, aten.t.default, aten.unflatten.int}
 OWN_OUTPUT = {aten.adaptive_avg_pool2d.default, aten.mean.dim, aten.hardswish.default,
               aten.hardswish_.default}
 SOFTMAX = {aten.softmax.int, aten._softmax.default}
@@ -126,6 +130,15 @@ def _fixed_spec(scale: float, zero_point: int) -> FixedQParamsQuantizationSpec:
                                         quant_max=127, qscheme=torch.per_tensor_affine)
 
 
+def _operand_spec(operand: Node, act: QuantizationSpec) -> object:
+    """An operand's spec in a product, a sum or a linear layer: a sigmoid's or tanh's fixed output parameters
+    as they are (a gate times a state, or a recurrent product of a tanh state, reads the table's codes, where
+    an observer of its own would add a requantize that only loses precision), else ``act``."""
+    ann = operand.meta.get("quantization_annotation")
+    out = getattr(ann, "output_qspec", None)
+    return out if isinstance(out, FixedQParamsQuantizationSpec) else act
+
+
 def _annotated(node: Node) -> bool:
     ann = node.meta.get("quantization_annotation")
     return ann is not None and ann._annotated
@@ -134,6 +147,15 @@ def _annotated(node: Node) -> bool:
 def _mark(node: Node, inputs: dict[Node, object] | None = None, output: object | None = None) -> None:
     node.meta["quantization_annotation"] = QuantizationAnnotation(
         input_qspec_map=dict(inputs or {}), output_qspec=output, _annotated=True)
+
+
+def _reader_spec(operand: Node, act: QuantizationSpec) -> object:
+    """An operand produced with fixed parameters (softmax's attention weights, 1/256) is read on them: an
+    input observer of its own would add a requantization and its rounding between the two."""
+    ann = operand.meta.get("quantization_annotation")
+    if ann is not None and isinstance(ann.output_qspec, FixedQParamsQuantizationSpec):
+        return SharedQuantizationSpec(operand)
+    return act
 
 
 def _is_float_tensor(node: object) -> bool:
@@ -202,6 +224,12 @@ class MCUQuantizer(Quantizer):
     def validate(self, model: GraphModule) -> None:
         return None
 
+    def transform_for_annotation(self, model: GraphModule) -> GraphModule:
+        """Attention written out op by op and splits as views, so that both quantize (before annotating)."""
+        from mcu.quantizer_attention import prepare_attention
+
+        return prepare_attention(model)
+
     # --- patterns -----------------------------------------------------------------------------------------
 
     def _tail(self, node: Node, allow_bn: bool) -> list[Node]:
@@ -234,7 +262,7 @@ class MCUQuantizer(Quantizer):
         x, w = node.args[0], node.args[1]
         if not (_is_float_tensor(x) and isinstance(w, Node)):
             return
-        _mark(node, {x: act, w: weight})
+        _mark(node, {x: _operand_spec(x, act), w: weight})
         self._finish_chain(self._tail(node, allow_bn=True), node, act)
 
     def _binary(self, node: Node, act: QuantizationSpec) -> None:
@@ -242,7 +270,7 @@ class MCUQuantizer(Quantizer):
         if not (_is_float_tensor(a) and _is_float_tensor(b)):
             self._scalar_arith(node, act)  # a scalar operand: a table lookup
             return
-        _mark(node, {a: act, b: act})
+        _mark(node, {a: _operand_spec(a, act), b: _operand_spec(b, act)})
         self._finish_chain(self._tail(node, allow_bn=False), node, act)
 
     def _own_output(self, node: Node, act: QuantizationSpec) -> None:
@@ -254,7 +282,7 @@ class MCUQuantizer(Quantizer):
         """A product of two activations (issue 18); a parameter operand is left to the linear layers."""
         a, b = node.args[0], node.args[1]
         if _is_float_tensor(a) and _is_float_tensor(b) and a.op != "get_attr" and b.op != "get_attr":
-            _mark(node, {a: act, b: act}, act)
+            _mark(node, {a: _reader_spec(a, act), b: _reader_spec(b, act)}, act)
 
     def _extremes(self, node: Node, act: QuantizationSpec) -> None:
         """maximum/minimum of two tensors (issue 18): each operand and the output with parameters of their own

@@ -29,6 +29,7 @@ from mcu.program import format as fmt
 DTYPE_NAMES = {code: name for name, code in fmt.DTYPE_CODES.items()}
 NUMPY = {"float32": np.float32, "int8": np.int8, "int16": np.int16, "int32": np.int32, "uint8": np.uint8}
 MCU_OK = 0
+MCU_ERR_UNSUPPORTED = 4
 MCU_ERR_WEIGHTS_MISMATCH = 12
 MCU_ERR_WEIGHTS_CORRUPT = 18
 MCU_ERR_ARENA_LIMIT = 19
@@ -46,8 +47,18 @@ class ProgramError(McuError):
 
 
 class WeightsCorruptError(ProgramError):
-    """An external weights segment's bytes differ from the CRC-32 its program records (corruption, or a
-    weights file edited with its own header made consistent). A CRC detects accidents, it is no signature."""
+    """The external weights file's bytes differ from its own CRC-32, or a segment's from the CRC-32 its
+    program records (corruption, or a weights file edited with its own header made consistent). A CRC
+    detects accidents, it is no signature."""
+
+
+class CustomKernelsMissing(ProgramError):
+    """A program with custom ops loaded without their kernels: the interpreter would refuse it as unsupported."""
+
+    def __init__(self, message: str, hint: str) -> None:
+        self.status = MCU_ERR_UNSUPPORTED
+        self.status_name = _native.status_str(MCU_ERR_UNSUPPORTED)
+        McuError.__init__(self, message, hint=hint)
 
 
 def _program_error(status: int, what: str, hint: str | None = None) -> ProgramError:
@@ -178,7 +189,9 @@ class Program:
     def load(cls, program: str | Path | bytes, weights: str | Path | bytes | None = None,
              verify_checksum: bool = True, arena_limit: int = HOST_ARENA_LIMIT, custom: Any = None) -> Program:
         """Load and verify a program (a path or its bytes); ``weights``: its external weights file.
-        ``custom``: the host build of the program's custom kernels (mcu.custom_host.HostKernels).
+        ``custom``: where the program's custom kernels (``mcu.custom_op`` registrations) come from: the model
+        file it was exported from (a path), that file's ``custom_ops`` list, or their host build
+        (mcu.custom_host.HostKernels); needed only by a program with custom ops.
 
         Without ``weights``, a program that needs them looks for ``<program>.mpw`` next to its path.
         ``arena_limit``: the most arena bytes one method may ask for (a device passes its RAM).
@@ -191,14 +204,28 @@ class Program:
             source = str(path)
             program = _read_file(path, "program file")
         weights_blob = _read_file(Path(weights), "weights file") if isinstance(weights, (str, Path)) else weights
+        # the weights file a weights fault is reported against (None: no weights were passed)
+        weights_source = None if weights is None else str(weights) if isinstance(weights, (str, Path)) else "<bytes>"
         flags = 0 if verify_checksum else 1
-        extra = tuple(custom.addresses) if custom is not None else ()
+        extra: tuple[int, ...] = ()
+        from mcu.custom_host import host_kernels_for, program_custom_functions
+
+        needed = program_custom_functions(bytes(program))
+        if needed and custom is None:
+            example = f"Program.load({str(path) if path else '...'!r}, custom='model.py')"
+            raise CustomKernelsMissing(f"program {source} calls custom kernels ({', '.join(needed)}): pass custom= the "
+                                       "model file that registers them",
+                                       hint=f"e.g. {example}, or custom=<its custom_ops list>")
+        if needed:
+            custom = host_kernels_for(custom, needed, source)
+            extra = tuple(custom.addresses)
         status, handle = _native.program_load(bytes(program), weights_blob, flags, arena_limit, extra)
         if status == MCU_ERR_WEIGHTS_MISMATCH and weights_blob is None and path is not None:
             sibling = path.with_suffix(fmt.WEIGHTS_SUFFIX)
             if sibling.is_file():
                 status, handle = _native.program_load(bytes(program), sibling.read_bytes(), flags, arena_limit,
                                                       extra)
+                weights_source = str(sibling)
         if status != MCU_OK:
             hint = None
             if status == MCU_ERR_WEIGHTS_MISMATCH:
@@ -208,7 +235,10 @@ class Program:
                 hint = "the weights file was changed after export: export the program and its weights again"
             elif status == MCU_ERR_ARENA_LIMIT:
                 hint = f"a method needs more arena than the {arena_limit} B limit: pass a larger arena_limit"
-            raise _program_error(status, f"cannot load program {source}", hint)
+            what = f"cannot load program {source}"
+            if status in (MCU_ERR_WEIGHTS_MISMATCH, MCU_ERR_WEIGHTS_CORRUPT) and weights_source is not None:
+                what += f" with weights file {weights_source}"  # the fault is in that file, not the program
+            raise _program_error(status, what, hint)
         prog = cls(handle=handle, source=source, custom=custom)
         for i in range(handle.method_count()):
             info = _check(handle.method_info(i), "method info")
@@ -248,11 +278,11 @@ def _read_file(path: Path, what: str) -> bytes:
     return path.read_bytes()
 
 
-def verify_program_files(program: Path, weights: Path | None = None) -> str:
+def verify_program_files(program: Path, weights: Path | None = None, custom: Any = None) -> str:
     """Load a program (and its weights) from disk through the C loader, which checks the header, both
     CRC-32s, the weights segments' CRCs and every kernel parameter, then run every bundled vector;
-    a one-line summary, or :class:`ProgramError` / :class:`McuError`."""
-    prog = Program.load(program, weights)
+    a one-line summary, or :class:`ProgramError` / :class:`McuError`. ``custom``: as for :meth:`Program.load`."""
+    prog = Program.load(program, weights, custom=custom)
     vectors = mismatches = 0
     for m in prog.methods:
         for v in range(m.n_bundled):

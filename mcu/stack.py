@@ -269,7 +269,22 @@ def disassemble(objdump: Path, elf: Path) -> dict[str, _Function]:
 
 
 def analyze(elf: Path, su_files: Sequence[Path], objdump: Path, entry: str = ENTRY) -> StackReport:
-    frames = read_su(su_files)
+    return bound(elf, read_su(su_files), objdump, entry)
+
+
+def save_frames(frames: dict[str, int], path: Path) -> None:
+    """The -fstack-usage frames of a build, kept beside its ELF so that later questions about the same
+    image (the depth of one function, :func:`bound`) need no rebuild."""
+    path.write_text(json.dumps(frames, sort_keys=True))
+
+
+def load_frames(path: Path) -> dict[str, int]:
+    return {str(k): int(v) for k, v in json.loads(path.read_text()).items()}
+
+
+def bound(elf: Path, frames: dict[str, int], objdump: Path, entry: str = ENTRY) -> StackReport:
+    """The deepest path from ``entry`` (a function of the image) with these frames; the margin and the
+    reservation are the linker script's (meaningful for the reset handler, the whole firmware)."""
     funcs = disassemble(objdump, elf)
     if entry not in funcs:
         raise McuError(f"cannot bound the stack of {elf.name}: it has no {entry}")

@@ -29,7 +29,7 @@ from mcu.boards import Board
 from mcu.boot2 import seal_boot2
 from mcu.elf import STB_GLOBAL, STB_WEAK, STT_FUNC, ElfFile, read_elf
 from mcu.errors import McuError
-from mcu.stack import StackReport, analyze as analyze_stack
+from mcu.stack import StackReport, bound as bound_stack, read_su, save_frames
 from mcu.uf2 import write_uf2
 
 CROSS_GCC = "arm-none-eabi-gcc"
@@ -352,14 +352,17 @@ def build_firmware(
     # Boards flashed over USB mass storage get the UF2 image next to the ELF.
     uf2_path = out_dir / f"{name}.uf2" if board.deploy_method == "uf2" else None
     stack_path = out_dir / f"{name}.stack.json" if stack_usage else None
-    outputs = tuple(p for p in (elf_path, map_path, uf2_path, stack_path) if p is not None)
+    frames_path = out_dir / f"{name}.frames.json" if stack_usage else None
+    outputs = tuple(p for p in (elf_path, map_path, uf2_path, stack_path, frames_path) if p is not None)
     key = _stamp_key(gcc, all_sources, cflags, ldflags, script + f"\nuf2={board.uf2_family}")
+    _remove_dead_builds(out_dir, name)
     if _stamp_valid(stamp_path, key, outputs):
         progress.note("compile", "up to date")
         progress.note("link", "up to date")
         return _firmware_from_elf(board, elf_path, map_path, uf2_path, stack_path)
 
-    work = Path(tempfile.mkdtemp(prefix=f".{name}-build-", dir=out_dir))
+    # The pid in the name lets a later build tell a killed build's leftovers from a running one's.
+    work = Path(tempfile.mkdtemp(prefix=f".{name}-build-{os.getpid()}-", dir=out_dir))
     try:
         tmp_ld = work / ld_path.name
         tmp_ld.write_text(script)
@@ -390,12 +393,15 @@ def build_firmware(
         if stack_path is not None:
             # Bound the stack on the image linked with the fixed stack, then link again reserving only
             # that (the code is the same: only __stack_size__ and the symbols after it move).
-            stack = analyze_stack(tmp_elf, sorted(work.glob("*.su")), find_cross_objdump(gcc))
+            frames = read_su(sorted(work.glob("*.su")))
+            stack = bound_stack(tmp_elf, frames, find_cross_objdump(gcc))
             tmp_ld.write_text(render_linker_script(board, stack.reserved_bytes))
             proc = subprocess.run(link, capture_output=True, text=True)
             if proc.returncode != 0:
                 raise _link_error(board, name, (proc.stderr + proc.stdout).strip())
             stack.save(work / stack_path.name)
+            assert frames_path is not None
+            save_frames(frames, work / frames_path.name)
 
         deps: dict[str, str] = {}
         for obj in objects:
@@ -411,14 +417,36 @@ def build_firmware(
         os.replace(tmp_ld, ld_path)
         os.replace(tmp_map, map_path)
         os.replace(tmp_elf, elf_path)
-        if stack_path is not None:
+        if stack_path is not None and frames_path is not None:
             os.replace(work / stack_path.name, stack_path)
+            os.replace(work / frames_path.name, frames_path)
         # Written last: a stamp never vouches for outputs that are not in place.
         _atomic_write(stamp_path, json.dumps({"key": key, "deps": deps}, indent=1))
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
     return _firmware_from_elf(board, elf_path, map_path, uf2_path, stack_path)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True
+
+
+def _remove_dead_builds(out_dir: Path, name: str) -> None:
+    """Remove the work folders of builds into ``out_dir`` whose process is gone (killed by SIGKILL or a power
+    cut, which no handler sees); folders without a pid (older builds) are removed too."""
+    for work in out_dir.glob(f".{name}-build-*"):
+        pid_text = work.name[len(f".{name}-build-"):].split("-", 1)[0]
+        if pid_text.isdigit() and "-" in work.name[len(f".{name}-build-"):] and _pid_alive(int(pid_text)):
+            continue
+        if work.is_dir():
+            shutil.rmtree(work, ignore_errors=True)
 
 
 # --- Linux boards (kind = "linux"): the harness as a hosted executable ------------------------------------

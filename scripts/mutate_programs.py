@@ -256,9 +256,11 @@ def check_one(program: bytes, weights: bytes | None, tally: Tally, what: list[st
 
 def load_seeds(seed_dir: Path, models: tuple[str, ...] | None = None) -> list[Seed]:
     """The fuzz seeds (written once into ``seed_dir``), split into program and weights, with their sites.
-    The delegate seed is left out: its backend exists only in the libFuzzer harness."""
+    The delegate seed is left out: its backend exists only in the libFuzzer harness; so is any seed that
+    does not load as it is here (custom kernels, more arena than RUN_ARENA_LIMIT), named on stderr."""
     from mcu.program.format import read_header
     from mcu.program.fuzz import write_seeds
+    from mcu.runtime import Program, ProgramError
 
     files = sorted(seed_dir.glob("*.mpk")) if seed_dir.is_dir() else []
     if not files:
@@ -270,6 +272,11 @@ def load_seeds(seed_dir: Path, models: tuple[str, ...] | None = None) -> list[Se
         blob = path.read_bytes()
         total = read_header(blob).total
         program, weights = blob[:total], (blob[total:] or None)
+        try:
+            Program.load(program, weights, arena_limit=RUN_ARENA_LIMIT)
+        except ProgramError as exc:
+            print(f"mutate_programs: seed {path.name} left out: {exc}", file=sys.stderr)
+            continue
         seeds.append(Seed(path.stem, program, weights, sites_of(program)))
     return seeds
 

@@ -15,6 +15,9 @@ from mcu.errors import McuError
 from mcu.sim.renode import render_renode_files
 
 
+MCU_URL = "https://example.org/mcu.git"
+
+
 @pytest.fixture()
 def repo(tmp_path: Path) -> Path:
     from conftest import EXAMPLES
@@ -27,7 +30,7 @@ def repo(tmp_path: Path) -> Path:
 
 def _write(repo: Path, boards: list[str]) -> list[Path]:
     return write_renode_ci(CiRequest(models=["models/small_cnn.py", "models/ds_cnn.py"], boards=boards,
-                                     out_dir=repo))
+                                     out_dir=repo, mcu_source=MCU_URL))
 
 
 def test_workflow_is_valid_yaml_with_the_steps_a_user_needs(repo: Path) -> None:
@@ -46,7 +49,8 @@ def test_workflow_is_valid_yaml_with_the_steps_a_user_needs(repo: Path) -> None:
     assert "github.com/renode/renode/releases/download/v${RENODE_VERSION}" in runs
     assert wf["env"]["RENODE_VERSION"] == RENODE_VERSION
     assert "tests/requirements.txt" in runs and "$GITHUB_PATH" in runs  # renode-test and its Robot Framework
-    assert "pip install mcu" in runs
+    assert 'pip install -q "torch==2.13.0" --index-url https://download.pytorch.org/whl/cpu' in runs
+    assert f'pip install -q "git+{MCU_URL}"' in runs and "pip install mcu" not in runs
     last = steps[-1]["run"]
     assert last == 'mcu run --sim renode --board "${{ matrix.board }}" "${{ matrix.model }}"'
 
@@ -67,13 +71,13 @@ def test_board_without_renode_platform_and_missing_model_are_errors(repo: Path) 
     with pytest.raises(McuError, match="no Renode platform"):
         _write(repo, ["pico2"])
     with pytest.raises(McuError, match="does not exist"):
-        write_renode_ci(CiRequest(models=["models/nope.py"], boards=["mps2-an505"], out_dir=repo))
+        write_renode_ci(CiRequest(models=["models/nope.py"], boards=["mps2-an505"], out_dir=repo, mcu_source=MCU_URL))
 
 
 def test_cli_ci_renode(repo: Path) -> None:
     from test_cli import run_mcu
 
-    proc = run_mcu("ci", "--renode", "models/small_cnn.py", "-o", str(repo))
+    proc = run_mcu("ci", "--renode", "models/small_cnn.py", "-o", str(repo), "--mcu-source", MCU_URL)
     assert proc.returncode == 0, proc.stderr
     wf = yaml.safe_load((repo / WORKFLOW).read_text())
     assert wf["jobs"]["renode"]["strategy"]["matrix"]["board"] == ["mps2-an505"]

@@ -18,7 +18,7 @@ from conftest import EXAMPLES, requires_qemu
 from mcu.api import compile_file
 from mcu.elf import read_elf
 from mcu.errors import McuError
-from mcu.runtime import Program, ProgramError
+from mcu.runtime import Program
 from test_cli import assert_one_line_error, run_mcu
 
 NAME = "custom_op"
@@ -51,12 +51,12 @@ def test_example_through_a_program_file_on_the_host(compiled, quantize: str) -> 
     program = cm.runtime_program()  # the in-process interpreter with the user's kernels registered
     assert program.custom is not None and len(program.custom.functions) == 1
     for x in cm.spec.test_inputs:
-        got = cm.run_raw(*x)
-        assert all(np.array_equal(a, b) for a, b in zip(got, cm.run_raw_c(*x)))  # == the generated C
+        got = program.method("forward").run_raw(*cm.encode_inputs(x))
+        assert all(np.array_equal(a, b) for a, b in zip(got, cm.run_raw_c(*x)))  # == the generated C (child)
         if quantize == "int8":
             assert all(np.array_equal(a, b) for a, b in zip(got, cm.reference_raw(*x)))
-    # Without the kernels the interpreter refuses the program with a status (an unknown custom kernel)
-    with pytest.raises(ProgramError, match="unsupported"):
+    # Without the kernels the program is refused before the interpreter sees it, saying what to pass
+    with pytest.raises(McuError, match=r"calls custom kernels \(squareplus_(s8|f32)\): pass custom= the model file"):
         Program.load(cm.program_image().program)
 
 

@@ -51,13 +51,21 @@ def test_debug_command(capsys) -> None:
 def test_the_op_where_quantization_error_jumps_is_named() -> None:
     from mcu.devtools.debug import DebugReport, OpDiff
 
-    def row(handle: int, sqnr: float | None) -> OpDiff:
-        return OpDiff(handle, f"op{handle}", "k", f"model.py:{10 + handle}: `x`", 8, 0, 0.0, sqnr, 0.1)
+    def row(handle: int, sqnr: float | None, inputs: tuple[int, ...]) -> OpDiff:
+        return OpDiff(handle, f"op{handle}", "k", f"model.py:{10 + handle}: `x`", 8, 0, 0.0, sqnr, 0.1, inputs)
 
-    steady = DebugReport("t", [row(0, 45.0), row(1, 44.0), row(2, None), row(3, 41.5)])
+    steady = DebugReport("t", [row(0, 45.0, ()), row(1, 44.0, (0,)), row(2, None, (1,)), row(3, 41.5, (1,))])
     assert steady.error_jump is None and "jumps" not in steady.table()
-    jumpy = DebugReport("t", [row(0, 45.0), row(1, 44.0), row(2, None), row(3, 31.0), row(4, 30.0)])
+    jumpy = DebugReport("t", [row(0, 45.0, ()), row(1, 44.0, (0,)), row(2, None, (1,)), row(3, 31.0, (1,)),
+                              row(4, 30.0, (3,))])
     op, fall = jumpy.error_jump
     assert op.handle == 3 and fall == pytest.approx(13.0)
-    assert "quantization error jumps at op 3 op3: SQNR 13.0 dB below the op before (31.0 dB), at model.py:13" \
+    assert "quantization error jumps at op 3 op3: SQNR 13.0 dB below its inputs' (31.0 dB), at model.py:13" \
         in jumpy.table()
+    # each op against its own inputs, not the op listed before it: op 2 (a branch at 30 dB) is listed before
+    # op 3, which reads op 1 (44 dB) and falls 13 dB; op 4 adds the branch back and loses nothing
+    branches = DebugReport("t", [row(0, 45.0, ()), row(1, 44.0, (0,)), row(2, 30.0, (0,)), row(3, 31.0, (1,)),
+                                 row(4, 30.0, (2, 3))])
+    op, fall = branches.error_jump
+    assert op.handle == 2 and fall == pytest.approx(15.0)
+    assert DebugReport("t", branches.rows[:2] + branches.rows[3:]).error_jump[0].handle == 3

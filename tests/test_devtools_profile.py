@@ -136,7 +136,7 @@ def test_bytes_live_per_op_in_the_table_and_the_memory_svg(compiled) -> None:
     live = live_bytes_per_step(cm.memory, len(cm.graph.ops))
     plan = cm.memory.arenas[0].plan
     assert live[0] == sum(b.size for b in plan.buffers if b.first_use == 0)  # input and first output
-    assert max(live) == cm.memory.lower_bound  # the live-set bound is the largest step
+    assert max(live) <= cm.memory.arena_size  # bytes shared under an overlap contract count once
     assert [op.live_bytes for op in op_table(cm.graph, cm.memory, cm.library)] == \
         [live[s.index] for s in cm.library.view.steps]
     svg = cm.memory_svg()

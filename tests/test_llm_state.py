@@ -158,7 +158,7 @@ def test_state_sits_at_the_start_of_the_arena_in_every_method() -> None:
         others = [cm.memory.offset(t) for op in cm.graph.ops for t in (*op.inputs, *op.outputs)
                   if not t.is_constant and id(t.base()) not in {id(s) for s in cm.graph.state.values()}]
         assert min(others) >= 2 * nbytes
-        assert cm.memory.lower_bound >= 2 * nbytes and cm.memory.arena_size >= 2 * nbytes
+        assert cm.memory.live_set >= 2 * nbytes and cm.memory.arena_size >= 2 * nbytes
     assert layouts[0] == layouts[1]  # the methods agree where the state is
 
 

@@ -295,7 +295,8 @@ def _status(blob: bytes, **kw) -> int:
 
 
 STATUS = {"truncated program": 8, "oversized program": 9, "program checksum mismatch": 10,
-          "unsupported program version": 11, "weights mismatch": 12, "invalid program": 7}
+          "unsupported program version": 11, "weights mismatch": 12, "invalid program": 7,
+          "weights corrupt": 18}
 
 
 def test_status_codes_have_names() -> None:
@@ -529,7 +530,8 @@ def test_external_weights_parity_and_foreign_weights_rejected(compiled, tmp_path
     assert _status(image.program) == STATUS["weights mismatch"]
     damaged = bytearray(image.weights)
     damaged[len(damaged) // 2] ^= 0x10
-    assert _status(image.program, weights=bytes(damaged)) == STATUS["program checksum mismatch"]
+    # (the weights file's own CRC fails: reported against the weights, not the program)
+    assert _status(image.program, weights=bytes(damaged)) == STATUS["weights corrupt"]
     # Loaded by path, the program finds <name>.mpw beside it.
     (tmp_path / "resnet8.mpk").write_bytes(image.program)
     (tmp_path / "resnet8.mpw").write_bytes(image.weights)

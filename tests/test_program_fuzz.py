@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from mcu.program.fuzz import build_fuzzer, find_fuzz_clang, run_fuzzer, write_seeds
+from mcu.program.fuzz import cached_fuzzer, find_fuzz_clang, run_fuzzer, write_seeds
 
-FUZZ_SECONDS = 20
+FUZZ_SECONDS = 10
 
 _CLANG = find_fuzz_clang()
 requires_libfuzzer = pytest.mark.skipif(
@@ -19,7 +19,7 @@ requires_libfuzzer = pytest.mark.skipif(
 
 @requires_libfuzzer
 def test_short_fuzz_run_finds_nothing(tmp_path: Path) -> None:
-    binary = build_fuzzer(tmp_path / "fuzz_program", _CLANG)
+    binary = cached_fuzzer(_CLANG)  # built once per source content, shared with test_seams_program.py
     seeds = write_seeds(tmp_path / "seeds")
     assert len(seeds) >= 6 and all(s.stat().st_size > 256 for s in seeds)
     run = run_fuzzer(binary, tmp_path / "corpus", FUZZ_SECONDS, seeds=tmp_path / "seeds")

@@ -1,5 +1,5 @@
 """What a board cannot take is refused by name before code is generated or built: weights beyond its
-read-only memory, a program file the interpreter firmware cannot run (custom kernels, a larger arena)."""
+read-only memory, a program file the interpreter firmware cannot run (a larger arena, a larger program)."""
 
 from __future__ import annotations
 
@@ -9,18 +9,18 @@ import pytest
 
 from mcu.boards import load_board
 from mcu.errors import McuError
-from mcu.pipeline import check_weights_fit
+from mcu.pipeline import check_constants_fit
 
 
 def test_weights_beyond_the_flash_are_refused_before_generating(compiled) -> None:
     cm = compiled("small_cnn", "mps2-an505", "int8")
     board = load_board("mps2-an505")
-    check_weights_fit(board, cm.graph)
+    check_constants_fit(board, cm.graph)
     weights = sum(t.nbytes for t in cm.graph.constants())
     small = dataclasses.replace(board, flash=dataclasses.replace(board.flash, length=weights - 1))
-    with pytest.raises(McuError, match=rf"does not fit mps2-an505: its weights take {weights} B but the board has "
-                                       rf"{weights - 1} B of flash \(the largest is \w+"):
-        check_weights_fit(small, cm.graph)
+    with pytest.raises(McuError, match=rf"does not fit mps2-an505: its constants need {weights} B of flash but the "
+                                       rf"board has {weights - 1} B \(1 B too many, before any code; the largest is \w+"):
+        check_constants_fit(small, cm.graph)
 
 
 def test_program_runs_refuse_what_the_interpreter_firmware_cannot_hold(compiled, monkeypatch) -> None:

@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import Any, Callable
 
+from mcu.cli_types import positive_seconds
+
 
 def add_parsers(sub: Any, add_model_args: Callable[[argparse.ArgumentParser], None]) -> None:
     p = sub.add_parser("profile", help="cost of every op on the board's simulator (or a Pico over USB), sorted",
@@ -20,7 +22,7 @@ def add_parsers(sub: Any, add_model_args: Callable[[argparse.ArgumentParser], No
     p.add_argument("--events", type=Path, metavar="FILE",
                    help="save the tracer's events as JSON (with a compile record, `mcu.devtools.record` "
                         "redraws this profile without the model file)")
-    p.add_argument("--timeout", type=float, default=600.0,
+    p.add_argument("--timeout", type=positive_seconds, default=600.0,
                    help="simulator timeout, or on a Pico 2 / Pico each wait's, in seconds (default 600)")
     p.add_argument("--port", help="pico2/pico: the board's serial port (default: found automatically)")
     p.add_argument("--drive", type=Path, help="pico2/pico: the mounted BOOTSEL drive (default: found automatically)")
@@ -28,6 +30,39 @@ def add_parsers(sub: Any, add_model_args: Callable[[argparse.ArgumentParser], No
                    help="profile the model as a program file on the interpreter firmware instead of generated C "
                         "(QEMU boards)")
     add_debug_parser(sub, add_model_args)
+    add_record_parser(sub)
+
+
+def add_record_parser(sub: Any) -> None:
+    p = sub.add_parser("record", help="read a compile record written by `mcu build --record`",
+                       description="Read a compile record (`mcu build --record FILE`) without the model file: "
+                                   "`mcu record show FILE` prints its op table (handle, op, kernel, output shape, "
+                                   "MACs, arena bytes live, source line), memory plan and sizes; with --events "
+                                   "(saved by `mcu profile --events`) it redraws the profile instead.")
+    actions = p.add_subparsers(dest="record_action", metavar="ACTION")
+    actions.required = True
+    show = actions.add_parser("show", help="print the record (or, with --events, the profile it explains)")
+    show.add_argument("file", type=Path, help="the compile record")
+    show.add_argument("--events", type=Path, metavar="FILE", help="the events `mcu profile --events` saved")
+    show.add_argument("--json", action="store_true", help="print the record (or the profile) as JSON")
+
+
+def cmd_record(args: argparse.Namespace, compile_fn: Callable[[argparse.Namespace], Any]) -> int:
+    from mcu.devtools.record import describe_record, load_record, profile_from_record
+    from mcu.errors import McuError
+
+    record = load_record(args.file)
+    if args.events is not None:
+        try:
+            trace = json.loads(Path(args.events).read_text())
+        except (OSError, ValueError) as exc:
+            raise McuError(f"cannot read events file {args.events}: {exc}",
+                           hint="write one with `mcu profile --events FILE`") from None
+        profile = profile_from_record(record, trace)
+        print(json.dumps(profile.to_json(), separators=(",", ":")) if args.json else profile.table())
+        return 0
+    print(json.dumps(record.data, separators=(",", ":")) if args.json else describe_record(record))
+    return 0
 
 
 def add_debug_parser(sub: Any, add_model_args: Callable[[argparse.ArgumentParser], None]) -> None:
@@ -38,7 +73,8 @@ def add_debug_parser(sub: Any, add_model_args: Callable[[argparse.ArgumentParser
                                    "only when every op equals the reference.")
     add_model_args(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--timeout", type=float, default=600.0, help="simulator timeout in seconds (default 600)")
+    p.add_argument("--timeout", type=positive_seconds, default=600.0,
+                   help="simulator timeout in seconds (default 600)")
 
 
 def cmd_debug(args: argparse.Namespace, compile_fn: Callable[[argparse.Namespace], Any]) -> int:
@@ -80,4 +116,4 @@ def cmd_profile(args: argparse.Namespace, compile_fn: Callable[[argparse.Namespa
     return 0
 
 
-COMMANDS = {"profile": cmd_profile, "debug": cmd_debug}
+COMMANDS = {"profile": cmd_profile, "debug": cmd_debug, "record": cmd_record}

@@ -17,7 +17,7 @@ import numpy as np
 
 from mcu.errors import McuError
 from mcu.ir import NUMPY_DTYPES, Graph, Tensor
-from mcu.layouts import from_memory_order
+from mcu.layouts import from_memory_order, to_memory_order
 from mcu.quant import reference as qref
 from mcu.reference_interp import FLOAT_MOVES, INT8_OPS
 
@@ -26,7 +26,12 @@ PERTURB_DEFINE = "MCU_TRACE_TEST_PERTURB"  # test-only: corrupt one op's output 
 _TENSOR = re.compile(r"^TENSOR (\d+)((?: [0-9a-f]{8})*)\s*$")
 
 
-SQNR_JUMP_DB = 6.0  # one bit of resolution lost from one op to the next
+SQNR_JUMP_DB = 6.0  # one bit of resolution lost from an op's inputs to its output
+# An fp32 island against eager fp32 of the float model: its int8 inputs carry the quantization error of
+# everything before it, so the bound is a share of its largest value (a wrong kernel or a misplaced tensor
+# is off by far more); fp32 moves the reference computes (dequantize, layout) differ only by rounding.
+ISLAND_TOLERANCE = 0.1
+FLOAT_TOLERANCE = 1e-6
 
 
 @dataclass(frozen=True)
@@ -40,6 +45,8 @@ class OpDiff:
     max_abs_diff: float
     sqnr_db: float | None = None  # int8 reference (dequantized) against eager fp32; None: no fp32 counterpart
     max_abs_error: float | None = None  # of the int8 reference against fp32, in real units
+    inputs: tuple[int, ...] = ()  # debug handles of the ops that produce this op's inputs (through views)
+    island: bool = False  # an fp32 island op: checked against eager fp32 within ISLAND_TOLERANCE, not bit for bit
 
 
 @dataclass
@@ -53,10 +60,15 @@ class DebugReport:
 
     @property
     def error_jump(self) -> tuple[OpDiff, float] | None:
-        """The op whose SQNR falls furthest below that of the op measured before it, when the fall is at
-        least :data:`SQNR_JUMP_DB` (where quantization error grows), with the fall in dB."""
-        measured = [r for r in self.rows if r.sqnr_db is not None and np.isfinite(r.sqnr_db)]
-        falls = [(b, a.sqnr_db - b.sqnr_db) for a, b in zip(measured, measured[1:])]  # type: ignore[operator]
+        """The op whose SQNR falls furthest below that of its inputs (the worst measured input: the op listed
+        before it may sit on another branch), when the fall is at least :data:`SQNR_JUMP_DB` (where
+        quantization error grows), with the fall in dB."""
+        measured = {r.handle: r.sqnr_db for r in self.rows if r.sqnr_db is not None and np.isfinite(r.sqnr_db)}
+        falls = []
+        for r in self.rows:
+            before = [measured[h] for h in r.inputs if h in measured]
+            if r.handle in measured and before:
+                falls.append((r, min(before) - measured[r.handle]))
         worst = max(falls, key=lambda f: f[1], default=None)
         return worst if worst is not None and worst[1] >= SQNR_JUMP_DB else None
 
@@ -68,7 +80,8 @@ class DebugReport:
         for r in self.rows:
             sqnr = f"{r.sqnr_db:8.1f}" if r.sqnr_db is not None else f"{'-':>8}"
             err = f"{r.max_abs_error:9.4f}" if r.max_abs_error is not None else f"{'-':>9}"
-            lines.append(f"{r.handle:>6}  {r.name[:20]:<20} {r.kernel[:32]:<32} {r.elements:>9,} {r.differing:>7,} "
+            lines.append(f"{r.handle:>5}{'*' if r.island else ' '}  {r.name[:20]:<20} {r.kernel[:32]:<32} "
+                         f"{r.elements:>9,} {r.differing:>7,} "
                          f"{r.max_abs_diff:>7g} {sqnr} {err}  {r.source}")
         first = self.first_departure
         lines.append("-" * len(head))
@@ -78,13 +91,34 @@ class DebugReport:
         jump = self.error_jump
         if jump is not None:
             r, fall = jump
-            lines.append(f"quantization error jumps at op {r.handle} {r.name}: SQNR {fall:.1f} dB below the op "
-                         f"before ({r.sqnr_db:.1f} dB), at {r.source or 'an unknown source line'}")
+            lines.append(f"quantization error jumps at op {r.handle} {r.name}: SQNR {fall:.1f} dB below its "
+                         f"inputs' ({r.sqnr_db:.1f} dB), at {r.source or 'an unknown source line'}")
+        islands = [r for r in self.rows if r.island]
+        if islands:
+            lines.append(f"fp32 island ops (marked *): {len(islands)}, each compared with eager fp32 within "
+                         f"{100 * ISLAND_TOLERANCE:g}% of its largest value; the int8 ops after them read the "
+                         "device's island outputs and are compared bit for bit")
         return "\n".join(lines)
 
 
-def reference_per_op(graph: Graph, inputs: list[np.ndarray]) -> dict[int, np.ndarray]:
-    """Every op's output (flat, memory order, the op's dtype) from the integer reference, by debug handle."""
+def producers(graph: Graph) -> dict[int, tuple[int, ...]]:
+    """Per debug handle, the handles of the ops whose outputs it reads (a view's reader reads its base)."""
+    made: dict[int, int] = {}
+    found: dict[int, tuple[int, ...]] = {}
+    for handle, op in enumerate(graph.ops):
+        if op.attrs.get("alias"):
+            continue
+        found[handle] = tuple(dict.fromkeys(made[id(t.base())] for t in op.inputs if id(t.base()) in made))
+        made[id(op.output.base())] = handle
+    return found
+
+
+def reference_per_op(graph: Graph, inputs: list[np.ndarray],
+                     device: dict[int, np.ndarray] | None = None) -> tuple[dict[int, np.ndarray], set[int]]:
+    """Every op's output (flat, memory order, the op's dtype) from the integer reference, by debug handle, and
+    the handles of the fp32 islands: ops it cannot predict bit for bit, whose ``device`` outputs it carries
+    on with (so the int8 ops after an island stay comparable bit for bit)."""
+    islands: set[int] = set()
     env: dict[int, np.ndarray] = {}
     for t, x in zip(graph.inputs, inputs):
         env[id(t.base())] = np.asarray(x).reshape(-1)
@@ -97,6 +131,11 @@ def reference_per_op(graph: Graph, inputs: list[np.ndarray]) -> dict[int, np.nda
         if op.attrs.get("alias"):
             continue
         table = INT8_OPS if op.output.dtype == "int8" else FLOAT_MOVES
+        if op.kind not in table and op.output.dtype == "float32" and device is not None and handle in device:
+            islands.add(handle)
+            env[id(op.output.base())] = device[handle]
+            outputs[handle] = device[handle]
+            continue
         if op.kind not in table:
             raise McuError(f"the integer reference cannot predict {op.kind} {op.name} bit for bit"
                            + (f" ({op.source.strip()})" if op.source else ""),
@@ -104,7 +143,7 @@ def reference_per_op(graph: Graph, inputs: list[np.ndarray]) -> dict[int, np.nda
         args = [value(t) for t in op.inputs if not t.is_constant or op.kind == "concat"]
         env[id(op.output.base())] = np.asarray(table[op.kind](op, args)).reshape(-1)
         outputs[handle] = env[id(op.output.base())]
-    return outputs
+    return outputs, islands
 
 
 def device_per_op(console: str, graph: Graph, handles: list[int]) -> dict[int, np.ndarray]:
@@ -192,29 +231,49 @@ def debug_model(cm: Any, perturb_handle: int | None = None, timeout_s: float = 6
 
     if cm.board.sim_kind != "qemu":
         raise McuError(f"board {cm.board.name} has no simulator to debug on", hint="pick a QEMU board (`mcu boards`)")
-    if not cm.reference_is_exact:
-        raise McuError(f"{cm.spec.name} ({cm.quantize}) has ops the integer reference does not predict bit for bit",
-                       hint="mcu debug compares int8 models; use --quantize int8")
+    if cm.quantize == "none" or cm.delegated:
+        raise McuError(f"{cm.spec.name} ({cm.quantize}{', delegated' if cm.delegated else ''}) has no integer "
+                       "reference to compare with", hint="mcu debug compares int8 programs of our own kernels; use "
+                       "--quantize int8 (and no --backend delegate)")
+    from mcu.emit.c_model import GUARD_DEFINE
+    from mcu.guards import raise_on_guard
+
     defines: dict[str, Any] = {TRACE_DEFINE: None, DUMP_DEFINE: None}
+    if cm.library.view.guarded:
+        defines[GUARD_DEFINE] = None
     if perturb_handle is not None:
         defines[PERTURB_DEFINE] = perturb_handle
     fw = build_traced(cm, defines=defines)
     result = run_qemu(cm.board, fw.elf, timeout_s=timeout_s)
+    raise_on_guard(cm, result.console)
     ops = op_table(cm.graph, cm.memory, cm.library)
     handles = [op.handle for op in ops]
     device = device_per_op(result.console, cm.graph, handles)
-    reference = reference_per_op(cm.graph, cm.encode_inputs(cm.spec.test_inputs[0]))
+    reference, islands = reference_per_op(cm.graph, cm.encode_inputs(cm.spec.test_inputs[0]), device)
     floats = fp32_per_op(cm, tuple(cm.spec.test_inputs[0]))
+    feeds = producers(cm.graph)
     rows = []
     for op in ops:
         d, r = device[op.handle], reference[op.handle]
-        diff = np.abs(d.astype(np.float64) - r.astype(np.float64))
-        sqnr = err = None
         t = cm.graph.ops[op.handle].outputs[0]
+        fp32 = to_memory_order(floats[op.handle], t).reshape(-1) if op.handle in floats else None
+        if op.handle in islands:  # its check is eager fp32, within the tolerance
+            r = np.zeros_like(d) if fp32 is None else fp32.astype(np.float64)
+        diff = np.abs(d.astype(np.float64) - r.astype(np.float64))
+        tolerance = 0.0
+        if t.dtype == "float32":
+            tolerance = (ISLAND_TOLERANCE if op.handle in islands else FLOAT_TOLERANCE) * float(np.max(np.abs(r),
+                                                                                                      initial=0.0))
+        if op.handle in islands and fp32 is None:
+            diff = np.zeros_like(diff)  # nothing to compare it with: its readers are still checked
+        sqnr = err = None
         if op.handle in floats and t.quant is not None and t.quant.per_tensor:
             real = qref.dequantize_s8_f32(r.astype(np.int8), scale=t.quant.scale[0], zero_point=t.quant.zero_point[0])
             sqnr, err = _sqnr(floats[op.handle], from_memory_order(real, t))
+        elif op.handle in floats and t.dtype == "float32":
+            sqnr, err = _sqnr(floats[op.handle], from_memory_order(d.astype(np.float64), t))
         rows.append(OpDiff(handle=op.handle, name=op.name, kernel=op.kernel, source=op.source, elements=int(r.size),
-                           differing=int(np.count_nonzero(diff)), max_abs_diff=float(diff.max(initial=0.0)),
-                           sqnr_db=sqnr, max_abs_error=err))
+                           differing=int(np.count_nonzero(diff > tolerance)), max_abs_diff=float(diff.max(initial=0.0)),
+                           sqnr_db=sqnr, max_abs_error=err, inputs=feeds.get(op.handle, ()),
+                           island=op.handle in islands))
     return DebugReport(title=f"{cm.spec.name} {cm.quantize} on {cm.board.name}", rows=rows)

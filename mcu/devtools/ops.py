@@ -15,6 +15,7 @@ from typing import Any
 from mcu.emit.c_model import GeneratedLibrary
 from mcu.ir import Graph, Op, QuantParams
 from mcu.memory import MemoryPlan
+from mcu.planner import occupied_bytes_per_step
 
 # Ops whose cost is dominated by multiply-accumulates: weight (operand 1) is [out, in/groups, kh, kw] or
 # [out, in], so every output element takes prod(weight.shape[1:]) MACs.
@@ -33,7 +34,7 @@ class OpInfo:
     dtype: str  # of the first output
     macs: int  # multiply-accumulates (0 for ops that do none)
     source: str  # the user's source line, "model.py:12: `x = self.conv(x)`", or ""
-    live_bytes: int  # arena bytes live while the op runs (every buffer whose lifetime covers it)
+    live_bytes: int  # arena bytes the buffers live while the op runs occupy (shared bytes once: <= the arena)
     quant: dict[str, Any] = field(default_factory=dict)  # output quantization: scale, zero_point (int8 ops)
 
     def to_json(self) -> dict[str, Any]:
@@ -52,12 +53,12 @@ def op_macs(op: Op) -> int:
 
 
 def live_bytes_per_step(memory: MemoryPlan, steps: int) -> list[int]:
-    """Bytes live in all arenas at each step of the op order (tensors and kernel scratch)."""
+    """Bytes of all arenas occupied at each step of the op order by the buffers live then (tensors and
+    kernel scratch; planner.occupied_bytes_per_step: shared bytes once, never above the arenas)."""
     live = [0] * steps
     for arena in memory.arenas:
-        for b in arena.plan.buffers:
-            for i in range(max(b.first_use, 0), min(b.last_use, steps - 1) + 1):
-                live[i] += b.size
+        for i, used in enumerate(occupied_bytes_per_step(arena.plan, steps)):
+            live[i] += used
     return live
 
 

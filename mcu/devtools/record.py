@@ -63,7 +63,8 @@ def _op(handle: int, op: Op) -> dict[str, Any]:
 
 
 def _memory(memory: MemoryPlan) -> dict[str, Any]:
-    return {"arena_bytes": memory.arena_size, "lower_bound_bytes": memory.lower_bound, "arenas": [
+    return {"arena_bytes": memory.arena_size, "lower_bound_bytes": memory.lower_bound,
+            "live_set_bytes": memory.live_set, "arenas": [
         {"region": a.region, "size": a.plan.arena_size, "method": a.plan.method,
          "buffers": [{"name": b.name, "size": b.size, "first_use": b.first_use, "last_use": b.last_use,
                       "offset": off} for b, off in zip(a.plan.buffers, a.plan.offsets)]}
@@ -144,3 +145,24 @@ def profile_from_record(record: CompileRecord, trace: dict[str, Any]) -> Profile
     """``mcu profile``'s table from a record and the events it saved (``mcu profile --events``)."""
     events = [TraceEvent(**e) for e in trace["events"]]
     return make_profile(record.title, trace["unit"], record.ops, events, trace.get("inference_cost"))
+
+
+def describe_record(record: CompileRecord) -> str:
+    """``mcu record show``: the record as a table, one row per op the device runs, then memory and sizes."""
+    d = record.data
+    lines = [f"{record.title}: {len(d['ops'])} ops; inputs "
+             + ", ".join(f"{t['name']} {t['dtype']} {t['shape']}" for t in d["inputs"]) + "; outputs "
+             + ", ".join(f"{t['name']} {t['dtype']} {t['shape']}" for t in d["outputs"]),
+             f"{'handle':>6}  {'op':<22} {'kernel':<34} {'output':<18} {'MACs':>10} {'live B':>8}  source"]
+    for op in record.ops:
+        shape = "x".join(map(str, op.output_shapes[0])) if op.output_shapes else "-"
+        lines.append(f"{op.handle:>6}  {op.name[:22]:<22} {op.kernel[:34]:<34} {shape[:18]:<18} {op.macs:>10} "
+                     f"{op.live_bytes:>8}  {op.source}".rstrip())
+    memory = d["memory"]
+    lines.append(f"arena {memory['arena_bytes']} B (lower bound {memory['lower_bound_bytes']} B) in "
+                 + ", ".join(f"{a['region']} {a['size']} B ({len(a['buffers'])} buffers)" for a in memory["arenas"]))
+    if d.get("sizes"):
+        lines.append(f"flash {d['sizes']['flash_bytes']} B, static RAM {d['sizes']['ram_bytes']} B")
+    for fb in d.get("fp32_fallbacks", []):
+        lines.append(f"fp32 fallback: {fb['op']}: {fb['reason']}")
+    return "\n".join(lines)

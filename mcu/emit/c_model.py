@@ -91,6 +91,26 @@ class DelegateView:
     ops: list[str]
 
 
+# Test builds (the firmware harness, mcu debug) define GUARD_DEFINE: then every arena has GUARD_BYTES
+# more on each side and the GUARD_BYTES on each side of a custom kernel's output are checked around
+# its call (codegen/model.c.j2, read back by mcu/guards.py). Library exports never define it.
+GUARD_DEFINE = "MCU_GUARD_WRITES"
+GUARD_BYTES = 32  # catches the first stray byte of any overrun or underrun; a wild write is the host check's
+
+
+@dataclass
+class GuardView:
+    """The arena window a custom kernel must leave alone: GUARD_BYTES before and after its output, minus
+    its scratch buffer (offsets from the start of the output's arena)."""
+
+    arena: str  # the arena's C variable
+    arena_index: int
+    out_lo: int
+    out_hi: int
+    skip_lo: int = 0
+    skip_hi: int = 0
+
+
 @dataclass
 class StepView:
     index: int
@@ -99,6 +119,7 @@ class StepView:
     params_c: str
     output_ref: str = ""  # the op's first output in the arena (C expression), for the tracer's dump hook
     output_nbytes: int = 0
+    guard: GuardView | None = None  # a custom kernel's call (GUARD_DEFINE)
 
 
 @dataclass
@@ -132,6 +153,15 @@ class ModelView:
     @property
     def state_bytes(self) -> int:
         return max((s.offset + s.nbytes for s in self.state), default=0)
+
+    @property
+    def guarded(self) -> bool:
+        """Whether test builds check the arena around custom kernels (a library's shared arenas: not)."""
+        return not self.shared_arenas and any(s.guard is not None for s in self.steps)
+
+    @property
+    def guard_bytes(self) -> int:
+        return GUARD_BYTES
 
     @property
     def arena_symbols(self) -> dict[str, str]:
@@ -275,13 +305,24 @@ def build_view(graph: Graph, memory: MemoryPlan, quantize: str, prefix: str | No
         include_dirs += [d for d in call.include_dirs if d not in include_dirs]
         params_c = c_initializer(call.params) if call.params is not None else ""
         out = op.outputs[0]
+        guard = None
+        if op.kind == "custom" and not out.is_constant:
+            k = memory.arena_index(out)
+            lo = memory.offset(out)
+            skip = (scratch, scratch + scratch_bytes(op)) if scratch is not None and \
+                memory.scratch_arena_index(op) == k else (0, 0)
+            guard = GuardView(arena_var(k), k, lo, lo + out.nbytes, *skip)
         steps.append(StepView(index=i, name=op.name, call=call, params_c=params_c,
-                              output_ref="" if out.is_constant else tensor_ref(out), output_nbytes=out.nbytes))
+                              output_ref="" if out.is_constant else tensor_ref(out), output_nbytes=out.nbytes,
+                              guard=guard))
 
     inputs = [_io_view("input", i, t, memory.offset(t), arena_var(memory.arena_index(t)))
               for i, t in enumerate(graph.inputs)]
     outputs = [_io_view("output", i, t, memory.offset(t), arena_var(memory.arena_index(t)))
                for i, t in enumerate(graph.outputs)]
+    if len(graph.output_names) == len(outputs):
+        for io, label in zip(outputs, graph.output_names):
+            io.name = label
     arenas = [ArenaView(var=arena_var(i), symbol=f"{prefix}_{arena_var(i)}", size=a.plan.arena_size,
                         section=".mcu_arena" if i == 0 else f".mcu_arena_{a.region}", region=a.region,
                         MACRO=f"{prefix.upper()}_ARENA{i}_SIZE")

@@ -20,7 +20,7 @@ def pack_name(prefix: str) -> str:
 def write(job: ExportJob) -> list[Path]:
     p = job.lib.prefix
     w = Writer(job.out_dir)
-    tree = write_library_tree(w, job.lib)
+    tree = write_library_tree(w, job, embed_defines=True)
     name = pack_name(p)
     view = {"m": job.lib.view, "vendor": VENDOR, "name": name, "tree": tree,
             "date": datetime.date.today().isoformat(),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import posixpath
+import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +18,36 @@ _HARNESS_HEADERS = ("platform.h", "log.h")
 
 
 @dataclass(frozen=True)
+class ModelStack:
+    """The worst-case stack of ``<prefix>_run()`` (mcu/stack.py on the model's firmware for its board), or
+    why there is none (``bytes`` None: a board without a bare-metal build, or an analysis that refused)."""
+
+    bytes: int | None
+    board: str
+    core: str
+    flags: str = ""  # the optimisation flags of the build the figure is for
+    chain: str = ""  # the deepest call chain
+    reason: str = ""  # why there is no figure
+
+
+# What an example application adds to the model's stack on the same thread: its main and the vectors
+# runner (the outputs are static, so their frames are small), the print call after the run (the deepest
+# of the three: a printf-family formatter, several hundred bytes in newlib), and the exception entries that
+# land on the same stack (the basic frame is 32 B, 104 B with the floating-point context, once per nesting
+# level). The Zephyr sample prints its thread's high-water mark: on qemu_cortex_m3 it used 140 B beyond the
+# small CNN's figure (tests/test_seams_export.py checks the sum stays below this allowance).
+EXAMPLE_OWN_BYTES = 1024
+
+
+def example_stack_bytes(stack: ModelStack | None, fallback: int) -> int:
+    """The stack an example application's thread needs: the model's plus the example's own, rounded up
+    to 256 B (``fallback`` when the model's stack is unknown)."""
+    if stack is None or stack.bytes is None:
+        return fallback
+    return (stack.bytes + EXAMPLE_OWN_BYTES + 255) // 256 * 256
+
+
+@dataclass(frozen=True)
 class ExportJob:
     """One export: the generated library, where it goes and (for the examples) the bundled vectors."""
 
@@ -23,6 +55,7 @@ class ExportJob:
     out_dir: Path
     vectors: FirmwareView | None = None  # None: no example app (export_library's plain library)
     board: str = ""  # the board the library was compiled for (the pico-sdk example picks PICO_BOARD from it)
+    stack: ModelStack | None = None  # the model's worst-case stack (the header's <PREFIX>_STACK_BYTES)
 
 
 @dataclass
@@ -59,39 +92,91 @@ class LibraryTree:
     include_dirs: list[str]  # "" is the folder itself
 
 
-def write_library_tree(w: Writer, lib: GeneratedLibrary, base: str = "", include_dir: str = "include") -> LibraryTree:
-    """The model's files, the runtime subset and kernels it uses, and the public headers, under ``base``.
+def library_files(lib: GeneratedLibrary, stack: ModelStack | None = None) -> dict[str, str]:
+    """The generated files, the public header with the model's stack figure when there is one."""
+    files = dict(lib.files)
+    header = f"{lib.prefix}_model.h"
+    if stack is not None and header in files:
+        files[header] = environment().get_template("model.h.j2").render(m=lib.view, stack=stack)
+    return files
+
+
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"]+)[>"]', re.MULTILINE)
+
+
+def include_closure(texts: dict[str, str], available: dict[str, Path], include_dirs: list[str]) -> list[str]:
+    """The headers of ``available`` (tree path -> file) that the files of ``texts`` (tree path -> text)
+    include, directly or through each other, resolved as the compiler would: beside the including file,
+    then along ``include_dirs`` ("" is the tree's root). Every ``#include`` counts whatever preprocessor
+    condition surrounds it, so the result covers every core's build. System headers and headers of an
+    external kernel's own (not in ``available``) are left to the compiler's search path."""
+    needed: set[str] = set()
+    queue = list(texts.items())
+    while queue:
+        rel, text = queue.pop()
+        for name in _INCLUDE.findall(text):
+            here = posixpath.dirname(rel)
+            for cand in [posixpath.normpath(posixpath.join(here, name)),
+                         *(posixpath.normpath(posixpath.join(d, name)) for d in include_dirs)]:
+                if cand in texts:
+                    break
+                if cand in available:
+                    if cand not in needed:
+                        needed.add(cand)
+                        queue.append((cand, available[cand].read_text()))
+                    break
+    return sorted(needed)
+
+
+def _define_prelude(defines: dict[str, int]) -> str:
+    lines = ["/* mcu: the kernels specialised for this model (the compile definitions of mcu's own builds of",
+             " * it, written here because this build system takes no per-library compile flags) */"]
+    for k, v in sorted(defines.items()):
+        lines += [f"#ifndef {k}", f"#define {k} {v}", "#endif"]
+    return "\n".join(lines) + "\n\n"
+
+
+def write_library_tree(w: Writer, job: ExportJob, base: str = "", include_dir: str = "include",
+                       embed_defines: bool = False) -> LibraryTree:
+    """The model's files, the runtime subset and kernels it uses, and the headers these include (the
+    include closure, nothing more), under ``base``.
 
     ``include_dir`` is where ``mcu/*.h`` goes ("" puts it beside the model's files, for build systems such
-    as Arduino's that add only one folder to the include path)."""
+    as Arduino's that add only one folder to the include path). ``embed_defines``: the library's compile
+    definitions (mcu/backends/specialise.py) go at the top of every C source, for build systems that
+    cannot pass them as flags."""
+    lib = job.lib
     rt = runtime_dir()
     pre = f"{base}/" if base else ""
-    sources: list[str] = []
-    headers: list[str] = []
-
-    def put(rel: str, text: str | None = None, src: Path | None = None) -> None:
-        if src is not None:
-            w.copy(pre + rel, src)
-        else:
-            w.text(pre + rel, text or "")
-        (sources if rel.endswith(".c") else headers if rel.endswith(".h") else []).append(rel)
-
-    for name, text in sorted(lib.files.items()):
-        put(name, text)
+    inc = f"{include_dir}/" if include_dir else ""
+    texts: dict[str, str] = dict(library_files(lib, job.stack))
     for rel in lib.runtime_sources:
-        put(f"runtime/{Path(rel).name}", src=rt / rel)
+        texts[f"runtime/{Path(rel).name}"] = (rt / rel).read_text()
     for k in lib.kernel_sources:
         # an external kernel (a user's custom op, CMSIS-NN) goes under kernels/ by its own name
-        put(f"kernels/{Path(k).name}" if Path(k).is_absolute() else f"kernels/{k}", src=rt / "kernels" / k)
+        path = Path(k) if Path(k).is_absolute() else rt / "kernels" / k
+        texts[f"kernels/{Path(k).name}" if Path(k).is_absolute() else f"kernels/{k}"] = path.read_text()
+    available: dict[str, Path] = {}
     internal = rt / "kernels" / "internal"
-    if internal.is_dir():
-        for header in sorted(internal.glob("*.h")):
-            put(f"kernels/internal/{header.name}", src=header)
-    inc = f"{include_dir}/" if include_dir else ""
+    for header in sorted(internal.glob("*.h")):
+        available[f"kernels/internal/{header.name}"] = header
     for header in sorted((rt / "include" / "mcu").glob("*.h")):
         if header.name not in _HARNESS_HEADERS:
-            put(f"{inc}mcu/{header.name}", src=header)
-    return LibraryTree(sources=sources, headers=headers, include_dirs=[""] + ([include_dir] if include_dir else []))
+            available[f"{inc}mcu/{header.name}"] = header
+    include_dirs = [""] + ([include_dir] if include_dir else [])
+    headers_needed = include_closure(texts, available, include_dirs)
+
+    sources: list[str] = []
+    headers: list[str] = []
+    for rel, text in sorted(texts.items()):
+        if rel.endswith(".c") and embed_defines and lib.defines:
+            text = _define_prelude(lib.defines) + text
+        w.text(pre + rel, text)
+        (sources if rel.endswith(".c") else headers if rel.endswith(".h") else []).append(rel)
+    for rel in headers_needed:
+        w.copy(pre + rel, available[rel])
+        headers.append(rel)
+    return LibraryTree(sources=sources, headers=headers, include_dirs=include_dirs)
 
 
 def write_vectors(w: Writer, job: ExportJob, folder: str) -> list[str]:

@@ -13,11 +13,11 @@ def write_build_files(w: Writer, job: ExportJob, tree: LibraryTree, base: str = 
     view = {"m": job.lib.view, "sources": tree.sources, "defines": job.lib.defines}
     w.render(f"{pre}{job.lib.prefix}.mk", "targets/cmake/library.mk.j2", **view)
     w.render(f"{pre}CMakeLists.txt", "targets/cmake/CMakeLists.txt.j2", **view)
-    w.render(f"{pre}README.md", "library_README.md.j2", m=job.lib.view)
+    w.render(f"{pre}README.md", "library_README.md.j2", m=job.lib.view, stack=job.stack)
 
 
 def write(job: ExportJob) -> list[Path]:
     w = Writer(job.out_dir)
-    tree = write_library_tree(w, job.lib)
+    tree = write_library_tree(w, job)
     write_build_files(w, job, tree)
     return w.written

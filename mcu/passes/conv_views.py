@@ -30,6 +30,20 @@ def is_unit_view(op: Op) -> bool:
     return op.kind == "reshape" and bool(op.attrs.get("unit_view"))
 
 
+def keeps_layout(op: Op) -> bool:
+    """A reshape that only inserts or drops one size-1 spatial dim (``[N, C, L]`` <-> ``[N, C, 1, L]``: a
+    Conv1d's view, or the unsqueeze and squeeze around a MaxPool1d or AdaptiveAvgPool1d): it keeps its
+    input's bytes in any layout (:func:`view_order`), so no layout change is needed on either side."""
+    if op.kind != "reshape" or op.inputs[0].is_constant:
+        return False
+    src, out = op.inputs[0].shape, op.output.shape
+    longer, shorter = (out, src) if len(out) == len(src) + 1 else (src, out)
+    if len(longer) != len(shorter) + 1:
+        return False
+    p = _unit_dim(longer, shorter)
+    return p is not None and p >= 2 and view_order(op.inputs[0], op.output) is not None
+
+
 def _sink_once(graph: Graph) -> bool:
     for op in [o for o in graph.ops if is_unit_view(o)]:
         x, y = op.inputs[0], op.output

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from mcu.ir import CHANNELS_LAST, Graph, Op, Tensor
-from mcu.passes.conv_views import is_unit_view, view_order
+from mcu.passes.conv_views import keeps_layout, view_order
 
 _NEEDS_CHANNELS_LAST = {"conv2d", "depthwise_conv2d", "max_pool2d", "avg_pool2d", "mean_hw", "batch_norm",
                         "conv_transpose2d"}
@@ -78,10 +78,12 @@ def assign_layouts(graph: Graph) -> Graph:
         if op.kind in _NEEDS_CHANNELS_LAST:
             if len(op.inputs[0].shape) == 4:
                 _require(graph, op, 0, CHANNELS_LAST, cache)
-        elif is_unit_view(op):
-            pass  # a Conv1d's view takes its input's layout along (below)
+        elif keeps_layout(op):
+            pass  # a size-1 dim in or out (a Conv1d's or a 1-D pooling's view) takes its input's layout along
         elif op.kind in _NEEDS_CONTIGUOUS:
-            _require(graph, op, 0, _identity(len(op.inputs[0].shape)), cache)
+            for i, t in enumerate(op.inputs):  # every operand: bmm reads both row-major
+                if not t.is_constant:
+                    _require(graph, op, i, _identity(len(t.shape)), cache)
         elif op.kind == "custom" and not op.attrs["custom"].elementwise:
             # a user kernel sees row-major tensors in logical order, unless it says any layout will do
             for i, t in enumerate(op.inputs):
@@ -115,7 +117,7 @@ def assign_layouts(graph: Graph) -> Graph:
         rank = len(out.shape)
         if op.kind in _PRODUCES_CHANNELS_LAST and rank == 4:
             out.dim_order = CHANNELS_LAST
-        elif is_unit_view(op):
+        elif keeps_layout(op):
             out.dim_order = view_order(op.inputs[0], out) or _identity(rank)
         elif op.kind == "batch_norm":  # not 4-D: the kernel keeps its input's layout (outer, channels, inner)
             out.dim_order = op.inputs[0].dim_order if len(op.inputs[0].shape) == rank else _identity(rank)

@@ -320,6 +320,9 @@ def lower_quantized(graph: Graph) -> Graph:
             fallbacks.append((f"{op.kind} {op.name}" + (f" ({op.source})" if op.source else ""), reason))
     _fold_dequantize_quantize(graph)
     _remove_dead(graph)
+    from mcu.passes.quantized_attention import fold_scaling_into_bmm  # attention's q @ k^T * scale
+
+    fold_scaling_into_bmm(graph)
     _int8_boundary(graph)
     graph.fallbacks = fallbacks
     return graph
@@ -389,9 +392,10 @@ def _try_convert(graph: Graph, op: Op) -> str | None:
             if (op.kind in ("conv2d", "linear", "conv_transpose2d") or op.kind in quantized_more.OWN_CONSTANTS) and \
                     t is not op.inputs[0]:
                 continue  # weights and bias are converted by the op's own converter
-            from mcu.passes.quantized_islands import constant_operand  # issue 18: its own int8 scale
+            from mcu.passes.quantized_islands import constant_on_grid, constant_operand  # its own int8 scale
 
-            qconst = constant_operand(op, t)
+            # a concatenated constant (a learned class token) takes the grid the output shares with the inputs
+            qconst = constant_on_grid(t, users[0].output.quant) if op.kind == "concat" else constant_operand(op, t)
             if qconst is None:
                 return "an operand is a float constant"
             ins.append(qconst)

@@ -54,6 +54,23 @@ def constant_operand(op: Op, t: Tensor) -> Tensor | None:
                   dim_order=t.dim_order, quant=QuantParams(scale=(scale,), zero_point=(zp,)))
 
 
+def constant_on_grid(t: Tensor, quant: QuantParams | None) -> Tensor | None:
+    """A float constant as int8 codes on ``quant``'s grid (ops whose operands and output share one
+    quantization, as concatenation): the quantizer's codes when it quantized the constant on that grid,
+    else its values rounded onto it (saturating, as the observer saw them within the shared range)."""
+    if quant is None or t.dtype != "float32" or t.data is None or len(quant.scale) != 1:
+        return None
+    scale, zp = float(quant.scale[0]), int(quant.zero_point[0])
+    qc = t.qconst
+    if qc is not None and np.all(qc.scale == scale) and np.all(qc.zero_point == zp):
+        codes = np.asarray(qc.values, dtype=np.int8).reshape(t.shape)
+    else:
+        data = np.asarray(t.data, dtype=np.float64)
+        codes = np.clip(np.round(data / scale) + zp, -128, 127).astype(np.int8).reshape(t.shape)
+    return Tensor(name=f"{t.name}_q", shape=t.shape, dtype="int8", data=np.ascontiguousarray(codes),
+                  dim_order=t.dim_order, quant=quant)
+
+
 def quantize_between_bounds(graph: Graph) -> None:
     """clamp with tensor bounds lowers to maximum then minimum (mcu/frontend_norm.py) with a float value between
     them that nothing quantizes: when the minimum's result is quantized, put the value between on the same grid

@@ -67,8 +67,9 @@ def _unary_lut(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str
     x = ins[0]
     fn = unary_real(op.attrs["fn"], op.attrs["alpha"], op.attrs["beta"])
     table = arith.lut_table(fn, _scale(x), _zp(x), _scale(out), _zp(out))
-    return Op("lut", [x, _int_const(f"{op.name}_table", table, "int8")], [out], {"function": op.attrs["fn"]},
-              op.name, op.source)
+    # (alpha and beta kept: a scaling after a bmm folds into its requantization, mcu/passes/quantized_attention.py)
+    return Op("lut", [x, _int_const(f"{op.name}_table", table, "int8")], [out],
+              {"function": op.attrs["fn"], "alpha": op.attrs["alpha"], "beta": op.attrs["beta"]}, op.name, op.source)
 
 
 def _prelu(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:

@@ -9,7 +9,7 @@ base buffer's lifetime over the alias's uses.
 from __future__ import annotations
 
 from mcu.ir import Graph
-from mcu.passes.conv_views import view_order
+from mcu.passes.conv_views import keeps_layout, view_order
 from mcu.passes.layout import _same_bytes
 
 
@@ -20,9 +20,11 @@ def alias_views(graph: Graph) -> Graph:
         src, out = op.inputs[0], op.output
         if src.is_constant:
             continue
-        if op.attrs.get("unit_view"):  # a Conv1d's view: same bytes in any layout (mcu/passes/conv_views.py)
-            if view_order(src, out) is None or not _same_bytes(out, view_order(src, out)):
-                raise AssertionError(f"view {op.name} does not keep its input's bytes")
+        order = view_order(src, out) if keeps_layout(op) or op.attrs.get("unit_view") else None
+        if order is not None and _same_bytes(out, order):
+            pass  # a size-1 dim in or out: same bytes in any layout (mcu/passes/conv_views.py)
+        elif op.attrs.get("unit_view"):
+            raise AssertionError(f"view {op.name} does not keep its input's bytes")
         elif not src.is_contiguous_layout():
             raise AssertionError(f"reshape {op.name} reads a non-contiguous tensor; layout pass missed it")
         out.alias_of = src

@@ -16,7 +16,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable
 
 import numpy as np
 
@@ -47,6 +47,7 @@ class ProgramLayout:
     weights: MemoryRegion
     arena_bytes: int
     output_bytes: int
+    delegates: int = 0  # linked custom kernels (their registry: mcu_firmware_delegates)
 
 
 def program_layout(board: Board) -> ProgramLayout:
@@ -80,6 +81,7 @@ class _FirmwareView:
     weights_size: int
     arena_bytes: int
     output_bytes: int
+    delegates: int = 0  # linked custom kernels (their registry: mcu_firmware_delegates)
 
 
 def interpreter_sources() -> list[Path]:
@@ -104,19 +106,32 @@ def firmware_view(board: Board) -> _FirmwareView:
                          output_bytes=layout.output_bytes)
 
 
-def render_main(board: Board) -> str:
-    return environment().get_template("program_firmware_main.c.j2").render(f=firmware_view(board))
+def render_main(board: Board, delegates: int = 0) -> str:
+    view = dataclasses.replace(firmware_view(board), delegates=delegates)
+    return environment().get_template("program_firmware_main.c.j2").render(f=view)
 
 
 def build_interpreter_firmware(board: Board, kernels: Iterable[str] | None = None,
-                               out_dir: Path | None = None, trace: bool = False, main: str | None = None) -> Firmware:
+                               out_dir: Path | None = None, trace: bool = False, main: str | None = None,
+                               custom: Any = None, program: bytes | None = None) -> Firmware:
     """The interpreter firmware for ``board``: every kernel, or only ``kernels`` (C function names).
 
     ``trace``: with the event tracer compiled in (``MCU_TRACE``: a TRACE line per instruction, and the
     per-op region the instruction-count plugin measures), for ``mcu profile --program``. ``main``: another
-    main than the test-vector harness (the C text; e.g. mcu.generate's generation loop)."""
+    main than the test-vector harness (the C text; e.g. mcu.generate's generation loop). ``custom`` with
+    ``program``: the user's kernels that program calls (custom ops), linked in and registered as its
+    delegates; ``custom`` is the model file the program was exported from or its ``custom_ops`` list."""
+    from mcu.custom_host import firmware_registry, kernels_for, program_custom_functions
+
     layout = program_layout(board)
-    main = main if main is not None else render_main(board)
+    functions = program_custom_functions(program) if program is not None else []
+    if functions and custom is None:
+        raise McuError(f"the program calls custom kernels ({', '.join(functions)}): pass custom= the model file "
+                       "that registers them to build_interpreter_firmware")
+    pairs = kernels_for(custom, functions) if functions else []
+    registry = firmware_registry([k.function for _, k in pairs]) if pairs else ""
+    user_sources = sorted({s for _, k in pairs for s in k.sources})
+    main = main if main is not None else render_main(board, len(pairs))
     subset = None if kernels is None else sorted(set(kernels))
     defines: dict[str, str | int | None] = {}
     if subset is not None:
@@ -125,7 +140,10 @@ def build_interpreter_firmware(board: Board, kernels: Iterable[str] | None = Non
     if trace:
         defines["MCU_TRACE"] = None
     if out_dir is None:
-        key = hashlib.sha256((main + repr(subset) + repr(trace)).encode()).hexdigest()[:20]
+        h = hashlib.sha256((main + repr(subset) + repr(trace) + registry).encode())
+        for path in user_sources:
+            h.update(str(path).encode() + path.read_bytes())
+        key = h.hexdigest()[:20]
         out_dir = cache_dir() / "program-firmware" / board.name / key
     src = Path(out_dir) / "src"
     src.mkdir(parents=True, exist_ok=True)
@@ -133,6 +151,11 @@ def build_interpreter_firmware(board: Board, kernels: Iterable[str] | None = Non
     if not main_c.exists() or main_c.read_text() != main:
         main_c.write_text(main)
     sources = [main_c, *interpreter_sources(), *kernel_sources(subset)]
+    if registry:
+        registry_c = src / "custom_registry.c"
+        if not registry_c.exists() or registry_c.read_text() != registry:
+            registry_c.write_text(registry)
+        sources += [registry_c, runtime_dir() / "src" / "mcu_custom.c", *user_sources]
     if trace:
         sources.append(runtime_dir() / "src" / "mcu_trace.c")
     return build_firmware(layout.firmware_board, sources, [], Path(out_dir), name="interpreter", defines=defines)

@@ -2,13 +2,16 @@
 
 ``scripts/fuzz_program`` runs it for as long as asked; the tests run it
 briefly. The harness is runtime_c/interp/fuzz/fuzz_program.c; the seeds are
-real program files written by the compiler (small models covering every
-kernel the reference models use, int8 and fp32, one with two methods sharing
-weights, one followed by its external weights file).
+real program files written by the compiler: small models (int8 and fp32, two
+methods sharing weights, recurrent layers, 4-bit weights, one followed by its
+external weights file) and, for the long run, every example (custom ops,
+tiny_llm's two methods sharing a KV cache, each int8 one also with external
+weights).
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -16,14 +19,15 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from mcu.errors import McuError
-from mcu.paths import runtime_dir
+from mcu.paths import cache_dir, runtime_dir
 
 CLANG_CANDIDATES = ("clang", "clang-19", "clang-16", "clang-15", "clang-14")
 INSTALL_HINT = "install clang and libFuzzer: sudo apt-get install clang-14 libclang-rt-14-dev (Debian bookworm)"
 SANITIZERS = "fuzzer,address,undefined"
-MAX_LEN = 24576  # bytes: above every seed (the largest is ~20 KB)
+MAX_LEN = 24576  # bytes: above every small seed (the largest is ~20 KB); run_fuzzer raises it to the largest seed
 
 
 def find_fuzz_clang() -> Path | None:
@@ -43,20 +47,41 @@ def find_fuzz_clang() -> Path | None:
     return None
 
 
+def _fuzzer_command(out: Path, clang: Path) -> list[str]:
+    rt = runtime_dir()
+    sources = [rt / "interp" / "fuzz" / "fuzz_program.c", *sorted((rt / "interp").glob("*.c")),
+               *sorted((rt / "kernels").glob("*.c")), rt / "src" / "mcu_status.c", rt / "src" / "mcu_delegate.c"]
+    return [str(clang), "-std=c11", "-g", "-O1", f"-fsanitize={SANITIZERS}", "-fno-sanitize-recover=undefined",
+            "-Wall", "-Wextra", "-Werror", f"-I{rt / 'include'}", *map(str, sources), "-lm", "-o", str(out)]
+
+
 def build_fuzzer(out: Path, clang: Path | None = None) -> Path:
     """The instrumented harness binary at ``out``: interpreter, every kernel, the status names."""
     clang = clang or find_fuzz_clang()
     if clang is None:
         raise McuError("no clang with libFuzzer found", hint=INSTALL_HINT)
-    rt = runtime_dir()
-    sources = [rt / "interp" / "fuzz" / "fuzz_program.c", *sorted((rt / "interp").glob("*.c")),
-               *sorted((rt / "kernels").glob("*.c")), rt / "src" / "mcu_status.c", rt / "src" / "mcu_delegate.c"]
     out.parent.mkdir(parents=True, exist_ok=True)
-    cmd = [str(clang), "-std=c11", "-g", "-O1", f"-fsanitize={SANITIZERS}", "-fno-sanitize-recover=undefined",
-           "-Wall", "-Wextra", "-Werror", f"-I{rt / 'include'}", *map(str, sources), "-lm", "-o", str(out)]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    proc = subprocess.run(_fuzzer_command(out, clang), capture_output=True, text=True)
     if proc.returncode != 0:
         raise McuError(f"building the fuzz harness failed:\n{proc.stderr.strip()[-3000:]}")
+    return out
+
+
+def cached_fuzzer(clang: Path | None = None) -> Path:
+    """The harness from the content-keyed build cache (sources, headers, compiler and flags), built once."""
+    clang = clang or find_fuzz_clang()
+    if clang is None:
+        raise McuError("no clang with libFuzzer found", hint=INSTALL_HINT)
+    rt = runtime_dir()
+    digest = hashlib.sha256(" ".join(_fuzzer_command(Path("out"), clang)).encode())
+    for path in sorted([*rt.glob("interp/**/*.[ch]"), *rt.glob("kernels/**/*.[ch]"), *rt.glob("include/**/*.h"),
+                        *rt.glob("src/*.c")]):
+        digest.update(str(path.relative_to(rt)).encode() + b"\0" + path.read_bytes())
+    out = cache_dir() / "fuzz" / digest.hexdigest()[:24] / "fuzz_program"
+    if not out.is_file():
+        tmp = out.with_name(f"fuzz_program.{os.getpid()}.tmp")
+        build_fuzzer(tmp, clang)
+        tmp.replace(out)  # atomic: a parallel test sees the whole binary or none
     return out
 
 
@@ -143,14 +168,67 @@ model = M().eval()
 example_inputs = (torch.randn(2, 3, 8),)
 calibration = [(torch.randn(2, 3, 8),) for _ in range(4)]
 """,
+    # the integer recurrent kernels (each with its per-row constants and sigmoid table)
+    "recurrent": """
+import torch
+from torch import nn
+torch.manual_seed(8)
+class M(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gru, self.lstm, self.fc = nn.GRU(3, 4, batch_first=True), nn.LSTM(4, 4, batch_first=True), nn.Linear(4, 2)
+    def forward(self, x):
+        y, _ = self.gru(x)
+        y, _ = self.lstm(y)
+        return self.fc(y[:, -1])
+model = M().eval()
+example_inputs = (torch.randn(1, 3, 3),)
+calibration = [(torch.randn(1, 3, 3),) for _ in range(4)]
+""",
+    # 4-bit groupwise linear weights (int4-weight, int4-dynamic)
+    "int4": """
+import torch
+from torch import nn
+torch.manual_seed(9)
+model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 4)).eval()
+example_inputs = (torch.randn(1, 64),)
+calibration = [(torch.randn(1, 64),) for _ in range(4)]
+""",
 }
+# Quantizations of each seed model (default: fp32 and int8).
+SEED_QUANTIZE = {"int4": ("int4-weight", "int4-dynamic"), "recurrent": ("int8",)}
+# Quantizations of each example, and the files of examples/ that are no model.
+EXAMPLE_QUANTIZE = {"tiny_llm": ("int4-weight",)}  # as its README section and tests build it
+NOT_EXAMPLES = {"_init", "tiny_llm_model", "tiny_llm_train"}
+# An example seed above this is left out (named): the fp32 MobileNets run for seconds per input under ASan,
+# which would starve the fuzzer; their int8 programs stay.
+MAX_EXAMPLE_SEED = 1 << 20
+
+
+def _write_model_seeds(path: Path, name: str, quantizations: tuple[str, ...], seed_dir: Path,
+                       external: bool) -> list[Path]:
+    from mcu.program.methods import compile_methods, program_from
+
+    written = []
+    for quantize in quantizations:
+        methods = compile_methods(path, quantize=quantize)
+        image = program_from(methods, bundle=True)
+        out = seed_dir / f"{name}-{quantize}.mpk"
+        out.write_bytes(image.program)
+        written.append(out)
+        if external:
+            ext = program_from(methods, external_weights=True)
+            assert ext.weights is not None
+            out = seed_dir / f"{name}-{quantize}-external.mpk"
+            out.write_bytes(ext.program + ext.weights)  # the harness splits at the declared size
+            written.append(out)
+    return written
 
 
 def write_seeds(seed_dir: Path, models: tuple[str, ...] | None = None) -> list[Path]:
-    """Real program files: each seed model at fp32 and int8, bundled vectors, one with external weights.
-    ``models``: only these of SEED_MODELS (and no delegate seed)."""
-    from mcu.program.methods import compile_methods, program_from
-
+    """Real program files: each seed model (fp32 and int8, or as SEED_QUANTIZE says) with bundled vectors,
+    the small convolutions also with external weights. ``models``: only these of SEED_MODELS (and no
+    delegate seed)."""
     seed_dir.mkdir(parents=True, exist_ok=True)
     written = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -159,22 +237,39 @@ def write_seeds(seed_dir: Path, models: tuple[str, ...] | None = None) -> list[P
                 continue
             path = Path(tmp) / f"{name}.py"
             path.write_text(source)
-            for quantize in ("none", "int8"):
-                methods = compile_methods(path, quantize=quantize)
-                image = program_from(methods, bundle=True)
-                out = seed_dir / f"{name}-{quantize}.mpk"
-                out.write_bytes(image.program)
-                written.append(out)
-                if name == "convs":
-                    ext = program_from(methods, external_weights=True)
-                    assert ext.weights is not None
-                    out = seed_dir / f"{name}-{quantize}-external.mpk"
-                    out.write_bytes(ext.program + ext.weights)  # the harness splits at the declared size
-                    written.append(out)
+            written += _write_model_seeds(path, name, SEED_QUANTIZE.get(name, ("none", "int8")), seed_dir,
+                                          external=name == "convs")
     if models is None:
         out = seed_dir / "delegate.mpk"
         out.write_bytes(_delegate_seed())
         written.append(out)
+    return written
+
+
+def write_example_seeds(seed_dir: Path, examples: Path, log: Callable[[str], None] = print) -> list[Path]:
+    """Every example of ``examples`` as program files: fp32 and int8 with bundled vectors (tiny_llm, two
+    methods sharing weights and state: 4-bit weights), each quantized one also followed by its external
+    weights file. Generated, not committed: the largest are up to 2 MB. An example the program format
+    cannot hold is named through ``log``."""
+    seed_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for path in sorted(examples.glob("*.py")):
+        if path.stem in NOT_EXAMPLES:
+            continue
+        for quantize in EXAMPLE_QUANTIZE.get(path.stem, ("none", "int8")):
+            try:
+                files = _write_model_seeds(path, path.stem, (quantize,), seed_dir, external=quantize != "none")
+            except McuError as exc:  # an example the program format cannot hold is reported, never hidden
+                log(f"fuzz seeds: {path.name} at {quantize}: no program file ({exc})")
+                continue
+            for f in files:
+                size = f.stat().st_size
+                if size > MAX_EXAMPLE_SEED:
+                    f.unlink()
+                    log(f"fuzz seeds: {f.name} left out: {size} B is above {MAX_EXAMPLE_SEED} B")
+                else:
+                    written.append(f)
+                    log(f"fuzz seeds: {path.name} at {quantize}: {f.name} {size} B")
     return written
 
 
@@ -200,6 +295,8 @@ class FuzzRun:
     corpus_bytes: int
     seconds: float
     log: str
+    coverage: int = 0  # libFuzzer's last "cov:" (code edges covered) and "ft:" (features)
+    features: int = 0
 
     @property
     def clean(self) -> bool:
@@ -215,8 +312,9 @@ def run_fuzzer(binary: Path, corpus: Path, seconds: int, seeds: Path | None = No
     corpus.mkdir(parents=True, exist_ok=True)
     artifacts = artifacts or corpus.parent / "artifacts"
     artifacts.mkdir(parents=True, exist_ok=True)
+    largest = max([p.stat().st_size for p in seeds.iterdir() if p.is_file()] if seeds else [], default=0)
     cmd = [str(binary), str(corpus), *([str(seeds)] if seeds else []), f"-max_total_time={seconds}",
-           f"-max_len={MAX_LEN}", f"-timeout={timeout_s}", "-rss_limit_mb=4096", "-print_final_stats=1",
+           f"-max_len={max(MAX_LEN, largest)}", f"-timeout={timeout_s}", "-rss_limit_mb=4096", "-print_final_stats=1",
            f"-artifact_prefix={artifacts}/"]
     if jobs > 1:
         cmd += [f"-fork={jobs}", "-ignore_crashes=0"]
@@ -225,8 +323,18 @@ def run_fuzzer(binary: Path, corpus: Path, seconds: int, seeds: Path | None = No
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=seconds + 300)
     log = proc.stdout + proc.stderr
     files = [p for p in corpus.iterdir() if p.is_file()]
+    cov = re.findall(r"cov: (\d+) ft: (\d+)", log)
     return FuzzRun(returncode=proc.returncode, executions=_executions(log), corpus_files=len(files),
-                   corpus_bytes=sum(p.stat().st_size for p in files), seconds=seconds, log=log)
+                   corpus_bytes=sum(p.stat().st_size for p in files), seconds=seconds, log=log,
+                   coverage=int(cov[-1][0]) if cov else 0, features=int(cov[-1][1]) if cov else 0)
+
+
+def run_inputs(binary: Path, inputs: list[Path]) -> tuple[int, str]:
+    """Each input through the harness once (no fuzzing): its exit status and log; nonzero on any finding."""
+    env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:allocator_may_return_null=1",
+               UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1")
+    proc = subprocess.run([str(binary), *map(str, inputs)], capture_output=True, text=True, env=env, timeout=300)
+    return proc.returncode, proc.stdout + proc.stderr
 
 
 def _executions(log: str) -> int:

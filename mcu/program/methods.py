@@ -145,11 +145,15 @@ class CompiledMethod:
 def compile_methods(path: str | Path, board: str = "mps2-an505", quantize: str = "none",
                     compile_spec: Callable[..., CompiledModel] | None = None) -> list[CompiledMethod]:
     """Compile every method of a model file for ``board``."""
-    if compile_spec is None:
-        from mcu.api import compile_spec as api_compile_spec
+    compile_fn = compile_spec if compile_spec is not None else _compile_for_program
+    return [CompiledMethod(name, compile_fn(spec, board, quantize)) for name, spec in load_methods(path)]
 
-        compile_spec = api_compile_spec
-    return [CompiledMethod(name, compile_spec(spec, board, quantize)) for name, spec in load_methods(path)]
+
+def _compile_for_program(spec: Any, board: str, quantize: str) -> CompiledModel:
+    from mcu.api import compile_spec
+
+    # A program's weights go where its loader puts them, not necessarily in this board's flash.
+    return compile_spec(spec, board, quantize, check_flash=False)
 
 
 def bundled_vectors(cm: CompiledModel) -> list[BundledVector]:

@@ -2,7 +2,7 @@
 board's interpreter firmware (built once per board) in the simulator.
 
 What the interpreter firmware cannot take is refused before anything is built: a kernel program files
-do not express, a custom kernel (the firmware holds none), more than its one arena, an arena, output or
+do not express, more than its one arena, an arena, output or
 program larger than the firmware's regions, more inputs or outputs than its harness holds
 (codegen/program_firmware_main.c.j2).
 """
@@ -40,11 +40,6 @@ def check_interpreter_fits(cm: Any, program: bytes, weights: bytes | None) -> No
                        hint="pick a QEMU board (see `mcu boards`)")
     layout = program_layout(board)
     where = f"the interpreter firmware on {board.name}"
-    custom = sorted({op.attrs["custom"].name for op in cm.graph.ops if op.kind == "custom"})
-    if custom:
-        # The firmware is built once per board, before any model: it holds no user kernel.
-        raise McuError(f"{where} has no custom kernels; this model calls {', '.join(custom)}",
-                       hint="run the generated C (drop --program), which compiles the kernel in")
     if len(program) > layout.program.length:
         raise McuError(f"the program file ({len(program)} B) does not fit the {layout.program.length} B program "
                        f"region of {where}",
@@ -70,7 +65,11 @@ def check_interpreter_fits(cm: Any, program: bytes, weights: bytes | None) -> No
 def run_program_model(cm: Any, timeout_s: float = 600.0) -> ProgramModelRun:
     image = cm.program_image(bundle_tests=True)  # a kernel program files cannot express is refused here
     check_interpreter_fits(cm, image.program, image.weights)
-    fw = build_interpreter_firmware(cm.board)
+    # A model with custom ops gets a firmware of its own with the user's kernels linked in; every other
+    # model shares the board's one interpreter firmware.
+    custom = list(cm.spec.custom_ops)
+    fw = (build_interpreter_firmware(cm.board, custom=custom, program=image.program) if custom
+          else build_interpreter_firmware(cm.board))
     with progress.stage("simulate"):
         run = run_program(cm.board, fw.elf, image.program, image.weights, timeout_s=timeout_s)
     return ProgramModelRun(run=run, program_bytes=len(image.program), firmware_flash_bytes=fw.flash_bytes,

@@ -35,6 +35,7 @@ class LinuxRun:
     same_top1: bool
     report: HarnessReport
     console: str
+    exit_code: int = 0  # the harness executable's exit status
 
 
 def expectations(model: CompiledModel) -> tuple[list[list[np.ndarray]], list[float]]:
@@ -57,6 +58,11 @@ def run_on_linux(model: CompiledModel, expected: list[list[np.ndarray]], toleran
                    for ys in expected]
     files = dict(lib.files)
     files["main.c"] = render_firmware_main(lib, vectors_in, vectors_out, tolerances)
+    if lib.view.guarded:  # a test build: the arena guards around custom kernels (codegen/model.c.j2)
+        from mcu.emit.c_model import GUARD_DEFINE
+
+        model_c = f"{lib.prefix}_model.c"
+        files[model_c] = f"#define {GUARD_DEFINE}\n" + files[model_c]
     sources = library_sources(lib) + [runtime_dir() / s for s in HARNESS_SOURCES]
     exe = build_linux_executable(board, files, sources, lib.libraries, lib.include_dirs)
     if board.linux_run and shutil.which(board.linux_run[0]) is None:
@@ -65,6 +71,9 @@ def run_on_linux(model: CompiledModel, expected: list[list[np.ndarray]], toleran
         proc = subprocess.run([*board.linux_run, str(exe)], capture_output=True, text=True, timeout=timeout_s)
     except subprocess.TimeoutExpired:
         raise McuError(f"the harness did not finish in {timeout_s:g} s on {board.name}") from None
+    from mcu.guards import raise_on_guard
+
+    raise_on_guard(model, proc.stdout)
     report = parse_harness(proc.stdout)
     if report.passed is None:
         raise McuError(f"the harness on {board.name} printed no RESULT line (exit {proc.returncode}): "
@@ -81,4 +90,5 @@ def run_on_linux(model: CompiledModel, expected: list[list[np.ndarray]], toleran
             same_top1 = same_top1 and int(np.argmax(got)) == int(np.argmax(y))
         outputs.append(got_v)
     return LinuxRun(board=board.name, passed=bool(report.passed) and same_top1, outputs=outputs, max_error=worst,
-                    same_top1=same_top1, report=report, console=proc.stdout)
+                    same_top1=same_top1, report=report, console=proc.stdout,
+                    exit_code=proc.returncode)

@@ -455,9 +455,14 @@ mcu_status mcu_program_check_kernel(uint32_t kernel, const mcu_operand_desc *ops
     const mcu_kernel_desc *d = &KERNELS[kernel];
     MCU_REQUIRE((d->sig & 0x80u) != 0, MCU_ERR_UNSUPPORTED);
     const char *sig = SIGS[d->sig & 0x7Fu];
+    /* The operand count is the signature's length, counted inside its own row: a row may be full (no NUL),
+     * and reading past it would read the next kernel's signature. */
+    uint32_t sig_len = 0;
+    while (sig_len < sizeof(SIGS[0]) && sig[sig_len] != '\0') {
+        ++sig_len;
+    }
     const int concat = kernel == MCU_K_CONCAT;
-    MCU_REQUIRE(concat ? n_params == n_ops : (n_params == d->n_params && sig[n_ops - 1] != '\0' &&
-                                                 sig[n_ops] == '\0'),
+    MCU_REQUIRE(concat ? n_params == n_ops : (n_params == d->n_params && n_ops == sig_len),
                 MCU_ERR_PROGRAM_INVALID);
     const mcu_operand_desc *out = &ops[n_ops - 1];
     MCU_REQUIRE(out->present && !out->constant, MCU_ERR_PROGRAM_INVALID);
@@ -490,12 +495,13 @@ mcu_status mcu_program_check_kernel(uint32_t kernel, const mcu_operand_desc *ops
     case MCU_K_CONV_TRANSPOSE2D_S8:
     case MCU_K_CONV_TRANSPOSE2D_PHASED_S8:
     case MCU_K_CONV2D_GROUPED_S8: {
-        /* The scratch operand needs nothing here: the kernel checks ctx->size itself. */
+        /* The scratch: only the 1x1 kernel takes one (a pixel's outputs); the others ignore it. */
         MCU_REQUIRE(p[16] > 0, MCU_ERR_PROGRAM_INVALID);
         const int32_t w[4] = {p[7], p[8], p[9], p[3] / p[16]};
         need[0] = prod(p, 4);
         need[1] = prod(w, 4);
         need[2] = need[3] = need[4] = mulcap(1, p[7]);
+        need[5] = kernel == MCU_K_CONV2D_1X1_S8 ? mulcap(1, p[7]) : 0;
         need[last] = prod(p + 4, 4);
         break;
     }
@@ -509,6 +515,9 @@ mcu_status mcu_program_check_kernel(uint32_t kernel, const mcu_operand_desc *ops
         if (kernel == MCU_K_DEPTHWISE_CONV2D_S8_INPLACE && need[0] > need[last]) {
             need[last] = need[0]; /* the output's memory is also the input */
         }
+        if (kernel == MCU_K_DEPTHWISE_CONV2D_S8_INPLACE) { /* the scratch: a ring of pad_top + 1 input rows */
+            need[5] = p[13] >= 0 && p[13] < INT32_MAX ? mulcap(mulcap(mulcap(1, p[2]), p[3]), p[13] + 1) : CAP;
+        }
         break;
     }
     case MCU_K_LINEAR_F32:
@@ -520,8 +529,9 @@ mcu_status mcu_program_check_kernel(uint32_t kernel, const mcu_operand_desc *ops
         break;
     case MCU_K_LINEAR_W8_F32:
     case MCU_K_LINEAR_DYN_S8: {
-        /* [scratch,] input, weight, w_scale, bias, output; the kernel checks the scratch size. */
+        /* [scratch,] input, weight, w_scale, bias, output; the scratch holds the input as int8. */
         const uint32_t k = kernel == MCU_K_LINEAR_DYN_S8;
+        need[0] = k ? prod(p, 2) : 0;
         need[k] = prod(p, 2);
         need[k + 1] = prod(p + 1, 2);
         need[k + 2] = need[k + 3] = mulcap(1, p[2]);
@@ -602,8 +612,9 @@ mcu_status mcu_program_check_kernel(uint32_t kernel, const mcu_operand_desc *ops
     }
     case MCU_K_LINEAR_W4_F32:
     case MCU_K_LINEAR_W4_S8: { /* [scratch,] batch, in, out, group_size: two weights a byte, a scale per group */
-        const uint32_t k = kernel == MCU_K_LINEAR_W4_S8; /* the scratch: the kernel checks its size */
+        const uint32_t k = kernel == MCU_K_LINEAR_W4_S8; /* the scratch: the input row as int16 */
         MCU_REQUIRE(p[3] > 0 && p[3] % 2 == 0 && p[1] > 0 && p[1] % p[3] == 0, MCU_ERR_PROGRAM_INVALID);
+        need[0] = k ? mulcap(2, p[1]) : 0;
         need[k] = prod(p, 2);
         need[k + 1] = mulcap(mulcap(1, p[2]), p[1] / 2);
         need[k + 2] = mulcap(mulcap(1, p[2]), p[1] / p[3]);

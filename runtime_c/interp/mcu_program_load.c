@@ -37,8 +37,13 @@ static uint32_t crc32_update(uint32_t crc, const uint8_t *p, uint32_t n)
     return ~crc;
 }
 
+/* Bit 0 of a program header's flags: it expects external weights. Weights files set no flag. */
+#define MCU_HEADER_EXTERNAL_WEIGHTS 1u
+
+/* `known`: the header flags this kind of file may set; `checksum`: the status of a CRC mismatch (so that a
+ * weights file's own CRC is reported against the weights, not the program). */
 static mcu_status read_header(const uint8_t *b, uint32_t size, const char *magic, mcu_file_header *h,
-                              uint32_t flags)
+                              uint32_t flags, uint32_t known, mcu_status checksum)
 {
     MCU_REQUIRE(size >= MCU_PROGRAM_HEADER_SIZE, MCU_ERR_PROGRAM_TRUNCATED);
     memcpy(h, b, sizeof(*h));
@@ -50,11 +55,15 @@ static mcu_status read_header(const uint8_t *b, uint32_t size, const char *magic
                     (uint64_t)h->fb_offset + h->fb_size <= h->data_offset &&
                     h->data_offset % MCU_PROGRAM_ALIGN == 0 &&
                     (uint64_t)h->data_offset + h->data_size == h->total && h->total <= INT32_MAX &&
-                    h->reserved[0] == 0 && h->reserved[1] == 0,
+                    h->reserved[0] == 0 && h->reserved[1] == 0 && (h->flags & ~known) == 0,
                 MCU_ERR_PROGRAM_INVALID);
     if ((flags & MCU_PROGRAM_SKIP_CHECKSUM) == 0) {
         const uint32_t crc = crc32_update(crc32_update(0, b, 60), b + 64, h->total - 64);
-        MCU_REQUIRE(crc == h->crc, MCU_ERR_PROGRAM_CHECKSUM);
+        MCU_REQUIRE(crc == h->crc, checksum);
+    }
+    /* The bytes between the flatbuffer and the data hold nothing: zero, so that no byte of a file is free. */
+    for (uint32_t i = h->fb_offset + h->fb_size; i < h->data_offset; ++i) {
+        MCU_REQUIRE(b[i] == 0, MCU_ERR_PROGRAM_INVALID);
     }
     return MCU_OK;
 }
@@ -256,6 +265,37 @@ static mcu_status verify_method(mcu_fb *f, const mcu_program *q, uint32_t index,
     return f->bad ? MCU_ERR_PROGRAM_INVALID : MCU_OK;
 }
 
+/* The segments of one location (inline or external) lie in the order of the segments vector without
+ * overlapping, and every byte of its data region outside them (alignment padding, a tail) is zero: no byte
+ * of a file escapes verification, whether or not a CRC covers it. */
+static mcu_status verify_padding(mcu_fb *f, const mcu_program *q, const mcu_fbt *root, uint32_t location,
+                                 const uint8_t *base, uint32_t size)
+{
+    uint32_t n, cursor = 0;
+    const uint32_t vector = mcu_fb_vector(f, root, MCU_PROGRAM_SEGMENTS, 4, &n);
+    for (uint32_t i = 0; i <= n; ++i) {
+        uint32_t start = size, end = size;
+        if (i < n) {
+            mcu_fbt s;
+            const uint8_t *data;
+            uint32_t seg_size;
+            mcu_fb_elem(f, vector, n, i, &s);
+            if (mcu_fb_scalar(f, &s, MCU_SEGMENT_LOCATION, 1, 0) != location) {
+                continue;
+            }
+            MCU_CHECK(mcu_program_segment_in(f, q, vector, n, i, &data, &seg_size));
+            start = (uint32_t)(data - base);
+            end = start + seg_size;
+        }
+        MCU_REQUIRE(!f->bad && start >= cursor, MCU_ERR_PROGRAM_INVALID);
+        for (uint32_t k = cursor; k < start; ++k) {
+            MCU_REQUIRE(base[k] == 0, MCU_ERR_PROGRAM_INVALID);
+        }
+        cursor = end;
+    }
+    return MCU_OK;
+}
+
 /* The payload of program delegate `i` and the backend registered for it (NULL if none). */
 static const mcu_delegate_backend *delegate_at(mcu_fb *f, const mcu_program *q, uint32_t i, const uint8_t **data,
                                        uint32_t *size, mcu_status *status)
@@ -278,7 +318,7 @@ mcu_status mcu_program_load(mcu_program *program, const void *buffer, uint32_t s
     MCU_REQUIRE(((uintptr_t)b % MCU_PROGRAM_ALIGN) == 0, MCU_ERR_INVALID_ARG);
     MCU_REQUIRE(opt->n_delegates == 0 || opt->delegates != NULL, MCU_ERR_NULL_POINTER);
     mcu_file_header h;
-    MCU_CHECK(read_header(b, size, "MCUP", &h, opt->flags));
+    MCU_CHECK(read_header(b, size, "MCUP", &h, opt->flags, MCU_HEADER_EXTERNAL_WEIGHTS, MCU_ERR_PROGRAM_CHECKSUM));
 
     mcu_program q;
     memset(&q, 0, sizeof(q));
@@ -299,7 +339,7 @@ mcu_status mcu_program_load(mcu_program *program, const void *buffer, uint32_t s
     MCU_REQUIRE(version == MCU_PROGRAM_FORMAT_VERSION, MCU_ERR_PROGRAM_VERSION);
 
     const uint32_t has_ext = mcu_fb_child(&f, &root, MCU_PROGRAM_EXTERNAL, &ext);
-    MCU_REQUIRE(!f.bad && (has_ext != 0) == ((h.flags & 1u) != 0), MCU_ERR_PROGRAM_INVALID);
+    MCU_REQUIRE(!f.bad && (has_ext != 0) == ((h.flags & MCU_HEADER_EXTERNAL_WEIGHTS) != 0), MCU_ERR_PROGRAM_INVALID);
     if (has_ext != 0) {
         uint32_t n_id;
         const uint32_t id = mcu_fb_vector(&f, &ext, MCU_WEIGHTS_CONTENT_ID, 1, &n_id);
@@ -310,7 +350,10 @@ mcu_status mcu_program_load(mcu_program *program, const void *buffer, uint32_t s
         const uint8_t *wb = (const uint8_t *)opt->weights;
         MCU_REQUIRE(((uintptr_t)wb % MCU_PROGRAM_ALIGN) == 0, MCU_ERR_INVALID_ARG);
         mcu_file_header wh;
-        MCU_CHECK(read_header(wb, opt->weights_size, "MCUW", &wh, opt->flags));
+        /* A file that is no weights file of this format is a mismatch; its own CRC failing, corrupt weights. */
+        const mcu_status ws = read_header(wb, opt->weights_size, "MCUW", &wh, opt->flags, 0u, MCU_ERR_WEIGHTS_CORRUPT);
+        MCU_REQUIRE(ws == MCU_OK || ws == MCU_ERR_WEIGHTS_CORRUPT, MCU_ERR_WEIGHTS_MISMATCH);
+        MCU_CHECK(ws);
         MCU_REQUIRE(memcmp(q.fb + id, wh.content_id, 16) == 0 && ext_size == wh.data_size, MCU_ERR_WEIGHTS_MISMATCH);
         q.weights = wb + wh.data_offset;
         q.weights_size = wh.data_size;
@@ -332,6 +375,10 @@ mcu_status mcu_program_load(mcu_program *program, const void *buffer, uint32_t s
             MCU_REQUIRE(crc32_update(0, data, seg_size) == mcu_fb_scalar(&f, &s, MCU_SEGMENT_CRC, 4, 0),
                         MCU_ERR_WEIGHTS_CORRUPT);
         }
+    }
+    MCU_CHECK(verify_padding(&f, &q, &root, MCU_SEGMENT_INLINE, q.data, q.data_size));
+    if (q.weights != NULL) {
+        MCU_CHECK(verify_padding(&f, &q, &root, MCU_SEGMENT_EXTERNAL, q.weights, q.weights_size));
     }
     mcu_fb_vector(&f, &root, MCU_PROGRAM_DELEGATES, 4, &n_program_delegates);
     for (uint32_t i = 0; i < n_program_delegates; ++i) {

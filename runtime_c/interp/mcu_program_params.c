@@ -202,8 +202,13 @@ mcu_status mcu_program_check_params(uint32_t kernel, const int32_t *w, uint32_t 
     case MCU_K_CONV2D_1X1_S8: ok = conv_s8_ok(&u.conv_s8, 1); break;
     case MCU_K_DEPTHWISE_CONV2D_S8: ok = depthwise_s8_ok(&u.depthwise_s8); break;
     case MCU_K_DEPTHWISE_CONV2D_S8_INPLACE:
+        /* the in-place kernel's own conditions: the output is the input's memory, same shape, and the ring
+         * of pad_top + 1 rows must hold every row a window still reads */
         ok = depthwise_s8_ok(&u.depthwise_s8) && u.depthwise_s8.stride_h == 1 && u.depthwise_s8.stride_w == 1 &&
-             u.depthwise_s8.dilation_h == 1 && u.depthwise_s8.dilation_w == 1 && u.depthwise_s8.ch_mult == 1;
+             u.depthwise_s8.dilation_h == 1 && u.depthwise_s8.dilation_w == 1 && u.depthwise_s8.ch_mult == 1 &&
+             u.depthwise_s8.pad_top < u.depthwise_s8.kernel_h && u.depthwise_s8.pad_left < u.depthwise_s8.kernel_w &&
+             u.depthwise_s8.output.h == u.depthwise_s8.input.h && u.depthwise_s8.output.w == u.depthwise_s8.input.w &&
+             u.depthwise_s8.output.c == u.depthwise_s8.input.c;
         break;
     case MCU_K_LINEAR_S8: {
         const mcu_linear_s8_params *p = &u.linear_s8;
@@ -266,7 +271,8 @@ mcu_status mcu_program_check_params(uint32_t kernel, const int32_t *w, uint32_t 
         const int32_t out_dims[2] = {p->batch, p->out_features};
         ok = mcu_act_bounds_valid(p->act_min, p->act_max) && mcu_checked_count(in_dims, 2, 4) > 0 &&
              mcu_checked_count(out_dims, 2, 4) > 0 && mcu_checked_count(w_dims, 2, 1) > 0 && p->group_size > 0 &&
-             p->group_size % 2 == 0 && p->in_features % p->group_size == 0;
+             p->group_size % 2 == 0 && p->in_features % p->group_size == 0 &&
+             (kernel != MCU_K_LINEAR_W4_S8 || p->in_features <= 1000000);
         break;
     }
     case MCU_K_INDEX_PUT: {
@@ -470,6 +476,76 @@ static int shifts_ok(const mcu_operand_desc *op, uint32_t bytes)
     return 1;
 }
 
+/* Entry i of an int32 constant. */
+static int32_t const_i32(const mcu_operand_desc *op, uint32_t i)
+{
+    int32_t v;
+    memcpy(&v, op->data + 4u * i, 4);
+    return v;
+}
+
+/* Entries [first, first + count) of an int32 constant all inside [lo, hi]. */
+static int const_in(const mcu_operand_desc *op, uint32_t first, uint32_t count, int64_t lo, int64_t hi)
+{
+    for (uint32_t i = first; i < first + count; ++i) {
+        const int32_t v = const_i32(op, i);
+        if (v < lo || v > hi) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* An index operand: a constant is checked here as the kernel checks it on every run; an arena tensor holds
+ * data the program does not know (token ids, positions), which the kernel checks when it runs. */
+static int indices_ok(const mcu_operand_desc *op, uint32_t count, int64_t lo, int64_t hi)
+{
+    return !op->constant || const_in(op, 0, count, lo, hi);
+}
+
+/* The (i0, i1) or (i0, i1, f) entries of one axis of a bilinear resize's index table (the kernels' checks). */
+static int resize_axis_ok(const mcu_operand_desc *op, uint32_t first, int32_t out, int32_t in, int s8)
+{
+    const uint32_t width = s8 ? 3u : 2u;
+    for (uint32_t i = 0; i < (uint32_t)out; ++i) {
+        const uint32_t e = first + width * i;
+        if (!const_in(op, e, 2, 0, (int64_t)in - 1) || (s8 && !const_in(op, e + 2, 1, 0, 1024))) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* The per-row constants of the integer recurrent layers (bias and Q31 multiplier and shift of the input
+ * product, then of the recurrent product) and their sigmoid table, as mcu_recurrent_check tests them on
+ * every run; the scratch is read as int16. */
+static int recurrent_ok(const mcu_operand_desc *ops, const int32_t *p, uint32_t gates)
+{
+    if (!ops[4].constant || !ops[5].constant || ops[0].offset % 2u != 0) {
+        return 0;
+    }
+    for (uint32_t r = 0; r < gates * (uint32_t)p[3]; ++r) {
+        int32_t q[6];
+        for (uint32_t k = 0; k < 6; ++k) {
+            q[k] = const_i32(&ops[4], 6u * r + k);
+        }
+        if (q[0] < -MCU_RECURRENT_S8_MAX_BIAS || q[0] > MCU_RECURRENT_S8_MAX_BIAS || q[3] < -MCU_RECURRENT_S8_MAX_BIAS ||
+            q[3] > MCU_RECURRENT_S8_MAX_BIAS || !mcu_quant_valid(q[1], q[2]) || !mcu_quant_valid(q[4], q[5])) {
+            return 0;
+        }
+    }
+    int16_t prev = 0;
+    for (uint32_t k = 0; k < MCU_RECURRENT_S8_TABLE_SIZE; ++k) { /* increasing in [0, 2^15) */
+        int16_t t;
+        memcpy(&t, ops[5].data + 2u * k, 2);
+        if (t < 0 || t < prev) {
+            return 0;
+        }
+        prev = t;
+    }
+    return 1;
+}
+
 /* The shape checks of the layout kernels, which count bytes with the element size (the output's dtype). */
 static int shapes_ok(uint32_t kernel, const int32_t *p, int32_t esize)
 {
@@ -499,6 +575,40 @@ static int shapes_ok(uint32_t kernel, const int32_t *p, int32_t esize)
         return mcu_checked_count(out_dim, rank, esize) > 0;
     }
     return 1;
+}
+
+/* The index tables of the resampling and data movement kernels, entry by entry as the kernels check them:
+ * remap's and resize's tables are the program's own constants; gather's and index_select's indices are
+ * checked here when they are constants. */
+static int tables_ok(uint32_t kernel, const mcu_operand_desc *t, const int32_t *p)
+{
+    switch (kernel) {
+    case MCU_K_REMAP: { /* rank, in_shape[6], out_shape[6]: per dim, out_shape entries inside in_shape */
+        if (!t->constant) {
+            return 0;
+        }
+        uint32_t first = 0;
+        for (int32_t d = 0; d < p[0]; ++d) {
+            if (!const_in(t, first, (uint32_t)p[7 + d], 0, (int64_t)p[1 + d] - 1)) {
+                return 0;
+            }
+            first += (uint32_t)p[7 + d];
+        }
+        return 1;
+    }
+    case MCU_K_GATHER: /* rank, in_shape[6], out_shape[6] (the index's), dim */
+        return p[13] >= 0 && p[13] < p[0] && mcu_checked_count(p + 7, p[0], 1) > 0 &&
+               indices_ok(t, (uint32_t)mcu_checked_count(p + 7, p[0], 1), 0, (int64_t)p[1 + p[13]] - 1);
+    case MCU_K_INDEX_SELECT: /* outer, axis, inner, count */
+        return indices_ok(t, (uint32_t)p[3], 0, (int64_t)p[1] - 1);
+    case MCU_K_RESIZE_BILINEAR_F32: /* outer, in_h, in_w, out_h, out_w, inner */
+    case MCU_K_RESIZE_BILINEAR_S8: {
+        const int s8 = kernel == MCU_K_RESIZE_BILINEAR_S8;
+        return t->constant && resize_axis_ok(t, 0, p[3], p[1], s8) &&
+               resize_axis_ok(t, (s8 ? 3u : 2u) * (uint32_t)p[3], p[4], p[2], s8);
+    }
+    default: return 1;
+    }
 }
 
 mcu_status mcu_program_check_operands(uint32_t kernel, const mcu_operand_desc *ops, const uint32_t *bytes,
@@ -534,7 +644,7 @@ mcu_status mcu_program_check_operands(uint32_t kernel, const mcu_operand_desc *o
         break;
     }
     case MCU_K_DEPTHWISE_CONV2D_S8_INPLACE: {
-        const uint32_t ring = (uint32_t)(p[12] + 1) * (uint32_t)p[2] * (uint32_t)p[3];
+        const uint32_t ring = (uint32_t)(p[13] + 1) * (uint32_t)p[2] * (uint32_t)p[3]; /* pad_top + 1 rows */
         ok = per_channel_ok(ops, bytes) && ops[5].present && !overlap(&ops[5], ring, out, nout);
         break;
     }
@@ -561,11 +671,12 @@ mcu_status mcu_program_check_operands(uint32_t kernel, const mcu_operand_desc *o
     }
     case MCU_K_COMPARE: /* bytes out, wider operands in: no overlap at all */
     case MCU_K_EMBEDDING:
-        ok = !overlap(&ops[0], bytes[0], out, nout) && !overlap(&ops[1], bytes[1], out, nout);
+        ok = !overlap(&ops[0], bytes[0], out, nout) && !overlap(&ops[1], bytes[1], out, nout) &&
+             (kernel != MCU_K_EMBEDDING || indices_ok(&ops[0], (uint32_t)p[2], 0, (int64_t)p[0] - 1));
         break;
     case MCU_K_EMBEDDING_S8_F32:
         ok = !overlap(&ops[0], bytes[0], out, nout) && !overlap(&ops[1], bytes[1], out, nout) &&
-             !overlap(&ops[2], bytes[2], out, nout);
+             !overlap(&ops[2], bytes[2], out, nout) && indices_ok(&ops[0], (uint32_t)p[2], 0, (int64_t)p[0] - 1);
         break;
     case MCU_K_WHERE: /* an operand may be the output itself, laid out as it (the kernel checks strides) */
         ok = !overlap(&ops[0], bytes[0], out, nout) &&
@@ -573,7 +684,8 @@ mcu_status mcu_program_check_operands(uint32_t kernel, const mcu_operand_desc *o
              (!overlap(&ops[2], bytes[2], out, nout) || ops[2].offset == out->offset);
         break;
     case MCU_K_INDEX_PUT: /* writes rows of the state (its output): values and positions stay apart from it */
-        ok = !overlap(&ops[0], bytes[0], out, nout) && !overlap(&ops[1], bytes[1], out, nout);
+        ok = !overlap(&ops[0], bytes[0], out, nout) && !overlap(&ops[1], bytes[1], out, nout) &&
+             indices_ok(&ops[0], (uint32_t)p[3], -(int64_t)p[1], (int64_t)p[1] - 1);
         break;
     /* convolutions (issue 18): an output pixel reads input on both sides of its position */
     case MCU_K_CONV_TRANSPOSE2D_F32: ok = !overlap(&ops[0], bytes[0], out, nout); break;
@@ -583,10 +695,10 @@ mcu_status mcu_program_check_operands(uint32_t kernel, const mcu_operand_desc *o
              !overlap(&ops[5], (uint32_t)ops[5].nbytes, &ops[0], bytes[0]) &&
              !overlap(&ops[5], (uint32_t)ops[5].nbytes, out, nout);
         break;
-    case MCU_K_LINEAR_W4_S8: { /* the row's int16 copy in scratch */
+    case MCU_K_LINEAR_W4_S8: { /* the row's int16 copy in scratch, word-aligned */
         const uint32_t count = 2u * (uint32_t)p[1];
         ok = !overlap(&ops[1], bytes[1], out, nout) && !overlap(&ops[0], count, &ops[1], bytes[1]) &&
-             !overlap(&ops[0], count, out, nout);
+             !overlap(&ops[0], count, out, nout) && ops[0].offset % 4u == 0;
         break;
     }
     /* resampling and data movement (issue 18): the output overlaps nothing the kernel reads */
@@ -598,6 +710,7 @@ mcu_status mcu_program_check_operands(uint32_t kernel, const mcu_operand_desc *o
         for (uint32_t i = 0; i < last; ++i) {
             ok = ok && !overlap(&ops[i], bytes[i], out, nout);
         }
+        ok = ok && tables_ok(kernel, &ops[0], p);
         break;
     case MCU_K_ADAPTIVE_AVG_POOL_F32:
     case MCU_K_ADAPTIVE_AVG_POOL_S8: ok = !overlap(&ops[0], bytes[0], out, nout); break;
@@ -627,7 +740,8 @@ mcu_status mcu_program_check_operands(uint32_t kernel, const mcu_operand_desc *o
         break;
     case MCU_K_LUT_S8: ok = elementwise_ok(&ops[1], bytes[1], out, nout) && !overlap(&ops[0], 256, out, nout); break;
     case MCU_K_LOG_SOFTMAX_S8: /* (int8 islands made integer, issue 18) [exp table, in, out] */
-        ok = elementwise_ok(&ops[1], bytes[1], out, nout) && !overlap(&ops[0], bytes[0], out, nout);
+        ok = elementwise_ok(&ops[1], bytes[1], out, nout) && !overlap(&ops[0], bytes[0], out, nout) &&
+             ops[0].constant && const_in(&ops[0], 0, 256, 0, INT32_MAX);
         break;
     /* normalisation, reductions and int8 activations (issue 18) */
     case MCU_K_LAYER_NORM_F32: /* rows (or groups) are read whole before they are written: in place is fine */
@@ -656,7 +770,7 @@ mcu_status mcu_program_check_operands(uint32_t kernel, const mcu_operand_desc *o
         for (uint32_t i = 0; i < last; ++i) {
             ok = ok && !overlap(&ops[i], bytes[i], out, nout);
         }
-        ok = ok && !overlap(&ops[0], bytes[0], &ops[1], bytes[1]);
+        ok = ok && !overlap(&ops[0], bytes[0], &ops[1], bytes[1]) && recurrent_ok(ops, p, kernel == MCU_K_LSTM_S8 ? 4 : 3);
         break;
     default: /* clamp, sigmoid, tanh, hardswish, softmax, requantize, quantize, dequantize */
         ok = elementwise_ok(&ops[0], bytes[0], out, nout);

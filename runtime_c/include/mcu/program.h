@@ -27,9 +27,14 @@
  *     24      u32 data offset (a multiple of 16, after the flatbuffer)
  *     28      u32 data size (total size = data offset + data size)
  *     32      u8[16] content id (weights files: truncated SHA-256 of the data)
- *     48      u32 flags (bit 0: the program expects external weights)
+ *     48      u32 flags (bit 0: the program expects external weights; any other bit,
+ *             or any bit in a weights file, is refused)
  *     52      u32[2] reserved, must be zero
  *     60      u32 CRC-32 (IEEE) of bytes [0, 60) followed by [64, total)
+ *
+ * The bytes between the flatbuffer and the data, and between and after the
+ * segments of a data region (segments lie in the order of the segments
+ * vector), are zero: the loader checks them, with or without the CRC.
  */
 #ifndef MCU_PROGRAM_H
 #define MCU_PROGRAM_H
@@ -251,11 +256,13 @@ mcu_status mcu_program_declared_size(const void *buffer, uint32_t size, uint32_t
 /**
  * Verify `buffer` (exactly the file's bytes, 16-byte aligned) and fill `program`.
  * Status: MCU_ERR_PROGRAM_TRUNCATED / _OVERSIZED when `size` differs from the
- * declared size, _CHECKSUM for corrupted bytes, _VERSION, _INVALID for any
- * structural fault, MCU_ERR_WEIGHTS_MISMATCH for missing or foreign external
- * weights, MCU_ERR_WEIGHTS_CORRUPT when an external weights segment's bytes
- * differ from the CRC-32 the program records for it (a weights file with a
- * changed byte and its own header CRC recomputed), MCU_ERR_ARENA_LIMIT when a
+ * declared size, _CHECKSUM for corrupted bytes of the program, _VERSION,
+ * _INVALID for any structural fault, MCU_ERR_WEIGHTS_MISMATCH for missing or
+ * foreign external weights (or a weights file that is none: magic, version,
+ * sizes), MCU_ERR_WEIGHTS_CORRUPT when the weights file's own CRC-32 fails or
+ * an external weights segment's bytes differ from the CRC-32 the program
+ * records for it (a weights file with a changed byte and its own header CRC
+ * recomputed), MCU_ERR_ARENA_LIMIT when a
  * method's arenas add up to more than options->arena_limit,
  * MCU_ERR_UNSUPPORTED for a kernel or backend this build lacks,
  * MCU_ERR_BUFFER_TOO_SMALL for too few delegate handles, and a delegate's

@@ -26,13 +26,13 @@ typedef enum {
     MCU_ERR_PROGRAM_OVERSIZED = 9, /**< a file is longer than its header declares */
     MCU_ERR_PROGRAM_CHECKSUM = 10, /**< a file's CRC-32 does not match its bytes (e.g. a flipped bit) */
     MCU_ERR_PROGRAM_VERSION = 11,  /**< a file format version this runtime does not read */
-    MCU_ERR_WEIGHTS_MISMATCH = 12, /**< the external weights are missing or belong to another program */
+    MCU_ERR_WEIGHTS_MISMATCH = 12, /**< the external weights are missing, no weights file, or another program's */
     MCU_ERR_NOT_FOUND = 13,        /**< no method (or other named item) of that name */
     MCU_ERR_DELEGATE_BACKEND = 14, /**< a delegate payload made for another backend (wrong magic) */
     MCU_ERR_DELEGATE_VERSION = 15, /**< a delegate payload of a version this backend does not read */
     MCU_ERR_DELEGATE_PAYLOAD = 16, /**< a corrupt delegate payload (checksum, bounds, unknown op) */
     MCU_ERR_DELEGATE_FAILED = 17,  /**< the delegate's library refused the partition or failed to run it */
-    MCU_ERR_WEIGHTS_CORRUPT = 18,  /**< an external weights segment's bytes differ from the CRC-32 the program records */
+    MCU_ERR_WEIGHTS_CORRUPT = 18,  /**< the external weights file's CRC-32, or a segment's recorded in the program, fails */
     MCU_ERR_ARENA_LIMIT = 19       /**< a method's arenas exceed the RAM limit given at load */
 } mcu_status;
 

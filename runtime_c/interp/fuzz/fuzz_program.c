@@ -59,6 +59,15 @@ static const mcu_delegate_backend copy_backend = {
     "fuzz.copy", {'F', 'U', 'Z', 'Z'}, 1u, copy_init, copy_execute, copy_destroy,
 };
 
+/* Program files name a custom kernel as the delegate backend "custom:<function>" with an "MCUX" payload:
+ * the copy stands in for the custom_op example's kernels, so its programs load and run here. */
+static const mcu_delegate_backend custom_f32_backend = {
+    "custom:squareplus_f32", {'M', 'C', 'U', 'X'}, 1u, copy_init, copy_execute, copy_destroy,
+};
+static const mcu_delegate_backend custom_s8_backend = {
+    "custom:squareplus_s8", {'M', 'C', 'U', 'X'}, 1u, copy_init, copy_execute, copy_destroy,
+};
+
 static uint8_t *aligned_copy(const uint8_t *data, size_t size)
 {
     void *p = NULL;
@@ -184,8 +193,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size > (16u << 20)) {
         return 0;
     }
-    const mcu_delegate_backend *const delegates[1] = {&copy_backend};
-    void *handles[4];
+    const mcu_delegate_backend *const delegates[3] = {&copy_backend, &custom_f32_backend, &custom_s8_backend};
+    void *handles[8];
     uint32_t program_size = (uint32_t)size;
     uint32_t declared = 0;
     uint8_t *weights = NULL;
@@ -198,7 +207,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint8_t *program = aligned_copy(data, program_size);
     if (program != NULL) {
         for (uint32_t flags = 0; flags <= MCU_PROGRAM_SKIP_CHECKSUM; ++flags) {
-            const mcu_program_options options = {weights, weights_size, delegates, 1, flags, handles, 4, MAX_ARENA};
+            const mcu_program_options options = {weights, weights_size, delegates, 3, flags, handles, 8, MAX_ARENA};
             mcu_program p;
             if (mcu_program_load(&p, program, program_size, &options) == MCU_OK) {
                 exercise(&p);

@@ -137,6 +137,59 @@ static inline void mcu_binary_s8_row_lut(int sub, const mcu_binary_s8_params *p,
                                              p->act_max);
     }
 }
+
+/* One row of a multiply with the output requantization rq (mcu_rq_ch: shift in [-24, -1]): the product
+ * of the offset codes (|.| <= 255 * 255) in one MUL, then mcu_rq_ch_apply's SMLAL instead of
+ * mcu_requantize_to_s8's 64-bit rounding multiply and divide. A per-channel operand (squeeze-excite's
+ * x * gate with a (N, C, 1, 1) gate: rows of C channels, the gate's stride 0 outside them) comes here
+ * with both inner strides 1, the common case of the contiguous loop. A function of its own: inlined
+ * into mcu_binary_s8's odometer the loop kept its constants on the stack. */
+static __attribute__((noinline)) void mcu_binary_s8_row_mul(const mcu_binary_s8_params *p, const mcu_rq_ch *rq,
+                                                            const int8_t *ar, int32_t sai, const int8_t *br,
+                                                            int32_t sbi, int8_t *out, int32_t inner)
+{
+    const int32_t ao = p->a_offset, bo = p->b_offset, lo = p->act_min, hi = p->act_max;
+#if MCU_S8_DSP_NATIVE
+    if (sai == 1 && sbi == 1 && lo == -128 && hi == 127 && inner > 0) {
+        /* the clamp is SSAT's: per element two LDRSB, the offsets, MUL, then mcu_rq_ch_apply as in
+         * mcu_binary_s8_row_lut's loop (K[acc < 0] from K[0]'s words by AND, ADDS, ADC; SMLAL, ASR,
+         * SSAT), STRB and a count up to 0 that indexes all three rows */
+        const uint32_t klo = (uint32_t)(uint64_t)rq->k[0];
+        const uint32_t khi = (uint32_t)((uint64_t)rq->k[0] >> 32);
+        int32_t i = -inner;
+        uint32_t a, b, h;
+        __asm__ volatile("1:\n\t"
+                         "ldrsb %[a], [%[ap], %[i]]\n\t"
+                         "ldrsb %[b], [%[bp], %[i]]\n\t"
+                         "add %[a], %[a], %[ao]\n\t"
+                         "add %[b], %[b], %[bo]\n\t"
+                         "mul %[a], %[a], %[b]\n\t"
+                         "and %[b], %[a], #0x80000000\n\t"
+                         "adds %[b], %[klo], %[b]\n\t"
+                         "adc %[h], %[khi], %[a], asr #31\n\t"
+                         "smlal %[b], %[h], %[a], %[m]\n\t"
+                         "asr %[h], %[h], %[sh]\n\t"
+                         "ssat %[a], #8, %[h]\n\t"
+                         "strb %[a], [%[op], %[i]]\n\t"
+                         "adds %[i], %[i], #1\n\t"
+                         "bne 1b\n\t"
+                         : [i] "+r"(i), [a] "=&r"(a), [b] "=&r"(b), [h] "=&r"(h)
+                         : [ap] "r"(ar + inner), [bp] "r"(br + inner), [op] "r"(out + inner), [ao] "r"(ao),
+                           [bo] "r"(bo), [klo] "r"(klo), [khi] "r"(khi), [m] "r"(rq->multiplier), [sh] "r"(rq->rshift)
+                         : "cc", "memory");
+        return;
+    }
+#endif
+    if (sai == 1 && sbi == 1) {
+        for (int32_t i = 0; i < inner; ++i) {
+            out[i] = (int8_t)mcu_clamp_s32(mcu_rq_ch_apply(rq, (ar[i] + ao) * (br[i] + bo)), lo, hi);
+        }
+        return;
+    }
+    for (int32_t i = 0; i < inner; ++i) {
+        out[i] = (int8_t)mcu_clamp_s32(mcu_rq_ch_apply(rq, (ar[i * sai] + ao) * (br[i * sbi] + bo)), lo, hi);
+    }
+}
 #endif
 
 /* Elements spanned by an operand with these strides, or -1 if it does not
@@ -223,6 +276,9 @@ static inline mcu_status mcu_binary_s8(mcu_binary_s8_op op, const mcu_binary_s8_
         mcu_binary_s8_lut(lut[1], p->b_offset, p->left_shift, p->b_multiplier, p->b_shift);
         fast = mcu_rq_ch_init(&rq, p->out_multiplier, p->out_shift, p->output_offset);
     }
+    /* not on Helium cores either (mcu_mve_binary_row_s8); the output shift decides */
+    const int use_mul = !MCU_S8_MVE && op == MCU_BINARY_S8_MUL &&
+                        mcu_rq_ch_init(&rq, p->out_multiplier, p->out_shift, p->output_offset);
 #endif
 #if MCU_S8_MVE && MCU_S8_DSP
     /* Helium add and subtract of at least MCU_BINARY_S8_LUT_MIN elements: contiguous rows through the
@@ -264,6 +320,8 @@ static inline mcu_status mcu_binary_s8(mcu_binary_s8_op op, const mcu_binary_s8_
         if (use_lut) {
             mcu_binary_s8_row_lut(op == MCU_BINARY_S8_SUB, p, lut[0] + 128, lut[1] + 128, &rq, fast, ar, sai, br, sbi,
                                   out, inner);
+        } else if (use_mul) {
+            mcu_binary_s8_row_mul(p, &rq, ar, sai, br, sbi, out, inner);
         } else
 #endif
         for (int32_t i = 0; i < inner; ++i) {

@@ -42,17 +42,6 @@
  * (direction 1, mcu_conv_pixel_direction) only in pointwise layers of whole words (mode 1). */
 static inline int mcu_narrow_applies(const mcu_conv2d_s8_params *p, int32_t kp, int right, int direction)
 {
-#if defined(__OPTIMIZE_SIZE__)
-    /* Known bug, not yet understood: built at -Os, a firmware that runs narrow layers and then wide
-     * ones (tests/test_speed_gemm_dsp.py's -Os batch) faults in mcu_pixel_packed_wide; each path
-     * alone passes at -Os and together at -O2/-O3. Until it is found, -Os builds keep the general
-     * path for these layers (slower, the same results). */
-    (void)p;
-    (void)kp;
-    (void)right;
-    (void)direction;
-    return 0;
-#endif
     return right && kp <= MCU_NARROW_TAPS_MAX && p->output.c % 4 == 0 && p->act_min >= p->output_offset &&
            (direction == 0 || p->input.c % 4 == 0);
 }

@@ -7,9 +7,11 @@
 #include <math.h>
 #include <stdint.h>
 
+/* NaN (a NaN activation, or one from corrupt weights) has no int8 code; converting it to an integer is
+ * undefined in C, so it becomes 0. */
 static inline int32_t mcu_dyn_clamp_s8(float v)
 {
-    return v < -128.0f ? -128 : (v > 127.0f ? 127 : (int32_t)v);
+    return v != v ? 0 : v < -128.0f ? -128 : (v > 127.0f ? 127 : (int32_t)v);
 }
 
 /* Scale and zero-point of x[0..count): the range always includes 0 so that 0 is exactly representable

@@ -176,6 +176,15 @@ static inline int32_t mcu_packed_rq_s8(int32_t acc, const int32_t *rq)
     "strb r2, [r4, #2]\n\t"                                                                               \
     "strb r3, [r4, #3]\n\t"                                                                               \
     "strb r0, [r4], #4\n\t"
+/* The assembly takes the addresses of its two tails with ADR, which adds to the PC rounded down to a
+ * word an offset the assembler fixes against the start of the function's section: right only when
+ * that section starts on a word boundary. GCC aligns functions to 4 bytes at -O2 and -O3 but only to
+ * 2 at -Os and -O1 (or with -fno-align-functions), so a function the linker placed at 2 mod 4
+ * stored tail addresses 2 bytes off, and the first block's store ran from the middle of an
+ * instruction (a BusFault in mcu_pixel_packed_wide, or wrong bytes). A .balign in the section raises
+ * its alignment to a word (the assembler records the largest alignment a section asks for); this one
+ * sits after an unconditional branch, so its padding never runs. */
+#define MCU_PX_WORD_SECTION ".balign 4\n\t"
 #define MCU_PX_BLOCKS                                                                                     \
     "strd r8, r9, [r6]\n\t"                                                                               \
     "strd r10, r11, [r6, #8]\n\t"                                                                         \
@@ -198,6 +207,7 @@ static inline int32_t mcu_packed_rq_s8(int32_t acc, const int32_t *rq)
     "cmp r4, r8\n\t"                                                                                      \
     "bne 5b\n\t"                                                                                          \
     "b 8f\n\t"                                                                                            \
+    MCU_PX_WORD_SECTION                                                                                   \
     "31:\n\t" MCU_PX_STORE_CLAMP                                                                          \
     "str r4, [r6]\n\t"                                                                                    \
     "cmp r4, r8\n\t"                                                                                      \
@@ -352,6 +362,7 @@ static inline const int32_t *mcu_pixel_packed_wide(const int16_t *col, int32_t k
         "cmp r6, r7\n\t"
         "bne 5b\n\t"
         "b 8f\n\t"
+        MCU_PX_WORD_SECTION
         "31:\n\t"
         "pkhbt r0, r0, r2, lsl #16\n\t"
         "pkhbt r1, r1, r3, lsl #16\n\t"
@@ -406,6 +417,7 @@ static inline const int32_t *mcu_pixel_packed(const int16_t *col, int32_t kp, co
 #endif
 }
 #undef MCU_PX_BLOCKS
+#undef MCU_PX_WORD_SECTION
 #undef MCU_RQ_PACKED
 #endif
 
