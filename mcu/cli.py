@@ -90,7 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sim", choices=("qemu", "renode"), default=None,
                    help="simulator (default: the board's, see `mcu boards`); renode needs Renode installed")
     p.add_argument("--program", action="store_true",
-                   help="text generation: run the program file on the interpreter firmware (the model in its "
+                   help="run the program file on the interpreter firmware (the model in its "
                         "flash region, loaded at boot) instead of the generated C")
 
     p = sub.add_parser("export", help="write the generated C library to a folder, or a program file",
@@ -271,6 +271,7 @@ def _base_report(cm, fw) -> dict[str, Any]:
         "ram_bytes": fw.ram_bytes if fw is not None else None,
         "arena_bytes": cm.memory.arena_size,
         "arena_lower_bound_bytes": cm.memory.lower_bound,
+        "stack_bytes": fw.stack.reserved_bytes if fw.stack is not None else None,
         "arena_live_set_bytes": cm.memory.live_set,
         "fp32_fallbacks": [{"op": op, "reason": why} for op, why in cm.graph.fallbacks],
         "fp32_islands": summarize_islands(cm.graph.fallbacks).to_json(),
@@ -305,7 +306,8 @@ def _run_fields(cm: Any, simulator: str, passed: bool, exit_code: int, outputs: 
 def _print_sizes(report: dict[str, Any]) -> None:
     print(f"flash: {report['flash_bytes']} B   static RAM: {report['ram_bytes']} B   "
           f"arena: {report['arena_bytes']} B (lower bound {report['arena_lower_bound_bytes']} B; "
-          f"largest live set {report['arena_live_set_bytes']} B before in-place overlaps)")
+          f"largest live set {report['arena_live_set_bytes']} B before in-place overlaps)"
+          + (f"   stack: {report['stack_bytes']} B" if report.get("stack_bytes") else ""))
     if report["fp32_fallbacks"]:
         islands = report["fp32_islands"]
         print(IslandSummary(islands["count"], {k: (v["count"], v["reason"]) for k, v in islands["ops"].items()},
@@ -430,11 +432,15 @@ def _nested(arr: np.ndarray) -> Any:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    if getattr(args, "sim", None) == "renode":
-        return _run_renode(args)
     from mcu.boards import load_board
 
     board = load_board(args.board)
+    if getattr(args, "program", False) and (getattr(args, "sim", None) == "renode" or board.sim_kind != "qemu"):
+        raise McuError(f"--program runs the interpreter firmware in QEMU, which {board.name} "
+                       f"{'is not run in' if board.sim_kind else 'does not have'}",
+                       hint="pick a QEMU board (see `mcu boards`), or drop --program")
+    if getattr(args, "sim", None) == "renode":
+        return _run_renode(args)
     if board.sim_kind is None and board.deploy_method == "uf2":
         raise McuError(f"board '{board.name}' is real hardware with no simulator",
                        hint=f"run it with `mcu flash --board {board.name} {args.model}`, or pick a simulated board")
@@ -446,11 +452,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         from mcu import cli_generate
 
         return cli_generate.run(args)
-    if getattr(args, "program", False):
-        raise McuError("--program applies to text-generation model files (methods prefill and decode)",
-                       hint="for other models: `mcu export --format program --bundle-tests` and the interpreter "
-                            "firmware (mcu.program.device)")
     cm = _compile(args)
+    if getattr(args, "program", False):
+        return _run_program_file(args, cm)
     fw = cm.build()
     sim = cm.simulate(timeout_s=args.timeout)
     report = _base_report(cm, fw)
@@ -471,6 +475,31 @@ def cmd_run(args: argparse.Namespace) -> int:
         if not sim.passed:
             print(sim.console.strip()[-2000:], file=sys.stderr)
     return 0 if sim.passed else 1
+
+
+def _run_program_file(args: argparse.Namespace, cm) -> int:
+    """The model's program file on the board's interpreter firmware (mcu.program.run_model)."""
+    from mcu.program.run_model import run_program_model
+
+    res = run_program_model(cm, timeout_s=args.timeout)
+    run = res.run
+    report = {"model": cm.spec.name, "board": cm.board.name, "quantize": cm.quantize, "program": True,
+              "passed": run.passed, "instructions": res.instructions, "program_bytes": res.program_bytes,
+              "flash_bytes": res.firmware_flash_bytes + res.program_bytes, "ram_bytes": res.firmware_ram_bytes,
+              "arena_bytes": cm.memory.arena_size, "stack_bytes": res.stack_bytes, "exit_code": run.exit_code,
+              "error": run.error}
+    if args.json:
+        _print_json(report)
+    else:
+        print(f"{'PASS' if run.passed else 'FAIL'}: the program file ({res.program_bytes} B) with "
+              f"{len(cm.spec.test_inputs)} bundled test vectors on {cm.board.name}'s interpreter firmware "
+              f"({cm.quantize})")
+        print(f"instructions per inference: {res.instructions}")
+        print(f"flash: {report['flash_bytes']} B (interpreter {res.firmware_flash_bytes} B + program)   "
+              f"arena: {report['arena_bytes']} B   stack: {res.stack_bytes} B (the interpreter's fixed stack)")
+        if not run.passed:
+            print(run.console.strip()[-2000:], file=sys.stderr)
+    return 0 if run.passed else 1
 
 
 def _run_linux(args: argparse.Namespace) -> int:
@@ -702,9 +731,10 @@ def cmd_ci(args: argparse.Namespace) -> int:
 
 
 def _reporter(args: argparse.Namespace) -> Reporter:
-    """Progress on stderr when it is a terminal (or with --verbose); never with --json or --quiet."""
+    """Progress on stderr when it is a terminal (or with --verbose); never with --quiet, nor with --json
+    unless --verbose asks for it (stdout keeps only the JSON)."""
     verbose = getattr(args, "verbose", False)
-    if getattr(args, "json", False) or getattr(args, "quiet", False):
+    if (getattr(args, "json", False) and not verbose) or getattr(args, "quiet", False):
         return Reporter(stream=None, verbose=verbose)
     return Reporter(stream=sys.stderr if verbose else terminal_stream(sys.stderr), verbose=verbose)
 

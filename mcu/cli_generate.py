@@ -66,7 +66,10 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "program", False):
         from mcu.generate import build_program_generation_firmware, program_image, run_program_generation
 
+        from mcu.program.device import check_fits, program_layout
+
         image = program_image(cg)
+        check_fits(program_layout(cg.board), image.program, image.weights, cg.board.name)  # before the build
         fw = build_program_generation_firmware(cg, expected, image)
         dev = run_program_generation(cg, expected, image, fw)
     else:

@@ -148,6 +148,8 @@ def compile_graph(graph: Graph, board: Board, quantize: str, backends: list[str]
     fastest kernel); False: it keeps them int8 (the compact kernels); None: packed while the board's
     flash has room for them (mcu/backends/compact.py, packed_by_default). ``check_flash`` False: the
     constants need not fit the board's flash (a program file, whose weights the host runtime may load)."""
+    if check_flash:  # before partitioning: packing the weights of a model that cannot fit costs minutes
+        check_constants_fit(board, graph)
     if packed_weights is None:
         from mcu.backends.compact import packed_by_default
 
@@ -158,7 +160,5 @@ def compile_graph(graph: Graph, board: Board, quantize: str, backends: list[str]
     with stage("plan"):
         memory = plan_memory(graph, capacities=board.arena_regions())
         check_fits(board, memory)
-        if check_flash:
-            check_constants_fit(board, graph)
     with stage("generate"):
         return memory, render_library(graph, memory, quantize), report

@@ -202,18 +202,21 @@ def program_uf2(board: Board, program: bytes, weights: bytes | None = None) -> b
     if board.uf2_family is None:
         raise McuError(f"board {board.name} is not flashed with UF2")
     layout = program_layout(board)
-    _check_fits(layout, program, weights)
+    check_fits(layout, program, weights)
     segments = [(layout.program.origin, program)]
     if weights is not None:
         segments.append((layout.weights.origin, weights))
     return encode(pages_from_segments(segments), board.uf2_family)
 
 
-def _check_fits(layout: ProgramLayout, program: bytes, weights: bytes | None) -> None:
+def check_fits(layout: ProgramLayout, program: bytes, weights: bytes | None, board: str = "") -> None:
+    """Refuse a program (or weights file) larger than its flash region; callers check before building."""
+    where = f" of the interpreter firmware on {board}" if board else ""
     if len(program) > layout.program.length:
-        raise McuError(f"program of {len(program)} B does not fit the {layout.program.length} B program region")
+        raise McuError(f"program of {len(program)} B does not fit the {layout.program.length} B program region{where}",
+                       hint="use a board with more flash, or run the generated C (drop --program)")
     if weights is not None and len(weights) > layout.weights.length:
-        raise McuError(f"weights of {len(weights)} B do not fit the {layout.weights.length} B weights region")
+        raise McuError(f"weights of {len(weights)} B do not fit the {layout.weights.length} B weights region{where}")
 
 
 @dataclass
@@ -263,7 +266,7 @@ def run_program(board: Board, firmware: Path, program: bytes, weights: bytes | N
     if board.sim_kind != "qemu" or board.qemu_machine is None:
         raise McuError(f"board '{board.name}' cannot run in QEMU")
     layout = program_layout(board)
-    _check_fits(layout, program, weights)
+    check_fits(layout, program, weights)
     qemu = find_qemu()
     plugin = build_plugin()
     with tempfile.TemporaryDirectory(prefix="mcu-program-") as tmp:
