@@ -271,7 +271,7 @@ def _base_report(cm, fw) -> dict[str, Any]:
         "ram_bytes": fw.ram_bytes if fw is not None else None,
         "arena_bytes": cm.memory.arena_size,
         "arena_lower_bound_bytes": cm.memory.lower_bound,
-        "stack_bytes": fw.stack.reserved_bytes if fw.stack is not None else None,
+        "stack_bytes": fw.stack.reserved_bytes if fw is not None and fw.stack is not None else None,
         "arena_live_set_bytes": cm.memory.live_set,
         "fp32_fallbacks": [{"op": op, "reason": why} for op, why in cm.graph.fallbacks],
         "fp32_islands": summarize_islands(cm.graph.fallbacks).to_json(),
