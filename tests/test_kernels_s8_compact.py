@@ -28,7 +28,7 @@ from mcu.boards import load_board
 from mcu.paths import runtime_dir
 from mcu.quant import reference as ref
 from test_kernels_s8_opt import build_emulated_lib
-from test_kernels_s8_packed import _c_array
+from test_kernels_s8_packed import c_array, harness_main
 
 _P = ctypes.c_void_p
 _SIGNATURES = {
@@ -251,8 +251,8 @@ def _firmware_source(cases: list[dict]) -> str:
     shape = "{{{}, {}, {}, {}}}"
     for i, c in enumerate(cases):
         p = c["params"]
-        src += [_c_array(f"x{i}", "int8_t", c["x"]), _c_array(f"w{i}", "int32_t", c["w"]),
-                _c_array(f"e{i}", "int8_t", c["expected"])]
+        src += [c_array(f"x{i}", "int8_t", c["x"]), c_array(f"w{i}", "int32_t", c["w"]),
+                c_array(f"e{i}", "int8_t", c["expected"])]
         if c["kind"] == "conv":
             fields = [shape.format(*p["input"]), shape.format(*p["output"])] + [
                 str(p[f]) for f in ("kernel_h", "kernel_w", "stride_h", "stride_w", "pad_top", "pad_left",
@@ -279,15 +279,7 @@ static int check(const int8_t *e, int32_t n)
     return diff != 0;
 }
 
-int main(void)
-{
-    int bad = 0;
-""" + "".join(runs) + """    mcu_log_str("compact cases failed: ");
-    mcu_log_i32(bad);
-    mcu_log_newline();
-    return bad;
-}
-""")
+""" + harness_main("compact", runs))
     return "".join(src)
 
 

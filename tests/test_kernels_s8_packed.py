@@ -187,7 +187,7 @@ def test_packed_refuses_bad_arguments(lib) -> None:
 # --- on the simulated cores ------------------------------------------------------------------------------
 
 
-def _c_array(name: str, ctype: str, values: np.ndarray) -> str:
+def c_array(name: str, ctype: str, values: np.ndarray) -> str:
     body = ", ".join(str(int(v)) for v in np.asarray(values).reshape(-1))
     return f"static const {ctype} {name}[] __attribute__((aligned(4))) = {{{body}}};\n"
 
@@ -230,8 +230,8 @@ def _firmware_source(cases: list[dict], label: str = "packed") -> str:
     runs = []
     for i, c in enumerate(cases):
         p = c["params"]
-        src += [_c_array(f"x{i}", "int8_t", c["x"]), _c_array(f"w{i}", "int32_t", c["w"]),
-                _c_array(f"e{i}", "int8_t", c["expected"])]
+        src += [c_array(f"x{i}", "int8_t", c["x"]), c_array(f"w{i}", "int32_t", c["w"]),
+                c_array(f"e{i}", "int8_t", c["expected"])]
         shape = "{{{}, {}, {}, {}}}"
         fields = [shape.format(*p["input"]), shape.format(*p["output"])] + [
             str(p[f]) for f in ("kernel_h", "kernel_w", "stride_h", "stride_w", "pad_top", "pad_left", "dilation_h",
@@ -258,16 +258,15 @@ static int run(const mcu_conv2d_s8_params *p, const int8_t *x, const int32_t *w,
     return diff != 0;
 }
 
-int main(void)
-{
-    int bad = 0;
-""" + "".join(runs) + f"""    mcu_log_str("{label} cases failed: ");
-    mcu_log_i32(bad);
-    mcu_log_newline();
-    return bad;
-}}
-""")
+""" + harness_main(label, runs))
     return "".join(src)
+
+
+def harness_main(label: str, runs: list[str]) -> str:
+    """The firmware's main: every case's run line, then "<label> cases failed: N" and N as the exit status."""
+    return ("int main(void)\n{\n    int bad = 0;\n" + "".join(runs) +
+            f'    mcu_log_str("{label} cases failed: ");\n    mcu_log_i32(bad);\n    mcu_log_newline();\n'
+            "    return bad;\n}\n")
 
 
 @requires_qemu

@@ -197,7 +197,7 @@ def test_gate_multiply_bit_exact_on_the_dsp_build(case: dict) -> None:
 
 def _gate_firmware(cases: list[dict]) -> str:
     """A firmware running mcu_mul_s8 on each case and printing "gate cases failed: N"."""
-    from test_kernels_s8_packed import _c_array
+    from test_kernels_s8_packed import c_array, harness_main
 
     src = ['#include <stdint.h>\n#include "mcu/kernels_s8.h"\n#include "mcu/log.h"\n']
     runs = []
@@ -205,8 +205,8 @@ def _gate_firmware(cases: list[dict]) -> str:
         p = dict(c["qp"], **ref.broadcast_params(c["a"].shape, c["b"].shape))
         dims = lambda v: "{" + ", ".join(str(int(x)) for x in list(v) + [0] * (6 - len(v))) + "}"  # noqa: E731
         expected = ref.mul_s8(c["a"], c["b"], **p)
-        src += [_c_array(f"a{i}", "int8_t", c["a"]), _c_array(f"b{i}", "int8_t", c["b"]),
-                _c_array(f"e{i}", "int8_t", expected)]
+        src += [c_array(f"a{i}", "int8_t", c["a"]), c_array(f"b{i}", "int8_t", c["b"]),
+                c_array(f"e{i}", "int8_t", expected)]
         fields = [str(p["rank"]), dims(p["out_shape"]), dims(p["a_strides"]), dims(p["b_strides"])] + [
             str(p[f]) for f in ("a_offset", "b_offset", "a_multiplier", "a_shift", "b_multiplier", "b_shift",
                                 "left_shift", "out_multiplier", "out_shift", "output_offset", "act_min", "act_max")]
@@ -226,15 +226,7 @@ static int run(const mcu_binary_s8_params *p, const int8_t *a, const int8_t *b, 
     return diff != 0;
 }
 
-int main(void)
-{
-    int bad = 0;
-""" + "".join(runs) + """    mcu_log_str("gate cases failed: ");
-    mcu_log_i32(bad);
-    mcu_log_newline();
-    return bad;
-}
-""")
+""" + harness_main("gate", runs))
     return "".join(src)
 
 
