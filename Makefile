@@ -8,7 +8,7 @@ setup:
 	@bash scripts/setup
 
 demo: setup
-	$(PY) -m mcu.demo --board $(DEMO_BOARD)
+	$(PY) -m mcu.commands.demo --board $(DEMO_BOARD)
 
 test:
 	@bash scripts/setup --arm64

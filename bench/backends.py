@@ -29,11 +29,11 @@ import torch  # noqa: E402
 from mcu.api import CompiledModel, compile_file, compile_spec  # noqa: E402
 from mcu.backends.base import Context, partition  # noqa: E402
 from mcu.backends.delegated import Refusing  # noqa: E402
-from mcu.backends.xnnpack import XnnpackBackend  # noqa: E402
-from mcu.boards import load_board  # noqa: E402
+from mcu.backends.xnnpack.core import XnnpackBackend  # noqa: E402
+from mcu.device.boards import load_board  # noqa: E402
 from mcu.emit.c_model import render_library  # noqa: E402
-from mcu.loader import load_model_file  # noqa: E402
-from mcu.memory import plan_memory  # noqa: E402
+from mcu.capture.loader import load_model_file  # noqa: E402
+from mcu.plan.memory import plan_memory  # noqa: E402
 from mcu.pipeline import to_graph  # noqa: E402
 
 MODELS = ["small_cnn", "ds_cnn", "mobilenet_v1", "resnet8", "fc_autoencoder"]

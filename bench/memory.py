@@ -15,9 +15,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from mcu.loader import load_model_file  # noqa: E402
-from mcu.memory import plan_memory  # noqa: E402
-from mcu.memory_svg import plan_svg  # noqa: E402
+from mcu.capture.loader import load_model_file  # noqa: E402
+from mcu.plan.memory import plan_memory  # noqa: E402
+from mcu.plan.drawing import plan_svg  # noqa: E402
 from mcu.pipeline import to_graph  # noqa: E402
 
 # ExecuTorch 1.5.1 Cortex-M flow, int8, measured on the same architectures (issue 4): planned

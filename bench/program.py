@@ -6,7 +6,7 @@ markers: inputs in, every op, outputs out), and the interpreter's own code size.
 Program files are architecture independent, so the interpreter runs the portable kernels (with their
 per-core paths); the generated C it is compared with is built the same way (``packed_weights=False``), so
 the overhead is the interpreter's own. The last column is the default generated C on a DSP core, whose
-convolutions run on packed weights (mcu/backends/tuned.py).
+convolutions run on packed weights (mcu/backends/optimized/tuned.py).
 
     .venv/bin/python bench/program.py [--models small_cnn,ds_cnn] [--board mps2-an505]
 """
@@ -23,9 +23,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from mcu.api import compile_file  # noqa: E402
-from mcu.boards import load_board  # noqa: E402
+from mcu.device.boards import load_board  # noqa: E402
 from mcu.emit.kernels import program_call  # noqa: E402
-from mcu.memory import scratch_bytes  # noqa: E402
+from mcu.plan.memory import scratch_bytes  # noqa: E402
 from mcu.program.device import build_interpreter_firmware, interpreter_code_size, run_program  # noqa: E402
 
 MODELS = ["small_cnn", "ds_cnn", "mobilenet_v1", "resnet8", "fc_autoencoder", "digits_cnn"]

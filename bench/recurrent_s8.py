@@ -22,7 +22,7 @@ def _measure(name: str, quantize: str, unrolled: bool) -> tuple[int, int, int, i
     """(instructions, flash, arena, fp32 islands, passed, exact reference)."""
     def keep(model, calibration):
         return model
-    with mock.patch("mcu.recurrent.rewrite_for_int8", keep) if unrolled else mock.patch.dict({}):
+    with mock.patch("mcu.capture.recurrent.rewrite_for_int8", keep) if unrolled else mock.patch.dict({}):
         cm = compile_file(ROOT / "examples" / f"{name}.py", board="mps2-an505", quantize=quantize)
     sim = cm.simulate()
     fw = cm.build()

@@ -31,8 +31,8 @@ import copy  # noqa: E402
 import os  # noqa: E402
 
 from mcu.api import CompiledModel, compile_file  # noqa: E402
-from mcu.boards import load_board  # noqa: E402
-from mcu.loader import load_model_file  # noqa: E402
+from mcu.device.boards import load_board  # noqa: E402
+from mcu.capture.loader import load_model_file  # noqa: E402
 from mcu.pipeline import compile_graph, to_graph  # noqa: E402
 from mcu.paths import cache_dir, runtime_dir  # noqa: E402
 
@@ -59,7 +59,7 @@ TRACE_PRELUDE = """/* bench/speed.py: one instruction count per op (MCU_TRACE_OP
 """
 
 
-def simulate(cm: CompiledModel):  # -> mcu.sim SimulationRun
+def simulate(cm: CompiledModel):  # -> mcu.device.sim SimulationRun
     sim = cm.simulate()
     if not sim.passed:
         raise SystemExit(f"{cm.spec.name} on {cm.board.name} ({cm.quantize}) failed:\n{sim.console[-1500:]}")
@@ -82,8 +82,8 @@ def compile_copy(spec, graph, board: str, backends: list[str] | None = None, cms
 
 def per_layer(cm: CompiledModel) -> list[tuple[str, str, int]]:
     """(op name, kernel, instructions) per op, from a build whose MCU_TRACE_OP splits the count."""
-    from mcu.sim.qemu import run_qemu
-    from mcu.toolchain import build_firmware
+    from mcu.device.sim.qemu import run_qemu
+    from mcu.device.toolchain import build_firmware
 
     files = dict(cm.firmware_sources())
     model_c = f"{cm.library.prefix}_model.c"
@@ -139,7 +139,7 @@ def main() -> int:
 
     live = args.cmsis_nn is not None
     if live:
-        from mcu.backends.cmsis_nn import resolve as resolve_cmsis
+        from mcu.backends.cmsis_nn.core import resolve as resolve_cmsis
 
         cmsis_root = resolve_cmsis(args.cmsis_nn)
         print(f"int8 instructions per inference: ours / CMSIS-NN ({cmsis_root}, measured now; "

@@ -26,9 +26,9 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from mcu.api import CompiledModel  # noqa: E402
-from mcu.boards import load_board  # noqa: E402
+from mcu.device.boards import load_board  # noqa: E402
 from mcu.devtools.ops import op_macs  # noqa: E402
-from mcu.loader import load_model_file  # noqa: E402
+from mcu.capture.loader import load_model_file  # noqa: E402
 from mcu.pipeline import compile_graph, to_graph  # noqa: E402
 
 import speed  # noqa: E402
@@ -54,7 +54,7 @@ def main() -> int:
     warnings.filterwarnings("ignore")
     cmsis_root = None
     if args.cmsis_nn is not None:
-        from mcu.backends.cmsis_nn import resolve
+        from mcu.backends.cmsis_nn.core import resolve
 
         cmsis_root = resolve(args.cmsis_nn)
     report: dict = {}

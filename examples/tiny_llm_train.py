@@ -76,8 +76,8 @@ def bits_per_char(model: torch.nn.Module, data: torch.Tensor, context: int) -> f
 
 def int4_copy(model: TinyLlm) -> torch.nn.Module:
     """The model as the device runs it: torchao's 4-bit groupwise (PerGroup(32)) linear layers and int8
-    embedding tables with a scale per row (mcu.quant.torchao_int4, the ``int4-weight`` mode)."""
-    from mcu.quant.torchao_int4 import int4_weight_model
+    embedding tables with a scale per row (mcu.quantize.torchao_int4, the ``int4-weight`` mode)."""
+    from mcu.quantize.torchao_int4 import int4_weight_model
 
     return int4_weight_model(model)
 

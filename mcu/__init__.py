@@ -17,12 +17,12 @@ def compile(model, example_inputs, board: str = "mps2-an505", quantize: str = "n
 
 
 def custom_op(name: str, **kwargs):
-    """Register a ``torch.library`` op's C kernel with mcu; see :func:`mcu.custom.custom_op`."""
+    """Register a ``torch.library`` op's C kernel with mcu; see :func:`mcu.capture.custom_ops.custom_op`."""
     import sys
     from pathlib import Path
 
-    from mcu.custom import custom_op as _custom_op
+    from mcu.capture.custom_ops import custom_op as _custom_op
 
-    # paths are relative to the file that calls this, not to mcu.custom
+    # paths are relative to the file that calls this, not to mcu.capture.custom_ops
     kwargs.setdefault("base", Path(sys._getframe(1).f_code.co_filename).resolve().parent)
     return _custom_op(name, **kwargs)

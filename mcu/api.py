@@ -23,24 +23,24 @@ import numpy as np
 import torch
 
 from mcu.backends.base import PartitionReport
-from mcu.boards import Board, load_board
-from mcu.console import parse_harness
+from mcu.device.boards import Board, load_board
+from mcu.device.console import parse_harness
 from mcu.emit.c_model import GeneratedLibrary, render_firmware_main
 from mcu.errors import McuError
-from mcu.guards import raise_on_guard
-from mcu.hostbuild import HostModel, build_host_library
+from mcu.backends.custom.guards import raise_on_guard
+from mcu.device.hostbuild import HostModel, build_host_library
 from mcu.ir import NUMPY_DTYPES, Graph
 from mcu.layouts import from_memory_order, to_memory_order
-from mcu.loader import ModelSpec, flatten_outputs, load_model_file, spec_from_objects
-from mcu.mapfile import SizeReport, size_report
-from mcu.memory_svg import plan_svg
-from mcu.memory import MemoryPlan
-from mcu.outputs import build_lock, cached_build_dir, stage_sources
+from mcu.capture.loader import ModelSpec, flatten_outputs, load_model_file, spec_from_objects
+from mcu.device.mapfile import SizeReport, size_report
+from mcu.plan.drawing import plan_svg
+from mcu.plan.memory import MemoryPlan
+from mcu.emit.outputs import build_lock, cached_build_dir, stage_sources
 from mcu.progress import stage
 from mcu.pipeline import compile_graph, to_graph
-from mcu.quant import reference as qref
-from mcu.quantize import is_prequantized
-from mcu.reference_interp import Reference
+from mcu.reference import kernels as qref
+from mcu.quantize.flow import is_prequantized
+from mcu.reference.interp import Reference
 
 # fp32 device outputs must match eager PyTorch to this fraction of the largest |output|.
 FP32_RELATIVE_TOLERANCE = 1e-4
@@ -59,7 +59,7 @@ class FirmwareBuild:
     uf2: Path | None = None  # the flashable image, for boards deployed as UF2 (pico2)
     region_bytes: dict[str, int] = field(default_factory=dict)  # bytes used per memory region
     sizes: SizeReport | None = None  # flash and RAM by category, from the linker map
-    stack: Any = None  # mcu.stack.StackReport: the worst-case stack the linker script reserves
+    stack: Any = None  # mcu.device.stack.StackReport: the worst-case stack the linker script reserves
 
 
 @dataclass
@@ -90,7 +90,7 @@ class CompiledModel:
     # run a delegate's payload). None when no delegate took anything.
     reference_graph: Graph | None = None
     _host: HostModel | None = field(default=None, repr=False)
-    _program: Any = field(default=None, repr=False)  # mcu.runtime.Program of this model, loaded on first run
+    _program: Any = field(default=None, repr=False)  # mcu.program.host.Program of this model, loaded on first run
 
     # --- host execution -----------------------------------------------------------------------------------
 
@@ -139,17 +139,17 @@ class CompiledModel:
                             bundle=bundle_tests, weights_name=weights_name)
 
     def runtime_program(self) -> Any:
-        """The program file loaded in-process by the C interpreter (mcu.runtime.Program)."""
+        """The program file loaded in-process by the C interpreter (mcu.program.host.Program)."""
         if self._program is None:
-            from mcu.runtime import Program
+            from mcu.program.host import Program
 
             self._program = Program.load(self.program_image().program, custom=self.custom_kernels)
         return self._program
 
     @cached_property
     def custom_kernels(self) -> Any:
-        """The model's custom kernels built for the host (mcu.custom_host.HostKernels), or None without any."""
-        from mcu.custom_host import build_host_kernels
+        """The model's custom kernels built for the host (mcu.backends.custom.host.HostKernels), or None without any."""
+        from mcu.backends.custom.host import build_host_kernels
 
         return build_host_kernels(self.graph)
 
@@ -169,9 +169,9 @@ class CompiledModel:
 
     def run_raw_c(self, *inputs: Any) -> list[np.ndarray]:
         """The generated C built for the host (the parity twin of :meth:`run_raw`); with custom ops, in a child
-        process under ASan and UBSan with the arena guards (mcu/host_child.py)."""
+        process under ASan and UBSan with the arena guards (mcu/backends/custom/child.py)."""
         if self.has_custom_ops:
-            from mcu.host_child import run_child
+            from mcu.backends.custom.child import run_child
 
             return run_child(self, self.encode_inputs(inputs))
         return self.host_model().run_physical(self.encode_inputs(inputs))
@@ -183,7 +183,7 @@ class CompiledModel:
     def run(self, *inputs: Any, raw: bool = False) -> list[torch.Tensor]:
         """Run on the host through the program interpreter. Inputs and outputs are real values in
         PyTorch's logical shapes; ``raw=True`` returns the device's values instead (int8 codes for an
-        int8 model), still in logical shape -- the convention of ``mcu.runtime.Method.__call__``."""
+        int8 model), still in logical shape -- the convention of ``mcu.program.host.Method.__call__``."""
         device = self.run_raw(*inputs)
         outs = self.raw_outputs(device) if raw else self.decode_outputs(device)
         return [torch.from_numpy(np.ascontiguousarray(o)) for o in outs]
@@ -266,7 +266,7 @@ class CompiledModel:
     def build(self, out_dir: Path | None = None, lock: bool = True) -> FirmwareBuild:
         """Build the firmware into ``out_dir`` (default: a content-keyed cache folder).
 
-        The build holds the folder's lock (mcu/outputs.py): a second build into a folder the caller
+        The build holds the folder's lock (mcu/emit/outputs.py): a second build into a folder the caller
         named fails at once, into the cache it waits. ``lock=False``: the caller holds it already.
         """
         files = self.firmware_sources()
@@ -279,11 +279,11 @@ class CompiledModel:
             return self._build_in(Path(out_dir), files)
 
     def _build_in(self, out_dir: Path, files: dict[str, str]) -> FirmwareBuild:
-        from mcu.toolchain import build_firmware
+        from mcu.device.toolchain import build_firmware
 
         sources, includes = stage_sources(Path(out_dir), files, self.library)
         src_dir = includes[0]
-        # The stack is bounded from the code (mcu/stack.py) and reserved exactly, plus a margin.
+        # The stack is bounded from the code (mcu/device/stack.py) and reserved exactly, plus a margin.
         fw = build_firmware(self.board, sources, includes, Path(out_dir), stack_usage=True,
                             defines=self.harness_defines)
         self._check_board_limits(fw)
@@ -309,7 +309,7 @@ class CompiledModel:
 
     def harness_outputs(self, report: Any, exit_code: int, console: str) -> tuple[
             list[list[np.ndarray]], list[list[np.ndarray]], float, float]:
-        """What a firmware harness printed (mcu.console.HarnessReport), per test vector and output: real values
+        """What a firmware harness printed (mcu.device.console.HarnessReport), per test vector and output: real values
         and raw values in logical shape, the largest |real - eager| and the largest |raw - expected|."""
         raise_on_guard(self, console)
         outputs: list[list[np.ndarray]] = []
@@ -334,7 +334,7 @@ class CompiledModel:
 
     def simulate(self, timeout_s: float = 600.0) -> SimulationRun:
         """Build the firmware and run it on the board's simulator with the bundled vectors."""
-        from mcu.sim.qemu import run_qemu
+        from mcu.device.sim.qemu import run_qemu
 
         if self.board.sim_kind != "qemu":
             raise McuError(f"board {self.board.name} has no simulator",
@@ -407,11 +407,11 @@ def compile_spec(spec: ModelSpec, board: str | Board = "mps2-an505", quantize: s
     CMSIS-NN first when it is given, then optimized, then portable; mcu/backends/registry.py); the
     partition report is ``CompiledModel.partitions``. ``cmsis_nn``: CMSIS-NN sources to route supported int8 layers to (a path, or ``auto``: the
     CMSIS_NN_PATH environment variable, else cmsis-pack-manager's pack cache); None: our kernels
-    only (mcu/backends/cmsis_nn.py). ``packed_weights``: on cores with the DSP extension, True packs
-    int8 convolution and fully connected weights as int16 for the fastest kernel (mcu/backends/tuned.py;
-    twice their flash); False keeps them int8 for the compact kernels (mcu/backends/compact.py); None
+    only (mcu/backends/cmsis_nn/core.py). ``packed_weights``: on cores with the DSP extension, True packs
+    int8 convolution and fully connected weights as int16 for the fastest kernel (mcu/backends/optimized/tuned.py;
+    twice their flash); False keeps them int8 for the compact kernels (mcu/backends/optimized/compact.py); None
     (default) packs them while the board's flash has room (compact.packed_by_default)."""
-    from mcu.backends import cmsis_nn as cmsis
+    from mcu.backends.cmsis_nn import core as cmsis
     from mcu.backends.registry import check, parse
 
     order = parse(backend)
@@ -432,7 +432,7 @@ def compile_spec(spec: ModelSpec, board: str | Board = "mps2-an505", quantize: s
     if cm.has_custom_ops:
         # The user's kernels against their references in a sanitized child, before any firmware is built
         # and before their C runs in this process.
-        from mcu.custom_check import check_kernels
+        from mcu.backends.custom.check import check_kernels
 
         with stage("check custom kernels"):
             check_kernels(graph)

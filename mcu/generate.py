@@ -32,11 +32,11 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from mcu.boards import Board, load_board
+from mcu.device.boards import Board, load_board
 from mcu.emit.c_methods import MethodInput, render_methods_library
 from mcu.emit.c_model import GeneratedLibrary, environment
 from mcu.errors import McuError
-from mcu.loader import ModelSpec
+from mcu.capture.loader import ModelSpec
 
 METHODS = ("prefill", "decode")
 _REQUIRED = ("methods", "prompt", "generate_tokens", "chars")
@@ -202,7 +202,7 @@ def _loop(prefill: Callable[[list[int], int], np.ndarray], decode: Callable[[int
 def reference_model(gf: GenerationFile, quantize: str) -> torch.nn.Module:
     """A fresh copy of the model (cleared state) quantized as the device runs it."""
     if quantize in ("int4-weight", "int4-dynamic"):
-        from mcu.quant.torchao_int4 import int4_weight_model
+        from mcu.quantize.torchao_int4 import int4_weight_model
 
         if quantize == "int4-dynamic":
             raise McuError("the Python reference of int4-dynamic generation is not available",
@@ -283,7 +283,7 @@ def compile_generation(gf: GenerationFile, board: str | Board = "mps2-an505",
 
 def host_tokens(cg: CompiledGeneration) -> list[int]:
     """The generation loop over the generated C built for the host (ctypes)."""
-    from mcu.hostbuild import build_host_library
+    from mcu.device.hostbuild import build_host_library
 
     dll = ctypes.CDLL(str(build_host_library(cg.library)))
     p = cg.prefix
@@ -320,7 +320,7 @@ def host_tokens(cg: CompiledGeneration) -> list[int]:
 
 @dataclass
 class GenerationFirmware:
-    build: Any  # mcu.toolchain.Firmware
+    build: Any  # mcu.device.toolchain.Firmware
     expected: list[int]
 
 
@@ -336,8 +336,8 @@ def firmware_sources(cg: CompiledGeneration, expected: list[int]) -> dict[str, s
 
 
 def build_generation_firmware(cg: CompiledGeneration, expected: list[int], out_dir: Path | None = None) -> Any:
-    from mcu.outputs import build_lock, cached_build_dir, stage_sources
-    from mcu.toolchain import build_firmware
+    from mcu.emit.outputs import build_lock, cached_build_dir, stage_sources
+    from mcu.device.toolchain import build_firmware
 
     files = firmware_sources(cg, expected)
     cached = out_dir is None
@@ -374,7 +374,7 @@ class GenerationRun:
 
 
 def run_generation_firmware(cg: CompiledGeneration, fw: Any) -> GenerationRun:
-    from mcu.sim.qemu import run_qemu
+    from mcu.device.sim.qemu import run_qemu
 
     if cg.board.sim_kind != "qemu":
         raise McuError(f"board '{cg.board.name}' has no simulator here",
@@ -418,7 +418,7 @@ def program_image(cg: CompiledGeneration) -> Any:
 def program_tokens(cg: CompiledGeneration, image: Any = None) -> list[int]:
     """The generation loop through the program file on the host interpreter: both methods run in the
     same kept arenas, so the KV cache prefill writes is the one decode reads."""
-    from mcu.runtime import Program
+    from mcu.program.host import Program
 
     program = Program.load((image or program_image(cg)).program)
     prefill, decode = program.method("prefill"), program.method("decode")

@@ -144,9 +144,9 @@ class Graph:
     name: str = "model"
     fallbacks: list[tuple[str, str]] = field(default_factory=list)  # (op, reason) left in fp32 by int8 lowering
     # Model state (issue 17): buffer name -> the tensor that keeps its value across calls, shared by all
-    # methods of a model (mcu/frontend_state.py); written in place, never an input or a constant.
+    # methods of a model (mcu/frontend/state.py); written in place, never an input or a constant.
     state: dict[str, Tensor] = field(default_factory=dict)
-    # The user's name of each output (a dict key, a tuple path: mcu.loader.flatten_outputs), when known.
+    # The user's name of each output (a dict key, a tuple path: mcu.capture.loader.flatten_outputs), when known.
     output_names: list[str] = field(default_factory=list)
 
     def tensors(self) -> Iterator[Tensor]:

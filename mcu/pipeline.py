@@ -14,20 +14,20 @@ from typing import Any, Callable
 
 from mcu.backends.base import Context, PartitionReport, partition
 from mcu.backends.registry import resolve as resolve_backends
-from mcu.boards import Board
-from mcu.capture import capture, check_user_outputs
-from mcu.edge import to_edge
+from mcu.device.boards import Board
+from mcu.capture.export import capture, check_user_outputs
+from mcu.capture.edge import to_edge
 from mcu.emit.c_model import GeneratedLibrary, render_library
 from mcu.errors import McuError
-from mcu.frontend import from_exported
+from mcu.frontend.lower import from_exported
 from mcu.ir import Graph
-from mcu.loader import ModelSpec
-from mcu.memory import MemoryPlan, plan_memory
+from mcu.capture.loader import ModelSpec
+from mcu.plan.memory import MemoryPlan, plan_memory
 from mcu.passes.fold_batch_norm import fold_batch_norm
 from mcu.passes.fuse_activations import fuse_activations
 from mcu.passes.conv_views import fold_conv_pads, sink_unit_views
 from mcu.passes.layout import assign_layouts
-from mcu.passes.quantized import lower_quantized
+from mcu.passes.quantized.core import lower_quantized
 from mcu.passes.views import alias_views
 from mcu.passes.weights import quantize_linear_weights
 from mcu.passes.weights_int4 import lower_int4_linear, lower_int8_embedding
@@ -68,16 +68,16 @@ def to_graph(spec: ModelSpec, quantize: str) -> Graph:
     if quantize not in QUANTIZE_MODES:
         raise McuError(f"unknown quantization mode '{quantize}'", hint=f"use one of: {', '.join(QUANTIZE_MODES)}")
     where = str(spec.path) if spec.path else spec.name
-    from mcu.quantize import is_prequantized
+    from mcu.quantize.flow import is_prequantized
 
     if quantize == "int8" and not is_prequantized(spec.model):
-        from mcu.quantize import quantize_static
+        from mcu.quantize.flow import quantize_static
 
         with stage("quantize"):
             captured = quantize_static(spec.model, spec.example_inputs, spec.calibration, where=where,
                                        custom_ops=spec.custom_ops, example_line=spec.lines.get("example_inputs"))
     elif quantize in ("int4-weight", "int4-dynamic"):  # torchao's groupwise int4 weights
-        from mcu.quant.torchao_int4 import int4_weight_model
+        from mcu.quantize.torchao_int4 import int4_weight_model
 
         with stage("quantize"):
             captured = int4_weight_model(spec.model)
@@ -146,12 +146,12 @@ def compile_graph(graph: Graph, board: Board, quantize: str, backends: list[str]
     tree, then the optimized and the portable kernels; mcu/backends/registry.py). ``packed_weights``
     True: the optimized backend packs int8 weights as int16 (twice the flash of those layers, the
     fastest kernel); False: it keeps them int8 (the compact kernels); None: packed while the board's
-    flash has room for them (mcu/backends/compact.py, packed_by_default). ``check_flash`` False: the
+    flash has room for them (mcu/backends/optimized/compact.py, packed_by_default). ``check_flash`` False: the
     constants need not fit the board's flash (a program file, whose weights the host runtime may load)."""
     if check_flash:  # before partitioning: packing the weights of a model that cannot fit costs minutes
         check_constants_fit(board, graph)
     if packed_weights is None:
-        from mcu.backends.compact import packed_by_default
+        from mcu.backends.optimized.compact import packed_by_default
 
         packed_weights = packed_by_default(graph, board)
     options: dict[str, Any] = {"cmsis_nn": cmsis_nn, "packed_weights": packed_weights}

@@ -15,7 +15,7 @@ reserved words. Each mutant changes one to three of them to a boundary,
 neighbouring, scaled or random value, and gets its file CRC recomputed, so
 only the loader's own checks stand between it and the interpreter.
 
-Each mutant goes through ``mcu.runtime.Program.load``. The contract checked:
+Each mutant goes through ``mcu.program.host.Program.load``. The contract checked:
 it either raises ``ProgramError`` (counted by status) or loads, and then
 every method runs every bundled vector (methods without one: zero inputs)
 with status MCU_OK (outputs may differ: the weights changed). Anything else,
@@ -231,7 +231,7 @@ def check_one(program: bytes, weights: bytes | None, tally: Tally, what: list[st
     """Load one mutant and run what loads; record the outcome in ``tally``."""
     import numpy as np
 
-    from mcu.runtime import NUMPY, Program, ProgramError
+    from mcu.program.host import NUMPY, Program, ProgramError
 
     tally.mutations += 1
     try:
@@ -260,7 +260,7 @@ def load_seeds(seed_dir: Path, models: tuple[str, ...] | None = None) -> list[Se
     does not load as it is here (custom kernels, more arena than RUN_ARENA_LIMIT), named on stderr."""
     from mcu.program.format import read_header
     from mcu.program.fuzz import write_seeds
-    from mcu.runtime import Program, ProgramError
+    from mcu.program.host import Program, ProgramError
 
     files = sorted(seed_dir.glob("*.mpk")) if seed_dir.is_dir() else []
     if not files:

@@ -2,7 +2,7 @@
 
 The structs mirror the header field for field; ``check_layout`` compares their
 sizes with what the header implies. ``call_*`` helpers build the structs from
-the same keyword dicts that mcu.quant.reference takes, run the C kernel on
+the same keyword dicts that mcu.reference.kernels takes, run the C kernel on
 fresh output buffers and return (status, output).
 """
 
@@ -205,7 +205,7 @@ def conv2d(x, w, bias, quant: Quant, params: dict, ctx=None):
 def conv2d_packed(x, w, bias, quant: Quant, params: dict, ctx=None, stream=None):
     """mcu_conv2d_packed_s8 with ``w`` (OHWI int8), ``bias`` and ``quant`` packed as the tuned backend
     packs them (or a given ``stream``)."""
-    from mcu.backends.tuned import pack_layer
+    from mcu.backends.optimized.tuned import pack_layer
 
     if stream is None:
         stream = pack_layer(np.asarray(w, dtype=np.int8).reshape(w.shape[0], -1), bias, quant.m, quant.s,

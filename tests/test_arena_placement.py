@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from mcu.elf import read_elf
-from mcu.export import export_library
+from mcu.device.elf import read_elf
+from mcu.commands.export import export_library
 
 pytestmark = pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None,
                                 reason="needs arm-none-eabi-gcc (run scripts/setup)")

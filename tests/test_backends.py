@@ -16,7 +16,7 @@ import pytest
 from conftest import EXAMPLES
 from mcu.backends import registry
 from mcu.backends.base import Backend, Constraint, Context, Partition, Rule, partition
-from mcu.boards import load_board
+from mcu.device.boards import load_board
 from mcu.errors import McuError
 from mcu.ir import Graph, Op, Tensor
 
@@ -199,7 +199,7 @@ def test_default_order_on_a_dsp_core_and_on_a_plain_core(compiled) -> None:
 
 def test_backend_option_and_report_through_the_api_and_cli(capsys) -> None:
     from mcu.api import compile_file
-    from mcu.cli import _print_partitions, build_parser
+    from mcu.commands.cli import _print_partitions, build_parser
 
     cm = compile_file(EXAMPLES / "small_cnn.py", board="mps2-an505", quantize="int8", backend="portable")
     assert {op.attrs["backend"] for op in cm.graph.ops} == {"portable"}
@@ -215,7 +215,7 @@ def test_backend_option_and_report_through_the_api_and_cli(capsys) -> None:
 
 
 def test_cli_rejects_an_unknown_backend_in_one_line() -> None:
-    proc = subprocess.run([sys.executable, "-m", "mcu.cli", "build", str(EXAMPLES / "small_cnn.py"), "-b",
+    proc = subprocess.run([sys.executable, "-m", "mcu.commands.cli", "build", str(EXAMPLES / "small_cnn.py"), "-b",
                            "mps2-an505", "--backend", "bogus,portable"], capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode != 0
     assert "unknown backend 'bogus'" in proc.stderr and "Traceback" not in proc.stderr
@@ -246,12 +246,12 @@ def test_emitter_and_backends_do_not_import_each_other_at_load_time() -> None:
         assert not bad, f"{path.name} imports {bad} at load time (ask mcu.backends.registry inside a function)"
     for path in sorted((ROOT / "mcu" / "backends").glob("*.py")):
         bad = {m for m in _module_imports(path) if m.startswith(("mcu.emit.kernels", "mcu.emit.c_model"))}
-        assert not bad, f"{path.name} imports the emitter ({bad}); shared pieces live in mcu/calls.py"
+        assert not bad, f"{path.name} imports the emitter ({bad}); shared pieces live in mcu/backends/calls.py"
     assert not {m for m in _module_imports(ROOT / "mcu" / "calls.py") if m.startswith(("mcu.emit", "mcu.backends"))}
 
 
-@pytest.mark.parametrize("module", ["mcu.emit.kernels", "mcu.emit.c_model", "mcu.backends.portable",
-                                    "mcu.backends.optimized", "mcu.backends.cmsis_nn", "mcu.backends.registry"])
+@pytest.mark.parametrize("module", ["mcu.emit.kernels", "mcu.emit.c_model", "mcu.backends.portable.core",
+                                    "mcu.backends.optimized.core", "mcu.backends.cmsis_nn.core", "mcu.backends.registry"])
 def test_each_module_imports_alone_in_a_fresh_interpreter(module: str) -> None:
     code = (f"import sys, {module}\n"
             "emit = {m for m in sys.modules if m in ('mcu.emit.kernels', 'mcu.emit.c_model')}\n"

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from conftest import requires_qemu
-from mcu.boards import load_board
+from mcu.device.boards import load_board
 from mcu.errors import McuError
-from mcu.sim.qemu import run_qemu
-from mcu.toolchain import build_firmware, render_linker_script
+from mcu.device.sim.qemu import run_qemu
+from mcu.device.toolchain import build_firmware, render_linker_script
 
 needs_cross = pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None, reason="arm-none-eabi-gcc not installed")
 

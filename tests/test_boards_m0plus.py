@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from conftest import REFERENCE_MODELS, requires_qemu
-from mcu.boards import load_board
+from mcu.device.boards import load_board
 
 BOARD = "mps2-an385-m0plus"
 

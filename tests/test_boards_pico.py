@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from conftest import EXAMPLES
-from mcu.boards import load_board
-from mcu.boot2 import BOOT2_SIZE, boot2_crc, seal_boot2
-from mcu.elf import read_elf
-from mcu.uf2 import FAMILY_RP2040, PAYLOAD_SIZE, read_uf2
+from mcu.device.boards import load_board
+from mcu.device.boot2 import BOOT2_SIZE, boot2_crc, seal_boot2
+from mcu.device.elf import read_elf
+from mcu.device.uf2 import FAMILY_RP2040, PAYLOAD_SIZE, read_uf2
 from test_cli import run_mcu
 from test_flash import pty  # noqa: F401  (the pseudo-terminal fixture the flash tests use)
 
@@ -116,7 +116,7 @@ RP2040_INFO = "UF2 Bootloader v3.0\nModel: Raspberry Pi RP2\nBoard-ID: RPI-RP2\n
 
 
 def test_flash_picks_the_rp2040_drive_by_family(tmp_path: Path) -> None:
-    from mcu import flash
+    from mcu.device import flash
 
     media = tmp_path / "media"
     for name, info in (("RP2350", "Board-ID: RP2350\n"), ("RPI-RP2", RP2040_INFO)):

@@ -14,12 +14,12 @@ import pytest
 
 from conftest import EXAMPLES, requires_qemu
 from mcu import paths
-from mcu.boards import load_board
-from mcu.elf import read_elf
+from mcu.device.boards import load_board
+from mcu.device.elf import read_elf
 from mcu.errors import McuError
-from mcu.sim.qemu import run_qemu
-from mcu.toolchain import build_firmware, compile_flags, find_cross_compiler, port_sources
-from mcu.uf2 import (BLOCK_SIZE, FAMILY_RP2350_ARM_S, FLAG_FAMILY_ID_PRESENT, PAYLOAD_SIZE, decode, encode,
+from mcu.device.sim.qemu import run_qemu
+from mcu.device.toolchain import build_firmware, compile_flags, find_cross_compiler, port_sources
+from mcu.device.uf2 import (BLOCK_SIZE, FAMILY_RP2350_ARM_S, FLAG_FAMILY_ID_PRESENT, PAYLOAD_SIZE, decode, encode,
                      pages_from_segments, read_uf2)
 from test_cli import assert_one_line_error, run_mcu
 

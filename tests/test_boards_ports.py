@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from mcu import paths
-from mcu.boards import Board, list_boards, load_board
-from mcu.elf import read_elf
+from mcu.device.boards import Board, list_boards, load_board
+from mcu.device.elf import read_elf
 from mcu.errors import McuError
-from mcu.sim.qemu import FAULT_EXIT_BASE, build_plugin, run_qemu
-from mcu.toolchain import build_firmware, find_cross_compiler, render_linker_script
+from mcu.device.sim.qemu import FAULT_EXIT_BASE, build_plugin, run_qemu
+from mcu.device.toolchain import build_firmware, find_cross_compiler, render_linker_script
 
 QEMU_BOARDS = ["mps2-an505", "mps2-an386", "mps2-an385"]
 HAVE_CROSS = shutil.which("arm-none-eabi-gcc") is not None

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from mcu.boards import load_board
-from mcu.ci import RENODE_VERSION, WORKFLOW, CiRequest, write_renode_ci
+from mcu.device.boards import load_board
+from mcu.commands.ci import RENODE_VERSION, WORKFLOW, CiRequest, write_renode_ci
 from mcu.errors import McuError
-from mcu.sim.renode import render_renode_files
+from mcu.device.sim.renode import render_renode_files
 
 
 MCU_URL = "https://example.org/mcu.git"

@@ -18,7 +18,7 @@ def run_mcu(*args: str, env: dict[str, str] | None = None, cwd: Path | None = No
     full_env = {**os.environ, **(env or {})}
     full_env.pop("MCU_DEBUG", None)
     # A fresh folder by default: a command that writes mcu-out/ must not write it into the checkout.
-    return subprocess.run([sys.executable, "-m", "mcu.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "mcu.commands.cli", *args], capture_output=True, text=True,
                           env=full_env, cwd=cwd or tempfile.mkdtemp(prefix="mcu-cli-"), timeout=900)
 
 

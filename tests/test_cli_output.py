@@ -62,7 +62,7 @@ def _run_on_terminal(args: list[str], cwd: Path) -> tuple[int, str, str]:
     """Run mcu with stderr on a pseudo-terminal (stdout a pipe); returns (status, stdout, terminal text)."""
     master, slave = pty.openpty()
     env = {k: v for k, v in os.environ.items() if k != "MCU_DEBUG"}
-    proc = subprocess.Popen([sys.executable, "-m", "mcu.cli", *args], stdout=subprocess.PIPE, stderr=slave,
+    proc = subprocess.Popen([sys.executable, "-m", "mcu.commands.cli", *args], stdout=subprocess.PIPE, stderr=slave,
                             stdin=subprocess.DEVNULL, cwd=cwd, env=env)
     os.close(slave)
     chunks: list[bytes] = []

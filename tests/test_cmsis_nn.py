@@ -1,4 +1,4 @@
-"""The CMSIS-NN backend (mcu/backends/cmsis_nn.py): finding the sources, selection, parameter packing,
+"""The CMSIS-NN backend (mcu/backends/cmsis_nn/core.py): finding the sources, selection, parameter packing,
 scratch sizing, the source closure and the generated calls.
 
 The tests at the end run the real CMSIS-NN when ``CMSIS_NN_PATH`` names its source tree (a checkout of
@@ -21,8 +21,8 @@ import pytest
 
 from conftest import EXAMPLES, requires_qemu
 from mcu.api import compile_file
-from mcu.backends import cmsis_nn
-from mcu.boards import load_board
+from mcu.backends.cmsis_nn import core as cmsis_nn
+from mcu.device.boards import load_board
 from mcu.errors import McuError
 from mcu.paths import runtime_dir
 
@@ -480,7 +480,7 @@ def test_firmware_through_cmsis_calls_is_bit_exact(routed, board: str) -> None:
 
 
 def test_cli_option(fake_tree: Path, tmp_path: Path) -> None:
-    from mcu.cli import build_parser
+    from mcu.commands.cli import build_parser
 
     args = build_parser().parse_args(["build", str(EXAMPLES / "small_cnn.py"), "-b", "mps2-an505",
                                       "--cmsis-nn", str(fake_tree)])
@@ -504,7 +504,7 @@ def _through_real_cmsis(name: str, board: str):
     import copy
 
     from mcu.api import CompiledModel
-    from mcu.loader import load_model_file
+    from mcu.capture.loader import load_model_file
     from mcu.pipeline import compile_graph, to_graph
 
     if name not in _GRAPHS:

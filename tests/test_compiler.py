@@ -8,11 +8,11 @@ import torch
 from torch import nn
 
 import mcu
-from mcu.capture import capture
-from mcu.edge import to_edge
-from mcu.frontend import from_exported
+from mcu.capture.export import capture
+from mcu.capture.edge import to_edge
+from mcu.frontend.lower import from_exported
 from mcu.ir import CHANNELS_LAST
-from mcu.memory import plan_memory
+from mcu.plan.memory import plan_memory
 from mcu.pipeline import lower
 
 from conftest import REFERENCE_MODELS, have_cross_tools

@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 
 from conftest import EXAMPLES, requires_qemu
 from mcu.api import compile_file
-from mcu.elf import read_elf
+from mcu.device.elf import read_elf
 from mcu.errors import McuError
-from mcu.runtime import Program
+from mcu.program.host import Program
 from test_cli import assert_one_line_error, run_mcu
 
 NAME = "custom_op"
@@ -208,8 +208,8 @@ def test_an_op_without_an_int8_kernel_stays_fp32_in_an_int8_model(tmp_path: Path
 def test_example_int8_kernel_equals_its_reference(compiled, in_scale, out_scale, in_zp, out_zp, b, n, seed) -> None:
     # The example's C kernel through the host library, against its integer reference: every input code
     # (-128 and 127 included), zero-points at the ends, saturating output scales.
-    from mcu.custom import CustomQuant
-    from mcu.custom_host import build_host_kernels
+    from mcu.capture.custom_ops import CustomQuant
+    from mcu.backends.custom.host import build_host_kernels
 
     cm = compiled(NAME, "mps2-an505", "int8")
     host = build_host_kernels(cm.graph)

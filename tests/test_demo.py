@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from conftest import requires_qemu
-from mcu.demo import main
+from mcu.commands.demo import main
 
 
 @requires_qemu

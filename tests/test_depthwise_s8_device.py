@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 
 from conftest import requires_qemu
-from mcu.contracts import window_max_delta
-from mcu.quant import reference as ref
+from mcu.plan.contracts import window_max_delta
+from mcu.reference import kernels as ref
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -132,10 +132,10 @@ def _program() -> str:
 @requires_qemu
 @pytest.mark.parametrize("board", ["mps2-an505", "mps2-an386"])
 def test_depthwise_dsp_paths_on_device(tmp_path: Path, board: str) -> None:
-    from mcu.boards import load_board
+    from mcu.device.boards import load_board
     from mcu.paths import runtime_dir
-    from mcu.sim.qemu import run_qemu
-    from mcu.toolchain import build_firmware
+    from mcu.device.sim.qemu import run_qemu
+    from mcu.device.toolchain import build_firmware
 
     src = tmp_path / "main.c"
     src.write_text(_program())

@@ -41,7 +41,7 @@ def test_a_perturbed_op_is_named_with_its_source_line(compiled) -> None:
 
 @requires_qemu
 def test_debug_command(capsys) -> None:
-    from mcu.cli import main
+    from mcu.commands.cli import main
 
     assert main(["debug", "--board", BOARD, "-q", "int8", str(EXAMPLES / "small_cnn.py"), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)

@@ -52,8 +52,8 @@ def _strip_hooks(text: str) -> str:
 @requires_qemu
 def test_normal_build_has_no_trace_code_or_cost(compiled, tmp_path) -> None:
     from mcu.paths import runtime_dir
-    from mcu.sim.qemu import run_qemu
-    from mcu.toolchain import build_firmware
+    from mcu.device.sim.qemu import run_qemu
+    from mcu.device.toolchain import build_firmware
 
     cm = compiled("small_cnn", BOARD, "int8")
     model_c = f"{cm.library.prefix}_model.c"
@@ -73,7 +73,7 @@ def test_normal_build_has_no_trace_code_or_cost(compiled, tmp_path) -> None:
     # ...and cost nothing without MCU_TRACE: same section sizes, no tracer symbol, same instructions.
     assert fw.sections == bare.sections
     assert fw.flash_bytes == bare.flash_bytes and fw.ram_bytes == bare.ram_bytes
-    from mcu.elf import read_elf
+    from mcu.device.elf import read_elf
 
     assert read_elf(fw.elf).symbol("mcu_trace_op_begin") is None and "mcu_trace_op_begin" not in bare.symbols
     normal, stripped = run_qemu(cm.board, fw.elf), run_qemu(cm.board, bare.elf)
@@ -105,7 +105,7 @@ def test_per_op_costs_add_up_to_the_inference(compiled, name: str) -> None:
 @requires_qemu
 def test_profile_command_table_json_svg(tmp_path, capsys) -> None:
     from conftest import EXAMPLES
-    from mcu.cli import main
+    from mcu.commands.cli import main
 
     svg, events = tmp_path / "p.svg", tmp_path / "events.json"
     model = str(EXAMPLES / "small_cnn.py")
@@ -161,7 +161,7 @@ def test_program_file_profile_on_the_interpreter(compiled, name: str) -> None:
     # The interpreter brackets each instruction with the same hooks; the normal interpreter firmware
     # links no tracer, and the traced one prints the same outputs (checked inside profile_program).
     from mcu.devtools.program_trace import profile_program
-    from mcu.elf import read_elf
+    from mcu.device.elf import read_elf
     from mcu.program.device import build_interpreter_firmware
 
     cm = compiled(name, BOARD, "int8")

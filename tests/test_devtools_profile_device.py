@@ -17,7 +17,7 @@ import pytest
 from mcu.api import compile_file
 from mcu.devtools.profile import profile_model
 from mcu.devtools.trace import run_traced
-from mcu.uf2 import decode
+from mcu.device.uf2 import decode
 from conftest import EXAMPLES
 from test_flash import FakePico, Pty, make_drive, pty  # noqa: F401 - pty is a fixture
 

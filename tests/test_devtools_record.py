@@ -29,7 +29,7 @@ print("EXPORTED", type(ep).__name__, sum(1 for n in ep.graph.nodes if n.op == "c
 
 @requires_qemu
 def test_record_reproduces_the_profile_in_a_fresh_process(tmp_path, capsys) -> None:
-    from mcu.cli import main
+    from mcu.commands.cli import main
 
     model = tmp_path / "small_cnn.py"
     shutil.copy(EXAMPLES / "small_cnn.py", model)

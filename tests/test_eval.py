@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from conftest import EXAMPLES, requires_qemu
-from mcu.evaluate import sample_indices
+from mcu.commands.evaluate import sample_indices
 from test_cli import assert_one_line_error, run_mcu
 
 DIGITS = str(EXAMPLES / "digits_cnn.py")

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mcu.export import export_library
+from mcu.commands.export import export_library
 from mcu.layouts import from_memory_order, to_memory_order
 
 MAIN_C = r"""

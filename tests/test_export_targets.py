@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from mcu.export import export_target
-from mcu.export_targets import TARGETS
-from mcu.uf2 import read_uf2
+from mcu.commands.export import export_target
+from mcu.emit.targets import TARGETS
+from mcu.device.uf2 import read_uf2
 
 BOARD = "mps2-an386"  # Cortex-M4 with DSP: the kernels' DSP paths are in the Arduino cross build
 WARNINGS = ["-Wall", "-Wextra", "-Werror"]
@@ -417,7 +417,7 @@ def _zephyr_stand_in(root: Path) -> Path:
 def test_zephyr_module_files(cm, tmp_path: Path) -> None:
     import yaml
 
-    from mcu.export_targets.zephyr import kconfig_symbol
+    from mcu.emit.targets.zephyr import kconfig_symbol
 
     p = cm.library.prefix
     export_target(cm, "zephyr", tmp_path)
@@ -518,7 +518,7 @@ def test_cli_target_with_program_format_is_one_line_error(tmp_path: Path) -> Non
 
 
 def test_cli_target_choices_are_the_registry() -> None:
-    from mcu.cli import build_parser
+    from mcu.commands.cli import build_parser
 
     export = build_parser()._subparsers._group_actions[0].choices["export"]
     (target,) = [a for a in export._actions if a.dest == "target"]

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from conftest import EXAMPLES, ROOT
-from mcu import flash
+from mcu.device import flash
 from mcu.errors import McuError
-from mcu.uf2 import FAMILY_RP2350_ARM_S, encode, read_uf2
+from mcu.device.uf2 import FAMILY_RP2350_ARM_S, encode, read_uf2
 
 INFO = "UF2 Bootloader v1.0\nModel: Raspberry Pi RP2350\nBoard-ID: RP2350\n"
 PASS_LINES = ["OUT 0 0 3f800000 00000000", "VECTOR 0 PASS", "CYCLES 1234567", "RESULT PASS 0/1", "EXIT 0"]
@@ -273,7 +273,7 @@ def test_debug_probe_is_preferred(monkeypatch: pytest.MonkeyPatch) -> None:
 def _mcu(*args: str) -> subprocess.Popen:
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"}
     env.pop("MCU_DEBUG", None)
-    return subprocess.Popen([sys.executable, "-m", "mcu.cli", *args], stdout=subprocess.PIPE,
+    return subprocess.Popen([sys.executable, "-m", "mcu.commands.cli", *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env)
 
 

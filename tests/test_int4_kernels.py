@@ -1,5 +1,5 @@
 """4-bit groupwise weights (issue 17): packing, and the C kernel mcu_linear_w4_f32 equal to its Python
-reference (mcu/quant/int4.py) bit for bit over shapes, group sizes, scales and the int4 extremes."""
+reference (mcu/reference/int4.py) bit for bit over shapes, group sizes, scales and the int4 extremes."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import cbind
 import cbind_s8
-from mcu.quant import int4
+from mcu.reference import int4
 from test_kernels_s8_opt import build_emulated_lib
 
 _P = ctypes.c_void_p

@@ -12,9 +12,9 @@ from torch import nn
 import mcu
 from conftest import requires_qemu
 from mcu.program import format as fmt
-from mcu.runtime import Program, ProgramError
-from mcu.quant.int4 import unpack_int4
-from mcu.quant.torchao_int4 import int4_weight_model
+from mcu.program.host import Program, ProgramError
+from mcu.reference.int4 import unpack_int4
+from mcu.quantize.torchao_int4 import int4_weight_model
 
 torch.manual_seed(0)
 

@@ -84,7 +84,7 @@ def test_digits_accuracy_and_device_predictions(compiled) -> None:
 @requires_qemu
 @pytest.mark.qemu
 def test_quantization_aware_training_keeps_parity() -> None:
-    from mcu.quantize import convert, prepare_qat
+    from mcu.quantize.flow import convert, prepare_qat
 
     digits = _load_example("digits_cnn")
     prepared = prepare_qat(digits.model, digits.example_inputs)
@@ -125,7 +125,7 @@ class M(torch.nn.Module):
     def forward(self, x):
         y = torch.relu(self.conv(x))
         # (arithmetic with a scalar is an int8 table lookup; sub and div of tensors are int8 since issue 18,
-        # var is still an fp32 island: mcu/islands.py)
+        # var is still an fp32 island: mcu/passes/quantized/fp32_islands.py)
         y = (y - torch.sigmoid(y)) / (y.var(dim=1, keepdim=True) + 1.0)
         return self.fc(torch.flatten(y, 1))
 model = M()

@@ -2,7 +2,7 @@
 references bit for bit (hypothesis, extremes included), int8 models that use them equal the integer
 reference on the host (program file and generated C), and the census of the ops that still run as fp32
 islands: a small int8 model with every probed ATen op, whose fallbacks must be exactly
-:data:`mcu.islands.ISLANDS` (so the list ``mcu ops`` prints cannot drift).
+:data:`mcu.passes.quantized.fp32_islands.ISLANDS` (so the list ``mcu ops`` prints cannot drift).
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ import cbind_s8 as cb  # noqa: E402
 from cbind import MCU_ERR_INVALID_ARG, MCU_OK, ptr  # noqa: E402
 from conftest import requires_qemu  # noqa: E402
 from test_kernels_s8 import binary_cases, int8_data  # noqa: E402
-from mcu.quant import arith  # noqa: E402
-from mcu.quant import reference as ref  # noqa: E402
-from mcu.quant.reference_islands import maximum_s8, minimum_s8  # noqa: E402
+from mcu.reference import arith  # noqa: E402
+from mcu.reference import kernels as ref  # noqa: E402
+from mcu.reference.islands import maximum_s8, minimum_s8  # noqa: E402
 
 SETTINGS = settings(max_examples=40, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
@@ -151,7 +151,7 @@ def test_int8_model_with_extremes_and_constants_keeps_no_island_and_equals_the_r
 
 def test_constant_operand_keeps_the_quantizers_codes_or_takes_its_own_scale() -> None:
     from mcu.ir import Op, QConst, Tensor
-    from mcu.passes.quantized_islands import constant_operand, own_quantization
+    from mcu.passes.quantized.islands import constant_operand, own_quantization
 
     data = np.array([[-0.5, 0.0, 1.5]], np.float32)
     t = Tensor(name="c", shape=(1, 3), data=data)
@@ -266,7 +266,7 @@ def _probes() -> dict[int, tuple[str, str]]:
 @pytest.fixture(scope="module")
 def census() -> dict[tuple[str, str], list[str]]:
     """(ATen op, note) of each probe -> the fallback reasons on its line ([] when it runs in int8)."""
-    from mcu.loader import ModelSpec
+    from mcu.capture.loader import ModelSpec
     from mcu.pipeline import to_graph
 
     torch.manual_seed(0)
@@ -283,7 +283,7 @@ def census() -> dict[tuple[str, str], list[str]]:
 
 
 def test_the_islands_in_int8_models_are_exactly_the_listed_ones(census) -> None:
-    from mcu.islands import ISLANDS
+    from mcu.passes.quantized.fp32_islands import ISLANDS
 
     islands = {aten for (aten, note), why in census.items() if why}
     assert islands == set(ISLANDS), {k: v for k, v in census.items() if v}
@@ -304,8 +304,8 @@ def test_the_known_islands_made_integer_are_not_islands(census) -> None:
 
 
 def test_every_listed_island_is_probed_and_the_listing_prints_it(census) -> None:
-    from mcu.islands import ISLANDS
-    from mcu.ops_listing import ISLAND, op_rows
+    from mcu.passes.quantized.fp32_islands import ISLANDS
+    from mcu.commands.ops_listing import ISLAND, op_rows
 
     probed = {aten for aten, _ in census}
     assert set(ISLANDS) <= probed
@@ -325,7 +325,7 @@ def test_every_listed_island_is_probed_and_the_listing_prints_it(census) -> None
 @given(case=binary_cases("mul"), s_a=st.floats(1e-3, 1.0), s_b=st.floats(1e-3, 1.0), s_out=st.floats(1e-3, 4.0),
        zero_divisors=st.booleans())
 def test_div_s8_matches_its_reference(case: dict, s_a: float, s_b: float, s_out: float, zero_divisors: bool) -> None:
-    from mcu.quant.reference_islands import div_params, div_s8
+    from mcu.reference.islands import div_params, div_s8
 
     rng = np.random.default_rng(case["seed"])
     a = int8_data(rng, case["a_shape"], case["data"])
@@ -362,7 +362,7 @@ class PreluS8Params(ctypes.Structure):
        extreme=st.booleans(), seed=st.integers(0, 2**16))
 def test_prelu_s8_matches_its_reference(channels: int, inner: int, outer: int, s_in: float, s_out: float,
                                         zp_in: int, zp_out: int, extreme: bool, seed: int) -> None:
-    from mcu.quant.reference_islands import prelu_params, prelu_s8, quantize_slopes
+    from mcu.reference.islands import prelu_params, prelu_s8, quantize_slopes
 
     rng = np.random.default_rng(seed)
     slopes = rng.normal(0, 0.5, channels) if not extreme else rng.choice([-3.0, 0.0, 3.0], channels)
@@ -434,7 +434,7 @@ class LogSoftmaxS8Params(ctypes.Structure):
        mode=st.sampled_from(["uniform", "extremes", "flat", "one"]), seed=st.integers(0, 2**16))
 def test_log_softmax_s8_matches_its_reference(outer: int, axis: int, inner: int, s_in: float, fixed: bool,
                                               zp_out: int, mode: str, seed: int) -> None:
-    from mcu.quant.reference_islands import LOG_SOFTMAX_SCALE, log_softmax_s8, log_softmax_tables
+    from mcu.reference.islands import LOG_SOFTMAX_SCALE, log_softmax_s8, log_softmax_tables
 
     rng = np.random.default_rng(seed)
     n = outer * axis * inner

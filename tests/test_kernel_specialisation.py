@@ -1,4 +1,4 @@
-"""Per-model specialisation of mcu_conv2d_packed_s8 (mcu/backends/specialise.py).
+"""Per-model specialisation of mcu_conv2d_packed_s8 (mcu/backends/optimized/specialise.py).
 
 The definitions computed from the reference models' packed layers; the kernel built with a narrower
 MCU_PIXEL_WIDE_TAPS (24, 152) bit-exact with the Python reference on the Cortex-M33 for windows below,
@@ -16,12 +16,12 @@ import numpy as np
 import pytest
 
 from conftest import requires_qemu
-from mcu.backends import tuned
-from mcu.backends.specialise import PackedLayer, merge_defines, packed_defines
-from mcu.boards import load_board
-from mcu.export import export_library
+from mcu.backends.optimized import tuned
+from mcu.backends.optimized.specialise import PackedLayer, merge_defines, packed_defines
+from mcu.device.boards import load_board
+from mcu.commands.export import export_library
 from mcu.paths import runtime_dir
-from mcu.quant import reference as ref
+from mcu.reference import kernels as ref
 from test_kernels_s8_packed import _firmware_source, _params
 
 # The reference models on mps2-an505 (int8): their packed layers' widest window and paths
@@ -91,8 +91,8 @@ def _case(rng: np.random.Generator, cin: int, k: int = 1, cout: int = 12, act=(-
 
 
 def _run_on_m33(tmp: Path, cases: list[tuple[dict, bool]], defines: dict[str, int]) -> None:
-    from mcu.sim.qemu import run_qemu
-    from mcu.toolchain import build_firmware
+    from mcu.device.sim.qemu import run_qemu
+    from mcu.device.toolchain import build_firmware
 
     tmp.mkdir(parents=True, exist_ok=True)
     main = tmp / "main.c"
@@ -147,7 +147,7 @@ def test_exported_library_builds_with_its_definitions(tmp_path: Path) -> None:
     library on the host (the app's outputs: tests/test_export.py) and, for the Cortex-M33, the exported
     kernel with the fragment's flags is the smaller specialised one."""
     from conftest import compiled_model
-    from mcu.toolchain import compile_flags, find_cross_compiler
+    from mcu.device.toolchain import compile_flags, find_cross_compiler
 
     cm = compiled_model("small_cnn", "mps2-an505", "int8")
     p = cm.library.prefix

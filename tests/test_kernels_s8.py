@@ -1,10 +1,10 @@
-"""The portable int8 C kernels against the bit-exact Python reference (mcu.quant.reference).
+"""The portable int8 C kernels against the bit-exact Python reference (mcu.reference.kernels).
 
 Every kernel must equal the reference bit for bit over hypothesis-drawn shapes,
 strides, paddings, zero-points, multipliers and shifts, extremes included.
 The reference itself is checked against float semantics (PyTorch on
 dequantized values, torch's quantize/dequantize ops) where that is meaningful,
-and mcu.quant.arith against TFLite's parameter math.
+and mcu.reference.arith against TFLite's parameter math.
 """
 
 from __future__ import annotations
@@ -36,8 +36,8 @@ from cbind import (  # noqa: E402
     ptr,
 )
 
-from mcu.quant import arith  # noqa: E402
-from mcu.quant import reference as ref  # noqa: E402
+from mcu.reference import arith  # noqa: E402
+from mcu.reference import kernels as ref  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 KERNEL_DIR = REPO / "runtime_c" / "kernels"

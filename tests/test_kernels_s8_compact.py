@@ -1,5 +1,5 @@
 """mcu_conv2d_compact_s8 and mcu_linear_compact_s8, the optimized backend's kernels under
---compact-weights (mcu/backends/compact.py), bit-exact with the Python reference.
+--compact-weights (mcu/backends/optimized/compact.py), bit-exact with the Python reference.
 
 Three builds run them: the host extension (plain C), the host library with the DSP paths emulated
 (the SXTB16/SMLAD lane arithmetic, the K-word table and the on-the-fly K of single-row blocks), and
@@ -23,10 +23,10 @@ import cbind_s8 as cb
 import test_kernels_s8 as base
 from cbind import MCU_OK
 from conftest import requires_qemu
-from mcu.backends import compact
-from mcu.boards import load_board
+from mcu.backends.optimized import compact
+from mcu.device.boards import load_board
 from mcu.paths import runtime_dir
-from mcu.quant import reference as ref
+from mcu.reference import kernels as ref
 from test_kernels_s8_opt import build_emulated_lib
 from test_kernels_s8_packed import c_array, harness_main
 
@@ -289,8 +289,8 @@ static int check(const int8_t *e, int32_t n)
 def test_compact_on_simulated_core(tmp_path: Path, board_name: str) -> None:
     """80 random layers (half fully connected, a fifth at the extremes) with the native loops and the
     single-row block's on-the-fly requantization; the scratch on the odd word of an 8-byte boundary."""
-    from mcu.sim.qemu import run_qemu
-    from mcu.toolchain import build_firmware
+    from mcu.device.sim.qemu import run_qemu
+    from mcu.device.toolchain import build_firmware
 
     cases = _firmware_cases(np.random.default_rng(11), 80)
     assert max(c["expected"].size for c in cases) <= 4096 and max(c["scratch"] for c in cases) <= 8192 - 4
@@ -331,7 +331,7 @@ def test_the_default_layout_follows_the_flash() -> None:
     import torch
 
     import mcu
-    from mcu.backends.compact import PACKED_SHARE
+    from mcu.backends.optimized.compact import PACKED_SHARE
 
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Conv2d(3, 16, 3, padding=1), torch.nn.ReLU(), torch.nn.Flatten(),

@@ -1,5 +1,5 @@
 """The Helium (MVE) paths of the int8 kernels (runtime_c/kernels/internal/mve_s8.h), on the simulated
-Cortex-M55 (mps3-an547 in QEMU), bit-exact with the Python reference (mcu/quant/reference.py).
+Cortex-M55 (mps3-an547 in QEMU), bit-exact with the Python reference (mcu/reference/kernels.py).
 
 The host never compiles MVE code, so these paths only run on the simulated core. One firmware holds
 seeded random cases of every kernel with an MVE path (convolution, 1x1 convolution, depthwise and
@@ -21,11 +21,11 @@ import numpy as np
 import pytest
 
 from conftest import requires_qemu
-from mcu.boards import load_board
+from mcu.device.boards import load_board
 from mcu.paths import cache_dir, runtime_dir
-from mcu.quant import reference as ref
-from mcu.sim.qemu import run_qemu
-from mcu.toolchain import build_firmware
+from mcu.reference import kernels as ref
+from mcu.device.sim.qemu import run_qemu
+from mcu.device.toolchain import build_firmware
 
 BOARD = "mps3-an547"
 SEED = 20261203
@@ -529,7 +529,7 @@ def compile_kernel(kernel: str, opt: str, tmp_path, assembly: bool = False) -> s
     to spare at every level); the assembly text when `assembly`."""
     import subprocess
 
-    from mcu.toolchain import compile_flags, find_cross_compiler
+    from mcu.device.toolchain import compile_flags, find_cross_compiler
 
     flags = [f for f in compile_flags(load_board(BOARD)) if not f.startswith("-O")]
     target = tmp_path / ("k.s" if assembly else "k.o")
@@ -553,7 +553,7 @@ def test_kernels_take_the_mve_path() -> None:
     """The M55 build compiles the MVE paths (the kernels' objects contain VMLADAVA)."""
     import subprocess
 
-    from mcu.toolchain import compile_flags, find_cross_compiler
+    from mcu.device.toolchain import compile_flags, find_cross_compiler
 
     board = load_board(BOARD)
     src = runtime_dir() / "kernels" / "mcu_conv2d_s8.c"

@@ -1,11 +1,11 @@
-"""The int8 variant table (mcu/backends/variants.py): which kernel each op gets, and that the table is
+"""The int8 variant table (mcu/backends/portable/variants.py): which kernel each op gets, and that the table is
 well formed (every row's source exists, every kind ends in a variant that always applies)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from mcu.backends.variants import INT8_VARIANTS, select_variant
+from mcu.backends.portable.variants import INT8_VARIANTS, select_variant
 from mcu.ir import Op, Tensor
 from mcu.paths import runtime_dir
 

@@ -1,4 +1,4 @@
-"""mcu_conv2d_packed_s8, the tuned backend's kernel (mcu/backends/tuned.py), bit-exact with the
+"""mcu_conv2d_packed_s8, the tuned backend's kernel (mcu/backends/optimized/tuned.py), bit-exact with the
 Python reference.
 
 Three builds run it: the host extension (plain C), the host library with the DSP paths emulated
@@ -23,11 +23,11 @@ import test_kernels_s8 as base
 import test_memory_contracts as contracts
 from cbind import MCU_OK
 from conftest import requires_qemu
-from mcu.backends import tuned
-from mcu.boards import load_board
+from mcu.backends.optimized import tuned
+from mcu.device.boards import load_board
 from mcu.ir import Op
 from mcu.paths import runtime_dir
-from mcu.quant import reference as ref
+from mcu.reference import kernels as ref
 from test_kernels_s8_opt import build_emulated_lib, load_bound, route_cbind
 
 _P = ctypes.c_void_p
@@ -274,8 +274,8 @@ def harness_main(label: str, runs: list[str]) -> str:
 @pytest.mark.parametrize("board_name", ["mps2-an505", "mps2-an386"])
 def test_packed_on_simulated_core(tmp_path: Path, board_name: str) -> None:
     """60 random cases (a fifth at the extremes) with the native LDM/SMLAD/QADD paths."""
-    from mcu.sim.qemu import run_qemu
-    from mcu.toolchain import build_firmware
+    from mcu.device.sim.qemu import run_qemu
+    from mcu.device.toolchain import build_firmware
 
     cases = _firmware_cases(np.random.default_rng(7), 60)
     assert max(c["expected"].size for c in cases) <= 4096
@@ -334,8 +334,8 @@ def test_packed_right_shift_property_on_core(tmp_path_factory, board_name: str, 
     """Batches of 40 drawn layers per firmware, bit-exact with the reference on the core: the
     assembly's merged rounding constant, SSAT and byte-wise activation clamp, and the column built
     from whole windows (1 to 12 input channels, strides 1 and 2, borders)."""
-    from mcu.sim.qemu import run_qemu
-    from mcu.toolchain import build_firmware
+    from mcu.device.sim.qemu import run_qemu
+    from mcu.device.toolchain import build_firmware
 
     tmp = tmp_path_factory.mktemp("packed_rq")
     main = tmp / "main.c"
@@ -360,7 +360,7 @@ def test_tuned_backend_takes_dsp_cores_only() -> None:
                   {"groups": 1, "stride": (1, 1), "padding": (1, 1), "dilation": (1, 1)})
 
     from mcu.backends.base import Context
-    from mcu.backends.optimized import OptimizedBackend
+    from mcu.backends.optimized.core import OptimizedBackend
 
     def why(board: str, packed: bool = True) -> str | None:
         ctx = Context(load_board(board), "int8", {"packed_weights": packed})

@@ -27,7 +27,7 @@ def generation():
 
 @requires_qemu
 def test_mcu_run_generates_the_reference_tokens_on_the_simulated_m33() -> None:
-    proc = subprocess.run([sys.executable, "-m", "mcu.cli", "run", "--board", "mps2-an505", str(LLM), "--json"],
+    proc = subprocess.run([sys.executable, "-m", "mcu.commands.cli", "run", "--board", "mps2-an505", str(LLM), "--json"],
                           capture_output=True, text=True, timeout=1800)
     assert proc.returncode == 0, proc.stderr[-3000:]
     r = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -139,7 +139,7 @@ def test_kept_arenas_are_cleared_by_reset_state(generation) -> None:
     import numpy as np
 
     from mcu.generate import program_image
-    from mcu.runtime import Program
+    from mcu.program.host import Program
 
     program = Program.load(program_image(generation).program)
     decode = program.method("decode")

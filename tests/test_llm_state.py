@@ -17,8 +17,8 @@ from conftest import requires_qemu
 import mcu
 from mcu.errors import McuError
 from mcu.ir import Graph
-from mcu.quant import state as state_ref
-from mcu.reference_interp import Reference
+from mcu.reference import state as state_ref
+from mcu.reference.interp import Reference
 
 _P = ctypes.c_void_p
 HEADS, HEAD_DIM, CONTEXT = 2, 3, 8

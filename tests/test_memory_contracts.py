@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 
 import cbind
 import cbind_s8
-from mcu.contracts import allows, overlap_contracts
+from mcu.plan.contracts import allows, overlap_contracts
 from mcu.ir import Op, Tensor
-from mcu.planner import Buffer, OverlapAllowance, Plan, PlanError, verify_plan
+from mcu.plan.planner import Buffer, OverlapAllowance, Plan, PlanError, verify_plan
 
 _P = ctypes.c_void_p
 

@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from conftest import EXAMPLES, REFERENCE_MODELS, ROOT, requires_qemu
-from mcu.memory import derive_allowances
-from mcu.planner import verify_plan
+from mcu.plan.memory import derive_allowances
+from mcu.plan.planner import verify_plan
 from test_cli import assert_one_line_error, run_mcu
 
 # Issue 4's ceilings for the int8 arenas, every scratch buffer included.
@@ -90,13 +90,13 @@ class _Branches(torch.nn.Module):
 
 def test_reordering_independent_branches_lowers_the_peak() -> None:
     import mcu
-    from mcu.memory import plan_memory
+    from mcu.plan.memory import plan_memory
 
     torch.manual_seed(0)
     model = _Branches().eval()
     x = torch.randn(1, 4, 16, 16)
     from mcu.pipeline import to_graph
-    from mcu.loader import spec_from_objects
+    from mcu.capture.loader import spec_from_objects
 
     captured = to_graph(spec_from_objects(model, (x,)), "none").ops
     cm = mcu.compile(model, (x,), board="mps2-an505", quantize="none")
@@ -123,7 +123,7 @@ example_inputs = (torch.randn(1, 3, 128, 128),)
 def test_arena_overflows_into_a_second_region(tmp_path: Path) -> None:
     """mps3-an547: a 1 MB activation does not fit the 512 KB DTCM; it goes to the SRAM arena."""
     from mcu.api import compile_file
-    from mcu.elf import read_elf
+    from mcu.device.elf import read_elf
 
     f = tmp_path / "big.py"
     f.write_text(BIG_MODEL)

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 import cbind
 import cbind_s8
 from conftest import requires_qemu
-from mcu.quant import mixed
+from mcu.reference import mixed
 
 _P = ctypes.c_void_p
 

@@ -39,9 +39,9 @@ from cbind import (  # noqa: E402
 )
 from conftest import requires_qemu  # noqa: E402
 
-from mcu.quant import arith  # noqa: E402
-from mcu.quant import reference as ref  # noqa: E402
-from mcu.quant.reference_conv import conv_transpose2d_s8, transposed_out_size  # noqa: E402
+from mcu.reference import arith  # noqa: E402
+from mcu.reference import kernels as ref  # noqa: E402
+from mcu.reference.conv import conv_transpose2d_s8, transposed_out_size  # noqa: E402
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 _P = ctypes.c_void_p
@@ -168,7 +168,7 @@ def test_conv_transpose2d_s8_dsp_path_equals_reference(emulated, case, wide, dat
 
 
 def conv_transpose2d_phased_c(x, w_ohwi, b, quant: cb.Quant, params: dict, handle=None):
-    from mcu.quant.reference_conv import phase_pack
+    from mcu.reference.conv import phase_pack
 
     packed = np.ascontiguousarray(phase_pack(w_ohwi, params["stride_h"], params["stride_w"]))
     p = cb._fields(cb.Conv2dS8Params, params)
@@ -204,7 +204,7 @@ def test_conv_transpose2d_phased_s8_equals_reference(emulated, case, wide, emula
 
 
 def test_phase_pack_round_trip_and_refusals() -> None:
-    from mcu.quant.reference_conv import phase_pack, phase_unpack
+    from mcu.reference.conv import phase_pack, phase_unpack
 
     w = np.arange(3 * 5 * 4 * 2, dtype=np.int64).reshape(3, 5, 4, 2).astype(np.int8)
     for sh, sw in [(1, 1), (2, 3), (3, 2), (6, 5)]:
@@ -327,7 +327,7 @@ def test_dilated_conv1d_on_every_int8_convolution_path(emulated, case, data, in_
         assert fn(None, ctypes.byref(p), ctypes.byref(q.struct), ptr(x), ptr(w), ptr(b), ptr(out)) == MCU_OK
         base.assert_equal(out, want)
     if g == 1:
-        from mcu.backends.tuned import pack_layer
+        from mcu.backends.optimized.tuned import pack_layer
 
         stream = np.ascontiguousarray(pack_layer(w.reshape(cout, -1), b, q.m, q.s, out_zp), np.int32)
         for handle in (cbind.lib(), emulated):
@@ -368,7 +368,7 @@ def test_grouped_conv2d_s8_equals_reference(emulated, case, groups: int, wide: i
 
 
 def test_grouped_convolution_takes_the_grouped_kernel() -> None:
-    from mcu.backends.variants import select_variant
+    from mcu.backends.portable.variants import select_variant
 
     _, cm, _ = compiled_model("resnext_grouped", "int8")
     grouped = [op for op in cm.graph.ops if op.kind == "conv2d" and op.attrs["groups"] > 1]
@@ -493,7 +493,7 @@ def compiled_model(name: str, quantize: str, board: str = "mps2-an505"):
 
 def pt2e_model(name: str) -> torch.nn.Module:
     """The model quantized by pt2e with the calibration the compiled int8 model used (run by PyTorch)."""
-    from mcu.quantize import quantize_static
+    from mcu.quantize.flow import quantize_static
 
     model, _, tests, calib = _COMPILED[(name, "int8", "mps2-an505")]
     return quantize_static(model, tests[0], calib)
@@ -686,7 +686,7 @@ def test_int8_model_family_on_cortex_m55_helium(name: str) -> None:
 @pytest.fixture(scope="module")
 def interpreter_firmware():
     """The program interpreter firmware with every kernel (tests/test_program_qemu.py), built once."""
-    from mcu.boards import load_board
+    from mcu.device.boards import load_board
     from mcu.program.device import build_interpreter_firmware
 
     return build_interpreter_firmware(load_board("mps2-an505"))

@@ -21,30 +21,30 @@ KERNELS = ROOT / "runtime_c" / "kernels"
 
 @pytest.fixture(scope="module")
 def rows():
-    from mcu.ops_listing import op_rows
+    from mcu.commands.ops_listing import op_rows
 
     return op_rows()
 
 
 def _mcu(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "mcu.cli", *args], capture_output=True, text=True, cwd=ROOT,
+    return subprocess.run([sys.executable, "-m", "mcu.commands.cli", *args], capture_output=True, text=True, cwd=ROOT,
                           env={**os.environ, "PYTHONWARNINGS": "ignore"}, timeout=600)
 
 
 def test_the_listing_is_the_frontends_handler_table(rows) -> None:
-    from mcu.frontend import supported_ops
+    from mcu.frontend.lower import supported_ops
 
     names = [r.aten for r in rows]
     assert len(set(names)) == len(names)
     atens = [n for n in names if n.startswith("aten.")]
     assert len(atens) >= 110
     assert set(atens) == {s for s in supported_ops() if s.startswith("aten.")}
-    # besides ATen: the whole recurrent layers as their rewrite exports them (mcu/recurrent.py)
+    # besides ATen: the whole recurrent layers as their rewrite exports them (mcu/capture/recurrent.py)
     assert set(names) - set(atens) == {s for s in supported_ops() if s.startswith("mcu_rnn.")}
 
 
 def test_every_kernel_named_is_a_c_kernel_of_the_runtime(rows) -> None:
-    from mcu.ops_listing import ISLAND, NO_CODE, VIEW
+    from mcu.commands.ops_listing import ISLAND, NO_CODE, VIEW
 
     named = {k for r in rows for k in (*r.fp32, *r.int8)} - {ISLAND, NO_CODE, VIEW}
     assert len(named) >= 50
@@ -53,7 +53,7 @@ def test_every_kernel_named_is_a_c_kernel_of_the_runtime(rows) -> None:
 
 
 def test_every_kind_a_handler_emits_has_a_kernel(rows) -> None:
-    from mcu.ops_listing import kind_kernels, load_tables
+    from mcu.commands.ops_listing import kind_kernels, load_tables
 
     tables = load_tables()
     kinds = {k for r in rows for k in r.kinds}
@@ -79,7 +79,7 @@ def test_rows_name_the_kernels_the_emitters_call(rows) -> None:
 
 def test_the_listing_follows_the_tables() -> None:
     """Drop a converter or an emitter and the rows change: nothing is written down twice."""
-    from mcu.ops_listing import ISLAND, load_tables, op_rows
+    from mcu.commands.ops_listing import ISLAND, load_tables, op_rows
 
     tables = load_tables()
     converters = {k: v for k, v in tables.converters.items() if k != "maximum"}

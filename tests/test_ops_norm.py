@@ -27,10 +27,10 @@ import cbind  # noqa: E402
 from cbind import MCU_ERR_INVALID_ARG, MCU_ERR_SHAPE, MCU_OK, ptr  # noqa: E402
 from conftest import requires_qemu  # noqa: E402
 from mcu.errors import McuError  # noqa: E402
-from mcu.opcodes import UNARY_FN  # noqa: E402
-from mcu.quant import arith  # noqa: E402
-from mcu.quant import reference as ref  # noqa: E402
-from mcu.quant.norm import UNARY_TABLE_FN, LayerNormS8, layer_norm_params, layer_norm_s8, unary_real  # noqa: E402
+from mcu.frontend.opcodes import UNARY_FN  # noqa: E402
+from mcu.reference import arith  # noqa: E402
+from mcu.reference import kernels as ref  # noqa: E402
+from mcu.reference.norm import UNARY_TABLE_FN, LayerNormS8, layer_norm_params, layer_norm_s8, unary_real  # noqa: E402
 
 SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 c_int32, c_float = ctypes.c_int32, ctypes.c_float
@@ -523,8 +523,8 @@ class ReduceS8Params(ctypes.Structure):
        extreme=st.booleans(), seed=st.integers(0, 2**16))
 def test_reduce_s8_matches_its_reference(outer: int, reduce: int, inner: int, op: str, zp_in: int, zp_out: int,
                                          ratio: float, extreme: bool, seed: int) -> None:
-    from mcu.opcodes import REDUCE_OP
-    from mcu.quant.norm import reduce_s8
+    from mcu.frontend.opcodes import REDUCE_OP
+    from mcu.reference.norm import reduce_s8
 
     rng = np.random.default_rng(seed)
     shape = (outer, reduce, inner)
@@ -556,7 +556,7 @@ class BmmS8Params(ctypes.Structure):
        ratio=st.sampled_from([1e-4, 3e-3, 0.05, 1.0]), extreme=st.booleans(), seed=st.integers(0, 2**16))
 def test_bmm_s8_matches_its_reference(batch: int, m: int, k: int, n: int, zp_a: int, zp_b: int, zp_out: int,
                                       ratio: float, extreme: bool, seed: int) -> None:
-    from mcu.quant.norm import bmm_s8
+    from mcu.reference.norm import bmm_s8
 
     rng = np.random.default_rng(seed)
 

@@ -18,7 +18,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 import cbind  # noqa: E402
 from cbind import MCU_ERR_INVALID_ARG, MCU_OK, ptr  # noqa: E402
 from conftest import requires_qemu  # noqa: E402
-from mcu.opcodes import COMPARE_OP, COMPARE_TYPE  # noqa: E402
+from mcu.frontend.opcodes import COMPARE_OP, COMPARE_TYPE  # noqa: E402
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 c_int32 = ctypes.c_int32

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 sys.path.insert(0, os.path.dirname(__file__))
 import cbind  # noqa: E402
 from cbind import MCU_ERR_INVALID_ARG, MCU_OK, ptr  # noqa: E402
-from mcu import resample  # noqa: E402
+from mcu.reference import resample  # noqa: E402
 
 SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 c_int32, P = ctypes.c_int32, ctypes.c_void_p

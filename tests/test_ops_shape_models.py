@@ -310,8 +310,8 @@ class _Flip(torch.nn.Module):
 def test_the_loader_refuses_params_that_reach_past_an_operand(monkeypatch, kind: str, field: str) -> None:
     """The interpreter checks at load what each new kernel would touch (mcu_program_kernels.c)."""
     import mcu
-    from mcu.backends import portable
-    from mcu.runtime import Program, ProgramError
+    from mcu.backends.portable import core as portable
+    from mcu.program.host import Program, ProgramError
 
     cm = mcu.compile(_Flip().eval(), (torch.randn(1, 3, 4, 5),), name="flip_loader")
     Program.load(cm.program_image().program)  # as emitted: loads
@@ -375,7 +375,7 @@ def test_a_constant_table_indexed_at_run_time() -> None:
 
 
 def test_mcu_ops_lists_the_new_overloads() -> None:
-    from mcu.frontend import supported_ops
+    from mcu.frontend.lower import supported_ops
 
     listed = set(supported_ops())
     for name in ("upsample_nearest2d.vec", "upsample_nearest2d.default", "upsample_bilinear2d.vec",

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mcu.planner import Buffer, MemoryPlanner, Plan, PlanError, live_set_lower_bound, verify_plan
+from mcu.plan.planner import Buffer, MemoryPlanner, Plan, PlanError, live_set_lower_bound, verify_plan
 
 
 def test_chain_reuses_memory() -> None:

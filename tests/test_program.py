@@ -17,7 +17,7 @@ from mcu.errors import McuError
 from mcu.program import MethodSource, write_program
 from mcu.program import format as fmt
 from mcu.program.methods import CompiledMethod, compile_methods, load_methods, program_from
-from mcu.runtime import Program, ProgramError
+from mcu.program.host import Program, ProgramError
 from test_cli import run_mcu
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -147,13 +147,12 @@ def test_kernel_ids_match_the_c_header() -> None:
 
 def test_every_emitted_kernel_has_a_program_id() -> None:
     """A kernel the C emitters can call but program files cannot would make the host run fall back."""
-    emitters = "".join((ROOT / f"mcu/backends/{name}.py").read_text()  # the portable backend's emitters
-                       for name in ("portable", "portable_more"))
+    emitters = "".join(p.read_text() for p in sorted((ROOT / "mcu/backends/portable").glob("*.py")))
     called = {name for name in re.findall(r'"(mcu_[a-z0-9_]+)"', emitters)
               if not name.endswith("_params") and name != "mcu_shape4"}
     called |= {f"mcu_{n}_f32" for n in re.findall(r'_(?:binary|unary)\("(\w+)"\)', emitters)}
     called |= {f"mcu_{n}_s8" for n in re.findall(r'_binary_s8\("(\w+)"\)', emitters)}
-    variants = ROOT / "mcu/backends/variants.py"  # the int8 matmul variant table
+    variants = ROOT / "mcu/backends/portable/variants.py"  # the int8 matmul variant table
     if variants.exists():
         called |= set(re.findall(r'Variant\("\w+", "(mcu_\w+)"', variants.read_text()))
     assert {"mcu_conv2d_f32", "mcu_add_f32", "mcu_sigmoid_f32", "mcu_mul_s8", "mcu_conv2d_1x1_s8"} <= called
@@ -421,7 +420,7 @@ int main(int argc, char **argv)
 def delegate_program(backend_id: str = "test.scale", magic: bytes = b"SCAL", version: int = 1) -> bytes:
     """A method whose one op is a delegated partition, as mcu.backends.base.partition makes it."""
     from mcu.ir import Graph, Op, Tensor
-    from mcu.memory import plan_memory
+    from mcu.plan.memory import plan_memory
 
     x = Tensor("x", (1, 8), "float32", is_input=True)
     y = Tensor("y", (1, 8), "float32", is_output=True)
@@ -435,7 +434,7 @@ def delegate_program(backend_id: str = "test.scale", magic: bytes = b"SCAL", ver
 def _delegate_app(tmp_path: Path) -> Path:
     import subprocess
 
-    from mcu.hostbuild import find_host_cc
+    from mcu.device.hostbuild import find_host_cc
 
     rt = ROOT / "runtime_c"
     (tmp_path / "main.c").write_text(DELEGATE_MAIN)
@@ -561,7 +560,7 @@ def test_cli_exports_program_files(tmp_path) -> None:
 def _program_function(cm, step) -> str:
     """The kernel a program file runs for a generated-C step: the optimized backend's packed kernel (DSP
     cores, generated C only) gives way to the portable kernel of the same op."""
-    from mcu.backends.variants import select_variant
+    from mcu.backends.portable.variants import select_variant
 
     if step.call.function != "mcu_conv2d_packed_s8":
         return step.call.function

@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 
 from conftest import requires_qemu
-from mcu.boards import load_board
+from mcu.device.boards import load_board
 from mcu.ir import NUMPY_DTYPES
 from mcu.layouts import to_memory_order
 from mcu.program.device import (build_interpreter_firmware, interpreter_code_size, program_layout, program_uf2,
                                 render_main, run_program)
 from mcu.program.methods import program_from
-from mcu.runtime import Program
+from mcu.program.host import Program
 from test_program import PROGRAM_MODELS, same_bits, two_methods
 
 BOARD = "mps2-an505"
@@ -140,7 +140,7 @@ def test_interpreter_code_stays_small_at_os_on_cortex_m33() -> None:
 def test_pico2_interpreter_firmware_and_program_uf2(compiled) -> None:
     """The Pico 2 gets the interpreter firmware once (its UF2 stays in the first MiB of flash); a new
     program is a UF2 of just the program region."""
-    from mcu.uf2 import decode
+    from mcu.device.uf2 import decode
 
     board = load_board("pico2")
     layout = program_layout(board)

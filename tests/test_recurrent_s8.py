@@ -1,5 +1,5 @@
 """Integer recurrent layers (issue 18): mcu_lstm_s8 and mcu_gru_s8 against their Python reference
-(mcu/quant/recurrent.py) bit for bit over many shapes and parameters, extremes included; the int16
+(mcu/reference/recurrent.py) bit for bit over many shapes and parameters, extremes included; the int16
 sigmoid and tanh against the real functions; the kernels' argument checks; nn.LSTM and nn.GRU models
 compiled for int8 with no fp32 island, the program file and the generated C equal to the reference, and
 agreeing with eager PyTorch; the two keyword spotters on the simulated M33."""
@@ -25,8 +25,8 @@ from conftest import compiled_model, requires_qemu  # noqa: E402
 from mcu.api import compile as mcu_compile  # noqa: E402
 from test_kernels_s8_opt import build_emulated_lib  # noqa: E402
 from mcu.errors import McuError  # noqa: E402
-from mcu.passes.quantized_recurrent import scratch_bytes  # noqa: E402
-from mcu.quant import recurrent  # noqa: E402
+from mcu.passes.quantized.recurrent import scratch_bytes  # noqa: E402
+from mcu.reference import recurrent  # noqa: E402
 
 SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 MCU_ERR_BUFFER_TOO_SMALL = 5

@@ -18,7 +18,7 @@ import pytest
 
 from conftest import ROOT, requires_qemu
 from mcu.program import format as fmt
-from mcu.runtime import Program, ProgramError, WeightsCorruptError
+from mcu.program.host import Program, ProgramError, WeightsCorruptError
 
 STATUS_WEIGHTS_CORRUPT = 18
 STATUS_ARENA_LIMIT = 19
@@ -36,7 +36,7 @@ calibration = [(torch.randn(1, 16),) for _ in range(4)]
 
 def run_mcu(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "MCU_DEBUG"}
-    return subprocess.run([sys.executable, "-m", "mcu.cli", *args], capture_output=True, text=True, env=env,
+    return subprocess.run([sys.executable, "-m", "mcu.commands.cli", *args], capture_output=True, text=True, env=env,
                           cwd=cwd or ROOT, timeout=900)
 
 
@@ -162,7 +162,7 @@ int main(int argc, char **argv)
 @pytest.fixture(scope="module")
 def c_loader(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The C interpreter built for the host with a main that loads a program and prints the status."""
-    from mcu.hostbuild import find_host_cc
+    from mcu.device.hostbuild import find_host_cc
 
     tmp = tmp_path_factory.mktemp("loader")
     rt = ROOT / "runtime_c"
@@ -322,7 +322,7 @@ def test_export_program_verify_reads_back_what_is_on_disk(tmp_path: Path) -> Non
                    "--verify", str(model), "-o", str(tmp_path / "out" / "tiny.mpk"))
     assert proc.returncode == 0, proc.stderr
     assert "verified" in proc.stdout and "bundled vector(s) match" in proc.stdout
-    from mcu.runtime import verify_program_files
+    from mcu.program.host import verify_program_files
 
     weights = tmp_path / "out" / "tiny.mpw"
     program = (tmp_path / "out" / "tiny.mpk").read_bytes()
@@ -338,9 +338,9 @@ def test_export_program_verify_reads_back_what_is_on_disk(tmp_path: Path) -> Non
 def test_concurrent_builds_into_one_folder_never_mix(tmp_path: Path) -> None:
     """Two `mcu build` processes into the same folder at once, a few rounds: each either succeeds with the ELF
     on disk matching its own --json (its symbols, its flash size), or fails with the lock message."""
-    from mcu.boards import load_board
-    from mcu.elf import read_elf
-    from mcu.toolchain import _firmware_from_elf
+    from mcu.device.boards import load_board
+    from mcu.device.elf import read_elf
+    from mcu.device.toolchain import _firmware_from_elf
 
     models = [model_file(tmp_path, "alpha", seed=1, hidden=8), model_file(tmp_path, "beta", seed=2, hidden=64)]
     out = tmp_path / "shared-out"

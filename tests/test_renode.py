@@ -16,9 +16,9 @@ import pytest
 
 from conftest import EXAMPLES
 from mcu import paths
-from mcu.boards import load_board
+from mcu.device.boards import load_board
 from mcu.errors import McuError
-from mcu.sim.renode import RENODE_ENV, find_renode, render_renode_files, run_renode
+from mcu.device.sim.renode import RENODE_ENV, find_renode, render_renode_files, run_renode
 from test_cli import assert_one_line_error, run_mcu
 
 
@@ -133,7 +133,7 @@ def _fake(path: Path, text: str) -> Path:
 
 @pytest.fixture(scope="module")
 def hello_elf(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from mcu.toolchain import build_firmware
+    from mcu.device.toolchain import build_firmware
 
     if shutil.which("arm-none-eabi-gcc") is None:
         pytest.skip("arm-none-eabi-gcc not installed")

@@ -27,8 +27,8 @@ from vit_models import vit  # noqa: E402
 import mcu  # noqa: E402
 from mcu.api import CompiledModel  # noqa: E402
 from mcu.ir import QConst, QuantParams, Tensor  # noqa: E402
-from mcu.passes.quantized_islands import constant_on_grid  # noqa: E402
-from mcu.quantizer_attention import prepare_attention  # noqa: E402
+from mcu.passes.quantized.islands import constant_on_grid  # noqa: E402
+from mcu.quantize.attention import prepare_attention  # noqa: E402
 
 FORMS = ["mha", "mha-seq", "sdpa", "sdpa-unbind"]
 _COMPILED: dict[str, CompiledModel] = {}
@@ -159,7 +159,7 @@ def test_a_concatenated_constant_lands_on_the_shared_grid(values: list[float], s
 def test_vit_mha_program_file_runs_bit_exact_on_mps2_an505() -> None:
     """The program-file path: the interpreter firmware (every kernel, built once and cached) runs the
     batch-first nn.MultiheadAttention ViT's program with its bundled vectors and equals the host."""
-    from mcu.boards import load_board
+    from mcu.device.boards import load_board
     from mcu.ir import NUMPY_DTYPES
     from mcu.program.device import build_interpreter_firmware, run_program
 
@@ -182,9 +182,9 @@ def test_scaling_folded_into_bmm_rounds_once(m: int, k: int, n: int, s_a: float,
     """bmm -> table(x * alpha) against the folded bmm on the table's output grid: the folded one is within
     half a step of the exact scaled product wherever it does not saturate, and never further from it than the
     two-step chain (both up to the TFLite requantization's own first rounding, half of 2^shift steps)."""
-    from mcu.quant import arith
-    from mcu.quant import reference as ref
-    from mcu.quant.norm import bmm_s8
+    from mcu.reference import arith
+    from mcu.reference import kernels as ref
+    from mcu.reference.norm import bmm_s8
 
     rng = np.random.default_rng(seed)
     a = rng.integers(-128, 128, (1, m, k)).astype(np.int8)

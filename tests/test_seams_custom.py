@@ -106,7 +106,7 @@ def test_other_strays_are_named(tmp_path: Path, bug: int, tail: str) -> None:
 
 
 def test_a_kernel_that_never_returns_is_named(tmp_path: Path, monkeypatch) -> None:
-    import mcu.custom_check as check
+    import mcu.backends.custom.check as check
 
     monkeypatch.setattr(check, "TIMEOUT_S", 3.0)
     message = check_error(seam_model(tmp_path, bug=8))
@@ -115,7 +115,7 @@ def test_a_kernel_that_never_returns_is_named(tmp_path: Path, monkeypatch) -> No
 
 def test_without_sanitizers_the_guards_still_name_the_overrun(tmp_path: Path, monkeypatch) -> None:
     # A host compiler without ASan: the check's guard zones hold a pattern that is compared after the call.
-    import mcu.custom_check as check
+    import mcu.backends.custom.check as check
 
     plain = check.check_kernels
     monkeypatch.setattr(check, "check_kernels", lambda graph: plain(graph, sanitize=False))
@@ -139,7 +139,7 @@ def test_a_correct_kernel_passes_the_check(tmp_path: Path) -> None:
 
 def _skip_host_check(monkeypatch) -> None:
     """The firmware's own guards are shown on kernels the host check would have refused first."""
-    import mcu.custom_check as check
+    import mcu.backends.custom.check as check
 
     monkeypatch.setattr(check, "check_kernels", lambda graph: None)
 
@@ -173,7 +173,7 @@ def test_the_test_firmware_guards_name_an_overrun(tmp_path: Path, monkeypatch, o
 def test_the_host_boards_harness_guards_name_an_overrun(tmp_path: Path, monkeypatch) -> None:
     # `mcu run --board host` runs the same harness as a native executable, with the same guards. The 256 B
     # overrun also runs over the statics after the arena: the saved bytes are on the stack, out of its way.
-    from mcu.sim.linux import expectations, run_on_linux
+    from mcu.device.sim.linux import expectations, run_on_linux
 
     _skip_host_check(monkeypatch)
     cm = compile_file(seam_model(tmp_path, bug=1, over=256, int8=True), board="host", quantize="int8")
@@ -184,9 +184,9 @@ def test_the_host_boards_harness_guards_name_an_overrun(tmp_path: Path, monkeypa
 
 @requires_qemu
 def test_a_correct_kernel_passes_its_guards_and_the_release_has_none(tmp_path: Path) -> None:
-    from mcu.elf import read_elf
+    from mcu.device.elf import read_elf
     from mcu.emit.c_model import GUARD_BYTES, GUARD_DEFINE
-    from mcu.export import export_library
+    from mcu.commands.export import export_library
 
     cm = compile_file(seam_model(tmp_path, bug=0, int8=True), board="mps2-an505", quantize="int8")
     run = cm.simulate()
@@ -212,8 +212,8 @@ def test_a_program_file_with_custom_ops_round_trips(tmp_path: Path, int8: bool) 
     import numpy as np
 
     import mcu
-    from mcu.loader import load_model_file
-    from mcu.runtime import Program
+    from mcu.capture.loader import load_model_file
+    from mcu.program.host import Program
 
     model = seam_model(tmp_path, bug=0, int8=int8)
     out = tmp_path / "seam.mpk"
@@ -245,7 +245,7 @@ def test_a_program_file_with_custom_ops_round_trips(tmp_path: Path, int8: bool) 
 @requires_qemu
 def test_a_program_file_with_custom_ops_runs_on_the_interpreter_firmware(tmp_path: Path) -> None:
     # The interpreter firmware links the user's kernels the program calls and registers them as its delegates.
-    from mcu.boards import load_board
+    from mcu.device.boards import load_board
     from mcu.program.device import build_interpreter_firmware, run_program
 
     model = seam_model(tmp_path, bug=0, int8=True)

@@ -125,7 +125,7 @@ def _json_failure(proc: subprocess.CompletedProcess, *needles: str) -> dict:
 
 def _in_process(capfd: pytest.CaptureFixture[str], *argv: str) -> subprocess.CompletedProcess:
     """``mcu`` run in this process (a subprocess would import torch again for every case)."""
-    from mcu.cli import main
+    from mcu.commands.cli import main
 
     capfd.readouterr()
     code = main(list(argv))
@@ -250,7 +250,7 @@ def test_killed_build_leaves_no_work_folder(tmp_path: Path) -> None:
     stale = out / ".firmware-build-999999999-abcd1234"  # above any pid_max: a build that is gone
     stale.mkdir()
     (stale / "obj.o").write_bytes(b"\0")
-    proc = subprocess.Popen([sys.executable, "-m", "mcu.cli", "build", "--board", "mps2-an505", "-q", "none",
+    proc = subprocess.Popen([sys.executable, "-m", "mcu.commands.cli", "build", "--board", "mps2-an505", "-q", "none",
                              str(model), "-o", str(out)], cwd=tmp_path, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 300
@@ -318,7 +318,7 @@ def test_run_json_has_one_schema_on_every_board(tmp_path: Path, capfd: pytest.Ca
 
 
 def test_ci_workflow_installs_as_scripts_setup_does(tmp_path: Path) -> None:
-    from mcu.ci import TORCH_CPU_INDEX, TORCH_PIN, TORCHAO_PIN
+    from mcu.commands.ci import TORCH_CPU_INDEX, TORCH_PIN, TORCHAO_PIN
 
     setup = (ROOT / "scripts" / "setup").read_text()
     assert f'"{TORCH_PIN}"' in setup and f'"{TORCHAO_PIN}"' in setup
@@ -343,7 +343,7 @@ def test_ci_workflow_installs_as_scripts_setup_does(tmp_path: Path) -> None:
 
 
 def test_readme_ops_count_is_mcu_ops() -> None:
-    from mcu.ops_listing import op_rows
+    from mcu.commands.ops_listing import op_rows
 
     readme = (ROOT / "README.md").read_text()
     quoted = re.search(r"`mcu ops` lists the (\d+) ATen overloads", readme)

@@ -3,7 +3,7 @@
 * The exported header carries ``<PREFIX>_STACK_BYTES``, the analysed worst case of ``<prefix>_run`` on the
   board's core, and it is the same figure the firmware's own bound gives below ``<prefix>_run``.
 * The Zephyr sample's CONFIG_MAIN_STACK_SIZE and the Pico SDK example's PICO_STACK_SIZE are derived from it.
-* Every target passes the model's kernel specialisation (mcu/backends/specialise.py) to its build, and a
+* Every target passes the model's kernel specialisation (mcu/backends/optimized/specialise.py) to its build, and a
   target without per-library flags (Arduino) compiles the same specialised kernel as mcu's own build.
 * The folder ships exactly the headers its sources include, and builds with only those.
 * On a real Zephyr tree (ZEPHYR_BASE, ZEPHYR_MODULES) the sample runs in QEMU and passes within its stack.
@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from mcu.export import export_target, model_stack
-from mcu.export_targets.common import EXAMPLE_OWN_BYTES
+from mcu.commands.export import export_target, model_stack
+from mcu.emit.targets.common import EXAMPLE_OWN_BYTES
 
 requires_cross = pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None,
                                     reason="needs arm-none-eabi-gcc (run scripts/setup)")
@@ -146,7 +146,7 @@ def test_arduino_kernel_compiles_to_the_specialised_kernel(ds, exports, tmp_path
     """Arduino takes no per-library flags: its copy of the packed kernel, compiled with none, is the same
     machine code as the kernel compiled with mcu's definitions (and not the full kernel)."""
     from mcu.paths import runtime_dir
-    from mcu.toolchain import compile_flags, find_cross_compiler
+    from mcu.device.toolchain import compile_flags, find_cross_compiler
 
     gcc = str(find_cross_compiler())
     src = exports["arduino"] / "src"
@@ -204,7 +204,7 @@ def test_shipped_headers_are_the_include_closure(exports, target: str) -> None:
 
 @requires_cross
 def test_exported_library_cross_compiles_with_only_its_headers(ds, exports, tmp_path: Path) -> None:
-    from mcu.toolchain import find_cross_compiler
+    from mcu.device.toolchain import find_cross_compiler
 
     root = exports["cmake"]
     gcc = str(find_cross_compiler())

@@ -15,12 +15,12 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 from conftest import requires_qemu  # noqa: E402
-from mcu.cli import _class_scores, main  # noqa: E402
-from mcu.islands import summarize  # noqa: E402
+from mcu.commands.cli import _class_scores, main  # noqa: E402
+from mcu.passes.quantized.fp32_islands import summarize  # noqa: E402
 
 BOARD = "mps2-an505"
 
-# var has no int8 kernel (mcu/islands.py): one fp32 island between int8 ops; one regression output
+# var has no int8 kernel (mcu/passes/quantized/fp32_islands.py): one fp32 island between int8 ops; one regression output
 ISLAND_MODEL = """
 import torch
 torch.manual_seed(0)

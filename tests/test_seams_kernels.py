@@ -18,10 +18,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import requires_qemu
-from mcu.backends import tuned
-from mcu.boards import load_board
+from mcu.backends.optimized import tuned
+from mcu.device.boards import load_board
 from mcu.paths import runtime_dir
-from mcu.quant import reference as ref
+from mcu.reference import kernels as ref
 from test_kernels_s8_packed import _firmware_source, _params
 
 
@@ -58,8 +58,8 @@ def _mixed_cases() -> list[dict]:
 @pytest.mark.parametrize("board_name", ["mps2-an505", "mps2-an386"])
 @pytest.mark.parametrize("opt", ["-Os", "-O1", "-O2", "-O3"])
 def test_narrow_then_wide_layers_at_every_level(tmp_path: Path, board_name: str, opt: str) -> None:
-    from mcu.sim.qemu import run_qemu
-    from mcu.toolchain import build_firmware
+    from mcu.device.sim.qemu import run_qemu
+    from mcu.device.toolchain import build_firmware
 
     main = tmp_path / "main.c"
     main.write_text(_firmware_source(_mixed_cases(), label="mixed"))
@@ -81,7 +81,7 @@ def test_code_taking_its_own_address_is_word_aligned(tmp_path: Path, opt: str) -
     import re
     import subprocess
 
-    from mcu.toolchain import compile_flags, find_cross_compiler
+    from mcu.device.toolchain import compile_flags, find_cross_compiler
 
     objdump = str(find_cross_compiler()).replace("gcc", "objdump")
     readelf = str(find_cross_compiler()).replace("gcc", "readelf")
@@ -105,7 +105,7 @@ def test_plan_searches_only_below_a_known_arena() -> None:
     """plan_memory plans several op orders; an order's branch-and-bound search looks only for arenas below
     the best order's so far (without that cutoff, every order that could not win spent the search's whole
     budget: the plan step of a 4-block ViT took 20 s, now 0.1 s with the same arena)."""
-    from mcu.planner import MemoryPlanner, verify_plan
+    from mcu.plan.planner import MemoryPlanner, verify_plan
 
     def hard() -> MemoryPlanner:  # every greedy order leaves a hole; the search reaches the bound (88 B)
         p = MemoryPlanner()
@@ -257,8 +257,8 @@ def _gate_cases(count: int) -> list[dict]:
 @pytest.mark.parametrize("board_name", ["mps2-an505", "mps2-an386"])
 def test_gate_multiply_bit_exact_on_the_core(tmp_path: Path, board_name: str) -> None:
     """Gate multiplies through the native loop (assembly for full-range contiguous rows) on QEMU."""
-    from mcu.sim.qemu import run_qemu
-    from mcu.toolchain import build_firmware
+    from mcu.device.sim.qemu import run_qemu
+    from mcu.device.toolchain import build_firmware
 
     tmp = tmp_path
     (tmp / "main.c").write_text(_gate_firmware(_gate_cases(24)))

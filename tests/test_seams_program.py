@@ -20,7 +20,7 @@ from mcu.program import writer
 from mcu.program.fuzz import cached_fuzzer, find_fuzz_clang, run_inputs
 from mcu.program.methods import compile_methods, program_from
 from mcu.program.writer import ProgramImage
-from mcu.runtime import Program, ProgramError, WeightsCorruptError
+from mcu.program.host import Program, ProgramError, WeightsCorruptError
 
 INVALID, WEIGHTS_MISMATCH, WEIGHTS_CORRUPT = 7, 12, 18
 ROOT = Path(__file__).resolve().parent.parent

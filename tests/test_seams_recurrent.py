@@ -1,5 +1,5 @@
 """Recurrent cells stepped in a Python loop (nn.GRUCell, nn.LSTMCell, nn.RNNCell, the state carried from
-step to step, a linear head): at int8 every op of every step is an int8 op (mcu/quant/cells.py breaks the
+step to step, a linear head): at int8 every op of every step is an int8 op (mcu/quantize/cells.py breaks the
 cell into its gates before quantization), the generated C and the program file equal the integer
 reference bit for bit, the output agrees with eager PyTorch, every step shares one set of constants, and the
 firmware is bit-exact on the M33."""
@@ -97,7 +97,7 @@ def test_gates_and_states_read_the_table_codes(kind: str) -> None:
 
 @pytest.mark.parametrize("kind", ["gru", "lstm"])
 def test_every_step_shares_one_set_of_constants(kind: str) -> None:
-    """The steps' activation ranges are one (mcu.quant.cells.share_step_ranges), so each step's linear layers
+    """The steps' activation ranges are one (mcu.quantize.cells.share_step_ranges), so each step's linear layers
     have the same int8 weights, biases and multipliers and its tables the same entries: stored once."""
     cm = _compiled(kind)
     linears = {tuple(t.data.tobytes() for t in op.inputs[1:]) for op in cm.graph.ops if op.kind == "linear"}

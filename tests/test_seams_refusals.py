@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from mcu.boards import load_board
+from mcu.device.boards import load_board
 from mcu.errors import McuError
 from mcu.pipeline import check_constants_fit
 

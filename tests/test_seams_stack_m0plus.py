@@ -15,7 +15,7 @@ import pytest
 
 from conftest import requires_qemu
 from mcu.errors import McuError
-from mcu.stack import analyze, disassemble
+from mcu.device.stack import analyze, disassemble
 
 M0PLUS = ("-mcpu=cortex-m0plus", "-mthumb", "-mfloat-abi=soft")
 

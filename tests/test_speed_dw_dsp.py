@@ -25,8 +25,8 @@ import cbind_s8 as cb
 import test_kernels_s8 as base
 from cbind import MCU_OK, ptr
 from conftest import requires_qemu
-from mcu.contracts import window_max_delta
-from mcu.quant import reference as ref
+from mcu.plan.contracts import window_max_delta
+from mcu.reference import kernels as ref
 from test_kernels_s8_opt import build_emulated_lib
 
 _P = ctypes.c_void_p
@@ -200,10 +200,10 @@ def _program(cases: list[dict], banner: str) -> str:
 
 def run_on_core(tmp, board: str, cases: list[dict], banner: str) -> None:
     """`cases` in one firmware for `board` with both depthwise kernels: every case must pass."""
-    from mcu.boards import load_board
+    from mcu.device.boards import load_board
     from mcu.paths import runtime_dir
-    from mcu.sim.qemu import run_qemu
-    from mcu.toolchain import build_firmware
+    from mcu.device.sim.qemu import run_qemu
+    from mcu.device.toolchain import build_firmware
 
     (tmp / "main.c").write_text(_program(cases, banner))
     rt = runtime_dir()

@@ -29,10 +29,10 @@ import cbind_s8 as cb
 import test_kernels_s8 as base
 from cbind import MCU_OK
 from conftest import requires_qemu
-from mcu.backends import tuned
-from mcu.boards import load_board
+from mcu.backends.optimized import tuned
+from mcu.device.boards import load_board
 from mcu.paths import runtime_dir
-from mcu.quant import reference as ref
+from mcu.reference import kernels as ref
 from test_kernels_s8_packed import _firmware_source, _params, lib  # noqa: F401 (lib: the fixture)
 
 _S32 = (-(2**31), 2**31 - 1)
@@ -118,8 +118,8 @@ def test_wide_layers_on_core(tmp_path_factory, board_name: str, opt: str, wide: 
                              cases: list[dict]) -> None:
     """Batches of 16 drawn layers per firmware, bit-exact with the reference on the core (`wide`: the
     straight-line path's MCU_PIXEL_WIDE_TAPS when not the default 256)."""
-    from mcu.sim.qemu import run_qemu
-    from mcu.toolchain import build_firmware
+    from mcu.device.sim.qemu import run_qemu
+    from mcu.device.toolchain import build_firmware
 
     tmp = tmp_path_factory.mktemp("gemm_dsp")
     main = tmp / "main.c"
@@ -136,7 +136,7 @@ def test_wide_layers_on_core(tmp_path_factory, board_name: str, opt: str, wide: 
 @pytest.mark.parametrize("opt", ["-Os", "-O1", "-O3"])
 def test_wide_kernel_compiles_at_every_level(opt: str, tmp_path) -> None:
     """The assembly pins 13 registers (and saves r7 itself): every level must still allocate around it."""
-    from mcu.toolchain import compile_flags, find_cross_compiler
+    from mcu.device.toolchain import compile_flags, find_cross_compiler
 
     for board_name in ("mps2-an505", "mps2-an386"):
         flags = [f for f in compile_flags(load_board(board_name)) if not f.startswith("-O")]

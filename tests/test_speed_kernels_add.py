@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import test_kernels_s8 as base
 from conftest import requires_qemu
-from mcu.quant import reference as ref
+from mcu.reference import kernels as ref
 
 MAX_DIMS = 6  # MCU_MAX_DIMS
 
@@ -78,10 +78,10 @@ def _program(cases: list[dict]) -> str:
 @settings(max_examples=2, deadline=None, derandomize=True)
 @given(cases=st.lists(add_cases(), min_size=25, max_size=25))
 def test_add_table_path_on_core(tmp_path_factory, board: str, cases: list[dict]) -> None:
-    from mcu.boards import load_board
+    from mcu.device.boards import load_board
     from mcu.paths import runtime_dir
-    from mcu.sim.qemu import run_qemu
-    from mcu.toolchain import build_firmware
+    from mcu.device.sim.qemu import run_qemu
+    from mcu.device.toolchain import build_firmware
 
     tmp = tmp_path_factory.mktemp("add")
     (tmp / "main.c").write_text(_program(cases))

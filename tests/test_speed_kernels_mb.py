@@ -21,10 +21,10 @@ import cbind_s8 as cb
 import test_kernels_s8 as base
 from cbind import MCU_OK
 from conftest import requires_qemu
-from mcu.backends import tuned
-from mcu.boards import load_board
+from mcu.backends.optimized import tuned
+from mcu.device.boards import load_board
 from mcu.paths import runtime_dir
-from mcu.quant import reference as ref
+from mcu.reference import kernels as ref
 from test_kernels_s8_opt import build_emulated_lib, load_bound, route_cbind
 from test_kernels_s8_packed import _firmware_source, _params
 
@@ -94,8 +94,8 @@ def test_flat_pointwise_loop_emulated(emulated, case: dict) -> None:
 @given(cases=st.lists(_case(), min_size=30, max_size=30))
 def test_pixel_loop_on_core(tmp_path_factory, board_name: str, cases: list[dict]) -> None:
     """Batches of 30 drawn layers per firmware, bit-exact with the reference on the core."""
-    from mcu.sim.qemu import run_qemu
-    from mcu.toolchain import build_firmware
+    from mcu.device.sim.qemu import run_qemu
+    from mcu.device.toolchain import build_firmware
 
     tmp = tmp_path_factory.mktemp("packed_px")
     main = tmp / "main.c"

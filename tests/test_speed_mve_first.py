@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import requires_qemu
-from mcu.quant import reference as ref
+from mcu.reference import kernels as ref
 from test_kernels_s8_mve import (MODES, WMODES, Builder, Case, _data, _shape, _weights, assert_case, compile_kernel,
                                  run_cases)
 

@@ -1,5 +1,5 @@
 """The Helium (MVE) paths behind ResNet-8 on the simulated Cortex-M55 (mps3-an547 in QEMU), bit-exact with
-the Python reference (mcu/quant/reference.py):
+the Python reference (mcu/reference/kernels.py):
 
 - the int8 add and subtract through the operands' tables, 16 elements per step
   (runtime_c/kernels/internal/mve_add_s8.h): contiguous rows of 1 to 5000 elements (the 16-element steps
@@ -31,9 +31,9 @@ from hypothesis import strategies as st
 import test_kernels_s8 as base
 import test_kernels_s8_mve as mve
 from conftest import requires_qemu
-from mcu.boards import load_board
+from mcu.device.boards import load_board
 from mcu.paths import cache_dir, runtime_dir
-from mcu.quant import reference as ref
+from mcu.reference import kernels as ref
 
 BOARD = "mps3-an547"
 MAX_DIMS = 6  # MCU_MAX_DIMS
@@ -126,8 +126,8 @@ def _add_program(cases: list[dict]) -> str:
 
 
 def _run_program(text: str, kernels: list[str], tag: str) -> str:
-    from mcu.sim.qemu import run_qemu
-    from mcu.toolchain import build_firmware
+    from mcu.device.sim.qemu import run_qemu
+    from mcu.device.toolchain import build_firmware
 
     out = cache_dir() / f"test_speed_mve_resnet_{tag}"
     out.mkdir(parents=True, exist_ok=True)

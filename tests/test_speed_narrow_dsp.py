@@ -27,12 +27,12 @@ import test_kernels_s8 as base
 import test_memory_contracts as contracts
 from cbind import MCU_OK
 from conftest import requires_qemu
-from mcu.backends import tuned
-from mcu.boards import load_board
+from mcu.backends.optimized import tuned
+from mcu.device.boards import load_board
 from mcu.ir import Op
 from mcu.paths import runtime_dir
-from mcu.quant import reference as ref
-from mcu.quant.arith import requantize
+from mcu.reference import kernels as ref
+from mcu.reference.arith import requantize
 from test_kernels_s8_opt import build_emulated_lib, load_bound
 from test_kernels_s8_packed import _firmware_source, _params
 
@@ -228,8 +228,8 @@ def test_narrow_pointwise_both_directions(emulated, case, act) -> None:
 
 
 def _run_on_core(tmp: Path, board_name: str, cases: list[dict]) -> None:
-    from mcu.sim.qemu import run_qemu
-    from mcu.toolchain import build_firmware
+    from mcu.device.sim.qemu import run_qemu
+    from mcu.device.toolchain import build_firmware
 
     assert max(c["expected"].size for c in cases) <= 4096
     main = tmp / "main.c"

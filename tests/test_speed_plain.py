@@ -29,7 +29,7 @@ import test_kernels_s8 as base
 import test_memory_contracts as contracts
 from cbind import MCU_OK, ptr
 from mcu.ir import Op, Tensor
-from mcu.quant import reference as ref
+from mcu.reference import kernels as ref
 
 REPO = Path(__file__).resolve().parents[1]
 RT = REPO / "runtime_c"

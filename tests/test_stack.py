@@ -10,7 +10,7 @@ import pytest
 
 from conftest import REFERENCE_MODELS, requires_qemu
 from mcu.errors import McuError
-from mcu.stack import STACK_MARGIN, analyze, read_su
+from mcu.device.stack import STACK_MARGIN, analyze, read_su
 
 
 @requires_qemu

@@ -23,11 +23,11 @@ from torch import nn
 
 from mcu.api import CompiledModel, compile_file, compile_spec
 from mcu.backends.base import PartitionReport
-from mcu.backends.xnnpack import XnnpackBackend
-from mcu.boards import load_board
-from mcu.loader import load_model_file, spec_from_objects
+from mcu.backends.xnnpack.core import XnnpackBackend
+from mcu.device.boards import load_board
+from mcu.capture.loader import load_model_file, spec_from_objects
 from mcu.paths import runtime_dir
-from mcu.sim.linux import expectations, run_on_linux
+from mcu.device.sim.linux import expectations, run_on_linux
 from conftest import EXAMPLES, REFERENCE_MODELS
 
 HAVE_XNNPACK = Path("/usr/include/xnnpack.h").is_file() and shutil.which("gcc") is not None
@@ -158,7 +158,7 @@ def test_program_interpreter_runs_xnnpack_partitions_like_generated_c(name: str,
 
 @requires_xnnpack
 def test_exported_delegated_library_builds_with_its_cmake(tmp_path: Path) -> None:
-    from mcu.export import export_library
+    from mcu.commands.export import export_library
 
     model, _ = delegated("small_cnn", "none")
     export_library(model.library, tmp_path / "lib")

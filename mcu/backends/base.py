@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar
 from mcu.ir import Op, Tensor
 
 if TYPE_CHECKING:  # pragma: no cover
-    from mcu.boards import Board
+    from mcu.device.boards import Board
 
 
 @dataclass(frozen=True)
@@ -140,12 +140,12 @@ class Backend:
         """Record on ``op`` what :meth:`emit` will need, once the partitioner gave it the op (before the
         memory plan): e.g. the scratch bytes its kernel asks for (``op.attrs["scratch_bytes"]``, which the
         planner places in the arena), or ``op.attrs["no_overlap"] = True`` when its kernel does not keep
-        our kernels' overlap contracts (mcu/contracts.py). Default: nothing."""
+        our kernels' overlap contracts (mcu/plan/contracts.py). Default: nothing."""
 
     def preprocess(self, partition: Partition, ctx: Context) -> bytes:  # delegates
         raise NotImplementedError(f"{self.id} is not a delegate backend")
 
-    def emit(self, op: Op, refs: Any) -> Any:  # kernel libraries: -> mcu.calls.KernelCall
+    def emit(self, op: Op, refs: Any) -> Any:  # kernel libraries: -> mcu.backends.calls.KernelCall
         raise NotImplementedError(f"{self.id} is not a kernel backend")
 
 

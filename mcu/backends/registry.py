@@ -15,15 +15,15 @@ from mcu.backends.base import Backend, Context
 from mcu.errors import McuError
 
 BACKENDS: dict[str, str] = {
-    "cmsis-nn": "mcu.backends.cmsis_nn:CmsisNNBackend",
-    "custom": "mcu.backends.custom:CustomBackend",
-    "optimized": "mcu.backends.optimized:OptimizedBackend",
-    "portable": "mcu.backends.portable:PortableBackend",
-    "xnnpack": "mcu.backends.xnnpack:XnnpackBackend",
+    "cmsis-nn": "mcu.backends.cmsis_nn.core:CmsisNNBackend",
+    "custom": "mcu.backends.custom.core:CustomBackend",
+    "optimized": "mcu.backends.optimized.core:OptimizedBackend",
+    "portable": "mcu.backends.portable.core:PortableBackend",
+    "xnnpack": "mcu.backends.xnnpack.core:XnnpackBackend",
 }
 
 FALLBACK = "portable"  # takes every op some C kernel of ours runs; last of ours in a preference order
-# The user's own kernels (custom ops, mcu/custom.py): after the fallback, since no other backend takes a
+# The user's own kernels (custom ops, mcu/capture/custom_ops.py): after the fallback, since no other backend takes a
 # custom op and it takes nothing else; so a model without custom ops sees no trace of it.
 CUSTOM = "custom"
 

@@ -1,7 +1,7 @@
 """``mcu debug``: compare what the device computes with the Python integer reference, op by op.
 
 A debug firmware (``MCU_TRACE`` and ``MCU_TRACE_DUMP``) prints every op's output after it runs
-(``TENSOR <handle> <hex words>``, in memory order). The integer reference (:mod:`mcu.reference_interp`)
+(``TENSOR <handle> <hex words>``, in memory order). The integer reference (:mod:`mcu.reference.interp`)
 runs the same lowered graph on the same first test vector and keeps every op's output; both are aligned
 by debug handle and compared element by element. The first op whose output differs is named with its
 source line: every op after it may differ only because its input did.
@@ -18,8 +18,8 @@ import numpy as np
 from mcu.errors import McuError
 from mcu.ir import NUMPY_DTYPES, Graph, Tensor
 from mcu.layouts import from_memory_order, to_memory_order
-from mcu.quant import reference as qref
-from mcu.reference_interp import FLOAT_MOVES, INT8_OPS
+from mcu.reference import kernels as qref
+from mcu.reference.interp import FLOAT_MOVES, INT8_OPS
 
 DUMP_DEFINE = "MCU_TRACE_DUMP"
 PERTURB_DEFINE = "MCU_TRACE_TEST_PERTURB"  # test-only: corrupt one op's output (runtime_c/src/mcu_trace.c)
@@ -177,8 +177,8 @@ def fp32_per_op(cm: Any, inputs: tuple) -> dict[int, np.ndarray]:
     program, following the chain of nodes the lowering folded into it (batch norm, activations)."""
     import torch
 
-    from mcu.capture import capture
-    from mcu.edge import to_edge
+    from mcu.capture.export import capture
+    from mcu.capture.edge import to_edge
 
     ep = to_edge(capture(cm.spec.model, cm.spec.example_inputs))
     gm = ep.module()
@@ -227,7 +227,7 @@ def debug_model(cm: Any, perturb_handle: int | None = None, timeout_s: float = 6
     """Build and run the debug firmware; ``perturb_handle`` (tests only) corrupts that op's output."""
     from mcu.devtools.ops import op_table
     from mcu.devtools.trace import TRACE_DEFINE, build_traced
-    from mcu.sim.qemu import run_qemu
+    from mcu.device.sim.qemu import run_qemu
 
     if cm.board.sim_kind != "qemu":
         raise McuError(f"board {cm.board.name} has no simulator to debug on", hint="pick a QEMU board (`mcu boards`)")
@@ -236,7 +236,7 @@ def debug_model(cm: Any, perturb_handle: int | None = None, timeout_s: float = 6
                        "reference to compare with", hint="mcu debug compares int8 programs of our own kernels; use "
                        "--quantize int8 (and no --backend delegate)")
     from mcu.emit.c_model import GUARD_DEFINE
-    from mcu.guards import raise_on_guard
+    from mcu.backends.custom.guards import raise_on_guard
 
     defines: dict[str, Any] = {TRACE_DEFINE: None, DUMP_DEFINE: None}
     if cm.library.view.guarded:

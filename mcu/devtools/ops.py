@@ -14,8 +14,8 @@ from typing import Any
 
 from mcu.emit.c_model import GeneratedLibrary
 from mcu.ir import Graph, Op, QuantParams
-from mcu.memory import MemoryPlan
-from mcu.planner import occupied_bytes_per_step
+from mcu.plan.memory import MemoryPlan
+from mcu.plan.planner import occupied_bytes_per_step
 
 # Ops whose cost is dominated by multiply-accumulates: weight (operand 1) is [out, in/groups, kh, kw] or
 # [out, in], so every output element takes prod(weight.shape[1:]) MACs.

@@ -30,7 +30,7 @@ from mcu.devtools.profile import Profile, make_profile
 from mcu.devtools.trace import TraceEvent
 from mcu.errors import McuError
 from mcu.ir import Graph, Op, QuantParams, Tensor
-from mcu.memory import MemoryPlan
+from mcu.plan.memory import MemoryPlan
 
 RECORD_VERSION = 1
 _JSON = "record.json"
@@ -93,7 +93,7 @@ def write_record(cm: Any, path: str | Path, firmware: Any = None) -> Path:
     """Save ``cm``'s compile record (and its exported program) to ``path``; ``firmware``: its build, for sizes."""
     import torch
 
-    from mcu.capture import capture
+    from mcu.capture.export import capture
 
     path = Path(path)
     buf = io.BytesIO()

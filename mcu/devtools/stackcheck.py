@@ -1,7 +1,7 @@
 """Check the stack bound in QEMU: the firmware paints its free stack at reset and reports the high-water mark.
 
 The measuring firmware is the model's normal firmware compiled with ``-DMCU_STACK_PAINT`` (see
-ports/cortex-m/startup.c), with the same stack analysis and reservation (mcu/stack.py). It prints
+ports/cortex-m/startup.c), with the same stack analysis and reservation (mcu/device/stack.py). It prints
 ``STACK <bytes>``: the deepest the stack reached while every bundled vector ran.
 """
 
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mcu.errors import McuError
-from mcu.stack import StackReport
+from mcu.device.stack import StackReport
 
 PAINT_DEFINE = "MCU_STACK_PAINT"
 _STACK_LINE = re.compile(r"^STACK (\d+)\s*$", re.M)
@@ -27,8 +27,8 @@ class StackCheck:
 
 
 def measure_stack(cm: Any, timeout_s: float = 600.0) -> StackCheck:
-    from mcu.console import parse_harness
-    from mcu.sim.qemu import run_qemu
+    from mcu.device.console import parse_harness
+    from mcu.device.sim.qemu import run_qemu
     from mcu.devtools.trace import build_variant
 
     fw = build_variant(cm, "firmware-stack", {PAINT_DEFINE: None}, stack_usage=True)

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from mcu.console import parse_harness
+from mcu.device.console import parse_harness
 from mcu.errors import McuError
 from mcu.ir import NUMPY_DTYPES
 from mcu.paths import cache_dir, runtime_dir
@@ -61,9 +61,9 @@ def build_variant(cm: Any, kind: str, defines: dict[str, Any], extra_sources: tu
                   out_dir: Path | None = None, stack_usage: bool = False) -> Any:
     """The model's firmware built with extra ``defines`` (and runtime sources) into ``out_dir`` (default:
     a cache folder per ``kind`` keyed by the sources and the defines): the tracer, the stack painter."""
-    from mcu.toolchain import build_firmware
+    from mcu.device.toolchain import build_firmware
 
-    defines = {**cm.library.defines, **defines}  # the model's kernel definitions (mcu/backends/specialise.py)
+    defines = {**cm.library.defines, **defines}  # the model's kernel definitions (mcu/backends/optimized/specialise.py)
     files = cm.firmware_sources()
     if out_dir is None:
         flavour = "".join(f"{k}={v};" for k, v in sorted(defines.items()))
@@ -85,7 +85,7 @@ def build_variant(cm: Any, kind: str, defines: dict[str, Any], extra_sources: tu
 
 
 def build_traced(cm: Any, out_dir: Path | None = None, defines: dict[str, Any] | None = None) -> Any:
-    """The model's firmware with the event tracer compiled in (mcu.toolchain.Firmware); ``defines``: instead
+    """The model's firmware with the event tracer compiled in (mcu.device.toolchain.Firmware); ``defines``: instead
     of ``MCU_TRACE`` alone (``mcu debug`` adds the output dump)."""
     defines = dict(defines) if defines is not None else {TRACE_DEFINE: None}
     return build_variant(cm, "firmware-trace", defines, (TRACE_SOURCE,), out_dir)
@@ -131,7 +131,7 @@ def run_traced(cm: Any, timeout_s: float = 600.0, port: str | None = None, drive
     from the TRACE lines on its serial console; ``port``, ``drive`` as for ``mcu flash``)."""
     if cm.board.deploy_method == "uf2":
         return _run_traced_on_device(cm, timeout_s, port, drive, search_dirs)
-    from mcu.sim.qemu import run_qemu
+    from mcu.device.sim.qemu import run_qemu
 
     if cm.board.sim_kind != "qemu":
         raise McuError(f"board {cm.board.name} has no simulator to profile on",
@@ -148,7 +148,7 @@ def run_traced(cm: Any, timeout_s: float = 600.0, port: str | None = None, drive
 
 def _run_traced_on_device(cm: Any, timeout_s: float, port: str | None, drive: Path | None,
                           search_dirs: Any) -> TraceRun:
-    from mcu.flash import chip_for_family, flash_uf2
+    from mcu.device.flash import chip_for_family, flash_uf2
 
     fw = build_traced(cm)
     flashed = flash_uf2(fw.uf2, drive=drive, port=port, timeout_s=timeout_s, search_dirs=search_dirs,

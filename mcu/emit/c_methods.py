@@ -18,7 +18,7 @@ from mcu.emit.c_model import (RUNTIME_SOURCES, ArenaView, ConstPool, GeneratedLi
                               arena_var, build_view, c_identifier, environment)
 from mcu.errors import McuError
 from mcu.ir import Graph
-from mcu.memory import MemoryPlan
+from mcu.plan.memory import MemoryPlan
 
 
 @dataclass
@@ -62,7 +62,7 @@ def _same_state(views: list[ModelView]) -> list[StateView]:
 
 def render_methods_library(name: str, methods: Sequence[MethodInput], quantize: str,
                            tokens: Sequence[int] = ()) -> GeneratedLibrary:
-    from mcu.backends.specialise import merge_defines  # lazily: no backend at the emitter's load
+    from mcu.backends.optimized.specialise import merge_defines  # lazily: no backend at the emitter's load
 
     from mcu import __version__
 

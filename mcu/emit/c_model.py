@@ -18,7 +18,7 @@ from mcu.emit.cvalues import c_array_body, c_float, c_initializer, c_type
 from mcu.emit.delegates import REGISTRY_SOURCE, runtime_for
 from mcu.emit.kernels import KernelCall, Refs, emit_call
 from mcu.ir import Graph, Op, Tensor
-from mcu.memory import MemoryPlan, scratch_bytes
+from mcu.plan.memory import MemoryPlan, scratch_bytes
 from mcu.paths import codegen_dir
 
 KERNEL_HEADERS = ["mcu/kernels_f32.h", "mcu/kernels_s8.h", "mcu/kernels_mixed.h", "mcu/kernels_generic.h"]
@@ -93,7 +93,7 @@ class DelegateView:
 
 # Test builds (the firmware harness, mcu debug) define GUARD_DEFINE: then every arena has GUARD_BYTES
 # more on each side and the GUARD_BYTES on each side of a custom kernel's output are checked around
-# its call (codegen/model.c.j2, read back by mcu/guards.py). Library exports never define it.
+# its call (codegen/model.c.j2, read back by mcu/backends/custom/guards.py). Library exports never define it.
 GUARD_DEFINE = "MCU_GUARD_WRITES"
 GUARD_BYTES = 32  # catches the first stray byte of any overrun or underrun; a wild write is the host check's
 
@@ -147,7 +147,7 @@ class ModelView:
     # the library, which defines them once for all its methods.
     shared_arenas: bool = False
     weights_header: str = ""
-    # Compile definitions of the kernels for this model (mcu/backends/specialise.py)
+    # Compile definitions of the kernels for this model (mcu/backends/optimized/specialise.py)
     kernel_defines: dict[str, int] = field(default_factory=dict)
 
     @property
@@ -183,7 +183,7 @@ class GeneratedLibrary:
     view: ModelView
     include_dirs: list[str] = field(default_factory=list)  # an external backend's headers (CMSIS-NN)
     libraries: list[str] = field(default_factory=list)  # linker flags of delegate libraries (-lXNNPACK)
-    # Compile definitions of the kernel sources every build of this library uses (mcu/backends/specialise.py)
+    # Compile definitions of the kernel sources every build of this library uses (mcu/backends/optimized/specialise.py)
     defines: dict[str, int] = field(default_factory=dict)
 
 
@@ -275,8 +275,8 @@ def build_view(graph: Graph, memory: MemoryPlan, quantize: str, prefix: str | No
     runtime_sources: list[str] = []
     libraries: list[str] = []
     # Imported here: the emitter does not load backends at import time (tests/test_backends.py).
-    from mcu.backends import tuned
-    from mcu.backends.specialise import PackedLayer, packed_defines
+    from mcu.backends.optimized import tuned
+    from mcu.backends.optimized.specialise import PackedLayer, packed_defines
 
     packed: list[PackedLayer] = []
     for i, op in enumerate(graph.ops):

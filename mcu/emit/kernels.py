@@ -1,7 +1,7 @@
 """Map each IR op to one call of a C kernel, through the backend the partitioner gave it.
 
 The op's backend (``op.attrs["backend"]``, set by :func:`mcu.backends.base.partition`; "portable"
-when the graph was not partitioned) builds the :class:`~mcu.calls.KernelCall`; the registry
+when the graph was not partitioned) builds the :class:`~mcu.backends.calls.KernelCall`; the registry
 (mcu/backends/registry.py) finds it by id, so this module imports no backend at load time and a new
 kernel library needs no change here. Program files are architecture independent: every op takes
 the portable backend's call there, whatever backend the generated C uses.
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from mcu.calls import SCRATCH, KernelCall, Operand, ProgramCall, Ref, Refs, ScratchOperand
+from mcu.backends.calls import SCRATCH, KernelCall, Operand, ProgramCall, Ref, Refs, ScratchOperand
 from mcu.ir import Op, Tensor
 
 __all__ = ["SCRATCH", "KernelCall", "Operand", "ProgramCall", "Ref", "Refs", "ScratchOperand", "emit_call",
@@ -24,7 +24,7 @@ def emit_call(op: Op, ref: Ref) -> KernelCall | None:
     """The kernel call for ``op``, or None for ops that emit no code (aliasing views)."""
     if op.attrs.get("alias"):
         return None
-    from mcu.backends.registry import backend  # lazy: the backends import mcu.calls, never this module
+    from mcu.backends.registry import backend  # lazy: the backends import mcu.backends.calls, never this module
 
     backend_id = PORTABLE if getattr(ref, "program", False) else op.attrs.get("backend", PORTABLE)
     call = backend(backend_id).emit(op, ref)

@@ -1,4 +1,4 @@
-"""The views around a 1-D convolution (mcu/frontend_conv.py).
+"""The views around a 1-D convolution (mcu/frontend/conv.py).
 
 The frontend runs a Conv1d as the 2-D convolution over ``[N, C, 1, L]``, with a ``unit_view``
 reshape (``[N, C, L]`` <-> ``[N, C, 1, L]``: one size-1 dim inserted or dropped) on either side.

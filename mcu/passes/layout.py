@@ -150,7 +150,7 @@ def _layout_constants(graph: Graph) -> None:
                 w.data = np.ascontiguousarray(np.transpose(w.data, CHANNELS_LAST))
                 w.dim_order = CHANNELS_LAST
         elif op.kind == "remap":  # the tables in the order of the physical dims
-            from mcu.resample import physical_tables
+            from mcu.reference.resample import physical_tables
 
             op.inputs[1] = physical_tables(op)
         elif op.kind in ("add", "sub", "mul", "div", "concat", "maximum", "minimum"):

@@ -11,7 +11,7 @@ stay fp32.
 from __future__ import annotations
 
 from mcu.ir import Graph, Tensor
-from mcu.quant.mixed import quantize_weights
+from mcu.reference.mixed import quantize_weights
 
 
 def quantize_linear_weights(graph: Graph, dynamic: bool) -> Graph:

@@ -2,7 +2,7 @@
 
 A linear layer whose weight came from torchao's ``IntxWeightOnlyConfig(weight_dtype=torch.int4,
 granularity=PerGroup(g))`` reaches here as a float constant that remembers its integer form
-(:class:`~mcu.ir.QConst`, folded from ``torchao.dequantize_affine`` by mcu/frontend_int4.py). It becomes
+(:class:`~mcu.ir.QConst`, folded from ``torchao.dequantize_affine`` by mcu/frontend/int4.py). It becomes
 ``linear_w4``: the values packed two per byte (an eighth of the fp32 bytes), one float32 scale per group
 of ``group_size`` inputs, activations in fp32 (mcu_linear_w4_f32); in the ``int4-dynamic`` mode
 ``linear_w4_dyn``, whose activations are quantized to int8 per row at run time (mcu_linear_w4_s8). Weights that are not symmetric 4-bit
@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from mcu.ir import Graph, Op, QConst, Tensor
-from mcu.quant.int4 import INT4_MAX, INT4_MIN, pack_int4
+from mcu.reference.int4 import INT4_MAX, INT4_MIN, pack_int4
 
 
 def group_size(qc: QConst) -> int | None:

@@ -276,7 +276,7 @@ def write_example_seeds(seed_dir: Path, examples: Path, log: Callable[[str], Non
 def _delegate_seed() -> bytes:
     """A method that is one delegated partition for the harness's "fuzz.copy" backend."""
     from mcu.ir import Graph, Op, Tensor
-    from mcu.memory import plan_memory
+    from mcu.plan.memory import plan_memory
     from mcu.program.writer import MethodSource, write_program
 
     x = Tensor("x", (1, 16), "float32", is_input=True)

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 import torch
 
 from mcu.errors import McuError
-from mcu.loader import ModelSpec, load_model_file, spec_from_objects
+from mcu.capture.loader import ModelSpec, load_model_file, spec_from_objects
 from mcu.program.writer import BundledVector, MethodSource, ProgramImage, write_program
 
 if TYPE_CHECKING:

@@ -20,7 +20,7 @@ from mcu import __version__
 from mcu.emit.kernels import SCRATCH, program_call
 from mcu.errors import McuError
 from mcu.ir import NUMPY_DTYPES, Graph, Op, Tensor
-from mcu.memory import MemoryPlan, scratch_bytes
+from mcu.plan.memory import MemoryPlan, scratch_bytes
 from mcu.program import format as fmt
 from mcu.program.format import Field
 
@@ -221,7 +221,7 @@ def _method(fb: _Builder, src: MethodSource, segments: _Segments,
         planned = memory.scratch_offsets.get(id(op))
         scratch = None if planned is None else (memory.scratch_arena_index(op), planned, scratch_bytes(op))
         if op.kind == "custom":  # a user kernel: through the delegate registry, its params as the payload
-            from mcu.custom import call_info, delegate_id
+            from mcu.capture.custom_ops import call_info, delegate_id
 
             info = call_info(op)
             function = op.attrs["custom"].kernel(op.output.dtype).function

@@ -76,7 +76,7 @@ __attribute__((section(".vectors"), used)) const struct mcu_cm_vector_table mcu_
  * sign that the stack ran into the data below it. */
 #define MCU_STACK_CANARY 0xC0DEFA11u
 #define MCU_STACK_CANARY_WORDS 8u
-/* Stack-measuring builds (-DMCU_STACK_PAINT, mcu.stack's check in QEMU) fill
+/* Stack-measuring builds (-DMCU_STACK_PAINT, mcu.device.stack's check in QEMU) fill
  * the free stack with this word at reset and print "STACK <bytes>", the
  * high-water mark, after main returns. */
 #define MCU_STACK_PAINT_WORD 0x57AC57ACu

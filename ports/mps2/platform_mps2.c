@@ -4,7 +4,7 @@
 #include "mcu/platform.h"
 #include "mcu_cortex_m.h"
 
-/* Passed by mcu.toolchain from the board file (console.base, clock_hz). */
+/* Passed by mcu.device.toolchain from the board file (console.base, clock_hz). */
 #ifndef MCU_UART_BASE
 #error "MCU_UART_BASE must be defined (console.base in the board file)"
 #endif

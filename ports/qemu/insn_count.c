@@ -15,7 +15,7 @@
  * way: the event tracer's mcu_trace_op_begin/end around every op of a
  * profiling build (runtime_c/include/mcu/trace.h), one line per op in FILE2.
  *
- * Built by mcu.sim.qemu.build_plugin() with the host compiler:
+ * Built by mcu.device.sim.qemu.build_plugin() with the host compiler:
  *   cc -shared -fPIC -O2 -o insn_count.so insn_count.c
  */
 #include <inttypes.h>

@@ -13,7 +13,7 @@
 #include "mcu_cortex_m.h"
 #include "rp2_port.h"
 
-/* Passed by mcu.toolchain from the board file (clock_hz, console.baud). */
+/* Passed by mcu.device.toolchain from the board file (clock_hz, console.baud). */
 #ifndef MCU_CLOCK_HZ
 #error "MCU_CLOCK_HZ must be defined (clock_hz in the board file)"
 #endif

@@ -22,7 +22,7 @@
  *
  * Position independent (it runs from SRAM at an address it is not linked
  * at): only PC-relative branches and literals. Exactly 256 bytes: the code,
- * padding, and a CRC32 word that mcu/boot2.py fills in after the link
+ * padding, and a CRC32 word that mcu/device/boot2.py fills in after the link
  * (polynomial 0x04C11DB7, initial value 0xFFFFFFFF, not reflected, no final
  * XOR: the boot ROM's parameters).
  */
@@ -152,6 +152,6 @@ __asm__(
     "boot2_vtor:           .word 0xe000ed08\n"
     "    .org 252\n"
     "mcu_rp2040_boot2_crc:\n"
-    "    .word 0\n"                         /* CRC32 of bytes 0..251, set by mcu/boot2.py */
+    "    .word 0\n"                         /* CRC32 of bytes 0..251, set by mcu/device/boot2.py */
     "    .size mcu_rp2040_boot2, . - mcu_rp2040_boot2\n"
     "    .text\n");

@@ -1,0 +1,59 @@
+"""The optimized backend: our packed-weight kernel for convolutions and fully connected layers on
+cores with the DSP extension (Cortex-M4/M7/M33), ``mcu_conv2d_packed_s8``.
+
+Its weights are int16, packed at compile time in the order its dual-MAC inner loop reads them
+(mcu/backends/optimized/tuned.py): faster than the portable kernels' DSP paths, at twice the flash of those
+weights. It keeps the overlap contracts of the kernels it replaces (mcu/plan/contracts.py), so the
+memory plan is the same. With ``--compact-weights`` it keeps the weights int8 and runs ``mcu_conv2d_compact_s8``
+(mcu/backends/optimized/compact.py) instead: the flash of the portable kernels' weights, most of the speed. It
+serves no op on cores without the DSP extension and on Helium cores (the portable kernels' MVE paths
+serve those). Program files are
+architecture independent: they run the portable kernel for these ops (same bits).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from mcu.backends.optimized import compact
+from mcu.backends.optimized import tuned
+from mcu.backends.base import Backend, Constraint, Context, Rule
+from mcu.backends.calls import KernelCall
+from mcu.ir import Op
+
+
+_ONE_GROUP = Constraint("grouped convolution", lambda op: op.attrs.get("groups", 1) == 1)
+_OHWI = Constraint("weights are not in OHWI order", lambda op: op.inputs[1].dim_order == (0, 2, 3, 1))
+_MATRIX = Constraint("weights are not a matrix", lambda op: len(op.inputs[1].shape) == 2)
+_INT8_IN = Constraint("input is not int8", lambda op: op.inputs[0].dtype == "int8")
+_TAPS = Constraint(f"window over the kernel's {tuned.TAPS_MAX} values",
+                   lambda op: tuned.padded_taps(tuned._taps(op)) <= tuned.TAPS_MAX)
+
+
+class OptimizedBackend(Backend):
+    id: ClassVar[str] = "optimized"
+    rules: ClassVar[tuple[Rule, ...]] = (
+        # any weight scheme: per-tensor weights come with one multiplier per channel like per-channel ones
+        Rule("conv2d", ("int8",), "any", (_INT8_IN, _ONE_GROUP, _OHWI, _TAPS)),
+        Rule("linear", ("int8",), "any", (_INT8_IN, _MATRIX, _TAPS)),
+    )
+
+    def unavailable(self, ctx: Context) -> str | None:
+        if ctx.board.mve:
+            return f"{ctx.board.core} has Helium: the portable kernels' MVE paths serve it"
+        if not ctx.board.dsp:
+            return f"{ctx.board.core} has no DSP extension"
+        return None
+
+    def refuse(self, op: Op, ctx: Context) -> str | None:
+        if op.attrs.get("alias"):
+            return "a view (no code)"
+        return super().refuse(op, ctx) or tuned.applies(op)
+
+    def take(self, op: Op, ctx: Context) -> None:
+        if not ctx.options.get("packed_weights", True):
+            op.attrs["compact_kernel"] = True
+            op.attrs["scratch_bytes"] = max(int(op.attrs.get("scratch_bytes", 0)), compact.scratch_bytes(op))
+
+    def emit(self, op: Op, refs: Any) -> KernelCall:
+        return compact.emit(op, refs) if op.attrs.get("compact_kernel") else tuned.emit(op, refs)

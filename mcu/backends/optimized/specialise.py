@@ -1,0 +1,90 @@
+"""Per-model specialisation of the packed convolution kernel (mcu_conv2d_packed_s8) at compile time.
+
+The generated C is the same for every core and every model; what changes is three compile definitions
+of runtime_c/kernels/mcu_conv2d_packed_s8.c, computed here from the model's packed layers and passed to
+every build of the model (firmware, host, the exported library's CMake and Makefile fragments):
+
+* ``MCU_PIXEL_WIDE_TAPS``: how many taps the straight-line dot product of internal/gemm_s8_dsp.h
+  (``mcu_pixel_packed_wide``, 84 B of code per 8 taps) covers: the widest window, rounded up to 8.
+* ``MCU_PACKED_LOOP``: 0 leaves out ``mcu_pixel_packed_loop`` when every window fits the above.
+* ``MCU_PACKED_NARROW``: 0 leaves out the narrow-layer path (internal/conv_narrow_s8_dsp.h) when no
+  layer takes it; ``MCU_PACKED_NARROW_K3C3`` 0 its runs of 3x3 windows of 3 channels (first layers of
+  RGB images) when no narrow layer has such windows (without them such a layer would still be exact,
+  one pixel at a time, only slower).
+
+Without definitions (the program-file interpreter, which must run any program) the kernel is the
+full one. The conditions below mirror the C dispatch (mcu_conv2d_packed_s8, ``pixel`` and
+``mcu_narrow_applies``); where the C decides at run time (the pixel direction depends on where the
+memory plan put the tensors) the condition here is the wider one, so a path a layer may take is
+never left out. If a definition is wrong anyway, the kernel returns MCU_ERR_UNSUPPORTED rather than
+a wrong result.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping
+
+WIDE_TAPS_MAX = 256  # the default MCU_PIXEL_WIDE_TAPS (internal/gemm_s8_dsp.h)
+NARROW_TAPS_MAX = 48  # MCU_NARROW_TAPS_MAX (internal/conv_narrow_s8_dsp.h)
+
+
+@dataclass(frozen=True)
+class PackedLayer:
+    """What the kernel's dispatch reads of one layer: its mcu_conv2d_s8_params and the stream's flag."""
+
+    kp: int  # mcu_conv_column_taps: kernel_h * kernel_w * input channels, rounded up to 4
+    cout: int
+    act_min: int
+    output_offset: int
+    right: bool  # FLAG_RIGHT of the packed stream (mcu/backends/optimized/tuned.py)
+    k3c3: bool = False  # dilation_w 1, kernel_h 3, kernel_w * input channels 9 (mcu_conv_narrow_s8's k3c3)
+
+    @staticmethod
+    def from_params(params: Mapping[str, Any], right: bool) -> "PackedLayer":
+        k = int(params["kernel_h"]) * int(params["kernel_w"]) * int(params["input"]["c"])
+        k3c3 = (int(params["dilation_w"]) == 1 and int(params["kernel_h"]) == 3
+                and int(params["kernel_w"]) * int(params["input"]["c"]) == 9)
+        return PackedLayer(kp=(k + 3) // 4 * 4, cout=int(params["output"]["c"]), act_min=int(params["act_min"]),
+                           output_offset=int(params["output_offset"]), right=bool(right), k3c3=k3c3)
+
+    def takes_narrow(self) -> bool:
+        """mcu_narrow_applies without its direction condition (run time; leaving it out only widens)."""
+        return (self.right and self.kp <= NARROW_TAPS_MAX and self.cout % 4 == 0
+                and self.act_min >= self.output_offset)
+
+    def dot_taps(self) -> int:
+        """The taps mcu_pixel_packed runs for this layer on a DSP core (0: it never runs): layers with a
+        right-shift stream and at least one whole block of 4 channels (``pixel``)."""
+        return self.kp if self.right and self.cout >= 4 else 0
+
+
+def packed_defines(layers: Iterable[PackedLayer]) -> dict[str, int]:
+    """The compile definitions of mcu_conv2d_packed_s8.c for a model with these packed layers
+    (empty: no packed layer, the kernel is not built)."""
+    layers = list(layers)
+    if not layers:
+        return {}
+    widest = max(layer.dot_taps() for layer in layers)
+    loop = widest > WIDE_TAPS_MAX
+    wide = WIDE_TAPS_MAX if loop else max(8, (widest + 7) // 8 * 8)
+    return {"MCU_PIXEL_WIDE_TAPS": wide, "MCU_PACKED_LOOP": int(loop),
+            "MCU_PACKED_NARROW": int(any(layer.takes_narrow() for layer in layers)),
+            "MCU_PACKED_NARROW_K3C3": int(any(layer.takes_narrow() and layer.k3c3 for layer in layers))}
+
+
+def merge_defines(parts: Iterable[Mapping[str, int]]) -> dict[str, int]:
+    """The definitions of one library of several methods (mcu/emit/c_methods.py): every path any needs."""
+    parts = [p for p in parts if p]
+    if not parts:
+        return {}
+    loop = any(p["MCU_PACKED_LOOP"] for p in parts)
+    return {"MCU_PIXEL_WIDE_TAPS": WIDE_TAPS_MAX if loop else max(p["MCU_PIXEL_WIDE_TAPS"] for p in parts),
+            "MCU_PACKED_LOOP": int(loop),
+            "MCU_PACKED_NARROW": int(any(p["MCU_PACKED_NARROW"] for p in parts)),
+            "MCU_PACKED_NARROW_K3C3": int(any(p["MCU_PACKED_NARROW_K3C3"] for p in parts))}
+
+
+def define_flags(defines: Mapping[str, int]) -> list[str]:
+    """``-DNAME=value`` in a fixed order (build cache keys and command lines)."""
+    return [f"-D{k}={v}" for k, v in sorted(defines.items())]

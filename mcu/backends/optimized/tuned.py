@@ -1,0 +1,150 @@
+"""Packed weights for the optimized backend's kernel on cores with the DSP extension (Cortex-M4/M7/M33).
+
+Convolutions (one group) and fully connected layers run ``mcu_conv2d_packed_s8``, whose weights
+are rearranged here, at compile time, into the order its inner loop reads them
+(runtime_c/kernels/internal/gemm_s8_dsp.h says why): widened to int16 so no instruction is spent
+on sign extension, four output channels interleaved so one LDM feeds four SMLADs, window taps
+padded to a multiple of 4 and reordered 0, 2, 1, 3 within each group of four to match the
+input column that SXTAB16 builds.
+
+The optimized backend (mcu/backends/optimized/core.py) takes the ops :func:`applies` accepts and emits
+their call with :func:`emit`. The kernel reads
+each output pixel's window before writing it, and a pointwise layer's pixel before writing that
+pixel, so it keeps the overlap contracts of the kernels it replaces (mcu/plan/contracts.py) and the
+memory plan is the same. Program files are architecture independent, so they keep the portable
+kernels for these ops (same outputs, bit for bit).
+
+The cost is flash: the packed weights take twice the bytes of int8 weights.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from mcu.backends.calls import KernelCall, conv_params_s8, offsets
+from mcu.ir import Op, Tensor
+
+FUNCTION = "mcu_conv2d_packed_s8"
+SOURCE = "mcu_conv2d_packed_s8.c"
+TAPS_MAX = 640  # MCU_CONV_PACKED_TAPS_MAX in runtime_c/include/mcu/kernels_s8.h
+MAGIC = 0x5043554D  # MCU_PACKED_MAGIC
+FLAG_RIGHT = 1  # every shift in [-23, -1]: requantized from K words (the core's assembly)
+
+
+def padded_taps(k: int) -> int:
+    return (k + 3) // 4 * 4
+
+
+def pack_weights(w: np.ndarray) -> np.ndarray:
+    """int8 weights (out_c, taps) in window order -> per block of 4 channels, per tap pair, the 4
+    channels' int16 pairs as 32-bit words (low half: the first tap): shape (blocks, kp // 2 * 4)."""
+    out_c, k = w.shape
+    kp, op = padded_taps(k), padded_taps(out_c)
+    full = np.zeros((op, kp), dtype=np.int64)
+    full[:out_c, :k] = w
+    full = full.reshape(op, kp // 4, 4)[:, :, [0, 2, 1, 3]].reshape(op // 4, 4, kp // 2, 2)
+    pairs = full.transpose(0, 2, 1, 3)  # block, pair, channel, lane
+    words = (pairs[..., 0] & 0xFFFF) | (pairs[..., 1] << 16)
+    return words.astype(np.uint32).view(np.int32).reshape(op // 4, -1)
+
+
+def packed_k(r: np.ndarray, output_offset: int) -> np.ndarray:
+    """K = 2^30 + 2^(R+30) + output_offset 2^(31+R) of right shifts R in [1, 23] (int64): the kernel's
+    requantization is floor((acc m + K - [acc < 0] 2^31) / 2^(31+R)) (internal/gemm_s8_dsp.h,
+    mcu_packed_rq_s8)."""
+    r = np.asarray(r, dtype=np.int64)
+    return (1 << 30) + np.left_shift(1, r + 30) + int(output_offset) * np.left_shift(1, r + 31)
+
+
+def pack_layer(w: np.ndarray, bias: np.ndarray | None, multiplier: np.ndarray, shift: np.ndarray,
+               output_offset: int = 0) -> np.ndarray:
+    """The word stream mcu_conv2d_packed_s8 reads (runtime_c/include/mcu/kernels_s8.h): a header
+    (magic, flags with the output offset in bits 8-15, output channels, padded taps), then per block
+    of 4 output channels their biases, their packed weights (:func:`pack_weights`), then four words
+    per channel so that the requantization takes one LDM per channel: when every shift is a right
+    shift R in [1, 23] (FLAG_RIGHT) (K low word, K high word, multiplier, R - 1) with K from
+    :func:`packed_k` (the output offset folded in), else (0, 0, multiplier, shift). Padded channels
+    get bias 0 and multiplier 0 (their results are never stored)."""
+    out_c = w.shape[0]
+    op = padded_taps(out_c)
+    if not -128 <= int(output_offset) <= 127:
+        raise ValueError(f"output offset {output_offset} is not an int8 zero-point")
+    b = np.zeros(op, dtype=np.int64)
+    if bias is not None:
+        b[:out_c] = np.asarray(bias, dtype=np.int64)
+    m = np.zeros(op, dtype=np.int64)
+    m[:out_c] = np.asarray(multiplier, dtype=np.int64)
+    sh = np.full(op, -1, dtype=np.int64)
+    sh[:out_c] = np.asarray(shift, dtype=np.int64)
+    right = bool(np.all((sh >= -23) & (sh <= -1)))
+    if right:
+        k = packed_k(-sh, output_offset)
+        rq = np.stack([k & 0xFFFFFFFF, k >> 32, m, -sh - 1], axis=1)
+    else:
+        zero = np.zeros(op, dtype=np.int64)
+        rq = np.stack([zero, zero, m, sh], axis=1)
+    blocks = np.concatenate([b.reshape(op // 4, 4), pack_weights(w).astype(np.int64), rq.reshape(op // 4, 16)],
+                            axis=1)
+    flags = (FLAG_RIGHT if right else 0) | ((int(output_offset) & 0xFF) << 8)
+    header = np.array([MAGIC, flags, out_c, padded_taps(w.shape[1])], dtype=np.int64)
+    words = np.concatenate([header, blocks.reshape(-1)])
+    return (words & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
+
+
+def _taps(op: Op) -> int:
+    w = op.inputs[1]
+    return int(np.prod(w.shape[1:]))
+
+
+def applies(op: Op) -> str | None:
+    """Why the packed kernel cannot serve ``op`` (None: it can); the core is the backend's concern."""
+    if op.output.dtype != "int8" or op.attrs.get("alias"):
+        return "not an int8 op of ours"
+    if op.kind not in ("conv2d", "linear") or op.inputs[0].dtype != "int8":
+        return "not a convolution or fully connected layer"
+    if op.kind == "conv2d" and op.attrs["groups"] != 1:
+        return "grouped convolution"
+    if op.kind == "conv2d" and op.inputs[1].dim_order != (0, 2, 3, 1):
+        return "weights are not in OHWI order"
+    if op.kind == "linear" and len(op.inputs[1].shape) != 2:
+        return "weights are not a matrix"
+    if padded_taps(_taps(op)) > TAPS_MAX:
+        return f"window of {_taps(op)} values is over the kernel's {TAPS_MAX}"
+    return None
+
+
+def packed_tensor(op: Op) -> Tensor:
+    """The op's packed weights (made once and kept on the op so every emission names one constant)."""
+    cached = op.attrs.get("packed_weights")
+    if isinstance(cached, Tensor):
+        return cached
+    w, b, mult, shift = op.inputs[1:5]
+    assert w.data is not None and mult.data is not None and shift.data is not None
+    data = pack_layer(np.asarray(w.data, dtype=np.int8).reshape(w.shape[0], -1),
+                      None if b is None or b.data is None else np.asarray(b.data).reshape(-1),
+                      np.asarray(mult.data).reshape(-1), np.asarray(shift.data).reshape(-1),
+                      conv_params(op)["output_offset"])
+    t = Tensor(name=f"{w.name}_packed", shape=(data.size,), dtype="int32", data=data)
+    op.attrs["packed_weights"] = t
+    return t
+
+
+def conv_params(op: Op) -> dict[str, Any]:
+    """The mcu_conv2d_s8_params of ``op`` (a fully connected layer as a 1x1 convolution over rows)."""
+    if op.kind == "conv2d":
+        return conv_params_s8(op)[1]
+    x, w = op.inputs[:2]
+    out_f, in_f = w.shape
+    rows = x.numel // in_f
+    one = {"kernel_h": 1, "kernel_w": 1, "stride_h": 1, "stride_w": 1, "pad_top": 0, "pad_left": 0,
+           "dilation_h": 1, "dilation_w": 1}
+    return {"input": {"n": rows, "h": 1, "w": 1, "c": in_f}, "output": {"n": rows, "h": 1, "w": 1, "c": out_f},
+            **one, "groups": 1, **offsets(op, "input_offset", "output_offset", "act_min", "act_max")}
+
+
+def emit(op: Op, ref: Any) -> KernelCall:
+    packed = packed_tensor(op)  # holds the biases and requantization constants too
+    return KernelCall(FUNCTION, ["NULL", "&params", ref(op.inputs[0]), ref(packed), ref(op.output)], [SOURCE],
+                      "mcu_conv2d_s8_params", conv_params(op))

@@ -1,0 +1,35 @@
+"""Portable-backend emitters of the integer recurrent layers (issue 18): mcu_lstm_s8 and mcu_gru_s8
+(program kernel ids 240-241). They join :data:`mcu.backends.portable.core.EMITTERS`."""
+
+from __future__ import annotations
+
+from mcu.backends.calls import SCRATCH, KernelCall, Ref
+from mcu.ir import Op
+
+
+def recurrent_params(op: Op) -> dict:
+    """The fields of mcu_recurrent_s8_params, in declaration order."""
+    x = op.inputs[0]
+    batch, steps, features = x.shape
+    a = op.attrs
+    return {"batch": batch, "steps": steps, "input_size": features, "hidden": op.output.shape[2],
+            "hidden_zp": int(a["hidden_zp"]), "out_mult": int(a["out_mult"]), "out_shift": int(a["out_shift"]),
+            "state_shift": int(a["state_shift"])}
+
+
+def _recurrent(function: str):
+    def emit(op: Op, ref: Ref) -> KernelCall:
+        x, w_ih, w_hh, rows, table = op.inputs
+        assert ref.scratch is not None, f"{function} needs its planned scratch buffer"
+        return KernelCall(function, ["&ctx", "&params", ref(x), ref(w_ih), ref(w_hh), ref(rows), ref(table),
+                                     ref(op.output)], [f"{function}.c"], "mcu_recurrent_s8_params",
+                          recurrent_params(op),
+                          locals=[f"const mcu_context ctx = {{{ref.scratch[0]}, {ref.scratch[1]}}};"],
+                          operands=[SCRATCH, x, w_ih, w_hh, rows, table, op.output])
+    return emit
+
+
+EMITTERS = {
+    ("lstm", "int8"): _recurrent("mcu_lstm_s8"),
+    ("gru", "int8"): _recurrent("mcu_gru_s8"),
+}

@@ -1,0 +1,1 @@
+"""XNNPACK as a delegate backend for Linux boards."""

@@ -1,0 +1,1 @@
+"""The ``mcu`` command line (``cli``) and one module per command."""

@@ -1,0 +1,151 @@
+"""``mcu eval``: what accuracy int8 costs, on the user's own evaluation set.
+
+A model file may name ``eval_data``: a list of ``(inputs, label)`` pairs, or a function returning an
+iterable of them (``inputs`` a tensor or a tuple of tensors shaped like ``example_inputs``), and
+optionally ``eval_metric``: a function ``(output, label) -> float`` scoring one sample (its
+``__name__`` names it in the report), or ``"top1"`` / ``"top5"``. Default: top-1 accuracy of the first
+output.
+
+Three figures come out: eager PyTorch (fp32) on every sample, the compiled program through the
+Python integer reference on every sample (for int8 models; the host build of the generated C
+otherwise), and the firmware on the board's simulator for an evenly spaced sample of N: one firmware
+run with the N images as its bundled vectors, whose outputs must equal the reference bit for bit.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import torch
+
+from mcu.errors import McuError
+from mcu.capture.loader import ModelSpec, check_input_shapes
+from mcu.progress import stage
+
+Metric = Callable[[torch.Tensor, Any], float]
+
+
+def _topk(k: int) -> Metric:
+    def metric(output: torch.Tensor, label: Any) -> float:
+        top = torch.topk(output.reshape(-1), min(k, output.numel())).indices
+        return float(int(label) in top.tolist())
+
+    metric.__name__ = f"top{k}"
+    return metric
+
+
+@dataclass
+class EvalSet:
+    inputs: list[tuple[torch.Tensor, ...]]
+    labels: list[Any]
+    metric: Metric
+    metric_name: str
+
+
+@dataclass
+class EvalReport:
+    metric: str
+    samples: int
+    fp32: float
+    compiled: float  # int8: the Python integer reference; fp32 model: the host build
+    compiled_by: str
+    agreement: float  # share of samples whose top-1 prediction equals fp32's
+    device_samples: int
+    device: float
+    device_equals_reference: int  # sampled images whose device outputs equal the reference's exactly
+    device_predictions: list[int]
+    reference_predictions: list[int]
+
+    def as_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def eval_set(spec: ModelSpec) -> EvalSet:
+    where = str(spec.path or spec.name)
+    data = spec.extras.get("eval_data")
+    if data is None:
+        raise McuError(f"{where}: defines no `eval_data`",
+                       hint="add `eval_data = [(inputs, label), ...]` (or a function returning them) to the model file")
+    if callable(data):
+        data = data()
+    inputs: list[tuple[torch.Tensor, ...]] = []
+    labels: list[Any] = []
+    try:
+        for item in data:
+            x, label = item
+            inputs.append(tuple(x) if isinstance(x, (tuple, list)) else (x,))
+            labels.append(label.item() if isinstance(label, torch.Tensor) and label.numel() == 1 else label)
+    except (TypeError, ValueError):
+        raise McuError(f"{where}: `eval_data` must hold (inputs, label) pairs",
+                       hint="e.g. eval_data = [(x[i:i + 1], int(y[i])) for i in range(len(x))]") from None
+    if not inputs:
+        raise McuError(f"{where}: `eval_data` is empty")
+    check_input_shapes(inputs, spec.example_inputs, "eval_data", where)
+    metric = spec.extras.get("eval_metric", "top1")
+    if isinstance(metric, str):
+        if metric not in ("top1", "top5"):
+            raise McuError(f"{where}: unknown eval_metric '{metric}'",
+                           hint="use 'top1', 'top5' or a function (output, label) -> float")
+        metric = _topk(int(metric[3:]))
+    if not callable(metric):
+        raise McuError(f"{where}: `eval_metric` must be 'top1', 'top5' or a function (output, label) -> float")
+    return EvalSet(inputs, labels, metric, getattr(metric, "__name__", "metric"))
+
+
+def sample_indices(total: int, n: int) -> list[int]:
+    """``n`` evenly spaced indices out of ``total`` (all when n >= total)."""
+    if n >= total:
+        return list(range(total))
+    return sorted({int(i) for i in np.linspace(0, total - 1, n)})
+
+
+def _score(metric: Metric, outputs: Sequence[torch.Tensor], labels: Sequence[Any]) -> float:
+    return float(np.mean([metric(o, label) for o, label in zip(outputs, labels)]))
+
+
+def _top1(output: torch.Tensor) -> int:
+    return int(torch.argmax(output.reshape(-1)))
+
+
+def evaluate(spec: ModelSpec, board: str, quantize: str, samples: int = 50, timeout_s: float = 600.0,
+             compile_fn: Callable[..., Any] | None = None) -> EvalReport:
+    """Compile ``spec`` with the sampled images as its bundled vectors and measure the three figures.
+
+    ``compile_fn(spec, board, quantize)`` compiles (default :func:`mcu.api.compile_spec`)."""
+    from mcu.api import compile_spec
+
+    data = eval_set(spec)
+    if samples < 1:
+        raise McuError("--samples must be at least 1")
+    picked = sample_indices(len(data.inputs), samples)
+    # The sampled images become the firmware's bundled vectors: one firmware run checks them all.
+    sampled_spec = dataclasses.replace(spec, test_inputs=[data.inputs[i] for i in picked])
+    cm = (compile_fn or compile_spec)(sampled_spec, board, quantize)
+
+    with stage("evaluate"):
+        with torch.no_grad():
+            fp32 = [cm.eager(*x)[0].detach().float() for x in data.inputs]
+        if cm.reference_is_exact:
+            compiled_by = "Python integer reference"
+            compiled = [torch.from_numpy(cm.decode_outputs(cm.reference_raw(*x))[0]) for x in data.inputs]
+        else:
+            compiled_by = "host build" if cm.quantize == "none" else "host build (mixed graph)"
+            compiled = [cm.run(*x)[0] for x in data.inputs]
+    sim = cm.simulate(timeout_s=timeout_s)
+    device = [torch.from_numpy(np.ascontiguousarray(row[0])) for row in sim.outputs]
+    ref_sampled = [compiled[i] for i in picked]
+    equal = sum(bool(torch.equal(d.reshape(-1), r.reshape(-1).to(d.dtype))) for d, r in zip(device, ref_sampled))
+    return EvalReport(
+        metric=data.metric_name, samples=len(data.inputs),
+        fp32=_score(data.metric, fp32, data.labels),
+        compiled=_score(data.metric, compiled, data.labels), compiled_by=compiled_by,
+        agreement=float(np.mean([_top1(a) == _top1(b) for a, b in zip(fp32, compiled)])),
+        device_samples=len(picked),
+        device=_score(data.metric, device, [data.labels[i] for i in picked]),
+        device_equals_reference=equal,
+        device_predictions=[_top1(d) for d in device],
+        reference_predictions=[_top1(r) for r in ref_sampled],
+    )

@@ -1,0 +1,293 @@
+"""Board descriptions: one TOML file per board in ``boards/``.
+
+A board file says which core to compile for, where flash and RAM are, how the
+console is wired and how firmware runs (simulator or a real device). Every
+other module reads boards through :func:`load_board`, so a malformed file is
+reported once, here, naming the file and the key.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mcu import paths
+from mcu.errors import McuError
+
+_U32_MAX = 0xFFFF_FFFF
+
+
+# What a board may put in one of its extra memory regions (``holds`` in the
+# board file): read-only data, which outgrows a small code memory (fp32
+# weights, bundled test vectors), and tensor arenas beyond the main RAM's
+# (see mcu.plan.memory.plan_memory for the policy that fills them).
+MOVABLE_SECTIONS: tuple[str, ...] = ("rodata", "arena")
+
+
+@dataclass(frozen=True)
+class MemoryRegion:
+    """A contiguous address range: ``[origin, origin + length)``."""
+
+    name: str
+    origin: int
+    length: int
+    holds: tuple[str, ...] = ()  # MOVABLE_SECTIONS placed here instead of flash (extra regions only)
+
+    @property
+    def linker_name(self) -> str:
+        """The MEMORY name in the rendered linker script (FLASH, RAM, QSPI, ...)."""
+        return self.name.upper().replace("-", "_")
+
+    @property
+    def end(self) -> int:
+        return self.origin + self.length
+
+    def contains(self, address: int) -> bool:
+        return self.origin <= address < self.end
+
+
+@dataclass(frozen=True)
+class Board:
+    name: str
+    description: str
+    core: str
+    cpu_flags: tuple[str, ...]
+    fpu: str | None  # None when the core has no FPU ("none" in the file)
+    dsp: bool
+    mve: bool
+    clock_hz: int
+    port: str  # folder under ports/ with the board-specific platform code
+    stack_bytes: int
+    flash: MemoryRegion
+    ram: MemoryRegion
+    console_kind: str
+    uart_base: int | None
+    sim_kind: str | None  # e.g. "qemu"; None for boards that only run on hardware
+    qemu_machine: str | None
+    deploy_method: str
+    path: Path
+    # Memories beyond flash and ram that the linker may use (``[memory.<name>]``
+    # with ``holds``), e.g. the 8 MB QSPI of the MPS3 AN547 for weights.
+    extra_regions: tuple[MemoryRegion, ...] = ()
+    uf2_family: int | None = None  # UF2 family ID for boards flashed with deploy.method = "uf2"
+    console_baud: int = 115200
+    # "mcu" (bare metal: linker script, QEMU system machine or a device) or "linux" (a CPU running
+    # Linux: the harness is a hosted executable, built by ``linux_cc`` and run natively or under
+    # ``linux_run``, e.g. qemu-aarch64).
+    kind: str = "mcu"
+    linux_cc: str = ""
+    linux_run: tuple[str, ...] = ()
+    linux_sysroot: str = ""  # inside the Python environment (sys.prefix): the target's XNNPACK (setup --arm64)
+    linux_multiarch: str = ""  # Debian's library folder name under the sysroot, e.g. aarch64-linux-gnu
+
+    @property
+    def is_linux(self) -> bool:
+        return self.kind == "linux"
+
+    def arena_regions(self) -> list[tuple[str, int]]:
+        """(region, bytes an arena may take there): the main RAM after the stack, then each region holding
+        arenas, in the board file's order."""
+        return [("ram", self.ram.length - self.stack_bytes)] + [
+            (r.name, r.length) for r in self.extra_regions if "arena" in r.holds]
+
+    def region_for(self, section: str) -> MemoryRegion:
+        """Where output section ``section`` (e.g. "rodata") is placed: an extra region that holds it, else flash."""
+        return next((r for r in self.extra_regions if section in r.holds), self.flash)
+
+    @property
+    def regions(self) -> tuple[MemoryRegion, ...]:
+        return (self.flash, self.ram, *self.extra_regions)
+
+
+class _Reader:
+    """Typed access to a parsed TOML table; errors name the file and dotted key."""
+
+    def __init__(self, path: Path, data: dict[str, Any]) -> None:
+        self._path = path
+        self._data = data
+
+    def fail(self, key: str, problem: str) -> McuError:
+        return McuError(
+            f"board file {self._path}: key '{key}' {problem}",
+            hint="see boards/mps2-an505.toml for the expected layout",
+        )
+
+    def _lookup(self, key: str) -> tuple[bool, Any]:
+        node: Any = self._data
+        for part in key.split("."):
+            if not isinstance(node, dict) or part not in node:
+                return False, None
+            node = node[part]
+        return True, node
+
+    def str_(self, key: str) -> str:
+        found, value = self._lookup(key)
+        if not found:
+            raise self.fail(key, "is missing")
+        if not isinstance(value, str) or not value:
+            raise self.fail(key, f"must be a non-empty string, got {value!r}")
+        return value
+
+    def opt_str(self, key: str) -> str | None:
+        found, _ = self._lookup(key)
+        return self.str_(key) if found else None
+
+    def bool_(self, key: str) -> bool:
+        found, value = self._lookup(key)
+        if not found:
+            raise self.fail(key, "is missing")
+        if not isinstance(value, bool):
+            raise self.fail(key, f"must be true or false, got {value!r}")
+        return value
+
+    def int_(self, key: str, minimum: int = 0, maximum: int = _U32_MAX) -> int:
+        found, value = self._lookup(key)
+        if not found:
+            raise self.fail(key, "is missing")
+        # bool is an int subclass; `true` is never a meaningful size or address.
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.fail(key, f"must be an integer, got {value!r}")
+        if not minimum <= value <= maximum:
+            raise self.fail(key, f"must be between {minimum:#x} and {maximum:#x}, got {value:#x}")
+        return value
+
+    def opt_int(self, key: str) -> int | None:
+        found, _ = self._lookup(key)
+        return self.int_(key) if found else None
+
+    def str_list(self, key: str) -> tuple[str, ...]:
+        found, value = self._lookup(key)
+        if not found:
+            raise self.fail(key, "is missing")
+        if (
+            not isinstance(value, list)
+            or not value
+            or not all(isinstance(v, str) and v for v in value)
+        ):
+            raise self.fail(key, f"must be a non-empty list of strings, got {value!r}")
+        return tuple(value)
+
+    def region(self, name: str) -> MemoryRegion:
+        key = f"memory.{name}"
+        origin = self.int_(f"{key}.origin")
+        length = self.int_(f"{key}.length", minimum=1)
+        if origin + length - 1 > _U32_MAX:
+            raise self.fail(key, "extends past the 32-bit address space")
+        holds: tuple[str, ...] = ()
+        if name not in ("flash", "ram") and self._lookup(f"{key}.holds")[0]:
+            holds = self.str_list(f"{key}.holds")
+            unknown = [h for h in holds if h not in MOVABLE_SECTIONS]
+            if unknown:
+                raise self.fail(f"{key}.holds", f"names {unknown}; it may only hold {list(MOVABLE_SECTIONS)}")
+        return MemoryRegion(name=name, origin=origin, length=length, holds=holds)
+
+    def table_keys(self, key: str) -> list[str]:
+        found, value = self._lookup(key)
+        if not found:
+            return []
+        if not isinstance(value, dict):
+            raise self.fail(key, "must be a table")
+        return list(value)
+
+
+def _parse(path: Path) -> Board:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise McuError(f"board file {path} is not valid TOML: {exc}") from exc
+    r = _Reader(path, data)
+
+    name = r.str_("name")
+    if name != path.stem:
+        # load_board finds files by name; a mismatch would make the board unreachable.
+        raise r.fail("name", f"must match the file name '{path.stem}', got '{name}'")
+    fpu = r.str_("fpu")
+    flash = r.region("flash")
+    ram = r.region("ram")
+    extra = tuple(r.region(n) for n in r.table_keys("memory") if n not in ("flash", "ram"))
+    regions = (flash, ram, *extra)
+    for i, a in enumerate(regions):
+        for b in regions[i + 1:]:
+            if a.origin < b.end and b.origin < a.end:
+                raise r.fail("memory", f"has overlapping {a.name} and {b.name} regions")
+    for section in ("rodata",):  # several regions may hold arenas, one each
+        holders = [x.name for x in extra if section in x.holds]
+        if len(holders) > 1:
+            raise r.fail("memory", f"has more than one region holding {section}: {holders}")
+    stack_bytes = r.int_("stack_bytes", minimum=256, maximum=ram.length)
+    if stack_bytes % 8:
+        # AAPCS requires an 8-byte aligned stack at public interfaces.
+        raise r.fail("stack_bytes", f"must be a multiple of 8, got {stack_bytes}")
+
+    sim_kind = r.opt_str("sim.kind")
+    qemu_machine = r.opt_str("sim.machine")
+    if sim_kind == "qemu" and qemu_machine is None:
+        raise r.fail("sim.machine", "is missing (required when sim.kind is \"qemu\")")
+    console_kind = r.str_("console.kind")
+    uart_base = r.opt_int("console.base")
+    if console_kind.endswith("uart") and uart_base is None:
+        raise r.fail("console.base", f"is missing (required for console kind '{console_kind}')")
+    baud = r.opt_int("console.baud")
+    kind = r.opt_str("kind") or "mcu"
+    if kind not in ("mcu", "linux"):
+        raise r.fail("kind", f"must be \"mcu\" or \"linux\", got '{kind}'")
+    linux_cc = r.opt_str("linux.cc") or ""
+    if kind == "linux" and not linux_cc:
+        raise r.fail("linux.cc", "is missing (required when kind is \"linux\")")
+    deploy_method = r.str_("deploy.method")
+    uf2_family = r.opt_int("deploy.uf2_family")
+    if deploy_method == "uf2" and uf2_family is None:
+        raise r.fail("deploy.uf2_family", "is missing (required when deploy.method is \"uf2\")")
+
+    return Board(
+        name=name,
+        description=r.str_("description"),
+        core=r.str_("core"),
+        cpu_flags=r.str_list("cpu_flags"),
+        fpu=None if fpu == "none" else fpu,
+        dsp=r.bool_("dsp"),
+        mve=r.bool_("mve"),
+        clock_hz=r.int_("clock_hz", minimum=1),
+        port=r.str_("port"),
+        stack_bytes=stack_bytes,
+        flash=flash,
+        ram=ram,
+        console_kind=console_kind,
+        uart_base=uart_base,
+        sim_kind=sim_kind,
+        qemu_machine=qemu_machine,
+        deploy_method=deploy_method,
+        path=path,
+        extra_regions=extra,
+        uf2_family=uf2_family,
+        console_baud=baud if baud is not None else 115200,
+        kind=kind,
+        linux_cc=linux_cc,
+        linux_run=r.str_list("linux.run") if kind == "linux" and r._lookup("linux.run")[0] else (),
+        linux_sysroot=r.opt_str("linux.sysroot") or "",
+        linux_multiarch=r.opt_str("linux.multiarch") or "",
+    )
+
+
+def _board_files(directory: Path) -> list[Path]:
+    return sorted(directory.glob("*.toml"))
+
+
+def load_board(name: str, directory: Path | None = None) -> Board:
+    """Load ``boards/<name>.toml`` (or ``<directory>/<name>.toml``)."""
+    directory = directory if directory is not None else paths.boards_dir()
+    path = directory / f"{name}.toml"
+    # Reject path-like names so "../x" cannot read files outside the boards folder.
+    if "/" in name or "\\" in name or not path.is_file():
+        available = ", ".join(p.stem for p in _board_files(directory)) or "none"
+        raise McuError(f"unknown board '{name}'", hint=f"available boards: {available}")
+    return _parse(path)
+
+
+def list_boards(directory: Path | None = None) -> list[Board]:
+    """Every board in the boards folder, sorted by name."""
+    directory = directory if directory is not None else paths.boards_dir()
+    # by board name, not file name: "mps2-an385-m0plus.toml" sorts before "mps2-an385.toml"
+    return sorted((_parse(p) for p in _board_files(directory)), key=lambda b: b.name)

@@ -1,0 +1,511 @@
+"""Compilers and the firmware build: C sources + a board -> a linked ELF.
+
+The cross build is plain ``arm-none-eabi-gcc`` driven from Python (no make,
+no CMake): render the board's linker script, compile every source in
+parallel, link against newlib for memcpy/memset/libm, and read the sizes back
+from the ELF. A build is skipped when a stamp in ``out_dir`` shows that the
+compiler, flags, linker script, sources and every header they included are
+unchanged, so callers can keep one ``out_dir`` per firmware as a cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import jinja2
+
+from mcu import paths, progress
+from mcu.device.boards import Board
+from mcu.device.boot2 import seal_boot2
+from mcu.device.elf import STB_GLOBAL, STB_WEAK, STT_FUNC, ElfFile, read_elf
+from mcu.errors import McuError
+from mcu.device.stack import StackReport, bound as bound_stack, read_su, save_frames
+from mcu.device.uf2 import write_uf2
+
+CROSS_GCC = "arm-none-eabi-gcc"
+CROSS_GCC_ENV = "MCU_ARM_GCC"
+CROSS_INSTALL_HINT = (
+    "install it with: sudo apt-get install --no-install-recommends "
+    "gcc-arm-none-eabi libnewlib-arm-none-eabi"
+)
+HOST_CC_ENV = "MCU_HOST_CC"
+HOST_INSTALL_HINT = "install it with: sudo apt-get install --no-install-recommends gcc libc6-dev"
+
+COMMON_CFLAGS: tuple[str, ...] = (
+    "-std=c11",
+    "-O2",
+    "-g",
+    "-ffunction-sections",
+    "-fdata-sections",
+    "-Wall",
+    "-Wextra",
+    "-Werror",
+)
+# newlib-nano: same API, but its reentrancy block (pulled in by errno from
+# libm) is ~120 bytes of .data instead of ~1.1 KB. Passed when compiling too,
+# so newlib.h describes the library that is linked.
+NEWLIB_SPECS = "--specs=nano.specs"
+LINK_LIBS: tuple[str, ...] = ("-lm", "-lc", "-lgcc")
+RUNTIME_SOURCES: tuple[str, ...] = ("mcu_status.c", "mcu_log.c", "mcu_platform_default.c")
+# Bump when the build recipe changes in a way the stamp key cannot see.
+_RECIPE_VERSION = "2"
+
+Defines = Mapping[str, "str | int | None"]
+
+
+@dataclass(frozen=True)
+class Firmware:
+    elf: Path
+    map_path: Path
+    flash_bytes: int  # bytes stored in flash: vectors, code, rodata, exidx, .data image
+    ram_bytes: int  # .data + .bss + .mcu_arena + stack
+    sections: dict[str, int]  # size of every section that occupies target memory
+    symbols: dict[str, int]  # global symbols -> address (Thumb bit cleared on functions)
+    # Bytes used in every memory region of the board, by region name ("flash",
+    # "ram", and extra regions such as the AN547's "qspi" that holds .rodata).
+    region_bytes: dict[str, int] = field(default_factory=dict)
+    uf2: Path | None = None  # written next to the ELF for boards flashed as UF2 (deploy.method = "uf2")
+    # The worst-case stack the linker script reserves (builds with stack_usage=True; see mcu/device/stack.py).
+    stack: StackReport | None = None
+
+
+def _executable(path: Path) -> bool:
+    return path.is_file() and os.access(path, os.X_OK)
+
+
+def find_cross_compiler() -> Path:
+    """``arm-none-eabi-gcc`` from ``$MCU_ARM_GCC`` or ``PATH``."""
+    override = os.environ.get(CROSS_GCC_ENV)
+    if override:
+        path = Path(override)
+        if not _executable(path):
+            raise McuError(
+                f"{CROSS_GCC} not found at {path} (set by {CROSS_GCC_ENV})",
+                hint=f"unset {CROSS_GCC_ENV} or {CROSS_INSTALL_HINT}",
+            )
+        return path
+    found = shutil.which(CROSS_GCC)
+    if found is None:
+        raise McuError(f"{CROSS_GCC} not found on PATH", hint=CROSS_INSTALL_HINT)
+    return Path(found)
+
+
+def find_host_compiler() -> Path:
+    """The host C compiler: ``$MCU_HOST_CC``, else ``cc``, ``gcc`` or ``clang`` on PATH."""
+    override = os.environ.get(HOST_CC_ENV)
+    if override:
+        path = Path(override)
+        if not _executable(path):
+            raise McuError(
+                f"host C compiler not found at {path} (set by {HOST_CC_ENV})",
+                hint=f"unset {HOST_CC_ENV} or {HOST_INSTALL_HINT}",
+            )
+        return path
+    for name in ("cc", "gcc", "clang"):
+        found = shutil.which(name)
+        if found is not None:
+            return Path(found)
+    raise McuError("no host C compiler (cc) found on PATH", hint=HOST_INSTALL_HINT)
+
+
+def port_dirs(board: Board) -> list[Path]:
+    """``ports/cortex-m``, then each folder on the way to the board's own port folder: a chip family's
+    shared code sits one level up from its chips (``port = "rp2/rp2350"``: ``ports/rp2`` holds what the
+    RP2040 and RP2350 share, ``ports/rp2/rp2350`` the chip's own files)."""
+    root = paths.ports_dir()
+    own = root / board.port
+    if not own.is_dir():
+        raise McuError(
+            f"board '{board.name}' uses port '{board.port}' but {own} does not exist",
+            hint=f"fix 'port' in {board.path}",
+        )
+    parts = Path(board.port).parts
+    return [root / "cortex-m", *(root.joinpath(*parts[: i + 1]) for i in range(len(parts)))]
+
+
+def port_sources(board: Board) -> list[Path]:
+    """The C files every firmware for ``board`` links: ports and runtime basics."""
+    sources = [p for d in port_dirs(board) for p in sorted(d.glob("*.c"))]
+    sources += [paths.runtime_dir() / "src" / name for name in RUNTIME_SOURCES]
+    return sources
+
+
+def board_defines(board: Board) -> dict[str, str | int | None]:
+    """Preprocessor values the ports read from the board file."""
+    defines: dict[str, str | int | None] = {"MCU_CLOCK_HZ": f"{board.clock_hz}u",
+                                            "MCU_CONSOLE_BAUD": f"{board.console_baud}u",
+                                            # Our linker scripts have NOLOAD arena sections (not
+                                            # zeroed at reset); an exported library defaults to .bss.
+                                            "MCU_ARENA_SECTIONS": None}
+    if board.uart_base is not None:
+        defines["MCU_UART_BASE"] = f"0x{board.uart_base:08x}u"
+    return defines
+
+
+def compile_flags(
+    board: Board, include_dirs: Sequence[Path] = (), defines: Defines | None = None
+) -> list[str]:
+    """Flags for compiling one C file for ``board`` (without -c/-o)."""
+    merged = board_defines(board)
+    # One -D per name: a repeated -D is a redefinition warning, fatal under -Werror.
+    merged.update(defines or {})
+    flags = [*board.cpu_flags, NEWLIB_SPECS, *COMMON_CFLAGS]
+    for d in [paths.runtime_dir() / "include", *port_dirs(board), *include_dirs]:
+        flags.append(f"-I{d}")
+    for key, value in merged.items():
+        flags.append(f"-D{key}" if value is None else f"-D{key}={value}")
+    return flags
+
+
+def render_linker_script(board: Board, stack_bytes: int | None = None) -> str:
+    """``stack_bytes``: the stack to reserve (default: the board's fixed ``stack_bytes``)."""
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(paths.ports_dir())),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+    )
+    return env.get_template("cortex-m/linker.ld.j2").render(
+        board_name=board.name,
+        flash_origin=board.flash.origin,
+        flash_length=board.flash.length,
+        ram_origin=board.ram.origin,
+        ram_length=board.ram.length,
+        extra_regions=board.extra_regions,
+        rodata_region=board.region_for("rodata").linker_name,
+        stack_bytes=board.stack_bytes if stack_bytes is None else stack_bytes,
+    )
+
+
+def _sha256_file(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _parse_depfile(text: str) -> list[str]:
+    """Prerequisites from a gcc ``-MMD`` file (``target: dep dep \\`` lines)."""
+    body = text.replace("\\\n", " ")
+    deps: list[str] = []
+    for line in body.splitlines():
+        _, sep, rest = line.partition(": ")
+        if not sep:
+            continue
+        # Spaces inside a path are escaped as "\ ".
+        for token in re.split(r"(?<!\\)\s+", rest.strip()):
+            if token:
+                deps.append(token.replace("\\ ", " "))
+    return deps
+
+
+def _stamp_key(
+    gcc: Path, sources: Sequence[Path], cflags: Sequence[str], ldflags: Sequence[str], script: str
+) -> str:
+    h = hashlib.sha256()
+    st = gcc.stat()
+    # The driver's identity stands in for the whole toolchain (an upgrade
+    # replaces the binary and changes size or mtime).
+    for part in (_RECIPE_VERSION, str(gcc.resolve()), str(st.st_size), str(st.st_mtime_ns)):
+        h.update(part.encode() + b"\0")
+    for part in (*cflags, "--", *ldflags, "--", script):
+        h.update(part.encode() + b"\0")
+    for src in sources:
+        h.update(str(src).encode() + b"\0" + _sha256_file(src).encode() + b"\0")
+    return h.hexdigest()
+
+
+def _stamp_valid(stamp_path: Path, key: str, outputs: Sequence[Path]) -> bool:
+    try:
+        stamp = json.loads(stamp_path.read_text())
+    except (OSError, ValueError):
+        return False
+    if stamp.get("key") != key or not all(p.is_file() for p in outputs):
+        return False
+    try:
+        return all(_sha256_file(Path(dep)) == digest for dep, digest in stamp["deps"].items())
+    except (OSError, KeyError, AttributeError):
+        return False
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def _run(cmd: Sequence[str], what: str, hint: str | None = None) -> None:
+    proc = subprocess.run(list(cmd), capture_output=True, text=True)
+    if proc.returncode != 0:
+        output = (proc.stderr + proc.stdout).strip()
+        raise McuError(f"{what} failed:\n{output}", hint=hint)
+
+
+_REGION_OVERFLOW = re.compile(r"region `(\w+)' overflowed by (\d+) bytes")
+
+
+def _link_error(board: Board, name: str, output: str) -> McuError:
+    """One line with both numbers when a memory region overflows, else the linker's own output."""
+    m = _REGION_OVERFLOW.search(output)
+    region = next((r for r in board.regions if m and r.linker_name == m.group(1)), None)
+    if m and region is not None:
+        over = int(m.group(2))
+        what = {"flash": "flash", "ram": f"RAM (including a {board.stack_bytes} B stack)"}.get(
+            region.name, f"{region.name} memory (it holds {', '.join(region.holds) or 'nothing'})")
+        return McuError(
+            f"firmware does not fit {board.name}: it needs {region.length + over} B of {what}, the board has "
+            f"{region.length} B ({over} B too many)",
+            hint="use a smaller model or quantize to int8")
+    hint = None
+    if "RAM" in output and ("overflow" in output or "overlaps" in output):
+        hint = (f"the program needs more RAM than {board.name} has "
+                f"({board.ram.length} bytes including a {board.stack_bytes}-byte stack)")
+    return McuError(f"linking {name} for {board.name} failed:\n{output}", hint=hint)
+
+
+def find_cross_objdump(gcc: Path) -> Path:
+    """The objdump of the same toolchain as ``gcc``."""
+    if gcc.name.endswith("gcc"):
+        sibling = gcc.with_name(gcc.name[:-3] + "objdump")
+        if _executable(sibling):
+            return sibling
+    found = shutil.which("arm-none-eabi-objdump")
+    if found is None:
+        raise McuError("arm-none-eabi-objdump not found (the stack analysis needs it)", hint=CROSS_INSTALL_HINT)
+    return Path(found)
+
+
+def _firmware_from_elf(board: Board, elf_path: Path, map_path: Path, uf2_path: Path | None,
+                       stack_path: Path | None = None) -> Firmware:
+    elf: ElfFile = read_elf(elf_path)
+    alloc = [s for s in elf.sections if s.alloc]
+    flash_bytes = sum(seg.filesz for seg in elf.load_segments() if board.flash.contains(seg.paddr))
+    ram_bytes = sum(s.size for s in alloc if board.ram.contains(s.addr))
+    region_bytes = {"flash": flash_bytes, "ram": ram_bytes}
+    for region in board.extra_regions:
+        # Extra regions hold loaded read-only data: count what is stored there.
+        region_bytes[region.name] = sum(seg.filesz for seg in elf.load_segments() if region.contains(seg.paddr))
+    symbols: dict[str, int] = {}
+    for sym in elf.symbols:
+        if sym.defined and sym.bind in (STB_GLOBAL, STB_WEAK):
+            symbols[sym.name] = sym.value & ~1 if sym.type == STT_FUNC else sym.value
+    return Firmware(
+        elf=elf_path,
+        map_path=map_path,
+        flash_bytes=flash_bytes,
+        ram_bytes=ram_bytes,
+        sections={s.name: s.size for s in alloc},
+        symbols=symbols,
+        region_bytes=region_bytes,
+        uf2=uf2_path,
+        stack=StackReport.from_json(json.loads(stack_path.read_text())) if stack_path is not None else None,
+    )
+
+
+def build_firmware(
+    board: Board,
+    sources: Sequence[Path],
+    include_dirs: Sequence[Path],
+    out_dir: Path,
+    name: str = "firmware",
+    defines: Defines | None = None,
+    stack_usage: bool = False,
+) -> Firmware:
+    """Compile ``sources`` with the board's port and runtime basics into ``out_dir/<name>.elf``.
+
+    ``stack_usage``: compile with ``-fstack-usage``, bound the worst-case stack over the call graph
+    (mcu/device/stack.py; an indirect call or recursion is refused) and reserve that plus a margin instead of
+    the board's fixed ``stack_bytes``.
+
+    Safe to call concurrently for the same ``out_dir``: each build works in a
+    private temporary folder and moves finished files into place atomically.
+    """
+    gcc = find_cross_compiler()
+    out_dir = Path(out_dir).resolve()
+    out_dir.mkdir(parents=True, exist_ok=True)
+
+    all_sources: list[Path] = []
+    for src in [*map(Path, sources), *port_sources(board)]:
+        src = src.resolve()
+        if not src.is_file():
+            raise McuError(f"source file {src} does not exist")
+        if src not in all_sources:  # a caller may list a runtime file the build adds anyway
+            all_sources.append(src)
+
+    cflags = compile_flags(board, [Path(d).resolve() for d in include_dirs], defines)
+    if stack_usage:
+        cflags.append("-fstack-usage")  # writes <object>.su; the generated code is the same
+    script = render_linker_script(board)
+    ldflags = [*board.cpu_flags, NEWLIB_SPECS, "-nostartfiles", "-Wl,--gc-sections"]
+
+    elf_path = out_dir / f"{name}.elf"
+    map_path = out_dir / f"{name}.map"
+    ld_path = out_dir / f"{name}.ld"
+    stamp_path = out_dir / f"{name}.stamp.json"
+    # Boards flashed over USB mass storage get the UF2 image next to the ELF.
+    uf2_path = out_dir / f"{name}.uf2" if board.deploy_method == "uf2" else None
+    stack_path = out_dir / f"{name}.stack.json" if stack_usage else None
+    frames_path = out_dir / f"{name}.frames.json" if stack_usage else None
+    outputs = tuple(p for p in (elf_path, map_path, uf2_path, stack_path, frames_path) if p is not None)
+    key = _stamp_key(gcc, all_sources, cflags, ldflags, script + f"\nuf2={board.uf2_family}")
+    _remove_dead_builds(out_dir, name)
+    if _stamp_valid(stamp_path, key, outputs):
+        progress.note("compile", "up to date")
+        progress.note("link", "up to date")
+        return _firmware_from_elf(board, elf_path, map_path, uf2_path, stack_path)
+
+    # The pid in the name lets a later build tell a killed build's leftovers from a running one's.
+    work = Path(tempfile.mkdtemp(prefix=f".{name}-build-{os.getpid()}-", dir=out_dir))
+    try:
+        tmp_ld = work / ld_path.name
+        tmp_ld.write_text(script)
+
+        def compile_one(index_src: tuple[int, Path]) -> Path:
+            index, src = index_src
+            # The index keeps objects apart when two sources share a file name.
+            obj = work / f"{index:03d}-{src.stem}.o"
+            _run(
+                [str(gcc), *cflags, "-MMD", "-MF", str(obj.with_suffix(".d")),
+                 "-c", str(src), "-o", str(obj)],
+                f"compiling {src} for {board.name}",
+            )
+            return obj
+
+        workers = max(1, min(len(all_sources), os.cpu_count() or 1))
+        with progress.stage("compile"), ThreadPoolExecutor(max_workers=workers) as pool:
+            objects = list(pool.map(compile_one, enumerate(all_sources)))
+
+        tmp_elf = work / elf_path.name
+        tmp_map = work / map_path.name
+        link = [str(gcc), *ldflags, f"-T{tmp_ld}", f"-Wl,-Map={tmp_map}",
+                *map(str, objects), *LINK_LIBS, "-o", str(tmp_elf)]
+        with progress.stage("link"):
+            proc = subprocess.run(link, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise _link_error(board, name, (proc.stderr + proc.stdout).strip())
+        if stack_path is not None:
+            # Bound the stack on the image linked with the fixed stack, then link again reserving only
+            # that (the code is the same: only __stack_size__ and the symbols after it move).
+            frames = read_su(sorted(work.glob("*.su")))
+            stack = bound_stack(tmp_elf, frames, find_cross_objdump(gcc))
+            tmp_ld.write_text(render_linker_script(board, stack.reserved_bytes))
+            proc = subprocess.run(link, capture_output=True, text=True)
+            if proc.returncode != 0:
+                raise _link_error(board, name, (proc.stderr + proc.stdout).strip())
+            stack.save(work / stack_path.name)
+            assert frames_path is not None
+            save_frames(frames, work / frames_path.name)
+
+        deps: dict[str, str] = {}
+        for obj in objects:
+            for dep in _parse_depfile(obj.with_suffix(".d").read_text()):
+                dep_path = Path(dep).resolve()
+                deps.setdefault(str(dep_path), _sha256_file(dep_path))
+
+        seal_boot2(tmp_elf)  # RP2040: the boot block's CRC32 (no-op for images without one)
+        if uf2_path is not None:
+            assert board.uf2_family is not None  # the board loader requires it for "uf2"
+            write_uf2(tmp_elf, work / uf2_path.name, board.uf2_family)
+            os.replace(work / uf2_path.name, uf2_path)
+        os.replace(tmp_ld, ld_path)
+        os.replace(tmp_map, map_path)
+        os.replace(tmp_elf, elf_path)
+        if stack_path is not None and frames_path is not None:
+            os.replace(work / stack_path.name, stack_path)
+            os.replace(work / frames_path.name, frames_path)
+        # Written last: a stamp never vouches for outputs that are not in place.
+        _atomic_write(stamp_path, json.dumps({"key": key, "deps": deps}, indent=1))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+    return _firmware_from_elf(board, elf_path, map_path, uf2_path, stack_path)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True
+
+
+def _remove_dead_builds(out_dir: Path, name: str) -> None:
+    """Remove the work folders of builds into ``out_dir`` whose process is gone (killed by SIGKILL or a power
+    cut, which no handler sees); folders without a pid (older builds) are removed too."""
+    for work in out_dir.glob(f".{name}-build-*"):
+        pid_text = work.name[len(f".{name}-build-"):].split("-", 1)[0]
+        if pid_text.isdigit() and "-" in work.name[len(f".{name}-build-"):] and _pid_alive(int(pid_text)):
+            continue
+        if work.is_dir():
+            shutil.rmtree(work, ignore_errors=True)
+
+
+# --- Linux boards (kind = "linux"): the harness as a hosted executable ------------------------------------
+
+LINUX_CFLAGS: tuple[str, ...] = ("-std=c11", "-O2", "-Wall", "-Wextra", "-Werror")
+LINUX_INSTALL_HINT = "run scripts/setup (and scripts/setup --arm64 for the arm64-linux board)"
+
+
+def linux_sysroot(board: Board) -> Path | None:
+    """The board's target libraries (arm64 XNNPACK), inside the Python environment; None for native boards."""
+    if not board.linux_sysroot:
+        return None
+    import sys
+
+    return Path(os.environ.get("MCU_ARM64_SYSROOT", str(Path(sys.prefix) / board.linux_sysroot)))
+
+
+def linux_link_flags(board: Board, libraries: Sequence[str]) -> list[str]:
+    """Include, library and run-path flags for a delegate's libraries on ``board``."""
+    root = linux_sysroot(board)
+    if root is None or not libraries:
+        return list(libraries)
+    if not (root / "usr" / "include" / "xnnpack.h").is_file():
+        raise McuError(f"{board.name}: no target XNNPACK in {root}", hint=LINUX_INSTALL_HINT)
+    lib = root / "usr" / "lib" / board.linux_multiarch
+    # --disable-new-dtags: an RPATH (not RUNPATH) also serves libXNNPACK's own dependency libcpuinfo.so.0.
+    return [f"-I{root / 'usr' / 'include'}", f"-L{lib}", f"-Wl,--disable-new-dtags,-rpath,{lib}", *libraries]
+
+
+def build_linux_executable(board: Board, files: Mapping[str, str], sources: Sequence[Path],
+                           libraries: Sequence[str], include_dirs: Sequence[str] = ()) -> Path:
+    """Compile generated files (name -> text) and runtime ``sources`` into one executable for a Linux
+    board; cached by a hash of everything that goes in."""
+    cc = shutil.which(board.linux_cc)
+    if cc is None:
+        raise McuError(f"{board.name}: compiler {board.linux_cc} not found", hint=LINUX_INSTALL_HINT)
+    port = paths.ports_dir() / board.port
+    all_sources = [*sources, *sorted(port.glob("*.c"))]
+    flags = [*LINUX_CFLAGS, *board.cpu_flags, f"-I{paths.runtime_dir() / 'include'}",
+             *(f"-I{d}" for d in include_dirs)]
+    link = linux_link_flags(board, libraries)
+    h = hashlib.sha256(" ".join([cc, *flags, *link]).encode())
+    for name in sorted(files):
+        h.update(name.encode() + files[name].encode())
+    for src in all_sources:
+        h.update(src.read_bytes())
+    for header in sorted((paths.runtime_dir() / "include").rglob("*.h")):
+        h.update(header.read_bytes())
+    target = paths.cache_dir() / board.name / f"harness-{h.hexdigest()[:24]}"
+    if target.exists():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="mcu-linux-") as tmp:
+        tmpdir = Path(tmp)
+        for name, text in files.items():
+            (tmpdir / name).write_text(text)
+        c_files = [tmpdir / n for n in files if n.endswith(".c")] + list(all_sources)
+        out = tmpdir / "harness"
+        _run([cc, *flags, f"-I{tmpdir}", *map(str, c_files), "-o", str(out), *link, "-lm"],
+             f"{board.name} build of the harness", LINUX_INSTALL_HINT)
+        os.replace(out, target)
+    return target

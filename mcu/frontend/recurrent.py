@@ -1,0 +1,44 @@
+"""Frontend handlers of the integer recurrent layers (issue 18): ``mcu_rnn::lstm`` and ``mcu_rnn::gru``, the
+one-op-per-layer form that mcu/capture/recurrent.py gives nn.LSTM and nn.GRU before int8 quantization. Each becomes
+one ``lstm``/``gru`` IR op over the layer's float weights, which the int8 lowering
+(mcu/passes/quantized/recurrent.py) quantizes for ``mcu_lstm_s8``/``mcu_gru_s8``."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from torch.fx import Node
+
+from mcu.errors import McuError
+from mcu.ir import Op, Tensor
+from mcu.capture.recurrent import FINAL_CELL, OPS
+from mcu.capture.sourceinfo import op_source, user_source_line
+
+
+def _layer(kind: str) -> Callable[[Any, Node, list[Any]], Tensor]:
+    def handle(ctx: Any, node: Node, a: list[Any]) -> Tensor:
+        x, w_ih, w_hh, b_ih, b_hh, shift = a[:6]
+        for t, what in ((w_ih, "input weights"), (w_hh, "recurrent weights"), (b_ih, "input bias"),
+                        (b_hh, "recurrent bias")):
+            if not isinstance(t, Tensor) or not t.is_constant:
+                raise McuError(f"nn.{kind.upper()} with {what} that are not parameters{user_source_line(node)}")
+        if not isinstance(x, Tensor) or len(x.shape) != 3:
+            raise McuError(f"nn.{kind.upper()} on an input of shape {getattr(x, 'shape', '?')}{user_source_line(node)}")
+        n, steps, _ = x.shape
+        out = Tensor(name=node.name, shape=(n, steps, w_hh.shape[1]), dtype="float32")
+        ctx.ops.append(Op(kind, [x, w_ih, w_hh, b_ih, b_hh], [out], {"state_shift": int(shift)}, name=node.name,
+                          source=op_source(node)))
+        return out
+    return handle
+
+
+def _final_cell(ctx: Any, node: Node, a: list[Any]) -> Tensor:
+    raise McuError(f"the final cell state c_n of an int8 nn.LSTM is not supported{user_source_line(node)}",
+                   hint="use the output sequence or h_n (the last hidden state), or --quantize none")
+
+
+HANDLERS: dict[object, Callable[[Any, Node, list[Any]], Any]] = {
+    OPS["lstm"]: _layer("lstm"),
+    OPS["gru"]: _layer("gru"),
+    FINAL_CELL: _final_cell,
+}

@@ -1,0 +1,180 @@
+"""Stage 2 (int8): torchao's pt2e flow with :class:`MCUQuantizer`.
+
+``export -> fold batch norm into linear layers -> prepare_pt2e -> calibrate ->
+convert_pt2e``; the result is a module whose graph holds
+quantize/dequantize nodes around float ops, which ``torch.export`` captures
+again for the rest of the pipeline. QAT uses ``prepare_qat_pt2e`` with the
+same quantizer (see :func:`prepare_qat`).
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Iterable
+
+import torch
+from torch.fx import GraphModule, Node
+
+from mcu.errors import McuError
+from mcu.quantize.cells import decompose_cells, share_step_ranges
+
+aten = torch.ops.aten
+
+
+def _pt2e():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e, prepare_qat_pt2e
+    return prepare_pt2e, prepare_qat_pt2e, convert_pt2e
+
+
+def is_prequantized(model: torch.nn.Module) -> bool:
+    """A module already converted by pt2e (for example after QAT) carries quantize nodes."""
+    graph = getattr(model, "graph", None)
+    return graph is not None and any("quantize_per_tensor" in str(getattr(n, "target", "")) for n in graph.nodes)
+
+
+def _get_attr(gm: GraphModule, node: object) -> torch.Tensor | None:
+    if not isinstance(node, Node) or node.op != "get_attr":
+        return None
+    obj: object = gm
+    for part in str(node.target).split("."):
+        obj = getattr(obj, part)
+    return obj if isinstance(obj, torch.Tensor) else None
+
+
+def fold_linear_batch_norm(gm: GraphModule) -> GraphModule:
+    """Fold eval batch norm that follows a linear layer into its weight and bias.
+
+    prepare_pt2e folds convolution + batch norm itself; linear + batch norm
+    (BatchNorm1d after Linear) would otherwise be quantized as two steps.
+    """
+    counter = 0
+    for bn in list(gm.graph.nodes):
+        if bn.op != "call_function" or bn.target is not aten.batch_norm.default:
+            continue
+        lin = bn.args[0]
+        if not isinstance(lin, Node) or lin.target is not aten.linear.default or len(lin.users) != 1:
+            continue
+        if bn.args[5]:  # training-mode batch norm has no fixed statistics
+            continue
+        w = _get_attr(gm, lin.args[1])
+        b = _get_attr(gm, lin.args[2]) if len(lin.args) > 2 else None
+        gamma, beta, mean, var = (_get_attr(gm, a) for a in bn.args[1:5])
+        if w is None or mean is None or var is None:
+            continue
+        eps = float(bn.args[7])
+        scale = (gamma if gamma is not None else torch.ones_like(mean)) / torch.sqrt(var + eps)
+        shift = (beta if beta is not None else torch.zeros_like(mean)) - mean * scale
+        new_w = (w * scale[:, None]).detach()
+        new_b = ((b if b is not None else torch.zeros_like(mean)) * scale + shift).detach()
+        counter += 1
+        wname, bname = f"_mcu_folded_weight_{counter}", f"_mcu_folded_bias_{counter}"
+        gm.register_buffer(wname, new_w)
+        gm.register_buffer(bname, new_b)
+        with gm.graph.inserting_before(lin):
+            wn = gm.graph.get_attr(wname)
+            bn_node = gm.graph.get_attr(bname)
+        lin.args = (lin.args[0], wn, bn_node)
+        bn.replace_all_uses_with(lin)
+        gm.graph.erase_node(bn)
+    gm.graph.eliminate_dead_code()
+    gm.recompile()
+    return gm
+
+
+def export_for_quantization(model: torch.nn.Module, example_inputs: tuple, where: str = "",
+                            example_line: int | None = None) -> GraphModule:
+    from mcu.capture.export import capture_error
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        # recurrent cells as their gates' ops, which the quantizer annotates (mcu/quantize/cells.py)
+        try:
+            exported = torch.export.export(model.eval(), example_inputs)
+        except Exception as exc:
+            raise capture_error(exc, model, example_inputs, where, example_line) from None
+        gm = decompose_cells(exported).module(check_guards=False)
+    return fold_linear_batch_norm(gm)
+
+
+def quantize_static(model: torch.nn.Module, example_inputs: tuple,
+                    calibration: Iterable[tuple[torch.Tensor, ...]] | None, where: str = "model",
+                    custom_ops: tuple = (), example_line: int | None = None) -> GraphModule:
+    """Post-training static int8 quantization; returns the converted module."""
+    if calibration is None:
+        raise McuError(f"{where}: static int8 quantization needs calibration data",
+                       hint="add `calibration = [(x1,), (x2,), ...]` (a few typical inputs) to the model file, "
+                            "or use --quantize none")
+    from mcu.quantize.quantizer import MCUQuantizer
+
+    prepare_pt2e, _, convert_pt2e = _pt2e()
+    # issue 18, integer recurrent layers: nn.LSTM/nn.GRU kept whole as one op per layer (mcu/capture/recurrent.py)
+    from mcu.capture.recurrent import rewrite_for_int8
+
+    calibration = list(calibration)
+    model = rewrite_for_int8(model, calibration)
+    gm = export_for_quantization(model, example_inputs, where, example_line)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        prepared = prepare_pt2e(gm, MCUQuantizer(custom_ops=custom_ops))
+        with torch.no_grad():
+            for i, batch in enumerate(calibration):
+                try:
+                    prepared(*batch)
+                except Exception as exc:
+                    raise McuError(f"{where}: calibration[{i}] failed to run through the model: "
+                                   f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
+        _check_observed_ranges(prepared, where)
+        share_step_ranges(prepared)  # one scale per op of a recurrent cell over its steps (mcu/quantize/cells.py)
+        return convert_pt2e(prepared)
+
+
+def _check_observed_ranges(prepared: GraphModule, where: str) -> None:
+    """Every observer saw finite values: a NaN or inf inside the model (log of 0, a division by 0) leaves no
+    range to quantize with. Names the op that produced it and the user's line."""
+    from mcu.capture.sourceinfo import user_source_line
+
+    for node in prepared.graph.nodes:
+        if node.op != "call_module":
+            continue
+        observer = getattr(prepared, str(node.target), None)
+        lo, hi = getattr(observer, "min_val", None), getattr(observer, "max_val", None)
+        if not isinstance(lo, torch.Tensor) or not isinstance(hi, torch.Tensor) or lo.numel() == 0:
+            continue
+        if bool(torch.isfinite(lo).all()) and bool(torch.isfinite(hi).all()):
+            continue
+        source = node.args[0] if node.args and isinstance(node.args[0], torch.fx.Node) else node
+        op = source.target.__name__ if callable(source.target) and hasattr(source.target, "__name__") \
+            else str(source.target)
+        raise McuError(f"{where}: calibration makes {op}{user_source_line(source)} produce NaN or inf "
+                       f"(observed range {lo.min().item()} .. {hi.max().item()})",
+                       hint="keep the model's values finite on the calibration data (e.g. clamp before log or "
+                            "division), or use --quantize none")
+
+
+def prepare_qat(model: torch.nn.Module, example_inputs: tuple) -> GraphModule:
+    """A module with fake quantization for quantization-aware training; train it, then :func:`convert`."""
+    from mcu.quantize.quantizer import MCUQuantizer
+
+    _, prepare_qat_pt2e, _ = _pt2e()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        gm = decompose_cells(torch.export.export(model.train(), example_inputs)).module(check_guards=False)
+        return prepare_qat_pt2e(gm, MCUQuantizer(qat=True))
+
+
+def convert(prepared: GraphModule) -> GraphModule:
+    """Finish QAT (or a manually calibrated prepare) into a quantized module."""
+    _, _, convert_pt2e = _pt2e()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            from torchao.quantization.pt2e import move_exported_model_to_eval
+
+            move_exported_model_to_eval(prepared)
+        except Exception:  # older torchao: already in eval form
+            pass
+        return convert_pt2e(prepared)
+
+

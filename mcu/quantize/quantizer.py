@@ -1,0 +1,363 @@
+"""``MCUQuantizer``: annotate a captured graph for the CMSIS-NN int8 scheme (torchao pt2e).
+
+Activations: int8 asymmetric per tensor, [-128, 127]. Weights of convolution
+and linear layers: int8 symmetric per output channel, [-127, 127]. Biases stay
+float here; the lowering quantizes them to int32 with scale s_in * s_w[c].
+
+Patterns annotated as one unit, so nothing is quantized inside them:
+``conv/linear [-> batch_norm] [-> relu/relu6/hardtanh/clamp]`` and
+``add/mul [-> relu/...]``. Ops that cannot change quantization parameters
+(max pooling, average pooling, reshapes, permutes, padding, concatenation,
+a lone ReLU; upsampling, flips, repeats, index_select and gather, adaptive pooling to
+any size but 1x1) share their input's parameters. Softmax and sigmoid outputs use
+the fixed scale 1/256 and zero-point -128, tanh 1/128 and 0. Any op not named
+here stays unannotated and runs in fp32 between dequantize and quantize. Before annotating, an
+unmasked scaled_dot_product_attention is written out op by op and chunk/split/unbind become one view
+per part (mcu/quantize/attention.py), so that attention and a fused qkv projection quantize.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Callable
+
+import torch
+from torch.fx import GraphModule, Node
+
+# torchao's import logs that its CUDA extensions are missing (expected on a CPU build) and torch logs
+# a deprecation about torchao's own pytree registration: neither is something a user can act on.
+logging.getLogger("torchao").setLevel(logging.ERROR)
+logging.getLogger("torch.utils._pytree").setLevel(logging.ERROR)
+
+from torchao.quantization.pt2e import (  # noqa: E402
+    FakeQuantize,
+    MinMaxObserver,
+    MovingAverageMinMaxObserver,
+    MovingAveragePerChannelMinMaxObserver,
+    PerChannelMinMaxObserver,
+)
+from torchao.quantization.pt2e.quantizer import (  # noqa: E402
+    FixedQParamsQuantizationSpec,
+    QuantizationAnnotation,
+    QuantizationSpec,
+    Quantizer,
+    SharedQuantizationSpec,
+)
+
+aten = torch.ops.aten
+
+CONV_LINEAR = {aten.conv2d.default, aten.linear.default, aten.conv1d.default,
+               aten.conv1d.padding, aten.conv2d.padding}  # padding="same" / "valid"
+# Transposed convolutions (issue 18): weights [in, out/groups, k...], so their output channels are axis 1.
+CONV_TRANSPOSE = {aten.conv_transpose1d.default, aten.conv_transpose2d.input}
+BATCH_NORM = {aten.batch_norm.default, aten._native_batch_norm_legit_no_training.default}
+ACTIVATIONS = {aten.relu.default, aten.relu_.default, aten.hardtanh.default, aten.hardtanh_.default,
+               aten.clamp.default, aten.relu6.default if hasattr(aten, "relu6") else aten.relu.default}
+BINARY = {aten.add.Tensor, aten.mul.Tensor, aten.add_.Tensor, aten.mul_.Tensor,
+          aten.sub.Tensor, aten.sub_.Tensor}  # (issue 18: x - y of two tensors was an fp32 island)
+SHARED = {aten.max_pool2d.default, aten.avg_pool2d.default, aten.flatten.using_ints, aten.view.default,
+          aten.reshape.default, aten.permute.default, aten.squeeze.dim, aten.squeeze.dims, aten.unsqueeze.default,
+          aten.pad.default, aten.constant_pad_nd.default, aten.dropout.default, aten.contiguous.default,
+          aten.clone.default, aten.slice.Tensor, aten.select.int,
+          # attention's head views: q/k/v transposed and unflattened into heads (mcu/quantize/attention.py)
+          aten.transpose.int, aten.t.default, aten.unflatten.int}
+OWN_OUTPUT = {aten.adaptive_avg_pool2d.default, aten.mean.dim, aten.hardswish.default,
+              aten.hardswish_.default}
+SOFTMAX = {aten.softmax.int, aten._softmax.default}
+# resampling and data movement (issue 18): they move or average values of one tensor, so the output keeps
+# the input's quantization (adaptive pooling to any size but 1x1, which is a mean with its own output)
+MOVES = {aten.upsample_nearest2d.vec, aten.upsample_nearest2d.default, aten.upsample_bilinear2d.vec,
+         aten.upsample_bilinear2d.default, aten.repeat.default, aten.expand.default, aten.flip.default,
+         aten.pixel_shuffle.default, aten.pixel_unshuffle.default, aten.index_select.default,
+         aten.gather.default, aten.roll.default, aten.index.Tensor, aten._upsample_nearest_exact2d.vec,
+         aten._upsample_nearest_exact2d.default, aten.upsample_nearest1d.vec, aten.upsample_nearest1d.default,
+         aten.upsample_linear1d.vec, aten.upsample_linear1d.default}
+STACK = {aten.stack.default}
+
+
+def _global_pool(node: Node) -> bool:
+    val = node.meta.get("val")
+    rank = 1 if node.target is aten.adaptive_avg_pool1d.default else 2
+    return isinstance(val, torch.Tensor) and tuple(val.shape[-rank:]) == (1,) * rank
+FIXED_OUTPUT = {aten.sigmoid.default: (1.0 / 256.0, -128), aten.tanh.default: (1.0 / 128.0, 0),
+                # TFLite's int8 LOG_SOFTMAX output, [-16, 0] (issue 18: mcu_log_softmax_s8)
+                aten.log_softmax.int: (16.0 / 256.0, 127), aten._log_softmax.default: (16.0 / 256.0, 127)}
+# normalisation, reductions and int8 activations (issue 18): elementwise functions that run as 256-entry
+# tables at int8 and layer norm (mcu_layer_norm_s8), each with output parameters of its own; arithmetic
+# with a Python scalar (a table too)
+TABLE_OWN_OUTPUT = {aten.gelu.default, aten.silu.default, aten.silu_.default, aten.hardsigmoid.default,
+                    aten.leaky_relu.default, aten.elu.default, aten.softplus.default, aten.exp.default,
+                    aten.log.default, aten.sqrt.default, aten.rsqrt.default, aten.abs.default, aten.neg.default,
+                    aten.reciprocal.default, aten.erf.default, aten.pow.Tensor_Scalar, aten.log_sigmoid.default,
+                    aten.layer_norm.default, aten.rms_norm.default, aten.prelu.default}
+MATMUL = {aten.matmul.default, aten.bmm.default}  # of two activations (int8 mcu_bmm_s8)
+REDUCE_OWN_OUTPUT = {aten.sum.dim_IntList, aten.amax.default, aten.amin.default}
+# int8 islands made integer (issue 18): maximum, minimum and division of two tensors
+EXTREMES = {aten.maximum.default, aten.minimum.default, aten.div.Tensor}
+SCALAR_ARITH = {aten.add.Tensor, aten.sub.Tensor, aten.mul.Tensor, aten.div.Tensor, aten.add.Scalar,
+                aten.sub.Scalar, aten.mul.Scalar, aten.div.Scalar, aten.rsub.Scalar}
+
+
+def _recurrent_ops() -> set:
+    from mcu.capture.recurrent import OPS
+
+    return set(OPS.values())
+
+
+def _act_spec(qat: bool) -> QuantizationSpec:
+    obs = (FakeQuantize.with_args(observer=MovingAverageMinMaxObserver, quant_min=-128, quant_max=127,
+                                  dtype=torch.int8, qscheme=torch.per_tensor_affine)
+           if qat else MinMaxObserver.with_args(eps=2**-12))
+    return QuantizationSpec(dtype=torch.int8, quant_min=-128, quant_max=127, qscheme=torch.per_tensor_affine,
+                            observer_or_fake_quant_ctr=obs)
+
+
+def _weight_spec(qat: bool, ch_axis: int = 0) -> QuantizationSpec:
+    obs = (FakeQuantize.with_args(observer=MovingAveragePerChannelMinMaxObserver, quant_min=-127, quant_max=127,
+                                  dtype=torch.int8, qscheme=torch.per_channel_symmetric, ch_axis=ch_axis)
+           if qat else PerChannelMinMaxObserver.with_args(eps=2**-12, ch_axis=ch_axis))
+    return QuantizationSpec(dtype=torch.int8, quant_min=-127, quant_max=127, qscheme=torch.per_channel_symmetric,
+                            ch_axis=ch_axis, observer_or_fake_quant_ctr=obs)
+
+
+def _single_user(node: Node) -> Node | None:
+    users = list(node.users)
+    return users[0] if len(users) == 1 else None
+
+
+def _fixed_spec(scale: float, zero_point: int) -> FixedQParamsQuantizationSpec:
+    return FixedQParamsQuantizationSpec(dtype=torch.int8, scale=scale, zero_point=zero_point, quant_min=-128,
+                                        quant_max=127, qscheme=torch.per_tensor_affine)
+
+
+def _operand_spec(operand: Node, act: QuantizationSpec) -> object:
+    """An operand's spec in a product, a sum or a linear layer: a sigmoid's or tanh's fixed output parameters
+    as they are (a gate times a state, or a recurrent product of a tanh state, reads the table's codes, where
+    an observer of its own would add a requantize that only loses precision), else ``act``."""
+    ann = operand.meta.get("quantization_annotation")
+    out = getattr(ann, "output_qspec", None)
+    return out if isinstance(out, FixedQParamsQuantizationSpec) else act
+
+
+def _annotated(node: Node) -> bool:
+    ann = node.meta.get("quantization_annotation")
+    return ann is not None and ann._annotated
+
+
+def _mark(node: Node, inputs: dict[Node, object] | None = None, output: object | None = None) -> None:
+    node.meta["quantization_annotation"] = QuantizationAnnotation(
+        input_qspec_map=dict(inputs or {}), output_qspec=output, _annotated=True)
+
+
+def _reader_spec(operand: Node, act: QuantizationSpec) -> object:
+    """An operand produced with fixed parameters (softmax's attention weights, 1/256) is read on them: an
+    input observer of its own would add a requantization and its rounding between the two."""
+    ann = operand.meta.get("quantization_annotation")
+    if ann is not None and isinstance(ann.output_qspec, FixedQParamsQuantizationSpec):
+        return SharedQuantizationSpec(operand)
+    return act
+
+
+def _is_float_tensor(node: object) -> bool:
+    if not isinstance(node, Node):
+        return False
+    val = node.meta.get("val")
+    return isinstance(val, torch.Tensor) and val.dtype == torch.float32
+
+
+class MCUQuantizer(Quantizer):
+    """Annotates for int8 inference with CMSIS-NN arithmetic; ``qat=True`` uses fake-quantize modules."""
+
+    def __init__(self, qat: bool = False, custom_ops: tuple = ()) -> None:
+        super().__init__()
+        self.qat = qat
+        # Registered custom ops (mcu/capture/custom_ops.py), by their torch name: an op with an int8 kernel is
+        # quantized as its registration says; one without stays fp32 (left unannotated).
+        self.custom = {c.name: c for c in custom_ops}
+
+    def annotate(self, model: GraphModule) -> GraphModule:
+        act, weight = _act_spec(self.qat), _weight_spec(self.qat)
+        weight_transposed = _weight_spec(self.qat, ch_axis=1)
+        handlers: list[tuple[set, Callable[[Node], None]]] = [
+            (CONV_LINEAR, lambda n: self._conv_linear(n, act, weight)),
+            (BINARY, lambda n: self._binary(n, act)),
+            (OWN_OUTPUT, lambda n: self._own_output(n, act)),
+            (SOFTMAX, lambda n: self._fixed(n, act, 1.0 / 256.0, -128)),
+            (SHARED | ACTIVATIONS | MOVES, lambda n: self._shared(n, act)),
+            ({aten.cat.default} | STACK, lambda n: self._cat(n, act)),
+            # issue 18: table lookups and int8 layer norm
+            (TABLE_OWN_OUTPUT | REDUCE_OWN_OUTPUT, lambda n: self._own_output(n, act)),
+            # int8 islands made integer (issue 18): TFLite MAXIMUM/MINIMUM
+            (EXTREMES, lambda n: self._extremes(n, act)),
+            ({aten.clamp.Tensor}, lambda n: self._clamp_tensor(n, act)),
+            ({aten.where.self, aten.where.ScalarOther, aten.where.ScalarSelf, aten.where.Scalar},
+             lambda n: self._where(n, act)),
+            ({aten._to_copy.default, aten.to.dtype}, lambda n: self._mask_to_float(n, act)),
+            (SCALAR_ARITH, lambda n: self._scalar_arith(n, act)),
+            (MATMUL, lambda n: self._matmul(n, act)),
+            (CONV_TRANSPOSE, lambda n: self._conv_linear(n, act, weight_transposed)),  # issue 18
+            # integer recurrent layers (issue 18): int8 input and hidden states (the output); the weights stay
+            # float here and are quantized per gate row by their lowering (mcu/passes/quantized/recurrent.py)
+            (_recurrent_ops(), lambda n: self._own_output(n, act)),
+        ]
+        for node in model.graph.nodes:
+            if node.op != "call_function" or _annotated(node):
+                continue
+            if node.target in FIXED_OUTPUT:
+                scale, zp = FIXED_OUTPUT[node.target]
+                self._fixed(node, act, scale, zp)
+                continue
+            if node.target in (aten.adaptive_avg_pool2d.default, aten.adaptive_avg_pool1d.default) \
+                    and not _global_pool(node):
+                self._shared(node, act)  # averages that share the input's quantization (issue 18)
+                continue
+            reg = self.custom.get(getattr(getattr(node.target, "_schema", None), "name", None))
+            if reg is not None:
+                self._custom(node, act, reg)
+                continue
+            for targets, handle in handlers:
+                if node.target in targets:
+                    handle(node)
+                    break
+        return model
+
+    def validate(self, model: GraphModule) -> None:
+        return None
+
+    def transform_for_annotation(self, model: GraphModule) -> GraphModule:
+        """Attention written out op by op and splits as views, so that both quantize (before annotating)."""
+        from mcu.quantize.attention import prepare_attention
+
+        return prepare_attention(model)
+
+    # --- patterns -----------------------------------------------------------------------------------------
+
+    def _tail(self, node: Node, allow_bn: bool) -> list[Node]:
+        """The fused chain after ``node``: optional batch norm, optional activation (single users only)."""
+        chain: list[Node] = []
+        cur = node
+        nxt = _single_user(cur)
+        if allow_bn and nxt is not None and nxt.target in BATCH_NORM:
+            chain.append(nxt)
+            cur = nxt
+            nxt = _single_user(cur)
+            if nxt is not None and nxt.target is __import__("operator").getitem:
+                chain.append(nxt)
+                cur = nxt
+                nxt = _single_user(cur)
+        if nxt is not None and nxt.target in ACTIVATIONS:
+            chain.append(nxt)
+        return chain
+
+    def _finish_chain(self, chain: list[Node], head: Node, act: QuantizationSpec) -> None:
+        for n in chain[:-1]:
+            _mark(n)
+        last = chain[-1] if chain else head
+        if chain:
+            _mark(last, output=act)
+        else:
+            head.meta["quantization_annotation"].output_qspec = act
+
+    def _conv_linear(self, node: Node, act: QuantizationSpec, weight: QuantizationSpec) -> None:
+        x, w = node.args[0], node.args[1]
+        if not (_is_float_tensor(x) and isinstance(w, Node)):
+            return
+        _mark(node, {x: _operand_spec(x, act), w: weight})
+        self._finish_chain(self._tail(node, allow_bn=True), node, act)
+
+    def _binary(self, node: Node, act: QuantizationSpec) -> None:
+        a, b = node.args[0], node.args[1]
+        if not (_is_float_tensor(a) and _is_float_tensor(b)):
+            self._scalar_arith(node, act)  # a scalar operand: a table lookup
+            return
+        _mark(node, {a: _operand_spec(a, act), b: _operand_spec(b, act)})
+        self._finish_chain(self._tail(node, allow_bn=False), node, act)
+
+    def _own_output(self, node: Node, act: QuantizationSpec) -> None:
+        x = node.args[0]
+        if _is_float_tensor(x):
+            _mark(node, {x: act}, act)
+
+    def _matmul(self, node: Node, act: QuantizationSpec) -> None:
+        """A product of two activations (issue 18); a parameter operand is left to the linear layers."""
+        a, b = node.args[0], node.args[1]
+        if _is_float_tensor(a) and _is_float_tensor(b) and a.op != "get_attr" and b.op != "get_attr":
+            _mark(node, {a: _reader_spec(a, act), b: _reader_spec(b, act)}, act)
+
+    def _extremes(self, node: Node, act: QuantizationSpec) -> None:
+        """maximum/minimum of two tensors (issue 18): each operand and the output with parameters of their own
+        (mcu_maximum_s8 rescales like the int8 add); a float constant operand is quantized by the lowering."""
+        tensors = [a for a in node.args[:2] if _is_float_tensor(a)]
+        if len(tensors) < 2:
+            self._scalar_arith(node, act)  # x / s with a Python number: a table lookup
+        elif node.kwargs.get("rounding_mode") is None:
+            _mark(node, {t: act for t in tensors}, act)
+
+    def _clamp_tensor(self, node: Node, act: QuantizationSpec) -> None:
+        """clamp with tensor bounds (issue 18): the lowering's maximum and minimum, int8 with the value between
+        them on the output's grid (mcu.passes.quantized.islands.quantize_between_bounds)."""
+        bounds = [node.args[i] if len(node.args) > i else node.kwargs.get(k) for i, k in ((1, "min"), (2, "max"))]
+        tensors = [t for t in [node.args[0], *bounds] if _is_float_tensor(t)]
+        if _is_float_tensor(node.args[0]) and all(b is None or _is_float_tensor(b) for b in bounds):
+            _mark(node, {t: act for t in dict.fromkeys(tensors)}, act)
+
+    def _where(self, node: Node, act: QuantizationSpec) -> None:
+        """where(mask, a, b) (issue 18, TFLite SELECT_V2): the branches and the output share one quantization,
+        so the int8 select moves codes; the mask stays bytes."""
+        branches = [t for t in node.args[1:3] if _is_float_tensor(t)]
+        if not _is_float_tensor(node):
+            return
+        if not branches:
+            _mark(node, {}, act)
+            return
+        first = branches[0]
+        _mark(node, {first: act, **{t: SharedQuantizationSpec((first, node)) for t in branches[1:]}},
+              SharedQuantizationSpec((first, node)))
+
+    def _mask_to_float(self, node: Node, act: QuantizationSpec) -> None:
+        """mask.float() (issue 18): a where of 1.0 and 0.0 with an output of its own."""
+        src = node.args[0]
+        val = src.meta.get("val") if isinstance(src, Node) else None
+        if isinstance(val, torch.Tensor) and val.dtype == torch.bool and _is_float_tensor(node):
+            _mark(node, {}, act)
+
+    def _scalar_arith(self, node: Node, act: QuantizationSpec) -> None:
+        """x op s with a Python number s (issue 18): quantized in and out, it becomes a table lookup."""
+        tensors = [a for a in node.args[:2] if isinstance(a, Node)]
+        if len(tensors) == 1 and _is_float_tensor(tensors[0]) and \
+                all(isinstance(a, (int, float)) for a in node.args[:2] if not isinstance(a, Node)):
+            _mark(node, {tensors[0]: act}, act)
+
+    def _custom(self, node: Node, act: QuantizationSpec, reg: object) -> None:
+        if reg.int8 is None:  # type: ignore[attr-defined]
+            return  # fp32 island: convert_pt2e puts dequantize before it and quantize after
+        tensors = [a for a in node.args if _is_float_tensor(a)]
+        if not tensors:
+            return
+        mode = reg.int8_output  # type: ignore[attr-defined]
+        out: object = act
+        if mode[0] == "fixed":
+            out = _fixed_spec(float(mode[1]), int(mode[2]))
+        elif mode[0] == "input":
+            out = SharedQuantizationSpec((tensors[0], node))
+        _mark(node, {t: act for t in tensors}, out)
+
+    def _fixed(self, node: Node, act: QuantizationSpec, scale: float, zero_point: int) -> None:
+        x = node.args[0]
+        if _is_float_tensor(x):
+            _mark(node, {x: act}, _fixed_spec(scale, zero_point))
+
+    def _shared(self, node: Node, act: QuantizationSpec) -> None:
+        x = node.args[0]
+        if _is_float_tensor(x):
+            _mark(node, {x: act}, SharedQuantizationSpec((x, node)))
+
+    def _cat(self, node: Node, act: QuantizationSpec) -> None:
+        inputs = [t for t in node.args[0] if isinstance(t, Node)]
+        if not inputs or not all(_is_float_tensor(t) for t in inputs):
+            return
+        first = inputs[0]
+        spec_map: dict[Node, object] = {first: act}
+        for t in inputs[1:]:
+            spec_map[t] = SharedQuantizationSpec((first, node))
+        _mark(node, spec_map, SharedQuantizationSpec((first, node)))

@@ -1,7 +1,0 @@
-"""Running firmware on simulators (QEMU today)."""
-
-from __future__ import annotations
-
-from mcu.sim.qemu import SimResult, build_plugin, find_qemu, run_qemu
-
-__all__ = ["SimResult", "build_plugin", "find_qemu", "run_qemu"]
