@@ -27,7 +27,7 @@ from mcu.device.boards import Board, load_board
 from mcu.device.console import parse_harness
 from mcu.emit.c_model import GeneratedLibrary, render_firmware_main
 from mcu.errors import McuError
-from mcu.backends.custom.guards import raise_on_guard
+from mcu.device.guards import raise_on_guard
 from mcu.device.hostbuild import HostModel, build_host_library
 from mcu.ir import NUMPY_DTYPES, Graph
 from mcu.layouts import from_memory_order, to_memory_order
@@ -148,8 +148,8 @@ class CompiledModel:
 
     @cached_property
     def custom_kernels(self) -> Any:
-        """The model's custom kernels built for the host (mcu.backends.custom.host.HostKernels), or None without any."""
-        from mcu.backends.custom.host import build_host_kernels
+        """The model's custom kernels built for the host (mcu.device.custom_host.HostKernels), or None without any."""
+        from mcu.device.custom_host import build_host_kernels
 
         return build_host_kernels(self.graph)
 
@@ -169,9 +169,9 @@ class CompiledModel:
 
     def run_raw_c(self, *inputs: Any) -> list[np.ndarray]:
         """The generated C built for the host (the parity twin of :meth:`run_raw`); with custom ops, in a child
-        process under ASan and UBSan with the arena guards (mcu/backends/custom/child.py)."""
+        process under ASan and UBSan with the arena guards (mcu/device/custom_child.py)."""
         if self.has_custom_ops:
-            from mcu.backends.custom.child import run_child
+            from mcu.device.custom_child import run_child
 
             return run_child(self, self.encode_inputs(inputs))
         return self.host_model().run_physical(self.encode_inputs(inputs))
@@ -432,7 +432,7 @@ def compile_spec(spec: ModelSpec, board: str | Board = "mps2-an505", quantize: s
     if cm.has_custom_ops:
         # The user's kernels against their references in a sanitized child, before any firmware is built
         # and before their C runs in this process.
-        from mcu.backends.custom.check import check_kernels
+        from mcu.device.custom_check import check_kernels
 
         with stage("check custom kernels"):
             check_kernels(graph)

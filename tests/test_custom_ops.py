@@ -209,7 +209,7 @@ def test_example_int8_kernel_equals_its_reference(compiled, in_scale, out_scale,
     # The example's C kernel through the host library, against its integer reference: every input code
     # (-128 and 127 included), zero-points at the ends, saturating output scales.
     from mcu.capture.custom_ops import CustomQuant
-    from mcu.backends.custom.host import build_host_kernels
+    from mcu.device.custom_host import build_host_kernels
 
     cm = compiled(NAME, "mps2-an505", "int8")
     host = build_host_kernels(cm.graph)

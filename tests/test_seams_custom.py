@@ -106,7 +106,7 @@ def test_other_strays_are_named(tmp_path: Path, bug: int, tail: str) -> None:
 
 
 def test_a_kernel_that_never_returns_is_named(tmp_path: Path, monkeypatch) -> None:
-    import mcu.backends.custom.check as check
+    import mcu.device.custom_check as check
 
     monkeypatch.setattr(check, "TIMEOUT_S", 3.0)
     message = check_error(seam_model(tmp_path, bug=8))
@@ -115,7 +115,7 @@ def test_a_kernel_that_never_returns_is_named(tmp_path: Path, monkeypatch) -> No
 
 def test_without_sanitizers_the_guards_still_name_the_overrun(tmp_path: Path, monkeypatch) -> None:
     # A host compiler without ASan: the check's guard zones hold a pattern that is compared after the call.
-    import mcu.backends.custom.check as check
+    import mcu.device.custom_check as check
 
     plain = check.check_kernels
     monkeypatch.setattr(check, "check_kernels", lambda graph: plain(graph, sanitize=False))
@@ -139,7 +139,7 @@ def test_a_correct_kernel_passes_the_check(tmp_path: Path) -> None:
 
 def _skip_host_check(monkeypatch) -> None:
     """The firmware's own guards are shown on kernels the host check would have refused first."""
-    import mcu.backends.custom.check as check
+    import mcu.device.custom_check as check
 
     monkeypatch.setattr(check, "check_kernels", lambda graph: None)
 

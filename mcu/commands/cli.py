@@ -661,7 +661,7 @@ def _export_program(args: argparse.Namespace) -> int:
     if args.verify:
         weights = weights_path if image.weights is not None else None
         if any(m.model.has_custom_ops for m in methods):  # the user's kernels run in a child, not in mcu
-            from mcu.backends.custom.child import verify_program_in_child
+            from mcu.device.custom_child import verify_program_in_child
 
             print(verify_program_in_child(out, weights, Path(args.model)))
         else:

@@ -236,7 +236,7 @@ def debug_model(cm: Any, perturb_handle: int | None = None, timeout_s: float = 6
                        "reference to compare with", hint="mcu debug compares int8 programs of our own kernels; use "
                        "--quantize int8 (and no --backend delegate)")
     from mcu.emit.c_model import GUARD_DEFINE
-    from mcu.backends.custom.guards import raise_on_guard
+    from mcu.device.guards import raise_on_guard
 
     defines: dict[str, Any] = {TRACE_DEFINE: None, DUMP_DEFINE: None}
     if cm.library.view.guarded:

@@ -93,7 +93,7 @@ class DelegateView:
 
 # Test builds (the firmware harness, mcu debug) define GUARD_DEFINE: then every arena has GUARD_BYTES
 # more on each side and the GUARD_BYTES on each side of a custom kernel's output are checked around
-# its call (codegen/model.c.j2, read back by mcu/backends/custom/guards.py). Library exports never define it.
+# its call (codegen/model.c.j2, read back by mcu/device/guards.py). Library exports never define it.
 GUARD_DEFINE = "MCU_GUARD_WRITES"
 GUARD_BYTES = 32  # catches the first stray byte of any overrun or underrun; a wild write is the host check's
 

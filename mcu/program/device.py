@@ -121,7 +121,7 @@ def build_interpreter_firmware(board: Board, kernels: Iterable[str] | None = Non
     main than the test-vector harness (the C text; e.g. mcu.generate's generation loop). ``custom`` with
     ``program``: the user's kernels that program calls (custom ops), linked in and registered as its
     delegates; ``custom`` is the model file the program was exported from or its ``custom_ops`` list."""
-    from mcu.backends.custom.host import firmware_registry, kernels_for, program_custom_functions
+    from mcu.device.custom_host import firmware_registry, kernels_for, program_custom_functions
 
     layout = program_layout(board)
     functions = program_custom_functions(program) if program is not None else []

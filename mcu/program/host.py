@@ -191,7 +191,7 @@ class Program:
         """Load and verify a program (a path or its bytes); ``weights``: its external weights file.
         ``custom``: where the program's custom kernels (``mcu.custom_op`` registrations) come from: the model
         file it was exported from (a path), that file's ``custom_ops`` list, or their host build
-        (mcu.backends.custom.host.HostKernels); needed only by a program with custom ops.
+        (mcu.device.custom_host.HostKernels); needed only by a program with custom ops.
 
         Without ``weights``, a program that needs them looks for ``<program>.mpw`` next to its path.
         ``arena_limit``: the most arena bytes one method may ask for (a device passes its RAM).
@@ -208,7 +208,7 @@ class Program:
         weights_source = None if weights is None else str(weights) if isinstance(weights, (str, Path)) else "<bytes>"
         flags = 0 if verify_checksum else 1
         extra: tuple[int, ...] = ()
-        from mcu.backends.custom.host import host_kernels_for, program_custom_functions
+        from mcu.device.custom_host import host_kernels_for, program_custom_functions
 
         needed = program_custom_functions(bytes(program))
         if needed and custom is None:

@@ -1,1 +1,1 @@
-"""The custom backend: the user's own C kernels, checked in a sanitized child process and guarded on the device."""
+"""The custom backend: the user's own C kernels as a kernel library (their host check, host runs and device guards are in mcu/device)."""

@@ -71,7 +71,7 @@ def run_on_linux(model: CompiledModel, expected: list[list[np.ndarray]], toleran
         proc = subprocess.run([*board.linux_run, str(exe)], capture_output=True, text=True, timeout=timeout_s)
     except subprocess.TimeoutExpired:
         raise McuError(f"the harness did not finish in {timeout_s:g} s on {board.name}") from None
-    from mcu.backends.custom.guards import raise_on_guard
+    from mcu.device.guards import raise_on_guard
 
     raise_on_guard(model, proc.stdout)
     report = parse_harness(proc.stdout)

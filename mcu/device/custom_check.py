@@ -53,7 +53,7 @@ def _table(functions: tuple[str, ...]) -> str:
 def build_check_tool(kernels: list[tuple[CustomOp, CustomKernel]], sanitize: bool = True) -> CheckTool:
     """The check executable of these kernels (each ``(registration, CustomKernel)``), built once per content;
     with ASan and UBSan when ``sanitize`` and the host compiler has them, else with pattern-checked guards."""
-    from mcu.backends.custom.host import check_sources
+    from mcu.device.custom_host import check_sources
     from mcu.device.hostbuild import find_host_cc
 
     functions = tuple(dict.fromkeys(k.function for _, k in kernels))
@@ -201,7 +201,7 @@ def check_kernels(graph: Graph, seed: int = 0, sanitize: bool = True) -> None:
     """Run every custom op's C kernel in the check child and compare it with its Python reference: int8 bit for
     bit (inputs over the whole int8 range), fp32 within :data:`FP32_RELATIVE` of the largest reference value
     (inputs ~ N(0, 3^2)). Any stray access, crash or difference is an error naming the op."""
-    from mcu.backends.custom.host import kernels_of
+    from mcu.device.custom_host import kernels_of
 
     ops = [op for op in graph.ops if op.kind == "custom"]
     if not ops:

@@ -1,5 +1,5 @@
 """The user's custom kernels built for the host, for program files run by the C interpreter in this
-process (after mcu/backends/custom/check.py has run each of the model's calls in a sanitized child process).
+process (after mcu/device/custom_check.py has run each of the model's calls in a sanitized child process).
 
 One shared library per set of kernels (cached by content): the user's sources, compiled with the
 firmware's warnings-as-errors flags, plus a generated adapter per function that registers it in

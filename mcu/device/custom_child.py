@@ -4,7 +4,7 @@ The user's kernels are C that mcu did not write: a host run (``CompiledModel.run
 ``run``/``run_raw`` for such a model) builds the generated library, the kernels and a small main into one
 executable with ASan and UBSan (where the host compiler has them) and the arena guards of the test
 firmware (``MCU_GUARD_WRITES``, codegen/model.c.j2), and runs it once per call. A stray write is named
-like on the board (mcu/backends/custom/guards.py); a sanitizer report or a crash is one error naming the model and the
+like on the board (mcu/device/guards.py); a sanitizer report or a crash is one error naming the model and the
 kernel's source line. mcu itself never runs the user's C.
 """
 
@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from mcu.backends.optimized.specialise import define_flags
-from mcu.backends.custom.check import CHILD_ENV, SANITIZE, TIMEOUT_S
+from mcu.device.custom_check import CHILD_ENV, SANITIZE, TIMEOUT_S
 from mcu.emit.c_model import GUARD_DEFINE, GeneratedLibrary
 from mcu.errors import McuError
 from mcu.ir import NUMPY_DTYPES
@@ -97,7 +97,7 @@ def build_child(lib: GeneratedLibrary) -> Path:
 
 def run_child(cm: Any, inputs: list[np.ndarray]) -> list[np.ndarray]:
     """``cm``'s generated C on ``inputs`` (memory order, device dtypes) in the sanitized child; its outputs."""
-    from mcu.backends.custom.guards import raise_on_guard
+    from mcu.device.guards import raise_on_guard
 
     view = cm.library.view
     if len(inputs) != len(view.inputs):
