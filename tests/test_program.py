@@ -58,6 +58,7 @@ test_inputs = [(torch.randn(1, 3, 12, 12),) for _ in range(2)]
 # An autoencoder whose three methods share the encoder and decoder weights.
 TWO_METHOD_MODEL = """
 import torch
+from mcu.paths import all_kernel_sources
 from torch import nn
 torch.manual_seed(2)
 class AE(nn.Module):
@@ -439,7 +440,7 @@ def _delegate_app(tmp_path: Path) -> Path:
 
     rt = ROOT / "runtime_c"
     (tmp_path / "main.c").write_text(DELEGATE_MAIN)
-    sources = [tmp_path / "main.c", *sorted((rt / "interp").glob("*.c")), *sorted((rt / "kernels").glob("*.c")),
+    sources = [tmp_path / "main.c", *sorted((rt / "interp").glob("*.c")), *all_kernel_sources(),
                rt / "src" / "mcu_status.c", rt / "src" / "mcu_delegate.c"]
     exe = tmp_path / "app"
     subprocess.run([find_host_cc(), "-std=c11", "-O1", "-Wall", "-Wextra", "-Werror", f"-I{rt / 'include'}",

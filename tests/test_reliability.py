@@ -26,6 +26,7 @@ STATUS_INVALID = 7
 
 TINY_MODEL = """
 import torch
+from mcu.paths import all_kernel_sources
 from torch import nn
 torch.manual_seed({seed})
 model = nn.Sequential(nn.Linear(16, {hidden}), nn.ReLU(), nn.Linear({hidden}, 4)).eval()
@@ -167,7 +168,7 @@ def c_loader(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("loader")
     rt = ROOT / "runtime_c"
     (tmp / "main.c").write_text(LOADER_MAIN)
-    sources = [tmp / "main.c", *sorted((rt / "interp").glob("*.c")), *sorted((rt / "kernels").glob("*.c")),
+    sources = [tmp / "main.c", *sorted((rt / "interp").glob("*.c")), *all_kernel_sources(),
                rt / "src" / "mcu_status.c", rt / "src" / "mcu_delegate.c"]
     exe = tmp / "loader"
     subprocess.run([find_host_cc(), "-std=c11", "-O1", "-Wall", "-Wextra", "-Werror", f"-I{rt / 'include'}",

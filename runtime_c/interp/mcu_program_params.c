@@ -7,11 +7,11 @@
 #include <float.h>
 #include <string.h>
 
-#include "../kernels/internal/adaptive.h"
-#include "../kernels/internal/binary_s8.h"
-#include "../kernels/internal/check.h"
-#include "../kernels/internal/pool_f32.h"
-#include "../kernels/internal/pool_s8.h"
+#include "../kernels/pooling/adaptive.h"
+#include "../kernels/elementwise/binary_s8.h"
+#include "../kernels/common/check.h"
+#include "../kernels/pooling/pool_f32.h"
+#include "../kernels/pooling/pool_s8.h"
 #include "mcu/kernels_f32.h"
 #include "mcu/kernels_generic.h"
 #include "mcu/kernels_mixed.h"

@@ -6,7 +6,7 @@
  * per-tensor int8; weights are symmetric per output channel (zero-point 0,
  * values in [-127, 127]); biases are int32 with scale s_in * s_w[c].
  *
- * Requantization (mcu_requantize in internal/requant.h, mirrored exactly by
+ * Requantization (mcu_requantize in common/requant.h, mirrored exactly by
  * mcu/quant/arith.py): a real multiplier M is stored as a Q31 `multiplier`
  * in [2^30, 2^31 - 1] (or 0) and a `shift` in [-31, 30] with
  * M = multiplier * 2^(shift - 31). Applying it to an int32 x:
@@ -239,7 +239,7 @@ int32_t mcu_conv2d_1x1_s8_get_buffer_size(const mcu_conv2d_s8_params *p);
  * padded to a multiple of 4 and, within each group of 4 taps, in the order 0, 2, 1, 3 that SXTB16
  * widening produces, tap pair j of the 4 channels as consecutive words; then per channel four
  * words: (K low, K high, multiplier, -shift - 1) when bit 0 is set, K = 2^30 + 2^(30-shift) +
- * output_offset 2^(31-shift) (internal/gemm_s8_dsp.h), else (0, 0, multiplier, shift). The window (kh * kw * in_c, padded to 4) must be at most
+ * output_offset 2^(31-shift) (convolution/gemm_s8_dsp.h), else (0, 0, multiplier, shift). The window (kh * kw * in_c, padded to 4) must be at most
  * MCU_CONV_PACKED_TAPS_MAX. Output pixels are written in memory order, each after its window is
  * read; a 1x1 stride-1 unpadded layer may overlap its input either way (the pixel-buffer contract
  * of mcu_conv2d_1x1_s8). */
