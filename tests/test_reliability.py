@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from conftest import ROOT, requires_qemu
+from mcu.paths import all_kernel_sources
 from mcu.program import format as fmt
 from mcu.runtime import Program, ProgramError, WeightsCorruptError
 
@@ -26,7 +27,6 @@ STATUS_INVALID = 7
 
 TINY_MODEL = """
 import torch
-from mcu.paths import all_kernel_sources
 from torch import nn
 torch.manual_seed({seed})
 model = nn.Sequential(nn.Linear(16, {hidden}), nn.ReLU(), nn.Linear({hidden}, 4)).eval()

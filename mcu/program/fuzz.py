@@ -74,8 +74,8 @@ def cached_fuzzer(clang: Path | None = None) -> Path:
         raise McuError("no clang with libFuzzer found", hint=INSTALL_HINT)
     rt = runtime_dir()
     digest = hashlib.sha256(" ".join(_fuzzer_command(Path("out"), clang)).encode())
-    for path in sorted([*rt.glob("interp/**/*.[ch]"), *rt.glob("kernels/**/*.[ch]"), *rt.glob("include/**/*.h"),
-                        *rt.glob("src/*.c")]):
+    for path in sorted([*rt.glob("interp/**/*.[ch]"), *rt.glob("interp/*.def"), *rt.glob("kernels/**/*.[ch]"),
+                        *rt.glob("include/**/*.h"), *rt.glob("src/*.c")]):
         digest.update(str(path.relative_to(rt)).encode() + b"\0" + path.read_bytes())
     out = cache_dir() / "fuzz" / digest.hexdigest()[:24] / "fuzz_program"
     if not out.is_file():
