@@ -151,7 +151,7 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
     const int direction = mcu_conv_pixel_direction(p, input, in_count, output, out_count);
     MCU_REQUIRE(direction >= 0, MCU_ERR_INVALID_ARG);
 #if MCU_S8_DSP
-    /* issue 13, few taps per pixel (first layers, narrow pointwise): convolution/conv_narrow_s8_dsp.h */
+    /* few taps per pixel (first layers, narrow pointwise): convolution/conv_narrow_s8_dsp.h */
     if (mcu_narrow_applies(p, kp, right, direction)) {
 #if MCU_PACKED_NARROW
         mcu_conv_narrow_s8(p, input, packed, output, kp, direction);

@@ -1,4 +1,4 @@
-/* The strided broadcast loop behind the int8 add/sub/mul (and maximum/minimum, issue 18). Internal:
+/* The strided broadcast loop behind the int8 add/sub/mul (and maximum/minimum). Internal:
  * static inline only; each operator's file instantiates it with a constant op. */
 #ifndef MCU_KERNELS_INTERNAL_BINARY_S8_H
 #define MCU_KERNELS_INTERNAL_BINARY_S8_H
@@ -19,11 +19,11 @@ typedef enum {
     MCU_BINARY_S8_MUL,
     /* TFLite's MAXIMUM/MINIMUM with the add's rescaling: both operands are brought to the add's common
      * scale, the larger (smaller) is requantized to the output, so the operands and the output may each
-     * have their own scale and zero-point (issue 18) */
+     * have their own scale and zero-point */
     MCU_BINARY_S8_MAX,
     MCU_BINARY_S8_MIN,
     /* a / b: the quotient of the offset codes in Q16 (rounded half away from zero), requantized by the
-     * output multiplier s_a / (s_b s_out 2^16); a zero divisor gives the ends (issue 18) */
+     * output multiplier s_a / (s_b s_out 2^16); a zero divisor gives the ends */
     MCU_BINARY_S8_DIV
 } mcu_binary_s8_op;
 

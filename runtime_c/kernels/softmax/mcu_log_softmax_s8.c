@@ -1,4 +1,4 @@
-/* int8 log-softmax along one axis, integer only (issue 18). Per row: m = max(x); S = sum of
+/* int8 log-softmax along one axis, integer only. Per row: m = max(x); S = sum of
  * exp_table[m - x] (exp(-k s_in) in Q20, computed at compile time); log2(S) in Q16 by the bitwise
  * squaring method (exact for the bits it gives); out = clamp(output_offset + round(((x - m) A -
  * (log2(S) - 20) C) / 2^16)) with A = s_in / s_out and C = ln 2 / s_out in Q16. */
