@@ -179,13 +179,13 @@ typedef int (*mcu_program_alias_fn)(uint32_t kernel, const mcu_operand_desc *ops
 
 /** One kernel of mcu_kernels.def as the loader checks it. */
 typedef struct {
-    char sig[8];       /**< operand dtypes, one letter each (mcu_kernels.def) */
-    uint8_t n_params;
-    uint8_t kept;      /**< in this build */
-    uint8_t weights;   /**< 0, or the first operand that may share no byte with the output */
+    const char *sig;   /**< operand dtypes, one letter each (mcu_kernels.def) */
     mcu_program_need_fn need;
     mcu_program_params_fn params;
     mcu_program_alias_fn alias;
+    uint8_t n_params;
+    uint8_t kept;      /**< in this build */
+    uint8_t weights;   /**< 0, or the first operand that may share no byte with the output */
 } mcu_program_kernel_row;
 
 /* The check functions the table names (several kernels may name the same one). */

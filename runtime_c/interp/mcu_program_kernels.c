@@ -104,8 +104,8 @@ static const uint8_t ROW_OF[MCU_K_COUNT] = {
 
 static const mcu_program_kernel_row ROWS[MCU_PROGRAM_ROWS] = {
 #define MCU_KERNEL(name, id, n_params, operands, weights, need, params, alias, ...)                                  \
-    [MCU_PROGRAM_ROW_##name] = {operands, n_params, MCU_PROGRAM_KEPT(name), weights, mcu_program_need_##need,        \
-                                mcu_program_params_##params, mcu_program_alias_##alias},
+    [MCU_PROGRAM_ROW_##name] = {operands, mcu_program_need_##need, mcu_program_params_##params,                     \
+                                mcu_program_alias_##alias, n_params, MCU_PROGRAM_KEPT(name), weights},
 #include "mcu_kernels.def"
 #undef MCU_KERNEL
 };
@@ -600,9 +600,8 @@ mcu_status mcu_program_check_kernel(uint32_t kernel, const mcu_operand_desc *ops
     const mcu_program_kernel_row *row = &ROWS[ROW_OF[kernel]];
     MCU_REQUIRE(row->kept, MCU_ERR_UNSUPPORTED);
     const char *sig = row->sig;
-    /* The operand count is the signature's length, counted inside its own row: a full row has no NUL. */
-    uint32_t sig_len = 0;
-    while (sig_len < sizeof(row->sig) && sig[sig_len] != '\0') {
+    uint32_t sig_len = 0; /* the operand count */
+    while (sig[sig_len] != '\0') {
         ++sig_len;
     }
     const int concat = kernel == MCU_K_CONCAT;
