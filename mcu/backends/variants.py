@@ -36,7 +36,7 @@ Applies = Callable[[Op, bool], bool]
 class Variant:
     kind: str  # IR op kind
     function: str  # C kernel
-    source: str  # file under runtime_c/kernels
+    source: str  # file name under runtime_c/kernels/<family> (mcu.paths.kernel_source)
     applies: Applies
     in_place: bool = False  # the kernel takes the data once (input and output are the same bytes)
     note: str = ""
