@@ -49,3 +49,25 @@ def cache_dir() -> Path:
     path = Path(root) if root else Path.home() / ".cache" / "mcu"
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def kernels_dir() -> Path:
+    """runtime_c/kernels: one folder per op family (its public kernels, one per file, and the internal
+    headers only it uses) and common/ (the internal headers several families share)."""
+    return runtime_dir() / "kernels"
+
+
+def kernel_source(name: str) -> Path:
+    """The file of one of mcu's own kernels by its file name (``mcu_conv2d_s8.c``), whichever family
+    folder holds it; an absolute path (an external backend's or a user's kernel) is returned as it is."""
+    if Path(name).is_absolute():
+        return Path(name)
+    found = sorted(kernels_dir().glob(f"*/{name}"))
+    if len(found) != 1:
+        raise FileNotFoundError(f"kernel source {name!r}: {len(found)} matches under {kernels_dir()}")
+    return found[0]
+
+
+def all_kernel_sources() -> list[Path]:
+    """Every kernel source of runtime_c/kernels (each family's .c files), sorted by file name."""
+    return sorted(kernels_dir().glob("*/*.c"), key=lambda p: p.name)

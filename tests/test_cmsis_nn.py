@@ -24,7 +24,7 @@ from mcu.api import compile_file
 from mcu.backends.cmsis_nn import core as cmsis_nn
 from mcu.device.boards import load_board
 from mcu.errors import McuError
-from mcu.paths import runtime_dir
+from mcu.paths import kernel_source
 
 TYPES_H = r"""
 #ifndef ARM_NN_TYPES_H
@@ -104,8 +104,7 @@ static inline mcu_shape4 stub_dims4(const cmsis_nn_dims *d) { mcu_shape4 s = {d-
 
 
 def _stub(includes: list[str], body: str) -> str:
-    kernels = runtime_dir() / "kernels"
-    inc = "".join(f'#include "{kernels / k}"\n' for k in includes)
+    inc = "".join(f'#include "{kernel_source(k)}"\n' for k in includes)
     return f'#include "arm_nnfunctions.h"\n{inc}{STUB_HELPERS}{body}'
 
 

@@ -1,7 +1,7 @@
 """The int8 depthwise kernels' DSP paths on the simulated Cortex-M33 and M4 themselves.
 
 tests/test_kernels_s8_opt.py runs the same C paths on the host with the DSP instructions emulated;
-the row path of the depthwise kernels (runtime_c/kernels/internal/dw_s8_dsp.h) also has
+the row path of the depthwise kernels (runtime_c/kernels/common/dw_s8_dsp.h) also has
 hand-written assembly (the 3x3 pixel loop, the requantization of four lanes) that only the Arm
 cores run. Here one firmware runs a list of depthwise cases aimed at that code (borders, images as
 narrow as the kernel, stride 2 with and without a right overhang, 5x5 with two columns of padding,
@@ -21,6 +21,7 @@ import pytest
 from conftest import requires_qemu
 from mcu.plan.contracts import window_max_delta
 from mcu.reference import kernels as ref
+from mcu.paths import kernel_source
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -140,7 +141,7 @@ def test_depthwise_dsp_paths_on_device(tmp_path: Path, board: str) -> None:
     src = tmp_path / "main.c"
     src.write_text(_program())
     rt = runtime_dir()
-    kernels = [rt / "kernels" / f for f in ("mcu_depthwise_conv2d_s8.c", "mcu_depthwise_conv2d_s8_inplace.c")]
+    kernels = [kernel_source(f) for f in ("mcu_depthwise_conv2d_s8.c", "mcu_depthwise_conv2d_s8_inplace.c")]
     b = load_board(board)
     fw = build_firmware(b, [src, *kernels], [rt / "include"], tmp_path / "out")
     result = run_qemu(b, fw.elf)

@@ -18,6 +18,7 @@ from mcu.devtools.ops import op_table
 from mcu.devtools.profile import make_profile, out_lines, profile_model
 from mcu.devtools.trace import TraceEvent, parse_trace_lines, trace_events
 from mcu.errors import McuError
+from mcu.paths import kernel_source
 
 BOARD = "mps2-an505"
 
@@ -66,7 +67,7 @@ def test_normal_build_has_no_trace_code_or_cost(compiled, tmp_path) -> None:
         (src / name).write_text(_strip_hooks(text) if name == model_c else text)
     rt = runtime_dir()
     sources = [src / n for n in files if n.endswith(".c")]
-    sources += [rt / "kernels" / s for s in cm.library.kernel_sources]
+    sources += [kernel_source(s) for s in cm.library.kernel_sources]
     sources += [rt / s for s in cm.library.runtime_sources]
     bare = build_firmware(cm.board, sources, [src, rt / "include", *cm.library.include_dirs], tmp_path,
                           defines=dict(cm.library.defines), stack_usage=True)  # the model's kernel definitions

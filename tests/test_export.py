@@ -80,7 +80,7 @@ def test_export_builds_with_make_fragment(compiled, tmp_path: Path, name: str) -
     assert proc.returncode == 0, proc.stderr
     _check_app(root / "app", cm, tmp_path)
     # only the kernels this model uses are shipped
-    shipped = sorted(f.name for f in (root / "lib" / "kernels").glob("*.c"))
+    shipped = sorted(f.name for f in (root / "lib" / "kernels").rglob("*.c"))
     assert shipped == sorted(cm.library.kernel_sources)
 
 

@@ -20,7 +20,7 @@ from mcu.backends.optimized import tuned
 from mcu.backends.optimized.specialise import PackedLayer, merge_defines, packed_defines
 from mcu.device.boards import load_board
 from mcu.commands.export import export_library
-from mcu.paths import runtime_dir
+from mcu.paths import kernel_source, kernels_dir, runtime_dir
 from mcu.reference import kernels as ref
 from test_kernels_s8_packed import _firmware_source, _params
 
@@ -99,7 +99,7 @@ def _run_on_m33(tmp: Path, cases: list[tuple[dict, bool]], defines: dict[str, in
     # each case with whether it must run (bit-exact) or return MCU_ERR_UNSUPPORTED
     main.write_text(_firmware_source([dict(c, refused=not ok) for c, ok in cases], "specialised"))
     board = load_board("mps2-an505")
-    fw = build_firmware(board, [main, runtime_dir() / "kernels" / tuned.SOURCE], [runtime_dir() / "include"],
+    fw = build_firmware(board, [main, kernel_source(tuned.SOURCE)], [runtime_dir() / "include"],
                         tmp / "out", defines=defines)
     result = run_qemu(board, fw.elf, timeout_s=300)
     assert result.exit_code == 0 and "specialised cases failed: 0" in result.console, result.console
@@ -164,7 +164,7 @@ def test_exported_library_builds_with_its_definitions(tmp_path: Path) -> None:
     cflags = subprocess.run(["make", "-s", "print"], cwd=tmp_path, capture_output=True, text=True,
                             timeout=60).stdout.split()
     board_flags = compile_flags(load_board("mps2-an505"))
-    kernel = tmp_path / "lib" / "kernels" / tuned.SOURCE
+    kernel = tmp_path / "lib" / "kernels" / kernel_source(tuned.SOURCE).relative_to(kernels_dir())
     sizes = []
     for extra in ([], [f for f in cflags if f.startswith("-D")]):
         obj = tmp_path / f"k{len(extra)}.o"

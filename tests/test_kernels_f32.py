@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 
 sys.path.insert(0, os.path.dirname(__file__))
 import cbind  # noqa: E402
+from mcu.paths import kernel_source, all_kernel_sources
 from cbind import (  # noqa: E402
     INF,
     MCU_ERR_INVALID_ARG,
@@ -44,7 +45,6 @@ from cbind import (  # noqa: E402
 )
 
 REPO = Path(__file__).resolve().parents[1]
-KERNEL_DIR = REPO / "runtime_c" / "kernels"
 
 RTOL = 1e-5
 ATOL = 1e-5
@@ -833,7 +833,7 @@ ARM_FLAGS = {
 # libm functions the math kernels call (mcu_unary_f32, mcu_layer_norm_f32, ...): the firmware links -lm
 ALLOWED_UNDEFINED = {"memcpy", "memset", "expf", "tanhf", "rintf", "sqrtf", "erff", "expm1f", "log1pf", "logf", "powf",
                      "fminf", "fmaxf", "fabsf"}
-KERNEL_SOURCES = sorted(p.name for p in KERNEL_DIR.glob("*.c"))
+KERNEL_SOURCES = [p.name for p in all_kernel_sources()]
 
 
 @pytest.mark.skipif(ARM_GCC is None or ARM_NM is None, reason="arm-none-eabi-gcc not installed")
@@ -843,7 +843,7 @@ def test_kernel_builds_for_cortex_m(tmp_path, source, target):
     obj = tmp_path / "k.o"
     cmd = [ARM_GCC, *ARM_FLAGS[target], "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror",
            "-Wdouble-promotion", f"-I{REPO / 'runtime_c' / 'include'}", "-c",
-           str(KERNEL_DIR / source), "-o", str(obj)]
+           str(kernel_source(source)), "-o", str(obj)]
     subprocess.run(cmd, check=True, capture_output=True, text=True)
     symbols = subprocess.run([ARM_NM, str(obj)], check=True, capture_output=True, text=True).stdout
     undefined, data = set(), []

@@ -38,9 +38,9 @@ from cbind import (  # noqa: E402
 
 from mcu.reference import arith  # noqa: E402
 from mcu.reference import kernels as ref  # noqa: E402
+from mcu.paths import kernel_source
 
 REPO = Path(__file__).resolve().parents[1]
-KERNEL_DIR = REPO / "runtime_c" / "kernels"
 
 EXACT = settings(
     max_examples=300,
@@ -1082,7 +1082,7 @@ def test_s8_kernels_build_for_cortex_m(tmp_path, target):
     for source in S8_SOURCES:
         obj = tmp_path / (source + ".o")
         cmd = [ARM_GCC, *ARM_FLAGS[target], "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-Wdouble-promotion",
-               "-Wconversion", "-Wshadow", f"-I{REPO / 'runtime_c' / 'include'}", "-c", str(KERNEL_DIR / source),
+               "-Wconversion", "-Wshadow", f"-I{REPO / 'runtime_c' / 'include'}", "-c", str(kernel_source(source)),
                "-o", str(obj)]
         result = subprocess.run(cmd, capture_output=True, text=True)
         assert result.returncode == 0, (source, result.stderr)

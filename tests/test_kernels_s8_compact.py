@@ -25,7 +25,7 @@ from cbind import MCU_OK
 from conftest import requires_qemu
 from mcu.backends.optimized import compact
 from mcu.device.boards import load_board
-from mcu.paths import runtime_dir
+from mcu.paths import kernel_source, runtime_dir
 from mcu.reference import kernels as ref
 from test_kernels_s8_opt import build_emulated_lib
 from test_kernels_s8_packed import c_array, harness_main
@@ -298,7 +298,7 @@ def test_compact_on_simulated_core(tmp_path: Path, board_name: str) -> None:
     main.write_text(_firmware_source(cases))
     board = load_board(board_name)
     rt = runtime_dir()
-    fw = build_firmware(board, [main, rt / "kernels" / compact.SOURCE, rt / "kernels" / compact.LINEAR_SOURCE],
+    fw = build_firmware(board, [main, kernel_source(compact.SOURCE), kernel_source(compact.LINEAR_SOURCE)],
                         [rt / "include"], tmp_path / "out")
     result = run_qemu(board, fw.elf, timeout_s=120)
     assert result.exit_code == 0 and "compact cases failed: 0" in result.console, result.console

@@ -1,4 +1,4 @@
-"""The Helium (MVE) paths of the int8 kernels (runtime_c/kernels/internal/mve_s8.h), on the simulated
+"""The Helium (MVE) paths of the int8 kernels (runtime_c/kernels/common/mve_s8.h), on the simulated
 Cortex-M55 (mps3-an547 in QEMU), bit-exact with the Python reference (mcu/reference/kernels.py).
 
 The host never compiles MVE code, so these paths only run on the simulated core. One firmware holds
@@ -22,7 +22,7 @@ import pytest
 
 from conftest import requires_qemu
 from mcu.device.boards import load_board
-from mcu.paths import cache_dir, runtime_dir
+from mcu.paths import cache_dir, kernel_source, runtime_dir
 from mcu.reference import kernels as ref
 from mcu.device.sim.qemu import run_qemu
 from mcu.device.toolchain import build_firmware
@@ -503,7 +503,7 @@ def run_cases(b: Builder, kernels, tag: str, timeout_s: int = 120) -> dict[int, 
     src = out / "cases.c"
     src.write_text(_render(b))
     rt = runtime_dir()
-    fw = build_firmware(board, [src, *(rt / "kernels" / k for k in kernels)], [rt / "include"], out)
+    fw = build_firmware(board, [src, *(kernel_source(k) for k in kernels)], [rt / "include"], out)
     result = run_qemu(board, fw.elf, timeout_s=timeout_s)
     assert result.exit_code == 0 and "DONE" in result.console, result.console[-2000:]
     return _parse(result.console)
@@ -534,7 +534,7 @@ def compile_kernel(kernel: str, opt: str, tmp_path, assembly: bool = False) -> s
     flags = [f for f in compile_flags(load_board(BOARD)) if not f.startswith("-O")]
     target = tmp_path / ("k.s" if assembly else "k.o")
     done = subprocess.run([str(find_cross_compiler()), *flags, opt, "-S" if assembly else "-c", "-o", str(target),
-                           str(runtime_dir() / "kernels" / kernel)], capture_output=True, text=True)
+                           str(kernel_source(kernel))], capture_output=True, text=True)
     assert done.returncode == 0, f"{kernel} at {opt}:\n{done.stderr[-2000:]}"
     return target.read_text() if assembly else ""
 
@@ -556,7 +556,7 @@ def test_kernels_take_the_mve_path() -> None:
     from mcu.device.toolchain import compile_flags, find_cross_compiler
 
     board = load_board(BOARD)
-    src = runtime_dir() / "kernels" / "mcu_conv2d_s8.c"
+    src = kernel_source("mcu_conv2d_s8.c")
     asm = subprocess.run([str(find_cross_compiler()), *compile_flags(board), "-S", "-o", "-", str(src)],
                          check=True, capture_output=True, text=True).stdout
     assert "vmladava.s8" in asm and "vqrdmulh.s32" in asm

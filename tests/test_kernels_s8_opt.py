@@ -1,6 +1,6 @@
 """The optimised (SIMD) int8 kernel paths, bit-exact with the Python reference.
 
-The DSP paths (SXTB16/SXTAB16/SMLAD/SMLABB/SMLATT, runtime_c/kernels/internal/simd_s8.h) do not
+The DSP paths (SXTB16/SXTAB16/SMLAD/SMLABB/SMLATT, runtime_c/kernels/common/simd_s8.h) do not
 compile on x86, so the kernels are built here a second time with ``-DMCU_S8_DSP_EMULATE``: the same
 C paths (their column layout, reordered lanes, 2x2 blocking, tails and stack buffers) run with
 portable emulations of those instructions. Every property test of the plain kernels
@@ -28,7 +28,7 @@ import cbind_s8 as cb
 import test_kernels_s8 as base
 import test_memory_contracts as contracts
 from cbind import MCU_OK, ptr
-from mcu.paths import cache_dir
+from mcu.paths import all_kernel_sources, cache_dir, kernels_dir
 from mcu.reference import kernels as ref
 
 REPO = Path(__file__).resolve().parents[1]
@@ -40,8 +40,8 @@ _P = ctypes.c_void_p
 def build_host_variant(define: str, name: str) -> Path:
     """All kernels and the runtime as one host shared library built with ``-D<define>`` (another set of
     kernel paths than the extension's), cached by the sources' content."""
-    sources = sorted((RT / "kernels").glob("*.c")) + sorted((RT / "src").glob("*.c"))
-    headers = sorted((RT / "kernels" / "internal").glob("*.h")) + sorted((RT / "include" / "mcu").glob("*.h"))
+    sources = all_kernel_sources() + sorted((RT / "src").glob("*.c"))
+    headers = sorted(kernels_dir().glob("*/*.h")) + sorted((RT / "include" / "mcu").glob("*.h"))
     digest = hashlib.sha256(b"".join(p.read_bytes() for p in sources + headers)).hexdigest()[:16]
     out = cache_dir() / name / f"libmcu_{name}_{digest}.so"
     if not out.exists():
@@ -101,7 +101,7 @@ def lib(emulated):
 
 def test_emulated_build_takes_the_simd_paths(emulated) -> None:
     """The emulated library really is another build: its symbols come from a file with MCU_S8_DSP."""
-    text = (RT / "kernels" / "internal" / "simd_s8.h").read_text()
+    text = (kernels_dir() / "common" / "simd_s8.h").read_text()
     assert "MCU_S8_DSP_EMULATE" in text
     assert Path(build_emulated_lib()).exists()
 
@@ -259,7 +259,7 @@ def test_linear_s8_simd_shapes(batch, fin, fout, data):
 
 @st.composite
 def dw_row_cases(draw):
-    """Shapes for the depthwise row path (internal/dw_s8_dsp.h): images of at least 16 pixels, kernels up
+    """Shapes for the depthwise row path (common/dw_s8_dsp.h): images of at least 16 pixels, kernels up
     to 5x5 with up to two columns of padding, stride 1 or 2 (with and without a right overhang), channel
     counts around multiples of four, activation clamps, shifts inside and outside the fast range."""
     kh, kw = draw(st.integers(1, 5)), draw(st.integers(1, 5))
@@ -314,7 +314,7 @@ def test_depthwise_s8_row_path(emulated, case):
 
 
 # The int8 add/sub rescale their operands through 256-entry tables from MCU_BINARY_S8_LUT_MIN elements
-# on (internal/binary_s8.h); the property tests of the plain kernels on this build, then shapes that
+# on (elementwise/binary_s8.h); the property tests of the plain kernels on this build, then shapes that
 # always reach the tables (broadcasts, strides, in place).
 test_add_s8 = base.test_add_s8
 test_sub_s8 = base.test_sub_s8

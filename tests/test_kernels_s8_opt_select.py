@@ -7,7 +7,7 @@ import numpy as np
 
 from mcu.backends.portable.variants import INT8_VARIANTS, select_variant
 from mcu.ir import Op, Tensor
-from mcu.paths import runtime_dir
+from mcu.paths import kernel_source
 
 
 def _conv(kind: str, c: int, oc: int, k: int, stride: int, pad: int, h: int = 5) -> Op:
@@ -31,10 +31,9 @@ def test_selection() -> None:
 
 
 def test_table_is_well_formed() -> None:
-    kernels = runtime_dir() / "kernels"
     for v in INT8_VARIANTS:  # every row is one of our portable kernels
-        assert (kernels / v.source).is_file(), v.source
-        assert v.function in (kernels / v.source).read_text()
+        assert kernel_source(v.source).is_file(), v.source
+        assert v.function in kernel_source(v.source).read_text()
     for kind in {v.kind for v in INT8_VARIANTS}:
         rows = [v for v in INT8_VARIANTS if v.kind == kind]
         assert rows[-1].applies.__name__ == "_always", f"{kind} has no fallback row"

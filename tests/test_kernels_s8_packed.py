@@ -26,7 +26,7 @@ from conftest import requires_qemu
 from mcu.backends.optimized import tuned
 from mcu.device.boards import load_board
 from mcu.ir import Op
-from mcu.paths import runtime_dir
+from mcu.paths import kernel_source, runtime_dir
 from mcu.reference import kernels as ref
 from test_kernels_s8_opt import build_emulated_lib, load_bound, route_cbind
 
@@ -283,7 +283,7 @@ def test_packed_on_simulated_core(tmp_path: Path, board_name: str) -> None:
     main.write_text(_firmware_source(cases))
     board = load_board(board_name)
     rt = runtime_dir()
-    fw = build_firmware(board, [main, rt / "kernels" / tuned.SOURCE], [rt / "include"], tmp_path / "out")
+    fw = build_firmware(board, [main, kernel_source(tuned.SOURCE)], [rt / "include"], tmp_path / "out")
     result = run_qemu(board, fw.elf, timeout_s=120)
     assert result.exit_code == 0 and "packed cases failed: 0" in result.console, result.console
 
@@ -342,7 +342,7 @@ def test_packed_right_shift_property_on_core(tmp_path_factory, board_name: str, 
     main.write_text(_firmware_source(cases))
     board = load_board(board_name)
     rt = runtime_dir()
-    fw = build_firmware(board, [main, rt / "kernels" / tuned.SOURCE], [rt / "include"], tmp / "out")
+    fw = build_firmware(board, [main, kernel_source(tuned.SOURCE)], [rt / "include"], tmp / "out")
     result = run_qemu(board, fw.elf, timeout_s=120)
     assert result.exit_code == 0 and "packed cases failed: 0" in result.console, result.console
 

@@ -14,9 +14,9 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from mcu.paths import kernel_source
 
 ROOT = Path(__file__).resolve().parents[1]
-KERNELS = ROOT / "runtime_c" / "kernels"
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +49,7 @@ def test_every_kernel_named_is_a_c_kernel_of_the_runtime(rows) -> None:
     named = {k for r in rows for k in (*r.fp32, *r.int8)} - {ISLAND, NO_CODE, VIEW}
     assert len(named) >= 50
     for k in named:
-        assert (KERNELS / f"{k}.c").is_file(), k
+        assert kernel_source(f"{k}.c").is_file(), k
 
 
 def test_every_kind_a_handler_emits_has_a_kernel(rows) -> None:

@@ -19,5 +19,5 @@ def test_wheel_contains_native_module_and_data(tmp_path: Path) -> None:
     assert any(n.startswith("mcu/_native") and n.endswith(".so") for n in names)
     for needed in ("mcu/_data/codegen/model.c.j2", "mcu/_data/boards/mps2-an505.toml",
                    "mcu/_data/ports/cortex-m/linker.ld.j2", "mcu/_data/runtime_c/include/mcu/kernels_s8.h",
-                   "mcu/_data/runtime_c/kernels/mcu_conv2d_s8.c", "mcu/commands/cli.py", "mcu/pipeline.py"):
+                   "mcu/_data/runtime_c/kernels/convolution/mcu_conv2d_s8.c", "mcu/commands/cli.py", "mcu/pipeline.py"):
         assert needed in names, needed

@@ -14,6 +14,7 @@ import pytest
 from conftest import EXAMPLES, REFERENCE_MODELS
 from mcu.api import CompiledModel, compile_file
 from mcu.errors import McuError
+from mcu.paths import all_kernel_sources, kernel_source
 from mcu.program import MethodSource, write_program
 from mcu.program import format as fmt
 from mcu.program.methods import CompiledMethod, compile_methods, load_methods, program_from
@@ -138,11 +139,26 @@ def test_kernel_ids_match_the_c_header() -> None:
         assert ids[fmt.kernel_macro(function)] == kid, function
     assert ids["COUNT"] == max(fmt.KERNEL_IDS.values()) + 1
     assert ids["DELEGATE"] == fmt.KERNEL_DELEGATE
+    # every kernel of the public enum has its row in the interpreter's table, and no row is left over
+    assert set(ids) - {"COUNT", "DELEGATE"} == {fmt.kernel_macro(f) for f in fmt.KERNEL_IDS}
+
+
+def test_kernel_table_rows_are_whole() -> None:
+    """Each row of runtime_c/interp/mcu_kernels.def names a kernel mcu has, its check functions exist, and the
+    call runs that kernel: the table is the one place a program-file kernel is added."""
+    table = (ROOT / "runtime_c/interp/mcu_kernels.def").read_text()
+    rows = re.findall(r"^MCU_KERNEL\((\w+), (\d+), (\d+), \"([FBIUHXfib*]*)\", (\d), (\w+), (\w+), (\w+),\n\s+(.*)\)$",
+                      table, re.M)
+    assert len(rows) == len(fmt.KERNEL_IDS) == len(set(r[1] for r in rows))
     kernels_c = (ROOT / "runtime_c/interp/mcu_program_kernels.c").read_text()
-    for function in fmt.KERNEL_IDS:  # in the kernel table, the dispatch and the subset switches
-        macro = fmt.kernel_macro(function)
-        assert f"K(MCU_K_{macro}," in kernels_c and f"case MCU_K_{macro}:" in kernels_c
-        assert f"#ifndef MCU_PROGRAM_HAS_{macro}\n" in kernels_c
+    params_c = (ROOT / "runtime_c/interp/mcu_program_params.c").read_text()
+    for name, _kid, _n, operands, _weights, need, params, alias, call in rows:
+        assert kernel_source(f"mcu_{name.lower()}.c").is_file(), name
+        assert f"mcu_{name.lower()}(" in call, (name, call)
+        assert 2 <= len(operands) <= 8 or name == "CONCAT", name
+        assert f"mcu_status mcu_program_need_{need}(" in kernels_c, need
+        assert f"int mcu_program_params_{params}(" in params_c, params
+        assert f"int mcu_program_alias_{alias}(" in params_c, alias
 
 
 def test_every_emitted_kernel_has_a_program_id() -> None:
@@ -438,7 +454,7 @@ def _delegate_app(tmp_path: Path) -> Path:
 
     rt = ROOT / "runtime_c"
     (tmp_path / "main.c").write_text(DELEGATE_MAIN)
-    sources = [tmp_path / "main.c", *sorted((rt / "interp").glob("*.c")), *sorted((rt / "kernels").glob("*.c")),
+    sources = [tmp_path / "main.c", *sorted((rt / "interp").glob("*.c")), *all_kernel_sources(),
                rt / "src" / "mcu_status.c", rt / "src" / "mcu_delegate.c"]
     exe = tmp_path / "app"
     subprocess.run([find_host_cc(), "-std=c11", "-O1", "-Wall", "-Wextra", "-Werror", f"-I{rt / 'include'}",

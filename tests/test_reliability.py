@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from conftest import ROOT, requires_qemu
+from mcu.paths import all_kernel_sources
 from mcu.program import format as fmt
 from mcu.program.host import Program, ProgramError, WeightsCorruptError
 
@@ -167,7 +168,7 @@ def c_loader(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("loader")
     rt = ROOT / "runtime_c"
     (tmp / "main.c").write_text(LOADER_MAIN)
-    sources = [tmp / "main.c", *sorted((rt / "interp").glob("*.c")), *sorted((rt / "kernels").glob("*.c")),
+    sources = [tmp / "main.c", *sorted((rt / "interp").glob("*.c")), *all_kernel_sources(),
                rt / "src" / "mcu_status.c", rt / "src" / "mcu_delegate.c"]
     exe = tmp / "loader"
     subprocess.run([find_host_cc(), "-std=c11", "-O1", "-Wall", "-Wextra", "-Werror", f"-I{rt / 'include'}",

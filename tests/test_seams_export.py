@@ -145,7 +145,7 @@ def test_every_target_passes_the_specialisation_definitions(ds, exports) -> None
 def test_arduino_kernel_compiles_to_the_specialised_kernel(ds, exports, tmp_path: Path) -> None:
     """Arduino takes no per-library flags: its copy of the packed kernel, compiled with none, is the same
     machine code as the kernel compiled with mcu's definitions (and not the full kernel)."""
-    from mcu.paths import runtime_dir
+    from mcu.paths import kernel_source, kernels_dir
     from mcu.device.toolchain import compile_flags, find_cross_compiler
 
     gcc = str(find_cross_compiler())
@@ -159,9 +159,9 @@ def test_arduino_kernel_compiles_to_the_specialised_kernel(ds, exports, tmp_path
                              text=True).stdout
         return sum(int(line.split()[1]) for line in out.splitlines() if line.startswith(".text"))
 
-    exported = text_bytes(src / "kernels" / kernel, compile_flags(ds.board, [src]), "arduino")
-    own = text_bytes(runtime_dir() / "kernels" / kernel, compile_flags(ds.board, defines=ds.library.defines), "own")
-    full = text_bytes(runtime_dir() / "kernels" / kernel, compile_flags(ds.board), "full")
+    exported = text_bytes(src / "kernels" / kernel_source(kernel).relative_to(kernels_dir()), compile_flags(ds.board, [src]), "arduino")
+    own = text_bytes(kernel_source(kernel), compile_flags(ds.board, defines=ds.library.defines), "own")
+    full = text_bytes(kernel_source(kernel), compile_flags(ds.board), "full")
     assert exported == own < full
 
 

@@ -1,7 +1,7 @@
 """Where the kernels' fast paths meet: layers of different paths in one firmware, at every optimisation level.
 
-mcu_conv2d_packed_s8 takes a narrow path (internal/conv_narrow_s8_dsp.h: few taps, a ReLU range) and a
-wide one (internal/gemm_s8_dsp.h's mcu_pixel_packed_wide); both are assembly that pins registers, and the
+mcu_conv2d_packed_s8 takes a narrow path (convolution/conv_narrow_s8_dsp.h: few taps, a ReLU range) and a
+wide one (convolution/gemm_s8_dsp.h's mcu_pixel_packed_wide); both are assembly that pins registers, and the
 compiler allocates around it differently at each level. One firmware runs narrow layers, then wide ones,
 then narrow ones again, on the same stack, with the kernel built at -Os, -O1, -O2 and -O3, on the M33 and
 the M4; every output is compared with the Python reference bit for bit.
@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from conftest import requires_qemu
 from mcu.backends.optimized import tuned
 from mcu.device.boards import load_board
-from mcu.paths import runtime_dir
+from mcu.paths import kernel_source, runtime_dir
 from mcu.reference import kernels as ref
 from test_kernels_s8_packed import _firmware_source, _params
 
@@ -64,7 +64,7 @@ def test_narrow_then_wide_layers_at_every_level(tmp_path: Path, board_name: str,
     main = tmp_path / "main.c"
     main.write_text(_firmware_source(_mixed_cases(), label="mixed"))
     kernel = tmp_path / "packed.c"  # a pragma ahead of the kernel: the rest of the build stays at -O2
-    kernel.write_text(f'#pragma GCC optimize("{opt[1:]}")\n#include "{runtime_dir() / "kernels" / tuned.SOURCE}"\n')
+    kernel.write_text(f'#pragma GCC optimize("{opt[1:]}")\n#include "{kernel_source(tuned.SOURCE)}"\n')
     board = load_board(board_name)
     fw = build_firmware(board, [main, kernel], [runtime_dir() / "include"], tmp_path / "out")
     result = run_qemu(board, fw.elf, timeout_s=120)
@@ -89,7 +89,7 @@ def test_code_taking_its_own_address_is_word_aligned(tmp_path: Path, opt: str) -
         flags = [f for f in compile_flags(load_board(board_name)) if not f.startswith("-O")]
         obj = tmp_path / f"{board_name}.o"
         subprocess.run([str(find_cross_compiler()), *flags, opt, "-c", "-o", str(obj),
-                        str(runtime_dir() / "kernels" / tuned.SOURCE)], check=True)
+                        str(kernel_source(tuned.SOURCE))], check=True)
         align = {m[0]: int(m[1]) for m in re.findall(r"\]\s+(\S+)\s+PROGBITS.*\s(\d+)$",
                                                      subprocess.run([readelf, "-SW", str(obj)], capture_output=True,
                                                                     text=True, check=True).stdout, re.M)}
@@ -263,7 +263,7 @@ def test_gate_multiply_bit_exact_on_the_core(tmp_path: Path, board_name: str) ->
     tmp = tmp_path
     (tmp / "main.c").write_text(_gate_firmware(_gate_cases(24)))
     board = load_board(board_name)
-    fw = build_firmware(board, [tmp / "main.c", runtime_dir() / "kernels" / "mcu_mul_s8.c"],
+    fw = build_firmware(board, [tmp / "main.c", kernel_source("mcu_mul_s8.c")],
                         [runtime_dir() / "include"], tmp / "out")
     result = run_qemu(board, fw.elf, timeout_s=120)
     assert result.exit_code == 0 and "gate cases failed: 0" in result.console, result.console

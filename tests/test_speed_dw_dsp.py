@@ -27,6 +27,7 @@ from cbind import MCU_OK, ptr
 from conftest import requires_qemu
 from mcu.plan.contracts import window_max_delta
 from mcu.reference import kernels as ref
+from mcu.paths import kernel_source
 from test_kernels_s8_opt import build_emulated_lib
 
 _P = ctypes.c_void_p
@@ -207,7 +208,7 @@ def run_on_core(tmp, board: str, cases: list[dict], banner: str) -> None:
 
     (tmp / "main.c").write_text(_program(cases, banner))
     rt = runtime_dir()
-    kernels = [rt / "kernels" / f for f in ("mcu_depthwise_conv2d_s8.c", "mcu_depthwise_conv2d_s8_inplace.c")]
+    kernels = [kernel_source(f) for f in ("mcu_depthwise_conv2d_s8.c", "mcu_depthwise_conv2d_s8_inplace.c")]
     b = load_board(board)
     fw = build_firmware(b, [tmp / "main.c", *kernels], [rt / "include"], tmp / "out")
     result = run_qemu(b, fw.elf)

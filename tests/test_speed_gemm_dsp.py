@@ -31,7 +31,7 @@ from cbind import MCU_OK
 from conftest import requires_qemu
 from mcu.backends.optimized import tuned
 from mcu.device.boards import load_board
-from mcu.paths import runtime_dir
+from mcu.paths import kernel_source, runtime_dir
 from mcu.reference import kernels as ref
 from test_kernels_s8_packed import _firmware_source, _params, lib  # noqa: F401 (lib: the fixture)
 
@@ -103,7 +103,7 @@ def test_wide_layers_on_host(lib, case: dict) -> None:
 def _kernel_at(opt: str, tmp: Path) -> Path:
     """The kernel's source compiled at `opt` (a pragma ahead of it: the build's -O2 stays for the rest)."""
     src = tmp / f"packed{opt.replace('-', '_')}.c"
-    src.write_text(f'#pragma GCC optimize("{opt[1:]}")\n#include "{runtime_dir() / "kernels" / tuned.SOURCE}"\n')
+    src.write_text(f'#pragma GCC optimize("{opt[1:]}")\n#include "{kernel_source(tuned.SOURCE)}"\n')
     return src
 
 
@@ -124,7 +124,7 @@ def test_wide_layers_on_core(tmp_path_factory, board_name: str, opt: str, wide: 
     tmp = tmp_path_factory.mktemp("gemm_dsp")
     main = tmp / "main.c"
     main.write_text(_firmware_source(cases))
-    kernel = runtime_dir() / "kernels" / tuned.SOURCE if opt == "-O2" else _kernel_at(opt, tmp)
+    kernel = kernel_source(tuned.SOURCE) if opt == "-O2" else _kernel_at(opt, tmp)
     board = load_board(board_name)
     defines = {"MCU_PIXEL_WIDE_TAPS": wide} if wide else None
     fw = build_firmware(board, [main, kernel], [runtime_dir() / "include"], tmp / "out", defines=defines)
@@ -140,7 +140,7 @@ def test_wide_kernel_compiles_at_every_level(opt: str, tmp_path) -> None:
 
     for board_name in ("mps2-an505", "mps2-an386"):
         flags = [f for f in compile_flags(load_board(board_name)) if not f.startswith("-O")]
-        src = runtime_dir() / "kernels" / tuned.SOURCE
+        src = kernel_source(tuned.SOURCE)
         done = subprocess.run([str(find_cross_compiler()), *flags, opt, "-c", "-o", str(tmp_path / "k.o"), str(src)],
                               capture_output=True, text=True)
         assert done.returncode == 0, f"{board_name} at {opt}:\n{done.stderr[-2000:]}"

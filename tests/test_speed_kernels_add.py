@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 import test_kernels_s8 as base
 from conftest import requires_qemu
 from mcu.reference import kernels as ref
+from mcu.paths import kernel_source
 
 MAX_DIMS = 6  # MCU_MAX_DIMS
 
@@ -87,6 +88,6 @@ def test_add_table_path_on_core(tmp_path_factory, board: str, cases: list[dict])
     (tmp / "main.c").write_text(_program(cases))
     rt = runtime_dir()
     b = load_board(board)
-    fw = build_firmware(b, [tmp / "main.c", rt / "kernels" / "mcu_add_s8.c"], [rt / "include"], tmp / "out")
+    fw = build_firmware(b, [tmp / "main.c", kernel_source("mcu_add_s8.c")], [rt / "include"], tmp / "out")
     result = run_qemu(b, fw.elf)
     assert "ADD PASS" in result.console and result.exit_code == 0, result.console[-2000:]

@@ -1,4 +1,4 @@
-"""The depthwise kernels' pixel path for small 3x3 images (runtime_c/kernels/internal/dw_px_s8_dsp.h),
+"""The depthwise kernels' pixel path for small 3x3 images (runtime_c/kernels/convolution/dw_px_s8_dsp.h),
 bit-exact with the Python reference: on the host with the DSP instructions emulated (hypothesis,
 every overlap mode) and on the simulated Cortex-M33 and M4 (batches of drawn layers per firmware).
 

@@ -1,5 +1,5 @@
 """The Helium (MVE) path of convolutions with 1 to 4 input channels (every model's first layer;
-runtime_c/kernels/internal/mve_conv_narrow_s8.h) on the simulated Cortex-M55 (mps3-an547 in QEMU),
+runtime_c/kernels/convolution/mve_conv_narrow_s8.h) on the simulated Cortex-M55 (mps3-an547 in QEMU),
 bit-exact with the Python reference.
 
 The path copies the input columns a run of output pixels reads into a column-major stripe (padded

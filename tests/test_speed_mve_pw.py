@@ -1,4 +1,4 @@
-"""The Helium (MVE) 1x1 convolution's pair path (runtime_c/kernels/internal/mve_pw_s8.h: four output
+"""The Helium (MVE) 1x1 convolution's pair path (runtime_c/kernels/convolution/mve_pw_s8.h: four output
 channels times two pixels per pass from a column packed per pair, every other pair walking the weight
 rows backwards, the zero-padded copy of the last four rows when rows are not whole chunks, and the
 one-pixel path for the rest) on the simulated Cortex-M55 (mps3-an547 in QEMU), bit-exact with the

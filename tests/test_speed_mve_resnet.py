@@ -2,12 +2,12 @@
 the Python reference (mcu/reference/kernels.py):
 
 - the int8 add and subtract through the operands' tables, 16 elements per step
-  (runtime_c/kernels/internal/mve_add_s8.h): contiguous rows of 1 to 5000 elements (the 16-element steps
+  (runtime_c/kernels/elementwise/mve_add_s8.h): contiguous rows of 1 to 5000 elements (the 16-element steps
   and the predicated rest), broadcast operands (rows that take the table loop and rows that do not),
   operands overwritten in place, every zero-point, multipliers 0 / 2^30 / 2^31 - 1, input shifts over
   [-31, 30], left shifts 0 / 20 / 23, output shifts over [-31, -1] (the table loop) and beyond (the
   other rows), saturating data and clamps, and halvings with small shifts (exact rounding ties);
-- the convolution's three-pixel blocks (runtime_c/kernels/internal/mve_conv3_s8.h): input channels
+- the convolution's three-pixel blocks (runtime_c/kernels/convolution/mve_conv3_s8.h): input channels
   16 / 32 / 48 / 64, output channels 1..130 (even ones up to 64 take the path), strides 1 and 2,
   padding, windows inside and at the edges, images whose pixel count is not a multiple of three,
   batches, shifts down to -31, zero-points at the ends; and the layers around it (other channel
@@ -32,7 +32,7 @@ import test_kernels_s8 as base
 import test_kernels_s8_mve as mve
 from conftest import requires_qemu
 from mcu.device.boards import load_board
-from mcu.paths import cache_dir, runtime_dir
+from mcu.paths import cache_dir, kernel_source, runtime_dir
 from mcu.reference import kernels as ref
 
 BOARD = "mps3-an547"
@@ -134,7 +134,7 @@ def _run_program(text: str, kernels: list[str], tag: str) -> str:
     (out / "main.c").write_text(text)
     board = load_board(BOARD)
     rt = runtime_dir()
-    fw = build_firmware(board, [out / "main.c", *(rt / "kernels" / k for k in kernels)], [rt / "include"], out)
+    fw = build_firmware(board, [out / "main.c", *(kernel_source(k) for k in kernels)], [rt / "include"], out)
     result = run_qemu(board, fw.elf, timeout_s=120)
     assert result.exit_code == 0 and "CASES PASS" in result.console, result.console[-2000:]
     return result.console

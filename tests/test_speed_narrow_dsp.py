@@ -1,4 +1,4 @@
-"""mcu_conv2d_packed_s8's path for few taps per pixel (runtime_c/kernels/internal/conv_narrow_s8_dsp.h):
+"""mcu_conv2d_packed_s8's path for few taps per pixel (runtime_c/kernels/convolution/conv_narrow_s8_dsp.h):
 first layers and narrow pointwise layers with a ReLU-style activation range, bit-exact with the
 Python reference.
 
@@ -30,7 +30,7 @@ from conftest import requires_qemu
 from mcu.backends.optimized import tuned
 from mcu.device.boards import load_board
 from mcu.ir import Op
-from mcu.paths import runtime_dir
+from mcu.paths import kernel_source, runtime_dir
 from mcu.reference import kernels as ref
 from mcu.reference.arith import requantize
 from test_kernels_s8_opt import build_emulated_lib, load_bound
@@ -236,7 +236,7 @@ def _run_on_core(tmp: Path, board_name: str, cases: list[dict]) -> None:
     main.write_text(_firmware_source(cases))
     board = load_board(board_name)
     rt = runtime_dir()
-    fw = build_firmware(board, [main, rt / "kernels" / tuned.SOURCE], [rt / "include"], tmp / "out")
+    fw = build_firmware(board, [main, kernel_source(tuned.SOURCE)], [rt / "include"], tmp / "out")
     result = run_qemu(board, fw.elf, timeout_s=180)
     assert result.exit_code == 0 and "packed cases failed: 0" in result.console, result.console
 

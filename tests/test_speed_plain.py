@@ -1,4 +1,4 @@
-"""The MCU_S8_WIDE int8 paths (runtime_c/kernels/internal/plain_s8.h), bit-exact with the Python reference.
+"""The MCU_S8_WIDE int8 paths (runtime_c/kernels/common/plain_s8.h), bit-exact with the Python reference.
 
 Cores without the DSP extension that multiply-accumulate 32 x 32 -> 64 bits in one instruction (the
 Cortex-M3) and the host build take these paths, so the host library under test here runs them: two
@@ -286,7 +286,7 @@ def test_wide_paths_are_chosen_by_core(cpu: str, wide: int, tmp_path: Path) -> N
     """The Cortex-M3 compiles the MCU_S8_WIDE paths; the M0+ (no SMLAL) keeps its loops, and cores
     with the DSP extension or Helium take their own paths."""
     probe = tmp_path / "probe.c"
-    probe.write_text('#include "internal/plain_s8.h"\nint mcu_probe_wide = MCU_S8_WIDE;\n')
+    probe.write_text('#include "common/plain_s8.h"\nint mcu_probe_wide = MCU_S8_WIDE;\n')
     flags = ["-mthumb", f"-mcpu={cpu}"]
     if cpu == "cortex-m55":
         flags += ["-mfloat-abi=hard", "-mfpu=auto"]

@@ -1,7 +1,7 @@
 """The int8 kernels' plain loops of cores without a one-instruction 64-bit multiply-accumulate
 (Cortex-M0+, ARMv6-M), bit-exact with the Python reference.
 
-The host build takes the MCU_S8_WIDE paths (runtime_c/kernels/internal/plain_s8.h), as the Cortex-M3
+The host build takes the MCU_S8_WIDE paths (runtime_c/kernels/common/plain_s8.h), as the Cortex-M3
 does, so the loops the M0+ runs are built here a second time with ``-DMCU_S8_NO_WIDE`` and the plain
 kernels' property tests and overlap-contract tests run against that build. (On the boards, the M0+
 firmware builds of tests/test_boards_m0plus.py run them natively.)
@@ -16,10 +16,8 @@ import pytest
 import cbind_s8 as cb
 import test_kernels_s8 as base
 import test_memory_contracts as contracts
+from mcu.paths import kernels_dir
 from test_kernels_s8_opt import build_host_variant, load_bound
-
-REPO = Path(__file__).resolve().parents[1]
-RT = REPO / "runtime_c"
 
 
 def build_narrow_lib() -> Path:
@@ -48,7 +46,7 @@ def lib(narrow):
 
 def test_narrow_build_is_another_build() -> None:
     """The switch the build uses exists in the header that selects the paths."""
-    text = (RT / "kernels" / "internal" / "plain_s8.h").read_text()
+    text = (kernels_dir() / "common" / "plain_s8.h").read_text()
     assert "!defined(MCU_S8_NO_WIDE)" in text
     assert build_narrow_lib().exists()
 

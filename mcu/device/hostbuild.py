@@ -22,7 +22,7 @@ from mcu.backends.optimized.specialise import define_flags
 from mcu.emit.c_model import GeneratedLibrary
 from mcu.errors import McuError
 from mcu.ir import NUMPY_DTYPES
-from mcu.paths import cache_dir, runtime_dir
+from mcu.paths import cache_dir, kernel_source, kernels_dir, runtime_dir
 
 HOST_CFLAGS = ["-std=c11", "-O2", "-fPIC", "-shared", "-Wall", "-Wextra", "-Werror"]
 
@@ -38,7 +38,7 @@ def find_host_cc() -> str:
 
 def library_sources(lib: GeneratedLibrary) -> list[Path]:
     rt = runtime_dir()
-    return [rt / "kernels" / s for s in lib.kernel_sources] + [rt / s for s in lib.runtime_sources]
+    return [kernel_source(s) for s in lib.kernel_sources] + [rt / s for s in lib.runtime_sources]
 
 
 def _digest(lib: GeneratedLibrary, extra: list[Path]) -> str:
@@ -52,7 +52,7 @@ def _digest(lib: GeneratedLibrary, extra: list[Path]) -> str:
         h.update(path.read_bytes())
     for header in sorted((runtime_dir() / "include").rglob("*.h")):
         h.update(header.read_bytes())
-    for header in sorted((runtime_dir() / "kernels").rglob("*.h")):
+    for header in sorted(kernels_dir().rglob("*.h")):
         h.update(header.read_bytes())
     for d in lib.include_dirs:  # an external backend's headers (CMSIS-NN)
         for header in sorted(Path(d).rglob("*.h")):

@@ -20,7 +20,7 @@ import numpy as np
 from mcu.device.console import parse_harness
 from mcu.errors import McuError
 from mcu.ir import NUMPY_DTYPES
-from mcu.paths import cache_dir, runtime_dir
+from mcu.paths import cache_dir, kernel_source, runtime_dir
 
 TRACE_DEFINE = "MCU_TRACE"
 TRACE_SOURCE = "src/mcu_trace.c"
@@ -78,7 +78,7 @@ def build_variant(cm: Any, kind: str, defines: dict[str, Any], extra_sources: tu
             path.write_text(text)
     rt = runtime_dir()
     sources = [src_dir / n for n in files if n.endswith(".c")]
-    sources += [rt / "kernels" / s for s in cm.library.kernel_sources]
+    sources += [kernel_source(s) for s in cm.library.kernel_sources]
     sources += [rt / s for s in (*cm.library.runtime_sources, *extra_sources)]
     includes = [src_dir, rt / "include", *map(Path, cm.library.include_dirs)]
     return build_firmware(cm.board, sources, includes, Path(out_dir), defines=defines, stack_usage=stack_usage)

@@ -178,7 +178,7 @@ class GeneratedLibrary:
 
     prefix: str
     files: dict[str, str]
-    kernel_sources: list[str]  # paths relative to runtime_c/kernels (absolute: an external backend's)
+    kernel_sources: list[str]  # runtime_c/kernels file names (mcu.paths.kernel_source); absolute: an external backend's
     runtime_sources: list[str]  # paths relative to runtime_c
     view: ModelView
     include_dirs: list[str] = field(default_factory=list)  # an external backend's headers (CMSIS-NN)

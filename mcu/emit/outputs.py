@@ -138,7 +138,7 @@ def stage_sources(out_dir: Path, files: dict[str, str], library: Any) -> tuple[l
     """Write the generated ``files`` into ``out_dir/src`` (unchanged files keep their time stamps, files of
     an earlier build there are removed) and return the sources and include folders of a firmware build
     with ``library``'s kernels and runtime (a mcu.emit.c_model.GeneratedLibrary)."""
-    from mcu.paths import runtime_dir
+    from mcu.paths import kernel_source, runtime_dir
 
     ensure_dir(out_dir)
     src = Path(out_dir) / "src"
@@ -152,6 +152,6 @@ def stage_sources(out_dir: Path, files: dict[str, str], library: Any) -> tuple[l
             stale.unlink()
     rt = runtime_dir()
     sources = [src / n for n in files if n.endswith(".c")]
-    sources += [rt / "kernels" / s for s in library.kernel_sources]
+    sources += [kernel_source(s) for s in library.kernel_sources]
     sources += [rt / s for s in library.runtime_sources]
     return sources, [src, rt / "include", *map(Path, library.include_dirs)]

@@ -119,7 +119,7 @@ def fold_conv_pads(graph: Graph) -> Graph:
     """A zero padding of the spatial dims right before a convolution (causal padding,
     ``F.pad(x, ((k - 1) * d, 0))``, or any F.pad a model writes) becomes the convolution's own: the
     padded copy disappears, ``padding`` grows by the leading pads and the output size implies the
-    trailing ones, which every convolution kernel takes (internal/window.h). In int8 the fill must
+    trailing ones, which every convolution kernel takes (common/window.h). In int8 the fill must
     be the input's zero-point, the value a padded tap contributes nothing with."""
     for conv in [op for op in graph.ops if op.kind in ("conv2d", "depthwise_conv2d")]:
         x = conv.inputs[0]

@@ -25,7 +25,7 @@ from mcu.device.boards import Board, MemoryRegion
 from mcu.device.console import HarnessReport, parse_harness
 from mcu.emit.c_model import environment
 from mcu.errors import McuError
-from mcu.paths import cache_dir, runtime_dir
+from mcu.paths import all_kernel_sources, cache_dir, kernel_source, runtime_dir
 from mcu.program.format import kernel_macro
 from mcu.device.toolchain import Firmware, build_firmware, find_cross_compiler
 
@@ -91,10 +91,9 @@ def interpreter_sources() -> list[Path]:
 
 def kernel_sources(functions: Iterable[str] | None = None) -> list[Path]:
     """Kernel files for these C functions (one public kernel per file), or every kernel."""
-    kdir = runtime_dir() / "kernels"
     if functions is None:
-        return sorted(kdir.glob("*.c"))
-    return [kdir / f"{f}.c" for f in sorted(set(functions))]
+        return all_kernel_sources()
+    return [kernel_source(f"{f}.c") for f in sorted(set(functions))]
 
 
 def firmware_view(board: Board) -> _FirmwareView:

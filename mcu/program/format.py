@@ -1,16 +1,20 @@
 """The program file's fixed parts: header layout, kernel ids, dtype codes, field ids.
 
-Mirrors runtime_c/include/mcu/program.h (header, kernel ids) and
-runtime_c/schema/program.fbs (field ids = declaration order); tests check
-both against the C sources.
+Mirrors runtime_c/include/mcu/program.h (header), runtime_c/schema/program.fbs (field ids = declaration
+order); the kernel ids are read from the interpreter's table, runtime_c/interp/mcu_kernels.def. Tests check
+these against the C sources.
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 import struct
 import zlib
 from dataclasses import dataclass
+from pathlib import Path
+
+from mcu.paths import runtime_dir
 
 FORMAT_VERSION = 1
 HEADER_SIZE = 64
@@ -34,94 +38,18 @@ DTYPE_CODES = {"float32": 0, "int8": 1, "int16": 2, "int32": 3, "uint8": 4}
 PLACEMENT_ARENA, PLACEMENT_CONSTANT = 0, 1
 SEGMENT_INLINE, SEGMENT_EXTERNAL = 0, 1
 
-# C kernel function -> Instruction.kernel (mcu_program_kernel in program.h).
-KERNEL_IDS: dict[str, int] = {
-    "mcu_conv2d_f32": 1,
-    "mcu_linear_f32": 2,
-    "mcu_max_pool2d_f32": 3,
-    "mcu_avg_pool2d_f32": 4,
-    "mcu_mean_hw_f32": 5,
-    "mcu_add_f32": 6,
-    "mcu_sub_f32": 7,
-    "mcu_mul_f32": 8,
-    "mcu_div_f32": 9,
-    "mcu_clamp_f32": 10,
-    "mcu_sigmoid_f32": 11,
-    "mcu_tanh_f32": 12,
-    "mcu_hardswish_f32": 13,
-    "mcu_softmax_f32": 14,
-    "mcu_batch_norm_f32": 15,
-    "mcu_permute": 16,
-    "mcu_concat": 17,
-    "mcu_pad": 18,
-    "mcu_conv2d_s8": 19,
-    "mcu_depthwise_conv2d_s8": 20,
-    "mcu_linear_s8": 21,
-    "mcu_add_s8": 22,
-    "mcu_sub_s8": 23,
-    "mcu_mul_s8": 24,
-    "mcu_max_pool2d_s8": 25,
-    "mcu_avg_pool2d_s8": 26,
-    "mcu_mean_hw_s8": 27,
-    "mcu_softmax_s8": 28,
-    "mcu_lut_s8": 29,
-    "mcu_requantize_s8": 30,
-    "mcu_clamp_s8": 31,
-    "mcu_quantize_f32_s8": 32,
-    "mcu_dequantize_s8_f32": 33,
-    "mcu_conv2d_1x1_s8": 34,
-    "mcu_depthwise_conv2d_s8_inplace": 35,
-    "mcu_linear_w8_f32": 36,
-    "mcu_linear_dyn_s8": 37,
-    "mcu_slice": 38,
-    # 4-bit groupwise weights and model state (issue 17): ids 230-259.
-    "mcu_linear_w4_f32": 230,
-    "mcu_linear_w4_s8": 231,
-    "mcu_index_put": 232,
-    "mcu_compare": 233,
-    "mcu_where": 234,
-    "mcu_embedding": 235,
-    "mcu_embedding_s8_f32": 236,
-    # normalisation, reductions and int8 activations (issue 18): ids 180-219.
-    "mcu_unary_f32": 180,
-    "mcu_layer_norm_f32": 181,
-    "mcu_bmm_f32": 182,
-    "mcu_reduce_f32": 183,
-    "mcu_maximum_f32": 184,
-    "mcu_minimum_f32": 185,
-    "mcu_layer_norm_s8": 186,
-    "mcu_group_norm_f32": 187,
-    "mcu_var_f32": 188,
-    "mcu_argmax_f32": 189,
-    "mcu_argmax_s8": 190,
-    "mcu_log_softmax_f32": 191,
-    "mcu_prelu_f32": 192,
-    # resampling and data movement (issue 18): ids 140-179.
-    "mcu_remap": 140,
-    "mcu_index_select": 141,
-    "mcu_gather": 142,
-    "mcu_resize_bilinear_f32": 143,
-    "mcu_resize_bilinear_s8": 144,
-    "mcu_adaptive_avg_pool_f32": 145,
-    "mcu_adaptive_avg_pool_s8": 146,
-    "mcu_reduce_s8": 193,
-    "mcu_rms_norm_f32": 194,
-    "mcu_bmm_s8": 195,
-    # convolutions (issue 18): ids 100-139.
-    "mcu_conv_transpose2d_f32": 100,
-    "mcu_conv_transpose2d_s8": 101,
-    "mcu_conv_transpose2d_phased_s8": 102,
-    "mcu_conv2d_grouped_s8": 103,
-    # integer recurrent layers (issue 18): ids 240-249.
-    "mcu_lstm_s8": 240,
-    "mcu_gru_s8": 241,
-    # int8 islands made integer (issue 18): ids 250-259.
-    "mcu_maximum_s8": 250,
-    "mcu_minimum_s8": 251,
-    "mcu_div_s8": 252,
-    "mcu_prelu_s8": 253,
-    "mcu_log_softmax_s8": 254,
-}
+# One row per kernel in the interpreter's table (MCU_KERNEL(NAME, ID, ...)); NAME is the C function without mcu_.
+_KERNEL_ROW = re.compile(r"^MCU_KERNEL\((\w+), (\d+),", re.M)
+
+
+def kernel_table(path: Path | None = None) -> dict[str, int]:
+    """C kernel function -> Instruction.kernel, read from runtime_c/interp/mcu_kernels.def (the table the
+    interpreter's checks and dispatch are built from; its ids are mcu_program_kernel's in program.h)."""
+    text = (path or runtime_dir() / "interp" / "mcu_kernels.def").read_text()
+    return {f"mcu_{name.lower()}": int(kid) for name, kid in _KERNEL_ROW.findall(text)}
+
+
+KERNEL_IDS: dict[str, int] = kernel_table()
 KERNEL_DELEGATE = 255
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Callable
 
 from mcu.errors import McuError
-from mcu.paths import cache_dir, runtime_dir
+from mcu.paths import all_kernel_sources, cache_dir, runtime_dir
 
 CLANG_CANDIDATES = ("clang", "clang-19", "clang-16", "clang-15", "clang-14")
 INSTALL_HINT = "install clang and libFuzzer: sudo apt-get install clang-14 libclang-rt-14-dev (Debian bookworm)"
@@ -50,7 +50,7 @@ def find_fuzz_clang() -> Path | None:
 def _fuzzer_command(out: Path, clang: Path) -> list[str]:
     rt = runtime_dir()
     sources = [rt / "interp" / "fuzz" / "fuzz_program.c", *sorted((rt / "interp").glob("*.c")),
-               *sorted((rt / "kernels").glob("*.c")), rt / "src" / "mcu_status.c", rt / "src" / "mcu_delegate.c"]
+               *all_kernel_sources(), rt / "src" / "mcu_status.c", rt / "src" / "mcu_delegate.c"]
     return [str(clang), "-std=c11", "-g", "-O1", f"-fsanitize={SANITIZERS}", "-fno-sanitize-recover=undefined",
             "-Wall", "-Wextra", "-Werror", f"-I{rt / 'include'}", *map(str, sources), "-lm", "-o", str(out)]
 
@@ -74,8 +74,8 @@ def cached_fuzzer(clang: Path | None = None) -> Path:
         raise McuError("no clang with libFuzzer found", hint=INSTALL_HINT)
     rt = runtime_dir()
     digest = hashlib.sha256(" ".join(_fuzzer_command(Path("out"), clang)).encode())
-    for path in sorted([*rt.glob("interp/**/*.[ch]"), *rt.glob("kernels/**/*.[ch]"), *rt.glob("include/**/*.h"),
-                        *rt.glob("src/*.c")]):
+    for path in sorted([*rt.glob("interp/**/*.[ch]"), *rt.glob("interp/*.def"), *rt.glob("kernels/**/*.[ch]"),
+                        *rt.glob("include/**/*.h"), *rt.glob("src/*.c")]):
         digest.update(str(path.relative_to(rt)).encode() + b"\0" + path.read_bytes())
     out = cache_dir() / "fuzz" / digest.hexdigest()[:24] / "fuzz_program"
     if not out.is_file():

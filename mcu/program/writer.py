@@ -235,8 +235,8 @@ def _method(fb: _Builder, src: MethodSource, segments: _Segments,
             continue
         if call.function not in fmt.KERNEL_IDS or not call.operands:
             raise UnsupportedKernel(f"kernel {call.function} ({op.name}) has no program kernel id yet",
-                                    hint="add it to KERNEL_IDS (mcu/program/format.py), mcu_program_kernel "
-                                         "(program.h) and the interpreter's kernel table")
+                                    hint="add its row to the interpreter's kernel table (runtime_c/interp/mcu_kernels.def) "
+                                         "and its id to mcu_program_kernel (program.h)")
         operands = []
         for o in call.operands:
             if o is not SCRATCH:

@@ -1,6 +1,6 @@
 """The int8 integer arithmetic of runtime_c/include/mcu/kernels_s8.h, in numpy.
 
-Every function here mirrors a piece of C in runtime_c/kernels/internal/requant.h
+Every function here mirrors a piece of C in runtime_c/kernels/common/requant.h
 (or a kernel) exactly, with int64 intermediates so nothing overflows silently.
 Array functions accept numpy integer arrays or Python ints and broadcast their
 arguments; results are int64 arrays (callers narrow them).

@@ -1,5 +1,5 @@
 """int8 layer and RMS normalisation (issue 18): the compile-time parameters and the bit-exact Python reference
-of ``mcu_layer_norm_s8`` (runtime_c/kernels/mcu_layer_norm_s8.c, whose header comment states the
+of ``mcu_layer_norm_s8`` (runtime_c/kernels/normalisation/mcu_layer_norm_s8.c, whose header comment states the
 arithmetic), and the 256-entry tables of the elementwise functions of ``mcu_unary_f32`` at int8.
 
 Per row of n int8 codes q: S = sum q; d_i = n q_i - S; W = sum d_i^2 + E with E = round(n^3 eps / s_in^2);

@@ -1,5 +1,5 @@
 """Integer LSTM and GRU layers: the arithmetic of ``mcu_lstm_s8`` and ``mcu_gru_s8``
-(runtime_c/kernels/mcu_lstm_s8.c, mcu_gru_s8.c), bit for bit, and their compile-time parameters.
+(runtime_c/kernels/recurrent/mcu_lstm_s8.c, mcu_gru_s8.c), bit for bit, and their compile-time parameters.
 
 The LSTM follows TFLite Micro's integer LSTM (int8 input and hidden state, int8 weights, int32 bias,
 int16 gates and cell): per gate row r, the input and the recurrent products are requantized

@@ -150,8 +150,8 @@ typedef union {
     mcu_resample_s8_params resample_s8;
     mcu_reduce_s8_params reduce_s8;
     mcu_bmm_s8_params bmm_s8;
-    mcu_recurrent_s8_params recurrent_s8; /* integer recurrent layers (issue 18) */
-    mcu_prelu_s8_params prelu_s8; /* int8 islands made integer (issue 18) */
+    mcu_recurrent_s8_params recurrent_s8;
+    mcu_prelu_s8_params prelu_s8;
     mcu_log_softmax_s8_params log_softmax_s8;
 } mcu_program_params_view;
 
@@ -166,15 +166,48 @@ typedef struct {
     const uint8_t *data;        /**< constants: their bytes (per-channel quantization checks) */
 } mcu_operand_desc;
 
+/** The elements each operand of an instruction must hold (`need`), from its params; checks of params that
+ *  the count depends on. One per row of mcu_kernels.def (mcu_program_kernels.c). */
+typedef mcu_status (*mcu_program_need_fn)(uint32_t kernel, const mcu_operand_desc *ops, uint32_t n_ops,
+                                          const int32_t *p, uint32_t *need);
+/** Whether the parameter words alone are in the kernel's range (mcu_program_params.c). */
+typedef int (*mcu_program_params_fn)(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w);
+/** Whether the memory between the operands (`bytes`: what the kernel touches in each) and the per-channel
+ *  quantization constants are what the kernel accepts (mcu_program_params.c). */
+typedef int (*mcu_program_alias_fn)(uint32_t kernel, const mcu_operand_desc *ops, const uint32_t *bytes,
+                                    uint32_t n_ops, const int32_t *p);
+
+/** One kernel of mcu_kernels.def as the loader checks it. */
+typedef struct {
+    const char *sig;   /**< operand dtypes, one letter each (mcu_kernels.def) */
+    mcu_program_need_fn need;
+    mcu_program_params_fn params;
+    mcu_program_alias_fn alias;
+    uint8_t n_params;
+    uint8_t kept;      /**< in this build */
+    uint8_t weights;   /**< 0, or the first operand that may share no byte with the output */
+} mcu_program_kernel_row;
+
+/* The check functions the table names (several kernels may name the same one). */
+#define MCU_KERNEL(name, id, n_params, operands, weights, need, params, alias, ...)                                  \
+    mcu_status mcu_program_need_##need(uint32_t kernel, const mcu_operand_desc *ops, uint32_t n_ops,               \
+                                       const int32_t *p, uint32_t *need_);                                         \
+    int mcu_program_params_##params(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w);           \
+    int mcu_program_alias_##alias(uint32_t kernel, const mcu_operand_desc *ops, const uint32_t *bytes,             \
+                                  uint32_t n_ops, const int32_t *p);
+#include "mcu_kernels.def"
+#undef MCU_KERNEL
+
 /** Verify one instruction's operand dtypes, param count and operand sizes (mcu_program_kernels.c). */
 mcu_status mcu_program_check_kernel(uint32_t kernel, const mcu_operand_desc *ops, uint32_t n_ops,
                                     const int32_t *params, uint32_t n_params);
-/** The conditions each kernel tests on its parameter words alone (mcu_program_params.c). */
-mcu_status mcu_program_check_params(uint32_t kernel, const int32_t *params, uint32_t n_params);
-/** The memory each kernel accepts between its operands (`bytes`: what the kernel touches in each) and its
+/** The conditions kernel `row` tests on its parameter words alone (mcu_program_params.c). */
+mcu_status mcu_program_check_params(uint32_t kernel, const mcu_program_kernel_row *row, const int32_t *params,
+                                    uint32_t n_params);
+/** The memory kernel `row` accepts between its operands (`bytes`: what the kernel touches in each) and its
  *  per-channel quantization constants (mcu_program_params.c). */
-mcu_status mcu_program_check_operands(uint32_t kernel, const mcu_operand_desc *ops, const uint32_t *bytes,
-                                      uint32_t n_ops, const int32_t *params);
+mcu_status mcu_program_check_operands(uint32_t kernel, const mcu_program_kernel_row *row, const mcu_operand_desc *ops,
+                                      const uint32_t *bytes, uint32_t n_ops, const int32_t *params);
 /** Call the kernel; operands and params already verified. */
 mcu_status mcu_program_dispatch(uint32_t kernel, void *const *ops, const uint32_t *sizes, uint32_t n_ops,
                                 const int32_t *params, uint32_t n_params, int32_t elem_size);

@@ -7,11 +7,11 @@
 #include <float.h>
 #include <string.h>
 
-#include "../kernels/internal/adaptive.h"
-#include "../kernels/internal/binary_s8.h"
-#include "../kernels/internal/check.h"
-#include "../kernels/internal/pool_f32.h"
-#include "../kernels/internal/pool_s8.h"
+#include "../kernels/pooling/adaptive.h"
+#include "../kernels/elementwise/binary_s8.h"
+#include "../kernels/common/check.h"
+#include "../kernels/pooling/pool_f32.h"
+#include "../kernels/pooling/pool_s8.h"
 #include "mcu/kernels_f32.h"
 #include "mcu/kernels_generic.h"
 #include "mcu/kernels_mixed.h"
@@ -155,254 +155,445 @@ static int scale_ok(float scale, int32_t zero_point)
     return scale > 0.0f && scale <= FLT_MAX && zero_point >= INT8_MIN && zero_point <= INT8_MAX;
 }
 
-mcu_status mcu_program_check_params(uint32_t kernel, const int32_t *w, uint32_t n_params)
+int mcu_program_params_conv_f32(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)kernel;
+    (void)w;
+    return conv_f32_ok(&u->conv_f32);
+}
+
+int mcu_program_params_linear_f32(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)w;
+    const int32_t in_dims[2] = {u->linear_f32.batch, u->linear_f32.in_features};
+    const int32_t w_dims[2] = {u->linear_f32.out_features, u->linear_f32.in_features};
+    const int32_t out_dims[2] = {u->linear_f32.batch, u->linear_f32.out_features};
+    return mcu_act_bounds_valid(u->linear_f32.act_min, u->linear_f32.act_max) &&
+           mcu_checked_count(in_dims, 2, 4) > 0 && mcu_checked_count(out_dims, 2, 4) > 0 &&
+           mcu_checked_count(w_dims, 2, 4) > 0 &&
+           (kernel != MCU_K_LINEAR_DYN_S8 || u->linear_f32.in_features <= 66000);
+}
+
+int mcu_program_params_max_pool2d_f32(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)kernel;
+    (void)w;
+    return pool_f32_ok(&u->pool_f32, 0);
+}
+
+int mcu_program_params_avg_pool2d_f32(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)kernel;
+    (void)w;
+    return pool_f32_ok(&u->pool_f32, 1);
+}
+
+int mcu_program_params_mean_hw_f32(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)w;
+    (void)kernel;
+    return shape4_ok((const mcu_shape4 *)u->w, 4);
+}
+
+int mcu_program_params_binary_f32(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)kernel;
+    (void)w;
+    return binary_f32_ok(&u->binary_f32);
+}
+
+int mcu_program_params_clamp_f32(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)kernel;
+    (void)u;
+    return w[0] > 0 && w[0] <= INT32_MAX / 4 && mcu_act_bounds_valid(as_float(w[1]), as_float(w[2]));
+}
+
+int mcu_program_params_count_f32(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)kernel;
+    (void)u;
+    return w[0] > 0 && w[0] <= INT32_MAX / 4;
+}
+
+int mcu_program_params_rows_f32(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)kernel;
+    (void)u;
+    return mcu_checked_count(w, 3, 4) > 0;
+}
+
+int mcu_program_params_permute(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)kernel;
+    (void)w;
+    return permute_ok(&u->permute);
+}
+
+int mcu_program_params_conv_s8(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)kernel;
+    (void)w;
+    return conv_s8_ok(&u->conv_s8, 0);
+}
+
+int mcu_program_params_conv_transpose2d_phased_s8(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)kernel;
+    (void)w;
+    return conv_s8_ok(&u->conv_s8, 0) && u->conv_s8.groups == 1 && u->conv_s8.dilation_h == 1 &&
+           u->conv_s8.dilation_w == 1;
+}
+
+int mcu_program_params_conv2d_1x1_s8(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)kernel;
+    (void)w;
+    return conv_s8_ok(&u->conv_s8, 1);
+}
+
+int mcu_program_params_depthwise_conv2d_s8(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)kernel;
+    (void)w;
+    return depthwise_s8_ok(&u->depthwise_s8);
+}
+
+int mcu_program_params_depthwise_conv2d_s8_inplace(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)kernel;
+    (void)w;
+    /* the in-place kernel's own conditions: the output is the input's memory, same shape, and the ring
+     * of pad_top + 1 rows must hold every row a window still reads */
+    return depthwise_s8_ok(&u->depthwise_s8) && u->depthwise_s8.stride_h == 1 && u->depthwise_s8.stride_w == 1 &&
+           u->depthwise_s8.dilation_h == 1 && u->depthwise_s8.dilation_w == 1 && u->depthwise_s8.ch_mult == 1 &&
+           u->depthwise_s8.pad_top < u->depthwise_s8.kernel_h && u->depthwise_s8.pad_left < u->depthwise_s8.kernel_w &&
+           u->depthwise_s8.output.h == u->depthwise_s8.input.h && u->depthwise_s8.output.w == u->depthwise_s8.input.w &&
+           u->depthwise_s8.output.c == u->depthwise_s8.input.c;
+}
+
+int mcu_program_params_linear_s8(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)kernel;
+    (void)w;
+    const mcu_linear_s8_params *p = &u->linear_s8;
+    const int32_t in_dims[2] = {p->batch, p->in_features};
+    const int32_t w_dims[2] = {p->out_features, p->in_features};
+    const int32_t out_dims[2] = {p->batch, p->out_features};
+    return mcu_input_offset_valid(p->input_offset) && mcu_output_offset_valid(p->output_offset) &&
+           mcu_act_s8_valid(p->act_min, p->act_max) && mcu_checked_count(in_dims, 2, 1) > 0 &&
+           mcu_checked_count(w_dims, 2, 1) > 0 && mcu_checked_count(out_dims, 2, 1) > 0 &&
+           p->out_features <= INT32_MAX / 4;
+}
+
+int mcu_program_params_binary_s8_add(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    /* add and sub, and maximum and minimum with the add's parameters */
+    (void)kernel;
+    (void)w;
+    return binary_s8_ok(&u->binary_s8, 0);
+}
+
+int mcu_program_params_binary_s8_mul(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)kernel;
+    (void)w;
+    return binary_s8_ok(&u->binary_s8, 1);
+}
+
+int mcu_program_params_log_softmax_s8(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)kernel;
+    return mcu_checked_count(w, 3, 1) > 0 && u->log_softmax_s8.input_multiplier >= 0 &&
+           u->log_softmax_s8.log_multiplier >= 0 && mcu_output_offset_valid(u->log_softmax_s8.output_offset);
+}
+
+int mcu_program_params_prelu_s8(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)kernel;
+    (void)w;
+    return u->prelu_s8.size > 0 && u->prelu_s8.channels > 0 && u->prelu_s8.inner > 0 &&
+           mcu_input_offset_valid(u->prelu_s8.input_offset) && mcu_output_offset_valid(u->prelu_s8.output_offset) &&
+           mcu_act_s8_valid(u->prelu_s8.act_min, u->prelu_s8.act_max) &&
+           mcu_quant_valid(u->prelu_s8.pos_multiplier, u->prelu_s8.pos_shift) &&
+           mcu_quant_valid(u->prelu_s8.neg_multiplier, u->prelu_s8.neg_shift);
+}
+
+int mcu_program_params_max_pool2d_s8(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)kernel;
+    (void)w;
+    return pool_s8_ok(&u->pool_s8, 0);
+}
+
+int mcu_program_params_avg_pool2d_s8(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)kernel;
+    (void)w;
+    return pool_s8_ok(&u->pool_s8, 1);
+}
+
+int mcu_program_params_mean_hw_s8(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)w;
+    (void)kernel;
+    const mcu_mean_hw_s8_params *p = &u->mean_hw_s8;
+    return mcu_input_offset_valid(p->input_offset) && mcu_output_offset_valid(p->output_offset) &&
+           mcu_act_s8_valid(p->act_min, p->act_max) && mcu_quant_valid(p->multiplier, p->shift) &&
+           shape4_ok(&p->input, 1) && (int64_t)p->input.h * p->input.w <= INT32_MAX / 255;
+}
+
+int mcu_program_params_softmax_s8(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)kernel;
+    (void)w;
+    const mcu_softmax_s8_params *p = &u->softmax_s8;
+    const int32_t dims[3] = {p->outer, p->axis, p->inner};
+    return p->input_multiplier >= 0 && p->input_left_shift >= 0 && p->input_left_shift <= 31 &&
+           p->diff_min <= 0 && mcu_checked_count(dims, 3, 1) > 0 && p->axis <= MCU_SOFTMAX_MAX_AXIS;
+}
+
+int mcu_program_params_lut_s8(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)kernel;
+    (void)u;
+    return w[0] >= 0;
+}
+
+int mcu_program_params_requantize_s8(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)kernel;
+    (void)u;
+    return w[0] >= 0 && mcu_input_offset_valid(w[1]) && mcu_quant_valid(w[2], w[3]) &&
+           mcu_output_offset_valid(w[4]) && mcu_act_s8_valid(w[5], w[6]);
+}
+
+int mcu_program_params_clamp_s8(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)kernel;
+    (void)u;
+    return w[0] >= 0 && mcu_act_s8_valid(w[1], w[2]);
+}
+
+int mcu_program_params_quantize_f32_s8(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)kernel;
+    (void)u;
+    return w[0] >= 0 && w[0] <= INT32_MAX / 4 && scale_ok(as_float(w[1]), w[2]);
+}
+
+int mcu_program_params_linear_w4_f32(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)w;
+    const mcu_linear_w4_params *p = &u->linear_w4;
+    const int32_t in_dims[2] = {p->batch, p->in_features};
+    const int32_t w_dims[2] = {p->out_features, p->in_features};
+    const int32_t out_dims[2] = {p->batch, p->out_features};
+    return mcu_act_bounds_valid(p->act_min, p->act_max) && mcu_checked_count(in_dims, 2, 4) > 0 &&
+           mcu_checked_count(out_dims, 2, 4) > 0 && mcu_checked_count(w_dims, 2, 1) > 0 && p->group_size > 0 &&
+           p->group_size % 2 == 0 && p->in_features % p->group_size == 0 &&
+           (kernel != MCU_K_LINEAR_W4_S8 || p->in_features <= 1000000);
+}
+
+int mcu_program_params_index_put(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)kernel;
+    (void)w;
+    const mcu_index_put_params *p = &u->index_put;
+    const int32_t state_dims[3] = {p->outer, p->axis, p->inner};
+    const int32_t value_dims[3] = {p->outer, p->count, p->inner};
+    return mcu_checked_count(state_dims, 3, 4) > 0 && mcu_checked_count(value_dims, 3, 4) > 0;
+}
+
+int mcu_program_params_compare(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)kernel;
+    (void)w;
+    return u->compare.rank >= 1 && u->compare.rank <= MCU_MAX_DIMS && u->compare.cmp >= MCU_CMP_EQ &&
+           u->compare.cmp <= MCU_CMP_GE && mcu_checked_count(u->compare.out_shape, u->compare.rank, 4) > 0;
+}
+
+int mcu_program_params_where(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)kernel;
+    (void)w;
+    return u->where.rank >= 1 && u->where.rank <= MCU_MAX_DIMS &&
+           mcu_checked_count(u->where.out_shape, u->where.rank, 4) > 0;
+}
+
+int mcu_program_params_embedding(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)kernel;
+    (void)w;
+    const int32_t table[2] = {u->embedding.rows, u->embedding.cols};
+    const int32_t out[2] = {u->embedding.count, u->embedding.cols};
+    return mcu_checked_count(table, 2, 4) > 0 && mcu_checked_count(out, 2, 4) > 0;
+}
+
+int mcu_program_params_unary_f32(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)kernel;
+    (void)w;
+    return u->unary_f32.size > 0 && u->unary_f32.size <= INT32_MAX / 4 && u->unary_f32.fn >= 0 &&
+           u->unary_f32.fn < (int32_t)MCU_UNARY_COUNT;
+}
+
+int mcu_program_params_layer_norm_f32(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)kernel;
+    return mcu_checked_count(w, 2, 4) > 0 && u->layer_norm_f32.eps >= 0.0f;
+}
+
+int mcu_program_params_bmm_f32(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)kernel;
+    (void)w;
+    const mcu_bmm_f32_params *p = &u->bmm_f32;
+    const int32_t out_dims[3] = {p->batch, p->m, p->n};
+    return p->k > 0 && p->a_batch_stride >= 0 && p->b_batch_stride >= 0 && mcu_checked_count(out_dims, 3, 4) > 0;
+}
+
+int mcu_program_params_reduce_f32(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)kernel;
+    return mcu_checked_count(w, 3, 4) > 0 && u->reduce_f32.op >= 0 && u->reduce_f32.op < (int32_t)MCU_REDUCE_COUNT;
+}
+
+int mcu_program_params_layer_norm_s8(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)kernel;
+    (void)w;
+    const mcu_layer_norm_s8_params *p = &u->layer_norm_s8;
+    return p->rows > 0 && p->cols > 0 && p->cols <= MCU_LAYER_NORM_S8_MAX_COLS && p->rows <= INT32_MAX / p->cols &&
+           (uint32_t)p->eps_hi < (1u << 29) && mcu_output_offset_valid(p->output_offset) &&
+           mcu_act_s8_valid(p->act_min, p->act_max) && (p->rms == 0 || p->rms == 1) &&
+           p->input_zero_point >= -128 && p->input_zero_point <= 127;
+}
+
+int mcu_program_params_group_norm_f32(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)kernel;
+    const mcu_group_norm_f32_params *p = &u->group_norm_f32;
+    return mcu_checked_count(w, 3, 4) > 0 && p->groups > 0 && p->channels % p->groups == 0 &&
+           (p->channels_last == 0 || p->channels_last == 1) && p->eps >= 0.0f;
+}
+
+int mcu_program_params_var_f32(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)kernel;
+    return mcu_checked_count(w, 3, 4) > 0 && u->var_f32.divisor >= 0.0f;
+}
+
+int mcu_program_params_argmax_s8(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)kernel;
+    (void)u;
+    return mcu_checked_count(w, 3, 1) > 0 && w[0] <= INT32_MAX / 4 / w[2];
+}
+
+int mcu_program_params_bmm_s8(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)kernel;
+    (void)w;
+    const mcu_bmm_s8_params *p = &u->bmm_s8;
+    const int32_t out_dims[3] = {p->batch, p->m, p->n};
+    return p->k > 0 && p->k <= 32768 && p->a_batch_stride >= 0 && p->b_batch_stride >= 0 &&
+           mcu_checked_count(out_dims, 3, 1) > 0 && mcu_input_offset_valid(p->a_offset) &&
+           mcu_input_offset_valid(p->b_offset) && mcu_output_offset_valid(p->output_offset) &&
+           mcu_act_s8_valid(p->act_min, p->act_max) && mcu_quant_valid(p->multiplier, p->shift);
+}
+
+int mcu_program_params_reduce_s8(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)kernel;
+    const mcu_reduce_s8_params *p = &u->reduce_s8;
+    return mcu_checked_count(w, 3, 1) > 0 && p->reduce <= INT32_MAX / 256 && p->op >= 0 &&
+           p->op < (int32_t)MCU_REDUCE_COUNT && mcu_input_offset_valid(p->input_offset) &&
+           mcu_output_offset_valid(p->output_offset) && mcu_act_s8_valid(p->act_min, p->act_max) &&
+           mcu_quant_valid(p->multiplier, p->shift);
+}
+
+int mcu_program_params_prelu_f32(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)kernel;
+    (void)w;
+    return u->prelu_f32.size > 0 && u->prelu_f32.size <= INT32_MAX / 4 && u->prelu_f32.channels > 0 &&
+           u->prelu_f32.inner > 0;
+}
+
+int mcu_program_params_remap_gather(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)kernel;
+    return u->remap.rank >= 1 && u->remap.rank <= MCU_MAX_DIMS && w[13] > 0 &&
+           mcu_checked_count(u->remap.in_shape, u->remap.rank, w[13]) > 0 &&
+           mcu_checked_count(u->remap.out_shape, u->remap.rank, w[13]) > 0;
+}
+
+int mcu_program_params_gather(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)kernel;
+    int ok = 1;
+    ok = u->gather.rank >= 1 && u->gather.rank <= MCU_MAX_DIMS && u->gather.dim >= 0 && u->gather.dim < u->gather.rank &&
+         w[14] > 0 && mcu_checked_count(u->gather.in_shape, u->gather.rank, w[14]) > 0 &&
+         mcu_checked_count(u->gather.out_shape, u->gather.rank, w[14]) > 0;
+    for (int32_t d = 0; ok && d < u->gather.rank; ++d) {
+        ok = d == u->gather.dim || u->gather.out_shape[d] <= u->gather.in_shape[d];
+    }
+    return ok;
+}
+
+int mcu_program_params_index_select(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)kernel;
+    const mcu_index_select_params *p = &u->index_select;
+    const int32_t in_dims[3] = {p->outer, p->axis, p->inner};
+    const int32_t out_dims[3] = {p->outer, p->count, p->inner};
+    return w[4] > 0 && mcu_checked_count(in_dims, 3, w[4]) > 0 && mcu_checked_count(out_dims, 3, w[4]) > 0;
+}
+
+int mcu_program_params_resample(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)w;
+    const mcu_resample_f32_params *p = &u->resample_f32; /* the s8 struct has the same fields */
+    const int32_t size = kernel == MCU_K_RESIZE_BILINEAR_F32 || kernel == MCU_K_ADAPTIVE_AVG_POOL_F32 ? 4 : 1;
+    const int32_t in_dims[4] = {p->outer, p->in_h, p->in_w, p->inner};
+    const int32_t out_dims[4] = {p->outer, p->out_h, p->out_w, p->inner};
+    return mcu_checked_count(in_dims, 4, size) > 0 && mcu_checked_count(out_dims, 4, size) > 0 &&
+           (kernel != MCU_K_ADAPTIVE_AVG_POOL_S8 || (int64_t)p->in_h * p->in_w <= INT32_MAX / 128) &&
+           ((kernel != MCU_K_ADAPTIVE_AVG_POOL_F32 && kernel != MCU_K_ADAPTIVE_AVG_POOL_S8) ||
+            mcu_adaptive_fits(p->in_h, p->in_w, p->out_h, p->out_w));
+}
+
+int mcu_program_params_recurrent_s8(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)kernel;
+    (void)w;
+    const mcu_recurrent_s8_params *p = &u->recurrent_s8;
+    const int32_t in_dims[3] = {p->batch, p->steps, p->input_size};
+    const int32_t out_dims[3] = {p->batch, p->steps, p->hidden};
+    return mcu_checked_count(in_dims, 3, 1) > 0 && mcu_checked_count(out_dims, 3, 1) > 0 &&
+           p->input_size <= MCU_RECURRENT_S8_MAX_FEATURES && p->hidden <= MCU_RECURRENT_S8_MAX_FEATURES &&
+           p->hidden_zp >= INT8_MIN && p->hidden_zp <= INT8_MAX && p->out_mult >= 0 && p->out_shift >= -31 &&
+           p->out_shift <= 30 && p->state_shift >= 0 && p->state_shift <= 15;
+}
+
+int mcu_program_params_none(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    /* concat, pad, slice: their checks in mcu_program_check_kernel cover the kernels' own */
+    (void)kernel;
+    (void)u;
+    (void)w;
+    int ok = 1;
+    return ok;
+}
+
+mcu_status mcu_program_check_params(uint32_t kernel, const mcu_program_kernel_row *row, const int32_t *w,
+                                    uint32_t n_params)
 {
     mcu_program_params_view u;
     memset(&u, 0, sizeof(u));
     memcpy(&u, w, (n_params < MCU_PROGRAM_MAX_PARAMS ? n_params : MCU_PROGRAM_MAX_PARAMS) * sizeof(int32_t));
-    int ok = 1;
-    switch (kernel) {
-    case MCU_K_CONV2D_F32:
-    case MCU_K_CONV_TRANSPOSE2D_F32: ok = conv_f32_ok(&u.conv_f32); break;
-    case MCU_K_LINEAR_F32:
-    case MCU_K_LINEAR_W8_F32:
-    case MCU_K_LINEAR_DYN_S8: {
-        const int32_t in_dims[2] = {u.linear_f32.batch, u.linear_f32.in_features};
-        const int32_t w_dims[2] = {u.linear_f32.out_features, u.linear_f32.in_features};
-        const int32_t out_dims[2] = {u.linear_f32.batch, u.linear_f32.out_features};
-        ok = mcu_act_bounds_valid(u.linear_f32.act_min, u.linear_f32.act_max) &&
-             mcu_checked_count(in_dims, 2, 4) > 0 && mcu_checked_count(out_dims, 2, 4) > 0 &&
-             mcu_checked_count(w_dims, 2, 4) > 0 &&
-             (kernel != MCU_K_LINEAR_DYN_S8 || u.linear_f32.in_features <= 66000);
-        break;
-    }
-    case MCU_K_MAX_POOL2D_F32: ok = pool_f32_ok(&u.pool_f32, 0); break;
-    case MCU_K_AVG_POOL2D_F32: ok = pool_f32_ok(&u.pool_f32, 1); break;
-    case MCU_K_MEAN_HW_F32: ok = shape4_ok((const mcu_shape4 *)u.w, 4); break;
-    case MCU_K_ADD_F32:
-    case MCU_K_SUB_F32:
-    case MCU_K_MUL_F32:
-    case MCU_K_DIV_F32: ok = binary_f32_ok(&u.binary_f32); break;
-    case MCU_K_CLAMP_F32:
-        ok = w[0] > 0 && w[0] <= INT32_MAX / 4 && mcu_act_bounds_valid(as_float(w[1]), as_float(w[2]));
-        break;
-    case MCU_K_SIGMOID_F32:
-    case MCU_K_TANH_F32:
-    case MCU_K_HARDSWISH_F32: ok = w[0] > 0 && w[0] <= INT32_MAX / 4; break;
-    case MCU_K_SOFTMAX_F32:
-    case MCU_K_BATCH_NORM_F32: ok = mcu_checked_count(w, 3, 4) > 0; break;
-    case MCU_K_PERMUTE: ok = permute_ok(&u.permute); break;
-    case MCU_K_CONV2D_S8:
-    case MCU_K_CONV_TRANSPOSE2D_S8: ok = conv_s8_ok(&u.conv_s8, 0); break;
-    case MCU_K_CONV_TRANSPOSE2D_PHASED_S8:
-        ok = conv_s8_ok(&u.conv_s8, 0) && u.conv_s8.groups == 1 && u.conv_s8.dilation_h == 1 &&
-             u.conv_s8.dilation_w == 1;
-        break;
-    case MCU_K_CONV2D_GROUPED_S8: ok = conv_s8_ok(&u.conv_s8, 0); break;
-    case MCU_K_CONV2D_1X1_S8: ok = conv_s8_ok(&u.conv_s8, 1); break;
-    case MCU_K_DEPTHWISE_CONV2D_S8: ok = depthwise_s8_ok(&u.depthwise_s8); break;
-    case MCU_K_DEPTHWISE_CONV2D_S8_INPLACE:
-        /* the in-place kernel's own conditions: the output is the input's memory, same shape, and the ring
-         * of pad_top + 1 rows must hold every row a window still reads */
-        ok = depthwise_s8_ok(&u.depthwise_s8) && u.depthwise_s8.stride_h == 1 && u.depthwise_s8.stride_w == 1 &&
-             u.depthwise_s8.dilation_h == 1 && u.depthwise_s8.dilation_w == 1 && u.depthwise_s8.ch_mult == 1 &&
-             u.depthwise_s8.pad_top < u.depthwise_s8.kernel_h && u.depthwise_s8.pad_left < u.depthwise_s8.kernel_w &&
-             u.depthwise_s8.output.h == u.depthwise_s8.input.h && u.depthwise_s8.output.w == u.depthwise_s8.input.w &&
-             u.depthwise_s8.output.c == u.depthwise_s8.input.c;
-        break;
-    case MCU_K_LINEAR_S8: {
-        const mcu_linear_s8_params *p = &u.linear_s8;
-        const int32_t in_dims[2] = {p->batch, p->in_features};
-        const int32_t w_dims[2] = {p->out_features, p->in_features};
-        const int32_t out_dims[2] = {p->batch, p->out_features};
-        ok = mcu_input_offset_valid(p->input_offset) && mcu_output_offset_valid(p->output_offset) &&
-             mcu_act_s8_valid(p->act_min, p->act_max) && mcu_checked_count(in_dims, 2, 1) > 0 &&
-             mcu_checked_count(w_dims, 2, 1) > 0 && mcu_checked_count(out_dims, 2, 1) > 0 &&
-             p->out_features <= INT32_MAX / 4;
-        break;
-    }
-    case MCU_K_ADD_S8:
-    case MCU_K_SUB_S8:
-    case MCU_K_MAXIMUM_S8: /* int8 islands made integer (issue 18): the add's parameters */
-    case MCU_K_MINIMUM_S8: ok = binary_s8_ok(&u.binary_s8, 0); break;
-    case MCU_K_DIV_S8: ok = binary_s8_ok(&u.binary_s8, 1); break;
-    case MCU_K_LOG_SOFTMAX_S8:
-        ok = mcu_checked_count(w, 3, 1) > 0 && u.log_softmax_s8.input_multiplier >= 0 &&
-             u.log_softmax_s8.log_multiplier >= 0 && mcu_output_offset_valid(u.log_softmax_s8.output_offset);
-        break;
-    case MCU_K_PRELU_S8:
-        ok = u.prelu_s8.size > 0 && u.prelu_s8.channels > 0 && u.prelu_s8.inner > 0 &&
-             mcu_input_offset_valid(u.prelu_s8.input_offset) && mcu_output_offset_valid(u.prelu_s8.output_offset) &&
-             mcu_act_s8_valid(u.prelu_s8.act_min, u.prelu_s8.act_max) &&
-             mcu_quant_valid(u.prelu_s8.pos_multiplier, u.prelu_s8.pos_shift) &&
-             mcu_quant_valid(u.prelu_s8.neg_multiplier, u.prelu_s8.neg_shift);
-        break;
-    case MCU_K_MUL_S8: ok = binary_s8_ok(&u.binary_s8, 1); break;
-    case MCU_K_MAX_POOL2D_S8: ok = pool_s8_ok(&u.pool_s8, 0); break;
-    case MCU_K_AVG_POOL2D_S8: ok = pool_s8_ok(&u.pool_s8, 1); break;
-    case MCU_K_MEAN_HW_S8: {
-        const mcu_mean_hw_s8_params *p = &u.mean_hw_s8;
-        ok = mcu_input_offset_valid(p->input_offset) && mcu_output_offset_valid(p->output_offset) &&
-             mcu_act_s8_valid(p->act_min, p->act_max) && mcu_quant_valid(p->multiplier, p->shift) &&
-             shape4_ok(&p->input, 1) && (int64_t)p->input.h * p->input.w <= INT32_MAX / 255;
-        break;
-    }
-    case MCU_K_SOFTMAX_S8: {
-        const mcu_softmax_s8_params *p = &u.softmax_s8;
-        const int32_t dims[3] = {p->outer, p->axis, p->inner};
-        ok = p->input_multiplier >= 0 && p->input_left_shift >= 0 && p->input_left_shift <= 31 &&
-             p->diff_min <= 0 && mcu_checked_count(dims, 3, 1) > 0 && p->axis <= MCU_SOFTMAX_MAX_AXIS;
-        break;
-    }
-    case MCU_K_LUT_S8: ok = w[0] >= 0; break;
-    case MCU_K_REQUANTIZE_S8:
-        ok = w[0] >= 0 && mcu_input_offset_valid(w[1]) && mcu_quant_valid(w[2], w[3]) &&
-             mcu_output_offset_valid(w[4]) && mcu_act_s8_valid(w[5], w[6]);
-        break;
-    case MCU_K_CLAMP_S8: ok = w[0] >= 0 && mcu_act_s8_valid(w[1], w[2]); break;
-    case MCU_K_QUANTIZE_F32_S8:
-    case MCU_K_DEQUANTIZE_S8_F32: ok = w[0] >= 0 && w[0] <= INT32_MAX / 4 && scale_ok(as_float(w[1]), w[2]); break;
-    /* 4-bit groupwise weights and model state (issue 17) */
-    case MCU_K_LINEAR_W4_F32:
-    case MCU_K_LINEAR_W4_S8: {
-        const mcu_linear_w4_params *p = &u.linear_w4;
-        const int32_t in_dims[2] = {p->batch, p->in_features};
-        const int32_t w_dims[2] = {p->out_features, p->in_features};
-        const int32_t out_dims[2] = {p->batch, p->out_features};
-        ok = mcu_act_bounds_valid(p->act_min, p->act_max) && mcu_checked_count(in_dims, 2, 4) > 0 &&
-             mcu_checked_count(out_dims, 2, 4) > 0 && mcu_checked_count(w_dims, 2, 1) > 0 && p->group_size > 0 &&
-             p->group_size % 2 == 0 && p->in_features % p->group_size == 0 &&
-             (kernel != MCU_K_LINEAR_W4_S8 || p->in_features <= 1000000);
-        break;
-    }
-    case MCU_K_INDEX_PUT: {
-        const mcu_index_put_params *p = &u.index_put;
-        const int32_t state_dims[3] = {p->outer, p->axis, p->inner};
-        const int32_t value_dims[3] = {p->outer, p->count, p->inner};
-        ok = mcu_checked_count(state_dims, 3, 4) > 0 && mcu_checked_count(value_dims, 3, 4) > 0;
-        break;
-    }
-    case MCU_K_COMPARE:
-        ok = u.compare.rank >= 1 && u.compare.rank <= MCU_MAX_DIMS && u.compare.cmp >= MCU_CMP_EQ &&
-             u.compare.cmp <= MCU_CMP_GE && mcu_checked_count(u.compare.out_shape, u.compare.rank, 4) > 0;
-        break;
-    case MCU_K_WHERE:
-        ok = u.where.rank >= 1 && u.where.rank <= MCU_MAX_DIMS &&
-             mcu_checked_count(u.where.out_shape, u.where.rank, 4) > 0;
-        break;
-    case MCU_K_EMBEDDING:
-    case MCU_K_EMBEDDING_S8_F32: {
-        const int32_t table[2] = {u.embedding.rows, u.embedding.cols};
-        const int32_t out[2] = {u.embedding.count, u.embedding.cols};
-        ok = mcu_checked_count(table, 2, 4) > 0 && mcu_checked_count(out, 2, 4) > 0;
-        break;
-    }
-    /* normalisation, reductions and int8 activations (issue 18) */
-    case MCU_K_UNARY_F32:
-        ok = u.unary_f32.size > 0 && u.unary_f32.size <= INT32_MAX / 4 && u.unary_f32.fn >= 0 &&
-             u.unary_f32.fn < (int32_t)MCU_UNARY_COUNT;
-        break;
-    case MCU_K_LAYER_NORM_F32:
-    case MCU_K_RMS_NORM_F32: ok = mcu_checked_count(w, 2, 4) > 0 && u.layer_norm_f32.eps >= 0.0f; break;
-    case MCU_K_BMM_F32: {
-        const mcu_bmm_f32_params *p = &u.bmm_f32;
-        const int32_t out_dims[3] = {p->batch, p->m, p->n};
-        ok = p->k > 0 && p->a_batch_stride >= 0 && p->b_batch_stride >= 0 && mcu_checked_count(out_dims, 3, 4) > 0;
-        break;
-    }
-    case MCU_K_REDUCE_F32:
-        ok = mcu_checked_count(w, 3, 4) > 0 && u.reduce_f32.op >= 0 && u.reduce_f32.op < (int32_t)MCU_REDUCE_COUNT;
-        break;
-    case MCU_K_MAXIMUM_F32:
-    case MCU_K_MINIMUM_F32: ok = binary_f32_ok(&u.binary_f32); break;
-    case MCU_K_LAYER_NORM_S8: {
-        const mcu_layer_norm_s8_params *p = &u.layer_norm_s8;
-        ok = p->rows > 0 && p->cols > 0 && p->cols <= MCU_LAYER_NORM_S8_MAX_COLS && p->rows <= INT32_MAX / p->cols &&
-             (uint32_t)p->eps_hi < (1u << 29) && mcu_output_offset_valid(p->output_offset) &&
-             mcu_act_s8_valid(p->act_min, p->act_max) && (p->rms == 0 || p->rms == 1) &&
-             p->input_zero_point >= -128 && p->input_zero_point <= 127;
-        break;
-    }
-    case MCU_K_GROUP_NORM_F32: {
-        const mcu_group_norm_f32_params *p = &u.group_norm_f32;
-        ok = mcu_checked_count(w, 3, 4) > 0 && p->groups > 0 && p->channels % p->groups == 0 &&
-             (p->channels_last == 0 || p->channels_last == 1) && p->eps >= 0.0f;
-        break;
-    }
-    case MCU_K_VAR_F32: ok = mcu_checked_count(w, 3, 4) > 0 && u.var_f32.divisor >= 0.0f; break;
-    case MCU_K_ARGMAX_F32:
-    case MCU_K_LOG_SOFTMAX_F32: ok = mcu_checked_count(w, 3, 4) > 0; break;
-    case MCU_K_ARGMAX_S8: ok = mcu_checked_count(w, 3, 1) > 0 && w[0] <= INT32_MAX / 4 / w[2]; break;
-    case MCU_K_BMM_S8: {
-        const mcu_bmm_s8_params *p = &u.bmm_s8;
-        const int32_t out_dims[3] = {p->batch, p->m, p->n};
-        ok = p->k > 0 && p->k <= 32768 && p->a_batch_stride >= 0 && p->b_batch_stride >= 0 &&
-             mcu_checked_count(out_dims, 3, 1) > 0 && mcu_input_offset_valid(p->a_offset) &&
-             mcu_input_offset_valid(p->b_offset) && mcu_output_offset_valid(p->output_offset) &&
-             mcu_act_s8_valid(p->act_min, p->act_max) && mcu_quant_valid(p->multiplier, p->shift);
-        break;
-    }
-    case MCU_K_REDUCE_S8: {
-        const mcu_reduce_s8_params *p = &u.reduce_s8;
-        ok = mcu_checked_count(w, 3, 1) > 0 && p->reduce <= INT32_MAX / 256 && p->op >= 0 &&
-             p->op < (int32_t)MCU_REDUCE_COUNT && mcu_input_offset_valid(p->input_offset) &&
-             mcu_output_offset_valid(p->output_offset) && mcu_act_s8_valid(p->act_min, p->act_max) &&
-             mcu_quant_valid(p->multiplier, p->shift);
-        break;
-    }
-    case MCU_K_PRELU_F32:
-        ok = u.prelu_f32.size > 0 && u.prelu_f32.size <= INT32_MAX / 4 && u.prelu_f32.channels > 0 &&
-             u.prelu_f32.inner > 0;
-        break;
-    /* resampling and data movement (issue 18) */
-    case MCU_K_REMAP:
-        ok = u.remap.rank >= 1 && u.remap.rank <= MCU_MAX_DIMS && w[13] > 0 &&
-             mcu_checked_count(u.remap.in_shape, u.remap.rank, w[13]) > 0 &&
-             mcu_checked_count(u.remap.out_shape, u.remap.rank, w[13]) > 0;
-        break;
-    case MCU_K_GATHER:
-        ok = u.gather.rank >= 1 && u.gather.rank <= MCU_MAX_DIMS && u.gather.dim >= 0 && u.gather.dim < u.gather.rank &&
-             w[14] > 0 && mcu_checked_count(u.gather.in_shape, u.gather.rank, w[14]) > 0 &&
-             mcu_checked_count(u.gather.out_shape, u.gather.rank, w[14]) > 0;
-        for (int32_t d = 0; ok && d < u.gather.rank; ++d) {
-            ok = d == u.gather.dim || u.gather.out_shape[d] <= u.gather.in_shape[d];
-        }
-        break;
-    case MCU_K_INDEX_SELECT: {
-        const mcu_index_select_params *p = &u.index_select;
-        const int32_t in_dims[3] = {p->outer, p->axis, p->inner};
-        const int32_t out_dims[3] = {p->outer, p->count, p->inner};
-        ok = w[4] > 0 && mcu_checked_count(in_dims, 3, w[4]) > 0 && mcu_checked_count(out_dims, 3, w[4]) > 0;
-        break;
-    }
-    case MCU_K_RESIZE_BILINEAR_F32:
-    case MCU_K_RESIZE_BILINEAR_S8:
-    case MCU_K_ADAPTIVE_AVG_POOL_F32:
-    case MCU_K_ADAPTIVE_AVG_POOL_S8: {
-        const mcu_resample_f32_params *p = &u.resample_f32; /* the s8 struct has the same fields */
-        const int32_t size = kernel == MCU_K_RESIZE_BILINEAR_F32 || kernel == MCU_K_ADAPTIVE_AVG_POOL_F32 ? 4 : 1;
-        const int32_t in_dims[4] = {p->outer, p->in_h, p->in_w, p->inner};
-        const int32_t out_dims[4] = {p->outer, p->out_h, p->out_w, p->inner};
-        ok = mcu_checked_count(in_dims, 4, size) > 0 && mcu_checked_count(out_dims, 4, size) > 0 &&
-             (kernel != MCU_K_ADAPTIVE_AVG_POOL_S8 || (int64_t)p->in_h * p->in_w <= INT32_MAX / 128) &&
-             ((kernel != MCU_K_ADAPTIVE_AVG_POOL_F32 && kernel != MCU_K_ADAPTIVE_AVG_POOL_S8) ||
-              mcu_adaptive_fits(p->in_h, p->in_w, p->out_h, p->out_w));
-        break;
-    }
-    case MCU_K_LSTM_S8: /* integer recurrent layers (issue 18) */
-    case MCU_K_GRU_S8: {
-        const mcu_recurrent_s8_params *p = &u.recurrent_s8;
-        const int32_t in_dims[3] = {p->batch, p->steps, p->input_size};
-        const int32_t out_dims[3] = {p->batch, p->steps, p->hidden};
-        ok = mcu_checked_count(in_dims, 3, 1) > 0 && mcu_checked_count(out_dims, 3, 1) > 0 &&
-             p->input_size <= MCU_RECURRENT_S8_MAX_FEATURES && p->hidden <= MCU_RECURRENT_S8_MAX_FEATURES &&
-             p->hidden_zp >= INT8_MIN && p->hidden_zp <= INT8_MAX && p->out_mult >= 0 && p->out_shift >= -31 &&
-             p->out_shift <= 30 && p->state_shift >= 0 && p->state_shift <= 15;
-        break;
-    }
-    default: break; /* concat, pad, slice: their checks in mcu_program_check_kernel cover the kernels' own */
-    }
-    return ok ? MCU_OK : MCU_ERR_PROGRAM_INVALID;
+    return row->params(kernel, &u, w) ? MCU_OK : MCU_ERR_PROGRAM_INVALID;
 }
 
 /* Operands a and b (arena tensors, the kernel touching `na` and `nb` bytes) share bytes. Constants are
@@ -611,181 +802,308 @@ static int tables_ok(uint32_t kernel, const mcu_operand_desc *t, const int32_t *
     }
 }
 
-mcu_status mcu_program_check_operands(uint32_t kernel, const mcu_operand_desc *ops, const uint32_t *bytes,
-                                      uint32_t n_ops, const int32_t *p)
+int mcu_program_alias_window_s8(uint32_t kernel, const mcu_operand_desc *ops, const uint32_t *bytes, uint32_t n_ops,
+                                const int32_t *p)
+{
+    /* conv2d, depthwise and grouped: the window contract of conv2d */
+    (void)kernel;
+    (void)p;
+    const uint32_t last = n_ops - 1;
+    const mcu_operand_desc *out = &ops[last];
+    const uint32_t nout = bytes[last];
+    return per_channel_ok(ops, bytes) && window_ok(&ops[0], bytes[0], out, nout) &&
+           !overlap(&ops[5], (uint32_t)ops[5].nbytes, &ops[0], bytes[0]) &&
+           !overlap(&ops[5], (uint32_t)ops[5].nbytes, out, nout);
+}
+
+int mcu_program_alias_linear_s8(uint32_t kernel, const mcu_operand_desc *ops, const uint32_t *bytes, uint32_t n_ops,
+                                const int32_t *p)
+{
+    (void)kernel;
+    (void)p;
+    const uint32_t last = n_ops - 1;
+    const mcu_operand_desc *out = &ops[last];
+    const uint32_t nout = bytes[last];
+    return per_channel_ok(ops, bytes) && !overlap(&ops[0], bytes[0], out, nout) &&
+           !overlap(&ops[5], (uint32_t)ops[5].nbytes, &ops[0], bytes[0]) &&
+           !overlap(&ops[5], (uint32_t)ops[5].nbytes, out, nout);
+}
+
+int mcu_program_alias_conv2d_1x1_s8(uint32_t kernel, const mcu_operand_desc *ops, const uint32_t *bytes, uint32_t n_ops,
+                                    const int32_t *p)
+{
+    (void)kernel;
+    const uint32_t last = n_ops - 1;
+    const mcu_operand_desc *out = &ops[last];
+    const uint32_t nout = bytes[last];
+    /* The pixel loop runs forwards or backwards; some overlaps of input and output allow neither. */
+    const int64_t pixels = (int64_t)p[0] * p[1] * p[2];
+    const int64_t bi = p[3], bo = p[7];
+    const int64_t d = (int64_t)out->offset - (int64_t)ops[0].offset;
+    const int64_t fwd = bi - bo < pixels * (bi - bo) ? bi - bo : pixels * (bi - bo);
+    const int64_t bwd = (pixels - 1) * (bi - bo) > 0 ? (pixels - 1) * (bi - bo) : 0;
+    return per_channel_ok(ops, bytes) && ops[5].present &&
+           !overlap(&ops[5], (uint32_t)bo, &ops[0], bytes[0]) && !overlap(&ops[5], (uint32_t)bo, out, nout) &&
+           (!overlap(&ops[0], bytes[0], out, nout) || d <= fwd || d >= bwd);
+}
+
+int mcu_program_alias_depthwise_conv2d_s8_inplace(uint32_t kernel, const mcu_operand_desc *ops, const uint32_t *bytes,
+                                                  uint32_t n_ops, const int32_t *p)
+{
+    (void)kernel;
+    const uint32_t last = n_ops - 1;
+    const mcu_operand_desc *out = &ops[last];
+    const uint32_t nout = bytes[last];
+    const uint32_t ring = (uint32_t)(p[13] + 1) * (uint32_t)p[2] * (uint32_t)p[3]; /* pad_top + 1 rows */
+    return per_channel_ok(ops, bytes) && ops[5].present && !overlap(&ops[5], ring, out, nout);
+}
+
+int mcu_program_alias_window(uint32_t kernel, const mcu_operand_desc *ops, const uint32_t *bytes, uint32_t n_ops,
+                             const int32_t *p)
+{
+    (void)kernel;
+    (void)p;
+    const uint32_t last = n_ops - 1;
+    const mcu_operand_desc *out = &ops[last];
+    const uint32_t nout = bytes[last];
+    return window_ok(&ops[0], bytes[0], out, nout);
+}
+
+int mcu_program_alias_input_apart(uint32_t kernel, const mcu_operand_desc *ops, const uint32_t *bytes, uint32_t n_ops,
+                                  const int32_t *p)
+{
+    (void)kernel;
+    (void)p;
+    const uint32_t last = n_ops - 1;
+    const mcu_operand_desc *out = &ops[last];
+    const uint32_t nout = bytes[last];
+    return !overlap(&ops[0], bytes[0], out, nout);
+}
+
+int mcu_program_alias_movement(uint32_t kernel, const mcu_operand_desc *ops, const uint32_t *bytes, uint32_t n_ops,
+                               const int32_t *p)
+{
+    const uint32_t last = n_ops - 1;
+    const mcu_operand_desc *out = &ops[last];
+    const uint32_t nout = bytes[last];
+    return shapes_ok(kernel, p, (int32_t)mcu_dtype_size(out->dtype)) && !overlap(&ops[0], bytes[0], out, nout);
+}
+
+int mcu_program_alias_linear_dyn_s8(uint32_t kernel, const mcu_operand_desc *ops, const uint32_t *bytes, uint32_t n_ops,
+                                    const int32_t *p)
+{
+    (void)kernel;
+    const uint32_t last = n_ops - 1;
+    const mcu_operand_desc *out = &ops[last];
+    const uint32_t nout = bytes[last];
+    const uint32_t count = (uint32_t)p[0] * (uint32_t)p[1]; /* the int8 copy of the input in scratch */
+    return !overlap(&ops[1], bytes[1], out, nout) && !overlap(&ops[0], count, &ops[1], bytes[1]) &&
+           !overlap(&ops[0], count, out, nout);
+}
+
+int mcu_program_alias_compare(uint32_t kernel, const mcu_operand_desc *ops, const uint32_t *bytes, uint32_t n_ops,
+                              const int32_t *p)
+{
+    /* bytes out, wider operands in: no overlap at all */
+    const uint32_t last = n_ops - 1;
+    const mcu_operand_desc *out = &ops[last];
+    const uint32_t nout = bytes[last];
+    return !overlap(&ops[0], bytes[0], out, nout) && !overlap(&ops[1], bytes[1], out, nout) &&
+           (kernel != MCU_K_EMBEDDING || indices_ok(&ops[0], (uint32_t)p[2], 0, (int64_t)p[0] - 1));
+}
+
+int mcu_program_alias_embedding_s8_f32(uint32_t kernel, const mcu_operand_desc *ops, const uint32_t *bytes,
+                                       uint32_t n_ops, const int32_t *p)
+{
+    (void)kernel;
+    const uint32_t last = n_ops - 1;
+    const mcu_operand_desc *out = &ops[last];
+    const uint32_t nout = bytes[last];
+    return !overlap(&ops[0], bytes[0], out, nout) && !overlap(&ops[1], bytes[1], out, nout) &&
+           !overlap(&ops[2], bytes[2], out, nout) && indices_ok(&ops[0], (uint32_t)p[2], 0, (int64_t)p[0] - 1);
+}
+
+int mcu_program_alias_where(uint32_t kernel, const mcu_operand_desc *ops, const uint32_t *bytes, uint32_t n_ops,
+                            const int32_t *p)
+{
+    /* an operand may be the output itself, laid out as it (the kernel checks strides) */
+    (void)kernel;
+    (void)p;
+    const uint32_t last = n_ops - 1;
+    const mcu_operand_desc *out = &ops[last];
+    const uint32_t nout = bytes[last];
+    return !overlap(&ops[0], bytes[0], out, nout) &&
+           (!overlap(&ops[1], bytes[1], out, nout) || ops[1].offset == out->offset) &&
+           (!overlap(&ops[2], bytes[2], out, nout) || ops[2].offset == out->offset);
+}
+
+int mcu_program_alias_index_put(uint32_t kernel, const mcu_operand_desc *ops, const uint32_t *bytes, uint32_t n_ops,
+                                const int32_t *p)
+{
+    /* writes rows of the state (its output): values and positions stay apart from it */
+    (void)kernel;
+    const uint32_t last = n_ops - 1;
+    const mcu_operand_desc *out = &ops[last];
+    const uint32_t nout = bytes[last];
+    return !overlap(&ops[0], bytes[0], out, nout) && !overlap(&ops[1], bytes[1], out, nout) &&
+           indices_ok(&ops[0], (uint32_t)p[3], -(int64_t)p[1], (int64_t)p[1] - 1);
+}
+
+int mcu_program_alias_linear_w4_s8(uint32_t kernel, const mcu_operand_desc *ops, const uint32_t *bytes, uint32_t n_ops,
+                                   const int32_t *p)
+{
+    /* the row's int16 copy in scratch, word-aligned */
+    (void)kernel;
+    const uint32_t last = n_ops - 1;
+    const mcu_operand_desc *out = &ops[last];
+    const uint32_t nout = bytes[last];
+    const uint32_t count = 2u * (uint32_t)p[1];
+    return !overlap(&ops[1], bytes[1], out, nout) && !overlap(&ops[0], count, &ops[1], bytes[1]) &&
+           !overlap(&ops[0], count, out, nout) && ops[0].offset % 4u == 0;
+}
+
+int mcu_program_alias_tables(uint32_t kernel, const mcu_operand_desc *ops, const uint32_t *bytes, uint32_t n_ops,
+                             const int32_t *p)
 {
     const uint32_t last = n_ops - 1;
     const mcu_operand_desc *out = &ops[last];
     const uint32_t nout = bytes[last];
     int ok = 1;
-    switch (kernel) {
-    case MCU_K_CONV2D_S8:
-    case MCU_K_DEPTHWISE_CONV2D_S8:
-    case MCU_K_CONV2D_GROUPED_S8: /* convolutions (issue 18): the window contract of conv2d */
-        ok = per_channel_ok(ops, bytes) && window_ok(&ops[0], bytes[0], out, nout) &&
-             !overlap(&ops[5], (uint32_t)ops[5].nbytes, &ops[0], bytes[0]) &&
-             !overlap(&ops[5], (uint32_t)ops[5].nbytes, out, nout);
-        break;
-    case MCU_K_LINEAR_S8:
-        ok = per_channel_ok(ops, bytes) && !overlap(&ops[0], bytes[0], out, nout) &&
-             !overlap(&ops[5], (uint32_t)ops[5].nbytes, &ops[0], bytes[0]) &&
-             !overlap(&ops[5], (uint32_t)ops[5].nbytes, out, nout);
-        break;
-    case MCU_K_CONV2D_1X1_S8: {
-        /* The pixel loop runs forwards or backwards; some overlaps of input and output allow neither. */
-        const int64_t pixels = (int64_t)p[0] * p[1] * p[2];
-        const int64_t bi = p[3], bo = p[7];
-        const int64_t d = (int64_t)out->offset - (int64_t)ops[0].offset;
-        const int64_t fwd = bi - bo < pixels * (bi - bo) ? bi - bo : pixels * (bi - bo);
-        const int64_t bwd = (pixels - 1) * (bi - bo) > 0 ? (pixels - 1) * (bi - bo) : 0;
-        ok = per_channel_ok(ops, bytes) && ops[5].present &&
-             !overlap(&ops[5], (uint32_t)bo, &ops[0], bytes[0]) && !overlap(&ops[5], (uint32_t)bo, out, nout) &&
-             (!overlap(&ops[0], bytes[0], out, nout) || d <= fwd || d >= bwd);
-        break;
+    for (uint32_t i = 0; i < last; ++i) {
+        ok = ok && !overlap(&ops[i], bytes[i], out, nout);
     }
-    case MCU_K_DEPTHWISE_CONV2D_S8_INPLACE: {
-        const uint32_t ring = (uint32_t)(p[13] + 1) * (uint32_t)p[2] * (uint32_t)p[3]; /* pad_top + 1 rows */
-        ok = per_channel_ok(ops, bytes) && ops[5].present && !overlap(&ops[5], ring, out, nout);
-        break;
+    ok = ok && tables_ok(kernel, &ops[0], p);
+    return ok;
+}
+
+int mcu_program_alias_concat(uint32_t kernel, const mcu_operand_desc *ops, const uint32_t *bytes, uint32_t n_ops,
+                             const int32_t *p)
+{
+    (void)kernel;
+    (void)p;
+    const uint32_t last = n_ops - 1;
+    const mcu_operand_desc *out = &ops[last];
+    const uint32_t nout = bytes[last];
+    int ok = 1;
+    for (uint32_t i = 0; i < last; ++i) {
+        ok = ok && !overlap(&ops[i], bytes[i], out, nout);
     }
-    case MCU_K_CONV2D_F32:
-    case MCU_K_MAX_POOL2D_F32:
-    case MCU_K_AVG_POOL2D_F32:
-    case MCU_K_MAX_POOL2D_S8:
-    case MCU_K_AVG_POOL2D_S8: ok = window_ok(&ops[0], bytes[0], out, nout); break;
-    case MCU_K_LINEAR_F32:
-    case MCU_K_LINEAR_W8_F32:
-    case MCU_K_LINEAR_W4_F32:
-    case MCU_K_MEAN_HW_F32:
-    case MCU_K_MEAN_HW_S8: ok = !overlap(&ops[0], bytes[0], out, nout); break;
-    case MCU_K_PERMUTE:
-    case MCU_K_PAD:
-    case MCU_K_SLICE:
-        ok = shapes_ok(kernel, p, (int32_t)mcu_dtype_size(out->dtype)) && !overlap(&ops[0], bytes[0], out, nout);
-        break;
-    case MCU_K_LINEAR_DYN_S8: {
-        const uint32_t count = (uint32_t)p[0] * (uint32_t)p[1]; /* the int8 copy of the input in scratch */
-        ok = !overlap(&ops[1], bytes[1], out, nout) && !overlap(&ops[0], count, &ops[1], bytes[1]) &&
-             !overlap(&ops[0], count, out, nout);
-        break;
+    return ok;
+}
+
+int mcu_program_alias_binary(uint32_t kernel, const mcu_operand_desc *ops, const uint32_t *bytes, uint32_t n_ops,
+                             const int32_t *p)
+{
+    (void)kernel;
+    const uint32_t last = n_ops - 1;
+    const mcu_operand_desc *out = &ops[last];
+    const uint32_t nout = bytes[last];
+    return binary_alias_ok(&ops[0], bytes[0], out, nout, p, p + 7) &&
+           binary_alias_ok(&ops[1], bytes[1], out, nout, p, p + 13);
+}
+
+int mcu_program_alias_batch_norm_f32(uint32_t kernel, const mcu_operand_desc *ops, const uint32_t *bytes,
+                                     uint32_t n_ops, const int32_t *p)
+{
+    (void)kernel;
+    (void)p;
+    const uint32_t last = n_ops - 1;
+    const mcu_operand_desc *out = &ops[last];
+    const uint32_t nout = bytes[last];
+    return elementwise_ok(&ops[2], bytes[2], out, nout) && !overlap(&ops[0], bytes[0], out, nout) &&
+           !overlap(&ops[1], bytes[1], out, nout);
+}
+
+int mcu_program_alias_lut_s8(uint32_t kernel, const mcu_operand_desc *ops, const uint32_t *bytes, uint32_t n_ops,
+                             const int32_t *p)
+{
+    (void)kernel;
+    (void)p;
+    const uint32_t last = n_ops - 1;
+    const mcu_operand_desc *out = &ops[last];
+    const uint32_t nout = bytes[last];
+    return elementwise_ok(&ops[1], bytes[1], out, nout) && !overlap(&ops[0], 256, out, nout);
+}
+
+int mcu_program_alias_log_softmax_s8(uint32_t kernel, const mcu_operand_desc *ops, const uint32_t *bytes,
+                                     uint32_t n_ops, const int32_t *p)
+{
+    /* [exp table, in, out] */
+    (void)kernel;
+    (void)p;
+    const uint32_t last = n_ops - 1;
+    const mcu_operand_desc *out = &ops[last];
+    const uint32_t nout = bytes[last];
+    return elementwise_ok(&ops[1], bytes[1], out, nout) && !overlap(&ops[0], bytes[0], out, nout) &&
+           ops[0].constant && const_in(&ops[0], 0, 256, 0, INT32_MAX);
+}
+
+int mcu_program_alias_rows_in_place(uint32_t kernel, const mcu_operand_desc *ops, const uint32_t *bytes, uint32_t n_ops,
+                                    const int32_t *p)
+{
+    /* rows (or groups) are read whole before they are written: in place is fine */
+    (void)p;
+    const uint32_t last = n_ops - 1;
+    const mcu_operand_desc *out = &ops[last];
+    const uint32_t nout = bytes[last];
+    int ok = 1;
+    ok = elementwise_ok(&ops[0], bytes[0], out, nout);
+    for (uint32_t i = 1; i < last; ++i) {
+        ok = ok && !overlap(&ops[i], bytes[i], out, nout);
     }
-    case MCU_K_COMPARE: /* bytes out, wider operands in: no overlap at all */
-    case MCU_K_EMBEDDING:
-        ok = !overlap(&ops[0], bytes[0], out, nout) && !overlap(&ops[1], bytes[1], out, nout) &&
-             (kernel != MCU_K_EMBEDDING || indices_ok(&ops[0], (uint32_t)p[2], 0, (int64_t)p[0] - 1));
-        break;
-    case MCU_K_EMBEDDING_S8_F32:
-        ok = !overlap(&ops[0], bytes[0], out, nout) && !overlap(&ops[1], bytes[1], out, nout) &&
-             !overlap(&ops[2], bytes[2], out, nout) && indices_ok(&ops[0], (uint32_t)p[2], 0, (int64_t)p[0] - 1);
-        break;
-    case MCU_K_WHERE: /* an operand may be the output itself, laid out as it (the kernel checks strides) */
-        ok = !overlap(&ops[0], bytes[0], out, nout) &&
-             (!overlap(&ops[1], bytes[1], out, nout) || ops[1].offset == out->offset) &&
-             (!overlap(&ops[2], bytes[2], out, nout) || ops[2].offset == out->offset);
-        break;
-    case MCU_K_INDEX_PUT: /* writes rows of the state (its output): values and positions stay apart from it */
-        ok = !overlap(&ops[0], bytes[0], out, nout) && !overlap(&ops[1], bytes[1], out, nout) &&
-             indices_ok(&ops[0], (uint32_t)p[3], -(int64_t)p[1], (int64_t)p[1] - 1);
-        break;
-    /* convolutions (issue 18): an output pixel reads input on both sides of its position */
-    case MCU_K_CONV_TRANSPOSE2D_F32: ok = !overlap(&ops[0], bytes[0], out, nout); break;
-    case MCU_K_CONV_TRANSPOSE2D_S8:
-    case MCU_K_CONV_TRANSPOSE2D_PHASED_S8:
-        ok = per_channel_ok(ops, bytes) && !overlap(&ops[0], bytes[0], out, nout) &&
-             !overlap(&ops[5], (uint32_t)ops[5].nbytes, &ops[0], bytes[0]) &&
-             !overlap(&ops[5], (uint32_t)ops[5].nbytes, out, nout);
-        break;
-    case MCU_K_LINEAR_W4_S8: { /* the row's int16 copy in scratch, word-aligned */
-        const uint32_t count = 2u * (uint32_t)p[1];
-        ok = !overlap(&ops[1], bytes[1], out, nout) && !overlap(&ops[0], count, &ops[1], bytes[1]) &&
-             !overlap(&ops[0], count, out, nout) && ops[0].offset % 4u == 0;
-        break;
+    if (kernel == MCU_K_LAYER_NORM_S8) {
+        ok = ok && ops[2].constant && shifts_ok(&ops[2], bytes[2]);
     }
-    /* resampling and data movement (issue 18): the output overlaps nothing the kernel reads */
-    case MCU_K_REMAP:
-    case MCU_K_INDEX_SELECT:
-    case MCU_K_GATHER:
-    case MCU_K_RESIZE_BILINEAR_F32:
-    case MCU_K_RESIZE_BILINEAR_S8:
-        for (uint32_t i = 0; i < last; ++i) {
-            ok = ok && !overlap(&ops[i], bytes[i], out, nout);
-        }
-        ok = ok && tables_ok(kernel, &ops[0], p);
-        break;
-    case MCU_K_ADAPTIVE_AVG_POOL_F32:
-    case MCU_K_ADAPTIVE_AVG_POOL_S8: ok = !overlap(&ops[0], bytes[0], out, nout); break;
-    case MCU_K_CONCAT:
-        for (uint32_t i = 0; i < last; ++i) {
-            ok = ok && !overlap(&ops[i], bytes[i], out, nout);
-        }
-        break;
-    case MCU_K_ADD_F32:
-    case MCU_K_SUB_F32:
-    case MCU_K_MUL_F32:
-    case MCU_K_DIV_F32:
-    case MCU_K_ADD_S8:
-    case MCU_K_SUB_S8:
-    case MCU_K_MUL_S8:
-    case MCU_K_MAXIMUM_F32:
-    case MCU_K_MINIMUM_F32:
-    case MCU_K_MAXIMUM_S8:
-    case MCU_K_MINIMUM_S8:
-    case MCU_K_DIV_S8:
-        ok = binary_alias_ok(&ops[0], bytes[0], out, nout, p, p + 7) &&
-             binary_alias_ok(&ops[1], bytes[1], out, nout, p, p + 13);
-        break;
-    case MCU_K_BATCH_NORM_F32:
-        ok = elementwise_ok(&ops[2], bytes[2], out, nout) && !overlap(&ops[0], bytes[0], out, nout) &&
-             !overlap(&ops[1], bytes[1], out, nout);
-        break;
-    case MCU_K_LUT_S8: ok = elementwise_ok(&ops[1], bytes[1], out, nout) && !overlap(&ops[0], 256, out, nout); break;
-    case MCU_K_LOG_SOFTMAX_S8: /* (int8 islands made integer, issue 18) [exp table, in, out] */
-        ok = elementwise_ok(&ops[1], bytes[1], out, nout) && !overlap(&ops[0], bytes[0], out, nout) &&
-             ops[0].constant && const_in(&ops[0], 0, 256, 0, INT32_MAX);
-        break;
-    /* normalisation, reductions and int8 activations (issue 18) */
-    case MCU_K_LAYER_NORM_F32: /* rows (or groups) are read whole before they are written: in place is fine */
-    case MCU_K_GROUP_NORM_F32:
-    case MCU_K_LAYER_NORM_S8:
-    case MCU_K_PRELU_F32:
-    case MCU_K_PRELU_S8: /* (int8 islands made integer, issue 18) */
-    case MCU_K_RMS_NORM_F32:
-        ok = elementwise_ok(&ops[0], bytes[0], out, nout);
-        for (uint32_t i = 1; i < last; ++i) {
-            ok = ok && !overlap(&ops[i], bytes[i], out, nout);
-        }
-        if (kernel == MCU_K_LAYER_NORM_S8) {
-            ok = ok && ops[2].constant && shifts_ok(&ops[2], bytes[2]);
-        }
-        break;
-    case MCU_K_BMM_F32:
-    case MCU_K_BMM_S8: ok = !overlap(&ops[0], bytes[0], out, nout) && !overlap(&ops[1], bytes[1], out, nout); break;
-    case MCU_K_REDUCE_F32:
-    case MCU_K_REDUCE_S8:
-    case MCU_K_VAR_F32:
-    case MCU_K_ARGMAX_F32:
-    case MCU_K_ARGMAX_S8: ok = !overlap(&ops[0], bytes[0], out, nout); break;
-    case MCU_K_LSTM_S8: /* integer recurrent layers (issue 18): scratch, input and output all apart */
-    case MCU_K_GRU_S8:
-        for (uint32_t i = 0; i < last; ++i) {
-            ok = ok && !overlap(&ops[i], bytes[i], out, nout);
-        }
-        ok = ok && !overlap(&ops[0], bytes[0], &ops[1], bytes[1]) && recurrent_ok(ops, p, kernel == MCU_K_LSTM_S8 ? 4 : 3);
-        break;
-    default: /* clamp, sigmoid, tanh, hardswish, softmax, requantize, quantize, dequantize */
-        ok = elementwise_ok(&ops[0], bytes[0], out, nout);
-        break;
+    return ok;
+}
+
+int mcu_program_alias_bmm_f32(uint32_t kernel, const mcu_operand_desc *ops, const uint32_t *bytes, uint32_t n_ops,
+                              const int32_t *p)
+{
+    (void)kernel;
+    (void)p;
+    const uint32_t last = n_ops - 1;
+    const mcu_operand_desc *out = &ops[last];
+    const uint32_t nout = bytes[last];
+    return !overlap(&ops[0], bytes[0], out, nout) && !overlap(&ops[1], bytes[1], out, nout);
+}
+
+int mcu_program_alias_recurrent(uint32_t kernel, const mcu_operand_desc *ops, const uint32_t *bytes, uint32_t n_ops,
+                                const int32_t *p)
+{
+    /* scratch, input and output all apart */
+    const uint32_t last = n_ops - 1;
+    const mcu_operand_desc *out = &ops[last];
+    const uint32_t nout = bytes[last];
+    int ok = 1;
+    for (uint32_t i = 0; i < last; ++i) {
+        ok = ok && !overlap(&ops[i], bytes[i], out, nout);
     }
+    ok = ok && !overlap(&ops[0], bytes[0], &ops[1], bytes[1]) && recurrent_ok(ops, p, kernel == MCU_K_LSTM_S8 ? 4 : 3);
+    return ok;
+}
+
+int mcu_program_alias_elementwise(uint32_t kernel, const mcu_operand_desc *ops, const uint32_t *bytes, uint32_t n_ops,
+                                  const int32_t *p)
+{
+    /* clamp, sigmoid, tanh, hardswish, softmax, requantize, quantize, dequantize */
+    (void)kernel;
+    (void)p;
+    const uint32_t last = n_ops - 1;
+    const mcu_operand_desc *out = &ops[last];
+    const uint32_t nout = bytes[last];
+    return elementwise_ok(&ops[0], bytes[0], out, nout);
+}
+
+mcu_status mcu_program_check_operands(uint32_t kernel, const mcu_program_kernel_row *row, const mcu_operand_desc *ops,
+                                      const uint32_t *bytes, uint32_t n_ops, const int32_t *p)
+{
+    const uint32_t last = n_ops - 1;
+    const mcu_operand_desc *out = &ops[last];
+    const uint32_t nout = bytes[last];
+    int ok = row->alias(kernel, ops, bytes, n_ops, p);
     /* Weights, biases, scales: the convolution and linear kernels refuse any that share the output's bytes. */
-    const uint32_t first = kernel == MCU_K_LINEAR_DYN_S8 || kernel == MCU_K_LINEAR_W4_S8 ? 2u : 1u;
-    const int weighted = kernel == MCU_K_CONV2D_F32 || kernel == MCU_K_LINEAR_F32 || kernel == MCU_K_CONV2D_S8 ||
-                         kernel == MCU_K_DEPTHWISE_CONV2D_S8 || kernel == MCU_K_LINEAR_S8 ||
-                         kernel == MCU_K_CONV2D_1X1_S8 || kernel == MCU_K_LINEAR_W8_F32 ||
-                         kernel == MCU_K_LINEAR_DYN_S8 || kernel == MCU_K_LINEAR_W4_F32 ||
-                         kernel == MCU_K_LINEAR_W4_S8 || kernel == MCU_K_CONV_TRANSPOSE2D_F32 ||
-                         kernel == MCU_K_CONV_TRANSPOSE2D_S8 || kernel == MCU_K_CONV_TRANSPOSE2D_PHASED_S8 ||
-                         kernel == MCU_K_CONV2D_GROUPED_S8;
-    for (uint32_t i = first; weighted && i < last; ++i) {
+    for (uint32_t i = row->weights; row->weights != 0 && i < last; ++i) {
         ok = ok && !overlap(&ops[i], bytes[i], out, nout);
     }
     return ok ? MCU_OK : MCU_ERR_PROGRAM_INVALID;

@@ -5,7 +5,7 @@ weights would not fit).
 The weights are reordered here, at compile time, without growing: per block of 4 output channels and
 per group of 4 window taps, one word per channel holding its 4 taps' bytes in order, so that one
 LDRD fetches a group of two channels and SXTB16 widens each word into the (0, 2) and (1, 3) tap pairs
-of the int16 column (runtime_c/kernels/mcu_conv2d_compact_s8.c says why two pixels share each widened
+of the int16 column (runtime_c/kernels/convolution/mcu_conv2d_compact_s8.c says why two pixels share each widened
 word). Biases and (multiplier, shift) sit in each block: 12 bytes per channel, as the portable kernels'
 separate arrays. Program files keep the portable kernels (same bits).
 """
@@ -25,7 +25,7 @@ SOURCE = "mcu_conv2d_compact_s8.c"
 LINEAR_FUNCTION = "mcu_linear_compact_s8"
 LINEAR_SOURCE = "mcu_linear_compact_s8.c"
 MAGIC = 0x4B43554D  # MCU_COMPACT_MAGIC
-RQ_ENTRY_BYTES = 24  # the kernel's requantization table, per channel (runtime_c/kernels/mcu_conv2d_compact_s8.c)
+RQ_ENTRY_BYTES = 24  # the kernel's requantization table, per channel (runtime_c/kernels/convolution/mcu_conv2d_compact_s8.c)
 PACKED_SHARE = 0.75  # packed weights by default while the constants take at most this share of read-only memory
 
 

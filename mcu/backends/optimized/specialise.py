@@ -1,13 +1,13 @@
 """Per-model specialisation of the packed convolution kernel (mcu_conv2d_packed_s8) at compile time.
 
 The generated C is the same for every core and every model; what changes is three compile definitions
-of runtime_c/kernels/mcu_conv2d_packed_s8.c, computed here from the model's packed layers and passed to
+of runtime_c/kernels/convolution/mcu_conv2d_packed_s8.c, computed here from the model's packed layers and passed to
 every build of the model (firmware, host, the exported library's CMake and Makefile fragments):
 
-* ``MCU_PIXEL_WIDE_TAPS``: how many taps the straight-line dot product of internal/gemm_s8_dsp.h
+* ``MCU_PIXEL_WIDE_TAPS``: how many taps the straight-line dot product of convolution/gemm_s8_dsp.h
   (``mcu_pixel_packed_wide``, 84 B of code per 8 taps) covers: the widest window, rounded up to 8.
 * ``MCU_PACKED_LOOP``: 0 leaves out ``mcu_pixel_packed_loop`` when every window fits the above.
-* ``MCU_PACKED_NARROW``: 0 leaves out the narrow-layer path (internal/conv_narrow_s8_dsp.h) when no
+* ``MCU_PACKED_NARROW``: 0 leaves out the narrow-layer path (convolution/conv_narrow_s8_dsp.h) when no
   layer takes it; ``MCU_PACKED_NARROW_K3C3`` 0 its runs of 3x3 windows of 3 channels (first layers of
   RGB images) when no narrow layer has such windows (without them such a layer would still be exact,
   one pixel at a time, only slower).
@@ -25,8 +25,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
-WIDE_TAPS_MAX = 256  # the default MCU_PIXEL_WIDE_TAPS (internal/gemm_s8_dsp.h)
-NARROW_TAPS_MAX = 48  # MCU_NARROW_TAPS_MAX (internal/conv_narrow_s8_dsp.h)
+WIDE_TAPS_MAX = 256  # the default MCU_PIXEL_WIDE_TAPS (convolution/gemm_s8_dsp.h)
+NARROW_TAPS_MAX = 48  # MCU_NARROW_TAPS_MAX (convolution/conv_narrow_s8_dsp.h)
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 Convolutions (one group) and fully connected layers run ``mcu_conv2d_packed_s8``, whose weights
 are rearranged here, at compile time, into the order its inner loop reads them
-(runtime_c/kernels/internal/gemm_s8_dsp.h says why): widened to int16 so no instruction is spent
+(runtime_c/kernels/convolution/gemm_s8_dsp.h says why): widened to int16 so no instruction is spent
 on sign extension, four output channels interleaved so one LDM feeds four SMLADs, window taps
 padded to a multiple of 4 and reordered 0, 2, 1, 3 within each group of four to match the
 input column that SXTAB16 builds.
@@ -52,7 +52,7 @@ def pack_weights(w: np.ndarray) -> np.ndarray:
 
 def packed_k(r: np.ndarray, output_offset: int) -> np.ndarray:
     """K = 2^30 + 2^(R+30) + output_offset 2^(31+R) of right shifts R in [1, 23] (int64): the kernel's
-    requantization is floor((acc m + K - [acc < 0] 2^31) / 2^(31+R)) (internal/gemm_s8_dsp.h,
+    requantization is floor((acc m + K - [acc < 0] 2^31) / 2^(31+R)) (convolution/gemm_s8_dsp.h,
     mcu_packed_rq_s8)."""
     r = np.asarray(r, dtype=np.int64)
     return (1 << 30) + np.left_shift(1, r + 30) + int(output_offset) * np.left_shift(1, r + 31)

@@ -11,7 +11,7 @@ from typing import Any
 
 
 from mcu.emit.c_model import FirmwareView, GeneratedLibrary, environment
-from mcu.paths import runtime_dir
+from mcu.paths import kernel_source, kernels_dir, runtime_dir
 
 # Headers of the firmware harness only: an integrator brings their own platform.
 _HARNESS_HEADERS = ("platform.h", "log.h")
@@ -153,13 +153,14 @@ def write_library_tree(w: Writer, job: ExportJob, base: str = "", include_dir: s
     for rel in lib.runtime_sources:
         texts[f"runtime/{Path(rel).name}"] = (rt / rel).read_text()
     for k in lib.kernel_sources:
-        # an external kernel (a user's custom op, CMSIS-NN) goes under kernels/ by its own name
-        path = Path(k) if Path(k).is_absolute() else rt / "kernels" / k
-        texts[f"kernels/{Path(k).name}" if Path(k).is_absolute() else f"kernels/{k}"] = path.read_text()
+        # mcu's kernels keep their family folder; an external kernel (a user's custom op, CMSIS-NN) goes
+        # under kernels/ by its own name
+        path = kernel_source(k)
+        texts[f"kernels/{Path(k).name}" if Path(k).is_absolute() else
+              f"kernels/{path.relative_to(kernels_dir()).as_posix()}"] = path.read_text()
     available: dict[str, Path] = {}
-    internal = rt / "kernels" / "internal"
-    for header in sorted(internal.glob("*.h")):
-        available[f"kernels/internal/{header.name}"] = header
+    for header in sorted(kernels_dir().glob("*/*.h")):
+        available[f"kernels/{header.relative_to(kernels_dir()).as_posix()}"] = header
     for header in sorted((rt / "include" / "mcu").glob("*.h")):
         if header.name not in _HARNESS_HEADERS:
             available[f"{inc}mcu/{header.name}"] = header

@@ -100,7 +100,7 @@ mcu_status mcu_softmax_f32(int32_t outer, int32_t axis, int32_t inner, const flo
 mcu_status mcu_batch_norm_f32(int32_t outer, int32_t channels, int32_t inner, const float *scale,
                               const float *shift, const float *input, float *output);
 
-/* --- issue 18: more math, normalisation, reductions, products ---------------------------------- */
+/* --- more math, normalisation, reductions, products ------------------------------------------ */
 
 mcu_status mcu_maximum_f32(const mcu_binary_f32_params *p, const float *a, const float *b, float *output);
 mcu_status mcu_minimum_f32(const mcu_binary_f32_params *p, const float *a, const float *b, float *output);
@@ -171,7 +171,7 @@ typedef struct {
 /** Reduce the middle axis of [outer, reduce, inner]. The output must not overlap the input. */
 mcu_status mcu_reduce_f32(const mcu_reduce_f32_params *p, const float *input, float *output);
 
-/* --- issue 18: normalisation, reductions and int8 activations ---------------------------------- */
+/* --- normalisation, reductions and int8 activations ------------------------------------------ */
 
 typedef struct {
     int32_t batch, channels, spatial;  /**< [batch, channels, spatial] logical shape */
@@ -210,7 +210,7 @@ typedef struct {
 
 /** PReLU: x > 0 ? x : weight[(i / inner) % channels] * x. May run in place. */
 mcu_status mcu_prelu_f32(const mcu_prelu_f32_params *p, const float *input, const float *weight, float *output);
-/* --- resampling (issue 18) ----------------------------------------------------------------------- */
+/* --- resampling ---------------------------------------------------------------------------------- */
 
 /** A tensor seen as [outer][h][w][inner]: NCHW is outer = N*C, inner = 1; NHWC is outer = N, inner = C. */
 typedef struct {
@@ -235,7 +235,7 @@ mcu_status mcu_adaptive_avg_pool_f32(const mcu_resample_f32_params *p, const flo
  * NULL). Params as layer norm's. May run in place. */
 mcu_status mcu_rms_norm_f32(const mcu_layer_norm_f32_params *p, const float *input, const float *weight,
                             float *output);
-/* --- issue 18, convolutions: transposed convolution ------------------------------------------- */
+/* --- convolutions: transposed convolution ---------------------------------------------------- */
 
 /** Transposed convolution (ConvTranspose2d; ConvTranspose1d as H == 1) with the convolution's
  *  params: pad_top/pad_left are the transposed convolution's padding, the output size implies

@@ -49,7 +49,7 @@ mcu_status mcu_slice(const mcu_slice_params *p, int32_t elem_size, const void *i
 /** Plain copy of `bytes` bytes (reshape that cannot alias). */
 mcu_status mcu_copy(int32_t bytes, const void *input, void *output);
 
-/* --- model state (issue 17) -------------------------------------------------------------------- */
+/* --- model state ---------------------------------------------------------------------------- */
 
 /** A state tensor seen as [outer][axis][inner] elements, written at `count` positions along `axis`. */
 typedef struct {
@@ -69,7 +69,7 @@ typedef struct {
 mcu_status mcu_index_put(const mcu_index_put_params *p, int32_t elem_size, const int32_t *indices,
                          const void *values, void *state);
 
-/* --- selection: embedding, comparisons, where (issues 17, 18) ----------------------------------- */
+/* --- selection: embedding, comparisons, where ----------------------------------------------- */
 
 /** Rows of a [rows][cols] table gathered by `count` indices: out[j] = table[indices[j]]. */
 typedef struct {
@@ -119,7 +119,7 @@ typedef struct {
  *  `out` must not overlap any operand unless it is that operand laid out like the output. */
 mcu_status mcu_where(const mcu_where_params *p, int32_t elem_size, const uint8_t *cond, const void *a,
                      const void *b, void *out);
-/* --- resampling and data movement (issue 18) ---------------------------------------------------- */
+/* --- resampling and data movement ------------------------------------------------------------- */
 
 typedef struct {
     int32_t rank;                  /**< 1..MCU_MAX_DIMS */

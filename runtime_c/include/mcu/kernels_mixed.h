@@ -33,7 +33,7 @@ mcu_status mcu_linear_dyn_s8(const mcu_context *ctx, const mcu_linear_f32_params
                              const int8_t *weight, const float *w_scale, const float *bias, float *output);
 int32_t mcu_linear_dyn_s8_get_buffer_size(const mcu_linear_f32_params *p);
 
-/* --- 4-bit groupwise weights (issue 17) ------------------------------------------------------- */
+/* --- 4-bit groupwise weights --------------------------------------------------------------- */
 
 /** Shape of a linear layer with 4-bit groupwise weights. */
 typedef struct {

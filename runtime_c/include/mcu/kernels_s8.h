@@ -6,7 +6,7 @@
  * per-tensor int8; weights are symmetric per output channel (zero-point 0,
  * values in [-127, 127]); biases are int32 with scale s_in * s_w[c].
  *
- * Requantization (mcu_requantize in internal/requant.h, mirrored exactly by
+ * Requantization (mcu_requantize in common/requant.h, mirrored exactly by
  * mcu/quant/arith.py): a real multiplier M is stored as a Q31 `multiplier`
  * in [2^30, 2^31 - 1] (or 0) and a `shift` in [-31, 30] with
  * M = multiplier * 2^(shift - 31). Applying it to an int32 x:
@@ -110,7 +110,7 @@ mcu_status mcu_add_s8(const mcu_binary_s8_params *p, const int8_t *a, const int8
 mcu_status mcu_sub_s8(const mcu_binary_s8_params *p, const int8_t *a, const int8_t *b, int8_t *output);
 /** CMSIS-NN mul: out = clamp(rq((a + a_offset) * (b + b_offset), out_mult, out_shift) + output_offset). */
 mcu_status mcu_mul_s8(const mcu_binary_s8_params *p, const int8_t *a, const int8_t *b, int8_t *output);
-/* int8 islands made integer (issue 18) */
+/* Integer maximum, minimum and division (with the add's and mul's requantization). */
 /** TFLite MAXIMUM/MINIMUM: a' and b' as in mcu_add_s8, out = clamp(rq(max(a', b'), out_mult, out_shift) +
  *  output_offset) (min for mcu_minimum_s8); the add's parameters (mcu.quant.arith.add_params). */
 mcu_status mcu_maximum_s8(const mcu_binary_s8_params *p, const int8_t *a, const int8_t *b, int8_t *output);
@@ -239,7 +239,7 @@ int32_t mcu_conv2d_1x1_s8_get_buffer_size(const mcu_conv2d_s8_params *p);
  * padded to a multiple of 4 and, within each group of 4 taps, in the order 0, 2, 1, 3 that SXTB16
  * widening produces, tap pair j of the 4 channels as consecutive words; then per channel four
  * words: (K low, K high, multiplier, -shift - 1) when bit 0 is set, K = 2^30 + 2^(30-shift) +
- * output_offset 2^(31-shift) (internal/gemm_s8_dsp.h), else (0, 0, multiplier, shift). The window (kh * kw * in_c, padded to 4) must be at most
+ * output_offset 2^(31-shift) (convolution/gemm_s8_dsp.h), else (0, 0, multiplier, shift). The window (kh * kw * in_c, padded to 4) must be at most
  * MCU_CONV_PACKED_TAPS_MAX. Output pixels are written in memory order, each after its window is
  * read; a 1x1 stride-1 unpadded layer may overlap its input either way (the pixel-buffer contract
  * of mcu_conv2d_1x1_s8). */
@@ -272,7 +272,7 @@ mcu_status mcu_linear_compact_s8(const mcu_context *ctx, const mcu_linear_s8_par
                                  const int32_t *stream, int8_t *output);
 int32_t mcu_linear_compact_s8_get_buffer_size(const mcu_linear_s8_params *p);
 
-/* --- issue 18: normalisation, reductions and int8 activations ---------------------------------- */
+/* --- normalisation, reductions and int8 activations ------------------------------------------ */
 
 /** Largest cols of mcu_layer_norm_s8 (keeps every row's sums inside the kernel's 64-bit arithmetic). */
 #define MCU_LAYER_NORM_S8_MAX_COLS 4096
@@ -323,7 +323,7 @@ mcu_status mcu_bmm_s8(const mcu_bmm_s8_params *p, const int8_t *a, const int8_t 
 /** argmax of int8 codes along the middle axis of [outer, reduce, inner] (the first on ties): the
  * argmax of the real values, since dequantization is increasing. */
 mcu_status mcu_argmax_s8(int32_t outer, int32_t reduce, int32_t inner, const int8_t *input, int32_t *output);
-/* --- resampling (issue 18) ----------------------------------------------------------------------- */
+/* --- resampling ---------------------------------------------------------------------------------- */
 
 /** A tensor seen as [outer][h][w][inner] (as mcu_resample_f32_params). */
 typedef struct {
@@ -345,7 +345,7 @@ mcu_status mcu_resize_bilinear_s8(const mcu_resample_s8_params *p, const int32_t
 /** Adaptive average pooling on int8 values sharing the input's quantization: the int32 window sum
  *  divided by the window size, rounded half away from zero (as mcu_avg_pool2d_s8). No overlap. */
 mcu_status mcu_adaptive_avg_pool_s8(const mcu_resample_s8_params *p, const int8_t *input, int8_t *output);
-/* --- issue 18, convolutions: transposed convolution ------------------------------------------- */
+/* --- convolutions: transposed convolution ---------------------------------------------------- */
 
 /** Transposed convolution with TFLite's TRANSPOSE_CONV int8 arithmetic: acc = bias + sum over the
  *  taps reaching an output pixel of (x + input_offset) * w (modulo 2^32), then the per-channel
@@ -374,7 +374,7 @@ mcu_status mcu_conv2d_grouped_s8(const mcu_context *ctx, const mcu_conv2d_s8_par
                                  const int32_t *bias, int8_t *output);
 int32_t mcu_conv2d_grouped_s8_get_buffer_size(const mcu_conv2d_s8_params *p);
 
-/* --- issue 18, integer recurrent layers --------------------------------------------------------- */
+/* --- integer recurrent layers ---------------------------------------------------------------- */
 
 /** Largest input or hidden size of mcu_lstm_s8 / mcu_gru_s8 (keeps bias + sum(w * q) inside int32). */
 #define MCU_RECURRENT_S8_MAX_FEATURES 4096

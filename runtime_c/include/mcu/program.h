@@ -121,12 +121,12 @@ typedef enum {
     MCU_K_LINEAR_W8_F32 = 36,     /**< [in f32, weight int8, w_scale f32, bias f32, out f32]; mcu_linear_f32_params */
     MCU_K_LINEAR_DYN_S8 = 37,     /**< [scratch int8, in f32, weight int8, w_scale f32, bias f32, out f32]; as above */
     MCU_K_SLICE = 38,             /**< [in, out] any dtype; mcu_slice_params */
-    /* convolutions (issue 18): ids 100-139. */
+    /* convolutions: ids 100-139. */
     MCU_K_CONV_TRANSPOSE2D_F32 = 100, /**< as conv2d_f32; no operand may overlap the output */
     MCU_K_CONV_TRANSPOSE2D_S8 = 101,  /**< as conv2d_s8 (scratch unused); no operand may overlap the output */
     MCU_K_CONV_TRANSPOSE2D_PHASED_S8 = 102, /**< as conv_transpose2d_s8; weights by phase; dilation 1, one group */
     MCU_K_CONV2D_GROUPED_S8 = 103,    /**< as conv2d_s8 (groups > 1) */
-    /* 4-bit groupwise weights and model state (issue 17): ids 230-259. */
+    /* 4-bit groupwise weights and model state: ids 230-239. */
     /** [in f32, weight uint8 (int4 pairs), w_scale f32, bias f32?, out f32]; mcu_linear_w4_params */
     MCU_K_LINEAR_W4_F32 = 230,
     /** [scratch int8 (2 * in bytes), in f32, weight uint8, w_scale f32, bias f32?, out f32]; as above */
@@ -142,7 +142,7 @@ typedef enum {
     MCU_K_EMBEDDING = 235,
     /** [indices int32, table int8, scales f32 (one per row), out f32]; mcu_embedding_params */
     MCU_K_EMBEDDING_S8_F32 = 236,
-    /* normalisation, reductions and int8 activations (issue 18): ids 180-219. */
+    /* normalisation, reductions and int8 activations: ids 180-219. */
     MCU_K_UNARY_F32 = 180,        /**< [in, out]; mcu_unary_f32_params */
     MCU_K_LAYER_NORM_F32 = 181,   /**< [in, weight?, bias?, out]; mcu_layer_norm_f32_params */
     MCU_K_BMM_F32 = 182,          /**< [a, b, out]; mcu_bmm_f32_params */
@@ -157,8 +157,8 @@ typedef enum {
     MCU_K_ARGMAX_S8 = 190,        /**< [in int8, out int32]; outer, reduce, inner */
     MCU_K_LOG_SOFTMAX_F32 = 191,  /**< [in, out]; outer, axis, inner */
     MCU_K_PRELU_F32 = 192,        /**< [in, weight, out]; mcu_prelu_f32_params */
-    MCU_K_COUNT = 255, /* one past the largest id (int8 islands made integer, issue 18: 250-259) */
-    /* resampling and data movement (issue 18): ids 140-179. */
+    MCU_K_COUNT = 255, /* one past the largest id (integer elementwise and softmax kernels: 250-259) */
+    /* resampling and data movement: ids 140-179. */
     /** [tables int32, in, out] any dtype; mcu_remap_params, element size */
     MCU_K_REMAP = 140,
     /** [indices int32, in, out] any dtype; mcu_index_select_params, element size */
@@ -174,11 +174,11 @@ typedef enum {
     MCU_K_REDUCE_S8 = 193,        /**< [in, out]; mcu_reduce_s8_params */
     MCU_K_RMS_NORM_F32 = 194,     /**< [in, weight?, out]; mcu_layer_norm_f32_params */
     MCU_K_BMM_S8 = 195,           /**< [a, b, out] int8; mcu_bmm_s8_params */
-    /* integer recurrent layers (issue 18): ids 240-249. */
+    /* integer recurrent layers: ids 240-249. */
     /** [scratch int8, in int8, w_ih int8, w_hh int8, rows int32, table int16, out int8]; mcu_recurrent_s8_params */
     MCU_K_LSTM_S8 = 240,
     MCU_K_GRU_S8 = 241,           /**< operands and params as MCU_K_LSTM_S8 */
-    /* int8 islands made integer (issue 18): ids 250-259. */
+    /* integer elementwise and softmax kernels: ids 250-259. */
     MCU_K_MAXIMUM_S8 = 250,       /**< [a, b, out]; mcu_binary_s8_params (the add's rescaling) */
     MCU_K_MINIMUM_S8 = 251,
     MCU_K_DIV_S8 = 252,           /**< [a, b, out]; mcu_binary_s8_params (out multiplier only) */

@@ -1,0 +1,424 @@
+/* The inner loops of mcu_conv2d_packed_s8: one output pixel's column times a block of four output
+ * channels of packed int16 weights. Internal: static inline only.
+ *
+ * Why packed int16 weights: with int8 weights every pair of MACs needs a SXTB16 to widen the
+ * weights, and weight rows of different channels need a pointer each. Widened and interleaved
+ * ahead of time (mcu/backends/tuned.py), one LDM fetches a tap pair of four channels and each
+ * SMLAD is a pair of MACs: per 8 taps x 4 channels, 2 LDRD + 4 LDM + 16 SMLAD + 1 loop
+ * instructions, 0.75 instructions per MAC, against about 2 for CMSIS-NN's s8 x s16 kernels.
+ * The price is flash: the weights of these layers take twice the bytes.
+ *
+ * The column holds (x + input_offset) as int16, taps padded with 0 to a multiple of 4 and each
+ * group of 4 taps in the order 0, 2, 1, 3 (the order SXTB16 / SXTB16-ROR8 produce), so the
+ * column is built with two SXTAB16 per 4 bytes. Products and sums are exact integers modulo 2^32
+ * in any order, so every path here gives the bits of the plain reference. */
+#ifndef MCU_KERNELS_INTERNAL_GEMM_S8_DSP_H
+#define MCU_KERNELS_INTERNAL_GEMM_S8_DSP_H
+
+#include <stdint.h>
+
+#include "../common/requant.h"
+#include "../common/simd_s8.h"
+
+/* Words of one block of the packed stream: 4 biases, kp / 2 tap pairs of 4 channels, then four
+ * requantization words per channel (mcu_packed_rq_s8). */
+static inline int32_t mcu_packed_block_words(int32_t kp)
+{
+    return 4 + 2 * kp + 16;
+}
+
+#if MCU_S8_DSP_NATIVE
+/* Four taps (two pairs) of the column (r4) against four channels of the stream (r5), into r0-r3. */
+#define MCU_DOT4_HALF                                                                                     \
+    "ldrd r12, lr, [r4], #8\n\t"                                                                          \
+    "ldmia r5!, {r8, r9, r10, r11}\n\t"                                                                   \
+    "smlad r0, r12, r8, r0\n\t"                                                                           \
+    "smlad r1, r12, r9, r1\n\t"                                                                           \
+    "smlad r2, r12, r10, r2\n\t"                                                                          \
+    "smlad r3, r12, r11, r3\n\t"                                                                          \
+    "ldmia r5!, {r8, r9, r10, r11}\n\t"                                                                   \
+    "smlad r0, lr, r8, r0\n\t"                                                                            \
+    "smlad r1, lr, r9, r1\n\t"                                                                            \
+    "smlad r2, lr, r10, r2\n\t"                                                                           \
+    "smlad r3, lr, r11, r3\n\t"
+
+/* The column r4 up to r6 (a multiple of 4 taps) against the stream at r5: 16 taps per pass (one
+ * compare and branch per 16), the first pass entering at the quarter that leaves whole passes after
+ * it, through a TBB on (column bytes / 8) mod 4: 0 all four quarters, 1 the last, 2 the last two,
+ * 3 the last three. */
+#define MCU_DOT4_LOOP                                                                                     \
+    "sub r8, r6, r4\n\t"                                                                                   \
+    "ubfx r8, r8, #3, #2\n\t"                                                                             \
+    "tbb [pc, r8]\n\t"                                                                                    \
+    "0:\n\t"                                                                                              \
+    ".byte (1f - 0b) / 2, (4f - 0b) / 2, (3f - 0b) / 2, (2f - 0b) / 2\n\t"                                 \
+    "1:\n\t" MCU_DOT4_HALF "2:\n\t" MCU_DOT4_HALF "3:\n\t" MCU_DOT4_HALF "4:\n\t" MCU_DOT4_HALF         \
+    "cmp r4, r6\n\t"                                                                                      \
+    "bne 1b\n\t"
+
+/* MCU_DOT4_LOOP with 64 taps per pass for mcu_pixel_packed: the compare and branch once per 64 taps
+ * and the entry through a TBH on (column bytes / 8) mod 16 (the 16 quarters are too far apart for
+ * TBB's byte offsets). About 0.7 KB of code per copy; the loop of the partial blocks keeps 16. */
+#define MCU_DOT4_LOOP64                                                                                   \
+    "sub r8, r6, r4\n\t"                                                                                   \
+    "ubfx r8, r8, #3, #4\n\t"                                                                             \
+    "tbh [pc, r8, lsl #1]\n\t"                                                                            \
+    "0:\n\t"                                                                                              \
+    ".hword (10f - 0b) / 2, (25f - 0b) / 2, (24f - 0b) / 2, (23f - 0b) / 2\n\t"                             \
+    ".hword (22f - 0b) / 2, (21f - 0b) / 2, (20f - 0b) / 2, (19f - 0b) / 2\n\t"                             \
+    ".hword (18f - 0b) / 2, (17f - 0b) / 2, (16f - 0b) / 2, (15f - 0b) / 2\n\t"                             \
+    ".hword (14f - 0b) / 2, (13f - 0b) / 2, (12f - 0b) / 2, (11f - 0b) / 2\n\t"                             \
+    "10:\n\t" MCU_DOT4_HALF "11:\n\t" MCU_DOT4_HALF "12:\n\t" MCU_DOT4_HALF "13:\n\t" MCU_DOT4_HALF     \
+    "14:\n\t" MCU_DOT4_HALF "15:\n\t" MCU_DOT4_HALF "16:\n\t" MCU_DOT4_HALF "17:\n\t" MCU_DOT4_HALF     \
+    "18:\n\t" MCU_DOT4_HALF "19:\n\t" MCU_DOT4_HALF "20:\n\t" MCU_DOT4_HALF "21:\n\t" MCU_DOT4_HALF     \
+    "22:\n\t" MCU_DOT4_HALF "23:\n\t" MCU_DOT4_HALF "24:\n\t" MCU_DOT4_HALF "25:\n\t" MCU_DOT4_HALF     \
+    "cmp r4, r6\n\t"                                                                                      \
+    "bne 10b\n\t"
+#endif
+
+/* acc[0..3] += col . the block's weight pairs (w: the first pair word), over kp taps (a positive
+ * multiple of 4). */
+static inline void mcu_dot4_packed(const int16_t *col, const int32_t *w, int32_t kp, uint32_t acc[4])
+{
+#if MCU_S8_DSP_NATIVE
+    register uint32_t a0 __asm__("r0") = acc[0];
+    register uint32_t a1 __asm__("r1") = acc[1];
+    register uint32_t a2 __asm__("r2") = acc[2];
+    register uint32_t a3 __asm__("r3") = acc[3];
+    register const int16_t *x __asm__("r4") = col;
+    register const int32_t *wp __asm__("r5") = w;
+    register const int16_t *e __asm__("r6") = col + kp;
+    __asm__ volatile(
+        MCU_DOT4_LOOP
+        : "+r"(a0), "+r"(a1), "+r"(a2), "+r"(a3), "+r"(x), "+r"(wp), "+r"(e)
+        :
+        : "r8", "r9", "r10", "r11", "r12", "lr", "cc", "memory");
+    acc[0] = a0;
+    acc[1] = a1;
+    acc[2] = a2;
+    acc[3] = a3;
+#else
+    for (int32_t j = 0; j < kp; j += 2) {
+        const int32_t x0 = col[j], x1 = col[j + 1];
+        for (int32_t o = 0; o < 4; ++o) {
+            const uint32_t word = (uint32_t)w[o];
+            const int32_t lo = (int32_t)(int16_t)(uint16_t)(word & 0xFFFFu);
+            const int32_t hi = (int32_t)(int16_t)(uint16_t)(word >> 16);
+            acc[o] += (uint32_t)(x0 * lo) + (uint32_t)(x1 * hi);
+        }
+        w += 4;
+    }
+#endif
+}
+
+/* Requantization of one channel of a stream whose shifts are all right shifts R = -shift in [1, 23]
+ * (the stream's FLAG_RIGHT), from the channel's words (klo, khi, m, R - 1) and the output offset
+ * folded into K = khi:klo by the packer (mcu/backends/tuned.py):
+ *   K = 2^30 + 2^(R+30) + output_offset 2^(31+R),  z = floor((acc m + K - [acc < 0] 2^31) / 2^(31+R))
+ * is mcu_requantize_to_s8_fast's rounding high multiply, rounding divide by 2^R (half away from
+ * zero) and offset in one 64-bit sum (common/rq_s8_dsp.h derives it: mcu_rq_ch, whose K[0] this
+ * is). On the core: SMLAL adds the product to K; taking 2^31 away when acc < 0 borrows from the
+ * high word exactly when bit 31 of the low word is clear, so BIC (acc AND NOT low) and an ADD of its
+ * sign (ASR #31) finish the high word; ASR by R - 1 leaves z: 5 instructions with SSAT and one LDM
+ * per channel. |acc m| < 2^62 and R <= 23 keep the sum inside int64. Returns z + the
+ * offset saturated to int8 (not yet clamped to the activation range). */
+static inline int32_t mcu_packed_rq_s8(int32_t acc, const int32_t *rq)
+{
+    const int64_t k = (int64_t)(((uint64_t)(uint32_t)rq[1] << 32) | (uint32_t)rq[0]);
+    const int64_t sum = k - (acc < 0 ? (int64_t)1 << 31 : 0) + (int64_t)acc * rq[2];
+    return mcu_clamp_s32((int32_t)mcu_asr64(sum, 32 + rq[3]), -128, 127);
+}
+
+#if MCU_S8_DSP_NATIVE
+/* One whole block on the core (a pass of mcu_pixel_packed_loop): biases into the accumulators (one
+ * LDM), the dot product (per 64 taps 16 LDRD + 32 LDM + 128 SMLAD + compare and branch,
+ * MCU_DOT4_LOOP64), then the four requantizations (mcu_packed_rq_s8 in 6 instructions each, SSAT to
+ * int8 and the LDM included) and the stores: four STRB when the activation range is all of int8
+ * (clamp 0), else the bytes packed into a word, clamped byte-wise to [min4, max4] (SSUB8 sets GE where the value is at least the bound, SEL
+ * keeps it) and one STR. `bounds` holds (min4, max4): the activation bounds in four bytes each; the
+ * range lies inside int8, so saturating first changes nothing. Every register is fixed because LDM
+ * fills registers in ascending order. */
+#define MCU_RQ_PACKED(acc)                                                                                \
+    "ldmia r5!, {r8, r9, r10, r11}\n\t"                                                                   \
+    "smlal r8, r9, " acc ", r10\n\t"                                                                      \
+    "bic r12, " acc ", r8\n\t"                                                                            \
+    "add r9, r9, r12, asr #31\n\t"                                                                        \
+    "asr r9, r9, r11\n\t"                                                                                 \
+    "ssat " acc ", #8, r9\n\t"
+
+/* Every whole block of one output pixel in one loop on the core, y to y_end (4 channels per block)
+ * from the column col[0..kp); a C loop around one block per call reloaded its state around every
+ * block. The loop keeps its state in six words (y, y_end, min4, max4, col, the store's label: one
+ * copy of the loop for both stores, chosen by LDR PC per block) right after the column's kp taps,
+ * so the column needs MCU_PIXEL_PACKED_SPARE more int16 of room: the dot product and the
+ * requantization take every other register, and a push inside the assembly would be stack
+ * that the compiler's stack-usage figures (the planned stack) cannot see. Returns the stream after
+ * the last block. */
+#define MCU_PIXEL_PACKED_SPARE 20 /* the state of mcu_pixel_packed_wide: 10 words */
+/* The block's two stores (state at r6: y, y_end, min4, max4; conv_narrow_s8_dsp.h's engine stores
+ * through them too). */
+#define MCU_PX_STORE_CLAMP                                                                                \
+    "pkhbt r0, r0, r2, lsl #16\n\t"                                                                       \
+    "pkhbt r1, r1, r3, lsl #16\n\t"                                                                       \
+    "and r0, r0, #0x00FF00FF\n\t"                                                                         \
+    "and r1, r1, #0x00FF00FF\n\t"                                                                         \
+    "orr r0, r0, r1, lsl #8\n\t"                                                                          \
+    "ldrd r8, r9, [r6, #8]\n\t"                                                                           \
+    "ssub8 r10, r0, r8\n\t"                                                                               \
+    "sel r0, r0, r8\n\t"                                                                                  \
+    "ssub8 r10, r9, r0\n\t"                                                                               \
+    "sel r0, r0, r9\n\t"                                                                                  \
+    "ldrd r4, r8, [r6]\n\t"                                                                               \
+    "str r0, [r4], #4\n\t"
+#define MCU_PX_STORE_BYTES                                                                                \
+    "ldrd r4, r8, [r6]\n\t"                                                                               \
+    "strb r1, [r4, #1]\n\t"                                                                               \
+    "strb r2, [r4, #2]\n\t"                                                                               \
+    "strb r3, [r4, #3]\n\t"                                                                               \
+    "strb r0, [r4], #4\n\t"
+/* The assembly takes the addresses of its two tails with ADR, which adds to the PC rounded down to a
+ * word an offset the assembler fixes against the start of the function's section: right only when
+ * that section starts on a word boundary. GCC aligns functions to 4 bytes at -O2 and -O3 but only to
+ * 2 at -Os and -O1 (or with -fno-align-functions), so a function the linker placed at 2 mod 4
+ * stored tail addresses 2 bytes off, and the first block's store ran from the middle of an
+ * instruction (a BusFault in mcu_pixel_packed_wide, or wrong bytes). A .balign in the section raises
+ * its alignment to a word (the assembler records the largest alignment a section asks for); this one
+ * sits after an unconditional branch, so its padding never runs. */
+#define MCU_PX_WORD_SECTION ".balign 4\n\t"
+#define MCU_PX_BLOCKS                                                                                     \
+    "strd r8, r9, [r6]\n\t"                                                                               \
+    "strd r10, r11, [r6, #8]\n\t"                                                                         \
+    "str r12, [r6, #16]\n\t"                                                                              \
+    "adr.w lr, 30f\n\t"                                                                                   \
+    "adr.w r1, 31f\n\t"                                                                                   \
+    "cmp r0, #0\n\t"                                                                                      \
+    "it ne\n\t"                                                                                           \
+    "movne lr, r1\n\t"                                                                                    \
+    "orr lr, lr, #1\n\t"                                                                                  \
+    "str lr, [r6, #20]\n\t"                                                                               \
+    "5:\n\t"                                                                                              \
+    "ldr r4, [r6, #16]\n\t"                                                                               \
+    "ldmia r5!, {r0, r1, r2, r3}\n\t"                                                                     \
+    MCU_DOT4_LOOP64                                                                                       \
+    MCU_RQ_PACKED("r0") MCU_RQ_PACKED("r1") MCU_RQ_PACKED("r2") MCU_RQ_PACKED("r3")                       \
+    "ldr pc, [r6, #20]\n\t"                                                                               \
+    "30:\n\t" MCU_PX_STORE_BYTES                                                                          \
+    "str r4, [r6]\n\t"                                                                                    \
+    "cmp r4, r8\n\t"                                                                                      \
+    "bne 5b\n\t"                                                                                          \
+    "b 8f\n\t"                                                                                            \
+    MCU_PX_WORD_SECTION                                                                                   \
+    "31:\n\t" MCU_PX_STORE_CLAMP                                                                          \
+    "str r4, [r6]\n\t"                                                                                    \
+    "cmp r4, r8\n\t"                                                                                      \
+    "bne 5b\n\t"                                                                                          \
+    "8:\n\t"
+
+#ifndef MCU_PACKED_LOOP
+#define MCU_PACKED_LOOP 1 /* 0: a model's build whose windows all fit MCU_PIXEL_WIDE_TAPS */
+#endif
+#if MCU_PACKED_LOOP
+static inline const int32_t *mcu_pixel_packed_loop(const int16_t *col, int32_t kp, const int32_t *blob,
+                                                   int8_t *y, int8_t *y_end, const uint32_t *bounds, int clamp)
+{
+    register int32_t tail __asm__("r0") = clamp;
+    register const int16_t *x __asm__("r4") = col;
+    register const int32_t *w __asm__("r5") = blob;
+    register const int16_t *e __asm__("r6") = col + kp;
+    register int8_t *yp __asm__("r8") = y;
+    register int8_t *ye __asm__("r9") = y_end;
+    register uint32_t lo __asm__("r10") = bounds[0];
+    register uint32_t hi __asm__("r11") = bounds[1];
+    register const int16_t *c0 __asm__("r12") = col;
+    __asm__ volatile(MCU_PX_BLOCKS
+                     : "+r"(tail), "+r"(x), "+r"(w), "+r"(e), "+r"(yp), "+r"(ye), "+r"(lo), "+r"(hi), "+r"(c0)
+                     :
+                     : "r1", "r2", "r3", "lr", "cc", "memory");
+    return w;
+}
+
+#endif /* MCU_PACKED_LOOP */
+
+/* mcu_pixel_packed for windows of at most MCU_PIXEL_WIDE_TAPS taps (every pointwise layer of the
+ * reference models but the widest): the dot product straight-line, 8 taps per group of one LDM of
+ * four column words and, per word, one LDM of the four channels' pair and four SMLAD. That is 21
+ * instructions per 64 MACs where MCU_DOT4_HALF's LDRD + 2 LDM take 11 per 32, and it needs eight
+ * data registers: r7 is saved in the state and restored at the end (a frame pointer in r7 stays
+ * untouched outside the assembly and nothing inside addresses memory through it), and no register
+ * holds the column's end, since the code for the taps after the entry point runs exactly once.
+ *
+ * The entry: a TBH into the group that leaves kp / 8 groups before the requantization (label 9),
+ * its index loaded with the column start by one LDM; when kp is 4 more than a multiple of 8, a stub
+ * loads the last two column words of a group first and enters it at its third pair (a second TBH).
+ * The requantization takes two channels per LDM (eight registers are free then). The store is one
+ * of two tails, chosen once per call (LDR PC from the state, to a label of this assembly: a branch
+ * within it, not a call, so mcu/stack.py's bound holds): four STRB, or the bytes packed, clamped
+ * byte-wise (as MCU_PX_STORE_CLAMP) and one STR.
+ *
+ * The state, 10 words right after the column (r4 points there between blocks): column start,
+ * entry index, third-pair index, y, y_end, min4, max4, store tail, saved r7, and a flag: the first call
+ * of a layer (mcu_pixel_packed_start cleared the flag) writes the words that stay the same for all
+ * its pixels, the others only y, y_end and r7. */
+#ifndef MCU_PIXEL_WIDE_TAPS
+#define MCU_PIXEL_WIDE_TAPS 256 /* a model's build sets its widest window (mcu/backends/specialise.py) */
+#endif
+#if MCU_PIXEL_WIDE_TAPS < 8 || MCU_PIXEL_WIDE_TAPS > 256 || MCU_PIXEL_WIDE_TAPS % 8 != 0
+#error "MCU_PIXEL_WIDE_TAPS is a multiple of 8 from 8 to 256"
+#endif
+/* The group count as assembler text: the tables and the .rept take it as an expression, so any
+ * multiple of 8 works without a list per size. */
+#define MCU_PXW_STR2(x) #x
+#define MCU_PXW_STR(x) MCU_PXW_STR2(x)
+#define MCU_PXW_G "(" MCU_PXW_STR(MCU_PIXEL_WIDE_TAPS) " / 8)"
+#define MCU_PXW_G1 "(" MCU_PXW_STR(MCU_PIXEL_WIDE_TAPS) " / 8 - 1)"
+#define MCU_PXW_BYTES "(84 * " MCU_PXW_G ")" /* groups * MCU_PXW_GROUP_BYTES */
+#define MCU_PXW_PAIR(x)                                                                                   \
+    "ldmia.w r5!, {r10, r11, r12, lr}\n\t"                                                                \
+    "smlad r0, " x ", r10, r0\n\t"                                                                        \
+    "smlad r1, " x ", r11, r1\n\t"                                                                        \
+    "smlad r2, " x ", r12, r2\n\t"                                                                        \
+    "smlad r3, " x ", lr, r3\n\t"
+#define MCU_PXW_GROUP                                                                                     \
+    "ldmia.w r4!, {r6, r7, r8, r9}\n\t" MCU_PXW_PAIR("r6") MCU_PXW_PAIR("r7") MCU_PXW_PAIR("r8")           \
+        MCU_PXW_PAIR("r9")
+#define MCU_PXW_GROUP_BYTES 84 /* 21 wide instructions */
+#define MCU_PXW_RQ2(a, b)                                                                                 \
+    "ldmia.w r5!, {r6, r7, r8, r9, r10, r11, r12, lr}\n\t"                                                \
+    "smlal r6, r7, " a ", r8\n\t"                                                                         \
+    "bic r8, " a ", r6\n\t"                                                                               \
+    "add r7, r7, r8, asr #31\n\t"                                                                         \
+    "asr r7, r7, r9\n\t"                                                                                  \
+    "ssat " a ", #8, r7\n\t"                                                                              \
+    "smlal r10, r11, " b ", r12\n\t"                                                                      \
+    "bic r12, " b ", r10\n\t"                                                                             \
+    "add r11, r11, r12, asr #31\n\t"                                                                      \
+    "asr r11, r11, lr\n\t"                                                                                \
+    "ssat " b ", #8, r11\n\t"
+
+static inline const int32_t *mcu_pixel_packed_wide(const int16_t *col, int32_t kp, const int32_t *blob,
+                                                   int8_t *y, int8_t *y_end, const uint32_t *bounds,
+                                                   int clamp)
+{
+    register const int16_t *c0 __asm__("r0") = col;
+    register int8_t *yp __asm__("r1") = y;
+    register int8_t *ye __asm__("r2") = y_end;
+    register int32_t tail __asm__("r3") = clamp;
+    register const int16_t *st __asm__("r4") = col + kp;
+    register const int32_t *w __asm__("r5") = blob;
+    register const uint32_t *b __asm__("r6") = bounds;
+    register int32_t taps __asm__("r8") = kp;
+    __asm__ volatile(
+        "str r7, [r4, #32]\n\t"
+        "strd r1, r2, [r4, #12]\n\t"
+        "ldr r7, [r4, #36]\n\t"
+        "cbnz r7, 5f\n\t"
+        "str r0, [r4]\n\t"
+        "ldrd r9, r10, [r6]\n\t"
+        "strd r9, r10, [r4, #20]\n\t"
+        /* the TBH indices: the group that leaves kp / 8 groups (the group count: the stub), and the group whose
+         * third pair the stub enters */
+        "lsr r9, r8, #3\n\t"
+        "rsb r10, r9, #" MCU_PXW_G1 "\n\t"
+        "rsb r9, r9, #" MCU_PXW_G "\n\t"
+        "tst r8, #4\n\t"
+        "it ne\n\t"
+        "movne r9, #" MCU_PXW_G "\n\t"
+        "strd r9, r10, [r4, #4]\n\t"
+        "adr.w r6, 30f\n\t"
+        "adr.w r7, 31f\n\t"
+        "cmp r3, #0\n\t"
+        "it ne\n\t"
+        "movne r6, r7\n\t"
+        "orr r6, r6, #1\n\t"
+        "str r6, [r4, #28]\n\t"
+        "mov r7, #1\n\t"
+        "str r7, [r4, #36]\n\t"
+        "5:\n\t"
+        "ldm r4, {r4, r6, r7}\n\t"
+        "ldmia r5!, {r0, r1, r2, r3}\n\t"
+        "tbh [pc, r6, lsl #1]\n\t"
+        "40:\n\t"
+        ".rept " MCU_PXW_G "\n\t.hword (6f - 40b + 42 * (. - 40b)) / 2\n\t.endr\n\t"
+        ".hword (7f - 40b) / 2\n\t"
+        "7:\n\t"
+        "ldrd r8, r9, [r4], #8\n\t"
+        "tbh [pc, r7, lsl #1]\n\t"
+        "41:\n\t"
+        ".rept " MCU_PXW_G "\n\t.hword (6f + 44 - 41b + 42 * (. - 41b)) / 2\n\t.endr\n\t"
+        "6:\n\t.rept " MCU_PXW_G "\n\t" MCU_PXW_GROUP ".endr\n\t"
+        "9:\n\t"
+        ".if (9b - 6b) - " MCU_PXW_BYTES "\n\t"
+        ".error \"mcu_pixel_packed_wide: the groups are not all wide instructions\"\n\t"
+        ".endif\n\t"
+        MCU_PXW_RQ2("r0", "r1") MCU_PXW_RQ2("r2", "r3")
+        "ldr pc, [r4, #28]\n\t"
+        "30:\n\t"
+        "ldrd r6, r7, [r4, #12]\n\t"
+        "strb r1, [r6, #1]\n\t"
+        "strb r2, [r6, #2]\n\t"
+        "strb r3, [r6, #3]\n\t"
+        "strb r0, [r6], #4\n\t"
+        "str r6, [r4, #12]\n\t"
+        "cmp r6, r7\n\t"
+        "bne 5b\n\t"
+        "b 8f\n\t"
+        MCU_PX_WORD_SECTION
+        "31:\n\t"
+        "pkhbt r0, r0, r2, lsl #16\n\t"
+        "pkhbt r1, r1, r3, lsl #16\n\t"
+        "and r0, r0, #0x00FF00FF\n\t"
+        "and r1, r1, #0x00FF00FF\n\t"
+        "orr r0, r0, r1, lsl #8\n\t"
+        "ldrd r8, r9, [r4, #20]\n\t"
+        "ssub8 r10, r0, r8\n\t"
+        "sel r0, r0, r8\n\t"
+        "ssub8 r10, r9, r0\n\t"
+        "sel r0, r0, r9\n\t"
+        "ldrd r6, r7, [r4, #12]\n\t"
+        "str r0, [r6], #4\n\t"
+        "str r6, [r4, #12]\n\t"
+        "cmp r6, r7\n\t"
+        "bne 5b\n\t"
+        "8:\n\t"
+        "ldr r7, [r4, #32]\n\t"
+        : "+r"(c0), "+r"(yp), "+r"(ye), "+r"(tail), "+r"(st), "+r"(w), "+r"(b), "+r"(taps)
+        :
+        : "r9", "r10", "r11", "r12", "lr", "cc", "memory");
+    return w;
+}
+#undef MCU_PXW_RQ2
+#undef MCU_PXW_STR
+#undef MCU_PXW_STR2
+#undef MCU_PXW_BYTES
+#undef MCU_PXW_G1
+#undef MCU_PXW_G
+#undef MCU_PXW_GROUP
+#undef MCU_PXW_PAIR
+
+/* Before the first mcu_pixel_packed of a layer (of each kernel call), with the column `col` of kp
+ * taps and MCU_PIXEL_PACKED_SPARE more int16: the state after it is not yet the layer's. */
+static inline void mcu_pixel_packed_start(int16_t *col, int32_t kp)
+{
+    col[kp + 18] = 0;
+    col[kp + 19] = 0;
+}
+
+/* Every whole block of one output pixel (see mcu_pixel_packed_loop and mcu_pixel_packed_wide). */
+static inline const int32_t *mcu_pixel_packed(const int16_t *col, int32_t kp, const int32_t *blob, int8_t *y,
+                                              int8_t *y_end, const uint32_t *bounds, int clamp)
+{
+    if (kp <= MCU_PIXEL_WIDE_TAPS) {
+        return mcu_pixel_packed_wide(col, kp, blob, y, y_end, bounds, clamp);
+    }
+#if MCU_PACKED_LOOP
+    return mcu_pixel_packed_loop(col, kp, blob, y, y_end, bounds, clamp);
+#else
+    return blob; /* not reached: mcu_conv2d_packed_s8 refuses the layer (MCU_ERR_UNSUPPORTED) */
+#endif
+}
+#undef MCU_PX_BLOCKS
+#undef MCU_PX_WORD_SECTION
+#undef MCU_RQ_PACKED
+#endif
+
+#endif /* MCU_KERNELS_INTERNAL_GEMM_S8_DSP_H */

@@ -1,0 +1,204 @@
+/* Convolution and fully connected layers with weights packed ahead of time for the dual-MAC loop
+ * (convolution/gemm_s8_dsp.h explains the layout and why). One output pixel at a time: its window
+ * becomes a 16-bit column on the stack, then four output channels per block. */
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "mcu/kernels_s8.h"
+
+#include "../common/check.h"
+#include "conv_column_s8.h"
+#include "conv_narrow_s8_dsp.h"
+#include "gemm_s8_dsp.h"
+#include "../common/requant.h"
+#include "../common/window.h"
+
+int32_t mcu_conv2d_packed_s8_get_buffer_size(const mcu_conv2d_s8_params *p)
+{
+    (void)p; /* the column lives on the stack */
+    return 0;
+}
+
+/* What every block of a layer shares, in locals: int8 stores may alias anything, so fields read
+ * through the params pointer would be reloaded after every store. */
+typedef struct {
+    int32_t cout, kp, words;
+    int32_t output_offset, act_min, act_max;
+    uint32_t bounds[2]; /* act_min, act_max in four bytes each: the layout mcu_pixel_packed reads */
+    int clamp;          /* the activation range is narrower than int8 */
+    int right;          /* the stream's flag: every shift in [-23, -1], requantized from K */
+} layer_t;
+
+/* One block in C: the host, the emulated build, and layers with shifts outside [-23, -1]. */
+static void block_c(const layer_t *l, const int16_t *col, const int32_t *blob, int8_t *y, int32_t n)
+{
+    uint32_t acc[4] = {(uint32_t)blob[0], (uint32_t)blob[1], (uint32_t)blob[2], (uint32_t)blob[3]};
+    mcu_dot4_packed(col, blob + 4, l->kp, acc);
+    const int32_t *rq = blob + 4 + 2 * l->kp;
+    for (int32_t o = 0; o < n; ++o, rq += 4) {
+        const int32_t a = mcu_u32_to_s32(acc[o]);
+        y[o] = l->right ? (int8_t)mcu_clamp_s32(mcu_packed_rq_s8(a, rq), l->act_min, l->act_max)
+                        : mcu_requantize_to_s8_fast(a, rq[2], rq[3], l->output_offset, l->act_min, l->act_max);
+    }
+}
+
+/* Output pixel y from its column, four channels per block; a last partial block computes padded
+ * channels (zero weights) and writes only the real ones. */
+static void pixel(const layer_t *l, const int16_t *col, const int32_t *blocks, int8_t *y)
+{
+    const int32_t *blob = blocks;
+    int32_t oc = 0;
+#if MCU_S8_DSP_NATIVE
+    if (l->right) {
+        /* in locals: the assembly's memory clobber would reload fields of *l every block */
+        const int32_t whole = l->cout & ~3;
+        if (whole > 0) {
+            blob = mcu_pixel_packed(col, l->kp, blob, y, y + whole, l->bounds, l->clamp);
+            oc = whole;
+        }
+    }
+#endif
+    for (; oc + 4 <= l->cout; oc += 4) {
+        block_c(l, col, blob, y + oc, 4);
+        blob += l->words;
+    }
+    if (oc < l->cout) {
+        block_c(l, col, blob, y + oc, l->cout - oc);
+    }
+}
+
+/* The K words of a right shift R and output offset (mcu_packed_rq_s8), as tuned.pack_layer makes them. */
+static void packed_k(int32_t r, int32_t output_offset, uint32_t *lo, int32_t *hi)
+{
+    *lo = (1u << 30) | (r == 1 ? 1u << 31 : 0u);
+    *hi = (r >= 2 ? (int32_t)1 << (r - 2) : 0) + output_offset * ((int32_t)1 << (r - 1));
+}
+
+/* The stream's header names the layer it was packed for (output channels, taps, output offset);
+ * its requantization constants are checked where C code shifts by them (the assembly of the core's
+ * fast path cannot fault on any value). */
+static int check_stream(const int32_t *stream, int32_t cout, int32_t kp, int32_t output_offset, int *right)
+{
+    const uint32_t flags = (uint32_t)stream[1];
+    if (stream[0] != MCU_PACKED_MAGIC || (flags & ~0xFF01u) != 0 || stream[2] != cout || stream[3] != kp ||
+        ((flags >> 8) & 0xFFu) != ((uint32_t)output_offset & 0xFFu)) {
+        return 0;
+    }
+    *right = (int)(flags & 1u);
+#if MCU_S8_DSP_NATIVE
+    if (*right) {
+        return 1;
+    }
+#endif
+    const int32_t words = mcu_packed_block_words(kp);
+    const int32_t *blob = stream + MCU_PACKED_HEADER_WORDS;
+    for (int32_t oc0 = 0; oc0 < cout; oc0 += 4, blob += words) {
+        const int32_t *rq = blob + 4 + 2 * kp;
+        for (int32_t o = 0; o < 4 && oc0 + o < cout; ++o, rq += 4) {
+            int ok;
+            if (*right) {
+                uint32_t lo;
+                int32_t hi;
+                ok = rq[2] >= 0 && rq[3] >= 0 && rq[3] <= 22;
+                if (ok) {
+                    packed_k(rq[3] + 1, output_offset, &lo, &hi);
+                    ok = (uint32_t)rq[0] == lo && rq[1] == hi;
+                }
+            } else {
+                ok = rq[3] >= -31 && rq[3] <= 30 && mcu_quant_valid(rq[2], rq[3]);
+            }
+            if (!ok) {
+                return 0;
+            }
+        }
+    }
+    return 1;
+}
+
+mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_params *p, const int8_t *input,
+                                const int32_t *packed, int8_t *output)
+{
+    (void)ctx; /* no scratch needed */
+    MCU_REQUIRE(p != NULL && input != NULL && packed != NULL && output != NULL, MCU_ERR_NULL_POINTER);
+    MCU_REQUIRE(mcu_conv2d_s8_params_valid(p) && p->groups == 1, MCU_ERR_INVALID_ARG);
+    const mcu_shape4 in = p->input;
+    const mcu_shape4 out = p->output;
+    const int32_t in_count = mcu_shape4_count(&in, 1);
+    const int32_t out_count = mcu_shape4_count(&out, 1);
+    MCU_REQUIRE(in_count > 0 && out_count > 0 && out.n == in.n, MCU_ERR_SHAPE);
+    MCU_REQUIRE(p->kernel_h <= MCU_CONV_PACKED_TAPS_MAX && p->kernel_w <= MCU_CONV_PACKED_TAPS_MAX &&
+                    in.c <= MCU_CONV_PACKED_TAPS_MAX,
+                MCU_ERR_SHAPE);
+    const int32_t kp = mcu_conv_column_taps(p);
+    MCU_REQUIRE(kp <= MCU_CONV_PACKED_TAPS_MAX, MCU_ERR_SHAPE);
+    MCU_REQUIRE(((uintptr_t)packed & 3u) == 0, MCU_ERR_INVALID_ARG); /* LDM takes whole words */
+    int right = 0;
+    MCU_REQUIRE(check_stream(packed, out.c, kp, p->output_offset, &right), MCU_ERR_INVALID_ARG);
+    const uint32_t min4 = ((uint32_t)p->act_min & 0xFFu) * 0x01010101u;
+    const uint32_t max4 = ((uint32_t)p->act_max & 0xFFu) * 0x01010101u;
+    const layer_t l = {out.c, kp, mcu_packed_block_words(kp), p->output_offset, p->act_min, p->act_max,
+                       {min4, max4}, p->act_min > -128 || p->act_max < 127, right};
+    packed += MCU_PACKED_HEADER_WORDS;
+#if MCU_S8_DSP_NATIVE
+    _Alignas(8) int16_t col[MCU_CONV_PACKED_TAPS_MAX + MCU_PIXEL_PACKED_SPARE]; /* + mcu_pixel_packed's state */
+    mcu_pixel_packed_start(col, kp);
+#else
+    _Alignas(8) int16_t col[MCU_CONV_PACKED_TAPS_MAX];
+#endif
+    _Alignas(4) int8_t raw[MCU_CONV_PACKED_TAPS_MAX];
+    const int32_t hw = out.h * out.w;
+    const int direction = mcu_conv_pixel_direction(p, input, in_count, output, out_count);
+    MCU_REQUIRE(direction >= 0, MCU_ERR_INVALID_ARG);
+#if MCU_S8_DSP
+    /* few taps per pixel (first layers, narrow pointwise): convolution/conv_narrow_s8_dsp.h */
+    if (mcu_narrow_applies(p, kp, right, direction)) {
+#if MCU_PACKED_NARROW
+        mcu_conv_narrow_s8(p, input, packed, output, kp, direction);
+        return MCU_OK;
+#else
+        return MCU_ERR_UNSUPPORTED; /* this build left the narrow path out (MCU_PACKED_NARROW 0) */
+#endif
+    }
+#endif
+#if MCU_S8_DSP_NATIVE && !MCU_PACKED_LOOP
+    /* this build left out the loop for windows wider than MCU_PIXEL_WIDE_TAPS */
+    MCU_REQUIRE(!right || out.c < 4 || kp <= MCU_PIXEL_WIDE_TAPS, MCU_ERR_UNSUPPORTED);
+#endif
+    if (direction == 1) { /* each pixel's input is in the column before its output is written */
+        const int64_t bi = in.c, bo = out.c;
+        for (int64_t i = (int64_t)in.n * hw - 1; i >= 0; --i) {
+            mcu_conv_column_s16(p, input + i * bi, 0, 0, kp, col, raw);
+            pixel(&l, col, packed, output + i * bo);
+        }
+        return MCU_OK;
+    }
+#if MCU_S8_DSP
+    const int pointwise = p->kernel_h == 1 && p->kernel_w == 1 && p->stride_h == 1 && p->stride_w == 1 &&
+                          p->pad_top == 0 && p->pad_left == 0 && out.h == in.h && out.w == in.w;
+    if (pointwise && in.c % 4 == 0) {
+        /* A pointwise layer's pixels are consecutive runs of c bytes in and out: one flat loop with
+         * the column straight from the run, without the window bounds of mcu_conv_column_s16
+         * (about a fifth of the time of the small-channel layers at large images). kp == c here. */
+        const int64_t pixels = (int64_t)in.n * hw;
+        const int8_t *x = input;
+        int8_t *y = output;
+        for (int64_t i = 0; i < pixels; ++i, x += in.c, y += out.c) {
+            mcu_column_s8(x, kp, p->input_offset, col);
+            pixel(&l, col, packed, y);
+        }
+        return MCU_OK;
+    }
+#endif
+    for (int32_t b = 0; b < in.n; ++b) {
+        const int8_t *x_n = input + (int64_t)b * in.h * in.w * in.c;
+        int8_t *y_n = output + (int64_t)b * hw * out.c;
+        for (int32_t oh = 0; oh < out.h; ++oh) {
+            for (int32_t ow = 0; ow < out.w; ++ow) {
+                mcu_conv_column_s16(p, x_n, oh, ow, kp, col, raw);
+                pixel(&l, col, packed, y_n + (oh * out.w + ow) * out.c);
+            }
+        }
+    }
+    return MCU_OK;
+}

@@ -1,0 +1,327 @@
+/* Helium (MVE) convolution (groups 1, dilation 1) for input channel counts that are multiples of 16:
+ * three output pixels times two output channels per block of dot products. Internal: static inline
+ * only; defines nothing unless MCU_S8_MVE.
+ *
+ * VMLADAVA accumulates into even general registers, so a block holds at most six sums; three pixels
+ * by two channels load 3 + 2 vectors per 16 taps for 6 VMLADAVAs (the four-channel dot of one pixel,
+ * mcu_mve_dot4, loads 5 for 4). The three pixels' windows are gathered (im2col, raw int8 as in
+ * mve_s8.h, padded taps = the input zero-point, the input offset folded into the biases) into one
+ * column interleaved by 16-byte chunks: chunk k of pixel j at (3k + j) * 16, so that one pointer
+ * walks all three. With the input channels a multiple of 16 every chunk lies within one tap, and the
+ * gather copies or fills whole chunks: the window's rows of the input straight from the input. */
+#ifndef MCU_KERNELS_INTERNAL_MVE_CONV3_S8_H
+#define MCU_KERNELS_INTERNAL_MVE_CONV3_S8_H
+
+#include <stdint.h>
+
+#include "mcu/kernels_s8.h"
+#include "../common/mve_s8.h"
+#include "../common/window.h"
+
+#if MCU_S8_MVE
+
+/* Largest window (kh * kw * in_c bytes) of this path: three of them make its column on the stack. */
+#define MCU_S8_MVE_CONV3_COL_MAX 576
+
+/* `chunks` > 0 chunks of 16 bytes from src to dst, dst stepping 48 bytes (one interleaved column
+ * slot); returns the next slot. */
+static inline int8_t *mcu_mve_il_copy(int8_t *dst, const int8_t *src, int32_t chunks)
+{
+    __asm__ volatile("   dls lr, %[k]\n"
+                     "1: vldrb.8 q0, [%[s]], #16\n"
+                     "   vstrb.8 q0, [%[d]], #48\n"
+                     "   le lr, 1b\n"
+                     : [d] "+r"(dst), [s] "+r"(src)
+                     : [k] "r"(chunks)
+                     : "q0", "lr", "memory");
+    return dst;
+}
+
+/* `chunks` > 0 slots of 16 bytes of zp, as mcu_mve_il_copy. */
+static inline int8_t *mcu_mve_il_fill(int8_t *dst, int8x16_t zp, int32_t chunks)
+{
+    __asm__ volatile("   dls lr, %[k]\n"
+                     "1: vstrb.8 %q[z], [%[d]], #48\n"
+                     "   le lr, 1b\n"
+                     : [d] "+r"(dst)
+                     : [k] "r"(chunks), [z] "w"(zp)
+                     : "lr", "memory");
+    return dst;
+}
+
+/* `rows` > 0 runs of `chunks` > 0 chunks, the runs `step` bytes apart in src, into slot dst as
+ * mcu_mve_il_copy: a window inside the input. */
+static inline void mcu_mve_il_rows(int8_t *dst, const int8_t *src, int32_t chunks, int32_t rows, int32_t step)
+{
+    __asm__ volatile("2: dls lr, %[k]\n"
+                     "1: vldrb.8 q0, [%[s]], #16\n"
+                     "   vstrb.8 q0, [%[d]], #48\n"
+                     "   le lr, 1b\n"
+                     "   add %[s], %[s], %[st]\n"
+                     "   subs %[r], %[r], #1\n"
+                     "   bne 2b\n"
+                     : [d] "+r"(dst), [s] "+r"(src), [r] "+r"(rows)
+                     : [k] "r"(chunks), [st] "r"(step - chunks * 16)
+                     : "q0", "lr", "cc", "memory");
+}
+
+/* The windows of three output pixels inside the input, their runs `ps` bytes apart: `rows` > 0 runs
+ * of `chunks` > 0 chunks each, `step` bytes apart, into the three slots of col. */
+static inline void mcu_mve_il_rows3(int8_t *col, const int8_t *src, int32_t ps, int32_t chunks, int32_t rows,
+                                    int32_t step)
+{
+    const int8_t *s1 = src + ps;
+    const int8_t *s2 = s1 + ps;
+    const int32_t adv = step - chunks * 16;
+    __asm__ volatile("2: dls lr, %[k]\n"
+                     "1: vldrb.8 q0, [%[s0]], #16\n"
+                     "   vldrb.8 q1, [%[s1]], #16\n"
+                     "   vldrb.8 q2, [%[s2]], #16\n"
+                     "   vstrb.8 q1, [%[d], #16]\n"
+                     "   vstrb.8 q2, [%[d], #32]\n"
+                     "   vstrb.8 q0, [%[d]], #48\n"
+                     "   le lr, 1b\n"
+                     "   add %[s0], %[s0], %[adv]\n"
+                     "   add %[s1], %[s1], %[adv]\n"
+                     "   add %[s2], %[s2], %[adv]\n"
+                     "   subs %[r], %[r], #1\n"
+                     "   bne 2b\n"
+                     : [d] "+r"(col), [s0] "+r"(src), [s1] "+r"(s1), [s2] "+r"(s2), [r] "+r"(rows)
+                     : [k] "r"(chunks), [adv] "r"(adv)
+                     : "q0", "q1", "q2", "lr", "cc", "memory");
+}
+
+/* The window of output pixel (oh, ow) into interleaved slot `dst` (see the header comment): per kernel
+ * row the taps before the input, inside it (one run of the input row) and after it. */
+static inline void mcu_mve_il_window(const mcu_conv2d_s8_params *p, const int8_t *x_n, int32_t oh, int32_t ow,
+                                     int8x16_t zp, int8_t *dst)
+{
+    const mcu_shape4 in = p->input;
+    const int32_t kc = in.c / 16; /* chunks per tap */
+    const int32_t kw = p->kernel_w;
+    const int32_t ih0 = oh * p->stride_h - p->pad_top;
+    const int32_t iw0 = ow * p->stride_w - p->pad_left;
+    if (ih0 >= 0 && iw0 >= 0 && ih0 + p->kernel_h <= in.h && iw0 + kw <= in.w) {
+        mcu_mve_il_rows(dst, x_n + ((int64_t)ih0 * in.w + iw0) * in.c, kw * kc, p->kernel_h, in.w * in.c);
+        return;
+    }
+    int32_t lo, hi;
+    mcu_window_taps(iw0, kw, 1, in.w, &lo, &hi);
+    for (int32_t i = 0; i < p->kernel_h; ++i) {
+        const int32_t ih = ih0 + i;
+        if (ih < 0 || ih >= in.h || hi <= lo) {
+            dst = mcu_mve_il_fill(dst, zp, kw * kc);
+            continue;
+        }
+        if (lo > 0) {
+            dst = mcu_mve_il_fill(dst, zp, lo * kc);
+        }
+        dst = mcu_mve_il_copy(dst, x_n + ((int64_t)ih * in.w + iw0 + lo) * in.c, (hi - lo) * kc);
+        if (hi < kw) {
+            dst = mcu_mve_il_fill(dst, zp, (kw - hi) * kc);
+        }
+    }
+}
+
+/* Most output channels of this path: their packed parameters (mcu_mve_conv3_pair) live on the stack. */
+#define MCU_S8_MVE_CONV3_OC_MAX 64
+
+/* One pair of output channels c0, c1 as the group loop reads it: folded biases (three of each: the
+ * six sums' start), then the multipliers and the (non-positive) shifts in the lane order (c0, c1, c0,
+ * c1) of the loop's vectors. */
+typedef struct {
+    int32_t kb[6];
+    int32_t m[4];
+    int32_t s[4];
+} mcu_mve_conv3_pair;
+
+/* The loop's constants, read from memory where registers run out (offsets fixed in the assembly). */
+typedef struct {
+    int32_t iters;      /* 0: chunks of 16 taps per window */
+    int32_t offset;     /* 4: output offset */
+    int32_t n;          /* 8: window bytes */
+    const int8_t *col;  /* 12: the interleaved column */
+    const void *end;    /* 16: one past the last pair */
+    int32_t out_c;      /* 20 */
+} mcu_mve_conv3_cfg;
+
+/* The parts of mcu_mve_conv3_group's loop: the pair's start, one step of 16 taps, the pair's end. */
+#define MCU_MVE_CONV3_HEAD                                                                                           \
+    "2: ldrd %[a0], %[a1], [%[pk]], #8\n"                                                                            \
+    "   ldrd %[a2], %[a3], [%[pk]], #8\n"                                                                            \
+    "   ldrd %[a4], %[a5], [%[pk]], #8\n"                                                                            \
+    "   ldr %[x], [%[cfg], #12]\n"                                                                                   \
+    "   ldr lr, [%[cfg]]\n"                                                                                          \
+    "   dls lr, lr\n"
+#define MCU_MVE_CONV3_STEP                                                                                           \
+    "   vldrb.8 q1, [%[x], #16]\n"                                                                                   \
+    "   vldrb.8 q2, [%[x], #32]\n"                                                                                   \
+    "   vldrb.8 q0, [%[x]], #48\n"                                                                                   \
+    "   vldrb.8 q3, [%[w0]], #16\n"                                                                                  \
+    "   vmladava.s8 %[a0], q0, q3\n"                                                                                 \
+    "   vmladava.s8 %[a1], q1, q3\n"                                                                                 \
+    "   vmladava.s8 %[a2], q2, q3\n"                                                                                 \
+    "   vldrb.8 q3, [%[w1]], #16\n"                                                                                  \
+    "   vmladava.s8 %[a3], q0, q3\n"                                                                                 \
+    "   vmladava.s8 %[a4], q1, q3\n"                                                                                 \
+    "   vmladava.s8 %[a5], q2, q3\n"
+#define MCU_MVE_CONV3_TAIL                                                                                           \
+    "   vmov q4[2], q4[0], %[a0], %[a1]\n"                                                                           \
+    "   vmov q4[3], q4[1], %[a3], %[a4]\n"                                                                           \
+    "   vmov q5[2], q5[0], %[a1], %[a2]\n"                                                                           \
+    "   vmov q5[3], q5[1], %[a4], %[a5]\n"                                                                           \
+    "   vldrw.u32 q0, [%[pk]]\n"                                                                                     \
+    "   vldrw.u32 q1, [%[pk], #16]\n"                                                                                \
+    "   adds %[pk], #32\n"                                                                                           \
+    "   vqrdmulh.s32 q4, q4, q0\n"                                                                                   \
+    "   vqrdmulh.s32 q5, q5, q0\n"                                                                                   \
+    "   vand q2, q4, q1\n"                                                                                           \
+    "   vand q3, q5, q1\n"                                                                                           \
+    "   vshr.s32 q2, q2, #31\n"                                                                                      \
+    "   vshr.s32 q3, q3, #31\n"                                                                                      \
+    "   vqadd.s32 q4, q4, q2\n"                                                                                      \
+    "   vqadd.s32 q5, q5, q3\n"                                                                                      \
+    "   vrshl.s32 q4, q4, q1\n"                                                                                      \
+    "   vrshl.s32 q5, q5, q1\n"                                                                                      \
+    "   ldr %[a0], [%[cfg], #4]\n"                                                                                   \
+    "   vqadd.s32 q4, q4, %[a0]\n"                                                                                   \
+    "   vqadd.s32 q5, q5, %[a0]\n"                                                                                   \
+    "   vqshl.s32 q4, q4, #24\n"                                                                                     \
+    "   vqshl.s32 q5, q5, #24\n"                                                                                     \
+    "   vshr.s32 q4, q4, #24\n"                                                                                      \
+    "   vshr.s32 q5, q5, #24\n"                                                                                      \
+    "   vstrb.32 q4, [%[y], %q[ofs]]\n"                                                                              \
+    "   vstrb.32 q5, [%[y], %q[ofs2]]\n"                                                                             \
+    "   adds %[y], #2\n"                                                                                             \
+    "   ldr %[a0], [%[cfg], #8]\n"                                                                                   \
+    "   add %[w0], %[w0], %[a0]\n"                                                                                   \
+    "   add %[w1], %[w1], %[a0]\n"                                                                                   \
+    "   ldr %[a0], [%[cfg], #16]\n"                                                                                  \
+    "   cmp %[pk], %[a0]\n"                                                                                          \
+    "   bne 2b\n"
+
+/* Every output channel of the three pixels in col (interleaved, see the header comment), pairs of
+ * channels in order: the six dot products (three pixels by two weight rows, 16 taps per step), the
+ * requantization of mcu_mve_requantize without left shift (every shift <= 0) on the lanes (p0 c0,
+ * p0 c1, p1 c0, p1 c1) and (p1 c0, p1 c1, p2 c0, p2 c1) (pixel 1 twice: same bytes), the offset added
+ * with saturation and the clamp to [-128, 127] as a saturating shift left by 24 and back (the caller
+ * takes this path only for that activation range), and byte scatters to y (offsets 0, 1, out_c,
+ * out_c + 1) and y + out_c. One assembly loop for all pairs: every register is in use, so the
+ * constants come from cfg and the six sums' registers double as temporaries. */
+static inline void mcu_mve_conv3_group(const mcu_mve_conv3_cfg *cfg, const mcu_mve_conv3_pair *pk,
+                                       const int8_t *w, int8_t *y, uint32x4_t ofs, int unrolled)
+{
+    const int8_t *w1 = w + cfg->n;
+    const uint32x4_t ofs2 = vaddq_n_u32(ofs, (uint32_t)cfg->out_c); /* pixels 1 and 2 */
+    const int8_t *x;
+    int32_t a0, a1, a2, a3, a4, a5;
+    if (unrolled) { /* cfg->iters counts steps of 48 taps: one loop end per three steps */
+        __asm__ volatile(MCU_MVE_CONV3_HEAD "1:" MCU_MVE_CONV3_STEP MCU_MVE_CONV3_STEP MCU_MVE_CONV3_STEP
+                         "   le lr, 1b\n" MCU_MVE_CONV3_TAIL
+                         : [a0] "=&Te"(a0), [a1] "=&Te"(a1), [a2] "=&Te"(a2), [a3] "=&Te"(a3), [a4] "=&Te"(a4),
+                           [a5] "=&Te"(a5), [x] "=&r"(x), [w0] "+r"(w), [w1] "+r"(w1), [pk] "+r"(pk), [y] "+r"(y)
+                         : [cfg] "r"(cfg), [ofs] "w"(ofs), [ofs2] "w"(ofs2)
+                         : "q0", "q1", "q2", "q3", "q4", "q5", "lr", "cc", "memory");
+    } else {
+        __asm__ volatile(MCU_MVE_CONV3_HEAD "1:" MCU_MVE_CONV3_STEP "   le lr, 1b\n" MCU_MVE_CONV3_TAIL
+                         : [a0] "=&Te"(a0), [a1] "=&Te"(a1), [a2] "=&Te"(a2), [a3] "=&Te"(a3), [a4] "=&Te"(a4),
+                           [a5] "=&Te"(a5), [x] "=&r"(x), [w0] "+r"(w), [w1] "+r"(w1), [pk] "+r"(pk), [y] "+r"(y)
+                         : [cfg] "r"(cfg), [ofs] "w"(ofs), [ofs2] "w"(ofs2)
+                         : "q0", "q1", "q2", "q3", "q4", "q5", "lr", "cc", "memory");
+    }
+}
+
+/* 1 when this path applies to the layer: input channels a multiple of 16, dilation 1, an even number
+ * of at most MCU_S8_MVE_CONV3_OC_MAX output channels, a window of at most MCU_S8_MVE_CONV3_COL_MAX
+ * bytes, the full int8 activation range and no positive shift. */
+static inline int mcu_mve_conv3_applies(const mcu_conv2d_s8_params *p, const mcu_per_channel_quant *q)
+{
+    return p->groups == 1 && p->input.c % 16 == 0 && p->dilation_h == 1 && p->dilation_w == 1 &&
+           p->output.c % 2 == 0 && p->output.c <= MCU_S8_MVE_CONV3_OC_MAX &&
+           p->kernel_h * p->kernel_w * p->input.c <= MCU_S8_MVE_CONV3_COL_MAX && p->act_min == -128 &&
+           p->act_max == 127 && mcu_mve_no_left_shift(q, p->output.c);
+}
+
+/* The convolution (mcu_mve_conv3_applies): the pixels of each image in memory order, groups of three
+ * (each group's windows gathered before any of its outputs is written: the window overlap contract),
+ * the last one or two pixels of an image through mcu_mve_matrix_block. */
+static __attribute__((noinline, unused)) void mcu_mve_conv3(const mcu_conv2d_s8_params *p,
+                                                           const mcu_per_channel_quant *q, const int8_t *input,
+                                                           const int8_t *weight, const int32_t *bias, int8_t *output)
+{
+    _Alignas(16) int8_t col[3 * MCU_S8_MVE_CONV3_COL_MAX];
+    _Alignas(16) mcu_mve_conv3_pair pack[MCU_S8_MVE_CONV3_OC_MAX / 2];
+    _Alignas(16) int32_t kbias[MCU_S8_MVE_CONV3_OC_MAX];
+    const mcu_shape4 in = p->input;
+    const mcu_shape4 out = p->output;
+    const int32_t n = p->kernel_h * p->kernel_w * in.c;
+    const int32_t oc = out.c;
+    const int32_t hw = out.h * out.w;
+    mcu_mve_fold_bias(weight, n, oc, bias, p->input_offset, kbias);
+    for (int32_t c = 0; c < oc; c += 2) {
+        mcu_mve_conv3_pair *e = &pack[c / 2];
+        for (int32_t k = 0; k < 6; ++k) {
+            e->kb[k] = kbias[c + k / 3];
+        }
+        for (int32_t k = 0; k < 4; ++k) {
+            e->m[k] = q->multiplier[c + (k & 1)];
+            e->s[k] = q->shift[c + (k & 1)];
+        }
+    }
+    const int unrolled = (n / 16) % 3 == 0;
+    const mcu_mve_conv3_cfg cfg = {unrolled ? n / 48 : n / 16, p->output_offset, n, col, pack + oc / 2, oc};
+    /* byte offsets (0, 1, out_c, out_c + 1) */
+    const uint32x4_t pair = vandq_u32(vidupq_n_u32(0, 1), vdupq_n_u32(1));
+    const uint32x4_t ofs = vaddq_u32(pair, vmulq_n_u32(vshrq_n_u32(vidupq_n_u32(0, 1), 1), (uint32_t)oc));
+    const int8x16_t zp = vdupq_n_s8((int8_t)-p->input_offset);
+    for (int32_t b = 0; b < in.n; ++b) {
+        const int8_t *x_n = input + (int64_t)b * in.h * in.w * in.c;
+        int8_t *y_n = output + (int64_t)b * hw * oc;
+        int32_t oh = 0, ow = 0, i = 0;
+        for (; i + 3 <= hw; i += 3) {
+            const int32_t ih0 = oh * p->stride_h - p->pad_top;
+            const int32_t iw0 = ow * p->stride_w - p->pad_left;
+            if (ow + 3 <= out.w && ih0 >= 0 && iw0 >= 0 && ih0 + p->kernel_h <= in.h &&
+                iw0 + 2 * p->stride_w + p->kernel_w <= in.w) {
+                /* three windows of one output row inside the input */
+                mcu_mve_il_rows3(col, x_n + ((int64_t)ih0 * in.w + iw0) * in.c, p->stride_w * in.c,
+                                 p->kernel_w * in.c / 16, p->kernel_h, in.w * in.c);
+                ow += 3;
+                if (ow == out.w) {
+                    ow = 0;
+                    ++oh;
+                }
+                mcu_mve_conv3_group(&cfg, pack, weight, y_n + (int64_t)i * oc, ofs, unrolled);
+                continue;
+            }
+            for (int32_t j = 0; j < 3; ++j) {
+                mcu_mve_il_window(p, x_n, oh, ow, zp, col + 16 * j);
+                if (++ow == out.w) {
+                    ow = 0;
+                    ++oh;
+                }
+            }
+            mcu_mve_conv3_group(&cfg, pack, weight, y_n + (int64_t)i * oc, ofs, unrolled);
+        }
+        const int32_t rest = hw - i;
+        for (int32_t j = 0; j < rest; ++j) {
+            mcu_mve_im2col_s8(p, x_n, oh, ow, col + j * n);
+            if (++ow == out.w) {
+                ow = 0;
+                ++oh;
+            }
+        }
+        if (rest > 0) {
+            mcu_mve_matrix_block(col, rest, n, oc, weight, kbias, q, p->output_offset, p->act_min, p->act_max,
+                                 y_n + (int64_t)i * oc);
+        }
+    }
+}
+
+#undef MCU_MVE_CONV3_HEAD
+#undef MCU_MVE_CONV3_STEP
+#undef MCU_MVE_CONV3_TAIL
+
+#endif /* MCU_S8_MVE */
+
+#endif /* MCU_KERNELS_INTERNAL_MVE_CONV3_S8_H */
