@@ -1,4 +1,4 @@
-"""More ops (issue 18, first part): the fp32 kernels mcu_unary_f32 (GELU, SiLU, ELU, exp, rsqrt, scalar
+"""Elementwise, normalisation and reduction ops: the fp32 kernels mcu_unary_f32 (GELU, SiLU, ELU, exp, rsqrt, scalar
 arithmetic, ...), mcu_layer_norm_f32, mcu_bmm_f32, mcu_reduce_f32, mcu_maximum/minimum_f32 against PyTorch
 over many shapes and parameters; whole models that use them (an MLP with LayerNorm and GELU, an LSTM
 keyword spotter, attention-style batched products) through `mcu.compile` on the simulated M33."""

@@ -1,5 +1,5 @@
 """What ``mcu ops`` prints: every ATen overload the frontend lowers, the IR op kinds it becomes, and the C
-kernels that run each kind in fp32 and in int8 models (issue 18).
+kernels that run each kind in fp32 and in int8 models.
 
 Nothing here is a hand-written list of ops or kernels. The rows are read from the real tables, so they
 cannot drift from what a build does:

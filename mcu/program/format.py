@@ -74,7 +74,7 @@ KERNEL_IDS: dict[str, int] = {
     "mcu_linear_w8_f32": 36,
     "mcu_linear_dyn_s8": 37,
     "mcu_slice": 38,
-    # 4-bit groupwise weights and model state (issue 17): ids 230-259.
+    # 4-bit groupwise weights and model state: ids 230-259.
     "mcu_linear_w4_f32": 230,
     "mcu_linear_w4_s8": 231,
     "mcu_index_put": 232,
@@ -82,7 +82,7 @@ KERNEL_IDS: dict[str, int] = {
     "mcu_where": 234,
     "mcu_embedding": 235,
     "mcu_embedding_s8_f32": 236,
-    # normalisation, reductions and int8 activations (issue 18): ids 180-219.
+    # normalisation, reductions and int8 activations: ids 180-219.
     "mcu_unary_f32": 180,
     "mcu_layer_norm_f32": 181,
     "mcu_bmm_f32": 182,
@@ -96,7 +96,7 @@ KERNEL_IDS: dict[str, int] = {
     "mcu_argmax_s8": 190,
     "mcu_log_softmax_f32": 191,
     "mcu_prelu_f32": 192,
-    # resampling and data movement (issue 18): ids 140-179.
+    # resampling and data movement: ids 140-179.
     "mcu_remap": 140,
     "mcu_index_select": 141,
     "mcu_gather": 142,
@@ -107,15 +107,15 @@ KERNEL_IDS: dict[str, int] = {
     "mcu_reduce_s8": 193,
     "mcu_rms_norm_f32": 194,
     "mcu_bmm_s8": 195,
-    # convolutions (issue 18): ids 100-139.
+    # convolutions: ids 100-139.
     "mcu_conv_transpose2d_f32": 100,
     "mcu_conv_transpose2d_s8": 101,
     "mcu_conv_transpose2d_phased_s8": 102,
     "mcu_conv2d_grouped_s8": 103,
-    # integer recurrent layers (issue 18): ids 240-249.
+    # integer recurrent layers: ids 240-249.
     "mcu_lstm_s8": 240,
     "mcu_gru_s8": 241,
-    # int8 islands made integer (issue 18): ids 250-259.
+    # int8 islands made integer: ids 250-259.
     "mcu_maximum_s8": 250,
     "mcu_minimum_s8": 251,
     "mcu_div_s8": 252,

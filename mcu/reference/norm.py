@@ -1,4 +1,4 @@
-"""int8 layer and RMS normalisation (issue 18): the compile-time parameters and the bit-exact Python reference
+"""int8 layer and RMS normalisation: the compile-time parameters and the bit-exact Python reference
 of ``mcu_layer_norm_s8`` (runtime_c/kernels/mcu_layer_norm_s8.c, whose header comment states the
 arithmetic), and the 256-entry tables of the elementwise functions of ``mcu_unary_f32`` at int8.
 
