@@ -84,6 +84,7 @@ UNARY_CASES = {
     "log_sigmoid": (lambda x, a, b: F.logsigmoid(x), 0.0, 0.0),
     "affine": (lambda x, a, b: x * a + b, 0.25, -3.0),
     "rsub": (lambda x, a, b: b - x * a, 1.0, 2.0),
+    "mish": (lambda x, a, b: F.mish(x), 0.0, 0.0),
 }
 # the input each kernel sees for the cases whose torch op above transforms it first
 PRE = {"log": lambda x: x.abs() + 0.1, "sqrt": lambda x: x.abs(), "rsqrt": lambda x: x.abs() + 0.1,

@@ -25,6 +25,7 @@ KEPT_WHOLE = (torch.ops.aten.hardswish.default,
               # one kernel (one table at int8) rather than gt + mul + where, sigmoid + mul, ...
               torch.ops.aten._prelu_kernel.default, torch.ops.aten.silu.default, torch.ops.aten.hardsigmoid.default,
               torch.ops.aten.softplus.default, torch.ops.aten.log_sigmoid_forward.default,
+              torch.ops.aten.mish.default,
               # 1-D linear interpolation: one bilinear resize over a height of 1
               torch.ops.aten.upsample_linear1d.vec, torch.ops.aten.upsample_linear1d.default,
               torch.ops.aten.rms_norm.default)

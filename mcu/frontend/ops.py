@@ -184,6 +184,7 @@ HANDLERS: dict[object, Handler] = {
     aten.neg.default: _unary("neg"),
     aten.reciprocal.default: _unary("reciprocal"),
     aten.erf.default: _unary("erf"),
+    aten.mish.default: _unary("mish"),
     aten.pow.Tensor_Scalar: _unary("pow", _arg(1, "exponent", 1.0)),
     aten.add.Scalar: _scalar_affine(lambda s: 1.0, lambda s: s),
     aten.sub.Scalar: _scalar_affine(lambda s: 1.0, lambda s: -s),

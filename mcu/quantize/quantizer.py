@@ -89,6 +89,7 @@ TABLE_OWN_OUTPUT = {aten.gelu.default, aten.silu.default, aten.silu_.default, at
                     aten.leaky_relu.default, aten.elu.default, aten.softplus.default, aten.exp.default,
                     aten.log.default, aten.sqrt.default, aten.rsqrt.default, aten.abs.default, aten.neg.default,
                     aten.reciprocal.default, aten.erf.default, aten.pow.Tensor_Scalar, aten.log_sigmoid.default,
+                    aten.mish.default,
                     aten.layer_norm.default, aten.rms_norm.default, aten.prelu.default}
 MATMUL = {aten.matmul.default, aten.bmm.default}  # of two activations (int8 mcu_bmm_s8)
 REDUCE_OWN_OUTPUT = {aten.sum.dim_IntList, aten.amax.default, aten.amin.default}

@@ -156,6 +156,7 @@ UNARY_TABLE_FN: dict[str, Callable[[torch.Tensor, float, float], torch.Tensor]] 
     "log_sigmoid": lambda x, a, b: F.logsigmoid(x),
     "affine": lambda x, a, b: x * a + b,
     "rsub": lambda x, a, b: b - x * a,
+    "mish": lambda x, a, b: F.mish(x),
 }
 
 

@@ -1,6 +1,6 @@
 """int8 forms of the elementwise, normalisation and reduction ops (joins :data:`mcu.passes.quantized.core.CONVERTERS`): every elementwise
 function of ``mcu_unary_f32`` (GELU both forms, SiLU, hardsigmoid, leaky ReLU, ELU, softplus, exp, log,
-sqrt, rsqrt, erf, abs, neg, reciprocal, pow, log-sigmoid, and arithmetic with a scalar) becomes the
+sqrt, rsqrt, erf, abs, neg, reciprocal, pow, log-sigmoid, mish, and arithmetic with a scalar) becomes the
 int8 ``lut`` op with its 256-entry table computed here in float64; layer norm becomes
 ``mcu_layer_norm_s8`` (integer mean and variance, mcu/reference/norm.py); argmax reads the int8 codes.
 """
