@@ -1,7 +1,7 @@
 """Mish, x * tanh(softplus(x)), end to end: the walk-through of docs/adding-an-op.md.
 
 fp32 runs ``mcu_unary_f32`` with the function code ``MCU_UNARY_MISH``; int8 runs the 256-entry table
-that ``mcu/reference/norm.py`` computes from torch's own mish. Checked: the C function against torch
+that ``mcu/reference/elementwise.py`` computes from torch's own mish. Checked: the C function against torch
 over the whole float range; the ATen op kept whole through the Edge dialect and listed by ``mcu ops``;
 small models (a linear layer and a YOLO-style convolution block) in fp32 within 1e-5 of eager, in int8
 with no fp32 island and bit-exact with the Python reference, through the program interpreter and the
@@ -26,7 +26,7 @@ from conftest import requires_qemu  # noqa: E402
 from mcu.frontend.opcodes import UNARY_FN  # noqa: E402
 from mcu.reference import arith  # noqa: E402
 from mcu.reference import kernels as ref  # noqa: E402
-from mcu.reference.norm import unary_real  # noqa: E402
+from mcu.reference.elementwise import unary_real  # noqa: E402
 
 c_int32, c_float = ctypes.c_int32, ctypes.c_float
 

@@ -30,7 +30,8 @@ from mcu.errors import McuError  # noqa: E402
 from mcu.frontend.opcodes import UNARY_FN  # noqa: E402
 from mcu.reference import arith  # noqa: E402
 from mcu.reference import kernels as ref  # noqa: E402
-from mcu.reference.norm import UNARY_TABLE_FN, LayerNormS8, layer_norm_params, layer_norm_s8, unary_real  # noqa: E402
+from mcu.reference.elementwise import UNARY_TABLE_FN, unary_real  # noqa: E402
+from mcu.reference.norm import LayerNormS8, layer_norm_params, layer_norm_s8  # noqa: E402
 
 SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 c_int32, c_float = ctypes.c_int32, ctypes.c_float

@@ -1,8 +1,10 @@
-"""int8 forms of the elementwise, normalisation and reduction ops (joins :data:`mcu.passes.quantized.core.CONVERTERS`): every elementwise
-function of ``mcu_unary_f32`` (GELU both forms, SiLU, hardsigmoid, leaky ReLU, ELU, softplus, exp, log,
-sqrt, rsqrt, erf, abs, neg, reciprocal, pow, log-sigmoid, mish, and arithmetic with a scalar) becomes the
-int8 ``lut`` op with its 256-entry table computed here in float64; layer norm becomes
-``mcu_layer_norm_s8`` (integer mean and variance, mcu/reference/norm.py); argmax reads the int8 codes.
+"""int8 forms of the elementwise, normalisation and reduction ops (joins
+:data:`mcu.passes.quantized.core.CONVERTERS`): every elementwise function of ``mcu_unary_f32`` (GELU
+both forms, SiLU, hardsigmoid, leaky ReLU, ELU, softplus, exp, log, sqrt, rsqrt, erf, abs, neg,
+reciprocal, pow, log-sigmoid, mish, and arithmetic with a scalar) becomes the int8 ``lut`` op with its
+256-entry table computed here in float64 from mcu/reference/elementwise.py's function; layer norm
+becomes ``mcu_layer_norm_s8`` (integer mean and variance, mcu/reference/norm.py); argmax reads the
+int8 codes.
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ import numpy as np
 
 from mcu.ir import Graph, Op, Tensor
 from mcu.reference import arith
-from mcu.reference.norm import layer_norm_params, unary_real
+from mcu.reference.elementwise import unary_real
+from mcu.reference.norm import layer_norm_params
 
 # Binary ops with a scalar constant operand, as (alpha, beta) of x * alpha + beta (or of beta - x for rsub).
 _SCALAR = {"add": lambda s: ("affine", 1.0, s), "sub": lambda s: ("affine", 1.0, -s),
