@@ -21,7 +21,7 @@ EXAMPLES = CLASSIFIERS + ["unet_lite", "conv_autoencoder"]
 # libm): the firmware is checked against the same C built for the host within one output step
 # (CompiledModel.tolerances) instead. The reasons name the islands (graph.fallbacks). The transformer's
 # one island (the add of its learned positions) is an fp32 add the reference computes exactly.
-# (kws_gru's GRU, an unrolled fp32 island before, runs mcu_gru_s8 since the integer recurrent layers.)
+# (kws_gru's GRU runs as one integer layer, mcu_gru_s8, not as an unrolled fp32 island.)
 NOT_EXACT: dict[str, str] = {}
 _SIMS: dict[tuple[str, str], object] = {}
 
