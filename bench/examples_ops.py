@@ -1,4 +1,4 @@
-"""Issue 18 examples on the simulated Cortex-M33 (mps2-an505), fp32 and int8: instructions of the first
+"""The examples of the wider op set on the simulated Cortex-M33 (mps2-an505), fp32 and int8: instructions of the first
 inference, flash, arena, the int8/fp32 instruction ratio, the ops left as fp32 islands in the int8
 model, and whether each build fits pico2 (520 KiB RAM, 4 MiB flash).
 
@@ -16,7 +16,7 @@ from mcu.errors import McuError
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ["kws_gru", "transformer_block", "unet_lite", "tcn", "conv_autoencoder", "mobilenet_v2",
-            "kws_lstm"]  # integer recurrent layers (issue 18)
+            "kws_lstm"]  # integer recurrent layers
 
 
 def islands(cm) -> str:

@@ -20,7 +20,7 @@ from mcu.plan.memory import plan_memory  # noqa: E402
 from mcu.plan.drawing import plan_svg  # noqa: E402
 from mcu.pipeline import to_graph  # noqa: E402
 
-# ExecuTorch 1.5.1 Cortex-M flow, int8, measured on the same architectures (issue 4): planned
+# ExecuTorch 1.5.1 Cortex-M flow, int8, measured on the same architectures: planned
 # non-constant memory, and the live-set bound of that op order.
 EXECUTORCH = {
     "small_cnn": (15_680, 15_680),

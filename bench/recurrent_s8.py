@@ -1,4 +1,4 @@
-"""Integer recurrent layers (issue 18) on the simulated Cortex-M33 (mps2-an505): the LSTM and GRU keyword
+"""Integer recurrent layers on the simulated Cortex-M33 (mps2-an505): the LSTM and GRU keyword
 spotters in int8 before (each step unrolled, an fp32 island between a dequantize and a quantize) and after
 (one mcu_lstm_s8 / mcu_gru_s8 call per layer), next to fp32: instructions of the first inference, flash,
 arena, fp32 islands, and whether the int8 run equals the Python integer reference.

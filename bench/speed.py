@@ -1,5 +1,5 @@
 """Speed benchmark (not a test): instructions per inference of every reference model at int8 on the
-simulated boards, next to CMSIS-NN's figures (issue 7) and the ratio; the fp32 figure and the int8
+simulated boards, next to CMSIS-NN's figures and the ratio; the fp32 figure and the int8
 speed-up; per-layer instructions for one model; the kernels' code size for one model on M33.
 
 Counts are exact guest instructions from QEMU's TCG plugin (ports/qemu/insn_count.c), the first
@@ -11,7 +11,7 @@ test vector, between mcu_bench_begin/end around the model's run (input/output co
 With ``--cmsis-nn PATH`` (a CMSIS-NN source tree; default ``CMSIS_NN_PATH``) the CMSIS-NN column is
 measured in the same run: the same quantized graph built with the backend order ``cmsis-nn,portable``
 (CMSIS-NN wherever it serves, our portable kernels elsewhere), its outputs checked identical to ours.
-Without it the column is issue 7's recorded figures.
+Without it the column is the recorded figures below.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from mcu.paths import cache_dir, runtime_dir  # noqa: E402
 MODELS = ["small_cnn", "ds_cnn", "mobilenet_v1", "resnet8", "fc_autoencoder"]
 BOARDS = ["mps2-an505", "mps2-an386", "mps3-an547", "mps2-an385"]
 
-# CMSIS-NN 99f736a6, arm-none-eabi-gcc 12.2 -O2, QEMU 7.2 instruction counts (issue 7).
+# CMSIS-NN 99f736a6, arm-none-eabi-gcc 12.2 -O2, QEMU 7.2 instruction counts.
 CMSIS_NN = {
     "small_cnn": {"mps2-an505": 3_283_341, "mps2-an386": 3_280_007, "mps3-an547": 793_114, "mps2-an385": 4_200_515},
     "ds_cnn": {"mps2-an505": 7_679_506, "mps2-an386": 7_697_252, "mps3-an547": 1_813_045, "mps2-an385": 10_531_178},
@@ -49,7 +49,7 @@ CMSIS_NN = {
                 "mps2-an385": 41_844_265},
     "fc_autoencoder": {"mps2-an505": 579_549, "mps2-an386": 579_266, "mps3-an547": 146_650, "mps2-an385": 952_172},
 }
-# Issue 7's targets: per model at most this ratio to CMSIS-NN, geometric mean at most 0.7 on M33/M4.
+# Targets: per model at most this ratio to CMSIS-NN, geometric mean at most 0.7 on M33/M4.
 TARGET_RATIO = {"mps2-an505": 0.8, "mps2-an386": 0.8, "mps3-an547": 1.0}
 KERNEL_TEXT_TARGET = 12 * 1024
 
@@ -145,7 +145,7 @@ def main() -> int:
         print(f"int8 instructions per inference: ours / CMSIS-NN ({cmsis_root}, measured now; "
               "outputs identical to ours)")
     else:
-        print("int8 instructions per inference (ratio to CMSIS-NN, issue 7's figures)")
+        print("int8 instructions per inference (ratio to CMSIS-NN, recorded figures)")
     print(f"{'model':<16}" + "".join(f"{b:>26}" for b in boards))
     ratios: dict[str, list[float]] = {b: [] for b in boards}
     for m in models:

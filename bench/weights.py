@@ -33,7 +33,7 @@ from mcu.pipeline import compile_graph, to_graph  # noqa: E402
 
 import speed  # noqa: E402
 
-TARGET = 0.7  # issue 13: every model at most 0.7x CMSIS-NN with --compact-weights on M33, geomean 0.65x
+TARGET = 0.7  # every model at most 0.7x CMSIS-NN with --compact-weights on M33, geomean 0.65x
 
 
 def build(spec, graph, board: str, backends: list[str] | None, packed: bool | None, cmsis=None) -> CompiledModel:
@@ -97,7 +97,7 @@ def main() -> int:
                   f"{row['compact']['flash']:>9,} {row['portable']['flash']:>9,}", flush=True)
         geo = math.exp(sum(map(math.log, ratios)) / len(ratios))
         report[board]["compact_geomean"] = geo
-        print(f"compact: worst {max(ratios):.3f}x, geomean {geo:.3f}x of CMSIS-NN (issue 13 on M33: each <= {TARGET}x, "
+        print(f"compact: worst {max(ratios):.3f}x, geomean {geo:.3f}x of CMSIS-NN (target on M33: each <= {TARGET}x, "
               f"geomean <= 0.65x); flash at most the portable build's: "
               f"{all(r['compact']['flash'] <= r['portable']['flash'] for k, r in report[board].items() if k != 'compact_geomean')}")
     if args.json:

@@ -1,4 +1,4 @@
-"""A convolutional autoencoder (issue 18): strided Conv2d down (28 -> 14 -> 7) and ConvTranspose2d up
+"""A convolutional autoencoder: strided Conv2d down (28 -> 14 -> 7) and ConvTranspose2d up
 (7 -> 14 -> 28), ReLU between and a sigmoid on the reconstruction. 1x1x28x28 input, seeded random
 weights."""
 

@@ -1,4 +1,4 @@
-"""A model with the user's own op (issue 16): ``squareplus``, a smooth ReLU that mcu does not have,
+"""A model with the user's own op: ``squareplus``, a smooth ReLU that mcu does not have,
 defined with ``torch.library`` and registered with its C kernels (custom_op/squareplus.c) and Python
 references. 1x1x16x16 input, 10 classes, random weights."""
 

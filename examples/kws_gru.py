@@ -1,4 +1,4 @@
-"""GRU keyword spotter (issue 18): 49 frames x 10 MFCC coefficients (batch_first), a two-layer GRU,
+"""GRU keyword spotter: 49 frames x 10 MFCC coefficients (batch_first), a two-layer GRU,
 the last step's state through a linear layer to 12 classes. Seeded random weights."""
 
 import torch

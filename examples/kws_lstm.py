@@ -1,4 +1,4 @@
-"""LSTM keyword spotter (issue 18): 49 frames x 10 MFCC coefficients (batch_first), a two-layer LSTM,
+"""LSTM keyword spotter: 49 frames x 10 MFCC coefficients (batch_first), a two-layer LSTM,
 the last step's hidden state through a linear layer to 12 classes. Seeded random weights. In int8 models
 each layer is one mcu_lstm_s8 call (TFLite Micro's integer LSTM: int16 gates and cell, int8 hidden)."""
 

@@ -1,4 +1,4 @@
-"""MobileNetV2 at width 0.35 (issue 18): inverted residual blocks (1x1 expansion by 6, 3x3 depthwise,
+"""MobileNetV2 at width 0.35: inverted residual blocks (1x1 expansion by 6, 3x3 depthwise,
 1x1 linear projection; residual where stride is 1 and channels match), ReLU6, batch norms folded.
 1x3x96x96 input, 10 classes, seeded random weights."""
 

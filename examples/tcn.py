@@ -1,4 +1,4 @@
-"""A temporal convolutional network (issue 18): residual blocks of dilated causal Conv1d (dilation
+"""A temporal convolutional network: residual blocks of dilated causal Conv1d (dilation
 1, 2, 4; the causal padding as a left F.pad), ReLU, a 1x1 Conv1d on the residual where channels
 change, mean over time and a linear classifier to 4 classes. [1, 8, 64] input (8 sensor channels,
 64 steps), seeded random weights."""

@@ -1,4 +1,4 @@
-"""A language model on a microcontroller (issue 17): a 470k-parameter character-level decoder.
+"""A language model on a microcontroller: a 470k-parameter character-level decoder.
 
 Trained here on the King James Bible (examples/tiny_llm_train.py, fixed seed; the checkpoint
 examples/tiny_llm.pt is committed so nothing trains at build or test time). Two methods share the

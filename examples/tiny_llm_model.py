@@ -1,4 +1,4 @@
-"""The tiny character-level decoder of examples/tiny_llm.py (issue 17), without weights or side effects.
+"""The tiny character-level decoder of examples/tiny_llm.py, without weights or side effects.
 
 A pre-norm transformer decoder: learned token and position embeddings, ``n_layer`` blocks of
 RMSNorm -> 4-head causal self-attention and RMSNorm -> GELU MLP, a final RMSNorm and a linear head.

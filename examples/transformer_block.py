@@ -1,4 +1,4 @@
-"""A small vision transformer block (issue 18): 4x4 patches of a 16x16 image embedded by a strided
+"""A small vision transformer block: 4x4 patches of a 16x16 image embedded by a strided
 convolution, learned positions, two-head self-attention written with matmul and softmax, LayerNorm,
 a GELU MLP, mean pooling over the tokens and a linear classifier to 10 classes. Seeded random weights."""
 

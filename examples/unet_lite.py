@@ -1,4 +1,4 @@
-"""U-Net-lite (issue 18): a convolution, max pooling, a convolution at half resolution, nearest
+"""U-Net-lite: a convolution, max pooling, a convolution at half resolution, nearest
 upsampling back, the skip connection concatenated, a convolution and a 1x1 convolution to 2 output
 channels (a per-pixel mask). 1x1x32x32 input, seeded random weights."""
 

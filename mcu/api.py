@@ -44,7 +44,7 @@ from mcu.reference.interp import Reference
 
 # fp32 device outputs must match eager PyTorch to this fraction of the largest |output|.
 FP32_RELATIVE_TOLERANCE = 1e-4
-DELEGATE_INT8_LSB = 2  # int8 outputs of a delegated model against the Python reference (issue 12's bound)
+DELEGATE_INT8_LSB = 2  # int8 outputs of a delegated model against the Python reference (the bound the delegate tests hold)
 DELEGATE_FP32_RELATIVE = 1e-5  # fp32 outputs of a delegated model, of the largest eager output
 
 
@@ -199,7 +199,7 @@ class CompiledModel:
         return Reference(self.reference_graph or self.graph).run(self.encode_inputs(inputs))
 
     def eager(self, *inputs: torch.Tensor) -> list[torch.Tensor]:
-        """The model in PyTorch; model state (issue 17) starts cleared, as on the device for each bundled vector."""
+        """The model in PyTorch; model state starts cleared, as on the device for each bundled vector."""
         with torch.no_grad():
             if self.graph.state:
                 buffers = dict(self.spec.model.named_buffers())

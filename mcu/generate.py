@@ -1,4 +1,4 @@
-"""Text generation on the device (issue 17): a model file with ``prefill`` and ``decode`` methods that
+"""Text generation on the device: a model file with ``prefill`` and ``decode`` methods that
 share model state (a KV cache), a prompt, a token count and a character tokenizer.
 
 The model file defines, besides ``methods = {"prefill": ..., "decode": ...}``:

@@ -143,7 +143,7 @@ class Graph:
     ops: list[Op]
     name: str = "model"
     fallbacks: list[tuple[str, str]] = field(default_factory=list)  # (op, reason) left in fp32 by int8 lowering
-    # Model state (issue 17): buffer name -> the tensor that keeps its value across calls, shared by all
+    # Model state: buffer name -> the tensor that keeps its value across calls, shared by all
     # methods of a model (mcu/frontend/state.py); written in place, never an input or a constant.
     state: dict[str, Tensor] = field(default_factory=dict)
     # The user's name of each output (a dict key, a tuple path: mcu.capture.loader.flatten_outputs), when known.

@@ -39,7 +39,7 @@ Pass = Callable[[Graph], Graph]
 
 LOWERING: list[tuple[str, Pass]] = [
     # A Conv1d's views ([N, C, L] <-> [N, C, 1, L]) move past its activation and (de)quantize nodes,
-    # so what follows sees a 2-D convolution as it would in a Conv2d model (issue 18).
+    # so what follows sees a 2-D convolution as it would in a Conv2d model.
     ("sink_unit_views", sink_unit_views),
     # Batch norm sits between a convolution and its ReLU: fold it first so the ReLU can fuse.
     ("fold_batch_norm", fold_batch_norm),
@@ -49,7 +49,7 @@ LOWERING: list[tuple[str, Pass]] = [
     # dequantize -> op -> quantize becomes one int8 op; a no-op on fp32 graphs.
     ("lower_quantized", lower_quantized),
     # Zero padding written before a convolution (a causal Conv1d's F.pad) becomes the convolution's
-    # own; after the int8 lowering, which gives the padding its int8 fill (issue 18).
+    # own; after the int8 lowering, which gives the padding its int8 fill.
     ("fold_conv_pads", fold_conv_pads),
     # Memory layouts (channels-last) and the layout changes between ops that need them.
     ("assign_layouts", assign_layouts),

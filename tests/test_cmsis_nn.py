@@ -344,7 +344,7 @@ def test_scratch_formulas() -> None:
     assert cmsis_nn.convolve_wrapper_s8_buffer_size("mve", conv) == 4 * 32
     pointwise = dict(conv, padding=(0, 0), filter={"n": 16, "h": 1, "w": 1, "c": 3})
     assert all(cmsis_nn.convolve_wrapper_s8_buffer_size(a, pointwise) == 0 for a in cmsis_nn.ARCHES)
-    # DS-CNN's first layer on M55: 40 columns -> 4 x 48 (the M55 "buffer too small" of issue 12 was 4 x 40)
+    # DS-CNN's first layer on M55: 40 columns -> 4 x 48 (4 x 40 would make the M55 buffer too small)
     first = dict(conv, input={"n": 1, "h": 49, "w": 10, "c": 1}, filter={"n": 64, "h": 10, "w": 4, "c": 1},
                  output={"n": 1, "h": 25, "w": 5, "c": 64}, padding=(1, 4), stride=(2, 2))
     assert cmsis_nn.convolve_wrapper_s8_buffer_size("mve", first) == 4 * 48

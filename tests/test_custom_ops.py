@@ -1,4 +1,4 @@
-"""User custom ops (issue 16): examples/custom_op.py (squareplus, the user's own C kernels) runs on the
+"""User custom ops: examples/custom_op.py (squareplus, the user's own C kernels) runs on the
 simulated boards at fp32 and int8 and through a program file on the host; the error cases name the op;
 a build without the op links none of its code."""
 

@@ -1,4 +1,4 @@
-"""`mcu debug` (issue 14, point 2): the debug firmware's every op equals the integer reference, the int8
+"""`mcu debug`: the debug firmware's every op equals the integer reference, the int8
 reference tracks eager fp32 per op (SQNR),
 and a build with one op's output deliberately corrupted (the test-only MCU_TRACE_TEST_PERTURB flag) is
 caught at that op, with its source line."""

@@ -1,4 +1,4 @@
-"""The event tracer and `mcu profile` (issue 14, points 1 and the profile table).
+"""The event tracer and `mcu profile` and its op table.
 
 The tracer is compiled in only with MCU_TRACE: the normal firmware must be byte-for-byte the size of one
 built from the same sources with the hooks deleted, and run the same number of instructions. The

@@ -1,4 +1,4 @@
-"""The compile record (issue 14, point 3): `mcu build --record` writes it, a fresh process loads it without
+"""The compile record: `mcu build --record` writes it, a fresh process loads it without
 the model file and reproduces `mcu profile`'s op table from it and the saved events."""
 
 from __future__ import annotations

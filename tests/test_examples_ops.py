@@ -1,4 +1,4 @@
-"""The issue 18 examples (GRU and LSTM keyword spotters, transformer block, U-Net-lite, TCN, convolutional
+"""The examples of the wider op set (GRU and LSTM keyword spotters, transformer block, U-Net-lite, TCN, convolutional
 autoencoder, MobileNetV2-0.35) on the simulated Cortex-M33 (mps2-an505): fp32 within 1e-4 of the
 largest eager output; int8 equal to the Python reference where it is bit-exact and agreeing with eager
 PyTorch on the bundled inputs; and every build fitting pico2 (520 KiB RAM, 4 MiB flash). Compiled
@@ -15,13 +15,13 @@ from conftest import compiled_model, requires_qemu
 
 FP32_TOL = 1e-4
 CLASSIFIERS = ["kws_gru", "transformer_block", "tcn", "mobilenet_v2",
-               "kws_lstm"]  # integer recurrent layers (issue 18)
+               "kws_lstm"]  # integer recurrent layers
 EXAMPLES = CLASSIFIERS + ["unet_lite", "conv_autoencoder"]
 # int8 models with fp32 islands the Python reference cannot predict bit for bit (fp32 arithmetic through
 # libm): the firmware is checked against the same C built for the host within one output step
 # (CompiledModel.tolerances) instead. The reasons name the islands (graph.fallbacks). The transformer's
 # one island (the add of its learned positions) is an fp32 add the reference computes exactly.
-# (kws_gru's GRU, an unrolled fp32 island before, runs mcu_gru_s8 since the integer recurrent layers.)
+# (kws_gru's GRU runs as one integer layer, mcu_gru_s8, not as an unrolled fp32 island.)
 NOT_EXACT: dict[str, str] = {}
 _SIMS: dict[tuple[str, str], object] = {}
 

@@ -1,4 +1,4 @@
-"""4-bit groupwise weights (issue 17): packing, and the C kernel mcu_linear_w4_f32 equal to its Python
+"""4-bit groupwise weights: packing, and the C kernel mcu_linear_w4_f32 equal to its Python
 reference (mcu/reference/int4.py) bit for bit over shapes, group sizes, scales and the int4 extremes."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""--quantize int4-weight (issue 17): torchao's IntxWeightOnlyConfig(int4, PerGroup(32)) weights lowered to
+"""--quantize int4-weight: torchao's IntxWeightOnlyConfig(int4, PerGroup(32)) weights lowered to
 linear_w4; the program file, the generated C on the host and the firmware on QEMU all equal the Python
 reference bit for bit, and the result is torchao's own model up to float rounding."""
 

@@ -124,8 +124,8 @@ class M(torch.nn.Module):
         self.fc = torch.nn.Linear(4 * 4 * 4, 3)
     def forward(self, x):
         y = torch.relu(self.conv(x))
-        # (arithmetic with a scalar is an int8 table lookup; sub and div of tensors are int8 since issue 18,
-        # var is still an fp32 island: mcu/passes/quantized/fp32_islands.py)
+        # (arithmetic with a scalar is an int8 table lookup; sub and div of tensors are int8,
+        # var is an fp32 island: mcu/passes/quantized/fp32_islands.py)
         y = (y - torch.sigmoid(y)) / (y.var(dim=1, keepdim=True) + 1.0)
         return self.fc(torch.flatten(y, 1))
 model = M()

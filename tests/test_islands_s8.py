@@ -1,4 +1,4 @@
-"""Fewer fp32 islands in int8 models (issue 18): the int8 kernels that replace them against their Python
+"""Fewer fp32 islands in int8 models: the int8 kernels that replace them against their Python
 references bit for bit (hypothesis, extremes included), int8 models that use them equal the integer
 reference on the host (program file and generated C), and the census of the ops that still run as fp32
 islands: a small int8 model with every probed ATen op, whose fallbacks must be exactly
@@ -295,7 +295,7 @@ def test_the_islands_in_int8_models_are_exactly_the_listed_ones(census) -> None:
 
 def test_the_known_islands_made_integer_are_not_islands(census) -> None:
     """maximum, minimum, add/mul with a float constant, tensor division, per-channel PReLU and the difference of
-    two tensors ran as fp32 islands before issue 18's int8 kernels."""
+    two tensors run as int8 kernels, not fp32 islands."""
     for key in (("aten.maximum.default", ""), ("aten.minimum.default", ""), ("aten.add.Tensor", "a float constant"),
                 ("aten.mul.Tensor", "a float constant"), ("aten.div.Tensor", ""), ("aten._prelu_kernel.default", ""),
                 ("aten.sub.Tensor", ""), ("aten._log_softmax.default", ""), ("aten.clamp.Tensor", ""),

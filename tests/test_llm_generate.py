@@ -1,4 +1,4 @@
-"""Text generation with the tiny LLM (issue 17): `mcu run` generates 64 tokens on the simulated M33 equal
+"""Text generation with the tiny LLM: `mcu run` generates 64 tokens on the simulated M33 equal
 to the Python reference (torchao's int4 model in PyTorch) and to the host build; top-k sampling with a
 fixed seed agrees too; the firmware fits a Pico 2; the KV cache is never copied."""
 

@@ -1,4 +1,4 @@
-"""The tiny language model of issue 17 (examples/tiny_llm.py): the committed checkpoint, the two entry
+"""The tiny language model (examples/tiny_llm.py): the committed checkpoint, the two entry
 points sharing a KV cache, and what torch.export makes of them. Nothing here trains."""
 
 from __future__ import annotations

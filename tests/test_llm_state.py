@@ -1,4 +1,4 @@
-"""Model state (issue 17): buffers a method mutates with index_put_ (a KV cache) become persistent state at
+"""Model state: buffers a method mutates with index_put_ (a KV cache) become persistent state at
 the start of the arena, written in place by mcu_index_put at the new positions only, never copied whole."""
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from mcu.plan.memory import derive_allowances
 from mcu.plan.planner import verify_plan
 from test_cli import assert_one_line_error, run_mcu
 
-# Issue 4's ceilings for the int8 arenas, every scratch buffer included.
+# Ceilings for the int8 arenas, every scratch buffer included.
 ARENA_TARGETS = {"small_cnn": 13_600, "ds_cnn": 8_800, "mobilenet_v1": 40_000, "resnet8": 34_500,
                  "fc_autoencoder": 1_024}
 

@@ -1,4 +1,4 @@
-"""Convolutions (issue 18): conv1d (dilated, causal as users write it), grouped convolution beyond
+"""Convolutions: conv1d (dilated, causal as users write it), grouped convolution beyond
 depthwise, conv_transpose1d/2d, fp32 and int8.
 
 * Kernels: mcu_conv_transpose2d_f32 against PyTorch, mcu_conv_transpose2d_s8 against its Python

@@ -1,4 +1,4 @@
-"""``mcu ops`` (issue 18): each ATen op with the IR op kinds it lowers to, the C kernels that run them in fp32
+"""``mcu ops``: each ATen op with the IR op kinds it lowers to, the C kernels that run them in fp32
 and int8 models (or "fp32 island") and the other backends that take them, read from the lowering's own
 tables. These tests check that the listing is derived (every kernel it names is a C file of
 runtime_c/kernels, every kind a handler can emit has a kernel, it follows a change of the tables) and that
@@ -69,7 +69,7 @@ def test_rows_name_the_kernels_the_emitters_call(rows) -> None:
     assert by["aten.gelu.default"].kinds == ("unary",)
     assert by["aten.gelu.default"].fp32 == ("mcu_unary_f32",) and by["aten.gelu.default"].int8 == ("mcu_lut_s8",)
     assert by["aten.add.Tensor"].fp32 == ("mcu_add_f32",) and by["aten.add.Tensor"].int8 == ("mcu_add_s8",)
-    assert by["aten.maximum.default"].int8 == ("mcu_maximum_s8",)  # issue 18: no longer an island
+    assert by["aten.maximum.default"].int8 == ("mcu_maximum_s8",)  # an int8 kernel, not an fp32 island
     assert {"mcu_conv2d_s8", "mcu_conv2d_1x1_s8", "mcu_depthwise_conv2d_s8"} <= set(by["aten.convolution.default"].int8)
     assert "cmsis-nn" in by["aten.convolution.default"].backends
     assert by["aten.argmax.default"].fp32 == ("mcu_argmax_f32",) and by["aten.argmax.default"].int8 == ("mcu_argmax_s8",)

@@ -1,4 +1,4 @@
-"""More ops (issue 18, first part): the fp32 kernels mcu_unary_f32 (GELU, SiLU, ELU, exp, rsqrt, scalar
+"""Elementwise, normalisation and reduction ops: the fp32 kernels mcu_unary_f32 (GELU, SiLU, ELU, exp, rsqrt, scalar
 arithmetic, ...), mcu_layer_norm_f32, mcu_bmm_f32, mcu_reduce_f32, mcu_maximum/minimum_f32 against PyTorch
 over many shapes and parameters; whole models that use them (an MLP with LayerNorm and GELU, an LSTM
 keyword spotter, attention-style batched products) through `mcu.compile` on the simulated M33."""
@@ -84,6 +84,7 @@ UNARY_CASES = {
     "log_sigmoid": (lambda x, a, b: F.logsigmoid(x), 0.0, 0.0),
     "affine": (lambda x, a, b: x * a + b, 0.25, -3.0),
     "rsub": (lambda x, a, b: b - x * a, 1.0, 2.0),
+    "mish": (lambda x, a, b: F.mish(x), 0.0, 0.0),
 }
 # the input each kernel sees for the cases whose torch op above transforms it first
 PRE = {"log": lambda x: x.abs() + 0.1, "sqrt": lambda x: x.abs(), "rsqrt": lambda x: x.abs() + 0.1,

@@ -1,4 +1,4 @@
-"""Normalisation, reductions and int8 activations (issue 18, second part).
+"""Normalisation, reductions and int8 activations.
 
 Kernels against PyTorch (fp32) and against their Python references bit for bit (int8: mcu_layer_norm_s8,
 the 256-entry tables of every mcu_unary_f32 function through mcu_lut_s8) over many shapes and
@@ -30,7 +30,8 @@ from mcu.errors import McuError  # noqa: E402
 from mcu.frontend.opcodes import UNARY_FN  # noqa: E402
 from mcu.reference import arith  # noqa: E402
 from mcu.reference import kernels as ref  # noqa: E402
-from mcu.reference.norm import UNARY_TABLE_FN, LayerNormS8, layer_norm_params, layer_norm_s8, unary_real  # noqa: E402
+from mcu.reference.elementwise import UNARY_TABLE_FN, unary_real  # noqa: E402
+from mcu.reference.norm import LayerNormS8, layer_norm_params, layer_norm_s8  # noqa: E402
 
 SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 c_int32, c_float = ctypes.c_int32, ctypes.c_float
@@ -466,7 +467,7 @@ def test_clear_errors() -> None:
         def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
             return a @ b
 
-    # operands with different batch dims: the broadcasting expand is a copy (mcu_remap), no longer an error
+    # operands with different batch dims: the broadcasting expand is a copy (mcu_remap), not an error
     x = (torch.randn(2, 3, 4, 5), torch.randn(1, 3, 5, 4))
     got = mcu.compile(Broadcast(), x).run(*x)[0]
     torch.testing.assert_close(got, Broadcast()(*x), rtol=1e-5, atol=1e-5)

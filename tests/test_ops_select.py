@@ -1,4 +1,4 @@
-"""Selection kernels (issues 17 and 18): mcu_embedding, mcu_compare and mcu_where against PyTorch over
+"""Selection kernels: mcu_embedding, mcu_compare and mcu_where against PyTorch over
 many shapes, broadcasts and dtypes, their refusals, and a model with a runtime position mask on the
 simulated M33."""
 

@@ -1,4 +1,4 @@
-"""Resampling and data movement (issue 18): the kernels mcu_remap, mcu_index_select, mcu_gather,
+"""Resampling and data movement: the kernels mcu_remap, mcu_index_select, mcu_gather,
 mcu_resize_bilinear_f32/_s8 and mcu_adaptive_avg_pool_f32/_s8 against PyTorch (fp32) and their Python
 integer references (int8, bit for bit, extremes included), over many shapes and parameters; the index
 tables against PyTorch's own upsampling."""

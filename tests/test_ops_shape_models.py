@@ -1,4 +1,4 @@
-"""Resampling and data movement (issue 18) through the whole compiler: every new ATen overload in small
+"""Resampling and data movement through the whole compiler: every ATen overload of the family in small
 models, fp32 against eager PyTorch and int8 against the Python integer reference (zero differences,
 no op left in fp32), through the program interpreter and the generated C on the host; a U-Net-lite
 fragment (convolution, max pooling, upsampling, skip concatenation) on the simulated Cortex-M33."""

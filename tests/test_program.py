@@ -254,7 +254,7 @@ def test_mixed_precision_linear_layers_through_the_program(compiled, quantize: s
 def test_every_op_kind_through_the_program(tmp_path_factory, quantize: str) -> None:
     cm = zoo(tmp_path_factory, quantize)
     used = {op.kind for op in cm.graph.ops}
-    # (at int8, `/ 2.0` is a table lookup, issue 18)
+    # (at int8, `/ 2.0` is a table lookup)
     assert {"avg_pool2d", "softmax", "concat", "pad", "permute", "mul", "slice",
             "div" if quantize == "none" else "lut"} <= used
     assert_program_equals_generated_c(cm)

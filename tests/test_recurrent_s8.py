@@ -1,4 +1,4 @@
-"""Integer recurrent layers (issue 18): mcu_lstm_s8 and mcu_gru_s8 against their Python reference
+"""Integer recurrent layers: mcu_lstm_s8 and mcu_gru_s8 against their Python reference
 (mcu/reference/recurrent.py) bit for bit over many shapes and parameters, extremes included; the int16
 sigmoid and tanh against the real functions; the kernels' argument checks; nn.LSTM and nn.GRU models
 compiled for int8 with no fp32 island, the program file and the generated C equal to the reference, and

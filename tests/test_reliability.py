@@ -1,4 +1,4 @@
-"""Reliability (issue 20): concurrent builds into one folder, weights integrity, load-time validation,
+"""Reliability: concurrent builds into one folder, weights integrity, load-time validation,
 names as UTF-8, and bad output paths as one-line errors with exit 2."""
 
 from __future__ import annotations

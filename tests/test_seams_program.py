@@ -127,7 +127,7 @@ def test_a_gru_instruction_with_nine_operands_is_refused(models, monkeypatch, tm
 
 
 def test_an_operand_count_matching_the_next_row_is_refused(models, monkeypatch) -> None:
-    """linear_f32's row ("FFfF") followed by "FF": ten operands used to pass as the signature
+    """linear_f32's row ("FFfF") followed by "FF": ten operands must not pass as the signature
     "FFfF\\0\\0\\0\\0FF" read across both rows (the extra operands, the input again, are large enough
     for what the kernel would read: only the signature stands in the way)."""
     methods = models("mlp", "none")

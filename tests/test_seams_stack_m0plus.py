@@ -144,7 +144,7 @@ def test_fp32_model_on_m0plus(compiled, name: str) -> None:
     cm = compiled(name, "mps2-an385-m0plus", "none")
     _runs_with_a_bounded_stack(cm)
     funcs = disassemble(Path(shutil.which("arm-none-eabi-objdump") or "objdump"), cm.build().elf)
-    assert "__aeabi_fdiv" in funcs  # the soft-float division that used to be refused is in the image
+    assert "__aeabi_fdiv" in funcs  # the soft-float division is accepted and in the image
 
 
 @requires_qemu

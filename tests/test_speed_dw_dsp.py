@@ -1,4 +1,4 @@
-"""The depthwise kernels' DSP paths after issue 13's speed work (runtime_c/kernels/internal/dw_px_s8_dsp.h:
+"""The depthwise kernels' DSP paths (runtime_c/kernels/internal/dw_px_s8_dsp.h:
 the ring of padded rows, the asm loop over a whole output row, stride-1 layers of any size),
 bit-exact with the Python reference: on the host with the DSP instructions emulated (hypothesis,
 every overlap mode) and on the simulated Cortex-M33 and M4 (batches of drawn layers per firmware).

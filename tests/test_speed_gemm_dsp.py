@@ -1,4 +1,4 @@
-"""The wide-layer paths of mcu_conv2d_packed_s8 on DSP cores (issue 13), bit-exact with the Python reference.
+"""The wide-layer paths of mcu_conv2d_packed_s8 on DSP cores, bit-exact with the Python reference.
 
 On the core (Cortex-M33 and M4, right-shift streams), every whole block of 4 output channels of a pixel
 runs in one assembly loop: windows of at most MCU_PIXEL_WIDE_TAPS (256, or 128 when built so) taps straight-line

@@ -1,4 +1,4 @@
-"""The MobileNet speed paths of mcu_conv2d_packed_s8 (issue 13), bit-exact with the Python reference.
+"""The MobileNet speed paths of mcu_conv2d_packed_s8, bit-exact with the Python reference.
 
 Two paths: the flat pixel loop of pointwise layers whose channels are whole 4-byte groups (DSP
 builds), and the assembly loop over all whole blocks of one pixel (mcu_pixel_packed, native DSP

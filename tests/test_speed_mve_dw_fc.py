@@ -1,4 +1,4 @@
-"""Issue 13 (M55 speed): the depthwise convolution's gather path (internal/mve_dw_s8.h: one byte gather and
+"""M55 speed: the depthwise convolution's gather path (internal/mve_dw_s8.h: one byte gather and
 one VMLADAVA per channel and pixel over a zero-point-padded ring of input rows, in chunks of channels) and
 the fully connected row with input offset 128 (fully_connected/mve_fc_s8.h: the row inverted so that the offset
 fits int8), on the simulated Cortex-M55 (mps3-an547 in QEMU), bit-exact with the Python reference.

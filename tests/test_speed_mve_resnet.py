@@ -11,7 +11,7 @@ the Python reference (mcu/reference/kernels.py):
   16 / 32 / 48 / 64, output channels 1..130 (even ones up to 64 take the path), strides 1 and 2,
   padding, windows inside and at the edges, images whose pixel count is not a multiple of three,
   batches, shifts down to -31, zero-points at the ends; and the layers around it (other channel
-  counts, dilation, clamps, left shifts) on the column path, whose interior windows are now copied
+  counts, dilation, clamps, left shifts) on the column path, whose interior windows are copied
   without per-row bounds;
 - every kernel touched compiles at -Os, -O1, -O2 and -O3.
 

@@ -1,4 +1,4 @@
-"""Stack bound (issue 14, point 4): on every reference model and board, the worst case from -fstack-usage and the call graph is what the linker
+"""Stack bound: on every reference model and board, the worst case from -fstack-usage and the call graph is what the linker
 reserves (plus a margin), the stack painted in QEMU never goes deeper, and the small CNN int8 on mps2-an505
 needs at most 16 KiB of RAM in total."""
 

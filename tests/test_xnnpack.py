@@ -1,7 +1,7 @@
 """XNNPACK as a delegate backend through the C delegate registry (runtime_c/include/mcu/delegate.h),
 on the `host` (native x86-64) and `arm64-linux` (qemu-aarch64) boards.
 
-Bounds (issue 12): fp32 within 1e-5 of the largest eager output; int8 within 2 LSB of the Python
+Bounds: fp32 within 1e-5 of the largest eager output; int8 within 2 LSB of the Python
 integer reference with the same top-1 class, on every bundled input.
 """
 

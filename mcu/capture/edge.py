@@ -22,10 +22,11 @@ from mcu.capture.sourceinfo import unsupported_op_message, user_source_line
 # Ops that Core ATen would decompose but that have a kernel of their own here (a single lookup table
 # at int8, one pass at fp32), so they stay whole.
 KEPT_WHOLE = (torch.ops.aten.hardswish.default,
-              # issue 18: one kernel (one table at int8) rather than gt + mul + where, sigmoid + mul, ...
+              # one kernel (one table at int8) rather than gt + mul + where, sigmoid + mul, ...
               torch.ops.aten._prelu_kernel.default, torch.ops.aten.silu.default, torch.ops.aten.hardsigmoid.default,
               torch.ops.aten.softplus.default, torch.ops.aten.log_sigmoid_forward.default,
-              # 1-D linear interpolation: one bilinear resize over a height of 1 (issue 18)
+              torch.ops.aten.mish.default,
+              # 1-D linear interpolation: one bilinear resize over a height of 1
               torch.ops.aten.upsample_linear1d.vec, torch.ops.aten.upsample_linear1d.default,
               torch.ops.aten.rms_norm.default)
 

@@ -1,4 +1,4 @@
-"""Integer recurrent layers (issue 18): ``nn.LSTM`` and ``nn.GRU`` kept whole for int8.
+"""Integer recurrent layers: ``nn.LSTM`` and ``nn.GRU`` kept whole for int8.
 
 Exported as is, a recurrent module unrolls into per-step linear, sigmoid, tanh, mul and add ops, which
 an int8 model can only run as an fp32 island. Before int8 quantization, :func:`rewrite_for_int8`

@@ -703,7 +703,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_ops(args: argparse.Namespace) -> int:
-    from mcu.commands.ops_listing import op_rows, render  # issue 18: dtypes and kernels per op
+    from mcu.commands.ops_listing import op_rows, render  # dtypes and kernels per op
 
     rows = op_rows()
     if getattr(args, "json", False):

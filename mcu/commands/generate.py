@@ -1,4 +1,4 @@
-"""``mcu run`` and ``mcu build`` for text-generation model files (mcu/generate.py, issue 17)."""
+"""``mcu run`` and ``mcu build`` for text-generation model files (mcu/generate.py)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """What ``mcu ops`` prints: every ATen overload the frontend lowers, the IR op kinds it becomes, and the C
-kernels that run each kind in fp32 and in int8 models (issue 18).
+kernels that run each kind in fp32 and in int8 models.
 
 Nothing here is a hand-written list of ops or kernels. The rows are read from the real tables, so they
 cannot drift from what a build does:
@@ -249,7 +249,7 @@ def op_rows(tables: Tables | None = None) -> list[OpRow]:
     known = tables.kinds
     rows = []
     for aten, handler in sorted(tables.handlers.items()):
-        kinds = sorted(names_used(handler, known, "mcu.frontend"))
+        kinds = sorted(names_used(handler, known, "mcu.frontend."))
         fp32: set[str] = set()
         int8: set[str] = set()
         lacking = False  # some kind of it has no int8 kernel

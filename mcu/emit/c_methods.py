@@ -1,5 +1,5 @@
 """Render one generated C library for a model with several methods (prefill and decode of a language
-model, issue 17).
+model).
 
 Each method is compiled on its own (its graph, its memory plan) and gets its own run function,
 ``<prefix>_<method>_run``. What they share is defined once by the library: the constants (equal weights

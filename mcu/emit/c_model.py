@@ -45,7 +45,7 @@ class IOView:
 
 @dataclass
 class StateView:
-    """A buffer the model keeps between runs (issue 17), at the start of arena 0."""
+    """A buffer the model keeps between runs, at the start of arena 0."""
 
     name: str  # the buffer's name in the module
     MACRO: str
@@ -142,7 +142,7 @@ class ModelView:
     delegates: list[DelegateView] = field(default_factory=list)
     runtime_sources: list[str] = field(default_factory=list)  # relative to runtime_c, beyond RUNTIME_SOURCES
     libraries: list[str] = field(default_factory=list)  # linker flags (a delegate's library)
-    state: list[StateView] = field(default_factory=list)  # model state (issue 17)
+    state: list[StateView] = field(default_factory=list)  # model state
     # A method of a multi-method library (mcu/emit/c_methods.py): the arenas and the weights belong to
     # the library, which defines them once for all its methods.
     shared_arenas: bool = False

@@ -1,4 +1,4 @@
-"""Convolutions beyond 2-D (issue 18): conv1d (dilated, causal as users write it with F.pad), and
+"""Convolutions beyond 2-D: conv1d (dilated, causal as users write it with F.pad), and
 transposed convolution in 1-D and 2-D. Grouped convolution is the 2-D path's ``groups``.
 
 A 1-D convolution over ``[N, C, L]`` runs as the 2-D one over ``[N, C, 1, L]``: the input and output

@@ -19,7 +19,7 @@ from mcu.capture.sourceinfo import op_source, user_source_line
 
 # Namespaces whose ops are ours to lower (or to refuse as unsupported ATen ops).
 OWN_NAMESPACES = ("aten", "quantized_decomposed", "prims", "torchao",  # torchao: its int4 dequantize, folded
-                  "mcu_rnn")  # integer recurrent layers (issue 18, mcu/capture/recurrent.py)
+                  "mcu_rnn")  # integer recurrent layers (mcu/capture/recurrent.py)
 
 
 def custom_name(target: object) -> str | None:

@@ -35,7 +35,7 @@ _DATA_MOVEMENT = {aten.permute.default, aten.t.default, aten.transpose.int, aten
 
 _TORCH_DTYPES = {torch.float32: "float32", torch.int8: "int8", torch.int32: "int32", torch.uint8: "uint8",
                  torch.int16: "int16",
-                 torch.int64: "int32",  # indices and positions (issue 17): 32 bits on the device
+                 torch.int64: "int32",  # indices and positions: 32 bits on the device
                  torch.bool: "uint8"}  # masks: bytes 0/1
 
 
@@ -44,7 +44,7 @@ class _Ctx:
     values: dict[str, Any] = field(default_factory=dict)  # node name -> Tensor | torch.Tensor | tuple
     ops: list[Op] = field(default_factory=list)
     counter: int = 0
-    states: dict[int, str] = field(default_factory=dict)  # id(state tensor) -> buffer name (issue 17)
+    states: dict[int, str] = field(default_factory=dict)  # id(state tensor) -> buffer name
 
     def fresh(self, base: str) -> str:
         self.counter += 1
@@ -133,7 +133,7 @@ def _tensor_arg(ctx: _Ctx, node: Node, v: Any, what: str) -> Tensor:
 
 def _conv(ctx: _Ctx, node: Node, a: list[Any]) -> Tensor:
     x, w, b, stride, padding, dilation, transposed, _out_pad, groups = a[:9]
-    if transposed or len(w.shape) != 4:  # conv1d and transposed convolution (issue 18)
+    if transposed or len(w.shape) != 4:  # conv1d and transposed convolution
         from mcu.frontend.conv import convolution
 
         return convolution(ctx, node, a)
@@ -367,7 +367,7 @@ def _handlers() -> dict[object, Callable[[_Ctx, Node, list[Any]], Any]]:
 
 def _fold_quantized_constant(node: Node, args: list[Any], value: torch.Tensor) -> QConst | None:
     """The integer form of a constant produced by dequantizing (or moving) a quantized constant."""
-    if node.target in dequantize_affine_ops():  # torchao's groupwise weights (issue 17)
+    if node.target in dequantize_affine_ops():  # torchao's groupwise weights
         return fold_dequantize_affine(args)
     qops = _quant_ops()
     if qops and node.target in (qops["dq_channel"], qops["dq"]):
@@ -482,7 +482,7 @@ HANDLERS: dict[object, Callable[[_Ctx, Node, list[Any]], Any]] = {
     aten.detach.default: _identity,
     aten.dropout.default: _identity,
     aten._to_copy.default: _to_copy,
-    # model state (issue 17)
+    # model state
     aten.index_put.default: _index_put,
 }
 
@@ -490,12 +490,12 @@ HANDLERS: dict[object, Callable[[_Ctx, Node, list[Any]], Any]] = {
 def _all_handlers() -> dict[object, Callable[[_Ctx, Node, list[Any]], Any]]:
     from mcu.frontend.ops import HANDLERS as MORE
     from mcu.frontend.select import HANDLERS as SELECT
-    # normalisation, reductions and int8 activations (issue 18)
+    # normalisation, reductions and int8 activations
     from mcu.frontend.norm import HANDLERS as NORM
 
-    from mcu.frontend.resample import HANDLERS as RESAMPLE  # resampling and data movement (issue 18)
+    from mcu.frontend.resample import HANDLERS as RESAMPLE  # resampling and data movement
 
-    from mcu.frontend.recurrent import HANDLERS as RECURRENT  # integer recurrent layers (issue 18)
+    from mcu.frontend.recurrent import HANDLERS as RECURRENT  # integer recurrent layers
 
     return {**HANDLERS, **MORE, **NORM, **SELECT, **RESAMPLE, **RECURRENT}
 
@@ -547,7 +547,7 @@ def from_exported(ep: torch.export.ExportedProgram, name: str = "model", custom_
     handlers = {**_handlers(), **custom_handlers(ep, custom_ops)}
     foldable_only = {_quant_ops()["dq_channel"]} if _quant_ops() else set()  # only on constant weights
     foldable_only |= dequantize_affine_ops()
-    from mcu.frontend.norm import constant_inputs  # issue 18: any op on parameters alone folds
+    from mcu.frontend.norm import constant_inputs  # any op on parameters alone folds
 
     folds = constant_inputs(ep)
     verify_edge(ep, set(handlers) | foldable_only, is_supported=lambda n: _no_tensor_inputs(n) or folds(n))

@@ -1,4 +1,4 @@
-"""Normalisation, reductions and products for the frontend (issue 18, second part): group norm and
+"""Normalisation, reductions and products for the frontend: group norm and
 instance norm as exported, variance, argmax, log_softmax, PReLU, clamp with tensor bounds, and matrix
 products whose right operand is an activation (``a @ b`` on 2-D, 3-D and 4-D tensors).
 

@@ -1,4 +1,4 @@
-"""More ATen ops for the frontend (issue 18): elementwise math, scalar arithmetic, maximum/minimum,
+"""ATen ops for the frontend: elementwise math, scalar arithmetic, maximum/minimum,
 layer norm, batched matrix products, reductions over any dims, transpose and splits.
 
 Each handler maps one ATen overload onto an IR op whose kernel is in runtime_c/kernels
@@ -102,7 +102,7 @@ def _bmm(ctx: Any, node: Node, a: list[Any]) -> Tensor:
 
 def reduce_handler(op: str) -> Handler:
     def handler(ctx: Any, node: Node, a: list[Any]) -> Tensor:
-        from mcu.frontend.norm import reduced_dims  # issue 18: any dims (those apart are permuted together)
+        from mcu.frontend.norm import reduced_dims  # any dims (those apart are permuted together)
 
         if node.kwargs.get("dtype") is not None:
             raise McuError(f"{op} with a dtype is not supported{user_source_line(node)}")
@@ -184,6 +184,7 @@ HANDLERS: dict[object, Handler] = {
     aten.neg.default: _unary("neg"),
     aten.reciprocal.default: _unary("reciprocal"),
     aten.erf.default: _unary("erf"),
+    aten.mish.default: _unary("mish"),
     aten.pow.Tensor_Scalar: _unary("pow", _arg(1, "exponent", 1.0)),
     aten.add.Scalar: _scalar_affine(lambda s: 1.0, lambda s: s),
     aten.sub.Scalar: _scalar_affine(lambda s: 1.0, lambda s: -s),

@@ -1,4 +1,4 @@
-"""Frontend handlers of the integer recurrent layers (issue 18): ``mcu_rnn::lstm`` and ``mcu_rnn::gru``, the
+"""Frontend handlers of the integer recurrent layers: ``mcu_rnn::lstm`` and ``mcu_rnn::gru``, the
 one-op-per-layer form that mcu/capture/recurrent.py gives nn.LSTM and nn.GRU before int8 quantization. Each becomes
 one ``lstm``/``gru`` IR op over the layer's float weights, which the int8 lowering
 (mcu/passes/quantized/recurrent.py) quantizes for ``mcu_lstm_s8``/``mcu_gru_s8``."""

@@ -1,4 +1,4 @@
-"""Resampling and data movement for the frontend (issue 18): nearest and bilinear upsampling, adaptive
+"""Resampling and data movement for the frontend: nearest and bilinear upsampling, adaptive
 average pooling to any size, flip, repeat, expand, reflect and replicate padding (exported as
 ``aten.index.Tensor`` with constant indices), index_select and gather.
 

@@ -1,4 +1,4 @@
-"""Selection ops for the frontend (issues 17 and 18): embedding lookups, comparisons, ``where`` and
+"""Selection ops for the frontend: embedding lookups, comparisons, ``where`` and
 boolean ``logical_not``/``logical_and``/``logical_or``/``any`` (scaled_dot_product_attention's guard).
 
 A causal or position mask is written as a comparison of positions feeding ``torch.where`` (the tiny

@@ -17,19 +17,19 @@ from mcu.passes.conv_views import keeps_layout, view_order
 
 _NEEDS_CHANNELS_LAST = {"conv2d", "depthwise_conv2d", "max_pool2d", "avg_pool2d", "mean_hw", "batch_norm",
                         "conv_transpose2d"}
-# (issue 18) [N][H][W][C] or [N][C][H][W]: the kernels see [outer][h][w][inner] either way
+# [N][H][W][C] or [N][C][H][W]: the kernels see [outer][h][w][inner] either way
 _RESAMPLE = {"resize_bilinear", "adaptive_avg_pool"}
 _PRODUCES_CHANNELS_LAST = _NEEDS_CHANNELS_LAST - {"mean_hw"}
-# index_put: its values, written row by row; issue 18: var, argmax, rms_norm reduce adjacent logical dims
+# index_put: its values, written row by row; var, argmax, rms_norm reduce adjacent logical dims
 _NEEDS_CONTIGUOUS = {"reshape", "linear", "layer_norm", "bmm", "reduce", "index_put",
                      "var", "argmax", "rms_norm"}
 _SAME_AS_INPUT = {"clamp", "sigmoid", "tanh", "hardswish", "softmax", "pad", "quantize", "dequantize", "lut",
                   "requantize", "slice", "unary", "log_softmax", "remap", "index_select", "resize_bilinear",
                   "adaptive_avg_pool"}
-# issue 18: per-channel ops whose kernels read channels first or channels last (any other order is made
+# per-channel ops whose kernels read channels first or channels last (any other order is made
 # row-major first); the output keeps the input's order
 _CHANNELS_EITHER_WAY = {"group_norm", "prelu"}
-# resampling and data movement (issue 18): gather reads row-major tensors (its index too); a remap that
+# resampling and data movement: gather reads row-major tensors (its index too); a remap that
 # adds leading dims (repeat, expand) reads its input row-major
 _ALL_CONTIGUOUS = {"gather"}
 # Kernels that take their inputs in any layout (through strides or the input's own order).

@@ -1,4 +1,4 @@
-"""4-bit groupwise weights for fp32 linear layers (the ``int4-weight`` mode, issue 17).
+"""4-bit groupwise weights for fp32 linear layers (the ``int4-weight`` mode).
 
 A linear layer whose weight came from torchao's ``IntxWeightOnlyConfig(weight_dtype=torch.int4,
 granularity=PerGroup(g))`` reaches here as a float constant that remembers its integer form

@@ -33,7 +33,7 @@ from mcu.ir import DTYPE_BYTES, Op, Tensor
 WINDOW_KINDS = {"conv2d", "depthwise_conv2d", "max_pool2d", "avg_pool2d"}
 ELEMENTWISE_KINDS = {"clamp", "sigmoid", "tanh", "hardswish", "lut", "requantize", "batch_norm", "quantize",
                      "dequantize", "unary", "layer_norm",
-                     "group_norm", "prelu", "log_softmax", "rms_norm"}  # issue 18: normalisation and activations
+                     "group_norm", "prelu", "log_softmax", "rms_norm"}  # normalisation and activations
 BINARY_KINDS = {"add", "sub", "mul", "div", "maximum", "minimum"}
 
 

@@ -148,7 +148,7 @@ example_inputs = (torch.randn(1, 16),)
 calibration = [(torch.randn(1, 16),) for _ in range(4)]
 methods = {"forward": model, "encode": model.encode}
 """,
-    # normalisation, reductions and int8 activations (issue 18)
+    # normalisation, reductions and int8 activations
     "norm": """
 import torch
 from torch import nn

@@ -109,7 +109,7 @@ def quantize_static(model: torch.nn.Module, example_inputs: tuple,
     from mcu.quantize.quantizer import MCUQuantizer
 
     prepare_pt2e, _, convert_pt2e = _pt2e()
-    # issue 18, integer recurrent layers: nn.LSTM/nn.GRU kept whole as one op per layer (mcu/capture/recurrent.py)
+    # integer recurrent layers: nn.LSTM/nn.GRU kept whole as one op per layer (mcu/capture/recurrent.py)
     from mcu.capture.recurrent import rewrite_for_int8
 
     calibration = list(calibration)

@@ -48,13 +48,13 @@ aten = torch.ops.aten
 
 CONV_LINEAR = {aten.conv2d.default, aten.linear.default, aten.conv1d.default,
                aten.conv1d.padding, aten.conv2d.padding}  # padding="same" / "valid"
-# Transposed convolutions (issue 18): weights [in, out/groups, k...], so their output channels are axis 1.
+# Transposed convolutions: weights [in, out/groups, k...], so their output channels are axis 1.
 CONV_TRANSPOSE = {aten.conv_transpose1d.default, aten.conv_transpose2d.input}
 BATCH_NORM = {aten.batch_norm.default, aten._native_batch_norm_legit_no_training.default}
 ACTIVATIONS = {aten.relu.default, aten.relu_.default, aten.hardtanh.default, aten.hardtanh_.default,
                aten.clamp.default, aten.relu6.default if hasattr(aten, "relu6") else aten.relu.default}
 BINARY = {aten.add.Tensor, aten.mul.Tensor, aten.add_.Tensor, aten.mul_.Tensor,
-          aten.sub.Tensor, aten.sub_.Tensor}  # (issue 18: x - y of two tensors was an fp32 island)
+          aten.sub.Tensor, aten.sub_.Tensor}  # (x - y of two tensors: int8, not an fp32 island)
 SHARED = {aten.max_pool2d.default, aten.avg_pool2d.default, aten.flatten.using_ints, aten.view.default,
           aten.reshape.default, aten.permute.default, aten.squeeze.dim, aten.squeeze.dims, aten.unsqueeze.default,
           aten.pad.default, aten.constant_pad_nd.default, aten.dropout.default, aten.contiguous.default,
@@ -64,7 +64,7 @@ SHARED = {aten.max_pool2d.default, aten.avg_pool2d.default, aten.flatten.using_i
 OWN_OUTPUT = {aten.adaptive_avg_pool2d.default, aten.mean.dim, aten.hardswish.default,
               aten.hardswish_.default}
 SOFTMAX = {aten.softmax.int, aten._softmax.default}
-# resampling and data movement (issue 18): they move or average values of one tensor, so the output keeps
+# resampling and data movement: they move or average values of one tensor, so the output keeps
 # the input's quantization (adaptive pooling to any size but 1x1, which is a mean with its own output)
 MOVES = {aten.upsample_nearest2d.vec, aten.upsample_nearest2d.default, aten.upsample_bilinear2d.vec,
          aten.upsample_bilinear2d.default, aten.repeat.default, aten.expand.default, aten.flip.default,
@@ -80,19 +80,20 @@ def _global_pool(node: Node) -> bool:
     rank = 1 if node.target is aten.adaptive_avg_pool1d.default else 2
     return isinstance(val, torch.Tensor) and tuple(val.shape[-rank:]) == (1,) * rank
 FIXED_OUTPUT = {aten.sigmoid.default: (1.0 / 256.0, -128), aten.tanh.default: (1.0 / 128.0, 0),
-                # TFLite's int8 LOG_SOFTMAX output, [-16, 0] (issue 18: mcu_log_softmax_s8)
+                # TFLite's int8 LOG_SOFTMAX output, [-16, 0] (mcu_log_softmax_s8)
                 aten.log_softmax.int: (16.0 / 256.0, 127), aten._log_softmax.default: (16.0 / 256.0, 127)}
-# normalisation, reductions and int8 activations (issue 18): elementwise functions that run as 256-entry
+# normalisation, reductions and int8 activations: elementwise functions that run as 256-entry
 # tables at int8 and layer norm (mcu_layer_norm_s8), each with output parameters of its own; arithmetic
 # with a Python scalar (a table too)
 TABLE_OWN_OUTPUT = {aten.gelu.default, aten.silu.default, aten.silu_.default, aten.hardsigmoid.default,
                     aten.leaky_relu.default, aten.elu.default, aten.softplus.default, aten.exp.default,
                     aten.log.default, aten.sqrt.default, aten.rsqrt.default, aten.abs.default, aten.neg.default,
                     aten.reciprocal.default, aten.erf.default, aten.pow.Tensor_Scalar, aten.log_sigmoid.default,
+                    aten.mish.default,
                     aten.layer_norm.default, aten.rms_norm.default, aten.prelu.default}
 MATMUL = {aten.matmul.default, aten.bmm.default}  # of two activations (int8 mcu_bmm_s8)
 REDUCE_OWN_OUTPUT = {aten.sum.dim_IntList, aten.amax.default, aten.amin.default}
-# int8 islands made integer (issue 18): maximum, minimum and division of two tensors
+# int8 islands made integer: maximum, minimum and division of two tensors
 EXTREMES = {aten.maximum.default, aten.minimum.default, aten.div.Tensor}
 SCALAR_ARITH = {aten.add.Tensor, aten.sub.Tensor, aten.mul.Tensor, aten.div.Tensor, aten.add.Scalar,
                 aten.sub.Scalar, aten.mul.Scalar, aten.div.Scalar, aten.rsub.Scalar}
@@ -185,9 +186,9 @@ class MCUQuantizer(Quantizer):
             (SOFTMAX, lambda n: self._fixed(n, act, 1.0 / 256.0, -128)),
             (SHARED | ACTIVATIONS | MOVES, lambda n: self._shared(n, act)),
             ({aten.cat.default} | STACK, lambda n: self._cat(n, act)),
-            # issue 18: table lookups and int8 layer norm
+            # table lookups and int8 layer norm
             (TABLE_OWN_OUTPUT | REDUCE_OWN_OUTPUT, lambda n: self._own_output(n, act)),
-            # int8 islands made integer (issue 18): TFLite MAXIMUM/MINIMUM
+            # int8 islands made integer: TFLite MAXIMUM/MINIMUM
             (EXTREMES, lambda n: self._extremes(n, act)),
             ({aten.clamp.Tensor}, lambda n: self._clamp_tensor(n, act)),
             ({aten.where.self, aten.where.ScalarOther, aten.where.ScalarSelf, aten.where.Scalar},
@@ -195,8 +196,8 @@ class MCUQuantizer(Quantizer):
             ({aten._to_copy.default, aten.to.dtype}, lambda n: self._mask_to_float(n, act)),
             (SCALAR_ARITH, lambda n: self._scalar_arith(n, act)),
             (MATMUL, lambda n: self._matmul(n, act)),
-            (CONV_TRANSPOSE, lambda n: self._conv_linear(n, act, weight_transposed)),  # issue 18
-            # integer recurrent layers (issue 18): int8 input and hidden states (the output); the weights stay
+            (CONV_TRANSPOSE, lambda n: self._conv_linear(n, act, weight_transposed)),
+            # integer recurrent layers: int8 input and hidden states (the output); the weights stay
             # float here and are quantized per gate row by their lowering (mcu/passes/quantized/recurrent.py)
             (_recurrent_ops(), lambda n: self._own_output(n, act)),
         ]
@@ -209,7 +210,7 @@ class MCUQuantizer(Quantizer):
                 continue
             if node.target in (aten.adaptive_avg_pool2d.default, aten.adaptive_avg_pool1d.default) \
                     and not _global_pool(node):
-                self._shared(node, act)  # averages that share the input's quantization (issue 18)
+                self._shared(node, act)  # averages that share the input's quantization
                 continue
             reg = self.custom.get(getattr(getattr(node.target, "_schema", None), "name", None))
             if reg is not None:
@@ -279,13 +280,13 @@ class MCUQuantizer(Quantizer):
             _mark(node, {x: act}, act)
 
     def _matmul(self, node: Node, act: QuantizationSpec) -> None:
-        """A product of two activations (issue 18); a parameter operand is left to the linear layers."""
+        """A product of two activations; a parameter operand is left to the linear layers."""
         a, b = node.args[0], node.args[1]
         if _is_float_tensor(a) and _is_float_tensor(b) and a.op != "get_attr" and b.op != "get_attr":
             _mark(node, {a: _reader_spec(a, act), b: _reader_spec(b, act)}, act)
 
     def _extremes(self, node: Node, act: QuantizationSpec) -> None:
-        """maximum/minimum of two tensors (issue 18): each operand and the output with parameters of their own
+        """maximum/minimum of two tensors: each operand and the output with parameters of their own
         (mcu_maximum_s8 rescales like the int8 add); a float constant operand is quantized by the lowering."""
         tensors = [a for a in node.args[:2] if _is_float_tensor(a)]
         if len(tensors) < 2:
@@ -294,7 +295,7 @@ class MCUQuantizer(Quantizer):
             _mark(node, {t: act for t in tensors}, act)
 
     def _clamp_tensor(self, node: Node, act: QuantizationSpec) -> None:
-        """clamp with tensor bounds (issue 18): the lowering's maximum and minimum, int8 with the value between
+        """clamp with tensor bounds: the lowering's maximum and minimum, int8 with the value between
         them on the output's grid (mcu.passes.quantized.islands.quantize_between_bounds)."""
         bounds = [node.args[i] if len(node.args) > i else node.kwargs.get(k) for i, k in ((1, "min"), (2, "max"))]
         tensors = [t for t in [node.args[0], *bounds] if _is_float_tensor(t)]
@@ -302,7 +303,7 @@ class MCUQuantizer(Quantizer):
             _mark(node, {t: act for t in dict.fromkeys(tensors)}, act)
 
     def _where(self, node: Node, act: QuantizationSpec) -> None:
-        """where(mask, a, b) (issue 18, TFLite SELECT_V2): the branches and the output share one quantization,
+        """where(mask, a, b) (TFLite SELECT_V2): the branches and the output share one quantization,
         so the int8 select moves codes; the mask stays bytes."""
         branches = [t for t in node.args[1:3] if _is_float_tensor(t)]
         if not _is_float_tensor(node):
@@ -315,14 +316,14 @@ class MCUQuantizer(Quantizer):
               SharedQuantizationSpec((first, node)))
 
     def _mask_to_float(self, node: Node, act: QuantizationSpec) -> None:
-        """mask.float() (issue 18): a where of 1.0 and 0.0 with an output of its own."""
+        """mask.float(): a where of 1.0 and 0.0 with an output of its own."""
         src = node.args[0]
         val = src.meta.get("val") if isinstance(src, Node) else None
         if isinstance(val, torch.Tensor) and val.dtype == torch.bool and _is_float_tensor(node):
             _mark(node, {}, act)
 
     def _scalar_arith(self, node: Node, act: QuantizationSpec) -> None:
-        """x op s with a Python number s (issue 18): quantized in and out, it becomes a table lookup."""
+        """x op s with a Python number s: quantized in and out, it becomes a table lookup."""
         tensors = [a for a in node.args[:2] if isinstance(a, Node)]
         if len(tensors) == 1 and _is_float_tensor(tensors[0]) and \
                 all(isinstance(a, (int, float)) for a in node.args[:2] if not isinstance(a, Node)):

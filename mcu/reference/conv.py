@@ -1,4 +1,4 @@
-"""Bit-exact Python reference of the transposed convolution kernels (issue 18, convolutions):
+"""Bit-exact Python reference of the transposed convolution kernels:
 ``mcu_conv_transpose2d_s8`` and, in float64, what ``mcu_conv_transpose2d_f32`` computes.
 
 TFLite defines int8 TRANSPOSE_CONV by scattering: every input pixel adds

@@ -234,11 +234,11 @@ def _index_put(op: Op, x: list[np.ndarray], current: np.ndarray) -> np.ndarray:
     return state.index_put(current, positions, x[0], a["outer"], a["axis"], a["inner"])
 
 
-# 4-bit groupwise weights and model state (issue 17); index_put is run with the state by Reference.run
+# 4-bit groupwise weights and model state; index_put is run with the state by Reference.run
 FLOAT_MOVES["index_put"] = lambda op, x: x[0]
 FLOAT_MOVES.update({"linear_w4": _linear_w4(int4.linear_w4_f32), "linear_w4_dyn": _linear_w4(int4.linear_w4_s8)})
 
-# resampling and data movement (issue 18): moves are exact at any dtype
+# resampling and data movement: moves are exact at any dtype
 def _resample_ops() -> None:
     from mcu.reference.resample_ops import FLOAT_OPS, INT8
 
@@ -249,7 +249,7 @@ def _resample_ops() -> None:
 _resample_ops()
 
 
-# normalisation, reductions and int8 activations (issue 18)
+# normalisation, reductions and int8 activations
 def _argmax(op: Op, x: list[np.ndarray]) -> np.ndarray:
     """mcu_argmax_s8 / _f32 (inputs row-major): the first largest, a NaN counting as the largest (as np.argmax)."""
     first, last = op.attrs["dims"]
@@ -310,11 +310,11 @@ def _conv_transpose2d(op: Op, x: list[np.ndarray]) -> np.ndarray:
                                groups=a["groups"], output=_nhwc(op.output), **_window(op))
 
 
-INT8_OPS["conv_transpose2d"] = _conv_transpose2d  # convolutions (issue 18)
+INT8_OPS["conv_transpose2d"] = _conv_transpose2d  # convolutions
 
 
 def _recurrent_s8(op: Op, x: list[np.ndarray]) -> np.ndarray:
-    """mcu_lstm_s8 / mcu_gru_s8 (integer recurrent layers, issue 18)."""
+    """mcu_lstm_s8 / mcu_gru_s8 (integer recurrent layers)."""
     from mcu.passes.quantized.recurrent import layer_of
     from mcu.reference import recurrent
 
@@ -368,7 +368,7 @@ class Reference:
         return [value(t).copy() for t in self.graph.outputs]
 
 
-def _island_ops() -> None:  # int8 islands made integer (issue 18): maximum, minimum, constant operands
+def _island_ops() -> None:  # int8 islands made integer: maximum, minimum, constant operands
     from mcu.reference.islands import div_s8, maximum_s8, minimum_s8, prelu_s8
 
     def with_constants(run: Callable[[Op, list[np.ndarray]], np.ndarray]) -> Callable:
@@ -401,7 +401,7 @@ def _island_ops() -> None:  # int8 islands made integer (issue 18): maximum, min
 _island_ops()
 
 
-def _selection_ops() -> None:  # issue 18: compare and where, exact at any dtype (no arithmetic)
+def _selection_ops() -> None:  # compare and where, exact at any dtype (no arithmetic)
     from mcu.layouts import from_memory_order, to_memory_order
 
     compare = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,

@@ -1,4 +1,4 @@
-"""Python integer references of the int8 kernels that replace fp32 islands (issue 18): bit for bit what
+"""Python integer references of the int8 kernels that replace fp32 islands: bit for bit what
 runtime_c/kernels/elementwise/mcu_maximum_s8.c and mcu_minimum_s8.c compute."""
 
 from __future__ import annotations

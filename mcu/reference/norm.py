@@ -1,6 +1,6 @@
-"""int8 layer and RMS normalisation (issue 18): the compile-time parameters and the bit-exact Python reference
+"""int8 layer and RMS normalisation: the compile-time parameters and the bit-exact Python reference
 of ``mcu_layer_norm_s8`` (runtime_c/kernels/normalisation/mcu_layer_norm_s8.c, whose header comment states the
-arithmetic), and the 256-entry tables of the elementwise functions of ``mcu_unary_f32`` at int8.
+arithmetic); the references of ``mcu_reduce_s8`` and ``mcu_bmm_s8``.
 
 Per row of n int8 codes q: S = sum q; d_i = n q_i - S; W = sum d_i^2 + E with E = round(n^3 eps / s_in^2);
 1/sqrt(W) ~ R 2^(k-47) from a 16-bit integer square root of W normalised by 4^k into [2^60, 2^62) and
@@ -13,11 +13,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
-import torch
-import torch.nn.functional as F
 
 MAX_COLS = 4096  # MCU_LAYER_NORM_S8_MAX_COLS
 Q = 24           # u_i in Q24
@@ -131,46 +128,3 @@ def bmm_s8(a: np.ndarray, b: np.ndarray, a_offset: int, b_offset: int, multiplie
     acc = np.matmul(np.asarray(a, np.int8).astype(np.int64) + int(a_offset),
                     np.asarray(b, np.int8).astype(np.int64) + int(b_offset))
     return ref._finish(acc, np.int64(multiplier), np.int64(shift), output_offset, act_min, act_max)
-
-
-# --- int8 tables of mcu_unary_f32's functions ---------------------------------------------------------
-
-# Each function in float64 on a torch tensor, with its scalar parameters (alpha, beta as the IR op has them).
-UNARY_TABLE_FN: dict[str, Callable[[torch.Tensor, float, float], torch.Tensor]] = {
-    "gelu": lambda x, a, b: F.gelu(x),
-    "gelu_tanh": lambda x, a, b: F.gelu(x, approximate="tanh"),
-    "silu": lambda x, a, b: F.silu(x),
-    "hardsigmoid": lambda x, a, b: F.hardsigmoid(x),
-    "leaky_relu": lambda x, a, b: F.leaky_relu(x, a),
-    "elu": lambda x, a, b: F.elu(x, a),
-    "softplus": lambda x, a, b: F.softplus(x, beta=b, threshold=a),
-    "exp": lambda x, a, b: torch.exp(x),
-    "log": lambda x, a, b: torch.log(x),
-    "sqrt": lambda x, a, b: torch.sqrt(x),
-    "rsqrt": lambda x, a, b: torch.rsqrt(x),
-    "abs": lambda x, a, b: torch.abs(x),
-    "neg": lambda x, a, b: -x,
-    "reciprocal": lambda x, a, b: torch.reciprocal(x),
-    "erf": lambda x, a, b: torch.erf(x),
-    "pow": lambda x, a, b: torch.pow(x, a),
-    "log_sigmoid": lambda x, a, b: F.logsigmoid(x),
-    "affine": lambda x, a, b: x * a + b,
-    "rsub": lambda x, a, b: b - x * a,
-}
-
-
-def unary_real(fn: str, alpha: float, beta: float) -> Callable[[np.ndarray], np.ndarray]:
-    """The function a table holds, on float64 values. Inputs outside its domain (log, sqrt, rsqrt, pow of a
-    negative value: NaN, which no int8 code can hold) take its value at 0, the domain's edge: a calibrated
-    model reaches such codes only through rounding near 0. What is still NaN becomes 0."""
-    f = UNARY_TABLE_FN[fn]
-
-    def real(x: np.ndarray) -> np.ndarray:
-        t = torch.from_numpy(np.asarray(x, np.float64))
-        y = f(t, float(alpha), float(beta)).numpy()
-        bad = np.isnan(y)
-        if bad.any():
-            y = np.where(bad, f(torch.zeros_like(t), float(alpha), float(beta)).numpy(), y)
-        return np.nan_to_num(y, nan=0.0, posinf=np.inf, neginf=-np.inf)
-
-    return real

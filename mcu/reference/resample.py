@@ -1,4 +1,4 @@
-"""Index tables and Python references of the resampling and data-movement kernels (issue 18):
+"""Index tables and Python references of the resampling and data-movement kernels:
 mcu_remap, mcu_index_select, mcu_gather, mcu_resize_bilinear_f32/_s8, mcu_adaptive_avg_pool_f32/_s8
 (runtime_c/include/mcu/kernels_generic.h, kernels_f32.h, kernels_s8.h).
 

@@ -1,4 +1,4 @@
-"""The Python reference interpreter's resampling and data-movement ops (issue 18), on memory-order
+"""The Python reference interpreter's resampling and data-movement ops, on memory-order
 arrays with the parameters the emitters compute (mcu/backends/portable/resample.py)."""
 
 from __future__ import annotations

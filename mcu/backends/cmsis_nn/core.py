@@ -15,7 +15,7 @@ the calls from the entry points.
 Conventions shared with our kernels (runtime_c/include/mcu/kernels_s8.h): ``input_offset`` is
 ``-input_zero_point``, ``output_offset`` is ``+output_zero_point``, per-channel multipliers are Q31 with
 signed shifts (positive: left), weights OHWI / [kh][kw][out_c] (1HWO) / [out][in], activations NHWC.
-The API is CMSIS-NN v7 (the reference figures in issue 7 are from commit 99f736a6).
+The API is CMSIS-NN v7 (bench/speed.py's recorded figures are from commit 99f736a6).
 
 CMSIS-NN kernels promise nothing about their output overlapping an input, so ops routed here get no
 overlap contract (mcu/plan/contracts.py).

@@ -1,4 +1,4 @@
-"""Portable-backend emitters of the transposed convolution (issue 18, convolutions):
+"""Portable-backend emitters of the transposed convolution:
 ``mcu_conv_transpose2d_f32`` and ``mcu_conv_transpose2d_s8``. They take the convolution's parameter
 structs and operands (mcu/backends/calls.py), so program files carry them like a convolution (kernel ids
 100 and 101). conv1d and grouped convolution need nothing here: they are conv2d ops."""

@@ -209,7 +209,7 @@ EMITTERS: dict[tuple[str, str], Emitter] = {
     ("conv2d", "float32"): _conv2d,
     ("slice", "float32"): _slice,
     ("slice", "int8"): _slice,
-    ("slice", "int32"): _slice,  # tokens and positions (issue 17)
+    ("slice", "int32"): _slice,  # tokens and positions
     ("slice", "uint8"): _slice,
     ("linear", "float32"): _linear,
     ("linear_w8", "float32"): _linear_w8,
@@ -368,7 +368,7 @@ EMITTERS.update({
 })
 
 
-# --- 4-bit groupwise weights (issue 17) ---------------------------------------------------------------
+# --- 4-bit groupwise weights ---------------------------------------------------------------
 
 
 def _linear_w4(op: Op, ref: Ref) -> KernelCall:
@@ -411,7 +411,7 @@ EMITTERS.update({
 
 def _more_emitters() -> None:
     from mcu.backends.portable.elementwise import EMITTERS as MORE
-    from mcu.backends.portable.resample import EMITTERS as RESAMPLE  # resampling and data movement (issue 18)
+    from mcu.backends.portable.resample import EMITTERS as RESAMPLE  # resampling and data movement
 
     EMITTERS.update(MORE)
     EMITTERS.update(RESAMPLE)
@@ -420,7 +420,7 @@ def _more_emitters() -> None:
 _more_emitters()
 
 
-def _conv_emitters() -> None:  # convolutions (issue 18): transposed convolution
+def _conv_emitters() -> None:  # convolutions: transposed convolution
     from mcu.backends.portable.conv import EMITTERS as CONV
 
     EMITTERS.update(CONV)
@@ -429,7 +429,7 @@ def _conv_emitters() -> None:  # convolutions (issue 18): transposed convolution
 _conv_emitters()
 
 
-def _recurrent_emitters() -> None:  # integer recurrent layers (issue 18)
+def _recurrent_emitters() -> None:  # integer recurrent layers
     from mcu.backends.portable.recurrent import EMITTERS as RECURRENT
 
     EMITTERS.update(RECURRENT)
@@ -438,7 +438,7 @@ def _recurrent_emitters() -> None:  # integer recurrent layers (issue 18)
 _recurrent_emitters()
 
 
-def _island_emitters() -> None:  # int8 islands made integer (issue 18): maximum, minimum
+def _island_emitters() -> None:  # int8 islands made integer: maximum, minimum
     from mcu.backends.portable.islands import emitters
 
     EMITTERS.update(emitters())

@@ -1,4 +1,4 @@
-"""Portable-backend emitters of the ops mcu/frontend/ops.py and mcu/frontend/norm.py add (issue 18):
+"""Portable-backend emitters of the ops mcu/frontend/ops.py and mcu/frontend/norm.py add:
 elementwise math, maximum and minimum, layer, group and instance norm (fp32, and int8 layer norm),
 batched matrix products, reductions, variance, argmax, log_softmax and PReLU. They join
 :data:`mcu.backends.portable.core.EMITTERS`; every kernel here has a program kernel id (ids 180-219),
@@ -113,7 +113,7 @@ EMITTERS = {
     ("reduce", "float32"): _reduce,
     ("maximum", "float32"): _binary("maximum"),
     ("minimum", "float32"): _binary("minimum"),
-    # selection (issue 17): dtype-agnostic kernels
+    # selection: dtype-agnostic kernels
     ("compare", "uint8"): _compare,
     **{("where", dt): _where for dt in ("float32", "int32", "int8", "uint8")},
     **{("embedding", dt): _embedding for dt in ("float32", "int8")},
@@ -121,7 +121,7 @@ EMITTERS = {
 }
 
 
-# --- normalisation, reductions and int8 activations (issue 18, second part) -------------------------
+# --- normalisation, reductions and int8 activations -------------------------
 
 
 def _optional(op: Op) -> tuple[Tensor | None, Tensor | None]:

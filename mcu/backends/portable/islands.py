@@ -1,4 +1,4 @@
-"""Emitters of the int8 kernels that replace fp32 islands (issue 18; joins
+"""Emitters of the int8 kernels that replace fp32 islands (joins
 :data:`mcu.backends.portable.core.EMITTERS`, program kernel ids 250-259): maximum, minimum and division take
 the int8 add's broadcasting parameters (mcu_binary_s8_params); PReLU its slopes per channel."""
 

@@ -1,4 +1,4 @@
-"""Portable-backend emitters of the integer recurrent layers (issue 18): mcu_lstm_s8 and mcu_gru_s8
+"""Portable-backend emitters of the integer recurrent layers: mcu_lstm_s8 and mcu_gru_s8
 (program kernel ids 240-241). They join :data:`mcu.backends.portable.core.EMITTERS`."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Portable-backend emitters of resampling and data movement (issue 18, mcu/frontend/resample.py):
+"""Portable-backend emitters of resampling and data movement (mcu/frontend/resample.py):
 mcu_remap (per-dim index tables, any dtype), mcu_index_select and mcu_gather (run-time indices, any
 dtype), mcu_resize_bilinear_f32/_s8 and mcu_adaptive_avg_pool_f32/_s8 (NHWC: [N][H][W][C])."""
 

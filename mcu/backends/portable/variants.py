@@ -49,7 +49,7 @@ def _always(op: Op, same_place: bool) -> bool:
 INT8_VARIANTS: list[Variant] = [
     Variant("conv2d", "mcu_conv2d_1x1_s8", "mcu_conv2d_1x1_s8.c", lambda op, same: pointwise_ok(op),
             note="1x1, stride 1, no padding, one group: pixel buffer, output may overlap the input either way"),
-    # convolutions (issue 18)
+    # convolutions
     Variant("conv2d", "mcu_conv2d_grouped_s8", "mcu_conv2d_grouped_s8.c", lambda op, same: op.attrs["groups"] > 1,
             note="grouped (not depthwise): every group's window on the dual-MAC loop (window contract)"),
     Variant("conv2d", "mcu_conv2d_s8", "mcu_conv2d_s8.c", _always,

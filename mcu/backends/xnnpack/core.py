@@ -214,7 +214,7 @@ def _window(op: Op) -> tuple[int, ...]:
 
 def _conv_window(op: Op) -> tuple[int, ...]:
     """padding top, right, bottom, left of a convolution: the bottom/right ones implied by the output size,
-    as our kernels read them (a folded F.pad makes them differ from the top/left ones, issue 18)."""
+    as our kernels read them (a folded F.pad makes them differ from the top/left ones)."""
     (ph, pw), (sh, sw) = op.attrs.get("padding", (0, 0)), op.attrs["stride"]
     dh, dw = op.attrs.get("dilation", (1, 1))
     kh, kw = op.inputs[1].shape[2:]

@@ -114,7 +114,7 @@ def _binary(kind: str) -> Converter:
     def convert(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
         a, b = ins
         if (a.is_constant and a.dtype != "int8") or (b.is_constant and b.dtype != "int8"):
-            return "an operand is a constant"  # (issue 18: an int8 constant operand is read like a tensor)
+            return "an operand is a constant"  # (an int8 constant operand is read like a tensor)
         act_min, act_max = act_bounds(op, out)
         if kind == "mul":
             params = arith.mul_params(_scale(a), _scale(b), _scale(out))
@@ -213,7 +213,7 @@ def _custom(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
 
 
 def _extra_inputs_kept(kind: str) -> bool:
-    """Ops whose inputs after the first are indices or tables, not quantized values (issue 18)."""
+    """Ops whose inputs after the first are indices or tables, not quantized values."""
     from mcu.passes.quantized.resample import KEEPS_EXTRA_INPUTS
 
     return kind in KEEPS_EXTRA_INPUTS
@@ -258,16 +258,16 @@ CONVERTERS: dict[str, Converter] = {
     "tanh": _lut,
     "hardswish": _lut,
     "clamp": _clamp,
-    # convolutions (issue 18)
+    # convolutions
     "conv_transpose2d": _conv_transpose2d,
 }
-# normalisation, reductions and int8 activations (issue 18): table lookups of every elementwise
+# normalisation, reductions and int8 activations: table lookups of every elementwise
 # function, int8 layer norm
 CONVERTERS.update(quantized_more.CONVERTERS)
 
 
 def _resample_converters() -> None:
-    from mcu.passes.quantized.resample import CONVERTERS as RESAMPLE  # resampling and data movement (issue 18)
+    from mcu.passes.quantized.resample import CONVERTERS as RESAMPLE  # resampling and data movement
 
     CONVERTERS.update(RESAMPLE)
 
@@ -276,7 +276,7 @@ _resample_converters()
 
 
 def _recurrent_converters() -> None:
-    from mcu.passes.quantized.recurrent import CONVERTERS as RECURRENT, KINDS  # integer recurrent layers (issue 18)
+    from mcu.passes.quantized.recurrent import CONVERTERS as RECURRENT, KINDS  # integer recurrent layers
 
     CONVERTERS.update(RECURRENT)
     quantized_more.OWN_CONSTANTS.update(KINDS)  # their weights and biases are quantized by their converter
@@ -286,7 +286,7 @@ _recurrent_converters()
 
 
 def _island_converters() -> None:
-    from mcu.passes.quantized.islands import CONVERTERS as ISLANDS  # int8 islands made integer (issue 18)
+    from mcu.passes.quantized.islands import CONVERTERS as ISLANDS  # int8 islands made integer
 
     CONVERTERS.update(ISLANDS)
 
@@ -304,11 +304,11 @@ def _dequantized_source(graph: Graph, t: Tensor) -> Tensor | None:
 def lower_quantized(graph: Graph) -> Graph:
     if not any(op.kind in ("quantize", "dequantize") for op in graph.ops):
         return graph  # an fp32 graph
-    quantized_more.scalars_to_unary(graph)  # issue 18: scalar arithmetic as a table lookup
+    quantized_more.scalars_to_unary(graph)  # scalar arithmetic as a table lookup
     quantized_more.permute_before_dequantize(graph)
     quantized_more.quantize_before_moves(graph)
     quantized_more.argmax_on_codes(graph)
-    from mcu.passes.quantized.islands import quantize_between_bounds  # issue 18: clamp with tensor bounds
+    from mcu.passes.quantized.islands import quantize_between_bounds  # clamp with tensor bounds
 
     quantize_between_bounds(graph)
     fallbacks: list[tuple[str, str]] = []
@@ -328,7 +328,7 @@ def lower_quantized(graph: Graph) -> Graph:
     return graph
 
 
-# (issue 18) remap: reflect/replicate padding, one index op a dim; concat: torch.stack, a cat then a view;
+# remap: reflect/replicate padding, one index op a dim; concat: torch.stack, a cat then a view;
 # the average pools: adaptive_avg_pool1d, an unsqueeze, the pool and a squeeze; upsample_linear1d alike
 _MOVES = {"slice", "reshape", "permute", "pad", "remap", "concat", "adaptive_avg_pool", "avg_pool2d",
           "resize_bilinear"}
@@ -358,7 +358,7 @@ def _convert_move_chain(graph: Graph, op: Op) -> bool:
         last = i == len(chain) - 1
         out = q.output if last else Tensor(name=link.output.name, shape=link.output.shape, dtype="int8",
                                            quant=q.output.quant)
-        if _extra_inputs_kept(link.kind):  # (issue 18) its tables stay
+        if _extra_inputs_kept(link.kind):  # its tables stay
             converted = CONVERTERS[link.kind](graph, link, [*current, *link.inputs[1:]], out)
         else:
             converted = _shared(link.kind)(graph, link, current, out)
@@ -379,7 +379,7 @@ def _try_convert(graph: Graph, op: Op) -> str | None:
     if len(users) != 1 or users[0].kind != "quantize" or op.output.is_output:
         return "its output is not quantized"
     ins: list[Tensor] = []
-    from mcu.passes.quantized.islands import keeps_as_is  # issue 18: where's condition
+    from mcu.passes.quantized.islands import keeps_as_is  # where's condition
 
     for t in op.inputs:
         if keeps_as_is(op, t):

@@ -1,8 +1,10 @@
-"""int8 forms of the issue 18 ops (joins :data:`mcu.passes.quantized.core.CONVERTERS`): every elementwise
-function of ``mcu_unary_f32`` (GELU both forms, SiLU, hardsigmoid, leaky ReLU, ELU, softplus, exp, log,
-sqrt, rsqrt, erf, abs, neg, reciprocal, pow, log-sigmoid, and arithmetic with a scalar) becomes the
-int8 ``lut`` op with its 256-entry table computed here in float64; layer norm becomes
-``mcu_layer_norm_s8`` (integer mean and variance, mcu/reference/norm.py); argmax reads the int8 codes.
+"""int8 forms of the elementwise, normalisation and reduction ops (joins
+:data:`mcu.passes.quantized.core.CONVERTERS`): every elementwise function of ``mcu_unary_f32`` (GELU
+both forms, SiLU, hardsigmoid, leaky ReLU, ELU, softplus, exp, log, sqrt, rsqrt, erf, abs, neg,
+reciprocal, pow, log-sigmoid, mish, and arithmetic with a scalar) becomes the int8 ``lut`` op with its
+256-entry table computed here in float64 from mcu/reference/elementwise.py's function; layer norm
+becomes ``mcu_layer_norm_s8`` (integer mean and variance, mcu/reference/norm.py); argmax reads the
+int8 codes.
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ import numpy as np
 
 from mcu.ir import Graph, Op, Tensor
 from mcu.reference import arith
-from mcu.reference.norm import layer_norm_params, unary_real
+from mcu.reference.elementwise import unary_real
+from mcu.reference.norm import layer_norm_params
 
 # Binary ops with a scalar constant operand, as (alpha, beta) of x * alpha + beta (or of beta - x for rsub).
 _SCALAR = {"add": lambda s: ("affine", 1.0, s), "sub": lambda s: ("affine", 1.0, -s),
@@ -75,7 +78,7 @@ def _unary_lut(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str
 def _prelu(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
     """One slope for all channels is leaky ReLU: a table. Slopes per channel have no int8 kernel."""
     w = op.inputs[1]
-    if w.numel != 1:  # issue 18: TFLite's int8 PRELU (mcu_prelu_s8)
+    if w.numel != 1:  # TFLite's int8 PRELU (mcu_prelu_s8)
         from mcu.passes.quantized.islands import prelu_s8
 
         return prelu_s8(graph, op, ins, out)
@@ -184,4 +187,4 @@ def quantize_before_moves(graph: Graph) -> None:
 
 CONVERTERS = {"unary": _unary_lut, "bmm": _bmm, "prelu": _prelu, "layer_norm": _layer_norm, "rms_norm": _layer_norm, "reduce": _reduce}
 OWN_CONSTANTS = {"layer_norm", "rms_norm", "prelu",
-                 "where"}  # (issue 18: where's constant branches go on its output's grid)  # kinds whose converter turns their float constants (weight, bias) to int8
+                 "where"}  # kinds whose converter turns their float constants (weight, bias, where's branches on its output's grid) to int8

@@ -1,4 +1,4 @@
-"""The ATen ops that still run as fp32 islands in int8 models (issue 18): no int8 kernel, so the
+"""The ATen ops that run as fp32 islands in int8 models: no int8 kernel, so the
 quantizer leaves them unannotated (or the lowering keeps them float) and the int8 model runs them in
 fp32 between a dequantize and a quantize, as the partition report names them.
 

@@ -1,4 +1,4 @@
-"""int8 forms of ops that ran as fp32 islands in int8 models (issue 18), where TFLite defines integer
+"""int8 forms of ops that would otherwise run as fp32 islands in int8 models, where TFLite defines integer
 semantics: maximum and minimum (TFLite MAXIMUM/MINIMUM, on the add's rescaled operands so that inputs and
 output may differ in quantization), and elementwise ops with a float constant operand (a learned position
 embedding added to the tokens): the constant is quantized with its own int8 scale (or keeps the one the

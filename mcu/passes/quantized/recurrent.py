@@ -1,4 +1,4 @@
-"""int8 lowering of the recurrent layers (issue 18): dequantize -> lstm/gru -> quantize becomes one
+"""int8 lowering of the recurrent layers: dequantize -> lstm/gru -> quantize becomes one
 ``lstm``/``gru`` op for mcu_lstm_s8/mcu_gru_s8, its weights quantized here (symmetric per gate row) with
 the requantization constants, biases and the sigmoid table of mcu/reference/recurrent.py."""
 

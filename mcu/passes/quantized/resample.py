@@ -1,4 +1,4 @@
-"""int8 forms of resampling and data movement (issue 18): the output keeps the input's scale and
+"""int8 forms of resampling and data movement: the output keeps the input's scale and
 zero-point (the quantizer shares them, mcu/quantize/quantizer.py), so remap, index_select, gather and adaptive
 average pooling run on the int8 values as they are, and bilinear resizing swaps its float weights
 for 10-bit integer ones (mcu/reference/resample.py)."""

@@ -126,7 +126,8 @@ typedef enum {
     MCU_UNARY_LOG_SIGMOID = 16,
     MCU_UNARY_AFFINE = 17,     /**< x * alpha + beta (scalar add, sub, mul, div) */
     MCU_UNARY_RSUB = 18,       /**< beta - x * alpha */
-    MCU_UNARY_COUNT = 19
+    MCU_UNARY_MISH = 19,       /**< x tanh(softplus(x)) */
+    MCU_UNARY_COUNT = 20
 } mcu_unary_fn;
 
 typedef struct {

@@ -36,6 +36,7 @@ static float apply(int32_t fn, float x, float alpha, float beta)
     case MCU_UNARY_LOG_SIGMOID: return x < 0.0f ? x - log1pf(expf(x)) : -log1pf(expf(-x));
     case MCU_UNARY_AFFINE: return x * alpha + beta;
     case MCU_UNARY_RSUB: return beta - x * alpha;
+    case MCU_UNARY_MISH: return x * tanhf(log1pf(expf(x)));
     case MCU_UNARY_COUNT: break;
     }
     return 0.0f;
