@@ -249,7 +249,7 @@ def op_rows(tables: Tables | None = None) -> list[OpRow]:
     known = tables.kinds
     rows = []
     for aten, handler in sorted(tables.handlers.items()):
-        kinds = sorted(names_used(handler, known, "mcu.frontend.lower"))
+        kinds = sorted(names_used(handler, known, "mcu.frontend"))
         fp32: set[str] = set()
         int8: set[str] = set()
         lacking = False  # some kind of it has no int8 kernel
