@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 import copy  # noqa: E402
 import os  # noqa: E402
 
-from mcu.api import CompiledModel, compile_file  # noqa: E402
+from mcu.api import CompiledModel, backend_options, compile_file  # noqa: E402
 from mcu.device.boards import load_board  # noqa: E402
 from mcu.capture.loader import load_model_file  # noqa: E402
 from mcu.pipeline import compile_graph, to_graph  # noqa: E402
@@ -75,7 +75,7 @@ def compile_copy(spec, graph, board: str, backends: list[str] | None = None, cms
     """A CompiledModel from a copy of an already quantized graph (quantization runs once per model)."""
     g = copy.deepcopy(graph)
     b = load_board(board)
-    memory, library, report = compile_graph(g, b, "int8", backends, cmsis_nn)
+    memory, library, report = compile_graph(g, b, "int8", backends, backend_options(cmsis_nn))
     return CompiledModel(spec=spec, board=b, quantize="int8", graph=g, memory=memory, library=library,
                          partitions=report)
 

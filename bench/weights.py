@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from mcu.api import CompiledModel  # noqa: E402
+from mcu.api import CompiledModel, backend_options  # noqa: E402
 from mcu.device.boards import load_board  # noqa: E402
 from mcu.devtools.ops import op_macs  # noqa: E402
 from mcu.capture.loader import load_model_file  # noqa: E402
@@ -39,7 +39,7 @@ TARGET = 0.7  # every model at most 0.7x CMSIS-NN with --compact-weights on M33,
 def build(spec, graph, board: str, backends: list[str] | None, packed: bool | None, cmsis=None) -> CompiledModel:
     g = copy.deepcopy(graph)
     b = load_board(board)
-    memory, library, report = compile_graph(g, b, "int8", backends, cmsis, packed_weights=packed)
+    memory, library, report = compile_graph(g, b, "int8", backends, backend_options(cmsis, packed))
     return CompiledModel(spec=spec, board=b, quantize="int8", graph=g, memory=memory, library=library,
                          partitions=report)
 

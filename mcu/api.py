@@ -22,7 +22,9 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 import torch
 
-from mcu.backends.base import PartitionReport
+from mcu.backends.base import BackendOptions, PartitionReport
+from mcu.backends.cmsis_nn.options import CmsisNNOptions
+from mcu.backends.optimized.options import OptimizedOptions
 from mcu.device.boards import Board, load_board
 from mcu.device.console import parse_harness
 from mcu.emit.c_model import GeneratedLibrary, render_firmware_main
@@ -400,32 +402,52 @@ def _output_names(spec: ModelSpec, count: int) -> list[str]:
     return names if len(names) == count else []
 
 
-def compile_spec(spec: ModelSpec, board: str | Board = "mps2-an505", quantize: str = "none",
-                 cmsis_nn: str | Path | None = None, packed_weights: bool | None = None,
-                 backend: str | list[str] | None = None, check_flash: bool = True) -> CompiledModel:
-    """``backend``: the backends' preference order, ``"cmsis-nn,optimized,portable"`` or a list (None:
-    CMSIS-NN first when it is given, then optimized, then portable; mcu/backends/registry.py); the
-    partition report is ``CompiledModel.partitions``. ``cmsis_nn``: CMSIS-NN sources to route supported int8 layers to (a path, or ``auto``: the
-    CMSIS_NN_PATH environment variable, else cmsis-pack-manager's pack cache); None: our kernels
-    only (mcu/backends/cmsis_nn/core.py). ``packed_weights``: on cores with the DSP extension, True packs
-    int8 convolution and fully connected weights as int16 for the fastest kernel (mcu/backends/optimized/tuned.py;
-    twice their flash); False keeps them int8 for the compact kernels (mcu/backends/optimized/compact.py); None
-    (default) packs them while the board's flash has room (compact.packed_by_default)."""
-    from mcu.backends.cmsis_nn import core as cmsis
+def backend_options(cmsis_nn: str | Path | None = None, packed_weights: bool | None = None,
+                    backend: str | list[str] | None = None) -> BackendOptions:
+    """The Python API's backend keywords (and so the command line's ``--cmsis-nn``, ``--compact-weights``) as
+    the options of the backends they belong to, by backend id (mcu/backends/base.py, BackendOptions).
+
+    ``cmsis_nn``: CMSIS-NN sources to route supported int8 layers to (a path, or ``auto``: the
+    CMSIS_NN_PATH environment variable, else cmsis-pack-manager's pack cache; ``auto`` too when
+    ``backend`` names cmsis-nn); None: our kernels only (mcu/backends/cmsis_nn/). ``packed_weights``:
+    on cores with the DSP extension, True packs int8 convolution and fully connected weights as int16
+    for the fastest kernel (mcu/backends/optimized/tuned.py; twice their flash); False keeps them int8
+    for the compact kernels (mcu/backends/optimized/compact.py); None (default) packs them while the
+    board's flash has room (compact.packed_by_default)."""
+    from mcu.backends.cmsis_nn.core import resolve
     from mcu.backends.registry import check, parse
 
     order = parse(backend)
     check(order)
     if cmsis_nn is None and order is not None and "cmsis-nn" in order:
         cmsis_nn = "auto"  # asked for by name: CMSIS_NN_PATH, else the pack cache
+    options: BackendOptions = {}
+    root = resolve(cmsis_nn)
+    if root is not None:
+        options["cmsis-nn"] = CmsisNNOptions(root)
+    if packed_weights is not None:
+        options["optimized"] = OptimizedOptions(packed_weights)
+    return options
+
+
+def compile_spec(spec: ModelSpec, board: str | Board = "mps2-an505", quantize: str = "none",
+                 options: BackendOptions | None = None, backend: str | list[str] | None = None,
+                 check_flash: bool = True) -> CompiledModel:
+    """``backend``: the backends' preference order, ``"cmsis-nn,optimized,portable"`` or a list (None:
+    CMSIS-NN first when it is given, then optimized, then portable; mcu/backends/registry.py); the
+    partition report is ``CompiledModel.partitions``. ``options``: the backends' own options by backend
+    id (:func:`backend_options` makes them from the API's keywords)."""
+    from mcu.backends.registry import check, parse
+
+    order = parse(backend)
+    check(order)
     board_obj = board if isinstance(board, Board) else load_board(board)
     quantize = resolve_quantize(spec, quantize)
     with _naming_the_file(spec):
         graph = to_graph(spec, quantize)
         graph.output_names = [] if graph.state else _output_names(spec, len(graph.outputs))  # state: no extra run
         before = dataclasses.replace(graph, ops=list(graph.ops))  # partitioning replaces the op list, not the ops
-        memory, library, report = compile_graph(graph, board_obj, quantize, order, cmsis.resolve(cmsis_nn),
-                                                packed_weights, check_flash=check_flash)
+        memory, library, report = compile_graph(graph, board_obj, quantize, order, options, check_flash=check_flash)
     delegated = any(op.kind == "delegate" for op in graph.ops)
     cm = CompiledModel(spec=spec, board=board_obj, quantize=quantize, graph=graph, memory=memory, library=library,
                        partitions=report, reference_graph=before if delegated else None)
@@ -444,11 +466,11 @@ def compile(model: torch.nn.Module, example_inputs: Sequence[torch.Tensor], boar
             name: str | None = None, cmsis_nn: str | Path | None = None,
             packed_weights: bool | None = None, backend: str | list[str] | None = None,
             custom_ops: Any = None) -> CompiledModel:
-    """Compile an ``nn.Module`` for a board; see the module docstring. ``custom_ops``: registrations of the
-    model's own ops (:func:`mcu.custom_op`)."""
+    """Compile an ``nn.Module`` for a board; see the module docstring. ``cmsis_nn``, ``packed_weights``:
+    see :func:`backend_options`. ``custom_ops``: registrations of the model's own ops (:func:`mcu.custom_op`)."""
     spec = spec_from_objects(model, example_inputs, calibration, test_inputs,
                              name=name or type(model).__name__.lower(), custom_ops=custom_ops)
-    return compile_spec(spec, board, quantize, cmsis_nn, packed_weights, backend)
+    return compile_spec(spec, board, quantize, backend_options(cmsis_nn, packed_weights, backend), backend)
 
 
 def compile_file(path: str | Path, board: str = "mps2-an505", quantize: str = "none",
@@ -456,7 +478,7 @@ def compile_file(path: str | Path, board: str = "mps2-an505", quantize: str = "n
                  backend: str | list[str] | None = None) -> CompiledModel:
     with stage("load"):
         spec = load_model_file(path)
-    return compile_spec(spec, board, quantize, cmsis_nn, packed_weights, backend)
+    return compile_spec(spec, board, quantize, backend_options(cmsis_nn, packed_weights, backend), backend)
 
 
 def max_abs(values: list[np.ndarray]) -> float:

@@ -9,10 +9,9 @@ ordered list ``LOWERING`` below, with the reason for each position.
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
-from mcu.backends.base import Context, PartitionReport, partition
+from mcu.backends.base import BackendOptions, Context, PartitionReport, partition
 from mcu.backends.registry import resolve as resolve_backends
 from mcu.device.boards import Board
 from mcu.capture.export import capture, check_user_outputs
@@ -132,31 +131,25 @@ def check_constants_fit(board: Board, graph: Graph) -> None:
 
 
 def partition_ops(graph: Graph, board: Board, quantize: str, backends: list[str] | None,
-                  options: dict[str, Any]) -> PartitionReport:
+                  options: BackendOptions) -> PartitionReport:
     """Give each op to the first backend of the preference order that takes it (mcu/backends/base.py)."""
     ctx = Context(board, quantize, options)
     return partition(graph, resolve_backends(backends, ctx), ctx)
 
 
 def compile_graph(graph: Graph, board: Board, quantize: str, backends: list[str] | None = None,
-                  cmsis_nn: Path | None = None,
-                  packed_weights: bool | None = None,
+                  options: BackendOptions | None = None,
                   check_flash: bool = True) -> tuple[MemoryPlan, GeneratedLibrary, PartitionReport]:
-    """``backends``: preference order of backend ids (None: CMSIS-NN first when ``cmsis_nn`` names a
-    tree, then the optimized and the portable kernels; mcu/backends/registry.py). ``packed_weights``
-    True: the optimized backend packs int8 weights as int16 (twice the flash of those layers, the
-    fastest kernel); False: it keeps them int8 (the compact kernels); None: packed while the board's
-    flash has room for them (mcu/backends/optimized/compact.py, packed_by_default). ``check_flash`` False: the
-    constants need not fit the board's flash (a program file, whose weights the host runtime may load)."""
+    """``backends``: preference order of backend ids (None: the registry's default for these options:
+    CMSIS-NN first when it has its sources, then the optimized and the portable kernels;
+    mcu/backends/registry.py). ``options``: each backend's own options by backend id (CMSIS-NN's
+    sources, the optimized backend's weight layout), passed to the backends as they are.
+    ``check_flash`` False: the constants need not fit the board's flash (a program file, whose weights
+    the host runtime may load)."""
     if check_flash:  # before partitioning: packing the weights of a model that cannot fit costs minutes
         check_constants_fit(board, graph)
-    if packed_weights is None:
-        from mcu.backends.optimized.compact import packed_by_default
-
-        packed_weights = packed_by_default(graph, board)
-    options: dict[str, Any] = {"cmsis_nn": cmsis_nn, "packed_weights": packed_weights}
     # Before the plan: a backend's kernels bring their own scratch sizes and overlap contracts.
-    report = partition_ops(graph, board, quantize, backends, options)
+    report = partition_ops(graph, board, quantize, backends, dict(options or {}))
     with stage("plan"):
         memory = plan_memory(graph, capacities=board.arena_regions())
         check_fits(board, memory)

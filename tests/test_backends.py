@@ -15,7 +15,8 @@ import pytest
 
 from conftest import EXAMPLES
 from mcu.backends import registry
-from mcu.backends.base import Backend, Constraint, Context, Partition, Rule, partition
+from mcu.backends.base import Backend, Constraint, Context, DelegateRuntime, Partition, Rule, partition
+from mcu.backends.cmsis_nn.options import CmsisNNOptions
 from mcu.device.boards import load_board
 from mcu.errors import McuError
 from mcu.ir import Graph, Op, Tensor
@@ -160,7 +161,7 @@ def test_an_unavailable_backend_is_reported_once_and_skipped(ctx: Context) -> No
 def test_registry_resolves_a_preference_order(ctx: Context) -> None:
     # the user's custom kernels last: they take only custom ops, which nothing else takes
     assert [b.id for b in registry.resolve(None, ctx)] == ["optimized", "portable", "custom"]
-    with_cmsis = Context(ctx.board, "int8", {"cmsis_nn": Path("/somewhere")})
+    with_cmsis = Context(ctx.board, "int8", {"cmsis-nn": CmsisNNOptions(Path("/somewhere"))})
     assert registry.default_order(with_cmsis) == ["cmsis-nn", "optimized", "portable"]
     assert [b.id for b in registry.resolve(["optimized"], ctx)] == ["optimized", "portable", "custom"]  # appended
     assert registry.parse("cmsis-nn, optimized,portable") == ["cmsis-nn", "optimized", "portable"]
@@ -240,16 +241,19 @@ def _module_imports(path: Path) -> set[str]:
     return found
 
 
+# What the emitter (and the device tools) may know of the backends: the interface, never a backend's package.
+INTERFACE = ("mcu.backends.base", "mcu.backends.registry", "mcu.backends.calls")
+
+
 def test_emitter_and_backends_do_not_import_each_other_at_load_time() -> None:
-    interface = ("mcu.backends.calls", "mcu.backends.base")  # what the emitter and every backend share
     for path in sorted((ROOT / "mcu" / "emit").glob("*.py")):
-        bad = {m for m in _module_imports(path) if m.startswith("mcu.backends") and not m.startswith(interface)}
+        bad = {m for m in _module_imports(path) if m.startswith("mcu.backends") and not m.startswith(INTERFACE)}
         assert not bad, f"{path.name} imports {bad} at load time (ask mcu.backends.registry inside a function)"
     for path in sorted((ROOT / "mcu" / "backends").rglob("*.py")):
         bad = {m for m in _module_imports(path) if m.startswith(("mcu.emit.kernels", "mcu.emit.c_model"))}
         assert not bad, f"{path.name} imports the emitter ({bad}); shared pieces live in mcu/backends/calls.py"
-    assert not {m for m in _module_imports(ROOT / "mcu" / "backends" / "calls.py")
-                if m.startswith(("mcu.emit", "mcu.backends"))}
+    calls = ROOT / "mcu" / "backends" / "calls.py"
+    assert not {m for m in _module_imports(calls) if m.startswith(("mcu.emit", "mcu.backends"))}
 
 
 @pytest.mark.parametrize("module", ["mcu.emit.kernels", "mcu.emit.c_model", "mcu.backends.portable.core",
@@ -258,7 +262,7 @@ def test_each_module_imports_alone_in_a_fresh_interpreter(module: str) -> None:
     code = (f"import sys, {module}\n"
             "emit = {m for m in sys.modules if m in ('mcu.emit.kernels', 'mcu.emit.c_model')}\n"
             "libs = {m for m in sys.modules if m.startswith('mcu.backends.') and m not in "
-            "('mcu.backends', 'mcu.backends.base', 'mcu.backends.calls', 'mcu.backends.registry')}\n"
+            f"{INTERFACE}}}\n"
             "print(sorted(emit), sorted(libs))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True).stdout
     emit, libs = out.strip().split("] [")
@@ -266,3 +270,122 @@ def test_each_module_imports_alone_in_a_fresh_interpreter(module: str) -> None:
         assert libs.strip("[]") == "", f"{module} loaded backends: {libs}"
     else:
         assert emit.strip("[]") == "", f"{module} loaded the emitter: {emit}"
+
+
+# --- backends own their options and their C ---------------------------------------------------------------------
+
+
+def _cmsis_tree(root: Path) -> Path:
+    (root / "Include").mkdir(parents=True)
+    (root / "Include" / "arm_nnfunctions.h").write_text("")
+    (root / "Source").mkdir()
+    return root
+
+
+def test_the_api_keywords_become_the_backends_own_options(tmp_path: Path, ctx: Context) -> None:
+    from mcu.api import backend_options
+    from mcu.backends.optimized.options import OptimizedOptions
+
+    tree = _cmsis_tree(tmp_path / "cmsis")
+    assert backend_options() == {}
+    assert backend_options(cmsis_nn=tree, packed_weights=False) == {"cmsis-nn": CmsisNNOptions(tree.resolve()),
+                                                                    "optimized": OptimizedOptions(False)}
+    with_tree = Context(ctx.board, "int8", backend_options(cmsis_nn=str(tree)))
+    assert registry.default_order(with_tree) == ["cmsis-nn", "optimized", "portable"]
+    assert registry.backend("cmsis-nn").unavailable(with_tree) is None
+    assert "no CMSIS-NN sources" in (registry.backend("cmsis-nn").unavailable(ctx) or "")
+    with pytest.raises(McuError, match="not a CMSIS-NN source tree"):
+        backend_options(cmsis_nn=tmp_path)
+
+
+def test_the_optimized_backend_settles_its_weight_layout_on_the_graph(ctx: Context) -> None:
+    from mcu.backends.optimized.options import OptimizedOptions
+
+    optimized = registry.backend("optimized")
+    assert optimized.settle(chain(["add"]), ctx) == OptimizedOptions(packed_weights=True)  # the flash has room
+    compact = Context(ctx.board, "int8", {"optimized": OptimizedOptions(packed_weights=False)})
+    assert optimized.settle(chain(["add"]), compact) == OptimizedOptions(packed_weights=False)
+
+
+class MulsWithC(MulDelegate):
+    runtime: ClassVar[DelegateRuntime | None] = DelegateRuntime(
+        "mcu_muls_backend", "mcu/delegate_muls.h", ("backends/muls/mcu_muls.c",), ("-lmuls",))
+
+
+class DefiningAdds(Backend):
+    """Adds through the portable kernel, with a compile definition counting them."""
+
+    id: ClassVar[str] = "defining-adds"
+    rules: ClassVar[tuple[Rule, ...]] = (Rule("add", ("float32",)),)
+
+    def emit(self, op: Op, refs: object) -> object:
+        return registry.backend("portable").emit(op, refs)
+
+    def kernel_defines(self, calls) -> dict[str, int]:  # type: ignore[no-untyped-def]
+        return {"MCU_TEST_ADDS": len(calls)}
+
+
+@pytest.fixture()
+def registered(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    """Backends of this module joined to the registry by id, as a package of mcu's would be."""
+    def join(*classes: type[Backend]) -> None:
+        for cls in classes:
+            monkeypatch.setitem(registry.BACKENDS, cls.id, f"{__name__}:{cls.__name__}")
+    yield join
+    registry.backend_class.cache_clear()
+
+
+def test_the_emitter_takes_a_delegates_c_runtime_from_its_backend(registered, ctx: Context) -> None:
+    from mcu.emit.delegates import runtime_for
+    from mcu.pipeline import compile_graph
+
+    registered(MulsWithC)
+    assert runtime_for("xnnpack", "p0") is registry.backend_class("xnnpack").runtime
+    _, lib, _ = compile_graph(chain(["mul", "add"]), ctx.board, "none", ["muls"])
+    model_c = lib.files[f"{lib.prefix}_model.c"] + lib.files[f"{lib.prefix}_model.h"]
+    assert '#include "mcu/delegate_muls.h"' in model_c and "&mcu_muls_backend" in model_c
+    assert "backends/muls/mcu_muls.c" in lib.runtime_sources and lib.libraries == ["-lmuls"]
+    with pytest.raises(McuError, match="no C runtime for delegate backend 'adds'") as e:
+        runtime_for("adds", "p0")
+    assert "xnnpack" in (e.value.hint or "")
+
+
+def test_the_emitter_asks_each_backend_for_its_kernel_definitions(registered, ctx: Context) -> None:
+    from mcu.emit.kernels import merge_defines
+    from mcu.pipeline import compile_graph
+
+    registered(DefiningAdds)
+    _, lib, _ = compile_graph(chain(["add", "tanh", "add"]), ctx.board, "none", ["defining-adds"])
+    assert lib.defines == {"MCU_TEST_ADDS": 2} and lib.define_flags() == ["-DMCU_TEST_ADDS=2"]
+    assert lib.view.backend_defines == {"defining-adds": {"MCU_TEST_ADDS": 2}}
+    assert merge_defines([{"defining-adds": {"MCU_TEST_ADDS": 2}}, {}]) == {"MCU_TEST_ADDS": 2}
+    with pytest.raises(ValueError, match="MCU_TEST_ADDS=2 and MCU_TEST_ADDS=1"):
+        merge_defines([{"defining-adds": {"MCU_TEST_ADDS": 2}}, {"defining-adds": {"MCU_TEST_ADDS": 1}}])
+
+
+def test_the_op_listing_asks_the_registry(registered) -> None:
+    from mcu.commands.ops_listing import load_tables
+
+    registered(AddOnly)
+    backends = load_tables().backends
+    assert set(backends) == {"adds", "cmsis-nn", "optimized", "xnnpack"}  # not the fallback, not custom kernels
+    assert backends["adds"] == {("add", "float32")}
+
+
+def test_emitter_and_device_reach_backends_only_through_the_interface() -> None:
+    """No module of mcu/emit or mcu/device imports a backend's package (anywhere, in functions too): a
+    backend's options, C runtime and kernel definitions reach them through mcu/backends/base.py's
+    interface and the registry."""
+    allowed = INTERFACE
+    for folder in ("emit", "device"):
+        for path in sorted((ROOT / "mcu" / folder).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.Import):
+                    names = [a.name for a in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.module:
+                    names = ([f"{node.module}.{a.name}" for a in node.names] if node.module == "mcu.backends"
+                             else [node.module])
+                else:
+                    continue
+                bad = [n for n in names if n.startswith("mcu.backends") and not n.startswith(allowed)]
+                assert not bad, f"{path.relative_to(ROOT)} imports {bad}: ask mcu.backends.registry"

@@ -502,7 +502,7 @@ def _through_real_cmsis(name: str, board: str):
     """The model at int8 with CMSIS-NN first in the preference order; quantized once per model."""
     import copy
 
-    from mcu.api import CompiledModel
+    from mcu.api import CompiledModel, backend_options
     from mcu.capture.loader import load_model_file
     from mcu.pipeline import compile_graph, to_graph
 
@@ -512,7 +512,7 @@ def _through_real_cmsis(name: str, board: str):
     spec, graph = _GRAPHS[name]
     graph = copy.deepcopy(graph)
     b = load_board(board)
-    memory, library, report = compile_graph(graph, b, "int8", None, cmsis_nn.resolve(REAL))
+    memory, library, report = compile_graph(graph, b, "int8", None, backend_options(REAL))
     return CompiledModel(spec=spec, board=b, quantize="int8", graph=graph, memory=memory, library=library,
                          partitions=report)
 

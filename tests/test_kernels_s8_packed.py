@@ -361,9 +361,10 @@ def test_tuned_backend_takes_dsp_cores_only() -> None:
 
     from mcu.backends.base import Context
     from mcu.backends.optimized.core import OptimizedBackend
+    from mcu.backends.optimized.options import OptimizedOptions
 
     def why(board: str, packed: bool = True) -> str | None:
-        ctx = Context(load_board(board), "int8", {"packed_weights": packed})
+        ctx = Context(load_board(board), "int8", {"optimized": OptimizedOptions(packed_weights=packed)})
         b = OptimizedBackend()
         return b.unavailable(ctx) or b.refuse(conv(), ctx)
 

@@ -24,17 +24,30 @@ code; it never mutates the graph; equal partitions give equal bytes (determinist
 
 Support is declared as data (:class:`Rule`): op kind, activation dtypes, weight quantization
 scheme, and named constraints whose ``why`` is what the partition report prints for a refused op.
+
+A backend owns its options (a dataclass its package declares: CMSIS-NN's source tree, the optimized
+kernels' weight layout) and the C it adds to a build: a delegate its runtime (:class:`DelegateRuntime`),
+a kernel library the compile definitions that specialise its kernels to a model
+(:meth:`Backend.kernel_defines`). The build's options reach the backends as one
+:data:`BackendOptions` mapping that the pipeline passes through unread; the emitter asks the
+registry for a backend's C, so neither names a particular backend.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, ClassVar
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping, Sequence
 
-from mcu.ir import Op, Tensor
+from mcu.ir import Graph, Op, Tensor
 
 if TYPE_CHECKING:  # pragma: no cover
+    from mcu.backends.calls import KernelCall
     from mcu.device.boards import Board
+
+
+# A build's backend options: backend id -> that backend's options (the dataclass its package declares,
+# e.g. mcu/backends/cmsis_nn/options.py). A backend without an entry runs with its defaults.
+BackendOptions = dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -62,7 +75,18 @@ class Context:
 
     board: Board
     quantize: str = "none"
-    options: dict[str, Any] = field(default_factory=dict)  # e.g. {"cmsis_nn": Path, "packed_weights": bool}
+    options: BackendOptions = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class DelegateRuntime:
+    """The C side of a delegate backend: what generated code names, includes, compiles and links."""
+
+    symbol: str  # the const mcu_delegate_backend in the C runtime
+    header: str  # declares it (include path relative to runtime_c/include)
+    sources: tuple[str, ...]  # relative to runtime_c
+    libraries: tuple[str, ...] = ()  # linker flags of the library behind it
+    hosted: bool = True  # needs an OS (malloc, threads): Linux boards only
 
 
 @dataclass
@@ -110,6 +134,16 @@ class Backend:
     version: ClassVar[int] = 1
     delegate: ClassVar[bool] = False
     rules: ClassVar[tuple[Rule, ...]] = ()
+    runtime: ClassVar[DelegateRuntime | None] = None  # a delegate's C runtime (None: it has none)
+
+    def options(self, ctx: Context) -> Any:
+        """This backend's options in the build (``ctx.options[self.id]``), None when the build gives none."""
+        return ctx.options.get(self.id)
+
+    def settle(self, graph: Graph, ctx: Context) -> Any:
+        """This backend's options completed from the whole graph, before any op is given out (defaults
+        that depend on the model, e.g. a weight layout that must fit the board's flash). Default: as given."""
+        return self.options(ctx)
 
     def unavailable(self, ctx: Context) -> str | None:
         """Why this backend cannot serve this build at all (no tree, wrong core), or None."""
@@ -148,6 +182,22 @@ class Backend:
     def emit(self, op: Op, refs: Any) -> Any:  # kernel libraries: -> mcu.backends.calls.KernelCall
         raise NotImplementedError(f"{self.id} is not a kernel backend")
 
+    def kernel_defines(self, calls: Sequence[tuple[Op, KernelCall]]) -> dict[str, int]:
+        """Compile definitions that specialise this backend's kernel sources to one model, from the calls
+        :meth:`emit` made for it (its ops and their calls, in execution order), for every build of the
+        model's C. Default: none (the sources as they are)."""
+        return {}
+
+    def merge_defines(self, parts: Sequence[Mapping[str, int]]) -> dict[str, int]:
+        """The definitions of one library of several methods from each method's :meth:`kernel_defines`.
+        Default: they must agree (a backend whose definitions can differ says how to serve every method)."""
+        merged: dict[str, int] = {}
+        for part in parts:
+            for name, value in part.items():
+                if merged.setdefault(name, value) != value:
+                    raise ValueError(f"{self.id}: methods need {name}={merged[name]} and {name}={value}")
+        return merged
+
 
 def weight_scheme(op: Op) -> str:
     """The quantization scheme of an op's constant weight input (its second input):
@@ -178,9 +228,12 @@ def partition(graph: Any, backends: list[Backend], ctx: Context) -> PartitionRep
     delegate takes (a run of the execution order is always a legal, convex partition) are replaced in
     ``graph.ops`` by one ``delegate`` op carrying the backend's payload. The last backend is expected
     to take everything (portable); an op that no backend takes is an error naming it and its source.
+    First each backend settles its options on the whole graph (:meth:`Backend.settle`).
     """
     from mcu.errors import McuError
 
+    settled = {b.id: b.settle(graph, ctx) for b in backends}
+    ctx = replace(ctx, options={**ctx.options, **{k: v for k, v in settled.items() if v is not None}})
     report = PartitionReport()
     usable = []
     for b in backends:

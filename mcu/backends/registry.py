@@ -1,9 +1,10 @@
 """Backend ids -> backend classes, by lazy import path, and the preference order of a build.
 
-A backend joins by writing one module with a :class:`~mcu.backends.base.Backend` subclass and
-adding one line to :data:`BACKENDS`. Nothing is imported until a build asks for the backend, so
-the emitter (which looks backends up here to emit an op's call) imports none of them at load time,
-and a backend whose dependencies are missing costs nothing to builds that do not use it.
+A backend joins by writing one package with a :class:`~mcu.backends.base.Backend` subclass (its
+support table, its options, its C) and adding one line to :data:`BACKENDS`. Nothing is imported
+until a build asks for the backend, so the emitter (which looks backends up here to emit an op's
+call, its delegate runtime, its kernels' definitions) imports none of them at load time, and a
+backend whose dependencies are missing costs nothing to builds that do not use it.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import importlib
 from functools import lru_cache
 
-from mcu.backends.base import Backend, Context
+from mcu.backends.base import Backend, Context, DelegateRuntime
 from mcu.errors import McuError
 
 BACKENDS: dict[str, str] = {
@@ -26,10 +27,20 @@ FALLBACK = "portable"  # takes every op some C kernel of ours runs; last of ours
 # The user's own kernels (custom ops, mcu/capture/custom_ops.py): after the fallback, since no other backend takes a
 # custom op and it takes nothing else; so a model without custom ops sees no trace of it.
 CUSTOM = "custom"
+# Kernel libraries built from the user's own sources: first in the default order of a build that gives
+# them their options (CMSIS-NN: its source tree).
+EXTERNAL = ("cmsis-nn",)
+OURS = ["optimized", FALLBACK]  # the default order's tail
 
 
 def known() -> list[str]:
     return sorted(BACKENDS)
+
+
+def alternatives() -> list[str]:
+    """The backends besides the fallback and the user's custom kernels: those a user may put before
+    the fallback, each taking only what its support table lists."""
+    return [name for name in known() if name not in (FALLBACK, CUSTOM)]
 
 
 def _unknown(name: str) -> McuError:
@@ -82,8 +93,19 @@ def check(names: list | None) -> None:
 
 
 def default_order(ctx: Context) -> list[str]:
-    """CMSIS-NN first when the build has a CMSIS-NN tree, then our optimized and portable kernels."""
-    return (["cmsis-nn"] if ctx.options.get("cmsis_nn") is not None else []) + ["optimized", FALLBACK]
+    """CMSIS-NN first when the build has a CMSIS-NN tree (options for it), then our optimized and portable
+    kernels."""
+    return [name for name in EXTERNAL if ctx.options.get(name) is not None] + OURS
+
+
+def delegate_runtime(name: str) -> DelegateRuntime | None:
+    """The C runtime of the delegate backend ``name`` (None: the backend has none, or there is no such backend)."""
+    return backend_class(name).runtime if name in BACKENDS else None
+
+
+def delegate_runtimes() -> list[str]:
+    """The backends with a C runtime (imports every backend: for messages)."""
+    return [name for name in known() if backend_class(name).runtime is not None]
 
 
 def resolve(names: list | None, ctx: Context) -> list[Backend]:

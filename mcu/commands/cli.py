@@ -670,7 +670,7 @@ def _export_program(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from mcu.api import compile_spec
+    from mcu.api import backend_options, compile_spec
     from mcu.commands.evaluate import evaluate
     from mcu.capture.loader import load_model_file
     from mcu.progress import quiet_torch, stage
@@ -681,7 +681,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
             spec = load_model_file(args.model)
 
         def compile_quietly(s: Any, b: str, q: str) -> Any:
-            return compile_spec(s, b, q, packed_weights=False if args.compact_weights else None)
+            return compile_spec(s, b, q, backend_options(packed_weights=False if args.compact_weights else None))
 
         report = evaluate(spec, board, args.quantize, samples=args.samples, timeout_s=args.timeout,
                           compile_fn=compile_quietly)

@@ -20,7 +20,6 @@ from typing import Any
 
 import numpy as np
 
-from mcu.backends.optimized.specialise import define_flags
 from mcu.device.custom_check import CHILD_ENV, SANITIZE, TIMEOUT_S
 from mcu.emit.c_model import GUARD_DEFINE, GeneratedLibrary
 from mcu.errors import McuError
@@ -63,7 +62,7 @@ def build_child(lib: GeneratedLibrary) -> Path:
 
     main = _main(lib)
     sources = library_sources(lib) + [runtime_dir() / s for s in HOST_RUNTIME]
-    h = hashlib.sha256(" ".join([*CFLAGS, *SANITIZE, *lib.libraries, *define_flags(lib.defines)]).encode()
+    h = hashlib.sha256(" ".join([*CFLAGS, *SANITIZE, *lib.libraries, *lib.define_flags()]).encode()
                        + main.encode())
     for name in sorted(lib.files):
         h.update(name.encode() + lib.files[name].encode())
@@ -84,7 +83,7 @@ def build_child(lib: GeneratedLibrary) -> Path:
         c_files = [tmpdir / n for n in (*lib.files, "child_main.c") if n.endswith(".c")] + sources
         for flags in (SANITIZE, ["-g"]):  # the plain build only where the sanitizers do not link
             out = tmpdir / "child"
-            proc = subprocess.run([find_host_cc(), *flags, *CFLAGS, *define_flags(lib.defines), f"-I{tmpdir}",
+            proc = subprocess.run([find_host_cc(), *flags, *CFLAGS, *lib.define_flags(), f"-I{tmpdir}",
                                    f"-I{runtime_dir() / 'include'}", *(f"-I{d}" for d in lib.include_dirs),
                                    *map(str, c_files), "-o", str(out), *lib.libraries, "-lm"],
                                   capture_output=True, text=True, env={**os.environ, "LC_ALL": "C"})

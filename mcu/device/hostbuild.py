@@ -18,7 +18,6 @@ from pathlib import Path
 
 import numpy as np
 
-from mcu.backends.optimized.specialise import define_flags
 from mcu.emit.c_model import GeneratedLibrary
 from mcu.errors import McuError
 from mcu.ir import NUMPY_DTYPES
@@ -43,7 +42,7 @@ def library_sources(lib: GeneratedLibrary) -> list[Path]:
 
 def _digest(lib: GeneratedLibrary, extra: list[Path]) -> str:
     h = hashlib.sha256()
-    h.update(" ".join(HOST_CFLAGS + lib.libraries + define_flags(lib.defines)).encode())
+    h.update(" ".join(HOST_CFLAGS + lib.libraries + lib.define_flags()).encode())
     for name in sorted(lib.files):
         h.update(name.encode())
         h.update(lib.files[name].encode())
@@ -74,7 +73,7 @@ def build_host_library(lib: GeneratedLibrary) -> Path:
             (tmpdir / name).write_text(text)
         c_files = [tmpdir / n for n in lib.files if n.endswith(".c")] + sources
         out = tmpdir / "model.so"
-        cmd = [find_host_cc(), *HOST_CFLAGS, *define_flags(lib.defines), f"-I{tmpdir}", f"-I{runtime_dir() / 'include'}",
+        cmd = [find_host_cc(), *HOST_CFLAGS, *lib.define_flags(), f"-I{tmpdir}", f"-I{runtime_dir() / 'include'}",
                *(f"-I{d}" for d in lib.include_dirs),
                *map(str, c_files), "-o", str(out), *lib.libraries, "-lm"]
         proc = subprocess.run(cmd, capture_output=True, text=True)

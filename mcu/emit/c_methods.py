@@ -16,6 +16,7 @@ from typing import Sequence
 
 from mcu.emit.c_model import (RUNTIME_SOURCES, ArenaView, ConstPool, GeneratedLibrary, ModelView, StateView,
                               arena_var, build_view, c_identifier, environment)
+from mcu.emit.kernels import merge_defines
 from mcu.errors import McuError
 from mcu.ir import Graph
 from mcu.plan.memory import MemoryPlan
@@ -62,8 +63,6 @@ def _same_state(views: list[ModelView]) -> list[StateView]:
 
 def render_methods_library(name: str, methods: Sequence[MethodInput], quantize: str,
                            tokens: Sequence[int] = ()) -> GeneratedLibrary:
-    from mcu.backends.optimized.specialise import merge_defines  # lazily: no backend at the emitter's load
-
     from mcu import __version__
 
     if not methods:
@@ -113,4 +112,4 @@ def render_methods_library(name: str, methods: Sequence[MethodInput], quantize: 
     return GeneratedLibrary(prefix=prefix, files=files, kernel_sources=sources, runtime_sources=runtime,
                             view=weights, include_dirs=sorted({d for v in views for d in v.include_dirs}),
                             libraries=sorted({f for v in views for f in v.libraries}),
-                            defines=merge_defines(v.kernel_defines for v in views))
+                            defines=merge_defines([v.backend_defines for v in views]))

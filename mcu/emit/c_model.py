@@ -16,7 +16,7 @@ import numpy as np
 from mcu import __version__
 from mcu.emit.cvalues import c_array_body, c_float, c_initializer, c_type
 from mcu.emit.delegates import REGISTRY_SOURCE, runtime_for
-from mcu.emit.kernels import KernelCall, Refs, emit_call
+from mcu.emit.kernels import KernelCall, Refs, emit_call, kernel_defines
 from mcu.ir import Graph, Op, Tensor
 from mcu.plan.memory import MemoryPlan, scratch_bytes
 from mcu.paths import codegen_dir
@@ -147,8 +147,12 @@ class ModelView:
     # the library, which defines them once for all its methods.
     shared_arenas: bool = False
     weights_header: str = ""
-    # Compile definitions of the kernels for this model (mcu/backends/optimized/specialise.py)
-    kernel_defines: dict[str, int] = field(default_factory=dict)
+    # Compile definitions that specialise the kernels to this model, per backend (Backend.kernel_defines)
+    backend_defines: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    @property
+    def kernel_defines(self) -> dict[str, int]:
+        return {name: value for d in self.backend_defines.values() for name, value in d.items()}
 
     @property
     def state_bytes(self) -> int:
@@ -183,8 +187,12 @@ class GeneratedLibrary:
     view: ModelView
     include_dirs: list[str] = field(default_factory=list)  # an external backend's headers (CMSIS-NN)
     libraries: list[str] = field(default_factory=list)  # linker flags of delegate libraries (-lXNNPACK)
-    # Compile definitions of the kernel sources every build of this library uses (mcu/backends/optimized/specialise.py)
+    # Compile definitions of the kernel sources every build of this library uses (Backend.kernel_defines)
     defines: dict[str, int] = field(default_factory=dict)
+
+    def define_flags(self) -> list[str]:
+        """``-DNAME=value`` in a fixed order (build cache keys and command lines)."""
+        return [f"-D{k}={v}" for k, v in sorted(self.defines.items())]
 
 
 def c_identifier(name: str) -> str:
@@ -274,11 +282,7 @@ def build_view(graph: Graph, memory: MemoryPlan, quantize: str, prefix: str | No
     delegates: list[DelegateView] = []
     runtime_sources: list[str] = []
     libraries: list[str] = []
-    # Imported here: the emitter does not load backends at import time (tests/test_backends.py).
-    from mcu.backends.optimized import tuned
-    from mcu.backends.optimized.specialise import PackedLayer, packed_defines
-
-    packed: list[PackedLayer] = []
+    emitted: list[tuple[Op, KernelCall]] = []
     for i, op in enumerate(graph.ops):
         if op.kind == "delegate":
             call, view = _delegate_call(op, len(delegates), prefix, tensor_ref)
@@ -295,9 +299,7 @@ def build_view(graph: Graph, memory: MemoryPlan, quantize: str, prefix: str | No
         call = emit_call(op, ref)
         if call is None:
             continue
-        if call.function == tuned.FUNCTION and call.params is not None:
-            stream = op.attrs["packed_weights"].data
-            packed.append(PackedLayer.from_params(call.params, bool(int(stream[1]) & tuned.FLAG_RIGHT)))
+        emitted.append((op, call))
         for s in call.sources:
             if s not in sources:
                 sources.append(s)
@@ -340,7 +342,7 @@ def build_view(graph: Graph, memory: MemoryPlan, quantize: str, prefix: str | No
         state=[StateView(name, f"{prefix.upper()}_STATE_{re.sub(r'[^A-Za-z0-9]', '_', name).upper()}",
                          memory.offset(t), t.nbytes, t.dtype, list(t.shape))
                for name, t in sorted(graph.state.items())],
-        kernel_defines=packed_defines(packed),
+        backend_defines=kernel_defines(emitted),
     )
 
 

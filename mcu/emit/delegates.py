@@ -1,38 +1,28 @@
-"""The C side of each delegate backend, as data: what generated code names, includes, compiles and links.
+"""The C side of a ``delegate`` op: the backend's runtime (what generated code names, includes, compiles
+and links), which the backend declares (:attr:`mcu.backends.base.Backend.runtime`) and the registry
+finds by the op's backend id, and the registry source every delegated build compiles.
 
-The emitter looks a ``delegate`` op's backend id up here; it never imports the Python backends
-(mcu/backends), so backends and emitter stay independent. A generated library compiles only the
-runtimes of the backends its delegate ops name, and a model without delegate ops none of them.
+A generated library compiles only the runtimes of the backends its delegate ops name, and a model
+without delegate ops none of them.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from mcu.errors import McuError
 
-
-@dataclass(frozen=True)
-class DelegateRuntime:
-    symbol: str  # the const mcu_delegate_backend in the C runtime
-    header: str  # declares it (include path relative to runtime_c/include)
-    sources: tuple[str, ...]  # relative to runtime_c
-    libraries: tuple[str, ...] = ()  # linker flags of the library behind it
-    hosted: bool = True  # needs an OS (malloc, threads): Linux boards only
-
+if TYPE_CHECKING:  # pragma: no cover
+    from mcu.backends.base import DelegateRuntime
 
 REGISTRY_SOURCE = "src/mcu_delegate.c"
 
-RUNTIMES: dict[str, DelegateRuntime] = {
-    # Debian's libxnnpack-dev (2022-02-16) with libpthreadpool (libXNNPACK.so pulls in libcpuinfo.so.0 itself).
-    "xnnpack": DelegateRuntime("mcu_xnnpack_backend", "mcu/delegate_xnnpack.h",
-                               ("backends/xnnpack/mcu_xnnpack.c",), ("-lXNNPACK", "-lpthreadpool")),
-}
-
 
 def runtime_for(backend: str, op_name: str) -> DelegateRuntime:
-    try:
-        return RUNTIMES[backend]
-    except KeyError:
+    from mcu.backends.registry import delegate_runtime, delegate_runtimes  # lazy: no backend at the emitter's load
+
+    runtime = delegate_runtime(backend)
+    if runtime is None:
         raise McuError(f"no C runtime for delegate backend '{backend}' (partition {op_name})",
-                       hint=f"delegate backends with a C runtime: {', '.join(sorted(RUNTIMES))}") from None
+                       hint=f"delegate backends with a C runtime: {', '.join(delegate_runtimes())}")
+    return runtime

@@ -9,13 +9,13 @@ the portable backend's call there, whatever backend the generated C uses.
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Mapping, Sequence
 
 from mcu.backends.calls import SCRATCH, KernelCall, Operand, ProgramCall, Ref, Refs, ScratchOperand
 from mcu.ir import Op, Tensor
 
 __all__ = ["SCRATCH", "KernelCall", "Operand", "ProgramCall", "Ref", "Refs", "ScratchOperand", "emit_call",
-           "program_call"]
+           "kernel_defines", "merge_defines", "program_call"]
 
 PORTABLE = "portable"
 
@@ -30,6 +30,29 @@ def emit_call(op: Op, ref: Ref) -> KernelCall | None:
     call = backend(backend_id).emit(op, ref)
     call.comment = f"{op.name}: {op.kind}" + (f" ({op.source})" if op.source else "")
     return call
+
+
+def kernel_defines(emitted: Sequence[tuple[Op, KernelCall]]) -> dict[str, dict[str, int]]:
+    """Per backend (in the order the calls first use it), the compile definitions that specialise its
+    kernels to these calls of one model's generated C (:meth:`mcu.backends.base.Backend.kernel_defines`);
+    backends that specialise nothing are left out."""
+    from mcu.backends.registry import backend  # lazy, as in emit_call
+
+    by_backend: dict[str, list[tuple[Op, KernelCall]]] = {}
+    for op, call in emitted:
+        by_backend.setdefault(op.attrs.get("backend", PORTABLE), []).append((op, call))
+    defines = {name: backend(name).kernel_defines(calls) for name, calls in by_backend.items()}
+    return {name: d for name, d in defines.items() if d}
+
+
+def merge_defines(parts: Sequence[Mapping[str, Mapping[str, int]]]) -> dict[str, int]:
+    """The compile definitions of one library of several methods, from each method's :func:`kernel_defines`:
+    each backend merges its own (:meth:`mcu.backends.base.Backend.merge_defines`)."""
+    from mcu.backends.registry import backend  # lazy, as in emit_call
+
+    names = list(dict.fromkeys(name for part in parts for name in part))
+    return {define: value for name in names
+            for define, value in backend(name).merge_defines([part.get(name, {}) for part in parts]).items()}
 
 
 def flat_words(value: object) -> list[int | float]:

@@ -9,16 +9,13 @@
 
 #include "mcu/program.h"
 
-/* The delegate backends this host build links (CMakeLists.txt adds XNNPACK when Debian's
- * libxnnpack-dev is installed), registered for every program loaded here. */
-#ifdef MCU_HAVE_XNNPACK
-#include "mcu/delegate_xnnpack.h"
-static const mcu_delegate_backend *const native_delegates[] = {&mcu_xnnpack_backend};
-#define NATIVE_N_DELEGATES 1u
-#else
-static const mcu_delegate_backend *const native_delegates[] = {NULL};
-#define NATIVE_N_DELEGATES 0u
-#endif
+/* The delegate backends this host build links, registered for every program loaded here: each
+ * delegate's own C file puts a pointer to its backend in the section mcu_delegates
+ * (MCU_DELEGATE_REGISTER in mcu/delegate.h; CMakeLists.txt compiles those whose libraries are
+ * installed). The null entry keeps the section, and so its bounds, in a build without any. */
+static const mcu_delegate_backend *const native_no_delegate __attribute__((used, section("mcu_delegates"))) = NULL;
+extern const mcu_delegate_backend *const __start_mcu_delegates[] __attribute__((visibility("hidden")));
+extern const mcu_delegate_backend *const __stop_mcu_delegates[] __attribute__((visibility("hidden")));
 #define NATIVE_MAX_PARTITIONS 256u
 /* Builtin backends plus those a caller adds for one program (user custom kernels, mcu/custom_host.py). */
 #define NATIVE_MAX_DELEGATES 32u
@@ -369,8 +366,12 @@ static PyObject *program_load(PyObject *module, PyObject *args)
         return NULL;
     }
     const mcu_delegate_backend *registry[NATIVE_MAX_DELEGATES];
-    memcpy(registry, native_delegates, sizeof(native_delegates[0]) * NATIVE_N_DELEGATES);
-    uint32_t n_registry = NATIVE_N_DELEGATES;
+    uint32_t n_registry = 0;
+    for (const mcu_delegate_backend *const *linked = __start_mcu_delegates; linked < __stop_mcu_delegates; ++linked) {
+        if (*linked != NULL && n_registry < NATIVE_MAX_DELEGATES) {
+            registry[n_registry++] = *linked;
+        }
+    }
     if (extra != NULL && extra != Py_None) {
         PyObject *seq = PySequence_Fast(extra, "extra_delegates must be a sequence of addresses");
         if (seq == NULL) {

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
 from mcu.backends.base import Backend, Constraint, Context, Rule
 from mcu.backends.calls import KernelCall, Refs, split_at
+from mcu.backends.cmsis_nn.options import CmsisNNOptions
 from mcu.errors import McuError
 from mcu.ir import Op, Tensor
 
@@ -578,7 +579,7 @@ _MATRIX = Constraint("weights are not a matrix", lambda op: len(op.inputs[1].sha
 
 
 class CmsisNNBackend(Backend):
-    """CMSIS-NN's int8 functions, compiled from the user's CMSIS-NN tree (``ctx.options["cmsis_nn"]``)."""
+    """CMSIS-NN's int8 functions, compiled from the user's CMSIS-NN tree (its options: :class:`CmsisNNOptions`)."""
 
     id: ClassVar[str] = BACKEND
     rules: ClassVar[tuple[Rule, ...]] = (
@@ -592,12 +593,20 @@ class CmsisNNBackend(Backend):
         Rule("softmax", ("int8",), "any", (_INT8_IN, _INNERMOST)),
     )
 
+    def options(self, ctx: Context) -> CmsisNNOptions | None:
+        return ctx.options.get(self.id)
+
+    def _root(self, ctx: Context) -> str:
+        options = self.options(ctx)
+        assert options is not None  # partition() asks unavailable() first
+        return str(options.root)
+
     def unavailable(self, ctx: Context) -> str | None:
-        root = ctx.options.get("cmsis_nn")
-        if root is None:
+        options = self.options(ctx)
+        if options is None:
             return f"no CMSIS-NN sources given (--cmsis-nn PATH or {ENV_VAR})"
-        if not is_tree(Path(root)):
-            return f"{root} is not a CMSIS-NN source tree"
+        if not is_tree(Path(options.root)):
+            return f"{options.root} is not a CMSIS-NN source tree"
         return None
 
     def refuse(self, op: Op, ctx: Context) -> str | None:
@@ -606,11 +615,11 @@ class CmsisNNBackend(Backend):
         why = super().refuse(op, ctx)
         if why is not None:
             return why
-        layer = plan_op(op, arch_of(ctx.board), tree(str(ctx.options["cmsis_nn"])))
+        layer = plan_op(op, arch_of(ctx.board), tree(self._root(ctx)))
         return layer if isinstance(layer, str) else None
 
     def take(self, op: Op, ctx: Context) -> None:
-        root = str(ctx.options["cmsis_nn"])
+        root = self._root(ctx)
         arch = arch_of(ctx.board)
         layer = plan_op(op, arch, tree(root))
         assert isinstance(layer, Layer), layer

@@ -13,13 +13,16 @@ architecture independent: they run the portable kernel for these ops (same bits)
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from dataclasses import replace
+from typing import Any, ClassVar, Sequence
 
 from mcu.backends.optimized import compact
 from mcu.backends.optimized import tuned
+from mcu.backends.optimized.options import OptimizedOptions
+from mcu.backends.optimized.specialise import PackedLayer, merge_defines, packed_defines
 from mcu.backends.base import Backend, Constraint, Context, Rule
 from mcu.backends.calls import KernelCall
-from mcu.ir import Op
+from mcu.ir import Graph, Op
 
 
 _ONE_GROUP = Constraint("grouped convolution", lambda op: op.attrs.get("groups", 1) == 1)
@@ -38,6 +41,16 @@ class OptimizedBackend(Backend):
         Rule("linear", ("int8",), "any", (_INT8_IN, _MATRIX, _TAPS)),
     )
 
+    def options(self, ctx: Context) -> OptimizedOptions:
+        return ctx.options.get(self.id) or OptimizedOptions()
+
+    def settle(self, graph: Graph, ctx: Context) -> OptimizedOptions:
+        """The weight layout, when the build leaves it open: packed while the board's flash has room."""
+        options = self.options(ctx)
+        if options.packed_weights is None:
+            options = replace(options, packed_weights=compact.packed_by_default(graph, ctx.board))
+        return options
+
     def unavailable(self, ctx: Context) -> str | None:
         if ctx.board.mve:
             return f"{ctx.board.core} has Helium: the portable kernels' MVE paths serve it"
@@ -51,9 +64,21 @@ class OptimizedBackend(Backend):
         return super().refuse(op, ctx) or tuned.applies(op)
 
     def take(self, op: Op, ctx: Context) -> None:
-        if not ctx.options.get("packed_weights", True):
+        if self.options(ctx).packed_weights is False:
             op.attrs["compact_kernel"] = True
             op.attrs["scratch_bytes"] = max(int(op.attrs.get("scratch_bytes", 0)), compact.scratch_bytes(op))
 
     def emit(self, op: Op, refs: Any) -> KernelCall:
         return compact.emit(op, refs) if op.attrs.get("compact_kernel") else tuned.emit(op, refs)
+
+    def kernel_defines(self, calls: Sequence[tuple[Op, KernelCall]]) -> dict[str, int]:
+        """The packed kernel specialised to the model's packed layers (mcu/backends/optimized/specialise.py)."""
+        layers = []
+        for op, call in calls:
+            if call.function == tuned.FUNCTION and call.params is not None:
+                stream = op.attrs["packed_weights"].data  # the packed tensor (tuned.packed_tensor)
+                layers.append(PackedLayer.from_params(call.params, bool(int(stream[1]) & tuned.FLAG_RIGHT)))
+        return packed_defines(layers)
+
+    def merge_defines(self, parts: Sequence[dict[str, int]]) -> dict[str, int]:
+        return merge_defines(parts)

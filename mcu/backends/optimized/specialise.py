@@ -83,8 +83,3 @@ def merge_defines(parts: Iterable[Mapping[str, int]]) -> dict[str, int]:
             "MCU_PACKED_LOOP": int(loop),
             "MCU_PACKED_NARROW": int(any(p["MCU_PACKED_NARROW"] for p in parts)),
             "MCU_PACKED_NARROW_K3C3": int(any(p["MCU_PACKED_NARROW_K3C3"] for p in parts))}
-
-
-def define_flags(defines: Mapping[str, int]) -> list[str]:
-    """``-DNAME=value`` in a fixed order (build cache keys and command lines)."""
-    return [f"-D{k}={v}" for k, v in sorted(defines.items())]

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from mcu.backends.base import Backend, Constraint, Context, Partition, Rule
+from mcu.backends.base import Backend, Constraint, Context, DelegateRuntime, Partition, Rule
 from mcu.ir import CHANNELS_LAST, Op, Tensor
 
 MAGIC = b"XNNP"
@@ -298,10 +298,17 @@ def _serialise(b: _Builder, n_inputs: int, n_outputs: int) -> bytes:
     return MAGIC + struct.pack("<III", VERSION, total, zlib.crc32(rest)) + rest
 
 
+# The C runtime (runtime_c/backends/xnnpack/), built against Debian's libxnnpack-dev (2022-02-16) with
+# libpthreadpool (libXNNPACK.so pulls in libcpuinfo.so.0 itself).
+RUNTIME = DelegateRuntime("mcu_xnnpack_backend", "mcu/delegate_xnnpack.h", ("backends/xnnpack/mcu_xnnpack.c",),
+                          ("-lXNNPACK", "-lpthreadpool"))
+
+
 class XnnpackBackend(Backend):
     id = "xnnpack"
     version = VERSION
     delegate = True
+    runtime = RUNTIME
     rules = (
         Rule("conv2d", BOTH, "any", (NHWC, CONST_W, SYMMETRIC)),
         Rule("depthwise_conv2d", ("int8",), "any", (NHWC, CONST_W, SYMMETRIC)),

@@ -327,3 +327,4 @@ static void xp_destroy(void *handle)
 const mcu_delegate_backend mcu_xnnpack_backend = {
     "xnnpack", {'X', 'N', 'N', 'P'}, XP_VERSION, xp_init, xp_execute, xp_destroy,
 };
+MCU_DELEGATE_REGISTER(mcu_xnnpack_backend);

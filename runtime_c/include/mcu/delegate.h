@@ -62,4 +62,21 @@ mcu_status mcu_delegate_execute(const mcu_delegate_backend *backend, void *handl
 /** Release a handle (NULL is ignored) and clear it. */
 void mcu_delegate_destroy(const mcu_delegate_backend *backend, void **handle);
 
+/**
+ * MCU_DELEGATE_REGISTER(backend): written once in a delegate's own C file, after
+ * its `const mcu_delegate_backend backend`. A build that defines
+ * MCU_DELEGATE_SECTION (mcu's Python module, CMakeLists.txt) also gets a pointer
+ * to it in the linker section `mcu_delegates`, where that build's program
+ * interpreter (runtime_c/python/native_program.c) finds every delegate it links
+ * without naming one. Elsewhere (generated code, firmware, which name the
+ * backends they link) it only declares `backend` again.
+ */
+#ifdef MCU_DELEGATE_SECTION
+#define MCU_DELEGATE_REGISTER(backend)                                                                  \
+    static const mcu_delegate_backend *const mcu_delegate_registered_##backend                      \
+        __attribute__((used, section("mcu_delegates"))) = &(backend)
+#else
+#define MCU_DELEGATE_REGISTER(backend) extern const mcu_delegate_backend backend
+#endif
+
 #endif /* MCU_DELEGATE_H */
