@@ -10,7 +10,8 @@ cannot drift from what a build does:
 * the fp32 and int8 kernels of a kind are the C functions the portable backend's emitter for
   ``(kind, dtype)`` names (its f-strings filled from the emitter's closure; int8 convolutions and linear
   layers through the variant table), the int8 kind being what the quantized lowering's converter makes;
-* the other backends are those whose support table has a row for the kind;
+* the other backends are those of the registry besides the portable one and the user's custom kernels
+  (:func:`mcu.backends.registry.alternatives`) whose support table has a row for the kind;
 * the ops that still run as fp32 islands in int8 models are :data:`mcu.passes.quantized.fp32_islands.ISLANDS`, which a test
   checks by quantizing a small model with each op (tests/test_islands_s8.py).
 """
@@ -30,7 +31,6 @@ VIEW = "view (no code)"
 NO_CODE = "no code (folded or passed through)"
 # Op kinds that emit no kernel call of their own.
 _NO_CODE = {"reshape": VIEW}
-_OTHER_BACKENDS = ("cmsis-nn", "optimized", "xnnpack")
 
 
 @dataclass(frozen=True)
@@ -178,13 +178,13 @@ class Tables:
 
 def load_tables() -> Tables:
     from mcu.backends.portable.core import EMITTERS
-    from mcu.backends.registry import backend_class
+    from mcu.backends.registry import alternatives, backend_class
     from mcu.capture.edge import op_name
     from mcu.frontend.lower import _all_handlers
     from mcu.passes.quantized.core import CONVERTERS
 
     backends = {}
-    for name in _OTHER_BACKENDS:
+    for name in alternatives():
         try:
             cls = backend_class(name)
         except Exception:  # noqa: BLE001 - a backend whose dependencies are missing lists nothing
