@@ -19,6 +19,7 @@ import numpy as np
 
 from mcu.errors import McuError
 from mcu.progress import Reporter, quiet_torch, reporting, terminal_stream
+from mcu.quantize import modes
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -74,7 +75,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with reporting(Reporter(stream=terminal_stream(sys.stderr))) as rep:
             cols = []
-            for quantize in ("none", "int8"):
+            for quantize in (modes.NONE, modes.INT8):
                 rep.done.clear()  # each variant goes through every stage again
                 cols.append(measure(args.model, args.board, quantize))
     except McuError as exc:
