@@ -25,6 +25,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from mcu.errors import McuError
+from mcu.reference.custom import CustomQuant  # noqa: F401  (what an int8 Python reference receives)
 
 MAX_INPUTS = 4
 MAX_ARGS = 8
@@ -49,16 +50,6 @@ class CustomKernel:
 
     function: str
     sources: tuple[Path, ...]
-
-
-@dataclass(frozen=True)
-class CustomQuant:
-    """Quantization of an int8 call, as the C kernel sees it in ``mcu_custom_call``."""
-
-    input_scales: tuple[float, ...]
-    input_zero_points: tuple[int, ...]
-    output_scale: float
-    output_zero_point: int
 
 
 @dataclass(frozen=True)

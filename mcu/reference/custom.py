@@ -1,14 +1,26 @@
 """A user custom op in the reference: its registered Python reference (the registration is the IR op's
-``custom`` attribute) on logical-shape arrays, with the call's quantization taken from the op's tensors."""
+``custom`` attribute) on logical-shape arrays, with the call's quantization taken from the op's tensors.
+:class:`CustomQuant` is what an int8 Python reference receives (mcu/capture/custom_ops.py registers them)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
-from mcu.capture.custom_ops import CustomQuant
 from mcu.errors import McuError
 from mcu.ir import Op, Tensor
 from mcu.layouts import from_memory_order, to_memory_order
+
+
+@dataclass(frozen=True)
+class CustomQuant:
+    """Quantization of an int8 call, as the C kernel sees it in ``mcu_custom_call``."""
+
+    input_scales: tuple[float, ...]
+    input_zero_points: tuple[int, ...]
+    output_scale: float
+    output_zero_point: int
 
 
 def _quant(t: Tensor) -> tuple[float, int]:
