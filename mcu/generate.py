@@ -264,7 +264,7 @@ def _check_signatures(gf: GenerationFile, methods: dict[str, Any]) -> None:
 
 
 def compile_generation(gf: GenerationFile, board: str | Board = "mps2-an505",
-                       quantize: str = "auto", chunk: int | None = None) -> CompiledGeneration:
+                       quantize: str = modes.AUTO, chunk: int | None = None) -> CompiledGeneration:
     from mcu.api import compile_spec
 
     if chunk is not None and chunk != gf.chunk:

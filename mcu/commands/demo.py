@@ -55,7 +55,7 @@ def table(name: str, board: str, cols: Sequence[dict[str, Any]]) -> str:
     for c in cols:
         checks.append(f"{c['differences']} (bit-exact)" if c["exact"] else f"{c['max_abs_vs_eager']:.1e} max")
     lines = [f"{name} on {board} ({cols[0]['core']}, simulated)",
-             row("", ["fp32" if c["quantize"] == "none" else c["quantize"] for c in cols]),
+             row("", ["fp32" if modes.is_float(c["quantize"]) else c["quantize"] for c in cols]),
              row("instructions per inference", [f"{c['instructions']:,}" for c in cols]),
              row("flash (B)", [f"{c['flash']:,}" for c in cols]),
              row("static RAM (B)", [f"{c['ram']:,}" for c in cols]),

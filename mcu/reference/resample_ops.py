@@ -5,7 +5,6 @@ values (one plane after another) and puts the result in the output's memory orde
 
 from __future__ import annotations
 
-import math
 from typing import Callable
 
 import numpy as np
@@ -57,7 +56,7 @@ def _planes(kernel: Callable[..., np.ndarray]) -> Run:
         out_h, out_w = out.shape[2:]
         planes = from_memory_order(x[0], src).reshape(-1)
         tables = [np.asarray(t.data) for t in op.inputs[1:]]
-        y = kernel(planes, math.prod((n, c)), h, w, 1, out_h, out_w, *tables)
+        y = kernel(planes, n * c, h, w, 1, out_h, out_w, *tables)
         return to_memory_order(np.asarray(y).reshape(out.shape), out)
     return run
 
