@@ -31,8 +31,8 @@ from mcu.emit.c_model import GeneratedLibrary, render_firmware_main
 from mcu.errors import McuError
 from mcu.device.guards import raise_on_guard
 from mcu.device.hostbuild import HostModel, build_host_library
-from mcu.ir import NUMPY_DTYPES, Graph
-from mcu.layouts import from_memory_order, to_memory_order
+from mcu.ir import NUMPY_DTYPES, Graph, Tensor
+from mcu.layouts import to_memory_order
 from mcu.capture.loader import ModelSpec, flatten_outputs, load_model_file, spec_from_objects
 from mcu.device.mapfile import SizeReport, size_report
 from mcu.plan.drawing import plan_svg
@@ -40,8 +40,9 @@ from mcu.plan.memory import MemoryPlan
 from mcu.emit.outputs import build_lock, cached_build_dir, stage_sources
 from mcu.progress import stage
 from mcu.pipeline import compile_graph, to_graph
-from mcu.reference import kernels as qref
+from mcu.reference.encoding import decode, encode
 from mcu.quantize.flow import is_prequantized
+from mcu.quantize import modes
 from mcu.reference.interp import Reference
 
 # fp32 device outputs must match eager PyTorch to this fraction of the largest |output|.
@@ -106,31 +107,22 @@ class CompiledModel:
         return self._host
 
     def encode_inputs(self, inputs: Sequence[Any]) -> list[np.ndarray]:
-        """Real-valued inputs in logical shape -> what the device takes (memory order; int8 if quantized)."""
+        """Real-valued inputs in logical shape -> what the device takes (memory order; int8 if quantized).
+        The host build, the reference and the test vectors take every other input as float32 values."""
         if len(inputs) != len(self.graph.inputs):
             raise McuError(f"the model takes {len(self.graph.inputs)} inputs, got {len(inputs)}")
-        encoded = []
-        for x, t in zip(inputs, self.graph.inputs):
-            flat = to_memory_order(_numpy(x).astype(np.float32), t)
-            if t.quant is not None:
-                flat = qref.quantize_f32_s8(flat, inv_scale=qref.inv_scale(t.quant.scale[0]),
-                                            zero_point=t.quant.zero_point[0])
-            encoded.append(flat)
-        return encoded
+        return [encode(_numpy(x).astype(np.float32), t.name, t.shape, t.dim_order,
+                       "int8" if t.quant is not None else "float32", *_quantization(t))
+                for x, t in zip(inputs, self.graph.inputs)]
 
     def decode_outputs(self, outputs: Sequence[np.ndarray]) -> list[np.ndarray]:
         """Device outputs (memory order) -> real values in logical shape (dequantized if int8)."""
-        decoded = []
-        for flat, t in zip(outputs, self.graph.outputs):
-            if t.quant is not None:
-                flat = qref.dequantize_s8_f32(np.asarray(flat, np.int8), scale=t.quant.scale[0],
-                                              zero_point=t.quant.zero_point[0])
-            decoded.append(from_memory_order(flat, t))
-        return decoded
+        return [decode(flat, t.shape, t.dim_order, t.dtype, *_quantization(t))
+                for flat, t in zip(outputs, self.graph.outputs)]
 
     def raw_outputs(self, outputs: Sequence[np.ndarray]) -> list[np.ndarray]:
         """Device outputs (memory order) in logical shape, values as the device produced them."""
-        return [from_memory_order(flat, t) for flat, t in zip(outputs, self.graph.outputs)]
+        return [decode(flat, t.shape, t.dim_order, t.dtype, real=False) for flat, t in zip(outputs, self.graph.outputs)]
 
     def program_image(self, external_weights: bool = False, bundle_tests: bool = False,
                       weights_name: str = "weights.mpw") -> Any:
@@ -218,7 +210,7 @@ class CompiledModel:
     @cached_property
     def reference_is_exact(self) -> bool:
         """Whether the Python reference predicts every op of this graph bit for bit (never for fp32 models)."""
-        return self.quantize != "none" and not self.delegated and Reference(self.graph).exact
+        return not modes.is_float(self.quantize) and not self.delegated and Reference(self.graph).exact
 
     @cached_property
     def expected_outputs(self) -> list[list[np.ndarray]]:
@@ -227,7 +219,7 @@ class CompiledModel:
         same generated C built for the host (mixed graphs whose fp32 ops use libm)."""
         if self.reference_is_exact:
             return [self.reference_raw(*x) for x in self.spec.test_inputs]
-        if self.quantize == "none":
+        if modes.is_float(self.quantize):
             return [[to_memory_order(y, t) for y, t in zip(ys, self.graph.outputs)] for ys in self.eager_outputs]
         if self.delegated and Reference(self.reference_graph).exact:
             return [self.reference_raw(*x) for x in self.spec.test_inputs]
@@ -368,6 +360,11 @@ class CompiledModel:
         }
 
 
+def _quantization(t: Tensor) -> tuple[float | None, int]:
+    """(scale, zero point) of a quantized input or output, (None, 0) otherwise."""
+    return (t.quant.scale[0], t.quant.zero_point[0]) if t.quant is not None else (None, 0)
+
+
 def _numpy(x: Any) -> np.ndarray:
     if isinstance(x, torch.Tensor):
         return x.detach().cpu().numpy()
@@ -376,8 +373,8 @@ def _numpy(x: Any) -> np.ndarray:
 
 def resolve_quantize(spec: ModelSpec, quantize: str) -> str:
     """``auto``: static int8 when the model file provides calibration data, fp32 otherwise."""
-    if quantize == "auto":
-        return "int8" if spec.calibration is not None or is_prequantized(spec.model) else "none"
+    if quantize == modes.AUTO:
+        return modes.INT8 if spec.calibration is not None or is_prequantized(spec.model) else modes.NONE
     return quantize
 
 

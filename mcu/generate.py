@@ -37,6 +37,7 @@ from mcu.emit.c_methods import MethodInput, render_methods_library
 from mcu.emit.c_model import GeneratedLibrary, environment
 from mcu.errors import McuError
 from mcu.capture.loader import ModelSpec
+from mcu.quantize import modes
 
 METHODS = ("prefill", "decode")
 _REQUIRED = ("methods", "prompt", "generate_tokens", "chars")
@@ -201,14 +202,14 @@ def _loop(prefill: Callable[[list[int], int], np.ndarray], decode: Callable[[int
 
 def reference_model(gf: GenerationFile, quantize: str) -> torch.nn.Module:
     """A fresh copy of the model (cleared state) quantized as the device runs it."""
-    if quantize in ("int4-weight", "int4-dynamic"):
+    if modes.int4_weights(quantize):
         from mcu.quantize.torchao_int4 import int4_weight_model
 
-        if quantize == "int4-dynamic":
+        if modes.is_dynamic(quantize):
             raise McuError("the Python reference of int4-dynamic generation is not available",
                            hint="use --quantize int4-weight or none")
         return int4_weight_model(gf.owner)  # a deep copy
-    if quantize != "none":
+    if not modes.is_float(quantize):
         raise McuError(f"text generation supports --quantize none and int4-weight, not {quantize}")
     return copy.deepcopy(gf.owner)
 
@@ -263,14 +264,14 @@ def _check_signatures(gf: GenerationFile, methods: dict[str, Any]) -> None:
 
 
 def compile_generation(gf: GenerationFile, board: str | Board = "mps2-an505",
-                       quantize: str = "auto", chunk: int | None = None) -> CompiledGeneration:
+                       quantize: str = modes.AUTO, chunk: int | None = None) -> CompiledGeneration:
     from mcu.api import compile_spec
 
     if chunk is not None and chunk != gf.chunk:
         gf = gf.with_chunk(chunk)
     board = load_board(board) if isinstance(board, str) else board
-    if quantize == "auto":
-        quantize = gf.quantize or "none"
+    if quantize == modes.AUTO:
+        quantize = gf.quantize or modes.NONE
     methods = {name: compile_spec(gf.methods[name], board, quantize) for name in METHODS}
     _check_signatures(gf, methods)
     lib = render_methods_library(gf.name, [MethodInput(n, cm.graph, cm.memory) for n, cm in methods.items()],

@@ -31,8 +31,8 @@ from mcu.passes.views import alias_views
 from mcu.passes.weights import quantize_linear_weights
 from mcu.passes.weights_int4 import lower_int4_linear, lower_int8_embedding
 from mcu.progress import stage
+from mcu.quantize import modes
 
-QUANTIZE_MODES = ("none", "int8", "int8-weight", "int8-dynamic", "int4-weight", "int4-dynamic")
 
 Pass = Callable[[Graph], Graph]
 
@@ -64,18 +64,17 @@ def lower(graph: Graph) -> Graph:
 
 
 def to_graph(spec: ModelSpec, quantize: str) -> Graph:
-    if quantize not in QUANTIZE_MODES:
-        raise McuError(f"unknown quantization mode '{quantize}'", hint=f"use one of: {', '.join(QUANTIZE_MODES)}")
+    modes.check(quantize)
     where = str(spec.path) if spec.path else spec.name
     from mcu.quantize.flow import is_prequantized
 
-    if quantize == "int8" and not is_prequantized(spec.model):
+    if modes.is_static_int8(quantize) and not is_prequantized(spec.model):
         from mcu.quantize.flow import quantize_static
 
         with stage("quantize"):
             captured = quantize_static(spec.model, spec.example_inputs, spec.calibration, where=where,
                                        custom_ops=spec.custom_ops, example_line=spec.lines.get("example_inputs"))
-    elif quantize in ("int4-weight", "int4-dynamic"):  # torchao's groupwise int4 weights
+    elif modes.int4_weights(quantize):  # torchao's groupwise int4 weights
         from mcu.quantize.torchao_int4 import int4_weight_model
 
         with stage("quantize"):
@@ -88,10 +87,10 @@ def to_graph(spec: ModelSpec, quantize: str) -> Graph:
         ep = to_edge(ep)
     with stage("lower"):
         graph = lower(from_exported(ep, name=spec.name, custom_ops=spec.custom_ops))
-        if quantize in ("int8-weight", "int8-dynamic"):  # fp32 activations, int8 linear weights
-            graph = quantize_linear_weights(graph, dynamic=quantize == "int8-dynamic")
-        if quantize in ("int4-weight", "int4-dynamic"):
-            graph = lower_int8_embedding(lower_int4_linear(graph, dynamic=quantize == "int4-dynamic"))
+        if modes.int8_weights(quantize):
+            graph = quantize_linear_weights(graph, dynamic=modes.is_dynamic(quantize))
+        if modes.int4_weights(quantize):
+            graph = lower_int8_embedding(lower_int4_linear(graph, dynamic=modes.is_dynamic(quantize)))
     return graph
 
 

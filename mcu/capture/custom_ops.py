@@ -25,6 +25,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from mcu.errors import McuError
+from mcu.reference.custom import CustomQuant  # noqa: F401  (what an int8 Python reference receives)
 
 MAX_INPUTS = 4
 MAX_ARGS = 8
@@ -49,16 +50,6 @@ class CustomKernel:
 
     function: str
     sources: tuple[Path, ...]
-
-
-@dataclass(frozen=True)
-class CustomQuant:
-    """Quantization of an int8 call, as the C kernel sees it in ``mcu_custom_call``."""
-
-    input_scales: tuple[float, ...]
-    input_zero_points: tuple[int, ...]
-    output_scale: float
-    output_zero_point: int
 
 
 @dataclass(frozen=True)
@@ -213,31 +204,3 @@ def call_info(op: Any) -> CustomCallInfo:
         input_numel=[int(t.numel) for t in ins], input_scale=[q(t)[0] for t in ins],
         input_zero_point=[q(t)[1] for t in ins], output_scale=q(out)[0], output_zero_point=q(out)[1],
         n_args=len(args), args=args, scratch_bytes=int(op.attrs.get("scratch_bytes", 0)))
-
-
-def quant_of(info: CustomCallInfo) -> CustomQuant:
-    return CustomQuant(tuple(info.input_scale), tuple(info.input_zero_point), info.output_scale,
-                       info.output_zero_point)
-
-
-def run_reference(op: Any, flat_inputs: list[np.ndarray]) -> np.ndarray:
-    """The registered Python reference of IR op ``op`` on memory-order inputs; memory-order output."""
-    from mcu.layouts import from_memory_order, to_memory_order
-
-    reg: CustomOp = op.attrs["custom"]
-    args = tuple(op.attrs.get("args", ()))
-    xs = [from_memory_order(np.asarray(x).reshape(-1), t) for x, t in zip(flat_inputs, op.inputs)]
-    out = op.output
-    if out.dtype == "int8":
-        if reg.reference_int8 is None:
-            raise McuError(f"custom op {reg.name} has an int8 call but no integer reference")
-        y = reg.reference_int8([x.astype(np.int8) for x in xs], args, quant_of(call_info(op)))
-    else:
-        if reg.reference_fp32 is None:
-            raise McuError(f"custom op {reg.name} has an fp32 call but no Python reference")
-        y = reg.reference_fp32([x.astype(np.float32) for x in xs], args)
-    y = np.asarray(y)
-    if tuple(y.shape) != tuple(out.shape):
-        raise McuError(f"custom op {reg.name}: its Python reference returned shape {list(y.shape)}, "
-                       f"the op's output is {list(out.shape)}")
-    return to_memory_order(y.astype(np.int8 if out.dtype == "int8" else np.float32), out).reshape(-1)

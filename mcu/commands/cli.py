@@ -18,14 +18,14 @@ from mcu.commands.types import Parser, UsageError, positive_int, positive_second
 from mcu.errors import McuError
 from mcu.passes.quantized.fp32_islands import IslandSummary, summarize as summarize_islands
 from mcu.progress import Reporter, reporting, terminal_stream
+from mcu.quantize import modes
 
-QUANTIZE_CHOICES = ("auto", "none", "int8", "int8-weight", "int8-dynamic", "int4-weight", "int4-dynamic")
 
 
 def _add_model_args(p: argparse.ArgumentParser, board_required: bool = True) -> None:
     p.add_argument("model", type=Path, help="path to model.py (defines model, example_inputs, ...)")
     p.add_argument("--board", "-b", required=board_required, help="board name (see `mcu boards`)")
-    p.add_argument("--quantize", "-q", choices=QUANTIZE_CHOICES, default="auto",
+    p.add_argument("--quantize", "-q", choices=modes.CHOICES, default=modes.AUTO,
                    help="int8: static int8 (needs `calibration` in model.py); none: fp32; int8-weight: "
                         "int8 linear weights, fp32 activations; int8-dynamic: int8 linear weights and "
                         "run-time quantized inputs; int4-weight: 4-bit linear weights in groups of 32 "
@@ -317,7 +317,7 @@ def _print_sizes(report: dict[str, Any]) -> None:
 def _island_share(cm: Any) -> float | None:
     """The share of the instructions an int8 program spends on its fp32 islands, from a profiling run (only
     when it has islands: the plain firmware counts the whole inference, not its ops)."""
-    if not cm.graph.fallbacks or cm.quantize == "none" or cm.board.sim_kind != "qemu":
+    if not cm.graph.fallbacks or modes.is_float(cm.quantize) or cm.board.sim_kind != "qemu":
         return None
     from mcu.devtools.trace import run_traced
 
@@ -331,7 +331,7 @@ def _island_share(cm: Any) -> float | None:
 def _label(cm: Any) -> str:
     """``int8``, or ``int8, N fp32 islands`` where the int8 program keeps ops in fp32."""
     n = len(cm.graph.fallbacks)
-    return f"{cm.quantize}, {n} fp32 island{'s' if n != 1 else ''}" if n and cm.quantize != "none" else cm.quantize
+    return f"{cm.quantize}, {n} fp32 island{'s' if n != 1 else ''}" if n and not modes.is_float(cm.quantize) else cm.quantize
 
 
 def _class_scores(outputs: list[np.ndarray]) -> np.ndarray | None:

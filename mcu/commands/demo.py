@@ -19,6 +19,7 @@ import numpy as np
 
 from mcu.errors import McuError
 from mcu.progress import Reporter, quiet_torch, reporting, terminal_stream
+from mcu.quantize import modes
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -54,7 +55,7 @@ def table(name: str, board: str, cols: Sequence[dict[str, Any]]) -> str:
     for c in cols:
         checks.append(f"{c['differences']} (bit-exact)" if c["exact"] else f"{c['max_abs_vs_eager']:.1e} max")
     lines = [f"{name} on {board} ({cols[0]['core']}, simulated)",
-             row("", ["fp32" if c["quantize"] == "none" else c["quantize"] for c in cols]),
+             row("", ["fp32" if modes.is_float(c["quantize"]) else c["quantize"] for c in cols]),
              row("instructions per inference", [f"{c['instructions']:,}" for c in cols]),
              row("flash (B)", [f"{c['flash']:,}" for c in cols]),
              row("static RAM (B)", [f"{c['ram']:,}" for c in cols]),
@@ -74,7 +75,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with reporting(Reporter(stream=terminal_stream(sys.stderr))) as rep:
             cols = []
-            for quantize in ("none", "int8"):
+            for quantize in (modes.NONE, modes.INT8):
                 rep.done.clear()  # each variant goes through every stage again
                 cols.append(measure(args.model, args.board, quantize))
     except McuError as exc:

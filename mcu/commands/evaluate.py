@@ -24,6 +24,7 @@ import torch
 from mcu.errors import McuError
 from mcu.capture.loader import ModelSpec, check_input_shapes
 from mcu.progress import stage
+from mcu.quantize import modes
 
 Metric = Callable[[torch.Tensor, Any], float]
 
@@ -132,7 +133,7 @@ def evaluate(spec: ModelSpec, board: str, quantize: str, samples: int = 50, time
             compiled_by = "Python integer reference"
             compiled = [torch.from_numpy(cm.decode_outputs(cm.reference_raw(*x))[0]) for x in data.inputs]
         else:
-            compiled_by = "host build" if cm.quantize == "none" else "host build (mixed graph)"
+            compiled_by = "host build" if modes.is_float(cm.quantize) else "host build (mixed graph)"
             compiled = [cm.run(*x)[0] for x in data.inputs]
     sim = cm.simulate(timeout_s=timeout_s)
     device = [torch.from_numpy(np.ascontiguousarray(row[0])) for row in sim.outputs]

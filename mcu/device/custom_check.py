@@ -22,10 +22,11 @@ from pathlib import Path
 
 import numpy as np
 
-from mcu.capture.custom_ops import CustomKernel, CustomOp, call_info, run_reference
+from mcu.capture.custom_ops import CustomKernel, CustomOp, call_info
 from mcu.errors import McuError
 from mcu.ir import NUMPY_DTYPES, Graph, Op
 from mcu.paths import cache_dir, runtime_dir
+from mcu.reference.custom import run_custom
 
 FP32_RELATIVE = 1e-5  # an fp32 kernel against its numpy reference: of the largest reference value
 TIMEOUT_S = 60.0
@@ -253,7 +254,7 @@ def _compare(op: Op, status: int, ins: list[np.ndarray], out: np.ndarray) -> Non
     if status != 0:
         raise McuError(f"custom op {reg.name} ({op.name}){_source(op)}: its C kernel {function} returned "
                        f"status {status} on the host")
-    ref = run_reference(op, ins)
+    ref = run_custom(op, ins)
     if op.output.dtype == "int8":
         bad = np.flatnonzero(out != ref)
     else:

@@ -20,6 +20,7 @@ from mcu.ir import NUMPY_DTYPES, Graph, Tensor
 from mcu.layouts import from_memory_order, to_memory_order
 from mcu.reference import kernels as qref
 from mcu.reference.interp import FLOAT_MOVES, INT8_OPS
+from mcu.quantize import modes
 
 DUMP_DEFINE = "MCU_TRACE_DUMP"
 PERTURB_DEFINE = "MCU_TRACE_TEST_PERTURB"  # test-only: corrupt one op's output (runtime_c/src/mcu_trace.c)
@@ -231,7 +232,7 @@ def debug_model(cm: Any, perturb_handle: int | None = None, timeout_s: float = 6
 
     if cm.board.sim_kind != "qemu":
         raise McuError(f"board {cm.board.name} has no simulator to debug on", hint="pick a QEMU board (`mcu boards`)")
-    if cm.quantize == "none" or cm.delegated:
+    if modes.is_float(cm.quantize) or cm.delegated:
         raise McuError(f"{cm.spec.name} ({cm.quantize}{', delegated' if cm.delegated else ''}) has no integer "
                        "reference to compare with", hint="mcu debug compares int8 programs of our own kernels; use "
                        "--quantize int8 (and no --backend delegate)")

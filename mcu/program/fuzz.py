@@ -23,6 +23,7 @@ from typing import Callable
 
 from mcu.errors import McuError
 from mcu.paths import all_kernel_sources, cache_dir, runtime_dir
+from mcu.quantize import modes
 
 CLANG_CANDIDATES = ("clang", "clang-19", "clang-16", "clang-15", "clang-14")
 INSTALL_HINT = "install clang and libFuzzer: sudo apt-get install clang-14 libclang-rt-14-dev (Debian bookworm)"
@@ -196,9 +197,9 @@ calibration = [(torch.randn(1, 64),) for _ in range(4)]
 """,
 }
 # Quantizations of each seed model (default: fp32 and int8).
-SEED_QUANTIZE = {"int4": ("int4-weight", "int4-dynamic"), "recurrent": ("int8",)}
+SEED_QUANTIZE = {"int4": (modes.INT4_WEIGHT, modes.INT4_DYNAMIC), "recurrent": (modes.INT8,)}
 # Quantizations of each example, and the files of examples/ that are no model.
-EXAMPLE_QUANTIZE = {"tiny_llm": ("int4-weight",)}  # as its README section and tests build it
+EXAMPLE_QUANTIZE = {"tiny_llm": (modes.INT4_WEIGHT,)}  # as its README section and tests build it
 NOT_EXAMPLES = {"_init", "tiny_llm_model", "tiny_llm_train"}
 # An example seed above this is left out (named): the fp32 MobileNets run for seconds per input under ASan,
 # which would starve the fuzzer; their int8 programs stay.
@@ -237,7 +238,7 @@ def write_seeds(seed_dir: Path, models: tuple[str, ...] | None = None) -> list[P
                 continue
             path = Path(tmp) / f"{name}.py"
             path.write_text(source)
-            written += _write_model_seeds(path, name, SEED_QUANTIZE.get(name, ("none", "int8")), seed_dir,
+            written += _write_model_seeds(path, name, SEED_QUANTIZE.get(name, (modes.NONE, modes.INT8)), seed_dir,
                                           external=name == "convs")
     if models is None:
         out = seed_dir / "delegate.mpk"
@@ -256,9 +257,9 @@ def write_example_seeds(seed_dir: Path, examples: Path, log: Callable[[str], Non
     for path in sorted(examples.glob("*.py")):
         if path.stem in NOT_EXAMPLES:
             continue
-        for quantize in EXAMPLE_QUANTIZE.get(path.stem, ("none", "int8")):
+        for quantize in EXAMPLE_QUANTIZE.get(path.stem, (modes.NONE, modes.INT8)):
             try:
-                files = _write_model_seeds(path, path.stem, (quantize,), seed_dir, external=quantize != "none")
+                files = _write_model_seeds(path, path.stem, (quantize,), seed_dir, external=not modes.is_float(quantize))
             except McuError as exc:  # an example the program format cannot hold is reported, never hidden
                 log(f"fuzz seeds: {path.name} at {quantize}: no program file ({exc})")
                 continue

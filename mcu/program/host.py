@@ -25,6 +25,7 @@ import numpy as np
 from mcu import _native
 from mcu.errors import McuError
 from mcu.program import format as fmt
+from mcu.reference.encoding import decode, encode
 
 DTYPE_NAMES = {code: name for name, code in fmt.DTYPE_CODES.items()}
 NUMPY = {"float32": np.float32, "int8": np.int8, "int16": np.int16, "int32": np.int32, "uint8": np.uint8}
@@ -96,30 +97,12 @@ class TensorSpec:
         return tuple(self.shape[d] for d in self.dim_order)
 
     def to_memory_order(self, x: Any) -> np.ndarray:
-        arr = np.asarray(x)
-        if self.dtype == "int8" and self.scale is not None and np.issubdtype(arr.dtype, np.floating):
-            from mcu.reference import kernels as qref
+        return encode(x, self.name, self.shape, self.dim_order, self.dtype, self.scale, self.zero_point)
 
-            arr = qref.quantize_f32_s8(arr.astype(np.float32), inv_scale=qref.inv_scale(self.scale),
-                                       zero_point=self.zero_point)
-        if arr.size != self.numel:
-            raise McuError(f"{self.name} has shape {list(self.shape)} ({self.numel} elements), got an array "
-                           f"of shape {list(arr.shape)}")
-        arr = np.transpose(arr.reshape(self.shape), self.dim_order) if self.shape else arr.reshape(())
-        return np.ascontiguousarray(arr, dtype=NUMPY[self.dtype]).reshape(-1)
-
-    def real_values(self, arr: np.ndarray) -> np.ndarray:
-        """Device values -> the model's real values (int8 with a scale is dequantized)."""
-        if self.dtype != "int8" or self.scale is None:
-            return arr
-        from mcu.reference import kernels as qref
-
-        return qref.dequantize_s8_f32(arr, scale=self.scale, zero_point=self.zero_point).reshape(arr.shape)
-
-    def from_memory_order(self, flat: np.ndarray) -> np.ndarray:
-        if not self.shape:
-            return flat.reshape(())
-        return np.ascontiguousarray(np.transpose(flat.reshape(self.physical_shape), np.argsort(self.dim_order)))
+    def from_memory_order(self, flat: np.ndarray, real: bool = False) -> np.ndarray:
+        """Device values (flat, memory order) -> logical shape; ``real``: the model's real values (int8 with a
+        scale dequantized)."""
+        return decode(flat, self.shape, self.dim_order, self.dtype, self.scale, self.zero_point, real=real)
 
 
 @dataclass
@@ -160,8 +143,7 @@ class Method:
         if len(inputs) != len(self.inputs):
             raise McuError(f"method {self.name} takes {len(self.inputs)} inputs, got {len(inputs)}")
         flat = [spec.to_memory_order(_numpy(x)) for spec, x in zip(self.inputs, inputs)]
-        outs = [spec.from_memory_order(y) for spec, y in zip(self.outputs, self.run_raw(*flat))]
-        return outs if raw else [spec.real_values(y) for spec, y in zip(self.outputs, outs)]
+        return [spec.from_memory_order(y, real=not raw) for spec, y in zip(self.outputs, self.run_raw(*flat))]
 
     def bundled(self, vector: int) -> tuple[list[np.ndarray], list[np.ndarray], list[float | None]]:
         """Bundled test vector ``vector``: flat inputs, flat expected outputs, tolerances (None: exact)."""

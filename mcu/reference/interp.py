@@ -1,12 +1,14 @@
 """Run a lowered graph in Python with the integer reference kernels: the parity oracle.
 
-Every int8 op calls :mod:`mcu.reference.kernels`, which has exactly the C
-arithmetic, on the same memory-order arrays the generated C sees, with
-parameters derived by the same code the C emitter uses. So for an all-int8
-graph the outputs here are the outputs the device must produce, bit for bit.
-fp32 ops left behind by the int8 lowering (fallbacks) run in float32 numpy
-and are not bit-exact with the C kernels; ``Reference.exact`` says whether a
-graph has any.
+Every int8 op calls :mod:`mcu.reference.kernels`, which has exactly the C arithmetic. The oracle
+derives every shape and layout parameter itself from the IR op and its tensors (logical shapes and
+memory orders), and the parameters an emitter computes from quantization (PReLU's multipliers,
+log-softmax's tables, the recurrent layers' output requantization) from the tensors' scales and
+zero points, with its own arithmetic. It shares no code with the emitters or the lowering passes,
+so a wrong parameter in either shows up as a parity failure. For an all-int8 graph the outputs here
+are the outputs the device must produce, bit for bit. fp32 ops left behind by the int8 lowering
+(fallbacks) run in float32 numpy and are not bit-exact with the C kernels; ``Reference.exact`` says
+whether a graph has any.
 """
 
 from __future__ import annotations
@@ -17,21 +19,39 @@ from typing import Callable
 
 import numpy as np
 
-from mcu.backends.calls import operand_strides as _operand_strides, physical_perm as _physical_perm, shape4, split_at as _split_at
 from mcu.errors import McuError
 from mcu.ir import Graph, Op, Tensor
 from mcu.layouts import from_memory_order, to_memory_order
-from mcu.reference import int4
-from mcu.reference import mixed
-from mcu.reference import state
+from mcu.reference import arith, int4, islands, mixed, norm, recurrent, resample_ops, state
 from mcu.reference import kernels as ref
+from mcu.reference.conv import conv_transpose2d_s8, phase_unpack
+from mcu.reference.custom import run_custom
 
 Env = dict[int, np.ndarray]  # id(base tensor) -> flat array in memory order
+Run = Callable[[Op, list[np.ndarray]], np.ndarray]
 
 
 def _nhwc(t: Tensor) -> tuple[int, int, int, int]:
-    s = shape4(t)
-    return (s["n"], s["h"], s["w"], s["c"])
+    n, c, h, w = t.shape
+    return (n, h, w, c)
+
+
+def _to_nhwc(flat: np.ndarray, t: Tensor) -> np.ndarray:
+    """A 4-d tensor's values as the NHWC array the convolution and pooling kernels take."""
+    return np.transpose(from_memory_order(flat, t), (0, 2, 3, 1))
+
+
+def _from_nhwc(y: np.ndarray, out: Tensor) -> np.ndarray:
+    """A kernel's NHWC result (or [N, C] for a 4-d output of size-1 H and W) in ``out``'s memory order."""
+    if len(out.shape) == 4:
+        return to_memory_order(np.transpose(np.asarray(y).reshape(_nhwc(out)), (0, 3, 1, 2)), out)
+    return to_memory_order(np.asarray(y).reshape(out.shape), out)
+
+
+def _scale_zp(t: Tensor) -> tuple[float, int]:
+    if t.quant is None:
+        raise McuError(f"the integer reference needs the quantization of {t.name}")
+    return float(t.quant.scale[0]), int(t.quant.zero_point[0])
 
 
 def _window(op: Op) -> dict:
@@ -43,64 +63,120 @@ def _window(op: Op) -> dict:
 def _conv2d(op: Op, x: list[np.ndarray]) -> np.ndarray:
     inp, w, b, m, s = op.inputs
     a = op.attrs
-    return ref.conv2d_s8(x[0].reshape(_nhwc(inp)), w.data, b.data, m.data, s.data,
-                         input_offset=a["input_offset"], output_offset=a["output_offset"], act_min=a["act_min"],
-                         act_max=a["act_max"], dilation_h=a["dilation"][0], dilation_w=a["dilation"][1],
-                         groups=a["groups"], output=_nhwc(op.output), **_window(op))
+    y = ref.conv2d_s8(_to_nhwc(x[0], inp), w.data, b.data, m.data, s.data,
+                      input_offset=a["input_offset"], output_offset=a["output_offset"], act_min=a["act_min"],
+                      act_max=a["act_max"], dilation_h=a["dilation"][0], dilation_w=a["dilation"][1],
+                      groups=a["groups"], output=_nhwc(op.output), **_window(op))
+    return _from_nhwc(y, op.output)
 
 
 def _depthwise(op: Op, x: list[np.ndarray]) -> np.ndarray:
     inp, w, b, m, s = op.inputs
     a = op.attrs
     kh, kw = w.shape[2], w.shape[3]
-    return ref.depthwise_conv2d_s8(x[0].reshape(_nhwc(inp)), w.data.reshape(kh, kw, -1), b.data, m.data, s.data,
-                                   input_offset=a["input_offset"], output_offset=a["output_offset"],
-                                   act_min=a["act_min"], act_max=a["act_max"], ch_mult=a["ch_mult"],
-                                   dilation_h=a["dilation"][0], dilation_w=a["dilation"][1],
-                                   output=_nhwc(op.output), **_window(op))
+    y = ref.depthwise_conv2d_s8(_to_nhwc(x[0], inp), w.data.reshape(kh, kw, -1), b.data, m.data, s.data,
+                                input_offset=a["input_offset"], output_offset=a["output_offset"],
+                                act_min=a["act_min"], act_max=a["act_max"], ch_mult=a["ch_mult"],
+                                dilation_h=a["dilation"][0], dilation_w=a["dilation"][1],
+                                output=_nhwc(op.output), **_window(op))
+    return _from_nhwc(y, op.output)
 
 
 def _linear(op: Op, x: list[np.ndarray]) -> np.ndarray:
-    _, w, b, m, s = op.inputs
+    inp, w, b, m, s = op.inputs
     a = op.attrs
-    return ref.linear_s8(x[0].reshape(-1, w.shape[1]), w.data, b.data, m.data, s.data,
-                         input_offset=a["input_offset"], output_offset=a["output_offset"], act_min=a["act_min"],
-                         act_max=a["act_max"])
+    y = ref.linear_s8(from_memory_order(x[0], inp).reshape(-1, w.shape[1]), w.data, b.data, m.data, s.data,
+                      input_offset=a["input_offset"], output_offset=a["output_offset"], act_min=a["act_min"],
+                      act_max=a["act_max"])
+    return to_memory_order(y.reshape(op.output.shape), op.output)
 
 
-def _binary(fn: Callable) -> Callable[[Op, list[np.ndarray]], np.ndarray]:
+def _broadcast(op: Op, x: list[np.ndarray]) -> list[np.ndarray]:
+    """Each operand broadcast to the output's logical shape, in the output's memory order (NumPy's rules:
+    a size-1 or missing dim repeats)."""
+    out = op.output
+    return [to_memory_order(np.broadcast_to(from_memory_order(v, t), out.shape), out) for v, t in zip(x, op.inputs)]
+
+
+def _with_constants(run: Run) -> Run:
+    """``run`` with the op's constant operands in their places among the run-time ones."""
+    def call(op: Op, x: list[np.ndarray]) -> np.ndarray:
+        dynamic = iter(x)
+        return run(op, [np.asarray(t.data).reshape(-1) if t.is_constant else next(dynamic) for t in op.inputs])
+    return call
+
+
+def _binary(fn: Callable) -> Run:
     def run(op: Op, x: list[np.ndarray]) -> np.ndarray:
-        a_t, b_t = op.inputs
-        out = op.output
         keys = ("a_offset", "b_offset", "a_multiplier", "a_shift", "b_multiplier", "b_shift", "left_shift",
                 "out_multiplier", "out_shift", "output_offset", "act_min", "act_max")
         params = {k: op.attrs[k] for k in keys if k in op.attrs}
-        return fn(x[0], x[1], rank=max(len(out.shape), 1), out_shape=list(out.physical_shape) or [1],
-                  a_strides=_operand_strides(a_t, out) or [0], b_strides=_operand_strides(b_t, out) or [0],
-                  **params)
-    return run
+        a, b = _broadcast(op, x)
+        return fn(a, b, **params)
+    return _with_constants(run)
 
 
-def _pool(fn: Callable) -> Callable[[Op, list[np.ndarray]], np.ndarray]:
+def _pool(fn: Callable) -> Run:
     def run(op: Op, x: list[np.ndarray]) -> np.ndarray:
         a = op.attrs
-        return fn(x[0].reshape(_nhwc(op.inputs[0])), kernel_h=a["kernel"][0], kernel_w=a["kernel"][1],
-                  act_min=a["act_min"], act_max=a["act_max"], output=_nhwc(op.output), **_window(op))
+        y = fn(_to_nhwc(x[0], op.inputs[0]), kernel_h=a["kernel"][0], kernel_w=a["kernel"][1],
+               act_min=a["act_min"], act_max=a["act_max"], output=_nhwc(op.output), **_window(op))
+        return _from_nhwc(y, op.output)
     return run
 
 
 def _mean_hw(op: Op, x: list[np.ndarray]) -> np.ndarray:
     a = op.attrs
-    return ref.mean_hw_s8(x[0].reshape(_nhwc(op.inputs[0])), input_offset=a["input_offset"],
-                          multiplier=a["multiplier"], shift=a["shift"], output_offset=a["output_offset"],
-                          act_min=a["act_min"], act_max=a["act_max"])
+    y = ref.mean_hw_s8(_to_nhwc(x[0], op.inputs[0]), input_offset=a["input_offset"], multiplier=a["multiplier"],
+                       shift=a["shift"], output_offset=a["output_offset"], act_min=a["act_min"],
+                       act_max=a["act_max"])
+    return _from_nhwc(y, op.output)
+
+
+def _along(op: Op, flat: np.ndarray, axis: int, fn: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    """``fn`` on the rows of the input's logical values along ``axis`` ([rows, n] in, the same out), the
+    result in the output's memory order."""
+    t = op.inputs[0]
+    moved = np.moveaxis(from_memory_order(flat, t), axis, -1)
+    rows = fn(np.ascontiguousarray(moved).reshape(-1, t.shape[axis]))
+    return to_memory_order(np.moveaxis(np.asarray(rows).reshape(moved.shape), -1, axis), op.output)
 
 
 def _softmax(op: Op, x: list[np.ndarray]) -> np.ndarray:
-    outer, axis, inner = _split_at(op.inputs[0], op.attrs["axis"])
     a = op.attrs
-    return ref.softmax_s8(x[0], input_multiplier=a["input_multiplier"], input_left_shift=a["input_left_shift"],
-                          diff_min=a["diff_min"], outer=outer, axis=axis, inner=inner)
+    return _along(op, x[0], a["axis"], lambda rows: ref.softmax_s8(
+        rows.reshape(-1), input_multiplier=a["input_multiplier"], input_left_shift=a["input_left_shift"],
+        diff_min=a["diff_min"], outer=rows.shape[0], axis=rows.shape[1], inner=1))
+
+
+def _log_softmax(op: Op, x: list[np.ndarray]) -> np.ndarray:
+    """TFLite's int8 LOG_SOFTMAX: the exp table and both multipliers from the input's and the output's scales."""
+    s_in, _ = _scale_zp(op.inputs[0])
+    s_out, zp_out = _scale_zp(op.output)
+    table, input_multiplier, log_multiplier = islands.log_softmax_tables(s_in, s_out)
+    return _along(op, x[0], op.attrs["axis"], lambda rows: islands.log_softmax_s8(
+        rows.reshape(-1), table, outer=rows.shape[0], axis=rows.shape[1], inner=1,
+        input_multiplier=input_multiplier, log_multiplier=log_multiplier, output_offset=zp_out))
+
+
+def _prelu(op: Op, x: list[np.ndarray]) -> np.ndarray:
+    """TFLite PRELU: a slope per channel (logical dim 1; one slope for every element when there is one), the
+    multipliers from the input's, the slopes' and the output's scales."""
+    inp, alpha = op.inputs
+    s_in, zp_in = _scale_zp(inp)
+    s_alpha, _ = _scale_zp(alpha)
+    s_out, zp_out = _scale_zp(op.output)
+    params = islands.prelu_params(s_in, s_alpha, s_out, zp_in=zp_in, zp_out=zp_out)
+    slopes = np.asarray(alpha.data, dtype=np.int8).reshape(-1)
+    if slopes.size == 1:
+        per_element = np.broadcast_to(slopes, inp.shape)
+    else:
+        shape = [1] * len(inp.shape)
+        shape[1] = slopes.size
+        per_element = np.broadcast_to(slopes.reshape(shape), inp.shape)
+    slope_of = to_memory_order(per_element, inp)
+    return islands.prelu_s8(x[0], slope_of, channels=slope_of.size, inner=1, act_min=op.attrs["act_min"],
+                            act_max=op.attrs["act_max"], **params)
 
 
 def _requantize(op: Op, x: list[np.ndarray]) -> np.ndarray:
@@ -110,35 +186,31 @@ def _requantize(op: Op, x: list[np.ndarray]) -> np.ndarray:
 
 
 def _permute_like(op: Op, x: list[np.ndarray], perm: tuple[int, ...]) -> np.ndarray:
-    src = op.inputs[0]
-    return np.transpose(x[0].reshape(src.physical_shape), _physical_perm(src, op.output, perm))
+    return to_memory_order(np.transpose(from_memory_order(x[0], op.inputs[0]), perm), op.output)
 
 
 def _slice(op: Op, x: list[np.ndarray]) -> np.ndarray:
-    src = op.inputs[0]
-    index = tuple(slice(op.attrs["start"], op.attrs["start"] + op.output.shape[d] * op.attrs["step"],
-                        op.attrs["step"]) if d == op.attrs["dim"] else slice(None) for d in src.dim_order)
-    return x[0].reshape(src.physical_shape)[index]
+    a = op.attrs
+    index = tuple(slice(a["start"], a["start"] + op.output.shape[d] * a["step"], a["step"]) if d == a["dim"]
+                  else slice(None) for d in range(len(op.inputs[0].shape)))
+    return to_memory_order(from_memory_order(x[0], op.inputs[0])[index], op.output)
 
 
 def _concat(op: Op, x: list[np.ndarray]) -> np.ndarray:
-    out = op.output
-    p = out.dim_order.index(op.attrs["axis"])
-    outer = math.prod(out.physical_shape[:p])
-    return np.concatenate([v.reshape(outer, -1) for v in x], axis=1)
+    parts = [from_memory_order(v, t) for v, t in zip(x, op.inputs)]
+    return to_memory_order(np.concatenate(parts, axis=op.attrs["axis"]), op.output)
 
 
 def _pad(op: Op, x: list[np.ndarray]) -> np.ndarray:
     src = op.inputs[0]
-    width = [(op.attrs["before"][d], op.attrs["after"][d]) for d in src.dim_order]
+    width = [(op.attrs["before"][d], op.attrs["after"][d]) for d in range(len(src.shape))]
     fill = op.attrs["value_q"] if op.output.dtype == "int8" else op.attrs["value"]
-    return np.pad(x[0].reshape(src.physical_shape), width, constant_values=fill)
+    return to_memory_order(np.pad(from_memory_order(x[0], src), width, constant_values=fill), op.output)
 
 
 def _quantize(op: Op, x: list[np.ndarray]) -> np.ndarray:
-    q = op.output.quant
-    assert q is not None
-    return ref.quantize_f32_s8(x[0], inv_scale=ref.inv_scale(q.scale[0]), zero_point=q.zero_point[0])
+    scale, zero_point = _scale_zp(op.output)
+    return ref.quantize_f32_s8(x[0], inv_scale=ref.inv_scale(scale), zero_point=zero_point)
 
 
 def _dequantize(op: Op, x: list[np.ndarray]) -> np.ndarray:
@@ -146,36 +218,7 @@ def _dequantize(op: Op, x: list[np.ndarray]) -> np.ndarray:
     return ref.dequantize_s8_f32(x[0], scale=q.scale[0], zero_point=q.zero_point[0])
 
 
-def _custom(op: Op, x: list[np.ndarray]) -> np.ndarray:
-    """A user custom op: its registered Python reference on logical-shape arrays (mcu/capture/custom_ops.py)."""
-    from mcu.capture.custom_ops import run_reference
-
-    return run_reference(op, x)
-
-
-INT8_OPS: dict[str, Callable[[Op, list[np.ndarray]], np.ndarray]] = {
-    "custom": _custom,
-    "conv2d": _conv2d,
-    "depthwise_conv2d": _depthwise,
-    "linear": _linear,
-    "add": _binary(ref.add_s8),
-    "sub": _binary(ref.sub_s8),
-    "mul": _binary(ref.mul_s8),
-    "max_pool2d": _pool(ref.max_pool2d_s8),
-    "avg_pool2d": _pool(ref.avg_pool2d_s8),
-    "mean_hw": _mean_hw,
-    "softmax": _softmax,
-    "lut": lambda op, x: ref.lut_s8(x[0], op.inputs[1].data),
-    "requantize": _requantize,
-    "clamp": lambda op, x: ref.clamp_s8(x[0], act_min=op.attrs["act_min"], act_max=op.attrs["act_max"]),
-    "quantize": _quantize,
-    "permute": lambda op, x: _permute_like(op, x, op.attrs["perm"]),
-    "layout": lambda op, x: _permute_like(op, x, tuple(range(len(op.inputs[0].shape)))),
-    "concat": _concat,
-    "pad": _pad,
-    "slice": _slice,
-}
-def _float_binary(fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Callable[[Op, list[np.ndarray]], np.ndarray]:
+def _float_binary(fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Run:
     """fp32 fallback of an elementwise op: one correctly rounded IEEE operation per element, so
     numpy and the C kernel agree bit for bit (then a fused clamp, as the kernel applies it)."""
     def run(op: Op, x: list[np.ndarray]) -> np.ndarray:
@@ -202,7 +245,7 @@ def _float_clamp(op: Op, x: list[np.ndarray]) -> np.ndarray:
     return y
 
 
-def _linear_mixed(fn: Callable) -> Callable[[Op, list[np.ndarray]], np.ndarray]:
+def _linear_mixed(fn: Callable) -> Run:
     def run(op: Op, x: list[np.ndarray]) -> np.ndarray:
         _, w, scale, bias = op.inputs
         lo, hi = op.attrs.get("act") or (None, None)
@@ -210,14 +253,7 @@ def _linear_mixed(fn: Callable) -> Callable[[Op, list[np.ndarray]], np.ndarray]:
     return run
 
 
-FLOAT_MOVES = {"custom": _custom, "dequantize": _dequantize, "permute": INT8_OPS["permute"], "layout": INT8_OPS["layout"],
-               "concat": _concat, "pad": _pad, "slice": _slice,
-               "add": _float_binary(np.add), "sub": _float_binary(np.subtract),
-               "mul": _float_binary(np.multiply), "div": _float_binary(np.divide), "clamp": _float_clamp,
-               "linear_w8": _linear_mixed(mixed.linear_w8_f32), "linear_dyn": _linear_mixed(mixed.linear_dyn_s8)}
-
-
-def _linear_w4(fn: Callable) -> Callable[[Op, list[np.ndarray]], np.ndarray]:
+def _linear_w4(fn: Callable) -> Run:
     def run(op: Op, x: list[np.ndarray]) -> np.ndarray:
         w, scale = op.inputs[1], op.inputs[2]
         bias = op.inputs[3].data if len(op.inputs) > 3 else None
@@ -234,96 +270,144 @@ def _index_put(op: Op, x: list[np.ndarray], current: np.ndarray) -> np.ndarray:
     return state.index_put(current, positions, x[0], a["outer"], a["axis"], a["inner"])
 
 
-# 4-bit groupwise weights and model state; index_put is run with the state by Reference.run
-FLOAT_MOVES["index_put"] = lambda op, x: x[0]
-FLOAT_MOVES.update({"linear_w4": _linear_w4(int4.linear_w4_f32), "linear_w4_dyn": _linear_w4(int4.linear_w4_s8)})
-
-# resampling and data movement: moves are exact at any dtype
-def _resample_ops() -> None:
-    from mcu.reference.resample_ops import FLOAT_OPS, INT8
-
-    INT8_OPS.update(INT8)
-    FLOAT_MOVES.update(FLOAT_OPS)
-
-
-_resample_ops()
-
-
-# normalisation, reductions and int8 activations
-def _argmax(op: Op, x: list[np.ndarray]) -> np.ndarray:
-    """mcu_argmax_s8 / _f32 (inputs row-major): the first largest, a NaN counting as the largest (as np.argmax)."""
+def _reduced(op: Op, flat: np.ndarray) -> np.ndarray:
+    """The input's logical values as [outer, reduce, inner] around the op's reduced dims."""
     first, last = op.attrs["dims"]
-    shape = op.inputs[0].shape
-    outer, reduce = math.prod(shape[:first]), math.prod(shape[first:last + 1])
-    return np.argmax(x[0].reshape(outer, reduce, -1), axis=1).astype(np.int32)
+    t = op.inputs[0]
+    shape = t.shape
+    return from_memory_order(flat, t).reshape(math.prod(shape[:first]), math.prod(shape[first:last + 1]), -1)
+
+
+def _argmax(op: Op, x: list[np.ndarray]) -> np.ndarray:
+    """mcu_argmax_s8 / _f32: the first largest, a NaN counting as the largest (as np.argmax)."""
+    y = np.argmax(_reduced(op, x[0]), axis=1).astype(np.int32)
+    return to_memory_order(y.reshape(op.output.shape), op.output)
 
 
 def _layer_norm_s8(op: Op, x: list[np.ndarray]) -> np.ndarray:
-    from mcu.reference import norm
-
     mult, shift, bias = (t.data for t in op.inputs[1:])
     a = op.attrs
     eps = (a["eps_hi"] << 32) | (a["eps_lo"] & 0xFFFFFFFF)
     p = norm.LayerNormS8(mult, shift, bias, eps, a["output_offset"], a["act_min"], a["act_max"], bool(a["rms"]),
                          a["input_zero_point"])
-    return norm.layer_norm_s8(x[0], p)
+    y = norm.layer_norm_s8(from_memory_order(x[0], op.inputs[0]).reshape(-1), p)
+    return to_memory_order(y.reshape(op.output.shape), op.output)
 
 
 def _reduce_s8(op: Op, x: list[np.ndarray]) -> np.ndarray:
     """mcu_reduce_s8: the int32 sum (or extreme) of q + input_offset along the reduced dims, requantized."""
     a = op.attrs
-    first, last = a["dims"]
-    shape = op.inputs[0].shape
-    from mcu.reference import norm
-
-    q = x[0].reshape(math.prod(shape[:first]), math.prod(shape[first:last + 1]), -1)
-    return norm.reduce_s8(q, a["op"], a["input_offset"], a["multiplier"], a["shift"], a["output_offset"],
-                          a["act_min"], a["act_max"])
-
-
-FLOAT_MOVES["argmax"] = _argmax
-INT8_OPS["layer_norm"] = _layer_norm_s8
-INT8_OPS["reduce"] = _reduce_s8
+    y = norm.reduce_s8(_reduced(op, x[0]), a["op"], a["input_offset"], a["multiplier"], a["shift"],
+                       a["output_offset"], a["act_min"], a["act_max"])
+    return to_memory_order(np.asarray(y).reshape(op.output.shape), op.output)
 
 
 def _bmm_s8(op: Op, x: list[np.ndarray]) -> np.ndarray:
-    from mcu.reference import norm
-
     a, b = op.inputs
     at = op.attrs
-    return norm.bmm_s8(x[0].reshape(a.shape), x[1].reshape(b.shape), at["a_offset"], at["b_offset"],
-                       at["multiplier"], at["shift"], at["output_offset"], at["act_min"], at["act_max"])
-
-
-INT8_OPS["bmm"] = _bmm_s8
+    y = norm.bmm_s8(from_memory_order(x[0], a), from_memory_order(x[1], b), at["a_offset"], at["b_offset"],
+                    at["multiplier"], at["shift"], at["output_offset"], at["act_min"], at["act_max"])
+    return to_memory_order(np.asarray(y).reshape(op.output.shape), op.output)
 
 
 def _conv_transpose2d(op: Op, x: list[np.ndarray]) -> np.ndarray:
-    from mcu.reference.conv import conv_transpose2d_s8, phase_unpack
-
     inp, w, b, m, s = op.inputs
     a = op.attrs
     weight = phase_unpack(w.data, w.physical_shape, *a["stride"]) if a.get("phased") else w.data
-    return conv_transpose2d_s8(x[0].reshape(_nhwc(inp)), weight, b.data, m.data, s.data,
-                               input_offset=a["input_offset"], output_offset=a["output_offset"], act_min=a["act_min"],
-                               act_max=a["act_max"], dilation_h=a["dilation"][0], dilation_w=a["dilation"][1],
-                               groups=a["groups"], output=_nhwc(op.output), **_window(op))
-
-
-INT8_OPS["conv_transpose2d"] = _conv_transpose2d  # convolutions
+    y = conv_transpose2d_s8(_to_nhwc(x[0], inp), weight, b.data, m.data, s.data,
+                            input_offset=a["input_offset"], output_offset=a["output_offset"], act_min=a["act_min"],
+                            act_max=a["act_max"], dilation_h=a["dilation"][0], dilation_w=a["dilation"][1],
+                            groups=a["groups"], output=_nhwc(op.output), **_window(op))
+    return _from_nhwc(y, op.output)
 
 
 def _recurrent_s8(op: Op, x: list[np.ndarray]) -> np.ndarray:
-    """mcu_lstm_s8 / mcu_gru_s8 (integer recurrent layers)."""
-    from mcu.passes.quantized.recurrent import layer_of
-    from mcu.reference import recurrent
-
+    """mcu_lstm_s8 / mcu_gru_s8: the quantized weights and per-row constants are the op's inputs; the hidden
+    state's zero point and the output requantization come from the output's quantization, the sigmoid
+    table from this package's own."""
+    inp, w_ih, w_hh, rows, _table = op.inputs
+    s_h, zp_h = _scale_zp(op.output)
+    out_mult, out_shift = arith.quantize_multiplier(2.0 ** -30 / s_h)
+    layer = recurrent.RecurrentS8(op.kind, w_ih.data, w_hh.data, rows.data, zp_h, int(out_mult), int(out_shift),
+                                  int(op.attrs["state_shift"]))
     fn = recurrent.lstm_s8 if op.kind == "lstm" else recurrent.gru_s8
-    return fn(x[0].reshape(op.inputs[0].shape), layer_of(op), op.inputs[4].data)
+    y = fn(from_memory_order(x[0], inp), layer, recurrent.sigmoid_table())
+    return to_memory_order(y, op.output)
 
 
-INT8_OPS["lstm"] = _recurrent_s8
-INT8_OPS["gru"] = _recurrent_s8
+def _logical(fn: Callable[..., np.ndarray]) -> Run:
+    """compare and where: exact at any dtype (no arithmetic), on logical values with NumPy's broadcasting."""
+    def run(op: Op, x: list[np.ndarray]) -> np.ndarray:
+        dynamic = iter(x)
+        vals = [from_memory_order(np.asarray(t.data).reshape(-1) if t.is_constant else next(dynamic), t)
+                for t in op.inputs]
+        return to_memory_order(np.broadcast_to(fn(op, *vals), op.output.shape), op.output)
+    return run
+
+
+_COMPARE = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,
+            "ge": np.greater_equal}
+_where = _logical(lambda op, c, a, b: np.where(c != 0, a, b).astype(a.dtype))
+
+INT8_OPS: dict[str, Run] = {
+    "custom": run_custom,
+    "conv2d": _conv2d,
+    "depthwise_conv2d": _depthwise,
+    "conv_transpose2d": _conv_transpose2d,
+    "linear": _linear,
+    "add": _binary(ref.add_s8),
+    "sub": _binary(ref.sub_s8),
+    "mul": _binary(ref.mul_s8),
+    "maximum": _binary(islands.maximum_s8),
+    "minimum": _binary(islands.minimum_s8),
+    "div": _binary(islands.div_s8),
+    "prelu": _prelu,
+    "log_softmax": _log_softmax,
+    "max_pool2d": _pool(ref.max_pool2d_s8),
+    "avg_pool2d": _pool(ref.avg_pool2d_s8),
+    "mean_hw": _mean_hw,
+    "softmax": _softmax,
+    "lut": lambda op, x: ref.lut_s8(x[0], op.inputs[1].data),
+    "requantize": _requantize,
+    "clamp": lambda op, x: ref.clamp_s8(x[0], act_min=op.attrs["act_min"], act_max=op.attrs["act_max"]),
+    "quantize": _quantize,
+    "permute": lambda op, x: _permute_like(op, x, op.attrs["perm"]),
+    "layout": lambda op, x: _permute_like(op, x, tuple(range(len(op.inputs[0].shape)))),
+    "concat": _concat,
+    "pad": _pad,
+    "slice": _slice,
+    "layer_norm": _layer_norm_s8,
+    "reduce": _reduce_s8,
+    "bmm": _bmm_s8,
+    "lstm": _recurrent_s8,
+    "gru": _recurrent_s8,
+    "where": _where,
+    **resample_ops.INT8,
+}
+
+FLOAT_MOVES: dict[str, Run] = {
+    "custom": run_custom,
+    "dequantize": _dequantize,
+    "permute": INT8_OPS["permute"],
+    "layout": INT8_OPS["layout"],
+    "concat": _concat,
+    "pad": _pad,
+    "slice": _slice,
+    "add": _float_binary(np.add),
+    "sub": _float_binary(np.subtract),
+    "mul": _float_binary(np.multiply),
+    "div": _float_binary(np.divide),
+    "clamp": _float_clamp,
+    "linear_w8": _linear_mixed(mixed.linear_w8_f32),
+    "linear_dyn": _linear_mixed(mixed.linear_dyn_s8),
+    "linear_w4": _linear_w4(int4.linear_w4_f32),
+    "linear_w4_dyn": _linear_w4(int4.linear_w4_s8),
+    "index_put": lambda op, x: x[0],  # run with the state by Reference.run
+    "argmax": _argmax,
+    "compare": _logical(lambda op, a, b: _COMPARE[op.attrs["cmp"]](a, b).astype(np.uint8)),
+    "where": _where,
+    **resample_ops.FLOAT_OPS,
+}
 
 
 @dataclass
@@ -366,59 +450,3 @@ class Reference:
                 result = table[op.kind](op, args)
             env[id(op.output.base())] = np.asarray(result).reshape(-1)
         return [value(t).copy() for t in self.graph.outputs]
-
-
-def _island_ops() -> None:  # int8 islands made integer: maximum, minimum, constant operands
-    from mcu.reference.islands import div_s8, maximum_s8, minimum_s8, prelu_s8
-
-    def with_constants(run: Callable[[Op, list[np.ndarray]], np.ndarray]) -> Callable:
-        def call(op: Op, x: list[np.ndarray]) -> np.ndarray:
-            dynamic = iter(x)
-            return run(op, [np.asarray(t.data).reshape(-1) if t.is_constant else next(dynamic) for t in op.inputs])
-        return call
-
-    for kind, fn in (("add", ref.add_s8), ("sub", ref.sub_s8), ("mul", ref.mul_s8), ("maximum", maximum_s8),
-                     ("minimum", minimum_s8), ("div", div_s8)):
-        INT8_OPS[kind] = with_constants(_binary(fn))
-
-    def prelu(op: Op, x: list[np.ndarray]) -> np.ndarray:
-        from mcu.backends.portable.islands import _prelu_s8
-
-        p = _prelu_s8(op, lambda t: "").params  # the emitter's own shape parameters
-        return prelu_s8(x[0], op.inputs[1].data, **p)
-
-    INT8_OPS["prelu"] = prelu
-
-    def log_softmax(op: Op, x: list[np.ndarray]) -> np.ndarray:
-        from mcu.backends.portable.islands import _log_softmax_s8
-        from mcu.reference.islands import log_softmax_s8
-
-        return log_softmax_s8(x[0], op.inputs[1].data, **_log_softmax_s8(op, lambda t: "").params)
-
-    INT8_OPS["log_softmax"] = log_softmax
-
-
-_island_ops()
-
-
-def _selection_ops() -> None:  # compare and where, exact at any dtype (no arithmetic)
-    from mcu.layouts import from_memory_order, to_memory_order
-
-    compare = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,
-               "ge": np.greater_equal}
-
-    def logical(fn: Callable[..., np.ndarray]) -> Callable[[Op, list[np.ndarray]], np.ndarray]:
-        def run(op: Op, x: list[np.ndarray]) -> np.ndarray:
-            dynamic = iter(x)
-            vals = [from_memory_order(np.asarray(t.data).reshape(-1) if t.is_constant else next(dynamic), t)
-                    for t in op.inputs]
-            return to_memory_order(np.broadcast_to(fn(op, *vals), op.output.shape), op.output)
-        return run
-
-    FLOAT_MOVES["compare"] = logical(lambda op, a, b: compare[op.attrs["cmp"]](a, b).astype(np.uint8))
-    where = logical(lambda op, c, a, b: np.where(c != 0, a, b).astype(a.dtype))
-    FLOAT_MOVES["where"] = where
-    INT8_OPS["where"] = where
-
-
-_selection_ops()

@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from mcu.reference.kernels import _finish, _operands, requantize
+from mcu.reference.arith import quantize_multiplier
+from mcu.reference.kernels import broadcast_operands, finish, requantize
 
 
 def _extreme(pick, a, b, a_offset, b_offset, a_multiplier, a_shift, b_multiplier, b_shift, left_shift,
              out_multiplier, out_shift, output_offset, act_min, act_max, rank, out_shape, a_strides, b_strides):
-    a, b = _operands(a, b, rank, out_shape, a_strides, b_strides)
+    a, b = broadcast_operands(a, b, rank, out_shape, a_strides, b_strides)
     a1 = requantize((a + int(a_offset)) << int(left_shift), a_multiplier, a_shift)
     b1 = requantize((b + int(b_offset)) << int(left_shift), b_multiplier, b_shift)
-    return _finish(pick(a1, b1), out_multiplier, out_shift, output_offset, act_min, act_max)
+    return finish(pick(a1, b1), out_multiplier, out_shift, output_offset, act_min, act_max)
 
 
 def maximum_s8(a, b, *, a_offset, b_offset, a_multiplier, a_shift, b_multiplier, b_shift, left_shift=20,
@@ -40,8 +41,6 @@ DIV_BITS = 16  # MCU_BINARY_S8_DIV_BITS
 
 def div_params(s_a: float, s_b: float, s_out: float, *, zp_a: int = 0, zp_b: int = 0, zp_out: int = 0) -> dict:
     """Parameters of mcu_div_s8: the Q16 quotient of the offset codes times s_a / (s_b s_out 2^16)."""
-    from mcu.reference.arith import quantize_multiplier
-
     if not (s_a > 0 and s_b > 0 and s_out > 0):
         raise ValueError("scales must be positive")
     m, s = quantize_multiplier(float(s_a) / (float(s_b) * float(s_out) * 2.0**DIV_BITS))
@@ -55,12 +54,12 @@ def div_s8(a, b, *, a_offset, b_offset, out_multiplier, out_shift, output_offset
     """mcu_div_s8: q = round((a + a_offset) 2^16 / (b + b_offset)), half away from zero; out = clamp(rq(q) +
     output_offset); a zero divisor gives act_max (act_min) for a positive (negative) numerator, 0 / 0 the
     output's zero."""
-    a, b = _operands(a, b, rank, out_shape, a_strides, b_strides)
+    a, b = broadcast_operands(a, b, rank, out_shape, a_strides, b_strides)
     num, den = a + int(a_offset), b + int(b_offset)
     d = np.where(den == 0, 1, np.abs(den))
     q = (np.abs(num) * (1 << DIV_BITS) + d // 2) // d
     q = np.where((num < 0) != (den < 0), -q, q)
-    out = _finish(q, out_multiplier, out_shift, output_offset, act_min, act_max).astype(np.int64)
+    out = finish(q, out_multiplier, out_shift, output_offset, act_min, act_max).astype(np.int64)
     zero = int(np.clip(int(output_offset), int(act_min), int(act_max)))
     ends = np.where(num > 0, int(act_max), np.where(num < 0, int(act_min), zero))
     return np.where(den == 0, ends, out).astype(np.int8)
@@ -68,8 +67,6 @@ def div_s8(a, b, *, a_offset, b_offset, out_multiplier, out_shift, output_offset
 
 def prelu_params(s_in: float, s_alpha: float, s_out: float, *, zp_in: int = 0, zp_out: int = 0) -> dict:
     """Parameters of mcu_prelu_s8 (TFLite PRELU) but the shape: s_in / s_out and s_in s_alpha / s_out."""
-    from mcu.reference.arith import quantize_multiplier
-
     pm, ps = quantize_multiplier(s_in / s_out)
     nm, ns = quantize_multiplier(s_in * s_alpha / s_out)
     return dict(input_offset=-int(zp_in), pos_multiplier=pm, pos_shift=ps, neg_multiplier=nm, neg_shift=ns,

@@ -18,6 +18,8 @@ import math
 
 import numpy as np
 
+from mcu.ir import Op, Tensor
+
 ONE = 1024  # the int8 bilinear weights' unit
 
 
@@ -151,10 +153,8 @@ def resize_bilinear_f32(x: np.ndarray, outer: int, h: int, w: int, inner: int, o
     return (h0 * top + h1 * bottom).astype(np.float32)
 
 
-def physical_tables(op: "Op") -> "Tensor":
+def physical_tables(op: Op) -> Tensor:
     """A remap's table constant with one table per dim in the output's memory order (layout pass)."""
-    from mcu.ir import Tensor
-
     tables = op.attrs["tables"]
     data = np.concatenate([np.asarray(tables[d], np.int64) for d in op.output.dim_order]).astype(np.int32)
     old = op.inputs[1]

@@ -1,5 +1,7 @@
-"""The Python reference interpreter's resampling and data-movement ops, on memory-order
-arrays with the parameters the emitters compute (mcu/backends/portable/resample.py)."""
+"""The reference's resampling and data-movement ops on memory-order arrays. Bilinear resizing and adaptive
+average pooling treat every (batch, channel) plane alike, so the reference runs them on the logical NCHW
+values (one plane after another) and puts the result in the output's memory order; the kernels' own
+[outer][h][w][inner] geometry is not computed here."""
 
 from __future__ import annotations
 
@@ -7,9 +9,9 @@ from typing import Callable
 
 import numpy as np
 
-from mcu.reference import resample
-from mcu.backends.portable.resample import resample_params
 from mcu.ir import Op
+from mcu.layouts import from_memory_order, to_memory_order
+from mcu.reference import resample
 
 Run = Callable[[Op, list[np.ndarray]], np.ndarray]
 
@@ -21,37 +23,49 @@ def _operand(op: Op, i: int, x: list[np.ndarray]) -> np.ndarray:
     return np.asarray(t.data).reshape(-1) if t.is_constant else x[dynamic.index(t)]
 
 
+def _logical(op: Op, i: int, x: list[np.ndarray]) -> np.ndarray:
+    return from_memory_order(_operand(op, i, x), op.inputs[i])
+
+
 def _remap(op: Op, x: list[np.ndarray]) -> np.ndarray:
+    """out[i0, i1, ...] = in[tables[0][i0], tables[1][i1], ...], the input's missing leading dims of size 1."""
     out = op.output
     rank = len(out.shape)
     logical_in = (1,) * (rank - len(op.inputs[0].shape)) + tuple(op.inputs[0].shape)
-    tables = [op.attrs["tables"][d] for d in out.dim_order]
-    return resample.remap(_operand(op, 0, x), [logical_in[d] for d in out.dim_order], tables)
+    tables = [np.asarray(op.attrs["tables"][d], np.int64) for d in range(rank)]
+    return to_memory_order(_logical(op, 0, x).reshape(logical_in)[np.ix_(*tables)], out)
 
 
 def _index_select(op: Op, x: list[np.ndarray]) -> np.ndarray:
-    src = op.inputs[0]
-    p = src.dim_order.index(op.attrs["dim"])
-    phys = src.physical_shape
-    return resample.index_select(_operand(op, 0, x), int(np.prod(phys[:p])), phys[p], int(np.prod(phys[p + 1:])),
-                                 _operand(op, 1, x))
+    indices = np.asarray(_operand(op, 1, x), np.int64).reshape(-1)
+    return to_memory_order(np.take(_logical(op, 0, x), indices, axis=op.attrs["dim"]), op.output)
 
 
 def _gather(op: Op, x: list[np.ndarray]) -> np.ndarray:
-    return resample.gather(_operand(op, 0, x), list(op.inputs[0].shape), _operand(op, 1, x), list(op.output.shape),
-                           op.attrs["dim"])
+    out = op.output
+    y = resample.gather(_logical(op, 0, x).reshape(-1), list(op.inputs[0].shape), _logical(op, 1, x).reshape(-1),
+                        list(out.shape), op.attrs["dim"])
+    return to_memory_order(y, out)
 
 
-def _geometry(op: Op) -> tuple[int, ...]:
-    p = resample_params(op)
-    return (p["outer"], p["in_h"], p["in_w"], p["inner"], p["out_h"], p["out_w"])
+def _planes(kernel: Callable[..., np.ndarray]) -> Run:
+    """``kernel(x, outer, h, w, inner, out_h, out_w, *tables)`` on each [H, W] plane of a 4-d NCHW tensor."""
+    def run(op: Op, x: list[np.ndarray]) -> np.ndarray:
+        src, out = op.inputs[0], op.output
+        n, c, h, w = src.shape
+        out_h, out_w = out.shape[2:]
+        planes = from_memory_order(x[0], src).reshape(-1)
+        tables = [np.asarray(t.data) for t in op.inputs[1:]]
+        y = kernel(planes, n * c, h, w, 1, out_h, out_w, *tables)
+        return to_memory_order(np.asarray(y).reshape(out.shape), out)
+    return run
 
 
 INT8: dict[str, Run] = {
     "remap": _remap,
     "index_select": _index_select,
     "gather": _gather,
-    "resize_bilinear": lambda op, x: resample.resize_bilinear_s8(x[0], *_geometry(op), op.inputs[1].data),
-    "adaptive_avg_pool": lambda op, x: resample.adaptive_avg_pool_s8(x[0], *_geometry(op)),
+    "resize_bilinear": _planes(resample.resize_bilinear_s8),
+    "adaptive_avg_pool": _planes(resample.adaptive_avg_pool_s8),
 }
 FLOAT_OPS: dict[str, Run] = {"remap": _remap, "index_select": _index_select, "gather": _gather}

@@ -47,12 +47,4 @@ def _convert(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
     return Op(op.kind, [x, *consts], [out], attrs, op.name, op.source)
 
 
-def layer_of(op: Op) -> recurrent.RecurrentS8:
-    """The integer parameters of a converted op (for the Python reference)."""
-    _x, w_ih, w_hh, rows, _table = op.inputs
-    a = op.attrs
-    return recurrent.RecurrentS8(op.kind, w_ih.data, w_hh.data, rows.data, a["hidden_zp"], a["out_mult"],
-                                 a["out_shift"], a["state_shift"])
-
-
 CONVERTERS = {kind: _convert for kind in KINDS}

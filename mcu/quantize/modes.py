@@ -1,0 +1,45 @@
+"""The quantization modes a model compiles with (``quantize=``, ``--quantize``): their names, and what
+each asks of the pipeline. Only names and predicates, so that every layer can ask."""
+
+from __future__ import annotations
+
+from mcu.errors import McuError
+
+NONE = "none"  # fp32 throughout
+INT8 = "int8"  # static int8: activations and weights, scales from calibration (pt2e)
+INT8_WEIGHT = "int8-weight"  # fp32 activations, int8 linear weights
+INT8_DYNAMIC = "int8-dynamic"  # int8 linear weights, activations quantized per call
+INT4_WEIGHT = "int4-weight"  # torchao's groupwise int4 linear weights
+INT4_DYNAMIC = "int4-dynamic"  # int4 linear weights, activations quantized per call
+AUTO = "auto"  # INT8 when the model file provides calibration data (or is quantized already), NONE otherwise
+
+MODES = (NONE, INT8, INT8_WEIGHT, INT8_DYNAMIC, INT4_WEIGHT, INT4_DYNAMIC)
+CHOICES = (AUTO, *MODES)  # what the command line and the API accept
+
+
+def check(mode: str) -> None:
+    if mode not in MODES:
+        raise McuError(f"unknown quantization mode '{mode}'", hint=f"use one of: {', '.join(MODES)}")
+
+
+def is_float(mode: str) -> bool:
+    """No quantization at all."""
+    return mode == NONE
+
+
+def is_static_int8(mode: str) -> bool:
+    return mode == INT8
+
+
+def int8_weights(mode: str) -> bool:
+    """fp32 activations with int8 linear weights."""
+    return mode in (INT8_WEIGHT, INT8_DYNAMIC)
+
+
+def int4_weights(mode: str) -> bool:
+    return mode in (INT4_WEIGHT, INT4_DYNAMIC)
+
+
+def is_dynamic(mode: str) -> bool:
+    """Activations quantized per call."""
+    return mode in (INT8_DYNAMIC, INT4_DYNAMIC)
