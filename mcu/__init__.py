@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from mcu.errors import McuError
-
-__version__ = "0.1.0"
+from mcu.version import __version__
 
 __all__ = ["McuError", "__version__", "compile", "custom_op"]
 

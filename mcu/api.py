@@ -41,6 +41,7 @@ from mcu.pipeline import compile_graph, to_graph
 from mcu.reference import kernels as qref
 from mcu.quantize.flow import is_prequantized
 from mcu.reference.interp import Reference
+from mcu.program.writer import CompiledMethod, program_from
 
 # fp32 device outputs must match eager PyTorch to this fraction of the largest |output|.
 FP32_RELATIVE_TOLERANCE = 1e-4
@@ -133,8 +134,6 @@ class CompiledModel:
     def program_image(self, external_weights: bool = False, bundle_tests: bool = False,
                       weights_name: str = "weights.mpw") -> Any:
         """This model as a program file (mcu.program.ProgramImage) with one method, ``forward``."""
-        from mcu.program.methods import CompiledMethod, program_from
-
         return program_from([CompiledMethod("forward", self)], external_weights=external_weights,
                             bundle=bundle_tests, weights_name=weights_name)
 

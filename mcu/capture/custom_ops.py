@@ -25,6 +25,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from mcu.errors import McuError
+from mcu.emit.cvalues import flat_words
 
 MAX_INPUTS = 4
 MAX_ARGS = 8
@@ -188,8 +189,6 @@ class CustomCallInfo:
     def payload(self) -> bytes:
         """The program file's delegate payload: magic, version, then the params struct's memory image."""
         import struct
-
-        from mcu.emit.kernels import flat_words
 
         words = [struct.pack("<f" if isinstance(w, float) else "<i", w) for w in flat_words(self.params())]
         return PAYLOAD_MAGIC + struct.pack("<I", PAYLOAD_VERSION) + b"".join(words)

@@ -180,7 +180,7 @@ def load_tables() -> Tables:
     from mcu.backends.portable.core import EMITTERS
     from mcu.backends.registry import backend_class
     from mcu.capture.edge import op_name
-    from mcu.frontend.lower import _all_handlers
+    from mcu.frontend.lower import all_handlers
     from mcu.passes.quantized.core import CONVERTERS
 
     backends = {}
@@ -190,7 +190,7 @@ def load_tables() -> Tables:
         except Exception:  # noqa: BLE001 - a backend whose dependencies are missing lists nothing
             continue
         backends[name] = {(r.kind, d) for r in cls.rules for d in r.dtypes}
-    return Tables({op_name(t): h for t, h in _all_handlers().items()}, dict(EMITTERS), dict(CONVERTERS), backends)
+    return Tables({op_name(t): h for t, h in all_handlers().items()}, dict(EMITTERS), dict(CONVERTERS), backends)
 
 
 def int8_kinds(tables: Tables, kind: str) -> set[str]:
@@ -249,7 +249,7 @@ def op_rows(tables: Tables | None = None) -> list[OpRow]:
     known = tables.kinds
     rows = []
     for aten, handler in sorted(tables.handlers.items()):
-        kinds = sorted(names_used(handler, known, "mcu.frontend.lower"))
+        kinds = sorted(names_used(handler, known, "mcu.frontend"))
         fp32: set[str] = set()
         int8: set[str] = set()
         lacking = False  # some kind of it has no int8 kernel

@@ -19,6 +19,7 @@ from mcu.emit.c_model import (RUNTIME_SOURCES, ArenaView, ConstPool, GeneratedLi
 from mcu.errors import McuError
 from mcu.ir import Graph
 from mcu.plan.memory import MemoryPlan
+from mcu.version import __version__
 
 
 @dataclass
@@ -63,8 +64,6 @@ def _same_state(views: list[ModelView]) -> list[StateView]:
 def render_methods_library(name: str, methods: Sequence[MethodInput], quantize: str,
                            tokens: Sequence[int] = ()) -> GeneratedLibrary:
     from mcu.backends.optimized.specialise import merge_defines  # lazily: no backend at the emitter's load
-
-    from mcu import __version__
 
     if not methods:
         raise McuError("a multi-method library needs at least one method")

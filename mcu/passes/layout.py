@@ -61,7 +61,7 @@ def _convert(graph: Graph, op: Op, index: int, order: tuple[int, ...], cache: di
     op.inputs[index] = cache[key]
 
 
-def _same_bytes(t: Tensor, order: tuple[int, ...]) -> bool:
+def same_bytes(t: Tensor, order: tuple[int, ...]) -> bool:
     """Whether ``t`` in its own dim order has the same bytes as in ``order`` (size-1 dims move freely)."""
     a = [d for d in t.dim_order if t.shape[d] != 1]
     b = [d for d in order if t.shape[d] != 1]
@@ -136,7 +136,7 @@ def assign_layouts(graph: Graph) -> Graph:
 
 def _require(graph: Graph, op: Op, index: int, order: tuple[int, ...], cache: dict) -> None:
     src = op.inputs[index]
-    if src.is_constant or src.dim_order == order or _same_bytes(src, order):
+    if src.is_constant or src.dim_order == order or same_bytes(src, order):
         return
     _convert(graph, op, index, order, cache)
 

@@ -20,7 +20,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from mcu import __version__
+from mcu.version import __version__
 from mcu.device.boards import Board, MemoryRegion
 from mcu.device.console import HarnessReport, parse_harness
 from mcu.emit.c_model import environment
@@ -261,7 +261,7 @@ def parse_program_console(text: str) -> tuple[dict[str, HarnessReport], str | No
 def run_program(board: Board, firmware: Path, program: bytes, weights: bytes | None = None,
                 timeout_s: float = 600.0, trace: bool = False) -> ProgramRun:
     """Boot the interpreter firmware in QEMU with ``program`` (and ``weights``) loaded into their regions."""
-    from mcu.device.sim.qemu import _marker_args, _qemu_opt, build_plugin, find_qemu
+    from mcu.device.sim.qemu import marker_args, qemu_opt, build_plugin, find_qemu
 
     if board.sim_kind != "qemu" or board.qemu_machine is None:
         raise McuError(f"board '{board.name}' cannot run in QEMU")
@@ -274,8 +274,8 @@ def run_program(board: Board, firmware: Path, program: bytes, weights: bytes | N
         prog_path.write_bytes(program)
         counts = Path(tmp) / "instructions.txt"
         trace_counts = Path(tmp) / "trace.txt"
-        markers = _marker_args(Path(firmware), trace_counts if trace else None)
-        plugin_opt = ",".join([_qemu_opt(str(plugin)), *markers, f"out={_qemu_opt(str(counts))}"])
+        markers = marker_args(Path(firmware), trace_counts if trace else None)
+        plugin_opt = ",".join([qemu_opt(str(plugin)), *markers, f"out={qemu_opt(str(counts))}"])
         cmd = [str(qemu), "-M", board.qemu_machine, "-nographic", "-monitor", "none",
                "-semihosting-config", "enable=on,target=native", "-kernel", str(firmware),
                "-device", f"loader,file={prog_path},addr=0x{layout.program.origin:x},force-raw=on",

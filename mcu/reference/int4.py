@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mcu.reference.mixed import _act, dynamic_qparams
+from mcu.reference.mixed import clamp_act, dynamic_qparams
 
 F32 = np.float32
 INT4_MIN, INT4_MAX = -8, 7
@@ -73,7 +73,7 @@ def linear_w4_f32(x: np.ndarray, packed: np.ndarray, scales: np.ndarray, bias: n
         acc = (acc + (part * s[None, :, g]).astype(F32)).astype(F32)
     if bias is not None:
         acc = (acc + np.asarray(bias, dtype=F32)).astype(F32)
-    return _act(acc, act_min, act_max)
+    return clamp_act(acc, act_min, act_max)
 
 
 def linear_w4_s8(x: np.ndarray, packed: np.ndarray, scales: np.ndarray, bias: np.ndarray | None, group_size: int,
@@ -96,5 +96,5 @@ def linear_w4_s8(x: np.ndarray, packed: np.ndarray, scales: np.ndarray, bias: np
         y = (acc * scale).astype(F32)
         if bias is not None:
             y = (y + np.asarray(bias, dtype=F32)).astype(F32)
-        rows.append(_act(y, act_min, act_max))
+        rows.append(clamp_act(y, act_min, act_max))
     return np.stack(rows).astype(F32)

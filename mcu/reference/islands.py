@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from mcu.reference.kernels import _finish, _operands, requantize
+from mcu.reference.kernels import finish, operands, requantize
 
 
 def _extreme(pick, a, b, a_offset, b_offset, a_multiplier, a_shift, b_multiplier, b_shift, left_shift,
              out_multiplier, out_shift, output_offset, act_min, act_max, rank, out_shape, a_strides, b_strides):
-    a, b = _operands(a, b, rank, out_shape, a_strides, b_strides)
+    a, b = operands(a, b, rank, out_shape, a_strides, b_strides)
     a1 = requantize((a + int(a_offset)) << int(left_shift), a_multiplier, a_shift)
     b1 = requantize((b + int(b_offset)) << int(left_shift), b_multiplier, b_shift)
-    return _finish(pick(a1, b1), out_multiplier, out_shift, output_offset, act_min, act_max)
+    return finish(pick(a1, b1), out_multiplier, out_shift, output_offset, act_min, act_max)
 
 
 def maximum_s8(a, b, *, a_offset, b_offset, a_multiplier, a_shift, b_multiplier, b_shift, left_shift=20,
@@ -55,12 +55,12 @@ def div_s8(a, b, *, a_offset, b_offset, out_multiplier, out_shift, output_offset
     """mcu_div_s8: q = round((a + a_offset) 2^16 / (b + b_offset)), half away from zero; out = clamp(rq(q) +
     output_offset); a zero divisor gives act_max (act_min) for a positive (negative) numerator, 0 / 0 the
     output's zero."""
-    a, b = _operands(a, b, rank, out_shape, a_strides, b_strides)
+    a, b = operands(a, b, rank, out_shape, a_strides, b_strides)
     num, den = a + int(a_offset), b + int(b_offset)
     d = np.where(den == 0, 1, np.abs(den))
     q = (np.abs(num) * (1 << DIV_BITS) + d // 2) // d
     q = np.where((num < 0) != (den < 0), -q, q)
-    out = _finish(q, out_multiplier, out_shift, output_offset, act_min, act_max).astype(np.int64)
+    out = finish(q, out_multiplier, out_shift, output_offset, act_min, act_max).astype(np.int64)
     zero = int(np.clip(int(output_offset), int(act_min), int(act_max)))
     ends = np.where(num > 0, int(act_max), np.where(num < 0, int(act_min), zero))
     return np.where(den == 0, ends, out).astype(np.int8)

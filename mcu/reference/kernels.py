@@ -60,7 +60,7 @@ def _s8(x) -> np.ndarray:
     return x
 
 
-def _finish(acc, multiplier, shift, output_offset, act_min, act_max) -> np.ndarray:
+def finish(acc, multiplier, shift, output_offset, act_min, act_max) -> np.ndarray:
     """clamp(requantize(acc) + output_offset, act_min, act_max) as int8."""
     y = requantize(acc, multiplier, shift) + int(output_offset)
     return np.clip(y, int(act_min), int(act_max)).astype(np.int8)
@@ -149,7 +149,7 @@ def conv2d_s8(x, weight, bias, multiplier, shift, *, input_offset, output_offset
     if bias is not None:
         acc = acc + _i64(bias)
     acc = wrap_int32(acc)
-    return _finish(acc, _i64(multiplier), _i64(shift), output_offset, act_min, act_max)
+    return finish(acc, _i64(multiplier), _i64(shift), output_offset, act_min, act_max)
 
 
 def depthwise_conv2d_s8(x, weight, bias, multiplier, shift, *, input_offset, output_offset,
@@ -173,7 +173,7 @@ def depthwise_conv2d_s8(x, weight, bias, multiplier, shift, *, input_offset, out
     if bias is not None:
         acc = acc + _i64(bias)
     acc = wrap_int32(acc)
-    return _finish(acc, _i64(multiplier), _i64(shift), output_offset, act_min, act_max)
+    return finish(acc, _i64(multiplier), _i64(shift), output_offset, act_min, act_max)
 
 
 def linear_s8(x, weight, bias, multiplier, shift, *, input_offset, output_offset, act_min=-128,
@@ -190,7 +190,7 @@ def linear_s8(x, weight, bias, multiplier, shift, *, input_offset, output_offset
     if bias is not None:
         acc = acc + _i64(bias)
     acc = wrap_int32(acc)
-    return _finish(acc, _i64(multiplier), _i64(shift), output_offset, act_min, act_max)
+    return finish(acc, _i64(multiplier), _i64(shift), output_offset, act_min, act_max)
 
 
 # --------------------------------------------------------------------------
@@ -224,7 +224,7 @@ def _gather(flat: np.ndarray, out_shape, strides) -> np.ndarray:
     return np.asarray(flat).reshape(-1)[idx]
 
 
-def _operands(a, b, rank, out_shape, a_strides, b_strides):
+def operands(a, b, rank, out_shape, a_strides, b_strides):
     a, b = _s8(a), _s8(b)
     if out_shape is None:
         a, b = np.broadcast_arrays(a, b)
@@ -238,11 +238,11 @@ def _operands(a, b, rank, out_shape, a_strides, b_strides):
 def _add_sub(sign, a, b, a_offset, b_offset, a_multiplier, a_shift, b_multiplier, b_shift, left_shift,
              out_multiplier, out_shift, output_offset, act_min, act_max, rank, out_shape, a_strides,
              b_strides):
-    a, b = _operands(a, b, rank, out_shape, a_strides, b_strides)
+    a, b = operands(a, b, rank, out_shape, a_strides, b_strides)
     a1 = requantize((a + int(a_offset)) << int(left_shift), a_multiplier, a_shift)
     b1 = requantize((b + int(b_offset)) << int(left_shift), b_multiplier, b_shift)
     s = saturate_int32(a1 + sign * b1)
-    return _finish(s, out_multiplier, out_shift, output_offset, act_min, act_max)
+    return finish(s, out_multiplier, out_shift, output_offset, act_min, act_max)
 
 
 def add_s8(a, b, *, a_offset, b_offset, a_multiplier, a_shift, b_multiplier, b_shift, left_shift=20,
@@ -268,9 +268,9 @@ def mul_s8(a, b, *, a_offset, b_offset, out_multiplier, out_shift, output_offset
            act_max=127, rank=None, out_shape=None, a_strides=None, b_strides=None, a_multiplier=None,
            a_shift=None, b_multiplier=None, b_shift=None, left_shift=None):
     """mcu_mul_s8: out = clamp(rq((a + a_offset) * (b + b_offset)) + output_offset); add-only fields ignored."""
-    a, b = _operands(a, b, rank, out_shape, a_strides, b_strides)
+    a, b = operands(a, b, rank, out_shape, a_strides, b_strides)
     prod = (a + int(a_offset)) * (b + int(b_offset))
-    return _finish(prod, out_multiplier, out_shift, output_offset, act_min, act_max)
+    return finish(prod, out_multiplier, out_shift, output_offset, act_min, act_max)
 
 
 # --------------------------------------------------------------------------
@@ -317,7 +317,7 @@ def mean_hw_s8(x, *, input_offset, multiplier, shift, output_offset, act_min=-12
     x = _s8(x)
     _check_shape("input", input, x.shape)
     s = (x.astype(np.int64) + int(input_offset)).sum(axis=(1, 2))
-    return _finish(s, multiplier, shift, output_offset, act_min, act_max)
+    return finish(s, multiplier, shift, output_offset, act_min, act_max)
 
 
 # --------------------------------------------------------------------------
@@ -423,7 +423,7 @@ def lut_s8(x, table):
 
 def requantize_s8(x, *, input_offset, multiplier, shift, output_offset, act_min=-128, act_max=127, size=None):
     """mcu_requantize_s8: clamp(rq(q + input_offset, multiplier, shift) + output_offset, act_min, act_max)."""
-    return _finish(_s8(x).astype(np.int64) + int(input_offset), multiplier, shift, output_offset,
+    return finish(_s8(x).astype(np.int64) + int(input_offset), multiplier, shift, output_offset,
                    act_min, act_max)
 
 

@@ -12,7 +12,7 @@ import numpy as np
 F32 = np.float32
 
 
-def _act(y: np.ndarray, act_min: float, act_max: float) -> np.ndarray:
+def clamp_act(y: np.ndarray, act_min: float, act_max: float) -> np.ndarray:
     y = np.where(y < F32(act_min), F32(act_min), y)
     return np.where(y > F32(act_max), F32(act_max), y).astype(F32)
 
@@ -33,7 +33,7 @@ def linear_w8_f32(x: np.ndarray, w: np.ndarray, w_scale: np.ndarray, bias: np.nd
     acc = np.zeros((x.shape[0], w.shape[0]), dtype=F32)
     for i in range(w.shape[1]):
         acc = (acc + x[:, i:i + 1] * wf[None, :, i]).astype(F32)
-    return _act((acc * w_scale.astype(F32) + bias.astype(F32)).astype(F32), act_min, act_max)
+    return clamp_act((acc * w_scale.astype(F32) + bias.astype(F32)).astype(F32), act_min, act_max)
 
 
 def dynamic_qparams(x: np.ndarray) -> tuple[np.float32, int]:
@@ -55,4 +55,4 @@ def linear_dyn_s8(x: np.ndarray, w: np.ndarray, w_scale: np.ndarray, bias: np.nd
     q = np.clip(np.rint((x * inv).astype(F32)) + F32(zp), -128, 127).astype(np.int64)
     acc = (q - zp) @ w.astype(np.int64).T
     y = (acc.astype(F32) * (scale * w_scale.astype(F32)).astype(F32)).astype(F32) + bias.astype(F32)
-    return _act(y.astype(F32), act_min, act_max)
+    return clamp_act(y.astype(F32), act_min, act_max)

@@ -120,7 +120,7 @@ def reduce_s8(x: np.ndarray, op: str, input_offset: int, multiplier: int, shift:
     fold = {"sum": np.sum, "mean": np.sum, "amax": np.max, "amin": np.min}[op]
     count = 1 if op in ("amax", "amin") else q.shape[1]
     acc = fold(q, axis=1) + count * int(input_offset)
-    return ref._finish(acc, np.int64(multiplier), np.int64(shift), output_offset, act_min, act_max)
+    return ref.finish(acc, np.int64(multiplier), np.int64(shift), output_offset, act_min, act_max)
 
 
 def bmm_s8(a: np.ndarray, b: np.ndarray, a_offset: int, b_offset: int, multiplier: int, shift: int,
@@ -130,7 +130,7 @@ def bmm_s8(a: np.ndarray, b: np.ndarray, a_offset: int, b_offset: int, multiplie
 
     acc = np.matmul(np.asarray(a, np.int8).astype(np.int64) + int(a_offset),
                     np.asarray(b, np.int8).astype(np.int64) + int(b_offset))
-    return ref._finish(acc, np.int64(multiplier), np.int64(shift), output_offset, act_min, act_max)
+    return ref.finish(acc, np.int64(multiplier), np.int64(shift), output_offset, act_min, act_max)
 
 
 # --- int8 tables of mcu_unary_f32's functions ---------------------------------------------------------
