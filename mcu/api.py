@@ -42,6 +42,14 @@ from mcu.reference import kernels as qref
 from mcu.quantize.flow import is_prequantized
 from mcu.reference.interp import Reference
 from mcu.program.writer import CompiledMethod, program_from
+from mcu.backends.cmsis_nn import core as cmsis
+from mcu.backends.registry import check, parse
+from mcu.backends.custom.host import build_host_kernels
+from mcu.program.writer import UnsupportedKernel
+from mcu.emit.c_model import GUARD_DEFINE
+from mcu.device.toolchain import build_firmware
+from mcu.device.sim.qemu import run_qemu
+from mcu.backends.custom.child import run_child
 
 # fp32 device outputs must match eager PyTorch to this fraction of the largest |output|.
 FP32_RELATIVE_TOLERANCE = 1e-4
@@ -140,6 +148,7 @@ class CompiledModel:
     def runtime_program(self) -> Any:
         """The program file loaded in-process by the C interpreter (mcu.program.host.Program)."""
         if self._program is None:
+            # lazy: the C extension loads only when a program runs on the host
             from mcu.program.host import Program
 
             self._program = Program.load(self.program_image().program, custom=self.custom_kernels)
@@ -148,16 +157,12 @@ class CompiledModel:
     @cached_property
     def custom_kernels(self) -> Any:
         """The model's custom kernels built for the host (mcu.backends.custom.host.HostKernels), or None without any."""
-        from mcu.backends.custom.host import build_host_kernels
-
         return build_host_kernels(self.graph)
 
     def run_raw(self, *inputs: Any) -> list[np.ndarray]:
         """The program file run by the C interpreter on the host; outputs in memory order and the
         device's dtypes. A model with a kernel that program files cannot express yet runs its
         generated C instead, and so does one with custom ops (in a sanitized child process)."""
-        from mcu.program.writer import UnsupportedKernel
-
         if self.has_custom_ops:  # the user's C runs in a sanitized child, never in this process
             return self.run_raw_c(*inputs)
         try:
@@ -170,8 +175,6 @@ class CompiledModel:
         """The generated C built for the host (the parity twin of :meth:`run_raw`); with custom ops, in a child
         process under ASan and UBSan with the arena guards (mcu/backends/custom/child.py)."""
         if self.has_custom_ops:
-            from mcu.backends.custom.child import run_child
-
             return run_child(self, self.encode_inputs(inputs))
         return self.host_model().run_physical(self.encode_inputs(inputs))
 
@@ -257,8 +260,6 @@ class CompiledModel:
     def harness_defines(self) -> dict[str, Any]:
         """The test firmware's compile definitions: the model's own, and the arena guards around custom
         kernels (codegen/model.c.j2; an exported library never has them)."""
-        from mcu.emit.c_model import GUARD_DEFINE
-
         guards = {GUARD_DEFINE: None} if self.library.view.guarded else {}
         return {**self.library.defines, **guards}
 
@@ -278,8 +279,6 @@ class CompiledModel:
             return self._build_in(Path(out_dir), files)
 
     def _build_in(self, out_dir: Path, files: dict[str, str]) -> FirmwareBuild:
-        from mcu.device.toolchain import build_firmware
-
         sources, includes = stage_sources(Path(out_dir), files, self.library)
         src_dir = includes[0]
         # The stack is bounded from the code (mcu/device/stack.py) and reserved exactly, plus a margin.
@@ -333,8 +332,6 @@ class CompiledModel:
 
     def simulate(self, timeout_s: float = 600.0) -> SimulationRun:
         """Build the firmware and run it on the board's simulator with the bundled vectors."""
-        from mcu.device.sim.qemu import run_qemu
-
         if self.board.sim_kind != "qemu":
             raise McuError(f"board {self.board.name} has no simulator",
                            hint="`mcu boards` lists the boards that run in simulation")
@@ -410,9 +407,6 @@ def compile_spec(spec: ModelSpec, board: str | Board = "mps2-an505", quantize: s
     int8 convolution and fully connected weights as int16 for the fastest kernel (mcu/backends/optimized/tuned.py;
     twice their flash); False keeps them int8 for the compact kernels (mcu/backends/optimized/compact.py); None
     (default) packs them while the board's flash has room (compact.packed_by_default)."""
-    from mcu.backends.cmsis_nn import core as cmsis
-    from mcu.backends.registry import check, parse
-
     order = parse(backend)
     check(order)
     if cmsis_nn is None and order is not None and "cmsis-nn" in order:

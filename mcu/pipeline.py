@@ -32,6 +32,8 @@ from mcu.passes.views import alias_views
 from mcu.passes.weights import quantize_linear_weights
 from mcu.passes.weights_int4 import lower_int4_linear, lower_int8_embedding
 from mcu.progress import stage
+from mcu.quantize.flow import is_prequantized, quantize_static
+from mcu.backends.optimized.compact import packed_by_default
 
 QUANTIZE_MODES = ("none", "int8", "int8-weight", "int8-dynamic", "int4-weight", "int4-dynamic")
 
@@ -68,11 +70,7 @@ def to_graph(spec: ModelSpec, quantize: str) -> Graph:
     if quantize not in QUANTIZE_MODES:
         raise McuError(f"unknown quantization mode '{quantize}'", hint=f"use one of: {', '.join(QUANTIZE_MODES)}")
     where = str(spec.path) if spec.path else spec.name
-    from mcu.quantize.flow import is_prequantized
-
     if quantize == "int8" and not is_prequantized(spec.model):
-        from mcu.quantize.flow import quantize_static
-
         with stage("quantize"):
             captured = quantize_static(spec.model, spec.example_inputs, spec.calibration, where=where,
                                        custom_ops=spec.custom_ops, example_line=spec.lines.get("example_inputs"))
@@ -151,8 +149,6 @@ def compile_graph(graph: Graph, board: Board, quantize: str, backends: list[str]
     if check_flash:  # before partitioning: packing the weights of a model that cannot fit costs minutes
         check_constants_fit(board, graph)
     if packed_weights is None:
-        from mcu.backends.optimized.compact import packed_by_default
-
         packed_weights = packed_by_default(graph, board)
     options: dict[str, Any] = {"cmsis_nn": cmsis_nn, "packed_weights": packed_weights}
     # Before the plan: a backend's kernels bring their own scratch sizes and overlap contracts.

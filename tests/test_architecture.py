@@ -332,9 +332,13 @@ def layering_breaks(
     return found
 
 
-def unexplained_function_imports(graph: Graph) -> list[str]:
-    """Function-level imports with no comment giving their reason."""
-    found = [edge.where(graph.root) for edge in graph.imports if edge.in_function and not edge.explained]
+def unexplained_function_imports(graph: Graph, known: frozenset[tuple[str, str]] = frozenset()) -> list[str]:
+    """Function-level imports with no comment giving their reason (but the known edges)."""
+    found = [
+        edge.where(graph.root)
+        for edge in graph.imports
+        if edge.in_function and not edge.explained and (edge.importer, edge.imported) not in known
+    ]
     found += [
         f"{path.relative_to(graph.root) if path.is_relative_to(graph.root) else path}:{line} {module} (external)"
         for module, path, line, explained in graph.external_in_function
@@ -365,7 +369,7 @@ def violations(
         ],
         "layering": [f"{reason}: {edge.where(root)}" for edge, reason in layering_breaks(graph, layers) if not allowed(edge)],
         "function-level": [
-            f"function-level import without a reason: {where}" for where in unexplained_function_imports(graph)
+            f"function-level import without a reason: {where}" for where in unexplained_function_imports(graph, known)
         ],
     }
 

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
 from mcu.ir import Op, Tensor
+from mcu.errors import McuError
 
 if TYPE_CHECKING:  # pragma: no cover
     from mcu.device.boards import Board
@@ -179,8 +180,6 @@ def partition(graph: Any, backends: list[Backend], ctx: Context) -> PartitionRep
     ``graph.ops`` by one ``delegate`` op carrying the backend's payload. The last backend is expected
     to take everything (portable); an op that no backend takes is an error naming it and its source.
     """
-    from mcu.errors import McuError
-
     report = PartitionReport()
     usable = []
     for b in backends:

@@ -26,6 +26,9 @@ import numpy as np
 
 from mcu.errors import McuError
 from mcu.emit.cvalues import flat_words
+import sys
+import struct
+from mcu.layouts import from_memory_order, to_memory_order
 
 MAX_INPUTS = 4
 MAX_ARGS = 8
@@ -119,8 +122,6 @@ def custom_op(name: str, *, fp32: Sequence[Any] | None = None, int8: Sequence[An
     ``reference_int8``: the integer one (required with ``int8``). ``int8_output``: "observe",
     "input" or ``("fixed", scale, zero_point)``.
     """
-    import sys
-
     root = Path(base) if base is not None else Path(sys._getframe(1).f_code.co_filename).resolve().parent
     if not isinstance(name, str) or name.count("::") != 1 or not all(p.isidentifier() for p in name.split("::")):
         raise McuError(f"custom op name {name!r} must be 'namespace::op', as given to torch.library.custom_op")
@@ -188,8 +189,6 @@ class CustomCallInfo:
 
     def payload(self) -> bytes:
         """The program file's delegate payload: magic, version, then the params struct's memory image."""
-        import struct
-
         words = [struct.pack("<f" if isinstance(w, float) else "<i", w) for w in flat_words(self.params())]
         return PAYLOAD_MAGIC + struct.pack("<I", PAYLOAD_VERSION) + b"".join(words)
 
@@ -221,8 +220,6 @@ def quant_of(info: CustomCallInfo) -> CustomQuant:
 
 def run_reference(op: Any, flat_inputs: list[np.ndarray]) -> np.ndarray:
     """The registered Python reference of IR op ``op`` on memory-order inputs; memory-order output."""
-    from mcu.layouts import from_memory_order, to_memory_order
-
     reg: CustomOp = op.attrs["custom"]
     args = tuple(op.attrs.get("args", ()))
     xs = [from_memory_order(np.asarray(x).reshape(-1), t) for x, t in zip(flat_inputs, op.inputs)]

@@ -24,6 +24,10 @@ import re
 from dataclasses import asdict, dataclass
 from types import CodeType, FunctionType
 from typing import Any, Callable, Iterable
+from mcu.backends.portable.variants import INT8_VARIANTS
+from mcu.backends.portable.core import EMITTERS
+from mcu.backends.registry import backend_class
+from mcu.passes.quantized.fp32_islands import ISLANDS
 
 ISLAND = "fp32 island"
 VIEW = "view (no code)"
@@ -128,8 +132,6 @@ def emitter_kernels(emit: Callable, kind: str) -> set[str]:
     """The C functions an emitter names: its string literals and f-strings (filled from its closure), and
     the function names its closure holds; an int8 matrix op's kernels are its rows of the variant table;
     an emitter that names none calls one that does (``_pad_s8`` builds on ``_pad``)."""
-    from mcu.backends.portable.variants import INT8_VARIANTS
-
     seen: set[int] = set()
     todo: list[Any] = [emit]
     while todo:
@@ -177,8 +179,7 @@ class Tables:
 
 
 def load_tables() -> Tables:
-    from mcu.backends.portable.core import EMITTERS
-    from mcu.backends.registry import backend_class
+    # lazy: keeps torch out of this module's import
     from mcu.capture.edge import op_name
     from mcu.frontend.lower import all_handlers
     from mcu.passes.quantized.core import CONVERTERS
@@ -243,8 +244,6 @@ def kind_kernels(tables: Tables, kind: str) -> tuple[set[str], set[str]]:
 
 
 def op_rows(tables: Tables | None = None) -> list[OpRow]:
-    from mcu.passes.quantized.fp32_islands import ISLANDS
-
     tables = tables or load_tables()
     known = tables.kinds
     rows = []

@@ -20,6 +20,7 @@ from mcu.emit.kernels import KernelCall, Refs, emit_call
 from mcu.ir import Graph, Op, Tensor
 from mcu.plan.memory import MemoryPlan, scratch_bytes
 from mcu.paths import codegen_dir
+from mcu.backends.optimized.specialise import packed_defines, PackedLayer
 
 KERNEL_HEADERS = ["mcu/kernels_f32.h", "mcu/kernels_s8.h", "mcu/kernels_mixed.h", "mcu/kernels_generic.h"]
 RUNTIME_SOURCES = ["src/mcu_status.c"]
@@ -276,8 +277,6 @@ def build_view(graph: Graph, memory: MemoryPlan, quantize: str, prefix: str | No
     libraries: list[str] = []
     # Imported here: the emitter does not load backends at import time (tests/test_backends.py).
     from mcu.backends.optimized import tuned
-    from mcu.backends.optimized.specialise import PackedLayer, packed_defines
-
     packed: list[PackedLayer] = []
     for i, op in enumerate(graph.ops):
         if op.kind == "delegate":

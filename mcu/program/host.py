@@ -25,6 +25,8 @@ import numpy as np
 from mcu import _native
 from mcu.errors import McuError
 from mcu.program import format as fmt
+from mcu.reference import kernels as qref
+from mcu.backends.custom.host import host_kernels_for, program_custom_functions
 
 DTYPE_NAMES = {code: name for name, code in fmt.DTYPE_CODES.items()}
 NUMPY = {"float32": np.float32, "int8": np.int8, "int16": np.int16, "int32": np.int32, "uint8": np.uint8}
@@ -98,8 +100,6 @@ class TensorSpec:
     def to_memory_order(self, x: Any) -> np.ndarray:
         arr = np.asarray(x)
         if self.dtype == "int8" and self.scale is not None and np.issubdtype(arr.dtype, np.floating):
-            from mcu.reference import kernels as qref
-
             arr = qref.quantize_f32_s8(arr.astype(np.float32), inv_scale=qref.inv_scale(self.scale),
                                        zero_point=self.zero_point)
         if arr.size != self.numel:
@@ -112,8 +112,6 @@ class TensorSpec:
         """Device values -> the model's real values (int8 with a scale is dequantized)."""
         if self.dtype != "int8" or self.scale is None:
             return arr
-        from mcu.reference import kernels as qref
-
         return qref.dequantize_s8_f32(arr, scale=self.scale, zero_point=self.zero_point).reshape(arr.shape)
 
     def from_memory_order(self, flat: np.ndarray) -> np.ndarray:
@@ -208,8 +206,6 @@ class Program:
         weights_source = None if weights is None else str(weights) if isinstance(weights, (str, Path)) else "<bytes>"
         flags = 0 if verify_checksum else 1
         extra: tuple[int, ...] = ()
-        from mcu.backends.custom.host import host_kernels_for, program_custom_functions
-
         needed = program_custom_functions(bytes(program))
         if needed and custom is None:
             example = f"Program.load({str(path) if path else '...'!r}, custom='model.py')"

@@ -25,6 +25,7 @@ def has_int4_weights(model: torch.nn.Module) -> bool:
 def int4_weight_model(model: torch.nn.Module, group_size: int = DEFAULT_GROUP_SIZE) -> torch.nn.Module:
     if has_int4_weights(model):
         return model
+    # lazy: keeps torchao out of this module's import
     from torchao.quantization import IntxWeightOnlyConfig, quantize_
     from torchao.quantization.granularity import PerGroup
 

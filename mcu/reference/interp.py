@@ -25,6 +25,11 @@ from mcu.reference import int4
 from mcu.reference import mixed
 from mcu.reference import state
 from mcu.reference import kernels as ref
+from mcu.capture.custom_ops import run_reference
+from mcu.reference.resample_ops import FLOAT_OPS, INT8
+from mcu.reference.conv import conv_transpose2d_s8, phase_unpack
+from mcu.reference import recurrent
+from mcu.reference.islands import log_softmax_s8
 
 Env = dict[int, np.ndarray]  # id(base tensor) -> flat array in memory order
 
@@ -148,8 +153,6 @@ def _dequantize(op: Op, x: list[np.ndarray]) -> np.ndarray:
 
 def _custom(op: Op, x: list[np.ndarray]) -> np.ndarray:
     """A user custom op: its registered Python reference on logical-shape arrays (mcu/capture/custom_ops.py)."""
-    from mcu.capture.custom_ops import run_reference
-
     return run_reference(op, x)
 
 
@@ -240,8 +243,6 @@ FLOAT_MOVES.update({"linear_w4": _linear_w4(int4.linear_w4_f32), "linear_w4_dyn"
 
 # resampling and data movement (issue 18): moves are exact at any dtype
 def _resample_ops() -> None:
-    from mcu.reference.resample_ops import FLOAT_OPS, INT8
-
     INT8_OPS.update(INT8)
     FLOAT_MOVES.update(FLOAT_OPS)
 
@@ -259,6 +260,7 @@ def _argmax(op: Op, x: list[np.ndarray]) -> np.ndarray:
 
 
 def _layer_norm_s8(op: Op, x: list[np.ndarray]) -> np.ndarray:
+    # lazy: keeps torch out of this module's import
     from mcu.reference import norm
 
     mult, shift, bias = (t.data for t in op.inputs[1:])
@@ -274,6 +276,7 @@ def _reduce_s8(op: Op, x: list[np.ndarray]) -> np.ndarray:
     a = op.attrs
     first, last = a["dims"]
     shape = op.inputs[0].shape
+    # lazy: keeps torch out of this module's import
     from mcu.reference import norm
 
     q = x[0].reshape(math.prod(shape[:first]), math.prod(shape[first:last + 1]), -1)
@@ -287,6 +290,7 @@ INT8_OPS["reduce"] = _reduce_s8
 
 
 def _bmm_s8(op: Op, x: list[np.ndarray]) -> np.ndarray:
+    # lazy: keeps torch out of this module's import
     from mcu.reference import norm
 
     a, b = op.inputs
@@ -299,8 +303,6 @@ INT8_OPS["bmm"] = _bmm_s8
 
 
 def _conv_transpose2d(op: Op, x: list[np.ndarray]) -> np.ndarray:
-    from mcu.reference.conv import conv_transpose2d_s8, phase_unpack
-
     inp, w, b, m, s = op.inputs
     a = op.attrs
     weight = phase_unpack(w.data, w.physical_shape, *a["stride"]) if a.get("phased") else w.data
@@ -316,8 +318,6 @@ INT8_OPS["conv_transpose2d"] = _conv_transpose2d  # convolutions (issue 18)
 def _recurrent_s8(op: Op, x: list[np.ndarray]) -> np.ndarray:
     """mcu_lstm_s8 / mcu_gru_s8 (integer recurrent layers, issue 18)."""
     from mcu.passes.quantized.recurrent import layer_of
-    from mcu.reference import recurrent
-
     fn = recurrent.lstm_s8 if op.kind == "lstm" else recurrent.gru_s8
     return fn(x[0].reshape(op.inputs[0].shape), layer_of(op), op.inputs[4].data)
 
@@ -391,8 +391,6 @@ def _island_ops() -> None:  # int8 islands made integer (issue 18): maximum, min
 
     def log_softmax(op: Op, x: list[np.ndarray]) -> np.ndarray:
         from mcu.backends.portable.islands import _log_softmax_s8
-        from mcu.reference.islands import log_softmax_s8
-
         return log_softmax_s8(x[0], op.inputs[1].data, **_log_softmax_s8(op, lambda t: "").params)
 
     INT8_OPS["log_softmax"] = log_softmax

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from mcu.reference.kernels import finish, operands, requantize
+from mcu.reference.arith import quantize_multiplier
 
 
 def _extreme(pick, a, b, a_offset, b_offset, a_multiplier, a_shift, b_multiplier, b_shift, left_shift,
@@ -40,8 +41,6 @@ DIV_BITS = 16  # MCU_BINARY_S8_DIV_BITS
 
 def div_params(s_a: float, s_b: float, s_out: float, *, zp_a: int = 0, zp_b: int = 0, zp_out: int = 0) -> dict:
     """Parameters of mcu_div_s8: the Q16 quotient of the offset codes times s_a / (s_b s_out 2^16)."""
-    from mcu.reference.arith import quantize_multiplier
-
     if not (s_a > 0 and s_b > 0 and s_out > 0):
         raise ValueError("scales must be positive")
     m, s = quantize_multiplier(float(s_a) / (float(s_b) * float(s_out) * 2.0**DIV_BITS))
@@ -68,8 +67,6 @@ def div_s8(a, b, *, a_offset, b_offset, out_multiplier, out_shift, output_offset
 
 def prelu_params(s_in: float, s_alpha: float, s_out: float, *, zp_in: int = 0, zp_out: int = 0) -> dict:
     """Parameters of mcu_prelu_s8 (TFLite PRELU) but the shape: s_in / s_out and s_in s_alpha / s_out."""
-    from mcu.reference.arith import quantize_multiplier
-
     pm, ps = quantize_multiplier(s_in / s_out)
     nm, ns = quantize_multiplier(s_in * s_alpha / s_out)
     return dict(input_offset=-int(zp_in), pos_multiplier=pm, pos_shift=ps, neg_multiplier=nm, neg_shift=ns,

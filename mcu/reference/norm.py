@@ -18,6 +18,7 @@ from typing import Callable
 import numpy as np
 import torch
 import torch.nn.functional as F
+from mcu.reference import kernels as ref
 
 MAX_COLS = 4096  # MCU_LAYER_NORM_S8_MAX_COLS
 Q = 24           # u_i in Q24
@@ -114,8 +115,6 @@ def reduce_s8(x: np.ndarray, op: str, input_offset: int, multiplier: int, shift:
               act_min: int = -128, act_max: int = 127) -> np.ndarray:
     """mcu_reduce_s8 on ``x`` ([outer, reduce, inner] int8), bit for bit: the int32 sum (sum, mean) or the
     extreme code (amax, amin) plus input_offset per term, requantized."""
-    from mcu.reference import kernels as ref
-
     q = np.asarray(x, np.int8).astype(np.int64)
     fold = {"sum": np.sum, "mean": np.sum, "amax": np.max, "amin": np.min}[op]
     count = 1 if op in ("amax", "amin") else q.shape[1]
@@ -126,8 +125,6 @@ def reduce_s8(x: np.ndarray, op: str, input_offset: int, multiplier: int, shift:
 def bmm_s8(a: np.ndarray, b: np.ndarray, a_offset: int, b_offset: int, multiplier: int, shift: int,
            output_offset: int, act_min: int = -128, act_max: int = 127) -> np.ndarray:
     """mcu_bmm_s8 on a [batch, m, k] and b [batch, k, n] int8, bit for bit."""
-    from mcu.reference import kernels as ref
-
     acc = np.matmul(np.asarray(a, np.int8).astype(np.int64) + int(a_offset),
                     np.asarray(b, np.int8).astype(np.int64) + int(b_offset))
     return ref.finish(acc, np.int64(multiplier), np.int64(shift), output_offset, act_min, act_max)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from mcu.ir import Tensor
 
 ONE = 1024  # the int8 bilinear weights' unit
 
@@ -153,8 +154,6 @@ def resize_bilinear_f32(x: np.ndarray, outer: int, h: int, w: int, inner: int, o
 
 def physical_tables(op: "Op") -> "Tensor":
     """A remap's table constant with one table per dim in the output's memory order (layout pass)."""
-    from mcu.ir import Tensor
-
     tables = op.attrs["tables"]
     data = np.concatenate([np.asarray(tables[d], np.int64) for d in op.output.dim_order]).astype(np.int32)
     old = op.inputs[1]

@@ -19,6 +19,7 @@ from mcu.device.hostbuild import library_sources
 from mcu.ir import NUMPY_DTYPES
 from mcu.paths import runtime_dir
 from mcu.device.toolchain import LINUX_INSTALL_HINT, build_linux_executable
+from mcu.backends.custom.guards import raise_on_guard
 
 if TYPE_CHECKING:  # pragma: no cover
     from mcu.api import CompiledModel
@@ -71,8 +72,6 @@ def run_on_linux(model: CompiledModel, expected: list[list[np.ndarray]], toleran
         proc = subprocess.run([*board.linux_run, str(exe)], capture_output=True, text=True, timeout=timeout_s)
     except subprocess.TimeoutExpired:
         raise McuError(f"the harness did not finish in {timeout_s:g} s on {board.name}") from None
-    from mcu.backends.custom.guards import raise_on_guard
-
     raise_on_guard(model, proc.stdout)
     report = parse_harness(proc.stdout)
     if report.passed is None:
