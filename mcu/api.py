@@ -44,6 +44,7 @@ from mcu.reference.interp import Reference
 from mcu.program.writer import CompiledMethod, program_from
 from mcu.backends.cmsis_nn import core as cmsis
 from mcu.backends.registry import check, parse
+from mcu.backends.custom import check as custom_check
 from mcu.backends.custom.host import build_host_kernels
 from mcu.program.writer import UnsupportedKernel
 from mcu.emit.c_model import GUARD_DEFINE
@@ -425,10 +426,8 @@ def compile_spec(spec: ModelSpec, board: str | Board = "mps2-an505", quantize: s
     if cm.has_custom_ops:
         # The user's kernels against their references in a sanitized child, before any firmware is built
         # and before their C runs in this process.
-        from mcu.backends.custom.check import check_kernels
-
         with stage("check custom kernels"):
-            check_kernels(graph)
+            custom_check.check_kernels(graph)
     return cm
 
 

@@ -34,6 +34,7 @@ from mcu.passes.weights_int4 import lower_int4_linear, lower_int8_embedding
 from mcu.progress import stage
 from mcu.quantize.flow import is_prequantized, quantize_static
 from mcu.backends.optimized.compact import packed_by_default
+from mcu.quantize.torchao_int4 import int4_weight_model
 
 QUANTIZE_MODES = ("none", "int8", "int8-weight", "int8-dynamic", "int4-weight", "int4-dynamic")
 
@@ -75,8 +76,6 @@ def to_graph(spec: ModelSpec, quantize: str) -> Graph:
             captured = quantize_static(spec.model, spec.example_inputs, spec.calibration, where=where,
                                        custom_ops=spec.custom_ops, example_line=spec.lines.get("example_inputs"))
     elif quantize in ("int4-weight", "int4-dynamic"):  # torchao's groupwise int4 weights
-        from mcu.quantize.torchao_int4 import int4_weight_model
-
         with stage("quantize"):
             captured = int4_weight_model(spec.model)
     else:

@@ -7,8 +7,8 @@ be fooled by import-time side effects) and four rules are checked on it:
 - no import of another module's private name (``from x import _y`` or ``x._y`` on an imported module);
 - no package importing one above it in ``LAYERS``, and the oracle (``mcu.reference``) importing nothing
   from the emitters, the backends or the passes;
-- an import inside a function only with a comment saying why (on its line or the line above it): such
-  imports are kept for optional or heavy dependencies that must stay out of start-up.
+- an import inside a function only with a comment saying why, ``# lazy: <why>`` on its line or the line
+  above it: such imports are kept for optional or heavy dependencies that must stay out of start-up.
 
 Each violation prints the edge: ``file:line importer -> imported``. The checker is run on small
 packages written to ``tmp_path`` to show that it finds each kind of violation it is meant to find.
@@ -123,9 +123,10 @@ def _is_type_checking(test: ast.expr) -> bool:
 
 
 def _comment_lines(source: str) -> set[int]:
+    """Lines with a comment giving a function-level import's reason: ``# lazy: <why>``."""
     lines = set()
     for token in tokenize.generate_tokens(io.StringIO(source).readline):
-        if token.type == tokenize.COMMENT:
+        if token.type == tokenize.COMMENT and token.string.lstrip("# ").startswith("lazy"):
             lines.add(token.start[0])
     return lines
 
@@ -437,7 +438,7 @@ CLEAN = {
     "high/__init__.py": "",
     "high/top.py": (
         "from pkg.mid.user import shared\n\n\ndef run():\n"
-        "    # jinja2 is only needed when rendering\n    import json\n    return json, shared\n"
+        "    # lazy: json is only needed here\n    import json\n    return json, shared\n"
     ),
 }
 
@@ -455,7 +456,10 @@ def test_checker_passes_a_clean_package(tmp_path: Path) -> None:
 
 
 def test_checker_reports_a_circle(tmp_path: Path) -> None:
-    files = dict(CLEAN, **{"low/base.py": "def helper():\n    # late\n    from pkg.low import other\n", "low/other.py": "from pkg.low.base import helper\n"})
+    files = dict(CLEAN, **{
+        "low/base.py": "def helper():\n    # lazy: late\n    from pkg.low import other\n",
+        "low/other.py": "from pkg.low.base import helper\n",
+    })
     found = violations(build_graph(write_package(tmp_path, files)), SYNTHETIC_LAYERS, frozenset())
     assert len(found["circle"]) == 1
     assert "pkg/low/base.py:3 pkg.low.base -> pkg.low.other" in found["circle"][0]

@@ -27,6 +27,7 @@ from mcu.emit.outputs import build_lock, check_file_target, ensure_dir, write_at
 from mcu.device.console import parse_harness
 from mcu.device.flash import chip_for_family, flash_uf2, monitor
 from mcu.program.format import WEIGHTS_SUFFIX
+from mcu.commands.ops_listing import op_rows, render
 
 QUANTIZE_CHOICES = ("auto", "none", "int8", "int8-weight", "int8-dynamic", "int4-weight", "int4-dynamic")
 
@@ -626,6 +627,7 @@ def _export_program(args: argparse.Namespace) -> int:
     """A program file with every method of model.py (see mcu/program/methods.py), weights inline or beside it."""
     # lazy: keeps torch and jinja2 and the C extension out of this module's import
     from mcu.program.methods import compile_methods, program_from
+    # lazy: the C extension loads only when a program runs on the host
     from mcu.program.host import verify_program_files
 
     if args.cmsis_nn is not None:
@@ -636,8 +638,6 @@ def _export_program(args: argparse.Namespace) -> int:
     if args.external_weights:
         check_file_target(weights_path, what="weights file", example="model.mpw")
     # The board only decides whether each method's arena fits; any interpreter firmware runs the file.
-    from mcu.progress import quiet_torch
-
     with quiet_torch(verbose=args.verbose):
         methods = compile_methods(args.model, board=args.board or "mps2-an505", quantize=args.quantize)
     image = program_from(methods, external_weights=args.external_weights, bundle=args.bundle_tests,
@@ -653,6 +653,7 @@ def _export_program(args: argparse.Namespace) -> int:
     if args.verify:
         weights = weights_path if image.weights is not None else None
         if any(m.model.has_custom_ops for m in methods):  # the user's kernels run in a child, not in mcu
+            # lazy: keeps jinja2 out of this module's import
             from mcu.backends.custom.child import verify_program_in_child
 
             print(verify_program_in_child(out, weights, Path(args.model)))
@@ -664,6 +665,7 @@ def _export_program(args: argparse.Namespace) -> int:
 def cmd_eval(args: argparse.Namespace) -> int:
     # lazy: keeps torch and jinja2 out of this module's import
     from mcu.api import compile_spec
+    # lazy: keeps torch out of this module's import
     from mcu.commands.evaluate import evaluate
     from mcu.capture.loader import load_model_file
     board = args.board or "mps2-an505"
@@ -694,8 +696,6 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_ops(args: argparse.Namespace) -> int:
-    from mcu.commands.ops_listing import op_rows, render  # issue 18: dtypes and kernels per op
-
     rows = op_rows()
     if getattr(args, "json", False):
         print(json.dumps([r.to_json() for r in rows], indent=1))

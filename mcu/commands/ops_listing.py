@@ -181,6 +181,7 @@ class Tables:
 def load_tables() -> Tables:
     # lazy: keeps torch out of this module's import
     from mcu.capture.edge import op_name
+    # lazy: keeps torch out of this module's import
     from mcu.frontend.lower import all_handlers
     from mcu.passes.quantized.core import CONVERTERS
 

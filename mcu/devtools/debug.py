@@ -181,6 +181,7 @@ def fp32_per_op(cm: Any, inputs: tuple) -> dict[int, np.ndarray]:
 
     # lazy: keeps torch out of this module's import
     from mcu.capture.export import capture
+    # lazy: keeps torch out of this module's import
     from mcu.capture.edge import to_edge
 
     ep = to_edge(capture(cm.spec.model, cm.spec.example_inputs))
@@ -230,6 +231,7 @@ def debug_model(cm: Any, perturb_handle: int | None = None, timeout_s: float = 6
     """Build and run the debug firmware; ``perturb_handle`` (tests only) corrupts that op's output."""
     # lazy: keeps jinja2 out of this module's import
     from mcu.devtools.ops import op_table
+    # lazy: keeps jinja2 out of this module's import
     from mcu.device.sim.qemu import run_qemu
 
     if cm.board.sim_kind != "qemu":
@@ -240,6 +242,7 @@ def debug_model(cm: Any, perturb_handle: int | None = None, timeout_s: float = 6
                        "--quantize int8 (and no --backend delegate)")
     # lazy: keeps jinja2 out of this module's import
     from mcu.emit.c_model import GUARD_DEFINE
+    # lazy: keeps jinja2 out of this module's import
     from mcu.backends.custom.guards import raise_on_guard
 
     defines: dict[str, Any] = {TRACE_DEFINE: None, DUMP_DEFINE: None}

@@ -63,7 +63,7 @@ def _same_state(views: list[ModelView]) -> list[StateView]:
 
 def render_methods_library(name: str, methods: Sequence[MethodInput], quantize: str,
                            tokens: Sequence[int] = ()) -> GeneratedLibrary:
-    from mcu.backends.optimized.specialise import merge_defines  # lazily: no backend at the emitter's load
+    from mcu.backends.optimized.specialise import merge_defines  # lazy: no backend at the emitter's load
 
     if not methods:
         raise McuError("a multi-method library needs at least one method")

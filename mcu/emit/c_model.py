@@ -275,7 +275,7 @@ def build_view(graph: Graph, memory: MemoryPlan, quantize: str, prefix: str | No
     delegates: list[DelegateView] = []
     runtime_sources: list[str] = []
     libraries: list[str] = []
-    # Imported here: the emitter does not load backends at import time (tests/test_backends.py).
+    # lazy: the emitter does not load backends at import time (tests/test_backends.py).
     from mcu.backends.optimized import tuned
     packed: list[PackedLayer] = []
     for i, op in enumerate(graph.ops):

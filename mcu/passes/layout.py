@@ -14,6 +14,7 @@ import numpy as np
 
 from mcu.ir import CHANNELS_LAST, Graph, Op, Tensor
 from mcu.passes.conv_views import keeps_layout, view_order
+from mcu.reference.resample import physical_tables
 
 _NEEDS_CHANNELS_LAST = {"conv2d", "depthwise_conv2d", "max_pool2d", "avg_pool2d", "mean_hw", "batch_norm",
                         "conv_transpose2d"}
@@ -150,8 +151,6 @@ def _layout_constants(graph: Graph) -> None:
                 w.data = np.ascontiguousarray(np.transpose(w.data, CHANNELS_LAST))
                 w.dim_order = CHANNELS_LAST
         elif op.kind == "remap":  # the tables in the order of the physical dims
-            from mcu.reference.resample import physical_tables
-
             op.inputs[1] = physical_tables(op)
         elif op.kind in ("add", "sub", "mul", "div", "concat", "maximum", "minimum"):
             for t in op.inputs:

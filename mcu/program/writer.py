@@ -24,6 +24,7 @@ from mcu.ir import NUMPY_DTYPES, Graph, Op, Tensor
 from mcu.plan.memory import MemoryPlan, scratch_bytes
 from mcu.program import format as fmt
 from mcu.program.format import Field
+from mcu.capture.custom_ops import call_info, delegate_id
 
 if TYPE_CHECKING:
     from mcu.api import CompiledModel
@@ -225,8 +226,6 @@ def _method(fb: _Builder, src: MethodSource, segments: _Segments,
         planned = memory.scratch_offsets.get(id(op))
         scratch = None if planned is None else (memory.scratch_arena_index(op), planned, scratch_bytes(op))
         if op.kind == "custom":  # a user kernel: through the delegate registry, its params as the payload
-            from mcu.capture.custom_ops import call_info, delegate_id
-
             info = call_info(op)
             function = op.attrs["custom"].kernel(op.output.dtype).function
             delegates.append(DelegatePayload(delegate_id(function), info.payload()))

@@ -19,6 +19,7 @@ from mcu.errors import McuError
 from mcu.quantize.cells import decompose_cells, share_step_ranges
 from mcu.capture.export import capture_error
 from mcu.capture.sourceinfo import user_source_line
+from mcu.capture.recurrent import rewrite_for_int8
 
 aten = torch.ops.aten
 
@@ -112,8 +113,6 @@ def quantize_static(model: torch.nn.Module, example_inputs: tuple,
 
     prepare_pt2e, _, convert_pt2e = _pt2e()
     # issue 18, integer recurrent layers: nn.LSTM/nn.GRU kept whole as one op per layer (mcu/capture/recurrent.py)
-    from mcu.capture.recurrent import rewrite_for_int8
-
     calibration = list(calibration)
     model = rewrite_for_int8(model, calibration)
     gm = export_for_quantization(model, example_inputs, where, example_line)

@@ -30,6 +30,7 @@ from mcu.reference.resample_ops import FLOAT_OPS, INT8
 from mcu.reference.conv import conv_transpose2d_s8, phase_unpack
 from mcu.reference import recurrent
 from mcu.reference.islands import log_softmax_s8
+from mcu.reference.islands import div_s8, maximum_s8, minimum_s8, prelu_s8
 
 Env = dict[int, np.ndarray]  # id(base tensor) -> flat array in memory order
 
@@ -369,8 +370,6 @@ class Reference:
 
 
 def _island_ops() -> None:  # int8 islands made integer (issue 18): maximum, minimum, constant operands
-    from mcu.reference.islands import div_s8, maximum_s8, minimum_s8, prelu_s8
-
     def with_constants(run: Callable[[Op, list[np.ndarray]], np.ndarray]) -> Callable:
         def call(op: Op, x: list[np.ndarray]) -> np.ndarray:
             dynamic = iter(x)
@@ -400,8 +399,6 @@ _island_ops()
 
 
 def _selection_ops() -> None:  # issue 18: compare and where, exact at any dtype (no arithmetic)
-    from mcu.layouts import from_memory_order, to_memory_order
-
     compare = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,
                "ge": np.greater_equal}
 

@@ -72,6 +72,7 @@ def pack_cache_dirs() -> list[Path]:
     """Where cmsis-pack-manager (and CMSIS-Toolbox) keep downloaded packs."""
     dirs: list[Path] = []
     try:  # the data directory of an installed cmsis-pack-manager
+        # lazy: cmsis-pack-manager is optional
         import cmsis_pack_manager  # type: ignore[import-not-found]
 
         data = getattr(cmsis_pack_manager.Cache(True, True), "data_path", None)

@@ -123,6 +123,7 @@ def run_child(cm: Any, inputs: list[np.ndarray]) -> list[np.ndarray]:
         data = result.read_bytes()
     status = int(np.frombuffer(data[:4], np.int32)[0])
     if status != 0:
+        # lazy: the C extension loads only when a program runs on the host
         from mcu._native import status_str  # the same names the firmware prints
 
         raise McuError(f"generated model returned status {status} ({status_str(status)})")
