@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from mcu.errors import McuError
-
-__version__ = "0.1.0"
+from mcu.version import __version__
+import sys
+from pathlib import Path
 
 __all__ = ["McuError", "__version__", "compile", "custom_op"]
 
 
 def compile(model, example_inputs, board: str = "mps2-an505", quantize: str = "none", **kwargs):  # noqa: A001
     """Compile ``model`` for ``board``; see :func:`mcu.api.compile`."""
+    # lazy: `import mcu` stays light (no torch, no numpy) until a model is compiled
     from mcu.api import compile as _compile
 
     return _compile(model, example_inputs, board=board, quantize=quantize, **kwargs)
@@ -18,9 +20,7 @@ def compile(model, example_inputs, board: str = "mps2-an505", quantize: str = "n
 
 def custom_op(name: str, **kwargs):
     """Register a ``torch.library`` op's C kernel with mcu; see :func:`mcu.capture.custom_ops.custom_op`."""
-    import sys
-    from pathlib import Path
-
+    # lazy: `import mcu` stays light (no torch, no numpy) until a model is compiled
     from mcu.capture.custom_ops import custom_op as _custom_op
 
     # paths are relative to the file that calls this, not to mcu.capture.custom_ops

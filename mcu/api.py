@@ -23,6 +23,7 @@ import numpy as np
 import torch
 
 from mcu.backends.base import BackendOptions, PartitionReport
+from mcu.backends.cmsis_nn.core import resolve
 from mcu.backends.cmsis_nn.options import CmsisNNOptions
 from mcu.backends.optimized.options import OptimizedOptions
 from mcu.device.boards import Board, load_board
@@ -44,6 +45,14 @@ from mcu.reference.encoding import decode, encode
 from mcu.quantize.flow import is_prequantized
 from mcu.quantize import modes
 from mcu.reference.interp import Reference
+from mcu.program.writer import CompiledMethod, program_from
+from mcu.backends.registry import check, parse
+from mcu.device import custom_check
+from mcu.device.custom_host import build_host_kernels
+from mcu.program.writer import UnsupportedKernel
+from mcu.emit.c_model import GUARD_DEFINE
+from mcu.device.toolchain import build_firmware
+from mcu.device.sim.qemu import run_qemu
 
 # fp32 device outputs must match eager PyTorch to this fraction of the largest |output|.
 FP32_RELATIVE_TOLERANCE = 1e-4
@@ -127,14 +136,13 @@ class CompiledModel:
     def program_image(self, external_weights: bool = False, bundle_tests: bool = False,
                       weights_name: str = "weights.mpw") -> Any:
         """This model as a program file (mcu.program.ProgramImage) with one method, ``forward``."""
-        from mcu.program.methods import CompiledMethod, program_from
-
         return program_from([CompiledMethod("forward", self)], external_weights=external_weights,
                             bundle=bundle_tests, weights_name=weights_name)
 
     def runtime_program(self) -> Any:
         """The program file loaded in-process by the C interpreter (mcu.program.host.Program)."""
         if self._program is None:
+            # lazy: the C extension loads only when a program runs on the host
             from mcu.program.host import Program
 
             self._program = Program.load(self.program_image().program, custom=self.custom_kernels)
@@ -143,16 +151,12 @@ class CompiledModel:
     @cached_property
     def custom_kernels(self) -> Any:
         """The model's custom kernels built for the host (mcu.device.custom_host.HostKernels), or None without any."""
-        from mcu.device.custom_host import build_host_kernels
-
         return build_host_kernels(self.graph)
 
     def run_raw(self, *inputs: Any) -> list[np.ndarray]:
         """The program file run by the C interpreter on the host; outputs in memory order and the
         device's dtypes. A model with a kernel that program files cannot express yet runs its
         generated C instead, and so does one with custom ops (in a sanitized child process)."""
-        from mcu.program.writer import UnsupportedKernel
-
         if self.has_custom_ops:  # the user's C runs in a sanitized child, never in this process
             return self.run_raw_c(*inputs)
         try:
@@ -165,8 +169,6 @@ class CompiledModel:
         """The generated C built for the host (the parity twin of :meth:`run_raw`); with custom ops, in a child
         process under ASan and UBSan with the arena guards (mcu/device/custom_child.py)."""
         if self.has_custom_ops:
-            from mcu.device.custom_child import run_child
-
             return run_child(self, self.encode_inputs(inputs))
         return self.host_model().run_physical(self.encode_inputs(inputs))
 
@@ -252,8 +254,6 @@ class CompiledModel:
     def harness_defines(self) -> dict[str, Any]:
         """The test firmware's compile definitions: the model's own, and the arena guards around custom
         kernels (codegen/model.c.j2; an exported library never has them)."""
-        from mcu.emit.c_model import GUARD_DEFINE
-
         guards = {GUARD_DEFINE: None} if self.library.view.guarded else {}
         return {**self.library.defines, **guards}
 
@@ -273,8 +273,6 @@ class CompiledModel:
             return self._build_in(Path(out_dir), files)
 
     def _build_in(self, out_dir: Path, files: dict[str, str]) -> FirmwareBuild:
-        from mcu.device.toolchain import build_firmware
-
         sources, includes = stage_sources(Path(out_dir), files, self.library)
         src_dir = includes[0]
         # The stack is bounded from the code (mcu/device/stack.py) and reserved exactly, plus a margin.
@@ -328,8 +326,6 @@ class CompiledModel:
 
     def simulate(self, timeout_s: float = 600.0) -> SimulationRun:
         """Build the firmware and run it on the board's simulator with the bundled vectors."""
-        from mcu.device.sim.qemu import run_qemu
-
         if self.board.sim_kind != "qemu":
             raise McuError(f"board {self.board.name} has no simulator",
                            hint="`mcu boards` lists the boards that run in simulation")
@@ -411,9 +407,6 @@ def backend_options(cmsis_nn: str | Path | None = None, packed_weights: bool | N
     for the fastest kernel (mcu/backends/optimized/tuned.py; twice their flash); False keeps them int8
     for the compact kernels (mcu/backends/optimized/compact.py); None (default) packs them while the
     board's flash has room (compact.packed_by_default)."""
-    from mcu.backends.cmsis_nn.core import resolve
-    from mcu.backends.registry import check, parse
-
     order = parse(backend)
     check(order)
     if cmsis_nn is None and order is not None and "cmsis-nn" in order:
@@ -434,7 +427,6 @@ def compile_spec(spec: ModelSpec, board: str | Board = "mps2-an505", quantize: s
     CMSIS-NN first when it is given, then optimized, then portable; mcu/backends/registry.py); the
     partition report is ``CompiledModel.partitions``. ``options``: the backends' own options by backend
     id (:func:`backend_options` makes them from the API's keywords)."""
-    from mcu.backends.registry import check, parse
 
     order = parse(backend)
     check(order)
@@ -451,10 +443,9 @@ def compile_spec(spec: ModelSpec, board: str | Board = "mps2-an505", quantize: s
     if cm.has_custom_ops:
         # The user's kernels against their references in a sanitized child, before any firmware is built
         # and before their C runs in this process.
-        from mcu.device.custom_check import check_kernels
 
         with stage("check custom kernels"):
-            check_kernels(graph)
+            custom_check.check_kernels(graph)
     return cm
 
 

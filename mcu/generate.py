@@ -38,6 +38,14 @@ from mcu.emit.c_model import GeneratedLibrary, environment
 from mcu.errors import McuError
 from mcu.capture.loader import ModelSpec
 from mcu.quantize import modes
+from mcu.program.methods import CompiledMethod, methods_of, program_from, run_model_file
+from mcu.api import compile_spec
+from mcu.device.hostbuild import build_host_library
+from mcu.emit.outputs import build_lock, cached_build_dir, stage_sources
+from mcu.device.toolchain import build_firmware
+from mcu.device.sim.qemu import run_qemu
+from mcu.program.device import build_interpreter_firmware, firmware_view, run_program
+from mcu.quantize.torchao_int4 import int4_weight_model
 
 METHODS = ("prefill", "decode")
 _REQUIRED = ("methods", "prompt", "generate_tokens", "chars")
@@ -141,8 +149,6 @@ class GenerationFile:
 
 
 def load_generation(path: str | Path) -> GenerationFile:
-    from mcu.program.methods import methods_of, run_model_file
-
     path = Path(path)
     module = run_model_file(path)
     specs = dict(methods_of(module, path))
@@ -203,8 +209,6 @@ def _loop(prefill: Callable[[list[int], int], np.ndarray], decode: Callable[[int
 def reference_model(gf: GenerationFile, quantize: str) -> torch.nn.Module:
     """A fresh copy of the model (cleared state) quantized as the device runs it."""
     if modes.int4_weights(quantize):
-        from mcu.quantize.torchao_int4 import int4_weight_model
-
         if modes.is_dynamic(quantize):
             raise McuError("the Python reference of int4-dynamic generation is not available",
                            hint="use --quantize int4-weight or none")
@@ -265,8 +269,6 @@ def _check_signatures(gf: GenerationFile, methods: dict[str, Any]) -> None:
 
 def compile_generation(gf: GenerationFile, board: str | Board = "mps2-an505",
                        quantize: str = modes.AUTO, chunk: int | None = None) -> CompiledGeneration:
-    from mcu.api import compile_spec
-
     if chunk is not None and chunk != gf.chunk:
         gf = gf.with_chunk(chunk)
     board = load_board(board) if isinstance(board, str) else board
@@ -284,8 +286,6 @@ def compile_generation(gf: GenerationFile, board: str | Board = "mps2-an505",
 
 def host_tokens(cg: CompiledGeneration) -> list[int]:
     """The generation loop over the generated C built for the host (ctypes)."""
-    from mcu.device.hostbuild import build_host_library
-
     dll = ctypes.CDLL(str(build_host_library(cg.library)))
     p = cg.prefix
     reset, prefill_fn, decode_fn = (getattr(dll, f"{p}_reset_state"), getattr(dll, f"{p}_prefill_run"),
@@ -296,6 +296,7 @@ def host_tokens(cg: CompiledGeneration) -> list[int]:
 
     def check(status: int, what: str) -> np.ndarray:
         if status != 0:
+            # lazy: the C extension loads only when a program runs on the host
             from mcu._native import status_str
 
             raise McuError(f"the host build's {what} returned status {status} ({status_str(status)})")
@@ -337,9 +338,6 @@ def firmware_sources(cg: CompiledGeneration, expected: list[int]) -> dict[str, s
 
 
 def build_generation_firmware(cg: CompiledGeneration, expected: list[int], out_dir: Path | None = None) -> Any:
-    from mcu.emit.outputs import build_lock, cached_build_dir, stage_sources
-    from mcu.device.toolchain import build_firmware
-
     files = firmware_sources(cg, expected)
     cached = out_dir is None
     out = Path(out_dir) if out_dir is not None else cached_build_dir(cg.board.name, f"{cg.prefix}-gen", files,
@@ -375,8 +373,6 @@ class GenerationRun:
 
 
 def run_generation_firmware(cg: CompiledGeneration, fw: Any) -> GenerationRun:
-    from mcu.device.sim.qemu import run_qemu
-
     if cg.board.sim_kind != "qemu":
         raise McuError(f"board '{cg.board.name}' has no simulator here",
                        hint="run generation on a QEMU board, e.g. --board mps2-an505")
@@ -411,14 +407,13 @@ def _parse_run(cg: CompiledGeneration, console: str, instructions: list[int], ex
 
 def program_image(cg: CompiledGeneration) -> Any:
     """One program file with both methods (equal weights stored once; mcu/program/methods.py)."""
-    from mcu.program.methods import CompiledMethod, program_from
-
     return program_from([CompiledMethod(name, cm) for name, cm in cg.methods.items()])
 
 
 def program_tokens(cg: CompiledGeneration, image: Any = None) -> list[int]:
     """The generation loop through the program file on the host interpreter: both methods run in the
     same kept arenas, so the KV cache prefill writes is the one decode reads."""
+    # lazy: the C extension loads only when a program runs on the host
     from mcu.program.host import Program
 
     program = Program.load((image or program_image(cg)).program)
@@ -438,8 +433,6 @@ def program_tokens(cg: CompiledGeneration, image: Any = None) -> list[int]:
 def build_program_generation_firmware(cg: CompiledGeneration, expected: list[int], image: Any = None) -> Any:
     """The interpreter firmware with the generation loop (codegen/program_generate_main.c.j2): the model
     comes from the program file loaded into its flash region at run time; only the kernels it uses."""
-    from mcu.program.device import build_interpreter_firmware, firmware_view
-
     image = image or program_image(cg)
     g = _loop_view(cg, expected)
     main = environment().get_template("program_generate_main.c.j2").render(
@@ -451,8 +444,6 @@ def build_program_generation_firmware(cg: CompiledGeneration, expected: list[int
 def run_program_generation(cg: CompiledGeneration, expected: list[int], image: Any = None,
                            fw: Any = None) -> GenerationRun:
     """The generation loop on the simulated board through the interpreter firmware and the program file."""
-    from mcu.program.device import run_program
-
     if cg.board.sim_kind != "qemu":
         raise McuError(f"board '{cg.board.name}' has no simulator here",
                        hint="run generation on a QEMU board, e.g. --board mps2-an505")

@@ -32,6 +32,8 @@ from mcu.passes.weights import quantize_linear_weights
 from mcu.passes.weights_int4 import lower_int4_linear, lower_int8_embedding
 from mcu.progress import stage
 from mcu.quantize import modes
+from mcu.quantize.flow import is_prequantized, quantize_static
+from mcu.quantize.torchao_int4 import int4_weight_model
 
 
 Pass = Callable[[Graph], Graph]
@@ -66,17 +68,11 @@ def lower(graph: Graph) -> Graph:
 def to_graph(spec: ModelSpec, quantize: str) -> Graph:
     modes.check(quantize)
     where = str(spec.path) if spec.path else spec.name
-    from mcu.quantize.flow import is_prequantized
-
     if modes.is_static_int8(quantize) and not is_prequantized(spec.model):
-        from mcu.quantize.flow import quantize_static
-
         with stage("quantize"):
             captured = quantize_static(spec.model, spec.example_inputs, spec.calibration, where=where,
                                        custom_ops=spec.custom_ops, example_line=spec.lines.get("example_inputs"))
     elif modes.int4_weights(quantize):  # torchao's groupwise int4 weights
-        from mcu.quantize.torchao_int4 import int4_weight_model
-
         with stage("quantize"):
             captured = int4_weight_model(spec.model)
     else:

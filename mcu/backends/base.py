@@ -39,6 +39,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping, Sequence
 
 from mcu.ir import Graph, Op, Tensor
+from mcu.errors import McuError
 
 if TYPE_CHECKING:  # pragma: no cover
     from mcu.backends.calls import KernelCall
@@ -230,8 +231,6 @@ def partition(graph: Any, backends: list[Backend], ctx: Context) -> PartitionRep
     to take everything (portable); an op that no backend takes is an error naming it and its source.
     First each backend settles its options on the whole graph (:meth:`Backend.settle`).
     """
-    from mcu.errors import McuError
-
     settled = {b.id: b.settle(graph, ctx) for b in backends}
     ctx = replace(ctx, options={**ctx.options, **{k: v for k, v in settled.items() if v is not None}})
     report = PartitionReport()

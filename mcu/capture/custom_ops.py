@@ -26,6 +26,9 @@ import numpy as np
 
 from mcu.errors import McuError
 from mcu.reference.custom import CustomQuant  # noqa: F401  (what an int8 Python reference receives)
+from mcu.emit.cvalues import flat_words
+import sys
+import struct
 
 MAX_INPUTS = 4
 MAX_ARGS = 8
@@ -109,8 +112,6 @@ def custom_op(name: str, *, fp32: Sequence[Any] | None = None, int8: Sequence[An
     ``reference_int8``: the integer one (required with ``int8``). ``int8_output``: "observe",
     "input" or ``("fixed", scale, zero_point)``.
     """
-    import sys
-
     root = Path(base) if base is not None else Path(sys._getframe(1).f_code.co_filename).resolve().parent
     if not isinstance(name, str) or name.count("::") != 1 or not all(p.isidentifier() for p in name.split("::")):
         raise McuError(f"custom op name {name!r} must be 'namespace::op', as given to torch.library.custom_op")
@@ -178,10 +179,6 @@ class CustomCallInfo:
 
     def payload(self) -> bytes:
         """The program file's delegate payload: magic, version, then the params struct's memory image."""
-        import struct
-
-        from mcu.emit.kernels import flat_words
-
         words = [struct.pack("<f" if isinstance(w, float) else "<i", w) for w in flat_words(self.params())]
         return PAYLOAD_MAGIC + struct.pack("<I", PAYLOAD_VERSION) + b"".join(words)
 

@@ -8,6 +8,7 @@ import torch
 
 from mcu.errors import McuError
 from mcu.capture.sourceinfo import user_frame
+from torch.export.graph_signature import OutputKind, TensorArgument
 
 
 def capture(model: torch.nn.Module, example_inputs: tuple[torch.Tensor, ...], where: str = "",
@@ -57,8 +58,6 @@ def _failing_layer(exc: BaseException, model: torch.nn.Module) -> str:
 def check_user_outputs(ep: torch.export.ExportedProgram, where: str) -> None:
     """Every output the model returns is a computed tensor (a dict or nested tuple of them is flattened in
     torch.export's order); a string, number or None cannot come out of the device."""
-    from torch.export.graph_signature import OutputKind, TensorArgument
-
     user = [spec for spec in ep.graph_signature.output_specs if spec.kind == OutputKind.USER_OUTPUT]
     for index, spec in enumerate(user):
         if not isinstance(spec.arg, TensorArgument):

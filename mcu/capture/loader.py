@@ -18,6 +18,8 @@ from typing import Any
 import torch
 
 from mcu.errors import McuError
+import ast
+from mcu.capture.custom_ops import check_registrations
 
 
 EXTRAS = ("eval_data", "eval_metric")
@@ -135,8 +137,6 @@ def spec_from_objects(model: torch.nn.Module, example_inputs: Any, calibration: 
     check_finite(tests, "test_inputs", where, lines)
     if not isinstance(model, torch.fx.GraphModule):  # converted pt2e modules refuse .eval()
         model = model.eval()
-    from mcu.capture.custom_ops import check_registrations
-
     return ModelSpec(model=model, example_inputs=example, calibration=calib, test_inputs=tests, name=name,
                      path=path, custom_ops=check_registrations(custom_ops, where), lines=dict(lines or {}))
 
@@ -199,8 +199,6 @@ def load_model_file(path: str | Path) -> ModelSpec:
 
 def _assignment_lines(path: Path) -> dict[str, int]:
     """The line of each module-level assignment (the last one wins, as at run time)."""
-    import ast
-
     try:
         tree = ast.parse(path.read_text(), filename=str(path))
     except (SyntaxError, OSError, ValueError):

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import jinja2
 
-from mcu import __version__, paths
+from mcu import paths
+from mcu.version import __version__
 from mcu.device.boards import load_board
 from mcu.errors import McuError
 from mcu.device.sim.renode import check_renode_board, render_renode_files

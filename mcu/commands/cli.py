@@ -19,6 +19,16 @@ from mcu.errors import McuError
 from mcu.passes.quantized.fp32_islands import IslandSummary, summarize as summarize_islands
 from mcu.progress import Reporter, reporting, terminal_stream
 from mcu.quantize import modes
+from mcu.commands.devtools import add_parsers as add_devtools_parsers, COMMANDS as DEVTOOLS
+from mcu.device.boards import list_boards, load_board
+from mcu.backends.cmsis_nn.core import cli_spec, resolve
+from mcu.progress import quiet_torch, stage
+from mcu.devtools.trace import run_traced
+from mcu.emit.outputs import build_lock, check_file_target, ensure_dir, write_atomic
+from mcu.device.console import parse_harness
+from mcu.device.flash import chip_for_family, flash_uf2, monitor
+from mcu.program.format import WEIGHTS_SUFFIX
+from mcu.commands.ops_listing import op_rows, render
 
 
 
@@ -138,8 +148,6 @@ def build_parser() -> argparse.ArgumentParser:
                         "pinned as scripts/setup does, then mcu from --mcu-source)")
     _add_eval_parser(sub)
     _add_device_parsers(sub)
-    from mcu.commands.devtools import add_parsers as add_devtools_parsers
-
     add_devtools_parsers(sub, _add_model_args)
     return parser
 
@@ -187,8 +195,6 @@ def _print_json(obj: dict[str, Any]) -> None:
 
 
 def cmd_boards(args: argparse.Namespace) -> int:
-    from mcu.device.boards import list_boards
-
     boards = list_boards()
     if args.json:
         _print_json({"boards": [{"name": b.name, "core": b.core, "fpu": b.fpu, "dsp": b.dsp, "mve": b.mve,
@@ -222,12 +228,10 @@ def _kib(n: int) -> str:
 
 
 def _compile(args: argparse.Namespace):
+    # lazy: keeps torch and jinja2 out of this module's import
     from mcu.api import compile_file
 
-    from mcu.backends.cmsis_nn.core import cli_spec, resolve
-
-    from mcu.progress import quiet_torch
-
+    # lazy: keeps torch and jinja2 out of this module's import
     from mcu.generate import is_generation_file
 
     if getattr(args, "prefill_chunk", None) is not None and Path(args.model).is_file() \
@@ -319,8 +323,6 @@ def _island_share(cm: Any) -> float | None:
     when it has islands: the plain firmware counts the whole inference, not its ops)."""
     if not cm.graph.fallbacks or modes.is_float(cm.quantize) or cm.board.sim_kind != "qemu":
         return None
-    from mcu.devtools.trace import run_traced
-
     try:
         events = run_traced(cm).events
     except McuError:
@@ -353,21 +355,17 @@ def _ram_total(cm, fw) -> dict[str, int]:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    from mcu.emit.outputs import build_lock
-
-    from mcu.device.boards import load_board
-
     if args.board and load_board(args.board).is_linux:
         raise McuError(f"mcu build makes firmware; {args.board} is a Linux board",
                        hint=f"use `mcu run --board {args.board} ...` (builds and runs the harness) or `mcu export`")
+    # lazy: keeps torch and jinja2 out of this module's import
     from mcu.generate import is_generation_file
 
     if is_generation_file(args.model):
+        # lazy: keeps torch and jinja2 out of this module's import
         from mcu.commands import generate as cli_generate
 
         return cli_generate.build(args)
-    from mcu.emit.outputs import check_file_target
-
     for option, target, example in (("--memory-svg", args.memory_svg, "plan.svg"), ("--record", args.record,
                                                                                     "model.record")):
         if target is not None:  # a bad path fails before the compile, not after it
@@ -399,6 +397,7 @@ def _build_report(args: argparse.Namespace, cm: Any, fw: Any) -> int:
         args.memory_svg.write_text(cm.memory_svg())
         report["memory_svg"] = str(args.memory_svg)
     if args.record:
+        # lazy: keeps jinja2 out of this module's import
         from mcu.devtools.record import write_record
 
         report["record"] = str(write_record(cm, args.record, fw))
@@ -432,8 +431,6 @@ def _nested(arr: np.ndarray) -> Any:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from mcu.device.boards import load_board
-
     board = load_board(args.board)
     if getattr(args, "program", False) and (getattr(args, "sim", None) == "renode" or board.sim_kind != "qemu"):
         raise McuError(f"--program runs the interpreter firmware in QEMU, which {board.name} "
@@ -446,9 +443,11 @@ def cmd_run(args: argparse.Namespace) -> int:
                        hint=f"run it with `mcu flash --board {board.name} {args.model}`, or pick a simulated board")
     if board.is_linux:
         return _run_linux(args)
+    # lazy: keeps torch and jinja2 out of this module's import
     from mcu.generate import is_generation_file
 
     if is_generation_file(args.model):
+        # lazy: keeps torch and jinja2 out of this module's import
         from mcu.commands import generate as cli_generate
 
         return cli_generate.run(args)
@@ -479,6 +478,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def _run_program_file(args: argparse.Namespace, cm) -> int:
     """The model's program file on the board's interpreter firmware (mcu.program.run_model)."""
+    # lazy: keeps jinja2 out of this module's import
     from mcu.program.run_model import run_program_model
 
     res = run_program_model(cm, timeout_s=args.timeout)
@@ -505,6 +505,7 @@ def _run_program_file(args: argparse.Namespace, cm) -> int:
 def _run_linux(args: argparse.Namespace) -> int:
     """A Linux board (host, arm64-linux): the same harness as a native executable (or under qemu-aarch64);
     delegated models are checked within bounds (mcu.api.DELEGATE_INT8_LSB / DELEGATE_FP32_RELATIVE)."""
+    # lazy: keeps jinja2 out of this module's import
     from mcu.device.sim.linux import expectations, run_on_linux
 
     cm = _compile(args)
@@ -534,8 +535,7 @@ def _run_linux(args: argparse.Namespace) -> int:
 
 
 def _run_renode(args: argparse.Namespace) -> int:
-    from mcu.device.boards import load_board
-    from mcu.device.console import parse_harness
+    # lazy: keeps jinja2 out of this module's import
     from mcu.device.sim.renode import check_renode_board, find_renode, run_renode
 
     # Fail before compiling when the board has no Renode platform or Renode is missing.
@@ -563,9 +563,6 @@ def _run_renode(args: argparse.Namespace) -> int:
 
 
 def cmd_flash(args: argparse.Namespace) -> int:
-    from mcu.device.boards import load_board
-    from mcu.device.flash import chip_for_family, flash_uf2
-
     board = load_board(args.board)
     if board.deploy_method != "uf2":
         raise McuError(f"board '{board.name}' is not flashed over USB (deploy method '{board.deploy_method}')",
@@ -586,8 +583,6 @@ def cmd_flash(args: argparse.Namespace) -> int:
 
 
 def cmd_monitor(args: argparse.Namespace) -> int:
-    from mcu.device.flash import monitor
-
     console = monitor(port=args.port, timeout_s=args.timeout, on_line=lambda line: print(line, flush=True))
     return _print_verdict(console, None)
 
@@ -606,9 +601,8 @@ def _print_verdict(console: Any, clock_hz: int | None) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    # lazy: keeps jinja2 out of this module's import
     from mcu.commands.export import export_target
-    from mcu.emit.outputs import ensure_dir
-
     if args.format == "program":
         if args.target != "cmake":
             raise McuError(f"--target {args.target} applies to the C library (--format c)",
@@ -631,9 +625,9 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def _export_program(args: argparse.Namespace) -> int:
     """A program file with every method of model.py (see mcu/program/methods.py), weights inline or beside it."""
-    from mcu.emit.outputs import check_file_target, write_atomic
-    from mcu.program.format import WEIGHTS_SUFFIX
+    # lazy: keeps torch and jinja2 and the C extension out of this module's import
     from mcu.program.methods import compile_methods, program_from
+    # lazy: the C extension loads only when a program runs on the host
     from mcu.program.host import verify_program_files
 
     if args.cmsis_nn is not None:
@@ -644,8 +638,6 @@ def _export_program(args: argparse.Namespace) -> int:
     if args.external_weights:
         check_file_target(weights_path, what="weights file", example="model.mpw")
     # The board only decides whether each method's arena fits; any interpreter firmware runs the file.
-    from mcu.progress import quiet_torch
-
     with quiet_torch(verbose=args.verbose):
         methods = compile_methods(args.model, board=args.board or "mps2-an505", quantize=args.quantize)
     image = program_from(methods, external_weights=args.external_weights, bundle=args.bundle_tests,
@@ -661,6 +653,7 @@ def _export_program(args: argparse.Namespace) -> int:
     if args.verify:
         weights = weights_path if image.weights is not None else None
         if any(m.model.has_custom_ops for m in methods):  # the user's kernels run in a child, not in mcu
+            # lazy: keeps jinja2 out of this module's import
             from mcu.device.custom_child import verify_program_in_child
 
             print(verify_program_in_child(out, weights, Path(args.model)))
@@ -670,11 +663,11 @@ def _export_program(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
+    # lazy: keeps torch and jinja2 out of this module's import
     from mcu.api import backend_options, compile_spec
+    # lazy: keeps torch out of this module's import
     from mcu.commands.evaluate import evaluate
     from mcu.capture.loader import load_model_file
-    from mcu.progress import quiet_torch, stage
-
     board = args.board or "mps2-an505"
     with quiet_torch(verbose=args.verbose):
         with stage("load"):
@@ -703,7 +696,6 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_ops(args: argparse.Namespace) -> int:
-    from mcu.commands.ops_listing import op_rows, render  # dtypes and kernels per op
 
     rows = op_rows()
     if getattr(args, "json", False):
@@ -714,6 +706,7 @@ def cmd_ops(args: argparse.Namespace) -> int:
 
 
 def cmd_ci(args: argparse.Namespace) -> int:
+    # lazy: keeps jinja2 out of this module's import
     from mcu.commands.ci import CiRequest, write_renode_ci
 
     root = Path(args.output)
@@ -744,8 +737,6 @@ COMMANDS = {"boards": cmd_boards, "build": cmd_build, "run": cmd_run, "export": 
 
 
 def _devtools_command(name: str) -> Any:
-    from mcu.commands.devtools import COMMANDS as DEVTOOLS
-
     return lambda args: DEVTOOLS[name](args, _compile)
 
 

@@ -34,6 +34,7 @@ def _differences(cm: Any, sim: Any) -> int:
 
 
 def measure(model: Path, board: str, quantize: str) -> dict[str, Any]:
+    # lazy: keeps torch and jinja2 out of this module's import
     from mcu.api import compile_file
 
     with quiet_torch(verbose=False):

@@ -8,6 +8,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from mcu.commands.types import positive_seconds
+from mcu.errors import McuError
+from dataclasses import asdict
+from mcu.devtools.debug import debug_model
 
 
 def add_parsers(sub: Any, add_model_args: Callable[[argparse.ArgumentParser], None]) -> None:
@@ -48,9 +51,8 @@ def add_record_parser(sub: Any) -> None:
 
 
 def cmd_record(args: argparse.Namespace, compile_fn: Callable[[argparse.Namespace], Any]) -> int:
+    # lazy: keeps jinja2 out of this module's import
     from mcu.devtools.record import describe_record, load_record, profile_from_record
-    from mcu.errors import McuError
-
     record = load_record(args.file)
     if args.events is not None:
         try:
@@ -78,10 +80,6 @@ def add_debug_parser(sub: Any, add_model_args: Callable[[argparse.ArgumentParser
 
 
 def cmd_debug(args: argparse.Namespace, compile_fn: Callable[[argparse.Namespace], Any]) -> int:
-    from dataclasses import asdict
-
-    from mcu.devtools.debug import debug_model
-
     report = debug_model(compile_fn(args), timeout_s=args.timeout)
     first = report.first_departure
     if args.json:
@@ -93,10 +91,12 @@ def cmd_debug(args: argparse.Namespace, compile_fn: Callable[[argparse.Namespace
 
 
 def cmd_profile(args: argparse.Namespace, compile_fn: Callable[[argparse.Namespace], Any]) -> int:
+    # lazy: keeps jinja2 out of this module's import
     from mcu.devtools.profile import events_json, profile_model
 
     cm = compile_fn(args)
     if args.program:
+        # lazy: keeps jinja2 out of this module's import
         from mcu.devtools.program_trace import profile_program
 
         profile, run = profile_program(cm, timeout_s=args.timeout)

@@ -116,6 +116,7 @@ def evaluate(spec: ModelSpec, board: str, quantize: str, samples: int = 50, time
     """Compile ``spec`` with the sampled images as its bundled vectors and measure the three figures.
 
     ``compile_fn(spec, board, quantize)`` compiles (default :func:`mcu.api.compile_spec`)."""
+    # lazy: keeps jinja2 out of this module's import
     from mcu.api import compile_spec
 
     data = eval_set(spec)

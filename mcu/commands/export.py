@@ -16,6 +16,8 @@ from mcu.errors import McuError
 from mcu.emit.targets import DEFAULT_TARGET, TARGETS, ExportJob
 from mcu.emit.targets.common import ModelStack
 from mcu.emit.outputs import ensure_dir
+from mcu.device.stack import bound, load_frames
+from mcu.device.toolchain import COMMON_CFLAGS, find_cross_compiler, find_cross_objdump
 
 if TYPE_CHECKING:
     from mcu.api import CompiledModel
@@ -30,9 +32,6 @@ def model_stack(cm: CompiledModel) -> ModelStack:
     """The worst-case stack of the model's run function on its board's core: the call graph from
     ``<prefix>_run`` over the model's firmware (built with -fstack-usage, content-keyed in the cache), with
     the frames that build recorded (mcu/device/stack.py)."""
-    from mcu.device.stack import bound, load_frames
-    from mcu.device.toolchain import COMMON_CFLAGS, find_cross_compiler, find_cross_objdump
-
     board = cm.board
     if board.kind != "mcu":
         return ModelStack(bytes=None, board=board.name, core=board.core,

@@ -9,11 +9,12 @@ from typing import Any
 
 from mcu.generate import (CompiledGeneration, build_generation_firmware, compile_generation, host_tokens,
                           load_generation, reference_tokens, run_generation_firmware)
+from mcu.progress import quiet_torch
+from mcu.generate import build_program_generation_firmware, program_image, run_program_generation
+from mcu.program.device import check_fits, program_layout
 
 
 def _compile(args: argparse.Namespace) -> CompiledGeneration:
-    from mcu.progress import quiet_torch
-
     with quiet_torch(verbose=getattr(args, "verbose", False)):
         gf = load_generation(args.model)
         return compile_generation(gf, args.board, args.quantize, getattr(args, "prefill_chunk", None))
@@ -64,10 +65,6 @@ def run(args: argparse.Namespace) -> int:
     expected = reference_tokens(gf, cg.quantize)
     host = host_tokens(cg)
     if getattr(args, "program", False):
-        from mcu.generate import build_program_generation_firmware, program_image, run_program_generation
-
-        from mcu.program.device import check_fits, program_layout
-
         image = program_image(cg)
         check_fits(program_layout(cg.board), image.program, image.weights, cg.board.name)  # before the build
         fw = build_program_generation_firmware(cg, expected, image)

@@ -25,6 +25,10 @@ import re
 from dataclasses import asdict, dataclass
 from types import CodeType, FunctionType
 from typing import Any, Callable, Iterable
+from mcu.backends.portable.variants import INT8_VARIANTS
+from mcu.backends.portable.core import EMITTERS
+from mcu.backends.registry import backend_class
+from mcu.passes.quantized.fp32_islands import ISLANDS
 
 ISLAND = "fp32 island"
 VIEW = "view (no code)"
@@ -128,8 +132,6 @@ def emitter_kernels(emit: Callable, kind: str) -> set[str]:
     """The C functions an emitter names: its string literals and f-strings (filled from its closure), and
     the function names its closure holds; an int8 matrix op's kernels are its rows of the variant table;
     an emitter that names none calls one that does (``_pad_s8`` builds on ``_pad``)."""
-    from mcu.backends.portable.variants import INT8_VARIANTS
-
     seen: set[int] = set()
     todo: list[Any] = [emit]
     while todo:
@@ -177,10 +179,11 @@ class Tables:
 
 
 def load_tables() -> Tables:
-    from mcu.backends.portable.core import EMITTERS
-    from mcu.backends.registry import alternatives, backend_class
+    # lazy: keeps torch out of this module's import
+    from mcu.backends.registry import alternatives
     from mcu.capture.edge import op_name
-    from mcu.frontend.lower import _all_handlers
+    # lazy: keeps torch out of this module's import
+    from mcu.frontend.lower import all_handlers
     from mcu.passes.quantized.core import CONVERTERS
 
     backends = {}
@@ -190,7 +193,7 @@ def load_tables() -> Tables:
         except Exception:  # noqa: BLE001 - a backend whose dependencies are missing lists nothing
             continue
         backends[name] = {(r.kind, d) for r in cls.rules for d in r.dtypes}
-    return Tables({op_name(t): h for t, h in _all_handlers().items()}, dict(EMITTERS), dict(CONVERTERS), backends)
+    return Tables({op_name(t): h for t, h in all_handlers().items()}, dict(EMITTERS), dict(CONVERTERS), backends)
 
 
 def int8_kinds(tables: Tables, kind: str) -> set[str]:
@@ -243,8 +246,6 @@ def kind_kernels(tables: Tables, kind: str) -> tuple[set[str], set[str]]:
 
 
 def op_rows(tables: Tables | None = None) -> list[OpRow]:
-    from mcu.passes.quantized.fp32_islands import ISLANDS
-
     tables = tables or load_tables()
     known = tables.kinds
     rows = []

@@ -27,6 +27,7 @@ from mcu.errors import McuError
 from mcu.ir import NUMPY_DTYPES, Graph, Op
 from mcu.paths import cache_dir, runtime_dir
 from mcu.reference.custom import run_custom
+from mcu.device.custom_host import check_sources, kernels_of
 
 FP32_RELATIVE = 1e-5  # an fp32 kernel against its numpy reference: of the largest reference value
 TIMEOUT_S = 60.0
@@ -54,7 +55,7 @@ def _table(functions: tuple[str, ...]) -> str:
 def build_check_tool(kernels: list[tuple[CustomOp, CustomKernel]], sanitize: bool = True) -> CheckTool:
     """The check executable of these kernels (each ``(registration, CustomKernel)``), built once per content;
     with ASan and UBSan when ``sanitize`` and the host compiler has them, else with pattern-checked guards."""
-    from mcu.device.custom_host import check_sources
+    # lazy: keeps jinja2 out of this module's import
     from mcu.device.hostbuild import find_host_cc
 
     functions = tuple(dict.fromkeys(k.function for _, k in kernels))
@@ -202,7 +203,6 @@ def check_kernels(graph: Graph, seed: int = 0, sanitize: bool = True) -> None:
     """Run every custom op's C kernel in the check child and compare it with its Python reference: int8 bit for
     bit (inputs over the whole int8 range), fp32 within :data:`FP32_RELATIVE` of the largest reference value
     (inputs ~ N(0, 3^2)). Any stray access, crash or difference is an error naming the op."""
-    from mcu.device.custom_host import kernels_of
 
     ops = [op for op in graph.ops if op.kind == "custom"]
     if not ops:

@@ -25,6 +25,9 @@ from mcu.emit.c_model import GUARD_DEFINE, GeneratedLibrary
 from mcu.errors import McuError
 from mcu.ir import NUMPY_DTYPES
 from mcu.paths import cache_dir, runtime_dir
+import sys
+from mcu.device.hostbuild import find_host_cc, library_sources
+from mcu.device.guards import raise_on_guard
 
 CFLAGS = ["-std=c11", "-O1", "-Wall", "-Wextra", "-Werror", f"-D{GUARD_DEFINE}"]
 HOST_RUNTIME = ["src/mcu_log.c", "src/mcu_platform_default.c"]
@@ -58,8 +61,6 @@ def _main(lib: GeneratedLibrary) -> str:
 
 def build_child(lib: GeneratedLibrary) -> Path:
     """The sanitized executable of ``lib`` (cached by content; unsanitized where the compiler has no ASan)."""
-    from mcu.device.hostbuild import find_host_cc, library_sources
-
     main = _main(lib)
     sources = library_sources(lib) + [runtime_dir() / s for s in HOST_RUNTIME]
     h = hashlib.sha256(" ".join([*CFLAGS, *SANITIZE, *lib.libraries, *lib.define_flags()]).encode()
@@ -96,7 +97,6 @@ def build_child(lib: GeneratedLibrary) -> Path:
 
 def run_child(cm: Any, inputs: list[np.ndarray]) -> list[np.ndarray]:
     """``cm``'s generated C on ``inputs`` (memory order, device dtypes) in the sanitized child; its outputs."""
-    from mcu.device.guards import raise_on_guard
 
     view = cm.library.view
     if len(inputs) != len(view.inputs):
@@ -123,6 +123,7 @@ def run_child(cm: Any, inputs: list[np.ndarray]) -> list[np.ndarray]:
         data = result.read_bytes()
     status = int(np.frombuffer(data[:4], np.int32)[0])
     if status != 0:
+        # lazy: the C extension loads only when a program runs on the host
         from mcu._native import status_str  # the same names the firmware prints
 
         raise McuError(f"generated model returned status {status} ({status_str(status)})")
@@ -159,8 +160,6 @@ except McuError as e:
 def verify_program_in_child(program: Path, weights: Path | None, model_file: Path) -> str:
     """:func:`mcu.program.host.verify_program_files` of a program with custom ops, in a child process (the user's
     kernels registered from ``model_file``): its summary, or its error as an :class:`McuError`."""
-    import sys
-
     args = [str(program), str(weights) if weights is not None else "", str(model_file)]
     proc = subprocess.run([sys.executable, "-c", _VERIFY, *args], capture_output=True, text=True, errors="replace",
                           env={**os.environ, **CHILD_ENV})

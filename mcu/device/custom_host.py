@@ -23,6 +23,10 @@ from mcu.capture.custom_ops import CustomKernel, CustomOp, delegate_id
 from mcu.errors import McuError
 from mcu.ir import Graph
 from mcu.paths import cache_dir, runtime_dir
+import re
+import struct
+from mcu.program import format as fmt
+from mcu.capture.custom_ops import check_registrations
 
 CFLAGS = ["-std=c11", "-O2", "-fPIC", "-shared", "-Wall", "-Wextra", "-Werror"]
 # The compiler's messages in plain ASCII (no localized quotes), as the user will search for them.
@@ -90,6 +94,7 @@ def compile_error(reg: CustomOp, stderr: str) -> McuError:
 
 def check_sources(kernels: list[tuple[CustomOp, CustomKernel]]) -> None:
     """Each op's C files compiled alone with the firmware's warnings-as-errors flags, so an error names its op."""
+    # lazy: keeps jinja2 out of this module's import
     from mcu.device.hostbuild import find_host_cc
 
     for reg, k in kernels:
@@ -108,11 +113,6 @@ def build_host_kernels(graph: Graph) -> HostKernels | None:
 
 def program_custom_functions(program: bytes) -> list[str]:
     """The C functions of the custom kernels a program file calls (its ``custom:<function>`` delegate ids)."""
-    import re
-    import struct
-
-    from mcu.program import format as fmt
-
     try:
         head = fmt.read_header(program)
         fb = program[head.fb_offset:head.fb_offset + head.fb_size]
@@ -144,9 +144,8 @@ def _kernels_named(ops: tuple[CustomOp, ...], functions: list[str], where: str) 
 def kernels_for(custom: Any, functions: list[str]) -> list[tuple[CustomOp, CustomKernel]]:
     """The registrations and kernels of ``functions`` (those a program calls) from ``custom=``: the model file
     the program was exported from (a path) or its ``custom_ops`` list."""
-    from mcu.capture.custom_ops import CustomOp, check_registrations
-
     if isinstance(custom, (str, Path)):
+        # lazy: keeps torch out of this module's import
         from mcu.capture.loader import load_model_file
 
         path = Path(custom)
@@ -179,6 +178,7 @@ def firmware_registry(functions: list[str]) -> str:
 
 def build_kernels(kernels: list[tuple[CustomOp, CustomKernel]]) -> HostKernels:
     """The host library of these kernels (each ``(registration, kernel)``), cached by content."""
+    # lazy: keeps jinja2 out of this module's import
     from mcu.device.hostbuild import find_host_cc
 
     functions = [k.function for _, k in kernels]

@@ -213,6 +213,7 @@ def picotool_load(uf2: Path, timeout_s: float, picotool: str = "picotool", chip:
 
 def serial_candidates() -> list[Any]:
     """USB serial ports (pyserial ListPortInfo), the likeliest Pico 2 console first."""
+    # lazy: pyserial is optional; only flashing over a serial port needs it
     from serial.tools import list_ports
 
     ports = [p for p in list_ports.comports() if getattr(p, "vid", None) is not None]
@@ -230,6 +231,7 @@ def pick_serial_port(port: str | None, chip: str = CHIP_NAME) -> str:
     candidates = serial_candidates()
     if candidates:
         return str(candidates[0].device)
+    # lazy: pyserial is optional; only flashing over a serial port needs it
     from serial.tools import list_ports
 
     seen = ", ".join(sorted(p.device for p in list_ports.comports())) or "none"
@@ -238,6 +240,7 @@ def pick_serial_port(port: str | None, chip: str = CHIP_NAME) -> str:
 
 
 def open_serial(port: str, baud: int = BAUD) -> Any:
+    # lazy: pyserial is optional; only flashing over a serial port needs it
     import serial
 
     try:
@@ -253,6 +256,7 @@ def open_serial(port: str, baud: int = BAUD) -> Any:
 def read_console(ser: Any, port: str, timeout_s: float, silence_s: float,
                  on_line: LineSink | None = None) -> ConsoleResult:
     """Read lines until the verdict (RESULT or FAULT, then the EXIT line if one follows) or a timeout."""
+    # lazy: pyserial is optional; only flashing over a serial port needs it
     import serial
 
     start = last_data = time.monotonic()

@@ -111,6 +111,7 @@ class HostModel:
         args += [o.ctypes.data_as(ctypes.c_void_p) for o in outs]
         status = self._fn(*args)
         if status != 0:
+            # lazy: the C extension loads only when a program runs on the host
             from mcu._native import status_str  # the same names the firmware prints
 
             raise McuError(f"generated model returned status {status} ({status_str(status)})")

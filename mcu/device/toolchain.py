@@ -31,6 +31,7 @@ from mcu.device.elf import STB_GLOBAL, STB_WEAK, STT_FUNC, ElfFile, read_elf
 from mcu.errors import McuError
 from mcu.device.stack import StackReport, bound as bound_stack, read_su, save_frames
 from mcu.device.uf2 import write_uf2
+import sys
 
 CROSS_GCC = "arm-none-eabi-gcc"
 CROSS_GCC_ENV = "MCU_ARM_GCC"
@@ -459,8 +460,6 @@ def linux_sysroot(board: Board) -> Path | None:
     """The board's target libraries (arm64 XNNPACK), inside the Python environment; None for native boards."""
     if not board.linux_sysroot:
         return None
-    import sys
-
     return Path(os.environ.get("MCU_ARM64_SYSROOT", str(Path(sys.prefix) / board.linux_sysroot)))
 
 

@@ -21,6 +21,7 @@ from mcu.layouts import from_memory_order, to_memory_order
 from mcu.reference import kernels as qref
 from mcu.reference.interp import FLOAT_MOVES, INT8_OPS
 from mcu.quantize import modes
+from mcu.devtools.trace import build_traced, TRACE_DEFINE
 
 DUMP_DEFINE = "MCU_TRACE_DUMP"
 PERTURB_DEFINE = "MCU_TRACE_TEST_PERTURB"  # test-only: corrupt one op's output (runtime_c/src/mcu_trace.c)
@@ -176,9 +177,12 @@ _FOLDED = ("_native_batch_norm_legit_no_training", "getitem", "relu", "hardtanh"
 def fp32_per_op(cm: Any, inputs: tuple) -> dict[int, np.ndarray]:
     """Eager fp32 value (logical shape) of every lowered op that has a node of the same name in the float
     program, following the chain of nodes the lowering folded into it (batch norm, activations)."""
+    # lazy: keeps torch out of this module's import
     import torch
 
+    # lazy: keeps torch out of this module's import
     from mcu.capture.export import capture
+    # lazy: keeps torch out of this module's import
     from mcu.capture.edge import to_edge
 
     ep = to_edge(capture(cm.spec.model, cm.spec.example_inputs))
@@ -226,8 +230,9 @@ def _sqnr(signal: np.ndarray, approx: np.ndarray) -> tuple[float, float]:
 
 def debug_model(cm: Any, perturb_handle: int | None = None, timeout_s: float = 600.0) -> DebugReport:
     """Build and run the debug firmware; ``perturb_handle`` (tests only) corrupts that op's output."""
+    # lazy: keeps jinja2 out of this module's import
     from mcu.devtools.ops import op_table
-    from mcu.devtools.trace import TRACE_DEFINE, build_traced
+    # lazy: keeps jinja2 out of this module's import
     from mcu.device.sim.qemu import run_qemu
 
     if cm.board.sim_kind != "qemu":
@@ -236,8 +241,10 @@ def debug_model(cm: Any, perturb_handle: int | None = None, timeout_s: float = 6
         raise McuError(f"{cm.spec.name} ({cm.quantize}{', delegated' if cm.delegated else ''}) has no integer "
                        "reference to compare with", hint="mcu debug compares int8 programs of our own kernels; use "
                        "--quantize int8 (and no --backend delegate)")
+    # lazy: keeps jinja2 out of this module's import
     from mcu.emit.c_model import GUARD_DEFINE
     from mcu.device.guards import raise_on_guard
+    # lazy: keeps jinja2 out of this module's import
 
     defines: dict[str, Any] = {TRACE_DEFINE: None, DUMP_DEFINE: None}
     if cm.library.view.guarded:

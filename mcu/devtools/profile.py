@@ -17,6 +17,8 @@ from typing import Any
 from mcu.devtools.ops import OpInfo
 from mcu.devtools.trace import TraceEvent
 from mcu.errors import McuError
+from mcu.devtools.ops import op_table
+from mcu.devtools.trace import run_traced
 
 
 @dataclass(frozen=True)
@@ -141,9 +143,6 @@ def profile_model(cm: Any, timeout_s: float = 600.0, port: str | None = None, dr
     result). On hardware the traced firmware checks its outputs against the bundled vectors itself, and
     the total is its own CYCLES line (tracer included).
     """
-    from mcu.devtools.ops import op_table
-    from mcu.devtools.trace import run_traced
-
     run = run_traced(cm, timeout_s=timeout_s, port=port, drive=drive, search_dirs=search_dirs)
     if not run.passed:
         raise McuError(f"the profiling firmware of {cm.spec.name} failed its bundled vectors",

@@ -91,8 +91,10 @@ def record_dict(cm: Any, firmware: Any = None) -> dict[str, Any]:
 
 def write_record(cm: Any, path: str | Path, firmware: Any = None) -> Path:
     """Save ``cm``'s compile record (and its exported program) to ``path``; ``firmware``: its build, for sizes."""
+    # lazy: keeps torch out of this module's import
     import torch
 
+    # lazy: keeps torch out of this module's import
     from mcu.capture.export import capture
 
     path = Path(path)
@@ -119,6 +121,7 @@ class CompileRecord:
 
     def exported_program(self) -> Any:
         """The model as torch.export captured it (torch.export.ExportedProgram)."""
+        # lazy: keeps torch out of this module's import
         import torch
 
         with zipfile.ZipFile(self.path) as z:

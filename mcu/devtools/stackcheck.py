@@ -13,6 +13,8 @@ from typing import Any
 
 from mcu.errors import McuError
 from mcu.device.stack import StackReport
+from mcu.device.console import parse_harness
+from mcu.devtools.trace import build_variant
 
 PAINT_DEFINE = "MCU_STACK_PAINT"
 _STACK_LINE = re.compile(r"^STACK (\d+)\s*$", re.M)
@@ -27,10 +29,8 @@ class StackCheck:
 
 
 def measure_stack(cm: Any, timeout_s: float = 600.0) -> StackCheck:
-    from mcu.device.console import parse_harness
+    # lazy: keeps jinja2 out of this module's import
     from mcu.device.sim.qemu import run_qemu
-    from mcu.devtools.trace import build_variant
-
     fw = build_variant(cm, "firmware-stack", {PAINT_DEFINE: None}, stack_usage=True)
     result = run_qemu(cm.board, fw.elf, timeout_s=timeout_s)
     m = _STACK_LINE.search(result.console)

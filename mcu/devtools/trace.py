@@ -21,6 +21,7 @@ from mcu.device.console import parse_harness
 from mcu.errors import McuError
 from mcu.ir import NUMPY_DTYPES
 from mcu.paths import cache_dir, kernel_source, runtime_dir
+from mcu.device.flash import chip_for_family, flash_uf2
 
 TRACE_DEFINE = "MCU_TRACE"
 TRACE_SOURCE = "src/mcu_trace.c"
@@ -61,6 +62,7 @@ def build_variant(cm: Any, kind: str, defines: dict[str, Any], extra_sources: tu
                   out_dir: Path | None = None, stack_usage: bool = False) -> Any:
     """The model's firmware built with extra ``defines`` (and runtime sources) into ``out_dir`` (default:
     a cache folder per ``kind`` keyed by the sources and the defines): the tracer, the stack painter."""
+    # lazy: keeps jinja2 out of this module's import
     from mcu.device.toolchain import build_firmware
 
     defines = {**cm.library.defines, **defines}  # the model's kernel definitions (mcu/backends/optimized/specialise.py)
@@ -131,6 +133,7 @@ def run_traced(cm: Any, timeout_s: float = 600.0, port: str | None = None, drive
     from the TRACE lines on its serial console; ``port``, ``drive`` as for ``mcu flash``)."""
     if cm.board.deploy_method == "uf2":
         return _run_traced_on_device(cm, timeout_s, port, drive, search_dirs)
+    # lazy: keeps jinja2 out of this module's import
     from mcu.device.sim.qemu import run_qemu
 
     if cm.board.sim_kind != "qemu":
@@ -148,8 +151,6 @@ def run_traced(cm: Any, timeout_s: float = 600.0, port: str | None = None, drive
 
 def _run_traced_on_device(cm: Any, timeout_s: float, port: str | None, drive: Path | None,
                           search_dirs: Any) -> TraceRun:
-    from mcu.device.flash import chip_for_family, flash_uf2
-
     fw = build_traced(cm)
     flashed = flash_uf2(fw.uf2, drive=drive, port=port, timeout_s=timeout_s, search_dirs=search_dirs,
                         chip=chip_for_family(cm.board.uf2_family))

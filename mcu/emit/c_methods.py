@@ -20,6 +20,7 @@ from mcu.emit.kernels import merge_defines
 from mcu.errors import McuError
 from mcu.ir import Graph
 from mcu.plan.memory import MemoryPlan
+from mcu.version import __version__
 
 
 @dataclass
@@ -63,7 +64,6 @@ def _same_state(views: list[ModelView]) -> list[StateView]:
 
 def render_methods_library(name: str, methods: Sequence[MethodInput], quantize: str,
                            tokens: Sequence[int] = ()) -> GeneratedLibrary:
-    from mcu import __version__
 
     if not methods:
         raise McuError("a multi-method library needs at least one method")

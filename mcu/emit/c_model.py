@@ -13,7 +13,7 @@ from typing import Any, Callable
 import jinja2
 import numpy as np
 
-from mcu import __version__
+from mcu.version import __version__
 from mcu.emit.cvalues import c_array_body, c_float, c_initializer, c_type
 from mcu.emit.delegates import REGISTRY_SOURCE, runtime_for
 from mcu.emit.kernels import KernelCall, Refs, emit_call, kernel_defines

@@ -62,3 +62,16 @@ class CExpr:
 
     def __init__(self, text: str) -> None:
         self.text = text
+
+
+def flat_words(value: object) -> list[int | float]:
+    """A params initializer (dict, list or scalar) as its words in declaration order."""
+    if isinstance(value, dict):
+        return [w for v in value.values() for w in flat_words(v)]
+    if isinstance(value, (list, tuple)):
+        return [w for v in value for w in flat_words(v)]
+    if isinstance(value, bool):
+        return [int(value)]
+    if isinstance(value, float):
+        return [value]
+    return [int(value)]  # type: ignore[call-overload]

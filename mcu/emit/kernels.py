@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Callable, Mapping, Sequence
 
 from mcu.backends.calls import SCRATCH, KernelCall, Operand, ProgramCall, Ref, Refs, ScratchOperand
+from mcu.emit.cvalues import flat_words
 from mcu.ir import Op, Tensor
 
 __all__ = ["SCRATCH", "KernelCall", "Operand", "ProgramCall", "Ref", "Refs", "ScratchOperand", "emit_call",
@@ -53,19 +54,6 @@ def merge_defines(parts: Sequence[Mapping[str, Mapping[str, int]]]) -> dict[str,
     names = list(dict.fromkeys(name for part in parts for name in part))
     return {define: value for name in names
             for define, value in backend(name).merge_defines([part.get(name, {}) for part in parts]).items()}
-
-
-def flat_words(value: object) -> list[int | float]:
-    """A params initializer (dict, list or scalar) as its words in declaration order."""
-    if isinstance(value, dict):
-        return [w for v in value.values() for w in flat_words(v)]
-    if isinstance(value, (list, tuple)):
-        return [w for v in value for w in flat_words(v)]
-    if isinstance(value, bool):
-        return [int(value)]
-    if isinstance(value, float):
-        return [value]
-    return [int(value)]  # type: ignore[call-overload]
 
 
 def program_call(op: Op, place: Callable[[Tensor], tuple[int, int]],

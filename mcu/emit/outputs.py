@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from mcu.errors import McuError
+import hashlib
+from mcu.paths import cache_dir, kernel_source, runtime_dir
 
 LOCK_NAME = ".mcu-build.lock"
 
@@ -123,10 +125,6 @@ def cached_build_dir(board_name: str, prefix: str, files: dict[str, str],
                      defines: dict[str, int] | None = None) -> Path:
     """The build cache's folder for these generated files and compile definitions (content-keyed:
     equal files and definitions, one build)."""
-    import hashlib
-
-    from mcu.paths import cache_dir
-
     key = "".join(f"{k}\0{v}" for k, v in sorted(files.items()))
     if defines:
         key += "\0defines\0" + " ".join(f"-D{k}={v}" for k, v in sorted(defines.items()))
@@ -138,8 +136,6 @@ def stage_sources(out_dir: Path, files: dict[str, str], library: Any) -> tuple[l
     """Write the generated ``files`` into ``out_dir/src`` (unchanged files keep their time stamps, files of
     an earlier build there are removed) and return the sources and include folders of a firmware build
     with ``library``'s kernels and runtime (a mcu.emit.c_model.GeneratedLibrary)."""
-    from mcu.paths import kernel_source, runtime_dir
-
     ensure_dir(out_dir)
     src = Path(out_dir) / "src"
     src.mkdir(parents=True, exist_ok=True)

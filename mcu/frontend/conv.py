@@ -24,6 +24,7 @@ from torch.fx import Node
 from mcu.errors import McuError
 from mcu.ir import Op, QConst, Tensor
 from mcu.capture.sourceinfo import op_source, user_source_line
+from mcu.frontend.common import tensor_dtype as _dtype
 
 
 def _ints(v: Any, n: int) -> tuple[int, ...]:
@@ -81,7 +82,6 @@ def convolution(ctx: Any, node: Node, a: list[Any]) -> Tensor:
     if transposed:
         attrs["output_padding"] = out_pad
     val = node.meta["val"]
-    from mcu.frontend.lower import _dtype
 
     dtype = _dtype(val, node)
     shape = tuple(int(s) for s in val.shape)

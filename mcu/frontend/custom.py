@@ -16,6 +16,8 @@ from torch.fx import Node
 from mcu.capture.custom_ops import CustomOp
 from mcu.errors import McuError
 from mcu.capture.sourceinfo import op_source, user_source_line
+from mcu.frontend.common import out_tensor as _out_tensor
+from mcu.ir import Op, Tensor
 
 # Namespaces whose ops are ours to lower (or to refuse as unsupported ATen ops).
 OWN_NAMESPACES = ("aten", "quantized_decomposed", "prims", "torchao",  # torchao: its int4 dequantize, folded
@@ -31,9 +33,6 @@ def custom_name(target: object) -> str | None:
 
 def _handler(reg: CustomOp) -> Callable[..., Any]:
     def lower(ctx: Any, node: Node, args: list[Any]) -> Any:
-        from mcu.frontend.lower import _out_tensor
-        from mcu.ir import Op, Tensor
-
         # Every schema argument in order: export leaves out trailing ones equal to their defaults.
         schema = node.target._schema.arguments
         full = list(args)

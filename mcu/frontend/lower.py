@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import operator
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
@@ -21,7 +20,29 @@ from torch.fx import Node
 
 from mcu.capture.edge import op_name, verify_edge
 from mcu.errors import McuError
+from mcu.frontend.common import Ctx as _Ctx
+from mcu.frontend.common import adaptive_avg_pool as _adaptive_avg_pool
+from mcu.frontend.common import const as _const
+from mcu.frontend.common import emit as _emit
+from mcu.frontend.common import is_const as _is_const
+from mcu.frontend.common import linear_from as _linear_from
+from mcu.frontend.common import mm as _mm
+from mcu.frontend.common import out_tensor as _out_tensor
+from mcu.frontend.common import pair as _pair
+from mcu.frontend.common import permute as _permute
+from mcu.frontend.common import tensor_arg as _tensor_arg
+from mcu.frontend.common import tensor_dtype as _dtype
+from mcu.frontend.conv import convolution
+from mcu.frontend.custom import custom_handlers
 from mcu.frontend.int4 import dequantize_affine_ops, fold_dequantize_affine
+from mcu.frontend.norm import HANDLERS as NORM
+from mcu.frontend.norm import constant_inputs
+from mcu.frontend.ops import HANDLERS as MORE
+from mcu.frontend.ops import reduce_handler
+from mcu.frontend.recurrent import HANDLERS as RECURRENT
+from mcu.frontend.resample import HANDLERS as RESAMPLE
+from mcu.frontend.select import HANDLERS as SELECT
+from mcu.frontend.select import bool_to_float
 from mcu.frontend import state as frontend_state
 from mcu.ir import Graph, Op, QConst, QuantParams, Tensor
 from mcu.capture.sourceinfo import op_source, user_source_line
@@ -32,48 +53,6 @@ aten = torch.ops.aten
 _DATA_MOVEMENT = {aten.permute.default, aten.t.default, aten.transpose.int, aten.view.default,
                   aten._unsafe_view.default, aten.reshape.default, aten.squeeze.dims, aten.squeeze.dim,
                   aten.unsqueeze.default, aten.clone.default, aten.alias.default, aten.expand.default}
-
-_TORCH_DTYPES = {torch.float32: "float32", torch.int8: "int8", torch.int32: "int32", torch.uint8: "uint8",
-                 torch.int16: "int16",
-                 torch.int64: "int32",  # indices and positions: 32 bits on the device
-                 torch.bool: "uint8"}  # masks: bytes 0/1
-
-
-@dataclass
-class _Ctx:
-    values: dict[str, Any] = field(default_factory=dict)  # node name -> Tensor | torch.Tensor | tuple
-    ops: list[Op] = field(default_factory=list)
-    counter: int = 0
-    states: dict[int, str] = field(default_factory=dict)  # id(state tensor) -> buffer name
-
-    def fresh(self, base: str) -> str:
-        self.counter += 1
-        return f"{base}_{self.counter}"
-
-
-def _dtype(t: torch.Tensor, node: Node) -> str:
-    if t.dtype not in _TORCH_DTYPES:
-        raise McuError(f"{op_name(node.target)} produces dtype {t.dtype}, which mcu does not support"
-                       f"{user_source_line(node)}")
-    return _TORCH_DTYPES[t.dtype]
-
-
-def _out_tensor(ctx: _Ctx, node: Node, val: torch.Tensor | None = None) -> Tensor:
-    val = node.meta["val"] if val is None else val
-    return Tensor(name=node.name, shape=tuple(int(s) for s in val.shape), dtype=_dtype(val, node))
-
-
-def _const(name: str, value: torch.Tensor) -> Tensor:
-    value = value.detach().contiguous()
-    if value.dtype == torch.int64:  # stored as int32 on the device, when the values fit
-        if value.numel() and (int(value.min()) < -2**31 or int(value.max()) >= 2**31):
-            raise McuError(f"int64 constant {name} holds values beyond 32 bits")
-        value = value.to(torch.int32)
-    dtype = _TORCH_DTYPES.get(value.dtype)
-    if dtype is None:
-        value = value.to(torch.float32)
-        dtype = "float32"
-    return Tensor(name=name, shape=tuple(value.shape), dtype=dtype, data=value.numpy().copy())
 
 
 def _const_key(t: Tensor) -> tuple:
@@ -94,10 +73,6 @@ def _share_constants(ops: list[Op]) -> None:
                      for t in op.inputs]
 
 
-def _is_const(v: Any) -> bool:
-    return isinstance(v, Tensor) and v.is_constant
-
-
 def _torch_value(v: Any) -> Any:
     if isinstance(v, Tensor):
         return torch.from_numpy(np.ascontiguousarray(v.data))
@@ -106,36 +81,12 @@ def _torch_value(v: Any) -> Any:
     return v
 
 
-def _pair(v: Any, n: int = 2) -> tuple[int, ...]:
-    if isinstance(v, int):
-        return (v,) * n
-    v = tuple(int(x) for x in v)
-    return v * n if len(v) == 1 else v
-
-
-def _emit(ctx: _Ctx, node: Node, kind: str, inputs: list[Tensor], attrs: dict[str, Any] | None = None) -> Tensor:
-    out = _out_tensor(ctx, node)
-    ctx.ops.append(Op(kind=kind, inputs=inputs, outputs=[out], attrs=attrs or {}, name=node.name,
-                      source=op_source(node)))
-    return out
-
-
-def _tensor_arg(ctx: _Ctx, node: Node, v: Any, what: str) -> Tensor:
-    if isinstance(v, Tensor):
-        return v
-    if isinstance(v, (int, float, bool)):
-        return _const(ctx.fresh(f"{node.name}_{what}"), torch.tensor(float(v), dtype=torch.float32))
-    raise McuError(f"{op_name(node.target)}: unsupported {what} argument {v!r}{user_source_line(node)}")
-
-
 # --- handlers: (ctx, node, args) -> value -------------------------------------------------------
 
 
 def _conv(ctx: _Ctx, node: Node, a: list[Any]) -> Tensor:
     x, w, b, stride, padding, dilation, transposed, _out_pad, groups = a[:9]
     if transposed or len(w.shape) != 4:  # conv1d and transposed convolution
-        from mcu.frontend.conv import convolution
-
         return convolution(ctx, node, a)
     if not _is_const(w) or (b is not None and not _is_const(b)):
         raise McuError(f"convolution weights must be constant{user_source_line(node)}")
@@ -144,21 +95,6 @@ def _conv(ctx: _Ctx, node: Node, a: list[Any]) -> Tensor:
         "stride": _pair(stride), "padding": _pair(padding), "dilation": _pair(dilation), "groups": int(groups),
         "act": None,
     })
-
-
-def _linear_from(ctx: _Ctx, node: Node, x: Tensor, w_t: torch.Tensor | Tensor, bias: Tensor | None,
-                 weight_is_transposed: bool) -> Tensor:
-    if not _is_const(w_t):
-        raise McuError(f"matrix multiply with a non-constant right operand is not supported"
-                       f"{user_source_line(node)}")
-    data = w_t.data.T.copy() if weight_is_transposed else w_t.data
-    w = Tensor(name=ctx.fresh(f"{node.name}_weight"), shape=tuple(data.shape), dtype=w_t.dtype, data=data)
-    if w_t.qconst is not None:
-        qc = w_t.qconst
-        w.qconst = (QConst(qc.values.T.copy(), qc.scale.T.copy(), qc.zero_point.T.copy())
-                    if weight_is_transposed else qc)
-    inputs = [x, w] + ([bias] if bias is not None else [])
-    return _emit(ctx, node, "linear", inputs, {"act": None})
 
 
 def _addmm(ctx: _Ctx, node: Node, a: list[Any]) -> Tensor:
@@ -171,10 +107,6 @@ def _addmm(ctx: _Ctx, node: Node, a: list[Any]) -> Tensor:
         raise McuError(f"addmm with a non-constant bias is not supported{user_source_line(node)}")
     bias = Tensor(name=bias.name, shape=(bias.numel,), dtype=bias.dtype, data=bias.data.reshape(-1))
     return _linear_from(ctx, node, x, w_t, bias, weight_is_transposed=True)
-
-
-def _mm(ctx: _Ctx, node: Node, a: list[Any]) -> Tensor:
-    return _linear_from(ctx, node, a[0], a[1], None, weight_is_transposed=True)
 
 
 def _linear(ctx: _Ctx, node: Node, a: list[Any]) -> Tensor:
@@ -230,20 +162,6 @@ def _avg_pool(ctx: _Ctx, node: Node, a: list[Any]) -> Tensor:
         "count_include_pad": count_include_pad, "divisor_override": int(divisor or 0), "act": None})
 
 
-def _adaptive_avg_pool(ctx: _Ctx, node: Node, a: list[Any]) -> Tensor:
-    x, size = a[0], _pair(a[1])
-    h, w = x.shape[2], x.shape[3]
-    if size == (1, 1):
-        return _emit(ctx, node, "mean_hw", [x], {"keepdim": True})
-    if h % size[0] or w % size[1]:
-        raise McuError(f"adaptive average pooling from {h}x{w} to {size[0]}x{size[1]} is not supported"
-                       f"{user_source_line(node)}", hint="use sizes that divide the input")
-    k = (h // size[0], w // size[1])
-    return _emit(ctx, node, "avg_pool2d", [x], {
-        "kernel": k, "stride": k, "padding": (0, 0), "dilation": (1, 1), "ceil_mode": False,
-        "count_include_pad": True, "divisor_override": 0, "act": None})
-
-
 def _mean(ctx: _Ctx, node: Node, a: list[Any]) -> Tensor:
     x = a[0]
     dims = a[1] if len(a) > 1 else None
@@ -251,8 +169,6 @@ def _mean(ctx: _Ctx, node: Node, a: list[Any]) -> Tensor:
     dims = sorted(d % rank for d in (dims if dims is not None else range(rank)))
     if rank == 4 and dims == [2, 3]:
         return _emit(ctx, node, "mean_hw", [x], {"keepdim": bool(a[2]) if len(a) > 2 else False})
-    from mcu.frontend.ops import reduce_handler
-
     return reduce_handler("mean")(ctx, node, a)
 
 
@@ -270,11 +186,6 @@ def _binary(kind: str) -> Callable[[_Ctx, Node, list[Any]], Tensor]:
 
 def _view(ctx: _Ctx, node: Node, a: list[Any]) -> Tensor:
     return _emit(ctx, node, "reshape", [a[0]])
-
-
-def _permute(ctx: _Ctx, node: Node, a: list[Any]) -> Tensor:
-    rank = len(a[0].shape)
-    return _emit(ctx, node, "permute", [a[0]], {"perm": tuple(int(d) % rank for d in a[1])})
 
 
 def _cat(ctx: _Ctx, node: Node, a: list[Any]) -> Tensor:
@@ -362,7 +273,7 @@ def _quant_ops() -> dict[str, Any]:
 def _handlers() -> dict[object, Callable[[_Ctx, Node, list[Any]], Any]]:
     ops = _quant_ops()
     extra = {ops["q"]: _quantize, ops["dq"]: _dequantize} if ops else {}
-    return {**_all_handlers(), **extra}
+    return {**all_handlers(), **extra}
 
 
 def _fold_quantized_constant(node: Node, args: list[Any], value: torch.Tensor) -> QConst | None:
@@ -433,8 +344,6 @@ def _index_put(ctx: _Ctx, node: Node, a: list[Any]) -> Tensor:
 def _to_copy(ctx: _Ctx, node: Node, a: list[Any]) -> Tensor:
     src = node.args[0].meta["val"] if isinstance(node.args[0], Node) else None
     if src is not None and src.dtype == torch.bool and node.meta["val"].dtype == torch.float32:
-        from mcu.frontend.select import bool_to_float
-
         return bool_to_float(ctx, node, a[0])
     if _dtype(node.meta["val"], node) != a[0].dtype:
         raise McuError(f"dtype conversion to {node.meta['val'].dtype} is not supported{user_source_line(node)}")
@@ -487,16 +396,8 @@ HANDLERS: dict[object, Callable[[_Ctx, Node, list[Any]], Any]] = {
 }
 
 
-def _all_handlers() -> dict[object, Callable[[_Ctx, Node, list[Any]], Any]]:
-    from mcu.frontend.ops import HANDLERS as MORE
-    from mcu.frontend.select import HANDLERS as SELECT
-    # normalisation, reductions and int8 activations
-    from mcu.frontend.norm import HANDLERS as NORM
-
-    from mcu.frontend.resample import HANDLERS as RESAMPLE  # resampling and data movement
-
-    from mcu.frontend.recurrent import HANDLERS as RECURRENT  # integer recurrent layers
-
+def all_handlers() -> dict[object, Callable[[_Ctx, Node, list[Any]], Any]]:
+    """Every ATen op's handler: the core ones above and those of each op family's module."""
     return {**HANDLERS, **MORE, **NORM, **SELECT, **RESAMPLE, **RECURRENT}
 
 
@@ -505,7 +406,7 @@ def state_dict_value(ep: torch.export.ExportedProgram, target: str) -> torch.Ten
 
 
 def supported_ops() -> list[str]:
-    return sorted(op_name(t) for t in _all_handlers()) + [
+    return sorted(op_name(t) for t in all_handlers()) + [
         "quantized_decomposed.quantize_per_tensor", "quantized_decomposed.dequantize_per_tensor",
         "quantized_decomposed.dequantize_per_channel (constant weights)"]
 
@@ -542,12 +443,9 @@ def _all_constant(args: Any) -> bool:
 def from_exported(ep: torch.export.ExportedProgram, name: str = "model", custom_ops: tuple = ()) -> Graph:
     """``custom_ops``: the model's registered custom ops (mcu/capture/custom_ops.py); each of their nodes becomes one
     ``custom`` op."""
-    from mcu.frontend.custom import custom_handlers
-
     handlers = {**_handlers(), **custom_handlers(ep, custom_ops)}
     foldable_only = {_quant_ops()["dq_channel"]} if _quant_ops() else set()  # only on constant weights
     foldable_only |= dequantize_affine_ops()
-    from mcu.frontend.norm import constant_inputs  # any op on parameters alone folds
 
     folds = constant_inputs(ep)
     verify_edge(ep, set(handlers) | foldable_only, is_supported=lambda n: _no_tensor_inputs(n) or folds(n))

@@ -22,6 +22,9 @@ from torch.fx import Node
 from mcu.errors import McuError
 from mcu.ir import Op, Tensor
 from mcu.capture.sourceinfo import op_source, user_source_line
+from mcu.frontend.common import emit
+from mcu.frontend.common import tensor_arg as _tensor_arg
+from mcu.frontend.common import mm as mm_const
 
 aten = torch.ops.aten
 
@@ -29,8 +32,6 @@ Handler = Callable[[Any, Node, list[Any]], Any]
 
 
 def _emit(ctx: Any, node: Node, kind: str, inputs: list[Tensor], attrs: dict[str, Any]) -> Tensor:
-    from mcu.frontend.lower import _emit as emit
-
     return emit(ctx, node, kind, inputs, attrs)
 
 
@@ -123,8 +124,6 @@ def _prelu(ctx: Any, node: Node, a: list[Any]) -> Tensor:
 
 def _clamp_tensor(ctx: Any, node: Node, a: list[Any]) -> Tensor:
     """clamp with tensor bounds: min(max(x, lo), hi), broadcasting like torch.clamp (NaN stays NaN)."""
-    from mcu.frontend.lower import _tensor_arg
-
     x = a[0]
     lo = a[1] if len(a) > 1 else node.kwargs.get("min")
     hi = a[2] if len(a) > 2 else node.kwargs.get("max")
@@ -147,8 +146,6 @@ def _reshape(ctx: Any, node: Node, x: Tensor, shape: tuple[int, ...]) -> Tensor:
 def _mm(ctx: Any, node: Node, a: list[Any]) -> Tensor:
     """a @ b: a constant b is a linear layer (the frontend's own handler); an activation b is a batched
     product of one batch."""
-    from mcu.frontend.lower import _mm as mm_const
-
     x, w = a[0], a[1]
     if isinstance(w, Tensor) and w.is_constant:
         return mm_const(ctx, node, a)

@@ -17,6 +17,10 @@ from torch.fx import Node
 from mcu.errors import McuError
 from mcu.ir import Op, Tensor
 from mcu.capture.sourceinfo import op_source, user_source_line
+from mcu.frontend.common import emit
+from mcu.frontend.common import permute as _permute
+from mcu.frontend.common import tensor_arg as _tensor_arg
+from mcu.frontend.norm import reduced_dims
 
 aten = torch.ops.aten
 
@@ -24,8 +28,6 @@ Handler = Callable[[Any, Node, list[Any]], Any]
 
 
 def _emit(ctx: Any, node: Node, kind: str, inputs: list[Tensor], attrs: dict[str, Any]) -> Tensor:
-    from mcu.frontend.lower import _emit as emit
-
     return emit(ctx, node, kind, inputs, attrs)
 
 
@@ -73,8 +75,6 @@ def _rsub(ctx: Any, node: Node, a: list[Any]) -> Tensor:
 
 def _maxmin(kind: str) -> Handler:
     def handler(ctx: Any, node: Node, a: list[Any]) -> Tensor:
-        from mcu.frontend.lower import _tensor_arg
-
         return _emit(ctx, node, kind, [_tensor_arg(ctx, node, a[0], "lhs"), _tensor_arg(ctx, node, a[1], "rhs")],
                      {"act": None})
     return handler
@@ -102,7 +102,6 @@ def _bmm(ctx: Any, node: Node, a: list[Any]) -> Tensor:
 
 def reduce_handler(op: str) -> Handler:
     def handler(ctx: Any, node: Node, a: list[Any]) -> Tensor:
-        from mcu.frontend.norm import reduced_dims  # any dims (those apart are permuted together)
 
         if node.kwargs.get("dtype") is not None:
             raise McuError(f"{op} with a dtype is not supported{user_source_line(node)}")
@@ -112,8 +111,6 @@ def reduce_handler(op: str) -> Handler:
 
 
 def _transpose(ctx: Any, node: Node, a: list[Any]) -> Tensor:
-    from mcu.frontend.lower import _permute
-
     rank = len(a[0].shape)
     perm = list(range(rank))
     i, j = int(a[1]) % rank, int(a[2]) % rank

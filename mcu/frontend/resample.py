@@ -21,6 +21,8 @@ from mcu.errors import McuError
 from mcu.ir import Op, Tensor
 from mcu.reference.resample import bilinear_tables_f32, nearest_table
 from mcu.capture.sourceinfo import op_source, user_source_line
+from mcu.frontend.common import emit as _emit
+from mcu.frontend.common import adaptive_avg_pool as _adaptive_avg_pool
 
 aten = torch.ops.aten
 
@@ -155,8 +157,6 @@ def _repeat(ctx: Any, node: Node, a: list[Any]) -> Tensor:
 
 
 def _expand(ctx: Any, node: Node, a: list[Any]) -> Tensor:
-    from mcu.frontend.lower import _emit
-
     x = a[0]
     out_shape = [int(s) for s in node.meta["val"].shape]
     if tuple(out_shape) == tuple(x.shape):
@@ -241,8 +241,6 @@ def _gather(ctx: Any, node: Node, a: list[Any]) -> Tensor:
 
 
 def _adaptive(ctx: Any, node: Node, a: list[Any]) -> Tensor:
-    from mcu.frontend.lower import _adaptive_avg_pool
-
     x = a[0]
     _check_4d(node, x, "adaptive average pooling")
     oh, ow = (int(s) for s in node.meta["val"].shape[2:])

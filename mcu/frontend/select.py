@@ -19,6 +19,10 @@ from mcu.errors import McuError
 from mcu.ir import Op, Tensor
 from mcu.frontend.opcodes import COMPARE_OP
 from mcu.capture.sourceinfo import op_source, user_source_line
+from mcu.frontend.common import emit
+from mcu.frontend.common import const as _const
+from mcu.frontend.common import tensor_dtype as _dtype
+from mcu.frontend.norm import reduced_dims
 
 aten = torch.ops.aten
 
@@ -27,15 +31,11 @@ _COMPARABLE = ("float32", "int32", "int8", "uint8")
 
 
 def _emit(ctx: Any, node: Node, kind: str, inputs: list[Tensor], attrs: dict[str, Any]) -> Tensor:
-    from mcu.frontend.lower import _emit as emit
-
     return emit(ctx, node, kind, inputs, attrs)
 
 
 def _scalar(ctx: Any, node: Node, value: Any, dtype: str, what: str) -> Tensor:
     """A Python scalar as a 0-d constant of ``dtype``, refused when that type cannot hold it exactly."""
-    from mcu.frontend.lower import _const
-
     torch_dtype = {"float32": torch.float32, "int32": torch.int32, "int8": torch.int8, "uint8": torch.uint8}[dtype]
     t = torch.tensor(value, dtype=torch_dtype)
     if float(t) != float(value) and not (isinstance(value, float) and np.isinf(value) and dtype == "float32"):
@@ -46,8 +46,6 @@ def _scalar(ctx: Any, node: Node, value: Any, dtype: str, what: str) -> Tensor:
 
 def _same_type(ctx: Any, node: Node, a: Any, b: Any) -> tuple[Tensor, Tensor]:
     """Both operands as tensors of one type: a scalar or a constant takes the other operand's type."""
-    from mcu.frontend.lower import _const
-
     if not isinstance(a, Tensor):
         a, b = b, a
         swapped = True
@@ -85,7 +83,6 @@ def _where(ctx: Any, node: Node, a: list[Any]) -> Tensor:
     cond, x, y = a[0], a[1], a[2]
     if not isinstance(cond, Tensor) or cond.dtype != "uint8":
         raise McuError(f"where needs a boolean condition tensor{user_source_line(node)}")
-    from mcu.frontend.lower import _dtype
 
     out_dtype = _dtype(node.meta["val"], node)
     x = x if isinstance(x, Tensor) else _scalar(ctx, node, x, out_dtype, "self")
@@ -138,8 +135,6 @@ def _logical(which: str) -> Handler:
 
 def _any_dim(ctx: Any, node: Node, a: list[Any]) -> Tensor:
     """any over dims: the largest of the 0.0/1.0 values, then > 0 (the reduction kernels are numeric)."""
-    from mcu.frontend.norm import reduced_dims
-
     values = bool_to_float(ctx, node, _as_bool(ctx, node, a[0]), f"{node.name}_values")
     zero = _scalar(ctx, node, 0.0, "float32", "zero")
     moved, first, last = reduced_dims(ctx, node, values, a[1] if len(a) > 1 else None)
@@ -152,8 +147,6 @@ def _any_dim(ctx: Any, node: Node, a: list[Any]) -> Tensor:
 
 def _full_like(ctx: Any, node: Node, a: list[Any]) -> Tensor:
     """A constant of the input's shape (only its shape is read, so it folds whatever the input is)."""
-    from mcu.frontend.lower import _const
-
     val = node.meta["val"]
     return _const(ctx.fresh(node.name), torch.full(tuple(val.shape), a[1], dtype=val.dtype))
 

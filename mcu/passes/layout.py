@@ -14,6 +14,7 @@ import numpy as np
 
 from mcu.ir import CHANNELS_LAST, Graph, Op, Tensor
 from mcu.passes.conv_views import keeps_layout, view_order
+from mcu.reference.resample import physical_tables
 
 _NEEDS_CHANNELS_LAST = {"conv2d", "depthwise_conv2d", "max_pool2d", "avg_pool2d", "mean_hw", "batch_norm",
                         "conv_transpose2d"}
@@ -61,7 +62,7 @@ def _convert(graph: Graph, op: Op, index: int, order: tuple[int, ...], cache: di
     op.inputs[index] = cache[key]
 
 
-def _same_bytes(t: Tensor, order: tuple[int, ...]) -> bool:
+def same_bytes(t: Tensor, order: tuple[int, ...]) -> bool:
     """Whether ``t`` in its own dim order has the same bytes as in ``order`` (size-1 dims move freely)."""
     a = [d for d in t.dim_order if t.shape[d] != 1]
     b = [d for d in order if t.shape[d] != 1]
@@ -136,7 +137,7 @@ def assign_layouts(graph: Graph) -> Graph:
 
 def _require(graph: Graph, op: Op, index: int, order: tuple[int, ...], cache: dict) -> None:
     src = op.inputs[index]
-    if src.is_constant or src.dim_order == order or _same_bytes(src, order):
+    if src.is_constant or src.dim_order == order or same_bytes(src, order):
         return
     _convert(graph, op, index, order, cache)
 
@@ -150,8 +151,6 @@ def _layout_constants(graph: Graph) -> None:
                 w.data = np.ascontiguousarray(np.transpose(w.data, CHANNELS_LAST))
                 w.dim_order = CHANNELS_LAST
         elif op.kind == "remap":  # the tables in the order of the physical dims
-            from mcu.reference.resample import physical_tables
-
             op.inputs[1] = physical_tables(op)
         elif op.kind in ("add", "sub", "mul", "div", "concat", "maximum", "minimum"):
             for t in op.inputs:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from mcu.ir import Graph
 from mcu.passes.conv_views import keeps_layout, view_order
-from mcu.passes.layout import _same_bytes
+from mcu.passes.layout import same_bytes
 
 
 def alias_views(graph: Graph) -> Graph:
@@ -21,7 +21,7 @@ def alias_views(graph: Graph) -> Graph:
         if src.is_constant:
             continue
         order = view_order(src, out) if keeps_layout(op) or op.attrs.get("unit_view") else None
-        if order is not None and _same_bytes(out, order):
+        if order is not None and same_bytes(out, order):
             pass  # a size-1 dim in or out: same bytes in any layout (mcu/passes/conv_views.py)
         elif op.attrs.get("unit_view"):
             raise AssertionError(f"view {op.name} does not keep its input's bytes")

@@ -18,6 +18,7 @@ from mcu.plan.contracts import overlap_contracts, scratch_bytes as contract_scra
 from mcu.errors import McuError
 from mcu.ir import Graph, Op, Tensor
 from mcu.plan.planner import Buffer, MemoryPlanner, OverlapAllowance, Plan, PlanError, verify_plan
+from mcu.plan.schedule import candidate_orders, with_order
 
 ALIGNMENT = 4
 
@@ -132,8 +133,6 @@ def plan_memory(graph: Graph, use_overlaps: bool = True, reorder: bool = True,
     """
     if not reorder or len(graph.ops) < 3:
         return _plan_order(graph, use_overlaps, capacities)
-    from mcu.plan.schedule import candidate_orders, with_order
-
     best: tuple[MemoryPlan, list[Op]] | None = None
     for ops in candidate_orders(graph):
         # An order's search only looks for arenas below the best order's so far: without that cutoff

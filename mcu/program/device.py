@@ -20,7 +20,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from mcu import __version__
+from mcu.version import __version__
 from mcu.device.boards import Board, MemoryRegion
 from mcu.device.console import HarnessReport, parse_harness
 from mcu.emit.c_model import environment
@@ -28,6 +28,10 @@ from mcu.errors import McuError
 from mcu.paths import all_kernel_sources, cache_dir, kernel_source, runtime_dir
 from mcu.program.format import kernel_macro
 from mcu.device.toolchain import Firmware, build_firmware, find_cross_compiler
+from mcu.device.custom_host import firmware_registry, kernels_for, program_custom_functions
+from mcu.device.elf import read_elf
+from mcu.device.uf2 import encode, pages_from_segments
+from mcu.device.sim.qemu import build_plugin, find_qemu, marker_args, qemu_opt
 
 FIRMWARE_SHARE = 1 << 20  # bytes of the read-only region kept for the firmware itself (at most half of it)
 RAM_RESERVE = 32 << 10  # RAM left to .data, .bss and the harness besides the arena, output buffer and stack
@@ -120,7 +124,6 @@ def build_interpreter_firmware(board: Board, kernels: Iterable[str] | None = Non
     main than the test-vector harness (the C text; e.g. mcu.generate's generation loop). ``custom`` with
     ``program``: the user's kernels that program calls (custom ops), linked in and registered as its
     delegates; ``custom`` is the model file the program was exported from or its ``custom_ops`` list."""
-    from mcu.device.custom_host import firmware_registry, kernels_for, program_custom_functions
 
     layout = program_layout(board)
     functions = program_custom_functions(program) if program is not None else []
@@ -177,8 +180,6 @@ def interpreter_code_size(board: Board, optimization: str = "-Os") -> CodeSize:
     Every function counts, also those a given firmware would drop with --gc-sections, so this is
     an upper bound on what the interpreter adds to any firmware.
     """
-    from mcu.device.elf import read_elf
-
     gcc = find_cross_compiler()
     include = runtime_dir() / "include"
     sizes: dict[str, int] = {}
@@ -196,8 +197,6 @@ def interpreter_code_size(board: Board, optimization: str = "-Os") -> CodeSize:
 
 def program_uf2(board: Board, program: bytes, weights: bytes | None = None) -> bytes:
     """A UF2 that writes only the program (and weights) regions: flash it over an installed firmware."""
-    from mcu.device.uf2 import encode, pages_from_segments
-
     if board.uf2_family is None:
         raise McuError(f"board {board.name} is not flashed with UF2")
     layout = program_layout(board)
@@ -260,8 +259,6 @@ def parse_program_console(text: str) -> tuple[dict[str, HarnessReport], str | No
 def run_program(board: Board, firmware: Path, program: bytes, weights: bytes | None = None,
                 timeout_s: float = 600.0, trace: bool = False) -> ProgramRun:
     """Boot the interpreter firmware in QEMU with ``program`` (and ``weights``) loaded into their regions."""
-    from mcu.device.sim.qemu import _marker_args, _qemu_opt, build_plugin, find_qemu
-
     if board.sim_kind != "qemu" or board.qemu_machine is None:
         raise McuError(f"board '{board.name}' cannot run in QEMU")
     layout = program_layout(board)
@@ -273,8 +270,8 @@ def run_program(board: Board, firmware: Path, program: bytes, weights: bytes | N
         prog_path.write_bytes(program)
         counts = Path(tmp) / "instructions.txt"
         trace_counts = Path(tmp) / "trace.txt"
-        markers = _marker_args(Path(firmware), trace_counts if trace else None)
-        plugin_opt = ",".join([_qemu_opt(str(plugin)), *markers, f"out={_qemu_opt(str(counts))}"])
+        markers = marker_args(Path(firmware), trace_counts if trace else None)
+        plugin_opt = ",".join([qemu_opt(str(plugin)), *markers, f"out={qemu_opt(str(counts))}"])
         cmd = [str(qemu), "-M", board.qemu_machine, "-nographic", "-monitor", "none",
                "-semihosting-config", "enable=on,target=native", "-kernel", str(firmware),
                "-device", f"loader,file={prog_path},addr=0x{layout.program.origin:x},force-raw=on",

@@ -24,6 +24,9 @@ from typing import Callable
 from mcu.errors import McuError
 from mcu.paths import all_kernel_sources, cache_dir, runtime_dir
 from mcu.quantize import modes
+from mcu.ir import Graph, Op, Tensor
+from mcu.plan.memory import plan_memory
+from mcu.program.writer import MethodSource, write_program
 
 CLANG_CANDIDATES = ("clang", "clang-19", "clang-16", "clang-15", "clang-14")
 INSTALL_HINT = "install clang and libFuzzer: sudo apt-get install clang-14 libclang-rt-14-dev (Debian bookworm)"
@@ -208,6 +211,7 @@ MAX_EXAMPLE_SEED = 1 << 20
 
 def _write_model_seeds(path: Path, name: str, quantizations: tuple[str, ...], seed_dir: Path,
                        external: bool) -> list[Path]:
+    # lazy: keeps torch and jinja2 out of this module's import
     from mcu.program.methods import compile_methods, program_from
 
     written = []
@@ -276,10 +280,6 @@ def write_example_seeds(seed_dir: Path, examples: Path, log: Callable[[str], Non
 
 def _delegate_seed() -> bytes:
     """A method that is one delegated partition for the harness's "fuzz.copy" backend."""
-    from mcu.ir import Graph, Op, Tensor
-    from mcu.plan.memory import plan_memory
-    from mcu.program.writer import MethodSource, write_program
-
     x = Tensor("x", (1, 16), "float32", is_input=True)
     y = Tensor("y", (1, 16), "float32", is_output=True)
     payload = b"FUZZ" + (1).to_bytes(4, "little") + bytes(range(24))  # the registry checks magic and version

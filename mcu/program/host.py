@@ -190,6 +190,7 @@ class Program:
         weights_source = None if weights is None else str(weights) if isinstance(weights, (str, Path)) else "<bytes>"
         flags = 0 if verify_checksum else 1
         extra: tuple[int, ...] = ()
+        # lazy: the custom kernels' host build only for programs that have them
         from mcu.device.custom_host import host_kernels_for, program_custom_functions
 
         needed = program_custom_functions(bytes(program))

@@ -21,7 +21,6 @@ from __future__ import annotations
 import ast
 import importlib.util
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
@@ -29,7 +28,8 @@ import torch
 
 from mcu.errors import McuError
 from mcu.capture.loader import ModelSpec, load_model_file, spec_from_objects
-from mcu.program.writer import BundledVector, MethodSource, ProgramImage, write_program
+from mcu.program.writer import CompiledMethod, bundled_vectors, method_source, program_from
+from mcu.api import compile_spec
 
 if TYPE_CHECKING:
     from mcu.api import CompiledModel
@@ -136,12 +136,6 @@ def methods_of(module: Any, path: Path) -> list[tuple[str, ModelSpec]]:
     return result
 
 
-@dataclass
-class CompiledMethod:
-    name: str
-    model: CompiledModel
-
-
 def compile_methods(path: str | Path, board: str = "mps2-an505", quantize: str = "none",
                     compile_spec: Callable[..., CompiledModel] | None = None) -> list[CompiledMethod]:
     """Compile every method of a model file for ``board``."""
@@ -150,25 +144,5 @@ def compile_methods(path: str | Path, board: str = "mps2-an505", quantize: str =
 
 
 def _compile_for_program(spec: Any, board: str, quantize: str) -> CompiledModel:
-    from mcu.api import compile_spec
-
     # A program's weights go where its loader puts them, not necessarily in this board's flash.
     return compile_spec(spec, board, quantize, check_flash=False)
-
-
-def bundled_vectors(cm: CompiledModel) -> list[BundledVector]:
-    """The model's test inputs and what the device must output, as the firmware harness checks them."""
-    tolerances = cm.tolerances()
-    return [BundledVector(cm.encode_inputs(x), list(y), tolerances)
-            for x, y in zip(cm.spec.test_inputs, cm.expected_outputs)]
-
-
-def method_source(name: str, cm: CompiledModel, bundle: bool = False) -> MethodSource:
-    return MethodSource(name, cm.graph, cm.memory, bundled_vectors(cm) if bundle else [])
-
-
-def program_from(methods: Sequence[CompiledMethod], external_weights: bool = False, bundle: bool = False,
-                 weights_name: str = "weights.mpw") -> ProgramImage:
-    """One program file holding every method (constants with equal bytes stored once)."""
-    return write_program([method_source(m.name, m.model, bundle) for m in methods],
-                         external_weights=external_weights, weights_name=weights_name)

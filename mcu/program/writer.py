@@ -12,17 +12,22 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Sequence
 
 import flatbuffers
 import numpy as np
 
-from mcu import __version__
+from mcu.version import __version__
 from mcu.emit.kernels import SCRATCH, program_call
 from mcu.errors import McuError
 from mcu.ir import NUMPY_DTYPES, Graph, Op, Tensor
 from mcu.plan.memory import MemoryPlan, scratch_bytes
 from mcu.program import format as fmt
 from mcu.program.format import Field
+from mcu.capture.custom_ops import call_info, delegate_id
+
+if TYPE_CHECKING:
+    from mcu.api import CompiledModel
 
 
 
@@ -221,8 +226,6 @@ def _method(fb: _Builder, src: MethodSource, segments: _Segments,
         planned = memory.scratch_offsets.get(id(op))
         scratch = None if planned is None else (memory.scratch_arena_index(op), planned, scratch_bytes(op))
         if op.kind == "custom":  # a user kernel: through the delegate registry, its params as the payload
-            from mcu.capture.custom_ops import call_info, delegate_id
-
             info = call_info(op)
             function = op.attrs["custom"].kernel(op.output.dtype).function
             delegates.append(DelegatePayload(delegate_id(function), info.payload()))
@@ -334,3 +337,27 @@ def write_program(methods: list[MethodSource], external_weights: bool = False,
     return ProgramImage(program=program, weights=weights_blob, weights_name=weights_name if external else None,
                         methods=names, segments=list(segments.items),
                         instructions={m.name: insns for m, (_, insns) in zip(methods, built)})
+
+
+@dataclass
+class CompiledMethod:
+    name: str
+    model: CompiledModel
+
+
+def bundled_vectors(cm: CompiledModel) -> list[BundledVector]:
+    """The model's test inputs and what the device must output, as the firmware harness checks them."""
+    tolerances = cm.tolerances()
+    return [BundledVector(cm.encode_inputs(x), list(y), tolerances)
+            for x, y in zip(cm.spec.test_inputs, cm.expected_outputs)]
+
+
+def method_source(name: str, cm: CompiledModel, bundle: bool = False) -> MethodSource:
+    return MethodSource(name, cm.graph, cm.memory, bundled_vectors(cm) if bundle else [])
+
+
+def program_from(methods: Sequence[CompiledMethod], external_weights: bool = False, bundle: bool = False,
+                 weights_name: str = "weights.mpw") -> ProgramImage:
+    """One program file holding every method (constants with equal bytes stored once)."""
+    return write_program([method_source(m.name, m.model, bundle) for m in methods],
+                         external_weights=external_weights, weights_name=weights_name)

@@ -18,6 +18,7 @@ from typing import Any
 
 import torch
 from torch.fx import GraphModule, Node
+from torch._guards import detect_fake_mode
 
 aten = torch.ops.aten
 
@@ -38,8 +39,6 @@ def _val(v: Any) -> Any:
 
 def _add(gm: GraphModule, like: Node, target: Any, args: tuple) -> Node:
     """A new node before ``like`` with its metadata and an output value computed on the fake inputs."""
-    from torch._guards import detect_fake_mode
-
     vals = _val(args)
     mode = detect_fake_mode([v for v in vals if isinstance(v, torch.Tensor)])
     with gm.graph.inserting_before(like):

@@ -98,6 +98,7 @@ def share_step_ranges(prepared: torch.fx.GraphModule) -> None:
     """Give every step of a recurrent cell the same activation ranges: each observer of a step's op takes the
     union of the calibrated ranges of that op over all steps. The state then has one scale from step to
     step, as an nn.GRU's has, and the steps' weights, biases and tables are equal constants, stored once."""
+    # lazy: keeps torchao out of this module's import
     from torchao.quantization.pt2e import MinMaxObserver
 
     seen: dict[str, int] = {}

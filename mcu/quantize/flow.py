@@ -17,6 +17,9 @@ from torch.fx import GraphModule, Node
 
 from mcu.errors import McuError
 from mcu.quantize.cells import decompose_cells, share_step_ranges
+from mcu.capture.export import capture_error
+from mcu.capture.sourceinfo import user_source_line
+from mcu.capture.recurrent import rewrite_for_int8
 
 aten = torch.ops.aten
 
@@ -24,6 +27,7 @@ aten = torch.ops.aten
 def _pt2e():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        # lazy: keeps torchao out of this module's import
         from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e, prepare_qat_pt2e
     return prepare_pt2e, prepare_qat_pt2e, convert_pt2e
 
@@ -85,8 +89,6 @@ def fold_linear_batch_norm(gm: GraphModule) -> GraphModule:
 
 def export_for_quantization(model: torch.nn.Module, example_inputs: tuple, where: str = "",
                             example_line: int | None = None) -> GraphModule:
-    from mcu.capture.export import capture_error
-
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
         # recurrent cells as their gates' ops, which the quantizer annotates (mcu/quantize/cells.py)
@@ -106,12 +108,13 @@ def quantize_static(model: torch.nn.Module, example_inputs: tuple,
         raise McuError(f"{where}: static int8 quantization needs calibration data",
                        hint="add `calibration = [(x1,), (x2,), ...]` (a few typical inputs) to the model file, "
                             "or use --quantize none")
+    # lazy: keeps torchao out of this module's import
     from mcu.quantize.quantizer import MCUQuantizer
 
     prepare_pt2e, _, convert_pt2e = _pt2e()
     # integer recurrent layers: nn.LSTM/nn.GRU kept whole as one op per layer (mcu/capture/recurrent.py)
-    from mcu.capture.recurrent import rewrite_for_int8
 
+    # issue 18, integer recurrent layers: nn.LSTM/nn.GRU kept whole as one op per layer (mcu/capture/recurrent.py)
     calibration = list(calibration)
     model = rewrite_for_int8(model, calibration)
     gm = export_for_quantization(model, example_inputs, where, example_line)
@@ -133,8 +136,6 @@ def quantize_static(model: torch.nn.Module, example_inputs: tuple,
 def _check_observed_ranges(prepared: GraphModule, where: str) -> None:
     """Every observer saw finite values: a NaN or inf inside the model (log of 0, a division by 0) leaves no
     range to quantize with. Names the op that produced it and the user's line."""
-    from mcu.capture.sourceinfo import user_source_line
-
     for node in prepared.graph.nodes:
         if node.op != "call_module":
             continue
@@ -155,6 +156,7 @@ def _check_observed_ranges(prepared: GraphModule, where: str) -> None:
 
 def prepare_qat(model: torch.nn.Module, example_inputs: tuple) -> GraphModule:
     """A module with fake quantization for quantization-aware training; train it, then :func:`convert`."""
+    # lazy: keeps torchao out of this module's import
     from mcu.quantize.quantizer import MCUQuantizer
 
     _, prepare_qat_pt2e, _ = _pt2e()
@@ -170,6 +172,7 @@ def convert(prepared: GraphModule) -> GraphModule:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
+            # lazy: keeps torchao out of this module's import; older torchao lacks it
             from torchao.quantization.pt2e import move_exported_model_to_eval
 
             move_exported_model_to_eval(prepared)

@@ -23,6 +23,8 @@ from typing import Callable
 
 import torch
 from torch.fx import GraphModule, Node
+from mcu.capture.recurrent import OPS
+from mcu.quantize.attention import prepare_attention
 
 # torchao's import logs that its CUDA extensions are missing (expected on a CPU build) and torch logs
 # a deprecation about torchao's own pytree registration: neither is something a user can act on.
@@ -100,8 +102,6 @@ SCALAR_ARITH = {aten.add.Tensor, aten.sub.Tensor, aten.mul.Tensor, aten.div.Tens
 
 
 def _recurrent_ops() -> set:
-    from mcu.capture.recurrent import OPS
-
     return set(OPS.values())
 
 
@@ -227,8 +227,6 @@ class MCUQuantizer(Quantizer):
 
     def transform_for_annotation(self, model: GraphModule) -> GraphModule:
         """Attention written out op by op and splits as views, so that both quantize (before annotating)."""
-        from mcu.quantize.attention import prepare_attention
-
         return prepare_attention(model)
 
     # --- patterns -----------------------------------------------------------------------------------------

@@ -25,7 +25,9 @@ def has_int4_weights(model: torch.nn.Module) -> bool:
 def int4_weight_model(model: torch.nn.Module, group_size: int = DEFAULT_GROUP_SIZE) -> torch.nn.Module:
     if has_int4_weights(model):
         return model
+    # lazy: keeps torchao out of this module's import
     from torchao.quantization import IntxWeightOnlyConfig, quantize_
+    # lazy: keeps torchao out of this module's import
     from torchao.quantization.granularity import PerGroup
 
     quantized = copy.deepcopy(model)
@@ -36,6 +38,7 @@ def int4_weight_model(model: torch.nn.Module, group_size: int = DEFAULT_GROUP_SI
     quantize_(quantized, IntxWeightOnlyConfig(weight_dtype=torch.int4, granularity=PerGroup(group_size)),
               filter_fn=eligible)
     # Embedding tables: int8 with one scale per row (a token's vector), a quarter of their fp32 bytes.
+    # lazy: keeps torchao out of this module's import
     from torchao.quantization.granularity import PerAxis
 
     quantize_(quantized, IntxWeightOnlyConfig(weight_dtype=torch.int8, granularity=PerAxis(0)),

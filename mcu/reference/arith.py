@@ -212,6 +212,7 @@ def lut_table(fn: Callable, s_in: float, zp_in: int, s_out: float, zp_out: int) 
     try:
         y = fn(x)
     except TypeError:
+        # lazy: keeps torch out of this module's import
         import torch
 
         y = fn(torch.from_numpy(x)).numpy()

@@ -17,8 +17,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from mcu.ir import Tensor
 
-from mcu.ir import Op, Tensor
+from mcu.ir import Op
 
 ONE = 1024  # the int8 bilinear weights' unit
 

@@ -35,6 +35,7 @@ from mcu.backends.calls import KernelCall, Refs, split_at
 from mcu.backends.cmsis_nn.options import CmsisNNOptions
 from mcu.errors import McuError
 from mcu.ir import Op, Tensor
+import numpy as np
 
 if TYPE_CHECKING:  # pragma: no cover
     from mcu.device.boards import Board
@@ -72,6 +73,7 @@ def pack_cache_dirs() -> list[Path]:
     """Where cmsis-pack-manager (and CMSIS-Toolbox) keep downloaded packs."""
     dirs: list[Path] = []
     try:  # the data directory of an installed cmsis-pack-manager
+        # lazy: cmsis-pack-manager is optional
         import cmsis_pack_manager  # type: ignore[import-not-found]
 
         data = getattr(cmsis_pack_manager.Cache(True, True), "data_path", None)
@@ -278,8 +280,6 @@ def kernel_sums(op: Op) -> Tensor:
     """What arm_vector_sum_s8 computes before an MVE fully connected layer, once, here: per output
     ``bias + input_offset * sum(weights row)`` (filter offset 0), kept on the op so that every
     emission names one constant."""
-    import numpy as np
-
     cached = op.attrs.get("cmsis_kernel_sums")
     if isinstance(cached, Tensor):
         return cached
@@ -352,8 +352,6 @@ def _depthwise(op: Op, arch: str, lib: CmsisNN) -> Layer | str:
 
 
 def _uniform(t: Any) -> bool:
-    import numpy as np
-
     data = np.asarray(t.data).reshape(-1)
     return data.size > 0 and bool(np.all(data == data[0]))
 
@@ -368,8 +366,6 @@ def _fully_connected(op: Op, arch: str, lib: CmsisNN) -> Layer | str:
          "filter_offset": 0, "output_offset": int(op.attrs["output_offset"]),
          "act": (int(op.attrs["act_min"]), int(op.attrs["act_max"]))}
     if _uniform(mult) and _uniform(shift):
-        import numpy as np
-
         v["multiplier"] = int(np.asarray(mult.data).reshape(-1)[0])
         v["shift"] = int(np.asarray(shift.data).reshape(-1)[0])
         return Layer("arm_fully_connected_s8", v, 0, "arm_fully_connected_s8_get_buffer_size")

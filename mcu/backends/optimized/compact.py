@@ -69,7 +69,7 @@ def scratch_bytes(op: Op) -> int:
     """The kernel's _get_buffer_size: a convolution's requantization table and two pixels' columns (8
     bytes per tap) with 4 bytes to align them to 8; a linear layer's one row column (it requantizes
     from the stream: one row would not repay a table)."""
-    taps = tuned.padded_taps(tuned._taps(op))
+    taps = tuned.padded_taps(tuned.window_taps(op))
     if op.kind == "linear":
         return 2 * taps  # one row's column
     return tuned.padded_taps(op.inputs[1].shape[0]) * RQ_ENTRY_BYTES + 8 * taps + 4

@@ -30,7 +30,7 @@ _OHWI = Constraint("weights are not in OHWI order", lambda op: op.inputs[1].dim_
 _MATRIX = Constraint("weights are not a matrix", lambda op: len(op.inputs[1].shape) == 2)
 _INT8_IN = Constraint("input is not int8", lambda op: op.inputs[0].dtype == "int8")
 _TAPS = Constraint(f"window over the kernel's {tuned.TAPS_MAX} values",
-                   lambda op: tuned.padded_taps(tuned._taps(op)) <= tuned.TAPS_MAX)
+                   lambda op: tuned.padded_taps(tuned.window_taps(op)) <= tuned.TAPS_MAX)
 
 
 class OptimizedBackend(Backend):

@@ -93,7 +93,7 @@ def pack_layer(w: np.ndarray, bias: np.ndarray | None, multiplier: np.ndarray, s
     return (words & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
 
 
-def _taps(op: Op) -> int:
+def window_taps(op: Op) -> int:
     w = op.inputs[1]
     return int(np.prod(w.shape[1:]))
 
@@ -110,8 +110,8 @@ def applies(op: Op) -> str | None:
         return "weights are not in OHWI order"
     if op.kind == "linear" and len(op.inputs[1].shape) != 2:
         return "weights are not a matrix"
-    if padded_taps(_taps(op)) > TAPS_MAX:
-        return f"window of {_taps(op)} values is over the kernel's {TAPS_MAX}"
+    if padded_taps(window_taps(op)) > TAPS_MAX:
+        return f"window of {window_taps(op)} values is over the kernel's {TAPS_MAX}"
     return None
 
 

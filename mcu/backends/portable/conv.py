@@ -5,7 +5,7 @@ structs and operands (mcu/backends/calls.py), so program files carry them like a
 
 from __future__ import annotations
 
-from mcu.backends.portable.core import _conv2d
+from mcu.backends.portable.common import conv2d as _conv2d
 from mcu.backends.calls import KernelCall, Ref, conv_params_s8, quant_locals, quant_operands
 from mcu.ir import Op
 

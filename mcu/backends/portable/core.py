@@ -16,30 +16,23 @@ import math
 from typing import Any, Callable, ClassVar
 
 from mcu.backends.base import Backend, Context, Rule
+from mcu.backends.portable.common import binary as _binary
+from mcu.backends.portable.common import binary_s8 as _binary_s8
+from mcu.backends.portable.common import conv2d as _conv2d
+from mcu.backends.portable.common import slice_call as _slice
+from mcu.backends.portable.conv import EMITTERS as CONV
+from mcu.backends.portable.elementwise import EMITTERS as MORE
+from mcu.backends.portable.islands import emitters
+from mcu.backends.portable.recurrent import EMITTERS as RECURRENT
+from mcu.backends.portable.resample import EMITTERS as RESAMPLE
 from mcu.backends.portable.variants import select_variant
 from mcu.backends.calls import (SCRATCH, KernelCall, Ref, act_bounds, at_source, bound, conv_params_s8, offsets,
-                       operand_strides, physical_perm, quant_locals, quant_operands, shape4, split_at)
+                       physical_perm, quant_locals, quant_operands, shape4, split_at)
 from mcu.emit.cvalues import c_float
 from mcu.errors import McuError
 from mcu.ir import DTYPE_BYTES, Op
 
 Emitter = Callable[[Op, Ref], KernelCall]
-
-
-def _conv2d(op: Op, ref: Ref) -> KernelCall:
-    x, w = op.inputs[0], op.inputs[1]
-    b = op.inputs[2] if len(op.inputs) > 2 else None
-    out = op.output
-    params = {
-        "input": shape4(x), "output": shape4(out),
-        "kernel_h": w.shape[2], "kernel_w": w.shape[3],
-        "stride_h": op.attrs["stride"][0], "stride_w": op.attrs["stride"][1],
-        "pad_top": op.attrs["padding"][0], "pad_left": op.attrs["padding"][1],
-        "dilation_h": op.attrs["dilation"][0], "dilation_w": op.attrs["dilation"][1],
-        "groups": op.attrs["groups"], **act_bounds(op),
-    }
-    return KernelCall("mcu_conv2d_f32", ["&params", ref(x), ref(w), ref(b) if b is not None else "NULL", ref(out)],
-                      ["mcu_conv2d_f32.c"], "mcu_conv2d_f32_params", params, operands=[x, w, b, out])
 
 
 def _linear(op: Op, ref: Ref) -> KernelCall:
@@ -94,24 +87,6 @@ def _pool(function: str, source: str) -> Callable[[Op, Ref], KernelCall]:
 def _mean_hw(op: Op, ref: Ref) -> KernelCall:
     return KernelCall("mcu_mean_hw_f32", ["&params", ref(op.inputs[0]), ref(op.output)], ["mcu_mean_hw_f32.c"],
                       "mcu_shape4", shape4(op.inputs[0]), operands=[op.inputs[0], op.output])
-
-
-def _binary(name: str) -> Callable[[Op, Ref], KernelCall]:
-    def emit(op: Op, ref: Ref) -> KernelCall:
-        a, b = op.inputs
-        out = op.output
-        rank = max(len(out.shape), 1)
-        if rank > 6:
-            raise McuError(f"{name} on rank-{rank} tensors is not supported (at most 6 dims){at_source(op)}")
-        phys = list(out.physical_shape) or [1]
-        a_str = operand_strides(a, out) or [0]
-        b_str = operand_strides(b, out) or [0]
-        pad = 6 - rank
-        params = {"rank": rank, "out_shape": phys + [1] * pad, "a_strides": a_str + [0] * pad,
-                  "b_strides": b_str + [0] * pad, **act_bounds(op)}
-        return KernelCall(f"mcu_{name}_f32", ["&params", ref(a), ref(b), ref(out)], [f"mcu_{name}_f32.c"],
-                          "mcu_binary_f32_params", params, operands=[a, b, out])
-    return emit
 
 
 def _clamp(op: Op, ref: Ref) -> KernelCall:
@@ -177,20 +152,6 @@ def _concat(op: Op, ref: Ref) -> KernelCall:
                       operands=[*op.inputs, op.output], scalars=[outer, *chunks])
 
 
-def _slice(op: Op, ref: Ref) -> KernelCall:
-    src, out = op.inputs[0], op.output
-    rank = len(src.shape)
-    if rank > 6:
-        raise McuError(f"slice of a rank-{rank} tensor is not supported (at most 6 dims){at_source(op)}")
-    pad = 6 - rank
-    start = [op.attrs["start"] if d == op.attrs["dim"] else 0 for d in src.dim_order]
-    step = [op.attrs["step"] if d == op.attrs["dim"] else 1 for d in src.dim_order]
-    params = {"rank": rank, "in_shape": list(src.physical_shape) + [1] * pad,
-              "out_shape": list(out.physical_shape) + [1] * pad, "start": start + [0] * pad, "step": step + [1] * pad}
-    return KernelCall("mcu_slice", ["&params", str(DTYPE_BYTES[src.dtype]), ref(src), ref(out)], ["mcu_slice.c"],
-                      "mcu_slice_params", params, operands=[src, out])
-
-
 def _pad(op: Op, ref: Ref) -> KernelCall:
     src = op.inputs[0]
     rank = len(src.shape)
@@ -245,30 +206,6 @@ def _matrix_s8(op: Op, ref: Ref) -> KernelCall:
     tail = [ref(w), ref(b)] + ([] if variant.in_place else [ref(out)])
     return KernelCall(variant.function, ["&ctx", "&params", "&quant", *data, *tail], [variant.source], params_type,
                       params, locals=quant_locals(op, ref), operands=quant_operands(op))
-
-
-def _binary_s8(name: str) -> Callable[[Op, Ref], KernelCall]:
-    def emit(op: Op, ref: Ref) -> KernelCall:
-        a, b = op.inputs
-        out = op.output
-        rank = max(len(out.shape), 1)
-        if rank > 6:
-            raise McuError(f"{name} on rank-{rank} tensors is not supported (at most 6 dims){at_source(op)}")
-        pad = 6 - rank
-        at = op.attrs
-        params = {"rank": rank, "out_shape": (list(out.physical_shape) or [1]) + [1] * pad,
-                  "a_strides": (operand_strides(a, out) or [0]) + [0] * pad,
-                  "b_strides": (operand_strides(b, out) or [0]) + [0] * pad,
-                  "a_offset": int(at["a_offset"]), "b_offset": int(at["b_offset"]),
-                  "a_multiplier": int(at.get("a_multiplier", 0)), "a_shift": int(at.get("a_shift", 0)),
-                  "b_multiplier": int(at.get("b_multiplier", 0)), "b_shift": int(at.get("b_shift", 0)),
-                  "left_shift": int(at.get("left_shift", 0)),
-                  "out_multiplier": int(at["out_multiplier"]), "out_shift": int(at["out_shift"]),
-                  "output_offset": int(at["output_offset"]),
-                  "act_min": int(at["act_min"]), "act_max": int(at["act_max"])}
-        return KernelCall(f"mcu_{name}_s8", ["&params", ref(a), ref(b), ref(out)], [f"mcu_{name}_s8.c"],
-                          "mcu_binary_s8_params", params, operands=[a, b, out])
-    return emit
 
 
 def _pool_s8(function: str, source: str) -> Callable[[Op, Ref], KernelCall]:
@@ -409,42 +346,12 @@ EMITTERS.update({
 })
 
 
-def _more_emitters() -> None:
-    from mcu.backends.portable.elementwise import EMITTERS as MORE
-    from mcu.backends.portable.resample import EMITTERS as RESAMPLE  # resampling and data movement
-
-    EMITTERS.update(MORE)
-    EMITTERS.update(RESAMPLE)
-
-
-_more_emitters()
-
-
-def _conv_emitters() -> None:  # convolutions: transposed convolution
-    from mcu.backends.portable.conv import EMITTERS as CONV
-
-    EMITTERS.update(CONV)
-
-
-_conv_emitters()
-
-
-def _recurrent_emitters() -> None:  # integer recurrent layers
-    from mcu.backends.portable.recurrent import EMITTERS as RECURRENT
-
-    EMITTERS.update(RECURRENT)
-
-
-_recurrent_emitters()
-
-
-def _island_emitters() -> None:  # int8 islands made integer: maximum, minimum
-    from mcu.backends.portable.islands import emitters
-
-    EMITTERS.update(emitters())
-
-
-_island_emitters()
+# each op family's emitters (elementwise, resampling, transposed convolution, recurrent layers, int8 islands)
+EMITTERS.update(MORE)
+EMITTERS.update(RESAMPLE)
+EMITTERS.update(CONV)
+EMITTERS.update(RECURRENT)
+EMITTERS.update(emitters())
 
 
 class PortableBackend(Backend):

@@ -14,6 +14,7 @@ from mcu.errors import McuError
 from mcu.ir import DTYPE_BYTES, Op, Tensor
 from mcu.frontend.opcodes import COMPARE_OP, COMPARE_TYPE, REDUCE_OP, UNARY_FN
 from mcu.passes.layout import channels_last
+from mcu.backends.portable.common import binary
 
 
 def _unary(op: Op, ref: Ref) -> KernelCall:
@@ -55,8 +56,6 @@ def _reduce(op: Op, ref: Ref) -> KernelCall:
 
 
 def _binary(name: str) -> Callable[[Op, Ref], KernelCall]:
-    from mcu.backends.portable.core import _binary as binary
-
     return binary(name)
 
 

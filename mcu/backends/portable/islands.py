@@ -9,6 +9,7 @@ import math
 from mcu.backends.calls import KernelCall, Ref, offsets, split_at
 from mcu.ir import Op
 from mcu.passes.layout import channels_last
+from mcu.backends.portable.common import binary_s8 as _binary_s8
 
 
 def prelu_params(op: Op) -> dict:
@@ -42,8 +43,6 @@ def _log_softmax_s8(op: Op, ref: Ref) -> KernelCall:
 
 
 def emitters() -> dict:
-    from mcu.backends.portable.core import _binary_s8
-
     return {("maximum", "int8"): _binary_s8("maximum"), ("minimum", "int8"): _binary_s8("minimum"),
             ("div", "int8"): _binary_s8("div"), ("prelu", "int8"): _prelu_s8,
             ("log_softmax", "int8"): _log_softmax_s8}

@@ -9,6 +9,7 @@ import math
 from mcu.backends.calls import KernelCall, Ref, at_source
 from mcu.errors import McuError
 from mcu.ir import CHANNELS_LAST, DTYPE_BYTES, Op
+from mcu.backends.portable.common import slice_call
 
 
 def _pad6(values: list[int], fill: int, op: Op) -> list[int]:
@@ -84,8 +85,6 @@ def _adaptive(suffix: str):
 
 
 def _slice(op: Op, ref: Ref) -> KernelCall:
-    from mcu.backends.portable.core import _slice as slice_call
-
     return slice_call(op, ref)
 
 

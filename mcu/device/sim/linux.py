@@ -19,6 +19,8 @@ from mcu.device.hostbuild import library_sources
 from mcu.ir import NUMPY_DTYPES
 from mcu.paths import runtime_dir
 from mcu.device.toolchain import LINUX_INSTALL_HINT, build_linux_executable
+from mcu.device.guards import raise_on_guard
+from mcu.emit.c_model import GUARD_DEFINE
 
 if TYPE_CHECKING:  # pragma: no cover
     from mcu.api import CompiledModel
@@ -59,8 +61,6 @@ def run_on_linux(model: CompiledModel, expected: list[list[np.ndarray]], toleran
     files = dict(lib.files)
     files["main.c"] = render_firmware_main(lib, vectors_in, vectors_out, tolerances)
     if lib.view.guarded:  # a test build: the arena guards around custom kernels (codegen/model.c.j2)
-        from mcu.emit.c_model import GUARD_DEFINE
-
         model_c = f"{lib.prefix}_model.c"
         files[model_c] = f"#define {GUARD_DEFINE}\n" + files[model_c]
     sources = library_sources(lib) + [runtime_dir() / s for s in HARNESS_SOURCES]
@@ -71,7 +71,6 @@ def run_on_linux(model: CompiledModel, expected: list[list[np.ndarray]], toleran
         proc = subprocess.run([*board.linux_run, str(exe)], capture_output=True, text=True, timeout=timeout_s)
     except subprocess.TimeoutExpired:
         raise McuError(f"the harness did not finish in {timeout_s:g} s on {board.name}") from None
-    from mcu.device.guards import raise_on_guard
 
     raise_on_guard(model, proc.stdout)
     report = parse_harness(proc.stdout)

@@ -94,12 +94,12 @@ def build_plugin() -> Path:
     return target
 
 
-def _qemu_opt(value: str) -> str:
+def qemu_opt(value: str) -> str:
     # QEMU splits -plugin options at commas; a literal comma is written twice.
     return value.replace(",", ",,")
 
 
-def _marker_args(elf: Path, trace_out: Path | None = None) -> list[str]:
+def marker_args(elf: Path, trace_out: Path | None = None) -> list[str]:
     """Plugin arguments for the measured region, and for the per-op trace region when ``trace_out``
     names where the plugin writes it."""
     image = read_elf(elf)
@@ -114,7 +114,7 @@ def _marker_args(elf: Path, trace_out: Path | None = None) -> list[str]:
             continue
         args += [f"{prefix}begin={begin.value & ~1:#x}", f"{prefix}end={end.value & ~1:#x}"]
         if prefix:
-            args.append(f"trace_out={_qemu_opt(str(trace_out))}")
+            args.append(f"trace_out={qemu_opt(str(trace_out))}")
     return args
 
 
@@ -137,7 +137,7 @@ def run_qemu(board: Board, elf: Path, timeout_s: float = 300) -> SimResult:
         counts_path = Path(tmp) / "instructions.txt"
         trace_path = Path(tmp) / "trace.txt"
         plugin_opt = ",".join(
-            [_qemu_opt(str(plugin)), *_marker_args(elf, trace_path), f"out={_qemu_opt(str(counts_path))}"]
+            [qemu_opt(str(plugin)), *marker_args(elf, trace_path), f"out={qemu_opt(str(counts_path))}"]
         )
         cmd = [
             str(qemu), "-M", board.qemu_machine, "-nographic", "-monitor", "none",

@@ -21,6 +21,18 @@ import numpy as np
 
 from mcu.ir import Graph, Op, QuantParams, Tensor
 from mcu.passes.quantized import elementwise as quantized_more
+from mcu.passes.quantized.attention import fold_scaling_into_bmm
+from mcu.passes.quantized.common import act_bounds
+from mcu.passes.quantized.common import int_const as _int_const
+from mcu.passes.quantized.common import same_quant as _same_quant
+from mcu.passes.quantized.common import scale as _scale
+from mcu.passes.quantized.common import zero_point as _zp
+from mcu.passes.quantized.islands import CONVERTERS as ISLANDS
+from mcu.passes.quantized.islands import constant_on_grid, constant_operand, keeps_as_is, quantize_between_bounds
+from mcu.passes.quantized.recurrent import CONVERTERS as RECURRENT, KINDS
+from mcu.passes.quantized.resample import CONVERTERS as RESAMPLE
+from mcu.passes.quantized.resample import KEEPS_EXTRA_INPUTS
+from mcu.reference.conv import phase_pack
 
 try:
     from mcu.reference import arith
@@ -28,30 +40,6 @@ except ImportError:  # pragma: no cover - only while the int8 reference is being
     arith = None  # type: ignore[assignment]
 
 Converter = Callable[[Graph, Op, list[Tensor], Tensor], "Op | str"]
-
-
-def _scale(t: Tensor) -> float:
-    assert t.quant is not None
-    return t.quant.scale[0]
-
-
-def _zp(t: Tensor) -> int:
-    assert t.quant is not None
-    return t.quant.zero_point[0]
-
-
-def _int_const(name: str, values: np.ndarray, dtype: str = "int32") -> Tensor:
-    arr = np.ascontiguousarray(values).astype(np.int32 if dtype == "int32" else np.int8)
-    return Tensor(name=name, shape=tuple(arr.shape), dtype=dtype, data=arr)
-
-
-def act_bounds(op: Op, out: Tensor) -> tuple[int, int]:
-    """A fused float clamp [lo, hi] expressed in the output's int8 domain."""
-    lo, hi = op.attrs.get("act") or (None, None)
-    s, zp = _scale(out), _zp(out)
-    act_min = -128 if lo is None else max(-128, min(127, zp + int(np.round(lo / s))))
-    act_max = 127 if hi is None else max(-128, min(127, zp + int(np.round(hi / s))))
-    return act_min, act_max
 
 
 def _per_channel_requant(name: str, x: Tensor, w: Tensor, bias: Tensor | None, out: Tensor,
@@ -124,11 +112,6 @@ def _binary(kind: str) -> Converter:
                  "act_min": act_min, "act_max": act_max}
         return Op(kind, [a, b], [out], attrs, op.name, op.source)
     return convert
-
-
-def _same_quant(a: Tensor, b: Tensor) -> bool:
-    return a.quant is not None and b.quant is not None and a.quant.scale == b.quant.scale \
-        and a.quant.zero_point == b.quant.zero_point
 
 
 def _shared(kind: str) -> Converter:
@@ -214,8 +197,6 @@ def _custom(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
 
 def _extra_inputs_kept(kind: str) -> bool:
     """Ops whose inputs after the first are indices or tables, not quantized values."""
-    from mcu.passes.quantized.resample import KEEPS_EXTRA_INPUTS
-
     return kind in KEEPS_EXTRA_INPUTS
 
 
@@ -228,7 +209,6 @@ def _conv_transpose2d(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> O
     inputs, attrs = result
     if tuple(attrs["dilation"]) == (1, 1) and attrs["groups"] == 1:
         # the weights by output phase, as mcu_conv_transpose2d_phased_s8 reads them (already physical)
-        from mcu.reference.conv import phase_pack
 
         wq = inputs[1]
         ohwi = np.transpose(wq.data, (0, 2, 3, 1))
@@ -266,32 +246,12 @@ CONVERTERS: dict[str, Converter] = {
 CONVERTERS.update(quantized_more.CONVERTERS)
 
 
-def _resample_converters() -> None:
-    from mcu.passes.quantized.resample import CONVERTERS as RESAMPLE  # resampling and data movement
-
-    CONVERTERS.update(RESAMPLE)
-
-
-_resample_converters()
-
-
-def _recurrent_converters() -> None:
-    from mcu.passes.quantized.recurrent import CONVERTERS as RECURRENT, KINDS  # integer recurrent layers
-
-    CONVERTERS.update(RECURRENT)
-    quantized_more.OWN_CONSTANTS.update(KINDS)  # their weights and biases are quantized by their converter
-
-
-_recurrent_converters()
-
-
-def _island_converters() -> None:
-    from mcu.passes.quantized.islands import CONVERTERS as ISLANDS  # int8 islands made integer
-
-    CONVERTERS.update(ISLANDS)
-
-
-_island_converters()
+# resampling and data movement, integer recurrent layers (their weights and biases are quantized by their
+# converter), int8 islands made integer
+CONVERTERS.update(RESAMPLE)
+CONVERTERS.update(RECURRENT)
+quantized_more.OWN_CONSTANTS.update(KINDS)
+CONVERTERS.update(ISLANDS)
 
 
 def _dequantized_source(graph: Graph, t: Tensor) -> Tensor | None:
@@ -308,7 +268,6 @@ def lower_quantized(graph: Graph) -> Graph:
     quantized_more.permute_before_dequantize(graph)
     quantized_more.quantize_before_moves(graph)
     quantized_more.argmax_on_codes(graph)
-    from mcu.passes.quantized.islands import quantize_between_bounds  # clamp with tensor bounds
 
     quantize_between_bounds(graph)
     fallbacks: list[tuple[str, str]] = []
@@ -320,7 +279,6 @@ def lower_quantized(graph: Graph) -> Graph:
             fallbacks.append((f"{op.kind} {op.name}" + (f" ({op.source})" if op.source else ""), reason))
     _fold_dequantize_quantize(graph)
     _remove_dead(graph)
-    from mcu.passes.quantized.attention import fold_scaling_into_bmm  # attention's q @ k^T * scale
 
     fold_scaling_into_bmm(graph)
     _int8_boundary(graph)
@@ -379,7 +337,6 @@ def _try_convert(graph: Graph, op: Op) -> str | None:
     if len(users) != 1 or users[0].kind != "quantize" or op.output.is_output:
         return "its output is not quantized"
     ins: list[Tensor] = []
-    from mcu.passes.quantized.islands import keeps_as_is  # where's condition
 
     for t in op.inputs:
         if keeps_as_is(op, t):
@@ -392,7 +349,6 @@ def _try_convert(graph: Graph, op: Op) -> str | None:
             if (op.kind in ("conv2d", "linear", "conv_transpose2d") or op.kind in quantized_more.OWN_CONSTANTS) and \
                     t is not op.inputs[0]:
                 continue  # weights and bias are converted by the op's own converter
-            from mcu.passes.quantized.islands import constant_on_grid, constant_operand  # its own int8 scale
 
             # a concatenated constant (a learned class token) takes the grid the output shares with the inputs
             qconst = constant_on_grid(t, users[0].output.quant) if op.kind == "concat" else constant_operand(op, t)

@@ -15,6 +15,9 @@ from mcu.ir import Graph, Op, Tensor
 from mcu.reference import arith
 from mcu.reference.elementwise import unary_real
 from mcu.reference.norm import layer_norm_params
+from mcu.passes.quantized.common import int_const as _int_const
+from mcu.passes.quantized.common import act_bounds
+from mcu.passes.quantized.islands import prelu_s8
 
 # Binary ops with a scalar constant operand, as (alpha, beta) of x * alpha + beta (or of beta - x for rsub).
 _SCALAR = {"add": lambda s: ("affine", 1.0, s), "sub": lambda s: ("affine", 1.0, -s),
@@ -65,8 +68,6 @@ def scalars_to_unary(graph: Graph) -> None:
 
 
 def _unary_lut(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
-    from mcu.passes.quantized.core import _int_const
-
     x = ins[0]
     fn = unary_real(op.attrs["fn"], op.attrs["alpha"], op.attrs["beta"])
     table = arith.lut_table(fn, _scale(x), _zp(x), _scale(out), _zp(out))
@@ -79,7 +80,6 @@ def _prelu(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
     """One slope for all channels is leaky ReLU: a table. Slopes per channel have no int8 kernel."""
     w = op.inputs[1]
     if w.numel != 1:  # TFLite's int8 PRELU (mcu_prelu_s8)
-        from mcu.passes.quantized.islands import prelu_s8
 
         return prelu_s8(graph, op, ins, out)
     slope = float(np.asarray(w.data).reshape(-1)[0])
@@ -89,8 +89,6 @@ def _prelu(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
 
 
 def _layer_norm(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
-    from mcu.passes.quantized.core import _int_const, act_bounds
-
     x = ins[0]
     rest = iter(op.inputs[1:])
     weight = next(rest) if op.attrs["weight"] else None
@@ -139,8 +137,6 @@ def argmax_on_codes(graph: Graph) -> None:
 
 
 def _reduce(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
-    from mcu.passes.quantized.core import act_bounds
-
     x = ins[0]
     first, last = op.attrs["dims"]
     count = int(np.prod(x.shape[first:last + 1]))
@@ -153,8 +149,6 @@ def _reduce(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
 
 
 def _bmm(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
-    from mcu.passes.quantized.core import act_bounds
-
     a, b = ins
     if a.shape[0] != b.shape[0]:
         return "batches differ"

@@ -10,6 +10,10 @@ import numpy as np
 
 from mcu.ir import Graph, Op, QuantParams, Tensor
 from mcu.reference import arith
+from mcu.passes.quantized.common import act_bounds
+from mcu.reference.islands import div_params
+from mcu.reference.islands import prelu_params, quantize_slopes
+from mcu.reference.islands import log_softmax_tables
 
 # Kinds whose int8 kernel reads a constant operand like any other (strided broadcasting, own offsets).
 CONSTANT_OPERANDS = {"add", "sub", "mul", "maximum", "minimum", "div"}
@@ -96,8 +100,6 @@ def quantize_between_bounds(graph: Graph) -> None:
 
 def _extreme(kind: str):
     def convert(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
-        from mcu.passes.quantized.core import act_bounds
-
         a, b = ins
         act_min, act_max = act_bounds(op, out)
         params = arith.add_params(_scale(a), _scale(b), _scale(out))
@@ -108,9 +110,6 @@ def _extreme(kind: str):
 
 
 def _div(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
-    from mcu.passes.quantized.core import act_bounds
-    from mcu.reference.islands import div_params
-
     a, b = ins
     act_min, act_max = act_bounds(op, out)
     params = div_params(_scale(a), _scale(b), _scale(out), zp_a=_zp(a), zp_b=_zp(b), zp_out=_zp(out))
@@ -121,9 +120,6 @@ def _div(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
 def prelu_s8(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
     """TFLite PRELU: slopes per channel as symmetric int8 with a scale of their own (the float32 slopes are
     the op's second input; :data:`mcu.passes.quantized.elementwise.OWN_CONSTANTS`)."""
-    from mcu.passes.quantized.core import act_bounds
-    from mcu.reference.islands import prelu_params, quantize_slopes
-
     x = ins[0]
     codes, s_alpha = quantize_slopes(np.asarray(op.inputs[1].data))
     alpha = Tensor(name=f"{op.name}_alpha_q", shape=(codes.size,), dtype="int8", data=codes,
@@ -135,8 +131,6 @@ def prelu_s8(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
 
 
 def _log_softmax(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
-    from mcu.reference.islands import log_softmax_tables
-
     x = ins[0]
     try:
         table, a, c = log_softmax_tables(_scale(x), _scale(out))

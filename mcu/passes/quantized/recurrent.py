@@ -4,7 +4,6 @@ the requantization constants, biases and the sigmoid table of mcu/reference/recu
 
 from __future__ import annotations
 
-import numpy as np
 
 from mcu.ir import Graph, Op, Tensor
 from mcu.reference import recurrent

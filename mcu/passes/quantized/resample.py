@@ -6,7 +6,7 @@ for 10-bit integer ones (mcu/reference/resample.py)."""
 from __future__ import annotations
 
 from mcu.ir import Graph, Op, Tensor
-from mcu.passes.quantized.core import _same_quant
+from mcu.passes.quantized.common import same_quant as _same_quant
 from mcu.reference.resample import bilinear_tables_s8
 
 KEEPS_EXTRA_INPUTS = {"remap", "index_select", "gather", "resize_bilinear"}
