@@ -27,3 +27,15 @@ def pty() -> Iterator[Pty]:
     finally:
         os.close(master)
         os.close(slave)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests of one example model run in one xdist worker (``--dist loadgroup``), so the model is captured,
+    quantized and compiled once per (board, mode) instead of once in each worker."""
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        if callspec is None or "compiled" not in getattr(item, "fixturenames", ()):
+            continue
+        model = callspec.params.get("name") or callspec.params.get("example")
+        if isinstance(model, str):
+            item.add_marker(pytest.mark.xdist_group(model))

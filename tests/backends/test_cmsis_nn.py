@@ -388,6 +388,7 @@ def routed(fake_tree: Path):
     return get
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ROUTED_MODELS)
 def test_packing_matches_our_kernels(routed, compiled, name: str) -> None:
     cm, ours = routed(name), compiled(name, quantize="int8")
@@ -467,6 +468,7 @@ def test_host_build_through_cmsis_calls_is_bit_exact(routed, name: str) -> None:
     assert cm.run_raw(*cm.spec.test_inputs[0])[0].dtype == np.int8  # program path falls back to the C
 
 
+@pytest.mark.slow
 @requires_qemu
 @pytest.mark.qemu
 @pytest.mark.parametrize("board", ["mps2-an505", "mps3-an547"])

@@ -23,6 +23,7 @@ def test_m0plus_board_file() -> None:
     assert b.qemu_machine == "mps2-an385" and b.port == "mps2"
 
 
+@pytest.mark.slow
 @requires_qemu
 @pytest.mark.qemu
 @pytest.mark.parametrize("name", REFERENCE_MODELS)

@@ -13,6 +13,7 @@ from mcu.errors import McuError
 from mcu.stack import STACK_MARGIN, analyze, read_su
 
 
+@pytest.mark.slow
 @requires_qemu
 @pytest.mark.parametrize("name,board", [(m, b) for b in ("mps2-an505", "mps2-an386", "mps3-an547", "mps2-an385",
                                                           "mps2-an385-m0plus") for m in REFERENCE_MODELS])

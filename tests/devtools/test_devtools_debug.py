@@ -15,6 +15,7 @@ from mcu.devtools.debug import debug_model
 BOARD = "mps2-an505"
 
 
+@pytest.mark.slow
 @requires_qemu
 @pytest.mark.parametrize("name", REFERENCE_MODELS)
 def test_every_op_on_the_device_equals_the_reference(compiled, name: str) -> None:

@@ -82,6 +82,7 @@ def test_normal_build_has_no_trace_code_or_cost(compiled, tmp_path) -> None:
     assert normal.trace_instructions == []
 
 
+@pytest.mark.slow
 @requires_qemu
 @pytest.mark.parametrize("name", ["ds_cnn", "digits_cnn"])
 def test_per_op_costs_add_up_to_the_inference(compiled, name: str) -> None:
@@ -155,6 +156,7 @@ def test_ops_inside_a_sequential_name_their_layer(compiled) -> None:
     assert sources["convolution"].startswith("small_cnn.py:19: `return self.classifier(")
 
 
+@pytest.mark.slow
 @requires_qemu
 @pytest.mark.parametrize("name", ["ds_cnn", "digits_cnn"])
 def test_program_file_profile_on_the_interpreter(compiled, name: str) -> None:

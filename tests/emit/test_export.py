@@ -71,6 +71,7 @@ def _check_app(app: Path, cm, tmp_path: Path) -> None:
     assert float(np.max(np.abs(got - want))) <= 1e-4 * float(np.max(np.abs(want)))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["small_cnn", "resnet8"])
 def test_export_builds_with_make_fragment(compiled, tmp_path: Path, name: str) -> None:
     cm = compiled(name)

@@ -74,6 +74,7 @@ def _check_parity(cm: mcu.api.CompiledModel, inputs: tuple[torch.Tensor, ...]) -
         assert float((g - w).abs().max()) <= FP32_TOL * scale
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", REFERENCE_MODELS)
 def test_reference_model_host_parity(compiled, name: str) -> None:
     cm = compiled(name)

@@ -24,7 +24,7 @@ from repo import requires_qemu
 from mve_cases import BLOCK_KERNELS, MODES, WMODES, compile_kernel, run_layers
 
 BOARD = "mps3-an547"
-pytestmark = [requires_qemu, pytest.mark.qemu,
+pytestmark = [requires_qemu, pytest.mark.qemu, pytest.mark.slow,
               pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None, reason="arm-none-eabi-gcc not installed")]
 
 

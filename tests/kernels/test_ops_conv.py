@@ -647,6 +647,7 @@ DEVICE_MODELS = {
 }
 
 
+@pytest.mark.slow
 @requires_qemu
 @pytest.mark.qemu
 @pytest.mark.parametrize("quantize", ["none", "int8"])
@@ -667,6 +668,7 @@ def test_model_family_on_the_simulated_m33(name: str, quantize: str) -> None:
           f"arena {cm.memory.arena_size} B")
 
 
+@pytest.mark.slow
 @requires_qemu
 @pytest.mark.qemu
 @pytest.mark.parametrize("name", ["tcn_conv1d", "autoencoder_convt2d", "resnext_grouped"])
@@ -689,6 +691,7 @@ def interpreter_firmware():
     return build_interpreter_firmware(load_board("mps2-an505"))
 
 
+@pytest.mark.slow
 @requires_qemu
 @pytest.mark.qemu
 @pytest.mark.parametrize("quantize", ["none", "int8"])

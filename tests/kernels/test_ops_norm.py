@@ -482,6 +482,7 @@ QEMU_CASES = [("mlp_ln_gelu", "none"), ("mlp_ln_gelu", "int8"), ("group_norm_blo
               ("activations", "int8"), ("products", "none"), ("reductions", "int8"), ("attention", "int8")]
 
 
+@pytest.mark.slow
 @requires_qemu
 @pytest.mark.parametrize("name,quantize", QEMU_CASES)
 def test_models_on_the_simulated_m33(compiled, name: str, quantize: str) -> None:

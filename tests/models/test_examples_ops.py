@@ -14,6 +14,9 @@ import pytest
 from compiled import compiled_model
 from repo import have_cross_tools, requires_qemu
 
+# Whole models end to end: the full run only (make test), not make test-fast.
+pytestmark = pytest.mark.slow
+
 FP32_TOL = 1e-4
 CLASSIFIERS = ["kws_gru", "transformer_block", "tcn", "mobilenet_v2",
                "kws_lstm"]  # integer recurrent layers (issue 18)

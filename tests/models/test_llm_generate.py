@@ -16,6 +16,9 @@ from state_checks import reads_whole_state_into_a_copy
 from mcu.generate import (Sampler, build_generation_firmware, compile_generation, host_tokens, load_generation,
                           reference_tokens, run_generation_firmware)
 
+# Whole models end to end: the full run only (make test), not make test-fast.
+pytestmark = pytest.mark.slow
+
 LLM = EXAMPLES / "tiny_llm.py"
 
 

@@ -15,6 +15,7 @@ CASES = ([(m, "mps2-an505") for m in REFERENCE_MODELS] + [(m, "mps2-an386") for 
          + [(m, "mps3-an547") for m in REFERENCE_MODELS])
 
 
+@pytest.mark.slow
 @requires_qemu
 @pytest.mark.qemu
 @pytest.mark.parametrize("name,board", CASES)

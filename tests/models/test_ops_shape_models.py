@@ -132,6 +132,7 @@ def compiled():
     return get
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_fp32_equals_eager(compiled, name: str) -> None:
     model, cm = compiled(name, "none")
@@ -148,6 +149,7 @@ def test_fp32_equals_eager(compiled, name: str) -> None:
             assert np.array_equal(g, c)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_int8_equals_the_integer_reference(compiled, name: str) -> None:
     model, cm = compiled(name, "int8")

@@ -19,6 +19,7 @@ ARENA_TARGETS = {"small_cnn": 13_600, "ds_cnn": 8_800, "mobilenet_v1": 40_000, "
                  "fc_autoencoder": 1_024}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", REFERENCE_MODELS)
 def test_int8_arena_within_target_and_verified(compiled, name: str) -> None:
     cm = compiled(name, quantize="int8")

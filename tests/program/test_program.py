@@ -117,6 +117,7 @@ def test_params_dicts_list_struct_fields_in_declaration_order(compiled, tmp_path
 # --- parity with the generated C --------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("quantize", ["none", "int8"])
 @pytest.mark.parametrize("name", PROGRAM_MODELS)
 def test_program_equals_generated_c_on_host(compiled, name: str, quantize: str) -> None:

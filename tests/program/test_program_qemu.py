@@ -34,6 +34,7 @@ def _device_outputs(run, method: str, cm, vector: int) -> list[np.ndarray]:
     return [run.output(method, vector, i, NUMPY_DTYPES[t.dtype], t.numel) for i, t in enumerate(cm.graph.outputs)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("quantize", ["none", "int8"])
 @pytest.mark.parametrize("name", PROGRAM_MODELS)
 def test_program_on_firmware_equals_generated_c(compiled, firmware, name: str, quantize: str) -> None:

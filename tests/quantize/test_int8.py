@@ -25,6 +25,7 @@ def _load_example(name: str):
     return module
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", INT8_MODELS)
 def test_host_build_equals_reference(compiled, name: str) -> None:
     cm = compiled(name, quantize="int8")
@@ -36,6 +37,7 @@ def test_host_build_equals_reference(compiled, name: str) -> None:
             np.testing.assert_array_equal(host, ref)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", REFERENCE_MODELS)
 def test_int8_arena_is_at_most_fp32_over_3_5(compiled, name: str) -> None:
     int8, fp32 = compiled(name, quantize="int8"), compiled(name)
@@ -43,6 +45,7 @@ def test_int8_arena_is_at_most_fp32_over_3_5(compiled, name: str) -> None:
     assert int8.memory.lower_bound <= int8.memory.arena_size <= int8.memory.live_set
 
 
+@pytest.mark.slow
 @requires_qemu
 @pytest.mark.qemu
 @pytest.mark.parametrize("board", ["mps2-an505", "mps2-an386", "mps3-an547", "mps2-an385"])
@@ -57,6 +60,7 @@ def test_device_equals_reference(compiled, name: str, board: str) -> None:
     assert sim.instructions and sim.instructions > 0
 
 
+@pytest.mark.slow
 @requires_qemu
 @pytest.mark.qemu
 def test_digits_accuracy_and_device_predictions(compiled) -> None:

@@ -45,6 +45,7 @@ def test_the_sample_covers_every_board_mode_and_output() -> None:
     assert {(b, m) for b, m, _ in CELLS} == {(b, m) for b in matrix.BOARDS for m in matrix.MODES}
 
 
+@pytest.mark.slow
 @requires_qemu
 @pytest.mark.qemu
 @pytest.mark.parametrize("board,mode,example", CELLS)

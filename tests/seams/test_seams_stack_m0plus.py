@@ -135,6 +135,7 @@ def _runs_with_a_bounded_stack(cm) -> None:
     assert check.high_water_bytes <= fw.stack.reserved_bytes
 
 
+@pytest.mark.slow
 @requires_qemu
 @pytest.mark.qemu
 @pytest.mark.parametrize("name", ["small_cnn", "transformer_block"])

@@ -90,6 +90,7 @@ def _fits_firmware(case: dict) -> bool:
     return case["h"] * case["w"] * case["c"] <= 8000 and (case["pt"] + 1) * case["w"] * case["c"] <= 16384
 
 
+@pytest.mark.slow
 @requires_qemu
 @pytest.mark.qemu
 @pytest.mark.parametrize("board", ["mps2-an505", "mps2-an386"])

@@ -107,6 +107,7 @@ def _kernel_at(opt: str, tmp: Path) -> Path:
     return src
 
 
+@pytest.mark.slow
 @requires_qemu
 @pytest.mark.qemu
 @pytest.mark.parametrize("board_name,opt,wide", [("mps2-an505", "-O2", None), ("mps2-an386", "-O2", None),

@@ -69,6 +69,7 @@ def _program(cases: list[dict]) -> str:
     return "".join(out)
 
 
+@pytest.mark.slow
 @requires_qemu
 @pytest.mark.qemu
 @pytest.mark.parametrize("board", ["mps2-an505", "mps2-an386"])

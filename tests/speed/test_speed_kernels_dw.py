@@ -52,6 +52,7 @@ def test_pixel_path_emulated(emulated, case) -> None:
     run_on_host(emulated, case)
 
 
+@pytest.mark.slow
 @requires_qemu
 @pytest.mark.qemu
 @pytest.mark.parametrize("board", ["mps2-an505", "mps2-an386"])

@@ -87,6 +87,7 @@ def test_flat_pointwise_loop_emulated(emulated, case: dict) -> None:
     base.assert_equal(out, case["expected"])
 
 
+@pytest.mark.slow
 @requires_qemu
 @pytest.mark.qemu
 @pytest.mark.parametrize("board_name", ["mps2-an505", "mps2-an386"])

@@ -23,7 +23,7 @@ from repo import requires_qemu
 from mve_cases import MODES, WMODES, compile_kernel, run_cases
 from mve_cases import run_layers
 
-pytestmark = [requires_qemu, pytest.mark.qemu,
+pytestmark = [requires_qemu, pytest.mark.qemu, pytest.mark.slow,
               pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None, reason="arm-none-eabi-gcc not installed")]
 
 # multiples of 4 (the gather path: one chunk, several chunks past 128, 300 ends in a partial chunk) and not

@@ -31,7 +31,7 @@ from mve_cases import (MODES, WMODES, Builder, Case, mve_data, mve_shape, mve_we
                                  run_cases)
 
 BOARD = "mps3-an547"
-pytestmark = [requires_qemu, pytest.mark.qemu,
+pytestmark = [requires_qemu, pytest.mark.qemu, pytest.mark.slow,
               pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None, reason="arm-none-eabi-gcc not installed")]
 
 KERNELS = ["mcu_conv2d_s8.c"]

@@ -34,7 +34,7 @@ BOARD = "mps3-an547"
 KERNEL = "mcu_conv2d_1x1_s8.c"
 CONV = "mcu_conv2d_s8.c"  # 1x1 without padding, any stride (ResNet's shortcuts): the same pair path
 PATTERN = 0x5A
-pytestmark = [requires_qemu, pytest.mark.qemu,
+pytestmark = [requires_qemu, pytest.mark.qemu, pytest.mark.slow,
               pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None, reason="arm-none-eabi-gcc not installed")]
 
 # Up to 1024 values per row the pair path takes (one pair per block from 513 on: 2 * 1024-byte rows).

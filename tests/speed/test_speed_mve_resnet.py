@@ -136,6 +136,7 @@ def _run_program(text: str, kernels: list[str], tag: str) -> str:
     return result.console
 
 
+@pytest.mark.slow
 @requires_qemu
 @pytest.mark.qemu
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -207,6 +208,7 @@ def conv3_case(b, rng, *, cin, cout, kh, kw, sh, sw, pt, pl, dh, dw, h, w, n, mo
     b.add(mve.Case("conv2d", call, y.reshape(-1)), out_off + y.size)
 
 
+@pytest.mark.slow
 @requires_qemu
 @pytest.mark.qemu
 @settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])

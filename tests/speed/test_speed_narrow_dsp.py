@@ -241,6 +241,7 @@ def _run_on_core(tmp: Path, board_name: str, cases: list[dict]) -> None:
     assert result.exit_code == 0 and "packed cases failed: 0" in result.console, result.console
 
 
+@pytest.mark.slow
 @requires_qemu
 @pytest.mark.qemu
 @pytest.mark.parametrize("board_name", ["mps2-an505", "mps2-an386"])
@@ -254,6 +255,7 @@ def test_narrow_on_core(tmp_path_factory, board_name: str, cases: list[dict]) ->
     _run_on_core(tmp_path_factory.mktemp("narrow"), board_name, cases)
 
 
+@pytest.mark.slow
 @requires_qemu
 @pytest.mark.qemu
 @pytest.mark.parametrize("board_name", ["mps2-an505", "mps2-an386"])
