@@ -144,7 +144,7 @@ def test_narrow_path_left_out_on_core(tmp_path: Path) -> None:
 
 def test_exported_library_builds_with_its_definitions(tmp_path: Path) -> None:
     """small_cnn's export carries its definitions in both fragments; the Makefile fragment builds the
-    library on the host (the app's outputs: tests/test_export.py) and, for the Cortex-M33, the exported
+    library on the host (the app's outputs: tests/emit/test_export.py) and, for the Cortex-M33, the exported
     kernel with the fragment's flags is the smaller specialised one."""
     from compiled import compiled_model
     from mcu.toolchain import compile_flags, find_cross_compiler

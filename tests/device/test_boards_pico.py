@@ -1,7 +1,7 @@
 """The pico board (RP2040, Cortex-M0+) without the Pico SDK: `mcu build --board pico` writes a UF2 for the
 RP2040 family whose image starts with the project's own 256-byte second-stage boot (valid CRC32, ARMv6-M
 code, W25Q080 quad XIP set-up) followed by the vector table; the ARMv6-M code itself runs in QEMU on the
-mps2-an385-m0plus board (tests/test_boards_m0plus.py)."""
+mps2-an385-m0plus board (tests/device/test_boards_m0plus.py)."""
 
 from __future__ import annotations
 

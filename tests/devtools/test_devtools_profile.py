@@ -124,7 +124,7 @@ def test_profile_command_table_json_svg(tmp_path, capsys) -> None:
 
 
 def test_profile_needs_a_simulated_board_or_a_pico(compiled) -> None:
-    # A Pico 2 is profiled over USB (tests/test_devtools_profile_device.py); a Linux board has no tracer run.
+    # A Pico 2 is profiled over USB (tests/devtools/test_devtools_profile_device.py); a Linux board has no tracer run.
     cm = compiled("small_cnn", "host", "int8")
     with pytest.raises(McuError, match="no simulator to profile on"):
         profile_model(cm)

@@ -1,7 +1,7 @@
 """`mcu profile` on a board flashed over USB (Pico 2): the profiling UF2 goes to the BOOTSEL drive and
 the per-op cycles come back as TRACE lines on the serial console.
 
-No Pico 2 is attached here, so the board is played by a pseudo-terminal and a folder (tests/test_flash.py):
+No Pico 2 is attached here, so the board is played by a pseudo-terminal and a folder (tests/device/test_flash.py):
 its console is what the same traced firmware printed on the simulated M33 (real OUT lines, so the
 harness's verdict and the outputs are the model's own), with each TRACE line's cycles replaced by that
 op's exact instruction count, as DWT would report them on the chip.

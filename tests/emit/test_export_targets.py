@@ -4,7 +4,7 @@ prints PASS for the bundled vectors.
 The Pico SDK, Arduino cores and Zephyr are not installed here, so each build uses stand-ins written below for
 the few tool targets and headers the output touches (pico_stdlib, Arduino.h, the Zephyr CMake package); the
 stand-ins run on the host, so the examples really run. The real-tree variants need PICO_SDK_PATH (here) or
-ZEPHYR_BASE and ZEPHYR_MODULES (tests/test_seams_export.py) and skip without them.
+ZEPHYR_BASE and ZEPHYR_MODULES (tests/seams/test_seams_export.py) and skip without them.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The int8 depthwise kernels' DSP paths on the simulated Cortex-M33 and M4 themselves.
 
-tests/test_kernels_s8_opt.py runs the same C paths on the host with the DSP instructions emulated;
+tests/kernels/test_kernels_s8_opt.py runs the same C paths on the host with the DSP instructions emulated;
 the row path of the depthwise kernels (runtime_c/kernels/internal/dw_s8_dsp.h) also has
 hand-written assembly (the 3x3 pixel loop, the requantization of four lanes) that only the Arm
 cores run. Here one firmware runs a list of depthwise cases aimed at that code (borders, images as

@@ -113,7 +113,7 @@ def test_linear_w4_refuses_null_and_overlap() -> None:
 
 @functools.lru_cache(maxsize=None)
 def _emulated_lib():
-    """The kernels built with the DSP paths emulated (tests/test_kernels_s8_opt.py): the SMLAD path of
+    """The kernels built with the DSP paths emulated (tests/kernels/test_kernels_s8_opt.py): the SMLAD path of
     mcu_linear_w4_s8 (group sizes that are multiples of 8) runs on the host."""
     lib = ctypes.CDLL(str(build_emulated_lib()))
     lib.mcu_linear_w4_s8.argtypes = [_P] * 7

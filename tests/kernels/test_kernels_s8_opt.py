@@ -4,11 +4,11 @@ The DSP paths (SXTB16/SXTAB16/SMLAD/SMLABB/SMLATT, runtime_c/kernels/internal/si
 compile on x86, so the kernels are built here a second time with ``-DMCU_S8_DSP_EMULATE``: the same
 C paths (their column layout, reordered lanes, 2x2 blocking, tails and stack buffers) run with
 portable emulations of those instructions. Every property test of the plain kernels
-(tests/test_kernels_s8.py, 300 cases each) and every overlap-contract test
-(tests/test_memory_contracts.py) runs again against that build, plus tests aimed at the SIMD
+(tests/kernels/test_kernels_s8.py, 300 cases each) and every overlap-contract test
+(tests/plan/test_memory_contracts.py) runs again against that build, plus tests aimed at the SIMD
 paths' shapes (channel counts around multiples of 4, windows at the stack-buffer limit, the
 1x1 pixel pair in both directions, the in-place depthwise). On the Arm cores themselves the
-native instructions run in every model test on QEMU (tests/test_int8.py, all four boards).
+native instructions run in every model test on QEMU (tests/quantize/test_int8.py, all four boards).
 """
 
 from __future__ import annotations

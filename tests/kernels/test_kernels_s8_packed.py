@@ -2,10 +2,10 @@
 Python reference.
 
 Three builds run it: the host extension (plain C), the host library with the DSP paths emulated
-(tests/test_kernels_s8_opt.py; the shortened right-shift requantization runs there), and the
+(tests/kernels/test_kernels_s8_opt.py; the shortened right-shift requantization runs there), and the
 firmware on the simulated Cortex-M33 and Cortex-M4, where the LDM/SMLAD inline assembly and the
 QADD run natively (a batch of random cases compiled into one firmware). Every reference model runs
-it on mps2-an505 and mps2-an386 in tests/test_int8.py.
+it on mps2-an505 and mps2-an386 in tests/quantize/test_int8.py.
 """
 
 from __future__ import annotations

@@ -293,7 +293,7 @@ def conv1d_cases(draw):
 
 @pytest.fixture(scope="module")
 def emulated():
-    """The kernels built with the DSP paths emulated on the host (tests/test_kernels_s8_opt.py)."""
+    """The kernels built with the DSP paths emulated on the host (tests/kernels/test_kernels_s8_opt.py)."""
     from host_builds import build_emulated_lib
 
     return ctypes.CDLL(str(build_emulated_lib()))
@@ -684,7 +684,7 @@ def test_int8_model_family_on_cortex_m55_helium(name: str) -> None:
 
 @pytest.fixture(scope="module")
 def interpreter_firmware():
-    """The program interpreter firmware with every kernel (tests/test_program_qemu.py), built once."""
+    """The program interpreter firmware with every kernel (tests/program/test_program_qemu.py), built once."""
     from mcu.boards import load_board
     from mcu.program.device import build_interpreter_firmware
 

@@ -4,7 +4,7 @@
 The host build takes the MCU_S8_WIDE paths (runtime_c/kernels/internal/plain_s8.h), as the Cortex-M3
 does, so the loops the M0+ runs are built here a second time with ``-DMCU_S8_NO_WIDE`` and the plain
 kernels' property tests and overlap-contract tests run against that build. (On the boards, the M0+
-firmware builds of tests/test_boards_m0plus.py run them natively.)
+firmware builds of tests/device/test_boards_m0plus.py run them natively.)
 """
 
 from __future__ import annotations
