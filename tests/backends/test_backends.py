@@ -13,12 +13,12 @@ from typing import ClassVar
 import numpy as np
 import pytest
 
-from repo import EXAMPLES
 from mcu.backends import registry
 from mcu.backends.base import Backend, Constraint, Context, Partition, Rule, partition
 from mcu.boards import load_board
 from mcu.errors import McuError
 from mcu.ir import Graph, Op, Tensor
+from repo import EXAMPLES
 
 ROOT = Path(__file__).resolve().parents[2]
 

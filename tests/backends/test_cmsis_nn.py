@@ -19,12 +19,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from repo import EXAMPLES, requires_qemu
 from mcu.api import compile_file
 from mcu.backends import cmsis_nn
 from mcu.boards import load_board
 from mcu.errors import McuError
 from mcu.paths import runtime_dir
+from repo import EXAMPLES, requires_qemu
 
 TYPES_H = r"""
 #ifndef ARM_NN_TYPES_H

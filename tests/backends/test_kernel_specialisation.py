@@ -15,7 +15,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from repo import requires_qemu
 from mcu.backends import tuned
 from mcu.backends.specialise import PackedLayer, merge_defines, packed_defines
 from mcu.boards import load_board
@@ -23,6 +22,7 @@ from mcu.export import export_library
 from mcu.paths import runtime_dir
 from mcu.quant import reference as ref
 from packed_cases import packed_firmware_source, packed_params
+from repo import requires_qemu
 
 # The reference models on mps2-an505 (int8): their packed layers' widest window and paths
 EXPECTED = {

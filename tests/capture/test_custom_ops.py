@@ -14,12 +14,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from repo import EXAMPLES, requires_qemu
+from cli_runner import assert_one_line_error, run_mcu
 from mcu.api import compile_file
 from mcu.elf import read_elf
 from mcu.errors import McuError
 from mcu.runtime import Program
-from cli_runner import assert_one_line_error, run_mcu
+from repo import EXAMPLES, requires_qemu
 
 NAME = "custom_op"
 

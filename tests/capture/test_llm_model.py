@@ -9,8 +9,8 @@ from collections import Counter
 import pytest
 import torch
 
-from repo import EXAMPLES
 from mcu.program.methods import defines_methods, load_methods
+from repo import EXAMPLES
 
 
 @pytest.fixture(scope="module")

@@ -11,8 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from repo import EXAMPLES, requires_qemu
 from cli_runner import run_mcu
+from repo import EXAMPLES, requires_qemu
 
 STAGES = ["load", "quantize", "capture", "lower", "plan", "generate", "compile", "link", "simulate"]
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from repo import requires_qemu
 from mcu.demo import main
+from repo import requires_qemu
 
 
 @requires_qemu

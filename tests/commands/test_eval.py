@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from repo import EXAMPLES, requires_qemu
-from mcu.evaluate import sample_indices
 from cli_runner import assert_one_line_error, run_mcu
+from mcu.evaluate import sample_indices
+from repo import EXAMPLES, requires_qemu
 
 DIGITS = str(EXAMPLES / "digits_cnn.py")
 

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from repo import requires_qemu
 from mcu.boards import load_board
 from mcu.errors import McuError
 from mcu.sim.qemu import run_qemu
 from mcu.toolchain import build_firmware, render_linker_script
+from repo import requires_qemu
 
 needs_cross = pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None, reason="arm-none-eabi-gcc not installed")
 

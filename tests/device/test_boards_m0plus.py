@@ -10,8 +10,8 @@ import subprocess
 import numpy as np
 import pytest
 
-from repo import REFERENCE_MODELS, requires_qemu
 from mcu.boards import load_board
+from repo import REFERENCE_MODELS, requires_qemu
 
 BOARD = "mps2-an385-m0plus"
 

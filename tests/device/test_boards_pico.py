@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from repo import EXAMPLES
+from cli_runner import run_mcu
 from mcu.boards import load_board
 from mcu.boot2 import BOOT2_SIZE, boot2_crc, seal_boot2
 from mcu.elf import read_elf
 from mcu.uf2 import FAMILY_RP2040, PAYLOAD_SIZE, read_uf2
-from cli_runner import run_mcu
+from repo import EXAMPLES
 
 FLASH = (0x10000000, 0x10200000)
 SRAM = (0x20000000, 0x20042000)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from repo import EXAMPLES, requires_qemu
+from cli_runner import assert_one_line_error, run_mcu
 from mcu import paths
 from mcu.boards import load_board
 from mcu.elf import read_elf
@@ -21,7 +21,7 @@ from mcu.sim.qemu import run_qemu
 from mcu.toolchain import build_firmware, compile_flags, find_cross_compiler, port_sources
 from mcu.uf2 import (BLOCK_SIZE, FAMILY_RP2350_ARM_S, FLAG_FAMILY_ID_PRESENT, PAYLOAD_SIZE, decode, encode,
                      pages_from_segments, read_uf2)
-from cli_runner import assert_one_line_error, run_mcu
+from repo import EXAMPLES, requires_qemu
 
 needs_cross = pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None, reason="arm-none-eabi-gcc not installed")
 

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from fake_pico import FAIL_LINES, PASS_LINES, FakePico, Pty, make_drive, mcu_process
-from repo import EXAMPLES
 from mcu import flash
 from mcu.errors import McuError
 from mcu.uf2 import FAMILY_RP2350_ARM_S, encode, read_uf2
+from repo import EXAMPLES
 
 
 @pytest.fixture

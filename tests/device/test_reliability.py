@@ -16,9 +16,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from repo import ROOT, requires_qemu
 from mcu.program import format as fmt
 from mcu.runtime import Program, ProgramError, WeightsCorruptError
+from repo import ROOT, requires_qemu
 
 STATUS_WEIGHTS_CORRUPT = 18
 STATUS_ARENA_LIMIT = 19

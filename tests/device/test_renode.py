@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from repo import EXAMPLES
+from cli_runner import assert_one_line_error, run_mcu
 from mcu import paths
 from mcu.boards import load_board
 from mcu.errors import McuError
 from mcu.sim.renode import RENODE_ENV, find_renode, render_renode_files, run_renode
-from cli_runner import assert_one_line_error, run_mcu
+from repo import EXAMPLES
 
 
 def _hex(n: int) -> str:

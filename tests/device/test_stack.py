@@ -8,9 +8,9 @@ import textwrap
 
 import pytest
 
-from repo import REFERENCE_MODELS, requires_qemu
 from mcu.errors import McuError
 from mcu.stack import STACK_MARGIN, analyze, read_su
+from repo import REFERENCE_MODELS, requires_qemu
 
 
 @pytest.mark.slow

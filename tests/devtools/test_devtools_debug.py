@@ -9,8 +9,8 @@ import json
 
 import pytest
 
-from repo import EXAMPLES, REFERENCE_MODELS, requires_qemu
 from mcu.devtools.debug import debug_model
+from repo import EXAMPLES, REFERENCE_MODELS, requires_qemu
 
 BOARD = "mps2-an505"
 

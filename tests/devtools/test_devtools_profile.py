@@ -13,11 +13,11 @@ import re
 
 import pytest
 
-from repo import requires_qemu
 from mcu.devtools.ops import op_table
 from mcu.devtools.profile import make_profile, out_lines, profile_model
 from mcu.devtools.trace import TraceEvent, parse_trace_lines, trace_events
 from mcu.errors import McuError
+from repo import requires_qemu
 
 BOARD = "mps2-an505"
 

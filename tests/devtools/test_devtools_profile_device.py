@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
+from fake_pico import FakePico, Pty, make_drive
 from mcu.api import compile_file
 from mcu.devtools.profile import profile_model
 from mcu.devtools.trace import run_traced
 from mcu.uf2 import decode
 from repo import EXAMPLES
-from fake_pico import FakePico, Pty, make_drive
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 

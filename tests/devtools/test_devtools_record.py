@@ -11,9 +11,9 @@ import zipfile
 
 import pytest
 
-from repo import EXAMPLES, requires_qemu
 from mcu.devtools.record import load_record
 from mcu.errors import McuError
+from repo import EXAMPLES, requires_qemu
 
 BOARD = "mps2-an505"
 

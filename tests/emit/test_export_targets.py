@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
+from export_builds import WARNINGS, cmake_build, expect_pass, pico_stand_in, run_checked
 from mcu.export import export_target
 from mcu.export_targets import TARGETS
 from mcu.uf2 import read_uf2
-from export_builds import WARNINGS, cmake_build, expect_pass, pico_stand_in, run_checked
 
 BOARD = "mps2-an386"  # Cortex-M4 with DSP: the kernels' DSP paths are in the Arduino cross build
 

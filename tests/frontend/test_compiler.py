@@ -14,7 +14,6 @@ from mcu.frontend import from_exported
 from mcu.ir import CHANNELS_LAST
 from mcu.memory import plan_memory
 from mcu.pipeline import lower
-
 from repo import REFERENCE_MODELS, have_cross_tools
 
 FP32_TOL = 1e-4

@@ -18,10 +18,10 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from repo import requires_qemu
+from c_source import c_array
 from mcu.contracts import window_max_delta
 from mcu.quant import reference as ref
-from c_source import c_array
+from repo import requires_qemu
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 import cbind
 import cbind_s8
-from mcu.quant import int4
 from host_builds import build_emulated_lib
+from mcu.quant import int4
 
 _P = ctypes.c_void_p
 

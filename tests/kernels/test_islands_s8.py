@@ -19,11 +19,11 @@ from hypothesis import strategies as st
 
 import cbind_s8 as cb  # noqa: E402
 from cbind import MCU_ERR_INVALID_ARG, MCU_OK, ptr  # noqa: E402
-from repo import requires_qemu  # noqa: E402
-from s8_cases import binary_cases, int8_data  # noqa: E402
 from mcu.quant import arith  # noqa: E402
 from mcu.quant import reference as ref  # noqa: E402
 from mcu.quant.reference_islands import maximum_s8, minimum_s8  # noqa: E402
+from repo import requires_qemu  # noqa: E402
+from s8_cases import binary_cases, int8_data  # noqa: E402
 
 SETTINGS = settings(max_examples=40, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])

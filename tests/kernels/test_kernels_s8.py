@@ -32,7 +32,6 @@ from cbind import (  # noqa: E402
     MCU_OK,
     ptr,
 )
-
 from mcu.quant import arith  # noqa: E402
 from mcu.quant import reference as ref  # noqa: E402
 from s8_cases import (EXACT, FLOAT, act_bounds, assert_equal, data_modes, int8_data, multipliers, pool_cases, run_pool,

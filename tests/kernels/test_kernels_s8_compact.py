@@ -21,14 +21,14 @@ from hypothesis import strategies as st
 
 import cbind_s8 as cb
 import s8_cases as base
+from c_source import c_array, harness_main
 from cbind import MCU_OK
-from repo import requires_qemu
+from host_builds import build_emulated_lib
 from mcu.backends import compact
 from mcu.boards import load_board
 from mcu.paths import runtime_dir
 from mcu.quant import reference as ref
-from host_builds import build_emulated_lib
-from c_source import c_array, harness_main
+from repo import requires_qemu
 
 _P = ctypes.c_void_p
 _SIGNATURES = {

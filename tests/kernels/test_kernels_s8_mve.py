@@ -19,11 +19,11 @@ import shutil
 import numpy as np
 import pytest
 
-from repo import requires_qemu
 from mcu.boards import load_board
 from mcu.paths import runtime_dir
 from mve_cases import (MODES, WMODES, Builder, assert_case, binary_case, conv_case, depthwise_case, linear_case,
                        max_pool_case, mean_case, pick_mode, pointwise_case, run_cases)
+from repo import requires_qemu
 
 BOARD = "mps3-an547"
 SEED = 20261203

@@ -24,8 +24,8 @@ from hypothesis import strategies as st
 import cbind_s8 as cb
 import s8_cases as base
 from cbind import MCU_OK, ptr
-from mcu.quant import reference as ref
 from host_builds import build_emulated_lib, load_bound
+from mcu.quant import reference as ref
 from s8_properties import (  # noqa: F401  (run here against the emulated build: the module's lib fixture)
     test_add_s8, test_binary_s8_in_place, test_conv2d_s8, test_conv2d_s8_forward_overlap, test_depthwise_conv2d_s8,
     test_depthwise_s8_forward_and_inplace, test_linear_s8, test_max_pool2d_s8, test_mean_hw_s8, test_mul_s8,

@@ -19,16 +19,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import cbind_s8 as cb
-import s8_cases as base
 import overlap
+import s8_cases as base
 from cbind import MCU_OK
-from repo import requires_qemu
 from mcu.backends import tuned
 from mcu.boards import load_board
 from mcu.ir import Op
 from mcu.paths import runtime_dir
 from mcu.quant import reference as ref
 from packed_cases import firmware_cases, lib, packed_firmware_source, packed_params  # noqa: F401 (lib: the fixture)
+from repo import requires_qemu
 
 _P = ctypes.c_void_p
 

@@ -20,8 +20,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from repo import requires_qemu
 from mve_cases import BLOCK_KERNELS, MODES, WMODES, compile_kernel, run_layers
+from repo import requires_qemu
 
 BOARD = "mps3-an547"
 pytestmark = [requires_qemu, pytest.mark.qemu, pytest.mark.slow,

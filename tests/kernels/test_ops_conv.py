@@ -34,11 +34,10 @@ from cbind import (  # noqa: E402
     Shape4,
     ptr,
 )
-from repo import requires_qemu  # noqa: E402
-
 from mcu.quant import arith  # noqa: E402
 from mcu.quant import reference as ref  # noqa: E402
 from mcu.quant.reference_conv import conv_transpose2d_s8, transposed_out_size  # noqa: E402
+from repo import requires_qemu  # noqa: E402
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 _P = ctypes.c_void_p

@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 import cbind  # noqa: E402
 from cbind import MCU_ERR_INVALID_ARG, MCU_ERR_SHAPE, MCU_OK, BinaryParams, ptr  # noqa: E402
-from repo import requires_qemu  # noqa: E402
 from mcu.opcodes import REDUCE_OP, UNARY_FN  # noqa: E402
+from repo import requires_qemu  # noqa: E402
 
 SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 c_int32, c_float = ctypes.c_int32, ctypes.c_float

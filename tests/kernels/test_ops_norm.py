@@ -22,12 +22,12 @@ from hypothesis import strategies as st
 
 import cbind  # noqa: E402
 from cbind import MCU_ERR_INVALID_ARG, MCU_ERR_SHAPE, MCU_OK, ptr  # noqa: E402
-from repo import requires_qemu  # noqa: E402
 from mcu.errors import McuError  # noqa: E402
 from mcu.opcodes import UNARY_FN  # noqa: E402
 from mcu.quant import arith  # noqa: E402
 from mcu.quant import reference as ref  # noqa: E402
 from mcu.quant.norm import UNARY_TABLE_FN, LayerNormS8, layer_norm_params, layer_norm_s8, unary_real  # noqa: E402
+from repo import requires_qemu  # noqa: E402
 
 SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 c_int32, c_float = ctypes.c_int32, ctypes.c_float

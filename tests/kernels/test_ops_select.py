@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 import cbind  # noqa: E402
 from cbind import MCU_ERR_INVALID_ARG, MCU_OK, ptr  # noqa: E402
-from repo import requires_qemu  # noqa: E402
 from mcu.opcodes import COMPARE_OP, COMPARE_TYPE  # noqa: E402
+from repo import requires_qemu  # noqa: E402
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 c_int32 = ctypes.c_int32

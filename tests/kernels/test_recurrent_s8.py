@@ -19,12 +19,12 @@ from torch import nn
 import cbind  # noqa: E402
 from cbind import MCU_ERR_INVALID_ARG, MCU_ERR_NULL_POINTER, MCU_ERR_SHAPE, MCU_OK, ptr  # noqa: E402
 from compiled import compiled_model
-from repo import requires_qemu  # noqa: E402
-from mcu.api import compile as mcu_compile  # noqa: E402
 from host_builds import build_emulated_lib  # noqa: E402
+from mcu.api import compile as mcu_compile  # noqa: E402
 from mcu.errors import McuError  # noqa: E402
 from mcu.passes.quantized_recurrent import scratch_bytes  # noqa: E402
 from mcu.quant import recurrent  # noqa: E402
+from repo import requires_qemu  # noqa: E402
 
 SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 MCU_ERR_BUFFER_TOO_SMALL = 5

@@ -11,10 +11,10 @@ import sys
 
 import pytest
 
-from repo import EXAMPLES, requires_qemu
-from state_checks import reads_whole_state_into_a_copy
 from mcu.generate import (Sampler, build_generation_firmware, compile_generation, host_tokens, load_generation,
                           reference_tokens, run_generation_firmware)
+from repo import EXAMPLES, requires_qemu
+from state_checks import reads_whole_state_into_a_copy
 
 # Whole models end to end: the full run only (make test), not make test-fast.
 pytestmark = pytest.mark.slow

@@ -13,12 +13,12 @@ from hypothesis import strategies as st
 from torch import nn
 
 import cbind
-from repo import requires_qemu
-from state_checks import reads_whole_state_into_a_copy
 import mcu
 from mcu.errors import McuError
 from mcu.quant import state as state_ref
 from mcu.reference_interp import Reference
+from repo import requires_qemu
+from state_checks import reads_whole_state_into_a_copy
 
 _P = ctypes.c_void_p
 HEADS, HEAD_DIM, CONTEXT = 2, 3, 8

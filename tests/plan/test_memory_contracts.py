@@ -13,11 +13,11 @@ from hypothesis import strategies as st
 
 import cbind
 import cbind_s8
-from overlap import check_overlap, out_hw, tensor, window_case
 from mcu.ir import Op
+from mcu.planner import Buffer, OverlapAllowance, Plan, PlanError, verify_plan
+from overlap import check_overlap, out_hw, tensor, window_case
 from s8_properties import (  # noqa: F401  (run here against the portable kernels)
     test_conv2d_s8_forward_overlap, test_depthwise_s8_forward_and_inplace, test_pointwise_s8_both_directions)
-from mcu.planner import Buffer, OverlapAllowance, Plan, PlanError, verify_plan
 
 
 @settings(max_examples=60, deadline=None)

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from repo import EXAMPLES, REFERENCE_MODELS, ROOT, requires_qemu
+from cli_runner import assert_one_line_error, run_mcu
 from mcu.memory import derive_allowances
 from mcu.planner import verify_plan
-from cli_runner import assert_one_line_error, run_mcu
+from repo import EXAMPLES, REFERENCE_MODELS, ROOT, requires_qemu
 
 # Issue 4's ceilings for the int8 arenas, every scratch buffer included.
 ARENA_TARGETS = {"small_cnn": 13_600, "ds_cnn": 8_800, "mobilenet_v1": 40_000, "resnet8": 34_500,

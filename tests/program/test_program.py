@@ -11,12 +11,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from cli_runner import run_mcu
 from mcu.errors import McuError
 from mcu.program import MethodSource, write_program
 from mcu.program import format as fmt
 from mcu.program.methods import load_methods, program_from
 from mcu.runtime import Program, ProgramError
-from cli_runner import run_mcu
 from programs import (PROGRAM_MODELS, TWO_METHOD_MODEL, assert_program_equals_generated_c, model_file, same_bits, two_methods,
                       zoo)
 from repo import EXAMPLES

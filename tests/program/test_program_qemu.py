@@ -10,7 +10,6 @@ import hashlib
 import numpy as np
 import pytest
 
-from repo import requires_qemu
 from mcu.boards import load_board
 from mcu.ir import NUMPY_DTYPES
 from mcu.layouts import to_memory_order
@@ -19,6 +18,7 @@ from mcu.program.device import (build_interpreter_firmware, interpreter_code_siz
 from mcu.program.methods import program_from
 from mcu.runtime import Program
 from programs import PROGRAM_MODELS, same_bits, two_methods
+from repo import requires_qemu
 
 BOARD = "mps2-an505"
 pytestmark = [requires_qemu, pytest.mark.qemu]

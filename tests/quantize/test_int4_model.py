@@ -10,11 +10,11 @@ import torch
 from torch import nn
 
 import mcu
-from repo import requires_qemu
 from mcu.program import format as fmt
-from mcu.runtime import Program, ProgramError
 from mcu.quant.int4 import unpack_int4
 from mcu.quant.torchao_int4 import int4_weight_model
+from mcu.runtime import Program, ProgramError
+from repo import requires_qemu
 
 torch.manual_seed(0)
 

@@ -12,8 +12,8 @@ import pytest
 import torch
 
 import mcu
-from repo import EXAMPLES, REFERENCE_MODELS, requires_qemu
 from cli_runner import run_mcu
+from repo import EXAMPLES, REFERENCE_MODELS, requires_qemu
 
 INT8_MODELS = REFERENCE_MODELS + ["digits_cnn"]
 

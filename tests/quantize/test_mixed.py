@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 import cbind
 import cbind_s8
-from repo import requires_qemu
 from mcu.quant import mixed
+from repo import requires_qemu
 
 _P = ctypes.c_void_p
 

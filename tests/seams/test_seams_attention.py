@@ -18,14 +18,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from torch import nn
 
-from repo import requires_qemu  # noqa: E402
-from vit_models import vit  # noqa: E402
-
 import mcu  # noqa: E402
 from mcu.api import CompiledModel  # noqa: E402
 from mcu.ir import QConst, QuantParams, Tensor  # noqa: E402
 from mcu.passes.quantized_islands import constant_on_grid  # noqa: E402
 from mcu.quantizer_attention import prepare_attention  # noqa: E402
+from repo import requires_qemu  # noqa: E402
+from vit_models import vit  # noqa: E402
 
 FORMS = ["mha", "mha-seq", "sdpa", "sdpa-unbind"]
 _COMPILED: dict[str, CompiledModel] = {}

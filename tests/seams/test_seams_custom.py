@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from repo import requires_qemu
+from cli_runner import assert_one_line_error, run_mcu
 from mcu.api import compile_file
 from mcu.errors import McuError
-from cli_runner import assert_one_line_error, run_mcu
+from repo import requires_qemu
 
 KERNELS = Path(__file__).parents[1] / "data" / "custom_seams" / "kernels.c"
 HINT = "writes numel elements of its output"

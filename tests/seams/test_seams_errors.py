@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from repo import requires_qemu
 from cli_runner import run_mcu
+from repo import requires_qemu
 
 ROOT = Path(__file__).resolve().parents[2]
 HAVE_ARM64 = (Path(sys.prefix) / "arm64-sysroot/usr/include/xnnpack.h").is_file() and \

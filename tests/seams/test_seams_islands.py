@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from repo import requires_qemu  # noqa: E402
 from mcu.cli import _class_scores, main  # noqa: E402
 from mcu.islands import summarize  # noqa: E402
+from repo import requires_qemu  # noqa: E402
 
 BOARD = "mps2-an505"
 

@@ -17,12 +17,12 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from repo import requires_qemu
 from mcu.backends import tuned
 from mcu.boards import load_board
 from mcu.paths import runtime_dir
 from mcu.quant import reference as ref
 from packed_cases import packed_firmware_source, packed_params
+from repo import requires_qemu
 
 
 def _conv_case(rng: np.random.Generator, h: int, w: int, cin: int, cout: int, k: int, pad: int,

@@ -13,8 +13,8 @@ import pytest
 import torch
 from torch import nn
 
-from repo import requires_qemu  # noqa: E402
 from mcu.api import CompiledModel, compile as mcu_compile  # noqa: E402
+from repo import requires_qemu  # noqa: E402
 
 STEPS, FEATURES, HIDDEN = 8, 6, 12
 

@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from repo import requires_qemu
 from mcu.errors import McuError
 from mcu.stack import analyze, disassemble
+from repo import requires_qemu
 
 M0PLUS = ("-mcpu=cortex-m0plus", "-mthumb", "-mfloat-abi=soft")
 

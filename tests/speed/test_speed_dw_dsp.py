@@ -19,8 +19,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import s8_cases as base
-from repo import requires_qemu
 from dw_cases import emulated, run_on_core, run_on_host  # noqa: F401 (emulated: the fixture)
+from repo import requires_qemu
 
 MAX_BYTES = 12000  # input bytes per case: keeps the host runs and the firmware images small
 

@@ -28,12 +28,12 @@ from hypothesis import strategies as st
 import cbind_s8 as cb
 import s8_cases as base
 from cbind import MCU_OK
-from repo import requires_qemu
 from mcu.backends import tuned
 from mcu.boards import load_board
 from mcu.paths import runtime_dir
 from mcu.quant import reference as ref
 from packed_cases import lib, packed_firmware_source, packed_params  # noqa: F401 (lib: the fixture)
+from repo import requires_qemu
 
 _S32 = (-(2**31), 2**31 - 1)
 _OUT_MAX = 4096  # the firmware's output buffer (packed_cases.packed_firmware_source)

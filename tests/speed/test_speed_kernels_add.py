@@ -14,9 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import s8_cases as base
-from repo import requires_qemu
-from mcu.quant import reference as ref
 from c_source import c_array
+from mcu.quant import reference as ref
+from repo import requires_qemu
 
 MAX_DIMS = 6  # MCU_MAX_DIMS
 

@@ -16,8 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import s8_cases as base
-from repo import requires_qemu
 from dw_cases import emulated, run_on_core, run_on_host  # noqa: F401 (emulated: the fixture)
+from repo import requires_qemu
 
 MAX_PIXELS = 200  # MCU_DWPX_MAX_PIXELS in dw_px_s8_dsp.h
 

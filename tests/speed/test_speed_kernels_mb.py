@@ -20,13 +20,13 @@ from hypothesis import strategies as st
 import cbind_s8 as cb
 import s8_cases as base
 from cbind import MCU_OK
-from repo import requires_qemu
+from host_builds import build_emulated_lib, load_bound, route_cbind
 from mcu.backends import tuned
 from mcu.boards import load_board
 from mcu.paths import runtime_dir
 from mcu.quant import reference as ref
-from host_builds import build_emulated_lib, load_bound, route_cbind
 from packed_cases import packed_firmware_source, packed_params
+from repo import requires_qemu
 
 _S32 = (-(2**31), 2**31 - 1)
 

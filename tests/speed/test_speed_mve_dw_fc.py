@@ -19,9 +19,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from repo import requires_qemu
 from mve_cases import MODES, WMODES, compile_kernel, run_cases
 from mve_cases import run_layers
+from repo import requires_qemu
 
 pytestmark = [requires_qemu, pytest.mark.qemu, pytest.mark.slow,
               pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None, reason="arm-none-eabi-gcc not installed")]

@@ -25,10 +25,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from repo import requires_qemu
 from mcu.quant import reference as ref
 from mve_cases import (MODES, Builder, Case, mve_data, mve_shape, mve_weights, assert_case, compile_kernel, conv_case,
                                  run_cases)
+from repo import requires_qemu
 
 BOARD = "mps3-an547"
 KERNEL = "mcu_conv2d_1x1_s8.c"

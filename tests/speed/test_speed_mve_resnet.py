@@ -28,13 +28,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import s8_cases as base
 import mve_cases as mve
-from repo import requires_qemu
+import s8_cases as base
+from c_source import c_array
 from mcu.boards import load_board
 from mcu.paths import cache_dir, runtime_dir
 from mcu.quant import reference as ref
-from c_source import c_array
+from repo import requires_qemu
 
 BOARD = "mps3-an547"
 MAX_DIMS = 6  # MCU_MAX_DIMS

@@ -23,18 +23,18 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import cbind_s8 as cb
-import s8_cases as base
 import overlap
+import s8_cases as base
 from cbind import MCU_OK
-from repo import requires_qemu
+from host_builds import build_emulated_lib, load_bound
 from mcu.backends import tuned
 from mcu.boards import load_board
 from mcu.ir import Op
 from mcu.paths import runtime_dir
 from mcu.quant import reference as ref
 from mcu.quant.arith import requantize
-from host_builds import build_emulated_lib, load_bound
 from packed_cases import packed_firmware_source, packed_params
+from repo import requires_qemu
 
 _S32 = (-(2**31), 2**31 - 1)
 NARROW_TAPS_MAX = 48  # MCU_NARROW_TAPS_MAX

@@ -25,8 +25,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import cbind_s8 as cb
-import s8_cases as base
 import overlap
+import s8_cases as base
 from cbind import MCU_OK, ptr
 from mcu.ir import Op, Tensor
 from mcu.quant import reference as ref
