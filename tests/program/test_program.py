@@ -17,8 +17,8 @@ from mcu.program import MethodSource, write_program
 from mcu.program import format as fmt
 from mcu.program.methods import load_methods, program_from
 from mcu.runtime import Program, ProgramError
-from programs import (PROGRAM_MODELS, TWO_METHOD_MODEL, assert_program_equals_generated_c, model_file, same_bits, two_methods,
-                      zoo)
+from programs import (PROGRAM_MODELS, TWO_METHOD_MODEL, assert_program_equals_generated_c, model_file, same_bits,
+                      two_methods, zoo)
 from repo import EXAMPLES
 
 ROOT = Path(__file__).resolve().parents[2]

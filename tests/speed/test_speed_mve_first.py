@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mcu.quant import reference as ref
-from mve_cases import (MODES, WMODES, Builder, Case, mve_data, mve_shape, mve_weights, assert_case, compile_kernel,
+from mve_cases import (MODES, WMODES, Builder, Case, mve_data, c_dims, mve_weights, assert_case, compile_kernel,
                                  run_cases)
 from repo import requires_qemu
 
@@ -72,7 +72,7 @@ def narrow_case(b: Builder, rng, *, cin, cout, kh, kw, sh, sw, pt, pl, pb, pr, h
         in_off, out_off = 0, x.size + 16
     call = f"""
     {{
-        const mcu_conv2d_s8_params p = {{{mve_shape(n, h, w, cin)}, {mve_shape(n, out_h, out_w, cout)}, {kh}, {kw}, {sh},
+        const mcu_conv2d_s8_params p = {{{c_dims(n, h, w, cin)}, {c_dims(n, out_h, out_w, cout)}, {kh}, {kw}, {sh},
             {sw}, {pt}, {pl}, 1, 1, 1, {-zp_in}, {zp_out}, {lo}, {hi}}};
         const mcu_per_channel_quant q = {{{ms}, {ss}}};
         const mcu_context ctx = {{scratch, (int32_t)sizeof scratch}};

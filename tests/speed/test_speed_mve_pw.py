@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mcu.quant import reference as ref
-from mve_cases import (MODES, Builder, Case, mve_data, mve_shape, mve_weights, assert_case, compile_kernel, conv_case,
+from mve_cases import (MODES, Builder, Case, mve_data, c_dims, mve_weights, assert_case, compile_kernel, conv_case,
                                  run_cases)
 from repo import requires_qemu
 
@@ -68,7 +68,7 @@ def pointwise_guarded(b: Builder, rng, *, cin: int, cout: int, pixels: int, over
     bs = b.arr("int32_t", bias) if bias is not None else "NULL"
     call = f"""
     {{
-        const mcu_conv2d_s8_params p = {{{mve_shape(1, 1, pixels, cin)}, {mve_shape(1, 1, pixels, cout)}, 1, 1, 1, 1,
+        const mcu_conv2d_s8_params p = {{{c_dims(1, 1, pixels, cin)}, {c_dims(1, 1, pixels, cout)}, 1, 1, 1, 1,
             0, 0, 1, 1, 1, {-zp_in}, {zp_out}, {lo}, {hi}}};
         const mcu_per_channel_quant q = {{{ms}, {ss}}};
         const mcu_context ctx = {{scratch, (int32_t)sizeof scratch}};

@@ -110,7 +110,7 @@ class Builder:
         self.scratch = max(self.scratch, scratch)
 
 
-def mve_shape(n, h, w, c) -> str:
+def c_dims(n, h, w, c) -> str:
     return f"{{{n}, {h}, {w}, {c}}}"
 
 
@@ -129,7 +129,7 @@ def conv_case(b: Builder, rng, *, cin, cout, kh, kw, sh, sw, pt, pl, dh, dw, h, 
     out_off = x.size + 16
     call = f"""
     {{
-        const mcu_conv2d_s8_params p = {{{mve_shape(n, h, w, cin)}, {mve_shape(n, out_h, out_w, cout)}, {kh}, {kw}, {sh},
+        const mcu_conv2d_s8_params p = {{{c_dims(n, h, w, cin)}, {c_dims(n, out_h, out_w, cout)}, {kh}, {kw}, {sh},
             {sw}, {pt}, {pl}, {dh}, {dw}, 1, {-zp_in}, {zp_out}, {lo}, {hi}}};
         const mcu_per_channel_quant q = {{{ms}, {ss}}};
         const mcu_context ctx = {{scratch, (int32_t)sizeof scratch}};
@@ -160,7 +160,7 @@ def pointwise_case(b: Builder, rng, *, cin, cout, pixels, overlap: str, mode="un
     bs = b.arr("int32_t", bias) if bias is not None else "NULL"
     call = f"""
     {{
-        const mcu_conv2d_s8_params p = {{{mve_shape(1, 1, pixels, cin)}, {mve_shape(1, 1, pixels, cout)}, 1, 1, 1, 1,
+        const mcu_conv2d_s8_params p = {{{c_dims(1, 1, pixels, cin)}, {c_dims(1, 1, pixels, cout)}, 1, 1, 1, 1,
             0, 0, 1, 1, 1, {-zp_in}, {zp_out}, {lo}, {hi}}};
         const mcu_per_channel_quant q = {{{ms}, {ss}}};
         const mcu_context ctx = {{scratch, (int32_t)sizeof scratch}};
@@ -184,7 +184,7 @@ def depthwise_case(b: Builder, rng, *, c, kh, kw, sh, sw, pt, pl, h, w, n=1, inp
                                 output=(n, out_h, out_w, c))
     xs, ws, ms, ss = b.arr("int8_t", x), b.arr("int8_t", wt), b.arr("int32_t", m), b.arr("int32_t", s)
     bs = b.arr("int32_t", bias) if bias is not None else "NULL"
-    params = f"""const mcu_depthwise_conv2d_s8_params p = {{{mve_shape(n, h, w, c)}, {mve_shape(n, out_h, out_w, c)}, 1,
+    params = f"""const mcu_depthwise_conv2d_s8_params p = {{{c_dims(n, h, w, c)}, {c_dims(n, out_h, out_w, c)}, 1,
             {kh}, {kw}, {sh}, {sw}, {pt}, {pl}, 1, 1, {-zp_in}, {zp_out}, {lo}, {hi}}};
         const mcu_per_channel_quant q = {{{ms}, {ss}}};"""
     if inplace:
@@ -242,7 +242,7 @@ def max_pool_case(b: Builder, rng, *, c, kh, kw, sh, sw, pt, pl, h, w, n=1, mode
     out_off = x.size + 16
     call = f"""
     {{
-        const mcu_pool2d_s8_params p = {{{mve_shape(n, h, w, c)}, {mve_shape(n, out_h, out_w, c)}, {kh}, {kw}, {sh}, {sw},
+        const mcu_pool2d_s8_params p = {{{c_dims(n, h, w, c)}, {c_dims(n, out_h, out_w, c)}, {kh}, {kw}, {sh}, {sw},
             {pt}, {pl}, {lo}, {hi}}};
         copy(work, {xs}, {x.size});
         status = mcu_{"avg" if avg else "max"}_pool2d_s8(&p, work, work + {out_off});
@@ -271,7 +271,7 @@ def mean_case(b: Builder, rng, *, c, h, w, n=1, mode="uniform", fill=None, zp_in
     out_off = x.size + 16
     call = f"""
     {{
-        const mcu_mean_hw_s8_params p = {{{mve_shape(n, h, w, c)}, {-zp_in}, {int(m[0])}, {int(s[0])}, {zp_out}, {lo},
+        const mcu_mean_hw_s8_params p = {{{c_dims(n, h, w, c)}, {-zp_in}, {int(m[0])}, {int(s[0])}, {zp_out}, {lo},
             {hi}}};
         copy(work, {xs}, {x.size});
         status = mcu_mean_hw_s8(&p, work, work + {out_off});

@@ -23,8 +23,8 @@ from mcu.quant import arith
 from mcu.quant import reference as ref
 from overlap import VoidP, check_overlap, out_hw, random_quant, run_placed, tensor, window_case
 from s8_cases import (EXACT, act_bounds, assert_equal, bias_kinds, biases, binary_cases, conv_cases, conv_shift_centres,
-                      data_modes, int8_data, multipliers, per_channel, pool_cases, run_binary, run_pool, shift_for, shifts,
-                      weight_modes, weights, zero_points)
+                      data_modes, int8_data, multipliers, per_channel, pool_cases, run_binary, run_pool, shift_for,
+                      shifts, weight_modes, weights, zero_points)
 
 
 @EXACT
