@@ -30,6 +30,7 @@ from mcu.device.boards import Board, load_board
 from mcu.device.console import parse_harness
 from mcu.emit.c_model import GeneratedLibrary, render_firmware_main
 from mcu.errors import McuError
+from mcu.device.custom_child import run_child
 from mcu.device.guards import raise_on_guard
 from mcu.device.hostbuild import HostModel, build_host_library
 from mcu.ir import NUMPY_DTYPES, Graph, Tensor

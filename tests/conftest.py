@@ -1,28 +1,16 @@
-"""Shared fixtures: models are exported and compiled once per test session (per xdist worker);
-generated C, host libraries and firmware are cached on disk by content (mcu.paths.cache_dir)."""
+"""Shared fixtures. Helpers the tests import by name live in tests/support/ (on pytest's pythonpath)."""
 
 from __future__ import annotations
 
-import shutil
-from pathlib import Path
+import os
+from collections.abc import Iterator
 from typing import Callable
 
 import pytest
 
-from mcu.api import CompiledModel, compile_file
-
-ROOT = Path(__file__).resolve().parent.parent
-EXAMPLES = ROOT / "examples"
-REFERENCE_MODELS = ["small_cnn", "ds_cnn", "mobilenet_v1", "resnet8", "fc_autoencoder"]
-
-_COMPILED: dict[tuple[str, str, str], CompiledModel] = {}
-
-
-def compiled_model(name: str, board: str = "mps2-an505", quantize: str = "none") -> CompiledModel:
-    key = (name, board, quantize)
-    if key not in _COMPILED:
-        _COMPILED[key] = compile_file(EXAMPLES / f"{name}.py", board=board, quantize=quantize)
-    return _COMPILED[key]
+from compiled import compiled_model
+from fake_pico import Pty
+from mcu.api import CompiledModel
 
 
 @pytest.fixture(scope="session")
@@ -30,9 +18,24 @@ def compiled() -> Callable[..., CompiledModel]:
     return compiled_model
 
 
-def have_cross_tools() -> bool:
-    return shutil.which("arm-none-eabi-gcc") is not None and shutil.which("qemu-system-arm") is not None
+@pytest.fixture
+def pty() -> Iterator[Pty]:
+    """A pseudo-terminal playing a board's USB-serial port."""
+    master, slave = os.openpty()
+    try:
+        yield Pty(master=master, slave=slave, port=os.ttyname(slave))
+    finally:
+        os.close(master)
+        os.close(slave)
 
 
-requires_qemu = pytest.mark.skipif(not have_cross_tools(),
-                                   reason="needs arm-none-eabi-gcc and qemu-system-arm (run scripts/setup)")
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests of one example model run in one xdist worker (``--dist loadgroup``), so the model is captured,
+    quantized and compiled once per (board, mode) instead of once in each worker."""
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        if callspec is None or "compiled" not in getattr(item, "fixturenames", ()):
+            continue
+        model = callspec.params.get("name") or callspec.params.get("example")
+        if isinstance(model, str):
+            item.add_marker(pytest.mark.xdist_group(model))

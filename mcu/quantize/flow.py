@@ -113,8 +113,6 @@ def quantize_static(model: torch.nn.Module, example_inputs: tuple,
 
     prepare_pt2e, _, convert_pt2e = _pt2e()
     # integer recurrent layers: nn.LSTM/nn.GRU kept whole as one op per layer (mcu/capture/recurrent.py)
-
-    # issue 18, integer recurrent layers: nn.LSTM/nn.GRU kept whole as one op per layer (mcu/capture/recurrent.py)
     calibration = list(calibration)
     model = rewrite_for_int8(model, calibration)
     gm = export_for_quantization(model, example_inputs, where, example_line)

@@ -1,4 +1,4 @@
-/* Custom kernels for tests/test_seams_custom.py: each is a ReLU (fp32) or a copy (int8) with one
+/* Custom kernels for tests/seams/test_seams_custom.py: each is a ReLU (fp32) or a copy (int8) with one
  * deliberate bug, selected at compile time by SEAM_BUG, so the host check and the firmware's write
  * guards can be shown to name it. SEAM_OVER is how many elements past the output a bug writes. */
 #include <stdint.h>

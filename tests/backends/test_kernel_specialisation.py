@@ -1,0 +1,177 @@
+"""Per-model specialisation of mcu_conv2d_packed_s8 (mcu/backends/optimized/specialise.py).
+
+The definitions computed from the reference models' packed layers; the kernel built with a narrower
+MCU_PIXEL_WIDE_TAPS (24, 152) bit-exact with the Python reference on the Cortex-M33 for windows below,
+at and above the limit, with the loop (MCU_PACKED_LOOP 1) or, without it, MCU_ERR_UNSUPPORTED for the
+wider windows and still exact results below; MCU_PACKED_NARROW 0 refusing a narrow layer; and the
+exported library carrying the definitions in its CMake and Makefile fragments and building with them.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mcu.backends.optimized import tuned
+from mcu.backends.optimized.specialise import PackedLayer, merge_defines, packed_defines
+from mcu.device.boards import load_board
+from mcu.commands.export import export_library
+from mcu.paths import runtime_dir, kernel_source, kernels_dir
+from mcu.reference import kernels as ref
+from packed_cases import packed_firmware_source, packed_params
+from repo import requires_qemu
+
+# The reference models on mps2-an505 (int8): their packed layers' widest window and paths
+EXPECTED = {
+    "small_cnn": {"MCU_PIXEL_WIDE_TAPS": 144, "MCU_PACKED_LOOP": 0, "MCU_PACKED_NARROW": 1,
+                  "MCU_PACKED_NARROW_K3C3": 0},
+    "ds_cnn": {"MCU_PIXEL_WIDE_TAPS": 64, "MCU_PACKED_LOOP": 0, "MCU_PACKED_NARROW": 1,
+               "MCU_PACKED_NARROW_K3C3": 0},
+    "mobilenet_v1": {"MCU_PIXEL_WIDE_TAPS": 256, "MCU_PACKED_LOOP": 0, "MCU_PACKED_NARROW": 1,
+                     "MCU_PACKED_NARROW_K3C3": 1},  # 3x3 RGB first layer
+    "resnet8": {"MCU_PIXEL_WIDE_TAPS": 256, "MCU_PACKED_LOOP": 1, "MCU_PACKED_NARROW": 1,
+                "MCU_PACKED_NARROW_K3C3": 1},  # windows over 256 taps: the loop
+    "fc_autoencoder": {"MCU_PIXEL_WIDE_TAPS": 256, "MCU_PACKED_LOOP": 1, "MCU_PACKED_NARROW": 1,
+                       "MCU_PACKED_NARROW_K3C3": 0},
+}
+
+
+def _layer(kp: int, cout: int = 8, right: bool = True, act_min: int = -128, k3c3: bool = False,
+           output_offset: int = -128) -> PackedLayer:
+    return PackedLayer(kp=kp, cout=cout, act_min=act_min, output_offset=output_offset, right=right, k3c3=k3c3)
+
+
+def test_defines_from_layers() -> None:
+    assert packed_defines([]) == {}
+    assert packed_defines([_layer(12), _layer(140)]) == {"MCU_PIXEL_WIDE_TAPS": 144, "MCU_PACKED_LOOP": 0,
+                                                          "MCU_PACKED_NARROW": 1, "MCU_PACKED_NARROW_K3C3": 0}
+    # wider than 256: the loop, and the straight-line part at its full size
+    assert packed_defines([_layer(260)])["MCU_PIXEL_WIDE_TAPS"] == 256
+    assert packed_defines([_layer(260)])["MCU_PACKED_LOOP"] == 1
+    # a stream the C blocks run (left shifts) or fewer than 4 channels never reach the assembly
+    assert packed_defines([_layer(600, right=False), _layer(40, cout=3)]) == {
+        "MCU_PIXEL_WIDE_TAPS": 8, "MCU_PACKED_LOOP": 0, "MCU_PACKED_NARROW": 0, "MCU_PACKED_NARROW_K3C3": 0}
+    # narrow: few taps, whole blocks, an activation at or above the output offset
+    assert packed_defines([_layer(48)])["MCU_PACKED_NARROW"] == 1
+    assert packed_defines([_layer(52)])["MCU_PACKED_NARROW"] == 0
+    assert packed_defines([_layer(28, cout=6)])["MCU_PACKED_NARROW"] == 0
+    assert packed_defines([_layer(28, act_min=-5, output_offset=0)])["MCU_PACKED_NARROW"] == 0  # floor < offset
+    assert packed_defines([_layer(28, k3c3=True)])["MCU_PACKED_NARROW_K3C3"] == 1
+    merged = merge_defines([packed_defines([_layer(24)]), {}, packed_defines([_layer(100), _layer(28, k3c3=True)])])
+    assert merged == {"MCU_PIXEL_WIDE_TAPS": 104, "MCU_PACKED_LOOP": 0, "MCU_PACKED_NARROW": 1,
+                      "MCU_PACKED_NARROW_K3C3": 1}
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_defines_for_reference_models(name: str) -> None:
+    from compiled import compiled_model
+
+    cm = compiled_model(name, "mps2-an505", "int8")
+    assert cm.library.defines == EXPECTED[name]
+
+
+def _case(rng: np.random.Generator, cin: int, k: int = 1, cout: int = 12, act=(-128, 127)) -> dict:
+    """A layer with right shifts (the assembly); an activation floor above -128 puts the output offset
+    at 0, so the floor is below it and the narrow path does not take the layer."""
+    out_zp = -128 if act[0] == -128 else 0
+    h = w = k + 1
+    x = rng.integers(-128, 128, (1, h, w, cin)).astype(np.int8)
+    x.flat[0] = -128
+    wt = rng.integers(-127, 128, (cout, k, k, cin)).astype(np.int8)
+    b = rng.integers(-(2**20), 2**20, cout).astype(np.int32)
+    m = rng.integers(2**29, 2**31 - 1, cout).astype(np.int64)
+    sh = rng.integers(-12, 0, cout).astype(np.int64)  # right shifts: the assembly paths
+    params = packed_params(x.shape, (1, h - k + 1, w - k + 1, cout), k, k, in_zp=int(rng.integers(-128, 128)),
+                     out_zp=out_zp, act=act)
+    expected = ref.conv2d_s8(x, wt, b, m, sh, **params)
+    return dict(x=x, w=tuned.pack_layer(wt.reshape(cout, -1), b, m, sh, out_zp), params=params, expected=expected)
+
+
+def _run_on_m33(tmp: Path, cases: list[tuple[dict, bool]], defines: dict[str, int]) -> None:
+    from mcu.device.sim.qemu import run_qemu
+    from mcu.device.toolchain import build_firmware
+
+    tmp.mkdir(parents=True, exist_ok=True)
+    main = tmp / "main.c"
+    # each case with whether it must run (bit-exact) or return MCU_ERR_UNSUPPORTED
+    main.write_text(packed_firmware_source([dict(c, refused=not ok) for c, ok in cases], "specialised"))
+    board = load_board("mps2-an505")
+    fw = build_firmware(board, [main, kernel_source(tuned.SOURCE)], [runtime_dir() / "include"],
+                        tmp / "out", defines=defines)
+    result = run_qemu(board, fw.elf, timeout_s=300)
+    assert result.exit_code == 0 and "specialised cases failed: 0" in result.console, result.console
+
+
+@requires_qemu
+@pytest.mark.qemu
+@pytest.mark.parametrize("wide", [24, 152])
+@pytest.mark.parametrize("loop", [1, 0])
+def test_narrow_wide_taps_on_core(tmp_path: Path, wide: int, loop: int) -> None:
+    """Pointwise windows (wide path: above the narrow path's 48 taps, or with an activation it does
+    not take) below, at and above MCU_PIXEL_WIDE_TAPS, the odd group (kp = 4 mod 8) included, and a
+    3x3 window across the limit; above the limit without the loop: MCU_ERR_UNSUPPORTED."""
+    rng = np.random.default_rng(wide + loop)
+    narrow_off = (-100, 127)  # act_min above the output offset -128: never the narrow path
+    cases = []
+    for kp in sorted({8, 12, wide - 8, wide - 4, wide, wide + 4, wide + 8, wide + 64, 300}):
+        if kp <= 0:
+            continue
+        cases.append((_case(rng, kp, act=narrow_off), loop == 1 or kp <= wide))
+        cases.append((_case(rng, kp, cout=7, act=narrow_off), loop == 1 or kp <= wide))  # a partial block too
+    cases.append((_case(rng, 3, k=3, act=narrow_off), loop == 1 or 28 <= wide))  # 27 -> 28 taps
+    cin = (wide + 16) // 9 + 1  # a 3x3 window just above the limit
+    cases.append((_case(rng, cin, k=3, act=narrow_off), loop == 1 or (9 * cin + 3) // 4 * 4 <= wide))
+    _run_on_m33(tmp_path, cases, {"MCU_PIXEL_WIDE_TAPS": wide, "MCU_PACKED_LOOP": loop})
+
+
+@requires_qemu
+@pytest.mark.qemu
+def test_narrow_path_left_out_on_core(tmp_path: Path) -> None:
+    """MCU_PACKED_NARROW 0: a layer the narrow path takes is refused, the others still exact; with
+    MCU_PACKED_NARROW_K3C3 0 a 3x3 window of 3 channels is still exact (one pixel at a time)."""
+    rng = np.random.default_rng(3)
+    narrow = _case(rng, 16)  # 16 taps, 12 channels, full activation range: the narrow path
+    wide = _case(rng, 64, act=(-100, 127))
+    _run_on_m33(tmp_path / "a", [(narrow, False), (wide, True)],
+                {"MCU_PIXEL_WIDE_TAPS": 64, "MCU_PACKED_LOOP": 0, "MCU_PACKED_NARROW": 0})
+    rgb = _case(rng, 3, k=3)  # the narrow path's k3c3 layer
+    _run_on_m33(tmp_path / "b", [(rgb, True), (narrow, True), (wide, True)],
+                {"MCU_PIXEL_WIDE_TAPS": 64, "MCU_PACKED_LOOP": 0, "MCU_PACKED_NARROW_K3C3": 0})
+
+
+def test_exported_library_builds_with_its_definitions(tmp_path: Path) -> None:
+    """small_cnn's export carries its definitions in both fragments; the Makefile fragment builds the
+    library on the host (the app's outputs: tests/emit/test_export.py) and, for the Cortex-M33, the exported
+    kernel with the fragment's flags is the smaller specialised one."""
+    from compiled import compiled_model
+    from mcu.device.toolchain import compile_flags, find_cross_compiler
+
+    cm = compiled_model("small_cnn", "mps2-an505", "int8")
+    p = cm.library.prefix
+    export_library(cm.library, tmp_path / "lib")
+    flags = " ".join(f"-D{k}={v}" for k, v in sorted(cm.library.defines.items()))
+    assert flags in (tmp_path / "lib" / f"{p}.mk").read_text()
+    cmake = " ".join(f"{k}={v}" for k, v in sorted(cm.library.defines.items()))
+    assert f"target_compile_definitions({p} PRIVATE {cmake})" in (tmp_path / "lib" / "CMakeLists.txt").read_text()
+    (tmp_path / "Makefile").write_text(
+        f"include lib/{p}.mk\nprint:\n\t@echo $({p.upper()}_CFLAGS)\n"
+        f"lib.a: $({p.upper()}_SRCS)\n\t$(CC) -O2 -Wall -Wextra -Werror $({p.upper()}_CFLAGS) -c $^\n\tar rcs $@ *.o\n")
+    done = subprocess.run(["make", "-s", "lib.a"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    cflags = subprocess.run(["make", "-s", "print"], cwd=tmp_path, capture_output=True, text=True,
+                            timeout=60).stdout.split()
+    board_flags = compile_flags(load_board("mps2-an505"))
+    kernel = tmp_path / "lib" / "kernels" / kernel_source(tuned.SOURCE).relative_to(kernels_dir())
+    sizes = []
+    for extra in ([], [f for f in cflags if f.startswith("-D")]):
+        obj = tmp_path / f"k{len(extra)}.o"
+        done = subprocess.run([str(find_cross_compiler()), *board_flags, *extra, "-I", str(tmp_path / "lib" / "include"),
+                               "-c", "-o", str(obj), str(kernel)], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        size = subprocess.run([str(find_cross_compiler()).replace("gcc", "size"), str(obj)], capture_output=True,
+                              text=True, check=True).stdout.splitlines()[1].split()[0]
+        sizes.append(int(size))
+    assert sizes[1] < sizes[0] - 1000, sizes

@@ -1,0 +1,144 @@
+"""The int8 depthwise kernels' DSP paths on the simulated Cortex-M33 and M4 themselves.
+
+tests/kernels/test_kernels_s8_opt.py runs the same C paths on the host with the DSP instructions emulated;
+the row path of the depthwise kernels (runtime_c/kernels/common/dw_s8_dsp.h) also has
+hand-written assembly (the 3x3 pixel loop, the requantization of four lanes) that only the Arm
+cores run. Here one firmware runs a list of depthwise cases aimed at that code (borders, images as
+narrow as the kernel, stride 2 with and without a right overhang, 5x5 with two columns of padding,
+channel tails, activation clamps, requantization shifts outside the fast range, the output apart
+from, overlapping (at the overlap contract's limit) and on top of the input) and compares every
+output byte with the Python reference.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from c_source import c_array
+from mcu.plan.contracts import window_max_delta
+from mcu.reference import kernels as ref
+from repo import requires_qemu
+from mcu.paths import kernel_source
+
+REPO = Path(__file__).resolve().parents[2]
+
+# (channels, h, w, kh, kw, stride, pad_top, pad_left, mode, act, shifts)
+#   mode: "apart" (separate output), "overlap" (output at the window contract's largest offset below
+#   the input), "inplace" (the ring-buffer kernel; stride 1, same size)
+#   shifts: "fast" (all in [-24, -1]), "mixed" (some 0, positive or below -24: the generic requantization)
+CASES = [
+    (64, 25, 5, 3, 3, 1, 1, 1, "inplace", (-128, 127), "fast"),  # DS-CNN's layer
+    (64, 25, 5, 3, 3, 1, 1, 1, "apart", (-128, 127), "fast"),
+    (64, 25, 5, 3, 3, 1, 1, 1, "overlap", (-128, 127), "fast"),
+    (8, 6, 9, 3, 3, 1, 1, 1, "inplace", (-100, 90), "fast"),
+    (8, 6, 3, 3, 3, 1, 1, 1, "inplace", (-128, 127), "fast"),  # image as narrow as the kernel
+    (16, 8, 3, 3, 3, 1, 1, 1, "overlap", (-128, 127), "fast"),
+    (8, 3, 3, 3, 3, 1, 1, 1, "inplace", (-128, 127), "fast"),  # too few pixels for the row path
+    (12, 4, 4, 3, 3, 1, 1, 1, "apart", (-5, 127), "fast"),
+    (13, 5, 7, 3, 3, 1, 2, 1, "inplace", (-128, 127), "mixed"),  # pad_top 2, channel tail
+    (7, 5, 6, 3, 3, 1, 0, 0, "inplace", (-128, 127), "fast"),  # no padding at the top or left
+    (5, 2, 2, 3, 3, 1, 1, 1, "inplace", (-128, 127), "fast"),  # narrower than the kernel
+    (16, 12, 12, 3, 3, 2, 1, 1, "apart", (-128, 127), "fast"),  # stride 2, no right overhang
+    (16, 13, 13, 3, 3, 2, 1, 1, "overlap", (-128, 127), "fast"),  # stride 2, right overhang
+    (32, 12, 12, 3, 3, 2, 1, 1, "overlap", (-60, 100), "mixed"),
+    (24, 9, 11, 3, 3, 2, 0, 0, "apart", (-128, 127), "fast"),
+    (8, 7, 9, 5, 5, 1, 2, 2, "inplace", (-128, 127), "fast"),  # 5x5: two columns of shift each side
+    (9, 7, 9, 5, 5, 1, 2, 2, "overlap", (-128, 127), "mixed"),
+    (8, 6, 6, 1, 3, 1, 0, 1, "inplace", (-128, 127), "fast"),
+    (8, 6, 6, 3, 1, 1, 1, 0, "apart", (-128, 127), "fast"),
+    (4, 5, 5, 2, 2, 1, 1, 1, "apart", (-128, 127), "fast"),
+    (64, 3, 20, 3, 3, 1, 1, 1, "overlap", (-128, 127), "fast"),  # row above the stack buffer: pixel order
+    (256, 3, 3, 3, 3, 1, 1, 1, "inplace", (-128, 127), "fast"),  # MobileNet's last depthwise (pixel path)
+    (128, 6, 6, 3, 3, 2, 1, 1, "overlap", (-128, 127), "fast"),
+]
+
+
+def _case_data(k: int, case):
+    c, h, w, kh, kw, s, pt, pl, mode, act, shifts = case
+    rng = np.random.default_rng(1000 + k)
+    oh = (h + 2 * pt - kh) // s + 1 if mode != "inplace" else h
+    ow = (w + 2 * pl - kw) // s + 1 if mode != "inplace" else w
+    x = rng.integers(-128, 128, (1, h, w, c), dtype=np.int8)
+    wt = rng.integers(-127, 128, (kh, kw, c), dtype=np.int8)
+    b = rng.integers(-30000, 30000, c).astype(np.int32)
+    m = rng.integers(2**30, 2**31, c, dtype=np.int64)
+    m[rng.random(c) < 0.1] = 0
+    sh = rng.integers(-10, -6, c)
+    if shifts == "mixed":
+        pick = rng.random(c)
+        sh[pick < 0.15] = 0
+        sh[(pick >= 0.15) & (pick < 0.3)] = 2
+        sh[(pick >= 0.3) & (pick < 0.4)] = -25
+    params = dict(input=x.shape, output=(1, oh, ow, c), ch_mult=1, kernel_h=kh, kernel_w=kw, stride_h=s, stride_w=s,
+                  pad_top=pt, pad_left=pl, dilation_h=1, dilation_w=1, input_offset=int(rng.integers(-127, 129)),
+                  output_offset=int(rng.integers(-128, 128)), act_min=act[0], act_max=act[1])
+    expected = ref.depthwise_conv2d_s8(x, wt, b, m.astype(np.int32), sh.astype(np.int32), **params)
+    delta = 0
+    if mode == "overlap":
+        t = lambda shape: SimpleNamespace(shape=shape, dtype="int8")  # noqa: E731
+        delta = window_max_delta(t((1, c, h, w)), t((1, c, oh, ow)), (kh, kw), (s, s), (pt, pl), (1, 1))
+        assert delta < 0
+    return x, wt, b, m.astype(np.int32), sh.astype(np.int32), params, np.asarray(expected), delta
+
+
+def _program() -> str:
+    out = ['#include <stdint.h>\n#include <string.h>\n#include "mcu/kernels_s8.h"\n#include "mcu/platform.h"\n\n',
+           "static int8_t arena[16384] __attribute__((aligned(4)));\nstatic int8_t ring[8192];\n",
+           "static void say(const char *s) { mcu_platform_write(s, strlen(s)); }\n"]
+    calls = []
+    for k, case in enumerate(CASES):
+        x, wt, b, m, sh, p, expected, delta = _case_data(k, case)
+        mode = case[8]
+        out += [c_array(f"x{k}", "int8_t", x), c_array(f"w{k}", "int8_t", wt), c_array(f"b{k}", "int32_t", b),
+                c_array(f"m{k}", "int32_t", m), c_array(f"s{k}", "int32_t", sh), c_array(f"e{k}", "int8_t", expected)]
+        i, o = p["input"], p["output"]
+        fields = (f".input = {{{i[0]}, {i[1]}, {i[2]}, {i[3]}}}, .output = {{{o[0]}, {o[1]}, {o[2]}, {o[3]}}}, "
+                  f".ch_mult = 1, .kernel_h = {p['kernel_h']}, .kernel_w = {p['kernel_w']}, "
+                  f".stride_h = {p['stride_h']}, .stride_w = {p['stride_w']}, .pad_top = {p['pad_top']}, "
+                  f".pad_left = {p['pad_left']}, .dilation_h = 1, .dilation_w = 1, "
+                  f".input_offset = {p['input_offset']}, .output_offset = {p['output_offset']}, "
+                  f".act_min = {p['act_min']}, .act_max = {p['act_max']}")
+        nx, ny = x.size, expected.size
+        base = 8192  # input offset in the arena; an overlapping output starts delta bytes from it
+        if mode == "inplace":
+            call = (f"const mcu_context ctx = {{ring, (int32_t)sizeof ring}};\n"
+                    f"    memcpy(arena, x{k}, {nx});\n"
+                    f"    st = mcu_depthwise_conv2d_s8_inplace(&ctx, &p, &q, arena, w{k}, b{k});\n"
+                    f"    y = arena;\n")
+        else:
+            y_off = base + nx + 64 if mode == "apart" else base + delta
+            call = (f"memcpy(arena + {base}, x{k}, {nx});\n"
+                    f"    st = mcu_depthwise_conv2d_s8(NULL, &p, &q, arena + {base}, w{k}, b{k}, arena + {y_off});\n"
+                    f"    y = arena + {y_off};\n")
+        out.append(f"static int case{k}(void)\n{{\n"
+                   f"    static const mcu_depthwise_conv2d_s8_params p = {{{fields}}};\n"
+                   f"    const mcu_per_channel_quant q = {{m{k}, s{k}}};\n"
+                   f"    mcu_status st;\n    const int8_t *y;\n    {call}"
+                   f"    return st == MCU_OK && memcmp(y, e{k}, {ny}) == 0;\n}}\n")
+        calls.append(f"    if (!case{k}()) {{ say(\"case {k} FAIL\\n\"); ++bad; }}\n")
+    out.append("int main(void)\n{\n    int bad = 0;\n" + "".join(calls) +
+               "    say(bad ? \"DEPTHWISE FAIL\\n\" : \"DEPTHWISE PASS\\n\");\n"
+               "    mcu_platform_exit(bad ? 1 : 0);\n    return 0;\n}\n")
+    return "".join(out)
+
+
+@requires_qemu
+@pytest.mark.parametrize("board", ["mps2-an505", "mps2-an386"])
+def test_depthwise_dsp_paths_on_device(tmp_path: Path, board: str) -> None:
+    from mcu.device.boards import load_board
+    from mcu.paths import runtime_dir
+    from mcu.device.sim.qemu import run_qemu
+    from mcu.device.toolchain import build_firmware
+
+    src = tmp_path / "main.c"
+    src.write_text(_program())
+    rt = runtime_dir()
+    kernels = [kernel_source(f) for f in ("mcu_depthwise_conv2d_s8.c", "mcu_depthwise_conv2d_s8_inplace.c")]
+    b = load_board(board)
+    fw = build_firmware(b, [src, *kernels], [rt / "include"], tmp_path / "out")
+    result = run_qemu(b, fw.elf)
+    assert "DEPTHWISE PASS" in result.console and result.exit_code == 0, result.console[-2000:]

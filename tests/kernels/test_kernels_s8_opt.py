@@ -1,0 +1,333 @@
+"""The optimised (SIMD) int8 kernel paths, bit-exact with the Python reference.
+
+The DSP paths (SXTB16/SXTAB16/SMLAD/SMLABB/SMLATT, runtime_c/kernels/common/simd_s8.h) do not
+compile on x86, so the kernels are built here a second time with ``-DMCU_S8_DSP_EMULATE``: the same
+C paths (their column layout, reordered lanes, 2x2 blocking, tails and stack buffers) run with
+portable emulations of those instructions. Every property test of the plain kernels
+(tests/kernels/test_kernels_s8.py, 300 cases each) and every overlap-contract test
+(tests/plan/test_memory_contracts.py) runs again against that build, plus tests aimed at the SIMD
+paths' shapes (channel counts around multiples of 4, windows at the stack-buffer limit, the
+1x1 pixel pair in both directions, the in-place depthwise). On the Arm cores themselves the
+native instructions run in every model test on QEMU (tests/quantize/test_int8.py, all four boards).
+"""
+
+from __future__ import annotations
+
+import ctypes
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import cbind_s8 as cb
+import s8_cases as base
+from cbind import MCU_OK, ptr
+from host_builds import build_emulated_lib, load_bound
+from mcu.reference import kernels as ref
+from s8_properties import (  # noqa: F401  (run here against the emulated build: the module's lib fixture)
+    test_add_s8, test_binary_s8_in_place, test_conv2d_s8, test_conv2d_s8_forward_overlap, test_depthwise_conv2d_s8,
+    test_depthwise_s8_forward_and_inplace, test_linear_s8, test_max_pool2d_s8, test_mean_hw_s8, test_mul_s8,
+    test_pointwise_s8_both_directions, test_sub_s8)
+from mcu.paths import kernels_dir
+
+REPO = Path(__file__).resolve().parents[2]
+RT = REPO / "runtime_c"
+COL_MAX = 640  # MCU_S8_COL_MAX in simd_s8.h
+_P = ctypes.c_void_p
+
+
+@pytest.fixture(scope="module")
+def emulated():
+    return load_bound(build_emulated_lib())
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _use_emulated(emulated):
+    """Route the shared ctypes helpers (cbind_s8.lib()) to the emulated build for this module."""
+    original = cb.lib
+    cb.lib = lambda: emulated
+    yield
+    cb.lib = original
+
+
+@pytest.fixture(scope="module")
+def lib(emulated):
+    return emulated
+
+
+def test_emulated_build_takes_the_simd_paths(emulated) -> None:
+    """The emulated library really is another build: its symbols come from a file with MCU_S8_DSP."""
+    text = (kernels_dir() / "common" / "simd_s8.h").read_text()
+    assert "MCU_S8_DSP_EMULATE" in text
+    assert Path(build_emulated_lib()).exists()
+
+
+# The plain kernels' property tests (300 cases each) and the overlap-contract tests, on this build.
+
+
+# --- cases aimed at the SIMD paths ------------------------------------------------------------------------
+
+
+@st.composite
+def simd_conv_cases(draw):
+    cin = draw(st.one_of(st.integers(1, 20), st.sampled_from([4, 8, 16, 32, 64])))
+    cout = draw(st.integers(1, 9))
+    kh, kw = draw(st.integers(1, 4)), draw(st.integers(1, 4))
+    sh, sw = draw(st.integers(1, 2)), draw(st.integers(1, 2))
+    dh, dw = draw(st.sampled_from([1, 1, 1, 2])), draw(st.sampled_from([1, 1, 1, 2]))
+    pt, pl = draw(st.integers(0, kh - 1)), draw(st.integers(0, kw - 1))
+    h = draw(st.integers(max(1, dh * (kh - 1) + 1 - 2 * pt), 7))
+    w = draw(st.integers(max(1, dw * (kw - 1) + 1 - 2 * pl), 7))
+    out_h = (h + 2 * pt - dh * (kh - 1) - 1) // sh + 1
+    out_w = (w + 2 * pl - dw * (kw - 1) - 1) // sw + 1
+    return dict(n=draw(st.integers(1, 2)), h=h, w=w, cin=cin, cout=cout, kh=kh, kw=kw, sh=sh, sw=sw, dh=dh, dw=dw,
+                pt=pt, pl=pl, out_h=out_h, out_w=out_w, in_zp=draw(base.zero_points), out_zp=draw(base.zero_points),
+                act=draw(base.act_bounds()), bias=draw(base.bias_kinds), shift=draw(base.conv_shift_centres),
+                per_channel=draw(st.sampled_from(["same", "varied"])), data=draw(base.data_modes),
+                wmode=draw(base.weight_modes), seed=draw(st.integers(0, 2**32 - 1)))
+
+
+def _conv_inputs(case, kernel=None):
+    rng = np.random.default_rng(case["seed"])
+    kh, kw = kernel or (case["kh"], case["kw"])
+    x = base.int8_data(rng, (case["n"], case["h"], case["w"], case["cin"]), case["data"])
+    w = base.weights(rng, (case["cout"], kh, kw, case["cin"]), case["wmode"])
+    b = base.biases(rng, case["cout"], case["bias"])
+    m, s = base.per_channel(rng, case["cout"], base.shift_for(case["shift"], kh * kw * case["cin"]),
+                            case["per_channel"])
+    return x, w, b, m, s
+
+
+@base.EXACT
+@given(simd_conv_cases())
+def test_conv2d_s8_simd_shapes(case):
+    x, w, b, m, s = _conv_inputs(case)
+    params = dict(input=x.shape, output=(case["n"], case["out_h"], case["out_w"], case["cout"]),
+                  kernel_h=case["kh"], kernel_w=case["kw"], stride_h=case["sh"], stride_w=case["sw"],
+                  pad_top=case["pt"], pad_left=case["pl"], dilation_h=case["dh"], dilation_w=case["dw"], groups=1,
+                  input_offset=-case["in_zp"], output_offset=case["out_zp"], act_min=case["act"][0],
+                  act_max=case["act"][1])
+    status, out = cb.conv2d(x, w, b, cb.Quant(m, s, case["cout"]), params)
+    assert status == MCU_OK
+    base.assert_equal(out, ref.conv2d_s8(x, w, b, m, s, **params))
+
+
+@pytest.mark.parametrize("cin,k", [(64, 3), (71, 3), (160, 2), (640, 1), (644, 1), (28, 3), (29, 3)])
+def test_conv2d_s8_window_at_the_stack_limit(cin: int, k: int) -> None:
+    """Windows just inside and just past MCU_S8_COL_MAX / MCU_S8_RAW_MAX (the plain path beyond)."""
+    rng = np.random.default_rng(cin * 10 + k)
+    x = rng.integers(-128, 128, (1, 4, 5, cin), dtype=np.int8)
+    w = rng.integers(-127, 128, (5, k, k, cin), dtype=np.int8)
+    b = rng.integers(-2**20, 2**20, 5).astype(np.int32)
+    m, s = base.per_channel(rng, 5, base.shift_for(None, k * k * cin), "varied")
+    params = dict(input=x.shape, output=(1, 4, 5, 5), kernel_h=k, kernel_w=k, stride_h=1, stride_w=1,
+                  pad_top=(k - 1) // 2, pad_left=(k - 1) // 2, dilation_h=1, dilation_w=1, groups=1,
+                  input_offset=17, output_offset=-3, act_min=-128, act_max=127)
+    params["output"] = (1, 4 + 2 * ((k - 1) // 2) - k + 1, 5 + 2 * ((k - 1) // 2) - k + 1, 5)
+    status, out = cb.conv2d(x, w, b, cb.Quant(m, s, 5), params)
+    assert status == MCU_OK
+    base.assert_equal(out, ref.conv2d_s8(x, w, b, m, s, **params))
+
+
+def _pointwise(emulated, x, w, b, q, params, placed_delta=None):
+    cout = params["output"][3]
+    scratch = np.zeros(cout, dtype=np.int8)
+    ctx = cb.Context(scratch.ctypes.data, cout)
+    p = cb._fields(cb.Conv2dS8Params, params)
+    fn = emulated.mcu_conv2d_1x1_s8
+    fn.argtypes = [_P] * 7
+    out = np.zeros(tuple(params["output"]), dtype=np.int8)
+    status = fn(ctypes.addressof(ctx), ctypes.addressof(p), ctypes.addressof(q.struct), _P(ptr(x)), _P(ptr(w)),
+                _P(ptr(b)), _P(out.ctypes.data))
+    return status, out
+
+
+@base.EXACT
+@given(simd_conv_cases())
+def test_conv2d_1x1_s8_simd(emulated, case):
+    """The pixel-pair 1x1 path against the reference (odd and even pixel counts, channel tails)."""
+    case = dict(case, kh=1, kw=1, sh=1, sw=1, dh=1, dw=1, pt=0, pl=0, out_h=case["h"], out_w=case["w"])
+    x, w, b, m, s = _conv_inputs(case, (1, 1))
+    params = dict(input=x.shape, output=(case["n"], case["h"], case["w"], case["cout"]), kernel_h=1, kernel_w=1,
+                  stride_h=1, stride_w=1, pad_top=0, pad_left=0, dilation_h=1, dilation_w=1, groups=1,
+                  input_offset=-case["in_zp"], output_offset=case["out_zp"], act_min=case["act"][0],
+                  act_max=case["act"][1])
+    status, out = _pointwise(emulated, x, w, b, cb.Quant(m, s, case["cout"]), params)
+    assert status == MCU_OK
+    base.assert_equal(out, ref.conv2d_s8(x, w, b, m, s, **params))
+
+
+@base.EXACT
+@given(st.integers(1, 2), st.integers(1, 7), st.integers(1, 7), st.integers(1, 19), st.integers(1, 4),
+       st.integers(1, 4), st.data())
+def test_depthwise_inplace_s8_simd(emulated, n, h, w, c, kh, kw, data):
+    """The in-place (ring buffer) depthwise with four-channel lanes against the reference."""
+    pt, pl = data.draw(st.integers(0, kh - 1)), data.draw(st.integers(0, kw - 1))
+    # same size output: bottom/right padding kh - 1 - pt, kw - 1 - pl
+    in_zp, out_zp = data.draw(base.zero_points), data.draw(base.zero_points)
+    act = data.draw(base.act_bounds())
+    seed = data.draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    x = base.int8_data(rng, (n, h, w, c), data.draw(base.data_modes))
+    wt = base.weights(rng, (kh, kw, c), data.draw(base.weight_modes))
+    b = base.biases(rng, c, data.draw(base.bias_kinds))
+    m, s = base.per_channel(rng, c, base.shift_for(data.draw(base.conv_shift_centres), kh * kw), "varied")
+    params = dict(input=x.shape, output=x.shape, ch_mult=1, kernel_h=kh, kernel_w=kw, stride_h=1, stride_w=1,
+                  pad_top=pt, pad_left=pl, dilation_h=1, dilation_w=1, input_offset=-in_zp, output_offset=out_zp,
+                  act_min=act[0], act_max=act[1])
+    expected = ref.depthwise_conv2d_s8(x, wt, b, m, s, **params)
+    q = cb.Quant(m, s, c)
+    p = cb._fields(cb.DepthwiseConv2dS8Params, params)
+    ring = np.zeros((pt + 1) * w * c, dtype=np.int8)
+    ctx = cb.Context(ring.ctypes.data, ring.size)
+    fn = emulated.mcu_depthwise_conv2d_s8_inplace
+    fn.argtypes = [_P] * 6
+    data_buf = x.copy()
+    status = fn(ctypes.addressof(ctx), ctypes.addressof(p), ctypes.addressof(q.struct), _P(data_buf.ctypes.data),
+                _P(ptr(wt)), _P(ptr(b)))
+    assert status == MCU_OK
+    base.assert_equal(data_buf, expected)
+
+
+@base.EXACT
+@given(st.integers(1, 3), st.one_of(st.integers(1, 40), st.sampled_from([64, 128, 256, 640, 641, 700])),
+       st.integers(1, 9), st.data())
+def test_linear_s8_simd_shapes(batch, fin, fout, data):
+    seed = data.draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    x = base.int8_data(rng, (batch, fin), data.draw(base.data_modes))
+    w = base.weights(rng, (fout, fin), data.draw(base.weight_modes))
+    b = base.biases(rng, fout, data.draw(base.bias_kinds))
+    m, s = base.per_channel(rng, fout, base.shift_for(data.draw(base.conv_shift_centres), fin), "varied")
+    in_zp, out_zp, act = data.draw(base.zero_points), data.draw(base.zero_points), data.draw(base.act_bounds())
+    params = dict(batch=batch, in_features=fin, out_features=fout, input_offset=-in_zp, output_offset=out_zp,
+                  act_min=act[0], act_max=act[1])
+    status, out = cb.linear(x, w, b, cb.Quant(m, s, fout), params)
+    assert status == MCU_OK
+    base.assert_equal(out, ref.linear_s8(x, w, b, m, s, **params))
+
+
+@st.composite
+def dw_row_cases(draw):
+    """Shapes for the depthwise row path (common/dw_s8_dsp.h): images of at least 16 pixels, kernels up
+    to 5x5 with up to two columns of padding, stride 1 or 2 (with and without a right overhang), channel
+    counts around multiples of four, activation clamps, shifts inside and outside the fast range."""
+    kh, kw = draw(st.integers(1, 5)), draw(st.integers(1, 5))
+    s = draw(st.integers(1, 2))
+    pt, pl = draw(st.integers(0, min(2, kh - 1))), draw(st.integers(0, min(2, kw - 1)))
+    h = draw(st.integers(max(kh, 16 // 12 + 1), 12))
+    w = draw(st.integers(kw, 12))
+    if h * w < 16:
+        h = (16 + w - 1) // w
+    c = draw(st.one_of(st.integers(4, 13), st.sampled_from([16, 32, 36])))
+    return dict(h=h, w=w, c=c, kh=kh, kw=kw, s=s, pt=pt, pl=pl, in_zp=draw(base.zero_points),
+                out_zp=draw(base.zero_points), act=draw(base.act_bounds()), bias=draw(base.bias_kinds),
+                shift=draw(base.conv_shift_centres), data=draw(base.data_modes), wmode=draw(base.weight_modes),
+                seed=draw(st.integers(0, 2**32 - 1)), inplace=draw(st.booleans()))
+
+
+@base.EXACT
+@given(dw_row_cases())
+def test_depthwise_s8_row_path(emulated, case):
+    """Both depthwise kernels through the four-channel row path (the in-place one on same-size shapes)."""
+    rng = np.random.default_rng(case["seed"])
+    c, kh, kw, pt, pl = case["c"], case["kh"], case["kw"], case["pt"], case["pl"]
+    x = base.int8_data(rng, (1, case["h"], case["w"], c), case["data"])
+    wt = base.weights(rng, (kh, kw, c), case["wmode"])
+    b = base.biases(rng, c, case["bias"])
+    m, s = base.per_channel(rng, c, base.shift_for(case["shift"], kh * kw), "varied")
+    inplace = case["inplace"] and case["s"] == 1
+    stride = 1 if inplace else case["s"]
+    oh = x.shape[1] if inplace else (x.shape[1] + 2 * pt - kh) // stride + 1
+    ow = x.shape[2] if inplace else (x.shape[2] + 2 * pl - kw) // stride + 1
+    params = dict(input=x.shape, output=(1, oh, ow, c), ch_mult=1, kernel_h=kh, kernel_w=kw, stride_h=stride,
+                  stride_w=stride, pad_top=pt, pad_left=pl, dilation_h=1, dilation_w=1,
+                  input_offset=-case["in_zp"], output_offset=case["out_zp"], act_min=case["act"][0],
+                  act_max=case["act"][1])
+    expected = ref.depthwise_conv2d_s8(x, wt, b, m, s, **params)
+    q = cb.Quant(m, s, c)
+    if not inplace:
+        status, out = cb.depthwise_conv2d(x, wt, b, q, params)
+        assert status == MCU_OK
+        base.assert_equal(out, expected)
+        return
+    p = cb._fields(cb.DepthwiseConv2dS8Params, params)
+    ring = np.zeros((pt + 1) * x.shape[2] * c, dtype=np.int8)
+    ctx = cb.Context(ring.ctypes.data, ring.size)
+    fn = emulated.mcu_depthwise_conv2d_s8_inplace
+    fn.argtypes = [_P] * 6
+    data_buf = x.copy()
+    status = fn(ctypes.addressof(ctx), ctypes.addressof(p), ctypes.addressof(q.struct), _P(data_buf.ctypes.data),
+                _P(ptr(wt)), _P(ptr(b)))
+    assert status == MCU_OK
+    base.assert_equal(data_buf, expected)
+
+
+# The int8 add/sub rescale their operands through 256-entry tables from MCU_BINARY_S8_LUT_MIN elements
+# on (elementwise/binary_s8.h); the property tests of the plain kernels on this build, then shapes that
+# always reach the tables (broadcasts, strides, in place).
+
+
+@st.composite
+def large_binary_cases(draw, op):
+    case = draw(base.binary_cases(op))
+    rank = draw(st.integers(1, 4))
+    out_shape = [draw(st.integers(1, 12)) for _ in range(rank - 1)] + [draw(st.integers(256, 300))]
+    a_shape = [d if draw(st.integers(0, 3)) else 1 for d in out_shape]
+    b_shape = [d if draw(st.integers(0, 3)) else 1 for d in out_shape]
+    return dict(case, a_shape=a_shape, b_shape=b_shape)
+
+
+@base.EXACT
+@given(large_binary_cases("add"))
+def test_add_s8_tables(case):
+    base.run_binary("add", case)
+
+
+@base.EXACT
+@given(large_binary_cases("sub"))
+def test_sub_s8_tables(case):
+    base.run_binary("sub", case)
+
+
+@pytest.mark.parametrize("op", ["add", "sub"])
+@pytest.mark.parametrize("act", [(-128, 127), (-100, 90)])
+def test_binary_s8_tables_in_place(op, act):
+    rng = np.random.default_rng(11)
+    a = base.int8_data(rng, (4, 16, 16), "mixed")
+    b = base.int8_data(rng, (4, 16, 16), "mixed")
+    qp = base.arith.add_params(0.05, 0.02, 0.07, zp_a=-3, zp_b=10, zp_out=-128)
+    params = dict(qp, act_min=act[0], act_max=act[1], **ref.broadcast_params(a.shape, b.shape))
+    expected = getattr(ref, f"{op}_s8")(a, b, **params)
+    status, out = cb.binary(op, a, b, params, out=a)
+    assert status == MCU_OK and out is a
+    base.assert_equal(a, expected)
+
+
+# Max pooling and the spatial mean take four channels per step (SSUB8/SEL maxima; SXTAB16 sums in
+# 16-bit lanes, flushed every 256 pixels): the plain kernels' property tests on this build, then
+# channel counts past one group and pixel counts around the flush.
+
+
+@base.EXACT
+@given(base.pool_cases(), st.integers(4, 21))
+def test_max_pool2d_s8_channel_groups(case, c):
+    base.run_pool("max", dict(case, c=c))
+
+
+@pytest.mark.parametrize("h,w", [(1, 255), (16, 16), (1, 257), (9, 57), (25, 5)])
+@pytest.mark.parametrize("c", [4, 5, 8, 11])
+@pytest.mark.parametrize("fill", ["max", "min", "random"])
+def test_mean_hw_s8_lane_flush(h, w, c, fill):
+    rng = np.random.default_rng(h * w + c)
+    shape = (1, h, w, c)
+    x = {"max": np.full(shape, 127, np.int8), "min": np.full(shape, -128, np.int8),
+         "random": rng.integers(-128, 128, shape, dtype=np.int8)}[fill]
+    for in_zp, out_zp, m, s in [(-128, 5, 2**30 + 12345, -8), (127, -128, 2**31 - 1, -9), (0, 0, 1 << 30, 1)]:
+        params = dict(input=x.shape, input_offset=-in_zp, multiplier=m, shift=s, output_offset=out_zp,
+                      act_min=-128, act_max=127)
+        status, out = cb.mean_hw(x, params)
+        assert status == MCU_OK
+        base.assert_equal(out, ref.mean_hw_s8(x, **params))

@@ -1,0 +1,307 @@
+"""mcu_conv2d_packed_s8, the tuned backend's kernel (mcu/backends/optimized/tuned.py), bit-exact with the
+Python reference.
+
+Three builds run it: the host extension (plain C), the host library with the DSP paths emulated
+(tests/kernels/test_kernels_s8_opt.py; the shortened right-shift requantization runs there), and the
+firmware on the simulated Cortex-M33 and Cortex-M4, where the LDM/SMLAD inline assembly and the
+QADD run natively (a batch of random cases compiled into one firmware). Every reference model runs
+it on mps2-an505 and mps2-an386 in tests/quantize/test_int8.py.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import cbind_s8 as cb
+import overlap
+import s8_cases as base
+from cbind import MCU_OK
+from mcu.backends.optimized import tuned
+from mcu.device.boards import load_board
+from mcu.ir import Op
+from mcu.paths import runtime_dir, kernel_source
+from mcu.reference import kernels as ref
+from packed_cases import firmware_cases, lib, packed_firmware_source, packed_params  # noqa: F401 (lib: the fixture)
+from repo import requires_qemu
+
+_P = ctypes.c_void_p
+
+
+def test_pack_layout() -> None:
+    """Block of 4 channels, tap pairs from groups reordered 0, 2, 1, 3, zero padding on both axes;
+    biases before and requantization constants after each block's weights."""
+    w = np.arange(1, 5 * 6 + 1, dtype=np.int8).reshape(5, 6)  # 5 channels, 6 taps -> 8 channels, 8 taps
+    w[0, 0] = -3
+    p = tuned.pack_weights(w)
+    assert p.dtype == np.int32 and p.shape == (2, 4 * 4)
+    blocks = p.view(np.int16).reshape(2, 4, 4, 2)  # block, pair, channel, lane (little-endian halves)
+    assert blocks[0, 0, 0].tolist() == [w[0, 0], w[0, 2]]
+    assert blocks[0, 1, 2].tolist() == [w[2, 1], w[2, 3]]
+    assert blocks[0, 2, 3].tolist() == [w[3, 4], 0]  # taps 4, 5 then padding: pairs (4, 6) and (5, 7)
+    assert blocks[0, 3, 3].tolist() == [w[3, 5], 0]
+    assert np.all(blocks[1, :, 1:] == 0)  # channels 5..7 are padding
+    stream = tuned.pack_layer(w, np.arange(5) - 2, np.full(5, 2**30 + 7), np.array([-1, -2, -3, -23, 4]), -5)
+    assert stream.dtype == np.int32 and stream.size == 4 + 2 * (4 + 8 * 2 + 16)
+    # shift 4 is a left shift: not the fast path; the output offset -5 in the flags' second byte
+    assert stream[:4].tolist() == [tuned.MAGIC, 0xFB00, 5, 8]
+    first, second = stream[4:].reshape(2, -1)
+    assert first[:4].tolist() == [-2, -1, 0, 1] and second[:4].tolist() == [2, 0, 0, 0]
+    assert np.array_equal(first[4:20], p[0]) and np.array_equal(second[4:20], p[1])
+    assert first[20:].reshape(4, 4).tolist() == [[0, 0, 2**30 + 7, s] for s in (-1, -2, -3, -23)]
+    assert second[20:].reshape(4, 4).tolist() == [[0, 0, 2**30 + 7, 4]] + [[0, 0, 0, -1]] * 3
+    # every shift a right shift R: (K low, K high, multiplier, R - 1), K with the output offset folded in
+    right = tuned.pack_layer(w, None, np.full(5, 2**30), np.array([-1, -2, -3, -23, -7]), 100)
+    assert right[1] == tuned.FLAG_RIGHT | (100 << 8)
+    rq = right[4:].reshape(2, -1)[:, 20:].reshape(8, 4).astype(np.int64)
+    for ch, r in enumerate([1, 2, 3, 23, 7]):
+        k = 2**30 + 2 ** (r + 30) + 100 * 2 ** (r + 31)
+        assert (rq[ch, 0] & 0xFFFFFFFF, rq[ch, 1]) == (k & 0xFFFFFFFF, k >> 32) and rq[ch, 2:].tolist() == [2**30, r - 1]
+    with pytest.raises(ValueError, match="zero-point"):
+        tuned.pack_layer(w, None, np.full(5, 2**30), np.full(5, -7), 128)
+
+
+@base.EXACT
+@given(base.conv_cases())
+def test_packed_matches_reference(lib, case) -> None:
+    """The plain kernels' convolution cases (one group), 300 per build."""
+    rng = np.random.default_rng(case["seed"])
+    cin, cout = case["icg"] * case["groups"], case["ocg"] * case["groups"]
+    x = base.int8_data(rng, (case["n"], case["h"], case["w"], cin), case["data"])
+    w = base.weights(rng, (cout, case["kh"], case["kw"], cin), case["wmode"])
+    b = base.biases(rng, cout, case["bias"])
+    m, s = base.per_channel(rng, cout, base.shift_for(case["shift"], case["kh"] * case["kw"] * cin),
+                            case["per_channel"])
+    params = packed_params(x.shape, (case["n"], case["out_h"], case["out_w"], cout), case["kh"], case["kw"], case["sh"],
+                     case["sw"], case["pt"], case["pl"], case["dh"], case["dw"], case["in_zp"], case["out_zp"],
+                     case["act"])
+    status, out = cb.conv2d_packed(x, w, b, cb.Quant(m, s, cout), params)
+    assert status == MCU_OK
+    base.assert_equal(out, ref.conv2d_s8(x, w, b, m, s, **params))
+
+
+@st.composite
+def wide_cases(draw):
+    """Channel counts around the 4-channel blocks and 8-tap loop, windows up to the 640-tap limit,
+    and right shifts over the whole fast range with accumulators that saturate the rounding add."""
+    cin = draw(st.one_of(st.integers(1, 12), st.sampled_from([16, 32, 64, 71, 160, 640])))
+    k = draw(st.sampled_from([1, 1, 3])) if cin <= 64 else 1
+    cout = draw(st.integers(1, 13))
+    h, w = draw(st.integers(k, 4)), draw(st.integers(k, 4))
+    shift = draw(st.one_of(st.sampled_from([-1, -23, -24, 0]), st.integers(-23, -1), st.integers(-31, 30)))
+    mult = draw(st.one_of(st.sampled_from([2**31 - 1, 2**30]), st.integers(2**30, 2**31 - 1)))
+    return dict(cin=cin, k=k, cout=cout, h=h, w=w, pad=draw(st.integers(0, k // 2)), shift=shift, mult=mult,
+                in_zp=draw(base.zero_points), out_zp=draw(base.zero_points), act=draw(base.act_bounds()),
+                extreme=draw(st.booleans()), seed=draw(st.integers(0, 2**32 - 1)))
+
+
+@base.EXACT
+@given(wide_cases())
+def test_packed_wide_and_extreme(lib, case) -> None:
+    rng = np.random.default_rng(case["seed"])
+    cin, k, cout, pad = case["cin"], case["k"], case["cout"], case["pad"]
+    if case["extreme"]:  # accumulators near +-2^31: every product at the end of its range, one sign
+        x = np.full((1, case["h"], case["w"], cin), rng.choice([-128, 127]), dtype=np.int8)
+        w = np.full((cout, k, k, cin), rng.choice([-128, 127]), dtype=np.int8)
+        b = np.full(cout, rng.choice([-(2**31), 2**31 - 1]), dtype=np.int32)
+    else:
+        x = rng.integers(-128, 128, (1, case["h"], case["w"], cin), dtype=np.int64).astype(np.int8)
+        w = rng.integers(-127, 128, (cout, k, k, cin), dtype=np.int64).astype(np.int8)
+        b = rng.integers(-(2**20), 2**20, cout, dtype=np.int64).astype(np.int32)
+    m = np.full(cout, case["mult"], dtype=np.int64)
+    s = np.full(cout, case["shift"], dtype=np.int64)
+    oh, ow = case["h"] + 2 * pad - k + 1, case["w"] + 2 * pad - k + 1
+    params = packed_params(x.shape, (1, oh, ow, cout), k, k, pt=pad, pl=pad, in_zp=case["in_zp"], out_zp=case["out_zp"],
+                     act=case["act"])
+    status, out = cb.conv2d_packed(x, w, b, cb.Quant(m, s, cout), params)
+    assert status == MCU_OK
+    base.assert_equal(out, ref.conv2d_s8(x, w, b, m, s, **params))
+
+
+@pytest.mark.parametrize("case", [(1, 8, 3, 3, 4), (2, 6, 2, 2, 10), (1, 16, 4, 1, 12), (1, 5, 2, 3, 3)])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_packed_pointwise_both_directions(lib, case, seed: int) -> None:
+    """The pixel-buffer contract of a 1x1 layer, both directions, at every delta the contract allows."""
+    n, c, h, w, oc = case
+    rng = np.random.default_rng(seed)
+    x = rng.integers(-128, 128, (n, h, w, c), dtype=np.int8)
+    wt = rng.integers(-127, 128, (oc, 1, 1, c), dtype=np.int8)
+    bias = rng.integers(-5000, 5000, oc).astype(np.int32)
+    q = overlap.random_quant(oc, rng)
+    packed = np.ascontiguousarray(tuned.pack_layer(wt.reshape(oc, c), bias, q.m, q.s))
+    params = cb._fields(cb.Conv2dS8Params, packed_params((n, h, w, c), (n, h, w, oc), 1, 1))
+    op = Op("conv2d", [overlap.tensor("x", (n, c, h, w), "int8"), overlap.tensor("w", (oc, c, 1, 1), "int8", wt)],
+            [overlap.tensor("y", (n, oc, h, w), "int8")], {"stride": (1, 1), "padding": (0, 0),
+                                                               "dilation": (1, 1), "groups": 1})
+
+    def call(xp, yp):
+        return lib.mcu_conv2d_packed_s8(None, ctypes.byref(params), xp, packed.ctypes.data, yp)
+    overlap.check_overlap(call, x, op, n * h * w * oc, oc)
+
+
+def test_packed_refuses_bad_arguments(lib) -> None:
+    x = np.zeros((1, 2, 2, 4), dtype=np.int8)
+    w = np.zeros((4, 1, 1, 4), dtype=np.int8)
+    q = cb.Quant(2**30, -1, 4)
+    good = packed_params(x.shape, (1, 2, 2, 4), 1, 1)
+    stream = tuned.pack_layer(w.reshape(4, 4), None, q.m, q.s)
+    assert cb.conv2d_packed(x, w, None, q, good)[0] == MCU_OK
+    assert cb.conv2d_packed(x, w, None, q, {**good, "groups": 2})[0] != MCU_OK
+    assert cb.conv2d_packed(x, w, None, q, {**good, "input_offset": 200})[0] != MCU_OK
+    big = np.zeros((1, 1, 1, 644), dtype=np.int8)  # a window over the 640-tap stack column
+    assert cb.conv2d_packed(big, np.zeros((4, 1, 1, 644), dtype=np.int8), None, q,
+                            packed_params(big.shape, (1, 1, 1, 4), 1, 1))[0] != MCU_OK
+    # a stream for another layer, a corrupt header, constants the C paths cannot shift by
+    assert cb.conv2d_packed(x, w, None, q, {**good, "output": (1, 2, 2, 3)}, stream=stream)[0] != MCU_OK
+    for word, value in ((0, 0), (1, 6), (3, 8)):
+        bad = stream.copy()
+        bad[word] = value
+        assert cb.conv2d_packed(x, w, None, q, good, stream=bad)[0] != MCU_OK, word
+    bad = stream.copy()  # the C paths (every host build) check each constant they shift by
+    bad[4 + 4 + 8 + 3] = 40  # the first channel's shift amount
+    assert cb.conv2d_packed(x, w, None, q, good, stream=bad)[0] != MCU_OK
+    bad = stream.copy()  # a K word that is not the one of its shift and output offset
+    bad[4 + 4 + 8 + 1] += 1
+    assert cb.conv2d_packed(x, w, None, q, good, stream=bad)[0] != MCU_OK
+    # a stream packed for another output offset (it is folded into K)
+    assert cb.conv2d_packed(x, w, None, q, {**good, "output_offset": 3}, stream=stream)[0] != MCU_OK
+
+
+# --- on the simulated cores ------------------------------------------------------------------------------
+
+
+@requires_qemu
+@pytest.mark.qemu
+@pytest.mark.parametrize("board_name", ["mps2-an505", "mps2-an386"])
+def test_packed_on_simulated_core(tmp_path: Path, board_name: str) -> None:
+    """60 random cases (a fifth at the extremes) with the native LDM/SMLAD/QADD paths."""
+    from mcu.device.sim.qemu import run_qemu
+    from mcu.device.toolchain import build_firmware
+
+    cases = firmware_cases(np.random.default_rng(7), 60)
+    assert max(c["expected"].size for c in cases) <= 4096
+    main = tmp_path / "main.c"
+    main.write_text(packed_firmware_source(cases))
+    board = load_board(board_name)
+    rt = runtime_dir()
+    fw = build_firmware(board, [main, kernel_source(tuned.SOURCE)], [rt / "include"], tmp_path / "out")
+    result = run_qemu(board, fw.elf, timeout_s=120)
+    assert result.exit_code == 0 and "packed cases failed: 0" in result.console, result.console
+
+
+_S32 = (-(2**31), 2**31 - 1)
+
+
+@st.composite
+def _device_case(draw) -> dict:
+    """One layer for the core's right-shift requantization (every shift in [-23, -1]) and the
+    whole-window column paths: first-layer channel counts (1 to 3), pointwise ones, strides,
+    borders, multipliers and biases at their extremes."""
+    cin = draw(st.sampled_from([1, 2, 3, 4, 5, 8, 12]))
+    k = draw(st.sampled_from([1, 3]))
+    stride = draw(st.integers(1, 2))
+    pad = draw(st.integers(0, k // 2))
+    h, w = draw(st.integers(k, 6)), draw(st.integers(k, 6))
+    cout = draw(st.integers(1, 9))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    x_kind, w_kind = draw(st.sampled_from(["random", "min", "max"])), draw(st.sampled_from(["random", "min", "max"]))
+    x = (rng.integers(-128, 128, (1, h, w, cin)) if x_kind == "random"
+         else np.full((1, h, w, cin), -128 if x_kind == "min" else 127)).astype(np.int8)
+    wt = (rng.integers(-127, 128, (cout, k, k, cin)) if w_kind == "random"
+          else np.full((cout, k, k, cin), -127 if w_kind == "min" else 127)).astype(np.int8)
+    b = np.array(draw(st.lists(st.sampled_from(_S32) | st.integers(-(2**20), 2**20), min_size=cout, max_size=cout)),
+                 dtype=np.int32)
+    m = np.array(draw(st.lists(st.sampled_from([0, 1, 2**30, 2**31 - 1]) | st.integers(0, 2**31 - 1),
+                               min_size=cout, max_size=cout)), dtype=np.int64)
+    sh = np.array(draw(st.lists(st.integers(-23, -1), min_size=cout, max_size=cout)), dtype=np.int64)
+    in_zp, out_zp = draw(st.integers(-128, 127)), draw(st.integers(-128, 127))
+    lo = draw(st.integers(-128, 127))
+    act = (lo, draw(st.integers(lo, 127)))
+    oh, ow = (h + 2 * pad - k) // stride + 1, (w + 2 * pad - k) // stride + 1
+    params = packed_params(x.shape, (1, oh, ow, cout), k, k, sh=stride, sw=stride, pt=pad, pl=pad, in_zp=in_zp,
+                     out_zp=out_zp, act=act)
+    expected = ref.conv2d_s8(x, wt, b, m, sh, **params)
+    stream = tuned.pack_layer(wt.reshape(cout, -1), b, m, sh, out_zp)
+    assert stream[1] & tuned.FLAG_RIGHT  # the assembly requantizes these
+    return dict(x=x, w=stream, params=params, expected=expected)
+
+
+@requires_qemu
+@pytest.mark.qemu
+@pytest.mark.parametrize("board_name", ["mps2-an505", "mps2-an386"])
+@settings(max_examples=3, deadline=None, derandomize=True)
+@given(cases=st.lists(_device_case(), min_size=40, max_size=40))
+def test_packed_right_shift_property_on_core(tmp_path_factory, board_name: str, cases: list[dict]) -> None:
+    """Batches of 40 drawn layers per firmware, bit-exact with the reference on the core: the
+    assembly's merged rounding constant, SSAT and byte-wise activation clamp, and the column built
+    from whole windows (1 to 12 input channels, strides 1 and 2, borders)."""
+    from mcu.device.sim.qemu import run_qemu
+    from mcu.device.toolchain import build_firmware
+
+    tmp = tmp_path_factory.mktemp("packed_rq")
+    main = tmp / "main.c"
+    main.write_text(packed_firmware_source(cases))
+    board = load_board(board_name)
+    rt = runtime_dir()
+    fw = build_firmware(board, [main, kernel_source(tuned.SOURCE)], [rt / "include"], tmp / "out")
+    result = run_qemu(board, fw.elf, timeout_s=120)
+    assert result.exit_code == 0 and "packed cases failed: 0" in result.console, result.console
+
+
+# --- selection -------------------------------------------------------------------------------------------
+
+
+def test_tuned_backend_takes_dsp_cores_only() -> None:
+    from mcu.ir import Tensor
+
+    def conv() -> Op:
+        x = Tensor("x", (1, 8, 4, 4), "int8", (0, 2, 3, 1))
+        w = Tensor("w", (4, 8, 3, 3), "int8", (0, 2, 3, 1), data=np.ones((4, 3, 3, 8), dtype=np.int8))
+        return Op("conv2d", [x, w], [Tensor("y", (1, 4, 4, 4), "int8", (0, 2, 3, 1))],
+                  {"groups": 1, "stride": (1, 1), "padding": (1, 1), "dilation": (1, 1)})
+
+    from mcu.backends.base import Context
+    from mcu.backends.optimized.core import OptimizedBackend
+    from mcu.backends.optimized.options import OptimizedOptions
+
+    def why(board: str, packed: bool = True) -> str | None:
+        ctx = Context(load_board(board), "int8", {"optimized": OptimizedOptions(packed_weights=packed)})
+        b = OptimizedBackend()
+        return b.unavailable(ctx) or b.refuse(conv(), ctx)
+
+    assert tuned.applies(conv()) is None
+    assert why("mps2-an505") is None and why("mps2-an386") is None and why("pico2") is None
+    assert "DSP" in why("mps2-an385")  # Cortex-M3: plain C
+    assert "Helium" in why("mps3-an547")
+    assert why("mps2-an505", packed=False) is None  # --compact-weights: the compact kernel (test_kernels_s8_compact)
+
+
+def test_packed_weights_in_a_compiled_model() -> None:
+    """On a DSP core the generated C runs the packed kernel (the program file keeps the portable
+    one), both give the reference's integers on the host, and --compact-weights turns it off."""
+    import torch
+
+    import mcu
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 6, 3, padding=1), torch.nn.ReLU(), torch.nn.Conv2d(6, 5, 1),
+                                torch.nn.Flatten(), torch.nn.Linear(5 * 6 * 6, 7)).eval()
+    example = (torch.randn(1, 3, 6, 6),)
+    calib = [(torch.randn(1, 3, 6, 6),) for _ in range(8)]
+    packed = mcu.compile(model, example, board="mps2-an505", quantize="int8", calibration=calib)
+    compact = mcu.compile(model, example, board="mps2-an505", quantize="int8", calibration=calib,
+                          packed_weights=False)
+    functions = [s.call.function for s in packed.library.view.steps]
+    assert functions.count(tuned.FUNCTION) == 3, functions
+    assert tuned.FUNCTION not in [s.call.function for s in compact.library.view.steps]
+    assert "mcu_conv2d_compact_s8" in [s.call.function for s in compact.library.view.steps]
+    x = torch.randn(1, 3, 6, 6)
+    expected = packed.reference_raw(x)
+    for got in (packed.run_raw_c(x), packed.run_raw(x), compact.run_raw_c(x)):
+        for g, e in zip(got, expected):
+            np.testing.assert_array_equal(g, e)

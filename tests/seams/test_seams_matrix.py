@@ -1,0 +1,95 @@
+"""A sampled slice of the seams matrix (scripts/matrix runs all of it): every QEMU board, fp32 and int8, as
+generated C and as a program file on the board's interpreter firmware, each by at least one small example;
+and the script itself on one cell, with its refusal/failure rule."""
+
+from __future__ import annotations
+
+import importlib.machinery
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from repo import ROOT, requires_qemu
+
+# board -> (fp32 example, int8 example): the smallest models (fc_autoencoder's 1.1 MB of fp32 weights cost
+# minutes to compile), the ones other tests compile too (shared builds).
+SAMPLE = {
+    "mps2-an505": ("small_cnn", "small_cnn"),
+    "mps2-an386": ("small_cnn", "fc_autoencoder"),
+    "mps2-an385": ("small_cnn", "small_cnn"),
+    "mps2-an385-m0plus": ("small_cnn", "fc_autoencoder"),
+    "mps3-an547": ("small_cnn", "small_cnn"),
+}
+CELLS = [(board, mode, SAMPLE[board][i]) for board in SAMPLE for i, mode in enumerate(("fp32", "int8"))]
+
+
+def _matrix_module():
+    if "seams_matrix" in sys.modules:
+        return sys.modules["seams_matrix"]
+    loader = importlib.machinery.SourceFileLoader("seams_matrix", str(ROOT / "scripts" / "matrix"))
+    spec = importlib.util.spec_from_loader("seams_matrix", loader)
+    assert spec is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["seams_matrix"] = module  # its dataclasses look their module up there
+    loader.exec_module(module)
+    return module
+
+
+def test_the_sample_covers_every_board_mode_and_output() -> None:
+    matrix = _matrix_module()
+    assert set(SAMPLE) == set(matrix.BOARDS)
+    assert {(b, m) for b, m, _ in CELLS} == {(b, m) for b in matrix.BOARDS for m in matrix.MODES}
+
+
+@pytest.mark.slow
+@requires_qemu
+@pytest.mark.qemu
+@pytest.mark.parametrize("board,mode,example", CELLS)
+def test_generated_c_and_program_file_on_board(compiled, board: str, mode: str, example: str) -> None:
+    from mcu.program.run_model import run_program_model
+
+    cm = compiled(example, board, "int8" if mode == "int8" else "none")
+    sim = cm.simulate()
+    assert sim.passed and sim.exit_code == 0, sim.console[-2000:]
+    fw = cm.build()
+    assert fw.stack is not None and fw.stack.reserved_bytes < fw.ram_bytes
+    res = run_program_model(cm)
+    assert res.run.passed, res.run.console[-2000:]
+    assert res.instructions and res.instructions > 0 and len(res.run.instructions) == len(cm.spec.test_inputs)
+
+
+def test_exit_2_before_the_compile_is_a_refusal_after_it_a_failure() -> None:
+    matrix = _matrix_module()
+    cell = matrix.Cell("m", "b", "int8", "c")
+
+    def classify(code: int, stderr: str):
+        row = matrix.Row(cell, "fail")
+        matrix._classify(subprocess.CompletedProcess([], code, "", stderr), row)
+        return row.result, row.reason
+
+    early = "mcu: capture  ... 1.0 s\nmcu: error: model too big (a board with more flash)\n"
+    assert classify(2, early) == ("refused", "model too big (a board with more flash)")
+    late = "mcu: capture  ... 1.0 s\nmcu: compile  ... 3.0 s\nmcu: error: cannot bound the stack\n"
+    result, reason = classify(2, late)
+    assert result == "fail" and "after the build started" in reason and "cannot bound the stack" in reason
+    assert classify(1, late)[0] == "fail" and classify(134, "")[0] == "fail"
+    assert classify(0, early)[0] == "pass"
+
+
+@requires_qemu
+@pytest.mark.qemu
+def test_the_script_prints_the_table_and_writes_the_rows(tmp_path: Path) -> None:
+    out = tmp_path / "rows.json"
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "matrix"), "--example", "small_cnn",
+                           "--board", "mps2-an505", "--mode", "int8", "--output", "c", "--json-out", str(out),
+                           "--workdir", str(tmp_path)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "[1/1" in proc.stderr  # progress
+    rows = json.loads(out.read_text())
+    assert len(rows) == 1 and rows[0]["result"] == "pass"
+    assert all(rows[0][k] > 0 for k in ("instructions", "flash_bytes", "arena_bytes", "stack_bytes"))
+    assert "small_cnn" in proc.stdout and "PASS" in proc.stdout and "total" in proc.stdout

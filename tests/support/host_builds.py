@@ -1,0 +1,61 @@
+"""Host shared libraries of all kernels and the runtime built with another set of kernel paths than the
+extension's (``-DMCU_S8_DSP_EMULATE``: the DSP paths with portable emulations of their instructions;
+others for the plain loops of small cores), cached by the sources' content, and ways to point cbind_s8
+at one of them."""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import subprocess
+from pathlib import Path
+
+import cbind_s8 as cb
+from mcu.paths import all_kernel_sources, cache_dir, kernels_dir
+from repo import ROOT
+
+RT = ROOT / "runtime_c"
+
+
+def build_host_variant(define: str, name: str) -> Path:
+    """All kernels and the runtime as one host shared library built with ``-D<define>`` (another set of
+    kernel paths than the extension's), cached by the sources' content."""
+    sources = all_kernel_sources() + sorted((RT / "src").glob("*.c"))
+    headers = sorted(kernels_dir().glob("*/*.h")) + sorted((RT / "include" / "mcu").glob("*.h"))
+    digest = hashlib.sha256(b"".join(p.read_bytes() for p in sources + headers)).hexdigest()[:16]
+    out = cache_dir() / name / f"libmcu_{name}_{digest}.so"
+    if not out.exists():
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = out.with_suffix(f".{os.getpid()}.tmp.so")
+        subprocess.run(["cc", "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC",
+                        f"-D{define}", f"-I{RT / 'include'}", *map(str, sources), "-o", str(tmp), "-lm"],
+                       check=True, capture_output=True, text=True)
+        tmp.replace(out)
+    return out
+
+
+def build_emulated_lib() -> Path:
+    """The host library with the DSP paths emulated."""
+    return build_host_variant("MCU_S8_DSP_EMULATE", "dsp_emulated")
+
+
+def load_bound(path: Path) -> ctypes.CDLL:
+    """A host kernel library with cbind_s8's signatures on its functions."""
+    handle = ctypes.CDLL(str(path))
+    for name, (argtypes, restype) in cb._SIGNATURES.items():
+        fn = getattr(handle, name)
+        fn.argtypes = argtypes
+        fn.restype = restype
+    return handle
+
+
+def route_cbind(handle: ctypes.CDLL):
+    """Route cbind_s8.lib() (what cb.conv2d_packed and the other wrappers call) to `handle` until the
+    generator is closed: a body for module fixtures that yield it."""
+    original = cb.lib
+    cb.lib = lambda: handle
+    try:
+        yield handle
+    finally:
+        cb.lib = original
