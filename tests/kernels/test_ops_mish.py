@@ -22,7 +22,7 @@ import torch.nn.functional as F
 sys.path.insert(0, os.path.dirname(__file__))
 import cbind  # noqa: E402
 from cbind import MCU_OK, ptr  # noqa: E402
-from conftest import requires_qemu  # noqa: E402
+from repo import requires_qemu  # noqa: E402
 from mcu.frontend.opcodes import UNARY_FN  # noqa: E402
 from mcu.reference import arith  # noqa: E402
 from mcu.reference import kernels as ref  # noqa: E402
