@@ -23,7 +23,7 @@ from mcu.device.sim.renode import check_renode_board, render_renode_files
 RENODE_VERSION = "1.15.3"
 WORKFLOW = ".github/workflows/mcu-renode.yml"
 ROBOT_DIR = "renode"
-# The versions scripts/setup installs (tests/test_seams_errors.py holds the two files to the same pins): the
+# The versions scripts/setup installs (tests/seams/test_seams_errors.py holds the two files to the same pins): the
 # CPU build of torch, since a plain `torch` requirement pulls a multi-GB CUDA build and a newer release may
 # export differently.
 TORCH_PIN = "torch==2.13.0"

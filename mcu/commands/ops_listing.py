@@ -13,7 +13,7 @@ cannot drift from what a build does:
 * the other backends are those of the registry besides the portable one and the user's custom kernels
   (:func:`mcu.backends.registry.alternatives`) whose support table has a row for the kind;
 * the ops that still run as fp32 islands in int8 models are :data:`mcu.passes.quantized.fp32_islands.ISLANDS`, which a test
-  checks by quantizing a small model with each op (tests/test_islands_s8.py).
+  checks by quantizing a small model with each op (tests/kernels/test_islands_s8.py).
 """
 
 from __future__ import annotations
@@ -284,7 +284,7 @@ def render(rows: list[OpRow]) -> str:
     derived = [r for r in rows if r.int8 == (ISLAND,) and not r.island]
     lines.append("")
     lines.append(f"{len(rows)} ATen ops; {len(checked) + len(derived)} run as fp32 islands in int8 models.")
-    lines.append(f"Checked by quantizing each (tests/test_islands_s8.py), {len(checked)}:")
+    lines.append(f"Checked by quantizing each (tests/kernels/test_islands_s8.py), {len(checked)}:")
     lines.extend(f"  {r.aten}: {r.island}" for r in checked)
     if derived:
         lines.append(f"No int8 form in the converter table (not in that census), {len(derived)}:")

@@ -26,7 +26,7 @@ __attribute__((noinline)) void mcu_trace_op_end(uint32_t handle, uint32_t begin_
 void mcu_trace_op_output(uint32_t handle, void *output, uint32_t nbytes)
 {
 #ifdef MCU_TRACE_TEST_PERTURB
-    /* Test-only (tests/test_devtools_debug.py): corrupt one op's result in the arena, as a kernel with
+    /* Test-only (tests/devtools/test_devtools_debug.py): corrupt one op's result in the arena, as a kernel with
      * a bug would, so that `mcu debug` must name that op. Never defined in a real build. Byte 3 bit 5: an
      * int8 element off by 32, or an fp32 element's exponent (a lowest-bit flip of a float would be inside
      * the tolerance an fp32 island is checked with). */

@@ -2,7 +2,7 @@
 elementwise math, maximum and minimum, layer, group and instance norm (fp32, and int8 layer norm),
 batched matrix products, reductions, variance, argmax, log_softmax and PReLU. They join
 :data:`mcu.backends.portable.core.EMITTERS`; every kernel here has a program kernel id (ids 180-219),
-which tests/test_program.py checks as it does for portable.py."""
+which tests/program/test_program.py checks as it does for portable.py."""
 
 from __future__ import annotations
 

@@ -10,12 +10,12 @@ Three levels of choice, each made once:
   most specialised to the general kernel, which always applies.
 * In C, at compile time: every kernel has its architecture paths behind feature macros in the
   same function (``__ARM_FEATURE_MVE``: Helium 16-lane int8 for Cortex-M55/M85,
-  runtime_c/kernels/common/mve_s8.h, tested in tests/test_kernels_s8_mve.py;
+  runtime_c/kernels/common/mve_s8.h, tested in tests/support/mve_cases.py;
   ``__ARM_FEATURE_DSP``: SXTB16/SMLAD dual MACs for Cortex-M4/M7/M33, runtime_c/kernels/common/simd_s8.h;
   ``MCU_S8_WIDE``: two pixels per SMLAL for the Cortex-M3 and the host, common/plain_s8.h; plain C
   loops for the Cortex-M0/M0+). The board's ``-mcpu``
   decides, so the generated C and program files are the same for every core, and every path
-  is bit-exact with the Python reference (tests/test_kernels_s8.py, tests/test_kernels_s8_opt.py).
+  is bit-exact with the Python reference (tests/kernels/test_kernels_s8.py, tests/kernels/test_kernels_s8_opt.py).
 
 This module is plain data plus one lookup; mcu/backends/portable/core.py builds the call.
 """

@@ -35,7 +35,7 @@ class ModelStack:
 # of the three: a printf-family formatter, several hundred bytes in newlib), and the exception entries that
 # land on the same stack (the basic frame is 32 B, 104 B with the floating-point context, once per nesting
 # level). The Zephyr sample prints its thread's high-water mark: on qemu_cortex_m3 it used 140 B beyond the
-# small CNN's figure (tests/test_seams_export.py checks the sum stays below this allowance).
+# small CNN's figure (tests/seams/test_seams_export.py checks the sum stays below this allowance).
 EXAMPLE_OWN_BYTES = 1024
 
 

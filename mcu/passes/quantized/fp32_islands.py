@@ -2,7 +2,7 @@
 quantizer leaves them unannotated (or the lowering keeps them float) and the int8 model runs them in
 fp32 between a dequantize and a quantize, as the partition report names them.
 
-tests/test_islands_s8.py quantizes a small model with every ATen op the frontend lowers and checks that
+tests/kernels/test_islands_s8.py quantizes a small model with every ATen op the frontend lowers and checks that
 exactly these are islands, so this list cannot drift from what a build does; ``mcu ops`` prints it.
 """
 

@@ -225,7 +225,7 @@ static inline int32_t mcu_qsub(int32_t a, int32_t b)
 }
 
 /* Zero / zero-point fills and a copy written as loops: the kernels reference no libc function at
- * all (tests/test_kernels_s8.py checks their objects); the empty asm keeps GCC from turning the
+ * all (tests/kernels/test_kernels_s8.py checks their objects); the empty asm keeps GCC from turning the
  * loops back into memset/memcpy calls. (The copies are a window tap's few channels.) */
 static inline void mcu_zero_s16(int16_t *dst, int32_t n)
 {
