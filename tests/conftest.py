@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Callable
 
 import pytest
@@ -29,10 +30,26 @@ def pty() -> Iterator[Pty]:
         os.close(slave)
 
 
+SLOW_LIST = Path(__file__).with_name("slow_tests.txt")
+
+
+def _listed_slow() -> set[str]:
+    if not SLOW_LIST.exists():
+        return set()
+    return {ln.strip() for ln in SLOW_LIST.read_text().splitlines() if ln.strip() and not ln.startswith("#")}
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m selects by the marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Tests of one example model run in one xdist worker (``--dist loadgroup``), so the model is captured,
-    quantized and compiled once per (board, mode) instead of once in each worker."""
+    quantized and compiled once per (board, mode) instead of once in each worker. The tests listed in
+    slow_tests.txt (measured, scripts/test_tiers) are marked slow, as those marked in code are."""
+    listed = _listed_slow()
+    rootdir = Path(str(config.rootpath))
     for item in items:
+        node = f"{Path(str(item.path)).relative_to(rootdir).as_posix()}::{item.name}"
+        if node in listed:
+            item.add_marker(pytest.mark.slow)
         callspec = getattr(item, "callspec", None)
         if callspec is None or "compiled" not in getattr(item, "fixturenames", ()):
             continue
