@@ -206,6 +206,16 @@ def _parse_depfile(text: str) -> list[str]:
     return deps
 
 
+def build_recipe(script: str, board: Board, stack_usage: bool) -> str:
+    """What a firmware build's stamp keys on besides sources and flags: the linker script, the UF2 family and,
+    when the build reports its stack, the analyser's own source (the report is an output of the build too,
+    so a changed analyser must not reuse an old report)."""
+    recipe = script + f"\nuf2={board.uf2_family}"
+    if stack_usage:
+        recipe += f"\nstack-analysis={_sha256_file(Path(bound_stack.__code__.co_filename))}"
+    return recipe
+
+
 def _stamp_key(
     gcc: Path, sources: Sequence[Path], cflags: Sequence[str], ldflags: Sequence[str], script: str
 ) -> str:
@@ -355,7 +365,7 @@ def build_firmware(
     stack_path = out_dir / f"{name}.stack.json" if stack_usage else None
     frames_path = out_dir / f"{name}.frames.json" if stack_usage else None
     outputs = tuple(p for p in (elf_path, map_path, uf2_path, stack_path, frames_path) if p is not None)
-    key = _stamp_key(gcc, all_sources, cflags, ldflags, script + f"\nuf2={board.uf2_family}")
+    key = _stamp_key(gcc, all_sources, cflags, ldflags, build_recipe(script, board, stack_usage))
     _remove_dead_builds(out_dir, name)
     if _stamp_valid(stamp_path, key, outputs):
         progress.note("compile", "up to date")

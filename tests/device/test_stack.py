@@ -118,3 +118,18 @@ def test_naked_assembly_frames_count_their_pushes(tmp_path) -> None:
     assert read_su(su)["loop"] == 0
     report = analyze(elf, su, objdump)
     assert report.path[-1] == ("loop", 9 * 4 + 64)
+
+
+def test_a_changed_stack_analyser_rebuilds_the_stack_report(monkeypatch) -> None:
+    """The stack report is cached with the firmware: its build key names the analyser's source, so editing
+    mcu/device/stack.py gives a new key instead of the old report."""
+    from mcu.device import toolchain
+    from mcu.device.boards import load_board
+
+    board = load_board("mps2-an505")
+    with_report = toolchain.build_recipe("script", board, stack_usage=True)
+    assert with_report != toolchain.build_recipe("script", board, stack_usage=False)
+    real = toolchain._sha256_file
+    monkeypatch.setattr(toolchain, "_sha256_file",
+                        lambda p: "edited" if p.name == "stack.py" else real(p))
+    assert toolchain.build_recipe("script", board, stack_usage=True) != with_report
