@@ -38,7 +38,8 @@ from mcu.emit.c_model import GeneratedLibrary, environment
 from mcu.errors import McuError
 from mcu.capture.loader import ModelSpec
 from mcu.quantize import modes
-from mcu.program.methods import CompiledMethod, methods_of, program_from, run_model_file
+from mcu.program.methods import methods_of, run_model_file
+from mcu.program.writer import CompiledMethod, program_from
 from mcu.api import compile_spec
 from mcu.device.hostbuild import build_host_library
 from mcu.emit.outputs import build_lock, cached_build_dir, stage_sources

@@ -626,7 +626,8 @@ def cmd_export(args: argparse.Namespace) -> int:
 def _export_program(args: argparse.Namespace) -> int:
     """A program file with every method of model.py (see mcu/program/methods.py), weights inline or beside it."""
     # lazy: keeps torch and jinja2 and the C extension out of this module's import
-    from mcu.program.methods import compile_methods, program_from
+    from mcu.program.methods import compile_methods
+    from mcu.program.writer import program_from
     # lazy: the C extension loads only when a program runs on the host
     from mcu.program.host import verify_program_files
 

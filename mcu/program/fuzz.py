@@ -212,7 +212,8 @@ MAX_EXAMPLE_SEED = 1 << 20
 def _write_model_seeds(path: Path, name: str, quantizations: tuple[str, ...], seed_dir: Path,
                        external: bool) -> list[Path]:
     # lazy: keeps torch and jinja2 out of this module's import
-    from mcu.program.methods import compile_methods, program_from
+    from mcu.program.methods import compile_methods
+    from mcu.program.writer import program_from
 
     written = []
     for quantize in quantizations:

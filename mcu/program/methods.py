@@ -28,7 +28,7 @@ import torch
 
 from mcu.errors import McuError
 from mcu.capture.loader import ModelSpec, load_model_file, spec_from_objects
-from mcu.program.writer import CompiledMethod, bundled_vectors, method_source, program_from  # noqa: F401 (re-exported)
+from mcu.program.writer import CompiledMethod
 from mcu.api import compile_spec
 
 if TYPE_CHECKING:

@@ -59,7 +59,8 @@ def model_file(tmp: Path, name: str, seed: int = 0, hidden: int = 8) -> Path:
 @pytest.fixture(scope="module")
 def external(tmp_path_factory: pytest.TempPathFactory):
     """A small int8 program with external weights and bundled vectors (program bytes, weights bytes)."""
-    from mcu.program.methods import compile_methods, program_from
+    from mcu.program.methods import compile_methods
+    from mcu.program.writer import program_from
 
     path = model_file(tmp_path_factory.mktemp("ext"), "tiny", hidden=12)
     image = program_from(compile_methods(path, quantize="int8"), external_weights=True, bundle=True)

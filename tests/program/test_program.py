@@ -16,7 +16,8 @@ from mcu.errors import McuError
 from mcu.paths import all_kernel_sources, kernel_source
 from mcu.program import MethodSource, write_program
 from mcu.program import format as fmt
-from mcu.program.methods import load_methods, program_from
+from mcu.program.methods import load_methods
+from mcu.program.writer import program_from
 from mcu.program.host import Program, ProgramError
 from programs import (PROGRAM_MODELS, TWO_METHOD_MODEL, assert_program_equals_generated_c, model_file, same_bits,
                       two_methods, zoo)

@@ -15,7 +15,7 @@ from mcu.ir import NUMPY_DTYPES
 from mcu.layouts import to_memory_order
 from mcu.program.device import (build_interpreter_firmware, interpreter_code_size, program_layout, program_uf2,
                                 render_main, run_program)
-from mcu.program.methods import program_from
+from mcu.program.writer import program_from
 from mcu.program.host import Program
 from programs import PROGRAM_MODELS, same_bits, two_methods
 from repo import requires_qemu

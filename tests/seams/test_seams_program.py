@@ -18,7 +18,8 @@ import pytest
 from mcu.program import format as fmt
 from mcu.program import writer
 from mcu.program.fuzz import cached_fuzzer, find_fuzz_clang, run_inputs
-from mcu.program.methods import compile_methods, program_from
+from mcu.program.methods import compile_methods
+from mcu.program.writer import program_from
 from mcu.program.writer import ProgramImage
 from mcu.program.host import Program, ProgramError, WeightsCorruptError
 

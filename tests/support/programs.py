@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from mcu.api import CompiledModel, compile_file
-from mcu.program.methods import CompiledMethod, compile_methods
+from mcu.program.methods import compile_methods
+from mcu.program.writer import CompiledMethod
 from mcu.program.host import Program
 from repo import REFERENCE_MODELS
 
