@@ -30,7 +30,10 @@ The planner only proposes; :func:`verify_plan` independently checks a plan.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass, field
+
+import numpy as np
 
 
 @dataclass(frozen=True)
@@ -88,8 +91,36 @@ def live_set_lower_bound(buffers: list[Buffer]) -> int:
     """Largest total size of the buffers live at any one step."""
     if not buffers:
         return 0
-    steps = sorted({b.first_use for b in buffers})
-    return max(sum(b.size for b in buffers if b.first_use <= s <= b.last_use) for s in steps)
+    return max(_live_bytes(buffers).values())
+
+
+def _live_bytes(buffers: list[Buffer]) -> dict[int, int]:
+    """Total size of the buffers live at each step where one begins (the only steps where the total can
+    grow), by one sweep over begin and end events rather than a scan of every buffer per step."""
+    delta: dict[int, int] = {}
+    for b in buffers:
+        delta[b.first_use] = delta.get(b.first_use, 0) + b.size
+        delta[b.last_use + 1] = delta.get(b.last_use + 1, 0) - b.size
+    starts = {b.first_use for b in buffers}
+    live, total = {}, 0
+    for step in sorted(delta):
+        total += delta[step]
+        if step in starts:
+            live[step] = total
+    return live
+
+
+def _co_live(buffers: list[Buffer]) -> list[list[int]]:
+    """For each buffer, the others live at some same step, in index order (vectorised: thousands of
+    buffers in an unrolled recurrent model)."""
+    first = np.array([b.first_use for b in buffers], dtype=np.int64)
+    last = np.array([b.last_use for b in buffers], dtype=np.int64)
+    out = []
+    for i in range(len(buffers)):
+        hit = (first <= last[i]) & (first[i] <= last)
+        hit[i] = False
+        out.append(np.flatnonzero(hit).tolist())
+    return out
 
 
 def occupied_bytes_per_step(plan: Plan, steps: int) -> list[int]:
@@ -164,20 +195,18 @@ class MemoryPlanner:
     def overlap_lower_bound(self) -> int:
         """Live-set bound where each input/output pair with a contract counts as its tightest union."""
         bufs = self._buffers
-        best = 0
-        for s in sorted({b.first_use for b in bufs}):
-            live = [i for i, b in enumerate(bufs) if b.first_use <= s <= b.last_use]
-            total = sum(bufs[i].size for i in live)
-            for (a, b), intervals in self._relax.items():
-                if bufs[a].last_use == s == bufs[b].first_use:
-                    si, so = bufs[a].size, bufs[b].size
-                    total -= si + so - _tightest_union(si, so, intervals)
-            best = max(best, total)
-        return best
+        saved: dict[int, int] = {}
+        for (a, b), intervals in self._relax.items():
+            if bufs[a].last_use == bufs[b].first_use:
+                si, so = bufs[a].size, bufs[b].size
+                step = bufs[b].first_use
+                saved[step] = saved.get(step, 0) + si + so - _tightest_union(si, so, intervals)
+        return max([0, *(total - saved.get(step, 0) for step, total in _live_bytes(bufs).items())])
 
-    def _fits(self, i: int, off: int, offsets: list[int | None], conflicts: list[list[int]]) -> bool:
+    def _fits(self, i: int, off: int, offsets: list[int | None], neighbours: list[int]) -> bool:
+        """Whether buffer ``i`` at ``off`` keeps clear of (or within its contract with) each placed neighbour."""
         bufs = self._buffers
-        for j in conflicts[i]:
+        for j in neighbours:
             oj = offsets[j]
             if oj is None:
                 continue
@@ -216,7 +245,7 @@ class MemoryPlanner:
         order's): the search runs only when it could end below both it and this order's greedy arena."""
         bufs = self._buffers
         bound = live_set_lower_bound(bufs)
-        conflicts = [[j for j, o in enumerate(bufs) if j != i and b.lives_with(o)] for i, b in enumerate(bufs)]
+        conflicts = _co_live(bufs)
         orders = {
             "largest-first": sorted(range(len(bufs)), key=lambda i: (-bufs[i].size, bufs[i].first_use)),
             "longest-first": sorted(range(len(bufs)),
@@ -251,8 +280,32 @@ class MemoryPlanner:
         return Plan(list(bufs), best[1], best[0], bound, best[2], overlaps)
 
     def _lowest_fit(self, i: int, offsets: list[int | None], conflicts: list[list[int]]) -> int:
+        """The lowest candidate that :meth:`_fits`, found without rescanning every placed neighbour per
+        candidate: an unrolled recurrent model has thousands of co-live buffers, and the plain (no
+        contract) ones reduce to one question, whether a placed extent starts below ``off + size`` and
+        ends above ``off``; sorted starts with a running maximum of ends answer it in O(log n)."""
+        bufs = self._buffers
+        size = bufs[i].size
+        plain: list[tuple[int, int]] = []
+        contracted: list[int] = []
+        for j in conflicts[i]:
+            oj = offsets[j]
+            if oj is None:
+                continue
+            if (j, i) in self._relax or (i, j) in self._relax:
+                contracted.append(j)
+            else:
+                plain.append((oj, oj + bufs[j].size))
+        plain.sort()
+        starts = [s for s, _ in plain]
+        reach: list[int] = []
+        for _, end in plain:
+            reach.append(end if not reach else max(reach[-1], end))
         for off in self._candidates(i, offsets, conflicts):
-            if self._fits(i, off, offsets, conflicts):
+            below = bisect_left(starts, off + size)
+            if below and reach[below - 1] > off:
+                continue
+            if self._fits(i, off, offsets, contracted):
                 return off
         raise AssertionError("the end of the highest placed buffer always fits")
 
@@ -281,7 +334,7 @@ class MemoryPlanner:
             i = order[k]
             for off in self._candidates(i, offsets, conflicts):
                 end = max(current, off + bufs[i].size)
-                if end >= limit[0] or not self._fits(i, off, offsets, conflicts):
+                if end >= limit[0] or not self._fits(i, off, offsets, conflicts[i]):
                     continue
                 offsets[i] = off
                 if dfs(k + 1, end):
