@@ -617,14 +617,15 @@ static int window_ok(const mcu_operand_desc *in, uint32_t nin, const mcu_operand
 }
 
 /* mcu_bad_alias: elementwise kernels run in place or on disjoint memory. */
-MCU_PROGRAM_SHARED static int elementwise_ok(const mcu_operand_desc *in, uint32_t nin, const mcu_operand_desc *out, uint32_t nout)
+MCU_PROGRAM_SHARED static int elementwise_ok(const mcu_operand_desc *in, uint32_t nin, const mcu_operand_desc *out,
+                                             uint32_t nout)
 {
     return !overlap(in, nin, out, nout) || in->offset == out->offset;
 }
 
 /* mcu_binary_*_alias_ok: an operand shares memory with the output only as the output itself, contiguous. */
-MCU_PROGRAM_SHARED static int binary_alias_ok(const mcu_operand_desc *x, uint32_t nx, const mcu_operand_desc *out, uint32_t nout,
-                           const int32_t *p, const int32_t *strides)
+MCU_PROGRAM_SHARED static int binary_alias_ok(const mcu_operand_desc *x, uint32_t nx, const mcu_operand_desc *out,
+                                              uint32_t nout, const int32_t *p, const int32_t *strides)
 {
     if (!overlap(x, nx, out, nout)) {
         return 1;
