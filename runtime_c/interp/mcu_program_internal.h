@@ -177,16 +177,21 @@ typedef int (*mcu_program_params_fn)(uint32_t kernel, const mcu_program_params_v
 typedef int (*mcu_program_alias_fn)(uint32_t kernel, const mcu_operand_desc *ops, const uint32_t *bytes,
                                     uint32_t n_ops, const int32_t *p);
 
-/** One kernel of mcu_kernels.def as the loader checks it. */
+/** One kernel of mcu_kernels.def as the loader checks it (a row per kernel this build keeps). */
 typedef struct {
     const char *sig;   /**< operand dtypes, one letter each (mcu_kernels.def) */
     mcu_program_need_fn need;
     mcu_program_params_fn params;
     mcu_program_alias_fn alias;
     uint8_t n_params;
-    uint8_t kept;      /**< in this build */
     uint8_t weights;   /**< 0, or the first operand that may share no byte with the output */
+    uint8_t id;        /**< the kernel id (0 ends the rows) */
 } mcu_program_kernel_row;
+
+/* The helpers that many check functions share stay out of line: at -O2 GCC would copy each into every
+ * caller (about a hundred small functions named by the table's rows), which costs kilobytes of flash in
+ * code that runs once per program load. */
+#define MCU_PROGRAM_SHARED __attribute__((noinline))
 
 /* The check functions the table names (several kernels may name the same one). */
 #define MCU_KERNEL(name, id, n_params, operands, weights, need, params, alias, ...)                                  \

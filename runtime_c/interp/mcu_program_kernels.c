@@ -86,41 +86,36 @@ _Static_assert(sizeof(mcu_recurrent_s8_params) == 8 * 4, "recurrent_s8 params la
 _Static_assert(sizeof(mcu_prelu_s8_params) == 11 * 4, "prelu_s8 params layout");
 _Static_assert(sizeof(mcu_log_softmax_s8_params) == 6 * 4, "log_softmax_s8 params layout");
 
-/* Each kernel's row of the table; ROWS[0] stands for the ids that name no kernel. */
-enum {
-    MCU_PROGRAM_ROW_NONE,
-#define MCU_KERNEL(name, ...) MCU_PROGRAM_ROW_##name,
-#include "mcu_kernels.def"
-#undef MCU_KERNEL
-    MCU_PROGRAM_ROWS
-};
-_Static_assert(MCU_PROGRAM_ROWS <= 256, "a row index is one byte");
+/* MCU_PROGRAM_ROW(kept, ...) is the row when the build keeps the kernel, nothing otherwise: the check
+ * functions of a kernel left out are not linked. */
+#define MCU_PROGRAM_ROW(kept, ...) MCU_PROGRAM_ROW_(kept, __VA_ARGS__)
+#define MCU_PROGRAM_ROW_(kept, ...) MCU_PROGRAM_ROW_##kept(__VA_ARGS__)
+#define MCU_PROGRAM_ROW_1(...) {__VA_ARGS__},
+#define MCU_PROGRAM_ROW_0(...)
 
-static const uint8_t ROW_OF[MCU_K_COUNT] = {
-#define MCU_KERNEL(name, ...) [MCU_K_##name] = MCU_PROGRAM_ROW_##name,
-#include "mcu_kernels.def"
-#undef MCU_KERNEL
-};
-
-static const mcu_program_kernel_row ROWS[MCU_PROGRAM_ROWS] = {
+/* The kept kernels' rows, then an end row (id 0, which names no kernel). The loader finds a kernel's row
+ * by its id: a search at load time only, cheaper in flash than a table indexed by id. */
+static const mcu_program_kernel_row ROWS[] = {
 #define MCU_KERNEL(name, id, n_params, operands, weights, need, params, alias, ...)                                  \
-    [MCU_PROGRAM_ROW_##name] = {operands, mcu_program_need_##need, mcu_program_params_##params,                     \
-                                mcu_program_alias_##alias, n_params, MCU_PROGRAM_KEPT(name), weights},
+    MCU_PROGRAM_ROW(MCU_PROGRAM_KEPT(name), operands, mcu_program_need_##need, mcu_program_params_##params,          \
+                    mcu_program_alias_##alias, n_params, weights, id)
 #include "mcu_kernels.def"
 #undef MCU_KERNEL
+    {"", NULL, NULL, NULL, 0, 0, 0},
 };
+_Static_assert(MCU_K_COUNT <= 256, "a kernel id is one byte in a row");
 
 /* Element counts saturate at CAP, above any tensor the verifier accepts
  * (INT32_MAX bytes), so a saturated count never fits an operand. */
 #define CAP 0xFFFFFFFFu
 
-static uint32_t mulcap(uint32_t a, int32_t b)
+MCU_PROGRAM_SHARED static uint32_t mulcap(uint32_t a, int32_t b)
 {
     const uint64_t r = (uint64_t)a * (uint32_t)(b < 0 ? 0x7FFFFFFF : b);
     return b < 0 || r > CAP ? CAP : (uint32_t)r;
 }
 
-static uint32_t prod(const int32_t *dims, int32_t n)
+MCU_PROGRAM_SHARED static uint32_t prod(const int32_t *dims, int32_t n)
 {
     uint32_t r = 1;
     for (int32_t i = 0; i < n; ++i) {
@@ -135,7 +130,7 @@ static uint32_t ceil_div(uint32_t a, uint32_t b)
 }
 
 /* Elements a strided operand spans: 1 + sum((shape - 1) * stride). */
-static uint32_t extent(const int32_t *shape, const int32_t *strides, int32_t rank)
+MCU_PROGRAM_SHARED static uint32_t extent(const int32_t *shape, const int32_t *strides, int32_t rank)
 {
     uint64_t last = 1;
     for (int32_t i = 0; i < rank; ++i) {
@@ -597,8 +592,11 @@ mcu_status mcu_program_check_kernel(uint32_t kernel, const mcu_operand_desc *ops
 {
     MCU_REQUIRE(kernel != 0 && kernel < MCU_K_COUNT && n_ops >= 2 && n_ops <= MCU_PROGRAM_MAX_OPERANDS,
                 MCU_ERR_PROGRAM_INVALID);
-    const mcu_program_kernel_row *row = &ROWS[ROW_OF[kernel]];
-    MCU_REQUIRE(row->kept, MCU_ERR_UNSUPPORTED);
+    const mcu_program_kernel_row *row = ROWS;
+    while (row->id != 0 && row->id != kernel) {
+        ++row;
+    }
+    MCU_REQUIRE(row->id != 0, MCU_ERR_UNSUPPORTED);
     const char *sig = row->sig;
     uint32_t sig_len = 0; /* the operand count */
     while (sig[sig_len] != '\0') {

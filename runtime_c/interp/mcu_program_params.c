@@ -18,6 +18,12 @@
 #include "mcu/kernels_s8.h"
 #include "mcu_program_internal.h"
 
+/* The kernels' own predicate (kernels/common/check.h), once. */
+MCU_PROGRAM_SHARED static int32_t checked_count(const int32_t *dims, int32_t rank, int32_t elem_size)
+{
+    return mcu_checked_count(dims, rank, elem_size);
+}
+
 static float as_float(int32_t w)
 {
     float f;
@@ -25,7 +31,7 @@ static float as_float(int32_t w)
     return f;
 }
 
-static int shape4_ok(const mcu_shape4 *s, int32_t elem_size)
+MCU_PROGRAM_SHARED static int shape4_ok(const mcu_shape4 *s, int32_t elem_size)
 {
     return mcu_shape4_count(s, elem_size) > 0;
 }
@@ -40,7 +46,7 @@ static int conv_f32_ok(const mcu_conv2d_f32_params *p)
         return 0;
     }
     const int32_t w_dims[4] = {out.c, p->kernel_h, p->kernel_w, in.c / p->groups};
-    return mcu_checked_count(w_dims, 4, 4) > 0 &&
+    return checked_count(w_dims, 4, 4) > 0 &&
            mcu_window_fits(in.h, out.h, p->stride_h, p->kernel_h, p->dilation_h, p->pad_top, 0) &&
            mcu_window_fits(in.w, out.w, p->stride_w, p->kernel_w, p->dilation_w, p->pad_left, 0);
 }
@@ -57,7 +63,7 @@ static int conv_s8_ok(const mcu_conv2d_s8_params *p, int one_by_one)
         return 0;
     }
     const int32_t w_dims[4] = {out.c, p->kernel_h, p->kernel_w, in.c / p->groups};
-    return mcu_checked_count(w_dims, 4, 1) > 0 &&
+    return checked_count(w_dims, 4, 1) > 0 &&
            mcu_window_fits(in.h, out.h, p->stride_h, p->kernel_h, p->dilation_h, p->pad_top, 0) &&
            mcu_window_fits(in.w, out.w, p->stride_w, p->kernel_w, p->dilation_w, p->pad_left, 0);
 }
@@ -70,7 +76,7 @@ static int depthwise_s8_ok(const mcu_depthwise_conv2d_s8_params *p)
            p->dilation_w > 0 && p->pad_top >= 0 && p->pad_left >= 0 && p->ch_mult > 0 &&
            mcu_input_offset_valid(p->input_offset) && mcu_output_offset_valid(p->output_offset) &&
            mcu_act_s8_valid(p->act_min, p->act_max) && shape4_ok(&in, 1) && shape4_ok(&out, 1) && out.n == in.n &&
-           (int64_t)in.c * p->ch_mult == out.c && out.c <= INT32_MAX / 4 && mcu_checked_count(w_dims, 3, 1) > 0 &&
+           (int64_t)in.c * p->ch_mult == out.c && out.c <= INT32_MAX / 4 && checked_count(w_dims, 3, 1) > 0 &&
            mcu_window_fits(in.h, out.h, p->stride_h, p->kernel_h, p->dilation_h, p->pad_top, 0) &&
            mcu_window_fits(in.w, out.w, p->stride_w, p->kernel_w, p->dilation_w, p->pad_left, 0);
 }
@@ -105,7 +111,7 @@ static int binary_s8_ok(const mcu_binary_s8_params *p, int mul)
     if (!(p->rank >= 1 && p->rank <= MCU_MAX_DIMS && mcu_input_offset_valid(p->a_offset) &&
           mcu_input_offset_valid(p->b_offset) && mcu_output_offset_valid(p->output_offset) &&
           mcu_act_s8_valid(p->act_min, p->act_max) && mcu_quant_valid(p->out_multiplier, p->out_shift) &&
-          mcu_checked_count(p->out_shape, p->rank, 1) > 0)) {
+          checked_count(p->out_shape, p->rank, 1) > 0)) {
         return 0;
     }
     if (!mul && !(mcu_quant_valid(p->a_multiplier, p->a_shift) && mcu_quant_valid(p->b_multiplier, p->b_shift) &&
@@ -123,7 +129,7 @@ static int binary_s8_ok(const mcu_binary_s8_params *p, int mul)
 static int binary_f32_ok(const mcu_binary_f32_params *p)
 {
     if (!(p->rank >= 1 && p->rank <= MCU_MAX_DIMS && mcu_act_bounds_valid(p->act_min, p->act_max) &&
-          mcu_checked_count(p->out_shape, p->rank, 4) > 0)) {
+          checked_count(p->out_shape, p->rank, 4) > 0)) {
         return 0;
     }
     for (int32_t i = 0; i < p->rank; ++i) {
@@ -147,7 +153,7 @@ static int permute_ok(const mcu_permute_params *p)
         }
         seen |= 1 << d;
     }
-    return mcu_checked_count(p->in_shape, p->rank, 1) > 0;
+    return checked_count(p->in_shape, p->rank, 1) > 0;
 }
 
 static int scale_ok(float scale, int32_t zero_point)
@@ -169,8 +175,8 @@ int mcu_program_params_linear_f32(uint32_t kernel, const mcu_program_params_view
     const int32_t w_dims[2] = {u->linear_f32.out_features, u->linear_f32.in_features};
     const int32_t out_dims[2] = {u->linear_f32.batch, u->linear_f32.out_features};
     return mcu_act_bounds_valid(u->linear_f32.act_min, u->linear_f32.act_max) &&
-           mcu_checked_count(in_dims, 2, 4) > 0 && mcu_checked_count(out_dims, 2, 4) > 0 &&
-           mcu_checked_count(w_dims, 2, 4) > 0 &&
+           checked_count(in_dims, 2, 4) > 0 && checked_count(out_dims, 2, 4) > 0 &&
+           checked_count(w_dims, 2, 4) > 0 &&
            (kernel != MCU_K_LINEAR_DYN_S8 || u->linear_f32.in_features <= 66000);
 }
 
@@ -220,7 +226,7 @@ int mcu_program_params_rows_f32(uint32_t kernel, const mcu_program_params_view *
 {
     (void)kernel;
     (void)u;
-    return mcu_checked_count(w, 3, 4) > 0;
+    return checked_count(w, 3, 4) > 0;
 }
 
 int mcu_program_params_permute(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
@@ -281,8 +287,8 @@ int mcu_program_params_linear_s8(uint32_t kernel, const mcu_program_params_view 
     const int32_t w_dims[2] = {p->out_features, p->in_features};
     const int32_t out_dims[2] = {p->batch, p->out_features};
     return mcu_input_offset_valid(p->input_offset) && mcu_output_offset_valid(p->output_offset) &&
-           mcu_act_s8_valid(p->act_min, p->act_max) && mcu_checked_count(in_dims, 2, 1) > 0 &&
-           mcu_checked_count(w_dims, 2, 1) > 0 && mcu_checked_count(out_dims, 2, 1) > 0 &&
+           mcu_act_s8_valid(p->act_min, p->act_max) && checked_count(in_dims, 2, 1) > 0 &&
+           checked_count(w_dims, 2, 1) > 0 && checked_count(out_dims, 2, 1) > 0 &&
            p->out_features <= INT32_MAX / 4;
 }
 
@@ -304,7 +310,7 @@ int mcu_program_params_binary_s8_mul(uint32_t kernel, const mcu_program_params_v
 int mcu_program_params_log_softmax_s8(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
 {
     (void)kernel;
-    return mcu_checked_count(w, 3, 1) > 0 && u->log_softmax_s8.input_multiplier >= 0 &&
+    return checked_count(w, 3, 1) > 0 && u->log_softmax_s8.input_multiplier >= 0 &&
            u->log_softmax_s8.log_multiplier >= 0 && mcu_output_offset_valid(u->log_softmax_s8.output_offset);
 }
 
@@ -350,7 +356,7 @@ int mcu_program_params_softmax_s8(uint32_t kernel, const mcu_program_params_view
     const mcu_softmax_s8_params *p = &u->softmax_s8;
     const int32_t dims[3] = {p->outer, p->axis, p->inner};
     return p->input_multiplier >= 0 && p->input_left_shift >= 0 && p->input_left_shift <= 31 &&
-           p->diff_min <= 0 && mcu_checked_count(dims, 3, 1) > 0 && p->axis <= MCU_SOFTMAX_MAX_AXIS;
+           p->diff_min <= 0 && checked_count(dims, 3, 1) > 0 && p->axis <= MCU_SOFTMAX_MAX_AXIS;
 }
 
 int mcu_program_params_lut_s8(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
@@ -389,8 +395,8 @@ int mcu_program_params_linear_w4_f32(uint32_t kernel, const mcu_program_params_v
     const int32_t in_dims[2] = {p->batch, p->in_features};
     const int32_t w_dims[2] = {p->out_features, p->in_features};
     const int32_t out_dims[2] = {p->batch, p->out_features};
-    return mcu_act_bounds_valid(p->act_min, p->act_max) && mcu_checked_count(in_dims, 2, 4) > 0 &&
-           mcu_checked_count(out_dims, 2, 4) > 0 && mcu_checked_count(w_dims, 2, 1) > 0 && p->group_size > 0 &&
+    return mcu_act_bounds_valid(p->act_min, p->act_max) && checked_count(in_dims, 2, 4) > 0 &&
+           checked_count(out_dims, 2, 4) > 0 && checked_count(w_dims, 2, 1) > 0 && p->group_size > 0 &&
            p->group_size % 2 == 0 && p->in_features % p->group_size == 0 &&
            (kernel != MCU_K_LINEAR_W4_S8 || p->in_features <= 1000000);
 }
@@ -402,7 +408,7 @@ int mcu_program_params_index_put(uint32_t kernel, const mcu_program_params_view 
     const mcu_index_put_params *p = &u->index_put;
     const int32_t state_dims[3] = {p->outer, p->axis, p->inner};
     const int32_t value_dims[3] = {p->outer, p->count, p->inner};
-    return mcu_checked_count(state_dims, 3, 4) > 0 && mcu_checked_count(value_dims, 3, 4) > 0;
+    return checked_count(state_dims, 3, 4) > 0 && checked_count(value_dims, 3, 4) > 0;
 }
 
 int mcu_program_params_compare(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
@@ -410,7 +416,7 @@ int mcu_program_params_compare(uint32_t kernel, const mcu_program_params_view *u
     (void)kernel;
     (void)w;
     return u->compare.rank >= 1 && u->compare.rank <= MCU_MAX_DIMS && u->compare.cmp >= MCU_CMP_EQ &&
-           u->compare.cmp <= MCU_CMP_GE && mcu_checked_count(u->compare.out_shape, u->compare.rank, 4) > 0;
+           u->compare.cmp <= MCU_CMP_GE && checked_count(u->compare.out_shape, u->compare.rank, 4) > 0;
 }
 
 int mcu_program_params_where(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
@@ -418,7 +424,7 @@ int mcu_program_params_where(uint32_t kernel, const mcu_program_params_view *u, 
     (void)kernel;
     (void)w;
     return u->where.rank >= 1 && u->where.rank <= MCU_MAX_DIMS &&
-           mcu_checked_count(u->where.out_shape, u->where.rank, 4) > 0;
+           checked_count(u->where.out_shape, u->where.rank, 4) > 0;
 }
 
 int mcu_program_params_embedding(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
@@ -427,7 +433,7 @@ int mcu_program_params_embedding(uint32_t kernel, const mcu_program_params_view 
     (void)w;
     const int32_t table[2] = {u->embedding.rows, u->embedding.cols};
     const int32_t out[2] = {u->embedding.count, u->embedding.cols};
-    return mcu_checked_count(table, 2, 4) > 0 && mcu_checked_count(out, 2, 4) > 0;
+    return checked_count(table, 2, 4) > 0 && checked_count(out, 2, 4) > 0;
 }
 
 int mcu_program_params_unary_f32(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
@@ -441,7 +447,7 @@ int mcu_program_params_unary_f32(uint32_t kernel, const mcu_program_params_view 
 int mcu_program_params_layer_norm_f32(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
 {
     (void)kernel;
-    return mcu_checked_count(w, 2, 4) > 0 && u->layer_norm_f32.eps >= 0.0f;
+    return checked_count(w, 2, 4) > 0 && u->layer_norm_f32.eps >= 0.0f;
 }
 
 int mcu_program_params_bmm_f32(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
@@ -450,13 +456,13 @@ int mcu_program_params_bmm_f32(uint32_t kernel, const mcu_program_params_view *u
     (void)w;
     const mcu_bmm_f32_params *p = &u->bmm_f32;
     const int32_t out_dims[3] = {p->batch, p->m, p->n};
-    return p->k > 0 && p->a_batch_stride >= 0 && p->b_batch_stride >= 0 && mcu_checked_count(out_dims, 3, 4) > 0;
+    return p->k > 0 && p->a_batch_stride >= 0 && p->b_batch_stride >= 0 && checked_count(out_dims, 3, 4) > 0;
 }
 
 int mcu_program_params_reduce_f32(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
 {
     (void)kernel;
-    return mcu_checked_count(w, 3, 4) > 0 && u->reduce_f32.op >= 0 && u->reduce_f32.op < (int32_t)MCU_REDUCE_COUNT;
+    return checked_count(w, 3, 4) > 0 && u->reduce_f32.op >= 0 && u->reduce_f32.op < (int32_t)MCU_REDUCE_COUNT;
 }
 
 int mcu_program_params_layer_norm_s8(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
@@ -474,21 +480,21 @@ int mcu_program_params_group_norm_f32(uint32_t kernel, const mcu_program_params_
 {
     (void)kernel;
     const mcu_group_norm_f32_params *p = &u->group_norm_f32;
-    return mcu_checked_count(w, 3, 4) > 0 && p->groups > 0 && p->channels % p->groups == 0 &&
+    return checked_count(w, 3, 4) > 0 && p->groups > 0 && p->channels % p->groups == 0 &&
            (p->channels_last == 0 || p->channels_last == 1) && p->eps >= 0.0f;
 }
 
 int mcu_program_params_var_f32(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
 {
     (void)kernel;
-    return mcu_checked_count(w, 3, 4) > 0 && u->var_f32.divisor >= 0.0f;
+    return checked_count(w, 3, 4) > 0 && u->var_f32.divisor >= 0.0f;
 }
 
 int mcu_program_params_argmax_s8(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
 {
     (void)kernel;
     (void)u;
-    return mcu_checked_count(w, 3, 1) > 0 && w[0] <= INT32_MAX / 4 / w[2];
+    return checked_count(w, 3, 1) > 0 && w[0] <= INT32_MAX / 4 / w[2];
 }
 
 int mcu_program_params_bmm_s8(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
@@ -498,7 +504,7 @@ int mcu_program_params_bmm_s8(uint32_t kernel, const mcu_program_params_view *u,
     const mcu_bmm_s8_params *p = &u->bmm_s8;
     const int32_t out_dims[3] = {p->batch, p->m, p->n};
     return p->k > 0 && p->k <= 32768 && p->a_batch_stride >= 0 && p->b_batch_stride >= 0 &&
-           mcu_checked_count(out_dims, 3, 1) > 0 && mcu_input_offset_valid(p->a_offset) &&
+           checked_count(out_dims, 3, 1) > 0 && mcu_input_offset_valid(p->a_offset) &&
            mcu_input_offset_valid(p->b_offset) && mcu_output_offset_valid(p->output_offset) &&
            mcu_act_s8_valid(p->act_min, p->act_max) && mcu_quant_valid(p->multiplier, p->shift);
 }
@@ -507,7 +513,7 @@ int mcu_program_params_reduce_s8(uint32_t kernel, const mcu_program_params_view 
 {
     (void)kernel;
     const mcu_reduce_s8_params *p = &u->reduce_s8;
-    return mcu_checked_count(w, 3, 1) > 0 && p->reduce <= INT32_MAX / 256 && p->op >= 0 &&
+    return checked_count(w, 3, 1) > 0 && p->reduce <= INT32_MAX / 256 && p->op >= 0 &&
            p->op < (int32_t)MCU_REDUCE_COUNT && mcu_input_offset_valid(p->input_offset) &&
            mcu_output_offset_valid(p->output_offset) && mcu_act_s8_valid(p->act_min, p->act_max) &&
            mcu_quant_valid(p->multiplier, p->shift);
@@ -525,8 +531,8 @@ int mcu_program_params_remap_gather(uint32_t kernel, const mcu_program_params_vi
 {
     (void)kernel;
     return u->remap.rank >= 1 && u->remap.rank <= MCU_MAX_DIMS && w[13] > 0 &&
-           mcu_checked_count(u->remap.in_shape, u->remap.rank, w[13]) > 0 &&
-           mcu_checked_count(u->remap.out_shape, u->remap.rank, w[13]) > 0;
+           checked_count(u->remap.in_shape, u->remap.rank, w[13]) > 0 &&
+           checked_count(u->remap.out_shape, u->remap.rank, w[13]) > 0;
 }
 
 int mcu_program_params_gather(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
@@ -534,8 +540,8 @@ int mcu_program_params_gather(uint32_t kernel, const mcu_program_params_view *u,
     (void)kernel;
     int ok = 1;
     ok = u->gather.rank >= 1 && u->gather.rank <= MCU_MAX_DIMS && u->gather.dim >= 0 && u->gather.dim < u->gather.rank &&
-         w[14] > 0 && mcu_checked_count(u->gather.in_shape, u->gather.rank, w[14]) > 0 &&
-         mcu_checked_count(u->gather.out_shape, u->gather.rank, w[14]) > 0;
+         w[14] > 0 && checked_count(u->gather.in_shape, u->gather.rank, w[14]) > 0 &&
+         checked_count(u->gather.out_shape, u->gather.rank, w[14]) > 0;
     for (int32_t d = 0; ok && d < u->gather.rank; ++d) {
         ok = d == u->gather.dim || u->gather.out_shape[d] <= u->gather.in_shape[d];
     }
@@ -548,7 +554,7 @@ int mcu_program_params_index_select(uint32_t kernel, const mcu_program_params_vi
     const mcu_index_select_params *p = &u->index_select;
     const int32_t in_dims[3] = {p->outer, p->axis, p->inner};
     const int32_t out_dims[3] = {p->outer, p->count, p->inner};
-    return w[4] > 0 && mcu_checked_count(in_dims, 3, w[4]) > 0 && mcu_checked_count(out_dims, 3, w[4]) > 0;
+    return w[4] > 0 && checked_count(in_dims, 3, w[4]) > 0 && checked_count(out_dims, 3, w[4]) > 0;
 }
 
 int mcu_program_params_resample(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
@@ -558,7 +564,7 @@ int mcu_program_params_resample(uint32_t kernel, const mcu_program_params_view *
     const int32_t size = kernel == MCU_K_RESIZE_BILINEAR_F32 || kernel == MCU_K_ADAPTIVE_AVG_POOL_F32 ? 4 : 1;
     const int32_t in_dims[4] = {p->outer, p->in_h, p->in_w, p->inner};
     const int32_t out_dims[4] = {p->outer, p->out_h, p->out_w, p->inner};
-    return mcu_checked_count(in_dims, 4, size) > 0 && mcu_checked_count(out_dims, 4, size) > 0 &&
+    return checked_count(in_dims, 4, size) > 0 && checked_count(out_dims, 4, size) > 0 &&
            (kernel != MCU_K_ADAPTIVE_AVG_POOL_S8 || (int64_t)p->in_h * p->in_w <= INT32_MAX / 128) &&
            ((kernel != MCU_K_ADAPTIVE_AVG_POOL_F32 && kernel != MCU_K_ADAPTIVE_AVG_POOL_S8) ||
             mcu_adaptive_fits(p->in_h, p->in_w, p->out_h, p->out_w));
@@ -571,7 +577,7 @@ int mcu_program_params_recurrent_s8(uint32_t kernel, const mcu_program_params_vi
     const mcu_recurrent_s8_params *p = &u->recurrent_s8;
     const int32_t in_dims[3] = {p->batch, p->steps, p->input_size};
     const int32_t out_dims[3] = {p->batch, p->steps, p->hidden};
-    return mcu_checked_count(in_dims, 3, 1) > 0 && mcu_checked_count(out_dims, 3, 1) > 0 &&
+    return checked_count(in_dims, 3, 1) > 0 && checked_count(out_dims, 3, 1) > 0 &&
            p->input_size <= MCU_RECURRENT_S8_MAX_FEATURES && p->hidden <= MCU_RECURRENT_S8_MAX_FEATURES &&
            p->hidden_zp >= INT8_MIN && p->hidden_zp <= INT8_MAX && p->out_mult >= 0 && p->out_shift >= -31 &&
            p->out_shift <= 30 && p->state_shift >= 0 && p->state_shift <= 15;
@@ -611,14 +617,15 @@ static int window_ok(const mcu_operand_desc *in, uint32_t nin, const mcu_operand
 }
 
 /* mcu_bad_alias: elementwise kernels run in place or on disjoint memory. */
-static int elementwise_ok(const mcu_operand_desc *in, uint32_t nin, const mcu_operand_desc *out, uint32_t nout)
+MCU_PROGRAM_SHARED static int elementwise_ok(const mcu_operand_desc *in, uint32_t nin, const mcu_operand_desc *out,
+                                             uint32_t nout)
 {
     return !overlap(in, nin, out, nout) || in->offset == out->offset;
 }
 
 /* mcu_binary_*_alias_ok: an operand shares memory with the output only as the output itself, contiguous. */
-static int binary_alias_ok(const mcu_operand_desc *x, uint32_t nx, const mcu_operand_desc *out, uint32_t nout,
-                           const int32_t *p, const int32_t *strides)
+MCU_PROGRAM_SHARED static int binary_alias_ok(const mcu_operand_desc *x, uint32_t nx, const mcu_operand_desc *out,
+                                              uint32_t nout, const int32_t *p, const int32_t *strides)
 {
     if (!overlap(x, nx, out, nout)) {
         return 1;
@@ -638,7 +645,7 @@ static int binary_alias_ok(const mcu_operand_desc *x, uint32_t nx, const mcu_ope
 
 /* Per-channel multipliers and shifts (operands 3 and 4 of the int8 matmul kernels): constants whose every
  * entry the kernel accepts (mcu_quant_valid), so that no run can fail on them. */
-static int per_channel_ok(const mcu_operand_desc *ops, const uint32_t *bytes)
+MCU_PROGRAM_SHARED static int per_channel_ok(const mcu_operand_desc *ops, const uint32_t *bytes)
 {
     if (!ops[3].present || !ops[4].present || !ops[3].constant || !ops[4].constant || bytes[3] != bytes[4]) {
         return 0;
@@ -741,11 +748,11 @@ static int recurrent_ok(const mcu_operand_desc *ops, const int32_t *p, uint32_t 
 static int shapes_ok(uint32_t kernel, const int32_t *p, int32_t esize)
 {
     const int32_t rank = p[0];
-    if (rank < 1 || rank > MCU_MAX_DIMS || mcu_checked_count(p + 1, rank, esize) <= 0) {
+    if (rank < 1 || rank > MCU_MAX_DIMS || checked_count(p + 1, rank, esize) <= 0) {
         return 0;
     }
     if (kernel == MCU_K_SLICE) { /* in_shape, out_shape, start, step */
-        if (mcu_checked_count(p + 7, rank, esize) <= 0) {
+        if (checked_count(p + 7, rank, esize) <= 0) {
             return 0;
         }
         for (int32_t d = 0; d < rank; ++d) {
@@ -763,7 +770,7 @@ static int shapes_ok(uint32_t kernel, const int32_t *p, int32_t esize)
             }
             out_dim[d] = (int32_t)n;
         }
-        return mcu_checked_count(out_dim, rank, esize) > 0;
+        return checked_count(out_dim, rank, esize) > 0;
     }
     return 1;
 }
@@ -788,8 +795,8 @@ static int tables_ok(uint32_t kernel, const mcu_operand_desc *t, const int32_t *
         return 1;
     }
     case MCU_K_GATHER: /* rank, in_shape[6], out_shape[6] (the index's), dim */
-        return p[13] >= 0 && p[13] < p[0] && mcu_checked_count(p + 7, p[0], 1) > 0 &&
-               indices_ok(t, (uint32_t)mcu_checked_count(p + 7, p[0], 1), 0, (int64_t)p[1 + p[13]] - 1);
+        return p[13] >= 0 && p[13] < p[0] && checked_count(p + 7, p[0], 1) > 0 &&
+               indices_ok(t, (uint32_t)checked_count(p + 7, p[0], 1), 0, (int64_t)p[1 + p[13]] - 1);
     case MCU_K_INDEX_SELECT: /* outer, axis, inner, count */
         return indices_ok(t, (uint32_t)p[3], 0, (int64_t)p[1] - 1);
     case MCU_K_RESIZE_BILINEAR_F32: /* outer, in_h, in_w, out_h, out_w, inner */

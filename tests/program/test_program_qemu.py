@@ -138,6 +138,21 @@ def test_interpreter_code_stays_small_at_os_on_cortex_m33() -> None:
     assert per_kernel < 200 * kernels
 
 
+
+def test_interpreter_checks_stay_small_at_o2_on_cortex_m33() -> None:
+    # Firmware is built at -O2, where GCC copies small static helpers into each caller: the load-time
+    # checks are a hundred small functions named by the rows of mcu_kernels.def, so a shared helper
+    # inlined into all of them costs kilobytes (287 B per kernel id with prod, mulcap, checked_count and
+    # the alias predicates inlined; 209 B with them out of line, at 79 ids).
+    from mcu.program import format as fmt
+
+    size = interpreter_code_size(load_board(BOARD), "-O2")
+    per_kernel = size.per_file["mcu_program_kernels.c"] + size.per_file["mcu_program_params.c"]
+    kernels = len(fmt.KERNEL_IDS)
+    print(f"interpreter code at -O2 on Cortex-M33: {size.total} B {size.per_file}; "
+          f"{per_kernel / kernels:.0f} B per kernel id ({kernels} ids)")
+    assert per_kernel < 225 * kernels
+
 def test_pico2_interpreter_firmware_and_program_uf2(compiled) -> None:
     """The Pico 2 gets the interpreter firmware once (its UF2 stays in the first MiB of flash); a new
     program is a UF2 of just the program region."""
