@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import flatbuffers
 import numpy as np
@@ -189,6 +189,23 @@ def _tensor(fb: _Builder, t: Tensor, place: tuple[int, int] | None, segments: _S
     return fb.table(fields, scalars, Field.TENSOR)
 
 
+def _concat_in_parts(op: Op, inputs: list[int], chunk_bytes: list[int], at: tuple[int, int],
+                     tid: Callable[..., int]) -> list[tuple[int, list[int], list[int], str]]:
+    """A concat of more inputs than an instruction holds, as several concats: with one outer row (a stack
+    of time steps, say) each input fills one contiguous range of the output, so each instruction takes as
+    many inputs as fit and writes its own range, an arena view of the output's bytes at their offset."""
+    arena, offset = at
+    per = fmt.MAX_OPERANDS - 1
+    out = []
+    for k in range(0, len(inputs), per):
+        group, sizes = inputs[k:k + per], chunk_bytes[k:k + per]
+        dtype = op.output.dtype
+        part = Tensor(f"{op.output.name}_part{k // per}", (sum(sizes) // NUMPY_DTYPES[dtype]().itemsize,), dtype)
+        out.append((fmt.KERNEL_IDS["mcu_concat"], [*group, tid(part, (arena, offset))], [1, *sizes], op.name))
+        offset += sum(sizes)
+    return out
+
+
 def _method(fb: _Builder, src: MethodSource, segments: _Segments,
             delegates: list[DelegatePayload]) -> tuple[int, list[tuple[str, str]]]:
     graph, memory = src.graph, src.memory
@@ -248,6 +265,9 @@ def _method(fb: _Builder, src: MethodSource, segments: _Segments,
                 operands.append(-1)  # the kernel takes a context but the plan gave it no scratch
             else:
                 operands.append(scratch_tid(op, call.scratch))
+        if call.function == "mcu_concat" and len(operands) > fmt.MAX_OPERANDS and int(call.params[0]) == 1:
+            insns += _concat_in_parts(op, operands[:-1], [int(v) for v in call.params[1:]], place(op.output), tid)
+            continue
         if len(operands) > fmt.MAX_OPERANDS or len(call.params) > fmt.MAX_PARAMS:
             raise UnsupportedKernel(f"{op.kind} {op.name} takes {len(operands)} operands and {len(call.params)} "
                                     f"parameters; a program instruction holds at most {fmt.MAX_OPERANDS} and "

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from cli_runner import run_mcu
 from mcu.errors import McuError
@@ -517,3 +518,34 @@ def test_flatc_reads_our_files_with_the_schema(compiled, tmp_path) -> None:
     for i in range(root.SegmentsLength()):
         seg = root.Segments(i)
         assert seg.Offset() % fmt.ALIGN == 0 and seg.Offset() + seg.Size() <= header.data_size
+
+
+class _StackedSteps(torch.nn.Module):
+    """A cell stepped in a Python loop with every step's state kept: torch.stack of 24 steps, one concat of
+    more inputs than a program instruction holds."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cell = torch.nn.GRUCell(4, 6)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = torch.zeros(1, 6)
+        steps = []
+        for t in range(x.shape[1]):
+            h = self.cell(x[:, t], h)
+            steps.append(h)
+        return torch.stack(steps, dim=1)
+
+
+def test_a_concat_of_more_inputs_than_an_instruction_holds_is_written_in_parts() -> None:
+    """Each part writes its own range of the output (one outer row), and the program equals the generated C."""
+    import mcu
+
+    torch.manual_seed(0)
+    x = torch.randn(1, 24, 4)
+    cm = mcu.compile(_StackedSteps().eval(), (x,), test_inputs=[(torch.randn(1, 24, 4),)])
+    concat = [op for op in cm.graph.ops if op.kind == "concat"]
+    assert concat and len(concat[-1].inputs) + 1 > fmt.MAX_OPERANDS
+    assert_program_equals_generated_c(cm, vectors=1)
+    out = Program.load(cm.program_image().program).method("forward").run_raw(*cm.encode_inputs((x,)))
+    np.testing.assert_allclose(np.asarray(out[0]).reshape(1, 24, 6), cm.eager(x)[0].numpy(), atol=1e-5)
