@@ -22,7 +22,7 @@ from mcu.ir import Op, Tensor
 from mcu.reference.resample import bilinear_tables_f32, nearest_table
 from mcu.capture.sourceinfo import op_source, user_source_line
 from mcu.frontend.common import emit as _emit
-from mcu.frontend.common import adaptive_avg_pool as _adaptive_avg_pool
+from mcu.frontend.pool import adaptive_avg_pool as _adaptive_avg_pool
 
 aten = torch.ops.aten
 

@@ -9,7 +9,6 @@ import math
 from mcu.backends.calls import KernelCall, Ref, at_source
 from mcu.errors import McuError
 from mcu.ir import CHANNELS_LAST, DTYPE_BYTES, Op
-from mcu.backends.portable.common import slice_call
 
 
 def _pad6(values: list[int], fill: int, op: Op) -> list[int]:
@@ -84,10 +83,6 @@ def _adaptive(suffix: str):
     return emit
 
 
-def _slice(op: Op, ref: Ref) -> KernelCall:
-    return slice_call(op, ref)
-
-
 EMITTERS = {
     ("remap", "float32"): _remap,
     ("remap", "int8"): _remap,
@@ -98,7 +93,6 @@ EMITTERS = {
     ("remap", "int32"): _remap,  # indices moved before they index (an expanded run-time index)
     ("index_select", "int32"): _index_select,
     ("gather", "int32"): _gather,
-    ("slice", "int32"): _slice,  # a part of a run-time index tensor
     ("resize_bilinear", "float32"): _resize_bilinear_f32,
     ("resize_bilinear", "int8"): _resize_bilinear_s8,
     ("adaptive_avg_pool", "float32"): _adaptive("f32"),
