@@ -1,7 +1,8 @@
 """Frontend handlers of the pooling family: max and average pooling (``max_pool2d``, ``avg_pool2d``) and
-adaptive average pooling to sizes that divide the input (a global mean, ``mean_hw``, or an average pool;
-other sizes resample: mcu/frontend/resample.py). A mean over height and width is a reduction
-(mcu/frontend/norm.py) that takes the pooling kernel ``mean_hw``."""
+adaptive average pooling: to sizes that divide the input a global mean (``mean_hw``) or an average pool,
+to any other size one ``adaptive_avg_pool`` op (its kernel's row bounds come from
+:mod:`mcu.reference.resample`). A mean over height and width is a reduction (mcu/frontend/norm.py) that
+takes the pooling kernel ``mean_hw``."""
 
 from __future__ import annotations
 
@@ -48,7 +49,7 @@ def _avg_pool(ctx: Any, node: Node, a: list[Any]) -> Tensor:
         "count_include_pad": count_include_pad, "divisor_override": int(divisor or 0), "act": None})
 
 
-def adaptive_avg_pool(ctx: Any, node: Node, a: list[Any]) -> Tensor:
+def _adaptive_divisible(ctx: Any, node: Node, a: list[Any]) -> Tensor:
     x, size = a[0], pair(a[1])
     h, w = x.shape[2], x.shape[3]
     if size == (1, 1):
@@ -62,8 +63,33 @@ def adaptive_avg_pool(ctx: Any, node: Node, a: list[Any]) -> Tensor:
         "count_include_pad": True, "divisor_override": 0, "act": None})
 
 
+def _check_4d(node: Node, x: Tensor, what: str) -> None:
+    if len(x.shape) != 4:
+        raise McuError(f"{what} of a {len(x.shape)}-D tensor is not supported (N, C, H, W only)"
+                       f"{user_source_line(node)}")
+
+
+def _adaptive_any(ctx: Any, node: Node, x: Tensor) -> Tensor:
+    """Any output size: each cell averages rows [floor(i*H/oh), ceil((i+1)*H/oh)) and the columns alike."""
+    _check_4d(node, x, "adaptive average pooling")
+    out = Tensor(name=node.name, shape=tuple(int(s) for s in node.meta["val"].shape), dtype=x.dtype)
+    ctx.ops.append(Op("adaptive_avg_pool", [x], [out], {}, name=node.name, source=op_source(node)))
+    return out
+
+
+def _adaptive(ctx: Any, node: Node, a: list[Any]) -> Tensor:
+    x = a[0]
+    _check_4d(node, x, "adaptive average pooling")
+    oh, ow = (int(s) for s in node.meta["val"].shape[2:])
+    if (oh, ow) == (1, 1) or (x.shape[2] % oh == 0 and x.shape[3] % ow == 0):
+        return _adaptive_divisible(ctx, node, a)  # a global mean or an ordinary average pool
+    return _adaptive_any(ctx, node, x)
+
+
 HANDLERS: dict[object, Handler] = {
     aten.max_pool2d_with_indices.default: _max_pool,
     aten.max_pool2d.default: lambda c, n, a: _max_pool(c, n, a)[0],
     aten.avg_pool2d.default: _avg_pool,
+    aten._adaptive_avg_pool2d.default: _adaptive,
+    aten.adaptive_avg_pool2d.default: _adaptive,
 }

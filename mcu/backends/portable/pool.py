@@ -1,11 +1,13 @@
-"""Portable-backend emitters of the pooling family: max and average pooling and the mean over height and
-width, fp32 and int8 (adaptive average pooling resamples: mcu/backends/portable/resample.py)."""
+"""Portable-backend emitters of the pooling family: max and average pooling, the mean over height and width
+and adaptive average pooling to any size (NHWC, with the resampling kernels' parameter struct), fp32 and
+int8."""
 
 from __future__ import annotations
 
 from typing import Callable
 
 from mcu.backends.calls import KernelCall, Ref, act_bounds, offsets, shape4
+from mcu.backends.portable.resample import resample_params
 from mcu.ir import Op
 
 
@@ -53,6 +55,14 @@ def _mean_hw_s8(op: Op, ref: Ref) -> KernelCall:
                       "mcu_mean_hw_s8_params", params, operands=[op.inputs[0], op.output])
 
 
+def _adaptive(suffix: str):
+    def emit(op: Op, ref: Ref) -> KernelCall:
+        return KernelCall(f"mcu_adaptive_avg_pool_{suffix}", ["&params", ref(op.inputs[0]), ref(op.output)],
+                          [f"mcu_adaptive_avg_pool_{suffix}.c"], f"mcu_resample_{suffix}_params",
+                          resample_params(op), operands=[op.inputs[0], op.output])
+    return emit
+
+
 EMITTERS = {
     ("max_pool2d", "float32"): _pool("mcu_max_pool2d_f32", "mcu_max_pool2d_f32.c"),
     ("avg_pool2d", "float32"): _pool("mcu_avg_pool2d_f32", "mcu_avg_pool2d_f32.c"),
@@ -60,4 +70,6 @@ EMITTERS = {
     ("max_pool2d", "int8"): _pool_s8("mcu_max_pool2d_s8", "mcu_max_pool2d_s8.c"),
     ("avg_pool2d", "int8"): _pool_s8("mcu_avg_pool2d_s8", "mcu_avg_pool2d_s8.c"),
     ("mean_hw", "int8"): _mean_hw_s8,
+    ("adaptive_avg_pool", "float32"): _adaptive("f32"),
+    ("adaptive_avg_pool", "int8"): _adaptive("s8"),
 }

@@ -1,6 +1,6 @@
 """Portable-backend emitters of resampling and data movement (mcu/frontend/resample.py):
 mcu_remap (per-dim index tables, any dtype), mcu_index_select and mcu_gather (run-time indices, any
-dtype), mcu_resize_bilinear_f32/_s8 and mcu_adaptive_avg_pool_f32/_s8 (NHWC: [N][H][W][C])."""
+dtype), mcu_resize_bilinear_f32/_s8 (NHWC: [N][H][W][C])."""
 
 from __future__ import annotations
 
@@ -75,14 +75,6 @@ def _resize_bilinear_s8(op: Op, ref: Ref) -> KernelCall:
                       operands=[index, x, op.output])
 
 
-def _adaptive(suffix: str):
-    def emit(op: Op, ref: Ref) -> KernelCall:
-        return KernelCall(f"mcu_adaptive_avg_pool_{suffix}", ["&params", ref(op.inputs[0]), ref(op.output)],
-                          [f"mcu_adaptive_avg_pool_{suffix}.c"], f"mcu_resample_{suffix}_params",
-                          resample_params(op), operands=[op.inputs[0], op.output])
-    return emit
-
-
 EMITTERS = {
     ("remap", "float32"): _remap,
     ("remap", "int8"): _remap,
@@ -95,6 +87,4 @@ EMITTERS = {
     ("gather", "int32"): _gather,
     ("resize_bilinear", "float32"): _resize_bilinear_f32,
     ("resize_bilinear", "int8"): _resize_bilinear_s8,
-    ("adaptive_avg_pool", "float32"): _adaptive("f32"),
-    ("adaptive_avg_pool", "int8"): _adaptive("s8"),
 }

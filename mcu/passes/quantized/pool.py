@@ -1,5 +1,6 @@
 """int8 forms of the pooling family: max and average pooling keep their input's quantization (the quantizer
-shares it) and take the fused activation's bounds; the mean over height and width requantizes its sum."""
+shares it) and take the fused activation's bounds, as adaptive average pooling to any size keeps its input's
+quantization; the mean over height and width requantizes its sum."""
 
 from __future__ import annotations
 
@@ -36,4 +37,11 @@ def _mean_hw(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
               op.name, op.source)
 
 
-CONVERTERS = {"max_pool2d": _pool("max_pool2d"), "avg_pool2d": _pool("avg_pool2d"), "mean_hw": _mean_hw}
+def _adaptive(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
+    if not _same_quant(ins[0], out):
+        return "input and output quantization differ"
+    return Op(op.kind, list(ins), [out], dict(op.attrs), op.name, op.source)
+
+
+CONVERTERS = {"max_pool2d": _pool("max_pool2d"), "avg_pool2d": _pool("avg_pool2d"), "mean_hw": _mean_hw,
+              "adaptive_avg_pool": _adaptive}
