@@ -124,16 +124,16 @@ def _addmm(ctx: Any, node: Node, a: list[Any]) -> Tensor:
     if not is_const(bias):
         raise McuError(f"addmm with a non-constant bias is not supported{user_source_line(node)}")
     bias = Tensor(name=bias.name, shape=(bias.numel,), dtype=bias.dtype, data=bias.data.reshape(-1))
-    return linear_from(ctx, node, x, w_t, bias, weight_is_transposed=True)
+    return _linear_from(ctx, node, x, w_t, bias, weight_is_transposed=True)
 
 
 def _linear(ctx: Any, node: Node, a: list[Any]) -> Tensor:
     x, w = a[0], a[1]
     b = a[2] if len(a) > 2 else None
-    return linear_from(ctx, node, x, w, b, weight_is_transposed=False)
+    return _linear_from(ctx, node, x, w, b, weight_is_transposed=False)
 
 
-def linear_from(ctx: Any, node: Node, x: Tensor, w_t: torch.Tensor | Tensor, bias: Tensor | None,
+def _linear_from(ctx: Any, node: Node, x: Tensor, w_t: torch.Tensor | Tensor, bias: Tensor | None,
                  weight_is_transposed: bool) -> Tensor:
     if not is_const(w_t):
         raise McuError(f"matrix multiply with a non-constant right operand is not supported"
@@ -156,7 +156,7 @@ def _mm(ctx: Any, node: Node, a: list[Any]) -> Tensor:
     """a @ b: a constant b is a linear layer; an activation b is a batched product of one batch."""
     x, w = a[0], a[1]
     if isinstance(w, Tensor) and w.is_constant:
-        return linear_from(ctx, node, x, w, None, weight_is_transposed=True)
+        return _linear_from(ctx, node, x, w, None, weight_is_transposed=True)
     (m, k), n = x.shape, w.shape[1]
     out = add_op(ctx, node, "bmm", [_reshape(ctx, node, x, (1, m, k)), _reshape(ctx, node, w, (1, k, n))],
                  (1, m, n), "float32", {})

@@ -32,7 +32,7 @@ def _cat(ctx: Any, node: Node, a: list[Any]) -> Tensor:
     return emit(ctx, node, "concat", tensors, {"axis": axis % rank})
 
 
-def permute(ctx: Any, node: Node, a: list[Any]) -> Tensor:
+def _permute(ctx: Any, node: Node, a: list[Any]) -> Tensor:
     rank = len(a[0].shape)
     return emit(ctx, node, "permute", [a[0]], {"perm": tuple(int(d) % rank for d in a[1])})
 
@@ -42,7 +42,7 @@ def _transpose(ctx: Any, node: Node, a: list[Any]) -> Tensor:
     perm = list(range(rank))
     i, j = int(a[1]) % rank, int(a[2]) % rank
     perm[i], perm[j] = perm[j], perm[i]
-    return permute(ctx, node, [a[0], perm])
+    return _permute(ctx, node, [a[0], perm])
 
 
 def _split_with_sizes(ctx: Any, node: Node, a: list[Any]) -> tuple[Tensor, ...]:
@@ -159,7 +159,7 @@ HANDLERS: dict[object, Handler] = {
     aten.squeeze.default: _view,
     aten.unsqueeze.default: _view,
     aten.flatten.using_ints: _view,
-    aten.permute.default: permute,
+    aten.permute.default: _permute,
     aten.transpose.int: _transpose,
     aten.cat.default: _cat,
     aten.constant_pad_nd.default: _pad,

@@ -70,7 +70,7 @@ def _layer_norm(ctx: Any, node: Node, a: list[Any]) -> tuple[Tensor, None, None]
     return out, None, None
 
 
-def reduce_handler(op: str) -> Handler:
+def _reduce_handler(op: str) -> Handler:
     def handler(ctx: Any, node: Node, a: list[Any]) -> Tensor:
 
         if node.kwargs.get("dtype") is not None:
@@ -87,7 +87,7 @@ def _mean(ctx: Any, node: Node, a: list[Any]) -> Tensor:
     dims = sorted(d % rank for d in (dims if dims is not None else range(rank)))
     if rank == 4 and dims == [2, 3]:
         return emit(ctx, node, "mean_hw", [x], {"keepdim": bool(a[2]) if len(a) > 2 else False})
-    return reduce_handler("mean")(ctx, node, a)
+    return _reduce_handler("mean")(ctx, node, a)
 
 
 def _norm(ctx: Any, node: Node, x: Tensor, weight: Any, bias: Any, groups: int, eps: float) -> Tensor:
@@ -182,10 +182,10 @@ HANDLERS: dict[object, Handler] = {
     aten._native_batch_norm_legit.no_stats: _batch_norm_no_stats,
     aten._softmax.default: _softmax,
     aten._log_softmax.default: _log_softmax,
-    aten.sum.dim_IntList: reduce_handler("sum"),
+    aten.sum.dim_IntList: _reduce_handler("sum"),
     aten.mean.dim: _mean,
-    aten.amax.default: reduce_handler("amax"),
-    aten.amin.default: reduce_handler("amin"),
+    aten.amax.default: _reduce_handler("amax"),
+    aten.amin.default: _reduce_handler("amin"),
     aten.var.correction: _var,
     aten.argmax.default: _argmax,
 }

@@ -13,7 +13,7 @@ from mcu.backends.portable.variants import select_variant
 from mcu.ir import Op
 
 
-def conv2d(op: Op, ref: Ref) -> KernelCall:
+def _conv2d(op: Op, ref: Ref) -> KernelCall:
     x, w = op.inputs[0], op.inputs[1]
     b = op.inputs[2] if len(op.inputs) > 2 else None
     out = op.output
@@ -112,7 +112,7 @@ def _bmm_s8(op: Op, ref: Ref) -> KernelCall:
 
 
 def _conv_transpose2d(op: Op, ref: Ref) -> KernelCall:
-    call = conv2d(op, ref)
+    call = _conv2d(op, ref)
     return KernelCall("mcu_conv_transpose2d_f32", call.args, ["mcu_conv_transpose2d_f32.c"], call.params_type,
                       call.params, operands=call.operands)
 
@@ -128,7 +128,7 @@ def _conv_transpose2d_s8(op: Op, ref: Ref) -> KernelCall:
 
 
 EMITTERS = {
-    ("conv2d", "float32"): conv2d,
+    ("conv2d", "float32"): _conv2d,
     ("linear", "float32"): _linear,
     ("linear_w8", "float32"): _linear_w8,
     ("linear_dyn", "float32"): _linear_dyn,

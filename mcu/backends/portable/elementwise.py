@@ -17,7 +17,7 @@ from mcu.ir import Op
 from mcu.passes.layout import channels_last
 
 
-def binary(name: str) -> Callable[[Op, Ref], KernelCall]:
+def _binary(name: str) -> Callable[[Op, Ref], KernelCall]:
     def emit(op: Op, ref: Ref) -> KernelCall:
         a, b = op.inputs
         out = op.output
@@ -35,7 +35,7 @@ def binary(name: str) -> Callable[[Op, Ref], KernelCall]:
     return emit
 
 
-def binary_s8(name: str) -> Callable[[Op, Ref], KernelCall]:
+def _binary_s8(name: str) -> Callable[[Op, Ref], KernelCall]:
     def emit(op: Op, ref: Ref) -> KernelCall:
         a, b = op.inputs
         out = op.output
@@ -147,24 +147,24 @@ def _prelu_s8(op: Op, ref: Ref) -> KernelCall:
 
 
 EMITTERS = {
-    ("add", "float32"): binary("add"),
-    ("sub", "float32"): binary("sub"),
-    ("mul", "float32"): binary("mul"),
-    ("div", "float32"): binary("div"),
-    ("maximum", "float32"): binary("maximum"),
-    ("minimum", "float32"): binary("minimum"),
+    ("add", "float32"): _binary("add"),
+    ("sub", "float32"): _binary("sub"),
+    ("mul", "float32"): _binary("mul"),
+    ("div", "float32"): _binary("div"),
+    ("maximum", "float32"): _binary("maximum"),
+    ("minimum", "float32"): _binary("minimum"),
     ("clamp", "float32"): _clamp,
     ("sigmoid", "float32"): _unary("sigmoid"),
     ("tanh", "float32"): _unary("tanh"),
     ("hardswish", "float32"): _unary("hardswish"),
     ("unary", "float32"): _unary_fn,
     ("prelu", "float32"): _prelu,
-    ("add", "int8"): binary_s8("add"),
-    ("sub", "int8"): binary_s8("sub"),
-    ("mul", "int8"): binary_s8("mul"),
-    ("div", "int8"): binary_s8("div"),
-    ("maximum", "int8"): binary_s8("maximum"),
-    ("minimum", "int8"): binary_s8("minimum"),
+    ("add", "int8"): _binary_s8("add"),
+    ("sub", "int8"): _binary_s8("sub"),
+    ("mul", "int8"): _binary_s8("mul"),
+    ("div", "int8"): _binary_s8("div"),
+    ("maximum", "int8"): _binary_s8("maximum"),
+    ("minimum", "int8"): _binary_s8("minimum"),
     ("clamp", "int8"): _clamp_s8,
     ("lut", "int8"): _lut_s8,
     ("requantize", "int8"): _requantize_s8,

@@ -12,7 +12,7 @@ from mcu.errors import McuError
 from mcu.ir import DTYPE_BYTES, Op
 
 
-def slice_call(op: Op, ref: Ref) -> KernelCall:
+def _slice(op: Op, ref: Ref) -> KernelCall:
     src, out = op.inputs[0], op.output
     rank = len(src.shape)
     if rank > 6:
@@ -83,10 +83,10 @@ def _pad_s8(op: Op, ref: Ref) -> KernelCall:
 
 
 EMITTERS = {
-    ("slice", "float32"): slice_call,
-    ("slice", "int8"): slice_call,
-    ("slice", "int32"): slice_call,  # tokens and positions; a part of a run-time index tensor
-    ("slice", "uint8"): slice_call,
+    ("slice", "float32"): _slice,
+    ("slice", "int8"): _slice,
+    ("slice", "int32"): _slice,  # tokens and positions; a part of a run-time index tensor
+    ("slice", "uint8"): _slice,
     ("permute", "float32"): _permute,
     ("layout", "float32"): _layout,
     ("concat", "float32"): _concat,
