@@ -3,9 +3,10 @@
 Pattern: every float input of an op comes from a ``dequantize`` of an int8
 tensor, and its only reader is a ``quantize``. Such an op becomes its int8
 form, reading the int8 tensors directly and writing the quantize's output,
-with everything the kernel needs precomputed here: Q31 multipliers and shifts
-(per output channel for convolution and linear layers), offsets, clamp
-bounds in the int8 domain, int32 biases, lookup tables. Ops that do not
+with everything the kernel needs precomputed by the converter of its op family
+(one module per family in this package): Q31 multipliers and shifts (per
+output channel for convolution and linear layers), offsets, clamp bounds in
+the int8 domain, int32 biases, lookup tables. Ops that do not
 match, or have no int8 kernel, stay fp32 between dequantize and quantize, and
 are listed in ``graph.fallbacks`` with the reason. Finally the model boundary
 becomes int8: a leading quantize and a trailing dequantize are removed, so
@@ -17,14 +18,11 @@ from __future__ import annotations
 from typing import Callable
 
 from mcu.ir import Graph, Op, Tensor
-from mcu.passes.quantized import conv, elementwise, movement, norm, pool, select
+from mcu.passes.quantized import conv, elementwise, movement, norm, pool, recurrent, resample, select
 from mcu.passes.quantized.attention import fold_scaling_into_bmm
 from mcu.passes.quantized.common import same_quant as _same_quant
-from mcu.passes.quantized.elementwise import constant_operand, quantize_between_bounds, requantize_op
+from mcu.passes.quantized.elementwise import constant_operand, requantize_op
 from mcu.passes.quantized.movement import constant_on_grid
-from mcu.passes.quantized.recurrent import CONVERTERS as RECURRENT, KINDS
-from mcu.passes.quantized.resample import CONVERTERS as RESAMPLE
-from mcu.passes.quantized.resample import KEEPS_EXTRA_INPUTS
 from mcu.passes.quantized.select import keeps_as_is
 
 Converter = Callable[[Graph, Op, list[Tensor], Tensor], "Op | str"]
@@ -39,17 +37,18 @@ def _custom(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
 
 def _extra_inputs_kept(kind: str) -> bool:
     """Ops whose inputs after the first are indices or tables, not quantized values."""
-    return kind in KEEPS_EXTRA_INPUTS
+    return kind in resample.KEEPS_EXTRA_INPUTS
 
 
 # Every op family's converters: the family's module in this package computes the integer parameters.
 CONVERTERS: dict[str, Converter] = {
     "custom": _custom,
     **conv.CONVERTERS, **pool.CONVERTERS, **elementwise.CONVERTERS, **norm.CONVERTERS, **movement.CONVERTERS,
-    **select.CONVERTERS, **RESAMPLE, **RECURRENT,
+    **select.CONVERTERS, **resample.CONVERTERS, **recurrent.CONVERTERS,
 }
 # Kinds whose converter quantizes their float constants (weights, biases, tables, slopes) itself.
-OWN_CONSTANTS = {*conv.WEIGHTED, *elementwise.OWN_CONSTANTS, *norm.OWN_CONSTANTS, *select.OWN_CONSTANTS, *KINDS}
+OWN_CONSTANTS = {*conv.WEIGHTED, *elementwise.OWN_CONSTANTS, *norm.OWN_CONSTANTS, *select.OWN_CONSTANTS,
+                 *recurrent.KINDS}
 
 
 def _dequantized_source(graph: Graph, t: Tensor) -> Tensor | None:
@@ -67,7 +66,7 @@ def lower_quantized(graph: Graph) -> Graph:
     movement.quantize_before_moves(graph)
     norm.argmax_on_codes(graph)
 
-    quantize_between_bounds(graph)
+    elementwise.quantize_between_bounds(graph)
     fallbacks: list[tuple[str, str]] = []
     for op in list(graph.ops):
         if op.kind in ("quantize", "dequantize") or op.output.dtype != "float32" or op not in graph.ops:
