@@ -1,5 +1,5 @@
-"""What every frontend module shares: the lowering context, dtypes and constants, emitting an IR op, and the
-handlers other op families build on (matrix multiply, permute, adaptive average pooling)."""
+"""What every frontend module shares: the lowering context, dtypes and constants, emitting an IR op (the
+handler's own output, or one of several a handler emits)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from torch.fx import Node
 from mcu.capture.edge import op_name
 from mcu.capture.sourceinfo import op_source, user_source_line
 from mcu.errors import McuError
-from mcu.ir import Op, QConst, Tensor
+from mcu.ir import Op, Tensor
 
 TORCH_DTYPES = {torch.float32: "float32", torch.int8: "int8", torch.int32: "int32", torch.uint8: "uint8",
                  torch.int16: "int16",
@@ -83,39 +83,9 @@ def tensor_arg(ctx: Ctx, node: Node, v: Any, what: str) -> Tensor:
     raise McuError(f"{op_name(node.target)}: unsupported {what} argument {v!r}{user_source_line(node)}")
 
 
-def linear_from(ctx: Ctx, node: Node, x: Tensor, w_t: torch.Tensor | Tensor, bias: Tensor | None,
-                 weight_is_transposed: bool) -> Tensor:
-    if not is_const(w_t):
-        raise McuError(f"matrix multiply with a non-constant right operand is not supported"
-                       f"{user_source_line(node)}")
-    data = w_t.data.T.copy() if weight_is_transposed else w_t.data
-    w = Tensor(name=ctx.fresh(f"{node.name}_weight"), shape=tuple(data.shape), dtype=w_t.dtype, data=data)
-    if w_t.qconst is not None:
-        qc = w_t.qconst
-        w.qconst = (QConst(qc.values.T.copy(), qc.scale.T.copy(), qc.zero_point.T.copy())
-                    if weight_is_transposed else qc)
-    inputs = [x, w] + ([bias] if bias is not None else [])
-    return emit(ctx, node, "linear", inputs, {"act": None})
-
-
-def mm(ctx: Ctx, node: Node, a: list[Any]) -> Tensor:
-    return linear_from(ctx, node, a[0], a[1], None, weight_is_transposed=True)
-
-
-def adaptive_avg_pool(ctx: Ctx, node: Node, a: list[Any]) -> Tensor:
-    x, size = a[0], pair(a[1])
-    h, w = x.shape[2], x.shape[3]
-    if size == (1, 1):
-        return emit(ctx, node, "mean_hw", [x], {"keepdim": True})
-    if h % size[0] or w % size[1]:
-        raise McuError(f"adaptive average pooling from {h}x{w} to {size[0]}x{size[1]} is not supported"
-                       f"{user_source_line(node)}", hint="use sizes that divide the input")
-    k = (h // size[0], w // size[1])
-    return emit(ctx, node, "avg_pool2d", [x], {
-        "kernel": k, "stride": k, "padding": (0, 0), "dilation": (1, 1), "ceil_mode": False,
-        "count_include_pad": True, "divisor_override": 0, "act": None})
-
-
-def permute(ctx: Ctx, node: Node, a: list[Any]) -> Tensor:
-    rank = len(a[0].shape)
-    return emit(ctx, node, "permute", [a[0]], {"perm": tuple(int(d) % rank for d in a[1])})
+def add_op(ctx: Any, node: Node, kind: str, inputs: list[Tensor], shape: tuple[int, ...], dtype: str,
+           attrs: dict[str, Any], name: str | None = None) -> Tensor:
+    """An op with an output of its own (for handlers that emit more than one op)."""
+    out = Tensor(name=name or ctx.fresh(node.name), shape=tuple(shape), dtype=dtype)
+    ctx.ops.append(Op(kind, inputs, [out], attrs, name=out.name, source=op_source(node)))
+    return out

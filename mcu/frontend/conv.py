@@ -1,5 +1,7 @@
-"""Convolutions beyond 2-D: conv1d (dilated, causal as users write it with F.pad), and
-transposed convolution in 1-D and 2-D. Grouped convolution is the 2-D path's ``groups``.
+"""Frontend handlers of the convolution and linear family: 2-D convolution (grouped with ``groups``), linear
+layers (``linear``, ``addmm``, and ``mm`` with a constant right operand), matrix products of two
+activations (``bmm``, and ``mm`` as one batch), and convolutions beyond 2-D: conv1d (dilated, causal as users
+write it with F.pad), and transposed convolution in 1-D and 2-D.
 
 A 1-D convolution over ``[N, C, L]`` runs as the 2-D one over ``[N, C, 1, L]``: the input and output
 pass through ``reshape`` ops marked ``unit_view`` (one size-1 dim inserted or removed, so they alias
@@ -16,15 +18,21 @@ quantizes them per output channel (axis 0) with the same code.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
+import torch
 from torch.fx import Node
 
 from mcu.errors import McuError
 from mcu.ir import Op, QConst, Tensor
 from mcu.capture.sourceinfo import op_source, user_source_line
+from mcu.frontend.common import add_op, emit, is_const, pair
 from mcu.frontend.common import tensor_dtype as _dtype
+
+aten = torch.ops.aten
+
+Handler = Callable[[Any, Node, list[Any]], Any]
 
 
 def _ints(v: Any, n: int) -> tuple[int, ...]:
@@ -92,3 +100,77 @@ def convolution(ctx: Any, node: Node, a: list[Any]) -> Tensor:
     if not one_d:
         return out4
     return _unit_view(ctx, node, out4, shape, node.name)
+
+
+def _conv(ctx: Any, node: Node, a: list[Any]) -> Tensor:
+    x, w, b, stride, padding, dilation, transposed, _out_pad, groups = a[:9]
+    if transposed or len(w.shape) != 4:  # conv1d and transposed convolution
+        return convolution(ctx, node, a)
+    if not is_const(w) or (b is not None and not is_const(b)):
+        raise McuError(f"convolution weights must be constant{user_source_line(node)}")
+    inputs = [x, w] + ([b] if b is not None else [])
+    return emit(ctx, node, "conv2d", inputs, {
+        "stride": pair(stride), "padding": pair(padding), "dilation": pair(dilation), "groups": int(groups),
+        "act": None,
+    })
+
+
+def _addmm(ctx: Any, node: Node, a: list[Any]) -> Tensor:
+    bias, x, w_t = a[:3]
+    beta = node.kwargs.get("beta", 1)
+    alpha = node.kwargs.get("alpha", 1)
+    if beta != 1 or alpha != 1:
+        raise McuError(f"addmm with alpha/beta is not supported{user_source_line(node)}")
+    if not is_const(bias):
+        raise McuError(f"addmm with a non-constant bias is not supported{user_source_line(node)}")
+    bias = Tensor(name=bias.name, shape=(bias.numel,), dtype=bias.dtype, data=bias.data.reshape(-1))
+    return _linear_from(ctx, node, x, w_t, bias, weight_is_transposed=True)
+
+
+def _linear(ctx: Any, node: Node, a: list[Any]) -> Tensor:
+    x, w = a[0], a[1]
+    b = a[2] if len(a) > 2 else None
+    return _linear_from(ctx, node, x, w, b, weight_is_transposed=False)
+
+
+def _linear_from(ctx: Any, node: Node, x: Tensor, w_t: torch.Tensor | Tensor, bias: Tensor | None,
+                 weight_is_transposed: bool) -> Tensor:
+    if not is_const(w_t):
+        raise McuError(f"matrix multiply with a non-constant right operand is not supported"
+                       f"{user_source_line(node)}")
+    data = w_t.data.T.copy() if weight_is_transposed else w_t.data
+    w = Tensor(name=ctx.fresh(f"{node.name}_weight"), shape=tuple(data.shape), dtype=w_t.dtype, data=data)
+    if w_t.qconst is not None:
+        qc = w_t.qconst
+        w.qconst = (QConst(qc.values.T.copy(), qc.scale.T.copy(), qc.zero_point.T.copy())
+                    if weight_is_transposed else qc)
+    inputs = [x, w] + ([bias] if bias is not None else [])
+    return emit(ctx, node, "linear", inputs, {"act": None})
+
+
+def _reshape(ctx: Any, node: Node, x: Tensor, shape: tuple[int, ...]) -> Tensor:
+    return x if tuple(x.shape) == tuple(shape) else add_op(ctx, node, "reshape", [x], shape, x.dtype, {})
+
+
+def _mm(ctx: Any, node: Node, a: list[Any]) -> Tensor:
+    """a @ b: a constant b is a linear layer; an activation b is a batched product of one batch."""
+    x, w = a[0], a[1]
+    if isinstance(w, Tensor) and w.is_constant:
+        return _linear_from(ctx, node, x, w, None, weight_is_transposed=True)
+    (m, k), n = x.shape, w.shape[1]
+    out = add_op(ctx, node, "bmm", [_reshape(ctx, node, x, (1, m, k)), _reshape(ctx, node, w, (1, k, n))],
+                 (1, m, n), "float32", {})
+    return add_op(ctx, node, "reshape", [out], (m, n), "float32", {}, name=node.name)
+
+
+def _bmm(ctx: Any, node: Node, a: list[Any]) -> Tensor:
+    return emit(ctx, node, "bmm", [a[0], a[1]], {})
+
+
+HANDLERS: dict[object, Handler] = {
+    aten.convolution.default: _conv,
+    aten.addmm.default: _addmm,
+    aten.mm.default: _mm,
+    aten.linear.default: _linear,
+    aten.bmm.default: _bmm,
+}

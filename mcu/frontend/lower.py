@@ -1,7 +1,8 @@
 """Stage 3: turn an Edge-dialect ``ExportedProgram`` into the mcu IR.
 
-Each supported ATen op has one handler in ``HANDLERS`` that emits IR ops with
-PyTorch (logical, NCHW) semantics; layout and kernel choice come later. Nodes
+Each supported ATen op has one handler, in the ``HANDLERS`` of its op family's module (``conv``,
+``pool``, ``elementwise``, ``norm``, ``movement``, ``select``, ``state``, ``resample``, ``recurrent``),
+that emits IR ops with PyTorch (logical, NCHW) semantics; layout and kernel choice come later. Nodes
 whose tensor inputs are all constants are evaluated here with PyTorch itself
 (for example the transpose of a linear weight), so no kernel ever runs on
 constants.
@@ -20,32 +21,16 @@ from torch.fx import Node
 
 from mcu.capture.edge import op_name, verify_edge
 from mcu.errors import McuError
+from mcu.frontend import conv, elementwise, movement, norm, pool, recurrent, resample, select
 from mcu.frontend.common import Ctx as _Ctx
-from mcu.frontend.common import adaptive_avg_pool as _adaptive_avg_pool
 from mcu.frontend.common import const as _const
 from mcu.frontend.common import emit as _emit
-from mcu.frontend.common import is_const as _is_const
-from mcu.frontend.common import linear_from as _linear_from
-from mcu.frontend.common import mm as _mm
 from mcu.frontend.common import out_tensor as _out_tensor
-from mcu.frontend.common import pair as _pair
-from mcu.frontend.common import permute as _permute
-from mcu.frontend.common import tensor_arg as _tensor_arg
-from mcu.frontend.common import tensor_dtype as _dtype
-from mcu.frontend.conv import convolution
 from mcu.frontend.custom import custom_handlers
 from mcu.frontend.int4 import dequantize_affine_ops, fold_dequantize_affine
-from mcu.frontend.norm import HANDLERS as NORM
-from mcu.frontend.norm import constant_inputs
-from mcu.frontend.ops import HANDLERS as MORE
-from mcu.frontend.ops import reduce_handler
-from mcu.frontend.recurrent import HANDLERS as RECURRENT
-from mcu.frontend.resample import HANDLERS as RESAMPLE
-from mcu.frontend.select import HANDLERS as SELECT
-from mcu.frontend.select import bool_to_float
 from mcu.frontend import state as frontend_state
 from mcu.ir import Graph, Op, QConst, QuantParams, Tensor
-from mcu.capture.sourceinfo import op_source, user_source_line
+from mcu.capture.sourceinfo import user_source_line
 
 aten = torch.ops.aten
 
@@ -81,162 +66,7 @@ def _torch_value(v: Any) -> Any:
     return v
 
 
-# --- handlers: (ctx, node, args) -> value -------------------------------------------------------
-
-
-def _conv(ctx: _Ctx, node: Node, a: list[Any]) -> Tensor:
-    x, w, b, stride, padding, dilation, transposed, _out_pad, groups = a[:9]
-    if transposed or len(w.shape) != 4:  # conv1d and transposed convolution
-        return convolution(ctx, node, a)
-    if not _is_const(w) or (b is not None and not _is_const(b)):
-        raise McuError(f"convolution weights must be constant{user_source_line(node)}")
-    inputs = [x, w] + ([b] if b is not None else [])
-    return _emit(ctx, node, "conv2d", inputs, {
-        "stride": _pair(stride), "padding": _pair(padding), "dilation": _pair(dilation), "groups": int(groups),
-        "act": None,
-    })
-
-
-def _addmm(ctx: _Ctx, node: Node, a: list[Any]) -> Tensor:
-    bias, x, w_t = a[:3]
-    beta = node.kwargs.get("beta", 1)
-    alpha = node.kwargs.get("alpha", 1)
-    if beta != 1 or alpha != 1:
-        raise McuError(f"addmm with alpha/beta is not supported{user_source_line(node)}")
-    if not _is_const(bias):
-        raise McuError(f"addmm with a non-constant bias is not supported{user_source_line(node)}")
-    bias = Tensor(name=bias.name, shape=(bias.numel,), dtype=bias.dtype, data=bias.data.reshape(-1))
-    return _linear_from(ctx, node, x, w_t, bias, weight_is_transposed=True)
-
-
-def _linear(ctx: _Ctx, node: Node, a: list[Any]) -> Tensor:
-    x, w = a[0], a[1]
-    b = a[2] if len(a) > 2 else None
-    return _linear_from(ctx, node, x, w, b, weight_is_transposed=False)
-
-
-def _clamp_kind(lo: float | None, hi: float | None) -> Callable[[_Ctx, Node, list[Any]], Tensor]:
-    def handler(ctx: _Ctx, node: Node, a: list[Any]) -> Tensor:
-        return _emit(ctx, node, "clamp", [a[0]], {"min": lo, "max": hi})
-    return handler
-
-
-def _hardtanh(ctx: _Ctx, node: Node, a: list[Any]) -> Tensor:
-    lo = float(a[1]) if len(a) > 1 else -1.0
-    hi = float(a[2]) if len(a) > 2 else 1.0
-    return _emit(ctx, node, "clamp", [a[0]], {"min": lo, "max": hi})
-
-
-def _clamp(ctx: _Ctx, node: Node, a: list[Any]) -> Tensor:
-    lo = a[1] if len(a) > 1 else node.kwargs.get("min")
-    hi = a[2] if len(a) > 2 else node.kwargs.get("max")
-    return _emit(ctx, node, "clamp", [a[0]], {"min": None if lo is None else float(lo),
-                                              "max": None if hi is None else float(hi)})
-
-
-def _max_pool(ctx: _Ctx, node: Node, a: list[Any]) -> tuple[Tensor, None]:
-    x, kernel = a[0], _pair(a[1])
-    stride = _pair(a[2]) if len(a) > 2 and a[2] else kernel
-    padding = _pair(a[3]) if len(a) > 3 else (0, 0)
-    dilation = _pair(a[4]) if len(a) > 4 else (1, 1)
-    ceil_mode = bool(a[5]) if len(a) > 5 else False
-    out = _out_tensor(ctx, node, node.meta["val"][0])
-    indices_used = any(u.args[1] != 0 for u in node.users)
-    if indices_used:
-        raise McuError(f"max pooling indices are not supported{user_source_line(node)}")
-    ctx.ops.append(Op("max_pool2d", [x], [out], {"kernel": kernel, "stride": stride, "padding": padding,
-                                                   "dilation": dilation, "ceil_mode": ceil_mode, "act": None},
-                      name=node.name, source=op_source(node)))
-    return (out, None)
-
-
-def _avg_pool(ctx: _Ctx, node: Node, a: list[Any]) -> Tensor:
-    x, kernel = a[0], _pair(a[1])
-    stride = _pair(a[2]) if len(a) > 2 and a[2] else kernel
-    padding = _pair(a[3]) if len(a) > 3 else (0, 0)
-    ceil_mode = bool(a[4]) if len(a) > 4 else False
-    count_include_pad = bool(a[5]) if len(a) > 5 else True
-    divisor = a[6] if len(a) > 6 else None
-    return _emit(ctx, node, "avg_pool2d", [x], {
-        "kernel": kernel, "stride": stride, "padding": padding, "dilation": (1, 1), "ceil_mode": ceil_mode,
-        "count_include_pad": count_include_pad, "divisor_override": int(divisor or 0), "act": None})
-
-
-def _mean(ctx: _Ctx, node: Node, a: list[Any]) -> Tensor:
-    x = a[0]
-    dims = a[1] if len(a) > 1 else None
-    rank = len(x.shape)
-    dims = sorted(d % rank for d in (dims if dims is not None else range(rank)))
-    if rank == 4 and dims == [2, 3]:
-        return _emit(ctx, node, "mean_hw", [x], {"keepdim": bool(a[2]) if len(a) > 2 else False})
-    return reduce_handler("mean")(ctx, node, a)
-
-
-def _binary(kind: str) -> Callable[[_Ctx, Node, list[Any]], Tensor]:
-    def handler(ctx: _Ctx, node: Node, a: list[Any]) -> Tensor:
-        if node.kwargs.get("alpha", 1) != 1:
-            raise McuError(f"{op_name(node.target)} with alpha is not supported{user_source_line(node)}")
-        if node.kwargs.get("rounding_mode") is not None:
-            raise McuError(f"division with rounding_mode is not supported{user_source_line(node)}")
-        lhs = _tensor_arg(ctx, node, a[0], "lhs")
-        rhs = _tensor_arg(ctx, node, a[1], "rhs")
-        return _emit(ctx, node, kind, [lhs, rhs], {"act": None})
-    return handler
-
-
-def _view(ctx: _Ctx, node: Node, a: list[Any]) -> Tensor:
-    return _emit(ctx, node, "reshape", [a[0]])
-
-
-def _cat(ctx: _Ctx, node: Node, a: list[Any]) -> Tensor:
-    tensors = [_tensor_arg(ctx, node, t, "input") for t in a[0]]
-    rank = len(tensors[0].shape)
-    axis = int(a[1]) if len(a) > 1 else 0
-    return _emit(ctx, node, "concat", tensors, {"axis": axis % rank})
-
-
-def _softmax(ctx: _Ctx, node: Node, a: list[Any]) -> Tensor:
-    rank = len(a[0].shape)
-    return _emit(ctx, node, "softmax", [a[0]], {"axis": int(a[1]) % rank})
-
-
-def _unary(kind: str) -> Callable[[_Ctx, Node, list[Any]], Tensor]:
-    def handler(ctx: _Ctx, node: Node, a: list[Any]) -> Tensor:
-        return _emit(ctx, node, kind, [a[0]])
-    return handler
-
-
-def _batch_norm(ctx: _Ctx, node: Node, a: list[Any]) -> tuple[Tensor, None, None]:
-    x, weight, bias, mean, var = a[:5]
-    eps = float(a[6])
-    for t in (weight, bias, mean, var):
-        if t is not None and not _is_const(t):
-            raise McuError(f"batch norm statistics must be constant (call model.eval()){user_source_line(node)}")
-    channels = x.shape[1]
-    w = weight.data if weight is not None else np.ones(channels, np.float32)
-    b = bias.data if bias is not None else np.zeros(channels, np.float32)
-    scale = (w / np.sqrt(var.data.astype(np.float64) + eps)).astype(np.float32)
-    shift = (b - mean.data * scale).astype(np.float32)
-    out = _out_tensor(ctx, node, node.meta["val"][0])
-    sc = Tensor(name=ctx.fresh(f"{node.name}_scale"), shape=(channels,), data=scale)
-    sh = Tensor(name=ctx.fresh(f"{node.name}_shift"), shape=(channels,), data=shift)
-    ctx.ops.append(Op("batch_norm", [x, sc, sh], [out], {"eps": eps}, name=node.name,
-                      source=op_source(node)))
-    return (out, None, None)
-
-
-def _pad(ctx: _Ctx, node: Node, a: list[Any]) -> Tensor:
-    x, pads = a[0], [int(p) for p in a[1]]
-    value = float(a[2]) if len(a) > 2 else 0.0
-    rank = len(x.shape)
-    before = [0] * rank
-    after = [0] * rank
-    for i in range(len(pads) // 2):
-        before[rank - 1 - i] = pads[2 * i]
-        after[rank - 1 - i] = pads[2 * i + 1]
-    if any(p < 0 for p in before + after):
-        raise McuError(f"negative padding (cropping) is not supported{user_source_line(node)}")
-    return _emit(ctx, node, "pad", [x], {"before": tuple(before), "after": tuple(after), "value": value})
+# --- the int8 boundary: pt2e's quantize and dequantize nodes --------------------------------------
 
 
 def _qparams(scale: Any, zero_point: Any, qmin: Any, qmax: Any, dtype: Any, node: Node) -> QuantParams:
@@ -303,102 +133,33 @@ def _fold_quantized_constant(node: Node, args: list[Any], value: torch.Tensor) -
     return QConst(*moved)
 
 
-def _identity(ctx: _Ctx, node: Node, a: list[Any]) -> Tensor:
-    return a[0]
-
-
-def _slice(ctx: _Ctx, node: Node, a: list[Any]) -> Tensor:
-    x = a[0]
-    rank = len(x.shape)
-    dim = (int(a[1]) if len(a) > 1 else 0) % rank
-    size = x.shape[dim]
-    start = a[2] if len(a) > 2 and a[2] is not None else 0
-    step = int(a[4]) if len(a) > 4 else 1
-    start = max(0, min(size, start + size if start < 0 else start))
-    out = tuple(int(s) for s in node.meta["val"].shape)
-    if out == x.shape:
-        return x  # the whole dim: nothing to copy
-    if step < 1:
-        raise McuError(f"slicing with step {step} is not supported{user_source_line(node)}")
-    return _emit(ctx, node, "slice", [x], {"dim": dim, "start": start, "step": step})
-
-
-def _select(ctx: _Ctx, node: Node, a: list[Any]) -> Tensor:
-    """x.select(dim, i): a one-wide slice, then a reshape that drops the dim (an alias)."""
-    x = a[0]
-    rank = len(x.shape)
-    dim = int(a[1]) % rank
-    index = int(a[2]) % x.shape[dim]
-    kept = Tensor(name=ctx.fresh(f"{node.name}_keepdim"), shape=tuple(1 if d == dim else s for d, s in
-                                                                        enumerate(x.shape)), dtype=x.dtype)
-    source = op_source(node)
-    ctx.ops.append(Op("slice", [x], [kept], {"dim": dim, "start": index, "step": 1}, name=f"{node.name}_slice",
-                      source=source))
-    return _emit(ctx, node, "reshape", [kept])
-
-
-def _index_put(ctx: _Ctx, node: Node, a: list[Any]) -> Tensor:
-    return frontend_state.index_put(ctx.states, ctx.ops, node, a, ctx.fresh)
-
-
-def _to_copy(ctx: _Ctx, node: Node, a: list[Any]) -> Tensor:
-    src = node.args[0].meta["val"] if isinstance(node.args[0], Node) else None
-    if src is not None and src.dtype == torch.bool and node.meta["val"].dtype == torch.float32:
-        return bool_to_float(ctx, node, a[0])
-    if _dtype(node.meta["val"], node) != a[0].dtype:
-        raise McuError(f"dtype conversion to {node.meta['val'].dtype} is not supported{user_source_line(node)}")
-    return a[0]
-
-
-HANDLERS: dict[object, Callable[[_Ctx, Node, list[Any]], Any]] = {
-    aten.convolution.default: _conv,
-    aten.addmm.default: _addmm,
-    aten.mm.default: _mm,
-    aten.linear.default: _linear,
-    aten.relu.default: _clamp_kind(0.0, None),
-    aten.hardtanh.default: _hardtanh,
-    aten.clamp.default: _clamp,
-    aten.max_pool2d_with_indices.default: _max_pool,
-    aten.max_pool2d.default: lambda c, n, a: _max_pool(c, n, a)[0],
-    aten.avg_pool2d.default: _avg_pool,
-    aten._adaptive_avg_pool2d.default: _adaptive_avg_pool,
-    aten.adaptive_avg_pool2d.default: _adaptive_avg_pool,
-    aten.mean.dim: _mean,
-    aten.add.Tensor: _binary("add"),
-    aten.sub.Tensor: _binary("sub"),
-    aten.mul.Tensor: _binary("mul"),
-    aten.div.Tensor: _binary("div"),
-    aten.view.default: _view,
-    aten._unsafe_view.default: _view,
-    aten.reshape.default: _view,
-    aten.squeeze.dims: _view,
-    aten.squeeze.dim: _view,
-    aten.squeeze.default: _view,
-    aten.unsqueeze.default: _view,
-    aten.flatten.using_ints: _view,
-    aten.permute.default: _permute,
-    aten.cat.default: _cat,
-    aten._softmax.default: _softmax,
-    aten.sigmoid.default: _unary("sigmoid"),
-    aten.tanh.default: _unary("tanh"),
-    aten.hardswish.default: _unary("hardswish"),
-    aten._native_batch_norm_legit_no_training.default: _batch_norm,
-    aten.constant_pad_nd.default: _pad,
-    aten.slice.Tensor: _slice,
-    aten.select.int: _select,
-    aten.clone.default: _identity,
-    aten.alias.default: _identity,
-    aten.detach.default: _identity,
-    aten.dropout.default: _identity,
-    aten._to_copy.default: _to_copy,
-    # model state
-    aten.index_put.default: _index_put,
-}
-
-
 def all_handlers() -> dict[object, Callable[[_Ctx, Node, list[Any]], Any]]:
-    """Every ATen op's handler: the core ones above and those of each op family's module."""
-    return {**HANDLERS, **MORE, **NORM, **SELECT, **RESAMPLE, **RECURRENT}
+    """Every ATen op's handler: each op family's module keeps its own."""
+    return {**conv.HANDLERS, **pool.HANDLERS, **elementwise.HANDLERS, **norm.HANDLERS, **movement.HANDLERS,
+            **select.HANDLERS, **frontend_state.HANDLERS, **resample.HANDLERS, **recurrent.HANDLERS}
+
+
+def constant_inputs(ep: torch.export.ExportedProgram) -> Callable[[Node], bool]:
+    """Whether a node computes from parameters and constants alone (instance norm's ``repeat`` of its
+    weight): the frontend folds such ops at compile time, whatever they are."""
+    sig = ep.graph_signature
+    mutated = set(getattr(sig, "buffers_to_mutate", {}).values())
+    fixed = {name for name, target in {**sig.inputs_to_parameters, **sig.inputs_to_buffers,
+                                       **getattr(sig, "inputs_to_lifted_tensor_constants", {})}.items()
+             if target not in mutated}
+    memo: dict[str, bool] = {}
+
+    def const(v: Any) -> bool:
+        if isinstance(v, (list, tuple)):
+            return all(const(x) for x in v)
+        if not isinstance(v, Node):
+            return True
+        if v.name not in memo:
+            memo[v.name] = v.name in fixed if v.op == "placeholder" else (
+                v.op == "call_function" and const(list(v.args)) and const(list(v.kwargs.values())))
+        return memo[v.name]
+
+    return lambda node: const(list(node.args)) and const(list(node.kwargs.values()))
 
 
 def state_dict_value(ep: torch.export.ExportedProgram, target: str) -> torch.Tensor:

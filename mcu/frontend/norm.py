@@ -1,14 +1,14 @@
-"""Normalisation, reductions and products for the frontend: group norm and
-instance norm as exported, variance, argmax, log_softmax, PReLU, clamp with tensor bounds, and matrix
-products whose right operand is an activation (``a @ b`` on 2-D, 3-D and 4-D tensors).
+"""Frontend handlers of the normalisation, softmax and reduction family: batch norm with running statistics
+(folded into a scale and shift), layer norm, RMSNorm, group norm and instance norm as exported, softmax and
+log_softmax, reductions over any dims (sum, mean, amax, amin; a mean over height and width takes the
+pooling kernel ``mean_hw``), variance and argmax.
 
 RMSNorm written by hand exports as pow, mean, add, rsqrt and mul, which the frontend already lowers (and
 the int8 lowering turns into tables, a reduction and a product); ``nn.RMSNorm``'s ``aten.rms_norm`` is
 kept whole through Edge and runs one kernel (mcu_rms_norm_f32, or mcu_layer_norm_s8 without the mean).
 
 Each handler maps one ATen overload onto an IR op whose kernel is in runtime_c/kernels
-(mcu_group_norm_f32, mcu_var_f32, mcu_argmax_f32, ...), or onto ops the frontend already has
-(maximum/minimum, bmm, reshape).
+(mcu_batch_norm_f32, mcu_layer_norm_f32, mcu_group_norm_f32, mcu_reduce_f32, mcu_var_f32, mcu_argmax_f32, ...).
 """
 
 from __future__ import annotations
@@ -16,31 +16,78 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
+import numpy as np
 import torch
 from torch.fx import Node
 
 from mcu.errors import McuError
 from mcu.ir import Op, Tensor
 from mcu.capture.sourceinfo import op_source, user_source_line
-from mcu.frontend.common import emit
-from mcu.frontend.common import tensor_arg as _tensor_arg
-from mcu.frontend.common import mm as mm_const
+from mcu.frontend.common import add_op, emit, is_const, out_tensor
 
 aten = torch.ops.aten
 
 Handler = Callable[[Any, Node, list[Any]], Any]
 
 
-def _emit(ctx: Any, node: Node, kind: str, inputs: list[Tensor], attrs: dict[str, Any]) -> Tensor:
-    return emit(ctx, node, kind, inputs, attrs)
+def _batch_norm(ctx: Any, node: Node, a: list[Any]) -> tuple[Tensor, None, None]:
+    x, weight, bias, mean, var = a[:5]
+    eps = float(a[6])
+    for t in (weight, bias, mean, var):
+        if t is not None and not is_const(t):
+            raise McuError(f"batch norm statistics must be constant (call model.eval()){user_source_line(node)}")
+    channels = x.shape[1]
+    w = weight.data if weight is not None else np.ones(channels, np.float32)
+    b = bias.data if bias is not None else np.zeros(channels, np.float32)
+    scale = (w / np.sqrt(var.data.astype(np.float64) + eps)).astype(np.float32)
+    shift = (b - mean.data * scale).astype(np.float32)
+    out = out_tensor(ctx, node, node.meta["val"][0])
+    sc = Tensor(name=ctx.fresh(f"{node.name}_scale"), shape=(channels,), data=scale)
+    sh = Tensor(name=ctx.fresh(f"{node.name}_shift"), shape=(channels,), data=shift)
+    ctx.ops.append(Op("batch_norm", [x, sc, sh], [out], {"eps": eps}, name=node.name,
+                      source=op_source(node)))
+    return (out, None, None)
 
 
-def _op(ctx: Any, node: Node, kind: str, inputs: list[Tensor], shape: tuple[int, ...], dtype: str,
-        attrs: dict[str, Any], name: str | None = None) -> Tensor:
-    """An op with an output of its own (for handlers that emit more than one op)."""
-    out = Tensor(name=name or ctx.fresh(node.name), shape=tuple(shape), dtype=dtype)
-    ctx.ops.append(Op(kind, inputs, [out], attrs, name=out.name, source=op_source(node)))
-    return out
+def _softmax(ctx: Any, node: Node, a: list[Any]) -> Tensor:
+    rank = len(a[0].shape)
+    return emit(ctx, node, "softmax", [a[0]], {"axis": int(a[1]) % rank})
+
+
+def _layer_norm(ctx: Any, node: Node, a: list[Any]) -> tuple[Tensor, None, None]:
+    x, shape = a[0], list(a[1])
+    weight = a[2] if len(a) > 2 else None
+    bias = a[3] if len(a) > 3 else None
+    eps = float(a[4]) if len(a) > 4 else 1e-5
+    cols = math.prod(shape)
+    if tuple(x.shape[len(x.shape) - len(shape):]) != tuple(shape):
+        raise McuError(f"layer_norm over {shape} of a {list(x.shape)} tensor{user_source_line(node)}")
+    ins = [x] + [t for t in (weight, bias) if t is not None]
+    out = Tensor(name=node.name, shape=x.shape, dtype=x.dtype)
+    ctx.ops.append(Op("layer_norm", ins, [out], {"eps": eps, "cols": cols, "weight": weight is not None,
+                                                 "bias": bias is not None}, name=node.name,
+                      source=op_source(node)))
+    return out, None, None
+
+
+def _reduce_handler(op: str) -> Handler:
+    def handler(ctx: Any, node: Node, a: list[Any]) -> Tensor:
+
+        if node.kwargs.get("dtype") is not None:
+            raise McuError(f"{op} with a dtype is not supported{user_source_line(node)}")
+        x, first, last = reduced_dims(ctx, node, a[0], a[1] if len(a) > 1 else None)
+        return emit(ctx, node, "reduce", [x], {"op": op, "dims": (first, last)})
+    return handler
+
+
+def _mean(ctx: Any, node: Node, a: list[Any]) -> Tensor:
+    x = a[0]
+    dims = a[1] if len(a) > 1 else None
+    rank = len(x.shape)
+    dims = sorted(d % rank for d in (dims if dims is not None else range(rank)))
+    if rank == 4 and dims == [2, 3]:
+        return emit(ctx, node, "mean_hw", [x], {"keepdim": bool(a[2]) if len(a) > 2 else False})
+    return _reduce_handler("mean")(ctx, node, a)
 
 
 def _norm(ctx: Any, node: Node, x: Tensor, weight: Any, bias: Any, groups: int, eps: float) -> Tensor:
@@ -87,7 +134,7 @@ def reduced_dims(ctx: Any, node: Node, x: Tensor, dims: Any) -> tuple[Tensor, in
     if ds == list(range(ds[0], ds[-1] + 1)):
         return x, ds[0], ds[-1]
     perm = tuple([d for d in range(rank) if d not in ds] + ds)
-    moved = _op(ctx, node, "permute", [x], tuple(x.shape[d] for d in perm), x.dtype, {"perm": perm})
+    moved = add_op(ctx, node, "permute", [x], tuple(x.shape[d] for d in perm), x.dtype, {"perm": perm})
     return moved, rank - len(ds), rank - 1
 
 
@@ -96,63 +143,19 @@ def _var(ctx: Any, node: Node, a: list[Any]) -> Tensor:
     correction = node.kwargs.get("correction", a[2] if len(a) > 2 else None)
     correction = 1.0 if correction is None else float(correction)
     count = math.prod(x.shape[first:last + 1])
-    return _emit(ctx, node, "var", [x], {"dims": (first, last), "divisor": max(0.0, count - correction)})
+    return emit(ctx, node, "var", [x], {"dims": (first, last), "divisor": max(0.0, count - correction)})
 
 
 def _argmax(ctx: Any, node: Node, a: list[Any]) -> Tensor:
     x = a[0]
     dim = a[1] if len(a) > 1 else node.kwargs.get("dim")
     first, last = (0, len(x.shape) - 1) if dim is None else (int(dim) % len(x.shape),) * 2
-    return _emit(ctx, node, "argmax", [x], {"dims": (first, last)})
+    return emit(ctx, node, "argmax", [x], {"dims": (first, last)})
 
 
 def _log_softmax(ctx: Any, node: Node, a: list[Any]) -> Tensor:
     rank = len(a[0].shape)
-    return _emit(ctx, node, "log_softmax", [a[0]], {"axis": int(a[1]) % rank})
-
-
-def _prelu(ctx: Any, node: Node, a: list[Any]) -> Tensor:
-    x, w = a[0], a[1]
-    if not isinstance(w, Tensor) or not w.is_constant:
-        raise McuError(f"prelu with a weight that is not a constant{user_source_line(node)}")
-    channels = x.shape[1] if len(x.shape) > 1 else 1
-    if w.numel not in (1, channels):
-        raise McuError(f"prelu with {w.numel} slopes for {channels} channels{user_source_line(node)}")
-    weight = Tensor(name=w.name, shape=(w.numel,), dtype=w.dtype, data=w.data.reshape(-1))
-    return _emit(ctx, node, "prelu", [x, weight], {})
-
-
-def _clamp_tensor(ctx: Any, node: Node, a: list[Any]) -> Tensor:
-    """clamp with tensor bounds: min(max(x, lo), hi), broadcasting like torch.clamp (NaN stays NaN)."""
-    x = a[0]
-    lo = a[1] if len(a) > 1 else node.kwargs.get("min")
-    hi = a[2] if len(a) > 2 else node.kwargs.get("max")
-    if lo is None and hi is None:
-        raise McuError(f"clamp without bounds{user_source_line(node)}")
-    steps = [(k, b) for k, b in (("maximum", lo), ("minimum", hi)) if b is not None]
-    shape = tuple(node.meta["val"].shape)
-    cur = x
-    for i, (kind, bound) in enumerate(steps):
-        last = i == len(steps) - 1
-        cur = _op(ctx, node, kind, [cur, _tensor_arg(ctx, node, bound, kind)], shape, "float32", {"act": None},
-                  name=node.name if last else None)
-    return cur
-
-
-def _reshape(ctx: Any, node: Node, x: Tensor, shape: tuple[int, ...]) -> Tensor:
-    return x if tuple(x.shape) == tuple(shape) else _op(ctx, node, "reshape", [x], shape, x.dtype, {})
-
-
-def _mm(ctx: Any, node: Node, a: list[Any]) -> Tensor:
-    """a @ b: a constant b is a linear layer (the frontend's own handler); an activation b is a batched
-    product of one batch."""
-    x, w = a[0], a[1]
-    if isinstance(w, Tensor) and w.is_constant:
-        return mm_const(ctx, node, a)
-    (m, k), n = x.shape, w.shape[1]
-    out = _op(ctx, node, "bmm", [_reshape(ctx, node, x, (1, m, k)), _reshape(ctx, node, w, (1, k, n))],
-              (1, m, n), "float32", {})
-    return _op(ctx, node, "reshape", [out], (m, n), "float32", {}, name=node.name)
+    return emit(ctx, node, "log_softmax", [a[0]], {"axis": int(a[1]) % rank})
 
 
 def _rms_norm(ctx: Any, node: Node, a: list[Any]) -> Tensor:
@@ -168,47 +171,21 @@ def _rms_norm(ctx: Any, node: Node, a: list[Any]) -> Tensor:
     ins = [x] + ([Tensor(name=weight.name, shape=(cols,), dtype=weight.dtype, data=weight.data.reshape(-1))]
                  if weight is not None else [])
     eps = float(torch.finfo(torch.float32).eps) if eps is None else float(eps)
-    return _emit(ctx, node, "rms_norm", ins, {"cols": cols, "eps": eps, "weight": weight is not None})
-
-
-def _log_sigmoid(ctx: Any, node: Node, a: list[Any]) -> tuple[Tensor, None]:
-    x = a[0]
-    return _op(ctx, node, "unary", [x], x.shape, x.dtype, {"fn": "log_sigmoid", "alpha": 0.0, "beta": 0.0},
-               name=node.name), None
+    return emit(ctx, node, "rms_norm", ins, {"cols": cols, "eps": eps, "weight": weight is not None})
 
 
 HANDLERS: dict[object, Handler] = {
-    aten.log_sigmoid_forward.default: _log_sigmoid,
+    aten._native_batch_norm_legit_no_training.default: _batch_norm,
+    aten.native_layer_norm.default: _layer_norm,
     aten.rms_norm.default: _rms_norm,
     aten.native_group_norm.default: _group_norm,
     aten._native_batch_norm_legit.no_stats: _batch_norm_no_stats,
+    aten._softmax.default: _softmax,
+    aten._log_softmax.default: _log_softmax,
+    aten.sum.dim_IntList: _reduce_handler("sum"),
+    aten.mean.dim: _mean,
+    aten.amax.default: _reduce_handler("amax"),
+    aten.amin.default: _reduce_handler("amin"),
     aten.var.correction: _var,
     aten.argmax.default: _argmax,
-    aten._log_softmax.default: _log_softmax,
-    aten._prelu_kernel.default: _prelu,
-    aten.clamp.Tensor: _clamp_tensor,
-    aten.mm.default: _mm,
 }
-
-
-def constant_inputs(ep: torch.export.ExportedProgram) -> Callable[[Node], bool]:
-    """Whether a node computes from parameters and constants alone (instance norm's ``repeat`` of its
-    weight): the frontend folds such ops at compile time, whatever they are."""
-    sig = ep.graph_signature
-    mutated = set(getattr(sig, "buffers_to_mutate", {}).values())
-    fixed = {name for name, target in {**sig.inputs_to_parameters, **sig.inputs_to_buffers,
-                                       **getattr(sig, "inputs_to_lifted_tensor_constants", {})}.items()
-             if target not in mutated}
-    memo: dict[str, bool] = {}
-
-    def const(v: Any) -> bool:
-        if isinstance(v, (list, tuple)):
-            return all(const(x) for x in v)
-        if not isinstance(v, Node):
-            return True
-        if v.name not in memo:
-            memo[v.name] = v.name in fixed if v.op == "placeholder" else (
-                v.op == "call_function" and const(list(v.args)) and const(list(v.kwargs.values())))
-        return memo[v.name]
-
-    return lambda node: const(list(node.args)) and const(list(node.kwargs.values()))

@@ -1,12 +1,10 @@
-"""Resampling and data movement for the frontend: nearest and bilinear upsampling, adaptive
-average pooling to any size, flip, repeat, expand, reflect and replicate padding (exported as
+"""Resampling and data movement for the frontend: nearest and bilinear upsampling, flip, repeat, expand, reflect and replicate padding (exported as
 ``aten.index.Tensor`` with constant indices), index_select and gather.
 
 Every op that only moves elements by indices known at compile time becomes one ``remap`` op: a table
 of source indices per output dim (mcu_remap), computed here with PyTorch's own index arithmetic, so
 the result is exact at fp32 and int8 alike. Run-time indices become ``index_select`` or ``gather``.
-Bilinear resizing and adaptive pooling have kernels of their own; their tables come from
-:mod:`mcu.reference.resample`.
+Bilinear resizing has a kernel of its own; its tables come from :mod:`mcu.reference.resample`.
 """
 
 from __future__ import annotations
@@ -22,7 +20,6 @@ from mcu.ir import Op, Tensor
 from mcu.reference.resample import bilinear_tables_f32, nearest_table
 from mcu.capture.sourceinfo import op_source, user_source_line
 from mcu.frontend.common import emit as _emit
-from mcu.frontend.common import adaptive_avg_pool as _adaptive_avg_pool
 
 aten = torch.ops.aten
 
@@ -131,14 +128,6 @@ def _upsample_linear1d(ctx: Any, node: Node, a: list[Any]) -> Tensor:
     return out
 
 
-def adaptive_avg_pool(ctx: Any, node: Node, x: Tensor) -> Tensor:
-    """Any output size: each cell averages rows [floor(i*H/oh), ceil((i+1)*H/oh)) and the columns alike."""
-    _check_4d(node, x, "adaptive average pooling")
-    out = _out(node, x.dtype)
-    ctx.ops.append(Op("adaptive_avg_pool", [x], [out], {}, name=node.name, source=op_source(node)))
-    return out
-
-
 # --- data movement ------------------------------------------------------------------------------------
 
 
@@ -240,15 +229,6 @@ def _gather(ctx: Any, node: Node, a: list[Any]) -> Tensor:
     return out
 
 
-def _adaptive(ctx: Any, node: Node, a: list[Any]) -> Tensor:
-    x = a[0]
-    _check_4d(node, x, "adaptive average pooling")
-    oh, ow = (int(s) for s in node.meta["val"].shape[2:])
-    if (oh, ow) == (1, 1) or (x.shape[2] % oh == 0 and x.shape[3] % ow == 0):
-        return _adaptive_avg_pool(ctx, node, a)  # a global mean or an ordinary average pool
-    return adaptive_avg_pool(ctx, node, x)
-
-
 HANDLERS: dict[object, Handler] = {
     aten.upsample_nearest2d.vec: _upsample_nearest,
     aten.upsample_nearest2d.default: _upsample_nearest,
@@ -256,8 +236,6 @@ HANDLERS: dict[object, Handler] = {
     aten.upsample_bilinear2d.default: _upsample_bilinear,
     aten.upsample_linear1d.vec: _upsample_linear1d,
     aten.upsample_linear1d.default: _upsample_linear1d,
-    aten._adaptive_avg_pool2d.default: _adaptive,
-    aten.adaptive_avg_pool2d.default: _adaptive,
     aten.flip.default: _flip,
     aten.repeat.default: _repeat,
     aten.expand.default: _expand,

@@ -101,6 +101,15 @@ def index_put(states: dict[int, str], ops: list[Op], node: Node, a: list[Any],
     return out
 
 
+def _index_put(ctx: Any, node: Node, a: list[Any]) -> Tensor:
+    return index_put(ctx.states, ctx.ops, node, a, ctx.fresh)
+
+
+HANDLERS: dict[object, Callable[[Any, Node, list[Any]], Any]] = {
+    torch.ops.aten.index_put.default: _index_put,
+}
+
+
 def check_reads(graph: Graph) -> None:
     """Refuse a read of a state's value from before this call's write: the write happens in place, so
     an op that reads the old value could run after it and see the new one."""

@@ -294,7 +294,7 @@ class MCUQuantizer(Quantizer):
 
     def _clamp_tensor(self, node: Node, act: QuantizationSpec) -> None:
         """clamp with tensor bounds: the lowering's maximum and minimum, int8 with the value between
-        them on the output's grid (mcu.passes.quantized.islands.quantize_between_bounds)."""
+        them on the output's grid (mcu.passes.quantized.elementwise.quantize_between_bounds)."""
         bounds = [node.args[i] if len(node.args) > i else node.kwargs.get(k) for i, k in ((1, "min"), (2, "max"))]
         tensors = [t for t in [node.args[0], *bounds] if _is_float_tensor(t)]
         if _is_float_tensor(node.args[0]) and all(b is None or _is_float_tensor(b) for b in bounds):

@@ -148,7 +148,7 @@ def test_int8_model_with_extremes_and_constants_keeps_no_island_and_equals_the_r
 
 def test_constant_operand_keeps_the_quantizers_codes_or_takes_its_own_scale() -> None:
     from mcu.ir import Op, QConst, Tensor
-    from mcu.passes.quantized.islands import constant_operand, own_quantization
+    from mcu.passes.quantized.elementwise import constant_operand, own_quantization
 
     data = np.array([[-0.5, 0.0, 1.5]], np.float32)
     t = Tensor(name="c", shape=(1, 3), data=data)

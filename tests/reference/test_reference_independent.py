@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import mcu
-from mcu.backends.portable import islands, recurrent, resample
+from mcu.backends.portable import elementwise, norm, pool, recurrent, resample
 from mcu.reference.interp import Reference
 
 
@@ -75,11 +75,11 @@ def _planes_as_channels(params: dict) -> dict:
 
 # (model, input shape, op kind the model must have, module, parameter function, perturbation)
 CASES: dict[str, tuple[Callable[[], nn.Module], tuple[int, ...], str, object, str, Callable[[dict], dict]]] = {
-    "prelu_s8": (Prelu, (1, 3, 6, 6), "prelu", islands, "prelu_params", _shift_slopes),
-    "log_softmax_s8": (LogSoftmax, (1, 5, 4, 3), "log_softmax", islands, "log_softmax_params",
+    "prelu_s8": (Prelu, (1, 3, 6, 6), "prelu", elementwise, "prelu_params", _shift_slopes),
+    "log_softmax_s8": (LogSoftmax, (1, 5, 4, 3), "log_softmax", norm, "log_softmax_params",
                        lambda p: {**p, "log_multiplier": p["log_multiplier"] + (1 << 14)}),
     "resize_bilinear_s8": (Resize, (1, 3, 5, 4), "resize_bilinear", resample, "resample_params", _planes_as_channels),
-    "adaptive_avg_pool_s8": (AdaptivePool, (1, 3, 7, 5), "adaptive_avg_pool", resample, "resample_params",
+    "adaptive_avg_pool_s8": (AdaptivePool, (1, 3, 7, 5), "adaptive_avg_pool", pool, "resample_params",
                              _planes_as_channels),
     "gru_s8": (Gru, (1, 7, 6), "gru", recurrent, "recurrent_params",
                lambda p: {**p, "hidden_zp": p["hidden_zp"] + 3}),

@@ -21,7 +21,7 @@ from torch import nn
 import mcu  # noqa: E402
 from mcu.api import CompiledModel  # noqa: E402
 from mcu.ir import QConst, QuantParams, Tensor  # noqa: E402
-from mcu.passes.quantized.islands import constant_on_grid  # noqa: E402
+from mcu.passes.quantized.movement import constant_on_grid  # noqa: E402
 from mcu.quantize.attention import prepare_attention  # noqa: E402
 from repo import requires_qemu  # noqa: E402
 from vit_models import vit  # noqa: E402

@@ -1,13 +1,114 @@
-"""Portable-backend emitters of the transposed convolution:
-``mcu_conv_transpose2d_f32`` and ``mcu_conv_transpose2d_s8``. They take the convolution's parameter
-structs and operands (mcu/backends/calls.py), so program files carry them like a convolution (kernel ids
-100 and 101). conv1d and grouped convolution need nothing here: they are conv2d ops."""
+"""Portable-backend emitters of the convolution and linear family: float convolution and linear layers
+(also with int8 or 4-bit weights), batched matrix products of two activations (fp32 and int8), int8 convolution, depthwise and linear layers through the variant table
+(mcu/backends/portable/variants.py: kernels with different contracts), and the transposed convolution,
+``mcu_conv_transpose2d_f32``/``_s8``, which takes the convolution's parameter structs and operands
+(mcu/backends/calls.py), so program files carry it like a convolution (kernel ids 100 and 101). conv1d and
+grouped convolution need nothing of their own: they are conv2d ops."""
 
 from __future__ import annotations
 
-from mcu.backends.portable.common import conv2d as _conv2d
-from mcu.backends.calls import KernelCall, Ref, conv_params_s8, quant_locals, quant_operands
+from mcu.backends.calls import (SCRATCH, KernelCall, Ref, act_bounds, conv_params_s8, offsets, quant_locals,
+                                quant_operands, shape4)
+from mcu.backends.portable.variants import select_variant
 from mcu.ir import Op
+
+
+def _conv2d(op: Op, ref: Ref) -> KernelCall:
+    x, w = op.inputs[0], op.inputs[1]
+    b = op.inputs[2] if len(op.inputs) > 2 else None
+    out = op.output
+    params = {
+        "input": shape4(x), "output": shape4(out),
+        "kernel_h": w.shape[2], "kernel_w": w.shape[3],
+        "stride_h": op.attrs["stride"][0], "stride_w": op.attrs["stride"][1],
+        "pad_top": op.attrs["padding"][0], "pad_left": op.attrs["padding"][1],
+        "dilation_h": op.attrs["dilation"][0], "dilation_w": op.attrs["dilation"][1],
+        "groups": op.attrs["groups"], **act_bounds(op),
+    }
+    return KernelCall("mcu_conv2d_f32", ["&params", ref(x), ref(w), ref(b) if b is not None else "NULL", ref(out)],
+                      ["mcu_conv2d_f32.c"], "mcu_conv2d_f32_params", params, operands=[x, w, b, out])
+
+
+def _linear(op: Op, ref: Ref) -> KernelCall:
+    x, w = op.inputs[0], op.inputs[1]
+    b = op.inputs[2] if len(op.inputs) > 2 else None
+    out_f, in_f = w.shape
+    params = {"batch": x.numel // in_f, "in_features": in_f, "out_features": out_f, **act_bounds(op)}
+    return KernelCall("mcu_linear_f32", ["&params", ref(x), ref(w), ref(b) if b is not None else "NULL",
+                                         ref(op.output)],
+                      ["mcu_linear_f32.c"], "mcu_linear_f32_params", params, operands=[x, w, b, op.output])
+
+
+def _linear_w8(op: Op, ref: Ref) -> KernelCall:
+    x, w, scale, b = op.inputs
+    out_f, in_f = w.shape
+    params = {"batch": x.numel // in_f, "in_features": in_f, "out_features": out_f, **act_bounds(op)}
+    return KernelCall("mcu_linear_w8_f32", ["&params", ref(x), ref(w), ref(scale), ref(b), ref(op.output)],
+                      ["mcu_linear_w8_f32.c"], "mcu_linear_f32_params", params,
+                      operands=[x, w, scale, b, op.output])
+
+
+def _linear_dyn(op: Op, ref: Ref) -> KernelCall:
+    x, w, scale, b = op.inputs
+    out_f, in_f = w.shape
+    params = {"batch": x.numel // in_f, "in_features": in_f, "out_features": out_f, **act_bounds(op)}
+    assert ref.scratch is not None, "dynamic quantization needs its planned scratch buffer"
+    return KernelCall("mcu_linear_dyn_s8", ["&ctx", "&params", ref(x), ref(w), ref(scale), ref(b), ref(op.output)],
+                      ["mcu_linear_dyn_s8.c"], "mcu_linear_f32_params", params,
+                      locals=[f"const mcu_context ctx = {{{ref.scratch[0]}, {ref.scratch[1]}}};"],
+                      operands=[SCRATCH, x, w, scale, b, op.output])
+
+
+def _matrix_s8(op: Op, ref: Ref) -> KernelCall:
+    """int8 convolution, depthwise and linear: the kernel comes from the variant table
+    (mcu/backends/portable/variants.py); in-place variants take the data once."""
+    x, w, b = op.inputs[:3]
+    out = op.output
+    variant = select_variant(op, ref(x) == ref(out))
+    params_type, params = conv_params_s8(op)
+    data = [ref(out)] if variant.in_place else [ref(x)]
+    tail = [ref(w), ref(b)] + ([] if variant.in_place else [ref(out)])
+    return KernelCall(variant.function, ["&ctx", "&params", "&quant", *data, *tail], [variant.source], params_type,
+                      params, locals=quant_locals(op, ref), operands=quant_operands(op))
+
+
+def _linear_w4(op: Op, ref: Ref) -> KernelCall:
+    x, w, scale = op.inputs[:3]
+    b = op.inputs[3] if len(op.inputs) > 3 else None
+    out_f, half = w.shape
+    in_f = 2 * half
+    params = {"batch": x.numel // in_f, "in_features": in_f, "out_features": out_f,
+              "group_size": int(op.attrs["group_size"]), **act_bounds(op)}
+    return KernelCall("mcu_linear_w4_f32", ["&params", ref(x), ref(w), ref(scale), ref(b) if b is not None else "NULL",
+                                            ref(op.output)],
+                      ["mcu_linear_w4_f32.c"], "mcu_linear_w4_params", params, operands=[x, w, scale, b, op.output])
+
+
+def _linear_w4_dyn(op: Op, ref: Ref) -> KernelCall:
+    call = _linear_w4(op, ref)
+    assert ref.scratch is not None, "dynamic quantization needs its planned scratch buffer"
+    return KernelCall("mcu_linear_w4_s8", ["&ctx", *call.args], ["mcu_linear_w4_s8.c"], call.params_type,
+                      call.params, locals=[f"const mcu_context ctx = {{{ref.scratch[0]}, {ref.scratch[1]}}};"],
+                      operands=[SCRATCH, *call.operands])
+
+
+def _bmm(op: Op, ref: Ref) -> KernelCall:
+    a, b = op.inputs
+    batch, m, k = a.shape
+    n = b.shape[2]
+    params = {"batch": batch, "m": m, "k": k, "n": n, "a_batch_stride": m * k, "b_batch_stride": k * n}
+    return KernelCall("mcu_bmm_f32", ["&params", ref(a), ref(b), ref(op.output)], ["mcu_bmm_f32.c"],
+                      "mcu_bmm_f32_params", params, operands=[a, b, op.output])
+
+
+def _bmm_s8(op: Op, ref: Ref) -> KernelCall:
+    a, b = op.inputs
+    batch, m, k = a.shape
+    n = b.shape[2]
+    params = {"batch": batch, "m": m, "k": k, "n": n, "a_batch_stride": m * k, "b_batch_stride": k * n,
+              **offsets(op, "a_offset", "b_offset", "multiplier", "shift", "output_offset", "act_min", "act_max")}
+    return KernelCall("mcu_bmm_s8", ["&params", ref(a), ref(b), ref(op.output)], ["mcu_bmm_s8.c"],
+                      "mcu_bmm_s8_params", params, operands=[a, b, op.output])
 
 
 def _conv_transpose2d(op: Op, ref: Ref) -> KernelCall:
@@ -19,7 +120,7 @@ def _conv_transpose2d(op: Op, ref: Ref) -> KernelCall:
 def _conv_transpose2d_s8(op: Op, ref: Ref) -> KernelCall:
     x, w, b = op.inputs[:3]
     _, params = conv_params_s8(op)  # the convolution's struct: kind conv_transpose2d takes its conv2d form
-    # weights packed by output phase (dilation 1, one group: mcu/passes/quantized/core.py) or OHWI
+    # weights packed by output phase (dilation 1, one group: mcu/passes/quantized/conv.py) or OHWI
     function = "mcu_conv_transpose2d_phased_s8" if op.attrs.get("phased") else "mcu_conv_transpose2d_s8"
     return KernelCall(function, ["&ctx", "&params", "&quant", ref(x), ref(w), ref(b), ref(op.output)],
                       [f"{function}.c"], "mcu_conv2d_s8_params", params, locals=quant_locals(op, ref),
@@ -27,6 +128,17 @@ def _conv_transpose2d_s8(op: Op, ref: Ref) -> KernelCall:
 
 
 EMITTERS = {
+    ("conv2d", "float32"): _conv2d,
+    ("linear", "float32"): _linear,
+    ("linear_w8", "float32"): _linear_w8,
+    ("linear_dyn", "float32"): _linear_dyn,
+    ("linear_w4", "float32"): _linear_w4,
+    ("linear_w4_dyn", "float32"): _linear_w4_dyn,
     ("conv_transpose2d", "float32"): _conv_transpose2d,
+    ("bmm", "float32"): _bmm,
+    ("conv2d", "int8"): _matrix_s8,
+    ("depthwise_conv2d", "int8"): _matrix_s8,
+    ("linear", "int8"): _matrix_s8,
     ("conv_transpose2d", "int8"): _conv_transpose2d_s8,
+    ("bmm", "int8"): _bmm_s8,
 }

@@ -1,6 +1,6 @@
 """Portable-backend emitters of resampling and data movement (mcu/frontend/resample.py):
 mcu_remap (per-dim index tables, any dtype), mcu_index_select and mcu_gather (run-time indices, any
-dtype), mcu_resize_bilinear_f32/_s8 and mcu_adaptive_avg_pool_f32/_s8 (NHWC: [N][H][W][C])."""
+dtype), mcu_resize_bilinear_f32/_s8 (NHWC: [N][H][W][C])."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import math
 from mcu.backends.calls import KernelCall, Ref, at_source
 from mcu.errors import McuError
 from mcu.ir import CHANNELS_LAST, DTYPE_BYTES, Op
-from mcu.backends.portable.common import slice_call
 
 
 def _pad6(values: list[int], fill: int, op: Op) -> list[int]:
@@ -76,18 +75,6 @@ def _resize_bilinear_s8(op: Op, ref: Ref) -> KernelCall:
                       operands=[index, x, op.output])
 
 
-def _adaptive(suffix: str):
-    def emit(op: Op, ref: Ref) -> KernelCall:
-        return KernelCall(f"mcu_adaptive_avg_pool_{suffix}", ["&params", ref(op.inputs[0]), ref(op.output)],
-                          [f"mcu_adaptive_avg_pool_{suffix}.c"], f"mcu_resample_{suffix}_params",
-                          resample_params(op), operands=[op.inputs[0], op.output])
-    return emit
-
-
-def _slice(op: Op, ref: Ref) -> KernelCall:
-    return slice_call(op, ref)
-
-
 EMITTERS = {
     ("remap", "float32"): _remap,
     ("remap", "int8"): _remap,
@@ -98,9 +85,6 @@ EMITTERS = {
     ("remap", "int32"): _remap,  # indices moved before they index (an expanded run-time index)
     ("index_select", "int32"): _index_select,
     ("gather", "int32"): _gather,
-    ("slice", "int32"): _slice,  # a part of a run-time index tensor
     ("resize_bilinear", "float32"): _resize_bilinear_f32,
     ("resize_bilinear", "int8"): _resize_bilinear_s8,
-    ("adaptive_avg_pool", "float32"): _adaptive("f32"),
-    ("adaptive_avg_pool", "int8"): _adaptive("s8"),
 }

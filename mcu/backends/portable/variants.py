@@ -17,7 +17,7 @@ Three levels of choice, each made once:
   decides, so the generated C and program files are the same for every core, and every path
   is bit-exact with the Python reference (tests/kernels/test_kernels_s8.py, tests/kernels/test_kernels_s8_opt.py).
 
-This module is plain data plus one lookup; mcu/backends/portable/core.py builds the call.
+This module is plain data plus one lookup; mcu/backends/portable/conv.py builds the call.
 """
 
 from __future__ import annotations

@@ -1,37 +1,42 @@
-"""int8 forms of the elementwise, normalisation and reduction ops (joins
-:data:`mcu.passes.quantized.core.CONVERTERS`): every elementwise function of ``mcu_unary_f32`` (GELU
-both forms, SiLU, hardsigmoid, leaky ReLU, ELU, softplus, exp, log, sqrt, rsqrt, erf, abs, neg,
-reciprocal, pow, log-sigmoid, mish, and arithmetic with a scalar) becomes the int8 ``lut`` op with its
-256-entry table computed here in float64 from mcu/reference/elementwise.py's function; layer norm
-becomes ``mcu_layer_norm_s8`` (integer mean and variance, mcu/reference/norm.py); argmax reads the
-int8 codes.
+"""int8 forms of the elementwise family.
+
+Every elementwise function of ``mcu_unary_f32`` (GELU both forms, SiLU, hardsigmoid, leaky ReLU, ELU,
+softplus, exp, log, sqrt, rsqrt, erf, abs, neg, reciprocal, pow, log-sigmoid, mish, and arithmetic with a
+scalar), and sigmoid, tanh and hardswish, become the int8 ``lut`` op with its 256-entry table computed here
+in float64 from mcu/reference/elementwise.py's function. Addition, subtraction and multiplication take
+TFLite's int8 parameters; maximum and minimum (TFLite MAXIMUM/MINIMUM) run on the add's rescaled operands,
+so that inputs and output may differ in quantization, and division alike; PReLU with a slope per channel
+(TFLite PRELU) quantizes its slopes. A float constant operand of these ops (a learned position embedding
+added to the tokens) is quantized with its own int8 scale (or keeps the one the quantizer gave it) and the
+op runs its int8 kernel on it. Clamping keeps or changes quantization (``clamp`` or ``requantize``).
 """
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
-from mcu.ir import Graph, Op, Tensor
+from mcu.ir import Graph, Op, QuantParams, Tensor
+from mcu.passes.quantized.common import act_bounds
+from mcu.passes.quantized.common import int_const as _int_const
+from mcu.passes.quantized.common import same_quant as _same_quant
+from mcu.passes.quantized.common import scale as _scale
+from mcu.passes.quantized.common import zero_point as _zp
 from mcu.reference import arith
 from mcu.reference.elementwise import unary_real
-from mcu.reference.norm import layer_norm_params
-from mcu.passes.quantized.common import int_const as _int_const
-from mcu.passes.quantized.common import act_bounds
-from mcu.passes.quantized.islands import prelu_s8
+from mcu.reference.islands import div_params, prelu_params, quantize_slopes
+
+# Kinds whose int8 kernel reads a constant operand like any other (strided broadcasting, own offsets).
+CONSTANT_OPERANDS = {"add", "sub", "mul", "maximum", "minimum", "div"}
+# Kinds whose converter turns their float constants (PReLU's slopes) to int8.
+OWN_CONSTANTS = {"prelu"}
+
+Converter = Callable[[Graph, Op, list[Tensor], Tensor], "Op | str"]
 
 # Binary ops with a scalar constant operand, as (alpha, beta) of x * alpha + beta (or of beta - x for rsub).
 _SCALAR = {"add": lambda s: ("affine", 1.0, s), "sub": lambda s: ("affine", 1.0, -s),
            "mul": lambda s: ("affine", s, 0.0), "div": lambda s: ("affine", 1.0 / s, 0.0)}
-
-
-def _scale(t: Tensor) -> float:
-    assert t.quant is not None
-    return t.quant.scale[0]
-
-
-def _zp(t: Tensor) -> int:
-    assert t.quant is not None
-    return t.quant.zero_point[0]
 
 
 def _between_quantize(graph: Graph, op: Op) -> bool:
@@ -81,104 +86,154 @@ def _prelu(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
     w = op.inputs[1]
     if w.numel != 1:  # TFLite's int8 PRELU (mcu_prelu_s8)
 
-        return prelu_s8(graph, op, ins, out)
+        return _prelu_per_channel(graph, op, ins, out)
     slope = float(np.asarray(w.data).reshape(-1)[0])
     unary = Op("unary", [op.inputs[0]], list(op.outputs), {"fn": "leaky_relu", "alpha": slope, "beta": 0.0},
                op.name, op.source)
     return _unary_lut(graph, unary, ins, out)
 
 
-def _layer_norm(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
-    x = ins[0]
-    rest = iter(op.inputs[1:])
-    weight = next(rest) if op.attrs["weight"] else None
-    bias = next(rest) if op.attrs.get("bias") else None
-    rms = op.kind == "rms_norm"
-    try:
-        p = layer_norm_params(int(op.attrs["cols"]), _scale(x), _scale(out), _zp(out), float(op.attrs["eps"]),
-                              None if weight is None else weight.data, None if bias is None else bias.data,
-                              rms=rms, zp_in=_zp(x))
-    except ValueError as exc:
-        return str(exc)
-    act_min, act_max = act_bounds(op, out)
-    eps_lo, eps_hi = p.eps_words
-    return Op("layer_norm", [x, _int_const(f"{op.name}_multiplier", p.multipliers),
-                             _int_const(f"{op.name}_shift", p.shifts), _int_const(f"{op.name}_bias_q", p.bias)],
-              [out], {"cols": op.attrs["cols"], "eps": op.attrs["eps"], "eps_lo": eps_lo, "eps_hi": eps_hi,
-                      "output_offset": p.output_offset, "act_min": act_min, "act_max": act_max, "rms": int(rms),
-                      "input_zero_point": p.input_zero_point},
-              op.name, op.source)
+def own_quantization(values: np.ndarray) -> tuple[float, int]:
+    """Asymmetric int8 parameters covering ``values`` and zero (so that 0.0 is exact), as the activation
+    observer would pick: scale = (max - min) / 255, zero-point = -128 - min / scale."""
+    lo = min(float(np.min(values)), 0.0) if values.size else 0.0
+    hi = max(float(np.max(values)), 0.0) if values.size else 0.0
+    if hi - lo <= 0.0:
+        return 1.0, 0
+    scale = (hi - lo) / 255.0
+    zp = int(np.clip(np.round(-128.0 - lo / scale), -128, 127))
+    return scale, zp
 
 
-def permute_before_dequantize(graph: Graph) -> None:
-    """A permute or reshape of a dequantized tensor (the permute the frontend puts before a reduction over
-    dims apart, matmul's views before its bmm) moves the int8 codes instead: dequantize(permute(q))
-    computes the same values, and the op after it reads a dequantize again, so it can become int8."""
+def constant_operand(op: Op, t: Tensor) -> Tensor | None:
+    """The int8 form of a float constant operand of ``op``, or None when the op's int8 kernel cannot read
+    one. A constant the quantizer quantized per tensor keeps its codes; any other is quantized here."""
+    if op.kind not in CONSTANT_OPERANDS or t.dtype != "float32" or t.data is None:
+        return None
+    data = np.asarray(t.data, dtype=np.float64)
+    qc = t.qconst
+    if qc is not None and np.all(qc.scale == qc.scale.flat[0]) and np.all(qc.zero_point == qc.zero_point.flat[0]):
+        scale, zp = float(qc.scale.flat[0]), int(qc.zero_point.flat[0])
+        codes = np.asarray(qc.values, dtype=np.int8).reshape(t.shape)
+    else:
+        scale, zp = own_quantization(data)
+        codes = np.clip(np.round(data / scale) + zp, -128, 127).astype(np.int8).reshape(t.shape)
+    return Tensor(name=f"{t.name}_q", shape=t.shape, dtype="int8", data=np.ascontiguousarray(codes),
+                  dim_order=t.dim_order, quant=QuantParams(scale=(scale,), zero_point=(zp,)))
+
+
+def quantize_between_bounds(graph: Graph) -> None:
+    """clamp with tensor bounds lowers to maximum then minimum (mcu/frontend/elementwise.py) with a float value between
+    them that nothing quantizes: when the minimum's result is quantized, put the value between on the same grid
+    (a quantize and a dequantize with the result's parameters), so both become int8. Exact where no bound
+    needs the range beyond the result's: the maximum's values above it are clamped by the minimum anyway."""
     for op in list(graph.ops):
-        producer = graph.producer(op.inputs[0]) if op.kind in ("permute", "reshape") and op.inputs else None
-        if producer is None or producer.kind != "dequantize" or op.output.is_output:
+        if op.kind != "maximum" or op.output.is_output:
             continue
-        src = producer.inputs[0]
-        moved = Tensor(name=f"{op.name}_q", shape=op.output.shape, dtype=src.dtype, quant=src.quant)
-        at = graph.ops.index(op)
-        graph.ops[at:at + 1] = [Op(op.kind, [src], [moved], dict(op.attrs), op.name, op.source),
-                                Op("dequantize", [moved], [op.output], dict(producer.attrs), f"{op.name}_dq",
-                                   op.source)]
-
-
-def argmax_on_codes(graph: Graph) -> None:
-    """argmax of a dequantized int8 tensor reads the codes (dequantization is increasing)."""
-    for op in graph.ops:
-        if op.kind != "argmax":
+        users = graph.users(op.output)
+        if len(users) != 1 or users[0].kind != "minimum" or users[0].inputs[0] is not op.output:
             continue
-        producer = graph.producer(op.inputs[0])
-        if producer is not None and producer.kind == "dequantize" and producer.inputs[0].dtype == "int8":
-            op.inputs[0] = producer.inputs[0]
+        after = graph.users(users[0].output)
+        if len(after) != 1 or after[0].kind != "quantize" or users[0].output.is_output:
+            continue
+        q = after[0].output.quant
+        mid_q = Tensor(name=f"{op.name}_q", shape=op.output.shape, dtype="int8", quant=q)
+        mid = Tensor(name=f"{op.name}_dq", shape=op.output.shape, dtype="float32")
+        at = graph.ops.index(op) + 1
+        graph.ops[at:at] = [Op("quantize", [op.output], [mid_q], dict(after[0].attrs), f"{op.name}_quantize", op.source),
+                            Op("dequantize", [mid_q], [mid], {"quant": q}, f"{op.name}_dequantize", op.source)]
+        users[0].inputs[0] = mid
 
 
-def _reduce(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
-    x = ins[0]
-    first, last = op.attrs["dims"]
-    count = int(np.prod(x.shape[first:last + 1]))
-    real = _scale(x) / _scale(out) / (count if op.attrs["op"] == "mean" else 1)
-    mult, shift = arith.quantize_multiplier(real)
+def _extreme(kind: str):
+    def convert(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
+        a, b = ins
+        act_min, act_max = act_bounds(op, out)
+        params = arith.add_params(_scale(a), _scale(b), _scale(out))
+        attrs = {**op.attrs, **params, "a_offset": -_zp(a), "b_offset": -_zp(b), "output_offset": _zp(out),
+                 "act_min": act_min, "act_max": act_max}
+        return Op(kind, [a, b], [out], attrs, op.name, op.source)
+    return convert
+
+
+def _div(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
+    a, b = ins
     act_min, act_max = act_bounds(op, out)
-    return Op("reduce", [x], [out], {**op.attrs, "input_offset": -_zp(x), "multiplier": mult, "shift": shift,
-                                     "output_offset": _zp(out), "act_min": act_min, "act_max": act_max},
+    params = div_params(_scale(a), _scale(b), _scale(out), zp_a=_zp(a), zp_b=_zp(b), zp_out=_zp(out))
+    return Op("div", [a, b], [out], {**op.attrs, **params, "act_min": act_min, "act_max": act_max}, op.name,
+              op.source)
+
+
+def _prelu_per_channel(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
+    """TFLite PRELU: slopes per channel as symmetric int8 with a scale of their own (the float32 slopes are
+    the op's second input; :data:`OWN_CONSTANTS`)."""
+    x = ins[0]
+    codes, s_alpha = quantize_slopes(np.asarray(op.inputs[1].data))
+    alpha = Tensor(name=f"{op.name}_alpha_q", shape=(codes.size,), dtype="int8", data=codes,
+                   quant=QuantParams(scale=(s_alpha,), zero_point=(0,), qmin=-127, qmax=127))
+    act_min, act_max = act_bounds(op, out)
+    params = prelu_params(_scale(x), s_alpha, _scale(out), zp_in=_zp(x), zp_out=_zp(out))
+    return Op("prelu", [x, alpha], [out], {**op.attrs, **params, "act_min": act_min, "act_max": act_max},
               op.name, op.source)
 
 
-def _bmm(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
-    a, b = ins
-    if a.shape[0] != b.shape[0]:
-        return "batches differ"
-    mult, shift = arith.quantize_multiplier(_scale(a) * _scale(b) / _scale(out))
-    act_min, act_max = act_bounds(op, out)
-    return Op("bmm", [a, b], [out], {**op.attrs, "a_offset": -_zp(a), "b_offset": -_zp(b), "multiplier": mult,
-                                     "shift": shift, "output_offset": _zp(out), "act_min": act_min,
-                                     "act_max": act_max}, op.name, op.source)
+def _binary(kind: str) -> Converter:
+    def convert(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
+        a, b = ins
+        if (a.is_constant and a.dtype != "int8") or (b.is_constant and b.dtype != "int8"):
+            return "an operand is a constant"  # (an int8 constant operand is read like a tensor)
+        act_min, act_max = act_bounds(op, out)
+        if kind == "mul":
+            params = arith.mul_params(_scale(a), _scale(b), _scale(out))
+        else:
+            params = arith.add_params(_scale(a), _scale(b), _scale(out))
+        attrs = {**op.attrs, **params, "a_offset": -_zp(a), "b_offset": -_zp(b), "output_offset": _zp(out),
+                 "act_min": act_min, "act_max": act_max}
+        return Op(kind, [a, b], [out], attrs, op.name, op.source)
+    return convert
 
 
-def quantize_before_moves(graph: Graph) -> None:
-    """op -> reshape/permute -> quantize (matmul's view after its bmm) becomes op -> quantize -> int8
-    reshape/permute: the same codes, and the op before now has a quantized output, so it can become int8."""
-    for q in [op for op in graph.ops if op.kind == "quantize"]:
-        move = graph.producer(q.inputs[0])
-        if move is None or move.kind not in ("reshape", "permute") or len(graph.users(move.output)) != 1 \
-                or move.output.is_output:
-            continue
-        before = graph.producer(move.inputs[0])
-        if before is None or before.kind in ("dequantize", "quantize", "reshape", "permute") \
-                or len(graph.users(move.inputs[0])) != 1:
-            continue
-        src = move.inputs[0]
-        early = Tensor(name=f"{move.name}_q", shape=src.shape, dtype=q.output.dtype, quant=q.output.quant)
-        at = graph.ops.index(move)
-        graph.ops.remove(q)
-        graph.ops[at:at + 1] = [Op("quantize", [src], [early], dict(q.attrs), q.name, q.source),
-                                Op(move.kind, [early], [q.output], dict(move.attrs), move.name, move.source)]
+def _np_sigmoid(x: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-x))
 
 
-CONVERTERS = {"unary": _unary_lut, "bmm": _bmm, "prelu": _prelu, "layer_norm": _layer_norm, "rms_norm": _layer_norm, "reduce": _reduce}
-OWN_CONSTANTS = {"layer_norm", "rms_norm", "prelu",
-                 "where"}  # kinds whose converter turns their float constants (weight, bias, where's branches on its output's grid) to int8
+def _np_hardswish(x: np.ndarray) -> np.ndarray:
+    return x * np.clip(x + 3.0, 0.0, 6.0) / 6.0
+
+
+_LUT_FUNCTIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "sigmoid": _np_sigmoid, "tanh": np.tanh, "hardswish": _np_hardswish,
+}
+
+
+def _lut(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
+    x = ins[0]
+    table = arith.lut_table(_LUT_FUNCTIONS[op.kind], _scale(x), _zp(x), _scale(out), _zp(out))
+    return Op("lut", [x, _int_const(f"{op.name}_table", table, "int8")], [out], {"function": op.kind},
+              op.name, op.source)
+
+
+def _clamp(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
+    x = ins[0]
+    lo, hi = op.attrs["min"], op.attrs["max"]
+    fake = Op("clamp", [], [], {"act": (lo, hi)})
+    act_min, act_max = act_bounds(fake, out)
+    if _same_quant(x, out):
+        return Op("clamp", [x], [out], {"act_min": act_min, "act_max": act_max}, op.name, op.source)
+    return requantize_op(op.name, x, out, act_min, act_max, op.source)
+
+
+def requantize_op(name: str, x: Tensor, out: Tensor, act_min: int = -128, act_max: int = 127,
+                  source: str = "") -> Op:
+    mult, shift = arith.quantize_multiplier(_scale(x) / _scale(out))
+    return Op("requantize", [x], [out], {"input_offset": -_zp(x), "multiplier": mult, "shift": shift,
+                                         "output_offset": _zp(out), "act_min": act_min, "act_max": act_max},
+              f"{name}_requant", source)
+
+
+CONVERTERS: dict[str, Converter] = {
+    "add": _binary("add"), "sub": _binary("sub"), "mul": _binary("mul"), "div": _div,
+    "maximum": _extreme("maximum"), "minimum": _extreme("minimum"),
+    "sigmoid": _lut, "tanh": _lut, "hardswish": _lut, "unary": _unary_lut,
+    "clamp": _clamp, "prelu": _prelu,
+}

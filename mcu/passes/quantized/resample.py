@@ -1,6 +1,6 @@
 """int8 forms of resampling and data movement: the output keeps the input's scale and
-zero-point (the quantizer shares them, mcu/quantize/quantizer.py), so remap, index_select, gather and adaptive
-average pooling run on the int8 values as they are, and bilinear resizing swaps its float weights
+zero-point (the quantizer shares them, mcu/quantize/quantizer.py), so remap, index_select and gather run on
+the int8 values as they are, and bilinear resizing swaps its float weights
 for 10-bit integer ones (mcu/reference/resample.py)."""
 
 from __future__ import annotations
@@ -33,6 +33,5 @@ CONVERTERS = {
     "remap": _moves,
     "index_select": _moves,
     "gather": _moves,
-    "adaptive_avg_pool": _moves,
     "resize_bilinear": _resize_bilinear,
 }

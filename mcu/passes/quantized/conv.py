@@ -1,0 +1,107 @@
+"""int8 forms of the convolution and linear family: convolution (depthwise when it has a group per input
+channel), linear layers and transposed convolution take int8 weights quantized per output channel, int32
+biases and a Q31 multiplier and shift per output channel; a batched matrix product of two activations
+requantizes its int32 sums with one multiplier."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mcu.ir import Graph, Op, QuantParams, Tensor
+from mcu.passes.quantized.common import act_bounds
+from mcu.passes.quantized.common import int_const as _int_const
+from mcu.passes.quantized.common import scale as _scale
+from mcu.passes.quantized.common import zero_point as _zp
+from mcu.reference import arith
+from mcu.reference.conv import phase_pack
+
+# Kinds whose converter quantizes their float constants (weights, bias) itself.
+WEIGHTED = ("conv2d", "linear", "conv_transpose2d")
+
+
+def _per_channel_requant(name: str, x: Tensor, w: Tensor, bias: Tensor | None, out: Tensor,
+                         ) -> tuple[Tensor, Tensor, Tensor, Tensor] | str:
+    qc = w.qconst
+    if qc is None:
+        return "its weight is not quantized"
+    w_scale, w_zp = qc.per_channel(0)
+    if np.any(w_zp != 0):
+        return "weights must be symmetric (zero-point 0)"
+    s_x, s_o = _scale(x), _scale(out)
+    mults, shifts = zip(*(arith.quantize_multiplier(s_x * float(sw) / s_o) for sw in w_scale))
+    channels = w.shape[0]
+    b = bias.data.astype(np.float64).reshape(-1) if bias is not None else np.zeros(channels)
+    bias_q = np.clip(np.round(b / (s_x * w_scale)), -(2**31), 2**31 - 1)
+    wq = Tensor(name=f"{name}_weight_q", shape=w.shape, dtype="int8", data=qc.values.astype(np.int8),
+                quant=QuantParams(scale=tuple(float(v) for v in w_scale), zero_point=(0,) * channels, axis=0,
+                                  qmin=-127, qmax=127))
+    return (wq, _int_const(f"{name}_bias_q", bias_q), _int_const(f"{name}_multiplier", np.array(mults)),
+            _int_const(f"{name}_shift", np.array(shifts)))
+
+
+def _weighted(op: Op, ins: list[Tensor], out: Tensor) -> tuple[list[Tensor], dict] | str:
+    """Inputs [x, int8 weight, int32 bias, multipliers, shifts] and int8 attrs of a conv/linear op."""
+    x, w = ins[0], op.inputs[1]
+    bias = op.inputs[2] if len(op.inputs) > 2 else None
+    packed = _per_channel_requant(op.name, x, w, bias, out)
+    if isinstance(packed, str):
+        return packed
+    act_min, act_max = act_bounds(op, out)
+    attrs = {**op.attrs, "input_offset": -_zp(x), "output_offset": _zp(out), "act_min": act_min, "act_max": act_max}
+    return [x, *packed], attrs
+
+
+def _conv2d(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
+    result = _weighted(op, ins, out)
+    if isinstance(result, str):
+        return result
+    inputs, attrs = result
+    x, wq = inputs[0], inputs[1]
+    groups, in_c = op.attrs["groups"], x.shape[1]
+    if groups == in_c and groups > 1:
+        # Depthwise weights are read as [kh][kw][out_c] (TFLite's 1HWO).
+        wq.data = np.ascontiguousarray(np.transpose(wq.data, (1, 2, 3, 0)))
+        wq.dim_order = (1, 2, 3, 0)
+        attrs["ch_mult"] = wq.shape[0] // in_c
+        return Op("depthwise_conv2d", inputs, [out], attrs, op.name, op.source)
+    return Op("conv2d", inputs, [out], attrs, op.name, op.source)
+
+
+def _linear(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
+    result = _weighted(op, ins, out)
+    if isinstance(result, str):
+        return result
+    inputs, attrs = result
+    return Op("linear", inputs, [out], attrs, op.name, op.source)
+
+
+def _conv_transpose2d(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
+    """TFLite's int8 TRANSPOSE_CONV: the convolution's per-channel requantization (weights already
+    [out_c, in_c/groups, kh, kw], mcu/frontend/conv.py)."""
+    result = _weighted(op, ins, out)
+    if isinstance(result, str):
+        return result
+    inputs, attrs = result
+    if tuple(attrs["dilation"]) == (1, 1) and attrs["groups"] == 1:
+        # the weights by output phase, as mcu_conv_transpose2d_phased_s8 reads them (already physical)
+
+        wq = inputs[1]
+        ohwi = np.transpose(wq.data, (0, 2, 3, 1))
+        wq.data = phase_pack(ohwi, *attrs["stride"]).reshape(ohwi.shape)
+        wq.dim_order = (0, 2, 3, 1)
+        attrs["phased"] = True
+    return Op("conv_transpose2d", inputs, [out], attrs, op.name, op.source)
+
+
+def _bmm(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
+    a, b = ins
+    if a.shape[0] != b.shape[0]:
+        return "batches differ"
+    mult, shift = arith.quantize_multiplier(_scale(a) * _scale(b) / _scale(out))
+    act_min, act_max = act_bounds(op, out)
+    return Op("bmm", [a, b], [out], {**op.attrs, "a_offset": -_zp(a), "b_offset": -_zp(b), "multiplier": mult,
+                                     "shift": shift, "output_offset": _zp(out), "act_min": act_min,
+                                     "act_max": act_max}, op.name, op.source)
+
+
+CONVERTERS = {"conv2d": _conv2d, "linear": _linear, "conv_transpose2d": _conv_transpose2d, "bmm": _bmm}

@@ -1,0 +1,89 @@
+"""int8 forms of the normalisation, softmax and reduction family: softmax (TFLite's, output scale 1/256),
+log_softmax (an exp table and two multipliers), layer norm and RMSNorm (``mcu_layer_norm_s8``: integer mean
+and variance, mcu/reference/norm.py), reductions requantizing their int32 results, and argmax reading the
+int8 codes."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from mcu.ir import Graph, Op, Tensor
+from mcu.passes.quantized.common import act_bounds
+from mcu.passes.quantized.common import int_const as _int_const
+from mcu.passes.quantized.common import scale as _scale
+from mcu.passes.quantized.common import zero_point as _zp
+from mcu.reference import arith
+from mcu.reference.islands import log_softmax_tables
+from mcu.reference.norm import layer_norm_params
+
+# Kinds whose converter turns their float constants (weight, bias) to int8.
+OWN_CONSTANTS = {"layer_norm", "rms_norm"}
+
+
+def _softmax(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
+    if not math.isclose(_scale(out), 1.0 / 256.0) or _zp(out) != -128:
+        return "int8 softmax needs output scale 1/256 and zero-point -128"
+    mult, left_shift, diff_min = arith.softmax_params(1.0, _scale(ins[0]))
+    return Op("softmax", [ins[0]], [out], {**op.attrs, "input_multiplier": mult, "input_left_shift": left_shift,
+                                           "diff_min": diff_min}, op.name, op.source)
+
+
+def _log_softmax(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
+    x = ins[0]
+    try:
+        table, a, c = log_softmax_tables(_scale(x), _scale(out))
+    except ValueError as exc:
+        return str(exc)
+    exp_table = Tensor(name=f"{op.name}_exp_table", shape=(256,), dtype="int32", data=table)
+    return Op("log_softmax", [x, exp_table], [out], {**op.attrs, "input_multiplier": a, "log_multiplier": c,
+                                                     "output_offset": _zp(out)}, op.name, op.source)
+
+
+def _layer_norm(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
+    x = ins[0]
+    rest = iter(op.inputs[1:])
+    weight = next(rest) if op.attrs["weight"] else None
+    bias = next(rest) if op.attrs.get("bias") else None
+    rms = op.kind == "rms_norm"
+    try:
+        p = layer_norm_params(int(op.attrs["cols"]), _scale(x), _scale(out), _zp(out), float(op.attrs["eps"]),
+                              None if weight is None else weight.data, None if bias is None else bias.data,
+                              rms=rms, zp_in=_zp(x))
+    except ValueError as exc:
+        return str(exc)
+    act_min, act_max = act_bounds(op, out)
+    eps_lo, eps_hi = p.eps_words
+    return Op("layer_norm", [x, _int_const(f"{op.name}_multiplier", p.multipliers),
+                             _int_const(f"{op.name}_shift", p.shifts), _int_const(f"{op.name}_bias_q", p.bias)],
+              [out], {"cols": op.attrs["cols"], "eps": op.attrs["eps"], "eps_lo": eps_lo, "eps_hi": eps_hi,
+                      "output_offset": p.output_offset, "act_min": act_min, "act_max": act_max, "rms": int(rms),
+                      "input_zero_point": p.input_zero_point},
+              op.name, op.source)
+
+
+def argmax_on_codes(graph: Graph) -> None:
+    """argmax of a dequantized int8 tensor reads the codes (dequantization is increasing)."""
+    for op in graph.ops:
+        if op.kind != "argmax":
+            continue
+        producer = graph.producer(op.inputs[0])
+        if producer is not None and producer.kind == "dequantize" and producer.inputs[0].dtype == "int8":
+            op.inputs[0] = producer.inputs[0]
+
+
+def _reduce(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
+    x = ins[0]
+    first, last = op.attrs["dims"]
+    count = int(np.prod(x.shape[first:last + 1]))
+    real = _scale(x) / _scale(out) / (count if op.attrs["op"] == "mean" else 1)
+    mult, shift = arith.quantize_multiplier(real)
+    act_min, act_max = act_bounds(op, out)
+    return Op("reduce", [x], [out], {**op.attrs, "input_offset": -_zp(x), "multiplier": mult, "shift": shift,
+                                     "output_offset": _zp(out), "act_min": act_min, "act_max": act_max},
+              op.name, op.source)
+
+
+CONVERTERS = {"softmax": _softmax, "log_softmax": _log_softmax, "layer_norm": _layer_norm,
+              "rms_norm": _layer_norm, "reduce": _reduce}

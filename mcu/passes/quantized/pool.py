@@ -1,0 +1,47 @@
+"""int8 forms of the pooling family: max and average pooling keep their input's quantization (the quantizer
+shares it) and take the fused activation's bounds, as adaptive average pooling to any size keeps its input's
+quantization; the mean over height and width requantizes its sum."""
+
+from __future__ import annotations
+
+from mcu.ir import Graph, Op, Tensor
+from mcu.passes.quantized.common import act_bounds
+from mcu.passes.quantized.common import same_quant as _same_quant
+from mcu.passes.quantized.common import scale as _scale
+from mcu.passes.quantized.common import zero_point as _zp
+from mcu.reference import arith
+
+
+def _pool(kind: str):
+    """Pooling cannot change quantization: input and output parameters must be equal."""
+    def convert(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
+        if not all(_same_quant(t, out) for t in ins):
+            return "input and output quantization differ"
+        attrs = dict(op.attrs)
+        attrs["act_min"], attrs["act_max"] = act_bounds(op, out)
+        if kind == "avg_pool2d":
+            if attrs.get("divisor_override"):
+                return "divisor_override has no int8 kernel"
+            if attrs.get("count_include_pad") and any(attrs["padding"]):
+                return "count_include_pad with padding has no int8 kernel"
+        return Op(kind, list(ins), [out], attrs, op.name, op.source)
+    return convert
+
+
+def _mean_hw(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
+    x = ins[0]
+    count = x.shape[2] * x.shape[3]
+    mult, shift = arith.quantize_multiplier(_scale(x) / (_scale(out) * count))
+    return Op("mean_hw", [x], [out], {**op.attrs, "input_offset": -_zp(x), "multiplier": mult, "shift": shift,
+                                      "output_offset": _zp(out), "act_min": -128, "act_max": 127},
+              op.name, op.source)
+
+
+def _adaptive(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
+    if not _same_quant(ins[0], out):
+        return "input and output quantization differ"
+    return Op(op.kind, list(ins), [out], dict(op.attrs), op.name, op.source)
+
+
+CONVERTERS = {"max_pool2d": _pool("max_pool2d"), "avg_pool2d": _pool("avg_pool2d"), "mean_hw": _mean_hw,
+              "adaptive_avg_pool": _adaptive}
