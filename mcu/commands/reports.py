@@ -6,11 +6,12 @@ from typing import Any
 
 import numpy as np
 
+from mcu.backends.base import PartitionReport
 from mcu.passes.quantized.fp32_islands import IslandSummary, summarize as summarize_islands
 from mcu.quantize import modes
 
 
-def print_partitions(report) -> None:  # mcu.backends.base.PartitionReport
+def print_partitions(report: PartitionReport) -> None:
     """A compact table: per backend the ops it took and its partitions, the graph breaks, then the
     refusals grouped by backend and reason (with the first ops they hit)."""
     taken: dict[str, list[int]] = {}

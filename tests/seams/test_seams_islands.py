@@ -51,7 +51,7 @@ def test_islands_are_summarised_per_op_kind() -> None:
                            "instruction_share": None}
 
 
-def test_predicted_class_only_forclass_scores() -> None:
+def test_predicted_class_only_for_class_scores() -> None:
     assert class_scores([np.zeros((1, 10))]) is not None and class_scores([np.zeros(4)]) is not None
     for shape in ((1, 1), (1, 16, 8), (1, 3, 8, 8), (1, 2000)):
         assert class_scores([np.zeros(shape)]) is None, shape
