@@ -70,9 +70,24 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
+    _add_boards_parser(sub)
+    _add_build_parser(sub)
+    _add_run_parser(sub)
+    _add_export_parser(sub)
+    _add_ops_parser(sub)
+    _add_ci_parser(sub)
+    _add_eval_parser(sub)
+    _add_device_parsers(sub)
+    add_devtools_parsers(sub, _add_model_args)
+    return parser
+
+
+def _add_boards_parser(sub: Any) -> None:
     p = sub.add_parser("boards", help="list the boards", description="List the boards mcu can build for.")
     p.add_argument("--json", action="store_true", help="print JSON")
 
+
+def _add_build_parser(sub: Any) -> None:
     p = sub.add_parser("build", help="build the firmware and print a size report",
                        description="Compile model.py for a board: generated C, firmware ELF, size report.")
     _add_model_args(p)
@@ -83,6 +98,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="save the compile record (exported program, every op's debug handle, source line, "
                         "kernel, shapes, quantization, memory plan, sizes) for `mcu profile`/`mcu debug` later")
 
+
+def _add_run_parser(sub: Any) -> None:
     p = sub.add_parser("run", help="build and run on the board's simulator against the bundled vectors",
                        description="Build the firmware, run it on the board's simulator with the bundled test "
                                    "vectors, exit 0 only when every output matches. Writes only into the build "
@@ -97,6 +114,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run the program file on the interpreter firmware (the model in its "
                         "flash region, loaded at boot) instead of the generated C")
 
+
+def _add_export_parser(sub: Any) -> None:
     p = sub.add_parser("export", help="write the generated C library to a folder, or a program file",
                        description="Write a self-contained C library (header, sources, weights, runtime subset, "
                                    "CMakeLists.txt and Makefile fragment), or with --format program a program "
@@ -120,11 +139,16 @@ def build_parser() -> argparse.ArgumentParser:
                         "and a Makefile fragment; make is the same folder); pico-sdk, arduino and zephyr add an "
                         "example app that runs the bundled test vectors; cmsis-pack writes a .pdsc and a .pack")
 
+
+def _add_ops_parser(sub: Any) -> None:
     p = sub.add_parser("ops", help="list the PyTorch ops mcu can lower, with their dtypes and kernels",
                        description="List the supported ATen ops: the IR op kinds each lowers to, the C kernels "
                                    "that run them in fp32 and int8 models (or 'fp32 island' in int8 models) and "
                                    "the other backends that take them; all read from the lowering's own tables.")
     p.add_argument("--json", action="store_true", help="print the rows as JSON")
+
+
+def _add_ci_parser(sub: Any) -> None:
     p = sub.add_parser("ci", help="write a GitHub Actions workflow that runs models in Renode",
                        description="Write .github/workflows/mcu-renode.yml (installs the Arm compiler, Renode and "
                                    "mcu, then runs `mcu run --sim renode` for every model x board) and the Renode "
@@ -140,10 +164,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--install", default=None,
                    help="the workflow's whole install command instead (default: torch 2.13.0 CPU and torchao "
                         "pinned as scripts/setup does, then mcu from --mcu-source)")
-    _add_eval_parser(sub)
-    _add_device_parsers(sub)
-    add_devtools_parsers(sub, _add_model_args)
-    return parser
 
 
 def _add_eval_parser(sub: Any) -> None:
