@@ -8,6 +8,7 @@ mcu.device.sim.renode exactly as ``mcu run --sim renode`` renders them, for runn
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -99,3 +100,17 @@ def write_renode_ci(req: CiRequest) -> list[Path]:
         files = render_renode_files(load_board(name), req.out_dir / ROBOT_DIR, repl_path=f"$ORIGIN/{name}.repl")
         written += [files.repl, files.resc, files.robot]
     return written
+
+
+def cmd_ci(args: argparse.Namespace) -> int:
+    root = Path(args.output)
+    models = []
+    for m in map(Path, args.models):
+        if m.is_absolute() and not m.resolve().is_relative_to(root.resolve()):
+            raise McuError(f"model file {m} is outside the repository root {root}",
+                           hint="give model.py paths inside the repository (-o is its root)")
+        models.append((m.resolve().relative_to(root.resolve()) if m.is_absolute() else m).as_posix())
+    files = write_renode_ci(CiRequest(models=models, boards=args.boards or ["mps2-an505"], out_dir=root,
+                                      mcu_source=args.mcu_source, install=args.install))
+    print("\n".join(f"wrote {f}" for f in files))
+    return 0

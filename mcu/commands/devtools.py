@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any, Callable
 
+from mcu.commands.common import compile_model
 from mcu.commands.types import positive_seconds
 from mcu.errors import McuError
 from dataclasses import asdict
@@ -50,7 +51,7 @@ def add_record_parser(sub: Any) -> None:
     show.add_argument("--json", action="store_true", help="print the record (or the profile) as JSON")
 
 
-def cmd_record(args: argparse.Namespace, compile_fn: Callable[[argparse.Namespace], Any]) -> int:
+def cmd_record(args: argparse.Namespace) -> int:
     # lazy: keeps jinja2 out of this module's import
     from mcu.devtools.record import describe_record, load_record, profile_from_record
     record = load_record(args.file)
@@ -79,8 +80,8 @@ def add_debug_parser(sub: Any, add_model_args: Callable[[argparse.ArgumentParser
                    help="simulator timeout in seconds (default 600)")
 
 
-def cmd_debug(args: argparse.Namespace, compile_fn: Callable[[argparse.Namespace], Any]) -> int:
-    report = debug_model(compile_fn(args), timeout_s=args.timeout)
+def cmd_debug(args: argparse.Namespace) -> int:
+    report = debug_model(compile_model(args), timeout_s=args.timeout)
     first = report.first_departure
     if args.json:
         print(json.dumps({"title": report.title, "ops": [asdict(r) for r in report.rows],
@@ -90,11 +91,11 @@ def cmd_debug(args: argparse.Namespace, compile_fn: Callable[[argparse.Namespace
     return 0 if first is None else 1
 
 
-def cmd_profile(args: argparse.Namespace, compile_fn: Callable[[argparse.Namespace], Any]) -> int:
+def cmd_profile(args: argparse.Namespace) -> int:
     # lazy: keeps jinja2 out of this module's import
     from mcu.devtools.profile import events_json, profile_model
 
-    cm = compile_fn(args)
+    cm = compile_model(args)
     if args.program:
         # lazy: keeps jinja2 out of this module's import
         from mcu.devtools.program_trace import profile_program

@@ -14,6 +14,7 @@ run with the N images as its bundled vectors, whose outputs must equal the refer
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
@@ -21,9 +22,10 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import torch
 
+from mcu.commands.common import print_json
 from mcu.errors import McuError
-from mcu.capture.loader import ModelSpec, check_input_shapes
-from mcu.progress import stage
+from mcu.capture.loader import ModelSpec, check_input_shapes, load_model_file
+from mcu.progress import quiet_torch, stage
 from mcu.quantize import modes
 
 Metric = Callable[[torch.Tensor, Any], float]
@@ -151,3 +153,34 @@ def evaluate(spec: ModelSpec, board: str, quantize: str, samples: int = 50, time
         device_predictions=[_top1(d) for d in device],
         reference_predictions=[_top1(r) for r in ref_sampled],
     )
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    # lazy: keeps jinja2 out of this module's import
+    from mcu.api import backend_options, compile_spec
+
+    board = args.board or "mps2-an505"
+    with quiet_torch(verbose=args.verbose):
+        with stage("load"):
+            spec = load_model_file(args.model)
+
+        def compile_quietly(s: Any, b: str, q: str) -> Any:
+            return compile_spec(s, b, q, backend_options(packed_weights=False if args.compact_weights else None))
+
+        report = evaluate(spec, board, args.quantize, samples=args.samples, timeout_s=args.timeout,
+                          compile_fn=compile_quietly)
+    matches = report.device_equals_reference == report.device_samples
+    if args.json:
+        print_json({"model": spec.name, "board": board, **report.as_dict(), "passed": matches})
+    else:
+        kind = "int8" if report.compiled_by == "Python integer reference" else args.quantize
+        rows = [("fp32, eager PyTorch", report.fp32, report.samples, ""),
+                (f"{kind}, {report.compiled_by}", report.compiled, report.samples,
+                 f"top-1 agrees with fp32 on {100 * report.agreement:.1f} %"),
+                (f"{kind}, {board} simulated", report.device, report.device_samples,
+                 f"outputs equal the reference on {report.device_equals_reference}/{report.device_samples}")]
+        print(f"{spec.name}: eval_data, metric {report.metric}")
+        print(f"{'':<36}{report.metric:>8} {'samples':>8}")
+        for name, value, n, note in rows:
+            print(f"{name:<36}{100 * value:>6.1f} % {n:>8}   {note}".rstrip())
+    return 0 if matches else 1

@@ -1,21 +1,28 @@
-"""``mcu export``: write the generated C library for a firmware ecosystem.
+"""``mcu export``: write the generated C library for a firmware ecosystem, or a program file.
 
 The default target (cmake, or make: the same folder) holds the model's header, sources and weights,
 exactly the runtime files and kernels the model needs (with their headers), a CMakeLists.txt and a
 Makefile fragment, so it drops into a foreign project. The other targets (pico-sdk, arduino, zephyr,
-cmsis-pack) wrap the same files in that ecosystem's layout; see mcu/emit/targets/.
+cmsis-pack) wrap the same files in that ecosystem's layout; see mcu/emit/targets/. With ``--format
+program`` the command writes a program file for the interpreter instead (mcu/program/).
 """
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from mcu.commands.common import compile_model
 from mcu.emit.c_model import GeneratedLibrary, firmware_view
 from mcu.errors import McuError
 from mcu.emit.targets import DEFAULT_TARGET, TARGETS, ExportJob
 from mcu.emit.targets.common import ModelStack
-from mcu.emit.outputs import ensure_dir
+from mcu.emit.outputs import check_file_target, ensure_dir, write_atomic
+from mcu.program.format import WEIGHTS_SUFFIX
+from mcu.program.writer import program_from
+from mcu.progress import quiet_torch
+from mcu.device.custom_child import verify_program_in_child
 from mcu.device.stack import bound, load_frames
 from mcu.device.toolchain import COMMON_CFLAGS, find_cross_compiler, find_cross_objdump
 
@@ -61,3 +68,60 @@ def export_target(cm: CompiledModel, target: str, out_dir: Path) -> list[Path]:
     job = ExportJob(lib=cm.library, out_dir=ensure_dir(Path(out_dir)), vectors=vectors, board=cm.board.name,
                     stack=model_stack(cm))
     return t.write(job)
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    if args.format == "program":
+        if args.target != "cmake":
+            raise McuError(f"--target {args.target} applies to the C library (--format c)",
+                           hint="drop --target, or drop --format program")
+        return _export_program(args)
+    if args.board is None:
+        raise McuError("mcu export needs --board for a C library",
+                       hint="add --board mps2-an505 (see `mcu boards`), or write a program file with --format program")
+    ensure_dir(args.output)  # a bad -o fails before the compile, not after it
+    cm = compile_model(args)
+    if args.target not in ("cmake", "make"):
+        files = export_target(cm, args.target, args.output)
+        print(f"wrote {len(files)} files for {args.target} to {args.output} (arena {cm.memory.arena_size} B)")
+        return 0
+    files = export_target(cm, args.target, args.output)
+    print(f"wrote {len(files)} files to {args.output} (arena {cm.memory.arena_size} B); "
+          f"include {cm.library.prefix}_model.h and build with {cm.library.prefix}.mk or CMakeLists.txt")
+    return 0
+
+
+def _export_program(args: argparse.Namespace) -> int:
+    """A program file with every method of model.py (see mcu/program/methods.py), weights inline or beside it."""
+    # lazy: keeps torch out of this module's import
+    from mcu.program.methods import compile_methods
+    # lazy: the C extension loads only when a program runs on the host
+    from mcu.program.host import verify_program_files
+
+    if args.cmsis_nn is not None:
+        raise McuError("--cmsis-nn applies to generated C (build, run, export --format c); program files "
+                       "run mcu's own kernels in the interpreter")
+    out = check_file_target(Path(args.output), what="program file")
+    weights_path = out.with_suffix(WEIGHTS_SUFFIX)
+    if args.external_weights:
+        check_file_target(weights_path, what="weights file", example="model.mpw")
+    # The board only decides whether each method's arena fits; any interpreter firmware runs the file.
+    with quiet_torch(verbose=args.verbose):
+        methods = compile_methods(args.model, board=args.board or "mps2-an505", quantize=args.quantize)
+    image = program_from(methods, external_weights=args.external_weights, bundle=args.bundle_tests,
+                         weights_name=weights_path.name)
+    # The weights first: a reader of the program never finds it beside an older weights file.
+    if image.weights is not None:
+        write_atomic(weights_path, image.weights)
+    write_atomic(out, image.program)
+    arenas = ", ".join(f"{m.name} {m.model.memory.arena_size} B" for m in methods)
+    print(f"wrote {out} ({len(image.program)} B; methods: {arenas})")
+    if image.weights is not None:
+        print(f"wrote {weights_path} ({len(image.weights)} B of weights; the program accepts only this file)")
+    if args.verify:
+        weights = weights_path if image.weights is not None else None
+        if any(m.model.has_custom_ops for m in methods):  # the user's kernels run in a child, not in mcu
+            print(verify_program_in_child(out, weights, Path(args.model)))
+        else:
+            print(verify_program_files(out, weights))
+    return 0

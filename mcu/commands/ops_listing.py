@@ -18,9 +18,11 @@ cannot drift from what a build does:
 
 from __future__ import annotations
 
+import argparse
 import dis
 import importlib
 import inspect
+import json
 import re
 from dataclasses import asdict, dataclass
 from types import CodeType, FunctionType
@@ -290,3 +292,12 @@ def render(rows: list[OpRow]) -> str:
         lines.append(f"No int8 form in the converter table (not in that census), {len(derived)}:")
         lines.extend(f"  {r.aten}" for r in derived)
     return "\n".join(lines)
+
+
+def cmd_ops(args: argparse.Namespace) -> int:
+    rows = op_rows()
+    if getattr(args, "json", False):
+        print(json.dumps([r.to_json() for r in rows], indent=1))
+    else:
+        print(render(rows))
+    return 0

@@ -341,7 +341,59 @@ def build_firmware(
     gcc = find_cross_compiler()
     out_dir = Path(out_dir).resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
+    all_sources = _firmware_sources(board, sources)
+    cflags = compile_flags(board, [Path(d).resolve() for d in include_dirs], defines)
+    if stack_usage:
+        cflags.append("-fstack-usage")  # writes <object>.su; the generated code is the same
+    script = render_linker_script(board)
+    ldflags = [*board.cpu_flags, NEWLIB_SPECS, "-nostartfiles", "-Wl,--gc-sections"]
+    out = _BuildOutputs.of(board, out_dir, name, stack_usage)
+    key = _stamp_key(gcc, all_sources, cflags, ldflags, build_recipe(script, board, stack_usage))
+    _remove_dead_builds(out_dir, name)
+    if _stamp_valid(out.stamp, key, out.checked()):
+        progress.note("compile", "up to date")
+        progress.note("link", "up to date")
+        return _firmware_from_elf(board, out.elf, out.map_file, out.uf2, out.stack)
 
+    # The pid in the name lets a later build tell a killed build's leftovers from a running one's.
+    work = Path(tempfile.mkdtemp(prefix=f".{name}-build-{os.getpid()}-", dir=out_dir))
+    try:
+        (work / out.ld.name).write_text(script)
+        objects = _compile_objects(gcc, board, cflags, all_sources, work)
+        _link_firmware(gcc, board, name, ldflags, objects, work, out)
+        _install(board, work, out, key, _dependency_digests(objects))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return _firmware_from_elf(board, out.elf, out.map_file, out.uf2, out.stack)
+
+
+@dataclass(frozen=True)
+class _BuildOutputs:
+    """The files one firmware build puts in its folder, all named ``<name>.*``."""
+
+    elf: Path
+    map_file: Path
+    ld: Path
+    stamp: Path
+    uf2: Path | None  # boards flashed over USB mass storage get the UF2 image next to the ELF
+    stack: Path | None  # the stack report and its frames, for builds that bound their stack
+    frames: Path | None
+
+    @classmethod
+    def of(cls, board: Board, out_dir: Path, name: str, stack_usage: bool) -> _BuildOutputs:
+        return cls(elf=out_dir / f"{name}.elf", map_file=out_dir / f"{name}.map", ld=out_dir / f"{name}.ld",
+                   stamp=out_dir / f"{name}.stamp.json",
+                   uf2=out_dir / f"{name}.uf2" if board.deploy_method == "uf2" else None,
+                   stack=out_dir / f"{name}.stack.json" if stack_usage else None,
+                   frames=out_dir / f"{name}.frames.json" if stack_usage else None)
+
+    def checked(self) -> tuple[Path, ...]:
+        """The outputs a valid stamp requires to be in place."""
+        return tuple(p for p in (self.elf, self.map_file, self.uf2, self.stack, self.frames) if p is not None)
+
+
+def _firmware_sources(board: Board, sources: Sequence[Path]) -> list[Path]:
+    """The caller's sources, then the board's port and runtime basics, each once."""
     all_sources: list[Path] = []
     for src in [*map(Path, sources), *port_sources(board)]:
         src = src.resolve()
@@ -349,94 +401,83 @@ def build_firmware(
             raise McuError(f"source file {src} does not exist")
         if src not in all_sources:  # a caller may list a runtime file the build adds anyway
             all_sources.append(src)
+    return all_sources
 
-    cflags = compile_flags(board, [Path(d).resolve() for d in include_dirs], defines)
-    if stack_usage:
-        cflags.append("-fstack-usage")  # writes <object>.su; the generated code is the same
-    script = render_linker_script(board)
-    ldflags = [*board.cpu_flags, NEWLIB_SPECS, "-nostartfiles", "-Wl,--gc-sections"]
 
-    elf_path = out_dir / f"{name}.elf"
-    map_path = out_dir / f"{name}.map"
-    ld_path = out_dir / f"{name}.ld"
-    stamp_path = out_dir / f"{name}.stamp.json"
-    # Boards flashed over USB mass storage get the UF2 image next to the ELF.
-    uf2_path = out_dir / f"{name}.uf2" if board.deploy_method == "uf2" else None
-    stack_path = out_dir / f"{name}.stack.json" if stack_usage else None
-    frames_path = out_dir / f"{name}.frames.json" if stack_usage else None
-    outputs = tuple(p for p in (elf_path, map_path, uf2_path, stack_path, frames_path) if p is not None)
-    key = _stamp_key(gcc, all_sources, cflags, ldflags, build_recipe(script, board, stack_usage))
-    _remove_dead_builds(out_dir, name)
-    if _stamp_valid(stamp_path, key, outputs):
-        progress.note("compile", "up to date")
-        progress.note("link", "up to date")
-        return _firmware_from_elf(board, elf_path, map_path, uf2_path, stack_path)
+def _compile_objects(gcc: Path, board: Board, cflags: Sequence[str], sources: Sequence[Path],
+                     work: Path) -> list[Path]:
+    """Every source compiled in parallel into ``work``, each with its ``-MMD`` dependency file."""
 
-    # The pid in the name lets a later build tell a killed build's leftovers from a running one's.
-    work = Path(tempfile.mkdtemp(prefix=f".{name}-build-{os.getpid()}-", dir=out_dir))
-    try:
-        tmp_ld = work / ld_path.name
-        tmp_ld.write_text(script)
+    def compile_one(index_src: tuple[int, Path]) -> Path:
+        index, src = index_src
+        # The index keeps objects apart when two sources share a file name.
+        obj = work / f"{index:03d}-{src.stem}.o"
+        _run(
+            [str(gcc), *cflags, "-MMD", "-MF", str(obj.with_suffix(".d")),
+             "-c", str(src), "-o", str(obj)],
+            f"compiling {src} for {board.name}",
+        )
+        return obj
 
-        def compile_one(index_src: tuple[int, Path]) -> Path:
-            index, src = index_src
-            # The index keeps objects apart when two sources share a file name.
-            obj = work / f"{index:03d}-{src.stem}.o"
-            _run(
-                [str(gcc), *cflags, "-MMD", "-MF", str(obj.with_suffix(".d")),
-                 "-c", str(src), "-o", str(obj)],
-                f"compiling {src} for {board.name}",
-            )
-            return obj
+    workers = max(1, min(len(sources), os.cpu_count() or 1))
+    with progress.stage("compile"), ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(compile_one, enumerate(sources)))
 
-        workers = max(1, min(len(all_sources), os.cpu_count() or 1))
-        with progress.stage("compile"), ThreadPoolExecutor(max_workers=workers) as pool:
-            objects = list(pool.map(compile_one, enumerate(all_sources)))
 
-        tmp_elf = work / elf_path.name
-        tmp_map = work / map_path.name
-        link = [str(gcc), *ldflags, f"-T{tmp_ld}", f"-Wl,-Map={tmp_map}",
-                *map(str, objects), *LINK_LIBS, "-o", str(tmp_elf)]
-        with progress.stage("link"):
-            proc = subprocess.run(link, capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise _link_error(board, name, (proc.stderr + proc.stdout).strip())
-        if stack_path is not None:
-            # Bound the stack on the image linked with the fixed stack, then link again reserving only
-            # that (the code is the same: only __stack_size__ and the symbols after it move).
-            frames = read_su(sorted(work.glob("*.su")))
-            stack = bound_stack(tmp_elf, frames, find_cross_objdump(gcc))
-            tmp_ld.write_text(render_linker_script(board, stack.reserved_bytes))
-            proc = subprocess.run(link, capture_output=True, text=True)
-            if proc.returncode != 0:
-                raise _link_error(board, name, (proc.stderr + proc.stdout).strip())
-            stack.save(work / stack_path.name)
-            assert frames_path is not None
-            save_frames(frames, work / frames_path.name)
+def _link_firmware(gcc: Path, board: Board, name: str, ldflags: Sequence[str], objects: Sequence[Path],
+                   work: Path, out: _BuildOutputs) -> None:
+    """Link the objects into ``work`` with the linker script there. A build that bounds its stack bounds it
+    on the image linked with the board's fixed stack, then links again reserving only that (the code is the
+    same: only __stack_size__ and the symbols after it move) and saves the report and frames in ``work``."""
+    tmp_ld = work / out.ld.name
+    tmp_elf = work / out.elf.name
+    link = [str(gcc), *ldflags, f"-T{tmp_ld}", f"-Wl,-Map={work / out.map_file.name}",
+            *map(str, objects), *LINK_LIBS, "-o", str(tmp_elf)]
+    with progress.stage("link"):
+        _run_link(link, board, name)
+    if out.stack is None:
+        return
+    frames = read_su(sorted(work.glob("*.su")))
+    stack = bound_stack(tmp_elf, frames, find_cross_objdump(gcc))
+    tmp_ld.write_text(render_linker_script(board, stack.reserved_bytes))
+    _run_link(link, board, name)
+    stack.save(work / out.stack.name)
+    assert out.frames is not None
+    save_frames(frames, work / out.frames.name)
 
-        deps: dict[str, str] = {}
-        for obj in objects:
-            for dep in _parse_depfile(obj.with_suffix(".d").read_text()):
-                dep_path = Path(dep).resolve()
-                deps.setdefault(str(dep_path), _sha256_file(dep_path))
 
-        seal_boot2(tmp_elf)  # RP2040: the boot block's CRC32 (no-op for images without one)
-        if uf2_path is not None:
-            assert board.uf2_family is not None  # the board loader requires it for "uf2"
-            write_uf2(tmp_elf, work / uf2_path.name, board.uf2_family)
-            os.replace(work / uf2_path.name, uf2_path)
-        os.replace(tmp_ld, ld_path)
-        os.replace(tmp_map, map_path)
-        os.replace(tmp_elf, elf_path)
-        if stack_path is not None and frames_path is not None:
-            os.replace(work / stack_path.name, stack_path)
-            os.replace(work / frames_path.name, frames_path)
-        # Written last: a stamp never vouches for outputs that are not in place.
-        _atomic_write(stamp_path, json.dumps({"key": key, "deps": deps}, indent=1))
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+def _run_link(command: Sequence[str], board: Board, name: str) -> None:
+    proc = subprocess.run(list(command), capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise _link_error(board, name, (proc.stderr + proc.stdout).strip())
 
-    return _firmware_from_elf(board, elf_path, map_path, uf2_path, stack_path)
+
+def _dependency_digests(objects: Sequence[Path]) -> dict[str, str]:
+    """Every file the compiler read (from the objects' ``-MMD`` files) -> its SHA-256, for the stamp."""
+    deps: dict[str, str] = {}
+    for obj in objects:
+        for dep in _parse_depfile(obj.with_suffix(".d").read_text()):
+            dep_path = Path(dep).resolve()
+            deps.setdefault(str(dep_path), _sha256_file(dep_path))
+    return deps
+
+
+def _install(board: Board, work: Path, out: _BuildOutputs, key: str, deps: dict[str, str]) -> None:
+    """Finish the image (boot block CRC, UF2) and move every output from ``work`` into place."""
+    tmp_elf = work / out.elf.name
+    seal_boot2(tmp_elf)  # RP2040: the boot block's CRC32 (no-op for images without one)
+    if out.uf2 is not None:
+        assert board.uf2_family is not None  # the board loader requires it for "uf2"
+        write_uf2(tmp_elf, work / out.uf2.name, board.uf2_family)
+        os.replace(work / out.uf2.name, out.uf2)
+    os.replace(work / out.ld.name, out.ld)
+    os.replace(work / out.map_file.name, out.map_file)
+    os.replace(tmp_elf, out.elf)
+    if out.stack is not None and out.frames is not None:
+        os.replace(work / out.stack.name, out.stack)
+        os.replace(work / out.frames.name, out.frames)
+    # Written last: a stamp never vouches for outputs that are not in place.
+    _atomic_write(out.stamp, json.dumps({"key": key, "deps": deps}, indent=1))
 
 
 def _pid_alive(pid: int) -> bool:

@@ -200,12 +200,13 @@ def test_default_order_on_a_dsp_core_and_on_a_plain_core(compiled) -> None:
 
 def test_backend_option_and_report_through_the_api_and_cli(capsys) -> None:
     from mcu.api import compile_file
-    from mcu.commands.cli import _print_partitions, build_parser
+    from mcu.commands.cli import build_parser
+    from mcu.commands.reports import print_partitions
 
     cm = compile_file(EXAMPLES / "small_cnn.py", board="mps2-an505", quantize="int8", backend="portable")
     assert {op.attrs["backend"] for op in cm.graph.ops} == {"portable"}
     assert "mcu_conv2d_packed_s8" not in cm.library.files[f"{cm.library.prefix}_model.c"]
-    _print_partitions(cm.partitions)
+    print_partitions(cm.partitions)
     out = capsys.readouterr().out
     assert "portable" in out and "graph breaks: 0" in out
     args = build_parser().parse_args(["run", str(EXAMPLES / "small_cnn.py"), "-b", "mps2-an505",

@@ -11,7 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mcu.commands.cli import _class_scores, main  # noqa: E402
+from mcu.commands.cli import main  # noqa: E402
+from mcu.commands.reports import class_scores  # noqa: E402
 from mcu.passes.quantized.fp32_islands import summarize  # noqa: E402
 from repo import requires_qemu  # noqa: E402
 
@@ -51,10 +52,10 @@ def test_islands_are_summarised_per_op_kind() -> None:
 
 
 def test_predicted_class_only_for_class_scores() -> None:
-    assert _class_scores([np.zeros((1, 10))]) is not None and _class_scores([np.zeros(4)]) is not None
+    assert class_scores([np.zeros((1, 10))]) is not None and class_scores([np.zeros(4)]) is not None
     for shape in ((1, 1), (1, 16, 8), (1, 3, 8, 8), (1, 2000)):
-        assert _class_scores([np.zeros(shape)]) is None, shape
-    assert _class_scores([np.zeros((1, 10)), np.zeros((1, 4))]) is None
+        assert class_scores([np.zeros(shape)]) is None, shape
+    assert class_scores([np.zeros((1, 10)), np.zeros((1, 4))]) is None
 
 
 @pytest.fixture(scope="module")

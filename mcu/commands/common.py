@@ -1,0 +1,37 @@
+"""What the ``mcu`` commands share: compiling the model file their arguments name, and printing one JSON object."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from mcu.backends.cmsis_nn.core import cli_spec, resolve
+from mcu.errors import McuError
+from mcu.progress import quiet_torch
+
+
+def print_json(obj: dict[str, Any]) -> None:
+    print(json.dumps(obj, indent=None, separators=(",", ":")))
+
+
+def compile_model(args: argparse.Namespace) -> Any:
+    """The compiled model (``mcu.api.CompiledModel``) of ``args.model`` for ``args.board`` with the
+    command's quantize mode and backend options."""
+    # lazy: keeps torch and jinja2 out of this module's import
+    from mcu.api import compile_file
+
+    # lazy: keeps torch and jinja2 out of this module's import
+    from mcu.generate import is_generation_file
+
+    if getattr(args, "prefill_chunk", None) is not None and Path(args.model).is_file() \
+            and not is_generation_file(args.model):
+        raise McuError(f"--prefill-chunk applies to text-generation model files (methods prefill and decode); "
+                       f"{args.model} is not one", hint="drop --prefill-chunk")
+    spec, origin = cli_spec(getattr(args, "cmsis_nn", None))
+    with quiet_torch(verbose=getattr(args, "verbose", False)):
+        return compile_file(args.model, board=args.board, quantize=args.quantize,
+                            cmsis_nn=resolve(spec, origin=origin),
+                            packed_weights=False if getattr(args, "compact_weights", False) else None,
+                            backend=getattr(args, "backend", None))
