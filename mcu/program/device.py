@@ -2,7 +2,8 @@
 
 The board's read-only memory (flash, or the region that holds .rodata) is
 split in three: the firmware's code at the start, then a program region and
-a weights region (for programs written with external weights). The firmware
+a weights region (for programs written with external weights; a program that
+carries its weights inline may run on into it). The firmware
 is built once per board (or once per kernel set); a new program is written
 to its region without rebuilding it: ``-device loader`` in QEMU, a UF2 of
 just that region for the Pico 2 (:func:`program_uf2`).
@@ -52,6 +53,11 @@ class ProgramLayout:
     arena_bytes: int
     output_bytes: int
     delegates: int = 0  # linked custom kernels (their registry: mcu_firmware_delegates)
+
+    def program_limit(self, external_weights: bool) -> int:
+        """Bytes a program may take: the weights region follows the program region, so a program that
+        carries its weights inline may run on into it."""
+        return self.program.length if external_weights else self.program.length + self.weights.length
 
 
 def program_layout(board: Board) -> ProgramLayout:
@@ -104,7 +110,7 @@ def firmware_view(board: Board) -> _FirmwareView:
     """What an interpreter firmware's main needs to know of the board's layout."""
     layout = program_layout(board)
     return _FirmwareView(board=board.name, version=__version__, region_hex=f"0x{layout.program.origin:08x}",
-                         region_size=layout.program.length, weights_hex=f"0x{layout.weights.origin:08x}",
+                         region_size=layout.program_limit(external_weights=False), weights_hex=f"0x{layout.weights.origin:08x}",
                          weights_size=layout.weights.length, arena_bytes=layout.arena_bytes,
                          output_bytes=layout.output_bytes)
 
@@ -210,11 +216,13 @@ def program_uf2(board: Board, program: bytes, weights: bytes | None = None) -> b
 def check_fits(layout: ProgramLayout, program: bytes, weights: bytes | None, board: str = "") -> None:
     """Refuse a program (or weights file) larger than its flash region; callers check before building."""
     where = f" of the interpreter firmware on {board}" if board else ""
-    if len(program) > layout.program.length:
-        raise McuError(f"program of {len(program)} B does not fit the {layout.program.length} B program region{where}",
+    limit = layout.program_limit(external_weights=weights is not None)
+    if len(program) > limit:
+        region = "program region" if weights is not None else "program and weights regions"
+        raise McuError(f"the program file ({len(program)} B) does not fit the {limit} B {region}{where}",
                        hint="use a board with more flash, or run the generated C (drop --program)")
     if weights is not None and len(weights) > layout.weights.length:
-        raise McuError(f"weights of {len(weights)} B do not fit the {layout.weights.length} B weights region{where}")
+        raise McuError(f"the weights ({len(weights)} B) do not fit the {layout.weights.length} B weights region{where}")
 
 
 @dataclass

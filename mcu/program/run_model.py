@@ -14,7 +14,7 @@ from typing import Any
 
 from mcu import progress
 from mcu.errors import McuError
-from mcu.program.device import ProgramRun, build_interpreter_firmware, program_layout, run_program
+from mcu.program.device import ProgramRun, build_interpreter_firmware, check_fits, program_layout, run_program
 
 MAX_IO = 16  # the firmware harness's MAX_IO
 
@@ -39,14 +39,8 @@ def check_interpreter_fits(cm: Any, program: bytes, weights: bytes | None) -> No
         raise McuError(f"--program runs the interpreter firmware in QEMU; board '{board.name}' has none",
                        hint="pick a QEMU board (see `mcu boards`)")
     layout = program_layout(board)
+    check_fits(layout, program, weights, board.name)
     where = f"the interpreter firmware on {board.name}"
-    if len(program) > layout.program.length:
-        raise McuError(f"the program file ({len(program)} B) does not fit the {layout.program.length} B program "
-                       f"region of {where}",
-                       hint="use a board with more flash, or run the generated C (drop --program)")
-    if weights is not None and len(weights) > layout.weights.length:
-        raise McuError(f"the weights ({len(weights)} B) do not fit the {layout.weights.length} B weights region "
-                       f"of {where}")
     arenas = cm.memory.arenas
     if len(arenas) > 1:
         raise McuError(f"{where} has one arena; this model is planned over {len(arenas)} memory regions",

@@ -117,6 +117,7 @@ def test_program_regions_leave_the_firmware_its_flash() -> None:
     board = load_board(BOARD)
     layout = program_layout(board)
     assert layout.firmware_board.flash.end <= layout.program.origin < layout.weights.origin
+    assert layout.program.end == layout.weights.origin  # a program with inline weights may run on into it
     assert layout.weights.end == board.flash.end
     assert layout.program.origin % 4096 == 0 and layout.weights.origin % 4096 == 0
 

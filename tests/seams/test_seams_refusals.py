@@ -35,8 +35,14 @@ def test_program_runs_refuse_what_the_interpreter_firmware_cannot_hold(compiled,
     with pytest.raises(McuError, match=r"arena \(\d+ B\) is larger than the \d+ B arena of the interpreter firmware "
                                        r"on mps2-an505"):
         run_model.check_interpreter_fits(cm, image.program, image.weights)
-    with pytest.raises(McuError, match="program file .* does not fit"):
-        run_model.check_interpreter_fits(cm, bytes(tight.program.length + 1), None)
+    # A program with inline weights may run on into the weights region that follows; with a weights file
+    # it keeps to its own region.
+    monkeypatch.setattr(run_model, "program_layout", lambda board: layout)
+    run_model.check_interpreter_fits(cm, bytes(layout.program.length + 1), None)
+    with pytest.raises(McuError, match=r"program file .* does not fit the \d+ B program and weights regions"):
+        run_model.check_interpreter_fits(cm, bytes(layout.program.length + layout.weights.length + 1), None)
+    with pytest.raises(McuError, match=r"program file .* does not fit the \d+ B program region"):
+        run_model.check_interpreter_fits(cm, bytes(layout.program.length + 1), image.weights or b"w")
     on_host = dataclasses.replace(cm, board=load_board("host"))
     with pytest.raises(McuError, match="board 'host' has none"):
         run_model.check_interpreter_fits(on_host, image.program, image.weights)
