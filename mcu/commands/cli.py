@@ -21,6 +21,7 @@ from mcu.progress import Reporter, reporting, terminal_stream
 from mcu.quantize import modes
 from mcu.commands.devtools import add_parsers as add_devtools_parsers, COMMANDS as DEVTOOLS
 from mcu.device.boards import list_boards, load_board
+from mcu.device.timing import estimate, null_fields
 from mcu.backends.cmsis_nn.core import cli_spec, resolve
 from mcu.progress import quiet_torch, stage
 from mcu.devtools.trace import run_traced
@@ -460,6 +461,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     report["fp32_islands"]["instruction_share"] = _island_share(cm)
     report.update(_run_fields(cm, "qemu", sim.passed, sim.exit_code, sim.outputs, sim.outputs_raw,
                               sim.max_abs_error_vs_eager, sim.max_error_vs_expected, sim.instructions))
+    timing = estimate(cm.board, sim.estimated_cycles)
+    report.update(timing.fields() if timing is not None else null_fields())
     if args.json:
         _print_json(report)
     else:
@@ -469,6 +472,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"{'PASS' if sim.passed else 'FAIL'}: {len(sim.outputs)} bundled test vectors on {cm.board.name} "
               f"({_label(cm)}); max |device - eager| = {sim.max_abs_error_vs_eager:.3g}")
         print(f"instructions per inference: {sim.instructions}")
+        if timing is not None:
+            print(timing.line())
         _print_sizes(report)
         _print_partitions(cm.partitions)
         if not sim.passed:
@@ -488,6 +493,8 @@ def _run_program_file(args: argparse.Namespace, cm) -> int:
               "flash_bytes": res.firmware_flash_bytes + res.program_bytes, "ram_bytes": res.firmware_ram_bytes,
               "arena_bytes": cm.memory.arena_size, "stack_bytes": res.stack_bytes, "exit_code": run.exit_code,
               "error": run.error}
+    timing = estimate(cm.board, run.cycles)
+    report.update(timing.fields() if timing is not None else null_fields())
     if args.json:
         _print_json(report)
     else:
@@ -495,6 +502,8 @@ def _run_program_file(args: argparse.Namespace, cm) -> int:
               f"{len(cm.spec.test_inputs)} bundled test vectors on {cm.board.name}'s interpreter firmware "
               f"({cm.quantize})")
         print(f"instructions per inference: {res.instructions}")
+        if timing is not None:
+            print(timing.line())
         print(f"flash: {report['flash_bytes']} B (interpreter {res.firmware_flash_bytes} B + program)   "
               f"arena: {report['arena_bytes']} B   stack: {res.stack_bytes} B (the interpreter's fixed stack)")
         if not run.passed:

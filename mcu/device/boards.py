@@ -40,6 +40,7 @@ class MemoryRegion:
     wait_states: float = 0.0
     fetch_wait_states: float | None = None
     hit_rate: float = 0.0
+    fetch_hit_rate: float | None = None  # instruction fetches' own hit rate (default: hit_rate)
 
     @property
     def data_millicycles(self) -> int:
@@ -50,7 +51,8 @@ class MemoryRegion:
     def fetch_millicycles(self) -> int:
         """Thousandths of a cycle an instruction fetch word costs on average beyond zero wait states."""
         ws = self.wait_states if self.fetch_wait_states is None else self.fetch_wait_states
-        return round(1000 * ws * (1.0 - self.hit_rate))
+        hit = self.hit_rate if self.fetch_hit_rate is None else self.fetch_hit_rate
+        return round(1000 * ws * (1.0 - hit))
 
     @property
     def linker_name(self) -> str:
@@ -202,8 +204,10 @@ class _Reader:
         fetch_found = self._lookup(f"{key}.fetch_wait_states")[0]
         fetch_wait = self.number(f"{key}.fetch_wait_states", 0.0) if fetch_found else None
         hit_rate = self.number(f"{key}.hit_rate", 0.0, maximum=1.0)
+        fetch_hit = (self.number(f"{key}.fetch_hit_rate", 0.0, maximum=1.0)
+                     if self._lookup(f"{key}.fetch_hit_rate")[0] else None)
         return MemoryRegion(name=name, origin=origin, length=length, holds=holds, wait_states=wait,
-                            fetch_wait_states=fetch_wait, hit_rate=hit_rate)
+                            fetch_wait_states=fetch_wait, hit_rate=hit_rate, fetch_hit_rate=fetch_hit)
 
     def number(self, key: str, default: float, maximum: float = 1000.0) -> float:
         """An optional non-negative number (integer or float) no larger than ``maximum``."""
