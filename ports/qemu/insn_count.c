@@ -27,7 +27,8 @@
  * states it costs, in thousandths of a cycle: FETCH per 32-bit instruction
  * fetch word (charged by instruction size at translation time), DATA per data
  * access QEMU reports (a memory callback, registered only when some region
- * charges data accesses). The cycle regions are written to cycles_out and
+ * charges data accesses; one per data-path-wide granule an instruction
+ * touches). The cycle regions are written to cycles_out and
  * trace_cycles_out like the instruction counts, rounded to whole cycles.
  *
  * Built by mcu.device.sim.qemu.build_plugin() with the host compiler:
@@ -191,12 +192,26 @@ static void on_block(unsigned int vcpu_index, void *userdata)
     pending = b->ends_in_branch ? b : NULL;
 }
 
+/* QEMU reports a vector or multiple transfer element by element, the bus moves
+ * a data-path width at a time: an instruction's accesses within one aligned
+ * granule (4 bytes, 8 on the M55's 64-bit data path) are one access. The
+ * executed-instruction counter tells one execution from the next. */
+static unsigned granule_shift = 2;
+static uint64_t last_exec = UINT64_MAX;
+static uint64_t last_granule;
+
 static void on_mem(unsigned int vcpu_index, qemu_plugin_meminfo_t info, uint64_t vaddr,
                    void *userdata)
 {
     (void)vcpu_index;
     (void)info;
     (void)userdata;
+    uint64_t granule = vaddr >> granule_shift;
+    if (last_exec == insn_count && last_granule == granule) {
+        return;
+    }
+    last_exec = insn_count;
+    last_granule = granule;
     const mem_cost *m = mem_at(vaddr);
     if (m != NULL) {
         cycle_mc += m->data_mc;
@@ -375,6 +390,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
         const char *arg = argv[i];
         if (strncmp(arg, "core=", 5) == 0) {
             core = cm_core_from_name(arg + 5);
+            granule_shift = core == CM_CORE_M55 ? 3 : 2;
             if (core == CM_CORE_NONE) {
                 fprintf(stderr, "insn_count: no timing model for core '%s'\n", arg + 5);
                 return -1;

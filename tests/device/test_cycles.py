@@ -168,9 +168,20 @@ def test_memory_wait_states_are_charged_by_address(tmp_path: Path) -> None:
     assert sequence_cycles(base, tmp_path, load_flash, "ldr r6, =constants") == 2
     assert sequence_cycles(slow, tmp_path, load_flash, "ldr r6, =constants") == 2 + 1 + 2
     assert sequence_cycles(slow, tmp_path, lines("ldr r1, [r7]")) == 2 + 1
+    # a multiple transfer is one access per word on the 32-bit bus
+    assert sequence_cycles(slow, tmp_path, lines("ldm r6, {r0-r3}"), "ldr r6, =constants") == 5 + 2 + 4 * 2
     # a cache serving 3 accesses in 4 leaves a quarter of the wait states
     cached = dataclasses.replace(base, flash=dataclasses.replace(base.flash, wait_states=8.0, hit_rate=0.75))
     assert sequence_cycles(cached, tmp_path, adds) == 8
+
+
+def test_vector_loads_are_charged_per_beat_pair_not_per_element(tmp_path: Path) -> None:
+    """QEMU reports VLDRB.S8's 16 byte reads one by one; the M55 moves 64 bits at a time: 2 accesses."""
+    base = load_board(M55)
+    slow = dataclasses.replace(base, flash=dataclasses.replace(base.flash, wait_states=2.0))
+    load = lines("vldrb.s8 q0, [r6]")
+    assert sequence_cycles(base, tmp_path, load, "ldr r6, =constants") == 2
+    assert sequence_cycles(slow, tmp_path, load, "ldr r6, =constants") == 2 + 2 + 2 * 2  # + fetch + 2 beats
 
 
 def test_cycles_are_deterministic(tmp_path: Path) -> None:
@@ -181,3 +192,24 @@ def test_cycles_are_deterministic(tmp_path: Path) -> None:
     # 50 iterations of ldr (2), adds (1), cmp (1), bne (1, and 2 refill when taken: 49 times)
     empty = run_sequence(board, tmp_path, "", "movs r0, #0")
     assert runs[0].cycles[0] - empty.cycles[0] == 50 * 5 + 49 * 2
+
+
+def test_board_files_state_wait_states_and_hit_rates(tmp_path: Path) -> None:
+    """``wait_states``, ``fetch_wait_states``, ``hit_rate`` and ``fetch_hit_rate`` of a ``[memory.*]`` table
+    become thousandths of a cycle per data access and per instruction fetch word; bad values are refused."""
+    from mcu import paths
+    from mcu.errors import McuError
+
+    pico = load_board("pico")
+    assert (pico.flash.data_millicycles, pico.flash.fetch_millicycles) == (5600, 560)  # 112 x 5 %, 112 x 0.5 %
+    assert (pico.ram.data_millicycles, pico.ram.fetch_millicycles) == (0, 0)
+    text = (paths.boards_dir() / "mps2-an505.toml").read_text()
+    good = text.replace("length = 0x400000\nwait_states = 0\n",
+                        "length = 0x400000\nwait_states = 4\nfetch_wait_states = 2\nhit_rate = 0.5\n", 1)
+    (tmp_path / "mps2-an505.toml").write_text(good)
+    flash = load_board("mps2-an505", tmp_path).flash
+    assert (flash.data_millicycles, flash.fetch_millicycles) == (2000, 1000)
+    for bad in ("wait_states = -1", "hit_rate = 1.5", 'wait_states = "two"'):
+        (tmp_path / "mps2-an505.toml").write_text(text.replace("wait_states = 0", bad, 1))
+        with pytest.raises(McuError, match=r"memory\.flash\.(wait_states|hit_rate)"):
+            load_board("mps2-an505", tmp_path)
