@@ -172,7 +172,7 @@ static cm_insn decode16(unsigned hw)
             return in;
         }
         if ((hw & 0x0f00) == 0x0f00) {
-            in.op = (hw & 0x000f) != 0 ? CM_IT : CM_SYS; /* IT, or a hint (NOP, WFI ...) */
+            in.op = (hw & 0x000f) != 0 ? CM_IT : CM_DP; /* IT, or a hint (NOP, YIELD ...): 1 */
             return in;
         }
         if ((hw & 0x0f00) == 0x0200 || (hw & 0x0f00) == 0x0a00) { /* extend, reverse */

@@ -95,6 +95,7 @@ CASES = [
     # data processing: 1 each on every core
     (M0PLUS, lines("adds r0, r0, #1", "adds r1, r1, #1", "lsls r2, r1, #2"), "", 3),
     (M4, lines("adds r0, r0, #1", "adds r1, r1, #1", "lsls r2, r1, #2"), "", 3),
+    (M0PLUS, lines("nop", "nop"), "", 2),
     # single loads: 2 each on the M0+; on the M3/M4 family a load pipelines with the next (2 + 1)
     (M0PLUS, lines("ldr r1, [r7]", "ldr r2, [r7, #4]"), "", 4),
     (M3, lines("ldr r1, [r7]", "ldr r2, [r7, #4]"), "", 3),
