@@ -36,7 +36,7 @@ from mcu.api import CompiledModel, backend_options, compile_file  # noqa: E402
 from mcu.device.boards import load_board  # noqa: E402
 from mcu.capture.loader import load_model_file  # noqa: E402
 from mcu.pipeline import compile_graph, to_graph  # noqa: E402
-from mcu.paths import cache_dir, runtime_dir  # noqa: E402
+from mcu.paths import cache_dir, kernel_source, runtime_dir  # noqa: E402
 
 MODELS = ["small_cnn", "ds_cnn", "mobilenet_v1", "resnet8", "fc_autoencoder"]
 BOARDS = ["mps2-an505", "mps2-an386", "mps3-an547", "mps2-an385"]
@@ -98,7 +98,7 @@ def per_layer(cm: CompiledModel) -> list[tuple[str, str, int, int | None]]:
         (src / name).write_text(text)
     rt = runtime_dir()
     sources = [src / n for n in files if n.endswith(".c")]
-    sources += [rt / "kernels" / s for s in cm.library.kernel_sources]
+    sources += [kernel_source(s) for s in cm.library.kernel_sources]
     sources += [rt / s for s in cm.library.runtime_sources]
     includes = [src, rt / "include", *map(Path, cm.library.include_dirs)]  # CMSIS-NN's headers when it serves
     fw = build_firmware(cm.board, sources, includes, out_dir)
