@@ -41,6 +41,11 @@ class MemoryRegion:
     fetch_wait_states: float | None = None
     hit_rate: float = 0.0
     fetch_hit_rate: float | None = None  # instruction fetches' own hit rate (default: hit_rate)
+    # A cache in front of the memory, simulated exactly instead of a hit rate (``cache_bytes`` > 0):
+    # its size, ways and line length in bytes; then ``wait_states`` is what a miss costs.
+    cache_bytes: int = 0
+    cache_ways: int = 1
+    cache_line: int = 0
 
     @property
     def data_millicycles(self) -> int:
@@ -206,8 +211,13 @@ class _Reader:
         hit_rate = self.number(f"{key}.hit_rate", 0.0, maximum=1.0)
         fetch_hit = (self.number(f"{key}.fetch_hit_rate", 0.0, maximum=1.0)
                      if self._lookup(f"{key}.fetch_hit_rate")[0] else None)
+        cache = (self.int_(f"{key}.cache_bytes", minimum=1), self.int_(f"{key}.cache_ways", minimum=1),
+                 self.int_(f"{key}.cache_line", minimum=1)) if self._lookup(f"{key}.cache_bytes")[0] else (0, 1, 0)
+        if cache[0] and (cache[2] & (cache[2] - 1) or cache[0] % (cache[1] * cache[2])):
+            raise self.fail(f"{key}.cache_bytes", "must be ways x sets x line, with a power-of-two line")
         return MemoryRegion(name=name, origin=origin, length=length, holds=holds, wait_states=wait,
-                            fetch_wait_states=fetch_wait, hit_rate=hit_rate, fetch_hit_rate=fetch_hit)
+                            fetch_wait_states=fetch_wait, hit_rate=hit_rate, fetch_hit_rate=fetch_hit,
+                            cache_bytes=cache[0], cache_ways=cache[1], cache_line=cache[2])
 
     def number(self, key: str, default: float, maximum: float = 1000.0) -> float:
         """An optional non-negative number (integer or float) no larger than ``maximum``."""

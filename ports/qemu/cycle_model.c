@@ -37,6 +37,7 @@
  */
 #include "cycle_model.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 cm_core cm_core_from_name(const char *name)
@@ -586,4 +587,46 @@ unsigned cm_refill(cm_core core, const cm_insn *insn, uint64_t target, bool targ
         return 3; /* blocking: the reload starts after the load (M4 TRM 3.3.2) */
     }
     return 2 + ((target_wide && (target & 2) != 0) ? 1 : 0);
+}
+
+/* ---- caches ----------------------------------------------------------- */
+
+bool cm_cache_init(cm_cache *cache, uint32_t bytes, uint32_t ways, uint32_t line)
+{
+    if (line == 0 || (line & (line - 1)) != 0 || ways == 0 || bytes % (ways * line) != 0 ||
+        bytes / (ways * line) == 0) {
+        return false;
+    }
+    cache->sets = bytes / (ways * line);
+    cache->ways = ways;
+    cache->line_shift = 0;
+    while ((1u << cache->line_shift) < line) {
+        cache->line_shift++;
+    }
+    cache->tags = calloc((size_t)cache->sets * ways, sizeof *cache->tags);
+    cache->used = calloc((size_t)cache->sets * ways, sizeof *cache->used);
+    cache->clock = 0;
+    return cache->tags != NULL && cache->used != NULL;
+}
+
+bool cm_cache_access(cm_cache *cache, uint64_t addr)
+{
+    uint64_t line = addr >> cache->line_shift;
+    size_t base = (size_t)(line % cache->sets) * cache->ways;
+    uint64_t *tags = &cache->tags[base];
+    uint64_t *used = &cache->used[base];
+    cache->clock++;
+    size_t victim = 0;
+    for (size_t w = 0; w < cache->ways; w++) {
+        if (tags[w] == line + 1) {
+            used[w] = cache->clock;
+            return true;
+        }
+        if (used[w] < used[victim]) {
+            victim = w;
+        }
+    }
+    tags[victim] = line + 1;
+    used[victim] = cache->clock;
+    return false;
 }

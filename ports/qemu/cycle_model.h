@@ -98,4 +98,22 @@ bool cm_is_branch(const cm_insn *insn);
  * first instruction is `target_wide` (32-bit) at address `target`. */
 unsigned cm_refill(cm_core core, const cm_insn *insn, uint64_t target, bool target_wide);
 
+/* A set-associative cache with LRU replacement, for memories behind one
+ * (XIP flash caches): which accesses hit, exactly, for the address stream
+ * the simulator sees. */
+typedef struct cm_cache {
+    uint32_t sets;
+    uint32_t ways;
+    uint32_t line_shift;
+    uint64_t *tags; /* sets * ways; a line's number plus one, 0 when empty */
+    uint64_t *used; /* when each way was last used */
+    uint64_t clock;
+} cm_cache;
+
+/* False when the geometry is not bytes = sets * ways * line with a power-of-two line. */
+bool cm_cache_init(cm_cache *cache, uint32_t bytes, uint32_t ways, uint32_t line);
+
+/* Look the line of `addr` up; on a miss, fill it into the least recently used way. */
+bool cm_cache_access(cm_cache *cache, uint64_t addr);
+
 #endif

@@ -6,6 +6,7 @@
  *                                 [,trace_begin=0x...,trace_end=0x...,trace_out=FILE2]
  *                                 [,core=cortex-m4,cycles_out=FILE3,trace_cycles_out=FILE4]
  *                                 [,mem=ORIGIN:LENGTH:FETCH:DATA ...]
+ *                                 [,cache=ORIGIN:LENGTH:BYTES:WAYS:LINE:MISS ...]
  *
  * Every executed guest instruction adds 1 to a counter (inline, no helper
  * call). The first instruction of mcu_bench_begin snapshots the counter; the
@@ -28,7 +29,9 @@
  * fetch word (charged by instruction size at translation time), DATA per data
  * access QEMU reports (a memory callback, registered only when some region
  * charges data accesses; one per data-path-wide granule an instruction
- * touches). The cycle regions are written to cycles_out and
+ * touches). Each cache= names a memory behind a set-associative LRU cache:
+ * every data access and, when a block starts, every line of its code goes
+ * through the cache, and only misses cost (MISS each). The cycle regions are written to cycles_out and
  * trace_cycles_out like the instruction counts, rounded to whole cycles.
  *
  * Built by mcu.device.sim.qemu.build_plugin() with the host compiler:
@@ -153,6 +156,8 @@ typedef struct mem_cost {
     uint64_t end;
     uint32_t fetch_mc; /* per 32-bit fetch word */
     uint32_t data_mc;  /* per data access */
+    cm_cache *cache;   /* when a cache fronts the memory: only its misses cost, miss_mc each */
+    uint32_t miss_mc;
 } mem_cost;
 
 enum { MAX_MEM = 8 };
@@ -163,6 +168,8 @@ static bool charge_data;
 /* What a translation block's start needs to settle its predecessor's branch. */
 typedef struct block_info {
     uint64_t vaddr;
+    uint64_t bytes;          /* its code's length, fetched through `code`'s cache */
+    const mem_cost *code;    /* the cached memory the block's code is in, if any */
     bool first_wide;     /* its first instruction is 32-bit */
     bool ends_in_branch; /* its last instruction may transfer control */
     uint64_t fallthrough;
@@ -182,6 +189,18 @@ static const mem_cost *mem_at(uint64_t addr)
     return NULL;
 }
 
+/* The lines a block's code spans go through the cache each time it runs. */
+static void fetch_through_cache(const block_info *b)
+{
+    cm_cache *cache = b->code->cache;
+    uint64_t line = (uint64_t)1 << cache->line_shift;
+    for (uint64_t a = b->vaddr & ~(line - 1); a < b->vaddr + b->bytes; a += line) {
+        if (!cm_cache_access(cache, a)) {
+            cycle_mc += b->code->miss_mc;
+        }
+    }
+}
+
 static void on_block(unsigned int vcpu_index, void *userdata)
 {
     (void)vcpu_index;
@@ -190,6 +209,9 @@ static void on_block(unsigned int vcpu_index, void *userdata)
         cycle_mc += 1000u * cm_refill(core, &pending->last, b->vaddr, b->first_wide);
     }
     pending = b->ends_in_branch ? b : NULL;
+    if (b->code != NULL) {
+        fetch_through_cache(b);
+    }
 }
 
 /* QEMU reports a vector or multiple transfer element by element, the bus moves
@@ -213,8 +235,13 @@ static void on_mem(unsigned int vcpu_index, qemu_plugin_meminfo_t info, uint64_t
     last_exec = insn_count;
     last_granule = granule;
     const mem_cost *m = mem_at(vaddr);
-    if (m != NULL) {
+    if (m == NULL) {
+        return;
+    }
+    if (m->cache == NULL) {
         cycle_mc += m->data_mc;
+    } else if (!cm_cache_access(m->cache, vaddr)) {
+        cycle_mc += m->miss_mc;
     }
 }
 
@@ -261,9 +288,13 @@ static void time_block(struct qemu_plugin_tb *tb, size_t n)
         cm_insn cur = cm_decode((const uint8_t *)qemu_plugin_insn_data(insn), size);
         uint64_t mc = 1000u * (uint64_t)cm_cycles(core, i == 0 ? NULL : &prev, &cur);
         const mem_cost *m = mem_at(vaddr);
-        if (m != NULL) {
+        if (m != NULL && m->cache == NULL) {
             mc += (uint64_t)m->fetch_mc * size / 4u;
         }
+        if (m != NULL && m->cache != NULL && i == 0) {
+            b->code = m;
+        }
+        b->bytes += size;
         qemu_plugin_register_vcpu_insn_exec_inline(insn, QEMU_PLUGIN_INLINE_ADD_U64, &cycle_mc, mc);
         if (charge_data) {
             qemu_plugin_register_vcpu_mem_cb(insn, on_mem, QEMU_PLUGIN_CB_NO_REGS, QEMU_PLUGIN_MEM_RW,
@@ -356,6 +387,34 @@ static bool parse_mem(const char *s)
     return true;
 }
 
+/* "cache=ORIGIN:LENGTH:BYTES:WAYS:LINE:MISS": a memory behind a cache of that
+ * geometry, whose misses cost MISS thousandths of a cycle. */
+static bool parse_cache(const char *s)
+{
+    unsigned long long v[6];
+    for (int i = 0; i < 6; i++) {
+        char *end = NULL;
+        v[i] = strtoull(s, &end, 0);
+        if (end == s || *end != (i < 5 ? ':' : '\0')) {
+            return false;
+        }
+        s = end + 1;
+    }
+    if (n_mems == MAX_MEM || v[1] == 0 || v[2] > UINT32_MAX || v[3] > UINT32_MAX || v[4] > UINT32_MAX ||
+        v[5] > UINT32_MAX) {
+        return false;
+    }
+    cm_cache *cache = calloc(1, sizeof *cache);
+    if (cache == NULL || !cm_cache_init(cache, (uint32_t)v[2], (uint32_t)v[3], (uint32_t)v[4])) {
+        free(cache);
+        return false;
+    }
+    mems[n_mems++] = (mem_cost){.origin = v[0], .end = v[0] + v[1], .cache = cache,
+                                .miss_mc = (uint32_t)v[5]};
+    charge_data = true;
+    return true;
+}
+
 /* "begin=", "end=", "out=" and "cycles_out=" set the bench region; the same
  * keys with a "trace_" prefix set the trace region. */
 static bool parse_region_arg(const char *arg, region *r, const char **out_path,
@@ -393,6 +452,13 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
             granule_shift = core == CM_CORE_M55 ? 3 : 2;
             if (core == CM_CORE_NONE) {
                 fprintf(stderr, "insn_count: no timing model for core '%s'\n", arg + 5);
+                return -1;
+            }
+            continue;
+        }
+        if (strncmp(arg, "cache=", 6) == 0) {
+            if (!parse_cache(arg + 6)) {
+                fprintf(stderr, "insn_count: bad cache '%s'\n", arg);
                 return -1;
             }
             continue;

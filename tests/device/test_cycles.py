@@ -176,6 +176,34 @@ def test_memory_wait_states_are_charged_by_address(tmp_path: Path) -> None:
     assert sequence_cycles(cached, tmp_path, adds) == 8
 
 
+def test_a_cache_in_front_of_a_memory_charges_its_misses_only(tmp_path: Path) -> None:
+    """RAM behind a 32-byte two-way cache of 16-byte lines (one set), 10 cycles a miss: lines 0, 1, 0 (hit),
+    2 (evicts line 1, the least recently used), 0 (hit), 1 (miss again): 4 misses."""
+    base = load_board(M4)
+    cached = dataclasses.replace(base, ram=dataclasses.replace(base.ram, wait_states=10.0, cache_bytes=32,
+                                                               cache_ways=2, cache_line=16))
+    reads = lines("ldr r0, [r7]", "ldr r1, [r7, #16]", "ldr r2, [r7, #4]", "ldr r3, [r7, #32]",
+                  "ldr r4, [r7, #8]", "ldr r5, [r7, #20]")
+    assert sequence_cycles(base, tmp_path, reads) == 2 + 5
+    assert sequence_cycles(cached, tmp_path, reads) == 2 + 5 + 4 * 10
+
+
+def test_code_behind_a_cache_misses_once_per_line(tmp_path: Path) -> None:
+    """Code in a cached flash: the loop's lines miss on the first pass only, so twice the iterations cost
+    exactly the uncached difference twice, never more misses (a hit-rate model would charge every pass)."""
+    base = load_board(M33)
+    cached = dataclasses.replace(base, flash=dataclasses.replace(base.flash, wait_states=10.0, cache_bytes=1024,
+                                                                 cache_ways=2, cache_line=16))
+    loop = lines(".p2align 6", "1: adds r0, r0, #1", "cmp r0, r1", "bne 1b", "nop.w", "nop.w", "nop.w", "nop.w")
+
+    def cost(board: Board, n: int) -> int:
+        return run_sequence(board, tmp_path, loop, f"movs r0, #0\n  movs r1, #{n}").cycles[0]
+
+    misses = cost(cached, 50) - cost(base, 50)
+    assert misses > 0 and misses % 10 == 0
+    assert cost(cached, 100) - cost(base, 100) == misses
+
+
 def test_vector_loads_are_charged_per_beat_pair_not_per_element(tmp_path: Path) -> None:
     """QEMU reports VLDRB.S8's 16 byte reads one by one; the M55 moves 64 bits at a time: 2 accesses."""
     base = load_board(M55)
@@ -202,7 +230,8 @@ def test_board_files_state_wait_states_and_hit_rates(tmp_path: Path) -> None:
     from mcu.errors import McuError
 
     pico = load_board("pico")
-    assert (pico.flash.data_millicycles, pico.flash.fetch_millicycles) == (5600, 560)  # 112 x 5 %, 112 x 0.5 %
+    assert (pico.flash.cache_bytes, pico.flash.cache_ways, pico.flash.cache_line, pico.flash.wait_states) == \
+        (16384, 2, 8, 112.0)
     assert (pico.ram.data_millicycles, pico.ram.fetch_millicycles) == (0, 0)
     text = (paths.boards_dir() / "mps2-an505.toml").read_text()
     good = text.replace("length = 0x400000\nwait_states = 0\n",
@@ -210,7 +239,8 @@ def test_board_files_state_wait_states_and_hit_rates(tmp_path: Path) -> None:
     (tmp_path / "mps2-an505.toml").write_text(good)
     flash = load_board("mps2-an505", tmp_path).flash
     assert (flash.data_millicycles, flash.fetch_millicycles) == (2000, 1000)
-    for bad in ("wait_states = -1", "hit_rate = 1.5", 'wait_states = "two"'):
+    for bad in ("wait_states = -1", "hit_rate = 1.5", 'wait_states = "two"',
+                "cache_bytes = 1000\ncache_ways = 2\ncache_line = 16"):
         (tmp_path / "mps2-an505.toml").write_text(text.replace("wait_states = 0", bad, 1))
-        with pytest.raises(McuError, match=r"memory\.flash\.(wait_states|hit_rate)"):
+        with pytest.raises(McuError, match=r"memory\.flash\.(wait_states|hit_rate|cache_bytes)"):
             load_board("mps2-an505", tmp_path)
