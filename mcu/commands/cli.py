@@ -526,6 +526,7 @@ def _run_linux(args: argparse.Namespace) -> int:
     report.update(_run_fields(cm, cm.board.linux_run[0] if cm.board.linux_run else "native", run.passed,
                               run.exit_code,
                               real, [cm.raw_outputs(row) for row in run.outputs], eager_error, run.max_error, None))
+    report.update(null_fields())  # a Linux board runs no timing model
     if args.json:
         _print_json(report)
     else:

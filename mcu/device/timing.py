@@ -55,5 +55,5 @@ def estimate(board: Board, cycles: list[int] | int | None) -> CycleEstimate | No
 
 
 def null_fields() -> dict[str, Any]:
-    """The same keys when there is no estimate (a board whose core has no timing model)."""
-    return {"cycles": None, "ms": None}
+    """The same keys when there is no estimate (a board whose core has no timing model, a Linux board)."""
+    return {"cycles": None, "ms": None, "timing": None}
