@@ -4,6 +4,8 @@ speed-up; per-layer instructions for one model; the kernels' code size for one m
 
 Counts are exact guest instructions from QEMU's TCG plugin (ports/qemu/insn_count.c), the first
 test vector, between mcu_bench_begin/end around the model's run (input/output copies included).
+Beside them, the cycles the plugin's per-core timing model estimates over the same region and the
+milliseconds at the board's clock (an estimate: docs/cycles.md).
 
     .venv/bin/python bench/speed.py [--boards mps2-an505,...] [--models small_cnn,...]
                                     [--layers ds_cnn] [--no-fp32] [--json out.json] [--cmsis-nn PATH]
@@ -34,7 +36,7 @@ from mcu.api import CompiledModel, backend_options, compile_file  # noqa: E402
 from mcu.device.boards import load_board  # noqa: E402
 from mcu.capture.loader import load_model_file  # noqa: E402
 from mcu.pipeline import compile_graph, to_graph  # noqa: E402
-from mcu.paths import cache_dir, runtime_dir  # noqa: E402
+from mcu.paths import cache_dir, kernel_source, runtime_dir  # noqa: E402
 
 MODELS = ["small_cnn", "ds_cnn", "mobilenet_v1", "resnet8", "fc_autoencoder"]
 BOARDS = ["mps2-an505", "mps2-an386", "mps3-an547", "mps2-an385"]
@@ -80,8 +82,9 @@ def compile_copy(spec, graph, board: str, backends: list[str] | None = None, cms
                          partitions=report)
 
 
-def per_layer(cm: CompiledModel) -> list[tuple[str, str, int]]:
-    """(op name, kernel, instructions) per op, from a build whose MCU_TRACE_OP splits the count."""
+def per_layer(cm: CompiledModel) -> list[tuple[str, str, int, int | None]]:
+    """(op name, kernel, instructions, estimated cycles) per op, from a build whose MCU_TRACE_OP splits the
+    count."""
     from mcu.device.sim.qemu import run_qemu
     from mcu.device.toolchain import build_firmware
 
@@ -95,15 +98,16 @@ def per_layer(cm: CompiledModel) -> list[tuple[str, str, int]]:
         (src / name).write_text(text)
     rt = runtime_dir()
     sources = [src / n for n in files if n.endswith(".c")]
-    sources += [rt / "kernels" / s for s in cm.library.kernel_sources]
+    sources += [kernel_source(s) for s in cm.library.kernel_sources]
     sources += [rt / s for s in cm.library.runtime_sources]
     includes = [src, rt / "include", *map(Path, cm.library.include_dirs)]  # CMSIS-NN's headers when it serves
     fw = build_firmware(cm.board, sources, includes, out_dir)
-    counts = run_qemu(cm.board, fw.elf).instructions
+    result = run_qemu(cm.board, fw.elf)
     steps = cm.library.view.steps
     # counts: [input copy, op 0, op 1, ..., last op + output copy, then the same for the next vectors]
-    per_op = counts[1:len(steps) + 1]
-    return [(s.name, s.call.function, n) for s, n in zip(steps, per_op)]
+    per_op = result.instructions[1:len(steps) + 1]
+    cycles = result.cycles[1:len(steps) + 1] or [None] * len(per_op)
+    return [(s.name, s.call.function, n, c) for s, n, c in zip(steps, per_op, cycles)]
 
 
 def kernel_text_bytes(cm: CompiledModel) -> tuple[int, dict[str, int]]:
@@ -119,6 +123,23 @@ def kernel_text_bytes(cm: CompiledModel) -> tuple[int, dict[str, int]]:
         if stem in stems:
             sizes[stem] = sizes.get(stem, 0) + int(m.group(1), 16)
     return sum(sizes.values()), sizes
+
+
+def print_cycles(report: dict, models: list[str], boards: list[str]) -> None:
+    """The int8 table's estimated cycles: cycles, cycles per instruction, ms at the board's clock."""
+    clocks = {b: load_board(b).clock_hz for b in boards}
+    print("\nint8 estimated cycles per inference (cycles per instruction; ms at the board's clock), "
+          "an estimate: docs/cycles.md")
+    print(f"{'model':<16}" + "".join(f"{b + f' @{clocks[b] / 1e6:g} MHz':>34}" for b in boards))
+    for m in models:
+        row = f"{m:<16}"
+        for b in boards:
+            e = report["int8"][m][b]
+            if e["cycles"] is None:
+                row += f"{'-':>34}"
+                continue
+            row += f"{e['cycles']:>14,} ({e['cycles'] / e['instructions']:4.2f}; {e['ms']:8.2f} ms)"
+        print(row)
 
 
 def main() -> int:
@@ -155,7 +176,9 @@ def main() -> int:
         for b in boards:
             ours = simulate(compile_copy(spec, graph, b))
             n = ours.instructions
-            entry: dict = {"instructions": n}
+            entry: dict = {"instructions": n, "cycles": ours.estimated_cycles,
+                           "ms": ours.estimated_cycles / load_board(b).clock_hz * 1e3
+                           if ours.estimated_cycles else None}
             if live:
                 theirs_cm = compile_copy(spec, graph, b, ["cmsis-nn", "portable"], cmsis_root)
                 theirs = simulate(theirs_cm)
@@ -165,7 +188,8 @@ def main() -> int:
                 if not same:
                     raise SystemExit(f"{m} on {b}: CMSIS-NN's outputs differ from ours")
                 took = sum(len(ops) for bk, ops in theirs_cm.partitions.partitions if bk == "cmsis-nn")
-                entry.update({"cmsis_nn_ops": took, "ops": len(theirs_cm.graph.ops)})
+                entry.update({"cmsis_nn_ops": took, "ops": len(theirs_cm.graph.ops),
+                              "cmsis_nn_cycles": theirs.estimated_cycles})
             else:
                 ref = CMSIS_NN[m][b]
             ratios[b].append(n / ref)
@@ -183,6 +207,7 @@ def main() -> int:
         target = TARGET_RATIO.get(b)
         geo += f"{g:>21.2f}x" + (f" /{target:.1f}" if target else "     ")
     print(geo)
+    print_cycles(report, models, boards)
 
     if not args.no_fp32:
         print("\nfp32 instructions per inference and int8 speed-up")
@@ -201,12 +226,14 @@ def main() -> int:
     if args.layers:
         cm = compile_file(ROOT / "examples" / f"{args.layers}.py", board=args.layers_board, quantize="int8")
         print(f"\nper layer: {args.layers} int8 on {args.layers_board}")
-        total = 0
-        for name, fn, n in per_layer(cm):
+        print(f"  {'op':<28} {'kernel':<34} {'instructions':>12} {'est. cycles':>12}")
+        total = total_cycles = 0
+        for name, fn, n, c in per_layer(cm):
             total += n
-            report["layers"].append({"op": name, "kernel": fn, "instructions": n})
-            print(f"  {name:<28} {fn:<34} {n:>12,}")
-        print(f"  {'sum':<63} {total:>12,}")
+            total_cycles += c or 0
+            report["layers"].append({"op": name, "kernel": fn, "instructions": n, "cycles": c})
+            print(f"  {name:<28} {fn:<34} {n:>12,} {f'{c:,}' if c is not None else '-':>12}")
+        print(f"  {'sum':<63} {total:>12,} {total_cycles:>12,}")
 
     cm = compile_file(ROOT / "examples" / "small_cnn.py", board="mps2-an505", quantize="int8")
     total, sizes = kernel_text_bytes(cm)

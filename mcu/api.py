@@ -88,6 +88,9 @@ class SimulationRun:
     cycles: int | None = None
     # The largest |device - expected| over the raw outputs (int8: LSB; 0 when the check is bit-exact).
     max_error_vs_expected: float = 0.0
+    # The first inference's core cycles estimated by the simulator's timing model (docs/cycles.md); None
+    # when the board's core has none. ``cycles`` above is what a board's own counter printed.
+    estimated_cycles: int | None = None
 
 
 @dataclass
@@ -340,7 +343,8 @@ class CompiledModel:
                              instructions=result.instructions[0] if result.instructions else None,
                              instructions_all=list(result.instructions), outputs=outputs, outputs_raw=raw,
                              console=result.console, max_abs_error_vs_eager=worst, cycles=report.cycles,
-                             max_error_vs_expected=worst_expected)
+                             max_error_vs_expected=worst_expected,
+                             estimated_cycles=result.cycles[0] if result.cycles else None)
 
     # --- reporting ----------------------------------------------------------------------------------------
 

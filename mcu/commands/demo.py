@@ -3,8 +3,9 @@
     python -m mcu.commands.demo [--board mps2-an505] [--model examples/small_cnn.py]
 
 Both variants are compiled, built and run in the board's simulator with the bundled test vectors;
-the table shows instructions per inference (exact, counted by the QEMU plugin), flash, static RAM,
-the arena, and how far the device is from what it must output: the int8 program is checked bit for
+the table shows instructions per inference (exact, counted by the QEMU plugin), the cycles and
+milliseconds the plugin's timing model estimates at the board's clock (docs/cycles.md), flash, static
+RAM, the arena, and how far the device is from what it must output: the int8 program is checked bit for
 bit against the Python integer reference, fp32 against eager PyTorch within a tolerance.
 """
 
@@ -17,6 +18,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from mcu.device.timing import estimate
 from mcu.errors import McuError
 from mcu.progress import Reporter, quiet_torch, reporting, terminal_stream
 from mcu.quantize import modes
@@ -41,8 +43,11 @@ def measure(model: Path, board: str, quantize: str) -> dict[str, Any]:
         cm = compile_file(model, board=board, quantize=quantize)
     fw = cm.build()
     sim = cm.simulate()
+    timing = estimate(cm.board, sim.estimated_cycles)
     return {"quantize": cm.quantize, "passed": sim.passed, "vectors": len(sim.outputs),
-            "instructions": sim.instructions, "flash": fw.flash_bytes, "ram": fw.ram_bytes,
+            "instructions": sim.instructions, "cycles": timing.cycles if timing else None,
+            "ms": timing.ms if timing else None, "clock_hz": cm.board.clock_hz, "flash": fw.flash_bytes,
+            "ram": fw.ram_bytes,
             "arena": cm.memory.arena_size, "exact": cm.reference_is_exact,
             "differences": _differences(cm, sim), "max_abs_vs_eager": sim.max_abs_error_vs_eager,
             "core": cm.board.core}
@@ -61,10 +66,15 @@ def table(name: str, board: str, cols: Sequence[dict[str, Any]]) -> str:
              row("flash (B)", [f"{c['flash']:,}" for c in cols]),
              row("static RAM (B)", [f"{c['ram']:,}" for c in cols]),
              row("arena (B)", [f"{c['arena']:,}" for c in cols]),
+             row("cycles per inference (estimate)", [f"{c['cycles']:,}" if c["cycles"] else "-" for c in cols]),
+             row(f"ms at {cols[0]['clock_hz'] / 1e6:g} MHz (estimate)",
+                 [f"{c['ms']:.3f}" if c["ms"] else "-" for c in cols]),
              row("bundled test vectors", [f"{c['vectors']} {'PASS' if c['passed'] else 'FAIL'}" for c in cols]),
              row("differences from the reference", checks)]
     lines.append("(int8: device vs the Python integer reference, element by element; "
                  "fp32: |device - eager PyTorch|)")
+    lines.append("(cycles: the simulator's per-core timing model, an estimate not yet calibrated against silicon; "
+                 "docs/cycles.md)")
     return "\n".join(lines)
 
 

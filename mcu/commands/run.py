@@ -14,6 +14,7 @@ from mcu.commands.reports import (base_report, class_scores, model_label, print_
                                   run_fields)
 from mcu.device.boards import load_board
 from mcu.device.console import parse_harness
+from mcu.device.timing import estimate, null_fields
 from mcu.devtools.trace import run_traced
 from mcu.errors import McuError
 from mcu.passes.quantized.fp32_islands import summarize as summarize_islands
@@ -50,6 +51,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     report["fp32_islands"]["instruction_share"] = _island_share(cm)
     report.update(run_fields(cm, "qemu", sim.passed, sim.exit_code, sim.outputs, sim.outputs_raw,
                               sim.max_abs_error_vs_eager, sim.max_error_vs_expected, sim.instructions))
+    timing = estimate(cm.board, sim.estimated_cycles)
+    report.update(timing.fields() if timing is not None else null_fields())
     if args.json:
         print_json(report)
     else:
@@ -59,6 +62,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"{'PASS' if sim.passed else 'FAIL'}: {len(sim.outputs)} bundled test vectors on {cm.board.name} "
               f"({model_label(cm)}); max |device - eager| = {sim.max_abs_error_vs_eager:.3g}")
         print(f"instructions per inference: {sim.instructions}")
+        if timing is not None:
+            print(timing.line())
         print_sizes(report)
         print_partitions(cm.partitions)
         if not sim.passed:
@@ -90,6 +95,8 @@ def _run_program_file(args: argparse.Namespace, cm) -> int:
               "flash_bytes": res.firmware_flash_bytes + res.program_bytes, "ram_bytes": res.firmware_ram_bytes,
               "arena_bytes": cm.memory.arena_size, "stack_bytes": res.stack_bytes, "exit_code": run.exit_code,
               "error": run.error}
+    timing = estimate(cm.board, run.cycles)
+    report.update(timing.fields() if timing is not None else null_fields())
     if args.json:
         print_json(report)
     else:
@@ -97,6 +104,8 @@ def _run_program_file(args: argparse.Namespace, cm) -> int:
               f"{len(cm.spec.test_inputs)} bundled test vectors on {cm.board.name}'s interpreter firmware "
               f"({cm.quantize})")
         print(f"instructions per inference: {res.instructions}")
+        if timing is not None:
+            print(timing.line())
         print(f"flash: {report['flash_bytes']} B (interpreter {res.firmware_flash_bytes} B + program)   "
               f"arena: {report['arena_bytes']} B   stack: {res.stack_bytes} B (the interpreter's fixed stack)")
         if not run.passed:
@@ -119,6 +128,7 @@ def _run_linux(args: argparse.Namespace) -> int:
     report.update(run_fields(cm, cm.board.linux_run[0] if cm.board.linux_run else "native", run.passed,
                               run.exit_code,
                               real, [cm.raw_outputs(row) for row in run.outputs], eager_error, run.max_error, None))
+    report.update(null_fields())  # a Linux board runs no timing model
     if args.json:
         print_json(report)
     else:

@@ -34,6 +34,30 @@ class MemoryRegion:
     origin: int
     length: int
     holds: tuple[str, ...] = ()  # MOVABLE_SECTIONS placed here instead of flash (extra regions only)
+    # Timing (docs/cycles.md): cycles the core waits per access beyond a zero-wait-state memory, at
+    # the board's clock; per 32-bit instruction fetch word when fetches differ (a prefetch buffer);
+    # and the fraction of accesses a cache serves without waiting (XIP flash behind a cache).
+    wait_states: float = 0.0
+    fetch_wait_states: float | None = None
+    hit_rate: float = 0.0
+    fetch_hit_rate: float | None = None  # instruction fetches' own hit rate (default: hit_rate)
+    # A cache in front of the memory, simulated exactly instead of a hit rate (``cache_bytes`` > 0):
+    # its size, ways and line length in bytes; then ``wait_states`` is what a miss costs.
+    cache_bytes: int = 0
+    cache_ways: int = 1
+    cache_line: int = 0
+
+    @property
+    def data_millicycles(self) -> int:
+        """Thousandths of a cycle a data access here costs on average beyond a zero-wait-state memory."""
+        return round(1000 * self.wait_states * (1.0 - self.hit_rate))
+
+    @property
+    def fetch_millicycles(self) -> int:
+        """Thousandths of a cycle an instruction fetch word costs on average beyond zero wait states."""
+        ws = self.wait_states if self.fetch_wait_states is None else self.fetch_wait_states
+        hit = self.hit_rate if self.fetch_hit_rate is None else self.fetch_hit_rate
+        return round(1000 * ws * (1.0 - hit))
 
     @property
     def linker_name(self) -> str:
@@ -181,7 +205,30 @@ class _Reader:
             unknown = [h for h in holds if h not in MOVABLE_SECTIONS]
             if unknown:
                 raise self.fail(f"{key}.holds", f"names {unknown}; it may only hold {list(MOVABLE_SECTIONS)}")
-        return MemoryRegion(name=name, origin=origin, length=length, holds=holds)
+        wait = self.number(f"{key}.wait_states", 0.0)
+        fetch_found = self._lookup(f"{key}.fetch_wait_states")[0]
+        fetch_wait = self.number(f"{key}.fetch_wait_states", 0.0) if fetch_found else None
+        hit_rate = self.number(f"{key}.hit_rate", 0.0, maximum=1.0)
+        fetch_hit = (self.number(f"{key}.fetch_hit_rate", 0.0, maximum=1.0)
+                     if self._lookup(f"{key}.fetch_hit_rate")[0] else None)
+        cache = (self.int_(f"{key}.cache_bytes", minimum=1), self.int_(f"{key}.cache_ways", minimum=1),
+                 self.int_(f"{key}.cache_line", minimum=1)) if self._lookup(f"{key}.cache_bytes")[0] else (0, 1, 0)
+        if cache[0] and (cache[2] & (cache[2] - 1) or cache[0] % (cache[1] * cache[2])):
+            raise self.fail(f"{key}.cache_bytes", "must be ways x sets x line, with a power-of-two line")
+        return MemoryRegion(name=name, origin=origin, length=length, holds=holds, wait_states=wait,
+                            fetch_wait_states=fetch_wait, hit_rate=hit_rate, fetch_hit_rate=fetch_hit,
+                            cache_bytes=cache[0], cache_ways=cache[1], cache_line=cache[2])
+
+    def number(self, key: str, default: float, maximum: float = 1000.0) -> float:
+        """An optional non-negative number (integer or float) no larger than ``maximum``."""
+        found, value = self._lookup(key)
+        if not found:
+            return default
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise self.fail(key, f"must be a number, got {value!r}")
+        if not 0 <= value <= maximum:
+            raise self.fail(key, f"must be between 0 and {maximum:g}, got {value!r}")
+        return float(value)
 
     def table_keys(self, key: str) -> list[str]:
         found, value = self._lookup(key)

@@ -26,6 +26,7 @@ class ProfileRow:
     op: OpInfo
     cost: int
     share: float  # fraction of the sum of all ops' costs
+    estimated_cycles: int | None = None  # the simulator's timing model (docs/cycles.md), when it ran
 
     @property
     def cost_per_mac(self) -> float | None:
@@ -39,6 +40,18 @@ class Profile:
     rows: list[ProfileRow]  # sorted by cost, largest first
     inference_cost: int | None  # the whole first inference measured around the run call, when known
     inference_of: str = "normal build"  # which firmware measured it (on hardware: the traced one)
+    clock_hz: int | None = None  # the board's clock, for the estimated cycles' milliseconds
+
+    @property
+    def has_estimate(self) -> bool:
+        return bool(self.rows) and all(r.estimated_cycles is not None for r in self.rows)
+
+    @property
+    def total_estimated_cycles(self) -> int | None:
+        return sum(r.estimated_cycles or 0 for r in self.rows) if self.has_estimate else None
+
+    def _ms(self, cycles: int | None) -> float | None:
+        return cycles / self.clock_hz * 1e3 if cycles is not None and self.clock_hz else None
 
     @property
     def total_cost(self) -> int:
@@ -49,19 +62,29 @@ class Profile:
         return sum(r.op.macs for r in self.rows)
 
     def table(self) -> str:
+        est = self.has_estimate
+        est_head = f" {'est. cycles':>12}" if est else ""
         head = (f"{'handle':>6}  {'op':<20} {'kind':<17} {'kernel':<32} {'output':<16} {'MACs':>10} "
-                f"{self.unit:>12} {'share':>6} {'/MAC':>6} {'live B':>8}  source")
+                f"{self.unit:>12}{est_head} {'share':>6} {'/MAC':>6} {'live B':>8}  source")
         lines = [f"profile: {self.title} ({self.unit}, first test vector)", head, "-" * len(head)]
         for r in self.rows:
             per_mac = f"{r.cost_per_mac:6.2f}" if r.cost_per_mac is not None else f"{'-':>6}"
             shape = "x".join(map(str, r.op.output_shapes[0])) if r.op.output_shapes else ""
+            est_col = f" {r.estimated_cycles:>12,}" if est else ""
             lines.append(f"{r.op.handle:>6}  {r.op.name[:20]:<20} {r.op.kind[:17]:<17} {r.op.kernel[:32]:<32} "
-                         f"{shape[:16]:<16} {r.op.macs:>10,} {r.cost:>12,} {r.share * 100:5.1f}% {per_mac} "
+                         f"{shape[:16]:<16} {r.op.macs:>10,} {r.cost:>12,}{est_col} {r.share * 100:5.1f}% {per_mac} "
                          f"{r.op.live_bytes:>8,}  {r.op.source}")
         lines.append("-" * len(head))
         total_per_mac = f"{self.total_cost / self.total_macs:6.2f}" if self.total_macs else f"{'-':>6}"
         label = f"{'total':>6}  {len(self.rows)} ops"
-        lines.append(f"{label:<97} {self.total_macs:>10,} {self.total_cost:>12,} {100.0:5.1f}% {total_per_mac}")
+        est_total = f" {self.total_estimated_cycles:>12,}" if est else ""
+        lines.append(f"{label:<97} {self.total_macs:>10,} {self.total_cost:>12,}{est_total} {100.0:5.1f}% "
+                     f"{total_per_mac}")
+        if est:
+            ms = self._ms(self.total_estimated_cycles)
+            at = f" = {ms:.3f} ms at {self.clock_hz / 1e6:g} MHz" if ms is not None and self.clock_hz else ""
+            lines.append(f"est. cycles: the simulator's per-core timing model over the same ops{at} "
+                         "(an estimate, docs/cycles.md)")
         if self.inference_cost:
             outside = self.inference_cost - self.total_cost
             lines.append(f"whole inference ({self.inference_of}) {self.inference_cost:,} {self.unit}: the ops account for "
@@ -73,7 +96,10 @@ class Profile:
         return {
             "title": self.title, "unit": self.unit, "inference_cost": self.inference_cost,
             "total_cost": self.total_cost, "total_macs": self.total_macs,
-            "ops": [{**asdict(r.op), "cost": r.cost, "share": r.share, "cost_per_mac": r.cost_per_mac}
+            "cycles": self.total_estimated_cycles, "ms": self._ms(self.total_estimated_cycles),
+            "cycles_are_estimates": self.has_estimate,
+            "ops": [{**asdict(r.op), "cost": r.cost, "share": r.share, "cost_per_mac": r.cost_per_mac,
+                     "cycles": r.estimated_cycles, "ms": self._ms(r.estimated_cycles)}
                     for r in self.rows],
         }
 
@@ -108,7 +134,8 @@ class Profile:
 
 
 def make_profile(title: str, unit: str, ops: list[OpInfo], events: list[TraceEvent],
-                 inference_cost: int | None, inference_of: str = "normal build") -> Profile:
+                 inference_cost: int | None, inference_of: str = "normal build",
+                 clock_hz: int | None = None) -> Profile:
     """Join the op table and the events by debug handle; every traced op must be in the table and vice versa."""
     by_handle = {op.handle: op for op in ops}
     seen = [e.handle for e in events]
@@ -118,14 +145,17 @@ def make_profile(title: str, unit: str, ops: list[OpInfo], events: list[TraceEve
         raise McuError(f"the trace does not match the op table (ops without an event: {missing}, events for "
                        f"unknown handles: {unknown})", hint="profile the firmware built from the same compile")
     total = sum(e.cost for e in events) or 1
-    rows = [ProfileRow(op=by_handle[e.handle], cost=e.cost, share=e.cost / total) for e in events]
+    rows = [ProfileRow(op=by_handle[e.handle], cost=e.cost, share=e.cost / total,
+                       estimated_cycles=e.estimated_cycles) for e in events]
     rows.sort(key=lambda r: (-r.cost, r.op.handle))
-    return Profile(title=title, unit=unit, rows=rows, inference_cost=inference_cost, inference_of=inference_of)
+    return Profile(title=title, unit=unit, rows=rows, inference_cost=inference_cost, inference_of=inference_of,
+                   clock_hz=clock_hz)
 
 
 def events_json(profile: Profile, run: Any) -> dict[str, Any]:
     """What ``mcu profile --events`` saves: the trace with the normal build's whole-inference cost."""
-    return {**run.to_json(), "inference_cost": profile.inference_cost, "traced_inference_cost": run.inference_cost}
+    return {**run.to_json(), "inference_cost": profile.inference_cost, "traced_inference_cost": run.inference_cost,
+            "clock_hz": profile.clock_hz}
 
 
 def out_lines(console: str) -> list[str]:
@@ -157,4 +187,4 @@ def profile_model(cm: Any, timeout_s: float = 600.0, port: str | None = None, dr
         raise McuError(f"the profiling and normal firmwares of {cm.spec.name} print different outputs",
                        hint="the tracer hooks must not change what a model computes: report this as a bug")
     title = f"{cm.spec.name} {cm.quantize} on {cm.board.name}"
-    return make_profile(title, run.unit, ops, run.events, normal.instructions), run
+    return make_profile(title, run.unit, ops, run.events, normal.instructions, clock_hz=cm.board.clock_hz), run

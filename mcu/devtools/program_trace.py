@@ -47,16 +47,18 @@ def profile_program(cm: Any, timeout_s: float = 600.0) -> tuple[Profile, TraceRu
     if missing:
         raise McuError(f"program instructions without an op in the compile: {missing}")
     events = []
+    estimated = traced.trace_cycles if len(traced.trace_cycles) == len(lines) else None
     for i, (index, cycles) in enumerate(lines[:n]):
         if index >= n:
             raise McuError(f"the profiling interpreter traced instruction {index}; the method has {n}")
         events.append(TraceEvent(handle=handle_of[instructions[index][0]],
-                                 instructions=traced.trace_instructions[i], cycles=cycles))
+                                 instructions=traced.trace_instructions[i], cycles=cycles,
+                                 estimated_cycles=estimated[i] if estimated else None))
     # The table shows the kernel the program runs (a program may lack a generated-C-only variant).
     ops = [dataclasses.replace(by_name[name], kernel=kernel) for name, kernel in instructions]
     title = f"{cm.spec.name} {cm.quantize} on {board.name} (program file on the interpreter firmware)"
     profile = make_profile(title, "instructions", ops, events, normal.instructions[0] if normal.instructions else None,
-                           "normal interpreter")
+                           "normal interpreter", clock_hz=board.clock_hz)
     run = TraceRun(board=board.name, unit="instructions", events=events,
                    inference_cost=traced.instructions[0] if traced.instructions else None, outputs_raw=[],
                    passed=traced.passed, console=traced.console)

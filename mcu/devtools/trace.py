@@ -33,6 +33,8 @@ class TraceEvent:
     handle: int  # the op's debug handle
     instructions: int | None  # exact guest instructions between the hooks (QEMU); None on hardware
     cycles: int  # DWT cycles between the hooks (0 in QEMU, which does not model DWT)
+    # Core cycles between the hooks estimated by the simulator's timing model (QEMU; docs/cycles.md).
+    estimated_cycles: int | None = None
 
     @property
     def cost(self) -> int:
@@ -102,8 +104,10 @@ def parse_trace_lines(console: str) -> list[tuple[int, int]]:
     return found
 
 
-def trace_events(console: str, instructions: list[int], ops_per_inference: int) -> list[TraceEvent]:
-    """The first inference's events: console TRACE lines paired in order with the plugin's counts."""
+def trace_events(console: str, instructions: list[int], ops_per_inference: int,
+                 estimated_cycles: list[int] | None = None) -> list[TraceEvent]:
+    """The first inference's events: console TRACE lines paired in order with the plugin's counts (and
+    its cycle estimates, when the board's core has a timing model)."""
     lines = parse_trace_lines(console)
     if len(lines) < ops_per_inference:
         raise McuError(f"the profiling firmware reported {len(lines)} op events, expected {ops_per_inference} "
@@ -112,7 +116,9 @@ def trace_events(console: str, instructions: list[int], ops_per_inference: int) 
     if instructions and len(instructions) != len(lines):
         raise McuError(f"the instruction-count plugin measured {len(instructions)} op regions but the firmware "
                        f"printed {len(lines)} TRACE lines", hint="rebuild the QEMU plugin (ports/qemu/insn_count.c)")
-    return [TraceEvent(handle=h, instructions=instructions[i] if instructions else None, cycles=c)
+    estimated = estimated_cycles if estimated_cycles and len(estimated_cycles) == len(lines) else None
+    return [TraceEvent(handle=h, instructions=instructions[i] if instructions else None, cycles=c,
+                       estimated_cycles=estimated[i] if estimated else None)
             for i, (h, c) in enumerate(lines[:ops_per_inference])]
 
 
@@ -142,7 +148,8 @@ def run_traced(cm: Any, timeout_s: float = 600.0, port: str | None = None, drive
     fw = build_traced(cm)
     result = run_qemu(cm.board, fw.elf, timeout_s=timeout_s)
     report = parse_harness(result.console)
-    events = trace_events(result.console, result.trace_instructions, len(cm.library.view.steps))
+    events = trace_events(result.console, result.trace_instructions, len(cm.library.view.steps),
+                          result.trace_cycles)
     return TraceRun(board=cm.board.name, unit="instructions", events=events,
                     inference_cost=result.instructions[0] if result.instructions else None,
                     outputs_raw=_first_outputs(cm, report, result.exit_code, result.console),

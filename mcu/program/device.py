@@ -32,7 +32,7 @@ from mcu.device.toolchain import Firmware, build_firmware, find_cross_compiler
 from mcu.device.custom_host import firmware_registry, kernels_for, program_custom_functions
 from mcu.device.elf import read_elf
 from mcu.device.uf2 import encode, pages_from_segments
-from mcu.device.sim.qemu import build_plugin, find_qemu, marker_args, qemu_opt
+from mcu.device.sim.qemu import build_plugin, find_qemu, marker_args, qemu_opt, read_counts, timing_args
 
 FIRMWARE_SHARE = 1 << 20  # bytes of the read-only region kept for the firmware itself (at most half of it)
 RAM_RESERVE = 32 << 10  # RAM left to .data, .bss and the harness besides the arena, output buffer and stack
@@ -235,6 +235,9 @@ class ProgramRun:
     trace_instructions: list[int] = field(default_factory=list)  # per traced instruction (a tracing firmware)
     methods: dict[str, HarnessReport] = field(default_factory=dict)
     error: str | None = None  # the firmware's ERROR line about the program, if any
+    # Estimated core cycles over the same regions (docs/cycles.md); empty when the core has no timing model.
+    cycles: list[int] = field(default_factory=list)
+    trace_cycles: list[int] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
@@ -278,8 +281,11 @@ def run_program(board: Board, firmware: Path, program: bytes, weights: bytes | N
         prog_path.write_bytes(program)
         counts = Path(tmp) / "instructions.txt"
         trace_counts = Path(tmp) / "trace.txt"
+        cycles = Path(tmp) / "cycles.txt"
+        trace_cycles = Path(tmp) / "trace_cycles.txt"
         markers = marker_args(Path(firmware), trace_counts if trace else None)
-        plugin_opt = ",".join([qemu_opt(str(plugin)), *markers, f"out={qemu_opt(str(counts))}"])
+        plugin_opt = ",".join([qemu_opt(str(plugin)), *markers, f"out={qemu_opt(str(counts))}",
+                               *timing_args(board, cycles, trace_cycles if trace else None)])
         cmd = [str(qemu), "-M", board.qemu_machine, "-nographic", "-monitor", "none",
                "-semihosting-config", "enable=on,target=native", "-kernel", str(firmware),
                "-device", f"loader,file={prog_path},addr=0x{layout.program.origin:x},force-raw=on",
@@ -299,8 +305,9 @@ def run_program(board: Board, firmware: Path, program: bytes, weights: bytes | N
                                       for line in stderr.splitlines()):
             raise McuError(f"QEMU failed running the interpreter firmware (status {proc.returncode}):\n"
                            + "\n".join(stderr.strip().splitlines()[:6]))
-        instructions = [int(w) for w in counts.read_text().split()] if counts.exists() else []
-        traced = [int(w) for w in trace_counts.read_text().split()] if trace_counts.exists() else []
+        instructions = read_counts(counts)
+        traced = read_counts(trace_counts)
+        cycle_counts, traced_cycles = read_counts(cycles), read_counts(trace_cycles)
     methods, error = parse_program_console(console)
     return ProgramRun(exit_code=proc.returncode, console=console, instructions=instructions, methods=methods,
-                      error=error, trace_instructions=traced)
+                      error=error, trace_instructions=traced, cycles=cycle_counts, trace_cycles=traced_cycles)

@@ -100,6 +100,10 @@ def test_run_json_is_one_object_and_nothing_on_stderr(tmp_path: Path) -> None:
     assert proc.stderr == ""
     report = json.loads(proc.stdout)  # raises if anything but one JSON object is on stdout
     assert report["passed"] is True and proc.stdout.count("\n") == 1
+    # the timing model's estimate beside the exact count, at the board's 25 MHz, marked as an estimate
+    assert report["cycles"] >= report["instructions"] > 0
+    assert abs(report["ms"] - report["cycles"] / 25e3) < 1e-3
+    assert report["timing"]["estimate"] is True and report["timing"]["core"] == "cortex-m33"
 
 
 def test_quiet_terminal_prints_no_progress(tmp_path: Path) -> None:

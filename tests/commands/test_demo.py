@@ -22,5 +22,13 @@ def test_demo_prints_int8_next_to_fp32(capsys) -> None:
     fp32, int8 = zip(*figures.values())
     # int8 is the point: fewer instructions, less flash and RAM than fp32 for the same model.
     assert all(i < f for i, f in zip(int8, fp32)), figures
+    # the timing model's estimate, next to the exact count: fewer cycles for int8 too, ms at 25 MHz
+    cycles = re.search(r"cycles per inference \(estimate\)\s+([\d,]+)\s+([\d,]+)$", out, re.M)
+    ms = re.search(r"ms at 25 MHz \(estimate\)\s+([\d.]+)\s+([\d.]+)$", out, re.M)
+    assert cycles and ms, out
+    fp32_cycles, int8_cycles = (int(v.replace(",", "")) for v in cycles.groups())
+    assert int8_cycles < fp32_cycles
+    assert int8_cycles >= figures["instructions per inference"][1]  # no core retires more than one per cycle here
+    assert abs(float(ms.group(2)) - int8_cycles / 25e3) < 1e-3
     assert re.search(r"bundled test vectors\s+3 PASS\s+3 PASS", out)
     assert re.search(r"differences from the reference\s+\S+ max\s+0 \(bit-exact\)", out)

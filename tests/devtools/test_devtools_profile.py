@@ -122,6 +122,13 @@ def test_profile_command_table_json_svg(tmp_path, capsys) -> None:
     report = json.loads(capsys.readouterr().out)
     assert report["total_cost"] == sum(op["cost"] for op in report["ops"])
     assert {"handle", "kernel", "macs", "cost", "share", "cost_per_mac", "source", "live_bytes"} <= set(report["ops"][0])
+    # the timing model's estimate per op beside the exact count, and its total in ms at the board's clock
+    assert "est. cycles" in text and "an estimate, docs/cycles.md" in text
+    assert report["cycles_are_estimates"] is True
+    assert report["cycles"] == sum(op["cycles"] for op in report["ops"])
+    assert all(op["cycles"] >= op["cost"] for op in report["ops"])  # no op retires more than one per cycle here
+    assert abs(report["ms"] - report["cycles"] / 25e3) < 1e-6
+    assert all(e["estimated_cycles"] for e in saved["events"]) and saved["clock_hz"] == 25_000_000
 
 
 def test_profile_needs_a_simulated_board_or_a_pico(compiled) -> None:

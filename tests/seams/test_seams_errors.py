@@ -305,7 +305,8 @@ def test_run_json_has_one_schema_on_every_board(tmp_path: Path, capfd: pytest.Ca
     report = json.loads(proc.stdout)
     keys = {"model", "board", "quantize", "passed", "exit_code", "simulator", "instructions", "outputs",
             "outputs_raw", "output_names", "max_abs_error_vs_eager", "max_error_vs_expected", "same_top1",
-            "flash_bytes", "ram_bytes", "arena_bytes", "fp32_fallbacks", "partitions", "delegated", "elf"}
+            "flash_bytes", "ram_bytes", "arena_bytes", "fp32_fallbacks", "partitions", "delegated", "elf",
+            "cycles", "ms", "timing"}
     assert keys <= set(report), keys - set(report)
     assert report["quantize"] == "int8" and report["passed"] and report["max_error_vs_expected"] == 0
     raw, real = report["outputs_raw"][0][0], report["outputs"][0][0]

@@ -1,10 +1,13 @@
-"""Run firmware in ``qemu-system-arm`` and count its instructions exactly.
+"""Run firmware in ``qemu-system-arm``: count its instructions exactly and estimate its cycles.
 
 The console is the board's UART0 on QEMU's stdout; the exit status is what
 the firmware passes to semihosting SYS_EXIT_EXTENDED (see
 ports/cortex-m/semihost.c). Instruction counts between ``mcu_bench_begin``
 and ``mcu_bench_end`` come from the TCG plugin in ports/qemu/insn_count.c,
-which QEMU loads from a build cached by the hash of its source.
+which QEMU loads from a build cached by the hash of its sources. The same
+plugin estimates the board's core cycles over the same regions with the
+timing model of ports/qemu/cycle_model.c and the wait states of the board's
+memories (docs/cycles.md): an estimate, next to the exact count.
 """
 
 from __future__ import annotations
@@ -36,6 +39,10 @@ TRACE_END_MARKER = "mcu_trace_op_end"
 FAULT_EXIT_BASE = 128
 _PLUGIN_CFLAGS = ("-std=c11", "-O2", "-shared", "-fPIC", "-fvisibility=hidden",
                   "-Wall", "-Wextra", "-Werror")
+_PLUGIN_SOURCES = ("insn_count.c", "cycle_model.c")
+_PLUGIN_HEADERS = ("cycle_model.h",)
+# Cores the plugin's timing model covers (cm_core_from_name in ports/qemu/cycle_model.c).
+TIMED_CORES = ("cortex-m0plus", "cortex-m3", "cortex-m4", "cortex-m33", "cortex-m55")
 
 
 @dataclass(frozen=True)
@@ -45,6 +52,9 @@ class SimResult:
     instructions: list[int]  # one count per mcu_bench_begin/end pair, in order
     # One count per mcu_trace_op_begin/end pair, in order (profiling builds only; empty otherwise).
     trace_instructions: list[int] = field(default_factory=list)
+    # Estimated core cycles over the same regions (empty when the board's core has no timing model).
+    cycles: list[int] = field(default_factory=list)
+    trace_cycles: list[int] = field(default_factory=list)
 
     @property
     def faulted(self) -> bool:
@@ -74,8 +84,10 @@ def build_plugin() -> Path:
     private temporary name and renames it into place, so a reader only ever
     sees a complete library.
     """
-    source = paths.ports_dir() / "qemu" / "insn_count.c"
-    digest = hashlib.sha256(source.read_bytes() + " ".join(_PLUGIN_CFLAGS).encode()).hexdigest()
+    folder = paths.ports_dir() / "qemu"
+    sources = [folder / name for name in _PLUGIN_SOURCES]
+    text = b"".join((folder / name).read_bytes() for name in (*_PLUGIN_SOURCES, *_PLUGIN_HEADERS))
+    digest = hashlib.sha256(text + " ".join(_PLUGIN_CFLAGS).encode()).hexdigest()
     target = paths.cache_dir() / f"qemu-plugin-{digest[:16]}.so"
     if target.is_file():
         return target
@@ -83,10 +95,10 @@ def build_plugin() -> Path:
     fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     os.close(fd)
     try:
-        proc = subprocess.run([str(cc), *_PLUGIN_CFLAGS, "-o", tmp_name, str(source)],
+        proc = subprocess.run([str(cc), *_PLUGIN_CFLAGS, f"-I{folder}", "-o", tmp_name, *map(str, sources)],
                               capture_output=True, text=True)
         if proc.returncode != 0:
-            raise McuError(f"compiling the QEMU plugin {source} failed:\n{proc.stderr.strip()}")
+            raise McuError(f"compiling the QEMU plugin {sources[0]} failed:\n{proc.stderr.strip()}")
         os.replace(tmp_name, target)
     finally:
         if os.path.exists(tmp_name):
@@ -118,6 +130,31 @@ def marker_args(elf: Path, trace_out: Path | None = None) -> list[str]:
     return args
 
 
+def timing_args(board: Board, cycles_out: Path, trace_cycles_out: Path | None = None) -> list[str]:
+    """Plugin arguments for the cycle estimate: the board's core and its memories' wait states
+    (thousandths of a cycle per fetch word and per data access, or a cache's geometry and what a miss
+    costs); none when the core has no model."""
+    if board.core not in TIMED_CORES:
+        return []
+    args = [f"core={board.core}", f"cycles_out={qemu_opt(str(cycles_out))}"]
+    if trace_cycles_out is not None:
+        args.append(f"trace_cycles_out={qemu_opt(str(trace_cycles_out))}")
+    for region in board.regions:
+        if region.cache_bytes:
+            args.append(f"cache={region.origin:#x}:{region.length:#x}:{region.cache_bytes}:{region.cache_ways}:"
+                        f"{region.cache_line}:{round(1000 * region.wait_states)}")
+            continue
+        fetch, data = region.fetch_millicycles, region.data_millicycles
+        if fetch or data:
+            args.append(f"mem={region.origin:#x}:{region.length:#x}:{fetch}:{data}")
+    return args
+
+
+def read_counts(path: Path) -> list[int]:
+    """The plugin's numbers, one a line; none when it wrote no file."""
+    return [int(word) for word in path.read_text().split()] if path.exists() else []
+
+
 def _tail(text: str, lines: int = 20) -> str:
     return "\n".join(text.strip().splitlines()[-lines:])
 
@@ -136,8 +173,11 @@ def run_qemu(board: Board, elf: Path, timeout_s: float = 300) -> SimResult:
     with tempfile.TemporaryDirectory(prefix="mcu-qemu-") as tmp:
         counts_path = Path(tmp) / "instructions.txt"
         trace_path = Path(tmp) / "trace.txt"
+        cycles_path = Path(tmp) / "cycles.txt"
+        trace_cycles_path = Path(tmp) / "trace_cycles.txt"
         plugin_opt = ",".join(
-            [qemu_opt(str(plugin)), *marker_args(elf, trace_path), f"out={qemu_opt(str(counts_path))}"]
+            [qemu_opt(str(plugin)), *marker_args(elf, trace_path), f"out={qemu_opt(str(counts_path))}",
+             *timing_args(board, cycles_path, trace_cycles_path)]
         )
         cmd = [
             str(qemu), "-M", board.qemu_machine, "-nographic", "-monitor", "none",
@@ -173,12 +213,11 @@ def run_qemu(board: Board, elf: Path, timeout_s: float = 300) -> SimResult:
                 f"on {board.qemu_machine}:\n" + "\n".join(stderr.strip().splitlines()[:6]),
                 hint="the firmware locked up" if "Lockup" in stderr else None,
             )
-        counts_text = counts_path.read_text() if counts_path.exists() else ""
-        trace_text = trace_path.read_text() if trace_path.exists() else ""
-
-    return SimResult(
-        exit_code=proc.returncode,
-        console=console,
-        instructions=[int(line) for line in counts_text.split()],
-        trace_instructions=[int(line) for line in trace_text.split()],
-    )
+        return SimResult(
+            exit_code=proc.returncode,
+            console=console,
+            instructions=read_counts(counts_path),
+            trace_instructions=read_counts(trace_path),
+            cycles=read_counts(cycles_path),
+            trace_cycles=read_counts(trace_cycles_path),
+        )
