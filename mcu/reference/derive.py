@@ -11,12 +11,14 @@ stores a wrong one makes the device disagree with the reference.
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 import numpy as np
 
 from mcu.errors import McuError
 from mcu.ir import Op, Tensor
-from mcu.reference import arith, islands, norm
+from mcu.reference import arith, islands, norm, recurrent
+from mcu.reference.elementwise import unary_real
 from mcu.reference.resample import bilinear_tables_s8
 
 
@@ -136,3 +138,31 @@ def resize_bilinear_table(op: Op) -> np.ndarray:
     (h, w), (oh, ow) = op.inputs[0].shape[2:], op.output.shape[2:]
     sh, sw = op.attrs["scales"]
     return bilinear_tables_s8(h, w, oh, ow, op.attrs["align_corners"], sh, sw)
+
+
+# The activations the int8 form looks up in a table under their own name, in float64.
+_ACTIVATIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "sigmoid": lambda x: 1.0 / (1.0 + np.exp(-x)),
+    "tanh": np.tanh,
+    "hardswish": lambda x: x * np.clip(x + 3.0, 0.0, 6.0) / 6.0,
+}
+
+
+def lut_table(op: Op) -> np.ndarray:
+    """The 256-entry table of a ``lut`` op: its function (with its alpha and beta) between the input's and the
+    output's grids."""
+    a = op.attrs
+    fn = _ACTIVATIONS.get(a["function"]) or unary_real(a["function"], a["alpha"], a["beta"])
+    s_x, zp_x = scale_zp(op.inputs[0])
+    s_o, zp_o = scale_zp(op.output)
+    return arith.lut_table(fn, s_x, zp_x, s_o, zp_o)
+
+
+def recurrent_layer(op: Op) -> recurrent.RecurrentS8:
+    """An LSTM's or GRU's int8 weights, per-row biases and multipliers and the output requantization, from the
+    float weights and biases the op keeps, the input's and the hidden state's (the output's) quantization and
+    the state's power-of-two scale."""
+    s_x, zp_x = scale_zp(op.inputs[0])
+    s_h, zp_h = scale_zp(op.output)
+    w_ih, w_hh, b_ih, b_hh = op.attrs["weights_real"]
+    return recurrent.layer_params(op.kind, w_ih, w_hh, b_ih, b_hh, s_x, zp_x, s_h, zp_h, int(op.attrs["state_shift"]))

@@ -1,14 +1,21 @@
 """Run a lowered graph in Python with the integer reference kernels: the parity oracle.
 
-Every int8 op calls :mod:`mcu.reference.kernels`, which has exactly the C arithmetic. The oracle
-derives every shape and layout parameter itself from the IR op and its tensors (logical shapes and
-memory orders), and the parameters an emitter computes from quantization (PReLU's multipliers,
-log-softmax's tables, the recurrent layers' output requantization) from the tensors' scales and
-zero points, with its own arithmetic. It shares no code with the emitters or the lowering passes,
-so a wrong parameter in either shows up as a parity failure. For an all-int8 graph the outputs here
-are the outputs the device must produce, bit for bit. fp32 ops left behind by the int8 lowering
-(fallbacks) run in float32 numpy and are not bit-exact with the C kernels; ``Reference.exact`` says
-whether a graph has any.
+Every int8 op calls :mod:`mcu.reference.kernels` (or its family's module), which has exactly the C
+arithmetic. The oracle derives every parameter itself from the quantized graph: shapes and layouts from
+the IR op and its tensors (logical shapes, memory orders), and everything the int8 kernels need from
+quantization (the convolutions' per-channel multipliers and shifts, the binary ops' rescaling, softmax's
+scaling, the requantizations of mean, reduce, bmm and requantize, layer norm's constants, PReLU's and
+log-softmax's multipliers, lookup tables, offsets and clamp bounds) from the tensors' scales and zero
+points, the weights' per-channel scales and the op's structural attributes (the fused activation's float
+bounds, reduced dims, functions), with :mod:`mcu.reference.derive`. It never reads a number the int8
+lowering or an emitter computed for a kernel, and imports neither, so a wrong parameter in either shows
+up as a parity failure. What it takes from the graph as data are the operands: int8 weights, int32
+biases, quantized slopes and constants (layer norm and the recurrent layers, whose constants fold float
+weights into requantization, keep their float weights as an attribute, and the oracle derives all of it).
+
+For an all-int8 graph the outputs here are the outputs the device must produce, bit for bit. fp32 ops
+left behind by the int8 lowering (fallbacks) run in float32 numpy and are not bit-exact with the C
+kernels; ``Reference.exact`` says whether a graph has any.
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ import numpy as np
 from mcu.errors import McuError
 from mcu.ir import Graph, Op, Tensor
 from mcu.layouts import from_memory_order, to_memory_order
-from mcu.reference import arith, derive, int4, islands, mixed, norm, recurrent, resample_ops, state
+from mcu.reference import derive, int4, islands, mixed, norm, recurrent, resample_ops, state
 from mcu.reference import kernels as ref
 from mcu.reference.conv import conv_transpose2d_s8, phase_unpack
 from mcu.reference.custom import run_custom
@@ -292,16 +299,10 @@ def _conv_transpose2d(op: Op, x: list[np.ndarray]) -> np.ndarray:
 
 
 def _recurrent_s8(op: Op, x: list[np.ndarray]) -> np.ndarray:
-    """mcu_lstm_s8 / mcu_gru_s8: the quantized weights and per-row constants are the op's inputs; the hidden
-    state's zero point and the output requantization come from the output's quantization, the sigmoid
-    table from this package's own."""
-    inp, w_ih, w_hh, rows, _table = op.inputs
-    s_h, zp_h = derive.scale_zp(op.output)
-    out_mult, out_shift = arith.quantize_multiplier(2.0 ** -30 / s_h)
-    layer = recurrent.RecurrentS8(op.kind, w_ih.data, w_hh.data, rows.data, zp_h, int(out_mult), int(out_shift),
-                                  int(op.attrs["state_shift"]))
+    """mcu_lstm_s8 / mcu_gru_s8: the layer's int8 constants derived again from its float weights and the
+    quantization of its input and output, the sigmoid table from this package's own."""
     fn = recurrent.lstm_s8 if op.kind == "lstm" else recurrent.gru_s8
-    y = fn(from_memory_order(x[0], inp), layer, recurrent.sigmoid_table())
+    y = fn(from_memory_order(x[0], op.inputs[0]), derive.recurrent_layer(op), recurrent.sigmoid_table())
     return to_memory_order(y, op.output)
 
 
@@ -337,7 +338,7 @@ INT8_OPS: dict[str, Run] = {
     "avg_pool2d": _pool(ref.avg_pool2d_s8),
     "mean_hw": _mean_hw,
     "softmax": _softmax,
-    "lut": lambda op, x: ref.lut_s8(x[0], op.inputs[1].data),
+    "lut": lambda op, x: ref.lut_s8(x[0], derive.lut_table(op)),
     "requantize": _requantize,
     "clamp": lambda op, x: ref.clamp_s8(x[0], **dict(zip(("act_min", "act_max"), derive.act_range(op)))),
     "quantize": _quantize,
