@@ -47,16 +47,20 @@ def _act(op: Op) -> dict[str, int]:
 
 
 def weighted(op: Op) -> dict:
-    """conv2d, depthwise, transposed convolution and linear: one multiplier and shift per output channel
-    for s_in * s_w[c] / s_out, the input's and output's offsets, the clamp."""
+    """conv2d, depthwise, transposed convolution and linear: the int32 bias (the float bias over s_in s_w[c],
+    rounded and saturated), one multiplier and shift per output channel for s_in s_w[c] / s_out, the input's
+    and output's offsets, the clamp."""
     x, w = op.inputs[0], op.inputs[1]
     s_x, zp_x = scale_zp(x)
     s_o, zp_o = scale_zp(op.output)
     if w.quant is None:
         raise McuError(f"the integer reference needs the per-channel scales of {w.name}")
-    pairs = [arith.quantize_multiplier(s_x * float(s_w) / s_o) for s_w in w.quant.scale]
-    return {"multiplier": np.array([m for m, _ in pairs], np.int32), "shift": np.array([s for _, s in pairs], np.int32),
-            "input_offset": -zp_x, "output_offset": zp_o, **_act(op)}
+    s_w = np.array(w.quant.scale, np.float64)
+    bias = np.clip(np.round(np.asarray(op.attrs["bias_real"], np.float64) / (s_x * s_w)), -(2**31), 2**31 - 1)
+    pairs = [arith.quantize_multiplier(s_x * float(s) / s_o) for s in s_w]
+    return {"bias": bias.astype(np.int32), "multiplier": np.array([m for m, _ in pairs], np.int32),
+            "shift": np.array([s for _, s in pairs], np.int32), "input_offset": -zp_x, "output_offset": zp_o,
+            **_act(op)}
 
 
 def binary(op: Op) -> dict:

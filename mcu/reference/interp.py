@@ -1,17 +1,17 @@
 """Run a lowered graph in Python with the integer reference kernels: the parity oracle.
 
 Every int8 op calls :mod:`mcu.reference.kernels` (or its family's module), which has exactly the C
-arithmetic. The oracle derives every parameter itself from the quantized graph: shapes and layouts from
-the IR op and its tensors (logical shapes, memory orders), and everything the int8 kernels need from
-quantization (the convolutions' per-channel multipliers and shifts, the binary ops' rescaling, softmax's
-scaling, the requantizations of mean, reduce, bmm and requantize, layer norm's constants, PReLU's and
-log-softmax's multipliers, lookup tables, offsets and clamp bounds) from the tensors' scales and zero
-points, the weights' per-channel scales and the op's structural attributes (the fused activation's float
-bounds, reduced dims, functions), with :mod:`mcu.reference.derive`. It never reads a number the int8
-lowering or an emitter computed for a kernel, and imports neither, so a wrong parameter in either shows
-up as a parity failure. What it takes from the graph as data are the operands: int8 weights, int32
-biases, quantized slopes and constants (layer norm and the recurrent layers, whose constants fold float
-weights into requantization, keep their float weights as an attribute, and the oracle derives all of it).
+arithmetic. The oracle derives every parameter itself from the quantized graph, with
+:mod:`mcu.reference.derive`: shapes and layouts from the IR op and its tensors (logical shapes, memory
+orders), and everything the int8 kernels need from quantization (the convolutions' per-channel multipliers
+and shifts and int32 biases, the binary ops' rescaling, softmax's scaling, the requantizations of mean,
+reduce, bmm and requantize, layer norm's and the recurrent layers' constants, PReLU's and log-softmax's
+multipliers, lookup and resize tables, offsets and clamp bounds) from the tensors' scales and zero points,
+the weights' per-channel scales and the op's structural attributes (the fused activation's float bounds,
+reduced dims, functions, and the float biases and weights an op folds into its integer constants). It
+never reads a number the int8 lowering or an emitter computed for a kernel, and imports neither, so a
+wrong parameter in either shows up as a parity failure. What it reads as data are the int8 codes: the
+weights, PReLU's slopes, quantized constant operands.
 
 For an all-int8 graph the outputs here are the outputs the device must produce, bit for bit. fp32 ops
 left behind by the int8 lowering (fallbacks) run in float32 numpy and are not bit-exact with the C
@@ -62,26 +62,26 @@ def _window(op: Op) -> dict:
 
 
 def _conv2d(op: Op, x: list[np.ndarray]) -> np.ndarray:
-    inp, w, b = op.inputs[:3]
+    inp, w = op.inputs[:2]
     a = op.attrs
-    y = ref.conv2d_s8(_to_nhwc(x[0], inp), w.data, b.data, **derive.weighted(op), dilation_h=a["dilation"][0],
+    y = ref.conv2d_s8(_to_nhwc(x[0], inp), w.data, **derive.weighted(op), dilation_h=a["dilation"][0],
                       dilation_w=a["dilation"][1], groups=a["groups"], output=_nhwc(op.output), **_window(op))
     return _from_nhwc(y, op.output)
 
 
 def _depthwise(op: Op, x: list[np.ndarray]) -> np.ndarray:
-    inp, w, b = op.inputs[:3]
+    inp, w = op.inputs[:2]
     a = op.attrs
     kh, kw = w.shape[2], w.shape[3]
-    y = ref.depthwise_conv2d_s8(_to_nhwc(x[0], inp), w.data.reshape(kh, kw, -1), b.data, **derive.weighted(op),
+    y = ref.depthwise_conv2d_s8(_to_nhwc(x[0], inp), w.data.reshape(kh, kw, -1), **derive.weighted(op),
                                 ch_mult=w.shape[0] // inp.shape[1], dilation_h=a["dilation"][0],
                                 dilation_w=a["dilation"][1], output=_nhwc(op.output), **_window(op))
     return _from_nhwc(y, op.output)
 
 
 def _linear(op: Op, x: list[np.ndarray]) -> np.ndarray:
-    inp, w, b = op.inputs[:3]
-    y = ref.linear_s8(from_memory_order(x[0], inp).reshape(-1, w.shape[1]), w.data, b.data, **derive.weighted(op))
+    inp, w = op.inputs[:2]
+    y = ref.linear_s8(from_memory_order(x[0], inp).reshape(-1, w.shape[1]), w.data, **derive.weighted(op))
     return to_memory_order(y.reshape(op.output.shape), op.output)
 
 
@@ -289,10 +289,10 @@ def _bmm_s8(op: Op, x: list[np.ndarray]) -> np.ndarray:
 
 
 def _conv_transpose2d(op: Op, x: list[np.ndarray]) -> np.ndarray:
-    inp, w, b = op.inputs[:3]
+    inp, w = op.inputs[:2]
     a = op.attrs
     weight = phase_unpack(w.data, w.physical_shape, *a["stride"]) if a.get("phased") else w.data
-    y = conv_transpose2d_s8(_to_nhwc(x[0], inp), weight, b.data, **derive.weighted(op),
+    y = conv_transpose2d_s8(_to_nhwc(x[0], inp), weight, **derive.weighted(op),
                             dilation_h=a["dilation"][0], dilation_w=a["dilation"][1], groups=a["groups"],
                             output=_nhwc(op.output), **_window(op))
     return _from_nhwc(y, op.output)
