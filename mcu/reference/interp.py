@@ -1,14 +1,21 @@
 """Run a lowered graph in Python with the integer reference kernels: the parity oracle.
 
-Every int8 op calls :mod:`mcu.reference.kernels`, which has exactly the C arithmetic. The oracle
-derives every shape and layout parameter itself from the IR op and its tensors (logical shapes and
-memory orders), and the parameters an emitter computes from quantization (PReLU's multipliers,
-log-softmax's tables, the recurrent layers' output requantization) from the tensors' scales and
-zero points, with its own arithmetic. It shares no code with the emitters or the lowering passes,
-so a wrong parameter in either shows up as a parity failure. For an all-int8 graph the outputs here
-are the outputs the device must produce, bit for bit. fp32 ops left behind by the int8 lowering
-(fallbacks) run in float32 numpy and are not bit-exact with the C kernels; ``Reference.exact`` says
-whether a graph has any.
+Every int8 op calls :mod:`mcu.reference.kernels` (or its family's module), which has exactly the C
+arithmetic. The oracle derives every parameter itself from the quantized graph, with
+:mod:`mcu.reference.derive`: shapes and layouts from the IR op and its tensors (logical shapes, memory
+orders), and everything the int8 kernels need from quantization (the convolutions' per-channel multipliers
+and shifts and int32 biases, the binary ops' rescaling, softmax's scaling, the requantizations of mean,
+reduce, bmm and requantize, layer norm's and the recurrent layers' constants, PReLU's and log-softmax's
+multipliers, lookup and resize tables, offsets and clamp bounds) from the tensors' scales and zero points,
+the weights' per-channel scales and the op's structural attributes (the fused activation's float bounds,
+reduced dims, functions, and the float biases and weights an op folds into its integer constants). It
+never reads a number the int8 lowering or an emitter computed for a kernel, and imports neither, so a
+wrong parameter in either shows up as a parity failure. What it reads as data are the int8 codes: the
+weights, PReLU's slopes, quantized constant operands.
+
+For an all-int8 graph the outputs here are the outputs the device must produce, bit for bit. fp32 ops
+left behind by the int8 lowering (fallbacks) run in float32 numpy and are not bit-exact with the C
+kernels; ``Reference.exact`` says whether a graph has any.
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ import numpy as np
 from mcu.errors import McuError
 from mcu.ir import Graph, Op, Tensor
 from mcu.layouts import from_memory_order, to_memory_order
-from mcu.reference import arith, int4, islands, mixed, norm, recurrent, resample_ops, state
+from mcu.reference import derive, int4, islands, mixed, norm, recurrent, resample_ops, state
 from mcu.reference import kernels as ref
 from mcu.reference.conv import conv_transpose2d_s8, phase_unpack
 from mcu.reference.custom import run_custom
@@ -48,12 +55,6 @@ def _from_nhwc(y: np.ndarray, out: Tensor) -> np.ndarray:
     return to_memory_order(np.asarray(y).reshape(out.shape), out)
 
 
-def _scale_zp(t: Tensor) -> tuple[float, int]:
-    if t.quant is None:
-        raise McuError(f"the integer reference needs the quantization of {t.name}")
-    return float(t.quant.scale[0]), int(t.quant.zero_point[0])
-
-
 def _window(op: Op) -> dict:
     a = op.attrs
     return {"stride_h": a["stride"][0], "stride_w": a["stride"][1], "pad_top": a["padding"][0],
@@ -61,33 +62,26 @@ def _window(op: Op) -> dict:
 
 
 def _conv2d(op: Op, x: list[np.ndarray]) -> np.ndarray:
-    inp, w, b, m, s = op.inputs
+    inp, w = op.inputs[:2]
     a = op.attrs
-    y = ref.conv2d_s8(_to_nhwc(x[0], inp), w.data, b.data, m.data, s.data,
-                      input_offset=a["input_offset"], output_offset=a["output_offset"], act_min=a["act_min"],
-                      act_max=a["act_max"], dilation_h=a["dilation"][0], dilation_w=a["dilation"][1],
-                      groups=a["groups"], output=_nhwc(op.output), **_window(op))
+    y = ref.conv2d_s8(_to_nhwc(x[0], inp), w.data, **derive.weighted(op), dilation_h=a["dilation"][0],
+                      dilation_w=a["dilation"][1], groups=a["groups"], output=_nhwc(op.output), **_window(op))
     return _from_nhwc(y, op.output)
 
 
 def _depthwise(op: Op, x: list[np.ndarray]) -> np.ndarray:
-    inp, w, b, m, s = op.inputs
+    inp, w = op.inputs[:2]
     a = op.attrs
     kh, kw = w.shape[2], w.shape[3]
-    y = ref.depthwise_conv2d_s8(_to_nhwc(x[0], inp), w.data.reshape(kh, kw, -1), b.data, m.data, s.data,
-                                input_offset=a["input_offset"], output_offset=a["output_offset"],
-                                act_min=a["act_min"], act_max=a["act_max"], ch_mult=a["ch_mult"],
-                                dilation_h=a["dilation"][0], dilation_w=a["dilation"][1],
-                                output=_nhwc(op.output), **_window(op))
+    y = ref.depthwise_conv2d_s8(_to_nhwc(x[0], inp), w.data.reshape(kh, kw, -1), **derive.weighted(op),
+                                ch_mult=w.shape[0] // inp.shape[1], dilation_h=a["dilation"][0],
+                                dilation_w=a["dilation"][1], output=_nhwc(op.output), **_window(op))
     return _from_nhwc(y, op.output)
 
 
 def _linear(op: Op, x: list[np.ndarray]) -> np.ndarray:
-    inp, w, b, m, s = op.inputs
-    a = op.attrs
-    y = ref.linear_s8(from_memory_order(x[0], inp).reshape(-1, w.shape[1]), w.data, b.data, m.data, s.data,
-                      input_offset=a["input_offset"], output_offset=a["output_offset"], act_min=a["act_min"],
-                      act_max=a["act_max"])
+    inp, w = op.inputs[:2]
+    y = ref.linear_s8(from_memory_order(x[0], inp).reshape(-1, w.shape[1]), w.data, **derive.weighted(op))
     return to_memory_order(y.reshape(op.output.shape), op.output)
 
 
@@ -108,28 +102,23 @@ def _with_constants(run: Run) -> Run:
 
 def _binary(fn: Callable) -> Run:
     def run(op: Op, x: list[np.ndarray]) -> np.ndarray:
-        keys = ("a_offset", "b_offset", "a_multiplier", "a_shift", "b_multiplier", "b_shift", "left_shift",
-                "out_multiplier", "out_shift", "output_offset", "act_min", "act_max")
-        params = {k: op.attrs[k] for k in keys if k in op.attrs}
         a, b = _broadcast(op, x)
-        return fn(a, b, **params)
+        return fn(a, b, **derive.binary(op))
     return _with_constants(run)
 
 
 def _pool(fn: Callable) -> Run:
     def run(op: Op, x: list[np.ndarray]) -> np.ndarray:
         a = op.attrs
+        act_min, act_max = derive.act_range(op)
         y = fn(_to_nhwc(x[0], op.inputs[0]), kernel_h=a["kernel"][0], kernel_w=a["kernel"][1],
-               act_min=a["act_min"], act_max=a["act_max"], output=_nhwc(op.output), **_window(op))
+               act_min=act_min, act_max=act_max, output=_nhwc(op.output), **_window(op))
         return _from_nhwc(y, op.output)
     return run
 
 
 def _mean_hw(op: Op, x: list[np.ndarray]) -> np.ndarray:
-    a = op.attrs
-    y = ref.mean_hw_s8(_to_nhwc(x[0], op.inputs[0]), input_offset=a["input_offset"], multiplier=a["multiplier"],
-                       shift=a["shift"], output_offset=a["output_offset"], act_min=a["act_min"],
-                       act_max=a["act_max"])
+    y = ref.mean_hw_s8(_to_nhwc(x[0], op.inputs[0]), **derive.mean_hw(op))
     return _from_nhwc(y, op.output)
 
 
@@ -143,16 +132,15 @@ def _along(op: Op, flat: np.ndarray, axis: int, fn: Callable[[np.ndarray], np.nd
 
 
 def _softmax(op: Op, x: list[np.ndarray]) -> np.ndarray:
-    a = op.attrs
-    return _along(op, x[0], a["axis"], lambda rows: ref.softmax_s8(
-        rows.reshape(-1), input_multiplier=a["input_multiplier"], input_left_shift=a["input_left_shift"],
-        diff_min=a["diff_min"], outer=rows.shape[0], axis=rows.shape[1], inner=1))
+    params = derive.softmax(op)
+    return _along(op, x[0], op.attrs["axis"], lambda rows: ref.softmax_s8(
+        rows.reshape(-1), **params, outer=rows.shape[0], axis=rows.shape[1], inner=1))
 
 
 def _log_softmax(op: Op, x: list[np.ndarray]) -> np.ndarray:
     """TFLite's int8 LOG_SOFTMAX: the exp table and both multipliers from the input's and the output's scales."""
-    s_in, _ = _scale_zp(op.inputs[0])
-    s_out, zp_out = _scale_zp(op.output)
+    s_in, _ = derive.scale_zp(op.inputs[0])
+    s_out, zp_out = derive.scale_zp(op.output)
     table, input_multiplier, log_multiplier = islands.log_softmax_tables(s_in, s_out)
     return _along(op, x[0], op.attrs["axis"], lambda rows: islands.log_softmax_s8(
         rows.reshape(-1), table, outer=rows.shape[0], axis=rows.shape[1], inner=1,
@@ -163,9 +151,9 @@ def _prelu(op: Op, x: list[np.ndarray]) -> np.ndarray:
     """TFLite PRELU: a slope per channel (logical dim 1; one slope for every element when there is one), the
     multipliers from the input's, the slopes' and the output's scales."""
     inp, alpha = op.inputs
-    s_in, zp_in = _scale_zp(inp)
-    s_alpha, _ = _scale_zp(alpha)
-    s_out, zp_out = _scale_zp(op.output)
+    s_in, zp_in = derive.scale_zp(inp)
+    s_alpha, _ = derive.scale_zp(alpha)
+    s_out, zp_out = derive.scale_zp(op.output)
     params = islands.prelu_params(s_in, s_alpha, s_out, zp_in=zp_in, zp_out=zp_out)
     slopes = np.asarray(alpha.data, dtype=np.int8).reshape(-1)
     if slopes.size == 1:
@@ -175,14 +163,13 @@ def _prelu(op: Op, x: list[np.ndarray]) -> np.ndarray:
         shape[1] = slopes.size
         per_element = np.broadcast_to(slopes.reshape(shape), inp.shape)
     slope_of = to_memory_order(per_element, inp)
-    return islands.prelu_s8(x[0], slope_of, channels=slope_of.size, inner=1, act_min=op.attrs["act_min"],
-                            act_max=op.attrs["act_max"], **params)
+    act_min, act_max = derive.act_range(op)
+    return islands.prelu_s8(x[0], slope_of, channels=slope_of.size, inner=1, act_min=act_min, act_max=act_max,
+                            **params)
 
 
 def _requantize(op: Op, x: list[np.ndarray]) -> np.ndarray:
-    a = op.attrs
-    return ref.requantize_s8(x[0], input_offset=a["input_offset"], multiplier=a["multiplier"], shift=a["shift"],
-                             output_offset=a["output_offset"], act_min=a["act_min"], act_max=a["act_max"])
+    return ref.requantize_s8(x[0], **derive.requantize(op))
 
 
 def _permute_like(op: Op, x: list[np.ndarray], perm: tuple[int, ...]) -> np.ndarray:
@@ -204,12 +191,12 @@ def _concat(op: Op, x: list[np.ndarray]) -> np.ndarray:
 def _pad(op: Op, x: list[np.ndarray]) -> np.ndarray:
     src = op.inputs[0]
     width = [(op.attrs["before"][d], op.attrs["after"][d]) for d in range(len(src.shape))]
-    fill = op.attrs["value_q"] if op.output.dtype == "int8" else op.attrs["value"]
+    fill = derive.pad_code(op) if op.output.dtype == "int8" else op.attrs["value"]
     return to_memory_order(np.pad(from_memory_order(x[0], src), width, constant_values=fill), op.output)
 
 
 def _quantize(op: Op, x: list[np.ndarray]) -> np.ndarray:
-    scale, zero_point = _scale_zp(op.output)
+    scale, zero_point = derive.scale_zp(op.output)
     return ref.quantize_f32_s8(x[0], inv_scale=ref.inv_scale(scale), zero_point=zero_point)
 
 
@@ -285,53 +272,37 @@ def _argmax(op: Op, x: list[np.ndarray]) -> np.ndarray:
 
 
 def _layer_norm_s8(op: Op, x: list[np.ndarray]) -> np.ndarray:
-    mult, shift, bias = (t.data for t in op.inputs[1:])
-    a = op.attrs
-    eps = (a["eps_hi"] << 32) | (a["eps_lo"] & 0xFFFFFFFF)
-    p = norm.LayerNormS8(mult, shift, bias, eps, a["output_offset"], a["act_min"], a["act_max"], bool(a["rms"]),
-                         a["input_zero_point"])
-    y = norm.layer_norm_s8(from_memory_order(x[0], op.inputs[0]).reshape(-1), p)
+    y = norm.layer_norm_s8(from_memory_order(x[0], op.inputs[0]).reshape(-1), derive.layer_norm(op))
     return to_memory_order(y.reshape(op.output.shape), op.output)
 
 
 def _reduce_s8(op: Op, x: list[np.ndarray]) -> np.ndarray:
     """mcu_reduce_s8: the int32 sum (or extreme) of q + input_offset along the reduced dims, requantized."""
-    a = op.attrs
-    y = norm.reduce_s8(_reduced(op, x[0]), a["op"], a["input_offset"], a["multiplier"], a["shift"],
-                       a["output_offset"], a["act_min"], a["act_max"])
+    y = norm.reduce_s8(_reduced(op, x[0]), op.attrs["op"], **derive.reduce(op))
     return to_memory_order(np.asarray(y).reshape(op.output.shape), op.output)
 
 
 def _bmm_s8(op: Op, x: list[np.ndarray]) -> np.ndarray:
     a, b = op.inputs
-    at = op.attrs
-    y = norm.bmm_s8(from_memory_order(x[0], a), from_memory_order(x[1], b), at["a_offset"], at["b_offset"],
-                    at["multiplier"], at["shift"], at["output_offset"], at["act_min"], at["act_max"])
+    y = norm.bmm_s8(from_memory_order(x[0], a), from_memory_order(x[1], b), **derive.bmm(op))
     return to_memory_order(np.asarray(y).reshape(op.output.shape), op.output)
 
 
 def _conv_transpose2d(op: Op, x: list[np.ndarray]) -> np.ndarray:
-    inp, w, b, m, s = op.inputs
+    inp, w = op.inputs[:2]
     a = op.attrs
     weight = phase_unpack(w.data, w.physical_shape, *a["stride"]) if a.get("phased") else w.data
-    y = conv_transpose2d_s8(_to_nhwc(x[0], inp), weight, b.data, m.data, s.data,
-                            input_offset=a["input_offset"], output_offset=a["output_offset"], act_min=a["act_min"],
-                            act_max=a["act_max"], dilation_h=a["dilation"][0], dilation_w=a["dilation"][1],
-                            groups=a["groups"], output=_nhwc(op.output), **_window(op))
+    y = conv_transpose2d_s8(_to_nhwc(x[0], inp), weight, **derive.weighted(op),
+                            dilation_h=a["dilation"][0], dilation_w=a["dilation"][1], groups=a["groups"],
+                            output=_nhwc(op.output), **_window(op))
     return _from_nhwc(y, op.output)
 
 
 def _recurrent_s8(op: Op, x: list[np.ndarray]) -> np.ndarray:
-    """mcu_lstm_s8 / mcu_gru_s8: the quantized weights and per-row constants are the op's inputs; the hidden
-    state's zero point and the output requantization come from the output's quantization, the sigmoid
-    table from this package's own."""
-    inp, w_ih, w_hh, rows, _table = op.inputs
-    s_h, zp_h = _scale_zp(op.output)
-    out_mult, out_shift = arith.quantize_multiplier(2.0 ** -30 / s_h)
-    layer = recurrent.RecurrentS8(op.kind, w_ih.data, w_hh.data, rows.data, zp_h, int(out_mult), int(out_shift),
-                                  int(op.attrs["state_shift"]))
+    """mcu_lstm_s8 / mcu_gru_s8: the layer's int8 constants derived again from its float weights and the
+    quantization of its input and output, the sigmoid table from this package's own."""
     fn = recurrent.lstm_s8 if op.kind == "lstm" else recurrent.gru_s8
-    y = fn(from_memory_order(x[0], inp), layer, recurrent.sigmoid_table())
+    y = fn(from_memory_order(x[0], op.inputs[0]), derive.recurrent_layer(op), recurrent.sigmoid_table())
     return to_memory_order(y, op.output)
 
 
@@ -367,9 +338,9 @@ INT8_OPS: dict[str, Run] = {
     "avg_pool2d": _pool(ref.avg_pool2d_s8),
     "mean_hw": _mean_hw,
     "softmax": _softmax,
-    "lut": lambda op, x: ref.lut_s8(x[0], op.inputs[1].data),
+    "lut": lambda op, x: ref.lut_s8(x[0], derive.lut_table(op)),
     "requantize": _requantize,
-    "clamp": lambda op, x: ref.clamp_s8(x[0], act_min=op.attrs["act_min"], act_max=op.attrs["act_max"]),
+    "clamp": lambda op, x: ref.clamp_s8(x[0], **dict(zip(("act_min", "act_max"), derive.act_range(op)))),
     "quantize": _quantize,
     "permute": lambda op, x: _permute_like(op, x, op.attrs["perm"]),
     "layout": lambda op, x: _permute_like(op, x, tuple(range(len(op.inputs[0].shape)))),

@@ -1,7 +1,8 @@
 """The reference's resampling and data-movement ops on memory-order arrays. Bilinear resizing and adaptive
 average pooling treat every (batch, channel) plane alike, so the reference runs them on the logical NCHW
 values (one plane after another) and puts the result in the output's memory order; the kernels' own
-[outer][h][w][inner] geometry is not computed here."""
+[outer][h][w][inner] geometry is not computed here. Bilinear resizing's table comes from the shapes and the
+op's scale factors (:func:`mcu.reference.derive.resize_bilinear_table`), not from the op's constant."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import numpy as np
 
 from mcu.ir import Op
 from mcu.layouts import from_memory_order, to_memory_order
-from mcu.reference import resample
+from mcu.reference import derive, resample
 
 Run = Callable[[Op, list[np.ndarray]], np.ndarray]
 
@@ -48,15 +49,14 @@ def _gather(op: Op, x: list[np.ndarray]) -> np.ndarray:
     return to_memory_order(y, out)
 
 
-def _planes(kernel: Callable[..., np.ndarray]) -> Run:
-    """``kernel(x, outer, h, w, inner, out_h, out_w, *tables)`` on each [H, W] plane of a 4-d NCHW tensor."""
+def _planes(kernel: Callable[..., np.ndarray], tables: Callable[[Op], list[np.ndarray]] = lambda op: []) -> Run:
+    """``kernel(x, outer, h, w, inner, out_h, out_w, *tables(op))`` on each [H, W] plane of a 4-d NCHW tensor."""
     def run(op: Op, x: list[np.ndarray]) -> np.ndarray:
         src, out = op.inputs[0], op.output
         n, c, h, w = src.shape
         out_h, out_w = out.shape[2:]
         planes = from_memory_order(x[0], src).reshape(-1)
-        tables = [np.asarray(t.data) for t in op.inputs[1:]]
-        y = kernel(planes, n * c, h, w, 1, out_h, out_w, *tables)
+        y = kernel(planes, n * c, h, w, 1, out_h, out_w, *tables(op))
         return to_memory_order(np.asarray(y).reshape(out.shape), out)
     return run
 
@@ -65,7 +65,7 @@ INT8: dict[str, Run] = {
     "remap": _remap,
     "index_select": _index_select,
     "gather": _gather,
-    "resize_bilinear": _planes(resample.resize_bilinear_s8),
+    "resize_bilinear": _planes(resample.resize_bilinear_s8, lambda op: [derive.resize_bilinear_table(op)]),
     "adaptive_avg_pool": _planes(resample.adaptive_avg_pool_s8),
 }
 FLOAT_OPS: dict[str, Run] = {"remap": _remap, "index_select": _index_select, "gather": _gather}

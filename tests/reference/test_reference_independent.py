@@ -2,7 +2,9 @@
 (shapes, memory orders, scales and zero points) with its own arithmetic, so a wrong parameter in an emitter
 makes the generated C disagree with it. Each case compiles a small int8 model as it is (the host build of
 its generated C equals the reference bit for bit) and again with one parameter function of the portable
-backend perturbed: then the host build must differ from the reference.
+backend perturbed: then the host build must differ from the reference. Likewise with a parameter the int8
+lowering stores on an op (a convolution's shifts, an add's output multiplier) made wrong: the reference
+derives its own from the tensors' quantization, so the host build must differ from it.
 """
 
 from __future__ import annotations
@@ -17,6 +19,10 @@ from torch import nn
 
 import mcu
 from mcu.backends.portable import elementwise, norm, pool, recurrent, resample
+from mcu.passes.quantized import conv as quantized_conv
+from mcu.passes.quantized import elementwise as quantized_elementwise
+from mcu.passes.quantized.common import int_const
+from mcu.reference import arith
 from mcu.reference.interp import Reference
 
 
@@ -114,3 +120,75 @@ def test_a_wrong_emitter_parameter_shows_up_as_a_parity_failure(case: str, monke
     perturbed, inputs = _compile(case)
     assert perturbed.library.files != cm.library.files, "the perturbation did not reach the generated C"
     assert not _parity(perturbed, inputs), f"a wrong {name} in the emitter went unnoticed by the reference"
+
+
+class ConvAdd(nn.Module):
+    """A convolution with a fused ReLU and a residual add: per-channel and per-tensor requantization."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 3, 3, padding=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(self.conv(x)) + x
+
+
+def _conv_shift_plus_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The int8 lowering stores every per-channel shift of a convolution one too large."""
+    original = quantized_conv._per_channel_requant
+
+    def wrapped(*args: object) -> object:
+        packed = original(*args)
+        if isinstance(packed, str):
+            return packed
+        wq, bias, mult, shift = packed
+        return wq, bias, mult, int_const(shift.name, np.asarray(shift.data) + 1)
+    monkeypatch.setattr(quantized_conv, "_per_channel_requant", wrapped)
+
+
+class _Arith:
+    """The lowering's view of mcu.reference.arith with one function replaced (the reference keeps the real one)."""
+
+    def __init__(self, **replaced: Callable) -> None:
+        self.__dict__.update(replaced)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(arith, name)
+
+
+def _add_out_multiplier_halved(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The int8 lowering stores the add's output multiplier halved."""
+    def add_params(*args: object, **kwargs: object) -> dict:
+        params = arith.add_params(*args, **kwargs)
+        return {**params, "out_multiplier": params["out_multiplier"] // 2}
+    monkeypatch.setattr(quantized_elementwise, "arith", _Arith(add_params=add_params))
+
+
+# case -> (how the lowering is made to store a wrong parameter, the op kind that carries it)
+PASS_CASES: dict[str, tuple[Callable[[pytest.MonkeyPatch], None], str]] = {
+    "conv2d_shift": (_conv_shift_plus_one, "conv2d"),
+    "add_out_multiplier": (_add_out_multiplier_halved, "add"),
+}
+
+
+def _compile_conv_add(name: str) -> tuple[mcu.api.CompiledModel, list[tuple[torch.Tensor, ...]]]:
+    torch.manual_seed(5)
+    model = ConvAdd().eval()
+    calib = [(torch.randn(1, 3, 6, 6) * 2,) for _ in range(8)]
+    cm = mcu.compile(model, calib[0], quantize="int8", calibration=calib, test_inputs=calib[:2], name=name)
+    assert Reference(cm.graph).exact
+    return cm, calib[:3]
+
+
+@pytest.mark.parametrize("case", sorted(PASS_CASES))
+def test_a_wrong_parameter_stored_by_the_lowering_shows_up_as_a_parity_failure(
+        case: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    corrupt, kind = PASS_CASES[case]
+    cm, inputs = _compile_conv_add(f"lowering_{case}")
+    assert kind in [op.kind for op in cm.graph.ops]
+    assert _parity(cm, inputs), "the generated C and the reference disagree before any corruption"
+
+    corrupt(monkeypatch)
+    corrupted, inputs = _compile_conv_add(f"lowering_{case}")
+    assert corrupted.library.files != cm.library.files, "the corruption did not reach the generated C"
+    assert not _parity(corrupted, inputs), f"{case}: a wrong parameter stored by the int8 lowering went unnoticed"

@@ -42,7 +42,7 @@ def fold_scaling_into_bmm(graph: Graph) -> int:
             continue
         a, b = bmm.inputs
         mult, shift = arith.quantize_multiplier(a.quant.scale[0] * b.quant.scale[0] * alpha / out.quant.scale[0])
-        bmm.attrs.update(multiplier=mult, shift=shift, output_offset=out.quant.zero_point[0])
+        bmm.attrs.update(multiplier=mult, shift=shift, output_offset=out.quant.zero_point[0], scaling=alpha)
         for link in chain[:-1]:
             link.output.quant = out.quant
         chain[-1].outputs[0] = out

@@ -47,7 +47,10 @@ def _weighted(op: Op, ins: list[Tensor], out: Tensor) -> tuple[list[Tensor], dic
     if isinstance(packed, str):
         return packed
     act_min, act_max = act_bounds(op, out)
-    attrs = {**op.attrs, "input_offset": -_zp(x), "output_offset": _zp(out), "act_min": act_min, "act_max": act_max}
+    # (the float bias the int32 one comes from stays, for the integer reference)
+    bias_real = bias.data.astype(np.float64).reshape(-1) if bias is not None else np.zeros(w.shape[0])
+    attrs = {**op.attrs, "input_offset": -_zp(x), "output_offset": _zp(out), "act_min": act_min, "act_max": act_max,
+             "bias_real": bias_real}
     return [x, *packed], attrs
 
 

@@ -218,17 +218,20 @@ def _clamp(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
     lo, hi = op.attrs["min"], op.attrs["max"]
     fake = Op("clamp", [], [], {"act": (lo, hi)})
     act_min, act_max = act_bounds(fake, out)
+    # (the float bounds stay as the op's fused activation: the integer reference derives the clamp from them)
     if _same_quant(x, out):
-        return Op("clamp", [x], [out], {"act_min": act_min, "act_max": act_max}, op.name, op.source)
-    return requantize_op(op.name, x, out, act_min, act_max, op.source)
+        return Op("clamp", [x], [out], {"act_min": act_min, "act_max": act_max, "act": (lo, hi)}, op.name, op.source)
+    return requantize_op(op.name, x, out, act_min, act_max, op.source, act=(lo, hi))
 
 
 def requantize_op(name: str, x: Tensor, out: Tensor, act_min: int = -128, act_max: int = 127,
-                  source: str = "") -> Op:
+                  source: str = "", act: tuple[float | None, float | None] | None = None) -> Op:
     mult, shift = arith.quantize_multiplier(_scale(x) / _scale(out))
-    return Op("requantize", [x], [out], {"input_offset": -_zp(x), "multiplier": mult, "shift": shift,
-                                         "output_offset": _zp(out), "act_min": act_min, "act_max": act_max},
-              f"{name}_requant", source)
+    attrs = {"input_offset": -_zp(x), "multiplier": mult, "shift": shift, "output_offset": _zp(out),
+             "act_min": act_min, "act_max": act_max}
+    if act is not None:
+        attrs["act"] = act
+    return Op("requantize", [x], [out], attrs, f"{name}_requant", source)
 
 
 CONVERTERS: dict[str, Converter] = {

@@ -59,7 +59,10 @@ def _layer_norm(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | st
                              _int_const(f"{op.name}_shift", p.shifts), _int_const(f"{op.name}_bias_q", p.bias)],
               [out], {"cols": op.attrs["cols"], "eps": op.attrs["eps"], "eps_lo": eps_lo, "eps_hi": eps_hi,
                       "output_offset": p.output_offset, "act_min": act_min, "act_max": act_max, "rms": int(rms),
-                      "input_zero_point": p.input_zero_point},
+                      "input_zero_point": p.input_zero_point, "act": op.attrs.get("act"),
+                      # the float weight and bias the constants above come from, for the integer reference
+                      "affine": (None if weight is None else np.asarray(weight.data),
+                                 None if bias is None else np.asarray(bias.data))},
               op.name, op.source)
 
 

@@ -42,7 +42,9 @@ def _convert(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
               Tensor(f"{op.name}_rows", p.rows.shape, "int32", data=p.rows),
               _table(graph)]
     attrs = {"hidden_zp": p.hidden_zp, "out_mult": p.out_mult, "out_shift": p.out_shift,
-             "state_shift": p.state_shift, "scratch_bytes": scratch_bytes(op.kind, features, hidden)}
+             "state_shift": p.state_shift, "scratch_bytes": scratch_bytes(op.kind, features, hidden),
+             # the float weights and biases the constants come from, for the integer reference
+             "weights_real": (w_ih, w_hh, b_ih, b_hh)}
     return Op(op.kind, [x, *consts], [out], attrs, op.name, op.source)
 
 

@@ -1,0 +1,172 @@
+"""The kernel parameters of each int8 op, derived from the quantized graph alone.
+
+What an int8 kernel needs beyond its operands (Q31 multipliers and shifts, offsets, clamp bounds, softmax's
+scaling, layer norm's per-column constants) follows from the scales and zero points of the op's tensors,
+the per-channel scales of its weights and its structural attributes (window, reduced dims, the fused
+activation ``act`` as the float bounds the model wrote). This module computes them with this package's
+own arithmetic and never reads a number the int8 lowering stored for the kernel, so a lowering that
+stores a wrong one makes the device disagree with the reference.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+import numpy as np
+
+from mcu.errors import McuError
+from mcu.ir import Op, Tensor
+from mcu.reference import arith, islands, norm, recurrent
+from mcu.reference.elementwise import unary_real
+from mcu.reference.resample import bilinear_tables_s8
+
+
+def scale_zp(t: Tensor) -> tuple[float, int]:
+    """A per-tensor quantized tensor's scale and zero point."""
+    if t.quant is None:
+        raise McuError(f"the integer reference needs the quantization of {t.name}")
+    return float(t.quant.scale[0]), int(t.quant.zero_point[0])
+
+
+def act_range(op: Op) -> tuple[int, int]:
+    """The fused activation's float bounds (``act``: lo, hi, None for an open side) as int8 codes of the
+    output, rounded to nearest and saturated; the whole int8 range when the op has none."""
+    lo, hi = op.attrs.get("act") or (None, None)
+    s, zp = scale_zp(op.output)
+
+    def code(v: float | None, open_end: int) -> int:
+        return open_end if v is None else max(-128, min(127, zp + int(np.round(v / s))))
+
+    return code(lo, -128), code(hi, 127)
+
+
+def _act(op: Op) -> dict[str, int]:
+    act_min, act_max = act_range(op)
+    return {"act_min": act_min, "act_max": act_max}
+
+
+def weighted(op: Op) -> dict:
+    """conv2d, depthwise, transposed convolution and linear: the int32 bias (the float bias over s_in s_w[c],
+    rounded and saturated), one multiplier and shift per output channel for s_in s_w[c] / s_out, the input's
+    and output's offsets, the clamp."""
+    x, w = op.inputs[0], op.inputs[1]
+    s_x, zp_x = scale_zp(x)
+    s_o, zp_o = scale_zp(op.output)
+    if w.quant is None:
+        raise McuError(f"the integer reference needs the per-channel scales of {w.name}")
+    s_w = np.array(w.quant.scale, np.float64)
+    bias = np.clip(np.round(np.asarray(op.attrs["bias_real"], np.float64) / (s_x * s_w)), -(2**31), 2**31 - 1)
+    pairs = [arith.quantize_multiplier(s_x * float(s) / s_o) for s in s_w]
+    return {"bias": bias.astype(np.int32), "multiplier": np.array([m for m, _ in pairs], np.int32),
+            "shift": np.array([s for _, s in pairs], np.int32), "input_offset": -zp_x, "output_offset": zp_o,
+            **_act(op)}
+
+
+def binary(op: Op) -> dict:
+    """add, sub, maximum, minimum (TFLite's add rescaling), mul and div: the fields of mcu_binary_s8_params."""
+    (s_a, zp_a), (s_b, zp_b) = (scale_zp(t) for t in op.inputs)
+    s_o, zp_o = scale_zp(op.output)
+    if op.kind == "mul":
+        params = arith.mul_params(s_a, s_b, s_o, zp_a=zp_a, zp_b=zp_b, zp_out=zp_o)
+    elif op.kind == "div":
+        params = islands.div_params(s_a, s_b, s_o, zp_a=zp_a, zp_b=zp_b, zp_out=zp_o)
+    else:
+        params = arith.add_params(s_a, s_b, s_o, zp_a=zp_a, zp_b=zp_b, zp_out=zp_o)
+    return {**params, **_act(op)}
+
+
+def rescale(op: Op, real: float) -> dict:
+    """One requantization of ``real`` from the input's offset codes to the output's: requantize, mean_hw,
+    reduce."""
+    _, zp_x = scale_zp(op.inputs[0])
+    _, zp_o = scale_zp(op.output)
+    mult, shift = arith.quantize_multiplier(real)
+    return {"input_offset": -zp_x, "multiplier": mult, "shift": shift, "output_offset": zp_o, **_act(op)}
+
+
+def requantize(op: Op) -> dict:
+    return rescale(op, scale_zp(op.inputs[0])[0] / scale_zp(op.output)[0])
+
+
+def mean_hw(op: Op) -> dict:
+    """The sum over H and W times s_in / (s_out H W)."""
+    x = op.inputs[0]
+    count = x.shape[2] * x.shape[3]
+    return rescale(op, scale_zp(x)[0] / (scale_zp(op.output)[0] * count))
+
+
+def reduce(op: Op) -> dict:
+    """mcu_reduce_s8: the sum (or the extreme code) times s_in / s_out, divided by the count for a mean."""
+    x = op.inputs[0]
+    first, last = op.attrs["dims"]
+    count = math.prod(x.shape[first:last + 1])
+    return rescale(op, scale_zp(x)[0] / scale_zp(op.output)[0] / (count if op.attrs["op"] == "mean" else 1))
+
+
+def bmm(op: Op) -> dict:
+    """mcu_bmm_s8: s_a s_b / s_out, times the positive factor of a scaling folded into the product."""
+    (s_a, zp_a), (s_b, zp_b) = (scale_zp(t) for t in op.inputs)
+    s_o, zp_o = scale_zp(op.output)
+    mult, shift = arith.quantize_multiplier(s_a * s_b * float(op.attrs.get("scaling", 1.0)) / s_o)
+    return {"a_offset": -zp_a, "b_offset": -zp_b, "multiplier": mult, "shift": shift, "output_offset": zp_o,
+            **_act(op)}
+
+
+def softmax(op: Op) -> dict:
+    """TFLite's int8 softmax scaling of the input (beta 1)."""
+    mult, left_shift, diff_min = arith.softmax_params(1.0, scale_zp(op.inputs[0])[0])
+    return {"input_multiplier": mult, "input_left_shift": left_shift, "diff_min": diff_min}
+
+
+def layer_norm(op: Op) -> norm.LayerNormS8:
+    """mcu_layer_norm_s8's constants from the scales, eps and the float affine weights the op keeps."""
+    s_x, zp_x = scale_zp(op.inputs[0])
+    s_o, zp_o = scale_zp(op.output)
+    weight, bias = op.attrs["affine"]
+    p = norm.layer_norm_params(int(op.attrs["cols"]), s_x, s_o, zp_o, float(op.attrs["eps"]), weight, bias,
+                               rms=bool(op.attrs["rms"]), zp_in=zp_x)
+    act_min, act_max = act_range(op)
+    return norm.LayerNormS8(p.multipliers, p.shifts, p.bias, p.eps_term, p.output_offset, act_min, act_max,
+                            p.rms, p.input_zero_point)
+
+
+def pad_code(op: Op) -> int:
+    """The fill value as a code of the output's grid."""
+    s, zp = scale_zp(op.output)
+    return int(np.clip(np.round(op.attrs["value"] / s) + zp, -128, 127))
+
+
+def resize_bilinear_table(op: Op) -> np.ndarray:
+    """mcu_resize_bilinear_s8's table from the shapes, the scale factors and align_corners."""
+    (h, w), (oh, ow) = op.inputs[0].shape[2:], op.output.shape[2:]
+    sh, sw = op.attrs["scales"]
+    return bilinear_tables_s8(h, w, oh, ow, op.attrs["align_corners"], sh, sw)
+
+
+# The activations the int8 form looks up in a table under their own name, in float64.
+_ACTIVATIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "sigmoid": lambda x: 1.0 / (1.0 + np.exp(-x)),
+    "tanh": np.tanh,
+    "hardswish": lambda x: x * np.clip(x + 3.0, 0.0, 6.0) / 6.0,
+}
+
+
+def lut_table(op: Op) -> np.ndarray:
+    """The 256-entry table of a ``lut`` op: its function (with its alpha and beta) between the input's and the
+    output's grids."""
+    a = op.attrs
+    fn = _ACTIVATIONS.get(a["function"]) or unary_real(a["function"], a["alpha"], a["beta"])
+    s_x, zp_x = scale_zp(op.inputs[0])
+    s_o, zp_o = scale_zp(op.output)
+    return arith.lut_table(fn, s_x, zp_x, s_o, zp_o)
+
+
+def recurrent_layer(op: Op) -> recurrent.RecurrentS8:
+    """An LSTM's or GRU's int8 weights, per-row biases and multipliers and the output requantization, from the
+    float weights and biases the op keeps, the input's and the hidden state's (the output's) quantization and
+    the state's power-of-two scale."""
+    s_x, zp_x = scale_zp(op.inputs[0])
+    s_h, zp_h = scale_zp(op.output)
+    w_ih, w_hh, b_ih, b_hh = op.attrs["weights_real"]
+    return recurrent.layer_params(op.kind, w_ih, w_hh, b_ih, b_hh, s_x, zp_x, s_h, zp_h, int(op.attrs["state_shift"]))
