@@ -93,6 +93,13 @@ def model_label(cm: Any) -> str:
     return f"{cm.quantize}, {n} fp32 island{'s' if n != 1 else ''}" if n and not modes.is_float(cm.quantize) else cm.quantize
 
 
+def print_predicted_class(outputs: list[list[np.ndarray]]) -> None:
+    """The class test vector 0 predicts, when the model looks like a classifier (see :func:`class_scores`)."""
+    scores = class_scores(outputs[0]) if outputs else None
+    if scores is not None:
+        print(f"predicted class: {int(np.argmax(scores))} (test vector 0)")
+
+
 def class_scores(outputs: list[np.ndarray]) -> np.ndarray | None:
     """The first output when the model looks like a classifier: one output of logical shape (C,) or (1, C)
     with 2 <= C <= 1000 (scores per class); a regression output ((1, 1), a sequence (1, T, F)) is not."""

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from mcu.commands.common import compile_model, print_json
-from mcu.commands.reports import (base_report, class_scores, model_label, print_partitions, print_sizes,
+from mcu.commands.reports import (base_report, model_label, print_partitions, print_predicted_class, print_sizes,
                                   run_fields)
 from mcu.device.boards import load_board
 from mcu.device.console import parse_harness
@@ -56,9 +56,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(report)
     else:
-        scores = class_scores(sim.outputs[0]) if sim.outputs else None
-        if scores is not None:
-            print(f"predicted class: {int(np.argmax(scores))} (test vector 0)")
+        print_predicted_class(sim.outputs)
         print(f"{'PASS' if sim.passed else 'FAIL'}: {len(sim.outputs)} bundled test vectors on {cm.board.name} "
               f"({model_label(cm)}); max |device - eager| = {sim.max_abs_error_vs_eager:.3g}")
         print(f"instructions per inference: {sim.instructions}")
@@ -132,9 +130,7 @@ def _run_linux(args: argparse.Namespace) -> int:
     if args.json:
         print_json(report)
     else:
-        scores = class_scores(run.outputs[0]) if run.outputs else None
-        if scores is not None:
-            print(f"predicted class: {int(np.argmax(scores))} (test vector 0)")
+        print_predicted_class(run.outputs)
         bound = "within bounds of" if cm.delegated else "equal to"
         print(f"{'PASS' if run.passed else 'FAIL'}: {len(run.outputs)} bundled test vectors on {cm.board.name} "
               f"({model_label(cm)}) {bound} the reference; max error {run.max_error:.3g}; arena {cm.memory.arena_size} B")

@@ -17,19 +17,24 @@ from mcu.ir import Op
 from mcu.passes.layout import channels_last
 
 
+def _broadcast(name: str, op: Op) -> dict:
+    """The rank, output shape and operand strides of a broadcasting binary kernel, padded to its 6 dims."""
+    a, b = op.inputs
+    out = op.output
+    rank = max(len(out.shape), 1)
+    if rank > 6:
+        raise McuError(f"{name} on rank-{rank} tensors is not supported (at most 6 dims){at_source(op)}")
+    pad = 6 - rank
+    return {"rank": rank, "out_shape": (list(out.physical_shape) or [1]) + [1] * pad,
+            "a_strides": (operand_strides(a, out) or [0]) + [0] * pad,
+            "b_strides": (operand_strides(b, out) or [0]) + [0] * pad}
+
+
 def _binary(name: str) -> Callable[[Op, Ref], KernelCall]:
     def emit(op: Op, ref: Ref) -> KernelCall:
         a, b = op.inputs
         out = op.output
-        rank = max(len(out.shape), 1)
-        if rank > 6:
-            raise McuError(f"{name} on rank-{rank} tensors is not supported (at most 6 dims){at_source(op)}")
-        phys = list(out.physical_shape) or [1]
-        a_str = operand_strides(a, out) or [0]
-        b_str = operand_strides(b, out) or [0]
-        pad = 6 - rank
-        params = {"rank": rank, "out_shape": phys + [1] * pad, "a_strides": a_str + [0] * pad,
-                  "b_strides": b_str + [0] * pad, **act_bounds(op)}
+        params = {**_broadcast(name, op), **act_bounds(op)}
         return KernelCall(f"mcu_{name}_f32", ["&params", ref(a), ref(b), ref(out)], [f"mcu_{name}_f32.c"],
                           "mcu_binary_f32_params", params, operands=[a, b, out])
     return emit
@@ -39,14 +44,8 @@ def _binary_s8(name: str) -> Callable[[Op, Ref], KernelCall]:
     def emit(op: Op, ref: Ref) -> KernelCall:
         a, b = op.inputs
         out = op.output
-        rank = max(len(out.shape), 1)
-        if rank > 6:
-            raise McuError(f"{name} on rank-{rank} tensors is not supported (at most 6 dims){at_source(op)}")
-        pad = 6 - rank
         at = op.attrs
-        params = {"rank": rank, "out_shape": (list(out.physical_shape) or [1]) + [1] * pad,
-                  "a_strides": (operand_strides(a, out) or [0]) + [0] * pad,
-                  "b_strides": (operand_strides(b, out) or [0]) + [0] * pad,
+        params = {**_broadcast(name, op),
                   "a_offset": int(at["a_offset"]), "b_offset": int(at["b_offset"]),
                   "a_multiplier": int(at.get("a_multiplier", 0)), "a_shift": int(at.get("a_shift", 0)),
                   "b_multiplier": int(at.get("b_multiplier", 0)), "b_shift": int(at.get("b_shift", 0)),
