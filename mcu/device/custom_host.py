@@ -70,14 +70,17 @@ def kernels_of(graph: Graph) -> list[tuple[CustomOp, CustomKernel]]:
     return list(found.values())
 
 
-def _adapter(functions: list[str]) -> str:
-    lines = ['#include "mcu/custom.h"', ""]
+def _adapter(functions: list[str], guard: bool = False) -> str:
+    """The delegate backends that run these kernels; ``guard``: through the test firmware's guards when built
+    with them (an interpreter firmware's registry)."""
+    lines = ['#include "mcu/custom.h"', ""] + ([_FIRMWARE_GUARD] if guard else [])
     for i, f in enumerate(functions):
+        run = f"CUSTOM_RUN({i}u, {f}, " if guard else f"mcu_custom_run({f}, "
         lines += [f"mcu_status {f}(const mcu_custom_call *call);",
                   f"static mcu_status custom_execute_{i}(void *handle, void *const *tensors, const uint32_t *bytes,",
                   "                                    uint32_t n_inputs, uint32_t n_outputs)",
                   "{",
-                  f"    return mcu_custom_run({f}, handle, tensors, bytes, n_inputs, n_outputs);",
+                  f"    return {run}handle, tensors, bytes, n_inputs, n_outputs);",
                   "}",
                   f'const mcu_delegate_backend mcu_custom_backend_{i} = {{"{delegate_id(f)}", {{\'M\', \'C\', \'U\', \'X\'}}, '
                   f"MCU_CUSTOM_VERSION, mcu_custom_init, custom_execute_{i}, mcu_custom_destroy}};", ""]
@@ -168,10 +171,66 @@ def host_kernels_for(custom: Any, functions: list[str], source: str) -> HostKern
     return build_kernels(kernels_for(custom, functions))
 
 
+# Test builds of the interpreter firmware (GUARD_DEFINE) compare the GUARD_BYTES on each side of a custom
+# kernel's output before and after its call, as the generated C's test harness does (codegen/model.c.j2);
+# the firmware's arena has as many spare bytes at each end (codegen/program_firmware_main.c.j2).
+_FIRMWARE_GUARD = """\
+#if defined(MCU_GUARD_WRITES)
+#include <string.h>
+
+#include "mcu/log.h"
+
+/* A change prints GUARD_PROGRAM <kernel> <first> <last>: offsets from the output's start plus the guard's
+ * size, for the host to name the kernel, its op and the bytes. The kernel's scratch may change. */
+static mcu_status guarded_run(uint32_t index, mcu_custom_fn fn, void *handle, void *const *tensors,
+                              const uint32_t *bytes, uint32_t n_inputs, uint32_t n_outputs)
+{
+    const int32_t g = MCU_GUARD_BYTES;
+    if (handle == NULL || tensors == NULL || bytes == NULL || n_outputs != 1u || n_inputs < 1u) {
+        return mcu_custom_run(fn, handle, tensors, bytes, n_inputs, n_outputs);
+    }
+    uint8_t *out = (uint8_t *)tensors[n_inputs];
+    const int32_t size = (int32_t)bytes[n_inputs];
+    uint8_t saved[2 * MCU_GUARD_BYTES];
+    memcpy(saved, out - g, (size_t)g);
+    memcpy(saved + g, out + size, (size_t)g);
+    const mcu_status status = mcu_custom_run(fn, handle, tensors, bytes, n_inputs, n_outputs);
+    const mcu_custom_params *p = (const mcu_custom_params *)handle;
+    const uint8_t *scratch = p->scratch_bytes > 0 ? (const uint8_t *)tensors[n_inputs - 1u] : NULL;
+    int32_t first = -1;
+    int32_t last = -1;
+    for (int32_t k = 0; k < 2 * g; ++k) {
+        const int32_t at = k < g ? k - g : size + k - g;
+        const uint8_t *b = out + at;
+        const int in_scratch = scratch != NULL && b >= scratch && b < scratch + p->scratch_bytes;
+        if (!in_scratch && *b != saved[k]) {
+            first = first < 0 ? at : first;
+            last = at;
+        }
+    }
+    if (first >= 0) {
+        mcu_log_str("GUARD_PROGRAM ");
+        mcu_log_u32(index);
+        mcu_log_str(" ");
+        mcu_log_u32((uint32_t)(first + g));
+        mcu_log_str(" ");
+        mcu_log_u32((uint32_t)(last + g));
+        mcu_log_newline();
+        return MCU_ERR_MISMATCH;
+    }
+    return status;
+}
+#define CUSTOM_RUN(index, fn, h, t, b, ni, no) guarded_run(index, fn, h, t, b, ni, no)
+#else
+#define CUSTOM_RUN(index, fn, h, t, b, ni, no) mcu_custom_run(fn, h, t, b, ni, no)
+#endif
+"""
+
+
 def firmware_registry(functions: list[str]) -> str:
     """C of the delegate adapters of these kernels and the registry an interpreter firmware loads programs with."""
     refs = ", ".join(f"&mcu_custom_backend_{i}" for i in range(len(functions)))
-    return _adapter(functions) + "\n".join([
+    return _adapter(functions, guard=True) + "\n".join([
         f"const mcu_delegate_backend *const mcu_firmware_delegates[{len(functions)}] = {{{refs}}};",
         f"const uint32_t mcu_firmware_n_delegates = {len(functions)}u;", ""])
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import re
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
@@ -24,7 +25,7 @@ import numpy as np
 from mcu.version import __version__
 from mcu.device.boards import Board, MemoryRegion
 from mcu.device.console import HarnessReport, parse_harness
-from mcu.emit.c_model import environment
+from mcu.emit.c_model import GUARD_BYTES, GUARD_DEFINE, environment
 from mcu.errors import McuError
 from mcu.paths import all_kernel_sources, cache_dir, kernel_source, runtime_dir
 from mcu.program.format import kernel_macro
@@ -122,14 +123,16 @@ def render_main(board: Board, delegates: int = 0) -> str:
 
 def build_interpreter_firmware(board: Board, kernels: Iterable[str] | None = None,
                                out_dir: Path | None = None, trace: bool = False, main: str | None = None,
-                               custom: Any = None, program: bytes | None = None) -> Firmware:
+                               custom: Any = None, program: bytes | None = None, guard: bool = False) -> Firmware:
     """The interpreter firmware for ``board``: every kernel, or only ``kernels`` (C function names).
 
     ``trace``: with the event tracer compiled in (``MCU_TRACE``: a TRACE line per instruction, and the
     per-op region the instruction-count plugin measures), for ``mcu profile --program``. ``main``: another
     main than the test-vector harness (the C text; e.g. mcu.generate's generation loop). ``custom`` with
     ``program``: the user's kernels that program calls (custom ops), linked in and registered as its
-    delegates; ``custom`` is the model file the program was exported from or its ``custom_ops`` list."""
+    delegates; ``custom`` is the model file the program was exported from or its ``custom_ops`` list.
+    ``guard``: a test build, whose custom kernels run inside guards (GUARD_PROGRAM lines,
+    :func:`raise_on_program_guard`)."""
 
     layout = program_layout(board)
     functions = program_custom_functions(program) if program is not None else []
@@ -147,8 +150,10 @@ def build_interpreter_firmware(board: Board, kernels: Iterable[str] | None = Non
         defines.update({f"MCU_PROGRAM_HAS_{kernel_macro(k)}": 1 for k in subset})
     if trace:
         defines["MCU_TRACE"] = None
+    if guard and registry:
+        defines.update({GUARD_DEFINE: None, "MCU_GUARD_BYTES": GUARD_BYTES})
     if out_dir is None:
-        h = hashlib.sha256((main + repr(subset) + repr(trace) + registry).encode())
+        h = hashlib.sha256((main + repr(subset) + repr(trace) + repr(sorted(defines.items())) + registry).encode())
         for path in user_sources:
             h.update(str(path).encode() + path.read_bytes())
         key = h.hexdigest()[:20]
@@ -223,6 +228,36 @@ def check_fits(layout: ProgramLayout, program: bytes, weights: bytes | None, boa
                        hint="use a board with more flash, or run the generated C (drop --program)")
     if weights is not None and len(weights) > layout.weights.length:
         raise McuError(f"the weights ({len(weights)} B) do not fit the {layout.weights.length} B weights region{where}")
+
+
+_PROGRAM_GUARD = re.compile(r"^GUARD_PROGRAM (\d+) (\d+) (\d+)\s*$", re.M)
+
+
+def raise_on_program_guard(graph: Any, functions: list[str], console: str, board: str) -> None:
+    """Raise for the first GUARD_PROGRAM line of a guarded interpreter firmware's console: the custom kernel
+    (``functions[index]``, the registry's order), the ops that call it, and which bytes beside its output
+    it changed."""
+    m = _PROGRAM_GUARD.search(console)
+    if m is None:
+        return
+    index, first, last = (int(g) for g in m.groups())
+    first -= GUARD_BYTES
+    last -= GUARD_BYTES
+    function = functions[index] if index < len(functions) else f"#{index}"
+    ops = [op for op in graph.ops if op.kind == "custom" and op.attrs["custom"].kernel(op.output.dtype).function
+           == function]
+    op = ops[0] if ops else None
+    name = op.attrs["custom"].name if op is not None else function
+    where = f" ({op.name})" + (f" ({op.source})" if op.source else "") if op is not None else ""
+    size = op.output.nbytes if op is not None else 0
+    side = f"{-first} B before its start" if first < 0 else ("just after its end" if first == size
+                                                              else f"{first - size} B after its end")
+    raise McuError(f"custom op {name}{where}: its C kernel {function} writes outside its output on {board} "
+                   f"(interpreter firmware): the first changed byte is at byte offset {first} of its output"
+                   f"{' ' + op.output.name if op is not None else ''}, which is {size} B long ({side}); the changed "
+                   f"bytes span {last - first + 1} B of the {2 * GUARD_BYTES} B guarded",
+                   hint="a kernel writes numel elements of its output (mcu_custom_params), nothing else; the test "
+                        "firmware guards the arena around each custom kernel's output")
 
 
 @dataclass

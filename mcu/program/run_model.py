@@ -14,7 +14,9 @@ from typing import Any
 
 from mcu import progress
 from mcu.errors import McuError
-from mcu.program.device import ProgramRun, build_interpreter_firmware, check_fits, program_layout, run_program
+from mcu.device.custom_host import program_custom_functions
+from mcu.program.device import (ProgramRun, build_interpreter_firmware, check_fits, program_layout,
+                                raise_on_program_guard, run_program)
 
 MAX_IO = 16  # the firmware harness's MAX_IO
 
@@ -62,10 +64,12 @@ def run_program_model(cm: Any, timeout_s: float = 600.0) -> ProgramModelRun:
     # A model with custom ops gets a firmware of its own with the user's kernels linked in; every other
     # model shares the board's one interpreter firmware.
     custom = list(cm.spec.custom_ops)
-    fw = (build_interpreter_firmware(cm.board, custom=custom, program=image.program) if custom
+    fw = (build_interpreter_firmware(cm.board, custom=custom, program=image.program, guard=True) if custom
           else build_interpreter_firmware(cm.board))
     with progress.stage("simulate"):
         run = run_program(cm.board, fw.elf, image.program, image.weights, timeout_s=timeout_s)
+    if custom:
+        raise_on_program_guard(cm.graph, program_custom_functions(image.program), run.console, cm.board.name)
     return ProgramModelRun(run=run, program_bytes=len(image.program), firmware_flash_bytes=fw.flash_bytes,
                            firmware_ram_bytes=fw.ram_bytes,
                            stack_bytes=program_layout(cm.board).firmware_board.stack_bytes)

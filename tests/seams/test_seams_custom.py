@@ -277,3 +277,28 @@ def test_a_host_run_runs_the_users_c_in_a_sanitized_child(tmp_path: Path) -> Non
     assert err.value.message.startswith("custom op seam::op7_1 (op7_1) (op7_1.py:22: "), err.value.message
     assert "its C kernel seam_relu writes outside its output on the host: the first changed byte is at byte " \
            "offset 32 of its output op7_1, which is 32 B long (just after its end)" in err.value.message
+
+
+@requires_qemu
+@pytest.mark.parametrize(("over", "int8", "tail"), [
+    (1, False, "the first changed byte is at byte offset 32 of its output op1_1, which is 32 B long (just after its "
+               "end); the changed bytes span 4 B of the 64 B guarded"),
+    (256, True, "the first changed byte is at byte offset 8 of its output op1_256_s8, which is 8 B long (just after "
+                "its end); the changed bytes span 32 B of the 64 B guarded"),
+])
+def test_the_interpreter_firmware_guards_name_an_overrun(tmp_path: Path, monkeypatch, over: int, int8: bool,
+                                                         tail: str) -> None:
+    # `mcu run --program` links the user's kernels into its interpreter firmware; its test build runs them
+    # inside the same guards as the generated C's harness.
+    from mcu.program.run_model import run_program_model
+
+    _skip_host_check(monkeypatch)
+    cm = compile_file(seam_model(tmp_path, bug=1, over=over, int8=int8), board="mps2-an505",
+                      quantize="int8" if int8 else "none")
+    with pytest.raises(McuError) as err:
+        run_program_model(cm)
+    kernel = "seam_copy_s8" if int8 else "seam_relu"
+    assert f"its C kernel {kernel} writes outside its output on mps2-an505 (interpreter firmware): {tail}" in \
+        err.value.message, err.value.message
+    assert err.value.message.startswith(f"custom op seam::op1_{over}{'_s8' if int8 else ''} (op1_{over}"), \
+        err.value.message
