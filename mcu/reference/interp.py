@@ -29,7 +29,8 @@ import numpy as np
 from mcu.errors import McuError
 from mcu.ir import Graph, Op, Tensor
 from mcu.layouts import from_memory_order, to_memory_order
-from mcu.reference import conv, derive, elementwise, encoding, int4, mixed, norm, pool, recurrent, resample_ops, state
+from mcu.reference import conv, derive, elementwise, encoding, int4, mixed, movement, norm, pool, recurrent
+from mcu.reference import resample_ops, select, state
 from mcu.reference.custom import run_custom
 
 Env = dict[int, np.ndarray]  # id(base tensor) -> flat array in memory order
@@ -170,29 +171,6 @@ def _requantize(op: Op, x: list[np.ndarray]) -> np.ndarray:
     return elementwise.requantize_s8(x[0], **derive.requantize(op))
 
 
-def _permute_like(op: Op, x: list[np.ndarray], perm: tuple[int, ...]) -> np.ndarray:
-    return to_memory_order(np.transpose(from_memory_order(x[0], op.inputs[0]), perm), op.output)
-
-
-def _slice(op: Op, x: list[np.ndarray]) -> np.ndarray:
-    a = op.attrs
-    index = tuple(slice(a["start"], a["start"] + op.output.shape[d] * a["step"], a["step"]) if d == a["dim"]
-                  else slice(None) for d in range(len(op.inputs[0].shape)))
-    return to_memory_order(from_memory_order(x[0], op.inputs[0])[index], op.output)
-
-
-def _concat(op: Op, x: list[np.ndarray]) -> np.ndarray:
-    parts = [from_memory_order(v, t) for v, t in zip(x, op.inputs)]
-    return to_memory_order(np.concatenate(parts, axis=op.attrs["axis"]), op.output)
-
-
-def _pad(op: Op, x: list[np.ndarray]) -> np.ndarray:
-    src = op.inputs[0]
-    width = [(op.attrs["before"][d], op.attrs["after"][d]) for d in range(len(src.shape))]
-    fill = derive.pad_code(op) if op.output.dtype == "int8" else op.attrs["value"]
-    return to_memory_order(np.pad(from_memory_order(x[0], src), width, constant_values=fill), op.output)
-
-
 def _quantize(op: Op, x: list[np.ndarray]) -> np.ndarray:
     scale, zero_point = derive.scale_zp(op.output)
     return encoding.quantize_f32_s8(x[0], inv_scale=encoding.inv_scale(scale), zero_point=zero_point)
@@ -291,8 +269,8 @@ def _conv_transpose2d(op: Op, x: list[np.ndarray]) -> np.ndarray:
     a = op.attrs
     weight = conv.phase_unpack(w.data, w.physical_shape, *a["stride"]) if a.get("phased") else w.data
     y = conv.conv_transpose2d_s8(_to_nhwc(x[0], inp), weight, **derive.weighted(op),
-                            dilation_h=a["dilation"][0], dilation_w=a["dilation"][1], groups=a["groups"],
-                            output=_nhwc(op.output), **_window(op))
+                                 dilation_h=a["dilation"][0], dilation_w=a["dilation"][1], groups=a["groups"],
+                                 output=_nhwc(op.output), **_window(op))
     return _from_nhwc(y, op.output)
 
 
@@ -303,20 +281,6 @@ def _recurrent_s8(op: Op, x: list[np.ndarray]) -> np.ndarray:
     y = fn(from_memory_order(x[0], op.inputs[0]), derive.recurrent_layer(op), recurrent.sigmoid_table())
     return to_memory_order(y, op.output)
 
-
-def _logical(fn: Callable[..., np.ndarray]) -> Run:
-    """compare and where: exact at any dtype (no arithmetic), on logical values with NumPy's broadcasting."""
-    def run(op: Op, x: list[np.ndarray]) -> np.ndarray:
-        dynamic = iter(x)
-        vals = [from_memory_order(np.asarray(t.data).reshape(-1) if t.is_constant else next(dynamic), t)
-                for t in op.inputs]
-        return to_memory_order(np.broadcast_to(fn(op, *vals), op.output.shape), op.output)
-    return run
-
-
-_COMPARE = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,
-            "ge": np.greater_equal}
-_where = _logical(lambda op, c, a, b: np.where(c != 0, a, b).astype(a.dtype))
 
 INT8_OPS: dict[str, Run] = {
     "custom": run_custom,
@@ -340,28 +304,19 @@ INT8_OPS: dict[str, Run] = {
     "requantize": _requantize,
     "clamp": lambda op, x: elementwise.clamp_s8(x[0], **dict(zip(("act_min", "act_max"), derive.act_range(op)))),
     "quantize": _quantize,
-    "permute": lambda op, x: _permute_like(op, x, op.attrs["perm"]),
-    "layout": lambda op, x: _permute_like(op, x, tuple(range(len(op.inputs[0].shape)))),
-    "concat": _concat,
-    "pad": _pad,
-    "slice": _slice,
     "layer_norm": _layer_norm_s8,
     "reduce": _reduce_s8,
     "bmm": _bmm_s8,
     "lstm": _recurrent_s8,
     "gru": _recurrent_s8,
-    "where": _where,
+    **movement.OPS,
+    **select.INT8,
     **resample_ops.INT8,
 }
 
 FLOAT_MOVES: dict[str, Run] = {
     "custom": run_custom,
     "dequantize": _dequantize,
-    "permute": INT8_OPS["permute"],
-    "layout": INT8_OPS["layout"],
-    "concat": _concat,
-    "pad": _pad,
-    "slice": _slice,
     "add": _float_binary(np.add),
     "sub": _float_binary(np.subtract),
     "mul": _float_binary(np.multiply),
@@ -373,8 +328,8 @@ FLOAT_MOVES: dict[str, Run] = {
     "linear_w4_dyn": _linear_w4(int4.linear_w4_s8),
     "index_put": lambda op, x: x[0],  # run with the state by Reference.run
     "argmax": _argmax,
-    "compare": _logical(lambda op, a, b: _COMPARE[op.attrs["cmp"]](a, b).astype(np.uint8)),
-    "where": _where,
+    **movement.OPS,
+    **select.FLOAT_OPS,
     **resample_ops.FLOAT_OPS,
 }
 

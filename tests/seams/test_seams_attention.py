@@ -179,8 +179,8 @@ def test_scaling_folded_into_bmm_rounds_once(m: int, k: int, n: int, s_a: float,
     half a step of the exact scaled product wherever it does not saturate, and never further from it than the
     two-step chain (both up to the TFLite requantization's own first rounding, half of 2^shift steps)."""
     from mcu.reference import arith
+    from mcu.reference.conv import bmm_s8
     from mcu.reference.elementwise import lut_s8
-    from mcu.reference.norm import bmm_s8
 
     rng = np.random.default_rng(seed)
     a = rng.integers(-128, 128, (1, m, k)).astype(np.int8)
