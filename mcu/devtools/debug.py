@@ -18,7 +18,7 @@ import numpy as np
 from mcu.errors import McuError
 from mcu.ir import NUMPY_DTYPES, Graph, Tensor
 from mcu.layouts import from_memory_order, to_memory_order
-from mcu.reference import kernels as qref
+from mcu.reference.encoding import dequantize_s8_f32
 from mcu.reference.interp import FLOAT_MOVES, INT8_OPS
 from mcu.quantize import modes
 from mcu.devtools.trace import build_traced, TRACE_DEFINE
@@ -276,7 +276,7 @@ def debug_model(cm: Any, perturb_handle: int | None = None, timeout_s: float = 6
             diff = np.zeros_like(diff)  # nothing to compare it with: its readers are still checked
         sqnr = err = None
         if op.handle in floats and t.quant is not None and t.quant.per_tensor:
-            real = qref.dequantize_s8_f32(r.astype(np.int8), scale=t.quant.scale[0], zero_point=t.quant.zero_point[0])
+            real = dequantize_s8_f32(r.astype(np.int8), scale=t.quant.scale[0], zero_point=t.quant.zero_point[0])
             sqnr, err = _sqnr(floats[op.handle], from_memory_order(real, t))
         elif op.handle in floats and t.dtype == "float32":
             sqnr, err = _sqnr(floats[op.handle], from_memory_order(d.astype(np.float64), t))

@@ -17,8 +17,7 @@ import numpy as np
 
 from mcu.errors import McuError
 from mcu.ir import Op, Tensor
-from mcu.reference import arith, islands, norm, recurrent
-from mcu.reference.elementwise import unary_real
+from mcu.reference import arith, elementwise, norm, recurrent
 from mcu.reference.resample import bilinear_tables_s8
 
 
@@ -70,7 +69,7 @@ def binary(op: Op) -> dict:
     if op.kind == "mul":
         params = arith.mul_params(s_a, s_b, s_o, zp_a=zp_a, zp_b=zp_b, zp_out=zp_o)
     elif op.kind == "div":
-        params = islands.div_params(s_a, s_b, s_o, zp_a=zp_a, zp_b=zp_b, zp_out=zp_o)
+        params = elementwise.div_params(s_a, s_b, s_o, zp_a=zp_a, zp_b=zp_b, zp_out=zp_o)
     else:
         params = arith.add_params(s_a, s_b, s_o, zp_a=zp_a, zp_b=zp_b, zp_out=zp_o)
     return {**params, **_act(op)}
@@ -156,7 +155,7 @@ def lut_table(op: Op) -> np.ndarray:
     """The 256-entry table of a ``lut`` op: its function (with its alpha and beta) between the input's and the
     output's grids."""
     a = op.attrs
-    fn = _ACTIVATIONS.get(a["function"]) or unary_real(a["function"], a["alpha"], a["beta"])
+    fn = _ACTIVATIONS.get(a["function"]) or elementwise.unary_real(a["function"], a["alpha"], a["beta"])
     s_x, zp_x = scale_zp(op.inputs[0])
     s_o, zp_o = scale_zp(op.output)
     return arith.lut_table(fn, s_x, zp_x, s_o, zp_o)

@@ -1,6 +1,7 @@
 """A model's inputs and outputs as the device holds them: real values in PyTorch's logical shape <->
 flat arrays in the tensor's memory order and dtype, quantized and dequantized with the arithmetic of
-mcu_quantize_f32_s8 and mcu_dequantize_s8_f32. The Python API and the program runtime both use it."""
+mcu_quantize_f32_s8 and mcu_dequantize_s8_f32, whose bit-exact references are here (kept free of torch:
+the program runtime imports this module). The Python API and the program runtime both use it."""
 
 from __future__ import annotations
 
@@ -10,7 +11,34 @@ import numpy as np
 
 from mcu.errors import McuError
 from mcu.ir import NUMPY_DTYPES
-from mcu.reference.kernels import dequantize_s8_f32, inv_scale, quantize_f32_s8
+from mcu.reference.common import as_int8
+
+
+def inv_scale(scale: float) -> np.float32:
+    """The float32 ``inv_scale`` argument of mcu_quantize_f32_s8 for a quantization scale (torch's 1.0 / scale)."""
+    return np.float32(1.0 / float(scale))
+
+
+def quantize_f32_s8(x, *, inv_scale, zero_point, size=None):
+    """mcu_quantize_f32_s8, equal to torch.ops.quantized_decomposed.quantize_per_tensor on float32 input.
+
+    v = x * inv_scale in float32 (torch multiplies by the float32 value of
+    1.0 / scale); q = clamp(round_half_even(v) + zero_point, -128, 127).
+    NaN maps to zero_point (torch leaves that case undefined).
+    """
+    x = np.asarray(x, dtype=np.float32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        v = x * np.float32(inv_scale)
+        r = np.rint(v) + np.float32(zero_point)
+        q = np.clip(r, -128, 127)
+    q = np.where(np.isnan(v), float(zero_point), q)
+    return q.astype(np.int8)
+
+
+def dequantize_s8_f32(x, *, scale, zero_point, size=None):
+    """mcu_dequantize_s8_f32: (float32)(q - zero_point) * float32(scale), as torch's dequantize_per_tensor."""
+    q = as_int8(x).astype(np.float32) - np.float32(zero_point)
+    return (q * np.float32(scale)).astype(np.float32)
 
 
 def encode(values: Any, name: str, shape: Sequence[int], dim_order: Sequence[int], dtype: str,

@@ -1,17 +1,17 @@
 """Run a lowered graph in Python with the integer reference kernels: the parity oracle.
 
-Every int8 op calls :mod:`mcu.reference.kernels` (or its family's module), which has exactly the C
-arithmetic. The oracle derives every parameter itself from the quantized graph, with
-:mod:`mcu.reference.derive`: shapes and layouts from the IR op and its tensors (logical shapes, memory
-orders), and everything the int8 kernels need from quantization (the convolutions' per-channel multipliers
-and shifts and int32 biases, the binary ops' rescaling, softmax's scaling, the requantizations of mean,
-reduce, bmm and requantize, layer norm's and the recurrent layers' constants, PReLU's and log-softmax's
-multipliers, lookup and resize tables, offsets and clamp bounds) from the tensors' scales and zero points,
-the weights' per-channel scales and the op's structural attributes (the fused activation's float bounds,
-reduced dims, functions, and the float biases and weights an op folds into its integer constants). It
-never reads a number the int8 lowering or an emitter computed for a kernel, and imports neither, so a
-wrong parameter in either shows up as a parity failure. What it reads as data are the int8 codes: the
-weights, PReLU's slopes, quantized constant operands.
+Every int8 op calls the reference kernel in its family's module (:mod:`mcu.reference.conv`, ``pool``,
+``elementwise``, ``norm``, ``recurrent``, ``resample``...), which has exactly the C arithmetic. The oracle
+derives every parameter itself from the quantized graph, with :mod:`mcu.reference.derive`: shapes and
+layouts from the IR op and its tensors (logical shapes, memory orders), and everything the int8 kernels need
+from quantization (the convolutions' per-channel multipliers and shifts and int32 biases, the binary ops'
+rescaling, softmax's scaling, the requantizations of mean, reduce, bmm and requantize, layer norm's and the
+recurrent layers' constants, PReLU's and log-softmax's multipliers, lookup and resize tables, offsets and
+clamp bounds) from the tensors' scales and zero points, the weights' per-channel scales and the op's
+structural attributes (the fused activation's float bounds, reduced dims, functions, and the float biases
+and weights an op folds into its integer constants). It never reads a number the int8 lowering or an emitter
+computed for a kernel, and imports neither, so a wrong parameter in either shows up as a parity failure.
+What it reads as data are the int8 codes: the weights, PReLU's slopes, quantized constant operands.
 
 For an all-int8 graph the outputs here are the outputs the device must produce, bit for bit. fp32 ops
 left behind by the int8 lowering (fallbacks) run in float32 numpy and are not bit-exact with the C
@@ -29,9 +29,8 @@ import numpy as np
 from mcu.errors import McuError
 from mcu.ir import Graph, Op, Tensor
 from mcu.layouts import from_memory_order, to_memory_order
-from mcu.reference import derive, int4, islands, mixed, norm, recurrent, resample_ops, state
-from mcu.reference import kernels as ref
-from mcu.reference.conv import conv_transpose2d_s8, phase_unpack
+from mcu.reference import conv, derive, elementwise, encoding, int4, mixed, movement, norm, pool, recurrent
+from mcu.reference import resample_ops, select, state
 from mcu.reference.custom import run_custom
 
 Env = dict[int, np.ndarray]  # id(base tensor) -> flat array in memory order
@@ -64,7 +63,7 @@ def _window(op: Op) -> dict:
 def _conv2d(op: Op, x: list[np.ndarray]) -> np.ndarray:
     inp, w = op.inputs[:2]
     a = op.attrs
-    y = ref.conv2d_s8(_to_nhwc(x[0], inp), w.data, **derive.weighted(op), dilation_h=a["dilation"][0],
+    y = conv.conv2d_s8(_to_nhwc(x[0], inp), w.data, **derive.weighted(op), dilation_h=a["dilation"][0],
                       dilation_w=a["dilation"][1], groups=a["groups"], output=_nhwc(op.output), **_window(op))
     return _from_nhwc(y, op.output)
 
@@ -73,7 +72,7 @@ def _depthwise(op: Op, x: list[np.ndarray]) -> np.ndarray:
     inp, w = op.inputs[:2]
     a = op.attrs
     kh, kw = w.shape[2], w.shape[3]
-    y = ref.depthwise_conv2d_s8(_to_nhwc(x[0], inp), w.data.reshape(kh, kw, -1), **derive.weighted(op),
+    y = conv.depthwise_conv2d_s8(_to_nhwc(x[0], inp), w.data.reshape(kh, kw, -1), **derive.weighted(op),
                                 ch_mult=w.shape[0] // inp.shape[1], dilation_h=a["dilation"][0],
                                 dilation_w=a["dilation"][1], output=_nhwc(op.output), **_window(op))
     return _from_nhwc(y, op.output)
@@ -81,7 +80,7 @@ def _depthwise(op: Op, x: list[np.ndarray]) -> np.ndarray:
 
 def _linear(op: Op, x: list[np.ndarray]) -> np.ndarray:
     inp, w = op.inputs[:2]
-    y = ref.linear_s8(from_memory_order(x[0], inp).reshape(-1, w.shape[1]), w.data, **derive.weighted(op))
+    y = conv.linear_s8(from_memory_order(x[0], inp).reshape(-1, w.shape[1]), w.data, **derive.weighted(op))
     return to_memory_order(y.reshape(op.output.shape), op.output)
 
 
@@ -118,7 +117,7 @@ def _pool(fn: Callable) -> Run:
 
 
 def _mean_hw(op: Op, x: list[np.ndarray]) -> np.ndarray:
-    y = ref.mean_hw_s8(_to_nhwc(x[0], op.inputs[0]), **derive.mean_hw(op))
+    y = pool.mean_hw_s8(_to_nhwc(x[0], op.inputs[0]), **derive.mean_hw(op))
     return _from_nhwc(y, op.output)
 
 
@@ -133,7 +132,7 @@ def _along(op: Op, flat: np.ndarray, axis: int, fn: Callable[[np.ndarray], np.nd
 
 def _softmax(op: Op, x: list[np.ndarray]) -> np.ndarray:
     params = derive.softmax(op)
-    return _along(op, x[0], op.attrs["axis"], lambda rows: ref.softmax_s8(
+    return _along(op, x[0], op.attrs["axis"], lambda rows: norm.softmax_s8(
         rows.reshape(-1), **params, outer=rows.shape[0], axis=rows.shape[1], inner=1))
 
 
@@ -141,8 +140,8 @@ def _log_softmax(op: Op, x: list[np.ndarray]) -> np.ndarray:
     """TFLite's int8 LOG_SOFTMAX: the exp table and both multipliers from the input's and the output's scales."""
     s_in, _ = derive.scale_zp(op.inputs[0])
     s_out, zp_out = derive.scale_zp(op.output)
-    table, input_multiplier, log_multiplier = islands.log_softmax_tables(s_in, s_out)
-    return _along(op, x[0], op.attrs["axis"], lambda rows: islands.log_softmax_s8(
+    table, input_multiplier, log_multiplier = norm.log_softmax_tables(s_in, s_out)
+    return _along(op, x[0], op.attrs["axis"], lambda rows: norm.log_softmax_s8(
         rows.reshape(-1), table, outer=rows.shape[0], axis=rows.shape[1], inner=1,
         input_multiplier=input_multiplier, log_multiplier=log_multiplier, output_offset=zp_out))
 
@@ -154,7 +153,7 @@ def _prelu(op: Op, x: list[np.ndarray]) -> np.ndarray:
     s_in, zp_in = derive.scale_zp(inp)
     s_alpha, _ = derive.scale_zp(alpha)
     s_out, zp_out = derive.scale_zp(op.output)
-    params = islands.prelu_params(s_in, s_alpha, s_out, zp_in=zp_in, zp_out=zp_out)
+    params = elementwise.prelu_params(s_in, s_alpha, s_out, zp_in=zp_in, zp_out=zp_out)
     slopes = np.asarray(alpha.data, dtype=np.int8).reshape(-1)
     if slopes.size == 1:
         per_element = np.broadcast_to(slopes, inp.shape)
@@ -164,45 +163,22 @@ def _prelu(op: Op, x: list[np.ndarray]) -> np.ndarray:
         per_element = np.broadcast_to(slopes.reshape(shape), inp.shape)
     slope_of = to_memory_order(per_element, inp)
     act_min, act_max = derive.act_range(op)
-    return islands.prelu_s8(x[0], slope_of, channels=slope_of.size, inner=1, act_min=act_min, act_max=act_max,
+    return elementwise.prelu_s8(x[0], slope_of, channels=slope_of.size, inner=1, act_min=act_min, act_max=act_max,
                             **params)
 
 
 def _requantize(op: Op, x: list[np.ndarray]) -> np.ndarray:
-    return ref.requantize_s8(x[0], **derive.requantize(op))
-
-
-def _permute_like(op: Op, x: list[np.ndarray], perm: tuple[int, ...]) -> np.ndarray:
-    return to_memory_order(np.transpose(from_memory_order(x[0], op.inputs[0]), perm), op.output)
-
-
-def _slice(op: Op, x: list[np.ndarray]) -> np.ndarray:
-    a = op.attrs
-    index = tuple(slice(a["start"], a["start"] + op.output.shape[d] * a["step"], a["step"]) if d == a["dim"]
-                  else slice(None) for d in range(len(op.inputs[0].shape)))
-    return to_memory_order(from_memory_order(x[0], op.inputs[0])[index], op.output)
-
-
-def _concat(op: Op, x: list[np.ndarray]) -> np.ndarray:
-    parts = [from_memory_order(v, t) for v, t in zip(x, op.inputs)]
-    return to_memory_order(np.concatenate(parts, axis=op.attrs["axis"]), op.output)
-
-
-def _pad(op: Op, x: list[np.ndarray]) -> np.ndarray:
-    src = op.inputs[0]
-    width = [(op.attrs["before"][d], op.attrs["after"][d]) for d in range(len(src.shape))]
-    fill = derive.pad_code(op) if op.output.dtype == "int8" else op.attrs["value"]
-    return to_memory_order(np.pad(from_memory_order(x[0], src), width, constant_values=fill), op.output)
+    return elementwise.requantize_s8(x[0], **derive.requantize(op))
 
 
 def _quantize(op: Op, x: list[np.ndarray]) -> np.ndarray:
     scale, zero_point = derive.scale_zp(op.output)
-    return ref.quantize_f32_s8(x[0], inv_scale=ref.inv_scale(scale), zero_point=zero_point)
+    return encoding.quantize_f32_s8(x[0], inv_scale=encoding.inv_scale(scale), zero_point=zero_point)
 
 
 def _dequantize(op: Op, x: list[np.ndarray]) -> np.ndarray:
     q = op.attrs["quant"]
-    return ref.dequantize_s8_f32(x[0], scale=q.scale[0], zero_point=q.zero_point[0])
+    return encoding.dequantize_s8_f32(x[0], scale=q.scale[0], zero_point=q.zero_point[0])
 
 
 def _float_binary(fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Run:
@@ -284,17 +260,17 @@ def _reduce_s8(op: Op, x: list[np.ndarray]) -> np.ndarray:
 
 def _bmm_s8(op: Op, x: list[np.ndarray]) -> np.ndarray:
     a, b = op.inputs
-    y = norm.bmm_s8(from_memory_order(x[0], a), from_memory_order(x[1], b), **derive.bmm(op))
+    y = conv.bmm_s8(from_memory_order(x[0], a), from_memory_order(x[1], b), **derive.bmm(op))
     return to_memory_order(np.asarray(y).reshape(op.output.shape), op.output)
 
 
 def _conv_transpose2d(op: Op, x: list[np.ndarray]) -> np.ndarray:
     inp, w = op.inputs[:2]
     a = op.attrs
-    weight = phase_unpack(w.data, w.physical_shape, *a["stride"]) if a.get("phased") else w.data
-    y = conv_transpose2d_s8(_to_nhwc(x[0], inp), weight, **derive.weighted(op),
-                            dilation_h=a["dilation"][0], dilation_w=a["dilation"][1], groups=a["groups"],
-                            output=_nhwc(op.output), **_window(op))
+    weight = conv.phase_unpack(w.data, w.physical_shape, *a["stride"]) if a.get("phased") else w.data
+    y = conv.conv_transpose2d_s8(_to_nhwc(x[0], inp), weight, **derive.weighted(op),
+                                 dilation_h=a["dilation"][0], dilation_w=a["dilation"][1], groups=a["groups"],
+                                 output=_nhwc(op.output), **_window(op))
     return _from_nhwc(y, op.output)
 
 
@@ -306,64 +282,41 @@ def _recurrent_s8(op: Op, x: list[np.ndarray]) -> np.ndarray:
     return to_memory_order(y, op.output)
 
 
-def _logical(fn: Callable[..., np.ndarray]) -> Run:
-    """compare and where: exact at any dtype (no arithmetic), on logical values with NumPy's broadcasting."""
-    def run(op: Op, x: list[np.ndarray]) -> np.ndarray:
-        dynamic = iter(x)
-        vals = [from_memory_order(np.asarray(t.data).reshape(-1) if t.is_constant else next(dynamic), t)
-                for t in op.inputs]
-        return to_memory_order(np.broadcast_to(fn(op, *vals), op.output.shape), op.output)
-    return run
-
-
-_COMPARE = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,
-            "ge": np.greater_equal}
-_where = _logical(lambda op, c, a, b: np.where(c != 0, a, b).astype(a.dtype))
-
 INT8_OPS: dict[str, Run] = {
     "custom": run_custom,
     "conv2d": _conv2d,
     "depthwise_conv2d": _depthwise,
     "conv_transpose2d": _conv_transpose2d,
     "linear": _linear,
-    "add": _binary(ref.add_s8),
-    "sub": _binary(ref.sub_s8),
-    "mul": _binary(ref.mul_s8),
-    "maximum": _binary(islands.maximum_s8),
-    "minimum": _binary(islands.minimum_s8),
-    "div": _binary(islands.div_s8),
+    "add": _binary(elementwise.add_s8),
+    "sub": _binary(elementwise.sub_s8),
+    "mul": _binary(elementwise.mul_s8),
+    "maximum": _binary(elementwise.maximum_s8),
+    "minimum": _binary(elementwise.minimum_s8),
+    "div": _binary(elementwise.div_s8),
     "prelu": _prelu,
     "log_softmax": _log_softmax,
-    "max_pool2d": _pool(ref.max_pool2d_s8),
-    "avg_pool2d": _pool(ref.avg_pool2d_s8),
+    "max_pool2d": _pool(pool.max_pool2d_s8),
+    "avg_pool2d": _pool(pool.avg_pool2d_s8),
     "mean_hw": _mean_hw,
     "softmax": _softmax,
-    "lut": lambda op, x: ref.lut_s8(x[0], derive.lut_table(op)),
+    "lut": lambda op, x: elementwise.lut_s8(x[0], derive.lut_table(op)),
     "requantize": _requantize,
-    "clamp": lambda op, x: ref.clamp_s8(x[0], **dict(zip(("act_min", "act_max"), derive.act_range(op)))),
+    "clamp": lambda op, x: elementwise.clamp_s8(x[0], **dict(zip(("act_min", "act_max"), derive.act_range(op)))),
     "quantize": _quantize,
-    "permute": lambda op, x: _permute_like(op, x, op.attrs["perm"]),
-    "layout": lambda op, x: _permute_like(op, x, tuple(range(len(op.inputs[0].shape)))),
-    "concat": _concat,
-    "pad": _pad,
-    "slice": _slice,
     "layer_norm": _layer_norm_s8,
     "reduce": _reduce_s8,
     "bmm": _bmm_s8,
     "lstm": _recurrent_s8,
     "gru": _recurrent_s8,
-    "where": _where,
+    **movement.OPS,
+    **select.INT8,
     **resample_ops.INT8,
 }
 
 FLOAT_MOVES: dict[str, Run] = {
     "custom": run_custom,
     "dequantize": _dequantize,
-    "permute": INT8_OPS["permute"],
-    "layout": INT8_OPS["layout"],
-    "concat": _concat,
-    "pad": _pad,
-    "slice": _slice,
     "add": _float_binary(np.add),
     "sub": _float_binary(np.subtract),
     "mul": _float_binary(np.multiply),
@@ -375,8 +328,8 @@ FLOAT_MOVES: dict[str, Run] = {
     "linear_w4_dyn": _linear_w4(int4.linear_w4_s8),
     "index_put": lambda op, x: x[0],  # run with the state by Reference.run
     "argmax": _argmax,
-    "compare": _logical(lambda op, a, b: _COMPARE[op.attrs["cmp"]](a, b).astype(np.uint8)),
-    "where": _where,
+    **movement.OPS,
+    **select.FLOAT_OPS,
     **resample_ops.FLOAT_OPS,
 }
 

@@ -1,5 +1,5 @@
 """Index tables and Python references of the resampling and data-movement kernels:
-mcu_remap, mcu_index_select, mcu_gather, mcu_resize_bilinear_f32/_s8, mcu_adaptive_avg_pool_f32/_s8
+mcu_remap, mcu_index_select, mcu_gather, mcu_resize_bilinear_f32/_s8
 (runtime_c/include/mcu/kernels_generic.h, kernels_f32.h, kernels_s8.h).
 
 The source coordinates follow PyTorch's CPU kernels (aten/src/ATen/native/UpSample.h) in float32:
@@ -108,35 +108,6 @@ def resize_bilinear_s8(x: np.ndarray, outer: int, h: int, w: int, inner: int, oh
     half = 1 << 19
     q = np.where(acc >= 0, (acc + half) // (1 << 20), -((-acc + half) // (1 << 20)))  # C division truncates
     return np.clip(q, -128, 127).astype(np.int8)
-
-
-def _windows(in_size: int, out_size: int) -> list[tuple[int, int]]:
-    return [(i * in_size // out_size, -(-(i + 1) * in_size // out_size)) for i in range(out_size)]
-
-
-def adaptive_avg_pool_s8(x: np.ndarray, outer: int, h: int, w: int, inner: int, oh: int, ow: int) -> np.ndarray:
-    v = x.reshape(outer, h, w, inner).astype(np.int64)
-    out = np.zeros((outer, oh, ow, inner), np.int64)
-    for i, (y0, y1) in enumerate(_windows(h, oh)):
-        for j, (x0, x1) in enumerate(_windows(w, ow)):
-            s = v[:, y0:y1, x0:x1, :].sum(axis=(1, 2))
-            n = (y1 - y0) * (x1 - x0)
-            out[:, i, j, :] = np.where(s > 0, (s + n // 2) // n, -((-s + n // 2) // n))
-    return np.clip(out, -128, 127).astype(np.int8)
-
-
-def adaptive_avg_pool_f32(x: np.ndarray, outer: int, h: int, w: int, inner: int, oh: int, ow: int) -> np.ndarray:
-    """float32 sums in the kernel's order (rows, then columns), divided by the window size."""
-    v = x.reshape(outer, h, w, inner).astype(np.float32)
-    out = np.zeros((outer, oh, ow, inner), np.float32)
-    for i, (y0, y1) in enumerate(_windows(h, oh)):
-        for j, (x0, x1) in enumerate(_windows(w, ow)):
-            s = np.zeros((outer, inner), np.float32)
-            for yy in range(y0, y1):
-                for xx in range(x0, x1):
-                    s = (s + v[:, yy, xx, :]).astype(np.float32)
-            out[:, i, j, :] = s / np.float32((y1 - y0) * (x1 - x0))
-    return out
 
 
 def resize_bilinear_f32(x: np.ndarray, outer: int, h: int, w: int, inner: int, oh: int, ow: int,

@@ -12,7 +12,7 @@ import numpy as np
 
 from mcu.ir import Op
 from mcu.layouts import from_memory_order, to_memory_order
-from mcu.reference import derive, resample
+from mcu.reference import derive, pool, resample
 
 Run = Callable[[Op, list[np.ndarray]], np.ndarray]
 
@@ -66,6 +66,6 @@ INT8: dict[str, Run] = {
     "index_select": _index_select,
     "gather": _gather,
     "resize_bilinear": _planes(resample.resize_bilinear_s8, lambda op: [derive.resize_bilinear_table(op)]),
-    "adaptive_avg_pool": _planes(resample.adaptive_avg_pool_s8),
+    "adaptive_avg_pool": _planes(pool.adaptive_avg_pool_s8),
 }
 FLOAT_OPS: dict[str, Run] = {"remap": _remap, "index_select": _index_select, "gather": _gather}

@@ -20,7 +20,7 @@ from mcu.backends.optimized.specialise import PackedLayer, merge_defines, packed
 from mcu.device.boards import load_board
 from mcu.commands.export import export_library
 from mcu.paths import runtime_dir, kernel_source, kernels_dir
-from mcu.reference import kernels as ref
+from mcu.reference.conv import conv2d_s8
 from packed_cases import packed_firmware_source, packed_params
 from repo import requires_qemu
 
@@ -86,7 +86,7 @@ def _case(rng: np.random.Generator, cin: int, k: int = 1, cout: int = 12, act=(-
     sh = rng.integers(-12, 0, cout).astype(np.int64)  # right shifts: the assembly paths
     params = packed_params(x.shape, (1, h - k + 1, w - k + 1, cout), k, k, in_zp=int(rng.integers(-128, 128)),
                      out_zp=out_zp, act=act)
-    expected = ref.conv2d_s8(x, wt, b, m, sh, **params)
+    expected = conv2d_s8(x, wt, b, m, sh, **params)
     return dict(x=x, w=tuned.pack_layer(wt.reshape(cout, -1), b, m, sh, out_zp), params=params, expected=expected)
 
 

@@ -20,7 +20,7 @@ import pytest
 
 from c_source import c_array
 from mcu.plan.contracts import window_max_delta
-from mcu.reference import kernels as ref
+from mcu.reference.conv import depthwise_conv2d_s8
 from repo import requires_qemu
 from mcu.paths import kernel_source
 
@@ -76,7 +76,7 @@ def _case_data(k: int, case):
     params = dict(input=x.shape, output=(1, oh, ow, c), ch_mult=1, kernel_h=kh, kernel_w=kw, stride_h=s, stride_w=s,
                   pad_top=pt, pad_left=pl, dilation_h=1, dilation_w=1, input_offset=int(rng.integers(-127, 129)),
                   output_offset=int(rng.integers(-128, 128)), act_min=act[0], act_max=act[1])
-    expected = ref.depthwise_conv2d_s8(x, wt, b, m.astype(np.int32), sh.astype(np.int32), **params)
+    expected = depthwise_conv2d_s8(x, wt, b, m.astype(np.int32), sh.astype(np.int32), **params)
     delta = 0
     if mode == "overlap":
         t = lambda shape: SimpleNamespace(shape=shape, dtype="int8")  # noqa: E731

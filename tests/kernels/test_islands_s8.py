@@ -20,8 +20,7 @@ from hypothesis import strategies as st
 import cbind_s8 as cb  # noqa: E402
 from cbind import MCU_ERR_INVALID_ARG, MCU_OK, ptr  # noqa: E402
 from mcu.reference import arith  # noqa: E402
-from mcu.reference import kernels as ref  # noqa: E402
-from mcu.reference.islands import maximum_s8, minimum_s8  # noqa: E402
+from mcu.reference.elementwise import broadcast_params, maximum_s8, minimum_s8  # noqa: E402
 from repo import requires_qemu  # noqa: E402
 from s8_cases import binary_cases, int8_data  # noqa: E402
 
@@ -53,7 +52,7 @@ def test_maximum_minimum_s8_match_their_reference(name: str, case: dict) -> None
     rng = np.random.default_rng(case["seed"])
     a = int8_data(rng, case["a_shape"], case["data"])
     b = int8_data(rng, case["b_shape"], "uniform")
-    params = dict(case["qp"], **ref.broadcast_params(a.shape, b.shape))
+    params = dict(case["qp"], **broadcast_params(a.shape, b.shape))
     status, out = _run(name, a, b, params)
     assert status == MCU_OK
     want = REFERENCE[name](a, b, **params)
@@ -73,7 +72,7 @@ def test_maximum_minimum_s8_are_the_real_extremes(name: str, s_a: float, s_b: fl
     a = np.concatenate([np.repeat(ends, 5), rng.integers(-128, 128, 40).astype(np.int8)])
     b = np.concatenate([np.tile(ends, 5), rng.integers(-128, 128, 40).astype(np.int8)])
     params = dict(arith.add_params(s_a, s_b, s_out, zp_a=zp_a, zp_b=zp_b, zp_out=zp_out), act_min=-128, act_max=127,
-                  **ref.broadcast_params(a.shape, b.shape))
+                  **broadcast_params(a.shape, b.shape))
     status, out = _run(name, a, b, params)
     assert status == MCU_OK
     np.testing.assert_array_equal(out, REFERENCE[name](a, b, **params))
@@ -85,7 +84,7 @@ def test_maximum_minimum_s8_are_the_real_extremes(name: str, s_a: float, s_b: fl
 @pytest.mark.parametrize("name", ["maximum", "minimum"])
 def test_maximum_minimum_s8_check_their_inputs(name: str) -> None:
     a = np.zeros(4, np.int8)
-    good = dict(arith.add_params(0.1, 0.2, 0.1), act_min=-128, act_max=127, **ref.broadcast_params((4,), (4,)))
+    good = dict(arith.add_params(0.1, 0.2, 0.1), act_min=-128, act_max=127, **broadcast_params((4,), (4,)))
     assert _run(name, a, a, good)[0] == MCU_OK
     for bad in ({"left_shift": 24}, {"act_min": 5, "act_max": 4}, {"a_offset": 300}, {"rank": 0}):
         assert _run(name, a, a, {**good, **bad})[0] == MCU_ERR_INVALID_ARG or bad == {"rank": 0}
@@ -322,7 +321,7 @@ def test_every_listed_island_is_probed_and_the_listing_prints_it(census) -> None
 @given(case=binary_cases("mul"), s_a=st.floats(1e-3, 1.0), s_b=st.floats(1e-3, 1.0), s_out=st.floats(1e-3, 4.0),
        zero_divisors=st.booleans())
 def test_div_s8_matches_its_reference(case: dict, s_a: float, s_b: float, s_out: float, zero_divisors: bool) -> None:
-    from mcu.reference.islands import div_params, div_s8
+    from mcu.reference.elementwise import div_params, div_s8
 
     rng = np.random.default_rng(case["seed"])
     a = int8_data(rng, case["a_shape"], case["data"])
@@ -332,7 +331,7 @@ def test_div_s8_matches_its_reference(case: dict, s_a: float, s_b: float, s_out:
     if zero_divisors:  # every code of b at its zero-point: +-inf and 0/0
         b = np.full_like(b, zp_b)
     params = dict(div_params(s_a, s_b, s_out, zp_a=zp_a, zp_b=zp_b, zp_out=zp_out), act_min=qp["act_min"],
-                  act_max=qp["act_max"], **ref.broadcast_params(a.shape, b.shape))
+                  act_max=qp["act_max"], **broadcast_params(a.shape, b.shape))
     status, out = _run("div", a, b, params)
     assert status == MCU_OK
     want = div_s8(a, b, **params)
@@ -359,7 +358,7 @@ class PreluS8Params(ctypes.Structure):
        extreme=st.booleans(), seed=st.integers(0, 2**16))
 def test_prelu_s8_matches_its_reference(channels: int, inner: int, outer: int, s_in: float, s_out: float,
                                         zp_in: int, zp_out: int, extreme: bool, seed: int) -> None:
-    from mcu.reference.islands import prelu_params, prelu_s8, quantize_slopes
+    from mcu.reference.elementwise import prelu_params, prelu_s8, quantize_slopes
 
     rng = np.random.default_rng(seed)
     slopes = rng.normal(0, 0.5, channels) if not extreme else rng.choice([-3.0, 0.0, 3.0], channels)
@@ -431,7 +430,7 @@ class LogSoftmaxS8Params(ctypes.Structure):
        mode=st.sampled_from(["uniform", "extremes", "flat", "one"]), seed=st.integers(0, 2**16))
 def test_log_softmax_s8_matches_its_reference(outer: int, axis: int, inner: int, s_in: float, fixed: bool,
                                               zp_out: int, mode: str, seed: int) -> None:
-    from mcu.reference.islands import LOG_SOFTMAX_SCALE, log_softmax_s8, log_softmax_tables
+    from mcu.reference.norm import LOG_SOFTMAX_SCALE, log_softmax_s8, log_softmax_tables
 
     rng = np.random.default_rng(seed)
     n = outer * axis * inner

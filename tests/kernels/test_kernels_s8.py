@@ -1,4 +1,4 @@
-"""The portable int8 C kernels against the bit-exact Python reference (mcu.reference.kernels).
+"""The portable int8 C kernels against the bit-exact Python reference (mcu.reference's family modules).
 
 Every kernel must equal the reference bit for bit over hypothesis-drawn shapes,
 strides, paddings, zero-points, multipliers and shifts, extremes included.
@@ -34,7 +34,12 @@ from cbind import (  # noqa: E402
 )
 from mcu.paths import kernel_source  # noqa: E402
 from mcu.reference import arith  # noqa: E402
-from mcu.reference import kernels as ref  # noqa: E402
+from mcu.reference import elementwise  # noqa: E402
+from mcu.reference.conv import conv2d_s8, depthwise_conv2d_s8, linear_s8  # noqa: E402
+from mcu.reference.elementwise import add_s8, broadcast_params, clamp_s8, lut_s8, requantize_s8  # noqa: E402
+from mcu.reference.encoding import dequantize_s8_f32, inv_scale, quantize_f32_s8  # noqa: E402
+from mcu.reference.norm import exp_on_negative_values, one_over_one_plus_x_for_x_in_0_1, softmax_s8  # noqa: E402
+from mcu.reference.pool import avg_pool2d_s8, max_pool2d_s8, mean_hw_s8  # noqa: E402
 from s8_cases import (EXACT, FLOAT, act_bounds, assert_equal, data_modes, int8_data, multipliers, pool_cases, run_pool,
                       shifts, zero_points)
 from s8_properties import (  # noqa: F401  (run here against the portable kernels)
@@ -91,9 +96,9 @@ def test_binary_s8_reference_strides_equal_numpy_broadcasting():
     a = int8_data(rng, (2, 1, 4), "uniform")
     b = int8_data(rng, (3, 1), "uniform")
     qp = dict(arith.add_params(0.1, 0.2, 0.3, zp_a=1, zp_b=-2, zp_out=3), act_min=-128, act_max=127)
-    bp = ref.broadcast_params(a.shape, b.shape)
+    bp = broadcast_params(a.shape, b.shape)
     assert bp == dict(rank=3, out_shape=[2, 3, 4], a_strides=[4, 0, 1], b_strides=[0, 1, 0])
-    assert_equal(ref.add_s8(a, b, **qp, **bp), ref.add_s8(a, b, **qp))
+    assert_equal(add_s8(a, b, **qp, **bp), add_s8(a, b, **qp))
 
 
 # --------------------------------------------------------------------------
@@ -133,7 +138,7 @@ def softmax_cases(draw):
 def test_softmax_s8(lib, case):
     x = int8_data(np.random.default_rng(case["seed"]), (case["outer"], case["axis"], case["inner"]), case["data"])
     params = {k: case[k] for k in ("outer", "axis", "inner", "input_multiplier", "input_left_shift", "diff_min")}
-    expected = ref.softmax_s8(x, **params)
+    expected = softmax_s8(x, **params)
     if case["in_place"]:
         buf = x.copy()
         status, out = cb.softmax(buf, params, out=buf)
@@ -155,7 +160,7 @@ def test_softmax_s8_many_rows(lib, beta_scale):
                       diff_min=diff_min)
         status, out = cb.softmax(x, params)
         assert status == MCU_OK
-        assert_equal(out, ref.softmax_s8(x, **params))
+        assert_equal(out, softmax_s8(x, **params))
 
 
 @pytest.mark.parametrize("axis", [2047, 2048, 3000, 4095])
@@ -167,7 +172,7 @@ def test_softmax_s8_long_rows(lib, axis):
                                                                arith.softmax_params(1.0, 0.01))))
         status, out = cb.softmax(x, params)
         assert status == MCU_OK
-        assert_equal(out, ref.softmax_s8(x, **params))
+        assert_equal(out, softmax_s8(x, **params))
 
 
 # --------------------------------------------------------------------------
@@ -183,7 +188,7 @@ def test_lut_s8(lib, size, data, in_place, seed):
     rng = np.random.default_rng(seed)
     x = int8_data(rng, (size,), data)
     table = int8_data(rng, (256,), "uniform")
-    expected = ref.lut_s8(x, table)
+    expected = lut_s8(x, table)
     out = x if in_place else np.zeros_like(x)
     assert lib.mcu_lut_s8(size, ptr(table), ptr(x), ptr(out)) == MCU_OK
     assert_equal(out, expected)
@@ -197,7 +202,7 @@ def test_requantize_s8(lib, size, in_zp, m, s, out_zp, act, data, in_place, seed
     if size == 256:
         x = np.arange(-128, 128, dtype=np.int8)
     kw = dict(input_offset=-in_zp, multiplier=m, shift=s, output_offset=out_zp, act_min=act[0], act_max=act[1])
-    expected = ref.requantize_s8(x, **kw)
+    expected = requantize_s8(x, **kw)
     out = x if in_place else np.zeros_like(x)
     assert lib.mcu_requantize_s8(size, -in_zp, m, s, out_zp, act[0], act[1], ptr(x), ptr(out)) == MCU_OK
     assert_equal(out, expected)
@@ -209,14 +214,14 @@ def test_requantize_s8_every_input(lib, in_zp, m, s, out_zp):
     x = np.arange(-128, 128, dtype=np.int8)
     out = np.zeros_like(x)
     assert lib.mcu_requantize_s8(256, -in_zp, m, s, out_zp, -128, 127, ptr(x), ptr(out)) == MCU_OK
-    assert_equal(out, ref.requantize_s8(x, input_offset=-in_zp, multiplier=m, shift=s, output_offset=out_zp))
+    assert_equal(out, requantize_s8(x, input_offset=-in_zp, multiplier=m, shift=s, output_offset=out_zp))
 
 
 @EXACT
 @given(size=sizes, act=act_bounds(), data=data_modes, in_place=st.booleans(), seed=st.integers(0, 2**32 - 1))
 def test_clamp_s8(lib, size, act, data, in_place, seed):
     x = int8_data(np.random.default_rng(seed), (size,), data)
-    expected = ref.clamp_s8(x, act_min=act[0], act_max=act[1])
+    expected = clamp_s8(x, act_min=act[0], act_max=act[1])
     out = x if in_place else np.zeros_like(x)
     assert lib.mcu_clamp_s8(size, act[0], act[1], ptr(x), ptr(out)) == MCU_OK
     assert_equal(out, expected)
@@ -251,8 +256,8 @@ float_modes = st.sampled_from(["normal", "ties", "exact_ties", "wide", "special"
        seed=st.integers(0, 2**32 - 1))
 def test_quantize_f32_s8(lib, size, scale, zp, mode, in_place, seed):
     x = float_inputs(np.random.default_rng(seed), size, scale, zp, mode)
-    inv = ref.inv_scale(scale)
-    expected = ref.quantize_f32_s8(x, inv_scale=inv, zero_point=zp)
+    inv = inv_scale(scale)
+    expected = quantize_f32_s8(x, inv_scale=inv, zero_point=zp)
     # torch's own op, the contract for float inputs
     torch_q = torch.ops.quantized_decomposed.quantize_per_tensor(torch.from_numpy(x), scale, zp, -128, 127,
                                                                   torch.int8)
@@ -272,7 +277,7 @@ def test_quantize_f32_s8_nan_is_zero_point(lib):
     out = np.zeros(3, dtype=np.int8)
     assert lib.mcu_quantize_f32_s8(3, 1.0, -7, ptr(x), ptr(out)) == MCU_OK
     assert out.tolist() == [-7, -7, -6]
-    assert_equal(out, ref.quantize_f32_s8(x, inv_scale=1.0, zero_point=-7))
+    assert_equal(out, quantize_f32_s8(x, inv_scale=1.0, zero_point=-7))
 
 
 @EXACT
@@ -280,7 +285,7 @@ def test_quantize_f32_s8_nan_is_zero_point(lib):
        seed=st.integers(0, 2**32 - 1))
 def test_dequantize_s8_f32(lib, size, scale, zp, data, in_place, seed):
     x = int8_data(np.random.default_rng(seed), (size,), data)
-    expected = ref.dequantize_s8_f32(x, scale=scale, zero_point=zp)
+    expected = dequantize_s8_f32(x, scale=scale, zero_point=zp)
     torch_x = torch.ops.quantized_decomposed.dequantize_per_tensor(torch.from_numpy(x), scale, zp, -128, 127,
                                                                     torch.int8)
     assert np.array_equal(expected, torch_x.numpy())
@@ -385,7 +390,7 @@ def test_lut_table():
 
 def test_exp_on_negative_values_is_exp():
     a = np.concatenate([np.arange(-(2**31), 0, 2**19 + 12345), [-1, 0, -(2**24), -(2**26)]])
-    e = ref.exp_on_negative_values(a)
+    e = exp_on_negative_values(a)
     assert e.min() >= 0 and e.max() <= 2**31 - 1
     want = np.exp(a / 2.0**26) * 2**31
     assert np.abs(e - want).max() < 2**31 * 1e-6
@@ -394,7 +399,7 @@ def test_exp_on_negative_values_is_exp():
 def test_one_over_one_plus_x():
     rng = np.random.default_rng(0)
     a = np.concatenate([rng.integers(0, 2**31, size=200000), [0, 1, 2**30, 2**31 - 1]])
-    r = ref.one_over_one_plus_x_for_x_in_0_1(a)
+    r = one_over_one_plus_x_for_x_in_0_1(a)
     assert r.min() >= 2**30 - 8 and r.max() <= 2**31 - 1
     assert np.abs(r / 2**31 - 1 / (1 + a / 2**31)).max() < 1e-8
 
@@ -436,9 +441,9 @@ def test_conv_reference_matches_float(depthwise, k, stride, pad, in_zp, out_zp, 
                   output_offset=out_zp)
     if depthwise:
         w_phys = np.ascontiguousarray(wq[:, 0].transpose(1, 2, 0))  # [kh][kw][out_c]
-        got = ref.depthwise_conv2d_s8(x, w_phys, bias_q, m, s, ch_mult=2, **common)
+        got = depthwise_conv2d_s8(x, w_phys, bias_q, m, s, ch_mult=2, **common)
     else:
-        got = ref.conv2d_s8(x, np.ascontiguousarray(wq.transpose(0, 2, 3, 1)), bias_q, m, s, **common)
+        got = conv2d_s8(x, np.ascontiguousarray(wq.transpose(0, 2, 3, 1)), bias_q, m, s, **common)
     want = _q(yf, s_out, out_zp)
     assert np.abs(got.astype(int) - want.astype(int)).max() <= 1
 
@@ -455,7 +460,7 @@ def test_linear_reference_matches_float(seed, in_zp, out_zp):
     yf = _dq(x, s_in, in_zp) @ (wq * s_w[:, None]).T
     s_out = float(np.abs(yf).max() / 100 + 1e-6)
     m, s = arith.quantize_multipliers(s_in * s_w / s_out)
-    got = ref.linear_s8(x, wq, None, m, s, input_offset=-in_zp, output_offset=out_zp)
+    got = linear_s8(x, wq, None, m, s, input_offset=-in_zp, output_offset=out_zp)
     assert np.abs(got.astype(int) - _q(yf, s_out, out_zp).astype(int)).max() <= 1
 
 
@@ -471,7 +476,7 @@ def test_binary_reference_matches_float(op, s_a, s_b, zp_a, zp_b, zp_out, seed):
     s_out = float(np.abs(yf).max() / 120 + 1e-6)
     qp = (arith.mul_params if op == "mul" else arith.add_params)(s_a, s_b, s_out, zp_a=zp_a, zp_b=zp_b,
                                                                    zp_out=zp_out)
-    got = getattr(ref, f"{op}_s8")(a, b, **qp)
+    got = getattr(elementwise, f"{op}_s8")(a, b, **qp)
     assert np.abs(got.astype(int) - _q(yf, s_out, zp_out).astype(int)).max() <= 1
 
 
@@ -481,7 +486,7 @@ def test_binary_reference_matches_float(op, s_a, s_b, zp_a, zp_b, zp_out, seed):
 def test_softmax_reference_matches_float(beta, scale, axis, zp, seed):
     x = int8_data(np.random.default_rng(seed), (2, axis), "uniform")
     mult, left, diff_min = arith.softmax_params(beta, scale)
-    got = ref.softmax_s8(x, input_multiplier=mult, input_left_shift=left, diff_min=diff_min)
+    got = softmax_s8(x, input_multiplier=mult, input_left_shift=left, diff_min=diff_min)
     yf = torch.softmax(torch.from_numpy(_dq(x, scale, zp)) * beta, dim=-1).numpy()
     want = _q(yf, 1 / 256, -128)
     assert np.abs(got.astype(int) - want.astype(int)).max() <= 1
@@ -497,15 +502,15 @@ def test_pool_and_mean_reference_match_float(k, pad, seed):
     geo = dict(kernel_h=k, kernel_w=k, stride_h=k, stride_w=k, pad_top=pad, pad_left=pad)
     maxf = F.max_pool2d(xt, k, k, pad) if pad <= k // 2 else None
     if maxf is not None:
-        got = ref.max_pool2d_s8(x, **geo)
+        got = max_pool2d_s8(x, **geo)
         assert np.array_equal(got, maxf.permute(0, 2, 3, 1).numpy().astype(np.int8))
         avgf = F.avg_pool2d(xt, k, k, pad, count_include_pad=False).permute(0, 2, 3, 1).numpy()
-        got = ref.avg_pool2d_s8(x, **geo)
+        got = avg_pool2d_s8(x, **geo)
         # half away from zero instead of half to even: differs only on ties, by 1
         assert np.abs(got - np.sign(avgf) * np.floor(np.abs(avgf) + 0.5)).max() == 0
     mean = xt.mean(dim=(2, 3)).numpy()
     m, s = arith.quantize_multiplier(1 / 42)
-    got = ref.mean_hw_s8(x, input_offset=0, multiplier=m, shift=s, output_offset=0)
+    got = mean_hw_s8(x, input_offset=0, multiplier=m, shift=s, output_offset=0)
     assert np.abs(got - np.rint(mean)).max() <= 1
 
 
@@ -543,7 +548,7 @@ def _lin_params(**changes):
 
 
 def _bin_params(**changes):
-    p = dict(arith.add_params(0.1, 0.1, 0.1), act_min=-128, act_max=127, **ref.broadcast_params((4, 8), (4, 8)))
+    p = dict(arith.add_params(0.1, 0.1, 0.1), act_min=-128, act_max=127, **broadcast_params((4, 8), (4, 8)))
     p.update(changes)
     return cb._fields(cb.BinaryS8Params, p)
 

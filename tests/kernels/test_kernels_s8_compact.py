@@ -27,7 +27,7 @@ from host_builds import build_emulated_lib
 from mcu.backends.optimized import compact
 from mcu.device.boards import load_board
 from mcu.paths import runtime_dir, kernel_source
-from mcu.reference import kernels as ref
+from mcu.reference.conv import conv2d_s8, linear_s8
 from repo import requires_qemu
 
 _P = ctypes.c_void_p
@@ -129,7 +129,7 @@ def test_conv_compact_matches_reference(lib, case, scratch_offset) -> None:
                      case["act"])
     status, out = conv_compact(lib, x, w, b, m, s, params, scratch_offset=scratch_offset)
     assert status == MCU_OK
-    base.assert_equal(out, ref.conv2d_s8(x, w, b, m, s, **params))
+    base.assert_equal(out, conv2d_s8(x, w, b, m, s, **params))
 
 
 @base.EXACT
@@ -148,7 +148,7 @@ def test_linear_compact_matches_reference(lib, batch, fin, fout, in_zp, out_zp, 
                   act_min=act[0], act_max=act[1])
     status, out = linear_compact(lib, x, w, b, m, s, params)
     assert status == MCU_OK
-    base.assert_equal(out, ref.linear_s8(x, w, b, m, s, **params))
+    base.assert_equal(out, linear_s8(x, w, b, m, s, **params))
 
 
 def test_bad_streams_and_arguments_are_refused(lib) -> None:
@@ -221,7 +221,7 @@ def _firmware_cases(rng: np.random.Generator, count: int) -> list[dict]:
             b, m, s = _constants(rng, i, fout)
             params = dict(batch=batch, in_features=fin, out_features=fout, input_offset=-in_zp, output_offset=out_zp,
                           act_min=act[0], act_max=act[1])
-            expected = ref.linear_s8(x, wt, b, m, s, **params)
+            expected = linear_s8(x, wt, b, m, s, **params)
             cases.append(dict(kind="linear", x=x, w=compact.pack_compact(wt, b, m, s), params=params,
                               expected=expected, scratch=2 * compact.tuned.padded_taps(fin)))
             continue
@@ -237,7 +237,7 @@ def _firmware_cases(rng: np.random.Generator, count: int) -> list[dict]:
         b, m, s = _constants(rng, i, cout)
         params = _params(x.shape, (1, h + 2 * pad - k + 1, w + 2 * pad - k + 1, cout), k, k, pt=pad, pl=pad,
                          in_zp=in_zp, out_zp=out_zp, act=act)
-        expected = ref.conv2d_s8(x, wt, b, m, s, **params)
+        expected = conv2d_s8(x, wt, b, m, s, **params)
         taps = compact.tuned.padded_taps(k * k * cin)
         cases.append(dict(kind="conv", x=x, w=compact.pack_compact(wt.reshape(cout, -1), b, m, s), params=params,
                           expected=expected, scratch=compact.tuned.padded_taps(cout) * compact.RQ_ENTRY_BYTES

@@ -1,5 +1,5 @@
 """The Helium (MVE) paths of the int8 kernels (runtime_c/kernels/common/mve_s8.h), on the simulated
-Cortex-M55 (mps3-an547 in QEMU), bit-exact with the Python reference (mcu/reference/kernels.py).
+Cortex-M55 (mps3-an547 in QEMU), bit-exact with the Python reference (mcu/reference/).
 
 The host never compiles MVE code, so these paths only run on the simulated core. One firmware holds
 seeded random cases of every kernel with an MVE path (convolution, 1x1 convolution, depthwise and

@@ -25,7 +25,10 @@ import cbind_s8 as cb
 import s8_cases as base
 from cbind import MCU_OK, ptr
 from host_builds import build_emulated_lib, load_bound
-from mcu.reference import kernels as ref
+from mcu.reference import elementwise
+from mcu.reference.conv import conv2d_s8, depthwise_conv2d_s8, linear_s8
+from mcu.reference.elementwise import broadcast_params
+from mcu.reference.pool import mean_hw_s8
 from s8_properties import (  # noqa: F401  (run here against the emulated build: the module's lib fixture)
     test_add_s8, test_binary_s8_in_place, test_conv2d_s8, test_conv2d_s8_forward_overlap, test_depthwise_conv2d_s8,
     test_depthwise_s8_forward_and_inplace, test_linear_s8, test_max_pool2d_s8, test_mean_hw_s8, test_mul_s8,
@@ -111,7 +114,7 @@ def test_conv2d_s8_simd_shapes(case):
                   act_max=case["act"][1])
     status, out = cb.conv2d(x, w, b, cb.Quant(m, s, case["cout"]), params)
     assert status == MCU_OK
-    base.assert_equal(out, ref.conv2d_s8(x, w, b, m, s, **params))
+    base.assert_equal(out, conv2d_s8(x, w, b, m, s, **params))
 
 
 @pytest.mark.parametrize("cin,k", [(64, 3), (71, 3), (160, 2), (640, 1), (644, 1), (28, 3), (29, 3)])
@@ -128,7 +131,7 @@ def test_conv2d_s8_window_at_the_stack_limit(cin: int, k: int) -> None:
     params["output"] = (1, 4 + 2 * ((k - 1) // 2) - k + 1, 5 + 2 * ((k - 1) // 2) - k + 1, 5)
     status, out = cb.conv2d(x, w, b, cb.Quant(m, s, 5), params)
     assert status == MCU_OK
-    base.assert_equal(out, ref.conv2d_s8(x, w, b, m, s, **params))
+    base.assert_equal(out, conv2d_s8(x, w, b, m, s, **params))
 
 
 def _pointwise(emulated, x, w, b, q, params, placed_delta=None):
@@ -156,7 +159,7 @@ def test_conv2d_1x1_s8_simd(emulated, case):
                   act_max=case["act"][1])
     status, out = _pointwise(emulated, x, w, b, cb.Quant(m, s, case["cout"]), params)
     assert status == MCU_OK
-    base.assert_equal(out, ref.conv2d_s8(x, w, b, m, s, **params))
+    base.assert_equal(out, conv2d_s8(x, w, b, m, s, **params))
 
 
 @base.EXACT
@@ -177,7 +180,7 @@ def test_depthwise_inplace_s8_simd(emulated, n, h, w, c, kh, kw, data):
     params = dict(input=x.shape, output=x.shape, ch_mult=1, kernel_h=kh, kernel_w=kw, stride_h=1, stride_w=1,
                   pad_top=pt, pad_left=pl, dilation_h=1, dilation_w=1, input_offset=-in_zp, output_offset=out_zp,
                   act_min=act[0], act_max=act[1])
-    expected = ref.depthwise_conv2d_s8(x, wt, b, m, s, **params)
+    expected = depthwise_conv2d_s8(x, wt, b, m, s, **params)
     q = cb.Quant(m, s, c)
     p = cb._fields(cb.DepthwiseConv2dS8Params, params)
     ring = np.zeros((pt + 1) * w * c, dtype=np.int8)
@@ -206,7 +209,7 @@ def test_linear_s8_simd_shapes(batch, fin, fout, data):
                   act_min=act[0], act_max=act[1])
     status, out = cb.linear(x, w, b, cb.Quant(m, s, fout), params)
     assert status == MCU_OK
-    base.assert_equal(out, ref.linear_s8(x, w, b, m, s, **params))
+    base.assert_equal(out, linear_s8(x, w, b, m, s, **params))
 
 
 @st.composite
@@ -246,7 +249,7 @@ def test_depthwise_s8_row_path(emulated, case):
                   stride_w=stride, pad_top=pt, pad_left=pl, dilation_h=1, dilation_w=1,
                   input_offset=-case["in_zp"], output_offset=case["out_zp"], act_min=case["act"][0],
                   act_max=case["act"][1])
-    expected = ref.depthwise_conv2d_s8(x, wt, b, m, s, **params)
+    expected = depthwise_conv2d_s8(x, wt, b, m, s, **params)
     q = cb.Quant(m, s, c)
     if not inplace:
         status, out = cb.depthwise_conv2d(x, wt, b, q, params)
@@ -299,8 +302,8 @@ def test_binary_s8_tables_in_place(op, act):
     a = base.int8_data(rng, (4, 16, 16), "mixed")
     b = base.int8_data(rng, (4, 16, 16), "mixed")
     qp = base.arith.add_params(0.05, 0.02, 0.07, zp_a=-3, zp_b=10, zp_out=-128)
-    params = dict(qp, act_min=act[0], act_max=act[1], **ref.broadcast_params(a.shape, b.shape))
-    expected = getattr(ref, f"{op}_s8")(a, b, **params)
+    params = dict(qp, act_min=act[0], act_max=act[1], **broadcast_params(a.shape, b.shape))
+    expected = getattr(elementwise, f"{op}_s8")(a, b, **params)
     status, out = cb.binary(op, a, b, params, out=a)
     assert status == MCU_OK and out is a
     base.assert_equal(a, expected)
@@ -330,4 +333,4 @@ def test_mean_hw_s8_lane_flush(h, w, c, fill):
                       act_min=-128, act_max=127)
         status, out = cb.mean_hw(x, params)
         assert status == MCU_OK
-        base.assert_equal(out, ref.mean_hw_s8(x, **params))
+        base.assert_equal(out, mean_hw_s8(x, **params))

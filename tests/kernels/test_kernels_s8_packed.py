@@ -26,7 +26,7 @@ from mcu.backends.optimized import tuned
 from mcu.device.boards import load_board
 from mcu.ir import Op
 from mcu.paths import runtime_dir, kernel_source
-from mcu.reference import kernels as ref
+from mcu.reference.conv import conv2d_s8
 from packed_cases import firmware_cases, lib, packed_firmware_source, packed_params  # noqa: F401 (lib: the fixture)
 from repo import requires_qemu
 
@@ -82,7 +82,7 @@ def test_packed_matches_reference(lib, case) -> None:
                      case["act"])
     status, out = cb.conv2d_packed(x, w, b, cb.Quant(m, s, cout), params)
     assert status == MCU_OK
-    base.assert_equal(out, ref.conv2d_s8(x, w, b, m, s, **params))
+    base.assert_equal(out, conv2d_s8(x, w, b, m, s, **params))
 
 
 @st.composite
@@ -120,7 +120,7 @@ def test_packed_wide_and_extreme(lib, case) -> None:
                      act=case["act"])
     status, out = cb.conv2d_packed(x, w, b, cb.Quant(m, s, cout), params)
     assert status == MCU_OK
-    base.assert_equal(out, ref.conv2d_s8(x, w, b, m, s, **params))
+    base.assert_equal(out, conv2d_s8(x, w, b, m, s, **params))
 
 
 @pytest.mark.parametrize("case", [(1, 8, 3, 3, 4), (2, 6, 2, 2, 10), (1, 16, 4, 1, 12), (1, 5, 2, 3, 3)])
@@ -225,7 +225,7 @@ def _device_case(draw) -> dict:
     oh, ow = (h + 2 * pad - k) // stride + 1, (w + 2 * pad - k) // stride + 1
     params = packed_params(x.shape, (1, oh, ow, cout), k, k, sh=stride, sw=stride, pt=pad, pl=pad, in_zp=in_zp,
                      out_zp=out_zp, act=act)
-    expected = ref.conv2d_s8(x, wt, b, m, sh, **params)
+    expected = conv2d_s8(x, wt, b, m, sh, **params)
     stream = tuned.pack_layer(wt.reshape(cout, -1), b, m, sh, out_zp)
     assert stream[1] & tuned.FLAG_RIGHT  # the assembly requantizes these
     return dict(x=x, w=stream, params=params, expected=expected)

@@ -35,7 +35,7 @@ from cbind import (  # noqa: E402
     ptr,
 )
 from mcu.reference import arith  # noqa: E402
-from mcu.reference import kernels as ref  # noqa: E402
+from mcu.reference.conv import conv2d_s8  # noqa: E402
 from mcu.reference.conv import conv_transpose2d_s8, transposed_out_size  # noqa: E402
 from repo import requires_qemu  # noqa: E402
 
@@ -314,7 +314,7 @@ def test_dilated_conv1d_on_every_int8_convolution_path(emulated, case, data, in_
     params = dict(input=x.shape, output=(1, 1, case["out_len"], cout), kernel_h=1, kernel_w=case["k"], stride_h=1,
                   stride_w=case["stride"], pad_top=0, pad_left=case["pad"], dilation_h=1, dilation_w=case["dil"],
                   groups=g, input_offset=-in_zp, output_offset=out_zp, act_min=act[0], act_max=act[1])
-    want = ref.conv2d_s8(x, w, b, m, s, **params)
+    want = conv2d_s8(x, w, b, m, s, **params)
     q = cb.Quant(m, s, cout)
     p = cb._fields(cb.Conv2dS8Params, params)
     for handle in (cbind.lib(), emulated):
@@ -360,7 +360,7 @@ def test_grouped_conv2d_s8_equals_reference(emulated, case, groups: int, wide: i
     out = np.zeros(params["output"], np.int8)
     fn = _fn(emulated if emulate else cbind.lib(), "mcu_conv2d_grouped_s8", 7)
     assert fn(None, ctypes.byref(p), ctypes.byref(q.struct), ptr(x), ptr(w), ptr(b), ptr(out)) == MCU_OK
-    base.assert_equal(out, ref.conv2d_s8(x, w, b, m, s, **params))
+    base.assert_equal(out, conv2d_s8(x, w, b, m, s, **params))
 
 
 def test_grouped_convolution_takes_the_grouped_kernel() -> None:

@@ -24,10 +24,9 @@ from cbind import MCU_ERR_INVALID_ARG, MCU_ERR_SHAPE, MCU_OK, ptr  # noqa: E402
 from mcu.errors import McuError  # noqa: E402
 from mcu.frontend.opcodes import UNARY_FN  # noqa: E402
 from mcu.reference import arith  # noqa: E402
-from mcu.reference import kernels as ref  # noqa: E402
 from mcu.reference.norm import LayerNormS8, layer_norm_params, layer_norm_s8  # noqa: E402
 from repo import requires_qemu  # noqa: E402
-from mcu.reference.elementwise import UNARY_TABLE_FN, unary_real  # noqa: E402
+from mcu.reference.elementwise import UNARY_TABLE_FN, lut_s8, unary_real  # noqa: E402
 
 SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 c_int32, c_float = ctypes.c_int32, ctypes.c_float
@@ -276,7 +275,7 @@ def test_unary_tables_are_the_function_and_run_in_c(fn: str, s_in: float, zp_in:
     # the C kernel looks up what the Python reference does, for every code
     out = np.zeros_like(codes)
     assert kernel("mcu_lut_s8", 4, 1)(256, ptr(table), ptr(codes), ptr(out)) == MCU_OK
-    np.testing.assert_array_equal(out, ref.lut_s8(codes, table))
+    np.testing.assert_array_equal(out, lut_s8(codes, table))
     # and the table is torch's function on the dequantized codes, requantized (float32 in torch: a tie
     # may round the other way, one step)
     x = torch.from_numpy((codes.astype(np.float64) - zp_in) * s_in).float()
@@ -554,7 +553,7 @@ class BmmS8Params(ctypes.Structure):
        ratio=st.sampled_from([1e-4, 3e-3, 0.05, 1.0]), extreme=st.booleans(), seed=st.integers(0, 2**16))
 def test_bmm_s8_matches_its_reference(batch: int, m: int, k: int, n: int, zp_a: int, zp_b: int, zp_out: int,
                                       ratio: float, extreme: bool, seed: int) -> None:
-    from mcu.reference.norm import bmm_s8
+    from mcu.reference.conv import bmm_s8
 
     rng = np.random.default_rng(seed)
 

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 import cbind  # noqa: E402
 from cbind import MCU_ERR_INVALID_ARG, MCU_OK, ptr  # noqa: E402
-from mcu.reference import resample  # noqa: E402
+from mcu.reference import pool, resample  # noqa: E402
 
 SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 c_int32, P = ctypes.c_int32, ctypes.c_void_p
@@ -285,7 +285,7 @@ def test_adaptive_avg_pool_f32_matches_pytorch(n: int, c: int, h: int, w: int, o
     xin = _nhwc(x)
     assert kernel("mcu_adaptive_avg_pool_f32", [P, P, P])(ctypes.byref(p), ptr(xin), ptr(out)) == MCU_OK
     np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-6)
-    assert np.array_equal(out, resample.adaptive_avg_pool_f32(xin.reshape(-1), n, h, w, c, oh, ow))
+    assert np.array_equal(out, pool.adaptive_avg_pool_f32(xin.reshape(-1), n, h, w, c, oh, ow))
 
 
 @SETTINGS
@@ -299,7 +299,7 @@ def test_adaptive_avg_pool_s8_equals_its_integer_reference(n: int, c: int, h: in
     out = np.zeros((n, oh, ow, c), np.int8)
     p = ResampleParams(n, h, w, oh, ow, c)
     assert kernel("mcu_adaptive_avg_pool_s8", [P, P, P])(ctypes.byref(p), ptr(x), ptr(out)) == MCU_OK
-    assert np.array_equal(out, resample.adaptive_avg_pool_s8(x.reshape(-1), n, h, w, c, oh, ow))
+    assert np.array_equal(out, pool.adaptive_avg_pool_s8(x.reshape(-1), n, h, w, c, oh, ow))
     if extreme != "none":
         assert (out == int(extreme)).all()
     # within half a step of the exact mean (rounded to nearest)

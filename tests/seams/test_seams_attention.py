@@ -179,8 +179,8 @@ def test_scaling_folded_into_bmm_rounds_once(m: int, k: int, n: int, s_a: float,
     half a step of the exact scaled product wherever it does not saturate, and never further from it than the
     two-step chain (both up to the TFLite requantization's own first rounding, half of 2^shift steps)."""
     from mcu.reference import arith
-    from mcu.reference import kernels as ref
-    from mcu.reference.norm import bmm_s8
+    from mcu.reference.conv import bmm_s8
+    from mcu.reference.elementwise import lut_s8
 
     rng = np.random.default_rng(seed)
     a = rng.integers(-128, 128, (1, m, k)).astype(np.int8)
@@ -192,7 +192,7 @@ def test_scaling_folded_into_bmm_rounds_once(m: int, k: int, n: int, s_a: float,
     m1, sh1 = arith.quantize_multiplier(s_a * s_b / s_mid)
     mid = bmm_s8(a, b, -zp_a, -zp_b, m1, sh1, 0)
     table = arith.lut_table(lambda x: alpha * x, s_mid, 0, s_out, zp_out)
-    chain = ref.lut_s8(mid, table).astype(np.float64)
+    chain = lut_s8(mid, table).astype(np.float64)
     m2, sh2 = arith.quantize_multiplier(s_a * s_b * alpha / s_out)
     folded = bmm_s8(a, b, -zp_a, -zp_b, m2, sh2, zp_out).astype(np.float64)
     inside = (folded > -128) & (folded < 127)

@@ -20,7 +20,8 @@ from hypothesis import strategies as st
 from mcu.backends.optimized import tuned
 from mcu.device.boards import load_board
 from mcu.paths import runtime_dir, kernel_source
-from mcu.reference import kernels as ref
+from mcu.reference.conv import conv2d_s8
+from mcu.reference.elementwise import broadcast_params, mul_s8
 from packed_cases import packed_firmware_source, packed_params
 from repo import requires_qemu
 
@@ -38,7 +39,7 @@ def _conv_case(rng: np.random.Generator, h: int, w: int, cin: int, cout: int, k:
     oh, ow = h + 2 * pad - k + 1, w + 2 * pad - k + 1
     params = packed_params(x.shape, (1, oh, ow, cout), k, k, pt=pad, pl=pad, in_zp=int(rng.integers(-10, 10)),
                      out_zp=out_zp, act=act)
-    expected = ref.conv2d_s8(x, wt, b, m, sh, **params)
+    expected = conv2d_s8(x, wt, b, m, sh, **params)
     return dict(params=params, x=x, w=tuned.pack_layer(wt.reshape(cout, -1), b, m, sh, out_zp), expected=expected)
 
 
@@ -187,8 +188,8 @@ def test_gate_multiply_bit_exact_on_the_dsp_build(case: dict) -> None:
     from cbind import MCU_OK
     from host_builds import build_emulated_lib, load_bound, route_cbind
 
-    params = dict(case["qp"], **ref.broadcast_params(case["a"].shape, case["b"].shape))
-    expected = ref.mul_s8(case["a"], case["b"], **params)
+    params = dict(case["qp"], **broadcast_params(case["a"].shape, case["b"].shape))
+    expected = mul_s8(case["a"], case["b"], **params)
     for _ in route_cbind(load_bound(build_emulated_lib())):
         status, out = cb.binary("mul", case["a"], case["b"], params)
     assert status == MCU_OK
@@ -202,9 +203,9 @@ def _gate_firmware(cases: list[dict]) -> str:
     src = ['#include <stdint.h>\n#include "mcu/kernels_s8.h"\n#include "mcu/log.h"\n']
     runs = []
     for i, c in enumerate(cases):
-        p = dict(c["qp"], **ref.broadcast_params(c["a"].shape, c["b"].shape))
+        p = dict(c["qp"], **broadcast_params(c["a"].shape, c["b"].shape))
         dims = lambda v: "{" + ", ".join(str(int(x)) for x in list(v) + [0] * (6 - len(v))) + "}"  # noqa: E731
-        expected = ref.mul_s8(c["a"], c["b"], **p)
+        expected = mul_s8(c["a"], c["b"], **p)
         src += [c_array(f"a{i}", "int8_t", c["a"], aligned=4), c_array(f"b{i}", "int8_t", c["b"], aligned=4),
                 c_array(f"e{i}", "int8_t", expected, aligned=4)]
         fields = [str(p["rank"]), dims(p["out_shape"]), dims(p["a_strides"]), dims(p["b_strides"])] + [

@@ -31,7 +31,7 @@ from cbind import MCU_OK
 from mcu.backends.optimized import tuned
 from mcu.device.boards import load_board
 from mcu.paths import runtime_dir, kernel_source
-from mcu.reference import kernels as ref
+from mcu.reference.conv import conv2d_s8
 from packed_cases import lib, packed_firmware_source, packed_params  # noqa: F401 (lib: the fixture)
 from repo import requires_qemu
 
@@ -85,7 +85,7 @@ def _layer(draw) -> dict:
         lo = draw(st.integers(-128, 126))
         act = (lo, draw(st.integers(lo, 127)))
     params = packed_params(x.shape, (n, oh, ow, cout), k, k, pt=pad, pl=pad, in_zp=in_zp, out_zp=out_zp, act=act)
-    expected = ref.conv2d_s8(x, wt, b, m, sh, **params)
+    expected = conv2d_s8(x, wt, b, m, sh, **params)
     stream = tuned.pack_layer(wt.reshape(cout, -1), b, m, sh, out_zp)
     return dict(x=x, wt=wt, b=b, m=m, s=sh, w=stream, params=params, expected=expected)
 

@@ -24,7 +24,7 @@ from host_builds import build_emulated_lib, load_bound, route_cbind
 from mcu.backends.optimized import tuned
 from mcu.device.boards import load_board
 from mcu.paths import runtime_dir, kernel_source
-from mcu.reference import kernels as ref
+from mcu.reference.conv import conv2d_s8
 from packed_cases import packed_firmware_source, packed_params
 from repo import requires_qemu
 
@@ -64,7 +64,7 @@ def _case(draw) -> dict:
     pad = 0 if pointwise else draw(st.integers(0, 1))
     oh, ow = h + 2 * pad - k + 1, w + 2 * pad - k + 1
     params = packed_params(x.shape, (n, oh, ow, cout), k, k, pt=pad, pl=pad, in_zp=in_zp, out_zp=out_zp, act=act)
-    expected = ref.conv2d_s8(x, wt, b, m, sh, **params)
+    expected = conv2d_s8(x, wt, b, m, sh, **params)
     stream = tuned.pack_layer(wt.reshape(cout, -1), b, m, sh, out_zp)
     assert stream[1] & tuned.FLAG_RIGHT
     return dict(x=x, wt=wt, b=b, m=m, s=sh, w=stream, params=params, expected=expected)

@@ -25,7 +25,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mcu.reference import kernels as ref
+from mcu.reference.conv import conv2d_s8
 from mve_cases import (MODES, WMODES, Builder, Case, mve_data, c_dims, mve_weights, assert_case, compile_kernel,
                                  run_cases)
 from repo import requires_qemu
@@ -47,7 +47,7 @@ def narrow_case(b: Builder, rng, *, cin, cout, kh, kw, sh, sw, pt, pl, pb, pr, h
     x = mve_data(rng, (n, h, w, cin), mode)
     wt = mve_weights(rng, (cout, kh, kw, cin), "small" if mode == "small" else wmode)
     m, s, zp_in, zp_out, (lo, hi), bias = b.common(rng, cout, kh * kw * cin, mode)
-    y = ref.conv2d_s8(x, wt, bias, m, s, input_offset=-zp_in, output_offset=zp_out, act_min=lo, act_max=hi,
+    y = conv2d_s8(x, wt, bias, m, s, input_offset=-zp_in, output_offset=zp_out, act_min=lo, act_max=hi,
                       stride_h=sh, stride_w=sw, pad_top=pt, pad_left=pl, output=(n, out_h, out_w, cout))
     xs, ws, ms, ss = b.arr("int8_t", x), b.arr("int8_t", wt), b.arr("int32_t", m), b.arr("int32_t", s)
     bs = b.arr("int32_t", bias) if bias is not None else "NULL"

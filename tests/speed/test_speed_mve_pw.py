@@ -25,7 +25,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mcu.reference import kernels as ref
+from mcu.reference.conv import conv2d_s8
 from mve_cases import (MODES, Builder, Case, mve_data, c_dims, mve_weights, assert_case, compile_kernel, conv_case,
                                  run_cases)
 from repo import requires_qemu
@@ -50,7 +50,7 @@ def pointwise_guarded(b: Builder, rng, *, cin: int, cout: int, pixels: int, over
     x = mve_data(rng, (1, 1, pixels, cin), mode)
     wt = mve_weights(rng, (cout, 1, 1, cin), "small" if mode == "small" else wmode)
     m, s, zp_in, zp_out, (lo, hi), bias = b.common(rng, cout, cin, mode)
-    y = ref.conv2d_s8(x, wt, bias, m, s, input_offset=-zp_in, output_offset=zp_out, act_min=lo, act_max=hi)
+    y = conv2d_s8(x, wt, bias, m, s, input_offset=-zp_in, output_offset=zp_out, act_min=lo, act_max=hi)
     in_bytes, out_bytes = x.size, y.size
     base = 32
     if overlap == "apart":

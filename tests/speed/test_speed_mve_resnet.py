@@ -1,5 +1,5 @@
 """The Helium (MVE) paths behind ResNet-8 on the simulated Cortex-M55 (mps3-an547 in QEMU), bit-exact with
-the Python reference (mcu/reference/kernels.py):
+the Python reference (mcu/reference/):
 
 - the int8 add and subtract through the operands' tables, 16 elements per step
   (runtime_c/kernels/elementwise/mve_add_s8.h): contiguous rows of 1 to 5000 elements (the 16-element steps
@@ -33,7 +33,8 @@ import s8_cases as base
 from c_source import c_array
 from mcu.device.boards import load_board
 from mcu.paths import cache_dir, runtime_dir, kernel_source
-from mcu.reference import kernels as ref
+from mcu.reference.conv import conv2d_s8
+from mcu.reference.elementwise import add_s8, broadcast_params, sub_s8
 from repo import requires_qemu
 
 BOARD = "mps3-an547"
@@ -92,12 +93,12 @@ def _add_program(cases: list[dict]) -> str:
         rng = np.random.default_rng(case["seed"])
         a = base.int8_data(rng, case["a_shape"], case["data"])
         b = base.int8_data(rng, case["b_shape"], case["data"])
-        bp = ref.broadcast_params(case["a_shape"], case["b_shape"])
+        bp = broadcast_params(case["a_shape"], case["b_shape"])
         q = dict(a_offset=-case["a_zp"], b_offset=-case["b_zp"], a_multiplier=case["a_mult"], a_shift=case["a_shift"],
                  b_multiplier=case["b_mult"], b_shift=case["b_shift"], left_shift=case["left_shift"],
                  out_multiplier=case["out_mult"], out_shift=case["out_shift"], output_offset=case["out_zp"],
                  act_min=case["act"][0], act_max=case["act"][1])
-        fn = ref.add_s8 if case["op"] == "add" else ref.sub_s8
+        fn = add_s8 if case["op"] == "add" else sub_s8
         want = np.asarray(fn(a, b, **q, **bp)).astype(np.int8).reshape(-1)
         out += [c_array(f"a{k}", "int8_t", a), c_array(f"b{k}", "int8_t", b), c_array(f"e{k}", "int8_t", want)]
         rank = bp["rank"]
@@ -189,7 +190,7 @@ def conv3_case(b, rng, *, cin, cout, kh, kw, sh, sw, pt, pl, dh, dw, h, w, n, mo
     s = np.minimum(s, 0).astype(np.int32)
     if rng.random() < 0.3:
         s[rng.random(cout) < 0.3] = -31
-    y = ref.conv2d_s8(x, wt, bias, m, s, input_offset=-zp_in, output_offset=zp_out, act_min=-128, act_max=127,
+    y = conv2d_s8(x, wt, bias, m, s, input_offset=-zp_in, output_offset=zp_out, act_min=-128, act_max=127,
                       stride_h=sh, stride_w=sw, pad_top=pt, pad_left=pl, dilation_h=dh, dilation_w=dw,
                       output=(n, out_h, out_w, cout))
     xs, ws, ms, ss = b.arr("int8_t", x), b.arr("int8_t", wt), b.arr("int32_t", m), b.arr("int32_t", s)

@@ -31,7 +31,7 @@ from mcu.backends.optimized import tuned
 from mcu.device.boards import load_board
 from mcu.ir import Op
 from mcu.paths import runtime_dir, kernel_source
-from mcu.reference import kernels as ref
+from mcu.reference.conv import conv2d_s8
 from mcu.reference.arith import requantize
 from packed_cases import packed_firmware_source, packed_params
 from repo import requires_qemu
@@ -116,7 +116,7 @@ def narrow_case(draw, device: bool = False) -> dict:
     assert stream[1] & tuned.FLAG_RIGHT
     narrow = _taps(k, cin) <= NARROW_TAPS_MAX and cout % 4 == 0 and act[0] >= out_zp
     return dict(x=x, wt=wt, b=b, m=m, s=sh, w=stream, params=params, narrow=narrow,
-                expected=ref.conv2d_s8(x, wt, b, m, sh, **params))
+                expected=conv2d_s8(x, wt, b, m, sh, **params))
 
 
 @settings(parent=base.EXACT, max_examples=120)
@@ -175,7 +175,7 @@ def test_first_layer_dilations_and_borders(emulated, dilation, stride: int) -> N
                      out_zp=-20, act=(-20, 127))
     status, out = cb.conv2d_packed(x, wt, b, cb.Quant(m, s, 8), params)
     assert status == MCU_OK
-    base.assert_equal(out, ref.conv2d_s8(x, wt, b, m, s, **params))
+    base.assert_equal(out, conv2d_s8(x, wt, b, m, s, **params))
 
 
 @pytest.mark.parametrize("act_min", [-6, -5])
@@ -191,7 +191,7 @@ def test_accumulators_just_below_zero(emulated, act_min: int) -> None:
     params = packed_params(x.shape, (1, 3, 3, 4), 1, 1, in_zp=5, out_zp=-5, act=(act_min, 127))
     status, out = cb.conv2d_packed(x, wt, b, cb.Quant(m, s, 4), params)
     assert status == MCU_OK
-    expected = ref.conv2d_s8(x, wt, b, m, s, **params)
+    expected = conv2d_s8(x, wt, b, m, s, **params)
     assert expected[0, 0, 0, :2].tolist() == [act_min, act_min]
     base.assert_equal(out, expected)
 
@@ -213,7 +213,7 @@ def test_narrow_pointwise_both_directions(emulated, case, act) -> None:
     packed = np.ascontiguousarray(tuned.pack_layer(wt.reshape(oc, c), bias, q.m, q.s, out_zp))
     status, out = cb.conv2d_packed(x, wt, None, q, raw, stream=packed)
     assert status == MCU_OK
-    base.assert_equal(out, ref.conv2d_s8(x, wt, bias, q.m, q.s, **raw))
+    base.assert_equal(out, conv2d_s8(x, wt, bias, q.m, q.s, **raw))
     params = cb._fields(cb.Conv2dS8Params, raw)
     op = Op("conv2d", [overlap.tensor("x", (n, c, h, w), "int8"), overlap.tensor("w", (oc, c, 1, 1), "int8", wt)],
             [overlap.tensor("y", (n, oc, h, w), "int8")], {"stride": (1, 1), "padding": (0, 0),
@@ -281,5 +281,5 @@ def test_narrow_fixed_layers_on_core(tmp_path: Path, board_name: str) -> None:
         params = packed_params(x.shape, (1, oh, ow, cout), k[0], k[1], sh=stride, sw=stride, pt=pad, pl=pad,
                          in_zp=int(rng.choice([-128, 127, 0])), out_zp=out_zp, act=act)
         cases.append(dict(x=x, w=tuned.pack_layer(wt.reshape(cout, -1), b, m, s, out_zp), params=params,
-                          expected=ref.conv2d_s8(x, wt, b, m, s, **params)))
+                          expected=conv2d_s8(x, wt, b, m, s, **params)))
     _run_on_core(tmp_path, board_name, cases)

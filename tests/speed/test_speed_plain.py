@@ -29,7 +29,7 @@ import overlap
 import s8_cases as base
 from cbind import MCU_OK, ptr
 from mcu.ir import Op, Tensor
-from mcu.reference import kernels as ref
+from mcu.reference.conv import conv2d_s8, depthwise_conv2d_s8, linear_s8
 
 REPO = Path(__file__).resolve().parents[2]
 RT = REPO / "runtime_c"
@@ -89,7 +89,7 @@ def test_conv2d_s8_wide_blocks(lib, case):
                   output_offset=case["out_zp"], act_min=case["act"][0], act_max=case["act"][1])
     status, out = cb.conv2d(x, w, b, cb.Quant(m, s, cout), params)
     assert status == MCU_OK
-    base.assert_equal(out, ref.conv2d_s8(x, w, b, m, s, **params))
+    base.assert_equal(out, conv2d_s8(x, w, b, m, s, **params))
 
 
 @pytest.mark.parametrize("taps", [128, 129, 320, 640])
@@ -111,7 +111,7 @@ def test_conv2d_s8_wide_split_at_its_bound(lib, taps: int, zp: int) -> None:
                   act_min=-128, act_max=127)
     status, out = cb.conv2d(x, w, None, cb.Quant(m, s, 3), params)
     assert status == MCU_OK
-    expected = ref.conv2d_s8(x, w, None, m, s, **params)
+    expected = conv2d_s8(x, w, None, m, s, **params)
     base.assert_equal(out, expected)
     assert len(np.unique(expected)) > 1  # not one saturated value everywhere
 
@@ -146,7 +146,7 @@ def test_conv2d_1x1_s8_wide_blocks(lib, n, h, w, cin, cout, data):
                   act_min=act[0], act_max=act[1])
     status, out = _pointwise(lib, x, wt, b, cb.Quant(m, s, cout), params)
     assert status == MCU_OK
-    base.assert_equal(out, ref.conv2d_s8(x, wt, b, m, s, **params))
+    base.assert_equal(out, conv2d_s8(x, wt, b, m, s, **params))
 
 
 @pytest.mark.parametrize("pixels,cin,cout", [(9, 5, 3), (10, 8, 8), (7, 16, 4), (13, 3, 7), (6, 40, 64)])
@@ -191,7 +191,7 @@ def test_linear_s8_wide_features(lib, batch, fin, fout, data):
                   act_min=act[0], act_max=act[1])
     status, out = cb.linear(x, w, b, cb.Quant(m, s, fout), params)
     assert status == MCU_OK
-    base.assert_equal(out, ref.linear_s8(x, w, b, m, s, **params))
+    base.assert_equal(out, linear_s8(x, w, b, m, s, **params))
 
 
 @st.composite
@@ -238,7 +238,7 @@ def test_depthwise_s8_wide_rows(lib, case):
                   stride_h=stride, stride_w=stride, pad_top=pt, pad_left=pl, dilation_h=1, dilation_w=1,
                   input_offset=-case["in_zp"], output_offset=case["out_zp"], act_min=case["act"][0],
                   act_max=case["act"][1])
-    expected = ref.depthwise_conv2d_s8(x, wt, b, m, s, **params)
+    expected = depthwise_conv2d_s8(x, wt, b, m, s, **params)
     q = cb.Quant(m, s, c)
     p = cb._fields(cb.DepthwiseConv2dS8Params, params)
     if inplace:
@@ -316,4 +316,4 @@ def test_depthwise_s8_wide_pairs(lib, stride: int, pad: int, zp: int) -> None:
                   output_offset=-5, act_min=-128, act_max=127)
     status, out = cb.depthwise_conv2d(x, wt, b, cb.Quant(m, s, c), params)
     assert status == MCU_OK
-    base.assert_equal(out, ref.depthwise_conv2d_s8(x, wt, b, m, s, **params))
+    base.assert_equal(out, depthwise_conv2d_s8(x, wt, b, m, s, **params))

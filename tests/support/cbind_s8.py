@@ -2,7 +2,7 @@
 
 The structs mirror the header field for field; ``check_layout`` compares their
 sizes with what the header implies. ``call_*`` helpers build the structs from
-the same keyword dicts that mcu.reference.kernels takes, run the C kernel on
+the same keyword dicts that the references in mcu.reference take, run the C kernel on
 fresh output buffers and return (status, output).
 """
 

@@ -16,7 +16,7 @@ from c_source import c_array
 from cbind import MCU_OK, ptr
 from host_builds import build_emulated_lib
 from mcu.plan.contracts import window_max_delta
-from mcu.reference import kernels as ref
+from mcu.reference.conv import depthwise_conv2d_s8
 
 from mcu.paths import kernel_source
 
@@ -39,7 +39,7 @@ def dw_layer(case: dict):
                   kernel_w=case["kw"], stride_h=case["s"], stride_w=case["s"], pad_top=case["pt"],
                   pad_left=case["pl"], dilation_h=1, dilation_w=1, input_offset=-case["in_zp"],
                   output_offset=case["out_zp"], act_min=case["act"][0], act_max=case["act"][1])
-    expected = np.asarray(ref.depthwise_conv2d_s8(x, wt, b, m, s, **params))
+    expected = np.asarray(depthwise_conv2d_s8(x, wt, b, m, s, **params))
     delta = 0
     if case["mode"] == "overlap":
         t = lambda shape: SimpleNamespace(shape=shape, dtype="int8")  # noqa: E731

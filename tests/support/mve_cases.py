@@ -12,7 +12,9 @@ import pytest
 from c_source import c_array
 from mcu.device.boards import load_board
 from mcu.paths import cache_dir, runtime_dir, kernel_source
-from mcu.reference import kernels as ref
+from mcu.reference.conv import conv2d_s8, depthwise_conv2d_s8, linear_s8
+from mcu.reference.elementwise import add_s8, broadcast_params, mul_s8, sub_s8
+from mcu.reference.pool import avg_pool2d_s8, max_pool2d_s8, mean_hw_s8
 from mcu.device.sim.qemu import run_qemu
 from mcu.device.toolchain import build_firmware
 
@@ -121,7 +123,7 @@ def conv_case(b: Builder, rng, *, cin, cout, kh, kw, sh, sw, pt, pl, dh, dw, h, 
     x = mve_data(rng, (n, h, w, cin), mode)
     wt = mve_weights(rng, (cout, kh, kw, cin), "small" if mode == "small" else wmode)
     m, s, zp_in, zp_out, (lo, hi), bias = b.common(rng, cout, kh * kw * cin, mode)
-    y = ref.conv2d_s8(x, wt, bias, m, s, input_offset=-zp_in, output_offset=zp_out, act_min=lo, act_max=hi,
+    y = conv2d_s8(x, wt, bias, m, s, input_offset=-zp_in, output_offset=zp_out, act_min=lo, act_max=hi,
                       stride_h=sh, stride_w=sw, pad_top=pt, pad_left=pl, dilation_h=dh, dilation_w=dw,
                       output=(n, out_h, out_w, cout))
     xs, ws, ms, ss = b.arr("int8_t", x), b.arr("int8_t", wt), b.arr("int32_t", m), b.arr("int32_t", s)
@@ -146,7 +148,7 @@ def pointwise_case(b: Builder, rng, *, cin, cout, pixels, overlap: str, mode="un
     x = mve_data(rng, (1, 1, pixels, cin), mode)
     wt = mve_weights(rng, (cout, 1, 1, cin), "small" if mode == "small" else "symmetric")
     m, s, zp_in, zp_out, (lo, hi), bias = b.common(rng, cout, cin, mode)
-    y = ref.conv2d_s8(x, wt, bias, m, s, input_offset=-zp_in, output_offset=zp_out, act_min=lo, act_max=hi)
+    y = conv2d_s8(x, wt, bias, m, s, input_offset=-zp_in, output_offset=zp_out, act_min=lo, act_max=hi)
     in_bytes, out_bytes = x.size, y.size
     base = 16
     if overlap == "apart":
@@ -179,7 +181,7 @@ def depthwise_case(b: Builder, rng, *, c, kh, kw, sh, sw, pt, pl, h, w, n=1, inp
     x = mve_data(rng, (n, h, w, c), mode)
     wt = mve_weights(rng, (kh, kw, c), "small" if mode == "small" else wmode)
     m, s, zp_in, zp_out, (lo, hi), bias = b.common(rng, c, kh * kw, mode)
-    y = ref.depthwise_conv2d_s8(x, wt, bias, m, s, input_offset=-zp_in, output_offset=zp_out, act_min=lo,
+    y = depthwise_conv2d_s8(x, wt, bias, m, s, input_offset=-zp_in, output_offset=zp_out, act_min=lo,
                                 act_max=hi, stride_h=sh, stride_w=sw, pad_top=pt, pad_left=pl,
                                 output=(n, out_h, out_w, c))
     xs, ws, ms, ss = b.arr("int8_t", x), b.arr("int8_t", wt), b.arr("int32_t", m), b.arr("int32_t", s)
@@ -214,7 +216,7 @@ def linear_case(b: Builder, rng, *, batch, nin, nout, mode="uniform", wmode="sym
     x = mve_data(rng, (batch, nin), mode)
     wt = mve_weights(rng, (nout, nin), "small" if mode == "small" else wmode)
     m, s, zp_in, zp_out, (lo, hi), bias = b.common(rng, nout, nin, mode)
-    y = ref.linear_s8(x, wt, bias, m, s, input_offset=-zp_in, output_offset=zp_out, act_min=lo, act_max=hi)
+    y = linear_s8(x, wt, bias, m, s, input_offset=-zp_in, output_offset=zp_out, act_min=lo, act_max=hi)
     xs, ws, ms, ss = b.arr("int8_t", x), b.arr("int8_t", wt), b.arr("int32_t", m), b.arr("int32_t", s)
     bs = b.arr("int32_t", bias) if bias is not None else "NULL"
     out_off = x.size + 16
@@ -235,7 +237,7 @@ def max_pool_case(b: Builder, rng, *, c, kh, kw, sh, sw, pt, pl, h, w, n=1, mode
     out_w = (w + 2 * pl - kw) // sw + 1
     x = mve_data(rng, (n, h, w, c), mode)
     lo, hi = mve_act(rng)
-    fn = ref.avg_pool2d_s8 if avg else ref.max_pool2d_s8
+    fn = avg_pool2d_s8 if avg else max_pool2d_s8
     y = fn(x, kernel_h=kh, kernel_w=kw, stride_h=sh, stride_w=sw, pad_top=pt, pad_left=pl, act_min=lo, act_max=hi,
            output=(n, out_h, out_w, c))
     xs = b.arr("int8_t", x)
@@ -265,7 +267,7 @@ def mean_case(b: Builder, rng, *, c, h, w, n=1, mode="uniform", fill=None, zp_in
         zp_in = int(rng.choice([-128, 127, 0, int(rng.integers(-128, 128))]))
     zp_out = int(rng.integers(-128, 128)) if fill is None else 0
     lo, hi = mve_act(rng) if fill is None else (-128, 127)
-    y = ref.mean_hw_s8(x, input_offset=-zp_in, multiplier=int(m[0]), shift=int(s[0]), output_offset=zp_out,
+    y = mean_hw_s8(x, input_offset=-zp_in, multiplier=int(m[0]), shift=int(s[0]), output_offset=zp_out,
                        act_min=lo, act_max=hi)
     xs = b.arr("int8_t", x)
     out_off = x.size + 16
@@ -285,7 +287,7 @@ def binary_case(b: Builder, rng, *, op: str, a_shape, b_shape, mode="uniform", i
     writes the output over operand a (same shape as the output)."""
     x = mve_data(rng, a_shape, mode)
     y = mve_data(rng, b_shape, pick_mode(rng))
-    bp = ref.broadcast_params(a_shape, b_shape)
+    bp = broadcast_params(a_shape, b_shape)
     extreme = rng.random() < 0.25
     q = dict(a_offset=-int(rng.choice([-128, 127, int(rng.integers(-128, 128))])),
              b_offset=-int(rng.choice([-128, 0, int(rng.integers(-128, 128))])),
@@ -299,7 +301,7 @@ def binary_case(b: Builder, rng, *, op: str, a_shape, b_shape, mode="uniform", i
     if op == "mul":
         q["out_shift"] = int(rng.integers(-31, 31) if extreme else rng.integers(-9, -5))
     lo, hi = (-128, 127) if rng.random() < 0.8 else mve_act(rng)
-    fn = {"add": ref.add_s8, "sub": ref.sub_s8, "mul": ref.mul_s8}[op]
+    fn = {"add": add_s8, "sub": sub_s8, "mul": mul_s8}[op]
     want = fn(x, y, **q, act_min=lo, act_max=hi, **bp)
     rank = bp["rank"]
     pad = lambda v: ", ".join(str(int(t)) for t in list(v) + [0] * (6 - rank))  # noqa: E731

@@ -11,7 +11,7 @@ import cbind_s8 as cb
 from c_source import c_array, harness_main
 from host_builds import build_emulated_lib, load_bound, route_cbind
 from mcu.backends.optimized import tuned
-from mcu.reference import kernels as ref
+from mcu.reference.conv import conv2d_s8
 
 
 @pytest.fixture(scope="module", params=["host", "dsp-emulated"])
@@ -51,7 +51,7 @@ def firmware_cases(rng: np.random.Generator, count: int) -> list[dict]:
         act = (-128, 127) if i % 4 else (int(rng.integers(-128, 0)), int(rng.integers(0, 128)))
         params = packed_params(x.shape, (1, h + 2 * pad - k + 1, w + 2 * pad - k + 1, cout), k, k, pt=pad, pl=pad,
                          in_zp=in_zp, out_zp=out_zp, act=act)
-        expected = ref.conv2d_s8(x, wt, b, m, s, **params)
+        expected = conv2d_s8(x, wt, b, m, s, **params)
         cases.append(dict(x=x, w=tuned.pack_layer(wt.reshape(cout, -1), b, m, s, out_zp), b=b, m=m, s=s, params=params,
                           expected=expected))
     return cases

@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 import cbind_s8 as cb
 from cbind import MCU_OK
 from mcu.reference import arith
-from mcu.reference import kernels as ref
+from mcu.reference import elementwise, pool
+from mcu.reference.elementwise import broadcast_params
 
 
 EXACT = settings(
@@ -200,11 +201,11 @@ def run_binary(op, case):
     rng = np.random.default_rng(case["seed"])
     a = int8_data(rng, case["a_shape"], case["data"])
     b = int8_data(rng, case["b_shape"], "uniform")
-    bp = ref.broadcast_params(a.shape, b.shape)
+    bp = broadcast_params(a.shape, b.shape)
     params = dict(case["qp"], **bp)
     status, out = cb.binary(op, a, b, params)
     assert status == MCU_OK
-    fn = getattr(ref, f"{op}_s8")
+    fn = getattr(elementwise, f"{op}_s8")
     expected = fn(a, b, **params) if case["use_strides"] else fn(a, b, **case["qp"])
     assert_equal(out.reshape(expected.shape), expected)
 
@@ -233,4 +234,4 @@ def run_pool(op, case):
                   pad_left=case["pl"], act_min=case["act"][0], act_max=case["act"][1])
     status, out = cb.pool2d(op, x, params)
     assert status == MCU_OK
-    assert_equal(out, getattr(ref, f"{op}_pool2d_s8")(x, **params))
+    assert_equal(out, getattr(pool, f"{op}_pool2d_s8")(x, **params))

@@ -20,7 +20,10 @@ from cbind import MCU_OK
 from mcu.plan.contracts import overlap_contracts
 from mcu.ir import Op
 from mcu.reference import arith
-from mcu.reference import kernels as ref
+from mcu.reference import elementwise
+from mcu.reference.conv import conv2d_s8, depthwise_conv2d_s8, linear_s8
+from mcu.reference.elementwise import broadcast_params
+from mcu.reference.pool import mean_hw_s8
 from overlap import VoidP, check_overlap, out_hw, random_quant, run_placed, tensor, window_case
 from s8_cases import (EXACT, act_bounds, assert_equal, bias_kinds, biases, binary_cases, conv_cases, conv_shift_centres,
                       data_modes, int8_data, multipliers, per_channel, pool_cases, run_binary, run_pool, shift_for,
@@ -46,7 +49,7 @@ def test_conv2d_s8(lib, case):
     q = cb.Quant(m, s, cout)
     status, out = cb.conv2d(x, w, b, q, params)
     assert status == MCU_OK
-    assert_equal(out, ref.conv2d_s8(x, w, b, m, s, **params))
+    assert_equal(out, conv2d_s8(x, w, b, m, s, **params))
 
 
 @EXACT
@@ -68,7 +71,7 @@ def test_depthwise_conv2d_s8(lib, case):
     q = cb.Quant(m, s, cout)
     status, out = cb.depthwise_conv2d(x, w, b, q, params)
     assert status == MCU_OK
-    assert_equal(out, ref.depthwise_conv2d_s8(x, w, b, m, s, **params))
+    assert_equal(out, depthwise_conv2d_s8(x, w, b, m, s, **params))
 
 
 @EXACT
@@ -86,7 +89,7 @@ def test_linear_s8(lib, batch, fin, fout, in_zp, out_zp, act, bias, shift, pc, d
                   act_min=act[0], act_max=act[1])
     status, out = cb.linear(x, w, b, cb.Quant(m, s, fout), params)
     assert status == MCU_OK
-    assert_equal(out, ref.linear_s8(x, w, b, m, s, **params))
+    assert_equal(out, linear_s8(x, w, b, m, s, **params))
 
 
 @EXACT
@@ -116,8 +119,8 @@ def test_binary_s8_in_place(lib, op, which):
     if which == "b":
         a = int8_data(rng, (5,), "mixed")
     qp = (arith.mul_params if op == "mul" else arith.add_params)(0.05, 0.02, 0.07, zp_a=-3, zp_b=10, zp_out=-128)
-    params = dict(qp, act_min=-128, act_max=127, **ref.broadcast_params(a.shape, b.shape))
-    expected = getattr(ref, f"{op}_s8")(a, b, **params)
+    params = dict(qp, act_min=-128, act_max=127, **broadcast_params(a.shape, b.shape))
+    expected = getattr(elementwise, f"{op}_s8")(a, b, **params)
     target = a if which == "a" else b
     status, out = cb.binary(op, a, b, params, out=target)
     assert status == MCU_OK and out is target
@@ -140,7 +143,7 @@ def test_mean_hw_s8(lib, n, h, w, c, in_zp, out_zp, m, s, act, data, seed):
                   act_min=act[0], act_max=act[1])
     status, out = cb.mean_hw(x, params)
     assert status == MCU_OK
-    assert_equal(out, ref.mean_hw_s8(x, **params))
+    assert_equal(out, mean_hw_s8(x, **params))
 
 
 @settings(max_examples=60, deadline=None)

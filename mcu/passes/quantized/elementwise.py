@@ -24,8 +24,7 @@ from mcu.passes.quantized.common import same_quant as _same_quant
 from mcu.passes.quantized.common import scale as _scale
 from mcu.passes.quantized.common import zero_point as _zp
 from mcu.reference import arith
-from mcu.reference.elementwise import unary_real
-from mcu.reference.islands import div_params, prelu_params, quantize_slopes
+from mcu.reference.elementwise import div_params, prelu_params, quantize_slopes, unary_real
 
 # Kinds whose int8 kernel reads a constant operand like any other (strided broadcasting, own offsets).
 CONSTANT_OPERANDS = {"add", "sub", "mul", "maximum", "minimum", "div"}

@@ -15,8 +15,7 @@ from mcu.passes.quantized.common import int_const as _int_const
 from mcu.passes.quantized.common import scale as _scale
 from mcu.passes.quantized.common import zero_point as _zp
 from mcu.reference import arith
-from mcu.reference.islands import log_softmax_tables
-from mcu.reference.norm import layer_norm_params
+from mcu.reference.norm import layer_norm_params, log_softmax_tables
 
 # Kinds whose converter turns their float constants (weight, bias) to int8.
 OWN_CONSTANTS = {"layer_norm", "rms_norm"}

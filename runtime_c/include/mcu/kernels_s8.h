@@ -117,7 +117,7 @@ mcu_status mcu_maximum_s8(const mcu_binary_s8_params *p, const int8_t *a, const 
 mcu_status mcu_minimum_s8(const mcu_binary_s8_params *p, const int8_t *a, const int8_t *b, int8_t *output);
 /** a / b: q = round((a + a_offset) 2^16 / (b + b_offset)) (half away from zero), out = clamp(rq(q,
  *  out_mult, out_shift) + output_offset); a zero divisor gives act_max, act_min (or the zero for 0 / 0). The
- *  rescaling fields are unused (mcu.quant.reference_islands.div_params). */
+ *  rescaling fields are unused (mcu.reference.elementwise.div_params). */
 mcu_status mcu_div_s8(const mcu_binary_s8_params *p, const int8_t *a, const int8_t *b, int8_t *output);
 
 typedef struct {
@@ -144,7 +144,7 @@ typedef struct {
 
 /** log_softmax: exp_table[k] = exp(-k s_in) in Q20 (exp_table[0] = 2^20); per row out = clamp(output_offset +
  *  round(((x - max) input_multiplier - round((log2_q16(sum exp_table[max - x]) - 20 2^16) log_multiplier /
- *  2^16)) / 2^16)) (mcu.quant.reference_islands.log_softmax_s8). */
+ *  2^16)) / 2^16)) (mcu.reference.norm.log_softmax_s8). */
 mcu_status mcu_log_softmax_s8(const mcu_log_softmax_s8_params *p, const int32_t *exp_table, const int8_t *input,
                               int8_t *output);
 
