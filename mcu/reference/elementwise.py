@@ -15,37 +15,54 @@ buffers with those strides, exactly like the C kernel.
 
 from __future__ import annotations
 
-from typing import Callable
+from types import ModuleType
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
-import torch
-import torch.nn.functional as F
 
 from mcu.reference.arith import quantize_multiplier, requantize, saturate_int32
 from mcu.reference.common import as_int8, finish
 
+if TYPE_CHECKING:
+    import torch
+
+
+def _torch() -> ModuleType:
+    # lazy: the tables are computed when a model is lowered; `mcu --help` and the runtime never load torch
+    import torch
+
+    return torch
+
+
+def _nn() -> ModuleType:
+    # lazy: as _torch
+    import torch.nn.functional
+
+    return torch.nn.functional
+
+
 # Each function in float64 on a torch tensor, with its scalar parameters (alpha, beta as the IR op has them).
 UNARY_TABLE_FN: dict[str, Callable[[torch.Tensor, float, float], torch.Tensor]] = {
-    "gelu": lambda x, a, b: F.gelu(x),
-    "gelu_tanh": lambda x, a, b: F.gelu(x, approximate="tanh"),
-    "silu": lambda x, a, b: F.silu(x),
-    "hardsigmoid": lambda x, a, b: F.hardsigmoid(x),
-    "leaky_relu": lambda x, a, b: F.leaky_relu(x, a),
-    "elu": lambda x, a, b: F.elu(x, a),
-    "softplus": lambda x, a, b: F.softplus(x, beta=b, threshold=a),
-    "exp": lambda x, a, b: torch.exp(x),
-    "log": lambda x, a, b: torch.log(x),
-    "sqrt": lambda x, a, b: torch.sqrt(x),
-    "rsqrt": lambda x, a, b: torch.rsqrt(x),
-    "abs": lambda x, a, b: torch.abs(x),
+    "gelu": lambda x, a, b: _nn().gelu(x),
+    "gelu_tanh": lambda x, a, b: _nn().gelu(x, approximate="tanh"),
+    "silu": lambda x, a, b: _nn().silu(x),
+    "hardsigmoid": lambda x, a, b: _nn().hardsigmoid(x),
+    "leaky_relu": lambda x, a, b: _nn().leaky_relu(x, a),
+    "elu": lambda x, a, b: _nn().elu(x, a),
+    "softplus": lambda x, a, b: _nn().softplus(x, beta=b, threshold=a),
+    "exp": lambda x, a, b: _torch().exp(x),
+    "log": lambda x, a, b: _torch().log(x),
+    "sqrt": lambda x, a, b: _torch().sqrt(x),
+    "rsqrt": lambda x, a, b: _torch().rsqrt(x),
+    "abs": lambda x, a, b: _torch().abs(x),
     "neg": lambda x, a, b: -x,
-    "reciprocal": lambda x, a, b: torch.reciprocal(x),
-    "erf": lambda x, a, b: torch.erf(x),
-    "pow": lambda x, a, b: torch.pow(x, a),
-    "log_sigmoid": lambda x, a, b: F.logsigmoid(x),
+    "reciprocal": lambda x, a, b: _torch().reciprocal(x),
+    "erf": lambda x, a, b: _torch().erf(x),
+    "pow": lambda x, a, b: _torch().pow(x, a),
+    "log_sigmoid": lambda x, a, b: _nn().logsigmoid(x),
     "affine": lambda x, a, b: x * a + b,
     "rsub": lambda x, a, b: b - x * a,
-    "mish": lambda x, a, b: F.mish(x),
+    "mish": lambda x, a, b: _nn().mish(x),
 }
 
 
@@ -54,6 +71,7 @@ def unary_real(fn: str, alpha: float, beta: float) -> Callable[[np.ndarray], np.
     negative value: NaN, which no int8 code can hold) take its value at 0, the domain's edge: a calibrated
     model reaches such codes only through rounding near 0. What is still NaN becomes 0."""
     f = UNARY_TABLE_FN[fn]
+    torch = _torch()
 
     def real(x: np.ndarray) -> np.ndarray:
         t = torch.from_numpy(np.asarray(x, np.float64))

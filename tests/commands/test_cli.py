@@ -18,6 +18,17 @@ def test_help(sub: str) -> None:
     assert "usage: mcu" in proc.stdout
 
 
+def test_the_command_line_starts_without_torch_or_jinja2() -> None:
+    """`mcu --help`, `mcu boards` and a refusal answer in a fraction of a second: torch (seconds to import) and
+    jinja2 load only when a command compiles or renders (docs/ARCHITECTURE.md)."""
+    import subprocess
+    import sys
+
+    probe = "import sys, mcu.commands.cli; print(sorted(m for m in ('torch', 'jinja2') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]", out
+
+
 def test_boards_lists_the_simulated_boards() -> None:
     proc = run_mcu("boards", "--json")
     assert proc.returncode == 0
