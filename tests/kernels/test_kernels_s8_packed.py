@@ -85,6 +85,24 @@ def test_packed_matches_reference(lib, case) -> None:
     base.assert_equal(out, conv2d_s8(x, w, b, m, s, **params))
 
 
+@pytest.mark.parametrize(("h", "pad_top", "kernel_w", "channels"), [(2, 0, 1, 9), (1, 1, 1, 9), (3, 1, 3, 3)])
+def test_windows_of_nine_byte_rows_over_padding_equal_reference(lib, h: int, pad_top: int, kernel_w: int,
+                                                                channels: int) -> None:
+    """3-row windows whose rows are 9 bytes (3x3 of 3 channels, or 3x1 of 9) over rows of padding: the narrow
+    path's 3x3x3 border patch once read a 3x1 window of 9 channels as three pixels of 3 (found by hypothesis:
+    h=2, no top padding, the window's third row below the input)."""
+    rng = np.random.default_rng(0)
+    cout = 12
+    x = base.int8_data(rng, (1, h, 3, channels), "uniform")
+    w = base.weights(rng, (cout, 3, kernel_w, channels), "symmetric")
+    m, s = base.per_channel(rng, cout, base.shift_for(None, 3 * kernel_w * channels), "same")
+    out_w = 3 - kernel_w + 1
+    params = packed_params(x.shape, (1, 1, out_w, cout), 3, kernel_w, 1, 1, pad_top, 0, 1, 1, -128, -128)
+    status, out = cb.conv2d_packed(x, w, None, cb.Quant(m, s, cout), params)
+    assert status == MCU_OK
+    base.assert_equal(out, conv2d_s8(x, w, None, m, s, **params))
+
+
 @st.composite
 def wide_cases(draw):
     """Channel counts around the 4-channel blocks and 8-tap loop, windows up to the 640-tap limit,

@@ -401,7 +401,9 @@ static inline void mcu_conv_narrow_s8(const mcu_conv2d_s8_params *p, const int8_
     const int32_t run = kw * c;                        /* a window row's bytes (dilation_w 1) */
     mcu_fill_s8(raw + kh * run, (int8_t)-off, kp - kh * run); /* taps past the window: 0 in the column */
     const int gather = p->dilation_w == 1;
-    const int k3c3 = MCU_PACKED_NARROW_K3C3 && gather && kh == 3 && kw * c == 9; /* others: a pixel at a time */
+    /* others: a pixel at a time (a 3x1 window of 9 channels also has 9-byte rows, but its border patch
+     * would be read as three pixels of 3 channels) */
+    const int k3c3 = MCU_PACKED_NARROW_K3C3 && gather && kh == 3 && kw == 3 && c == 3;
     /* output columns whose window lies inside the input's width: ow_lo <= ow < ow_hi */
     int32_t ow_lo = 0, ow_hi = 0;
     if (gather) {
