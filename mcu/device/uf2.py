@@ -41,6 +41,9 @@ FAMILY_ABSOLUTE = 0xE48BFF57
 FAMILY_RP2350_ARM_S = 0xE48BFF59
 FAMILY_RP2350_RISCV = 0xE48BFF5A
 FAMILY_RP2350_ARM_NS = 0xE48BFF5B
+# The families by the names the Pico SDK gives its platforms (PICO_PLATFORM) and picotool its families.
+FAMILIES = {"rp2040": FAMILY_RP2040, "absolute": FAMILY_ABSOLUTE, "rp2350-arm-s": FAMILY_RP2350_ARM_S,
+            "rp2350-riscv": FAMILY_RP2350_RISCV, "rp2350-arm-ns": FAMILY_RP2350_ARM_NS}
 
 _HEADER = struct.Struct("<8I")  # magic0, magic1, flags, addr, size, block_no, num_blocks, family
 _END = struct.Struct("<I")
@@ -83,6 +86,19 @@ class Uf2File:
         if missing:
             raise McuError(f"the UF2 file writes nothing at {missing[0]:#010x} ({len(missing)} bytes missing)")
         return bytes(image[a] for a in range(address, address + length))
+
+
+def family_id(name: str) -> int:
+    """The family ID named ``name``: a key of :data:`FAMILIES` or a number (``0xe48bff59``)."""
+    if name.lower() in FAMILIES:
+        return FAMILIES[name.lower()]
+    try:
+        value = int(name, 0)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 0xFFFFFFFF:
+        raise McuError(f"unknown UF2 family {name!r} (known: {', '.join(FAMILIES)}, or a 32-bit number)")
+    return value
 
 
 def pages_from_segments(segments: Iterable[tuple[int, bytes]], page_size: int = PAYLOAD_SIZE) -> list[tuple[int, bytes]]:

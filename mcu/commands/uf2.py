@@ -1,0 +1,39 @@
+"""Write the UF2 of a linked ELF: ``python -m mcu.commands.uf2 app.elf app.uf2 --family rp2350-arm-s``.
+
+The exported Pico SDK example runs this after linking when the SDK is configured with PICO_NO_PICOTOOL
+(the SDK makes its UF2 files with picotool): the same writer as `mcu flash` (mcu.device.uf2), one block
+per 256-byte page of the ELF's loadable bytes at their load addresses.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from mcu.device.uf2 import FAMILIES, family_id, read_uf2, write_uf2
+from mcu.errors import McuError
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m mcu.commands.uf2", description=__doc__.split("\n\n")[0])
+    parser.add_argument("elf", type=Path, help="the linked ELF")
+    parser.add_argument("uf2", type=Path, help="the UF2 file to write")
+    parser.add_argument("--family", required=True,
+                        help=f"UF2 family: {', '.join(FAMILIES)} (the SDK's PICO_PLATFORM names) or a number")
+    args = parser.parse_args(argv)
+    try:
+        family = family_id(args.family)
+        uf2 = read_uf2(write_uf2(args.elf, args.uf2, family))
+    except McuError as exc:
+        print(f"mcu: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    first = uf2.blocks[0].address
+    last = uf2.blocks[-1].address + len(uf2.blocks[-1].data)
+    print(f"wrote {args.uf2} ({len(uf2.blocks)} blocks, {first:#010x}..{last:#010x}, family {family:#x})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
