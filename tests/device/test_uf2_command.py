@@ -11,7 +11,8 @@ import pytest
 
 from mcu.commands.uf2 import main
 from mcu.device.elf import read_elf
-from mcu.device.uf2 import FAMILY_RP2040, FAMILY_RP2350_ARM_NS, FAMILY_RP2350_ARM_S, family_id, read_uf2
+from mcu.device.uf2 import (BLOCK_SIZE, EXTENSION_RP2_IGNORE_BLOCK, FAMILY_ABSOLUTE, FAMILY_RP2040,
+                            FAMILY_RP2350_ARM_NS, FAMILY_RP2350_ARM_S, decode, family_id, read_uf2)
 from mcu.errors import McuError
 
 # Code in flash and initialised data whose load image follows it: two load segments, the second's load address
@@ -71,3 +72,30 @@ def test_runs_as_a_module_and_errors_are_one_line(tmp_path: Path) -> None:
     assert proc.stderr.strip().splitlines() == [f"mcu: error: cannot read ELF file {tmp_path / 'missing.elf'}: "
                                                 "No such file or directory"]
     assert not (tmp_path / "x.uf2").exists()
+
+
+def test_abs_block_opens_an_rp2350_image_and_is_read_apart(app_elf: Path, tmp_path: Path) -> None:
+    plain, opened = tmp_path / "plain.uf2", tmp_path / "opened.uf2"
+    assert main([str(app_elf), str(plain), "--family", "rp2350-arm-s"]) == 0
+    assert main([str(app_elf), str(opened), "--family", "rp2350-arm-s", "--abs-block"]) == 0
+    blob = opened.read_bytes()
+    assert blob[BLOCK_SIZE:] == plain.read_bytes()
+    uf2 = read_uf2(opened)
+    assert uf2.blocks == read_uf2(plain).blocks
+    (block,) = uf2.ignored
+    assert (block.address, block.block_no, block.num_blocks, block.family) == (0x10FFFF00, 0, 2, FAMILY_ABSOLUTE)
+    assert block.data == b"\xef" * 256
+    assert int.from_bytes(blob[32 + 256 : 32 + 260], "little") == EXTENSION_RP2_IGNORE_BLOCK
+    # Without the tag, the same block is one more block in the file's numbering, and a second family.
+    untagged = blob[: 32 + 256] + bytes(4) + blob[32 + 260 :]
+    with pytest.raises(McuError, match="says the file has 2 blocks"):
+        decode(untagged)
+    # The RP2040's ROM has no such erratum: no block for it.
+    rp2040 = tmp_path / "rp2040.uf2"
+    assert main([str(app_elf), str(rp2040), "--family", "rp2040", "--abs-block"]) == 0
+    assert read_uf2(rp2040).ignored == ()
+
+
+def test_abs_block_address_must_be_a_page(app_elf: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([str(app_elf), str(tmp_path / "x.uf2"), "--family", "rp2350-arm-s", "--abs-block", "0x10ffff80"]) == 2
+    assert "not a 256-byte aligned 32-bit address" in capsys.readouterr().err
