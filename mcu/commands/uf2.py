@@ -35,8 +35,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help=f"UF2 family: {', '.join(FAMILIES)} (the SDK's PICO_PLATFORM names) or a number")
     parser.add_argument("--abs-block", nargs="?", const=f"{ABSOLUTE_BLOCK_ADDRESS:#x}", default=None,
                         metavar="ADDRESS",
-                        help="RP2350 images: open the file with the RP2350-E10 absolute-family block, as the SDK "
-                             f"does for boards with PICO_RP2350_A2_SUPPORTED (default address {ABSOLUTE_BLOCK_ADDRESS:#x})")
+                        help="RP2350 images: open the file with the RP2350-E10 absolute-family block, as the "
+                             "SDK does for boards with PICO_RP2350_A2_SUPPORTED (default address "
+                             f"{ABSOLUTE_BLOCK_ADDRESS:#x})")
     args = parser.parse_args(argv)
     try:
         family = family_id(args.family)

@@ -38,8 +38,9 @@ def app_elf(tmp_path: Path) -> Path:
     (tmp_path / "app.c").write_text(APP_C)
     (tmp_path / "link.ld").write_text(LINK_LD)
     elf = tmp_path / "app.elf"
-    subprocess.run(["arm-none-eabi-gcc", "-mcpu=cortex-m33", "-mthumb", "-O1", "-nostdlib", "-T", str(tmp_path / "link.ld"),
-                    "-o", str(elf), str(tmp_path / "app.c")], check=True, capture_output=True, text=True)
+    subprocess.run(["arm-none-eabi-gcc", "-mcpu=cortex-m33", "-mthumb", "-O1", "-nostdlib",
+                    "-T", str(tmp_path / "link.ld"), "-o", str(elf), str(tmp_path / "app.c")],
+                   check=True, capture_output=True, text=True)
     return elf
 
 

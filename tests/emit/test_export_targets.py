@@ -25,7 +25,7 @@ from mcu.commands.export import export_target
 from mcu.emit.targets import TARGETS
 from mcu.device.boot2 import boot2_crc
 from mcu.device.elf import read_elf
-from mcu.device.uf2 import FAMILY_ABSOLUTE, FAMILY_RP2040, FAMILY_RP2350_ARM_S, read_uf2
+from mcu.device.uf2 import FAMILY_ABSOLUTE, FAMILY_RP2040, FAMILY_RP2350_ARM_S, Uf2File, read_uf2
 
 BOARD = "mps2-an386"  # Cortex-M4 with DSP: the kernels' DSP paths are in the Arduino cross build
 
@@ -76,12 +76,12 @@ RP2350_BLOCK_START, RP2350_BLOCK_END = 0xFFFFDED3, 0xAB123579
 
 
 def _arm_cxx_library_missing() -> bool:
-    probe = subprocess.run(["arm-none-eabi-g++", "-E", "-x", "c++", "-", "-o", os.devnull], input="#include <cstdlib>\n",
-                           capture_output=True, text=True)
+    probe = subprocess.run(["arm-none-eabi-g++", "-E", "-x", "c++", "-", "-o", os.devnull],
+                           input="#include <cstdlib>\n", capture_output=True, text=True)
     return probe.returncode != 0
 
 
-def _check_boot_block(board: str, uf2) -> None:
+def _check_boot_block(board: str, uf2: Uf2File) -> None:
     if board == "pico":
         boot2 = uf2.read(0x10000000, 256)
         assert boot2_crc(boot2[:252]) == struct.unpack_from("<I", boot2, 252)[0]
@@ -128,12 +128,13 @@ def test_pico_sdk_example_builds_with_real_sdk(compiled, model: str, board: str,
     assert uf2.family == PICO_UF2_FAMILY[board] and uf2.blocks[0].address == 0x10000000
     # The SDK opens an RP2350 board's UF2 with the RP2350-E10 absolute block (pico2.h sets
     # PICO_RP2350_A2_SUPPORTED); the example's CMakeLists asks mcu's writer for the same.
-    assert [(b.address, b.family) for b in uf2.ignored] == ([(0x10FFFF00, FAMILY_ABSOLUTE)] if board == "pico2" else [])
+    absolute = [(0x10FFFF00, FAMILY_ABSOLUTE)] if board == "pico2" else []
+    assert [(b.address, b.family) for b in uf2.ignored] == absolute
     if picotool_dir:
         # picotool wrote this UF2: mcu's writer makes the same bytes from the same ELF.
         again = tmp_path / "mcu.uf2"
-        args = ["--family", {"pico": "rp2040", "pico2": "rp2350-arm-s"}[board]] + (["--abs-block"] if board == "pico2" else [])
-        run_checked([sys.executable, "-m", "mcu.commands.uf2", str(elf), str(again), *args])
+        family = {"pico": ["rp2040"], "pico2": ["rp2350-arm-s", "--abs-block"]}[board]
+        run_checked([sys.executable, "-m", "mcu.commands.uf2", str(elf), str(again), "--family", *family])
         assert again.read_bytes() == made.read_bytes()
     segments = [s for s in read_elf(elf).load_segments() if s.data]
     assert segments
