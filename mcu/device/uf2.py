@@ -41,6 +41,19 @@ FAMILY_ABSOLUTE = 0xE48BFF57
 FAMILY_RP2350_ARM_S = 0xE48BFF59
 FAMILY_RP2350_RISCV = 0xE48BFF5A
 FAMILY_RP2350_ARM_NS = 0xE48BFF5B
+# The families by the names the Pico SDK gives its platforms (PICO_PLATFORM) and picotool its families.
+FAMILIES = {"rp2040": FAMILY_RP2040, "absolute": FAMILY_ABSOLUTE, "rp2350-arm-s": FAMILY_RP2350_ARM_S,
+            "rp2350-riscv": FAMILY_RP2350_RISCV, "rp2350-arm-ns": FAMILY_RP2350_ARM_NS}
+
+# RP2350 erratum E10: the A2 boot ROM can write a drag-and-dropped UF2 into a partition of the flash's
+# partition table instead of at its own addresses, unless the file opens with a block of the absolute family.
+# The Pico SDK adds one for RP2350 boards (PICO_RP2350_A2_SUPPORTED, picotool's --abs-block): a page of 0xEF
+# bytes at the last page of the first 16 MB, tagged with the RP2 "ignore block" extension so that nothing is
+# written for it, and numbered block 0 of 2 so that it is never a complete download of its own.
+EXTENSION_RP2_IGNORE_BLOCK = 0x9957E304
+ABSOLUTE_BLOCK_ADDRESS = 0x10FFFF00
+ABSOLUTE_BLOCK_FILL = 0xEF
+RP2350_FLASH = (0x10000000, 0x12000000)
 
 _HEADER = struct.Struct("<8I")  # magic0, magic1, flags, addr, size, block_no, num_blocks, family
 _END = struct.Struct("<I")
@@ -59,6 +72,7 @@ class Uf2Block:
 @dataclass(frozen=True)
 class Uf2File:
     blocks: tuple[Uf2Block, ...]
+    ignored: tuple[Uf2Block, ...] = ()  # blocks tagged "ignore" (the RP2350-E10 absolute block), in file order
 
     @property
     def family(self) -> int | None:
@@ -83,6 +97,19 @@ class Uf2File:
         if missing:
             raise McuError(f"the UF2 file writes nothing at {missing[0]:#010x} ({len(missing)} bytes missing)")
         return bytes(image[a] for a in range(address, address + length))
+
+
+def family_id(name: str) -> int:
+    """The family ID named ``name``: a key of :data:`FAMILIES` or a number (``0xe48bff59``)."""
+    if name.lower() in FAMILIES:
+        return FAMILIES[name.lower()]
+    try:
+        value = int(name, 0)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 0xFFFFFFFF:
+        raise McuError(f"unknown UF2 family {name!r} (known: {', '.join(FAMILIES)}, or a 32-bit number)")
+    return value
 
 
 def pages_from_segments(segments: Iterable[tuple[int, bytes]], page_size: int = PAYLOAD_SIZE) -> list[tuple[int, bytes]]:
@@ -118,46 +145,78 @@ def encode(chunks: list[tuple[int, bytes]], family: int) -> bytes:
     return bytes(out)
 
 
-def elf_to_uf2(elf_path: Path, family: int) -> bytes:
-    """The UF2 image of an ELF's loadable bytes at their load addresses."""
+def absolute_block(address: int = ABSOLUTE_BLOCK_ADDRESS) -> bytes:
+    """The RP2350-E10 block (see EXTENSION_RP2_IGNORE_BLOCK) at ``address``."""
+    payload = bytes([ABSOLUTE_BLOCK_FILL]) * PAYLOAD_SIZE + struct.pack("<I", EXTENSION_RP2_IGNORE_BLOCK)
+    header = _HEADER.pack(MAGIC_START0, MAGIC_START1, FLAG_FAMILY_ID_PRESENT | FLAG_EXTENSION_TAGS, address,
+                          PAYLOAD_SIZE, 0, 2, FAMILY_ABSOLUTE)
+    return header + payload.ljust(DATA_AREA, b"\0") + _END.pack(MAGIC_END)
+
+
+def elf_to_uf2(elf_path: Path, family: int, absolute_block_at: int | None = None) -> bytes:
+    """The UF2 image of an ELF's loadable bytes at their load addresses. With ``absolute_block_at``, an
+    RP2350 image that starts in flash opens with the RP2350-E10 block at that address (as the SDK's does);
+    RP2040 and absolute-family images never need it."""
     elf = read_elf(elf_path)
     segments = [(seg.paddr, seg.data) for seg in elf.load_segments()]
     if not segments:
         raise McuError(f"{elf_path} has no loadable bytes to put in a UF2 file")
-    return encode(pages_from_segments(segments), family)
+    pages = pages_from_segments(segments)
+    opening = b""
+    if (absolute_block_at is not None and family not in (FAMILY_RP2040, FAMILY_ABSOLUTE)
+            and RP2350_FLASH[0] <= pages[0][0] < RP2350_FLASH[1]):
+        opening = absolute_block(absolute_block_at)
+    return opening + encode(pages, family)
 
 
-def write_uf2(elf_path: Path, uf2_path: Path, family: int) -> Path:
+def write_uf2(elf_path: Path, uf2_path: Path, family: int, absolute_block_at: int | None = None) -> Path:
     uf2_path = Path(uf2_path)
-    uf2_path.write_bytes(elf_to_uf2(elf_path, family))
+    uf2_path.write_bytes(elf_to_uf2(elf_path, family, absolute_block_at))
     return uf2_path
 
 
+def _ignored(flags: int, size: int, raw: bytes) -> bool:
+    """Whether a block carries the RP2 "ignore block" extension tag (the first tag after its payload)."""
+    if not flags & FLAG_EXTENSION_TAGS or 32 + size + 4 > 32 + DATA_AREA:
+        return False
+    return struct.unpack_from("<I", raw, 32 + size)[0] == EXTENSION_RP2_IGNORE_BLOCK
+
+
 def decode(blob: bytes, source: str = "UF2 data") -> Uf2File:
-    """Parse and check a UF2 file: magic numbers, sizes, block numbering and one family throughout."""
+    """Parse and check a UF2 file: magic numbers, sizes, block numbering and one family throughout. Blocks
+    tagged "ignore" (the RP2350-E10 absolute block) are kept apart and count in no numbering."""
     if len(blob) == 0 or len(blob) % BLOCK_SIZE:
         raise McuError(f"{source} is {len(blob)} bytes, not a whole number of {BLOCK_SIZE}-byte UF2 blocks")
-    blocks: list[Uf2Block] = []
+    parsed: list[tuple[int, Uf2Block]] = []
+    ignored: list[Uf2Block] = []
     for index in range(len(blob) // BLOCK_SIZE):
         raw = blob[index * BLOCK_SIZE : (index + 1) * BLOCK_SIZE]
         magic0, magic1, flags, address, size, number, total, family_or_size = _HEADER.unpack_from(raw, 0)
         (magic_end,) = _END.unpack_from(raw, BLOCK_SIZE - _END.size)
-        where = f"{source}, block {index}"
         if (magic0, magic1, magic_end) != (MAGIC_START0, MAGIC_START1, MAGIC_END):
-            raise McuError(f"{where}: bad magic numbers")
+            raise McuError(f"{source}, block {index}: bad magic numbers")
         if size > DATA_AREA:
-            raise McuError(f"{where}: payload size {size} is larger than {DATA_AREA}")
-        if number != index:
-            raise McuError(f"{where}: numbered {number}, expected {index}")
-        if total != len(blob) // BLOCK_SIZE:
-            raise McuError(f"{where}: says the file has {total} blocks, it has {len(blob) // BLOCK_SIZE}")
+            raise McuError(f"{source}, block {index}: payload size {size} is larger than {DATA_AREA}")
         family = family_or_size if flags & FLAG_FAMILY_ID_PRESENT else None
-        blocks.append(Uf2Block(address=address, data=raw[32 : 32 + size], block_no=number,
-                               num_blocks=total, flags=flags, family=family))
+        block = Uf2Block(address=address, data=raw[32 : 32 + size], block_no=number, num_blocks=total,
+                         flags=flags, family=family)
+        if _ignored(flags, size, raw):
+            ignored.append(block)
+        else:
+            parsed.append((index, block))
+    if not parsed:
+        raise McuError(f"{source} has no block to write, only blocks tagged to be ignored")
+    for expected, (index, block) in enumerate(parsed):
+        where = f"{source}, block {index}"
+        if block.block_no != expected:
+            raise McuError(f"{where}: numbered {block.block_no}, expected {expected}")
+        if block.num_blocks != len(parsed):
+            raise McuError(f"{where}: says the file has {block.num_blocks} blocks, it has {len(parsed)}")
+    blocks = tuple(block for _, block in parsed)
     families = {b.family for b in blocks}
     if len(families) != 1:
         raise McuError(f"{source} mixes UF2 families {sorted(f'{f:#x}' for f in families if f is not None)}")
-    return Uf2File(blocks=tuple(blocks))
+    return Uf2File(blocks=blocks, ignored=tuple(ignored))
 
 
 def read_uf2(path: Path) -> Uf2File:

@@ -11,16 +11,21 @@ from __future__ import annotations
 
 import os
 import shutil
+import struct
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
 import zipfile
 from pathlib import Path
 
 import pytest
 
-from export_builds import WARNINGS, cmake_build, expect_pass, pico_stand_in, run_checked
+from export_builds import WARNINGS, cmake_build, expect_pass, pico_stand_in, run_checked, run_logged
 from mcu.commands.export import export_target
 from mcu.emit.targets import TARGETS
-from mcu.device.uf2 import read_uf2
+from mcu.device.boot2 import boot2_crc
+from mcu.device.elf import read_elf
+from mcu.device.uf2 import FAMILY_ABSOLUTE, FAMILY_RP2040, FAMILY_RP2350_ARM_S, Uf2File, read_uf2
 
 BOARD = "mps2-an386"  # Cortex-M4 with DSP: the kernels' DSP paths are in the Arduino cross build
 
@@ -64,26 +69,78 @@ def test_pico_sdk_example_builds_and_passes_with_stand_in_sdk(cm, tmp_path: Path
     assert "CYCLES " in output and "MHz" in output
 
 
+# What the example's UF2 must hold for each board's boot ROM: its family, and the block the ROM checks before it
+# runs the image (the RP2040's second-stage boot block with its CRC; the RP2350's IMAGE_DEF block markers).
+PICO_UF2_FAMILY = {"pico": FAMILY_RP2040, "pico2": FAMILY_RP2350_ARM_S}
+RP2350_BLOCK_START, RP2350_BLOCK_END = 0xFFFFDED3, 0xAB123579
+
+
+def _arm_cxx_library_missing() -> bool:
+    probe = subprocess.run(["arm-none-eabi-g++", "-E", "-x", "c++", "-", "-o", os.devnull],
+                           input="#include <cstdlib>\n", capture_output=True, text=True)
+    return probe.returncode != 0
+
+
+def _check_boot_block(board: str, uf2: Uf2File) -> None:
+    if board == "pico":
+        boot2 = uf2.read(0x10000000, 256)
+        assert boot2_crc(boot2[:252]) == struct.unpack_from("<I", boot2, 252)[0]
+    else:
+        words = list(struct.unpack("<1024I", uf2.read(0x10000000, 4096)))
+        assert RP2350_BLOCK_START in words and RP2350_BLOCK_END in words[words.index(RP2350_BLOCK_START):]
+
+
 @requires_cmake
-@pytest.mark.skipif(not os.environ.get("PICO_SDK_PATH"), reason="set PICO_SDK_PATH to a Pico SDK checkout "
-                    "(github.com/raspberrypi/pico-sdk; and picotool_DIR to a picotool install, or the SDK clones "
-                    "it; the SDK also needs libstdc++-arm-none-eabi-newlib) to build the example with the real SDK")
-def test_pico_sdk_example_builds_with_real_sdk(cm, tmp_path: Path) -> None:
+@pytest.mark.skipif(not os.environ.get("PICO_SDK_PATH"), reason="set PICO_SDK_PATH to a Pico SDK 2.x checkout "
+                    "(github.com/raspberrypi/pico-sdk; its submodules are not needed) to build the example with the "
+                    "real SDK; with picotool_DIR (a picotool install) the SDK writes the UF2, else mcu's UF2 writer")
+# small_cnn's stack fits core 0's; DS-CNN's (5,256 B on the M33) does not, so its example runs it on core 1
+@pytest.mark.parametrize("model, board", [("small_cnn", "pico"), ("small_cnn", "pico2"), ("ds_cnn", "pico2")])
+def test_pico_sdk_example_builds_with_real_sdk(compiled, model: str, board: str, tmp_path: Path) -> None:
+    if shutil.which("arm-none-eabi-g++") is None or _arm_cxx_library_missing():
+        pytest.skip("the Pico SDK compiles a C++ file (pico_cxx_options/new_delete.cpp) and arm-none-eabi-g++ has no "
+                    "C++ library: install libstdc++-arm-none-eabi-newlib")
+    cm = compiled(model, board=board, quantize="int8")
     out = tmp_path / "out"
     export_target(cm, "pico-sdk", out)
-    # The SDK makes the UF2 with picotool, which it clones from GitHub unless picotool_DIR names an install.
-    picotool = [f"-Dpicotool_DIR={os.environ['picotool_DIR']}"] if os.environ.get("picotool_DIR") else []
+    assert ("pico_multicore" in (out / "example" / "CMakeLists.txt").read_text()) == (model == "ds_cnn")
+    # The SDK makes the UF2 with picotool, which it clones from GitHub unless picotool_DIR names an install;
+    # without it the example's CMakeLists runs mcu's UF2 writer in this interpreter after the link.
+    picotool_dir = os.environ.get("picotool_DIR")
+    uf2_maker = ([f"-Dpicotool_DIR={picotool_dir}"] if picotool_dir else
+                 ["-DPICO_NO_PICOTOOL=1", f"-DMCU_PYTHON={sys.executable}"])
     build = tmp_path / "build"
-    # A CMAKE_C_FLAGS given here replaces the SDK toolchain's initial flags, so it repeats the CPU flags; the
-    # warnings then apply to the SDK's sources as well as ours.
-    run_checked(["cmake", "-S", str(out / "example"), "-B", str(build),
-                 f"-DPICO_SDK_PATH={os.environ['PICO_SDK_PATH']}",
-                 "-DPICO_BOARD=pico", *picotool, "-DCMAKE_C_FLAGS=-mcpu=cortex-m0plus -mthumb " + " ".join(WARNINGS)],
-                timeout=900)
-    log = run_checked(["cmake", "--build", str(build)], timeout=900)
-    assert "warning:" not in log
-    uf2 = read_uf2(build / f"{cm.library.prefix}_example.uf2")
-    assert uf2.family == 0xE48BFF56 and uf2.blocks[0].address == 0x10000000
+    # CFLAGS is joined to the SDK toolchain's CPU flags (a CMAKE_C_FLAGS would replace them); the warnings apply
+    # to the SDK's sources as well as ours. PICO_BOARD is the example's default for the board.
+    sdk = Path(os.environ["PICO_SDK_PATH"])
+    configure = run_logged(["cmake", "-S", str(out / "example"), "-B", str(build), f"-DPICO_SDK_PATH={sdk}",
+                            *uf2_maker], env={"CFLAGS": " ".join(WARNINGS)}, timeout=900)
+    assert f"Target board (PICO_BOARD) is '{board}'" in configure, configure
+    assert "cannot import mcu" not in configure, configure
+    if not (sdk / "lib" / "tinyusb" / "src").is_dir():
+        # The example asks for USB stdio; an SDK without TinyUSB says it has none and builds UART stdio only.
+        assert "TinyUSB submodule has not been initialized" in configure, configure
+    log = run_logged(["cmake", "--build", str(build), "-j2"], timeout=900)
+    assert "warning:" not in log, log
+    elf = build / f"{cm.library.prefix}_example.elf"
+    made = build / f"{cm.library.prefix}_example.uf2"
+    uf2 = read_uf2(made)
+    assert uf2.family == PICO_UF2_FAMILY[board] and uf2.blocks[0].address == 0x10000000
+    # The SDK opens an RP2350 board's UF2 with the RP2350-E10 absolute block (pico2.h sets
+    # PICO_RP2350_A2_SUPPORTED); the example's CMakeLists asks mcu's writer for the same.
+    absolute = [(0x10FFFF00, FAMILY_ABSOLUTE)] if board == "pico2" else []
+    assert [(b.address, b.family) for b in uf2.ignored] == absolute
+    if picotool_dir:
+        # picotool wrote this UF2: mcu's writer makes the same bytes from the same ELF.
+        again = tmp_path / "mcu.uf2"
+        family = {"pico": ["rp2040"], "pico2": ["rp2350-arm-s", "--abs-block"]}[board]
+        run_checked([sys.executable, "-m", "mcu.commands.uf2", str(elf), str(again), "--family", *family])
+        assert again.read_bytes() == made.read_bytes()
+    segments = [s for s in read_elf(elf).load_segments() if s.data]
+    assert segments
+    for seg in segments:
+        assert uf2.read(seg.paddr, len(seg.data)) == seg.data, f"{seg.paddr:#x}"
+    _check_boot_block(board, uf2)
 
 
 # --- arduino -------------------------------------------------------------------------------------------------

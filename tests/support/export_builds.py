@@ -18,6 +18,13 @@ def run_checked(cmd: list[str], cwd: Path | None = None, env: dict[str, str] | N
     return proc.stdout
 
 
+def run_logged(cmd: list[str], env: dict[str, str] | None = None, timeout: float = 300) -> str:
+    """run_checked for a build: its stdout and stderr (where compilers, linkers and CMake warn), in that order."""
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})})
+    assert proc.returncode == 0, f"{' '.join(cmd)}\n{proc.stdout}\n{proc.stderr}"
+    return proc.stdout + proc.stderr
+
+
 def cmake_build(src: Path, build: Path, *defs: str, env: dict[str, str] | None = None) -> None:
     run_checked(["cmake", "-S", str(src), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release",
                  "-DCMAKE_C_FLAGS=" + " ".join(WARNINGS), *defs], env=env)

@@ -1,7 +1,7 @@
 """pico-sdk: the library as a folder for ``add_subdirectory`` in a Pico SDK project, and an example app.
 
     out/CMakeLists.txt            target <prefix> (link it with pico_stdlib into your app)
-    out/example/                  a Pico SDK project running the bundled vectors, printing over USB and UART
+    out/example/                  a Pico SDK project running the bundled vectors, printing over UART and USB
     out/README.md                 the three commands that build the example
 """
 
