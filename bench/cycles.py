@@ -74,8 +74,9 @@ def _mlperf(benchmark: str, core: str, system: str, mhz: int, throughput: float,
     return Published(benchmark, core, system, mhz * 1_000_000, throughput, rnd, submitter, software, path)
 
 
-# The best published result per benchmark on each core the goal names (issue 29's anchors, re-read from
-# the repositories: the figures are the logs' median throughputs).
+# The best published result per benchmark on each simulated core that has one (Cortex-M0+, M4, M33; no
+# Cortex-M3 or M55 system was submitted) and on the Cortex-M85 the M55's goal names. Re-read from the
+# repositories: the figures are the performance logs' median throughputs.
 BEST = [
     _mlperf("KWS", "cortex-m33", "NUCLEO-U575ZI-Q", 160, 34.485, "1.3", "STMicroelectronics", "X-CUBE-AI 10.2",
             "closed/STMicroelectronics/results/NUCLEO_U575ZI_Q/kws/performance/results.txt (window 1)"),
@@ -93,6 +94,9 @@ BEST = [
             "closed/STMicroelectronics/results/NUCLEO_L4R5ZI/ic/performance/results.txt"),
     _mlperf("AD", "cortex-m4", "NUCLEO-L4R5ZI", 120, 246.814, "1.1", "Plumerai", "Plumerai Inference Engine",
             "closed/plumerai/results/NUCLEO-L4R5ZI/ad/performance/results.txt"),
+    *[_mlperf(b, "cortex-m0plus", "NUCLEO-G0B1RE", 64, t, "1.2", "Bosch", "HALE 1.0.175",
+              f"closed/bosch/results/NUCLEO_G0B1RE_int8/{b.lower()}/performance/results.txt")
+      for b, t in [("KWS", 2.107), ("VWW", 0.707), ("IC", 0.657), ("AD", 24.454)]],
     _mlperf("KWS", "cortex-m85", "EK-RA8D1", 480, 288.611, "1.2", "Renesas", "TFLite Micro + CMSIS-NN",
             "closed/Renesas/results/EK-RA8D1/kws/performance/results.txt"),
     _mlperf("VWW", "cortex-m85", "EK-RA8D1", 480, 74.665, "1.2", "Renesas", "TFLite Micro + CMSIS-NN",
@@ -107,17 +111,19 @@ BEST = [
 # table predicts with the CMSIS-NN column. (Every other Cortex-M33/M4 result ran a closed engine,
 # X-CUBE-AI, Plumerai's or Bosch's HALE, which the simulator cannot run.)
 CMSIS_ANCHORS = [
-    *[_mlperf(b, "cortex-m33", "EK-RA6M4 (RA6M4)", 200, t, "0.7", "Renesas", "TFLite Micro + CMSIS-NN (2021), GCC 8.3",
+    *[_mlperf(b, "cortex-m33", "EK-RA6M4 (RA6M4)", 200, t, "0.7", "Renesas",
+              "TFLite Micro + CMSIS-NN 6.5.3 (Jan 2021), GCC 8.3",
               f"closed/renesas/results/EK-RA6M4/{b.lower()}/performance/results.txt")
       for b, t in [("KWS", 19.774), ("VWW", 6.159), ("IC", 4.062), ("AD", 216.772)]],
-    *[_mlperf(b, "cortex-m33", "nRF5340-DK (nRF5340 app core)", 128, t, "1.1", "Krai", "microTVM + CMSIS-NN (TVM e3a6cb6)",
+    *[_mlperf(b, "cortex-m33", "nRF5340-DK (nRF5340 app core)", 128, t, "1.1", "Krai",
+              "microTVM + CMSIS-NN (TVM e3a6cb6)",
               f"closed/Krai/results/NRF5340-DK_MICROTVM-CMSIS-NN/{b.lower()}/performance/results.txt")
       for b, t in [("KWS", 13.074), ("VWW", 4.286), ("IC", 3.146), ("AD", 159.020)]],
     *[_mlperf(b, "cortex-m4", "NUCLEO-L4R5ZI (STM32L4R5)", 120, t, "1.1", "Krai", "microTVM + CMSIS-NN (TVM e3a6cb6)",
               f"closed/Krai/results/NUCLEO-L4R5ZI_MICROTVM-CMSIS-NN/{b.lower()}/performance/results.txt")
       for b, t in [("KWS", 10.019), ("VWW", 3.324), ("IC", 2.567), ("AD", 116.212)]],
     *[_mlperf(b, "cortex-m4", "Nucleo-L4R5ZI (STM32L4R5)", 120, t, "0.5", "reference",
-              "TFLite Micro v2.3.1 + CMSIS-NN (2020), GCC 6",
+              "TFLite Micro v2.3.1 + its CMSIS-NN (2020), GCC 6",
               f"closed/reference/results/Nucleo-L4R5ZI/{b.lower()}/performance/results.txt")
       for b, t in [("KWS", 5.497), ("VWW", 1.665), ("IC", 1.420), ("AD", 99.487)]],
 ]
@@ -234,9 +240,9 @@ def per_core_tables(results: Path, models: list[str], boards: list[str], markdow
         board = load_board(b)
         print(f"{'### ' if markdown else ''}{b}: {board.core}, {board.clock_hz / 1e6:g} MHz "
               f"(cycles and ms: estimates, docs/cycles.md)\n")
-        core_best = board.core in ("cortex-m33", "cortex-m4")
+        core_best = any(p.core == board.core for p in BEST)
         header = ["model", "ours instructions", "ours cycles", "CPI", "ms", "CMSIS-NN instructions",
-                  "CMSIS-NN cycles", "CPI", "ms", "ours / CMSIS-NN cycles"]
+                  "CMSIS-NN cycles", "CPI", "ms", "ops on CMSIS-NN", "ours / CMSIS-NN cycles"]
         if core_best:
             header += ["MLPerf Tiny best (cycles)", "ours / best"]
         t = Table(header, markdown)
@@ -251,7 +257,8 @@ def per_core_tables(results: Path, models: list[str], boards: list[str], markdow
             for f in (o, c):
                 row += [f"{f['instructions']:,}", f"{f['cycles']:,}" if f["cycles"] else "-",
                         f"{f['cpi']:.2f}" if f["cpi"] else "-", f"{f['ms']:.2f}" if f["ms"] else "-"]
-            row.append(f"{o['cycles'] / c['cycles']:.2f}" if o["cycles"] and c["cycles"] else "-")
+            row += [f"{c['ops_on_cmsis_nn']}/{c['ops']}",
+                    f"{o['cycles'] / c['cycles']:.2f}" if o["cycles"] and c["cycles"] else "-"]
             if core_best:
                 p = best(BENCHMARK.get(model, ""), board.core)
                 row += [f"{p.cycles:,.0f} ({p.submitter}, v{p.round})" if p else "-",
@@ -286,20 +293,24 @@ def goal_line(results: Path, models: list[str], b: str, markdown: bool) -> None:
 def calibration_table(results: Path, markdown: bool) -> None:
     print(f"{'### ' if markdown else ''}Calibration: published results that ran CMSIS-NN on a simulated core, "
           "and the CMSIS-NN column's prediction\n")
-    header = ["anchor (core, clock, software)", "benchmark", "published cycles", "board predicted on",
-              "predicted cycles", "predicted / published"]
+    header = ["anchor (system, clock, software, round)", "benchmark", "published cycles",
+              "predicted: FPGA board, 0 wait states", "predicted / published",
+              "predicted: mps2-an505-u575 (U575 flash)", "predicted / published"]
     t = Table(header, markdown)
     model_of = {v: k for k, v in BENCHMARK.items()}
     for p in CMSIS_ANCHORS:
-        for b in CALIBRATION_BOARDS[p.core]:
-            e = load(results, model_of[p.benchmark], b)
+        row = [f"{p.system}, {p.core}, {p.clock_hz / 1e6:g} MHz, {p.software}, v{p.round}", p.benchmark,
+               f"{p.cycles:,.0f}"]
+        boards = CALIBRATION_BOARDS[p.core]
+        for b in [boards[0], boards[1] if len(boards) > 1 else None]:
+            e = load(results, model_of[p.benchmark], b) if b else None
             pred = e["cmsis_nn"]["cycles"] if e else None
-            t.add([f"{p.system} {p.core} {p.clock_hz / 1e6:g} MHz, {p.software} (v{p.round})", p.benchmark,
-                   f"{p.cycles:,.0f}", b, f"{pred:,}" if pred else "-",
-                   f"{pred / p.cycles:.2f}" if pred else "-"])
+            row += [f"{pred:,} ({b})" if pred else "-", f"{pred / p.cycles:.2f}" if pred else "-"]
+        t.add(row)
     t.print()
     print("Sources: " + "; ".join(sorted({f"{MLPERF}{p.round} closed/{p.path.split('/')[1]}/results/"
-                                           f"{p.path.split('/')[3]}/" for p in CMSIS_ANCHORS})) + "\n")
+                                           f"{p.path.split('/')[3]}/<benchmark>/performance/results.txt"
+                                           for p in CMSIS_ANCHORS})) + "\n")
 
 
 def mv2_head(cmsis_root: Path, results: Path, markdown: bool) -> None:
