@@ -193,21 +193,29 @@ def measure(model: str, boards: list[str], cmsis_root: Path, results: Path) -> N
     spec = load_model_file(ROOT / "examples" / f"{model}.py")
     graph = to_graph(spec, "int8")
     for b in todo:
-        clock = load_board(b).clock_hz
-        ours = run(compile_copy(spec, graph, b))
-        theirs_cm = compile_copy(spec, graph, b, ["cmsis-nn", "portable"], cmsis_root)
-        theirs = run(theirs_cm)
-        same = all((x == y).all() for xs, ys in zip(ours.outputs_raw, theirs.outputs_raw) for x, y in zip(xs, ys))
-        if not same:
-            raise SystemExit(f"{model} on {b}: CMSIS-NN's outputs differ from ours")
-        took = sum(len(ops) for bk, ops in theirs_cm.partitions.partitions if bk == "cmsis-nn")
-        entry = {"model": model, "board": b, "clock_hz": clock,
-                 "ours": figures(ours.instructions, ours.estimated_cycles, clock),
-                 "cmsis_nn": {**figures(theirs.instructions, theirs.estimated_cycles, clock),
-                              "ops_on_cmsis_nn": took, "ops": len(theirs_cm.graph.ops)}}
-        (results / f"{model}.{b}.json").write_text(json.dumps(entry, indent=1))
-        print(f"measured {model} on {b}: ours {ours.instructions:,} instructions, {ours.estimated_cycles:,} cycles; "
-              f"CMSIS-NN {theirs.instructions:,}, {theirs.estimated_cycles:,}", file=sys.stderr, flush=True)
+        try:
+            entry = measure_one(spec, graph, b, cmsis_root)
+        except (SystemExit, Exception) as e:  # one failing pair leaves a gap in the table, not an empty table
+            print(f"FAILED {model} on {b}: {e}", file=sys.stderr, flush=True)
+            continue
+        (results / f"{model}.{b}.json").write_text(json.dumps({"model": model, "board": b, **entry}, indent=1))
+        o, c = entry["ours"], entry["cmsis_nn"]
+        print(f"measured {model} on {b}: ours {o['instructions']:,} instructions, {o['cycles']:,} cycles; "
+              f"CMSIS-NN {c['instructions']:,}, {c['cycles']:,}", file=sys.stderr, flush=True)
+
+
+def measure_one(spec, graph, b: str, cmsis_root: Path) -> dict:
+    clock = load_board(b).clock_hz
+    ours = run(compile_copy(spec, graph, b))
+    theirs_cm = compile_copy(spec, graph, b, ["cmsis-nn", "portable"], cmsis_root)
+    theirs = run(theirs_cm)
+    same = all((x == y).all() for xs, ys in zip(ours.outputs_raw, theirs.outputs_raw) for x, y in zip(xs, ys))
+    if not same:
+        raise SystemExit("CMSIS-NN's outputs differ from ours")
+    took = sum(len(ops) for bk, ops in theirs_cm.partitions.partitions if bk == "cmsis-nn")
+    return {"clock_hz": clock, "ours": figures(ours.instructions, ours.estimated_cycles, clock),
+            "cmsis_nn": {**figures(theirs.instructions, theirs.estimated_cycles, clock),
+                         "ops_on_cmsis_nn": took, "ops": len(theirs_cm.graph.ops)}}
 
 
 def load(results: Path, model: str, board: str) -> dict | None:
