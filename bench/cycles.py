@@ -24,6 +24,7 @@ import argparse
 import copy
 import dataclasses
 import json
+import math
 import os
 import sys
 import warnings
@@ -265,6 +266,7 @@ def per_core_tables(results: Path, models: list[str], boards: list[str], markdow
         if core_best:
             header += ["MLPerf Tiny best (cycles)", "ours / best"]
         t = Table(header, markdown)
+        ratios = []
         for model in models:
             e = load(results, model, b)
             name = f"{model} ({BENCHMARK[model]})" if model in BENCHMARK else model
@@ -276,13 +278,17 @@ def per_core_tables(results: Path, models: list[str], boards: list[str], markdow
             for f in (o, c):
                 row += [f"{f['instructions']:,}", f"{f['cycles']:,}" if f["cycles"] else "-",
                         f"{f['cpi']:.2f}" if f["cpi"] else "-", f"{f['ms']:.2f}" if f["ms"] else "-"]
-            row += [f"{c['ops_on_cmsis_nn']}/{c['ops']}",
-                    f"{o['cycles'] / c['cycles']:.2f}" if o["cycles"] and c["cycles"] else "-"]
+            if o["cycles"] and c["cycles"]:
+                ratios.append(o["cycles"] / c["cycles"])
+            row += [f"{c['ops_on_cmsis_nn']}/{c['ops']}", f"{ratios[-1]:.2f}" if o["cycles"] and c["cycles"] else "-"]
             if core_best:
                 p = best(BENCHMARK.get(model, ""), board.core)
                 row += [f"{p.cycles:,.0f} ({p.submitter}, v{p.round})" if p else "-",
                         f"{o['cycles'] / p.cycles:.2f}" if p and o["cycles"] else "-"]
             t.add(row)
+        if ratios:
+            geomean = math.exp(sum(map(math.log, ratios)) / len(ratios))
+            t.add(["geometric mean"] + [""] * 9 + [f"{geomean:.2f}"] + [""] * (len(header) - 11))
         t.print()
         goal_line(results, models, b, markdown)
 
