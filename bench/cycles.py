@@ -353,6 +353,7 @@ def mv2_head(cmsis_root: Path, results: Path, markdown: bool) -> None:
                                          ("ours", board, None, None)]:
             cm = compile_copy(spec, graph, b, backends, root)
             rows[label] = [{"op": n, "kernel": k, "instructions": i, "cycles": c} for n, k, i, c in per_layer(cm)]
+        rows["cmsis_nn_tree"] = str(cmsis_root)
         path.write_text(json.dumps(rows, indent=1))
     rows = json.loads(path.read_text())
     print(f"{'### ' if markdown else ''}Calibration: MobileNetV2 (torchvision, 224x224, int8) first layers per op, "
@@ -374,7 +375,7 @@ def mv2_head(cmsis_root: Path, results: Path, markdown: bool) -> None:
            f"{total(2, 'cycles'):,}", f"{total(2, 'cycles') / pub_sum:.2f}", f"{total(1, 'instructions'):,}", "",
            f"{total(3, 'cycles'):,}"])
     t.print()
-    print(f"Source: {MV2_SOURCE}.\n")
+    print(f"Source: {MV2_SOURCE}. Predicted with the CMSIS-NN tree {rows.get('cmsis_nn_tree', '?')}.\n")
 
 
 def main() -> int:
@@ -387,6 +388,8 @@ def main() -> int:
     parser.add_argument("--no-run", action="store_true", help="print from --results only, measure nothing")
     parser.add_argument("--markdown", action="store_true", help="Markdown tables (docs/cycles.md)")
     parser.add_argument("--mv2-head", action="store_true", help="also the MobileNetV2 per-op calibration on M55")
+    parser.add_argument("--mv2-cmsis-nn", type=Path, default=None,
+                        help="CMSIS-NN tree for --mv2-head (the anchor ran v7.0.0; default: --cmsis-nn)")
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
     boards = [b for b in args.boards.split(",") if b]
@@ -407,6 +410,8 @@ def main() -> int:
     if args.mv2_head:
         if cmsis_root is None and not (results / "mobilenet_v2_head.mps3-an547.json").exists():
             raise SystemExit("--mv2-head has no results yet: run it without --no-run")
+        if args.mv2_cmsis_nn is not None and not args.no_run:
+            cmsis_root = resolve_cmsis(args.mv2_cmsis_nn)
         mv2_head(cmsis_root, results, args.markdown)
     return 0
 
