@@ -1,4 +1,4 @@
-"""bench/cycles.py's published figures and goal line: the MLPerf Tiny anchors as the issue quotes them
+"""bench/cycles.py's published figures and goal line: the MLPerf Tiny anchors as the published logs give them
 (cycles = clock / median throughput of each performance log), and a goal that is met only when every
 benchmark's estimate is below its anchor. Nothing is simulated here: the tables read measurement files."""
 
