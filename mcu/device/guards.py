@@ -11,6 +11,15 @@ from mcu.emit.c_model import GUARD_BYTES
 from mcu.errors import McuError
 
 _GUARD = re.compile(r"^GUARD (\d+) (\d+) (\d+) (\d+)\s*$", re.M)
+HINT = ("a kernel writes numel elements of its output (mcu_custom_params), nothing else; the test firmware "
+        "guards the arena around each custom kernel's output")
+
+
+def side_of(rel: int, nbytes: int) -> str:
+    """Where byte ``rel`` (from an output's start) lies against that output of ``nbytes``."""
+    if rel < 0:
+        return f"{-rel} B before its start"
+    return "just after its end" if rel == nbytes else f"{rel - nbytes} B after its end"
 
 
 def _owner(cm: Any, step: int, arena: int, offset: int) -> str:
@@ -42,15 +51,11 @@ def raise_on_guard(cm: Any, console: str, where: str | None = None) -> None:
     out = op.output
     start = cm.memory.offset(out)
     rel = first - start
-    if rel < 0:
-        side = f"{-rel} B before its start"
-    else:
-        side = "just after its end" if rel == out.nbytes else f"{rel - out.nbytes} B after its end"
+    side = side_of(rel, out.nbytes)
     source = f" ({op.source})" if op.source else ""
     name = reg.name if reg is not None else op.kind
     raise McuError(f"custom op {name} ({op.name}){source}: its C kernel {kernel} writes outside its output on "
                    f"{where or cm.board.name}: the first changed byte is at byte offset {rel} of its output {out.name}, which "
                    f"is {out.nbytes} B long ({side}), {_owner(cm, step, arena, first)}; the changed bytes span "
                    f"{last - first + 1} B of the {2 * GUARD_BYTES} B guarded",
-                   hint="a kernel writes numel elements of its output (mcu_custom_params), nothing else; the test "
-                        "firmware guards the arena around each custom kernel's output")
+                   hint=HINT)

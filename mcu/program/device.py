@@ -32,6 +32,7 @@ from mcu.program.format import kernel_macro
 from mcu.device.toolchain import Firmware, build_firmware, find_cross_compiler
 from mcu.device.custom_host import firmware_registry, kernels_for, program_custom_functions
 from mcu.device.elf import read_elf
+from mcu.device.guards import HINT, side_of
 from mcu.device.uf2 import encode, pages_from_segments
 from mcu.device.sim.qemu import build_plugin, find_qemu, marker_args, qemu_opt, read_counts, timing_args
 
@@ -250,14 +251,11 @@ def raise_on_program_guard(graph: Any, functions: list[str], console: str, board
     name = op.attrs["custom"].name if op is not None else function
     where = f" ({op.name})" + (f" ({op.source})" if op.source else "") if op is not None else ""
     size = op.output.nbytes if op is not None else 0
-    side = f"{-first} B before its start" if first < 0 else ("just after its end" if first == size
-                                                              else f"{first - size} B after its end")
+    side = side_of(first, size)
     raise McuError(f"custom op {name}{where}: its C kernel {function} writes outside its output on {board} "
                    f"(interpreter firmware): the first changed byte is at byte offset {first} of its output"
                    f"{' ' + op.output.name if op is not None else ''}, which is {size} B long ({side}); the changed "
-                   f"bytes span {last - first + 1} B of the {2 * GUARD_BYTES} B guarded",
-                   hint="a kernel writes numel elements of its output (mcu_custom_params), nothing else; the test "
-                        "firmware guards the arena around each custom kernel's output")
+                   f"bytes span {last - first + 1} B of the {2 * GUARD_BYTES} B guarded", hint=HINT)
 
 
 @dataclass
