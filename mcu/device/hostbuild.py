@@ -18,12 +18,14 @@ from pathlib import Path
 
 import numpy as np
 
+from mcu.device.objcache import Compile, compile_each
 from mcu.emit.c_model import GeneratedLibrary
 from mcu.errors import McuError
 from mcu.ir import NUMPY_DTYPES
 from mcu.paths import cache_dir, kernel_source, kernels_dir, runtime_dir
 
-HOST_CFLAGS = ["-std=c11", "-O2", "-fPIC", "-shared", "-Wall", "-Wextra", "-Werror"]
+COMPILE_CFLAGS = ["-std=c11", "-O2", "-fPIC", "-Wall", "-Wextra", "-Werror"]
+HOST_CFLAGS = [*COMPILE_CFLAGS, "-shared"]
 
 
 def find_host_cc() -> str:
@@ -67,20 +69,28 @@ def build_host_library(lib: GeneratedLibrary) -> Path:
     if target.exists():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
+    cc = find_host_cc()
     with tempfile.TemporaryDirectory(prefix="mcu-host-") as tmp:
         tmpdir = Path(tmp)
         for name, text in lib.files.items():
             (tmpdir / name).write_text(text)
-        c_files = [tmpdir / n for n in lib.files if n.endswith(".c")] + sources
+        # Kernels and the runtime never see the generated folder: their objects are the same for every
+        # model with these definitions, and come from the shared object cache (mcu/device/objcache.py).
+        shared = [*COMPILE_CFLAGS, *lib.define_flags(), f"-I{runtime_dir() / 'include'}",
+                  *(f"-I{d}" for d in lib.include_dirs)]
+        units = [Compile(tmpdir / n, [*shared, f"-I{tmpdir}"], False) for n in lib.files if n.endswith(".c")]
+        units += [Compile(src, shared, True) for src in sources]
+        objects = compile_each(cc, units, tmpdir, _run_host_cc)
         out = tmpdir / "model.so"
-        cmd = [find_host_cc(), *HOST_CFLAGS, *lib.define_flags(), f"-I{tmpdir}", f"-I{runtime_dir() / 'include'}",
-               *(f"-I{d}" for d in lib.include_dirs),
-               *map(str, c_files), "-o", str(out), *lib.libraries, "-lm"]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise McuError(f"host build of the generated C failed:\n{proc.stderr.strip()}")
+        _run_host_cc([cc, "-shared", *map(str, objects), "-o", str(out), *lib.libraries, "-lm"], out)
         os.replace(out, target)  # atomic: parallel test workers may build the same library
     return target
+
+
+def _run_host_cc(cmd: list[str], what: Path) -> None:
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise McuError(f"host build of the generated C failed ({what.name}):\n{proc.stderr.strip()}")
 
 
 @dataclass

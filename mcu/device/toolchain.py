@@ -18,7 +18,6 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,10 +26,11 @@ import jinja2
 from mcu import paths, progress
 from mcu.device.boards import Board
 from mcu.device.boot2 import seal_boot2
+from mcu.device.objcache import Compile, compile_each, compiler_identity, file_digest, parse_depfile
 from mcu.device.elf import STB_GLOBAL, STB_WEAK, STT_FUNC, ElfFile, read_elf
 from mcu.errors import McuError
 from mcu.device.stack import StackReport, bound as bound_stack, read_su, save_frames
-from mcu.device.uf2 import write_uf2
+from mcu.device.uf2 import ABSOLUTE_BLOCK_ADDRESS, write_uf2
 import sys
 
 CROSS_GCC = "arm-none-eabi-gcc"
@@ -61,7 +61,7 @@ NEWLIB_SPECS = "--specs=nano.specs"
 LINK_LIBS: tuple[str, ...] = ("-lm", "-lc", "-lgcc")
 RUNTIME_SOURCES: tuple[str, ...] = ("mcu_status.c", "mcu_log.c", "mcu_platform_default.c")
 # Bump when the build recipe changes in a way the stamp key cannot see.
-_RECIPE_VERSION = "2"
+_RECIPE_VERSION = "3"
 
 Defines = Mapping[str, "str | int | None"]
 
@@ -189,32 +189,13 @@ def render_linker_script(board: Board, stack_bytes: int | None = None) -> str:
     )
 
 
-def _sha256_file(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def _parse_depfile(text: str) -> list[str]:
-    """Prerequisites from a gcc ``-MMD`` file (``target: dep dep \\`` lines)."""
-    body = text.replace("\\\n", " ")
-    deps: list[str] = []
-    for line in body.splitlines():
-        _, sep, rest = line.partition(": ")
-        if not sep:
-            continue
-        # Spaces inside a path are escaped as "\ ".
-        for token in re.split(r"(?<!\\)\s+", rest.strip()):
-            if token:
-                deps.append(token.replace("\\ ", " "))
-    return deps
-
-
 def build_recipe(script: str, board: Board, stack_usage: bool) -> str:
     """What a firmware build's stamp keys on besides sources and flags: the linker script, the UF2 family and,
     when the build reports its stack, the analyser's own source (the report is an output of the build too,
     so a changed analyser must not reuse an old report)."""
     recipe = script + f"\nuf2={board.uf2_family}"
     if stack_usage:
-        recipe += f"\nstack-analysis={_sha256_file(Path(bound_stack.__code__.co_filename))}"
+        recipe += f"\nstack-analysis={file_digest(Path(bound_stack.__code__.co_filename))}"
     return recipe
 
 
@@ -222,15 +203,10 @@ def _stamp_key(
     gcc: Path, sources: Sequence[Path], cflags: Sequence[str], ldflags: Sequence[str], script: str
 ) -> str:
     h = hashlib.sha256()
-    st = gcc.stat()
-    # The driver's identity stands in for the whole toolchain (an upgrade
-    # replaces the binary and changes size or mtime).
-    for part in (_RECIPE_VERSION, str(gcc.resolve()), str(st.st_size), str(st.st_mtime_ns)):
-        h.update(part.encode() + b"\0")
-    for part in (*cflags, "--", *ldflags, "--", script):
+    for part in (_RECIPE_VERSION, compiler_identity(gcc), *cflags, "--", *ldflags, "--", script):
         h.update(part.encode() + b"\0")
     for src in sources:
-        h.update(str(src).encode() + b"\0" + _sha256_file(src).encode() + b"\0")
+        h.update(str(src).encode() + b"\0" + file_digest(src).encode() + b"\0")
     return h.hexdigest()
 
 
@@ -242,7 +218,7 @@ def _stamp_valid(stamp_path: Path, key: str, outputs: Sequence[Path]) -> bool:
     if stamp.get("key") != key or not all(p.is_file() for p in outputs):
         return False
     try:
-        return all(_sha256_file(Path(dep)) == digest for dep, digest in stamp["deps"].items())
+        return all(file_digest(Path(dep)) == digest for dep, digest in stamp["deps"].items())
     except (OSError, KeyError, AttributeError):
         return False
 
@@ -361,7 +337,7 @@ def build_firmware(
     work = Path(tempfile.mkdtemp(prefix=f".{name}-build-{os.getpid()}-", dir=out_dir))
     try:
         (work / out.ld.name).write_text(script)
-        objects = _compile_objects(gcc, board, cflags, all_sources, work)
+        objects = _compile_objects(gcc, board, cflags, all_sources, work, out_dir)
         _link_firmware(gcc, board, name, ldflags, objects, work, out)
         _install(board, work, out, key, _dependency_digests(objects))
     finally:
@@ -407,23 +383,19 @@ def _firmware_sources(board: Board, sources: Sequence[Path]) -> list[Path]:
 
 
 def _compile_objects(gcc: Path, board: Board, cflags: Sequence[str], sources: Sequence[Path],
-                     work: Path) -> list[Path]:
-    """Every source compiled in parallel into ``work``, each with its ``-MMD`` dependency file."""
+                     work: Path, out_dir: Path) -> list[Path]:
+    """Every source compiled in parallel into ``work``, each with its ``-MMD`` dependency file.
 
-    def compile_one(index_src: tuple[int, Path]) -> Path:
-        index, src = index_src
-        # The index keeps objects apart when two sources share a file name.
-        obj = work / f"{index:03d}-{src.stem}.o"
-        _run(
-            [str(gcc), *cflags, "-MMD", "-MF", str(obj.with_suffix(".d")),
-             "-c", str(src), "-o", str(obj)],
-            f"compiling {src} for {board.name}",
-        )
-        return obj
-
-    workers = max(1, min(len(sources), os.cpu_count() or 1))
-    with progress.stage("compile"), ThreadPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(compile_one, enumerate(sources)))
+    A source outside ``out_dir`` (kernels, ports, the runtime, a test's own file) is compiled without the
+    include folders inside ``out_dir``: it cannot use the generated model's headers, so its flags are
+    the same for every model on the board and its object comes from the shared cache when another build
+    compiled it already."""
+    own = [f for f in cflags if f.startswith("-I") and Path(f[2:]).resolve().is_relative_to(out_dir)]
+    shared_flags = [f for f in cflags if f not in own]
+    units = [Compile(src, cflags, False) if src.is_relative_to(out_dir) else Compile(src, shared_flags, True)
+             for src in sources]
+    with progress.stage("compile"):
+        return compile_each(gcc, units, work, lambda cmd, src: _run(cmd, f"compiling {src} for {board.name}"))
 
 
 def _link_firmware(gcc: Path, board: Board, name: str, ldflags: Sequence[str], objects: Sequence[Path],
@@ -458,9 +430,9 @@ def _dependency_digests(objects: Sequence[Path]) -> dict[str, str]:
     """Every file the compiler read (from the objects' ``-MMD`` files) -> its SHA-256, for the stamp."""
     deps: dict[str, str] = {}
     for obj in objects:
-        for dep in _parse_depfile(obj.with_suffix(".d").read_text()):
+        for dep in parse_depfile(obj.with_suffix(".d").read_text()):
             dep_path = Path(dep).resolve()
-            deps.setdefault(str(dep_path), _sha256_file(dep_path))
+            deps.setdefault(str(dep_path), file_digest(dep_path))
     return deps
 
 
@@ -470,7 +442,9 @@ def _install(board: Board, work: Path, out: _BuildOutputs, key: str, deps: dict[
     seal_boot2(tmp_elf)  # RP2040: the boot block's CRC32 (no-op for images without one)
     if out.uf2 is not None:
         assert board.uf2_family is not None  # the board loader requires it for "uf2"
-        write_uf2(tmp_elf, work / out.uf2.name, board.uf2_family)
+        # As the Pico SDK does: an RP2350 image in flash opens with the RP2350-E10 block, so that an A2
+        # chip's boot ROM writes it where it runs from; RP2040 images get none.
+        write_uf2(tmp_elf, work / out.uf2.name, board.uf2_family, ABSOLUTE_BLOCK_ADDRESS)
         os.replace(work / out.uf2.name, out.uf2)
     os.replace(work / out.ld.name, out.ld)
     os.replace(work / out.map_file.name, out.map_file)
@@ -545,19 +519,25 @@ def build_linux_executable(board: Board, files: Mapping[str, str], sources: Sequ
         h.update(name.encode() + files[name].encode())
     for src in all_sources:
         h.update(src.read_bytes())
-    for header in sorted((paths.runtime_dir() / "include").rglob("*.h")):
+    for header in [*sorted((paths.runtime_dir() / "include").rglob("*.h")), *sorted(paths.kernels_dir().rglob("*.h"))]:
         h.update(header.read_bytes())
     target = paths.cache_dir() / board.name / f"harness-{h.hexdigest()[:24]}"
     if target.exists():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
+    shared = [*flags, *(f for f in link if f.startswith("-I"))]
     with tempfile.TemporaryDirectory(prefix="mcu-linux-") as tmp:
         tmpdir = Path(tmp)
         for name, text in files.items():
             (tmpdir / name).write_text(text)
-        c_files = [tmpdir / n for n in files if n.endswith(".c")] + list(all_sources)
+        units = [Compile(tmpdir / n, [*shared, f"-I{tmpdir}"], False) for n in files if n.endswith(".c")]
+        units += [Compile(Path(src), shared, True) for src in all_sources]
+
+        def run(cmd: list[str], src: Path) -> None:
+            _run(cmd, f"{board.name} build of the harness ({src.name})", LINUX_INSTALL_HINT)
+
+        objects = compile_each(cc, units, tmpdir, run)
         out = tmpdir / "harness"
-        _run([cc, *flags, f"-I{tmpdir}", *map(str, c_files), "-o", str(out), *link, "-lm"],
-             f"{board.name} build of the harness", LINUX_INSTALL_HINT)
+        run([cc, *map(str, objects), "-o", str(out), *(f for f in link if not f.startswith("-I")), "-lm"], out)
         os.replace(out, target)
     return target

@@ -19,8 +19,8 @@ from mcu.device.elf import read_elf
 from mcu.errors import McuError
 from mcu.device.sim.qemu import run_qemu
 from mcu.device.toolchain import build_firmware, compile_flags, find_cross_compiler, port_sources
-from mcu.device.uf2 import (BLOCK_SIZE, FAMILY_RP2350_ARM_S, FLAG_FAMILY_ID_PRESENT, PAYLOAD_SIZE, decode, encode,
-                     pages_from_segments, read_uf2)
+from mcu.device.uf2 import (ABSOLUTE_BLOCK_ADDRESS, BLOCK_SIZE, FAMILY_ABSOLUTE, FAMILY_RP2350_ARM_S,
+                            FLAG_FAMILY_ID_PRESENT, PAYLOAD_SIZE, decode, encode, pages_from_segments, read_uf2)
 from repo import EXAMPLES, requires_qemu
 
 needs_cross = pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None, reason="arm-none-eabi-gcc not installed")
@@ -106,6 +106,8 @@ def test_uf2_matches_the_elf(pico2_build: dict) -> None:
     elf = read_elf(Path(pico2_build["elf"]))
     uf2 = read_uf2(Path(pico2_build["uf2"]))
     assert uf2.family == 0xE48BFF59
+    # The RP2350-E10 block first, as the SDK writes it, then the image.
+    assert [(b.address, b.family) for b in uf2.ignored] == [(ABSOLUTE_BLOCK_ADDRESS, FAMILY_ABSOLUTE)]
     blocks = uf2.blocks
     assert len(blocks) == blocks[0].num_blocks
     assert [b.block_no for b in blocks] == list(range(len(blocks)))

@@ -129,7 +129,7 @@ def test_a_changed_stack_analyser_rebuilds_the_stack_report(monkeypatch) -> None
     board = load_board("mps2-an505")
     with_report = toolchain.build_recipe("script", board, stack_usage=True)
     assert with_report != toolchain.build_recipe("script", board, stack_usage=False)
-    real = toolchain._sha256_file
-    monkeypatch.setattr(toolchain, "_sha256_file",
+    real = toolchain.file_digest
+    monkeypatch.setattr(toolchain, "file_digest",
                         lambda p: "edited" if p.name == "stack.py" else real(p))
     assert toolchain.build_recipe("script", board, stack_usage=True) != with_report

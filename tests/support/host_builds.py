@@ -9,9 +9,11 @@ import ctypes
 import hashlib
 import os
 import subprocess
+import tempfile
 from pathlib import Path
 
 import cbind_s8 as cb
+from mcu.device.objcache import Compile, compile_each
 from mcu.paths import all_kernel_sources, cache_dir, kernels_dir
 from repo import ROOT
 
@@ -27,12 +29,17 @@ def build_host_variant(define: str, name: str) -> Path:
     out = cache_dir() / name / f"libmcu_{name}_{digest}.so"
     if not out.exists():
         out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out.with_suffix(f".{os.getpid()}.tmp.so")
-        subprocess.run(["cc", "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC",
-                        f"-D{define}", f"-I{RT / 'include'}", *map(str, sources), "-o", str(tmp), "-lm"],
-                       check=True, capture_output=True, text=True)
-        tmp.replace(out)
+        flags = ["-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-fPIC", f"-D{define}", f"-I{RT / 'include'}"]
+        with tempfile.TemporaryDirectory(prefix=f"mcu-{name}-") as tmp:
+            objects = compile_each("cc", [Compile(src, flags, True) for src in sources], Path(tmp), _run)
+            tmp_out = out.with_suffix(f".{os.getpid()}.tmp.so")
+            _run(["cc", "-shared", *map(str, objects), "-o", str(tmp_out), "-lm"], tmp_out)
+        tmp_out.replace(out)
     return out
+
+
+def _run(cmd: list[str], what: Path) -> None:
+    subprocess.run(cmd, check=True, capture_output=True, text=True)
 
 
 def build_emulated_lib() -> Path:
