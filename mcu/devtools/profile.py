@@ -203,7 +203,14 @@ def join_prediction(measured: list[TraceEvent], ops: list[OpInfo], predicted: li
 def events_json(profile: Profile, run: Any) -> dict[str, Any]:
     """What ``mcu profile --events`` saves: the trace with the normal build's whole-inference cost."""
     return {**run.to_json(), "inference_cost": profile.inference_cost, "traced_inference_cost": run.inference_cost,
-            "clock_hz": profile.clock_hz}
+            "clock_hz": profile.clock_hz, "predicted_on": profile.predicted_on,
+            "events": [asdict(r) for r in _events_in_order(profile, run)]}
+
+
+def _events_in_order(profile: Profile, run: Any) -> list[TraceEvent]:
+    """The run's events in execution order with the profile's estimates (on hardware: the twin's prediction)."""
+    estimate = {r.op.handle: r.estimated_cycles for r in profile.rows}
+    return [dataclasses.replace(e, estimated_cycles=estimate.get(e.handle, e.estimated_cycles)) for e in run.events]
 
 
 def out_lines(console: str) -> list[str]:

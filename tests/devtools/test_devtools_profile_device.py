@@ -17,7 +17,7 @@ import pytest
 from fake_pico import FakePico, Pty, make_drive
 from mcu.api import compile_file
 from mcu.devtools.ops import OpInfo
-from mcu.devtools.profile import profile_model
+from mcu.devtools.profile import events_json, profile_model
 from mcu.devtools.trace import run_traced
 from mcu.device.uf2 import decode
 from repo import EXAMPLES
@@ -161,3 +161,6 @@ def test_profile_on_a_pico2_predicts_each_op_on_its_twin(tmp_path: Path, pty: Pt
     assert profile.predicted_on == "mps2-an505 with pico2's memory timing"
     table = profile.table()
     assert "est/meas" in table and "cycles measured on the chip" in table
+    saved = events_json(profile, run)  # what --events writes, for `mcu record show --events`
+    assert saved["predicted_on"] == profile.predicted_on
+    assert {e["handle"]: e["estimated_cycles"] for e in saved["events"]} == predicted
