@@ -254,6 +254,10 @@ def test_board_files_state_wait_states_and_hit_rates(tmp_path: Path) -> None:
     assert (pico.flash.cache_bytes, pico.flash.cache_ways, pico.flash.cache_line, pico.flash.wait_states) == \
         (16384, 2, 8, 112.0)
     assert (pico.ram.data_millicycles, pico.ram.fetch_millicycles) == (0, 0)
+    l4r5 = load_board("mps2-an386-l4r5")  # RM0432: 5 wait states at 120 MHz behind the ART's split caches
+    assert l4r5.clock_hz == 120_000_000 and l4r5.qemu_machine == "mps2-an386"
+    assert (l4r5.flash.wait_states, l4r5.flash.cache_bytes, l4r5.flash.cache_line, l4r5.flash.data_cache_bytes,
+            l4r5.flash.data_cache_line) == (5.0, 1024, 32, 256, 32)
     text = (paths.boards_dir() / "mps2-an505.toml").read_text()
     good = text.replace("length = 0x400000\nwait_states = 0\n",
                         "length = 0x400000\nwait_states = 4\nfetch_wait_states = 2\nhit_rate = 0.5\n", 1)
