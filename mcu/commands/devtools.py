@@ -28,7 +28,8 @@ def add_parsers(sub: Any, add_model_args: Callable[[argparse.ArgumentParser], No
                         "redraws this profile without the model file)")
     p.add_argument("--timeout", type=positive_seconds, default=600.0,
                    help="simulator timeout, or on a Pico 2 / Pico each wait's, in seconds (default 600)")
-    p.add_argument("--port", help="pico2/pico: the board's serial port (default: found automatically)")
+    p.add_argument("--port", help="pico2/pico: the board's serial port (default: found automatically); the cycles "
+                                  "measured per op are printed beside the timing model's prediction for them")
     p.add_argument("--drive", type=Path, help="pico2/pico: the mounted BOOTSEL drive (default: found automatically)")
     p.add_argument("--program", action="store_true",
                    help="profile the model as a program file on the interpreter firmware instead of generated C "
@@ -102,8 +103,12 @@ def cmd_profile(args: argparse.Namespace) -> int:
 
         profile, run = profile_program(cm, timeout_s=args.timeout)
     else:
+        def compile_for(board: Any) -> Any:
+            # the same model and options for another board: a hardware board's simulated twin
+            return compile_model(argparse.Namespace(**{**vars(args), "board": board}))
+
         profile, run = profile_model(cm, timeout_s=args.timeout, port=getattr(args, "port", None),
-                                     drive=getattr(args, "drive", None))
+                                     drive=getattr(args, "drive", None), compile_for=compile_for)
     if args.svg:
         args.svg.write_text(profile.svg())
     if args.events:

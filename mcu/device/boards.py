@@ -46,6 +46,11 @@ class MemoryRegion:
     cache_bytes: int = 0
     cache_ways: int = 1
     cache_line: int = 0
+    # A separate cache for data accesses (a flash accelerator's data cache, ``data_cache_bytes`` > 0):
+    # then ``cache_*`` serves instruction fetches alone, and a data miss also costs ``wait_states``.
+    data_cache_bytes: int = 0
+    data_cache_ways: int = 1
+    data_cache_line: int = 0
 
     @property
     def data_millicycles(self) -> int:
@@ -105,6 +110,9 @@ class Board:
     linux_run: tuple[str, ...] = ()
     linux_sysroot: str = ""  # inside the Python environment (sys.prefix): the target's XNNPACK (setup --arm64)
     linux_multiarch: str = ""  # Debian's library folder name under the sysroot, e.g. aarch64-linux-gnu
+    # A QEMU board with the same core and compiler flags (``sim.twin``): a hardware-only board's cycle
+    # prediction runs the model there with this board's memory timing and clock (mcu.device.timing).
+    sim_twin: str | None = None
 
     @property
     def is_linux(self) -> bool:
@@ -211,13 +219,25 @@ class _Reader:
         hit_rate = self.number(f"{key}.hit_rate", 0.0, maximum=1.0)
         fetch_hit = (self.number(f"{key}.fetch_hit_rate", 0.0, maximum=1.0)
                      if self._lookup(f"{key}.fetch_hit_rate")[0] else None)
-        cache = (self.int_(f"{key}.cache_bytes", minimum=1), self.int_(f"{key}.cache_ways", minimum=1),
-                 self.int_(f"{key}.cache_line", minimum=1)) if self._lookup(f"{key}.cache_bytes")[0] else (0, 1, 0)
-        if cache[0] and (cache[2] & (cache[2] - 1) or cache[0] % (cache[1] * cache[2])):
-            raise self.fail(f"{key}.cache_bytes", "must be ways x sets x line, with a power-of-two line")
+        cache = self.cache_geometry(key, "cache")
+        data_cache = self.cache_geometry(key, "data_cache")
+        if data_cache[0] and not cache[0]:
+            raise self.fail(f"{key}.data_cache_bytes", "needs cache_bytes: the instruction side's cache")
         return MemoryRegion(name=name, origin=origin, length=length, holds=holds, wait_states=wait,
                             fetch_wait_states=fetch_wait, hit_rate=hit_rate, fetch_hit_rate=fetch_hit,
-                            cache_bytes=cache[0], cache_ways=cache[1], cache_line=cache[2])
+                            cache_bytes=cache[0], cache_ways=cache[1], cache_line=cache[2],
+                            data_cache_bytes=data_cache[0], data_cache_ways=data_cache[1],
+                            data_cache_line=data_cache[2])
+
+    def cache_geometry(self, key: str, prefix: str) -> tuple[int, int, int]:
+        """``<prefix>_bytes``, ``_ways`` and ``_line`` of a memory's cache; (0, 1, 0) when it has none."""
+        if not self._lookup(f"{key}.{prefix}_bytes")[0]:
+            return (0, 1, 0)
+        cache = (self.int_(f"{key}.{prefix}_bytes", minimum=1), self.int_(f"{key}.{prefix}_ways", minimum=1),
+                 self.int_(f"{key}.{prefix}_line", minimum=1))
+        if cache[2] & (cache[2] - 1) or cache[0] % (cache[1] * cache[2]):
+            raise self.fail(f"{key}.{prefix}_bytes", "must be ways x sets x line, with a power-of-two line")
+        return cache
 
     def number(self, key: str, default: float, maximum: float = 1000.0) -> float:
         """An optional non-negative number (integer or float) no larger than ``maximum``."""
@@ -315,6 +335,7 @@ def _parse(path: Path) -> Board:
         linux_run=r.str_list("linux.run") if kind == "linux" and r._lookup("linux.run")[0] else (),
         linux_sysroot=r.opt_str("linux.sysroot") or "",
         linux_multiarch=r.opt_str("linux.multiarch") or "",
+        sim_twin=r.opt_str("sim.twin"),
     )
 
 

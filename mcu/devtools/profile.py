@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import dataclasses
 from dataclasses import asdict, dataclass
 from html import escape
-from typing import Any
+from typing import Any, Callable
 
 from mcu.devtools.ops import OpInfo
 from mcu.devtools.trace import TraceEvent
@@ -41,6 +42,9 @@ class Profile:
     inference_cost: int | None  # the whole first inference measured around the run call, when known
     inference_of: str = "normal build"  # which firmware measured it (on hardware: the traced one)
     clock_hz: int | None = None  # the board's clock, for the estimated cycles' milliseconds
+    # Where the estimate comes from when it is not the run itself: on hardware, the same model run in QEMU
+    # on the board's twin with the board's memory timing and clock (mcu.device.timing.twin_board).
+    predicted_on: str | None = None
 
     @property
     def has_estimate(self) -> bool:
@@ -49,6 +53,15 @@ class Profile:
     @property
     def total_estimated_cycles(self) -> int | None:
         return sum(r.estimated_cycles or 0 for r in self.rows) if self.has_estimate else None
+
+    @property
+    def measured_cycles(self) -> bool:
+        """The costs are cycles measured on a chip, and the estimate beside them is the model's prediction."""
+        return self.unit == "cycles" and self.has_estimate
+
+    @staticmethod
+    def _ratio(predicted: int | None, measured: int) -> float | None:
+        return predicted / measured if predicted is not None and measured else None
 
     def _ms(self, cycles: int | None) -> float | None:
         return cycles / self.clock_hz * 1e3 if cycles is not None and self.clock_hz else None
@@ -63,7 +76,8 @@ class Profile:
 
     def table(self) -> str:
         est = self.has_estimate
-        est_head = f" {'est. cycles':>12}" if est else ""
+        vs = self.measured_cycles
+        est_head = (f" {'est. cycles':>12}" if est else "") + (f" {'est/meas':>8}" if vs else "")
         head = (f"{'handle':>6}  {'op':<20} {'kind':<17} {'kernel':<32} {'output':<16} {'MACs':>10} "
                 f"{self.unit:>12}{est_head} {'share':>6} {'/MAC':>6} {'live B':>8}  source")
         lines = [f"profile: {self.title} ({self.unit}, first test vector)", head, "-" * len(head)]
@@ -71,6 +85,9 @@ class Profile:
             per_mac = f"{r.cost_per_mac:6.2f}" if r.cost_per_mac is not None else f"{'-':>6}"
             shape = "x".join(map(str, r.op.output_shapes[0])) if r.op.output_shapes else ""
             est_col = f" {r.estimated_cycles:>12,}" if est else ""
+            if vs:
+                ratio = self._ratio(r.estimated_cycles, r.cost)
+                est_col += f" {ratio:8.2f}" if ratio is not None else f" {'-':>8}"
             lines.append(f"{r.op.handle:>6}  {r.op.name[:20]:<20} {r.op.kind[:17]:<17} {r.op.kernel[:32]:<32} "
                          f"{shape[:16]:<16} {r.op.macs:>10,} {r.cost:>12,}{est_col} {r.share * 100:5.1f}% {per_mac} "
                          f"{r.op.live_bytes:>8,}  {r.op.source}")
@@ -78,13 +95,21 @@ class Profile:
         total_per_mac = f"{self.total_cost / self.total_macs:6.2f}" if self.total_macs else f"{'-':>6}"
         label = f"{'total':>6}  {len(self.rows)} ops"
         est_total = f" {self.total_estimated_cycles:>12,}" if est else ""
+        if vs:
+            ratio = self._ratio(self.total_estimated_cycles, self.total_cost)
+            est_total += f" {ratio:8.2f}" if ratio is not None else f" {'-':>8}"
         lines.append(f"{label:<97} {self.total_macs:>10,} {self.total_cost:>12,}{est_total} {100.0:5.1f}% "
                      f"{total_per_mac}")
         if est:
             ms = self._ms(self.total_estimated_cycles)
             at = f" = {ms:.3f} ms at {self.clock_hz / 1e6:g} MHz" if ms is not None and self.clock_hz else ""
-            lines.append(f"est. cycles: the simulator's per-core timing model over the same ops{at} "
-                         "(an estimate, docs/cycles.md)")
+            if self.predicted_on is not None:
+                lines.append(f"est. cycles: the per-core timing model's prediction for each op, from the same model run in "
+                             f"QEMU on {self.predicted_on}{at} (an estimate, docs/cycles.md); est/meas: predicted / "
+                             "measured, the model's error on this chip")
+            else:
+                lines.append(f"est. cycles: the simulator's per-core timing model over the same ops{at} "
+                             "(an estimate, docs/cycles.md)")
         if self.inference_cost:
             outside = self.inference_cost - self.total_cost
             lines.append(f"whole inference ({self.inference_of}) {self.inference_cost:,} {self.unit}: the ops account for "
@@ -97,9 +122,12 @@ class Profile:
             "title": self.title, "unit": self.unit, "inference_cost": self.inference_cost,
             "total_cost": self.total_cost, "total_macs": self.total_macs,
             "cycles": self.total_estimated_cycles, "ms": self._ms(self.total_estimated_cycles),
-            "cycles_are_estimates": self.has_estimate,
+            "cycles_are_estimates": self.has_estimate, "predicted_on": self.predicted_on,
+            "predicted_over_measured": self._ratio(self.total_estimated_cycles, self.total_cost)
+            if self.measured_cycles else None,
             "ops": [{**asdict(r.op), "cost": r.cost, "share": r.share, "cost_per_mac": r.cost_per_mac,
-                     "cycles": r.estimated_cycles, "ms": self._ms(r.estimated_cycles)}
+                     "cycles": r.estimated_cycles, "ms": self._ms(r.estimated_cycles),
+                     "predicted_over_measured": self._ratio(r.estimated_cycles, r.cost) if self.measured_cycles else None}
                     for r in self.rows],
         }
 
@@ -135,7 +163,7 @@ class Profile:
 
 def make_profile(title: str, unit: str, ops: list[OpInfo], events: list[TraceEvent],
                  inference_cost: int | None, inference_of: str = "normal build",
-                 clock_hz: int | None = None) -> Profile:
+                 clock_hz: int | None = None, predicted_on: str | None = None) -> Profile:
     """Join the op table and the events by debug handle; every traced op must be in the table and vice versa."""
     by_handle = {op.handle: op for op in ops}
     seen = [e.handle for e in events]
@@ -149,13 +177,40 @@ def make_profile(title: str, unit: str, ops: list[OpInfo], events: list[TraceEve
                        estimated_cycles=e.estimated_cycles) for e in events]
     rows.sort(key=lambda r: (-r.cost, r.op.handle))
     return Profile(title=title, unit=unit, rows=rows, inference_cost=inference_cost, inference_of=inference_of,
-                   clock_hz=clock_hz)
+                   clock_hz=clock_hz, predicted_on=predicted_on)
+
+
+def join_prediction(measured: list[TraceEvent], ops: list[OpInfo], predicted: list[TraceEvent],
+                    predicted_ops: list[OpInfo]) -> list[TraceEvent]:
+    """The measured events with each op's predicted cycles (``estimated_cycles``) from a run of the same
+    model on the simulated twin, joined by debug handle. The two builds must run the same ops with the same
+    kernels; a prediction for other code would be no prediction, so a difference is an error naming it."""
+    kernel = {op.handle: op.kernel for op in ops}
+    twin_kernel = {op.handle: op.kernel for op in predicted_ops}
+    differ = sorted(h for h in set(kernel) | set(twin_kernel) if kernel.get(h) != twin_kernel.get(h))
+    if differ:
+        h = differ[0]
+        raise McuError(f"the simulated twin runs other kernels than the board (op {h}: {kernel.get(h)} on the "
+                       f"board, {twin_kernel.get(h)} on the twin): no per-op prediction",
+                       hint="the twin must be a board with the same core and compiler flags (sim.twin)")
+    cycles = {e.handle: e.estimated_cycles for e in predicted}
+    if any(cycles.get(e.handle) is None for e in measured):
+        raise McuError("the simulated twin's run has no cycle estimate for every op",
+                       hint="the twin's core needs a timing model (docs/cycles.md)")
+    return [dataclasses.replace(e, estimated_cycles=cycles[e.handle]) for e in measured]
 
 
 def events_json(profile: Profile, run: Any) -> dict[str, Any]:
     """What ``mcu profile --events`` saves: the trace with the normal build's whole-inference cost."""
     return {**run.to_json(), "inference_cost": profile.inference_cost, "traced_inference_cost": run.inference_cost,
-            "clock_hz": profile.clock_hz}
+            "clock_hz": profile.clock_hz, "predicted_on": profile.predicted_on,
+            "events": [asdict(r) for r in _events_in_order(profile, run)]}
+
+
+def _events_in_order(profile: Profile, run: Any) -> list[TraceEvent]:
+    """The run's events in execution order with the profile's estimates (on hardware: the twin's prediction)."""
+    estimate = {r.op.handle: r.estimated_cycles for r in profile.rows}
+    return [dataclasses.replace(e, estimated_cycles=estimate.get(e.handle, e.estimated_cycles)) for e in run.events]
 
 
 def out_lines(console: str) -> list[str]:
@@ -163,8 +218,27 @@ def out_lines(console: str) -> list[str]:
     return [line.strip() for line in console.splitlines() if line.startswith("OUT ")]
 
 
+def predict_on_twin(cm: Any, ops: list[OpInfo], events: list[TraceEvent], compile_for: Callable[[Any], Any],
+                    timeout_s: float = 600.0) -> tuple[list[TraceEvent], str]:
+    """A hardware board's measured events with the timing model's prediction per op: ``compile_for`` compiles the
+    same model for the board's simulated twin (mcu.device.timing.twin_board: its core and flags, the board's
+    memory timing and clock), whose traced firmware runs in QEMU with the plugin. Returns the events and where
+    the prediction ran."""
+    # lazy: keeps the device layer's board files out of this module's import
+    from mcu.device.timing import twin_board
+
+    twin = twin_board(cm.board)
+    twin_cm = compile_for(twin)
+    run = run_traced(twin_cm, timeout_s=timeout_s)
+    if not run.passed:
+        raise McuError(f"the prediction's firmware of {cm.spec.name} failed its bundled vectors on {twin.qemu_machine}",
+                       hint=run.console.strip()[-1500:])
+    joined = join_prediction(events, ops, run.events, op_table(twin_cm.graph, twin_cm.memory, twin_cm.library))
+    return joined, f"{cm.board.sim_twin} with {cm.board.name}'s memory timing"
+
+
 def profile_model(cm: Any, timeout_s: float = 600.0, port: str | None = None, drive: Path | None = None,
-                  search_dirs: Any = None) -> tuple[Profile, Any]:
+                  search_dirs: Any = None, compile_for: Callable[[Any], Any] | None = None) -> tuple[Profile, Any]:
     """Trace ``cm``'s firmware on its simulator (or a Pico 2 / Pico over USB: ``port``, ``drive``); the
     profile and the trace run (events, outputs).
 
@@ -180,8 +254,11 @@ def profile_model(cm: Any, timeout_s: float = 600.0, port: str | None = None, dr
     ops = op_table(cm.graph, cm.memory, cm.library)
     if cm.board.deploy_method == "uf2":
         title = f"{cm.spec.name} {cm.quantize} on {cm.board.name} (cycles measured on the chip)"
-        return make_profile(title, run.unit, ops, run.events, run.inference_cost,
-                            "traced build, hooks included"), run
+        events, predicted_on = run.events, None
+        if compile_for is not None and cm.board.sim_twin is not None:
+            events, predicted_on = predict_on_twin(cm, ops, run.events, compile_for, timeout_s)
+        return make_profile(title, run.unit, ops, events, run.inference_cost, "traced build, hooks included",
+                            clock_hz=cm.board.clock_hz, predicted_on=predicted_on), run
     normal = cm.simulate(timeout_s=timeout_s)
     if out_lines(normal.console) != out_lines(run.console):
         raise McuError(f"the profiling and normal firmwares of {cm.spec.name} print different outputs",

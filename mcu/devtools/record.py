@@ -148,7 +148,7 @@ def profile_from_record(record: CompileRecord, trace: dict[str, Any]) -> Profile
     """``mcu profile``'s table from a record and the events it saved (``mcu profile --events``)."""
     events = [TraceEvent(**e) for e in trace["events"]]
     return make_profile(record.title, trace["unit"], record.ops, events, trace.get("inference_cost"),
-                        clock_hz=trace.get("clock_hz"))
+                        clock_hz=trace.get("clock_hz"), predicted_on=trace.get("predicted_on"))
 
 
 def describe_record(record: CompileRecord) -> str:

@@ -7,6 +7,7 @@
  *                                 [,core=cortex-m4,cycles_out=FILE3,trace_cycles_out=FILE4]
  *                                 [,mem=ORIGIN:LENGTH:FETCH:DATA ...]
  *                                 [,cache=ORIGIN:LENGTH:BYTES:WAYS:LINE:MISS ...]
+ *                                 [,dcache=ORIGIN:LENGTH:BYTES:WAYS:LINE:MISS ...]
  *
  * Every executed guest instruction adds 1 to a counter (inline, no helper
  * call). The first instruction of mcu_bench_begin snapshots the counter; the
@@ -31,7 +32,9 @@
  * charges data accesses; one per data-path-wide granule an instruction
  * touches). Each cache= names a memory behind a set-associative LRU cache:
  * every data access and, when a block starts, every line of its code goes
- * through the cache, and only misses cost (MISS each). The cycle regions are written to cycles_out and
+ * through the cache, and only misses cost (MISS each). A dcache= gives the
+ * same memory a separate cache for its data accesses (a flash accelerator's
+ * instruction and data caches); then cache= serves the fetches alone. The cycle regions are written to cycles_out and
  * trace_cycles_out like the instruction counts, rounded to whole cycles.
  *
  * Built by mcu.device.sim.qemu.build_plugin() with the host compiler:
@@ -158,6 +161,8 @@ typedef struct mem_cost {
     uint32_t data_mc;  /* per data access */
     cm_cache *cache;   /* when a cache fronts the memory: only its misses cost, miss_mc each */
     uint32_t miss_mc;
+    cm_cache *dcache;  /* when data accesses have a cache of their own: its misses cost dmiss_mc */
+    uint32_t dmiss_mc;
 } mem_cost;
 
 enum { MAX_MEM = 8 };
@@ -238,7 +243,11 @@ static void on_mem(unsigned int vcpu_index, qemu_plugin_meminfo_t info, uint64_t
     if (m == NULL) {
         return;
     }
-    if (m->cache == NULL) {
+    if (m->dcache != NULL) {
+        if (!cm_cache_access(m->dcache, vaddr)) {
+            cycle_mc += m->dmiss_mc;
+        }
+    } else if (m->cache == NULL) {
         cycle_mc += m->data_mc;
     } else if (!cm_cache_access(m->cache, vaddr)) {
         cycle_mc += m->miss_mc;
@@ -387,30 +396,62 @@ static bool parse_mem(const char *s)
     return true;
 }
 
-/* "cache=ORIGIN:LENGTH:BYTES:WAYS:LINE:MISS": a memory behind a cache of that
- * geometry, whose misses cost MISS thousandths of a cycle. */
-static bool parse_cache(const char *s)
+/* "ORIGIN:LENGTH:BYTES:WAYS:LINE:MISS" into v[6] and a cache of that geometry. */
+static cm_cache *parse_cache_spec(const char *s, unsigned long long v[6])
 {
-    unsigned long long v[6];
     for (int i = 0; i < 6; i++) {
         char *end = NULL;
         v[i] = strtoull(s, &end, 0);
         if (end == s || *end != (i < 5 ? ':' : '\0')) {
-            return false;
+            return NULL;
         }
         s = end + 1;
     }
-    if (n_mems == MAX_MEM || v[1] == 0 || v[2] > UINT32_MAX || v[3] > UINT32_MAX || v[4] > UINT32_MAX ||
-        v[5] > UINT32_MAX) {
-        return false;
+    if (v[1] == 0 || v[2] > UINT32_MAX || v[3] > UINT32_MAX || v[4] > UINT32_MAX || v[5] > UINT32_MAX) {
+        return NULL;
     }
     cm_cache *cache = calloc(1, sizeof *cache);
     if (cache == NULL || !cm_cache_init(cache, (uint32_t)v[2], (uint32_t)v[3], (uint32_t)v[4])) {
         free(cache);
+        return NULL;
+    }
+    return cache;
+}
+
+/* The region at exactly ORIGIN:LENGTH, made (costing nothing else) if none is. */
+static mem_cost *region_at(uint64_t origin, uint64_t length)
+{
+    for (int i = 0; i < n_mems; i++) {
+        if (mems[i].origin == origin && mems[i].end == origin + length) {
+            return &mems[i];
+        }
+    }
+    if (n_mems == MAX_MEM) {
+        return NULL;
+    }
+    mems[n_mems] = (mem_cost){.origin = origin, .end = origin + length};
+    return &mems[n_mems++];
+}
+
+/* "cache=ORIGIN:LENGTH:BYTES:WAYS:LINE:MISS": a memory behind a cache of that
+ * geometry, whose misses cost MISS thousandths of a cycle; "dcache=" the same
+ * for the memory's data accesses alone. */
+static bool parse_cache(const char *s, bool data_only)
+{
+    unsigned long long v[6];
+    cm_cache *cache = parse_cache_spec(s, v);
+    mem_cost *m = cache == NULL ? NULL : region_at(v[0], v[1]);
+    if (m == NULL || (data_only ? m->dcache : m->cache) != NULL) {
+        free(cache);
         return false;
     }
-    mems[n_mems++] = (mem_cost){.origin = v[0], .end = v[0] + v[1], .cache = cache,
-                                .miss_mc = (uint32_t)v[5]};
+    if (data_only) {
+        m->dcache = cache;
+        m->dmiss_mc = (uint32_t)v[5];
+    } else {
+        m->cache = cache;
+        m->miss_mc = (uint32_t)v[5];
+    }
     charge_data = true;
     return true;
 }
@@ -456,8 +497,9 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
             }
             continue;
         }
-        if (strncmp(arg, "cache=", 6) == 0) {
-            if (!parse_cache(arg + 6)) {
+        if (strncmp(arg, "cache=", 6) == 0 || strncmp(arg, "dcache=", 7) == 0) {
+            bool data_only = arg[0] == 'd';
+            if (!parse_cache(arg + (data_only ? 7 : 6), data_only)) {
                 fprintf(stderr, "insn_count: bad cache '%s'\n", arg);
                 return -1;
             }

@@ -188,6 +188,27 @@ def test_a_cache_in_front_of_a_memory_charges_its_misses_only(tmp_path: Path) ->
     assert sequence_cycles(cached, tmp_path, reads) == 2 + 5 + 4 * 10
 
 
+def test_a_data_cache_serves_data_and_the_cache_instructions(tmp_path: Path) -> None:
+    """A flash accelerator's split caches: with a data cache of its own (32 bytes, two ways, 16-byte lines)
+    the reads of the cache test miss 4 times; the 1 kB instruction-side cache alone would miss 3 times
+    (lines 0, 1, 2 all fit). A loop whose code spans more lines than the data cache holds costs the same
+    with and without it: fetches go through the instruction side only."""
+    base = load_board(M4)
+    icache = dataclasses.replace(base.ram, wait_states=10.0, cache_bytes=1024, cache_ways=2, cache_line=16)
+    split = dataclasses.replace(icache, data_cache_bytes=32, data_cache_ways=2, data_cache_line=16)
+    reads = lines("ldr r0, [r7]", "ldr r1, [r7, #16]", "ldr r2, [r7, #4]", "ldr r3, [r7, #32]",
+                  "ldr r4, [r7, #8]", "ldr r5, [r7, #20]")
+    assert sequence_cycles(dataclasses.replace(base, ram=icache), tmp_path, reads) == 2 + 5 + 3 * 10
+    assert sequence_cycles(dataclasses.replace(base, ram=split), tmp_path, reads) == 2 + 5 + 4 * 10
+    flash_icache = dataclasses.replace(base.flash, wait_states=10.0, cache_bytes=1024, cache_ways=2, cache_line=16)
+    flash_split = dataclasses.replace(flash_icache, data_cache_bytes=32, data_cache_ways=2, data_cache_line=16)
+    # the loop spans four 16-byte lines: through the 32-byte data cache it would miss every pass
+    loop = lines(".p2align 6", "1: adds r0, r0, #1", *["nop.w"] * 14, "cmp r0, r1", "bne 1b")
+    code_costs = {run_sequence(dataclasses.replace(base, flash=flash), tmp_path, loop,
+                               "movs r0, #0\n  movs r1, #50").cycles[0] for flash in (flash_icache, flash_split)}
+    assert len(code_costs) == 1
+
+
 def test_code_behind_a_cache_misses_once_per_line(tmp_path: Path) -> None:
     """Code in a cached flash: the loop's lines miss on the first pass only, so twice the iterations cost
     exactly the uncached difference twice, never more misses (a hit-rate model would charge every pass)."""
@@ -233,6 +254,10 @@ def test_board_files_state_wait_states_and_hit_rates(tmp_path: Path) -> None:
     assert (pico.flash.cache_bytes, pico.flash.cache_ways, pico.flash.cache_line, pico.flash.wait_states) == \
         (16384, 2, 8, 112.0)
     assert (pico.ram.data_millicycles, pico.ram.fetch_millicycles) == (0, 0)
+    l4r5 = load_board("mps2-an386-l4r5")  # RM0432: 5 wait states at 120 MHz behind the ART's split caches
+    assert l4r5.clock_hz == 120_000_000 and l4r5.qemu_machine == "mps2-an386"
+    assert (l4r5.flash.wait_states, l4r5.flash.cache_bytes, l4r5.flash.cache_line, l4r5.flash.data_cache_bytes,
+            l4r5.flash.data_cache_line) == (5.0, 1024, 32, 256, 32)
     text = (paths.boards_dir() / "mps2-an505.toml").read_text()
     good = text.replace("length = 0x400000\nwait_states = 0\n",
                         "length = 0x400000\nwait_states = 4\nfetch_wait_states = 2\nhit_rate = 0.5\n", 1)
@@ -240,7 +265,8 @@ def test_board_files_state_wait_states_and_hit_rates(tmp_path: Path) -> None:
     flash = load_board("mps2-an505", tmp_path).flash
     assert (flash.data_millicycles, flash.fetch_millicycles) == (2000, 1000)
     for bad in ("wait_states = -1", "hit_rate = 1.5", 'wait_states = "two"',
-                "cache_bytes = 1000\ncache_ways = 2\ncache_line = 16"):
+                "cache_bytes = 1000\ncache_ways = 2\ncache_line = 16",
+                "data_cache_bytes = 256\ndata_cache_ways = 8\ndata_cache_line = 32"):
         (tmp_path / "mps2-an505.toml").write_text(text.replace("wait_states = 0", bad, 1))
-        with pytest.raises(McuError, match=r"memory\.flash\.(wait_states|hit_rate|cache_bytes)"):
+        with pytest.raises(McuError, match=r"memory\.flash\.(wait_states|hit_rate|cache_bytes|data_cache_bytes)"):
             load_board("mps2-an505", tmp_path)

@@ -62,3 +62,19 @@ def test_goal_line(cycles, tmp_path, capsys) -> None:
     (tmp_path / f"resnet8.{board}.json").unlink()  # an unmeasured benchmark is not a met goal
     cycles.goal_line(tmp_path, cycles.MODELS, board, markdown=False)
     assert "NOT MET" in capsys.readouterr().out
+
+
+def test_l4r5_row_against_the_cortex_m4_best(cycles, tmp_path, capsys) -> None:
+    """The STM32L4R5 board's table carries the Cortex-M4 MLPerf Tiny best beside ours, and the calibration
+    reads the L4R5 anchors' prediction from it."""
+    board = "mps2-an386-l4r5"
+    assert board in cycles.BOARDS and cycles.CALIBRATION_BOARDS["cortex-m4"] == ["mps2-an386", board]
+    write(tmp_path, "ds_cnn", board, 6_000_000)
+    cycles.per_core_tables(tmp_path, ["ds_cnn"], [board], markdown=False)
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if line.startswith("ds_cnn (KWS)"))
+    assert "5,182,466 (STMicroelectronics, v1.2)" in row and row.split()[-1] == f"{6_000_000 / 5_182_466:.2f}"
+    cycles.calibration_table(tmp_path, markdown=False)
+    out = capsys.readouterr().out
+    krai_kws = next(line for line in out.splitlines() if "NUCLEO-L4R5ZI" in line and " KWS " in line)
+    assert f"6,000,000 ({board})" in krai_kws and krai_kws.split()[-1] == f"{6_000_000 / 11_977_243:.2f}"

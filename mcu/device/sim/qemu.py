@@ -143,6 +143,9 @@ def timing_args(board: Board, cycles_out: Path, trace_cycles_out: Path | None = 
         if region.cache_bytes:
             args.append(f"cache={region.origin:#x}:{region.length:#x}:{region.cache_bytes}:{region.cache_ways}:"
                         f"{region.cache_line}:{round(1000 * region.wait_states)}")
+            if region.data_cache_bytes:
+                args.append(f"dcache={region.origin:#x}:{region.length:#x}:{region.data_cache_bytes}:"
+                            f"{region.data_cache_ways}:{region.data_cache_line}:{round(1000 * region.wait_states)}")
             continue
         fetch, data = region.fetch_millicycles, region.data_millicycles
         if fetch or data:

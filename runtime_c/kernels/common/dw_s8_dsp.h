@@ -369,14 +369,14 @@ _Static_assert(offsetof(mcu_dw4_run, rq) == 16 && offsetof(mcu_dw4_run, row) == 
     "ldrd r12, lr, [r0, #" ofs "]\n\t" MCU_DW4_RUN_TAP("[r12]", "0") MCU_DW4_RUN_TAP("[r12, r1]", "8") \
         MCU_DW4_RUN_TAP("[r12, r1, lsl #1]", "16") "add r12, r12, r3\n\t"                     \
                                                    "str r12, [r0, #" ofs "]\n\t"
-/* Lane a (register), K pair at kofs, multiplier and shift at mofs (see mcu_rq_ch_apply); r0 the state,
- * r8-r11 scratch. Also dw_px_s8_dsp.h's row loops' requantization. */
+/* Lane a (register), K[0] at kofs, multiplier and shift at mofs (K[acc < 0] as a borrow: see
+ * mcu_rq_ch_apply); r0 the state, r8-r11 scratch. Also dw_px_s8_dsp.h's row loops' requantization. */
 #define MCU_DW4_RUN_RQ(a, kofs, mofs)                                                         \
-    "lsr r8, " a ", #31\n\t"                                                                  \
-    "add r8, r0, r8, lsl #3\n\t"                                                              \
-    "ldrd r10, r11, [r8, #" kofs "]\n\t"                                                      \
+    "ldrd r10, r11, [r0, #" kofs "]\n\t"                                                      \
     "ldrd r8, r9, [r0, #" mofs "]\n\t"                                                        \
     "smlal r10, r11, " a ", r8\n\t"                                                           \
+    "bic r8, " a ", r10\n\t"                                                                  \
+    "add r11, r11, r8, asr #31\n\t"                                                           \
     "asr r11, r11, r9\n\t"                                                                    \
     "ssat " a ", #8, r11\n\t"
 

@@ -23,7 +23,14 @@
  * K[0] = 2^30 + 2^(R+30) + output_offset 2^(31+R) and K[1] = K[0] - 2^31: one SMLAL and an ASR.
  * R <= 24 keeps every sum inside int64 (|P| < 2^62, |output_offset 2^(31+R)| <= 2^62, and the sum
  * stays above -2^63), and the result fits int32 (|sum| < 2^63 = 2^(31+R) 2^(32-R)). The clamp to
- * [-256, 256] of the fast function changes nothing once the result is clamped into int8. */
+ * [-256, 256] of the fast function changes nothing once the result is clamped into int8.
+ *
+ * On the core K[1] is not loaded: K[1] + P = (K[0] + P) - 2^31 borrows from the high word exactly when
+ * bit 31 of the low word of K[0] + P is clear, so BIC (acc AND NOT low) and an ADD of its sign (ASR
+ * #31) give the high word of K[acc < 0] + P. Both table loads then take fixed offsets: choosing the
+ * pair by acc's sign computed the address in the instruction before the load, which waits a cycle
+ * for it on the Cortex-M4/M33 pipeline (no forwarding to the address generator), with as many
+ * instructions. */
 typedef struct {
     int64_t k[2]; /* K[0], K[1]: for acc >= 0 and acc < 0 */
     int32_t multiplier;
@@ -57,16 +64,16 @@ static inline int32_t mcu_rq_ch_apply(const mcu_rq_ch *t, int32_t acc)
 {
 #if MCU_S8_DSP_NATIVE
     /* One statement, so that GCC keeps the table in memory and loads it with two LDRDs. */
-    uint32_t lo, hi, m, sh, kp;
+    uint32_t lo, hi, m, sh, bw;
     int32_t z;
-    __asm__("lsr %[kp], %[acc], #31\n\t"
-            "add %[kp], %[t], %[kp], lsl #3\n\t"
-            "ldrd %[lo], %[hi], [%[kp]]\n\t"
+    __asm__("ldrd %[lo], %[hi], [%[t]]\n\t"
             "ldrd %[m], %[sh], [%[t], #16]\n\t"
             "smlal %[lo], %[hi], %[acc], %[m]\n\t"
+            "bic %[bw], %[acc], %[lo]\n\t"
+            "add %[hi], %[hi], %[bw], asr #31\n\t"
             "asr %[hi], %[hi], %[sh]\n\t"
             "ssat %[z], #8, %[hi]"
-            : [z] "=r"(z), [lo] "=&r"(lo), [hi] "=&r"(hi), [m] "=&r"(m), [sh] "=&r"(sh), [kp] "=&r"(kp)
+            : [z] "=r"(z), [lo] "=&r"(lo), [hi] "=&r"(hi), [m] "=&r"(m), [sh] "=&r"(sh), [bw] "=&r"(bw)
             : [acc] "r"(acc), [t] "r"(t)
             : "memory");
     return z;
@@ -83,13 +90,13 @@ static inline uint32_t mcu_rq4_pack_s8(const mcu_rq_ch *rq, uint32_t a0, uint32_
 #if MCU_S8_DSP_NATIVE
     /* One statement with the table at fixed offsets (mcu_rq_ch is 24 bytes): 7 instructions per
      * value and 5 to pack. */
-    uint32_t lo, hi, m, sh, kp;
+    uint32_t lo, hi, m, sh, bw;
 #define MCU_RQ_LANE(a, k, m_ofs)                                                              \
-    "lsr %[kp], %[" a "], #31\n\t"                                                            \
-    "add %[kp], %[t], %[kp], lsl #3\n\t"                                                      \
-    "ldrd %[lo], %[hi], [%[kp], #" k "]\n\t"                                                  \
+    "ldrd %[lo], %[hi], [%[t], #" k "]\n\t"                                                   \
     "ldrd %[m], %[sh], [%[t], #" m_ofs "]\n\t"                                                \
     "smlal %[lo], %[hi], %[" a "], %[m]\n\t"                                                  \
+    "bic %[bw], %[" a "], %[lo]\n\t"                                                          \
+    "add %[hi], %[hi], %[bw], asr #31\n\t"                                                    \
     "asr %[hi], %[hi], %[sh]\n\t"                                                             \
     "ssat %[" a "], #8, %[hi]\n\t"
     __asm__(MCU_RQ_LANE("a0", "0", "16") MCU_RQ_LANE("a1", "24", "40") MCU_RQ_LANE("a2", "48", "64")
@@ -100,7 +107,7 @@ static inline uint32_t mcu_rq4_pack_s8(const mcu_rq_ch *rq, uint32_t a0, uint32_
             "and %[a1], %[a1], #0x00FF00FF\n\t"
             "orr %[a0], %[a0], %[a1], lsl #8"
             : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [lo] "=&r"(lo), [hi] "=&r"(hi),
-              [m] "=&r"(m), [sh] "=&r"(sh), [kp] "=&r"(kp)
+              [m] "=&r"(m), [sh] "=&r"(sh), [bw] "=&r"(bw)
             : [t] "r"(rq)
             : "memory");
 #undef MCU_RQ_LANE
