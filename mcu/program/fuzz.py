@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from mcu.device.objcache import Compile, compile_each
 from mcu.errors import McuError
 from mcu.paths import all_kernel_sources, cache_dir, runtime_dir
 from mcu.quantize import modes
@@ -51,25 +52,36 @@ def find_fuzz_clang() -> Path | None:
     return None
 
 
-def _fuzzer_command(out: Path, clang: Path) -> list[str]:
+def _fuzzer_sources() -> list[Path]:
     rt = runtime_dir()
-    sources = [rt / "interp" / "fuzz" / "fuzz_program.c", *sorted((rt / "interp").glob("*.c")),
-               *all_kernel_sources(), rt / "src" / "mcu_status.c", rt / "src" / "mcu_delegate.c"]
+    return [rt / "interp" / "fuzz" / "fuzz_program.c", *sorted((rt / "interp").glob("*.c")),
+            *all_kernel_sources(), rt / "src" / "mcu_status.c", rt / "src" / "mcu_delegate.c"]
+
+
+def _fuzzer_flags() -> list[str]:
     # Line tables are all a sanitizer report needs (file:line per frame); full debug info took a
     # third of the build.
-    return [str(clang), "-std=c11", "-gline-tables-only", "-O1", f"-fsanitize={SANITIZERS}",
-            "-fno-sanitize-recover=undefined", "-Wall", "-Wextra", "-Werror", f"-I{rt / 'include'}", *map(str, sources), "-lm", "-o", str(out)]
+    return ["-std=c11", "-gline-tables-only", "-O1", f"-fsanitize={SANITIZERS}", "-fno-sanitize-recover=undefined",
+            "-Wall", "-Wextra", "-Werror", f"-I{runtime_dir() / 'include'}"]
 
 
 def build_fuzzer(out: Path, clang: Path | None = None) -> Path:
-    """The instrumented harness binary at ``out``: interpreter, every kernel, the status names."""
+    """The instrumented harness binary at ``out``: interpreter, every kernel, the status names (each source
+    compiled on its own, in parallel, through the shared object cache)."""
     clang = clang or find_fuzz_clang()
     if clang is None:
         raise McuError("no clang with libFuzzer found", hint=INSTALL_HINT)
     out.parent.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.run(_fuzzer_command(out, clang), capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise McuError(f"building the fuzz harness failed:\n{proc.stderr.strip()[-3000:]}")
+
+    def run(cmd: list[str], what: Path) -> None:
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise McuError(f"building the fuzz harness failed ({what.name}):\n{proc.stderr.strip()[-3000:]}")
+
+    flags = _fuzzer_flags()
+    with tempfile.TemporaryDirectory(prefix="mcu-fuzz-") as tmp:
+        objects = compile_each(clang, [Compile(src, flags, True) for src in _fuzzer_sources()], Path(tmp), run)
+        run([str(clang), f"-fsanitize={SANITIZERS}", *map(str, objects), "-lm", "-o", str(out)], out)
     return out
 
 
@@ -79,7 +91,7 @@ def cached_fuzzer(clang: Path | None = None) -> Path:
     if clang is None:
         raise McuError("no clang with libFuzzer found", hint=INSTALL_HINT)
     rt = runtime_dir()
-    digest = hashlib.sha256(" ".join(_fuzzer_command(Path("out"), clang)).encode())
+    digest = hashlib.sha256(" ".join([str(clang), *_fuzzer_flags(), *map(str, _fuzzer_sources())]).encode())
     for path in sorted([*rt.glob("interp/**/*.[ch]"), *rt.glob("interp/*.def"), *rt.glob("kernels/**/*.[ch]"),
                         *rt.glob("include/**/*.h"), *rt.glob("src/*.c")]):
         digest.update(str(path.relative_to(rt)).encode() + b"\0" + path.read_bytes())
