@@ -81,17 +81,27 @@ class ObjectCache:
     def _entry(self, key: str) -> Path:
         return self.root / key[:2] / key
 
+    def _current(self, entry: Path) -> dict | None:
+        """The entry's manifest while every file it was compiled from still has its digest, else None."""
+        try:
+            manifest = json.loads((entry / "manifest.json").read_text())
+            if all(file_digest(Path(dep)) == digest for dep, digest in manifest["deps"].items()):
+                return manifest
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            pass
+        return None
+
     def fetch(self, key: str, obj: Path) -> bool:
         """Copy the entry's object (and its side outputs) to ``obj``; False when there is no entry or a file it
         was compiled from has changed since."""
         entry = self._entry(key)
+        manifest = self._current(entry)
+        if manifest is None:
+            return False
         try:
-            manifest = json.loads((entry / "manifest.json").read_text())
-            if any(file_digest(Path(dep)) != digest for dep, digest in manifest["deps"].items()):
-                return False
             for suffix in manifest["files"]:
                 shutil.copyfile(entry / f"object{suffix}", obj.with_suffix(suffix))
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        except (OSError, KeyError, TypeError):
             return False
         return True
 
@@ -107,8 +117,10 @@ class ObjectCache:
             for suffix in suffixes:
                 shutil.copyfile(obj.with_suffix(suffix), staging / f"object{suffix}")
             (staging / "manifest.json").write_text(json.dumps({"deps": deps, "files": suffixes}))
-            if entry.exists():  # a stale entry (a header changed): the newer compile replaces it
-                shutil.rmtree(entry, ignore_errors=True)
+            if entry.exists():
+                if self._current(entry) is not None:  # another build stored it meanwhile
+                    return
+                shutil.rmtree(entry, ignore_errors=True)  # stale (a header changed): this compile replaces it
             try:
                 os.rename(staging, entry)
             except OSError:  # another build stored the same key meanwhile: keep theirs
