@@ -38,6 +38,7 @@ from mcu.layouts import to_memory_order
 from mcu.capture.loader import ModelSpec, flatten_outputs, load_model_file, spec_from_objects
 from mcu.device.mapfile import SizeReport, size_report
 from mcu.plan.drawing import plan_svg
+from mcu.plan.fused import KIND as FUSED_KIND
 from mcu.plan.memory import MemoryPlan
 from mcu.emit.outputs import build_lock, cached_build_dir, stage_sources
 from mcu.progress import stage
@@ -216,7 +217,8 @@ class CompiledModel:
     @cached_property
     def reference_is_exact(self) -> bool:
         """Whether the Python reference predicts every op of this graph bit for bit (never for fp32 models)."""
-        return not modes.is_float(self.quantize) and not self.delegated and Reference(self.graph).exact
+        return not modes.is_float(self.quantize) and not self.delegated \
+            and Reference(self.reference_graph or self.graph).exact
 
     @cached_property
     def expected_outputs(self) -> list[list[np.ndarray]]:
@@ -427,8 +429,9 @@ def backend_options(cmsis_nn: str | Path | None = None, packed_weights: bool | N
 
 def compile_spec(spec: ModelSpec, board: str | Board = "mps2-an505", quantize: str = "none",
                  options: BackendOptions | None = None, backend: str | list[str] | None = None,
-                 check_flash: bool = True) -> CompiledModel:
-    """``backend``: the backends' preference order, ``"cmsis-nn,optimized,portable"`` or a list (None:
+                 check_flash: bool = True, fuse_blocks: bool = False) -> CompiledModel:
+    """``fuse_blocks``: run int8 inverted-residual blocks row by row through a ring of expanded rows
+    (mcu/plan/fused.py; the default keeps every tensor whole). ``backend``: the backends' preference order, ``"cmsis-nn,optimized,portable"`` or a list (None:
     CMSIS-NN first when it is given, then optimized, then portable; mcu/backends/registry.py); the
     partition report is ``CompiledModel.partitions``. ``options``: the backends' own options by backend
     id (:func:`backend_options` makes them from the API's keywords)."""
@@ -441,10 +444,12 @@ def compile_spec(spec: ModelSpec, board: str | Board = "mps2-an505", quantize: s
         graph = to_graph(spec, quantize)
         graph.output_names = [] if graph.state else _output_names(spec, len(graph.outputs))  # state: no extra run
         before = dataclasses.replace(graph, ops=list(graph.ops))  # partitioning replaces the op list, not the ops
-        memory, library, report = compile_graph(graph, board_obj, quantize, order, options, check_flash=check_flash)
+        memory, library, report = compile_graph(graph, board_obj, quantize, order, options, check_flash=check_flash,
+                                                fuse=fuse_blocks)
     delegated = any(op.kind == "delegate" for op in graph.ops)
+    fused = any(op.kind == FUSED_KIND for op in graph.ops)
     cm = CompiledModel(spec=spec, board=board_obj, quantize=quantize, graph=graph, memory=memory, library=library,
-                       partitions=report, reference_graph=before if delegated else None)
+                       partitions=report, reference_graph=before if delegated or fused else None)
     if cm.has_custom_ops:
         # The user's kernels against their references in a sanitized child, before any firmware is built
         # and before their C runs in this process.
@@ -468,10 +473,11 @@ def compile(model: torch.nn.Module, example_inputs: Sequence[torch.Tensor], boar
 
 def compile_file(path: str | Path, board: str = "mps2-an505", quantize: str = "none",
                  cmsis_nn: str | Path | None = None, packed_weights: bool | None = None,
-                 backend: str | list[str] | None = None) -> CompiledModel:
+                 backend: str | list[str] | None = None, fuse_blocks: bool = False) -> CompiledModel:
     with stage("load"):
         spec = load_model_file(path)
-    return compile_spec(spec, board, quantize, backend_options(cmsis_nn, packed_weights, backend), backend)
+    return compile_spec(spec, board, quantize, backend_options(cmsis_nn, packed_weights, backend), backend,
+                        fuse_blocks=fuse_blocks)
 
 
 def max_abs(values: list[np.ndarray]) -> float:

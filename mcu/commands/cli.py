@@ -49,6 +49,11 @@ def _add_model_args(p: argparse.ArgumentParser, board_required: bool = True) -> 
                         "compact kernels); by default, on cores with the DSP extension (Cortex-M4/M7/M33) they "
                         "are packed as int16 for the fastest kernel, which doubles their flash, unless the "
                         "board's flash has no room for that")
+    p.add_argument("--fuse-blocks", action="store_true",
+                   help="int8: run inverted-residual blocks (1x1 expansion, depthwise, 1x1 projection, residual "
+                        "add) row by row through a ring of expanded rows, so the expanded tensor never exists "
+                        "whole: a smaller arena for a few more instructions (generated C only; program files "
+                        "refuse it)")
     p.add_argument("--prefill-chunk", type=positive_int, metavar="C", default=None,
                    help="text generation: prompt tokens per prefill call (default: the model file's "
                         "prefill_chunk); larger runs the prompt in fewer calls, each row of a chunk costs "

@@ -1,0 +1,269 @@
+"""Fused execution of an inverted-residual block, row by row: the expanded tensor never exists whole.
+
+A block is a chain of int8 ops in channels-last layout:
+
+    x -> producer (a convolution, one group: the 1x1 expansion, or a network's first 3x3 convolution)
+      -> depthwise (kernel K rows, stride S)
+      -> projection (1x1 convolution)
+      -> add of x (the residual; optional)
+
+Run whole, the producer's output ``e`` (the expanded tensor, often the largest of the network) lives in
+the arena from the producer to the depthwise. Fused, one op computes the block's output one row at a
+time: for output row ``oy`` the depthwise reads rows ``oy*S - pad .. oy*S - pad + K - 1`` of ``e``, which
+sit in a ring of K rows in the op's scratch; rows the previous output row already read stay (moved down
+by S rows), the S new ones are computed by the producer from ``x``, and rows outside ``e`` (the
+depthwise's vertical padding) are filled with the depthwise's input zero point, which its arithmetic
+treats exactly as padding (``(zp + input_offset) * w == 0``). The depthwise then makes one row of its
+output (a second scratch row), the projection one row of the block's output, and the residual adds one
+row of ``x`` to it. Each row goes through the same kernel the unfused op runs, with the same parameters
+except the row counts and vertical padding, so every output element is computed by the same integer
+arithmetic as unfused.
+
+The fused op keeps the ops it replaces (``attrs["stages"]``) for the emitter (mcu/emit/fused.py), which
+asks each stage's backend for its call on row-sized tensors (:func:`row_ops`). This module decides what
+fuses (:func:`fuse_blocks`) and the geometry the memory planner and the emitter share (:class:`Block`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from mcu.ir import CHANNELS_LAST, Graph, Op, Tensor
+from mcu.plan.contracts import Interval, scratch_bytes
+
+KIND = "fused_block"
+ALIGNMENT = 4
+
+
+def _align(n: int) -> int:
+    return (n + ALIGNMENT - 1) // ALIGNMENT * ALIGNMENT
+
+
+@dataclass(frozen=True)
+class Block:
+    """The geometry of one fused block (NHWC, batch 1, int8: one byte an element)."""
+
+    in_h: int
+    in_w: int
+    in_c: int
+    e_h: int
+    e_w: int
+    e_c: int
+    out_h: int  # the depthwise's (and the block's) output rows
+    out_w: int
+    out_c: int
+    p_kernel: int  # producer: window rows, stride, top padding
+    p_stride: int
+    p_pad: int
+    k: int  # depthwise: window rows, stride, top padding
+    s: int
+    pad: int
+    residual: bool
+    zero_point: int  # the depthwise's input zero point: the ring's padding rows
+
+    @property
+    def in_row(self) -> int:
+        return self.in_w * self.in_c
+
+    @property
+    def e_row(self) -> int:
+        return self.e_w * self.e_c
+
+    @property
+    def d_row(self) -> int:
+        return self.out_w * self.e_c
+
+    @property
+    def out_row(self) -> int:
+        return self.out_w * self.out_c
+
+    @property
+    def keep(self) -> int:
+        """Ring rows one output row hands to the next."""
+        return max(self.k - self.s, 0)
+
+    @property
+    def ring_bytes(self) -> int:
+        return _align(self.k * self.e_row)
+
+    @property
+    def d_row_offset(self) -> int:
+        return self.ring_bytes
+
+    @property
+    def stage_scratch_offset(self) -> int:
+        return self.ring_bytes + _align(self.d_row)
+
+    def producer_rows(self, ey: int) -> tuple[int, int, int]:
+        """(first input row, rows, top padding) that producer row ``ey`` reads."""
+        start = ey * self.p_stride - self.p_pad
+        lo, hi = max(start, 0), min(start + self.p_kernel, self.in_h)
+        return lo, hi - lo, lo - start
+
+    def first_fresh(self, oy: int) -> int:
+        """The first row of ``e`` that output row ``oy`` computes (earlier ones are in the ring)."""
+        return oy * self.s - self.pad + (0 if oy == 0 else self.keep)
+
+    def max_overlap_delta(self) -> int | None:
+        """The largest (output start - input start) in bytes at which writing the block's output over its
+        input is safe (None: no overlap is safe): row ``oy``'s bytes must end below every input byte read
+        after they are written: the producer rows of later output rows and, with a residual, input row
+        ``oy`` itself (the projection writes the row before the add reads it)."""
+        bound: int | None = None
+        for oy in range(self.out_h):
+            needed = []
+            nxt = self.first_fresh(oy + 1) if oy + 1 < self.out_h else None
+            if nxt is not None:
+                rows = [ey for ey in range(nxt, self.e_h) if ey >= 0]
+                if rows:
+                    needed.append(self.producer_rows(rows[0])[0] * self.in_row)
+            if self.residual:
+                needed.append(oy * self.in_row)
+            if not needed:
+                continue
+            d = min(needed) - (oy + 1) * self.out_row
+            bound = d if bound is None else min(bound, d)
+        return bound
+
+
+def overlap_intervals(op: Op) -> tuple[Interval, ...]:
+    """Where a fused block's output may start relative to its input (see Block.max_overlap_delta). No
+    kernel call of the block sees both (the rows go through the ring and the scratch row, and a residual
+    row ends before its input row starts), so unlike a window kernel's contract the bound may be positive."""
+    d = op.attrs["block"].max_overlap_delta()
+    return () if d is None else ((None, d),)
+
+
+def _int8_nhwc(t: Tensor) -> bool:
+    return t.dtype == "int8" and len(t.shape) == 4 and t.shape[0] == 1 and t.dim_order == CHANNELS_LAST \
+        and t.alias_of is None and not t.is_constant
+
+
+def _one_user(graph: Graph, t: Tensor, users: dict[int, list[Op]]) -> Op | None:
+    found = users.get(id(t), [])
+    if len(found) != 1 or t.is_output or any(o is t for o in graph.outputs):
+        return None
+    return found[0]
+
+
+def _plain(op: Op) -> bool:
+    return op.kind != "delegate" and not op.attrs.get("alias") and all(t.alias_of is None for t in op.outputs)
+
+
+def block_of(stages: list[Op]) -> Block:
+    p, d, q = stages[:3]
+    x, e, y = p.inputs[0], p.output, d.output
+    return Block(in_h=x.shape[2], in_w=x.shape[3], in_c=x.shape[1], e_h=e.shape[2], e_w=e.shape[3], e_c=e.shape[1],
+                 out_h=y.shape[2], out_w=y.shape[3], out_c=q.output.shape[1],
+                 p_kernel=p.inputs[1].shape[2], p_stride=p.attrs["stride"][0], p_pad=p.attrs["padding"][0],
+                 k=d.inputs[1].shape[2], s=d.attrs["stride"][0], pad=d.attrs["padding"][0],
+                 residual=len(stages) == 4, zero_point=-int(d.attrs["input_offset"]))
+
+
+def _match(graph: Graph, d: Op, producers: dict[int, Op], users: dict[int, list[Op]]) -> list[Op] | None:
+    """[producer, depthwise, projection(, add)] around depthwise ``d``, or None."""
+    if d.kind != "depthwise_conv2d" or d.output.dtype != "int8" or not _plain(d):
+        return None
+    if d.attrs.get("ch_mult", 1) != 1 or tuple(d.attrs["dilation"]) != (1, 1):
+        return None
+    e = d.inputs[0]
+    p = producers.get(id(e))
+    if p is None or p.kind != "conv2d" or not _plain(p) or p.attrs.get("groups", 1) != 1 \
+            or tuple(p.attrs["dilation"]) != (1, 1) or _one_user(graph, e, users) is not d:
+        return None
+    q = _one_user(graph, d.output, users)
+    if q is None or q.kind != "conv2d" or not _plain(q) or q.inputs[0] is not d.output:
+        return None
+    w = q.inputs[1]
+    if (w.shape[2], w.shape[3]) != (1, 1) or tuple(q.attrs["stride"]) != (1, 1) \
+            or tuple(q.attrs["padding"]) != (0, 0) or q.attrs.get("groups", 1) != 1:
+        return None
+    x = p.inputs[0]
+    if not all(_int8_nhwc(t) for t in (x, e, d.output, q.output)):
+        return None
+    stages = [p, d, q]
+    a = _one_user(graph, q.output, users)
+    if a is not None and a.kind == "add" and _plain(a) and len(a.inputs) == 2 and _int8_nhwc(a.output) \
+            and a.output.shape == q.output.shape == x.shape and any(t is x for t in a.inputs) \
+            and any(t is q.output for t in a.inputs) and a.inputs[0] is not a.inputs[1]:
+        stages.append(a)
+    return stages
+
+
+def fuse_blocks(graph: Graph) -> list[Op]:
+    """Replace each inverted-residual chain of ``graph.ops`` by one ``fused_block`` op; returns the fused
+    ops. Runs after partitioning (each stage keeps the backend that took it) and before the memory plan."""
+    producers = {id(t): op for op in graph.ops for t in op.outputs}
+    users: dict[int, list[Op]] = {}
+    for op in graph.ops:
+        for t in op.inputs:
+            if not t.is_constant:
+                lst = users.setdefault(id(t), [])
+                if op not in lst:
+                    lst.append(op)
+    taken: set[int] = set()
+    chains: list[list[Op]] = []
+    for op in graph.ops:
+        stages = _match(graph, op, producers, users)
+        if stages is None or any(id(s) in taken for s in stages):
+            continue
+        positions = [graph.ops.index(s) for s in stages]
+        between = graph.ops[positions[0]:positions[-1] + 1]
+        if any(o not in stages for o in between):  # the chain must run back to back
+            continue
+        taken.update(id(s) for s in stages)
+        chains.append(stages)
+    fused: list[Op] = []
+    for stages in chains:
+        x = stages[0].inputs[0]
+        out = stages[-1].output
+        consts: list[Tensor] = []
+        for s in stages:
+            consts += [t for t in s.inputs if t.is_constant and all(t is not c for c in consts)]
+        block = block_of(stages)
+        stage_scratch = max(stage_scratch_bytes(s) for s in row_ops(stages, block))
+        op = Op(KIND, [x, *consts], [out],
+                {"stages": stages, "block": block, "backend": KIND,
+                 "scratch_bytes": block.stage_scratch_offset + stage_scratch, "scratch_name": "ring",
+                 "ops": [s.name for s in stages]},
+                f"fused_{stages[0].name}", stages[0].source)
+        at = graph.ops.index(stages[0])
+        graph.ops[at:at + len(stages)] = [op]
+        fused.append(op)
+    return fused
+
+
+def stage_scratch_bytes(op: Op) -> int:
+    """Scratch one row call of a stage needs (its kernel's, as the memory planner would give it unfused)."""
+    return max(int(op.attrs.get("scratch_bytes", 0)), scratch_bytes(op))
+
+
+def _row_tensor(t: Tensor, rows: int, tag: str) -> Tensor:
+    return replace(t, name=f"{t.name}_{tag}", shape=(t.shape[0], t.shape[1], rows, t.shape[3]), data=None,
+                   alias_of=None, is_input=False, is_output=False)
+
+
+def row_ops(stages: list[Op], block: Block, producer_rows: tuple[int, int] = (1, 0)) -> list[Op]:
+    """The stages as ops on row-sized tensors: the producer reading ``producer_rows`` = (rows, top padding)
+    of ``x`` for one row of ``e``, the depthwise reading the ring's K rows (no vertical padding: the ring
+    holds it) for one output row, the projection and the add on one row."""
+    p, d, q = stages[:3]
+    rows, top = producer_rows
+    x_in = _row_tensor(p.inputs[0], rows, "rows")
+    e_row = _row_tensor(p.output, 1, "row")
+    ring = _row_tensor(p.output, block.k, "ring")
+    d_row = _row_tensor(d.output, 1, "row")
+    y_row = _row_tensor(q.output, 1, "row")
+    result = [
+        Op(p.kind, [x_in, *p.inputs[1:]], [e_row], {**p.attrs, "padding": (top, p.attrs["padding"][1])},
+           p.name, p.source),
+        Op(d.kind, [ring, *d.inputs[1:]], [d_row], {**d.attrs, "padding": (0, d.attrs["padding"][1])},
+           d.name, d.source),
+        Op(q.kind, [d_row, *q.inputs[1:]], [y_row], dict(q.attrs), q.name, q.source),
+    ]
+    if block.residual:
+        a = stages[3]
+        x_row = _row_tensor(p.inputs[0], 1, "row")
+        ins = [x_row if t is p.inputs[0] else y_row for t in a.inputs]
+        result.append(Op(a.kind, ins, [y_row], dict(a.attrs), a.name, a.source))
+    return result
