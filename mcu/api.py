@@ -429,9 +429,11 @@ def backend_options(cmsis_nn: str | Path | None = None, packed_weights: bool | N
 
 def compile_spec(spec: ModelSpec, board: str | Board = "mps2-an505", quantize: str = "none",
                  options: BackendOptions | None = None, backend: str | list[str] | None = None,
-                 check_flash: bool = True, fuse_blocks: bool = False) -> CompiledModel:
+                 check_flash: bool = True, fuse_blocks: bool = False,
+                 ram_budget: int | None = None) -> CompiledModel:
     """``fuse_blocks``: run int8 inverted-residual blocks row by row through a ring of expanded rows
-    (mcu/plan/fused.py; the default keeps every tensor whole). ``backend``: the backends' preference order, ``"cmsis-nn,optimized,portable"`` or a list (None:
+    (mcu/plan/fused.py), as few as give the smallest arena; ``ram_budget``: as few as bring the arena to
+    at most these bytes (mcu/plan/fusion.py); by default every tensor stays whole. ``backend``: the backends' preference order, ``"cmsis-nn,optimized,portable"`` or a list (None:
     CMSIS-NN first when it is given, then optimized, then portable; mcu/backends/registry.py); the
     partition report is ``CompiledModel.partitions``. ``options``: the backends' own options by backend
     id (:func:`backend_options` makes them from the API's keywords)."""
@@ -445,7 +447,7 @@ def compile_spec(spec: ModelSpec, board: str | Board = "mps2-an505", quantize: s
         graph.output_names = [] if graph.state else _output_names(spec, len(graph.outputs))  # state: no extra run
         before = dataclasses.replace(graph, ops=list(graph.ops))  # partitioning replaces the op list, not the ops
         memory, library, report = compile_graph(graph, board_obj, quantize, order, options, check_flash=check_flash,
-                                                fuse=fuse_blocks)
+                                                fuse=fuse_blocks, ram_budget=ram_budget)
     delegated = any(op.kind == "delegate" for op in graph.ops)
     fused = any(op.kind == FUSED_KIND for op in graph.ops)
     cm = CompiledModel(spec=spec, board=board_obj, quantize=quantize, graph=graph, memory=memory, library=library,
@@ -473,11 +475,12 @@ def compile(model: torch.nn.Module, example_inputs: Sequence[torch.Tensor], boar
 
 def compile_file(path: str | Path, board: str = "mps2-an505", quantize: str = "none",
                  cmsis_nn: str | Path | None = None, packed_weights: bool | None = None,
-                 backend: str | list[str] | None = None, fuse_blocks: bool = False) -> CompiledModel:
+                 backend: str | list[str] | None = None, fuse_blocks: bool = False,
+                 ram_budget: int | None = None) -> CompiledModel:
     with stage("load"):
         spec = load_model_file(path)
     return compile_spec(spec, board, quantize, backend_options(cmsis_nn, packed_weights, backend), backend,
-                        fuse_blocks=fuse_blocks)
+                        fuse_blocks=fuse_blocks, ram_budget=ram_budget)
 
 
 def max_abs(values: list[np.ndarray]) -> float:

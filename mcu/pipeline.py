@@ -21,7 +21,8 @@ from mcu.errors import McuError
 from mcu.frontend.lower import from_exported
 from mcu.ir import Graph
 from mcu.capture.loader import ModelSpec
-from mcu.plan.fused import fuse_blocks
+from mcu.plan.fused import with_fused
+from mcu.plan.fusion import choose as choose_fusion
 from mcu.plan.memory import MemoryPlan, plan_memory
 from mcu.passes.fold_batch_norm import fold_batch_norm
 from mcu.passes.fuse_activations import fuse_activations
@@ -136,20 +137,24 @@ def partition_ops(graph: Graph, board: Board, quantize: str, backends: list[str]
 def compile_graph(graph: Graph, board: Board, quantize: str, backends: list[str] | None = None,
                   options: BackendOptions | None = None,
                   check_flash: bool = True,
-                  fuse: bool = False) -> tuple[MemoryPlan, GeneratedLibrary, PartitionReport]:
+                  fuse: bool = False, ram_budget: int | None = None,
+                  ) -> tuple[MemoryPlan, GeneratedLibrary, PartitionReport]:
     """``backends``: preference order of backend ids (None: the registry's default for these options:
     CMSIS-NN first when it has its sources, then the optimized and the portable kernels;
     mcu/backends/registry.py). ``options``: each backend's own options by backend id (CMSIS-NN's
     sources, the optimized backend's weight layout), passed to the backends as they are.
     ``check_flash`` False: the constants need not fit the board's flash (a program file, whose weights
     the host runtime may load). ``fuse``: run inverted-residual blocks row by row (mcu/plan/fused.py), so
-    their expanded tensors never exist whole: a smaller arena for a few more instructions."""
+    their expanded tensors never exist whole, as few of them as give the smallest arena
+    (mcu/plan/fusion.py); ``ram_budget``: as few as bring the arena to at most these bytes (none when
+    the default schedule fits)."""
     if check_flash:  # before partitioning: packing the weights of a model that cannot fit costs minutes
         check_constants_fit(board, graph)
     # Before the plan: a backend's kernels bring their own scratch sizes and overlap contracts.
     report = partition_ops(graph, board, quantize, backends, dict(options or {}))
-    if fuse:  # after partitioning: each fused stage runs the kernel its backend chose
-        fuse_blocks(graph)
+    if fuse or ram_budget is not None:  # after partitioning: each fused stage runs its backend's kernel
+        with stage("fuse"):
+            graph.ops = with_fused(graph, choose_fusion(graph, ram_budget).chains).ops
     with stage("plan"):
         memory = plan_memory(graph, capacities=board.arena_regions())
         check_fits(board, memory)

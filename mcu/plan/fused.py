@@ -190,9 +190,9 @@ def _match(graph: Graph, d: Op, producers: dict[int, Op], users: dict[int, list[
     return stages
 
 
-def fuse_blocks(graph: Graph) -> list[Op]:
-    """Replace each inverted-residual chain of ``graph.ops`` by one ``fused_block`` op; returns the fused
-    ops. Runs after partitioning (each stage keeps the backend that took it) and before the memory plan."""
+def find_chains(graph: Graph) -> list[list[Op]]:
+    """Every chain of ``graph.ops`` that can run fused, each as [producer, depthwise, projection(, add)], in
+    op order; the chains share no op and each runs back to back in the op order."""
     producers = {id(t): op for op in graph.ops for t in op.outputs}
     users: dict[int, list[Op]] = {}
     for op in graph.ops:
@@ -201,36 +201,53 @@ def fuse_blocks(graph: Graph) -> list[Op]:
                 lst = users.setdefault(id(t), [])
                 if op not in lst:
                     lst.append(op)
+    position = {id(op): i for i, op in enumerate(graph.ops)}
     taken: set[int] = set()
     chains: list[list[Op]] = []
     for op in graph.ops:
         stages = _match(graph, op, producers, users)
         if stages is None or any(id(s) in taken for s in stages):
             continue
-        positions = [graph.ops.index(s) for s in stages]
-        between = graph.ops[positions[0]:positions[-1] + 1]
-        if any(o not in stages for o in between):  # the chain must run back to back
+        first, last = position[id(stages[0])], position[id(stages[-1])]
+        if last - first + 1 != len(stages):  # another op runs between two stages
             continue
         taken.update(id(s) for s in stages)
         chains.append(stages)
-    fused: list[Op] = []
-    for stages in chains:
-        x = stages[0].inputs[0]
-        out = stages[-1].output
-        consts: list[Tensor] = []
-        for s in stages:
-            consts += [t for t in s.inputs if t.is_constant and all(t is not c for c in consts)]
-        block = block_of(stages)
-        stage_scratch = max(stage_scratch_bytes(s) for s in row_ops(stages, block))
-        op = Op(KIND, [x, *consts], [out],
-                {"stages": stages, "block": block, "backend": KIND,
-                 "scratch_bytes": block.stage_scratch_offset + stage_scratch, "scratch_name": "ring",
-                 "ops": [s.name for s in stages]},
-                f"fused_{stages[0].name}", stages[0].source)
-        at = graph.ops.index(stages[0])
-        graph.ops[at:at + len(stages)] = [op]
-        fused.append(op)
-    return fused
+    return chains
+
+
+def fused_op(stages: list[Op]) -> Op:
+    """The one op that runs ``stages`` row by row."""
+    x = stages[0].inputs[0]
+    consts: list[Tensor] = []
+    for s in stages:
+        consts += [t for t in s.inputs if t.is_constant and all(t is not c for c in consts)]
+    block = block_of(stages)
+    stage_scratch = max(stage_scratch_bytes(s) for s in row_ops(stages, block))
+    return Op(KIND, [x, *consts], [stages[-1].output],
+              {"stages": stages, "block": block, "backend": KIND,
+               "scratch_bytes": block.stage_scratch_offset + stage_scratch, "scratch_name": "ring",
+               "ops": [s.name for s in stages]},
+              f"fused_{stages[0].name}", stages[0].source)
+
+
+def with_fused(graph: Graph, chains: list[list[Op]]) -> Graph:
+    """A copy of ``graph`` whose op list runs each of ``chains`` as one fused op (the ops are shared)."""
+    replaced = {id(stages[0]): stages for stages in chains}
+    skip = {id(s) for stages in chains for s in stages[1:]}
+    ops: list[Op] = []
+    for op in graph.ops:
+        if id(op) in replaced:
+            ops.append(fused_op(replaced[id(op)]))
+        elif id(op) not in skip:
+            ops.append(op)
+    return Graph(inputs=graph.inputs, outputs=graph.outputs, ops=ops, name=graph.name, fallbacks=graph.fallbacks,
+                 state=graph.state, output_names=graph.output_names)
+
+
+def expanded_bytes(stages: list[Op]) -> int:
+    """Bytes of the tensor a chain's fusion keeps from existing whole."""
+    return stages[0].output.nbytes
 
 
 def stage_scratch_bytes(op: Op) -> int:
