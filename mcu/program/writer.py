@@ -242,7 +242,7 @@ def _method(fb: _Builder, src: MethodSource, segments: _Segments,
             insns.append((fmt.KERNEL_DELEGATE, operands, [len(delegates) - 1, len(op.outputs)], op.name))
             continue
         if op.kind == FUSED_KIND:
-            raise McuError(f"program files do not carry fused blocks yet ({op.name}: {', '.join(op.attrs['ops'])})",
+            raise UnsupportedKernel(f"program files do not carry fused blocks yet ({op.name}: {', '.join(op.attrs['ops'])})",
                            hint="drop --fuse-blocks for a program file; the generated C runs fused blocks")
         planned = memory.scratch_offsets.get(id(op))
         scratch = None if planned is None else (memory.scratch_arena_index(op), planned, scratch_bytes(op))

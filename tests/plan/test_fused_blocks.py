@@ -1,0 +1,152 @@
+"""Fused inverted-residual blocks (mcu/plan/fused.py, mcu/plan/fusion.py, mcu/emit/fused.py): the generated C
+of a block run row by row through its ring equals the Python integer reference of the unfused graph bit
+for bit, over shapes, strides, paddings and producers; the plan holds the ring; a RAM budget picks as few
+fused blocks as fit it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings, strategies as st
+from torch import nn
+
+from mcu.api import CompiledModel, compile_spec
+from mcu.capture.loader import spec_from_objects
+from mcu.errors import McuError
+from mcu.plan.drawing import plan_svg
+from mcu.plan.fused import KIND, Block
+from mcu.program.writer import UnsupportedKernel
+
+
+class _Block(nn.Module):
+    """producer (kernel p_kernel, stride p_stride) -> depthwise (kernel k, stride s, padding pad) -> 1x1,
+    with the residual when shapes allow."""
+
+    def __init__(self, cin: int, hidden: int, cout: int, p_kernel: int, p_stride: int, k: int, s: int,
+                 pad: int, residual: bool) -> None:
+        super().__init__()
+        self.expand = nn.Sequential(nn.Conv2d(cin, hidden, p_kernel, p_stride, p_kernel // 2, bias=False),
+                                    nn.BatchNorm2d(hidden), nn.ReLU6())
+        self.dw = nn.Sequential(nn.Conv2d(hidden, hidden, k, s, pad, groups=hidden, bias=False),
+                                nn.BatchNorm2d(hidden), nn.ReLU6())
+        self.project = nn.Conv2d(hidden, cout, 1, bias=True)
+        self.residual = residual
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.project(self.dw(self.expand(x)))
+        return x + y if self.residual else y
+
+
+def _compile(model: nn.Module, shape: tuple[int, ...], seed: int, board: str = "mps2-an505",
+             **kwargs: object) -> CompiledModel:
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, nn.BatchNorm2d):
+                m.running_mean.uniform_(-0.5, 0.5, generator=gen)
+                m.running_var.uniform_(0.5, 2.0, generator=gen)
+    model.eval()
+    calib = [(torch.randn(shape, generator=gen),) for _ in range(4)]
+    tests = [(torch.randn(shape, generator=gen) * 1.5,) for _ in range(2)]
+    spec = spec_from_objects(model, calib[0], calib, tests, name="fused_block_case")
+    return compile_spec(spec, board, "int8", **kwargs)  # type: ignore[arg-type]
+
+
+def _fused(cm: CompiledModel) -> list:
+    return [op for op in cm.graph.ops if op.kind == KIND]
+
+
+def _same_as_reference(cm: CompiledModel) -> None:
+    for x in cm.spec.test_inputs:
+        for ref, got in zip(cm.reference_raw(*x), cm.run_raw_c(*x)):
+            np.testing.assert_array_equal(got, ref)
+
+
+@st.composite
+def _cases(draw: st.DrawFn) -> dict:
+    k = draw(st.sampled_from([3, 5]))
+    s = draw(st.sampled_from([1, 2]))
+    pad = draw(st.sampled_from(sorted({0, k // 2})))
+    p_kernel, p_stride = draw(st.sampled_from([(1, 1), (1, 1), (3, 1), (3, 2)]))
+    cin = draw(st.sampled_from([3, 4, 8]))
+    residual = s == 1 and pad == k // 2 and p_stride == 1 and draw(st.booleans())
+    cout = cin if residual else draw(st.sampled_from([4, 8, 12]))
+    h = draw(st.integers(k + 2, 14))
+    w = draw(st.integers(k, 12))
+    return {"cin": cin, "hidden": cin * draw(st.sampled_from([3, 6])), "cout": cout, "p_kernel": p_kernel,
+            "p_stride": p_stride, "k": k, "s": s, "pad": pad, "residual": residual, "h": h, "w": w,
+            "seed": draw(st.integers(0, 2**16))}
+
+
+@pytest.mark.slow
+@settings(max_examples=14, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=_cases())
+def test_fused_block_equals_unfused_reference(case: dict) -> None:
+    h, w, seed = case.pop("h"), case.pop("w"), case.pop("seed")
+    torch.manual_seed(seed)
+    cm = _compile(_Block(**case), (1, case["cin"], h, w), seed, fuse_blocks=True)
+    fused = _fused(cm)
+    assert len(fused) == 1, [op.kind for op in cm.graph.ops]
+    block: Block = fused[0].attrs["block"]
+    assert (block.k, block.s, block.pad, block.residual) == (case["k"], case["s"], case["pad"], case["residual"])
+    _same_as_reference(cm)
+
+
+@pytest.mark.parametrize("board", ["mps2-an505", "mps3-an547", "mps2-an385-m0plus"])
+def test_fused_block_on_each_core_family(board: str) -> None:
+    """The optimized (DSP), MVE and plain paths of the kernels each fused stage calls, host-built."""
+    torch.manual_seed(1)
+    model = _Block(8, 48, 8, 1, 1, 3, 1, 1, True)
+    cm = _compile(model, (1, 8, 12, 10), 1, board, fuse_blocks=True)
+    assert len(_fused(cm)) == 1
+    _same_as_reference(cm)
+
+
+def test_plan_holds_the_ring_and_drops_the_expanded_tensor() -> None:
+    torch.manual_seed(2)
+    model = _Block(8, 48, 8, 1, 1, 3, 2, 1, False)
+    whole = _compile(model, (1, 8, 16, 16), 2)
+    fused = _compile(model, (1, 8, 16, 16), 2, fuse_blocks=True)
+    (op,) = _fused(fused)
+    block: Block = op.attrs["block"]
+    names = [b.name for b in fused.memory.plan.buffers]
+    assert f"{op.name}_ring" in names
+    ring = next(b for b in fused.memory.plan.buffers if b.name == f"{op.name}_ring")
+    assert ring.size >= block.k * block.e_row  # K expanded rows
+    expanded = op.attrs["stages"][0].output
+    assert expanded.name not in names and expanded.name in [b.name for b in whole.memory.plan.buffers]
+    assert fused.memory.arena_size < whole.memory.arena_size
+    svg = plan_svg(fused.memory.plan, "fused")
+    assert svg.count('<g class="ring">') == 1 and "ring of expanded rows" in svg
+    assert '<g class="ring">' not in plan_svg(whole.memory.plan, "whole")
+    assert not _fused(whole)  # the default schedule is today's
+
+
+def test_ram_budget_fuses_as_few_blocks_as_fit() -> None:
+    torch.manual_seed(3)
+    model = nn.Sequential(_Block(8, 48, 8, 1, 1, 3, 1, 1, True), _Block(8, 48, 16, 1, 1, 3, 2, 1, False),
+                          _Block(16, 32, 16, 1, 1, 3, 1, 1, True))
+    shape = (1, 8, 16, 16)
+    whole = _compile(model, shape, 3)
+    smallest = _compile(model, shape, 3, fuse_blocks=True)
+    assert smallest.memory.arena_size < whole.memory.arena_size
+    arenas, counts = [], []
+    for budget in sorted({smallest.memory.arena_size, (smallest.memory.arena_size + whole.memory.arena_size) // 2,
+                          whole.memory.arena_size, whole.memory.arena_size + 4096}):
+        cm = _compile(model, shape, 3, ram_budget=budget)
+        assert cm.memory.arena_size <= budget
+        arenas.append(cm.memory.arena_size)
+        counts.append(len(_fused(cm)))
+    assert counts == sorted(counts, reverse=True)  # a larger budget never fuses more
+    assert counts[-1] == 0 and arenas[-1] == whole.memory.arena_size
+    with pytest.raises(McuError, match=f"smallest arena is {smallest.memory.arena_size} B"):
+        _compile(model, shape, 3, ram_budget=smallest.memory.arena_size - 4)
+
+
+def test_program_files_refuse_fused_blocks_by_name() -> None:
+    torch.manual_seed(4)
+    cm = _compile(_Block(4, 24, 4, 1, 1, 3, 1, 1, True), (1, 4, 8, 8), 4, fuse_blocks=True)
+    (op,) = _fused(cm)
+    with pytest.raises(UnsupportedKernel, match=f"program files do not carry fused blocks yet \\({op.name}"):
+        cm.runtime_program()
