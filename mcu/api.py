@@ -427,12 +427,17 @@ def backend_options(cmsis_nn: str | Path | None = None, packed_weights: bool | N
     return options
 
 
+def _fuse_policy(fuse_blocks: bool | str) -> str:
+    return ("auto" if fuse_blocks else "off") if isinstance(fuse_blocks, bool) else fuse_blocks
+
+
 def compile_spec(spec: ModelSpec, board: str | Board = "mps2-an505", quantize: str = "none",
                  options: BackendOptions | None = None, backend: str | list[str] | None = None,
-                 check_flash: bool = True, fuse_blocks: bool = False,
+                 check_flash: bool = True, fuse_blocks: bool | str = False,
                  ram_budget: int | None = None) -> CompiledModel:
     """``fuse_blocks``: run int8 inverted-residual blocks row by row through a ring of expanded rows
-    (mcu/plan/fused.py), as few as give the smallest arena; ``ram_budget``: as few as bring the arena to
+    (mcu/plan/fused.py), as few as give the smallest arena (True or "auto"; "all": every block that can);
+    ``ram_budget``: as few as bring the arena to
     at most these bytes (mcu/plan/fusion.py); by default every tensor stays whole. ``backend``: the backends' preference order, ``"cmsis-nn,optimized,portable"`` or a list (None:
     CMSIS-NN first when it is given, then optimized, then portable; mcu/backends/registry.py); the
     partition report is ``CompiledModel.partitions``. ``options``: the backends' own options by backend
@@ -447,7 +452,7 @@ def compile_spec(spec: ModelSpec, board: str | Board = "mps2-an505", quantize: s
         graph.output_names = [] if graph.state else _output_names(spec, len(graph.outputs))  # state: no extra run
         before = dataclasses.replace(graph, ops=list(graph.ops))  # partitioning replaces the op list, not the ops
         memory, library, report = compile_graph(graph, board_obj, quantize, order, options, check_flash=check_flash,
-                                                fuse=fuse_blocks, ram_budget=ram_budget)
+                                                fuse=_fuse_policy(fuse_blocks), ram_budget=ram_budget)
     delegated = any(op.kind == "delegate" for op in graph.ops)
     fused = any(op.kind == FUSED_KIND for op in graph.ops)
     cm = CompiledModel(spec=spec, board=board_obj, quantize=quantize, graph=graph, memory=memory, library=library,
@@ -475,7 +480,7 @@ def compile(model: torch.nn.Module, example_inputs: Sequence[torch.Tensor], boar
 
 def compile_file(path: str | Path, board: str = "mps2-an505", quantize: str = "none",
                  cmsis_nn: str | Path | None = None, packed_weights: bool | None = None,
-                 backend: str | list[str] | None = None, fuse_blocks: bool = False,
+                 backend: str | list[str] | None = None, fuse_blocks: bool | str = False,
                  ram_budget: int | None = None) -> CompiledModel:
     with stage("load"):
         spec = load_model_file(path)

@@ -21,7 +21,7 @@ from mcu.errors import McuError
 from mcu.frontend.lower import from_exported
 from mcu.ir import Graph
 from mcu.capture.loader import ModelSpec
-from mcu.plan.fused import with_fused
+from mcu.plan.fused import find_chains, with_fused
 from mcu.plan.fusion import choose as choose_fusion
 from mcu.plan.memory import MemoryPlan, plan_memory
 from mcu.passes.fold_batch_norm import fold_batch_norm
@@ -134,10 +134,13 @@ def partition_ops(graph: Graph, board: Board, quantize: str, backends: list[str]
     return partition(graph, resolve_backends(backends, ctx), ctx)
 
 
+FUSE_POLICIES = ("off", "auto", "all")
+
+
 def compile_graph(graph: Graph, board: Board, quantize: str, backends: list[str] | None = None,
                   options: BackendOptions | None = None,
                   check_flash: bool = True,
-                  fuse: bool = False, ram_budget: int | None = None,
+                  fuse: str = "off", ram_budget: int | None = None,
                   ) -> tuple[MemoryPlan, GeneratedLibrary, PartitionReport]:
     """``backends``: preference order of backend ids (None: the registry's default for these options:
     CMSIS-NN first when it has its sources, then the optimized and the portable kernels;
@@ -145,16 +148,19 @@ def compile_graph(graph: Graph, board: Board, quantize: str, backends: list[str]
     sources, the optimized backend's weight layout), passed to the backends as they are.
     ``check_flash`` False: the constants need not fit the board's flash (a program file, whose weights
     the host runtime may load). ``fuse``: run inverted-residual blocks row by row (mcu/plan/fused.py), so
-    their expanded tensors never exist whole, as few of them as give the smallest arena
-    (mcu/plan/fusion.py); ``ram_budget``: as few as bring the arena to at most these bytes (none when
-    the default schedule fits)."""
+    their expanded tensors never exist whole: "auto" as few of them as give the smallest arena
+    (mcu/plan/fusion.py), "all" every one, "off" none; ``ram_budget``: as few as bring the arena to at
+    most these bytes (none when the default schedule fits)."""
     if check_flash:  # before partitioning: packing the weights of a model that cannot fit costs minutes
         check_constants_fit(board, graph)
     # Before the plan: a backend's kernels bring their own scratch sizes and overlap contracts.
     report = partition_ops(graph, board, quantize, backends, dict(options or {}))
-    if fuse or ram_budget is not None:  # after partitioning: each fused stage runs its backend's kernel
+    if fuse not in FUSE_POLICIES:
+        raise McuError(f"unknown block fusion {fuse!r}", hint=f"one of {', '.join(FUSE_POLICIES)}")
+    if fuse != "off" or ram_budget is not None:  # after partitioning: each fused stage runs its backend's kernel
         with stage("fuse"):
-            graph.ops = with_fused(graph, choose_fusion(graph, ram_budget).chains).ops
+            chains = find_chains(graph) if fuse == "all" else choose_fusion(graph, ram_budget).chains
+            graph.ops = with_fused(graph, chains).ops
     with stage("plan"):
         memory = plan_memory(graph, capacities=board.arena_regions())
         check_fits(board, memory)

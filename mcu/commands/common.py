@@ -35,5 +35,5 @@ def compile_model(args: argparse.Namespace) -> Any:
                             cmsis_nn=resolve(spec, origin=origin),
                             packed_weights=False if getattr(args, "compact_weights", False) else None,
                             backend=getattr(args, "backend", None),
-                            fuse_blocks=getattr(args, "fuse_blocks", False),
+                            fuse_blocks=getattr(args, "fuse_blocks", "off"),
                             ram_budget=getattr(args, "ram_budget", None))

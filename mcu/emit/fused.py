@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Callable
 
 from mcu.backends.calls import KernelCall, Refs
-from mcu.emit.cvalues import c_initializer
+from mcu.emit.cvalues import c_initializer, c_type
 from mcu.emit.kernels import emit_call
 from mcu.ir import Op, Tensor
 from mcu.plan.fused import Block, row_ops, stage_scratch_bytes
@@ -37,6 +37,7 @@ def body(op: Op, tensor_ref: Callable[[Tensor], str], scratch: str) -> tuple[lis
     stages: list[Op] = op.attrs["stages"]
     b: Block = op.attrs["block"]
     x, out = stages[0].inputs[0], stages[-1].output
+    ct = c_type(x.dtype)
     calls: list[tuple[Op, KernelCall]] = []
 
     def refs_for(row: Op, places: dict[int, str]) -> Refs:
@@ -48,9 +49,9 @@ def body(op: Op, tensor_ref: Callable[[Tensor], str], scratch: str) -> tuple[lis
 
     lines = [
         f"uint8_t *const fused_scratch = {scratch};",
-        "int8_t *const ring = (int8_t *)fused_scratch;",
-        f"const int8_t *const x = {tensor_ref(x)};",
-        f"int8_t *const y = {tensor_ref(out)};",
+        "uint8_t *const ring = fused_scratch;",
+        f"uint8_t *const x = (uint8_t *){tensor_ref(x)};",
+        f"uint8_t *const y = (uint8_t *){tensor_ref(out)};",
         f"for (int32_t oy = 0; oy < {b.out_h}; ++oy) {{",
         f"    const int32_t first = oy * {b.s} - {b.pad};",
         "    int32_t fresh = 0;",
@@ -65,7 +66,7 @@ def body(op: Op, tensor_ref: Callable[[Tensor], str], scratch: str) -> tuple[lis
     lines += [
         f"    for (int32_t r = fresh; r < {b.k}; ++r) {{",
         "        const int32_t ey = first + r;",
-        f"        int8_t *const row = ring + r * {b.e_row};",
+        f"        uint8_t *const row = ring + r * {b.e_row};",
         f"        if (ey < 0 || ey >= {b.e_h}) {{",
         f"            memset(row, {b.zero_point}, {b.e_row});",
         "            continue;",
@@ -84,7 +85,7 @@ def body(op: Op, tensor_ref: Callable[[Tensor], str], scratch: str) -> tuple[lis
         lead = "        " if i == 0 else "        else "
         producer = row_ops(stages, b, (rows, top))[0]
         start = f"(ey * {b.p_stride} - {b.p_pad} + {top})"
-        places = {id(producer.inputs[0]): f"(x + {start} * {b.in_row})", id(producer.output): "row"}
+        places = {id(producer.inputs[0]): f"({ct} *)(x + {start} * {b.in_row})", id(producer.output): f"({ct} *)row"}
         sub, call = _call_lines(producer, refs_for(producer, places), "            ")
         calls.append((producer, call))
         lines.append(f"{lead}{cond}{{")
@@ -92,10 +93,10 @@ def body(op: Op, tensor_ref: Callable[[Tensor], str], scratch: str) -> tuple[lis
         lines.append("        }")
     lines.append("    }")
     rows = row_ops(stages, b)
-    d_row = f"(int8_t *)(fused_scratch + {b.d_row_offset})"
-    y_row = f"(y + oy * {b.out_row})"
+    d_row = f"({ct} *)(fused_scratch + {b.d_row_offset})"
+    y_row = f"({ct} *)(y + oy * {b.out_row})"
     dw, proj = rows[1], rows[2]
-    for row, places in ((dw, {id(dw.inputs[0]): "ring", id(dw.output): d_row}),
+    for row, places in ((dw, {id(dw.inputs[0]): f"({ct} *)ring", id(dw.output): d_row}),
                         (proj, {id(proj.inputs[0]): d_row, id(proj.output): y_row})):
         sub, call = _call_lines(row, refs_for(row, places), "    ")
         calls.append((row, call))
@@ -103,7 +104,7 @@ def body(op: Op, tensor_ref: Callable[[Tensor], str], scratch: str) -> tuple[lis
     if b.residual:
         add = rows[3]
         x_row = next(t for t in add.inputs if t is not proj.output)
-        places = {id(x_row): f"(x + oy * {b.in_row})", id(proj.output): y_row}
+        places = {id(x_row): f"({ct} *)(x + oy * {b.in_row})", id(proj.output): y_row}
         sub, call = _call_lines(add, refs_for(add, places), "    ")
         calls.append((add, call))
         lines += sub

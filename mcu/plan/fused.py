@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from mcu.ir import CHANNELS_LAST, Graph, Op, Tensor
+from mcu.ir import CHANNELS_LAST, DTYPE_BYTES, Graph, Op, Tensor
 from mcu.plan.contracts import Interval, scratch_bytes
 
 KIND = "fused_block"
@@ -41,7 +41,7 @@ def _align(n: int) -> int:
 
 @dataclass(frozen=True)
 class Block:
-    """The geometry of one fused block (NHWC, batch 1, int8: one byte an element)."""
+    """The geometry of one fused block (NHWC, batch 1; rows in bytes)."""
 
     in_h: int
     in_w: int
@@ -59,23 +59,24 @@ class Block:
     s: int
     pad: int
     residual: bool
-    zero_point: int  # the depthwise's input zero point: the ring's padding rows
+    zero_point: int  # the depthwise's input zero point (int8; 0 for fp32): the ring's padding rows
+    elem: int = 1  # bytes an element: 1 (int8) or 4 (fp32)
 
     @property
-    def in_row(self) -> int:
-        return self.in_w * self.in_c
+    def in_row(self) -> int:  # bytes
+        return self.in_w * self.in_c * self.elem
 
     @property
-    def e_row(self) -> int:
-        return self.e_w * self.e_c
+    def e_row(self) -> int:  # bytes
+        return self.e_w * self.e_c * self.elem
 
     @property
-    def d_row(self) -> int:
-        return self.out_w * self.e_c
+    def d_row(self) -> int:  # bytes
+        return self.out_w * self.e_c * self.elem
 
     @property
-    def out_row(self) -> int:
-        return self.out_w * self.out_c
+    def out_row(self) -> int:  # bytes
+        return self.out_w * self.out_c * self.elem
 
     @property
     def keep(self) -> int:
@@ -134,8 +135,8 @@ def overlap_intervals(op: Op) -> tuple[Interval, ...]:
     return () if d is None else ((None, d),)
 
 
-def _int8_nhwc(t: Tensor) -> bool:
-    return t.dtype == "int8" and len(t.shape) == 4 and t.shape[0] == 1 and t.dim_order == CHANNELS_LAST \
+def _nhwc(t: Tensor, dtype: str) -> bool:
+    return t.dtype == dtype and len(t.shape) == 4 and t.shape[0] == 1 and t.dim_order == CHANNELS_LAST \
         and t.alias_of is None and not t.is_constant
 
 
@@ -157,14 +158,17 @@ def block_of(stages: list[Op]) -> Block:
                  out_h=y.shape[2], out_w=y.shape[3], out_c=q.output.shape[1],
                  p_kernel=p.inputs[1].shape[2], p_stride=p.attrs["stride"][0], p_pad=p.attrs["padding"][0],
                  k=d.inputs[1].shape[2], s=d.attrs["stride"][0], pad=d.attrs["padding"][0],
-                 residual=len(stages) == 4, zero_point=-int(d.attrs["input_offset"]))
+                 residual=len(stages) == 4, zero_point=-int(d.attrs.get("input_offset", 0)),
+                 elem=DTYPE_BYTES[x.dtype])
 
 
 def _match(graph: Graph, d: Op, producers: dict[int, Op], users: dict[int, list[Op]]) -> list[Op] | None:
     """[producer, depthwise, projection(, add)] around depthwise ``d``, or None."""
-    if d.kind != "depthwise_conv2d" or d.output.dtype != "int8" or not _plain(d):
-        return None
-    if d.attrs.get("ch_mult", 1) != 1 or tuple(d.attrs["dilation"]) != (1, 1):
+    dtype = d.output.dtype
+    int8_dw = d.kind == "depthwise_conv2d" and dtype == "int8" and d.attrs.get("ch_mult", 1) == 1
+    fp32_dw = d.kind == "conv2d" and dtype == "float32" and d.inputs[0].shape[1] == d.output.shape[1] > 1 \
+        and d.attrs.get("groups", 1) == d.output.shape[1]
+    if not (int8_dw or fp32_dw) or not _plain(d) or tuple(d.attrs["dilation"]) != (1, 1):
         return None
     e = d.inputs[0]
     p = producers.get(id(e))
@@ -179,11 +183,11 @@ def _match(graph: Graph, d: Op, producers: dict[int, Op], users: dict[int, list[
             or tuple(q.attrs["padding"]) != (0, 0) or q.attrs.get("groups", 1) != 1:
         return None
     x = p.inputs[0]
-    if not all(_int8_nhwc(t) for t in (x, e, d.output, q.output)):
+    if not all(_nhwc(t, dtype) for t in (x, e, d.output, q.output)):
         return None
     stages = [p, d, q]
     a = _one_user(graph, q.output, users)
-    if a is not None and a.kind == "add" and _plain(a) and len(a.inputs) == 2 and _int8_nhwc(a.output) \
+    if a is not None and a.kind == "add" and _plain(a) and len(a.inputs) == 2 and _nhwc(a.output, dtype) \
             and a.output.shape == q.output.shape == x.shape and any(t is x for t in a.inputs) \
             and any(t is q.output for t in a.inputs) and a.inputs[0] is not a.inputs[1]:
         stages.append(a)

@@ -39,7 +39,7 @@ class _Block(nn.Module):
 
 
 def _compile(model: nn.Module, shape: tuple[int, ...], seed: int, board: str = "mps2-an505",
-             **kwargs: object) -> CompiledModel:
+             quantize: str = "int8", **kwargs: object) -> CompiledModel:
     gen = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for m in model.modules():
@@ -50,7 +50,7 @@ def _compile(model: nn.Module, shape: tuple[int, ...], seed: int, board: str = "
     calib = [(torch.randn(shape, generator=gen),) for _ in range(4)]
     tests = [(torch.randn(shape, generator=gen) * 1.5,) for _ in range(2)]
     spec = spec_from_objects(model, calib[0], calib, tests, name="fused_block_case")
-    return compile_spec(spec, board, "int8", **kwargs)  # type: ignore[arg-type]
+    return compile_spec(spec, board, quantize, **kwargs)  # type: ignore[arg-type]
 
 
 def _fused(cm: CompiledModel) -> list:
@@ -85,7 +85,7 @@ def _cases(draw: st.DrawFn) -> dict:
 def test_fused_block_equals_unfused_reference(case: dict) -> None:
     h, w, seed = case.pop("h"), case.pop("w"), case.pop("seed")
     torch.manual_seed(seed)
-    cm = _compile(_Block(**case), (1, case["cin"], h, w), seed, fuse_blocks=True)
+    cm = _compile(_Block(**case), (1, case["cin"], h, w), seed, fuse_blocks="all")
     fused = _fused(cm)
     assert len(fused) == 1, [op.kind for op in cm.graph.ops]
     block: Block = fused[0].attrs["block"]
@@ -98,9 +98,26 @@ def test_fused_block_on_each_core_family(board: str) -> None:
     """The optimized (DSP), MVE and plain paths of the kernels each fused stage calls, host-built."""
     torch.manual_seed(1)
     model = _Block(8, 48, 8, 1, 1, 3, 1, 1, True)
-    cm = _compile(model, (1, 8, 12, 10), 1, board, fuse_blocks=True)
+    cm = _compile(model, (1, 8, 12, 10), 1, board, fuse_blocks="all")
     assert len(_fused(cm)) == 1
     _same_as_reference(cm)
+
+
+@pytest.mark.parametrize("config", [(8, 48, 8, 1, 1, 3, 1, 1, True), (3, 16, 8, 3, 2, 3, 1, 1, False),
+                                    (8, 24, 12, 1, 1, 5, 2, 2, False)])
+def test_fp32_fused_block_equals_unfused_c(config: tuple) -> None:
+    """fp32: the same kernels on the same rows, so the same bits as the unfused generated C."""
+    torch.manual_seed(5)
+    model = _Block(*config)
+    shape = (1, config[0], 13, 11)
+    whole = _compile(model, shape, 5, quantize="none")
+    fused = _compile(model, shape, 5, quantize="none", fuse_blocks="all")
+    assert len(_fused(fused)) == 1 and not _fused(whole)
+    assert fused.memory.arena_size < whole.memory.arena_size
+    for x in fused.spec.test_inputs:
+        for want, got in zip(whole.run_raw_c(*x), fused.run_raw_c(*x)):
+            assert want.dtype == np.float32
+            np.testing.assert_array_equal(got, want)
 
 
 def test_plan_holds_the_ring_and_drops_the_expanded_tensor() -> None:
@@ -146,7 +163,7 @@ def test_ram_budget_fuses_as_few_blocks_as_fit() -> None:
 
 def test_program_files_refuse_fused_blocks_by_name() -> None:
     torch.manual_seed(4)
-    cm = _compile(_Block(4, 24, 4, 1, 1, 3, 1, 1, True), (1, 4, 8, 8), 4, fuse_blocks=True)
+    cm = _compile(_Block(4, 24, 4, 1, 1, 3, 1, 1, True), (1, 4, 8, 8), 4, fuse_blocks="all")
     (op,) = _fused(cm)
     with pytest.raises(UnsupportedKernel, match=f"program files do not carry fused blocks yet \\({op.name}"):
         cm.runtime_program()
