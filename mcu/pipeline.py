@@ -159,8 +159,11 @@ def compile_graph(graph: Graph, board: Board, quantize: str, backends: list[str]
         raise McuError(f"unknown block fusion {fuse!r}", hint=f"one of {', '.join(FUSE_POLICIES)}")
     if fuse != "off" or ram_budget is not None:  # after partitioning: each fused stage runs its backend's kernel
         with stage("fuse"):
-            chains = find_chains(graph) if fuse == "all" else choose_fusion(graph, ram_budget).chains
-            graph.ops = with_fused(graph, chains).ops
+            if fuse == "all":
+                graph.ops = with_fused(graph, find_chains(graph)).ops
+            else:
+                choice = choose_fusion(graph, ram_budget)
+                graph.ops = with_fused(graph, choice.chains, choice.bands).ops
     with stage("plan"):
         memory = plan_memory(graph, capacities=board.arena_regions())
         check_fits(board, memory)

@@ -52,19 +52,20 @@ def body(op: Op, tensor_ref: Callable[[Tensor], str], scratch: str) -> tuple[lis
         "uint8_t *const ring = fused_scratch;",
         f"uint8_t *const x = (uint8_t *){tensor_ref(x)};",
         f"uint8_t *const y = (uint8_t *){tensor_ref(out)};",
-        f"for (int32_t oy = 0; oy < {b.out_h}; ++oy) {{",
+        f"for (int32_t oy = 0; oy < {b.out_h}; oy += {b.band}) {{",
+        f"    const int32_t rows = {b.out_h} - oy < {b.band} ? {b.out_h} - oy : {b.band};",
         f"    const int32_t first = oy * {b.s} - {b.pad};",
         "    int32_t fresh = 0;",
     ]
     if b.keep:
         lines += [
             "    if (oy > 0) {",
-            f"        memmove(ring, ring + {b.s * b.e_row}, {b.keep * b.e_row});",
+            f"        memmove(ring, ring + {b.band * b.s * b.e_row}, {b.keep * b.e_row});",
             f"        fresh = {b.keep};",
             "    }",
         ]
     lines += [
-        f"    for (int32_t r = fresh; r < {b.k}; ++r) {{",
+        f"    for (int32_t r = fresh; r < (rows - 1) * {b.s} + {b.k}; ++r) {{",
         "        const int32_t ey = first + r;",
         f"        uint8_t *const row = ring + r * {b.e_row};",
         f"        if (ey < 0 || ey >= {b.e_h}) {{",
@@ -92,21 +93,29 @@ def body(op: Op, tensor_ref: Callable[[Tensor], str], scratch: str) -> tuple[lis
         lines += sub
         lines.append("        }")
     lines.append("    }")
-    rows = row_ops(stages, b)
+    # The band's depthwise, projection and residual: full bands, and a shorter last one if any.
+    sizes = sorted({rows for _, rows in b.bands()}, reverse=True)
     d_row = f"({ct} *)(fused_scratch + {b.d_row_offset})"
     y_row = f"({ct} *)(y + oy * {b.out_row})"
-    dw, proj = rows[1], rows[2]
-    for row, places in ((dw, {id(dw.inputs[0]): f"({ct} *)ring", id(dw.output): d_row}),
-                        (proj, {id(proj.inputs[0]): d_row, id(proj.output): y_row})):
-        sub, call = _call_lines(row, refs_for(row, places), "    ")
-        calls.append((row, call))
-        lines += sub
-    if b.residual:
-        add = rows[3]
-        x_row = next(t for t in add.inputs if t is not proj.output)
-        places = {id(x_row): f"({ct} *)(x + oy * {b.in_row})", id(proj.output): y_row}
-        sub, call = _call_lines(add, refs_for(add, places), "    ")
-        calls.append((add, call))
-        lines += sub
+    for i, size in enumerate(sizes):
+        indent = "    " if len(sizes) == 1 else "        "
+        if len(sizes) > 1:
+            lines.append(f"    {'if' if i == 0 else 'else if'} (rows == {size}) {{")
+        ops = row_ops(stages, b, out_rows=size)
+        dw, proj = ops[1], ops[2]
+        for row, places in ((dw, {id(dw.inputs[0]): f"({ct} *)ring", id(dw.output): d_row}),
+                            (proj, {id(proj.inputs[0]): d_row, id(proj.output): y_row})):
+            sub, call = _call_lines(row, refs_for(row, places), indent)
+            calls.append((row, call))
+            lines += sub
+        if b.residual:
+            add = ops[3]
+            x_row = next(t for t in add.inputs if t is not proj.output)
+            places = {id(x_row): f"({ct} *)(x + oy * {b.in_row})", id(proj.output): y_row}
+            sub, call = _call_lines(add, refs_for(add, places), indent)
+            calls.append((add, call))
+            lines += sub
+        if len(sizes) > 1:
+            lines.append("    }")
     lines.append("}")
     return lines, calls

@@ -61,6 +61,7 @@ class Block:
     residual: bool
     zero_point: int  # the depthwise's input zero point (int8; 0 for fp32): the ring's padding rows
     elem: int = 1  # bytes an element: 1 (int8) or 4 (fp32)
+    band: int = 1  # output rows one pass of the loop makes (each kernel call covers them all)
 
     @property
     def in_row(self) -> int:  # bytes
@@ -80,12 +81,16 @@ class Block:
 
     @property
     def keep(self) -> int:
-        """Ring rows one output row hands to the next."""
+        """Ring rows one band of output rows hands to the next."""
         return max(self.k - self.s, 0)
+
+    def window(self, rows: int) -> int:
+        """Rows of ``e`` that ``rows`` output rows read."""
+        return (rows - 1) * self.s + self.k
 
     @property
     def ring_bytes(self) -> int:
-        return _align(self.k * self.e_row)
+        return _align(self.window(self.band) * self.e_row)
 
     @property
     def d_row_offset(self) -> int:
@@ -93,7 +98,11 @@ class Block:
 
     @property
     def stage_scratch_offset(self) -> int:
-        return self.ring_bytes + _align(self.d_row)
+        return self.ring_bytes + _align(self.band * self.d_row)
+
+    def bands(self) -> list[tuple[int, int]]:
+        """(first output row, rows) of each pass of the loop."""
+        return [(oy, min(self.band, self.out_h - oy)) for oy in range(0, self.out_h, self.band)]
 
     def producer_rows(self, ey: int) -> tuple[int, int, int]:
         """(first input row, rows, top padding) that producer row ``ey`` reads."""
@@ -102,27 +111,27 @@ class Block:
         return lo, hi - lo, lo - start
 
     def first_fresh(self, oy: int) -> int:
-        """The first row of ``e`` that output row ``oy`` computes (earlier ones are in the ring)."""
+        """The first row of ``e`` that the band starting at output row ``oy`` computes (earlier ones are
+        in the ring)."""
         return oy * self.s - self.pad + (0 if oy == 0 else self.keep)
 
     def max_overlap_delta(self) -> int | None:
         """The largest (output start - input start) in bytes at which writing the block's output over its
-        input is safe (None: no overlap is safe): row ``oy``'s bytes must end below every input byte read
-        after they are written: the producer rows of later output rows and, with a residual, input row
-        ``oy`` itself (the projection writes the row before the add reads it)."""
+        input is safe (None: no overlap is safe): a band's output bytes must end below every input byte
+        read after they are written: the producer rows of later bands and, with a residual, the band's
+        own input rows (the projection writes the band before the add reads them)."""
         bound: int | None = None
-        for oy in range(self.out_h):
+        for oy, rows in self.bands():
             needed = []
-            nxt = self.first_fresh(oy + 1) if oy + 1 < self.out_h else None
-            if nxt is not None:
-                rows = [ey for ey in range(nxt, self.e_h) if ey >= 0]
-                if rows:
-                    needed.append(self.producer_rows(rows[0])[0] * self.in_row)
+            if oy + rows < self.out_h:
+                fresh = [ey for ey in range(self.first_fresh(oy + rows), self.e_h) if ey >= 0]
+                if fresh:
+                    needed.append(self.producer_rows(fresh[0])[0] * self.in_row)
             if self.residual:
                 needed.append(oy * self.in_row)
             if not needed:
                 continue
-            d = min(needed) - (oy + 1) * self.out_row
+            d = min(needed) - (oy + rows) * self.out_row
             bound = d if bound is None else min(bound, d)
         return bound
 
@@ -151,7 +160,7 @@ def _plain(op: Op) -> bool:
     return op.kind != "delegate" and not op.attrs.get("alias") and all(t.alias_of is None for t in op.outputs)
 
 
-def block_of(stages: list[Op]) -> Block:
+def block_of(stages: list[Op], band: int = 1) -> Block:
     p, d, q = stages[:3]
     x, e, y = p.inputs[0], p.output, d.output
     return Block(in_h=x.shape[2], in_w=x.shape[3], in_c=x.shape[1], e_h=e.shape[2], e_w=e.shape[3], e_c=e.shape[1],
@@ -159,7 +168,7 @@ def block_of(stages: list[Op]) -> Block:
                  p_kernel=p.inputs[1].shape[2], p_stride=p.attrs["stride"][0], p_pad=p.attrs["padding"][0],
                  k=d.inputs[1].shape[2], s=d.attrs["stride"][0], pad=d.attrs["padding"][0],
                  residual=len(stages) == 4, zero_point=-int(d.attrs.get("input_offset", 0)),
-                 elem=DTYPE_BYTES[x.dtype])
+                 elem=DTYPE_BYTES[x.dtype], band=max(1, min(band, y.shape[2])))
 
 
 def _match(graph: Graph, d: Op, producers: dict[int, Op], users: dict[int, list[Op]]) -> list[Op] | None:
@@ -220,14 +229,14 @@ def find_chains(graph: Graph) -> list[list[Op]]:
     return chains
 
 
-def fused_op(stages: list[Op]) -> Op:
-    """The one op that runs ``stages`` row by row."""
+def fused_op(stages: list[Op], band: int = 1) -> Op:
+    """The one op that runs ``stages`` ``band`` output rows at a time."""
     x = stages[0].inputs[0]
     consts: list[Tensor] = []
     for s in stages:
         consts += [t for t in s.inputs if t.is_constant and all(t is not c for c in consts)]
-    block = block_of(stages)
-    stage_scratch = max(stage_scratch_bytes(s) for s in row_ops(stages, block))
+    block = block_of(stages, band)
+    stage_scratch = max(stage_scratch_bytes(s) for _, rows in block.bands() for s in row_ops(stages, block, out_rows=rows))
     return Op(KIND, [x, *consts], [stages[-1].output],
               {"stages": stages, "block": block, "backend": KIND,
                "scratch_bytes": block.stage_scratch_offset + stage_scratch, "scratch_name": "ring",
@@ -235,14 +244,15 @@ def fused_op(stages: list[Op]) -> Op:
               f"fused_{stages[0].name}", stages[0].source)
 
 
-def with_fused(graph: Graph, chains: list[list[Op]]) -> Graph:
-    """A copy of ``graph`` whose op list runs each of ``chains`` as one fused op (the ops are shared)."""
+def with_fused(graph: Graph, chains: list[list[Op]], bands: dict[int, int] | None = None) -> Graph:
+    """A copy of ``graph`` whose op list runs each of ``chains`` as one fused op (the ops are shared);
+    ``bands``: output rows per pass by id of a chain's first op (default 1)."""
     replaced = {id(stages[0]): stages for stages in chains}
     skip = {id(s) for stages in chains for s in stages[1:]}
     ops: list[Op] = []
     for op in graph.ops:
         if id(op) in replaced:
-            ops.append(fused_op(replaced[id(op)]))
+            ops.append(fused_op(replaced[id(op)], (bands or {}).get(id(op), 1)))
         elif id(op) not in skip:
             ops.append(op)
     return Graph(inputs=graph.inputs, outputs=graph.outputs, ops=ops, name=graph.name, fallbacks=graph.fallbacks,
@@ -264,17 +274,19 @@ def _row_tensor(t: Tensor, rows: int, tag: str) -> Tensor:
                    alias_of=None, is_input=False, is_output=False)
 
 
-def row_ops(stages: list[Op], block: Block, producer_rows: tuple[int, int] = (1, 0)) -> list[Op]:
+def row_ops(stages: list[Op], block: Block, producer_rows: tuple[int, int] = (1, 0),
+            out_rows: int | None = None) -> list[Op]:
     """The stages as ops on row-sized tensors: the producer reading ``producer_rows`` = (rows, top padding)
-    of ``x`` for one row of ``e``, the depthwise reading the ring's K rows (no vertical padding: the ring
-    holds it) for one output row, the projection and the add on one row."""
+    of ``x`` for one row of ``e``, the depthwise reading the ring's rows (no vertical padding: the ring
+    holds it) for ``out_rows`` output rows (default: a band), the projection and the add on those rows."""
     p, d, q = stages[:3]
     rows, top = producer_rows
+    band = block.band if out_rows is None else out_rows
     x_in = _row_tensor(p.inputs[0], rows, "rows")
     e_row = _row_tensor(p.output, 1, "row")
-    ring = _row_tensor(p.output, block.k, "ring")
-    d_row = _row_tensor(d.output, 1, "row")
-    y_row = _row_tensor(q.output, 1, "row")
+    ring = _row_tensor(p.output, block.window(band), "ring")
+    d_row = _row_tensor(d.output, band, "row")
+    y_row = _row_tensor(q.output, band, "row")
     result = [
         Op(p.kind, [x_in, *p.inputs[1:]], [e_row], {**p.attrs, "padding": (top, p.attrs["padding"][1])},
            p.name, p.source),
@@ -284,7 +296,7 @@ def row_ops(stages: list[Op], block: Block, producer_rows: tuple[int, int] = (1,
     ]
     if block.residual:
         a = stages[3]
-        x_row = _row_tensor(p.inputs[0], 1, "row")
+        x_row = _row_tensor(p.inputs[0], band, "row")
         ins = [x_row if t is p.inputs[0] else y_row for t in a.inputs]
         result.append(Op(a.kind, ins, [y_row], dict(a.attrs), a.name, a.source))
     return result

@@ -6,7 +6,9 @@ the blocks are tried largest expanded tensor first: the arena of each prefix of 
 (a plan takes milliseconds), the shortest prefix reaching the target is kept, and then every block of
 it whose fusion no longer lowers the arena below the target (smallest first) runs whole again. The
 target is the budget when one is given (no block fuses when the whole-tensor schedule fits it), else the
-smallest arena the prefixes reach.
+smallest arena the prefixes reach. Last, each fused block gets the most output rows per pass (a band:
+2, 4, 8, ... rows, each kernel call covering them all, so fewer calls) that keep the arena at the
+target: a larger ring costs nothing where the block is not at the peak.
 """
 
 from __future__ import annotations
@@ -22,14 +24,15 @@ from mcu.plan.memory import plan_memory
 @dataclass
 class FusionChoice:
     chains: list[list[Op]]  # the blocks to fuse, in op order
+    bands: dict[int, int]  # output rows per pass, by id of a chain's first op
     candidates: int  # blocks that could fuse
     arena: int  # the arena with them fused
     unfused_arena: int
     smallest: int  # the smallest arena any prefix of the order reached
 
 
-def _arena(graph: Graph, chains: list[list[Op]]) -> int:
-    return plan_memory(with_fused(graph, chains)).arena_size
+def _arena(graph: Graph, chains: list[list[Op]], bands: dict[int, int] | None = None) -> int:
+    return plan_memory(with_fused(graph, chains, bands)).arena_size
 
 
 def choose(graph: Graph, budget: int | None = None) -> FusionChoice:
@@ -38,7 +41,7 @@ def choose(graph: Graph, budget: int | None = None) -> FusionChoice:
     chains = find_chains(graph)
     base = _arena(graph, [])
     if budget is not None and base <= budget:
-        return FusionChoice([], len(chains), base, base, base)
+        return FusionChoice([], {}, len(chains), base, base, base)
     order = sorted(chains, key=lambda c: -expanded_bytes(c))  # stable: equal tensors in op order
     sizes = [base] + [_arena(graph, order[:k]) for k in range(1, len(order) + 1)]
     smallest = min(sizes)
@@ -57,4 +60,11 @@ def choose(graph: Graph, budget: int | None = None) -> FusionChoice:
             chosen = trial
     position = {id(op): i for i, op in enumerate(graph.ops)}
     chosen.sort(key=lambda c: position[id(c[0])])
-    return FusionChoice(chosen, len(chains), _arena(graph, chosen), base, smallest)
+    bands: dict[int, int] = {}
+    for c in chosen:
+        rows = c[1].output.shape[2]
+        band = 2
+        while band // 2 < rows and _arena(graph, chosen, {**bands, id(c[0]): min(band, rows)}) <= target:
+            bands[id(c[0])] = min(band, rows)
+            band *= 2
+    return FusionChoice(chosen, bands, len(chains), _arena(graph, chosen, bands), base, smallest)

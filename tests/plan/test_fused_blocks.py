@@ -5,6 +5,8 @@ fused blocks as fit it."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -15,7 +17,9 @@ from mcu.api import CompiledModel, compile_spec
 from mcu.capture.loader import spec_from_objects
 from mcu.errors import McuError
 from mcu.plan.drawing import plan_svg
-from mcu.plan.fused import KIND, Block
+from mcu.emit.c_model import render_library
+from mcu.plan.fused import KIND, Block, fused_op
+from mcu.plan.memory import plan_memory
 from mcu.program.writer import UnsupportedKernel
 
 
@@ -57,6 +61,15 @@ def _fused(cm: CompiledModel) -> list:
     return [op for op in cm.graph.ops if op.kind == KIND]
 
 
+def _with_band(cm: CompiledModel, band: int) -> CompiledModel:
+    """``cm`` with each fused block making ``band`` output rows a pass, planned and generated again."""
+    graph = dataclasses.replace(cm.graph, ops=[fused_op(op.attrs["stages"], band) if op.kind == KIND else op
+                                               for op in cm.graph.ops])
+    memory = plan_memory(graph)
+    return dataclasses.replace(cm, graph=graph, memory=memory, library=render_library(graph, memory, cm.quantize),
+                               _host=None)
+
+
 def _same_as_reference(cm: CompiledModel) -> None:
     for x in cm.spec.test_inputs:
         for ref, got in zip(cm.reference_raw(*x), cm.run_raw_c(*x)):
@@ -72,24 +85,28 @@ def _cases(draw: st.DrawFn) -> dict:
     cin = draw(st.sampled_from([3, 4, 8]))
     residual = s == 1 and pad == k // 2 and p_stride == 1 and draw(st.booleans())
     cout = cin if residual else draw(st.sampled_from([4, 8, 12]))
-    h = draw(st.integers(k + 2, 14))
-    w = draw(st.integers(k, 12))
+    # the expanded tensor at least one window across (the producer's stride halves it)
+    h = draw(st.integers(k * p_stride + 1, 14))
+    w = draw(st.integers(k * p_stride, 12))
     return {"cin": cin, "hidden": cin * draw(st.sampled_from([3, 6])), "cout": cout, "p_kernel": p_kernel,
             "p_stride": p_stride, "k": k, "s": s, "pad": pad, "residual": residual, "h": h, "w": w,
-            "seed": draw(st.integers(0, 2**16))}
+            "band": draw(st.sampled_from([1, 1, 2, 3, 5])), "seed": draw(st.integers(0, 2**16))}
 
 
 @pytest.mark.slow
 @settings(max_examples=14, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=_cases())
 def test_fused_block_equals_unfused_reference(case: dict) -> None:
-    h, w, seed = case.pop("h"), case.pop("w"), case.pop("seed")
+    h, w, band, seed = case.pop("h"), case.pop("w"), case.pop("band"), case.pop("seed")
     torch.manual_seed(seed)
     cm = _compile(_Block(**case), (1, case["cin"], h, w), seed, fuse_blocks="all")
+    if band > 1:
+        cm = _with_band(cm, band)
     fused = _fused(cm)
     assert len(fused) == 1, [op.kind for op in cm.graph.ops]
     block: Block = fused[0].attrs["block"]
     assert (block.k, block.s, block.pad, block.residual) == (case["k"], case["s"], case["pad"], case["residual"])
+    assert block.band == min(band, block.out_h)
     _same_as_reference(cm)
 
 
@@ -101,6 +118,7 @@ def test_fused_block_on_each_core_family(board: str) -> None:
     cm = _compile(model, (1, 8, 12, 10), 1, board, fuse_blocks="all")
     assert len(_fused(cm)) == 1
     _same_as_reference(cm)
+    _same_as_reference(_with_band(cm, 5))  # two bands of 5 rows and a last one of 2
 
 
 @pytest.mark.parametrize("config", [(8, 48, 8, 1, 1, 3, 1, 1, True), (3, 16, 8, 3, 2, 3, 1, 1, False),
