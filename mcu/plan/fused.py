@@ -117,7 +117,8 @@ class Block:
 
     def max_overlap_delta(self) -> int | None:
         """The largest (output start - input start) in bytes at which writing the block's output over its
-        input is safe (None: no overlap is safe): a band's output bytes must end below every input byte
+        input is safe (None: no input byte is read after the first output bytes are written; the planner
+        then overlaps nothing, which is never wrong): a band's output bytes must end below every input byte
         read after they are written: the producer rows of later bands and, with a residual, the band's
         own input rows (the projection writes the band before the add reads them)."""
         bound: int | None = None

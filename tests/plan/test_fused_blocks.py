@@ -204,3 +204,48 @@ def test_program_files_refuse_fused_blocks_by_name() -> None:
     (op,) = _fused(cm)
     with pytest.raises(UnsupportedKernel, match=f"program files do not carry fused blocks yet \\({op.name}"):
         cm.runtime_program()
+
+
+def _clobbers(b: Block, delta: int) -> bool:
+    """Whether the block's output placed ``delta`` bytes after its input overwrites an input byte before
+    the loop reads it, by replaying the loop's reads and writes in order (independent of
+    Block.max_overlap_delta's closed form)."""
+    written: list[tuple[int, int]] = []  # input-relative byte ranges written so far
+
+    def read(lo: int, hi: int) -> bool:
+        return any(a < hi and lo < z for a, z in written)
+
+    for oy, rows in b.bands():
+        first = oy * b.s - b.pad
+        for ey in range(b.first_fresh(oy), first + b.window(rows)):
+            if 0 <= ey < b.e_h:
+                start, count, _ = b.producer_rows(ey)
+                if read(start * b.in_row, (start + count) * b.in_row):
+                    return True
+        written.append((delta + oy * b.out_row, delta + (oy + rows) * b.out_row))  # the projection
+        if b.residual and read(oy * b.in_row, (oy + rows) * b.in_row):  # the add reads its input rows
+            return True
+    return False
+
+
+@settings(max_examples=300, deadline=None)
+@given(k=st.sampled_from([3, 5]), s=st.sampled_from([1, 2]), p=st.sampled_from([(1, 1), (3, 1), (3, 2)]),
+       h=st.integers(6, 30), cin=st.integers(1, 16), cout=st.integers(1, 16), band=st.integers(1, 6),
+       residual=st.booleans())
+def test_overlap_bound_is_the_largest_safe_delta(k: int, s: int, p: tuple[int, int], h: int, cin: int, cout: int,
+                                                 band: int, residual: bool) -> None:
+    pk, ps = p
+    pad = k // 2
+    residual = residual and s == 1 and ps == 1
+    cout = cin if residual else cout
+    e_h = (h + 2 * (pk // 2) - pk) // ps + 1
+    out_h = (e_h + 2 * pad - k) // s + 1
+    b = Block(in_h=h, in_w=5, in_c=cin, e_h=e_h, e_w=5, e_c=cin * 4, out_h=out_h, out_w=5, out_c=cout,
+              p_kernel=pk, p_stride=ps, p_pad=pk // 2, k=k, s=s, pad=pad, residual=residual, zero_point=0,
+              band=min(band, out_h))
+    d = b.max_overlap_delta()
+    if d is None:  # nothing of the input is read after the first output bytes are written
+        assert not any(_clobbers(b, delta) for delta in range(-b.out_h * b.out_row, b.in_h * b.in_row))
+        return
+    assert not _clobbers(b, d)
+    assert _clobbers(b, d + 1)
