@@ -249,3 +249,16 @@ def test_overlap_bound_is_the_largest_safe_delta(k: int, s: int, p: tuple[int, i
         return
     assert not _clobbers(b, d)
     assert _clobbers(b, d + 1)
+
+
+def test_a_model_too_large_for_the_board_fuses_blocks_to_fit() -> None:
+    """Without --fuse-blocks or a budget the default schedule stays, unless it does not fit the board: then
+    the board's RAM is the budget; when even fused blocks cannot fit, the error names their smallest arena."""
+    torch.manual_seed(7)
+    model = _Block(8, 96, 8, 1, 1, 3, 1, 1, True)
+    fits = _compile(model, (1, 8, 64, 64), 7, "pico")
+    ram = fits.board.arena_regions()[0][1]
+    assert _fused(fits) and fits.memory.arena_size <= ram
+    assert not _fused(_compile(model, (1, 8, 64, 64), 7, "mps2-an505"))  # fits whole there: today's schedule
+    with pytest.raises(McuError, match=r"does not fit pico .*the smallest arena is \d+ B"):
+        _compile(model, (1, 8, 192, 192), 7, "pico")
