@@ -1,6 +1,6 @@
-"""Fused execution of an inverted-residual block, row by row: the expanded tensor never exists whole.
+"""Fused execution of an inverted-residual block, band by band of rows: the expanded tensor never exists whole.
 
-A block is a chain of int8 ops in channels-last layout:
+A block is a chain of int8 (or fp32) ops in channels-last layout:
 
     x -> producer (a convolution, one group: the 1x1 expansion, or a network's first 3x3 convolution)
       -> depthwise (kernel K rows, stride S)
@@ -8,20 +8,22 @@ A block is a chain of int8 ops in channels-last layout:
       -> add of x (the residual; optional)
 
 Run whole, the producer's output ``e`` (the expanded tensor, often the largest of the network) lives in
-the arena from the producer to the depthwise. Fused, one op computes the block's output one row at a
-time: for output row ``oy`` the depthwise reads rows ``oy*S - pad .. oy*S - pad + K - 1`` of ``e``, which
-sit in a ring of K rows in the op's scratch; rows the previous output row already read stay (moved down
-by S rows), the S new ones are computed by the producer from ``x``, and rows outside ``e`` (the
-depthwise's vertical padding) are filled with the depthwise's input zero point, which its arithmetic
-treats exactly as padding (``(zp + input_offset) * w == 0``). The depthwise then makes one row of its
-output (a second scratch row), the projection one row of the block's output, and the residual adds one
-row of ``x`` to it. Each row goes through the same kernel the unfused op runs, with the same parameters
-except the row counts and vertical padding, so every output element is computed by the same integer
-arithmetic as unfused.
+the arena from the producer to the depthwise. Fused, one op computes the block's output a band of B
+output rows at a time (B = 1 where memory is tightest): the band's depthwise reads rows
+``oy*S - pad .. oy*S - pad + (B-1)*S + K - 1`` of ``e``, which sit in a ring in the op's scratch; the
+K - S rows the previous band also read stay (moved down), the others are computed by the producer from
+``x`` one row at a time, and rows outside ``e`` (the depthwise's vertical padding) are filled with the
+depthwise's input zero point (0 in fp32), which its arithmetic treats exactly as padding
+(``(zp + input_offset) * w == 0``). The depthwise then makes the band of its output (scratch rows), the
+projection the band of the block's output, and the residual adds the band of ``x`` to it. Each call
+goes through the same kernel the unfused op runs, with the same parameters except the row counts and
+vertical padding, so every output element is computed by the same arithmetic as unfused.
 
 The fused op keeps the ops it replaces (``attrs["stages"]``) for the emitter (mcu/emit/fused.py), which
-asks each stage's backend for its call on row-sized tensors (:func:`row_ops`). This module decides what
-fuses (:func:`fuse_blocks`) and the geometry the memory planner and the emitter share (:class:`Block`).
+asks each stage's backend for its call on band-sized tensors (:func:`row_ops`). This module finds what
+can fuse (:func:`find_chains`), builds the fused op (:func:`fused_op`, :func:`with_fused`) and holds
+the geometry the memory planner and the emitter share (:class:`Block`); mcu/plan/fusion.py chooses
+which blocks fuse and their bands.
 """
 
 from __future__ import annotations
