@@ -436,11 +436,11 @@ def compile_spec(spec: ModelSpec, board: str | Board = "mps2-an505", quantize: s
                  options: BackendOptions | None = None, backend: str | list[str] | None = None,
                  check_flash: bool = True, fuse_blocks: bool | str = False,
                  ram_budget: int | None = None) -> CompiledModel:
-    """``fuse_blocks``: run int8 inverted-residual blocks row by row through a ring of expanded rows
+    """``fuse_blocks``: run inverted-residual blocks row by row through a ring of expanded rows
     (mcu/plan/fused.py), as few as give the smallest arena (True or "auto"; "all": every block that can);
-    ``ram_budget``: as few as bring the arena to
-    at most these bytes (mcu/plan/fusion.py); by default every tensor stays whole. ``backend``: the backends' preference order, ``"cmsis-nn,optimized,portable"`` or a list (None:
-    CMSIS-NN first when it is given, then optimized, then portable; mcu/backends/registry.py); the
+    ``ram_budget``: as few as bring the arena to at most these bytes (mcu/plan/fusion.py); by default every
+    tensor stays whole (unless the model does not fit the board). ``backend``: the backends' preference
+    order, ``"cmsis-nn,optimized,portable"`` or a list (None: CMSIS-NN first when it is given, then optimized, then portable; mcu/backends/registry.py); the
     partition report is ``CompiledModel.partitions``. ``options``: the backends' own options by backend
     id (:func:`backend_options` makes them from the API's keywords)."""
 

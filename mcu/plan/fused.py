@@ -239,7 +239,8 @@ def fused_op(stages: list[Op], band: int = 1) -> Op:
     for s in stages:
         consts += [t for t in s.inputs if t.is_constant and all(t is not c for c in consts)]
     block = block_of(stages, band)
-    stage_scratch = max(stage_scratch_bytes(s) for _, rows in block.bands() for s in row_ops(stages, block, out_rows=rows))
+    stage_scratch = max(stage_scratch_bytes(s) for _, rows in block.bands()
+                        for s in row_ops(stages, block, out_rows=rows))
     return Op(KIND, [x, *consts], [stages[-1].output],
               {"stages": stages, "block": block, "backend": KIND,
                "scratch_bytes": block.stage_scratch_offset + stage_scratch, "scratch_name": "ring",

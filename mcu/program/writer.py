@@ -242,8 +242,9 @@ def _method(fb: _Builder, src: MethodSource, segments: _Segments,
             insns.append((fmt.KERNEL_DELEGATE, operands, [len(delegates) - 1, len(op.outputs)], op.name))
             continue
         if op.kind == FUSED_KIND:
-            raise UnsupportedKernel(f"program files do not carry fused blocks yet ({op.name}: {', '.join(op.attrs['ops'])})",
-                           hint="drop --fuse-blocks for a program file; the generated C runs fused blocks")
+            raise UnsupportedKernel(f"program files do not carry fused blocks yet ({op.name}: "
+                                    f"{', '.join(op.attrs['ops'])})",
+                                    hint="drop --fuse-blocks for a program file; the generated C runs fused blocks")
         planned = memory.scratch_offsets.get(id(op))
         scratch = None if planned is None else (memory.scratch_arena_index(op), planned, scratch_bytes(op))
         if op.kind == "custom":  # a user kernel: through the delegate registry, its params as the payload
