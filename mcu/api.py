@@ -440,8 +440,8 @@ def compile_spec(spec: ModelSpec, board: str | Board = "mps2-an505", quantize: s
     (mcu/plan/fused.py), as few as give the smallest arena (True or "auto"; "all": every block that can);
     ``ram_budget``: as few as bring the arena to at most these bytes (mcu/plan/fusion.py); by default every
     tensor stays whole (unless the model does not fit the board). ``backend``: the backends' preference
-    order, ``"cmsis-nn,optimized,portable"`` or a list (None: CMSIS-NN first when it is given, then optimized, then portable; mcu/backends/registry.py); the
-    partition report is ``CompiledModel.partitions``. ``options``: the backends' own options by backend
+    order, ``"cmsis-nn,optimized,portable"`` or a list (None: CMSIS-NN first when it is given, then
+    optimized, then portable; mcu/backends/registry.py); the partition report is ``CompiledModel.partitions``. ``options``: the backends' own options by backend
     id (:func:`backend_options` makes them from the API's keywords)."""
 
     order = parse(backend)
