@@ -441,8 +441,9 @@ def compile_spec(spec: ModelSpec, board: str | Board = "mps2-an505", quantize: s
     ``ram_budget``: as few as bring the arena to at most these bytes (mcu/plan/fusion.py); by default every
     tensor stays whole (unless the model does not fit the board). ``backend``: the backends' preference
     order, ``"cmsis-nn,optimized,portable"`` or a list (None: CMSIS-NN first when it is given, then
-    optimized, then portable; mcu/backends/registry.py); the partition report is ``CompiledModel.partitions``. ``options``: the backends' own options by backend
-    id (:func:`backend_options` makes them from the API's keywords)."""
+    optimized, then portable; mcu/backends/registry.py); the partition report is
+    ``CompiledModel.partitions``. ``options``: the backends' own options by backend id (:func:`backend_options`
+    makes them from the API's keywords)."""
 
     order = parse(backend)
     check(order)
