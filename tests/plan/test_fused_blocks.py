@@ -21,7 +21,8 @@ from mcu.emit.c_model import render_library
 from mcu.plan.fused import KIND, Block, fused_op
 from mcu.plan.memory import plan_memory
 from mcu.program.writer import UnsupportedKernel
-from repo import requires_qemu
+from cli_runner import assert_one_line_error, run_mcu
+from repo import EXAMPLES, requires_qemu
 
 
 class _Block(nn.Module):
@@ -262,3 +263,11 @@ def test_a_model_too_large_for_the_board_fuses_blocks_to_fit() -> None:
     assert not _fused(_compile(model, (1, 8, 64, 64), 7, "mps2-an505"))  # fits whole there: today's schedule
     with pytest.raises(McuError, match=r"does not fit pico .*the smallest arena is \d+ B"):
         _compile(model, (1, 8, 192, 192), 7, "pico")
+
+
+@pytest.mark.slow
+def test_command_line_ram_budget_below_every_schedule_is_one_line() -> None:
+    proc = run_mcu("build", "--board", "mps2-an505", "--quantize", "int8", "--ram-budget", "20000",
+                   str(EXAMPLES / "mobilenet_v2.py"))
+    assert_one_line_error(proc, "no schedule fits a RAM budget of 20000 B", "the smallest arena is 30728 B",
+                          "--ram-budget")
