@@ -38,6 +38,7 @@ from mcu.layouts import to_memory_order
 from mcu.capture.loader import ModelSpec, flatten_outputs, load_model_file, spec_from_objects
 from mcu.device.mapfile import SizeReport, size_report
 from mcu.plan.drawing import plan_svg
+from mcu.plan.fused import KIND as FUSED_KIND
 from mcu.plan.memory import MemoryPlan
 from mcu.emit.outputs import build_lock, cached_build_dir, stage_sources
 from mcu.progress import stage
@@ -102,8 +103,9 @@ class CompiledModel:
     memory: MemoryPlan
     library: GeneratedLibrary
     partitions: PartitionReport = field(default_factory=PartitionReport)  # which backend took which ops
-    # The graph before delegates took their partitions: the Python reference runs this one (it cannot
-    # run a delegate's payload). None when no delegate took anything.
+    # The graph before delegates took their partitions and blocks were fused: the Python reference runs
+    # this one (it cannot run a delegate's payload, and checks a fused block stage by stage). None when
+    # neither happened.
     reference_graph: Graph | None = None
     _host: HostModel | None = field(default=None, repr=False)
     _program: Any = field(default=None, repr=False)  # mcu.program.host.Program of this model, loaded on first run
@@ -192,7 +194,7 @@ class CompiledModel:
     def delegated(self) -> bool:
         """Whether a delegate (XNNPACK) runs part of the model: then outputs are checked within bounds
         (:data:`DELEGATE_INT8_LSB`, :data:`FP32_RELATIVE_TOLERANCE`), not bit for bit."""
-        return self.reference_graph is not None
+        return any(op.kind == "delegate" for op in self.graph.ops)
 
     def reference_raw(self, *inputs: Any) -> list[np.ndarray]:
         """The Python integer reference (int8) on the same inputs; memory order, device dtypes."""
@@ -216,7 +218,8 @@ class CompiledModel:
     @cached_property
     def reference_is_exact(self) -> bool:
         """Whether the Python reference predicts every op of this graph bit for bit (never for fp32 models)."""
-        return not modes.is_float(self.quantize) and not self.delegated and Reference(self.graph).exact
+        return not modes.is_float(self.quantize) and not self.delegated \
+            and Reference(self.reference_graph or self.graph).exact
 
     @cached_property
     def expected_outputs(self) -> list[list[np.ndarray]]:
@@ -425,13 +428,22 @@ def backend_options(cmsis_nn: str | Path | None = None, packed_weights: bool | N
     return options
 
 
+def _fuse_policy(fuse_blocks: bool | str) -> str:
+    return ("auto" if fuse_blocks else "off") if isinstance(fuse_blocks, bool) else fuse_blocks
+
+
 def compile_spec(spec: ModelSpec, board: str | Board = "mps2-an505", quantize: str = "none",
                  options: BackendOptions | None = None, backend: str | list[str] | None = None,
-                 check_flash: bool = True) -> CompiledModel:
-    """``backend``: the backends' preference order, ``"cmsis-nn,optimized,portable"`` or a list (None:
-    CMSIS-NN first when it is given, then optimized, then portable; mcu/backends/registry.py); the
-    partition report is ``CompiledModel.partitions``. ``options``: the backends' own options by backend
-    id (:func:`backend_options` makes them from the API's keywords)."""
+                 check_flash: bool = True, fuse_blocks: bool | str = False,
+                 ram_budget: int | None = None) -> CompiledModel:
+    """``fuse_blocks``: run inverted-residual blocks row by row through a ring of expanded rows
+    (mcu/plan/fused.py), as few as give the smallest arena (True or "auto"; "all": every block that can);
+    ``ram_budget``: as few as bring the arena to at most these bytes (mcu/plan/fusion.py); by default every
+    tensor stays whole (unless the model does not fit the board). ``backend``: the backends' preference
+    order, ``"cmsis-nn,optimized,portable"`` or a list (None: CMSIS-NN first when it is given, then
+    optimized, then portable; mcu/backends/registry.py); the partition report is
+    ``CompiledModel.partitions``. ``options``: the backends' own options by backend id (:func:`backend_options`
+    makes them from the API's keywords)."""
 
     order = parse(backend)
     check(order)
@@ -441,10 +453,12 @@ def compile_spec(spec: ModelSpec, board: str | Board = "mps2-an505", quantize: s
         graph = to_graph(spec, quantize)
         graph.output_names = [] if graph.state else _output_names(spec, len(graph.outputs))  # state: no extra run
         before = dataclasses.replace(graph, ops=list(graph.ops))  # partitioning replaces the op list, not the ops
-        memory, library, report = compile_graph(graph, board_obj, quantize, order, options, check_flash=check_flash)
+        memory, library, report = compile_graph(graph, board_obj, quantize, order, options, check_flash=check_flash,
+                                                fuse=_fuse_policy(fuse_blocks), ram_budget=ram_budget)
     delegated = any(op.kind == "delegate" for op in graph.ops)
+    fused = any(op.kind == FUSED_KIND for op in graph.ops)
     cm = CompiledModel(spec=spec, board=board_obj, quantize=quantize, graph=graph, memory=memory, library=library,
-                       partitions=report, reference_graph=before if delegated else None)
+                       partitions=report, reference_graph=before if delegated or fused else None)
     if cm.has_custom_ops:
         # The user's kernels against their references in a sanitized child, before any firmware is built
         # and before their C runs in this process.
@@ -468,10 +482,12 @@ def compile(model: torch.nn.Module, example_inputs: Sequence[torch.Tensor], boar
 
 def compile_file(path: str | Path, board: str = "mps2-an505", quantize: str = "none",
                  cmsis_nn: str | Path | None = None, packed_weights: bool | None = None,
-                 backend: str | list[str] | None = None) -> CompiledModel:
+                 backend: str | list[str] | None = None, fuse_blocks: bool | str = False,
+                 ram_budget: int | None = None) -> CompiledModel:
     with stage("load"):
         spec = load_model_file(path)
-    return compile_spec(spec, board, quantize, backend_options(cmsis_nn, packed_weights, backend), backend)
+    return compile_spec(spec, board, quantize, backend_options(cmsis_nn, packed_weights, backend), backend,
+                        fuse_blocks=fuse_blocks, ram_budget=ram_budget)
 
 
 def max_abs(values: list[np.ndarray]) -> float:

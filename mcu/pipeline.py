@@ -21,6 +21,8 @@ from mcu.errors import McuError
 from mcu.frontend.lower import from_exported
 from mcu.ir import Graph
 from mcu.capture.loader import ModelSpec
+from mcu.plan.fused import find_chains, with_fused
+from mcu.plan.fusion import choose as choose_fusion
 from mcu.plan.memory import MemoryPlan, plan_memory
 from mcu.passes.fold_batch_norm import fold_batch_norm
 from mcu.passes.fuse_activations import fuse_activations
@@ -90,6 +92,11 @@ def to_graph(spec: ModelSpec, quantize: str) -> Graph:
     return graph
 
 
+def fits(board: Board, memory: MemoryPlan) -> bool:
+    capacity = dict(board.arena_regions())
+    return all(arena.plan.arena_size <= capacity.get(arena.region, 0) for arena in memory.arenas)
+
+
 def check_fits(board: Board, memory: MemoryPlan) -> None:
     """Reject a model whose arenas cannot fit in the board's RAM regions (the main one next to the stack)."""
     capacity = dict(board.arena_regions())
@@ -132,21 +139,55 @@ def partition_ops(graph: Graph, board: Board, quantize: str, backends: list[str]
     return partition(graph, resolve_backends(backends, ctx), ctx)
 
 
+FUSE_POLICIES = ("off", "auto", "all")
+
+
+def _fuse_to_fit(graph: Graph, board: Board) -> MemoryPlan:
+    """Today's schedule does not fit the board: its main RAM is the budget the fused blocks must meet
+    (mcu/plan/fusion.py), and the error names the smallest arena they reach when they cannot."""
+    budget = board.arena_regions()[0][1]
+    try:
+        choice = choose_fusion(graph, budget)
+    except McuError as exc:
+        raise McuError(f"model does not fit {board.name} ({budget} B of RAM for the arena after a "
+                       f"{board.stack_bytes} B stack): {exc.message}",
+                       hint="use a smaller model or input, quantize to int8, or pick a board with more RAM") from None
+    graph.ops = with_fused(graph, choice.chains, choice.bands).ops
+    return plan_memory(graph, capacities=board.arena_regions())
+
+
 def compile_graph(graph: Graph, board: Board, quantize: str, backends: list[str] | None = None,
                   options: BackendOptions | None = None,
-                  check_flash: bool = True) -> tuple[MemoryPlan, GeneratedLibrary, PartitionReport]:
+                  check_flash: bool = True,
+                  fuse: str = "off", ram_budget: int | None = None,
+                  ) -> tuple[MemoryPlan, GeneratedLibrary, PartitionReport]:
     """``backends``: preference order of backend ids (None: the registry's default for these options:
     CMSIS-NN first when it has its sources, then the optimized and the portable kernels;
     mcu/backends/registry.py). ``options``: each backend's own options by backend id (CMSIS-NN's
     sources, the optimized backend's weight layout), passed to the backends as they are.
     ``check_flash`` False: the constants need not fit the board's flash (a program file, whose weights
-    the host runtime may load)."""
+    the host runtime may load). ``fuse``: run inverted-residual blocks row by row (mcu/plan/fused.py), so
+    their expanded tensors never exist whole: "auto" as few of them as give the smallest arena
+    (mcu/plan/fusion.py), "all" every one, "off" none; ``ram_budget``: as few as bring the arena to at
+    most these bytes (none when the default schedule fits). With neither, blocks fuse only when the
+    default schedule does not fit the board: its RAM is then the budget."""
     if check_flash:  # before partitioning: packing the weights of a model that cannot fit costs minutes
         check_constants_fit(board, graph)
     # Before the plan: a backend's kernels bring their own scratch sizes and overlap contracts.
     report = partition_ops(graph, board, quantize, backends, dict(options or {}))
+    if fuse not in FUSE_POLICIES:
+        raise McuError(f"unknown block fusion {fuse!r}", hint=f"one of {', '.join(FUSE_POLICIES)}")
+    if fuse != "off" or ram_budget is not None:  # after partitioning: each fused stage runs its backend's kernel
+        with stage("fuse"):
+            if fuse == "all":
+                graph.ops = with_fused(graph, find_chains(graph)).ops
+            else:
+                choice = choose_fusion(graph, ram_budget)
+                graph.ops = with_fused(graph, choice.chains, choice.bands).ops
     with stage("plan"):
         memory = plan_memory(graph, capacities=board.arena_regions())
+        if fuse == "off" and ram_budget is None and not fits(board, memory) and find_chains(graph):
+            memory = _fuse_to_fit(graph, board)
         check_fits(board, memory)
     with stage("generate"):
         return memory, render_library(graph, memory, quantize), report

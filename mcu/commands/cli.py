@@ -49,6 +49,14 @@ def _add_model_args(p: argparse.ArgumentParser, board_required: bool = True) -> 
                         "compact kernels); by default, on cores with the DSP extension (Cortex-M4/M7/M33) they "
                         "are packed as int16 for the fastest kernel, which doubles their flash, unless the "
                         "board's flash has no room for that")
+    p.add_argument("--fuse-blocks", nargs="?", const="auto", default="off", choices=("off", "auto", "all"),
+                   help="int8: run inverted-residual blocks (1x1 expansion, depthwise, 1x1 projection, residual "
+                        "add) row by row through a ring of expanded rows, so the expanded tensor never exists "
+                        "whole: as few blocks as give the smallest arena (auto, the flag alone), or every block "
+                        "that can (all); generated C only, program files refuse it")
+    p.add_argument("--ram-budget", type=positive_int, metavar="BYTES", default=None,
+                   help="fuse as few inverted-residual blocks as bring the arena to at most BYTES (none when "
+                        "every tensor whole fits); an error names the smallest arena reachable when none does")
     p.add_argument("--prefill-chunk", type=positive_int, metavar="C", default=None,
                    help="text generation: prompt tokens per prefill call (default: the model file's "
                         "prefill_chunk); larger runs the prompt in fewer calls, each row of a chunk costs "

@@ -34,4 +34,6 @@ def compile_model(args: argparse.Namespace) -> Any:
         return compile_file(args.model, board=args.board, quantize=args.quantize,
                             cmsis_nn=resolve(spec, origin=origin),
                             packed_weights=False if getattr(args, "compact_weights", False) else None,
-                            backend=getattr(args, "backend", None))
+                            backend=getattr(args, "backend", None),
+                            fuse_blocks=getattr(args, "fuse_blocks", "off"),
+                            ram_budget=getattr(args, "ram_budget", None))

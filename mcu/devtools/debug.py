@@ -18,6 +18,7 @@ import numpy as np
 from mcu.errors import McuError
 from mcu.ir import NUMPY_DTYPES, Graph, Tensor
 from mcu.layouts import from_memory_order, to_memory_order
+from mcu.plan.fused import KIND as FUSED_KIND
 from mcu.reference.encoding import dequantize_s8_f32
 from mcu.reference.interp import FLOAT_MOVES, INT8_OPS
 from mcu.quantize import modes
@@ -131,6 +132,12 @@ def reference_per_op(graph: Graph, inputs: list[np.ndarray],
     outputs: dict[int, np.ndarray] = {}
     for handle, op in enumerate(graph.ops):
         if op.attrs.get("alias"):
+            continue
+        if op.kind == FUSED_KIND and op.output.dtype == "int8":  # a block run row by row: its stages in turn
+            for stage in op.attrs["stages"]:
+                stage_args = [value(t) for t in stage.inputs if not t.is_constant]
+                env[id(stage.output.base())] = np.asarray(INT8_OPS[stage.kind](stage, stage_args)).reshape(-1)
+            outputs[handle] = env[id(op.output.base())]
             continue
         table = INT8_OPS if op.output.dtype == "int8" else FLOAT_MOVES
         if op.kind not in table and op.output.dtype == "float32" and device is not None and handle in device:

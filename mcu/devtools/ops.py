@@ -14,6 +14,7 @@ from typing import Any
 
 from mcu.emit.c_model import GeneratedLibrary
 from mcu.ir import Graph, Op, QuantParams
+from mcu.plan.fused import KIND as FUSED_KIND
 from mcu.plan.memory import MemoryPlan
 from mcu.plan.planner import occupied_bytes_per_step
 
@@ -46,6 +47,8 @@ class OpInfo:
 
 
 def op_macs(op: Op) -> int:
+    if op.kind == FUSED_KIND:  # a block run row by row: its stages' MACs, none computed twice
+        return sum(op_macs(stage) for stage in op.attrs["stages"])
     if op.kind not in _WEIGHTED or len(op.inputs) < 2:
         return 0
     weight = op.inputs[1].shape

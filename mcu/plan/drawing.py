@@ -2,7 +2,8 @@
 
 The peak (the highest byte in use) is marked with a line, and so is the
 op order's largest live set (every buffer counted whole), so the picture shows how far the
-overlap contracts take the plan below it.
+overlap contracts take the plan below it. The ring of a block run row by row (mcu/plan/fused.py) is
+hatched.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from html import escape
 
 from mcu.plan.planner import Plan, occupied_bytes_per_step
 
+RING_SUFFIX = "_ring"  # the scratch buffer of a fused block (mcu/plan/memory.py names it)
 _PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7",
             "#9c755f", "#bab0ac"]
 
@@ -32,6 +34,10 @@ def plan_svg(plan: Plan, title: str, step_names: list[str] | None = None, width:
         f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="11">',
         f"<title>{escape(title)}</title>",
         '<rect x="0" y="0" width="100%" height="100%" fill="white"/>',
+        # A fused block's ring (mcu/plan/fused.py) is hatched: rows that come and go, not one tensor.
+        '<defs><pattern id="ring" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)">'
+        '<rect width="6" height="6" fill="#f28e2b"/><line x1="0" y1="0" x2="0" y2="6" stroke="#7a3f00" '
+        'stroke-width="2"/></pattern></defs>',
         f'<text x="{left}" y="22" font-size="15" font-weight="bold">{escape(title)}</text>',
         f'<text x="{left}" y="40">arena {plan.arena_size} B, largest live set of the op order '
         f'{plan.lower_bound} B, {len(plan.buffers)} buffers ({plan.method})</text>',
@@ -53,9 +59,13 @@ def plan_svg(plan: Plan, title: str, step_names: list[str] | None = None, width:
         y0 = y(off + b.size)
         h = max(b.size * sy, 0.5)
         color = _PALETTE[i % len(_PALETTE)]
+        ring = b.name.endswith(RING_SUFFIX)
+        what = " (ring of expanded rows of a block run row by row)" if ring else ""
+        fill = "url(#ring)" if ring else color
         parts.append(
-            f'<g><title>{escape(b.name)}: {b.size} B at [{off}, {off + b.size}), steps {b.first_use}-{b.last_use}'
-            f'</title><rect x="{x0:.1f}" y="{y0:.1f}" width="{w:.1f}" height="{h:.1f}" fill="{color}" '
+            f'<g class="{"ring" if ring else "buffer"}"><title>{escape(b.name)}: {b.size} B at [{off}, '
+            f'{off + b.size}), steps {b.first_use}-{b.last_use}{what}'
+            f'</title><rect x="{x0:.1f}" y="{y0:.1f}" width="{w:.1f}" height="{h:.1f}" fill="{fill}" '
             f'fill-opacity="0.55" stroke="{color}"/>'
             f'<text x="{x0 + 2:.1f}" y="{y0 + min(h, 14) - 3:.1f}" font-size="9">{escape(b.name)}</text></g>')
     for value, label, color in ((plan.arena_size, "peak", "#d62728"), (plan.lower_bound, "largest live set", "#555")):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from mcu.plan import fused
 from mcu.plan.contracts import overlap_contracts, scratch_bytes as contract_scratch_bytes
 from mcu.errors import McuError
 from mcu.ir import Graph, Op, Tensor
@@ -101,12 +102,16 @@ def _allowances(op: Op, step: int, first: dict[int, int], last: dict[int, int],
     result = []
     out = op.output.base()
     seen: set[int] = set()
-    for c in overlap_contracts(op):
-        src = op.inputs[c.input_index].base()
+    contracts = [(0, fused.overlap_intervals(op))] if op.kind == fused.KIND else \
+        [(c.input_index, c.intervals) for c in overlap_contracts(op)]
+    for index, intervals in contracts:
+        if not intervals:
+            continue
+        src = op.inputs[index].base()
         if src is out or id(src) in seen or last.get(id(src)) != step or first.get(id(out)) != step:
             continue
         seen.add(id(src))
-        result.append((src, out, c.intervals))
+        result.append((src, out, intervals))
     return result
 
 
@@ -163,7 +168,8 @@ def _items(graph: Graph) -> tuple[list[_Item], dict[int, int], dict[int, int]]:
         if not t.is_constant:
             bases.setdefault(id(t.base()), t.base())
     items = [_Item("tensor", k, t.name, t.nbytes, first[k], last[k]) for k, t in bases.items()]
-    items += [_Item("scratch", id(op), f"{op.name}_scratch", scratch_bytes(op), s, s)
+    # A fused block's scratch is mostly its ring of expanded rows: named so, in the plan and its drawing.
+    items += [_Item("scratch", id(op), f"{op.name}_{op.attrs.get('scratch_name', 'scratch')}", scratch_bytes(op), s, s)
               for s, op in enumerate(graph.ops) if scratch_bytes(op)]
     return items, first, last
 

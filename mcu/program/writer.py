@@ -21,6 +21,7 @@ from mcu.version import __version__
 from mcu.emit.kernels import SCRATCH, program_call
 from mcu.errors import McuError
 from mcu.ir import NUMPY_DTYPES, Graph, Op, Tensor
+from mcu.plan.fused import KIND as FUSED_KIND
 from mcu.plan.memory import MemoryPlan, scratch_bytes
 from mcu.program import format as fmt
 from mcu.program.format import Field
@@ -240,6 +241,10 @@ def _method(fb: _Builder, src: MethodSource, segments: _Segments,
             operands = [tid(t) for t in (*op.inputs, *op.outputs)]
             insns.append((fmt.KERNEL_DELEGATE, operands, [len(delegates) - 1, len(op.outputs)], op.name))
             continue
+        if op.kind == FUSED_KIND:
+            raise UnsupportedKernel(f"program files do not carry fused blocks yet ({op.name}: "
+                                    f"{', '.join(op.attrs['ops'])})",
+                                    hint="drop --fuse-blocks for a program file; the generated C runs fused blocks")
         planned = memory.scratch_offsets.get(id(op))
         scratch = None if planned is None else (memory.scratch_arena_index(op), planned, scratch_bytes(op))
         if op.kind == "custom":  # a user kernel: through the delegate registry, its params as the payload

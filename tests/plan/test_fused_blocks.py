@@ -1,0 +1,273 @@
+"""Fused inverted-residual blocks (mcu/plan/fused.py, mcu/plan/fusion.py, mcu/emit/fused.py): the generated C
+of a block run row by row through its ring equals the Python integer reference of the unfused graph bit
+for bit, over shapes, strides, paddings and producers; the plan holds the ring; a RAM budget picks as few
+fused blocks as fit it."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings, strategies as st
+from torch import nn
+
+from mcu.api import CompiledModel, compile_spec
+from mcu.capture.loader import spec_from_objects
+from mcu.errors import McuError
+from mcu.plan.drawing import plan_svg
+from mcu.emit.c_model import render_library
+from mcu.plan.fused import KIND, Block, fused_op
+from mcu.plan.memory import plan_memory
+from mcu.program.writer import UnsupportedKernel
+from cli_runner import assert_one_line_error, run_mcu
+from repo import EXAMPLES, requires_qemu
+
+
+class _Block(nn.Module):
+    """producer (kernel p_kernel, stride p_stride) -> depthwise (kernel k, stride s, padding pad) -> 1x1,
+    with the residual when shapes allow."""
+
+    def __init__(self, cin: int, hidden: int, cout: int, p_kernel: int, p_stride: int, k: int, s: int,
+                 pad: int, residual: bool) -> None:
+        super().__init__()
+        self.expand = nn.Sequential(nn.Conv2d(cin, hidden, p_kernel, p_stride, p_kernel // 2, bias=False),
+                                    nn.BatchNorm2d(hidden), nn.ReLU6())
+        self.dw = nn.Sequential(nn.Conv2d(hidden, hidden, k, s, pad, groups=hidden, bias=False),
+                                nn.BatchNorm2d(hidden), nn.ReLU6())
+        self.project = nn.Conv2d(hidden, cout, 1, bias=True)
+        self.residual = residual
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.project(self.dw(self.expand(x)))
+        return x + y if self.residual else y
+
+
+def _compile(model: nn.Module, shape: tuple[int, ...], seed: int, board: str = "mps2-an505",
+             quantize: str = "int8", **kwargs: object) -> CompiledModel:
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, nn.BatchNorm2d):
+                m.running_mean.uniform_(-0.5, 0.5, generator=gen)
+                m.running_var.uniform_(0.5, 2.0, generator=gen)
+    model.eval()
+    calib = [(torch.randn(shape, generator=gen),) for _ in range(4)]
+    tests = [(torch.randn(shape, generator=gen) * 1.5,) for _ in range(2)]
+    spec = spec_from_objects(model, calib[0], calib, tests, name="fused_block_case")
+    return compile_spec(spec, board, quantize, **kwargs)  # type: ignore[arg-type]
+
+
+def _fused(cm: CompiledModel) -> list:
+    return [op for op in cm.graph.ops if op.kind == KIND]
+
+
+def _with_band(cm: CompiledModel, band: int) -> CompiledModel:
+    """``cm`` with each fused block making ``band`` output rows a pass, planned and generated again."""
+    graph = dataclasses.replace(cm.graph, ops=[fused_op(op.attrs["stages"], band) if op.kind == KIND else op
+                                               for op in cm.graph.ops])
+    memory = plan_memory(graph)
+    return dataclasses.replace(cm, graph=graph, memory=memory, library=render_library(graph, memory, cm.quantize),
+                               _host=None)
+
+
+def _same_as_reference(cm: CompiledModel) -> None:
+    for x in cm.spec.test_inputs:
+        for ref, got in zip(cm.reference_raw(*x), cm.run_raw_c(*x)):
+            np.testing.assert_array_equal(got, ref)
+
+
+@st.composite
+def _cases(draw: st.DrawFn) -> dict:
+    k = draw(st.sampled_from([3, 5]))
+    s = draw(st.sampled_from([1, 2]))
+    pad = draw(st.sampled_from(sorted({0, k // 2})))
+    p_kernel, p_stride = draw(st.sampled_from([(1, 1), (1, 1), (3, 1), (3, 2)]))
+    cin = draw(st.sampled_from([3, 4, 8]))
+    residual = s == 1 and pad == k // 2 and p_stride == 1 and draw(st.booleans())
+    cout = cin if residual else draw(st.sampled_from([4, 8, 12]))
+    # the expanded tensor at least one window across (the producer's stride halves it)
+    h = draw(st.integers(k * p_stride + 1, 14))
+    w = draw(st.integers(k * p_stride, 12))
+    return {"cin": cin, "hidden": cin * draw(st.sampled_from([3, 6])), "cout": cout, "p_kernel": p_kernel,
+            "p_stride": p_stride, "k": k, "s": s, "pad": pad, "residual": residual, "h": h, "w": w,
+            "band": draw(st.sampled_from([1, 1, 2, 3, 5])), "seed": draw(st.integers(0, 2**16))}
+
+
+@pytest.mark.slow
+@settings(max_examples=14, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=_cases())
+def test_fused_block_equals_unfused_reference(case: dict) -> None:
+    h, w, band, seed = case.pop("h"), case.pop("w"), case.pop("band"), case.pop("seed")
+    torch.manual_seed(seed)
+    cm = _compile(_Block(**case), (1, case["cin"], h, w), seed, fuse_blocks="all")
+    if band > 1:
+        cm = _with_band(cm, band)
+    fused = _fused(cm)
+    assert len(fused) == 1, [op.kind for op in cm.graph.ops]
+    block: Block = fused[0].attrs["block"]
+    assert (block.k, block.s, block.pad, block.residual) == (case["k"], case["s"], case["pad"], case["residual"])
+    assert block.band == min(band, block.out_h)
+    _same_as_reference(cm)
+
+
+@pytest.mark.parametrize("board", ["mps2-an505", "mps3-an547", "mps2-an385-m0plus"])
+def test_fused_block_on_each_core_family(board: str) -> None:
+    """The optimized (DSP), MVE and plain paths of the kernels each fused stage calls, host-built."""
+    torch.manual_seed(1)
+    model = _Block(8, 48, 8, 1, 1, 3, 1, 1, True)
+    cm = _compile(model, (1, 8, 12, 10), 1, board, fuse_blocks="all")
+    assert len(_fused(cm)) == 1
+    _same_as_reference(cm)
+    _same_as_reference(_with_band(cm, 5))  # two bands of 5 rows and a last one of 2
+
+
+@pytest.mark.parametrize("config", [(8, 48, 8, 1, 1, 3, 1, 1, True), (3, 16, 8, 3, 2, 3, 1, 1, False),
+                                    (8, 24, 12, 1, 1, 5, 2, 2, False)])
+def test_fp32_fused_block_equals_unfused_c(config: tuple) -> None:
+    """fp32: the same kernels on the same rows, so the same bits as the unfused generated C."""
+    torch.manual_seed(5)
+    model = _Block(*config)
+    shape = (1, config[0], 13, 11)
+    whole = _compile(model, shape, 5, quantize="none")
+    fused = _compile(model, shape, 5, quantize="none", fuse_blocks="all")
+    assert len(_fused(fused)) == 1 and not _fused(whole)
+    assert fused.memory.arena_size < whole.memory.arena_size
+    for x in fused.spec.test_inputs:
+        for want, got in zip(whole.run_raw_c(*x), fused.run_raw_c(*x)):
+            assert want.dtype == np.float32
+            np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.slow
+@requires_qemu
+@pytest.mark.qemu
+@pytest.mark.parametrize("board", ["mps2-an505", "mps2-an386", "mps3-an547", "mps2-an385", "mps2-an385-m0plus"])
+def test_fused_blocks_on_the_device_equal_the_reference(board: str) -> None:
+    """Two blocks (a residual one, a strided one) fused, one in bands: the firmware in QEMU."""
+    torch.manual_seed(6)
+    model = nn.Sequential(_Block(8, 48, 8, 1, 1, 3, 1, 1, True), _Block(8, 48, 16, 1, 1, 3, 2, 1, False))
+    cm = _compile(model, (1, 8, 14, 12), 6, board, fuse_blocks="all")
+    cm = _with_band(cm, 3)
+    assert len(_fused(cm)) == 2
+    sim = cm.simulate()
+    assert sim.passed and sim.exit_code == 0, sim.console[-2000:]
+    for raw, expected in zip(sim.outputs_raw, cm.expected_outputs):
+        for got, want in zip(raw, cm.raw_outputs(expected)):
+            np.testing.assert_array_equal(got, want)
+
+
+def test_plan_holds_the_ring_and_drops_the_expanded_tensor() -> None:
+    torch.manual_seed(2)
+    model = _Block(8, 48, 8, 1, 1, 3, 2, 1, False)
+    whole = _compile(model, (1, 8, 16, 16), 2)
+    fused = _compile(model, (1, 8, 16, 16), 2, fuse_blocks=True)
+    (op,) = _fused(fused)
+    block: Block = op.attrs["block"]
+    names = [b.name for b in fused.memory.plan.buffers]
+    assert f"{op.name}_ring" in names
+    ring = next(b for b in fused.memory.plan.buffers if b.name == f"{op.name}_ring")
+    assert ring.size >= block.k * block.e_row  # K expanded rows
+    expanded = op.attrs["stages"][0].output
+    assert expanded.name not in names and expanded.name in [b.name for b in whole.memory.plan.buffers]
+    assert fused.memory.arena_size < whole.memory.arena_size
+    svg = plan_svg(fused.memory.plan, "fused")
+    assert svg.count('<g class="ring">') == 1 and "ring of expanded rows" in svg
+    assert '<g class="ring">' not in plan_svg(whole.memory.plan, "whole")
+    assert not _fused(whole)  # the default schedule is today's
+
+
+def test_ram_budget_fuses_as_few_blocks_as_fit() -> None:
+    torch.manual_seed(3)
+    model = nn.Sequential(_Block(8, 48, 8, 1, 1, 3, 1, 1, True), _Block(8, 48, 16, 1, 1, 3, 2, 1, False),
+                          _Block(16, 32, 16, 1, 1, 3, 1, 1, True))
+    shape = (1, 8, 16, 16)
+    whole = _compile(model, shape, 3)
+    smallest = _compile(model, shape, 3, fuse_blocks=True)
+    assert smallest.memory.arena_size < whole.memory.arena_size
+    arenas, counts = [], []
+    for budget in sorted({smallest.memory.arena_size, (smallest.memory.arena_size + whole.memory.arena_size) // 2,
+                          whole.memory.arena_size, whole.memory.arena_size + 4096}):
+        cm = _compile(model, shape, 3, ram_budget=budget)
+        assert cm.memory.arena_size <= budget
+        arenas.append(cm.memory.arena_size)
+        counts.append(len(_fused(cm)))
+    assert counts == sorted(counts, reverse=True)  # a larger budget never fuses more
+    assert counts[-1] == 0 and arenas[-1] == whole.memory.arena_size
+    with pytest.raises(McuError, match=f"smallest arena is {smallest.memory.arena_size} B"):
+        _compile(model, shape, 3, ram_budget=smallest.memory.arena_size - 4)
+
+
+def test_program_files_refuse_fused_blocks_by_name() -> None:
+    torch.manual_seed(4)
+    cm = _compile(_Block(4, 24, 4, 1, 1, 3, 1, 1, True), (1, 4, 8, 8), 4, fuse_blocks="all")
+    (op,) = _fused(cm)
+    with pytest.raises(UnsupportedKernel, match=f"program files do not carry fused blocks yet \\({op.name}"):
+        cm.runtime_program()
+
+
+def _clobbers(b: Block, delta: int) -> bool:
+    """Whether the block's output placed ``delta`` bytes after its input overwrites an input byte before
+    the loop reads it, by replaying the loop's reads and writes in order (independent of
+    Block.max_overlap_delta's closed form)."""
+    written: list[tuple[int, int]] = []  # input-relative byte ranges written so far
+
+    def read(lo: int, hi: int) -> bool:
+        return any(a < hi and lo < z for a, z in written)
+
+    for oy, rows in b.bands():
+        first = oy * b.s - b.pad
+        for ey in range(b.first_fresh(oy), first + b.window(rows)):
+            if 0 <= ey < b.e_h:
+                start, count, _ = b.producer_rows(ey)
+                if read(start * b.in_row, (start + count) * b.in_row):
+                    return True
+        written.append((delta + oy * b.out_row, delta + (oy + rows) * b.out_row))  # the projection
+        if b.residual and read(oy * b.in_row, (oy + rows) * b.in_row):  # the add reads its input rows
+            return True
+    return False
+
+
+@settings(max_examples=300, deadline=None)
+@given(k=st.sampled_from([3, 5]), s=st.sampled_from([1, 2]), p=st.sampled_from([(1, 1), (3, 1), (3, 2)]),
+       h=st.integers(6, 30), cin=st.integers(1, 16), cout=st.integers(1, 16), band=st.integers(1, 6),
+       residual=st.booleans())
+def test_overlap_bound_is_the_largest_safe_delta(k: int, s: int, p: tuple[int, int], h: int, cin: int, cout: int,
+                                                 band: int, residual: bool) -> None:
+    pk, ps = p
+    pad = k // 2
+    residual = residual and s == 1 and ps == 1
+    cout = cin if residual else cout
+    e_h = (h + 2 * (pk // 2) - pk) // ps + 1
+    out_h = (e_h + 2 * pad - k) // s + 1
+    b = Block(in_h=h, in_w=5, in_c=cin, e_h=e_h, e_w=5, e_c=cin * 4, out_h=out_h, out_w=5, out_c=cout,
+              p_kernel=pk, p_stride=ps, p_pad=pk // 2, k=k, s=s, pad=pad, residual=residual, zero_point=0,
+              band=min(band, out_h))
+    d = b.max_overlap_delta()
+    if d is None:  # nothing of the input is read after the first output bytes are written
+        assert not any(_clobbers(b, delta) for delta in range(-b.out_h * b.out_row, b.in_h * b.in_row))
+        return
+    assert not _clobbers(b, d)
+    assert _clobbers(b, d + 1)
+
+
+def test_a_model_too_large_for_the_board_fuses_blocks_to_fit() -> None:
+    """Without --fuse-blocks or a budget the default schedule stays, unless it does not fit the board: then
+    the board's RAM is the budget; when even fused blocks cannot fit, the error names their smallest arena."""
+    torch.manual_seed(7)
+    model = _Block(8, 96, 8, 1, 1, 3, 1, 1, True)
+    fits = _compile(model, (1, 8, 64, 64), 7, "pico")
+    ram = fits.board.arena_regions()[0][1]
+    assert _fused(fits) and fits.memory.arena_size <= ram
+    assert not _fused(_compile(model, (1, 8, 64, 64), 7, "mps2-an505"))  # fits whole there: today's schedule
+    with pytest.raises(McuError, match=r"does not fit pico .*the smallest arena is \d+ B"):
+        _compile(model, (1, 8, 192, 192), 7, "pico")
+
+
+@pytest.mark.slow
+def test_command_line_ram_budget_below_every_schedule_is_one_line() -> None:
+    proc = run_mcu("build", "--board", "mps2-an505", "--quantize", "int8", "--ram-budget", "20000",
+                   str(EXAMPLES / "mobilenet_v2.py"))
+    assert_one_line_error(proc, "no schedule fits a RAM budget of 20000 B", "the smallest arena is 30728 B",
+                          "--ram-budget")
