@@ -54,6 +54,13 @@ CASES = [
     (64, 3, 20, 3, 3, 1, 1, 1, "overlap", (-128, 127), "fast"),  # row above the stack buffer: pixel order
     (256, 3, 3, 3, 3, 1, 1, 1, "inplace", (-128, 127), "fast"),  # MobileNet's last depthwise (pixel path)
     (128, 6, 6, 3, 3, 2, 1, 1, "overlap", (-128, 127), "fast"),
+    # 5x5 stride 2 (the 5x5 pixel loop): MobileNetV3's downsampling layers
+    (32, 12, 12, 5, 5, 2, 2, 2, "apart", (-128, 127), "fast"),
+    (40, 11, 11, 5, 5, 2, 2, 2, "overlap", (-128, 127), "fast"),  # right overhang
+    (24, 14, 14, 5, 5, 2, 2, 2, "apart", (0, 127), "fast"),  # ReLU's clamp
+    (20, 11, 12, 5, 5, 2, 1, 1, "overlap", (-90, 110), "fast"),  # padding 1 on top and left
+    (18, 9, 9, 5, 5, 2, 2, 2, "apart", (-128, 127), "mixed"),  # a channel tail, generic requantization
+    (8, 9, 13, 5, 5, 1, 2, 2, "apart", (-128, 127), "fast"),  # stride 1
 ]
 
 
