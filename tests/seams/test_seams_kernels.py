@@ -196,6 +196,24 @@ def test_gate_multiply_bit_exact_on_the_dsp_build(case: dict) -> None:
     np.testing.assert_array_equal(out.reshape(expected.shape), expected)
 
 
+@settings(max_examples=150, deadline=None)
+@given(case=_gate_case())
+def test_gate_multiply_bit_exact_on_the_plain_build(case: dict) -> None:
+    """mcu_mul_s8's per-channel path for cores without the DSP extension (elementwise/binary_s8.h,
+    mcu_binary_s8_mul_gate: the gate's product with the multiplier once per channel, the 64-bit product
+    from two 32-bit multiplies) against the Python reference, on the host build of the M0+'s paths."""
+    import cbind_s8 as cb
+    from cbind import MCU_OK
+    from host_builds import build_host_variant, load_bound, route_cbind
+
+    params = dict(case["qp"], **broadcast_params(case["a"].shape, case["b"].shape))
+    expected = mul_s8(case["a"], case["b"], **params)
+    for _ in route_cbind(load_bound(build_host_variant("MCU_S8_NO_WIDE", "narrow"))):
+        status, out = cb.binary("mul", case["a"], case["b"], params)
+    assert status == MCU_OK
+    np.testing.assert_array_equal(out.reshape(expected.shape), expected)
+
+
 def _gate_firmware(cases: list[dict]) -> str:
     """A firmware running mcu_mul_s8 on each case and printing "gate cases failed: N"."""
     from c_source import c_array, harness_main
@@ -255,9 +273,10 @@ def _gate_cases(count: int) -> list[dict]:
 
 @requires_qemu
 @pytest.mark.qemu
-@pytest.mark.parametrize("board_name", ["mps2-an505", "mps2-an386"])
+@pytest.mark.parametrize("board_name", ["mps2-an505", "mps2-an386", "mps2-an385-m0plus", "mps2-an385", "mps3-an547"])
 def test_gate_multiply_bit_exact_on_the_core(tmp_path: Path, board_name: str) -> None:
-    """Gate multiplies through the native loop (assembly for full-range contiguous rows) on QEMU."""
+    """Gate multiplies on QEMU: the native loop (assembly for full-range contiguous rows) on the DSP cores,
+    the per-channel path on the M0+ and M3, the Helium rows on the M55."""
     from mcu.device.sim.qemu import run_qemu
     from mcu.device.toolchain import build_firmware
 
