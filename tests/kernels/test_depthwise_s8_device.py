@@ -1,4 +1,5 @@
-"""The int8 depthwise kernels' DSP paths on the simulated Cortex-M33 and M4 themselves.
+"""The int8 depthwise kernels' DSP paths on the simulated Cortex-M33 and M4 themselves (and the same cases
+through the M0+'s table path for 5x5 windows, convolution/dw_plain_s8.h, and the M55's Helium paths).
 
 tests/kernels/test_kernels_s8_opt.py runs the same C paths on the host with the DSP instructions emulated;
 the row path of the depthwise kernels (runtime_c/kernels/common/dw_s8_dsp.h) also has
@@ -134,7 +135,7 @@ def _program() -> str:
 
 
 @requires_qemu
-@pytest.mark.parametrize("board", ["mps2-an505", "mps2-an386"])
+@pytest.mark.parametrize("board", ["mps2-an505", "mps2-an386", "mps2-an385-m0plus", "mps3-an547"])
 def test_depthwise_dsp_paths_on_device(tmp_path: Path, board: str) -> None:
     from mcu.device.boards import load_board
     from mcu.paths import runtime_dir

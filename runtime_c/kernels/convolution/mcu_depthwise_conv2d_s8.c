@@ -4,6 +4,7 @@
 
 #include "../common/check.h"
 #include "../common/conv_s8_dsp.h"
+#include "dw_plain_s8.h"
 #include "dw_px_s8_dsp.h"
 #include "../common/dw_s8_dsp.h"
 #include "mve_dw_s8.h"
@@ -340,6 +341,15 @@ mcu_status mcu_depthwise_conv2d_s8(const mcu_context *ctx, const mcu_depthwise_c
             dw_wide(p, q, input, weight, bias, output, apart);
             return MCU_OK;
         }
+    }
+#endif
+#if MCU_S8_PLAIN_DW
+    /* 5x5 windows through the offset table (convolution/dw_plain_s8.h); other sizes keep the loop below,
+     * whose instruction counts the existing figures are */
+    if (p->ch_mult == 1 && p->dilation_h == 1 && p->dilation_w == 1 && p->kernel_h == 5 && p->kernel_w == 5 &&
+        mcu_plain_dw_applies(p->kernel_h, p->kernel_w)) {
+        mcu_plain_dw_layer(p, q, input, weight, bias, output);
+        return MCU_OK;
     }
 #endif
     const int32_t in_offset = p->input_offset;
