@@ -85,3 +85,26 @@ def test_depthwise_5x5_table_path(narrow, c, h, w, s, pt, pl, n, in_zp, out_zp, 
     status, out = cb.depthwise_conv2d(x, wt, b, cb.Quant(m, sh, c), params)
     assert status == MCU_OK
     base.assert_equal(out, depthwise_conv2d_s8(x, wt, b, m, sh, **params))
+
+
+@pytest.mark.parametrize("shifts", [(-1,), (-2,), (-1, -2, -23, -24), (-24,)])
+def test_depthwise_5x5_table_path_requantization_ends(narrow, shifts: tuple[int, ...]) -> None:
+    """The ends of the table path's requantization range (R = 1 has no borrow in K[1]'s words, R = 24 the
+    largest K) with accumulators of both signs, multipliers that leave most outputs unsaturated (and the
+    ends), output offsets at their ends."""
+    rng = np.random.default_rng(len(shifts) * 100 - shifts[0])
+    c = 24
+    x = rng.integers(-128, 128, (1, 9, 9, c)).astype(np.int8)
+    wt = rng.integers(-128, 128, (5, 5, c)).astype(np.int8)
+    b = rng.integers(-(2**20), 2**20, c).astype(np.int32)
+    sh = np.array([shifts[i % len(shifts)] for i in range(c)], dtype=np.int32)
+    # multipliers that keep most outputs inside int8 (|acc| reaches ~2^20): the rounding shows there
+    m = np.array([rng.integers(0, 2 ** min(31, 12 - s)) for s in sh], dtype=np.int64).astype(np.int32)
+    m[:3] = [0, 2**30, 2**31 - 1]
+    for out_zp, in_zp in ((-128, 127), (127, -128), (0, 0)):
+        params = dict(input=x.shape, output=(1, 5, 5, c), ch_mult=1, kernel_h=5, kernel_w=5, stride_h=2, stride_w=2,
+                      pad_top=2, pad_left=2, dilation_h=1, dilation_w=1, input_offset=-in_zp, output_offset=out_zp,
+                      act_min=-128, act_max=127)
+        status, out = cb.depthwise_conv2d(x, wt, b, cb.Quant(m, sh, c), params)
+        assert status == MCU_OK
+        base.assert_equal(out, depthwise_conv2d_s8(x, wt, b, m, sh, **params))

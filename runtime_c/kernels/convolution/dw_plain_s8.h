@@ -93,9 +93,9 @@ static inline uint32_t mcu_plain_dw_dot(const int32_t *tab, int32_t taps, const 
  * the single rounding of common/rq_s8_dsp.h's mcu_rq_ch (with R = -shift,
  * z = floor((P + K[P < 0]) / 2^(31+R)), K[0] = 2^30 + 2^(R+30) + output_offset 2^(31+R),
  * K[1] = K[0] - 2^31; P < 0 exactly when acc < 0 for a positive multiplier, and a zero multiplier
- * gives output_offset with either K), the product P = acc * multiplier from four 16 x 16-bit
- * products of the halves (each fits int32: the multiplier's high half is below 2^15); other shifts
- * take mcu_requantize_to_s8. */
+ * gives output_offset with either K). Only the high word of P + K is needed: P = acc * multiplier
+ * from the four 16 x 16-bit products of the halves (each fits 32 bits: the multiplier's high half is
+ * below 2^15), summed in 32-bit words with their carries; other shifts take mcu_requantize_to_s8. */
 static inline int8_t mcu_plain_rq_s8(int32_t acc, int32_t multiplier, int32_t shift, int32_t output_offset,
                                      int32_t act_min, int32_t act_max)
 {
@@ -103,13 +103,25 @@ static inline int8_t mcu_plain_rq_s8(int32_t acc, int32_t multiplier, int32_t sh
         return mcu_requantize_to_s8(acc, multiplier, shift, output_offset, act_min, act_max);
     }
     const int32_t r = -shift;
-    const int32_t al = acc & 0xFFFF, ah = (acc - al) / 65536; /* acc = ah 2^16 + al, al in [0, 2^16) */
-    const int32_t ml = multiplier & 0xFFFF, mh = multiplier >> 16;
-    const int64_t mid = (int64_t)(ah * ml) + (int64_t)(al * mh);
-    const int64_t prod = (int64_t)(ah * mh) * 4294967296 + mid * 65536 + (int64_t)((uint32_t)al * (uint32_t)ml);
-    const int64_t k0 = ((int64_t)1 << 30) + ((int64_t)1 << (r + 30)) + (int64_t)output_offset * ((int64_t)1 << (r + 31));
-    const int64_t s = prod + (prod < 0 ? k0 - ((int64_t)1 << 31) : k0);
-    return (int8_t)mcu_clamp_s32(mcu_asr32((int32_t)mcu_asr64(s, 32), r - 1), act_min, act_max);
+    const uint32_t al = (uint32_t)acc & 0xFFFFu, ml = (uint32_t)multiplier & 0xFFFFu;
+    const int32_t ah = mcu_asr32(acc, 16), mh = multiplier >> 16; /* multiplier >= 0 */
+    const uint32_t p0 = al * ml, p2 = al * (uint32_t)mh; /* p2 < 2^31 */
+    const int32_t p1 = ah * (int32_t)ml, p3 = ah * mh;
+    /* mid = p1 + p2 in 33 bits: mid_lo and the sign word mid_hi (0 or -1 from p1, plus the carry) */
+    const uint32_t mid_lo = (uint32_t)p1 + p2;
+    const int32_t mid_hi = (p1 < 0 ? -1 : 0) + (mid_lo < p2 ? 1 : 0);
+    /* P = p3 2^32 + mid 2^16 + p0 */
+    const uint32_t lo = p0 + (mid_lo << 16);
+    int32_t hi = p3 + (int32_t)(((uint32_t)mid_hi << 16) | (mid_lo >> 16)) + (lo < p0 ? 1 : 0);
+    /* + K[P < 0]: K[0]'s low word 2^30 (+ 2^31 for R = 1), its high word 2^(R-2) (R >= 2) +
+     * output_offset 2^(R-1); K[1] = K[0] - 2^31 borrows from the high word unless R = 1 */
+    const int neg = hi < 0;
+    const uint32_t klo = (1u << 30) + (r == 1 ? 1u << 31 : 0u) + (neg ? 0x80000000u : 0u);
+    const int32_t khi = (r >= 2 ? (int32_t)1 << (r - 2) : 0) + output_offset * ((int32_t)1 << (r - 1)) -
+                        (neg && r >= 2 ? 1 : 0);
+    const uint32_t sum = lo + klo;
+    hi += khi + (sum < lo ? 1 : 0);
+    return (int8_t)mcu_clamp_s32(mcu_asr32(hi, r - 1), act_min, act_max);
 }
 
 /* The table of kernel rows [i0, i1) and columns [j0, j1): per tap its input offset from tap (i0, j0)
