@@ -308,10 +308,11 @@ class _DownsampleSE(torch.nn.Module):
 
 @requires_qemu
 @pytest.mark.qemu
-@pytest.mark.parametrize("board_name", ["mps2-an505", "mps2-an386", "mps2-an385-m0plus", "mps3-an547"])
+@pytest.mark.parametrize("board_name", ["mps2-an505", "mps2-an386", "mps2-an385", "mps2-an385-m0plus", "mps3-an547"])
 def test_downsampling_se_block_bit_exact_as_c_and_program(board_name: str) -> None:
-    """The 5x5 stride-2 depthwise paths (DSP loop, M0+ table, Helium) and the per-channel gate multiply in a
-    model: its generated C and its program file on the core both equal the integer reference bit for bit."""
+    """The 5x5 stride-2 depthwise paths (DSP loop, M0+ table, Helium, the M3's rows) and the per-channel gate
+    multiply in a model: its generated C and its program file on the core both equal the integer reference bit
+    for bit."""
     from mcu.api import compile as compile_model
     from mcu.program.run_model import run_program_model
 
