@@ -43,10 +43,11 @@ static inline int mcu_plain_dw_applies(int32_t kh, int32_t kw)
 static inline uint32_t mcu_plain_dw_dot(const int32_t *tab, int32_t taps, const int8_t *x, const int8_t *w,
                                         int32_t off, uint32_t acc)
 {
-#if defined(__ARM_ARCH_6M__)
+#if defined(__ARM_ARCH_6M__) && defined(__OPTIMIZE__)
     /* Written in C, GCC runs short of low registers and moves every product through the high ones
      * (11 instructions a tap); here a tap is LDM of its two offsets, two LDRSB, the offset's ADDS, MULS
-     * and ADDS, five taps a step. r4 and r5 are the temporaries, the operands take the other six.
+     * and ADDS, five taps a step. r4 and r5 are the temporaries, the operands take the other six low
+     * registers, r7 among them: unoptimised builds keep r7 for the frame, so they take the C loop.
      * GCC hands ARMv6-M inline assembly over in divided syntax: the blocks say unified. */
     int32_t n5 = taps / 5, n1 = taps - 5 * (taps / 5);
 #define MCU_PLAIN_DW_TAP                                                                      \
