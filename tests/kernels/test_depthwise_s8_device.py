@@ -1,4 +1,5 @@
-"""The int8 depthwise kernels' DSP paths on the simulated Cortex-M33 and M4 themselves.
+"""The int8 depthwise kernels' DSP paths on the simulated Cortex-M33 and M4 themselves (and the same cases
+through the M0+'s table path for 5x5 windows, convolution/dw_plain_s8.h, and the M55's Helium paths).
 
 tests/kernels/test_kernels_s8_opt.py runs the same C paths on the host with the DSP instructions emulated;
 the row path of the depthwise kernels (runtime_c/kernels/common/dw_s8_dsp.h) also has
@@ -28,7 +29,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 # (channels, h, w, kh, kw, stride, pad_top, pad_left, mode, act, shifts)
 #   mode: "apart" (separate output), "overlap" (output at the window contract's largest offset below
-#   the input), "inplace" (the ring-buffer kernel; stride 1, same size)
+#   the input; "overlap-2" two bytes lower), "inplace" (the ring-buffer kernel; stride 1, same size)
 #   shifts: "fast" (all in [-24, -1]), "mixed" (some 0, positive or below -24: the generic requantization)
 CASES = [
     (64, 25, 5, 3, 3, 1, 1, 1, "inplace", (-128, 127), "fast"),  # DS-CNN's layer
@@ -54,6 +55,16 @@ CASES = [
     (64, 3, 20, 3, 3, 1, 1, 1, "overlap", (-128, 127), "fast"),  # row above the stack buffer: pixel order
     (256, 3, 3, 3, 3, 1, 1, 1, "inplace", (-128, 127), "fast"),  # MobileNet's last depthwise (pixel path)
     (128, 6, 6, 3, 3, 2, 1, 1, "overlap", (-128, 127), "fast"),
+    # 5x5 stride 2 (the 5x5 pixel loop): MobileNetV3's downsampling layers
+    (32, 12, 12, 5, 5, 2, 2, 2, "apart", (-128, 127), "fast"),
+    (40, 11, 11, 5, 5, 2, 2, 2, "overlap", (-128, 127), "fast"),  # right overhang
+    (24, 14, 14, 5, 5, 2, 2, 2, "apart", (0, 127), "fast"),  # ReLU's clamp
+    (20, 11, 12, 5, 5, 2, 1, 1, "overlap", (-90, 110), "fast"),  # padding 1 on top and left
+    (18, 9, 9, 5, 5, 2, 2, 2, "apart", (-128, 127), "mixed"),  # a channel tail, generic requantization
+    (8, 9, 13, 5, 5, 1, 2, 2, "apart", (-128, 127), "fast"),  # stride 1
+    # output rows of 512 bytes (two per stack band) under a taller input: past the first bands the rows are
+    # written in place, in one band, up to where the input still to be read begins
+    (64, 40, 16, 5, 5, 2, 2, 2, "overlap-2", (-128, 127), "fast"),
 ]
 
 
@@ -78,16 +89,18 @@ def _case_data(k: int, case):
                   output_offset=int(rng.integers(-128, 128)), act_min=act[0], act_max=act[1])
     expected = depthwise_conv2d_s8(x, wt, b, m.astype(np.int32), sh.astype(np.int32), **params)
     delta = 0
-    if mode == "overlap":
+    if mode.startswith("overlap"):
         t = lambda shape: SimpleNamespace(shape=shape, dtype="int8")  # noqa: E731
         delta = window_max_delta(t((1, c, h, w)), t((1, c, oh, ow)), (kh, kw), (s, s), (pt, pl), (1, 1))
         assert delta < 0
+    if mode == "overlap-2":  # two bytes lower: the output's channels no longer line up with the input's
+        delta -= 2
     return x, wt, b, m.astype(np.int32), sh.astype(np.int32), params, np.asarray(expected), delta
 
 
 def _program() -> str:
     out = ['#include <stdint.h>\n#include <string.h>\n#include "mcu/kernels_s8.h"\n#include "mcu/platform.h"\n\n',
-           "static int8_t arena[16384] __attribute__((aligned(4)));\nstatic int8_t ring[8192];\n",
+           "static int8_t arena[57344] __attribute__((aligned(4)));\nstatic int8_t ring[8192];\n",
            "static void say(const char *s) { mcu_platform_write(s, strlen(s)); }\n"]
     calls = []
     for k, case in enumerate(CASES):
@@ -127,7 +140,7 @@ def _program() -> str:
 
 
 @requires_qemu
-@pytest.mark.parametrize("board", ["mps2-an505", "mps2-an386"])
+@pytest.mark.parametrize("board", ["mps2-an505", "mps2-an386", "mps2-an385-m0plus", "mps3-an547"])
 def test_depthwise_dsp_paths_on_device(tmp_path: Path, board: str) -> None:
     from mcu.device.boards import load_board
     from mcu.paths import runtime_dir

@@ -213,11 +213,12 @@ def test_linear_s8_simd_shapes(batch, fin, fout, data):
 
 
 @st.composite
-def dw_row_cases(draw):
+def dw_row_cases(draw, kernel: int | None = None):
     """Shapes for the depthwise row path (common/dw_s8_dsp.h): images of at least 16 pixels, kernels up
-    to 5x5 with up to two columns of padding, stride 1 or 2 (with and without a right overhang), channel
-    counts around multiples of four, activation clamps, shifts inside and outside the fast range."""
-    kh, kw = draw(st.integers(1, 5)), draw(st.integers(1, 5))
+    to 5x5 (or kernel x kernel) with up to two columns of padding, stride 1 or 2 (with and without a
+    right overhang), channel counts around multiples of four, activation clamps, shifts inside and
+    outside the fast range."""
+    kh, kw = (kernel, kernel) if kernel else (draw(st.integers(1, 5)), draw(st.integers(1, 5)))
     s = draw(st.integers(1, 2))
     pt, pl = draw(st.integers(0, min(2, kh - 1))), draw(st.integers(0, min(2, kw - 1)))
     h = draw(st.integers(max(kh, 16 // 12 + 1), 12))
@@ -235,6 +236,17 @@ def dw_row_cases(draw):
 @given(dw_row_cases())
 def test_depthwise_s8_row_path(emulated, case):
     """Both depthwise kernels through the four-channel row path (the in-place one on same-size shapes)."""
+    _check_depthwise_row_case(emulated, case)
+
+
+@base.EXACT
+@given(dw_row_cases(kernel=5))
+def test_depthwise_s8_5x5_runs(emulated, case):
+    """5x5 layers through the row path's 5x5 pixel loop (mcu_dw4_run5x5), strides 1 and 2."""
+    _check_depthwise_row_case(emulated, case)
+
+
+def _check_depthwise_row_case(emulated, case: dict) -> None:
     rng = np.random.default_rng(case["seed"])
     c, kh, kw, pt, pl = case["c"], case["kh"], case["kw"], case["pt"], case["pl"]
     x = base.int8_data(rng, (1, case["h"], case["w"], c), case["data"])

@@ -196,6 +196,24 @@ def test_gate_multiply_bit_exact_on_the_dsp_build(case: dict) -> None:
     np.testing.assert_array_equal(out.reshape(expected.shape), expected)
 
 
+@settings(max_examples=150, deadline=None)
+@given(case=_gate_case())
+def test_gate_multiply_bit_exact_on_the_plain_build(case: dict) -> None:
+    """mcu_mul_s8's per-channel path for cores without the DSP extension (elementwise/binary_s8.h,
+    mcu_binary_s8_mul_gate: the gate's product with the multiplier once per channel, the 64-bit product
+    from two 32-bit multiplies) against the Python reference, on the host build of the M0+'s paths."""
+    import cbind_s8 as cb
+    from cbind import MCU_OK
+    from host_builds import build_host_variant, load_bound, route_cbind
+
+    params = dict(case["qp"], **broadcast_params(case["a"].shape, case["b"].shape))
+    expected = mul_s8(case["a"], case["b"], **params)
+    for _ in route_cbind(load_bound(build_host_variant("MCU_S8_NO_WIDE", "narrow"))):
+        status, out = cb.binary("mul", case["a"], case["b"], params)
+    assert status == MCU_OK
+    np.testing.assert_array_equal(out.reshape(expected.shape), expected)
+
+
 def _gate_firmware(cases: list[dict]) -> str:
     """A firmware running mcu_mul_s8 on each case and printing "gate cases failed: N"."""
     from c_source import c_array, harness_main
@@ -255,9 +273,10 @@ def _gate_cases(count: int) -> list[dict]:
 
 @requires_qemu
 @pytest.mark.qemu
-@pytest.mark.parametrize("board_name", ["mps2-an505", "mps2-an386"])
+@pytest.mark.parametrize("board_name", ["mps2-an505", "mps2-an386", "mps2-an385-m0plus", "mps2-an385", "mps3-an547"])
 def test_gate_multiply_bit_exact_on_the_core(tmp_path: Path, board_name: str) -> None:
-    """Gate multiplies through the native loop (assembly for full-range contiguous rows) on QEMU."""
+    """Gate multiplies on QEMU: the native loop (assembly for full-range contiguous rows) on the DSP cores,
+    the per-channel path on the M0+ and M3, the Helium rows on the M55."""
     from mcu.device.sim.qemu import run_qemu
     from mcu.device.toolchain import build_firmware
 
@@ -268,3 +287,47 @@ def test_gate_multiply_bit_exact_on_the_core(tmp_path: Path, board_name: str) ->
                         [runtime_dir() / "include"], tmp / "out")
     result = run_qemu(board, fw.elf, timeout_s=120)
     assert result.exit_code == 0 and "gate cases failed: 0" in result.console, result.console
+
+
+class _DownsampleSE(torch.nn.Module):
+    """A MobileNetV3 downsampling block: depthwise 5x5 stride 2, then squeeze-excite's x * gate."""
+
+    def __init__(self, c: int = 20) -> None:
+        super().__init__()
+        nn = torch.nn
+        self.stem = nn.Sequential(nn.Conv2d(3, c, 3, 1, 1), nn.ReLU())
+        self.dw = nn.Sequential(nn.Conv2d(c, c, 5, 2, 2, groups=c), nn.BatchNorm2d(c), nn.ReLU())
+        self.se = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Conv2d(c, 8, 1), nn.ReLU(), nn.Conv2d(8, c, 1),
+                                nn.Hardsigmoid())
+        self.head = nn.Sequential(nn.Conv2d(c, 8, 1), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8, 4))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.dw(self.stem(x))
+        return self.head(y * self.se(y))
+
+
+@requires_qemu
+@pytest.mark.qemu
+@pytest.mark.parametrize("board_name", ["mps2-an505", "mps2-an386", "mps2-an385", "mps2-an385-m0plus", "mps3-an547"])
+def test_downsampling_se_block_bit_exact_as_c_and_program(board_name: str) -> None:
+    """The 5x5 stride-2 depthwise paths (DSP loop, M0+ table, Helium, the M3's rows) and the per-channel gate
+    multiply in a model: its generated C and its program file on the core both equal the integer reference bit
+    for bit."""
+    from mcu.api import compile as compile_model
+    from mcu.program.run_model import run_program_model
+
+    torch.manual_seed(3)
+    model = _DownsampleSE().eval()
+    with torch.no_grad():  # BatchNorm statistics away from the identity, so the folded weights vary by channel
+        model.dw[1].running_mean.uniform_(-0.5, 0.5)
+        model.dw[1].running_var.uniform_(0.5, 2.0)
+    data = [(torch.randn(1, 3, 22, 22),) for _ in range(10)]
+    cm = compile_model(model, data[0], board=board_name, quantize="int8", calibration=data[:8], test_inputs=data[8:])
+    dw = [op for op in cm.graph.ops if op.kind == "depthwise_conv2d"]
+    assert [(op.inputs[1].shape[2:], tuple(op.attrs["stride"])) for op in dw] == [((5, 5), (2, 2))], dw
+    gate = [op for op in cm.graph.ops if op.kind == "mul"]
+    assert len(gate) == 1 and {t.shape[2:] for t in gate[0].inputs} == {(11, 11), (1, 1)}, gate
+    sim = cm.simulate()
+    assert sim.passed and sim.exit_code == 0, sim.console[-2000:]
+    res = run_program_model(cm)
+    assert res.run.passed, res.run.console[-2000:]

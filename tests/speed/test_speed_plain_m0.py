@@ -11,9 +11,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
 
 import cbind_s8 as cb
+import s8_cases as base
+from cbind import MCU_OK
+from mcu.reference.conv import depthwise_conv2d_s8
 from mcu.paths import kernels_dir
 from host_builds import build_host_variant, load_bound
 from s8_properties import (  # noqa: F401  (run here against the narrow build: the module's lib fixture)
@@ -55,3 +61,50 @@ def test_narrow_build_is_another_build() -> None:
     assert build_narrow_lib().exists()
 
 
+
+
+@base.EXACT
+@given(c=st.integers(1, 40), h=st.integers(1, 14), w=st.integers(1, 14), s=st.integers(1, 2), pt=st.integers(0, 4),
+       pl=st.integers(0, 4), n=st.integers(1, 2), in_zp=base.zero_points, out_zp=base.zero_points,
+       act=base.act_bounds(), bias=base.bias_kinds, shift=base.conv_shift_centres, data=base.data_modes,
+       wmode=base.weight_modes, seed=st.integers(0, 2**32 - 1))
+def test_depthwise_5x5_table_path(narrow, c, h, w, s, pt, pl, n, in_zp, out_zp, act, bias, shift, data, wmode, seed):
+    """5x5 depthwise layers through the M0+'s table path (convolution/dw_plain_s8.h): windows inside the input
+    and crossing every border (images smaller than the kernel too), strides 1 and 2, shifts inside and outside
+    the range of its requantization without a 64-bit multiply."""
+    oh, ow = (h + 2 * pt - 5) // s + 1, (w + 2 * pl - 5) // s + 1
+    assume(oh > 0 and ow > 0)
+    rng = np.random.default_rng(seed)
+    x = base.int8_data(rng, (n, h, w, c), data)
+    wt = base.weights(rng, (5, 5, c), wmode)
+    b = base.biases(rng, c, bias)
+    m, sh = base.per_channel(rng, c, base.shift_for(shift, 25), "varied")
+    params = dict(input=x.shape, output=(n, oh, ow, c), ch_mult=1, kernel_h=5, kernel_w=5, stride_h=s, stride_w=s,
+                  pad_top=pt, pad_left=pl, dilation_h=1, dilation_w=1, input_offset=-in_zp, output_offset=out_zp,
+                  act_min=act[0], act_max=act[1])
+    status, out = cb.depthwise_conv2d(x, wt, b, cb.Quant(m, sh, c), params)
+    assert status == MCU_OK
+    base.assert_equal(out, depthwise_conv2d_s8(x, wt, b, m, sh, **params))
+
+
+@pytest.mark.parametrize("shifts", [(-1,), (-2,), (-1, -2, -23, -24), (-24,)])
+def test_depthwise_5x5_table_path_requantization_ends(narrow, shifts: tuple[int, ...]) -> None:
+    """The ends of the table path's requantization range (R = 1 has no borrow in K[1]'s words, R = 24 the
+    largest K) with accumulators of both signs, multipliers that leave most outputs unsaturated (and the
+    ends), output offsets at their ends."""
+    rng = np.random.default_rng(len(shifts) * 100 - shifts[0])
+    c = 24
+    x = rng.integers(-128, 128, (1, 9, 9, c)).astype(np.int8)
+    wt = rng.integers(-128, 128, (5, 5, c)).astype(np.int8)
+    b = rng.integers(-(2**20), 2**20, c).astype(np.int32)
+    sh = np.array([shifts[i % len(shifts)] for i in range(c)], dtype=np.int32)
+    # multipliers that keep most outputs inside int8 (|acc| reaches ~2^20): the rounding shows there
+    m = np.array([rng.integers(0, 2 ** min(31, 12 - s)) for s in sh], dtype=np.int64).astype(np.int32)
+    m[:3] = [0, 2**30, 2**31 - 1]
+    for out_zp, in_zp in ((-128, 127), (127, -128), (0, 0)):
+        params = dict(input=x.shape, output=(1, 5, 5, c), ch_mult=1, kernel_h=5, kernel_w=5, stride_h=2, stride_w=2,
+                      pad_top=2, pad_left=2, dilation_h=1, dilation_w=1, input_offset=-in_zp, output_offset=out_zp,
+                      act_min=-128, act_max=127)
+        status, out = cb.depthwise_conv2d(x, wt, b, cb.Quant(m, sh, c), params)
+        assert status == MCU_OK
+        base.assert_equal(out, depthwise_conv2d_s8(x, wt, b, m, sh, **params))

@@ -47,6 +47,10 @@
 #ifndef MCU_DW4_ROW_NO_RUN3X3
 #define MCU_DW4_ROW_NO_RUN3X3 0
 #endif
+/* 1: mcu_dw4_row leaves out its 5x5 pixel loop (then 5x5 rows run mcu_dw4_pixel). */
+#ifndef MCU_DW4_ROW_NO_RUN5X5
+#define MCU_DW4_ROW_NO_RUN5X5 0
+#endif
 
 /* --- one group of four channels -------------------------------------------------------------- */
 
@@ -327,16 +331,16 @@ static MCU_DW4_NOINLINE void mcu_dw4_pixel(const mcu_dw4_group *t, const mcu_dw4
 
 /* --- the 3x3 pixel loop ----------------------------------------------------------------------- */
 
-/* What mcu_dw4_run3x3 reads, at fixed offsets on the Arm cores (asserted below): pixels from y to
- * y_end, stepping ch output bytes and `step` input bytes; kernel row i reads row[i].x (advanced
- * pixel by pixel) against the weights at row[i].w. */
+/* What mcu_dw4_run3x3 and mcu_dw4_run5x5 read, at fixed offsets on the Arm cores (asserted below):
+ * pixels from y to y_end, stepping ch output bytes and `step` input bytes; kernel row i reads
+ * row[i].x (advanced pixel by pixel) against the weights at row[i].w. */
 typedef struct {
     uint32_t bias[4];
     mcu_rq_ch rq[4];
     struct {
         const int8_t *x;
         const uint32_t *w;
-    } row[3];
+    } row[5];
     int32_t ch, step;
     int8_t *y, *y_end;
     uint32_t min4, max4;
@@ -345,11 +349,11 @@ typedef struct {
 
 #if MCU_S8_DSP_NATIVE
 _Static_assert(offsetof(mcu_dw4_run, rq) == 16 && offsetof(mcu_dw4_run, row) == 112 &&
-                   offsetof(mcu_dw4_run, ch) == 136 && offsetof(mcu_dw4_run, step) == 140 &&
-                   offsetof(mcu_dw4_run, y) == 144 && offsetof(mcu_dw4_run, y_end) == 148 &&
-                   offsetof(mcu_dw4_run, min4) == 152 && offsetof(mcu_dw4_run, max4) == 156 &&
-                   offsetof(mcu_dw4_run, clamp) == 160,
-               "mcu_dw4_run layout (offsets in mcu_dw4_run3x3)");
+                   offsetof(mcu_dw4_run, ch) == 152 && offsetof(mcu_dw4_run, step) == 156 &&
+                   offsetof(mcu_dw4_run, y) == 160 && offsetof(mcu_dw4_run, y_end) == 164 &&
+                   offsetof(mcu_dw4_run, min4) == 168 && offsetof(mcu_dw4_run, max4) == 172 &&
+                   offsetof(mcu_dw4_run, clamp) == 176,
+               "mcu_dw4_run layout (offsets in mcu_dw4_run3x3 and mcu_dw4_run5x5)");
 
 /* Hand-scheduled: all 14 registers. r0 = run, r1 = ch, r2 = y, r3 = step, r4-r7 the accumulators
  * of channels 0-3, r8-r11 temporaries, r12/lr a kernel row's input and weight pointers. Per pixel:
@@ -382,9 +386,9 @@ _Static_assert(offsetof(mcu_dw4_run, rq) == 16 && offsetof(mcu_dw4_run, row) == 
 
 #define MCU_DW4_RUN_LOOP(clamp)                                                               \
     __asm__ volatile("push {r4-r11, lr}\n\t"                                                  \
-                     "ldr r1, [r0, #136]\n\t"                                                 \
-                     "ldr r3, [r0, #140]\n\t"                                                 \
-                     "ldr r2, [r0, #144]\n\t"                                                 \
+                     "ldr r1, [r0, #152]\n\t"                                                 \
+                     "ldr r3, [r0, #156]\n\t"                                                 \
+                     "ldr r2, [r0, #160]\n\t"                                                 \
                      "1:\n\t"                                                                 \
                      "ldrd r4, r5, [r0, #0]\n\t"                                              \
                      "ldrd r6, r7, [r0, #8]\n\t" MCU_DW4_RUN_ROW("112") MCU_DW4_RUN_ROW("120")  \
@@ -398,14 +402,14 @@ _Static_assert(offsetof(mcu_dw4_run, rq) == 16 && offsetof(mcu_dw4_run, row) == 
                      "orr r4, r4, r5, lsl #8\n\t" clamp                                      \
                      "str r4, [r2]\n\t"                                                       \
                      "add r2, r2, r1\n\t"                                                     \
-                     "ldr r8, [r0, #148]\n\t"                                                 \
+                     "ldr r8, [r0, #164]\n\t"                                                 \
                      "cmp r2, r8\n\t"                                                         \
                      "bne 1b\n\t"                                                             \
                      "pop {r4-r11, pc}\n\t")
 
 /* Per byte: SSUB8 sets GE where the value >= min, SEL keeps it there; then against max. */
 #define MCU_DW4_RUN_CLAMP                                                                     \
-    "ldrd r8, r9, [r0, #152]\n\t"                                                             \
+    "ldrd r8, r9, [r0, #168]\n\t"                                                             \
     "ssub8 r10, r4, r8\n\t"                                                                   \
     "sel r4, r4, r8\n\t"                                                                      \
     "ssub8 r10, r9, r4\n\t"                                                                   \
@@ -432,6 +436,49 @@ static inline void mcu_dw4_run3x3(mcu_dw4_run *run)
         mcu_dw4_run3x3_full(run);
     }
 }
+/* The 5x5 loop, registers as in the 3x3 one except r3 = step - 2 ch: a kernel row reads its first three
+ * taps at x, x + ch, x + 2 ch, moves x by 2 ch (Thumb has no register post-index for LDR) for the last
+ * two, then by r3 to the next pixel's window. Per pixel: 2 bias loads, 5 x (LDRD of the row's pointers,
+ * 5 taps of 8, two adds, the store of the input pointer), 28 to requantize, 5 to pack, 2 to test the
+ * clamp flag (r5, free after the pack; 5 more where the activation range is narrower than int8), 2 to store, 3 to loop: 262
+ * (267) for 100 multiply-accumulates. One copy for both activation ranges: the flag costs 2 of 262. */
+#define MCU_DW4_RUN_ROW5(ofs)                                                                 \
+    "ldrd r12, lr, [r0, #" ofs "]\n\t" MCU_DW4_RUN_TAP("[r12]", "0") MCU_DW4_RUN_TAP("[r12, r1]", "8") \
+        MCU_DW4_RUN_TAP("[r12, r1, lsl #1]", "16") "add r12, r12, r1, lsl #1\n\t"           \
+        MCU_DW4_RUN_TAP("[r12, r1]", "24") MCU_DW4_RUN_TAP("[r12, r1, lsl #1]", "32")         \
+        "add r12, r12, r3\n\t"                                                               \
+        "str r12, [r0, #" ofs "]\n\t"
+
+static __attribute__((naked, noinline, unused)) void mcu_dw4_run5x5(mcu_dw4_run *run)
+{
+    (void)run; /* in r0 */
+    __asm__ volatile("push {r4-r11, lr}\n\t"
+                     "ldr r1, [r0, #152]\n\t"
+                     "ldr r3, [r0, #156]\n\t"
+                     "sub r3, r3, r1, lsl #1\n\t"
+                     "ldr r2, [r0, #160]\n\t"
+                     "1:\n\t"
+                     "ldrd r4, r5, [r0, #0]\n\t"
+                     "ldrd r6, r7, [r0, #8]\n\t" MCU_DW4_RUN_ROW5("112") MCU_DW4_RUN_ROW5("120")
+                         MCU_DW4_RUN_ROW5("128") MCU_DW4_RUN_ROW5("136") MCU_DW4_RUN_ROW5("144")
+                             MCU_DW4_RUN_RQ("r4", "16", "32") MCU_DW4_RUN_RQ("r5", "40", "56")
+                                 MCU_DW4_RUN_RQ("r6", "64", "80") MCU_DW4_RUN_RQ("r7", "88", "104")
+                     "pkhbt r4, r4, r6, lsl #16\n\t"
+                     "pkhbt r5, r5, r7, lsl #16\n\t"
+                     "and r4, r4, #0x00FF00FF\n\t"
+                     "and r5, r5, #0x00FF00FF\n\t"
+                     "orr r4, r4, r5, lsl #8\n\t"
+                     "ldr r5, [r0, #176]\n\t"
+                     "cbz r5, 2f\n\t" MCU_DW4_RUN_CLAMP
+                     "2:\n\t"
+                     "str r4, [r2]\n\t"
+                     "add r2, r2, r1\n\t"
+                     "ldr r8, [r0, #164]\n\t"
+                     "cmp r2, r8\n\t"
+                     "bne 1b\n\t"
+                     "pop {r4-r11, pc}\n\t");
+}
+#undef MCU_DW4_RUN_ROW5
 #undef MCU_DW4_RUN_LOOP
 #undef MCU_DW4_RUN_CLAMP
 #undef MCU_DW4_RUN_TAP
@@ -445,6 +492,22 @@ static MCU_DW4_NOINLINE void mcu_dw4_run3x3(mcu_dw4_run *run)
         uint32_t a0 = run->bias[0], a1 = run->bias[1], a2 = run->bias[2], a3 = run->bias[3];
         for (int32_t i = 0; i < 3; ++i) {
             MCU_DW4_ROW3(run->row[i].x, run->row[i].w);
+            run->row[i].x += run->step;
+        }
+        const uint32_t v = mcu_rq4_pack_s8(run->rq, a0, a1, a2, a3);
+        mcu_store_u32(y, run->clamp ? mcu_clamp4_s8(v, run->min4, run->max4) : v);
+    }
+}
+
+static MCU_DW4_NOINLINE void mcu_dw4_run5x5(mcu_dw4_run *run)
+{
+    const int32_t ch = run->ch;
+    for (int8_t *y = run->y; y != run->y_end; y += ch) {
+        uint32_t a0 = run->bias[0], a1 = run->bias[1], a2 = run->bias[2], a3 = run->bias[3];
+        for (int32_t i = 0; i < 5; ++i) {
+            for (int32_t j = 0; j < 5; ++j) {
+                MCU_DW4_TAP(run->row[i].x + j * ch, run->row[i].w + 2 * j);
+            }
             run->row[i].x += run->step;
         }
         const uint32_t v = mcu_rq4_pack_s8(run->rq, a0, a1, a2, a3);
@@ -494,6 +557,33 @@ static inline void mcu_dw4_row(const mcu_dw4_group *t, const mcu_dw4_geom *g, mc
     }
 #else
     (void)run;
+#endif
+#if !MCU_DW4_ROW_NO_RUN5X5
+    if (g->kh == 5 && g->kw == 5 && t->fast_rq) {
+        /* as the 3x3 runs above: one run per column shift */
+        while (ow < g->out_w) {
+            const int32_t st = iw0 < 0 ? 0 : iw0 > st_max ? st_max : iw0;
+            const int32_t sh = iw0 - st;
+            int32_t n = 1;
+            if (sh == 0) {
+                n = (st_max - iw0) / g->stride_w + 1;
+                n = n < g->out_w - ow ? n : g->out_w - ow;
+            }
+            for (int32_t k = 0; k < 4; ++k) {
+                run->bias[k] = b[sh - g->shift_min][k];
+            }
+            for (int32_t i = 0; i < 5; ++i) {
+                run->row[i].x = rows[i] + st * ch;
+                run->row[i].w = wrow[i] + 2 * (MCU_DW_PADW - sh);
+            }
+            run->y = y + ow * ch;
+            run->y_end = run->y + n * ch;
+            mcu_dw4_run5x5(run);
+            ow += n;
+            iw0 += n * g->stride_w;
+        }
+        return;
+    }
 #endif
     for (; ow < g->out_w; ++ow, iw0 += g->stride_w) {
         const int32_t st = iw0 < 0 ? 0 : iw0 > st_max ? st_max : iw0;

@@ -4,6 +4,7 @@
 
 #include "../common/check.h"
 #include "../common/conv_s8_dsp.h"
+#include "dw_plain_s8.h"
 #include "dw_px_s8_dsp.h"
 #include "../common/dw_s8_dsp.h"
 #include "mve_dw_s8.h"
@@ -89,8 +90,40 @@ static void mcu_dsp_groups(const mcu_dw4_geom *g, const mcu_depthwise_conv2d_s8_
         }
         /* as many output rows at a time as the stack buffer holds: the tables are built once per band */
         const int32_t band = MCU_DW_ROW_BYTES / out_row;
-        for (int32_t oh0 = 0; oh0 < out.h; oh0 += band) {
-            const int32_t oh1 = out.h - oh0 < band ? out.h : oh0 + band;
+        for (int32_t oh0 = 0, oh1; oh0 < out.h; oh0 = oh1) {
+            oh1 = out.h - oh0 < band ? out.h : oh0 + band;
+            if (kh == 5 && p->kernel_w == 5) {
+                /* The output advances slower than the input it reads (stride 2): once the rows from oh0 on
+                 * end at or below the first input row they read, they are written in place, as one band
+                 * (fewer tables built). 5x5 only: the other sizes keep their measured counts. */
+                const int32_t ih_first = oh0 * p->stride_h - p->pad_top;
+                const uintptr_t read = (uintptr_t)(x_n + (ih_first > 0 ? ih_first : 0) * in_row);
+                const uintptr_t y0 = (uintptr_t)(y_n + oh0 * out_row);
+                const int64_t direct = y0 <= read ? (int64_t)((read - y0) / (uintptr_t)out_row) : 0;
+                if (direct > oh1 - oh0) {
+                    const int32_t end = direct < out.h - oh0 ? oh0 + (int32_t)direct : out.h;
+                    for (int32_t c = 0; c < groups_end; c += 4) {
+                        mcu_dw4_group_init(&t, g, c, weight, bias, q);
+                        mcu_dw4_run_init(&run, &t, g);
+                        for (int32_t oh = oh0; oh < end; ++oh) {
+                            int32_t lo, hi;
+                            mcu_dw4_rows(oh, p->stride_h, p->pad_top, kh, in.h, &lo, &hi, ih);
+                            const uint32_t(*b)[4] = mcu_dw4_tables(&t, g, lo, hi, wrow);
+                            for (int32_t i = 0; i < kh; ++i) {
+                                rows[i] = x_n + ih[i] * in_row + c;
+                            }
+                            mcu_dw4_row(&t, g, &run, rows, wrow, b, y_n + oh * out_row + c);
+                        }
+                    }
+                    if (groups_end < ch) {
+                        for (int32_t oh = oh0; oh < end; ++oh) {
+                            mcu_dsp_tail_row(p, q, x_n, weight, bias, oh, groups_end, y_n + oh * out_row);
+                        }
+                    }
+                    oh1 = end;
+                    continue;
+                }
+            }
             for (int32_t c = 0; c < groups_end; c += 4) {
                 mcu_dw4_group_init(&t, g, c, weight, bias, q);
                 mcu_dw4_run_init(&run, &t, g);
@@ -340,6 +373,15 @@ mcu_status mcu_depthwise_conv2d_s8(const mcu_context *ctx, const mcu_depthwise_c
             dw_wide(p, q, input, weight, bias, output, apart);
             return MCU_OK;
         }
+    }
+#endif
+#if MCU_S8_PLAIN_DW
+    /* 5x5 windows through the offset table (convolution/dw_plain_s8.h); other sizes keep the loop below,
+     * whose instruction counts the existing figures are */
+    if (p->ch_mult == 1 && p->dilation_h == 1 && p->dilation_w == 1 && p->kernel_h == 5 && p->kernel_w == 5 &&
+        mcu_plain_dw_applies(p->kernel_h, p->kernel_w)) {
+        mcu_plain_dw_layer(p, q, input, weight, bias, output);
+        return MCU_OK;
     }
 #endif
     const int32_t in_offset = p->input_offset;

@@ -13,6 +13,9 @@
 #define MCU_DW4_ROW_NO_RUN3X3 1
 /* ... which leaves room for the pixel path's widened loop with and without the clamp. */
 #define MCU_DWPX_WIDE_SPLIT 1
+/* The 5x5 loop is left out too: same-size 5x5 layers are rare, its ~1 KB of code would sit in every
+ * firmware with an in-place depthwise, and its test would cost every other row a compare. */
+#define MCU_DW4_ROW_NO_RUN5X5 1
 
 #include "../common/check.h"
 #include "../common/conv_s8_dsp.h"

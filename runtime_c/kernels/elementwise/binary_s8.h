@@ -192,6 +192,98 @@ static __attribute__((noinline)) void mcu_binary_s8_row_mul(const mcu_binary_s8_
 }
 #endif
 
+#if MCU_S8_MVE
+/* A multiply by a per-channel operand (squeeze-excite's x * gate, the gate (N, C, 1, 1)) on Helium
+ * cores: eight channels at a time over every pixel, their offset gate codes G = g + g_offset in
+ * 16-bit lanes once, then per pixel the offset inputs (|x + x_offset| <= 255) in 16-bit lanes,
+ * VMULLB/VMULLT to the exact products in two 32-bit vectors (even and odd channels), the lanes'
+ * requantization of mcu_mve_binary_lanes (mcu_mve_requantize_1 without its left shift, which is 0 for
+ * the shifts taken here), and VMOVNB/VMOVNT back to channel order for one byte store. */
+static inline int mcu_binary_s8_gate_applies(const mcu_binary_s8_params *p)
+{
+    return p->out_shift <= 0;
+}
+
+static inline int32x4_t mcu_binary_s8_gate_rq(int32x4_t acc, const mcu_binary_s8_params *p, int32_t fix)
+{
+    int32x4_t y = vqrdmulhq_n_s32(acc, p->out_multiplier);
+    y = vmlaq_n_s32(y, vshrq_n_s32(y, 31), fix);
+    y = vqaddq_n_s32(vrshlq_n_s32(y, p->out_shift), p->output_offset);
+    return vminq_s32(vmaxq_s32(y, vdupq_n_s32(p->act_min)), vdupq_n_s32(p->act_max));
+}
+
+static __attribute__((noinline)) void mcu_binary_s8_mul_gate(const mcu_binary_s8_params *p, const int8_t *x,
+                                                             int32_t xo, const int8_t *gate, int32_t go, int8_t *out,
+                                                             int32_t pixels, int32_t ch)
+{
+    const int32_t fix = p->out_shift < 0 ? 1 : 0;
+    for (int32_t c = 0; c < ch; c += 8) {
+        const mve_pred16_t pr = vctp16q((uint32_t)(ch - c));
+        const int16x8_t g = vaddq_n_s16(vldrbq_z_s16(gate + c, pr), (int16_t)go);
+        const int8_t *xr = x + c;
+        int8_t *yr = out + c;
+        for (int32_t px = 0; px < pixels; ++px, xr += ch, yr += ch) {
+            const int16x8_t v = vaddq_n_s16(vldrbq_z_s16(xr, pr), (int16_t)xo);
+            const int32x4_t even = mcu_binary_s8_gate_rq(vmullbq_int_s16(v, g), p, fix);
+            const int32x4_t odd = mcu_binary_s8_gate_rq(vmulltq_int_s16(v, g), p, fix);
+            vstrbq_p_s16(yr, vmovntq_s32(vmovnbq_s32(vdupq_n_s16(0), even), odd), pr);
+        }
+    }
+}
+#endif
+
+#if !MCU_S8_DSP && !MCU_S8_MVE
+/* A multiply by a per-channel operand (squeeze-excite's x * gate, the gate (N, C, 1, 1)) on cores
+ * without the DSP extension, whose 64-bit multiply is a library call (ARMv6-M) or a long sequence.
+ * Within a channel the gate's offset code G = g + g_offset is fixed, so acc * multiplier =
+ * (x + x_offset) * F with F = G * multiplier (|F| < 2^39) computed once per channel. Split
+ * F = fh 2^16 + fl (fl in [0, 2^16)): both (x + x_offset) fh and (x + x_offset) fl fit int32
+ * (|x + x_offset| <= 255, |fh| < 2^23), so the exact 64-bit product is two 32-bit multiplies, a
+ * shift and an add. The requantization is then mcu_rq_ch's (common/rq_s8_dsp.h): for shift in
+ * [-24, -1], with R = -shift, z + output_offset = floor((P + K[P < 0]) / 2^(31 + R)),
+ * K[0] = 2^30 + 2^(R+30) + output_offset 2^(31+R), K[1] = K[0] - 2^31 (P < 0 exactly when acc < 0,
+ * the multiplier being positive; with a zero multiplier both K give output_offset), then the clamp
+ * (which also saturates to int8). */
+#define MCU_BINARY_S8_GATE_CHUNK 32
+
+/* 1 when the output shift lets the per-channel path requantize (shift in [-24, -1]). */
+static inline int mcu_binary_s8_gate_applies(const mcu_binary_s8_params *p)
+{
+    return p->out_shift <= -1 && p->out_shift >= -24;
+}
+
+/* out[px, c] = x[px, c] * gate[c] for `pixels` rows of `ch` channels, contiguous; xo and go the
+ * operands' offsets. */
+static __attribute__((noinline)) void mcu_binary_s8_mul_gate(const mcu_binary_s8_params *p, const int8_t *x,
+                                                             int32_t xo, const int8_t *gate, int32_t go, int8_t *out,
+                                                             int32_t pixels, int32_t ch)
+{
+    const int32_t r = -p->out_shift, lo = p->act_min, hi = p->act_max;
+    const int64_t k0 = ((int64_t)1 << 30) + ((int64_t)1 << (r + 30)) + (int64_t)p->output_offset * ((int64_t)1 << (r + 31));
+    const int64_t k1 = k0 - ((int64_t)1 << 31);
+    int32_t fh[MCU_BINARY_S8_GATE_CHUNK], fl[MCU_BINARY_S8_GATE_CHUNK];
+    for (int32_t c0 = 0; c0 < ch; c0 += MCU_BINARY_S8_GATE_CHUNK) {
+        const int32_t n = ch - c0 < MCU_BINARY_S8_GATE_CHUNK ? ch - c0 : MCU_BINARY_S8_GATE_CHUNK;
+        for (int32_t k = 0; k < n; ++k) {
+            const int64_t f = (int64_t)(gate[c0 + k] + go) * p->out_multiplier;
+            fl[k] = (int32_t)(f & 0xFFFF);
+            fh[k] = (int32_t)mcu_asr64(f - fl[k], 16);
+        }
+        for (int32_t px = 0; px < pixels; ++px) {
+            const int8_t *xr = x + px * ch + c0;
+            int8_t *yr = out + px * ch + c0;
+            for (int32_t k = 0; k < n; ++k) {
+                const int32_t xv = xr[k] + xo;
+                const int64_t prod = (int64_t)(xv * fh[k]) * 65536 + xv * fl[k];
+                const int64_t s = prod + (prod < 0 ? k1 : k0);
+                const int32_t z = mcu_asr32((int32_t)mcu_asr64(s, 32), r - 1);
+                yr[k] = (int8_t)mcu_clamp_s32(z, lo, hi);
+            }
+        }
+    }
+}
+#endif
+
 /* Elements spanned by an operand with these strides, or -1 if it does not
  * fit int32_t (negative strides are rejected by the caller first). */
 static inline int64_t mcu_binary_s8_extent(const mcu_binary_s8_params *p, const int32_t *strides)
@@ -264,6 +356,34 @@ static inline mcu_status mcu_binary_s8(mcu_binary_s8_op op, const mcu_binary_s8_
     const int32_t sbi = sb[r - 1];
     const int32_t rows = total / inner;
     int32_t idx[MCU_MAX_DIMS] = {0};
+#if MCU_S8_MVE || !MCU_S8_DSP
+    /* rows of channels times one row of a per-channel operand (stride 0 over the rows) */
+    if (op == MCU_BINARY_S8_MUL && r >= 2 && sai == 1 && sbi == 1 && mcu_binary_s8_gate_applies(p) &&
+        ((sa[r - 2] == inner && sb[r - 2] == 0) || (sa[r - 2] == 0 && sb[r - 2] == inner))) {
+        const int gate_b = sb[r - 2] == 0;
+        const int32_t pixels = shape[r - 2];
+        int64_t xoff = 0, goff = 0;
+        for (int32_t row = 0; row < rows; row += pixels) {
+            if (gate_b) {
+                mcu_binary_s8_mul_gate(p, a + xoff, p->a_offset, b + goff, p->b_offset, out, pixels, inner);
+            } else {
+                mcu_binary_s8_mul_gate(p, b + xoff, p->b_offset, a + goff, p->a_offset, out, pixels, inner);
+            }
+            out += pixels * inner;
+            for (int32_t d = r - 3; d >= 0; --d) { /* the odometer below over the dims outside the rows */
+                xoff += gate_b ? sa[d] : sb[d];
+                goff += gate_b ? sb[d] : sa[d];
+                if (++idx[d] < shape[d]) {
+                    break;
+                }
+                xoff -= (int64_t)(gate_b ? sa[d] : sb[d]) * shape[d];
+                goff -= (int64_t)(gate_b ? sb[d] : sa[d]) * shape[d];
+                idx[d] = 0;
+            }
+        }
+        return MCU_OK;
+    }
+#endif
 #if MCU_S8_DSP
     int32_t lut[2][256];
     mcu_rq_ch rq = {{0, 0}, 0, 0}; /* set below when used (initialized for the compilers' flow analysis) */
