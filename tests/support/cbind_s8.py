@@ -129,6 +129,7 @@ _SIGNATURES = {
     "mcu_sub_s8": ([POINTER(BinaryS8Params), _P, _P, _P], c_int),
     "mcu_mul_s8": ([POINTER(BinaryS8Params), _P, _P, _P], c_int),
     "mcu_max_pool2d_s8": ([POINTER(Pool2dS8Params), _P, _P], c_int),
+    "mcu_max_pool1d_s8": ([POINTER(Pool2dS8Params), _P, _P], c_int),
     "mcu_avg_pool2d_s8": ([POINTER(Pool2dS8Params), _P, _P], c_int),
     "mcu_mean_hw_s8": ([POINTER(MeanHwS8Params), _P, _P], c_int),
     "mcu_softmax_s8": ([POINTER(SoftmaxS8Params), _P, _P], c_int),
@@ -245,6 +246,14 @@ def pool2d(name, x, params: dict):
     p = _fields(Pool2dS8Params, params)
     out = np.zeros(tuple(params["output"]), dtype=np.int8)
     st = getattr(lib(), f"mcu_{name}_pool2d_s8")(ctypes.byref(p), ptr(x), ptr(out))
+    return st, out
+
+
+def max_pool1d(x, params: dict, out=None):
+    """mcu_max_pool1d_s8 (windows one row high); ``out`` may be given to run in place."""
+    p = _fields(Pool2dS8Params, params)
+    out = np.zeros(tuple(params["output"]), dtype=np.int8) if out is None else out
+    st = lib().mcu_max_pool1d_s8(ctypes.byref(p), ptr(x), ptr(out))
     return st, out
 
 

@@ -26,7 +26,8 @@ from mcu.reference.elementwise import broadcast_params
 from mcu.reference.pool import mean_hw_s8
 from overlap import VoidP, check_overlap, out_hw, random_quant, run_placed, tensor, window_case
 from s8_cases import (EXACT, act_bounds, assert_equal, bias_kinds, biases, binary_cases, conv_cases, conv_shift_centres,
-                      data_modes, int8_data, multipliers, per_channel, pool_cases, run_binary, run_pool, shift_for,
+                      data_modes, int8_data, multipliers, per_channel, pool1d_cases, pool_cases, run_binary, run_pool,
+                      run_pool1d, shift_for,
                       shifts, weight_modes, weights, zero_points)
 
 
@@ -131,6 +132,20 @@ def test_binary_s8_in_place(lib, op, which):
 @given(pool_cases())
 def test_max_pool2d_s8(lib, case):
     run_pool("max", case)
+
+
+@EXACT
+@given(pool1d_cases())
+def test_max_pool1d_s8(lib, case):
+    run_pool1d(case)
+
+
+def test_max_pool1d_s8_refuses_taller_windows(lib):
+    x = np.zeros((1, 2, 4, 4), dtype=np.int8)
+    params = dict(input=x.shape, output=(1, 1, 2, 4), kernel_h=2, kernel_w=2, stride_h=2, stride_w=2, pad_top=0,
+                  pad_left=0, act_min=-128, act_max=127)
+    status, _ = cb.max_pool1d(x, params)
+    assert status == cbind.MCU_ERR_UNSUPPORTED
 
 
 @EXACT

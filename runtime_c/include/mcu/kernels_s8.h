@@ -158,6 +158,9 @@ typedef struct {
 
 /** Max pooling over real (unpadded) positions, then clamp. Input and output share quantization. */
 mcu_status mcu_max_pool2d_s8(const mcu_pool2d_s8_params *p, const int8_t *input, int8_t *output);
+/** mcu_max_pool2d_s8 for windows one row high (kernel_h 1, pad_top 0: a MaxPool1d over [N, 1, L, C]), the
+ *  optimized backend's; the same output bit for bit. MCU_ERR_UNSUPPORTED for taller windows. */
+mcu_status mcu_max_pool1d_s8(const mcu_pool2d_s8_params *p, const int8_t *input, int8_t *output);
 /** Average pooling over real positions (count excludes padding), CMSIS-NN rounding:
  *  sum > 0 ? (sum + count/2) / count : (sum - count/2) / count, then clamp. Shared quantization. */
 mcu_status mcu_avg_pool2d_s8(const mcu_pool2d_s8_params *p, const int8_t *input, int8_t *output);
