@@ -189,6 +189,18 @@ typedef struct {
 /** CMSIS-NN/TFLite int8 softmax (gemmlowp fixed-point exp); output scale 1/256, zero-point -128. */
 mcu_status mcu_softmax_s8(const mcu_softmax_s8_params *p, const int8_t *input, int8_t *output);
 
+typedef struct {
+    int32_t outer, axis, inner;     /**< rows of axis values (inner must be 1) */
+    int32_t input_multiplier, input_left_shift, diff_min; /**< as mcu_softmax_s8_params */
+    int32_t mask_rows;              /**< rows of the mask; row r of the input reads mask row r % mask_rows */
+} mcu_softmax_masked_s8_params;
+
+/** mcu_softmax_s8 over the last axis where the positions hidden[r % mask_rows][k] != 0 are minus infinity (a
+ *  constant attention mask): no part in the row's maximum and sum, output -128. Every row keeps a position
+ *  (else MCU_ERR_INVALID_ARG). Exact aliasing of input and output is allowed. */
+mcu_status mcu_softmax_masked_s8(const mcu_softmax_masked_s8_params *p, const uint8_t *hidden, const int8_t *input,
+                                 int8_t *output);
+
 /** Table lookup for pointwise nonlinearities: out[i] = table[in[i] + 128]. May run in place. */
 mcu_status mcu_lut_s8(int32_t size, const int8_t *table, const int8_t *input, int8_t *output);
 
