@@ -199,14 +199,15 @@ def decompose_attention(gm: GraphModule) -> int:
 _MASK_FILL = (aten.masked_fill.Scalar, aten.masked_fill_.Scalar)
 
 
-def _masked_scores(gm: GraphModule, x: Node) -> tuple[Node, torch.Tensor, Any] | None:
+def _masked_scores(gm: GraphModule, x: Node) -> tuple[Node | tuple[Node, Node], torch.Tensor, Any] | None:
     """(scores, mask value, the mask's node) when a softmax's input ``x`` adds a constant mask to the scores:
-    ``baddbmm(mask, a, b)`` (nn.MultiheadAttention when it returns the weights), ``scores + mask`` or
+    ``baddbmm(mask, a, b)`` (nn.MultiheadAttention when it returns the weights; the scores are then the
+    operands ``(a, b)`` of the product still to be written), ``scores + mask`` or
     ``scores.masked_fill(mask, -inf)``; the mask as a bool tensor of hidden positions or an additive float one."""
     if x.target is aten.baddbmm.default and len(x.args) == 3 and not x.kwargs:
         mask = _constant_value(gm, x.args[0])
         if mask is not None and mask.dtype != torch.bool:
-            return _add(gm, x, aten.bmm.default, (x.args[1], x.args[2])), mask, x.args[0]
+            return (x.args[1], x.args[2]), mask, x.args[0]
     if x.target is aten.add.Tensor and len(x.args) == 2 and not x.kwargs:
         for i in (0, 1):
             mask = _constant_value(gm, x.args[i])
@@ -246,6 +247,8 @@ def mask_softmax_inputs(gm: GraphModule) -> int:
             hidden = hidden_positions(mask, False, tuple(xv.shape))
         if hidden is None or bool(hidden.all(dim=-1).any()):
             continue
+        if isinstance(scores, tuple):
+            scores = _add(gm, x, aten.bmm.default, scores)
         filled = _add(gm, node, aten.masked_fill.Scalar,
                       (scores, _mask_node(gm, node, hidden, 1000 + count), float("-inf")))
         node.replace_input_with(x, filled)

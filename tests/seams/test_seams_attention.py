@@ -325,7 +325,7 @@ def test_masked_softmax_kernel_refuses_a_row_with_nothing_shown() -> None:
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(kind=st.sampled_from(["bool", "float", "causal", "add", "fill"]), heads=st.integers(1, 3),
+@given(kind=st.sampled_from(["bool", "float", "causal", "add", "fill", "baddbmm"]), heads=st.integers(1, 3),
        tokens=st.integers(2, 9), head_dim=st.integers(1, 6), seed=st.integers(0, 2**16))
 def test_rewritten_masked_attention_computes_the_same(kind: str, heads: int, tokens: int, head_dim: int,
                                                       seed: int) -> None:
@@ -348,6 +348,10 @@ def test_rewritten_masked_attention_computes_the_same(kind: str, heads: int, tok
                     q, q, q, attn_mask=torch.zeros(tokens, tokens).masked_fill(self.hidden, float("-inf")))
             if kind == "causal":
                 return F.scaled_dot_product_attention(q, q, q, is_causal=True)
+            if kind == "baddbmm":  # nn.MultiheadAttention's form when it returns the weights
+                q3 = q.reshape(heads, tokens, head_dim)
+                bias = torch.zeros(tokens, tokens).masked_fill(self.hidden, float("-inf")).expand(heads, -1, -1)
+                return torch.baddbmm(bias, q3, q3.transpose(1, 2)).softmax(-1) @ q3
             scores = q @ q.transpose(-2, -1)
             if kind == "add":
                 scores = scores + torch.zeros(tokens, tokens).masked_fill(self.hidden, -1e9)
