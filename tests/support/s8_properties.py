@@ -187,6 +187,26 @@ def test_conv2d_s8_forward_overlap(case, seed: int) -> None:
 
 @settings(max_examples=60, deadline=None)
 @given(window_case(depthwise=True), st.integers(0, 2**31 - 1))
+def test_max_pool1d_s8_forward_overlap(case, seed: int) -> None:
+    """mcu_max_pool1d_s8 keeps the window contract the planner gives every max pooling (mcu/plan/contracts.py):
+    an output placed anywhere the contract allows over its input gives the same bytes as one apart."""
+    n, c, h, w, _, k, s, p, _ = case
+    k, p = (1, k[1]), (0, p[1])
+    oh, ow = out_hw(h, w, k, s, p, (1, 1))
+    x = np.random.default_rng(seed).integers(-128, 128, (n, h, w, c), dtype=np.int8)
+    params = cbind_s8._fields(cbind_s8.Pool2dS8Params, dict(
+        input=(n, h, w, c), output=(n, oh, ow, c), kernel_h=1, kernel_w=k[1], stride_h=s[0], stride_w=s[1],
+        pad_top=0, pad_left=p[1], act_min=-128, act_max=127))
+    op = Op("max_pool2d", [tensor("x", (n, c, h, w), "int8")], [tensor("y", (n, c, oh, ow), "int8")],
+            {"kernel": k, "stride": s, "padding": p, "dilation": (1, 1)})
+
+    def call(xp, yp):
+        return cbind_s8.lib().mcu_max_pool1d_s8(ctypes.byref(params), xp, yp)
+    check_overlap(call, x, op, n * oh * ow * c, c)
+
+
+@settings(max_examples=60, deadline=None)
+@given(window_case(depthwise=True), st.integers(0, 2**31 - 1))
 def test_depthwise_s8_forward_and_inplace(case, seed: int) -> None:
     n, c, h, w, _, k, s, p, d = case
     rng = np.random.default_rng(seed)
