@@ -179,6 +179,8 @@ def decompose_attention(gm: GraphModule) -> int:
             hidden = hidden_positions(mask, bool(a.get("is_causal")), (*qv.shape[:-1], kv.shape[-2]))
             if hidden is None:
                 continue
+            if not bool(hidden.any()):
+                hidden = None  # a mask that hides nothing: the plain softmax
         scale = a.get("scale")
         scale = 1.0 / math.sqrt(qv.shape[-1]) if scale is None else float(scale)
         k_t = _add(gm, node, aten.transpose.int, (k, -2, -1))
@@ -245,8 +247,8 @@ def mask_softmax_inputs(gm: GraphModule) -> int:
             hidden = torch.broadcast_to(mask, tuple(xv.shape)).clone()
         else:
             hidden = hidden_positions(mask, False, tuple(xv.shape))
-        if hidden is None or bool(hidden.all(dim=-1).any()):
-            continue
+        if hidden is None or not bool(hidden.any()) or bool(hidden.all(dim=-1).any()):
+            continue  # not a mask, a mask that hides nothing (left as it is), or one that hides a whole row
         if isinstance(scores, tuple):
             scores = _add(gm, x, aten.bmm.default, scores)
         filled = _add(gm, node, aten.masked_fill.Scalar,

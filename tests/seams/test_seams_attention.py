@@ -334,6 +334,7 @@ def test_rewritten_masked_attention_computes_the_same(kind: str, heads: int, tok
     torch.manual_seed(seed)
     hidden = torch.rand(tokens, tokens) < 0.4
     hidden[torch.arange(tokens), torch.arange(tokens)] = False  # every row shows one position
+    hidden[-1, 0] = True  # and one is hidden (a mask that hides nothing is left as it is)
 
     class Masked(nn.Module):
         def __init__(self) -> None:
