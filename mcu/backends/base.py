@@ -271,6 +271,8 @@ def partition(graph: Any, backends: list[Backend], ctx: Context) -> PartitionRep
             raise McuError(f"no backend takes {op.kind} ({op.name}){where}",
                            hint="; ".join(tried) if tried else "no backend is available for this build")
     _leading_views_join(graph.ops, chosen)
+    taken = {(op.name, b.id) for op, b in zip(graph.ops, chosen)}
+    report.refusals = [r for r in report.refusals if (r.op, r.backend) not in taken]  # a view that joined
     new_ops: list[Op] = []
     i = 0
     while i < len(graph.ops):

@@ -2,7 +2,7 @@
 then AdaptiveAvgPool1d and Linear) runs at int8 in one layout: the size-1 dim views around each Conv1d,
 MaxPool1d and the average pool keep their input's channels-last bytes (mcu/passes/conv_views.py
 keeps_layout), so the only layout change is the model input's [N, C, L] to [N, L, C]. On a core with the
-DSP extension the optimized backend runs everything after that layout change as one partition: the
+DSP extension the optimized backend runs it all as one partition: that layout change (mcu_transpose_s8), the
 convolutions (packed kernel), the max poolings one row high (mcu_max_pool1d_s8), the global average pool and
 the classifier, with the views between them (no code) inside the run."""
 
@@ -56,12 +56,12 @@ def test_conv1d_stack_is_one_optimized_partition_on_a_dsp_core() -> None:
     cm = _compiled(None)
     parts = cm.partitions.partitions
     ops = {op.name: op for op in cm.graph.ops}
-    assert [backend for backend, _ in parts] == ["portable", "optimized"], parts
-    assert {ops[name].kind for name in parts[0][1]} == {"reshape", "layout"}  # the model input's change
-    assert {"conv2d", "max_pool2d", "mean_hw", "linear"} <= {ops[name].kind for name in parts[1][1]}
-    assert cm.partitions.graph_breaks == 1
+    assert [backend for backend, _ in parts] == ["optimized"], parts
+    assert {"layout", "conv2d", "max_pool2d", "mean_hw", "linear"} <= {ops[name].kind for name in parts[0][1]}
+    assert cm.partitions.graph_breaks == 0
     source = "\n".join(cm.library.files.values())
     assert source.count("mcu_max_pool1d_s8(") == 2 and "mcu_max_pool2d_s8(" not in source
+    assert source.count("mcu_transpose_s8(") == 1 and "mcu_permute(" not in source  # the input's layout
     for x in cm.spec.test_inputs:  # the generated C (optimized kernels) and the program (portable ones)
         want = cm.reference_raw(*x)
         for got in (cm.run_raw_c(*x), cm.run_raw(*x)):

@@ -137,6 +137,7 @@ _SIGNATURES = {
     "mcu_mul_s8": ([POINTER(BinaryS8Params), _P, _P, _P], c_int),
     "mcu_max_pool2d_s8": ([POINTER(Pool2dS8Params), _P, _P], c_int),
     "mcu_max_pool1d_s8": ([POINTER(Pool2dS8Params), _P, _P], c_int),
+    "mcu_transpose_s8": ([c_int32, c_int32, c_int32, _P, _P], c_int),
     "mcu_avg_pool2d_s8": ([POINTER(Pool2dS8Params), _P, _P], c_int),
     "mcu_mean_hw_s8": ([POINTER(MeanHwS8Params), _P, _P], c_int),
     "mcu_softmax_s8": ([POINTER(SoftmaxS8Params), _P, _P], c_int),

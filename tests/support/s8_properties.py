@@ -140,6 +140,16 @@ def test_max_pool1d_s8(lib, case):
     run_pool1d(case)
 
 
+@EXACT
+@given(outer=st.integers(1, 3), rows=st.integers(1, 19), cols=st.integers(1, 19), seed=st.integers(0, 2**32 - 1))
+def test_transpose_s8(lib, outer, rows, cols, seed):
+    x = np.random.default_rng(seed).integers(-128, 128, (outer, rows, cols), dtype=np.int8)
+    out = np.zeros((outer, cols, rows), dtype=np.int8)
+    assert cb.lib().mcu_transpose_s8(outer, rows, cols, cbind.ptr(x), cbind.ptr(out)) == MCU_OK
+    assert_equal(out, np.ascontiguousarray(x.transpose(0, 2, 1)))
+    assert cb.lib().mcu_transpose_s8(outer, rows, cols, cbind.ptr(x), cbind.ptr(x)) != MCU_OK  # no overlap
+
+
 def test_max_pool1d_s8_refuses_taller_windows(lib):
     x = np.zeros((1, 2, 4, 4), dtype=np.int8)
     params = dict(input=x.shape, output=(1, 1, 2, 4), kernel_h=2, kernel_w=2, stride_h=2, stride_w=2, pad_top=0,

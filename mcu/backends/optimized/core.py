@@ -8,7 +8,7 @@ memory plan is the same. With ``--compact-weights`` it keeps the weights int8 an
 (mcu/backends/optimized/compact.py) instead: the flash of the portable kernels' weights, most of the speed. It
 serves no op on cores without the DSP extension and on Helium cores (the portable kernels' MVE paths
 serve those). It also takes the pooling between the convolutions of a 1-D network (mcu/backends/optimized/rows.py),
-so that a Conv1d stack is one partition of this backend. Program files are
+and a one-row signal's layout change, so that a Conv1d stack is one partition of this backend. Program files are
 architecture independent: they run the portable kernel for these ops (same bits).
 """
 
@@ -42,6 +42,7 @@ class OptimizedBackend(Backend):
         Rule("linear", ("int8",), "any", (_INT8_IN, _MATRIX, _TAPS)),
         Rule("max_pool2d", ("int8",), "any", (_INT8_IN, rows.ROW_WINDOW)),
         Rule("mean_hw", ("int8",), "any", (_INT8_IN,)),
+        Rule("layout", ("int8",), "any", (rows.ROW_LAYOUT,)),
     )
 
     def options(self, ctx: Context) -> OptimizedOptions:

@@ -161,6 +161,10 @@ mcu_status mcu_max_pool2d_s8(const mcu_pool2d_s8_params *p, const int8_t *input,
 /** mcu_max_pool2d_s8 for windows one row high (kernel_h 1, pad_top 0: a MaxPool1d over [N, 1, L, C]), the
  *  optimized backend's; the same output bit for bit. MCU_ERR_UNSUPPORTED for taller windows. */
 mcu_status mcu_max_pool1d_s8(const mcu_pool2d_s8_params *p, const int8_t *input, int8_t *output);
+
+/** Bytes of each of ``outer`` [rows][cols] planes transposed: out[o][c][r] = in[o][r][c] (a one-row signal's
+ *  layout change, [N, C, 1, L] <-> [N, 1, L, C], in the optimized backend). Output must not overlap input. */
+mcu_status mcu_transpose_s8(int32_t outer, int32_t rows, int32_t cols, const int8_t *input, int8_t *output);
 /** Average pooling over real positions (count excludes padding), CMSIS-NN rounding:
  *  sum > 0 ? (sum + count/2) / count : (sum - count/2) / count, then clamp. Shared quantization. */
 mcu_status mcu_avg_pool2d_s8(const mcu_pool2d_s8_params *p, const int8_t *input, int8_t *output);
