@@ -28,6 +28,7 @@ from mcu.passes.fold_batch_norm import fold_batch_norm
 from mcu.passes.fuse_activations import fuse_activations
 from mcu.passes.conv_views import fold_conv_pads, sink_unit_views
 from mcu.passes.layout import assign_layouts
+from mcu.passes.quantized.attention import fold_softmax_masks
 from mcu.passes.quantized.core import lower_quantized
 from mcu.passes.views import alias_views
 from mcu.passes.weights import quantize_linear_weights
@@ -49,6 +50,9 @@ LOWERING: list[tuple[str, Pass]] = [
     # Clamps fuse into their producer's output (still float ops in a quantized graph, before
     # the quantize that follows them), so the int8 lowering sees conv+relu -> quantize.
     ("fuse_activations", fuse_activations),
+    # A constant attention mask (a where writing -inf before a quantized softmax) becomes the softmax's own,
+    # so the int8 lowering sees dequantize -> softmax -> quantize.
+    ("fold_softmax_masks", fold_softmax_masks),
     # dequantize -> op -> quantize becomes one int8 op; a no-op on fp32 graphs.
     ("lower_quantized", lower_quantized),
     # Zero padding written before a convolution (a causal Conv1d's F.pad) becomes the convolution's

@@ -222,10 +222,23 @@ def _boundary(ops: list[Op], later: list[Op], graph_outputs: list[Tensor]) -> tu
     return list(inputs.values()), outputs
 
 
+def _leading_views_join(ops: list[Op], chosen: list[Backend]) -> None:
+    """Views at the start of the order (a graph input's reshape) go to the kernel library of the first op
+    with code, as every later view goes to the one before it: views never split a kernel library's run."""
+    first = next((i for i, op in enumerate(ops) if not op.attrs.get("alias")), None)
+    if first is None or chosen[first].delegate:
+        return
+    for i in range(first):
+        if not chosen[i].delegate:
+            chosen[i] = chosen[first]
+
+
 def partition(graph: Any, backends: list[Backend], ctx: Context) -> PartitionReport:
     """Give every op of ``graph`` to the first backend of ``backends`` (preference order) that takes it.
 
-    Kernel-library backends mark the op (``op.attrs["backend"]``); runs of consecutive ops that a
+    Kernel-library backends mark the op (``op.attrs["backend"]``); a view that emits no code (``alias``)
+    is not offered to them but joins the kernel library of the op before it (of the first op with code, at
+    the start), so that views never split a run of one backend; runs of consecutive ops that a
     delegate takes (a run of the execution order is always a legal, convex partition) are replaced in
     ``graph.ops`` by one ``delegate`` op carrying the backend's payload. The last backend is expected
     to take everything (portable); an op that no backend takes is an error naming it and its source.
@@ -243,6 +256,9 @@ def partition(graph: Any, backends: list[Backend], ctx: Context) -> PartitionRep
             report.refusals.append(Refusal("*", "*", b.id, why))
     chosen: list[Backend] = []
     for op in graph.ops:
+        if op.attrs.get("alias") and chosen and not chosen[-1].delegate:
+            chosen.append(chosen[-1])  # a view emits no code: it stays in the kernel library before it
+            continue
         for b in usable:
             why = b.refuse(op, ctx)
             if why is None:
@@ -254,6 +270,9 @@ def partition(graph: Any, backends: list[Backend], ctx: Context) -> PartitionRep
             tried = [f"{r.backend}: {r.why}" for r in report.refusals if r.op == op.name]
             raise McuError(f"no backend takes {op.kind} ({op.name}){where}",
                            hint="; ".join(tried) if tried else "no backend is available for this build")
+    _leading_views_join(graph.ops, chosen)
+    taken = {(op.name, b.id) for op, b in zip(graph.ops, chosen)}
+    report.refusals = [r for r in report.refusals if (r.op, r.backend) not in taken]  # a view that joined
     new_ops: list[Op] = []
     i = 0
     while i < len(graph.ops):
@@ -273,7 +292,8 @@ def partition(graph: Any, backends: list[Backend], ctx: Context) -> PartitionRep
         else:
             for op in run:
                 op.attrs["backend"] = b.id
-                b.take(op, ctx)
+                if not op.attrs.get("alias"):
+                    b.take(op, ctx)
             new_ops.extend(run)
         i = j
     graph.ops = new_ops

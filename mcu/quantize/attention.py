@@ -5,6 +5,14 @@ weights) is one node when the quantizer sees the graph and decomposes only later
 into a float subgraph nothing annotated. Written out first as the product, the scaling, the softmax and the
 second product, each piece is an op with an int8 kernel (``mcu_bmm_s8``, a table, ``mcu_softmax_s8``).
 
+A mask known when the model is compiled (``attn_mask`` computed from the model's buffers, bool or an
+additive float mask of zeros and minus infinity, ``key_padding_mask`` merged into it by
+``nn.MultiheadAttention``, or ``is_causal=True``) is written as ``masked_fill(scores, hidden, -inf)`` before
+the softmax, with ``hidden`` one constant bool tensor: the quantizer reads the pair as one softmax that skips
+the hidden positions (mcu/passes/quantized/attention.py folds it into the int8 softmax), so no mask op is
+left to run in fp32. A mask computed from the model's inputs, a float mask with other values (a bias, not a
+mask) and a mask that hides a whole row (torch's output is NaN there) keep the attention whole.
+
 ``chunk``, ``split`` and ``unbind`` return tuples, which a quantization annotation cannot describe, so the
 query, key and value split from one projection were each quantized on their own. As one slice (or select)
 per part they share their input's quantization like any other view.
@@ -62,31 +70,193 @@ def _sdpa_args(node: Node) -> dict[str, Any]:
     return args
 
 
+# An additive mask entry at or below this hides its position: exp of it underflows to 0 in float32 whatever the
+# scores are (a mask written with -1e9 or torch.finfo(float).min instead of -inf).
+_HIDDEN = -1.0e4
+
+
+def _constant_value(gm: GraphModule, node: Any) -> torch.Tensor | None:
+    """The value of ``node`` when it is computed from the module's buffers and parameters alone (a mask the
+    model builds from its buffers), else None."""
+    if not isinstance(node, Node):
+        return None
+    order: list[Node] = []
+    seen: set[Node] = set()
+
+    def visit(n: Node) -> bool:
+        if n in seen:
+            return True
+        seen.add(n)
+        if n.op == "placeholder" or n.op not in ("get_attr", "call_function"):
+            return False
+        if not all(visit(m) for m in n.all_input_nodes):
+            return False
+        order.append(n)
+        return True
+
+    if not visit(node):
+        return None
+    env: dict[Node, Any] = {}
+    for n in order:
+        if n.op == "get_attr":
+            obj: Any = gm
+            for part in str(n.target).split("."):
+                obj = getattr(obj, part)
+            env[n] = obj.detach().clone() if isinstance(obj, torch.Tensor) else obj
+        else:
+            args = torch.fx.node.map_arg(n.args, lambda m: env[m])
+            kwargs = torch.fx.node.map_arg(n.kwargs, lambda m: env[m])
+            with torch.no_grad():
+                env[n] = n.target(*args, **kwargs)
+    value = env[node]
+    return value if isinstance(value, torch.Tensor) else None
+
+
+def hidden_positions(mask: torch.Tensor | None, causal: bool, scores: tuple[int, ...]) -> torch.Tensor | None:
+    """The positions of the scores (shape ``scores``, ``[..., L, S]``) a constant mask hides, as a bool tensor
+    broadcast to that shape; None when the mask cannot be folded into the softmax (a float mask with values
+    other than 0 and minus infinity, or a row with every position hidden)."""
+    rows, cols = scores[-2], scores[-1]
+    hidden = torch.zeros(scores, dtype=torch.bool)
+    if causal:
+        hidden |= torch.ones(rows, cols, dtype=torch.bool).tril().logical_not()
+    if mask is not None:
+        if mask.dtype == torch.bool:
+            hidden |= ~mask  # True: takes part in attention
+        else:
+            m = mask.to(torch.float64)
+            if not bool(((m == 0.0) | (m <= _HIDDEN)).all()):
+                return None
+            hidden |= m <= _HIDDEN
+    if bool(hidden.all(dim=-1).any()):
+        return None
+    return hidden
+
+
+def _drop_dead(gm: GraphModule, node: Any) -> None:
+    """Erase ``node`` and what only it used, when nothing reads it any more (a mask built from buffers)."""
+    stack = [node] if isinstance(node, Node) else []
+    while stack:
+        n = stack.pop()
+        if n.users or n.op not in ("call_function", "get_attr"):
+            continue
+        inputs = list(n.all_input_nodes)
+        gm.graph.erase_node(n)
+        stack.extend(inputs)
+
+
+def _mask_node(gm: GraphModule, like: Node, hidden: torch.Tensor, count: int) -> Node:
+    name = f"_mcu_attention_hidden_{count}"
+    gm.register_buffer(name, hidden)
+    with gm.graph.inserting_before(like):
+        node = gm.graph.get_attr(name)
+    mode = detect_fake_mode([v for v in (_val(a) for a in like.args) if isinstance(v, torch.Tensor)])
+    node.meta["val"] = mode.from_tensor(hidden) if mode is not None else hidden
+    return node
+
+
 def decompose_attention(gm: GraphModule) -> int:
-    """Rewrite each unmasked, dropout-free ``scaled_dot_product_attention`` as
-    ``softmax(q @ k^T * scale) @ v``; returns how many. A masked one (attn_mask, is_causal) stays whole:
-    an infinite mask value has no int8 code, so that attention stays fp32 (exact, and named)."""
+    """Rewrite each dropout-free ``scaled_dot_product_attention`` as ``softmax(q @ k^T * scale) @ v``, with
+    a constant mask as ``masked_fill(.., hidden, -inf)`` before the softmax; returns how many. One whose mask
+    is not constant (computed from the inputs) or not a mask (:func:`hidden_positions`) stays whole, fp32."""
     count = 0
     for node in list(gm.graph.nodes):
         if node.op != "call_function" or node.target is not SDPA:
             continue
         a = _sdpa_args(node)
         q, k, v = a["query"], a["key"], a["value"]
-        if a.get("attn_mask") is not None or a.get("is_causal") or a.get("dropout_p", 0.0) or \
-                a.get("enable_gqa"):
+        if a.get("dropout_p", 0.0) or a.get("enable_gqa"):
             continue
         qv, kv = _val(q), _val(k)
         if not isinstance(qv, torch.Tensor) or not isinstance(kv, torch.Tensor) or qv.shape[:-2] != kv.shape[:-2]:
             continue
+        hidden = None
+        mask_arg = a.get("attn_mask")
+        if mask_arg is not None or a.get("is_causal"):
+            mask = _constant_value(gm, mask_arg) if mask_arg is not None else None
+            if mask_arg is not None and mask is None:
+                continue
+            hidden = hidden_positions(mask, bool(a.get("is_causal")), (*qv.shape[:-1], kv.shape[-2]))
+            if hidden is None:
+                continue
+            if not bool(hidden.any()):
+                hidden = None  # a mask that hides nothing: the plain softmax
         scale = a.get("scale")
         scale = 1.0 / math.sqrt(qv.shape[-1]) if scale is None else float(scale)
         k_t = _add(gm, node, aten.transpose.int, (k, -2, -1))
         scores = _add(gm, node, aten.matmul.default, (q, k_t))
         scaled = _add(gm, node, aten.mul.Tensor, (scores, scale))
+        if hidden is not None:
+            scaled = _add(gm, node, aten.masked_fill.Scalar,
+                          (scaled, _mask_node(gm, node, hidden, count), float("-inf")))
         weights = _add(gm, node, aten.softmax.int, (scaled, -1))
         out = _add(gm, node, aten.matmul.default, (weights, v))
         node.replace_all_uses_with(out)
         gm.graph.erase_node(node)
+        _drop_dead(gm, mask_arg)
+        count += 1
+    return count
+
+
+_MASK_FILL = (aten.masked_fill.Scalar, aten.masked_fill_.Scalar)
+
+
+def _masked_scores(gm: GraphModule, x: Node) -> tuple[Node | tuple[Node, Node], torch.Tensor, Any] | None:
+    """(scores, mask value, the mask's node) when a softmax's input ``x`` adds a constant mask to the scores:
+    ``baddbmm(mask, a, b)`` (nn.MultiheadAttention when it returns the weights; the scores are then the
+    operands ``(a, b)`` of the product still to be written), ``scores + mask`` or
+    ``scores.masked_fill(mask, -inf)``; the mask as a bool tensor of hidden positions or an additive float one."""
+    if x.target is aten.baddbmm.default and len(x.args) == 3 and not x.kwargs:
+        mask = _constant_value(gm, x.args[0])
+        if mask is not None and mask.dtype != torch.bool:
+            return (x.args[1], x.args[2]), mask, x.args[0]
+    if x.target is aten.add.Tensor and len(x.args) == 2 and not x.kwargs:
+        for i in (0, 1):
+            mask = _constant_value(gm, x.args[i])
+            if mask is not None and mask.dtype != torch.bool and isinstance(x.args[1 - i], Node) and \
+                    _constant_value(gm, x.args[1 - i]) is None:
+                return x.args[1 - i], mask, x.args[i]
+    if x.target in _MASK_FILL and len(x.args) == 3 and isinstance(x.args[2], (int, float)) and \
+            x.args[2] <= _HIDDEN and isinstance(x.args[0], Node):
+        mask = _constant_value(gm, x.args[1])
+        if mask is not None and mask.dtype == torch.bool and _constant_value(gm, x.args[0]) is None:
+            return x.args[0], mask, x.args[1]
+    return None
+
+
+def mask_softmax_inputs(gm: GraphModule) -> int:
+    """A softmax over the last axis of scores plus a constant mask, written by hand or by
+    nn.MultiheadAttention (:func:`_masked_scores`), becomes ``masked_fill(scores, hidden, -inf)`` on one
+    constant bool tensor, as :func:`decompose_attention` writes it; returns how many."""
+    count = 0
+    for node in list(gm.graph.nodes):
+        if node.op != "call_function" or node.target not in (aten.softmax.int, aten._softmax.default):
+            continue
+        x = node.args[0]
+        xv = _val(x)
+        if not isinstance(x, Node) or not isinstance(xv, torch.Tensor) or int(node.args[1]) % xv.dim() != xv.dim() - 1:
+            continue
+        if x.target is aten.masked_fill.Scalar and x.args[2] == float("-inf") and \
+                isinstance(x.args[1], Node) and x.args[1].op == "get_attr":
+            continue  # already in the form the quantizer reads
+        found = _masked_scores(gm, x)
+        if found is None:
+            continue
+        scores, mask, mask_node = found
+        if mask.dtype == torch.bool:
+            hidden = torch.broadcast_to(mask, tuple(xv.shape)).clone()
+        else:
+            hidden = hidden_positions(mask, False, tuple(xv.shape))
+        if hidden is None or not bool(hidden.any()) or bool(hidden.all(dim=-1).any()):
+            continue  # not a mask, a mask that hides nothing (left as it is), or one that hides a whole row
+        if isinstance(scores, tuple):
+            scores = _add(gm, x, aten.bmm.default, scores)
+        filled = _add(gm, node, aten.masked_fill.Scalar,
+                      (scores, _mask_node(gm, node, hidden, 1000 + count), float("-inf")))
+        node.replace_input_with(x, filled)
+        if not x.users:
+            gm.graph.erase_node(x)
+        _drop_dead(gm, mask_node)
         count += 1
     return count
 
@@ -145,7 +315,7 @@ def split_views(gm: GraphModule) -> int:
 
 def prepare_attention(gm: GraphModule) -> GraphModule:
     """Both rewrites, then the module recompiled (a no-op on a graph without attention or splits)."""
-    if decompose_attention(gm) + split_views(gm):
+    if decompose_attention(gm) + mask_softmax_inputs(gm) + split_views(gm):
         gm.graph.lint()
         gm.recompile()
     return gm

@@ -12,7 +12,7 @@ a lone ReLU; upsampling, flips, repeats, index_select and gather, adaptive pooli
 any size but 1x1) share their input's parameters. Softmax and sigmoid outputs use
 the fixed scale 1/256 and zero-point -128, tanh 1/128 and 0. Any op not named
 here stays unannotated and runs in fp32 between dequantize and quantize. Before annotating, an
-unmasked scaled_dot_product_attention is written out op by op and chunk/split/unbind become one view
+scaled_dot_product_attention (unmasked, or with a mask known at compile time) is written out op by op and chunk/split/unbind become one view
 per part (mcu/quantize/attention.py), so that attention and a fused qkv projection quantize.
 """
 
@@ -183,7 +183,7 @@ class MCUQuantizer(Quantizer):
             (CONV_LINEAR, lambda n: self._conv_linear(n, act, weight)),
             (BINARY, lambda n: self._binary(n, act)),
             (OWN_OUTPUT, lambda n: self._own_output(n, act)),
-            (SOFTMAX, lambda n: self._fixed(n, act, 1.0 / 256.0, -128)),
+            (SOFTMAX, lambda n: self._softmax(n, act)),
             (SHARED | ACTIVATIONS | MOVES, lambda n: self._shared(n, act)),
             ({aten.cat.default} | STACK, lambda n: self._cat(n, act)),
             # table lookups and int8 layer norm
@@ -340,6 +340,19 @@ class MCUQuantizer(Quantizer):
         elif mode[0] == "input":
             out = SharedQuantizationSpec((tensors[0], node))
         _mark(node, {t: act for t in tensors}, out)
+
+    def _softmax(self, node: Node, act: QuantizationSpec) -> None:
+        """Softmax's fixed output parameters. After ``masked_fill(x, hidden, -inf)`` with a constant mask
+        (attention's, mcu/quantize/attention.py) the pair is one softmax that skips the hidden positions: the
+        fill's input is read on its producer's parameters and nothing observes the infinite values between."""
+        x = node.args[0]
+        if isinstance(x, Node) and x.target is aten.masked_fill.Scalar and len(x.users) == 1 and \
+                isinstance(x.args[1], Node) and x.args[1].op == "get_attr" and x.args[2] == float("-inf") and \
+                _is_float_tensor(x.args[0]):
+            _mark(x)
+            _mark(node, {}, _fixed_spec(1.0 / 256.0, -128))
+            return
+        self._fixed(node, act, 1.0 / 256.0, -128)
 
     def _fixed(self, node: Node, act: QuantizationSpec, scale: float, zero_point: int) -> None:
         x = node.args[0]

@@ -131,9 +131,16 @@ def _along(op: Op, flat: np.ndarray, axis: int, fn: Callable[[np.ndarray], np.nd
 
 
 def _softmax(op: Op, x: list[np.ndarray]) -> np.ndarray:
+    """TFLite's int8 softmax; with a constant attention mask, its hidden positions (the graph's, logical order)
+    are minus infinity."""
     params = derive.softmax(op)
-    return _along(op, x[0], op.attrs["axis"], lambda rows: norm.softmax_s8(
-        rows.reshape(-1), **params, outer=rows.shape[0], axis=rows.shape[1], inner=1))
+    axis = op.attrs["axis"]
+    hidden = None
+    if "hidden" in op.attrs:
+        logical = np.broadcast_to(np.asarray(op.attrs["hidden"], dtype=bool), op.inputs[0].shape)
+        hidden = np.ascontiguousarray(np.moveaxis(logical, axis, -1)).reshape(-1, op.inputs[0].shape[axis])
+    return _along(op, x[0], axis, lambda rows: norm.softmax_s8(
+        rows.reshape(-1), **params, outer=rows.shape[0], axis=rows.shape[1], inner=1, hidden=hidden))
 
 
 def _log_softmax(op: Op, x: list[np.ndarray]) -> np.ndarray:

@@ -183,7 +183,7 @@ def _clz32(v):
     return 32 - e.astype(np.int64)
 
 
-def softmax_s8(x, *, input_multiplier, input_left_shift, diff_min, outer=None, axis=None, inner=None):
+def softmax_s8(x, *, input_multiplier, input_left_shift, diff_min, outer=None, axis=None, inner=None, hidden=None):
     """mcu_softmax_s8 over the middle axis of ``x.reshape(outer, axis, inner)`` (default: the last axis).
 
     Output scale 1/256, zero-point -128. Per (outer, inner) column:
@@ -192,14 +192,22 @@ def softmax_s8(x, *, input_multiplier, input_left_shift, diff_min, outer=None, a
     sum = sum(rounding_divide_by_pot(e, 12)) (Q12.19); headroom = clz(sum);
     scale = one_over_one_plus_x(((sum << headroom) - 2^31) as Q0.31);
     out = clamp(rounding_divide_by_pot(srdhm(scale, e), 35 - headroom) - 128, -128, 127).
+
+    ``hidden`` (bool, x's shape; mcu_softmax_masked_s8): positions that are minus infinity before the softmax.
+    They take no part in the maximum or the sum and output -128 (probability 0); every column keeps one.
     """
     x = as_int8(x)
     shape = x.shape
     if outer is None:
         outer, axis, inner = int(np.prod(shape[:-1], dtype=np.int64)), shape[-1], 1
     v = x.reshape(int(outer), int(axis), int(inner)).astype(np.int64)
-    diff = v - v.max(axis=1, keepdims=True)
-    keep = diff >= int(diff_min)
+    shown = np.ones(v.shape, dtype=bool)
+    if hidden is not None:
+        shown = ~np.asarray(hidden, dtype=bool).reshape(v.shape)
+        if not shown.any(axis=1).all():
+            raise ValueError("a softmax column with every position hidden has no value")
+    diff = v - np.where(shown, v, -128).max(axis=1, keepdims=True)
+    keep = shown & (diff >= int(diff_min))
     scaled = _srdhm(saturating_left_shift(diff, int(input_left_shift)), int(input_multiplier))
     e = exp_on_negative_values(scaled, 5)
     total = np.where(keep, rounding_divide_by_pot(e, SOFTMAX_ACCUM_BITS), 0).sum(axis=1, keepdims=True)

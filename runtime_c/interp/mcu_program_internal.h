@@ -129,6 +129,7 @@ typedef union {
     mcu_pool2d_s8_params pool_s8;
     mcu_mean_hw_s8_params mean_hw_s8;
     mcu_softmax_s8_params softmax_s8;
+    mcu_softmax_masked_s8_params softmax_masked_s8;
     mcu_slice_params slice;
     mcu_linear_w4_params linear_w4;
     mcu_index_put_params index_put;

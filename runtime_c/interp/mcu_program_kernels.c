@@ -62,6 +62,7 @@ _Static_assert(sizeof(mcu_binary_s8_params) == 31 * 4, "binary_s8 params layout"
 _Static_assert(sizeof(mcu_pool2d_s8_params) == 16 * 4, "pool2d_s8 params layout");
 _Static_assert(sizeof(mcu_mean_hw_s8_params) == 10 * 4, "mean_hw_s8 params layout");
 _Static_assert(sizeof(mcu_softmax_s8_params) == 6 * 4, "softmax_s8 params layout");
+_Static_assert(sizeof(mcu_softmax_masked_s8_params) == 7 * 4, "softmax_masked_s8 params layout");
 _Static_assert(sizeof(mcu_linear_w4_params) == 6 * 4, "linear_w4 params layout");
 _Static_assert(sizeof(mcu_index_put_params) == 4 * 4, "index_put params layout");
 _Static_assert(sizeof(mcu_compare_params) == 21 * 4, "compare params layout");
@@ -249,6 +250,18 @@ mcu_status mcu_program_need_softmax(uint32_t kernel, const mcu_operand_desc *ops
     (void)ops;
     (void)n_ops;
     need[0] = need[1] = prod(p, 3);
+    return MCU_OK;
+}
+
+mcu_status mcu_program_need_softmax_masked(uint32_t kernel, const mcu_operand_desc *ops, uint32_t n_ops,
+                                           const int32_t *p, uint32_t *need)
+{
+    /* [hidden, in, out]: mask_rows rows of the axis, then outer rows of it */
+    (void)kernel;
+    (void)ops;
+    (void)n_ops;
+    need[0] = mulcap(p[6] > 0 ? (uint32_t)p[6] : 0u, p[1]);
+    need[1] = need[2] = prod(p, 3);
     return MCU_OK;
 }
 

@@ -359,6 +359,17 @@ int mcu_program_params_softmax_s8(uint32_t kernel, const mcu_program_params_view
            p->diff_min <= 0 && checked_count(dims, 3, 1) > 0 && p->axis <= MCU_SOFTMAX_MAX_AXIS;
 }
 
+int mcu_program_params_softmax_masked_s8(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)kernel;
+    (void)w;
+    const mcu_softmax_masked_s8_params *p = &u->softmax_masked_s8;
+    const int32_t dims[3] = {p->outer, p->axis, p->inner};
+    return p->input_multiplier >= 0 && p->input_left_shift >= 0 && p->input_left_shift <= 31 &&
+           p->diff_min <= 0 && checked_count(dims, 3, 1) > 0 && p->axis <= MCU_SOFTMAX_MAX_AXIS && p->inner == 1 &&
+           p->mask_rows > 0 && p->outer % p->mask_rows == 0;
+}
+
 int mcu_program_params_lut_s8(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
 {
     (void)kernel;
@@ -1030,6 +1041,19 @@ int mcu_program_alias_lut_s8(uint32_t kernel, const mcu_operand_desc *ops, const
     const mcu_operand_desc *out = &ops[last];
     const uint32_t nout = bytes[last];
     return elementwise_ok(&ops[1], bytes[1], out, nout) && !overlap(&ops[0], 256, out, nout);
+}
+
+int mcu_program_alias_softmax_masked(uint32_t kernel, const mcu_operand_desc *ops, const uint32_t *bytes,
+                                     uint32_t n_ops, const int32_t *p)
+{
+    /* [hidden, in, out]: in and out exactly aliased or apart, the mask a constant apart from the output */
+    (void)kernel;
+    (void)p;
+    const uint32_t last = n_ops - 1;
+    const mcu_operand_desc *out = &ops[last];
+    const uint32_t nout = bytes[last];
+    return elementwise_ok(&ops[1], bytes[1], out, nout) && !overlap(&ops[0], bytes[0], out, nout) &&
+           ops[0].constant;
 }
 
 int mcu_program_alias_log_softmax_s8(uint32_t kernel, const mcu_operand_desc *ops, const uint32_t *bytes,

@@ -43,7 +43,8 @@ from mcu.reference.pool import avg_pool2d_s8, max_pool2d_s8, mean_hw_s8  # noqa:
 from s8_cases import (EXACT, FLOAT, act_bounds, assert_equal, data_modes, int8_data, multipliers, pool_cases, run_pool,
                       shifts, zero_points)
 from s8_properties import (  # noqa: F401  (run here against the portable kernels)
-    test_add_s8, test_binary_s8_in_place, test_conv2d_s8, test_depthwise_conv2d_s8, test_linear_s8, test_max_pool2d_s8,
+    test_add_s8, test_binary_s8_in_place, test_conv2d_s8, test_depthwise_conv2d_s8, test_linear_s8, test_max_pool1d_s8,
+    test_max_pool1d_s8_refuses_taller_windows, test_max_pool2d_s8, test_transpose_s8,
     test_mean_hw_s8, test_mul_s8, test_sub_s8)
 
 REPO = Path(__file__).resolve().parents[2]

@@ -30,8 +30,8 @@ from mcu.reference.conv import conv2d_s8, depthwise_conv2d_s8, linear_s8
 from mcu.reference.elementwise import broadcast_params
 from mcu.reference.pool import mean_hw_s8
 from s8_properties import (  # noqa: F401  (run here against the emulated build: the module's lib fixture)
-    test_add_s8, test_binary_s8_in_place, test_conv2d_s8, test_conv2d_s8_forward_overlap, test_depthwise_conv2d_s8,
-    test_depthwise_s8_forward_and_inplace, test_linear_s8, test_max_pool2d_s8, test_mean_hw_s8, test_mul_s8,
+    test_add_s8, test_binary_s8_in_place, test_conv2d_s8, test_conv2d_s8_forward_overlap, test_max_pool1d_s8_forward_overlap, test_depthwise_conv2d_s8,
+    test_depthwise_s8_forward_and_inplace, test_linear_s8, test_max_pool1d_s8, test_max_pool1d_s8_refuses_taller_windows, test_max_pool2d_s8, test_mean_hw_s8, test_mul_s8,
     test_pointwise_s8_both_directions, test_sub_s8)
 from mcu.paths import kernels_dir
 

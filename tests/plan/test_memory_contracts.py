@@ -17,7 +17,8 @@ from mcu.ir import Op
 from mcu.plan.planner import Buffer, OverlapAllowance, Plan, PlanError, verify_plan
 from overlap import check_overlap, out_hw, tensor, window_case
 from s8_properties import (  # noqa: F401  (run here against the portable kernels)
-    test_conv2d_s8_forward_overlap, test_depthwise_s8_forward_and_inplace, test_pointwise_s8_both_directions)
+    test_conv2d_s8_forward_overlap, test_depthwise_s8_forward_and_inplace, test_max_pool1d_s8_forward_overlap,
+    test_pointwise_s8_both_directions)
 
 
 @settings(max_examples=60, deadline=None)

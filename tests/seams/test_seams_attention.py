@@ -5,6 +5,12 @@ network with ``F.scaled_dot_product_attention`` (qkv from one Linear, chunked, o
 Every form compiles with no fp32 island at all, its int8 output is within 30 dB of fp32 on held-out
 standard normal images (the calibration data's distribution), the generated C and the program file equal
 the integer reference bit for bit, and one form runs bit-exact on mps2-an505.
+
+The same with a constant mask, each way users write one (``attn_mask=`` bool and float, ``key_padding_mask=``
+to nn.MultiheadAttention, also when it returns the weights; a bool ``attn_mask=`` and ``is_causal=True`` to
+F.scaled_dot_product_attention): the mask is folded into the int8 softmax (mcu_softmax_masked_s8, hidden
+positions minus infinity), no op of it is left in fp32, and the generated C and the program file run
+bit-exact on every QEMU core.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from mcu.ir import QConst, QuantParams, Tensor  # noqa: E402
 from mcu.passes.quantized.movement import constant_on_grid  # noqa: E402
 from mcu.quantize.attention import prepare_attention  # noqa: E402
 from repo import requires_qemu  # noqa: E402
-from vit_models import vit  # noqa: E402
+from vit_models import masked_vit, vit  # noqa: E402
 
 FORMS = ["mha", "mha-seq", "sdpa", "sdpa-unbind"]
 _COMPILED: dict[str, CompiledModel] = {}
@@ -201,3 +207,166 @@ def test_scaling_folded_into_bmm_rounds_once(m: int, k: int, n: int, s_a: float,
     slack = 0.5 * s_out * 2.0 ** min(sh2, 0) + 1e-6 * np.abs(real[inside]) + 1e-9
     assert np.all(err_folded <= 0.5 * s_out + slack)
     assert np.all(err_folded <= err_chain + slack)
+
+
+# --- masked attention ----------------------------------------------------------------------------------
+
+MASKED = [("mha", "bool"), ("mha", "float"), ("mha", "padding"), ("mha-seq", "bool"), ("sdpa", "bool"),
+          ("sdpa", "causal")]
+
+
+def compiled_masked(form: str, mask: str, board: str = "mps2-an505") -> CompiledModel:
+    key = f"{form}/{mask}@{board}"
+    if key not in _COMPILED:
+        model, example, calibration, tests = masked_vit(form, mask)
+        _COMPILED[key] = mcu.compile(model, example, board=board, quantize="int8", calibration=calibration,
+                                     test_inputs=tests, name=f"vit_{form.replace('-', '_')}_{mask}")
+    return _COMPILED[key]
+
+
+@pytest.mark.parametrize("form,mask", MASKED)
+def test_masked_vit_has_no_fp32_island(form: str, mask: str) -> None:
+    cm = compiled_masked(form, mask)
+    assert cm.graph.fallbacks == [], cm.graph.fallbacks
+    assert [f"{op.kind} {op.name}" for op in cm.graph.ops if op.output.dtype == "float32"] == []
+    assert not [op.name for op in cm.graph.ops if op.kind in ("where", "compare")]  # the mask ops are gone
+    masked = [op for op in cm.graph.ops if op.kind == "softmax" and len(op.inputs) == 2]
+    assert len(masked) == 2  # one per encoder block, each with its constant mask
+    for op in masked:
+        assert op.inputs[1].is_constant and op.inputs[1].dtype == "uint8" and op.inputs[1].data.any()
+    assert cm.reference_is_exact
+
+
+@pytest.mark.parametrize("form,mask", MASKED)
+def test_masked_vit_int8_is_within_30_db_of_fp32(form: str, mask: str) -> None:
+    cm = compiled_masked(form, mask)
+    held = _held_out()
+    with torch.no_grad():
+        fp32 = [cm.spec.model(x).numpy() for x in held]
+    int8 = [cm.decode_outputs(cm.reference_raw(x))[0] for x in held]
+    assert sqnr_db(fp32, int8) >= 30.0
+
+
+@pytest.mark.parametrize("form,mask", MASKED)
+def test_masked_vit_host_c_and_program_equal_the_reference(form: str, mask: str) -> None:
+    cm = compiled_masked(form, mask)
+    for x in _held_out(2):
+        expected = cm.reference_raw(x)
+        for got in (cm.run_raw_c(x), cm.run_raw(x)):
+            for e, g in zip(expected, got):
+                assert np.array_equal(np.asarray(e).reshape(-1), np.asarray(g).reshape(-1))
+
+
+@requires_qemu
+@pytest.mark.parametrize("board,form,mask", [("mps2-an385-m0plus", "mha", "bool"), ("mps2-an385", "sdpa", "causal"),
+                                             ("mps2-an386", "mha", "padding"), ("mps2-an505", "mha-seq", "bool"),
+                                             ("mps3-an547", "sdpa", "bool")])
+def test_masked_vit_runs_bit_exact_on_every_core(board: str, form: str, mask: str) -> None:
+    """The generated C on the board's simulator, and the program file on the interpreter firmware, both
+    against the integer reference bit for bit."""
+    from mcu.device.boards import load_board
+    from mcu.ir import NUMPY_DTYPES
+    from mcu.program.device import build_interpreter_firmware, run_program
+
+    cm = compiled_masked(form, mask, board)
+    assert cm.tolerances() is None
+    run = cm.simulate()
+    assert run.passed, run.console[-2000:]
+    image = cm.program_image(bundle_tests=True)
+    prog = run_program(cm.board, build_interpreter_firmware(load_board(board)).elf, image.program)
+    assert prog.passed, prog.console[-2000:]
+    for v, x in enumerate(cm.spec.test_inputs):
+        device = [prog.output("forward", v, i, NUMPY_DTYPES[t.dtype], t.numel) for i, t in enumerate(cm.graph.outputs)]
+        for got, want in zip(device, cm.reference_raw(*x)):
+            assert np.array_equal(np.asarray(got).reshape(-1), np.asarray(want).reshape(-1))
+
+
+@settings(max_examples=40, deadline=None)
+@given(rows=st.integers(1, 6), cols=st.integers(1, 20), period=st.sampled_from([1, 2, 3]), s_in=st.floats(0.005, 0.5),
+       seed=st.integers(0, 2**16), extreme=st.booleans())
+def test_masked_softmax_kernel_equals_the_reference(rows: int, cols: int, period: int, s_in: float, seed: int,
+                                                     extreme: bool) -> None:
+    """mcu_softmax_masked_s8 (host build) equals the reference bit for bit, in place too; the reference equals
+    the plain int8 softmax of each row's shown positions alone, with -128 at the hidden ones."""
+    import cbind_s8 as cb
+    from mcu.reference import arith
+    from mcu.reference.norm import softmax_s8
+
+    rng = np.random.default_rng(seed)
+    outer = rows * period
+    x = rng.integers(-128, 128, (outer, cols)).astype(np.int8)
+    if extreme:
+        x[:, ::2] = 127
+    hidden = rng.random((period, cols)) < 0.4
+    hidden[:, rng.integers(0, cols)] = False  # every row shows a position
+    mult, shift, diff_min = arith.softmax_params(1.0, s_in)
+    params = dict(outer=outer, axis=cols, inner=1, input_multiplier=mult, input_left_shift=shift, diff_min=diff_min,
+                  mask_rows=period)
+    full = np.tile(hidden, (rows, 1))
+    want = softmax_s8(x, input_multiplier=mult, input_left_shift=shift, diff_min=diff_min, hidden=full)
+    status, got = cb.softmax_masked(x, hidden.astype(np.uint8), params)
+    assert status == 0 and np.array_equal(got, want)
+    inplace = x.copy()
+    status, _ = cb.softmax_masked(inplace, hidden.astype(np.uint8), params, out=inplace)
+    assert status == 0 and np.array_equal(inplace, want)
+    for r in range(outer):
+        shown = ~full[r]
+        alone = softmax_s8(x[r, shown][None, :], input_multiplier=mult, input_left_shift=shift, diff_min=diff_min)
+        assert np.array_equal(want[r, shown], alone[0]) and (want[r, ~shown] == -128).all()
+
+
+def test_masked_softmax_kernel_refuses_a_row_with_nothing_shown() -> None:
+    import cbind_s8 as cb
+
+    x = np.zeros((2, 3), dtype=np.int8)
+    params = dict(outer=2, axis=3, inner=1, input_multiplier=1 << 30, input_left_shift=20, diff_min=-100, mask_rows=1)
+    status, _ = cb.softmax_masked(x, np.ones((1, 3), dtype=np.uint8), params)
+    assert status != 0
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(kind=st.sampled_from(["bool", "float", "causal", "add", "fill", "baddbmm"]), heads=st.integers(1, 3),
+       tokens=st.integers(2, 9), head_dim=st.integers(1, 6), seed=st.integers(0, 2**16))
+def test_rewritten_masked_attention_computes_the_same(kind: str, heads: int, tokens: int, head_dim: int,
+                                                      seed: int) -> None:
+    """A constant mask given to SDPA, or added / filled into scores by hand before a softmax, is rewritten as
+    masked_fill(scores, hidden, -inf) on one constant: the same function, and nothing of the mask left to run."""
+    torch.manual_seed(seed)
+    hidden = torch.rand(tokens, tokens) < 0.4
+    hidden[torch.arange(tokens), torch.arange(tokens)] = False  # every row shows one position
+    hidden[-1, 0] = True  # and one is hidden (a mask that hides nothing is left as it is)
+
+    class Masked(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.register_buffer("hidden", hidden)
+
+        def forward(self, q: torch.Tensor) -> torch.Tensor:
+            if kind == "bool":
+                return F.scaled_dot_product_attention(q, q, q, attn_mask=~self.hidden)
+            if kind == "float":
+                return F.scaled_dot_product_attention(
+                    q, q, q, attn_mask=torch.zeros(tokens, tokens).masked_fill(self.hidden, float("-inf")))
+            if kind == "causal":
+                return F.scaled_dot_product_attention(q, q, q, is_causal=True)
+            if kind == "baddbmm":  # nn.MultiheadAttention's form when it returns the weights
+                q3 = q.reshape(heads, tokens, head_dim)
+                bias = torch.zeros(tokens, tokens).masked_fill(self.hidden, float("-inf")).expand(heads, -1, -1)
+                return torch.baddbmm(bias, q3, q3.transpose(1, 2)).softmax(-1) @ q3
+            scores = q @ q.transpose(-2, -1)
+            if kind == "add":
+                scores = scores + torch.zeros(tokens, tokens).masked_fill(self.hidden, -1e9)
+            else:
+                scores = scores.masked_fill(self.hidden, float("-inf"))
+            return scores.softmax(-1) @ q
+
+    q = torch.randn(1, heads, tokens, head_dim)
+    model = Masked().eval()
+    gm = torch.export.export(model, (q,)).module(check_guards=False)
+    rewritten = prepare_attention(gm)
+    fills = [n for n in rewritten.graph.nodes if n.op == "call_function" and n.target is torch.ops.aten.masked_fill.Scalar]
+    assert len(fills) == 1 and fills[0].args[1].op == "get_attr" and fills[0].args[2] == float("-inf")
+    left = {str(n.target) for n in rewritten.graph.nodes if n.op == "call_function"}
+    assert not any(name in t for t in left for name in ("scaled_dot_product", "zeros_like", "bitwise_not", "add"))
+    with torch.no_grad():
+        torch.testing.assert_close(rewritten(q), model(q), rtol=1e-5, atol=1e-5)

@@ -102,6 +102,13 @@ class SoftmaxS8Params(ctypes.Structure):
     ]
 
 
+class SoftmaxMaskedS8Params(ctypes.Structure):
+    _fields_ = [
+        ("outer", c_int32), ("axis", c_int32), ("inner", c_int32),
+        ("input_multiplier", c_int32), ("input_left_shift", c_int32), ("diff_min", c_int32), ("mask_rows", c_int32),
+    ]
+
+
 _EXPECTED_SIZES = {
     Context: 16,  # pointer + int32, padded to 8 on 64-bit hosts
     PerChannelQuant: 16,
@@ -129,9 +136,12 @@ _SIGNATURES = {
     "mcu_sub_s8": ([POINTER(BinaryS8Params), _P, _P, _P], c_int),
     "mcu_mul_s8": ([POINTER(BinaryS8Params), _P, _P, _P], c_int),
     "mcu_max_pool2d_s8": ([POINTER(Pool2dS8Params), _P, _P], c_int),
+    "mcu_max_pool1d_s8": ([POINTER(Pool2dS8Params), _P, _P], c_int),
+    "mcu_transpose_s8": ([c_int32, c_int32, c_int32, _P, _P], c_int),
     "mcu_avg_pool2d_s8": ([POINTER(Pool2dS8Params), _P, _P], c_int),
     "mcu_mean_hw_s8": ([POINTER(MeanHwS8Params), _P, _P], c_int),
     "mcu_softmax_s8": ([POINTER(SoftmaxS8Params), _P, _P], c_int),
+    "mcu_softmax_masked_s8": ([POINTER(SoftmaxMaskedS8Params), _P, _P, _P], c_int),
     "mcu_lut_s8": ([c_int32, _P, _P, _P], c_int),
     "mcu_requantize_s8": ([c_int32, c_int32, c_int32, c_int32, c_int32, c_int32, c_int32, _P, _P], c_int),
     "mcu_clamp_s8": ([c_int32, c_int32, c_int32, _P, _P], c_int),
@@ -248,11 +258,28 @@ def pool2d(name, x, params: dict):
     return st, out
 
 
+def max_pool1d(x, params: dict, out=None):
+    """mcu_max_pool1d_s8 (windows one row high); ``out`` may be given to run in place."""
+    p = _fields(Pool2dS8Params, params)
+    out = np.zeros(tuple(params["output"]), dtype=np.int8) if out is None else out
+    st = lib().mcu_max_pool1d_s8(ctypes.byref(p), ptr(x), ptr(out))
+    return st, out
+
+
 def mean_hw(x, params: dict):
     p = _fields(MeanHwS8Params, params)
     n, _, _, c = params["input"]
     out = np.zeros((n, c), dtype=np.int8)
     st = lib().mcu_mean_hw_s8(ctypes.byref(p), ptr(x), ptr(out))
+    return st, out
+
+
+def softmax_masked(x, hidden, params: dict, out=None):
+    """mcu_softmax_masked_s8: ``hidden`` uint8 [mask_rows, axis]; ``out`` may be ``x`` (exact aliasing)."""
+    p = _fields(SoftmaxMaskedS8Params, params)
+    if out is None:
+        out = np.zeros_like(x)
+    st = lib().mcu_softmax_masked_s8(ctypes.byref(p), ptr(hidden), ptr(x), ptr(out))
     return st, out
 
 

@@ -226,6 +226,33 @@ def pool_cases(draw):
                 seed=draw(st.integers(0, 2**32 - 1)))
 
 
+@st.composite
+def pool1d_cases(draw):
+    """Windows one row high (MaxPool1d over [N, 1, L, C] or any 1xk pool): two taps most often, channel
+    counts around multiples of 4 (the DSP path's lanes and their scalar tail), any rows, strides, left pads."""
+    kw = draw(st.one_of(st.just(2), st.integers(1, 5)))
+    sw, pl = draw(st.integers(1, 3)), draw(st.integers(0, kw - 1))
+    h, w = draw(st.integers(1, 3)), draw(st.integers(1, 24))
+    sh = draw(st.integers(1, 2))
+    out_h = draw(st.integers(1, (h - 1) // sh + 1))
+    out_w = draw(st.integers(1, (w + pl - 1) // sw + 1))
+    c = draw(st.one_of(st.integers(1, 9), st.sampled_from([12, 16, 31, 32, 33, 64])))
+    return dict(n=draw(st.integers(1, 2)), c=c, h=h, w=w, kh=1, kw=kw, sh=sh, sw=sw, pt=0, pl=pl, out_h=out_h,
+                out_w=out_w, act=draw(act_bounds()), data=draw(data_modes), seed=draw(st.integers(0, 2**32 - 1)))
+
+
+def run_pool1d(case):
+    """mcu_max_pool1d_s8 against the max pooling reference (mcu.reference.pool.max_pool2d_s8)."""
+    rng = np.random.default_rng(case["seed"])
+    x = int8_data(rng, (case["n"], case["h"], case["w"], case["c"]), case["data"])
+    params = dict(input=x.shape, output=(case["n"], case["out_h"], case["out_w"], case["c"]), kernel_h=1,
+                  kernel_w=case["kw"], stride_h=case["sh"], stride_w=case["sw"], pad_top=0,
+                  pad_left=case["pl"], act_min=case["act"][0], act_max=case["act"][1])
+    status, out = cb.max_pool1d(x, params)
+    assert status == MCU_OK
+    assert_equal(out, pool.max_pool2d_s8(x, **params))
+
+
 def run_pool(op, case):
     rng = np.random.default_rng(case["seed"])
     x = int8_data(rng, (case["n"], case["h"], case["w"], case["c"]), case["data"])

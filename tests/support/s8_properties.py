@@ -26,7 +26,8 @@ from mcu.reference.elementwise import broadcast_params
 from mcu.reference.pool import mean_hw_s8
 from overlap import VoidP, check_overlap, out_hw, random_quant, run_placed, tensor, window_case
 from s8_cases import (EXACT, act_bounds, assert_equal, bias_kinds, biases, binary_cases, conv_cases, conv_shift_centres,
-                      data_modes, int8_data, multipliers, per_channel, pool_cases, run_binary, run_pool, shift_for,
+                      data_modes, int8_data, multipliers, per_channel, pool1d_cases, pool_cases, run_binary, run_pool,
+                      run_pool1d, shift_for,
                       shifts, weight_modes, weights, zero_points)
 
 
@@ -134,6 +135,30 @@ def test_max_pool2d_s8(lib, case):
 
 
 @EXACT
+@given(pool1d_cases())
+def test_max_pool1d_s8(lib, case):
+    run_pool1d(case)
+
+
+@EXACT
+@given(outer=st.integers(1, 3), rows=st.integers(1, 19), cols=st.integers(1, 19), seed=st.integers(0, 2**32 - 1))
+def test_transpose_s8(lib, outer, rows, cols, seed):
+    x = np.random.default_rng(seed).integers(-128, 128, (outer, rows, cols), dtype=np.int8)
+    out = np.zeros((outer, cols, rows), dtype=np.int8)
+    assert cb.lib().mcu_transpose_s8(outer, rows, cols, cbind.ptr(x), cbind.ptr(out)) == MCU_OK
+    assert_equal(out, np.ascontiguousarray(x.transpose(0, 2, 1)))
+    assert cb.lib().mcu_transpose_s8(outer, rows, cols, cbind.ptr(x), cbind.ptr(x)) != MCU_OK  # no overlap
+
+
+def test_max_pool1d_s8_refuses_taller_windows(lib):
+    x = np.zeros((1, 2, 4, 4), dtype=np.int8)
+    params = dict(input=x.shape, output=(1, 1, 2, 4), kernel_h=2, kernel_w=2, stride_h=2, stride_w=2, pad_top=0,
+                  pad_left=0, act_min=-128, act_max=127)
+    status, _ = cb.max_pool1d(x, params)
+    assert status == cbind.MCU_ERR_UNSUPPORTED
+
+
+@EXACT
 @given(n=st.integers(1, 2), h=st.integers(1, 9), w=st.integers(1, 9), c=st.integers(1, 8), in_zp=zero_points,
        out_zp=zero_points, m=multipliers, s=st.one_of(shifts, st.integers(-12, -4)), act=act_bounds(),
        data=data_modes, seed=st.integers(0, 2**32 - 1))
@@ -168,6 +193,26 @@ def test_conv2d_s8_forward_overlap(case, seed: int) -> None:
         return cbind_s8.lib().mcu_conv2d_s8(None, ctypes.byref(params), ctypes.byref(q.struct), xp,
                                             cbind.ptr(wt), cbind.ptr(bias), yp)
     check_overlap(call, x, op, n * oh * ow * oc, oc)
+
+
+@settings(max_examples=60, deadline=None)
+@given(window_case(depthwise=True), st.integers(0, 2**31 - 1))
+def test_max_pool1d_s8_forward_overlap(case, seed: int) -> None:
+    """mcu_max_pool1d_s8 keeps the window contract the planner gives every max pooling (mcu/plan/contracts.py):
+    an output placed anywhere the contract allows over its input gives the same bytes as one apart."""
+    n, c, h, w, _, k, s, p, _ = case
+    k, p = (1, k[1]), (0, p[1])
+    oh, ow = out_hw(h, w, k, s, p, (1, 1))
+    x = np.random.default_rng(seed).integers(-128, 128, (n, h, w, c), dtype=np.int8)
+    params = cbind_s8._fields(cbind_s8.Pool2dS8Params, dict(
+        input=(n, h, w, c), output=(n, oh, ow, c), kernel_h=1, kernel_w=k[1], stride_h=s[0], stride_w=s[1],
+        pad_top=0, pad_left=p[1], act_min=-128, act_max=127))
+    op = Op("max_pool2d", [tensor("x", (n, c, h, w), "int8")], [tensor("y", (n, c, oh, ow), "int8")],
+            {"kernel": k, "stride": s, "padding": p, "dilation": (1, 1)})
+
+    def call(xp, yp):
+        return cbind_s8.lib().mcu_max_pool1d_s8(ctypes.byref(params), xp, yp)
+    check_overlap(call, x, op, n * oh * ow * c, c)
 
 
 @settings(max_examples=60, deadline=None)

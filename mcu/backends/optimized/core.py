@@ -7,7 +7,8 @@ weights. It keeps the overlap contracts of the kernels it replaces (mcu/plan/con
 memory plan is the same. With ``--compact-weights`` it keeps the weights int8 and runs ``mcu_conv2d_compact_s8``
 (mcu/backends/optimized/compact.py) instead: the flash of the portable kernels' weights, most of the speed. It
 serves no op on cores without the DSP extension and on Helium cores (the portable kernels' MVE paths
-serve those). Program files are
+serve those). It also takes the pooling between the convolutions of a 1-D network (mcu/backends/optimized/rows.py),
+and a one-row signal's layout change, so that a Conv1d stack is one partition of this backend. Program files are
 architecture independent: they run the portable kernel for these ops (same bits).
 """
 
@@ -16,7 +17,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, ClassVar, Sequence
 
-from mcu.backends.optimized import compact
+from mcu.backends.optimized import compact, rows
 from mcu.backends.optimized import tuned
 from mcu.backends.optimized.options import OptimizedOptions
 from mcu.backends.optimized.specialise import PackedLayer, merge_defines, packed_defines
@@ -39,6 +40,9 @@ class OptimizedBackend(Backend):
         # any weight scheme: per-tensor weights come with one multiplier per channel like per-channel ones
         Rule("conv2d", ("int8",), "any", (_INT8_IN, _ONE_GROUP, _OHWI, _TAPS)),
         Rule("linear", ("int8",), "any", (_INT8_IN, _MATRIX, _TAPS)),
+        Rule("max_pool2d", ("int8",), "any", (_INT8_IN, rows.ROW_WINDOW)),
+        Rule("mean_hw", ("int8",), "any", (_INT8_IN,)),
+        Rule("layout", ("int8",), "any", (rows.ROW_LAYOUT,)),
     )
 
     def options(self, ctx: Context) -> OptimizedOptions:
@@ -61,14 +65,17 @@ class OptimizedBackend(Backend):
     def refuse(self, op: Op, ctx: Context) -> str | None:
         if op.attrs.get("alias"):
             return "a view (no code)"
-        return super().refuse(op, ctx) or tuned.applies(op)
+        why = super().refuse(op, ctx)
+        return why or (tuned.applies(op) if op.kind in tuned.KINDS else None)
 
     def take(self, op: Op, ctx: Context) -> None:
-        if self.options(ctx).packed_weights is False:
+        if op.kind in tuned.KINDS and self.options(ctx).packed_weights is False:
             op.attrs["compact_kernel"] = True
             op.attrs["scratch_bytes"] = max(int(op.attrs.get("scratch_bytes", 0)), compact.scratch_bytes(op))
 
     def emit(self, op: Op, refs: Any) -> KernelCall:
+        if op.kind not in tuned.KINDS:
+            return rows.emit(op, refs)
         return compact.emit(op, refs) if op.attrs.get("compact_kernel") else tuned.emit(op, refs)
 
     def kernel_defines(self, calls: Sequence[tuple[Op, KernelCall]]) -> dict[str, int]:

@@ -98,11 +98,14 @@ def window_taps(op: Op) -> int:
     return int(np.prod(w.shape[1:]))
 
 
+KINDS = ("conv2d", "linear")  # the ops the packed kernel serves
+
+
 def applies(op: Op) -> str | None:
     """Why the packed kernel cannot serve ``op`` (None: it can); the core is the backend's concern."""
     if op.output.dtype != "int8" or op.attrs.get("alias"):
         return "not an int8 op of ours"
-    if op.kind not in ("conv2d", "linear") or op.inputs[0].dtype != "int8":
+    if op.kind not in KINDS or op.inputs[0].dtype != "int8":
         return "not a convolution or fully connected layer"
     if op.kind == "conv2d" and op.attrs["groups"] != 1:
         return "grouped convolution"

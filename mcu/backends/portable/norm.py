@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import math
 
-from mcu.backends.calls import KernelCall, Ref, offsets, split_at
+from mcu.backends.calls import KernelCall, Ref, at_source, offsets, split_at
+from mcu.errors import McuError
 from mcu.frontend.opcodes import REDUCE_OP
 from mcu.ir import Op, Tensor
 from mcu.passes.layout import channels_last
@@ -30,6 +31,14 @@ def _softmax_s8(op: Op, ref: Ref) -> KernelCall:
     outer, axis, inner = split_at(op.inputs[0], op.attrs["axis"])
     params = {"outer": outer, "axis": axis, "inner": inner,
               **offsets(op, "input_multiplier", "input_left_shift", "diff_min")}
+    if len(op.inputs) > 1:  # a constant attention mask (mcu/passes/quantized/attention.py)
+        x, hidden = op.inputs
+        if inner != 1 or x.dim_order != tuple(range(len(x.shape))):
+            raise McuError(f"a masked softmax runs over the last axis of a row-major tensor{at_source(op)}")
+        params["mask_rows"] = int(op.attrs["mask_rows"])
+        return KernelCall("mcu_softmax_masked_s8", ["&params", ref(hidden), ref(x), ref(op.output)],
+                          ["mcu_softmax_masked_s8.c"], "mcu_softmax_masked_s8_params", params,
+                          operands=[hidden, x, op.output])
     return KernelCall("mcu_softmax_s8", ["&params", ref(op.inputs[0]), ref(op.output)], ["mcu_softmax_s8.c"],
                       "mcu_softmax_s8_params", params, operands=[op.inputs[0], op.output])
 

@@ -1,11 +1,20 @@
 """Attention's scaling folded into its product: ``softmax(q @ k^T * scale)`` lowers to an int8 bmm, a table
 that multiplies by the scale and the softmax. The bmm requantizes its int32 sums anyway, so it can write the
 scaled scores directly on the table's output grid (multiplier ``s_q * s_k * scale / s_out``): one pass
-over the scores and one rounding fewer, the same arithmetic as any bmm (mcu/reference/norm.py ``bmm_s8``)."""
+over the scores and one rounding fewer, the same arithmetic as any bmm (mcu/reference/norm.py ``bmm_s8``).
+
+A constant attention mask reaches the IR as ``where(hidden, -inf, scores)`` (or ``where(kept, scores, -inf)``)
+read by a softmax over the last axis, between the scores' dequantize and the softmax's quantize
+(mcu/quantize/attention.py). :func:`fold_softmax_masks` makes it one softmax with the hidden positions as an
+attribute, which the int8 lowering turns into ``mcu_softmax_masked_s8``: a hidden position is minus infinity
+before the softmax, so it takes no part in the row's maximum and sum and its probability is exactly 0
+(code -128)."""
 
 from __future__ import annotations
 
-from mcu.ir import Graph, Op
+import numpy as np
+
+from mcu.ir import Graph, Op, Tensor
 from mcu.reference import arith
 
 _MOVES = ("reshape", "permute")  # an elementwise scaling commutes with moving the elements
@@ -49,3 +58,50 @@ def fold_scaling_into_bmm(graph: Graph) -> int:
         graph.ops.remove(nxt)
         folded += 1
     return folded
+
+
+def _minus_infinity(t: Tensor) -> bool:
+    return t.is_constant and t.data is not None and np.asarray(t.data).size == 1 and \
+        bool(np.isneginf(np.asarray(t.data, dtype=np.float64)).all())
+
+
+def _hidden(where: Op) -> tuple[np.ndarray, Tensor] | None:
+    """(hidden positions broadcast to the values' shape, the values) of a where that writes minus infinity
+    where a constant condition says so, else None."""
+    cond, a, b = where.inputs
+    if not cond.is_constant or cond.data is None or cond.dtype != "uint8":
+        return None
+    flags = np.asarray(cond.data).reshape(cond.shape) != 0
+    if _minus_infinity(a) and not b.is_constant:
+        hidden, values = flags, b
+    elif _minus_infinity(b) and not a.is_constant:
+        hidden, values = ~flags, a
+    else:
+        return None
+    try:
+        return np.broadcast_to(hidden, values.shape).copy(), values
+    except ValueError:
+        return None
+
+
+def fold_softmax_masks(graph: Graph) -> Graph:
+    """``where(constant mask, -inf, x) -> softmax`` over the last axis becomes ``softmax(x)`` with
+    ``attrs["hidden"]`` (bool, x's logical shape), where the softmax is quantized (its output read by
+    quantize ops only) and no row hides every position (torch gives NaN there: left as it is)."""
+    for sm in [op for op in graph.ops if op.kind == "softmax" and op.output.dtype == "float32"]:
+        where = graph.producer(sm.inputs[0])
+        if where is None or where.kind != "where" or where.output.is_output or len(graph.users(where.output)) != 1:
+            continue
+        readers = graph.users(sm.output)
+        if not readers or any(r.kind != "quantize" for r in readers) or sm.output.is_output:
+            continue
+        found = _hidden(where)
+        if found is None:
+            continue
+        hidden, values = found
+        if sm.attrs["axis"] != len(values.shape) - 1 or hidden.all(axis=-1).any():
+            continue
+        sm.inputs[0] = values
+        sm.attrs["hidden"] = hidden
+        graph.ops.remove(where)
+    return graph

@@ -25,8 +25,23 @@ def _softmax(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
     if not math.isclose(_scale(out), 1.0 / 256.0) or _zp(out) != -128:
         return "int8 softmax needs output scale 1/256 and zero-point -128"
     mult, left_shift, diff_min = arith.softmax_params(1.0, _scale(ins[0]))
-    return Op("softmax", [ins[0]], [out], {**op.attrs, "input_multiplier": mult, "input_left_shift": left_shift,
-                                           "diff_min": diff_min}, op.name, op.source)
+    attrs = {**op.attrs, "input_multiplier": mult, "input_left_shift": left_shift, "diff_min": diff_min}
+    if "hidden" not in op.attrs:
+        return Op("softmax", [ins[0]], [out], attrs, op.name, op.source)
+    rows = mask_rows(np.asarray(op.attrs["hidden"], dtype=bool))
+    mask = Tensor(name=f"{op.name}_hidden", shape=rows.shape, dtype="uint8", data=rows.astype(np.uint8))
+    return Op("softmax", [ins[0], mask], [out], {**attrs, "mask_rows": rows.shape[0]}, op.name, op.source)
+
+
+def mask_rows(hidden: np.ndarray) -> np.ndarray:
+    """The rows of a softmax's hidden positions ([rows, axis], row-major) that repeat over the whole tensor: the
+    fewest leading rows whose repetition gives every row (an attention mask repeats for every head)."""
+    full = hidden.reshape(-1, hidden.shape[-1])
+    n = full.shape[0]
+    for period in range(1, n + 1):
+        if n % period == 0 and np.array_equal(np.tile(full[:period], (n // period, 1)), full):
+            return full[:period]
+    return full
 
 
 def _log_softmax(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:

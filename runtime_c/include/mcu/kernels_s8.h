@@ -158,6 +158,13 @@ typedef struct {
 
 /** Max pooling over real (unpadded) positions, then clamp. Input and output share quantization. */
 mcu_status mcu_max_pool2d_s8(const mcu_pool2d_s8_params *p, const int8_t *input, int8_t *output);
+/** mcu_max_pool2d_s8 for windows one row high (kernel_h 1, pad_top 0: a MaxPool1d over [N, 1, L, C]), the
+ *  optimized backend's; the same output bit for bit. MCU_ERR_UNSUPPORTED for taller windows. */
+mcu_status mcu_max_pool1d_s8(const mcu_pool2d_s8_params *p, const int8_t *input, int8_t *output);
+
+/** Bytes of each of ``outer`` [rows][cols] planes transposed: out[o][c][r] = in[o][r][c] (a one-row signal's
+ *  layout change, [N, C, 1, L] <-> [N, 1, L, C], in the optimized backend). Output must not overlap input. */
+mcu_status mcu_transpose_s8(int32_t outer, int32_t rows, int32_t cols, const int8_t *input, int8_t *output);
 /** Average pooling over real positions (count excludes padding), CMSIS-NN rounding:
  *  sum > 0 ? (sum + count/2) / count : (sum - count/2) / count, then clamp. Shared quantization. */
 mcu_status mcu_avg_pool2d_s8(const mcu_pool2d_s8_params *p, const int8_t *input, int8_t *output);
@@ -185,6 +192,18 @@ typedef struct {
 
 /** CMSIS-NN/TFLite int8 softmax (gemmlowp fixed-point exp); output scale 1/256, zero-point -128. */
 mcu_status mcu_softmax_s8(const mcu_softmax_s8_params *p, const int8_t *input, int8_t *output);
+
+typedef struct {
+    int32_t outer, axis, inner;     /**< rows of axis values (inner must be 1) */
+    int32_t input_multiplier, input_left_shift, diff_min; /**< as mcu_softmax_s8_params */
+    int32_t mask_rows;              /**< rows of the mask; row r of the input reads mask row r % mask_rows */
+} mcu_softmax_masked_s8_params;
+
+/** mcu_softmax_s8 over the last axis where the positions hidden[r % mask_rows][k] != 0 are minus infinity (a
+ *  constant attention mask): no part in the row's maximum and sum, output -128. Every row keeps a position
+ *  (else MCU_ERR_INVALID_ARG). Exact aliasing of input and output is allowed. */
+mcu_status mcu_softmax_masked_s8(const mcu_softmax_masked_s8_params *p, const uint8_t *hidden, const int8_t *input,
+                                 int8_t *output);
 
 /** Table lookup for pointwise nonlinearities: out[i] = table[in[i] + 128]. May run in place. */
 mcu_status mcu_lut_s8(int32_t size, const int8_t *table, const int8_t *input, int8_t *output);

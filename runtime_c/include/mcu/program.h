@@ -174,6 +174,7 @@ typedef enum {
     MCU_K_REDUCE_S8 = 193,        /**< [in, out]; mcu_reduce_s8_params */
     MCU_K_RMS_NORM_F32 = 194,     /**< [in, weight?, out]; mcu_layer_norm_f32_params */
     MCU_K_BMM_S8 = 195,           /**< [a, b, out] int8; mcu_bmm_s8_params */
+    MCU_K_SOFTMAX_MASKED_S8 = 196, /**< [hidden uint8, in, out]; mcu_softmax_masked_s8_params */
     /* integer recurrent layers: ids 240-249. */
     /** [scratch int8, in int8, w_ih int8, w_hh int8, rows int32, table int16, out int8]; mcu_recurrent_s8_params */
     MCU_K_LSTM_S8 = 240,
