@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 import cbind_s8 as cb
 from cbind import MCU_ERR_INVALID_ARG, MCU_OK, ptr
+from host_builds import build_emulated_lib
 from mcu.layouts import pack_s4
 from mcu.reference.conv import conv2d_s8, depthwise_conv2d_s8, linear_s8
 from s8_cases import (EXACT, act_bounds, assert_equal, bias_kinds, biases, conv_cases, conv_shift_centres, data_modes,
@@ -29,9 +30,11 @@ _SIGNATURES = {
 s4_modes = st.sampled_from(["symmetric", "full", "extremes"])
 
 
-@pytest.fixture(scope="module")
-def lib():
-    handle = cb.lib()
+@pytest.fixture(scope="module", params=["host", "dsp-emulated"])
+def lib(request):
+    """The extension's build (the plain paths) and the DSP paths emulated on the host (the dual-MAC loop
+    of Cortex-M4/M33/M55)."""
+    handle = cb.lib() if request.param == "host" else ctypes.CDLL(str(build_emulated_lib()))
     for name, params in _SIGNATURES.items():
         fn = getattr(handle, name)
         fn.argtypes = [_CP, params, _QP, _P, _P, _P, _P]

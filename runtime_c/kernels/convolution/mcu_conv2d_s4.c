@@ -5,12 +5,67 @@
 #include "../common/check.h"
 #include "../common/requant.h"
 #include "../common/s4.h"
+#include "../common/s4_dsp.h"
 
 int32_t mcu_conv2d_s4_get_buffer_size(const mcu_conv2d_s8_params *p)
 {
     (void)p;
     return 0;
 }
+
+#if MCU_S8_DSP
+/* The column of output pixel (oh, ow) of a groups == 1 convolution, in the pair order of s4_dsp.h. */
+static void conv_s4_column(const mcu_conv2d_s8_params *p, const int8_t *x_n, int32_t oh, int32_t ow, int32_t n,
+                           int16_t *col)
+{
+    const mcu_shape4 in = p->input;
+    const int32_t ih0 = oh * p->stride_h - p->pad_top;
+    const int32_t iw0 = ow * p->stride_w - p->pad_left;
+    int32_t i = 0;
+    for (int32_t ky = 0; ky < p->kernel_h; ++ky) {
+        const int32_t ih = ih0 + ky * p->dilation_h;
+        for (int32_t kx = 0; kx < p->kernel_w; ++kx) {
+            const int32_t iw = iw0 + kx * p->dilation_w;
+            if (ih < 0 || ih >= in.h || iw < 0 || iw >= in.w) {
+                for (int32_t c = 0; c < in.c; ++c, ++i) {
+                    col[mcu_s4_col_index(i, n)] = 0;
+                }
+                continue;
+            }
+            const int8_t *x = x_n + ((int64_t)ih * in.w + iw) * in.c;
+            for (int32_t c = 0; c < in.c; ++c, ++i) {
+                col[mcu_s4_col_index(i, n)] = (int16_t)(x[c] + p->input_offset);
+            }
+        }
+    }
+}
+
+/* groups == 1, an even window of at most MCU_S8_COL_MAX taps: two output pixels (in memory order) at a
+ * time through mcu_s4_matrix_pixels. */
+static void conv_s4_dsp(const mcu_conv2d_s8_params *p, const mcu_per_channel_quant *q, const int8_t *input,
+                        const int8_t *weight, const int32_t *bias, int8_t *output)
+{
+    _Alignas(8) int16_t col[2 * MCU_S8_COL_MAX];
+    const mcu_shape4 in = p->input;
+    const mcu_shape4 out = p->output;
+    const int32_t n = p->kernel_h * p->kernel_w * in.c;
+    const int32_t hw = out.h * out.w;
+    for (int32_t b = 0; b < in.n; ++b) {
+        const int8_t *x_n = input + (int64_t)b * in.h * in.w * in.c;
+        int8_t *y_n = output + (int64_t)b * hw * out.c;
+        for (int32_t i = 0; i < hw; i += 2) {
+            conv_s4_column(p, x_n, i / out.w, i % out.w, n, col);
+            int8_t *yb = NULL;
+            if (i + 1 < hw) {
+                conv_s4_column(p, x_n, (i + 1) / out.w, (i + 1) % out.w, n, col + MCU_S8_COL_MAX);
+                yb = y_n + (i + 1) * out.c;
+            }
+            mcu_s4_matrix_pixels(col, col + MCU_S8_COL_MAX, n, out.c, weight, bias, q, p->output_offset, p->act_min,
+                                 p->act_max, y_n + i * out.c, yb);
+        }
+    }
+}
+#endif
 
 mcu_status mcu_conv2d_s4(const mcu_context *ctx, const mcu_conv2d_s8_params *p, const mcu_per_channel_quant *q,
                          const int8_t *input, const int8_t *weight, const int32_t *bias, int8_t *output)
@@ -43,6 +98,12 @@ mcu_status mcu_conv2d_s4(const mcu_context *ctx, const mcu_conv2d_s8_params *p, 
                     (bias == NULL || !mcu_overlaps(bias, (size_t)out.c * sizeof(int32_t), output, out_bytes)),
                 MCU_ERR_INVALID_ARG);
 
+#if MCU_S8_DSP
+    if (p->groups == 1 && w_count / out.c <= MCU_S8_COL_MAX && (w_count / out.c) % 2 == 0) {
+        conv_s4_dsp(p, q, input, weight, bias, output);
+        return MCU_OK;
+    }
+#endif
     const int32_t cg = in.c / p->groups;   /* input channels per group */
     const int32_t og = out.c / p->groups;  /* output channels per group */
     const int32_t taps = p->kernel_h * p->kernel_w * cg;

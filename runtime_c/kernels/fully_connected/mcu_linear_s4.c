@@ -5,6 +5,7 @@
 #include "../common/check.h"
 #include "../common/requant.h"
 #include "../common/s4.h"
+#include "../common/s4_dsp.h"
 
 int32_t mcu_linear_s4_get_buffer_size(const mcu_linear_s8_params *p)
 {
@@ -41,6 +42,25 @@ mcu_status mcu_linear_s4(const mcu_context *ctx, const mcu_linear_s8_params *p, 
                 MCU_ERR_INVALID_ARG);
 
     const int32_t nin = p->in_features;
+#if MCU_S8_DSP
+    if (nin <= MCU_S8_COL_MAX && nin % 2 == 0) {
+        /* Two batch rows at a time as columns in the pair order of s4_dsp.h. */
+        _Alignas(8) int16_t col[2 * MCU_S8_COL_MAX];
+        for (int32_t b = 0; b < p->batch; b += 2) {
+            const int two = b + 1 < p->batch;
+            for (int32_t r = 0; r <= two; ++r) {
+                const int8_t *x = input + (b + r) * nin;
+                for (int32_t i = 0; i < nin; ++i) {
+                    col[r * MCU_S8_COL_MAX + mcu_s4_col_index(i, nin)] = (int16_t)(x[i] + p->input_offset);
+                }
+            }
+            mcu_s4_matrix_pixels(col, col + MCU_S8_COL_MAX, nin, p->out_features, weight, bias, q, p->output_offset,
+                                 p->act_min, p->act_max, output + b * p->out_features,
+                                 two ? output + (b + 1) * p->out_features : NULL);
+        }
+        return MCU_OK;
+    }
+#endif
     for (int32_t b = 0; b < p->batch; ++b) {
         const int8_t *x = input + b * nin;
         int8_t *y = output + b * p->out_features;
