@@ -50,11 +50,14 @@ def s4_weights(rng, shape, mode: str) -> np.ndarray:
     return rng.integers(low, 8, size=shape, dtype=np.int64).astype(np.int8)
 
 
-def _run(lib, name: str, params_type, params: dict, x, w, b, q, out_shape):
+def _run(lib, name: str, params_type, params: dict, x, w, b, q, out_shape, scratch: int = 0):
+    """The kernel on ``w`` packed, with a context of ``scratch`` bytes (0: none)."""
     p = cb._fields(params_type, params)
     out = np.zeros(out_shape, dtype=np.int8)
     packed = np.ascontiguousarray(pack_s4(w))
-    st_ = getattr(lib, name)(None, ctypes.byref(p), ctypes.byref(q.struct), ptr(x), ptr(packed), ptr(b), ptr(out))
+    buf = np.zeros(max(scratch, 1), dtype=np.int8)
+    ctx = ctypes.byref(cb.Context(buf.ctypes.data, scratch)) if scratch else None
+    st_ = getattr(lib, name)(ctx, ctypes.byref(p), ctypes.byref(q.struct), ptr(x), ptr(packed), ptr(b), ptr(out))
     return st_, out
 
 
@@ -97,8 +100,10 @@ def test_conv2d_s4(lib, case, wmode):
 
 
 @EXACT
-@given(conv_cases(depthwise=True), s4_modes)
-def test_depthwise_conv2d_s4(lib, case, wmode):
+@given(conv_cases(depthwise=True), s4_modes, st.booleans())
+def test_depthwise_conv2d_s4(lib, case, wmode, widened):
+    """Its own loop without scratch; with its _get_buffer_size of scratch, the weights widened to int8 and
+    the int8 depthwise kernel's paths."""
     rng = np.random.default_rng(case["seed"])
     cin, cm = case["channels"], case["ch_mult"]
     cout = cin * cm
@@ -112,8 +117,9 @@ def test_depthwise_conv2d_s4(lib, case, wmode):
         dilation_h=case["dh"], dilation_w=case["dw"], input_offset=-case["in_zp"], output_offset=case["out_zp"],
         act_min=case["act"][0], act_max=case["act"][1],
     )
+    scratch = case["kh"] * case["kw"] * cout if widened else 0
     status, out = _run(lib, "mcu_depthwise_conv2d_s4", cb.DepthwiseConv2dS8Params, params, x, w, b,
-                       cb.Quant(m, s, cout), params["output"])
+                       cb.Quant(m, s, cout), params["output"], scratch)
     assert status == MCU_OK
     assert_equal(out, depthwise_conv2d_s8(x, w, b, m, s, **params))
 

@@ -60,6 +60,13 @@ def _linear_dyn(op: Op, ref: Ref) -> KernelCall:
                       operands=[SCRATCH, x, w, scale, b, op.output])
 
 
+# Each s4 kernel and the kernels it runs: the depthwise one widens its weights into its scratch and runs
+# the int8 depthwise kernel (and so its core's paths).
+S4_CALLS = {"mcu_conv2d_s4": ("mcu_conv2d_s4",),
+            "mcu_depthwise_conv2d_s4": ("mcu_depthwise_conv2d_s4", "mcu_depthwise_conv2d_s8"),
+            "mcu_linear_s4": ("mcu_linear_s4",)}
+
+
 def s4_weights(op: Op) -> Tensor:
     """The op's 4-bit weights packed two a byte in its int8 weights' memory order (made once and kept on the op
     so every emission names one constant)."""
@@ -83,7 +90,8 @@ def _matrix_s4(op: Op, ref: Ref) -> KernelCall:
                 "linear": "mcu_linear_s4"}[op.kind]
     operands = [w if o is op.inputs[1] else o for o in quant_operands(op)]
     return KernelCall(function, ["&ctx", "&params", "&quant", ref(x), ref(w), ref(b), ref(op.output)],
-                      [f"{function}.c"], params_type, params, locals=quant_locals(op, ref), operands=operands)
+                      [f"{f}.c" for f in S4_CALLS[function]], params_type, params, locals=quant_locals(op, ref),
+                      operands=operands)
 
 
 def _matrix_s8(op: Op, ref: Ref) -> KernelCall:

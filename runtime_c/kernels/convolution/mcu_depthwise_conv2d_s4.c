@@ -6,17 +6,22 @@
 #include "../common/requant.h"
 #include "../common/s4.h"
 
+/* The weights widened to int8 ([kh][kw][out_c]), for mcu_depthwise_conv2d_s8 and its core's paths. Without
+ * this much scratch the kernel runs its own plain loop (the same bits, slower). */
 int32_t mcu_depthwise_conv2d_s4_get_buffer_size(const mcu_depthwise_conv2d_s8_params *p)
 {
-    (void)p;
-    return 0;
+    if (p == NULL) {
+        return 0;
+    }
+    const int32_t dims[3] = {p->kernel_h, p->kernel_w, p->output.c};
+    const int32_t count = mcu_checked_count(dims, 3, 1);
+    return count > 0 ? count : 0;
 }
 
 mcu_status mcu_depthwise_conv2d_s4(const mcu_context *ctx, const mcu_depthwise_conv2d_s8_params *p,
                                    const mcu_per_channel_quant *q, const int8_t *input, const int8_t *weight,
                                    const int32_t *bias, int8_t *output)
 {
-    (void)ctx; /* no scratch needed */
     MCU_REQUIRE(p != NULL && q != NULL && q->multiplier != NULL && q->shift != NULL && input != NULL &&
                     weight != NULL && output != NULL,
                 MCU_ERR_NULL_POINTER);
@@ -48,6 +53,16 @@ mcu_status mcu_depthwise_conv2d_s4(const mcu_context *ctx, const mcu_depthwise_c
                     (bias == NULL || !mcu_overlaps(bias, (size_t)out.c * sizeof(int32_t), output, out_bytes)),
                 MCU_ERR_INVALID_ARG);
 
+    if (ctx != NULL && ctx->buf != NULL && ctx->size >= w_count &&
+        !mcu_overlaps(ctx->buf, (size_t)w_count, input, (size_t)in_count) &&
+        !mcu_overlaps(ctx->buf, (size_t)w_count, output, out_bytes) &&
+        !mcu_overlaps(ctx->buf, (size_t)w_count, weight, mcu_s4_bytes(w_count))) {
+        int8_t *wide = (int8_t *)ctx->buf;
+        for (int32_t k = 0; k < w_count; ++k) {
+            wide[k] = (int8_t)mcu_s4_at(weight, k);
+        }
+        return mcu_depthwise_conv2d_s8(NULL, p, q, input, wide, bias, output);
+    }
     for (int32_t b = 0; b < in.n; ++b) {
         const int8_t *x_n = input + (int64_t)b * in.h * in.w * in.c;
         for (int32_t oh = 0; oh < out.h; ++oh) {
