@@ -31,87 +31,87 @@ static inline int32_t mcu_s4_col_index(int32_t i, int32_t n)
     return (i & ~7) + ((r & 3) << 1) + (r >> 2);
 }
 
-/* acc[0..3] += (ca.wa, ca.wb, cb.wa, cb.wb) over n taps; wa and wb are packed rows starting on a byte. */
-static inline void mcu_s4_dot_2x2(const int16_t *ca, const int16_t *cb, const int8_t *wa, const int8_t *wb,
-                                  int32_t n, uint32_t acc[4])
+/* (x + off) of 8 int8 values (off2: off in both halves) as the column group of tap pairs (x0, x4), (x1, x5),
+ * (x2, x6), (x3, x7). */
+static inline void mcu_s4_expand8(const int8_t *x, uint32_t off2, int16_t *col)
 {
-    const uint32_t mask = 0xF0F0F0F0u;
-    uint32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0; /* 16 times the sums */
+    const uint32_t v0 = mcu_load_u32(x), v1 = mcu_load_u32(x + 4);
+    const uint32_t e0 = mcu_sxtab16(off2, v0), o0 = mcu_sxtab16_ror8(off2, v0); /* (x0, x2), (x1, x3) */
+    const uint32_t e1 = mcu_sxtab16(off2, v1), o1 = mcu_sxtab16_ror8(off2, v1); /* (x4, x6), (x5, x7) */
+    mcu_store_u32(col, (e0 & 0xFFFFu) | (e1 << 16));
+    mcu_store_u32(col + 2, (o0 & 0xFFFFu) | (o1 << 16));
+    mcu_store_u32(col + 4, (e0 >> 16) | (e1 & 0xFFFF0000u));
+    mcu_store_u32(col + 6, (o0 >> 16) | (o1 & 0xFFFF0000u));
+}
+
+/* A 32-bit load kept in program order on the core: the compiler would otherwise hoist every load of the
+ * loop body ahead of the multiply-accumulates and spill what does not fit the registers. */
+static inline uint32_t mcu_s4_load(const void *p)
+{
+#if MCU_S8_DSP_NATIVE
+    uint32_t v;
+    __asm__ volatile("ldr %0, %1" : "=r"(v) : "m"(*(const uint32_t *)p));
+    return v;
+#else
+    return mcu_load_u32(p);
+#endif
+}
+
+/* acc[0..1] += (ca.w, cb.w) over n taps; w is a packed row read from a byte. One channel and two pixels
+ * a step: the weights are widened once for both pixels, and the loop's values fit the core's registers
+ * (not inlined, so that the caller's values do not crowd them out of registers). */
+static __attribute__((noinline)) void mcu_s4_dot_2px(const int16_t *ca, const int16_t *cb, const int8_t *w, int32_t n, uint32_t acc[2])
+{
+    uint32_t a0 = 0, a1 = 0; /* 16 times the sums */
     int32_t i = 0;
     for (; i + 8 <= n; i += 8) {
-        const uint32_t va = mcu_load_u32(wa + (i >> 1));
-        const uint32_t vb = mcu_load_u32(wb + (i >> 1));
-        const uint32_t xa0 = mcu_load_u32(ca + i), xa1 = mcu_load_u32(ca + i + 2);
-        const uint32_t xa2 = mcu_load_u32(ca + i + 4), xa3 = mcu_load_u32(ca + i + 6);
-        const uint32_t xb0 = mcu_load_u32(cb + i), xb1 = mcu_load_u32(cb + i + 2);
-        const uint32_t xb2 = mcu_load_u32(cb + i + 4), xb3 = mcu_load_u32(cb + i + 6);
-        const uint32_t la = mask & (va << 4), ha = mask & va;
-        const uint32_t w04 = mcu_sxtb16(la), w15 = mcu_sxtb16(ha);
-        const uint32_t w26 = mcu_sxtb16_ror8(la), w37 = mcu_sxtb16_ror8(ha);
-        a0 = mcu_smlad(xa0, w04, a0);
-        a0 = mcu_smlad(xa1, w15, a0);
-        a0 = mcu_smlad(xa2, w26, a0);
-        a0 = mcu_smlad(xa3, w37, a0);
-        a2 = mcu_smlad(xb0, w04, a2);
-        a2 = mcu_smlad(xb1, w15, a2);
-        a2 = mcu_smlad(xb2, w26, a2);
-        a2 = mcu_smlad(xb3, w37, a2);
-        const uint32_t lb = mask & (vb << 4), hb = mask & vb;
-        const uint32_t v04 = mcu_sxtb16(lb), v15 = mcu_sxtb16(hb);
-        const uint32_t v26 = mcu_sxtb16_ror8(lb), v37 = mcu_sxtb16_ror8(hb);
-        a1 = mcu_smlad(xa0, v04, a1);
-        a1 = mcu_smlad(xa1, v15, a1);
-        a1 = mcu_smlad(xa2, v26, a1);
-        a1 = mcu_smlad(xa3, v37, a1);
-        a3 = mcu_smlad(xb0, v04, a3);
-        a3 = mcu_smlad(xb1, v15, a3);
-        a3 = mcu_smlad(xb2, v26, a3);
-        a3 = mcu_smlad(xb3, v37, a3);
+        const uint32_t v = mcu_s4_load(w + (i >> 1));
+        const uint32_t lo = 0xF0F0F0F0u & (v << 4), hi = 0xF0F0F0F0u & v;
+        const uint32_t w04 = mcu_sxtb16(lo), w15 = mcu_sxtb16(hi);
+        a0 = mcu_smlad(mcu_s4_load(ca + i), w04, a0);
+        a1 = mcu_smlad(mcu_s4_load(cb + i), w04, a1);
+        a0 = mcu_smlad(mcu_s4_load(ca + i + 2), w15, a0);
+        a1 = mcu_smlad(mcu_s4_load(cb + i + 2), w15, a1);
+        const uint32_t w26 = mcu_sxtb16_ror8(lo), w37 = mcu_sxtb16_ror8(hi);
+        a0 = mcu_smlad(mcu_s4_load(ca + i + 4), w26, a0);
+        a1 = mcu_smlad(mcu_s4_load(cb + i + 4), w26, a1);
+        a0 = mcu_smlad(mcu_s4_load(ca + i + 6), w37, a0);
+        a1 = mcu_smlad(mcu_s4_load(cb + i + 6), w37, a1);
     }
     uint32_t t0 = acc[0] + (uint32_t)mcu_asr32(mcu_u32_to_s32(a0), 4);
     uint32_t t1 = acc[1] + (uint32_t)mcu_asr32(mcu_u32_to_s32(a1), 4);
-    uint32_t t2 = acc[2] + (uint32_t)mcu_asr32(mcu_u32_to_s32(a2), 4);
-    uint32_t t3 = acc[3] + (uint32_t)mcu_asr32(mcu_u32_to_s32(a3), 4);
     for (; i < n; ++i) {
-        const int32_t ka = mcu_s4_at(wa, i), kb = mcu_s4_at(wb, i);
-        t0 += (uint32_t)(ca[i] * ka);
-        t1 += (uint32_t)(ca[i] * kb);
-        t2 += (uint32_t)(cb[i] * ka);
-        t3 += (uint32_t)(cb[i] * kb);
+        const int32_t k = mcu_s4_at(w, i);
+        t0 += (uint32_t)(ca[i] * k);
+        t1 += (uint32_t)(cb[i] * k);
     }
     acc[0] = t0;
     acc[1] = t1;
-    acc[2] = t2;
-    acc[3] = t3;
 }
 
-/* Output pixels ya and yb (yb NULL: ya only, cb unused) from columns ca and cb of n taps, every output
- * channel's row at weight + oc * n / 2. */
-static inline void mcu_s4_matrix_pixels(const int16_t *ca, const int16_t *cb, int32_t n, int32_t out_c,
-                                        const int8_t *weight, const int32_t *bias, const mcu_per_channel_quant *q,
-                                        int32_t output_offset, int32_t act_min, int32_t act_max, int8_t *ya,
-                                        int8_t *yb)
+/* Output pixels ya and yb (yb NULL: ya only, cb and cb2 unused) of rows of n weights, every output channel's
+ * row at nibble oc * n. Even n: ca and cb are the columns of n taps (ca2, cb2 unused). Odd n: columns of
+ * n + 1 taps, ca and cb with a 0 after the window for the even channels' rows, ca2 and cb2 with a 0 before
+ * it for the odd channels' rows (which start mid-byte and are read from the byte before); the 0 meets the
+ * neighbouring row's nibble. */
+static inline void mcu_s4_matrix_pixels(const int16_t *ca, const int16_t *ca2, const int16_t *cb,
+                                        const int16_t *cb2, int32_t n, int32_t out_c, const int8_t *weight,
+                                        const int32_t *bias, const mcu_per_channel_quant *q, int32_t output_offset,
+                                        int32_t act_min, int32_t act_max, int8_t *ya, int8_t *yb)
 {
-    const int16_t *cb_or_a = yb != NULL ? cb : ca;
-    const int32_t row = n >> 1;
-    for (int32_t oc = 0; oc < out_c; oc += 2) {
-        const int32_t oc1 = oc + 1 < out_c ? oc + 1 : oc; /* an odd last channel: its row twice */
+    const int odd = n & 1;
+    const int32_t taps = n + odd;
+    for (int32_t oc = 0; oc < out_c; ++oc) {
+        const int second = odd && (oc & 1);
+        const int16_t *xa = second ? ca2 : ca;
+        const int16_t *xb = yb == NULL ? xa : second ? cb2 : cb;
         const uint32_t b0 = bias != NULL ? (uint32_t)bias[oc] : 0u;
-        const uint32_t b1 = bias != NULL ? (uint32_t)bias[oc1] : 0u;
-        uint32_t acc[4] = {b0, b1, b0, b1};
-        mcu_s4_dot_2x2(ca, cb_or_a, weight + oc * row, weight + oc1 * row, n, acc);
-        const int32_t m0 = q->multiplier[oc], s0 = q->shift[oc];
-        const int32_t m1 = q->multiplier[oc1], s1 = q->shift[oc1];
-        ya[oc] = mcu_requantize_to_s8_fast(mcu_u32_to_s32(acc[0]), m0, s0, output_offset, act_min, act_max);
-        if (oc1 != oc) {
-            ya[oc1] = mcu_requantize_to_s8_fast(mcu_u32_to_s32(acc[1]), m1, s1, output_offset, act_min, act_max);
-        }
+        uint32_t acc[2] = {b0, b0};
+        mcu_s4_dot_2px(xa, xb, weight + ((oc * n) >> 1), taps, acc);
+        const int32_t m = q->multiplier[oc], s = q->shift[oc];
+        ya[oc] = mcu_requantize_to_s8_fast(mcu_u32_to_s32(acc[0]), m, s, output_offset, act_min, act_max);
         if (yb != NULL) {
-            yb[oc] = mcu_requantize_to_s8_fast(mcu_u32_to_s32(acc[2]), m0, s0, output_offset, act_min, act_max);
-            if (oc1 != oc) {
-                yb[oc1] = mcu_requantize_to_s8_fast(mcu_u32_to_s32(acc[3]), m1, s1, output_offset, act_min,
-                                                    act_max);
-            }
+            yb[oc] = mcu_requantize_to_s8_fast(mcu_u32_to_s32(acc[1]), m, s, output_offset, act_min, act_max);
         }
     }
 }

@@ -1,4 +1,5 @@
 #include <stddef.h>
+#include <string.h>
 
 #include "mcu/kernels_s8.h"
 
@@ -14,34 +15,47 @@ int32_t mcu_conv2d_s4_get_buffer_size(const mcu_conv2d_s8_params *p)
 }
 
 #if MCU_S8_DSP
-/* The column of output pixel (oh, ow) of a groups == 1 convolution, in the pair order of s4_dsp.h. */
+/* The column of output pixel (oh, ow) of a groups == 1 convolution in the pair order of s4_dsp.h: taps
+ * moved up by `lead` (0 or 1), over taps = n + (n odd) places, the place no tap takes 0. */
 static void conv_s4_column(const mcu_conv2d_s8_params *p, const int8_t *x_n, int32_t oh, int32_t ow, int32_t n,
-                           int16_t *col)
+                           int32_t lead, int16_t *col)
 {
     const mcu_shape4 in = p->input;
     const int32_t ih0 = oh * p->stride_h - p->pad_top;
     const int32_t iw0 = ow * p->stride_w - p->pad_left;
-    int32_t i = 0;
+    const int32_t taps = n + (n & 1);
+    const int groups8 = lead == 0 && in.c % 8 == 0; /* every tap's channels fill whole groups of 8 */
+    const uint32_t off2 = mcu_offset_pair(p->input_offset);
+    if (taps != n) {
+        col[mcu_s4_col_index(lead != 0 ? 0 : n, taps)] = 0;
+    }
+    int32_t i = lead;
     for (int32_t ky = 0; ky < p->kernel_h; ++ky) {
         const int32_t ih = ih0 + ky * p->dilation_h;
-        for (int32_t kx = 0; kx < p->kernel_w; ++kx) {
+        for (int32_t kx = 0; kx < p->kernel_w; ++kx, i += in.c) {
             const int32_t iw = iw0 + kx * p->dilation_w;
-            if (ih < 0 || ih >= in.h || iw < 0 || iw >= in.w) {
-                for (int32_t c = 0; c < in.c; ++c, ++i) {
-                    col[mcu_s4_col_index(i, n)] = 0;
+            const int inside = ih >= 0 && ih < in.h && iw >= 0 && iw < in.w;
+            const int8_t *x = x_n + ((int64_t)ih * in.w + iw) * in.c;
+            if (groups8) {
+                for (int32_t c = 0; c < in.c; c += 8) {
+                    if (inside) {
+                        mcu_s4_expand8(x + c, off2, col + i + c);
+                    } else {
+                        memset(col + i + c, 0, 8 * sizeof(int16_t));
+                    }
                 }
                 continue;
             }
-            const int8_t *x = x_n + ((int64_t)ih * in.w + iw) * in.c;
-            for (int32_t c = 0; c < in.c; ++c, ++i) {
-                col[mcu_s4_col_index(i, n)] = (int16_t)(x[c] + p->input_offset);
+            for (int32_t c = 0; c < in.c; ++c) {
+                col[mcu_s4_col_index(i + c, taps)] = inside ? (int16_t)(x[c] + p->input_offset) : 0;
             }
         }
     }
 }
 
-/* groups == 1, an even window of at most MCU_S8_COL_MAX taps: two output pixels (in memory order) at a
- * time through mcu_s4_matrix_pixels. */
+/* groups == 1 with a window of at most MCU_S8_COL_MAX taps (MCU_S8_COL_MAX / 2 - 1 when odd): two output
+ * pixels (in memory order) at a time through mcu_s4_matrix_pixels, with one column each (two when the
+ * window is odd). */
 static void conv_s4_dsp(const mcu_conv2d_s8_params *p, const mcu_per_channel_quant *q, const int8_t *input,
                         const int8_t *weight, const int32_t *bias, int8_t *output)
 {
@@ -49,18 +63,28 @@ static void conv_s4_dsp(const mcu_conv2d_s8_params *p, const mcu_per_channel_qua
     const mcu_shape4 in = p->input;
     const mcu_shape4 out = p->output;
     const int32_t n = p->kernel_h * p->kernel_w * in.c;
+    const int odd = n & 1;
+    const int32_t step = odd ? MCU_S8_COL_MAX / 2 : MCU_S8_COL_MAX;
+    int16_t *ca = col, *cb = col + step;
+    int16_t *ca2 = odd ? col + 2 * step : ca, *cb2 = odd ? col + 3 * step : cb;
     const int32_t hw = out.h * out.w;
     for (int32_t b = 0; b < in.n; ++b) {
         const int8_t *x_n = input + (int64_t)b * in.h * in.w * in.c;
         int8_t *y_n = output + (int64_t)b * hw * out.c;
         for (int32_t i = 0; i < hw; i += 2) {
-            conv_s4_column(p, x_n, i / out.w, i % out.w, n, col);
+            conv_s4_column(p, x_n, i / out.w, i % out.w, n, 0, ca);
+            if (odd) {
+                conv_s4_column(p, x_n, i / out.w, i % out.w, n, 1, ca2);
+            }
             int8_t *yb = NULL;
             if (i + 1 < hw) {
-                conv_s4_column(p, x_n, (i + 1) / out.w, (i + 1) % out.w, n, col + MCU_S8_COL_MAX);
+                conv_s4_column(p, x_n, (i + 1) / out.w, (i + 1) % out.w, n, 0, cb);
+                if (odd) {
+                    conv_s4_column(p, x_n, (i + 1) / out.w, (i + 1) % out.w, n, 1, cb2);
+                }
                 yb = y_n + (i + 1) * out.c;
             }
-            mcu_s4_matrix_pixels(col, col + MCU_S8_COL_MAX, n, out.c, weight, bias, q, p->output_offset, p->act_min,
+            mcu_s4_matrix_pixels(ca, ca2, cb, cb2, n, out.c, weight, bias, q, p->output_offset, p->act_min,
                                  p->act_max, y_n + i * out.c, yb);
         }
     }
@@ -99,7 +123,8 @@ mcu_status mcu_conv2d_s4(const mcu_context *ctx, const mcu_conv2d_s8_params *p, 
                 MCU_ERR_INVALID_ARG);
 
 #if MCU_S8_DSP
-    if (p->groups == 1 && w_count / out.c <= MCU_S8_COL_MAX && (w_count / out.c) % 2 == 0) {
+    const int32_t window = w_count / out.c;
+    if (p->groups == 1 && (window % 2 == 0 ? window <= MCU_S8_COL_MAX : window < MCU_S8_COL_MAX / 2)) {
         conv_s4_dsp(p, q, input, weight, bias, output);
         return MCU_OK;
     }

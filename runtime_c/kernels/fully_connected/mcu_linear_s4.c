@@ -43,20 +43,35 @@ mcu_status mcu_linear_s4(const mcu_context *ctx, const mcu_linear_s8_params *p, 
 
     const int32_t nin = p->in_features;
 #if MCU_S8_DSP
-    if (nin <= MCU_S8_COL_MAX && nin % 2 == 0) {
-        /* Two batch rows at a time as columns in the pair order of s4_dsp.h. */
+    if (nin % 2 == 0 ? nin <= MCU_S8_COL_MAX : nin < MCU_S8_COL_MAX / 2) {
+        /* Two batch rows at a time as columns in the pair order of s4_dsp.h (two each when nin is odd). */
         _Alignas(8) int16_t col[2 * MCU_S8_COL_MAX];
+        const int odd = nin & 1;
+        const int32_t taps = nin + odd;
+        const int32_t step = odd ? MCU_S8_COL_MAX / 2 : MCU_S8_COL_MAX;
+        const uint32_t off2 = mcu_offset_pair(p->input_offset);
         for (int32_t b = 0; b < p->batch; b += 2) {
             const int two = b + 1 < p->batch;
             for (int32_t r = 0; r <= two; ++r) {
                 const int8_t *x = input + (b + r) * nin;
-                for (int32_t i = 0; i < nin; ++i) {
-                    col[r * MCU_S8_COL_MAX + mcu_s4_col_index(i, nin)] = (int16_t)(x[i] + p->input_offset);
+                for (int32_t lead = 0; lead <= odd; ++lead) {
+                    int16_t *c = col + (r + 2 * lead) * step;
+                    int32_t i = 0;
+                    if (!odd) {
+                        for (; i + 8 <= nin; i += 8) {
+                            mcu_s4_expand8(x + i, off2, c + i);
+                        }
+                    } else {
+                        c[mcu_s4_col_index(lead != 0 ? 0 : nin, taps)] = 0;
+                    }
+                    for (; i < nin; ++i) {
+                        c[mcu_s4_col_index(i + lead, taps)] = (int16_t)(x[i] + p->input_offset);
+                    }
                 }
             }
-            mcu_s4_matrix_pixels(col, col + MCU_S8_COL_MAX, nin, p->out_features, weight, bias, q, p->output_offset,
-                                 p->act_min, p->act_max, output + b * p->out_features,
-                                 two ? output + (b + 1) * p->out_features : NULL);
+            mcu_s4_matrix_pixels(col, odd ? col + 2 * step : col, col + step, odd ? col + 3 * step : col + step,
+                                 nin, p->out_features, weight, bias, q, p->output_offset, p->act_min, p->act_max,
+                                 output + b * p->out_features, two ? output + (b + 1) * p->out_features : NULL);
         }
         return MCU_OK;
     }
