@@ -89,29 +89,151 @@ static __attribute__((noinline)) void mcu_s4_dot_2px(const int16_t *ca, const in
     acc[1] = t1;
 }
 
-/* Output pixels ya and yb (yb NULL: ya only, cb and cb2 unused) of rows of n weights, every output channel's
- * row at nibble oc * n. Even n: ca and cb are the columns of n taps (ca2, cb2 unused). Odd n: columns of
- * n + 1 taps, ca and cb with a 0 after the window for the even channels' rows, ca2 and cb2 with a 0 before
- * it for the odd channels' rows (which start mid-byte and are read from the byte before); the 0 meets the
- * neighbouring row's nibble. */
-static inline void mcu_s4_matrix_pixels(const int16_t *ca, const int16_t *ca2, const int16_t *cb,
-                                        const int16_t *cb2, int32_t n, int32_t out_c, const int8_t *weight,
-                                        const int32_t *bias, const mcu_per_channel_quant *q, int32_t output_offset,
-                                        int32_t act_min, int32_t act_max, int8_t *ya, int8_t *yb)
+/* The row of the channel after a row's: its pixels' columns are MCU_S8_COL_MAX values apart. */
+#define MCU_S4_PIXEL_B MCU_S8_COL_MAX
+
+/* acc[0..3] += (ca.wa, ca.wb, cb.wa, cb.wb) over n taps, cb = ca + MCU_S4_PIXEL_B (a constant offset,
+ * which leaves a register to the loop); wa and wb are packed rows read from a byte. Two channels times two
+ * pixels a step: each column word serves both channels and each widened weight pair both pixels. */
+static __attribute__((noinline)) void mcu_s4_dot_2x2(const int16_t *ca, const int8_t *wa, const int8_t *wb,
+                                                     int32_t n, uint32_t acc[4])
+{
+    uint32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0; /* 16 times the sums */
+    int32_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const uint32_t va = mcu_s4_load(wa + (i >> 1));
+        const uint32_t la = 0xF0F0F0F0u & (va << 4), ha = 0xF0F0F0F0u & va;
+        const uint32_t vb = mcu_s4_load(wb + (i >> 1));
+        const uint32_t lb = 0xF0F0F0F0u & (vb << 4), hb = 0xF0F0F0F0u & vb;
+        uint32_t x = mcu_s4_load(ca + i), y = mcu_s4_load(ca + MCU_S4_PIXEL_B + i);
+        uint32_t w = mcu_sxtb16(la);
+        a0 = mcu_smlad(x, w, a0);
+        a2 = mcu_smlad(y, w, a2);
+        w = mcu_sxtb16(lb);
+        a1 = mcu_smlad(x, w, a1);
+        a3 = mcu_smlad(y, w, a3);
+        x = mcu_s4_load(ca + i + 2);
+        y = mcu_s4_load(ca + MCU_S4_PIXEL_B + i + 2);
+        w = mcu_sxtb16(ha);
+        a0 = mcu_smlad(x, w, a0);
+        a2 = mcu_smlad(y, w, a2);
+        w = mcu_sxtb16(hb);
+        a1 = mcu_smlad(x, w, a1);
+        a3 = mcu_smlad(y, w, a3);
+        x = mcu_s4_load(ca + i + 4);
+        y = mcu_s4_load(ca + MCU_S4_PIXEL_B + i + 4);
+        w = mcu_sxtb16_ror8(la);
+        a0 = mcu_smlad(x, w, a0);
+        a2 = mcu_smlad(y, w, a2);
+        w = mcu_sxtb16_ror8(lb);
+        a1 = mcu_smlad(x, w, a1);
+        a3 = mcu_smlad(y, w, a3);
+        x = mcu_s4_load(ca + i + 6);
+        y = mcu_s4_load(ca + MCU_S4_PIXEL_B + i + 6);
+        w = mcu_sxtb16_ror8(ha);
+        a0 = mcu_smlad(x, w, a0);
+        a2 = mcu_smlad(y, w, a2);
+        w = mcu_sxtb16_ror8(hb);
+        a1 = mcu_smlad(x, w, a1);
+        a3 = mcu_smlad(y, w, a3);
+    }
+    uint32_t t0 = acc[0] + (uint32_t)mcu_asr32(mcu_u32_to_s32(a0), 4);
+    uint32_t t1 = acc[1] + (uint32_t)mcu_asr32(mcu_u32_to_s32(a1), 4);
+    uint32_t t2 = acc[2] + (uint32_t)mcu_asr32(mcu_u32_to_s32(a2), 4);
+    uint32_t t3 = acc[3] + (uint32_t)mcu_asr32(mcu_u32_to_s32(a3), 4);
+    const int16_t *cb = ca + MCU_S4_PIXEL_B;
+    for (; i < n; ++i) {
+        const int32_t ka = mcu_s4_at(wa, i), kb = mcu_s4_at(wb, i);
+        t0 += (uint32_t)(ca[i] * ka);
+        t1 += (uint32_t)(ca[i] * kb);
+        t2 += (uint32_t)(cb[i] * ka);
+        t3 += (uint32_t)(cb[i] * kb);
+    }
+    acc[0] = t0;
+    acc[1] = t1;
+    acc[2] = t2;
+    acc[3] = t3;
+}
+
+/* acc[0..1] += (c.wa, c.wb) over n taps: two channels of one pixel (a fully connected layer's single row). */
+static __attribute__((noinline)) void mcu_s4_dot_2ch(const int16_t *c, const int8_t *wa, const int8_t *wb,
+                                                     int32_t n, uint32_t acc[2])
+{
+    uint32_t a0 = 0, a1 = 0; /* 16 times the sums */
+    int32_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const uint32_t va = mcu_s4_load(wa + (i >> 1));
+        const uint32_t la = 0xF0F0F0F0u & (va << 4), ha = 0xF0F0F0F0u & va;
+        const uint32_t vb = mcu_s4_load(wb + (i >> 1));
+        const uint32_t lb = 0xF0F0F0F0u & (vb << 4), hb = 0xF0F0F0F0u & vb;
+        uint32_t x = mcu_s4_load(c + i);
+        a0 = mcu_smlad(x, mcu_sxtb16(la), a0);
+        a1 = mcu_smlad(x, mcu_sxtb16(lb), a1);
+        x = mcu_s4_load(c + i + 2);
+        a0 = mcu_smlad(x, mcu_sxtb16(ha), a0);
+        a1 = mcu_smlad(x, mcu_sxtb16(hb), a1);
+        x = mcu_s4_load(c + i + 4);
+        a0 = mcu_smlad(x, mcu_sxtb16_ror8(la), a0);
+        a1 = mcu_smlad(x, mcu_sxtb16_ror8(lb), a1);
+        x = mcu_s4_load(c + i + 6);
+        a0 = mcu_smlad(x, mcu_sxtb16_ror8(ha), a0);
+        a1 = mcu_smlad(x, mcu_sxtb16_ror8(hb), a1);
+    }
+    uint32_t t0 = acc[0] + (uint32_t)mcu_asr32(mcu_u32_to_s32(a0), 4);
+    uint32_t t1 = acc[1] + (uint32_t)mcu_asr32(mcu_u32_to_s32(a1), 4);
+    for (; i < n; ++i) {
+        t0 += (uint32_t)(c[i] * mcu_s4_at(wa, i));
+        t1 += (uint32_t)(c[i] * mcu_s4_at(wb, i));
+    }
+    acc[0] = t0;
+    acc[1] = t1;
+}
+
+/* Output pixels ya and yb (yb NULL: ya only) of rows of n weights, every output channel's row at nibble
+ * oc * n. Even n: the columns of n taps of pixel a at ca and of pixel b at ca + MCU_S4_PIXEL_B (ca2 unused).
+ * Odd n: columns of n + 1 taps, at ca and ca + MCU_S4_PIXEL_B / 2 with a 0 after the window for the even
+ * channels' rows, at ca2 and ca2 + MCU_S4_PIXEL_B / 2 with a 0 before it for the odd channels' rows (which
+ * start mid-byte and are read from the byte before); the 0 meets the neighbouring row's nibble. */
+static inline void mcu_s4_matrix_pixels(const int16_t *ca, const int16_t *ca2, int32_t n, int32_t out_c,
+                                        const int8_t *weight, const int32_t *bias, const mcu_per_channel_quant *q,
+                                        int32_t output_offset, int32_t act_min, int32_t act_max, int8_t *ya,
+                                        int8_t *yb)
 {
     const int odd = n & 1;
     const int32_t taps = n + odd;
-    for (int32_t oc = 0; oc < out_c; ++oc) {
-        const int second = odd && (oc & 1);
-        const int16_t *xa = second ? ca2 : ca;
-        const int16_t *xb = yb == NULL ? xa : second ? cb2 : cb;
+    for (int32_t oc = 0; oc < out_c; oc += 2) {
+        const int32_t oc1 = oc + 1 < out_c ? oc + 1 : oc; /* an odd last channel: its row twice */
         const uint32_t b0 = bias != NULL ? (uint32_t)bias[oc] : 0u;
-        uint32_t acc[2] = {b0, b0};
-        mcu_s4_dot_2px(xa, xb, weight + ((oc * n) >> 1), taps, acc);
-        const int32_t m = q->multiplier[oc], s = q->shift[oc];
-        ya[oc] = mcu_requantize_to_s8_fast(mcu_u32_to_s32(acc[0]), m, s, output_offset, act_min, act_max);
+        const uint32_t b1 = bias != NULL ? (uint32_t)bias[oc1] : 0u;
+        uint32_t acc[4] = {b0, b1, b0, b1};
+        const int8_t *wa = weight + ((oc * n) >> 1), *wb = weight + ((oc1 * n) >> 1);
+        if (odd) {
+            const int32_t b = yb != NULL ? MCU_S4_PIXEL_B / 2 : 0; /* no pixel b: pixel a twice */
+            const int16_t *xb = oc1 != oc ? ca2 : ca;
+            uint32_t pa[2] = {b0, b0}, pb[2] = {b1, b1};
+            mcu_s4_dot_2px(ca, ca + b, wa, taps, pa);
+            mcu_s4_dot_2px(xb, xb + b, wb, taps, pb);
+            acc[0] = pa[0];
+            acc[2] = pa[1];
+            acc[1] = pb[0];
+            acc[3] = pb[1];
+        } else if (yb != NULL) {
+            mcu_s4_dot_2x2(ca, wa, wb, taps, acc);
+        } else {
+            mcu_s4_dot_2ch(ca, wa, wb, taps, acc);
+        }
+        const int32_t m0 = q->multiplier[oc], s0 = q->shift[oc];
+        const int32_t m1 = q->multiplier[oc1], s1 = q->shift[oc1];
+        ya[oc] = mcu_requantize_to_s8_fast(mcu_u32_to_s32(acc[0]), m0, s0, output_offset, act_min, act_max);
+        if (oc1 != oc) {
+            ya[oc1] = mcu_requantize_to_s8_fast(mcu_u32_to_s32(acc[1]), m1, s1, output_offset, act_min, act_max);
+        }
         if (yb != NULL) {
-            yb[oc] = mcu_requantize_to_s8_fast(mcu_u32_to_s32(acc[1]), m, s, output_offset, act_min, act_max);
+            yb[oc] = mcu_requantize_to_s8_fast(mcu_u32_to_s32(acc[2]), m0, s0, output_offset, act_min, act_max);
+            if (oc1 != oc) {
+                yb[oc1] = mcu_requantize_to_s8_fast(mcu_u32_to_s32(acc[3]), m1, s1, output_offset, act_min,
+                                                    act_max);
+            }
         }
     }
 }

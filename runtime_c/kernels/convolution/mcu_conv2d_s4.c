@@ -64,9 +64,9 @@ static void conv_s4_dsp(const mcu_conv2d_s8_params *p, const mcu_per_channel_qua
     const mcu_shape4 out = p->output;
     const int32_t n = p->kernel_h * p->kernel_w * in.c;
     const int odd = n & 1;
-    const int32_t step = odd ? MCU_S8_COL_MAX / 2 : MCU_S8_COL_MAX;
-    int16_t *ca = col, *cb = col + step;
-    int16_t *ca2 = odd ? col + 2 * step : ca, *cb2 = odd ? col + 3 * step : cb;
+    /* pixel b's columns MCU_S4_PIXEL_B values after pixel a's (half that for odd windows, two columns each) */
+    int16_t *ca = col, *cb = col + (odd ? MCU_S4_PIXEL_B / 2 : MCU_S4_PIXEL_B);
+    int16_t *ca2 = col + MCU_S4_PIXEL_B, *cb2 = ca2 + MCU_S4_PIXEL_B / 2;
     const int32_t hw = out.h * out.w;
     for (int32_t b = 0; b < in.n; ++b) {
         const int8_t *x_n = input + (int64_t)b * in.h * in.w * in.c;
@@ -84,8 +84,8 @@ static void conv_s4_dsp(const mcu_conv2d_s8_params *p, const mcu_per_channel_qua
                 }
                 yb = y_n + (i + 1) * out.c;
             }
-            mcu_s4_matrix_pixels(ca, ca2, cb, cb2, n, out.c, weight, bias, q, p->output_offset, p->act_min,
-                                 p->act_max, y_n + i * out.c, yb);
+            mcu_s4_matrix_pixels(ca, ca2, n, out.c, weight, bias, q, p->output_offset, p->act_min, p->act_max,
+                                 y_n + i * out.c, yb);
         }
     }
 }

@@ -48,7 +48,7 @@ mcu_status mcu_linear_s4(const mcu_context *ctx, const mcu_linear_s8_params *p, 
         _Alignas(8) int16_t col[2 * MCU_S8_COL_MAX];
         const int odd = nin & 1;
         const int32_t taps = nin + odd;
-        const int32_t step = odd ? MCU_S8_COL_MAX / 2 : MCU_S8_COL_MAX;
+        const int32_t step = odd ? MCU_S4_PIXEL_B / 2 : MCU_S4_PIXEL_B; /* row r, column lead: (r + 2 lead) steps */
         const uint32_t off2 = mcu_offset_pair(p->input_offset);
         for (int32_t b = 0; b < p->batch; b += 2) {
             const int two = b + 1 < p->batch;
@@ -69,9 +69,9 @@ mcu_status mcu_linear_s4(const mcu_context *ctx, const mcu_linear_s8_params *p, 
                     }
                 }
             }
-            mcu_s4_matrix_pixels(col, odd ? col + 2 * step : col, col + step, odd ? col + 3 * step : col + step,
-                                 nin, p->out_features, weight, bias, q, p->output_offset, p->act_min, p->act_max,
-                                 output + b * p->out_features, two ? output + (b + 1) * p->out_features : NULL);
+            mcu_s4_matrix_pixels(col, col + 2 * step, nin, p->out_features, weight, bias, q, p->output_offset,
+                                 p->act_min, p->act_max, output + b * p->out_features,
+                                 two ? output + (b + 1) * p->out_features : NULL);
         }
         return MCU_OK;
     }
