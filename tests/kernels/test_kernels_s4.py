@@ -161,8 +161,10 @@ def test_output_on_the_input_is_refused(lib):
 # against CMSIS-NN's s4 kernels (its real sources, their portable C paths built for the host)
 
 CMSIS_S4_SOURCES = ("ConvolutionFunctions/arm_convolve_s4.c", "ConvolutionFunctions/arm_convolve_get_buffer_sizes_s4.c",
-                    "ConvolutionFunctions/arm_depthwise_conv_s4.c", "ConvolutionFunctions/arm_nn_mat_mult_kernel_s4_s16.c",
-                    "FullyConnectedFunctions/arm_fully_connected_s4.c", "NNSupportFunctions/arm_q7_to_q15_with_offset.c")
+                    "ConvolutionFunctions/arm_depthwise_conv_s4.c",
+                    "ConvolutionFunctions/arm_nn_mat_mult_kernel_s4_s16.c",
+                    "FullyConnectedFunctions/arm_fully_connected_s4.c",
+                    "NNSupportFunctions/arm_q7_to_q15_with_offset.c")
 
 
 class _Tile(ctypes.Structure):
@@ -209,7 +211,8 @@ def cmsis():
     root = Path(os.environ.get("CMSIS_NN_PATH", ""))
     if not os.environ.get("CMSIS_NN_PATH") or not all((root / "Source" / s).exists() for s in CMSIS_S4_SOURCES):
         pytest.skip("CMSIS_NN_PATH does not name a CMSIS-NN tree with the s4 kernels (CMSIS-NN 6 or later)")
-    sources = [root / "Source" / s for s in CMSIS_S4_SOURCES] + sorted((root / "Source" / "NNSupportFunctions").glob("*_s4.c"))
+    support = sorted((root / "Source" / "NNSupportFunctions").glob("*_s4.c"))
+    sources = [root / "Source" / s for s in CMSIS_S4_SOURCES] + support
     digest = hashlib.sha256(b"".join(p.read_bytes() for p in sources)).hexdigest()[:16]
     out = cache_dir() / "cmsis-nn-s4" / f"libcmsisnn_s4_{digest}.so"
     if not out.exists():

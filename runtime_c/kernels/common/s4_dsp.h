@@ -60,7 +60,8 @@ static inline uint32_t mcu_s4_load(const void *p)
 /* acc[0..1] += (ca.w, cb.w) over n taps; w is a packed row read from a byte. One channel and two pixels
  * a step: the weights are widened once for both pixels, and the loop's values fit the core's registers
  * (not inlined, so that the caller's values do not crowd them out of registers). */
-static __attribute__((noinline)) void mcu_s4_dot_2px(const int16_t *ca, const int16_t *cb, const int8_t *w, int32_t n, uint32_t acc[2])
+static __attribute__((noinline)) void mcu_s4_dot_2px(const int16_t *ca, const int16_t *cb, const int8_t *w, int32_t n,
+                                                     uint32_t acc[2])
 {
     uint32_t a0 = 0, a1 = 0; /* 16 times the sums */
     int32_t i = 0;
