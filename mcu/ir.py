@@ -51,6 +51,7 @@ class QConst:
     values: np.ndarray  # int8
     scale: np.ndarray  # float64, same shape
     zero_point: np.ndarray  # int64, same shape
+    qmax: int = 127  # the largest code the quantizer allowed (7: 4-bit weights on int8 codes)
 
     def per_channel(self, axis: int) -> tuple[np.ndarray, np.ndarray]:
         moved_s = np.moveaxis(self.scale, axis, 0).reshape(self.scale.shape[axis], -1)

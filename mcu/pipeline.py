@@ -74,10 +74,11 @@ def lower(graph: Graph) -> Graph:
 def to_graph(spec: ModelSpec, quantize: str) -> Graph:
     modes.check(quantize)
     where = str(spec.path) if spec.path else spec.name
-    if modes.is_static_int8(quantize) and not is_prequantized(spec.model):
+    if modes.is_static(quantize) and not is_prequantized(spec.model):
         with stage("quantize"):
             captured = quantize_static(spec.model, spec.example_inputs, spec.calibration, where=where,
-                                       custom_ops=spec.custom_ops, example_line=spec.lines.get("example_inputs"))
+                                       custom_ops=spec.custom_ops, example_line=spec.lines.get("example_inputs"),
+                                       weight_bits=modes.weight_bits(quantize))
     elif modes.int4_weights(quantize):  # torchao's groupwise int4 weights
         with stage("quantize"):
             captured = int4_weight_model(spec.model)

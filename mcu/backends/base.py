@@ -136,6 +136,7 @@ class Backend:
     delegate: ClassVar[bool] = False
     rules: ClassVar[tuple[Rule, ...]] = ()
     runtime: ClassVar[DelegateRuntime | None] = None  # a delegate's C runtime (None: it has none)
+    weights_s4: ClassVar[bool] = False  # has kernels for 4-bit weights (ops with attrs weight_bits 4, w4a8)
 
     def options(self, ctx: Context) -> Any:
         """This backend's options in the build (``ctx.options[self.id]``), None when the build gives none."""
@@ -152,6 +153,8 @@ class Backend:
 
     def refuse(self, op: Op, ctx: Context) -> str | None:
         """Why this backend does not take ``op``, or None when it does. Default: the support table."""
+        if op.attrs.get("weight_bits") == 4 and not self.weights_s4:
+            return f"no {self.id} kernel for 4-bit weights"
         rows = [r for r in self.rules if r.kind == op.kind]
         if not rows:
             return f"no {self.id} support for {op.kind}"

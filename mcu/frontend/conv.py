@@ -49,7 +49,7 @@ def _const_like(ctx: Any, node: Node, w: Tensor, what: str, move) -> Tensor:
     out = Tensor(name=ctx.fresh(f"{node.name}_{what}"), shape=tuple(data.shape), dtype=w.dtype, data=data)
     if w.qconst is not None:
         q = w.qconst
-        out.qconst = QConst(*(np.ascontiguousarray(move(a)) for a in (q.values, q.scale, q.zero_point)))
+        out.qconst = QConst(*(np.ascontiguousarray(move(a)) for a in (q.values, q.scale, q.zero_point)), q.qmax)
     return out
 
 
@@ -142,7 +142,7 @@ def _linear_from(ctx: Any, node: Node, x: Tensor, w_t: torch.Tensor | Tensor, bi
     w = Tensor(name=ctx.fresh(f"{node.name}_weight"), shape=tuple(data.shape), dtype=w_t.dtype, data=data)
     if w_t.qconst is not None:
         qc = w_t.qconst
-        w.qconst = (QConst(qc.values.T.copy(), qc.scale.T.copy(), qc.zero_point.T.copy())
+        w.qconst = (QConst(qc.values.T.copy(), qc.scale.T.copy(), qc.zero_point.T.copy(), qc.qmax)
                     if weight_is_transposed else qc)
     inputs = [x, w] + ([bias] if bias is not None else [])
     return emit(ctx, node, "linear", inputs, {"act": None})

@@ -115,7 +115,7 @@ def _fold_quantized_constant(node: Node, args: list[Any], value: torch.Tensor) -
         src = args[0]
         values = torch.from_numpy(np.ascontiguousarray(src.data))
         if node.target is qops["dq_channel"]:
-            scales, zps, axis = args[1], args[2], int(args[3])
+            scales, zps, axis, qmax = args[1], args[2], int(args[3]), int(args[5])
             shape = [1] * values.dim()
             shape[axis] = -1
             scale = np.broadcast_to(scales.data.astype(np.float64).reshape(shape), values.shape)
@@ -123,14 +123,15 @@ def _fold_quantized_constant(node: Node, args: list[Any], value: torch.Tensor) -
         else:
             scale = np.full(values.shape, float(args[1]))
             zp = np.full(values.shape, int(args[2]), dtype=np.int64)
-        return QConst(values.numpy().astype(np.int8), np.ascontiguousarray(scale), np.ascontiguousarray(zp))
+            qmax = int(args[4])
+        return QConst(values.numpy().astype(np.int8), np.ascontiguousarray(scale), np.ascontiguousarray(zp), qmax)
     qsrc = next((x for x in args if isinstance(x, Tensor) and x.qconst is not None), None)
     if qsrc is None or node.target not in _DATA_MOVEMENT:
         return None
     rest = [_torch_value(x) for x in args[1:]]
     moved = [node.target(torch.from_numpy(np.ascontiguousarray(arr)), *rest).contiguous().numpy()
              for arr in (qsrc.qconst.values, qsrc.qconst.scale, qsrc.qconst.zero_point)]
-    return QConst(*moved)
+    return QConst(*moved, qsrc.qconst.qmax)
 
 
 def all_handlers() -> dict[object, Callable[[_Ctx, Node, list[Any]], Any]]:

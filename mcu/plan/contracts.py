@@ -125,6 +125,9 @@ def elementwise_max_delta(x: Tensor, out: Tensor) -> int:
 
 def scratch_bytes(op: Op) -> int:
     """Scratch the op's kernel needs (the ``_get_buffer_size`` of the variant it may run)."""
+    if op.attrs.get("weight_bits") == 4:  # the s4 depthwise widens its weights to int8 there
+        w = op.inputs[1]
+        return w.numel if op.kind == "depthwise_conv2d" else 0
     if pointwise_ok(op):
         return op.output.shape[1]
     if depthwise_inplace_ok(op):

@@ -102,8 +102,9 @@ def export_for_quantization(model: torch.nn.Module, example_inputs: tuple, where
 
 def quantize_static(model: torch.nn.Module, example_inputs: tuple,
                     calibration: Iterable[tuple[torch.Tensor, ...]] | None, where: str = "model",
-                    custom_ops: tuple = (), example_line: int | None = None) -> GraphModule:
-    """Post-training static int8 quantization; returns the converted module."""
+                    custom_ops: tuple = (), example_line: int | None = None, weight_bits: int = 8) -> GraphModule:
+    """Post-training static int8 quantization; returns the converted module. ``weight_bits`` 4: the
+    convolution and linear weights on [-7, 7] (w4a8)."""
     if calibration is None:
         raise McuError(f"{where}: static int8 quantization needs calibration data",
                        hint="add `calibration = [(x1,), (x2,), ...]` (a few typical inputs) to the model file, "
@@ -118,7 +119,7 @@ def quantize_static(model: torch.nn.Module, example_inputs: tuple,
     gm = export_for_quantization(model, example_inputs, where, example_line)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        prepared = prepare_pt2e(gm, MCUQuantizer(custom_ops=custom_ops))
+        prepared = prepare_pt2e(gm, MCUQuantizer(custom_ops=custom_ops, weight_bits=weight_bits))
         with torch.no_grad():
             for i, batch in enumerate(calibration):
                 try:

@@ -113,11 +113,15 @@ def _act_spec(qat: bool) -> QuantizationSpec:
                             observer_or_fake_quant_ctr=obs)
 
 
-def _weight_spec(qat: bool, ch_axis: int = 0) -> QuantizationSpec:
-    obs = (FakeQuantize.with_args(observer=MovingAveragePerChannelMinMaxObserver, quant_min=-127, quant_max=127,
+def _weight_spec(qat: bool, ch_axis: int = 0, bits: int = 8) -> QuantizationSpec:
+    """Symmetric per channel on [-(2^(bits-1) - 1), 2^(bits-1) - 1]: [-127, 127], or [-7, 7] at 4 bits (the
+    codes stay int8 in the graph; the lowering packs 4-bit ones two a byte)."""
+    top = (1 << (bits - 1)) - 1
+    obs = (FakeQuantize.with_args(observer=MovingAveragePerChannelMinMaxObserver, quant_min=-top, quant_max=top,
                                   dtype=torch.int8, qscheme=torch.per_channel_symmetric, ch_axis=ch_axis)
-           if qat else PerChannelMinMaxObserver.with_args(eps=2**-12, ch_axis=ch_axis))
-    return QuantizationSpec(dtype=torch.int8, quant_min=-127, quant_max=127, qscheme=torch.per_channel_symmetric,
+           if qat else PerChannelMinMaxObserver.with_args(eps=2**-12, ch_axis=ch_axis, quant_min=-top,
+                                                          quant_max=top))
+    return QuantizationSpec(dtype=torch.int8, quant_min=-top, quant_max=top, qscheme=torch.per_channel_symmetric,
                             ch_axis=ch_axis, observer_or_fake_quant_ctr=obs)
 
 
@@ -169,15 +173,17 @@ def _is_float_tensor(node: object) -> bool:
 class MCUQuantizer(Quantizer):
     """Annotates for int8 inference with CMSIS-NN arithmetic; ``qat=True`` uses fake-quantize modules."""
 
-    def __init__(self, qat: bool = False, custom_ops: tuple = ()) -> None:
+    def __init__(self, qat: bool = False, custom_ops: tuple = (), weight_bits: int = 8) -> None:
         super().__init__()
         self.qat = qat
+        # 4: convolution and linear weights (not transposed convolutions') on 4 bits (w4a8)
+        self.weight_bits = weight_bits
         # Registered custom ops (mcu/capture/custom_ops.py), by their torch name: an op with an int8 kernel is
         # quantized as its registration says; one without stays fp32 (left unannotated).
         self.custom = {c.name: c for c in custom_ops}
 
     def annotate(self, model: GraphModule) -> GraphModule:
-        act, weight = _act_spec(self.qat), _weight_spec(self.qat)
+        act, weight = _act_spec(self.qat), _weight_spec(self.qat, bits=self.weight_bits)
         weight_transposed = _weight_spec(self.qat, ch_axis=1)
         handlers: list[tuple[set, Callable[[Node], None]]] = [
             (CONV_LINEAR, lambda n: self._conv_linear(n, act, weight)),

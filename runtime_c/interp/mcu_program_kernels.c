@@ -130,6 +130,12 @@ static uint32_t ceil_div(uint32_t a, uint32_t b)
     return a / b + (a % b != 0u);
 }
 
+/* Bytes of `count` 4-bit weights two a byte (a saturated count stays saturated). */
+static uint32_t s4_bytes(uint32_t count)
+{
+    return count == CAP ? CAP : ceil_div(count, 2u);
+}
+
 /* Elements a strided operand spans: 1 + sum((shape - 1) * stride). */
 MCU_PROGRAM_SHARED static uint32_t extent(const int32_t *shape, const int32_t *strides, int32_t rank)
 {
@@ -154,7 +160,7 @@ mcu_status mcu_program_need_conv(uint32_t kernel, const mcu_operand_desc *ops, u
     MCU_REQUIRE(p[16] > 0, MCU_ERR_PROGRAM_INVALID);
     const int32_t w[4] = {p[7], p[8], p[9], p[3] / p[16]};
     need[0] = prod(p, 4);
-    need[1] = prod(w, 4);
+    need[1] = kernel == MCU_K_CONV2D_S4 ? s4_bytes(prod(w, 4)) : prod(w, 4);
     need[2] = need[3] = need[4] = mulcap(1, p[7]);
     need[5] = kernel == MCU_K_CONV2D_1X1_S8 ? mulcap(1, p[7]) : 0;
     need[last] = prod(p + 4, 4);
@@ -168,7 +174,7 @@ mcu_status mcu_program_need_depthwise(uint32_t kernel, const mcu_operand_desc *o
     const uint32_t last = n_ops - 1;
     const int32_t w[3] = {p[9], p[10], p[7]};
     need[0] = prod(p, 4);
-    need[1] = prod(w, 3);
+    need[1] = kernel == MCU_K_DEPTHWISE_CONV2D_S4 ? s4_bytes(prod(w, 3)) : prod(w, 3);
     need[2] = need[3] = need[4] = mulcap(1, p[7]);
     need[last] = prod(p + 4, 4);
     if (kernel == MCU_K_DEPTHWISE_CONV2D_S8_INPLACE && need[0] > need[last]) {
@@ -183,11 +189,10 @@ mcu_status mcu_program_need_depthwise(uint32_t kernel, const mcu_operand_desc *o
 mcu_status mcu_program_need_linear(uint32_t kernel, const mcu_operand_desc *ops, uint32_t n_ops, const int32_t *p,
                                    uint32_t *need)
 {
-    (void)kernel;
     (void)ops;
     const uint32_t last = n_ops - 1;
     need[0] = prod(p, 2);
-    need[1] = prod(p + 1, 2);
+    need[1] = kernel == MCU_K_LINEAR_S4 ? s4_bytes(prod(p + 1, 2)) : prod(p + 1, 2);
     need[2] = need[3] = need[4] = mulcap(1, p[2]);
     need[last] = mulcap(mulcap(1, p[0]), p[2]);
     return MCU_OK;

@@ -37,7 +37,7 @@ def packed_by_default(graph: Graph, board: Any) -> bool:
     constants = sum(t.nbytes for t in graph.constants())
     growth = sum(op.inputs[1].nbytes for op in graph.ops
                  if op.kind in ("conv2d", "linear") and len(op.inputs) > 1 and op.inputs[1].is_constant
-                 and op.inputs[1].dtype == "int8")
+                 and op.inputs[1].dtype == "int8" and op.attrs.get("weight_bits") != 4)
     return constants + growth <= PACKED_SHARE * rom
 
 

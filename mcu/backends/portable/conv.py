@@ -10,7 +10,8 @@ from __future__ import annotations
 from mcu.backends.calls import (SCRATCH, KernelCall, Ref, act_bounds, conv_params_s8, offsets, quant_locals,
                                 quant_operands, shape4)
 from mcu.backends.portable.variants import select_variant
-from mcu.ir import Op
+from mcu.ir import Op, Tensor
+from mcu.layouts import pack_s4
 
 
 def _conv2d(op: Op, ref: Ref) -> KernelCall:
@@ -59,9 +60,45 @@ def _linear_dyn(op: Op, ref: Ref) -> KernelCall:
                       operands=[SCRATCH, x, w, scale, b, op.output])
 
 
+# Each s4 kernel and the kernels it runs: the depthwise one widens its weights into its scratch and runs
+# the int8 depthwise kernel (and so its core's paths).
+S4_CALLS = {"mcu_conv2d_s4": ("mcu_conv2d_s4",),
+            "mcu_depthwise_conv2d_s4": ("mcu_depthwise_conv2d_s4", "mcu_depthwise_conv2d_s8"),
+            "mcu_linear_s4": ("mcu_linear_s4",)}
+
+
+def s4_weights(op: Op) -> Tensor:
+    """The op's 4-bit weights packed two a byte in its int8 weights' memory order (made once and kept on the op
+    so every emission names one constant)."""
+    cached = op.attrs.get("s4_weights")
+    if isinstance(cached, Tensor):
+        return cached
+    w = op.inputs[1]
+    assert w.data is not None
+    data = pack_s4(w.data)
+    t = Tensor(name=f"{w.name}_s4", shape=(data.size,), dtype="int8", data=data)
+    op.attrs["s4_weights"] = t
+    return t
+
+
+def _matrix_s4(op: Op, ref: Ref) -> KernelCall:
+    """4-bit weights with int8 activations (w4a8): the int8 kernel's struct and operands, the weights packed."""
+    x, b = op.inputs[0], op.inputs[2]
+    w = s4_weights(op)
+    params_type, params = conv_params_s8(op)
+    function = {"conv2d": "mcu_conv2d_s4", "depthwise_conv2d": "mcu_depthwise_conv2d_s4",
+                "linear": "mcu_linear_s4"}[op.kind]
+    operands = [w if o is op.inputs[1] else o for o in quant_operands(op)]
+    return KernelCall(function, ["&ctx", "&params", "&quant", ref(x), ref(w), ref(b), ref(op.output)],
+                      [f"{f}.c" for f in S4_CALLS[function]], params_type, params, locals=quant_locals(op, ref),
+                      operands=operands)
+
+
 def _matrix_s8(op: Op, ref: Ref) -> KernelCall:
     """int8 convolution, depthwise and linear: the kernel comes from the variant table
     (mcu/backends/portable/variants.py); in-place variants take the data once."""
+    if op.attrs.get("weight_bits") == 4:
+        return _matrix_s4(op, ref)
     x, w, b = op.inputs[:3]
     out = op.output
     variant = select_variant(op, ref(x) == ref(out))

@@ -33,6 +33,7 @@ class PortableBackend(Backend):
     """Our C kernels: takes every op it has a kernel for (and every aliasing view, which emits no code)."""
 
     id: ClassVar[str] = "portable"
+    weights_s4: ClassVar[bool] = True  # mcu_conv2d_s4, mcu_depthwise_conv2d_s4, mcu_linear_s4
     rules: ClassVar[tuple[Rule, ...]] = tuple(Rule(kind, (dtype,)) for kind, dtype in EMITTERS)
 
     def refuse(self, op: Op, ctx: Context) -> str | None:

@@ -32,9 +32,10 @@ def _per_channel_requant(name: str, x: Tensor, w: Tensor, bias: Tensor | None, o
     channels = w.shape[0]
     b = bias.data.astype(np.float64).reshape(-1) if bias is not None else np.zeros(channels)
     bias_q = np.clip(np.round(b / (s_x * w_scale)), -(2**31), 2**31 - 1)
+    top = 7 if qc.qmax <= 7 else 127  # 4-bit weights (w4a8) keep int8 codes here; the emitters pack them
     wq = Tensor(name=f"{name}_weight_q", shape=w.shape, dtype="int8", data=qc.values.astype(np.int8),
                 quant=QuantParams(scale=tuple(float(v) for v in w_scale), zero_point=(0,) * channels, axis=0,
-                                  qmin=-127, qmax=127))
+                                  qmin=-top, qmax=top))
     return (wq, _int_const(f"{name}_bias_q", bias_q), _int_const(f"{name}_multiplier", np.array(mults)),
             _int_const(f"{name}_shift", np.array(shifts)))
 
@@ -51,6 +52,9 @@ def _weighted(op: Op, ins: list[Tensor], out: Tensor) -> tuple[list[Tensor], dic
     bias_real = bias.data.astype(np.float64).reshape(-1) if bias is not None else np.zeros(w.shape[0])
     attrs = {**op.attrs, "input_offset": -_zp(x), "output_offset": _zp(out), "act_min": act_min, "act_max": act_max,
              "bias_real": bias_real}
+    if packed[0].quant is not None and packed[0].quant.qmax <= 7:
+        # 4-bit weights: the s4 kernels (two weights a byte), whose output overlaps nothing
+        attrs.update(weight_bits=4, no_overlap=True)
     return [x, *packed], attrs
 
 

@@ -88,6 +88,27 @@ mcu_status mcu_linear_s8(const mcu_context *ctx, const mcu_linear_s8_params *p, 
                          const int8_t *input, const int8_t *weight, const int32_t *bias, int8_t *output);
 int32_t mcu_linear_s8_get_buffer_size(const mcu_linear_s8_params *p);
 
+/* 4-bit weights with int8 activations (w4a8): the int8 kernels' parameters and arithmetic, the weights
+ * symmetric in [-8, 7] and packed two a byte in the int8 kernels' weight order, element 2i in the low
+ * nibble of byte i and element 2i + 1 in its high nibble, an odd count ending in a half-used byte (the
+ * packing of CMSIS-NN's s4 kernels). The output overlaps neither the input nor any constant. */
+
+/** Convolution (any window, stride, padding, dilation, groups); weights OHWI, packed. */
+mcu_status mcu_conv2d_s4(const mcu_context *ctx, const mcu_conv2d_s8_params *p, const mcu_per_channel_quant *q,
+                         const int8_t *input, const int8_t *weight, const int32_t *bias, int8_t *output);
+int32_t mcu_conv2d_s4_get_buffer_size(const mcu_conv2d_s8_params *p);
+
+/** Depthwise convolution; weights [kh][kw][out_c], packed. */
+mcu_status mcu_depthwise_conv2d_s4(const mcu_context *ctx, const mcu_depthwise_conv2d_s8_params *p,
+                                   const mcu_per_channel_quant *q, const int8_t *input, const int8_t *weight,
+                                   const int32_t *bias, int8_t *output);
+int32_t mcu_depthwise_conv2d_s4_get_buffer_size(const mcu_depthwise_conv2d_s8_params *p);
+
+/** Fully connected; weights [out][in], packed (a row starts mid-byte when in_features is odd). */
+mcu_status mcu_linear_s4(const mcu_context *ctx, const mcu_linear_s8_params *p, const mcu_per_channel_quant *q,
+                         const int8_t *input, const int8_t *weight, const int32_t *bias, int8_t *output);
+int32_t mcu_linear_s4_get_buffer_size(const mcu_linear_s8_params *p);
+
 /** Broadcasting elementwise parameters (strides in elements, 0 where broadcast). */
 typedef struct {
     int32_t rank;

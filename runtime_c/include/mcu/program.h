@@ -126,6 +126,11 @@ typedef enum {
     MCU_K_CONV_TRANSPOSE2D_S8 = 101,  /**< as conv2d_s8 (scratch unused); no operand may overlap the output */
     MCU_K_CONV_TRANSPOSE2D_PHASED_S8 = 102, /**< as conv_transpose2d_s8; weights by phase; dilation 1, one group */
     MCU_K_CONV2D_GROUPED_S8 = 103,    /**< as conv2d_s8 (groups > 1) */
+    /* 4-bit weights two a byte with int8 activations (w4a8); the weight operand holds ceil(count / 2) bytes;
+     * no operand may overlap the output */
+    MCU_K_CONV2D_S4 = 104,            /**< as conv2d_s8 (scratch unused) */
+    MCU_K_DEPTHWISE_CONV2D_S4 = 105,  /**< as depthwise_conv2d_s8 */
+    MCU_K_LINEAR_S4 = 106,            /**< as linear_s8 */
     /* 4-bit groupwise weights and model state: ids 230-239. */
     /** [in f32, weight uint8 (int4 pairs), w_scale f32, bias f32?, out f32]; mcu_linear_w4_params */
     MCU_K_LINEAR_W4_F32 = 230,

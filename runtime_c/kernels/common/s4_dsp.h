@@ -1,0 +1,244 @@
+/* The dual 16-bit MAC path of the 4-bit weight convolution and fully connected kernels (MCU_S8_DSP:
+ * Cortex-M4/M7/M33/M55, emulated on the host). Internal: static inline only.
+ *
+ * One 32-bit load brings 8 weights of a row (two a byte, low nibble first). Masked with 0xF0F0F0F0,
+ * as it is and shifted left by 4, every nibble sits in the top of its own byte, so SXTB16 and SXTB16
+ * ror 8 widen them to the 16-bit pairs 16 * (w0, w4), (w1, w5), (w2, w6), (w3, w7), with no shift of a
+ * signed value. Columns (the (x + input_offset) values one output reads, padded taps 0) hold each
+ * group of 8 taps in that pair order (mcu_s4_col_index); a tail of n % 8 taps stays in natural order
+ * and is read one weight at a time. The sums of 16 * w * x are exact (|x| <= 255, |w| <= 8 and at
+ * most MCU_S8_COL_MAX taps keep them far inside int32), so an arithmetic shift by 4 returns the sum
+ * of w * x. Rows start on a byte (n even). */
+#ifndef MCU_KERNELS_INTERNAL_S4_DSP_H
+#define MCU_KERNELS_INTERNAL_S4_DSP_H
+
+#include <stdint.h>
+
+#include "mcu/kernels_s8.h"
+#include "requant.h"
+#include "s4.h"
+#include "simd_s8.h"
+
+#if MCU_S8_DSP
+
+/* Where tap i of a window of n taps sits in its column. */
+static inline int32_t mcu_s4_col_index(int32_t i, int32_t n)
+{
+    if (i >= (n & ~7)) {
+        return i;
+    }
+    const int32_t r = i & 7;
+    return (i & ~7) + ((r & 3) << 1) + (r >> 2);
+}
+
+/* (x + off) of 8 int8 values (off2: off in both halves) as the column group of tap pairs (x0, x4), (x1, x5),
+ * (x2, x6), (x3, x7). */
+static inline void mcu_s4_expand8(const int8_t *x, uint32_t off2, int16_t *col)
+{
+    const uint32_t v0 = mcu_load_u32(x), v1 = mcu_load_u32(x + 4);
+    const uint32_t e0 = mcu_sxtab16(off2, v0), o0 = mcu_sxtab16_ror8(off2, v0); /* (x0, x2), (x1, x3) */
+    const uint32_t e1 = mcu_sxtab16(off2, v1), o1 = mcu_sxtab16_ror8(off2, v1); /* (x4, x6), (x5, x7) */
+    mcu_store_u32(col, (e0 & 0xFFFFu) | (e1 << 16));
+    mcu_store_u32(col + 2, (o0 & 0xFFFFu) | (o1 << 16));
+    mcu_store_u32(col + 4, (e0 >> 16) | (e1 & 0xFFFF0000u));
+    mcu_store_u32(col + 6, (o0 >> 16) | (o1 & 0xFFFF0000u));
+}
+
+/* A 32-bit load kept in program order on the core: the compiler would otherwise hoist every load of the
+ * loop body ahead of the multiply-accumulates and spill what does not fit the registers. */
+static inline uint32_t mcu_s4_load(const void *p)
+{
+#if MCU_S8_DSP_NATIVE
+    uint32_t v;
+    __asm__ volatile("ldr %0, %1" : "=r"(v) : "m"(*(const uint32_t *)p));
+    return v;
+#else
+    return mcu_load_u32(p);
+#endif
+}
+
+/* acc[0..1] += (ca.w, cb.w) over n taps; w is a packed row read from a byte. One channel and two pixels
+ * a step: the weights are widened once for both pixels, and the loop's values fit the core's registers
+ * (not inlined, so that the caller's values do not crowd them out of registers). */
+static __attribute__((noinline)) void mcu_s4_dot_2px(const int16_t *ca, const int16_t *cb, const int8_t *w, int32_t n,
+                                                     uint32_t acc[2])
+{
+    uint32_t a0 = 0, a1 = 0; /* 16 times the sums */
+    int32_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const uint32_t v = mcu_s4_load(w + (i >> 1));
+        const uint32_t lo = 0xF0F0F0F0u & (v << 4), hi = 0xF0F0F0F0u & v;
+        const uint32_t w04 = mcu_sxtb16(lo), w15 = mcu_sxtb16(hi);
+        a0 = mcu_smlad(mcu_s4_load(ca + i), w04, a0);
+        a1 = mcu_smlad(mcu_s4_load(cb + i), w04, a1);
+        a0 = mcu_smlad(mcu_s4_load(ca + i + 2), w15, a0);
+        a1 = mcu_smlad(mcu_s4_load(cb + i + 2), w15, a1);
+        const uint32_t w26 = mcu_sxtb16_ror8(lo), w37 = mcu_sxtb16_ror8(hi);
+        a0 = mcu_smlad(mcu_s4_load(ca + i + 4), w26, a0);
+        a1 = mcu_smlad(mcu_s4_load(cb + i + 4), w26, a1);
+        a0 = mcu_smlad(mcu_s4_load(ca + i + 6), w37, a0);
+        a1 = mcu_smlad(mcu_s4_load(cb + i + 6), w37, a1);
+    }
+    uint32_t t0 = acc[0] + (uint32_t)mcu_asr32(mcu_u32_to_s32(a0), 4);
+    uint32_t t1 = acc[1] + (uint32_t)mcu_asr32(mcu_u32_to_s32(a1), 4);
+    for (; i < n; ++i) {
+        const int32_t k = mcu_s4_at(w, i);
+        t0 += (uint32_t)(ca[i] * k);
+        t1 += (uint32_t)(cb[i] * k);
+    }
+    acc[0] = t0;
+    acc[1] = t1;
+}
+
+/* The row of the channel after a row's: its pixels' columns are MCU_S8_COL_MAX values apart. */
+#define MCU_S4_PIXEL_B MCU_S8_COL_MAX
+
+/* acc[0..3] += (ca.wa, ca.wb, cb.wa, cb.wb) over n taps, cb = ca + MCU_S4_PIXEL_B (a constant offset,
+ * which leaves a register to the loop); wa and wb are packed rows read from a byte. Two channels times two
+ * pixels a step: each column word serves both channels and each widened weight pair both pixels. */
+static __attribute__((noinline)) void mcu_s4_dot_2x2(const int16_t *ca, const int8_t *wa, const int8_t *wb,
+                                                     int32_t n, uint32_t acc[4])
+{
+    uint32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0; /* 16 times the sums */
+    int32_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const uint32_t va = mcu_s4_load(wa + (i >> 1));
+        const uint32_t la = 0xF0F0F0F0u & (va << 4), ha = 0xF0F0F0F0u & va;
+        const uint32_t vb = mcu_s4_load(wb + (i >> 1));
+        const uint32_t lb = 0xF0F0F0F0u & (vb << 4), hb = 0xF0F0F0F0u & vb;
+        uint32_t x = mcu_s4_load(ca + i), y = mcu_s4_load(ca + MCU_S4_PIXEL_B + i);
+        uint32_t w = mcu_sxtb16(la);
+        a0 = mcu_smlad(x, w, a0);
+        a2 = mcu_smlad(y, w, a2);
+        w = mcu_sxtb16(lb);
+        a1 = mcu_smlad(x, w, a1);
+        a3 = mcu_smlad(y, w, a3);
+        x = mcu_s4_load(ca + i + 2);
+        y = mcu_s4_load(ca + MCU_S4_PIXEL_B + i + 2);
+        w = mcu_sxtb16(ha);
+        a0 = mcu_smlad(x, w, a0);
+        a2 = mcu_smlad(y, w, a2);
+        w = mcu_sxtb16(hb);
+        a1 = mcu_smlad(x, w, a1);
+        a3 = mcu_smlad(y, w, a3);
+        x = mcu_s4_load(ca + i + 4);
+        y = mcu_s4_load(ca + MCU_S4_PIXEL_B + i + 4);
+        w = mcu_sxtb16_ror8(la);
+        a0 = mcu_smlad(x, w, a0);
+        a2 = mcu_smlad(y, w, a2);
+        w = mcu_sxtb16_ror8(lb);
+        a1 = mcu_smlad(x, w, a1);
+        a3 = mcu_smlad(y, w, a3);
+        x = mcu_s4_load(ca + i + 6);
+        y = mcu_s4_load(ca + MCU_S4_PIXEL_B + i + 6);
+        w = mcu_sxtb16_ror8(ha);
+        a0 = mcu_smlad(x, w, a0);
+        a2 = mcu_smlad(y, w, a2);
+        w = mcu_sxtb16_ror8(hb);
+        a1 = mcu_smlad(x, w, a1);
+        a3 = mcu_smlad(y, w, a3);
+    }
+    uint32_t t0 = acc[0] + (uint32_t)mcu_asr32(mcu_u32_to_s32(a0), 4);
+    uint32_t t1 = acc[1] + (uint32_t)mcu_asr32(mcu_u32_to_s32(a1), 4);
+    uint32_t t2 = acc[2] + (uint32_t)mcu_asr32(mcu_u32_to_s32(a2), 4);
+    uint32_t t3 = acc[3] + (uint32_t)mcu_asr32(mcu_u32_to_s32(a3), 4);
+    const int16_t *cb = ca + MCU_S4_PIXEL_B;
+    for (; i < n; ++i) {
+        const int32_t ka = mcu_s4_at(wa, i), kb = mcu_s4_at(wb, i);
+        t0 += (uint32_t)(ca[i] * ka);
+        t1 += (uint32_t)(ca[i] * kb);
+        t2 += (uint32_t)(cb[i] * ka);
+        t3 += (uint32_t)(cb[i] * kb);
+    }
+    acc[0] = t0;
+    acc[1] = t1;
+    acc[2] = t2;
+    acc[3] = t3;
+}
+
+/* acc[0..1] += (c.wa, c.wb) over n taps: two channels of one pixel (a fully connected layer's single row). */
+static __attribute__((noinline)) void mcu_s4_dot_2ch(const int16_t *c, const int8_t *wa, const int8_t *wb,
+                                                     int32_t n, uint32_t acc[2])
+{
+    uint32_t a0 = 0, a1 = 0; /* 16 times the sums */
+    int32_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const uint32_t va = mcu_s4_load(wa + (i >> 1));
+        const uint32_t la = 0xF0F0F0F0u & (va << 4), ha = 0xF0F0F0F0u & va;
+        const uint32_t vb = mcu_s4_load(wb + (i >> 1));
+        const uint32_t lb = 0xF0F0F0F0u & (vb << 4), hb = 0xF0F0F0F0u & vb;
+        uint32_t x = mcu_s4_load(c + i);
+        a0 = mcu_smlad(x, mcu_sxtb16(la), a0);
+        a1 = mcu_smlad(x, mcu_sxtb16(lb), a1);
+        x = mcu_s4_load(c + i + 2);
+        a0 = mcu_smlad(x, mcu_sxtb16(ha), a0);
+        a1 = mcu_smlad(x, mcu_sxtb16(hb), a1);
+        x = mcu_s4_load(c + i + 4);
+        a0 = mcu_smlad(x, mcu_sxtb16_ror8(la), a0);
+        a1 = mcu_smlad(x, mcu_sxtb16_ror8(lb), a1);
+        x = mcu_s4_load(c + i + 6);
+        a0 = mcu_smlad(x, mcu_sxtb16_ror8(ha), a0);
+        a1 = mcu_smlad(x, mcu_sxtb16_ror8(hb), a1);
+    }
+    uint32_t t0 = acc[0] + (uint32_t)mcu_asr32(mcu_u32_to_s32(a0), 4);
+    uint32_t t1 = acc[1] + (uint32_t)mcu_asr32(mcu_u32_to_s32(a1), 4);
+    for (; i < n; ++i) {
+        t0 += (uint32_t)(c[i] * mcu_s4_at(wa, i));
+        t1 += (uint32_t)(c[i] * mcu_s4_at(wb, i));
+    }
+    acc[0] = t0;
+    acc[1] = t1;
+}
+
+/* Output pixels ya and yb (yb NULL: ya only) of rows of n weights, every output channel's row at nibble
+ * oc * n. Even n: the columns of n taps of pixel a at ca and of pixel b at ca + MCU_S4_PIXEL_B (ca2 unused).
+ * Odd n: columns of n + 1 taps, at ca and ca + MCU_S4_PIXEL_B / 2 with a 0 after the window for the even
+ * channels' rows, at ca2 and ca2 + MCU_S4_PIXEL_B / 2 with a 0 before it for the odd channels' rows (which
+ * start mid-byte and are read from the byte before); the 0 meets the neighbouring row's nibble. */
+static inline void mcu_s4_matrix_pixels(const int16_t *ca, const int16_t *ca2, int32_t n, int32_t out_c,
+                                        const int8_t *weight, const int32_t *bias, const mcu_per_channel_quant *q,
+                                        int32_t output_offset, int32_t act_min, int32_t act_max, int8_t *ya,
+                                        int8_t *yb)
+{
+    const int odd = n & 1;
+    const int32_t taps = n + odd;
+    for (int32_t oc = 0; oc < out_c; oc += 2) {
+        const int32_t oc1 = oc + 1 < out_c ? oc + 1 : oc; /* an odd last channel: its row twice */
+        const uint32_t b0 = bias != NULL ? (uint32_t)bias[oc] : 0u;
+        const uint32_t b1 = bias != NULL ? (uint32_t)bias[oc1] : 0u;
+        uint32_t acc[4] = {b0, b1, b0, b1};
+        const int8_t *wa = weight + ((oc * n) >> 1), *wb = weight + ((oc1 * n) >> 1);
+        if (odd) {
+            const int32_t b = yb != NULL ? MCU_S4_PIXEL_B / 2 : 0; /* no pixel b: pixel a twice */
+            const int16_t *xb = oc1 != oc ? ca2 : ca;
+            uint32_t pa[2] = {b0, b0}, pb[2] = {b1, b1};
+            mcu_s4_dot_2px(ca, ca + b, wa, taps, pa);
+            mcu_s4_dot_2px(xb, xb + b, wb, taps, pb);
+            acc[0] = pa[0];
+            acc[2] = pa[1];
+            acc[1] = pb[0];
+            acc[3] = pb[1];
+        } else if (yb != NULL) {
+            mcu_s4_dot_2x2(ca, wa, wb, taps, acc);
+        } else {
+            mcu_s4_dot_2ch(ca, wa, wb, taps, acc);
+        }
+        const int32_t m0 = q->multiplier[oc], s0 = q->shift[oc];
+        const int32_t m1 = q->multiplier[oc1], s1 = q->shift[oc1];
+        ya[oc] = mcu_requantize_to_s8_fast(mcu_u32_to_s32(acc[0]), m0, s0, output_offset, act_min, act_max);
+        if (oc1 != oc) {
+            ya[oc1] = mcu_requantize_to_s8_fast(mcu_u32_to_s32(acc[1]), m1, s1, output_offset, act_min, act_max);
+        }
+        if (yb != NULL) {
+            yb[oc] = mcu_requantize_to_s8_fast(mcu_u32_to_s32(acc[2]), m0, s0, output_offset, act_min, act_max);
+            if (oc1 != oc) {
+                yb[oc1] = mcu_requantize_to_s8_fast(mcu_u32_to_s32(acc[3]), m1, s1, output_offset, act_min,
+                                                    act_max);
+            }
+        }
+    }
+}
+
+#endif /* MCU_S8_DSP */
+
+#endif /* MCU_KERNELS_INTERNAL_S4_DSP_H */
