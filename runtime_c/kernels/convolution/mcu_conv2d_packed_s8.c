@@ -183,7 +183,18 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
         const int64_t pixels = (int64_t)in.n * hw;
         const int8_t *x = input;
         int8_t *y = output;
-        for (int64_t i = 0; i < pixels; ++i, x += in.c, y += out.c) {
+        int64_t i = 0;
+#if MCU_S8_DSP_NATIVE
+        if (right && out.c % 4 == 0 && 2 * kp + MCU_PIXEL2_SPARE <= MCU_CONV_PACKED_TAPS_MAX + MCU_PIXEL_PACKED_SPARE) {
+            /* two pixels per pass, each weight word loaded once for both (gemm_s8_dsp.h) */
+            for (; i + 2 <= pixels; i += 2, x += 2 * in.c, y += 2 * out.c) {
+                mcu_column2_s8(x, x + in.c, kp, p->input_offset, col);
+                mcu_pixel2_packed(col, kp, packed, y, y + out.c, out.c, l.bounds, l.clamp);
+            }
+            mcu_pixel_packed_start(col, kp); /* the pairs' state overwrote the one-pixel loop's */
+        }
+#endif
+        for (; i < pixels; ++i, x += in.c, y += out.c) {
             mcu_column_s8(x, kp, p->input_offset, col);
             pixel(&l, col, packed, y);
         }
