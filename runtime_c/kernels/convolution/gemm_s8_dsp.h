@@ -592,6 +592,9 @@ static inline const int32_t *mcu_pixel2_packed(const int16_t *col2, int32_t kp, 
         "mov r6, r4\n\t"
         "ldr r4, [r6, #4]\n\t"
         "ldr pc, [r6, #8]\n\t"
+        /* the passes' first instruction, a branch target, is 32-bit: on a word it takes no longer
+         * refill (docs/cycles.md); the padding follows an unconditional branch and never runs */
+        ".balign 4\n\t"
         "6:\n\t.rept " MCU_PX2_STR(MCU_PX2_PASS) "\n\t" MCU_PX2_UNIT ".endr\n\t"
         "9:\n\t"
         ".if (9b - 6b) - " MCU_PX2_STR(MCU_PX2_UNIT_BYTES) " * " MCU_PX2_STR(MCU_PX2_PASS) "\n\t"

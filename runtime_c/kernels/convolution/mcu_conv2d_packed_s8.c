@@ -185,7 +185,8 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
         int8_t *y = output;
         int64_t i = 0;
 #if MCU_S8_DSP_NATIVE
-        if (right && out.c % 4 == 0 && 2 * kp + MCU_PIXEL2_SPARE <= MCU_CONV_PACKED_TAPS_MAX + MCU_PIXEL_PACKED_SPARE) {
+        if (pixels >= 2 && right && out.c % 4 == 0 &&
+            2 * kp + MCU_PIXEL2_SPARE <= MCU_CONV_PACKED_TAPS_MAX + MCU_PIXEL_PACKED_SPARE) {
             /* two pixels per pass, each weight word loaded once for both (gemm_s8_dsp.h) */
             for (; i + 2 <= pixels; i += 2, x += 2 * in.c, y += 2 * out.c) {
                 mcu_column2_s8(x, x + in.c, kp, p->input_offset, col);
