@@ -513,6 +513,86 @@ static inline void mcu_column2_s8(const int8_t *xa, const int8_t *xb, int32_t kp
     "ssub8 r12, r7, " r "\n\t"                                                                            \
     "sel " r ", " r ", r7\n\t"
 
+#define MCU_PX2_ASM(unit, bytes)                                                                        \
+        "str r7, [r4, #32]\n\t"                                                                         \
+        "mov r7, #0x80008000\n\t"                                                                       \
+        "strd r7, r0, [r4]\n\t"                                                                         \
+        "strd r1, r2, [r4, #12]\n\t"                                                                    \
+        "str r9, [r4, #36]\n\t"                                                                         \
+        "ldrd r10, r11, [r6]\n\t"                                                                       \
+        "strd r10, r11, [r4, #20]\n\t"                                                                  \
+        /* the entry: the pair that leaves whole passes after it, (-kp / 2) mod MCU_PX2_PASS */         \
+        "lsr r8, r8, #1\n\t"                                                                            \
+        "rsb r8, r8, #0\n\t"                                                                            \
+        "and r8, r8, #(" MCU_PX2_STR(MCU_PX2_PASS) " - 1)\n\t"                                          \
+        "mov r10, #" bytes "\n\t"                                                                       \
+        "adr.w r6, 6f\n\t"                                                                              \
+        "mla r6, r8, r10, r6\n\t"                                                                       \
+        "orr r6, r6, #1\n\t"                                                                            \
+        "str r6, [r4, #8]\n\t"                                                                          \
+        "adr.w r6, 30f\n\t"                                                                             \
+        "adr.w r7, 31f\n\t"                                                                             \
+        "cmp r3, #0\n\t"                                                                                \
+        "it ne\n\t"                                                                                     \
+        "movne r6, r7\n\t"                                                                              \
+        "orr r6, r6, #1\n\t"                                                                            \
+        "str r6, [r4, #28]\n\t"                                                                         \
+        "b 5f\n\t"                                                                                      \
+        MCU_PX_WORD_SECTION                                                                             \
+        "30:\n\t"                                                                                       \
+        "ldrd r6, r7, [r4, #12]\n\t"                                                                    \
+        "ldr r12, [r4, #36]\n\t"                                                                        \
+        "add lr, r6, r12\n\t"                                                                           \
+        "strb r1, [r6, #1]\n\t"                                                                         \
+        "strb r2, [r6, #2]\n\t"                                                                         \
+        "strb r3, [r6, #3]\n\t"                                                                         \
+        "strb r0, [r6], #4\n\t"                                                                         \
+        "strb r9, [lr, #1]\n\t"                                                                         \
+        "strb r10, [lr, #2]\n\t"                                                                        \
+        "strb r11, [lr, #3]\n\t"                                                                        \
+        "strb r8, [lr]\n\t"                                                                             \
+        "str r6, [r4, #12]\n\t"                                                                         \
+        "cmp r6, r7\n\t"                                                                                \
+        "bne 5f\n\t"                                                                                    \
+        "b 8f\n\t"                                                                                      \
+        "31:\n\t"                                                                                       \
+        MCU_PX2_PACK("r0", "r1", "r2", "r3")                                                            \
+        MCU_PX2_PACK("r8", "r9", "r10", "r11")                                                          \
+        "ldrd r6, r7, [r4, #20]\n\t"                                                                    \
+        MCU_PX2_CLAMP("r0")                                                                             \
+        MCU_PX2_CLAMP("r8")                                                                             \
+        "ldrd r6, r7, [r4, #12]\n\t"                                                                    \
+        "ldr r12, [r4, #36]\n\t"                                                                        \
+        "str r8, [r6, r12]\n\t"                                                                         \
+        "str r0, [r6], #4\n\t"                                                                          \
+        "str r6, [r4, #12]\n\t"                                                                         \
+        "cmp r6, r7\n\t"                                                                                \
+        "beq 8f\n\t"                                                                                    \
+        "5:\n\t"                                                                                        \
+        "ldmia r5!, {r0, r1, r2, r3}\n\t"                                                               \
+        "mov r8, r0\n\t"                                                                                \
+        "mov r9, r1\n\t"                                                                                \
+        "mov r10, r2\n\t"                                                                               \
+        "mov r11, r3\n\t"                                                                               \
+        "mov r6, r4\n\t"                                                                                \
+        "ldr r4, [r6, #4]\n\t"                                                                          \
+        "ldr pc, [r6, #8]\n\t"                                                                          \
+        /* the passes' first instruction, a branch target, is 32-bit: on a word it takes no longer      \
+         * refill (docs/cycles.md); the padding follows an unconditional branch and never runs */       \
+        ".balign 4\n\t"                                                                                 \
+        "6:\n\t.rept " MCU_PX2_STR(MCU_PX2_PASS) "\n\t" unit ".endr\n\t"                                \
+        "9:\n\t"                                                                                        \
+        ".if (9b - 6b) - " bytes " * " MCU_PX2_STR(MCU_PX2_PASS) "\n\t"                                 \
+        ".error \"mcu_pixel2_packed: the tap pairs are not all wide instructions\"\n\t"                 \
+        ".endif\n\t"                                                                                    \
+        "ldr r12, [r4]\n\t"                                                                             \
+        "cmp r12, #0x80008000\n\t"                                                                      \
+        "bne 6b\n\t"                                                                                    \
+        MCU_PX2_RQ("r0", "r8") MCU_PX2_RQ("r1", "r9") MCU_PX2_RQ("r2", "r10") MCU_PX2_RQ("r3", "r11")   \
+        "ldr pc, [r4, #28]\n\t"                                                                         \
+        "8:\n\t"                                                                                        \
+        "ldr r7, [r4, #32]\n\t"
+
 /* Every whole block of output pixels A (y to y_end) and B (y + stride on) from the interleaved column
  * col2 of kp taps (a positive multiple of 4) and MCU_PIXEL2_SPARE more int16; returns the stream
  * after the last block. */
@@ -528,90 +608,52 @@ static inline const int32_t *mcu_pixel2_packed(const int16_t *col2, int32_t kp, 
     register const uint32_t *b __asm__("r6") = bounds;
     register int32_t taps __asm__("r8") = kp;
     register int32_t dist __asm__("r9") = stride;
-    __asm__ volatile(
-        "str r7, [r4, #32]\n\t"
-        "mov r7, #0x80008000\n\t"
-        "strd r7, r0, [r4]\n\t"
-        "strd r1, r2, [r4, #12]\n\t"
-        "str r9, [r4, #36]\n\t"
-        "ldrd r10, r11, [r6]\n\t"
-        "strd r10, r11, [r4, #20]\n\t"
-        /* the entry: the pair that leaves whole passes after it, (-kp / 2) mod MCU_PX2_PASS */
-        "lsr r8, r8, #1\n\t"
-        "rsb r8, r8, #0\n\t"
-        "and r8, r8, #(" MCU_PX2_STR(MCU_PX2_PASS) " - 1)\n\t"
-        "mov r10, #" MCU_PX2_STR(MCU_PX2_UNIT_BYTES) "\n\t"
-        "adr.w r6, 6f\n\t"
-        "mla r6, r8, r10, r6\n\t"
-        "orr r6, r6, #1\n\t"
-        "str r6, [r4, #8]\n\t"
-        "adr.w r6, 30f\n\t"
-        "adr.w r7, 31f\n\t"
-        "cmp r3, #0\n\t"
-        "it ne\n\t"
-        "movne r6, r7\n\t"
-        "orr r6, r6, #1\n\t"
-        "str r6, [r4, #28]\n\t"
-        "b 5f\n\t"
-        MCU_PX_WORD_SECTION
-        "30:\n\t"
-        "ldrd r6, r7, [r4, #12]\n\t"
-        "ldr r12, [r4, #36]\n\t"
-        "add lr, r6, r12\n\t"
-        "strb r1, [r6, #1]\n\t"
-        "strb r2, [r6, #2]\n\t"
-        "strb r3, [r6, #3]\n\t"
-        "strb r0, [r6], #4\n\t"
-        "strb r9, [lr, #1]\n\t"
-        "strb r10, [lr, #2]\n\t"
-        "strb r11, [lr, #3]\n\t"
-        "strb r8, [lr]\n\t"
-        "str r6, [r4, #12]\n\t"
-        "cmp r6, r7\n\t"
-        "bne 5f\n\t"
-        "b 8f\n\t"
-        "31:\n\t"
-        MCU_PX2_PACK("r0", "r1", "r2", "r3")
-        MCU_PX2_PACK("r8", "r9", "r10", "r11")
-        "ldrd r6, r7, [r4, #20]\n\t"
-        MCU_PX2_CLAMP("r0")
-        MCU_PX2_CLAMP("r8")
-        "ldrd r6, r7, [r4, #12]\n\t"
-        "ldr r12, [r4, #36]\n\t"
-        "str r8, [r6, r12]\n\t"
-        "str r0, [r6], #4\n\t"
-        "str r6, [r4, #12]\n\t"
-        "cmp r6, r7\n\t"
-        "beq 8f\n\t"
-        "5:\n\t"
-        "ldmia r5!, {r0, r1, r2, r3}\n\t"
-        "mov r8, r0\n\t"
-        "mov r9, r1\n\t"
-        "mov r10, r2\n\t"
-        "mov r11, r3\n\t"
-        "mov r6, r4\n\t"
-        "ldr r4, [r6, #4]\n\t"
-        "ldr pc, [r6, #8]\n\t"
-        /* the passes' first instruction, a branch target, is 32-bit: on a word it takes no longer
-         * refill (docs/cycles.md); the padding follows an unconditional branch and never runs */
-        ".balign 4\n\t"
-        "6:\n\t.rept " MCU_PX2_STR(MCU_PX2_PASS) "\n\t" MCU_PX2_UNIT ".endr\n\t"
-        "9:\n\t"
-        ".if (9b - 6b) - " MCU_PX2_STR(MCU_PX2_UNIT_BYTES) " * " MCU_PX2_STR(MCU_PX2_PASS) "\n\t"
-        ".error \"mcu_pixel2_packed: the tap pairs are not all wide instructions\"\n\t"
-        ".endif\n\t"
-        "ldr r12, [r4]\n\t"
-        "cmp r12, #0x80008000\n\t"
-        "bne 6b\n\t"
-        MCU_PX2_RQ("r0", "r8") MCU_PX2_RQ("r1", "r9") MCU_PX2_RQ("r2", "r10") MCU_PX2_RQ("r3", "r11")
-        "ldr pc, [r4, #28]\n\t"
-        "8:\n\t"
-        "ldr r7, [r4, #32]\n\t"
-        : "+r"(c0), "+r"(yp), "+r"(ye), "+r"(tail), "+r"(st), "+r"(w), "+r"(b), "+r"(taps), "+r"(dist)
-        :
-        : "r10", "r11", "r12", "lr", "cc", "memory");
+    __asm__ volatile(MCU_PX2_ASM(MCU_PX2_UNIT, MCU_PX2_STR(MCU_PX2_UNIT_BYTES))
+                     : "+r"(c0), "+r"(yp), "+r"(ye), "+r"(tail), "+r"(st), "+r"(w), "+r"(b), "+r"(taps), "+r"(dist)
+                     :
+                     : "r10", "r11", "r12", "lr", "cc", "memory");
     return w;
 }
+
+/* mcu_pixel2_packed with the two pixels' columns apart (windowed layers, whose columns
+ * mcu_conv_column_s16 builds one pixel at a time): pixel A's kp taps at col, its state after them,
+ * pixel B's taps at col + MCU_PIXEL2_B. The unit loads the two column words with two LDR (the second
+ * at a fixed offset; pipelined, 3 cycles as the LDRD), one instruction more per 16 MACs. */
+#define MCU_PIXEL2_B (MCU_CONV_PACKED_TAPS_MAX / 2 + MCU_PIXEL2_SPARE) /* int16: 340 */
+#define MCU_PX2_UNIT_SPLIT                                                                                \
+    "ldr.w r7, [r4, #(2 * " MCU_PX2_STR(MCU_PIXEL2_B) ")]\n\t"                                             \
+    "ldr r6, [r4], #4\n\t"                                                                               \
+    "ldrd r12, lr, [r5], #8\n\t"                                                                          \
+    "smlad r0, r6, r12, r0\n\t"                                                                           \
+    "smlad r8, r7, r12, r8\n\t"                                                                           \
+    "smlad r1, r6, lr, r1\n\t"                                                                            \
+    "smlad r9, r7, lr, r9\n\t"                                                                            \
+    "ldrd r12, lr, [r5], #8\n\t"                                                                          \
+    "smlad r2, r6, r12, r2\n\t"                                                                           \
+    "smlad r10, r7, r12, r10\n\t"                                                                         \
+    "smlad r3, r6, lr, r3\n\t"                                                                            \
+    "smlad r11, r7, lr, r11\n\t"
+static inline const int32_t *mcu_pixel2_packed_split(const int16_t *col, int32_t kp, const int32_t *blob, int8_t *y,
+                                                     int8_t *y_end, int32_t stride, const uint32_t *bounds,
+                                                     int clamp)
+{
+    register const int16_t *c0 __asm__("r0") = col;
+    register int8_t *yp __asm__("r1") = y;
+    register int8_t *ye __asm__("r2") = y_end;
+    register int32_t tail __asm__("r3") = clamp;
+    register const int16_t *st __asm__("r4") = col + kp;
+    register const int32_t *w __asm__("r5") = blob;
+    register const uint32_t *b __asm__("r6") = bounds;
+    register int32_t taps __asm__("r8") = kp;
+    register int32_t dist __asm__("r9") = stride;
+    __asm__ volatile(MCU_PX2_ASM(MCU_PX2_UNIT_SPLIT, "48")
+                     : "+r"(c0), "+r"(yp), "+r"(ye), "+r"(tail), "+r"(st), "+r"(w), "+r"(b), "+r"(taps), "+r"(dist)
+                     :
+                     : "r10", "r11", "r12", "lr", "cc", "memory");
+    return w;
+}
+#undef MCU_PX2_UNIT_SPLIT
+#undef MCU_PX2_ASM
 #undef MCU_PX2_CLAMP
 #undef MCU_PX2_PACK
 #undef MCU_PX2_RQ
