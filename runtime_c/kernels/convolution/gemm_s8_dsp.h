@@ -395,6 +395,274 @@ static inline const int32_t *mcu_pixel_packed_wide(const int16_t *col, int32_t k
 #undef MCU_PXW_GROUP
 #undef MCU_PXW_PAIR
 
+/* The interleaved column of two pixels for mcu_pixel2_packed_wide, from kp bytes at xa and at xb (kp a
+ * multiple of 4): per 4 taps the words (xa's taps 0, 2), (xb's 0, 2), (xa's 1, 3), (xb's 1, 3), each
+ * tap + off as int16 (mcu_column_s8's order per pixel). col2 is word-aligned. */
+static inline void mcu_column2_s8(const int8_t *xa, const int8_t *xb, int32_t kp, int32_t off, int16_t *col2)
+{
+    const uint32_t off2 = mcu_offset_pair(off);
+    const int8_t *end = xa + kp;
+    uint32_t a, b, a0, b0;
+    if (kp & 4) {
+        __asm__ volatile("ldr %[a], [%[xa]], #4\n\t"
+                         "ldr %[b], [%[xb]], #4\n\t"
+                         "sxtab16 %[a0], %[o], %[a]\n\t"
+                         "sxtab16 %[b0], %[o], %[b]\n\t"
+                         "sxtab16 %[a], %[o], %[a], ror #8\n\t"
+                         "sxtab16 %[b], %[o], %[b], ror #8\n\t"
+                         "strd %[a], %[b], [%[y], #8]\n\t"
+                         "strd %[a0], %[b0], [%[y]], #16\n\t"
+                         : [xa] "+r"(xa), [xb] "+r"(xb), [y] "+r"(col2), [a] "=&r"(a), [b] "=&r"(b),
+                           [a0] "=&r"(a0), [b0] "=&r"(b0)
+                         : [o] "r"(off2)
+                         : "memory");
+    }
+    if (xa != end) {
+        __asm__ volatile("1:\n\t"
+                         "ldr %[a], [%[xa]], #4\n\t"
+                         "ldr %[b], [%[xb]], #4\n\t"
+                         "sxtab16 %[a0], %[o], %[a]\n\t"
+                         "sxtab16 %[b0], %[o], %[b]\n\t"
+                         "sxtab16 %[a], %[o], %[a], ror #8\n\t"
+                         "sxtab16 %[b], %[o], %[b], ror #8\n\t"
+                         "strd %[a], %[b], [%[y], #8]\n\t"
+                         "strd %[a0], %[b0], [%[y]], #16\n\t"
+                         "ldr %[a], [%[xa]], #4\n\t"
+                         "ldr %[b], [%[xb]], #4\n\t"
+                         "sxtab16 %[a0], %[o], %[a]\n\t"
+                         "sxtab16 %[b0], %[o], %[b]\n\t"
+                         "sxtab16 %[a], %[o], %[a], ror #8\n\t"
+                         "sxtab16 %[b], %[o], %[b], ror #8\n\t"
+                         "strd %[a], %[b], [%[y], #8]\n\t"
+                         "strd %[a0], %[b0], [%[y]], #16\n\t"
+                         "cmp %[xa], %[e]\n\t"
+                         "bne 1b\n\t"
+                         : [xa] "+r"(xa), [xb] "+r"(xb), [y] "+r"(col2), [a] "=&r"(a), [b] "=&r"(b),
+                           [a0] "=&r"(a0), [b0] "=&r"(b0)
+                         : [o] "r"(off2), [e] "r"(end)
+                         : "cc", "memory");
+    }
+}
+
+/* Two output pixels per weight load (register blocking), for the pointwise layers' flat loop: the
+ * packed stream is read once per pair of pixels, so each loaded weight word feeds two SMLAD. The
+ * column holds both pixels' columns interleaved by tap pair (mcu_column2_s8: word 2j is pixel A's
+ * pair j, word 2j + 1 pixel B's), so one LDRD fetches a tap pair of both pixels. Per tap pair and
+ * block of four channels: that LDRD, two LDRD of the channels' weight words and eight SMLAD, 11
+ * instructions per 16 MACs, where mcu_pixel_packed_wide takes 21 per 32 but loads every weight word
+ * once per pixel: the loads are the multi-cycle part (LDRD 3 cycles, LDM 1 + N), so the pair takes
+ * about 17 cycles per 16 MACs against 41 per 32, and streams the weights from flash half as often.
+ *
+ * Eight accumulators (r0-r3 pixel A, r8-r11 pixel B), the column and stream pointers and four operand
+ * registers take every register but r7 (saved in the state) and sp, so no register holds the
+ * column's end: the loop (MCU_PX2_PASS tap pairs per pass, entered at the pair that leaves whole
+ * passes after it) ends when the word after the last pass is the sentinel 0x80008000, the first
+ * word of the state. No column word is: its halves are x + input_offset, within [-255, 255], never
+ * -32768. A loop, not straight-line code as mcu_pixel_packed_wide's, keeps the hot code small enough
+ * for a flash accelerator's instruction cache (the STM32L4R5's ART holds 1 kB). The entry and the
+ * store tail are chosen by LDR PC from the state (a branch to a label of this assembly, not a call:
+ * mcu/stack.py's bound holds).
+ *
+ * The state, 10 words right after the 2 kp column taps (r4 points there after the dot product):
+ * sentinel, column start, entry address, y (pixel A), y_end, min4, max4, store tail, saved r7, and
+ * the distance from pixel A's outputs to pixel B's. The requantization reads each channel's four
+ * words twice (without and with write-back), one LDM per pixel: there are no registers for both
+ * copies of K. */
+#define MCU_PIXEL2_SPARE 20 /* the state of mcu_pixel2_packed: 10 words */
+#define MCU_PX2_PASS 8      /* tap pairs per pass: 352 bytes of loop */
+#define MCU_PX2_STR2(x) #x
+#define MCU_PX2_STR(x) MCU_PX2_STR2(x)
+#define MCU_PX2_UNIT                                                                                      \
+    "ldrd r6, r7, [r4], #8\n\t"                                                                           \
+    "ldrd r12, lr, [r5], #8\n\t"                                                                          \
+    "smlad r0, r6, r12, r0\n\t"                                                                           \
+    "smlad r8, r7, r12, r8\n\t"                                                                           \
+    "smlad r1, r6, lr, r1\n\t"                                                                            \
+    "smlad r9, r7, lr, r9\n\t"                                                                            \
+    "ldrd r12, lr, [r5], #8\n\t"                                                                          \
+    "smlad r2, r6, r12, r2\n\t"                                                                           \
+    "smlad r10, r7, r12, r10\n\t"                                                                         \
+    "smlad r3, r6, lr, r3\n\t"                                                                            \
+    "smlad r11, r7, lr, r11\n\t"
+#define MCU_PX2_UNIT_BYTES 44 /* 11 wide instructions */
+/* One channel's requantization (mcu_packed_rq_s8) for both pixels: a and b are its accumulators. */
+#define MCU_PX2_RQ(a, b)                                                                                  \
+    "ldm r5, {r6, r7, r12, lr}\n\t"                                                                       \
+    "smlal r6, r7, " a ", r12\n\t"                                                                        \
+    "bic r12, " a ", r6\n\t"                                                                              \
+    "add r7, r7, r12, asr #31\n\t"                                                                        \
+    "asr r7, r7, lr\n\t"                                                                                  \
+    "ssat " a ", #8, r7\n\t"                                                                              \
+    "ldmia r5!, {r6, r7, r12, lr}\n\t"                                                                    \
+    "smlal r6, r7, " b ", r12\n\t"                                                                        \
+    "bic r12, " b ", r6\n\t"                                                                              \
+    "add r7, r7, r12, asr #31\n\t"                                                                        \
+    "asr r7, r7, lr\n\t"                                                                                  \
+    "ssat " b ", #8, r7\n\t"
+/* Four results of one pixel (r0-r3 or r8-r11) packed into the first register's word. */
+#define MCU_PX2_PACK(r0, r1, r2, r3)                                                                      \
+    "pkhbt " r0 ", " r0 ", " r2 ", lsl #16\n\t"                                                           \
+    "pkhbt " r1 ", " r1 ", " r3 ", lsl #16\n\t"                                                           \
+    "and " r0 ", " r0 ", #0x00FF00FF\n\t"                                                                 \
+    "and " r1 ", " r1 ", #0x00FF00FF\n\t"                                                                 \
+    "orr " r0 ", " r0 ", " r1 ", lsl #8\n\t"
+/* The packed word r clamped byte-wise to [min4 (r6), max4 (r7)] as MCU_PX_STORE_CLAMP does. */
+#define MCU_PX2_CLAMP(r)                                                                                  \
+    "ssub8 r12, " r ", r6\n\t"                                                                            \
+    "sel " r ", " r ", r6\n\t"                                                                            \
+    "ssub8 r12, r7, " r "\n\t"                                                                            \
+    "sel " r ", " r ", r7\n\t"
+
+#define MCU_PX2_ASM(unit, bytes)                                                                        \
+        "str r7, [r4, #32]\n\t"                                                                         \
+        "mov r7, #0x80008000\n\t"                                                                       \
+        "strd r7, r0, [r4]\n\t"                                                                         \
+        "strd r1, r2, [r4, #12]\n\t"                                                                    \
+        "str r9, [r4, #36]\n\t"                                                                         \
+        "ldrd r10, r11, [r6]\n\t"                                                                       \
+        "strd r10, r11, [r4, #20]\n\t"                                                                  \
+        /* the entry: the pair that leaves whole passes after it, (-kp / 2) mod MCU_PX2_PASS */         \
+        "lsr r8, r8, #1\n\t"                                                                            \
+        "rsb r8, r8, #0\n\t"                                                                            \
+        "and r8, r8, #(" MCU_PX2_STR(MCU_PX2_PASS) " - 1)\n\t"                                          \
+        "mov r10, #" bytes "\n\t"                                                                       \
+        "adr.w r6, 6f\n\t"                                                                              \
+        "mla r6, r8, r10, r6\n\t"                                                                       \
+        "orr r6, r6, #1\n\t"                                                                            \
+        "str r6, [r4, #8]\n\t"                                                                          \
+        "adr.w r6, 30f\n\t"                                                                             \
+        "adr.w r7, 31f\n\t"                                                                             \
+        "cmp r3, #0\n\t"                                                                                \
+        "it ne\n\t"                                                                                     \
+        "movne r6, r7\n\t"                                                                              \
+        "orr r6, r6, #1\n\t"                                                                            \
+        "str r6, [r4, #28]\n\t"                                                                         \
+        "b 5f\n\t"                                                                                      \
+        MCU_PX_WORD_SECTION                                                                             \
+        "30:\n\t"                                                                                       \
+        "ldrd r6, r7, [r4, #12]\n\t"                                                                    \
+        "ldr r12, [r4, #36]\n\t"                                                                        \
+        "add lr, r6, r12\n\t"                                                                           \
+        "strb r1, [r6, #1]\n\t"                                                                         \
+        "strb r2, [r6, #2]\n\t"                                                                         \
+        "strb r3, [r6, #3]\n\t"                                                                         \
+        "strb r0, [r6], #4\n\t"                                                                         \
+        "strb r9, [lr, #1]\n\t"                                                                         \
+        "strb r10, [lr, #2]\n\t"                                                                        \
+        "strb r11, [lr, #3]\n\t"                                                                        \
+        "strb r8, [lr]\n\t"                                                                             \
+        "str r6, [r4, #12]\n\t"                                                                         \
+        "cmp r6, r7\n\t"                                                                                \
+        "bne 5f\n\t"                                                                                    \
+        "b 8f\n\t"                                                                                      \
+        "31:\n\t"                                                                                       \
+        MCU_PX2_PACK("r0", "r1", "r2", "r3")                                                            \
+        MCU_PX2_PACK("r8", "r9", "r10", "r11")                                                          \
+        "ldrd r6, r7, [r4, #20]\n\t"                                                                    \
+        MCU_PX2_CLAMP("r0")                                                                             \
+        MCU_PX2_CLAMP("r8")                                                                             \
+        "ldrd r6, r7, [r4, #12]\n\t"                                                                    \
+        "ldr r12, [r4, #36]\n\t"                                                                        \
+        "str r8, [r6, r12]\n\t"                                                                         \
+        "str r0, [r6], #4\n\t"                                                                          \
+        "str r6, [r4, #12]\n\t"                                                                         \
+        "cmp r6, r7\n\t"                                                                                \
+        "beq 8f\n\t"                                                                                    \
+        "5:\n\t"                                                                                        \
+        "ldmia r5!, {r0, r1, r2, r3}\n\t"                                                               \
+        "mov r8, r0\n\t"                                                                                \
+        "mov r9, r1\n\t"                                                                                \
+        "mov r10, r2\n\t"                                                                               \
+        "mov r11, r3\n\t"                                                                               \
+        "mov r6, r4\n\t"                                                                                \
+        "ldr r4, [r6, #4]\n\t"                                                                          \
+        "ldr pc, [r6, #8]\n\t"                                                                          \
+        /* the passes' first instruction, a branch target, is 32-bit: on a word it takes no longer      \
+         * refill (docs/cycles.md); the padding follows an unconditional branch and never runs */       \
+        ".balign 4\n\t"                                                                                 \
+        "6:\n\t.rept " MCU_PX2_STR(MCU_PX2_PASS) "\n\t" unit ".endr\n\t"                                \
+        "9:\n\t"                                                                                        \
+        ".if (9b - 6b) - " bytes " * " MCU_PX2_STR(MCU_PX2_PASS) "\n\t"                                 \
+        ".error \"mcu_pixel2_packed: the tap pairs are not all wide instructions\"\n\t"                 \
+        ".endif\n\t"                                                                                    \
+        "ldr r12, [r4]\n\t"                                                                             \
+        "cmp r12, #0x80008000\n\t"                                                                      \
+        "bne 6b\n\t"                                                                                    \
+        MCU_PX2_RQ("r0", "r8") MCU_PX2_RQ("r1", "r9") MCU_PX2_RQ("r2", "r10") MCU_PX2_RQ("r3", "r11")   \
+        "ldr pc, [r4, #28]\n\t"                                                                         \
+        "8:\n\t"                                                                                        \
+        "ldr r7, [r4, #32]\n\t"
+
+/* Every whole block of output pixels A (y to y_end) and B (y + stride on) from the interleaved column
+ * col2 of kp taps (a positive multiple of 4) and MCU_PIXEL2_SPARE more int16; returns the stream
+ * after the last block. */
+static inline const int32_t *mcu_pixel2_packed(const int16_t *col2, int32_t kp, const int32_t *blob, int8_t *y,
+                                               int8_t *y_end, int32_t stride, const uint32_t *bounds, int clamp)
+{
+    register const int16_t *c0 __asm__("r0") = col2;
+    register int8_t *yp __asm__("r1") = y;
+    register int8_t *ye __asm__("r2") = y_end;
+    register int32_t tail __asm__("r3") = clamp;
+    register const int16_t *st __asm__("r4") = col2 + 2 * kp;
+    register const int32_t *w __asm__("r5") = blob;
+    register const uint32_t *b __asm__("r6") = bounds;
+    register int32_t taps __asm__("r8") = kp;
+    register int32_t dist __asm__("r9") = stride;
+    __asm__ volatile(MCU_PX2_ASM(MCU_PX2_UNIT, MCU_PX2_STR(MCU_PX2_UNIT_BYTES))
+                     : "+r"(c0), "+r"(yp), "+r"(ye), "+r"(tail), "+r"(st), "+r"(w), "+r"(b), "+r"(taps), "+r"(dist)
+                     :
+                     : "r10", "r11", "r12", "lr", "cc", "memory");
+    return w;
+}
+
+/* mcu_pixel2_packed with the two pixels' columns apart (windowed layers, whose columns
+ * mcu_conv_column_s16 builds one pixel at a time): pixel A's kp taps at col, its state after them,
+ * pixel B's taps at col + MCU_PIXEL2_B. The unit loads the two column words with two LDR (the second
+ * at a fixed offset; pipelined, 3 cycles as the LDRD), one instruction more per 16 MACs. */
+#define MCU_PIXEL2_B (MCU_CONV_PACKED_TAPS_MAX / 2 + MCU_PIXEL2_SPARE) /* int16: 340 */
+#define MCU_PX2_UNIT_SPLIT                                                                                \
+    "ldr.w r7, [r4, #(2 * " MCU_PX2_STR(MCU_PIXEL2_B) ")]\n\t"                                             \
+    "ldr r6, [r4], #4\n\t"                                                                               \
+    "ldrd r12, lr, [r5], #8\n\t"                                                                          \
+    "smlad r0, r6, r12, r0\n\t"                                                                           \
+    "smlad r8, r7, r12, r8\n\t"                                                                           \
+    "smlad r1, r6, lr, r1\n\t"                                                                            \
+    "smlad r9, r7, lr, r9\n\t"                                                                            \
+    "ldrd r12, lr, [r5], #8\n\t"                                                                          \
+    "smlad r2, r6, r12, r2\n\t"                                                                           \
+    "smlad r10, r7, r12, r10\n\t"                                                                         \
+    "smlad r3, r6, lr, r3\n\t"                                                                            \
+    "smlad r11, r7, lr, r11\n\t"
+static inline const int32_t *mcu_pixel2_packed_split(const int16_t *col, int32_t kp, const int32_t *blob, int8_t *y,
+                                                     int8_t *y_end, int32_t stride, const uint32_t *bounds,
+                                                     int clamp)
+{
+    register const int16_t *c0 __asm__("r0") = col;
+    register int8_t *yp __asm__("r1") = y;
+    register int8_t *ye __asm__("r2") = y_end;
+    register int32_t tail __asm__("r3") = clamp;
+    register const int16_t *st __asm__("r4") = col + kp;
+    register const int32_t *w __asm__("r5") = blob;
+    register const uint32_t *b __asm__("r6") = bounds;
+    register int32_t taps __asm__("r8") = kp;
+    register int32_t dist __asm__("r9") = stride;
+    __asm__ volatile(MCU_PX2_ASM(MCU_PX2_UNIT_SPLIT, "48")
+                     : "+r"(c0), "+r"(yp), "+r"(ye), "+r"(tail), "+r"(st), "+r"(w), "+r"(b), "+r"(taps), "+r"(dist)
+                     :
+                     : "r10", "r11", "r12", "lr", "cc", "memory");
+    return w;
+}
+#undef MCU_PX2_UNIT_SPLIT
+#undef MCU_PX2_ASM
+#undef MCU_PX2_CLAMP
+#undef MCU_PX2_PACK
+#undef MCU_PX2_RQ
+#undef MCU_PX2_UNIT_BYTES
+#undef MCU_PX2_UNIT
+#undef MCU_PX2_PASS
+#undef MCU_PX2_STR
+#undef MCU_PX2_STR2
+
 /* Before the first mcu_pixel_packed of a layer (of each kernel call), with the column `col` of kp
  * taps and MCU_PIXEL_PACKED_SPARE more int16: the state after it is not yet the layer's. */
 static inline void mcu_pixel_packed_start(int16_t *col, int32_t kp)

@@ -183,18 +183,47 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
         const int64_t pixels = (int64_t)in.n * hw;
         const int8_t *x = input;
         int8_t *y = output;
-        for (int64_t i = 0; i < pixels; ++i, x += in.c, y += out.c) {
+        int64_t i = 0;
+#if MCU_S8_DSP_NATIVE
+        if (pixels >= 2 && right && out.c % 4 == 0 &&
+            2 * kp + MCU_PIXEL2_SPARE <= MCU_CONV_PACKED_TAPS_MAX + MCU_PIXEL_PACKED_SPARE) {
+            /* two pixels per pass, each weight word loaded once for both (gemm_s8_dsp.h) */
+            for (; i + 2 <= pixels; i += 2, x += 2 * in.c, y += 2 * out.c) {
+                mcu_column2_s8(x, x + in.c, kp, p->input_offset, col);
+                mcu_pixel2_packed(col, kp, packed, y, y + out.c, out.c, l.bounds, l.clamp);
+            }
+            mcu_pixel_packed_start(col, kp); /* the pairs' state overwrote the one-pixel loop's */
+        }
+#endif
+        for (; i < pixels; ++i, x += in.c, y += out.c) {
             mcu_column_s8(x, kp, p->input_offset, col);
             pixel(&l, col, packed, y);
         }
         return MCU_OK;
     }
 #endif
+#if MCU_S8_DSP_NATIVE
+    const int pairs = out.w >= 2 && right && out.c % 4 == 0 && kp + MCU_PIXEL2_SPARE <= MCU_PIXEL2_B &&
+                      MCU_PIXEL2_B + kp <= MCU_CONV_PACKED_TAPS_MAX + MCU_PIXEL_PACKED_SPARE;
+#endif
     for (int32_t b = 0; b < in.n; ++b) {
         const int8_t *x_n = input + (int64_t)b * in.h * in.w * in.c;
         int8_t *y_n = output + (int64_t)b * hw * out.c;
         for (int32_t oh = 0; oh < out.h; ++oh) {
-            for (int32_t ow = 0; ow < out.w; ++ow) {
+            int32_t ow = 0;
+#if MCU_S8_DSP_NATIVE
+            if (pairs) {
+                /* two pixels of the row per pass, each weight word loaded once for both */
+                for (; ow + 2 <= out.w; ow += 2) {
+                    int8_t *y = y_n + (oh * out.w + ow) * out.c;
+                    mcu_conv_column_s16(p, x_n, oh, ow, kp, col, raw);
+                    mcu_conv_column_s16(p, x_n, oh, ow + 1, kp, col + MCU_PIXEL2_B, raw);
+                    mcu_pixel2_packed_split(col, kp, packed, y, y + out.c, out.c, l.bounds, l.clamp);
+                }
+                mcu_pixel_packed_start(col, kp); /* the pairs' state overwrote the one-pixel loop's */
+            }
+#endif
+            for (; ow < out.w; ++ow) {
                 mcu_conv_column_s16(p, x_n, oh, ow, kp, col, raw);
                 pixel(&l, col, packed, y_n + (oh * out.w + ow) * out.c);
             }
