@@ -64,22 +64,25 @@ def test_narrow_build_is_another_build() -> None:
 
 
 @base.EXACT
-@given(c=st.integers(1, 40), h=st.integers(1, 14), w=st.integers(1, 14), s=st.integers(1, 2), pt=st.integers(0, 4),
+@given(c=st.integers(1, 40), k=st.sampled_from([(5, 5), (3, 3), (1, 1), (1, 3), (3, 1), (2, 2), (7, 7), (1, 9)]),
+       h=st.integers(1, 14), w=st.integers(1, 14), s=st.integers(1, 2), pt=st.integers(0, 4),
        pl=st.integers(0, 4), n=st.integers(1, 2), in_zp=base.zero_points, out_zp=base.zero_points,
        act=base.act_bounds(), bias=base.bias_kinds, shift=base.conv_shift_centres, data=base.data_modes,
        wmode=base.weight_modes, seed=st.integers(0, 2**32 - 1))
-def test_depthwise_5x5_table_path(narrow, c, h, w, s, pt, pl, n, in_zp, out_zp, act, bias, shift, data, wmode, seed):
-    """5x5 depthwise layers through the M0+'s table path (convolution/dw_plain_s8.h): windows inside the input
-    and crossing every border (images smaller than the kernel too), strides 1 and 2, shifts inside and outside
-    the range of its requantization without a 64-bit multiply."""
-    oh, ow = (h + 2 * pt - 5) // s + 1, (w + 2 * pl - 5) // s + 1
+def test_depthwise_table_path(narrow, c, k, h, w, s, pt, pl, n, in_zp, out_zp, act, bias, shift, data, wmode, seed):
+    """Depthwise layers through the M0+'s table path (convolution/dw_plain_s8.h) at the kernel sizes it takes:
+    windows inside the input and crossing every border (images smaller than the kernel too), strides 1 and 2,
+    shifts inside and outside the range of its requantization without a 64-bit multiply."""
+    kh, kw = k
+    assume(pt < kh and pl < kw)
+    oh, ow = (h + 2 * pt - kh) // s + 1, (w + 2 * pl - kw) // s + 1
     assume(oh > 0 and ow > 0)
     rng = np.random.default_rng(seed)
     x = base.int8_data(rng, (n, h, w, c), data)
-    wt = base.weights(rng, (5, 5, c), wmode)
+    wt = base.weights(rng, (kh, kw, c), wmode)
     b = base.biases(rng, c, bias)
     m, sh = base.per_channel(rng, c, base.shift_for(shift, 25), "varied")
-    params = dict(input=x.shape, output=(n, oh, ow, c), ch_mult=1, kernel_h=5, kernel_w=5, stride_h=s, stride_w=s,
+    params = dict(input=x.shape, output=(n, oh, ow, c), ch_mult=1, kernel_h=kh, kernel_w=kw, stride_h=s, stride_w=s,
                   pad_top=pt, pad_left=pl, dilation_h=1, dilation_w=1, input_offset=-in_zp, output_offset=out_zp,
                   act_min=act[0], act_max=act[1])
     status, out = cb.depthwise_conv2d(x, wt, b, cb.Quant(m, sh, c), params)
