@@ -7,7 +7,8 @@
  * channels at a time share each column word: per input channel one word load (an immediate offset),
  * two weight byte loads, two multiplies and two adds. Requantization is dw_plain_s8.h's 32-bit one.
  * The column holds the whole pixel before any output byte is written, so a pixel's writes follow all
- * of its reads, as the kernel's pixel buffer guarantees. */
+ * of its reads, as the kernel's pixel buffer guarantees. A convolution's window (taps in the padding
+ * as zero words) makes the same column for its weights [cout][kh][kw][cin]. */
 #ifndef MCU_KERNELS_INTERNAL_PW_PLAIN_S8_H
 #define MCU_KERNELS_INTERNAL_PW_PLAIN_S8_H
 
@@ -64,6 +65,23 @@ static inline void mcu_plain_pw_dot2(const int32_t *col, const int8_t *a, const 
     *s1 = acc1;
 }
 
+/* cout output bytes at y from a column of n words (the values of one output pixel's window, input
+ * offset added) and the weights [cout][n]. */
+static inline void mcu_plain_pw_outputs(const int32_t *col, int32_t n, int32_t cout, const int8_t *weight,
+                                        const int32_t *bias, const mcu_per_channel_quant *q, int32_t output_offset,
+                                        int32_t act_min, int32_t act_max, int8_t *y)
+{
+    for (int32_t oc = 0; oc < cout; oc += 2) {
+        /* an odd last channel runs paired with itself */
+        const int32_t o1 = oc + 1 < cout ? oc + 1 : oc;
+        uint32_t s0 = bias != NULL ? (uint32_t)bias[oc] : 0u;
+        uint32_t s1 = bias != NULL ? (uint32_t)bias[o1] : 0u;
+        mcu_plain_pw_dot2(col, weight + oc * n, weight + o1 * n, n, &s0, &s1);
+        y[oc] = mcu_plain_rq_s8(mcu_u32_to_s32(s0), q->multiplier[oc], q->shift[oc], output_offset, act_min, act_max);
+        y[o1] = mcu_plain_rq_s8(mcu_u32_to_s32(s1), q->multiplier[o1], q->shift[o1], output_offset, act_min, act_max);
+    }
+}
+
 /* One pixel: cin input bytes at x to cout output bytes at y (which may lie on x: the column is read
  * first). */
 static inline void mcu_plain_pw_pixel(const int8_t *x, int32_t cin, int32_t cout, int32_t input_offset,
@@ -73,16 +91,7 @@ static inline void mcu_plain_pw_pixel(const int8_t *x, int32_t cin, int32_t cout
     for (int32_t k = 0; k < cin; ++k) {
         col[k] = x[k] + input_offset;
     }
-    int32_t oc = 0;
-    for (; oc < cout; oc += 2) {
-        /* an odd last channel runs paired with itself */
-        const int32_t o1 = oc + 1 < cout ? oc + 1 : oc;
-        uint32_t s0 = bias != NULL ? (uint32_t)bias[oc] : 0u;
-        uint32_t s1 = bias != NULL ? (uint32_t)bias[o1] : 0u;
-        mcu_plain_pw_dot2(col, weight + oc * cin, weight + o1 * cin, cin, &s0, &s1);
-        y[oc] = mcu_plain_rq_s8(mcu_u32_to_s32(s0), q->multiplier[oc], q->shift[oc], output_offset, act_min, act_max);
-        y[o1] = mcu_plain_rq_s8(mcu_u32_to_s32(s1), q->multiplier[o1], q->shift[o1], output_offset, act_min, act_max);
-    }
+    mcu_plain_pw_outputs(col, cin, cout, weight, bias, q, output_offset, act_min, act_max, y);
 }
 
 #endif /* MCU_S8_PLAIN_DW */
