@@ -120,7 +120,7 @@ def test_depthwise_5x5_table_path_requantization_ends(narrow, shifts: tuple[int,
        out_zp=base.zero_points, act=base.act_bounds(), bias=base.bias_kinds, shift=base.conv_shift_centres,
        data=base.data_modes, wmode=base.weight_modes, seed=st.integers(0, 2**32 - 1))
 def test_pointwise_two_channel_path(narrow, c, oc, h, w, n, in_zp, out_zp, act, bias, shift, data, wmode, seed):
-    """The M0+'s pointwise pixels (convolution/pw_plain_s8.h: a 32-bit column, two output channels per column
+    """The M0+'s pointwise pixels (common/plain_dot_s8.h: a 32-bit column, two output channels per column
     word, an odd last channel paired with itself) against the reference: input counts around the unrolled
     four and the column's limit (257 takes the kernel's pixel loop), zero points and shifts at their ends."""
     rng = np.random.default_rng(seed)

@@ -1,8 +1,7 @@
 /* Depthwise convolution (ch_mult 1, dilation 1) for cores with a 32-bit multiply only (the
  * Cortex-M0+: no DSP extension, no SMLAL), where the kernel's plain loop spends most of its
  * instructions on index arithmetic and window bounds per tap. Internal: static inline only;
- * MCU_S8_PLAIN_DW is 1 where it is compiled (the builds that keep the plain loops: see
- * common/plain_s8.h).
+ * MCU_S8_PLAIN_DW is 1 where it is compiled (common/plain_dot_s8.h's MCU_S8_PLAIN).
  *
  * A pixel whose window lies inside the input reads its taps at offsets that are the same for every
  * such pixel of an output row: a table built once per row holds, per tap, the input's and the weight's
@@ -19,16 +18,13 @@
 
 #include "mcu/kernels_s8.h"
 #include "../common/mve_s8.h"
+#include "../common/plain_dot_s8.h"
 #include "../common/plain_s8.h"
 #include "../common/requant.h"
 #include "../common/simd_s8.h"
 #include "../common/window.h"
 
-#if !MCU_S8_DSP && !MCU_S8_MVE && !MCU_S8_WIDE
-#define MCU_S8_PLAIN_DW 1
-#else
-#define MCU_S8_PLAIN_DW 0
-#endif
+#define MCU_S8_PLAIN_DW MCU_S8_PLAIN
 
 #if MCU_S8_PLAIN_DW
 
@@ -89,41 +85,6 @@ static inline uint32_t mcu_plain_dw_dot(const intptr_t *tab, int32_t taps, const
     }
     return acc;
 #endif
-}
-
-/* mcu_requantize_to_s8 without a 64-bit multiply (a library call on the M0+): for shift in [-24, -1]
- * the single rounding of common/rq_s8_dsp.h's mcu_rq_ch (with R = -shift,
- * z = floor((P + K[P < 0]) / 2^(31+R)), K[0] = 2^30 + 2^(R+30) + output_offset 2^(31+R),
- * K[1] = K[0] - 2^31; P < 0 exactly when acc < 0 for a positive multiplier, and a zero multiplier
- * gives output_offset with either K). Only the high word of P + K is needed: P = acc * multiplier
- * from the four 16 x 16-bit products of the halves (each fits 32 bits: the multiplier's high half is
- * below 2^15), summed in 32-bit words with their carries; other shifts take mcu_requantize_to_s8. */
-static inline int8_t mcu_plain_rq_s8(int32_t acc, int32_t multiplier, int32_t shift, int32_t output_offset,
-                                     int32_t act_min, int32_t act_max)
-{
-    if (shift > -1 || shift < -24) {
-        return mcu_requantize_to_s8(acc, multiplier, shift, output_offset, act_min, act_max);
-    }
-    const int32_t r = -shift;
-    const uint32_t al = (uint32_t)acc & 0xFFFFu, ml = (uint32_t)multiplier & 0xFFFFu;
-    const int32_t ah = mcu_asr32(acc, 16), mh = multiplier >> 16; /* multiplier >= 0 */
-    const uint32_t p0 = al * ml, p2 = al * (uint32_t)mh; /* p2 < 2^31 */
-    const int32_t p1 = ah * (int32_t)ml, p3 = ah * mh;
-    /* mid = p1 + p2 in 33 bits: mid_lo and the sign word mid_hi (0 or -1 from p1, plus the carry) */
-    const uint32_t mid_lo = (uint32_t)p1 + p2;
-    const int32_t mid_hi = (p1 < 0 ? -1 : 0) + (mid_lo < p2 ? 1 : 0);
-    /* P = p3 2^32 + mid 2^16 + p0 */
-    const uint32_t lo = p0 + (mid_lo << 16);
-    int32_t hi = p3 + (int32_t)(((uint32_t)mid_hi << 16) | (mid_lo >> 16)) + (lo < p0 ? 1 : 0);
-    /* + K[P < 0]: K[0]'s low word 2^30 (+ 2^31 for R = 1), its high word 2^(R-2) (R >= 2) +
-     * output_offset 2^(R-1); K[1] = K[0] - 2^31 borrows from the high word unless R = 1 */
-    const int neg = hi < 0;
-    const uint32_t klo = (1u << 30) + (r == 1 ? 1u << 31 : 0u) + (neg ? 0x80000000u : 0u);
-    const int32_t khi = (r >= 2 ? (int32_t)1 << (r - 2) : 0) + output_offset * ((int32_t)1 << (r - 1)) -
-                        (neg && r >= 2 ? 1 : 0);
-    const uint32_t sum = lo + klo;
-    hi += khi + (sum < lo ? 1 : 0);
-    return (int8_t)mcu_clamp_s32(mcu_asr32(hi, r - 1), act_min, act_max);
 }
 
 /* The table of kernel rows [i0, i1) and columns [j0, j1) of a window whose kernel row i starts at

@@ -9,7 +9,7 @@
 #include "../common/check.h"
 #include "../common/conv_s8_dsp.h"
 #include "mve_pw_s8.h"
-#include "pw_plain_s8.h"
+#include "../common/plain_dot_s8.h"
 #include "../common/plain_s8.h"
 #include "../common/requant.h"
 
@@ -145,9 +145,9 @@ mcu_status mcu_conv2d_1x1_s8(const mcu_context *ctx, const mcu_conv2d_s8_params 
         return MCU_OK;
     }
 #endif
-#if MCU_S8_PLAIN_DW
+#if MCU_S8_PLAIN
     if (in.c <= MCU_S8_PLAIN_PW_COL) {
-        /* each pixel read whole into the column before its outputs are written (convolution/pw_plain_s8.h) */
+        /* each pixel read whole into the column before its outputs are written (common/plain_dot_s8.h) */
         int32_t col[MCU_S8_PLAIN_PW_COL];
         const int forward = disjoint || d <= fwd;
         MCU_REQUIRE(forward || d >= bwd, MCU_ERR_INVALID_ARG);

@@ -8,8 +8,8 @@
 #include "mve_conv3_s8.h"
 #include "mve_conv_narrow_s8.h"
 #include "mve_pw_s8.h"
-#include "pw_plain_s8.h"
 #include "../common/mve_s8.h"
+#include "../common/plain_dot_s8.h"
 #include "../common/plain_s8.h"
 #include "../common/requant.h"
 #include "../common/window.h"
@@ -163,13 +163,13 @@ static void conv_wide(const mcu_conv2d_s8_params *p, const mcu_per_channel_quant
 }
 #endif
 
-#if MCU_S8_PLAIN_DW
+#if MCU_S8_PLAIN
 /* Largest window (kernel_h * kernel_w * input channels) of the column: 2,560 bytes of stack. */
 #define MCU_S8_PLAIN_CONV_COL 640
 
 /* groups == 1 with a window of at most MCU_S8_PLAIN_CONV_COL values: each output pixel's window
  * (input offset added, taps in the padding zero) becomes a column of words that two output channels
- * at a time read (convolution/pw_plain_s8.h). The window is read before any of the pixel's outputs is
+ * at a time read (common/plain_dot_s8.h). The window is read before any of the pixel's outputs is
  * written, which keeps the window overlap contract. */
 static void conv_plain(const mcu_conv2d_s8_params *p, const mcu_per_channel_quant *q, const int8_t *input,
                        const int8_t *weight, const int32_t *bias, int8_t *output)
@@ -253,7 +253,7 @@ mcu_status mcu_conv2d_s8(const mcu_context *ctx, const mcu_conv2d_s8_params *p, 
         return MCU_OK;
     }
 #endif
-#if MCU_S8_PLAIN_DW
+#if MCU_S8_PLAIN
     if (p->groups == 1 && p->kernel_h * p->kernel_w * in.c <= MCU_S8_PLAIN_CONV_COL) {
         conv_plain(p, q, input, weight, bias, output);
         return MCU_OK;

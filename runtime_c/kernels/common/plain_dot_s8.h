@@ -1,22 +1,67 @@
-/* Pointwise convolution pixels for cores with a 32-bit multiply only (the Cortex-M0+), where the
- * kernel's plain loop loads the input byte again for every output channel and requantizes through a
- * 64-bit multiply (a library call there). Internal: static inline only; compiled where
- * MCU_S8_PLAIN_DW is 1 (convolution/dw_plain_s8.h).
+/* Dot products and requantization for cores with a 32-bit multiply only (the Cortex-M0+: no DSP
+ * extension, no SMLAL), where the kernels' plain loops load an input byte again for every output
+ * channel and requantize through a 64-bit multiply (a library call there). Internal: static inline
+ * only; MCU_S8_PLAIN is 1 where it is compiled (the builds that keep the plain loops: see
+ * common/plain_s8.h).
  *
- * The pixel's input is read once into a column of 32-bit words (x + input_offset), then two output
- * channels at a time share each column word: per input channel one word load (an immediate offset),
- * two weight byte loads, two multiplies and two adds. Requantization is dw_plain_s8.h's 32-bit one.
- * The column holds the whole pixel before any output byte is written, so a pixel's writes follow all
- * of its reads, as the kernel's pixel buffer guarantees. A convolution's window (taps in the padding
- * as zero words) makes the same column for its weights [cout][kh][kw][cin]. */
-#ifndef MCU_KERNELS_INTERNAL_PW_PLAIN_S8_H
-#define MCU_KERNELS_INTERNAL_PW_PLAIN_S8_H
+ * A pointwise pixel (or a linear layer's row, or a convolution's window with the taps in the padding
+ * as zero words) is read once into a column of 32-bit words (x + input_offset), then two output
+ * channels at a time share each column word: per input value one word load (an immediate offset),
+ * two weight byte loads, two multiplies and two adds. The column holds the whole pixel before any
+ * output byte is written, so a pixel's writes follow all of its reads. */
+#ifndef MCU_KERNELS_INTERNAL_PLAIN_DOT_S8_H
+#define MCU_KERNELS_INTERNAL_PLAIN_DOT_S8_H
 
 #include <stdint.h>
 
-#include "dw_plain_s8.h"
+#include "mcu/kernels_s8.h"
+#include "mve_s8.h"
+#include "plain_s8.h"
+#include "requant.h"
+#include "simd_s8.h"
 
-#if MCU_S8_PLAIN_DW
+#if !MCU_S8_DSP && !MCU_S8_MVE && !MCU_S8_WIDE
+#define MCU_S8_PLAIN 1
+#else
+#define MCU_S8_PLAIN 0
+#endif
+
+#if MCU_S8_PLAIN
+
+/* mcu_requantize_to_s8 without a 64-bit multiply (a library call on the M0+): for shift in [-24, -1]
+ * the single rounding of common/rq_s8_dsp.h's mcu_rq_ch (with R = -shift,
+ * z = floor((P + K[P < 0]) / 2^(31+R)), K[0] = 2^30 + 2^(R+30) + output_offset 2^(31+R),
+ * K[1] = K[0] - 2^31; P < 0 exactly when acc < 0 for a positive multiplier, and a zero multiplier
+ * gives output_offset with either K). Only the high word of P + K is needed: P = acc * multiplier
+ * from the four 16 x 16-bit products of the halves (each fits 32 bits: the multiplier's high half is
+ * below 2^15), summed in 32-bit words with their carries; other shifts take mcu_requantize_to_s8. */
+static inline int8_t mcu_plain_rq_s8(int32_t acc, int32_t multiplier, int32_t shift, int32_t output_offset,
+                                     int32_t act_min, int32_t act_max)
+{
+    if (shift > -1 || shift < -24) {
+        return mcu_requantize_to_s8(acc, multiplier, shift, output_offset, act_min, act_max);
+    }
+    const int32_t r = -shift;
+    const uint32_t al = (uint32_t)acc & 0xFFFFu, ml = (uint32_t)multiplier & 0xFFFFu;
+    const int32_t ah = mcu_asr32(acc, 16), mh = multiplier >> 16; /* multiplier >= 0 */
+    const uint32_t p0 = al * ml, p2 = al * (uint32_t)mh; /* p2 < 2^31 */
+    const int32_t p1 = ah * (int32_t)ml, p3 = ah * mh;
+    /* mid = p1 + p2 in 33 bits: mid_lo and the sign word mid_hi (0 or -1 from p1, plus the carry) */
+    const uint32_t mid_lo = (uint32_t)p1 + p2;
+    const int32_t mid_hi = (p1 < 0 ? -1 : 0) + (mid_lo < p2 ? 1 : 0);
+    /* P = p3 2^32 + mid 2^16 + p0 */
+    const uint32_t lo = p0 + (mid_lo << 16);
+    int32_t hi = p3 + (int32_t)(((uint32_t)mid_hi << 16) | (mid_lo >> 16)) + (lo < p0 ? 1 : 0);
+    /* + K[P < 0]: K[0]'s low word 2^30 (+ 2^31 for R = 1), its high word 2^(R-2) (R >= 2) +
+     * output_offset 2^(R-1); K[1] = K[0] - 2^31 borrows from the high word unless R = 1 */
+    const int neg = hi < 0;
+    const uint32_t klo = (1u << 30) + (r == 1 ? 1u << 31 : 0u) + (neg ? 0x80000000u : 0u);
+    const int32_t khi = (r >= 2 ? (int32_t)1 << (r - 2) : 0) + output_offset * ((int32_t)1 << (r - 1)) -
+                        (neg && r >= 2 ? 1 : 0);
+    const uint32_t sum = lo + klo;
+    hi += khi + (sum < lo ? 1 : 0);
+    return (int8_t)mcu_clamp_s32(mcu_asr32(hi, r - 1), act_min, act_max);
+}
 
 /* Largest input channel count of the column: 1 KiB of stack. */
 #define MCU_S8_PLAIN_PW_COL 256
@@ -94,6 +139,6 @@ static inline void mcu_plain_pw_pixel(const int8_t *x, int32_t cin, int32_t cout
     mcu_plain_pw_outputs(col, cin, cout, weight, bias, q, output_offset, act_min, act_max, y);
 }
 
-#endif /* MCU_S8_PLAIN_DW */
+#endif /* MCU_S8_PLAIN */
 
-#endif /* MCU_KERNELS_INTERNAL_PW_PLAIN_S8_H */
+#endif /* MCU_KERNELS_INTERNAL_PLAIN_DOT_S8_H */
