@@ -9,6 +9,7 @@ firmware builds of tests/device/test_boards_m0plus.py run them natively.)
 
 from __future__ import annotations
 
+import ctypes
 from pathlib import Path
 
 import numpy as np
@@ -18,8 +19,8 @@ from hypothesis import strategies as st
 
 import cbind_s8 as cb
 import s8_cases as base
-from cbind import MCU_OK
-from mcu.reference.conv import depthwise_conv2d_s8
+from cbind import MCU_OK, ptr
+from mcu.reference.conv import conv2d_s8, depthwise_conv2d_s8
 from mcu.paths import kernels_dir
 from host_builds import build_host_variant, load_bound
 from s8_properties import (  # noqa: F401  (run here against the narrow build: the module's lib fixture)
@@ -64,22 +65,25 @@ def test_narrow_build_is_another_build() -> None:
 
 
 @base.EXACT
-@given(c=st.integers(1, 40), h=st.integers(1, 14), w=st.integers(1, 14), s=st.integers(1, 2), pt=st.integers(0, 4),
+@given(c=st.integers(1, 40), k=st.sampled_from([(5, 5), (3, 3), (1, 1), (1, 3), (3, 1), (2, 2), (7, 7), (1, 9)]),
+       h=st.integers(1, 14), w=st.integers(1, 14), s=st.integers(1, 2), pt=st.integers(0, 4),
        pl=st.integers(0, 4), n=st.integers(1, 2), in_zp=base.zero_points, out_zp=base.zero_points,
        act=base.act_bounds(), bias=base.bias_kinds, shift=base.conv_shift_centres, data=base.data_modes,
        wmode=base.weight_modes, seed=st.integers(0, 2**32 - 1))
-def test_depthwise_5x5_table_path(narrow, c, h, w, s, pt, pl, n, in_zp, out_zp, act, bias, shift, data, wmode, seed):
-    """5x5 depthwise layers through the M0+'s table path (convolution/dw_plain_s8.h): windows inside the input
-    and crossing every border (images smaller than the kernel too), strides 1 and 2, shifts inside and outside
-    the range of its requantization without a 64-bit multiply."""
-    oh, ow = (h + 2 * pt - 5) // s + 1, (w + 2 * pl - 5) // s + 1
+def test_depthwise_table_path(narrow, c, k, h, w, s, pt, pl, n, in_zp, out_zp, act, bias, shift, data, wmode, seed):
+    """Depthwise layers through the M0+'s table path (convolution/dw_plain_s8.h) at the kernel sizes it takes:
+    windows inside the input and crossing every border (images smaller than the kernel too), strides 1 and 2,
+    shifts inside and outside the range of its requantization without a 64-bit multiply."""
+    kh, kw = k
+    assume(pt < kh and pl < kw)
+    oh, ow = (h + 2 * pt - kh) // s + 1, (w + 2 * pl - kw) // s + 1
     assume(oh > 0 and ow > 0)
     rng = np.random.default_rng(seed)
     x = base.int8_data(rng, (n, h, w, c), data)
-    wt = base.weights(rng, (5, 5, c), wmode)
+    wt = base.weights(rng, (kh, kw, c), wmode)
     b = base.biases(rng, c, bias)
     m, sh = base.per_channel(rng, c, base.shift_for(shift, 25), "varied")
-    params = dict(input=x.shape, output=(n, oh, ow, c), ch_mult=1, kernel_h=5, kernel_w=5, stride_h=s, stride_w=s,
+    params = dict(input=x.shape, output=(n, oh, ow, c), ch_mult=1, kernel_h=kh, kernel_w=kw, stride_h=s, stride_w=s,
                   pad_top=pt, pad_left=pl, dilation_h=1, dilation_w=1, input_offset=-in_zp, output_offset=out_zp,
                   act_min=act[0], act_max=act[1])
     status, out = cb.depthwise_conv2d(x, wt, b, cb.Quant(m, sh, c), params)
@@ -108,3 +112,33 @@ def test_depthwise_5x5_table_path_requantization_ends(narrow, shifts: tuple[int,
         status, out = cb.depthwise_conv2d(x, wt, b, cb.Quant(m, sh, c), params)
         assert status == MCU_OK
         base.assert_equal(out, depthwise_conv2d_s8(x, wt, b, m, sh, **params))
+
+
+@base.EXACT
+@given(c=st.sampled_from([1, 2, 3, 4, 5, 7, 8, 13, 16, 64, 255, 256, 257]), oc=st.integers(1, 19),
+       h=st.integers(1, 4), w=st.integers(1, 4), n=st.integers(1, 2), in_zp=base.zero_points,
+       out_zp=base.zero_points, act=base.act_bounds(), bias=base.bias_kinds, shift=base.conv_shift_centres,
+       data=base.data_modes, wmode=base.weight_modes, seed=st.integers(0, 2**32 - 1))
+def test_pointwise_two_channel_path(narrow, c, oc, h, w, n, in_zp, out_zp, act, bias, shift, data, wmode, seed):
+    """The M0+'s pointwise pixels (common/plain_dot_s8.h: a 32-bit column, two output channels per column
+    word, an odd last channel paired with itself) against the reference: input counts around the unrolled
+    four and the column's limit (257 takes the kernel's pixel loop), zero points and shifts at their ends."""
+    rng = np.random.default_rng(seed)
+    x = base.int8_data(rng, (n, h, w, c), data)
+    wt = base.weights(rng, (oc, 1, 1, c), wmode)
+    b = base.biases(rng, oc, bias)
+    m, sh = base.per_channel(rng, oc, base.shift_for(shift, c), "varied")
+    params = dict(input=x.shape, output=(n, h, w, oc), kernel_h=1, kernel_w=1, stride_h=1, stride_w=1, pad_top=0,
+                  pad_left=0, dilation_h=1, dilation_w=1, groups=1, input_offset=-in_zp, output_offset=out_zp,
+                  act_min=act[0], act_max=act[1])
+    scratch = np.zeros(oc, dtype=np.int8)
+    ctx = cb.Context(scratch.ctypes.data, oc)
+    fields = cb._fields(cb.Conv2dS8Params, params)
+    q = cb.Quant(m, sh, oc)
+    y = np.zeros((n, h, w, oc), dtype=np.int8)
+    lib = cb.lib()
+    lib.mcu_conv2d_1x1_s8.argtypes = [ctypes.c_void_p] * 7
+    status = lib.mcu_conv2d_1x1_s8(ctypes.addressof(ctx), ctypes.addressof(fields), ctypes.addressof(q.struct),
+                                   ptr(x), ptr(wt), ptr(b), ptr(y))
+    assert status == MCU_OK
+    base.assert_equal(y, conv2d_s8(x, wt, b, m, sh, **params))

@@ -1,16 +1,16 @@
 /* Depthwise convolution (ch_mult 1, dilation 1) for cores with a 32-bit multiply only (the
  * Cortex-M0+: no DSP extension, no SMLAL), where the kernel's plain loop spends most of its
  * instructions on index arithmetic and window bounds per tap. Internal: static inline only;
- * MCU_S8_PLAIN_DW is 1 where it is compiled (the builds that keep the plain loops: see
- * common/plain_s8.h).
+ * MCU_S8_PLAIN_DW is 1 where it is compiled (common/plain_dot_s8.h's MCU_S8_PLAIN).
  *
  * A pixel whose window lies inside the input reads its taps at offsets that are the same for every
- * such pixel: a table built once per call holds, per tap, the input's and the weight's byte offset
- * from the window's first element of a channel, so a tap is two offset loads, two byte loads, the
- * input offset's add, a multiply and an add (the dot product unrolled by five). A pixel near the
- * border gets a table of its taps inside the input, built once for all of its channels. Pixels are
- * computed in memory order, all channels of
- * one before the next, each written after its own reads: the window contract of the plain loop. */
+ * such pixel of an output row: a table built once per row holds, per tap, the input's and the weight's
+ * byte offset from the window's first element of a channel, so a tap is two offset loads, two byte
+ * loads, the input offset's add, a multiply and an add (the dot product unrolled by five). A pixel
+ * near the left or right border gets a table of its taps inside the input, built once for all of its
+ * channels. The row's input rows need not be one buffer, so the in-place kernel (upper rows in its
+ * ring) runs the same rows. Pixels are computed in memory order, all channels of one before the next,
+ * each written after its own reads: the window contract of the plain loop. */
 #ifndef MCU_KERNELS_INTERNAL_DW_PLAIN_S8_H
 #define MCU_KERNELS_INTERNAL_DW_PLAIN_S8_H
 
@@ -18,16 +18,13 @@
 
 #include "mcu/kernels_s8.h"
 #include "../common/mve_s8.h"
+#include "../common/plain_dot_s8.h"
 #include "../common/plain_s8.h"
 #include "../common/requant.h"
 #include "../common/simd_s8.h"
 #include "../common/window.h"
 
-#if !MCU_S8_DSP && !MCU_S8_MVE && !MCU_S8_WIDE
-#define MCU_S8_PLAIN_DW 1
-#else
-#define MCU_S8_PLAIN_DW 0
-#endif
+#define MCU_S8_PLAIN_DW MCU_S8_PLAIN
 
 #if MCU_S8_PLAIN_DW
 
@@ -40,7 +37,7 @@ static inline int mcu_plain_dw_applies(int32_t kh, int32_t kw)
 }
 
 /* sum over the table's taps of (x[tab[2t]] + off) * w[tab[2t + 1]], added to acc modulo 2^32. */
-static inline uint32_t mcu_plain_dw_dot(const int32_t *tab, int32_t taps, const int8_t *x, const int8_t *w,
+static inline uint32_t mcu_plain_dw_dot(const intptr_t *tab, int32_t taps, const int8_t *x, const int8_t *w,
                                         int32_t off, uint32_t acc)
 {
 #if defined(__ARM_ARCH_6M__) && defined(__OPTIMIZE__)
@@ -90,54 +87,60 @@ static inline uint32_t mcu_plain_dw_dot(const int32_t *tab, int32_t taps, const 
 #endif
 }
 
-/* mcu_requantize_to_s8 without a 64-bit multiply (a library call on the M0+): for shift in [-24, -1]
- * the single rounding of common/rq_s8_dsp.h's mcu_rq_ch (with R = -shift,
- * z = floor((P + K[P < 0]) / 2^(31+R)), K[0] = 2^30 + 2^(R+30) + output_offset 2^(31+R),
- * K[1] = K[0] - 2^31; P < 0 exactly when acc < 0 for a positive multiplier, and a zero multiplier
- * gives output_offset with either K). Only the high word of P + K is needed: P = acc * multiplier
- * from the four 16 x 16-bit products of the halves (each fits 32 bits: the multiplier's high half is
- * below 2^15), summed in 32-bit words with their carries; other shifts take mcu_requantize_to_s8. */
-static inline int8_t mcu_plain_rq_s8(int32_t acc, int32_t multiplier, int32_t shift, int32_t output_offset,
-                                     int32_t act_min, int32_t act_max)
-{
-    if (shift > -1 || shift < -24) {
-        return mcu_requantize_to_s8(acc, multiplier, shift, output_offset, act_min, act_max);
-    }
-    const int32_t r = -shift;
-    const uint32_t al = (uint32_t)acc & 0xFFFFu, ml = (uint32_t)multiplier & 0xFFFFu;
-    const int32_t ah = mcu_asr32(acc, 16), mh = multiplier >> 16; /* multiplier >= 0 */
-    const uint32_t p0 = al * ml, p2 = al * (uint32_t)mh; /* p2 < 2^31 */
-    const int32_t p1 = ah * (int32_t)ml, p3 = ah * mh;
-    /* mid = p1 + p2 in 33 bits: mid_lo and the sign word mid_hi (0 or -1 from p1, plus the carry) */
-    const uint32_t mid_lo = (uint32_t)p1 + p2;
-    const int32_t mid_hi = (p1 < 0 ? -1 : 0) + (mid_lo < p2 ? 1 : 0);
-    /* P = p3 2^32 + mid 2^16 + p0 */
-    const uint32_t lo = p0 + (mid_lo << 16);
-    int32_t hi = p3 + (int32_t)(((uint32_t)mid_hi << 16) | (mid_lo >> 16)) + (lo < p0 ? 1 : 0);
-    /* + K[P < 0]: K[0]'s low word 2^30 (+ 2^31 for R = 1), its high word 2^(R-2) (R >= 2) +
-     * output_offset 2^(R-1); K[1] = K[0] - 2^31 borrows from the high word unless R = 1 */
-    const int neg = hi < 0;
-    const uint32_t klo = (1u << 30) + (r == 1 ? 1u << 31 : 0u) + (neg ? 0x80000000u : 0u);
-    const int32_t khi = (r >= 2 ? (int32_t)1 << (r - 2) : 0) + output_offset * ((int32_t)1 << (r - 1)) -
-                        (neg && r >= 2 ? 1 : 0);
-    const uint32_t sum = lo + klo;
-    hi += khi + (sum < lo ? 1 : 0);
-    return (int8_t)mcu_clamp_s32(mcu_asr32(hi, r - 1), act_min, act_max);
-}
-
-/* The table of kernel rows [i0, i1) and columns [j0, j1): per tap its input offset from tap (i0, j0)
- * and its weight offset; returns the number of taps. */
-static inline int32_t mcu_plain_dw_table(int32_t *tab, int32_t i0, int32_t i1, int32_t j0, int32_t j1, int32_t kw,
-                                         int32_t in_w, int32_t ch)
+/* The table of kernel rows [i0, i1) and columns [j0, j1) of a window whose kernel row i starts at
+ * rows[i] (the input row it reads, at the window's first column): per tap its input offset from tap
+ * (i0, j0) and its weight offset; returns the number of taps. The rows need not be one buffer (the
+ * in-place kernel reads its upper rows from a ring): a row's offset is the distance of the addresses,
+ * which intptr_t holds on every target. */
+static inline int32_t mcu_plain_dw_table(intptr_t *tab, const int8_t *const *rows, int32_t i0, int32_t i1, int32_t j0,
+                                         int32_t j1, int32_t kw, int32_t ch)
 {
     int32_t t = 0;
     for (int32_t i = i0; i < i1; ++i) {
+        const intptr_t row = (intptr_t)((uintptr_t)rows[i] - (uintptr_t)rows[i0]);
         for (int32_t j = j0; j < j1; ++j, t += 2) {
-            tab[t] = ((i - i0) * in_w + (j - j0)) * ch;
-            tab[t + 1] = (i * kw + j) * ch;
+            tab[t] = row + (intptr_t)((j - j0) * ch);
+            tab[t + 1] = (intptr_t)((i * kw + j) * ch);
         }
     }
     return t / 2;
+}
+
+/* One output row of ch_mult 1, dilation 1 depthwise: rows[i] is the input row kernel row i reads (NULL
+ * outside the image; the rows inside are consecutive kernel rows), out_w pixels at the given stride.
+ * The table of the rows' whole windows is built once for the row; a pixel whose window crosses the
+ * left or right border gets a table of its columns inside, built once for all of its channels. Pixels
+ * in memory order, each pixel's channels in order, each output byte written after its own reads. */
+static inline void mcu_plain_dw_row(const int8_t *const *rows, int32_t kh, int32_t kw, int32_t in_w, int32_t out_w,
+                                    int32_t stride, int32_t pad_left, int32_t ch, int32_t off, const int8_t *weight,
+                                    const int32_t *bias, const mcu_per_channel_quant *q, int32_t output_offset,
+                                    int32_t act_min, int32_t act_max, int8_t *y)
+{
+    intptr_t full[2 * MCU_S8_PLAIN_DW_TAPS], edge[2 * MCU_S8_PLAIN_DW_TAPS];
+    int32_t i0 = 0, i1 = kh;
+    while (i0 < kh && rows[i0] == NULL) {
+        ++i0;
+    }
+    while (i1 > i0 && rows[i1 - 1] == NULL) {
+        --i1;
+    }
+    const int32_t taps = mcu_plain_dw_table(full, rows, i0, i1, 0, kw, kw, ch);
+    for (int32_t ow = 0; ow < out_w; ++ow, y += ch) {
+        const int32_t iw0 = ow * stride - pad_left;
+        int32_t kw_lo, kw_hi;
+        mcu_window_taps(iw0, kw, 1, in_w, &kw_lo, &kw_hi);
+        const int whole = kw_hi - kw_lo == kw;
+        const int32_t nt = whole ? taps : mcu_plain_dw_table(edge, rows, i0, i1, kw_lo, kw_hi, kw, ch);
+        const intptr_t *tab = whole ? full : edge;
+        /* no taps: the dot product reads nothing, any pointer serves */
+        const int8_t *x = nt > 0 ? rows[i0] + (iw0 + kw_lo) * ch : (const int8_t *)y;
+        for (int32_t c = 0; c < ch; ++c) {
+            const uint32_t acc =
+                mcu_plain_dw_dot(tab, nt, x + c, weight + c, off, bias != NULL ? (uint32_t)bias[c] : 0u);
+            y[c] = mcu_plain_rq_s8(mcu_u32_to_s32(acc), q->multiplier[c], q->shift[c], output_offset, act_min,
+                                   act_max);
+        }
+    }
 }
 
 static inline void mcu_plain_dw_layer(const mcu_depthwise_conv2d_s8_params *p, const mcu_per_channel_quant *q,
@@ -145,33 +148,19 @@ static inline void mcu_plain_dw_layer(const mcu_depthwise_conv2d_s8_params *p, c
 {
     const mcu_shape4 in = p->input;
     const mcu_shape4 out = p->output;
-    const int32_t kh = p->kernel_h, kw = p->kernel_w, ch = in.c, off = p->input_offset;
-    int32_t full[2 * MCU_S8_PLAIN_DW_TAPS], edge[2 * MCU_S8_PLAIN_DW_TAPS];
-    const int32_t taps = mcu_plain_dw_table(full, 0, kh, 0, kw, kw, in.w, ch);
+    const int32_t kh = p->kernel_h, ch = in.c, row_bytes = in.w * in.c;
+    const int8_t *rows[MCU_S8_PLAIN_DW_TAPS];
     int8_t *y = output;
     for (int32_t n = 0; n < in.n; ++n) {
-        const int8_t *x_n = input + n * in.h * in.w * ch;
-        for (int32_t oh = 0; oh < out.h; ++oh) {
+        const int8_t *x_n = input + n * in.h * row_bytes;
+        for (int32_t oh = 0; oh < out.h; ++oh, y += out.w * ch) {
             const int32_t ih0 = oh * p->stride_h - p->pad_top;
-            int32_t kh_lo, kh_hi;
-            mcu_window_taps(ih0, kh, 1, in.h, &kh_lo, &kh_hi);
-            for (int32_t ow = 0; ow < out.w; ++ow, y += ch) {
-                const int32_t iw0 = ow * p->stride_w - p->pad_left;
-                int32_t kw_lo, kw_hi;
-                mcu_window_taps(iw0, kw, 1, in.w, &kw_lo, &kw_hi);
-                /* a window crossing the border: the table of its taps inside the input, built for all
-                 * channels of the pixel */
-                const int whole = kh_hi - kh_lo == kh && kw_hi - kw_lo == kw;
-                const int32_t nt = whole ? taps : mcu_plain_dw_table(edge, kh_lo, kh_hi, kw_lo, kw_hi, kw, in.w, ch);
-                const int32_t *tab = whole ? full : edge;
-                const int8_t *x = nt > 0 ? x_n + ((ih0 + kh_lo) * in.w + iw0 + kw_lo) * ch : x_n;
-                for (int32_t c = 0; c < ch; ++c) {
-                    const uint32_t acc =
-                        mcu_plain_dw_dot(tab, nt, x + c, weight + c, off, bias != NULL ? (uint32_t)bias[c] : 0u);
-                    y[c] = mcu_plain_rq_s8(mcu_u32_to_s32(acc), q->multiplier[c], q->shift[c], p->output_offset,
-                                           p->act_min, p->act_max);
-                }
+            for (int32_t i = 0; i < kh; ++i) {
+                const int32_t ih = ih0 + i;
+                rows[i] = ih < 0 || ih >= in.h ? NULL : x_n + ih * row_bytes;
             }
+            mcu_plain_dw_row(rows, kh, p->kernel_w, in.w, out.w, p->stride_w, p->pad_left, ch, p->input_offset, weight,
+                             bias, q, p->output_offset, p->act_min, p->act_max, y);
         }
     }
 }

@@ -9,6 +9,7 @@
 #include "../common/check.h"
 #include "../common/conv_s8_dsp.h"
 #include "mve_pw_s8.h"
+#include "../common/plain_dot_s8.h"
 #include "../common/plain_s8.h"
 #include "../common/requant.h"
 
@@ -140,6 +141,20 @@ mcu_status mcu_conv2d_1x1_s8(const mcu_context *ctx, const mcu_conv2d_s8_params 
             mcu_wide_pixels4(input + first * bi, in.c, count, p->input_offset, col);
             mcu_wide_block(col, in.c, 1, count, out.c, weight, bias, q, p->output_offset, p->act_min, p->act_max,
                            output + first * bo, out.c);
+        }
+        return MCU_OK;
+    }
+#endif
+#if MCU_S8_PLAIN
+    if (in.c <= MCU_S8_PLAIN_PW_COL) {
+        /* each pixel read whole into the column before its outputs are written (common/plain_dot_s8.h) */
+        int32_t col[MCU_S8_PLAIN_PW_COL];
+        const int forward = disjoint || d <= fwd;
+        MCU_REQUIRE(forward || d >= bwd, MCU_ERR_INVALID_ARG);
+        for (int64_t k = 0; k < pixels; ++k) {
+            const int64_t i = forward ? k : pixels - 1 - k;
+            mcu_plain_pw_pixel(input + i * bi, in.c, out.c, p->input_offset, weight, bias, q, p->output_offset,
+                               p->act_min, p->act_max, col, output + i * bo);
         }
         return MCU_OK;
     }

@@ -9,6 +9,7 @@
 #include "mve_conv_narrow_s8.h"
 #include "mve_pw_s8.h"
 #include "../common/mve_s8.h"
+#include "../common/plain_dot_s8.h"
 #include "../common/plain_s8.h"
 #include "../common/requant.h"
 #include "../common/window.h"
@@ -162,6 +163,52 @@ static void conv_wide(const mcu_conv2d_s8_params *p, const mcu_per_channel_quant
 }
 #endif
 
+#if MCU_S8_PLAIN
+/* Largest window (kernel_h * kernel_w * input channels) of the column: 2,560 bytes of stack. */
+#define MCU_S8_PLAIN_CONV_COL 640
+
+/* groups == 1 with a window of at most MCU_S8_PLAIN_CONV_COL values: each output pixel's window
+ * (input offset added, taps in the padding zero) becomes a column of words that two output channels
+ * at a time read (common/plain_dot_s8.h). The window is read before any of the pixel's outputs is
+ * written, which keeps the window overlap contract. */
+static void conv_plain(const mcu_conv2d_s8_params *p, const mcu_per_channel_quant *q, const int8_t *input,
+                       const int8_t *weight, const int32_t *bias, int8_t *output)
+{
+    int32_t col[MCU_S8_PLAIN_CONV_COL];
+    const mcu_shape4 in = p->input;
+    const mcu_shape4 out = p->output;
+    const int32_t n = p->kernel_h * p->kernel_w * in.c;
+    int8_t *y = output;
+    for (int32_t b = 0; b < in.n; ++b) {
+        const int8_t *x_n = input + b * in.h * in.w * in.c;
+        for (int32_t oh = 0; oh < out.h; ++oh) {
+            const int32_t ih0 = oh * p->stride_h - p->pad_top;
+            for (int32_t ow = 0; ow < out.w; ++ow, y += out.c) {
+                const int32_t iw0 = ow * p->stride_w - p->pad_left;
+                int32_t *c = col;
+                for (int32_t i = 0; i < p->kernel_h; ++i) {
+                    const int32_t ih = ih0 + i * p->dilation_h;
+                    for (int32_t j = 0; j < p->kernel_w; ++j, c += in.c) {
+                        const int32_t iw = iw0 + j * p->dilation_w;
+                        if (ih < 0 || ih >= in.h || iw < 0 || iw >= in.w) {
+                            for (int32_t k = 0; k < in.c; ++k) {
+                                c[k] = 0;
+                            }
+                            continue;
+                        }
+                        const int8_t *x = x_n + (ih * in.w + iw) * in.c;
+                        for (int32_t k = 0; k < in.c; ++k) {
+                            c[k] = x[k] + p->input_offset;
+                        }
+                    }
+                }
+                mcu_plain_pw_outputs(col, n, out.c, weight, bias, q, p->output_offset, p->act_min, p->act_max, y);
+            }
+        }
+    }
+}
+#endif
+
 mcu_status mcu_conv2d_s8(const mcu_context *ctx, const mcu_conv2d_s8_params *p, const mcu_per_channel_quant *q,
                          const int8_t *input, const int8_t *weight, const int32_t *bias, int8_t *output)
 {
@@ -203,6 +250,12 @@ mcu_status mcu_conv2d_s8(const mcu_context *ctx, const mcu_conv2d_s8_params *p, 
 #if MCU_S8_WIDE
     if (p->groups == 1 && p->kernel_h * p->kernel_w * in.c <= MCU_S8_WIDE_WORDS) {
         conv_wide(p, q, input, weight, bias, output);
+        return MCU_OK;
+    }
+#endif
+#if MCU_S8_PLAIN
+    if (p->groups == 1 && p->kernel_h * p->kernel_w * in.c <= MCU_S8_PLAIN_CONV_COL) {
+        conv_plain(p, q, input, weight, bias, output);
         return MCU_OK;
     }
 #endif

@@ -376,10 +376,8 @@ mcu_status mcu_depthwise_conv2d_s8(const mcu_context *ctx, const mcu_depthwise_c
     }
 #endif
 #if MCU_S8_PLAIN_DW
-    /* 5x5 windows through the offset table (convolution/dw_plain_s8.h); other sizes keep the loop below,
-     * whose instruction counts the existing figures are */
-    if (p->ch_mult == 1 && p->dilation_h == 1 && p->dilation_w == 1 && p->kernel_h == 5 && p->kernel_w == 5 &&
-        mcu_plain_dw_applies(p->kernel_h, p->kernel_w)) {
+    /* windows of up to MCU_S8_PLAIN_DW_TAPS taps through the offset table (convolution/dw_plain_s8.h) */
+    if (p->ch_mult == 1 && p->dilation_h == 1 && p->dilation_w == 1 && mcu_plain_dw_applies(p->kernel_h, p->kernel_w)) {
         mcu_plain_dw_layer(p, q, input, weight, bias, output);
         return MCU_OK;
     }

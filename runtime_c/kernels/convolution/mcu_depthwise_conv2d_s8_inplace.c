@@ -19,6 +19,7 @@
 
 #include "../common/check.h"
 #include "../common/conv_s8_dsp.h"
+#include "dw_plain_s8.h"
 #include "dw_px_s8_dsp.h"
 #include "../common/dw_s8_dsp.h"
 #include "mve_dw_s8.h"
@@ -241,6 +242,22 @@ mcu_status mcu_depthwise_conv2d_s8_inplace(const mcu_context *ctx, const mcu_dep
             memcpy(ring + (size_t)(r % ring_rows) * (size_t)row_bytes, img + (size_t)r * (size_t)row_bytes,
                    (size_t)row_bytes);
             int8_t *y = img + (size_t)r * (size_t)row_bytes;
+#if MCU_S8_PLAIN_DW
+            if (mcu_plain_dw_applies(kh, kw)) {
+                /* the whole output row after the input row went to the ring, through the offset table
+                 * (convolution/dw_plain_s8.h) */
+                const int8_t *rows[MCU_S8_PLAIN_DW_TAPS];
+                for (int32_t i = 0; i < kh; ++i) {
+                    const int32_t ih = r - p->pad_top + i;
+                    rows[i] = ih < 0 || ih >= in.h ? NULL
+                              : ih <= r        ? ring + (size_t)(ih % ring_rows) * (size_t)row_bytes
+                                               : img + (size_t)ih * (size_t)row_bytes;
+                }
+                mcu_plain_dw_row(rows, kh, kw, in.w, in.w, 1, p->pad_left, in.c, p->input_offset, weight, bias, q,
+                                 p->output_offset, p->act_min, p->act_max, y);
+                continue;
+            }
+#endif
 #if MCU_S8_WIDE
             if (mcu_wide_dw_applies(kh, kw)) {
                 /* the whole output row after the input row went to the ring (common/plain_s8.h) */

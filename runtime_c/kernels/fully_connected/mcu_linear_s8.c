@@ -6,8 +6,14 @@
 #include "../common/conv_s8_dsp.h"
 #include "mve_fc_s8.h"
 #include "../common/mve_s8.h"
+#include "../common/plain_dot_s8.h"
 #include "../common/plain_s8.h"
 #include "../common/requant.h"
+
+#if MCU_S8_PLAIN
+/* Largest row (input features) of the column: 2,560 bytes of stack. */
+#define MCU_S8_PLAIN_FC_COL 640
+#endif
 
 int32_t mcu_linear_s8_get_buffer_size(const mcu_linear_s8_params *p)
 {
@@ -108,6 +114,17 @@ mcu_status mcu_linear_s8(const mcu_context *ctx, const mcu_linear_s8_params *p, 
                             p->output_offset, p->act_min, p->act_max, output + b * p->out_features);
     }
     return MCU_OK;
+#endif
+#if MCU_S8_PLAIN
+    if (nin <= MCU_S8_PLAIN_FC_COL) {
+        /* one batch row at a time as a column of words, two outputs per step (common/plain_dot_s8.h) */
+        int32_t col[MCU_S8_PLAIN_FC_COL];
+        for (int32_t b = 0; b < p->batch; ++b) {
+            mcu_plain_pw_pixel(input + b * nin, nin, p->out_features, p->input_offset, weight, bias, q,
+                               p->output_offset, p->act_min, p->act_max, col, output + b * p->out_features);
+        }
+        return MCU_OK;
+    }
 #endif
     for (int32_t b = 0; b < p->batch; ++b) {
         const int8_t *x = input + b * nin;
