@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 import cbind_s8 as cb
 from cbind import MCU_ERR_INVALID_ARG, MCU_OK, ptr
+from host_builds import build_emulated_lib
 from mcu.reference.arith import quantize_multiplier
 from mcu.reference.s16 import (INT16_MAX, INT16_MIN, SHIFT_MAX, linear_s16, reduce_multiplier, requantize_s64,
                                s16_layer_params)
@@ -32,9 +33,10 @@ class LinearS16Params(ctypes.Structure):
                 ("act_min", ctypes.c_int32), ("act_max", ctypes.c_int32)]
 
 
-@pytest.fixture(scope="module")
-def lib():
-    handle = cb.lib()
+@pytest.fixture(scope="module", params=["host", "dsp-emulated"])
+def lib(request):
+    """The extension's build (the plain path) and the DSP path emulated on the host (two rows, SMLAD)."""
+    handle = cb.lib() if request.param == "host" else ctypes.CDLL(str(build_emulated_lib()))
     handle.mcu_linear_s16.argtypes = [ctypes.POINTER(cb.Context), ctypes.POINTER(LinearS16Params),
                                       ctypes.POINTER(cb.PerChannelQuant), _P, _P, _P, _P]
     handle.mcu_linear_s16.restype = ctypes.c_int
