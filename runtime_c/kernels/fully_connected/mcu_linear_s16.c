@@ -11,6 +11,30 @@
 #define MCU_S16_PART 256
 
 #if MCU_S8_DSP
+/* (lo's low half, hi's low half) and (lo's high half, hi's high half): PKHBT and PKHTB, which GCC does not
+ * pick for the shifts and masks. */
+static inline uint32_t mcu_s16_pair_low(uint32_t lo, uint32_t hi)
+{
+#if MCU_S8_DSP_NATIVE
+    uint32_t r;
+    __asm__("pkhbt %0, %1, %2, lsl #16" : "=r"(r) : "r"(lo), "r"(hi));
+    return r;
+#else
+    return (lo & 0xFFFFu) | (hi << 16);
+#endif
+}
+
+static inline uint32_t mcu_s16_pair_high(uint32_t lo, uint32_t hi)
+{
+#if MCU_S8_DSP_NATIVE
+    uint32_t r;
+    __asm__("pkhtb %0, %1, %2, asr #16" : "=r"(r) : "r"(hi), "r"(lo));
+    return r;
+#else
+    return (lo >> 16) | (hi & 0xFFFF0000u);
+#endif
+}
+
 /* Two output rows over columns [i, end): four columns a step, each input word pair rearranged to
  * (x0, x2) and (x1, x3) to meet SXTB16's (w0, w2) and (w1, w3) lanes, so one input load feeds four SMLADs. */
 static void mcu_s16_two_rows(const int16_t *x, const int8_t *w0, const int8_t *w1, int32_t i, int32_t end,
@@ -21,8 +45,8 @@ static void mcu_s16_two_rows(const int16_t *x, const int8_t *w0, const int8_t *w
     for (; i + 4 <= end; i += 4) {
         const uint32_t lo = mcu_load_u32(x + i);
         const uint32_t hi = mcu_load_u32(x + i + 2);
-        const uint32_t even = (lo & 0xFFFFu) | (hi << 16);
-        const uint32_t odd = (lo >> 16) | (hi & 0xFFFF0000u);
+        const uint32_t even = mcu_s16_pair_low(lo, hi);
+        const uint32_t odd = mcu_s16_pair_high(lo, hi);
         const uint32_t k0 = mcu_load_u32(w0 + i);
         const uint32_t k1 = mcu_load_u32(w1 + i);
         a0 = mcu_smlad(mcu_sxtb16(k0), even, a0);
