@@ -60,6 +60,34 @@ def linear_s16(x, weight, bias, multiplier, shift, *, act_min: int = INT16_MIN,
     return np.clip(y, act_min, act_max).astype(np.int16)
 
 
+def conv2d_s16(x, weight, bias, multiplier, shift, *, stride=(1, 1), padding=(0, 0), dilation=(1, 1),
+               out_hw: tuple[int, int] | None = None, act_min: int = INT16_MIN, act_max: int = INT16_MAX) -> np.ndarray:
+    """mcu_conv2d_s16: x NHWC int16, weight OHWI int8 (one group), bias int64 per output channel (or None);
+    ``padding`` is (top, left), the bottom and right following from ``out_hw`` (default: no more than fits)."""
+    x = np.asarray(x, dtype=np.int16).astype(np.int64)
+    w = np.asarray(weight, dtype=np.int8).astype(np.int64)
+    n, h, wd, c = x.shape
+    oc, kh, kw, icg = w.shape
+    if icg != c:
+        raise ValueError("input channels do not match the weights")
+    (sh, sw), (pt, pl), (dh, dw) = stride, padding, dilation
+    if out_hw is None:
+        out_hw = ((h + pt - dh * (kh - 1) - 1) // sh + 1, (wd + pl - dw * (kw - 1) - 1) // sw + 1)
+    oh, ow = out_hw
+    pb = max(0, (oh - 1) * sh + dh * (kh - 1) + 1 - h - pt)
+    pr = max(0, (ow - 1) * sw + dw * (kw - 1) + 1 - wd - pl)
+    xp = np.pad(x, ((0, 0), (pt, pb), (pl, pr), (0, 0)))  # zero point 0: padding adds nothing
+    acc = np.zeros((n, oh, ow, oc), dtype=np.int64)
+    for ky in range(kh):
+        for kx in range(kw):
+            tap = xp[:, ky * dh: ky * dh + (oh - 1) * sh + 1: sh, kx * dw: kx * dw + (ow - 1) * sw + 1: sw, :]
+            acc += tap @ w[:, ky, kx, :].T
+    if bias is not None:
+        acc = acc + np.asarray(bias, dtype=np.int64)
+    y = requantize_s64(acc, multiplier, shift)
+    return np.clip(y, act_min, act_max).astype(np.int16)
+
+
 @dataclass(frozen=True)
 class S16LayerParams:
     """What a 16x8 convolution or linear layer runs with, from its real scales."""

@@ -21,8 +21,8 @@ import cbind_s8 as cb
 from cbind import MCU_ERR_INVALID_ARG, MCU_OK, ptr
 from host_builds import build_emulated_lib
 from mcu.reference.arith import quantize_multiplier
-from mcu.reference.s16 import (INT16_MAX, INT16_MIN, SHIFT_MAX, linear_s16, reduce_multiplier, requantize_s64,
-                               s16_layer_params)
+from mcu.reference.s16 import (INT16_MAX, INT16_MIN, SHIFT_MAX, conv2d_s16, linear_s16, reduce_multiplier,
+                               requantize_s64, s16_layer_params)
 from s8_cases import EXACT, assert_equal
 
 _P = ctypes.c_void_p
@@ -102,7 +102,8 @@ def _linear(lib, x, w, b, m, s, act):
 
 acts = st.one_of(st.just((INT16_MIN, INT16_MAX)), st.just((0, INT16_MAX)),
                  st.tuples(st.integers(INT16_MIN, 0), st.integers(1, INT16_MAX)))
-cases = dict(batch=st.integers(1, 3), fin=st.one_of(st.integers(1, 40), st.integers(250, 600), st.sampled_from([512, 513, 700])),
+cases = dict(batch=st.integers(1, 3),
+             fin=st.one_of(st.integers(1, 40), st.integers(250, 600), st.sampled_from([512, 513, 700])),
              fout=st.integers(1, 12), data=st.sampled_from(["uniform", "uniform", "small", "extremes", "worst"]),
              wmode=st.sampled_from(["uniform", "uniform", "extremes", "worst"]),
              bias=st.sampled_from(["none", "small", "small", "large"]), centre=st.integers(-4, 4),
@@ -113,7 +114,8 @@ cases = dict(batch=st.integers(1, 3), fin=st.one_of(st.integers(1, 40), st.integ
 @given(**cases, same=st.booleans())
 def test_linear_s16(lib, batch, fin, fout, data, wmode, bias, centre, act, seed, same):
     rng = np.random.default_rng(seed)
-    x, w = int16_data(rng, (batch, fin), data), int8_weights(rng, (fout, fin), "worst" if data == "worst" else wmode)
+    x = int16_data(rng, (batch, fin), data)
+    w = int8_weights(rng, (fout, fin), "worst" if data == "worst" else wmode)
     b = biases64(rng, fout, bias)
     m = multipliers(rng, fout, same)
     s = np.clip(s16_shift(fin, centre) + (0 if same else rng.integers(-3, 4, size=fout)), -31, SHIFT_MAX)
@@ -215,7 +217,8 @@ class _PerTensor(ctypes.Structure):
 def test_linear_s16_equals_cmsis_nn(lib, cmsis, batch, fin, fout, data, wmode, bias, centre, act, seed):
     """arm_fully_connected_s16 takes one multiplier for the layer: ours with it on every channel."""
     rng = np.random.default_rng(seed)
-    x, w = int16_data(rng, (batch, fin), data), int8_weights(rng, (fout, fin), "worst" if data == "worst" else wmode)
+    x = int16_data(rng, (batch, fin), data)
+    w = int8_weights(rng, (fout, fin), "worst" if data == "worst" else wmode)
     b = biases64(rng, fout, bias)
     m = multipliers(rng, fout, True)
     s = np.full(fout, s16_shift(fin, centre), dtype=np.int32)
@@ -231,3 +234,53 @@ def test_linear_s16_equals_cmsis_nn(lib, cmsis, batch, fin, fout, data, wmode, b
                                          ctypes.byref(in_d), ptr(x), ctypes.byref(f_d), ptr(w), ctypes.byref(b_d),
                                          b_ptr, ctypes.byref(o_d), ptr(theirs)) == 0
     assert_equal(ours, theirs)
+
+
+class Conv2dS16Params(ctypes.Structure):
+    _fields_ = [("input", cb.Shape4), ("output", cb.Shape4), ("kernel_h", ctypes.c_int32),
+                ("kernel_w", ctypes.c_int32), ("stride_h", ctypes.c_int32), ("stride_w", ctypes.c_int32),
+                ("pad_top", ctypes.c_int32), ("pad_left", ctypes.c_int32), ("dilation_h", ctypes.c_int32),
+                ("dilation_w", ctypes.c_int32), ("act_min", ctypes.c_int32), ("act_max", ctypes.c_int32)]
+
+
+@st.composite
+def conv_s16_cases(draw):
+    kh, kw = draw(st.integers(1, 5)), draw(st.integers(1, 5))
+    sh, sw = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    dh, dw = draw(st.integers(1, 2)), draw(st.integers(1, 2))
+    h = draw(st.integers(dh * (kh - 1) + 1, 12))
+    w = draw(st.integers(dw * (kw - 1) + 1, 12))
+    pt, pl = draw(st.integers(0, kh - 1)), draw(st.integers(0, kw - 1))
+    pb, pr = draw(st.integers(0, kh - 1)), draw(st.integers(0, kw - 1))
+    oh = (h + pt + pb - dh * (kh - 1) - 1) // sh + 1
+    ow = (w + pl + pr - dw * (kw - 1) - 1) // sw + 1
+    return dict(n=draw(st.integers(1, 2)), h=h, w=w, cin=draw(st.one_of(st.integers(1, 9), st.just(40))),
+                cout=draw(st.integers(1, 7)), kh=kh, kw=kw, sh=sh, sw=sw, dh=dh, dw=dw, pt=pt, pl=pl, oh=oh, ow=ow)
+
+
+@EXACT
+@given(conv_s16_cases(), st.sampled_from(["uniform", "small", "extremes", "worst"]),
+       st.sampled_from(["none", "small", "large"]), st.integers(-4, 4), acts, st.integers(0, 2**32 - 1))
+def test_conv2d_s16(lib, case, data, bias, centre, act, seed):
+    lib.mcu_conv2d_s16.argtypes = [ctypes.POINTER(cb.Context), ctypes.POINTER(Conv2dS16Params),
+                                   ctypes.POINTER(cb.PerChannelQuant), _P, _P, _P, _P]
+    lib.mcu_conv2d_s16.restype = ctypes.c_int
+    rng = np.random.default_rng(seed)
+    n, cin, cout, kh, kw = case["n"], case["cin"], case["cout"], case["kh"], case["kw"]
+    x = int16_data(rng, (n, case["h"], case["w"], cin), data)
+    w = int8_weights(rng, (cout, kh, kw, cin), "worst" if data == "worst" else "uniform")
+    b = biases64(rng, cout, bias)
+    m = multipliers(rng, cout, False)
+    s = np.clip(s16_shift(kh * kw * cin, centre) + rng.integers(-3, 4, size=cout), -31, SHIFT_MAX).astype(np.int32)
+    out_shape = (n, case["oh"], case["ow"], cout)
+    p = Conv2dS16Params(cb.Shape4(*x.shape), cb.Shape4(*out_shape), kh, kw, case["sh"], case["sw"], case["pt"],
+                        case["pl"], case["dh"], case["dw"], act[0], act[1])
+    q = cb.Quant(m, s, cout)
+    out = np.zeros(out_shape, dtype=np.int16)
+    status = lib.mcu_conv2d_s16(None, ctypes.byref(p), ctypes.byref(q.struct), ptr(x), ptr(w),
+                                None if b is None else ptr(b), ptr(out))
+    assert status == MCU_OK
+    want = conv2d_s16(x, w, b, m, s, stride=(case["sh"], case["sw"]), padding=(case["pt"], case["pl"]),
+                      dilation=(case["dh"], case["dw"]), out_hw=(case["oh"], case["ow"]), act_min=act[0],
+                      act_max=act[1])
+    assert_equal(out, want)

@@ -29,4 +29,20 @@ mcu_status mcu_linear_s16(const mcu_context *ctx, const mcu_linear_s16_params *p
                           const int16_t *input, const int8_t *weight, const int64_t *bias, int16_t *output);
 int32_t mcu_linear_s16_get_buffer_size(const mcu_linear_s16_params *p);
 
+typedef struct {
+    mcu_shape4 input;  /**< NHWC */
+    mcu_shape4 output; /**< NHWC */
+    int32_t kernel_h, kernel_w;
+    int32_t stride_h, stride_w;
+    int32_t pad_top, pad_left; /**< bottom/right implied by the output size */
+    int32_t dilation_h, dilation_w;
+    int32_t act_min, act_max;
+} mcu_conv2d_s16_params;
+
+/** Convolution (one group), weights OHWI [out_c][kh][kw][in_c], per-output-channel requantization; bias may
+ * be NULL. The output overlaps neither the input nor a constant. */
+mcu_status mcu_conv2d_s16(const mcu_context *ctx, const mcu_conv2d_s16_params *p, const mcu_per_channel_quant *q,
+                          const int16_t *input, const int8_t *weight, const int64_t *bias, int16_t *output);
+int32_t mcu_conv2d_s16_get_buffer_size(const mcu_conv2d_s16_params *p);
+
 #endif /* MCU_KERNELS_S16_H */
