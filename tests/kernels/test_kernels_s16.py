@@ -284,3 +284,88 @@ def test_conv2d_s16(lib, case, data, bias, centre, act, seed):
                       dilation=(case["dh"], case["dw"]), out_hw=(case["oh"], case["ow"]), act_min=act[0],
                       act_max=act[1])
     assert_equal(out, want)
+
+
+CMSIS_CONV_S16_SOURCES = ("ConvolutionFunctions/arm_convolve_s16.c",
+                          "ConvolutionFunctions/arm_convolve_get_buffer_sizes_s16.c",
+                          "ConvolutionFunctions/arm_nn_mat_mult_kernel_s16.c")
+
+
+@pytest.fixture(scope="module")
+def cmsis_conv():
+    """CMSIS-NN's arm_convolve_s16 from CMSIS_NN_PATH, as a host library (its portable path)."""
+    from mcu.paths import cache_dir
+
+    root = Path(os.environ.get("CMSIS_NN_PATH", ""))
+    if not os.environ.get("CMSIS_NN_PATH") or not all((root / "Source" / s).exists() for s in CMSIS_CONV_S16_SOURCES):
+        pytest.skip("CMSIS_NN_PATH does not name a CMSIS-NN tree with arm_convolve_s16")
+    sources = [root / "Source" / s for s in CMSIS_CONV_S16_SOURCES]
+    digest = hashlib.sha256(b"".join(p.read_bytes() for p in sources)).hexdigest()[:16]
+    out = cache_dir() / "cmsis-nn-s16" / f"libcmsisnn_conv_s16_{digest}.so"
+    if not out.exists():
+        out.parent.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["cc", "-std=c11", "-O1", "-shared", "-fPIC", f"-I{root / 'Include'}", *map(str, sources),
+                        "-o", str(out), "-Wl,--no-undefined", "-lm"], check=True, capture_output=True, text=True)
+    handle = ctypes.CDLL(str(out))
+    handle.arm_convolve_s16.argtypes = [_P] * 11
+    handle.arm_convolve_s16.restype = ctypes.c_int
+    handle.arm_convolve_s16_get_buffer_size.argtypes = [_P] * 2
+    handle.arm_convolve_s16_get_buffer_size.restype = ctypes.c_int32
+    return handle
+
+
+class _Tile(ctypes.Structure):
+    _fields_ = [("w", ctypes.c_int32), ("h", ctypes.c_int32)]
+
+
+class _ConvParams(ctypes.Structure):
+    _fields_ = [("input_offset", ctypes.c_int32), ("output_offset", ctypes.c_int32), ("stride", _Tile),
+                ("padding", _Tile), ("dilation", _Tile), ("activation", _Act)]
+
+
+class _PerChannel(ctypes.Structure):
+    _fields_ = [("multiplier", ctypes.c_void_p), ("shift", ctypes.c_void_p)]
+
+
+class _BiasData(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("is_int32_bias", ctypes.c_bool)]
+
+
+@settings(max_examples=150, deadline=None)
+@given(conv_s16_cases(), st.sampled_from(["uniform", "small", "extremes"]), st.sampled_from(["none", "small", "large"]),
+       st.integers(-4, 4), acts, st.integers(0, 2**32 - 1))
+def test_conv2d_s16_equals_cmsis_nn(lib, cmsis_conv, case, data, bias, centre, act, seed):
+    """arm_convolve_s16 with an int64 bias: the same int16 outputs. CMSIS-NN sums a pixel's products in an int32
+    (ours exactly), so the data stays where no sum leaves int32 (no all-extreme windows)."""
+    lib.mcu_conv2d_s16.argtypes = [ctypes.POINTER(cb.Context), ctypes.POINTER(Conv2dS16Params),
+                                   ctypes.POINTER(cb.PerChannelQuant), _P, _P, _P, _P]
+    lib.mcu_conv2d_s16.restype = ctypes.c_int
+    rng = np.random.default_rng(seed)
+    n, cin, cout, kh, kw = case["n"], case["cin"], case["cout"], case["kh"], case["kw"]
+    x = int16_data(rng, (n, case["h"], case["w"], cin), data)
+    w = int8_weights(rng, (cout, kh, kw, cin), "uniform")
+    b = biases64(rng, cout, bias)
+    m = multipliers(rng, cout, False)
+    s = np.clip(s16_shift(kh * kw * cin, centre) + rng.integers(-3, 4, size=cout), -31, SHIFT_MAX).astype(np.int32)
+    out_shape = (n, case["oh"], case["ow"], cout)
+    p = Conv2dS16Params(cb.Shape4(*x.shape), cb.Shape4(*out_shape), kh, kw, case["sh"], case["sw"], case["pt"],
+                        case["pl"], case["dh"], case["dw"], act[0], act[1])
+    q = cb.Quant(m, s, cout)
+    ours = np.zeros(out_shape, dtype=np.int16)
+    assert lib.mcu_conv2d_s16(None, ctypes.byref(p), ctypes.byref(q.struct), ptr(x), ptr(w),
+                              None if b is None else ptr(b), ptr(ours)) == MCU_OK
+    in_d, f_d = _Dims(n, case["h"], case["w"], cin), _Dims(cout, kh, kw, cin)
+    b_d, o_d = _Dims(1, 1, 1, cout), _Dims(*out_shape)
+    size = cmsis_conv.arm_convolve_s16_get_buffer_size(ctypes.byref(in_d), ctypes.byref(f_d))
+    buf = np.zeros(max(size, 4), dtype=np.int8)
+    ctx = cb.Context(buf.ctypes.data, size)
+    conv = _ConvParams(0, 0, _Tile(case["sw"], case["sh"]), _Tile(case["pl"], case["pt"]),
+                       _Tile(case["dw"], case["dh"]), _Act(*act))
+    mm, ss = np.ascontiguousarray(m), np.ascontiguousarray(s)
+    quant = _PerChannel(mm.ctypes.data, ss.ctypes.data)
+    bias_data = _BiasData(None if b is None else b.ctypes.data, False)
+    theirs = np.zeros(out_shape, dtype=np.int16)
+    assert cmsis_conv.arm_convolve_s16(ctypes.byref(ctx), ctypes.byref(conv), ctypes.byref(quant),
+                                       ctypes.byref(in_d), ptr(x), ctypes.byref(f_d), ptr(w), ctypes.byref(b_d),
+                                       ctypes.byref(bias_data), ctypes.byref(o_d), ptr(theirs)) == 0
+    assert_equal(ours, theirs)
