@@ -1,0 +1,119 @@
+"""The 16x8 arithmetic (int16 activations, int8 weights, 64-bit accumulators) of
+runtime_c/include/mcu/kernels_s16.h, in numpy, and the parameters a 16x8 layer derives from its real
+scales.
+
+The requantization is the one of CMSIS-NN's and TFLite Micro's s16 kernels: the Q31 multiplier of
+:func:`mcu.reference.arith.quantize_multiplier` is rounded to Q15 and applied to the 64-bit accumulator
+with one rounding step, ``((acc * m15) >> (14 - shift) + 1) >> 1``, the middle value taken modulo 2^32.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from mcu.reference.arith import quantize_multipliers
+
+INT16_MIN = -(2**15)
+INT16_MAX = 2**15 - 1
+#: shifts the 16x8 requantization accepts: 14 - shift is the right shift of the 64-bit product
+SHIFT_MIN, SHIFT_MAX = -31, 14
+
+
+def _wrap(x: np.ndarray, bits: int) -> np.ndarray:
+    """Two's complement wrap of int64-representable Python ints to ``bits``."""
+    half = 1 << (bits - 1)
+    return ((x + half) % (1 << bits)) - half
+
+
+def reduce_multiplier(multiplier) -> np.ndarray:
+    """Q31 -> Q15, rounding half up, saturating at 0x7FFF."""
+    m = np.asarray(multiplier, dtype=np.int64)
+    return np.where(m < 0x7FFF0000, (m + (1 << 15)) >> 16, 0x7FFF)
+
+
+def requantize_s64(acc, multiplier, shift) -> np.ndarray:
+    """The 64-bit accumulators ``acc`` requantized by Q31 ``multiplier`` and ``shift`` (broadcasting)."""
+    a = np.asarray(acc, dtype=object)
+    m = np.asarray(reduce_multiplier(multiplier), dtype=object)
+    s = np.asarray(shift, dtype=np.int64)
+    if np.any(s < SHIFT_MIN) or np.any(s > SHIFT_MAX):
+        raise ValueError(f"16x8 shifts must lie in [{SHIFT_MIN}, {SHIFT_MAX}]")
+    prod = _wrap(a * m, 64)
+    y = _wrap(prod >> np.asarray(14 - s, dtype=object), 32)
+    return np.asarray((y + 1) >> 1, dtype=np.int64)
+
+
+def linear_s16(x, weight, bias, multiplier, shift, *, act_min: int = INT16_MIN,
+               act_max: int = INT16_MAX) -> np.ndarray:
+    """mcu_linear_s16: x ``[batch][in]`` int16, weight ``[out][in]`` int8, bias int64 per output (or None)."""
+    x = np.asarray(x, dtype=np.int16).astype(np.int64)
+    w = np.asarray(weight, dtype=np.int8).astype(np.int64)
+    x = x.reshape(-1, w.shape[1]) if x.ndim != 2 else x
+    if x.shape[1] != w.shape[1]:
+        raise ValueError("in_features mismatch")
+    acc = x @ w.T  # |acc| < 2^22 * in_features: exact in int64
+    if bias is not None:
+        acc = acc + np.asarray(bias, dtype=np.int64)
+    y = requantize_s64(acc, multiplier, shift)
+    return np.clip(y, act_min, act_max).astype(np.int16)
+
+
+def conv2d_s16(x, weight, bias, multiplier, shift, *, stride=(1, 1), padding=(0, 0), dilation=(1, 1),
+               out_hw: tuple[int, int] | None = None, act_min: int = INT16_MIN, act_max: int = INT16_MAX) -> np.ndarray:
+    """mcu_conv2d_s16: x NHWC int16, weight OHWI int8 (one group), bias int64 per output channel (or None);
+    ``padding`` is (top, left), the bottom and right following from ``out_hw`` (default: no more than fits)."""
+    x = np.asarray(x, dtype=np.int16).astype(np.int64)
+    w = np.asarray(weight, dtype=np.int8).astype(np.int64)
+    n, h, wd, c = x.shape
+    oc, kh, kw, icg = w.shape
+    if icg != c:
+        raise ValueError("input channels do not match the weights")
+    (sh, sw), (pt, pl), (dh, dw) = stride, padding, dilation
+    if out_hw is None:
+        out_hw = ((h + pt - dh * (kh - 1) - 1) // sh + 1, (wd + pl - dw * (kw - 1) - 1) // sw + 1)
+    oh, ow = out_hw
+    pb = max(0, (oh - 1) * sh + dh * (kh - 1) + 1 - h - pt)
+    pr = max(0, (ow - 1) * sw + dw * (kw - 1) + 1 - wd - pl)
+    xp = np.pad(x, ((0, 0), (pt, pb), (pl, pr), (0, 0)))  # zero point 0: padding adds nothing
+    acc = np.zeros((n, oh, ow, oc), dtype=np.int64)
+    for ky in range(kh):
+        for kx in range(kw):
+            tap = xp[:, ky * dh: ky * dh + (oh - 1) * sh + 1: sh, kx * dw: kx * dw + (ow - 1) * sw + 1: sw, :]
+            acc += tap @ w[:, ky, kx, :].T
+    if bias is not None:
+        acc = acc + np.asarray(bias, dtype=np.int64)
+    y = requantize_s64(acc, multiplier, shift)
+    return np.clip(y, act_min, act_max).astype(np.int16)
+
+
+@dataclass(frozen=True)
+class S16LayerParams:
+    """What a 16x8 convolution or linear layer runs with, from its real scales."""
+
+    multiplier: np.ndarray  # int32 Q31 per output channel
+    shift: np.ndarray  # int32 per output channel, within [SHIFT_MIN, SHIFT_MAX]
+    bias: np.ndarray | None  # int64 per output channel, scale s_in * s_w[c]
+
+
+def s16_layer_params(s_in: float, s_w, s_out: float, bias=None) -> S16LayerParams:
+    """Per-channel multipliers s_in s_w[c] / s_out and the bias rounded to int64 at scale s_in s_w[c]. A
+    real multiplier of 2^14 or more has no 16x8 form (its shift would pass 14) and raises ValueError."""
+    s_w = np.atleast_1d(np.asarray(s_w, dtype=np.float64))
+    m, s = quantize_multipliers(float(s_in) * s_w / float(s_out))
+    if np.any(s > SHIFT_MAX):
+        raise ValueError("a 16x8 layer's real multiplier must stay below 2^14")
+    b = None
+    if bias is not None:
+        b = np.rint(np.asarray(bias, dtype=np.float64) / (float(s_in) * s_w)).astype(np.int64)
+    return S16LayerParams(m, s, b)
+
+
+def quantize_s16(x, scale: float) -> np.ndarray:
+    """Real values to symmetric int16 (zero point 0), rounding half to even as torch does."""
+    return np.clip(np.rint(np.asarray(x, dtype=np.float64) / scale), INT16_MIN, INT16_MAX).astype(np.int16)
+
+
+def dequantize_s16(q, scale: float) -> np.ndarray:
+    return np.asarray(q, dtype=np.int64).astype(np.float64) * scale

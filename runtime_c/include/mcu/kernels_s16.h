@@ -1,0 +1,48 @@
+/**
+ * @file kernels_s16.h
+ * @brief int16 activations with int8 weights (16x8), the arithmetic of CMSIS-NN's and TFLite Micro's s16
+ * kernels.
+ *
+ * Activations are symmetric per-tensor int16 (zero point 0, so no offsets); weights symmetric int8 per
+ * output channel; biases int64 with scale s_in * s_w[c]; products are accumulated in 64 bits.
+ * Requantization (mcu/reference/s16.py mirrors it): the Q31 multiplier of kernels_s8.h is reduced to
+ * Q15, r = (multiplier < 0x7FFF0000) ? (multiplier + 2^15) >> 16 : 0x7FFF, then
+ *   y = (int32)((acc * r) >> (14 - shift));  y = (y + 1) >> 1
+ * which needs shift in [-31, 14]. Outputs are clamped to [act_min, act_max] within int16.
+ */
+#ifndef MCU_KERNELS_S16_H
+#define MCU_KERNELS_S16_H
+
+#include <stdint.h>
+
+#include "mcu/kernels_s8.h"
+#include "mcu/status.h"
+
+typedef struct {
+    int32_t batch, in_features, out_features;
+    int32_t act_min, act_max;
+} mcu_linear_s16_params;
+
+/** Fully connected, weights [out][in], per-output-channel requantization; bias may be NULL. The output
+ * overlaps neither the input nor a constant. */
+mcu_status mcu_linear_s16(const mcu_context *ctx, const mcu_linear_s16_params *p, const mcu_per_channel_quant *q,
+                          const int16_t *input, const int8_t *weight, const int64_t *bias, int16_t *output);
+int32_t mcu_linear_s16_get_buffer_size(const mcu_linear_s16_params *p);
+
+typedef struct {
+    mcu_shape4 input;  /**< NHWC */
+    mcu_shape4 output; /**< NHWC */
+    int32_t kernel_h, kernel_w;
+    int32_t stride_h, stride_w;
+    int32_t pad_top, pad_left; /**< bottom/right implied by the output size */
+    int32_t dilation_h, dilation_w;
+    int32_t act_min, act_max;
+} mcu_conv2d_s16_params;
+
+/** Convolution (one group), weights OHWI [out_c][kh][kw][in_c], per-output-channel requantization; bias may
+ * be NULL. The output overlaps neither the input nor a constant. */
+mcu_status mcu_conv2d_s16(const mcu_context *ctx, const mcu_conv2d_s16_params *p, const mcu_per_channel_quant *q,
+                          const int16_t *input, const int8_t *weight, const int64_t *bias, int16_t *output);
+int32_t mcu_conv2d_s16_get_buffer_size(const mcu_conv2d_s16_params *p);
+
+#endif /* MCU_KERNELS_S16_H */
