@@ -67,7 +67,8 @@ def depthwise_inplace_ok(op: Op) -> bool:
     """The in-place depthwise variant applies: int8, stride 1, dilation 1, no channel multiplier, same size."""
     a = op.attrs
     x, out = op.inputs[0], op.output
-    return (op.kind == "depthwise_conv2d" and out.dtype == "int8" and tuple(a["stride"]) == (1, 1)
+    return (op.kind == "depthwise_conv2d" and out.dtype == "int8" and op.attrs.get("weight_bits") != 4
+            and tuple(a["stride"]) == (1, 1)
             and tuple(a["dilation"]) == (1, 1) and a.get("ch_mult", 1) == 1 and x.shape == out.shape
             and a["padding"][0] < op.inputs[1].shape[2] and a["padding"][1] < op.inputs[1].shape[3])
 
@@ -75,8 +76,8 @@ def depthwise_inplace_ok(op: Op) -> bool:
 def pointwise_ok(op: Op) -> bool:
     """The pixel-buffer 1x1 variant applies: int8 1x1 convolution, stride 1, no padding, one group."""
     a = op.attrs
-    if op.kind != "conv2d" or op.output.dtype != "int8":
-        return False
+    if op.kind != "conv2d" or op.output.dtype != "int8" or a.get("weight_bits") == 4:
+        return False  # (the s4 convolution has no pixel-buffer form)
     w = op.inputs[1]
     return (w.shape[2], w.shape[3]) == (1, 1) and tuple(a["stride"]) == (1, 1) and tuple(a["padding"]) == (0, 0) \
         and a["groups"] == 1

@@ -15,8 +15,11 @@ from hypothesis import strategies as st
 import cbind_s8 as cb
 from cbind import MCU_ERR_INVALID_ARG, MCU_OK, ptr
 from host_builds import build_emulated_lib
+from mcu.ir import Op
 from mcu.layouts import pack_s4
+from mcu.plan.contracts import overlap_contracts
 from mcu.reference.conv import conv2d_s8, depthwise_conv2d_s8, linear_s8
+from overlap import check_overlap, out_hw, random_quant, tensor, window_case
 from s8_cases import (EXACT, act_bounds, assert_equal, bias_kinds, biases, conv_cases, conv_shift_centres, data_modes,
                       int8_data, per_channel, shift_for, zero_points)
 
@@ -143,7 +146,8 @@ def test_linear_s4(lib, batch, fin, fout, in_zp, out_zp, act, bias, shift, pc, d
 
 
 def test_output_on_the_input_is_refused(lib):
-    """The s4 kernels promise no overlap: an output on its input is an argument error, not wrong bytes."""
+    """Like the int8 window kernels, the s4 convolution refuses an output at or after its input's start (no
+    contract allows one): an argument error, not wrong bytes."""
     x = np.arange(-20, 20, dtype=np.int8).reshape(1, 2, 4, 5)
     w = np.ones((5, 1, 1, 5), dtype=np.int8)
     q = cb.Quant(2**30, -1, 5)
@@ -155,6 +159,62 @@ def test_output_on_the_input_is_refused(lib):
     bias = np.zeros(5, dtype=np.int32)
     assert lib.mcu_conv2d_s4(None, ctypes.byref(p), ctypes.byref(q.struct), ptr(x), ptr(packed), ptr(bias),
                              ptr(x)) == MCU_ERR_INVALID_ARG
+
+
+@settings(max_examples=40, deadline=None)
+@given(window_case(), st.integers(0, 2**31 - 1))
+def test_conv2d_s4_window_overlap(lib, case, seed: int) -> None:
+    """mcu_conv2d_s4 (1x1 included: it has no pixel-buffer form) with its output inside its input at every
+    offset the planner's window contract allows equals the kernel on separate buffers."""
+    n, c, h, w, oc, k, s, p, d = case
+    rng = np.random.default_rng(seed)
+    oh, ow = out_hw(h, w, k, s, p, d)
+    x = rng.integers(-128, 128, (n, h, w, c), dtype=np.int8)
+    wt = s4_weights(rng, (oc, k[0], k[1], c), "full")
+    packed = np.ascontiguousarray(pack_s4(wt))
+    bias = rng.integers(-5000, 5000, oc).astype(np.int32)
+    q = random_quant(oc, rng)
+    params = cb._fields(cb.Conv2dS8Params, dict(
+        input=(n, h, w, c), output=(n, oh, ow, oc), kernel_h=k[0], kernel_w=k[1], stride_h=s[0], stride_w=s[1],
+        pad_top=p[0], pad_left=p[1], dilation_h=1, dilation_w=1, groups=1, input_offset=3, output_offset=-5,
+        act_min=-128, act_max=127))
+    op = Op("conv2d", [tensor("x", (n, c, h, w), "int8"), tensor("w", (oc, c, k[0], k[1]), "int8", wt)],
+            [tensor("y", (n, oc, oh, ow), "int8")],
+            {"stride": s, "padding": p, "dilation": d, "groups": 1, "weight_bits": 4})
+
+    def call(xp, yp):
+        return lib.mcu_conv2d_s4(None, ctypes.byref(params), ctypes.byref(q.struct), xp, ptr(packed), ptr(bias), yp)
+    check_overlap(call, x, op, n * oh * ow * oc, oc)
+
+
+@settings(max_examples=40, deadline=None)
+@given(window_case(depthwise=True), st.booleans(), st.integers(0, 2**31 - 1))
+def test_depthwise_conv2d_s4_window_overlap(lib, case, widened: bool, seed: int) -> None:
+    """mcu_depthwise_conv2d_s4, its own loop and the int8 kernel on widened weights, at every offset the
+    window contract allows (no in-place form: the contract must not offer one)."""
+    n, c, h, w, _, k, s, p, d = case
+    rng = np.random.default_rng(seed)
+    oh, ow = out_hw(h, w, k, s, p, d)
+    x = rng.integers(-128, 128, (n, h, w, c), dtype=np.int8)
+    wt = s4_weights(rng, (k[0], k[1], c), "full")
+    packed = np.ascontiguousarray(pack_s4(wt))
+    bias = rng.integers(-5000, 5000, c).astype(np.int32)
+    q = random_quant(c, rng)
+    params = cb._fields(cb.DepthwiseConv2dS8Params, dict(
+        input=(n, h, w, c), output=(n, oh, ow, c), ch_mult=1, kernel_h=k[0], kernel_w=k[1], stride_h=s[0],
+        stride_w=s[1], pad_top=p[0], pad_left=p[1], dilation_h=1, dilation_w=1, input_offset=-7, output_offset=11,
+        act_min=-100, act_max=120))
+    op = Op("depthwise_conv2d", [tensor("x", (n, c, h, w), "int8"), tensor("w", (c, 1, k[0], k[1]), "int8", wt)],
+            [tensor("y", (n, c, oh, ow), "int8")],
+            {"stride": s, "padding": p, "dilation": d, "groups": c, "ch_mult": 1, "weight_bits": 4})
+    assert all(lo is None for lo, _ in overlap_contracts(op)[0].intervals)
+    scratch = np.zeros(k[0] * k[1] * c, dtype=np.int8)
+    ctx = ctypes.byref(cb.Context(scratch.ctypes.data, scratch.size)) if widened else None
+
+    def call(xp, yp):
+        return lib.mcu_depthwise_conv2d_s4(ctx, ctypes.byref(params), ctypes.byref(q.struct), xp, ptr(packed),
+                                           ptr(bias), yp)
+    check_overlap(call, x, op, n * oh * ow * c, c)
 
 
 # --------------------------------------------------------------------------

@@ -53,8 +53,8 @@ def _weighted(op: Op, ins: list[Tensor], out: Tensor) -> tuple[list[Tensor], dic
     attrs = {**op.attrs, "input_offset": -_zp(x), "output_offset": _zp(out), "act_min": act_min, "act_max": act_max,
              "bias_real": bias_real}
     if packed[0].quant is not None and packed[0].quant.qmax <= 7:
-        # 4-bit weights: the s4 kernels (two weights a byte), whose output overlaps nothing
-        attrs.update(weight_bits=4, no_overlap=True)
+        # 4-bit weights: the s4 kernels (two weights a byte); they keep the window contract only
+        attrs.update(weight_bits=4)
     return [x, *packed], attrs
 
 

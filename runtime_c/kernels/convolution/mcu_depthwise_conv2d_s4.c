@@ -48,7 +48,8 @@ mcu_status mcu_depthwise_conv2d_s4(const mcu_context *ctx, const mcu_depthwise_c
         MCU_REQUIRE(mcu_quant_valid(q->multiplier[oc], q->shift[oc]), MCU_ERR_INVALID_ARG);
     }
     const size_t out_bytes = (size_t)out_count;
-    MCU_REQUIRE(!mcu_overlaps(input, (size_t)in_count, output, out_bytes) &&
+    /* Both paths (the int8 kernel on widened weights, the plain loop) keep the window contract. */
+    MCU_REQUIRE(!mcu_bad_window_overlap(input, (size_t)in_count, output, out_bytes) &&
                     !mcu_overlaps(weight, mcu_s4_bytes(w_count), output, out_bytes) &&
                     (bias == NULL || !mcu_overlaps(bias, (size_t)out.c * sizeof(int32_t), output, out_bytes)),
                 MCU_ERR_INVALID_ARG);
