@@ -17,14 +17,15 @@ from repo import ROOT, requires_qemu
 
 # board -> (fp32 example, int8 example): the smallest models (fc_autoencoder's 1.1 MB of fp32 weights cost
 # minutes to compile), the ones other tests compile too (shared builds).
-SAMPLE = {
-    "mps2-an505": ("small_cnn", "small_cnn"),
-    "mps2-an386": ("small_cnn", "fc_autoencoder"),
-    "mps2-an385": ("small_cnn", "small_cnn"),
-    "mps2-an385-m0plus": ("small_cnn", "fc_autoencoder"),
-    "mps3-an547": ("small_cnn", "small_cnn"),
+SAMPLE = {  # the example per mode: fp32, int8, w4a8
+    "mps2-an505": ("small_cnn", "small_cnn", "small_cnn"),
+    "mps2-an386": ("small_cnn", "fc_autoencoder", "fc_autoencoder"),
+    "mps2-an385": ("small_cnn", "small_cnn", "fc_autoencoder"),
+    "mps2-an385-m0plus": ("small_cnn", "fc_autoencoder", "small_cnn"),
+    "mps3-an547": ("small_cnn", "small_cnn", "small_cnn"),
 }
-CELLS = [(board, mode, SAMPLE[board][i]) for board in SAMPLE for i, mode in enumerate(("fp32", "int8"))]
+QUANTIZE = {"fp32": "none", "int8": "int8", "w4a8": "w4a8"}
+CELLS = [(board, mode, SAMPLE[board][i]) for board in SAMPLE for i, mode in enumerate(QUANTIZE)]
 
 
 def _matrix_module():
@@ -43,6 +44,7 @@ def test_the_sample_covers_every_board_mode_and_output() -> None:
     matrix = _matrix_module()
     assert set(SAMPLE) == set(matrix.BOARDS)
     assert {(b, m) for b, m, _ in CELLS} == {(b, m) for b in matrix.BOARDS for m in matrix.MODES}
+    assert QUANTIZE == matrix.MODES
 
 
 @pytest.mark.slow
@@ -52,7 +54,7 @@ def test_the_sample_covers_every_board_mode_and_output() -> None:
 def test_generated_c_and_program_file_on_board(compiled, board: str, mode: str, example: str) -> None:
     from mcu.program.run_model import run_program_model
 
-    cm = compiled(example, board, "int8" if mode == "int8" else "none")
+    cm = compiled(example, board, QUANTIZE[mode])
     sim = cm.simulate()
     assert sim.passed and sim.exit_code == 0, sim.console[-2000:]
     fw = cm.build()
