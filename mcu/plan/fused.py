@@ -218,18 +218,20 @@ def find_chains(graph: Graph) -> list[list[Op]]:
                 if op not in lst:
                     lst.append(op)
     position = {id(op): i for i, op in enumerate(graph.ops)}
-    taken: set[int] = set()
-    chains: list[list[Op]] = []
+    matches: list[list[Op]] = []
     for op in graph.ops:
         stages = _match(graph, op, producers, users)
-        if stages is None or any(id(s) in taken for s in stages):
-            continue
-        first, last = position[id(stages[0])], position[id(stages[-1])]
-        if last - first + 1 != len(stages):  # another op runs between two stages
-            continue
-        taken.update(id(s) for s in stages)
-        chains.append(stages)
-    return chains
+        if stages is not None and position[id(stages[-1])] - position[id(stages[0])] + 1 == len(stages):
+            matches.append(stages)  # else another op runs between two stages
+    # Two chains can share an op (a 1x1 convolution projecting one block and expanding the next, as in
+    # MobileNetV1): the one whose expanded tensor is larger is kept, as its fusion saves more.
+    taken: set[int] = set()
+    chains: list[list[Op]] = []
+    for stages in sorted(matches, key=lambda c: -expanded_bytes(c)):  # stable: equal tensors in op order
+        if not any(id(s) in taken for s in stages):
+            taken.update(id(s) for s in stages)
+            chains.append(stages)
+    return sorted(chains, key=lambda c: position[id(c[0])])
 
 
 def fused_op(stages: list[Op], band: int = 1) -> Op:
