@@ -41,6 +41,7 @@ def compile_model(args: argparse.Namespace) -> Any:
     with quiet_torch(verbose=getattr(args, "verbose", False)):
         costs = None
         if budget is not None and getattr(args, "speed_model", "measured") == "measured":
+            # lazy: the profiler and the simulator only for a build with a RAM budget
             from mcu.devtools.fusion_costs import measure_fusion_costs
             costs = measure_fusion_costs(compile_for, budget=budget)
         return compile_for(fuse_blocks=getattr(args, "fuse_blocks", "off"), ram_budget=budget, fuse_costs=costs)

@@ -64,6 +64,7 @@ class Block:
     zero_point: int  # the depthwise's input zero point (int8; 0 for fp32): the ring's padding rows
     elem: int = 1  # bytes an element: 1 (int8) or 4 (fp32)
     band: int = 1  # output rows one pass of the loop makes (each kernel call covers them all)
+    project: bool = True  # a 1x1 projection follows the window stage (else it writes the block's rows)
 
     @property
     def in_row(self) -> int:  # bytes
@@ -74,8 +75,8 @@ class Block:
         return self.e_w * self.e_c * self.elem
 
     @property
-    def d_row(self) -> int:  # bytes
-        return self.out_w * self.e_c * self.elem
+    def d_row(self) -> int:  # bytes of the window stage's output row in scratch (none without a projection)
+        return self.out_w * self.e_c * self.elem if self.project else 0
 
     @property
     def out_row(self) -> int:  # bytes
@@ -163,15 +164,20 @@ def _plain(op: Op) -> bool:
     return op.kind != "delegate" and not op.attrs.get("alias") and all(t.alias_of is None for t in op.outputs)
 
 
+def _projects(stages: list[Op]) -> bool:
+    return len(stages) > 2 and stages[2].kind == "conv2d"
+
+
 def block_of(stages: list[Op], band: int = 1) -> Block:
-    p, d, q = stages[:3]
+    p, d = stages[:2]
+    q = stages[2] if _projects(stages) else d
     x, e, y = p.inputs[0], p.output, d.output
     return Block(in_h=x.shape[2], in_w=x.shape[3], in_c=x.shape[1], e_h=e.shape[2], e_w=e.shape[3], e_c=e.shape[1],
                  out_h=y.shape[2], out_w=y.shape[3], out_c=q.output.shape[1],
                  p_kernel=p.inputs[1].shape[2], p_stride=p.attrs["stride"][0], p_pad=p.attrs["padding"][0],
                  k=d.inputs[1].shape[2], s=d.attrs["stride"][0], pad=d.attrs["padding"][0],
-                 residual=len(stages) == 4, zero_point=-int(d.attrs.get("input_offset", 0)),
-                 elem=DTYPE_BYTES[x.dtype], band=max(1, min(band, y.shape[2])))
+                 residual=stages[-1].kind == "add", zero_point=-int(d.attrs.get("input_offset", 0)),
+                 elem=DTYPE_BYTES[x.dtype], band=max(1, min(band, y.shape[2])), project=_projects(stages))
 
 
 def _match(graph: Graph, d: Op, producers: dict[int, Op], users: dict[int, list[Op]]) -> list[Op] | None:
@@ -180,13 +186,26 @@ def _match(graph: Graph, d: Op, producers: dict[int, Op], users: dict[int, list[
     int8_dw = d.kind == "depthwise_conv2d" and dtype == "int8" and d.attrs.get("ch_mult", 1) == 1
     fp32_dw = d.kind == "conv2d" and dtype == "float32" and d.inputs[0].shape[1] == d.output.shape[1] > 1 \
         and d.attrs.get("groups", 1) == d.output.shape[1]
-    if not (int8_dw or fp32_dw) or not _plain(d) or tuple(d.attrs["dilation"]) != (1, 1):
+    # int8 only: a full convolution in the window stage, with the residual and no projection (a
+    # ResNet basic block: conv3x3 -> conv3x3 -> add of the block's input)
+    int8_conv = d.kind == "conv2d" and dtype == "int8" and d.attrs.get("groups", 1) == 1 \
+        and d.inputs[1].shape[2] > 1
+    if not (int8_dw or fp32_dw or int8_conv) or not _plain(d) or tuple(d.attrs["dilation"]) != (1, 1):
         return None
     e = d.inputs[0]
     p = producers.get(id(e))
     if p is None or p.kind != "conv2d" or not _plain(p) or p.attrs.get("groups", 1) != 1 \
             or tuple(p.attrs["dilation"]) != (1, 1) or _one_user(graph, e, users) is not d:
         return None
+    if int8_conv:
+        x = p.inputs[0]
+        a = _one_user(graph, d.output, users)
+        if a is None or a.kind != "add" or not _plain(a) or len(a.inputs) != 2 or a.inputs[0] is a.inputs[1] \
+                or not all(_nhwc(t, dtype) for t in (x, e, d.output, a.output)) \
+                or not a.output.shape == d.output.shape == x.shape or not any(t is x for t in a.inputs) \
+                or not any(t is d.output for t in a.inputs):
+            return None
+        return [p, d, a]
     q = _one_user(graph, d.output, users)
     if q is None or q.kind != "conv2d" or not _plain(q) or q.inputs[0] is not d.output:
         return None
@@ -285,23 +304,26 @@ def row_ops(stages: list[Op], block: Block, producer_rows: tuple[int, int] = (1,
     """The stages as ops on row-sized tensors: the producer reading ``producer_rows`` = (rows, top padding)
     of ``x`` for one row of ``e``, the depthwise reading the ring's rows (no vertical padding: the ring
     holds it) for ``out_rows`` output rows (default: a band), the projection and the add on those rows."""
-    p, d, q = stages[:3]
+    p, d = stages[:2]
     rows, top = producer_rows
     band = block.band if out_rows is None else out_rows
     x_in = _row_tensor(p.inputs[0], rows, "rows")
     e_row = _row_tensor(p.output, 1, "row")
     ring = _row_tensor(p.output, block.window(band), "ring")
     d_row = _row_tensor(d.output, band, "row")
-    y_row = _row_tensor(q.output, band, "row")
     result = [
         Op(p.kind, [x_in, *p.inputs[1:]], [e_row], {**p.attrs, "padding": (top, p.attrs["padding"][1])},
            p.name, p.source),
         Op(d.kind, [ring, *d.inputs[1:]], [d_row], {**d.attrs, "padding": (0, d.attrs["padding"][1])},
            d.name, d.source),
-        Op(q.kind, [d_row, *q.inputs[1:]], [y_row], dict(q.attrs), q.name, q.source),
     ]
+    y_row = d_row
+    if block.project:
+        q = stages[2]
+        y_row = _row_tensor(q.output, band, "row")
+        result.append(Op(q.kind, [d_row, *q.inputs[1:]], [y_row], dict(q.attrs), q.name, q.source))
     if block.residual:
-        a = stages[3]
+        a = stages[-1]
         x_row = _row_tensor(p.inputs[0], band, "row")
         ins = [x_row if t is p.inputs[0] else y_row for t in a.inputs]
         result.append(Op(a.kind, ins, [y_row], dict(a.attrs), a.name, a.source))
