@@ -7,6 +7,10 @@ A block is a chain of int8 (or fp32) ops in channels-last layout:
       -> projection (1x1 convolution)
       -> add of x (the residual; optional)
 
+or, int8, a ResNet basic block: a convolution, a second kxk convolution in the window stage writing the
+block's rows (no projection), and the add of x or of a 1x1 strided convolution of x (the shortcut,
+computed a band at a time into scratch).
+
 Run whole, the producer's output ``e`` (the expanded tensor, often the largest of the network) lives in
 the arena from the producer to the depthwise. Fused, one op computes the block's output a band of B
 output rows at a time (B = 1 where memory is tightest): the band's depthwise reads rows
@@ -65,6 +69,7 @@ class Block:
     elem: int = 1  # bytes an element: 1 (int8) or 4 (fp32)
     band: int = 1  # output rows one pass of the loop makes (each kernel call covers them all)
     project: bool = True  # a 1x1 projection follows the window stage (else it writes the block's rows)
+    shortcut_stride: int = 0  # the residual is a 1x1 convolution of x with this stride (0: x itself)
 
     @property
     def in_row(self) -> int:  # bytes
@@ -75,8 +80,12 @@ class Block:
         return self.e_w * self.e_c * self.elem
 
     @property
-    def d_row(self) -> int:  # bytes of the window stage's output row in scratch (none without a projection)
-        return self.out_w * self.e_c * self.elem if self.project else 0
+    def d_row(self) -> int:  # bytes of the window stage's output row in scratch (none when it writes the block's)
+        return self.out_w * self.e_c * self.elem if self.project or self.shortcut_stride else 0
+
+    @property
+    def sc_row_offset(self) -> int:  # the shortcut's band of rows in scratch, after the window stage's
+        return self.ring_bytes + _align(self.band * self.d_row)
 
     @property
     def out_row(self) -> int:  # bytes
@@ -101,7 +110,7 @@ class Block:
 
     @property
     def stage_scratch_offset(self) -> int:
-        return self.ring_bytes + _align(self.band * self.d_row)
+        return self.sc_row_offset + (_align(self.band * self.out_row) if self.shortcut_stride else 0)
 
     def bands(self) -> list[tuple[int, int]]:
         """(first output row, rows) of each pass of the loop."""
@@ -131,7 +140,10 @@ class Block:
                 fresh = [ey for ey in range(self.first_fresh(oy + rows), self.e_h) if ey >= 0]
                 if fresh:
                     needed.append(self.producer_rows(fresh[0])[0] * self.in_row)
-            if self.residual:
+            if self.shortcut_stride:  # the shortcut reads its band's rows before the add writes
+                if oy + rows < self.out_h:
+                    needed.append((oy + rows) * self.shortcut_stride * self.in_row)
+            elif self.residual:
                 needed.append(oy * self.in_row)
             if not needed:
                 continue
@@ -165,7 +177,11 @@ def _plain(op: Op) -> bool:
 
 
 def _projects(stages: list[Op]) -> bool:
-    return len(stages) > 2 and stages[2].kind == "conv2d"
+    return len(stages) > 2 and stages[2].kind == "conv2d" and stages[2].inputs[0] is stages[1].output
+
+
+def _shortcut(stages: list[Op]) -> Op | None:
+    return stages[2] if len(stages) > 2 and stages[2].kind == "conv2d" and not _projects(stages) else None
 
 
 def block_of(stages: list[Op], band: int = 1) -> Block:
@@ -177,7 +193,8 @@ def block_of(stages: list[Op], band: int = 1) -> Block:
                  p_kernel=p.inputs[1].shape[2], p_stride=p.attrs["stride"][0], p_pad=p.attrs["padding"][0],
                  k=d.inputs[1].shape[2], s=d.attrs["stride"][0], pad=d.attrs["padding"][0],
                  residual=stages[-1].kind == "add", zero_point=-int(d.attrs.get("input_offset", 0)),
-                 elem=DTYPE_BYTES[x.dtype], band=max(1, min(band, y.shape[2])), project=_projects(stages))
+                 elem=DTYPE_BYTES[x.dtype], band=max(1, min(band, y.shape[2])), project=_projects(stages),
+                 shortcut_stride=sc.attrs["stride"][0] if (sc := _shortcut(stages)) is not None else 0)
 
 
 def _match(graph: Graph, d: Op, producers: dict[int, Op], users: dict[int, list[Op]]) -> list[Op] | None:
@@ -202,10 +219,19 @@ def _match(graph: Graph, d: Op, producers: dict[int, Op], users: dict[int, list[
         a = _one_user(graph, d.output, users)
         if a is None or a.kind != "add" or not _plain(a) or len(a.inputs) != 2 or a.inputs[0] is a.inputs[1] \
                 or not all(_nhwc(t, dtype) for t in (x, e, d.output, a.output)) \
-                or not a.output.shape == d.output.shape == x.shape or not any(t is x for t in a.inputs) \
-                or not any(t is d.output for t in a.inputs):
+                or a.output.shape != d.output.shape or not any(t is d.output for t in a.inputs):
             return None
-        return [p, d, a]
+        if any(t is x for t in a.inputs) and x.shape == d.output.shape:
+            return [p, d, a]
+        r = next(t for t in a.inputs if t is not d.output)
+        sc = producers.get(id(r))
+        if sc is None or sc.kind != "conv2d" or not _plain(sc) or sc.inputs[0] is not x \
+                or _one_user(graph, r, users) is not a or (sc.inputs[1].shape[2], sc.inputs[1].shape[3]) != (1, 1) \
+                or tuple(sc.attrs["padding"]) != (0, 0) or sc.attrs.get("groups", 1) != 1 \
+                or sc.attrs["stride"][0] != sc.attrs["stride"][1] or not _nhwc(r, dtype) \
+                or sc.attrs["stride"][0] * (d.output.shape[2] - 1) >= x.shape[2]:
+            return None
+        return [p, d, sc, a]
     q = _one_user(graph, d.output, users)
     if q is None or q.kind != "conv2d" or not _plain(q) or q.inputs[0] is not d.output:
         return None
@@ -240,7 +266,8 @@ def find_chains(graph: Graph) -> list[list[Op]]:
     matches: list[list[Op]] = []
     for op in graph.ops:
         stages = _match(graph, op, producers, users)
-        if stages is not None and position[id(stages[-1])] - position[id(stages[0])] + 1 == len(stages):
+        at = sorted(position[id(s)] for s in stages) if stages is not None else []
+        if stages is not None and at[-1] - at[0] + 1 == len(stages):
             matches.append(stages)  # else another op runs between two stages
     # Two chains can share an op (a 1x1 convolution projecting one block and expanding the next, as in
     # MobileNetV1): the one whose expanded tensor is larger is kept, as its fusion saves more.
@@ -272,14 +299,16 @@ def fused_op(stages: list[Op], band: int = 1) -> Op:
 def with_fused(graph: Graph, chains: list[list[Op]], bands: dict[int, int] | None = None) -> Graph:
     """A copy of ``graph`` whose op list runs each of ``chains`` as one fused op (the ops are shared);
     ``bands``: output rows per pass by id of a chain's first op (default 1)."""
-    replaced = {id(stages[0]): stages for stages in chains}
-    skip = {id(s) for stages in chains for s in stages[1:]}
+    chain_of = {id(s): stages for stages in chains for s in stages}
+    done: set[int] = set()
     ops: list[Op] = []
-    for op in graph.ops:
-        if id(op) in replaced:
-            ops.append(fused_op(replaced[id(op)], (bands or {}).get(id(op), 1)))
-        elif id(op) not in skip:
+    for op in graph.ops:  # a fused op runs where its first stage in the op order ran
+        stages = chain_of.get(id(op))
+        if stages is None:
             ops.append(op)
+        elif id(stages[0]) not in done:
+            done.add(id(stages[0]))
+            ops.append(fused_op(stages, (bands or {}).get(id(stages[0]), 1)))
     return Graph(inputs=graph.inputs, outputs=graph.outputs, ops=ops, name=graph.name, fallbacks=graph.fallbacks,
                  state=graph.state, output_names=graph.output_names)
 
@@ -322,7 +351,16 @@ def row_ops(stages: list[Op], block: Block, producer_rows: tuple[int, int] = (1,
         q = stages[2]
         y_row = _row_tensor(q.output, band, "row")
         result.append(Op(q.kind, [d_row, *q.inputs[1:]], [y_row], dict(q.attrs), q.name, q.source))
-    if block.residual:
+    sc = _shortcut(stages)
+    if sc is not None:  # its band of rows from x's rows (every stride-th), into scratch
+        sc_in = _row_tensor(p.inputs[0], (band - 1) * block.shortcut_stride + 1, "sc_rows")
+        y_row = _row_tensor(d.output, band, "out_row")
+        sc_row = _row_tensor(sc.output, band, "row")
+        result.append(Op(sc.kind, [sc_in, *sc.inputs[1:]], [sc_row], dict(sc.attrs), sc.name, sc.source))
+        a = stages[-1]
+        ins = [d_row if t is d.output else sc_row for t in a.inputs]
+        result.append(Op(a.kind, ins, [y_row], dict(a.attrs), a.name, a.source))
+    elif block.residual:
         a = stages[-1]
         x_row = _row_tensor(p.inputs[0], band, "row")
         ins = [x_row if t is p.inputs[0] else y_row for t in a.inputs]
