@@ -147,14 +147,14 @@ def test_fp32_fused_block_equals_unfused_c(config: tuple) -> None:
 @pytest.mark.qemu
 @pytest.mark.parametrize("board", ["mps2-an505", "mps2-an386", "mps3-an547", "mps2-an385", "mps2-an385-m0plus"])
 def test_fused_blocks_on_the_device_equal_the_reference(board: str) -> None:
-    """Three blocks (a residual one, a strided one, a ResNet basic block) fused, in bands of 3 rows: the
-    firmware in QEMU."""
+    """Four blocks (a residual one, a strided one, a ResNet basic block, a ResNet downsampling block) fused,
+    in bands of 3 rows: the firmware in QEMU."""
     torch.manual_seed(6)
     model = nn.Sequential(_Block(8, 48, 8, 1, 1, 3, 1, 1, True), _Block(8, 48, 16, 1, 1, 3, 2, 1, False),
-                          _Basic(16, 3))
+                          _Basic(16, 3), _Down(16, 8, 3))
     cm = _compile(model, (1, 8, 14, 12), 6, board, fuse_blocks="all")
     cm = _with_band(cm, 3)
-    assert len(_fused(cm)) == 3
+    assert len(_fused(cm)) == 4
     sim = cm.simulate()
     assert sim.passed and sim.exit_code == 0, sim.console[-2000:]
     for raw, expected in zip(sim.outputs_raw, cm.expected_outputs):
