@@ -39,6 +39,7 @@ from mcu.capture.loader import ModelSpec, flatten_outputs, load_model_file, spec
 from mcu.device.mapfile import SizeReport, size_report
 from mcu.plan.drawing import plan_svg
 from mcu.plan.fused import KIND as FUSED_KIND
+from mcu.plan.fusion import FusionCosts
 from mcu.plan.memory import MemoryPlan
 from mcu.emit.outputs import build_lock, cached_build_dir, stage_sources
 from mcu.progress import stage
@@ -435,11 +436,14 @@ def _fuse_policy(fuse_blocks: bool | str) -> str:
 def compile_spec(spec: ModelSpec, board: str | Board = "mps2-an505", quantize: str = "none",
                  options: BackendOptions | None = None, backend: str | list[str] | None = None,
                  check_flash: bool = True, fuse_blocks: bool | str = False,
-                 ram_budget: int | None = None) -> CompiledModel:
+                 ram_budget: int | None = None, fuse_costs: FusionCosts | None = None,
+                 fuse_band: int = 1) -> CompiledModel:
     """``fuse_blocks``: run inverted-residual blocks row by row through a ring of expanded rows
     (mcu/plan/fused.py), as few as give the smallest arena (True or "auto"; "all": every block that can);
     ``ram_budget``: as few as bring the arena to at most these bytes (mcu/plan/fusion.py); by default every
-    tensor stays whole (unless the model does not fit the board). ``backend``: the backends' preference
+    tensor stays whole (unless the model does not fit the board); with ``fuse_costs`` (the ops' measured
+    instructions, mcu/devtools/fusion_costs.py) the budget takes the fastest schedule that fits instead;
+    ``fuse_band``: output rows per pass of every block fused by "all". ``backend``: the backends' preference
     order, ``"cmsis-nn,optimized,portable"`` or a list (None: CMSIS-NN first when it is given, then
     optimized, then portable; mcu/backends/registry.py); the partition report is
     ``CompiledModel.partitions``. ``options``: the backends' own options by backend id (:func:`backend_options`
@@ -454,7 +458,8 @@ def compile_spec(spec: ModelSpec, board: str | Board = "mps2-an505", quantize: s
         graph.output_names = [] if graph.state else _output_names(spec, len(graph.outputs))  # state: no extra run
         before = dataclasses.replace(graph, ops=list(graph.ops))  # partitioning replaces the op list, not the ops
         memory, library, report = compile_graph(graph, board_obj, quantize, order, options, check_flash=check_flash,
-                                                fuse=_fuse_policy(fuse_blocks), ram_budget=ram_budget)
+                                                fuse=_fuse_policy(fuse_blocks), ram_budget=ram_budget,
+                                                fuse_costs=fuse_costs, fuse_band=fuse_band)
     delegated = any(op.kind == "delegate" for op in graph.ops)
     fused = any(op.kind == FUSED_KIND for op in graph.ops)
     cm = CompiledModel(spec=spec, board=board_obj, quantize=quantize, graph=graph, memory=memory, library=library,
@@ -483,11 +488,12 @@ def compile(model: torch.nn.Module, example_inputs: Sequence[torch.Tensor], boar
 def compile_file(path: str | Path, board: str = "mps2-an505", quantize: str = "none",
                  cmsis_nn: str | Path | None = None, packed_weights: bool | None = None,
                  backend: str | list[str] | None = None, fuse_blocks: bool | str = False,
-                 ram_budget: int | None = None) -> CompiledModel:
+                 ram_budget: int | None = None, fuse_costs: FusionCosts | None = None,
+                 fuse_band: int = 1) -> CompiledModel:
     with stage("load"):
         spec = load_model_file(path)
     return compile_spec(spec, board, quantize, backend_options(cmsis_nn, packed_weights, backend), backend,
-                        fuse_blocks=fuse_blocks, ram_budget=ram_budget)
+                        fuse_blocks=fuse_blocks, ram_budget=ram_budget, fuse_costs=fuse_costs, fuse_band=fuse_band)
 
 
 def max_abs(values: list[np.ndarray]) -> float:

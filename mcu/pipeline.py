@@ -22,7 +22,7 @@ from mcu.frontend.lower import from_exported
 from mcu.ir import Graph
 from mcu.capture.loader import ModelSpec
 from mcu.plan.fused import find_chains, with_fused
-from mcu.plan.fusion import choose as choose_fusion
+from mcu.plan.fusion import FusionCosts, choose_fastest, choose as choose_fusion
 from mcu.plan.memory import MemoryPlan, plan_memory
 from mcu.passes.fold_batch_norm import fold_batch_norm
 from mcu.passes.fuse_activations import fuse_activations
@@ -165,6 +165,7 @@ def compile_graph(graph: Graph, board: Board, quantize: str, backends: list[str]
                   options: BackendOptions | None = None,
                   check_flash: bool = True,
                   fuse: str = "off", ram_budget: int | None = None,
+                  fuse_costs: FusionCosts | None = None, fuse_band: int = 1,
                   ) -> tuple[MemoryPlan, GeneratedLibrary, PartitionReport]:
     """``backends``: preference order of backend ids (None: the registry's default for these options:
     CMSIS-NN first when it has its sources, then the optimized and the portable kernels;
@@ -174,7 +175,9 @@ def compile_graph(graph: Graph, board: Board, quantize: str, backends: list[str]
     the host runtime may load). ``fuse``: run inverted-residual blocks row by row (mcu/plan/fused.py), so
     their expanded tensors never exist whole: "auto" as few of them as give the smallest arena
     (mcu/plan/fusion.py), "all" every one, "off" none; ``ram_budget``: as few as bring the arena to at
-    most these bytes (none when the default schedule fits). With neither, blocks fuse only when the
+    most these bytes (none when the default schedule fits), or with ``fuse_costs`` (each op's measured
+    instructions) the fastest schedule within them; ``fuse_band``: output rows per pass of every block
+    under "all". With neither, blocks fuse only when the
     default schedule does not fit the board: its RAM is then the budget."""
     if check_flash:  # before partitioning: packing the weights of a model that cannot fit costs minutes
         check_constants_fit(board, graph)
@@ -185,7 +188,11 @@ def compile_graph(graph: Graph, board: Board, quantize: str, backends: list[str]
     if fuse != "off" or ram_budget is not None:  # after partitioning: each fused stage runs its backend's kernel
         with stage("fuse"):
             if fuse == "all":
-                graph.ops = with_fused(graph, find_chains(graph)).ops
+                chains = find_chains(graph)
+                graph.ops = with_fused(graph, chains, {id(c[0]): fuse_band for c in chains}).ops
+            elif ram_budget is not None and fuse_costs is not None:
+                choice = choose_fastest(graph, ram_budget, fuse_costs)
+                graph.ops = with_fused(graph, choice.chains, choice.bands).ops
             else:
                 choice = choose_fusion(graph, ram_budget)
                 graph.ops = with_fused(graph, choice.chains, choice.bands).ops

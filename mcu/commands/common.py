@@ -30,10 +30,18 @@ def compile_model(args: argparse.Namespace) -> Any:
         raise McuError(f"--prefill-chunk applies to text-generation model files (methods prefill and decode); "
                        f"{args.model} is not one", hint="drop --prefill-chunk")
     spec, origin = cli_spec(getattr(args, "cmsis_nn", None))
-    with quiet_torch(verbose=getattr(args, "verbose", False)):
+    budget = getattr(args, "ram_budget", None)
+
+    def compile_for(**fusion: Any) -> Any:
         return compile_file(args.model, board=args.board, quantize=args.quantize,
                             cmsis_nn=resolve(spec, origin=origin),
                             packed_weights=False if getattr(args, "compact_weights", False) else None,
-                            backend=getattr(args, "backend", None),
-                            fuse_blocks=getattr(args, "fuse_blocks", "off"),
-                            ram_budget=getattr(args, "ram_budget", None))
+                            backend=getattr(args, "backend", None), **fusion)
+
+    with quiet_torch(verbose=getattr(args, "verbose", False)):
+        costs = None
+        if budget is not None and getattr(args, "speed_model", "measured") == "measured":
+            # lazy: the profiler and the simulator only for a build with a RAM budget
+            from mcu.devtools.fusion_costs import measure_fusion_costs
+            costs = measure_fusion_costs(compile_for, budget=budget)
+        return compile_for(fuse_blocks=getattr(args, "fuse_blocks", "off"), ram_budget=budget, fuse_costs=costs)

@@ -102,14 +102,24 @@ def body(op: Op, tensor_ref: Callable[[Tensor], str], scratch: str) -> tuple[lis
         if len(sizes) > 1:
             lines.append(f"    {'if' if i == 0 else 'else if'} (rows == {size}) {{")
         ops = row_ops(stages, b, out_rows=size)
-        dw, proj = ops[1], ops[2]
-        for row, places in ((dw, {id(dw.inputs[0]): f"({ct} *)ring", id(dw.output): d_row}),
-                            (proj, {id(proj.inputs[0]): d_row, id(proj.output): y_row})):
+        dw = ops[1]
+        proj = ops[2] if b.project else dw  # without a projection the window stage writes the block's rows
+        to_scratch = b.project or b.shortcut_stride
+        steps = [(dw, {id(dw.inputs[0]): f"({ct} *)ring", id(dw.output): d_row if to_scratch else y_row})]
+        if b.project:
+            steps.append((proj, {id(proj.inputs[0]): d_row, id(proj.output): y_row}))
+        if b.shortcut_stride:  # the shortcut's band into scratch, then the add of both into the block's rows
+            sc, add = ops[2], ops[3]
+            sc_row = f"({ct} *)(fused_scratch + {b.sc_row_offset})"
+            steps.append((sc, {id(sc.inputs[0]): f"({ct} *)(x + oy * {b.shortcut_stride * b.in_row})",
+                               id(sc.output): sc_row}))
+            steps.append((add, {id(dw.output): d_row, id(sc.output): sc_row, id(add.output): y_row}))
+        for row, places in steps:
             sub, call = _call_lines(row, refs_for(row, places), indent)
             calls.append((row, call))
             lines += sub
-        if b.residual:
-            add = ops[3]
+        if b.residual and not b.shortcut_stride:
+            add = ops[-1]
             x_row = next(t for t in add.inputs if t is not proj.output)
             places = {id(x_row): f"({ct} *)(x + oy * {b.in_row})", id(proj.output): y_row}
             sub, call = _call_lines(add, refs_for(add, places), indent)

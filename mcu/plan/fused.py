@@ -7,6 +7,10 @@ A block is a chain of int8 (or fp32) ops in channels-last layout:
       -> projection (1x1 convolution)
       -> add of x (the residual; optional)
 
+or, int8, a ResNet basic block: a convolution, a second kxk convolution in the window stage writing the
+block's rows (no projection), and the add of x or of a 1x1 strided convolution of x (the shortcut,
+computed a band at a time into scratch).
+
 Run whole, the producer's output ``e`` (the expanded tensor, often the largest of the network) lives in
 the arena from the producer to the depthwise. Fused, one op computes the block's output a band of B
 output rows at a time (B = 1 where memory is tightest): the band's depthwise reads rows
@@ -64,6 +68,8 @@ class Block:
     zero_point: int  # the depthwise's input zero point (int8; 0 for fp32): the ring's padding rows
     elem: int = 1  # bytes an element: 1 (int8) or 4 (fp32)
     band: int = 1  # output rows one pass of the loop makes (each kernel call covers them all)
+    project: bool = True  # a 1x1 projection follows the window stage (else it writes the block's rows)
+    shortcut_stride: int = 0  # the residual is a 1x1 convolution of x with this stride (0: x itself)
 
     @property
     def in_row(self) -> int:  # bytes
@@ -74,8 +80,12 @@ class Block:
         return self.e_w * self.e_c * self.elem
 
     @property
-    def d_row(self) -> int:  # bytes
-        return self.out_w * self.e_c * self.elem
+    def d_row(self) -> int:  # bytes of the window stage's output row in scratch (none when it writes the block's)
+        return self.out_w * self.e_c * self.elem if self.project or self.shortcut_stride else 0
+
+    @property
+    def sc_row_offset(self) -> int:  # the shortcut's band of rows in scratch, after the window stage's
+        return self.ring_bytes + _align(self.band * self.d_row)
 
     @property
     def out_row(self) -> int:  # bytes
@@ -100,7 +110,7 @@ class Block:
 
     @property
     def stage_scratch_offset(self) -> int:
-        return self.ring_bytes + _align(self.band * self.d_row)
+        return self.sc_row_offset + (_align(self.band * self.out_row) if self.shortcut_stride else 0)
 
     def bands(self) -> list[tuple[int, int]]:
         """(first output row, rows) of each pass of the loop."""
@@ -130,7 +140,10 @@ class Block:
                 fresh = [ey for ey in range(self.first_fresh(oy + rows), self.e_h) if ey >= 0]
                 if fresh:
                     needed.append(self.producer_rows(fresh[0])[0] * self.in_row)
-            if self.residual:
+            if self.shortcut_stride:  # the shortcut reads its band's rows before the add writes
+                if oy + rows < self.out_h:
+                    needed.append((oy + rows) * self.shortcut_stride * self.in_row)
+            elif self.residual:
                 needed.append(oy * self.in_row)
             if not needed:
                 continue
@@ -163,15 +176,25 @@ def _plain(op: Op) -> bool:
     return op.kind != "delegate" and not op.attrs.get("alias") and all(t.alias_of is None for t in op.outputs)
 
 
+def _projects(stages: list[Op]) -> bool:
+    return len(stages) > 2 and stages[2].kind == "conv2d" and stages[2].inputs[0] is stages[1].output
+
+
+def _shortcut(stages: list[Op]) -> Op | None:
+    return stages[2] if len(stages) > 2 and stages[2].kind == "conv2d" and not _projects(stages) else None
+
+
 def block_of(stages: list[Op], band: int = 1) -> Block:
-    p, d, q = stages[:3]
+    p, d = stages[:2]
+    q = stages[2] if _projects(stages) else d
     x, e, y = p.inputs[0], p.output, d.output
     return Block(in_h=x.shape[2], in_w=x.shape[3], in_c=x.shape[1], e_h=e.shape[2], e_w=e.shape[3], e_c=e.shape[1],
                  out_h=y.shape[2], out_w=y.shape[3], out_c=q.output.shape[1],
                  p_kernel=p.inputs[1].shape[2], p_stride=p.attrs["stride"][0], p_pad=p.attrs["padding"][0],
                  k=d.inputs[1].shape[2], s=d.attrs["stride"][0], pad=d.attrs["padding"][0],
-                 residual=len(stages) == 4, zero_point=-int(d.attrs.get("input_offset", 0)),
-                 elem=DTYPE_BYTES[x.dtype], band=max(1, min(band, y.shape[2])))
+                 residual=stages[-1].kind == "add", zero_point=-int(d.attrs.get("input_offset", 0)),
+                 elem=DTYPE_BYTES[x.dtype], band=max(1, min(band, y.shape[2])), project=_projects(stages),
+                 shortcut_stride=sc.attrs["stride"][0] if (sc := _shortcut(stages)) is not None else 0)
 
 
 def _match(graph: Graph, d: Op, producers: dict[int, Op], users: dict[int, list[Op]]) -> list[Op] | None:
@@ -180,13 +203,35 @@ def _match(graph: Graph, d: Op, producers: dict[int, Op], users: dict[int, list[
     int8_dw = d.kind == "depthwise_conv2d" and dtype == "int8" and d.attrs.get("ch_mult", 1) == 1
     fp32_dw = d.kind == "conv2d" and dtype == "float32" and d.inputs[0].shape[1] == d.output.shape[1] > 1 \
         and d.attrs.get("groups", 1) == d.output.shape[1]
-    if not (int8_dw or fp32_dw) or not _plain(d) or tuple(d.attrs["dilation"]) != (1, 1):
+    # int8 only: a full convolution in the window stage, with the residual and no projection (a
+    # ResNet basic block: conv3x3 -> conv3x3 -> add of the block's input)
+    int8_conv = d.kind == "conv2d" and dtype == "int8" and d.attrs.get("groups", 1) == 1 \
+        and d.inputs[1].shape[2] > 1
+    if not (int8_dw or fp32_dw or int8_conv) or not _plain(d) or tuple(d.attrs["dilation"]) != (1, 1):
         return None
     e = d.inputs[0]
     p = producers.get(id(e))
     if p is None or p.kind != "conv2d" or not _plain(p) or p.attrs.get("groups", 1) != 1 \
             or tuple(p.attrs["dilation"]) != (1, 1) or _one_user(graph, e, users) is not d:
         return None
+    if int8_conv:
+        x = p.inputs[0]
+        a = _one_user(graph, d.output, users)
+        if a is None or a.kind != "add" or not _plain(a) or len(a.inputs) != 2 or a.inputs[0] is a.inputs[1] \
+                or not all(_nhwc(t, dtype) for t in (x, e, d.output, a.output)) \
+                or a.output.shape != d.output.shape or not any(t is d.output for t in a.inputs):
+            return None
+        if any(t is x for t in a.inputs) and x.shape == d.output.shape:
+            return [p, d, a]
+        r = next(t for t in a.inputs if t is not d.output)
+        sc = producers.get(id(r))
+        if sc is None or sc.kind != "conv2d" or not _plain(sc) or sc.inputs[0] is not x \
+                or _one_user(graph, r, users) is not a or (sc.inputs[1].shape[2], sc.inputs[1].shape[3]) != (1, 1) \
+                or tuple(sc.attrs["padding"]) != (0, 0) or sc.attrs.get("groups", 1) != 1 \
+                or sc.attrs["stride"][0] != sc.attrs["stride"][1] or not _nhwc(r, dtype) \
+                or sc.attrs["stride"][0] * (d.output.shape[2] - 1) >= x.shape[2]:
+            return None
+        return [p, d, sc, a]
     q = _one_user(graph, d.output, users)
     if q is None or q.kind != "conv2d" or not _plain(q) or q.inputs[0] is not d.output:
         return None
@@ -218,18 +263,21 @@ def find_chains(graph: Graph) -> list[list[Op]]:
                 if op not in lst:
                     lst.append(op)
     position = {id(op): i for i, op in enumerate(graph.ops)}
-    taken: set[int] = set()
-    chains: list[list[Op]] = []
+    matches: list[list[Op]] = []
     for op in graph.ops:
         stages = _match(graph, op, producers, users)
-        if stages is None or any(id(s) in taken for s in stages):
-            continue
-        first, last = position[id(stages[0])], position[id(stages[-1])]
-        if last - first + 1 != len(stages):  # another op runs between two stages
-            continue
-        taken.update(id(s) for s in stages)
-        chains.append(stages)
-    return chains
+        at = sorted(position[id(s)] for s in stages) if stages is not None else []
+        if stages is not None and at[-1] - at[0] + 1 == len(stages):
+            matches.append(stages)  # else another op runs between two stages
+    # Two chains can share an op (a 1x1 convolution projecting one block and expanding the next, as in
+    # MobileNetV1): the one whose expanded tensor is larger is kept, as its fusion saves more.
+    taken: set[int] = set()
+    chains: list[list[Op]] = []
+    for stages in sorted(matches, key=lambda c: -expanded_bytes(c)):  # stable: equal tensors in op order
+        if not any(id(s) in taken for s in stages):
+            taken.update(id(s) for s in stages)
+            chains.append(stages)
+    return sorted(chains, key=lambda c: position[id(c[0])])
 
 
 def fused_op(stages: list[Op], band: int = 1) -> Op:
@@ -251,14 +299,16 @@ def fused_op(stages: list[Op], band: int = 1) -> Op:
 def with_fused(graph: Graph, chains: list[list[Op]], bands: dict[int, int] | None = None) -> Graph:
     """A copy of ``graph`` whose op list runs each of ``chains`` as one fused op (the ops are shared);
     ``bands``: output rows per pass by id of a chain's first op (default 1)."""
-    replaced = {id(stages[0]): stages for stages in chains}
-    skip = {id(s) for stages in chains for s in stages[1:]}
+    chain_of = {id(s): stages for stages in chains for s in stages}
+    done: set[int] = set()
     ops: list[Op] = []
-    for op in graph.ops:
-        if id(op) in replaced:
-            ops.append(fused_op(replaced[id(op)], (bands or {}).get(id(op), 1)))
-        elif id(op) not in skip:
+    for op in graph.ops:  # a fused op runs where its first stage in the op order ran
+        stages = chain_of.get(id(op))
+        if stages is None:
             ops.append(op)
+        elif id(stages[0]) not in done:
+            done.add(id(stages[0]))
+            ops.append(fused_op(stages, (bands or {}).get(id(stages[0]), 1)))
     return Graph(inputs=graph.inputs, outputs=graph.outputs, ops=ops, name=graph.name, fallbacks=graph.fallbacks,
                  state=graph.state, output_names=graph.output_names)
 
@@ -283,23 +333,35 @@ def row_ops(stages: list[Op], block: Block, producer_rows: tuple[int, int] = (1,
     """The stages as ops on row-sized tensors: the producer reading ``producer_rows`` = (rows, top padding)
     of ``x`` for one row of ``e``, the depthwise reading the ring's rows (no vertical padding: the ring
     holds it) for ``out_rows`` output rows (default: a band), the projection and the add on those rows."""
-    p, d, q = stages[:3]
+    p, d = stages[:2]
     rows, top = producer_rows
     band = block.band if out_rows is None else out_rows
     x_in = _row_tensor(p.inputs[0], rows, "rows")
     e_row = _row_tensor(p.output, 1, "row")
     ring = _row_tensor(p.output, block.window(band), "ring")
     d_row = _row_tensor(d.output, band, "row")
-    y_row = _row_tensor(q.output, band, "row")
     result = [
         Op(p.kind, [x_in, *p.inputs[1:]], [e_row], {**p.attrs, "padding": (top, p.attrs["padding"][1])},
            p.name, p.source),
         Op(d.kind, [ring, *d.inputs[1:]], [d_row], {**d.attrs, "padding": (0, d.attrs["padding"][1])},
            d.name, d.source),
-        Op(q.kind, [d_row, *q.inputs[1:]], [y_row], dict(q.attrs), q.name, q.source),
     ]
-    if block.residual:
-        a = stages[3]
+    y_row = d_row
+    if block.project:
+        q = stages[2]
+        y_row = _row_tensor(q.output, band, "row")
+        result.append(Op(q.kind, [d_row, *q.inputs[1:]], [y_row], dict(q.attrs), q.name, q.source))
+    sc = _shortcut(stages)
+    if sc is not None:  # its band of rows from x's rows (every stride-th), into scratch
+        sc_in = _row_tensor(p.inputs[0], (band - 1) * block.shortcut_stride + 1, "sc_rows")
+        y_row = _row_tensor(d.output, band, "out_row")
+        sc_row = _row_tensor(sc.output, band, "row")
+        result.append(Op(sc.kind, [sc_in, *sc.inputs[1:]], [sc_row], dict(sc.attrs), sc.name, sc.source))
+        a = stages[-1]
+        ins = [d_row if t is d.output else sc_row for t in a.inputs]
+        result.append(Op(a.kind, ins, [y_row], dict(a.attrs), a.name, a.source))
+    elif block.residual:
+        a = stages[-1]
         x_row = _row_tensor(p.inputs[0], band, "row")
         ins = [x_row if t is p.inputs[0] else y_row for t in a.inputs]
         result.append(Op(a.kind, ins, [y_row], dict(a.attrs), a.name, a.source))

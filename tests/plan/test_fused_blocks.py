@@ -13,12 +13,14 @@ import torch
 from hypothesis import HealthCheck, given, settings, strategies as st
 from torch import nn
 
-from mcu.api import CompiledModel, compile_spec
+from mcu.api import CompiledModel, compile_file, compile_spec
 from mcu.capture.loader import spec_from_objects
 from mcu.errors import McuError
 from mcu.plan.drawing import plan_svg
 from mcu.emit.c_model import render_library
-from mcu.plan.fused import KIND, Block, fused_op
+from mcu.devtools.fusion_costs import measure_fusion_costs
+from mcu.plan.fused import KIND, Block, find_chains, fused_op
+from mcu.plan.fusion import FusionCosts, choose, choose_fastest
 from mcu.plan.memory import plan_memory
 from mcu.program.writer import UnsupportedKernel
 from cli_runner import assert_one_line_error, run_mcu
@@ -145,12 +147,14 @@ def test_fp32_fused_block_equals_unfused_c(config: tuple) -> None:
 @pytest.mark.qemu
 @pytest.mark.parametrize("board", ["mps2-an505", "mps2-an386", "mps3-an547", "mps2-an385", "mps2-an385-m0plus"])
 def test_fused_blocks_on_the_device_equal_the_reference(board: str) -> None:
-    """Two blocks (a residual one, a strided one) fused, one in bands: the firmware in QEMU."""
+    """Four blocks (a residual one, a strided one, a ResNet basic block, a ResNet downsampling block) fused,
+    in bands of 3 rows: the firmware in QEMU."""
     torch.manual_seed(6)
-    model = nn.Sequential(_Block(8, 48, 8, 1, 1, 3, 1, 1, True), _Block(8, 48, 16, 1, 1, 3, 2, 1, False))
+    model = nn.Sequential(_Block(8, 48, 8, 1, 1, 3, 1, 1, True), _Block(8, 48, 16, 1, 1, 3, 2, 1, False),
+                          _Basic(16, 3), _Down(16, 8, 3))
     cm = _compile(model, (1, 8, 14, 12), 6, board, fuse_blocks="all")
     cm = _with_band(cm, 3)
-    assert len(_fused(cm)) == 2
+    assert len(_fused(cm)) == 4
     sim = cm.simulate()
     assert sim.passed and sim.exit_code == 0, sim.console[-2000:]
     for raw, expected in zip(sim.outputs_raw, cm.expected_outputs):
@@ -271,3 +275,117 @@ def test_command_line_ram_budget_below_every_schedule_is_one_line() -> None:
                    str(EXAMPLES / "mobilenet_v2.py"))
     assert_one_line_error(proc, "no schedule fits a RAM budget of 20000 B", "the smallest arena is 30728 B",
                           "--ram-budget")
+
+
+def test_fastest_schedule_within_a_budget_takes_a_faster_fused_block() -> None:
+    """With measured costs the budget takes the cheapest schedule that fits, fused blocks included when
+    they are faster than whole tensors, and a larger budget never a dearer one."""
+    torch.manual_seed(3)
+    model = nn.Sequential(_Block(8, 48, 8, 1, 1, 3, 1, 1, True), _Block(8, 48, 16, 1, 1, 3, 2, 1, False),
+                          _Block(16, 32, 16, 1, 1, 3, 1, 1, True))
+    shape = (1, 8, 16, 16)
+    whole = _compile(model, shape, 3)
+    chains = find_chains(whole.graph)
+    ops = {op.name: 1000 for op in whole.graph.ops}
+    # the stride-2 block fused at 2 rows a pass is 300 instructions cheaper than whole; the others dearer
+    fused = {(c[0].name, band): 1000 * len(c) + (-300 if i == 1 and band == 2 else 50 * i + 200 // band)
+             for i, c in enumerate(chains) for band in (1, 2, 4)}
+    costs = FusionCosts(ops, fused)
+    smallest = _compile(model, shape, 3, fuse_blocks=True).memory.arena_size
+    estimates = []
+    for budget in (smallest, (smallest + whole.memory.arena_size) // 2, whole.memory.arena_size,
+                   whole.memory.arena_size * 2):
+        choice = choose_fastest(whole.graph, budget, costs)
+        assert choice.arena <= budget
+        estimates.append(sum(costs.delta(c, choice.bands[id(c[0])]) or 0 for c in choice.chains))
+    assert estimates == sorted(estimates, reverse=True)
+    assert estimates[-1] == -300  # with room for everything: only the faster fused block
+    big = choose_fastest(whole.graph, whole.memory.arena_size * 2, costs)
+    assert [c[0].name for c in big.chains] == [chains[1][0].name] and big.bands[id(chains[1][0])] == 2
+    cm = _compile(model, shape, 3, ram_budget=whole.memory.arena_size * 2, fuse_costs=costs)
+    assert [op.attrs["stages"][0].name for op in _fused(cm)] == [chains[1][0].name]
+    _same_as_reference(cm)
+    with pytest.raises(McuError, match=f"smallest arena is {smallest} B"):
+        choose_fastest(whole.graph, smallest - 4, costs)
+
+
+@pytest.mark.slow
+@requires_qemu
+def test_ram_budget_sweep_never_costs_more_instructions_as_it_grows() -> None:
+    """mobilenet_v2 int8 on mps2-an505: each op's instructions measured in QEMU (whole and fused at 1, 2, 4,
+    8 rows a pass), then a sweep of budgets from the smallest arena up: every build fits its budget and
+    runs no more instructions than the build of a smaller budget."""
+    path = EXAMPLES / "mobilenet_v2.py"
+
+    def compile_for(**kwargs: object) -> CompiledModel:
+        return compile_file(path, board="mps2-an505", quantize="int8", **kwargs)  # type: ignore[arg-type]
+
+    costs = measure_fusion_costs(compile_for)
+    assert costs is not None
+    whole = compile_for()
+    smallest = choose(whole.graph).smallest
+    counts = []
+    for budget in (smallest, 40_000, 60_000, whole.memory.arena_size, 2 * whole.memory.arena_size):
+        cm = compile_for(ram_budget=budget, fuse_costs=costs)
+        assert cm.memory.arena_size <= budget
+        run = cm.simulate()
+        assert run.passed
+        counts.append(run.instructions)
+    assert counts == sorted(counts, reverse=True), counts
+
+
+class _Basic(nn.Module):
+    """A ResNet basic block: conv kxk -> conv kxk -> add of the input (then ReLU)."""
+
+    def __init__(self, c: int, k: int) -> None:
+        super().__init__()
+        self.a = nn.Sequential(nn.Conv2d(c, c, k, 1, k // 2, bias=False), nn.BatchNorm2d(c), nn.ReLU())
+        self.b = nn.Sequential(nn.Conv2d(c, c, k, 1, k // 2, bias=False), nn.BatchNorm2d(c))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(x + self.b(self.a(x)))
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(c=st.sampled_from([3, 4, 8, 16]), k=st.sampled_from([3, 5]), h=st.integers(5, 12), w=st.integers(5, 10),
+       band=st.sampled_from([1, 2, 3]), seed=st.integers(0, 2**16))
+def test_fused_basic_block_equals_unfused_reference(c: int, k: int, h: int, w: int, band: int, seed: int) -> None:
+    """int8 conv -> conv -> residual add run row by row (no projection: the second convolution writes the
+    block's rows) equals the reference of the unfused graph bit for bit, and its ring replaces the
+    first convolution's output in the plan."""
+    torch.manual_seed(seed)
+    whole = _compile(_Basic(c, k), (1, c, h, w), seed)
+    cm = _with_band(_compile(_Basic(c, k), (1, c, h, w), seed, fuse_blocks="all"), band)
+    (op,) = _fused(cm)
+    assert not op.attrs["block"].project and op.attrs["block"].residual and len(op.attrs["stages"]) == 3
+    assert op.attrs["stages"][0].output.name not in [b.name for b in cm.memory.plan.buffers]
+    _same_as_reference(cm)
+    assert not _fused(whole)
+
+
+class _Down(nn.Module):
+    """A ResNet downsampling block: conv kxk stride 2 -> conv kxk -> add of a 1x1 stride-2 convolution of
+    the input."""
+
+    def __init__(self, cin: int, cout: int, k: int) -> None:
+        super().__init__()
+        self.a = nn.Sequential(nn.Conv2d(cin, cout, k, 2, k // 2, bias=False), nn.BatchNorm2d(cout), nn.ReLU())
+        self.b = nn.Sequential(nn.Conv2d(cout, cout, k, 1, k // 2, bias=False), nn.BatchNorm2d(cout))
+        self.short = nn.Conv2d(cin, cout, 1, 2, 0)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(self.short(x) + self.b(self.a(x)))
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cin=st.sampled_from([3, 4, 8]), cout=st.sampled_from([4, 8, 16]), k=st.sampled_from([3, 5]),
+       h=st.integers(6, 13), w=st.integers(6, 11), band=st.sampled_from([1, 2, 3]), seed=st.integers(0, 2**16))
+def test_fused_downsampling_block_equals_unfused_reference(cin: int, cout: int, k: int, h: int, w: int, band: int,
+                                                           seed: int) -> None:
+    """int8 conv s2 -> conv -> add of a 1x1 s2 shortcut run row by row (the shortcut a band at a time into
+    scratch) equals the reference of the unfused graph bit for bit."""
+    torch.manual_seed(seed)
+    cm = _with_band(_compile(_Down(cin, cout, k), (1, cin, h, w), seed, fuse_blocks="all"), band)
+    (op,) = _fused(cm)
+    assert op.attrs["block"].shortcut_stride == 2 and len(op.attrs["stages"]) == 4
+    _same_as_reference(cm)
