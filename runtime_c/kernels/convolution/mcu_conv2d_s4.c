@@ -7,6 +7,7 @@
 #include "../common/requant.h"
 #include "../common/s4.h"
 #include "../common/s4_dsp.h"
+#include "conv_check_s8.h"
 
 int32_t mcu_conv2d_s4_get_buffer_size(const mcu_conv2d_s8_params *p)
 {
@@ -95,37 +96,17 @@ mcu_status mcu_conv2d_s4(const mcu_context *ctx, const mcu_conv2d_s8_params *p, 
                          const int8_t *input, const int8_t *weight, const int32_t *bias, int8_t *output)
 {
     (void)ctx; /* no scratch needed */
-    MCU_REQUIRE(p != NULL && q != NULL && q->multiplier != NULL && q->shift != NULL && input != NULL &&
-                    weight != NULL && output != NULL,
-                MCU_ERR_NULL_POINTER);
-    MCU_REQUIRE(mcu_conv2d_s8_params_valid(p), MCU_ERR_INVALID_ARG);
-    const mcu_shape4 in = p->input;
-    const mcu_shape4 out = p->output;
-    const int32_t in_count = mcu_shape4_count(&in, 1);
-    const int32_t out_count = mcu_shape4_count(&out, 1);
-    MCU_REQUIRE(in_count > 0 && out_count > 0, MCU_ERR_SHAPE);
-    MCU_REQUIRE(out.n == in.n && in.c % p->groups == 0 && out.c % p->groups == 0, MCU_ERR_SHAPE);
-    const int32_t w_dims[4] = {out.c, p->kernel_h, p->kernel_w, in.c / p->groups};
-    const int32_t w_count = mcu_checked_count(w_dims, 4, 1);
-    MCU_REQUIRE(w_count > 0 && out.c <= INT32_MAX / 4, MCU_ERR_SHAPE);
-    /* The output size implies the bottom/right padding; windows past the input read the zero-point
-     * (contribute nothing). */
-    MCU_REQUIRE(mcu_window_fits(in.h, out.h, p->stride_h, p->kernel_h, p->dilation_h, p->pad_top, 0) &&
-                    mcu_window_fits(in.w, out.w, p->stride_w, p->kernel_w, p->dilation_w, p->pad_left, 0),
-                MCU_ERR_SHAPE);
-    for (int32_t oc = 0; oc < out.c; ++oc) {
-        MCU_REQUIRE(mcu_quant_valid(q->multiplier[oc], q->shift[oc]), MCU_ERR_INVALID_ARG);
-    }
-    const size_t out_bytes = (size_t)out_count;
     /* Output pixels are written in memory order after their windows are read (two at a time on the DSP
      * path), so the output may start before the input as far as the window contract allows. */
-    MCU_REQUIRE(!mcu_bad_window_overlap(input, (size_t)in_count, output, out_bytes) &&
-                    !mcu_overlaps(weight, mcu_s4_bytes(w_count), output, out_bytes) &&
-                    (bias == NULL || !mcu_overlaps(bias, (size_t)out.c * sizeof(int32_t), output, out_bytes)),
-                MCU_ERR_INVALID_ARG);
+    const mcu_status status = mcu_conv2d_s8_check(MCU_CONV_S4_FORWARD, p, q, input, weight, bias, output);
+    if (status != MCU_OK) {
+        return status;
+    }
+    const mcu_shape4 in = p->input;
+    const mcu_shape4 out = p->output;
 
 #if MCU_S8_DSP
-    const int32_t window = w_count / out.c;
+    const int32_t window = p->kernel_h * p->kernel_w * (in.c / p->groups);
     if (p->groups == 1 && (window % 2 == 0 ? window <= MCU_S8_COL_MAX : window < MCU_S8_COL_MAX / 2)) {
         conv_s4_dsp(p, q, input, weight, bias, output);
         return MCU_OK;
