@@ -4,7 +4,7 @@ budgets from the smallest arena the fused schedules reach. Prints budget, arena 
 and exits 1 when a build does not fit its budget, fails its vectors, or runs more instructions than the
 build of a smaller budget.
 
-    .venv/bin/python bench/ram_budget.py [--board mps2-an505] [--model mobilenet_v2]
+    .venv/bin/python bench/ram_budget.py [--board mps2-an505] [--model mobilenet_v2] [--budget 40000 ...]
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from mcu.devtools.fusion_costs import measure_fusion_costs  # noqa: E402
 from mcu.plan.fusion import choose  # noqa: E402
 
 
-def sweep(model: str, board: str) -> bool:
+def sweep(model: str, board: str, given: list[int]) -> bool:
     path = ROOT / "examples" / f"{model}.py"
 
     def compile_for(**kwargs: object) -> CompiledModel:
@@ -34,7 +34,7 @@ def sweep(model: str, board: str) -> bool:
     whole = compile_for()
     smallest = choose(whole.graph).smallest
     arena = whole.memory.arena_size
-    budgets = sorted({smallest, (smallest + arena) // 2, arena, 2 * arena})
+    budgets = sorted(set(given) if given else {smallest, (smallest + arena) // 2, arena, 2 * arena})
     print(f"{model} int8 on {board}: whole tensors {arena:,} B; smallest fused arena {smallest:,} B")
     print(f"{'budget (B)':>12} {'arena (B)':>10} {'instructions':>14}")
     ok, last = True, None
@@ -52,8 +52,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--board", default="mps2-an505")
     parser.add_argument("--model", action="append", help="example name (default: mobilenet_v2)")
+    parser.add_argument("--budget", type=int, action="append", default=[],
+                        help="budget in bytes (repeat; default: the smallest arena, half way, whole, twice whole)")
     args = parser.parse_args()
-    return 0 if all([sweep(m, args.board) for m in args.model or ["mobilenet_v2"]]) else 1
+    return 0 if all([sweep(m, args.board, args.budget) for m in args.model or ["mobilenet_v2"]]) else 1
 
 
 if __name__ == "__main__":
