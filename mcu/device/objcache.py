@@ -1,14 +1,15 @@
-"""Compiled objects shared between builds, keyed by content.
+"""Compiled objects shared between builds, keyed by what the compiler compiles.
 
 Most of a firmware's compile time goes to the same kernel, port and runtime sources that every other
-firmware for that board compiles with the same flags; only the generated model differs. This cache lets
-a build reuse another build's object for such a source, the way ccache's direct mode does:
+firmware for that board compiles; only the generated model differs. The models' definitions (``-D``) differ
+too, but most sources use none of them. So the key is the one ccache's preprocessor mode uses:
 
-* the lookup key hashes the compiler's identity, every flag (include folders and definitions among them),
-  the source's path and its bytes;
-* under that key a manifest lists every file the compiler read for it (its ``-MMD`` dependencies) with
-  their SHA-256, and the object is reused only while each of those still has that digest, so an edited
-  header is a miss.
+* the source is preprocessed (``-E``, cheap next to compiling; its ``-MMD`` file names the headers read, as
+  the build's stamp needs);
+* the key hashes the compiler's identity, the flags that act after preprocessing (``-D``, ``-U`` and include
+  folders are left out: the preprocessed text holds their effect), the source's path and the preprocessed
+  text;
+* an object compiled from the same text with the same code flags is the same object.
 
 Entries are written to temporary names and renamed into place, manifest last, so parallel builds (pytest
 workers, the matrix) can share one cache: a reader sees a whole entry or none.
@@ -31,8 +32,8 @@ from mcu import paths
 
 # Bump when what an entry holds changes in a way the key cannot see.
 _LAYOUT = "1"
-# Side outputs a compile may write next to its object (-MMD, -fstack-usage), kept with the entry.
-SIDE_SUFFIXES: tuple[str, ...] = (".d", ".su")
+# Side outputs a compile may write next to its object (-fstack-usage), kept with the entry.
+SIDE_SUFFIXES: tuple[str, ...] = (".su",)
 
 
 def file_digest(path: Path) -> str:
@@ -64,6 +65,15 @@ def parse_depfile(text: str) -> list[str]:
     return deps
 
 
+# Flags whose whole effect is on the preprocessed text (joined forms, as the builds pass them).
+_PREPROCESSOR_FLAGS = ("-D", "-U", "-I", "-iquote", "-isystem")
+
+
+def code_flags(flags: Sequence[str]) -> list[str]:
+    """The flags that still act once the source is preprocessed."""
+    return [f for f in flags if not f.startswith(_PREPROCESSOR_FLAGS)]
+
+
 @dataclass(frozen=True)
 class ObjectCache:
     root: Path
@@ -72,55 +82,38 @@ class ObjectCache:
     def default(cls) -> ObjectCache:
         return cls(paths.cache_dir() / "objects")
 
-    def key(self, compiler: str, flags: Sequence[str], source: Path) -> str:
+    def key(self, compiler: str, flags: Sequence[str], source: Path, preprocessed: Path) -> str:
         h = hashlib.sha256()
-        for part in (_LAYOUT, compiler, *flags, "--", str(source), file_digest(source)):
+        for part in (_LAYOUT, compiler, *code_flags(flags), "--", str(source), file_digest(preprocessed)):
             h.update(part.encode() + b"\0")
         return h.hexdigest()
 
     def _entry(self, key: str) -> Path:
         return self.root / key[:2] / key
 
-    def _current(self, entry: Path) -> dict | None:
-        """The entry's manifest while every file it was compiled from still has its digest, else None."""
+    def fetch(self, key: str, obj: Path) -> bool:
+        """Copy the entry's object (and its stack-usage file) to ``obj``; False when there is none."""
+        entry = self._entry(key)
         try:
             manifest = json.loads((entry / "manifest.json").read_text())
-            if all(file_digest(Path(dep)) == digest for dep, digest in manifest["deps"].items()):
-                return manifest
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
-            pass
-        return None
-
-    def fetch(self, key: str, obj: Path) -> bool:
-        """Copy the entry's object (and its side outputs) to ``obj``; False when there is no entry or a file it
-        was compiled from has changed since."""
-        entry = self._entry(key)
-        manifest = self._current(entry)
-        if manifest is None:
-            return False
-        try:
             for suffix in manifest["files"]:
                 shutil.copyfile(entry / f"object{suffix}", obj.with_suffix(suffix))
-        except (OSError, KeyError, TypeError):
+        except (OSError, ValueError, KeyError, TypeError):
             return False
         return True
 
-    def store(self, key: str, obj: Path) -> None:
-        """Keep ``obj`` and its side outputs under ``key``; its ``.d`` file names what it was compiled from."""
-        depfile = obj.with_suffix(".d")
-        deps = {str(Path(d).resolve()): file_digest(Path(d)) for d in parse_depfile(depfile.read_text())}
+    def store(self, key: str, obj: Path, source: Path) -> None:
+        """Keep ``obj`` (and its stack-usage file) under ``key``."""
         suffixes = [".o", *(s for s in SIDE_SUFFIXES if obj.with_suffix(s).is_file())]
         entry = self._entry(key)
+        if entry.exists():  # another build stored it meanwhile
+            return
         entry.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{key[:12]}-", dir=entry.parent))
         try:
             for suffix in suffixes:
                 shutil.copyfile(obj.with_suffix(suffix), staging / f"object{suffix}")
-            (staging / "manifest.json").write_text(json.dumps({"deps": deps, "files": suffixes}))
-            if entry.exists():
-                if self._current(entry) is not None:  # another build stored it meanwhile
-                    return
-                shutil.rmtree(entry, ignore_errors=True)  # stale (a header changed): this compile replaces it
+            (staging / "manifest.json").write_text(json.dumps({"source": str(source), "files": suffixes}))
             try:
                 os.rename(staging, entry)
             except OSError:  # another build stored the same key meanwhile: keep theirs
@@ -149,13 +142,18 @@ def compile_each(compiler: Path | str, units: Sequence[Compile], work: Path,
         index, unit = index_unit
         # The index keeps objects apart when two sources share a file name.
         obj = work / f"{index:03d}-{unit.source.stem}.o"
-        key = cache.key(identity, unit.flags, unit.source) if unit.shared else None
-        if key is not None and cache.fetch(key, obj):
-            return obj
-        run([str(compiler), *unit.flags, "-MMD", "-MF", str(obj.with_suffix(".d")),
-             "-c", str(unit.source), "-o", str(obj)], unit.source)
+        depfile = ["-MMD", "-MF", str(obj.with_suffix(".d"))]
+        key = None
+        if unit.shared:
+            preprocessed = obj.with_suffix(".i")
+            run([str(compiler), *unit.flags, *depfile, "-E", str(unit.source), "-o", str(preprocessed)], unit.source)
+            key = cache.key(identity, unit.flags, unit.source, preprocessed)
+            preprocessed.unlink()
+            if cache.fetch(key, obj):
+                return obj
+        run([str(compiler), *unit.flags, *depfile, "-c", str(unit.source), "-o", str(obj)], unit.source)
         if key is not None:
-            cache.store(key, obj)
+            cache.store(key, obj, unit.source)
         return obj
 
     workers = max(1, min(len(units), os.cpu_count() or 1))

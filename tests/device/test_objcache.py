@@ -1,4 +1,5 @@
-"""The shared object cache: builds reuse each other's objects for sources outside their own folder."""
+"""The shared object cache: builds reuse each other's objects for sources outside their own folder, keyed
+by the preprocessed text, so definitions a source does not use do not split the cache."""
 
 from __future__ import annotations
 
@@ -74,6 +75,27 @@ def test_a_source_in_the_build_folder_is_never_kept(tmp_path: Path, monkeypatch:
     src = _model_dir(out, 7)
     (src / "shared.c").write_text("int shared(int x) { return x; }\n")
     build_firmware(load_board("mps2-an386"), [src / "main.c", src / "shared.c"], [src], out)
-    kept = [json.loads(m.read_text())["deps"] for m in (tmp_path / "cache" / "objects").rglob("manifest.json")]
+    kept = [Path(json.loads(m.read_text())["source"]) for m in (tmp_path / "cache" / "objects").rglob("manifest.json")]
     assert kept, "the port's sources should have been kept"
-    assert not [d for deps in kept for d in deps if Path(d).is_relative_to(out)]
+    assert not [src for src in kept if src.is_relative_to(out)]
+
+
+def test_a_definition_only_the_model_uses_does_not_split_the_cache(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    shared = lib / "shared.c"
+    shared.write_text(f"/* {tmp_path} */\nint shared(int x) {{ return SHARED_SCALE * x; }}\n")
+    board = load_board("mps2-an386")
+    compiled = _compiled(monkeypatch)
+
+    def build(name: str, defines: dict) -> None:
+        out = tmp_path / name
+        src = _model_dir(out, 1)
+        build_firmware(board, [src / "main.c", shared], [src], out, defines=defines)
+
+    build("a", {"SHARED_SCALE": 2, "MODEL_ONLY": 1})
+    build("b", {"SHARED_SCALE": 2, "MODEL_ONLY": 2})
+    assert compiled.count("shared.c") == 1, "a definition shared.c never reads made it compile again"
+    build("c", {"SHARED_SCALE": 3, "MODEL_ONLY": 2})
+    assert compiled.count("shared.c") == 2, "a definition shared.c reads must give another object"
