@@ -31,9 +31,32 @@ def test_measured_stack_stays_within_the_reserved_stack(compiled, name: str, boa
     assert fw.stack.path[1:] == check.report.path[1:]
     assert fw.sections[".stack"] == fw.stack.reserved_bytes
     assert fw.stack.reserved_bytes >= fw.stack.worst_case_bytes + STACK_MARGIN
-    assert 0 < check.high_water_bytes <= check.report.worst_case_bytes
+    # The painted mark also holds whatever interrupt landed at the deepest point: SysTick's handler (it
+    # counts the wraps of the 24-bit timer and, in QEMU, fires on host time) on top of the hardware's
+    # exception frame. The call graph's worst case leaves interrupts out; the reserved margin covers them.
+    assert 0 < check.high_water_bytes <= check.report.worst_case_bytes + _interrupt_bytes(cm.board, fw.elf)
     assert check.high_water_bytes <= fw.stack.reserved_bytes  # what the normal firmware reserves suffices
     assert fw.stack.path[0][0] == "Reset_Handler" and sum(b for _, b in fw.stack.path) == fw.stack.worst_case_bytes
+
+
+def _interrupt_bytes(board, elf) -> int:
+    """One interrupt on the main stack: the exception frame the hardware pushes (8 words; 26 with the
+    floating-point context on a core with an FPU) and the deepest path of the image's SysTick handler.
+    A core whose DWT counts cycles has none of its own (the name is the fault reporter's alias, and SysTick
+    is never started): nothing interrupts the model."""
+    from mcu.device.elf import read_elf
+    from mcu.device.stack import bound, load_frames
+    from mcu.device.toolchain import find_cross_compiler, find_cross_objdump
+
+    image = read_elf(elf)
+    handler, fault = image.symbol("SysTick_Handler"), image.symbol("mcu_cm_fault_entry")
+    if handler is None or (fault is not None and handler.value == fault.value):
+        return 0
+    frame = 8 * 4 if board.fpu is None else 26 * 4
+    handler = bound(elf, load_frames(elf.with_suffix(".frames.json")), find_cross_objdump(find_cross_compiler()),
+                    entry="SysTick_Handler")
+    assert frame + handler.worst_case_bytes <= STACK_MARGIN  # the reservation's margin covers it
+    return frame + handler.worst_case_bytes
 
 
 @requires_qemu
