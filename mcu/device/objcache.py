@@ -11,12 +11,20 @@ too, but most sources use none of them. So an object is keyed as ccache's prepro
   text;
 * an object compiled from the same text with the same code flags is the same object.
 
-In front of it sits a direct mode (as ccache's): a manifest keyed by the compiler, ALL flags, the source's
+In front of it sits a direct mode (as ccache's): a manifest keyed by the compiler, its flags, the source's
 path and bytes records, for each set of headers seen, every header the ``-MMD`` file named with its content
 hash, where each ``#include`` name in the source and those headers resolved, and the preprocessed key. When
 every recorded header hashes the same and every name still resolves to the same file, the preprocessed
 text would be the same, so the object is taken without running the compiler at all; otherwise the source is
-preprocessed as above and the manifest gains a record. A source is left to the preprocessor mode when
+preprocessed as above and the manifest gains a record.
+
+Models pass their own definitions to every source, so a key holding every ``-D`` would be new for each model
+although most sources read none of them. With gcc the key leaves ``-D``/``-U`` out: the preprocessing run
+adds ``-dU`` (a ``#define``/``#undef`` line for every macro expanded or tested, the text the preprocessed
+key hashes), and the record keeps every name a definition could change: the identifiers of that text (the
+macros consulted, and the words that would expand if defined) and the names the recorded files
+``#define``. A lookup takes a record only when each command-line definition of one of those names is the
+one recorded; a definition of any other name cannot change the text. A source is left to the preprocessor mode when
 something the manifest cannot see could change its text: ``__DATE__``/``__TIME__``/``__TIMESTAMP__``, an
 ``#include`` of a macro or ``#include_next`` outside the compiler's own headers, ``-isystem`` and other
 include options whose headers the ``-MMD`` file leaves out, relative paths (they depend on the working
@@ -30,6 +38,7 @@ to a concurrent writer only costs a later preprocessing run.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -45,12 +54,13 @@ from pathlib import Path
 from mcu import paths
 
 # Bump when what an entry holds changes in a way the key cannot see.
-_LAYOUT = "1"
+_LAYOUT = "2"
 _DIRECT_LAYOUT = "1"
 # Side outputs a compile may write next to its object (-fstack-usage), kept with the entry.
 SIDE_SUFFIXES: tuple[str, ...] = (".su",)
-# Header sets kept per manifest: a source built against a few versions of its headers keeps each.
-_RECORDS_KEPT = 8
+# Records kept per manifest: a source built against a few versions of its headers, or with a few values of the
+# definitions it reads, keeps each.
+_RECORDS_KEPT = 16
 # A file changed this recently may have changed while the preprocessor read it; its hash vouches for
 # nothing. Filesystem clocks lag the system clock by up to a tick, far less than this.
 SETTLED_NS = 1_000_000_000
@@ -107,6 +117,30 @@ _DIRECTIVE = re.compile(rb"^[ \t]*#[ \t]*(include_next|include|import|embed)\b[ 
 _NAMED = re.compile(rb"""^[ \t]*#[ \t]*include[ \t]*(?:"([^"\n]+)"|<([^>\n]+)>)""", re.MULTILINE)
 _HAS_INCLUDE = re.compile(rb"""__has_include[ \t]*\([ \t]*(?:"([^"\n]+)"|<([^>\n]+)>)[ \t]*\)""")
 _CLOCK_MACROS = (b"__DATE__", b"__TIME__", b"__TIMESTAMP__")
+_DEFINES = re.compile(rb"^[ \t]*#[ \t]*(?:define|undef)[ \t]+([A-Za-z_][A-Za-z0-9_]*)", re.MULTILINE)
+_IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
+_MACRO_FLAG = re.compile(r"-([DU])([A-Za-z_][A-Za-z0-9_]*)(?:$|[=(])")
+
+
+def reports_macros(compiler: str) -> bool:
+    """Whether the compiler's ``-E -dU`` lists the macros the text consulted (gcc; clang takes the option
+    and prints nothing)."""
+    name = Path(compiler).name
+    return "gcc" in name and "clang" not in name
+
+
+def command_line_macros(flags: Sequence[str]) -> dict[str, str] | None:
+    """Name -> its ``-D`` (``NAME=value`` as written) or ``-U`` (``"-U"``); None when a name is given twice
+    (the order between them would matter) or a flag names no macro."""
+    macros: dict[str, str] = {}
+    for flag in flags:
+        if not flag.startswith(("-D", "-U")):
+            continue
+        match = _MACRO_FLAG.match(flag)
+        if match is None or match.group(2) in macros:
+            return None
+        macros[match.group(2)] = flag[2:] if match.group(1) == "D" else "-U"
+    return macros
 
 
 @dataclass(frozen=True)
@@ -163,27 +197,45 @@ def included_names(text: bytes) -> list[tuple[bool, str]] | None:
     return sorted(names)
 
 
+@dataclass(frozen=True)
+class _Facts:
+    digest: str  # SHA-256 of the bytes
+    includes: list[tuple[bool, str]] | None  # included_names
+    defines: frozenset[str]  # names the file #defines or #undefs
+    changed: int  # last change, ns since the epoch
+
+
 @dataclass
 class _Files:
-    """Hashes and include names of the files one :func:`compile_each` call reads, each file read once."""
+    """What the direct mode needs of the files one :func:`compile_each` call reads, each file read once."""
 
-    digests: dict[tuple[str, tuple[int, ...]], tuple[str, list[tuple[bool, str]] | None]] = field(default_factory=dict)
+    known: dict[tuple[str, tuple[int, ...]], _Facts] = field(default_factory=dict)
 
-    def read(self, path: str) -> tuple[str, list[tuple[bool, str]] | None, int]:
-        """(SHA-256, included names, last change in ns since the epoch) of ``path``."""
+    def read(self, path: str) -> _Facts:
         st = os.stat(path)
         stamp = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-        changed = max(st.st_mtime_ns, st.st_ctime_ns)
-        known = self.digests.get((path, stamp))
-        if known is None:
-            text = Path(path).read_bytes()
-            known = (hashlib.sha256(text).hexdigest(), included_names(text))
-            after = os.stat(path)
-            if (after.st_ino, after.st_size, after.st_mtime_ns, after.st_ctime_ns) == stamp:
-                self.digests[(path, stamp)] = known
-            else:  # written while read: the hash matches no version of the file
-                changed = time.time_ns()
-        return known[0], known[1], changed
+        facts = self.known.get((path, stamp))
+        if facts is not None:
+            return facts
+        text = Path(path).read_bytes()
+        facts = _Facts(hashlib.sha256(text).hexdigest(), included_names(text),
+                       frozenset(m.decode() for m in _DEFINES.findall(text)), max(st.st_mtime_ns, st.st_ctime_ns))
+        after = os.stat(path)
+        if (after.st_ino, after.st_size, after.st_mtime_ns, after.st_ctime_ns) != stamp:
+            # written while read: the hash matches no settled version of the file
+            return dataclasses.replace(facts, changed=time.time_ns())
+        self.known[(path, stamp)] = facts
+        return facts
+
+
+@dataclass(frozen=True)
+class Direct:
+    """A shared unit's direct-mode lookup: its manifest key, include folders and, when the key leaves the
+    definitions out, the command line's macros."""
+
+    key: str
+    search: SearchPath
+    macros: dict[str, str] | None
 
 
 @dataclass(frozen=True)
@@ -194,24 +246,36 @@ class _Record:
     deps: tuple[str, ...]  # the -MMD file's list, in its order (the source first)
     digests: dict[str, str]  # every dep -> SHA-256
     includes: tuple[tuple[str, bool, str, str | None], ...]  # (including file, quoted, name, resolved file)
+    # When the manifest's key leaves the definitions out: every name a definition could change the text by,
+    # and the command line's macros among them.
+    names: frozenset[str] | None
+    macros: dict[str, str]
 
-    def holds(self, files: _Files, search: SearchPath) -> bool:
+    def holds(self, files: _Files, direct: Direct) -> bool:
+        if self.names is not None:
+            assert direct.macros is not None
+            if any(name in self.names and direct.macros.get(name) != self.macros.get(name)
+                   for name in {*direct.macros, *self.macros}):
+                return False
         try:
-            if any(files.read(dep)[0] != digest for dep, digest in self.digests.items()):
+            if any(files.read(dep).digest != digest for dep, digest in self.digests.items()):
                 return False
         except OSError:
             return False
-        return all(search.resolve(including, quoted, name) == resolved
+        return all(direct.search.resolve(including, quoted, name) == resolved
                    for including, quoted, name, resolved in self.includes)
 
     def to_json(self) -> dict:
         return {"object": self.object_key, "deps": list(self.deps), "digests": self.digests,
-                "includes": [list(i) for i in self.includes]}
+                "includes": [list(i) for i in self.includes],
+                "names": None if self.names is None else sorted(self.names), "macros": self.macros}
 
     @classmethod
     def from_json(cls, data: dict) -> _Record:
+        names = data["names"]
         return cls(data["object"], tuple(data["deps"]), dict(data["digests"]),
-                   tuple((str(a), bool(b), str(c), d) for a, b, c, d in data["includes"]))
+                   tuple((str(a), bool(b), str(c), d) for a, b, c, d in data["includes"]),
+                   None if names is None else frozenset(names), dict(data["macros"]))
 
 
 @dataclass(frozen=True)
@@ -229,6 +293,7 @@ class ObjectCache:
         return h.hexdigest()
 
     def direct_key(self, compiler: str, flags: Sequence[str], source: Path, source_digest: str) -> str:
+        """``flags``: without the definitions when the records keep the names they could change."""
         h = hashlib.sha256()
         env = [f"{name}={os.environ.get(name, '')}" for name in _PREPROCESSOR_ENV]
         for part in (_DIRECT_LAYOUT, compiler, *env, "--", *flags, "--", str(source), source_digest):
@@ -278,38 +343,47 @@ class ObjectCache:
         except (OSError, ValueError, KeyError, TypeError):
             return []
 
-    def direct_fetch(self, direct_key: str, search: SearchPath, files: _Files, obj: Path) -> bool:
-        """Copy the object of the first record whose headers are unchanged to ``obj`` and write its ``-MMD``
-        file; False when no record holds (or its object is gone)."""
-        for record in self._records(direct_key):
-            if record.holds(files, search) and self.fetch(record.object_key, obj):
+    def direct_fetch(self, direct: Direct, files: _Files, obj: Path) -> bool:
+        """Copy the object of the first record whose headers and definitions are unchanged to ``obj`` and write
+        its ``-MMD`` file; False when no record holds (or its object is gone)."""
+        for record in self._records(direct.key):
+            if record.holds(files, direct) and self.fetch(record.object_key, obj):
                 write_depfile(obj.with_suffix(".d"), obj, record.deps)
                 return True
         return False
 
-    def direct_record(self, direct_key: str, object_key: str, deps: Sequence[str], search: SearchPath,
-                      files: _Files, started_ns: int) -> None:
+    def direct_record(self, direct: Direct, object_key: str, deps: Sequence[str], files: _Files,
+                      started_ns: int, preprocessed: bytes) -> None:
         """Add to the manifest that the source with ``deps`` as read by a preprocessing run started at
-        ``started_ns`` gave ``object_key``; nothing when a dep cannot be vouched for."""
+        ``started_ns`` gave ``object_key`` (and the text ``preprocessed``, with ``-dU`` when the key leaves
+        the definitions out); nothing when a dep cannot be vouched for."""
         digests: dict[str, str] = {}
         includes: set[tuple[str, bool, str, str | None]] = set()
+        defined: set[str] = set()
         for dep in deps:
             if not os.path.isabs(dep):
                 return
             try:
-                digest, names, changed = files.read(dep)
+                facts = files.read(dep)
             except OSError:
                 return
-            if names is None or changed >= started_ns - SETTLED_NS:
+            if facts.includes is None or facts.changed >= started_ns - SETTLED_NS:
                 return
-            digests[dep] = digest
-            includes.update((dep, quoted, name, search.resolve(dep, quoted, name)) for quoted, name in names)
-        record = _Record(object_key, tuple(deps), digests, tuple(sorted(includes, key=str)))
-        kept = [r for r in self._records(direct_key) if r.digests != record.digests]
+            digests[dep] = facts.digest
+            defined |= facts.defines
+            includes.update((dep, quoted, name, direct.search.resolve(dep, quoted, name))
+                            for quoted, name in facts.includes)
+        names = None
+        macros: dict[str, str] = {}
+        if direct.macros is not None:
+            names = frozenset(defined | {m.decode() for m in _IDENTIFIER.findall(preprocessed)})
+            macros = {name: state for name, state in direct.macros.items() if name in names}
+        record = _Record(object_key, tuple(deps), digests, tuple(sorted(includes, key=str)), names, macros)
+        kept = [r for r in self._records(direct.key) if (r.digests, r.macros) != (record.digests, record.macros)]
         records = [record, *kept][:_RECORDS_KEPT]
-        path = self._manifest(direct_key)
+        path = self._manifest(direct.key)
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{direct_key[:12]}-")
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{direct.key[:12]}-")
         try:
             with os.fdopen(fd, "w") as f:
                 json.dump({"records": [r.to_json() for r in records]}, f)
@@ -327,12 +401,14 @@ class Compile:
     shared: bool
 
 
-def _direct_key(cache: ObjectCache, identity: str, unit: Compile) -> tuple[str, SearchPath] | None:
+def _direct(cache: ObjectCache, identity: str, unit: Compile, macro_aware: bool) -> Direct | None:
     search = SearchPath.of(unit.flags)
-    if search is None or not unit.source.is_absolute():
+    macros = command_line_macros(unit.flags) if macro_aware else None
+    if search is None or not unit.source.is_absolute() or (macro_aware and macros is None):
         return None
+    flags = [f for f in unit.flags if not f.startswith(("-D", "-U"))] if macro_aware else list(unit.flags)
     digest = hashlib.sha256(unit.source.read_bytes()).hexdigest()
-    return cache.direct_key(identity, unit.flags, unit.source, digest), search
+    return Direct(cache.direct_key(identity, flags, unit.source, digest), search, macros)
 
 
 def compile_each(compiler: Path | str, units: Sequence[Compile], work: Path,
@@ -341,6 +417,7 @@ def compile_each(compiler: Path | str, units: Sequence[Compile], work: Path,
     the cache. ``run(command, source)`` runs the compiler and raises on failure."""
     cache = ObjectCache.default()
     identity = compiler_identity(compiler)
+    macro_aware = reports_macros(identity.split("\0")[0])
     files = _Files()
 
     def one(index_unit: tuple[int, Compile]) -> Path:
@@ -352,16 +429,18 @@ def compile_each(compiler: Path | str, units: Sequence[Compile], work: Path,
         if unit.shared:
             # Before the source is read for the direct key: a change after this reaches no record.
             started = time.time_ns()
-            direct = _direct_key(cache, identity, unit)
-            if direct is not None and cache.direct_fetch(direct[0], direct[1], files, obj):
+            direct = _direct(cache, identity, unit, macro_aware)
+            if direct is not None and cache.direct_fetch(direct, files, obj):
                 return obj
             preprocessed = obj.with_suffix(".i")
-            run([str(compiler), *unit.flags, *depfile, "-E", str(unit.source), "-o", str(preprocessed)], unit.source)
+            dump = ["-dU"] if macro_aware else []
+            run([str(compiler), *unit.flags, *depfile, "-E", *dump, str(unit.source), "-o", str(preprocessed)],
+                unit.source)
             key = cache.key(identity, unit.flags, unit.source, preprocessed)
-            preprocessed.unlink()
             if direct is not None:
                 deps = parse_depfile(obj.with_suffix(".d").read_text())
-                cache.direct_record(direct[0], key, deps, direct[1], files, started)
+                cache.direct_record(direct, key, deps, files, started, preprocessed.read_bytes())
+            preprocessed.unlink()
             if cache.fetch(key, obj):
                 return obj
         run([str(compiler), *unit.flags, *depfile, "-c", str(unit.source), "-o", str(obj)], unit.source)

@@ -41,7 +41,7 @@ def _compiler_runs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
     def spy(cmd, what, hint=None):
         for mode in ("-E", "-c"):
             if mode in cmd:
-                seen.append((mode, Path(cmd[cmd.index(mode) + 1]).name))
+                seen.append((mode, next(Path(a).name for a in cmd[cmd.index(mode) + 1:] if a.endswith(".c"))))
         return real(cmd, what, hint)
 
     monkeypatch.setattr(toolchain, "_run", spy)
@@ -121,12 +121,36 @@ def test_a_definition_only_the_model_uses_does_not_split_the_cache(tmp_path: Pat
 
     assert build("a", {"SHARED_SCALE": 2, "MODEL_ONLY": 1}) == ["-E", "-c"]
     assert build("a2", {"SHARED_SCALE": 2, "MODEL_ONLY": 1}) == [], "the same flags and headers ran the compiler"
-    # Another definition is another direct key: the source is preprocessed, to the same text.
-    assert build("b", {"SHARED_SCALE": 2, "MODEL_ONLY": 2}) == ["-E"], \
-        "a definition shared.c never reads made it compile again"
-    assert build("b2", {"SHARED_SCALE": 2, "MODEL_ONLY": 2}) == [], "the second -D set was not recorded"
+    assert build("b", {"SHARED_SCALE": 2, "MODEL_ONLY": 2}) == [], \
+        "a definition shared.c never reads made the compiler run on it again"
     assert build("c", {"SHARED_SCALE": 3, "MODEL_ONLY": 2}) == ["-E", "-c"], \
         "a definition shared.c reads must give another object"
+    assert build("c2", {"SHARED_SCALE": 3}) == [], "the value shared.c read was not recorded"
+    assert build("d", {"SHARED_SCALE": 2}) == [], "the first value's record was lost"
+
+
+def test_a_definition_of_a_plain_identifier_recompiles(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A word the preprocessor passed through (no macro consulted it) becomes one when defined."""
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    shared = lib / "shared.c"
+    shared.write_text(f"/* {tmp_path} */\nint other(int);\nint shared(int x) {{ return other(x); }}\n")
+    (lib / "funcs.c").write_text("#undef other\n#undef another\n"
+                                 "int other(int x) { return x + 1; }\nint another(int x) { return x + 2; }\n")
+    _settle()
+    board = load_board("mps2-an386")
+    runs = _compiler_runs(monkeypatch)
+
+    def build(name: str, defines: dict) -> list[str]:
+        out = tmp_path / name
+        src = _model_dir(out, 1)
+        runs.clear()
+        build_firmware(board, [src / "main.c", shared, lib / "funcs.c"], [src], out, defines=defines)
+        return [mode for mode, source in runs if source == "shared.c"]
+
+    assert build("a", {}) == ["-E", "-c"]
+    assert build("b", {"other": "another"}) == ["-E", "-c"], "a definition of a called function's name was not seen"
+    assert build("c", {"another": "other"}) == [], "a name shared.c never reads made the compiler run on it again"
 
 
 def test_a_warm_rebuild_runs_no_compiler_on_cached_sources(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
