@@ -8,7 +8,7 @@ too, but most sources use none of them. So an object is keyed as ccache's prepro
   the build's stamp needs);
 * the key hashes the compiler's identity, the flags that act after preprocessing (``-D``, ``-U`` and include
   folders are left out: the preprocessed text holds their effect), the source's path and the preprocessed
-  text;
+  text (with gcc, with ``-dU``: see below);
 * an object compiled from the same text with the same code flags is the same object.
 
 In front of it sits a direct mode (as ccache's): a manifest keyed by the compiler, its flags, the source's
@@ -24,12 +24,15 @@ adds ``-dU`` (a ``#define``/``#undef`` line for every macro expanded or tested, 
 key hashes), and the record keeps every name a definition could change: the identifiers of that text (the
 macros consulted, and the words that would expand if defined) and the names the recorded files
 ``#define``. A lookup takes a record only when each command-line definition of one of those names is the
-one recorded; a definition of any other name cannot change the text. A source is left to the preprocessor mode when
-something the manifest cannot see could change its text: ``__DATE__``/``__TIME__``/``__TIMESTAMP__``, an
-``#include`` of a macro or ``#include_next`` outside the compiler's own headers, ``-isystem`` and other
-include options whose headers the ``-MMD`` file leaves out, relative paths (they depend on the working
-folder), or a header written less than a second before the compile (its hash might not be what the
-preprocessor read). The compiler's own headers are vouched for by its identity, as the build stamp does.
+one recorded; a definition of any other name cannot change the text.
+
+A source is left to the preprocessor mode when something the manifest cannot see could change its text:
+``__DATE__``/``__TIME__``/``__TIMESTAMP__``, an ``#include`` of a macro or ``#include_next`` outside the
+compiler's own headers, ``-isystem`` and other include options whose headers the ``-MMD`` file leaves out,
+relative paths (they depend on the working folder), a macro given twice on the command line, or a header
+written less than a second before the compile (its hash might not be what the preprocessor read). The
+compiler's own headers (which the ``-MMD`` file leaves out, with the names they include) are vouched for by
+its identity, as the build stamp does.
 
 Entries and manifests are written to temporary names and renamed into place, so parallel builds (pytest
 workers, the matrix) can share one cache: a reader sees a whole entry or none, and a manifest update lost
