@@ -373,6 +373,8 @@ def test_scratch_formulas() -> None:
 # --- selection, packing and the generated calls --------------------------------------------------------------
 
 ROUTED_MODELS = ["small_cnn", "ds_cnn", "resnet8", "fc_autoencoder"]
+# One xdist worker per example (tests/conftest.py), the one that lowers it for the other files' tests too.
+GROUP_BY_EXAMPLE = True
 
 
 @pytest.fixture(scope="module")
