@@ -11,6 +11,7 @@ bundled test vectors (``simulate``). The CLI is a thin layer over this class.
 from __future__ import annotations
 
 import contextlib
+import copy
 import dataclasses
 
 import math
@@ -433,6 +434,68 @@ def _fuse_policy(fuse_blocks: bool | str) -> str:
     return ("auto" if fuse_blocks else "off") if isinstance(fuse_blocks, bool) else fuse_blocks
 
 
+@dataclass
+class LoweredModel:
+    """A model captured, quantized and lowered (:func:`mcu.pipeline.to_graph`): the part of a compile that does
+    not depend on the board and most of its time (torch.export, calibration, the int8 conversion). Lower once with
+    :func:`lower`, :func:`lower_file` or :func:`lower_spec`, then :meth:`compile` for each board to compare::
+
+        lowered = mcu.api.lower_file("model.py", quantize="int8")
+        on_m4, on_m55 = lowered.compile("mps2-an386"), lowered.compile("mps3-an547")
+
+    Every compile works on its own deep copy of ``graph`` (partitioning, block fusion and the memory plan change
+    ops, tensors and their parameters), so each gives the generated C, program file and firmware that
+    :func:`compile_spec` gives for that board, byte for byte, and no board sees another's changes."""
+
+    spec: ModelSpec
+    quantize: str  # resolved: never "auto"
+    graph: Graph = field(repr=False)
+
+    def compile(self, board: str | Board = "mps2-an505", options: BackendOptions | None = None,
+                backend: str | list[str] | None = None, check_flash: bool = True, fuse_blocks: bool | str = False,
+                ram_budget: int | None = None, fuse_costs: FusionCosts | None = None,
+                fuse_band: int = 1) -> CompiledModel:
+        """This model for ``board``; the keywords are :func:`compile_spec`'s."""
+        order = parse(backend)
+        check(order)
+        board_obj = board if isinstance(board, Board) else load_board(board)
+        own = dataclasses.replace(self, graph=copy.deepcopy(self.graph))
+        return _compile_lowered(own, board_obj, options, order, check_flash, _fuse_policy(fuse_blocks), ram_budget,
+                                fuse_costs, fuse_band)
+
+
+def lower_spec(spec: ModelSpec, quantize: str = "none") -> LoweredModel:
+    """Capture, quantize and lower a loaded model once, to :meth:`LoweredModel.compile` for any number of boards."""
+    quantize = resolve_quantize(spec, quantize)
+    with _naming_the_file(spec):
+        graph = to_graph(spec, quantize)
+        graph.output_names = [] if graph.state else _output_names(spec, len(graph.outputs))  # state: no extra run
+    return LoweredModel(spec=spec, quantize=quantize, graph=graph)
+
+
+def _compile_lowered(lowered: LoweredModel, board: Board, options: BackendOptions | None, order: list[str] | None,
+                     check_flash: bool, fuse: str, ram_budget: int | None, fuse_costs: FusionCosts | None,
+                     fuse_band: int) -> CompiledModel:
+    """Partition, plan and generate for ``board``, changing ``lowered.graph``: the caller's copy to give away."""
+    spec, graph, quantize = lowered.spec, lowered.graph, lowered.quantize
+    with _naming_the_file(spec):
+        before = dataclasses.replace(graph, ops=list(graph.ops))  # partitioning replaces the op list, not the ops
+        memory, library, report = compile_graph(graph, board, quantize, order, options, check_flash=check_flash,
+                                                fuse=fuse, ram_budget=ram_budget, fuse_costs=fuse_costs,
+                                                fuse_band=fuse_band)
+    delegated = any(op.kind == "delegate" for op in graph.ops)
+    fused = any(op.kind == FUSED_KIND for op in graph.ops)
+    cm = CompiledModel(spec=spec, board=board, quantize=quantize, graph=graph, memory=memory, library=library,
+                       partitions=report, reference_graph=before if delegated or fused else None)
+    if cm.has_custom_ops:
+        # The user's kernels against their references in a sanitized child, before any firmware is built
+        # and before their C runs in this process.
+
+        with stage("check custom kernels"):
+            custom_check.check_kernels(graph)
+    return cm
+
+
 def compile_spec(spec: ModelSpec, board: str | Board = "mps2-an505", quantize: str = "none",
                  options: BackendOptions | None = None, backend: str | list[str] | None = None,
                  check_flash: bool = True, fuse_blocks: bool | str = False,
@@ -447,30 +510,15 @@ def compile_spec(spec: ModelSpec, board: str | Board = "mps2-an505", quantize: s
     order, ``"cmsis-nn,optimized,portable"`` or a list (None: CMSIS-NN first when it is given, then
     optimized, then portable; mcu/backends/registry.py); the partition report is
     ``CompiledModel.partitions``. ``options``: the backends' own options by backend id (:func:`backend_options`
-    makes them from the API's keywords)."""
+    makes them from the API's keywords). One model for several boards: :func:`lower_spec` it once and
+    :meth:`LoweredModel.compile` it per board, which skips capture and quantization after the first."""
 
     order = parse(backend)
     check(order)
     board_obj = board if isinstance(board, Board) else load_board(board)
-    quantize = resolve_quantize(spec, quantize)
-    with _naming_the_file(spec):
-        graph = to_graph(spec, quantize)
-        graph.output_names = [] if graph.state else _output_names(spec, len(graph.outputs))  # state: no extra run
-        before = dataclasses.replace(graph, ops=list(graph.ops))  # partitioning replaces the op list, not the ops
-        memory, library, report = compile_graph(graph, board_obj, quantize, order, options, check_flash=check_flash,
-                                                fuse=_fuse_policy(fuse_blocks), ram_budget=ram_budget,
-                                                fuse_costs=fuse_costs, fuse_band=fuse_band)
-    delegated = any(op.kind == "delegate" for op in graph.ops)
-    fused = any(op.kind == FUSED_KIND for op in graph.ops)
-    cm = CompiledModel(spec=spec, board=board_obj, quantize=quantize, graph=graph, memory=memory, library=library,
-                       partitions=report, reference_graph=before if delegated or fused else None)
-    if cm.has_custom_ops:
-        # The user's kernels against their references in a sanitized child, before any firmware is built
-        # and before their C runs in this process.
-
-        with stage("check custom kernels"):
-            custom_check.check_kernels(graph)
-    return cm
+    # A graph lowered for this compile alone: it needs no copy.
+    return _compile_lowered(lower_spec(spec, quantize), board_obj, options, order, check_flash,
+                            _fuse_policy(fuse_blocks), ram_budget, fuse_costs, fuse_band)
 
 
 def compile(model: torch.nn.Module, example_inputs: Sequence[torch.Tensor], board: str = "mps2-an505",  # noqa: A001
@@ -494,6 +542,23 @@ def compile_file(path: str | Path, board: str = "mps2-an505", quantize: str = "n
         spec = load_model_file(path)
     return compile_spec(spec, board, quantize, backend_options(cmsis_nn, packed_weights, backend), backend,
                         fuse_blocks=fuse_blocks, ram_budget=ram_budget, fuse_costs=fuse_costs, fuse_band=fuse_band)
+
+
+def lower(model: torch.nn.Module, example_inputs: Sequence[torch.Tensor], quantize: str = "none",
+          calibration: Any = None, test_inputs: Any = None, name: str | None = None,
+          custom_ops: Any = None) -> LoweredModel:
+    """An ``nn.Module`` captured, quantized and lowered once, to compile for several boards (:class:`LoweredModel`);
+    the arguments are :func:`compile`'s."""
+    spec = spec_from_objects(model, example_inputs, calibration, test_inputs,
+                             name=name or type(model).__name__.lower(), custom_ops=custom_ops)
+    return lower_spec(spec, quantize)
+
+
+def lower_file(path: str | Path, quantize: str = "none") -> LoweredModel:
+    """A model file captured, quantized and lowered once, to compile for several boards (:class:`LoweredModel`)."""
+    with stage("load"):
+        spec = load_model_file(path)
+    return lower_spec(spec, quantize)
 
 
 def max_abs(values: list[np.ndarray]) -> float:

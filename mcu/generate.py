@@ -40,7 +40,7 @@ from mcu.capture.loader import ModelSpec
 from mcu.quantize import modes
 from mcu.program.methods import methods_of, run_model_file
 from mcu.program.writer import CompiledMethod, program_from
-from mcu.api import compile_spec
+from mcu.api import LoweredModel, compile_spec, lower_spec
 from mcu.device.hostbuild import build_host_library
 from mcu.emit.outputs import build_lock, cached_build_dir, stage_sources
 from mcu.device.toolchain import build_firmware
@@ -268,14 +268,35 @@ def _check_signatures(gf: GenerationFile, methods: dict[str, Any]) -> None:
                            hint="prefill(tokens[1, C], pos[C]) and decode(token[1, 1], pos[1]) return logits[1, vocab]")
 
 
+def _generation_quantize(gf: GenerationFile, quantize: str) -> str:
+    return (gf.quantize or modes.NONE) if quantize == modes.AUTO else quantize
+
+
+def lower_generation(gf: GenerationFile, quantize: str = modes.AUTO) -> dict[str, LoweredModel]:
+    """Each method captured, quantized and lowered once, for :func:`compile_generation` on several boards."""
+    quantize = _generation_quantize(gf, quantize)
+    return {name: lower_spec(gf.methods[name], quantize) for name in METHODS}
+
+
 def compile_generation(gf: GenerationFile, board: str | Board = "mps2-an505",
-                       quantize: str = modes.AUTO, chunk: int | None = None) -> CompiledGeneration:
+                       quantize: str = modes.AUTO, chunk: int | None = None,
+                       lowered: dict[str, LoweredModel] | None = None) -> CompiledGeneration:
+    """``lowered``: methods already lowered (:func:`lower_generation`, by method name) of this very file and
+    quantize mode; the others are lowered here."""
     if chunk is not None and chunk != gf.chunk:
         gf = gf.with_chunk(chunk)
     board = load_board(board) if isinstance(board, str) else board
-    if quantize == modes.AUTO:
-        quantize = gf.quantize or modes.NONE
-    methods = {name: compile_spec(gf.methods[name], board, quantize) for name in METHODS}
+    quantize = _generation_quantize(gf, quantize)
+    methods = {}
+    for name in METHODS:
+        done = (lowered or {}).get(name)
+        if done is None:
+            methods[name] = compile_spec(gf.methods[name], board, quantize)
+            continue
+        if done.spec is not gf.methods[name] or done.quantize != quantize:
+            raise McuError(f"{gf.path}: method {name} was lowered from another model or at {done.quantize}, "
+                           f"not at {quantize}")
+        methods[name] = done.compile(board)
     _check_signatures(gf, methods)
     lib = render_methods_library(gf.name, [MethodInput(n, cm.graph, cm.memory) for n, cm in methods.items()],
                                  quantize, tokens=[ord(c) for c in gf.chars])

@@ -42,8 +42,10 @@ def _listed_slow() -> set[str]:
 @pytest.hookimpl(tryfirst=True)  # before -m selects by the marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Tests of one example model run in one xdist worker (``--dist loadgroup``), so the model is captured,
-    quantized and compiled once per (board, mode) instead of once in each worker. The tests listed in
-    slow_tests.txt (measured, scripts/test_tiers) are marked slow, as those marked in code are."""
+    lowered once per mode and compiled once per (board, mode) instead of once in each worker: those taking the
+    ``compiled`` fixture, and those of a module that sets ``GROUP_BY_EXAMPLE`` (it calls tests/support/compiled.py
+    itself). The tests listed in slow_tests.txt (measured, scripts/test_tiers) are marked slow, as those marked in
+    code are."""
     listed = _listed_slow()
     rootdir = Path(str(config.rootpath))
     for item in items:
@@ -51,7 +53,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if node in listed:
             item.add_marker(pytest.mark.slow)
         callspec = getattr(item, "callspec", None)
-        if callspec is None or "compiled" not in getattr(item, "fixturenames", ()):
+        shares = "compiled" in getattr(item, "fixturenames", ()) or \
+            getattr(getattr(item, "module", None), "GROUP_BY_EXAMPLE", False)
+        if callspec is None or not shares:
             continue
         model = callspec.params.get("name") or callspec.params.get("example")
         if isinstance(model, str):

@@ -19,9 +19,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mcu.api import compile_file
+from compiled import lowered_model
+from mcu.api import backend_options
 from mcu.backends.cmsis_nn import core as cmsis_nn
-from mcu.device.boards import load_board
 from mcu.errors import McuError
 from mcu.paths import kernel_source
 from repo import EXAMPLES, requires_qemu
@@ -373,6 +373,8 @@ def test_scratch_formulas() -> None:
 # --- selection, packing and the generated calls --------------------------------------------------------------
 
 ROUTED_MODELS = ["small_cnn", "ds_cnn", "resnet8", "fc_autoencoder"]
+# One xdist worker per example (tests/conftest.py), the one that lowers it for the other files' tests too.
+GROUP_BY_EXAMPLE = True
 
 
 @pytest.fixture(scope="module")
@@ -381,8 +383,7 @@ def routed(fake_tree: Path):
 
     def get(name: str, board: str = "mps2-an505"):
         if (name, board) not in cache:
-            cache[name, board] = compile_file(EXAMPLES / f"{name}.py", board=board, quantize="int8",
-                                              cmsis_nn=fake_tree)
+            cache[name, board] = lowered_model(name, "int8").compile(board, options=backend_options(fake_tree))
         return cache[name, board]
     return get
 
@@ -497,26 +498,13 @@ needs_real = pytest.mark.skipif(not REAL or not cmsis_nn.is_tree(Path(REAL or ".
                                 reason=f"{cmsis_nn.ENV_VAR} does not name a CMSIS-NN source tree "
                                        "(a checkout of github.com/ARM-software/CMSIS-NN)")
 REAL_BOARDS = ["mps2-an505", "mps2-an386", "mps3-an547", "mps2-an385"]
-_GRAPHS: dict = {}
 
 
 def _through_real_cmsis(name: str, board: str):
     """The model at int8 with CMSIS-NN first in the preference order; quantized once per model."""
-    import copy
+    from mcu.api import backend_options
 
-    from mcu.api import CompiledModel, backend_options
-    from mcu.capture.loader import load_model_file
-    from mcu.pipeline import compile_graph, to_graph
-
-    if name not in _GRAPHS:
-        spec = load_model_file(EXAMPLES / f"{name}.py")
-        _GRAPHS[name] = (spec, to_graph(spec, "int8"))
-    spec, graph = _GRAPHS[name]
-    graph = copy.deepcopy(graph)
-    b = load_board(board)
-    memory, library, report = compile_graph(graph, b, "int8", None, backend_options(REAL))
-    return CompiledModel(spec=spec, board=b, quantize="int8", graph=graph, memory=memory, library=library,
-                         partitions=report)
+    return lowered_model(name, "int8").compile(board, options=backend_options(REAL))
 
 
 @needs_real

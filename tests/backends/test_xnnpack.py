@@ -21,7 +21,8 @@ import pytest
 import torch
 from torch import nn
 
-from mcu.api import CompiledModel, compile_file, compile_spec
+from compiled import compiled_model, lowered_model
+from mcu.api import CompiledModel, LoweredModel, compile_spec, lower_spec
 from mcu.backends.base import PartitionReport
 from mcu.backends.xnnpack.core import XnnpackBackend
 from mcu.device.boards import load_board
@@ -41,19 +42,26 @@ BOARDS = ["host", pytest.param("arm64-linux", marks=pytest.mark.skipif(
                            f"{ARM64_SYSROOT} (run scripts/setup --arm64)"))]
 
 _COMPILED: dict[tuple[str, str], tuple[CompiledModel, PartitionReport]] = {}
+# One xdist worker per example (tests/conftest.py), the one that lowers it for the other files' tests too.
+GROUP_BY_EXAMPLE = True
+
+
+XNNPACK_FIRST = ["xnnpack", "portable"]
 
 
 def compile_xnnpack(spec, board: str, quantize: str) -> tuple[CompiledModel, PartitionReport]:
     """The model with XNNPACK first in the preference order (then the portable kernels)."""
-    model = compile_spec(spec, board, quantize, backend=["xnnpack", "portable"])
+    model = compile_spec(spec, board, quantize, backend=XNNPACK_FIRST)
     return model, model.partitions
 
 
 def delegated(name: str, quantize: str) -> tuple[CompiledModel, PartitionReport]:
-    """(XNNPACK + portable model on `host`, its partition report), compiled once per session."""
+    """(XNNPACK + portable model on `host`, its partition report), compiled once per session from the example
+    lowered once per session (tests/support/compiled.py)."""
     key = (name, quantize)
     if key not in _COMPILED:
-        _COMPILED[key] = compile_xnnpack(load_model_file(EXAMPLES / f"{name}.py"), "host", quantize)
+        model = lowered_model(name, quantize).compile("host", backend=XNNPACK_FIRST)
+        _COMPILED[key] = (model, model.partitions)
     return _COMPILED[key]
 
 
@@ -104,15 +112,21 @@ class Mixed(nn.Module):
         return torch.softmax(self.fc(y.mean((2, 3))), dim=1)
 
 
+_MIXED: dict[str, LoweredModel] = {}
+
+
 @requires_xnnpack
 @pytest.mark.parametrize("board", BOARDS)
 @pytest.mark.parametrize("quantize", ["none", "int8"])
 def test_refused_ops_run_as_portable_partitions(quantize: str, board: str) -> None:
-    torch.manual_seed(0)
-    gen = torch.Generator().manual_seed(1)
-    xs = [(torch.randn(1, 3, 12, 10, generator=gen),) for _ in range(8)]
-    spec = spec_from_objects(Mixed().eval(), xs[0], calibration=xs, test_inputs=xs[:3], name="mixed")
-    model, report = compile_xnnpack(spec, board, quantize)
+    if quantize not in _MIXED:  # quantized and lowered once, compiled for each board
+        torch.manual_seed(0)
+        gen = torch.Generator().manual_seed(1)
+        xs = [(torch.randn(1, 3, 12, 10, generator=gen),) for _ in range(8)]
+        spec = spec_from_objects(Mixed().eval(), xs[0], calibration=xs, test_inputs=xs[:3], name="mixed")
+        _MIXED[quantize] = lower_spec(spec, quantize)
+    model = _MIXED[quantize].compile(board, backend=XNNPACK_FIRST)
+    report = model.partitions
     backends = [b for b, _ in report.partitions]
     assert backends[:3] == ["xnnpack", "portable", "xnnpack"]
     assert report.graph_breaks >= 2
@@ -179,8 +193,8 @@ def test_exported_delegated_library_builds_with_its_cmake(tmp_path: Path) -> Non
 
 
 def test_xnnpack_is_unavailable_on_microcontrollers() -> None:
-    spec = load_model_file(EXAMPLES / "small_cnn.py")
-    model, report = compile_xnnpack(spec, "mps2-an505", "none")
+    model = lowered_model("small_cnn", "none").compile("mps2-an505", backend=XNNPACK_FIRST)
+    report = model.partitions
     assert [b for b, _ in report.partitions] == ["portable"]
     assert report.refusals[0].op == "*" and "Linux boards" in report.refusals[0].why
     assert not any(op.kind == "delegate" for op in model.graph.ops)
@@ -188,7 +202,7 @@ def test_xnnpack_is_unavailable_on_microcontrollers() -> None:
 
 def test_model_without_delegates_links_no_registry() -> None:
     model, _ = delegated("small_cnn", "int8")
-    plain = compile_file(EXAMPLES / "small_cnn.py", "mps2-an505", "none")
+    plain = compiled_model("small_cnn", "mps2-an505", "none")
     assert plain.library.runtime_sources == ["src/mcu_status.c"] and not plain.library.libraries
     assert not any("delegate" in text for text in plain.library.files.values())
     assert "src/mcu_delegate.c" in model.library.runtime_sources

@@ -11,23 +11,29 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from fake_pico import FakePico, Pty, make_drive
-from mcu.api import compile_file
+from compiled import lowered_model
+from mcu.api import CompiledModel
 from mcu.devtools.ops import OpInfo
 from mcu.devtools.profile import events_json, profile_model
 from mcu.devtools.trace import run_traced
 from mcu.device.uf2 import decode
-from repo import EXAMPLES
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 
 
+def _digits(board: Any) -> CompiledModel:
+    """digits_cnn at int8 for ``board``, captured and quantized once per test process."""
+    return lowered_model("digits_cnn", "int8").compile(board)
+
+
 def _device_console(name: str) -> tuple[list[str], list[int]]:
     """The traced firmware's console on mps2-an505 with DWT-style cycles in its TRACE lines."""
-    sim = run_traced(compile_file(EXAMPLES / f"{name}.py", "mps2-an505", "int8"))
+    sim = run_traced(lowered_model(name, "int8").compile("mps2-an505"))
     costs = [e.instructions for e in sim.events]
     lines, k = [], 0
     for line in sim.console.splitlines():
@@ -44,7 +50,7 @@ def _device_console(name: str) -> tuple[list[str], list[int]]:
 
 def test_profile_on_a_pico2_reads_cycles_per_op_over_serial(tmp_path: Path, pty: Pty) -> None:  # noqa: F811
     lines, costs = _device_console("digits_cnn")
-    cm = compile_file(EXAMPLES / "digits_cnn.py", "pico2", "int8")
+    cm = _digits("pico2")
     drive = make_drive(tmp_path / "media")
     board = FakePico(drive, pty, lines)
     board.start()
@@ -64,7 +70,7 @@ def test_profile_on_a_pico2_reads_cycles_per_op_over_serial(tmp_path: Path, pty:
 def test_profile_on_a_pico2_says_when_no_board_is_there(tmp_path: Path, pty: Pty) -> None:  # noqa: F811
     from mcu.errors import McuError
 
-    cm = compile_file(EXAMPLES / "digits_cnn.py", "pico2", "int8")
+    cm = _digits("pico2")
     with pytest.raises(McuError) as err:
         profile_model(cm, timeout_s=0.5, port=pty.port, search_dirs=[tmp_path / "nothing-mounted"])
     assert "BOOTSEL" in err.value.message + (err.value.hint or "")
@@ -146,15 +152,15 @@ def test_profile_on_a_pico2_predicts_each_op_on_its_twin(tmp_path: Path, pty: Pt
     from mcu.device.timing import twin_board
 
     lines, costs = _device_console("digits_cnn")
-    cm = compile_file(EXAMPLES / "digits_cnn.py", "pico2", "int8")
+    cm = _digits("pico2")
     drive = make_drive(tmp_path / "media")
     board = FakePico(drive, pty, lines)
     board.start()
     profile, run = profile_model(cm, timeout_s=60, port=pty.port, drive=drive,
-                                 compile_for=lambda b: compile_file(EXAMPLES / "digits_cnn.py", b, "int8"))
+                                 compile_for=_digits)
     board.join(5)
     assert run.unit == "cycles" and [e.cycles for e in run.events] == costs
-    twin = run_traced(compile_file(EXAMPLES / "digits_cnn.py", twin_board(cm.board), "int8"))
+    twin = run_traced(_digits(twin_board(cm.board)))
     predicted = {e.handle: e.estimated_cycles for e in twin.events}
     assert all(predicted.values())
     assert {r.op.handle: r.estimated_cycles for r in profile.rows} == predicted

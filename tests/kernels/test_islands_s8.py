@@ -507,17 +507,24 @@ class AllIslandKernels(torch.nn.Module):
         return F.log_softmax(y - z, dim=1), w
 
 
-@requires_qemu
-@pytest.mark.parametrize("board", ["mps2-an505", "mps2-an385", "mps3-an547"])  # DSP, plain C, Helium
-def test_the_island_kernels_on_the_simulated_boards_equal_the_reference(board: str) -> None:
-    import mcu
+@pytest.fixture(scope="module")
+def island_kernels():
+    """The model quantized and lowered once, compiled per board (mcu.api.LoweredModel)."""
+    from mcu.api import lower
 
     torch.manual_seed(3)
     model = AllIslandKernels().eval()
     calib = [(torch.randn(1, 4, 6, 6) * 2,) for _ in range(12)]
     inputs = calib[:2] + [(torch.full((1, 4, 6, 6), -30.0),)]
-    cm = mcu.compile(model, calib[0], board=board, quantize="int8", calibration=calib, test_inputs=inputs,
-                     name=f"island_kernels_{board.replace('-', '_')}")
+    return lower(model, calib[0], quantize="int8", calibration=calib, test_inputs=inputs, name="island_kernels")
+
+
+@requires_qemu
+@pytest.mark.xdist_group("island_kernels")  # one worker lowers the model once
+@pytest.mark.parametrize("board", ["mps2-an505", "mps2-an385", "mps3-an547"])  # DSP, plain C, Helium
+def test_the_island_kernels_on_the_simulated_boards_equal_the_reference(island_kernels, board: str) -> None:
+    cm = island_kernels.compile(board)
+    inputs = cm.spec.test_inputs
     assert cm.graph.fallbacks == [] and cm.reference_is_exact
     assert {"maximum", "minimum", "div", "prelu", "log_softmax", "where"} <= {op.kind for op in cm.graph.ops}
     run = cm.simulate()

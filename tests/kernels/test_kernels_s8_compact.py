@@ -310,16 +310,17 @@ def test_compact_on_simulated_core(tmp_path: Path, board_name: str) -> None:
 def test_compact_models_are_exact_and_no_larger(name: str) -> None:
     """--compact-weights on mps2-an505: the compact kernels serve every convolution and fully connected
     layer, the outputs equal the integer reference, and the flash is at most the portable kernels'."""
-    from repo import EXAMPLES
-    from mcu.api import compile_file
+    from compiled import lowered_model
+    from mcu.api import backend_options
 
-    cm = compile_file(EXAMPLES / f"{name}.py", board="mps2-an505", quantize="int8", packed_weights=False)
+    lowered = lowered_model(name, "int8")  # one capture for both layouts
+    cm = lowered.compile("mps2-an505", options=backend_options(packed_weights=False))
     kernels = {s.call.function for s in cm.library.view.steps}
     assert kernels & {compact.FUNCTION, compact.LINEAR_FUNCTION}
     assert not kernels & {"mcu_conv2d_s8", "mcu_conv2d_1x1_s8", "mcu_linear_s8", "mcu_conv2d_packed_s8"}
     sim = cm.simulate()
     assert sim.passed, sim.console[-1500:]
-    portable = compile_file(EXAMPLES / f"{name}.py", board="mps2-an505", quantize="int8", backend="portable")
+    portable = lowered.compile("mps2-an505", options=backend_options(backend="portable"), backend="portable")
     assert cm.build().flash_bytes <= portable.build().flash_bytes
 
 
@@ -330,7 +331,7 @@ def test_the_default_layout_follows_the_flash() -> None:
 
     import torch
 
-    import mcu
+    from mcu.api import lower
     from mcu.backends.optimized.compact import PACKED_SHARE
 
     torch.manual_seed(0)
@@ -339,14 +340,15 @@ def test_the_default_layout_follows_the_flash() -> None:
     example = (torch.randn(1, 3, 6, 6),)
     calib = [(torch.randn(1, 3, 6, 6),) for _ in range(4)]
     board = load_board("mps2-an505")
-    roomy = mcu.compile(model, example, board=board, quantize="int8", calibration=calib)
+    lowered = lower(model, example, quantize="int8", calibration=calib)  # one capture for both boards
+    roomy = lowered.compile(board)
     assert {s.call.function for s in roomy.library.view.steps} >= {"mcu_conv2d_packed_s8"}
     constants = sum(t.nbytes for t in roomy.graph.constants() if not t.name.endswith(("_packed", "_compact")))
     rom = board.region_for("rodata")
     # room for the int8 constants but not for the packed ones (weights ~ 6 KB more)
     tight = dataclasses.replace(board, flash=dataclasses.replace(rom, length=int(constants / PACKED_SHARE) + 1024))
     assert tight.region_for("rodata") is tight.flash
-    small = mcu.compile(model, example, board=tight, quantize="int8", calibration=calib)
+    small = lowered.compile(tight)
     functions = {s.call.function for s in small.library.view.steps}
     assert {"mcu_conv2d_compact_s8", "mcu_linear_compact_s8"} <= functions and "mcu_conv2d_packed_s8" not in functions
     x = torch.randn(1, 3, 6, 6)

@@ -467,23 +467,29 @@ HOST_MODELS = {
     "grouped_conv2d": (lambda: GroupedNet(2), (1, 3, 8, 8)),
     "grouped_conv2d_g4_dilated": (lambda: GroupedNet(4, dilation=2), (1, 3, 9, 7)),
 }
-_COMPILED: dict[tuple[str, str], tuple] = {}
+_LOWERED: dict[tuple[str, str], tuple] = {}
+# One xdist worker per model (tests/conftest.py): its lowering is shared by every board's tests.
+GROUP_BY_EXAMPLE = True
+_COMPILED: dict[tuple[str, str, str], tuple] = {}
 
 
 def compiled_model(name: str, quantize: str, board: str = "mps2-an505"):
-    import mcu
+    """(model, compiled model, test inputs); captured and quantized once per model and mode, whatever the board."""
+    from mcu.api import lower
 
-    key = (name, quantize, board)
-    if key not in _COMPILED:
+    if (name, quantize) not in _LOWERED:
         make, shape = HOST_MODELS[name] if name in HOST_MODELS else DEVICE_MODELS[name]
         torch.manual_seed(0)
         model = make().eval()
         gen = torch.Generator().manual_seed(1)
         tests = [(torch.randn(*shape, generator=gen),) for _ in range(3)]
         calib = [(torch.randn(*shape, generator=gen),) for _ in range(16)] if quantize == "int8" else None
-        cm = mcu.compile(model, tests[0], board=board, quantize=quantize, calibration=calib, test_inputs=tests,
-                         name=name)
-        _COMPILED[key] = (model, cm, tests, calib)
+        lowered = lower(model, tests[0], quantize=quantize, calibration=calib, test_inputs=tests, name=name)
+        _LOWERED[name, quantize] = (model, lowered, tests, calib)
+    key = (name, quantize, board)
+    if key not in _COMPILED:
+        model, lowered, tests, calib = _LOWERED[name, quantize]
+        _COMPILED[key] = (model, lowered.compile(board), tests, calib)
     return _COMPILED[key][:3]
 
 
@@ -491,7 +497,7 @@ def pt2e_model(name: str) -> torch.nn.Module:
     """The model quantized by pt2e with the calibration the compiled int8 model used (run by PyTorch)."""
     from mcu.quantize.flow import quantize_static
 
-    model, _, tests, calib = _COMPILED[(name, "int8", "mps2-an505")]
+    model, _, tests, calib = _LOWERED[name, "int8"]
     return quantize_static(model, tests[0], calib)
 
 

@@ -16,6 +16,8 @@ from repo import have_cross_tools, requires_qemu
 
 # Whole models end to end: the full run only (make test), not make test-fast.
 pytestmark = pytest.mark.slow
+# One xdist worker per example (tests/conftest.py): its lowering is shared by its modes' tests and boards.
+GROUP_BY_EXAMPLE = True
 
 FP32_TOL = 1e-4
 CLASSIFIERS = ["kws_gru", "transformer_block", "tcn", "mobilenet_v2",

@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from mcu.generate import (Sampler, build_generation_firmware, compile_generation, host_tokens, load_generation,
-                          reference_tokens, run_generation_firmware)
+                          lower_generation, reference_tokens, run_generation_firmware)
 from repo import EXAMPLES, requires_qemu
 from state_checks import reads_whole_state_into_a_copy
 
@@ -23,9 +23,16 @@ LLM = EXAMPLES / "tiny_llm.py"
 
 
 @pytest.fixture(scope="module")
-def generation():
+def lowered():
+    """tiny_llm's methods captured and quantized once, compiled for each board and chunk."""
     gf = load_generation(LLM)
-    return compile_generation(gf, "mps2-an505", "auto")
+    return gf, lower_generation(gf, "auto")
+
+
+@pytest.fixture(scope="module")
+def generation(lowered):
+    gf, methods = lowered
+    return compile_generation(gf, "mps2-an505", "auto", lowered=methods)
 
 
 @requires_qemu
@@ -108,19 +115,30 @@ def test_the_kv_cache_is_shared_and_never_copied(generation) -> None:
 
 
 @pytest.mark.parametrize("chunk", [5, 16])
-def test_prompt_chunks_of_any_length_generate_the_reference_tokens(generation, chunk: int) -> None:
+def test_prompt_chunks_of_any_length_generate_the_reference_tokens(generation, lowered, chunk: int) -> None:
     """A prompt of 16 in chunks of 5: three prefill calls and one decode call for the remainder; in one
     chunk of 16: one call. Prefill's working memory grows with the chunk (each row is live at once)."""
     gf = generation.file.with_chunk(chunk)
     assert gf.prompt_calls == (4 if chunk == 5 else 1)
-    cg = compile_generation(gf, "mps2-an505", generation.quantize)
+    cg = compile_generation(gf, "mps2-an505", generation.quantize, lowered={"decode": lowered[1]["decode"]})
     assert host_tokens(cg) == reference_tokens(gf, cg.quantize)
     work = {name: cm.memory.arena_size - cg.state_bytes for name, cm in cg.methods.items()}
     assert work["prefill"] > (chunk - 1) * work["decode"]
 
 
-def test_fits_a_pico2() -> None:
-    cg = compile_generation(load_generation(LLM), "pico2", "auto")
+def test_methods_lowered_for_another_chunk_or_mode_are_refused(lowered) -> None:
+    from mcu.errors import McuError
+
+    gf, methods = lowered
+    with pytest.raises(McuError, match="method prefill was lowered from another model"):
+        compile_generation(gf.with_chunk(5), "mps2-an505", "auto", lowered=methods)
+    with pytest.raises(McuError, match="method prefill was lowered from another model or at"):
+        compile_generation(gf, "mps2-an505", "none", lowered=methods)
+
+
+def test_fits_a_pico2(lowered) -> None:
+    gf, methods = lowered
+    cg = compile_generation(gf, "pico2", "auto", lowered=methods)
     fw = build_generation_firmware(cg, [0] * cg.file.count)
     assert fw.uf2 is not None
     assert fw.flash_bytes <= 4 * 1024 * 1024 and fw.ram_bytes <= 520 * 1024

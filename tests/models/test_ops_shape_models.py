@@ -167,17 +167,14 @@ def test_int8_equals_the_integer_reference(compiled, name: str) -> None:
             assert float((g - w).abs().max()) <= 0.1 * float(w.abs().max()) + 0.05
 
 
-def test_every_new_kernel_is_used() -> None:
-    """The models above reach every kernel of this area (so the parity tests cover them all)."""
-    import mcu
+def test_every_new_kernel_is_used(compiled) -> None:
+    """The models above, as the parity tests compile them, reach every kernel of this area (so the parity
+    tests cover them all)."""
     from mcu.emit.kernels import emit_call
 
     used = set()
-    torch.manual_seed(0)
     for name, q in [(n, q) for n in MODELS for q in ("none", "int8")]:
-        model = MODELS[name][0]().eval()
-        calib = [_inputs(name, s) for s in range(4)] if q == "int8" else None
-        cm = mcu.compile(model, _inputs(name, 100), quantize=q, calibration=calib, name=name)
+        _, cm = compiled(name, q)
         used |= {emit_call(op, lambda t: "x").function for op in cm.graph.ops if emit_call(op, lambda t: "x")}
     want = {"mcu_remap", "mcu_gather", "mcu_resize_bilinear_f32", "mcu_resize_bilinear_s8",
             "mcu_adaptive_avg_pool_f32", "mcu_adaptive_avg_pool_s8"}

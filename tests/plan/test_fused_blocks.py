@@ -13,7 +13,7 @@ import torch
 from hypothesis import HealthCheck, given, settings, strategies as st
 from torch import nn
 
-from mcu.api import CompiledModel, compile_spec
+from mcu.api import CompiledModel, LoweredModel, lower_spec
 from mcu.capture.loader import spec_from_objects
 from mcu.errors import McuError
 from mcu.plan.drawing import plan_svg
@@ -45,8 +45,9 @@ class _Block(nn.Module):
         return x + y if self.residual else y
 
 
-def _compile(model: nn.Module, shape: tuple[int, ...], seed: int, board: str = "mps2-an505",
-             quantize: str = "int8", **kwargs: object) -> CompiledModel:
+def _lower(model: nn.Module, shape: tuple[int, ...], seed: int, quantize: str = "int8") -> LoweredModel:
+    """The model with seeded batch-norm statistics and data, captured and quantized once: each test compiles
+    one model under several schedules or boards from it."""
     gen = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for m in model.modules():
@@ -56,8 +57,12 @@ def _compile(model: nn.Module, shape: tuple[int, ...], seed: int, board: str = "
     model.eval()
     calib = [(torch.randn(shape, generator=gen),) for _ in range(4)]
     tests = [(torch.randn(shape, generator=gen) * 1.5,) for _ in range(2)]
-    spec = spec_from_objects(model, calib[0], calib, tests, name="fused_block_case")
-    return compile_spec(spec, board, quantize, **kwargs)  # type: ignore[arg-type]
+    return lower_spec(spec_from_objects(model, calib[0], calib, tests, name="fused_block_case"), quantize)
+
+
+def _compile(model: nn.Module, shape: tuple[int, ...], seed: int, board: str = "mps2-an505",
+             quantize: str = "int8", **kwargs: object) -> CompiledModel:
+    return _lower(model, shape, seed, quantize).compile(board, **kwargs)  # type: ignore[arg-type]
 
 
 def _fused(cm: CompiledModel) -> list:
@@ -113,12 +118,21 @@ def test_fused_block_equals_unfused_reference(case: dict) -> None:
     _same_as_reference(cm)
 
 
+_LOWERED: dict[str, LoweredModel] = {}
+
+
+def _core_family_block() -> LoweredModel:
+    if "core family" not in _LOWERED:
+        torch.manual_seed(1)
+        _LOWERED["core family"] = _lower(_Block(8, 48, 8, 1, 1, 3, 1, 1, True), (1, 8, 12, 10), 1)
+    return _LOWERED["core family"]
+
+
+@pytest.mark.xdist_group("fused_block_core_family")  # one worker lowers the model once
 @pytest.mark.parametrize("board", ["mps2-an505", "mps3-an547", "mps2-an385-m0plus"])
 def test_fused_block_on_each_core_family(board: str) -> None:
     """The optimized (DSP), MVE and plain paths of the kernels each fused stage calls, host-built."""
-    torch.manual_seed(1)
-    model = _Block(8, 48, 8, 1, 1, 3, 1, 1, True)
-    cm = _compile(model, (1, 8, 12, 10), 1, board, fuse_blocks="all")
+    cm = _core_family_block().compile(board, fuse_blocks="all")
     assert len(_fused(cm)) == 1
     _same_as_reference(cm)
     _same_as_reference(_with_band(cm, 5))  # two bands of 5 rows and a last one of 2
@@ -131,8 +145,9 @@ def test_fp32_fused_block_equals_unfused_c(config: tuple) -> None:
     torch.manual_seed(5)
     model = _Block(*config)
     shape = (1, config[0], 13, 11)
-    whole = _compile(model, shape, 5, quantize="none")
-    fused = _compile(model, shape, 5, quantize="none", fuse_blocks="all")
+    lowered = _lower(model, shape, 5, quantize="none")
+    whole = lowered.compile()
+    fused = lowered.compile(fuse_blocks="all")
     assert len(_fused(fused)) == 1 and not _fused(whole)
     assert fused.memory.arena_size < whole.memory.arena_size
     for x in fused.spec.test_inputs:
@@ -144,14 +159,17 @@ def test_fp32_fused_block_equals_unfused_c(config: tuple) -> None:
 @pytest.mark.slow
 @requires_qemu
 @pytest.mark.qemu
+@pytest.mark.xdist_group("fused_blocks_device")  # one worker lowers the model once
 @pytest.mark.parametrize("board", ["mps2-an505", "mps2-an386", "mps3-an547", "mps2-an385", "mps2-an385-m0plus"])
 def test_fused_blocks_on_the_device_equal_the_reference(board: str) -> None:
     """Four blocks (a residual one, a strided one, a ResNet basic block, a ResNet downsampling block) fused,
     in bands of 3 rows: the firmware in QEMU."""
-    torch.manual_seed(6)
-    model = nn.Sequential(_Block(8, 48, 8, 1, 1, 3, 1, 1, True), _Block(8, 48, 16, 1, 1, 3, 2, 1, False),
-                          _Basic(16, 3), _Down(16, 8, 3))
-    cm = _compile(model, (1, 8, 14, 12), 6, board, fuse_blocks="all")
+    if "four blocks" not in _LOWERED:
+        torch.manual_seed(6)
+        model = nn.Sequential(_Block(8, 48, 8, 1, 1, 3, 1, 1, True), _Block(8, 48, 16, 1, 1, 3, 2, 1, False),
+                              _Basic(16, 3), _Down(16, 8, 3))
+        _LOWERED["four blocks"] = _lower(model, (1, 8, 14, 12), 6)
+    cm = _LOWERED["four blocks"].compile(board, fuse_blocks="all")
     cm = _with_band(cm, 3)
     assert len(_fused(cm)) == 4
     sim = cm.simulate()
@@ -164,8 +182,9 @@ def test_fused_blocks_on_the_device_equal_the_reference(board: str) -> None:
 def test_plan_holds_the_ring_and_drops_the_expanded_tensor() -> None:
     torch.manual_seed(2)
     model = _Block(8, 48, 8, 1, 1, 3, 2, 1, False)
-    whole = _compile(model, (1, 8, 16, 16), 2)
-    fused = _compile(model, (1, 8, 16, 16), 2, fuse_blocks=True)
+    lowered = _lower(model, (1, 8, 16, 16), 2)
+    whole = lowered.compile()
+    fused = lowered.compile(fuse_blocks=True)
     (op,) = _fused(fused)
     block: Block = op.attrs["block"]
     names = [b.name for b in fused.memory.plan.buffers]
@@ -181,25 +200,32 @@ def test_plan_holds_the_ring_and_drops_the_expanded_tensor() -> None:
     assert not _fused(whole)  # the default schedule is today's
 
 
+def _three_blocks() -> LoweredModel:
+    if "three blocks" not in _LOWERED:
+        torch.manual_seed(3)
+        model = nn.Sequential(_Block(8, 48, 8, 1, 1, 3, 1, 1, True), _Block(8, 48, 16, 1, 1, 3, 2, 1, False),
+                              _Block(16, 32, 16, 1, 1, 3, 1, 1, True))
+        _LOWERED["three blocks"] = _lower(model, (1, 8, 16, 16), 3)
+    return _LOWERED["three blocks"]
+
+
+@pytest.mark.xdist_group("fused_three_blocks")  # one worker lowers the model once
 def test_ram_budget_fuses_as_few_blocks_as_fit() -> None:
-    torch.manual_seed(3)
-    model = nn.Sequential(_Block(8, 48, 8, 1, 1, 3, 1, 1, True), _Block(8, 48, 16, 1, 1, 3, 2, 1, False),
-                          _Block(16, 32, 16, 1, 1, 3, 1, 1, True))
-    shape = (1, 8, 16, 16)
-    whole = _compile(model, shape, 3)
-    smallest = _compile(model, shape, 3, fuse_blocks=True)
+    lowered = _three_blocks()
+    whole = lowered.compile()
+    smallest = lowered.compile(fuse_blocks=True)
     assert smallest.memory.arena_size < whole.memory.arena_size
     arenas, counts = [], []
     for budget in sorted({smallest.memory.arena_size, (smallest.memory.arena_size + whole.memory.arena_size) // 2,
                           whole.memory.arena_size, whole.memory.arena_size + 4096}):
-        cm = _compile(model, shape, 3, ram_budget=budget)
+        cm = lowered.compile(ram_budget=budget)
         assert cm.memory.arena_size <= budget
         arenas.append(cm.memory.arena_size)
         counts.append(len(_fused(cm)))
     assert counts == sorted(counts, reverse=True)  # a larger budget never fuses more
     assert counts[-1] == 0 and arenas[-1] == whole.memory.arena_size
     with pytest.raises(McuError, match=f"smallest arena is {smallest.memory.arena_size} B"):
-        _compile(model, shape, 3, ram_budget=smallest.memory.arena_size - 4)
+        lowered.compile(ram_budget=smallest.memory.arena_size - 4)
 
 
 def test_program_files_refuse_fused_blocks_by_name() -> None:
@@ -260,10 +286,11 @@ def test_a_model_too_large_for_the_board_fuses_blocks_to_fit() -> None:
     the board's RAM is the budget; when even fused blocks cannot fit, the error names their smallest arena."""
     torch.manual_seed(7)
     model = _Block(8, 96, 8, 1, 1, 3, 1, 1, True)
-    fits = _compile(model, (1, 8, 64, 64), 7, "pico")
+    lowered = _lower(model, (1, 8, 64, 64), 7)
+    fits = lowered.compile("pico")
     ram = fits.board.arena_regions()[0][1]
     assert _fused(fits) and fits.memory.arena_size <= ram
-    assert not _fused(_compile(model, (1, 8, 64, 64), 7, "mps2-an505"))  # fits whole there: today's schedule
+    assert not _fused(lowered.compile("mps2-an505"))  # fits whole there: today's schedule
     with pytest.raises(McuError, match=r"does not fit pico .*the smallest arena is \d+ B"):
         _compile(model, (1, 8, 192, 192), 7, "pico")
 
@@ -276,21 +303,19 @@ def test_command_line_ram_budget_below_every_schedule_is_one_line() -> None:
                           "--ram-budget")
 
 
+@pytest.mark.xdist_group("fused_three_blocks")
 def test_fastest_schedule_within_a_budget_takes_a_faster_fused_block() -> None:
     """With measured costs the budget takes the cheapest schedule that fits, fused blocks included when
     they are faster than whole tensors, and a larger budget never a dearer one."""
-    torch.manual_seed(3)
-    model = nn.Sequential(_Block(8, 48, 8, 1, 1, 3, 1, 1, True), _Block(8, 48, 16, 1, 1, 3, 2, 1, False),
-                          _Block(16, 32, 16, 1, 1, 3, 1, 1, True))
-    shape = (1, 8, 16, 16)
-    whole = _compile(model, shape, 3)
+    lowered = _three_blocks()
+    whole = lowered.compile()
     chains = find_chains(whole.graph)
     ops = {op.name: 1000 for op in whole.graph.ops}
     # the stride-2 block fused at 2 rows a pass is 300 instructions cheaper than whole; the others dearer
     fused = {(c[0].name, band): 1000 * len(c) + (-300 if i == 1 and band == 2 else 50 * i + 200 // band)
              for i, c in enumerate(chains) for band in (1, 2, 4)}
     costs = FusionCosts(ops, fused)
-    smallest = _compile(model, shape, 3, fuse_blocks=True).memory.arena_size
+    smallest = lowered.compile(fuse_blocks=True).memory.arena_size
     estimates = []
     for budget in (smallest, (smallest + whole.memory.arena_size) // 2, whole.memory.arena_size,
                    whole.memory.arena_size * 2):
@@ -301,7 +326,7 @@ def test_fastest_schedule_within_a_budget_takes_a_faster_fused_block() -> None:
     assert estimates[-1] == -300  # with room for everything: only the faster fused block
     big = choose_fastest(whole.graph, whole.memory.arena_size * 2, costs)
     assert [c[0].name for c in big.chains] == [chains[1][0].name] and big.bands[id(chains[1][0])] == 2
-    cm = _compile(model, shape, 3, ram_budget=whole.memory.arena_size * 2, fuse_costs=costs)
+    cm = lowered.compile(ram_budget=whole.memory.arena_size * 2, fuse_costs=costs)
     assert [op.attrs["stages"][0].name for op in _fused(cm)] == [chains[1][0].name]
     _same_as_reference(cm)
     with pytest.raises(McuError, match=f"smallest arena is {smallest} B"):

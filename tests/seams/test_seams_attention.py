@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from torch import nn
 
 import mcu  # noqa: E402
-from mcu.api import CompiledModel  # noqa: E402
+from mcu.api import CompiledModel, LoweredModel, lower  # noqa: E402
 from mcu.ir import QConst, QuantParams, Tensor  # noqa: E402
 from mcu.passes.quantized.movement import constant_on_grid  # noqa: E402
 from mcu.quantize.attention import prepare_attention  # noqa: E402
@@ -215,12 +215,18 @@ MASKED = [("mha", "bool"), ("mha", "float"), ("mha", "padding"), ("mha-seq", "bo
           ("sdpa", "causal")]
 
 
+_LOWERED: dict[tuple[str, str], LoweredModel] = {}
+
+
 def compiled_masked(form: str, mask: str, board: str = "mps2-an505") -> CompiledModel:
+    """Quantized and lowered once per form and mask, compiled once per board."""
     key = f"{form}/{mask}@{board}"
     if key not in _COMPILED:
-        model, example, calibration, tests = masked_vit(form, mask)
-        _COMPILED[key] = mcu.compile(model, example, board=board, quantize="int8", calibration=calibration,
-                                     test_inputs=tests, name=f"vit_{form.replace('-', '_')}_{mask}")
+        if (form, mask) not in _LOWERED:
+            model, example, calibration, tests = masked_vit(form, mask)
+            _LOWERED[form, mask] = lower(model, example, quantize="int8", calibration=calibration,
+                                         test_inputs=tests, name=f"vit_{form.replace('-', '_')}_{mask}")
+        _COMPILED[key] = _LOWERED[form, mask].compile(board)
     return _COMPILED[key]
 
 

@@ -12,15 +12,17 @@ import numpy as np
 import torch
 from torch import nn
 
-from mcu.api import CompiledModel, compile as mcu_compile
+from mcu.api import CompiledModel, LoweredModel, backend_options, lower
 from repo import requires_qemu
 
 _MODELS: dict[str, CompiledModel] = {}
+_LOWERED: list[LoweredModel] = []
 
 
 def _compiled(backend: str | None, board: str = "mps2-an505") -> CompiledModel:
+    """The network quantized and lowered once, compiled once per backend order and board."""
     key = f"{backend or 'default'}@{board}"
-    if key not in _MODELS:
+    if not _LOWERED:
         torch.manual_seed(0)
         model = nn.Sequential(
             nn.Conv1d(3, 8, 5, padding=2), nn.BatchNorm1d(8), nn.ReLU(), nn.MaxPool1d(2),
@@ -28,8 +30,10 @@ def _compiled(backend: str | None, board: str = "mps2-an505") -> CompiledModel:
             nn.Conv1d(16, 16, 3, padding=1), nn.BatchNorm1d(16), nn.ReLU(),
             nn.AdaptiveAvgPool1d(1), nn.Flatten(), nn.Linear(16, 5)).eval()
         data = [(torch.randn(1, 3, 64),) for _ in range(10)]
-        _MODELS[key] = mcu_compile(model, data[0], board=board, quantize="int8", calibration=data[:8],
-                                   test_inputs=data[8:], name="conv1d_stack", backend=backend)
+        _LOWERED.append(lower(model, data[0], quantize="int8", calibration=data[:8], test_inputs=data[8:],
+                              name="conv1d_stack"))
+    if key not in _MODELS:
+        _MODELS[key] = _LOWERED[0].compile(board, options=backend_options(backend=backend), backend=backend)
     return _MODELS[key]
 
 
