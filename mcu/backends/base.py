@@ -225,6 +225,22 @@ def _boundary(ops: list[Op], later: list[Op], graph_outputs: list[Tensor]) -> tu
     return list(inputs.values()), outputs
 
 
+def _say_why_views_joined(ops: list[Op], chosen: list[Backend], usable: list[Backend],
+                          report: PartitionReport) -> None:
+    """A view that joined the op before it was never offered to the backends preferred over that op's: the
+    report gives each of them the reason, as it does for every op a backend did not take."""
+    rank = {b.id: k for k, b in enumerate(usable)}
+    said = {(r.op, r.backend) for r in report.refusals}
+    for op, b in zip(ops, chosen):
+        if not op.attrs.get("alias"):
+            continue
+        for other in usable[:rank[b.id]]:
+            if (op.name, other.id) not in said:
+                report.refusals.append(Refusal(op.name, op.kind, other.id,
+                                               f"a view emits no code: it stays with its neighbour's backend ({b.id})",
+                                               op.source))
+
+
 def _leading_views_join(ops: list[Op], chosen: list[Backend]) -> None:
     """Views at the start of the order (a graph input's reshape) go to the kernel library of the first op
     with code, as every later view goes to the one before it: views never split a kernel library's run."""
@@ -276,6 +292,7 @@ def partition(graph: Any, backends: list[Backend], ctx: Context) -> PartitionRep
     _leading_views_join(graph.ops, chosen)
     taken = {(op.name, b.id) for op, b in zip(graph.ops, chosen)}
     report.refusals = [r for r in report.refusals if (r.op, r.backend) not in taken]  # a view that joined
+    _say_why_views_joined(graph.ops, chosen, usable, report)
     new_ops: list[Op] = []
     i = 0
     while i < len(graph.ops):
