@@ -181,7 +181,7 @@ def _process_state_kept(model_folders: list[Path]) -> Iterator[None]:
         sys.argv, sys.path = argv, path  # the same lists: others may hold them
         _forget_modules_brought_along(modules, model_folders)
         for s, handler in handlers.items():
-            if handler is not None:
+            if handler is not None and signal.getsignal(s) is not handler:  # only the main thread may set one
                 signal.signal(s, handler)
         _restore_logging(loggers)
         dtype, grad, threads, rng = torch_state
