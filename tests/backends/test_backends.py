@@ -221,8 +221,9 @@ def test_backend_option_and_report_through_the_api_and_cli(capsys) -> None:
 
 
 def test_cli_rejects_an_unknown_backend_in_one_line() -> None:
-    proc = subprocess.run([sys.executable, "-m", "mcu.commands.cli", "build", str(EXAMPLES / "small_cnn.py"), "-b",
-                           "mps2-an505", "--backend", "bogus,portable"], capture_output=True, text=True, cwd=ROOT)
+    from cli_runner import mcu_in_process
+
+    proc = mcu_in_process("build", str(EXAMPLES / "small_cnn.py"), "-b", "mps2-an505", "--backend", "bogus,portable")
     assert proc.returncode != 0
     assert "unknown backend 'bogus'" in proc.stderr and "Traceback" not in proc.stderr
 

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cli_runner import assert_one_line_error, run_mcu
+from cli_runner import assert_one_line_error, mcu_in_process
 from mcu.api import compile_file
 from mcu.device.elf import read_elf
 from mcu.errors import McuError
@@ -126,7 +126,7 @@ def test_an_unregistered_custom_op_is_named_with_how_to_register_it(tmp_path: Pa
                                 "`return my_op(self.fc(x))`"
     assert err.value.hint == ('list it in the model file: custom_ops = [mcu.custom_op("mcu_test::unregistered", '
                               'fp32=("my_fn", "my_op.c"), reference=my_numpy_reference)] (see examples/custom_op.py)')
-    proc = run_mcu("build", "--board", "mps2-an505", str(path))
+    proc = mcu_in_process("build", "--board", "mps2-an505", str(path))
     assert_one_line_error(proc, "custom op mcu_test::unregistered is not registered with mcu at model.py:19")
 
 
@@ -170,7 +170,7 @@ def test_a_kernel_that_differs_from_its_reference_fails_mcu_run_naming_the_op(tm
     message = err.value.message
     assert message.startswith("custom op mcu_test::wrong (wrong) (model.py:19: `return my_op(self.fc(x))`): "
                               "its C kernel relu_ish differs from its Python reference in ")
-    proc = run_mcu("run", "--board", "mps2-an505", str(path))
+    proc = mcu_in_process("run", "--board", "mps2-an505", str(path))
     assert_one_line_error(proc, "custom op mcu_test::wrong (wrong)", "differs from its Python reference")
 
 

@@ -75,9 +75,9 @@ def test_board_without_renode_platform_and_missing_model_are_errors(repo: Path) 
 
 
 def test_cli_ci_renode(repo: Path) -> None:
-    from cli_runner import run_mcu
+    from cli_runner import mcu_in_process
 
-    proc = run_mcu("ci", "--renode", "models/small_cnn.py", "-o", str(repo), "--mcu-source", MCU_URL)
+    proc = mcu_in_process("ci", "--renode", "models/small_cnn.py", "-o", str(repo), "--mcu-source", MCU_URL)
     assert proc.returncode == 0, proc.stderr
     wf = yaml.safe_load((repo / WORKFLOW).read_text())
     assert wf["jobs"]["renode"]["strategy"]["matrix"]["board"] == ["mps2-an505"]

@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cli_runner import run_mcu
+from cli_runner import mcu_in_process, run_mcu
 from repo import EXAMPLES, requires_qemu
 
 STAGES = ["load", "quantize", "capture", "lower", "plan", "generate", "compile", "link", "simulate"]
@@ -94,6 +94,7 @@ def test_run_on_a_terminal_prints_one_line_per_stage(tmp_path: Path) -> None:
 
 @requires_qemu
 def test_run_json_is_one_object_and_nothing_on_stderr(tmp_path: Path) -> None:
+    # A real process: what reaches its stdout and stderr, not only what main() prints.
     proc = run_mcu("run", "--board", "mps2-an505", "--quantize", "int8", "--json", str(EXAMPLES / "small_cnn.py"),
                    cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
@@ -116,8 +117,8 @@ def test_quiet_terminal_prints_no_progress(tmp_path: Path) -> None:
 
 def test_unsupported_nn_module_is_named_as_written(tmp_path: Path) -> None:
     (tmp_path / "lstm_model.py").write_text(LSTM_MODEL)
-    proc = run_mcu("build", "--board", "mps2-an505", str(tmp_path / "lstm_model.py"), "-o", str(tmp_path / "out"),
-                   cwd=tmp_path)
+    proc = mcu_in_process("build", "--board", "mps2-an505", str(tmp_path / "lstm_model.py"),
+                          "-o", str(tmp_path / "out"), cwd=tmp_path)
     assert proc.returncode != 0
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1, proc.stderr  # the UserWarning torch.export prints about LSTM weights is hidden
@@ -125,23 +126,23 @@ def test_unsupported_nn_module_is_named_as_written(tmp_path: Path) -> None:
     assert "`y = self.pool(y.unsqueeze(1))`" in lines[0] and "aten.adaptive_max_pool2d.default" in lines[0]
     assert proc.stdout == ""
 
-    verbose = run_mcu("build", "--board", "mps2-an505", "--verbose", str(tmp_path / "lstm_model.py"),
-                      "-o", str(tmp_path / "out"), cwd=tmp_path)
+    verbose = mcu_in_process("build", "--board", "mps2-an505", "--verbose", str(tmp_path / "lstm_model.py"),
+                             "-o", str(tmp_path / "out"), cwd=tmp_path)
     assert "UserWarning" in verbose.stderr and "_flat_weights" in verbose.stderr, verbose.stderr
     assert verbose.stderr.strip().splitlines()[-1] == lines[0]  # the error line stays last
 
 
 def test_shape_mismatch_is_one_line_at_the_users_line(tmp_path: Path) -> None:
     (tmp_path / "bad_shapes.py").write_text(SHAPE_MODEL)
-    proc = run_mcu("build", "--board", "mps2-an505", str(tmp_path / "bad_shapes.py"), "-o", str(tmp_path / "out"),
-                   cwd=tmp_path)
+    proc = mcu_in_process("build", "--board", "mps2-an505", str(tmp_path / "bad_shapes.py"),
+                          "-o", str(tmp_path / "out"), cwd=tmp_path)
     assert proc.returncode != 0
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1, proc.stderr  # torch's E... fake_tensor.py log lines are hidden
     assert lines[0].startswith("mcu: error: torch.export could not capture the model at bad_shapes.py:12:"), lines[0]
     assert "[1, 32] X [64, 4]" in lines[0]
 
-    verbose = run_mcu("build", "--board", "mps2-an505", "--verbose", str(tmp_path / "bad_shapes.py"),
-                      "-o", str(tmp_path / "out"), cwd=tmp_path)
+    verbose = mcu_in_process("build", "--board", "mps2-an505", "--verbose", str(tmp_path / "bad_shapes.py"),
+                             "-o", str(tmp_path / "out"), cwd=tmp_path)
     assert "fake_tensor.py" in verbose.stderr, verbose.stderr
     assert verbose.stderr.strip().splitlines()[-1] == lines[0]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from cli_runner import assert_one_line_error, run_mcu
+from cli_runner import assert_one_line_error, mcu_in_process
 from mcu.commands.evaluate import sample_indices
 from repo import EXAMPLES, requires_qemu
 
@@ -16,7 +16,7 @@ DIGITS = str(EXAMPLES / "digits_cnn.py")
 
 @requires_qemu
 def test_eval_digits_json_device_equals_reference() -> None:
-    proc = run_mcu("eval", "--board", "mps2-an505", "--quantize", "int8", "--samples", "12", "--json", DIGITS)
+    proc = mcu_in_process("eval", "--board", "mps2-an505", "--quantize", "int8", "--samples", "12", "--json", DIGITS)
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == ""
     r = json.loads(proc.stdout)
@@ -33,7 +33,7 @@ def test_eval_digits_json_device_equals_reference() -> None:
 
 @requires_qemu
 def test_eval_digits_prints_the_three_accuracies() -> None:
-    proc = run_mcu("eval", "--quantize", "int8", "--samples", "12", DIGITS)
+    proc = mcu_in_process("eval", "--quantize", "int8", "--samples", "12", DIGITS)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.strip().splitlines()
     assert lines[0] == "digits_cnn: eval_data, metric top1"
@@ -45,14 +45,14 @@ def test_eval_digits_prints_the_three_accuracies() -> None:
 def test_eval_without_eval_data_is_one_line(tmp_path: Path) -> None:
     f = tmp_path / "m.py"
     f.write_text("import torch\nmodel = torch.nn.Linear(4, 2)\nexample_inputs = (torch.randn(1, 4),)\n")
-    assert_one_line_error(run_mcu("eval", str(f)), "defines no `eval_data`")
+    assert_one_line_error(mcu_in_process("eval", str(f)), "defines no `eval_data`")
 
 
 def test_eval_rejects_unknown_metric(tmp_path: Path) -> None:
     f = tmp_path / "m.py"
     f.write_text("import torch\nmodel = torch.nn.Linear(4, 2)\nexample_inputs = (torch.randn(1, 4),)\n"
                  "eval_data = [(torch.randn(1, 4), 1)]\neval_metric = 'top3'\n")
-    assert_one_line_error(run_mcu("eval", str(f)), "unknown eval_metric 'top3'")
+    assert_one_line_error(mcu_in_process("eval", str(f)), "unknown eval_metric 'top3'")
 
 
 @pytest.mark.parametrize("total,n,want", [(10, 50, list(range(10))), (360, 4, [0, 119, 239, 359]), (5, 1, [0])])

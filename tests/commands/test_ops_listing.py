@@ -7,13 +7,13 @@ an op we cannot lower still fails with its name and the user's source line."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
+
+from cli_runner import mcu_in_process
 from mcu.paths import kernel_source
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -27,8 +27,7 @@ def rows():
 
 
 def _mcu(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "mcu.commands.cli", *args], capture_output=True, text=True, cwd=ROOT,
-                          env={**os.environ, "PYTHONWARNINGS": "ignore"}, timeout=600)
+    return mcu_in_process(*args, cwd=ROOT)
 
 
 def test_the_listing_is_the_frontends_handler_table(rows) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from cli_runner import run_mcu
+from cli_runner import mcu_in_process
 from mcu.device.boards import load_board
 from mcu.device.boot2 import BOOT2_SIZE, boot2_crc, seal_boot2
 from mcu.device.elf import read_elf
@@ -47,7 +47,7 @@ def pico_build(tmp_path_factory: pytest.TempPathFactory) -> dict:
     if shutil.which("arm-none-eabi-gcc") is None:
         pytest.skip("arm-none-eabi-gcc not installed (scripts/setup)")
     out = tmp_path_factory.mktemp("pico") / "out"
-    proc = run_mcu("build", "--board", "pico", "--json", "-o", str(out), str(EXAMPLES / "small_cnn.py"))
+    proc = mcu_in_process("build", "--board", "pico", "--json", "-o", str(out), str(EXAMPLES / "small_cnn.py"))
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout.strip().splitlines()[-1])
 

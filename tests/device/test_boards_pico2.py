@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from cli_runner import assert_one_line_error, run_mcu
+from cli_runner import assert_one_line_error, mcu_in_process
 from mcu import paths
 from mcu.device.boards import load_board
 from mcu.device.elf import read_elf
@@ -88,8 +88,8 @@ def pico2_build(tmp_path_factory: pytest.TempPathFactory) -> dict:
     if shutil.which("arm-none-eabi-gcc") is None:
         pytest.skip("arm-none-eabi-gcc not installed")
     out = tmp_path_factory.mktemp("pico2") / "out"
-    proc = run_mcu("build", "--board", "pico2", "--quantize", "none", "--json", "-o", str(out),
-                   str(EXAMPLES / "small_cnn.py"))
+    proc = mcu_in_process("build", "--board", "pico2", "--quantize", "none", "--json", "-o", str(out),
+                          str(EXAMPLES / "small_cnn.py"))
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -163,7 +163,7 @@ def test_arena_overflow_is_refused_with_both_numbers(tmp_path: Path) -> None:
     f.write_text("import torch\n"
                  "model = torch.nn.Sequential(torch.nn.Conv2d(3, 16, 3, padding=1), torch.nn.ReLU())\n"
                  "example_inputs = (torch.randn(1, 3, 128, 128),)\n")
-    proc = run_mcu("build", "--board", "pico2", "--quantize", "none", str(f))
+    proc = mcu_in_process("build", "--board", "pico2", "--quantize", "none", str(f))
     assert_one_line_error(proc, "does not fit pico2", "B too many")
     line = next(ln for ln in proc.stderr.splitlines() if ln.startswith("mcu:"))
     assert str(520 * 1024 - 8192) in line  # the RAM left after the stack
@@ -231,7 +231,7 @@ def test_hardware_exit_line_runs_on_the_simulated_m33(tmp_path: Path) -> None:
 
 
 def test_boards_table_shows_how_each_board_runs() -> None:
-    proc = run_mcu("boards", "--json")
+    proc = mcu_in_process("boards", "--json")
     assert proc.returncode == 0
     boards = {b["name"]: b for b in json.loads(proc.stdout)["boards"]}
     pico2, an547 = boards["pico2"], boards["mps3-an547"]
@@ -240,7 +240,7 @@ def test_boards_table_shows_how_each_board_runs() -> None:
     assert pico2["deploy"] == "uf2" and pico2["uf2_family"] == FAMILY_RP2350_ARM_S and pico2["simulator"] is None
     assert (an547["core"], an547["mve"], an547["simulator"]) == ("cortex-m55", True, "qemu")
     assert an547["memory"]["qspi"] == {"origin": 0x38000000, "length": 8 * 1024 * 1024, "holds": ["rodata"]}
-    rows = {line.split()[0]: line for line in run_mcu("boards").stdout.splitlines()[1:]}
+    rows = {line.split()[0]: line for line in mcu_in_process("boards").stdout.splitlines()[1:]}
     assert "cortex-m33" in rows["pico2"] and "520 KiB" in rows["pico2"] and "4096 KiB" in rows["pico2"]
     assert "150MHz" in rows["pico2"] and "UF2" in rows["pico2"] and "BOOTSEL" in rows["pico2"]
     assert "cortex-m55" in rows["mps3-an547"] and "qemu (mps3-an547" in rows["mps3-an547"]

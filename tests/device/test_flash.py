@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from cli_runner import mcu_in_process
 from fake_pico import FAIL_LINES, PASS_LINES, FakePico, Pty, make_drive, mcu_process
 from mcu.device import flash
 from mcu.errors import McuError
@@ -218,21 +219,20 @@ def test_mcu_monitor_reports_fail(pty: Pty) -> None:
 
 
 def test_mcu_flash_refuses_simulated_boards() -> None:
-    proc = mcu_process("flash", "--board", "mps2-an505", str(EXAMPLES / "small_cnn.py"))
-    _, err = proc.communicate(timeout=120)
+    proc = mcu_in_process("flash", "--board", "mps2-an505", str(EXAMPLES / "small_cnn.py"))
     assert proc.returncode == 2
-    assert "mcu: error: board 'mps2-an505' is not flashed over USB" in err and "Traceback" not in err
+    assert "mcu: error: board 'mps2-an505' is not flashed over USB" in proc.stderr and "Traceback" not in proc.stderr
 
 
 @pytest.mark.parametrize("sub", ["flash", "monitor"])
 def test_help(sub: str) -> None:
-    proc = mcu_process(sub, "--help")
-    out, _ = proc.communicate(timeout=60)
+    proc = mcu_in_process(sub, "--help")
+    out = proc.stdout
     assert proc.returncode == 0 and "usage: mcu" in out and "--port" in out and "--timeout" in out
 
 
 def test_mcu_run_on_pico2_points_to_flash() -> None:
-    proc = mcu_process("run", "--board", "pico2", str(EXAMPLES / "small_cnn.py"))
-    _, err = proc.communicate(timeout=120)
+    proc = mcu_in_process("run", "--board", "pico2", str(EXAMPLES / "small_cnn.py"))
+    err = proc.stderr
     assert proc.returncode == 2
     assert "board 'pico2' is real hardware with no simulator" in err and "mcu flash --board pico2" in err

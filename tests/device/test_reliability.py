@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from cli_runner import mcu_in_process
 from mcu.program import format as fmt
 from mcu.program.host import Program, ProgramError, WeightsCorruptError
 from repo import ROOT, requires_qemu
@@ -36,6 +37,7 @@ calibration = [(torch.randn(1, 16),) for _ in range(4)]
 
 
 def run_mcu(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """A real `mcu` process: the concurrent builds need two processes (the in-process runner for the rest)."""
     env = {k: v for k, v in os.environ.items() if k != "MCU_DEBUG"}
     return subprocess.run([sys.executable, "-m", "mcu.commands.cli", *args], capture_output=True, text=True, env=env,
                           cwd=cwd or ROOT, timeout=900)
@@ -263,14 +265,14 @@ def test_seeded_mutation_sample(tmp_path_factory: pytest.TempPathFactory) -> Non
 def test_output_below_a_regular_file(tmp_path: Path) -> None:
     (tmp_path / "afile").write_text("x")
     model = model_file(tmp_path, "tiny")
-    proc = run_mcu("build", "--board", "mps2-an505", "--quantize", "none", str(model), "-o",
-                   str(tmp_path / "afile" / "out"))
+    proc = mcu_in_process("build", "--board", "mps2-an505", "--quantize", "none", str(model), "-o",
+                          str(tmp_path / "afile" / "out"))
     assert_exit2_one_line(proc, str(tmp_path / "afile"), "is a file, not a folder")
-    proc = run_mcu("export", "--board", "mps2-an505", "--quantize", "none", str(model), "-o",
-                   str(tmp_path / "afile" / "lib"))
+    proc = mcu_in_process("export", "--board", "mps2-an505", "--quantize", "none", str(model), "-o",
+                          str(tmp_path / "afile" / "lib"))
     assert_exit2_one_line(proc, "cannot create output folder", "afile is a file")
-    proc = run_mcu("export", "--format", "program", "--quantize", "none", str(model), "-o",
-                   str(tmp_path / "afile" / "m.mpk"))
+    proc = mcu_in_process("export", "--format", "program", "--quantize", "none", str(model), "-o",
+                          str(tmp_path / "afile" / "m.mpk"))
     assert_exit2_one_line(proc, str(tmp_path / "afile"), "is a file, not a folder")
 
 
@@ -281,8 +283,8 @@ def test_output_folder_that_cannot_be_created(tmp_path: Path) -> None:
     locked.mkdir()
     locked.chmod(0o500)
     try:
-        proc = run_mcu("build", "--board", "mps2-an505", "--quantize", "none", str(model_file(tmp_path, "tiny")),
-                       "-o", str(locked / "out"))
+        proc = mcu_in_process("build", "--board", "mps2-an505", "--quantize", "none", str(model_file(tmp_path, "tiny")),
+                              "-o", str(locked / "out"))
         assert_exit2_one_line(proc, "cannot create output folder", str(locked / "out"))
     finally:
         locked.chmod(0o700)
@@ -290,21 +292,21 @@ def test_output_folder_that_cannot_be_created(tmp_path: Path) -> None:
 
 def test_output_folder_on_a_missing_device(tmp_path: Path) -> None:
     """A folder that cannot be created whoever runs it: below /proc, which refuses new entries."""
-    proc = run_mcu("build", "--board", "mps2-an505", "--quantize", "none", str(model_file(tmp_path, "tiny")),
-                   "-o", "/proc/mcu-no-such/out")
+    proc = mcu_in_process("build", "--board", "mps2-an505", "--quantize", "none", str(model_file(tmp_path, "tiny")),
+                          "-o", "/proc/mcu-no-such/out")
     assert_exit2_one_line(proc, "cannot create output folder /proc/mcu-no-such/out", "-o a folder you can write")
 
 
 def test_export_program_to_an_existing_directory(tmp_path: Path) -> None:
     (tmp_path / "dir.mpk").mkdir()
-    proc = run_mcu("export", "--format", "program", "--quantize", "none", str(model_file(tmp_path, "tiny")), "-o",
-                   str(tmp_path / "dir.mpk"))
+    proc = mcu_in_process("export", "--format", "program", "--quantize", "none", str(model_file(tmp_path, "tiny")),
+                          "-o", str(tmp_path / "dir.mpk"))
     line = assert_exit2_one_line(proc, f"program file {tmp_path / 'dir.mpk'} is a folder")
     assert "model.mpk" in line  # the fix: name a file
 
 
 def test_directory_as_model_file(tmp_path: Path) -> None:
-    proc = run_mcu("build", "--board", "mps2-an505", str(tmp_path))
+    proc = mcu_in_process("build", "--board", "mps2-an505", str(tmp_path))
     assert_exit2_one_line(proc, f"model file {tmp_path} is a folder")
 
 
@@ -320,8 +322,8 @@ def test_directory_as_program_file(tmp_path: Path) -> None:
 
 def test_export_program_verify_reads_back_what_is_on_disk(tmp_path: Path) -> None:
     model = model_file(tmp_path, "tiny")
-    proc = run_mcu("export", "--format", "program", "--quantize", "int8", "--external-weights", "--bundle-tests",
-                   "--verify", str(model), "-o", str(tmp_path / "out" / "tiny.mpk"))
+    proc = mcu_in_process("export", "--format", "program", "--quantize", "int8", "--external-weights", "--bundle-tests",
+                          "--verify", str(model), "-o", str(tmp_path / "out" / "tiny.mpk"))
     assert proc.returncode == 0, proc.stderr
     assert "verified" in proc.stdout and "bundled vector(s) match" in proc.stdout
     from mcu.program.host import verify_program_files

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from cli_runner import assert_one_line_error, run_mcu
+from cli_runner import assert_one_line_error, mcu_in_process
 from mcu import paths
 from mcu.device.boards import load_board
 from mcu.errors import McuError
@@ -72,13 +72,13 @@ def test_pico2_has_no_renode_platform(tmp_path: Path) -> None:
 def test_run_without_renode_is_one_line(tmp_path: Path) -> None:
     empty = tmp_path / "bin"
     empty.mkdir()
-    proc = run_mcu("run", "--sim", "renode", "--board", "mps2-an505", str(EXAMPLES / "small_cnn.py"),
-                   env={"PATH": f"{empty}:{Path(sys.executable).parent}"})
+    proc = mcu_in_process("run", "--sim", "renode", "--board", "mps2-an505", str(EXAMPLES / "small_cnn.py"),
+                          env={"PATH": f"{empty}:{Path(sys.executable).parent}"})
     assert_one_line_error(proc, "Renode is not installed", "renode.io", "github.com/renode/renode/releases")
 
 
 def test_run_help_lists_the_simulators() -> None:
-    proc = run_mcu("run", "--help")
+    proc = mcu_in_process("run", "--help")
     assert proc.returncode == 0 and "--sim {qemu,renode}" in proc.stdout
 
 
@@ -173,8 +173,8 @@ def test_renode_monitor_runner_stops_renode(tmp_path: Path, hello_elf: Path, mon
 def test_mcu_run_sim_renode_with_a_stand_in(tmp_path: Path) -> None:
     record = tmp_path / "args.txt"
     fake = _fake(tmp_path / "renode-test", FAKE_RENODE_TEST_QEMU.format(python=sys.executable, record=str(record)))
-    proc = run_mcu("run", "--sim", "renode", "--board", "mps2-an505", "--quantize", "none", "--json",
-                   str(EXAMPLES / "small_cnn.py"), env={RENODE_ENV: str(fake)})
+    proc = mcu_in_process("run", "--sim", "renode", "--board", "mps2-an505", "--quantize", "none", "--json",
+                          str(EXAMPLES / "small_cnn.py"), env={RENODE_ENV: str(fake)})
     assert proc.returncode == 0, proc.stderr
     assert '"simulator":"renode"' in proc.stdout and '"passed":true' in proc.stdout
     report = json.loads(proc.stdout)

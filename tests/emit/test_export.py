@@ -99,10 +99,11 @@ def test_export_builds_with_cmake(compiled, tmp_path: Path) -> None:
 
 
 def test_export_cli_writes_header_and_fragments(tmp_path: Path) -> None:
-    from cli_runner import run_mcu
+    from cli_runner import mcu_in_process
     from repo import EXAMPLES
 
-    proc = run_mcu("export", "--board", "mps2-an505", str(EXAMPLES / "small_cnn.py"), "-o", str(tmp_path / "lib"))
+    proc = mcu_in_process("export", "--board", "mps2-an505", str(EXAMPLES / "small_cnn.py"),
+                          "-o", str(tmp_path / "lib"))
     assert proc.returncode == 0, proc.stderr
     header = (tmp_path / "lib" / "small_cnn_model.h").read_text()
     assert "#define SMALL_CNN_ARENA_SIZE" in header and "small_cnn_run(" in header

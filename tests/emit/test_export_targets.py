@@ -422,10 +422,10 @@ def test_pdsc_validates_against_open_cmsis_pack_schema(cm, tmp_path: Path) -> No
 
 def test_cli_export_target_writes_the_layout(tmp_path: Path) -> None:
     from repo import EXAMPLES
-    from cli_runner import run_mcu
+    from cli_runner import mcu_in_process
 
-    proc = run_mcu("export", "--board", BOARD, "--target", "zephyr", str(EXAMPLES / "small_cnn.py"),
-                   "-o", str(tmp_path / "z"))
+    proc = mcu_in_process("export", "--board", BOARD, "--target", "zephyr", str(EXAMPLES / "small_cnn.py"),
+                          "-o", str(tmp_path / "z"))
     assert proc.returncode == 0, proc.stderr
     assert "zephyr" in proc.stdout
     assert (tmp_path / "z" / "zephyr" / "module.yml").is_file()
@@ -434,10 +434,10 @@ def test_cli_export_target_writes_the_layout(tmp_path: Path) -> None:
 
 def test_cli_target_with_program_format_is_one_line_error(tmp_path: Path) -> None:
     from repo import EXAMPLES
-    from cli_runner import assert_one_line_error, run_mcu
+    from cli_runner import assert_one_line_error, mcu_in_process
 
-    proc = run_mcu("export", "--format", "program", "--target", "arduino", str(EXAMPLES / "small_cnn.py"),
-                   "-o", str(tmp_path / "m.mpk"))
+    proc = mcu_in_process("export", "--format", "program", "--target", "arduino", str(EXAMPLES / "small_cnn.py"),
+                          "-o", str(tmp_path / "m.mpk"))
     assert_one_line_error(proc, "--target arduino applies to the C library")
 
 

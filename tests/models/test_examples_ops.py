@@ -114,10 +114,10 @@ def test_fits_pico2(name: str, quantize: str) -> None:
 @pytest.mark.parametrize("example,quantize", [("tcn", "int8"), ("conv_autoencoder", "none")])
 def test_mcu_run_cli(example: str, quantize: str) -> None:
     from repo import EXAMPLES as EXAMPLE_DIR
-    from cli_runner import run_mcu
+    from cli_runner import mcu_in_process
 
-    proc = run_mcu("run", "--board", "mps2-an505", str(EXAMPLE_DIR / f"{example}.py"), "--quantize", quantize,
-                   "--json")
+    proc = mcu_in_process("run", "--board", "mps2-an505", str(EXAMPLE_DIR / f"{example}.py"), "--quantize", quantize,
+                          "--json")
     assert proc.returncode == 0, proc.stderr[-2000:]
     report = json.loads(proc.stdout)
     assert report["passed"] and report["exit_code"] == 0
@@ -128,9 +128,10 @@ def test_mcu_run_cli(example: str, quantize: str) -> None:
 def test_mcu_build_cli_fits_pico2() -> None:
     """The largest example, MobileNetV2-0.35 at int8, through `mcu build --board pico2`."""
     from repo import EXAMPLES as EXAMPLE_DIR
-    from cli_runner import run_mcu
+    from cli_runner import mcu_in_process
 
-    proc = run_mcu("build", "--board", "pico2", str(EXAMPLE_DIR / "mobilenet_v2.py"), "--quantize", "int8", "--json")
+    proc = mcu_in_process("build", "--board", "pico2", str(EXAMPLE_DIR / "mobilenet_v2.py"), "--quantize", "int8",
+                          "--json")
     assert proc.returncode == 0, proc.stderr[-2000:]
     report = json.loads(proc.stdout)
     assert report["flash_bytes"] <= 4 * 1024 * 1024 and report["ram_total"]["total"] <= 520 * 1024, report

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import subprocess
-import sys
 
 import pytest
 
+from cli_runner import mcu_in_process
 from mcu.generate import (Sampler, build_generation_firmware, compile_generation, host_tokens, load_generation,
                           lower_generation, reference_tokens, run_generation_firmware)
 from repo import EXAMPLES, requires_qemu
@@ -37,8 +36,7 @@ def generation(lowered):
 
 @requires_qemu
 def test_mcu_run_generates_the_reference_tokens_on_the_simulated_m33() -> None:
-    proc = subprocess.run([sys.executable, "-m", "mcu.commands.cli", "run", "--board", "mps2-an505", str(LLM), "--json"],
-                          capture_output=True, text=True, timeout=1800)
+    proc = mcu_in_process("run", "--board", "mps2-an505", str(LLM), "--json")
     assert proc.returncode == 0, proc.stderr[-3000:]
     r = json.loads(proc.stdout.strip().splitlines()[-1])
     assert r["passed"] and r["quantize"] == "int4-weight"

@@ -22,7 +22,7 @@ from mcu.plan.fused import KIND, Block, find_chains, fused_op
 from mcu.plan.fusion import FusionCosts, choose_fastest
 from mcu.plan.memory import plan_memory
 from mcu.program.writer import UnsupportedKernel
-from cli_runner import assert_one_line_error, run_mcu
+from cli_runner import assert_one_line_error, mcu_in_process
 from repo import EXAMPLES, requires_qemu
 
 
@@ -297,8 +297,8 @@ def test_a_model_too_large_for_the_board_fuses_blocks_to_fit() -> None:
 
 @pytest.mark.slow
 def test_command_line_ram_budget_below_every_schedule_is_one_line() -> None:
-    proc = run_mcu("build", "--board", "mps2-an505", "--quantize", "int8", "--ram-budget", "20000",
-                   str(EXAMPLES / "mobilenet_v2.py"))
+    proc = mcu_in_process("build", "--board", "mps2-an505", "--quantize", "int8", "--ram-budget", "20000",
+                          str(EXAMPLES / "mobilenet_v2.py"))
     assert_one_line_error(proc, "no schedule fits a RAM budget of 20000 B", "the smallest arena is 30728 B",
                           "--ram-budget")
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from cli_runner import assert_one_line_error, run_mcu
+from cli_runner import assert_one_line_error, mcu_in_process
 from mcu.plan.memory import derive_allowances
 from mcu.plan.planner import verify_plan
 from repo import EXAMPLES, REFERENCE_MODELS, ROOT, requires_qemu
@@ -45,8 +45,8 @@ def test_committed_mobilenet_svg_names_every_buffer(compiled) -> None:
 @requires_qemu
 def test_build_reports_breakdown_and_draws_the_plan(tmp_path: Path) -> None:
     svg = tmp_path / "plan.svg"
-    proc = run_mcu("build", "--board", "mps2-an505", "--quantize", "int8", "--json", "-o", str(tmp_path / "o"),
-                   "--memory-svg", str(svg), str(EXAMPLES / "small_cnn.py"))
+    proc = mcu_in_process("build", "--board", "mps2-an505", "--quantize", "int8", "--json", "-o", str(tmp_path / "o"),
+                          "--memory-svg", str(svg), str(EXAMPLES / "small_cnn.py"))
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     sizes = report["size_breakdown"]
@@ -57,8 +57,8 @@ def test_build_reports_breakdown_and_draws_the_plan(tmp_path: Path) -> None:
     assert sizes["flash"]["model code"] > 0 and sizes["flash"]["runtime"] > 0
     root = ET.parse(svg).getroot()
     assert root.tag.endswith("svg")
-    text = run_mcu("build", "--board", "mps2-an505", "--quantize", "int8", "-o", str(tmp_path / "o"),
-                   str(EXAMPLES / "small_cnn.py")).stdout
+    text = mcu_in_process("build", "--board", "mps2-an505", "--quantize", "int8", "-o", str(tmp_path / "o"),
+                          str(EXAMPLES / "small_cnn.py")).stdout
     for category in ("kernels", "weights", "arenas", "stack", "total"):
         assert category in text
 
@@ -70,7 +70,7 @@ def test_too_large_names_both_numbers_and_the_largest_buffer(tmp_path: Path) -> 
         "model = torch.nn.Sequential(torch.nn.Conv2d(3, 64, 3, padding=1), torch.nn.ReLU())\n"
         "example_inputs = (torch.randn(1, 3, 256, 256),)\n"
     )
-    proc = run_mcu("build", "--board", "mps2-an505", "--quantize", "none", str(f))
+    proc = mcu_in_process("build", "--board", "mps2-an505", "--quantize", "none", str(f))
     assert_one_line_error(proc, "does not fit", "B too many", "largest buffer")
 
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from cli_runner import run_mcu
+from cli_runner import mcu_in_process
 from mcu.errors import McuError
 from mcu.paths import all_kernel_sources, kernel_source
 from mcu.program import MethodSource, write_program
@@ -457,20 +457,21 @@ def test_external_weights_parity_and_foreign_weights_rejected(compiled, tmp_path
 
 def test_cli_exports_program_files(tmp_path) -> None:
     path = model_file(tmp_path, "autoencoder", TWO_METHOD_MODEL)
-    proc = run_mcu("export", "--format", "program", "--quantize", "none", str(path), "-o", str(tmp_path / "ae.mpk"))
+    proc = mcu_in_process("export", "--format", "program", "--quantize", "none", str(path),
+                          "-o", str(tmp_path / "ae.mpk"))
     assert proc.returncode == 0, proc.stderr
     assert "methods: forward" in proc.stdout and "encode" in proc.stdout
     prog = Program.load(tmp_path / "ae.mpk")
     assert prog.method_names == ["forward", "encode", "decode"]
-    proc = run_mcu("export", "--format", "program", "--external-weights", "--quantize", "none", str(path),
-                   "-o", str(tmp_path / "ext" / "ae.mpk"))
+    proc = mcu_in_process("export", "--format", "program", "--external-weights", "--quantize", "none", str(path),
+                          "-o", str(tmp_path / "ext" / "ae.mpk"))
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "ext" / "ae.mpw").is_file()
     z = np.random.default_rng(0).standard_normal(8).astype(np.float32)
     a = Program.load(tmp_path / "ext" / "ae.mpk").method("decode").run_raw(z)
     b = prog.method("decode").run_raw(z)
     assert same_bits(a[0], b[0])
-    proc = run_mcu("export", str(path), "-o", str(tmp_path / "lib"))
+    proc = mcu_in_process("export", str(path), "-o", str(tmp_path / "lib"))
     assert proc.returncode != 0 and "needs --board" in proc.stderr
 
 

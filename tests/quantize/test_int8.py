@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import mcu
-from cli_runner import run_mcu
+from cli_runner import mcu_in_process
 from repo import EXAMPLES, REFERENCE_MODELS, requires_qemu
 
 INT8_MODELS = REFERENCE_MODELS + ["digits_cnn"]
@@ -143,21 +143,22 @@ calibration = [(torch.randn(1, 1, 6, 6),) for _ in range(8)]
 def test_fallback_ops_are_reported_and_still_exact(tmp_path: Path) -> None:
     f = tmp_path / "fallback.py"
     f.write_text(FALLBACK_MODEL)
-    proc = run_mcu("run", "--board", "mps2-an505", "--quantize", "int8", "--json", str(f))
+    proc = mcu_in_process("run", "--board", "mps2-an505", "--quantize", "int8", "--json", str(f))
     assert proc.returncode == 0, proc.stderr + proc.stdout
     report = json.loads(proc.stdout)
     ops = " ".join(fb["op"] for fb in report["fp32_fallbacks"])
     assert "var" in ops and "div" not in ops and "sub" not in ops
     assert all(fb["reason"] for fb in report["fp32_fallbacks"])
     assert report["passed"] is True
-    text = run_mcu("build", "--board", "mps2-an505", "--quantize", "int8", "-o", str(tmp_path / "o"), str(f))
+    text = mcu_in_process("build", "--board", "mps2-an505", "--quantize", "int8", "-o", str(tmp_path / "o"), str(f))
     assert "fp32 islands: 1 op (var x1: " in text.stdout and "fp32 fallback" not in text.stdout
 
 
 @requires_qemu
 @pytest.mark.qemu
 def test_run_json_reports_int8_fields() -> None:
-    proc = run_mcu("run", "--board", "mps2-an505", "--quantize", "int8", "--json", str(EXAMPLES / "small_cnn.py"))
+    proc = mcu_in_process("run", "--board", "mps2-an505", "--quantize", "int8", "--json",
+                          str(EXAMPLES / "small_cnn.py"))
     assert proc.returncode == 0, proc.stderr
     r = json.loads(proc.stdout)
     assert r["quantize"] == "int8" and r["passed"] is True

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from cli_runner import assert_one_line_error, run_mcu
+from cli_runner import assert_one_line_error, mcu_in_process
 from mcu.api import compile_file
 from mcu.errors import McuError
 from repo import requires_qemu
@@ -126,7 +126,7 @@ def test_without_sanitizers_the_guards_still_name_the_overrun(tmp_path: Path, mo
 
 def test_the_cli_names_the_overrun_and_never_crashes(tmp_path: Path) -> None:
     for command, over in (("run", 1), ("debug", 256)):
-        proc = run_mcu(command, "--board", "mps2-an505", str(seam_model(tmp_path, bug=1, over=over)))
+        proc = mcu_in_process(command, "--board", "mps2-an505", str(seam_model(tmp_path, bug=1, over=over)))
         assert proc.returncode == 2, proc.stderr[-2000:]
         assert_one_line_error(proc, f"custom op seam::op1_{over}", "its C kernel seam_relu writes outside its output",
                               "byte offset 32 of its output", "kernels.c:25")
@@ -218,8 +218,8 @@ def test_a_program_file_with_custom_ops_round_trips(tmp_path: Path, int8: bool) 
     model = seam_model(tmp_path, bug=0, int8=int8)
     out = tmp_path / "seam.mpk"
     if int8:
-        proc = run_mcu("export", "--format", "program", "--verify", "--bundle-tests", "--quantize", "int8",
-                       str(model), "-o", str(out))
+        proc = mcu_in_process("export", "--format", "program", "--verify", "--bundle-tests", "--quantize", "int8",
+                              str(model), "-o", str(out))
         assert proc.returncode == 0, proc.stderr[-2000:]
         assert f"verified {out}: 1 method(s), 2 bundled vector(s) match" in proc.stdout
     else:  # the Python API's way to the same file

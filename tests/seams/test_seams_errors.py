@@ -1,6 +1,7 @@
 """Bad input at the seams gets one line and exit 2 naming the file and the fix, in text and under --json (one JSON
 object on stdout); what can work does work (dict and nested outputs); `mcu run --json` has one schema on every
-board; the README's cheap figures hold. Each case runs the CLI in a subprocess on a small model written here."""
+board; the README's cheap figures hold. Each case runs the CLI in this process (cli_runner.mcu_in_process) on a
+small model written here; the build stopped by SIGTERM runs as a real process."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from cli_runner import run_mcu
+from cli_runner import mcu_in_process
 from repo import requires_qemu
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -123,69 +124,58 @@ def _json_failure(proc: subprocess.CompletedProcess, *needles: str) -> dict:
     return obj
 
 
-def _in_process(capfd: pytest.CaptureFixture[str], *argv: str) -> subprocess.CompletedProcess:
-    """``mcu`` run in this process (a subprocess would import torch again for every case)."""
-    from mcu.commands.cli import main
-
-    capfd.readouterr()
-    code = main(list(argv))
-    out, err = capfd.readouterr()
-    return subprocess.CompletedProcess(["mcu", *argv], code, out, err)
-
-
-def _both(capfd: pytest.CaptureFixture[str], argv: list[str], *needles: str) -> str:
+def _both(argv: list[str], *needles: str) -> str:
     """The failure in text (one line on stderr) and under --json (one object on stdout), same exit 2."""
-    line = _one_line_exit2(_in_process(capfd, *argv), *needles)
-    _json_failure(_in_process(capfd, *argv, "--json"), *needles)
+    line = _one_line_exit2(mcu_in_process(*argv), *needles)
+    _json_failure(mcu_in_process(*argv, "--json"), *needles)
     return line
 
 
-def test_nan_in_calibration_names_the_item(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+def test_nan_in_calibration_names_the_item(tmp_path: Path) -> None:
     model = _write(tmp_path, "nan_calib", NAN_CALIBRATION)
-    _both(capfd, ["build", "--board", "mps2-an505", str(model), "-o", str(tmp_path / "o")],
+    _both(["build", "--board", "mps2-an505", str(model), "-o", str(tmp_path / "o")],
           "nan_calib.py", "calibration[1] input 0 holds 1 NaN", "calibration at nan_calib.py:8", "finite")
 
 
-def test_nan_made_inside_the_model_names_the_line(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+def test_nan_made_inside_the_model_names_the_line(tmp_path: Path) -> None:
     model = _write(tmp_path, "nan_inside", NAN_INSIDE)
-    _both(capfd, ["build", "--board", "mps2-an505", str(model), "-o", str(tmp_path / "o")],
+    _both(["build", "--board", "mps2-an505", str(model), "-o", str(tmp_path / "o")],
           "nan_inside.py:11", "torch.log(y - y)", "NaN or inf", "clamp")
 
 
-def test_non_tensor_output_is_refused_in_one_line(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+def test_non_tensor_output_is_refused_in_one_line(tmp_path: Path) -> None:
     model = _write(tmp_path, "not_tensor", NOT_A_TENSOR)
-    _both(capfd, ["build", "--board", "mps2-an505", str(model), "-o", str(tmp_path / "o")],
+    _both(["build", "--board", "mps2-an505", str(model), "-o", str(tmp_path / "o")],
           "not_tensor.py", "returns str 'label' as its output 1", "return tensors")
 
 
-def test_dict_and_nested_list_outputs_run_and_are_named(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+def test_dict_and_nested_list_outputs_run_and_are_named(tmp_path: Path) -> None:
     model = _write(tmp_path, "dict_out", DICT_AND_LISTS)
-    proc = _in_process(capfd, "run", "--board", "host", "--json", str(model))
+    proc = mcu_in_process("run", "--board", "host", "--json", str(model))
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     assert report["passed"] and report["output_names"] == ["logits", "extra.0.0", "extra.1.0"]
     assert [len(o[0]) for o in report["outputs"][0]] == [4, 2, 4]
     out = tmp_path / "lib"
-    proc = _in_process(capfd, "export", "--board", "mps2-an505", str(model), "-o", str(out))
+    proc = mcu_in_process("export", "--board", "mps2-an505", str(model), "-o", str(out))
     assert proc.returncode == 0, proc.stderr
     header = (out / "dict_out_model.h").read_text()
     assert '/* output 0: "logits"' in header and '/* output 2: "extra.1.0"' in header
 
 
-def test_program_export_to_unwritable_path(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+def test_program_export_to_unwritable_path(tmp_path: Path) -> None:
     model = _write(tmp_path, "mlp", MLP)
     # /proc takes no new files, for root too (permission bits alone would not stop root)
-    _one_line_exit2(_in_process(capfd, "export", "--format", "program", str(model), "-o", "/proc/model.mpk"),
+    _one_line_exit2(mcu_in_process("export", "--format", "program", str(model), "-o", "/proc/model.mpk"),
                     "/proc/model.mpk", "cannot write", "-o")
-    _both(capfd, ["build", "--board", "mps2-an505", str(model), "-o", str(tmp_path / "o"), "--record",
+    _both(["build", "--board", "mps2-an505", str(model), "-o", str(tmp_path / "o"), "--record",
                      "/proc/x.record"], "--record file /proc/x.record")
 
 
-def test_a_model_that_cannot_fit_is_refused_before_generating(tmp_path: Path,
-                                                               capfd: pytest.CaptureFixture[str]) -> None:
+def test_a_model_that_cannot_fit_is_refused_before_generating(tmp_path: Path) -> None:
     model = _write(tmp_path, "too_big", TOO_BIG)
     out = tmp_path / "o"
-    line = _both(capfd, ["build", "--board", "mps2-an505", str(model), "-o", str(out)],
+    line = _both(["build", "--board", "mps2-an505", str(model), "-o", str(out)],
                  "too_big.py: model too_big does not fit mps2-an505", "constants need 4404", "4194304 B", "too many",
                  "weights of the linear at 0: nn.Linear")
     need = int(re.search(r"constants need (\d+) B", line).group(1))
@@ -193,30 +183,30 @@ def test_a_model_that_cannot_fit_is_refused_before_generating(tmp_path: Path,
     assert not list(out.rglob("*.c")), list(out.rglob("*"))  # nothing generated
 
 
-def test_every_unsupported_op_in_one_run(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+def test_every_unsupported_op_in_one_run(tmp_path: Path) -> None:
     model = _write(tmp_path, "three", THREE_UNSUPPORTED)
     argv = ["build", "--board", "mps2-an505", str(model), "-o", str(tmp_path / "o")]
-    proc = _in_process(capfd, *argv)
+    proc = mcu_in_process(*argv)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     text = proc.stderr
     assert "ops cannot be lowered" in text
     for line, op in ((11, "cumprod"), (12, "erfinv"), (13, "_fft_r2c")):
         assert re.search(rf"^  .*aten\.{op}\.default.* at three\.py:{line}: ", text, re.M), text
-    obj = _json_failure(_in_process(capfd, *argv, "--json"), "cumprod", "erfinv", "_fft_r2c")
+    obj = _json_failure(mcu_in_process(*argv, "--json"), "cumprod", "erfinv", "_fft_r2c")
     assert "three.py:11" in obj["error"]
 
 
-def test_example_inputs_shape_mismatch_names_their_line(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+def test_example_inputs_shape_mismatch_names_their_line(tmp_path: Path) -> None:
     calib = _write(tmp_path, "wrong_calib", MLP.replace("calibration = [(torch.randn(1, 8),)",
                                                         "calibration = [(torch.randn(1, 9),)"))
-    _both(capfd, ["build", "--board", "mps2-an505", str(calib), "-o", str(tmp_path / "o")],
+    _both(["build", "--board", "mps2-an505", str(calib), "-o", str(tmp_path / "o")],
           "calibration[0] input 0 has shape [1, 9]",
           "calibration at wrong_calib.py:6, example_inputs at wrong_calib.py:5")
     model = _write(tmp_path, "wrong_example", WRONG_EXAMPLE)
     for quantize in ("none", "int8"):
         if quantize == "int8":
             model.write_text(WRONG_EXAMPLE + "calibration = [example_inputs]\n")
-        _both(capfd, ["build", "--board", "mps2-an505", "-q", quantize, str(model), "-o", str(tmp_path / "o")],
+        _both(["build", "--board", "mps2-an505", "-q", quantize, str(model), "-o", str(tmp_path / "o")],
               "wrong_example.py", "example_inputs (wrong_example.py:5) has shapes [1, 10]", "layer '0' (Linear)")
 
 
@@ -227,17 +217,17 @@ def test_example_inputs_shape_mismatch_names_their_line(tmp_path: Path, capfd: p
     (["run", "--board", "nope"], "unknown board 'nope'"),
     (["build", "--board", "mps2-an505", "--prefill-chunk", "4"], "--prefill-chunk applies to text-generation"),
 ])
-def test_bad_options_are_one_line(tmp_path: Path, capfd: pytest.CaptureFixture[str], argv: list[str],
+def test_bad_options_are_one_line(tmp_path: Path, argv: list[str],
                                   needle: str) -> None:
     model = _write(tmp_path, "mlp", MLP)
-    _both(capfd, [*argv, str(model)], needle)
+    _both([*argv, str(model)], needle)
 
 
 @requires_qemu
-def test_flash_pico_names_the_pico(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+def test_flash_pico_names_the_pico(tmp_path: Path) -> None:
     model = _write(tmp_path, "mlp", MLP)
     # No serial port here: the first thing mcu flash needs after the build is the board's console.
-    proc = _in_process(capfd, "flash", "--board", "pico", "--quiet", str(model), "-o", str(tmp_path / "o"))
+    proc = mcu_in_process("flash", "--board", "pico", "--quiet", str(model), "-o", str(tmp_path / "o"))
     assert proc.returncode == 2, proc.stderr
     assert "Pico's console" in proc.stderr and "Pico 2" not in proc.stderr, proc.stderr
 
@@ -269,20 +259,20 @@ def test_killed_build_leaves_no_work_folder(tmp_path: Path) -> None:
 
 
 @requires_qemu
-def test_record_show_reads_a_record(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+def test_record_show_reads_a_record(tmp_path: Path) -> None:
     model = _write(tmp_path, "mlp", MLP)
     record = tmp_path / "mlp.record"
-    proc = _in_process(capfd, "build", "--board", "mps2-an505", "--quiet", str(model), "-o", str(tmp_path / "o"),
+    proc = mcu_in_process("build", "--board", "mps2-an505", "--quiet", str(model), "-o", str(tmp_path / "o"),
                        "--record", str(record))
     assert proc.returncode == 0, proc.stderr
-    shown = _in_process(capfd, "record", "show", str(record))
+    shown = mcu_in_process("record", "show", str(record))
     assert shown.returncode == 0, shown.stderr
     lines = shown.stdout.splitlines()
     assert lines[0].startswith("mlp int8 on mps2-an505: 2 ops"), lines[0]
     assert any(re.match(r"\s+0\s+addmm\s+mcu_\w+\s+1x16\s+128\s", ln) for ln in lines), shown.stdout
-    as_json = json.loads(_in_process(capfd, "record", "show", "--json", str(record)).stdout)
+    as_json = json.loads(mcu_in_process("record", "show", "--json", str(record)).stdout)
     assert len(as_json["ops"]) == 2
-    _both(capfd, ["record", "show", str(tmp_path / "missing.record")], "missing.record", "mcu build --record")
+    _both(["record", "show", str(tmp_path / "missing.record")], "missing.record", "mcu build --record")
 
 
 RUN_BOARDS = ["host", pytest.param("arm64-linux", marks=pytest.mark.skipif(
@@ -297,10 +287,10 @@ def run_reports() -> dict[str, dict]:
 
 
 @pytest.mark.parametrize("board", RUN_BOARDS)
-def test_run_json_has_one_schema_on_every_board(tmp_path: Path, capfd: pytest.CaptureFixture[str], board: str,
+def test_run_json_has_one_schema_on_every_board(tmp_path: Path, board: str,
                                                 run_reports: dict[str, dict]) -> None:
     model = _write(tmp_path, "mlp", MLP)
-    proc = _in_process(capfd, "run", "--board", board, "--json", str(model))
+    proc = mcu_in_process("run", "--board", board, "--json", str(model))
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     keys = {"model", "board", "quantize", "passed", "exit_code", "simulator", "instructions", "outputs",
@@ -325,16 +315,16 @@ def test_ci_workflow_installs_as_scripts_setup_does(tmp_path: Path) -> None:
     assert f'"{TORCH_PIN}"' in setup and f'"{TORCHAO_PIN}"' in setup
     (tmp_path / "models").mkdir()
     (tmp_path / "models" / "mlp.py").write_text(MLP)
-    _one_line_exit2(run_mcu("ci", "--renode", "models/mlp.py", "-o", str(tmp_path), cwd=tmp_path),
+    _one_line_exit2(mcu_in_process("ci", "--renode", "models/mlp.py", "-o", str(tmp_path), cwd=tmp_path),
                     "not a checkout of mcu", "--mcu-source")
-    proc = run_mcu("ci", "--renode", "models/mlp.py", "-o", str(tmp_path), "--mcu-source", "vendor/mcu",
+    proc = mcu_in_process("ci", "--renode", "models/mlp.py", "-o", str(tmp_path), "--mcu-source", "vendor/mcu",
                    cwd=tmp_path)
     assert proc.returncode == 2 and "vendor/mcu" in proc.stderr
     vendored = tmp_path / "vendor" / "mcu"
     (vendored / "scripts").mkdir(parents=True)
     shutil.copyfile(ROOT / "pyproject.toml", vendored / "pyproject.toml")
     shutil.copyfile(ROOT / "scripts" / "setup", vendored / "scripts" / "setup")
-    proc = run_mcu("ci", "--renode", "models/mlp.py", "-o", str(tmp_path), "--mcu-source", "vendor/mcu",
+    proc = mcu_in_process("ci", "--renode", "models/mlp.py", "-o", str(tmp_path), "--mcu-source", "vendor/mcu",
                    cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     workflow = (tmp_path / ".github" / "workflows" / "mcu-renode.yml").read_text()
