@@ -36,7 +36,14 @@ class Pty:
             time.sleep(0.05)
         time.sleep(0.3)
 
-    def send(self, lines: list[str], gap_s: float = 0.01) -> None:
+    def send(self, lines: list[str], gap_s: float = 0.0) -> None:
+        """The lines as fast as the reader takes them (a write blocks while the terminal's buffer is full, as
+        a USB CDC device waits for the host), or ``gap_s`` apart."""
+        if gap_s <= 0:
+            data = "".join(line + "\r\n" for line in lines).encode()
+            while data:
+                data = data[os.write(self.master, data):]
+            return
         for line in lines:
             os.write(self.master, (line + "\r\n").encode())
             time.sleep(gap_s)
