@@ -7,10 +7,6 @@ CMSIS_NN_PATH."""
 from __future__ import annotations
 
 import ctypes
-import hashlib
-import os
-import subprocess
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,6 +16,7 @@ from hypothesis import strategies as st
 import cbind_s8 as cb
 from cbind import MCU_ERR_INVALID_ARG, MCU_OK, ptr
 from host_builds import build_emulated_lib
+from cmsis_nn_host import Act, ConvParams, Dims, FcParams, PerChannel, PerTensor, Tile, cmsis_nn_root, host_library
 from mcu.reference.arith import quantize_multiplier
 from mcu.reference.s16 import (INT16_MAX, INT16_MIN, SHIFT_MAX, conv2d_s16, linear_s16, reduce_multiplier,
                                requantize_s64, s16_layer_params)
@@ -177,39 +174,15 @@ CMSIS_S16_SOURCES = ("FullyConnectedFunctions/arm_fully_connected_s16.c",
 def cmsis():
     """CMSIS-NN's arm_fully_connected_s16 from the tree CMSIS_NN_PATH names, as a host library (its portable
     path: no DSP or MVE on the host)."""
-    from mcu.paths import cache_dir
-
-    root = Path(os.environ.get("CMSIS_NN_PATH", ""))
-    if not os.environ.get("CMSIS_NN_PATH") or not all((root / "Source" / s).exists() for s in CMSIS_S16_SOURCES):
-        pytest.skip("CMSIS_NN_PATH does not name a CMSIS-NN tree with arm_fully_connected_s16")
-    sources = [root / "Source" / s for s in CMSIS_S16_SOURCES]
-    digest = hashlib.sha256(b"".join(p.read_bytes() for p in sources)).hexdigest()[:16]
-    out = cache_dir() / "cmsis-nn-s16" / f"libcmsisnn_s16_{digest}.so"
-    if not out.exists():
-        out.parent.mkdir(parents=True, exist_ok=True)
-        subprocess.run(["cc", "-std=c11", "-O1", "-shared", "-fPIC", f"-I{root / 'Include'}", *map(str, sources),
-                        "-o", str(out), "-Wl,--no-undefined", "-lm"], check=True, capture_output=True, text=True)
-    handle = ctypes.CDLL(str(out))
+    root = cmsis_nn_root(CMSIS_S16_SOURCES, "arm_fully_connected_s16")
+    handle = host_library(root, [root / "Source" / s for s in CMSIS_S16_SOURCES], "s16")
     handle.arm_fully_connected_s16.argtypes = [_P] * 11
     handle.arm_fully_connected_s16.restype = ctypes.c_int
     return handle
 
 
-class _Dims(ctypes.Structure):
-    _fields_ = [("n", ctypes.c_int32), ("h", ctypes.c_int32), ("w", ctypes.c_int32), ("c", ctypes.c_int32)]
 
 
-class _Act(ctypes.Structure):
-    _fields_ = [("min", ctypes.c_int32), ("max", ctypes.c_int32)]
-
-
-class _FcParams(ctypes.Structure):
-    _fields_ = [("input_offset", ctypes.c_int32), ("filter_offset", ctypes.c_int32), ("output_offset", ctypes.c_int32),
-                ("activation", _Act)]
-
-
-class _PerTensor(ctypes.Structure):
-    _fields_ = [("multiplier", ctypes.c_int32), ("shift", ctypes.c_int32)]
 
 
 @settings(max_examples=150, deadline=None)
@@ -225,9 +198,9 @@ def test_linear_s16_equals_cmsis_nn(lib, cmsis, batch, fin, fout, data, wmode, b
     status, ours = _linear(lib, x, w, b, m, s, act)
     assert status == MCU_OK
     theirs = np.zeros((batch, fout), dtype=np.int16)
-    in_d, f_d = _Dims(batch, 1, 1, fin), _Dims(fin, 1, 1, fout)
-    b_d, o_d = _Dims(1, 1, 1, fout), _Dims(batch, 1, 1, fout)
-    fc, quant = _FcParams(0, 0, 0, _Act(*act)), _PerTensor(int(m[0]), int(s[0]))
+    in_d, f_d = Dims(batch, 1, 1, fin), Dims(fin, 1, 1, fout)
+    b_d, o_d = Dims(1, 1, 1, fout), Dims(batch, 1, 1, fout)
+    fc, quant = FcParams(0, 0, 0, Act(*act)), PerTensor(int(m[0]), int(s[0]))
     ctx = cb.Context(None, 0)
     b_ptr = None if b is None else ptr(b)
     assert cmsis.arm_fully_connected_s16(ctypes.byref(ctx), ctypes.byref(fc), ctypes.byref(quant),
@@ -294,19 +267,8 @@ CMSIS_CONV_S16_SOURCES = ("ConvolutionFunctions/arm_convolve_s16.c",
 @pytest.fixture(scope="module")
 def cmsis_conv():
     """CMSIS-NN's arm_convolve_s16 from CMSIS_NN_PATH, as a host library (its portable path)."""
-    from mcu.paths import cache_dir
-
-    root = Path(os.environ.get("CMSIS_NN_PATH", ""))
-    if not os.environ.get("CMSIS_NN_PATH") or not all((root / "Source" / s).exists() for s in CMSIS_CONV_S16_SOURCES):
-        pytest.skip("CMSIS_NN_PATH does not name a CMSIS-NN tree with arm_convolve_s16")
-    sources = [root / "Source" / s for s in CMSIS_CONV_S16_SOURCES]
-    digest = hashlib.sha256(b"".join(p.read_bytes() for p in sources)).hexdigest()[:16]
-    out = cache_dir() / "cmsis-nn-s16" / f"libcmsisnn_conv_s16_{digest}.so"
-    if not out.exists():
-        out.parent.mkdir(parents=True, exist_ok=True)
-        subprocess.run(["cc", "-std=c11", "-O1", "-shared", "-fPIC", f"-I{root / 'Include'}", *map(str, sources),
-                        "-o", str(out), "-Wl,--no-undefined", "-lm"], check=True, capture_output=True, text=True)
-    handle = ctypes.CDLL(str(out))
+    root = cmsis_nn_root(CMSIS_CONV_S16_SOURCES, "arm_convolve_s16")
+    handle = host_library(root, [root / "Source" / s for s in CMSIS_CONV_S16_SOURCES], "conv_s16")
     handle.arm_convolve_s16.argtypes = [_P] * 11
     handle.arm_convolve_s16.restype = ctypes.c_int
     handle.arm_convolve_s16_get_buffer_size.argtypes = [_P] * 2
@@ -314,17 +276,7 @@ def cmsis_conv():
     return handle
 
 
-class _Tile(ctypes.Structure):
-    _fields_ = [("w", ctypes.c_int32), ("h", ctypes.c_int32)]
 
-
-class _ConvParams(ctypes.Structure):
-    _fields_ = [("input_offset", ctypes.c_int32), ("output_offset", ctypes.c_int32), ("stride", _Tile),
-                ("padding", _Tile), ("dilation", _Tile), ("activation", _Act)]
-
-
-class _PerChannel(ctypes.Structure):
-    _fields_ = [("multiplier", ctypes.c_void_p), ("shift", ctypes.c_void_p)]
 
 
 class _BiasData(ctypes.Structure):
@@ -354,15 +306,15 @@ def test_conv2d_s16_equals_cmsis_nn(lib, cmsis_conv, case, data, bias, centre, a
     ours = np.zeros(out_shape, dtype=np.int16)
     assert lib.mcu_conv2d_s16(None, ctypes.byref(p), ctypes.byref(q.struct), ptr(x), ptr(w),
                               None if b is None else ptr(b), ptr(ours)) == MCU_OK
-    in_d, f_d = _Dims(n, case["h"], case["w"], cin), _Dims(cout, kh, kw, cin)
-    b_d, o_d = _Dims(1, 1, 1, cout), _Dims(*out_shape)
+    in_d, f_d = Dims(n, case["h"], case["w"], cin), Dims(cout, kh, kw, cin)
+    b_d, o_d = Dims(1, 1, 1, cout), Dims(*out_shape)
     size = cmsis_conv.arm_convolve_s16_get_buffer_size(ctypes.byref(in_d), ctypes.byref(f_d))
     buf = np.zeros(max(size, 4), dtype=np.int8)
     ctx = cb.Context(buf.ctypes.data, size)
-    conv = _ConvParams(0, 0, _Tile(case["sw"], case["sh"]), _Tile(case["pl"], case["pt"]),
-                       _Tile(case["dw"], case["dh"]), _Act(*act))
+    conv = ConvParams(0, 0, Tile(case["sw"], case["sh"]), Tile(case["pl"], case["pt"]),
+                       Tile(case["dw"], case["dh"]), Act(*act))
     mm, ss = np.ascontiguousarray(m), np.ascontiguousarray(s)
-    quant = _PerChannel(mm.ctypes.data, ss.ctypes.data)
+    quant = PerChannel(mm.ctypes.data, ss.ctypes.data)
     bias_data = _BiasData(None if b is None else b.ctypes.data, False)
     theirs = np.zeros(out_shape, dtype=np.int16)
     assert cmsis_conv.arm_convolve_s16(ctypes.byref(ctx), ctypes.byref(conv), ctypes.byref(quant),

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 import cbind_s8 as cb
 from cbind import MCU_ERR_INVALID_ARG, MCU_OK, ptr
 from host_builds import build_emulated_lib
+from cmsis_nn_host import Act, ConvParams, Dims, DwParams, FcParams, PerTensor, Tile, cmsis_nn_root, host_library
 from mcu.ir import Op
 from mcu.layouts import pack_s4
 from mcu.plan.contracts import overlap_contracts
@@ -227,59 +228,19 @@ CMSIS_S4_SOURCES = ("ConvolutionFunctions/arm_convolve_s4.c", "ConvolutionFuncti
                     "NNSupportFunctions/arm_q7_to_q15_with_offset.c")
 
 
-class _Tile(ctypes.Structure):
-    _fields_ = [("w", ctypes.c_int32), ("h", ctypes.c_int32)]
 
 
-class _Dims(ctypes.Structure):
-    _fields_ = [("n", ctypes.c_int32), ("h", ctypes.c_int32), ("w", ctypes.c_int32), ("c", ctypes.c_int32)]
 
 
-class _Act(ctypes.Structure):
-    _fields_ = [("min", ctypes.c_int32), ("max", ctypes.c_int32)]
 
-
-class _ConvParams(ctypes.Structure):
-    _fields_ = [("input_offset", ctypes.c_int32), ("output_offset", ctypes.c_int32), ("stride", _Tile),
-                ("padding", _Tile), ("dilation", _Tile), ("activation", _Act)]
-
-
-class _DwParams(ctypes.Structure):
-    _fields_ = [("input_offset", ctypes.c_int32), ("output_offset", ctypes.c_int32), ("ch_mult", ctypes.c_int32),
-                ("stride", _Tile), ("padding", _Tile), ("dilation", _Tile), ("activation", _Act)]
-
-
-class _FcParams(ctypes.Structure):
-    _fields_ = [("input_offset", ctypes.c_int32), ("filter_offset", ctypes.c_int32), ("output_offset", ctypes.c_int32),
-                ("activation", _Act)]
-
-
-class _PerTensor(ctypes.Structure):
-    _fields_ = [("multiplier", ctypes.c_int32), ("shift", ctypes.c_int32)]
 
 
 @pytest.fixture(scope="module")
 def cmsis():
     """CMSIS-NN's s4 kernels from the tree CMSIS_NN_PATH names, as a host library."""
-    import hashlib
-    import os
-    import subprocess
-    from pathlib import Path
-
-    from mcu.paths import cache_dir
-
-    root = Path(os.environ.get("CMSIS_NN_PATH", ""))
-    if not os.environ.get("CMSIS_NN_PATH") or not all((root / "Source" / s).exists() for s in CMSIS_S4_SOURCES):
-        pytest.skip("CMSIS_NN_PATH does not name a CMSIS-NN tree with the s4 kernels (CMSIS-NN 6 or later)")
+    root = cmsis_nn_root(CMSIS_S4_SOURCES, "the s4 kernels (CMSIS-NN 6 or later)")
     support = sorted((root / "Source" / "NNSupportFunctions").glob("*_s4.c"))
-    sources = [root / "Source" / s for s in CMSIS_S4_SOURCES] + support
-    digest = hashlib.sha256(b"".join(p.read_bytes() for p in sources)).hexdigest()[:16]
-    out = cache_dir() / "cmsis-nn-s4" / f"libcmsisnn_s4_{digest}.so"
-    if not out.exists():
-        out.parent.mkdir(parents=True, exist_ok=True)
-        subprocess.run(["cc", "-std=c11", "-O1", "-shared", "-fPIC", f"-I{root / 'Include'}", *map(str, sources),
-                        "-o", str(out), "-Wl,--no-undefined", "-lm"], check=True, capture_output=True, text=True)
-    handle = ctypes.CDLL(str(out))
+    handle = host_library(root, [root / "Source" / s for s in CMSIS_S4_SOURCES] + support, "s4")
     for name in ("arm_convolve_s4", "arm_depthwise_conv_s4", "arm_fully_connected_s4"):
         getattr(handle, name).argtypes = [ctypes.c_void_p] * 11
         getattr(handle, name).restype = ctypes.c_int
@@ -322,13 +283,13 @@ def test_conv2d_s4_equals_cmsis_nn(lib, cmsis, case, wmode):
                   act_min=case["act"][0], act_max=case["act"][1])
     status, ours = _run(lib, "mcu_conv2d_s4", cb.Conv2dS8Params, params, x, w, b, cb.Quant(m, s, cout), out_shape)
     assert status == MCU_OK
-    in_d, f_d = _Dims(*x.shape), _Dims(cout, case["kh"], case["kw"], cin)
-    b_d, o_d = _Dims(1, 1, 1, cout), _Dims(*out_shape)
+    in_d, f_d = Dims(*x.shape), Dims(cout, case["kh"], case["kw"], cin)
+    b_d, o_d = Dims(1, 1, 1, cout), Dims(*out_shape)
     size = cmsis.arm_convolve_s4_get_buffer_size(ctypes.byref(in_d), ctypes.byref(f_d))
     buf = np.zeros(max(size, 1), dtype=np.int8)
     ctx = cb.Context(buf.ctypes.data, size)
-    conv = _ConvParams(-case["in_zp"], case["out_zp"], _Tile(case["sw"], case["sh"]), _Tile(case["pl"], case["pt"]),
-                       _Tile(case["dw"], case["dh"]), _Act(*case["act"]))
+    conv = ConvParams(-case["in_zp"], case["out_zp"], Tile(case["sw"], case["sh"]), Tile(case["pl"], case["pt"]),
+                       Tile(case["dw"], case["dh"]), Act(*case["act"]))
     keep = _quant_arrays(m, s)
     theirs = np.zeros(out_shape, dtype=np.int8)
     packed = np.ascontiguousarray(pack_s4(w))
@@ -369,10 +330,10 @@ def test_depthwise_conv2d_s4_equals_cmsis_nn(lib, cmsis, case, wmode, widened):
     status, ours = _run(lib, "mcu_depthwise_conv2d_s4", cb.DepthwiseConv2dS8Params, params, x, w, b,
                         cb.Quant(m, s, cout), out_shape, scratch)
     assert status == MCU_OK
-    in_d, f_d = _Dims(*x.shape), _Dims(1, case["kh"], case["kw"], cout)
-    b_d, o_d = _Dims(1, 1, 1, cout), _Dims(*out_shape)
-    dw = _DwParams(-case["in_zp"], case["out_zp"], cm, _Tile(case["sw"], case["sh"]), _Tile(case["pl"], case["pt"]),
-                   _Tile(case["dw"], case["dh"]), _Act(*case["act"]))
+    in_d, f_d = Dims(*x.shape), Dims(1, case["kh"], case["kw"], cout)
+    b_d, o_d = Dims(1, 1, 1, cout), Dims(*out_shape)
+    dw = DwParams(-case["in_zp"], case["out_zp"], cm, Tile(case["sw"], case["sh"]), Tile(case["pl"], case["pt"]),
+                   Tile(case["dw"], case["dh"]), Act(*case["act"]))
     keep = _quant_arrays(m, s)
     theirs = np.zeros(out_shape, dtype=np.int8)
     packed = np.ascontiguousarray(pack_s4(w))
@@ -399,10 +360,10 @@ def test_linear_s4_equals_cmsis_nn(lib, cmsis, batch, fin, fout, in_zp, out_zp, 
                   act_min=act[0], act_max=act[1])
     status, ours = _run(lib, "mcu_linear_s4", cb.LinearS8Params, params, x, w, b, cb.Quant(m, s, fout), (batch, fout))
     assert status == MCU_OK
-    in_d, f_d = _Dims(batch, 1, 1, fin), _Dims(fin, 1, 1, fout)
-    b_d, o_d = _Dims(1, 1, 1, fout), _Dims(batch, 1, 1, fout)
-    fc = _FcParams(-in_zp, 0, out_zp, _Act(*act))
-    quant = _PerTensor(int(m[0]), int(s[0]))
+    in_d, f_d = Dims(batch, 1, 1, fin), Dims(fin, 1, 1, fout)
+    b_d, o_d = Dims(1, 1, 1, fout), Dims(batch, 1, 1, fout)
+    fc = FcParams(-in_zp, 0, out_zp, Act(*act))
+    quant = PerTensor(int(m[0]), int(s[0]))
     theirs = np.zeros((batch, fout), dtype=np.int8)
     packed = np.ascontiguousarray(pack_s4(w))
     ctx = cb.Context(None, 0)
