@@ -30,7 +30,7 @@ from mcu.backends.optimized.options import OptimizedOptions
 from mcu.device.boards import Board, load_board
 from mcu.device.console import parse_harness
 from mcu.emit.c_model import GeneratedLibrary, render_firmware_main
-from mcu.errors import McuError
+from mcu.errors import DoesNotFit, McuError
 from mcu.device.custom_child import run_child
 from mcu.device.guards import raise_on_guard
 from mcu.device.hostbuild import HostModel, build_host_library
@@ -44,7 +44,7 @@ from mcu.plan.fusion import FusionCosts
 from mcu.plan.memory import MemoryPlan
 from mcu.emit.outputs import build_lock, cached_build_dir, stage_sources
 from mcu.progress import stage
-from mcu.pipeline import compile_graph, to_graph
+from mcu.pipeline import compile_graph, smallest_configuration, to_graph
 from mcu.reference.encoding import decode, encode
 from mcu.quantize.flow import is_prequantized
 from mcu.quantize import modes
@@ -285,8 +285,14 @@ class CompiledModel:
         sources, includes = stage_sources(Path(out_dir), files, self.library)
         src_dir = includes[0]
         # The stack is bounded from the code (mcu/device/stack.py) and reserved exactly, plus a margin.
-        fw = build_firmware(self.board, sources, includes, Path(out_dir), stack_usage=True,
-                            defines=self.harness_defines)
+        try:
+            fw = build_firmware(self.board, sources, includes, Path(out_dir), stack_usage=True,
+                                defines=self.harness_defines)
+        except DoesNotFit as exc:
+            if exc.region != self.board.region_for("rodata").name:
+                raise
+            raise McuError(exc.message + smallest_configuration(self.graph, exc.need, exc.capacity),
+                           exc.hint) from None
         self._check_board_limits(fw)
         sizes = size_report(fw.map_path, fw.elf, self.library.prefix, self.library.kernel_sources,
                             fw.flash_bytes, fw.ram_bytes)
@@ -306,7 +312,8 @@ class CompiledModel:
             biggest = f"; the largest constant is {consts[0].name} ({consts[0].nbytes} B)" if consts else ""
             raise McuError(f"firmware does not fit {self.board.name}: it needs {fw.flash_bytes} B of flash, the "
                            f"board has {self.board.flash.length} B ({fw.flash_bytes - self.board.flash.length} B "
-                           f"too many){biggest}", hint="use a smaller model or quantize to int8")
+                           f"too many){biggest}{smallest_configuration(self.graph, fw.flash_bytes, self.board.flash.length)}",
+                           hint="use a smaller model or quantize to int8")
 
     def harness_outputs(self, report: Any, exit_code: int, console: str) -> tuple[
             list[list[np.ndarray]], list[list[np.ndarray]], float, float]:

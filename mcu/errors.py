@@ -22,3 +22,14 @@ class McuError(Exception):
         if self.hint:
             return f"{self.message} ({self.hint})"
         return self.message
+
+
+class DoesNotFit(McuError):
+    """A memory region too small for what a build puts there: ``need`` bytes of ``region``, which has
+    ``capacity`` (so that a caller who knows the model can say what would fit)."""
+
+    def __init__(self, message: str, hint: str | None = None, *, region: str, need: int, capacity: int) -> None:
+        super().__init__(message, hint)
+        self.region = region
+        self.need = need
+        self.capacity = capacity

@@ -118,9 +118,40 @@ def check_fits(board: Board, memory: MemoryPlan) -> None:
                 hint="use a smaller model or input, quantize to int8, or pick a board with more RAM")
 
 
+def _weight_bytes(graph: Graph) -> tuple[int, int]:
+    """(fp32, int8) bytes of the convolution and linear weights, the tensors that narrower weights shrink."""
+    fp32 = int8 = 0
+    for op in graph.ops:
+        if op.kind in ("conv2d", "linear") and len(op.inputs) > 1 and op.inputs[1].is_constant:
+            w = op.inputs[1]
+            if w.dtype == "float32":
+                fp32 += w.nbytes
+            elif w.dtype == "int8" and op.attrs.get("weight_bits") != 4:
+                int8 += w.nbytes
+    return fp32, int8
+
+
+def smallest_configuration(graph: Graph, need: int, room: int) -> str:
+    """A clause naming the narrowest-weight quantization that would bring ``need`` bytes of read-only memory
+    (constants, or a whole firmware) within ``room``, or what even the narrowest needs ("" when the model's
+    weights cannot narrow further): int8 keeps a quarter of fp32 weights' bytes, w4a8 an eighth."""
+    fp32, int8 = _weight_bytes(graph)
+    options = [(mode, need - cut) for mode, cut in (("int8", fp32 * 3 // 4), ("w4a8", fp32 * 7 // 8 + int8 // 2))
+               if cut > 0]
+    if not options:
+        return ""
+    fitting = [(mode, n) for mode, n in options if n <= room]
+    if fitting:
+        mode, n = fitting[0]
+        return f"; the smallest configuration that fits: --quantize {mode}, about {n} B of constants"
+    mode, n = options[-1]
+    return f"; even --quantize {mode} would need about {n} B ({n - room} B too many)"
+
+
 def check_constants_fit(board: Board, graph: Graph) -> None:
     """Reject a model whose constants alone overflow the region that holds them (flash, or the extra region
-    for rodata), before a byte of C is generated: code and the runtime only add to this."""
+    for rodata), before a byte of C is generated: code and the runtime only add to this. The error names the
+    narrowest weights that would fit."""
     region = board.region_for("rodata")
     constants = graph.constants()
     need = sum(t.nbytes for t in constants)
@@ -132,9 +163,9 @@ def check_constants_fit(board: Board, graph: Graph) -> None:
         raise McuError(
             f"model {graph.name} does not fit {board.name}: its constants need {need} B of {region.name} but the "
             f"board has {region.length} B ({need - region.length} B too many, before any code; the largest is "
-            f"{largest.name}, {largest.nbytes} B{layer})",
-            hint="use a smaller model, quantize to int8 (a quarter of fp32's weight bytes), or pick a board with "
-                 "more flash")
+            f"{largest.name}, {largest.nbytes} B{layer}){smallest_configuration(graph, need, region.length)}",
+            hint="use a smaller model, quantize the weights narrower (--quantize int8: a quarter of fp32's weight "
+                 "bytes; w4a8: an eighth), or pick a board with more flash")
 
 
 def partition_ops(graph: Graph, board: Board, quantize: str, backends: list[str] | None,

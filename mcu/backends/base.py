@@ -113,6 +113,7 @@ class PartitionReport:
 
     partitions: list[tuple[str, list[str]]] = field(default_factory=list)  # (backend, op names) in order
     refusals: list[Refusal] = field(default_factory=list)
+    notes: list[tuple[str, str]] = field(default_factory=list)  # (backend, a choice it made for the whole build)
 
     @property
     def graph_breaks(self) -> int:
@@ -125,6 +126,7 @@ class PartitionReport:
             "graph_breaks": self.graph_breaks,
             "refusals": [{"op": r.op, "kind": r.kind, "backend": r.backend, "why": r.why, "source": r.source}
                          for r in self.refusals],
+            "notes": [{"backend": b, "note": text} for b, text in self.notes],
         }
 
 
@@ -146,6 +148,11 @@ class Backend:
         """This backend's options completed from the whole graph, before any op is given out (defaults
         that depend on the model, e.g. a weight layout that must fit the board's flash). Default: as given."""
         return self.options(ctx)
+
+    def note(self, ops: list[Op], graph: Graph, ctx: Context) -> str | None:
+        """A choice this backend made for the whole build that its report should say (``ctx`` holds the
+        settled options, ``ops`` the ops it took), or None."""
+        return None
 
     def unavailable(self, ctx: Context) -> str | None:
         """Why this backend cannot serve this build at all (no tree, wrong core), or None."""
@@ -293,6 +300,11 @@ def partition(graph: Any, backends: list[Backend], ctx: Context) -> PartitionRep
     taken = {(op.name, b.id) for op, b in zip(graph.ops, chosen)}
     report.refusals = [r for r in report.refusals if (r.op, r.backend) not in taken]  # a view that joined
     _say_why_views_joined(graph.ops, chosen, usable, report)
+    for b in usable:
+        mine = [op for op, c in zip(graph.ops, chosen) if c is b]
+        text = b.note(mine, graph, ctx) if mine else None
+        if text:
+            report.notes.append((b.id, text))
     new_ops: list[Op] = []
     i = 0
     while i < len(graph.ops):

@@ -28,6 +28,8 @@ def print_partitions(report: PartitionReport) -> None:
     for (backend, why), ops in grouped.items():
         names = "" if ops == ["*"] else f" ({len(ops)} ops: {', '.join(ops[:3])}{', ...' if len(ops) > 3 else ''})"
         print(f"  {backend} refused{names}: {why}")
+    for backend, text in report.notes:
+        print(f"  {backend}: {text}")
 
 
 def base_report(cm, fw) -> dict[str, Any]:

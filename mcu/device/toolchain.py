@@ -28,7 +28,7 @@ from mcu.device.boards import Board
 from mcu.device.boot2 import seal_boot2
 from mcu.device.objcache import Compile, compile_each, compiler_identity, file_digest, parse_depfile
 from mcu.device.elf import STB_GLOBAL, STB_WEAK, STT_FUNC, ElfFile, read_elf
-from mcu.errors import McuError
+from mcu.errors import DoesNotFit, McuError
 from mcu.device.stack import StackReport, bound as bound_stack, read_su, save_frames
 from mcu.device.uf2 import ABSOLUTE_BLOCK_ADDRESS, write_uf2
 import sys
@@ -248,10 +248,11 @@ def _link_error(board: Board, name: str, output: str) -> McuError:
         over = int(m.group(2))
         what = {"flash": "flash", "ram": f"RAM (including a {board.stack_bytes} B stack)"}.get(
             region.name, f"{region.name} memory (it holds {', '.join(region.holds) or 'nothing'})")
-        return McuError(
+        return DoesNotFit(
             f"firmware does not fit {board.name}: it needs {region.length + over} B of {what}, the board has "
             f"{region.length} B ({over} B too many)",
-            hint="use a smaller model or quantize to int8")
+            hint="use a smaller model or quantize to int8", region=region.name, need=region.length + over,
+            capacity=region.length)
     hint = None
     if "RAM" in output and ("overflow" in output or "overlaps" in output):
         hint = (f"the program needs more RAM than {board.name} has "

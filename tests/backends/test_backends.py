@@ -308,7 +308,7 @@ def test_the_optimized_backend_settles_its_weight_layout_on_the_graph(ctx: Conte
     from mcu.backends.optimized.options import OptimizedOptions
 
     optimized = registry.backend("optimized")
-    assert optimized.settle(chain(["add"]), ctx) == OptimizedOptions(packed_weights=True)  # the flash has room
+    assert optimized.settle(chain(["add"]), ctx) == OptimizedOptions(packed_weights=True, chosen_for_board=True)  # room
     compact = Context(ctx.board, "int8", {"optimized": OptimizedOptions(packed_weights=False)})
     assert optimized.settle(chain(["add"]), compact) == OptimizedOptions(packed_weights=False)
 

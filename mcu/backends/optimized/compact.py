@@ -29,16 +29,22 @@ RQ_ENTRY_BYTES = 24  # the kernel's requantization table, per channel (runtime_c
 PACKED_SHARE = 0.75  # packed weights by default while the constants take at most this share of read-only memory
 
 
-def packed_by_default(graph: Graph, board: Any) -> bool:
-    """The default weight layout for a board: packed int16 (the fastest) while the model's constants,
-    grown by the packing, stay within PACKED_SHARE of the read-only memory that holds them (the rest is
-    for code and the runtime); else int8 in flash with the compact kernels."""
-    rom = board.region_for("rodata").length
+def packed_footprint(graph: Graph, board: Any) -> tuple[int, int]:
+    """(the model's constants in bytes with the packing's growth, the bytes of read-only memory that
+    hold them): packing widens each int8 convolution or linear weight to int16."""
     constants = sum(t.nbytes for t in graph.constants())
     growth = sum(op.inputs[1].nbytes for op in graph.ops
                  if op.kind in ("conv2d", "linear") and len(op.inputs) > 1 and op.inputs[1].is_constant
                  and op.inputs[1].dtype == "int8" and op.attrs.get("weight_bits") != 4)
-    return constants + growth <= PACKED_SHARE * rom
+    return constants + growth, board.region_for("rodata").length
+
+
+def packed_by_default(graph: Graph, board: Any) -> bool:
+    """The default weight layout for a board: packed int16 (the fastest) while the model's constants,
+    grown by the packing, stay within PACKED_SHARE of the read-only memory that holds them (the rest is
+    for code and the runtime); else int8 in flash with the compact kernels."""
+    need, rom = packed_footprint(graph, board)
+    return need <= PACKED_SHARE * rom
 
 
 def pack_compact(w: np.ndarray, bias: np.ndarray | None, multiplier: np.ndarray, shift: np.ndarray) -> np.ndarray:

@@ -52,8 +52,26 @@ class OptimizedBackend(Backend):
         """The weight layout, when the build leaves it open: packed while the board's flash has room."""
         options = self.options(ctx)
         if options.packed_weights is None:
-            options = replace(options, packed_weights=compact.packed_by_default(graph, ctx.board))
+            options = replace(options, packed_weights=compact.packed_by_default(graph, ctx.board),
+                              chosen_for_board=True)
         return options
+
+    def note(self, ops: list[Op], graph: Graph, ctx: Context) -> str | None:
+        """Which weight layout the build runs, and why, when any op it took has weights to lay out."""
+        if not any(op.kind in tuned.KINDS and len(op.inputs) > 1 and op.inputs[1].is_constant for op in ops):
+            return None
+        options = self.options(ctx)
+        if not options.chosen_for_board:
+            return ("weights packed as int16 (asked for)" if options.packed_weights
+                    else "weights kept int8 for the compact kernels (--compact-weights)")
+        need, rom = compact.packed_footprint(graph, ctx.board)
+        region = ctx.board.region_for("rodata").name
+        share = f"{need} B of constants packed, {100 * need / rom:.0f} % of the board's {rom} B of {region}"
+        if options.packed_weights:
+            return (f"weights packed as int16, the fastest layout: {share}, within the "
+                    f"{100 * compact.PACKED_SHARE:.0f} % kept for them (--compact-weights keeps them int8)")
+        return (f"weights kept int8 for the compact kernels: {share}, over the {100 * compact.PACKED_SHARE:.0f} % "
+                f"kept for them (packed_weights=True in Python packs them anyway)")
 
     def unavailable(self, ctx: Context) -> str | None:
         if ctx.board.mve:

@@ -15,3 +15,5 @@ class OptimizedOptions:
     # flash); False: int8, for the compact kernels (mcu/backends/optimized/compact.py); None: packed while
     # the board's flash has room for them (compact.packed_by_default, settled per model).
     packed_weights: bool | None = None
+    # True when the build left the layout open and the board's flash chose it (said in the build's report).
+    chosen_for_board: bool = False
