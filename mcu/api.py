@@ -544,9 +544,16 @@ def compile_file(path: str | Path, board: str = "mps2-an505", quantize: str = "n
                  cmsis_nn: str | Path | None = None, packed_weights: bool | None = None,
                  backend: str | list[str] | None = None, fuse_blocks: bool | str = False,
                  ram_budget: int | None = None, fuse_costs: FusionCosts | None = None,
-                 fuse_band: int = 1) -> CompiledModel:
+                 fuse_band: int = 1, qat: bool = False) -> CompiledModel:
+    """``qat``: fine-tune with the model file's ``qat_train`` at ``quantize``'s precision first
+    (mcu/quantize/qat.py)."""
     with stage("load"):
         spec = load_model_file(path)
+    if qat:
+        # lazy: keeps torchao out of this module's import
+        from mcu.quantize.qat import with_qat
+
+        spec = with_qat(spec, quantize)
     return compile_spec(spec, board, quantize, backend_options(cmsis_nn, packed_weights, backend), backend,
                         fuse_blocks=fuse_blocks, ram_budget=ram_budget, fuse_costs=fuse_costs, fuse_band=fuse_band)
 

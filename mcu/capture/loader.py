@@ -22,7 +22,7 @@ import ast
 from mcu.capture.custom_ops import check_registrations
 
 
-EXTRAS = ("eval_data", "eval_metric")
+EXTRAS = ("eval_data", "eval_metric", "qat_train")
 
 
 @dataclass
@@ -33,7 +33,8 @@ class ModelSpec:
     test_inputs: list[tuple[torch.Tensor, ...]]
     name: str
     path: Path | None = None
-    # Optional names of the model file read by other commands (`mcu eval`: eval_data, eval_metric).
+    # Optional names of the model file read by other commands (`mcu eval`: eval_data, eval_metric;
+    # `--qat`: qat_train).
     extras: dict[str, Any] = field(default_factory=dict)
     custom_ops: tuple[Any, ...] = ()  # the model's registered custom ops (mcu.capture.custom_ops.CustomOp)
     # Where the model file assigns its module-level names (example_inputs -> line), for messages.

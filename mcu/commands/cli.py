@@ -58,6 +58,9 @@ def _add_model_args(p: argparse.ArgumentParser, board_required: bool = True) -> 
     p.add_argument("--ram-budget", type=positive_int, metavar="BYTES", default=None,
                    help="fuse as few inverted-residual blocks as bring the arena to at most BYTES (none when "
                         "every tensor whole fits); an error names the smallest arena reachable when none does")
+    p.add_argument("--qat", action="store_true",
+                   help="quantization-aware training first: model.py's qat_train(prepared) fine-tunes the model "
+                        "with the weights and activations fake-quantized as --quantize int8 or w4a8 quantizes them")
     p.add_argument("--speed-model", choices=("measured", "none"), default="measured",
                    help="with --ram-budget: measured (default) profiles every op whole and every block fused at "
                         "1, 2, 4 and 8 rows a pass in the board's simulator once (cached) and takes the fastest "

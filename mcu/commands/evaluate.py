@@ -24,7 +24,7 @@ import torch
 
 from mcu.commands.common import print_json
 from mcu.errors import McuError
-from mcu.capture.loader import ModelSpec, check_input_shapes, load_model_file
+from mcu.capture.loader import ModelSpec, check_input_shapes, flatten_outputs, load_model_file
 from mcu.progress import quiet_torch, stage
 from mcu.quantize import modes
 
@@ -61,6 +61,10 @@ class EvalReport:
     device_equals_reference: int  # sampled images whose device outputs equal the reference's exactly
     device_predictions: list[int]
     reference_predictions: list[int]
+    quantize: str = ""  # the mode the model compiled at
+    flash_bytes: int = 0  # the sampled firmware's, test vectors included
+    model_flash_bytes: int = 0  # its weights, model code, kernels and runtime: what a product's firmware adds
+    weights_flash_bytes: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -129,15 +133,17 @@ def evaluate(spec: ModelSpec, board: str, quantize: str, samples: int = 50, time
     sampled_spec = dataclasses.replace(spec, test_inputs=[data.inputs[i] for i in picked])
     cm = (compile_fn or compile_spec)(sampled_spec, board, quantize)
 
+    float_model = spec.extras.get("float_model")  # after quantization-aware training: the model before it
     with stage("evaluate"):
         with torch.no_grad():
-            fp32 = [cm.eager(*x)[0].detach().float() for x in data.inputs]
+            fp32 = [_float_output(float_model, x, cm) for x in data.inputs]
         if cm.reference_is_exact:
             compiled_by = "Python integer reference"
             compiled = [torch.from_numpy(cm.decode_outputs(cm.reference_raw(*x))[0]) for x in data.inputs]
         else:
             compiled_by = "host build" if modes.is_float(cm.quantize) else "host build (mixed graph)"
             compiled = [cm.run(*x)[0] for x in data.inputs]
+    fw = cm.build()
     sim = cm.simulate(timeout_s=timeout_s)
     device = [torch.from_numpy(np.ascontiguousarray(row[0])) for row in sim.outputs]
     ref_sampled = [compiled[i] for i in picked]
@@ -152,7 +158,20 @@ def evaluate(spec: ModelSpec, board: str, quantize: str, samples: int = 50, time
         device_equals_reference=equal,
         device_predictions=[_top1(d) for d in device],
         reference_predictions=[_top1(r) for r in ref_sampled],
+        quantize=cm.quantize, flash_bytes=fw.flash_bytes,
+        model_flash_bytes=_model_flash(fw.sizes) if fw.sizes is not None else fw.flash_bytes,
+        weights_flash_bytes=fw.sizes.flash["weights"] if fw.sizes is not None else 0,
     )
+
+
+def _float_output(float_model: Any, x: tuple[torch.Tensor, ...], cm: Any) -> torch.Tensor:
+    if float_model is None:
+        return cm.eager(*x)[0].detach().float()
+    return flatten_outputs(float_model(*x), cm.spec.name)[0][1].detach().float()
+
+
+def _model_flash(sizes: Any) -> int:
+    return sum(sizes.flash[category] for category in ("runtime", "kernels", "model code", "weights"))
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
@@ -167,13 +186,19 @@ def cmd_eval(args: argparse.Namespace) -> int:
         def compile_quietly(s: Any, b: str, q: str) -> Any:
             return compile_spec(s, b, q, backend_options(packed_weights=False if args.compact_weights else None))
 
+        if args.qat:
+            # lazy: keeps torchao out of this module's import
+            from mcu.quantize.qat import with_qat
+
+            spec = with_qat(spec, args.quantize)
+
         report = evaluate(spec, board, args.quantize, samples=args.samples, timeout_s=args.timeout,
                           compile_fn=compile_quietly)
     matches = report.device_equals_reference == report.device_samples
     if args.json:
         print_json({"model": spec.name, "board": board, **report.as_dict(), "passed": matches})
     else:
-        kind = "int8" if report.compiled_by == "Python integer reference" else args.quantize
+        kind = ("fp32" if modes.is_float(report.quantize) else report.quantize) + (" (QAT)" if args.qat else "")
         rows = [("fp32, eager PyTorch", report.fp32, report.samples, ""),
                 (f"{kind}, {report.compiled_by}", report.compiled, report.samples,
                  f"top-1 agrees with fp32 on {100 * report.agreement:.1f} %"),
@@ -183,4 +208,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         print(f"{'':<36}{report.metric:>8} {'samples':>8}")
         for name, value, n, note in rows:
             print(f"{name:<36}{100 * value:>6.1f} % {n:>8}   {note}".rstrip())
+        print(f"flash: {report.model_flash_bytes} B for the model ({report.weights_flash_bytes} B of weights, and "
+              f"code, kernels, runtime); "
+              f"{report.flash_bytes} B with the harness and its {report.device_samples} vectors")
     return 0 if matches else 1

@@ -153,8 +153,10 @@ def _check_observed_ranges(prepared: GraphModule, where: str) -> None:
                             "division), or use --quantize none")
 
 
-def prepare_qat(model: torch.nn.Module, example_inputs: tuple) -> GraphModule:
-    """A module with fake quantization for quantization-aware training; train it, then :func:`convert`."""
+def prepare_qat(model: torch.nn.Module, example_inputs: tuple, weight_bits: int = 8) -> GraphModule:
+    """A module with fake quantization for quantization-aware training; train it, then :func:`convert`.
+    ``weight_bits`` 4: the convolution and linear weights fake-quantized on [-7, 7], as ``--quantize w4a8``
+    quantizes them, so that training adapts to 4-bit weights."""
     # lazy: keeps torchao out of this module's import
     from mcu.quantize.quantizer import MCUQuantizer
 
@@ -162,7 +164,7 @@ def prepare_qat(model: torch.nn.Module, example_inputs: tuple) -> GraphModule:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         gm = decompose_cells(torch.export.export(model.train(), example_inputs)).module(check_guards=False)
-        return prepare_qat_pt2e(gm, MCUQuantizer(qat=True))
+        return prepare_qat_pt2e(gm, MCUQuantizer(qat=True, weight_bits=weight_bits))
 
 
 def convert(prepared: GraphModule) -> GraphModule:

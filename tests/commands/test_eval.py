@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -29,6 +30,7 @@ def test_eval_digits_json_device_equals_reference() -> None:
     assert r["device_equals_reference"] == 12 and r["passed"] is True
     assert r["device_predictions"] == r["reference_predictions"]
     assert len(r["device_predictions"]) == 12
+    assert r["quantize"] == "int8" and 0 < r["model_flash_bytes"] < r["flash_bytes"]
 
 
 @requires_qemu
@@ -40,6 +42,9 @@ def test_eval_digits_prints_the_three_accuracies() -> None:
     assert lines[2].startswith("fp32, eager PyTorch") and lines[2].split()[-1] == "360"
     assert lines[3].startswith("int8, Python integer reference") and "agrees with fp32" in lines[3]
     assert lines[4].startswith("int8, mps2-an505 simulated") and lines[4].endswith("equal the reference on 12/12")
+    assert re.fullmatch(r"flash: \d+ B for the model \(\d+ B of weights, and code, kernels, runtime\); \d+ B with the "
+                        r"harness "
+                        r"and its 12 vectors", lines[5])
 
 
 def test_eval_without_eval_data_is_one_line(tmp_path: Path) -> None:
