@@ -38,6 +38,7 @@ def _note(cm) -> str:
     return next(text for backend, text in cm.partitions.notes if backend == "optimized")
 
 
+@pytest.mark.xdist_group("resnet8")  # shares the lowered model with the other ResNet-8 tests
 def test_packed_on_a_large_flash_compact_on_a_small_one(tmp_path: Path) -> None:
     lowered = lowered_model("resnet8", "int8")
     # ResNet-8's constants: 81,512 B as int8, 158,872 B packed; packed while within 75 % of the flash.
@@ -55,6 +56,7 @@ def test_packed_on_a_large_flash_compact_on_a_small_one(tmp_path: Path) -> None:
                         r"board's 131072 B of flash, over the 75 % .*", _note(on_small))
 
 
+@pytest.mark.xdist_group("mobilenet_v1")
 def test_int8_weights_over_the_flash_name_w4a8(tmp_path: Path) -> None:
     lowered = lowered_model("mobilenet_v1", "int8")
     board = _board(tmp_path, 200 << 10)  # its 240,968 B of int8 constants overflow 200 KiB before any code
@@ -67,6 +69,7 @@ def test_int8_weights_over_the_flash_name_w4a8(tmp_path: Path) -> None:
         lowered.compile(tiny)
 
 
+@pytest.mark.xdist_group("resnet8")
 def test_a_firmware_over_the_flash_names_the_narrower_weights_that_fit(tmp_path: Path) -> None:
     """The constants fit but code and the harness's vectors do not: the link's overflow names w4a8."""
     cm = lowered_model("resnet8", "int8").compile(_board(tmp_path, 96 << 10))  # 81,512 B of constants fit

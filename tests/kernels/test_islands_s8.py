@@ -278,6 +278,7 @@ def census() -> dict[tuple[str, str], list[str]]:
     return found
 
 
+@pytest.mark.xdist_group("island_census")  # one worker lowers the census model once
 def test_the_islands_in_int8_models_are_exactly_the_listed_ones(census) -> None:
     from mcu.passes.quantized.fp32_islands import ISLANDS
 
@@ -289,6 +290,7 @@ def test_the_islands_in_int8_models_are_exactly_the_listed_ones(census) -> None:
             assert why == [], (aten, note, why)
 
 
+@pytest.mark.xdist_group("island_census")  # one worker lowers the census model once
 def test_the_known_islands_made_integer_are_not_islands(census) -> None:
     """maximum, minimum, add/mul with a float constant, tensor division, per-channel PReLU and the difference of
     two tensors run as int8 kernels, not fp32 islands."""
@@ -299,6 +301,7 @@ def test_the_known_islands_made_integer_are_not_islands(census) -> None:
         assert census[key] == [], key
 
 
+@pytest.mark.xdist_group("island_census")  # one worker lowers the census model once
 def test_every_listed_island_is_probed_and_the_listing_prints_it(census) -> None:
     from mcu.passes.quantized.fp32_islands import ISLANDS
     from mcu.commands.ops_listing import ISLAND, op_rows

@@ -16,6 +16,8 @@ from mcu.errors import McuError
 from mcu.quantize.qat import with_qat
 from repo import EXAMPLES
 
+pytestmark = pytest.mark.xdist_group("digits_qat")  # one worker loads (trains) the digits model once
+
 
 @pytest.fixture(scope="module")
 def digits() -> ModelSpec:
