@@ -26,6 +26,28 @@ from mcu.progress import Reporter, reporting, terminal_stream
 from mcu.quantize import modes
 
 
+FUSE_CHOICES = ("off", "auto", "all")
+
+
+def _fuse_flag_alone(argv: list[str]) -> list[str]:
+    """``argv`` with ``--fuse-blocks FILE`` read as the flag alone followed by the model file: the flag's value
+    is optional, so argparse would take an existing file that is none of its choices as that value."""
+    out = list(argv)
+    for i, arg in enumerate(out[:-1]):
+        if arg == "--":
+            break
+        following = out[i + 1]
+        if arg == "--fuse-blocks" and following not in FUSE_CHOICES and not following.startswith("-") \
+                and Path(following).is_file():
+            out[i] = "--fuse-blocks=auto"
+    return out
+
+
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    """The command line's arguments (UsageError on bad ones)."""
+    return build_parser().parse_args(_fuse_flag_alone(list(argv)))
+
+
 def _add_model_args(p: argparse.ArgumentParser, board_required: bool = True) -> None:
     p.add_argument("model", type=Path, help="path to model.py (defines model, example_inputs, ...)")
     p.add_argument("--board", "-b", required=board_required, help="board name (see `mcu boards`)")
@@ -50,7 +72,7 @@ def _add_model_args(p: argparse.ArgumentParser, board_required: bool = True) -> 
                         "compact kernels); by default, on cores with the DSP extension (Cortex-M4/M7/M33) they "
                         "are packed as int16 for the fastest kernel, which doubles their flash, unless the "
                         "board's flash has no room for that")
-    p.add_argument("--fuse-blocks", nargs="?", const="auto", default="off", choices=("off", "auto", "all"),
+    p.add_argument("--fuse-blocks", nargs="?", const="auto", default="off", choices=FUSE_CHOICES,
                    help="int8: run inverted-residual blocks (1x1 expansion, depthwise, 1x1 projection, residual "
                         "add) row by row through a ring of expanded rows, so the expanded tensor never exists "
                         "whole: as few blocks as give the smallest arena (auto, the flag alone), or every block "
@@ -272,7 +294,7 @@ def _terminate_as_exception() -> dict[int, Any]:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        args = build_parser().parse_args(argv)
+        args = parse_args(argv)
     except UsageError as exc:
         print(f"mcu: error: {exc.message} (see `{exc.prog} --help`)", file=sys.stderr)
         if "--json" in argv:
