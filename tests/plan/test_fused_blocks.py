@@ -19,7 +19,7 @@ from mcu.errors import McuError
 from mcu.plan.drawing import plan_svg
 from mcu.emit.c_model import render_library
 from mcu.plan.fused import KIND, Block, find_chains, fused_op
-from mcu.plan.fusion import FusionCosts, choose_fastest
+from mcu.plan.fusion import FusionCosts, candidates, choose_fastest, frontier
 from mcu.plan.memory import plan_memory
 from mcu.program.writer import UnsupportedKernel
 from cli_runner import assert_one_line_error, mcu_in_process
@@ -331,6 +331,43 @@ def test_fastest_schedule_within_a_budget_takes_a_faster_fused_block() -> None:
     _same_as_reference(cm)
     with pytest.raises(McuError, match=f"smallest arena is {smallest} B"):
         choose_fastest(whole.graph, smallest - 4, costs)
+
+
+@pytest.mark.xdist_group("fused_three_blocks")
+def test_measured_schedules_rank_the_frontier_where_sums_mispredict() -> None:
+    """Given each frontier schedule's measured run, the budget ranks by those, not by the sums of its ops: here
+    the sums call the largest schedule fastest and the runs say otherwise. Every budget from the smallest
+    arena up picks a schedule that fits and runs no more than the one a smaller budget picked; below the
+    smallest arena the error names it and what it runs."""
+    lowered = _three_blocks()
+    whole = lowered.compile()
+    chains = find_chains(whole.graph)
+    ops = {op.name: 1000 for op in whole.graph.ops}
+    fused = {(c[0].name, band): 1000 * len(c) + (-300 if i == 1 and band == 2 else 50 * i + 200 // band)
+             for i, c in enumerate(chains) for band in (1, 2, 4)}
+    sums = FusionCosts(ops, fused)
+    front = frontier(candidates(whole.graph, sums))
+    assert len(front) >= 3
+    assert [c.predicted for c in front] == sorted((c.predicted for c in front), reverse=True)
+    # the runs: the sums' order, except that the largest schedule runs 500 more than the one before it
+    runs = {c.schedule: 90_000 - 100 * i for i, c in enumerate(front)}
+    runs[front[-1].schedule] = runs[front[-2].schedule] + 500
+    measured = FusionCosts(ops, fused, runs)
+    budgets = sorted({c.arena for c in front} | {front[0].arena + 4, whole.memory.arena_size * 2})
+    picked = []
+    for budget in budgets:
+        choice = choose_fastest(whole.graph, budget, measured)
+        assert choice.arena <= budget
+        picked.append(runs[tuple((c[0].name, choice.bands[id(c[0])]) for c in choice.chains)])
+    assert picked == sorted(picked, reverse=True)
+    assert picked[-1] == runs[front[-2].schedule]  # the measured faster, not the predicted
+    by_sums = choose_fastest(whole.graph, budgets[-1], sums)
+    assert by_sums.arena == front[-1].arena
+    smallest = front[0]
+    with pytest.raises(McuError, match=f"smallest arena is {smallest.arena} B, with {len(smallest.schedule)} of "
+                                       f"{len(chains)} blocks run row by row, {runs[smallest.schedule]:,} "
+                                       "instructions \\(measured"):
+        choose_fastest(whole.graph, smallest.arena - 1, measured)
 
 
 class _Basic(nn.Module):
