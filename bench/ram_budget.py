@@ -1,8 +1,9 @@
 """RAM-budget sweep (not a test: minutes per model): per model, each op's instructions measured once in QEMU
-(whole, and fused at 1, 2, 4 and 8 rows a pass), then every schedule of the frontier built and run whole
-(mcu/devtools/fusion_costs.py), then builds for a rising series of budgets: by default each frontier
-schedule's arena, the whole-tensor arena and twice it. Prints the frontier (arena, the sum of its ops'
-measurements, the measured run) and budget, arena and instructions per build, and exits 1 when a build
+(whole, and fused at 1, 2, 4 and 8 rows a pass), then every schedule the budget chooses among built and run
+whole (mcu/devtools/fusion_costs.py), then builds for a rising series of budgets: by default each of those
+schedules' arenas, the whole-tensor arena and twice it. Prints those schedules (arena, the sum of their
+ops' measurements, the measured run, * on the frontier of the sums) and budget, arena and instructions per
+build, and exits 1 when a build
 does not fit its budget, fails its vectors, or runs more instructions than the build of a smaller budget,
 or when a budget just below the smallest arena does not fail with the error naming it.
 
@@ -21,7 +22,7 @@ sys.path.insert(0, str(ROOT))
 from mcu.api import CompiledModel, lower_file  # noqa: E402
 from mcu.devtools.fusion_costs import measure_fusion_costs  # noqa: E402
 from mcu.errors import McuError  # noqa: E402
-from mcu.plan.fusion import candidates, frontier  # noqa: E402
+from mcu.plan.fusion import candidates, frontier, to_run  # noqa: E402
 
 
 def sweep(model: str, board: str, given: list[int]) -> bool:
@@ -36,16 +37,18 @@ def sweep(model: str, board: str, given: list[int]) -> bool:
         return False
     whole = compile_for()
     arena = whole.memory.arena_size
-    front = frontier(candidates(whole.graph, costs))
+    cands = candidates(whole.graph, costs)
+    front = {c.schedule for c in frontier(cands)}
+    runs = to_run(cands, costs)
     print(f"{model} int8 on {board}: whole tensors {arena:,} B, {whole.simulate().instructions:,} instructions; "
-          f"{len(front)} schedules on the frontier")
-    if len(front) > 1:
+          f"{len(cands)} candidate schedules, {len(front)} on the frontier of the sums, {len(runs)} run")
+    if len(runs) > 1:
         ops = sum(costs.ops.values())
-        print(f"{'arena (B)':>10} {'ops summed':>12} {'measured':>12}  fused blocks (first op, band)")
-        for c in front:
-            print(f"{c.arena:>10,} {ops + c.predicted:>12,} {costs.schedules[c.schedule]:>12,}  "
-                  + (", ".join(f"{n}/{b}" for n, b in c.schedule) or "none"))
-    smallest = front[0].arena
+        print(f"{'arena (B)':>10} {'ops summed':>12} {'measured':>12}  fused blocks (first op/band)")
+        for c in runs:
+            print(f"{c.arena:>10,} {ops + c.predicted:>12,} {costs.schedules[c.schedule]:>12,}"
+                  f"{'*' if c.schedule in front else ' '} " + (", ".join(f"{n}/{b}" for n, b in c.schedule) or "none"))
+    smallest = runs[0].arena
     ok = True
     try:
         compile_for(ram_budget=smallest - 1, fuse_costs=costs)
@@ -55,7 +58,7 @@ def sweep(model: str, board: str, given: list[int]) -> bool:
         good = f"the smallest arena is {smallest} B" in exc.message
         ok &= good
         print(f"budget {smallest - 1:,} B: {exc.message}{'' if good else '  FAIL'}")
-    budgets = sorted(set(given) if given else {c.arena for c in front} | {arena, 2 * arena})
+    budgets = sorted(set(given) if given else {c.arena for c in runs} | {arena, 2 * arena})
     print(f"{'budget (B)':>12} {'arena (B)':>10} {'instructions':>14}")
     last = None
     for budget in budgets:
@@ -74,7 +77,7 @@ def main() -> int:
     parser.add_argument("--board", default="mps2-an505")
     parser.add_argument("--model", action="append", help="example name (default: mobilenet_v2)")
     parser.add_argument("--budget", type=int, action="append", default=[],
-                        help="budget in bytes (repeat; default: each frontier schedule's arena, whole, twice whole)")
+                        help="budget in bytes (repeat; default: each run schedule's arena, whole, twice whole)")
     args = parser.parse_args()
     return 0 if all([sweep(m, args.board, args.budget) for m in args.model or ["mobilenet_v2"]]) else 1
 

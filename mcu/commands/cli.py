@@ -78,12 +78,15 @@ def _add_model_args(p: argparse.ArgumentParser, board_required: bool = True) -> 
                         "whole: as few blocks as give the smallest arena (auto, the flag alone), or every block "
                         "that can (all); generated C only, program files refuse it")
     p.add_argument("--ram-budget", type=positive_int, metavar="BYTES", default=None,
-                   help="fuse as few inverted-residual blocks as bring the arena to at most BYTES (none when "
-                        "every tensor whole fits); an error names the smallest arena reachable when none does")
+                   help="the fastest schedule (every tensor whole, or blocks run row by row) whose arena is at "
+                        "most BYTES (see --speed-model); an error names the smallest arena reachable when none "
+                        "is")
     p.add_argument("--speed-model", choices=("measured", "none"), default="measured",
                    help="with --ram-budget: measured (default) profiles every op whole and every block fused at "
-                        "1, 2, 4 and 8 rows a pass in the board's simulator once (cached) and takes the fastest "
-                        "schedule that fits; none fuses as few blocks as fit, without measuring")
+                        "1, 2, 4 and 8 rows a pass in the board's simulator, then runs the candidate schedules "
+                        "that fit (those no other beats in both arena and summed instructions) whole, once "
+                        "(cached), and takes the one that ran fastest; none fuses as few blocks as fit, without "
+                        "measuring")
     p.add_argument("--prefill-chunk", type=positive_int, metavar="C", default=None,
                    help="text generation: prompt tokens per prefill call (default: the model file's "
                         "prefill_chunk); larger runs the prompt in fewer calls, each row of a chunk costs "

@@ -5,8 +5,9 @@ First each op alone: one profile of the whole-tensor schedule and one of every b
 give the count of every op in every candidate schedule, and so the sum that predicts each schedule's
 count. A sum can be off by a few tenths of a percent (an op's count can depend on where the plan puts its
 tensors), enough to rank two close schedules the wrong way, so then the schedules of the frontier (those
-no other beats in both arena and predicted count) that fit the budget are built and run whole, and the
-budget chooses among those counts. Everything is kept in the cache, keyed by the generated C of the
+no other beats in both arena and predicted count) and those the sums put close behind them
+(mcu/plan/fusion.py's ``to_run``) that fit the budget are built and run whole, and the budget chooses
+among those counts. Everything is kept in the cache, keyed by the generated C of the
 whole-tensor schedule, the board and the kernels' sources; a schedule once run is never run again.
 """
 
@@ -21,7 +22,7 @@ from mcu.devtools.profile import profile_model
 from mcu.errors import McuError
 from mcu.paths import all_kernel_sources, cache_dir
 from mcu.plan.fused import KIND as FUSED_KIND
-from mcu.plan.fusion import FusionCosts, candidates, choose, choose_fastest, frontier
+from mcu.plan.fusion import FusionCosts, candidates, choose, choose_fastest, to_run
 from mcu.progress import stage
 
 BANDS = (1, 2, 4, 8)
@@ -71,17 +72,18 @@ def _measure_ops(compile_for: Callable[..., Any], whole: Any, bands: tuple[int, 
 
 def _measure_schedules(compile_for: Callable[..., Any], whole: Any, costs: FusionCosts, budget: int | None,
                        path: Path) -> FusionCosts:
-    """``costs`` with the whole inference of every frontier schedule of at most ``budget`` bytes (None: all)."""
-    front = frontier(candidates(whole.graph, costs))
-    fitting = [c for c in front if budget is None or c.arena <= budget]
+    """``costs`` with the whole inference of every schedule to run of at most ``budget`` bytes (None: all)."""
+    runs = to_run(candidates(whole.graph, costs), costs)
+    fitting = [c for c in runs if budget is None or c.arena <= budget]
     if len(fitting) < 2:  # nothing to rank
         return costs
     todo = [c for c in fitting if c.schedule not in costs.schedules]
-    sums = FusionCosts(costs.ops, costs.fused)  # without schedules: a budget of a candidate's arena builds it
     schedules = dict(costs.schedules)
     for i, c in enumerate(todo):
         with stage(f"run schedule {i + 1} of {len(todo)} ({c.arena:,} B arena)"):
-            cm = compile_for(fuse_blocks="off", ram_budget=c.arena, fuse_costs=sums)
+            # Runs made up so that this schedule is the fastest: a budget of its arena then builds it.
+            only = FusionCosts(costs.ops, costs.fused, {r.schedule: int(r is not c) for r in runs})
+            cm = compile_for(fuse_blocks="off", ram_budget=c.arena, fuse_costs=only)
             built = tuple(op.attrs["stages"][0].name for op in cm.graph.ops if op.kind == FUSED_KIND)
             if built != tuple(name for name, _ in c.schedule) or cm.memory.arena_size != c.arena:
                 raise McuError(f"the schedule built for a {c.arena} B budget is not the one chosen for it "
@@ -100,7 +102,7 @@ def measure_fusion_costs(compile_for: Callable[..., Any], bands: tuple[int, ...]
                          budget: int | None = None) -> FusionCosts | None:
     """``compile_for(fuse_blocks=..., fuse_band=..., ram_budget=..., fuse_costs=...)``: the model compiled for
     the board in question (fuse_blocks "off" for the whole-tensor schedule, "all" for every block fused at
-    the band). ``budget``: the frontier's schedules that fit it are run (None: every one). A budget below
+    the band). ``budget``: the schedules to run that fit it are run (None: every one). A budget below
     every arena the blocks reach fails here, before anything is measured (naming what the smallest arena
     runs when that was measured before). None when the board has no simulator."""
     whole = compile_for(fuse_blocks="off", fuse_band=1)

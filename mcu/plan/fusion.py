@@ -77,8 +77,8 @@ Schedule = tuple[tuple[str, int], ...]  # the fused blocks of a schedule: (first
 class FusionCosts:
     """What one model costs on one board (instructions, measured: mcu/devtools/fusion_costs.py): ``ops`` every
     op of the whole-tensor schedule by name, ``fused`` a fused block by its first op's name and its band
-    (output rows per pass), ``schedules`` the whole inference of each schedule of the frontier
-    (:func:`frontier`) that was built and run."""
+    (output rows per pass), ``schedules`` the whole inference of each schedule of :func:`to_run` that was
+    built and run."""
 
     ops: dict[str, int]
     fused: dict[tuple[str, int], int]
@@ -167,6 +167,27 @@ def frontier(cands: list[Candidate]) -> list[Candidate]:
     return result
 
 
+# The sums mispredict a schedule's run by up to about 0.6 % (mps2-an505, the example CNNs: an unfused op
+# runs another amount when the plan moves its tensors, e.g. a 1x1 convolution's in-place variant, and
+# the plan changes with the fused blocks), so the schedules run whole are those the sums put within this
+# share of the whole-tensor schedule's ops of the frontier.
+MARGIN = 0.003
+
+
+def to_run(cands: list[Candidate], costs: FusionCosts) -> list[Candidate]:
+    """The candidates whose measured runs the budget chooses among, smallest arena first: each one whose
+    predicted instructions are within ``MARGIN`` (of the whole-tensor schedule's ops) of the predicted
+    fastest candidate with at most its arena: the frontier's schedules, and those close behind them."""
+    margin = MARGIN * sum(costs.ops.values())
+    result: list[Candidate] = []
+    best: int | None = None
+    for c in sorted(cands, key=lambda c: (c.arena, c.predicted, c.schedule)):
+        best = c.predicted if best is None else min(best, c.predicted)
+        if c.predicted <= best + margin:
+            result.append(c)
+    return result
+
+
 def _chosen(graph: Graph, schedule: Schedule) -> tuple[list[list[Op]], dict[int, int]]:
     band = dict(schedule)
     chains = [c for c in find_chains(graph) if c[0].name in band]
@@ -175,31 +196,33 @@ def _chosen(graph: Graph, schedule: Schedule) -> tuple[list[list[Op]], dict[int,
 
 def choose_fastest(graph: Graph, budget: int, costs: FusionCosts) -> FusionChoice:
     """The schedule of ``graph`` with the fewest instructions whose arena is at most ``budget``: of the
-    frontier of :func:`candidates` that fit, by each one's measured whole inference (``costs.schedules``)
-    when it has every one's, else by the sums of their ops' measurements. A sum can mispredict the run by a few
-    tenths of a percent (an op's count can depend on where the plan puts its tensors: their alignment, a
-    kernel's in-place path), enough to rank two schedules the wrong way; measured schedules cannot be. As
-    the frontier and its costs do not depend on the budget, and a larger budget only adds schedules that
-    fit, a larger budget never picks a slower schedule."""
+    candidates of :func:`to_run` that fit, by each one's measured whole inference (``costs.schedules``)
+    when it has every one's, else by the sums of their ops' measurements (the frontier's fastest). A sum
+    can rank two schedules the wrong way (see ``MARGIN``); measured runs cannot. As the candidates and
+    their costs do not depend on the budget, and a larger budget only adds candidates that fit, a larger
+    budget never picks a slower schedule."""
     cands = candidates(graph, costs)
-    front = frontier(cands)
+    runs = to_run(cands, costs)
     chains = find_chains(graph)
     base = next(c.arena for c in cands if not c.schedule)
-    fitting = [c for c in front if c.arena <= budget]
-    measured = all(c.schedule in costs.schedules for c in fitting or front[:1])
+    fitting = [c for c in runs if c.arena <= budget]
+    least = [c for c in runs if c.arena == runs[0].arena]  # the schedules of the smallest arena
+    measured = all(c.schedule in costs.schedules for c in fitting or least)
     whole_ops = sum(costs.ops.values())
 
     def cost(c: Candidate) -> int:
         return costs.schedules[c.schedule] if measured else whole_ops + c.predicted
 
     if not fitting:
-        smallest = front[0]
+        smallest = min(least, key=lambda c: (cost(c), c.schedule))
         how = "measured" if measured else "its ops' measurements added up"
+        what = (f"{len(smallest.schedule)} of {len(chains)} blocks run row by row" if smallest.schedule
+                else "every tensor whole")
+        whole = f"; every tensor whole: {base} B" if smallest.schedule else ""
         raise McuError(
             f"no schedule fits a RAM budget of {budget} B: the smallest arena is {smallest.arena} B, with "
-            f"{len(smallest.schedule)} of {len(chains)} blocks run row by row, {cost(smallest):,} instructions "
-            f"({how}; every tensor whole: {base} B)",
+            f"{what}, {cost(smallest):,} instructions ({how}{whole})",
             hint=f"raise --ram-budget to at least {smallest.arena}, or use a smaller model or input")
     best = min(fitting, key=lambda c: (cost(c), c.arena, c.schedule))
     chosen, bands = _chosen(graph, best.schedule)
-    return FusionChoice(chosen, bands, len(chains), best.arena, base, front[0].arena)
+    return FusionChoice(chosen, bands, len(chains), best.arena, base, runs[0].arena)

@@ -19,7 +19,7 @@ from mcu.errors import McuError
 from mcu.plan.drawing import plan_svg
 from mcu.emit.c_model import render_library
 from mcu.plan.fused import KIND, Block, find_chains, fused_op
-from mcu.plan.fusion import FusionCosts, candidates, choose_fastest, frontier
+from mcu.plan.fusion import FusionCosts, candidates, choose_fastest, frontier, to_run
 from mcu.plan.memory import plan_memory
 from mcu.program.writer import UnsupportedKernel
 from cli_runner import assert_one_line_error, mcu_in_process
@@ -335,10 +335,10 @@ def test_fastest_schedule_within_a_budget_takes_a_faster_fused_block() -> None:
 
 @pytest.mark.xdist_group("fused_three_blocks")
 def test_measured_schedules_rank_the_frontier_where_sums_mispredict() -> None:
-    """Given each frontier schedule's measured run, the budget ranks by those, not by the sums of its ops: here
-    the sums call the largest schedule fastest and the runs say otherwise. Every budget from the smallest
-    arena up picks a schedule that fits and runs no more than the one a smaller budget picked; below the
-    smallest arena the error names it and what it runs."""
+    """Given the measured runs of the schedules to run (the frontier of the sums and those close behind), the
+    budget ranks by those, not by the sums of their ops: here the runs say the largest is slower. Every
+    budget from the smallest arena up picks a schedule that fits and runs no more than the one a smaller
+    budget picked; below the smallest arena the error names it and what it runs."""
     lowered = _three_blocks()
     whole = lowered.compile()
     chains = find_chains(whole.graph)
@@ -346,28 +346,28 @@ def test_measured_schedules_rank_the_frontier_where_sums_mispredict() -> None:
     fused = {(c[0].name, band): 1000 * len(c) + (-300 if i == 1 and band == 2 else 50 * i + 200 // band)
              for i, c in enumerate(chains) for band in (1, 2, 4)}
     sums = FusionCosts(ops, fused)
-    front = frontier(candidates(whole.graph, sums))
-    assert len(front) >= 3
+    cands = candidates(whole.graph, sums)
+    front, runs = frontier(cands), to_run(cands, sums)
+    assert len(front) >= 3 and {c.schedule for c in front} <= {c.schedule for c in runs}
     assert [c.predicted for c in front] == sorted((c.predicted for c in front), reverse=True)
-    # the runs: the sums' order, except that the largest schedule runs 500 more than the one before it
-    runs = {c.schedule: 90_000 - 100 * i for i, c in enumerate(front)}
-    runs[front[-1].schedule] = runs[front[-2].schedule] + 500
-    measured = FusionCosts(ops, fused, runs)
-    budgets = sorted({c.arena for c in front} | {front[0].arena + 4, whole.memory.arena_size * 2})
+    # the runs: a larger arena runs less, except the largest, which runs 500 more than the one before it
+    measured = {c.schedule: 90_000 - 100 * i for i, c in enumerate(runs)}
+    measured[runs[-1].schedule] = measured[runs[-2].schedule] + 500
+    costs = FusionCosts(ops, fused, measured)
+    budgets = sorted({c.arena for c in runs} | {runs[0].arena + 4, whole.memory.arena_size * 2})
     picked = []
     for budget in budgets:
-        choice = choose_fastest(whole.graph, budget, measured)
+        choice = choose_fastest(whole.graph, budget, costs)
         assert choice.arena <= budget
-        picked.append(runs[tuple((c[0].name, choice.bands[id(c[0])]) for c in choice.chains)])
+        picked.append(measured[tuple((c[0].name, choice.bands[id(c[0])]) for c in choice.chains)])
     assert picked == sorted(picked, reverse=True)
-    assert picked[-1] == runs[front[-2].schedule]  # the measured faster, not the predicted
-    by_sums = choose_fastest(whole.graph, budgets[-1], sums)
-    assert by_sums.arena == front[-1].arena
-    smallest = front[0]
+    assert picked[-1] == measured[runs[-2].schedule]  # the measured faster, not the largest
+    assert choose_fastest(whole.graph, budgets[-1], sums).arena == front[-1].arena  # the sums' choice
+    smallest = runs[0]
     with pytest.raises(McuError, match=f"smallest arena is {smallest.arena} B, with {len(smallest.schedule)} of "
-                                       f"{len(chains)} blocks run row by row, {runs[smallest.schedule]:,} "
+                                       f"{len(chains)} blocks run row by row, {measured[smallest.schedule]:,} "
                                        "instructions \\(measured"):
-        choose_fastest(whole.graph, smallest.arena - 1, measured)
+        choose_fastest(whole.graph, smallest.arena - 1, costs)
 
 
 class _Basic(nn.Module):
