@@ -65,7 +65,8 @@ class Profile:
         lines = ["fused blocks (run band by band of rows; the ring keeps the rows the next band reads again):"]
         for r in fused:
             f = r.op.fused or {}
-            line = (f"{r.op.handle:>6}  {r.op.name}: {f['passes']} passes of {f['band']} rows; expanded rows "
+            rows = f"{f['band']} row{'s' if f['band'] > 1 else ''}"
+            line = (f"{r.op.handle:>6}  {r.op.name}: {f['passes']} passes of {rows}; expanded rows "
                     f"computed {f['rows_computed']} of {f['expanded_rows']}, {f['rows_recomputed']} recomputed; "
                     f"ring moves {f['ring_moves']} x {f['ring_move_bytes']:,} B; padding rows {f['padding_rows']} x "
                     f"{f['padding_row_bytes']:,} B; {f['calls']} kernel calls ({len(f['stages'])} whole)")
