@@ -167,10 +167,10 @@ def frontier(cands: list[Candidate]) -> list[Candidate]:
     return result
 
 
-# The sums mispredict a schedule's run by up to about 0.6 % (mps2-an505, the example CNNs: an unfused op
-# runs another amount when the plan moves its tensors, e.g. a 1x1 convolution's in-place variant, and
-# the plan changes with the fused blocks), so the schedules run whole are those the sums put within this
-# share of the whole-tensor schedule's ops of the frontier.
+# The sums mispredict a schedule's run by up to about 0.6 % (mps2-an505, the example CNNs: an unfused
+# op's count depends on how far the plan overlaps its output with its input, and the plan changes with
+# the fused blocks), so the schedules run whole are those the sums put within this share of the
+# whole-tensor schedule's ops of the frontier.
 MARGIN = 0.003
 
 
