@@ -15,6 +15,7 @@ from torch import nn
 
 from mcu.api import CompiledModel, LoweredModel, lower_spec
 from mcu.capture.loader import spec_from_objects
+from mcu.devtools.profile import profile_model
 from mcu.errors import McuError
 from mcu.plan.drawing import plan_svg
 from mcu.emit.c_model import render_library
@@ -156,15 +157,6 @@ def test_fp32_fused_block_equals_unfused_c(config: tuple) -> None:
             np.testing.assert_array_equal(got, want)
 
 
-def _four_blocks() -> LoweredModel:
-    if "four blocks" not in _LOWERED:
-        torch.manual_seed(6)
-        model = nn.Sequential(_Block(8, 48, 8, 1, 1, 3, 1, 1, True), _Block(8, 48, 16, 1, 1, 3, 2, 1, False),
-                              _Basic(16, 3), _Down(16, 8, 3))
-        _LOWERED["four blocks"] = _lower(model, (1, 8, 14, 12), 6)
-    return _LOWERED["four blocks"]
-
-
 @pytest.mark.slow
 @requires_qemu
 @pytest.mark.qemu
@@ -173,7 +165,12 @@ def _four_blocks() -> LoweredModel:
 def test_fused_blocks_on_the_device_equal_the_reference(board: str) -> None:
     """Four blocks (a residual one, a strided one, a ResNet basic block, a ResNet downsampling block) fused,
     in bands of 3 rows: the firmware in QEMU."""
-    cm = _four_blocks().compile(board, fuse_blocks="all")
+    if "four blocks" not in _LOWERED:
+        torch.manual_seed(6)
+        model = nn.Sequential(_Block(8, 48, 8, 1, 1, 3, 1, 1, True), _Block(8, 48, 16, 1, 1, 3, 2, 1, False),
+                              _Basic(16, 3), _Down(16, 8, 3))
+        _LOWERED["four blocks"] = _lower(model, (1, 8, 14, 12), 6)
+    cm = _LOWERED["four blocks"].compile(board, fuse_blocks="all")
     cm = _with_band(cm, 3)
     assert len(_fused(cm)) == 4
     sim = cm.simulate()
@@ -181,27 +178,6 @@ def test_fused_blocks_on_the_device_equal_the_reference(board: str) -> None:
     for raw, expected in zip(sim.outputs_raw, cm.expected_outputs):
         for got, want in zip(raw, cm.raw_outputs(expected)):
             np.testing.assert_array_equal(got, want)
-
-
-@requires_qemu
-@pytest.mark.qemu
-@pytest.mark.xdist_group("fused_blocks_device")  # one worker lowers the model once
-def test_profile_says_what_each_fused_block_runs_beyond_its_ops_whole() -> None:
-    """`mcu profile` of fused blocks on the M33: a line per block with its loop's counts, and its instructions
-    beyond its ops as the whole-tensor build (traced too) runs them."""
-    from mcu.devtools.profile import profile_model
-
-    lowered = _four_blocks()
-    cm = lowered.compile("mps2-an505", fuse_blocks="all")
-    profile, _ = profile_model(cm, whole_for=lambda: lowered.compile("mps2-an505"))
-    fused = [r for r in profile.rows if r.op.fused is not None]
-    assert len(fused) == 4 and profile.whole_costs is not None
-    for r in fused:
-        whole = sum(profile.whole_costs[name] for name in r.op.fused["stages"])
-        assert profile.fusion_overhead(r.op, r.cost) == r.cost - whole
-        assert r.op.fused["rows_recomputed"] == 0
-    lines = profile.table().splitlines()
-    assert sum(" over its ops run whole (" in line for line in lines) == 4
 
 
 def test_plan_holds_the_ring_and_drops_the_expanded_tensor() -> None:
@@ -450,3 +426,32 @@ def test_fused_downsampling_block_equals_unfused_reference(cin: int, cout: int, 
     (op,) = _fused(cm)
     assert op.attrs["block"].shortcut_stride == 2 and len(op.attrs["stages"]) == 4
     _same_as_reference(cm)
+
+
+def _four_blocks() -> LoweredModel:
+    """The four blocks of test_fused_blocks_on_the_device_equal_the_reference, lowered once per worker."""
+    if "four blocks" not in _LOWERED:
+        torch.manual_seed(6)
+        model = nn.Sequential(_Block(8, 48, 8, 1, 1, 3, 1, 1, True), _Block(8, 48, 16, 1, 1, 3, 2, 1, False),
+                              _Basic(16, 3), _Down(16, 8, 3))
+        _LOWERED["four blocks"] = _lower(model, (1, 8, 14, 12), 6)
+    return _LOWERED["four blocks"]
+
+
+@requires_qemu
+@pytest.mark.qemu
+@pytest.mark.xdist_group("fused_blocks_device")  # one worker lowers the model once
+def test_profile_says_what_each_fused_block_runs_beyond_its_ops_whole() -> None:
+    """`mcu profile` of fused blocks on the M33: a line per block with its loop's counts, and its instructions
+    beyond its ops as the whole-tensor build (traced too) runs them."""
+    lowered = _four_blocks()
+    cm = lowered.compile("mps2-an505", fuse_blocks="all")
+    profile, _ = profile_model(cm, whole_for=lambda: lowered.compile("mps2-an505"))
+    fused = [r for r in profile.rows if r.op.fused is not None]
+    assert len(fused) == 4 and profile.whole_costs is not None
+    for r in fused:
+        whole = sum(profile.whole_costs[name] for name in r.op.fused["stages"])
+        assert profile.fusion_overhead(r.op, r.cost) == r.cost - whole
+        assert r.op.fused["rows_recomputed"] == 0
+    lines = profile.table().splitlines()
+    assert sum(" over its ops run whole (" in line for line in lines) == 4
