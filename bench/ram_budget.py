@@ -1,10 +1,13 @@
-"""RAM-budget sweep (not a test: about seven minutes for mobilenet_v2): per model, each op's instructions
-measured once in QEMU (whole, and fused at 1, 2, 4 and 8 rows a pass), then builds for a rising series of
-budgets from the smallest arena the fused schedules reach. Prints budget, arena and instructions per build
-and exits 1 when a build does not fit its budget, fails its vectors, or runs more instructions than the
-build of a smaller budget.
+"""RAM-budget sweep (not a test: minutes per model): per model, each op's instructions measured once in QEMU
+(whole, and fused at 1, 2, 4 and 8 rows a pass), then every schedule the budget chooses among built and run
+whole (mcu/devtools/fusion_costs.py), then builds for a rising series of budgets: by default each of those
+schedules' arenas, the whole-tensor arena and twice it. Prints those schedules (arena, the sum of their
+ops' measurements, the measured run, * on the frontier of the sums) and budget, arena and instructions per
+build, and exits 1 when a build
+does not fit its budget, fails its vectors, or runs more instructions than the build of a smaller budget,
+or when a budget just below the smallest arena does not fail with the error naming it.
 
-    .venv/bin/python bench/ram_budget.py [--board mps2-an505] [--model mobilenet_v2] [--budget 40000 ...]
+    .venv/bin/python bench/ram_budget.py [--board mps2-an505] [--model mobilenet_v2 ...] [--budget 40000 ...]
 """
 
 from __future__ import annotations
@@ -16,35 +19,56 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from mcu.api import CompiledModel, compile_file  # noqa: E402
+from mcu.api import CompiledModel, lower_file  # noqa: E402
 from mcu.devtools.fusion_costs import measure_fusion_costs  # noqa: E402
-from mcu.plan.fusion import choose  # noqa: E402
+from mcu.errors import McuError  # noqa: E402
+from mcu.plan.fusion import candidates, frontier, to_run  # noqa: E402
 
 
 def sweep(model: str, board: str, given: list[int]) -> bool:
-    path = ROOT / "examples" / f"{model}.py"
+    lowered = lower_file(ROOT / "examples" / f"{model}.py", quantize="int8")
 
     def compile_for(**kwargs: object) -> CompiledModel:
-        return compile_file(path, board=board, quantize="int8", **kwargs)  # type: ignore[arg-type]
+        return lowered.compile(board, **kwargs)  # type: ignore[arg-type]
 
     costs = measure_fusion_costs(compile_for)
     if costs is None:
         print(f"{board}: no simulator to measure the ops on", file=sys.stderr)
         return False
     whole = compile_for()
-    smallest = choose(whole.graph).smallest
     arena = whole.memory.arena_size
-    budgets = sorted(set(given) if given else {smallest, (smallest + arena) // 2, arena, 2 * arena})
-    print(f"{model} int8 on {board}: whole tensors {arena:,} B; smallest fused arena {smallest:,} B")
+    cands = candidates(whole.graph, costs)
+    front = {c.schedule for c in frontier(cands)}
+    runs = to_run(cands, costs)
+    print(f"{model} int8 on {board}: whole tensors {arena:,} B, {whole.simulate().instructions:,} instructions; "
+          f"{len(cands)} candidate schedules, {len(front)} on the frontier of the sums, {len(runs)} run")
+    if len(runs) > 1:
+        ops = sum(costs.ops.values())
+        print(f"{'arena (B)':>10} {'ops summed':>12} {'measured':>12}  fused blocks (first op/band)")
+        for c in runs:
+            print(f"{c.arena:>10,} {ops + c.predicted:>12,} {costs.schedules[c.schedule]:>12,}"
+                  f"{'*' if c.schedule in front else ' '} " + (", ".join(f"{n}/{b}" for n, b in c.schedule) or "none"))
+    smallest = runs[0].arena
+    ok = True
+    try:
+        compile_for(ram_budget=smallest - 1, fuse_costs=costs)
+        print(f"budget {smallest - 1:,} B: built, below the smallest arena  FAIL")
+        ok = False
+    except McuError as exc:
+        good = f"the smallest arena is {smallest} B" in exc.message
+        ok &= good
+        print(f"budget {smallest - 1:,} B: {exc.message}{'' if good else '  FAIL'}")
+    budgets = sorted(set(given) if given else {c.arena for c in runs} | {arena, 2 * arena})
     print(f"{'budget (B)':>12} {'arena (B)':>10} {'instructions':>14}")
-    ok, last = True, None
+    last = None
     for budget in budgets:
         cm = compile_for(ram_budget=budget, fuse_costs=costs)
         run = cm.simulate()
         good = run.passed and cm.memory.arena_size <= budget and (last is None or run.instructions <= last)
         ok &= good
         last = run.instructions
-        print(f"{budget:>12,} {cm.memory.arena_size:>10,} {run.instructions:>14,}{'' if good else '  FAIL'}")
+        print(f"{budget:>12,} {cm.memory.arena_size:>10,} {run.instructions:>14,}{'' if good else '  FAIL'}",
+              flush=True)
     return ok
 
 
@@ -53,7 +77,7 @@ def main() -> int:
     parser.add_argument("--board", default="mps2-an505")
     parser.add_argument("--model", action="append", help="example name (default: mobilenet_v2)")
     parser.add_argument("--budget", type=int, action="append", default=[],
-                        help="budget in bytes (repeat; default: the smallest arena, half way, whole, twice whole)")
+                        help="budget in bytes (repeat; default: each run schedule's arena, whole, twice whole)")
     args = parser.parse_args()
     return 0 if all([sweep(m, args.board, args.budget) for m in args.model or ["mobilenet_v2"]]) else 1
 

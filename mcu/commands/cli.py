@@ -26,6 +26,28 @@ from mcu.progress import Reporter, reporting, terminal_stream
 from mcu.quantize import modes
 
 
+FUSE_CHOICES = ("off", "auto", "all")
+
+
+def _fuse_flag_alone(argv: list[str]) -> list[str]:
+    """``argv`` with ``--fuse-blocks FILE`` read as the flag alone followed by the model file: the flag's value
+    is optional, so argparse would take an existing file that is none of its choices as that value."""
+    out = list(argv)
+    for i, arg in enumerate(out[:-1]):
+        if arg == "--":
+            break
+        following = out[i + 1]
+        if arg == "--fuse-blocks" and following not in FUSE_CHOICES and not following.startswith("-") \
+                and Path(following).is_file():
+            out[i] = "--fuse-blocks=auto"
+    return out
+
+
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    """The command line's arguments (UsageError on bad ones)."""
+    return build_parser().parse_args(_fuse_flag_alone(list(argv)))
+
+
 def _add_model_args(p: argparse.ArgumentParser, board_required: bool = True) -> None:
     p.add_argument("model", type=Path, help="path to model.py (defines model, example_inputs, ...)")
     p.add_argument("--board", "-b", required=board_required, help="board name (see `mcu boards`)")
@@ -50,21 +72,24 @@ def _add_model_args(p: argparse.ArgumentParser, board_required: bool = True) -> 
                         "compact kernels); by default, on cores with the DSP extension (Cortex-M4/M7/M33) they "
                         "are packed as int16 for the fastest kernel, which doubles their flash, unless the "
                         "board's flash has no room for that")
-    p.add_argument("--fuse-blocks", nargs="?", const="auto", default="off", choices=("off", "auto", "all"),
+    p.add_argument("--fuse-blocks", nargs="?", const="auto", default="off", choices=FUSE_CHOICES,
                    help="int8: run inverted-residual blocks (1x1 expansion, depthwise, 1x1 projection, residual "
                         "add) row by row through a ring of expanded rows, so the expanded tensor never exists "
                         "whole: as few blocks as give the smallest arena (auto, the flag alone), or every block "
                         "that can (all); generated C only, program files refuse it")
     p.add_argument("--ram-budget", type=positive_int, metavar="BYTES", default=None,
-                   help="fuse as few inverted-residual blocks as bring the arena to at most BYTES (none when "
-                        "every tensor whole fits); an error names the smallest arena reachable when none does")
+                   help="the fastest schedule (every tensor whole, or blocks run row by row) whose arena is at "
+                        "most BYTES (see --speed-model); an error names the smallest arena reachable when none "
+                        "is")
     p.add_argument("--qat", action="store_true",
                    help="quantization-aware training first: model.py's qat_train(prepared) fine-tunes the model "
                         "with the weights and activations fake-quantized as --quantize int8 or w4a8 quantizes them")
     p.add_argument("--speed-model", choices=("measured", "none"), default="measured",
                    help="with --ram-budget: measured (default) profiles every op whole and every block fused at "
-                        "1, 2, 4 and 8 rows a pass in the board's simulator once (cached) and takes the fastest "
-                        "schedule that fits; none fuses as few blocks as fit, without measuring")
+                        "1, 2, 4 and 8 rows a pass in the board's simulator, then runs the candidate schedules "
+                        "that fit (those no other beats in both arena and summed instructions) whole, once "
+                        "(cached), and takes the one that ran fastest; none fuses as few blocks as fit, without "
+                        "measuring")
     p.add_argument("--prefill-chunk", type=positive_int, metavar="C", default=None,
                    help="text generation: prompt tokens per prefill call (default: the model file's "
                         "prefill_chunk); larger runs the prompt in fewer calls, each row of a chunk costs "
@@ -275,7 +300,7 @@ def _terminate_as_exception() -> dict[int, Any]:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        args = build_parser().parse_args(argv)
+        args = parse_args(argv)
     except UsageError as exc:
         print(f"mcu: error: {exc.message} (see `{exc.prog} --help`)", file=sys.stderr)
         if "--json" in argv:

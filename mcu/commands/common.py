@@ -32,16 +32,28 @@ def compile_model(args: argparse.Namespace) -> Any:
     spec, origin = cli_spec(getattr(args, "cmsis_nn", None))
     budget = getattr(args, "ram_budget", None)
 
-    def compile_for(**fusion: Any) -> Any:
+    def from_file(**fusion: Any) -> Any:
         return compile_file(args.model, board=args.board, quantize=args.quantize,
                             cmsis_nn=resolve(spec, origin=origin),
                             packed_weights=False if getattr(args, "compact_weights", False) else None,
                             backend=getattr(args, "backend", None), qat=getattr(args, "qat", False), **fusion)
 
+    fuse = getattr(args, "fuse_blocks", "off")
     with quiet_torch(verbose=getattr(args, "verbose", False)):
-        costs = None
-        if budget is not None and getattr(args, "speed_model", "measured") == "measured":
-            # lazy: the profiler and the simulator only for a build with a RAM budget
-            from mcu.devtools.fusion_costs import measure_fusion_costs
-            costs = measure_fusion_costs(compile_for, budget=budget)
-        return compile_for(fuse_blocks=getattr(args, "fuse_blocks", "off"), ram_budget=budget, fuse_costs=costs)
+        if budget is None or getattr(args, "speed_model", "measured") != "measured":
+            return from_file(fuse_blocks=fuse, ram_budget=budget)
+        # lazy: the profiler and the simulator only for a build with a RAM budget
+        from mcu.api import backend_options, lower_file
+        from mcu.devtools.fusion_costs import measure_fusion_costs
+
+        # The measurement compiles the model once per schedule it runs: capture and quantize once.
+        lowered = lower_file(args.model, quantize=args.quantize)
+        backend = getattr(args, "backend", None)
+        options = backend_options(resolve(spec, origin=origin),
+                                  False if getattr(args, "compact_weights", False) else None, backend)
+
+        def from_lowered(**fusion: Any) -> Any:
+            return lowered.compile(args.board, options=options, backend=backend, **fusion)
+
+        costs = measure_fusion_costs(from_lowered, budget=budget)
+        return from_lowered(fuse_blocks=fuse, ram_budget=budget, fuse_costs=costs)

@@ -107,8 +107,13 @@ def cmd_profile(args: argparse.Namespace) -> int:
             # the same model and options for another board: a hardware board's simulated twin
             return compile_model(argparse.Namespace(**{**vars(args), "board": board}))
 
+        def whole_for() -> Any:
+            # the same model with every tensor whole: what a fused block's ops cost unfused
+            return compile_model(argparse.Namespace(**{**vars(args), "fuse_blocks": "off", "ram_budget": None}))
+
         profile, run = profile_model(cm, timeout_s=args.timeout, port=getattr(args, "port", None),
-                                     drive=getattr(args, "drive", None), compile_for=compile_for)
+                                     drive=getattr(args, "drive", None), compile_for=compile_for,
+                                     whole_for=whole_for)
     if args.svg:
         args.svg.write_text(profile.svg())
     if args.events:

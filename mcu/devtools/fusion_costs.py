@@ -1,22 +1,29 @@
-"""The instructions of every op of a model in each schedule the RAM budget chooses from, measured on the
-board's simulator (mcu/plan/fusion.py's :class:`FusionCosts`).
+"""The instructions of a model's schedules that the RAM budget chooses from, measured on the board's simulator
+(mcu/plan/fusion.py's :class:`FusionCosts`).
 
-An op's count does not depend on which other blocks fuse (each kernel call sees only its own tensors), so
-one profile of the whole-tensor schedule and one of every block fused at each band give the count of
-every schedule the chooser builds from them. The profiles take a minute or two, so the costs are kept
-in the cache, keyed by the generated C of the whole-tensor schedule, the board and the kernels' sources.
+First each op alone: one profile of the whole-tensor schedule and one of every block fused at each band
+give the count of every op in every candidate schedule, and so the sum that predicts each schedule's
+count. A sum can be off by a few tenths of a percent (an op's count can depend on where the plan puts its
+tensors), enough to rank two close schedules the wrong way, so then the schedules of the frontier (those
+no other beats in both arena and predicted count) and those the sums put close behind them
+(mcu/plan/fusion.py's ``to_run``) that fit the budget are built and run whole, and the budget chooses
+among those counts. Everything is kept in the cache, keyed by the generated C of the
+whole-tensor schedule, the board and the kernels' sources; a schedule once run is never run again.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from pathlib import Path
 from typing import Any, Callable
 
 from mcu.devtools.profile import profile_model
+from mcu.errors import McuError
 from mcu.paths import all_kernel_sources, cache_dir
 from mcu.plan.fused import KIND as FUSED_KIND
-from mcu.plan.fusion import FusionCosts, choose
+from mcu.plan.fusion import FusionCosts, candidates, choose, choose_fastest, to_run
+from mcu.progress import stage
 
 BANDS = (1, 2, 4, 8)
 
@@ -35,21 +42,23 @@ def _key(cm: Any, bands: tuple[int, ...]) -> str:
     return h.hexdigest()[:24]
 
 
-def measure_fusion_costs(compile_for: Callable[..., Any], bands: tuple[int, ...] = BANDS,
-                         budget: int | None = None) -> FusionCosts | None:
-    """``compile_for(fuse_blocks=..., fuse_band=...)``: the model compiled for the board in question
-    (fuse_blocks "off" for the whole-tensor schedule, "all" for every block fused at the band). A
-    ``budget`` below every arena the blocks reach fails here, before anything is measured. None when the
-    board has no simulator."""
-    whole = compile_for(fuse_blocks="off", fuse_band=1)
-    if budget is not None:
-        choose(whole.graph, budget)
-    if whole.board.qemu_machine is None:  # a board without a simulator: the budget fuses as few blocks as fit
+def _load(path: Path) -> FusionCosts | None:
+    if not path.is_file():
         return None
-    path = cache_dir() / "fusion-costs" / f"{_key(whole, bands)}.json"
-    if path.is_file():
-        data = json.loads(path.read_text())
-        return FusionCosts(data["ops"], {(name, band): cost for name, band, cost in data["fused"]})
+    data = json.loads(path.read_text())
+    return FusionCosts(data["ops"], {(name, band): cost for name, band, cost in data["fused"]},
+                       {tuple((name, band) for name, band in s): n for s, n in data.get("schedules", [])})
+
+
+def _save(path: Path, costs: FusionCosts) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"ops": costs.ops, "fused": [[n, b, c] for (n, b), c in sorted(costs.fused.items())],
+                               "schedules": [[[list(f) for f in s], n] for s, n in sorted(costs.schedules.items())]}))
+    tmp.replace(path)
+
+
+def _measure_ops(compile_for: Callable[..., Any], whole: Any, bands: tuple[int, ...]) -> FusionCosts:
     ops = _op_costs(whole)
     fused: dict[tuple[str, int], int] = {}
     for band in bands:
@@ -58,8 +67,58 @@ def measure_fusion_costs(compile_for: Callable[..., Any], bands: tuple[int, ...]
         for name, cost in _op_costs(cm).items():
             if name in firsts:
                 fused[(firsts[name], band)] = cost
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"ops": ops, "fused": [[n, b, c] for (n, b), c in sorted(fused.items())]}))
-    tmp.replace(path)
     return FusionCosts(ops, fused)
+
+
+def _measure_schedules(compile_for: Callable[..., Any], whole: Any, costs: FusionCosts, budget: int | None,
+                       path: Path) -> FusionCosts:
+    """``costs`` with the whole inference of every schedule to run of at most ``budget`` bytes (None: all)."""
+    runs = to_run(candidates(whole.graph, costs), costs)
+    fitting = [c for c in runs if budget is None or c.arena <= budget]
+    if len(fitting) < 2:  # nothing to rank
+        return costs
+    todo = [c for c in fitting if c.schedule not in costs.schedules]
+    schedules = dict(costs.schedules)
+    for i, c in enumerate(todo):
+        with stage(f"run schedule {i + 1} of {len(todo)} ({c.arena:,} B arena)"):
+            # Runs made up so that this schedule is the fastest: a budget of its arena then builds it.
+            only = FusionCosts(costs.ops, costs.fused, {r.schedule: int(r is not c) for r in runs})
+            cm = compile_for(fuse_blocks="off", ram_budget=c.arena, fuse_costs=only)
+            built = tuple(op.attrs["stages"][0].name for op in cm.graph.ops if op.kind == FUSED_KIND)
+            if built != tuple(name for name, _ in c.schedule) or cm.memory.arena_size != c.arena:
+                raise McuError(f"the schedule built for a {c.arena} B budget is not the one chosen for it "
+                               f"({built} against {c.schedule})", hint="report this as a bug")
+            run = cm.simulate()
+            if not run.passed or run.instructions is None:
+                raise McuError(f"a schedule of {cm.spec.name} failed its bundled vectors on {cm.board.name}",
+                               hint=run.console.strip()[-1500:])
+            schedules[c.schedule] = run.instructions
+            costs = FusionCosts(costs.ops, costs.fused, dict(schedules))
+            _save(path, costs)  # an interrupted measurement keeps what it ran
+    return costs
+
+
+def measure_fusion_costs(compile_for: Callable[..., Any], bands: tuple[int, ...] = BANDS,
+                         budget: int | None = None) -> FusionCosts | None:
+    """``compile_for(fuse_blocks=..., fuse_band=..., ram_budget=..., fuse_costs=...)``: the model compiled for
+    the board in question (fuse_blocks "off" for the whole-tensor schedule, "all" for every block fused at
+    the band). ``budget``: the schedules to run that fit it are run (None: every one). A budget below
+    every arena the blocks reach fails here, before anything is measured (naming what the smallest arena
+    runs when that was measured before). None when the board has no simulator."""
+    whole = compile_for(fuse_blocks="off", fuse_band=1)
+    simulated = whole.board.qemu_machine is not None
+    path = cache_dir() / "fusion-costs" / f"{_key(whole, bands)}.json"
+    costs = _load(path) if simulated else None
+    if budget is not None:
+        try:
+            choose(whole.graph, budget)
+        except McuError:
+            if costs is not None:  # measured before: the error says what the smallest arena runs
+                choose_fastest(whole.graph, budget, costs)
+            raise
+    if not simulated:  # a board without a simulator: the budget fuses as few blocks as fit
+        return None
+    if costs is None:
+        costs = _measure_ops(compile_for, whole, bands)
+        _save(path, costs)
+    return _measure_schedules(compile_for, whole, costs, budget, path)

@@ -14,7 +14,7 @@ from typing import Any
 
 from mcu.emit.c_model import GeneratedLibrary
 from mcu.ir import Graph, Op, QuantParams
-from mcu.plan.fused import KIND as FUSED_KIND
+from mcu.plan.fused import KIND as FUSED_KIND, Block
 from mcu.plan.memory import MemoryPlan
 from mcu.plan.planner import occupied_bytes_per_step
 
@@ -37,6 +37,7 @@ class OpInfo:
     source: str  # the user's source line, "model.py:12: `x = self.conv(x)`", or ""
     live_bytes: int  # arena bytes the buffers live while the op runs occupy (shared bytes once: <= the arena)
     quant: dict[str, Any] = field(default_factory=dict)  # output quantization: scale, zero_point (int8 ops)
+    fused: dict[str, Any] | None = None  # a block run row by row: what its loop does (:func:`fused_loop`)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -53,6 +54,32 @@ def op_macs(op: Op) -> int:
         return 0
     weight = op.inputs[1].shape
     return math.prod(op.outputs[0].shape) * math.prod(weight[1:])
+
+
+def fused_loop(block: Block, stages: list[Op]) -> dict[str, Any]:
+    """What the loop of a fused block (mcu/emit/fused.py) does, counted by replaying it: its passes, the rows
+    of the expanded tensor its producer computes (and how many of them a second time: none, as the ring
+    keeps the rows the next pass reads again), the ring moves that keep them, the padding rows it fills,
+    and its kernel calls against the ops' own when run whole."""
+    computed: dict[int, int] = {}
+    moves = padding = calls = 0
+    for oy, rows in block.bands():
+        fresh = 0
+        if block.keep and oy > 0:
+            moves += 1
+            fresh = block.keep
+        for r in range(fresh, block.window(rows)):
+            ey = oy * block.s - block.pad + r
+            if 0 <= ey < block.e_h:
+                computed[ey] = computed.get(ey, 0) + 1
+                calls += 1
+            else:
+                padding += 1
+        calls += 1 + block.project + bool(block.shortcut_stride) + block.residual
+    return {"band": block.band, "passes": len(block.bands()), "expanded_rows": block.e_h,
+            "rows_computed": sum(computed.values()), "rows_recomputed": sum(n - 1 for n in computed.values()),
+            "ring_moves": moves, "ring_move_bytes": block.keep * block.e_row, "padding_rows": padding,
+            "padding_row_bytes": block.e_row, "calls": calls, "stages": [s.name for s in stages]}
 
 
 def live_bytes_per_step(memory: MemoryPlan, steps: int) -> list[int]:
@@ -88,5 +115,6 @@ def op_table(graph: Graph, memory: MemoryPlan, library: GeneratedLibrary) -> lis
             input_shapes=[list(t.shape) for t in op.inputs if not t.is_constant],
             output_shapes=[list(t.shape) for t in op.outputs], dtype=op.outputs[0].dtype,
             macs=op_macs(op), source=_source(op), live_bytes=live[step.index], quant=_quant(op.outputs[0].quant),
+            fused=fused_loop(op.attrs["block"], op.attrs["stages"]) if op.kind == FUSED_KIND else None,
         ))
     return rows

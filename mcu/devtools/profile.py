@@ -45,6 +45,38 @@ class Profile:
     # Where the estimate comes from when it is not the run itself: on hardware, the same model run in QEMU
     # on the board's twin with the board's memory timing and clock (mcu.device.timing.twin_board).
     predicted_on: str | None = None
+    # Each op's cost in the whole-tensor schedule, by name, when the profiled build fuses blocks: what a fused
+    # block's ops cost unfused, so what its row loop adds (:meth:`fusion_overhead`).
+    whole_costs: dict[str, int] | None = None
+
+    def fusion_overhead(self, op: OpInfo, cost: int) -> int | None:
+        """What fused block ``op`` (measured ``cost``) runs beyond its ops run whole; None when unmeasured."""
+        if op.fused is None or self.whole_costs is None:
+            return None
+        whole = [self.whole_costs.get(name) for name in op.fused["stages"]]
+        return None if any(c is None for c in whole) else cost - sum(c for c in whole if c is not None)
+
+    def fused_lines(self) -> list[str]:
+        """One line per fused block: its loop's work beyond the ops' own (ring moves, padding rows, calls,
+        rows computed again) and, when measured, its instructions beyond its ops run whole."""
+        fused = sorted((r for r in self.rows if r.op.fused is not None), key=lambda r: r.op.handle)
+        if not fused:
+            return []
+        lines = ["fused blocks (run band by band of rows; the ring keeps the rows the next band reads again):"]
+        for r in fused:
+            f = r.op.fused or {}
+            rows = f"{f['band']} row{'s' if f['band'] > 1 else ''}"
+            line = (f"{r.op.handle:>6}  {r.op.name}: {f['passes']} passes of {rows}; expanded rows "
+                    f"computed {f['rows_computed']} of {f['expanded_rows']}, {f['rows_recomputed']} recomputed; "
+                    f"ring moves {f['ring_moves']} x {f['ring_move_bytes']:,} B; padding rows {f['padding_rows']} x "
+                    f"{f['padding_row_bytes']:,} B; {f['calls']} kernel calls ({len(f['stages'])} whole)")
+            extra = self.fusion_overhead(r.op, r.cost)
+            if extra is not None:
+                whole = r.cost - extra
+                line += (f"; {extra:+,} {self.unit} over its ops run whole"
+                         + (f" ({extra / whole * 100:+.1f} %)" if whole else ""))
+            lines.append(line)
+        return lines
 
     @property
     def has_estimate(self) -> bool:
@@ -115,6 +147,7 @@ class Profile:
             lines.append(f"whole inference ({self.inference_of}) {self.inference_cost:,} {self.unit}: the ops account for "
                          f"{self.total_cost / self.inference_cost * 100:.2f} % ({outside:,} outside the ops: "
                          "input/output copies and the call sequence)")
+        lines += self.fused_lines()
         return "\n".join(lines)
 
     def to_json(self) -> dict[str, Any]:
@@ -126,6 +159,7 @@ class Profile:
             "predicted_over_measured": self._ratio(self.total_estimated_cycles, self.total_cost)
             if self.measured_cycles else None,
             "ops": [{**asdict(r.op), "cost": r.cost, "share": r.share, "cost_per_mac": r.cost_per_mac,
+                     "fusion_overhead": self.fusion_overhead(r.op, r.cost),
                      "cycles": r.estimated_cycles, "ms": self._ms(r.estimated_cycles),
                      "predicted_over_measured": self._ratio(r.estimated_cycles, r.cost) if self.measured_cycles else None}
                     for r in self.rows],
@@ -237,15 +271,28 @@ def predict_on_twin(cm: Any, ops: list[OpInfo], events: list[TraceEvent], compil
     return joined, f"{cm.board.sim_twin} with {cm.board.name}'s memory timing"
 
 
+def whole_op_costs(whole: Any, timeout_s: float = 600.0) -> dict[str, int]:
+    """Each op's cost by name in ``whole`` (the model compiled with every tensor whole), traced on its simulator."""
+    run = run_traced(whole, timeout_s=timeout_s)
+    if not run.passed:
+        raise McuError(f"the whole-tensor firmware of {whole.spec.name} failed its bundled vectors",
+                       hint=run.console.strip()[-1500:])
+    name = {op.handle: op.name for op in op_table(whole.graph, whole.memory, whole.library)}
+    return {name[e.handle]: e.cost for e in run.events if e.handle in name}
+
+
 def profile_model(cm: Any, timeout_s: float = 600.0, port: str | None = None, drive: Path | None = None,
-                  search_dirs: Any = None, compile_for: Callable[[Any], Any] | None = None) -> tuple[Profile, Any]:
+                  search_dirs: Any = None, compile_for: Callable[[Any], Any] | None = None,
+                  whole_for: Callable[[], Any] | None = None) -> tuple[Profile, Any]:
     """Trace ``cm``'s firmware on its simulator (or a Pico 2 / Pico over USB: ``port``, ``drive``); the
     profile and the trace run (events, outputs).
 
     In simulation the normal firmware runs too: its whole-inference count is the figure the ops must add
     up to, and both firmwares must print the same outputs for every bundled vector (the tracer changes no
     result). On hardware the traced firmware checks its outputs against the bundled vectors itself, and
-    the total is its own CYCLES line (tracer included).
+    the total is its own CYCLES line (tracer included). ``whole_for``: the same model compiled with every
+    tensor whole; when ``cm`` runs fused blocks, in simulation, its ops are traced too, so that the profile
+    says what each block's row loop costs beyond its ops run whole.
     """
     run = run_traced(cm, timeout_s=timeout_s, port=port, drive=drive, search_dirs=search_dirs)
     if not run.passed:
@@ -264,4 +311,7 @@ def profile_model(cm: Any, timeout_s: float = 600.0, port: str | None = None, dr
         raise McuError(f"the profiling and normal firmwares of {cm.spec.name} print different outputs",
                        hint="the tracer hooks must not change what a model computes: report this as a bug")
     title = f"{cm.spec.name} {cm.quantize} on {cm.board.name}"
-    return make_profile(title, run.unit, ops, run.events, normal.instructions, clock_hz=cm.board.clock_hz), run
+    profile = make_profile(title, run.unit, ops, run.events, normal.instructions, clock_hz=cm.board.clock_hz)
+    if whole_for is not None and any(op.fused is not None for op in ops):
+        profile.whole_costs = whole_op_costs(whole_for(), timeout_s)
+    return profile, run

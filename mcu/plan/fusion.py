@@ -13,7 +13,7 @@ target: a larger ring costs nothing where the block is not at the peak.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from mcu.errors import McuError
 from mcu.ir import Graph, Op
@@ -70,14 +70,19 @@ def choose(graph: Graph, budget: int | None = None) -> FusionChoice:
     return FusionChoice(chosen, bands, len(chains), _arena(graph, chosen, bands), base, smallest)
 
 
+Schedule = tuple[tuple[str, int], ...]  # the fused blocks of a schedule: (first op's name, band), in op order
+
+
 @dataclass(frozen=True)
 class FusionCosts:
-    """What each op of one model costs on one board (instructions, measured: mcu/devtools/fusion_costs.py):
-    ``ops`` every op of the whole-tensor schedule by name, ``fused`` a fused block by its first op's name
-    and its band (output rows per pass)."""
+    """What one model costs on one board (instructions, measured: mcu/devtools/fusion_costs.py): ``ops`` every
+    op of the whole-tensor schedule by name, ``fused`` a fused block by its first op's name and its band
+    (output rows per pass), ``schedules`` the whole inference of each schedule of :func:`to_run` that was
+    built and run."""
 
     ops: dict[str, int]
     fused: dict[tuple[str, int], int]
+    schedules: dict[Schedule, int] = field(default_factory=dict)
 
     def delta(self, stages: list[Op], band: int) -> int | None:
         """Instructions fusing ``stages`` at ``band`` adds (negative: fused is faster); None if unmeasured."""
@@ -91,21 +96,27 @@ class FusionCosts:
         return sorted({band for _, band in self.fused})
 
 
+@dataclass(frozen=True)
+class Candidate:
+    """One schedule the budget chooses from: its fused blocks, its arena, and the instructions it adds to
+    the whole-tensor schedule's by the sum of its ops' measurements (``predicted``)."""
+
+    schedule: Schedule
+    arena: int
+    predicted: int
+
+
 def _schedule_arena(graph: Graph, chains: list[list[Op]], pick: dict[int, int]) -> int:
     chosen = [c for i, c in enumerate(chains) if pick.get(i, 0)]
     return _arena(graph, chosen, {id(c[0]): pick[i] for i, c in enumerate(chains) if pick.get(i, 0)})
 
 
-def choose_fastest(graph: Graph, budget: int, costs: FusionCosts) -> FusionChoice:
-    """The schedule of ``graph`` with the fewest instructions (by ``costs``) whose arena is at most ``budget``.
-
-    Fusing is not always slower (a fused stride-2 block can beat its whole-tensor depthwise), so the
-    fewest fused blocks are not the fastest schedule. The candidates are a fixed set, whatever the
-    budget: each prefix of the blocks by expanded tensor (largest first) fused at one measured band, the
-    other blocks either whole or each at its own fastest option, and each band-1 prefix with every one
-    of its blocks then raised to its fastest band that keeps that candidate's own arena. The cheapest
-    candidate that fits wins (the smaller arena on a tie); as the set does not depend on the budget, a
-    larger budget never picks a slower schedule."""
+def candidates(graph: Graph, costs: FusionCosts) -> list[Candidate]:
+    """A fixed set of schedules, whatever the budget: each prefix of the blocks by expanded tensor (largest
+    first) fused at one measured band, the other blocks either whole or each at its own fastest option,
+    and each band-1 prefix with every one of its blocks then raised to its fastest band that keeps that
+    candidate's own arena. Fusing is not always slower (a fused stride-2 block can beat its whole-tensor
+    depthwise), so the fewest fused blocks are not the fastest schedule."""
     chains = find_chains(graph)
     bands = costs.bands()
     options: list[list[tuple[int, int]]] = []  # per chain: (added instructions, band; 0 whole), cheapest first
@@ -128,6 +139,7 @@ def choose_fastest(graph: Graph, budget: int, costs: FusionCosts) -> FusionChoic
             seen[key] = (cost, _schedule_arena(graph, chains, dict(key)))
         return seen[key]
 
+    evaluate({})
     for pick in picks:
         evaluate(pick)
     if 1 in bands:
@@ -141,16 +153,76 @@ def choose_fastest(graph: Graph, budget: int, costs: FusionCosts) -> FusionChoic
                     if evaluate({**pick, i: b})[1] <= limit:
                         pick = {**pick, i: b}
                         break
-    base = seen[()][1]
-    smallest = min(arena for _, arena in seen.values())
-    fitting = [(cost, arena, key) for key, (cost, arena) in seen.items() if arena <= budget]
+    return [Candidate(tuple((chains[i][0].name, b) for i, b in key), arena, cost)
+            for key, (cost, arena) in seen.items()]
+
+
+def frontier(cands: list[Candidate]) -> list[Candidate]:
+    """The candidates no other beats in both arena and predicted instructions, smallest arena first: for
+    any budget, the last of them that fits is the predicted fastest (the smaller arena on a tie)."""
+    result: list[Candidate] = []
+    for c in sorted(cands, key=lambda c: (c.arena, c.predicted, c.schedule)):
+        if not result or c.predicted < result[-1].predicted:
+            result.append(c)
+    return result
+
+
+# The sums mispredict a schedule's run by up to about 0.6 % (mps2-an505, the example CNNs: an unfused
+# op's count depends on how far the plan overlaps its output with its input, and the plan changes with
+# the fused blocks), so the schedules run whole are those the sums put within this share of the
+# whole-tensor schedule's ops of the frontier.
+MARGIN = 0.003
+
+
+def to_run(cands: list[Candidate], costs: FusionCosts) -> list[Candidate]:
+    """The candidates whose measured runs the budget chooses among, smallest arena first: each one whose
+    predicted instructions are within ``MARGIN`` (of the whole-tensor schedule's ops) of the predicted
+    fastest candidate with at most its arena: the frontier's schedules, and those close behind them."""
+    margin = MARGIN * sum(costs.ops.values())
+    result: list[Candidate] = []
+    best: int | None = None
+    for c in sorted(cands, key=lambda c: (c.arena, c.predicted, c.schedule)):
+        best = c.predicted if best is None else min(best, c.predicted)
+        if c.predicted <= best + margin:
+            result.append(c)
+    return result
+
+
+def _chosen(graph: Graph, schedule: Schedule) -> tuple[list[list[Op]], dict[int, int]]:
+    band = dict(schedule)
+    chains = [c for c in find_chains(graph) if c[0].name in band]
+    return chains, {id(c[0]): band[c[0].name] for c in chains}
+
+
+def choose_fastest(graph: Graph, budget: int, costs: FusionCosts) -> FusionChoice:
+    """The schedule of ``graph`` with the fewest instructions whose arena is at most ``budget``: of the
+    candidates of :func:`to_run` that fit, by each one's measured whole inference (``costs.schedules``)
+    when it has every one's, else by the sums of their ops' measurements (the frontier's fastest). A sum
+    can rank two schedules the wrong way (see ``MARGIN``); measured runs cannot. As the candidates and
+    their costs do not depend on the budget, and a larger budget only adds candidates that fit, a larger
+    budget never picks a slower schedule."""
+    cands = candidates(graph, costs)
+    runs = to_run(cands, costs)
+    chains = find_chains(graph)
+    base = next(c.arena for c in cands if not c.schedule)
+    fitting = [c for c in runs if c.arena <= budget]
+    least = [c for c in runs if c.arena == runs[0].arena]  # the schedules of the smallest arena
+    measured = all(c.schedule in costs.schedules for c in fitting or least)
+    whole_ops = sum(costs.ops.values())
+
+    def cost(c: Candidate) -> int:
+        return costs.schedules[c.schedule] if measured else whole_ops + c.predicted
+
     if not fitting:
+        smallest = min(least, key=lambda c: (cost(c), c.schedule))
+        how = "measured" if measured else "its ops' measurements added up"
+        what = (f"{len(smallest.schedule)} of {len(chains)} blocks run row by row" if smallest.schedule
+                else "every tensor whole")
+        whole = f"; every tensor whole: {base} B" if smallest.schedule else ""
         raise McuError(
-            f"no schedule fits a RAM budget of {budget} B: the smallest arena is {smallest} B, with inverted-"
-            f"residual blocks run row by row (every tensor whole: {base} B)",
-            hint=f"raise --ram-budget to at least {smallest}, or use a smaller model or input")
-    cost, arena, key = min(fitting)
-    picked = dict(key)
-    chosen = [c for i, c in enumerate(chains) if i in picked]
-    return FusionChoice(chosen, {id(c[0]): picked[i] for i, c in enumerate(chains) if i in picked}, len(chains),
-                        arena, base, smallest)
+            f"no schedule fits a RAM budget of {budget} B: the smallest arena is {smallest.arena} B, with "
+            f"{what}, {cost(smallest):,} instructions ({how}{whole})",
+            hint=f"raise --ram-budget to at least {smallest.arena}, or use a smaller model or input")
+    best = min(fitting, key=lambda c: (cost(c), c.arena, c.schedule))
+    chosen, bands = _chosen(graph, best.schedule)
+    return FusionChoice(chosen, bands, len(chains), best.arena, base, runs[0].arena)

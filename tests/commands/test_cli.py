@@ -199,3 +199,25 @@ def test_the_in_process_runner_captures_every_stream_and_keeps_no_state(tmp_path
                  list(warnings.filters), logging.getLogger().level, torch.random.get_rng_state(),
                  torch.get_default_dtype())
         assert after[:6] == before[:6] and torch.equal(after[6], before[6]) and after[7] == before[7]
+
+
+@pytest.mark.parametrize("argv, fuse", [
+    (["build", "--fuse-blocks", "{model}", "-b", "mps2-an505"], "auto"),
+    (["build", "-b", "mps2-an505", "--fuse-blocks", "{model}"], "auto"),
+    (["build", "--fuse-blocks", "all", "{model}", "-b", "mps2-an505"], "all"),
+    (["build", "{model}", "--fuse-blocks", "-b", "mps2-an505"], "auto"),
+    (["build", "{model}", "-b", "mps2-an505"], "off"),
+])
+def test_fuse_blocks_alone_before_the_model_file(argv: list[str], fuse: str) -> None:
+    """--fuse-blocks takes an optional value: an existing file after it is the model, not the value."""
+    from mcu.commands.cli import parse_args
+
+    model = str(EXAMPLES / "mobilenet_v2.py")
+    args = parse_args([a.format(model=model) for a in argv])
+    assert (args.fuse_blocks, str(args.model)) == (fuse, model)
+
+
+def test_fuse_blocks_value_that_is_no_choice_nor_file_is_refused() -> None:
+    proc = mcu_in_process("build", "--fuse-blocks", "some", str(EXAMPLES / "mobilenet_v2.py"), "-b", "mps2-an505")
+    assert proc.returncode == 2
+    assert "invalid choice: 'some'" in proc.stderr

@@ -185,3 +185,52 @@ def test_program_file_profile_on_the_interpreter(compiled, name: str) -> None:
     assert 0.9 * profile.inference_cost <= profile.total_cost <= profile.inference_cost
     kernels = {r.op.name: r.op.kernel for r in profile.rows}
     assert all(k.startswith("mcu_") for k in kernels.values())
+
+
+def _fused_op_info(handle: int, fused: dict) -> "OpInfo":
+    from mcu.devtools.ops import OpInfo
+
+    return OpInfo(handle=handle, name=f"fused_op{handle}", kind="fused_block", kernel="fused_block", backend="fused",
+                  input_shapes=[[1, 8, 8, 4]], output_shapes=[[1, 8, 8, 4]], dtype="int8", macs=0, source="",
+                  live_bytes=512, fused=fused)
+
+
+@pytest.mark.parametrize("geometry, expected", [
+    # 3x3 stride 1, padding 1, 8 expanded rows, 2 output rows a pass: 4 passes, 2 rows kept between them
+    (dict(e_h=8, out_h=8, k=3, s=1, pad=1, band=2, residual=True),
+     dict(passes=4, rows_computed=8, rows_recomputed=0, ring_moves=3, ring_move_bytes=2 * 48, padding_rows=2,
+          calls=8 + 4 * 3)),
+    # 3x3 stride 2, padding 1, 8 rows -> 4, one row a pass: 1 row kept, the top padding row filled
+    (dict(e_h=8, out_h=4, k=3, s=2, pad=1, band=1, residual=False),
+     dict(passes=4, rows_computed=8, rows_recomputed=0, ring_moves=3, ring_move_bytes=48, padding_rows=1,
+          calls=8 + 4 * 2)),
+    # a 1-row window with stride 2, 2 output rows a pass: each pass computes the 3 rows of its window
+    (dict(e_h=8, out_h=4, k=1, s=2, pad=0, band=2, residual=False),
+     dict(passes=2, rows_computed=6, rows_recomputed=0, ring_moves=0, ring_move_bytes=0, padding_rows=0,
+          calls=6 + 2 * 2)),
+])
+def test_a_fused_blocks_loop_is_counted_by_replaying_it(geometry: dict, expected: dict) -> None:
+    from mcu.devtools.ops import fused_loop
+    from mcu.plan.fused import Block
+
+    g = {**geometry}
+    block = Block(in_h=g["e_h"], in_w=4, in_c=4, e_h=g.pop("e_h"), e_w=4, e_c=12, out_w=4, out_c=4, p_kernel=1,
+                  p_stride=1, p_pad=0, zero_point=0, **g)
+    loop = fused_loop(block, [])
+    assert {k: loop[k] for k in expected} == expected
+
+
+def test_profile_prints_what_a_fused_block_runs_beyond_its_ops_whole() -> None:
+    """Per fused block: passes, rows computed and recomputed, ring moves, padding rows, calls, and its
+    instructions beyond its ops run whole when those were traced."""
+    fused = dict(band=2, passes=4, expanded_rows=8, rows_computed=8, rows_recomputed=0, ring_moves=3,
+                 ring_move_bytes=96, padding_rows=2, padding_row_bytes=48, calls=20, stages=["e", "d", "p"])
+    ops = [_fused_op_info(0, fused)]
+    profile = make_profile("m int8 on b", "instructions", ops, [TraceEvent(0, 10_500, 0)], 10_600)
+    line = profile.table().splitlines()[-1]
+    assert "fused_op0: 4 passes of 2 rows; expanded rows computed 8 of 8, 0 recomputed; ring moves 3 x 96 B" in line
+    assert "padding rows 2 x 48 B; 20 kernel calls (3 whole)" in line and "over its ops" not in line
+    profile.whole_costs = {"e": 5000, "d": 3000, "p": 2000}
+    assert profile.table().splitlines()[-1].endswith("; +500 instructions over its ops run whole (+5.0 %)")
+    assert profile.to_json()["ops"][0]["fusion_overhead"] == 500
+    assert profile.to_json()["ops"][0]["fused"]["ring_moves"] == 3

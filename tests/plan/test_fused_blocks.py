@@ -15,11 +15,12 @@ from torch import nn
 
 from mcu.api import CompiledModel, LoweredModel, lower_spec
 from mcu.capture.loader import spec_from_objects
+from mcu.devtools.profile import profile_model
 from mcu.errors import McuError
 from mcu.plan.drawing import plan_svg
 from mcu.emit.c_model import render_library
 from mcu.plan.fused import KIND, Block, find_chains, fused_op
-from mcu.plan.fusion import FusionCosts, choose_fastest
+from mcu.plan.fusion import FusionCosts, candidates, choose_fastest, frontier, to_run
 from mcu.plan.memory import plan_memory
 from mcu.program.writer import UnsupportedKernel
 from cli_runner import assert_one_line_error, mcu_in_process
@@ -333,6 +334,43 @@ def test_fastest_schedule_within_a_budget_takes_a_faster_fused_block() -> None:
         choose_fastest(whole.graph, smallest - 4, costs)
 
 
+@pytest.mark.xdist_group("fused_three_blocks")
+def test_measured_schedules_rank_the_frontier_where_sums_mispredict() -> None:
+    """Given the measured runs of the schedules to run (the frontier of the sums and those close behind), the
+    budget ranks by those, not by the sums of their ops: here the runs say the largest is slower. Every
+    budget from the smallest arena up picks a schedule that fits and runs no more than the one a smaller
+    budget picked; below the smallest arena the error names it and what it runs."""
+    lowered = _three_blocks()
+    whole = lowered.compile()
+    chains = find_chains(whole.graph)
+    ops = {op.name: 1000 for op in whole.graph.ops}
+    fused = {(c[0].name, band): 1000 * len(c) + (-300 if i == 1 and band == 2 else 50 * i + 200 // band)
+             for i, c in enumerate(chains) for band in (1, 2, 4)}
+    sums = FusionCosts(ops, fused)
+    cands = candidates(whole.graph, sums)
+    front, runs = frontier(cands), to_run(cands, sums)
+    assert len(front) >= 3 and {c.schedule for c in front} <= {c.schedule for c in runs}
+    assert [c.predicted for c in front] == sorted((c.predicted for c in front), reverse=True)
+    # the runs: a larger arena runs less, except the largest, which runs 500 more than the one before it
+    measured = {c.schedule: 90_000 - 100 * i for i, c in enumerate(runs)}
+    measured[runs[-1].schedule] = measured[runs[-2].schedule] + 500
+    costs = FusionCosts(ops, fused, measured)
+    budgets = sorted({c.arena for c in runs} | {runs[0].arena + 4, whole.memory.arena_size * 2})
+    picked = []
+    for budget in budgets:
+        choice = choose_fastest(whole.graph, budget, costs)
+        assert choice.arena <= budget
+        picked.append(measured[tuple((c[0].name, choice.bands[id(c[0])]) for c in choice.chains)])
+    assert picked == sorted(picked, reverse=True)
+    assert picked[-1] == measured[runs[-2].schedule]  # the measured faster, not the largest
+    assert choose_fastest(whole.graph, budgets[-1], sums).arena == front[-1].arena  # the sums' choice
+    smallest = runs[0]
+    with pytest.raises(McuError, match=f"smallest arena is {smallest.arena} B, with {len(smallest.schedule)} of "
+                                       f"{len(chains)} blocks run row by row, {measured[smallest.schedule]:,} "
+                                       "instructions \\(measured"):
+        choose_fastest(whole.graph, smallest.arena - 1, costs)
+
+
 class _Basic(nn.Module):
     """A ResNet basic block: conv kxk -> conv kxk -> add of the input (then ReLU)."""
 
@@ -388,3 +426,32 @@ def test_fused_downsampling_block_equals_unfused_reference(cin: int, cout: int, 
     (op,) = _fused(cm)
     assert op.attrs["block"].shortcut_stride == 2 and len(op.attrs["stages"]) == 4
     _same_as_reference(cm)
+
+
+def _four_blocks() -> LoweredModel:
+    """The four blocks of test_fused_blocks_on_the_device_equal_the_reference, lowered once per worker."""
+    if "four blocks" not in _LOWERED:
+        torch.manual_seed(6)
+        model = nn.Sequential(_Block(8, 48, 8, 1, 1, 3, 1, 1, True), _Block(8, 48, 16, 1, 1, 3, 2, 1, False),
+                              _Basic(16, 3), _Down(16, 8, 3))
+        _LOWERED["four blocks"] = _lower(model, (1, 8, 14, 12), 6)
+    return _LOWERED["four blocks"]
+
+
+@requires_qemu
+@pytest.mark.qemu
+@pytest.mark.xdist_group("fused_blocks_device")  # one worker lowers the model once
+def test_profile_says_what_each_fused_block_runs_beyond_its_ops_whole() -> None:
+    """`mcu profile` of fused blocks on the M33: a line per block with its loop's counts, and its instructions
+    beyond its ops as the whole-tensor build (traced too) runs them."""
+    lowered = _four_blocks()
+    cm = lowered.compile("mps2-an505", fuse_blocks="all")
+    profile, _ = profile_model(cm, whole_for=lambda: lowered.compile("mps2-an505"))
+    fused = [r for r in profile.rows if r.op.fused is not None]
+    assert len(fused) == 4 and profile.whole_costs is not None
+    for r in fused:
+        whole = sum(profile.whole_costs[name] for name in r.op.fused["stages"])
+        assert profile.fusion_overhead(r.op, r.cost) == r.cost - whole
+        assert r.op.fused["rows_recomputed"] == 0
+    lines = profile.table().splitlines()
+    assert sum(" over its ops run whole (" in line for line in lines) == 4
