@@ -21,7 +21,6 @@ from mcu.emit.c_model import render_library
 from mcu.plan.fused import KIND, Block, find_chains, fused_op
 from mcu.plan.fusion import FusionCosts, choose_fastest
 from mcu.plan.memory import plan_memory
-from mcu.program.writer import UnsupportedKernel
 from cli_runner import assert_one_line_error, mcu_in_process
 from repo import EXAMPLES, requires_qemu
 
@@ -79,9 +78,14 @@ def _with_band(cm: CompiledModel, band: int) -> CompiledModel:
 
 
 def _same_as_reference(cm: CompiledModel) -> None:
+    """The generated C (host build) and the program file (the interpreter in-process) each equal the
+    reference."""
+    assert _fused(cm) and cm.program_image().instructions["forward"][0][1] == "loop"
     for x in cm.spec.test_inputs:
-        for ref, got in zip(cm.reference_raw(*x), cm.run_raw_c(*x)):
-            np.testing.assert_array_equal(got, ref)
+        ref = cm.reference_raw(*x)
+        for got in (cm.run_raw_c(*x), cm.run_raw(*x)):
+            for want, out in zip(ref, got):
+                np.testing.assert_array_equal(out, want)
 
 
 @st.composite
@@ -151,9 +155,11 @@ def test_fp32_fused_block_equals_unfused_c(config: tuple) -> None:
     assert len(_fused(fused)) == 1 and not _fused(whole)
     assert fused.memory.arena_size < whole.memory.arena_size
     for x in fused.spec.test_inputs:
-        for want, got in zip(whole.run_raw_c(*x), fused.run_raw_c(*x)):
-            assert want.dtype == np.float32
-            np.testing.assert_array_equal(got, want)
+        want = whole.run_raw_c(*x)
+        for got in (fused.run_raw_c(*x), fused.run_raw(*x)):  # the generated C, the program file
+            for w, g in zip(want, got):
+                assert w.dtype == np.float32
+                np.testing.assert_array_equal(g, w)
 
 
 @pytest.mark.slow
@@ -228,12 +234,25 @@ def test_ram_budget_fuses_as_few_blocks_as_fit() -> None:
         lowered.compile(ram_budget=smallest.memory.arena_size - 4)
 
 
-def test_program_files_refuse_fused_blocks_by_name() -> None:
+def test_program_file_runs_fused_blocks_as_loops() -> None:
+    """A fused block is one LOOP in a program file: a few instructions whatever its height, each run at
+    its passes with its operands moved by their strides; bands of 1, 3 and 4 rows (one shorter last band)
+    equal the reference through the interpreter."""
     torch.manual_seed(4)
-    cm = _compile(_Block(4, 24, 4, 1, 1, 3, 1, 1, True), (1, 4, 8, 8), 4, fuse_blocks="all")
+    lowered = _lower(_Block(4, 24, 4, 1, 1, 3, 1, 1, True), (1, 4, 8, 8), 4)
+    cm = lowered.compile(fuse_blocks="all")
     (op,) = _fused(cm)
-    with pytest.raises(UnsupportedKernel, match=f"program files do not carry fused blocks yet \\({op.name}"):
-        cm.runtime_program()
+    steps = cm.program_image().instructions["forward"]
+    # the loop; the ring's move; its top padding row, first row, later rows and bottom padding row; the
+    # depthwise, the projection, the residual
+    kinds = [k for _, k in steps]
+    assert len(kinds) == 9 and kinds[:3] == ["loop", "move", "fill"] and kinds[5] == "fill", steps
+    assert kinds[6:] == ["mcu_depthwise_conv2d_s8", kinds[3], "mcu_add_s8"] and kinds[3] == kinds[4], steps
+    assert {name for name, _ in steps} == {op.name}
+    taller = _lower(_Block(4, 24, 4, 1, 1, 3, 1, 1, True), (1, 4, 24, 8), 4).compile(fuse_blocks="all")
+    assert len(taller.program_image().instructions["forward"]) == len(steps)  # not one call per row
+    for band in (1, 3, 4):
+        _same_as_reference(_with_band(cm, band) if band > 1 else cm)
 
 
 def _clobbers(b: Block, delta: int) -> bool:
