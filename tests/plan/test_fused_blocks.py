@@ -20,7 +20,11 @@ from mcu.plan.drawing import plan_svg
 from mcu.emit.c_model import render_library
 from mcu.plan.fused import KIND, Block, find_chains, fused_op
 from mcu.plan.fusion import FusionCosts, choose_fastest
+from mcu.ir import Tensor
 from mcu.plan.memory import plan_memory
+from mcu.program import writer
+from mcu.program.fused import Step
+from mcu.program.host import Program, ProgramError
 from cli_runner import assert_one_line_error, mcu_in_process
 from repo import EXAMPLES, requires_qemu
 
@@ -253,6 +257,56 @@ def test_program_file_runs_fused_blocks_as_loops() -> None:
     assert len(taller.program_image().instructions["forward"]) == len(steps)  # not one call per row
     for band in (1, 3, 4):
         _same_as_reference(_with_band(cm, band) if band > 1 else cm)
+
+
+def _small_fused_block() -> CompiledModel:
+    if "small" not in _LOWERED:
+        torch.manual_seed(4)
+        _LOWERED["small"] = _lower(_Block(4, 24, 4, 1, 1, 3, 1, 1, True), (1, 4, 8, 8), 4)
+    return _LOWERED["small"].compile(fuse_blocks="all")
+
+
+def _moves_past_the_arena(steps: list[Step], passes: int) -> None:
+    step = next(s for s in steps if any(s.strides))
+    step.strides = [d * 1000 for d in step.strides]
+
+
+def _runs_past_the_loop(steps: list[Step], passes: int) -> None:
+    next(s for s in steps if (s.first, s.end) != (0, passes)).end = passes + 1
+
+
+def _moves_a_constant(steps: list[Step], passes: int) -> None:
+    step = next(s for s in steps if any(isinstance(o, Tensor) and o.is_constant for o in s.call.operands))
+    k = next(i for i, o in enumerate(step.call.operands) if isinstance(o, Tensor) and o.is_constant)
+    step.strides = [4 if i == k else d for i, d in enumerate(step.strides)]
+
+
+def _runs_at_no_pass(steps: list[Step], passes: int) -> None:
+    step = next(s for s in steps if (s.first, s.end) != (0, passes))
+    step.end = step.first
+
+
+def _strides_for_another_call(steps: list[Step], passes: int) -> None:
+    step = next(s for s in steps if any(s.strides))
+    step.strides = [*step.strides, 0]
+
+
+@pytest.mark.parametrize("break_loop", [_moves_past_the_arena, _runs_past_the_loop, _moves_a_constant,
+                                        _runs_at_no_pass, _strides_for_another_call])
+def test_interpreter_refuses_malformed_loops(monkeypatch: pytest.MonkeyPatch, break_loop) -> None:
+    """The loader checks every pass of a loop's body: each is refused at load with a status, never run."""
+    cm = _small_fused_block()
+    Program.load(cm.program_image().program)  # the program as written loads
+    real = writer.band_loop
+
+    def broken(passes: list) -> list[Step]:
+        steps = real(passes)
+        break_loop(steps, len(passes))
+        return steps
+
+    monkeypatch.setattr(writer, "band_loop", broken)
+    with pytest.raises(ProgramError, match="invalid program"):
+        Program.load(cm.program_image().program)
 
 
 def _clobbers(b: Block, delta: int) -> bool:
