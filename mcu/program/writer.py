@@ -86,6 +86,9 @@ class ProgramImage:
     # method -> (op name, kernel function) of each instruction in execution order: what a traced
     # interpreter's event ids (instruction indices) mean.
     instructions: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    # method -> the indices of the instructions a traced interpreter reports, in order: every one but a
+    # loop's body (the loop is one event).
+    traced: dict[str, list[int]] = field(default_factory=dict)
 
     @property
     def constant_bytes(self) -> int:
@@ -209,7 +212,7 @@ def _concat_in_parts(op: Op, inputs: list[int], chunk_bytes: list[int], at: tupl
 
 
 def _method(fb: _Builder, src: MethodSource, segments: _Segments,
-            delegates: list[DelegatePayload]) -> tuple[int, list[tuple[str, str]]]:
+            delegates: list[DelegatePayload]) -> tuple[int, list[tuple[str, str, bool]]]:
     graph, memory = src.graph, src.memory
     ids: dict[int, int] = {}
     order: list[tuple[Tensor, tuple[int, int] | None]] = []  # (tensor, (arena, offset); None: a constant)
@@ -345,8 +348,10 @@ def _method(fb: _Builder, src: MethodSource, segments: _Segments,
         return body[key]
 
     left = 0  # instructions of the current loop's body still to come
+    bodies: list[bool] = []  # per instruction: in a loop's body
     for kernel, operands, params, name, strides, iterations in insns:
         shared = left > 0
+        bodies.append(shared)
         left = params[1] if kernel == LOOP else max(left - 1, 0)
         if shared and name not in names:
             names[name] = fb.string(name)
@@ -377,8 +382,8 @@ def _method(fb: _Builder, src: MethodSource, segments: _Segments,
     }
     if bundled:
         fields["bundled"] = fb.offsets(bundled)
-    return fb.table(fields, {}, Field.METHOD), [(name, kernel_names.get(kernel, "delegate"))
-                                                 for kernel, _operands, _params, name, *_ in insns]
+    return fb.table(fields, {}, Field.METHOD), [(name, kernel_names.get(kernel, "delegate"), in_body)
+                                                 for (kernel, _o, _p, name, *_), in_body in zip(insns, bodies)]
 
 
 def _array_bytes(x: np.ndarray, t: Tensor) -> bytes:
@@ -431,7 +436,10 @@ def write_program(methods: list[MethodSource], external_weights: bool = False,
     program = fmt.assemble(fmt.PROGRAM_MAGIC, bytes(fb.b.Output()), inline, flags=flags)
     return ProgramImage(program=program, weights=weights_blob, weights_name=weights_name if external else None,
                         methods=names, segments=list(segments.items),
-                        instructions={m.name: insns for m, (_, insns) in zip(methods, built)})
+                        instructions={m.name: [(name, kernel) for name, kernel, _ in insns]
+                                      for m, (_, insns) in zip(methods, built)},
+                        traced={m.name: [i for i, (_, _, body) in enumerate(insns) if not body]
+                                for m, (_, insns) in zip(methods, built)})
 
 
 @dataclass

@@ -20,9 +20,10 @@ from mcu.plan.drawing import plan_svg
 from mcu.emit.c_model import render_library
 from mcu.plan.fused import KIND, Block, find_chains, fused_op
 from mcu.plan.fusion import FusionCosts, choose_fastest
-from mcu.ir import Tensor
+from mcu.ir import NUMPY_DTYPES, Tensor
 from mcu.plan.memory import plan_memory
 from mcu.program import writer
+from mcu.program.device import build_interpreter_firmware, run_program
 from mcu.program.fused import Step
 from mcu.program.host import Program, ProgramError
 from cli_runner import assert_one_line_error, mcu_in_process
@@ -173,7 +174,7 @@ def test_fp32_fused_block_equals_unfused_c(config: tuple) -> None:
 @pytest.mark.parametrize("board", ["mps2-an505", "mps2-an386", "mps3-an547", "mps2-an385", "mps2-an385-m0plus"])
 def test_fused_blocks_on_the_device_equal_the_reference(board: str) -> None:
     """Four blocks (a residual one, a strided one, a ResNet basic block, a ResNet downsampling block) fused,
-    in bands of 3 rows: the firmware in QEMU."""
+    in bands of 3 rows: the generated C firmware and the program file on the interpreter firmware in QEMU."""
     if "four blocks" not in _LOWERED:
         torch.manual_seed(6)
         model = nn.Sequential(_Block(8, 48, 8, 1, 1, 3, 1, 1, True), _Block(8, 48, 16, 1, 1, 3, 2, 1, False),
@@ -187,6 +188,15 @@ def test_fused_blocks_on_the_device_equal_the_reference(board: str) -> None:
     for raw, expected in zip(sim.outputs_raw, cm.expected_outputs):
         for got, want in zip(raw, cm.raw_outputs(expected)):
             np.testing.assert_array_equal(got, want)
+    # the program file (four loops) on the board's interpreter firmware, against the reference
+    image = cm.program_image(bundle_tests=True)
+    assert [k for _, k in image.instructions["forward"]].count("loop") == 4
+    prog = run_program(cm.board, build_interpreter_firmware(cm.board).elf, image.program)
+    assert prog.passed and prog.exit_code == 0, prog.console[-2000:]
+    for v, x in enumerate(cm.spec.test_inputs):
+        for i, (t, want) in enumerate(zip(cm.graph.outputs, cm.reference_raw(*x))):
+            got = prog.output("forward", v, i, NUMPY_DTYPES[t.dtype], t.numel)
+            np.testing.assert_array_equal(np.asarray(got).reshape(-1), np.asarray(want).reshape(-1))
 
 
 def test_plan_holds_the_ring_and_drops_the_expanded_tensor() -> None:
