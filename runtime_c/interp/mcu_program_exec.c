@@ -132,18 +132,18 @@ static mcu_status run_instruction(mcu_exec_ctx *x, uint32_t iv, uint32_t n, uint
     mcu_fb *const fp = &x->f;
     mcu_fbt insn;
     mcu_fb_elem(fp, iv, n, i, &insn);
-    const uint32_t kernel = mcu_fb_scalar(fp, &insn, MCU_INSN_KERNEL, 2, 0);
     uint32_t n_ops, n_params;
     const uint32_t ov = mcu_fb_vector(fp, &insn, MCU_INSN_OPERANDS, 4, &n_ops);
-    const uint32_t pv = mcu_fb_vector(fp, &insn, MCU_INSN_PARAMS, 4, &n_params);
-    MCU_REQUIRE(!fp->bad && n_ops >= 1 && n_ops <= MCU_PROGRAM_MAX_OPERANDS && n_params <= MCU_PROGRAM_MAX_PARAMS,
-                MCU_ERR_PROGRAM_INVALID);
+    MCU_REQUIRE(!fp->bad && n_ops >= 1 && n_ops <= MCU_PROGRAM_MAX_OPERANDS, MCU_ERR_PROGRAM_INVALID);
     mcu_program_step step;
     mcu_program_step_fields(fp, &insn, n_ops, count, &step);
     MCU_REQUIRE(!fp->bad, MCU_ERR_PROGRAM_INVALID);
     if (it < step.first || it >= step.end) {
-        return MCU_OK;
+        return MCU_OK; /* another pass's instruction */
     }
+    const uint32_t kernel = mcu_fb_scalar(fp, &insn, MCU_INSN_KERNEL, 2, 0);
+    const uint32_t pv = mcu_fb_vector(fp, &insn, MCU_INSN_PARAMS, 4, &n_params);
+    MCU_REQUIRE(!fp->bad && n_params <= MCU_PROGRAM_MAX_PARAMS, MCU_ERR_PROGRAM_INVALID);
     void *ops[MCU_PROGRAM_MAX_OPERANDS];
     uint32_t sizes[MCU_PROGRAM_MAX_OPERANDS];
     uint32_t dtypes[MCU_PROGRAM_MAX_OPERANDS];

@@ -82,13 +82,13 @@ def _with_band(cm: CompiledModel, band: int) -> CompiledModel:
                                _host=None)
 
 
-def _same_as_reference(cm: CompiledModel) -> None:
-    """The generated C (host build) and the program file (the interpreter in-process) each equal the
-    reference."""
+def _same_as_reference(cm: CompiledModel, c: bool = True) -> None:
+    """The generated C (host build; unless not ``c``) and the program file (the interpreter in-process)
+    each equal the reference."""
     assert _fused(cm) and cm.program_image().instructions["forward"][0][1] == "loop"
     for x in cm.spec.test_inputs:
         ref = cm.reference_raw(*x)
-        for got in (cm.run_raw_c(*x), cm.run_raw(*x)):
+        for got in ((cm.run_raw_c(*x),) if c else ()) + (cm.run_raw(*x),):
             for want, out in zip(ref, got):
                 np.testing.assert_array_equal(out, want)
 
@@ -265,8 +265,8 @@ def test_program_file_runs_fused_blocks_as_loops() -> None:
     assert {name for name, _ in steps} == {op.name}
     taller = _lower(_Block(4, 24, 4, 1, 1, 3, 1, 1, True), (1, 4, 24, 8), 4).compile(fuse_blocks="all")
     assert len(taller.program_image().instructions["forward"]) == len(steps)  # not one call per row
-    for band in (1, 3, 4):
-        _same_as_reference(_with_band(cm, band) if band > 1 else cm)
+    for band in (1, 3, 4):  # the generated C of these is tested above
+        _same_as_reference(_with_band(cm, band) if band > 1 else cm, c=False)
 
 
 def _small_fused_block() -> CompiledModel:
