@@ -248,13 +248,18 @@ def test_ram_budget_fuses_as_few_blocks_as_fit() -> None:
         lowered.compile(ram_budget=smallest.memory.arena_size - 4)
 
 
+def _small_fused_block() -> CompiledModel:
+    if "small" not in _LOWERED:
+        torch.manual_seed(4)
+        _LOWERED["small"] = _lower(_Block(4, 24, 4, 1, 1, 3, 1, 1, True), (1, 4, 8, 8), 4)
+    return _LOWERED["small"].compile(fuse_blocks="all")
+
+
 def test_program_file_runs_fused_blocks_as_loops() -> None:
     """A fused block is one LOOP in a program file: a few instructions whatever its height, each run at
     its passes with its operands moved by their strides; bands of 1, 3 and 4 rows (one shorter last band)
     equal the reference through the interpreter."""
-    torch.manual_seed(4)
-    lowered = _lower(_Block(4, 24, 4, 1, 1, 3, 1, 1, True), (1, 4, 8, 8), 4)
-    cm = lowered.compile(fuse_blocks="all")
+    cm = _small_fused_block()
     (op,) = _fused(cm)
     steps = cm.program_image().instructions["forward"]
     # the loop; the ring's move; its top padding row, first row, later rows and bottom padding row; the
@@ -267,13 +272,6 @@ def test_program_file_runs_fused_blocks_as_loops() -> None:
     assert len(taller.program_image().instructions["forward"]) == len(steps)  # not one call per row
     for band in (1, 3, 4):  # the generated C of these is tested above
         _same_as_reference(_with_band(cm, band) if band > 1 else cm, c=False)
-
-
-def _small_fused_block() -> CompiledModel:
-    if "small" not in _LOWERED:
-        torch.manual_seed(4)
-        _LOWERED["small"] = _lower(_Block(4, 24, 4, 1, 1, 3, 1, 1, True), (1, 4, 8, 8), 4)
-    return _LOWERED["small"].compile(fuse_blocks="all")
 
 
 def _moves_past_the_arena(steps: list[Step], passes: int) -> None:
