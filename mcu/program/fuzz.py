@@ -3,8 +3,8 @@
 ``scripts/fuzz_program`` runs it for as long as asked; the tests run it
 briefly. The harness is runtime_c/interp/fuzz/fuzz_program.c; the seeds are
 real program files written by the compiler: small models (int8 and fp32, two
-methods sharing weights, recurrent layers, 4-bit weights, one followed by its
-external weights file) and, for the long run, every example (custom ops,
+methods sharing weights, recurrent layers, 4-bit weights, fused blocks as
+loops, one followed by its external weights file) and, for the long run, every example (custom ops,
 tiny_llm's two methods sharing a KV cache, each int8 one also with external
 weights).
 """
