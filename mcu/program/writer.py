@@ -278,6 +278,11 @@ def _method(fb: _Builder, src: MethodSource, segments: _Segments,
                     operands.append(tid(o))  # type: ignore[arg-type]
                 else:
                     operands.append(placed_tid(o, where))  # type: ignore[arg-type]
+            if len(operands) > fmt.MAX_OPERANDS or len(c.params) > fmt.MAX_PARAMS:
+                raise UnsupportedKernel(f"a row call of fused block {op.name} takes {len(operands)} operands and "
+                                        f"{len(c.params)} parameters; an instruction holds at most "
+                                        f"{fmt.MAX_OPERANDS} and {fmt.MAX_PARAMS}",
+                                        hint="run the generated C (mcu build / mcu export)")
             whole = (step.first, step.end) == (0, len(passes))
             insns.append((kernel, operands, [_word(v) for v in c.params], op.name,
                           step.strides if any(step.strides) else None, None if whole else [step.first, step.end]))
