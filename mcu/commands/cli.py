@@ -76,7 +76,7 @@ def _add_model_args(p: argparse.ArgumentParser, board_required: bool = True) -> 
                    help="int8: run inverted-residual blocks (1x1 expansion, depthwise, 1x1 projection, residual "
                         "add) row by row through a ring of expanded rows, so the expanded tensor never exists "
                         "whole: as few blocks as give the smallest arena (auto, the flag alone), or every block "
-                        "that can (all); generated C only, program files refuse it")
+                        "that can (all); in generated C and program files alike")
     p.add_argument("--ram-budget", type=positive_int, metavar="BYTES", default=None,
                    help="the fastest schedule (every tensor whole, or blocks run row by row) whose arena is at "
                         "most BYTES (see --speed-model); an error names the smallest arena reachable when none "

@@ -25,7 +25,8 @@ def profile_program(cm: Any, timeout_s: float = 600.0) -> tuple[Profile, TraceRu
         raise McuError(f"board {board.name} has no simulator to run the interpreter firmware on",
                        hint="profile a program file on a QEMU board (`mcu boards`)")
     image = cm.program_image(bundle_tests=True)
-    instructions = image.instructions["forward"]
+    # a loop is one event, its body none
+    instructions = [image.instructions["forward"][i] for i in image.traced["forward"]]
     normal = run_program(board, build_interpreter_firmware(board).elf, image.program, timeout_s=timeout_s)
     traced = run_program(board, build_interpreter_firmware(board, trace=True).elf, image.program,
                          timeout_s=timeout_s, trace=True)
@@ -46,12 +47,13 @@ def profile_program(cm: Any, timeout_s: float = 600.0) -> tuple[Profile, TraceRu
     missing = [name for name, _ in instructions if name not in by_name]
     if missing:
         raise McuError(f"program instructions without an op in the compile: {missing}")
+    position = {index: k for k, index in enumerate(image.traced["forward"])}
     events = []
     estimated = traced.trace_cycles if len(traced.trace_cycles) == len(lines) else None
     for i, (index, cycles) in enumerate(lines[:n]):
-        if index >= n:
-            raise McuError(f"the profiling interpreter traced instruction {index}; the method has {n}")
-        events.append(TraceEvent(handle=handle_of[instructions[index][0]],
+        if index not in position:
+            raise McuError(f"the profiling interpreter traced instruction {index}; the method traces {n}")
+        events.append(TraceEvent(handle=handle_of[instructions[position[index]][0]],
                                  instructions=traced.trace_instructions[i], cycles=cycles,
                                  estimated_cycles=estimated[i] if estimated else None))
     # The table shows the kernel the program runs (a program may lack a generated-C-only variant).

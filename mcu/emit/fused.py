@@ -5,7 +5,7 @@ Each stage's call comes from its backend's emitter on row-sized copies of the op
 with C expressions for where the rows are: input rows of ``x``, the ring's rows, the depthwise's output row
 (scratch), and the block's output row. The producer's parameters depend on how many input rows a row of
 ``e`` reads and on its top padding; the few distinct cases (first rows, middle, last rows) each get their
-own static parameters. Program files do not carry fused blocks (mcu/program/writer.py refuses them).
+own static parameters. Program files make the same calls as one loop instruction (mcu/program/fused.py).
 """
 
 from __future__ import annotations

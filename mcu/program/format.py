@@ -51,6 +51,8 @@ def kernel_table(path: Path | None = None) -> dict[str, int]:
 
 KERNEL_IDS: dict[str, int] = kernel_table()
 KERNEL_DELEGATE = 255
+# The interpreter's own steps (MCU_K_LOOP, MCU_K_FILL, MCU_K_MOVE in program.h): no kernel, no table row.
+KERNEL_LOOP, KERNEL_FILL, KERNEL_MOVE = 256, 257, 258
 
 
 def kernel_macro(function: str) -> str:
@@ -64,7 +66,7 @@ class Field:
     QUANT = {"scale": 0, "zero_point": 1, "axis": 2}
     TENSOR = {"name": 0, "dtype": 1, "shape": 2, "dim_order": 3, "quant": 4, "placement": 5, "index": 6,
               "offset": 7, "nbytes": 8}
-    INSTRUCTION = {"kernel": 0, "operands": 1, "params": 2, "name": 3}
+    INSTRUCTION = {"kernel": 0, "operands": 1, "params": 2, "name": 3, "strides": 4, "iterations": 5}
     BUNDLED = {"inputs": 0, "expected": 1, "tolerances": 2}
     METHOD = {"name": 0, "tensors": 1, "inputs": 2, "outputs": 3, "instructions": 4, "arena_sizes": 5,
               "bundled": 6}

@@ -3,8 +3,8 @@
 ``scripts/fuzz_program`` runs it for as long as asked; the tests run it
 briefly. The harness is runtime_c/interp/fuzz/fuzz_program.c; the seeds are
 real program files written by the compiler: small models (int8 and fp32, two
-methods sharing weights, recurrent layers, 4-bit weights, one followed by its
-external weights file) and, for the long run, every example (custom ops,
+methods sharing weights, recurrent layers, 4-bit weights, fused blocks as
+loops, one followed by its external weights file) and, for the long run, every example (custom ops,
 tiny_llm's two methods sharing a KV cache, each int8 one also with external
 weights).
 """
@@ -212,9 +212,29 @@ model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 4)).eval()
 example_inputs = (torch.randn(1, 64),)
 calibration = [(torch.randn(1, 64),) for _ in range(4)]
 """,
+    # fused blocks, each a LOOP with fills, moves and strided calls: an inverted residual with its residual
+    # (a band of 2 rows: a shorter last band) and a ResNet downsampling block (a 1x1 strided shortcut)
+    "fused": """
+import torch
+from torch import nn
+torch.manual_seed(10)
+class M(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.e, self.d, self.p = nn.Conv2d(4, 12, 1), nn.Conv2d(12, 12, 3, padding=1, groups=12), nn.Conv2d(12, 4, 1)
+        self.c1, self.c2, self.sc = nn.Conv2d(4, 8, 3, 2, 1), nn.Conv2d(8, 8, 3, padding=1), nn.Conv2d(4, 8, 1, 2)
+    def forward(self, x):
+        x = x + self.p(torch.relu(self.d(torch.relu(self.e(x)))))
+        return torch.relu(self.c2(torch.relu(self.c1(x))) + self.sc(x))
+model = M().eval()
+example_inputs = (torch.randn(1, 4, 7, 6),)
+calibration = [(torch.randn(1, 4, 7, 6),) for _ in range(4)]
+""",
 }
 # Quantizations of each seed model (default: fp32 and int8).
 SEED_QUANTIZE = {"int4": (modes.INT4_WEIGHT, modes.INT4_DYNAMIC), "recurrent": (modes.INT8,)}
+# Seed models compiled with every fusable block fused, and the output rows of each pass.
+SEED_FUSE = {"fused": 2}
 # Quantizations of each example, and the files of examples/ that are no model.
 EXAMPLE_QUANTIZE = {"tiny_llm": (modes.INT4_WEIGHT,)}  # as its README section and tests build it
 NOT_EXAMPLES = {"_init", "tiny_llm_model", "tiny_llm_train"}
@@ -226,12 +246,18 @@ MAX_EXAMPLE_SEED = 1 << 20
 def _write_model_seeds(path: Path, name: str, quantizations: tuple[str, ...], seed_dir: Path,
                        external: bool) -> list[Path]:
     # lazy: keeps torch and jinja2 out of this module's import
+    from mcu.api import compile_spec
     from mcu.program.methods import compile_methods
     from mcu.program.writer import program_from
 
     written = []
+    band = SEED_FUSE.get(name)
     for quantize in quantizations:
-        methods = compile_methods(path, quantize=quantize)
+        if band is None:
+            methods = compile_methods(path, quantize=quantize)
+        else:
+            methods = compile_methods(path, quantize=quantize, compile_spec=lambda spec, board, q: compile_spec(
+                spec, board, q, check_flash=False, fuse_blocks="all", fuse_band=band))
         image = program_from(methods, bundle=True)
         out = seed_dir / f"{name}-{quantize}.mpk"
         out.write_bytes(image.program)

@@ -11,7 +11,7 @@ separate weights file whose content id the program records.
 from __future__ import annotations
 
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Callable, Sequence
 
 import flatbuffers
@@ -24,6 +24,7 @@ from mcu.ir import NUMPY_DTYPES, Graph, Op, Tensor
 from mcu.plan.fused import KIND as FUSED_KIND
 from mcu.plan.memory import MemoryPlan, scratch_bytes
 from mcu.program import format as fmt
+from mcu.program.fused import LOOP, STEP_NAMES, band_calls, band_loop
 from mcu.program.format import Field
 from mcu.capture.custom_ops import call_info, delegate_id
 
@@ -85,6 +86,9 @@ class ProgramImage:
     # method -> (op name, kernel function) of each instruction in execution order: what a traced
     # interpreter's event ids (instruction indices) mean.
     instructions: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    # method -> the indices of the instructions a traced interpreter reports, in order: every one but a
+    # loop's body (the loop is one event).
+    traced: dict[str, list[int]] = field(default_factory=dict)
 
     @property
     def constant_bytes(self) -> int:
@@ -208,7 +212,7 @@ def _concat_in_parts(op: Op, inputs: list[int], chunk_bytes: list[int], at: tupl
 
 
 def _method(fb: _Builder, src: MethodSource, segments: _Segments,
-            delegates: list[DelegatePayload]) -> tuple[int, list[tuple[str, str]]]:
+            delegates: list[DelegatePayload]) -> tuple[int, list[tuple[str, str, bool]]]:
     graph, memory = src.graph, src.memory
     ids: dict[int, int] = {}
     order: list[tuple[Tensor, tuple[int, int] | None]] = []  # (tensor, (arena, offset); None: a constant)
@@ -229,9 +233,62 @@ def _method(fb: _Builder, src: MethodSource, segments: _Segments,
         arena, offset, size = scratch
         return tid(Tensor(f"{op.name}_scratch", (size,), "int8"), (arena, offset))
 
+    # (kernel, operands, params, op name, strides, iterations): the last two only in a loop's body
+    insns: list[tuple[int, list[int], list[int], str, list[int] | None, list[int] | None]] = []
+    placed: dict[tuple[int, int, int], int] = {}
+    held: list[Tensor] = []
+    scratches: dict[tuple[int, int, int], Tensor] = {}  # a stage's scratch by (bytes, arena, offset)
+
+    def placed_tid(t: Tensor, at: tuple[int, int]) -> int:
+        """A row tensor of a fused block where one of its loop's instructions first reads or writes it (the
+        same tensor object may sit at several places, one tensor of the method each)."""
+        key = (id(t), *at)
+        if key not in placed:
+            placed[key] = len(order)
+            order.append((replace(t, quant=None), at))
+            held.append(t)  # alive while the method is written, so that its id names no other tensor
+        return placed[key]
+
+    def fused(op: Op) -> None:
+        """A fused block: one LOOP over its bands, then the loop's body (mcu/program/fused.py)."""
+        at = memory.scratch_offsets.get(id(op))
+        if at is None:
+            raise McuError(f"fused block {op.name} has no planned scratch (its ring)")
+        passes = band_calls(op, place, (memory.scratch_arena_index(op), at, scratch_bytes(op)))
+        steps = band_loop(passes)
+        insns.append((LOOP, [], [len(passes), len(steps)], op.name, None, None))
+        for step in steps:
+            c = step.call
+            if isinstance(c.function, int):
+                kernel = c.function
+            elif c.function in fmt.KERNEL_IDS:
+                kernel = fmt.KERNEL_IDS[c.function]
+            else:
+                raise UnsupportedKernel(f"kernel {c.function} ({op.name}) has no program kernel id yet")
+            operands = []
+            for o, where in zip(c.operands, c.places):
+                if o is None or (o is SCRATCH and where is None):
+                    operands.append(-1)
+                elif o is SCRATCH:
+                    key = (c.scratch_bytes, *where)
+                    if key not in scratches:
+                        scratches[key] = Tensor(f"{op.name}_scratch", (c.scratch_bytes,), "int8")
+                    operands.append(placed_tid(scratches[key], where))
+                elif where is None:
+                    operands.append(tid(o))  # type: ignore[arg-type]
+                else:
+                    operands.append(placed_tid(o, where))  # type: ignore[arg-type]
+            if len(operands) > fmt.MAX_OPERANDS or len(c.params) > fmt.MAX_PARAMS:
+                raise UnsupportedKernel(f"a row call of fused block {op.name} takes {len(operands)} operands and "
+                                        f"{len(c.params)} parameters; an instruction holds at most "
+                                        f"{fmt.MAX_OPERANDS} and {fmt.MAX_PARAMS}",
+                                        hint="run the generated C (mcu build / mcu export)")
+            whole = (step.first, step.end) == (0, len(passes))
+            insns.append((kernel, operands, [_word(v) for v in c.params], op.name,
+                          step.strides if any(step.strides) else None, None if whole else [step.first, step.end]))
+
     for t in graph.inputs:
         tid(t)
-    insns: list[tuple[int, list[int], list[int], str]] = []
     for op in graph.ops:
         if op.kind == "delegate":
             if "backend" not in op.attrs or "payload" not in op.attrs:
@@ -239,12 +296,11 @@ def _method(fb: _Builder, src: MethodSource, segments: _Segments,
                                hint="delegate ops come from mcu.backends.base.partition")
             delegates.append(DelegatePayload(str(op.attrs["backend"]), bytes(op.attrs["payload"])))
             operands = [tid(t) for t in (*op.inputs, *op.outputs)]
-            insns.append((fmt.KERNEL_DELEGATE, operands, [len(delegates) - 1, len(op.outputs)], op.name))
+            insns.append((fmt.KERNEL_DELEGATE, operands, [len(delegates) - 1, len(op.outputs)], op.name, None, None))
             continue
         if op.kind == FUSED_KIND:
-            raise UnsupportedKernel(f"program files do not carry fused blocks yet ({op.name}: "
-                                    f"{', '.join(op.attrs['ops'])})",
-                                    hint="drop --fuse-blocks for a program file; the generated C runs fused blocks")
+            fused(op)
+            continue
         planned = memory.scratch_offsets.get(id(op))
         scratch = None if planned is None else (memory.scratch_arena_index(op), planned, scratch_bytes(op))
         if op.kind == "custom":  # a user kernel: through the delegate registry, its params as the payload
@@ -253,7 +309,7 @@ def _method(fb: _Builder, src: MethodSource, segments: _Segments,
             delegates.append(DelegatePayload(delegate_id(function), info.payload()))
             extra = [] if scratch is None else [scratch_tid(op, scratch)]
             operands = [tid(t) for t in op.inputs] + extra + [tid(op.output)]
-            insns.append((fmt.KERNEL_DELEGATE, operands, [len(delegates) - 1, 1], op.name))
+            insns.append((fmt.KERNEL_DELEGATE, operands, [len(delegates) - 1, 1], op.name, None, None))
             continue
         call = program_call(op, place, scratch)
         if call is None:
@@ -271,22 +327,46 @@ def _method(fb: _Builder, src: MethodSource, segments: _Segments,
             else:
                 operands.append(scratch_tid(op, call.scratch))
         if call.function == "mcu_concat" and len(operands) > fmt.MAX_OPERANDS and int(call.params[0]) == 1:
-            insns += _concat_in_parts(op, operands[:-1], [int(v) for v in call.params[1:]], place(op.output), tid)
+            insns += [(*part, None, None) for part in
+                      _concat_in_parts(op, operands[:-1], [int(v) for v in call.params[1:]], place(op.output), tid)]
             continue
         if len(operands) > fmt.MAX_OPERANDS or len(call.params) > fmt.MAX_PARAMS:
             raise UnsupportedKernel(f"{op.kind} {op.name} takes {len(operands)} operands and {len(call.params)} "
                                     f"parameters; a program instruction holds at most {fmt.MAX_OPERANDS} and "
                                     f"{fmt.MAX_PARAMS}", hint="run the generated C (mcu build / mcu export)")
-        insns.append((fmt.KERNEL_IDS[call.function], operands, [_word(v) for v in call.params], op.name))
+        insns.append((fmt.KERNEL_IDS[call.function], operands, [_word(v) for v in call.params], op.name, None, None))
     outputs = [tid(t) for t in graph.outputs]
     inputs = [ids[id(t)] for t in graph.inputs]
 
-    kernel_names = {v: k for k, v in fmt.KERNEL_IDS.items()}
+    kernel_names = {**{v: k for k, v in fmt.KERNEL_IDS.items()}, **STEP_NAMES}
     tensors = [_tensor(fb, t, offset, segments) for t, offset in order]
     insn_offsets = []
-    for kernel, operands, params, name in insns:
-        insn_offsets.append(fb.table({"operands": fb.ints(operands), "params": fb.ints(params),
-                                      "name": fb.string(name)}, {"kernel": ("u16", kernel)}, Field.INSTRUCTION))
+    body: dict[tuple[str, tuple[int, ...]], int] = {}  # a loop body's vectors, each stored once
+    names: dict[str, int] = {}
+
+    def vector(kind: str, values: list[int], shared: bool) -> int:
+        if not shared:
+            return fb.ints(values, np.uint32 if kind == "iterations" else np.int32)
+        key = (kind, tuple(values))
+        if key not in body:
+            body[key] = fb.ints(values, np.uint32 if kind == "iterations" else np.int32)
+        return body[key]
+
+    left = 0  # instructions of the current loop's body still to come
+    bodies: list[bool] = []  # per instruction: in a loop's body
+    for kernel, operands, params, name, strides, iterations in insns:
+        shared = left > 0
+        bodies.append(shared)
+        left = params[1] if kernel == LOOP else max(left - 1, 0)
+        if shared and name not in names:
+            names[name] = fb.string(name)
+        fields = {"operands": vector("operands", operands, shared), "params": vector("params", params, shared),
+                  "name": names[name] if shared else fb.string(name)}
+        if strides is not None:
+            fields["strides"] = vector("strides", strides, True)
+        if iterations is not None:
+            fields["iterations"] = vector("iterations", iterations, True)
+        insn_offsets.append(fb.table(fields, {"kernel": ("u16", kernel)}, Field.INSTRUCTION))
     bundled = []
     for v, vec in enumerate(src.bundled):
         ins = [segments.add(f"vec:{src.name}/{v}/in{i}", _array_bytes(x, graph.inputs[i]), fmt.SEGMENT_INLINE)
@@ -307,8 +387,8 @@ def _method(fb: _Builder, src: MethodSource, segments: _Segments,
     }
     if bundled:
         fields["bundled"] = fb.offsets(bundled)
-    return fb.table(fields, {}, Field.METHOD), [(name, kernel_names.get(kernel, "delegate"))
-                                                 for kernel, *_, name in insns]
+    return fb.table(fields, {}, Field.METHOD), [(name, kernel_names.get(kernel, "delegate"), in_body)
+                                                 for (kernel, _o, _p, name, *_), in_body in zip(insns, bodies)]
 
 
 def _array_bytes(x: np.ndarray, t: Tensor) -> bytes:
@@ -361,7 +441,10 @@ def write_program(methods: list[MethodSource], external_weights: bool = False,
     program = fmt.assemble(fmt.PROGRAM_MAGIC, bytes(fb.b.Output()), inline, flags=flags)
     return ProgramImage(program=program, weights=weights_blob, weights_name=weights_name if external else None,
                         methods=names, segments=list(segments.items),
-                        instructions={m.name: insns for m, (_, insns) in zip(methods, built)})
+                        instructions={m.name: [(name, kernel) for name, kernel, _ in insns]
+                                      for m, (_, insns) in zip(methods, built)},
+                        traced={m.name: [i for i, (_, _, body) in enumerate(insns) if not body]
+                                for m, (_, insns) in zip(methods, built)})
 
 
 @dataclass

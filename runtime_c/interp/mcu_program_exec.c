@@ -124,6 +124,57 @@ static mcu_status run_delegate(mcu_fb *f, const mcu_program *p, void *const *ops
     return mcu_delegate_execute(b, p->delegate_handles[params[0]], ops, sizes, n_ops - n_outputs, n_outputs);
 }
 
+/* Instruction `i` of the vector at `iv` (`n` long), at iteration `it` of a loop of `count` iterations (count 0:
+ * in no loop). A body instruction runs only at its own iterations, its operands moved by their strides. */
+static mcu_status run_instruction(mcu_exec_ctx *x, uint32_t iv, uint32_t n, uint32_t i, uint8_t *const *bases,
+                                  uint32_t it, uint32_t count)
+{
+    mcu_fb *const fp = &x->f;
+    mcu_fbt insn;
+    mcu_fb_elem(fp, iv, n, i, &insn);
+    uint32_t n_ops, n_params;
+    const uint32_t ov = mcu_fb_vector(fp, &insn, MCU_INSN_OPERANDS, 4, &n_ops);
+    MCU_REQUIRE(!fp->bad && n_ops >= 1 && n_ops <= MCU_PROGRAM_MAX_OPERANDS, MCU_ERR_PROGRAM_INVALID);
+    mcu_program_step step;
+    mcu_program_step_fields(fp, &insn, n_ops, count, &step);
+    MCU_REQUIRE(!fp->bad, MCU_ERR_PROGRAM_INVALID);
+    if (it < step.first || it >= step.end) {
+        return MCU_OK; /* another pass's instruction */
+    }
+    const uint32_t kernel = mcu_fb_scalar(fp, &insn, MCU_INSN_KERNEL, 2, 0);
+    const uint32_t pv = mcu_fb_vector(fp, &insn, MCU_INSN_PARAMS, 4, &n_params);
+    MCU_REQUIRE(!fp->bad && n_params <= MCU_PROGRAM_MAX_PARAMS, MCU_ERR_PROGRAM_INVALID);
+    void *ops[MCU_PROGRAM_MAX_OPERANDS];
+    uint32_t sizes[MCU_PROGRAM_MAX_OPERANDS];
+    uint32_t dtypes[MCU_PROGRAM_MAX_OPERANDS];
+    int32_t ids[MCU_PROGRAM_MAX_OPERANDS];
+    int32_t params[MCU_PROGRAM_MAX_PARAMS];
+    memcpy(ids, fp->b + ov, n_ops * sizeof(int32_t));
+    memcpy(params, fp->b + pv, n_params * sizeof(int32_t));
+    for (uint32_t k = 0; k < n_ops; ++k) {
+        dtypes[k] = 0;
+        ops[k] = operand(x, ids[k], bases, &sizes[k], &dtypes[k]);
+        if (ops[k] != NULL && step.strides[k] != 0) { /* the loader proved every iteration's place */
+            ops[k] = (uint8_t *)ops[k] + (ptrdiff_t)step.strides[k] * (ptrdiff_t)(it - step.first);
+        }
+    }
+    MCU_REQUIRE(!fp->bad, MCU_ERR_PROGRAM_INVALID);
+    if (kernel == MCU_K_FILL) {
+        MCU_REQUIRE(ops[0] != NULL && n_params == 1, MCU_ERR_PROGRAM_INVALID);
+        memset(ops[0], params[0] & 0xFF, sizes[0]);
+        return MCU_OK;
+    }
+    if (kernel == MCU_K_MOVE) {
+        MCU_REQUIRE(n_ops == 2 && ops[0] != NULL && ops[1] != NULL && sizes[0] == sizes[1], MCU_ERR_PROGRAM_INVALID);
+        memmove(ops[1], ops[0], sizes[1]);
+        return MCU_OK;
+    }
+    if (kernel == MCU_K_DELEGATE) {
+        return run_delegate(fp, x->p, ops, sizes, n_ops, params);
+    }
+    return mcu_program_dispatch(kernel, ops, sizes, n_ops, params, n_params, (int32_t)mcu_dtype_size(dtypes[0]));
+}
+
 mcu_status mcu_program_execute(const mcu_program *p, uint32_t method, uint8_t *const *arenas,
                                const uint32_t *arena_sizes, uint32_t n_arenas)
 {
@@ -149,34 +200,30 @@ mcu_status mcu_program_execute(const mcu_program *p, uint32_t method, uint8_t *c
     const uint32_t iv = mcu_fb_vector(fp, &m, MCU_METHOD_INSTRUCTIONS, 4, &n);
     for (uint32_t i = 0; i < n; ++i) {
         mcu_fb_elem(fp, iv, n, i, &insn);
-        const uint32_t kernel = mcu_fb_scalar(fp, &insn, MCU_INSN_KERNEL, 2, 0);
-        uint32_t n_ops, n_params;
-        const uint32_t ov = mcu_fb_vector(fp, &insn, MCU_INSN_OPERANDS, 4, &n_ops);
-        const uint32_t pv = mcu_fb_vector(fp, &insn, MCU_INSN_PARAMS, 4, &n_params);
-        MCU_REQUIRE(!fp->bad && n_ops >= 1 && n_ops <= MCU_PROGRAM_MAX_OPERANDS && n_params <= MCU_PROGRAM_MAX_PARAMS,
-                    MCU_ERR_PROGRAM_INVALID);
-        void *ops[MCU_PROGRAM_MAX_OPERANDS];
-        uint32_t sizes[MCU_PROGRAM_MAX_OPERANDS];
-        uint32_t dtypes[MCU_PROGRAM_MAX_OPERANDS];
-        int32_t ids[MCU_PROGRAM_MAX_OPERANDS];
-        int32_t params[MCU_PROGRAM_MAX_PARAMS];
-        memcpy(ids, fp->b + ov, n_ops * sizeof(int32_t));
-        memcpy(params, fp->b + pv, n_params * sizeof(int32_t));
-        for (uint32_t k = 0; k < n_ops; ++k) {
-            dtypes[k] = 0;
-            ops[k] = operand(&x, ids[k], bases, &sizes[k], &dtypes[k]);
+        uint32_t count = 0, body = 0;
+        if (mcu_fb_scalar(fp, &insn, MCU_INSN_KERNEL, 2, 0) == MCU_K_LOOP) {
+            uint32_t n_params;
+            const uint32_t pv = mcu_fb_vector(fp, &insn, MCU_INSN_PARAMS, 4, &n_params);
+            MCU_REQUIRE(!fp->bad && n_params == 2, MCU_ERR_PROGRAM_INVALID);
+            count = mcu_fb_u32(fp, pv);
+            body = mcu_fb_u32(fp, pv + 4u);
+            MCU_REQUIRE(!fp->bad && count >= 1 && body >= 1 && body < n - i, MCU_ERR_PROGRAM_INVALID);
         }
-        MCU_REQUIRE(!fp->bad, MCU_ERR_PROGRAM_INVALID);
         /* The event id is the instruction's index in its method: the host names the op from the
-         * instruction's name (mcu/devtools/program_trace.py). Without MCU_TRACE both hooks vanish. */
+         * instruction's name (mcu/devtools/program_trace.py); a loop is one event. Without MCU_TRACE both
+         * hooks vanish. */
         MCU_TRACE_OP_BEGIN(i);
-        if (kernel == MCU_K_DELEGATE) {
-            MCU_CHECK(run_delegate(fp, p, ops, sizes, n_ops, params));
+        if (body == 0) {
+            MCU_CHECK(run_instruction(&x, iv, n, i, bases, 0, 0));
         } else {
-            MCU_CHECK(mcu_program_dispatch(kernel, ops, sizes, n_ops, params, n_params,
-                                           (int32_t)mcu_dtype_size(dtypes[0])));
+            for (uint32_t it = 0; it < count; ++it) {
+                for (uint32_t j = 1; j <= body; ++j) {
+                    MCU_CHECK(run_instruction(&x, iv, n, i + j, bases, it, count));
+                }
+            }
+            i += body;
         }
-        MCU_TRACE_OP_END(i);
+        MCU_TRACE_OP_END(i - body);
     }
     return fp->bad ? MCU_ERR_PROGRAM_INVALID : MCU_OK;
 }

@@ -196,6 +196,40 @@ uint32_t mcu_fb_u32_at(mcu_fb *f, const mcu_fbt *t, uint32_t slot, uint32_t i)
     return i < n ? load(f, v + 4u * i, 4) : MCU_FB_ABSENT_INDEX;
 }
 
+void mcu_program_step_fields(mcu_fb *f, const mcu_fbt *insn, uint32_t n_ops, uint32_t count, mcu_program_step *s)
+{
+    uint32_t n_strides, n_iterations;
+    const uint32_t sv = mcu_fb_vector(f, insn, MCU_INSN_STRIDES, 4, &n_strides);
+    const uint32_t iv = mcu_fb_vector(f, insn, MCU_INSN_ITERATIONS, 4, &n_iterations);
+    s->first = 0;
+    s->end = count != 0 ? count : 1u;
+    for (uint32_t k = 0; k < MCU_PROGRAM_MAX_OPERANDS; ++k) {
+        s->strides[k] = 0;
+    }
+    if (count == 0) {
+        if (n_strides != 0 || n_iterations != 0) {
+            f->bad = 1;
+        }
+        return;
+    }
+    if (n_strides != 0) {
+        if (n_strides != n_ops || n_ops > MCU_PROGRAM_MAX_OPERANDS) {
+            f->bad = 1;
+            return;
+        }
+        for (uint32_t k = 0; k < n_ops; ++k) {
+            s->strides[k] = (int32_t)load(f, sv + 4u * k, 4);
+        }
+    }
+    if (n_iterations != 0) {
+        s->first = load(f, iv, 4);
+        s->end = load(f, iv + 4u, 4);
+        if (n_iterations != 2 || s->first >= s->end || s->end > count) {
+            f->bad = 1;
+        }
+    }
+}
+
 void mcu_program_reader(const mcu_program *p, mcu_fb *f, mcu_fbt *root)
 {
     f->b = p->fb;

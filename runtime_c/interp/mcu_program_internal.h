@@ -44,7 +44,7 @@ enum {
     MCU_TENSOR_NAME, MCU_TENSOR_DTYPE, MCU_TENSOR_SHAPE, MCU_TENSOR_DIM_ORDER, MCU_TENSOR_QUANT,
     MCU_TENSOR_PLACEMENT, MCU_TENSOR_INDEX, MCU_TENSOR_OFFSET, MCU_TENSOR_NBYTES
 };
-enum { MCU_INSN_KERNEL, MCU_INSN_OPERANDS, MCU_INSN_PARAMS, MCU_INSN_NAME };
+enum { MCU_INSN_KERNEL, MCU_INSN_OPERANDS, MCU_INSN_PARAMS, MCU_INSN_NAME, MCU_INSN_STRIDES, MCU_INSN_ITERATIONS };
 enum { MCU_BUNDLED_INPUTS, MCU_BUNDLED_EXPECTED, MCU_BUNDLED_TOLERANCES };
 enum {
     MCU_METHOD_NAME, MCU_METHOD_TENSORS, MCU_METHOD_INPUTS, MCU_METHOD_OUTPUTS, MCU_METHOD_INSTRUCTIONS,
@@ -82,6 +82,19 @@ uint32_t mcu_fb_table_at(mcu_fb *f, const mcu_fbt *t, uint32_t slot, uint32_t i,
 const char *mcu_fb_string(mcu_fb *f, const mcu_fbt *t, uint32_t slot);
 /** Element `i` (u32) of the vector field `slot`, MCU_FB_ABSENT_INDEX when out of range. */
 uint32_t mcu_fb_u32_at(mcu_fb *f, const mcu_fbt *t, uint32_t slot, uint32_t i);
+
+/** Where an instruction of a MCU_K_LOOP's body runs: the iterations [first, end) and how far each operand
+ *  moves an iteration (bytes). Outside a loop: the one pass [0, 1), nothing moves. */
+typedef struct {
+    uint32_t first;
+    uint32_t end;
+    int32_t strides[MCU_PROGRAM_MAX_OPERANDS];
+} mcu_program_step;
+
+/** The strides and iterations fields of instruction `insn` (`n_ops` operands, at most
+ *  MCU_PROGRAM_MAX_OPERANDS) in a loop of `count` iterations (0: in no loop, where neither field may be
+ *  present); bad when they are malformed. */
+void mcu_program_step_fields(mcu_fb *f, const mcu_fbt *insn, uint32_t n_ops, uint32_t count, mcu_program_step *s);
 
 /** A reader over the program's flatbuffer, and its root table. */
 void mcu_program_reader(const mcu_program *p, mcu_fb *f, mcu_fbt *root);

@@ -134,8 +134,41 @@ static mcu_status verify_tensor(mcu_fb *f, const mcu_program *q, const mcu_fbt *
     return MCU_OK;
 }
 
+/* The checks of one call with its operands where they are: a kernel's contract, a delegate's operands, or
+ * the interpreter's own fill and move. */
+static mcu_status check_call(uint32_t kernel, const mcu_operand_desc *ops, uint32_t n_ops, const int32_t *params,
+                             uint32_t n_params, uint32_t n_program_delegates)
+{
+    if (kernel == MCU_K_FILL) {
+        MCU_REQUIRE(n_ops == 1 && n_params == 1 && ops[0].present && !ops[0].constant && params[0] >= -128 &&
+                        params[0] <= 255,
+                    MCU_ERR_PROGRAM_INVALID);
+        return MCU_OK;
+    }
+    if (kernel == MCU_K_MOVE) {
+        MCU_REQUIRE(n_ops == 2 && n_params == 0 && ops[0].present && ops[1].present && !ops[0].constant &&
+                        !ops[1].constant && ops[0].nbytes == ops[1].nbytes,
+                    MCU_ERR_PROGRAM_INVALID);
+        return MCU_OK;
+    }
+    if (kernel != MCU_K_DELEGATE) {
+        return mcu_program_check_kernel(kernel, ops, n_ops, params, n_params);
+    }
+    /* Delegate: params are the delegate index and the number of outputs (the last operands). */
+    MCU_REQUIRE(n_params == 2 && (uint32_t)params[0] < n_program_delegates && params[1] >= 1 &&
+                    (uint32_t)params[1] <= n_ops,
+                MCU_ERR_PROGRAM_INVALID);
+    for (uint32_t i = n_ops - (uint32_t)params[1]; i < n_ops; ++i) {
+        MCU_REQUIRE(ops[i].present && !ops[i].constant, MCU_ERR_PROGRAM_INVALID);
+    }
+    return MCU_OK;
+}
+
+/* Instruction `index`, in a loop of `count` iterations (0: in none): at every iteration it runs at, each arena
+ * operand moved by its stride lies in its arena and the call passes its checks there. */
 static mcu_status verify_instruction(mcu_fb *f, const mcu_program *q, const mcu_fbt *m, uint32_t index,
-                                     uint32_t n_tensors, uint32_t n_program_delegates)
+                                     uint32_t n_tensors, uint32_t n_program_delegates, const uint32_t *arenas,
+                                     uint32_t count)
 {
     mcu_fbt insn, t;
     mcu_fb_table_at(f, m, MCU_METHOD_INSTRUCTIONS, index, &insn);
@@ -144,11 +177,16 @@ static mcu_status verify_instruction(mcu_fb *f, const mcu_program *q, const mcu_
     const uint32_t ov = mcu_fb_vector(f, &insn, MCU_INSN_OPERANDS, 4, &n_ops);
     const uint32_t pv = mcu_fb_vector(f, &insn, MCU_INSN_PARAMS, 4, &n_params);
     (void)mcu_fb_string(f, &insn, MCU_INSN_NAME);
-    MCU_REQUIRE(!f->bad && n_ops <= MCU_PROGRAM_MAX_OPERANDS && n_params <= MCU_PROGRAM_MAX_PARAMS,
+    MCU_REQUIRE(!f->bad && n_ops <= MCU_PROGRAM_MAX_OPERANDS && n_params <= MCU_PROGRAM_MAX_PARAMS &&
+                    kernel != MCU_K_LOOP && (count == 0 || kernel != MCU_K_DELEGATE),
                 MCU_ERR_PROGRAM_INVALID);
+    mcu_program_step step;
+    mcu_program_step_fields(f, &insn, n_ops, count, &step);
+    MCU_REQUIRE(!f->bad, MCU_ERR_PROGRAM_INVALID);
     mcu_operand_desc ops[MCU_PROGRAM_MAX_OPERANDS];
     int32_t params[MCU_PROGRAM_MAX_PARAMS];
     memcpy(params, f->b + pv, n_params * sizeof(int32_t));
+    int moves = 0;
     for (uint32_t i = 0; i < n_ops; ++i) {
         const int32_t id = (int32_t)mcu_fb_u32(f, ov + 4u * i);
         mcu_program_tensor_desc d = {0, 0, 0, 0, 0};
@@ -163,22 +201,51 @@ static mcu_status verify_instruction(mcu_fb *f, const mcu_program *q, const mcu_
         ops[i].arena = d.index;
         ops[i].offset = d.offset;
         ops[i].data = NULL;
+        /* Only arena operands move; verify_tensor has proved each tensor's first place. */
+        MCU_REQUIRE(step.strides[i] == 0 || (id >= 0 && !ops[i].constant), MCU_ERR_PROGRAM_INVALID);
+        moves |= step.strides[i] != 0;
         if (id >= 0 && ops[i].constant) {
             uint32_t seg_size; /* verify_tensor has proved the segment holds [offset, offset + nbytes) */
             MCU_CHECK(mcu_program_segment(f, q, d.index, &ops[i].data, &seg_size));
             ops[i].data += d.offset;
         }
     }
-    if (kernel != MCU_K_DELEGATE) {
-        return mcu_program_check_kernel(kernel, ops, n_ops, params, n_params);
+    /* Without strides every iteration checks the same call: once is enough. */
+    const uint32_t end = moves ? step.end : step.first + 1u;
+    for (uint32_t it = step.first; it < end; ++it) {
+        mcu_operand_desc at[MCU_PROGRAM_MAX_OPERANDS];
+        for (uint32_t i = 0; i < n_ops; ++i) {
+            at[i] = ops[i];
+            if (step.strides[i] != 0) {
+                const int64_t offset = (int64_t)ops[i].offset + (int64_t)step.strides[i] * (int64_t)(it - step.first);
+                MCU_REQUIRE(offset >= 0 && offset + (int64_t)ops[i].nbytes <= (int64_t)arenas[ops[i].arena] &&
+                                offset % (int64_t)mcu_dtype_size(ops[i].dtype) == 0,
+                            MCU_ERR_PROGRAM_INVALID);
+                at[i].offset = (uint32_t)offset;
+            }
+        }
+        MCU_CHECK(check_call(kernel, at, n_ops, params, n_params, n_program_delegates));
     }
-    /* Delegate: params are the delegate index and the number of outputs (the last operands). */
-    MCU_REQUIRE(n_params == 2 && (uint32_t)params[0] < n_program_delegates && params[1] >= 1 &&
-                    (uint32_t)params[1] <= n_ops,
+    return MCU_OK;
+}
+
+/* A loop instruction at `index` with `left` instructions after it: no operands, params count and body. */
+static mcu_status verify_loop(mcu_fb *f, const mcu_fbt *m, uint32_t index, uint32_t left, uint32_t *count,
+                              uint32_t *body)
+{
+    mcu_fbt insn;
+    mcu_fb_table_at(f, m, MCU_METHOD_INSTRUCTIONS, index, &insn);
+    uint32_t n_ops, n_params;
+    mcu_fb_vector(f, &insn, MCU_INSN_OPERANDS, 4, &n_ops);
+    const uint32_t pv = mcu_fb_vector(f, &insn, MCU_INSN_PARAMS, 4, &n_params);
+    (void)mcu_fb_string(f, &insn, MCU_INSN_NAME);
+    mcu_program_step step;
+    mcu_program_step_fields(f, &insn, 0, 0, &step);
+    MCU_REQUIRE(!f->bad && n_ops == 0 && n_params == 2, MCU_ERR_PROGRAM_INVALID);
+    *count = mcu_fb_u32(f, pv);
+    *body = mcu_fb_u32(f, pv + 4u);
+    MCU_REQUIRE(!f->bad && *count >= 1 && *count <= MCU_PROGRAM_MAX_ITERATIONS && *body >= 1 && *body <= left,
                 MCU_ERR_PROGRAM_INVALID);
-    for (uint32_t i = n_ops - (uint32_t)params[1]; i < n_ops; ++i) {
-        MCU_REQUIRE(ops[i].present && !ops[i].constant, MCU_ERR_PROGRAM_INVALID);
-    }
     return MCU_OK;
 }
 
@@ -256,7 +323,19 @@ static mcu_status verify_method(mcu_fb *f, const mcu_program *q, uint32_t index,
     MCU_REQUIRE(!f->bad, MCU_ERR_PROGRAM_INVALID);
     mcu_fb_vector(f, &m, MCU_METHOD_INSTRUCTIONS, 4, &n);
     for (uint32_t i = 0; i < n; ++i) {
-        MCU_CHECK(verify_instruction(f, q, &m, i, n_tensors, n_program_delegates));
+        mcu_fbt insn;
+        mcu_fb_table_at(f, &m, MCU_METHOD_INSTRUCTIONS, i, &insn);
+        MCU_REQUIRE(!f->bad, MCU_ERR_PROGRAM_INVALID);
+        if (mcu_fb_scalar(f, &insn, MCU_INSN_KERNEL, 2, 0) != MCU_K_LOOP) {
+            MCU_CHECK(verify_instruction(f, q, &m, i, n_tensors, n_program_delegates, arenas, 0));
+            continue;
+        }
+        uint32_t count, body;
+        MCU_CHECK(verify_loop(f, &m, i, n - i - 1u, &count, &body));
+        for (uint32_t j = 1; j <= body; ++j) {
+            MCU_CHECK(verify_instruction(f, q, &m, i + j, n_tensors, n_program_delegates, arenas, count));
+        }
+        i += body;
     }
     mcu_fb_vector(f, &m, MCU_METHOD_BUNDLED, 4, &n);
     for (uint32_t i = 0; i < n; ++i) {

@@ -21,8 +21,7 @@ def _same(shared: CompiledModel, fresh: CompiledModel) -> None:
     assert shared.firmware_sources() == fresh.firmware_sources()
     assert shared.summary() == fresh.summary()
     assert shared.partitions.to_json() == fresh.partitions.to_json()
-    if not any(op.kind == FUSED for op in fresh.graph.ops):  # program files refuse fused blocks
-        assert shared.program_image().program == fresh.program_image().program
+    assert shared.program_image().program == fresh.program_image().program
 
 
 @pytest.mark.parametrize("quantize", ["int8", "none"])

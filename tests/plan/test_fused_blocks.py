@@ -21,8 +21,12 @@ from mcu.plan.drawing import plan_svg
 from mcu.emit.c_model import render_library
 from mcu.plan.fused import KIND, Block, find_chains, fused_op
 from mcu.plan.fusion import FusionCosts, candidates, choose_fastest, frontier, to_run
+from mcu.ir import NUMPY_DTYPES, Tensor
 from mcu.plan.memory import plan_memory
-from mcu.program.writer import UnsupportedKernel
+from mcu.program import writer
+from mcu.program.device import build_interpreter_firmware, run_program
+from mcu.program.fused import Step
+from mcu.program.host import Program, ProgramError
 from cli_runner import assert_one_line_error, mcu_in_process
 from repo import EXAMPLES, requires_qemu
 
@@ -79,10 +83,16 @@ def _with_band(cm: CompiledModel, band: int) -> CompiledModel:
                                _host=None)
 
 
-def _same_as_reference(cm: CompiledModel) -> None:
+def _same_as_reference(cm: CompiledModel, c: bool = True) -> None:
+    """The generated C (host build; unless not ``c``) and the program file (the interpreter in-process)
+    each equal the reference."""
+    loops = [k for _, k in cm.program_image().instructions["forward"]].count("loop")
+    assert loops == len(_fused(cm)) > 0
     for x in cm.spec.test_inputs:
-        for ref, got in zip(cm.reference_raw(*x), cm.run_raw_c(*x)):
-            np.testing.assert_array_equal(got, ref)
+        ref = cm.reference_raw(*x)
+        for got in ((cm.run_raw_c(*x),) if c else ()) + (cm.run_raw(*x),):
+            for want, out in zip(ref, got):
+                np.testing.assert_array_equal(out, want)
 
 
 @st.composite
@@ -152,9 +162,11 @@ def test_fp32_fused_block_equals_unfused_c(config: tuple) -> None:
     assert len(_fused(fused)) == 1 and not _fused(whole)
     assert fused.memory.arena_size < whole.memory.arena_size
     for x in fused.spec.test_inputs:
-        for want, got in zip(whole.run_raw_c(*x), fused.run_raw_c(*x)):
-            assert want.dtype == np.float32
-            np.testing.assert_array_equal(got, want)
+        want = whole.run_raw_c(*x)
+        for got in (fused.run_raw_c(*x), fused.run_raw(*x)):  # the generated C, the program file
+            for w, g in zip(want, got):
+                assert w.dtype == np.float32
+                np.testing.assert_array_equal(g, w)
 
 
 @pytest.mark.slow
@@ -164,7 +176,7 @@ def test_fp32_fused_block_equals_unfused_c(config: tuple) -> None:
 @pytest.mark.parametrize("board", ["mps2-an505", "mps2-an386", "mps3-an547", "mps2-an385", "mps2-an385-m0plus"])
 def test_fused_blocks_on_the_device_equal_the_reference(board: str) -> None:
     """Four blocks (a residual one, a strided one, a ResNet basic block, a ResNet downsampling block) fused,
-    in bands of 3 rows: the firmware in QEMU."""
+    in bands of 3 rows: the generated C firmware and the program file on the interpreter firmware in QEMU."""
     if "four blocks" not in _LOWERED:
         torch.manual_seed(6)
         model = nn.Sequential(_Block(8, 48, 8, 1, 1, 3, 1, 1, True), _Block(8, 48, 16, 1, 1, 3, 2, 1, False),
@@ -178,6 +190,15 @@ def test_fused_blocks_on_the_device_equal_the_reference(board: str) -> None:
     for raw, expected in zip(sim.outputs_raw, cm.expected_outputs):
         for got, want in zip(raw, cm.raw_outputs(expected)):
             np.testing.assert_array_equal(got, want)
+    # the program file (four loops) on the board's interpreter firmware, against the reference
+    image = cm.program_image(bundle_tests=True)
+    assert [k for _, k in image.instructions["forward"]].count("loop") == 4
+    prog = run_program(cm.board, build_interpreter_firmware(cm.board).elf, image.program)
+    assert prog.passed and prog.exit_code == 0, prog.console[-2000:]
+    for v, x in enumerate(cm.spec.test_inputs):
+        for i, (t, want) in enumerate(zip(cm.graph.outputs, cm.reference_raw(*x))):
+            got = prog.output("forward", v, i, NUMPY_DTYPES[t.dtype], t.numel)
+            np.testing.assert_array_equal(np.asarray(got).reshape(-1), np.asarray(want).reshape(-1))
 
 
 def test_plan_holds_the_ring_and_drops_the_expanded_tensor() -> None:
@@ -229,12 +250,73 @@ def test_ram_budget_fuses_as_few_blocks_as_fit() -> None:
         lowered.compile(ram_budget=smallest.memory.arena_size - 4)
 
 
-def test_program_files_refuse_fused_blocks_by_name() -> None:
-    torch.manual_seed(4)
-    cm = _compile(_Block(4, 24, 4, 1, 1, 3, 1, 1, True), (1, 4, 8, 8), 4, fuse_blocks="all")
+def _small_fused_block() -> CompiledModel:
+    if "small" not in _LOWERED:
+        torch.manual_seed(4)
+        _LOWERED["small"] = _lower(_Block(4, 24, 4, 1, 1, 3, 1, 1, True), (1, 4, 8, 8), 4)
+    return _LOWERED["small"].compile(fuse_blocks="all")
+
+
+def test_program_file_runs_fused_blocks_as_loops() -> None:
+    """A fused block is one LOOP in a program file: a few instructions whatever its height, each run at
+    its passes with its operands moved by their strides; bands of 1, 3 and 4 rows (one shorter last band)
+    equal the reference through the interpreter."""
+    cm = _small_fused_block()
     (op,) = _fused(cm)
-    with pytest.raises(UnsupportedKernel, match=f"program files do not carry fused blocks yet \\({op.name}"):
-        cm.runtime_program()
+    steps = cm.program_image().instructions["forward"]
+    # the loop; the ring's move; its top padding row, first row, later rows and bottom padding row; the
+    # depthwise, the projection, the residual
+    kinds = [k for _, k in steps]
+    assert len(kinds) == 9 and kinds[:3] == ["loop", "move", "fill"] and kinds[5] == "fill", steps
+    assert kinds[6:] == ["mcu_depthwise_conv2d_s8", kinds[3], "mcu_add_s8"] and kinds[3] == kinds[4], steps
+    assert {name for name, _ in steps} == {op.name}
+    taller = _lower(_Block(4, 24, 4, 1, 1, 3, 1, 1, True), (1, 4, 24, 8), 4).compile(fuse_blocks="all")
+    assert len(taller.program_image().instructions["forward"]) == len(steps)  # not one call per row
+    for band in (1, 3, 4):  # the generated C of these is tested above
+        _same_as_reference(_with_band(cm, band) if band > 1 else cm, c=False)
+
+
+def _moves_past_the_arena(steps: list[Step], passes: int) -> None:
+    step = next(s for s in steps if any(s.strides))
+    step.strides = [d * 1000 for d in step.strides]
+
+
+def _runs_past_the_loop(steps: list[Step], passes: int) -> None:
+    next(s for s in steps if (s.first, s.end) != (0, passes)).end = passes + 1
+
+
+def _moves_a_constant(steps: list[Step], passes: int) -> None:
+    step = next(s for s in steps if any(isinstance(o, Tensor) and o.is_constant for o in s.call.operands))
+    k = next(i for i, o in enumerate(step.call.operands) if isinstance(o, Tensor) and o.is_constant)
+    step.strides = [4 if i == k else d for i, d in enumerate(step.strides)]
+
+
+def _runs_at_no_pass(steps: list[Step], passes: int) -> None:
+    step = next(s for s in steps if (s.first, s.end) != (0, passes))
+    step.end = step.first
+
+
+def _strides_for_another_call(steps: list[Step], passes: int) -> None:
+    step = next(s for s in steps if any(s.strides))
+    step.strides = [*step.strides, 0]
+
+
+@pytest.mark.parametrize("break_loop", [_moves_past_the_arena, _runs_past_the_loop, _moves_a_constant,
+                                        _runs_at_no_pass, _strides_for_another_call])
+def test_interpreter_refuses_malformed_loops(monkeypatch: pytest.MonkeyPatch, break_loop) -> None:
+    """The loader checks every pass of a loop's body: each is refused at load with a status, never run."""
+    cm = _small_fused_block()
+    Program.load(cm.program_image().program)  # the program as written loads
+    real = writer.band_loop
+
+    def broken(passes: list) -> list[Step]:
+        steps = real(passes)
+        break_loop(steps, len(passes))
+        return steps
+
+    monkeypatch.setattr(writer, "band_loop", broken)
+    with pytest.raises(ProgramError, match="invalid program"):
+        Program.load(cm.program_image().program)
 
 
 def _clobbers(b: Block, delta: int) -> bool:

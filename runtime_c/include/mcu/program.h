@@ -57,6 +57,8 @@ extern "C" {
 #define MCU_PROGRAM_MAX_RANK 8u
 #define MCU_PROGRAM_MAX_OPERANDS 16u
 #define MCU_PROGRAM_MAX_PARAMS 32u
+/** Iterations of a MCU_K_LOOP (rows of the largest image a fused block runs a band at a time). */
+#define MCU_PROGRAM_MAX_ITERATIONS 4096u
 
 /** mcu_program_options.flags: skip the CRC-32s, the file's and the external
  *  segments' (for fuzzing the verifier). */
@@ -191,7 +193,17 @@ typedef enum {
     MCU_K_PRELU_S8 = 253,         /**< [in, alpha int8, out]; mcu_prelu_s8_params */
     MCU_K_LOG_SOFTMAX_S8 = 254,   /**< [exp table int32 (256), in, out]; mcu_log_softmax_s8_params */
     /** A delegated partition: params delegate index (its payload and handle), number of outputs (the last operands). */
-    MCU_K_DELEGATE = 255
+    MCU_K_DELEGATE = 255,
+    /* Steps of the interpreter itself (no kernel, no row in mcu_kernels.def): ids above 255. */
+    /** No operands; params count, body: the next `body` instructions run `count` times in order. A body
+     *  instruction runs at the iterations [first, end) of its `iterations` field (absent: all) with each
+     *  operand `strides[k] * (iteration - first)` bytes further into its arena; the loader checks every
+     *  iteration's operands against the arena and the kernel's contract. Neither loops nor delegates nest. */
+    MCU_K_LOOP = 256,
+    /** [out]; params the value (-128..255) every byte of out takes (a ring's padding rows: a zero point). */
+    MCU_K_FILL = 257,
+    /** [in, out], arena tensors of equal size that may overlap (memmove): rows a ring keeps for the next pass. */
+    MCU_K_MOVE = 258
 } mcu_program_kernel;
 
 
