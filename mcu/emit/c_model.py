@@ -17,9 +17,11 @@ from mcu.version import __version__
 from mcu.emit.cvalues import c_array_body, c_float, c_initializer, c_type
 from mcu.emit.delegates import REGISTRY_SOURCE, runtime_for
 from mcu.emit.fused import body as fused_body
+from mcu.emit.prefix import body as prefix_body
 from mcu.emit.kernels import KernelCall, Refs, emit_call, kernel_defines
 from mcu.ir import Graph, Op, Tensor
 from mcu.plan.fused import KIND as FUSED_KIND
+from mcu.plan.prefix import KIND as PREFIX_KIND
 from mcu.plan.memory import MemoryPlan, scratch_bytes
 from mcu.paths import codegen_dir
 
@@ -298,14 +300,17 @@ def build_view(graph: Graph, memory: MemoryPlan, quantize: str, prefix: str | No
             continue
         scratch = memory.scratch_offsets.get(id(op))
         where = None if scratch is None else arena_var(memory.scratch_arena_index(op))
-        if op.kind == FUSED_KIND:
-            lines, row_calls = fused_body(op, tensor_ref, f"{where} + {scratch}")
+        if op.kind in (FUSED_KIND, PREFIX_KIND):
+            emit_body = fused_body if op.kind == FUSED_KIND else prefix_body
+            lines, row_calls = emit_body(op, tensor_ref, f"{where} + {scratch}")
             for row_op, row_call in row_calls:
                 emitted.append((row_op, row_call))
                 sources += [s for s in row_call.sources if s not in sources]
                 headers += [h for h in row_call.headers if h not in headers]
                 include_dirs += [d for d in row_call.include_dirs if d not in include_dirs]
-            comment = f"{op.name}: inverted-residual block fused row by row ({', '.join(op.attrs['ops'])})"
+            comment = f"{op.name}: inverted-residual block fused row by row ({', '.join(op.attrs['ops'])})" \
+                if op.kind == FUSED_KIND else \
+                f"{op.name}: streamed prefix, row by row through rings ({', '.join(op.attrs['ops'])})"
             kernels = "+".join(dict.fromkeys(c.function or c.backend_function for _, c in row_calls))
             steps.append(StepView(index=i, name=op.name, call=KernelCall(kernels, [], [], comment=comment), params_c="",
                                   output_ref=tensor_ref(op.output), output_nbytes=op.output.nbytes, body=lines))
