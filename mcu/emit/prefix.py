@@ -36,7 +36,7 @@ def _call_lines(op: Op, refs: Refs, indent: str) -> tuple[list[str], KernelCall]
 def body(op: Op, tensor_ref: Callable[[Tensor], str], scratch: str) -> tuple[list[str], list[tuple[Op, KernelCall]]]:
     """The C statements of prefix ``op`` (``scratch``: a C expression of its planned scratch, a ``uint8_t *``)
     and the (row op, call) of every kernel call in them. A streamed input is read through ``READER``
-    (``mcu_status (*)(void *context, int32_t first_row, int32_t rows, void *rows_out)``) with ``READER_CONTEXT``."""
+    (``mcu_status (*)(void *context, int32_t first_row, int32_t rows, T *rows_out)``, model.h) with ``READER_CONTEXT``."""
     p: Prefix = op.attrs["prefix"]
     ops = p.ops
     calls: list[tuple[Op, KernelCall]] = []
@@ -48,6 +48,8 @@ def body(op: Op, tensor_ref: Callable[[Tensor], str], scratch: str) -> tuple[lis
         "uint8_t *const rings = " + scratch + ";",
         f"int32_t next[{len(ops) + 1}] = {{0}};",
         f"int32_t base[{max(len(p.rings), 1)}] = {{0}};",
+        "(void)rings; /* a prefix of 1x1 convolutions writing into each other's rows has no ring */",
+        "(void)base;",
         f"static const {width} steps[{len(table)}] = {{{', '.join(str(s) for s in table)}}};",
         f"for (int32_t i = 0; i < {len(table)}; ++i) {{",
         "    const int32_t y = next[steps[i]]++;",
@@ -77,17 +79,25 @@ def body(op: Op, tensor_ref: Callable[[Tensor], str], scratch: str) -> tuple[lis
     if p.stream:
         x = p.input
         lines += [f"    case {reader}: {{"] + make_room(x) + [
-            f"        MCU_CHECK({READER}({READER_CONTEXT}, y, 1, (void *){ring_ptr(x, 'y')}));",
+            f"        MCU_CHECK({READER}({READER_CONTEXT}, y, 1, {ring_ptr(x, 'y')}));",
             "        break;",
             "    }",
         ]
+    def row_ptr(t: Tensor, row: str) -> str:
+        """Where row ``row`` of ``t`` is: its ring, the row its consumer writes (Prefix.into), or a whole tensor."""
+        if id(t) in p.into:
+            target = ops[p.into[id(t)]].output
+            return f"({c_type(t.dtype)} *){row_ptr(target, row)}"
+        if id(t) in p.rings:
+            return ring_ptr(t, row)
+        return f"({c_type(t.dtype)} *)((uint8_t *){tensor_ref(t)} + (size_t)({row}) * {row_bytes(t)}u)"
+
     for i, o in enumerate(ops):
         lines.append(f"    case {i}: {{")
-        if id(o.output) in p.rings:
-            lines += make_room(o.output)
-            out_ptr = ring_ptr(o.output, "y")
-        else:
-            out_ptr = f"({c_type(o.output.dtype)} *)((uint8_t *){tensor_ref(o.output)} + (size_t)y * {row_bytes(o.output)}u)"
+        target = ops[p.into[id(o.output)]].output if id(o.output) in p.into else o.output
+        if id(target) in p.rings:
+            lines += make_room(target)
+        out_ptr = row_ptr(o.output, "y")
         cases = p.cases(i)
         for n, (_, last, key) in enumerate(cases):
             row = row_op(p, i, key)
@@ -98,10 +108,7 @@ def body(op: Op, tensor_ref: Callable[[Tensor], str], scratch: str) -> tuple[lis
                     continue
                 _, top = next(pairs)
                 first = f"(y * {w.s} - {w.pad} + {top})"
-                if id(t) in p.rings:
-                    places[id(rt)] = ring_ptr(t, first)
-                else:
-                    places[id(rt)] = f"({c_type(t.dtype)} *)((uint8_t *){tensor_ref(t)} + (size_t){first} * {row_bytes(t)}u)"
+                places[id(rt)] = row_ptr(t, first)
             sub = stage_scratch_bytes(row)
 
             def ref(t: Tensor, places: dict[int, str] = places) -> str:

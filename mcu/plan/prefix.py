@@ -29,7 +29,7 @@ from typing import Callable
 
 from mcu.errors import McuError
 from mcu.ir import CHANNELS_LAST, DTYPE_BYTES, Graph, Op, Tensor
-from mcu.plan.contracts import scratch_bytes
+from mcu.plan.contracts import overlap_contracts, scratch_bytes
 
 KIND = "stream_prefix"
 ALIGNMENT = 4
@@ -84,6 +84,10 @@ class Prefix:
     consumers: dict[int, list[tuple[int, Window]]]  # by id of a ring's tensor: (op index, window)
     stage_scratch: int = 0
     windows: list[list[Window | None]] = field(default_factory=list)  # per op, per input (None: a constant)
+    # Tensors written straight into the row their only consumer then writes (by id: the consumer's index):
+    # a 1x1 convolution whose pixel-buffer kernel may write its output row over its input row (its overlap
+    # contract allows the output to start where the input starts) reads its input there: no ring.
+    into: dict[int, int] = field(default_factory=dict)
 
     @property
     def input(self) -> Tensor:
@@ -222,8 +226,9 @@ def schedule(ops: list[Op], stream: bool = False) -> Prefix:
         for t, w in zip(op.inputs, windows[i]):
             if w is not None and (t is not x or stream):
                 consumers.setdefault(id(t), []).append((i, w))
-    rings = {id(t): Ring(t) for t in [*([x] if stream else []), *(op.output for op in ops[:-1])]}
-    made = {key: 0 for key in rings}
+    into = {id(op.output): j for op in ops[:-1] if (j := _writes_into(ops, op.output, consumers, windows)) is not None}
+    rings = {id(t): Ring(t) for t in [*([x] if stream else []), *(op.output for op in ops[:-1])] if id(t) not in into}
+    made = {key: 0 for key in [*rings, *into]}
     next_row = [0] * len(ops)
     steps: list[int] = []
 
@@ -240,7 +245,7 @@ def schedule(ops: list[Op], stream: bool = False) -> Prefix:
         y = next_row[i]
         op = ops[i]
         for t, w in zip(op.inputs, windows[i]):
-            if w is None or id(t) not in rings:
+            if w is None or id(t) not in made:
                 continue
             lo, rows, _ = w.rows(y, height(t))
             while made[id(t)] < lo + rows:
@@ -250,8 +255,10 @@ def schedule(ops: list[Op], stream: bool = False) -> Prefix:
                     steps.append(INPUT)
                     write(t, made[id(t)])
         steps.append(i)
-        if id(op.output) in rings:
-            write(op.output, y)
+        target = ops[into[id(op.output)]].output if id(op.output) in into else op.output
+        if id(target) in rings:
+            write(target, y)
+        made[id(op.output)] = y + 1
         next_row[i] = y + 1
 
     for _ in range(height(ops[-1].output)):
@@ -260,9 +267,27 @@ def schedule(ops: list[Op], stream: bool = False) -> Prefix:
     for ring in rings.values():
         ring.offset = offset
         offset += ring.nbytes
-    prefix = Prefix(ops=ops, stream=stream, rings=rings, steps=steps, consumers=consumers, windows=windows)
+    prefix = Prefix(ops=ops, stream=stream, rings=rings, steps=steps, consumers=consumers, windows=windows,
+                    into=into)
     prefix.stage_scratch = max((stage_scratch_bytes(s) for s in _stage_ops(prefix)), default=0)
     return prefix
+
+
+def _writes_into(ops: list[Op], t: Tensor, consumers: dict[int, list[tuple[int, Window]]],
+                 windows: list[list[Window | None]]) -> int | None:
+    """The op that ``t``'s rows may be written into (see Prefix.into), or None."""
+    users = consumers.get(id(t), [])
+    if len(users) != 1 or users[0][1] != Window(1, 1, 0):
+        return None
+    j = users[0][0]
+    q = ops[j]
+    if q.inputs[0] is not t or sum(1 for u in q.inputs if u is t) != 1 or row_bytes(t) > row_bytes(q.output):
+        return None
+    probe = Prefix(ops=ops, stream=False, rings={}, steps=[], consumers=consumers, windows=windows)
+    row = row_op(probe, j, [(1, 0)] * sum(1 for w in windows[j] if w is not None))
+    return j if any(c.input_index == 0 and c.kind == "pixel-buffer" and any((lo is None or lo <= 0) and (hi is None or hi >= 0)
+                                              for lo, hi in c.intervals)
+                    for c in overlap_contracts(row)) else None
 
 
 def stage_scratch_bytes(op: Op) -> int:
