@@ -29,6 +29,10 @@ def compile_model(args: argparse.Namespace) -> Any:
             and not is_generation_file(args.model):
         raise McuError(f"--prefill-chunk applies to text-generation model files (methods prefill and decode); "
                        f"{args.model} is not one", hint="drop --prefill-chunk")
+    streamed = getattr(args, "stream_prefix", False) or getattr(args, "stream_input", False)
+    if streamed and (getattr(args, "program", False) or getattr(args, "format", "c") == "program"):
+        raise McuError("program files do not carry a streamed prefix (--stream-prefix, --stream-input)",
+                       hint="drop --stream-prefix and --stream-input for a program file; the generated C runs it")
     spec, origin = cli_spec(getattr(args, "cmsis_nn", None))
     budget = getattr(args, "ram_budget", None)
 
@@ -44,4 +48,6 @@ def compile_model(args: argparse.Namespace) -> Any:
             # lazy: the profiler and the simulator only for a build with a RAM budget
             from mcu.devtools.fusion_costs import measure_fusion_costs
             costs = measure_fusion_costs(compile_for, budget=budget)
-        return compile_for(fuse_blocks=getattr(args, "fuse_blocks", "off"), ram_budget=budget, fuse_costs=costs)
+        return compile_for(fuse_blocks=getattr(args, "fuse_blocks", "off"), ram_budget=budget, fuse_costs=costs,
+                           stream_prefix=getattr(args, "stream_prefix", False),
+                           stream_input=getattr(args, "stream_input", False))

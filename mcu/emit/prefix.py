@@ -17,8 +17,8 @@ from mcu.emit.kernels import emit_call
 from mcu.ir import Op, Tensor
 from mcu.plan.prefix import INPUT, Prefix, height, row_bytes, row_op, stage_scratch_bytes
 
-READER = "input_rows"  # the C name of the streamed input's callback inside the loop
-READER_CONTEXT = "input_context"
+READER = "mcu_read_input_rows"  # the C names of the streamed input's reader and its source (codegen/model.c.j2)
+READER_CONTEXT = "input_source"
 
 
 def _call_lines(op: Op, refs: Refs, indent: str) -> tuple[list[str], KernelCall]:
@@ -36,7 +36,8 @@ def _call_lines(op: Op, refs: Refs, indent: str) -> tuple[list[str], KernelCall]
 def body(op: Op, tensor_ref: Callable[[Tensor], str], scratch: str) -> tuple[list[str], list[tuple[Op, KernelCall]]]:
     """The C statements of prefix ``op`` (``scratch``: a C expression of its planned scratch, a ``uint8_t *``)
     and the (row op, call) of every kernel call in them. A streamed input is read through ``READER``
-    (``mcu_status (*)(void *context, int32_t first_row, int32_t rows, T *rows_out)``, model.h) with ``READER_CONTEXT``."""
+    (``mcu_status READER(const mcu_input_source *, int32_t first_row, int32_t rows, T *rows_out)``) from
+    ``READER_CONTEXT``."""
     p: Prefix = op.attrs["prefix"]
     ops = p.ops
     calls: list[tuple[Op, KernelCall]] = []
