@@ -217,7 +217,13 @@ def _row_tensor(t: Tensor, rows: int, tag: str) -> Tensor:
 
 
 def schedule(ops: list[Op], stream: bool = False) -> Prefix:
-    """The pull schedule of ``ops`` (a prefix found by :func:`candidate_ends`) and its rings' sizes."""
+    """The pull schedule of ``ops`` (a prefix found by :func:`candidate_ends`) and its rings' sizes: an op
+    reading two tensors (an add) pulls their rows in either order, whichever needs the smaller rings
+    (a shortcut made first frees the rows it reads before the main path reads further)."""
+    return min((_schedule(ops, stream, order) for order in (1, -1)), key=lambda p: p.stage_scratch_offset)
+
+
+def _schedule(ops: list[Op], stream: bool, order: int) -> Prefix:
     x = ops[0].inputs[0]
     windows = [[_window(op, t) if not t.is_constant else None for t in op.inputs] for op in ops]
     producer = {id(op.output): i for i, op in enumerate(ops)}
@@ -244,7 +250,7 @@ def schedule(ops: list[Op], stream: bool = False) -> Prefix:
     def make(i: int) -> None:
         y = next_row[i]
         op = ops[i]
-        for t, w in zip(op.inputs, windows[i]):
+        for t, w in list(zip(op.inputs, windows[i]))[::order]:
             if w is None or id(t) not in made:
                 continue
             lo, rows, _ = w.rows(y, height(t))
@@ -285,7 +291,7 @@ def _writes_into(ops: list[Op], t: Tensor, consumers: dict[int, list[tuple[int, 
         return None
     probe = Prefix(ops=ops, stream=False, rings={}, steps=[], consumers=consumers, windows=windows)
     row = row_op(probe, j, [(1, 0)] * sum(1 for w in windows[j] if w is not None))
-    return j if any(c.input_index == 0 and c.kind == "pixel-buffer" and any((lo is None or lo <= 0) and (hi is None or hi >= 0)
+    return j if any(c.input_index == 0 and c.kind in ("pixel-buffer", "elementwise") and any((lo is None or lo <= 0) and (hi is None or hi >= 0)
                                               for lo, hi in c.intervals)
                     for c in overlap_contracts(row)) else None
 
