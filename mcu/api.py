@@ -40,7 +40,7 @@ from mcu.capture.loader import ModelSpec, flatten_outputs, load_model_file, spec
 from mcu.device.mapfile import SizeReport, size_report
 from mcu.plan.drawing import plan_svg
 from mcu.plan.fused import KIND as FUSED_KIND
-from mcu.plan.prefix import KIND as PREFIX_KIND
+from mcu.plan.prefix import KIND as PREFIX_KIND, ring_parts
 from mcu.plan.fusion import FusionCosts
 from mcu.plan.memory import MemoryPlan
 from mcu.emit.outputs import build_lock, cached_build_dir, stage_sources
@@ -305,7 +305,7 @@ class CompiledModel:
         """The memory plan drawn as SVG (steps across, arena offsets up, one box per buffer)."""
         names = [op.name for op in self.graph.ops]
         return plan_svg(self.memory.plan, f"{self.spec.name} on {self.board.name} ({self.quantize}): memory plan",
-                        names)
+                        names, rings=ring_parts(self.graph))
 
     def _check_board_limits(self, fw: Any) -> None:
         if fw.flash_bytes > self.board.flash.length:

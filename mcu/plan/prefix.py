@@ -359,3 +359,11 @@ def choose_end(graph: Graph, stream: bool, arena_of: Callable[[Graph], int], bud
             return PrefixChoice(min(fitting), arenas[min(fitting)], arenas)
     end = min(n for n, a in arenas.items() if a == smallest)
     return PrefixChoice(end, smallest, arenas)
+
+
+def ring_parts(graph: Graph) -> dict[str, list[tuple[str, int, int]]]:
+    """By the name of a streamed prefix's planned scratch: (tensor, offset, bytes) of each of its rings,
+    for the plan's drawing (mcu/plan/drawing.py)."""
+    return {f"{op.name}_{op.attrs['scratch_name']}": [(r.tensor.name, r.offset, r.nbytes)
+                                                      for r in op.attrs["prefix"].rings.values()]
+            for op in graph.ops if op.kind == KIND}
