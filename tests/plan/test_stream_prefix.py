@@ -1,7 +1,8 @@
 """The streamed prefix (mcu/plan/prefix.py, mcu/emit/prefix.py): the network's first ops run row by row
 through rings of rows equal the Python integer reference of the unfused graph bit for bit (int8) and the
-unfused generated C (fp32), over kernels, strides, paddings, groups and residual adds; the planner puts
-only the prefix's output in the arena, and with a streamed input not the input either."""
+unfused generated C (fp32), over kernels, strides, paddings, groups and residual adds (host builds; the
+row schedule's ring bookkeeping replayed in Python over many more chains); the planner puts only the
+prefix's output in the arena, and with a streamed input not the input either."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from torch import nn
 from mcu.api import CompiledModel, LoweredModel, lower_spec
 from mcu.capture.loader import spec_from_objects
 from mcu.plan.drawing import plan_svg
-from mcu.plan.prefix import KIND, candidate_ends, ring_parts
+from mcu.ir import CHANNELS_LAST, Op, Tensor
+from mcu.plan.prefix import INPUT, KIND, Prefix, candidate_ends, height, ring_parts, schedule
 from mcu.program.writer import UnsupportedKernel
 from cli_runner import assert_one_line_error, mcu_in_process
 from repo import EXAMPLES, requires_qemu
@@ -79,7 +81,7 @@ def _fits(layers: list[tuple[int, int, int, bool, int, bool]], h: int) -> bool:
 
 
 @pytest.mark.slow
-@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(layers=_layers(), h=st.integers(5, 16), w=st.integers(3, 9), cin=st.sampled_from([3, 4]),
        seed=st.integers(0, 2**16))
 def test_prefix_equals_unfused_reference(layers: list, h: int, w: int, cin: int, seed: int) -> None:
@@ -173,3 +175,118 @@ def test_streamed_input_on_the_device_reads_the_firmware_callback() -> None:
 def test_command_line_refuses_a_streamed_prefix_in_a_program_file() -> None:
     proc = mcu_in_process("run", "--board", "mps2-an505", "--stream-input", "--program", str(EXAMPLES / "small_cnn.py"))
     assert_one_line_error(proc, "program files do not carry a streamed prefix")
+
+
+def _synthetic(cin: int, h: int, w: int, layers: list[tuple[str, int, int, int, int]]) -> list[Op]:
+    """int8 IR ops of a chain (no weights' values: the schedule reads only shapes and attributes):
+    ("conv", k, stride, padding, channels) or ("res", k, 1, k // 2, 0) (a convolution and an add of its
+    input)."""
+    x = Tensor("x", (1, cin, h, w), "int8", CHANNELS_LAST, is_input=True)
+    ops: list[Op] = []
+
+    def conv(t: Tensor, k: int, s: int, pad: int, cout: int) -> Tensor:
+        out_h = (t.shape[2] + 2 * pad - k) // s + 1
+        out_w = (t.shape[3] + 2 * pad - k) // s + 1
+        y = Tensor(f"t{len(ops)}", (1, cout, out_h, out_w), "int8", CHANNELS_LAST)
+        wt = Tensor(f"w{len(ops)}", (cout, t.shape[1], k, k), "int8", data=np.zeros((cout, t.shape[1], k, k), np.int8))
+        ops.append(Op("conv2d", [t, wt], [y], {"stride": (s, s), "padding": (pad, pad), "dilation": (1, 1),
+                                               "groups": 1}, f"op{len(ops)}"))
+        return y
+
+    t = x
+    for kind, k, s, pad, c in layers:
+        if kind == "conv":
+            t = conv(t, k, s, pad, c)
+        else:
+            y = conv(t, k, 1, k // 2, t.shape[1])
+            a = Tensor(f"t{len(ops)}", y.shape, "int8", CHANNELS_LAST)
+            ops.append(Op("add", [y, t], [a], {}, f"op{len(ops)}"))
+            t = a
+    return ops
+
+
+def _replay(p: Prefix) -> None:
+    """The generated loop's bookkeeping run in Python (mcu/emit/prefix.py): every ring slot a row is read
+    from holds that row, and no slot lies outside its ring."""
+    ops = p.ops
+    ring_of = {key: j for j, key in enumerate(p.rings)}
+    base = [0] * len(p.rings)
+    nxt = [0] * (len(ops) + 1)
+    memory: dict[tuple, tuple[int, int]] = {}
+
+    def target(t: Tensor) -> Tensor:
+        return ops[p.into[id(t)]].output if id(t) in p.into else t
+
+    def where(t: Tensor, row: int) -> tuple:
+        u = target(t)
+        if id(u) not in p.rings:
+            return ("whole", id(u), row)
+        j = ring_of[id(u)]
+        assert 0 <= row - base[j] < p.rings[id(u)].rows, (u.name, row, base[j])
+        return ("ring", j, row - base[j])
+
+    def make_room(t: Tensor, y: int) -> None:
+        j = ring_of[id(t)]
+        if y - base[j] == p.rings[id(t)].rows:
+            low = y
+            for c, w in p.consumers[id(t)]:
+                if nxt[c] < height(ops[c].output):
+                    low = min(low, max(0, nxt[c] * w.s - w.pad))
+            for k in range(y - low):
+                memory[("ring", j, k)] = memory.get(("ring", j, low - base[j] + k), (-1, -1))
+            base[j] = low
+
+    for step in p.steps:
+        i = len(ops) if step == INPUT else step
+        y = nxt[i]
+        nxt[i] += 1
+        if step == INPUT:
+            make_room(p.input, y)
+            memory[where(p.input, y)] = (id(p.input), y)
+            continue
+        op = ops[i]
+        if id(target(op.output)) in p.rings:
+            make_room(target(op.output), y)
+        for t, w in zip(op.inputs, p.windows[i]):
+            if w is None:
+                continue
+            lo, rows, _ = w.rows(y, height(t))
+            for r in range(lo, lo + rows):
+                if id(t) in p.rings or id(t) in p.into:
+                    assert memory.get(where(t, r)) == (id(t), r), (op.name, t.name, r)
+        memory[where(op.output, y)] = (id(op.output), y)
+    assert nxt[len(ops) - 1] == height(p.output)
+
+
+@st.composite
+def _synthetic_layers(draw: st.DrawFn) -> list[tuple[str, int, int, int, int]]:
+    layers = []
+    for _ in range(draw(st.integers(1, 6))):
+        k = draw(st.sampled_from([1, 3, 5]))
+        if draw(st.integers(0, 3)) == 0:
+            layers.append(("res", k, 1, k // 2, 0))
+        else:
+            layers.append(("conv", k, draw(st.sampled_from([1, 2, 3])), draw(st.integers(0, k // 2)),
+                           draw(st.sampled_from([4, 8, 16]))))
+    return layers
+
+
+@settings(max_examples=300, deadline=None)
+@given(layers=_synthetic_layers(), h=st.integers(1, 40), cin=st.sampled_from([3, 8]), stream=st.booleans())
+def test_row_schedule_replayed_reads_every_row_from_its_ring(layers: list, h: int, cin: int, stream: bool) -> None:
+    """The schedule's rings over chains of kernels, strides, paddings and residual adds: the C loop's
+    bookkeeping replayed finds every row a window reads where it was written, and each ring is as small
+    as that allows (one row fewer breaks the replay)."""
+    t = h
+    for _, k, s, pad, _ in layers:
+        t = (t + 2 * pad - k) // s + 1
+        if t < 1:
+            return
+    ops = _synthetic(cin, h, 4, layers)
+    p = schedule(ops, stream)
+    _replay(p)
+    for ring in p.rings.values():
+        ring.rows -= 1
+        with pytest.raises(AssertionError):
+            _replay(p)
+        ring.rows += 1
