@@ -22,8 +22,8 @@ from mcu.frontend.lower import from_exported
 from mcu.ir import Graph
 from mcu.capture.loader import ModelSpec
 from mcu.plan.fused import find_chains, with_fused
-from mcu.plan.prefix import choose_end as choose_prefix_end, with_prefix
-from mcu.plan.fusion import FusionCosts, choose_fastest, choose as choose_fusion
+from mcu.plan.prefix import KIND as PREFIX_KIND, choose_end as choose_prefix_end, with_prefix
+from mcu.plan.fusion import FusionChoice, FusionCosts, choose_fastest, choose as choose_fusion
 from mcu.plan.memory import MemoryPlan, plan_memory
 from mcu.passes.fold_batch_norm import fold_batch_norm
 from mcu.passes.fuse_activations import fuse_activations
@@ -175,6 +175,22 @@ def _arena_with_fusion(graph: Graph, fuse: str, budget: int | None) -> int:
         return choose_fusion(graph).arena
 
 
+def _fusion_after_prefix(graph: Graph, budget: int | None) -> FusionChoice:
+    """choose_fusion, its error naming a streamed prefix when one runs first."""
+    try:
+        return choose_fusion(graph, budget)
+    except McuError as exc:
+        prefix = next((op for op in graph.ops if op.kind == PREFIX_KIND), None)
+        if prefix is None:
+            raise
+        smallest = choose_fusion(graph).arena
+        raise McuError(f"no schedule fits a RAM budget of {budget} B: the smallest arena is {smallest} B, with the "
+                       f"first {len(prefix.attrs['ops'])} ops streamed row by row",
+                       hint=f"raise --ram-budget to at least {smallest}"
+                            + ("" if prefix.attrs["stream_input"] else ", or stream the input (--stream-input)")) \
+            from exc
+
+
 def compile_graph(graph: Graph, board: Board, quantize: str, backends: list[str] | None = None,
                   options: BackendOptions | None = None,
                   check_flash: bool = True,
@@ -218,7 +234,7 @@ def compile_graph(graph: Graph, board: Board, quantize: str, backends: list[str]
                 choice = choose_fastest(graph, ram_budget, fuse_costs)
                 graph.ops = with_fused(graph, choice.chains, choice.bands).ops
             else:
-                choice = choose_fusion(graph, ram_budget)
+                choice = _fusion_after_prefix(graph, ram_budget)
                 graph.ops = with_fused(graph, choice.chains, choice.bands).ops
     with stage("plan"):
         memory = plan_memory(graph, capacities=board.arena_regions())

@@ -44,7 +44,8 @@ def compile_model(args: argparse.Namespace) -> Any:
 
     with quiet_torch(verbose=getattr(args, "verbose", False)):
         costs = None
-        if budget is not None and getattr(args, "speed_model", "measured") == "measured":
+        # With a streamed prefix the budget takes the shortest prefix that fits, unmeasured (mcu/plan/prefix.py).
+        if budget is not None and getattr(args, "speed_model", "measured") == "measured" and not streamed:
             # lazy: the profiler and the simulator only for a build with a RAM budget
             from mcu.devtools.fusion_costs import measure_fusion_costs
             costs = measure_fusion_costs(compile_for, budget=budget)

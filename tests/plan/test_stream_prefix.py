@@ -14,6 +14,7 @@ from torch import nn
 
 from mcu.api import CompiledModel, LoweredModel, lower_spec
 from mcu.capture.loader import spec_from_objects
+from mcu.errors import McuError
 from mcu.plan.drawing import plan_svg
 from mcu.ir import CHANNELS_LAST, Op, Tensor
 from mcu.plan.prefix import INPUT, KIND, Prefix, candidate_ends, height, ring_parts, schedule
@@ -142,6 +143,9 @@ def test_prefix_ends_where_the_arena_is_smallest_and_program_files_refuse_it() -
     assert len(op.attrs["ops"]) == min(n for n, a in arenas.items() if a == cm.memory.arena_size)
     budget = max(arenas.values())
     assert lowered.compile(stream_prefix=True, ram_budget=budget).memory.arena_size <= budget
+    with pytest.raises(McuError, match=f"smallest arena is {cm.memory.arena_size} B, with the first "
+                                       f"{len(op.attrs['ops'])} ops streamed row by row"):
+        lowered.compile(stream_prefix=True, ram_budget=cm.memory.arena_size - 4)
     with pytest.raises(UnsupportedKernel, match=f"program files do not carry a streamed prefix \\({op.name}"):
         cm.program_image()
 
