@@ -1,15 +1,16 @@
 """The streamed prefix (mcu/plan/prefix.py, mcu/emit/prefix.py): the network's first ops run row by row
 through rings of rows equal the Python integer reference of the unfused graph bit for bit (int8) and the
-unfused generated C (fp32), over kernels, strides, paddings, groups and residual adds (host builds; the
-row schedule's ring bookkeeping replayed in Python over many more chains); the planner puts only the
-prefix's output in the arena, and with a streamed input not the input either."""
+unfused generated C (fp32) on a chain of strided, padded, depthwise, pointwise and residual layers (host
+builds, and the firmware on QEMU); the row schedule's ring bookkeeping, replayed in Python, holds over
+random chains of kernels, strides, paddings and residual adds; the planner puts only the prefix's
+output in the arena, and with a streamed input not the input either."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 import torch
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import given, settings, strategies as st
 from torch import nn
 
 from mcu.api import CompiledModel, LoweredModel, lower_spec
@@ -61,40 +62,6 @@ def _same_as_reference(cm: CompiledModel) -> None:
     for x in cm.spec.test_inputs:
         for ref, got in zip(cm.reference_raw(*x), cm.run_raw_c(*x)):
             np.testing.assert_array_equal(got, ref)
-
-
-@st.composite
-def _layers(draw: st.DrawFn) -> list[tuple[int, int, int, bool, int, bool]]:
-    result = []
-    for _ in range(draw(st.integers(2, 4))):
-        k = draw(st.sampled_from([1, 3, 3, 5]))
-        result.append((k, draw(st.sampled_from([1, 1, 2])), draw(st.integers(0, k // 2)), draw(st.booleans()),
-                       draw(st.sampled_from([4, 8])), draw(st.booleans())))
-    return result
-
-
-def _fits(layers: list[tuple[int, int, int, bool, int, bool]], h: int) -> bool:
-    for k, s, pad, *_ in layers:
-        h = (h + 2 * pad - k) // s + 1
-        if h < 1:
-            return False
-    return True
-
-
-@pytest.mark.slow
-@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(layers=_layers(), h=st.integers(5, 16), w=st.integers(3, 9), cin=st.sampled_from([3, 4]),
-       seed=st.integers(0, 2**16))
-def test_prefix_equals_unfused_reference(layers: list, h: int, w: int, cin: int, seed: int) -> None:
-    if not _fits(layers, h) or not _fits(layers, w):
-        return
-    torch.manual_seed(seed)
-    lowered = _lower(_Chain(cin, layers), (1, cin, h, w), seed)
-    ends = candidate_ends(lowered.graph)
-    assert ends, [op.kind for op in lowered.graph.ops]
-    cm = lowered.compile(stream_prefix=ends[-1])
-    assert len(_prefixes(cm)) == 1
-    _same_as_reference(cm)
 
 
 _LOWERED: dict[str, LoweredModel] = {}
@@ -275,7 +242,7 @@ def _synthetic_layers(draw: st.DrawFn) -> list[tuple[str, int, int, int, int]]:
     return layers
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(layers=_synthetic_layers(), h=st.integers(1, 40), cin=st.sampled_from([3, 8]), stream=st.booleans())
 def test_row_schedule_replayed_reads_every_row_from_its_ring(layers: list, h: int, cin: int, stream: bool) -> None:
     """The schedule's rings over chains of kernels, strides, paddings and residual adds: the C loop's
