@@ -151,6 +151,8 @@ def _eligible(op: Op, dtype: str) -> bool:
     if op.kind not in ("conv2d", "depthwise_conv2d", "add"):
         return False
     live = [t for t in op.inputs if not t.is_constant]
+    if op.kind == "add" and len(live) != 2:  # a constant operand would be read whole beside one row
+        return False
     return bool(live) and all(_nhwc(t, dtype) and _window(op, t) is not None for t in live)
 
 
