@@ -49,7 +49,7 @@ def body(op: Op, tensor_ref: Callable[[Tensor], str], scratch: str) -> tuple[lis
         "uint8_t *const rings = " + scratch + ";",
         f"int32_t next[{len(ops) + 1}] = {{0}};",
         f"int32_t base[{max(len(p.rings), 1)}] = {{0}};",
-        "(void)rings; /* a prefix of 1x1 convolutions writing into each other's rows has no ring */",
+        "(void)rings; /* unused when every tensor of the prefix is written into its consumer's rows */",
         "(void)base;",
         f"static const {width} steps[{len(table)}] = {{{', '.join(str(s) for s in table)}}};",
         f"for (int32_t i = 0; i < {len(table)}; ++i) {{",

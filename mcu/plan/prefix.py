@@ -323,12 +323,6 @@ def with_prefix(graph: Graph, n: int, stream: bool = False) -> Graph:
                  state=graph.state, output_names=graph.output_names)
 
 
-def ring_rows(graph: Graph) -> list[tuple[str, int, int]]:
-    """(tensor, rows, bytes) of every ring of the prefix of ``graph`` (none without one)."""
-    return [(r.tensor.name, r.rows, r.nbytes) for op in graph.ops if op.kind == KIND
-            for r in op.attrs["prefix"].rings.values()]
-
-
 def streamed_inputs(graph: Graph) -> set[int]:
     """Ids of the graph inputs a streamed prefix reads through the firmware's callback (not in the arena)."""
     return {id(op.attrs["prefix"].input) for op in graph.ops if op.kind == KIND and op.attrs["stream_input"]}
