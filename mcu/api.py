@@ -40,6 +40,7 @@ from mcu.capture.loader import ModelSpec, flatten_outputs, load_model_file, spec
 from mcu.device.mapfile import SizeReport, size_report
 from mcu.plan.drawing import plan_svg
 from mcu.plan.fused import KIND as FUSED_KIND
+from mcu.plan.prefix import KIND as PREFIX_KIND, ring_parts
 from mcu.plan.fusion import FusionCosts
 from mcu.plan.memory import MemoryPlan
 from mcu.emit.outputs import build_lock, cached_build_dir, stage_sources
@@ -144,6 +145,12 @@ class CompiledModel:
     def program_image(self, external_weights: bool = False, bundle_tests: bool = False,
                       weights_name: str = "weights.mpw") -> Any:
         """This model as a program file (mcu.program.ProgramImage) with one method, ``forward``."""
+        prefix = next((op for op in self.graph.ops if op.kind == PREFIX_KIND), None)
+        if prefix is not None:
+            raise UnsupportedKernel(f"program files do not carry a streamed prefix ({prefix.name}: "
+                                    f"{', '.join(prefix.attrs['ops'])})",
+                                    hint="drop --stream-prefix and --stream-input for a program file; the "
+                                         "generated C runs the streamed prefix")
         return program_from([CompiledMethod("forward", self)], external_weights=external_weights,
                             bundle=bundle_tests, weights_name=weights_name)
 
@@ -304,7 +311,7 @@ class CompiledModel:
         """The memory plan drawn as SVG (steps across, arena offsets up, one box per buffer)."""
         names = [op.name for op in self.graph.ops]
         return plan_svg(self.memory.plan, f"{self.spec.name} on {self.board.name} ({self.quantize}): memory plan",
-                        names)
+                        names, rings=ring_parts(self.graph))
 
     def _check_board_limits(self, fw: Any) -> None:
         if fw.flash_bytes > self.board.flash.length:
@@ -461,14 +468,14 @@ class LoweredModel:
     def compile(self, board: str | Board = "mps2-an505", options: BackendOptions | None = None,
                 backend: str | list[str] | None = None, check_flash: bool = True, fuse_blocks: bool | str = False,
                 ram_budget: int | None = None, fuse_costs: FusionCosts | None = None,
-                fuse_band: int = 1) -> CompiledModel:
+                fuse_band: int = 1, stream_prefix: bool | int = False, stream_input: bool = False) -> CompiledModel:
         """This model for ``board``; the keywords are :func:`compile_spec`'s."""
         order = parse(backend)
         check(order)
         board_obj = board if isinstance(board, Board) else load_board(board)
         own = dataclasses.replace(self, graph=copy.deepcopy(self.graph))
         return _compile_lowered(own, board_obj, options, order, check_flash, _fuse_policy(fuse_blocks), ram_budget,
-                                fuse_costs, fuse_band)
+                                fuse_costs, fuse_band, stream_prefix, stream_input)
 
 
 def lower_spec(spec: ModelSpec, quantize: str = "none") -> LoweredModel:
@@ -482,16 +489,17 @@ def lower_spec(spec: ModelSpec, quantize: str = "none") -> LoweredModel:
 
 def _compile_lowered(lowered: LoweredModel, board: Board, options: BackendOptions | None, order: list[str] | None,
                      check_flash: bool, fuse: str, ram_budget: int | None, fuse_costs: FusionCosts | None,
-                     fuse_band: int) -> CompiledModel:
+                     fuse_band: int, stream_prefix: bool | int = False, stream_input: bool = False) -> CompiledModel:
     """Partition, plan and generate for ``board``, changing ``lowered.graph``: the caller's copy to give away."""
     spec, graph, quantize = lowered.spec, lowered.graph, lowered.quantize
     with _naming_the_file(spec):
         before = dataclasses.replace(graph, ops=list(graph.ops))  # partitioning replaces the op list, not the ops
         memory, library, report = compile_graph(graph, board, quantize, order, options, check_flash=check_flash,
                                                 fuse=fuse, ram_budget=ram_budget, fuse_costs=fuse_costs,
-                                                fuse_band=fuse_band)
+                                                fuse_band=fuse_band, stream_prefix=stream_prefix,
+                                                stream_input=stream_input)
     delegated = any(op.kind == "delegate" for op in graph.ops)
-    fused = any(op.kind == FUSED_KIND for op in graph.ops)
+    fused = any(op.kind in (FUSED_KIND, PREFIX_KIND) for op in graph.ops)
     cm = CompiledModel(spec=spec, board=board, quantize=quantize, graph=graph, memory=memory, library=library,
                        partitions=report, reference_graph=before if delegated or fused else None)
     if cm.has_custom_ops:
@@ -507,13 +515,16 @@ def compile_spec(spec: ModelSpec, board: str | Board = "mps2-an505", quantize: s
                  options: BackendOptions | None = None, backend: str | list[str] | None = None,
                  check_flash: bool = True, fuse_blocks: bool | str = False,
                  ram_budget: int | None = None, fuse_costs: FusionCosts | None = None,
-                 fuse_band: int = 1) -> CompiledModel:
+                 fuse_band: int = 1, stream_prefix: bool | int = False, stream_input: bool = False) -> CompiledModel:
     """``fuse_blocks``: run inverted-residual blocks row by row through a ring of expanded rows
     (mcu/plan/fused.py), as few as give the smallest arena (True or "auto"; "all": every block that can);
     ``ram_budget``: as few as bring the arena to at most these bytes (mcu/plan/fusion.py); by default every
     tensor stays whole (unless the model does not fit the board); with ``fuse_costs`` (the ops' measured
     instructions, mcu/devtools/fusion_costs.py) the budget takes the fastest schedule that fits instead;
-    ``fuse_band``: output rows per pass of every block fused by "all". ``backend``: the backends' preference
+    ``fuse_band``: output rows per pass of every block fused by "all". ``stream_prefix``: the network's first
+    ops run row by row through rings of rows, ending where the arena is smallest (mcu/plan/prefix.py);
+    ``stream_input``: the same with the input read a row at a time through a callback the firmware
+    implements (``<model>_run_streamed``, model.h), so that it is not in the arena. ``backend``: the backends' preference
     order, ``"cmsis-nn,optimized,portable"`` or a list (None: CMSIS-NN first when it is given, then
     optimized, then portable; mcu/backends/registry.py); the partition report is
     ``CompiledModel.partitions``. ``options``: the backends' own options by backend id (:func:`backend_options`
@@ -525,7 +536,7 @@ def compile_spec(spec: ModelSpec, board: str | Board = "mps2-an505", quantize: s
     board_obj = board if isinstance(board, Board) else load_board(board)
     # A graph lowered for this compile alone: it needs no copy.
     return _compile_lowered(lower_spec(spec, quantize), board_obj, options, order, check_flash,
-                            _fuse_policy(fuse_blocks), ram_budget, fuse_costs, fuse_band)
+                            _fuse_policy(fuse_blocks), ram_budget, fuse_costs, fuse_band, stream_prefix, stream_input)
 
 
 def compile(model: torch.nn.Module, example_inputs: Sequence[torch.Tensor], board: str = "mps2-an505",  # noqa: A001
@@ -544,7 +555,8 @@ def compile_file(path: str | Path, board: str = "mps2-an505", quantize: str = "n
                  cmsis_nn: str | Path | None = None, packed_weights: bool | None = None,
                  backend: str | list[str] | None = None, fuse_blocks: bool | str = False,
                  ram_budget: int | None = None, fuse_costs: FusionCosts | None = None,
-                 fuse_band: int = 1, qat: bool = False) -> CompiledModel:
+                 fuse_band: int = 1, stream_prefix: bool | int = False, stream_input: bool = False,
+                 qat: bool = False) -> CompiledModel:
     """``qat``: fine-tune with the model file's ``qat_train`` at ``quantize``'s precision first
     (mcu/quantize/qat.py)."""
     with stage("load"):
@@ -555,7 +567,8 @@ def compile_file(path: str | Path, board: str = "mps2-an505", quantize: str = "n
 
         spec = with_qat(spec, quantize)
     return compile_spec(spec, board, quantize, backend_options(cmsis_nn, packed_weights, backend), backend,
-                        fuse_blocks=fuse_blocks, ram_budget=ram_budget, fuse_costs=fuse_costs, fuse_band=fuse_band)
+                        fuse_blocks=fuse_blocks, ram_budget=ram_budget, fuse_costs=fuse_costs, fuse_band=fuse_band,
+                        stream_prefix=stream_prefix, stream_input=stream_input)
 
 
 def lower(model: torch.nn.Module, example_inputs: Sequence[torch.Tensor], quantize: str = "none",

@@ -22,7 +22,8 @@ from mcu.frontend.lower import from_exported
 from mcu.ir import Graph
 from mcu.capture.loader import ModelSpec
 from mcu.plan.fused import find_chains, with_fused
-from mcu.plan.fusion import FusionCosts, choose_fastest, choose as choose_fusion
+from mcu.plan.prefix import KIND as PREFIX_KIND, choose_end as choose_prefix_end, with_prefix
+from mcu.plan.fusion import FusionChoice, FusionCosts, choose_fastest, choose as choose_fusion
 from mcu.plan.memory import MemoryPlan, plan_memory
 from mcu.passes.fold_batch_norm import fold_batch_norm
 from mcu.passes.fuse_activations import fuse_activations
@@ -192,11 +193,41 @@ def _fuse_to_fit(graph: Graph, board: Board) -> MemoryPlan:
     return plan_memory(graph, capacities=board.arena_regions())
 
 
+def _arena_with_fusion(graph: Graph, fuse: str, budget: int | None) -> int:
+    """The arena of ``graph`` once its blocks fuse as ``fuse`` asks (a budget none reaches: the smallest)."""
+    if fuse == "off" and budget is None:
+        return plan_memory(graph).arena_size
+    if fuse == "all":
+        chains = find_chains(graph)
+        return plan_memory(with_fused(graph, chains)).arena_size
+    try:
+        return choose_fusion(graph, budget).arena
+    except McuError:
+        return choose_fusion(graph).arena
+
+
+def _fusion_after_prefix(graph: Graph, budget: int | None) -> FusionChoice:
+    """choose_fusion, its error naming a streamed prefix when one runs first."""
+    try:
+        return choose_fusion(graph, budget)
+    except McuError as exc:
+        prefix = next((op for op in graph.ops if op.kind == PREFIX_KIND), None)
+        if prefix is None:
+            raise
+        smallest = choose_fusion(graph).arena
+        raise McuError(f"no schedule fits a RAM budget of {budget} B: the smallest arena is {smallest} B, with the "
+                       f"first {len(prefix.attrs['ops'])} ops streamed row by row",
+                       hint=f"raise --ram-budget to at least {smallest}"
+                            + ("" if prefix.attrs["stream_input"] else ", or stream the input (--stream-input)")) \
+            from exc
+
+
 def compile_graph(graph: Graph, board: Board, quantize: str, backends: list[str] | None = None,
                   options: BackendOptions | None = None,
                   check_flash: bool = True,
                   fuse: str = "off", ram_budget: int | None = None,
                   fuse_costs: FusionCosts | None = None, fuse_band: int = 1,
+                  stream_prefix: bool | int = False, stream_input: bool = False,
                   ) -> tuple[MemoryPlan, GeneratedLibrary, PartitionReport]:
     """``backends``: preference order of backend ids (None: the registry's default for these options:
     CMSIS-NN first when it has its sources, then the optimized and the portable kernels;
@@ -209,13 +240,22 @@ def compile_graph(graph: Graph, board: Board, quantize: str, backends: list[str]
     most these bytes (none when the default schedule fits), or with ``fuse_costs`` (each op's measured
     instructions) the fastest schedule within them; ``fuse_band``: output rows per pass of every block
     under "all". With neither, blocks fuse only when the
-    default schedule does not fit the board: its RAM is then the budget."""
+    default schedule does not fit the board: its RAM is then the budget. ``stream_prefix``: run the
+    network's first ops row by row through rings (mcu/plan/prefix.py), ending where the arena is smallest
+    (with ``ram_budget``: the shortest prefix that fits); ``stream_input``: the same, reading the input a
+    row at a time through the firmware's callback, so that it is not in the arena."""
     if check_flash:  # before partitioning: packing the weights of a model that cannot fit costs minutes
         check_constants_fit(board, graph)
     # Before the plan: a backend's kernels bring their own scratch sizes and overlap contracts.
     report = partition_ops(graph, board, quantize, backends, dict(options or {}))
     if fuse not in FUSE_POLICIES:
         raise McuError(f"unknown block fusion {fuse!r}", hint=f"one of {', '.join(FUSE_POLICIES)}")
+    if stream_prefix or stream_input:  # after partitioning: each row runs its op's backend's kernel
+        with stage("stream"):
+            end = stream_prefix if not isinstance(stream_prefix, bool) else choose_prefix_end(
+                graph, stream_input, lambda g: _arena_with_fusion(g, fuse, ram_budget), ram_budget).end
+            if end:
+                graph.ops = with_prefix(graph, end, stream_input).ops
     if fuse != "off" or ram_budget is not None:  # after partitioning: each fused stage runs its backend's kernel
         with stage("fuse"):
             if fuse == "all":
@@ -225,7 +265,7 @@ def compile_graph(graph: Graph, board: Board, quantize: str, backends: list[str]
                 choice = choose_fastest(graph, ram_budget, fuse_costs)
                 graph.ops = with_fused(graph, choice.chains, choice.bands).ops
             else:
-                choice = choose_fusion(graph, ram_budget)
+                choice = _fusion_after_prefix(graph, ram_budget)
                 graph.ops = with_fused(graph, choice.chains, choice.bands).ops
     with stage("plan"):
         memory = plan_memory(graph, capacities=board.arena_regions())

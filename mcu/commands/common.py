@@ -29,6 +29,10 @@ def compile_model(args: argparse.Namespace) -> Any:
             and not is_generation_file(args.model):
         raise McuError(f"--prefill-chunk applies to text-generation model files (methods prefill and decode); "
                        f"{args.model} is not one", hint="drop --prefill-chunk")
+    streamed = getattr(args, "stream_prefix", False) or getattr(args, "stream_input", False)
+    if streamed and (getattr(args, "program", False) or getattr(args, "format", "c") == "program"):
+        raise McuError("program files do not carry a streamed prefix (--stream-prefix, --stream-input)",
+                       hint="drop --stream-prefix and --stream-input for a program file; the generated C runs it")
     spec, origin = cli_spec(getattr(args, "cmsis_nn", None))
     budget = getattr(args, "ram_budget", None)
 
@@ -40,14 +44,23 @@ def compile_model(args: argparse.Namespace) -> Any:
 
     fuse = getattr(args, "fuse_blocks", "off")
     with quiet_torch(verbose=getattr(args, "verbose", False)):
-        if budget is None or getattr(args, "speed_model", "measured") != "measured":
-            return from_file(fuse_blocks=fuse, ram_budget=budget)
+        if budget is None or getattr(args, "speed_model", "measured") != "measured" or streamed:
+            # With a streamed prefix the budget takes the shortest prefix that fits, unmeasured (mcu/plan/prefix.py).
+            return from_file(fuse_blocks=fuse, ram_budget=budget, stream_prefix=getattr(args, "stream_prefix", False),
+                             stream_input=getattr(args, "stream_input", False))
         # lazy: the profiler and the simulator only for a build with a RAM budget
-        from mcu.api import backend_options, lower_file
+        from mcu.api import backend_options, lower_file, lower_spec
         from mcu.devtools.fusion_costs import measure_fusion_costs
 
         # The measurement compiles the model once per schedule it runs: capture and quantize once.
-        lowered = lower_file(args.model, quantize=args.quantize)
+        if getattr(args, "qat", False):
+            # lazy: keeps torchao out of this module's import
+            from mcu.capture.loader import load_model_file
+            from mcu.quantize.qat import with_qat
+
+            lowered = lower_spec(with_qat(load_model_file(args.model), args.quantize), quantize=args.quantize)
+        else:
+            lowered = lower_file(args.model, quantize=args.quantize)
         backend = getattr(args, "backend", None)
         options = backend_options(resolve(spec, origin=origin),
                                   False if getattr(args, "compact_weights", False) else None, backend)

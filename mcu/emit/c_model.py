@@ -17,9 +17,11 @@ from mcu.version import __version__
 from mcu.emit.cvalues import c_array_body, c_float, c_initializer, c_type
 from mcu.emit.delegates import REGISTRY_SOURCE, runtime_for
 from mcu.emit.fused import body as fused_body
+from mcu.emit.prefix import body as prefix_body
 from mcu.emit.kernels import KernelCall, Refs, emit_call, kernel_defines
 from mcu.ir import Graph, Op, Tensor
 from mcu.plan.fused import KIND as FUSED_KIND
+from mcu.plan.prefix import KIND as PREFIX_KIND, streamed_inputs
 from mcu.plan.memory import MemoryPlan, scratch_bytes
 from mcu.paths import codegen_dir
 
@@ -43,6 +45,9 @@ class IOView:
     offset: int
     arena: str
     quant: dict[str, Any] | None = None
+    streamed: bool = False  # read a row at a time through the firmware's callback (not in the arena)
+    rows: int = 1  # rows of a streamed input (dim 2), each row_numel elements
+    row_numel: int = 0
 
 
 @dataclass
@@ -178,6 +183,11 @@ class ModelView:
     def has_quantized_io(self) -> bool:
         return any(io.quant for io in self.inputs + self.outputs)
 
+    @property
+    def stream_input(self) -> IOView | None:
+        """The input read a row at a time through the firmware's callback (``<prefix>_run_streamed``)."""
+        return next((io for io in self.inputs if io.streamed), None)
+
 
 @dataclass
 class GeneratedLibrary:
@@ -229,6 +239,13 @@ def _io_view(kind: str, index: int, t: Tensor, offset: int, arena: str) -> IOVie
     return IOView(kind=kind, KIND=kind.upper(), index=index, name=t.name, dtype=t.dtype, c_type=c_type(t.dtype),
                   shape=list(t.shape), dim_order=list(t.dim_order), physical_shape=list(t.physical_shape),
                   numel=t.numel, nbytes=t.nbytes, offset=offset, arena=arena, quant=quant)
+
+
+def _streamed_view(index: int, t: Tensor) -> IOView:
+    view = _io_view("input", index, t, -1, "")
+    view.streamed, view.rows = True, t.shape[2]
+    view.row_numel = t.numel // t.shape[2]
+    return view
 
 
 @dataclass
@@ -298,14 +315,17 @@ def build_view(graph: Graph, memory: MemoryPlan, quantize: str, prefix: str | No
             continue
         scratch = memory.scratch_offsets.get(id(op))
         where = None if scratch is None else arena_var(memory.scratch_arena_index(op))
-        if op.kind == FUSED_KIND:
-            lines, row_calls = fused_body(op, tensor_ref, f"{where} + {scratch}")
+        if op.kind in (FUSED_KIND, PREFIX_KIND):
+            emit_body = fused_body if op.kind == FUSED_KIND else prefix_body
+            lines, row_calls = emit_body(op, tensor_ref, f"{where} + {scratch}")
             for row_op, row_call in row_calls:
                 emitted.append((row_op, row_call))
                 sources += [s for s in row_call.sources if s not in sources]
                 headers += [h for h in row_call.headers if h not in headers]
                 include_dirs += [d for d in row_call.include_dirs if d not in include_dirs]
-            comment = f"{op.name}: inverted-residual block fused row by row ({', '.join(op.attrs['ops'])})"
+            comment = f"{op.name}: inverted-residual block fused row by row ({', '.join(op.attrs['ops'])})" \
+                if op.kind == FUSED_KIND else \
+                f"{op.name}: streamed prefix, row by row through rings ({', '.join(op.attrs['ops'])})"
             kernels = "+".join(dict.fromkeys(c.function or c.backend_function for _, c in row_calls))
             steps.append(StepView(index=i, name=op.name, call=KernelCall(kernels, [], [], comment=comment), params_c="",
                                   output_ref=tensor_ref(op.output), output_nbytes=op.output.nbytes, body=lines))
@@ -333,7 +353,9 @@ def build_view(graph: Graph, memory: MemoryPlan, quantize: str, prefix: str | No
                               output_ref="" if out.is_constant else tensor_ref(out), output_nbytes=out.nbytes,
                               guard=guard))
 
-    inputs = [_io_view("input", i, t, memory.offset(t), arena_var(memory.arena_index(t)))
+    streamed = streamed_inputs(graph)
+    inputs = [_streamed_view(i, t) if id(t) in streamed else
+              _io_view("input", i, t, memory.offset(t), arena_var(memory.arena_index(t)))
               for i, t in enumerate(graph.inputs)]
     outputs = [_io_view("output", i, t, memory.offset(t), arena_var(memory.arena_index(t)))
                for i, t in enumerate(graph.outputs)]

@@ -3,7 +3,7 @@
 The peak (the highest byte in use) is marked with a line, and so is the
 op order's largest live set (every buffer counted whole), so the picture shows how far the
 overlap contracts take the plan below it. The ring of a block run row by row (mcu/plan/fused.py) is
-hatched.
+hatched, and so is each ring of a streamed prefix (mcu/plan/prefix.py), with its tensor's name.
 """
 
 from __future__ import annotations
@@ -18,7 +18,9 @@ _PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#
 
 
 def plan_svg(plan: Plan, title: str, step_names: list[str] | None = None, width: int = 1100,
-             height: int = 640) -> str:
+             height: int = 640, rings: dict[str, list[tuple[str, int, int]]] | None = None) -> str:
+    """``rings``: by buffer name, the rings inside it as (tensor, offset in the buffer, bytes): a streamed
+    prefix's scratch (mcu/plan/prefix.py), each ring drawn hatched with its tensor's name."""
     steps = max((b.last_use for b in plan.buffers), default=0) + 1
     top = max(plan.arena_size, plan.lower_bound, 1)
     left, right, upper, lower = 90, 20, 50, 70
@@ -59,6 +61,17 @@ def plan_svg(plan: Plan, title: str, step_names: list[str] | None = None, width:
         y0 = y(off + b.size)
         h = max(b.size * sy, 0.5)
         color = _PALETTE[i % len(_PALETTE)]
+        inner = (rings or {}).get(b.name, [])
+        for tensor, at, size in inner:
+            ry = y(off + at + size)
+            parts.append(
+                f'<g class="ring"><title>{escape(tensor)}: ring of {size} B at [{off + at}, {off + at + size}) '
+                f'(rows a streamed prefix keeps), steps {b.first_use}-{b.last_use}</title>'
+                f'<rect x="{x0:.1f}" y="{ry:.1f}" width="{w:.1f}" height="{max(size * sy, 0.5):.1f}" '
+                f'fill="url(#ring)" fill-opacity="0.55" stroke="{color}"/>'
+                f'<text x="{x0 + 2:.1f}" y="{ry + min(size * sy, 12) - 2:.1f}" font-size="8">{escape(tensor)}</text></g>')
+        if inner:
+            continue
         ring = b.name.endswith(RING_SUFFIX)
         what = " (ring of expanded rows of a block run row by row)" if ring else ""
         fill = "url(#ring)" if ring else color

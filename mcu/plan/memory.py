@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mcu.plan import fused
+from mcu.plan import fused, prefix
 from mcu.plan.contracts import overlap_contracts, scratch_bytes as contract_scratch_bytes
 from mcu.errors import McuError
 from mcu.ir import Graph, Op, Tensor
@@ -85,7 +85,8 @@ def _lifetimes(graph: Graph) -> tuple[dict[int, int], dict[int, int]]:
     last_step = max(len(graph.ops) - 1, 0)
     first: dict[int, int] = {}
     last: dict[int, int] = {}
-    for step, t in [(0, t) for t in graph.inputs] + [(s, t) for s, op in enumerate(graph.ops)
+    streamed = prefix.streamed_inputs(graph)
+    for step, t in [(0, t) for t in graph.inputs if id(t) not in streamed] + [(s, t) for s, op in enumerate(graph.ops)
                                                       for t in (*op.inputs, *op.outputs)] + \
             [(last_step, t) for t in graph.outputs]:
         if t.is_constant:
@@ -164,8 +165,9 @@ class _Item:
 def _items(graph: Graph) -> tuple[list[_Item], dict[int, int], dict[int, int]]:
     first, last = _lifetimes(graph)
     bases: dict[int, Tensor] = {}
+    streamed = prefix.streamed_inputs(graph)  # read a row at a time into the prefix's ring: not in the arena
     for t in [*graph.inputs, *(t for op in graph.ops for t in (*op.inputs, *op.outputs)), *graph.outputs]:
-        if not t.is_constant:
+        if not t.is_constant and id(t) not in streamed:
             bases.setdefault(id(t.base()), t.base())
     items = [_Item("tensor", k, t.name, t.nbytes, first[k], last[k]) for k, t in bases.items()]
     # A fused block's scratch is mostly its ring of expanded rows: named so, in the plan and its drawing.

@@ -1,0 +1,263 @@
+"""The streamed prefix (mcu/plan/prefix.py, mcu/emit/prefix.py): the network's first ops run row by row
+through rings of rows equal the Python integer reference of the unfused graph bit for bit (int8) and the
+unfused generated C (fp32) on a chain of strided, padded, depthwise, pointwise and residual layers (host
+builds, and the firmware on QEMU); the row schedule's ring bookkeeping, replayed in Python, holds over
+random chains of kernels, strides, paddings and residual adds; the planner puts only the prefix's
+output in the arena, and with a streamed input not the input either."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings, strategies as st
+from torch import nn
+
+from mcu.api import CompiledModel, LoweredModel, lower_spec
+from mcu.capture.loader import spec_from_objects
+from mcu.errors import McuError
+from mcu.plan.drawing import plan_svg
+from mcu.ir import CHANNELS_LAST, Op, Tensor
+from mcu.plan.prefix import INPUT, KIND, Prefix, candidate_ends, height, ring_parts, schedule
+from mcu.program.writer import UnsupportedKernel
+from cli_runner import assert_one_line_error, mcu_in_process
+from repo import EXAMPLES, requires_qemu
+
+
+class _Chain(nn.Module):
+    """Convolutions (kernel, stride, padding, depthwise?) with ReLUs, and a residual add around the
+    layer marked so when its shapes allow."""
+
+    def __init__(self, cin: int, layers: list[tuple[int, int, int, bool, int, bool]]) -> None:
+        super().__init__()
+        mods = []
+        self.residual = []
+        c = cin
+        for k, s, pad, depthwise, cout, residual in layers:
+            out = c if depthwise else cout
+            mods.append(nn.Sequential(nn.Conv2d(c, out, k, s, pad, groups=c if depthwise else 1), nn.ReLU()))
+            self.residual.append(residual and s == 1 and 2 * pad == k - 1 and out == c)
+            c = out
+        self.layers = nn.ModuleList(mods)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for layer, residual in zip(self.layers, self.residual):
+            x = x + layer(x) if residual else layer(x)
+        return x
+
+
+def _lower(model: nn.Module, shape: tuple[int, ...], seed: int, quantize: str = "int8") -> LoweredModel:
+    gen = torch.Generator().manual_seed(seed)
+    model.eval()
+    calib = [(torch.randn(shape, generator=gen),) for _ in range(4)]
+    tests = [(torch.randn(shape, generator=gen) * 1.5,) for _ in range(2)]
+    return lower_spec(spec_from_objects(model, calib[0], calib, tests, name="prefix_case"), quantize)
+
+
+def _prefixes(cm: CompiledModel) -> list:
+    return [op for op in cm.graph.ops if op.kind == KIND]
+
+
+def _same_as_reference(cm: CompiledModel) -> None:
+    for x in cm.spec.test_inputs:
+        for ref, got in zip(cm.reference_raw(*x), cm.run_raw_c(*x)):
+            np.testing.assert_array_equal(got, ref)
+
+
+_LOWERED: dict[str, LoweredModel] = {}
+
+# MobileNetV1's first layers at a small size: a stem widening the input, depthwise-separable pairs (one
+# strided), then a residual depthwise layer.
+_V1 = [(3, 1, 1, False, 16, False), (3, 1, 1, True, 16, False), (1, 1, 0, False, 24, False),
+       (3, 2, 1, True, 24, False), (1, 1, 0, False, 16, False), (3, 1, 1, True, 16, True)]
+
+
+def _v1(quantize: str = "int8") -> LoweredModel:
+    if quantize not in _LOWERED:
+        torch.manual_seed(7)
+        _LOWERED[quantize] = _lower(_Chain(3, _V1), (1, 3, 16, 12), 7, quantize)
+    return _LOWERED[quantize]
+
+
+@pytest.mark.xdist_group("stream_prefix_v1")  # one worker lowers the model once
+def test_streamed_input_is_not_in_the_arena_and_equals_the_reference() -> None:
+    lowered = _v1()
+    whole = lowered.compile()
+    streamed = lowered.compile(stream_input=True)
+    (op,) = _prefixes(streamed)
+    x = streamed.graph.inputs[0]
+    names = [b.name for b in streamed.memory.plan.buffers]
+    assert x.name in [b.name for b in whole.memory.plan.buffers] and x.name not in names
+    assert streamed.memory.arena_size < whole.memory.arena_size
+    prefix = op.attrs["prefix"]
+    assert id(x) in prefix.rings and prefix.rings[id(x)].rows == 3  # the stem's 3x3 window of input rows
+    assert f"{op.name}_rings" in names
+    h = streamed.library.files[f"{streamed.library.prefix}_model.h"]
+    assert f"mcu_status {streamed.library.prefix}_input_rows(void *context, int32_t first_row" in h
+    _same_as_reference(streamed)  # _run: the rows read from the whole input through the same loop
+    svg = plan_svg(streamed.memory.plan, "streamed", rings=ring_parts(streamed.graph))
+    assert svg.count('<g class="ring">') == len(prefix.rings) and x.name in svg
+
+
+@pytest.mark.xdist_group("stream_prefix_v1")
+def test_prefix_ends_where_the_arena_is_smallest_and_program_files_refuse_it() -> None:
+    lowered = _v1()
+    cm = lowered.compile(stream_prefix=True)
+    (op,) = _prefixes(cm)
+    ends = candidate_ends(lowered.graph)
+    arenas = {n: lowered.compile(stream_prefix=n).memory.arena_size for n in ends}
+    assert cm.memory.arena_size == min(arenas.values()) < lowered.compile().memory.arena_size
+    assert len(op.attrs["ops"]) == min(n for n, a in arenas.items() if a == cm.memory.arena_size)
+    budget = max(arenas.values())
+    assert lowered.compile(stream_prefix=True, ram_budget=budget).memory.arena_size <= budget
+    with pytest.raises(McuError, match=f"smallest arena is {cm.memory.arena_size} B, with the first "
+                                       f"{len(op.attrs['ops'])} ops streamed row by row"):
+        lowered.compile(stream_prefix=True, ram_budget=cm.memory.arena_size - 4)
+    with pytest.raises(UnsupportedKernel, match=f"program files do not carry a streamed prefix \\({op.name}"):
+        cm.program_image()
+
+
+def test_fp32_prefix_equals_unfused_c() -> None:
+    """fp32: the same kernels on the same rows, so the same bits as the unfused generated C."""
+    lowered = _v1("none")
+    whole = lowered.compile()
+    streamed = lowered.compile(stream_input=True)
+    assert len(_prefixes(streamed)) == 1
+    for x in streamed.spec.test_inputs:
+        for want, got in zip(whole.run_raw_c(*x), streamed.run_raw_c(*x)):
+            assert want.dtype == np.float32
+            np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.slow
+@requires_qemu
+@pytest.mark.qemu
+@pytest.mark.xdist_group("stream_prefix_v1")
+def test_streamed_input_on_the_device_reads_the_firmware_callback() -> None:
+    """The firmware harness implements <model>_input_rows() from its vectors: QEMU, the M33."""
+    cm = _v1().compile("mps2-an505", stream_input=True)
+    sim = cm.simulate()
+    assert sim.passed and sim.exit_code == 0, sim.console[-2000:]
+    for raw, expected in zip(sim.outputs_raw, cm.expected_outputs):
+        for got, want in zip(raw, cm.raw_outputs(expected)):
+            np.testing.assert_array_equal(got, want)
+
+
+def test_command_line_refuses_a_streamed_prefix_in_a_program_file() -> None:
+    proc = mcu_in_process("run", "--board", "mps2-an505", "--stream-input", "--program", str(EXAMPLES / "small_cnn.py"))
+    assert_one_line_error(proc, "program files do not carry a streamed prefix")
+
+
+def _synthetic(cin: int, h: int, w: int, layers: list[tuple[str, int, int, int, int]]) -> list[Op]:
+    """int8 IR ops of a chain (no weights' values: the schedule reads only shapes and attributes):
+    ("conv", k, stride, padding, channels) or ("res", k, 1, k // 2, 0) (a convolution and an add of its
+    input)."""
+    x = Tensor("x", (1, cin, h, w), "int8", CHANNELS_LAST, is_input=True)
+    ops: list[Op] = []
+
+    def conv(t: Tensor, k: int, s: int, pad: int, cout: int) -> Tensor:
+        out_h = (t.shape[2] + 2 * pad - k) // s + 1
+        out_w = (t.shape[3] + 2 * pad - k) // s + 1
+        y = Tensor(f"t{len(ops)}", (1, cout, out_h, out_w), "int8", CHANNELS_LAST)
+        wt = Tensor(f"w{len(ops)}", (cout, t.shape[1], k, k), "int8", data=np.zeros((cout, t.shape[1], k, k), np.int8))
+        ops.append(Op("conv2d", [t, wt], [y], {"stride": (s, s), "padding": (pad, pad), "dilation": (1, 1),
+                                               "groups": 1}, f"op{len(ops)}"))
+        return y
+
+    t = x
+    for kind, k, s, pad, c in layers:
+        if kind == "conv":
+            t = conv(t, k, s, pad, c)
+        else:
+            y = conv(t, k, 1, k // 2, t.shape[1])
+            a = Tensor(f"t{len(ops)}", y.shape, "int8", CHANNELS_LAST)
+            ops.append(Op("add", [y, t], [a], {}, f"op{len(ops)}"))
+            t = a
+    return ops
+
+
+def _replay(p: Prefix) -> None:
+    """The generated loop's bookkeeping run in Python (mcu/emit/prefix.py): every ring slot a row is read
+    from holds that row, and no slot lies outside its ring."""
+    ops = p.ops
+    ring_of = {key: j for j, key in enumerate(p.rings)}
+    base = [0] * len(p.rings)
+    nxt = [0] * (len(ops) + 1)
+    memory: dict[tuple, tuple[int, int]] = {}
+
+    def target(t: Tensor) -> Tensor:
+        return ops[p.into[id(t)]].output if id(t) in p.into else t
+
+    def where(t: Tensor, row: int) -> tuple:
+        u = target(t)
+        if id(u) not in p.rings:
+            return ("whole", id(u), row)
+        j = ring_of[id(u)]
+        assert 0 <= row - base[j] < p.rings[id(u)].rows, (u.name, row, base[j])
+        return ("ring", j, row - base[j])
+
+    def make_room(t: Tensor, y: int) -> None:
+        j = ring_of[id(t)]
+        if y - base[j] == p.rings[id(t)].rows:
+            low = y
+            for c, w in p.consumers[id(t)]:
+                if nxt[c] < height(ops[c].output):
+                    low = min(low, max(0, nxt[c] * w.s - w.pad))
+            for k in range(y - low):
+                memory[("ring", j, k)] = memory.get(("ring", j, low - base[j] + k), (-1, -1))
+            base[j] = low
+
+    for step in p.steps:
+        i = len(ops) if step == INPUT else step
+        y = nxt[i]
+        nxt[i] += 1
+        if step == INPUT:
+            make_room(p.input, y)
+            memory[where(p.input, y)] = (id(p.input), y)
+            continue
+        op = ops[i]
+        if id(target(op.output)) in p.rings:
+            make_room(target(op.output), y)
+        for t, w in zip(op.inputs, p.windows[i]):
+            if w is None:
+                continue
+            lo, rows, _ = w.rows(y, height(t))
+            for r in range(lo, lo + rows):
+                if id(t) in p.rings or id(t) in p.into:
+                    assert memory.get(where(t, r)) == (id(t), r), (op.name, t.name, r)
+        memory[where(op.output, y)] = (id(op.output), y)
+    assert nxt[len(ops) - 1] == height(p.output)
+
+
+@st.composite
+def _synthetic_layers(draw: st.DrawFn) -> list[tuple[str, int, int, int, int]]:
+    layers = []
+    for _ in range(draw(st.integers(1, 6))):
+        k = draw(st.sampled_from([1, 3, 5]))
+        if draw(st.integers(0, 3)) == 0:
+            layers.append(("res", k, 1, k // 2, 0))
+        else:
+            layers.append(("conv", k, draw(st.sampled_from([1, 2, 3])), draw(st.integers(0, k // 2)),
+                           draw(st.sampled_from([4, 8, 16]))))
+    return layers
+
+
+@settings(max_examples=200, deadline=None)
+@given(layers=_synthetic_layers(), h=st.integers(1, 40), cin=st.sampled_from([3, 8]), stream=st.booleans())
+def test_row_schedule_replayed_reads_every_row_from_its_ring(layers: list, h: int, cin: int, stream: bool) -> None:
+    """The schedule's rings over chains of kernels, strides, paddings and residual adds: the C loop's
+    bookkeeping replayed finds every row a window reads where it was written, and each ring is as small
+    as that allows (one row fewer breaks the replay)."""
+    t = h
+    for _, k, s, pad, _ in layers:
+        t = (t + 2 * pad - k) // s + 1
+        if t < 1:
+            return
+    ops = _synthetic(cin, h, 4, layers)
+    p = schedule(ops, stream)
+    _replay(p)
+    for ring in p.rings.values():
+        ring.rows -= 1
+        with pytest.raises(AssertionError):
+            _replay(p)
+        ring.rows += 1
