@@ -13,22 +13,10 @@ from __future__ import annotations
 from typing import Callable
 
 from mcu.backends.calls import KernelCall, Refs
-from mcu.emit.cvalues import c_initializer, c_type
-from mcu.emit.kernels import emit_call
+from mcu.emit.cvalues import c_type
+from mcu.emit.kernels import call_block
 from mcu.ir import Op, Tensor
 from mcu.plan.fused import Block, row_ops, stage_scratch_bytes
-
-
-def _call_lines(op: Op, refs: Refs, indent: str) -> tuple[list[str], KernelCall]:
-    call = emit_call(op, refs)
-    assert call is not None
-    lines = [f"{indent}{{"]
-    if call.params_type:
-        lines.append(f"{indent}    static const {call.params_type} params = {c_initializer(call.params)};")
-    lines += [f"{indent}    {decl}" for decl in call.locals]
-    lines.append(f"{indent}    MCU_CHECK({call.function}({', '.join(call.args)}));")
-    lines.append(f"{indent}}}")
-    return lines, call
 
 
 def body(op: Op, tensor_ref: Callable[[Tensor], str], scratch: str) -> tuple[list[str], list[tuple[Op, KernelCall]]]:
@@ -87,7 +75,7 @@ def body(op: Op, tensor_ref: Callable[[Tensor], str], scratch: str) -> tuple[lis
         producer = row_ops(stages, b, (rows, top))[0]
         start = f"(ey * {b.p_stride} - {b.p_pad} + {top})"
         places = {id(producer.inputs[0]): f"({ct} *)(x + {start} * {b.in_row})", id(producer.output): f"({ct} *)row"}
-        sub, call = _call_lines(producer, refs_for(producer, places), "            ")
+        sub, call = call_block(producer, refs_for(producer, places), "            ")
         calls.append((producer, call))
         lines.append(f"{lead}{cond}{{")
         lines += sub
@@ -115,14 +103,14 @@ def body(op: Op, tensor_ref: Callable[[Tensor], str], scratch: str) -> tuple[lis
                                id(sc.output): sc_row}))
             steps.append((add, {id(dw.output): d_row, id(sc.output): sc_row, id(add.output): y_row}))
         for row, places in steps:
-            sub, call = _call_lines(row, refs_for(row, places), indent)
+            sub, call = call_block(row, refs_for(row, places), indent)
             calls.append((row, call))
             lines += sub
         if b.residual and not b.shortcut_stride:
             add = ops[-1]
             x_row = next(t for t in add.inputs if t is not proj.output)
             places = {id(x_row): f"({ct} *)(x + oy * {b.in_row})", id(proj.output): y_row}
-            sub, call = _call_lines(add, refs_for(add, places), indent)
+            sub, call = call_block(add, refs_for(add, places), indent)
             calls.append((add, call))
             lines += sub
         if len(sizes) > 1:

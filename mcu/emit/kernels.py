@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Callable, Mapping, Sequence
 
 from mcu.backends.calls import SCRATCH, KernelCall, Operand, ProgramCall, Ref, Refs, ScratchOperand
-from mcu.emit.cvalues import flat_words
+from mcu.emit.cvalues import c_initializer, flat_words
 from mcu.ir import Op, Tensor
 
 __all__ = ["SCRATCH", "KernelCall", "Operand", "ProgramCall", "Ref", "Refs", "ScratchOperand", "emit_call",
@@ -31,6 +31,20 @@ def emit_call(op: Op, ref: Ref) -> KernelCall | None:
     call = backend(backend_id).emit(op, ref)
     call.comment = f"{op.name}: {op.kind}" + (f" ({op.source})" if op.source else "")
     return call
+
+
+def call_block(op: Op, refs: Ref, indent: str) -> tuple[list[str], KernelCall]:
+    """One kernel call of a schedule's loop body as a C block at ``indent``: its parameters as a static
+    constant (each call site its own, since the row counts differ), its locals, the checked call."""
+    call = emit_call(op, refs)
+    assert call is not None
+    lines = [f"{indent}{{"]
+    if call.params_type:
+        lines.append(f"{indent}    static const {call.params_type} params = {c_initializer(call.params)};")
+    lines += [f"{indent}    {decl}" for decl in call.locals]
+    lines.append(f"{indent}    MCU_CHECK({call.function}({', '.join(call.args)}));")
+    lines.append(f"{indent}}}")
+    return lines, call
 
 
 def kernel_defines(emitted: Sequence[tuple[Op, KernelCall]]) -> dict[str, dict[str, int]]:

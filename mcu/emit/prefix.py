@@ -12,25 +12,13 @@ from __future__ import annotations
 from typing import Callable
 
 from mcu.backends.calls import KernelCall, Refs
-from mcu.emit.cvalues import c_initializer, c_type
-from mcu.emit.kernels import emit_call
+from mcu.emit.cvalues import c_type
+from mcu.emit.kernels import call_block
 from mcu.ir import Op, Tensor
 from mcu.plan.prefix import INPUT, Prefix, height, row_bytes, row_op, stage_scratch_bytes
 
 READER = "mcu_read_input_rows"  # the C names of the streamed input's reader and its source (codegen/model.c.j2)
 READER_CONTEXT = "input_source"
-
-
-def _call_lines(op: Op, refs: Refs, indent: str) -> tuple[list[str], KernelCall]:
-    call = emit_call(op, refs)
-    assert call is not None
-    lines = [f"{indent}{{"]
-    if call.params_type:
-        lines.append(f"{indent}    static const {call.params_type} params = {c_initializer(call.params)};")
-    lines += [f"{indent}    {decl}" for decl in call.locals]
-    lines.append(f"{indent}    MCU_CHECK({call.function}({', '.join(call.args)}));")
-    lines.append(f"{indent}}}")
-    return lines, call
 
 
 def body(op: Op, tensor_ref: Callable[[Tensor], str], scratch: str) -> tuple[list[str], list[tuple[Op, KernelCall]]]:
@@ -115,7 +103,7 @@ def body(op: Op, tensor_ref: Callable[[Tensor], str], scratch: str) -> tuple[lis
             def ref(t: Tensor, places: dict[int, str] = places) -> str:
                 return places[id(t)] if id(t) in places else tensor_ref(t)
             refs = Refs(ref, (f"(rings + {p.stage_scratch_offset})", sub) if sub else None)
-            sub_lines, call = _call_lines(row, refs, "            ")
+            sub_lines, call = call_block(row, refs, "            ")
             calls.append((row, call))
             cond = "" if n == len(cases) - 1 else f"if (y <= {last}) "
             lines.append(f"        {'' if n == 0 else 'else '}{cond}{{")
