@@ -7,7 +7,8 @@ count. A sum can be off by a few tenths of a percent (an op's count can depend o
 tensors), enough to rank two close schedules the wrong way, so then the schedules of the frontier (those
 no other beats in both arena and predicted count) and those the sums put close behind them
 (mcu/plan/fusion.py's ``to_run``) that fit the budget are built and run whole, and the budget chooses
-among those counts. Everything is kept in the cache, keyed by the generated C of the
+among those counts (the schedules the profiles built, every tensor whole and every block fused at one
+band, count as run: each profile runs its normal build too). Everything is kept in the cache, keyed by the generated C of the
 whole-tensor schedule, the board and the kernels' sources; a schedule once run is never run again.
 """
 
@@ -21,16 +22,17 @@ from typing import Any, Callable
 from mcu.devtools.profile import profile_model
 from mcu.errors import McuError
 from mcu.paths import all_kernel_sources, cache_dir
-from mcu.plan.fused import KIND as FUSED_KIND
-from mcu.plan.fusion import FusionCosts, candidates, choose, choose_fastest, to_run
+from mcu.plan.fused import KIND as FUSED_KIND, find_chains
+from mcu.plan.fusion import FusionCosts, Schedule, candidates, choose, choose_fastest, to_run
 from mcu.progress import stage
 
 BANDS = (1, 2, 4, 8)
 
 
-def _op_costs(cm: Any) -> dict[str, int]:
+def _op_costs(cm: Any) -> tuple[dict[str, int], int | None]:
+    """Each op's instructions by name, and the whole inference of the normal build (the profile runs it)."""
     profile, _ = profile_model(cm)
-    return {row.op.name: row.cost for row in profile.rows}
+    return {row.op.name: row.cost for row in profile.rows}, profile.inference_cost
 
 
 def _key(cm: Any, bands: tuple[int, ...]) -> str:
@@ -59,15 +61,22 @@ def _save(path: Path, costs: FusionCosts) -> None:
 
 
 def _measure_ops(compile_for: Callable[..., Any], whole: Any, bands: tuple[int, ...]) -> FusionCosts:
-    ops = _op_costs(whole)
+    """The ops' counts, and the whole inference of the schedules these profiles run anyway (every tensor
+    whole, every block fused at one band), which are candidates of their own."""
+    ops, run = _op_costs(whole)
+    schedules: dict[Schedule, int] = {} if run is None else {(): run}
     fused: dict[tuple[str, int], int] = {}
-    for band in bands:
+    chains = find_chains(whole.graph)
+    for band in bands if chains else ():  # no block to fuse: nothing more to profile
         cm = compile_for(fuse_blocks="all", fuse_band=band)
         firsts = {op.name: op.attrs["stages"][0].name for op in cm.graph.ops if op.kind == FUSED_KIND}
-        for name, cost in _op_costs(cm).items():
+        costs, run = _op_costs(cm)
+        for name, cost in costs.items():
             if name in firsts:
                 fused[(firsts[name], band)] = cost
-    return FusionCosts(ops, fused)
+        if run is not None:
+            schedules[tuple((c[0].name, band) for c in chains)] = run
+    return FusionCosts(ops, fused, schedules)
 
 
 def _measure_schedules(compile_for: Callable[..., Any], whole: Any, costs: FusionCosts, budget: int | None,
