@@ -135,11 +135,19 @@ static mcu_status run_instruction(mcu_exec_ctx *x, uint32_t iv, uint32_t n, uint
     uint32_t n_ops, n_params;
     const uint32_t ov = mcu_fb_vector(fp, &insn, MCU_INSN_OPERANDS, 4, &n_ops);
     MCU_REQUIRE(!fp->bad && n_ops >= 1 && n_ops <= MCU_PROGRAM_MAX_OPERANDS, MCU_ERR_PROGRAM_INVALID);
+    /* In a loop: where the instruction runs and how its operands move (the loader has proved that an
+     * instruction outside every loop has neither, so that path reads nothing more). */
     mcu_program_step step;
-    mcu_program_step_fields(fp, &insn, n_ops, count, &step);
-    MCU_REQUIRE(!fp->bad, MCU_ERR_PROGRAM_INVALID);
-    if (it < step.first || it >= step.end) {
-        return MCU_OK; /* another pass's instruction */
+    const int32_t *strides = NULL;
+    uint32_t pass = 0;
+    if (count != 0) {
+        mcu_program_step_fields(fp, &insn, n_ops, count, &step);
+        MCU_REQUIRE(!fp->bad, MCU_ERR_PROGRAM_INVALID);
+        if (it < step.first || it >= step.end) {
+            return MCU_OK; /* another pass's instruction */
+        }
+        strides = step.strides;
+        pass = it - step.first;
     }
     const uint32_t kernel = mcu_fb_scalar(fp, &insn, MCU_INSN_KERNEL, 2, 0);
     const uint32_t pv = mcu_fb_vector(fp, &insn, MCU_INSN_PARAMS, 4, &n_params);
@@ -154,8 +162,8 @@ static mcu_status run_instruction(mcu_exec_ctx *x, uint32_t iv, uint32_t n, uint
     for (uint32_t k = 0; k < n_ops; ++k) {
         dtypes[k] = 0;
         ops[k] = operand(x, ids[k], bases, &sizes[k], &dtypes[k]);
-        if (ops[k] != NULL && step.strides[k] != 0) { /* the loader proved every iteration's place */
-            ops[k] = (uint8_t *)ops[k] + (ptrdiff_t)step.strides[k] * (ptrdiff_t)(it - step.first);
+        if (strides != NULL && ops[k] != NULL && strides[k] != 0) { /* the loader proved every pass's place */
+            ops[k] = (uint8_t *)ops[k] + (ptrdiff_t)strides[k] * (ptrdiff_t)pass;
         }
     }
     MCU_REQUIRE(!fp->bad, MCU_ERR_PROGRAM_INVALID);
