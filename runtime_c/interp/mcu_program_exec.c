@@ -124,25 +124,30 @@ static mcu_status run_delegate(mcu_fb *f, const mcu_program *p, void *const *ops
     return mcu_delegate_execute(b, p->delegate_handles[params[0]], ops, sizes, n_ops - n_outputs, n_outputs);
 }
 
-/* Instruction `i` of the vector at `iv` (`n` long), at iteration `it` of a loop of `count` iterations (count 0:
- * in no loop). A body instruction runs only at its own iterations, its operands moved by their strides. */
-static mcu_status run_instruction(mcu_exec_ctx *x, uint32_t iv, uint32_t n, uint32_t i, uint8_t *const *bases,
+/* Instruction `insn` (kernel id `kernel`), at iteration `it` of a loop of `count` iterations (count 0: in no
+ * loop). A body instruction runs only at its own iterations, its operands moved by their strides. */
+static mcu_status run_instruction(mcu_exec_ctx *x, const mcu_fbt *insn, uint32_t kernel, uint8_t *const *bases,
                                   uint32_t it, uint32_t count)
 {
     mcu_fb *const fp = &x->f;
-    mcu_fbt insn;
-    mcu_fb_elem(fp, iv, n, i, &insn);
     uint32_t n_ops, n_params;
-    const uint32_t ov = mcu_fb_vector(fp, &insn, MCU_INSN_OPERANDS, 4, &n_ops);
+    const uint32_t ov = mcu_fb_vector(fp, insn, MCU_INSN_OPERANDS, 4, &n_ops);
     MCU_REQUIRE(!fp->bad && n_ops >= 1 && n_ops <= MCU_PROGRAM_MAX_OPERANDS, MCU_ERR_PROGRAM_INVALID);
+    /* In a loop: where the instruction runs and how its operands move (the loader has proved that an
+     * instruction outside every loop has neither, so that path reads nothing more). */
     mcu_program_step step;
-    mcu_program_step_fields(fp, &insn, n_ops, count, &step);
-    MCU_REQUIRE(!fp->bad, MCU_ERR_PROGRAM_INVALID);
-    if (it < step.first || it >= step.end) {
-        return MCU_OK; /* another pass's instruction */
+    const int32_t *strides = NULL;
+    uint32_t pass = 0;
+    if (count != 0) {
+        mcu_program_step_fields(fp, insn, n_ops, count, &step);
+        MCU_REQUIRE(!fp->bad, MCU_ERR_PROGRAM_INVALID);
+        if (it < step.first || it >= step.end) {
+            return MCU_OK; /* another pass's instruction */
+        }
+        strides = step.strides;
+        pass = it - step.first;
     }
-    const uint32_t kernel = mcu_fb_scalar(fp, &insn, MCU_INSN_KERNEL, 2, 0);
-    const uint32_t pv = mcu_fb_vector(fp, &insn, MCU_INSN_PARAMS, 4, &n_params);
+    const uint32_t pv = mcu_fb_vector(fp, insn, MCU_INSN_PARAMS, 4, &n_params);
     MCU_REQUIRE(!fp->bad && n_params <= MCU_PROGRAM_MAX_PARAMS, MCU_ERR_PROGRAM_INVALID);
     void *ops[MCU_PROGRAM_MAX_OPERANDS];
     uint32_t sizes[MCU_PROGRAM_MAX_OPERANDS];
@@ -154,8 +159,8 @@ static mcu_status run_instruction(mcu_exec_ctx *x, uint32_t iv, uint32_t n, uint
     for (uint32_t k = 0; k < n_ops; ++k) {
         dtypes[k] = 0;
         ops[k] = operand(x, ids[k], bases, &sizes[k], &dtypes[k]);
-        if (ops[k] != NULL && step.strides[k] != 0) { /* the loader proved every iteration's place */
-            ops[k] = (uint8_t *)ops[k] + (ptrdiff_t)step.strides[k] * (ptrdiff_t)(it - step.first);
+        if (strides != NULL && ops[k] != NULL && strides[k] != 0) { /* the loader proved every pass's place */
+            ops[k] = (uint8_t *)ops[k] + (ptrdiff_t)strides[k] * (ptrdiff_t)pass;
         }
     }
     MCU_REQUIRE(!fp->bad, MCU_ERR_PROGRAM_INVALID);
@@ -200,8 +205,9 @@ mcu_status mcu_program_execute(const mcu_program *p, uint32_t method, uint8_t *c
     const uint32_t iv = mcu_fb_vector(fp, &m, MCU_METHOD_INSTRUCTIONS, 4, &n);
     for (uint32_t i = 0; i < n; ++i) {
         mcu_fb_elem(fp, iv, n, i, &insn);
+        const uint32_t kernel = mcu_fb_scalar(fp, &insn, MCU_INSN_KERNEL, 2, 0);
         uint32_t count = 0, body = 0;
-        if (mcu_fb_scalar(fp, &insn, MCU_INSN_KERNEL, 2, 0) == MCU_K_LOOP) {
+        if (kernel == MCU_K_LOOP) {
             uint32_t n_params;
             const uint32_t pv = mcu_fb_vector(fp, &insn, MCU_INSN_PARAMS, 4, &n_params);
             MCU_REQUIRE(!fp->bad && n_params == 2, MCU_ERR_PROGRAM_INVALID);
@@ -214,11 +220,14 @@ mcu_status mcu_program_execute(const mcu_program *p, uint32_t method, uint8_t *c
          * hooks vanish. */
         MCU_TRACE_OP_BEGIN(i);
         if (body == 0) {
-            MCU_CHECK(run_instruction(&x, iv, n, i, bases, 0, 0));
+            MCU_CHECK(run_instruction(&x, &insn, kernel, bases, 0, 0));
         } else {
             for (uint32_t it = 0; it < count; ++it) {
                 for (uint32_t j = 1; j <= body; ++j) {
-                    MCU_CHECK(run_instruction(&x, iv, n, i + j, bases, it, count));
+                    mcu_fbt step;
+                    mcu_fb_elem(fp, iv, n, i + j, &step);
+                    MCU_CHECK(run_instruction(&x, &step, mcu_fb_scalar(fp, &step, MCU_INSN_KERNEL, 2, 0), bases, it,
+                                              count));
                 }
             }
             i += body;
