@@ -35,6 +35,7 @@ ELEMENTWISE_KINDS = {"clamp", "sigmoid", "tanh", "hardswish", "lut", "requantize
                      "dequantize", "unary", "layer_norm",
                      "group_norm", "prelu", "log_softmax", "rms_norm"}  # normalisation and activations
 BINARY_KINDS = {"add", "sub", "mul", "div", "maximum", "minimum"}
+S16_APART = {"conv2d", "depthwise_conv2d", "linear"}  # (w8a16's kernels whose output overlaps no input)
 
 
 Interval = tuple["int | None", "int | None"]  # allowed output-minus-input offsets, ends included; None: unbounded
@@ -145,6 +146,8 @@ def overlap_contracts(op: Op) -> list[Overlap]:
     x = op.inputs[0]
     if x.is_constant:
         return []
+    if out.dtype == "int16" and op.kind in S16_APART:
+        return []  # the 16x8 convolution and linear kernels overlap nothing
     if pointwise_ok(op):
         return [Overlap(0, pointwise_intervals(x, out), "pixel-buffer")]
     if op.kind in WINDOW_KINDS and len(x.shape) == 4:

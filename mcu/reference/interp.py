@@ -30,7 +30,7 @@ from mcu.errors import McuError
 from mcu.ir import Graph, Op, Tensor
 from mcu.layouts import from_memory_order, to_memory_order
 from mcu.reference import conv, derive, elementwise, encoding, int4, mixed, movement, norm, pool, recurrent
-from mcu.reference import resample_ops, select, state
+from mcu.reference import resample_ops, s16, select, state
 from mcu.reference.custom import run_custom
 
 Env = dict[int, np.ndarray]  # id(base tensor) -> flat array in memory order
@@ -81,6 +81,27 @@ def _depthwise(op: Op, x: list[np.ndarray]) -> np.ndarray:
 def _linear(op: Op, x: list[np.ndarray]) -> np.ndarray:
     inp, w = op.inputs[:2]
     y = conv.linear_s8(from_memory_order(x[0], inp).reshape(-1, w.shape[1]), w.data, **derive.weighted(op))
+    return to_memory_order(y.reshape(op.output.shape), op.output)
+
+
+def _conv2d_s16(op: Op, x: list[np.ndarray]) -> np.ndarray:
+    inp, w = op.inputs[:2]
+    a = op.attrs
+    if a["groups"] != 1:
+        raise McuError(f"the 16x8 reference has no grouped convolution ({op.name})")
+    n, h, wd, c = _nhwc(op.output)
+    p = derive.weighted_s16(op)
+    # (the weights' data is OHWI, their memory order, as for the int8 kernel)
+    y = s16.conv2d_s16(_to_nhwc(x[0], inp), w.data, p["bias"], p["multiplier"], p["shift"], stride=tuple(a["stride"]), padding=tuple(a["padding"][:2]),
+                       dilation=tuple(a["dilation"]), out_hw=(h, wd), act_min=p["act_min"], act_max=p["act_max"])
+    return _from_nhwc(y, op.output)
+
+
+def _linear_s16(op: Op, x: list[np.ndarray]) -> np.ndarray:
+    inp, w = op.inputs[:2]
+    p = derive.weighted_s16(op)
+    y = s16.linear_s16(from_memory_order(x[0], inp).reshape(-1, w.shape[1]), w.data, p["bias"], p["multiplier"],
+                       p["shift"], act_min=p["act_min"], act_max=p["act_max"])
     return to_memory_order(y.reshape(op.output.shape), op.output)
 
 
@@ -341,6 +362,13 @@ FLOAT_MOVES: dict[str, Run] = {
 }
 
 
+# int16 activations with int8 weights (w8a16): the 16x8 kernels of mcu.reference.s16
+INT16_OPS: dict[str, Run] = {
+    "conv2d": _conv2d_s16,
+    "linear": _linear_s16,
+}
+
+
 @dataclass
 class Reference:
     graph: Graph
@@ -369,7 +397,7 @@ class Reference:
             if op.attrs.get("alias"):
                 continue
             args = [value(t) for t in op.inputs if not t.is_constant or op.kind == "concat"]
-            table = INT8_OPS if op.output.dtype == "int8" else FLOAT_MOVES
+            table = {"int8": INT8_OPS, "int16": INT16_OPS}.get(op.output.dtype, FLOAT_MOVES)
             if op.kind not in table:
                 raise McuError(f"the int8 model keeps {op.kind} {op.name} in fp32"
                                + (f" ({op.source})" if op.source else "")

@@ -45,4 +45,11 @@ mcu_status mcu_conv2d_s16(const mcu_context *ctx, const mcu_conv2d_s16_params *p
                           const int16_t *input, const int8_t *weight, const int64_t *bias, int16_t *output);
 int32_t mcu_conv2d_s16_get_buffer_size(const mcu_conv2d_s16_params *p);
 
+/** q = clamp(round_half_even(x * inv_scale) + zero_point, -32768, 32767), float32 arithmetic (torch's rule). */
+mcu_status mcu_quantize_f32_s16(int32_t size, float inv_scale, int32_t zero_point, const float *input,
+                                int16_t *output);
+/** x = (float)(q - zero_point) * scale. */
+mcu_status mcu_dequantize_s16_f32(int32_t size, float scale, int32_t zero_point, const int16_t *input,
+                                  float *output);
+
 #endif /* MCU_KERNELS_S16_H */
