@@ -15,6 +15,8 @@
 #include "mcu/kernels_f32.h"
 #include "mcu/kernels_generic.h"
 #include "mcu/kernels_mixed.h"
+#include "../kernels/common/requant_s16.h"
+#include "mcu/kernels_s16.h"
 #include "mcu/kernels_s8.h"
 #include "mcu_program_internal.h"
 
@@ -290,6 +292,33 @@ int mcu_program_params_linear_s8(uint32_t kernel, const mcu_program_params_view 
            mcu_act_s8_valid(p->act_min, p->act_max) && checked_count(in_dims, 2, 1) > 0 &&
            checked_count(w_dims, 2, 1) > 0 && checked_count(out_dims, 2, 1) > 0 &&
            p->out_features <= INT32_MAX / 4;
+}
+
+int mcu_program_params_linear_s16(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)kernel;
+    (void)w;
+    const mcu_linear_s16_params *p = &u->linear_s16;
+    const int32_t in_dims[2] = {p->batch, p->in_features};
+    const int32_t w_dims[2] = {p->out_features, p->in_features};
+    const int32_t out_dims[2] = {p->batch, p->out_features};
+    return mcu_act_s16_valid(p->act_min, p->act_max) && checked_count(in_dims, 2, 2) > 0 &&
+           checked_count(w_dims, 2, 1) > 0 && checked_count(out_dims, 2, 2) > 0 && p->out_features <= INT32_MAX / 8;
+}
+
+int mcu_program_params_conv_s16(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)kernel;
+    (void)w;
+    const mcu_conv2d_s16_params *p = &u->conv_s16;
+    const mcu_shape4 in = p->input, out = p->output;
+    const int32_t w_dims[4] = {out.c, p->kernel_h, p->kernel_w, in.c};
+    return p->kernel_h > 0 && p->kernel_w > 0 && p->stride_h > 0 && p->stride_w > 0 && p->dilation_h > 0 &&
+           p->dilation_w > 0 && p->pad_top >= 0 && p->pad_left >= 0 && mcu_act_s16_valid(p->act_min, p->act_max) &&
+           shape4_ok(&in, 2) && shape4_ok(&out, 2) && out.n == in.n && out.c <= INT32_MAX / 8 &&
+           checked_count(w_dims, 4, 1) > 0 &&
+           mcu_window_fits(in.h, out.h, p->stride_h, p->kernel_h, p->dilation_h, p->pad_top, 0) &&
+           mcu_window_fits(in.w, out.w, p->stride_w, p->kernel_w, p->dilation_w, p->pad_left, 0);
 }
 
 int mcu_program_params_binary_s8_add(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
