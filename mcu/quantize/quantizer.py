@@ -103,7 +103,8 @@ SCALAR_ARITH = {aten.add.Tensor, aten.sub.Tensor, aten.mul.Tensor, aten.div.Tens
 
 # The ops w8a16 quantizes: the families with 16x8 kernels, the batch norms folded into them, their fused
 # activations and the views that only rename bytes. Any other op refuses the mode by name before quantizing.
-W8A16_OPS = {*CONV_LINEAR, *BATCH_NORM, *ACTIVATIONS, aten.flatten.using_ints, aten.view.default,
+W8A16_OPS = {*CONV_LINEAR, *BATCH_NORM, *ACTIVATIONS, aten.adaptive_avg_pool2d.default, aten.mean.dim,
+             aten.flatten.using_ints, aten.view.default,
              aten.reshape.default, aten.squeeze.dim, aten.squeeze.dims, aten.unsqueeze.default, aten.dropout.default,
              aten.contiguous.default, aten.clone.default}
 # (ops with no arithmetic of their own: the capture's bookkeeping)
@@ -114,9 +115,12 @@ def unsupported_w8a16(model: GraphModule) -> list[str]:
     """The names of the ops of a captured graph that w8a16 has no 16x8 kernel for, each once."""
     names: list[str] = []
     for node in model.graph.nodes:
-        if node.op != "call_function" or node.target in W8A16_OPS:
+        if node.op != "call_function" or (node.target in W8A16_OPS and (
+                node.target is not aten.adaptive_avg_pool2d.default or _global_pool(node))):
             continue
         name = getattr(node.target, "__name__", str(node.target)).split(".")[0]
+        if node.target is aten.adaptive_avg_pool2d.default:
+            name += " (to a size other than 1x1)"
         if name not in _W8A16_NEUTRAL and name not in names:
             names.append(name)
     return names

@@ -76,6 +76,12 @@ def weighted_s16(op: Op) -> dict:
     return {"bias": p.bias, "multiplier": p.multiplier, "shift": p.shift, **_act(op)}
 
 
+def mean_s16(op: Op, count: int) -> dict:
+    """A 16x8 mean (mcu_mean_s16): the multiplier and shift of s_in / (s_out * count), the clamp in int16."""
+    mult, shift = arith.quantize_multiplier(scale_zp(op.inputs[0])[0] / (scale_zp(op.output)[0] * count))
+    return {"multiplier": mult, "shift": shift, **_act(op)}
+
+
 def binary(op: Op) -> dict:
     """add, sub, maximum, minimum (TFLite's add rescaling), mul and div: the fields of mcu_binary_s8_params."""
     (s_a, zp_a), (s_b, zp_b) = (scale_zp(t) for t in op.inputs)

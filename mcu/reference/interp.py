@@ -97,12 +97,37 @@ def _conv2d_s16(op: Op, x: list[np.ndarray]) -> np.ndarray:
     return _from_nhwc(y, op.output)
 
 
+def _depthwise_s16(op: Op, x: list[np.ndarray]) -> np.ndarray:
+    inp, w = op.inputs[:2]
+    a = op.attrs
+    kh, kw = w.shape[2], w.shape[3]
+    n, h, wd, c = _nhwc(op.output)
+    p = derive.weighted_s16(op)
+    y = s16.depthwise_conv2d_s16(_to_nhwc(x[0], inp), w.data.reshape(kh, kw, -1), p["bias"], p["multiplier"],
+                                 p["shift"], ch_mult=w.shape[0] // inp.shape[1], stride=tuple(a["stride"]),
+                                 padding=tuple(a["padding"][:2]), dilation=tuple(a["dilation"]), out_hw=(h, wd),
+                                 act_min=p["act_min"], act_max=p["act_max"])
+    return _from_nhwc(y, op.output)
+
+
 def _linear_s16(op: Op, x: list[np.ndarray]) -> np.ndarray:
     inp, w = op.inputs[:2]
     p = derive.weighted_s16(op)
     y = s16.linear_s16(from_memory_order(x[0], inp).reshape(-1, w.shape[1]), w.data, p["bias"], p["multiplier"],
                        p["shift"], act_min=p["act_min"], act_max=p["act_max"])
     return to_memory_order(y.reshape(op.output.shape), op.output)
+
+
+def _mean_hw_s16(op: Op, x: list[np.ndarray]) -> np.ndarray:
+    n, h, w, c = _nhwc(op.inputs[0])
+    y = s16.mean_s16(_to_nhwc(x[0], op.inputs[0]).reshape(n, h * w, c), **derive.mean_s16(op, h * w))
+    return _from_nhwc(y, op.output)
+
+
+def _reduce_s16(op: Op, x: list[np.ndarray]) -> np.ndarray:
+    v = _reduced(op, x[0])
+    y = s16.mean_s16(v, **derive.mean_s16(op, v.shape[1] if op.attrs["op"] == "mean" else 1))
+    return to_memory_order(np.asarray(y).reshape(op.output.shape), op.output)
 
 
 def _broadcast(op: Op, x: list[np.ndarray]) -> list[np.ndarray]:
@@ -365,7 +390,10 @@ FLOAT_MOVES: dict[str, Run] = {
 # int16 activations with int8 weights (w8a16): the 16x8 kernels of mcu.reference.s16
 INT16_OPS: dict[str, Run] = {
     "conv2d": _conv2d_s16,
+    "depthwise_conv2d": _depthwise_s16,
     "linear": _linear_s16,
+    "mean_hw": _mean_hw_s16,
+    "reduce": _reduce_s16,
 }
 
 

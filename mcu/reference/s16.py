@@ -88,6 +88,41 @@ def conv2d_s16(x, weight, bias, multiplier, shift, *, stride=(1, 1), padding=(0,
     return np.clip(y, act_min, act_max).astype(np.int16)
 
 
+def depthwise_conv2d_s16(x, weight, bias, multiplier, shift, *, ch_mult: int = 1, stride=(1, 1), padding=(0, 0),
+                         dilation=(1, 1), out_hw: tuple[int, int] | None = None, act_min: int = INT16_MIN,
+                         act_max: int = INT16_MAX) -> np.ndarray:
+    """mcu_depthwise_conv2d_s16 (CMSIS-NN's arm_depthwise_conv_s16): x NHWC int16, weight ``[kh][kw][out_c]``
+    int8 with output channel ``c * ch_mult + m`` reading input channel ``c``, bias int64 per output channel."""
+    x = np.asarray(x, dtype=np.int16).astype(np.int64)
+    w = np.asarray(weight, dtype=np.int8).astype(np.int64)
+    n, h, wd, c = x.shape
+    kh, kw, oc = w.shape
+    if oc != c * ch_mult:
+        raise ValueError("output channels must be input channels times ch_mult")
+    (sh, sw), (pt, pl), (dh, dw) = stride, padding, dilation
+    if out_hw is None:
+        out_hw = ((h + pt - dh * (kh - 1) - 1) // sh + 1, (wd + pl - dw * (kw - 1) - 1) // sw + 1)
+    oh, ow = out_hw
+    pb = max(0, (oh - 1) * sh + dh * (kh - 1) + 1 - h - pt)
+    pr = max(0, (ow - 1) * sw + dw * (kw - 1) + 1 - wd - pl)
+    xp = np.repeat(np.pad(x, ((0, 0), (pt, pb), (pl, pr), (0, 0))), ch_mult, axis=3)
+    acc = np.zeros((n, oh, ow, oc), dtype=np.int64)
+    for ky in range(kh):
+        for kx in range(kw):
+            acc += xp[:, ky * dh: ky * dh + (oh - 1) * sh + 1: sh, kx * dw: kx * dw + (ow - 1) * sw + 1: sw, :] * w[ky, kx]
+    if bias is not None:
+        acc = acc + np.asarray(bias, dtype=np.int64)
+    y = requantize_s64(acc, multiplier, shift)
+    return np.clip(y, act_min, act_max).astype(np.int16)
+
+
+def mean_s16(x, multiplier: int, shift: int, *, act_min: int = INT16_MIN, act_max: int = INT16_MAX) -> np.ndarray:
+    """mcu_mean_s16: x ``[outer][axis][inner]`` int16, the exact sum over the middle axis requantized once."""
+    acc = np.asarray(x, dtype=np.int16).astype(np.int64).sum(axis=1)
+    y = requantize_s64(acc, multiplier, shift)
+    return np.clip(y, act_min, act_max).astype(np.int16)
+
+
 @dataclass(frozen=True)
 class S16LayerParams:
     """What a 16x8 convolution or linear layer runs with, from its real scales."""

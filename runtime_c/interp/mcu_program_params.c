@@ -321,6 +321,32 @@ int mcu_program_params_conv_s16(uint32_t kernel, const mcu_program_params_view *
            mcu_window_fits(in.w, out.w, p->stride_w, p->kernel_w, p->dilation_w, p->pad_left, 0);
 }
 
+int mcu_program_params_depthwise_conv2d_s16(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)kernel;
+    (void)w;
+    const mcu_depthwise_conv2d_s16_params *p = &u->depthwise_s16;
+    const mcu_shape4 in = p->input, out = p->output;
+    const int32_t w_dims[3] = {p->kernel_h, p->kernel_w, out.c};
+    return p->kernel_h > 0 && p->kernel_w > 0 && p->stride_h > 0 && p->stride_w > 0 && p->dilation_h > 0 &&
+           p->dilation_w > 0 && p->pad_top >= 0 && p->pad_left >= 0 && p->ch_mult > 0 &&
+           mcu_act_s16_valid(p->act_min, p->act_max) && shape4_ok(&in, 2) && shape4_ok(&out, 2) && out.n == in.n &&
+           (int64_t)in.c * p->ch_mult == out.c && out.c <= INT32_MAX / 8 && checked_count(w_dims, 3, 1) > 0 &&
+           mcu_window_fits(in.h, out.h, p->stride_h, p->kernel_h, p->dilation_h, p->pad_top, 0) &&
+           mcu_window_fits(in.w, out.w, p->stride_w, p->kernel_w, p->dilation_w, p->pad_left, 0);
+}
+
+int mcu_program_params_mean_s16(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)kernel;
+    (void)w;
+    const mcu_mean_s16_params *p = &u->mean_s16;
+    const int32_t in_dims[3] = {p->outer, p->axis, p->inner};
+    const int32_t out_dims[2] = {p->outer, p->inner};
+    return mcu_act_s16_valid(p->act_min, p->act_max) && mcu_quant_s16_valid(p->multiplier, p->shift) &&
+           checked_count(in_dims, 3, 2) > 0 && checked_count(out_dims, 2, 2) > 0;
+}
+
 int mcu_program_params_binary_s8_add(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
 {
     /* add and sub, and maximum and minimum with the add's parameters */

@@ -175,11 +175,16 @@ def _matrix_s16(op: Op, ref: Ref) -> KernelCall:
         params_type, params = "mcu_linear_s16_params", {"batch": x.numel // in_f, "in_features": in_f,
                                                         "out_features": out_f, **bounds}
     else:
-        params_type, params = "mcu_conv2d_s16_params", {
-            "input": shape4(x), "output": shape4(out), "kernel_h": w.shape[2], "kernel_w": w.shape[3],
-            "stride_h": op.attrs["stride"][0], "stride_w": op.attrs["stride"][1],
-            "pad_top": op.attrs["padding"][0], "pad_left": op.attrs["padding"][1],
-            "dilation_h": op.attrs["dilation"][0], "dilation_w": op.attrs["dilation"][1], **bounds}
+        a = op.attrs
+        window = {"kernel_h": w.shape[2], "kernel_w": w.shape[3], "stride_h": a["stride"][0],
+                  "stride_w": a["stride"][1], "pad_top": a["padding"][0], "pad_left": a["padding"][1],
+                  "dilation_h": a["dilation"][0], "dilation_w": a["dilation"][1]}
+    if op.kind == "depthwise_conv2d":
+        params_type, params = "mcu_depthwise_conv2d_s16_params", {
+            "input": shape4(x), "output": shape4(out), "ch_mult": op.attrs["ch_mult"], **window, **bounds}
+    elif op.kind == "conv2d":
+        params_type, params = "mcu_conv2d_s16_params", {"input": shape4(x), "output": shape4(out), **window,
+                                                        **bounds}
     function = f"mcu_{op.kind}_s16"
     return KernelCall(function, ["&ctx", "&params", "&quant", ref(x), ref(w), ref(b), ref(out)], [f"{function}.c"],
                       params_type, params, locals=quant_locals(op, ref), operands=quant_operands(op),
@@ -202,4 +207,5 @@ EMITTERS = {
     ("bmm", "int8"): _bmm_s8,
     ("conv2d", "int16"): _matrix_s16,
     ("linear", "int16"): _matrix_s16,
+    ("depthwise_conv2d", "int16"): _matrix_s16,
 }

@@ -55,6 +55,15 @@ def _mean_hw_s8(op: Op, ref: Ref) -> KernelCall:
                       "mcu_mean_hw_s8_params", params, operands=[op.inputs[0], op.output])
 
 
+def _mean_hw_s16(op: Op, ref: Ref) -> KernelCall:
+    """The global mean of an NHWC int16 tensor: mcu_mean_s16 over [n][h*w][c] (w8a16)."""
+    n, c, h, w = op.inputs[0].shape
+    params = {"outer": n, "axis": h * w, "inner": c, **offsets(op, "multiplier", "shift", "act_min", "act_max")}
+    return KernelCall("mcu_mean_s16", ["&params", ref(op.inputs[0]), ref(op.output)], ["mcu_mean_s16.c"],
+                      "mcu_mean_s16_params", params, operands=[op.inputs[0], op.output],
+                      headers=["mcu/kernels_s16.h"])
+
+
 def _adaptive(suffix: str):
     def emit(op: Op, ref: Ref) -> KernelCall:
         return KernelCall(f"mcu_adaptive_avg_pool_{suffix}", ["&params", ref(op.inputs[0]), ref(op.output)],
@@ -70,6 +79,7 @@ EMITTERS = {
     ("max_pool2d", "int8"): _pool_s8("mcu_max_pool2d_s8", "mcu_max_pool2d_s8.c"),
     ("avg_pool2d", "int8"): _pool_s8("mcu_avg_pool2d_s8", "mcu_avg_pool2d_s8.c"),
     ("mean_hw", "int8"): _mean_hw_s8,
+    ("mean_hw", "int16"): _mean_hw_s16,
     ("adaptive_avg_pool", "float32"): _adaptive("f32"),
     ("adaptive_avg_pool", "int8"): _adaptive("s8"),
 }

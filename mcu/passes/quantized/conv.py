@@ -99,6 +99,9 @@ def _conv2d(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
         wq.dim_order = (1, 2, 3, 0)
         attrs["ch_mult"] = wq.shape[0] // in_c
         return Op("depthwise_conv2d", inputs, [out], attrs, op.name, op.source)
+    if groups > 1 and out.dtype == "int16":
+        raise McuError(f"{op.name}: w8a16 has no 16x8 kernel for a grouped convolution ({groups} groups)"
+                       f"{_where(op)}", hint="use --quantize int8 for this model")
     return Op("conv2d", inputs, [out], attrs, op.name, op.source)
 
 

@@ -45,6 +45,34 @@ mcu_status mcu_conv2d_s16(const mcu_context *ctx, const mcu_conv2d_s16_params *p
                           const int16_t *input, const int8_t *weight, const int64_t *bias, int16_t *output);
 int32_t mcu_conv2d_s16_get_buffer_size(const mcu_conv2d_s16_params *p);
 
+typedef struct {
+    mcu_shape4 input;  /**< NHWC */
+    mcu_shape4 output; /**< NHWC, output.c = input.c * ch_mult */
+    int32_t ch_mult;
+    int32_t kernel_h, kernel_w;
+    int32_t stride_h, stride_w;
+    int32_t pad_top, pad_left; /**< bottom/right implied by the output size */
+    int32_t dilation_h, dilation_w;
+    int32_t act_min, act_max;
+} mcu_depthwise_conv2d_s16_params;
+
+/** Depthwise convolution with CMSIS-NN's arm_depthwise_conv_s16 conventions: weights [kh][kw][out_c],
+ * per-output-channel requantization; bias may be NULL. The output overlaps neither the input nor a constant. */
+mcu_status mcu_depthwise_conv2d_s16(const mcu_context *ctx, const mcu_depthwise_conv2d_s16_params *p,
+                                    const mcu_per_channel_quant *q, const int16_t *input, const int8_t *weight,
+                                    const int64_t *bias, int16_t *output);
+int32_t mcu_depthwise_conv2d_s16_get_buffer_size(const mcu_depthwise_conv2d_s16_params *p);
+
+typedef struct {
+    int32_t outer, axis, inner; /**< the mean over the middle axis of [outer][axis][inner] */
+    int32_t multiplier, shift;  /**< s_in / (s_out * axis), Q31 (reduced to Q15 as above) */
+    int32_t act_min, act_max;
+} mcu_mean_s16_params;
+
+/** The mean over an axis (global average pooling: [n][h*w][c]); ours, with the 16x8 requantization of the
+ * exact 64-bit sum. The output overlaps not the input. */
+mcu_status mcu_mean_s16(const mcu_mean_s16_params *p, const int16_t *input, int16_t *output);
+
 /** q = clamp(round_half_even(x * inv_scale) + zero_point, -32768, 32767), float32 arithmetic (torch's rule). */
 mcu_status mcu_quantize_f32_s16(int32_t size, float inv_scale, int32_t zero_point, const float *input,
                                 int16_t *output);

@@ -37,8 +37,8 @@ mcu_status mcu_conv2d_s16(const mcu_context *ctx, const mcu_conv2d_s16_params *p
     for (int32_t o = 0; o < out->c; ++o) {
         MCU_REQUIRE(mcu_quant_s16_valid(q->multiplier[o], q->shift[o]), MCU_ERR_INVALID_ARG);
     }
-    const size_t out_bytes = (size_t)out_count;
-    MCU_REQUIRE(!mcu_overlaps(input, (size_t)in_count, output, out_bytes) &&
+    const size_t out_bytes = (size_t)out_count * sizeof(int16_t);
+    MCU_REQUIRE(!mcu_overlaps(input, (size_t)in_count * sizeof(int16_t), output, out_bytes) &&
                     !mcu_overlaps(weight, (size_t)w_count, output, out_bytes) &&
                     (bias == NULL || !mcu_overlaps(bias, (size_t)out->c * sizeof(int64_t), output, out_bytes)),
                 MCU_ERR_INVALID_ARG);
