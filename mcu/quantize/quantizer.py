@@ -104,6 +104,7 @@ SCALAR_ARITH = {aten.add.Tensor, aten.sub.Tensor, aten.mul.Tensor, aten.div.Tens
 # The ops w8a16 quantizes: the families with 16x8 kernels, the batch norms folded into them, their fused
 # activations and the views that only rename bytes. Any other op refuses the mode by name before quantizing.
 W8A16_OPS = {*CONV_LINEAR, *BATCH_NORM, *ACTIVATIONS, aten.adaptive_avg_pool2d.default, aten.mean.dim,
+             aten.add.Tensor, aten.add_.Tensor, aten.pad.default, aten.constant_pad_nd.default,
              aten.flatten.using_ints, aten.view.default,
              aten.reshape.default, aten.squeeze.dim, aten.squeeze.dims, aten.unsqueeze.default, aten.dropout.default,
              aten.contiguous.default, aten.clone.default}
@@ -111,16 +112,30 @@ W8A16_OPS = {*CONV_LINEAR, *BATCH_NORM, *ACTIVATIONS, aten.adaptive_avg_pool2d.d
 _W8A16_NEUTRAL = {"getitem", "_assert_tensor_metadata", "_assert_scalar", "sym_size"}
 
 
+def _w8a16_form(node: Node) -> bool:
+    """Whether an op of W8A16_OPS has the form its 16x8 kernel takes: a global mean; an add of two tensors of
+    one shape."""
+    if node.target is aten.adaptive_avg_pool2d.default:
+        return _global_pool(node)
+    if node.target in (aten.add.Tensor, aten.add_.Tensor):
+        a, b = node.args[0], node.args[1]
+        shapes = [getattr(t.meta.get("val"), "shape", None) if isinstance(t, Node) else None for t in (a, b)]
+        return _is_float_tensor(a) and _is_float_tensor(b) and shapes[0] == shapes[1] and \
+            shapes[0] == getattr(node.meta.get("val"), "shape", None)
+    return True
+
+
 def unsupported_w8a16(model: GraphModule) -> list[str]:
     """The names of the ops of a captured graph that w8a16 has no 16x8 kernel for, each once."""
     names: list[str] = []
     for node in model.graph.nodes:
-        if node.op != "call_function" or (node.target in W8A16_OPS and (
-                node.target is not aten.adaptive_avg_pool2d.default or _global_pool(node))):
+        if node.op != "call_function" or (node.target in W8A16_OPS and _w8a16_form(node)):
             continue
         name = getattr(node.target, "__name__", str(node.target)).split(".")[0]
         if node.target is aten.adaptive_avg_pool2d.default:
             name += " (to a size other than 1x1)"
+        elif node.target in (aten.add.Tensor, aten.add_.Tensor):
+            name += " (of a tensor and a number, or broadcasting)"
         if name not in _W8A16_NEUTRAL and name not in names:
             names.append(name)
     return names

@@ -76,6 +76,14 @@ def weighted_s16(op: Op) -> dict:
     return {"bias": p.bias, "multiplier": p.multiplier, "shift": p.shift, **_act(op)}
 
 
+def add_s16(op: Op) -> dict:
+    """The 16x8 add: arith.add_params of the operands' and the output's scales with left shift 15."""
+    a, b = op.inputs
+    params = arith.add_params(scale_zp(a)[0], scale_zp(b)[0], scale_zp(op.output)[0], left_shift=15)
+    keep = ("a_multiplier", "a_shift", "b_multiplier", "b_shift", "out_multiplier", "out_shift", "left_shift")
+    return {**{k: params[k] for k in keep}, **_act(op)}
+
+
 def mean_s16(op: Op, count: int) -> dict:
     """A 16x8 mean (mcu_mean_s16): the multiplier and shift of s_in / (s_out * count), the clamp in int16."""
     mult, shift = arith.quantize_multiplier(scale_zp(op.inputs[0])[0] / (scale_zp(op.output)[0] * count))

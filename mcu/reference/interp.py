@@ -130,6 +130,11 @@ def _reduce_s16(op: Op, x: list[np.ndarray]) -> np.ndarray:
     return to_memory_order(np.asarray(y).reshape(op.output.shape), op.output)
 
 
+def _add_s16(op: Op, x: list[np.ndarray]) -> np.ndarray:
+    """Both operands have the output's shape and layout (the lowering makes sure): elementwise in memory order."""
+    return s16.add_s16(x[0], x[1], **derive.add_s16(op))
+
+
 def _broadcast(op: Op, x: list[np.ndarray]) -> list[np.ndarray]:
     """Each operand broadcast to the output's logical shape, in the output's memory order (NumPy's rules:
     a size-1 or missing dim repeats)."""
@@ -394,6 +399,9 @@ INT16_OPS: dict[str, Run] = {
     "linear": _linear_s16,
     "mean_hw": _mean_hw_s16,
     "reduce": _reduce_s16,
+    "add": _add_s16,
+    "permute": movement.OPS["permute"],
+    "layout": movement.OPS["layout"],
 }
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mcu.reference.arith import quantize_multipliers
+from mcu.reference.arith import quantize_multipliers, requantize, saturate_int32
 
 INT16_MIN = -(2**15)
 INT16_MAX = 2**15 - 1
@@ -120,6 +120,16 @@ def mean_s16(x, multiplier: int, shift: int, *, act_min: int = INT16_MIN, act_ma
     """mcu_mean_s16: x ``[outer][axis][inner]`` int16, the exact sum over the middle axis requantized once."""
     acc = np.asarray(x, dtype=np.int16).astype(np.int64).sum(axis=1)
     y = requantize_s64(acc, multiplier, shift)
+    return np.clip(y, act_min, act_max).astype(np.int16)
+
+
+def add_s16(a, b, *, a_multiplier, a_shift, b_multiplier, b_shift, out_multiplier, out_shift, left_shift=15,
+            act_min: int = INT16_MIN, act_max: int = INT16_MAX) -> np.ndarray:
+    """mcu_add_s16 (CMSIS-NN's arm_elementwise_add_s16): each operand shifted left and requantized to the
+    common scale, the saturated sum requantized to the output's (the int32 requantization of kernels_s8.h)."""
+    a1 = requantize(np.asarray(a, dtype=np.int64) << int(left_shift), a_multiplier, a_shift)
+    b1 = requantize(np.asarray(b, dtype=np.int64) << int(left_shift), b_multiplier, b_shift)
+    y = requantize(saturate_int32(a1 + b1), out_multiplier, out_shift)
     return np.clip(y, act_min, act_max).astype(np.int16)
 
 

@@ -62,6 +62,7 @@ _Static_assert(sizeof(mcu_linear_s8_params) == 7 * 4, "linear_s8 params layout")
 _Static_assert(sizeof(mcu_linear_s16_params) == 5 * 4, "linear_s16 params layout");
 _Static_assert(sizeof(mcu_conv2d_s16_params) == 18 * 4, "conv2d_s16 params layout");
 _Static_assert(sizeof(mcu_mean_s16_params) == 7 * 4, "mean_s16 params layout");
+_Static_assert(sizeof(mcu_add_s16_params) == 10 * 4, "add_s16 params layout");
 _Static_assert(sizeof(mcu_depthwise_conv2d_s16_params) == 19 * 4, "depthwise_conv2d_s16 params layout");
 /* (mcu_program_need_depthwise reads ch_mult, kernel_h and kernel_w where the int8 struct has them) */
 _Static_assert(offsetof(mcu_depthwise_conv2d_s16_params, kernel_w) ==
@@ -188,6 +189,18 @@ mcu_status mcu_program_need_conv_s16(uint32_t kernel, const mcu_operand_desc *op
     need[1] = prod(w, 4);
     need[2] = need[3] = need[4] = mulcap(1, p[7]);
     need[last] = prod(p + 4, 4);
+    return MCU_OK;
+}
+
+mcu_status mcu_program_need_same_count(uint32_t kernel, const mcu_operand_desc *ops, uint32_t n_ops, const int32_t *p,
+                                       uint32_t *need)
+{
+    /* params[0] elements in every operand (the 16x8 add: no broadcasting) */
+    (void)kernel;
+    (void)ops;
+    for (uint32_t i = 0; i < n_ops; ++i) {
+        need[i] = mulcap(1, p[0]);
+    }
     return MCU_OK;
 }
 

@@ -347,6 +347,16 @@ int mcu_program_params_mean_s16(uint32_t kernel, const mcu_program_params_view *
            checked_count(in_dims, 3, 2) > 0 && checked_count(out_dims, 2, 2) > 0;
 }
 
+int mcu_program_params_add_s16(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)kernel;
+    (void)w;
+    const mcu_add_s16_params *p = &u->add_s16;
+    return p->size >= 0 && p->size <= INT32_MAX / 2 && mcu_quant_valid(p->a_multiplier, p->a_shift) &&
+           mcu_quant_valid(p->b_multiplier, p->b_shift) && mcu_quant_valid(p->out_multiplier, p->out_shift) &&
+           p->left_shift >= 0 && p->left_shift <= 15 && mcu_act_s16_valid(p->act_min, p->act_max);
+}
+
 int mcu_program_params_binary_s8_add(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
 {
     /* add and sub, and maximum and minimum with the add's parameters */
@@ -1167,6 +1177,21 @@ int mcu_program_alias_recurrent(uint32_t kernel, const mcu_operand_desc *ops, co
     }
     ok = ok && !overlap(&ops[0], bytes[0], &ops[1], bytes[1]) && recurrent_ok(ops, p, kernel == MCU_K_LSTM_S8 ? 4 : 3);
     return ok;
+}
+
+int mcu_program_alias_same_count(uint32_t kernel, const mcu_operand_desc *ops, const uint32_t *bytes, uint32_t n_ops,
+                                  const int32_t *p)
+{
+    /* every operand apart from the output, or the output itself */
+    (void)kernel;
+    (void)p;
+    const uint32_t last = n_ops - 1;
+    for (uint32_t i = 0; i < last; ++i) {
+        if (!elementwise_ok(&ops[i], bytes[i], &ops[last], bytes[last])) {
+            return 0;
+        }
+    }
+    return 1;
 }
 
 int mcu_program_alias_elementwise(uint32_t kernel, const mcu_operand_desc *ops, const uint32_t *bytes, uint32_t n_ops,

@@ -73,6 +73,18 @@ typedef struct {
  * exact 64-bit sum. The output overlaps not the input. */
 mcu_status mcu_mean_s16(const mcu_mean_s16_params *p, const int16_t *input, int16_t *output);
 
+typedef struct {
+    int32_t size;                  /**< elements of each operand and of the output (same shapes) */
+    int32_t a_multiplier, a_shift; /**< s_a / (2 max(s_a, s_b)) */
+    int32_t b_multiplier, b_shift; /**< s_b / (2 max(s_a, s_b)) */
+    int32_t left_shift;            /**< 15 */
+    int32_t out_multiplier, out_shift; /**< 2 max(s_a, s_b) / (2^left_shift s_out) */
+    int32_t act_min, act_max;
+} mcu_add_s16_params;
+
+/** The 16x8 add of CMSIS-NN's arm_elementwise_add_s16 (zero points 0); an operand may be the output, exactly. */
+mcu_status mcu_add_s16(const mcu_add_s16_params *p, const int16_t *a, const int16_t *b, int16_t *output);
+
 /** q = clamp(round_half_even(x * inv_scale) + zero_point, -32768, 32767), float32 arithmetic (torch's rule). */
 mcu_status mcu_quantize_f32_s16(int32_t size, float inv_scale, int32_t zero_point, const float *input,
                                 int16_t *output);
