@@ -3,10 +3,23 @@
 #include "mcu/kernels_s16.h"
 
 #include "../common/check.h"
+#include "../common/dot_s16.h"
 #include "../common/requant_s16.h"
 
-/* Products of int16 and int8 are at most 2^22 in magnitude: 256 of them fit an int32 partial sum. */
-#define MCU_S16_PART 256
+/* The taps [*lo, *hi) of a window starting at `start` that fall inside [0, size). */
+static void mcu_s16_taps(int32_t start, int32_t kernel, int32_t dilation, int32_t size, int32_t *lo, int32_t *hi)
+{
+    int32_t a = 0;
+    while (a < kernel && start + a * dilation < 0) {
+        ++a;
+    }
+    int32_t b = kernel;
+    while (b > a && start + (b - 1) * dilation >= size) {
+        --b;
+    }
+    *lo = a;
+    *hi = b;
+}
 
 int32_t mcu_conv2d_s16_get_buffer_size(const mcu_conv2d_s16_params *p)
 {
@@ -43,41 +56,54 @@ mcu_status mcu_conv2d_s16(const mcu_context *ctx, const mcu_conv2d_s16_params *p
                     (bias == NULL || !mcu_overlaps(bias, (size_t)out->c * sizeof(int64_t), output, out_bytes)),
                 MCU_ERR_INVALID_ARG);
 
-    const int32_t cin = in->c;
+    const int32_t cin = in->c, kw = p->kernel_w, dw = p->dilation_w;
+    const size_t filter = (size_t)p->kernel_h * (size_t)kw * (size_t)cin; /* one output channel's weights */
     int16_t *y = output;
     for (int32_t n = 0; n < out->n; ++n) {
         const int16_t *img = input + (size_t)n * (size_t)in->h * (size_t)in->w * (size_t)cin;
         for (int32_t oy = 0; oy < out->h; ++oy) {
+            const int32_t y0 = oy * p->stride_h - p->pad_top;
+            int32_t ky0, ky1;
+            mcu_s16_taps(y0, p->kernel_h, p->dilation_h, in->h, &ky0, &ky1);
             for (int32_t ox = 0; ox < out->w; ++ox) {
-                const int32_t y0 = oy * p->stride_h - p->pad_top;
                 const int32_t x0 = ox * p->stride_w - p->pad_left;
-                for (int32_t o = 0; o < out->c; ++o) {
-                    const int8_t *w = weight + (size_t)o * (size_t)p->kernel_h * (size_t)p->kernel_w * (size_t)cin;
-                    int64_t acc = bias != NULL ? bias[o] : 0;
-                    int32_t part = 0, taken = 0;
-                    for (int32_t ky = 0; ky < p->kernel_h; ++ky) {
-                        const int32_t iy = y0 + ky * p->dilation_h;
-                        for (int32_t kx = 0; kx < p->kernel_w; ++kx, w += cin) {
-                            const int32_t ix = x0 + kx * p->dilation_w;
-                            if (iy < 0 || iy >= in->h || ix < 0 || ix >= in->w) {
-                                continue; /* padding: zero point 0 contributes nothing */
-                            }
-                            const int16_t *x = img + ((size_t)iy * (size_t)in->w + (size_t)ix) * (size_t)cin;
-                            for (int32_t c = 0; c < cin; ++c) {
-                                part += (int32_t)x[c] * (int32_t)w[c];
-                                if (++taken == MCU_S16_PART) {
-                                    acc += part;
-                                    part = 0;
-                                    taken = 0;
-                                }
+                int32_t kx0, kx1;
+                mcu_s16_taps(x0, kw, dw, in->w, &kx0, &kx1);
+                /* Padding (zero point 0) adds nothing: only the taps inside the input are summed. With dilation 1
+                 * a kernel row's taps are one run of (kx1 - kx0) * cin values in the input and the weights. */
+                const int32_t run = dw == 1 ? (kx1 - kx0) * cin : cin;
+                const int32_t runs = dw == 1 ? (kx1 > kx0 ? 1 : 0) : kx1 - kx0;
+                int32_t o = 0;
+                for (; o < out->c; ++o) {
+                    const int8_t *w = weight + (size_t)o * filter;
+                    const int last = o + 1 == out->c; /* the odd channel runs alone */
+                    int64_t acc0 = bias != NULL ? bias[o] : 0;
+                    int64_t acc1 = !last && bias != NULL ? bias[o + 1] : 0;
+                    for (int32_t ky = ky0; ky < ky1; ++ky) {
+                        const int16_t *xr = img + ((size_t)(y0 + ky * p->dilation_h) * (size_t)in->w) * (size_t)cin;
+                        const int8_t *wr = w + (size_t)ky * (size_t)kw * (size_t)cin;
+                        for (int32_t r = 0; r < runs; ++r) {
+                            const int32_t kx = kx0 + r;
+                            const int16_t *xs = xr + (size_t)(x0 + kx * dw) * (size_t)cin;
+                            const int8_t *ws = wr + (size_t)kx * (size_t)cin;
+                            if (last) {
+                                mcu_s16_dot1(xs, ws, run, &acc0);
+                            } else {
+                                mcu_s16_dot2(xs, ws, ws + filter, run, &acc0, &acc1);
                             }
                         }
                     }
-                    acc += part;
-                    const int32_t v =
-                        mcu_requantize_s64(acc, mcu_reduce_multiplier_q15(q->multiplier[o]), q->shift[o]);
-                    *y++ = mcu_clamp_s16(v, p->act_min, p->act_max);
+                    y[o] = mcu_clamp_s16(
+                        mcu_requantize_s64(acc0, mcu_reduce_multiplier_q15(q->multiplier[o]), q->shift[o]),
+                        p->act_min, p->act_max);
+                    if (!last) {
+                        ++o;
+                        y[o] = mcu_clamp_s16(
+                            mcu_requantize_s64(acc1, mcu_reduce_multiplier_q15(q->multiplier[o]), q->shift[o]),
+                            p->act_min, p->act_max);
+                    }
                 }
+                y += out->c;
             }
         }
     }
