@@ -127,6 +127,9 @@ def elementwise_max_delta(x: Tensor, out: Tensor) -> int:
 
 def scratch_bytes(op: Op) -> int:
     """Scratch the op's kernel needs (the ``_get_buffer_size`` of the variant it may run)."""
+    if op.kind == "conv2d" and op.output.dtype == "int16":  # the 16x8 convolution's window as one column
+        w = op.inputs[1]
+        return 0 if (w.shape[2], w.shape[3]) == (1, 1) else 2 * w.shape[1] * w.shape[2] * w.shape[3]
     if op.attrs.get("weight_bits") == 4:  # the s4 depthwise widens its weights to int8 there
         w = op.inputs[1]
         return w.numel if op.kind == "depthwise_conv2d" else 0

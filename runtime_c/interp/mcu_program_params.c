@@ -329,7 +329,7 @@ int mcu_program_params_depthwise_conv2d_s16(uint32_t kernel, const mcu_program_p
     const mcu_shape4 in = p->input, out = p->output;
     const int32_t w_dims[3] = {p->kernel_h, p->kernel_w, out.c};
     return p->kernel_h > 0 && p->kernel_w > 0 && p->stride_h > 0 && p->stride_w > 0 && p->dilation_h > 0 &&
-           p->dilation_w > 0 && p->pad_top >= 0 && p->pad_left >= 0 && p->ch_mult > 0 &&
+           p->dilation_w > 0 && p->pad_top >= 0 && p->pad_left >= 0 && p->ch_mult > 0 && p->kernel_w <= 512 &&
            mcu_act_s16_valid(p->act_min, p->act_max) && shape4_ok(&in, 2) && shape4_ok(&out, 2) && out.n == in.n &&
            (int64_t)in.c * p->ch_mult == out.c && out.c <= INT32_MAX / 8 && checked_count(w_dims, 3, 1) > 0 &&
            mcu_window_fits(in.h, out.h, p->stride_h, p->kernel_h, p->dilation_h, p->pad_top, 0) &&

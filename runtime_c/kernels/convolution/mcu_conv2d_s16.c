@@ -1,4 +1,5 @@
 #include <stddef.h>
+#include <string.h>
 
 #include "mcu/kernels_s16.h"
 
@@ -23,14 +24,38 @@ static void mcu_s16_taps(int32_t start, int32_t kernel, int32_t dilation, int32_
 
 int32_t mcu_conv2d_s16_get_buffer_size(const mcu_conv2d_s16_params *p)
 {
-    (void)p;
-    return 0;
+    /* A window's values as one int16 column (a kernel larger than 1x1); without it the kernel sums each
+     * kernel row's in-bounds run where it lies. */
+    if (p == NULL || (p->kernel_h == 1 && p->kernel_w == 1)) {
+        return 0;
+    }
+    const int32_t dims[3] = {p->kernel_h, p->kernel_w, p->input.c};
+    const int32_t count = mcu_checked_count(dims, 3, 2);
+    return count > 0 ? count * (int32_t)sizeof(int16_t) : 0;
+}
+
+/* The window at (y0, x0) as one column [kh][kw][cin], zeros where it lies in the padding (zero point 0). */
+static void mcu_conv2d_s16_column(const mcu_conv2d_s16_params *p, const int16_t *img, int32_t y0, int32_t x0,
+                                  int16_t *col)
+{
+    const int32_t cin = p->input.c;
+    for (int32_t ky = 0; ky < p->kernel_h; ++ky) {
+        const int32_t iy = y0 + ky * p->dilation_h;
+        for (int32_t kx = 0; kx < p->kernel_w; ++kx, col += cin) {
+            const int32_t ix = x0 + kx * p->dilation_w;
+            if (iy < 0 || iy >= p->input.h || ix < 0 || ix >= p->input.w) {
+                memset(col, 0, (size_t)cin * sizeof(int16_t));
+            } else {
+                memcpy(col, img + ((size_t)iy * (size_t)p->input.w + (size_t)ix) * (size_t)cin,
+                       (size_t)cin * sizeof(int16_t));
+            }
+        }
+    }
 }
 
 mcu_status mcu_conv2d_s16(const mcu_context *ctx, const mcu_conv2d_s16_params *p, const mcu_per_channel_quant *q,
                           const int16_t *input, const int8_t *weight, const int64_t *bias, int16_t *output)
 {
-    (void)ctx; /* no scratch needed */
     MCU_REQUIRE(p != NULL && q != NULL && q->multiplier != NULL && q->shift != NULL && input != NULL &&
                     weight != NULL && output != NULL,
                 MCU_ERR_NULL_POINTER);
@@ -58,6 +83,15 @@ mcu_status mcu_conv2d_s16(const mcu_context *ctx, const mcu_conv2d_s16_params *p
 
     const int32_t cin = in->c, kw = p->kernel_w, dw = p->dilation_w;
     const size_t filter = (size_t)p->kernel_h * (size_t)kw * (size_t)cin; /* one output channel's weights */
+    /* With the scratch the buffer size asks for, every window is one column and one run. */
+    const int32_t col_bytes = mcu_conv2d_s16_get_buffer_size(p);
+    int16_t *col = ctx != NULL && ctx->buf != NULL && col_bytes > 0 && ctx->size >= col_bytes &&
+                           ((uintptr_t)ctx->buf & 1u) == 0
+                       ? (int16_t *)ctx->buf
+                       : NULL;
+    MCU_REQUIRE(col == NULL || (!mcu_overlaps(col, (size_t)col_bytes, output, out_bytes) &&
+                                !mcu_overlaps(col, (size_t)col_bytes, input, (size_t)in_count * sizeof(int16_t))),
+                MCU_ERR_INVALID_ARG);
     int16_t *y = output;
     for (int32_t n = 0; n < out->n; ++n) {
         const int16_t *img = input + (size_t)n * (size_t)in->h * (size_t)in->w * (size_t)cin;
@@ -71,20 +105,31 @@ mcu_status mcu_conv2d_s16(const mcu_context *ctx, const mcu_conv2d_s16_params *p
                 mcu_s16_taps(x0, kw, dw, in->w, &kx0, &kx1);
                 /* Padding (zero point 0) adds nothing: only the taps inside the input are summed. With dilation 1
                  * a kernel row's taps are one run of (kx1 - kx0) * cin values in the input and the weights. */
-                const int32_t run = dw == 1 ? (kx1 - kx0) * cin : cin;
-                const int32_t runs = dw == 1 ? (kx1 > kx0 ? 1 : 0) : kx1 - kx0;
+                int32_t run = dw == 1 ? (kx1 - kx0) * cin : cin;
+                int32_t runs = dw == 1 ? (kx1 > kx0 ? 1 : 0) : kx1 - kx0;
+                const int16_t *base = img;
+                int32_t row_stride = in->w * cin, first_y = y0, first_x = x0, first_ky = ky0, last_ky = ky1;
+                if (col != NULL) { /* one run: the whole column */
+                    mcu_conv2d_s16_column(p, img, y0, x0, col);
+                    base = col;
+                    run = (int32_t)filter;
+                    runs = 1;
+                    row_stride = 0;
+                    first_y = first_x = kx0 = first_ky = 0;
+                    last_ky = 1;
+                }
                 int32_t o = 0;
                 for (; o < out->c; ++o) {
                     const int8_t *w = weight + (size_t)o * filter;
                     const int last = o + 1 == out->c; /* the odd channel runs alone */
                     int64_t acc0 = bias != NULL ? bias[o] : 0;
                     int64_t acc1 = !last && bias != NULL ? bias[o + 1] : 0;
-                    for (int32_t ky = ky0; ky < ky1; ++ky) {
-                        const int16_t *xr = img + ((size_t)(y0 + ky * p->dilation_h) * (size_t)in->w) * (size_t)cin;
+                    for (int32_t ky = first_ky; ky < last_ky; ++ky) {
+                        const int16_t *xr = base + (size_t)(first_y + ky * p->dilation_h) * (size_t)row_stride;
                         const int8_t *wr = w + (size_t)ky * (size_t)kw * (size_t)cin;
                         for (int32_t r = 0; r < runs; ++r) {
                             const int32_t kx = kx0 + r;
-                            const int16_t *xs = xr + (size_t)(x0 + kx * dw) * (size_t)cin;
+                            const int16_t *xs = xr + (size_t)(first_x + kx * dw) * (size_t)cin;
                             const int8_t *ws = wr + (size_t)kx * (size_t)cin;
                             if (last) {
                                 mcu_s16_dot1(xs, ws, run, &acc0);

@@ -54,6 +54,8 @@ mcu_status mcu_depthwise_conv2d_s16(const mcu_context *ctx, const mcu_depthwise_
                     mcu_window_fits(in->h, out->h, p->stride_h, p->kernel_h, p->dilation_h, p->pad_top, 0) &&
                     mcu_window_fits(in->w, out->w, p->stride_w, p->kernel_w, p->dilation_w, p->pad_left, 0),
                 MCU_ERR_SHAPE);
+    /* A kernel row's products must fit an int32 partial sum: 512 of at most 2^22. */
+    MCU_REQUIRE(p->kernel_w <= 512, MCU_ERR_UNSUPPORTED);
     for (int32_t o = 0; o < out->c; ++o) {
         MCU_REQUIRE(mcu_quant_s16_valid(q->multiplier[o], q->shift[o]), MCU_ERR_INVALID_ARG);
     }
@@ -64,6 +66,9 @@ mcu_status mcu_depthwise_conv2d_s16(const mcu_context *ctx, const mcu_depthwise_
                 MCU_ERR_INVALID_ARG);
 
     const int32_t cin = in->c, cout = out->c, mult = p->ch_mult;
+    /* Element strides of the taps in the input and in the weights. */
+    const int32_t x_step = p->dilation_w * cin, x_row = p->dilation_h * in->w * cin;
+    const int32_t w_row = p->kernel_w * cout;
     int16_t *y = output;
     for (int32_t n = 0; n < out->n; ++n) {
         const int16_t *img = input + (size_t)n * (size_t)in->h * (size_t)in->w * (size_t)cin;
@@ -75,21 +80,28 @@ mcu_status mcu_depthwise_conv2d_s16(const mcu_context *ctx, const mcu_depthwise_
                 const int32_t x0 = ox * p->stride_w - p->pad_left;
                 int32_t kx0, kx1;
                 mcu_dw_s16_taps(x0, p->kernel_w, p->dilation_w, in->w, &kx0, &kx1);
+                const int32_t rows = ky1 - ky0, cols = kx1 - kx0;
+                /* the window's first in-bounds tap, channel 0 */
+                const int16_t *xw = img + ((size_t)(y0 + ky0 * p->dilation_h) * (size_t)in->w +
+                                           (size_t)(x0 + kx0 * p->dilation_w)) * (size_t)cin;
+                const int8_t *ww = weight + ((size_t)ky0 * (size_t)p->kernel_w + (size_t)kx0) * (size_t)cout;
+                /* Padding (zero point 0) adds nothing. A window of up to MCU_DW_S16_PART taps sums in int32;
+                 * larger ones in int32 parts of a kernel row at a time (at most 512 taps, checked above). */
+                const int small = (int64_t)rows * cols <= MCU_DW_S16_PART;
                 for (int32_t o = 0; o < cout; ++o) {
-                    const int32_t ic = o / mult;
+                    const int16_t *xc = xw + o / mult;
+                    const int8_t *wc = ww + o;
                     int64_t acc = bias != NULL ? bias[o] : 0;
-                    int32_t part = 0, taken = 0;
-                    for (int32_t ky = ky0; ky < ky1; ++ky) {
-                        const int16_t *row = img + (size_t)(y0 + ky * p->dilation_h) * (size_t)in->w * (size_t)cin;
-                        const int8_t *wrow = weight + (size_t)ky * (size_t)p->kernel_w * (size_t)cout;
-                        for (int32_t kx = kx0; kx < kx1; ++kx) {
-                            part += (int32_t)row[(size_t)(x0 + kx * p->dilation_w) * (size_t)cin + (size_t)ic] *
-                                    (int32_t)wrow[(size_t)kx * (size_t)cout + (size_t)o];
-                            if (++taken == MCU_DW_S16_PART) {
-                                acc += part;
-                                part = 0;
-                                taken = 0;
-                            }
+                    int32_t part = 0;
+                    for (int32_t r = 0; r < rows; ++r, xc += x_row, wc += w_row) {
+                        const int16_t *xt = xc;
+                        const int8_t *wt = wc;
+                        for (int32_t c = 0; c < cols; ++c, xt += x_step, wt += cout) {
+                            part += (int32_t)*xt * (int32_t)*wt;
+                        }
+                        if (!small) {
+                            acc += part;
+                            part = 0;
                         }
                     }
                     acc += part;
