@@ -35,7 +35,7 @@ ELEMENTWISE_KINDS = {"clamp", "sigmoid", "tanh", "hardswish", "lut", "requantize
                      "dequantize", "unary", "layer_norm",
                      "group_norm", "prelu", "log_softmax", "rms_norm"}  # normalisation and activations
 BINARY_KINDS = {"add", "sub", "mul", "div", "maximum", "minimum"}
-S16_APART = {"conv2d", "depthwise_conv2d", "linear"}  # (w8a16's kernels whose output overlaps no input)
+S16_APART = {"conv2d", "depthwise_conv2d", "linear", "max_pool2d", "avg_pool2d"}  # (w8a16's kernels whose output overlaps no input)
 
 
 Interval = tuple["int | None", "int | None"]  # allowed output-minus-input offsets, ends included; None: unbounded

@@ -105,6 +105,7 @@ SCALAR_ARITH = {aten.add.Tensor, aten.sub.Tensor, aten.mul.Tensor, aten.div.Tens
 # activations and the views that only rename bytes. Any other op refuses the mode by name before quantizing.
 W8A16_OPS = {*CONV_LINEAR, *BATCH_NORM, *ACTIVATIONS, aten.adaptive_avg_pool2d.default, aten.mean.dim,
              aten.add.Tensor, aten.add_.Tensor, aten.pad.default, aten.constant_pad_nd.default,
+             aten.max_pool2d.default, aten.avg_pool2d.default,
              aten.flatten.using_ints, aten.view.default,
              aten.reshape.default, aten.squeeze.dim, aten.squeeze.dims, aten.unsqueeze.default, aten.dropout.default,
              aten.contiguous.default, aten.clone.default}
@@ -117,6 +118,16 @@ def _w8a16_form(node: Node) -> bool:
     one shape."""
     if node.target is aten.adaptive_avg_pool2d.default:
         return _global_pool(node)
+    if node.target is aten.max_pool2d.default:  # (kernel, stride, padding, dilation, ceil_mode)
+        dilation = node.args[4] if len(node.args) > 4 else 1
+        ceil = bool(node.args[5]) if len(node.args) > 5 else False
+        return not ceil and all(d == 1 for d in (dilation if isinstance(dilation, (list, tuple)) else [dilation]))
+    if node.target is aten.avg_pool2d.default:  # (kernel, stride, padding, ceil_mode, count_include_pad, divisor)
+        padding = node.args[3] if len(node.args) > 3 else 0
+        padded = any(p != 0 for p in (padding if isinstance(padding, (list, tuple)) else [padding]))
+        counts_pad = bool(node.args[5]) if len(node.args) > 5 else True
+        ceil = bool(node.args[4]) if len(node.args) > 4 else False
+        return not ceil and not (padded and counts_pad) and (len(node.args) <= 6 or node.args[6] is None)
     if node.target in (aten.add.Tensor, aten.add_.Tensor):
         a, b = node.args[0], node.args[1]
         shapes = [getattr(t.meta.get("val"), "shape", None) if isinstance(t, Node) else None for t in (a, b)]
@@ -136,6 +147,10 @@ def unsupported_w8a16(model: GraphModule) -> list[str]:
             name += " (to a size other than 1x1)"
         elif node.target in (aten.add.Tensor, aten.add_.Tensor):
             name += " (of a tensor and a number, or broadcasting)"
+        elif node.target is aten.max_pool2d.default:
+            name += " (dilated, or in ceil mode)"
+        elif node.target is aten.avg_pool2d.default:
+            name += " (counting the padding, in ceil mode, or with a divisor)"
         if name not in _W8A16_NEUTRAL and name not in names:
             names.append(name)
     return names

@@ -118,6 +118,17 @@ def _linear_s16(op: Op, x: list[np.ndarray]) -> np.ndarray:
     return to_memory_order(y.reshape(op.output.shape), op.output)
 
 
+def _pool_s16(fn: Callable) -> Run:
+    def run(op: Op, x: list[np.ndarray]) -> np.ndarray:
+        a = op.attrs
+        act_min, act_max = derive.act_range(op)
+        n, h, w, c = _nhwc(op.output)
+        y = fn(_to_nhwc(x[0], op.inputs[0]), kernel=tuple(a["kernel"]), stride=tuple(a["stride"]),
+               padding=tuple(a["padding"]), out_hw=(h, w), act_min=act_min, act_max=act_max)
+        return _from_nhwc(y, op.output)
+    return run
+
+
 def _mean_hw_s16(op: Op, x: list[np.ndarray]) -> np.ndarray:
     n, h, w, c = _nhwc(op.inputs[0])
     y = s16.mean_s16(_to_nhwc(x[0], op.inputs[0]).reshape(n, h * w, c), **derive.mean_s16(op, h * w))
@@ -400,6 +411,8 @@ INT16_OPS: dict[str, Run] = {
     "mean_hw": _mean_hw_s16,
     "reduce": _reduce_s16,
     "add": _add_s16,
+    "max_pool2d": _pool_s16(s16.max_pool2d_s16),
+    "avg_pool2d": _pool_s16(s16.avg_pool2d_s16),
     "permute": movement.OPS["permute"],
     "layout": movement.OPS["layout"],
 }

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mcu.reference.arith import quantize_multipliers, requantize, saturate_int32
+from mcu.reference.common import patches
 
 INT16_MIN = -(2**15)
 INT16_MAX = 2**15 - 1
@@ -114,6 +115,31 @@ def depthwise_conv2d_s16(x, weight, bias, multiplier, shift, *, ch_mult: int = 1
         acc = acc + np.asarray(bias, dtype=np.int64)
     y = requantize_s64(acc, multiplier, shift)
     return np.clip(y, act_min, act_max).astype(np.int16)
+
+
+def _pool_windows(x, kernel, stride, padding, out_hw, fill):
+    """The pooling windows of NHWC ``x`` as (n, oh, ow, kh, kw, c) and which taps lie inside the input."""
+    x = np.asarray(x, dtype=np.int16).astype(np.int64)
+    g = (*out_hw, *kernel, *stride, 1, 1, *padding)
+    inside = patches(np.ones(x.shape[:3] + (1,), dtype=np.int64), *g, fill=0)
+    return patches(x, *g, fill=fill), inside
+
+
+def max_pool2d_s16(x, *, kernel, stride, padding, out_hw, act_min: int = INT16_MIN,
+                   act_max: int = INT16_MAX) -> np.ndarray:
+    """mcu_max_pool2d_s16 (CMSIS-NN's arm_max_pool_s16): the largest tap inside the input, then the clamp."""
+    w, _ = _pool_windows(x, kernel, stride, padding, out_hw, fill=INT16_MIN - 1)
+    return np.clip(w.max(axis=(3, 4)), act_min, act_max).astype(np.int16)
+
+
+def avg_pool2d_s16(x, *, kernel, stride, padding, out_hw, act_min: int = INT16_MIN,
+                   act_max: int = INT16_MAX) -> np.ndarray:
+    """mcu_avg_pool2d_s16 (CMSIS-NN's arm_avgpool_s16): the sum of the taps inside the input over their
+    count, rounded half away from zero, then the clamp."""
+    w, inside = _pool_windows(x, kernel, stride, padding, out_hw, fill=0)
+    s, count = w.sum(axis=(3, 4)), inside.sum(axis=(3, 4))
+    q = np.sign(s) * ((np.abs(s) + count // 2) // count)
+    return np.clip(q, act_min, act_max).astype(np.int16)
 
 
 def mean_s16(x, multiplier: int, shift: int, *, act_min: int = INT16_MIN, act_max: int = INT16_MAX) -> np.ndarray:

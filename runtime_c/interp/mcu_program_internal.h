@@ -130,6 +130,7 @@ typedef union {
     mcu_conv2d_s16_params conv_s16;
     mcu_mean_s16_params mean_s16;
     mcu_add_s16_params add_s16;
+    mcu_pool2d_s16_params pool_s16;
     mcu_depthwise_conv2d_s16_params depthwise_s16;
     mcu_binary_s8_params binary_s8;
     mcu_pool2d_s8_params pool_s8;

@@ -357,6 +357,21 @@ int mcu_program_params_add_s16(uint32_t kernel, const mcu_program_params_view *u
            p->left_shift >= 0 && p->left_shift <= 15 && mcu_act_s16_valid(p->act_min, p->act_max);
 }
 
+int mcu_program_params_pool_s16(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)w;
+    const mcu_pool2d_s16_params *p = &u->pool_s16;
+    const mcu_shape4 in = p->input, out = p->output;
+    return p->kernel_h > 0 && p->kernel_w > 0 && p->stride_h > 0 && p->stride_w > 0 && p->pad_top >= 0 &&
+           p->pad_left >= 0 && mcu_act_s16_valid(p->act_min, p->act_max) && shape4_ok(&in, 2) &&
+           shape4_ok(&out, 2) && out.n == in.n && out.c == in.c &&
+           (kernel != MCU_K_AVG_POOL2D_S16 || (int64_t)p->kernel_h * p->kernel_w <= 65536) &&
+           mcu_window_fits(in.h, out.h, p->stride_h, p->kernel_h, 1, p->pad_top, 0) && p->pad_top < p->kernel_h &&
+           (int64_t)(out.h - 1) * p->stride_h - p->pad_top < in.h &&
+           mcu_window_fits(in.w, out.w, p->stride_w, p->kernel_w, 1, p->pad_left, 0) && p->pad_left < p->kernel_w &&
+           (int64_t)(out.w - 1) * p->stride_w - p->pad_left < in.w;
+}
+
 int mcu_program_params_binary_s8_add(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
 {
     /* add and sub, and maximum and minimum with the add's parameters */

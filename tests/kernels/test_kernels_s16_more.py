@@ -1,6 +1,7 @@
 """The 16x8 kernels of w8a16 beyond the convolution and linear ones: mcu_depthwise_conv2d_s16 (CMSIS-NN's
-arm_depthwise_conv_s16 conventions), mcu_mean_s16 (ours: the exact sum requantized once) and mcu_add_s16
-(CMSIS-NN's arm_elementwise_add_s16), against the Python integer reference (mcu/reference/s16.py) over
+arm_depthwise_conv_s16 conventions), mcu_mean_s16 (ours: the exact sum requantized once), mcu_add_s16
+(CMSIS-NN's arm_elementwise_add_s16) and mcu_max_pool2d_s16 / mcu_avg_pool2d_s16 (arm_max_pool_s16,
+arm_avgpool_s16), against the Python integer reference (mcu/reference/s16.py) over
 hypothesis-drawn shapes and int16 extremes, and against CMSIS-NN built from CMSIS_NN_PATH."""
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ import cbind_s8 as cb
 from cbind import MCU_ERR_INVALID_ARG, MCU_OK, ptr
 from cmsis_nn_host import Act, Dims, PerChannel, Tile, cmsis_nn_root, host_library
 from mcu.reference.arith import add_params
-from mcu.reference.s16 import INT16_MAX, INT16_MIN, SHIFT_MAX, add_s16, depthwise_conv2d_s16, mean_s16
+from mcu.reference.s16 import (INT16_MAX, INT16_MIN, SHIFT_MAX, add_s16, avg_pool2d_s16, depthwise_conv2d_s16,
+                               max_pool2d_s16, mean_s16)
 from s8_cases import assert_equal
 from test_kernels_s16 import acts, biases64, int16_data, int8_weights, multipliers, s16_shift
 
@@ -229,3 +231,82 @@ def test_add_s16_refuses_a_partial_overlap(lib):
     a = np.ones(8, np.int16)
     _, p = _add_params(1e-3, 1e-3, 2e-3, 4, (INT16_MIN, INT16_MAX))
     assert lib.mcu_add_s16(ctypes.byref(p), ptr(a), ptr(a), ctypes.c_void_p(a.ctypes.data + 2)) == MCU_ERR_INVALID_ARG
+
+
+class PoolS16Params(ctypes.Structure):
+    _fields_ = [("input", cb.Shape4), ("output", cb.Shape4),
+                *[(f, ctypes.c_int32) for f in ("kernel_h", "kernel_w", "stride_h", "stride_w", "pad_top", "pad_left",
+                                                "act_min", "act_max")]]
+
+
+class CmsisPoolParams(ctypes.Structure):
+    _fields_ = [("stride", Tile), ("padding", Tile), ("activation", Act)]
+
+
+@st.composite
+def pool_cases(draw):
+    kh, kw = draw(st.integers(1, 4)), draw(st.integers(1, 4))
+    sh, sw = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    h, w = draw(st.integers(kh, 9)), draw(st.integers(kw, 9))
+    pt, pl = draw(st.integers(0, kh - 1)), draw(st.integers(0, kw - 1))
+    pb, pr = draw(st.integers(0, kh - 1)), draw(st.integers(0, kw - 1))
+    oh, ow = (h + pt + pb - kh) // sh + 1, (w + pl + pr - kw) // sw + 1
+    # every window keeps a tap inside the input (the kernels' condition, as the int8 pools')
+    oh, ow = min(oh, (h - 1 + pt) // sh + 1), min(ow, (w - 1 + pl) // sw + 1)
+    return dict(n=draw(st.integers(1, 2)), h=h, w=w, c=draw(st.integers(1, 6)), kh=kh, kw=kw, sh=sh, sw=sw, pt=pt,
+                pl=pl, oh=oh, ow=ow)
+
+
+def _pool_ours(lib, kind, case, x, act):
+    fn = getattr(lib, f"mcu_{kind}_pool2d_s16")
+    fn.argtypes = [ctypes.POINTER(PoolS16Params), _P, _P]
+    fn.restype = ctypes.c_int
+    out_shape = (case["n"], case["oh"], case["ow"], case["c"])
+    p = PoolS16Params(cb.Shape4(*x.shape), cb.Shape4(*out_shape), case["kh"], case["kw"], case["sh"], case["sw"],
+                      case["pt"], case["pl"], act[0], act[1])
+    out = np.zeros(out_shape, dtype=np.int16)
+    return fn(ctypes.byref(p), ptr(x), ptr(out)), out
+
+
+@CASES
+@given(st.sampled_from(["max", "avg"]), pool_cases(), st.sampled_from(["uniform", "small", "extremes", "worst"]),
+       acts, st.integers(0, 2**32 - 1))
+def test_pool2d_s16(lib, kind, case, data, act, seed):
+    x = int16_data(np.random.default_rng(seed), (case["n"], case["h"], case["w"], case["c"]), data)
+    status, out = _pool_ours(lib, kind, case, x, act)
+    assert status == MCU_OK
+    fn = max_pool2d_s16 if kind == "max" else avg_pool2d_s16
+    want = fn(x, kernel=(case["kh"], case["kw"]), stride=(case["sh"], case["sw"]), padding=(case["pt"], case["pl"]),
+              out_hw=(case["oh"], case["ow"]), act_min=act[0], act_max=act[1])
+    assert_equal(out, want)
+
+
+CMSIS_POOL_S16_SOURCES = ("PoolingFunctions/arm_max_pool_s16.c", "PoolingFunctions/arm_avgpool_s16.c")
+
+
+@pytest.fixture(scope="module")
+def cmsis_pool():
+    root = cmsis_nn_root(CMSIS_POOL_S16_SOURCES, "arm_max_pool_s16 and arm_avgpool_s16")
+    handle = host_library(root, [root / "Source" / s for s in CMSIS_POOL_S16_SOURCES], "pool_s16")
+    for name in ("arm_max_pool_s16", "arm_avgpool_s16"):
+        getattr(handle, name).argtypes = [_P] * 7
+        getattr(handle, name).restype = ctypes.c_int
+    return handle
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(["max", "avg"]), pool_cases(), st.sampled_from(["uniform", "small", "extremes", "worst"]),
+       acts, st.integers(0, 2**32 - 1))
+def test_pool2d_s16_equals_cmsis_nn(lib, cmsis_pool, kind, case, data, act, seed):
+    x = int16_data(np.random.default_rng(seed), (case["n"], case["h"], case["w"], case["c"]), data)
+    status, ours = _pool_ours(lib, kind, case, x, act)
+    assert status == MCU_OK
+    theirs = np.zeros_like(ours)
+    params = CmsisPoolParams(Tile(case["sw"], case["sh"]), Tile(case["pl"], case["pt"]), Act(*act))
+    in_d, f_d = Dims(case["n"], case["h"], case["w"], case["c"]), Dims(1, case["kh"], case["kw"], 1)
+    o_d = Dims(*ours.shape)
+    ctx = cb.Context(None, 0)
+    fn = cmsis_pool.arm_max_pool_s16 if kind == "max" else cmsis_pool.arm_avgpool_s16
+    assert fn(ctypes.byref(ctx), ctypes.byref(params), ctypes.byref(in_d), ptr(x), ctypes.byref(f_d),
+              ctypes.byref(o_d), ptr(theirs)) == 0
+    assert_equal(ours, theirs)

@@ -85,6 +85,21 @@ typedef struct {
 /** The 16x8 add of CMSIS-NN's arm_elementwise_add_s16 (zero points 0); an operand may be the output, exactly. */
 mcu_status mcu_add_s16(const mcu_add_s16_params *p, const int16_t *a, const int16_t *b, int16_t *output);
 
+typedef struct {
+    mcu_shape4 input;  /**< NHWC */
+    mcu_shape4 output; /**< NHWC, output.c = input.c */
+    int32_t kernel_h, kernel_w;
+    int32_t stride_h, stride_w;
+    int32_t pad_top, pad_left; /**< bottom/right implied by the output size; padded taps are left out */
+    int32_t act_min, act_max;
+} mcu_pool2d_s16_params;
+
+/** Max pooling as CMSIS-NN's arm_max_pool_s16 (input and output share one scale). No overlap. */
+mcu_status mcu_max_pool2d_s16(const mcu_pool2d_s16_params *p, const int16_t *input, int16_t *output);
+/** Average pooling as CMSIS-NN's arm_avgpool_s16: over the taps inside the input, rounded half away from
+ * zero. No overlap. */
+mcu_status mcu_avg_pool2d_s16(const mcu_pool2d_s16_params *p, const int16_t *input, int16_t *output);
+
 /** q = clamp(round_half_even(x * inv_scale) + zero_point, -32768, 32767), float32 arithmetic (torch's rule). */
 mcu_status mcu_quantize_f32_s16(int32_t size, float inv_scale, int32_t zero_point, const float *input,
                                 int16_t *output);

@@ -88,7 +88,31 @@ mcu_status mcu_depthwise_conv2d_s16(const mcu_context *ctx, const mcu_depthwise_
                 /* Padding (zero point 0) adds nothing. A window of up to MCU_DW_S16_PART taps sums in int32;
                  * larger ones in int32 parts of a kernel row at a time (at most 512 taps, checked above). */
                 const int small = (int64_t)rows * cols <= MCU_DW_S16_PART;
-                for (int32_t o = 0; o < cout; ++o) {
+                int32_t o = 0;
+                /* One channel per input channel: four channels a step share the tap loop's pointer steps. */
+                for (; small && mult == 1 && o + 4 <= cout; o += 4, y += 4) {
+                    const int16_t *xc = xw + o;
+                    const int8_t *wc = ww + o;
+                    int32_t p0 = 0, p1 = 0, p2 = 0, p3 = 0;
+                    for (int32_t r = 0; r < rows; ++r, xc += x_row, wc += w_row) {
+                        const int16_t *xt = xc;
+                        const int8_t *wt = wc;
+                        for (int32_t c = 0; c < cols; ++c, xt += x_step, wt += cout) {
+                            p0 += (int32_t)xt[0] * (int32_t)wt[0];
+                            p1 += (int32_t)xt[1] * (int32_t)wt[1];
+                            p2 += (int32_t)xt[2] * (int32_t)wt[2];
+                            p3 += (int32_t)xt[3] * (int32_t)wt[3];
+                        }
+                    }
+                    const int32_t parts[4] = {p0, p1, p2, p3};
+                    for (int32_t k = 0; k < 4; ++k) {
+                        const int64_t acc = (bias != NULL ? bias[o + k] : 0) + parts[k];
+                        const int32_t v = mcu_requantize_s64(acc, mcu_reduce_multiplier_q15(q->multiplier[o + k]),
+                                                             q->shift[o + k]);
+                        y[k] = mcu_clamp_s16(v, p->act_min, p->act_max);
+                    }
+                }
+                for (; o < cout; ++o) {
                     const int16_t *xc = xw + o / mult;
                     const int8_t *wc = ww + o;
                     int64_t acc = bias != NULL ? bias[o] : 0;
