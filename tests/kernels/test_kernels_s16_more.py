@@ -24,7 +24,7 @@ from test_kernels_s16 import acts, biases64, int16_data, int8_weights, multiplie
 
 _P = ctypes.c_void_p
 # (fewer examples than the int8 kernels' EXACT: these loops have no architecture paths of their own)
-CASES = settings(max_examples=100, deadline=None)
+CASES = settings(max_examples=50, deadline=None)
 
 
 class DwS16Params(ctypes.Structure):
@@ -135,7 +135,7 @@ def cmsis_dw():
     return handle
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(dw_cases(), st.sampled_from(["uniform", "small", "extremes", "worst"]),
        st.sampled_from(["none", "small", "large"]), st.integers(-4, 4), acts, st.integers(0, 2**32 - 1))
 def test_depthwise_conv2d_s16_equals_cmsis_nn(lib, cmsis_dw, case, data, bias, centre, act, seed):
@@ -211,7 +211,7 @@ def cmsis_add():
     return handle
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(size=st.integers(1, 70), s_a=scales, s_b=scales, ratio=st.floats(0.3, 3.0),
        data=st.sampled_from(["uniform", "small", "extremes"]), act=acts, seed=st.integers(0, 2**32 - 1))
 def test_add_s16_equals_cmsis_nn(lib, cmsis_add, size, s_a, s_b, ratio, data, act, seed):
@@ -294,7 +294,7 @@ def cmsis_pool():
     return handle
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(st.sampled_from(["max", "avg"]), pool_cases(), st.sampled_from(["uniform", "small", "extremes", "worst"]),
        acts, st.integers(0, 2**32 - 1))
 def test_pool2d_s16_equals_cmsis_nn(lib, cmsis_pool, kind, case, data, act, seed):
