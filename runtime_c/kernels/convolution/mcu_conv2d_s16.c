@@ -118,12 +118,14 @@ mcu_status mcu_conv2d_s16(const mcu_context *ctx, const mcu_conv2d_s16_params *p
                     first_y = first_x = kx0 = first_ky = 0;
                     last_ky = 1;
                 }
-                int32_t o = 0;
-                for (; o < out->c; ++o) {
+                /* Four output channels a step share each activation load, then two, then one. */
+                for (int32_t o = 0; o < out->c;) {
+                    const int32_t k = out->c - o >= 4 ? 4 : (out->c - o >= 2 ? 2 : 1);
                     const int8_t *w = weight + (size_t)o * filter;
-                    const int last = o + 1 == out->c; /* the odd channel runs alone */
-                    int64_t acc0 = bias != NULL ? bias[o] : 0;
-                    int64_t acc1 = !last && bias != NULL ? bias[o + 1] : 0;
+                    int64_t acc[4] = {0, 0, 0, 0};
+                    for (int32_t j = 0; j < k; ++j) {
+                        acc[j] = bias != NULL ? bias[o + j] : 0;
+                    }
                     for (int32_t ky = first_ky; ky < last_ky; ++ky) {
                         const int16_t *xr = base + (size_t)(first_y + ky * p->dilation_h) * (size_t)row_stride;
                         const int8_t *wr = w + (size_t)ky * (size_t)kw * (size_t)cin;
@@ -131,20 +133,18 @@ mcu_status mcu_conv2d_s16(const mcu_context *ctx, const mcu_conv2d_s16_params *p
                             const int32_t kx = kx0 + r;
                             const int16_t *xs = xr + (size_t)(first_x + kx * dw) * (size_t)cin;
                             const int8_t *ws = wr + (size_t)kx * (size_t)cin;
-                            if (last) {
-                                mcu_s16_dot1(xs, ws, run, &acc0);
+                            if (k == 4) {
+                                mcu_s16_dot4(xs, ws, (int32_t)filter, run, acc);
+                            } else if (k == 2) {
+                                mcu_s16_dot2(xs, ws, ws + filter, run, &acc[0], &acc[1]);
                             } else {
-                                mcu_s16_dot2(xs, ws, ws + filter, run, &acc0, &acc1);
+                                mcu_s16_dot1(xs, ws, run, &acc[0]);
                             }
                         }
                     }
-                    y[o] = mcu_clamp_s16(
-                        mcu_requantize_s64(acc0, mcu_reduce_multiplier_q15(q->multiplier[o]), q->shift[o]),
-                        p->act_min, p->act_max);
-                    if (!last) {
-                        ++o;
+                    for (int32_t j = 0; j < k; ++j, ++o) {
                         y[o] = mcu_clamp_s16(
-                            mcu_requantize_s64(acc1, mcu_reduce_multiplier_q15(q->multiplier[o]), q->shift[o]),
+                            mcu_requantize_s64(acc[j], mcu_reduce_multiplier_q15(q->multiplier[o]), q->shift[o]),
                             p->act_min, p->act_max);
                     }
                 }

@@ -45,7 +45,19 @@ mcu_status mcu_linear_s16(const mcu_context *ctx, const mcu_linear_s16_params *p
         int16_t *y = output + (size_t)b * (size_t)p->out_features;
         const int8_t *w = weight;
         int32_t o = 0;
-        /* Two rows at a time share each activation load (the DSP cores' dual multiply-accumulate). */
+        /* Four rows, then two, at a time share each activation load (the DSP cores' dual multiply-accumulate). */
+        for (; o + 4 <= p->out_features; o += 4, w += 4 * nin) {
+            int64_t acc[4];
+            for (int32_t j = 0; j < 4; ++j) {
+                acc[j] = bias != NULL ? bias[o + j] : 0;
+            }
+            mcu_s16_dot4(x, w, nin, nin, acc);
+            for (int32_t j = 0; j < 4; ++j) {
+                const int32_t v =
+                    mcu_requantize_s64(acc[j], mcu_reduce_multiplier_q15(q->multiplier[o + j]), q->shift[o + j]);
+                y[o + j] = mcu_clamp_s16(v, p->act_min, p->act_max);
+            }
+        }
         for (; o + 2 <= p->out_features; o += 2, w += 2 * nin) {
             int64_t acc0 = bias != NULL ? bias[o] : 0;
             int64_t acc1 = bias != NULL ? bias[o + 1] : 0;
