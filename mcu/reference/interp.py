@@ -415,6 +415,7 @@ INT16_OPS: dict[str, Run] = {
     "avg_pool2d": _pool_s16(s16.avg_pool2d_s16),
     "permute": movement.OPS["permute"],
     "layout": movement.OPS["layout"],
+    "slice": movement.OPS["slice"],
 }
 
 

@@ -97,5 +97,6 @@ EMITTERS = {
     ("pad", "int8"): _pad_s8,
     # w8a16's layout changes (a Conv1d stack's, as at int8) and permutes move int16 elements
     ("permute", "int16"): _permute,
+    ("slice", "int16"): _slice,
     ("layout", "int16"): _layout,
 }
