@@ -416,6 +416,7 @@ INT16_OPS: dict[str, Run] = {
     "permute": movement.OPS["permute"],
     "layout": movement.OPS["layout"],
     "slice": movement.OPS["slice"],
+    "clamp": lambda op, x: np.clip(np.asarray(x[0], dtype=np.int16), *derive.act_range(op)).astype(np.int16),
 }
 
 

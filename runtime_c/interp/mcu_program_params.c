@@ -472,6 +472,13 @@ int mcu_program_params_clamp_s8(uint32_t kernel, const mcu_program_params_view *
     return w[0] >= 0 && mcu_act_s8_valid(w[1], w[2]);
 }
 
+int mcu_program_params_clamp_s16(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)kernel;
+    (void)u;
+    return w[0] >= 0 && w[0] <= INT32_MAX / 2 && mcu_act_s16_valid(w[1], w[2]);
+}
+
 int mcu_program_params_quantize_f32_s8(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
 {
     (void)kernel;

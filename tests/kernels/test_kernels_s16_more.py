@@ -1,7 +1,7 @@
 """The 16x8 kernels of w8a16 beyond the convolution and linear ones: mcu_depthwise_conv2d_s16 (CMSIS-NN's
 arm_depthwise_conv_s16 conventions), mcu_mean_s16 (ours: the exact sum requantized once), mcu_add_s16
-(CMSIS-NN's arm_elementwise_add_s16) and mcu_max_pool2d_s16 / mcu_avg_pool2d_s16 (arm_max_pool_s16,
-arm_avgpool_s16), against the Python integer reference (mcu/reference/s16.py) over
+(CMSIS-NN's arm_elementwise_add_s16), mcu_max_pool2d_s16 / mcu_avg_pool2d_s16 (arm_max_pool_s16,
+arm_avgpool_s16) and mcu_clamp_s16, against the Python integer reference (mcu/reference/s16.py) over
 hypothesis-drawn shapes and int16 extremes, and against CMSIS-NN built from CMSIS_NN_PATH."""
 
 from __future__ import annotations
@@ -310,3 +310,16 @@ def test_pool2d_s16_equals_cmsis_nn(lib, cmsis_pool, kind, case, data, act, seed
     assert fn(ctypes.byref(ctx), ctypes.byref(params), ctypes.byref(in_d), ptr(x), ctypes.byref(f_d),
               ctypes.byref(o_d), ptr(theirs)) == 0
     assert_equal(ours, theirs)
+
+
+@CASES
+@given(size=st.integers(0, 70), act=acts, data=st.sampled_from(["uniform", "extremes"]), in_place=st.booleans(),
+       seed=st.integers(0, 2**32 - 1))
+def test_clamp_s16(lib, size, act, data, in_place, seed):
+    lib.mcu_clamp_s16.argtypes = [ctypes.c_int32, ctypes.c_int32, ctypes.c_int32, _P, _P]
+    lib.mcu_clamp_s16.restype = ctypes.c_int
+    x = int16_data(np.random.default_rng(seed), (size,), data)
+    want = np.clip(x, act[0], act[1]).astype(np.int16)
+    out = x if in_place else np.zeros_like(x)
+    assert lib.mcu_clamp_s16(size, act[0], act[1], ptr(x), ptr(out)) == MCU_OK
+    assert_equal(out, want)

@@ -1,5 +1,6 @@
 """w8a16: int16 activations (symmetric, zero point 0) with int8 per-channel weights, CMSIS-NN's 16x8
-arithmetic. One small model holds every op family the mode runs (convolution with padding and a 1x1 one,
+arithmetic. One small model holds every op family the mode runs (a clamp of the input, convolution with
+padding and a 1x1 one,
 depthwise, max and average pooling, a residual add with its ReLU, the global mean, a causal Conv1d's padding folded into it, the linear
 layer): the generated C, the program file on the host and the Python integer reference agree bit for bit; its
 output stays close to fp32; an op without a 16x8 kernel refuses the mode by name before quantizing."""
@@ -30,7 +31,7 @@ class Families(nn.Module):
         self.fc = nn.Linear(8, 5)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        y = F.relu(self.bn(self.stem(x)))
+        y = F.relu(self.bn(self.stem(F.hardtanh(x, -1.5, 1.5))))
         y = F.relu(self.pw(F.relu(self.dw(y))) + y)
         z = torch.flatten(F.adaptive_avg_pool2d(F.avg_pool2d(F.max_pool2d(y, 3, stride=1, padding=1), 2), 1), 1)
         seq = self.causal(F.pad(torch.flatten(y, 2), (4, 0)))
@@ -50,7 +51,7 @@ def cm() -> mcu.CompiledModel:
 
 def test_w8a16_runs_every_family_bit_exact_in_c_and_program(cm) -> None:
     kinds = {op.kind for op in cm.graph.ops if not op.attrs.get("alias")}
-    assert {"conv2d", "depthwise_conv2d", "max_pool2d", "avg_pool2d", "add", "mean_hw", "reduce", "slice",
+    assert {"clamp", "conv2d", "depthwise_conv2d", "max_pool2d", "avg_pool2d", "add", "mean_hw", "reduce", "slice",
             "linear"} <= kinds, kinds
     assert all(op.output.dtype == "int16" for op in cm.graph.ops if op.kind in kinds) and cm.graph.fallbacks == []
     assert all(t.dtype == "int16" and t.quant is not None and t.quant.zero_point == (0,)

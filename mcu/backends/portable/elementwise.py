@@ -113,6 +113,13 @@ def _clamp_s8(op: Op, ref: Ref) -> KernelCall:
                       scalars=[op.output.numel, int(op.attrs["act_min"]), int(op.attrs["act_max"])])
 
 
+def _clamp_s16(op: Op, ref: Ref) -> KernelCall:
+    """A ReLU or clamp on int16 codes (w8a16)."""
+    bounds = [op.output.numel, int(op.attrs["act_min"]), int(op.attrs["act_max"])]
+    return KernelCall("mcu_clamp_s16", [*map(str, bounds), ref(op.inputs[0]), ref(op.output)], ["mcu_clamp_s16.c"],
+                      operands=[op.inputs[0], op.output], scalars=bounds, headers=["mcu/kernels_s16.h"])
+
+
 def _quantize(op: Op, ref: Ref) -> KernelCall:
     q = op.output.quant
     assert q is not None
@@ -177,6 +184,7 @@ EMITTERS = {
     ("maximum", "int8"): _binary_s8("maximum"),
     ("minimum", "int8"): _binary_s8("minimum"),
     ("add", "int16"): _add_s16,
+    ("clamp", "int16"): _clamp_s16,
     ("clamp", "int8"): _clamp_s8,
     ("lut", "int8"): _lut_s8,
     ("requantize", "int8"): _requantize_s8,

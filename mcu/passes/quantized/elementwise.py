@@ -235,6 +235,8 @@ def _clamp(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
     # (the float bounds stay as the op's fused activation: the integer reference derives the clamp from them)
     if _same_quant(x, out):
         return Op("clamp", [x], [out], {"act_min": act_min, "act_max": act_max, "act": (lo, hi)}, op.name, op.source)
+    if out.dtype == "int16":
+        return "a 16x8 clamp keeps its input's quantization"
     return requantize_op(op.name, x, out, act_min, act_max, op.source, act=(lo, hi))
 
 

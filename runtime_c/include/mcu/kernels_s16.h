@@ -100,6 +100,9 @@ mcu_status mcu_max_pool2d_s16(const mcu_pool2d_s16_params *p, const int16_t *inp
  * zero. No overlap. */
 mcu_status mcu_avg_pool2d_s16(const mcu_pool2d_s16_params *p, const int16_t *input, int16_t *output);
 
+/** A ReLU or clamp on int16 codes (input and output share one scale). May run in place (exactly). */
+mcu_status mcu_clamp_s16(int32_t size, int32_t act_min, int32_t act_max, const int16_t *input, int16_t *output);
+
 /** q = clamp(round_half_even(x * inv_scale) + zero_point, -32768, 32767), float32 arithmetic (torch's rule). */
 mcu_status mcu_quantize_f32_s16(int32_t size, float inv_scale, int32_t zero_point, const float *input,
                                 int16_t *output);

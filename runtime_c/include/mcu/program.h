@@ -141,6 +141,7 @@ typedef enum {
     MCU_K_ADD_S16 = 114,              /**< [a int16, b int16, out int16]; mcu_add_s16_params (same shapes) */
     MCU_K_MAX_POOL2D_S16 = 115,       /**< [in int16, out int16]; mcu_pool2d_s16_params; no overlap */
     MCU_K_AVG_POOL2D_S16 = 116,       /**< as max_pool2d_s16 */
+    MCU_K_CLAMP_S16 = 117,            /**< [in int16, out int16]; size, act_min, act_max */
     /* 4-bit groupwise weights and model state: ids 230-239. */
     /** [in f32, weight uint8 (int4 pairs), w_scale f32, bias f32?, out f32]; mcu_linear_w4_params */
     MCU_K_LINEAR_W4_F32 = 230,

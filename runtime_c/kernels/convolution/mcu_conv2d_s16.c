@@ -143,7 +143,7 @@ mcu_status mcu_conv2d_s16(const mcu_context *ctx, const mcu_conv2d_s16_params *p
                         }
                     }
                     for (int32_t j = 0; j < k; ++j, ++o) {
-                        y[o] = mcu_clamp_s16(
+                        y[o] = mcu_clamp_to_s16(
                             mcu_requantize_s64(acc[j], mcu_reduce_multiplier_q15(q->multiplier[o]), q->shift[o]),
                             p->act_min, p->act_max);
                     }

@@ -28,7 +28,7 @@ mcu_status mcu_add_s16(const mcu_add_s16_params *p, const int16_t *a, const int1
         const int32_t a1 = mcu_requantize((int32_t)a[i] * scale, p->a_multiplier, p->a_shift);
         const int32_t b1 = mcu_requantize((int32_t)b[i] * scale, p->b_multiplier, p->b_shift);
         const int32_t sum = mcu_sat_s32((int64_t)a1 + b1);
-        output[i] = mcu_clamp_s16(mcu_requantize(sum, p->out_multiplier, p->out_shift), p->act_min, p->act_max);
+        output[i] = mcu_clamp_to_s16(mcu_requantize(sum, p->out_multiplier, p->out_shift), p->act_min, p->act_max);
     }
     return MCU_OK;
 }

@@ -55,7 +55,7 @@ mcu_status mcu_linear_s16(const mcu_context *ctx, const mcu_linear_s16_params *p
             for (int32_t j = 0; j < 4; ++j) {
                 const int32_t v =
                     mcu_requantize_s64(acc[j], mcu_reduce_multiplier_q15(q->multiplier[o + j]), q->shift[o + j]);
-                y[o + j] = mcu_clamp_s16(v, p->act_min, p->act_max);
+                y[o + j] = mcu_clamp_to_s16(v, p->act_min, p->act_max);
             }
         }
         for (; o + 2 <= p->out_features; o += 2, w += 2 * nin) {
@@ -65,14 +65,14 @@ mcu_status mcu_linear_s16(const mcu_context *ctx, const mcu_linear_s16_params *p
             const int32_t v0 = mcu_requantize_s64(acc0, mcu_reduce_multiplier_q15(q->multiplier[o]), q->shift[o]);
             const int32_t v1 =
                 mcu_requantize_s64(acc1, mcu_reduce_multiplier_q15(q->multiplier[o + 1]), q->shift[o + 1]);
-            y[o] = mcu_clamp_s16(v0, p->act_min, p->act_max);
-            y[o + 1] = mcu_clamp_s16(v1, p->act_min, p->act_max);
+            y[o] = mcu_clamp_to_s16(v0, p->act_min, p->act_max);
+            y[o + 1] = mcu_clamp_to_s16(v1, p->act_min, p->act_max);
         }
         for (; o < p->out_features; ++o, w += nin) {
             int64_t acc = bias != NULL ? bias[o] : 0;
             mcu_s16_dot1(x, w, nin, &acc);
             const int32_t v = mcu_requantize_s64(acc, mcu_reduce_multiplier_q15(q->multiplier[o]), q->shift[o]);
-            y[o] = mcu_clamp_s16(v, p->act_min, p->act_max);
+            y[o] = mcu_clamp_to_s16(v, p->act_min, p->act_max);
         }
     }
     return MCU_OK;

@@ -33,7 +33,7 @@ mcu_status mcu_avg_pool2d_s16(const mcu_pool2d_s16_params *p, const int16_t *inp
                         }
                     }
                     const int32_t q = sum > 0 ? (sum + count / 2) / count : (sum - count / 2) / count;
-                    y[ch] = mcu_clamp_s16(q, p->act_min, p->act_max);
+                    y[ch] = mcu_clamp_to_s16(q, p->act_min, p->act_max);
                 }
             }
         }

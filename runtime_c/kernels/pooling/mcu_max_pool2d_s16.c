@@ -29,7 +29,7 @@ mcu_status mcu_max_pool2d_s16(const mcu_pool2d_s16_params *p, const int16_t *inp
                             m = v > m ? v : m;
                         }
                     }
-                    y[ch] = mcu_clamp_s16(m, p->act_min, p->act_max);
+                    y[ch] = mcu_clamp_to_s16(m, p->act_min, p->act_max);
                 }
             }
         }

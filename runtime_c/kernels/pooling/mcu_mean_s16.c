@@ -29,7 +29,7 @@ mcu_status mcu_mean_s16(const mcu_mean_s16_params *p, const int16_t *input, int1
                 sum += *xi;
             }
             output[(size_t)o * (size_t)p->inner + (size_t)i] =
-                mcu_clamp_s16(mcu_requantize_s64(sum, m15, p->shift), p->act_min, p->act_max);
+                mcu_clamp_to_s16(mcu_requantize_s64(sum, m15, p->shift), p->act_min, p->act_max);
         }
     }
     return MCU_OK;
