@@ -27,9 +27,10 @@ mcu_status mcu_avg_pool2d_s16(const mcu_pool2d_s16_params *p, const int16_t *inp
                 for (int32_t ch = 0; ch < c; ++ch) {
                     int32_t sum = 0;
                     for (int32_t ky = ky0; ky < ky1; ++ky) {
-                        const int16_t *row = img + ((size_t)(y0 + ky) * (size_t)in->w + (size_t)x0) * (size_t)c;
+                        /* (from the first tap inside the input: x0 itself may lie in the padding) */
+                        const int16_t *row = img + ((size_t)(y0 + ky) * (size_t)in->w + (size_t)(x0 + kx0)) * (size_t)c;
                         for (int32_t kx = kx0; kx < kx1; ++kx) {
-                            sum += row[(size_t)kx * (size_t)c + (size_t)ch];
+                            sum += row[(size_t)(kx - kx0) * (size_t)c + (size_t)ch];
                         }
                     }
                     const int32_t q = sum > 0 ? (sum + count / 2) / count : (sum - count / 2) / count;

@@ -23,9 +23,10 @@ mcu_status mcu_max_pool2d_s16(const mcu_pool2d_s16_params *p, const int16_t *inp
                 for (int32_t ch = 0; ch < c; ++ch) {
                     int32_t m = INT16_MIN;
                     for (int32_t ky = ky0; ky < ky1; ++ky) {
-                        const int16_t *row = img + ((size_t)(y0 + ky) * (size_t)in->w + (size_t)x0) * (size_t)c;
+                        /* (from the first tap inside the input: x0 itself may lie in the padding) */
+                        const int16_t *row = img + ((size_t)(y0 + ky) * (size_t)in->w + (size_t)(x0 + kx0)) * (size_t)c;
                         for (int32_t kx = kx0; kx < kx1; ++kx) {
-                            const int32_t v = row[(size_t)kx * (size_t)c + (size_t)ch];
+                            const int32_t v = row[(size_t)(kx - kx0) * (size_t)c + (size_t)ch];
                             m = v > m ? v : m;
                         }
                     }
