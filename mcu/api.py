@@ -130,7 +130,7 @@ class CompiledModel:
         if len(inputs) != len(self.graph.inputs):
             raise McuError(f"the model takes {len(self.graph.inputs)} inputs, got {len(inputs)}")
         return [encode(_numpy(x).astype(np.float32), t.name, t.shape, t.dim_order,
-                       "int8" if t.quant is not None else "float32", *_quantization(t))
+                       t.dtype if t.quant is not None else "float32", *_quantization(t))
                 for x, t in zip(inputs, self.graph.inputs)]
 
     def decode_outputs(self, outputs: Sequence[np.ndarray]) -> list[np.ndarray]:

@@ -15,8 +15,10 @@ from typing import Any, Iterator
 
 import numpy as np
 
-DTYPE_BYTES = {"float32": 4, "int8": 1, "int16": 2, "int32": 4, "uint8": 1}
-NUMPY_DTYPES = {"float32": np.float32, "int8": np.int8, "int16": np.int16, "int32": np.int32, "uint8": np.uint8}
+# (int64: the 16x8 layers' biases, constants only)
+DTYPE_BYTES = {"float32": 4, "int8": 1, "int16": 2, "int32": 4, "uint8": 1, "int64": 8}
+NUMPY_DTYPES = {"float32": np.float32, "int8": np.int8, "int16": np.int16, "int32": np.int32, "uint8": np.uint8,
+                "int64": np.int64}
 CHANNELS_LAST = (0, 2, 3, 1)
 
 

@@ -79,7 +79,8 @@ def to_graph(spec: ModelSpec, quantize: str) -> Graph:
         with stage("quantize"):
             captured = quantize_static(spec.model, spec.example_inputs, spec.calibration, where=where,
                                        custom_ops=spec.custom_ops, example_line=spec.lines.get("example_inputs"),
-                                       weight_bits=modes.weight_bits(quantize))
+                                       weight_bits=modes.weight_bits(quantize),
+                                       act_bits=modes.activation_bits(quantize))
     elif modes.int4_weights(quantize):  # torchao's groupwise int4 weights
         with stage("quantize"):
             captured = int4_weight_model(spec.model)

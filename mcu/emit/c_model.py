@@ -235,7 +235,7 @@ def _io_view(kind: str, index: int, t: Tensor, offset: int, arena: str) -> IOVie
     quant = None
     if t.quant is not None and t.quant.per_tensor:
         quant = {"scale": c_float(t.quant.scale[0]), "inv_scale": c_float(1.0 / t.quant.scale[0]),
-                 "zero_point": t.quant.zero_point[0]}
+                 "zero_point": t.quant.zero_point[0], "suffix": "s16" if t.dtype == "int16" else "s8"}
     return IOView(kind=kind, KIND=kind.upper(), index=index, name=t.name, dtype=t.dtype, c_type=c_type(t.dtype),
                   shape=list(t.shape), dim_order=list(t.dim_order), physical_shape=list(t.physical_shape),
                   numel=t.numel, nbytes=t.nbytes, offset=offset, arena=arena, quant=quant)
@@ -367,9 +367,10 @@ def build_view(graph: Graph, memory: MemoryPlan, quantize: str, prefix: str | No
                         MACRO=f"{prefix.upper()}_ARENA{i}_SIZE")
               for i, a in enumerate(memory.arenas)]
     # The _run_f32 wrapper converts at the boundary with these two kernels.
-    for needed, source in ((inputs, "mcu_quantize_f32_s8.c"), (outputs, "mcu_dequantize_s8_f32.c")):
-        if any(io.quant for io in needed) and source not in sources:
-            sources.append(source)
+    for needed, pattern in ((inputs, "mcu_quantize_f32_{}.c"), (outputs, "mcu_dequantize_{}_f32.c")):
+        for source in dict.fromkeys(pattern.format(io.quant["suffix"]) for io in needed if io.quant):
+            if source not in sources:
+                sources.append(source)
     return ModelView(
         name=graph.name, prefix=prefix, PREFIX=prefix.upper(), quantize=quantize, version=__version__,
         arena_size=memory.arena_size, lower_bound=memory.lower_bound, arenas=arenas,

@@ -7,7 +7,8 @@ from typing import Any
 
 import numpy as np
 
-_ELEMENT_TYPES = {"float32": "float", "int8": "int8_t", "int16": "int16_t", "int32": "int32_t", "uint8": "uint8_t"}
+_ELEMENT_TYPES = {"float32": "float", "int8": "int8_t", "int16": "int16_t", "int32": "int32_t", "uint8": "uint8_t",
+                  "int64": "int64_t"}
 
 
 def c_type(dtype: str) -> str:

@@ -70,8 +70,8 @@ def _torch_value(v: Any) -> Any:
 
 
 def _qparams(scale: Any, zero_point: Any, qmin: Any, qmax: Any, dtype: Any, node: Node) -> QuantParams:
-    if dtype != torch.int8:
-        raise McuError(f"quantization to {dtype} is not supported (int8 only){user_source_line(node)}")
+    if dtype not in (torch.int8, torch.int16):
+        raise McuError(f"quantization to {dtype} is not supported (int8 and int16 only){user_source_line(node)}")
     return QuantParams(scale=(float(scale),), zero_point=(int(zero_point),), qmin=int(qmin), qmax=int(qmax))
 
 

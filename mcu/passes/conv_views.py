@@ -110,8 +110,9 @@ def view_order(src: Tensor, out: Tensor) -> tuple[int, ...] | None:
 
 
 def _zero_fill(pad: Op, conv: Op) -> bool:
-    if conv.output.dtype == "int8":
-        return pad.output.dtype == "int8" and int(pad.attrs.get("value_q", 1 << 20)) == -int(conv.attrs["input_offset"])
+    if conv.output.dtype in ("int8", "int16"):  # (int16: w8a16)
+        return pad.output.dtype == conv.output.dtype and \
+            int(pad.attrs.get("value_q", 1 << 20)) == -int(conv.attrs["input_offset"])
     return float(pad.attrs["value"]) == 0.0
 
 

@@ -35,6 +35,7 @@ ELEMENTWISE_KINDS = {"clamp", "sigmoid", "tanh", "hardswish", "lut", "requantize
                      "dequantize", "unary", "layer_norm",
                      "group_norm", "prelu", "log_softmax", "rms_norm"}  # normalisation and activations
 BINARY_KINDS = {"add", "sub", "mul", "div", "maximum", "minimum"}
+S16_APART = {"conv2d", "depthwise_conv2d", "linear", "max_pool2d", "avg_pool2d"}  # (w8a16's kernels whose output overlaps no input)
 
 
 Interval = tuple["int | None", "int | None"]  # allowed output-minus-input offsets, ends included; None: unbounded
@@ -126,6 +127,9 @@ def elementwise_max_delta(x: Tensor, out: Tensor) -> int:
 
 def scratch_bytes(op: Op) -> int:
     """Scratch the op's kernel needs (the ``_get_buffer_size`` of the variant it may run)."""
+    if op.kind == "conv2d" and op.output.dtype == "int16":  # the 16x8 convolution's window as one column
+        w = op.inputs[1]
+        return 0 if (w.shape[2], w.shape[3]) == (1, 1) else 2 * w.shape[1] * w.shape[2] * w.shape[3]
     if op.attrs.get("weight_bits") == 4:  # the s4 depthwise widens its weights to int8 there
         w = op.inputs[1]
         return w.numel if op.kind == "depthwise_conv2d" else 0
@@ -145,6 +149,8 @@ def overlap_contracts(op: Op) -> list[Overlap]:
     x = op.inputs[0]
     if x.is_constant:
         return []
+    if out.dtype == "int16" and op.kind in S16_APART:
+        return []  # the 16x8 convolution and linear kernels overlap nothing
     if pointwise_ok(op):
         return [Overlap(0, pointwise_intervals(x, out), "pixel-buffer")]
     if op.kind in WINDOW_KINDS and len(x.shape) == 4:

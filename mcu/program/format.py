@@ -34,7 +34,7 @@ assert _HEADER.size == HEADER_SIZE
 MAX_OPERANDS = 16
 MAX_PARAMS = 32
 
-DTYPE_CODES = {"float32": 0, "int8": 1, "int16": 2, "int32": 3, "uint8": 4}
+DTYPE_CODES = {"float32": 0, "int8": 1, "int16": 2, "int32": 3, "uint8": 4, "int64": 5}
 PLACEMENT_ARENA, PLACEMENT_CONSTANT = 0, 1
 SEGMENT_INLINE, SEGMENT_EXTERNAL = 0, 1
 

@@ -28,7 +28,8 @@ from mcu.program import format as fmt
 from mcu.reference.encoding import decode, encode
 
 DTYPE_NAMES = {code: name for name, code in fmt.DTYPE_CODES.items()}
-NUMPY = {"float32": np.float32, "int8": np.int8, "int16": np.int16, "int32": np.int32, "uint8": np.uint8}
+NUMPY = {"float32": np.float32, "int8": np.int8, "int16": np.int16, "int32": np.int32, "uint8": np.uint8,
+         "int64": np.int64}
 MCU_OK = 0
 MCU_ERR_UNSUPPORTED = 4
 MCU_ERR_WEIGHTS_MISMATCH = 12

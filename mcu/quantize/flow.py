@@ -102,24 +102,33 @@ def export_for_quantization(model: torch.nn.Module, example_inputs: tuple, where
 
 def quantize_static(model: torch.nn.Module, example_inputs: tuple,
                     calibration: Iterable[tuple[torch.Tensor, ...]] | None, where: str = "model",
-                    custom_ops: tuple = (), example_line: int | None = None, weight_bits: int = 8) -> GraphModule:
+                    custom_ops: tuple = (), example_line: int | None = None, weight_bits: int = 8,
+                    act_bits: int = 8) -> GraphModule:
     """Post-training static int8 quantization; returns the converted module. ``weight_bits`` 4: the
-    convolution and linear weights on [-7, 7] (w4a8)."""
+    convolution and linear weights on [-7, 7] (w4a8); ``act_bits`` 16: int16 activations (w8a16), refused by
+    name before quantizing when the model has an op without a 16x8 kernel."""
     if calibration is None:
         raise McuError(f"{where}: static int8 quantization needs calibration data",
                        hint="add `calibration = [(x1,), (x2,), ...]` (a few typical inputs) to the model file, "
                             "or use --quantize none")
     # lazy: keeps torchao out of this module's import
-    from mcu.quantize.quantizer import MCUQuantizer
+    from mcu.quantize.quantizer import MCUQuantizer, unsupported_w8a16
 
     prepare_pt2e, _, convert_pt2e = _pt2e()
     # integer recurrent layers: nn.LSTM/nn.GRU kept whole as one op per layer (mcu/capture/recurrent.py)
     calibration = list(calibration)
     model = rewrite_for_int8(model, calibration)
     gm = export_for_quantization(model, example_inputs, where, example_line)
+    missing = unsupported_w8a16(gm) if act_bits == 16 else []
+    if missing:
+        raise McuError(f"{where}: --quantize w8a16 has no 16x8 kernel for: {', '.join(missing)}",
+                       hint="w8a16 runs linear layers, convolutions and depthwise ones (with their batch norms and "
+                            "ReLU/clamp), adds, max and average pools, means, slices and views; use --quantize int8 "
+                            "for this model")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        prepared = prepare_pt2e(gm, MCUQuantizer(custom_ops=custom_ops, weight_bits=weight_bits))
+        prepared = prepare_pt2e(gm, MCUQuantizer(custom_ops=custom_ops, weight_bits=weight_bits,
+                                                 act_bits=act_bits))
         with torch.no_grad():
             for i, batch in enumerate(calibration):
                 try:

@@ -8,13 +8,14 @@ from mcu.errors import McuError
 NONE = "none"  # fp32 throughout
 INT8 = "int8"  # static int8: activations and weights, scales from calibration (pt2e)
 W4A8 = "w4a8"  # static int8 activations, 4-bit per-channel weights of convolutions and linear layers
+W8A16 = "w8a16"  # static int16 activations (symmetric, zero point 0), int8 per-channel weights (16x8)
 INT8_WEIGHT = "int8-weight"  # fp32 activations, int8 linear weights
 INT8_DYNAMIC = "int8-dynamic"  # int8 linear weights, activations quantized per call
 INT4_WEIGHT = "int4-weight"  # torchao's groupwise int4 linear weights
 INT4_DYNAMIC = "int4-dynamic"  # int4 linear weights, activations quantized per call
 AUTO = "auto"  # INT8 when the model file provides calibration data (or is quantized already), NONE otherwise
 
-MODES = (NONE, INT8, W4A8, INT8_WEIGHT, INT8_DYNAMIC, INT4_WEIGHT, INT4_DYNAMIC)
+MODES = (NONE, INT8, W4A8, W8A16, INT8_WEIGHT, INT8_DYNAMIC, INT4_WEIGHT, INT4_DYNAMIC)
 CHOICES = (AUTO, *MODES)  # what the command line and the API accept
 
 
@@ -34,12 +35,17 @@ def is_static_int8(mode: str) -> bool:
 
 def is_static(mode: str) -> bool:
     """Activations int8 with scales from calibration (pt2e), whatever the weights' width."""
-    return mode in (INT8, W4A8)
+    return mode in (INT8, W4A8, W8A16)
 
 
 def weight_bits(mode: str) -> int:
     """The width of the convolution and linear weights of a static mode."""
     return 4 if mode == W4A8 else 8
+
+
+def activation_bits(mode: str) -> int:
+    """The width of a static mode's activations."""
+    return 16 if mode == W8A16 else 8
 
 
 def int8_weights(mode: str) -> bool:

@@ -101,11 +101,76 @@ SCALAR_ARITH = {aten.add.Tensor, aten.sub.Tensor, aten.mul.Tensor, aten.div.Tens
                 aten.sub.Scalar, aten.mul.Scalar, aten.div.Scalar, aten.rsub.Scalar}
 
 
+# The ops w8a16 quantizes: the families with 16x8 kernels, the batch norms folded into them, their fused
+# activations and the views that only rename bytes. Any other op refuses the mode by name before quantizing.
+W8A16_OPS = {*CONV_LINEAR, *BATCH_NORM, *ACTIVATIONS, aten.adaptive_avg_pool2d.default, aten.mean.dim,
+             aten.add.Tensor, aten.add_.Tensor, aten.pad.default, aten.constant_pad_nd.default,
+             aten.max_pool2d.default, aten.avg_pool2d.default, aten.select.int, aten.slice.Tensor,
+             aten.flatten.using_ints, aten.view.default,
+             aten.reshape.default, aten.squeeze.dim, aten.squeeze.dims, aten.unsqueeze.default, aten.dropout.default,
+             aten.contiguous.default, aten.clone.default}
+# (ops with no arithmetic of their own: the capture's bookkeeping)
+_W8A16_NEUTRAL = {"getitem", "_assert_tensor_metadata", "_assert_scalar", "sym_size"}
+
+
+def _w8a16_form(node: Node) -> bool:
+    """Whether an op of W8A16_OPS has the form its 16x8 kernel takes: a global mean; an add of two tensors of
+    one shape."""
+    if node.target is aten.adaptive_avg_pool2d.default:
+        return _global_pool(node)
+    if node.target is aten.max_pool2d.default:  # (kernel, stride, padding, dilation, ceil_mode)
+        dilation = node.args[4] if len(node.args) > 4 else 1
+        ceil = bool(node.args[5]) if len(node.args) > 5 else False
+        return not ceil and all(d == 1 for d in (dilation if isinstance(dilation, (list, tuple)) else [dilation]))
+    if node.target is aten.avg_pool2d.default:  # (kernel, stride, padding, ceil_mode, count_include_pad, divisor)
+        padding = node.args[3] if len(node.args) > 3 else 0
+        padded = any(p != 0 for p in (padding if isinstance(padding, (list, tuple)) else [padding]))
+        counts_pad = bool(node.args[5]) if len(node.args) > 5 else True
+        ceil = bool(node.args[4]) if len(node.args) > 4 else False
+        return not ceil and not (padded and counts_pad) and (len(node.args) <= 6 or node.args[6] is None)
+    if node.target in (aten.add.Tensor, aten.add_.Tensor):
+        a, b = node.args[0], node.args[1]
+        shapes = [getattr(t.meta.get("val"), "shape", None) if isinstance(t, Node) else None for t in (a, b)]
+        return _is_float_tensor(a) and _is_float_tensor(b) and shapes[0] == shapes[1] and \
+            shapes[0] == getattr(node.meta.get("val"), "shape", None)
+    return True
+
+
+def unsupported_w8a16(model: GraphModule) -> list[str]:
+    """The names of the ops of a captured graph that w8a16 has no 16x8 kernel for, each once."""
+    names: list[str] = []
+    for node in model.graph.nodes:
+        if node.op != "call_function" or (node.target in W8A16_OPS and _w8a16_form(node)):
+            continue
+        name = getattr(node.target, "__name__", str(node.target)).split(".")[0]
+        if node.target is aten.adaptive_avg_pool2d.default:
+            name += " (to a size other than 1x1)"
+        elif node.target in (aten.add.Tensor, aten.add_.Tensor):
+            name += " (of a tensor and a number, or broadcasting)"
+        elif node.target is aten.max_pool2d.default:
+            name += " (dilated, or in ceil mode)"
+        elif node.target is aten.avg_pool2d.default:
+            name += " (counting the padding, in ceil mode, or with a divisor)"
+        if name not in _W8A16_NEUTRAL and name not in names:
+            names.append(name)
+    return names
+
+
 def _recurrent_ops() -> set:
     return set(OPS.values())
 
 
-def _act_spec(qat: bool) -> QuantizationSpec:
+def _act_spec(qat: bool, bits: int = 8) -> QuantizationSpec:
+    """int8 asymmetric per tensor; at 16 bits (w8a16) int16 symmetric per tensor with zero point 0, as
+    CMSIS-NN's and TFLite Micro's 16x8 kernels take them."""
+    if bits == 16:
+        lo, hi, scheme = -32768, 32767, torch.per_tensor_symmetric
+        obs16 = (FakeQuantize.with_args(observer=MovingAverageMinMaxObserver, quant_min=lo, quant_max=hi,
+                                        dtype=torch.int16, qscheme=scheme)
+                 if qat else MinMaxObserver.with_args(eps=2**-20, dtype=torch.int16, qscheme=scheme, quant_min=lo,
+                                                      quant_max=hi))
+        return QuantizationSpec(dtype=torch.int16, quant_min=lo, quant_max=hi, qscheme=scheme,
+                                observer_or_fake_quant_ctr=obs16)
     obs = (FakeQuantize.with_args(observer=MovingAverageMinMaxObserver, quant_min=-128, quant_max=127,
                                   dtype=torch.int8, qscheme=torch.per_tensor_affine)
            if qat else MinMaxObserver.with_args(eps=2**-12))
@@ -173,9 +238,11 @@ def _is_float_tensor(node: object) -> bool:
 class MCUQuantizer(Quantizer):
     """Annotates for int8 inference with CMSIS-NN arithmetic; ``qat=True`` uses fake-quantize modules."""
 
-    def __init__(self, qat: bool = False, custom_ops: tuple = (), weight_bits: int = 8) -> None:
+    def __init__(self, qat: bool = False, custom_ops: tuple = (), weight_bits: int = 8, act_bits: int = 8) -> None:
         super().__init__()
         self.qat = qat
+        # 16: int16 activations (w8a16); only the op families of W8A16_OPS are annotated
+        self.act_bits = act_bits
         # 4: convolution and linear weights (not transposed convolutions') on 4 bits (w4a8)
         self.weight_bits = weight_bits
         # Registered custom ops (mcu/capture/custom_ops.py), by their torch name: an op with an int8 kernel is
@@ -183,7 +250,7 @@ class MCUQuantizer(Quantizer):
         self.custom = {c.name: c for c in custom_ops}
 
     def annotate(self, model: GraphModule) -> GraphModule:
-        act, weight = _act_spec(self.qat), _weight_spec(self.qat, bits=self.weight_bits)
+        act, weight = _act_spec(self.qat, self.act_bits), _weight_spec(self.qat, bits=self.weight_bits)
         weight_transposed = _weight_spec(self.qat, ch_axis=1)
         handlers: list[tuple[set, Callable[[Node], None]]] = [
             (CONV_LINEAR, lambda n: self._conv_linear(n, act, weight)),
@@ -207,9 +274,13 @@ class MCUQuantizer(Quantizer):
             # float here and are quantized per gate row by their lowering (mcu/passes/quantized/recurrent.py)
             (_recurrent_ops(), lambda n: self._own_output(n, act)),
         ]
+        if self.act_bits == 16:
+            handlers = [(targets & W8A16_OPS, handle) for targets, handle in handlers]
         for node in model.graph.nodes:
             if node.op != "call_function" or _annotated(node):
                 continue
+            if self.act_bits == 16 and node.target not in W8A16_OPS:
+                continue  # refused before quantizing (unsupported_w8a16)
             if node.target in FIXED_OUTPUT:
                 scale, zp = FIXED_OUTPUT[node.target]
                 self._fixed(node, act, scale, zp)

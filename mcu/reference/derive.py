@@ -17,7 +17,7 @@ import numpy as np
 
 from mcu.errors import McuError
 from mcu.ir import Op, Tensor
-from mcu.reference import arith, elementwise, norm, recurrent
+from mcu.reference import arith, elementwise, norm, recurrent, s16
 from mcu.reference.resample import bilinear_tables_s8
 
 
@@ -33,11 +33,12 @@ def act_range(op: Op) -> tuple[int, int]:
     output, rounded to nearest and saturated; the whole int8 range when the op has none."""
     lo, hi = op.attrs.get("act") or (None, None)
     s, zp = scale_zp(op.output)
+    qmin, qmax = (-32768, 32767) if op.output.dtype == "int16" else (-128, 127)  # int16: w8a16
 
     def code(v: float | None, open_end: int) -> int:
-        return open_end if v is None else max(-128, min(127, zp + int(np.round(v / s))))
+        return open_end if v is None else max(qmin, min(qmax, zp + int(np.round(v / s))))
 
-    return code(lo, -128), code(hi, 127)
+    return code(lo, qmin), code(hi, qmax)
 
 
 def _act(op: Op) -> dict[str, int]:
@@ -60,6 +61,33 @@ def weighted(op: Op) -> dict:
     return {"bias": bias.astype(np.int32), "multiplier": np.array([m for m, _ in pairs], np.int32),
             "shift": np.array([s for _, s in pairs], np.int32), "input_offset": -zp_x, "output_offset": zp_o,
             **_act(op)}
+
+
+def weighted_s16(op: Op) -> dict:
+    """A 16x8 convolution or linear layer (w8a16): the int64 bias, the per-channel multipliers and shifts
+    of s_in s_w[c] / s_out (mcu.reference.s16.s16_layer_params), the clamp in int16."""
+    x, w = op.inputs[0], op.inputs[1]
+    s_x, _ = scale_zp(x)
+    s_o, _ = scale_zp(op.output)
+    if w.quant is None:
+        raise McuError(f"the integer reference needs the per-channel scales of {w.name}")
+    p = s16.s16_layer_params(s_x, np.array(w.quant.scale, np.float64), s_o,
+                             np.asarray(op.attrs["bias_real"], np.float64))
+    return {"bias": p.bias, "multiplier": p.multiplier, "shift": p.shift, **_act(op)}
+
+
+def add_s16(op: Op) -> dict:
+    """The 16x8 add: arith.add_params of the operands' and the output's scales with left shift 15."""
+    a, b = op.inputs
+    params = arith.add_params(scale_zp(a)[0], scale_zp(b)[0], scale_zp(op.output)[0], left_shift=15)
+    keep = ("a_multiplier", "a_shift", "b_multiplier", "b_shift", "out_multiplier", "out_shift", "left_shift")
+    return {**{k: params[k] for k in keep}, **_act(op)}
+
+
+def mean_s16(op: Op, count: int) -> dict:
+    """A 16x8 mean (mcu_mean_s16): the multiplier and shift of s_in / (s_out * count), the clamp in int16."""
+    mult, shift = arith.quantize_multiplier(scale_zp(op.inputs[0])[0] / (scale_zp(op.output)[0] * count))
+    return {"multiplier": mult, "shift": shift, **_act(op)}
 
 
 def binary(op: Op) -> dict:

@@ -35,6 +35,22 @@ def quantize_f32_s8(x, *, inv_scale, zero_point, size=None):
     return q.astype(np.int8)
 
 
+def quantize_f32_s16(x, *, inv_scale, zero_point, size=None):
+    """mcu_quantize_f32_s16: mcu_quantize_f32_s8's rule on [-32768, 32767] (w8a16's inputs)."""
+    x = np.asarray(x, dtype=np.float32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        v = x * np.float32(inv_scale)
+        q = np.clip(np.rint(v).astype(np.float64) + zero_point, -32768, 32767)
+    q = np.where(np.isnan(v), float(zero_point), q)
+    return q.astype(np.int16)
+
+
+def dequantize_s16_f32(x, *, scale, zero_point, size=None):
+    """mcu_dequantize_s16_f32: (float32)(q - zero_point) * float32(scale)."""
+    q = np.asarray(x, dtype=np.int16).astype(np.float32) - np.float32(zero_point)
+    return (q * np.float32(scale)).astype(np.float32)
+
+
 def dequantize_s8_f32(x, *, scale, zero_point, size=None):
     """mcu_dequantize_s8_f32: (float32)(q - zero_point) * float32(scale), as torch's dequantize_per_tensor."""
     q = as_int8(x).astype(np.float32) - np.float32(zero_point)
@@ -44,10 +60,11 @@ def dequantize_s8_f32(x, *, scale, zero_point, size=None):
 def encode(values: Any, name: str, shape: Sequence[int], dim_order: Sequence[int], dtype: str,
            scale: float | None = None, zero_point: int = 0) -> np.ndarray:
     """Values in logical shape -> the device's flat array in memory order. Floating values for an int8
-    tensor with a scale are quantized; any other values are taken as the device's own."""
+    (or int16) tensor with a scale are quantized; any other values are taken as the device's own."""
     arr = np.asarray(values)
-    if dtype == "int8" and scale is not None and np.issubdtype(arr.dtype, np.floating):
-        arr = quantize_f32_s8(arr.astype(np.float32), inv_scale=inv_scale(scale), zero_point=zero_point)
+    if dtype in ("int8", "int16") and scale is not None and np.issubdtype(arr.dtype, np.floating):
+        quantize = quantize_f32_s16 if dtype == "int16" else quantize_f32_s8
+        arr = quantize(arr.astype(np.float32), inv_scale=inv_scale(scale), zero_point=zero_point)
     numel = int(np.prod(shape, dtype=np.int64))
     if arr.size != numel:
         raise McuError(f"{name} has shape {list(shape)} ({numel} elements), got an array "
@@ -66,6 +83,7 @@ def decode(flat: np.ndarray, shape: Sequence[int], dim_order: Sequence[int], dty
     else:
         physical = tuple(shape[d] for d in dim_order)
         values = np.ascontiguousarray(np.transpose(flat.reshape(physical), np.argsort(tuple(dim_order))))
-    if not real or dtype != "int8" or scale is None:
+    if not real or dtype not in ("int8", "int16") or scale is None:
         return values
-    return dequantize_s8_f32(values, scale=scale, zero_point=zero_point).reshape(values.shape)
+    dequantize = dequantize_s16_f32 if dtype == "int16" else dequantize_s8_f32
+    return dequantize(values, scale=scale, zero_point=zero_point).reshape(values.shape)

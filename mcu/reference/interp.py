@@ -30,7 +30,7 @@ from mcu.errors import McuError
 from mcu.ir import Graph, Op, Tensor
 from mcu.layouts import from_memory_order, to_memory_order
 from mcu.reference import conv, derive, elementwise, encoding, int4, mixed, movement, norm, pool, recurrent
-from mcu.reference import resample_ops, select, state
+from mcu.reference import resample_ops, s16, select, state
 from mcu.reference.custom import run_custom
 
 Env = dict[int, np.ndarray]  # id(base tensor) -> flat array in memory order
@@ -82,6 +82,68 @@ def _linear(op: Op, x: list[np.ndarray]) -> np.ndarray:
     inp, w = op.inputs[:2]
     y = conv.linear_s8(from_memory_order(x[0], inp).reshape(-1, w.shape[1]), w.data, **derive.weighted(op))
     return to_memory_order(y.reshape(op.output.shape), op.output)
+
+
+def _conv2d_s16(op: Op, x: list[np.ndarray]) -> np.ndarray:
+    inp, w = op.inputs[:2]
+    a = op.attrs
+    if a["groups"] != 1:
+        raise McuError(f"the 16x8 reference has no grouped convolution ({op.name})")
+    n, h, wd, c = _nhwc(op.output)
+    p = derive.weighted_s16(op)
+    # (the weights' data is OHWI, their memory order, as for the int8 kernel)
+    y = s16.conv2d_s16(_to_nhwc(x[0], inp), w.data, p["bias"], p["multiplier"], p["shift"], stride=tuple(a["stride"]), padding=tuple(a["padding"][:2]),
+                       dilation=tuple(a["dilation"]), out_hw=(h, wd), act_min=p["act_min"], act_max=p["act_max"])
+    return _from_nhwc(y, op.output)
+
+
+def _depthwise_s16(op: Op, x: list[np.ndarray]) -> np.ndarray:
+    inp, w = op.inputs[:2]
+    a = op.attrs
+    kh, kw = w.shape[2], w.shape[3]
+    n, h, wd, c = _nhwc(op.output)
+    p = derive.weighted_s16(op)
+    y = s16.depthwise_conv2d_s16(_to_nhwc(x[0], inp), w.data.reshape(kh, kw, -1), p["bias"], p["multiplier"],
+                                 p["shift"], ch_mult=w.shape[0] // inp.shape[1], stride=tuple(a["stride"]),
+                                 padding=tuple(a["padding"][:2]), dilation=tuple(a["dilation"]), out_hw=(h, wd),
+                                 act_min=p["act_min"], act_max=p["act_max"])
+    return _from_nhwc(y, op.output)
+
+
+def _linear_s16(op: Op, x: list[np.ndarray]) -> np.ndarray:
+    inp, w = op.inputs[:2]
+    p = derive.weighted_s16(op)
+    y = s16.linear_s16(from_memory_order(x[0], inp).reshape(-1, w.shape[1]), w.data, p["bias"], p["multiplier"],
+                       p["shift"], act_min=p["act_min"], act_max=p["act_max"])
+    return to_memory_order(y.reshape(op.output.shape), op.output)
+
+
+def _pool_s16(fn: Callable) -> Run:
+    def run(op: Op, x: list[np.ndarray]) -> np.ndarray:
+        a = op.attrs
+        act_min, act_max = derive.act_range(op)
+        n, h, w, c = _nhwc(op.output)
+        y = fn(_to_nhwc(x[0], op.inputs[0]), kernel=tuple(a["kernel"]), stride=tuple(a["stride"]),
+               padding=tuple(a["padding"]), out_hw=(h, w), act_min=act_min, act_max=act_max)
+        return _from_nhwc(y, op.output)
+    return run
+
+
+def _mean_hw_s16(op: Op, x: list[np.ndarray]) -> np.ndarray:
+    n, h, w, c = _nhwc(op.inputs[0])
+    y = s16.mean_s16(_to_nhwc(x[0], op.inputs[0]).reshape(n, h * w, c), **derive.mean_s16(op, h * w))
+    return _from_nhwc(y, op.output)
+
+
+def _reduce_s16(op: Op, x: list[np.ndarray]) -> np.ndarray:
+    v = _reduced(op, x[0])
+    y = s16.mean_s16(v, **derive.mean_s16(op, v.shape[1] if op.attrs["op"] == "mean" else 1))
+    return to_memory_order(np.asarray(y).reshape(op.output.shape), op.output)
+
+
+def _add_s16(op: Op, x: list[np.ndarray]) -> np.ndarray:
+    """Both operands have the output's shape and layout (the lowering makes sure): elementwise in memory order."""
+    return s16.add_s16(x[0], x[1], **derive.add_s16(op))
 
 
 def _broadcast(op: Op, x: list[np.ndarray]) -> list[np.ndarray]:
@@ -341,6 +403,23 @@ FLOAT_MOVES: dict[str, Run] = {
 }
 
 
+# int16 activations with int8 weights (w8a16): the 16x8 kernels of mcu.reference.s16
+INT16_OPS: dict[str, Run] = {
+    "conv2d": _conv2d_s16,
+    "depthwise_conv2d": _depthwise_s16,
+    "linear": _linear_s16,
+    "mean_hw": _mean_hw_s16,
+    "reduce": _reduce_s16,
+    "add": _add_s16,
+    "max_pool2d": _pool_s16(s16.max_pool2d_s16),
+    "avg_pool2d": _pool_s16(s16.avg_pool2d_s16),
+    "permute": movement.OPS["permute"],
+    "layout": movement.OPS["layout"],
+    "slice": movement.OPS["slice"],
+    "clamp": lambda op, x: np.clip(np.asarray(x[0], dtype=np.int16), *derive.act_range(op)).astype(np.int16),
+}
+
+
 @dataclass
 class Reference:
     graph: Graph
@@ -369,7 +448,7 @@ class Reference:
             if op.attrs.get("alias"):
                 continue
             args = [value(t) for t in op.inputs if not t.is_constant or op.kind == "concat"]
-            table = INT8_OPS if op.output.dtype == "int8" else FLOAT_MOVES
+            table = {"int8": INT8_OPS, "int16": INT16_OPS}.get(op.output.dtype, FLOAT_MOVES)
             if op.kind not in table:
                 raise McuError(f"the int8 model keeps {op.kind} {op.name} in fp32"
                                + (f" ({op.source})" if op.source else "")

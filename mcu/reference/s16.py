@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mcu.reference.arith import quantize_multipliers
+from mcu.reference.arith import quantize_multipliers, requantize, saturate_int32
+from mcu.reference.common import patches
 
 INT16_MIN = -(2**15)
 INT16_MAX = 2**15 - 1
@@ -85,6 +86,76 @@ def conv2d_s16(x, weight, bias, multiplier, shift, *, stride=(1, 1), padding=(0,
     if bias is not None:
         acc = acc + np.asarray(bias, dtype=np.int64)
     y = requantize_s64(acc, multiplier, shift)
+    return np.clip(y, act_min, act_max).astype(np.int16)
+
+
+def depthwise_conv2d_s16(x, weight, bias, multiplier, shift, *, ch_mult: int = 1, stride=(1, 1), padding=(0, 0),
+                         dilation=(1, 1), out_hw: tuple[int, int] | None = None, act_min: int = INT16_MIN,
+                         act_max: int = INT16_MAX) -> np.ndarray:
+    """mcu_depthwise_conv2d_s16 (CMSIS-NN's arm_depthwise_conv_s16): x NHWC int16, weight ``[kh][kw][out_c]``
+    int8 with output channel ``c * ch_mult + m`` reading input channel ``c``, bias int64 per output channel."""
+    x = np.asarray(x, dtype=np.int16).astype(np.int64)
+    w = np.asarray(weight, dtype=np.int8).astype(np.int64)
+    n, h, wd, c = x.shape
+    kh, kw, oc = w.shape
+    if oc != c * ch_mult:
+        raise ValueError("output channels must be input channels times ch_mult")
+    (sh, sw), (pt, pl), (dh, dw) = stride, padding, dilation
+    if out_hw is None:
+        out_hw = ((h + pt - dh * (kh - 1) - 1) // sh + 1, (wd + pl - dw * (kw - 1) - 1) // sw + 1)
+    oh, ow = out_hw
+    pb = max(0, (oh - 1) * sh + dh * (kh - 1) + 1 - h - pt)
+    pr = max(0, (ow - 1) * sw + dw * (kw - 1) + 1 - wd - pl)
+    xp = np.repeat(np.pad(x, ((0, 0), (pt, pb), (pl, pr), (0, 0))), ch_mult, axis=3)
+    acc = np.zeros((n, oh, ow, oc), dtype=np.int64)
+    for ky in range(kh):
+        for kx in range(kw):
+            acc += xp[:, ky * dh: ky * dh + (oh - 1) * sh + 1: sh, kx * dw: kx * dw + (ow - 1) * sw + 1: sw, :] * w[ky, kx]
+    if bias is not None:
+        acc = acc + np.asarray(bias, dtype=np.int64)
+    y = requantize_s64(acc, multiplier, shift)
+    return np.clip(y, act_min, act_max).astype(np.int16)
+
+
+def _pool_windows(x, kernel, stride, padding, out_hw, fill):
+    """The pooling windows of NHWC ``x`` as (n, oh, ow, kh, kw, c) and which taps lie inside the input."""
+    x = np.asarray(x, dtype=np.int16).astype(np.int64)
+    g = (*out_hw, *kernel, *stride, 1, 1, *padding)
+    inside = patches(np.ones(x.shape[:3] + (1,), dtype=np.int64), *g, fill=0)
+    return patches(x, *g, fill=fill), inside
+
+
+def max_pool2d_s16(x, *, kernel, stride, padding, out_hw, act_min: int = INT16_MIN,
+                   act_max: int = INT16_MAX) -> np.ndarray:
+    """mcu_max_pool2d_s16 (CMSIS-NN's arm_max_pool_s16): the largest tap inside the input, then the clamp."""
+    w, _ = _pool_windows(x, kernel, stride, padding, out_hw, fill=INT16_MIN - 1)
+    return np.clip(w.max(axis=(3, 4)), act_min, act_max).astype(np.int16)
+
+
+def avg_pool2d_s16(x, *, kernel, stride, padding, out_hw, act_min: int = INT16_MIN,
+                   act_max: int = INT16_MAX) -> np.ndarray:
+    """mcu_avg_pool2d_s16 (CMSIS-NN's arm_avgpool_s16): the sum of the taps inside the input over their
+    count, rounded half away from zero, then the clamp."""
+    w, inside = _pool_windows(x, kernel, stride, padding, out_hw, fill=0)
+    s, count = w.sum(axis=(3, 4)), inside.sum(axis=(3, 4))
+    q = np.sign(s) * ((np.abs(s) + count // 2) // count)
+    return np.clip(q, act_min, act_max).astype(np.int16)
+
+
+def mean_s16(x, multiplier: int, shift: int, *, act_min: int = INT16_MIN, act_max: int = INT16_MAX) -> np.ndarray:
+    """mcu_mean_s16: x ``[outer][axis][inner]`` int16, the exact sum over the middle axis requantized once."""
+    acc = np.asarray(x, dtype=np.int16).astype(np.int64).sum(axis=1)
+    y = requantize_s64(acc, multiplier, shift)
+    return np.clip(y, act_min, act_max).astype(np.int16)
+
+
+def add_s16(a, b, *, a_multiplier, a_shift, b_multiplier, b_shift, out_multiplier, out_shift, left_shift=15,
+            act_min: int = INT16_MIN, act_max: int = INT16_MAX) -> np.ndarray:
+    """mcu_add_s16 (CMSIS-NN's arm_elementwise_add_s16): each operand shifted left and requantized to the
+    common scale, the saturated sum requantized to the output's (the int32 requantization of kernels_s8.h)."""
+    a1 = requantize(np.asarray(a, dtype=np.int64) << int(left_shift), a_multiplier, a_shift)
+    b1 = requantize(np.asarray(b, dtype=np.int64) << int(left_shift), b_multiplier, b_shift)
+    y = requantize(saturate_int32(a1 + b1), out_multiplier, out_shift)
     return np.clip(y, act_min, act_max).astype(np.int16)
 
 

@@ -302,6 +302,6 @@ int mcu_program_streq(const char *a, const char *b)
 
 uint32_t mcu_dtype_size(uint32_t dtype)
 {
-    static const uint8_t sizes[] = {4, 1, 2, 4, 1};
+    static const uint8_t sizes[] = {4, 1, 2, 4, 1, 8};
     return dtype < sizeof(sizes) ? sizes[dtype] : 0u;
 }

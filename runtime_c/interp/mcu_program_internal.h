@@ -17,6 +17,7 @@
 #include "mcu/kernels_f32.h"
 #include "mcu/kernels_generic.h"
 #include "mcu/kernels_mixed.h"
+#include "mcu/kernels_s16.h"
 #include "mcu/kernels_s8.h"
 #include "mcu/program.h"
 
@@ -138,6 +139,12 @@ typedef union {
     mcu_conv2d_s8_params conv_s8;
     mcu_depthwise_conv2d_s8_params depthwise_s8;
     mcu_linear_s8_params linear_s8;
+    mcu_linear_s16_params linear_s16;
+    mcu_conv2d_s16_params conv_s16;
+    mcu_mean_s16_params mean_s16;
+    mcu_add_s16_params add_s16;
+    mcu_pool2d_s16_params pool_s16;
+    mcu_depthwise_conv2d_s16_params depthwise_s16;
     mcu_binary_s8_params binary_s8;
     mcu_pool2d_s8_params pool_s8;
     mcu_mean_hw_s8_params mean_hw_s8;

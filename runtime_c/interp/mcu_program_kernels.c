@@ -13,6 +13,7 @@
 #include "mcu/kernels_f32.h"
 #include "mcu/kernels_generic.h"
 #include "mcu/kernels_mixed.h"
+#include "mcu/kernels_s16.h"
 #include "mcu/kernels_s8.h"
 #include "mcu_program_internal.h"
 
@@ -58,6 +59,16 @@ _Static_assert(sizeof(mcu_slice_params) == 25 * 4, "slice params layout");
 _Static_assert(sizeof(mcu_conv2d_s8_params) == 21 * 4, "conv2d_s8 params layout");
 _Static_assert(sizeof(mcu_depthwise_conv2d_s8_params) == 21 * 4, "depthwise_conv2d_s8 params layout");
 _Static_assert(sizeof(mcu_linear_s8_params) == 7 * 4, "linear_s8 params layout");
+_Static_assert(sizeof(mcu_linear_s16_params) == 5 * 4, "linear_s16 params layout");
+_Static_assert(sizeof(mcu_conv2d_s16_params) == 18 * 4, "conv2d_s16 params layout");
+_Static_assert(sizeof(mcu_mean_s16_params) == 7 * 4, "mean_s16 params layout");
+_Static_assert(sizeof(mcu_add_s16_params) == 10 * 4, "add_s16 params layout");
+_Static_assert(sizeof(mcu_pool2d_s16_params) == 16 * 4, "pool2d_s16 params layout");
+_Static_assert(sizeof(mcu_depthwise_conv2d_s16_params) == 19 * 4, "depthwise_conv2d_s16 params layout");
+/* (mcu_program_need_depthwise reads ch_mult, kernel_h and kernel_w where the int8 struct has them) */
+_Static_assert(offsetof(mcu_depthwise_conv2d_s16_params, kernel_w) ==
+                   offsetof(mcu_depthwise_conv2d_s8_params, kernel_w),
+               "depthwise_conv2d_s16 params layout");
 _Static_assert(sizeof(mcu_binary_s8_params) == 31 * 4, "binary_s8 params layout");
 _Static_assert(sizeof(mcu_pool2d_s8_params) == 16 * 4, "pool2d_s8 params layout");
 _Static_assert(sizeof(mcu_mean_hw_s8_params) == 10 * 4, "mean_hw_s8 params layout");
@@ -164,6 +175,33 @@ mcu_status mcu_program_need_conv(uint32_t kernel, const mcu_operand_desc *ops, u
     need[2] = need[3] = need[4] = mulcap(1, p[7]);
     need[5] = kernel == MCU_K_CONV2D_1X1_S8 ? mulcap(1, p[7]) : 0;
     need[last] = prod(p + 4, 4);
+    return MCU_OK;
+}
+
+mcu_status mcu_program_need_conv_s16(uint32_t kernel, const mcu_operand_desc *ops, uint32_t n_ops, const int32_t *p,
+                                     uint32_t *need)
+{
+    /* the 16x8 convolution: one group, weights OHWI, no scratch */
+    (void)kernel;
+    (void)ops;
+    const uint32_t last = n_ops - 1;
+    const int32_t w[4] = {p[7], p[8], p[9], p[3]};
+    need[0] = prod(p, 4);
+    need[1] = prod(w, 4);
+    need[2] = need[3] = need[4] = mulcap(1, p[7]);
+    need[last] = prod(p + 4, 4);
+    return MCU_OK;
+}
+
+mcu_status mcu_program_need_same_count(uint32_t kernel, const mcu_operand_desc *ops, uint32_t n_ops, const int32_t *p,
+                                       uint32_t *need)
+{
+    /* params[0] elements in every operand (the 16x8 add: no broadcasting) */
+    (void)kernel;
+    (void)ops;
+    for (uint32_t i = 0; i < n_ops; ++i) {
+        need[i] = mulcap(1, p[0]);
+    }
     return MCU_OK;
 }
 
@@ -628,7 +666,7 @@ mcu_status mcu_program_check_kernel(uint32_t kernel, const mcu_operand_desc *ops
     for (uint32_t i = 0; i < n_ops; ++i) {
         const char c = concat ? 'X' : sig[i];
         if (!ops[i].present) {
-            MCU_REQUIRE(c == 'f' || c == 'i' || c == 'b', MCU_ERR_PROGRAM_INVALID);
+            MCU_REQUIRE(c == 'f' || c == 'i' || c == 'b' || c == 'l', MCU_ERR_PROGRAM_INVALID);
             continue;
         }
         if (c == '*') {
@@ -639,6 +677,7 @@ mcu_status mcu_program_check_kernel(uint32_t kernel, const mcu_operand_desc *ops
                               : (c == 'I' || c == 'i') ? MCU_DTYPE_INT32
                               : c == 'U'               ? MCU_DTYPE_UINT8
                               : c == 'H'               ? MCU_DTYPE_INT16
+                              : (c == 'L' || c == 'l') ? MCU_DTYPE_INT64
                                                        : out->dtype;
         MCU_REQUIRE(ops[i].dtype == want, MCU_ERR_PROGRAM_INVALID);
     }

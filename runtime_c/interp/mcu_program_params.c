@@ -15,6 +15,8 @@
 #include "mcu/kernels_f32.h"
 #include "mcu/kernels_generic.h"
 #include "mcu/kernels_mixed.h"
+#include "../kernels/common/requant_s16.h"
+#include "mcu/kernels_s16.h"
 #include "mcu/kernels_s8.h"
 #include "mcu_program_internal.h"
 
@@ -292,6 +294,84 @@ int mcu_program_params_linear_s8(uint32_t kernel, const mcu_program_params_view 
            p->out_features <= INT32_MAX / 4;
 }
 
+int mcu_program_params_linear_s16(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)kernel;
+    (void)w;
+    const mcu_linear_s16_params *p = &u->linear_s16;
+    const int32_t in_dims[2] = {p->batch, p->in_features};
+    const int32_t w_dims[2] = {p->out_features, p->in_features};
+    const int32_t out_dims[2] = {p->batch, p->out_features};
+    return mcu_act_s16_valid(p->act_min, p->act_max) && checked_count(in_dims, 2, 2) > 0 &&
+           checked_count(w_dims, 2, 1) > 0 && checked_count(out_dims, 2, 2) > 0 && p->out_features <= INT32_MAX / 8;
+}
+
+int mcu_program_params_conv_s16(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)kernel;
+    (void)w;
+    const mcu_conv2d_s16_params *p = &u->conv_s16;
+    const mcu_shape4 in = p->input, out = p->output;
+    const int32_t w_dims[4] = {out.c, p->kernel_h, p->kernel_w, in.c};
+    return p->kernel_h > 0 && p->kernel_w > 0 && p->stride_h > 0 && p->stride_w > 0 && p->dilation_h > 0 &&
+           p->dilation_w > 0 && p->pad_top >= 0 && p->pad_left >= 0 && mcu_act_s16_valid(p->act_min, p->act_max) &&
+           shape4_ok(&in, 2) && shape4_ok(&out, 2) && out.n == in.n && out.c <= INT32_MAX / 8 &&
+           checked_count(w_dims, 4, 1) > 0 &&
+           mcu_window_fits(in.h, out.h, p->stride_h, p->kernel_h, p->dilation_h, p->pad_top, 0) &&
+           mcu_window_fits(in.w, out.w, p->stride_w, p->kernel_w, p->dilation_w, p->pad_left, 0);
+}
+
+int mcu_program_params_depthwise_conv2d_s16(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)kernel;
+    (void)w;
+    const mcu_depthwise_conv2d_s16_params *p = &u->depthwise_s16;
+    const mcu_shape4 in = p->input, out = p->output;
+    const int32_t w_dims[3] = {p->kernel_h, p->kernel_w, out.c};
+    return p->kernel_h > 0 && p->kernel_w > 0 && p->stride_h > 0 && p->stride_w > 0 && p->dilation_h > 0 &&
+           p->dilation_w > 0 && p->pad_top >= 0 && p->pad_left >= 0 && p->ch_mult > 0 && p->kernel_w <= 512 &&
+           mcu_act_s16_valid(p->act_min, p->act_max) && shape4_ok(&in, 2) && shape4_ok(&out, 2) && out.n == in.n &&
+           (int64_t)in.c * p->ch_mult == out.c && out.c <= INT32_MAX / 8 && checked_count(w_dims, 3, 1) > 0 &&
+           mcu_window_fits(in.h, out.h, p->stride_h, p->kernel_h, p->dilation_h, p->pad_top, 0) &&
+           mcu_window_fits(in.w, out.w, p->stride_w, p->kernel_w, p->dilation_w, p->pad_left, 0);
+}
+
+int mcu_program_params_mean_s16(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)kernel;
+    (void)w;
+    const mcu_mean_s16_params *p = &u->mean_s16;
+    const int32_t in_dims[3] = {p->outer, p->axis, p->inner};
+    const int32_t out_dims[2] = {p->outer, p->inner};
+    return mcu_act_s16_valid(p->act_min, p->act_max) && mcu_quant_s16_valid(p->multiplier, p->shift) &&
+           checked_count(in_dims, 3, 2) > 0 && checked_count(out_dims, 2, 2) > 0;
+}
+
+int mcu_program_params_add_s16(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)kernel;
+    (void)w;
+    const mcu_add_s16_params *p = &u->add_s16;
+    return p->size >= 0 && p->size <= INT32_MAX / 2 && mcu_quant_valid(p->a_multiplier, p->a_shift) &&
+           mcu_quant_valid(p->b_multiplier, p->b_shift) && mcu_quant_valid(p->out_multiplier, p->out_shift) &&
+           p->left_shift >= 0 && p->left_shift <= 15 && mcu_act_s16_valid(p->act_min, p->act_max);
+}
+
+int mcu_program_params_pool_s16(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)w;
+    const mcu_pool2d_s16_params *p = &u->pool_s16;
+    const mcu_shape4 in = p->input, out = p->output;
+    return p->kernel_h > 0 && p->kernel_w > 0 && p->stride_h > 0 && p->stride_w > 0 && p->pad_top >= 0 &&
+           p->pad_left >= 0 && mcu_act_s16_valid(p->act_min, p->act_max) && shape4_ok(&in, 2) &&
+           shape4_ok(&out, 2) && out.n == in.n && out.c == in.c &&
+           (kernel != MCU_K_AVG_POOL2D_S16 || (int64_t)p->kernel_h * p->kernel_w <= 65536) &&
+           mcu_window_fits(in.h, out.h, p->stride_h, p->kernel_h, 1, p->pad_top, 0) && p->pad_top < p->kernel_h &&
+           (int64_t)(out.h - 1) * p->stride_h - p->pad_top < in.h &&
+           mcu_window_fits(in.w, out.w, p->stride_w, p->kernel_w, 1, p->pad_left, 0) && p->pad_left < p->kernel_w &&
+           (int64_t)(out.w - 1) * p->stride_w - p->pad_left < in.w;
+}
+
 int mcu_program_params_binary_s8_add(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
 {
     /* add and sub, and maximum and minimum with the add's parameters */
@@ -390,6 +470,13 @@ int mcu_program_params_clamp_s8(uint32_t kernel, const mcu_program_params_view *
     (void)kernel;
     (void)u;
     return w[0] >= 0 && mcu_act_s8_valid(w[1], w[2]);
+}
+
+int mcu_program_params_clamp_s16(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)kernel;
+    (void)u;
+    return w[0] >= 0 && w[0] <= INT32_MAX / 2 && mcu_act_s16_valid(w[1], w[2]);
 }
 
 int mcu_program_params_quantize_f32_s8(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
@@ -1112,6 +1199,21 @@ int mcu_program_alias_recurrent(uint32_t kernel, const mcu_operand_desc *ops, co
     }
     ok = ok && !overlap(&ops[0], bytes[0], &ops[1], bytes[1]) && recurrent_ok(ops, p, kernel == MCU_K_LSTM_S8 ? 4 : 3);
     return ok;
+}
+
+int mcu_program_alias_same_count(uint32_t kernel, const mcu_operand_desc *ops, const uint32_t *bytes, uint32_t n_ops,
+                                  const int32_t *p)
+{
+    /* every operand apart from the output, or the output itself */
+    (void)kernel;
+    (void)p;
+    const uint32_t last = n_ops - 1;
+    for (uint32_t i = 0; i < last; ++i) {
+        if (!elementwise_ok(&ops[i], bytes[i], &ops[last], bytes[last])) {
+            return 0;
+        }
+    }
+    return 1;
 }
 
 int mcu_program_alias_elementwise(uint32_t kernel, const mcu_operand_desc *ops, const uint32_t *bytes, uint32_t n_ops,

@@ -233,8 +233,10 @@ def conv_s16_cases(draw):
 
 @EXACT
 @given(conv_s16_cases(), st.sampled_from(["uniform", "small", "extremes", "worst"]),
-       st.sampled_from(["none", "small", "large"]), st.integers(-4, 4), acts, st.integers(0, 2**32 - 1))
-def test_conv2d_s16(lib, case, data, bias, centre, act, seed):
+       st.sampled_from(["none", "small", "large"]), st.integers(-4, 4), acts, st.integers(0, 2**32 - 1), st.booleans())
+def test_conv2d_s16(lib, case, data, bias, centre, act, seed, column):
+    """``column``: with the scratch mcu_conv2d_s16_get_buffer_size asks for (each window gathered into one
+    column), else without (each kernel row's in-bounds run summed where it lies)."""
     lib.mcu_conv2d_s16.argtypes = [ctypes.POINTER(cb.Context), ctypes.POINTER(Conv2dS16Params),
                                    ctypes.POINTER(cb.PerChannelQuant), _P, _P, _P, _P]
     lib.mcu_conv2d_s16.restype = ctypes.c_int
@@ -250,8 +252,14 @@ def test_conv2d_s16(lib, case, data, bias, centre, act, seed):
                         case["pl"], case["dh"], case["dw"], act[0], act[1])
     q = cb.Quant(m, s, cout)
     out = np.zeros(out_shape, dtype=np.int16)
-    status = lib.mcu_conv2d_s16(None, ctypes.byref(p), ctypes.byref(q.struct), ptr(x), ptr(w),
-                                None if b is None else ptr(b), ptr(out))
+    lib.mcu_conv2d_s16_get_buffer_size.argtypes = [ctypes.POINTER(Conv2dS16Params)]
+    lib.mcu_conv2d_s16_get_buffer_size.restype = ctypes.c_int32
+    size = lib.mcu_conv2d_s16_get_buffer_size(ctypes.byref(p)) if column else 0
+    assert size == (0 if kh * kw == 1 or not column else 2 * kh * kw * cin)
+    buf = np.zeros(max(size, 2) // 2, dtype=np.int16)
+    ctx = cb.Context(buf.ctypes.data, size) if column else None
+    status = lib.mcu_conv2d_s16(None if ctx is None else ctypes.byref(ctx), ctypes.byref(p), ctypes.byref(q.struct),
+                                ptr(x), ptr(w), None if b is None else ptr(b), ptr(out))
     assert status == MCU_OK
     want = conv2d_s16(x, w, b, m, s, stride=(case["sh"], case["sw"]), padding=(case["pt"], case["pl"]),
                       dilation=(case["dh"], case["dw"]), out_hw=(case["oh"], case["ow"]), act_min=act[0],

@@ -164,6 +164,33 @@ def _conv_transpose2d_s8(op: Op, ref: Ref) -> KernelCall:
                       operands=quant_operands(op))
 
 
+def _matrix_s16(op: Op, ref: Ref) -> KernelCall:
+    """16x8 convolution and linear layers (w8a16): int16 activations, int8 weights, int64 biases, the int8
+    kernels' per-channel multipliers and shifts (reduced to Q15 in the kernel)."""
+    x, w, b = op.inputs[:3]
+    out = op.output
+    bounds = offsets(op, "act_min", "act_max")
+    if op.kind == "linear":
+        out_f, in_f = w.shape
+        params_type, params = "mcu_linear_s16_params", {"batch": x.numel // in_f, "in_features": in_f,
+                                                        "out_features": out_f, **bounds}
+    else:
+        a = op.attrs
+        window = {"kernel_h": w.shape[2], "kernel_w": w.shape[3], "stride_h": a["stride"][0],
+                  "stride_w": a["stride"][1], "pad_top": a["padding"][0], "pad_left": a["padding"][1],
+                  "dilation_h": a["dilation"][0], "dilation_w": a["dilation"][1]}
+    if op.kind == "depthwise_conv2d":
+        params_type, params = "mcu_depthwise_conv2d_s16_params", {
+            "input": shape4(x), "output": shape4(out), "ch_mult": op.attrs["ch_mult"], **window, **bounds}
+    elif op.kind == "conv2d":
+        params_type, params = "mcu_conv2d_s16_params", {"input": shape4(x), "output": shape4(out), **window,
+                                                        **bounds}
+    function = f"mcu_{op.kind}_s16"
+    return KernelCall(function, ["&ctx", "&params", "&quant", ref(x), ref(w), ref(b), ref(out)], [f"{function}.c"],
+                      params_type, params, locals=quant_locals(op, ref), operands=quant_operands(op),
+                      headers=["mcu/kernels_s16.h"])
+
+
 EMITTERS = {
     ("conv2d", "float32"): _conv2d,
     ("linear", "float32"): _linear,
@@ -178,4 +205,7 @@ EMITTERS = {
     ("linear", "int8"): _matrix_s8,
     ("conv_transpose2d", "int8"): _conv_transpose2d_s8,
     ("bmm", "int8"): _bmm_s8,
+    ("conv2d", "int16"): _matrix_s16,
+    ("linear", "int16"): _matrix_s16,
+    ("depthwise_conv2d", "int16"): _matrix_s16,
 }

@@ -40,6 +40,18 @@ def _binary(name: str) -> Callable[[Op, Ref], KernelCall]:
     return emit
 
 
+def _add_s16(op: Op, ref: Ref) -> KernelCall:
+    """The 16x8 add (w8a16): operands of the output's shape and layout, CMSIS-NN's arithmetic."""
+    a, b = op.inputs
+    out = op.output
+    if a.dim_order != out.dim_order or b.dim_order != out.dim_order:
+        raise McuError(f"the 16x8 add {op.name} needs its operands in the output's layout{at_source(op)}")
+    params = {"size": out.numel, **offsets(op, "a_multiplier", "a_shift", "b_multiplier", "b_shift", "left_shift",
+                                           "out_multiplier", "out_shift", "act_min", "act_max")}
+    return KernelCall("mcu_add_s16", ["&params", ref(a), ref(b), ref(out)], ["mcu_add_s16.c"], "mcu_add_s16_params",
+                      params, operands=[a, b, out], headers=["mcu/kernels_s16.h"])
+
+
 def _binary_s8(name: str) -> Callable[[Op, Ref], KernelCall]:
     def emit(op: Op, ref: Ref) -> KernelCall:
         a, b = op.inputs
@@ -99,6 +111,13 @@ def _clamp_s8(op: Op, ref: Ref) -> KernelCall:
                                        str(int(op.attrs["act_max"])), ref(op.inputs[0]), ref(op.output)],
                       ["mcu_clamp_s8.c"], operands=[op.inputs[0], op.output],
                       scalars=[op.output.numel, int(op.attrs["act_min"]), int(op.attrs["act_max"])])
+
+
+def _clamp_s16(op: Op, ref: Ref) -> KernelCall:
+    """A ReLU or clamp on int16 codes (w8a16)."""
+    bounds = [op.output.numel, int(op.attrs["act_min"]), int(op.attrs["act_max"])]
+    return KernelCall("mcu_clamp_s16", [*map(str, bounds), ref(op.inputs[0]), ref(op.output)], ["mcu_clamp_s16.c"],
+                      operands=[op.inputs[0], op.output], scalars=bounds, headers=["mcu/kernels_s16.h"])
 
 
 def _quantize(op: Op, ref: Ref) -> KernelCall:
@@ -164,6 +183,8 @@ EMITTERS = {
     ("div", "int8"): _binary_s8("div"),
     ("maximum", "int8"): _binary_s8("maximum"),
     ("minimum", "int8"): _binary_s8("minimum"),
+    ("add", "int16"): _add_s16,
+    ("clamp", "int16"): _clamp_s16,
     ("clamp", "int8"): _clamp_s8,
     ("lut", "int8"): _lut_s8,
     ("requantize", "int8"): _requantize_s8,

@@ -95,4 +95,8 @@ EMITTERS = {
     ("layout", "int8"): _layout,
     ("concat", "int8"): _concat,
     ("pad", "int8"): _pad_s8,
+    # w8a16's layout changes (a Conv1d stack's, as at int8) and permutes move int16 elements
+    ("permute", "int16"): _permute,
+    ("slice", "int16"): _slice,
+    ("layout", "int16"): _layout,
 }

@@ -145,6 +145,16 @@ def _reduce_s8(op: Op, ref: Ref) -> KernelCall:
                       "mcu_reduce_s8_params", params, operands=[x, op.output])
 
 
+def _reduce_s16(op: Op, ref: Ref) -> KernelCall:
+    """A mean or sum over row-major dims of an int16 tensor: mcu_mean_s16 (w8a16; the sum with count 1)."""
+    x = op.inputs[0]
+    outer, reduce, inner = _split(x, op.attrs["dims"])
+    params = {"outer": outer, "axis": reduce, "inner": inner,
+              **offsets(op, "multiplier", "shift", "act_min", "act_max")}
+    return KernelCall("mcu_mean_s16", ["&params", ref(x), ref(op.output)], ["mcu_mean_s16.c"],
+                      "mcu_mean_s16_params", params, operands=[x, op.output], headers=["mcu/kernels_s16.h"])
+
+
 def _rms_norm(op: Op, ref: Ref) -> KernelCall:
     x = op.inputs[0]
     weight = op.inputs[1] if op.attrs["weight"] else None
@@ -169,4 +179,5 @@ EMITTERS = {
     ("log_softmax", "int8"): _log_softmax_s8,
     ("layer_norm", "int8"): _layer_norm_s8,
     ("reduce", "int8"): _reduce_s8,
+    ("reduce", "int16"): _reduce_s16,
 }

@@ -55,6 +55,29 @@ def _mean_hw_s8(op: Op, ref: Ref) -> KernelCall:
                       "mcu_mean_hw_s8_params", params, operands=[op.inputs[0], op.output])
 
 
+def _pool_s16(function: str) -> Callable[[Op, Ref], KernelCall]:
+    """16x8 max and average pooling (w8a16): CMSIS-NN's arm_max_pool_s16 and arm_avgpool_s16."""
+    def emit(op: Op, ref: Ref) -> KernelCall:
+        a = op.attrs
+        params = {"input": shape4(op.inputs[0]), "output": shape4(op.output),
+                  "kernel_h": a["kernel"][0], "kernel_w": a["kernel"][1], "stride_h": a["stride"][0],
+                  "stride_w": a["stride"][1], "pad_top": a["padding"][0], "pad_left": a["padding"][1],
+                  "act_min": int(a["act_min"]), "act_max": int(a["act_max"])}
+        return KernelCall(function, ["&params", ref(op.inputs[0]), ref(op.output)], [f"{function}.c"],
+                          "mcu_pool2d_s16_params", params, operands=[op.inputs[0], op.output],
+                          headers=["mcu/kernels_s16.h"])
+    return emit
+
+
+def _mean_hw_s16(op: Op, ref: Ref) -> KernelCall:
+    """The global mean of an NHWC int16 tensor: mcu_mean_s16 over [n][h*w][c] (w8a16)."""
+    n, c, h, w = op.inputs[0].shape
+    params = {"outer": n, "axis": h * w, "inner": c, **offsets(op, "multiplier", "shift", "act_min", "act_max")}
+    return KernelCall("mcu_mean_s16", ["&params", ref(op.inputs[0]), ref(op.output)], ["mcu_mean_s16.c"],
+                      "mcu_mean_s16_params", params, operands=[op.inputs[0], op.output],
+                      headers=["mcu/kernels_s16.h"])
+
+
 def _adaptive(suffix: str):
     def emit(op: Op, ref: Ref) -> KernelCall:
         return KernelCall(f"mcu_adaptive_avg_pool_{suffix}", ["&params", ref(op.inputs[0]), ref(op.output)],
@@ -70,6 +93,9 @@ EMITTERS = {
     ("max_pool2d", "int8"): _pool_s8("mcu_max_pool2d_s8", "mcu_max_pool2d_s8.c"),
     ("avg_pool2d", "int8"): _pool_s8("mcu_avg_pool2d_s8", "mcu_avg_pool2d_s8.c"),
     ("mean_hw", "int8"): _mean_hw_s8,
+    ("mean_hw", "int16"): _mean_hw_s16,
+    ("max_pool2d", "int16"): _pool_s16("mcu_max_pool2d_s16"),
+    ("avg_pool2d", "int16"): _pool_s16("mcu_avg_pool2d_s16"),
     ("adaptive_avg_pool", "float32"): _adaptive("f32"),
     ("adaptive_avg_pool", "int8"): _adaptive("s8"),
 }

@@ -19,16 +19,18 @@ def zero_point(t: Tensor) -> int:
 
 
 def int_const(name: str, values: np.ndarray, dtype: str = "int32") -> Tensor:
-    arr = np.ascontiguousarray(values).astype(np.int32 if dtype == "int32" else np.int8)
+    arr = np.ascontiguousarray(values).astype({"int32": np.int32, "int64": np.int64}.get(dtype, np.int8))
     return Tensor(name=name, shape=tuple(arr.shape), dtype=dtype, data=arr)
 
 
 def act_bounds(op: Op, out: Tensor) -> tuple[int, int]:
-    """A fused float clamp [lo, hi] expressed in the output's int8 domain."""
+    """A fused float clamp [lo, hi] expressed in the output's integer domain (int8, or int16 at w8a16)."""
     lo, hi = op.attrs.get("act") or (None, None)
     s, zp = scale(out), zero_point(out)
-    act_min = -128 if lo is None else max(-128, min(127, zp + int(np.round(lo / s))))
-    act_max = 127 if hi is None else max(-128, min(127, zp + int(np.round(hi / s))))
+    assert out.quant is not None
+    qmin, qmax = (-32768, 32767) if out.dtype == "int16" else (-128, 127)
+    act_min = qmin if lo is None else max(qmin, min(qmax, zp + int(np.round(lo / s))))
+    act_max = qmax if hi is None else max(qmin, min(qmax, zp + int(np.round(hi / s))))
     return act_min, act_max
 
 

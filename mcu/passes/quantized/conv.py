@@ -12,7 +12,8 @@ from mcu.passes.quantized.common import act_bounds
 from mcu.passes.quantized.common import int_const as _int_const
 from mcu.passes.quantized.common import scale as _scale
 from mcu.passes.quantized.common import zero_point as _zp
-from mcu.reference import arith
+from mcu.errors import McuError
+from mcu.reference import arith, s16
 from mcu.reference.conv import phase_pack
 
 # Kinds whose converter quantizes their float constants (weights, bias) itself.
@@ -40,13 +41,40 @@ def _per_channel_requant(name: str, x: Tensor, w: Tensor, bias: Tensor | None, o
             _int_const(f"{name}_shift", np.array(shifts)))
 
 
+def _where(op: Op) -> str:
+    return f" at {op.source}" if op.source else ""
+
+
+def _s16_requant(op: Op, x: Tensor, out: Tensor, packed: tuple[Tensor, Tensor, Tensor, Tensor],
+                 bias: Tensor | None) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """16x8 (int16 activations, w8a16): the int64 bias and the multipliers of mcu/reference/s16.py, whose
+    shifts must stay within the 16x8 requantization's range."""
+    wq = packed[0]
+    assert wq.quant is not None
+    if _zp(x) != 0 or _zp(out) != 0:
+        raise McuError(f"{op.name}: w8a16 activations must be symmetric (zero point 0){_where(op)}")
+    b = bias.data.astype(np.float64).reshape(-1) if bias is not None else None
+    try:
+        p = s16.s16_layer_params(_scale(x), np.array(wq.quant.scale), _scale(out), b)
+    except ValueError as exc:
+        raise McuError(f"{op.name}: {exc}{_where(op)}") from None
+    bias_q = p.bias if p.bias is not None else np.zeros(wq.shape[0], dtype=np.int64)
+    return (wq, _int_const(f"{op.name}_bias_q", bias_q, "int64"), _int_const(f"{op.name}_multiplier", p.multiplier),
+            _int_const(f"{op.name}_shift", p.shift))
+
+
 def _weighted(op: Op, ins: list[Tensor], out: Tensor) -> tuple[list[Tensor], dict] | str:
-    """Inputs [x, int8 weight, int32 bias, multipliers, shifts] and int8 attrs of a conv/linear op."""
+    """Inputs [x, int8 weight, int32 bias, multipliers, shifts] and int8 attrs of a conv/linear op (int16
+    activations: an int64 bias, w8a16)."""
     x, w = ins[0], op.inputs[1]
     bias = op.inputs[2] if len(op.inputs) > 2 else None
     packed = _per_channel_requant(op.name, x, w, bias, out)
     if isinstance(packed, str):
         return packed
+    if x.dtype == "int16" or out.dtype == "int16":
+        if x.dtype != out.dtype:
+            raise McuError(f"{op.name}: a 16x8 layer reads and writes int16{_where(op)}")
+        packed = _s16_requant(op, x, out, packed, bias)
     act_min, act_max = act_bounds(op, out)
     # (the float bias the int32 one comes from stays, for the integer reference)
     bias_real = bias.data.astype(np.float64).reshape(-1) if bias is not None else np.zeros(w.shape[0])
@@ -71,6 +99,9 @@ def _conv2d(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
         wq.dim_order = (1, 2, 3, 0)
         attrs["ch_mult"] = wq.shape[0] // in_c
         return Op("depthwise_conv2d", inputs, [out], attrs, op.name, op.source)
+    if groups > 1 and out.dtype == "int16":
+        raise McuError(f"{op.name}: w8a16 has no 16x8 kernel for a grouped convolution ({groups} groups)"
+                       f"{_where(op)}", hint="use --quantize int8 for this model")
     return Op("conv2d", inputs, [out], attrs, op.name, op.source)
 
 

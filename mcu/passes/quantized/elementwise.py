@@ -176,9 +176,24 @@ def _prelu_per_channel(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> 
               op.name, op.source)
 
 
+def _add_s16(kind: str, op: Op, a: Tensor, b: Tensor, out: Tensor) -> Op | str:
+    """The 16x8 add (w8a16, mcu_add_s16 as CMSIS-NN's arm_elementwise_add_s16): two int16 tensors of the output's
+    shape and layout, left shift 15."""
+    if kind != "add":
+        return f"w8a16 has no 16x8 {kind}"
+    if any(t.is_constant or t.dtype != "int16" or t.shape != out.shape for t in (a, b)):
+        return "a 16x8 add takes two int16 tensors of the output's shape"
+    params = arith.add_params(_scale(a), _scale(b), _scale(out), left_shift=15)
+    act_min, act_max = act_bounds(op, out)
+    return Op("add", [a, b], [out], {**op.attrs, **params, "act_min": act_min, "act_max": act_max}, op.name,
+              op.source)
+
+
 def _binary(kind: str) -> Converter:
     def convert(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
         a, b = ins
+        if out.dtype == "int16":
+            return _add_s16(kind, op, a, b, out)
         if (a.is_constant and a.dtype != "int8") or (b.is_constant and b.dtype != "int8"):
             return "an operand is a constant"  # (an int8 constant operand is read like a tensor)
         act_min, act_max = act_bounds(op, out)
@@ -220,6 +235,8 @@ def _clamp(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
     # (the float bounds stay as the op's fused activation: the integer reference derives the clamp from them)
     if _same_quant(x, out):
         return Op("clamp", [x], [out], {"act_min": act_min, "act_max": act_max, "act": (lo, hi)}, op.name, op.source)
+    if out.dtype == "int16":
+        return "a 16x8 clamp keeps its input's quantization"
     return requantize_op(op.name, x, out, act_min, act_max, op.source, act=(lo, hi))
 
 

@@ -20,7 +20,8 @@ def _shared(kind: str):
             return "input and output quantization differ"
         attrs = dict(op.attrs)
         if kind == "pad":
-            attrs["value_q"] = int(np.clip(np.round(op.attrs["value"] / _scale(out)) + _zp(out), -128, 127))
+            lo, hi = (-32768, 32767) if out.dtype == "int16" else (-128, 127)
+            attrs["value_q"] = int(np.clip(np.round(op.attrs["value"] / _scale(out)) + _zp(out), lo, hi))
         return Op(kind, list(ins), [out], attrs, op.name, op.source)
     return convert
 

@@ -14,6 +14,7 @@ from mcu.passes.quantized.common import act_bounds
 from mcu.passes.quantized.common import int_const as _int_const
 from mcu.passes.quantized.common import scale as _scale
 from mcu.passes.quantized.common import zero_point as _zp
+from mcu.passes.quantized.pool import mean_s16_attrs
 from mcu.reference import arith
 from mcu.reference.norm import layer_norm_params, log_softmax_tables
 
@@ -94,6 +95,12 @@ def _reduce(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
     x = ins[0]
     first, last = op.attrs["dims"]
     count = int(np.prod(x.shape[first:last + 1]))
+    if x.dtype == "int16":
+        if op.attrs["op"] not in ("mean", "sum"):
+            return f"w8a16 has no 16x8 {op.attrs['op']}"
+        attrs = mean_s16_attrs(op, x, out, count if op.attrs["op"] == "mean" else 1)
+        return attrs if isinstance(attrs, str) else Op("reduce", [x], [out], {**op.attrs, **attrs}, op.name,
+                                                       op.source)
     real = _scale(x) / _scale(out) / (count if op.attrs["op"] == "mean" else 1)
     mult, shift = arith.quantize_multiplier(real)
     act_min, act_max = act_bounds(op, out)

@@ -9,7 +9,7 @@ from mcu.passes.quantized.common import act_bounds
 from mcu.passes.quantized.common import same_quant as _same_quant
 from mcu.passes.quantized.common import scale as _scale
 from mcu.passes.quantized.common import zero_point as _zp
-from mcu.reference import arith
+from mcu.reference import arith, s16
 
 
 def _pool(kind: str):
@@ -19,6 +19,8 @@ def _pool(kind: str):
             return "input and output quantization differ"
         attrs = dict(op.attrs)
         attrs["act_min"], attrs["act_max"] = act_bounds(op, out)
+        if out.dtype == "int16" and (tuple(attrs.get("dilation", (1, 1))) != (1, 1) or attrs.get("ceil_mode")):
+            return "w8a16 pools take no dilation or ceil mode"
         if kind == "avg_pool2d":
             if attrs.get("divisor_override"):
                 return "divisor_override has no int8 kernel"
@@ -28,9 +30,24 @@ def _pool(kind: str):
     return convert
 
 
+def mean_s16_attrs(op: Op, x: Tensor, out: Tensor, count: int) -> dict | str:
+    """A 16x8 mean's (mcu_mean_s16, w8a16) multiplier and shift of s_in / (s_out * count) and its clamp."""
+    if x.dtype != "int16" or out.dtype != "int16":
+        return "a 16x8 mean reads and writes int16"
+    mult, shift = arith.quantize_multiplier(_scale(x) / (_scale(out) * count))
+    if shift > s16.SHIFT_MAX:
+        return "its real multiplier has no 16x8 form"
+    act_min, act_max = act_bounds(op, out)
+    return {"multiplier": mult, "shift": shift, "act_min": act_min, "act_max": act_max}
+
+
 def _mean_hw(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
     x = ins[0]
     count = x.shape[2] * x.shape[3]
+    if x.dtype == "int16":
+        attrs = mean_s16_attrs(op, x, out, count)
+        return attrs if isinstance(attrs, str) else Op("mean_hw", [x], [out], {**op.attrs, **attrs}, op.name,
+                                                       op.source)
     mult, shift = arith.quantize_multiplier(_scale(x) / (_scale(out) * count))
     return Op("mean_hw", [x], [out], {**op.attrs, "input_offset": -_zp(x), "multiplier": mult, "shift": shift,
                                       "output_offset": _zp(out), "act_min": -128, "act_max": 127},

@@ -45,4 +45,69 @@ mcu_status mcu_conv2d_s16(const mcu_context *ctx, const mcu_conv2d_s16_params *p
                           const int16_t *input, const int8_t *weight, const int64_t *bias, int16_t *output);
 int32_t mcu_conv2d_s16_get_buffer_size(const mcu_conv2d_s16_params *p);
 
+typedef struct {
+    mcu_shape4 input;  /**< NHWC */
+    mcu_shape4 output; /**< NHWC, output.c = input.c * ch_mult */
+    int32_t ch_mult;
+    int32_t kernel_h, kernel_w;
+    int32_t stride_h, stride_w;
+    int32_t pad_top, pad_left; /**< bottom/right implied by the output size */
+    int32_t dilation_h, dilation_w;
+    int32_t act_min, act_max;
+} mcu_depthwise_conv2d_s16_params;
+
+/** Depthwise convolution with CMSIS-NN's arm_depthwise_conv_s16 conventions: weights [kh][kw][out_c],
+ * per-output-channel requantization; bias may be NULL. The output overlaps neither the input nor a constant. */
+mcu_status mcu_depthwise_conv2d_s16(const mcu_context *ctx, const mcu_depthwise_conv2d_s16_params *p,
+                                    const mcu_per_channel_quant *q, const int16_t *input, const int8_t *weight,
+                                    const int64_t *bias, int16_t *output);
+int32_t mcu_depthwise_conv2d_s16_get_buffer_size(const mcu_depthwise_conv2d_s16_params *p);
+
+typedef struct {
+    int32_t outer, axis, inner; /**< the mean over the middle axis of [outer][axis][inner] */
+    int32_t multiplier, shift;  /**< s_in / (s_out * axis), Q31 (reduced to Q15 as above) */
+    int32_t act_min, act_max;
+} mcu_mean_s16_params;
+
+/** The mean over an axis (global average pooling: [n][h*w][c]); ours, with the 16x8 requantization of the
+ * exact 64-bit sum. The output overlaps not the input. */
+mcu_status mcu_mean_s16(const mcu_mean_s16_params *p, const int16_t *input, int16_t *output);
+
+typedef struct {
+    int32_t size;                  /**< elements of each operand and of the output (same shapes) */
+    int32_t a_multiplier, a_shift; /**< s_a / (2 max(s_a, s_b)) */
+    int32_t b_multiplier, b_shift; /**< s_b / (2 max(s_a, s_b)) */
+    int32_t left_shift;            /**< 15 */
+    int32_t out_multiplier, out_shift; /**< 2 max(s_a, s_b) / (2^left_shift s_out) */
+    int32_t act_min, act_max;
+} mcu_add_s16_params;
+
+/** The 16x8 add of CMSIS-NN's arm_elementwise_add_s16 (zero points 0); an operand may be the output, exactly. */
+mcu_status mcu_add_s16(const mcu_add_s16_params *p, const int16_t *a, const int16_t *b, int16_t *output);
+
+typedef struct {
+    mcu_shape4 input;  /**< NHWC */
+    mcu_shape4 output; /**< NHWC, output.c = input.c */
+    int32_t kernel_h, kernel_w;
+    int32_t stride_h, stride_w;
+    int32_t pad_top, pad_left; /**< bottom/right implied by the output size; padded taps are left out */
+    int32_t act_min, act_max;
+} mcu_pool2d_s16_params;
+
+/** Max pooling as CMSIS-NN's arm_max_pool_s16 (input and output share one scale). No overlap. */
+mcu_status mcu_max_pool2d_s16(const mcu_pool2d_s16_params *p, const int16_t *input, int16_t *output);
+/** Average pooling as CMSIS-NN's arm_avgpool_s16: over the taps inside the input, rounded half away from
+ * zero. No overlap. */
+mcu_status mcu_avg_pool2d_s16(const mcu_pool2d_s16_params *p, const int16_t *input, int16_t *output);
+
+/** A ReLU or clamp on int16 codes (input and output share one scale). May run in place (exactly). */
+mcu_status mcu_clamp_s16(int32_t size, int32_t act_min, int32_t act_max, const int16_t *input, int16_t *output);
+
+/** q = clamp(round_half_even(x * inv_scale) + zero_point, -32768, 32767), float32 arithmetic (torch's rule). */
+mcu_status mcu_quantize_f32_s16(int32_t size, float inv_scale, int32_t zero_point, const float *input,
+                                int16_t *output);
+/** x = (float)(q - zero_point) * scale. */
+mcu_status mcu_dequantize_s16_f32(int32_t size, float scale, int32_t zero_point, const int16_t *input,
+                                  float *output);
+
 #endif /* MCU_KERNELS_S16_H */

@@ -72,7 +72,8 @@ typedef enum {
     MCU_DTYPE_INT8 = 1,
     MCU_DTYPE_INT16 = 2,
     MCU_DTYPE_INT32 = 3,
-    MCU_DTYPE_UINT8 = 4
+    MCU_DTYPE_UINT8 = 4,
+    MCU_DTYPE_INT64 = 5 /* constants only: the 16x8 layers' biases */
 } mcu_dtype;
 
 /**
@@ -133,6 +134,16 @@ typedef enum {
     MCU_K_CONV2D_S4 = 104,            /**< as conv2d_s8 (scratch unused) */
     MCU_K_DEPTHWISE_CONV2D_S4 = 105,  /**< as depthwise_conv2d_s8 */
     MCU_K_LINEAR_S4 = 106,            /**< as linear_s8 */
+    /* int16 activations with int8 weights (w8a16, runtime_c/include/mcu/kernels_s16.h): [in int16, weight int8,
+     * bias int64?, multiplier int32, shift int32, scratch (unused), out int16]; no operand may overlap the output */
+    MCU_K_LINEAR_S16 = 110,           /**< mcu_linear_s16_params */
+    MCU_K_CONV2D_S16 = 111,           /**< mcu_conv2d_s16_params (weights OHWI, one group) */
+    MCU_K_DEPTHWISE_CONV2D_S16 = 112, /**< mcu_depthwise_conv2d_s16_params (weights [kh][kw][out_c]) */
+    MCU_K_MEAN_S16 = 113,             /**< [in int16, out int16]; mcu_mean_s16_params; no overlap */
+    MCU_K_ADD_S16 = 114,              /**< [a int16, b int16, out int16]; mcu_add_s16_params (same shapes) */
+    MCU_K_MAX_POOL2D_S16 = 115,       /**< [in int16, out int16]; mcu_pool2d_s16_params; no overlap */
+    MCU_K_AVG_POOL2D_S16 = 116,       /**< as max_pool2d_s16 */
+    MCU_K_CLAMP_S16 = 117,            /**< [in int16, out int16]; size, act_min, act_max */
     /* 4-bit groupwise weights and model state: ids 230-239. */
     /** [in f32, weight uint8 (int4 pairs), w_scale f32, bias f32?, out f32]; mcu_linear_w4_params */
     MCU_K_LINEAR_W4_F32 = 230,

@@ -29,7 +29,7 @@ static inline int32_t mcu_requantize_s64(int64_t acc, int32_t reduced_multiplier
     return (int32_t)(((int64_t)y + 1) >> 1);
 }
 
-static inline int16_t mcu_clamp_s16(int32_t v, int32_t lo, int32_t hi)
+static inline int16_t mcu_clamp_to_s16(int32_t v, int32_t lo, int32_t hi)
 {
     return (int16_t)(v < lo ? lo : (v > hi ? hi : v));
 }

@@ -1,23 +1,61 @@
 #include <stddef.h>
+#include <string.h>
 
 #include "mcu/kernels_s16.h"
 
 #include "../common/check.h"
+#include "../common/dot_s16.h"
 #include "../common/requant_s16.h"
 
-/* Products of int16 and int8 are at most 2^22 in magnitude: 256 of them fit an int32 partial sum. */
-#define MCU_S16_PART 256
+/* The taps [*lo, *hi) of a window starting at `start` that fall inside [0, size). */
+static void mcu_s16_taps(int32_t start, int32_t kernel, int32_t dilation, int32_t size, int32_t *lo, int32_t *hi)
+{
+    int32_t a = 0;
+    while (a < kernel && start + a * dilation < 0) {
+        ++a;
+    }
+    int32_t b = kernel;
+    while (b > a && start + (b - 1) * dilation >= size) {
+        --b;
+    }
+    *lo = a;
+    *hi = b;
+}
 
 int32_t mcu_conv2d_s16_get_buffer_size(const mcu_conv2d_s16_params *p)
 {
-    (void)p;
-    return 0;
+    /* A window's values as one int16 column (a kernel larger than 1x1); without it the kernel sums each
+     * kernel row's in-bounds run where it lies. */
+    if (p == NULL || (p->kernel_h == 1 && p->kernel_w == 1)) {
+        return 0;
+    }
+    const int32_t dims[3] = {p->kernel_h, p->kernel_w, p->input.c};
+    const int32_t count = mcu_checked_count(dims, 3, 2);
+    return count > 0 ? count * (int32_t)sizeof(int16_t) : 0;
+}
+
+/* The window at (y0, x0) as one column [kh][kw][cin], zeros where it lies in the padding (zero point 0). */
+static void mcu_conv2d_s16_column(const mcu_conv2d_s16_params *p, const int16_t *img, int32_t y0, int32_t x0,
+                                  int16_t *col)
+{
+    const int32_t cin = p->input.c;
+    for (int32_t ky = 0; ky < p->kernel_h; ++ky) {
+        const int32_t iy = y0 + ky * p->dilation_h;
+        for (int32_t kx = 0; kx < p->kernel_w; ++kx, col += cin) {
+            const int32_t ix = x0 + kx * p->dilation_w;
+            if (iy < 0 || iy >= p->input.h || ix < 0 || ix >= p->input.w) {
+                memset(col, 0, (size_t)cin * sizeof(int16_t));
+            } else {
+                memcpy(col, img + ((size_t)iy * (size_t)p->input.w + (size_t)ix) * (size_t)cin,
+                       (size_t)cin * sizeof(int16_t));
+            }
+        }
+    }
 }
 
 mcu_status mcu_conv2d_s16(const mcu_context *ctx, const mcu_conv2d_s16_params *p, const mcu_per_channel_quant *q,
                           const int16_t *input, const int8_t *weight, const int64_t *bias, int16_t *output)
 {
-    (void)ctx; /* no scratch needed */
     MCU_REQUIRE(p != NULL && q != NULL && q->multiplier != NULL && q->shift != NULL && input != NULL &&
                     weight != NULL && output != NULL,
                 MCU_ERR_NULL_POINTER);
@@ -37,47 +75,80 @@ mcu_status mcu_conv2d_s16(const mcu_context *ctx, const mcu_conv2d_s16_params *p
     for (int32_t o = 0; o < out->c; ++o) {
         MCU_REQUIRE(mcu_quant_s16_valid(q->multiplier[o], q->shift[o]), MCU_ERR_INVALID_ARG);
     }
-    const size_t out_bytes = (size_t)out_count;
-    MCU_REQUIRE(!mcu_overlaps(input, (size_t)in_count, output, out_bytes) &&
+    const size_t out_bytes = (size_t)out_count * sizeof(int16_t);
+    MCU_REQUIRE(!mcu_overlaps(input, (size_t)in_count * sizeof(int16_t), output, out_bytes) &&
                     !mcu_overlaps(weight, (size_t)w_count, output, out_bytes) &&
                     (bias == NULL || !mcu_overlaps(bias, (size_t)out->c * sizeof(int64_t), output, out_bytes)),
                 MCU_ERR_INVALID_ARG);
 
-    const int32_t cin = in->c;
+    const int32_t cin = in->c, kw = p->kernel_w, dw = p->dilation_w;
+    const size_t filter = (size_t)p->kernel_h * (size_t)kw * (size_t)cin; /* one output channel's weights */
+    /* With the scratch the buffer size asks for, every window is one column and one run. */
+    const int32_t col_bytes = mcu_conv2d_s16_get_buffer_size(p);
+    int16_t *col = ctx != NULL && ctx->buf != NULL && col_bytes > 0 && ctx->size >= col_bytes &&
+                           ((uintptr_t)ctx->buf & 1u) == 0
+                       ? (int16_t *)ctx->buf
+                       : NULL;
+    MCU_REQUIRE(col == NULL || (!mcu_overlaps(col, (size_t)col_bytes, output, out_bytes) &&
+                                !mcu_overlaps(col, (size_t)col_bytes, input, (size_t)in_count * sizeof(int16_t))),
+                MCU_ERR_INVALID_ARG);
     int16_t *y = output;
     for (int32_t n = 0; n < out->n; ++n) {
         const int16_t *img = input + (size_t)n * (size_t)in->h * (size_t)in->w * (size_t)cin;
         for (int32_t oy = 0; oy < out->h; ++oy) {
+            const int32_t y0 = oy * p->stride_h - p->pad_top;
+            int32_t ky0, ky1;
+            mcu_s16_taps(y0, p->kernel_h, p->dilation_h, in->h, &ky0, &ky1);
             for (int32_t ox = 0; ox < out->w; ++ox) {
-                const int32_t y0 = oy * p->stride_h - p->pad_top;
                 const int32_t x0 = ox * p->stride_w - p->pad_left;
-                for (int32_t o = 0; o < out->c; ++o) {
-                    const int8_t *w = weight + (size_t)o * (size_t)p->kernel_h * (size_t)p->kernel_w * (size_t)cin;
-                    int64_t acc = bias != NULL ? bias[o] : 0;
-                    int32_t part = 0, taken = 0;
-                    for (int32_t ky = 0; ky < p->kernel_h; ++ky) {
-                        const int32_t iy = y0 + ky * p->dilation_h;
-                        for (int32_t kx = 0; kx < p->kernel_w; ++kx, w += cin) {
-                            const int32_t ix = x0 + kx * p->dilation_w;
-                            if (iy < 0 || iy >= in->h || ix < 0 || ix >= in->w) {
-                                continue; /* padding: zero point 0 contributes nothing */
-                            }
-                            const int16_t *x = img + ((size_t)iy * (size_t)in->w + (size_t)ix) * (size_t)cin;
-                            for (int32_t c = 0; c < cin; ++c) {
-                                part += (int32_t)x[c] * (int32_t)w[c];
-                                if (++taken == MCU_S16_PART) {
-                                    acc += part;
-                                    part = 0;
-                                    taken = 0;
-                                }
+                int32_t kx0, kx1;
+                mcu_s16_taps(x0, kw, dw, in->w, &kx0, &kx1);
+                /* Padding (zero point 0) adds nothing: only the taps inside the input are summed. With dilation 1
+                 * a kernel row's taps are one run of (kx1 - kx0) * cin values in the input and the weights. */
+                int32_t run = dw == 1 ? (kx1 - kx0) * cin : cin;
+                int32_t runs = dw == 1 ? (kx1 > kx0 ? 1 : 0) : kx1 - kx0;
+                const int16_t *base = img;
+                int32_t row_stride = in->w * cin, first_y = y0, first_x = x0, first_ky = ky0, last_ky = ky1;
+                if (col != NULL) { /* one run: the whole column */
+                    mcu_conv2d_s16_column(p, img, y0, x0, col);
+                    base = col;
+                    run = (int32_t)filter;
+                    runs = 1;
+                    row_stride = 0;
+                    first_y = first_x = kx0 = first_ky = 0;
+                    last_ky = 1;
+                }
+                /* Four output channels a step share each activation load, then two, then one. */
+                for (int32_t o = 0; o < out->c;) {
+                    const int32_t k = out->c - o >= 4 ? 4 : (out->c - o >= 2 ? 2 : 1);
+                    const int8_t *w = weight + (size_t)o * filter;
+                    int64_t acc[4] = {0, 0, 0, 0};
+                    for (int32_t j = 0; j < k; ++j) {
+                        acc[j] = bias != NULL ? bias[o + j] : 0;
+                    }
+                    for (int32_t ky = first_ky; ky < last_ky; ++ky) {
+                        const int16_t *xr = base + (size_t)(first_y + ky * p->dilation_h) * (size_t)row_stride;
+                        const int8_t *wr = w + (size_t)ky * (size_t)kw * (size_t)cin;
+                        for (int32_t r = 0; r < runs; ++r) {
+                            const int32_t kx = kx0 + r;
+                            const int16_t *xs = xr + (size_t)(first_x + kx * dw) * (size_t)cin;
+                            const int8_t *ws = wr + (size_t)kx * (size_t)cin;
+                            if (k == 4) {
+                                mcu_s16_dot4(xs, ws, (int32_t)filter, run, acc);
+                            } else if (k == 2) {
+                                mcu_s16_dot2(xs, ws, ws + filter, run, &acc[0], &acc[1]);
+                            } else {
+                                mcu_s16_dot1(xs, ws, run, &acc[0]);
                             }
                         }
                     }
-                    acc += part;
-                    const int32_t v =
-                        mcu_requantize_s64(acc, mcu_reduce_multiplier_q15(q->multiplier[o]), q->shift[o]);
-                    *y++ = mcu_clamp_s16(v, p->act_min, p->act_max);
+                    for (int32_t j = 0; j < k; ++j, ++o) {
+                        y[o] = mcu_clamp_to_s16(
+                            mcu_requantize_s64(acc[j], mcu_reduce_multiplier_q15(q->multiplier[o]), q->shift[o]),
+                            p->act_min, p->act_max);
+                    }
                 }
+                y += out->c;
             }
         }
     }

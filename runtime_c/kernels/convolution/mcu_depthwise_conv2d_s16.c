@@ -1,0 +1,140 @@
+#include <stddef.h>
+
+#include "mcu/kernels_s16.h"
+
+#include "../common/check.h"
+#include "../common/requant_s16.h"
+
+/* Products of int16 and int8 are at most 2^22 in magnitude: 256 of them fit an int32 partial sum. */
+#define MCU_DW_S16_PART 256
+
+int32_t mcu_depthwise_conv2d_s16_get_buffer_size(const mcu_depthwise_conv2d_s16_params *p)
+{
+    (void)p;
+    return 0;
+}
+
+/* The taps [*lo, *hi) of a window starting at `start` that fall inside [0, size). */
+static void mcu_dw_s16_taps(int32_t start, int32_t kernel, int32_t dilation, int32_t size, int32_t *lo, int32_t *hi)
+{
+    int32_t a = 0;
+    while (a < kernel && start + a * dilation < 0) {
+        ++a;
+    }
+    int32_t b = kernel;
+    while (b > a && start + (b - 1) * dilation >= size) {
+        --b;
+    }
+    *lo = a;
+    *hi = b;
+}
+
+/* CMSIS-NN's arm_depthwise_conv_s16 conventions: NHWC int16 input and output (zero point 0), weights
+ * [kh][kw][out_c] int8 with out_c = in_c * ch_mult (output channel ic * ch_mult + m reads input channel ic),
+ * an int64 bias per output channel, per-channel requantization of the exact 64-bit window sum. */
+mcu_status mcu_depthwise_conv2d_s16(const mcu_context *ctx, const mcu_depthwise_conv2d_s16_params *p,
+                                    const mcu_per_channel_quant *q, const int16_t *input, const int8_t *weight,
+                                    const int64_t *bias, int16_t *output)
+{
+    (void)ctx; /* no scratch needed */
+    MCU_REQUIRE(p != NULL && q != NULL && q->multiplier != NULL && q->shift != NULL && input != NULL &&
+                    weight != NULL && output != NULL,
+                MCU_ERR_NULL_POINTER);
+    MCU_REQUIRE(p->kernel_h > 0 && p->kernel_w > 0 && p->stride_h > 0 && p->stride_w > 0 && p->dilation_h > 0 &&
+                    p->dilation_w > 0 && p->pad_top >= 0 && p->pad_left >= 0 && p->ch_mult > 0 &&
+                    mcu_act_s16_valid(p->act_min, p->act_max),
+                MCU_ERR_INVALID_ARG);
+    const mcu_shape4 *in = &p->input, *out = &p->output;
+    const int32_t in_count = mcu_shape4_count(in, 2);
+    const int32_t out_count = mcu_shape4_count(out, 2);
+    const int32_t w_dims[3] = {p->kernel_h, p->kernel_w, out->c};
+    const int32_t w_count = mcu_checked_count(w_dims, 3, 1);
+    MCU_REQUIRE(in_count > 0 && out_count > 0 && w_count > 0 && in->n == out->n &&
+                    (int64_t)in->c * p->ch_mult == out->c &&
+                    mcu_window_fits(in->h, out->h, p->stride_h, p->kernel_h, p->dilation_h, p->pad_top, 0) &&
+                    mcu_window_fits(in->w, out->w, p->stride_w, p->kernel_w, p->dilation_w, p->pad_left, 0),
+                MCU_ERR_SHAPE);
+    /* A kernel row's products must fit an int32 partial sum: 512 of at most 2^22. */
+    MCU_REQUIRE(p->kernel_w <= 512, MCU_ERR_UNSUPPORTED);
+    for (int32_t o = 0; o < out->c; ++o) {
+        MCU_REQUIRE(mcu_quant_s16_valid(q->multiplier[o], q->shift[o]), MCU_ERR_INVALID_ARG);
+    }
+    const size_t out_bytes = (size_t)out_count * sizeof(int16_t);
+    MCU_REQUIRE(!mcu_overlaps(input, (size_t)in_count * sizeof(int16_t), output, out_bytes) &&
+                    !mcu_overlaps(weight, (size_t)w_count, output, out_bytes) &&
+                    (bias == NULL || !mcu_overlaps(bias, (size_t)out->c * sizeof(int64_t), output, out_bytes)),
+                MCU_ERR_INVALID_ARG);
+
+    const int32_t cin = in->c, cout = out->c, mult = p->ch_mult;
+    /* Element strides of the taps in the input and in the weights. */
+    const int32_t x_step = p->dilation_w * cin, x_row = p->dilation_h * in->w * cin;
+    const int32_t w_row = p->kernel_w * cout;
+    int16_t *y = output;
+    for (int32_t n = 0; n < out->n; ++n) {
+        const int16_t *img = input + (size_t)n * (size_t)in->h * (size_t)in->w * (size_t)cin;
+        for (int32_t oy = 0; oy < out->h; ++oy) {
+            const int32_t y0 = oy * p->stride_h - p->pad_top;
+            int32_t ky0, ky1;
+            mcu_dw_s16_taps(y0, p->kernel_h, p->dilation_h, in->h, &ky0, &ky1);
+            for (int32_t ox = 0; ox < out->w; ++ox) {
+                const int32_t x0 = ox * p->stride_w - p->pad_left;
+                int32_t kx0, kx1;
+                mcu_dw_s16_taps(x0, p->kernel_w, p->dilation_w, in->w, &kx0, &kx1);
+                const int32_t rows = ky1 - ky0, cols = kx1 - kx0;
+                /* the window's first in-bounds tap, channel 0 */
+                const int16_t *xw = img + ((size_t)(y0 + ky0 * p->dilation_h) * (size_t)in->w +
+                                           (size_t)(x0 + kx0 * p->dilation_w)) * (size_t)cin;
+                const int8_t *ww = weight + ((size_t)ky0 * (size_t)p->kernel_w + (size_t)kx0) * (size_t)cout;
+                /* Padding (zero point 0) adds nothing. A window of up to MCU_DW_S16_PART taps sums in int32;
+                 * larger ones in int32 parts of a kernel row at a time (at most 512 taps, checked above). */
+                const int small = (int64_t)rows * cols <= MCU_DW_S16_PART;
+                int32_t o = 0;
+                /* One channel per input channel: four channels a step share the tap loop's pointer steps. */
+                for (; small && mult == 1 && o + 4 <= cout; o += 4, y += 4) {
+                    const int16_t *xc = xw + o;
+                    const int8_t *wc = ww + o;
+                    int32_t p0 = 0, p1 = 0, p2 = 0, p3 = 0;
+                    for (int32_t r = 0; r < rows; ++r, xc += x_row, wc += w_row) {
+                        const int16_t *xt = xc;
+                        const int8_t *wt = wc;
+                        for (int32_t c = 0; c < cols; ++c, xt += x_step, wt += cout) {
+                            p0 += (int32_t)xt[0] * (int32_t)wt[0];
+                            p1 += (int32_t)xt[1] * (int32_t)wt[1];
+                            p2 += (int32_t)xt[2] * (int32_t)wt[2];
+                            p3 += (int32_t)xt[3] * (int32_t)wt[3];
+                        }
+                    }
+                    const int32_t parts[4] = {p0, p1, p2, p3};
+                    for (int32_t k = 0; k < 4; ++k) {
+                        const int64_t acc = (bias != NULL ? bias[o + k] : 0) + parts[k];
+                        const int32_t v = mcu_requantize_s64(acc, mcu_reduce_multiplier_q15(q->multiplier[o + k]),
+                                                             q->shift[o + k]);
+                        y[k] = mcu_clamp_to_s16(v, p->act_min, p->act_max);
+                    }
+                }
+                for (; o < cout; ++o) {
+                    const int16_t *xc = xw + o / mult;
+                    const int8_t *wc = ww + o;
+                    int64_t acc = bias != NULL ? bias[o] : 0;
+                    int32_t part = 0;
+                    for (int32_t r = 0; r < rows; ++r, xc += x_row, wc += w_row) {
+                        const int16_t *xt = xc;
+                        const int8_t *wt = wc;
+                        for (int32_t c = 0; c < cols; ++c, xt += x_step, wt += cout) {
+                            part += (int32_t)*xt * (int32_t)*wt;
+                        }
+                        if (!small) {
+                            acc += part;
+                            part = 0;
+                        }
+                    }
+                    acc += part;
+                    const int32_t v =
+                        mcu_requantize_s64(acc, mcu_reduce_multiplier_q15(q->multiplier[o]), q->shift[o]);
+                    *y++ = mcu_clamp_to_s16(v, p->act_min, p->act_max);
+                }
+            }
+        }
+    }
+    return MCU_OK;
+}
