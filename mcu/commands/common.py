@@ -36,7 +36,8 @@ def compile_model(args: argparse.Namespace) -> Any:
         return compile_file(args.model, board=args.board, quantize=args.quantize,
                             cmsis_nn=resolve(spec, origin=origin),
                             packed_weights=False if getattr(args, "compact_weights", False) else None,
-                            backend=getattr(args, "backend", None), qat=getattr(args, "qat", False), **fusion)
+                            backend=getattr(args, "backend", None), qat=getattr(args, "qat", False),
+                            weight_palette=getattr(args, "weight_palette", None), **fusion)
 
     with quiet_torch(verbose=getattr(args, "verbose", False)):
         costs = None

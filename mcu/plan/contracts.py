@@ -68,7 +68,7 @@ def depthwise_inplace_ok(op: Op) -> bool:
     a = op.attrs
     x, out = op.inputs[0], op.output
     return (op.kind == "depthwise_conv2d" and out.dtype == "int8" and op.attrs.get("weight_bits") != 4
-            and tuple(a["stride"]) == (1, 1)
+            and not op.attrs.get("palette_bits") and tuple(a["stride"]) == (1, 1)
             and tuple(a["dilation"]) == (1, 1) and a.get("ch_mult", 1) == 1 and x.shape == out.shape
             and a["padding"][0] < op.inputs[1].shape[2] and a["padding"][1] < op.inputs[1].shape[3])
 
@@ -76,8 +76,8 @@ def depthwise_inplace_ok(op: Op) -> bool:
 def pointwise_ok(op: Op) -> bool:
     """The pixel-buffer 1x1 variant applies: int8 1x1 convolution, stride 1, no padding, one group."""
     a = op.attrs
-    if op.kind != "conv2d" or op.output.dtype != "int8" or a.get("weight_bits") == 4:
-        return False  # (the s4 convolution has no pixel-buffer form)
+    if op.kind != "conv2d" or op.output.dtype != "int8" or a.get("weight_bits") == 4 or a.get("palette_bits"):
+        return False  # (the s4 and look-up-table convolutions have no pixel-buffer form)
     w = op.inputs[1]
     return (w.shape[2], w.shape[3]) == (1, 1) and tuple(a["stride"]) == (1, 1) and tuple(a["padding"]) == (0, 0) \
         and a["groups"] == 1
@@ -129,6 +129,9 @@ def scratch_bytes(op: Op) -> int:
     if op.attrs.get("weight_bits") == 4:  # the s4 depthwise widens its weights to int8 there
         w = op.inputs[1]
         return w.numel if op.kind == "depthwise_conv2d" else 0
+    if op.attrs.get("palette_bits"):  # the look-up-table kernels decode weights there
+        w = op.inputs[1]
+        return w.numel if op.kind == "depthwise_conv2d" else w.numel // w.shape[0]
     if pointwise_ok(op):
         return op.output.shape[1]
     if depthwise_inplace_ok(op):
@@ -147,6 +150,8 @@ def overlap_contracts(op: Op) -> list[Overlap]:
         return []
     if pointwise_ok(op):
         return [Overlap(0, pointwise_intervals(x, out), "pixel-buffer")]
+    if op.kind == "conv2d" and op.attrs.get("palette_bits"):
+        return []  # mcu_conv2d_lut_s8 writes output channel by channel over the whole output
     if op.kind in WINDOW_KINDS and len(x.shape) == 4:
         if op.kind in ("conv2d", "depthwise_conv2d"):
             w = op.inputs[1]

@@ -292,6 +292,18 @@ int mcu_program_params_linear_s8(uint32_t kernel, const mcu_program_params_view 
            p->out_features <= INT32_MAX / 4;
 }
 
+int mcu_program_params_lut_s8(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    /* the int8 kernel's params, one group for the convolution, then the index width */
+    if (kernel == MCU_K_LINEAR_LUT_S8) {
+        return mcu_program_params_linear_s8(kernel, u, w) && w[7] >= 2 && w[7] <= 4;
+    }
+    if (kernel == MCU_K_DEPTHWISE_CONV2D_LUT_S8) {
+        return depthwise_s8_ok(&u->depthwise_s8) && w[21] >= 2 && w[21] <= 4;
+    }
+    return conv_s8_ok(&u->conv_s8, 0) && u->conv_s8.groups == 1 && w[21] >= 2 && w[21] <= 4;
+}
+
 int mcu_program_params_binary_s8_add(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
 {
     /* add and sub, and maximum and minimum with the add's parameters */
