@@ -198,8 +198,8 @@ mcu_status mcu_program_need_linear(uint32_t kernel, const mcu_operand_desc *ops,
     return MCU_OK;
 }
 
-mcu_status mcu_program_need_lut(uint32_t kernel, const mcu_operand_desc *ops, uint32_t n_ops, const int32_t *p,
-                                uint32_t *need)
+mcu_status mcu_program_need_palette(uint32_t kernel, const mcu_operand_desc *ops, uint32_t n_ops, const int32_t *p,
+                                    uint32_t *need)
 {
     /* [in, indices, bias?, multipliers, shifts, scratch, tables, out]: the index width is the word after
      * the int8 kernel's params; the scratch is required. */

@@ -292,7 +292,7 @@ int mcu_program_params_linear_s8(uint32_t kernel, const mcu_program_params_view 
            p->out_features <= INT32_MAX / 4;
 }
 
-int mcu_program_params_lut_s8(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+int mcu_program_params_palette_s8(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
 {
     /* the int8 kernel's params, one group for the convolution, then the index width */
     if (kernel == MCU_K_LINEAR_LUT_S8) {
