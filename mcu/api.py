@@ -571,11 +571,12 @@ def lower(model: torch.nn.Module, example_inputs: Sequence[torch.Tensor], quanti
     return lower_spec(spec, quantize)
 
 
-def lower_file(path: str | Path, quantize: str = "none") -> LoweredModel:
-    """A model file captured, quantized and lowered once, to compile for several boards (:class:`LoweredModel`)."""
+def lower_file(path: str | Path, quantize: str = "none", weight_palette: int | None = None) -> LoweredModel:
+    """A model file captured, quantized and lowered once, to compile for several boards (:class:`LoweredModel`);
+    ``weight_palette``: see :func:`lower_spec`."""
     with stage("load"):
         spec = load_model_file(path)
-    return lower_spec(spec, quantize)
+    return lower_spec(spec, quantize, weight_palette)
 
 
 def max_abs(values: list[np.ndarray]) -> float:

@@ -1,0 +1,78 @@
+"""Look-up-table weights (``--weight-palette BITS`` with ``--quantize int8``): the palette pass keeps at most
+2^BITS values per output channel, the emitters' indices and tables decode to exactly the op's int8 weights,
+the generated C and the program file on the host are bit-exact with the Python integer reference (which
+computes from those weights), only the portable backend takes the ops, and any other mode is refused by
+name before anything is compiled."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mcu.api import lower_file
+from mcu.backends.portable.conv import palette_tensors
+from mcu.errors import McuError
+from mcu.layouts import channel_rows, unpack_palette
+from mcu.passes.palette import centroids, palettize_row
+from mcu.quantize import modes
+from mcu.reference.interp import Reference
+from repo import EXAMPLES
+
+WEIGHTED = ("conv2d", "depthwise_conv2d", "linear")
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(-127, 127), min_size=1, max_size=200), st.sampled_from([2, 3, 4]))
+def test_palette_row_keeps_at_most_two_to_the_bits_values(codes, bits):
+    row = np.array(codes, dtype=np.int64)
+    out = palettize_row(row, bits)
+    assert np.unique(out).size <= 1 << bits and out.min() >= -127 and out.max() <= 127
+    np.testing.assert_array_equal(out, palettize_row(row, bits))  # deterministic
+    if np.unique(row).size <= 1 << bits:
+        np.testing.assert_array_equal(out, row)  # nothing to merge: unchanged
+    # every code goes to its nearest centroid
+    centres = centroids(row, bits)
+    np.testing.assert_array_equal(np.abs(out - row), np.abs(centres[None, :] - row[:, None]).min(axis=1))
+
+
+def test_lut_weights_decode_to_the_ops_weights_and_are_bit_exact(compiled) -> None:
+    """ds_cnn at 2 bits (convolution, depthwise, pointwise and linear layers): C and program equal the
+    reference on the bundled inputs."""
+    cm = compiled("ds_cnn", quantize="int8", weight_palette=2)
+    weighted = [op for op in cm.graph.ops if op.kind in WEIGHTED]
+    assert {op.kind for op in weighted} == set(WEIGHTED)
+    for op in weighted:
+        assert op.attrs["palette_bits"] == 2 and op.attrs["backend"] == "portable", op.name
+        rows = channel_rows(op.inputs[1])
+        assert max(np.unique(r).size for r in rows) <= 4
+        indices, tables = palette_tensors(op)
+        np.testing.assert_array_equal(unpack_palette(indices.data, tables.data, 2, *rows.shape), rows)
+    assert Reference(cm.graph).exact
+    for x in cm.spec.test_inputs[:2]:
+        want = cm.reference_raw(*x)
+        for got in (cm.run_raw(*x), cm.run_raw_c(*x)):
+            for g, r in zip(got, want):
+                np.testing.assert_array_equal(g, r)
+    source = "\n".join(cm.library.files.values())
+    assert "mcu_conv2d_lut_s8" in source and "mcu_depthwise_conv2d_lut_s8" in source
+    assert "mcu_linear_lut_s8" in source
+    # the partition report names why the optimized kernels did not take them
+    assert any("look-up-table weights" in r.why for r in cm.partitions.refusals)
+
+
+@pytest.mark.parametrize("mode", ["none", "w4a8", "int8-dynamic"])
+def test_other_modes_are_refused_by_name(mode: str) -> None:
+    with pytest.raises(McuError, match="--weight-palette needs --quantize int8"):
+        modes.check_palette(mode, 3)
+    with pytest.raises(McuError, match="2, 3 or 4 bits"):
+        modes.check_palette("int8", 5)
+    modes.check_palette("int8", 4)
+    modes.check_palette(mode, None)
+
+
+def test_the_api_refuses_before_quantizing() -> None:
+    """lower_file (and so compile_file, mcu build/run/eval) checks the mode first: no calibration runs."""
+    with pytest.raises(McuError, match="not built for --quantize w4a8"):
+        lower_file(EXAMPLES / "small_cnn.py", quantize="w4a8", weight_palette=3)
