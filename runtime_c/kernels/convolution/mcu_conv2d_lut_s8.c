@@ -5,7 +5,27 @@
 #include "../common/check.h"
 #include "../common/lut.h"
 #include "../common/requant.h"
+#include "../common/simd_s8.h"
 #include "conv_check_s8.h"
+
+/* acc + sum of (x[c] + off) * w[c] over n values, modulo 2^32; on DSP cores four at a time (two SMLADs). */
+static inline uint32_t lut_dot(const int8_t *x, const int8_t *w, int32_t n, int32_t off, uint32_t acc)
+{
+    int32_t c = 0;
+#if MCU_S8_DSP
+    const uint32_t off2 = mcu_offset_pair(off);
+    for (; c + 4 <= n; c += 4) {
+        const uint32_t xv = mcu_load_u32(x + c);
+        const uint32_t wv = mcu_load_u32(w + c);
+        acc = mcu_smlad(mcu_sxtab16(off2, xv), mcu_sxtb16(wv), acc);
+        acc = mcu_smlad(mcu_sxtab16_ror8(off2, xv), mcu_sxtb16_ror8(wv), acc);
+    }
+#endif
+    for (; c < n; ++c) {
+        acc += (uint32_t)((x[c] + off) * w[c]);
+    }
+    return acc;
+}
 
 /* One output channel's decoded window of weights (kh * kw * in_c, OHWI order). */
 int32_t mcu_conv2d_lut_s8_get_buffer_size(const mcu_conv2d_s8_params *p)
@@ -60,20 +80,25 @@ mcu_status mcu_conv2d_lut_s8(const mcu_context *ctx, const mcu_conv2d_s8_params 
                 for (int32_t ow = 0; ow < out.w; ++ow) {
                     const int32_t iw0 = ow * p->stride_w - p->pad_left;
                     uint32_t acc = (uint32_t)b0;
+                    /* a window row inside the input with dilation 1 is one run of kernel_w * in.c bytes */
+                    const int whole_rows = p->dilation_w == 1 && iw0 >= 0 && iw0 + p->kernel_w <= in.w;
                     for (int32_t ky = 0; ky < p->kernel_h; ++ky) {
                         const int32_t ih = ih0 + ky * p->dilation_h;
                         if (ih < 0 || ih >= in.h) {
                             continue;
                         }
+                        const int8_t *x_row = x_n + (size_t)ih * (size_t)in.w * (size_t)in.c;
+                        const int8_t *w_row = w + ky * p->kernel_w * in.c;
+                        if (whole_rows) {
+                            acc = lut_dot(x_row + (size_t)iw0 * (size_t)in.c, w_row, p->kernel_w * in.c,
+                                          p->input_offset, acc);
+                            continue;
+                        }
                         for (int32_t kx = 0; kx < p->kernel_w; ++kx) {
                             const int32_t iw = iw0 + kx * p->dilation_w;
-                            if (iw < 0 || iw >= in.w) {
-                                continue;
-                            }
-                            const int8_t *x = x_n + ((size_t)ih * (size_t)in.w + (size_t)iw) * (size_t)in.c;
-                            const int8_t *wk = w + (ky * p->kernel_w + kx) * in.c;
-                            for (int32_t c = 0; c < in.c; ++c) {
-                                acc += (uint32_t)((x[c] + p->input_offset) * wk[c]);
+                            if (iw >= 0 && iw < in.w) {
+                                acc = lut_dot(x_row + (size_t)iw * (size_t)in.c, w_row + kx * in.c, in.c,
+                                              p->input_offset, acc);
                             }
                         }
                     }
