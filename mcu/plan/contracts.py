@@ -124,6 +124,11 @@ def elementwise_max_delta(x: Tensor, out: Tensor) -> int:
     return min(bi - bo, out.numel * (bi - bo))
 
 
+# A look-up-table convolution whose decoded weights take at most this many bytes decodes them all at once
+# into its scratch and runs the int8 convolution (several times faster than a channel at a time).
+PALETTE_WHOLE_BYTES = 4096
+
+
 def scratch_bytes(op: Op) -> int:
     """Scratch the op's kernel needs (the ``_get_buffer_size`` of the variant it may run)."""
     if op.attrs.get("weight_bits") == 4:  # the s4 depthwise widens its weights to int8 there
@@ -131,7 +136,8 @@ def scratch_bytes(op: Op) -> int:
         return w.numel if op.kind == "depthwise_conv2d" else 0
     if op.attrs.get("palette_bits"):  # the look-up-table kernels decode weights there
         w = op.inputs[1]
-        return w.numel if op.kind == "depthwise_conv2d" else w.numel // w.shape[0]
+        whole = op.kind == "depthwise_conv2d" or (op.kind == "conv2d" and w.numel <= PALETTE_WHOLE_BYTES)
+        return w.numel if whole else w.numel // w.shape[0]
     if pointwise_ok(op):
         return op.output.shape[1]
     if depthwise_inplace_ok(op):
@@ -150,8 +156,8 @@ def overlap_contracts(op: Op) -> list[Overlap]:
         return []
     if pointwise_ok(op):
         return [Overlap(0, pointwise_intervals(x, out), "pixel-buffer")]
-    if op.kind == "conv2d" and op.attrs.get("palette_bits"):
-        return []  # mcu_conv2d_lut_s8 writes output channel by channel over the whole output
+    if op.kind == "conv2d" and op.attrs.get("palette_bits") and scratch_bytes(op) < op.inputs[1].numel:
+        return []  # mcu_conv2d_lut_s8 a channel at a time writes over the whole output per channel
     if op.kind in WINDOW_KINDS and len(x.shape) == 4:
         if op.kind in ("conv2d", "depthwise_conv2d"):
             w = op.inputs[1]

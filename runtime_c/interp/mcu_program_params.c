@@ -859,6 +859,17 @@ int mcu_program_alias_linear_s8(uint32_t kernel, const mcu_operand_desc *ops, co
            !overlap(&ops[5], (uint32_t)ops[5].nbytes, out, nout);
 }
 
+int mcu_program_alias_palette_s8(uint32_t kernel, const mcu_operand_desc *ops, const uint32_t *bytes,
+                                  uint32_t n_ops, const int32_t *p)
+{
+    /* the LUT convolution: the window contract with scratch for every channel's decoded weights (it runs
+     * the int8 convolution on them), else no overlap of input and output (a channel at a time) */
+    const uint64_t whole = (uint64_t)(uint32_t)p[3] * (uint32_t)p[7] * (uint32_t)p[8] * (uint32_t)p[9];
+    return ops[5].present && (uint64_t)ops[5].nbytes >= whole /* the kernel's context is the whole tensor */
+               ? mcu_program_alias_window_s8(kernel, ops, bytes, n_ops, p)
+               : mcu_program_alias_linear_s8(kernel, ops, bytes, n_ops, p);
+}
+
 int mcu_program_alias_conv2d_1x1_s8(uint32_t kernel, const mcu_operand_desc *ops, const uint32_t *bytes, uint32_t n_ops,
                                     const int32_t *p)
 {

@@ -115,7 +115,8 @@ int32_t mcu_linear_s4_get_buffer_size(const mcu_linear_s8_params *p);
  * indices per output channel, little-endian bit order). The kernels decode a channel (or the whole
  * depthwise tensor) into the scratch, which must hold the _get_buffer_size bytes and overlap nothing. */
 
-/** Convolution, one group; the output overlaps neither the input nor any constant (channel by channel). */
+/** Convolution, one group, a channel at a time: the output overlaps neither the input nor any constant;
+ *  with scratch for the whole decoded tensor, the int8 convolution on it and its window contract. */
 mcu_status mcu_conv2d_lut_s8(const mcu_context *ctx, const mcu_conv2d_s8_params *p, const mcu_per_channel_quant *q,
                              int32_t bits, const int8_t *input, const uint8_t *indices, const int8_t *table,
                              const int32_t *bias, int8_t *output);

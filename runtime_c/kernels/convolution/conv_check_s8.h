@@ -17,7 +17,7 @@ typedef enum {
     MCU_CONV_S8_TRANSPOSED, /* windows over the output; no overlap with the input at all */
     MCU_CONV_S8_PHASED,     /* transposed, dilation 1 and one group only */
     MCU_CONV_S4_FORWARD,    /* as FORWARD, with 4-bit weights two a byte (mcu_conv2d_s4) */
-    MCU_CONV_LUT_FORWARD    /* windows over the input, no overlap with it; the caller checks the weights */
+    MCU_CONV_LUT_FORWARD    /* as FORWARD; the caller checks the look-up-table weights (mcu_conv2d_lut_s8) */
 } mcu_conv_s8_kind;
 
 static inline mcu_status mcu_conv2d_s8_check(mcu_conv_s8_kind kind, const mcu_conv2d_s8_params *p,
@@ -55,7 +55,7 @@ static inline mcu_status mcu_conv2d_s8_check(mcu_conv_s8_kind kind, const mcu_co
     const size_t w_bytes = kind == MCU_CONV_S4_FORWARD    ? ((size_t)w_count + 1u) / 2u
                            : kind == MCU_CONV_LUT_FORWARD ? 0u
                                                           : (size_t)w_count;
-    const int input_ok = forward && kind != MCU_CONV_LUT_FORWARD ? !mcu_bad_window_overlap(input, (size_t)in_count, output, out_bytes)
+    const int input_ok = forward ? !mcu_bad_window_overlap(input, (size_t)in_count, output, out_bytes)
                                  : !mcu_overlaps(input, (size_t)in_count, output, out_bytes);
     MCU_REQUIRE(input_ok &&
                     !mcu_overlaps(weight, w_bytes, output, out_bytes) &&

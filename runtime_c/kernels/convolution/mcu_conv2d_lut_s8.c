@@ -27,7 +27,9 @@ static inline uint32_t lut_dot(const int8_t *x, const int8_t *w, int32_t n, int3
     return acc;
 }
 
-/* One output channel's decoded window of weights (kh * kw * in_c, OHWI order). */
+/* One output channel's decoded window of weights (kh * kw * in_c, OHWI order): the least it runs with.
+ * With the whole tensor's bytes (out_c times that) it decodes every channel once and runs
+ * mcu_conv2d_s8 and its core's paths instead. */
 int32_t mcu_conv2d_lut_s8_get_buffer_size(const mcu_conv2d_s8_params *p)
 {
     if (p == NULL) {
@@ -60,8 +62,7 @@ mcu_status mcu_conv2d_lut_s8(const mcu_context *ctx, const mcu_conv2d_s8_params 
     const size_t in_bytes = (size_t)mcu_shape4_count(&in, 1);
     const size_t out_bytes = (size_t)mcu_shape4_count(&out, 1);
     int8_t *w = (int8_t *)ctx->buf;
-    MCU_REQUIRE(!mcu_overlaps(input, in_bytes, output, out_bytes) &&
-                    !mcu_overlaps(indices, idx_bytes, output, out_bytes) &&
+    MCU_REQUIRE(!mcu_overlaps(indices, idx_bytes, output, out_bytes) &&
                     !mcu_overlaps(table, table_bytes, output, out_bytes) &&
                     !mcu_overlaps(w, (size_t)taps, input, in_bytes) &&
                     !mcu_overlaps(w, (size_t)taps, output, out_bytes) &&
@@ -69,7 +70,19 @@ mcu_status mcu_conv2d_lut_s8(const mcu_context *ctx, const mcu_conv2d_s8_params 
                     !mcu_overlaps(w, (size_t)taps, table, table_bytes),
                 MCU_ERR_INVALID_ARG);
 
-    /* Output channel outer: its weights decoded once, then every output pixel's window for it. */
+    const size_t w_count = (size_t)taps * (size_t)out.c;
+    if ((size_t)ctx->size >= w_count && !mcu_overlaps(w, w_count, input, in_bytes) &&
+        !mcu_overlaps(w, w_count, output, out_bytes) && !mcu_overlaps(w, w_count, indices, idx_bytes) &&
+        !mcu_overlaps(w, w_count, table, table_bytes)) {
+        for (int32_t oc = 0; oc < out.c; ++oc) {
+            mcu_lut_decode(indices + (size_t)oc * (size_t)row_bytes, table + ((size_t)oc << bits), bits, taps,
+                           w + (size_t)oc * (size_t)taps, 1);
+        }
+        return mcu_conv2d_s8(NULL, p, q, input, w, bias, output); /* the window contract */
+    }
+    /* Output channel outer: its weights decoded once, then every output pixel's window for it; the output
+     * is written across its whole extent channel by channel, so it may not overlap the input at all. */
+    MCU_REQUIRE(!mcu_overlaps(input, in_bytes, output, out_bytes), MCU_ERR_INVALID_ARG);
     for (int32_t oc = 0; oc < out.c; ++oc) {
         mcu_lut_decode(indices + (size_t)oc * (size_t)row_bytes, table + ((size_t)oc << bits), bits, taps, w, 1);
         const int32_t b0 = bias != NULL ? bias[oc] : 0;
