@@ -201,7 +201,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     else:
         kind = ("fp32" if modes.is_float(report.quantize) else report.quantize) + (" (QAT)" if args.qat else "")
         if getattr(args, "weight_palette", None) is not None:
-            kind += f", LUT {args.weight_palette}-bit"
+            kind += f" LUT{args.weight_palette}"  # (fits the table's first column)
         rows = [("fp32, eager PyTorch", report.fp32, report.samples, ""),
                 (f"{kind}, {report.compiled_by}", report.compiled, report.samples,
                  f"top-1 agrees with fp32 on {100 * report.agreement:.1f} %"),

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from cli_runner import assert_one_line_error, mcu_in_process
 from mcu.api import lower_file
 from mcu.backends.portable.conv import palette_tensors
 from mcu.errors import McuError
@@ -76,3 +77,10 @@ def test_the_api_refuses_before_quantizing() -> None:
     """lower_file (and so compile_file, mcu build/run/eval) checks the mode first: no calibration runs."""
     with pytest.raises(McuError, match="not built for --quantize w4a8"):
         lower_file(EXAMPLES / "small_cnn.py", quantize="w4a8", weight_palette=3)
+
+
+@pytest.mark.parametrize("mode", ["w4a8", "none", "int8-dynamic"])
+def test_the_command_line_refuses_in_one_line(mode: str) -> None:
+    proc = mcu_in_process("build", str(EXAMPLES / "small_cnn.py"), "--board", "mps2-an505", "--weight-palette", "3",
+                          "--quantize", mode)
+    assert_one_line_error(proc, "--weight-palette needs --quantize int8")
