@@ -97,10 +97,10 @@ def _matrix_s4(op: Op, ref: Ref) -> KernelCall:
 LUT_FUNCTIONS = {"conv2d": "mcu_conv2d_lut_s8", "depthwise_conv2d": "mcu_depthwise_conv2d_lut_s8",
                  "linear": "mcu_linear_lut_s8"}
 # The depthwise one decodes its weights into its scratch and runs the int8 depthwise kernel, the convolution
-# does so when its scratch holds every channel, and the linear one runs the int8 linear kernel row by row.
+# does so when its scratch holds every channel.
 LUT_CALLS = {"mcu_conv2d_lut_s8": ("mcu_conv2d_lut_s8", "mcu_conv2d_s8"),
              "mcu_depthwise_conv2d_lut_s8": ("mcu_depthwise_conv2d_lut_s8", "mcu_depthwise_conv2d_s8"),
-             "mcu_linear_lut_s8": ("mcu_linear_lut_s8", "mcu_linear_s8")}
+             "mcu_linear_lut_s8": ("mcu_linear_lut_s8",)}
 
 
 def palette_tensors(op: Op) -> tuple[Tensor, Tensor]:

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "mcu/kernels_s8.h"
+#include "simd_s8.h"
 
 static inline int mcu_lut_bits_valid(int32_t bits)
 {
@@ -24,14 +25,44 @@ static inline int32_t mcu_lut_row_bytes(int32_t count, int32_t bits)
     return (int32_t)(((int64_t)count * bits + 7) / 8);
 }
 
-/* Decodes a row of `count` indices into out[0], out[step], ..., reading only the row's bytes. */
+/* Decodes a row of `count` indices into out[0], out[step], ..., reading only the row's bytes: whole bytes
+ * (4 and 2 bits: two and four indices a byte) or whole 3-byte groups (3 bits: eight indices) at a time,
+ * then the rest index by index. */
 static inline void mcu_lut_decode(const uint8_t *row, const int8_t *table, int32_t bits, int32_t count,
                                   int8_t *out, int32_t step)
 {
+    int32_t i = 0;
+    if (bits == 4) {
+        for (; i + 2 <= count; i += 2) {
+            const uint32_t b = *row++;
+            out[0] = table[b & 15u];
+            out[step] = table[b >> 4];
+            out += 2 * step;
+        }
+    } else if (bits == 2) {
+        for (; i + 4 <= count; i += 4) {
+            const uint32_t b = *row++;
+            out[0] = table[b & 3u];
+            out[step] = table[(b >> 2) & 3u];
+            out[2 * step] = table[(b >> 4) & 3u];
+            out[3 * step] = table[b >> 6];
+            out += 4 * step;
+        }
+    } else {
+        for (; i + 8 <= count; i += 8) {
+            uint32_t v = (uint32_t)row[0] | ((uint32_t)row[1] << 8) | ((uint32_t)row[2] << 16);
+            row += 3;
+            for (int32_t k = 0; k < 8; ++k, v >>= 3) {
+                *out = table[v & 7u];
+                out += step;
+            }
+        }
+    }
+    /* the rest starts on a byte boundary: i is a multiple of 8 / gcd(8, bits) indices */
     const uint32_t mask = (1u << bits) - 1u;
     uint32_t acc = 0;
     int32_t have = 0;
-    for (int32_t i = 0; i < count; ++i) {
+    for (; i < count; ++i) {
         if (have < bits) {
             acc |= (uint32_t)*row++ << have;
             have += 8;
@@ -41,6 +72,26 @@ static inline void mcu_lut_decode(const uint8_t *row, const int8_t *table, int32
         acc >>= bits;
         have -= bits;
     }
+}
+
+/* acc + the sum of (x[c] + off) * w[c] over n values, modulo 2^32; on DSP cores four at a time (two SMLADs,
+ * the lanes as in common/simd_s8.h). */
+static inline uint32_t mcu_lut_dot(const int8_t *x, const int8_t *w, int32_t n, int32_t off, uint32_t acc)
+{
+    int32_t c = 0;
+#if MCU_S8_DSP
+    const uint32_t off2 = mcu_offset_pair(off);
+    for (; c + 4 <= n; c += 4) {
+        const uint32_t xv = mcu_load_u32(x + c);
+        const uint32_t wv = mcu_load_u32(w + c);
+        acc = mcu_smlad(mcu_sxtab16(off2, xv), mcu_sxtb16(wv), acc);
+        acc = mcu_smlad(mcu_sxtab16_ror8(off2, xv), mcu_sxtb16_ror8(wv), acc);
+    }
+#endif
+    for (; c < n; ++c) {
+        acc += (uint32_t)((x[c] + off) * w[c]);
+    }
+    return acc;
 }
 
 #endif /* MCU_KERNELS_INTERNAL_LUT_H */

@@ -5,27 +5,7 @@
 #include "../common/check.h"
 #include "../common/lut.h"
 #include "../common/requant.h"
-#include "../common/simd_s8.h"
 #include "conv_check_s8.h"
-
-/* acc + sum of (x[c] + off) * w[c] over n values, modulo 2^32; on DSP cores four at a time (two SMLADs). */
-static inline uint32_t lut_dot(const int8_t *x, const int8_t *w, int32_t n, int32_t off, uint32_t acc)
-{
-    int32_t c = 0;
-#if MCU_S8_DSP
-    const uint32_t off2 = mcu_offset_pair(off);
-    for (; c + 4 <= n; c += 4) {
-        const uint32_t xv = mcu_load_u32(x + c);
-        const uint32_t wv = mcu_load_u32(w + c);
-        acc = mcu_smlad(mcu_sxtab16(off2, xv), mcu_sxtb16(wv), acc);
-        acc = mcu_smlad(mcu_sxtab16_ror8(off2, xv), mcu_sxtb16_ror8(wv), acc);
-    }
-#endif
-    for (; c < n; ++c) {
-        acc += (uint32_t)((x[c] + off) * w[c]);
-    }
-    return acc;
-}
 
 /* One output channel's decoded window of weights (kh * kw * in_c, OHWI order): the least it runs with.
  * With the whole tensor's bytes (out_c times that) it decodes every channel once and runs
@@ -103,14 +83,14 @@ mcu_status mcu_conv2d_lut_s8(const mcu_context *ctx, const mcu_conv2d_s8_params 
                         const int8_t *x_row = x_n + (size_t)ih * (size_t)in.w * (size_t)in.c;
                         const int8_t *w_row = w + ky * p->kernel_w * in.c;
                         if (whole_rows) {
-                            acc = lut_dot(x_row + (size_t)iw0 * (size_t)in.c, w_row, p->kernel_w * in.c,
+                            acc = mcu_lut_dot(x_row + (size_t)iw0 * (size_t)in.c, w_row, p->kernel_w * in.c,
                                           p->input_offset, acc);
                             continue;
                         }
                         for (int32_t kx = 0; kx < p->kernel_w; ++kx) {
                             const int32_t iw = iw0 + kx * p->dilation_w;
                             if (iw >= 0 && iw < in.w) {
-                                acc = lut_dot(x_row + (size_t)iw * (size_t)in.c, w_row + kx * in.c, in.c,
+                                acc = mcu_lut_dot(x_row + (size_t)iw * (size_t)in.c, w_row + kx * in.c, in.c,
                                               p->input_offset, acc);
                             }
                         }

@@ -51,19 +51,15 @@ mcu_status mcu_linear_lut_s8(const mcu_context *ctx, const mcu_linear_s8_params 
                     !mcu_overlaps(row, (size_t)nin, table, table_bytes),
                 MCU_ERR_INVALID_ARG);
 
-    /* Each row decoded once, then the int8 kernel (and its core's paths) for that one output feature
-     * of every batch row. */
-    const mcu_linear_s8_params one = {1, nin, 1, p->input_offset, p->output_offset, p->act_min, p->act_max};
+    /* Each row decoded once, then its dot with every batch row. */
     for (int32_t o = 0; o < p->out_features; ++o) {
         mcu_lut_decode(indices + (size_t)o * (size_t)row_bytes, table + ((size_t)o << bits), bits, nin, row, 1);
-        const mcu_per_channel_quant qo = {q->multiplier + o, q->shift + o};
+        const uint32_t b0 = bias != NULL ? (uint32_t)bias[o] : 0u;
         for (int32_t b = 0; b < p->batch; ++b) {
-            const mcu_status status = mcu_linear_s8(NULL, &one, &qo, input + (size_t)b * (size_t)nin, row,
-                                                    bias != NULL ? bias + o : NULL,
-                                                    output + (size_t)b * (size_t)p->out_features + o);
-            if (status != MCU_OK) {
-                return status;
-            }
+            const uint32_t acc = mcu_lut_dot(input + (size_t)b * (size_t)nin, row, nin, p->input_offset, b0);
+            output[(size_t)b * (size_t)p->out_features + (size_t)o] =
+                mcu_requantize_to_s8(mcu_u32_to_s32(acc), q->multiplier[o], q->shift[o], p->output_offset,
+                                     p->act_min, p->act_max);
         }
     }
     return MCU_OK;
