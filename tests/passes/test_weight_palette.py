@@ -16,7 +16,9 @@ from mcu.api import lower_file
 from mcu.backends.portable.conv import palette_tensors
 from mcu.errors import McuError
 from mcu.layouts import channel_rows, unpack_palette
+from mcu.ir import Tensor
 from mcu.passes.palette import centroids, palettize_row
+from mcu.program.host import Program, ProgramError
 from mcu.quantize import modes
 from mcu.reference.interp import Reference
 from repo import EXAMPLES
@@ -84,3 +86,34 @@ def test_the_command_line_refuses_in_one_line(mode: str) -> None:
     proc = mcu_in_process("build", str(EXAMPLES / "small_cnn.py"), "--board", "mps2-an505", "--weight-palette", "3",
                           "--quantize", mode)
     assert_one_line_error(proc, "--weight-palette needs --quantize int8")
+
+
+def _load_status(blob: bytes) -> int:
+    try:
+        Program.load(blob)
+    except ProgramError as exc:
+        return exc.status
+    return 0
+
+
+def test_the_program_loader_checks_the_lut_operands(compiled) -> None:
+    """A program whose LUT instruction has one index byte or one table entry too few, or an index width
+    outside 2-4, is refused at load (invalid program), not run."""
+    cm = compiled("ds_cnn", quantize="int8", weight_palette=2)
+    assert _load_status(cm.program_image().program) == 0
+    for kind in ("conv2d", "depthwise_conv2d", "linear"):
+        op = next(o for o in cm.graph.ops if o.kind == kind)
+        indices, tables = palette_tensors(op)
+        short = [(Tensor(indices.name + "_short", (indices.numel - 1,), "uint8", data=indices.data[:-1]), tables),
+                 (indices, Tensor(tables.name + "_short", (tables.numel - 1,), "int8", data=tables.data[:-1]))]
+        try:
+            for pair in short:
+                op.attrs["palette_tensors"] = pair
+                assert _load_status(cm.program_image().program) == 7, (kind, pair)
+            op.attrs["palette_tensors"] = (indices, tables)
+            for bits in (1, 5):
+                op.attrs["palette_bits"] = bits
+                assert _load_status(cm.program_image().program) == 7, (kind, bits)
+        finally:
+            op.attrs["palette_tensors"], op.attrs["palette_bits"] = (indices, tables), 2
+    assert _load_status(cm.program_image().program) == 0
