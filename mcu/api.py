@@ -534,12 +534,14 @@ def compile(model: torch.nn.Module, example_inputs: Sequence[torch.Tensor], boar
             quantize: str = "none", calibration: Any = None, test_inputs: Any = None,
             name: str | None = None, cmsis_nn: str | Path | None = None,
             packed_weights: bool | None = None, backend: str | list[str] | None = None,
-            custom_ops: Any = None) -> CompiledModel:
+            custom_ops: Any = None, weight_palette: int | None = None) -> CompiledModel:
     """Compile an ``nn.Module`` for a board; see the module docstring. ``cmsis_nn``, ``packed_weights``:
-    see :func:`backend_options`. ``custom_ops``: registrations of the model's own ops (:func:`mcu.custom_op`)."""
+    see :func:`backend_options`. ``custom_ops``: registrations of the model's own ops (:func:`mcu.custom_op`).
+    ``weight_palette``: see :func:`lower_spec`."""
     spec = spec_from_objects(model, example_inputs, calibration, test_inputs,
                              name=name or type(model).__name__.lower(), custom_ops=custom_ops)
-    return compile_spec(spec, board, quantize, backend_options(cmsis_nn, packed_weights, backend), backend)
+    return compile_spec(spec, board, quantize, backend_options(cmsis_nn, packed_weights, backend), backend,
+                        weight_palette=weight_palette)
 
 
 def compile_file(path: str | Path, board: str = "mps2-an505", quantize: str = "none",
@@ -563,12 +565,12 @@ def compile_file(path: str | Path, board: str = "mps2-an505", quantize: str = "n
 
 def lower(model: torch.nn.Module, example_inputs: Sequence[torch.Tensor], quantize: str = "none",
           calibration: Any = None, test_inputs: Any = None, name: str | None = None,
-          custom_ops: Any = None) -> LoweredModel:
+          custom_ops: Any = None, weight_palette: int | None = None) -> LoweredModel:
     """An ``nn.Module`` captured, quantized and lowered once, to compile for several boards (:class:`LoweredModel`);
     the arguments are :func:`compile`'s."""
     spec = spec_from_objects(model, example_inputs, calibration, test_inputs,
                              name=name or type(model).__name__.lower(), custom_ops=custom_ops)
-    return lower_spec(spec, quantize)
+    return lower_spec(spec, quantize, weight_palette)
 
 
 def lower_file(path: str | Path, quantize: str = "none", weight_palette: int | None = None) -> LoweredModel:

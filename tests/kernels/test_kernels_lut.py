@@ -96,10 +96,10 @@ def test_pack_palette_rows_are_little_endian_and_byte_padded(channels, count, bi
 
 
 @CASES
-@given(conv_cases(), bit_widths, table_modes, st.booleans())
-def test_conv2d_lut_s8(lib, case, bits, mode, whole):
-    """A channel at a time in one channel's scratch; with the whole tensor's, decoded once and the int8
-    convolution's paths."""
+@given(conv_cases(), bit_widths, table_modes, st.sampled_from(["one", "two", "whole"]))
+def test_conv2d_lut_s8(lib, case, bits, mode, scratch):
+    """A channel at a time in one channel's scratch, two in two channels'; with the whole tensor's, decoded
+    once and the int8 convolution's paths."""
     rng = np.random.default_rng(case["seed"])
     cin, cout = case["icg"], case["ocg"] * case["groups"]  # one group
     x = int8_data(rng, (case["n"], case["h"], case["w"], cin), case["data"])
@@ -115,7 +115,7 @@ def test_conv2d_lut_s8(lib, case, bits, mode, whole):
         output_offset=case["out_zp"], act_min=case["act"][0], act_max=case["act"][1],
     )
     status, out = _run(lib, "mcu_conv2d_lut_s8", cb.Conv2dS8Params, params, bits, x, rows, b,
-                       cb.Quant(m, s, cout), params["output"], taps * cout if whole else taps + (cout > 1))
+                       cb.Quant(m, s, cout), params["output"], {"one": taps, "two": 2 * taps, "whole": taps * cout}[scratch])
     assert status == MCU_OK
     assert_equal(out, conv2d_s8(x, w, b, m, s, **params))
 

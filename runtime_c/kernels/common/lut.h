@@ -94,4 +94,29 @@ static inline uint32_t mcu_lut_dot(const int8_t *x, const int8_t *w, int32_t n, 
     return acc;
 }
 
+/* mcu_lut_dot for two weight rows at once, each input word loaded and offset once for both. */
+static inline void mcu_lut_dot2(const int8_t *x, const int8_t *w0, const int8_t *w1, int32_t n, int32_t off,
+                                uint32_t acc[2])
+{
+    int32_t c = 0;
+    uint32_t a0 = acc[0], a1 = acc[1];
+#if MCU_S8_DSP
+    const uint32_t off2 = mcu_offset_pair(off);
+    for (; c + 4 <= n; c += 4) {
+        const uint32_t xv = mcu_load_u32(x + c);
+        const uint32_t xe = mcu_sxtab16(off2, xv), xo = mcu_sxtab16_ror8(off2, xv);
+        const uint32_t v0 = mcu_load_u32(w0 + c), v1 = mcu_load_u32(w1 + c);
+        a0 = mcu_smlad(xo, mcu_sxtb16_ror8(v0), mcu_smlad(xe, mcu_sxtb16(v0), a0));
+        a1 = mcu_smlad(xo, mcu_sxtb16_ror8(v1), mcu_smlad(xe, mcu_sxtb16(v1), a1));
+    }
+#endif
+    for (; c < n; ++c) {
+        const int32_t xv = x[c] + off;
+        a0 += (uint32_t)(xv * w0[c]);
+        a1 += (uint32_t)(xv * w1[c]);
+    }
+    acc[0] = a0;
+    acc[1] = a1;
+}
+
 #endif /* MCU_KERNELS_INTERNAL_LUT_H */

@@ -7,9 +7,9 @@
 #include "../common/requant.h"
 #include "conv_check_s8.h"
 
-/* One output channel's decoded window of weights (kh * kw * in_c, OHWI order): the least it runs with.
- * With the whole tensor's bytes (out_c times that) it decodes every channel once and runs
- * mcu_conv2d_s8 and its core's paths instead. */
+/* One output channel's decoded window of weights (kh * kw * in_c, OHWI order): the least it runs with;
+ * with twice that it takes two output channels a pass; with the whole tensor's bytes (out_c times that) it
+ * decodes every channel once and runs mcu_conv2d_s8 and its core's paths instead. */
 int32_t mcu_conv2d_lut_s8_get_buffer_size(const mcu_conv2d_s8_params *p)
 {
     if (p == NULL) {
@@ -42,12 +42,12 @@ mcu_status mcu_conv2d_lut_s8(const mcu_context *ctx, const mcu_conv2d_s8_params 
     const size_t in_bytes = (size_t)mcu_shape4_count(&in, 1);
     const size_t out_bytes = (size_t)mcu_shape4_count(&out, 1);
     int8_t *w = (int8_t *)ctx->buf;
+    /* the scratch the channel loop uses: one channel's weights, or two */
+    const size_t span = (size_t)ctx->size >= 2u * (size_t)taps ? 2u * (size_t)taps : (size_t)taps;
     MCU_REQUIRE(!mcu_overlaps(indices, idx_bytes, output, out_bytes) &&
                     !mcu_overlaps(table, table_bytes, output, out_bytes) &&
-                    !mcu_overlaps(w, (size_t)taps, input, in_bytes) &&
-                    !mcu_overlaps(w, (size_t)taps, output, out_bytes) &&
-                    !mcu_overlaps(w, (size_t)taps, indices, idx_bytes) &&
-                    !mcu_overlaps(w, (size_t)taps, table, table_bytes),
+                    !mcu_overlaps(w, span, input, in_bytes) && !mcu_overlaps(w, span, output, out_bytes) &&
+                    !mcu_overlaps(w, span, indices, idx_bytes) && !mcu_overlaps(w, span, table, table_bytes),
                 MCU_ERR_INVALID_ARG);
 
     const size_t w_count = (size_t)taps * (size_t)out.c;
@@ -60,19 +60,27 @@ mcu_status mcu_conv2d_lut_s8(const mcu_context *ctx, const mcu_conv2d_s8_params 
         }
         return mcu_conv2d_s8(NULL, p, q, input, w, bias, output); /* the window contract */
     }
-    /* Output channel outer: its weights decoded once, then every output pixel's window for it; the output
-     * is written across its whole extent channel by channel, so it may not overlap the input at all. */
+    /* Output channels outer, two at a time when the scratch holds both (else one): their weights decoded
+     * once, then every output pixel's window for them; the output is written across its whole extent
+     * channel by channel, so it may not overlap the input at all. */
     MCU_REQUIRE(!mcu_overlaps(input, in_bytes, output, out_bytes), MCU_ERR_INVALID_ARG);
-    for (int32_t oc = 0; oc < out.c; ++oc) {
+    const int32_t step = (size_t)ctx->size >= 2u * (size_t)taps ? 2 : 1;
+    for (int32_t oc = 0; oc < out.c; oc += step) {
+        const int two = step == 2 && oc + 1 < out.c;
+        int8_t *w1 = two ? w + taps : w;
         mcu_lut_decode(indices + (size_t)oc * (size_t)row_bytes, table + ((size_t)oc << bits), bits, taps, w, 1);
-        const int32_t b0 = bias != NULL ? bias[oc] : 0;
+        if (two) {
+            mcu_lut_decode(indices + (size_t)(oc + 1) * (size_t)row_bytes, table + ((size_t)(oc + 1) << bits), bits,
+                           taps, w1, 1);
+        }
         for (int32_t b = 0; b < in.n; ++b) {
             const int8_t *x_n = input + (size_t)b * (size_t)in.h * (size_t)in.w * (size_t)in.c;
             for (int32_t oh = 0; oh < out.h; ++oh) {
                 const int32_t ih0 = oh * p->stride_h - p->pad_top;
                 for (int32_t ow = 0; ow < out.w; ++ow) {
                     const int32_t iw0 = ow * p->stride_w - p->pad_left;
-                    uint32_t acc = (uint32_t)b0;
+                    uint32_t acc[2] = {bias != NULL ? (uint32_t)bias[oc] : 0u,
+                                       bias != NULL && two ? (uint32_t)bias[oc + 1] : 0u};
                     /* a window row inside the input with dilation 1 is one run of kernel_w * in.c bytes */
                     const int whole_rows = p->dilation_w == 1 && iw0 >= 0 && iw0 + p->kernel_w <= in.w;
                     for (int32_t ky = 0; ky < p->kernel_h; ++ky) {
@@ -81,23 +89,33 @@ mcu_status mcu_conv2d_lut_s8(const mcu_context *ctx, const mcu_conv2d_s8_params 
                             continue;
                         }
                         const int8_t *x_row = x_n + (size_t)ih * (size_t)in.w * (size_t)in.c;
-                        const int8_t *w_row = w + ky * p->kernel_w * in.c;
-                        if (whole_rows) {
-                            acc = mcu_lut_dot(x_row + (size_t)iw0 * (size_t)in.c, w_row, p->kernel_w * in.c,
-                                          p->input_offset, acc);
-                            continue;
-                        }
+                        const int32_t at = ky * p->kernel_w * in.c;
                         for (int32_t kx = 0; kx < p->kernel_w; ++kx) {
                             const int32_t iw = iw0 + kx * p->dilation_w;
-                            if (iw >= 0 && iw < in.w) {
-                                acc = mcu_lut_dot(x_row + (size_t)iw * (size_t)in.c, w_row + kx * in.c, in.c,
-                                              p->input_offset, acc);
+                            if (iw < 0 || iw >= in.w) {
+                                continue;
+                            }
+                            const int32_t run = whole_rows ? p->kernel_w * in.c : in.c;
+                            const int8_t *x = x_row + (size_t)iw * (size_t)in.c;
+                            const int32_t k = at + kx * in.c;
+                            if (two) {
+                                mcu_lut_dot2(x, w + k, w1 + k, run, p->input_offset, acc);
+                            } else {
+                                acc[0] = mcu_lut_dot(x, w + k, run, p->input_offset, acc[0]);
+                            }
+                            if (whole_rows) {
+                                break;
                             }
                         }
                     }
-                    output[(((size_t)b * (size_t)out.h + (size_t)oh) * (size_t)out.w + (size_t)ow) * (size_t)out.c +
-                           (size_t)oc] = mcu_requantize_to_s8(mcu_u32_to_s32(acc), q->multiplier[oc], q->shift[oc],
-                                                              p->output_offset, p->act_min, p->act_max);
+                    int8_t *y = output + (((size_t)b * (size_t)out.h + (size_t)oh) * (size_t)out.w + (size_t)ow) *
+                                             (size_t)out.c + (size_t)oc;
+                    y[0] = mcu_requantize_to_s8(mcu_u32_to_s32(acc[0]), q->multiplier[oc], q->shift[oc],
+                                                p->output_offset, p->act_min, p->act_max);
+                    if (two) {
+                        y[1] = mcu_requantize_to_s8(mcu_u32_to_s32(acc[1]), q->multiplier[oc + 1], q->shift[oc + 1],
+                                                    p->output_offset, p->act_min, p->act_max);
+                    }
                 }
             }
         }
