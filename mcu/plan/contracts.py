@@ -137,7 +137,9 @@ def scratch_bytes(op: Op) -> int:
     if op.attrs.get("palette_bits"):  # the look-up-table kernels decode weights there
         w = op.inputs[1]
         whole = op.kind == "depthwise_conv2d" or (op.kind == "conv2d" and w.numel <= PALETTE_WHOLE_BYTES)
-        return w.numel if whole else min(w.numel, 2 * (w.numel // w.shape[0]))  # two channels a pass
+        if whole or op.kind == "linear":  # (the linear kernel decodes one row at a time)
+            return w.numel if whole else w.numel // w.shape[0]
+        return min(w.numel, 2 * (w.numel // w.shape[0]))  # the convolution: two channels a pass
     if pointwise_ok(op):
         return op.output.shape[1]
     if depthwise_inplace_ok(op):

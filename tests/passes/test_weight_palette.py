@@ -18,6 +18,7 @@ from mcu.errors import McuError
 from mcu.layouts import channel_rows, unpack_palette
 from mcu.ir import Tensor
 from mcu.passes.palette import centroids, palettize_row
+from mcu.plan.memory import scratch_bytes
 from mcu.program.host import Program, ProgramError
 from mcu.quantize import modes
 from mcu.reference.interp import Reference
@@ -52,6 +53,8 @@ def test_lut_weights_decode_to_the_ops_weights_and_are_bit_exact(compiled) -> No
         assert max(np.unique(r).size for r in rows) <= 4
         indices, tables = palette_tensors(op)
         np.testing.assert_array_equal(unpack_palette(indices.data, tables.data, 2, *rows.shape), rows)
+        if op.kind == "linear":
+            assert scratch_bytes(op) == op.inputs[1].shape[1]  # one decoded row
     assert Reference(cm.graph).exact
     for x in cm.spec.test_inputs[:2]:
         want = cm.reference_raw(*x)
