@@ -8,16 +8,19 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cli_runner import assert_one_line_error, mcu_in_process
-from mcu.api import lower_file
+from mcu.api import CompiledModel, lower_file
+from mcu.api import compile as compile_model
 from mcu.backends.portable.conv import palette_tensors
 from mcu.errors import McuError
 from mcu.layouts import channel_rows, unpack_palette
 from mcu.ir import Tensor
 from mcu.passes.palette import centroids, palettize_row
+from mcu.plan.contracts import PALETTE_WHOLE_BYTES
 from mcu.plan.memory import scratch_bytes
 from mcu.program.host import Program, ProgramError
 from mcu.quantize import modes
@@ -41,10 +44,33 @@ def test_palette_row_keeps_at_most_two_to_the_bits_values(codes, bits):
     np.testing.assert_array_equal(np.abs(out - row), np.abs(centres[None, :] - row[:, None]).min(axis=1))
 
 
-def test_lut_weights_decode_to_the_ops_weights_and_are_bit_exact(compiled) -> None:
-    """ds_cnn at 2 bits (convolution, depthwise, pointwise and linear layers): C and program equal the
-    reference on the bundled inputs."""
-    cm = compiled("ds_cnn", quantize="int8", weight_palette=2)
+class _Tiny(torch.nn.Module):
+    """A convolution whose decoded weights exceed PALETTE_WHOLE_BYTES (two channels a pass), a depthwise, a
+    pointwise convolution decoded whole, a linear layer."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        nn = torch.nn
+        self.features = nn.Sequential(nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(),
+                                      nn.Conv2d(32, 32, 3, padding=1, groups=32), nn.ReLU(),
+                                      nn.Conv2d(32, 16, 1), nn.ReLU(), nn.AdaptiveAvgPool2d(1))
+        self.fc = nn.Linear(16, 5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(torch.flatten(self.features(x), 1))
+
+
+@pytest.fixture(scope="module")
+def tiny() -> CompiledModel:
+    torch.manual_seed(0)
+    xs = [torch.randn(1, 16, 8, 8) for _ in range(4)]
+    return compile_model(_Tiny().eval(), (xs[0],), quantize="int8", calibration=xs,
+                         test_inputs=[(x,) for x in xs[:2]], weight_palette=2)
+
+
+def test_lut_weights_decode_to_the_ops_weights_and_are_bit_exact(tiny) -> None:
+    """At 2 bits: C and program equal the reference on the test inputs, the kernels of every path run."""
+    cm = tiny
     weighted = [op for op in cm.graph.ops if op.kind in WEIGHTED]
     assert {op.kind for op in weighted} == set(WEIGHTED)
     for op in weighted:
@@ -55,8 +81,10 @@ def test_lut_weights_decode_to_the_ops_weights_and_are_bit_exact(compiled) -> No
         np.testing.assert_array_equal(unpack_palette(indices.data, tables.data, 2, *rows.shape), rows)
         if op.kind == "linear":
             assert scratch_bytes(op) == op.inputs[1].shape[1]  # one decoded row
+    big = next(op for op in weighted if op.kind == "conv2d" and op.inputs[1].numel > PALETTE_WHOLE_BYTES)
+    assert scratch_bytes(big) == 2 * big.inputs[1].numel // big.inputs[1].shape[0]  # two channels a pass
     assert Reference(cm.graph).exact
-    for x in cm.spec.test_inputs[:2]:
+    for x in cm.spec.test_inputs:
         want = cm.reference_raw(*x)
         for got in (cm.run_raw(*x), cm.run_raw_c(*x)):
             for g, r in zip(got, want):
@@ -99,10 +127,10 @@ def _load_status(blob: bytes) -> int:
     return 0
 
 
-def test_the_program_loader_checks_the_lut_operands(compiled) -> None:
+def test_the_program_loader_checks_the_lut_operands(tiny) -> None:
     """A program whose LUT instruction has one index byte or one table entry too few, or an index width
     outside 2-4, is refused at load (invalid program), not run."""
-    cm = compiled("ds_cnn", quantize="int8", weight_palette=2)
+    cm = tiny
     assert _load_status(cm.program_image().program) == 0
     for kind in ("conv2d", "depthwise_conv2d", "linear"):
         op = next(o for o in cm.graph.ops if o.kind == kind)

@@ -5,34 +5,22 @@ mode, whatever the number of boards it is compiled for (mcu.api.LoweredModel).""
 
 from __future__ import annotations
 
-import copy
-import dataclasses
-
 from mcu.api import CompiledModel, LoweredModel, lower_file
-from mcu.passes.palette import palettize_weights
 from repo import EXAMPLES
 
-_LOWERED: dict[tuple[str, str, int | None], LoweredModel] = {}
-_COMPILED: dict[tuple[str, str, str, int | None], CompiledModel] = {}
+_LOWERED: dict[tuple[str, str], LoweredModel] = {}
+_COMPILED: dict[tuple[str, str, str], CompiledModel] = {}
 
 
-def lowered_model(name: str, quantize: str = "none", weight_palette: int | None = None) -> LoweredModel:
-    """``weight_palette``: the palette pass on a copy of the same mode's lowered graph (it is to_graph's last
-    step), so the capture and quantization are shared with the tests of that mode."""
-    key = (name, quantize, weight_palette)
+def lowered_model(name: str, quantize: str = "none") -> LoweredModel:
+    key = (name, quantize)
     if key not in _LOWERED:
-        if weight_palette is None:
-            _LOWERED[key] = lower_file(EXAMPLES / f"{name}.py", quantize=quantize)
-        else:
-            base = lowered_model(name, quantize)
-            _LOWERED[key] = dataclasses.replace(base, graph=palettize_weights(copy.deepcopy(base.graph),
-                                                                              weight_palette))
+        _LOWERED[key] = lower_file(EXAMPLES / f"{name}.py", quantize=quantize)
     return _LOWERED[key]
 
 
-def compiled_model(name: str, board: str = "mps2-an505", quantize: str = "none",
-                   weight_palette: int | None = None) -> CompiledModel:
-    key = (name, board, quantize, weight_palette)
+def compiled_model(name: str, board: str = "mps2-an505", quantize: str = "none") -> CompiledModel:
+    key = (name, board, quantize)
     if key not in _COMPILED:
-        _COMPILED[key] = lowered_model(name, quantize, weight_palette).compile(board)
+        _COMPILED[key] = lowered_model(name, quantize).compile(board)
     return _COMPILED[key]
