@@ -510,8 +510,8 @@ def compile_spec(spec: ModelSpec, board: str | Board = "mps2-an505", quantize: s
                  check_flash: bool = True, fuse_blocks: bool | str = False,
                  ram_budget: int | None = None, fuse_costs: FusionCosts | None = None,
                  fuse_band: int = 1, weight_palette: int | None = None) -> CompiledModel:
-    """``weight_palette``: see :func:`lower_spec`. ``fuse_blocks``: run inverted-residual blocks row by row through a ring of expanded rows
-    (mcu/plan/fused.py), as few as give the smallest arena (True or "auto"; "all": every block that can);
+    """``weight_palette``: see :func:`lower_spec`. ``fuse_blocks``: run inverted-residual blocks row by row
+    through a ring of expanded rows (mcu/plan/fused.py), as few as give the smallest arena (True or "auto"; "all": every block that can);
     ``ram_budget``: as few as bring the arena to at most these bytes (mcu/plan/fusion.py); by default every
     tensor stays whole (unless the model does not fit the board); with ``fuse_costs`` (the ops' measured
     instructions, mcu/devtools/fusion_costs.py) the budget takes the fastest schedule that fits instead;
@@ -549,7 +549,8 @@ def compile_file(path: str | Path, board: str = "mps2-an505", quantize: str = "n
                  backend: str | list[str] | None = None, fuse_blocks: bool | str = False,
                  ram_budget: int | None = None, fuse_costs: FusionCosts | None = None,
                  fuse_band: int = 1, qat: bool = False, weight_palette: int | None = None) -> CompiledModel:
-    """``weight_palette``: see :func:`lower_spec`. ``qat``: fine-tune with the model file's ``qat_train`` at ``quantize``'s precision first
+    """``weight_palette``: see :func:`lower_spec`. ``qat``: fine-tune with the model file's ``qat_train`` at
+    ``quantize``'s precision first
     (mcu/quantize/qat.py)."""
     with stage("load"):
         spec = load_model_file(path)

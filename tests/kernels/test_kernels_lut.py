@@ -115,7 +115,8 @@ def test_conv2d_lut_s8(lib, case, bits, mode, scratch):
         output_offset=case["out_zp"], act_min=case["act"][0], act_max=case["act"][1],
     )
     status, out = _run(lib, "mcu_conv2d_lut_s8", cb.Conv2dS8Params, params, bits, x, rows, b,
-                       cb.Quant(m, s, cout), params["output"], {"one": taps, "two": 2 * taps, "whole": taps * cout}[scratch])
+                       cb.Quant(m, s, cout), params["output"],
+                       {"one": taps, "two": 2 * taps, "whole": taps * cout}[scratch])
     assert status == MCU_OK
     assert_equal(out, conv2d_s8(x, w, b, m, s, **params))
 
