@@ -23,6 +23,8 @@ from mcu.passes.palette import centroids, palettize_row
 from mcu.plan.contracts import PALETTE_WHOLE_BYTES
 from mcu.plan.memory import scratch_bytes
 from mcu.program.host import Program, ProgramError
+from mcu.program.methods import compile_methods
+from mcu.program.writer import program_from
 from mcu.quantize import modes
 from mcu.reference.interp import Reference
 from repo import EXAMPLES
@@ -148,3 +150,11 @@ def test_the_program_loader_checks_the_lut_operands(tiny) -> None:
         finally:
             op.attrs["palette_tensors"], op.attrs["palette_bits"] = (indices, tables), 2
     assert _load_status(cm.program_image().program) == 0
+
+
+def test_program_export_takes_the_palette() -> None:
+    """`mcu export --format program --weight-palette` compiles every method with it (their instructions run
+    the LUT kernels)."""
+    methods = compile_methods(EXAMPLES / "small_cnn.py", quantize="int8", weight_palette=3)
+    kernels = {kernel for _, kernel in program_from(methods).instructions["forward"]}
+    assert {"mcu_conv2d_lut_s8", "mcu_linear_lut_s8"} <= kernels, kernels
