@@ -29,6 +29,7 @@ from mcu.passes.fold_batch_norm import fold_batch_norm
 from mcu.passes.fuse_activations import fuse_activations
 from mcu.passes.conv_views import fold_conv_pads, sink_unit_views
 from mcu.passes.layout import assign_layouts
+from mcu.passes.palette import palettize_weights
 from mcu.passes.quantized.attention import fold_softmax_masks
 from mcu.passes.quantized.core import lower_quantized
 from mcu.passes.views import alias_views
@@ -72,8 +73,11 @@ def lower(graph: Graph) -> Graph:
     return graph
 
 
-def to_graph(spec: ModelSpec, quantize: str) -> Graph:
+def to_graph(spec: ModelSpec, quantize: str, weight_palette: int | None = None) -> Graph:
+    """``weight_palette``: look-up-table weights of that many bits after the int8 lowering
+    (mcu/passes/palette.py); static int8 only."""
     modes.check(quantize)
+    modes.check_palette(quantize, weight_palette)
     where = str(spec.path) if spec.path else spec.name
     if modes.is_static(quantize) and not is_prequantized(spec.model):
         with stage("quantize"):
@@ -96,6 +100,8 @@ def to_graph(spec: ModelSpec, quantize: str) -> Graph:
             graph = quantize_linear_weights(graph, dynamic=modes.is_dynamic(quantize))
         if modes.int4_weights(quantize):
             graph = lower_int8_embedding(lower_int4_linear(graph, dynamic=modes.is_dynamic(quantize)))
+        if weight_palette is not None:
+            graph = palettize_weights(graph, weight_palette)
     return graph
 
 

@@ -139,6 +139,7 @@ class Backend:
     rules: ClassVar[tuple[Rule, ...]] = ()
     runtime: ClassVar[DelegateRuntime | None] = None  # a delegate's C runtime (None: it has none)
     weights_s4: ClassVar[bool] = False  # has kernels for 4-bit weights (ops with attrs weight_bits 4, w4a8)
+    weights_lut: ClassVar[bool] = False  # has kernels for look-up-table weights (attrs palette_bits)
 
     def options(self, ctx: Context) -> Any:
         """This backend's options in the build (``ctx.options[self.id]``), None when the build gives none."""
@@ -162,6 +163,8 @@ class Backend:
         """Why this backend does not take ``op``, or None when it does. Default: the support table."""
         if op.attrs.get("weight_bits") == 4 and not self.weights_s4:
             return f"no {self.id} kernel for 4-bit weights"
+        if op.attrs.get("palette_bits") and not self.weights_lut:
+            return f"no {self.id} kernel for look-up-table weights (--weight-palette)"
         rows = [r for r in self.rules if r.kind == op.kind]
         if not rows:
             return f"no {self.id} support for {op.kind}"

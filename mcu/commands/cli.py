@@ -73,6 +73,10 @@ def _add_model_args(p: argparse.ArgumentParser, board_required: bool = True) -> 
                         "compact kernels); by default, on cores with the DSP extension (Cortex-M4/M7/M33) they "
                         "are packed as int16 for the fastest kernel, which doubles their flash, unless the "
                         "board's flash has no room for that")
+    p.add_argument("--weight-palette", type=int, choices=modes.PALETTE_BITS, metavar="BITS", default=None,
+                   help="with --quantize int8: each output channel's convolution, depthwise and linear weights as "
+                        "BITS-bit indices (2, 3 or 4) into a table of 2^BITS int8 values (k-means), decoded in "
+                        "the kernel; our portable kernels only")
     p.add_argument("--fuse-blocks", nargs="?", const="auto", default="off", choices=FUSE_CHOICES,
                    help="int8: run inverted-residual blocks (1x1 expansion, depthwise, 1x1 projection, residual "
                         "add) row by row through a ring of expanded rows, so the expanded tensor never exists "

@@ -40,9 +40,11 @@ def compile_model(args: argparse.Namespace) -> Any:
         return compile_file(args.model, board=args.board, quantize=args.quantize,
                             cmsis_nn=resolve(spec, origin=origin),
                             packed_weights=False if getattr(args, "compact_weights", False) else None,
-                            backend=getattr(args, "backend", None), qat=getattr(args, "qat", False), **fusion)
+                            backend=getattr(args, "backend", None), qat=getattr(args, "qat", False),
+                            weight_palette=palette, **fusion)
 
     fuse = getattr(args, "fuse_blocks", "off")
+    palette = getattr(args, "weight_palette", None)
     with quiet_torch(verbose=getattr(args, "verbose", False)):
         if budget is None or getattr(args, "speed_model", "measured") != "measured" or streamed:
             # With a streamed prefix the budget takes the shortest prefix that fits, unmeasured (mcu/plan/prefix.py).
@@ -58,9 +60,10 @@ def compile_model(args: argparse.Namespace) -> Any:
             from mcu.capture.loader import load_model_file
             from mcu.quantize.qat import with_qat
 
-            lowered = lower_spec(with_qat(load_model_file(args.model), args.quantize), quantize=args.quantize)
+            lowered = lower_spec(with_qat(load_model_file(args.model), args.quantize), quantize=args.quantize,
+                                 weight_palette=palette)
         else:
-            lowered = lower_file(args.model, quantize=args.quantize)
+            lowered = lower_file(args.model, quantize=args.quantize, weight_palette=palette)
         backend = getattr(args, "backend", None)
         options = backend_options(resolve(spec, origin=origin),
                                   False if getattr(args, "compact_weights", False) else None, backend)

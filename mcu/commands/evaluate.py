@@ -184,7 +184,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
             spec = load_model_file(args.model)
 
         def compile_quietly(s: Any, b: str, q: str) -> Any:
-            return compile_spec(s, b, q, backend_options(packed_weights=False if args.compact_weights else None))
+            return compile_spec(s, b, q, backend_options(packed_weights=False if args.compact_weights else None),
+                                weight_palette=getattr(args, "weight_palette", None))
 
         if args.qat:
             # lazy: keeps torchao out of this module's import
@@ -199,6 +200,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         print_json({"model": spec.name, "board": board, **report.as_dict(), "passed": matches})
     else:
         kind = ("fp32" if modes.is_float(report.quantize) else report.quantize) + (" (QAT)" if args.qat else "")
+        if getattr(args, "weight_palette", None) is not None:
+            kind += f" LUT{args.weight_palette}"  # (fits the table's first column)
         rows = [("fp32, eager PyTorch", report.fp32, report.samples, ""),
                 (f"{kind}, {report.compiled_by}", report.compiled, report.samples,
                  f"top-1 agrees with fp32 on {100 * report.agreement:.1f} %"),

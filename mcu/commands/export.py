@@ -107,7 +107,8 @@ def _export_program(args: argparse.Namespace) -> int:
         check_file_target(weights_path, what="weights file", example="model.mpw")
     # The board only decides whether each method's arena fits; any interpreter firmware runs the file.
     with quiet_torch(verbose=args.verbose):
-        methods = compile_methods(args.model, board=args.board or "mps2-an505", quantize=args.quantize)
+        methods = compile_methods(args.model, board=args.board or "mps2-an505", quantize=args.quantize,
+                                  weight_palette=getattr(args, "weight_palette", None))
     image = program_from(methods, external_weights=args.external_weights, bundle=args.bundle_tests,
                          weights_name=weights_path.name)
     # The weights first: a reader of the program never finds it beside an older weights file.

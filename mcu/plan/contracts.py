@@ -69,7 +69,7 @@ def depthwise_inplace_ok(op: Op) -> bool:
     a = op.attrs
     x, out = op.inputs[0], op.output
     return (op.kind == "depthwise_conv2d" and out.dtype == "int8" and op.attrs.get("weight_bits") != 4
-            and tuple(a["stride"]) == (1, 1)
+            and not op.attrs.get("palette_bits") and tuple(a["stride"]) == (1, 1)
             and tuple(a["dilation"]) == (1, 1) and a.get("ch_mult", 1) == 1 and x.shape == out.shape
             and a["padding"][0] < op.inputs[1].shape[2] and a["padding"][1] < op.inputs[1].shape[3])
 
@@ -77,8 +77,8 @@ def depthwise_inplace_ok(op: Op) -> bool:
 def pointwise_ok(op: Op) -> bool:
     """The pixel-buffer 1x1 variant applies: int8 1x1 convolution, stride 1, no padding, one group."""
     a = op.attrs
-    if op.kind != "conv2d" or op.output.dtype != "int8" or a.get("weight_bits") == 4:
-        return False  # (the s4 convolution has no pixel-buffer form)
+    if op.kind != "conv2d" or op.output.dtype != "int8" or a.get("weight_bits") == 4 or a.get("palette_bits"):
+        return False  # (the s4 and look-up-table convolutions have no pixel-buffer form)
     w = op.inputs[1]
     return (w.shape[2], w.shape[3]) == (1, 1) and tuple(a["stride"]) == (1, 1) and tuple(a["padding"]) == (0, 0) \
         and a["groups"] == 1
@@ -125,6 +125,11 @@ def elementwise_max_delta(x: Tensor, out: Tensor) -> int:
     return min(bi - bo, out.numel * (bi - bo))
 
 
+# A look-up-table convolution whose decoded weights take at most this many bytes decodes them all at once
+# into its scratch and runs the int8 convolution (several times faster than a channel at a time).
+PALETTE_WHOLE_BYTES = 4096
+
+
 def scratch_bytes(op: Op) -> int:
     """Scratch the op's kernel needs (the ``_get_buffer_size`` of the variant it may run)."""
     if op.kind == "conv2d" and op.output.dtype == "int16":  # the 16x8 convolution's window as one column
@@ -133,6 +138,12 @@ def scratch_bytes(op: Op) -> int:
     if op.attrs.get("weight_bits") == 4:  # the s4 depthwise widens its weights to int8 there
         w = op.inputs[1]
         return w.numel if op.kind == "depthwise_conv2d" else 0
+    if op.attrs.get("palette_bits"):  # the look-up-table kernels decode weights there
+        w = op.inputs[1]
+        whole = op.kind == "depthwise_conv2d" or (op.kind == "conv2d" and w.numel <= PALETTE_WHOLE_BYTES)
+        if whole or op.kind == "linear":  # (the linear kernel decodes one row at a time)
+            return w.numel if whole else w.numel // w.shape[0]
+        return min(w.numel, 2 * (w.numel // w.shape[0]))  # the convolution: two channels a pass
     if pointwise_ok(op):
         return op.output.shape[1]
     if depthwise_inplace_ok(op):
@@ -153,6 +164,8 @@ def overlap_contracts(op: Op) -> list[Overlap]:
         return []  # the 16x8 convolution and linear kernels overlap nothing
     if pointwise_ok(op):
         return [Overlap(0, pointwise_intervals(x, out), "pixel-buffer")]
+    if op.kind == "conv2d" and op.attrs.get("palette_bits") and scratch_bytes(op) < op.inputs[1].numel:
+        return []  # mcu_conv2d_lut_s8 a channel at a time writes over the whole output per channel
     if op.kind in WINDOW_KINDS and len(x.shape) == 4:
         if op.kind in ("conv2d", "depthwise_conv2d"):
             w = op.inputs[1]

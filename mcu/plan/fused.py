@@ -173,7 +173,8 @@ def _one_user(graph: Graph, t: Tensor, users: dict[int, list[Op]]) -> Op | None:
 
 
 def _plain(op: Op) -> bool:
-    return op.kind != "delegate" and not op.attrs.get("alias") and all(t.alias_of is None for t in op.outputs)
+    return op.kind != "delegate" and not op.attrs.get("alias") and not op.attrs.get("palette_bits") \
+        and all(t.alias_of is None for t in op.outputs)
 
 
 def _projects(stages: list[Op]) -> bool:

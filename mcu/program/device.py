@@ -23,7 +23,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from mcu.version import __version__
-from mcu.backends.portable.conv import S4_CALLS
+from mcu.backends.portable.conv import LUT_CALLS, S4_CALLS
 from mcu.device.boards import Board, MemoryRegion
 from mcu.device.console import HarnessReport, parse_harness
 from mcu.emit.c_model import GUARD_BYTES, GUARD_DEFINE, environment
@@ -106,7 +106,8 @@ def kernel_sources(functions: Iterable[str] | None = None) -> list[Path]:
     """Kernel files for these C functions (one public kernel per file), or every kernel."""
     if functions is None:
         return all_kernel_sources()
-    needed = {g for f in functions for g in S4_CALLS.get(f, (f,))}  # kernels that run another kernel
+    calls = {**S4_CALLS, **LUT_CALLS}
+    needed = {g for f in functions for g in calls.get(f, (f,))}  # kernels that run another kernel
     return [kernel_source(f"{f}.c") for f in sorted(needed)]
 
 

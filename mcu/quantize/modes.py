@@ -48,6 +48,21 @@ def activation_bits(mode: str) -> int:
     return 16 if mode == W8A16 else 8
 
 
+PALETTE_BITS = (2, 3, 4)
+
+
+def check_palette(mode: str, bits: int | None) -> None:
+    """Look-up-table weights (``--weight-palette BITS``) are built on static int8 (``--quantize int8``) only."""
+    if bits is None:
+        return
+    if bits not in PALETTE_BITS:
+        raise McuError(f"--weight-palette {bits}: look-up-table weights take 2, 3 or 4 bits",
+                       hint="use --weight-palette 2, 3 or 4")
+    if mode != INT8:
+        raise McuError(f"--weight-palette needs --quantize int8; it is not built for --quantize {mode}",
+                       hint="use --quantize int8 with --weight-palette, or drop --weight-palette")
+
+
 def int8_weights(mode: str) -> bool:
     """fp32 activations with int8 linear weights."""
     return mode in (INT8_WEIGHT, INT8_DYNAMIC)

@@ -370,6 +370,16 @@ int mcu_program_params_pool_s16(uint32_t kernel, const mcu_program_params_view *
            (int64_t)(out.h - 1) * p->stride_h - p->pad_top < in.h &&
            mcu_window_fits(in.w, out.w, p->stride_w, p->kernel_w, 1, p->pad_left, 0) && p->pad_left < p->kernel_w &&
            (int64_t)(out.w - 1) * p->stride_w - p->pad_left < in.w;
+int mcu_program_params_palette_s8(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    /* the int8 kernel's params, one group for the convolution, then the index width */
+    if (kernel == MCU_K_LINEAR_LUT_S8) {
+        return mcu_program_params_linear_s8(kernel, u, w) && w[7] >= 2 && w[7] <= 4;
+    }
+    if (kernel == MCU_K_DEPTHWISE_CONV2D_LUT_S8) {
+        return depthwise_s8_ok(&u->depthwise_s8) && w[21] >= 2 && w[21] <= 4;
+    }
+    return conv_s8_ok(&u->conv_s8, 0) && u->conv_s8.groups == 1 && w[21] >= 2 && w[21] <= 4;
 }
 
 int mcu_program_params_binary_s8_add(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
@@ -932,6 +942,17 @@ int mcu_program_alias_linear_s8(uint32_t kernel, const mcu_operand_desc *ops, co
     return per_channel_ok(ops, bytes) && !overlap(&ops[0], bytes[0], out, nout) &&
            !overlap(&ops[5], (uint32_t)ops[5].nbytes, &ops[0], bytes[0]) &&
            !overlap(&ops[5], (uint32_t)ops[5].nbytes, out, nout);
+}
+
+int mcu_program_alias_palette_s8(uint32_t kernel, const mcu_operand_desc *ops, const uint32_t *bytes,
+                                  uint32_t n_ops, const int32_t *p)
+{
+    /* the LUT convolution: the window contract with scratch for every channel's decoded weights (it runs
+     * the int8 convolution on them), else no overlap of input and output (a channel at a time) */
+    const uint64_t whole = (uint64_t)(uint32_t)p[3] * (uint32_t)p[7] * (uint32_t)p[8] * (uint32_t)p[9];
+    return ops[5].present && (uint64_t)ops[5].nbytes >= whole /* the kernel's context is the whole tensor */
+               ? mcu_program_alias_window_s8(kernel, ops, bytes, n_ops, p)
+               : mcu_program_alias_linear_s8(kernel, ops, bytes, n_ops, p);
 }
 
 int mcu_program_alias_conv2d_1x1_s8(uint32_t kernel, const mcu_operand_desc *ops, const uint32_t *bytes, uint32_t n_ops,

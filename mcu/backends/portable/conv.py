@@ -11,7 +11,7 @@ from mcu.backends.calls import (SCRATCH, KernelCall, Ref, act_bounds, conv_param
                                 quant_operands, shape4)
 from mcu.backends.portable.variants import select_variant
 from mcu.ir import Op, Tensor
-from mcu.layouts import pack_s4
+from mcu.layouts import channel_rows, pack_palette, pack_s4
 
 
 def _conv2d(op: Op, ref: Ref) -> KernelCall:
@@ -94,11 +94,51 @@ def _matrix_s4(op: Op, ref: Ref) -> KernelCall:
                       operands=operands)
 
 
+LUT_FUNCTIONS = {"conv2d": "mcu_conv2d_lut_s8", "depthwise_conv2d": "mcu_depthwise_conv2d_lut_s8",
+                 "linear": "mcu_linear_lut_s8"}
+# The depthwise one decodes its weights into its scratch and runs the int8 depthwise kernel, the convolution
+# does so when its scratch holds every channel.
+LUT_CALLS = {"mcu_conv2d_lut_s8": ("mcu_conv2d_lut_s8", "mcu_conv2d_s8"),
+             "mcu_depthwise_conv2d_lut_s8": ("mcu_depthwise_conv2d_lut_s8", "mcu_depthwise_conv2d_s8"),
+             "mcu_linear_lut_s8": ("mcu_linear_lut_s8",)}
+
+
+def palette_tensors(op: Op) -> tuple[Tensor, Tensor]:
+    """The op's look-up-table weights (indices, tables: mcu/layouts.py, pack_palette) derived from its int8
+    weight values, made once and kept on the op so every emission names the same constants."""
+    cached = op.attrs.get("palette_tensors")
+    if isinstance(cached, tuple):
+        return cached
+    w, bits = op.inputs[1], int(op.attrs["palette_bits"])
+    indices, tables = pack_palette(channel_rows(w), bits)
+    pair = (Tensor(name=f"{w.name}_lut{bits}_index", shape=(indices.size,), dtype="uint8", data=indices),
+            Tensor(name=f"{w.name}_lut{bits}_table", shape=(tables.size,), dtype="int8", data=tables))
+    op.attrs["palette_tensors"] = pair
+    return pair
+
+
+def _matrix_lut(op: Op, ref: Ref) -> KernelCall:
+    """Look-up-table weights with int8 activations: the int8 kernel's struct and per-channel quantization,
+    then the palette's bits, indices and tables. Program operands: input, indices, bias, multipliers,
+    shifts, scratch, tables, output (the int8 kernels' places for the per-channel constants and scratch)."""
+    x, b, mult, shift = op.inputs[0], op.inputs[2], op.inputs[3], op.inputs[4]
+    indices, tables = palette_tensors(op)
+    params_type, params = conv_params_s8(op)
+    function = LUT_FUNCTIONS[op.kind]
+    bits = int(op.attrs["palette_bits"])
+    return KernelCall(function, ["&ctx", "&params", "&quant", str(bits), ref(x), ref(indices), ref(tables), ref(b),
+                                 ref(op.output)],
+                      [f"{f}.c" for f in LUT_CALLS[function]], params_type, params, locals=quant_locals(op, ref),
+                      operands=[x, indices, b, mult, shift, SCRATCH, tables, op.output], scalars=[bits])
+
+
 def _matrix_s8(op: Op, ref: Ref) -> KernelCall:
     """int8 convolution, depthwise and linear: the kernel comes from the variant table
     (mcu/backends/portable/variants.py); in-place variants take the data once."""
     if op.attrs.get("weight_bits") == 4:
         return _matrix_s4(op, ref)
+    if op.attrs.get("palette_bits"):
+        return _matrix_lut(op, ref)
     x, w, b = op.inputs[:3]
     out = op.output
     variant = select_variant(op, ref(x) == ref(out))

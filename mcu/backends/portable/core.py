@@ -34,6 +34,7 @@ class PortableBackend(Backend):
 
     id: ClassVar[str] = "portable"
     weights_s4: ClassVar[bool] = True  # mcu_conv2d_s4, mcu_depthwise_conv2d_s4, mcu_linear_s4
+    weights_lut: ClassVar[bool] = True  # mcu_conv2d_lut_s8, mcu_depthwise_conv2d_lut_s8, mcu_linear_lut_s8
     rules: ClassVar[tuple[Rule, ...]] = tuple(Rule(kind, (dtype,)) for kind, dtype in EMITTERS)
 
     def refuse(self, op: Op, ctx: Context) -> str | None:

@@ -109,6 +109,32 @@ mcu_status mcu_linear_s4(const mcu_context *ctx, const mcu_linear_s8_params *p, 
                          const int8_t *input, const int8_t *weight, const int32_t *bias, int8_t *output);
 int32_t mcu_linear_s4_get_buffer_size(const mcu_linear_s8_params *p);
 
+/* Look-up-table (palettized) weights with int8 activations (--weight-palette BITS): the int8 kernels'
+ * parameters and arithmetic; each output channel's weights are `bits`-wide (2 to 4) indices into that
+ * channel's table of 2^bits int8 values (the layout in kernels/common/lut.h: one byte-padded row of
+ * indices per output channel, little-endian bit order). The kernels decode a channel (or the whole
+ * depthwise tensor) into the scratch, which must hold the _get_buffer_size bytes and overlap nothing. */
+
+/** Convolution, one group, a channel at a time: the output overlaps neither the input nor any constant;
+ *  with scratch for the whole decoded tensor, the int8 convolution on it and its window contract. */
+mcu_status mcu_conv2d_lut_s8(const mcu_context *ctx, const mcu_conv2d_s8_params *p, const mcu_per_channel_quant *q,
+                             int32_t bits, const int8_t *input, const uint8_t *indices, const int8_t *table,
+                             const int32_t *bias, int8_t *output);
+int32_t mcu_conv2d_lut_s8_get_buffer_size(const mcu_conv2d_s8_params *p);
+
+/** Depthwise convolution (rows per output channel, decoded to [kh][kw][out_c]); the window contract. */
+mcu_status mcu_depthwise_conv2d_lut_s8(const mcu_context *ctx, const mcu_depthwise_conv2d_s8_params *p,
+                                       const mcu_per_channel_quant *q, int32_t bits, const int8_t *input,
+                                       const uint8_t *indices, const int8_t *table, const int32_t *bias,
+                                       int8_t *output);
+int32_t mcu_depthwise_conv2d_lut_s8_get_buffer_size(const mcu_depthwise_conv2d_s8_params *p);
+
+/** Fully connected (a row per output feature); the output overlaps neither the input nor any constant. */
+mcu_status mcu_linear_lut_s8(const mcu_context *ctx, const mcu_linear_s8_params *p, const mcu_per_channel_quant *q,
+                             int32_t bits, const int8_t *input, const uint8_t *indices, const int8_t *table,
+                             const int32_t *bias, int8_t *output);
+int32_t mcu_linear_lut_s8_get_buffer_size(const mcu_linear_s8_params *p);
+
 /** Broadcasting elementwise parameters (strides in elements, 0 where broadcast). */
 typedef struct {
     int32_t rank;

@@ -144,6 +144,13 @@ typedef enum {
     MCU_K_MAX_POOL2D_S16 = 115,       /**< [in int16, out int16]; mcu_pool2d_s16_params; no overlap */
     MCU_K_AVG_POOL2D_S16 = 116,       /**< as max_pool2d_s16 */
     MCU_K_CLAMP_S16 = 117,            /**< [in int16, out int16]; size, act_min, act_max */
+    /* Look-up-table weights (--weight-palette): [in, indices uint8, bias?, multipliers, shifts, scratch,
+     * tables int8, out]; the int8 kernel's params, then the index width in bits (2 to 4). Indices: a
+     * byte-padded row of ceil(taps * bits / 8) bytes per output channel; tables: 2^bits per channel; the
+     * scratch (required) holds one channel's taps (the whole tensor for the depthwise one). */
+    MCU_K_CONV2D_LUT_S8 = 120,        /**< as conv2d_s8, one group; no overlap of input and output */
+    MCU_K_DEPTHWISE_CONV2D_LUT_S8 = 121, /**< as depthwise_conv2d_s8 */
+    MCU_K_LINEAR_LUT_S8 = 122,        /**< as linear_s8 */
     /* 4-bit groupwise weights and model state: ids 230-239. */
     /** [in f32, weight uint8 (int4 pairs), w_scale f32, bias f32?, out f32]; mcu_linear_w4_params */
     MCU_K_LINEAR_W4_F32 = 230,

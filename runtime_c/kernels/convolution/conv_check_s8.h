@@ -16,7 +16,8 @@ typedef enum {
     MCU_CONV_S8_FORWARD,    /* windows over the input; the output may trail it (window contract) */
     MCU_CONV_S8_TRANSPOSED, /* windows over the output; no overlap with the input at all */
     MCU_CONV_S8_PHASED,     /* transposed, dilation 1 and one group only */
-    MCU_CONV_S4_FORWARD     /* as FORWARD, with 4-bit weights two a byte (mcu_conv2d_s4) */
+    MCU_CONV_S4_FORWARD,    /* as FORWARD, with 4-bit weights two a byte (mcu_conv2d_s4) */
+    MCU_CONV_LUT_FORWARD    /* as FORWARD; the caller checks the look-up-table weights (mcu_conv2d_lut_s8) */
 } mcu_conv_s8_kind;
 
 static inline mcu_status mcu_conv2d_s8_check(mcu_conv_s8_kind kind, const mcu_conv2d_s8_params *p,
@@ -40,7 +41,7 @@ static inline mcu_status mcu_conv2d_s8_check(mcu_conv_s8_kind kind, const mcu_co
     MCU_REQUIRE(w_count > 0 && out.c <= INT32_MAX / 4, MCU_ERR_SHAPE);
     /* The output size implies the bottom/right padding; windows past the
      * input read the zero-point (contribute nothing). */
-    const int forward = kind == MCU_CONV_S8_FORWARD || kind == MCU_CONV_S4_FORWARD;
+    const int forward = kind == MCU_CONV_S8_FORWARD || kind == MCU_CONV_S4_FORWARD || kind == MCU_CONV_LUT_FORWARD;
     MCU_REQUIRE(forward
                     ? mcu_window_fits(in.h, out.h, p->stride_h, p->kernel_h, p->dilation_h, p->pad_top, 0) &&
                           mcu_window_fits(in.w, out.w, p->stride_w, p->kernel_w, p->dilation_w, p->pad_left, 0)
@@ -51,7 +52,9 @@ static inline mcu_status mcu_conv2d_s8_check(mcu_conv_s8_kind kind, const mcu_co
         MCU_REQUIRE(mcu_quant_valid(q->multiplier[oc], q->shift[oc]), MCU_ERR_INVALID_ARG);
     }
     const size_t out_bytes = (size_t)out_count;
-    const size_t w_bytes = kind == MCU_CONV_S4_FORWARD ? ((size_t)w_count + 1u) / 2u : (size_t)w_count;
+    const size_t w_bytes = kind == MCU_CONV_S4_FORWARD    ? ((size_t)w_count + 1u) / 2u
+                           : kind == MCU_CONV_LUT_FORWARD ? 0u
+                                                          : (size_t)w_count;
     const int input_ok = forward ? !mcu_bad_window_overlap(input, (size_t)in_count, output, out_bytes)
                                  : !mcu_overlaps(input, (size_t)in_count, output, out_bytes);
     MCU_REQUIRE(input_ok &&

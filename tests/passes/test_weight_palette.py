@@ -1,0 +1,160 @@
+"""Look-up-table weights (``--weight-palette BITS`` with ``--quantize int8``): the palette pass keeps at most
+2^BITS values per output channel, the emitters' indices and tables decode to exactly the op's int8 weights,
+the generated C and the program file on the host are bit-exact with the Python integer reference (which
+computes from those weights), only the portable backend takes the ops, and any other mode is refused by
+name before anything is compiled."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cli_runner import assert_one_line_error, mcu_in_process
+from mcu.api import CompiledModel, lower_file
+from mcu.api import compile as compile_model
+from mcu.backends.portable.conv import palette_tensors
+from mcu.errors import McuError
+from mcu.layouts import channel_rows, unpack_palette
+from mcu.ir import Tensor
+from mcu.passes.palette import centroids, palettize_row
+from mcu.plan.contracts import PALETTE_WHOLE_BYTES
+from mcu.plan.memory import scratch_bytes
+from mcu.program.host import Program, ProgramError
+from mcu.program.methods import compile_methods
+from mcu.program.writer import program_from
+from mcu.quantize import modes
+from mcu.reference.interp import Reference
+from repo import EXAMPLES
+
+WEIGHTED = ("conv2d", "depthwise_conv2d", "linear")
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(-127, 127), min_size=1, max_size=200), st.sampled_from([2, 3, 4]))
+def test_palette_row_keeps_at_most_two_to_the_bits_values(codes, bits):
+    row = np.array(codes, dtype=np.int64)
+    out = palettize_row(row, bits)
+    assert np.unique(out).size <= 1 << bits and out.min() >= -127 and out.max() <= 127
+    np.testing.assert_array_equal(out, palettize_row(row, bits))  # deterministic
+    if np.unique(row).size <= 1 << bits:
+        np.testing.assert_array_equal(out, row)  # nothing to merge: unchanged
+    # every code goes to its nearest centroid
+    centres = centroids(row, bits)
+    np.testing.assert_array_equal(np.abs(out - row), np.abs(centres[None, :] - row[:, None]).min(axis=1))
+
+
+class _Tiny(torch.nn.Module):
+    """A convolution whose decoded weights exceed PALETTE_WHOLE_BYTES (two channels a pass), a depthwise, a
+    pointwise convolution decoded whole, a linear layer."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        nn = torch.nn
+        self.features = nn.Sequential(nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(),
+                                      nn.Conv2d(32, 32, 3, padding=1, groups=32), nn.ReLU(),
+                                      nn.Conv2d(32, 16, 1), nn.ReLU(), nn.AdaptiveAvgPool2d(1))
+        self.fc = nn.Linear(16, 5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(torch.flatten(self.features(x), 1))
+
+
+@pytest.fixture(scope="module")
+def tiny() -> CompiledModel:
+    torch.manual_seed(0)
+    xs = [torch.randn(1, 16, 8, 8) for _ in range(4)]
+    return compile_model(_Tiny().eval(), (xs[0],), quantize="int8", calibration=xs,
+                         test_inputs=[(x,) for x in xs[:2]], weight_palette=2)
+
+
+def test_lut_weights_decode_to_the_ops_weights_and_are_bit_exact(tiny) -> None:
+    """At 2 bits: C and program equal the reference on the test inputs, the kernels of every path run."""
+    cm = tiny
+    weighted = [op for op in cm.graph.ops if op.kind in WEIGHTED]
+    assert {op.kind for op in weighted} == set(WEIGHTED)
+    for op in weighted:
+        assert op.attrs["palette_bits"] == 2 and op.attrs["backend"] == "portable", op.name
+        rows = channel_rows(op.inputs[1])
+        assert max(np.unique(r).size for r in rows) <= 4
+        indices, tables = palette_tensors(op)
+        np.testing.assert_array_equal(unpack_palette(indices.data, tables.data, 2, *rows.shape), rows)
+        if op.kind == "linear":
+            assert scratch_bytes(op) == op.inputs[1].shape[1]  # one decoded row
+    big = next(op for op in weighted if op.kind == "conv2d" and op.inputs[1].numel > PALETTE_WHOLE_BYTES)
+    assert scratch_bytes(big) == 2 * big.inputs[1].numel // big.inputs[1].shape[0]  # two channels a pass
+    assert Reference(cm.graph).exact
+    for x in cm.spec.test_inputs:
+        want = cm.reference_raw(*x)
+        for got in (cm.run_raw(*x), cm.run_raw_c(*x)):
+            for g, r in zip(got, want):
+                np.testing.assert_array_equal(g, r)
+    source = "\n".join(cm.library.files.values())
+    assert "mcu_conv2d_lut_s8" in source and "mcu_depthwise_conv2d_lut_s8" in source
+    assert "mcu_linear_lut_s8" in source
+    # the partition report names why the optimized kernels did not take them
+    assert any("look-up-table weights" in r.why for r in cm.partitions.refusals)
+
+
+@pytest.mark.parametrize("mode", ["none", "w4a8", "int8-dynamic"])
+def test_other_modes_are_refused_by_name(mode: str) -> None:
+    with pytest.raises(McuError, match="--weight-palette needs --quantize int8"):
+        modes.check_palette(mode, 3)
+    with pytest.raises(McuError, match="2, 3 or 4 bits"):
+        modes.check_palette("int8", 5)
+    modes.check_palette("int8", 4)
+    modes.check_palette(mode, None)
+
+
+def test_the_api_refuses_before_quantizing() -> None:
+    """lower_file (and so compile_file, mcu build/run/eval) checks the mode first: no calibration runs."""
+    with pytest.raises(McuError, match="not built for --quantize w4a8"):
+        lower_file(EXAMPLES / "small_cnn.py", quantize="w4a8", weight_palette=3)
+
+
+@pytest.mark.parametrize("mode", ["w4a8", "none", "int8-dynamic"])
+def test_the_command_line_refuses_in_one_line(mode: str) -> None:
+    proc = mcu_in_process("build", str(EXAMPLES / "small_cnn.py"), "--board", "mps2-an505", "--weight-palette", "3",
+                          "--quantize", mode)
+    assert_one_line_error(proc, "--weight-palette needs --quantize int8")
+
+
+def _load_status(blob: bytes) -> int:
+    try:
+        Program.load(blob)
+    except ProgramError as exc:
+        return exc.status
+    return 0
+
+
+def test_the_program_loader_checks_the_lut_operands(tiny) -> None:
+    """A program whose LUT instruction has one index byte or one table entry too few, or an index width
+    outside 2-4, is refused at load (invalid program), not run."""
+    cm = tiny
+    assert _load_status(cm.program_image().program) == 0
+    for kind in ("conv2d", "depthwise_conv2d", "linear"):
+        op = next(o for o in cm.graph.ops if o.kind == kind)
+        indices, tables = palette_tensors(op)
+        short = [(Tensor(indices.name + "_short", (indices.numel - 1,), "uint8", data=indices.data[:-1]), tables),
+                 (indices, Tensor(tables.name + "_short", (tables.numel - 1,), "int8", data=tables.data[:-1]))]
+        try:
+            for pair in short:
+                op.attrs["palette_tensors"] = pair
+                assert _load_status(cm.program_image().program) == 7, (kind, pair)
+            op.attrs["palette_tensors"] = (indices, tables)
+            for bits in (1, 5):
+                op.attrs["palette_bits"] = bits
+                assert _load_status(cm.program_image().program) == 7, (kind, bits)
+        finally:
+            op.attrs["palette_tensors"], op.attrs["palette_bits"] = (indices, tables), 2
+    assert _load_status(cm.program_image().program) == 0
+
+
+def test_program_export_takes_the_palette() -> None:
+    """`mcu export --format program --weight-palette` compiles every method with it (their instructions run
+    the LUT kernels)."""
+    methods = compile_methods(EXAMPLES / "small_cnn.py", quantize="int8", weight_palette=3)
+    kernels = {kernel for _, kernel in program_from(methods).instructions["forward"]}
+    assert {"mcu_conv2d_lut_s8", "mcu_linear_lut_s8"} <= kernels, kernels
