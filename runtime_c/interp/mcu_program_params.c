@@ -370,6 +370,8 @@ int mcu_program_params_pool_s16(uint32_t kernel, const mcu_program_params_view *
            (int64_t)(out.h - 1) * p->stride_h - p->pad_top < in.h &&
            mcu_window_fits(in.w, out.w, p->stride_w, p->kernel_w, 1, p->pad_left, 0) && p->pad_left < p->kernel_w &&
            (int64_t)(out.w - 1) * p->stride_w - p->pad_left < in.w;
+}
+
 int mcu_program_params_palette_s8(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
 {
     /* the int8 kernel's params, one group for the convolution, then the index width */
