@@ -234,7 +234,7 @@ def _pick(kernels: set[str], drop: str) -> set[str]:
 
 def kind_kernels(tables: Tables, kind: str) -> tuple[set[str], set[str]]:
     """(fp32 kernels, int8 kernels) of one op kind; no int8 kernels: it runs as an fp32 island."""
-    fp32 = _pick(_kernels(tables, [kind], lambda d: d != "int8"), "_s8")
+    fp32 = _pick(_kernels(tables, [kind], lambda d: d not in ("int8", "int16")), "_s8")  # w8a16: its own table
     made = int8_kinds(tables, kind)
     if made:
         int8 = _kernels(tables, made, lambda d: d == "int8")

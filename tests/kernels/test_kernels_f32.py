@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import cbind  # noqa: E402
-from mcu.backends.portable.conv import S4_CALLS
+from mcu.backends.portable.conv import LUT_CALLS, S4_CALLS
 from mcu.paths import kernel_source, all_kernel_sources
 from cbind import (  # noqa: E402
     INF,
@@ -857,8 +857,8 @@ def test_kernel_builds_for_cortex_m(tmp_path, source, target):
     soft_float = {s for s in undefined if s.startswith(("__aeabi_f", "__aeabi_i2f", "__aeabi_ui2f"))}
     if target == "m33-hard":
         assert not soft_float, soft_float
-    # A kernel that runs another public kernel (the 4-bit depthwise runs the int8 one on widened weights)
+    # A kernel that runs another public kernel (the 4-bit and look-up-table ones run the int8 ones on widened weights)
     # names it in its backend's table, so that every build that links the one links the other.
-    calls = {g for f, gs in S4_CALLS.items() if f"{f}.c" == source for g in gs if g != f}
+    calls = {g for f, gs in {**S4_CALLS, **LUT_CALLS}.items() if f"{f}.c" == source for g in gs if g != f}
     assert undefined - soft_float <= ALLOWED_UNDEFINED | calls, undefined
     assert not data, data
