@@ -7,6 +7,8 @@ islands: a small int8 model with every probed ATen op, whose fallbacks must be e
 
 from __future__ import annotations
 
+import functools
+
 import ctypes
 import re
 
@@ -259,9 +261,14 @@ def _probes() -> dict[int, tuple[str, str]]:
     return out
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def census() -> dict[tuple[str, str], list[str]]:
     """(ATen op, note) of each probe -> the fallback reasons on its line ([] when it runs in int8)."""
+    return _census()
+
+
+@functools.lru_cache(maxsize=1)  # per worker: a module fixture is set up again when other modules' tests interleave
+def _census() -> dict[tuple[str, str], list[str]]:
     from mcu.capture.loader import ModelSpec
     from mcu.pipeline import to_graph
 

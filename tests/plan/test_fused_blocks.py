@@ -113,7 +113,7 @@ def _cases(draw: st.DrawFn) -> dict:
 
 
 @pytest.mark.slow
-@settings(max_examples=14, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=_cases())
 def test_fused_block_equals_unfused_reference(case: dict) -> None:
     h, w, band, seed = case.pop("h"), case.pop("w"), case.pop("band"), case.pop("seed")

@@ -110,7 +110,8 @@ def _struct_fields(headers: str) -> dict[str, list[str]]:
     return {name: flat(name) for name in structs}
 
 
-def test_params_dicts_list_struct_fields_in_declaration_order(compiled, tmp_path_factory) -> None:
+@pytest.mark.xdist_group("program_zoo")  # the zoo models are compiled once per worker (tests/support/programs.py)
+def test_params_dicts_list_struct_fields_in_declaration_order(tmp_path_factory) -> None:
     """Program params are the struct's words in declaration order: the emitters' dicts must be in that order."""
     from mcu.emit.kernels import emit_call
 
@@ -122,8 +123,8 @@ def test_params_dicts_list_struct_fields_in_declaration_order(compiled, tmp_path
         return [k2 for k, v in d.items() for k2 in (keys(v, f"{pre}{k}.") if isinstance(v, dict) else [pre + k])]
 
     seen = set()
-    models = [compiled(n, quantize=q) for n in ("mobilenet_v1", "resnet8") for q in ("none", "int8")]
-    models += [zoo(tmp_path_factory, q) for q in ("none", "int8")]
+    # the zoo has every op kind in both modes (the examples' compiles added no struct it lacks)
+    models = [zoo(tmp_path_factory, q) for q in ("none", "int8")]
     for cm in models:
         for op in cm.graph.ops:
             call = emit_call(op, lambda t: "x")
@@ -153,6 +154,7 @@ def test_mixed_precision_linear_layers_through_the_program(compiled, quantize: s
     assert_program_equals_generated_c(compiled("fc_autoencoder", quantize=quantize))
 
 
+@pytest.mark.xdist_group("program_zoo")
 @pytest.mark.parametrize("quantize", ["none", "int8"])
 def test_every_op_kind_through_the_program(tmp_path_factory, quantize: str) -> None:
     cm = zoo(tmp_path_factory, quantize)

@@ -4,6 +4,8 @@ result compiles and runs bit-exact like any other w4a8 model."""
 
 from __future__ import annotations
 
+import functools
+
 from pathlib import Path
 
 import numpy as np
@@ -19,8 +21,13 @@ from repo import EXAMPLES
 pytestmark = pytest.mark.xdist_group("digits_qat")  # one worker loads (trains) the digits model once
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def digits() -> ModelSpec:
+    return _digits()
+
+
+@functools.lru_cache(maxsize=1)  # per worker: a module fixture is set up again when other modules' tests interleave
+def _digits() -> ModelSpec:
     return load_model_file(EXAMPLES / "digits_cnn.py")  # trains the float model (a few seconds)
 
 
