@@ -386,6 +386,15 @@ def test_command_line_ram_budget_below_every_schedule_is_one_line() -> None:
                           "--ram-budget")
 
 
+def _made_up_costs(graph, chains) -> FusionCosts:
+    """1,000 instructions an op; the stride-2 block fused at 2 rows a pass is 300 cheaper than whole, the
+    other fused schedules dearer."""
+    ops = {op.name: 1000 for op in graph.ops}
+    fused = {(c[0].name, band): 1000 * len(c) + (-300 if i == 1 and band == 2 else 50 * i + 200 // band)
+             for i, c in enumerate(chains) for band in (1, 2, 4)}
+    return FusionCosts(ops, fused)
+
+
 @pytest.mark.xdist_group("fused_three_blocks")
 def test_fastest_schedule_within_a_budget_takes_a_faster_fused_block() -> None:
     """With measured costs the budget takes the cheapest schedule that fits, fused blocks included when
@@ -393,11 +402,7 @@ def test_fastest_schedule_within_a_budget_takes_a_faster_fused_block() -> None:
     lowered = _three_blocks()
     whole = lowered.compile()
     chains = find_chains(whole.graph)
-    ops = {op.name: 1000 for op in whole.graph.ops}
-    # the stride-2 block fused at 2 rows a pass is 300 instructions cheaper than whole; the others dearer
-    fused = {(c[0].name, band): 1000 * len(c) + (-300 if i == 1 and band == 2 else 50 * i + 200 // band)
-             for i, c in enumerate(chains) for band in (1, 2, 4)}
-    costs = FusionCosts(ops, fused)
+    costs = _made_up_costs(whole.graph, chains)
     smallest = lowered.compile(fuse_blocks=True).memory.arena_size
     estimates = []
     for budget in (smallest, (smallest + whole.memory.arena_size) // 2, whole.memory.arena_size,
@@ -425,10 +430,7 @@ def test_measured_schedules_rank_the_frontier_where_sums_mispredict() -> None:
     lowered = _three_blocks()
     whole = lowered.compile()
     chains = find_chains(whole.graph)
-    ops = {op.name: 1000 for op in whole.graph.ops}
-    fused = {(c[0].name, band): 1000 * len(c) + (-300 if i == 1 and band == 2 else 50 * i + 200 // band)
-             for i, c in enumerate(chains) for band in (1, 2, 4)}
-    sums = FusionCosts(ops, fused)
+    sums = _made_up_costs(whole.graph, chains)
     cands = candidates(whole.graph, sums)
     front, runs = frontier(cands), to_run(cands, sums)
     assert len(front) >= 3 and {c.schedule for c in front} <= {c.schedule for c in runs}
@@ -436,7 +438,7 @@ def test_measured_schedules_rank_the_frontier_where_sums_mispredict() -> None:
     # the runs: a larger arena runs less, except the largest, which runs 500 more than the one before it
     measured = {c.schedule: 90_000 - 100 * i for i, c in enumerate(runs)}
     measured[runs[-1].schedule] = measured[runs[-2].schedule] + 500
-    costs = FusionCosts(ops, fused, measured)
+    costs = dataclasses.replace(sums, schedules=measured)
     budgets = sorted({c.arena for c in runs} | {runs[0].arena + 4, whole.memory.arena_size * 2})
     picked = []
     for budget in budgets:
