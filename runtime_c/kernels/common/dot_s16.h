@@ -76,7 +76,39 @@ static inline void mcu_s16_dot4_part(const int16_t *x, const int8_t *w, int32_t 
 {
     int32_t i = 0;
     const int8_t *w0 = w, *w1 = w + row, *w2 = w + 2 * row, *w3 = w + 3 * row;
-#if MCU_S8_DSP
+#if MCU_S8_DSP_NATIVE
+    /* One loop in assembly, 26 instructions for 16 products: the compiled form of the loop below spilled
+     * its row pointers. Rows 0 and 2 are walked by pointer, rows 1 and 3 read `row` bytes past them. */
+    uint32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+    int32_t quads = n >> 2;
+    if (quads > 0) {
+        const int16_t *xp = x;
+        const int8_t *wa = w0, *wb = w2;
+        uint32_t lo, hi, ev, s;
+#define MCU_S16_ROW(load, acc)                                                                \
+    load "\n\t"                                                                               \
+    "sxtb16 %[s], %[lo]\n\t"                                                                  \
+    "smlad %[" acc "], %[s], %[ev], %[" acc "]\n\t"                                           \
+    "sxtb16 %[s], %[lo], ror #8\n\t"                                                          \
+    "smlad %[" acc "], %[s], %[hi], %[" acc "]\n\t"
+        __asm__("1:\n\t"
+                "ldr %[hi], [%[x], #4]\n\t"
+                "ldr %[lo], [%[x]], #8\n\t"
+                "pkhbt %[ev], %[lo], %[hi], lsl #16\n\t"
+                "pkhtb %[hi], %[hi], %[lo], asr #16\n\t" MCU_S16_ROW("ldr %[lo], [%[wa], %[row]]", "a1")
+                    MCU_S16_ROW("ldr %[lo], [%[wa]], #4", "a0") MCU_S16_ROW("ldr %[lo], [%[wb], %[row]]", "a3")
+                        MCU_S16_ROW("ldr %[lo], [%[wb]], #4", "a2")
+                "subs %[n], %[n], #1\n\t"
+                "bne 1b"
+                : [x] "+r"(xp), [wa] "+r"(wa), [wb] "+r"(wb), [n] "+r"(quads), [a0] "+r"(a0), [a1] "+r"(a1),
+                  [a2] "+r"(a2), [a3] "+r"(a3), [lo] "=&r"(lo), [hi] "=&r"(hi), [ev] "=&r"(ev), [s] "=&r"(s)
+                : [row] "r"(row)
+                : "cc", "memory");
+#undef MCU_S16_ROW
+        i = n & ~3;
+    }
+    int32_t p0 = (int32_t)a0, p1 = (int32_t)a1, p2 = (int32_t)a2, p3 = (int32_t)a3;
+#elif MCU_S8_DSP
     uint32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
     for (; i + 4 <= n; i += 4) {
         const uint32_t lo = mcu_load_u32(x + i);

@@ -92,6 +92,9 @@ mcu_status mcu_conv2d_s16(const mcu_context *ctx, const mcu_conv2d_s16_params *p
     MCU_REQUIRE(col == NULL || (!mcu_overlaps(col, (size_t)col_bytes, output, out_bytes) &&
                                 !mcu_overlaps(col, (size_t)col_bytes, input, (size_t)in_count * sizeof(int16_t))),
                 MCU_ERR_INVALID_ARG);
+    /* A window of one run of at most MCU_S16_PART values sums in one int32 part with the bias added in int32
+     * and the short requantization (the common case). */
+    const int small = filter <= MCU_S16_PART && mcu_s16_small_layer(bias, q->shift, out->c);
     int16_t *y = output;
     for (int32_t n = 0; n < out->n; ++n) {
         const int16_t *img = input + (size_t)n * (size_t)in->h * (size_t)in->w * (size_t)cin;
@@ -118,8 +121,23 @@ mcu_status mcu_conv2d_s16(const mcu_context *ctx, const mcu_conv2d_s16_params *p
                     first_y = first_x = kx0 = first_ky = 0;
                     last_ky = 1;
                 }
+                int32_t o = 0;
+                if (small && last_ky - first_ky == 1 && runs == 1 && run == (int32_t)filter) {
+                    const int16_t *xs = base + (size_t)(first_y + first_ky * p->dilation_h) * (size_t)row_stride +
+                                        (size_t)(first_x + kx0 * dw) * (size_t)cin;
+                    for (; o + 4 <= out->c; o += 4) {
+                        int32_t part[4];
+                        mcu_s16_dot4_part(xs, weight + (size_t)o * filter, (int32_t)filter, run, part);
+                        for (int32_t j = 0; j < 4; ++j) {
+                            const int32_t acc = part[j] + (bias != NULL ? (int32_t)bias[o + j] : 0);
+                            y[o + j] = mcu_clamp_to_s16(
+                                mcu_requantize_s16_small(acc, q->multiplier[o + j], q->shift[o + j]), p->act_min,
+                                p->act_max);
+                        }
+                    }
+                }
                 /* Four output channels a step share each activation load, then two, then one. */
-                for (int32_t o = 0; o < out->c;) {
+                while (o < out->c) {
                     const int32_t k = out->c - o >= 4 ? 4 : (out->c - o >= 2 ? 2 : 1);
                     const int8_t *w = weight + (size_t)o * filter;
                     int64_t acc[4] = {0, 0, 0, 0};
@@ -144,7 +162,7 @@ mcu_status mcu_conv2d_s16(const mcu_context *ctx, const mcu_conv2d_s16_params *p
                     }
                     for (int32_t j = 0; j < k; ++j, ++o) {
                         y[o] = mcu_clamp_to_s16(
-                            mcu_requantize_s64(acc[j], mcu_reduce_multiplier_q15(q->multiplier[o]), q->shift[o]),
+                            mcu_requantize_s16_acc(acc[j], q->multiplier[o], q->shift[o]),
                             p->act_min, p->act_max);
                     }
                 }

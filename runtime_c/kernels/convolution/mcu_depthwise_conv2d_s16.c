@@ -107,7 +107,7 @@ mcu_status mcu_depthwise_conv2d_s16(const mcu_context *ctx, const mcu_depthwise_
                     const int32_t parts[4] = {p0, p1, p2, p3};
                     for (int32_t k = 0; k < 4; ++k) {
                         const int64_t acc = (bias != NULL ? bias[o + k] : 0) + parts[k];
-                        const int32_t v = mcu_requantize_s64(acc, mcu_reduce_multiplier_q15(q->multiplier[o + k]),
+                        const int32_t v = mcu_requantize_s16_acc(acc, q->multiplier[o + k],
                                                              q->shift[o + k]);
                         y[k] = mcu_clamp_to_s16(v, p->act_min, p->act_max);
                     }
@@ -130,7 +130,7 @@ mcu_status mcu_depthwise_conv2d_s16(const mcu_context *ctx, const mcu_depthwise_
                     }
                     acc += part;
                     const int32_t v =
-                        mcu_requantize_s64(acc, mcu_reduce_multiplier_q15(q->multiplier[o]), q->shift[o]);
+                        mcu_requantize_s16_acc(acc, q->multiplier[o], q->shift[o]);
                     *y++ = mcu_clamp_to_s16(v, p->act_min, p->act_max);
                 }
             }
