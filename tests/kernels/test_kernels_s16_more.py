@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 import cbind_s8 as cb
 from cbind import MCU_ERR_INVALID_ARG, MCU_OK, ptr
 from cmsis_nn_host import Act, Dims, PerChannel, Tile, cmsis_nn_root, host_library
+from host_builds import build_emulated_lib
 from mcu.reference.arith import add_params
 from mcu.reference.s16 import (INT16_MAX, INT16_MIN, SHIFT_MAX, add_s16, avg_pool2d_s16, depthwise_conv2d_s16,
                                max_pool2d_s16, mean_s16)
@@ -107,6 +108,33 @@ def test_depthwise_conv2d_s16(lib, case, data, bias, centre, act, seed):
     status, out = _dw_ours(lib, case, x, w, b, m, s, out_shape, act)
     assert status == MCU_OK
     want = depthwise_conv2d_s16(x, w, b, m, s, ch_mult=case["mult"], stride=(case["sh"], case["sw"]),
+                                padding=(case["pt"], case["pl"]), dilation=(case["dh"], case["dw"]),
+                                out_hw=(case["oh"], case["ow"]), act_min=act[0], act_max=act[1])
+    assert_equal(out, want)
+
+
+@pytest.fixture(scope="module")
+def dsp_lib():
+    """The host library with the DSP paths emulated (the depthwise kernel's halfword multiply-accumulates)."""
+    handle = ctypes.CDLL(str(build_emulated_lib()))
+    handle.mcu_depthwise_conv2d_s16.argtypes = [ctypes.POINTER(cb.Context), ctypes.POINTER(DwS16Params),
+                                                ctypes.POINTER(cb.PerChannelQuant), _P, _P, _P, _P]
+    handle.mcu_depthwise_conv2d_s16.restype = ctypes.c_int
+    return handle
+
+
+@settings(max_examples=25, deadline=None)
+@given(dw_cases(), st.integers(4, 13), st.sampled_from(["uniform", "extremes", "worst"]),
+       st.sampled_from(["none", "small", "large"]), st.integers(-4, 4), acts, st.integers(0, 2**32 - 1))
+def test_depthwise_conv2d_s16_dsp_path(dsp_lib, case, cin, data, bias, centre, act, seed):
+    """One channel per input channel and at least four of them: the DSP path's four channels a step (and the
+    channels left over), with biases that take the int32 requantization and biases that do not."""
+    case = {**case, "cin": cin, "mult": 1}
+    rng = np.random.default_rng(seed)
+    x, w, b, m, s, out_shape = _dw_case(rng, case, data, bias, centre)
+    status, out = _dw_ours(dsp_lib, case, x, w, b, m, s, out_shape, act)
+    assert status == MCU_OK
+    want = depthwise_conv2d_s16(x, w, b, m, s, ch_mult=1, stride=(case["sh"], case["sw"]),
                                 padding=(case["pt"], case["pl"]), dilation=(case["dh"], case["dw"]),
                                 out_hw=(case["oh"], case["ow"]), act_min=act[0], act_max=act[1])
     assert_equal(out, want)

@@ -1,5 +1,5 @@
-"""mcu_linear_s16 and mcu_conv2d_s16 on the simulated Cortex-M cores (M33, M4, M0+, M55): the FC
-autoencoder's layer shapes, extreme data, convolutions with strides, padding and dilation, every output
+"""mcu_linear_s16, mcu_conv2d_s16 and mcu_depthwise_conv2d_s16 on the simulated Cortex-M cores (M33, M4, M0+,
+M55): the FC autoencoder's layer shapes, extreme data, convolutions with strides, padding and dilation, every output
 compared with the Python integer reference (mcu/reference/s16.py) on the board.
 The host tests (test_kernels_s16.py) cover the same C; here the Arm compilers' code and the cores' 64-bit
 arithmetic (the M0+ has no SMULL) run it."""
@@ -13,7 +13,7 @@ import pytest
 
 from c_source import c_array
 from mcu.paths import kernel_source
-from mcu.reference.s16 import INT16_MAX, INT16_MIN, conv2d_s16, linear_s16
+from mcu.reference.s16 import INT16_MAX, INT16_MIN, conv2d_s16, depthwise_conv2d_s16, linear_s16
 from repo import requires_qemu
 
 # (batch, in_features, out_features, data, bias, act, shift)
@@ -91,6 +91,39 @@ def _conv_program(calls: list[str]) -> list[str]:
     return out
 
 
+# (h, w, channels, kernel, stride, pad, dilation, bias bound, act, shift): depthwise, one channel per input channel
+DW_CASES = [
+    (6, 5, 9, 3, 1, 1, 1, 2**26, (0, INT16_MAX), -12),  # eight channels four a step, one left over
+    (7, 7, 4, 3, 2, 1, 2, 2**40, (INT16_MIN, INT16_MAX), -10),  # biases past int32: the 64-bit requantization
+]
+
+
+def _dw_program(calls: list[str]) -> list[str]:
+    out = []
+    for k, (h, w, c, kk, st, pad, dil, bound, act, shift) in enumerate(DW_CASES):
+        rng = np.random.default_rng(950 + k)
+        x = rng.integers(INT16_MIN, INT16_MAX + 1, size=(1, h, w, c)).astype(np.int16)
+        wt = rng.integers(-128, 128, size=(kk, kk, c)).astype(np.int8)
+        b = rng.integers(-bound, bound, size=c, dtype=np.int64)
+        m = rng.integers(2**30, 2**31, size=c, dtype=np.int64).astype(np.int32)
+        s = np.clip(shift + rng.integers(-2, 1, size=c), -31, 14).astype(np.int32)
+        oh = (h + 2 * pad - dil * (kk - 1) - 1) // st + 1
+        ow = (w + 2 * pad - dil * (kk - 1) - 1) // st + 1
+        y = depthwise_conv2d_s16(x, wt, b, m, s, stride=(st, st), padding=(pad, pad), dilation=(dil, dil),
+                                 out_hw=(oh, ow), act_min=act[0], act_max=act[1])
+        out += [c_array(f"dx{k}", "int16_t", x), c_array(f"dw{k}", "int8_t", wt), c_array(f"db{k}", "int64_t", b),
+                c_array(f"dm{k}", "int32_t", m), c_array(f"ds{k}", "int32_t", s), c_array(f"de{k}", "int16_t", y)]
+        out.append(f"static int depthwise{k}(void)\n{{\n"
+                   f"    static const mcu_depthwise_conv2d_s16_params p = {{{{1, {h}, {w}, {c}}}, "
+                   f"{{1, {oh}, {ow}, {c}}}, 1, {kk}, {kk}, {st}, {st}, {pad}, {pad}, {dil}, {dil}, "
+                   f"{act[0]}, {act[1]}}};\n"
+                   f"    const mcu_per_channel_quant q = {{dm{k}, ds{k}}};\n"
+                   f"    const mcu_status st = mcu_depthwise_conv2d_s16(NULL, &p, &q, dx{k}, dw{k}, db{k}, y);\n"
+                   f"    return st == MCU_OK && memcmp(y, de{k}, sizeof de{k}) == 0;\n}}\n")
+        calls.append(f"    if (!depthwise{k}()) {{ say(\"dw {k} FAIL\\n\"); ++bad; }}\n")
+    return out
+
+
 def _program() -> str:
     out = ['#include <stdint.h>\n#include <string.h>\n#include "mcu/kernels_s16.h"\n#include "mcu/platform.h"\n\n',
            "static int16_t y[2048];\n",
@@ -111,6 +144,7 @@ def _program() -> str:
                    f"    return st == MCU_OK && memcmp(y, e{k}, sizeof e{k}) == 0;\n}}\n")
         calls.append(f"    if (!case{k}()) {{ say(\"case {k} FAIL\\n\"); ++bad; }}\n")
     out += _conv_program(calls)
+    out += _dw_program(calls)
     out.append("int main(void)\n{\n    int bad = 0;\n" + "".join(calls) +
                "    say(bad ? \"LINEAR S16 FAIL\\n\" : \"LINEAR S16 PASS\\n\");\n"
                "    mcu_platform_exit(bad ? 1 : 0);\n    return 0;\n}\n")
@@ -128,7 +162,7 @@ def test_linear_s16_on_device(tmp_path: Path, board: str) -> None:
     src = tmp_path / "main.c"
     src.write_text(_program())
     b = load_board(board)
-    kernels = [kernel_source("mcu_linear_s16.c"), kernel_source("mcu_conv2d_s16.c")]
+    kernels = [kernel_source(f"{k}.c") for k in ("mcu_linear_s16", "mcu_conv2d_s16", "mcu_depthwise_conv2d_s16")]
     fw = build_firmware(b, [src, *kernels], [runtime_dir() / "include"], tmp_path / "out")
     result = run_qemu(b, fw.elf)
     assert "LINEAR S16 PASS" in result.console and result.exit_code == 0, result.console[-2000:]

@@ -34,6 +34,31 @@ static inline uint32_t mcu_s16_pair_high(uint32_t lo, uint32_t hi)
     return (lo >> 16) | (hi & 0xFFFF0000u);
 #endif
 }
+
+/* acc + (a's top half) x (b's bottom half), and acc + (a's bottom half) x (b's top half): SMLATB and
+ * SMLABT, which simd_s8.h leaves out (the depthwise 16x8 kernel pairs int16 channel pairs with SXTB16's
+ * lanes). */
+static inline uint32_t mcu_s16_smlatb(uint32_t a, uint32_t b, uint32_t acc)
+{
+#if MCU_S8_DSP_NATIVE
+    uint32_t r;
+    __asm__("smlatb %0, %1, %2, %3" : "=r"(r) : "r"(a), "r"(b), "r"(acc));
+    return r;
+#else
+    return acc + (uint32_t)(mcu_lane_s16(a, 1) * mcu_lane_s16(b, 0));
+#endif
+}
+
+static inline uint32_t mcu_s16_smlabt(uint32_t a, uint32_t b, uint32_t acc)
+{
+#if MCU_S8_DSP_NATIVE
+    uint32_t r;
+    __asm__("smlabt %0, %1, %2, %3" : "=r"(r) : "r"(a), "r"(b), "r"(acc));
+    return r;
+#else
+    return acc + (uint32_t)(mcu_lane_s16(a, 0) * mcu_lane_s16(b, 1));
+#endif
+}
 #endif
 
 /* Two weight rows against one activation run of n (at most MCU_S16_PART) values: int32 partial sums. On DSP

@@ -4,6 +4,7 @@
 
 #include "../common/check.h"
 #include "../common/requant_s16.h"
+#include "../common/dot_s16.h"
 
 /* Products of int16 and int8 are at most 2^22 in magnitude: 256 of them fit an int32 partial sum. */
 #define MCU_DW_S16_PART 256
@@ -27,6 +28,81 @@ static void mcu_dw_s16_taps(int32_t start, int32_t kernel, int32_t dilation, int
     }
     *lo = a;
     *hi = b;
+}
+
+/* One channel per input channel, windows of at most MCU_DW_S16_PART taps, biases and shifts of
+ * mcu_s16_small_layer: four channels at a time over every output pixel, so that their requantization
+ * constants are computed once (m15 and the rounding of mcu_requantize_s16_small) rather than per pixel. */
+static void mcu_dw_s16_quads(const mcu_depthwise_conv2d_s16_params *p, const mcu_per_channel_quant *q,
+                             const int16_t *input, const int8_t *weight, const int64_t *bias, int16_t *output,
+                             int32_t channels)
+{
+    const mcu_shape4 *in = &p->input, *out = &p->output;
+    const int32_t c_all = in->c;
+    const int32_t x_step = p->dilation_w * c_all, x_row = p->dilation_h * in->w * c_all;
+    const int32_t w_row = p->kernel_w * c_all;
+    for (int32_t o = 0; o < channels; o += 4) {
+        int32_t m15[4], k[4], half[4], b[4];
+        for (int32_t j = 0; j < 4; ++j) {
+            m15[j] = mcu_reduce_multiplier_q15(q->multiplier[o + j]);
+            k[j] = -1 - q->shift[o + j];
+            half[j] = (int32_t)1 << (k[j] - 1);
+            b[j] = bias != NULL ? (int32_t)bias[o + j] : 0;
+        }
+        int16_t *y = output + o;
+        for (int32_t n = 0; n < out->n; ++n) {
+            const int16_t *img = input + (size_t)n * (size_t)in->h * (size_t)in->w * (size_t)c_all + o;
+            for (int32_t oy = 0; oy < out->h; ++oy) {
+                const int32_t y0 = oy * p->stride_h - p->pad_top;
+                int32_t ky0, ky1;
+                mcu_dw_s16_taps(y0, p->kernel_h, p->dilation_h, in->h, &ky0, &ky1);
+                for (int32_t ox = 0; ox < out->w; ++ox, y += out->c) {
+                    const int32_t x0 = ox * p->stride_w - p->pad_left;
+                    int32_t kx0, kx1;
+                    mcu_dw_s16_taps(x0, p->kernel_w, p->dilation_w, in->w, &kx0, &kx1);
+                    const int32_t cols = kx1 - kx0;
+                    const int16_t *xc = img + ((size_t)(y0 + ky0 * p->dilation_h) * (size_t)in->w +
+                                               (size_t)(x0 + kx0 * p->dilation_w)) * (size_t)c_all;
+                    const int8_t *wc = weight + ((size_t)ky0 * (size_t)p->kernel_w + (size_t)kx0) * (size_t)c_all + o;
+                    uint32_t a0 = (uint32_t)b[0], a1 = (uint32_t)b[1], a2 = (uint32_t)b[2], a3 = (uint32_t)b[3];
+                    for (int32_t r = ky0; r < ky1; ++r, xc += x_row, wc += w_row) {
+                        const int16_t *xt = xc;
+                        const int8_t *wt = wc;
+                        for (int32_t c = 0; c < cols; ++c, xt += x_step, wt += c_all) {
+#if MCU_S8_DSP
+                            /* two int16 channel pairs and four weights widened by SXTB16 to (w0, w2) and
+                             * (w1, w3): each channel's product is one halfword multiply-accumulate */
+                            const uint32_t x01 = mcu_load_u32(xt), x23 = mcu_load_u32(xt + 2);
+                            const uint32_t kw = mcu_load_u32(wt);
+                            const uint32_t w02 = mcu_sxtb16(kw), w13 = mcu_sxtb16_ror8(kw);
+                            a0 = mcu_smlabb(x01, w02, a0);
+                            a1 = mcu_s16_smlatb(x01, w13, a1);
+                            a2 = mcu_s16_smlabt(x23, w02, a2);
+                            a3 = mcu_smlatt(x23, w13, a3);
+#else
+                            a0 += (uint32_t)((int32_t)xt[0] * (int32_t)wt[0]);
+                            a1 += (uint32_t)((int32_t)xt[1] * (int32_t)wt[1]);
+                            a2 += (uint32_t)((int32_t)xt[2] * (int32_t)wt[2]);
+                            a3 += (uint32_t)((int32_t)xt[3] * (int32_t)wt[3]);
+#endif
+                        }
+                    }
+                    /* the bias below 2^30 plus at most 256 products of 2^22: the sums are the int32 values */
+                    const int32_t acc[4] = {mcu_u32_to_s32(a0), mcu_u32_to_s32(a1), mcu_u32_to_s32(a2),
+                                            mcu_u32_to_s32(a3)};
+                    for (int32_t j = 0; j < 4; ++j) {
+#if defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP
+                        int32_t t;
+                        __asm__("smulwb %0, %1, %2" : "=r"(t) : "r"(acc[j]), "r"(m15[j]));
+#else
+                        const int32_t t = (int32_t)mcu_asr64((int64_t)acc[j] * m15[j], 16);
+#endif
+                        y[j] = mcu_clamp_to_s16(mcu_asr32(t + half[j], k[j]), p->act_min, p->act_max);
+                    }
+                }
+            }
+        }
+    }
 }
 
 /* CMSIS-NN's arm_depthwise_conv_s16 conventions: NHWC int16 input and output (zero point 0), weights
@@ -69,6 +145,15 @@ mcu_status mcu_depthwise_conv2d_s16(const mcu_context *ctx, const mcu_depthwise_
     /* Element strides of the taps in the input and in the weights. */
     const int32_t x_step = p->dilation_w * cin, x_row = p->dilation_h * in->w * cin;
     const int32_t w_row = p->kernel_w * cout;
+    /* biases and shifts for which a window's int32 sum plus the bias requantizes the short way */
+    const int small_rq = mcu_s16_small_layer(bias, q->shift, cout);
+    /* the channel quads over the whole output first, then the channels left over pixel by pixel */
+    const int32_t quads = mult == 1 && small_rq && (int64_t)p->kernel_h * p->kernel_w <= MCU_DW_S16_PART
+                              ? cout & ~3
+                              : 0;
+    if (quads > 0) {
+        mcu_dw_s16_quads(p, q, input, weight, bias, output, quads);
+    }
     int16_t *y = output;
     for (int32_t n = 0; n < out->n; ++n) {
         const int16_t *img = input + (size_t)n * (size_t)in->h * (size_t)in->w * (size_t)cin;
@@ -88,7 +173,8 @@ mcu_status mcu_depthwise_conv2d_s16(const mcu_context *ctx, const mcu_depthwise_
                 /* Padding (zero point 0) adds nothing. A window of up to MCU_DW_S16_PART taps sums in int32;
                  * larger ones in int32 parts of a kernel row at a time (at most 512 taps, checked above). */
                 const int small = (int64_t)rows * cols <= MCU_DW_S16_PART;
-                int32_t o = 0;
+                int32_t o = quads;
+                y += quads;
                 /* One channel per input channel: four channels a step share the tap loop's pointer steps. */
                 for (; small && mult == 1 && o + 4 <= cout; o += 4, y += 4) {
                     const int16_t *xc = xw + o;
@@ -97,12 +183,31 @@ mcu_status mcu_depthwise_conv2d_s16(const mcu_context *ctx, const mcu_depthwise_
                     for (int32_t r = 0; r < rows; ++r, xc += x_row, wc += w_row) {
                         const int16_t *xt = xc;
                         const int8_t *wt = wc;
+#if MCU_S8_DSP
+                        /* Per tap two int16 channel pairs and four weights widened by SXTB16 to (w0, w2) and
+                         * (w1, w3): each channel's product is one halfword multiply-accumulate. */
+                        uint32_t a0 = (uint32_t)p0, a1 = (uint32_t)p1, a2 = (uint32_t)p2, a3 = (uint32_t)p3;
+                        for (int32_t c = 0; c < cols; ++c, xt += x_step, wt += cout) {
+                            const uint32_t x01 = mcu_load_u32(xt), x23 = mcu_load_u32(xt + 2);
+                            const uint32_t k = mcu_load_u32(wt);
+                            const uint32_t w02 = mcu_sxtb16(k), w13 = mcu_sxtb16_ror8(k);
+                            a0 = mcu_smlabb(x01, w02, a0);
+                            a1 = mcu_s16_smlatb(x01, w13, a1);
+                            a2 = mcu_s16_smlabt(x23, w02, a2);
+                            a3 = mcu_smlatt(x23, w13, a3);
+                        }
+                        p0 = (int32_t)a0;
+                        p1 = (int32_t)a1;
+                        p2 = (int32_t)a2;
+                        p3 = (int32_t)a3;
+#else
                         for (int32_t c = 0; c < cols; ++c, xt += x_step, wt += cout) {
                             p0 += (int32_t)xt[0] * (int32_t)wt[0];
                             p1 += (int32_t)xt[1] * (int32_t)wt[1];
                             p2 += (int32_t)xt[2] * (int32_t)wt[2];
                             p3 += (int32_t)xt[3] * (int32_t)wt[3];
                         }
+#endif
                     }
                     const int32_t parts[4] = {p0, p1, p2, p3};
                     for (int32_t k = 0; k < 4; ++k) {
