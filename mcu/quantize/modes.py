@@ -108,6 +108,6 @@ def check_mixed(mode: str, mixed: MixedOptions | None) -> None:
                        f"--quantize {mode}", hint="use --quantize mixed with --accuracy-budget, or drop it")
     if not mixed.budget >= 0:
         raise McuError(f"--accuracy-budget {mixed.budget}: the budget is a loss, at least 0",
-                       hint="0 keeps every layer int8; larger lets more layers narrow")
+                       hint="0: nothing below the all-int8 build's score; larger lets more layers narrow")
     if mixed.objective not in OBJECTIVES:
         raise McuError(f"unknown mixed-precision objective '{mixed.objective}'", hint=f"one of {', '.join(OBJECTIVES)}")
