@@ -6,16 +6,15 @@ The model is quantized to static int8 first. Then:
    score with only that layer at the candidate, through the integer reference: the output SQNR against fp32
    on the calibration data, or the model file's eval metric on ``eval_data``.
 2. A path of configurations from all-int8 down, independent of the budget: each step narrows the one layer
-   whose step saves the most cost (flash bytes or estimated instructions, the objective) per unit of
-   estimated loss; every step lowers the total cost. The loss of a configuration is estimated as the sum of
-   its layers' losses alone, in units that add: noise power relative to the signal for SQNR, points for a
-   metric.
-3. The farthest configuration whose estimate is within the budget, measured; while its measured score is
-   below the budget, the one before it. All-int8 always meets it.
+   whose step saves the most cost (flash bytes or estimated instructions, the objective) per unit of loss,
+   its loss alone counted in units that add: noise power relative to the signal for SQNR, points for a
+   metric; every step lowers the total cost.
+3. Every configuration of the path measured whole (the losses of layers narrowed together need not add up);
+   the farthest one whose measured score is within the budget. All-int8 always meets it.
 
-A looser budget reaches at least as far along the same path, and a configuration that passed a tighter
-budget passes a looser one, so a looser budget never gives more cost. Everything is deterministic: ties go to
-the earlier layer, then the earlier candidate."""
+The path and its measurements do not depend on the budget, and a looser budget admits every configuration a
+tighter one did, so it never gives more cost. Everything is deterministic: ties go to the earlier layer, then
+the earlier candidate."""
 
 from __future__ import annotations
 
@@ -62,18 +61,10 @@ def path(options: list[list[Option]]) -> list[list[int]]:
         out.append(list(current))
 
 
-def estimated_loss(options: list[list[Option]], config: list[int]) -> float:
-    return sum(max(options[layer][k].loss, 0.0) for layer, k in enumerate(config))
-
-
-def choose_index(options: list[list[Option]], configs: list[list[int]], allowed_loss: float,
-                 passes: Callable[[int], bool]) -> int:
-    """The farthest configuration of ``configs`` whose estimated loss is within ``allowed_loss`` and whose
-    measurement ``passes`` (configuration 0, all-int8, is taken to pass)."""
-    index = max((i for i, c in enumerate(configs) if estimated_loss(options, c) <= allowed_loss), default=0)
-    while index > 0 and not passes(index):
-        index -= 1
-    return index
+def choose_index(count: int, passes: Callable[[int], bool]) -> int:
+    """The farthest of ``count`` configurations whose measurement ``passes`` (configuration 0, all-int8, is
+    taken to pass)."""
+    return max((i for i in range(1, count) if passes(i)), default=0)
 
 
 @dataclass(frozen=True)
@@ -89,13 +80,6 @@ class Metric:
             return max(10 ** (-score / 10) - 10 ** (-base / 10), 0.0) if math.isfinite(score) else 0.0
         return max(base - score, 0.0)
 
-    def allowed(self, base: float, budget: float) -> float:
-        """The additive loss a budget (dB or points below ``base``) allows."""
-        if self.sqnr:
-            if not math.isfinite(base):
-                return 0.0 if budget == 0 else math.inf
-            return 10 ** (-(base - budget) / 10) - 10 ** (-base / 10)
-        return budget
 
 
 def _narrowed(graph: Graph, indices: list[int], names: list[str]) -> Graph:
@@ -135,7 +119,7 @@ def choose_precision(graph: Graph, score: Score, metric: Metric, budget: float, 
     def passes(k: int) -> bool:
         return measure(k) >= base - budget
 
-    k = choose_index(options, configs, metric.allowed(base, budget), passes)
+    k = choose_index(len(configs), passes)
     names = [options[layer][c].name for layer, c in enumerate(configs[k])]
     chosen = _narrowed(graph, indices, names)
     chosen.precision = PrecisionChoice(
