@@ -522,8 +522,8 @@ def compile_spec(spec: ModelSpec, board: str | Board = "mps2-an505", quantize: s
                  ram_budget: int | None = None, fuse_costs: FusionCosts | None = None,
                  fuse_band: int = 1, stream_prefix: bool | int = False, stream_input: bool = False,
                  weight_palette: int | None = None, mixed: modes.MixedOptions | None = None) -> CompiledModel:
-    """``weight_palette``, ``mixed``: see :func:`lower_spec`. ``fuse_blocks``: run inverted-residual blocks row by row
-    through a ring of expanded rows (mcu/plan/fused.py), as few as give the smallest arena (True or "auto";
+    """``weight_palette``, ``mixed``: see :func:`lower_spec`. ``fuse_blocks``: run inverted-residual blocks row by
+    row through a ring of expanded rows (mcu/plan/fused.py), as few as give the smallest arena (True or "auto";
     "all": every block that can);
     ``ram_budget``: as few as bring the arena to at most these bytes (mcu/plan/fusion.py); by default every
     tensor stays whole (unless the model does not fit the board); with ``fuse_costs`` (the ops' measured

@@ -175,9 +175,9 @@ class PrecisionChoice:
 
     def lines(self) -> list[str]:
         """The per-layer table the build report and ``mcu debug`` print."""
-        unit = "dB" if self.metric == "sqnr_db" else "%"
+        unit, points = ("dB", "dB") if self.metric == "sqnr_db" else ("%", "points")
         out = [f"mixed precision ({self.objective}): {self.metric} {self.score:.2f} {unit} against int8's "
-               f"{self.int8_score:.2f} {unit}, budget {self.budget:g} {unit} below it "
+               f"{self.int8_score:.2f} {unit}, budget {self.budget:g} {points} below it "
                f"({self.samples} samples; activations int8)",
                f"  {'layer':<28} {'kind':<17} {'weights':<7} {'bytes':>8} {'alone':>9}"]
         out += [f"  {layer.op:<28} {layer.kind:<17} {layer.weights:<7} {layer.weight_bytes:>8} "

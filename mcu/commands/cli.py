@@ -53,9 +53,9 @@ def _add_model_args(p: argparse.ArgumentParser, board_required: bool = True) -> 
     p.add_argument("--board", "-b", required=board_required, help="board name (see `mcu boards`)")
     p.add_argument("--quantize", "-q", choices=modes.CHOICES, default=modes.AUTO,
                    help="int8: static int8 (needs `calibration` in model.py); w4a8: the same with 4-bit per-channel "
-                        "weights of convolutions and linear layers, two a byte; mixed: int8 activations, each layer's weights int8, int4 or a "
-                        "look-up table under --accuracy-budget; w8a16: int16 activations (symmetric) "
-                        "with int8 per-channel weights, CMSIS-NN's 16x8 arithmetic; none: fp32; int8-weight: "
+                        "weights of convolutions and linear layers, two a byte; mixed: int8 activations, each "
+                        "layer's weights int8, int4 or a look-up table under --accuracy-budget; w8a16: int16 "
+                        "activations (symmetric) with int8 per-channel weights, CMSIS-NN's 16x8 arithmetic; none: fp32; int8-weight: "
                         "int8 linear weights, fp32 activations; int8-dynamic: int8 linear weights and "
                         "run-time quantized inputs; int4-weight: 4-bit linear weights in groups of 32 "
                         "(torchao), fp32 activations; int4-dynamic: the same weights, inputs quantized to int8 per row at run time; "

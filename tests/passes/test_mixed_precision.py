@@ -118,9 +118,9 @@ def test_each_rewrite_is_bit_exact_in_program_files(tiny) -> None:
 
 
 def test_the_choice_meets_its_budget_and_narrows_with_it(tiny) -> None:
-    """Budgets 0, 3 and 100 dB: each choice's measured SQNR is within its budget (at 0: not below int8's; a layer
-    may narrow where that loses nothing); the weights' bytes never grow with the budget; the same budget chooses the same again; the report names every
-    layer."""
+    """Budgets 0, 3 and 100 dB: each choice's measured SQNR is within its budget (at 0: not below int8's; a
+    layer may narrow where that loses nothing); the weights' bytes never grow with the budget; the same budget
+    chooses the same again; the report names every layer."""
     score = scorer(tiny.spec)
     metric = Metric(score.metric, score.sqnr)
     seen: dict[bytes, float] = {}
