@@ -27,11 +27,11 @@ LUT = {2: "lut2", 3: "lut3", 4: "lut4"}
 CANDIDATES = (INT8, INT4, *LUT.values())
 
 # Instructions per multiply-accumulate relative to the int8 kernel's, from whole-model runs on mps2-an505
-# (docs/quantization.md, "Mixed precision"): the s4 kernels ran 2.5-3.6x int8 packed, the look-up-table
-# kernels about 2x int8 compact. An estimate to rank layers, not a measurement.
+# (README, "4-bit weights" and "Look-up-table weights"): the s4 kernels ran 2.5-3.6x int8 packed, the
+# look-up-table kernels about 2x int8 compact. An estimate to rank layers, not a measurement.
 RELATIVE_COST = {INT8: 1.0, INT4: 3.0, "lut2": 2.1, "lut3": 2.1, "lut4": 2.1}
-# int8 instructions per multiply-accumulate on the M33 (small_cnn: 1,260,019 instructions, ~1.2 M MACs)
-INT8_PER_MAC = 1.0
+# int8 instructions per multiply-accumulate on the M33 (small_cnn: 1,260,019 instructions for 1,016,384 MACs)
+INT8_PER_MAC = 1.24
 
 
 def layers(ops: list[Op]) -> list[int]:
