@@ -64,7 +64,7 @@ def path(options: list[list[Option]]) -> list[list[int]]:
 def choose_index(count: int, passes: Callable[[int], bool]) -> int:
     """The farthest of ``count`` configurations whose measurement ``passes`` (configuration 0, all-int8, is
     taken to pass)."""
-    return max((i for i in range(1, count) if passes(i)), default=0)
+    return next((i for i in reversed(range(1, count)) if passes(i)), 0)
 
 
 @dataclass(frozen=True)
@@ -94,27 +94,31 @@ def choose_precision(graph: Graph, score: Score, metric: Metric, budget: float, 
     """``graph`` (static int8, lowered) with each layer's weights at the chosen precision and
     ``graph.precision`` saying what was chosen."""
     indices = mixed.layers(graph.ops)
-    base = score(graph)
+    known: dict[tuple[str, ...], float] = {}  # by each layer's form: a configuration is measured once
+
+    def scored(names: list[str]) -> float:
+        key = tuple(names)
+        if key not in known:
+            known[key] = score(_narrowed(graph, indices, names))
+        return known[key]
+
+    base = scored([mixed.INT8] * len(indices))
     options: list[list[Option]] = []
     alone: list[dict[str, float]] = []
-    for i in indices:
+    for n, i in enumerate(indices):
         op = graph.ops[i]
         row, scores = [], {}
         for name in mixed.CANDIDATES:
-            s = base if name == mixed.INT8 else score(_narrowed(graph, [i], [name]))
+            s = scored([name if m == n else mixed.INT8 for m in range(len(indices))])
             scores[name] = s
             cost = mixed.weight_bytes(op, name) if objective == "flash" else mixed.instructions(op, name)
             row.append(Option(name, cost, metric.loss(base, s)))
         options.append(row)
         alone.append(scores)
     configs = path(options)
-    measured: dict[int, float] = {0: base}
 
     def measure(k: int) -> float:
-        if k not in measured:
-            names = [options[layer][c].name for layer, c in enumerate(configs[k])]
-            measured[k] = score(_narrowed(graph, indices, names))
-        return measured[k]
+        return scored([options[layer][c].name for layer, c in enumerate(configs[k])])
 
     def passes(k: int) -> bool:
         return measure(k) >= base - budget
