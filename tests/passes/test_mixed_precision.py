@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from cli_runner import assert_one_line_error, mcu_in_process
 from mcu.api import LoweredModel, lower
+from mcu.backends.base import PartitionReport
 from mcu.errors import McuError
 from mcu.ir import Graph
 from mcu.layouts import channel_rows
@@ -144,6 +145,11 @@ def test_the_choice_meets_its_budget_and_narrows_with_it(tiny) -> None:
     assert again.precision == chosen[3.0].precision
     text = "\n".join(chosen[3.0].precision.lines())
     assert all(layer.op in text for layer in chosen[3.0].precision.layers)
+    # --json: the partition report carries it (and only under mixed)
+    report = PartitionReport(precision=chosen[3.0].precision).to_json()
+    assert [layer["weights"] for layer in report["precision"]["layers"]] == \
+        [layer.weights for layer in chosen[3.0].precision.layers]
+    assert "precision" not in PartitionReport().to_json()
     # instructions: int8 is the fastest weight form with int8 activations, so nothing narrows
     fastest = choose_precision(copy.deepcopy(tiny.graph), measured, metric, 100.0, "instructions", score.samples)
     assert [layer.weights for layer in fastest.precision.layers] == ["int8"] * 4
