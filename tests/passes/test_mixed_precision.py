@@ -174,3 +174,17 @@ def test_the_command_line_refuses_in_one_line() -> None:
     proc = mcu_in_process("build", str(EXAMPLES / "small_cnn.py"), "--board", "mps2-an505", "--quantize", "int8",
                           "--accuracy-budget", "2")
     assert_one_line_error(proc, "does not apply to --quantize int8")
+
+
+def test_with_eval_data_the_score_is_its_metric_in_percent(tiny) -> None:
+    """eval_data in the model file: the score is its metric over every sample, in percent (labels here are the
+    fp32 model's own top-1, so the int8 graph scores its agreement with fp32)."""
+    with torch.no_grad():
+        xs = [torch.randn(1, 3, 8, 8, generator=torch.Generator().manual_seed(i)) for i in range(5)]
+        labels = [int(torch.argmax(tiny.spec.model(x))) for x in xs]
+    spec = dataclasses.replace(tiny.spec, extras={**tiny.spec.extras, "eval_data": list(zip(xs, labels))})
+    score = scorer(spec)
+    assert (score.metric, score.sqnr, score.samples) == ("top1", False, 5)
+    value = score.score(tiny.graph)
+    assert value in {20.0 * k for k in range(6)} and value >= 60
+    assert Metric(score.metric, score.sqnr).loss(value, value - 20) == 20
