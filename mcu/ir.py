@@ -139,6 +139,52 @@ class Op:
         return f"{outs} = {self.kind}({ins})"
 
 
+@dataclass(frozen=True)
+class LayerPrecision:
+    """One layer's precision under ``--quantize mixed``: ``weights`` int8, int4 or lutB (B-bit indices into a
+    table per output channel), their bytes, and the model's score with this layer alone at that precision."""
+
+    op: str
+    kind: str
+    weights: str
+    weight_bytes: int
+    instructions: int  # estimated
+    score_alone: float
+
+
+@dataclass(frozen=True)
+class PrecisionChoice:
+    """What ``--quantize mixed`` chose: the metric (``sqnr_db`` or the eval metric's name, in percent), the
+    budget, the all-int8 score and the chosen configuration's, measured, and each layer's choice."""
+
+    metric: str
+    budget: float
+    objective: str
+    int8_score: float
+    score: float
+    samples: int
+    layers: tuple[LayerPrecision, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"metric": self.metric, "budget": self.budget, "objective": self.objective,
+                "int8_score": self.int8_score, "score": self.score, "samples": self.samples,
+                "weight_bytes": sum(layer.weight_bytes for layer in self.layers),
+                "layers": [{"op": layer.op, "kind": layer.kind, "weights": layer.weights,
+                            "weight_bytes": layer.weight_bytes, "instructions": layer.instructions,
+                            "score_alone": layer.score_alone} for layer in self.layers]}
+
+    def lines(self) -> list[str]:
+        """The per-layer table the build report and ``mcu debug`` print."""
+        unit, points = ("dB", "dB") if self.metric == "sqnr_db" else ("%", "points")
+        out = [f"mixed precision ({self.objective}): {self.metric} {self.score:.2f} {unit} against int8's "
+               f"{self.int8_score:.2f} {unit}, budget {self.budget:g} {points} below it "
+               f"({self.samples} samples; activations int8)",
+               f"  {'layer':<28} {'kind':<17} {'weights':<7} {'bytes':>8} {'alone':>9}"]
+        out += [f"  {layer.op:<28} {layer.kind:<17} {layer.weights:<7} {layer.weight_bytes:>8} "
+                f"{layer.score_alone:>7.2f} {unit}" for layer in self.layers]
+        return out
+
+
 @dataclass(eq=False)
 class Graph:
     inputs: list[Tensor]
@@ -151,6 +197,8 @@ class Graph:
     state: dict[str, Tensor] = field(default_factory=dict)
     # The user's name of each output (a dict key, a tuple path: mcu.capture.loader.flatten_outputs), when known.
     output_names: list[str] = field(default_factory=list)
+    # --quantize mixed: each layer's chosen precision (mcu/passes/mixed_choice.py); None in every other mode.
+    precision: PrecisionChoice | None = None
 
     def tensors(self) -> Iterator[Tensor]:
         """Every tensor once, inputs first, then in op order."""

@@ -29,6 +29,7 @@ from mcu.passes.fold_batch_norm import fold_batch_norm
 from mcu.passes.fuse_activations import fuse_activations
 from mcu.passes.conv_views import fold_conv_pads, sink_unit_views
 from mcu.passes.layout import assign_layouts
+from mcu.passes.mixed_choice import Metric as MixedMetric, choose_precision
 from mcu.passes.palette import palettize_weights
 from mcu.passes.quantized.attention import fold_softmax_masks
 from mcu.passes.quantized.core import lower_quantized
@@ -38,6 +39,7 @@ from mcu.passes.weights_int4 import lower_int4_linear, lower_int8_embedding
 from mcu.progress import stage
 from mcu.quantize import modes
 from mcu.quantize.flow import is_prequantized, quantize_static
+from mcu.quantize.sensitivity import scorer as sensitivity_scorer
 from mcu.quantize.torchao_int4 import int4_weight_model
 
 
@@ -73,12 +75,17 @@ def lower(graph: Graph) -> Graph:
     return graph
 
 
-def to_graph(spec: ModelSpec, quantize: str, weight_palette: int | None = None) -> Graph:
+def to_graph(spec: ModelSpec, quantize: str, weight_palette: int | None = None,
+             mixed: modes.MixedOptions | None = None) -> Graph:
     """``weight_palette``: look-up-table weights of that many bits after the int8 lowering
-    (mcu/passes/palette.py); static int8 only."""
+    (mcu/passes/palette.py); static int8 only. ``mixed``: with ``quantize`` mixed, the budget and objective
+    of each layer's weight precision (mcu/passes/mixed_choice.py)."""
     modes.check(quantize)
     modes.check_palette(quantize, weight_palette)
+    modes.check_mixed(quantize, mixed)
     where = str(spec.path) if spec.path else spec.name
+    # before quantizing: the sensitivity's fp32 outputs come from the float model
+    scorer = sensitivity_scorer(spec) if quantize == modes.MIXED else None
     if modes.is_static(quantize) and not is_prequantized(spec.model):
         with stage("quantize"):
             captured = quantize_static(spec.model, spec.example_inputs, spec.calibration, where=where,
@@ -102,6 +109,10 @@ def to_graph(spec: ModelSpec, quantize: str, weight_palette: int | None = None) 
             graph = lower_int8_embedding(lower_int4_linear(graph, dynamic=modes.is_dynamic(quantize)))
         if weight_palette is not None:
             graph = palettize_weights(graph, weight_palette)
+    if scorer is not None and mixed is not None:
+        with stage("mixed precision"):
+            graph = choose_precision(graph, scorer.score, MixedMetric(scorer.metric, scorer.sqnr), mixed.budget,
+                                     mixed.objective, scorer.samples)
     return graph
 
 

@@ -38,7 +38,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping, Sequence
 
-from mcu.ir import Graph, Op, Tensor
+from mcu.ir import Graph, Op, PrecisionChoice, Tensor
 from mcu.errors import McuError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -114,6 +114,8 @@ class PartitionReport:
     partitions: list[tuple[str, list[str]]] = field(default_factory=list)  # (backend, op names) in order
     refusals: list[Refusal] = field(default_factory=list)
     notes: list[tuple[str, str]] = field(default_factory=list)  # (backend, a choice it made for the whole build)
+    # --quantize mixed: each layer's weight precision, chosen before partitioning (mcu/passes/mixed_choice.py)
+    precision: PrecisionChoice | None = None
 
     @property
     def graph_breaks(self) -> int:
@@ -127,6 +129,7 @@ class PartitionReport:
             "refusals": [{"op": r.op, "kind": r.kind, "backend": r.backend, "why": r.why, "source": r.source}
                          for r in self.refusals],
             "notes": [{"backend": b, "note": text} for b, text in self.notes],
+            **({"precision": self.precision.to_json()} if self.precision is not None else {}),
         }
 
 
@@ -275,7 +278,7 @@ def partition(graph: Any, backends: list[Backend], ctx: Context) -> PartitionRep
     """
     settled = {b.id: b.settle(graph, ctx) for b in backends}
     ctx = replace(ctx, options={**ctx.options, **{k: v for k, v in settled.items() if v is not None}})
-    report = PartitionReport()
+    report = PartitionReport(precision=graph.precision)
     usable = []
     for b in backends:
         why = b.unavailable(ctx)

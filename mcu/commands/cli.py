@@ -53,8 +53,9 @@ def _add_model_args(p: argparse.ArgumentParser, board_required: bool = True) -> 
     p.add_argument("--board", "-b", required=board_required, help="board name (see `mcu boards`)")
     p.add_argument("--quantize", "-q", choices=modes.CHOICES, default=modes.AUTO,
                    help="int8: static int8 (needs `calibration` in model.py); w4a8: the same with 4-bit per-channel "
-                        "weights of convolutions and linear layers, two a byte; w8a16: int16 activations (symmetric) "
-                        "with int8 per-channel weights, CMSIS-NN's 16x8 arithmetic; none: fp32; int8-weight: "
+                        "weights of convolutions and linear layers, two a byte; mixed: int8 activations, each "
+                        "layer's weights int8, int4 or a look-up table under --accuracy-budget; w8a16: int16 "
+                        "activations (symmetric) with int8 per-channel weights, CMSIS-NN's 16x8 arithmetic; none: fp32; int8-weight: "
                         "int8 linear weights, fp32 activations; int8-dynamic: int8 linear weights and "
                         "run-time quantized inputs; int4-weight: 4-bit linear weights in groups of 32 "
                         "(torchao), fp32 activations; int4-dynamic: the same weights, inputs quantized to int8 per row at run time; "
@@ -77,6 +78,15 @@ def _add_model_args(p: argparse.ArgumentParser, board_required: bool = True) -> 
                    help="with --quantize int8: each output channel's convolution, depthwise and linear weights as "
                         "BITS-bit indices (2, 3 or 4) into a table of 2^BITS int8 values (k-means), decoded in "
                         "the kernel; our portable kernels only")
+    p.add_argument("--accuracy-budget", type=float, metavar="X", default=None,
+                   help="with --quantize mixed: how much the model may lose against the all-int8 build, in dB of "
+                        "output SQNR against fp32 on the calibration data, or, when model.py has eval_data, in "
+                        "points (percent) of its eval metric; each convolution, depthwise and linear layer's "
+                        "weights become int8, int4 or a 2/3/4-bit look-up table, measured layer by layer through "
+                        "the integer reference (activations stay int8)")
+    p.add_argument("--mixed-objective", choices=modes.OBJECTIVES, default="flash",
+                   help="with --quantize mixed: what the choice minimizes within the budget: the weights' flash "
+                        "bytes (default) or the estimated instructions")
     p.add_argument("--fuse-blocks", nargs="?", const="auto", default="off", choices=FUSE_CHOICES,
                    help="int8: run inverted-residual blocks (1x1 expansion, depthwise, 1x1 projection, residual "
                         "add) row by row through a ring of expanded rows, so the expanded tensor never exists "

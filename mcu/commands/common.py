@@ -10,10 +10,17 @@ from typing import Any
 from mcu.backends.cmsis_nn.core import cli_spec, resolve
 from mcu.errors import McuError
 from mcu.progress import quiet_torch
+from mcu.quantize.modes import MixedOptions
 
 
 def print_json(obj: dict[str, Any]) -> None:
     print(json.dumps(obj, indent=None, separators=(",", ":")))
+
+
+def mixed_options(args: argparse.Namespace) -> MixedOptions | None:
+    """``--accuracy-budget`` and ``--mixed-objective`` (``--quantize mixed``); None without a budget."""
+    budget = getattr(args, "accuracy_budget", None)
+    return None if budget is None else MixedOptions(budget, getattr(args, "mixed_objective", "flash"))
 
 
 def compile_model(args: argparse.Namespace) -> Any:
@@ -41,10 +48,11 @@ def compile_model(args: argparse.Namespace) -> Any:
                             cmsis_nn=resolve(spec, origin=origin),
                             packed_weights=False if getattr(args, "compact_weights", False) else None,
                             backend=getattr(args, "backend", None), qat=getattr(args, "qat", False),
-                            weight_palette=palette, **fusion)
+                            weight_palette=palette, mixed=mixed, **fusion)
 
     fuse = getattr(args, "fuse_blocks", "off")
     palette = getattr(args, "weight_palette", None)
+    mixed = mixed_options(args)
     with quiet_torch(verbose=getattr(args, "verbose", False)):
         if budget is None or getattr(args, "speed_model", "measured") != "measured" or streamed:
             # With a streamed prefix the budget takes the shortest prefix that fits, unmeasured (mcu/plan/prefix.py).
@@ -61,9 +69,9 @@ def compile_model(args: argparse.Namespace) -> Any:
             from mcu.quantize.qat import with_qat
 
             lowered = lower_spec(with_qat(load_model_file(args.model), args.quantize), quantize=args.quantize,
-                                 weight_palette=palette)
+                                 weight_palette=palette, mixed=mixed)
         else:
-            lowered = lower_file(args.model, quantize=args.quantize, weight_palette=palette)
+            lowered = lower_file(args.model, quantize=args.quantize, weight_palette=palette, mixed=mixed)
         backend = getattr(args, "backend", None)
         options = backend_options(resolve(spec, origin=origin),
                                   False if getattr(args, "compact_weights", False) else None, backend)

@@ -86,7 +86,9 @@ def cmd_debug(args: argparse.Namespace) -> int:
     first = report.first_departure
     if args.json:
         print(json.dumps({"title": report.title, "ops": [asdict(r) for r in report.rows],
-                          "first_departure": asdict(first) if first else None}, separators=(",", ":")))
+                          "first_departure": asdict(first) if first else None,
+                          **({"precision": report.precision.to_json()} if report.precision else {})},
+                         separators=(",", ":")))
     else:
         print(report.table())
     return 0 if first is None else 1

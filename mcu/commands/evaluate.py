@@ -22,31 +22,12 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import torch
 
-from mcu.commands.common import print_json
+from mcu.commands.common import mixed_options, print_json
 from mcu.errors import McuError
-from mcu.capture.loader import ModelSpec, check_input_shapes, flatten_outputs, load_model_file
+from mcu.capture.evalset import Metric, eval_set
+from mcu.capture.loader import ModelSpec, flatten_outputs, load_model_file
 from mcu.progress import quiet_torch, stage
 from mcu.quantize import modes
-
-Metric = Callable[[torch.Tensor, Any], float]
-
-
-def _topk(k: int) -> Metric:
-    def metric(output: torch.Tensor, label: Any) -> float:
-        top = torch.topk(output.reshape(-1), min(k, output.numel())).indices
-        return float(int(label) in top.tolist())
-
-    metric.__name__ = f"top{k}"
-    return metric
-
-
-@dataclass
-class EvalSet:
-    inputs: list[tuple[torch.Tensor, ...]]
-    labels: list[Any]
-    metric: Metric
-    metric_name: str
-
 
 @dataclass
 class EvalReport:
@@ -68,38 +49,6 @@ class EvalReport:
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
-
-
-def eval_set(spec: ModelSpec) -> EvalSet:
-    where = str(spec.path or spec.name)
-    data = spec.extras.get("eval_data")
-    if data is None:
-        raise McuError(f"{where}: defines no `eval_data`",
-                       hint="add `eval_data = [(inputs, label), ...]` (or a function returning them) to the model file")
-    if callable(data):
-        data = data()
-    inputs: list[tuple[torch.Tensor, ...]] = []
-    labels: list[Any] = []
-    try:
-        for item in data:
-            x, label = item
-            inputs.append(tuple(x) if isinstance(x, (tuple, list)) else (x,))
-            labels.append(label.item() if isinstance(label, torch.Tensor) and label.numel() == 1 else label)
-    except (TypeError, ValueError):
-        raise McuError(f"{where}: `eval_data` must hold (inputs, label) pairs",
-                       hint="e.g. eval_data = [(x[i:i + 1], int(y[i])) for i in range(len(x))]") from None
-    if not inputs:
-        raise McuError(f"{where}: `eval_data` is empty")
-    check_input_shapes(inputs, spec.example_inputs, "eval_data", where)
-    metric = spec.extras.get("eval_metric", "top1")
-    if isinstance(metric, str):
-        if metric not in ("top1", "top5"):
-            raise McuError(f"{where}: unknown eval_metric '{metric}'",
-                           hint="use 'top1', 'top5' or a function (output, label) -> float")
-        metric = _topk(int(metric[3:]))
-    if not callable(metric):
-        raise McuError(f"{where}: `eval_metric` must be 'top1', 'top5' or a function (output, label) -> float")
-    return EvalSet(inputs, labels, metric, getattr(metric, "__name__", "metric"))
 
 
 def sample_indices(total: int, n: int) -> list[int]:
@@ -185,7 +134,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
         def compile_quietly(s: Any, b: str, q: str) -> Any:
             return compile_spec(s, b, q, backend_options(packed_weights=False if args.compact_weights else None),
-                                weight_palette=getattr(args, "weight_palette", None))
+                                weight_palette=getattr(args, "weight_palette", None), mixed=mixed_options(args))
 
         if args.qat:
             # lazy: keeps torchao out of this module's import

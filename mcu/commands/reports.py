@@ -30,6 +30,8 @@ def print_partitions(report: PartitionReport) -> None:
         print(f"  {backend} refused{names}: {why}")
     for backend, text in report.notes:
         print(f"  {backend}: {text}")
+    if report.precision is not None:
+        print("\n".join(report.precision.lines()))
 
 
 def base_report(cm, fw) -> dict[str, Any]:

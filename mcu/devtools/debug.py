@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from mcu.errors import McuError
-from mcu.ir import NUMPY_DTYPES, Graph, Tensor
+from mcu.ir import NUMPY_DTYPES, Graph, PrecisionChoice, Tensor
 from mcu.layouts import from_memory_order, to_memory_order
 from mcu.plan.fused import KIND as FUSED_KIND
 from mcu.reference.encoding import dequantize_s8_f32
@@ -56,6 +56,7 @@ class OpDiff:
 class DebugReport:
     title: str
     rows: list[OpDiff]  # in execution order
+    precision: PrecisionChoice | None = None  # --quantize mixed: each layer's weight precision
 
     @property
     def first_departure(self) -> OpDiff | None:
@@ -101,6 +102,8 @@ class DebugReport:
             lines.append(f"fp32 island ops (marked *): {len(islands)}, each compared with eager fp32 within "
                          f"{100 * ISLAND_TOLERANCE:g}% of its largest value; the int8 ops after them read the "
                          "device's island outputs and are compared bit for bit")
+        if self.precision is not None:
+            lines += self.precision.lines()
         return "\n".join(lines)
 
 
@@ -291,4 +294,5 @@ def debug_model(cm: Any, perturb_handle: int | None = None, timeout_s: float = 6
                            differing=int(np.count_nonzero(diff > tolerance)), max_abs_diff=float(diff.max(initial=0.0)),
                            sqnr_db=sqnr, max_abs_error=err, inputs=feeds.get(op.handle, ()),
                            island=op.handle in islands))
-    return DebugReport(title=f"{cm.spec.name} {cm.quantize} on {cm.board.name}", rows=rows)
+    return DebugReport(title=f"{cm.spec.name} {cm.quantize} on {cm.board.name}", rows=rows,
+                       precision=cm.graph.precision)

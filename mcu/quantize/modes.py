@@ -3,19 +3,22 @@ each asks of the pipeline. Only names and predicates, so that every layer can as
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from mcu.errors import McuError
 
 NONE = "none"  # fp32 throughout
 INT8 = "int8"  # static int8: activations and weights, scales from calibration (pt2e)
 W4A8 = "w4a8"  # static int8 activations, 4-bit per-channel weights of convolutions and linear layers
 W8A16 = "w8a16"  # static int16 activations (symmetric, zero point 0), int8 per-channel weights (16x8)
+MIXED = "mixed"  # static int8 activations; each layer's weights int8, 4-bit or a look-up table, under a budget
 INT8_WEIGHT = "int8-weight"  # fp32 activations, int8 linear weights
 INT8_DYNAMIC = "int8-dynamic"  # int8 linear weights, activations quantized per call
 INT4_WEIGHT = "int4-weight"  # torchao's groupwise int4 linear weights
 INT4_DYNAMIC = "int4-dynamic"  # int4 linear weights, activations quantized per call
 AUTO = "auto"  # INT8 when the model file provides calibration data (or is quantized already), NONE otherwise
 
-MODES = (NONE, INT8, W4A8, W8A16, INT8_WEIGHT, INT8_DYNAMIC, INT4_WEIGHT, INT4_DYNAMIC)
+MODES = (NONE, INT8, W4A8, W8A16, MIXED, INT8_WEIGHT, INT8_DYNAMIC, INT4_WEIGHT, INT4_DYNAMIC)
 CHOICES = (AUTO, *MODES)  # what the command line and the API accept
 
 
@@ -35,11 +38,12 @@ def is_static_int8(mode: str) -> bool:
 
 def is_static(mode: str) -> bool:
     """Activations int8 with scales from calibration (pt2e), whatever the weights' width."""
-    return mode in (INT8, W4A8, W8A16)
+    return mode in (INT8, W4A8, W8A16, MIXED)
 
 
 def weight_bits(mode: str) -> int:
-    """The width of the convolution and linear weights of a static mode."""
+    """The width of the convolution and linear weights of a static mode (mixed: int8, narrowed per layer after
+    the lowering, mcu/passes/mixed_choice.py)."""
     return 4 if mode == W4A8 else 8
 
 
@@ -75,3 +79,35 @@ def int4_weights(mode: str) -> bool:
 def is_dynamic(mode: str) -> bool:
     """Activations quantized per call."""
     return mode in (INT8_DYNAMIC, INT4_DYNAMIC)
+
+
+OBJECTIVES = ("flash", "instructions")
+
+
+@dataclass(frozen=True)
+class MixedOptions:
+    """``--quantize mixed``: ``budget`` the most the model may lose against the all-int8 build in its own
+    metric (dB of output SQNR against fp32 on the calibration data; with ``eval_data``, points of its metric
+    in percent); ``objective`` what the choice minimizes, the weights' flash bytes or the estimated
+    instructions."""
+
+    budget: float
+    objective: str = "flash"
+
+
+def check_mixed(mode: str, mixed: MixedOptions | None) -> None:
+    """``--accuracy-budget`` goes with ``--quantize mixed``, and mixed needs it."""
+    if mode == MIXED and mixed is None:
+        raise McuError("--quantize mixed needs --accuracy-budget",
+                       hint="e.g. --accuracy-budget 3: at most 3 dB of output SQNR (or, with eval_data, 3 points of "
+                            "its metric) below the all-int8 build")
+    if mixed is None:
+        return
+    if mode != MIXED:
+        raise McuError(f"--accuracy-budget chooses each layer's precision for --quantize mixed; it does not apply to "
+                       f"--quantize {mode}", hint="use --quantize mixed with --accuracy-budget, or drop it")
+    if not mixed.budget >= 0:
+        raise McuError(f"--accuracy-budget {mixed.budget}: the budget is a loss, at least 0",
+                       hint="0: nothing below the all-int8 build's score; larger lets more layers narrow")
+    if mixed.objective not in OBJECTIVES:
+        raise McuError(f"unknown mixed-precision objective '{mixed.objective}'", hint=f"one of {', '.join(OBJECTIVES)}")

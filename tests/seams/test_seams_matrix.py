@@ -27,8 +27,9 @@ SAMPLE = {  # the example per mode: fp32, int8, w4a8
 QUANTIZE = {"fp32": "none", "int8": "int8", "w4a8": "w4a8"}
 # The matrix's other modes run end to end in C and program files in their own tests, on the host, where a
 # board cell here would cost a compile and two simulator runs each: w8a16 (tests/quantize/test_w8a16.py)
-# and look-up-table weights (tests/passes/test_weight_palette.py); scripts/matrix --mode runs them on boards.
-TESTED_ELSEWHERE = {"w8a16", "lut2", "lut3", "lut4"}
+# look-up-table weights (tests/passes/test_weight_palette.py) and mixed precision
+# (tests/passes/test_mixed_precision.py); scripts/matrix --mode runs them on boards.
+TESTED_ELSEWHERE = {"w8a16", "lut2", "lut3", "lut4", "mixed"}
 CELLS = [(board, mode, SAMPLE[board][i]) for board in SAMPLE for i, mode in enumerate(QUANTIZE)]
 
 
