@@ -337,30 +337,11 @@ static mcu_status read_whole(void *context, int32_t first_row, int32_t rows, voi
     return MCU_OK;
 }
 
-mcu_status mcu_program_run(const mcu_program *p, uint32_t method, uint8_t *const *arenas,
-                           const uint32_t *arena_sizes, uint32_t n_arenas, const void *const *inputs,
-                           void *const *outputs)
-{
-    mcu_program_method_info mi;
-    MCU_CHECK(mcu_program_method(p, method, &mi));
-    whole_input w = {NULL, 0, 0};
-    for (uint32_t i = 0; i < mi.n_inputs; ++i) {
-        mcu_program_tensor_info t;
-        MCU_CHECK(mcu_program_io(p, method, 0, i, &t));
-        if (t.streamed) { /* channels-last rows: the loader proved rank 4, batch 1 and whole rows */
-            MCU_REQUIRE(inputs != NULL && inputs[i] != NULL, MCU_ERR_NULL_POINTER);
-            w.data = (const uint8_t *)inputs[i];
-            w.rows = (uint32_t)t.shape[2];
-            w.row_bytes = t.nbytes / w.rows;
-        }
-    }
-    return mcu_program_run_streamed(p, method, arenas, arena_sizes, n_arenas, inputs, outputs,
-                                    w.data != NULL ? read_whole : NULL, &w);
-}
-
-mcu_status mcu_program_run_streamed(const mcu_program *p, uint32_t method, uint8_t *const *arenas,
-                                    const uint32_t *arena_sizes, uint32_t n_arenas, const void *const *inputs,
-                                    void *const *outputs, mcu_program_input_rows_fn input_rows, void *context)
+/* Inputs in, execute, outputs out. A streamed input goes through `input_rows`; with none given and `whole`
+ * non-NULL, through read_whole from its entry of `inputs`. */
+static mcu_status run_io(const mcu_program *p, uint32_t method, uint8_t *const *arenas, const uint32_t *arena_sizes,
+                         uint32_t n_arenas, const void *const *inputs, void *const *outputs,
+                         mcu_program_input_rows_fn input_rows, void *context, whole_input *whole)
 {
     mcu_program_method_info mi;
     MCU_CHECK(mcu_program_method(p, method, &mi));
@@ -372,14 +353,23 @@ mcu_status mcu_program_run_streamed(const mcu_program *p, uint32_t method, uint8
         for (uint32_t i = 0; i < count; ++i) {
             mcu_program_tensor_info t;
             MCU_CHECK(mcu_program_io(p, method, pass, i, &t));
+            const void *src = pass == 0 && inputs != NULL ? inputs[i] : NULL;
             if (t.streamed) {
+                if (input_rows == NULL && whole != NULL) { /* the loader proved rank 4, whole rows */
+                    MCU_REQUIRE(src != NULL, MCU_ERR_NULL_POINTER);
+                    whole->data = (const uint8_t *)src;
+                    whole->rows = (uint32_t)t.shape[2];
+                    whole->row_bytes = t.nbytes / whole->rows;
+                    input_rows = read_whole;
+                    context = whole;
+                }
                 continue; /* read by rows through input_rows */
             }
             MCU_REQUIRE(t.arena < n_arenas && arenas[t.arena] != NULL &&
                             t.offset <= arena_sizes[t.arena] && t.nbytes <= arena_sizes[t.arena] - t.offset,
                         MCU_ERR_BUFFER_TOO_SMALL);
             uint8_t *at = arenas[t.arena] + t.offset;
-            const void *src = pass ? at : (inputs != NULL ? inputs[i] : NULL);
+            src = pass ? at : src;
             void *dst = pass ? outputs[i] : at;
             MCU_REQUIRE(src != NULL && dst != NULL, MCU_ERR_NULL_POINTER);
             memcpy(dst, src, t.nbytes);
@@ -389,6 +379,21 @@ mcu_status mcu_program_run_streamed(const mcu_program *p, uint32_t method, uint8
         }
     }
     return MCU_OK;
+}
+
+mcu_status mcu_program_run(const mcu_program *p, uint32_t method, uint8_t *const *arenas,
+                           const uint32_t *arena_sizes, uint32_t n_arenas, const void *const *inputs,
+                           void *const *outputs)
+{
+    whole_input w = {NULL, 0, 0};
+    return run_io(p, method, arenas, arena_sizes, n_arenas, inputs, outputs, NULL, NULL, &w);
+}
+
+mcu_status mcu_program_run_streamed(const mcu_program *p, uint32_t method, uint8_t *const *arenas,
+                                    const uint32_t *arena_sizes, uint32_t n_arenas, const void *const *inputs,
+                                    void *const *outputs, mcu_program_input_rows_fn input_rows, void *context)
+{
+    return run_io(p, method, arenas, arena_sizes, n_arenas, inputs, outputs, input_rows, context, NULL);
 }
 
 mcu_status mcu_program_bundled(const mcu_program *p, uint32_t method, uint32_t vector, uint32_t expected,
