@@ -89,8 +89,9 @@ typedef struct {
     void *context;
 } mcu_exec_ctx;
 
-/* Pointer to operand `id` (NULL for -1), its size and dtype. */
-static void *operand(mcu_exec_ctx *x, int32_t id, uint8_t *const *arenas, uint32_t *nbytes, uint32_t *dtype)
+/* Pointer to operand `id` (NULL for -1), its size and dtype. Inlined into every caller: a call for each
+ * operand of each instruction would cost every kernel call instructions. */
+__attribute__((always_inline)) static inline void *operand(mcu_exec_ctx *x, int32_t id, uint8_t *const *arenas, uint32_t *nbytes, uint32_t *dtype)
 {
     *nbytes = 0;
     if (id < 0) {
@@ -104,9 +105,6 @@ static void *operand(mcu_exec_ctx *x, int32_t id, uint8_t *const *arenas, uint32
     *dtype = d.dtype;
     if (d.placement == MCU_PLACEMENT_ARENA) {
         return d.index < MCU_PROGRAM_MAX_ARENAS && arenas[d.index] != NULL ? arenas[d.index] + d.offset : NULL;
-    }
-    if (d.placement != MCU_PLACEMENT_CONSTANT) {
-        return NULL; /* a streamed input is in no memory: only its MCU_K_ROWS reads it, by rows */
     }
     const uint8_t *data;
     uint32_t size;
@@ -169,8 +167,10 @@ static mcu_status run_instruction(mcu_exec_ctx *x, const mcu_fbt *insn, uint32_t
         if (strides != NULL && ops[k] != NULL && strides[k] != 0) { /* the loader proved every pass's place */
             ops[k] = (uint8_t *)ops[k] + (ptrdiff_t)strides[k] * (ptrdiff_t)pass;
         }
-        if (moves != NULL && ops[k] != NULL && moves[k] != 0) { /* and every row call's */
-            ops[k] = (uint8_t *)ops[k] + (ptrdiff_t)moves[k];
+    }
+    if (moves != NULL) { /* a streamed prefix's row call: the loader proved each one's places too */
+        for (uint32_t k = 0; k < n_ops; ++k) {
+            ops[k] = ops[k] != NULL ? (uint8_t *)ops[k] + (ptrdiff_t)moves[k] : NULL;
         }
     }
     MCU_REQUIRE(!fp->bad, MCU_ERR_PROGRAM_INVALID);
@@ -223,9 +223,11 @@ static mcu_status rows_call(mcu_rows_visitor *v, uint32_t body, const int64_t *m
     return run_instruction(r->x, &insn, kernel, r->bases, 0, 0, moves);
 }
 
-/* The MCU_K_ROWS instruction `insn` at index `i` of the method's `n` instructions (vector `iv`). */
-static mcu_status run_rows(mcu_exec_ctx *x, const mcu_fbt *insn, uint32_t iv, uint32_t n, uint32_t i,
-                           uint8_t *const *bases)
+/* The MCU_K_ROWS instruction `insn` at index `i` of the method's `n` instructions (vector `iv`). Its third
+ * operand, a streamed input, is in no memory and never resolved: its rows come from x->input_rows. Out of
+ * line: inlined into the instruction loop, its frame would cost every kernel call a few instructions. */
+MCU_PROGRAM_SHARED static mcu_status run_rows(mcu_exec_ctx *x, const mcu_fbt *insn, uint32_t iv, uint32_t n,
+                                              uint32_t i, uint8_t *const *bases)
 {
     mcu_fb *const fp = &x->f;
     uint32_t n_ops, n_params, tsize, rsize, dtype;
@@ -272,21 +274,23 @@ static mcu_status execute(const mcu_program *p, uint32_t method, uint8_t *const 
         mcu_fb_elem(fp, iv, n, i, &insn);
         const uint32_t kernel = mcu_fb_scalar(fp, &insn, MCU_INSN_KERNEL, 2, 0);
         uint32_t count = 0, body = 0;
-        if (kernel == MCU_K_ROWS) { /* one event, as a loop */
-            MCU_TRACE_OP_BEGIN(i);
-            MCU_CHECK(run_rows(&x, &insn, iv, n, i, bases));
-            MCU_TRACE_OP_END(i);
-            uint32_t n_params;
-            i += mcu_fb_u32(fp, mcu_fb_vector(fp, &insn, MCU_INSN_PARAMS, 4, &n_params) + 4u * MCU_ROWS_BODY);
-            continue;
-        }
-        if (kernel == MCU_K_LOOP) {
-            uint32_t n_params;
-            const uint32_t pv = mcu_fb_vector(fp, &insn, MCU_INSN_PARAMS, 4, &n_params);
-            MCU_REQUIRE(!fp->bad && n_params == 2, MCU_ERR_PROGRAM_INVALID);
-            count = mcu_fb_u32(fp, pv);
-            body = mcu_fb_u32(fp, pv + 4u);
-            MCU_REQUIRE(!fp->bad && count >= 1 && body >= 1 && body < n - i, MCU_ERR_PROGRAM_INVALID);
+        if (kernel > MCU_K_DELEGATE) { /* the interpreter's own steps: a kernel call pays one test */
+            if (kernel == MCU_K_ROWS) { /* one event, as a loop */
+                MCU_TRACE_OP_BEGIN(i);
+                MCU_CHECK(run_rows(&x, &insn, iv, n, i, bases));
+                MCU_TRACE_OP_END(i);
+                uint32_t n_params;
+                i += mcu_fb_u32(fp, mcu_fb_vector(fp, &insn, MCU_INSN_PARAMS, 4, &n_params) + 4u * MCU_ROWS_BODY);
+                continue;
+            }
+            if (kernel == MCU_K_LOOP) {
+                uint32_t n_params;
+                const uint32_t pv = mcu_fb_vector(fp, &insn, MCU_INSN_PARAMS, 4, &n_params);
+                MCU_REQUIRE(!fp->bad && n_params == 2, MCU_ERR_PROGRAM_INVALID);
+                count = mcu_fb_u32(fp, pv);
+                body = mcu_fb_u32(fp, pv + 4u);
+                MCU_REQUIRE(!fp->bad && count >= 1 && body >= 1 && body < n - i, MCU_ERR_PROGRAM_INVALID);
+            }
         }
         /* The event id is the instruction's index in its method: the host names the op from the
          * instruction's name (mcu/devtools/program_trace.py); a loop is one event. Without MCU_TRACE both
