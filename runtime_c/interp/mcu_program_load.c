@@ -340,6 +340,11 @@ static mcu_status verify_rows(mcu_fb *f, const mcu_program *q, const mcu_fbt *m,
                                   d[1].placement == MCU_PLACEMENT_ARENA ? d[1].nbytes : 0u));
     *body = tbl.n[MCU_ROWS_BODY];
     MCU_REQUIRE(*body <= left, MCU_ERR_PROGRAM_INVALID);
+    for (uint32_t j = 1; j <= *body; ++j) { /* every body instruction well formed, a step naming it or not */
+        insn_view view;
+        MCU_CHECK(read_instruction(f, q, m, index + j, n_tensors, 0, &view));
+        MCU_REQUIRE(view.kernel != MCU_K_DELEGATE, MCU_ERR_PROGRAM_INVALID); /* a partition runs whole */
+    }
     /* The streamed input's entry: its rows and a ring of its whole rows, or no rows without one. */
     const int32_t *input = tbl.ops + 2u * tbl.n[MCU_ROWS_OPS];
     if (d[2].placement == MCU_PLACEMENT_STREAMED) {

@@ -127,7 +127,7 @@ def test_interpreter_code_stays_small_at_os_on_cortex_m33() -> None:
     # load-time check of every kernel parameter and operand alias; that check and the dispatch grow with
     # each kernel id (mcu_program_kernels.c, mcu_program_params.c: 13 KiB at 40 kernels). Both are
     # bounded: the core absolutely, the per-kernel part per kernel id. The core grew past 8 KiB with the
-    # streamed prefix (7,525 -> 10,569 B: its table's walk, shared by the loader's check and the run, 1.2
+    # streamed prefix (7,525 -> 10,621 B: its table's walk, shared by the loader's check and the run, 1.2
     # KiB; the loader's replay of it, the run's row callback and the operand lookup kept inline the rest).
     from mcu.program import format as fmt
 
