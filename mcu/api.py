@@ -145,12 +145,6 @@ class CompiledModel:
     def program_image(self, external_weights: bool = False, bundle_tests: bool = False,
                       weights_name: str = "weights.mpw") -> Any:
         """This model as a program file (mcu.program.ProgramImage) with one method, ``forward``."""
-        prefix = next((op for op in self.graph.ops if op.kind == PREFIX_KIND), None)
-        if prefix is not None:
-            raise UnsupportedKernel(f"program files do not carry a streamed prefix ({prefix.name}: "
-                                    f"{', '.join(prefix.attrs['ops'])})",
-                                    hint="drop --stream-prefix and --stream-input for a program file; the "
-                                         "generated C runs the streamed prefix")
         return program_from([CompiledMethod("forward", self)], external_weights=external_weights,
                             bundle=bundle_tests, weights_name=weights_name)
 

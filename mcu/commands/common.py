@@ -37,9 +37,6 @@ def compile_model(args: argparse.Namespace) -> Any:
         raise McuError(f"--prefill-chunk applies to text-generation model files (methods prefill and decode); "
                        f"{args.model} is not one", hint="drop --prefill-chunk")
     streamed = getattr(args, "stream_prefix", False) or getattr(args, "stream_input", False)
-    if streamed and (getattr(args, "program", False) or getattr(args, "format", "c") == "program"):
-        raise McuError("program files do not carry a streamed prefix (--stream-prefix, --stream-input)",
-                       hint="drop --stream-prefix and --stream-input for a program file; the generated C runs it")
     spec, origin = cli_spec(getattr(args, "cmsis_nn", None))
     budget = getattr(args, "ram_budget", None)
 

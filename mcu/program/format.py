@@ -35,7 +35,7 @@ MAX_OPERANDS = 16
 MAX_PARAMS = 32
 
 DTYPE_CODES = {"float32": 0, "int8": 1, "int16": 2, "int32": 3, "uint8": 4, "int64": 5}
-PLACEMENT_ARENA, PLACEMENT_CONSTANT = 0, 1
+PLACEMENT_ARENA, PLACEMENT_CONSTANT, PLACEMENT_STREAMED = 0, 1, 2
 SEGMENT_INLINE, SEGMENT_EXTERNAL = 0, 1
 
 # One row per kernel in the interpreter's table (MCU_KERNEL(NAME, ID, ...)); NAME is the C function without mcu_.
@@ -51,8 +51,9 @@ def kernel_table(path: Path | None = None) -> dict[str, int]:
 
 KERNEL_IDS: dict[str, int] = kernel_table()
 KERNEL_DELEGATE = 255
-# The interpreter's own steps (MCU_K_LOOP, MCU_K_FILL, MCU_K_MOVE in program.h): no kernel, no table row.
-KERNEL_LOOP, KERNEL_FILL, KERNEL_MOVE = 256, 257, 258
+# The interpreter's own steps (MCU_K_LOOP, MCU_K_FILL, MCU_K_MOVE, MCU_K_ROWS in program.h): no kernel, no
+# table row.
+KERNEL_LOOP, KERNEL_FILL, KERNEL_MOVE, KERNEL_ROWS = 256, 257, 258, 259
 
 
 def kernel_macro(function: str) -> str:

@@ -26,7 +26,7 @@ from mcu.program import format as fmt
 Place = tuple[int, int]  # (arena, byte offset)
 
 LOOP, FILL, MOVE = fmt.KERNEL_LOOP, fmt.KERNEL_FILL, fmt.KERNEL_MOVE
-STEP_NAMES = {LOOP: "loop", FILL: "fill", MOVE: "move"}
+STEP_NAMES = {LOOP: "loop", FILL: "fill", MOVE: "move", fmt.KERNEL_ROWS: "rows"}
 
 
 @dataclass(frozen=True)

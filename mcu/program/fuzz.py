@@ -4,7 +4,7 @@
 briefly. The harness is runtime_c/interp/fuzz/fuzz_program.c; the seeds are
 real program files written by the compiler: small models (int8 and fp32, two
 methods sharing weights, recurrent layers, 4-bit weights, fused blocks as
-loops, one followed by its external weights file) and, for the long run, every example (custom ops,
+loops, a streamed prefix with its input streamed, one followed by its external weights file) and, for the long run, every example (custom ops,
 tiny_llm's two methods sharing a KV cache, each int8 one also with external
 weights).
 """
@@ -230,11 +230,31 @@ model = M().eval()
 example_inputs = (torch.randn(1, 4, 7, 6),)
 calibration = [(torch.randn(1, 4, 7, 6),) for _ in range(4)]
 """,
+    # a streamed prefix with its input streamed: one ROWS instruction over its table of steps, rings and row
+    # calls (a strided stem, a depthwise written into the pointwise's rows, a residual add)
+    "streamed": """
+import torch
+from torch import nn
+torch.manual_seed(11)
+class M(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.s, self.d, self.p = nn.Conv2d(3, 6, 3, 2, 1), nn.Conv2d(6, 6, 3, padding=1, groups=6), nn.Conv2d(6, 8, 1)
+        self.r = nn.Conv2d(8, 8, 3, padding=1, groups=8)
+    def forward(self, x):
+        x = torch.relu(self.p(torch.relu(self.d(torch.relu(self.s(x))))))
+        return x + torch.relu(self.r(x))
+model = M().eval()
+example_inputs = (torch.randn(1, 3, 9, 5),)
+calibration = [(torch.randn(1, 3, 9, 5),) for _ in range(4)]
+""",
 }
 # Quantizations of each seed model (default: fp32 and int8).
 SEED_QUANTIZE = {"int4": (modes.INT4_WEIGHT, modes.INT4_DYNAMIC), "recurrent": (modes.INT8,)}
 # Seed models compiled with every fusable block fused, and the output rows of each pass.
 SEED_FUSE = {"fused": 2}
+# Seed models compiled with their first ops streamed and the input read by rows.
+SEED_STREAM = ("streamed",)
 # Quantizations of each example, and the files of examples/ that are no model.
 EXAMPLE_QUANTIZE = {"tiny_llm": (modes.INT4_WEIGHT,)}  # as its README section and tests build it
 NOT_EXAMPLES = {"_init", "tiny_llm_model", "tiny_llm_train"}
@@ -253,7 +273,10 @@ def _write_model_seeds(path: Path, name: str, quantizations: tuple[str, ...], se
     written = []
     band = SEED_FUSE.get(name)
     for quantize in quantizations:
-        if band is None:
+        if name in SEED_STREAM:
+            methods = compile_methods(path, quantize=quantize, compile_spec=lambda spec, board, q: compile_spec(
+                spec, board, q, check_flash=False, stream_input=True))
+        elif band is None:
             methods = compile_methods(path, quantize=quantize)
         else:
             methods = compile_methods(path, quantize=quantize, compile_spec=lambda spec, board, q: compile_spec(

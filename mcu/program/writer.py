@@ -23,8 +23,10 @@ from mcu.errors import McuError
 from mcu.ir import NUMPY_DTYPES, Graph, Op, Tensor
 from mcu.plan.fused import KIND as FUSED_KIND
 from mcu.plan.memory import MemoryPlan, scratch_bytes
+from mcu.plan.prefix import KIND as PREFIX_KIND, streamed_inputs
 from mcu.program import format as fmt
-from mcu.program.fused import LOOP, STEP_NAMES, band_calls, band_loop
+from mcu.program.fused import LOOP, STEP_NAMES, Call, band_calls, band_loop
+from mcu.program.prefix import rows_program
 from mcu.program.format import Field
 from mcu.capture.custom_ops import call_info, delegate_id
 
@@ -174,6 +176,9 @@ class _Builder:
         return b.EndObject()
 
 
+STREAMED = (-1, -1)  # the place of a streamed input: in no arena
+
+
 def _tensor(fb: _Builder, t: Tensor, place: tuple[int, int] | None, segments: _Segments) -> int:
     fields = {"name": fb.string(t.name), "shape": fb.ints(list(t.shape)),
               "dim_order": fb.ints(list(t.dim_order), np.uint8)}
@@ -186,6 +191,8 @@ def _tensor(fb: _Builder, t: Tensor, place: tuple[int, int] | None, segments: _S
         fields["quant"] = q
     if t.is_constant:
         placement, index, offset = fmt.PLACEMENT_CONSTANT, segments.constant(t), 0
+    elif place == STREAMED:
+        placement, index, offset = fmt.PLACEMENT_STREAMED, 0, 0
     else:
         assert place is not None
         placement, (index, offset) = fmt.PLACEMENT_ARENA, place
@@ -249,6 +256,34 @@ def _method(fb: _Builder, src: MethodSource, segments: _Segments,
             held.append(t)  # alive while the method is written, so that its id names no other tensor
         return placed[key]
 
+    def body_operands(op: Op, c: Call, what: str) -> tuple[int, list[int]]:
+        """The kernel id and operand ids of a call of a fused block's or a prefix's body (``what``)."""
+        if isinstance(c.function, int):
+            kernel = c.function
+        elif c.function in fmt.KERNEL_IDS:
+            kernel = fmt.KERNEL_IDS[c.function]
+        else:
+            raise UnsupportedKernel(f"kernel {c.function} ({op.name}) has no program kernel id yet")
+        operands = []
+        for o, where in zip(c.operands, c.places):
+            if o is None or (o is SCRATCH and where is None):
+                operands.append(-1)
+            elif o is SCRATCH:
+                key = (c.scratch_bytes, *where)
+                if key not in scratches:
+                    scratches[key] = Tensor(f"{op.name}_scratch", (c.scratch_bytes,), "int8")
+                operands.append(placed_tid(scratches[key], where))
+            elif where is None:
+                operands.append(tid(o))  # type: ignore[arg-type]
+            else:
+                operands.append(placed_tid(o, where))  # type: ignore[arg-type]
+        if len(operands) > fmt.MAX_OPERANDS or len(c.params) > fmt.MAX_PARAMS:
+            raise UnsupportedKernel(f"a row call of {what} takes {len(operands)} operands and "
+                                    f"{len(c.params)} parameters; an instruction holds at most "
+                                    f"{fmt.MAX_OPERANDS} and {fmt.MAX_PARAMS}",
+                                    hint="run the generated C (mcu build / mcu export)")
+        return kernel, operands
+
     def fused(op: Op) -> None:
         """A fused block: one LOOP over its bands, then the loop's body (mcu/program/fused.py)."""
         at = memory.scratch_offsets.get(id(op))
@@ -259,36 +294,27 @@ def _method(fb: _Builder, src: MethodSource, segments: _Segments,
         insns.append((LOOP, [], [len(passes), len(steps)], op.name, None, None))
         for step in steps:
             c = step.call
-            if isinstance(c.function, int):
-                kernel = c.function
-            elif c.function in fmt.KERNEL_IDS:
-                kernel = fmt.KERNEL_IDS[c.function]
-            else:
-                raise UnsupportedKernel(f"kernel {c.function} ({op.name}) has no program kernel id yet")
-            operands = []
-            for o, where in zip(c.operands, c.places):
-                if o is None or (o is SCRATCH and where is None):
-                    operands.append(-1)
-                elif o is SCRATCH:
-                    key = (c.scratch_bytes, *where)
-                    if key not in scratches:
-                        scratches[key] = Tensor(f"{op.name}_scratch", (c.scratch_bytes,), "int8")
-                    operands.append(placed_tid(scratches[key], where))
-                elif where is None:
-                    operands.append(tid(o))  # type: ignore[arg-type]
-                else:
-                    operands.append(placed_tid(o, where))  # type: ignore[arg-type]
-            if len(operands) > fmt.MAX_OPERANDS or len(c.params) > fmt.MAX_PARAMS:
-                raise UnsupportedKernel(f"a row call of fused block {op.name} takes {len(operands)} operands and "
-                                        f"{len(c.params)} parameters; an instruction holds at most "
-                                        f"{fmt.MAX_OPERANDS} and {fmt.MAX_PARAMS}",
-                                        hint="run the generated C (mcu build / mcu export)")
+            kernel, operands = body_operands(op, c, f"fused block {op.name}")
             whole = (step.first, step.end) == (0, len(passes))
             insns.append((kernel, operands, [_word(v) for v in c.params], op.name,
                           step.strides if any(step.strides) else None, None if whole else [step.first, step.end]))
 
+    def prefix(op: Op) -> None:
+        """A streamed prefix: one ROWS instruction over its table, then its row calls (mcu/program/prefix.py)."""
+        at = memory.scratch_offsets.get(id(op))
+        if at is None:
+            raise McuError(f"streamed prefix {op.name} has no planned scratch (its rings)")
+        rows = rows_program(op, place, (memory.scratch_arena_index(op), at, scratch_bytes(op)))
+        operands = [tid(rows.table), -1 if rows.rings is None else placed_tid(*rows.rings),
+                    -1 if rows.stream is None else tid(rows.stream)]
+        insns.append((fmt.KERNEL_ROWS, operands, rows.params, op.name, None, None))
+        for c in rows.body:
+            kernel, body = body_operands(op, c, f"streamed prefix {op.name}")
+            insns.append((kernel, body, [_word(v) for v in c.params], op.name, None, None))
+
+    streamed = streamed_inputs(graph)
     for t in graph.inputs:
-        tid(t)
+        tid(t, STREAMED if id(t) in streamed else None)
     for op in graph.ops:
         if op.kind == "delegate":
             if "backend" not in op.attrs or "payload" not in op.attrs:
@@ -300,6 +326,9 @@ def _method(fb: _Builder, src: MethodSource, segments: _Segments,
             continue
         if op.kind == FUSED_KIND:
             fused(op)
+            continue
+        if op.kind == PREFIX_KIND:
+            prefix(op)
             continue
         planned = memory.scratch_offsets.get(id(op))
         scratch = None if planned is None else (memory.scratch_arena_index(op), planned, scratch_bytes(op))
@@ -357,7 +386,7 @@ def _method(fb: _Builder, src: MethodSource, segments: _Segments,
     for kernel, operands, params, name, strides, iterations in insns:
         shared = left > 0
         bodies.append(shared)
-        left = params[1] if kernel == LOOP else max(left - 1, 0)
+        left = params[1] if kernel == LOOP else params[3] if kernel == fmt.KERNEL_ROWS else max(left - 1, 0)
         if shared and name not in names:
             names[name] = fb.string(name)
         fields = {"operands": vector("operands", operands, shared), "params": vector("params", params, shared),

@@ -59,7 +59,7 @@ enum {
     MCU_PROGRAM_DELEGATES, MCU_PROGRAM_EXTERNAL
 };
 
-enum { MCU_PLACEMENT_ARENA = 0, MCU_PLACEMENT_CONSTANT = 1 };
+enum { MCU_PLACEMENT_ARENA = 0, MCU_PLACEMENT_CONSTANT = 1, MCU_PLACEMENT_STREAMED = 2 };
 enum { MCU_SEGMENT_INLINE = 0, MCU_SEGMENT_EXTERNAL = 1 };
 
 #define MCU_FB_ABSENT_INDEX 0xFFFFFFFFu
@@ -237,5 +237,33 @@ mcu_status mcu_program_check_operands(uint32_t kernel, const mcu_program_kernel_
 /** Call the kernel; operands and params already verified. */
 mcu_status mcu_program_dispatch(uint32_t kernel, void *const *ops, const uint32_t *sizes, uint32_t n_ops,
                                 const int32_t *params, uint32_t n_params, int32_t elem_size);
+
+/* A streamed prefix (MCU_K_ROWS): its table's parts, each a run of int32 words (program.h). */
+enum { MCU_ROWS_OPS, MCU_ROWS_RINGS, MCU_ROWS_CONSUMERS, MCU_ROWS_BODY, MCU_ROWS_STEPS, MCU_ROWS_DESCS,
+       MCU_ROWS_N_PARAMS };
+typedef struct {
+    const int32_t *steps, *ops, *rings, *consumers, *body, *descs;
+    uint32_t n[MCU_ROWS_N_PARAMS];
+    uint32_t rings_bytes; /* the rings operand's size: every ring lies inside it */
+} mcu_rows_table;
+
+/** What a replay of the schedule does at each step: the loader checks, execution acts. The walk has
+ *  already proved every offset it passes inside the rings operand. */
+typedef struct mcu_rows_visitor {
+    /** Move `bytes` from `from` to `to` (bytes into the rings operand; the ranges may overlap). */
+    mcu_status (*move)(struct mcu_rows_visitor *v, uint32_t to, uint32_t from, uint32_t bytes);
+    /** The streamed input's rows [y, y + rows) into the rings operand at `at` (`bytes` bytes). */
+    mcu_status (*read)(struct mcu_rows_visitor *v, int32_t y, int32_t rows, uint32_t at, uint32_t bytes);
+    /** Body instruction `body` with each operand moved `moves[k]` bytes from its place (0: not moved). */
+    mcu_status (*call)(struct mcu_rows_visitor *v, uint32_t body, const int64_t *moves);
+} mcu_rows_visitor;
+
+/** The table of a MCU_K_ROWS instruction: `words` int32 words at `data` (4-byte aligned), `params` its
+ *  counts; MCU_ERR_PROGRAM_INVALID when the parts' sizes do not add up or a count is out of range. */
+mcu_status mcu_rows_table_init(mcu_rows_table *t, const uint8_t *data, uint32_t words, const int32_t *params,
+                               uint32_t n_params, uint32_t rings_bytes);
+/** Replay the schedule step by step (mcu_program_rows.c): every step's op, rows and body, every ring's
+ *  capacity and moves, every op having made all its rows at the end are checked (MCU_ERR_PROGRAM_INVALID). */
+mcu_status mcu_rows_walk(const mcu_rows_table *t, mcu_rows_visitor *v);
 
 #endif /* MCU_PROGRAM_INTERNAL_H */

@@ -125,6 +125,13 @@ static mcu_status verify_tensor(mcu_fb *f, const mcu_program *q, const mcu_fbt *
     if (d.placement == MCU_PLACEMENT_ARENA) {
         MCU_REQUIRE(d.index < n_arenas, MCU_ERR_PROGRAM_INVALID);
         limit = arenas[d.index];
+    } else if (d.placement == MCU_PLACEMENT_STREAMED) {
+        /* In no memory: rows of a batch-1 image (logical N, C, H, W), read whole rows at a time. */
+        const uint32_t rows = rank == 4 ? mcu_fb_u32(f, shape + 8u) : 0u;
+        MCU_REQUIRE(!f->bad && rank == 4 && mcu_fb_u32(f, shape) == 1u && rows >= 1u && d.nbytes % rows == 0 &&
+                        d.index == 0 && d.offset == 0,
+                    MCU_ERR_PROGRAM_INVALID);
+        limit = d.nbytes;
     } else {
         const uint8_t *data;
         MCU_REQUIRE(d.placement == MCU_PLACEMENT_CONSTANT && mcu_program_segment(f, q, d.index, &data, &limit) == MCU_OK,
@@ -164,69 +171,196 @@ static mcu_status check_call(uint32_t kernel, const mcu_operand_desc *ops, uint3
     return MCU_OK;
 }
 
-/* Instruction `index`, in a loop of `count` iterations (0: in none): at every iteration it runs at, each arena
- * operand moved by its stride lies in its arena and the call passes its checks there. */
-static mcu_status verify_instruction(mcu_fb *f, const mcu_program *q, const mcu_fbt *m, uint32_t index,
-                                     uint32_t n_tensors, uint32_t n_program_delegates, const uint32_t *arenas,
-                                     uint32_t count)
+/* One instruction as the checks see it: its kernel, operands where the method places them, params, and
+ * its loop fields. */
+typedef struct {
+    uint32_t kernel, n_ops, n_params;
+    mcu_operand_desc ops[MCU_PROGRAM_MAX_OPERANDS];
+    int32_t params[MCU_PROGRAM_MAX_PARAMS];
+    mcu_program_step step;
+} insn_view;
+
+/* Instruction `index`, in a loop of `count` iterations (0: in none), read and checked as far as it can be
+ * without its operands' places at run time. No instruction but MCU_K_ROWS names a streamed input. */
+static mcu_status read_instruction(mcu_fb *f, const mcu_program *q, const mcu_fbt *m, uint32_t index,
+                                   uint32_t n_tensors, uint32_t count, insn_view *v)
 {
     mcu_fbt insn, t;
     mcu_fb_table_at(f, m, MCU_METHOD_INSTRUCTIONS, index, &insn);
-    const uint32_t kernel = mcu_fb_scalar(f, &insn, MCU_INSN_KERNEL, 2, 0);
-    uint32_t n_ops, n_params;
-    const uint32_t ov = mcu_fb_vector(f, &insn, MCU_INSN_OPERANDS, 4, &n_ops);
-    const uint32_t pv = mcu_fb_vector(f, &insn, MCU_INSN_PARAMS, 4, &n_params);
+    v->kernel = mcu_fb_scalar(f, &insn, MCU_INSN_KERNEL, 2, 0);
+    const uint32_t ov = mcu_fb_vector(f, &insn, MCU_INSN_OPERANDS, 4, &v->n_ops);
+    const uint32_t pv = mcu_fb_vector(f, &insn, MCU_INSN_PARAMS, 4, &v->n_params);
     (void)mcu_fb_string(f, &insn, MCU_INSN_NAME);
-    MCU_REQUIRE(!f->bad && n_ops <= MCU_PROGRAM_MAX_OPERANDS && n_params <= MCU_PROGRAM_MAX_PARAMS &&
-                    kernel != MCU_K_LOOP && (count == 0 || kernel != MCU_K_DELEGATE),
+    MCU_REQUIRE(!f->bad && v->n_ops <= MCU_PROGRAM_MAX_OPERANDS && v->n_params <= MCU_PROGRAM_MAX_PARAMS &&
+                    v->kernel != MCU_K_LOOP && v->kernel != MCU_K_ROWS && (count == 0 || v->kernel != MCU_K_DELEGATE),
                 MCU_ERR_PROGRAM_INVALID);
-    mcu_program_step step;
-    mcu_program_step_fields(f, &insn, n_ops, count, &step);
+    mcu_program_step_fields(f, &insn, v->n_ops, count, &v->step);
     MCU_REQUIRE(!f->bad, MCU_ERR_PROGRAM_INVALID);
-    mcu_operand_desc ops[MCU_PROGRAM_MAX_OPERANDS];
-    int32_t params[MCU_PROGRAM_MAX_PARAMS];
-    memcpy(params, f->b + pv, n_params * sizeof(int32_t));
-    int moves = 0;
-    for (uint32_t i = 0; i < n_ops; ++i) {
+    memcpy(v->params, f->b + pv, v->n_params * sizeof(int32_t));
+    for (uint32_t i = 0; i < v->n_ops; ++i) {
         const int32_t id = (int32_t)mcu_fb_u32(f, ov + 4u * i);
         mcu_program_tensor_desc d = {0, 0, 0, 0, 0};
         MCU_REQUIRE(id >= -1 && id < (int32_t)n_tensors, MCU_ERR_PROGRAM_INVALID);
         if (id >= 0) {
             mcu_program_tensor(f, m, (uint32_t)id, &t, &d);
         }
-        ops[i].present = id >= 0;
-        ops[i].dtype = d.dtype;
-        ops[i].nbytes = d.nbytes;
-        ops[i].constant = d.placement != MCU_PLACEMENT_ARENA;
-        ops[i].arena = d.index;
-        ops[i].offset = d.offset;
-        ops[i].data = NULL;
+        MCU_REQUIRE(d.placement != MCU_PLACEMENT_STREAMED, MCU_ERR_PROGRAM_INVALID);
+        mcu_operand_desc *o = &v->ops[i];
+        o->present = id >= 0;
+        o->dtype = d.dtype;
+        o->nbytes = d.nbytes;
+        o->constant = d.placement != MCU_PLACEMENT_ARENA;
+        o->arena = d.index;
+        o->offset = d.offset;
+        o->data = NULL;
         /* Only arena operands move; verify_tensor has proved each tensor's first place. */
-        MCU_REQUIRE(step.strides[i] == 0 || (id >= 0 && !ops[i].constant), MCU_ERR_PROGRAM_INVALID);
-        moves |= step.strides[i] != 0;
-        if (id >= 0 && ops[i].constant) {
+        MCU_REQUIRE(v->step.strides[i] == 0 || (id >= 0 && !o->constant), MCU_ERR_PROGRAM_INVALID);
+        if (id >= 0 && o->constant) {
             uint32_t seg_size; /* verify_tensor has proved the segment holds [offset, offset + nbytes) */
-            MCU_CHECK(mcu_program_segment(f, q, d.index, &ops[i].data, &seg_size));
-            ops[i].data += d.offset;
+            MCU_CHECK(mcu_program_segment(f, q, d.index, &o->data, &seg_size));
+            o->data += d.offset;
         }
-    }
-    /* Without strides every iteration checks the same call: once is enough. */
-    const uint32_t end = moves ? step.end : step.first + 1u;
-    for (uint32_t it = step.first; it < end; ++it) {
-        mcu_operand_desc at[MCU_PROGRAM_MAX_OPERANDS];
-        for (uint32_t i = 0; i < n_ops; ++i) {
-            at[i] = ops[i];
-            if (step.strides[i] != 0) {
-                const int64_t offset = (int64_t)ops[i].offset + (int64_t)step.strides[i] * (int64_t)(it - step.first);
-                MCU_REQUIRE(offset >= 0 && offset + (int64_t)ops[i].nbytes <= (int64_t)arenas[ops[i].arena] &&
-                                offset % (int64_t)mcu_dtype_size(ops[i].dtype) == 0,
-                            MCU_ERR_PROGRAM_INVALID);
-                at[i].offset = (uint32_t)offset;
-            }
-        }
-        MCU_CHECK(check_call(kernel, at, n_ops, params, n_params, n_program_delegates));
     }
     return MCU_OK;
+}
+
+/* Instruction `v` with each operand moved `moves[k]` bytes (NULL: none): every moved operand is an arena
+ * operand that stays in its arena, aligned, and the call passes its checks there. */
+static mcu_status check_moved(const insn_view *v, const int64_t *moves, const uint32_t *arenas,
+                              uint32_t n_program_delegates)
+{
+    mcu_operand_desc at[MCU_PROGRAM_MAX_OPERANDS];
+    for (uint32_t i = 0; i < v->n_ops; ++i) {
+        at[i] = v->ops[i];
+        if (moves != NULL && moves[i] != 0) {
+            const int64_t offset = (int64_t)v->ops[i].offset + moves[i];
+            MCU_REQUIRE(v->ops[i].present && !v->ops[i].constant && offset >= 0 &&
+                            offset + (int64_t)v->ops[i].nbytes <= (int64_t)arenas[v->ops[i].arena] &&
+                            offset % (int64_t)mcu_dtype_size(v->ops[i].dtype) == 0,
+                        MCU_ERR_PROGRAM_INVALID);
+            at[i].offset = (uint32_t)offset;
+        }
+    }
+    return check_call(v->kernel, at, v->n_ops, v->params, v->n_params, n_program_delegates);
+}
+
+/* Instruction `index`, in a loop of `count` iterations (0: in none): at every iteration it runs at, each arena
+ * operand moved by its stride lies in its arena and the call passes its checks there. */
+static mcu_status verify_instruction(mcu_fb *f, const mcu_program *q, const mcu_fbt *m, uint32_t index,
+                                     uint32_t n_tensors, uint32_t n_program_delegates, const uint32_t *arenas,
+                                     uint32_t count)
+{
+    insn_view v;
+    MCU_CHECK(read_instruction(f, q, m, index, n_tensors, count, &v));
+    int moves = 0;
+    for (uint32_t i = 0; i < v.n_ops; ++i) {
+        moves |= v.step.strides[i] != 0;
+    }
+    /* Without strides every iteration checks the same call: once is enough. */
+    const uint32_t end = moves ? v.step.end : v.step.first + 1u;
+    for (uint32_t it = v.step.first; it < end; ++it) {
+        int64_t at[MCU_PROGRAM_MAX_OPERANDS];
+        for (uint32_t i = 0; i < v.n_ops; ++i) {
+            at[i] = (int64_t)v.step.strides[i] * (int64_t)(it - v.step.first);
+        }
+        MCU_CHECK(check_moved(&v, at, arenas, n_program_delegates));
+    }
+    return MCU_OK;
+}
+
+/* A streamed prefix's check: the walk of mcu_program_rows.c with every body call checked where it runs. */
+typedef struct {
+    mcu_rows_visitor v;
+    mcu_fb *f;
+    const mcu_program *q;
+    const mcu_fbt *m;
+    uint32_t first, n_tensors, n_program_delegates;
+    const uint32_t *arenas;
+} rows_check;
+
+static mcu_status rows_check_move(mcu_rows_visitor *v, uint32_t to, uint32_t from, uint32_t bytes)
+{
+    (void)v, (void)to, (void)from, (void)bytes; /* the walk has proved both ranges inside the rings */
+    return MCU_OK;
+}
+
+static mcu_status rows_check_read(mcu_rows_visitor *v, int32_t y, int32_t rows, uint32_t at, uint32_t bytes)
+{
+    (void)v, (void)y, (void)rows, (void)at, (void)bytes; /* likewise */
+    return MCU_OK;
+}
+
+static mcu_status rows_check_call(mcu_rows_visitor *v, uint32_t body, const int64_t *moves)
+{
+    rows_check *c = (rows_check *)(void *)v;
+    insn_view view;
+    MCU_CHECK(read_instruction(c->f, c->q, c->m, c->first + body, c->n_tensors, 0, &view));
+    for (uint32_t i = view.n_ops; i < MCU_PROGRAM_MAX_OPERANDS; ++i) {
+        MCU_REQUIRE(moves[i] == 0, MCU_ERR_PROGRAM_INVALID); /* a row of an operand the call lacks */
+    }
+    return check_moved(&view, moves, c->arenas, c->n_program_delegates);
+}
+
+/* A MCU_K_ROWS instruction at `index` with `left` instructions after it: its table, rings and streamed input,
+ * then the whole schedule replayed with every row call checked where it runs; `body` its body's length. */
+static mcu_status verify_rows(mcu_fb *f, const mcu_program *q, const mcu_fbt *m, uint32_t index, uint32_t left,
+                              uint32_t n_tensors, uint32_t n_program_delegates, const uint32_t *arenas, uint32_t *body)
+{
+    mcu_fbt insn, t;
+    mcu_fb_table_at(f, m, MCU_METHOD_INSTRUCTIONS, index, &insn);
+    uint32_t n_ops, n_params;
+    const uint32_t ov = mcu_fb_vector(f, &insn, MCU_INSN_OPERANDS, 4, &n_ops);
+    const uint32_t pv = mcu_fb_vector(f, &insn, MCU_INSN_PARAMS, 4, &n_params);
+    (void)mcu_fb_string(f, &insn, MCU_INSN_NAME);
+    mcu_program_step step;
+    mcu_program_step_fields(f, &insn, 0, 0, &step);
+    MCU_REQUIRE(!f->bad && n_ops == 3 && n_params == MCU_ROWS_N_PARAMS, MCU_ERR_PROGRAM_INVALID);
+    int32_t params[MCU_ROWS_N_PARAMS];
+    memcpy(params, f->b + pv, sizeof(params));
+    mcu_program_tensor_desc d[3];
+    for (uint32_t i = 0; i < 3; ++i) {
+        const int32_t id = (int32_t)mcu_fb_u32(f, ov + 4u * i);
+        MCU_REQUIRE(id >= (i == 0 ? 0 : -1) && id < (int32_t)n_tensors, MCU_ERR_PROGRAM_INVALID);
+        memset(&d[i], 0, sizeof(d[i]));
+        d[i].placement = 0xFFu; /* absent */
+        if (id >= 0) {
+            mcu_program_tensor(f, m, (uint32_t)id, &t, &d[i]);
+        }
+    }
+    /* The table: int32 constant words; the rings: int8 arena bytes; the streamed input: one. */
+    const uint8_t *table;
+    uint32_t seg_size;
+    MCU_REQUIRE(!f->bad && d[0].placement == MCU_PLACEMENT_CONSTANT && d[0].dtype == 3u &&
+                    (d[1].placement == 0xFFu || (d[1].placement == MCU_PLACEMENT_ARENA && d[1].dtype == 1u)) &&
+                    (d[2].placement == 0xFFu || d[2].placement == MCU_PLACEMENT_STREAMED),
+                MCU_ERR_PROGRAM_INVALID);
+    MCU_CHECK(mcu_program_segment(f, q, d[0].index, &table, &seg_size));
+    mcu_rows_table tbl;
+    MCU_CHECK(mcu_rows_table_init(&tbl, table + d[0].offset, d[0].nbytes / 4u, params, n_params,
+                                  d[1].placement == MCU_PLACEMENT_ARENA ? d[1].nbytes : 0u));
+    *body = tbl.n[MCU_ROWS_BODY];
+    MCU_REQUIRE(*body <= left, MCU_ERR_PROGRAM_INVALID);
+    for (uint32_t j = 1; j <= *body; ++j) { /* every body instruction well formed, a step naming it or not */
+        insn_view view;
+        MCU_CHECK(read_instruction(f, q, m, index + j, n_tensors, 0, &view));
+        MCU_REQUIRE(view.kernel != MCU_K_DELEGATE, MCU_ERR_PROGRAM_INVALID); /* a partition runs whole */
+    }
+    /* The streamed input's entry: its rows and a ring of its whole rows, or no rows without one. */
+    const int32_t *input = tbl.ops + 2u * tbl.n[MCU_ROWS_OPS];
+    if (d[2].placement == MCU_PLACEMENT_STREAMED) {
+        mcu_program_tensor(f, m, mcu_fb_u32(f, ov + 8u), &t, &d[2]);
+        uint32_t rank;
+        const uint32_t shape = mcu_fb_vector(f, &t, MCU_TENSOR_SHAPE, 4, &rank);
+        MCU_REQUIRE(!f->bad && rank == 4 && input[0] == (int32_t)mcu_fb_u32(f, shape + 8u) && input[1] >= 0 &&
+                        input[1] < (int32_t)tbl.n[MCU_ROWS_RINGS] &&
+                        (uint64_t)tbl.rings[5u * (uint32_t)input[1] + 1u] * (uint64_t)input[0] == d[2].nbytes,
+                    MCU_ERR_PROGRAM_INVALID);
+    } else {
+        MCU_REQUIRE(input[0] == 0, MCU_ERR_PROGRAM_INVALID);
+    }
+    rows_check c = {{rows_check_move, rows_check_read, rows_check_call}, f, q, m, index + 1u, n_tensors,
+                    n_program_delegates, arenas};
+    return mcu_rows_walk(&tbl, &c.v);
 }
 
 /* A loop instruction at `index` with `left` instructions after it: no operands, params count and body. */
@@ -249,8 +383,9 @@ static mcu_status verify_loop(mcu_fb *f, const mcu_fbt *m, uint32_t index, uint3
     return MCU_OK;
 }
 
-/* Every element of the u32 vector field `slot` is the id of an arena tensor; returns the count. */
-static uint32_t verify_io(mcu_fb *f, const mcu_fbt *m, uint32_t slot, uint32_t n_tensors)
+/* Every element of the u32 vector field `slot` is the id of an arena tensor (or, with `streamed`, a streamed
+ * input); returns the count. */
+static uint32_t verify_io(mcu_fb *f, const mcu_fbt *m, uint32_t slot, uint32_t n_tensors, int streamed)
 {
     uint32_t n;
     mcu_fb_vector(f, m, slot, 4, &n);
@@ -259,7 +394,7 @@ static uint32_t verify_io(mcu_fb *f, const mcu_fbt *m, uint32_t slot, uint32_t n
         mcu_fbt t;
         mcu_program_tensor_desc d;
         mcu_program_tensor(f, m, id < n_tensors ? id : n_tensors, &t, &d);
-        if (d.placement != MCU_PLACEMENT_ARENA) {
+        if (d.placement != MCU_PLACEMENT_ARENA && !(streamed && d.placement == MCU_PLACEMENT_STREAMED)) {
             f->bad = 1;
         }
     }
@@ -318,14 +453,20 @@ static mcu_status verify_method(mcu_fb *f, const mcu_program *q, uint32_t index,
     for (uint32_t i = 0; i < n_tensors; ++i) {
         MCU_CHECK(verify_tensor(f, q, &m, i, arenas, n_arenas));
     }
-    const uint32_t n_io[2] = {verify_io(f, &m, MCU_METHOD_INPUTS, n_tensors),
-                              verify_io(f, &m, MCU_METHOD_OUTPUTS, n_tensors)};
+    const uint32_t n_io[2] = {verify_io(f, &m, MCU_METHOD_INPUTS, n_tensors, 1),
+                              verify_io(f, &m, MCU_METHOD_OUTPUTS, n_tensors, 0)};
     MCU_REQUIRE(!f->bad, MCU_ERR_PROGRAM_INVALID);
     mcu_fb_vector(f, &m, MCU_METHOD_INSTRUCTIONS, 4, &n);
     for (uint32_t i = 0; i < n; ++i) {
         mcu_fbt insn;
         mcu_fb_table_at(f, &m, MCU_METHOD_INSTRUCTIONS, i, &insn);
         MCU_REQUIRE(!f->bad, MCU_ERR_PROGRAM_INVALID);
+        if (mcu_fb_scalar(f, &insn, MCU_INSN_KERNEL, 2, 0) == MCU_K_ROWS) {
+            uint32_t body;
+            MCU_CHECK(verify_rows(f, q, &m, i, n - i - 1u, n_tensors, n_program_delegates, arenas, &body));
+            i += body;
+            continue;
+        }
         if (mcu_fb_scalar(f, &insn, MCU_INSN_KERNEL, 2, 0) != MCU_K_LOOP) {
             MCU_CHECK(verify_instruction(f, q, &m, i, n_tensors, n_program_delegates, arenas, 0));
             continue;

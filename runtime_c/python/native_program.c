@@ -125,10 +125,11 @@ static PyObject *handle_io_info(ProgramHandle *self, PyObject *args)
         PyTuple_SET_ITEM(order, i, PyLong_FromLong(t.dim_order[i]));
     }
     PyObject *scale = t.quantized ? PyFloat_FromDouble(t.scale) : Py_NewRef(Py_None);
-    return status_tuple(status, Py_BuildValue("{s:s,s:I,s:N,s:N,s:I,s:I,s:I,s:N,s:i}", "name", t.name, "dtype",
+    return status_tuple(status, Py_BuildValue("{s:s,s:I,s:N,s:N,s:I,s:I,s:I,s:N,s:i,s:O}", "name", t.name, "dtype",
                                               t.dtype, "shape", shape, "dim_order", order, "arena", t.arena,
                                               "offset", t.offset, "nbytes", t.nbytes, "scale", scale,
-                                              "zero_point", t.zero_point));
+                                              "zero_point", t.zero_point, "streamed",
+                                              t.streamed ? Py_True : Py_False));
 }
 
 static PyObject *handle_find_method(ProgramHandle *self, PyObject *arg)
@@ -181,6 +182,24 @@ static PyObject *handle_reset_state(ProgramHandle *self, PyObject *unused)
         }
     }
     Py_RETURN_NONE;
+}
+
+/* The host's reader of a streamed input: rows from a copy of the caller's input, which the method must ask
+ * for top to bottom, each once (the contract of mcu_program_input_rows_fn, checked here). */
+typedef struct {
+    uint8_t *data;
+    uint32_t row_bytes, rows, next;
+} host_rows;
+
+static mcu_status host_input_rows(void *context, int32_t first_row, int32_t rows, void *rows_out)
+{
+    host_rows *h = (host_rows *)context;
+    if (rows < 1 || first_row != (int32_t)h->next || (uint32_t)rows > h->rows - h->next) {
+        return MCU_ERR_INVALID_ARG;
+    }
+    memcpy(rows_out, h->data + (size_t)first_row * h->row_bytes, (size_t)rows * h->row_bytes);
+    h->next += (uint32_t)rows;
+    return MCU_OK;
 }
 
 /* run(method, inputs, arena_sizes or None, keep=False) -> (status, [bytes outputs] or None); with keep, the
@@ -240,6 +259,7 @@ static PyObject *handle_run(ProgramHandle *self, PyObject *args)
     }
     void *raw[MCU_PROGRAM_MAX_ARENAS] = {NULL};
     uint8_t *arenas[MCU_PROGRAM_MAX_ARENAS] = {NULL};
+    host_rows streamed = {NULL, 0, 0, 0};
     PyObject *result = NULL;
     if (keep) {
         n_arenas = MCU_PROGRAM_MAX_ARENAS;
@@ -266,9 +286,19 @@ static PyObject *handle_run(ProgramHandle *self, PyObject *args)
         if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(seq, i), &view, PyBUF_CONTIG_RO) != 0) {
             goto done;
         }
-        const int fits = (uint64_t)view.len == t.nbytes && t.arena < n_arenas &&
-                         (uint64_t)t.offset + t.nbytes <= sizes[t.arena];
-        if (fits) {
+        const int fits = (uint64_t)view.len == t.nbytes &&
+                         (t.streamed || (t.arena < n_arenas && (uint64_t)t.offset + t.nbytes <= sizes[t.arena]));
+        if (fits && t.streamed && streamed.data == NULL) { /* read by rows through host_input_rows */
+            streamed.data = PyMem_RawMalloc(t.nbytes > 0 ? t.nbytes : 1u);
+            if (streamed.data == NULL) {
+                PyBuffer_Release(&view);
+                PyErr_NoMemory();
+                goto done;
+            }
+            memcpy(streamed.data, view.buf, t.nbytes);
+            streamed.rows = (uint32_t)t.shape[2]; /* the loader proved rank 4 and whole rows */
+            streamed.row_bytes = t.nbytes / streamed.rows;
+        } else if (fits) {
             memcpy(arenas[t.arena] + t.offset, view.buf, t.nbytes);
         }
         PyBuffer_Release(&view);
@@ -283,8 +313,12 @@ static PyObject *handle_run(ProgramHandle *self, PyObject *args)
         }
     }
     Py_BEGIN_ALLOW_THREADS
-    status = mcu_program_execute(&self->program, method, arenas, sizes, n_arenas);
+    status = mcu_program_execute_streamed(&self->program, method, arenas, sizes, n_arenas,
+                                          streamed.data != NULL ? host_input_rows : NULL, &streamed);
     Py_END_ALLOW_THREADS
+    if (status == MCU_OK && streamed.data != NULL && streamed.next != streamed.rows) {
+        status = MCU_ERR_INVALID_ARG; /* a streamed input not read to its end */
+    }
     if (status != MCU_OK) {
         result = status_tuple(status, Py_NewRef(Py_None));
         goto done;
@@ -310,6 +344,7 @@ done:
     for (uint32_t i = 0; i < MCU_PROGRAM_MAX_ARENAS; ++i) {
         PyMem_RawFree(raw[i]);
     }
+    PyMem_RawFree(streamed.data);
     self->kept_busy = keep ? 0 : self->kept_busy;
     Py_DECREF(seq);
     return result;

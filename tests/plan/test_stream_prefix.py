@@ -3,9 +3,14 @@ through rings of rows equal the Python integer reference of the unfused graph bi
 unfused generated C (fp32) on a chain of strided, padded, depthwise, pointwise and residual layers (host
 builds, and the firmware on QEMU); the row schedule's ring bookkeeping, replayed in Python, holds over
 random chains of kernels, strides, paddings and residual adds; the planner puts only the prefix's
-output in the arena, and with a streamed input not the input either."""
+output in the arena, and with a streamed input not the input either. A program file carries the same
+schedule (mcu/program/prefix.py): the interpreter's replay is bit-exact on the host and under QEMU, and
+its loader refuses a malformed schedule with a status."""
 
 from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any, Callable
 
 import numpy as np
 import pytest
@@ -17,11 +22,16 @@ from mcu.api import CompiledModel, LoweredModel, lower_spec
 from mcu.capture.loader import spec_from_objects
 from mcu.errors import McuError
 from mcu.plan.drawing import plan_svg
+from mcu.plan.memory import scratch_bytes
 from mcu.ir import CHANNELS_LAST, Op, Tensor
 from mcu.plan.prefix import INPUT, KIND, Prefix, candidate_ends, height, ring_parts, schedule
-from mcu.program.writer import UnsupportedKernel
-from cli_runner import assert_one_line_error, mcu_in_process
-from repo import EXAMPLES, requires_qemu
+from mcu.program import format as fmt, writer
+from mcu.program.device import build_interpreter_firmware, run_program
+from mcu.program.host import Program, ProgramError
+from mcu.program.prefix import BODY_WORDS, CONSUMER_WORDS, DESC_WORDS, OP_WORDS, RING_WORDS, rows_program
+from repo import requires_qemu
+
+MCU_ERR_PROGRAM_INVALID = 7
 
 
 class _Chain(nn.Module):
@@ -100,7 +110,7 @@ def test_streamed_input_is_not_in_the_arena_and_equals_the_reference() -> None:
 
 
 @pytest.mark.xdist_group("stream_prefix_v1")
-def test_prefix_ends_where_the_arena_is_smallest_and_program_files_refuse_it() -> None:
+def test_prefix_ends_where_the_arena_is_smallest() -> None:
     lowered = _v1()
     cm = lowered.compile(stream_prefix=True)
     (op,) = _prefixes(cm)
@@ -113,8 +123,6 @@ def test_prefix_ends_where_the_arena_is_smallest_and_program_files_refuse_it() -
     with pytest.raises(McuError, match=f"smallest arena is {cm.memory.arena_size} B, with the first "
                                        f"{len(op.attrs['ops'])} ops streamed row by row"):
         lowered.compile(stream_prefix=True, ram_budget=cm.memory.arena_size - 4)
-    with pytest.raises(UnsupportedKernel, match=f"program files do not carry a streamed prefix \\({op.name}"):
-        cm.program_image()
 
 
 def test_fp32_prefix_equals_unfused_c() -> None:
@@ -143,9 +151,100 @@ def test_streamed_input_on_the_device_reads_the_firmware_callback() -> None:
             np.testing.assert_array_equal(got, want)
 
 
-def test_command_line_refuses_a_streamed_prefix_in_a_program_file() -> None:
-    proc = mcu_in_process("run", "--board", "mps2-an505", "--stream-input", "--program", str(EXAMPLES / "small_cnn.py"))
-    assert_one_line_error(proc, "program files do not carry a streamed prefix")
+def _program(cm: CompiledModel) -> Program:
+    return Program.load(cm.program_image().program)
+
+
+@pytest.mark.xdist_group("stream_prefix_v1")
+@pytest.mark.parametrize("stream", ["prefix", "input"])
+@pytest.mark.parametrize("quantize", ["int8", "none"])
+def test_program_file_replays_the_prefix_bit_exact(quantize: str, stream: str) -> None:
+    """The interpreter replays the row schedule (one ROWS instruction, its row calls the body; a streamed
+    input read through the host's row callback): int8 equals the reference, fp32 the whole-tensor program."""
+    lowered = _v1(quantize)
+    # the longest prefix: every kind of row call (a window, a pointwise written into its input's row, an add)
+    end = max(candidate_ends(lowered.graph, stream == "input"))
+    cm = lowered.compile(stream_prefix=end, stream_input=stream == "input")
+    (op,) = _prefixes(cm)
+    image = cm.program_image()
+    kinds = [k for _, k in image.instructions["forward"]]
+    assert kinds[0] == "rows" and kinds.count("rows") == 1 and image.traced["forward"][0] == 0
+    method = Program.load(image.program).method("forward")
+    assert method.arena_sizes == [cm.memory.arena_size]
+    whole = None if quantize == "int8" else _program(lowered.compile()).method("forward")
+    for x in cm.spec.test_inputs:
+        got = method.run_raw(*cm.encode_inputs(x))
+        want = cm.reference_raw(*x) if whole is None else whole.run_raw(*cm.encode_inputs(x))
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g, w)
+
+
+def _table_parts(params: list[int]) -> dict[str, int]:
+    """The first word of each part of a ROWS table (runtime_c/include/mcu/program.h, MCU_K_ROWS)."""
+    n_ops, n_rings, n_consumers, n_body, n_steps, _ = params
+    at = {"steps": 0, "ops": 2 * n_steps}
+    at["rings"] = at["ops"] + OP_WORDS * (n_ops + 1)
+    at["consumers"] = at["rings"] + RING_WORDS * n_rings
+    at["body"] = at["consumers"] + CONSUMER_WORDS * n_consumers
+    at["descs"] = at["body"] + BODY_WORDS * n_body
+    return at
+
+
+def _with_table(image: Any, change: Callable[[np.ndarray], None]) -> bytes:
+    """The program with its schedule's words changed by ``change`` (the CRC left stale)."""
+    seg = next(s for s in image.segments if s.name.endswith("_schedule"))
+    start = fmt.read_header(image.program).data_offset + seg.offset
+    words = np.frombuffer(image.program, np.int32, len(seg.data) // 4, start).copy()
+    change(words)
+    return image.program[:start] + words.tobytes() + image.program[start + len(seg.data):]
+
+
+@pytest.mark.xdist_group("stream_prefix_v1")
+def test_program_loader_refuses_a_malformed_row_schedule(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The loader replays the schedule: a ring a row short, a step past its op's rows, a step no row call
+    makes, a row far outside the arena, a step naming no op, the streamed input without its ring or without
+    its tensor: each a status (PROGRAM_INVALID), never a crash."""
+    cm = _v1().compile(stream_input=True)
+    (op,) = _prefixes(cm)
+    p = op.attrs["prefix"]
+    m = cm.memory
+    rows = rows_program(op, lambda t: (m.arena_index(t), m.offset(t)),
+                        (m.scratch_arena_index(op), m.scratch_offsets[id(op)], scratch_bytes(op)))
+    n_ops, _, _, _, n_steps, n_descs = rows.params
+    at = _table_parts(rows.params)
+    x_ring = at["rings"] + RING_WORDS * list(p.rings).index(id(p.input))
+    image = cm.program_image()
+    changes: dict[str, Callable[[np.ndarray], None]] = {
+        "ring a row short": lambda w: w.__setitem__(x_ring + 2, w[x_ring + 2] - 1),
+        "step past its op's rows": lambda w: w.__setitem__(at["steps"] + 2 * (n_steps - 1), 0),
+        "step of two rows": lambda w: w.__setitem__(at["steps"] + 2 * (n_steps - 1) + 1, 2),
+        "row outside the arena": lambda w: w.__setitem__(at["descs"] + DESC_WORDS * (n_descs - 1) + 3, 1 << 20),
+        "step naming no op": lambda w: w.__setitem__(at["steps"], n_ops + 1),
+        "input without its ring": lambda w: w.__setitem__(at["ops"] + OP_WORDS * n_ops + 1, -1),
+    }
+    Program.load(_with_table(image, lambda w: None), verify_checksum=False)
+    for what, change in changes.items():
+        with pytest.raises(ProgramError) as err:
+            Program.load(_with_table(image, change), verify_checksum=False)
+        assert err.value.status == MCU_ERR_PROGRAM_INVALID, what
+    real = writer.rows_program
+    monkeypatch.setattr(writer, "rows_program", lambda *args: replace(real(*args), stream=None))
+    with pytest.raises(ProgramError) as err:  # rows asked of a streamed input the instruction does not name
+        _program(cm)
+    assert err.value.status == MCU_ERR_PROGRAM_INVALID
+
+
+@pytest.mark.slow
+@requires_qemu
+@pytest.mark.qemu
+@pytest.mark.xdist_group("stream_prefix_v1")
+def test_interpreter_firmware_streams_the_input_from_its_vectors() -> None:
+    """The interpreter firmware's harness implements the row callback from its bundled vectors: QEMU, M33."""
+    cm = _v1().compile("mps2-an505", stream_input=True)
+    firmware = build_interpreter_firmware(cm.board)
+    run = run_program(cm.board, firmware.elf, cm.program_image(bundle_tests=True).program)
+    assert run.passed, run.console[-2000:]
+    assert len(run.instructions) == len(cm.spec.test_inputs)
 
 
 def _synthetic(cin: int, h: int, w: int, layers: list[tuple[str, int, int, int, int]]) -> list[Op]:

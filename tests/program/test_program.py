@@ -39,7 +39,7 @@ def test_kernel_ids_match_the_c_header() -> None:
         assert ids[fmt.kernel_macro(function)] == kid, function
     assert ids["COUNT"] == max(fmt.KERNEL_IDS.values()) + 1
     assert ids["DELEGATE"] == fmt.KERNEL_DELEGATE
-    steps = {"LOOP": fmt.KERNEL_LOOP, "FILL": fmt.KERNEL_FILL, "MOVE": fmt.KERNEL_MOVE}
+    steps = {"LOOP": fmt.KERNEL_LOOP, "FILL": fmt.KERNEL_FILL, "MOVE": fmt.KERNEL_MOVE, "ROWS": fmt.KERNEL_ROWS}
     assert {k: ids[k] for k in steps} == steps and min(steps.values()) > fmt.KERNEL_DELEGATE
     # every kernel of the public enum has its row in the interpreter's table, and no row is left over
     assert set(ids) - {"COUNT", "DELEGATE", *steps} == {fmt.kernel_macro(f) for f in fmt.KERNEL_IDS}

@@ -126,7 +126,9 @@ def test_interpreter_code_stays_small_at_os_on_cortex_m33() -> None:
     # The core (loader, flatbuffer reader, executor, delegate registry) was under 8 KiB before the
     # load-time check of every kernel parameter and operand alias; that check and the dispatch grow with
     # each kernel id (mcu_program_kernels.c, mcu_program_params.c: 13 KiB at 40 kernels). Both are
-    # bounded: the core absolutely, the per-kernel part per kernel id.
+    # bounded: the core absolutely, the per-kernel part per kernel id. The core grew past 8 KiB with the
+    # streamed prefix (7,525 -> 10,621 B: its table's walk, shared by the loader's check and the run, 1.2
+    # KiB; the loader's replay of it, the run's row callback and the operand lookup kept inline the rest).
     from mcu.program import format as fmt
 
     size = interpreter_code_size(load_board(BOARD), "-Os")
@@ -135,7 +137,7 @@ def test_interpreter_code_stays_small_at_os_on_cortex_m33() -> None:
     kernels = len(fmt.KERNEL_IDS)
     print(f"interpreter code at -Os on Cortex-M33: {size.total} B {size.per_file}; core {core} B, "
           f"{per_kernel / kernels:.0f} B per kernel id ({kernels} ids)")
-    assert core < 8 * 1024
+    assert core < 11 * 1024
     assert per_kernel < 200 * kernels
 
 

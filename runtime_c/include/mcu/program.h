@@ -221,8 +221,32 @@ typedef enum {
     /** [out]; params the value (-128..255) every byte of out takes (a ring's padding rows: a zero point). */
     MCU_K_FILL = 257,
     /** [in, out], arena tensors of equal size that may overlap (memmove): rows a ring keeps for the next pass. */
-    MCU_K_MOVE = 258
+    MCU_K_MOVE = 258,
+    /** A streamed prefix (mcu/program/prefix.py): [table int32 constant, rings int8 arena or -1, streamed
+     *  input or -1]; params ops, rings, consumers, body, steps, descriptors. The next `body` instructions are
+     *  the row calls of the prefix's ops, each at its tensors' first rows; the table's steps, each (op, rows),
+     *  say which op makes its next rows, and op `ops` reads the streamed input's next rows through the
+     *  caller's mcu_program_input_rows_fn. Each ring of rows keeps the rows its consumers still read, moving
+     *  them to its start when the next rows would not fit; a body operand's place moves by its descriptor's
+     *  row (y * s + c, y the step's first row) less its ring's first kept row, times its row bytes. The
+     *  loader replays the whole schedule and checks every call at every step (rings, row ranges, arena
+     *  bounds, the kernel's contract). Table (int32 words): steps [op, rows] x steps; ops [height, ring] x
+     *  (ops + 1), the last the streamed input's; rings [offset, row bytes, capacity in rows, first consumer,
+     *  consumers] x rings; consumers [op, stride, padding] x consumers; body [op, first row, last row, rows,
+     *  first descriptor, descriptors] x body; descriptors [operand, ring or -1, s, c, row bytes] x descriptors. */
+    MCU_K_ROWS = 259
 } mcu_program_kernel;
+
+/** Most ops (and rings) of one MCU_K_ROWS prefix. */
+#define MCU_PROGRAM_MAX_ROWS_OPS 64u
+
+/**
+ * Writes rows `first_row` .. `first_row + rows - 1` of a method's streamed input (its memory order,
+ * channels last, a row `nbytes / height` bytes) to `rows_out` and returns MCU_OK, or a status that ends
+ * the run. The method asks for its rows top to bottom, each once; `context` is the caller's, passed
+ * through (the same contract as the generated C's `<model>_input_rows`).
+ */
+typedef mcu_status (*mcu_program_input_rows_fn)(void *context, int32_t first_row, int32_t rows, void *rows_out);
 
 
 /** Optional inputs of mcu_program_load(); NULL means none of them. */
@@ -279,6 +303,7 @@ typedef struct {
     uint32_t quantized;         /**< 1 when scale/zero_point hold per-tensor parameters */
     float scale;
     int32_t zero_point;
+    uint32_t streamed;          /**< an input read by rows through mcu_program_input_rows_fn: in no arena */
 } mcu_program_tensor_info;
 
 /**
@@ -326,10 +351,24 @@ mcu_status mcu_program_io(const mcu_program *program, uint32_t method, uint32_t 
 mcu_status mcu_program_execute(const mcu_program *program, uint32_t method, uint8_t *const *arenas,
                                const uint32_t *arena_sizes, uint32_t n_arenas);
 
-/** Copy inputs into the arenas, execute, copy outputs out (nbytes each). */
+/** Copy inputs into the arenas, execute, copy outputs out (nbytes each). A streamed input is read from
+ *  `inputs` a band of rows at a time, as the method asks for it. */
 mcu_status mcu_program_run(const mcu_program *program, uint32_t method, uint8_t *const *arenas,
                            const uint32_t *arena_sizes, uint32_t n_arenas, const void *const *inputs,
                            void *const *outputs);
+
+/** As mcu_program_execute(), the method's streamed input (mcu_program_io: `streamed`) read through
+ *  `input_rows` (with `context`). A method without one never calls it; one with it and no reader fails
+ *  with MCU_ERR_NULL_POINTER when it first asks for rows. */
+mcu_status mcu_program_execute_streamed(const mcu_program *program, uint32_t method, uint8_t *const *arenas,
+                                        const uint32_t *arena_sizes, uint32_t n_arenas,
+                                        mcu_program_input_rows_fn input_rows, void *context);
+
+/** As mcu_program_run(), the streamed input read through `input_rows` (its entry of `inputs` unused: it
+ *  may be NULL). */
+mcu_status mcu_program_run_streamed(const mcu_program *program, uint32_t method, uint8_t *const *arenas,
+                                    const uint32_t *arena_sizes, uint32_t n_arenas, const void *const *inputs,
+                                    void *const *outputs, mcu_program_input_rows_fn input_rows, void *context);
 
 /**
  * Bundled test vector `vector` of a method: the bytes of input (`expected` = 0)
