@@ -196,9 +196,9 @@ def _replay(p: Prefix) -> None:
         assert 0 <= row - base[j] < p.rings[id(u)].rows, (u.name, row, base[j])
         return ("ring", j, row - base[j])
 
-    def make_room(t: Tensor, y: int) -> None:
+    def make_room(t: Tensor, y: int, n: int) -> None:
         j = ring_of[id(t)]
-        if y - base[j] == p.rings[id(t)].rows:
+        if y + n - base[j] > p.rings[id(t)].rows:
             low = y
             for c, w in p.consumers[id(t)]:
                 if nxt[c] < height(ops[c].output):
@@ -207,25 +207,29 @@ def _replay(p: Prefix) -> None:
                 memory[("ring", j, k)] = memory.get(("ring", j, low - base[j] + k), (-1, -1))
             base[j] = low
 
-    for step in p.steps:
+    for step, n in p.steps:
         i = len(ops) if step == INPUT else step
         y = nxt[i]
-        nxt[i] += 1
+        h = height(p.input if step == INPUT else ops[i].output)
+        assert 0 < n <= min(p.band(step), h - y)
+        nxt[i] += n
         if step == INPUT:
-            make_room(p.input, y)
-            memory[where(p.input, y)] = (id(p.input), y)
+            make_room(p.input, y, n)
+            for r in range(y, y + n):
+                memory[where(p.input, r)] = (id(p.input), r)
             continue
         op = ops[i]
         if id(target(op.output)) in p.rings:
-            make_room(target(op.output), y)
+            make_room(target(op.output), y, n)
         for t, w in zip(op.inputs, p.windows[i]):
             if w is None:
                 continue
-            lo, rows, _ = w.rows(y, height(t))
+            lo, rows, _ = w.rows(y, height(t), n)
             for r in range(lo, lo + rows):
                 if id(t) in p.rings or id(t) in p.into:
                     assert memory.get(where(t, r)) == (id(t), r), (op.name, t.name, r)
-        memory[where(op.output, y)] = (id(op.output), y)
+        for r in range(y, y + n):
+            memory[where(op.output, r)] = (id(op.output), r)
     assert nxt[len(ops) - 1] == height(p.output)
 
 
