@@ -52,7 +52,7 @@ def compile_model(args: argparse.Namespace) -> Any:
                              stream_input=getattr(args, "stream_input", False))
         # lazy: the profiler and the simulator only for a build with a RAM budget
         from mcu.api import backend_options, lower_file, lower_spec
-        from mcu.devtools.fusion_costs import measure_fusion_costs
+        from mcu.devtools.fusion_costs import compile_within_budget
 
         # The measurement compiles the model once per schedule it runs: capture and quantize once.
         if getattr(args, "qat", False):
@@ -71,5 +71,4 @@ def compile_model(args: argparse.Namespace) -> Any:
         def from_lowered(**fusion: Any) -> Any:
             return lowered.compile(args.board, options=options, backend=backend, **fusion)
 
-        costs = measure_fusion_costs(from_lowered, budget=budget)
-        return from_lowered(fuse_blocks=fuse, ram_budget=budget, fuse_costs=costs)
+        return compile_within_budget(from_lowered, fuse, budget)

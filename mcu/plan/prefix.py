@@ -257,7 +257,10 @@ def schedule(ops: list[Op], stream: bool = False, bands: list[int] | None = None
     op ``i`` per call (None: one row each; a streamed input ``input_band`` rows per callback call), and
     its rings' sizes: an op reading two tensors (an add) pulls their rows in either order, whichever needs
     the smaller rings (a shortcut made first frees the rows it reads before the main path reads further)."""
-    bands = [min(max(b, 1), height(op.output)) for b, op in zip(bands or [1] * len(ops), ops)]
+    bands = bands or [1] * len(ops)
+    if len(bands) != len(ops):
+        raise ValueError(f"{len(bands)} bands for a prefix of {len(ops)} ops")
+    bands = [min(max(b, 1), height(op.output)) for b, op in zip(bands, ops)]
     input_band = min(max(input_band, 1), height(ops[0].inputs[0]))
     return min((_schedule(ops, stream, order, bands, input_band) for order in (1, -1)),
                key=lambda p: p.stage_scratch_offset)
@@ -288,7 +291,7 @@ def _schedule(ops: list[Op], stream: bool, order: int, bands: list[int], input_b
 
     def write(t: Tensor, y: int, n: int) -> None:
         ring = rings[id(t)]
-        ring.rows = max(ring.rows, y + n - low(t))
+        ring.rows = max(ring.rows, y + n - min(low(t), y))  # a band holds its rows no window reads too
         made[id(t)] = y + n
 
     def make(i: int, want: int) -> None:
@@ -364,6 +367,10 @@ class PrefixSchedule:
     def rows(end: int) -> "PrefixSchedule":
         """One row per call everywhere: the smallest rings."""
         return PrefixSchedule(end, (1,) * end, 1)
+
+    def key(self) -> str:
+        """A stable text key (a measurement cache's)."""
+        return f"{self.end}:{','.join(map(str, self.bands))}:{self.input_band}"
 
     def describe(self) -> str:
         """The bands in words, for reports and errors."""
@@ -465,6 +472,31 @@ def choose_schedule(graph: Graph, stream: bool, arena_of: Callable[[Graph], int]
             return PrefixChoice(best, arenas[best], arenas, calls)
     best = fewest([p for p, a in arenas.items() if a == smallest])
     return PrefixChoice(best, smallest, arenas, calls)
+
+
+@dataclass(frozen=True)
+class PrefixCandidate:
+    schedule: PrefixSchedule
+    arena: int
+    calls: int
+
+
+def prefix_candidates(graph: Graph, arena_of: Callable[[Graph], int]) -> list[PrefixCandidate]:
+    """The streamed prefixes (whole input in the arena) that a RAM budget weighs against whole tensors and
+    fused blocks, smallest arena first: of every end and band of :func:`band_schedules`, those no other
+    beats in both arena and calls, with an arena below ``arena_of(graph)``. They do not depend on a
+    budget."""
+    base = arena_of(graph)
+    found: list[PrefixCandidate] = []
+    for n in candidate_ends(graph):
+        for plan in band_schedules(graph, n):
+            g = with_prefix(graph, plan)
+            found.append(PrefixCandidate(plan, arena_of(g), next(op.attrs["prefix"].calls for op in g.ops if op.kind == KIND)))
+    result: list[PrefixCandidate] = []
+    for c in sorted(found, key=lambda c: (c.arena, c.calls, c.schedule.end)):
+        if c.arena < base and (not result or c.calls < result[-1].calls):
+            result.append(c)
+    return result
 
 
 def ring_parts(graph: Graph) -> dict[str, list[tuple[str, int, int]]]:

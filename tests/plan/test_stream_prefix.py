@@ -18,7 +18,7 @@ from mcu.capture.loader import spec_from_objects
 from mcu.errors import McuError
 from mcu.plan.drawing import plan_svg
 from mcu.ir import CHANNELS_LAST, Op, Tensor
-from mcu.plan.prefix import INPUT, KIND, Prefix, candidate_ends, height, ring_parts, schedule
+from mcu.plan.prefix import INPUT, KIND, Prefix, PrefixSchedule, candidate_ends, height, ring_parts, schedule
 from mcu.program.writer import UnsupportedKernel
 from cli_runner import assert_one_line_error, mcu_in_process
 from repo import EXAMPLES, requires_qemu
@@ -115,6 +115,21 @@ def test_prefix_ends_where_the_arena_is_smallest_and_program_files_refuse_it() -
         lowered.compile(stream_prefix=True, ram_budget=cm.memory.arena_size - 4)
     with pytest.raises(UnsupportedKernel, match=f"program files do not carry a streamed prefix \\({op.name}"):
         cm.program_image()
+
+
+@pytest.mark.xdist_group("stream_prefix_v1")
+def test_bands_of_rows_equal_the_reference() -> None:
+    """Bands of several rows per call (the patch grid of one output row, and every op three rows a call with
+    the input read four rows a call) run the same kernels on more rows: the same bits, in fewer calls."""
+    lowered = _v1()
+    rows = _prefixes(lowered.compile(stream_input=True))[0].attrs["prefix"]
+    end = len(rows.ops)
+    heights = tuple(height(op.output) for op in rows.ops)
+    for plan in (PrefixSchedule(end, (*heights[:-1], 1), height(rows.input)), PrefixSchedule(end, (3,) * end, 4)):
+        cm = lowered.compile(stream_input=True, stream_prefix=plan)
+        p = _prefixes(cm)[0].attrs["prefix"]
+        assert p.calls < rows.calls and max(n for _, n in p.steps) > 1
+        _same_as_reference(cm)
 
 
 def test_fp32_prefix_equals_unfused_c() -> None:
@@ -246,22 +261,27 @@ def _synthetic_layers(draw: st.DrawFn) -> list[tuple[str, int, int, int, int]]:
     return layers
 
 
-@settings(max_examples=200, deadline=None)
-@given(layers=_synthetic_layers(), h=st.integers(1, 40), cin=st.sampled_from([3, 8]), stream=st.booleans())
-def test_row_schedule_replayed_reads_every_row_from_its_ring(layers: list, h: int, cin: int, stream: bool) -> None:
-    """The schedule's rings over chains of kernels, strides, paddings and residual adds: the C loop's
-    bookkeeping replayed finds every row a window reads where it was written, and each ring is as small
-    as that allows (one row fewer breaks the replay)."""
+@settings(max_examples=120, deadline=None)
+@given(layers=_synthetic_layers(), h=st.integers(1, 40), cin=st.sampled_from([3, 8]), stream=st.booleans(),
+       bands=st.lists(st.sampled_from([1, 1, 2, 3, 4, 8, 64]), min_size=12, max_size=12), input_band=st.integers(1, 9))
+def test_band_schedule_replayed_reads_every_row_from_its_ring(layers: list, h: int, cin: int, stream: bool,
+                                                              bands: list[int], input_band: int) -> None:
+    """The schedule's rings over chains of kernels, strides, paddings and residual adds, each op making
+    up to its own band of rows per call (one row, a few, or all it is asked for: the patch grid): the C
+    loop's bookkeeping replayed finds every row a window reads where it was written, and each ring is as
+    small as that allows (one row fewer breaks the replay)."""
     t = h
     for _, k, s, pad, _ in layers:
         t = (t + 2 * pad - k) // s + 1
         if t < 1:
             return
     ops = _synthetic(cin, h, 4, layers)
-    p = schedule(ops, stream)
+    p = schedule(ops, stream, bands[:len(ops)], input_band)
     _replay(p)
     for ring in p.rings.values():
         ring.rows -= 1
         with pytest.raises(AssertionError):
             _replay(p)
         ring.rows += 1
+    if set(bands[:len(ops)]) == {1} and input_band == 1:
+        assert all(n == 1 for _, n in p.steps)  # one row per call: the smallest rings
