@@ -236,7 +236,6 @@ def compile_graph(graph: Graph, board: Board, quantize: str, backends: list[str]
                   fuse: str = "off", ram_budget: int | None = None,
                   fuse_costs: FusionCosts | None = None, fuse_band: int = 1,
                   stream_prefix: bool | int | PrefixSchedule = False, stream_input: bool = False,
-                  prefix_costs: Callable[[PrefixSchedule | None], int | None] | None = None,
                   ) -> tuple[MemoryPlan, GeneratedLibrary, PartitionReport]:
     """``backends``: preference order of backend ids (None: the registry's default for these options:
     CMSIS-NN first when it has its sources, then the optimized and the portable kernels;
@@ -251,8 +250,7 @@ def compile_graph(graph: Graph, board: Board, quantize: str, backends: list[str]
     under "all". With neither, blocks fuse only when the
     default schedule does not fit the board: its RAM is then the budget. ``stream_prefix``: run the
     network's first ops band by band of rows through rings (mcu/plan/prefix.py), ending where the arena is
-    smallest with the fewest calls (with ``ram_budget``: the fastest that fits by ``prefix_costs``, each
-    schedule's measured instructions, else the fewest calls), or as given (a number of ops run row by row,
+    smallest with the fewest calls (with ``ram_budget``: the fewest calls that fit), or as given (a number of ops run row by row,
     or a PrefixSchedule); ``stream_input``: the same, reading the input a band at a time through the
     firmware's callback, so that it is not in the arena."""
     if check_flash:  # before partitioning: packing the weights of a model that cannot fit costs minutes
@@ -264,8 +262,7 @@ def compile_graph(graph: Graph, board: Board, quantize: str, backends: list[str]
     if stream_prefix or stream_input:  # after partitioning: each row runs its op's backend's kernel
         with stage("stream"):
             plan = stream_prefix if not isinstance(stream_prefix, bool) else choose_prefix(
-                graph, stream_input, lambda g: _arena_with_fusion(g, fuse, ram_budget), ram_budget,
-                prefix_costs).schedule
+                graph, stream_input, lambda g: _arena_with_fusion(g, fuse, ram_budget), ram_budget).schedule
             if plan:
                 graph.ops = with_prefix(graph, plan, stream_input).ops
     if fuse != "off" or ram_budget is not None:  # after partitioning: each fused stage runs its backend's kernel

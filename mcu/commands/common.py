@@ -46,13 +46,13 @@ def compile_model(args: argparse.Namespace) -> Any:
     fuse = getattr(args, "fuse_blocks", "off")
     palette = getattr(args, "weight_palette", None)
     with quiet_torch(verbose=getattr(args, "verbose", False)):
-        if budget is None or getattr(args, "speed_model", "measured") != "measured" or streamed:
-            # With a streamed prefix the budget takes the shortest prefix that fits, unmeasured (mcu/plan/prefix.py).
+        if budget is None or getattr(args, "speed_model", "measured") != "measured" or (streamed and fuse != "off"):
+            # Unmeasured, a streamed prefix's budget takes the fewest calls that fit (mcu/plan/prefix.py).
             return from_file(fuse_blocks=fuse, ram_budget=budget, stream_prefix=getattr(args, "stream_prefix", False),
                              stream_input=getattr(args, "stream_input", False))
         # lazy: the profiler and the simulator only for a build with a RAM budget
         from mcu.api import backend_options, lower_file, lower_spec
-        from mcu.devtools.fusion_costs import compile_within_budget
+        from mcu.devtools.fusion_costs import compile_streamed_within_budget, compile_within_budget
 
         # The measurement compiles the model once per schedule it runs: capture and quantize once.
         if getattr(args, "qat", False):
@@ -71,4 +71,6 @@ def compile_model(args: argparse.Namespace) -> Any:
         def from_lowered(**fusion: Any) -> Any:
             return lowered.compile(args.board, options=options, backend=backend, **fusion)
 
+        if streamed:
+            return compile_streamed_within_budget(from_lowered, getattr(args, "stream_input", False), budget)
         return compile_within_budget(from_lowered, fuse, budget)

@@ -25,7 +25,7 @@ from mcu.paths import all_kernel_sources, cache_dir
 from mcu.plan.fused import KIND as FUSED_KIND, find_chains
 from mcu.plan.fusion import FusionCosts, Schedule, candidates, choose, choose_fastest, to_run
 from mcu.plan.memory import plan_memory
-from mcu.plan.prefix import PrefixCandidate, prefix_candidates
+from mcu.plan.prefix import PrefixCandidate, choose_schedule, prefix_candidates
 from mcu.progress import stage
 
 BANDS = (1, 2, 4, 8)
@@ -143,15 +143,15 @@ def _measured_run(cm: Any) -> int:
     return int(run.instructions)
 
 
-def _prefix_runs(compile_for: Callable[..., Any], whole: Any, cands: list[PrefixCandidate],
-                 path: Path) -> dict[str, int]:
+def _prefix_runs(compile_for: Callable[..., Any], cands: list[PrefixCandidate], path: Path,
+                 stream: bool = False) -> dict[str, int]:
     """The whole inference of each streamed prefix of ``cands`` (cached by its key beside the fusion costs)."""
     runs: dict[str, int] = json.loads(path.read_text()) if path.is_file() else {}
     for i, c in enumerate(cands):
         if c.schedule.key() in runs:
             continue
         with stage(f"run streamed prefix {i + 1} of {len(cands)} ({c.arena:,} B arena)"):
-            cm = compile_for(fuse_blocks="off", stream_prefix=c.schedule)
+            cm = compile_for(fuse_blocks="off", stream_prefix=c.schedule, stream_input=stream)
             if cm.memory.arena_size != c.arena:
                 raise McuError(f"the streamed prefix {c.schedule.key()} built a {cm.memory.arena_size} B arena, "
                                f"not the {c.arena} B planned", hint="report this as a bug")
@@ -161,6 +161,27 @@ def _prefix_runs(compile_for: Callable[..., Any], whole: Any, cands: list[Prefix
             tmp.write_text(json.dumps(runs, sort_keys=True))
             tmp.replace(path)
     return runs
+
+
+def compile_streamed_within_budget(compile_for: Callable[..., Any], stream: bool, budget: int) -> Any:
+    """``--stream-prefix``/``--stream-input`` with a RAM budget: of the streamed schedules that no other beats
+    in both arena and calls (every end and band of mcu/plan/prefix.py, a set that does not depend on the
+    budget), the one that fits ``budget`` and ran the fewest instructions on the board's simulator (each
+    run once, cached). When none fits, the unmeasured build names the smallest arena."""
+    whole = compile_for(fuse_blocks="off", fuse_band=1)
+    found = choose_schedule(whole.graph, stream, lambda g: plan_memory(g).arena_size)
+    plans = [p for p in found.arenas if p is not None]
+    cands: list[PrefixCandidate] = []
+    for plan in sorted(plans, key=lambda p: (found.arenas[p], found.calls[p], p.end)):
+        if not cands or found.calls[plan] < cands[-1].calls:
+            cands.append(PrefixCandidate(plan, found.arenas[plan], found.calls[plan]))
+    fitting = [c for c in cands if c.arena <= budget]
+    if not fitting or whole.board.qemu_machine is None:
+        return compile_for(fuse_blocks="off", ram_budget=budget, stream_prefix=True, stream_input=stream)
+    path = cache_dir() / "fusion-costs" / f"{_key(whole, BANDS)}-{'input' if stream else 'prefix'}.json"
+    runs = _prefix_runs(compile_for, fitting, path, stream)
+    best = min(fitting, key=lambda c: (runs[c.schedule.key()], c.arena))
+    return compile_for(fuse_blocks="off", stream_prefix=best.schedule, stream_input=stream)
 
 
 def compile_within_budget(compile_for: Callable[..., Any], fuse: str, budget: int) -> Any:
@@ -183,7 +204,7 @@ def compile_within_budget(compile_for: Callable[..., Any], fuse: str, budget: in
         if smallest is None or smallest.arena >= choose(whole.graph).smallest:
             raise
         if not fitting:
-            runs = _prefix_runs(compile_for, whole, [smallest], path) if simulated else {}
+            runs = _prefix_runs(compile_for, [smallest], path) if simulated else {}
             run = runs.get(smallest.schedule.key())
             what = f"{run:,} instructions (measured)" if run is not None else f"{smallest.calls} calls"
             raise McuError(f"no schedule fits a RAM budget of {budget} B: the smallest arena is {smallest.arena} B, "
@@ -197,7 +218,7 @@ def compile_within_budget(compile_for: Callable[..., Any], fuse: str, budget: in
             return fused
         best = min(fitting, key=lambda c: (c.calls, c.arena))  # unmeasured: the fewest calls stand in
         return compile_for(fuse_blocks="off", stream_prefix=best.schedule)
-    runs = _prefix_runs(compile_for, whole, fitting, path)
+    runs = _prefix_runs(compile_for, fitting, path)
     best = min(fitting, key=lambda c: (runs[c.schedule.key()], c.arena))
     if fused is not None:
         built = tuple((op.attrs["stages"][0].name, op.attrs["block"].band)

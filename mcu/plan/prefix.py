@@ -435,15 +435,14 @@ class PrefixChoice:
         return self.schedule.end if self.schedule else 0
 
 
-def choose_schedule(graph: Graph, stream: bool, arena_of: Callable[[Graph], int], budget: int | None = None,
-                    cost_of: Callable[[PrefixSchedule | None], int | None] | None = None) -> PrefixChoice:
+def choose_schedule(graph: Graph, stream: bool, arena_of: Callable[[Graph], int],
+                    budget: int | None = None) -> PrefixChoice:
     """Where the prefix of ``graph`` ends and how many rows each op makes per call. Without ``budget``: the
     smallest ``arena_of``, and of the schedules reaching it the fewest calls (each call pays a kernel's
-    fixed cost), then the shorter prefix; with ``budget``: of the schedules that fit it, the fastest by
-    ``cost_of`` (instructions measured on the board; None for a schedule not measured) when it gives every
-    one, else the fewest calls, the smaller arena on a tie (the smallest arena when none fits). The
-    schedules tried do not depend on the budget, so a larger budget never picks a slower one. A streamed
-    input needs a prefix: with none possible, McuError."""
+    fixed cost), then the shorter prefix; with ``budget``: of the schedules that fit it, the fewest calls,
+    the smaller arena on a tie (the smallest arena when none fits; measured instructions instead of calls:
+    mcu/devtools/fusion_costs.py). The schedules tried do not depend on the budget, so a larger budget
+    never picks more calls. A streamed input needs a prefix: with none possible, McuError."""
     ends = candidate_ends(graph, stream)
     if stream and not ends:
         raise McuError("--stream-input needs a model whose first op reads the input by rows (a convolution or "
@@ -464,11 +463,7 @@ def choose_schedule(graph: Graph, stream: bool, arena_of: Callable[[Graph], int]
     if budget is not None:
         fitting = [p for p, a in arenas.items() if a <= budget]
         if fitting:
-            costs = {p: cost_of(p) for p in fitting} if cost_of is not None else {}
-            if costs and all(c is not None for c in costs.values()):
-                best = min(fitting, key=lambda p: (costs[p], arenas[p], calls[p]))
-            else:
-                best = fewest(fitting)
+            best = fewest(fitting)
             return PrefixChoice(best, arenas[best], arenas, calls)
     best = fewest([p for p, a in arenas.items() if a == smallest])
     return PrefixChoice(best, smallest, arenas, calls)
