@@ -18,7 +18,9 @@ from mcu.capture.loader import spec_from_objects
 from mcu.errors import McuError
 from mcu.plan.drawing import plan_svg
 from mcu.ir import CHANNELS_LAST, Op, Tensor
-from mcu.plan.prefix import INPUT, KIND, Prefix, PrefixSchedule, candidate_ends, height, ring_parts, schedule
+from mcu.plan.memory import plan_memory
+from mcu.plan.prefix import (INPUT, KIND, Prefix, PrefixSchedule, candidate_ends, choose_schedule, height,
+                             prefix_candidates, ring_parts, schedule)
 from mcu.program.writer import UnsupportedKernel
 from cli_runner import assert_one_line_error, mcu_in_process
 from repo import EXAMPLES, requires_qemu
@@ -115,6 +117,16 @@ def test_prefix_ends_where_the_arena_is_smallest_and_program_files_refuse_it() -
         lowered.compile(stream_prefix=True, ram_budget=cm.memory.arena_size - 4)
     with pytest.raises(UnsupportedKernel, match=f"program files do not carry a streamed prefix \\({op.name}"):
         cm.program_image()
+    # What --ram-budget weighs (whole input in the arena): the frontier of arena and calls, below whole tensors;
+    # a larger budget never takes more calls.
+    whole = lowered.compile()
+    cands = prefix_candidates(whole.graph, lambda g: plan_memory(g).arena_size)
+    assert cands and cands[0].arena == cm.memory.arena_size
+    assert all(a.arena < b.arena and a.calls > b.calls for a, b in zip(cands, cands[1:]))
+    assert cands[-1].arena < whole.memory.arena_size
+    choices = [choose_schedule(whole.graph, False, lambda g: plan_memory(g).arena_size, c.arena) for c in cands]
+    picked = [choice.calls[choice.schedule] for choice in choices]
+    assert picked == sorted(picked, reverse=True) and picked[-1] < picked[0]
 
 
 @pytest.mark.xdist_group("stream_prefix_v1")
