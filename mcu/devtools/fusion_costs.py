@@ -110,13 +110,14 @@ def _measure_schedules(compile_for: Callable[..., Any], whole: Any, costs: Fusio
 
 
 def measure_fusion_costs(compile_for: Callable[..., Any], bands: tuple[int, ...] = BANDS,
-                         budget: int | None = None) -> FusionCosts | None:
+                         budget: int | None = None, whole: Any = None) -> FusionCosts | None:
     """``compile_for(fuse_blocks=..., fuse_band=..., ram_budget=..., fuse_costs=...)``: the model compiled for
     the board in question (fuse_blocks "off" for the whole-tensor schedule, "all" for every block fused at
     the band). ``budget``: the schedules to run that fit it are run (None: every one). A budget below
     every arena the blocks reach fails here, before anything is measured (naming what the smallest arena
-    runs when that was measured before). None when the board has no simulator."""
-    whole = compile_for(fuse_blocks="off", fuse_band=1)
+    runs when that was measured before). None when the board has no simulator. ``whole``: the whole-tensor
+    build when the caller has it."""
+    whole = whole if whole is not None else compile_for(fuse_blocks="off", fuse_band=1)
     simulated = whole.board.qemu_machine is not None
     path = cache_dir() / "fusion-costs" / f"{_key(whole, bands)}.json"
     costs = _load(path) if simulated else None
@@ -192,18 +193,22 @@ def compile_within_budget(compile_for: Callable[..., Any], fuse: str, budget: in
     budget, so a larger budget never builds a slower schedule. When nothing fits, the error names the
     smallest arena of either and what it runs."""
     whole = compile_for(fuse_blocks="off", fuse_band=1)
-    prefixes = prefix_candidates(whole.graph, lambda g: plan_memory(g).arena_size)
     simulated = whole.board.qemu_machine is not None
     path = cache_dir() / "fusion-costs" / f"{_key(whole, BANDS)}-prefix.json"
-    fitting = [c for c in prefixes if c.arena <= budget]
+
+    def arena_of(g: Any) -> int:
+        return int(plan_memory(g).arena_size)
+
     try:
-        costs = measure_fusion_costs(compile_for, budget=budget)
+        costs = measure_fusion_costs(compile_for, budget=budget, whole=whole)
         fused: Any = compile_for(fuse_blocks=fuse, ram_budget=budget, fuse_costs=costs)
     except McuError as exc:
-        smallest = prefixes[0] if prefixes else None
-        if smallest is None or smallest.arena >= choose(whole.graph).smallest:
+        # The smallest arena of a prefix is one of a row a call (a band only adds rows to rings).
+        rows = prefix_candidates(whole.graph, arena_of, one_row=True)
+        if not rows or rows[0].arena >= choose(whole.graph).smallest:
             raise
-        if not fitting:
+        smallest = rows[0]
+        if smallest.arena > budget:
             runs = _prefix_runs(compile_for, [smallest], path) if simulated else {}
             run = runs.get(smallest.schedule.key())
             what = f"{run:,} instructions (measured)" if run is not None else f"{smallest.calls} calls"
@@ -212,7 +217,8 @@ def compile_within_budget(compile_for: Callable[..., Any], fuse: str, budget: in
                            f"{whole.memory.arena_size} B",
                            hint=f"raise --ram-budget to at least {smallest.arena}, or stream the input "
                                 "(--stream-input)") from exc
-        fused = None
+        fused, costs = None, None
+    fitting = [c for c in prefix_candidates(whole.graph, arena_of) if c.arena <= budget]
     if not fitting or not simulated:
         if fused is not None:
             return fused

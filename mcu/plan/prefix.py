@@ -476,15 +476,15 @@ class PrefixCandidate:
     calls: int
 
 
-def prefix_candidates(graph: Graph, arena_of: Callable[[Graph], int]) -> list[PrefixCandidate]:
+def prefix_candidates(graph: Graph, arena_of: Callable[[Graph], int], one_row: bool = False) -> list[PrefixCandidate]:
     """The streamed prefixes (whole input in the arena) that a RAM budget weighs against whole tensors and
-    fused blocks, smallest arena first: of every end and band of :func:`band_schedules`, those no other
-    beats in both arena and calls, with an arena below ``arena_of(graph)``. They do not depend on a
-    budget."""
+    fused blocks, smallest arena first: of every end and band of :func:`band_schedules` (``one_row``: one
+    row a call only), those no other beats in both arena and calls, with an arena below
+    ``arena_of(graph)``. They do not depend on a budget."""
     base = arena_of(graph)
     found: list[PrefixCandidate] = []
     for n in candidate_ends(graph):
-        for plan in band_schedules(graph, n):
+        for plan in [PrefixSchedule.rows(n)] if one_row else band_schedules(graph, n):
             g = with_prefix(graph, plan)
             found.append(PrefixCandidate(plan, arena_of(g), next(op.attrs["prefix"].calls for op in g.ops if op.kind == KIND)))
     result: list[PrefixCandidate] = []
