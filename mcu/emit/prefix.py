@@ -1,5 +1,5 @@
 """The generated C of a streamed prefix (mcu/plan/prefix.py): the planner's schedule of band calls replayed
-from a table of op indices, each band made by the kernel the backend chose for the unfused op.
+from a table of (op, rows), each band made by the kernel the backend chose for the unfused op.
 
 Each op's call comes from its backend's emitter on a band-sized copy of the op
 (:func:`mcu.plan.prefix.row_op`), one per case of how its bands read their inputs (first bands with top
