@@ -78,7 +78,7 @@ class Ring:
         return _align(self.rows * self.row_bytes)
 
 
-# One call of the schedule: (the op, an index into Prefix.ops or INPUT, the rows it makes). Each op makes
+# One call of the schedule: (the op: an index into Prefix.ops, or INPUT; the rows it makes). Each op makes
 # its rows in order, so a step's first row is the sum of that op's earlier steps' rows.
 Step = tuple[int, int]
 
@@ -429,10 +429,6 @@ class PrefixChoice:
     arena: int
     arenas: dict[PrefixSchedule | None, int]  # the arena of every schedule tried (None: no prefix)
     calls: dict[PrefixSchedule | None, int]  # its prefix's calls (None: 0)
-
-    @property
-    def end(self) -> int:
-        return self.schedule.end if self.schedule else 0
 
 
 def choose_schedule(graph: Graph, stream: bool, arena_of: Callable[[Graph], int],
