@@ -170,7 +170,7 @@ def compile_streamed_within_budget(compile_for: Callable[..., Any], stream: bool
     budget), the one that fits ``budget`` and ran the fewest instructions on the board's simulator (each
     run once, cached). When none fits, the unmeasured build names the smallest arena."""
     whole = compile_for(fuse_blocks="off", fuse_band=1)
-    found = choose_schedule(whole.graph, stream, lambda g: plan_memory(g).arena_size)
+    found = choose_schedule(whole.graph, stream, lambda g: plan_memory(g).arena_size, every=True)
     plans = [p for p in found.arenas if p is not None]
     cands: list[PrefixCandidate] = []
     for plan in sorted(plans, key=lambda p: (found.arenas[p], found.calls[p], p.end)):
@@ -203,11 +203,10 @@ def compile_within_budget(compile_for: Callable[..., Any], fuse: str, budget: in
         costs = measure_fusion_costs(compile_for, budget=budget, whole=whole)
         fused: Any = compile_for(fuse_blocks=fuse, ram_budget=budget, fuse_costs=costs)
     except McuError as exc:
-        # The smallest arena of a prefix is one of a row a call (a band only adds rows to rings).
-        rows = prefix_candidates(whole.graph, arena_of, one_row=True)
-        if not rows or rows[0].arena >= choose(whole.graph).smallest:
+        below = prefix_candidates(whole.graph, arena_of, below=choose(whole.graph).smallest)
+        if not below:
             raise
-        smallest = rows[0]
+        smallest = below[0]
         if smallest.arena > budget:
             runs = _prefix_runs(compile_for, [smallest], path) if simulated else {}
             run = runs.get(smallest.schedule.key())

@@ -406,6 +406,13 @@ def streamed_inputs(graph: Graph) -> set[int]:
     return {id(op.attrs["prefix"].input) for op in graph.ops if op.kind == KIND and op.attrs["stream_input"]}
 
 
+def _least_arena(graph: Graph, end: int, stream: bool) -> int:
+    """No arena of a prefix of ``end`` ops is smaller: while it runs, its output and (unless streamed) its
+    input are both in the arena, apart."""
+    ops = graph.ops[:end]
+    return ops[-1].output.nbytes + (0 if stream else ops[0].inputs[0].nbytes)
+
+
 def band_schedules(graph: Graph, end: int) -> list[PrefixSchedule]:
     """The bands tried for the prefix of ``end`` ops, whatever the budget: one row per call everywhere; the
     patch grid (the prefix's output R rows per call, R = 1, 2, 4, ..., every other op making the rows one
@@ -432,13 +439,14 @@ class PrefixChoice:
 
 
 def choose_schedule(graph: Graph, stream: bool, arena_of: Callable[[Graph], int],
-                    budget: int | None = None) -> PrefixChoice:
+                    budget: int | None = None, every: bool = False) -> PrefixChoice:
     """Where the prefix of ``graph`` ends and how many rows each op makes per call. Without ``budget``: the
     smallest ``arena_of``, and of the schedules reaching it the fewest calls (each call pays a kernel's
     fixed cost), then the shorter prefix; with ``budget``: of the schedules that fit it, the fewest calls,
     the smaller arena on a tie (the smallest arena when none fits; measured instructions instead of calls:
     mcu/devtools/fusion_costs.py). The schedules tried do not depend on the budget, so a larger budget
-    never picks more calls. A streamed input needs a prefix: with none possible, McuError."""
+    never picks more calls. ``every``: ``arenas`` and ``calls`` hold every schedule tried, not only those
+    that could be chosen. A streamed input needs a prefix: with none possible, McuError."""
     ends = candidate_ends(graph, stream)
     if stream and not ends:
         raise McuError("--stream-input needs a model whose first op reads the input by rows (a convolution or "
@@ -446,11 +454,19 @@ def choose_schedule(graph: Graph, stream: bool, arena_of: Callable[[Graph], int]
                        hint="drop --stream-input for this model")
     arenas: dict[PrefixSchedule | None, int] = {} if stream else {None: arena_of(graph)}
     calls: dict[PrefixSchedule | None, int] = {} if stream else {None: 0}
+
+    def evaluate(plan: PrefixSchedule) -> None:
+        g = with_prefix(graph, plan, stream)
+        arenas[plan] = arena_of(g)
+        calls[plan] = next(op.attrs["prefix"].calls for op in g.ops if op.kind == KIND)
+
     for n in ends:
-        for plan in band_schedules(graph, n):
-            g = with_prefix(graph, plan, stream)
-            arenas[plan] = arena_of(g)
-            calls[plan] = next(op.attrs["prefix"].calls for op in g.ops if op.kind == KIND)
+        evaluate(PrefixSchedule.rows(n))
+    for n in ends:  # the other bands of each end that may reach the arena sought
+        limit = budget if budget is not None else min(arenas.values())
+        if every or _least_arena(graph, n, stream) <= limit:
+            for plan in band_schedules(graph, n)[1:]:
+                evaluate(plan)
     smallest = min(arenas.values())
 
     def fewest(plans: list[PrefixSchedule | None]) -> PrefixSchedule | None:
@@ -472,15 +488,17 @@ class PrefixCandidate:
     calls: int
 
 
-def prefix_candidates(graph: Graph, arena_of: Callable[[Graph], int], one_row: bool = False) -> list[PrefixCandidate]:
+def prefix_candidates(graph: Graph, arena_of: Callable[[Graph], int], below: int | None = None) -> list[PrefixCandidate]:
     """The streamed prefixes (whole input in the arena) that a RAM budget weighs against whole tensors and
-    fused blocks, smallest arena first: of every end and band of :func:`band_schedules` (``one_row``: one
-    row a call only), those no other beats in both arena and calls, with an arena below
-    ``arena_of(graph)``. They do not depend on a budget."""
-    base = arena_of(graph)
+    fused blocks, smallest arena first: of every end and band of :func:`band_schedules`, those no other
+    beats in both arena and calls, with an arena below ``arena_of(graph)`` (and ``below``). They do not
+    depend on a budget."""
+    base = min(arena_of(graph), below) if below is not None else arena_of(graph)
     found: list[PrefixCandidate] = []
     for n in candidate_ends(graph):
-        for plan in [PrefixSchedule.rows(n)] if one_row else band_schedules(graph, n):
+        if _least_arena(graph, n, False) >= base:
+            continue
+        for plan in band_schedules(graph, n):
             g = with_prefix(graph, plan)
             found.append(PrefixCandidate(plan, arena_of(g), next(op.attrs["prefix"].calls for op in g.ops if op.kind == KIND)))
     result: list[PrefixCandidate] = []
