@@ -1,8 +1,9 @@
 """RAM-budget sweep (not a test: minutes per model): per model, each op's instructions measured once in QEMU
 (whole, and fused at 1, 2, 4 and 8 rows a pass), then every schedule the budget chooses among built and run
-whole (mcu/devtools/fusion_costs.py), then builds for a rising series of budgets: by default each of those
-schedules' arenas, the whole-tensor arena and twice it. Prints those schedules (arena, the sum of their
-ops' measurements, the measured run, * on the frontier of the sums) and budget, arena and instructions per
+whole (mcu/devtools/fusion_costs.py), streamed prefixes included, then builds for a rising series of
+budgets: by default each of those schedules' arenas, the whole-tensor arena and twice it. Prints those
+schedules (arena, the sum of their ops' measurements, the measured run, * on the frontier of the sums),
+the streamed prefixes weighed (arena, calls), and budget, arena, instructions and what was built per
 build, and exits 1 when a build
 does not fit its budget, fails its vectors, or runs more instructions than the build of a smaller budget,
 or when a budget just below the smallest arena does not fail with the error naming it.
@@ -20,9 +21,22 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from mcu.api import CompiledModel, lower_file  # noqa: E402
-from mcu.devtools.fusion_costs import measure_fusion_costs  # noqa: E402
+from mcu.devtools.fusion_costs import compile_within_budget, measure_fusion_costs  # noqa: E402
 from mcu.errors import McuError  # noqa: E402
+from mcu.plan.fused import KIND as FUSED_KIND  # noqa: E402
 from mcu.plan.fusion import candidates, frontier, to_run  # noqa: E402
+from mcu.plan.memory import plan_memory  # noqa: E402
+from mcu.plan.prefix import KIND as PREFIX_KIND, prefix_candidates  # noqa: E402
+
+
+def _built(cm: CompiledModel) -> str:
+    """What a build runs: its streamed prefix (ops, bands) or its fused blocks (first op/band)."""
+    for op in cm.graph.ops:
+        if op.kind == PREFIX_KIND:
+            p = op.attrs["prefix"]
+            return f"prefix of {len(p.ops)} ops, bands {'/'.join(map(str, p.bands))}, {p.calls} calls"
+    return ", ".join(f"{op.attrs['stages'][0].name}/{op.attrs['block'].band}"
+                     for op in cm.graph.ops if op.kind == FUSED_KIND) or "every tensor whole"
 
 
 def sweep(model: str, board: str, given: list[int]) -> bool:
@@ -48,27 +62,31 @@ def sweep(model: str, board: str, given: list[int]) -> bool:
         for c in runs:
             print(f"{c.arena:>10,} {ops + c.predicted:>12,} {costs.schedules[c.schedule]:>12,}"
                   f"{'*' if c.schedule in front else ' '} " + (", ".join(f"{n}/{b}" for n, b in c.schedule) or "none"))
-    smallest = runs[0].arena
+    prefixes = prefix_candidates(whole.graph, lambda g: plan_memory(g).arena_size)
+    for p in prefixes:
+        print(f"streamed prefix {p.schedule.key()}: {p.arena:,} B, {p.calls} calls")
+    smallest = min([runs[0].arena] + [p.arena for p in prefixes])
     ok = True
     try:
-        compile_for(ram_budget=smallest - 1, fuse_costs=costs)
+        compile_within_budget(compile_for, "off", smallest - 1)
         print(f"budget {smallest - 1:,} B: built, below the smallest arena  FAIL")
         ok = False
     except McuError as exc:
         good = f"the smallest arena is {smallest} B" in exc.message
         ok &= good
         print(f"budget {smallest - 1:,} B: {exc.message}{'' if good else '  FAIL'}")
-    budgets = sorted(set(given) if given else {c.arena for c in runs} | {arena, 2 * arena})
-    print(f"{'budget (B)':>12} {'arena (B)':>10} {'instructions':>14}")
+    budgets = sorted(set(given) if given else {c.arena for c in runs} | {p.arena for p in prefixes}
+                     | {arena, 2 * arena})
+    print(f"{'budget (B)':>12} {'arena (B)':>10} {'instructions':>14}  built")
     last = None
     for budget in budgets:
-        cm = compile_for(ram_budget=budget, fuse_costs=costs)
+        cm = compile_within_budget(compile_for, "off", budget)
         run = cm.simulate()
         good = run.passed and cm.memory.arena_size <= budget and (last is None or run.instructions <= last)
         ok &= good
         last = run.instructions
-        print(f"{budget:>12,} {cm.memory.arena_size:>10,} {run.instructions:>14,}{'' if good else '  FAIL'}",
-              flush=True)
+        print(f"{budget:>12,} {cm.memory.arena_size:>10,} {run.instructions:>14,}{'' if good else '  FAIL'}  "
+              f"{_built(cm)}", flush=True)
     return ok
 
 

@@ -40,7 +40,7 @@ from mcu.capture.loader import ModelSpec, flatten_outputs, load_model_file, spec
 from mcu.device.mapfile import SizeReport, size_report
 from mcu.plan.drawing import plan_svg
 from mcu.plan.fused import KIND as FUSED_KIND
-from mcu.plan.prefix import KIND as PREFIX_KIND, ring_parts
+from mcu.plan.prefix import KIND as PREFIX_KIND, PrefixSchedule, ring_parts
 from mcu.plan.fusion import FusionCosts
 from mcu.plan.memory import MemoryPlan
 from mcu.emit.outputs import build_lock, cached_build_dir, stage_sources
@@ -462,7 +462,7 @@ class LoweredModel:
     def compile(self, board: str | Board = "mps2-an505", options: BackendOptions | None = None,
                 backend: str | list[str] | None = None, check_flash: bool = True, fuse_blocks: bool | str = False,
                 ram_budget: int | None = None, fuse_costs: FusionCosts | None = None,
-                fuse_band: int = 1, stream_prefix: bool | int = False, stream_input: bool = False) -> CompiledModel:
+                fuse_band: int = 1, stream_prefix: bool | int | PrefixSchedule = False, stream_input: bool = False) -> CompiledModel:
         """This model for ``board``; the keywords are :func:`compile_spec`'s."""
         order = parse(backend)
         check(order)
@@ -488,7 +488,7 @@ def lower_spec(spec: ModelSpec, quantize: str = "none", weight_palette: int | No
 
 def _compile_lowered(lowered: LoweredModel, board: Board, options: BackendOptions | None, order: list[str] | None,
                      check_flash: bool, fuse: str, ram_budget: int | None, fuse_costs: FusionCosts | None,
-                     fuse_band: int, stream_prefix: bool | int = False, stream_input: bool = False) -> CompiledModel:
+                     fuse_band: int, stream_prefix: bool | int | PrefixSchedule = False, stream_input: bool = False) -> CompiledModel:
     """Partition, plan and generate for ``board``, changing ``lowered.graph``: the caller's copy to give away."""
     spec, graph, quantize = lowered.spec, lowered.graph, lowered.quantize
     with _naming_the_file(spec):
@@ -523,8 +523,9 @@ def compile_spec(spec: ModelSpec, board: str | Board = "mps2-an505", quantize: s
     tensor stays whole (unless the model does not fit the board); with ``fuse_costs`` (the ops' measured
     instructions, mcu/devtools/fusion_costs.py) the budget takes the fastest schedule that fits instead;
     ``fuse_band``: output rows per pass of every block fused by "all". ``stream_prefix``: the network's first
-    ops run row by row through rings of rows, ending where the arena is smallest (mcu/plan/prefix.py);
-    ``stream_input``: the same with the input read a row at a time through a callback the firmware
+    ops run band by band of rows through rings, ending where the arena is smallest (mcu/plan/prefix.py), or
+    as given (ops run row by row, or a PrefixSchedule);
+    ``stream_input``: the same with the input read a band at a time through a callback the firmware
     implements (``<model>_run_streamed``, model.h), so that it is not in the arena. ``backend``: the backends' preference
     order, ``"cmsis-nn,optimized,portable"`` or a list (None: CMSIS-NN first when it is given, then
     optimized, then portable; mcu/backends/registry.py); the partition report is

@@ -22,7 +22,7 @@ from mcu.frontend.lower import from_exported
 from mcu.ir import Graph
 from mcu.capture.loader import ModelSpec
 from mcu.plan.fused import find_chains, with_fused
-from mcu.plan.prefix import KIND as PREFIX_KIND, choose_end as choose_prefix_end, with_prefix
+from mcu.plan.prefix import KIND as PREFIX_KIND, PrefixSchedule, choose_schedule as choose_prefix, with_prefix
 from mcu.plan.fusion import FusionChoice, FusionCosts, choose_fastest, choose as choose_fusion
 from mcu.plan.memory import MemoryPlan, plan_memory
 from mcu.passes.fold_batch_norm import fold_batch_norm
@@ -233,8 +233,9 @@ def _fusion_after_prefix(graph: Graph, budget: int | None) -> FusionChoice:
         if prefix is None:
             raise
         smallest = choose_fusion(graph).arena
-        raise McuError(f"no schedule fits a RAM budget of {budget} B: the smallest arena is {smallest} B, with the "
-                       f"first {len(prefix.attrs['ops'])} ops streamed row by row",
+        p = prefix.attrs["prefix"]
+        raise McuError(f"no schedule fits a RAM budget of {budget} B: the smallest arena is {smallest} B, with "
+                       f"{PrefixSchedule(len(p.ops), tuple(p.bands), p.input_band).describe()}",
                        hint=f"raise --ram-budget to at least {smallest}"
                             + ("" if prefix.attrs["stream_input"] else ", or stream the input (--stream-input)")) \
             from exc
@@ -245,7 +246,7 @@ def compile_graph(graph: Graph, board: Board, quantize: str, backends: list[str]
                   check_flash: bool = True,
                   fuse: str = "off", ram_budget: int | None = None,
                   fuse_costs: FusionCosts | None = None, fuse_band: int = 1,
-                  stream_prefix: bool | int = False, stream_input: bool = False,
+                  stream_prefix: bool | int | PrefixSchedule = False, stream_input: bool = False,
                   ) -> tuple[MemoryPlan, GeneratedLibrary, PartitionReport]:
     """``backends``: preference order of backend ids (None: the registry's default for these options:
     CMSIS-NN first when it has its sources, then the optimized and the portable kernels;
@@ -259,9 +260,10 @@ def compile_graph(graph: Graph, board: Board, quantize: str, backends: list[str]
     instructions) the fastest schedule within them; ``fuse_band``: output rows per pass of every block
     under "all". With neither, blocks fuse only when the
     default schedule does not fit the board: its RAM is then the budget. ``stream_prefix``: run the
-    network's first ops row by row through rings (mcu/plan/prefix.py), ending where the arena is smallest
-    (with ``ram_budget``: the shortest prefix that fits); ``stream_input``: the same, reading the input a
-    row at a time through the firmware's callback, so that it is not in the arena."""
+    network's first ops band by band of rows through rings (mcu/plan/prefix.py), ending where the arena is
+    smallest with the fewest calls (with ``ram_budget``: the fewest calls that fit), or as given (a number of ops run row by row,
+    or a PrefixSchedule); ``stream_input``: the same, reading the input a band at a time through the
+    firmware's callback, so that it is not in the arena."""
     if check_flash:  # before partitioning: packing the weights of a model that cannot fit costs minutes
         check_constants_fit(board, graph)
     # Before the plan: a backend's kernels bring their own scratch sizes and overlap contracts.
@@ -270,10 +272,10 @@ def compile_graph(graph: Graph, board: Board, quantize: str, backends: list[str]
         raise McuError(f"unknown block fusion {fuse!r}", hint=f"one of {', '.join(FUSE_POLICIES)}")
     if stream_prefix or stream_input:  # after partitioning: each row runs its op's backend's kernel
         with stage("stream"):
-            end = stream_prefix if not isinstance(stream_prefix, bool) else choose_prefix_end(
-                graph, stream_input, lambda g: _arena_with_fusion(g, fuse, ram_budget), ram_budget).end
-            if end:
-                graph.ops = with_prefix(graph, end, stream_input).ops
+            plan = stream_prefix if not isinstance(stream_prefix, bool) else choose_prefix(
+                graph, stream_input, lambda g: _arena_with_fusion(g, fuse, ram_budget), ram_budget).schedule
+            if plan:
+                graph.ops = with_prefix(graph, plan, stream_input).ops
     if fuse != "off" or ram_budget is not None:  # after partitioning: each fused stage runs its backend's kernel
         with stage("fuse"):
             if fuse == "all":

@@ -93,18 +93,19 @@ def _add_model_args(p: argparse.ArgumentParser, board_required: bool = True) -> 
                         "whole: as few blocks as give the smallest arena (auto, the flag alone), or every block "
                         "that can (all); in generated C and program files alike")
     p.add_argument("--stream-prefix", action="store_true",
-                   help="run the network's first high-resolution layers (convolutions, depthwise, adds) row by "
-                        "row, each keeping a ring of the input rows its window needs, so that only the prefix's "
-                        "last, low-resolution output is a whole tensor; where the prefix ends is chosen for the "
-                        "smallest arena (with --ram-budget: the shortest prefix that fits); generated C only")
+                   help="run the network's first high-resolution layers (convolutions, depthwise, adds) band by "
+                        "band of rows, each keeping a ring of the input rows its window needs, so that only the "
+                        "prefix's last, low-resolution output is a whole tensor; where the prefix ends and the "
+                        "rows per call are chosen for the smallest arena, then the fewest calls (with "
+                        "--ram-budget: the fewest calls that fit); generated C only")
     p.add_argument("--stream-input", action="store_true",
                    help="as --stream-prefix, and the model reads its input a row at a time through a callback "
                         "the firmware implements (<model>_run_streamed, see model.h), so the input is not in the "
                         "arena; generated C only")
     p.add_argument("--ram-budget", type=positive_int, metavar="BYTES", default=None,
-                   help="the fastest schedule (every tensor whole, or blocks run row by row) whose arena is at "
-                        "most BYTES (see --speed-model); an error names the smallest arena reachable when none "
-                        "is")
+                   help="the fastest schedule (every tensor whole, blocks run row by row, or the first layers "
+                        "streamed in bands of rows) whose arena is at most BYTES (see --speed-model); an error "
+                        "names the smallest arena reachable when none is")
     p.add_argument("--qat", action="store_true",
                    help="quantization-aware training first: model.py's qat_train(prepared) fine-tunes the model "
                         "with the weights and activations fake-quantized as --quantize int8 or w4a8 quantizes them")

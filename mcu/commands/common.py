@@ -51,13 +51,13 @@ def compile_model(args: argparse.Namespace) -> Any:
     palette = getattr(args, "weight_palette", None)
     mixed = mixed_options(args)
     with quiet_torch(verbose=getattr(args, "verbose", False)):
-        if budget is None or getattr(args, "speed_model", "measured") != "measured" or streamed:
-            # With a streamed prefix the budget takes the shortest prefix that fits, unmeasured (mcu/plan/prefix.py).
+        if budget is None or getattr(args, "speed_model", "measured") != "measured" or (streamed and fuse != "off"):
+            # Unmeasured, a streamed prefix's budget takes the fewest calls that fit (mcu/plan/prefix.py).
             return from_file(fuse_blocks=fuse, ram_budget=budget, stream_prefix=getattr(args, "stream_prefix", False),
                              stream_input=getattr(args, "stream_input", False))
         # lazy: the profiler and the simulator only for a build with a RAM budget
         from mcu.api import backend_options, lower_file, lower_spec
-        from mcu.devtools.fusion_costs import measure_fusion_costs
+        from mcu.devtools.fusion_costs import compile_streamed_within_budget, compile_within_budget
 
         # The measurement compiles the model once per schedule it runs: capture and quantize once.
         if getattr(args, "qat", False):
@@ -76,5 +76,6 @@ def compile_model(args: argparse.Namespace) -> Any:
         def from_lowered(**fusion: Any) -> Any:
             return lowered.compile(args.board, options=options, backend=backend, **fusion)
 
-        costs = measure_fusion_costs(from_lowered, budget=budget)
-        return from_lowered(fuse_blocks=fuse, ram_budget=budget, fuse_costs=costs)
+        if streamed:
+            return compile_streamed_within_budget(from_lowered, getattr(args, "stream_input", False), budget)
+        return compile_within_budget(from_lowered, fuse, budget)

@@ -24,6 +24,8 @@ from mcu.errors import McuError
 from mcu.paths import all_kernel_sources, cache_dir
 from mcu.plan.fused import KIND as FUSED_KIND, find_chains
 from mcu.plan.fusion import FusionCosts, Schedule, candidates, choose, choose_fastest, to_run
+from mcu.plan.memory import plan_memory
+from mcu.plan.prefix import PrefixCandidate, choose_schedule, prefix_candidates
 from mcu.progress import stage
 
 BANDS = (1, 2, 4, 8)
@@ -108,13 +110,14 @@ def _measure_schedules(compile_for: Callable[..., Any], whole: Any, costs: Fusio
 
 
 def measure_fusion_costs(compile_for: Callable[..., Any], bands: tuple[int, ...] = BANDS,
-                         budget: int | None = None) -> FusionCosts | None:
+                         budget: int | None = None, whole: Any = None) -> FusionCosts | None:
     """``compile_for(fuse_blocks=..., fuse_band=..., ram_budget=..., fuse_costs=...)``: the model compiled for
     the board in question (fuse_blocks "off" for the whole-tensor schedule, "all" for every block fused at
     the band). ``budget``: the schedules to run that fit it are run (None: every one). A budget below
     every arena the blocks reach fails here, before anything is measured (naming what the smallest arena
-    runs when that was measured before). None when the board has no simulator."""
-    whole = compile_for(fuse_blocks="off", fuse_band=1)
+    runs when that was measured before). None when the board has no simulator. ``whole``: the whole-tensor
+    build when the caller has it."""
+    whole = whole if whole is not None else compile_for(fuse_blocks="off", fuse_band=1)
     simulated = whole.board.qemu_machine is not None
     path = cache_dir() / "fusion-costs" / f"{_key(whole, bands)}.json"
     costs = _load(path) if simulated else None
@@ -131,3 +134,101 @@ def measure_fusion_costs(compile_for: Callable[..., Any], bands: tuple[int, ...]
         costs = _measure_ops(compile_for, whole, bands)
         _save(path, costs)
     return _measure_schedules(compile_for, whole, costs, budget, path)
+
+
+def _measured_run(cm: Any) -> int:
+    run = cm.simulate()
+    if not run.passed or run.instructions is None:
+        raise McuError(f"a schedule of {cm.spec.name} failed its bundled vectors on {cm.board.name}",
+                       hint=run.console.strip()[-1500:])
+    return int(run.instructions)
+
+
+def _prefix_runs(compile_for: Callable[..., Any], cands: list[PrefixCandidate], path: Path,
+                 stream: bool = False) -> dict[str, int]:
+    """The whole inference of each streamed prefix of ``cands`` (cached by its key beside the fusion costs)."""
+    runs: dict[str, int] = json.loads(path.read_text()) if path.is_file() else {}
+    for i, c in enumerate(cands):
+        if c.schedule.key() in runs:
+            continue
+        with stage(f"run streamed prefix {i + 1} of {len(cands)} ({c.arena:,} B arena)"):
+            cm = compile_for(fuse_blocks="off", stream_prefix=c.schedule, stream_input=stream)
+            if cm.memory.arena_size != c.arena:
+                raise McuError(f"the streamed prefix {c.schedule.key()} built a {cm.memory.arena_size} B arena, "
+                               f"not the {c.arena} B planned", hint="report this as a bug")
+            runs[c.schedule.key()] = _measured_run(cm)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(runs, sort_keys=True))
+            tmp.replace(path)
+    return runs
+
+
+def compile_streamed_within_budget(compile_for: Callable[..., Any], stream: bool, budget: int) -> Any:
+    """``--stream-prefix``/``--stream-input`` with a RAM budget: of the streamed schedules that no other beats
+    in both arena and calls (every end and band of mcu/plan/prefix.py, a set that does not depend on the
+    budget), the one that fits ``budget`` and ran the fewest instructions on the board's simulator (each
+    run once, cached). When none fits, the unmeasured build names the smallest arena."""
+    whole = compile_for(fuse_blocks="off", fuse_band=1)
+    found = choose_schedule(whole.graph, stream, lambda g: plan_memory(g).arena_size, every=True)
+    plans = [p for p in found.arenas if p is not None]
+    cands: list[PrefixCandidate] = []
+    for plan in sorted(plans, key=lambda p: (found.arenas[p], found.calls[p], p.end)):
+        if not cands or found.calls[plan] < cands[-1].calls:
+            cands.append(PrefixCandidate(plan, found.arenas[plan], found.calls[plan]))
+    fitting = [c for c in cands if c.arena <= budget]
+    if not fitting or whole.board.qemu_machine is None:
+        return compile_for(fuse_blocks="off", ram_budget=budget, stream_prefix=True, stream_input=stream)
+    path = cache_dir() / "fusion-costs" / f"{_key(whole, BANDS)}-{'input' if stream else 'prefix'}.json"
+    runs = _prefix_runs(compile_for, fitting, path, stream)
+    best = min(fitting, key=lambda c: (runs[c.schedule.key()], c.arena))
+    return compile_for(fuse_blocks="off", stream_prefix=best.schedule, stream_input=stream)
+
+
+def compile_within_budget(compile_for: Callable[..., Any], fuse: str, budget: int) -> Any:
+    """The fastest build of the model within ``budget`` bytes of arena, by measured instructions: the
+    fastest of the fused-block schedules (:func:`measure_fusion_costs`, mcu/plan/fusion.py) and the
+    streamed prefixes with the whole input in the arena (mcu/plan/prefix.py's :func:`prefix_candidates`,
+    each run once on the board's simulator and cached). Both sets and their counts do not depend on the
+    budget, so a larger budget never builds a slower schedule. When nothing fits, the error names the
+    smallest arena of either and what it runs."""
+    whole = compile_for(fuse_blocks="off", fuse_band=1)
+    simulated = whole.board.qemu_machine is not None
+    path = cache_dir() / "fusion-costs" / f"{_key(whole, BANDS)}-prefix.json"
+
+    def arena_of(g: Any) -> int:
+        return int(plan_memory(g).arena_size)
+
+    try:
+        costs = measure_fusion_costs(compile_for, budget=budget, whole=whole)
+        fused: Any = compile_for(fuse_blocks=fuse, ram_budget=budget, fuse_costs=costs)
+    except McuError as exc:
+        below = prefix_candidates(whole.graph, arena_of, below=choose(whole.graph).smallest)
+        if not below:
+            raise
+        smallest = below[0]
+        if smallest.arena > budget:
+            runs = _prefix_runs(compile_for, [smallest], path) if simulated else {}
+            run = runs.get(smallest.schedule.key())
+            what = f"{run:,} instructions (measured)" if run is not None else f"{smallest.calls} calls"
+            raise McuError(f"no schedule fits a RAM budget of {budget} B: the smallest arena is {smallest.arena} B, "
+                           f"with {smallest.schedule.describe()}, {what}; every tensor whole: "
+                           f"{whole.memory.arena_size} B",
+                           hint=f"raise --ram-budget to at least {smallest.arena}, or stream the input "
+                                "(--stream-input)") from exc
+        fused, costs = None, None
+    fitting = [c for c in prefix_candidates(whole.graph, arena_of) if c.arena <= budget]
+    if not fitting or not simulated:
+        if fused is not None:
+            return fused
+        best = min(fitting, key=lambda c: (c.calls, c.arena))  # unmeasured: the fewest calls stand in
+        return compile_for(fuse_blocks="off", stream_prefix=best.schedule)
+    runs = _prefix_runs(compile_for, fitting, path)
+    best = min(fitting, key=lambda c: (runs[c.schedule.key()], c.arena))
+    if fused is not None:
+        built = tuple((op.attrs["stages"][0].name, op.attrs["block"].band)
+                      for op in fused.graph.ops if op.kind == FUSED_KIND)
+        known = costs.schedules.get(built) if costs is not None else None
+        if (known if known is not None else _measured_run(fused)) <= runs[best.schedule.key()]:
+            return fused
+    return compile_for(fuse_blocks="off", stream_prefix=best.schedule)

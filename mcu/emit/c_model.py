@@ -325,7 +325,8 @@ def build_view(graph: Graph, memory: MemoryPlan, quantize: str, prefix: str | No
                 include_dirs += [d for d in row_call.include_dirs if d not in include_dirs]
             comment = f"{op.name}: inverted-residual block fused row by row ({', '.join(op.attrs['ops'])})" \
                 if op.kind == FUSED_KIND else \
-                f"{op.name}: streamed prefix, row by row through rings ({', '.join(op.attrs['ops'])})"
+                f"{op.name}: streamed prefix, {op.attrs['prefix'].calls} band calls through rings " \
+                f"({', '.join(op.attrs['ops'])})"
             kernels = "+".join(dict.fromkeys(c.function or c.backend_function for _, c in row_calls))
             steps.append(StepView(index=i, name=op.name, call=KernelCall(kernels, [], [], comment=comment), params_c="",
                                   output_ref=tensor_ref(op.output), output_nbytes=op.output.nbytes, body=lines))

@@ -1,10 +1,10 @@
-"""The generated C of a streamed prefix (mcu/plan/prefix.py): the planner's schedule of row calls replayed
-from a table of op indices, each row made by the kernel the backend chose for the unfused op.
+"""The generated C of a streamed prefix (mcu/plan/prefix.py): the planner's schedule of band calls replayed
+from a table of (op, rows), each band made by the kernel the backend chose for the unfused op.
 
-Each op's call comes from its backend's emitter on a row-sized copy of the op (:func:`mcu.plan.prefix.row_op`),
-one per case of how its output rows read their inputs (first rows with top padding, middle rows, last
-rows cut short); a ring's rows are found from its first held row (``base``), which moves when the ring
-is full and its producer makes room for the next row.
+Each op's call comes from its backend's emitter on a band-sized copy of the op
+(:func:`mcu.plan.prefix.row_op`), one per case of how its bands read their inputs (first bands with top
+padding, middle bands, last bands cut short); a ring's rows are found from its first held row (``base``),
+which moves when the next band does not fit and its producer makes room for it.
 """
 
 from __future__ import annotations
@@ -31,8 +31,10 @@ def body(op: Op, tensor_ref: Callable[[Tensor], str], scratch: str) -> tuple[lis
     calls: list[tuple[Op, KernelCall]] = []
     ring_index = {key: j for j, key in enumerate(p.rings)}
     reader = len(ops)  # the table's index of the streamed input's rows
-    table = [reader if s == INPUT else s for s in p.steps]
+    table = [reader if s == INPUT else s for s, _ in p.steps]
+    counts = [n for _, n in p.steps]
     width = "uint8_t" if reader < 256 else "uint16_t"
+    count_width = "uint8_t" if max(counts) < 256 else "uint16_t"
     lines = [
         "uint8_t *const rings = " + scratch + ";",
         f"int32_t next[{len(ops) + 1}] = {{0}};",
@@ -40,8 +42,11 @@ def body(op: Op, tensor_ref: Callable[[Tensor], str], scratch: str) -> tuple[lis
         "(void)rings; /* unused when every tensor of the prefix is written into its consumer's rows */",
         "(void)base;",
         f"static const {width} steps[{len(table)}] = {{{', '.join(str(s) for s in table)}}};",
+        f"static const {count_width} counts[{len(table)}] = {{{', '.join(str(n) for n in counts)}}};",
         f"for (int32_t i = 0; i < {len(table)}; ++i) {{",
-        "    const int32_t y = next[steps[i]]++;",
+        "    const int32_t y = next[steps[i]];",
+        "    const int32_t n = counts[i];",
+        "    next[steps[i]] = y + n;",
         "    switch (steps[i]) {",
     ]
 
@@ -53,7 +58,7 @@ def body(op: Op, tensor_ref: Callable[[Tensor], str], scratch: str) -> tuple[lis
         ring = p.rings[id(t)]
         j = ring_index[id(t)]
         rb = ring.row_bytes
-        room = [f"        if (y - base[{j}] == {ring.rows}) {{", "            int32_t low = y;"]
+        room = [f"        if (y + n - base[{j}] > {ring.rows}) {{", "            int32_t low = y;"]
         for c, w in p.consumers[id(t)]:
             room += [f"            if (next[{c}] < {height(ops[c].output)}) {{",
                      f"                const int32_t need = next[{c}] * {w.s} - {w.pad};",
@@ -68,7 +73,7 @@ def body(op: Op, tensor_ref: Callable[[Tensor], str], scratch: str) -> tuple[lis
     if p.stream:
         x = p.input
         lines += [f"    case {reader}: {{"] + make_room(x) + [
-            f"        MCU_CHECK({READER}({READER_CONTEXT}, y, 1, {ring_ptr(x, 'y')}));",
+            f"        MCU_CHECK({READER}({READER_CONTEXT}, y, n, {ring_ptr(x, 'y')}));",
             "        break;",
             "    }",
         ]
@@ -88,8 +93,8 @@ def body(op: Op, tensor_ref: Callable[[Tensor], str], scratch: str) -> tuple[lis
             lines += make_room(target)
         out_ptr = row_ptr(o.output, "y")
         cases = p.cases(i)
-        for n, (_, last, key) in enumerate(cases):
-            row = row_op(p, i, key)
+        for c, (_, last, rows, key) in enumerate(cases):
+            row = row_op(p, i, key, rows)
             places = {id(row.output): out_ptr}
             pairs = iter(key)
             for t, rt, w in zip(o.inputs, row.inputs, p.windows[i]):
@@ -105,8 +110,8 @@ def body(op: Op, tensor_ref: Callable[[Tensor], str], scratch: str) -> tuple[lis
             refs = Refs(ref, (f"(rings + {p.stage_scratch_offset})", sub) if sub else None)
             sub_lines, call = call_block(row, refs, "            ")
             calls.append((row, call))
-            cond = "" if n == len(cases) - 1 else f"if (y <= {last}) "
-            lines.append(f"        {'' if n == 0 else 'else '}{cond}{{")
+            cond = "" if c == len(cases) - 1 else f"if (y <= {last}) "
+            lines.append(f"        {'' if c == 0 else 'else '}{cond}{{")
             lines += sub_lines
             lines.append("        }")
         lines += ["        break;", "    }"]

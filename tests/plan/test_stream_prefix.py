@@ -24,7 +24,9 @@ from mcu.errors import McuError
 from mcu.plan.drawing import plan_svg
 from mcu.plan.memory import scratch_bytes
 from mcu.ir import CHANNELS_LAST, Op, Tensor
-from mcu.plan.prefix import INPUT, KIND, Prefix, candidate_ends, height, ring_parts, schedule
+from mcu.plan.memory import plan_memory
+from mcu.plan.prefix import (INPUT, KIND, Prefix, PrefixSchedule, candidate_ends, choose_schedule, height,
+                             prefix_candidates, ring_parts, schedule)
 from mcu.program import format as fmt, writer
 from mcu.program.device import build_interpreter_firmware, run_program
 from mcu.program.host import Program, ProgramError
@@ -123,6 +125,31 @@ def test_prefix_ends_where_the_arena_is_smallest() -> None:
     with pytest.raises(McuError, match=f"smallest arena is {cm.memory.arena_size} B, with the first "
                                        f"{len(op.attrs['ops'])} ops streamed row by row"):
         lowered.compile(stream_prefix=True, ram_budget=cm.memory.arena_size - 4)
+    # What --ram-budget weighs (whole input in the arena): the frontier of arena and calls, below whole tensors;
+    # a larger budget never takes more calls.
+    whole = lowered.compile()
+    cands = prefix_candidates(whole.graph, lambda g: plan_memory(g).arena_size)
+    assert cands and cands[0].arena == cm.memory.arena_size
+    assert all(a.arena < b.arena and a.calls > b.calls for a, b in zip(cands, cands[1:]))
+    assert cands[-1].arena < whole.memory.arena_size
+    choices = [choose_schedule(whole.graph, False, lambda g: plan_memory(g).arena_size, c.arena) for c in cands]
+    picked = [choice.calls[choice.schedule] for choice in choices]
+    assert picked == sorted(picked, reverse=True) and picked[-1] < picked[0]
+
+
+@pytest.mark.xdist_group("stream_prefix_v1")
+def test_bands_of_rows_equal_the_reference() -> None:
+    """Bands of several rows per call (the patch grid of one output row, and every op three rows a call with
+    the input read four rows a call) run the same kernels on more rows: the same bits, in fewer calls."""
+    lowered = _v1()
+    rows = _prefixes(lowered.compile(stream_input=True))[0].attrs["prefix"]
+    end = len(rows.ops)
+    heights = tuple(height(op.output) for op in rows.ops)
+    for plan in (PrefixSchedule(end, (*heights[:-1], 1), height(rows.input)), PrefixSchedule(end, (3,) * end, 4)):
+        cm = lowered.compile(stream_input=True, stream_prefix=plan)
+        p = _prefixes(cm)[0].attrs["prefix"]
+        assert p.calls < rows.calls and max(n for _, n in p.steps) > 1
+        _same_as_reference(cm)
 
 
 def test_fp32_prefix_equals_unfused_c() -> None:
@@ -295,9 +322,9 @@ def _replay(p: Prefix) -> None:
         assert 0 <= row - base[j] < p.rings[id(u)].rows, (u.name, row, base[j])
         return ("ring", j, row - base[j])
 
-    def make_room(t: Tensor, y: int) -> None:
+    def make_room(t: Tensor, y: int, n: int) -> None:
         j = ring_of[id(t)]
-        if y - base[j] == p.rings[id(t)].rows:
+        if y + n - base[j] > p.rings[id(t)].rows:
             low = y
             for c, w in p.consumers[id(t)]:
                 if nxt[c] < height(ops[c].output):
@@ -306,25 +333,29 @@ def _replay(p: Prefix) -> None:
                 memory[("ring", j, k)] = memory.get(("ring", j, low - base[j] + k), (-1, -1))
             base[j] = low
 
-    for step in p.steps:
+    for step, n in p.steps:
         i = len(ops) if step == INPUT else step
         y = nxt[i]
-        nxt[i] += 1
+        h = height(p.input if step == INPUT else ops[i].output)
+        assert 0 < n <= min(p.band(step), h - y)
+        nxt[i] += n
         if step == INPUT:
-            make_room(p.input, y)
-            memory[where(p.input, y)] = (id(p.input), y)
+            make_room(p.input, y, n)
+            for r in range(y, y + n):
+                memory[where(p.input, r)] = (id(p.input), r)
             continue
         op = ops[i]
         if id(target(op.output)) in p.rings:
-            make_room(target(op.output), y)
+            make_room(target(op.output), y, n)
         for t, w in zip(op.inputs, p.windows[i]):
             if w is None:
                 continue
-            lo, rows, _ = w.rows(y, height(t))
+            lo, rows, _ = w.rows(y, height(t), n)
             for r in range(lo, lo + rows):
                 if id(t) in p.rings or id(t) in p.into:
                     assert memory.get(where(t, r)) == (id(t), r), (op.name, t.name, r)
-        memory[where(op.output, y)] = (id(op.output), y)
+        for r in range(y, y + n):
+            memory[where(op.output, r)] = (id(op.output), r)
     assert nxt[len(ops) - 1] == height(p.output)
 
 
@@ -341,22 +372,26 @@ def _synthetic_layers(draw: st.DrawFn) -> list[tuple[str, int, int, int, int]]:
     return layers
 
 
-@settings(max_examples=200, deadline=None)
-@given(layers=_synthetic_layers(), h=st.integers(1, 40), cin=st.sampled_from([3, 8]), stream=st.booleans())
-def test_row_schedule_replayed_reads_every_row_from_its_ring(layers: list, h: int, cin: int, stream: bool) -> None:
-    """The schedule's rings over chains of kernels, strides, paddings and residual adds: the C loop's
-    bookkeeping replayed finds every row a window reads where it was written, and each ring is as small
-    as that allows (one row fewer breaks the replay)."""
+@settings(max_examples=120, deadline=None)
+@given(layers=_synthetic_layers(), h=st.integers(1, 40), cin=st.sampled_from([3, 8]), stream=st.booleans(),
+       bands=st.lists(st.sampled_from([1, 1, 2, 3, 4, 8, 64]), min_size=12, max_size=12), input_band=st.integers(1, 9))
+def test_band_schedule_replayed_reads_every_row_from_its_ring(layers: list, h: int, cin: int, stream: bool,
+                                                              bands: list[int], input_band: int) -> None:
+    """The schedule's rings over chains of kernels, strides, paddings and residual adds, each op making
+    up to its own band of rows per call (one row, a few, or all it is asked for: the patch grid): the C
+    loop's bookkeeping replayed finds every row a window reads where it was written, and each ring is as
+    small as that allows (one row fewer breaks the replay)."""
     t = h
     for _, k, s, pad, _ in layers:
         t = (t + 2 * pad - k) // s + 1
         if t < 1:
             return
     ops = _synthetic(cin, h, 4, layers)
-    p = schedule(ops, stream)
+    p = schedule(ops, stream, bands[:len(ops)], input_band)
     _replay(p)
     for ring in p.rings.values():
         ring.rows -= 1
         with pytest.raises(AssertionError):
             _replay(p)
         ring.rows += 1
+    assert all(n == 1 for _, n in schedule(ops, stream).steps)
