@@ -46,9 +46,6 @@ class RowsProgram:
     params: list[int]
 
 
-def steps_of(p: Prefix) -> list[tuple[int, int]]:
-    """The plan's steps as (op, rows): the op index (or INPUT) and how many rows that step makes."""
-    return [(s, 1) if isinstance(s, int) else (int(s[0]), int(s[1])) for s in p.steps]  # type: ignore[misc]
 
 
 def rows_program(op: Op, place: Callable[[Tensor], Place], scratch: tuple[int, int, int]) -> RowsProgram:
@@ -76,8 +73,8 @@ def rows_program(op: Op, place: Callable[[Tensor], Place], scratch: tuple[int, i
     bodies: list[list[int]] = []
     descs: list[list[int]] = []
     for i, o in enumerate(ops):
-        for first, last, key in p.cases(i):
-            row = row_op(p, i, key)
+        for first, last, n, key in p.cases(i):
+            row = row_op(p, i, key, n)
             moving: dict[int, tuple[int, Place, int, int, int]] = {}  # by id of a row tensor
             r, at, rb = where(o.output)
             moving[id(row.output)] = (r, at, rb, 1, 0)
@@ -104,7 +101,7 @@ def rows_program(op: Op, place: Callable[[Tensor], Place], scratch: tuple[int, i
                     descs.append([k, r, s, c, rb])
                 else:
                     places.append(None)
-            bodies.append([i, first, last, 1, first_desc, len(descs) - first_desc])
+            bodies.append([i, first, last, n, first_desc, len(descs) - first_desc])
             body.append(Call(len(body), call.function, tuple(call.params), tuple(call.operands), tuple(places),
                              0 if call.scratch is None else call.scratch[2]))
 
@@ -118,7 +115,7 @@ def rows_program(op: Op, place: Callable[[Tensor], Place], scratch: tuple[int, i
         users = p.consumers.get(key, [])
         ring_rows.append([ring.offset, ring.row_bytes, ring.rows, len(consumers), len(users)])
         consumers += [[c, w.s, w.pad] for c, w in users]
-    steps = [[reader if s == INPUT else s, n] for s, n in steps_of(p)]
+    steps = [[reader if s == INPUT else s, n] for s, n in p.steps]
     words = [v for part in (steps, op_rows, ring_rows, consumers, bodies, descs) for entry in part for v in entry]
     table = Tensor(f"{op.name}_schedule", (len(words),), "int32", data=np.asarray(words, dtype=np.int32))
     rings_bytes = p.stage_scratch_offset
