@@ -1,0 +1,376 @@
+/* 3x3 stride-1 depthwise convolution (ch_mult 1, dilation 1) one channel at a time over planes of
+ * 16-bit inputs, for the DSP paths (MCU_S8_DSP, see simd_s8.h) of small images. Internal: static
+ * inline only.
+ *
+ * Why planes: with the channels interleaved (NHWC) every tap of a pixel needs its own input and
+ * weight loads and one single MAC (SMLABB/SMLATT) per product, about 2.5 cycles per MAC on the
+ * M4/M33 in the pixel path (dw_px_s8_dsp.h). Here a group of four channels is first copied into
+ * four planes, one per channel, of (x + input_offset) as int16 with zero borders (a zero adds
+ * nothing: the padding needs no test and no bias correction). In a plane two neighbouring pixels of
+ * one row are one word, so two output pixels of a kernel row take two words (x0 x1) and (x2 x3)
+ * and four MAC instructions for six products, with the channel's nine weights in six registers as
+ * the lane pairs (w0 w1) and (w1 w2):
+ *   pixel 0: SMLAD (x0 x1)(w0 w1) + SMLABT x2 w2      pixel 1: SMLATB x1 w0 + SMLAD (x2 x3)(w1 w2)
+ * The accumulators of a row go to a small buffer, then one loop requantizes them with the channel's
+ * constants in registers (common/rq_s8_dsp.h's single multiply-accumulate) and stores every
+ * channel's bytes in place. Sums are modulo 2^32 in any order: the bits of the plain kernel.
+ *
+ * Every input of the group's channels is in the planes before the first of their outputs is
+ * written, so the output may be the input itself (the in-place kernel); other channels' bytes are
+ * never written. */
+#ifndef MCU_KERNELS_INTERNAL_DW_PLANE_S8_DSP_H
+#define MCU_KERNELS_INTERNAL_DW_PLANE_S8_DSP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mcu/kernels_s8.h"
+#include "../common/rq_s8_dsp.h"
+#include "../common/simd_s8.h"
+
+#if MCU_S8_DSP
+
+/* The four planes of a group on the stack (int16): a layer whose planes do not fit is left to the
+ * other paths (the pixel path's ring and tables take about as much). */
+#define MCU_DWPL_BYTES 3584
+/* Longest line (pixels): the planes' bound keeps lines far shorter anyway. */
+#define MCU_DWPL_ROW_MAX 128
+
+#if !MCU_S8_DSP_NATIVE
+/* SMLABT and SMLATB for the emulated build (the assembly issues them itself). */
+static inline uint32_t mcu_dwpl_smlabt(uint32_t a, uint32_t b, uint32_t acc)
+{
+    return acc + (uint32_t)(mcu_lane_s16(a, 0) * mcu_lane_s16(b, 1));
+}
+
+static inline uint32_t mcu_dwpl_smlatb(uint32_t a, uint32_t b, uint32_t acc)
+{
+    return acc + (uint32_t)(mcu_lane_s16(a, 1) * mcu_lane_s16(b, 0));
+}
+
+#endif
+
+/* Lanes (lo, hi) of a word. */
+static inline uint32_t mcu_dwpl_pair(int32_t lo, int32_t hi)
+{
+    return ((uint32_t)lo & 0xFFFFu) | ((uint32_t)hi << 16);
+}
+
+/* A plane holds one channel's image with a zero border, its lines along the image's longer side
+ * (transposed when the image is taller than wide: the per-line set-up then serves more pixels, and
+ * DS-CNN's 25 x 5 images sweep lines of 25). */
+typedef struct {
+    int transposed;     /* lines are the image's columns */
+    int32_t lines, len; /* output lines and pixels per line */
+    int32_t cols;       /* int16 per plane line: an even count >= len + 3 */
+    int32_t plane;      /* int16 per plane: (lines + 2) x cols */
+} mcu_dwpl_geom;
+
+/* Whether the plane path serves a 3x3 stride-1 layer of same-size output (in-place kernel's shapes):
+ * channels a multiple of 4, every shift in mcu_rq_ch's range, four planes within MCU_DWPL_BYTES. */
+static inline int mcu_dwpl_plan(mcu_dwpl_geom *g, int32_t kh, int32_t kw, int32_t ch, int32_t h, int32_t w,
+                                const mcu_per_channel_quant *q)
+{
+    const int transposed = h > w;
+    const int32_t lines = transposed ? w : h, len = transposed ? h : w;
+    if (kh != 3 || kw != 3 || ch % 4 != 0 || len < 2 || len > MCU_DWPL_ROW_MAX || lines > MCU_DWPL_BYTES / 8) {
+        return 0;
+    }
+    const int32_t cols = (len + 4) & ~1;
+    if ((int64_t)4 * (lines + 2) * cols * 2 > MCU_DWPL_BYTES) {
+        return 0;
+    }
+    for (int32_t c = 0; c < ch; ++c) {
+        if (q->shift[c] > -1 || q->shift[c] < -24) {
+            return 0;
+        }
+    }
+    g->transposed = transposed;
+    g->lines = lines;
+    g->len = len;
+    g->cols = cols;
+    g->plane = (lines + 2) * cols;
+    return 1;
+}
+
+/* Channels c .. c + 3 of the image x (h x w pixels of ch channels) into the planes' interiors at
+ * (pad_top, pad_left), plus the input offset: one word load and two SXTAB16 per pixel. */
+static inline void mcu_dwpl_fill(const mcu_dwpl_geom *g, int16_t *planes, const int8_t *x, int32_t h, int32_t w,
+                                 int32_t ch, int32_t pad_top, int32_t pad_left, uint32_t off2)
+{
+    const int32_t pl = g->plane;
+    const int32_t step = g->transposed ? g->cols : 1; /* from one input column to the next */
+    for (int32_t r = 0; r < h; ++r) {
+        int16_t *d = planes + (g->transposed ? pad_left * g->cols + r + pad_top : (r + pad_top) * g->cols + pad_left);
+        const int8_t *s = x + (size_t)r * (size_t)w * (size_t)ch;
+        for (int32_t col = 0; col < w; ++col, s += ch, d += step) {
+            const uint32_t v = mcu_load_u32(s);
+            const uint32_t e = mcu_sxtab16(off2, v);      /* channels 0 and 2 */
+            const uint32_t o = mcu_sxtab16_ror8(off2, v); /* channels 1 and 3 */
+            d[0] = (int16_t)(uint16_t)e;
+            d[2 * pl] = (int16_t)(uint16_t)(e >> 16);
+            d[pl] = (int16_t)(uint16_t)o;
+            d[3 * pl] = (int16_t)(uint16_t)(o >> 16);
+        }
+    }
+}
+
+/* One channel's constants and where its output goes, at the offsets the assembly reads. */
+typedef struct {
+    uint32_t w[6]; /* kernel line i: (w_i0, w_i1) and (w_i1, w_i2) in the plane's orientation */
+    uint32_t bias;
+    int32_t m;           /* mcu_rq_ch: multiplier, */
+    uint32_t klo, khi;   /* K[0], */
+    int32_t sh;          /* R - 1 */
+    uint32_t min4, max4; /* the activation bounds in four bytes each */
+    int8_t *y;           /* the next output pixel */
+    int32_t step;        /* bytes between a line's output pixels */
+    const int16_t *end;  /* the plane position after the current line's last pair of pixels */
+    int32_t odd;         /* the lines' pixel count is odd: a last pixel alone */
+    int32_t skip;        /* bytes from a line's end to the next line's start in the plane */
+    int32_t yskip;       /* bytes from a line's last output pixel + step to the next line's first */
+    int32_t lines;       /* lines left */
+} mcu_dwpl_ch;
+
+#if MCU_S8_DSP_NATIVE
+_Static_assert(offsetof(mcu_dwpl_ch, bias) == 24 && offsetof(mcu_dwpl_ch, m) == 28 &&
+                   offsetof(mcu_dwpl_ch, klo) == 32 && offsetof(mcu_dwpl_ch, sh) == 40 &&
+                   offsetof(mcu_dwpl_ch, min4) == 44 && offsetof(mcu_dwpl_ch, y) == 52 &&
+                   offsetof(mcu_dwpl_ch, end) == 60 && offsetof(mcu_dwpl_ch, odd) == 64 &&
+                   offsetof(mcu_dwpl_ch, skip) == 68 && offsetof(mcu_dwpl_ch, yskip) == 72 &&
+                   offsetof(mcu_dwpl_ch, lines) == 76,
+               "mcu_dwpl_ch layout (offsets in MCU_DWPL_CHANNEL)");
+
+/* A channel's lines, hand-scheduled: r0 the position in the line's first plane line, r1 the bytes
+ * of a plane line, r2-r7 the weights, r8/r9 the two accumulators, r12 the constants (mcu_dwpl_ch).
+ * Per pair: the bias, three LDRD (the second and third plane line from lr, stepped ahead of its
+ * load), 12 MACs; both requantizations share the multiplier and shift loads (the second reuses r8
+ * and r10 for its 64-bit sum); the optional byte clamp (SSUB8/SEL on the two bytes packed); two STRB
+ * and the output pointer kept in t. An odd last pixel runs the first half alone. */
+#define MCU_DWPL_CLAMP2                                                                       \
+    "bfi r8, r9, #8, #8\n\t"                                                                  \
+    "ldrd r10, r11, [r12, #44]\n\t"                                                           \
+    "ssub8 lr, r8, r10\n\t"                                                                   \
+    "sel r8, r8, r10\n\t"                                                                     \
+    "ssub8 lr, r11, r8\n\t"                                                                   \
+    "sel r8, r8, r11\n\t"                                                                     \
+    "lsr r9, r8, #8\n\t"
+#define MCU_DWPL_CLAMP1                                                                       \
+    "ldrd r10, r11, [r12, #44]\n\t"                                                           \
+    "ssub8 lr, r8, r10\n\t"                                                                   \
+    "sel r8, r8, r10\n\t"                                                                     \
+    "ssub8 lr, r11, r8\n\t"                                                                   \
+    "sel r8, r8, r11\n\t"
+#define MCU_DWPL_CHANNEL(clamp2, clamp1)                                                      \
+    "ldm r12, {r2, r3, r4, r5, r6, r7}\n\t"                                                   \
+    "1:\n\t"                                                                                  \
+    "ldr r8, [r12, #24]\n\t"                                                                  \
+    "ldrd r10, r11, [r0], #4\n\t"                                                             \
+    "mov r9, r8\n\t"                                                                          \
+    "add lr, r0, r1\n\t"                                                                      \
+    "smlad r8, r10, r2, r8\n\t"                                                               \
+    "smlatb r9, r10, r2, r9\n\t"                                                              \
+    "smlabt r8, r11, r3, r8\n\t"                                                              \
+    "smlad r9, r11, r3, r9\n\t"                                                               \
+    "ldrd r10, r11, [lr, #-4]\n\t"                                                            \
+    "add lr, lr, r1\n\t"                                                                      \
+    "smlad r8, r10, r4, r8\n\t"                                                               \
+    "smlatb r9, r10, r4, r9\n\t"                                                              \
+    "smlabt r8, r11, r5, r8\n\t"                                                              \
+    "smlad r9, r11, r5, r9\n\t"                                                               \
+    "ldrd r10, r11, [lr, #-4]\n\t"                                                            \
+    "smlad r8, r10, r6, r8\n\t"                                                               \
+    "smlatb r9, r10, r6, r9\n\t"                                                              \
+    "smlabt r8, r11, r7, r8\n\t"                                                              \
+    "smlad r9, r11, r7, r9\n\t"                                                               \
+    "ldr lr, [r12, #28]\n\t"                                                                  \
+    "ldrd r10, r11, [r12, #32]\n\t"                                                           \
+    "smlal r10, r11, r8, lr\n\t"                                                              \
+    "bic r8, r8, r10\n\t"                                                                     \
+    "add r11, r11, r8, asr #31\n\t"                                                           \
+    "ldrd r8, r10, [r12, #32]\n\t"                                                            \
+    "smlal r8, r10, r9, lr\n\t"                                                               \
+    "bic r9, r9, r8\n\t"                                                                      \
+    "add r10, r10, r9, asr #31\n\t"                                                           \
+    "ldr lr, [r12, #40]\n\t"                                                                  \
+    "asr r11, r11, lr\n\t"                                                                    \
+    "asr r10, r10, lr\n\t"                                                                    \
+    "ssat r8, #8, r11\n\t"                                                                    \
+    "ssat r9, #8, r10\n\t" clamp2                                                             \
+    "ldrd r10, r11, [r12, #52]\n\t"                                                           \
+    "strb r8, [r10]\n\t"                                                                      \
+    "strb r9, [r10, r11]\n\t"                                                                 \
+    "add r10, r10, r11, lsl #1\n\t"                                                           \
+    "str r10, [r12, #52]\n\t"                                                                 \
+    "ldr lr, [r12, #60]\n\t"                                                                  \
+    "cmp r0, lr\n\t"                                                                          \
+    "bne 1b\n\t"                                                                              \
+    "ldr lr, [r12, #64]\n\t"                                                                  \
+    "cmp lr, #0\n\t"                                                                          \
+    "beq 2f\n\t"                                                                              \
+    "ldr r8, [r12, #24]\n\t"                                                                  \
+    "ldrd r10, r11, [r0]\n\t"                                                                 \
+    "add lr, r0, r1\n\t"                                                                      \
+    "smlad r8, r10, r2, r8\n\t"                                                               \
+    "smlabt r8, r11, r3, r8\n\t"                                                              \
+    "ldrd r10, r11, [lr]\n\t"                                                                 \
+    "add lr, lr, r1\n\t"                                                                      \
+    "smlad r8, r10, r4, r8\n\t"                                                               \
+    "smlabt r8, r11, r5, r8\n\t"                                                              \
+    "ldrd r10, r11, [lr]\n\t"                                                                 \
+    "smlad r8, r10, r6, r8\n\t"                                                               \
+    "smlabt r8, r11, r7, r8\n\t"                                                              \
+    "ldr lr, [r12, #28]\n\t"                                                                  \
+    "ldrd r10, r11, [r12, #32]\n\t"                                                           \
+    "smlal r10, r11, r8, lr\n\t"                                                              \
+    "bic r8, r8, r10\n\t"                                                                     \
+    "add r11, r11, r8, asr #31\n\t"                                                           \
+    "ldr lr, [r12, #40]\n\t"                                                                  \
+    "asr r11, r11, lr\n\t"                                                                    \
+    "ssat r8, #8, r11\n\t" clamp1                                                             \
+    "ldrd r10, r11, [r12, #52]\n\t"                                                           \
+    "strb r8, [r10]\n\t"                                                                      \
+    "add r10, r10, r11\n\t"                                                                   \
+    "str r10, [r12, #52]\n\t"                                                                 \
+    "2:\n\t"                                                                                  \
+    "ldr lr, [r12, #68]\n\t"                                                                  \
+    "ldr r10, [r12, #60]\n\t"                                                                 \
+    "add r0, r0, lr\n\t"                                                                      \
+    "add r10, r10, r1\n\t"                                                                    \
+    "str r10, [r12, #60]\n\t"                                                                 \
+    "ldrd r10, r11, [r12, #72]\n\t"                                                           \
+    "ldr lr, [r12, #52]\n\t"                                                                  \
+    "add lr, lr, r10\n\t"                                                                     \
+    "str lr, [r12, #52]\n\t"                                                                  \
+    "subs r11, r11, #1\n\t"                                                                   \
+    "str r11, [r12, #76]\n\t"                                                                 \
+    "bne 1b\n\t"
+
+/* Every line of one channel's plane from pos (its first line's position 0). */
+static inline void mcu_dwpl_channel(const int16_t *pos, int32_t line_bytes, mcu_dwpl_ch *t, int clamp)
+{
+    register const int16_t *r0 __asm__("r0") = pos;
+    register int32_t r1 __asm__("r1") = line_bytes;
+    register mcu_dwpl_ch *r12 __asm__("r12") = t;
+    if (clamp) {
+        __asm__ volatile(MCU_DWPL_CHANNEL(MCU_DWPL_CLAMP2, MCU_DWPL_CLAMP1)
+                         : "+r"(r0)
+                         : "r"(r1), "r"(r12)
+                         : "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "lr", "cc", "memory");
+    } else {
+        __asm__ volatile(MCU_DWPL_CHANNEL("", "")
+                         : "+r"(r0)
+                         : "r"(r1), "r"(r12)
+                         : "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "lr", "cc", "memory");
+    }
+}
+#else
+/* One pixel's accumulator at plane position pos (taps pos .. pos + 2 of three lines). */
+static inline uint32_t mcu_dwpl_pixel(const int16_t *pos, int32_t cols, const mcu_dwpl_ch *t)
+{
+    uint32_t s = t->bias;
+    for (int32_t i = 0; i < 3; ++i) {
+        s = mcu_dwpl_smlabt(mcu_load_u32(pos + i * cols + 2), t->w[2 * i + 1],
+                            mcu_smlad(mcu_load_u32(pos + i * cols), t->w[2 * i], s));
+    }
+    return s;
+}
+
+/* The same lines in C (the emulated build): the second pixel of a pair from the same two words of
+ * each line as the assembly (SMLATB, SMLAD). */
+static inline void mcu_dwpl_channel(const int16_t *pos, int32_t line_bytes, mcu_dwpl_ch *t, int clamp)
+{
+    const int32_t cols = line_bytes / 2;
+    const int32_t lo = (int8_t)(uint8_t)t->min4, hi = (int8_t)(uint8_t)t->max4;
+    mcu_rq_ch rq = {{(int64_t)(((uint64_t)t->khi << 32) | t->klo), 0}, t->m, t->sh};
+    rq.k[1] = rq.k[0] - ((int64_t)1 << 31);
+    for (; t->lines > 0; --t->lines) {
+        for (; pos != t->end; pos += 2, t->y += 2 * t->step) {
+            uint32_t s0 = mcu_dwpl_pixel(pos, cols, t), s1 = t->bias;
+            for (int32_t i = 0; i < 3; ++i) {
+                s1 = mcu_smlad(mcu_load_u32(pos + i * cols + 2), t->w[2 * i + 1],
+                               mcu_dwpl_smlatb(mcu_load_u32(pos + i * cols), t->w[2 * i], s1));
+            }
+            int32_t v0 = mcu_rq_ch_apply(&rq, (int32_t)s0), v1 = mcu_rq_ch_apply(&rq, (int32_t)s1);
+            if (clamp) {
+                v0 = v0 < lo ? lo : v0 > hi ? hi : v0;
+                v1 = v1 < lo ? lo : v1 > hi ? hi : v1;
+            }
+            t->y[0] = (int8_t)v0;
+            t->y[t->step] = (int8_t)v1;
+        }
+        if (t->odd) {
+            int32_t v0 = mcu_rq_ch_apply(&rq, (int32_t)mcu_dwpl_pixel(pos, cols, t));
+            if (clamp) {
+                v0 = v0 < lo ? lo : v0 > hi ? hi : v0;
+            }
+            t->y[0] = (int8_t)v0;
+            t->y += t->step;
+        }
+        pos = (const int16_t *)(const void *)((const char *)pos + t->skip);
+        t->end = (const int16_t *)(const void *)((const char *)t->end + line_bytes);
+        t->y += t->yskip;
+    }
+}
+#endif
+
+/* The whole layer (mcu_dwpl_plan held): x (n images of h x w x ch) into y of the same shape, which
+ * may be x itself. */
+static __attribute__((noinline)) void mcu_dwpl_layer(const mcu_dwpl_geom *g, int32_t n, int32_t h, int32_t w,
+                                                     int32_t ch, int32_t pad_top, int32_t pad_left,
+                                                     int32_t input_offset, int32_t output_offset, int32_t act_min,
+                                                     int32_t act_max, const mcu_per_channel_quant *q,
+                                                     const int8_t *x, const int8_t *weight, const int32_t *bias,
+                                                     int8_t *y)
+{
+    _Alignas(8) int16_t planes[MCU_DWPL_BYTES / 2];
+    for (int32_t i = 0; i < 4 * g->plane; ++i) {
+        planes[i] = 0; /* the borders stay zero: every group writes the same interiors */
+        __asm__("" ::: "memory"); /* no memset call: the kernels reference no libc function */
+    }
+    const uint32_t off2 = mcu_offset_pair(input_offset);
+    const int clamp = act_min > -128 || act_max < 127;
+    const size_t image = (size_t)h * (size_t)w * (size_t)ch;
+    const size_t row = (size_t)w * (size_t)ch;
+    const size_t line_step = g->transposed ? (size_t)ch : row; /* output bytes from a line to the next */
+    mcu_dwpl_ch t;
+    t.step = g->transposed ? (int32_t)row : ch;
+    const int32_t pairs = g->len & ~1; /* int16 of a line's pairs of pixels */
+    t.odd = g->len & 1;
+    t.skip = (g->cols - pairs) * 2;
+    t.yskip = (int32_t)line_step - g->len * t.step;
+    t.min4 = mcu_splat4_s8(act_min);
+    t.max4 = mcu_splat4_s8(act_max);
+    for (int32_t b = 0; b < n; ++b) {
+        const int8_t *xb = x + (size_t)b * image;
+        int8_t *yb = y + (size_t)b * image;
+        for (int32_t c = 0; c < ch; c += 4) {
+            mcu_dwpl_fill(g, planes, xb + c, h, w, ch, pad_top, pad_left, off2);
+            for (int32_t k = 0; k < 4; ++k) {
+                for (int32_t i = 0; i < 3; ++i) {
+                    /* kernel line i of the plane's orientation: taps (i, j), or (j, i) transposed */
+                    const int32_t first = g->transposed ? i : 3 * i, next = g->transposed ? 3 * ch : ch;
+                    const int8_t *wr = weight + (size_t)first * (size_t)ch + (size_t)(c + k);
+                    t.w[2 * i] = mcu_dwpl_pair(wr[0], wr[next]);
+                    t.w[2 * i + 1] = mcu_dwpl_pair(wr[next], wr[2 * next]);
+                }
+                mcu_rq_ch rq = {{0, 0}, 0, 0};
+                (void)mcu_rq_ch_init(&rq, q->multiplier[c + k], q->shift[c + k], output_offset); /* planned */
+                t.bias = bias != NULL ? (uint32_t)bias[c + k] : 0u;
+                t.m = rq.multiplier;
+                t.klo = (uint32_t)(uint64_t)rq.k[0];
+                t.khi = (uint32_t)((uint64_t)rq.k[0] >> 32);
+                t.sh = rq.rshift;
+                const int16_t *plane = planes + k * g->plane;
+                t.y = yb + c + k;
+                t.end = plane + pairs;
+                t.lines = g->lines;
+                mcu_dwpl_channel(plane, g->cols * 2, &t, clamp);
+            }
+        }
+    }
+}
+
+#endif /* MCU_S8_DSP */
+
+#endif /* MCU_KERNELS_INTERNAL_DW_PLANE_S8_DSP_H */
