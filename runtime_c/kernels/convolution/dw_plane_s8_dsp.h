@@ -100,24 +100,85 @@ static inline int mcu_dwpl_plan(mcu_dwpl_geom *g, int32_t kh, int32_t kw, int32_
     return 1;
 }
 
+/* (lo(a), lo(b)) and (hi(a), hi(b)): PKHBT and PKHTB. */
+#if MCU_S8_DSP_NATIVE
+static inline uint32_t mcu_dwpl_lows(uint32_t a, uint32_t b)
+{
+    uint32_t r;
+    __asm__("pkhbt %0, %1, %2, lsl #16" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+}
+
+static inline uint32_t mcu_dwpl_highs(uint32_t a, uint32_t b)
+{
+    uint32_t r;
+    __asm__("pkhtb %0, %2, %1, asr #16" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+}
+#else
+static inline uint32_t mcu_dwpl_lows(uint32_t a, uint32_t b)
+{
+    return (a & 0xFFFFu) | (b << 16);
+}
+
+static inline uint32_t mcu_dwpl_highs(uint32_t a, uint32_t b)
+{
+    return (a >> 16) | (b & 0xFFFF0000u);
+}
+#endif
+
+/* Channels c .. c + 3 of one input pixel at s, plus the input offset, into the four planes at d. */
+static inline void mcu_dwpl_put1(int16_t *d, int32_t pl, const int8_t *s, uint32_t off2)
+{
+    const uint32_t v = mcu_load_u32(s);
+    const uint32_t e = mcu_sxtab16(off2, v);      /* channels 0 and 2 */
+    const uint32_t o = mcu_sxtab16_ror8(off2, v); /* channels 1 and 3 */
+    d[0] = (int16_t)(uint16_t)e;
+    d[2 * pl] = (int16_t)(uint16_t)(e >> 16);
+    d[pl] = (int16_t)(uint16_t)o;
+    d[3 * pl] = (int16_t)(uint16_t)(o >> 16);
+}
+
+/* The same for two input pixels a and b that are neighbours along a plane line (d even: one word per
+ * plane, the lanes packed with PKHBT / PKHTB). */
+static inline void mcu_dwpl_put2(int16_t *d, int32_t pl, const int8_t *a, const int8_t *b, uint32_t off2)
+{
+    const uint32_t va = mcu_load_u32(a), vb = mcu_load_u32(b);
+    const uint32_t ea = mcu_sxtab16(off2, va), eb = mcu_sxtab16(off2, vb);
+    const uint32_t oa = mcu_sxtab16_ror8(off2, va), ob = mcu_sxtab16_ror8(off2, vb);
+    mcu_store_u32(d, mcu_dwpl_lows(ea, eb));
+    mcu_store_u32(d + 2 * pl, mcu_dwpl_highs(ea, eb));
+    mcu_store_u32(d + pl, mcu_dwpl_lows(oa, ob));
+    mcu_store_u32(d + 3 * pl, mcu_dwpl_highs(oa, ob));
+}
+
 /* Channels c .. c + 3 of the image x (h x w pixels of ch channels) into the planes' interiors at
- * (pad_top, pad_left), plus the input offset: one word load and two SXTAB16 per pixel. */
+ * (pad_top, pad_left), plus the input offset: pairs of pixels that are neighbours along a plane line
+ * (a row's columns, or a column's rows when transposed) from an even plane position, a pixel alone
+ * before and after. */
 static inline void mcu_dwpl_fill(const mcu_dwpl_geom *g, int16_t *planes, const int8_t *x, int32_t h, int32_t w,
                                  int32_t ch, int32_t pad_top, int32_t pad_left, uint32_t off2)
 {
-    const int32_t pl = g->plane;
-    const int32_t step = g->transposed ? g->cols : 1; /* from one input column to the next */
-    for (int32_t r = 0; r < h; ++r) {
-        int16_t *d = planes + (g->transposed ? pad_left * g->cols + r + pad_top : (r + pad_top) * g->cols + pad_left);
-        const int8_t *s = x + (size_t)r * (size_t)w * (size_t)ch;
-        for (int32_t col = 0; col < w; ++col, s += ch, d += step) {
-            const uint32_t v = mcu_load_u32(s);
-            const uint32_t e = mcu_sxtab16(off2, v);      /* channels 0 and 2 */
-            const uint32_t o = mcu_sxtab16_ror8(off2, v); /* channels 1 and 3 */
-            d[0] = (int16_t)(uint16_t)e;
-            d[2 * pl] = (int16_t)(uint16_t)(e >> 16);
-            d[pl] = (int16_t)(uint16_t)o;
-            d[3 * pl] = (int16_t)(uint16_t)(o >> 16);
+    const int32_t pl = g->plane, cols = g->cols;
+    const size_t row = (size_t)w * (size_t)ch;
+    /* along a plane line: n pixels from plane position p0, next pixel `next` bytes on in x; across: m
+     * lines from plane line q0, next line `across` bytes on */
+    const int32_t n = g->transposed ? h : w, m = g->transposed ? w : h;
+    const int32_t p0 = g->transposed ? pad_top : pad_left, q0 = g->transposed ? pad_left : pad_top;
+    const size_t next = g->transposed ? row : (size_t)ch, across = g->transposed ? (size_t)ch : row;
+    for (int32_t j = 0; j < m; ++j) {
+        int16_t *d = planes + (q0 + j) * cols + p0;
+        const int8_t *s = x + (size_t)j * across;
+        int32_t i = 0;
+        if (p0 & 1) {
+            mcu_dwpl_put1(d, pl, s, off2);
+            i = 1;
+        }
+        for (; i + 2 <= n; i += 2) {
+            mcu_dwpl_put2(d + i, pl, s + (size_t)i * next, s + (size_t)(i + 1) * next, off2);
+        }
+        if (i < n) {
+            mcu_dwpl_put1(d + i, pl, s + (size_t)i * next, off2);
         }
     }
 }
