@@ -41,6 +41,7 @@ CASES = [
     # even line lengths, the byte clamp of a pair and of a line's last pixel, padding 2 and 0
     (12, 9, 4, 3, 3, 1, 2, 0, "inplace", (-90, 100), "fast"),
     (8, 4, 6, 3, 3, 1, 0, 2, "inplace", (-100, 90), "fast"),
+    (8, 30, 24, 3, 3, 1, 1, 1, "inplace", (-128, 127), "fast"),  # planes in three bands of lines
     (16, 8, 3, 3, 3, 1, 1, 1, "overlap", (-128, 127), "fast"),
     (8, 3, 3, 3, 3, 1, 1, 1, "inplace", (-128, 127), "fast"),  # too few pixels for the row path
     (12, 4, 4, 3, 3, 1, 1, 1, "apart", (-5, 127), "fast"),

@@ -34,7 +34,16 @@
 
 /* The four planes of a group on the stack (int16): a layer whose planes do not fit is left to the
  * other paths (the pixel path's ring and tables take about as much). */
+/* Fewest output lines of a band (an image with more lines than a band of this many holds runs
+ * another path: every band pays the copy of two lines again). */
+#if MCU_S8_DSP_NATIVE
 #define MCU_DWPL_BYTES 3584
+#define MCU_DWPL_BAND_MIN 4
+#else
+/* The emulated build's planes hold few lines, so that the host tests' small images run in bands. */
+#define MCU_DWPL_BYTES 512
+#define MCU_DWPL_BAND_MIN 2
+#endif
 /* Shortest line (pixels) worth a plane: on 3 x 3 images the set-up per channel and line costs more
  * than the pairs save (MobileNet's last depthwise layer: 161,300 -> 165,641 estimated cycles on the
  * M33), from 6 x 6 on the planes win (216,960 against 235,730). */
@@ -62,29 +71,33 @@ static inline uint32_t mcu_dwpl_pair(int32_t lo, int32_t hi)
     return ((uint32_t)lo & 0xFFFFu) | ((uint32_t)hi << 16);
 }
 
-/* A plane holds one channel's image with a zero border, its lines along the image's longer side
- * (transposed when the image is taller than wide: the per-line set-up then serves more pixels, and
- * DS-CNN's 25 x 5 images sweep lines of 25). */
+/* A plane holds a band of one channel's image with a zero border, its lines along the image's longer
+ * side (transposed when the image is taller than wide: the per-line set-up then serves more pixels,
+ * and DS-CNN's 25 x 5 images sweep lines of 25). A band is up to `band` output lines and the two
+ * input lines more that they read; an image of more lines runs band after band, each starting with
+ * the previous band's last two input lines (already overwritten in the image by then). */
 typedef struct {
     int transposed;     /* lines are the image's columns */
     int32_t lines, len; /* output lines and pixels per line */
     int32_t cols;       /* int16 per plane line: an even count >= len + 3 */
-    int32_t plane;      /* int16 per plane: (lines + 2) x cols */
+    int32_t band;       /* output lines per band */
+    int32_t plane;      /* int16 per plane: (band + 2) x cols */
 } mcu_dwpl_geom;
 
 /* Whether the plane path serves a 3x3 stride-1 layer of same-size output (in-place kernel's shapes):
- * channels a multiple of 4, every shift in mcu_rq_ch's range, four planes within MCU_DWPL_BYTES. */
+ * channels a multiple of 4, every shift in mcu_rq_ch's range, lines of MCU_DWPL_LEN_MIN to
+ * MCU_DWPL_ROW_MAX pixels, four planes of at least MCU_DWPL_BAND_MIN lines within MCU_DWPL_BYTES. */
 static inline int mcu_dwpl_plan(mcu_dwpl_geom *g, int32_t kh, int32_t kw, int32_t ch, int32_t h, int32_t w,
                                 const mcu_per_channel_quant *q)
 {
     const int transposed = h > w;
     const int32_t lines = transposed ? w : h, len = transposed ? h : w;
-    if (kh != 3 || kw != 3 || ch % 4 != 0 || len < MCU_DWPL_LEN_MIN || len > MCU_DWPL_ROW_MAX ||
-        lines > MCU_DWPL_BYTES / 8) {
+    if (kh != 3 || kw != 3 || ch % 4 != 0 || len < MCU_DWPL_LEN_MIN || len > MCU_DWPL_ROW_MAX) {
         return 0;
     }
     const int32_t cols = (len + 4) & ~1;
-    if ((int64_t)4 * (lines + 2) * cols * 2 > MCU_DWPL_BYTES) {
+    const int32_t fit = MCU_DWPL_BYTES / (4 * cols * 2) - 2; /* output lines a band of four planes holds */
+    if (fit < MCU_DWPL_BAND_MIN && fit < lines) {
         return 0;
     }
     for (int32_t c = 0; c < ch; ++c) {
@@ -96,7 +109,8 @@ static inline int mcu_dwpl_plan(mcu_dwpl_geom *g, int32_t kh, int32_t kw, int32_
     g->lines = lines;
     g->len = len;
     g->cols = cols;
-    g->plane = (lines + 2) * cols;
+    g->band = fit < lines ? fit : lines;
+    g->plane = (g->band + 2) * cols;
     return 1;
 }
 
@@ -152,25 +166,23 @@ static inline void mcu_dwpl_put2(int16_t *d, int32_t pl, const int8_t *a, const 
     mcu_store_u32(d + 3 * pl, mcu_dwpl_highs(oa, ob));
 }
 
-/* Channels c .. c + 3 of the image x (h x w pixels of ch channels) into the planes' interiors at
- * (pad_top, pad_left), plus the input offset: pairs of pixels that are neighbours along a plane line
- * (a row's columns, or a column's rows when transposed) from an even plane position, a pixel alone
- * before and after. */
-static inline void mcu_dwpl_fill(const mcu_dwpl_geom *g, int16_t *planes, const int8_t *x, int32_t h, int32_t w,
-                                 int32_t ch, int32_t pad_top, int32_t pad_left, uint32_t off2)
+/* Input lines j0 .. j0 + count - 1 (in the planes' orientation: rows, or columns when transposed) of
+ * channels c .. c + 3 of the image x (h x w pixels of ch channels), plus the input offset, into plane
+ * lines from d0 on at the line's padding offset: pairs of pixels that are neighbours along a plane
+ * line from an even plane position, a pixel alone before and after. */
+static inline void mcu_dwpl_fill(const mcu_dwpl_geom *g, int16_t *d0, const int8_t *x, int32_t h, int32_t w,
+                                 int32_t ch, int32_t pad_along, int32_t j0, int32_t count, uint32_t off2)
 {
     const int32_t pl = g->plane, cols = g->cols;
     const size_t row = (size_t)w * (size_t)ch;
-    /* along a plane line: n pixels from plane position p0, next pixel `next` bytes on in x; across: m
-     * lines from plane line q0, next line `across` bytes on */
-    const int32_t n = g->transposed ? h : w, m = g->transposed ? w : h;
-    const int32_t p0 = g->transposed ? pad_top : pad_left, q0 = g->transposed ? pad_left : pad_top;
+    /* along a line: n pixels, the next `next` bytes on in x; from a line to the next: `across` bytes */
+    const int32_t n = g->transposed ? h : w;
     const size_t next = g->transposed ? row : (size_t)ch, across = g->transposed ? (size_t)ch : row;
-    for (int32_t j = 0; j < m; ++j) {
-        int16_t *d = planes + (q0 + j) * cols + p0;
-        const int8_t *s = x + (size_t)j * across;
+    for (int32_t j = 0; j < count; ++j) {
+        int16_t *d = d0 + j * cols + pad_along;
+        const int8_t *s = x + (size_t)(j0 + j) * across;
         int32_t i = 0;
-        if (p0 & 1) {
+        if (pad_along & 1) {
             mcu_dwpl_put1(d, pl, s, off2);
             i = 1;
         }
@@ -179,6 +191,18 @@ static inline void mcu_dwpl_fill(const mcu_dwpl_geom *g, int16_t *planes, const 
         }
         if (i < n) {
             mcu_dwpl_put1(d + i, pl, s + (size_t)i * next, off2);
+        }
+    }
+}
+
+/* Plane line `line` of all four planes set to src's (NULL: zero, a line outside the image). */
+static inline void mcu_dwpl_line4(const mcu_dwpl_geom *g, int16_t *planes, int32_t line, const int16_t *src)
+{
+    for (int32_t k = 0; k < 4; ++k) {
+        int16_t *d = planes + k * g->plane + line * g->cols;
+        const int16_t *sk = src != NULL ? src + k * g->plane : NULL;
+        for (int32_t i = 0; i < g->cols; i += 2) {
+            mcu_store_u32(d + i, sk != NULL ? mcu_load_u32(sk + i) : 0u);
         }
     }
 }
@@ -394,7 +418,7 @@ static __attribute__((noinline)) void mcu_dwpl_layer(const mcu_dwpl_geom *g, int
     _Alignas(8) int16_t planes[MCU_DWPL_BYTES / 2];
     const int32_t words = 2 * g->plane; /* four planes of an even count of int16 */
     for (int32_t i = 0; i < words; ++i) {
-        mcu_store_u32(planes + 2 * i, 0); /* the borders stay zero: every group writes the same interiors */
+        mcu_store_u32(planes + 2 * i, 0); /* the border columns stay zero: fills write the interiors */
         __asm__("" ::: "memory");         /* no memset call: the kernels reference no libc function */
     }
     const uint32_t off2 = mcu_offset_pair(input_offset);
@@ -402,39 +426,69 @@ static __attribute__((noinline)) void mcu_dwpl_layer(const mcu_dwpl_geom *g, int
     const size_t image = (size_t)h * (size_t)w * (size_t)ch;
     const size_t row = (size_t)w * (size_t)ch;
     const size_t line_step = g->transposed ? (size_t)ch : row; /* output bytes from a line to the next */
-    mcu_dwpl_ch t;
-    t.step = g->transposed ? (int32_t)row : ch;
+    /* padding across the lines (the first plane line's input line is -pad_across) and along them */
+    const int32_t pad_across = g->transposed ? pad_left : pad_top, pad_along = g->transposed ? pad_top : pad_left;
     const int32_t pairs = g->len & ~1; /* int16 of a line's pairs of pixels */
-    t.odd = g->len & 1;
-    t.skip = (g->cols - pairs) * 2;
-    t.yskip = (int32_t)line_step - g->len * t.step;
-    t.min4 = mcu_splat4_s8(act_min);
-    t.max4 = mcu_splat4_s8(act_max);
+    mcu_dwpl_ch t[4];
+    for (int32_t k = 0; k < 4; ++k) {
+        t[k].step = g->transposed ? (int32_t)row : ch;
+        t[k].odd = g->len & 1;
+        t[k].skip = (g->cols - pairs) * 2;
+        t[k].yskip = (int32_t)line_step - g->len * t[k].step;
+        t[k].min4 = mcu_splat4_s8(act_min);
+        t[k].max4 = mcu_splat4_s8(act_max);
+    }
     for (int32_t b = 0; b < n; ++b) {
         const int8_t *xb = x + (size_t)b * image;
         int8_t *yb = y + (size_t)b * image;
         for (int32_t c = 0; c < ch; c += 4) {
-            mcu_dwpl_fill(g, planes, xb + c, h, w, ch, pad_top, pad_left, off2);
             for (int32_t k = 0; k < 4; ++k) {
                 for (int32_t i = 0; i < 3; ++i) {
                     /* kernel line i of the plane's orientation: taps (i, j), or (j, i) transposed */
                     const int32_t first = g->transposed ? i : 3 * i, next = g->transposed ? 3 * ch : ch;
                     const int8_t *wr = weight + (size_t)first * (size_t)ch + (size_t)(c + k);
-                    t.w[2 * i] = mcu_dwpl_pair(wr[0], wr[next]);
-                    t.w[2 * i + 1] = mcu_dwpl_pair(wr[next], wr[2 * next]);
+                    t[k].w[2 * i] = mcu_dwpl_pair(wr[0], wr[next]);
+                    t[k].w[2 * i + 1] = mcu_dwpl_pair(wr[next], wr[2 * next]);
                 }
                 mcu_rq_ch rq = {{0, 0}, 0, 0};
                 (void)mcu_rq_ch_init(&rq, q->multiplier[c + k], q->shift[c + k], output_offset); /* planned */
-                t.bias = bias != NULL ? (uint32_t)bias[c + k] : 0u;
-                t.m = rq.multiplier;
-                t.klo = (uint32_t)(uint64_t)rq.k[0];
-                t.khi = (uint32_t)((uint64_t)rq.k[0] >> 32);
-                t.sh = rq.rshift;
-                const int16_t *plane = planes + k * g->plane;
-                t.y = yb + c + k;
-                t.end = plane + pairs;
-                t.lines = g->lines;
-                mcu_dwpl_channel(plane, g->cols * 2, &t, clamp);
+                t[k].bias = bias != NULL ? (uint32_t)bias[c + k] : 0u;
+                t[k].m = rq.multiplier;
+                t[k].klo = (uint32_t)(uint64_t)rq.k[0];
+                t[k].khi = (uint32_t)((uint64_t)rq.k[0] >> 32);
+                t[k].sh = rq.rshift;
+            }
+            for (int32_t l0 = 0; l0 < g->lines; l0 += g->band) {
+                const int32_t nb = g->lines - l0 < g->band ? g->lines - l0 : g->band;
+                /* plane line p holds input line l0 - pad_across + p, for p in [0, nb + 2) */
+                int32_t p = 0;
+                if (l0 > 0) { /* the previous band's last two input lines, no longer in the image */
+                    mcu_dwpl_line4(g, planes, 0, planes + g->band * g->cols);
+                    mcu_dwpl_line4(g, planes, 1, planes + (g->band + 1) * g->cols);
+                    p = 2;
+                }
+                for (; p < nb + 2; ++p) {
+                    const int32_t j = l0 - pad_across + p;
+                    if (j < 0 || j >= g->lines) {
+                        if (g->band < g->lines) { /* else no fill ever writes this line: still zero */
+                            mcu_dwpl_line4(g, planes, p, NULL);
+                        }
+                        continue;
+                    }
+                    int32_t count = 1; /* the run of lines inside the image from here */
+                    while (p + count < nb + 2 && j + count < g->lines) {
+                        ++count;
+                    }
+                    mcu_dwpl_fill(g, planes + p * g->cols, xb + c, h, w, ch, pad_along, j, count, off2);
+                    p += count - 1;
+                }
+                for (int32_t k = 0; k < 4; ++k) {
+                    const int16_t *plane = planes + k * g->plane;
+                    t[k].y = yb + (size_t)l0 * line_step + c + k;
+                    t[k].end = plane + pairs;
+                    t[k].lines = nb;
+                    mcu_dwpl_channel(plane, g->cols * 2, &t[k], clamp);
+                }
             }
         }
     }
