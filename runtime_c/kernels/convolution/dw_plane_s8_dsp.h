@@ -255,6 +255,7 @@ _Static_assert(offsetof(mcu_dwpl_ch, bias) == 24 && offsetof(mcu_dwpl_ch, m) == 
     "sel r8, r8, r11\n\t"
 #define MCU_DWPL_CHANNEL(clamp2, clamp1)                                                      \
     "ldm r12, {r2, r3, r4, r5, r6, r7}\n\t"                                                   \
+    ".p2align 2\n\t" /* the loop's first instruction, 32-bit, in one fetch word: refill 2 not 3 */    \
     "1:\n\t"                                                                                  \
     "ldr r8, [r12, #24]\n\t"                                                                  \
     "ldrd r10, r11, [r0], #4\n\t"                                                             \
@@ -429,40 +430,25 @@ static __attribute__((noinline)) void mcu_dwpl_layer(const mcu_dwpl_geom *g, int
     /* padding across the lines (the first plane line's input line is -pad_across) and along them */
     const int32_t pad_across = g->transposed ? pad_left : pad_top, pad_along = g->transposed ? pad_top : pad_left;
     const int32_t pairs = g->len & ~1; /* int16 of a line's pairs of pixels */
-    mcu_dwpl_ch t[4];
-    for (int32_t k = 0; k < 4; ++k) {
-        t[k].step = g->transposed ? (int32_t)row : ch;
-        t[k].odd = g->len & 1;
-        t[k].skip = (g->cols - pairs) * 2;
-        t[k].yskip = (int32_t)line_step - g->len * t[k].step;
-        t[k].min4 = mcu_splat4_s8(act_min);
-        t[k].max4 = mcu_splat4_s8(act_max);
-    }
+    mcu_dwpl_ch t;
+    t.step = g->transposed ? (int32_t)row : ch;
+    t.odd = g->len & 1;
+    t.skip = (g->cols - pairs) * 2;
+    t.yskip = (int32_t)line_step - g->len * t.step;
+    t.min4 = mcu_splat4_s8(act_min);
+    t.max4 = mcu_splat4_s8(act_max);
     for (int32_t b = 0; b < n; ++b) {
         const int8_t *xb = x + (size_t)b * image;
         int8_t *yb = y + (size_t)b * image;
         for (int32_t c = 0; c < ch; c += 4) {
-            for (int32_t k = 0; k < 4; ++k) {
-                for (int32_t i = 0; i < 3; ++i) {
-                    /* kernel line i of the plane's orientation: taps (i, j), or (j, i) transposed */
-                    const int32_t first = g->transposed ? i : 3 * i, next = g->transposed ? 3 * ch : ch;
-                    const int8_t *wr = weight + (size_t)first * (size_t)ch + (size_t)(c + k);
-                    t[k].w[2 * i] = mcu_dwpl_pair(wr[0], wr[next]);
-                    t[k].w[2 * i + 1] = mcu_dwpl_pair(wr[next], wr[2 * next]);
-                }
-                mcu_rq_ch rq = {{0, 0}, 0, 0};
-                (void)mcu_rq_ch_init(&rq, q->multiplier[c + k], q->shift[c + k], output_offset); /* planned */
-                t[k].bias = bias != NULL ? (uint32_t)bias[c + k] : 0u;
-                t[k].m = rq.multiplier;
-                t[k].klo = (uint32_t)(uint64_t)rq.k[0];
-                t[k].khi = (uint32_t)((uint64_t)rq.k[0] >> 32);
-                t[k].sh = rq.rshift;
-            }
             for (int32_t l0 = 0; l0 < g->lines; l0 += g->band) {
                 const int32_t nb = g->lines - l0 < g->band ? g->lines - l0 : g->band;
                 /* plane line p holds input line l0 - pad_across + p, for p in [0, nb + 2) */
                 int32_t p = 0;
-                if (l0 > 0) { /* the previous band's last two input lines, no longer in the image */
+                if (g->band == g->lines) { /* one band: the lines outside the image stay zero */
+                    mcu_dwpl_fill(g, planes + pad_across * g->cols, xb + c, h, w, ch, pad_along, 0, g->lines, off2);
+                    p = nb + 2;
+                } else if (l0 > 0) { /* the previous band's last two input lines, no longer in the image */
                     mcu_dwpl_line4(g, planes, 0, planes + g->band * g->cols);
                     mcu_dwpl_line4(g, planes, 1, planes + (g->band + 1) * g->cols);
                     p = 2;
@@ -470,9 +456,7 @@ static __attribute__((noinline)) void mcu_dwpl_layer(const mcu_dwpl_geom *g, int
                 for (; p < nb + 2; ++p) {
                     const int32_t j = l0 - pad_across + p;
                     if (j < 0 || j >= g->lines) {
-                        if (g->band < g->lines) { /* else no fill ever writes this line: still zero */
-                            mcu_dwpl_line4(g, planes, p, NULL);
-                        }
+                        mcu_dwpl_line4(g, planes, p, NULL);
                         continue;
                     }
                     int32_t count = 1; /* the run of lines inside the image from here */
@@ -483,11 +467,25 @@ static __attribute__((noinline)) void mcu_dwpl_layer(const mcu_dwpl_geom *g, int
                     p += count - 1;
                 }
                 for (int32_t k = 0; k < 4; ++k) {
+                    for (int32_t i = 0; i < 3; ++i) {
+                        /* kernel line i of the plane's orientation: taps (i, j), or (j, i) transposed */
+                        const int32_t first = g->transposed ? i : 3 * i, next = g->transposed ? 3 * ch : ch;
+                        const int8_t *wr = weight + (size_t)first * (size_t)ch + (size_t)(c + k);
+                        t.w[2 * i] = mcu_dwpl_pair(wr[0], wr[next]);
+                        t.w[2 * i + 1] = mcu_dwpl_pair(wr[next], wr[2 * next]);
+                    }
+                    mcu_rq_ch rq = {{0, 0}, 0, 0};
+                    (void)mcu_rq_ch_init(&rq, q->multiplier[c + k], q->shift[c + k], output_offset); /* planned */
+                    t.bias = bias != NULL ? (uint32_t)bias[c + k] : 0u;
+                    t.m = rq.multiplier;
+                    t.klo = (uint32_t)(uint64_t)rq.k[0];
+                    t.khi = (uint32_t)((uint64_t)rq.k[0] >> 32);
+                    t.sh = rq.rshift;
                     const int16_t *plane = planes + k * g->plane;
-                    t[k].y = yb + (size_t)l0 * line_step + c + k;
-                    t[k].end = plane + pairs;
-                    t[k].lines = nb;
-                    mcu_dwpl_channel(plane, g->cols * 2, &t[k], clamp);
+                    t.y = yb + (size_t)l0 * line_step + c + k;
+                    t.end = plane + pairs;
+                    t.lines = nb;
+                    mcu_dwpl_channel(plane, g->cols * 2, &t, clamp);
                 }
             }
         }
