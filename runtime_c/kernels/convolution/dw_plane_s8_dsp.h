@@ -409,12 +409,13 @@ static inline void mcu_dwpl_channel(const int16_t *pos, int32_t line_bytes, mcu_
 
 /* The whole layer (mcu_dwpl_plan held): x (n images of h x w x ch) into y of the same shape, which
  * may be x itself. */
-static __attribute__((noinline)) void mcu_dwpl_layer(const mcu_dwpl_geom *g, int32_t n, int32_t h, int32_t w,
-                                                     int32_t ch, int32_t pad_top, int32_t pad_left,
-                                                     int32_t input_offset, int32_t output_offset, int32_t act_min,
-                                                     int32_t act_max, const mcu_per_channel_quant *q,
-                                                     const int8_t *x, const int8_t *weight, const int32_t *bias,
-                                                     int8_t *y)
+/* Out of line (its planes are stack of its own), unused by the Helium builds. */
+static __attribute__((noinline, unused)) void mcu_dwpl_layer(const mcu_dwpl_geom *g, int32_t n, int32_t h,
+                                                             int32_t w, int32_t ch, int32_t pad_top, int32_t pad_left,
+                                                             int32_t input_offset, int32_t output_offset,
+                                                             int32_t act_min, int32_t act_max,
+                                                             const mcu_per_channel_quant *q, const int8_t *x,
+                                                             const int8_t *weight, const int32_t *bias, int8_t *y)
 {
     _Alignas(8) int16_t planes[MCU_DWPL_BYTES / 2];
     const int32_t words = 2 * g->plane; /* four planes of an even count of int16 */
