@@ -260,7 +260,7 @@ def dw_plane_cases(draw):
                 pl=draw(st.integers(0, 2)))
 
 
-@settings(base.EXACT, max_examples=100)
+@settings(base.EXACT, max_examples=50)
 @given(dw_plane_cases())
 def test_depthwise_s8_inplace_planes(emulated, case):
     """The in-place kernel's channel planes (both orientations, odd line ends) against the reference."""
