@@ -1,6 +1,6 @@
 /* 3x3 stride-1 depthwise convolution (ch_mult 1, dilation 1) one channel at a time over planes of
- * 16-bit inputs, for the DSP paths (MCU_S8_DSP, see simd_s8.h) of small images. Internal: static
- * inline only.
+ * 16-bit inputs, for the DSP paths (MCU_S8_DSP, see simd_s8.h) of the in-place kernel. Internal:
+ * static inline only.
  *
  * Why planes: with the channels interleaved (NHWC) every tap of a pixel needs its own input and
  * weight loads and one single MAC (SMLABB/SMLATT) per product, about 2.5 cycles per MAC on the
@@ -13,9 +13,9 @@
  *   pixel 0: SMLAD (x0 x1)(w0 w1) + SMLABT x2 w2      pixel 1: SMLATB x1 w0 + SMLAD (x2 x3)(w1 w2)
  * One assembly loop runs all lines of a channel: per pair of pixels three LDRD, 12 MACs, both
  * requantizations (common/rq_s8_dsp.h's single multiply-accumulate) and two byte stores, 40
- * instructions for 18 MACs against the pixel path's 2 x 24 (measured on DS-CNN's 25 x 5 layers:
- * 382,000 -> 324,000 estimated cycles each on mps2-an505-u575). Sums are modulo 2^32 in any order:
- * the bits of the plain kernel.
+ * instructions for 18 MACs against the pixel path's 2 x 24 (measured on DS-CNN's 25 x 5 layers
+ * with the fill below: 381,824 -> 299,588 estimated cycles each on mps2-an505-u575). Sums are
+ * modulo 2^32 in any order: the bits of the plain kernel.
  *
  * Every input of the group's channels is in the planes before the first of their outputs is
  * written, so the output may be the input itself (the in-place kernel); other channels' bytes are
@@ -46,7 +46,7 @@
 #endif
 /* Shortest line (pixels) worth a plane: on 3 x 3 images the set-up per channel and line costs more
  * than the pairs save (MobileNet's last depthwise layer: 161,300 -> 165,641 estimated cycles on the
- * M33), from 6 x 6 on the planes win (216,960 against 235,730). */
+ * M33), from 6 x 6 on the planes win (217,251 against 235,730). */
 #define MCU_DWPL_LEN_MIN 5
 /* Longest line (pixels): the planes' bound keeps lines far shorter anyway. */
 #define MCU_DWPL_ROW_MAX 128
