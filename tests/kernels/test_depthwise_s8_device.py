@@ -37,6 +37,11 @@ CASES = [
     (64, 25, 5, 3, 3, 1, 1, 1, "overlap", (-128, 127), "fast"),
     (8, 6, 9, 3, 3, 1, 1, 1, "inplace", (-100, 90), "fast"),
     (8, 6, 3, 3, 3, 1, 1, 1, "inplace", (-128, 127), "fast"),  # image as narrow as the kernel
+    # the channel planes (convolution/dw_plane_s8_dsp.h): lines down the columns of a taller image, odd and
+    # even line lengths, the byte clamp of a pair and of a line's last pixel, padding 2 and 0
+    (12, 9, 4, 3, 3, 1, 2, 0, "inplace", (-90, 100), "fast"),
+    (8, 4, 6, 3, 3, 1, 0, 2, "inplace", (-100, 90), "fast"),
+    (8, 30, 24, 3, 3, 1, 1, 1, "inplace", (-128, 127), "fast"),  # planes in three bands of lines
     (16, 8, 3, 3, 3, 1, 1, 1, "overlap", (-128, 127), "fast"),
     (8, 3, 3, 3, 3, 1, 1, 1, "inplace", (-128, 127), "fast"),  # too few pixels for the row path
     (12, 4, 4, 3, 3, 1, 1, 1, "apart", (-5, 127), "fast"),

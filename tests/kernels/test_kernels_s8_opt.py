@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import cbind_s8 as cb
@@ -243,6 +243,27 @@ def test_depthwise_s8_row_path(emulated, case):
 @given(dw_row_cases(kernel=5))
 def test_depthwise_s8_5x5_runs(emulated, case):
     """5x5 layers through the row path's 5x5 pixel loop (mcu_dw4_run5x5), strides 1 and 2."""
+    _check_depthwise_row_case(emulated, case)
+
+
+@st.composite
+def dw_plane_cases(draw):
+    """In-place 3x3 shapes for the channel-plane path (convolution/dw_plane_s8_dsp.h): channels a
+    multiple of four, images wider or taller (the planes' lines along the longer side), lines of odd and
+    even length from the path's shortest up, every padding, activation clamps; the emulated build's planes
+    hold few lines, so that images of more lines run in bands."""
+    long_side = draw(st.integers(5, 14))
+    short_side = draw(st.integers(1, long_side))
+    h, w = (long_side, short_side) if draw(st.booleans()) else (short_side, long_side)
+    case = draw(dw_row_cases(kernel=3))
+    return dict(case, h=h, w=w, c=4 * draw(st.integers(1, 5)), s=1, inplace=True, pt=draw(st.integers(0, 2)),
+                pl=draw(st.integers(0, 2)))
+
+
+@settings(base.EXACT, max_examples=50)
+@given(dw_plane_cases())
+def test_depthwise_s8_inplace_planes(emulated, case):
+    """The in-place kernel's channel planes (both orientations, odd line ends) against the reference."""
     _check_depthwise_row_case(emulated, case)
 
 

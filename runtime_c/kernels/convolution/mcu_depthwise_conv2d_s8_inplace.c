@@ -20,6 +20,7 @@
 #include "../common/check.h"
 #include "../common/conv_s8_dsp.h"
 #include "dw_plain_s8.h"
+#include "dw_plane_s8_dsp.h"
 #include "dw_px_s8_dsp.h"
 #include "../common/dw_s8_dsp.h"
 #include "mve_dw_s8.h"
@@ -43,7 +44,7 @@ int32_t mcu_depthwise_conv2d_s8_inplace_get_buffer_size(const mcu_depthwise_conv
  * ring: later groups still find their own bytes of every row in data, and output row r of this
  * group reads rows <= r of this group from the ring (rows r - pad_top .. r are there) and rows > r
  * from data, untouched yet. The ring and its size are those of the row-by-row path. */
-static void mcu_dsp_inplace(const mcu_dw4_geom *g, const mcu_depthwise_conv2d_s8_params *p,
+static __attribute__((noinline)) void mcu_dsp_inplace(const mcu_dw4_geom *g, const mcu_depthwise_conv2d_s8_params *p,
                             const mcu_per_channel_quant *q, int8_t *data, const int8_t *weight, const int32_t *bias,
                             int8_t *ring, int32_t ring_rows)
 {
@@ -219,6 +220,14 @@ mcu_status mcu_depthwise_conv2d_s8_inplace(const mcu_context *ctx, const mcu_dep
     }
     if (kh <= MCU_S8_MVE_DW_ROWS_MAX && in.c <= MCU_S8_MVE_OC_MAX) {
         inplace_mve(p, q, data, weight, bias, ring);
+        return MCU_OK;
+    }
+#endif
+#if MCU_S8_DSP && !MCU_S8_MVE
+    mcu_dwpl_geom pg;
+    if (mcu_dwpl_plan(&pg, kh, kw, in.c, in.h, in.w, q)) { /* 3x3: one channel plane at a time, in bands */
+        mcu_dwpl_layer(&pg, in.n, in.h, in.w, in.c, p->pad_top, p->pad_left, p->input_offset, p->output_offset,
+                       p->act_min, p->act_max, q, data, weight, bias, data);
         return MCU_OK;
     }
 #endif

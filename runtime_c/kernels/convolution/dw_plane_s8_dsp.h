@@ -1,0 +1,498 @@
+/* 3x3 stride-1 depthwise convolution (ch_mult 1, dilation 1) one channel at a time over planes of
+ * 16-bit inputs, for the DSP paths (MCU_S8_DSP, see simd_s8.h) of the in-place kernel. Internal:
+ * static inline only.
+ *
+ * Why planes: with the channels interleaved (NHWC) every tap of a pixel needs its own input and
+ * weight loads and one single MAC (SMLABB/SMLATT) per product, about 2.5 cycles per MAC on the
+ * M4/M33 in the pixel path (dw_px_s8_dsp.h). Here a group of four channels is first copied into
+ * four planes, one per channel, of (x + input_offset) as int16 with zero borders (a zero adds
+ * nothing: the padding needs no test and no bias correction). In a plane two neighbouring pixels of
+ * one row are one word, so two output pixels of a kernel row take two words (x0 x1) and (x2 x3)
+ * and four MAC instructions for six products, with the channel's nine weights in six registers as
+ * the lane pairs (w0 w1) and (w1 w2):
+ *   pixel 0: SMLAD (x0 x1)(w0 w1) + SMLABT x2 w2      pixel 1: SMLATB x1 w0 + SMLAD (x2 x3)(w1 w2)
+ * One assembly loop runs all lines of a channel: per pair of pixels three LDRD, 12 MACs, both
+ * requantizations (common/rq_s8_dsp.h's single multiply-accumulate) and two byte stores, 40
+ * instructions for 18 MACs against the pixel path's 2 x 24 (measured on DS-CNN's 25 x 5 layers
+ * with the fill below: 381,824 -> 299,588 estimated cycles each on mps2-an505-u575). Sums are
+ * modulo 2^32 in any order: the bits of the plain kernel.
+ *
+ * Every input of the group's channels is in the planes before the first of their outputs is
+ * written, so the output may be the input itself (the in-place kernel); other channels' bytes are
+ * never written. */
+#ifndef MCU_KERNELS_INTERNAL_DW_PLANE_S8_DSP_H
+#define MCU_KERNELS_INTERNAL_DW_PLANE_S8_DSP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mcu/kernels_s8.h"
+#include "../common/rq_s8_dsp.h"
+#include "../common/simd_s8.h"
+
+#if MCU_S8_DSP
+
+/* The four planes of a group on the stack (int16): a layer whose planes do not fit is left to the
+ * other paths (the pixel path's ring and tables take about as much). */
+/* Fewest output lines of a band (an image with more lines than a band of this many holds runs
+ * another path: every band pays the copy of two lines again). */
+#if MCU_S8_DSP_NATIVE
+#define MCU_DWPL_BYTES 3584
+#define MCU_DWPL_BAND_MIN 4
+#else
+/* The emulated build's planes hold few lines, so that the host tests' small images run in bands. */
+#define MCU_DWPL_BYTES 512
+#define MCU_DWPL_BAND_MIN 2
+#endif
+/* Shortest line (pixels) worth a plane: on 3 x 3 images the set-up per channel and line costs more
+ * than the pairs save (MobileNet's last depthwise layer: 161,300 -> 165,641 estimated cycles on the
+ * M33), from 6 x 6 on the planes win (217,251 against 235,730). */
+#define MCU_DWPL_LEN_MIN 5
+/* Longest line (pixels): the planes' bound keeps lines far shorter anyway. */
+#define MCU_DWPL_ROW_MAX 128
+
+#if !MCU_S8_DSP_NATIVE
+/* SMLABT and SMLATB for the emulated build (the assembly issues them itself). */
+static inline uint32_t mcu_dwpl_smlabt(uint32_t a, uint32_t b, uint32_t acc)
+{
+    return acc + (uint32_t)(mcu_lane_s16(a, 0) * mcu_lane_s16(b, 1));
+}
+
+static inline uint32_t mcu_dwpl_smlatb(uint32_t a, uint32_t b, uint32_t acc)
+{
+    return acc + (uint32_t)(mcu_lane_s16(a, 1) * mcu_lane_s16(b, 0));
+}
+
+#endif
+
+/* Lanes (lo, hi) of a word. */
+static inline uint32_t mcu_dwpl_pair(int32_t lo, int32_t hi)
+{
+    return ((uint32_t)lo & 0xFFFFu) | ((uint32_t)hi << 16);
+}
+
+/* A plane holds a band of one channel's image with a zero border, its lines along the image's longer
+ * side (transposed when the image is taller than wide: the per-line set-up then serves more pixels,
+ * and DS-CNN's 25 x 5 images sweep lines of 25). A band is up to `band` output lines and the two
+ * input lines more that they read; an image of more lines runs band after band, each starting with
+ * the previous band's last two input lines (already overwritten in the image by then). */
+typedef struct {
+    int transposed;     /* lines are the image's columns */
+    int32_t lines, len; /* output lines and pixels per line */
+    int32_t cols;       /* int16 per plane line: an even count >= len + 3 */
+    int32_t band;       /* output lines per band */
+    int32_t plane;      /* int16 per plane: (band + 2) x cols */
+} mcu_dwpl_geom;
+
+/* Whether the plane path serves a 3x3 stride-1 layer of same-size output (in-place kernel's shapes):
+ * channels a multiple of 4, every shift in mcu_rq_ch's range, lines of MCU_DWPL_LEN_MIN to
+ * MCU_DWPL_ROW_MAX pixels, four planes of at least MCU_DWPL_BAND_MIN lines within MCU_DWPL_BYTES. */
+static inline int mcu_dwpl_plan(mcu_dwpl_geom *g, int32_t kh, int32_t kw, int32_t ch, int32_t h, int32_t w,
+                                const mcu_per_channel_quant *q)
+{
+    const int transposed = h > w;
+    const int32_t lines = transposed ? w : h, len = transposed ? h : w;
+    if (kh != 3 || kw != 3 || ch % 4 != 0 || len < MCU_DWPL_LEN_MIN || len > MCU_DWPL_ROW_MAX) {
+        return 0;
+    }
+    const int32_t cols = (len + 4) & ~1;
+    const int32_t fit = MCU_DWPL_BYTES / (4 * cols * 2) - 2; /* output lines a band of four planes holds */
+    if (fit < MCU_DWPL_BAND_MIN && fit < lines) {
+        return 0;
+    }
+    for (int32_t c = 0; c < ch; ++c) {
+        if (q->shift[c] > -1 || q->shift[c] < -24) {
+            return 0;
+        }
+    }
+    g->transposed = transposed;
+    g->lines = lines;
+    g->len = len;
+    g->cols = cols;
+    g->band = fit < lines ? fit : lines;
+    g->plane = (g->band + 2) * cols;
+    return 1;
+}
+
+/* (lo(a), lo(b)) and (hi(a), hi(b)): PKHBT and PKHTB. */
+#if MCU_S8_DSP_NATIVE
+static inline uint32_t mcu_dwpl_lows(uint32_t a, uint32_t b)
+{
+    uint32_t r;
+    __asm__("pkhbt %0, %1, %2, lsl #16" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+}
+
+static inline uint32_t mcu_dwpl_highs(uint32_t a, uint32_t b)
+{
+    uint32_t r;
+    __asm__("pkhtb %0, %2, %1, asr #16" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+}
+#else
+static inline uint32_t mcu_dwpl_lows(uint32_t a, uint32_t b)
+{
+    return (a & 0xFFFFu) | (b << 16);
+}
+
+static inline uint32_t mcu_dwpl_highs(uint32_t a, uint32_t b)
+{
+    return (a >> 16) | (b & 0xFFFF0000u);
+}
+#endif
+
+/* Channels c .. c + 3 of one input pixel at s, plus the input offset, into the four planes at d. */
+static inline void mcu_dwpl_put1(int16_t *d, int32_t pl, const int8_t *s, uint32_t off2)
+{
+    const uint32_t v = mcu_load_u32(s);
+    const uint32_t e = mcu_sxtab16(off2, v);      /* channels 0 and 2 */
+    const uint32_t o = mcu_sxtab16_ror8(off2, v); /* channels 1 and 3 */
+    d[0] = (int16_t)(uint16_t)e;
+    d[2 * pl] = (int16_t)(uint16_t)(e >> 16);
+    d[pl] = (int16_t)(uint16_t)o;
+    d[3 * pl] = (int16_t)(uint16_t)(o >> 16);
+}
+
+/* The same for two input pixels a and b that are neighbours along a plane line (d even: one word per
+ * plane, the lanes packed with PKHBT / PKHTB). */
+static inline void mcu_dwpl_put2(int16_t *d, int32_t pl, const int8_t *a, const int8_t *b, uint32_t off2)
+{
+    const uint32_t va = mcu_load_u32(a), vb = mcu_load_u32(b);
+    const uint32_t ea = mcu_sxtab16(off2, va), eb = mcu_sxtab16(off2, vb);
+    const uint32_t oa = mcu_sxtab16_ror8(off2, va), ob = mcu_sxtab16_ror8(off2, vb);
+    mcu_store_u32(d, mcu_dwpl_lows(ea, eb));
+    mcu_store_u32(d + 2 * pl, mcu_dwpl_highs(ea, eb));
+    mcu_store_u32(d + pl, mcu_dwpl_lows(oa, ob));
+    mcu_store_u32(d + 3 * pl, mcu_dwpl_highs(oa, ob));
+}
+
+/* Input lines j0 .. j0 + count - 1 (in the planes' orientation: rows, or columns when transposed) of
+ * channels c .. c + 3 of the image x (h x w pixels of ch channels), plus the input offset, into plane
+ * lines from d0 on at the line's padding offset: pairs of pixels that are neighbours along a plane
+ * line from an even plane position, a pixel alone before and after. */
+static inline void mcu_dwpl_fill(const mcu_dwpl_geom *g, int16_t *d0, const int8_t *x, int32_t h, int32_t w,
+                                 int32_t ch, int32_t pad_along, int32_t j0, int32_t count, uint32_t off2)
+{
+    const int32_t pl = g->plane, cols = g->cols;
+    const size_t row = (size_t)w * (size_t)ch;
+    /* along a line: n pixels, the next `next` bytes on in x; from a line to the next: `across` bytes */
+    const int32_t n = g->transposed ? h : w;
+    const size_t next = g->transposed ? row : (size_t)ch, across = g->transposed ? (size_t)ch : row;
+    for (int32_t j = 0; j < count; ++j) {
+        int16_t *d = d0 + j * cols + pad_along;
+        const int8_t *s = x + (size_t)(j0 + j) * across;
+        int32_t i = 0;
+        if (pad_along & 1) {
+            mcu_dwpl_put1(d, pl, s, off2);
+            i = 1;
+        }
+        for (; i + 2 <= n; i += 2) {
+            mcu_dwpl_put2(d + i, pl, s + (size_t)i * next, s + (size_t)(i + 1) * next, off2);
+        }
+        if (i < n) {
+            mcu_dwpl_put1(d + i, pl, s + (size_t)i * next, off2);
+        }
+    }
+}
+
+/* Plane line `line` of all four planes set to src's (NULL: zero, a line outside the image). */
+static inline void mcu_dwpl_line4(const mcu_dwpl_geom *g, int16_t *planes, int32_t line, const int16_t *src)
+{
+    for (int32_t k = 0; k < 4; ++k) {
+        int16_t *d = planes + k * g->plane + line * g->cols;
+        const int16_t *sk = src != NULL ? src + k * g->plane : NULL;
+        for (int32_t i = 0; i < g->cols; i += 2) {
+            mcu_store_u32(d + i, sk != NULL ? mcu_load_u32(sk + i) : 0u);
+        }
+    }
+}
+
+/* One channel's constants and where its output goes, at the offsets the assembly reads. */
+typedef struct {
+    uint32_t w[6]; /* kernel line i: (w_i0, w_i1) and (w_i1, w_i2) in the plane's orientation */
+    uint32_t bias;
+    int32_t m;           /* mcu_rq_ch: multiplier, */
+    uint32_t klo, khi;   /* K[0], */
+    int32_t sh;          /* R - 1 */
+    uint32_t min4, max4; /* the activation bounds in four bytes each */
+    int8_t *y;           /* the next output pixel */
+    int32_t step;        /* bytes between a line's output pixels */
+    const int16_t *end;  /* the plane position after the current line's last pair of pixels */
+    int32_t odd;         /* the lines' pixel count is odd: a last pixel alone */
+    int32_t skip;        /* bytes from a line's end to the next line's start in the plane */
+    int32_t yskip;       /* bytes from a line's last output pixel + step to the next line's first */
+    int32_t lines;       /* lines left */
+} mcu_dwpl_ch;
+
+#if MCU_S8_DSP_NATIVE
+_Static_assert(offsetof(mcu_dwpl_ch, bias) == 24 && offsetof(mcu_dwpl_ch, m) == 28 &&
+                   offsetof(mcu_dwpl_ch, klo) == 32 && offsetof(mcu_dwpl_ch, sh) == 40 &&
+                   offsetof(mcu_dwpl_ch, min4) == 44 && offsetof(mcu_dwpl_ch, y) == 52 &&
+                   offsetof(mcu_dwpl_ch, end) == 60 && offsetof(mcu_dwpl_ch, odd) == 64 &&
+                   offsetof(mcu_dwpl_ch, skip) == 68 && offsetof(mcu_dwpl_ch, yskip) == 72 &&
+                   offsetof(mcu_dwpl_ch, lines) == 76,
+               "mcu_dwpl_ch layout (offsets in MCU_DWPL_CHANNEL)");
+
+/* A channel's lines, hand-scheduled: r0 the position in the line's first plane line, r1 the bytes
+ * of a plane line, r2-r7 the weights, r8/r9 the two accumulators, r12 the constants (mcu_dwpl_ch).
+ * Per pair: the bias, three LDRD (the second and third plane line from lr, stepped ahead of its
+ * load), 12 MACs; both requantizations share the multiplier and shift loads (the second reuses r8
+ * and r10 for its 64-bit sum); the optional byte clamp (SSUB8/SEL on the two bytes packed); two STRB
+ * and the output pointer kept in t. An odd last pixel runs the first half alone. */
+#define MCU_DWPL_CLAMP2                                                                       \
+    "bfi r8, r9, #8, #8\n\t"                                                                  \
+    "ldrd r10, r11, [r12, #44]\n\t"                                                           \
+    "ssub8 lr, r8, r10\n\t"                                                                   \
+    "sel r8, r8, r10\n\t"                                                                     \
+    "ssub8 lr, r11, r8\n\t"                                                                   \
+    "sel r8, r8, r11\n\t"                                                                     \
+    "lsr r9, r8, #8\n\t"
+#define MCU_DWPL_CLAMP1                                                                       \
+    "ldrd r10, r11, [r12, #44]\n\t"                                                           \
+    "ssub8 lr, r8, r10\n\t"                                                                   \
+    "sel r8, r8, r10\n\t"                                                                     \
+    "ssub8 lr, r11, r8\n\t"                                                                   \
+    "sel r8, r8, r11\n\t"
+#define MCU_DWPL_CHANNEL(clamp2, clamp1)                                                      \
+    "ldm r12, {r2, r3, r4, r5, r6, r7}\n\t"                                                   \
+    ".p2align 2\n\t" /* the loop's first instruction, 32-bit, in one fetch word: refill 2 not 3 */    \
+    "1:\n\t"                                                                                  \
+    "ldr r8, [r12, #24]\n\t"                                                                  \
+    "ldrd r10, r11, [r0], #4\n\t"                                                             \
+    "mov r9, r8\n\t"                                                                          \
+    "add lr, r0, r1\n\t"                                                                      \
+    "smlad r8, r10, r2, r8\n\t"                                                               \
+    "smlatb r9, r10, r2, r9\n\t"                                                              \
+    "smlabt r8, r11, r3, r8\n\t"                                                              \
+    "smlad r9, r11, r3, r9\n\t"                                                               \
+    "ldrd r10, r11, [lr, #-4]\n\t"                                                            \
+    "add lr, lr, r1\n\t"                                                                      \
+    "smlad r8, r10, r4, r8\n\t"                                                               \
+    "smlatb r9, r10, r4, r9\n\t"                                                              \
+    "smlabt r8, r11, r5, r8\n\t"                                                              \
+    "smlad r9, r11, r5, r9\n\t"                                                               \
+    "ldrd r10, r11, [lr, #-4]\n\t"                                                            \
+    "smlad r8, r10, r6, r8\n\t"                                                               \
+    "smlatb r9, r10, r6, r9\n\t"                                                              \
+    "smlabt r8, r11, r7, r8\n\t"                                                              \
+    "smlad r9, r11, r7, r9\n\t"                                                               \
+    "ldr lr, [r12, #28]\n\t"                                                                  \
+    "ldrd r10, r11, [r12, #32]\n\t"                                                           \
+    "smlal r10, r11, r8, lr\n\t"                                                              \
+    "bic r8, r8, r10\n\t"                                                                     \
+    "add r11, r11, r8, asr #31\n\t"                                                           \
+    "ldrd r8, r10, [r12, #32]\n\t"                                                            \
+    "smlal r8, r10, r9, lr\n\t"                                                               \
+    "bic r9, r9, r8\n\t"                                                                      \
+    "add r10, r10, r9, asr #31\n\t"                                                           \
+    "ldr lr, [r12, #40]\n\t"                                                                  \
+    "asr r11, r11, lr\n\t"                                                                    \
+    "asr r10, r10, lr\n\t"                                                                    \
+    "ssat r8, #8, r11\n\t"                                                                    \
+    "ssat r9, #8, r10\n\t" clamp2                                                             \
+    "ldrd r10, r11, [r12, #52]\n\t"                                                           \
+    "strb r8, [r10]\n\t"                                                                      \
+    "strb r9, [r10, r11]\n\t"                                                                 \
+    "add r10, r10, r11, lsl #1\n\t"                                                           \
+    "str r10, [r12, #52]\n\t"                                                                 \
+    "ldr lr, [r12, #60]\n\t"                                                                  \
+    "cmp r0, lr\n\t"                                                                          \
+    "bne 1b\n\t"                                                                              \
+    "ldr lr, [r12, #64]\n\t"                                                                  \
+    "cmp lr, #0\n\t"                                                                          \
+    "beq 2f\n\t"                                                                              \
+    "ldr r8, [r12, #24]\n\t"                                                                  \
+    "ldrd r10, r11, [r0]\n\t"                                                                 \
+    "add lr, r0, r1\n\t"                                                                      \
+    "smlad r8, r10, r2, r8\n\t"                                                               \
+    "smlabt r8, r11, r3, r8\n\t"                                                              \
+    "ldrd r10, r11, [lr]\n\t"                                                                 \
+    "add lr, lr, r1\n\t"                                                                      \
+    "smlad r8, r10, r4, r8\n\t"                                                               \
+    "smlabt r8, r11, r5, r8\n\t"                                                              \
+    "ldrd r10, r11, [lr]\n\t"                                                                 \
+    "smlad r8, r10, r6, r8\n\t"                                                               \
+    "smlabt r8, r11, r7, r8\n\t"                                                              \
+    "ldr lr, [r12, #28]\n\t"                                                                  \
+    "ldrd r10, r11, [r12, #32]\n\t"                                                           \
+    "smlal r10, r11, r8, lr\n\t"                                                              \
+    "bic r8, r8, r10\n\t"                                                                     \
+    "add r11, r11, r8, asr #31\n\t"                                                           \
+    "ldr lr, [r12, #40]\n\t"                                                                  \
+    "asr r11, r11, lr\n\t"                                                                    \
+    "ssat r8, #8, r11\n\t" clamp1                                                             \
+    "ldrd r10, r11, [r12, #52]\n\t"                                                           \
+    "strb r8, [r10]\n\t"                                                                      \
+    "add r10, r10, r11\n\t"                                                                   \
+    "str r10, [r12, #52]\n\t"                                                                 \
+    "2:\n\t"                                                                                  \
+    "ldr lr, [r12, #68]\n\t"                                                                  \
+    "ldr r10, [r12, #60]\n\t"                                                                 \
+    "add r0, r0, lr\n\t"                                                                      \
+    "add r10, r10, r1\n\t"                                                                    \
+    "str r10, [r12, #60]\n\t"                                                                 \
+    "ldrd r10, r11, [r12, #72]\n\t"                                                           \
+    "ldr lr, [r12, #52]\n\t"                                                                  \
+    "add lr, lr, r10\n\t"                                                                     \
+    "str lr, [r12, #52]\n\t"                                                                  \
+    "subs r11, r11, #1\n\t"                                                                   \
+    "str r11, [r12, #76]\n\t"                                                                 \
+    "bne 1b\n\t"
+
+/* Every line of one channel's plane from pos (its first line's position 0). */
+static inline void mcu_dwpl_channel(const int16_t *pos, int32_t line_bytes, mcu_dwpl_ch *t, int clamp)
+{
+    register const int16_t *r0 __asm__("r0") = pos;
+    register int32_t r1 __asm__("r1") = line_bytes;
+    register mcu_dwpl_ch *r12 __asm__("r12") = t;
+    if (clamp) {
+        __asm__ volatile(MCU_DWPL_CHANNEL(MCU_DWPL_CLAMP2, MCU_DWPL_CLAMP1)
+                         : "+r"(r0)
+                         : "r"(r1), "r"(r12)
+                         : "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "lr", "cc", "memory");
+    } else {
+        __asm__ volatile(MCU_DWPL_CHANNEL("", "")
+                         : "+r"(r0)
+                         : "r"(r1), "r"(r12)
+                         : "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "lr", "cc", "memory");
+    }
+}
+#else
+/* One pixel's accumulator at plane position pos (taps pos .. pos + 2 of three lines). */
+static inline uint32_t mcu_dwpl_pixel(const int16_t *pos, int32_t cols, const mcu_dwpl_ch *t)
+{
+    uint32_t s = t->bias;
+    for (int32_t i = 0; i < 3; ++i) {
+        s = mcu_dwpl_smlabt(mcu_load_u32(pos + i * cols + 2), t->w[2 * i + 1],
+                            mcu_smlad(mcu_load_u32(pos + i * cols), t->w[2 * i], s));
+    }
+    return s;
+}
+
+/* The same lines in C (the emulated build): the second pixel of a pair from the same two words of
+ * each line as the assembly (SMLATB, SMLAD). */
+static inline void mcu_dwpl_channel(const int16_t *pos, int32_t line_bytes, mcu_dwpl_ch *t, int clamp)
+{
+    const int32_t cols = line_bytes / 2;
+    const int32_t lo = (int8_t)(uint8_t)t->min4, hi = (int8_t)(uint8_t)t->max4;
+    mcu_rq_ch rq = {{(int64_t)(((uint64_t)t->khi << 32) | t->klo), 0}, t->m, t->sh};
+    rq.k[1] = rq.k[0] - ((int64_t)1 << 31);
+    for (; t->lines > 0; --t->lines) {
+        for (; pos != t->end; pos += 2, t->y += 2 * t->step) {
+            uint32_t s0 = mcu_dwpl_pixel(pos, cols, t), s1 = t->bias;
+            for (int32_t i = 0; i < 3; ++i) {
+                s1 = mcu_smlad(mcu_load_u32(pos + i * cols + 2), t->w[2 * i + 1],
+                               mcu_dwpl_smlatb(mcu_load_u32(pos + i * cols), t->w[2 * i], s1));
+            }
+            int32_t v0 = mcu_rq_ch_apply(&rq, (int32_t)s0), v1 = mcu_rq_ch_apply(&rq, (int32_t)s1);
+            if (clamp) {
+                v0 = v0 < lo ? lo : v0 > hi ? hi : v0;
+                v1 = v1 < lo ? lo : v1 > hi ? hi : v1;
+            }
+            t->y[0] = (int8_t)v0;
+            t->y[t->step] = (int8_t)v1;
+        }
+        if (t->odd) {
+            int32_t v0 = mcu_rq_ch_apply(&rq, (int32_t)mcu_dwpl_pixel(pos, cols, t));
+            if (clamp) {
+                v0 = v0 < lo ? lo : v0 > hi ? hi : v0;
+            }
+            t->y[0] = (int8_t)v0;
+            t->y += t->step;
+        }
+        pos = (const int16_t *)(const void *)((const char *)pos + t->skip);
+        t->end = (const int16_t *)(const void *)((const char *)t->end + line_bytes);
+        t->y += t->yskip;
+    }
+}
+#endif
+
+/* The whole layer (mcu_dwpl_plan held): x (n images of h x w x ch) into y of the same shape, which
+ * may be x itself. */
+/* Out of line (its planes are stack of its own), unused by the Helium builds. */
+static __attribute__((noinline, unused)) void mcu_dwpl_layer(const mcu_dwpl_geom *g, int32_t n, int32_t h,
+                                                             int32_t w, int32_t ch, int32_t pad_top, int32_t pad_left,
+                                                             int32_t input_offset, int32_t output_offset,
+                                                             int32_t act_min, int32_t act_max,
+                                                             const mcu_per_channel_quant *q, const int8_t *x,
+                                                             const int8_t *weight, const int32_t *bias, int8_t *y)
+{
+    _Alignas(8) int16_t planes[MCU_DWPL_BYTES / 2];
+    const int32_t words = 2 * g->plane; /* four planes of an even count of int16 */
+    for (int32_t i = 0; i < words; ++i) {
+        mcu_store_u32(planes + 2 * i, 0); /* the border columns stay zero: fills write the interiors */
+        __asm__("" ::: "memory");         /* no memset call: the kernels reference no libc function */
+    }
+    const uint32_t off2 = mcu_offset_pair(input_offset);
+    const int clamp = act_min > -128 || act_max < 127;
+    const size_t image = (size_t)h * (size_t)w * (size_t)ch;
+    const size_t row = (size_t)w * (size_t)ch;
+    const size_t line_step = g->transposed ? (size_t)ch : row; /* output bytes from a line to the next */
+    /* padding across the lines (the first plane line's input line is -pad_across) and along them */
+    const int32_t pad_across = g->transposed ? pad_left : pad_top, pad_along = g->transposed ? pad_top : pad_left;
+    const int32_t pairs = g->len & ~1; /* int16 of a line's pairs of pixels */
+    mcu_dwpl_ch t;
+    t.step = g->transposed ? (int32_t)row : ch;
+    t.odd = g->len & 1;
+    t.skip = (g->cols - pairs) * 2;
+    t.yskip = (int32_t)line_step - g->len * t.step;
+    t.min4 = mcu_splat4_s8(act_min);
+    t.max4 = mcu_splat4_s8(act_max);
+    for (int32_t b = 0; b < n; ++b) {
+        const int8_t *xb = x + (size_t)b * image;
+        int8_t *yb = y + (size_t)b * image;
+        for (int32_t c = 0; c < ch; c += 4) {
+            for (int32_t l0 = 0; l0 < g->lines; l0 += g->band) {
+                const int32_t nb = g->lines - l0 < g->band ? g->lines - l0 : g->band;
+                /* plane line p holds input line l0 - pad_across + p, for p in [0, nb + 2) */
+                int32_t p = 0;
+                if (g->band == g->lines) { /* one band: the lines outside the image stay zero */
+                    mcu_dwpl_fill(g, planes + pad_across * g->cols, xb + c, h, w, ch, pad_along, 0, g->lines, off2);
+                    p = nb + 2;
+                } else if (l0 > 0) { /* the previous band's last two input lines, no longer in the image */
+                    mcu_dwpl_line4(g, planes, 0, planes + g->band * g->cols);
+                    mcu_dwpl_line4(g, planes, 1, planes + (g->band + 1) * g->cols);
+                    p = 2;
+                }
+                for (; p < nb + 2; ++p) {
+                    const int32_t j = l0 - pad_across + p;
+                    if (j < 0 || j >= g->lines) {
+                        mcu_dwpl_line4(g, planes, p, NULL);
+                        continue;
+                    }
+                    int32_t count = 1; /* the run of lines inside the image from here */
+                    while (p + count < nb + 2 && j + count < g->lines) {
+                        ++count;
+                    }
+                    mcu_dwpl_fill(g, planes + p * g->cols, xb + c, h, w, ch, pad_along, j, count, off2);
+                    p += count - 1;
+                }
+                for (int32_t k = 0; k < 4; ++k) {
+                    for (int32_t i = 0; i < 3; ++i) {
+                        /* kernel line i of the plane's orientation: taps (i, j), or (j, i) transposed */
+                        const int32_t first = g->transposed ? i : 3 * i, next = g->transposed ? 3 * ch : ch;
+                        const int8_t *wr = weight + (size_t)first * (size_t)ch + (size_t)(c + k);
+                        t.w[2 * i] = mcu_dwpl_pair(wr[0], wr[next]);
+                        t.w[2 * i + 1] = mcu_dwpl_pair(wr[next], wr[2 * next]);
+                    }
+                    mcu_rq_ch rq = {{0, 0}, 0, 0};
+                    (void)mcu_rq_ch_init(&rq, q->multiplier[c + k], q->shift[c + k], output_offset); /* planned */
+                    t.bias = bias != NULL ? (uint32_t)bias[c + k] : 0u;
+                    t.m = rq.multiplier;
+                    t.klo = (uint32_t)(uint64_t)rq.k[0];
+                    t.khi = (uint32_t)((uint64_t)rq.k[0] >> 32);
+                    t.sh = rq.rshift;
+                    const int16_t *plane = planes + k * g->plane;
+                    t.y = yb + (size_t)l0 * line_step + c + k;
+                    t.end = plane + pairs;
+                    t.lines = nb;
+                    mcu_dwpl_channel(plane, g->cols * 2, &t, clamp);
+                }
+            }
+        }
+    }
+}
+
+#endif /* MCU_S8_DSP */
+
+#endif /* MCU_KERNELS_INTERNAL_DW_PLANE_S8_DSP_H */
