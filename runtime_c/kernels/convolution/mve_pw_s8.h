@@ -30,6 +30,9 @@
 /* The last group's rows are copied, zero-padded to whole chunks, when they take at most this many
  * bytes (see mcu_mve_pw_block). */
 #define MCU_MVE_PW_TAIL 256
+/* Bytes of the stack copy of one group's four weight rows (each zero-padded to whole chunks): rows of
+ * up to 256 values. */
+#define MCU_MVE_PW_STAGE 1024
 
 /* Pixels i and i + 1's rows of n values packed by 16 (see above) into col: 2 * round_up(n, 16) bytes;
  * x1 may equal x0 (a last, single pixel). `back`: the chunks in reverse order (the pair loop walks the
@@ -204,13 +207,27 @@ mcu_mve_pw_pixels(const int8_t *col, int32_t first, int32_t pixels, int32_t n, i
     }
 }
 
+/* Four weight rows of n values from w (row stride n) into dst, each zero-padded to `chunks` * 16 bytes:
+ * the pair loop then reads its weights from the stack (tightly coupled memory on the Cortex-M55
+ * boards) rather than once per pair from wherever the model's constants live, which may be a flash
+ * with wait states on every access. */
+static inline void mcu_mve_pw_stage(const int8_t *w, int32_t n, int32_t chunks, int8_t *dst)
+{
+    for (int32_t r = 0; r < 4; ++r, w += n) {
+        for (int32_t c = 0; c < 16 * chunks; c += 16, dst += 16) {
+            vstrbq_s8(dst, vldrbq_z_s8(w + c, vctp8q((uint32_t)(n - c))));
+        }
+    }
+}
+
 /* The 1x1 convolution of `pixels` > 0 pixels packed in col by mcu_mve_pw_pack2 (pairs, odd pairs
  * backwards, then a last single pixel packed with itself), out_c outputs per pixel to y (pixel stride
  * out_c) from weight rows of n values and the folded biases kbias (room for a multiple of 4). Output
  * channels outer, pairs inner (mcu_mve_pw_group) where it may: groups of four channels without a left
- * shift whose whole-chunk reads stay inside the weights, or read tail_w (the last four rows, each
- * zero-padded to whole chunks; NULL when there is none) when the last group's would pass the array's
- * end; the rest, and a last single pixel, one pixel at a time (mcu_mve_pw_pixels). */
+ * shift: from a stack copy of their rows when the block has two pairs or more (mcu_mve_pw_stage), else
+ * in place where their whole-chunk reads stay inside the weights, or from tail_w (the last four rows,
+ * each zero-padded to whole chunks; NULL when there is none) when the last group's would pass the
+ * array's end; the rest, and a last single pixel, one pixel at a time (mcu_mve_pw_pixels). */
 static __attribute__((noinline, unused)) void
 mcu_mve_pw_block(const int8_t *col, int32_t pixels, int32_t n, int32_t out_c, const int8_t *weight,
                  const int8_t *tail_w, const int32_t *kbias, const mcu_per_channel_quant *q, int32_t output_offset,
@@ -222,6 +239,9 @@ mcu_mve_pw_block(const int8_t *col, int32_t pixels, int32_t n, int32_t out_c, co
     const int32_t pairs = pixels / 2;
     const int two = chunks % 2 == 0;
     mcu_mve_pw_state st = {0, y, out_c, output_offset, {0, 0, 0, 0}};
+    /* With two pairs or more every weight is read more than once: the group's rows are copied first. */
+    _Alignas(16) int8_t stage[MCU_MVE_PW_STAGE];
+    const int staged = pairs >= 2 && 64 * chunks <= MCU_MVE_PW_STAGE;
     int32x4_t c = vdupq_n_s32(two ? chunks / 2 : chunks);
     c = vsetq_lane_s32((int32_t)(uintptr_t)(col + pairs * 32 * chunks), c, 1);
     c = vsetq_lane_s32((int32_t)(uintptr_t)st.kb, c, 2);
@@ -231,13 +251,16 @@ mcu_mve_pw_block(const int8_t *col, int32_t pixels, int32_t n, int32_t out_c, co
         if (pairs > 0 && rest == 4) {
             /* rows oc .. oc + 3 read up to 16 * chunks - n bytes into row oc + 4 */
             const int inside = n % 16 == 0 || oc + 4 < out_c;
-            const int8_t *w = inside ? weight + oc * n : tail_w;
+            const int8_t *w = staged ? stage : inside ? weight + oc * n : tail_w;
             const int32x4_t s = vldrwq_s32(q->shift + oc);
             if (w != NULL && vmaxvq_s32(INT32_MIN, s) <= 0) { /* then s is its own right shift, min(s, 0) */
+                if (staged) {
+                    mcu_mve_pw_stage(weight + oc * n, n, chunks, stage);
+                }
                 vstrwq_s32(st.kb, vldrwq_s32(kbias + oc));
                 st.y = y + oc;
-                mcu_mve_pw_group(col, w, inside ? n : 16 * chunks, two, c, vldrwq_s32(q->multiplier + oc), s, lo,
-                                 hi);
+                mcu_mve_pw_group(col, w, staged || !inside ? 16 * chunks : n, two, c, vldrwq_s32(q->multiplier + oc),
+                                 s, lo, hi);
                 first = 2 * pairs;
             }
         }
