@@ -110,33 +110,42 @@ static inline void mcu_mve_dwg_row(const int8_t *xb, int32_t *tab, int8_t *y, in
                      : "q0", "q1", "q2", "lr", "cc", "memory");
 }
 
-/* The chunk's table for phase ph (the ring slot of the window's top row): per quad the folded biases,
- * each channel's taps as 16 bytes (tap (i, j) in lane j * kh + (i + ph) mod kh, zero past the last
- * tap: a scatter of the four channels' bytes per tap), the multipliers and the shifts. */
-static inline void mcu_mve_dwg_table(const mcu_depthwise_conv2d_s8_params *p, const mcu_per_channel_quant *q,
-                                     const int8_t *weight, const int32_t *bias, int32_t c0, int32_t chunk, int32_t ph,
-                                     int32_t *tab)
+/* The chunk's kh tables, one per phase ph (the ring slot of the window's top row), tw words apart:
+ * per quad the folded biases, each channel's taps as 16 bytes (tap (i, j) in lane j * kh + (i + ph)
+ * mod kh, zero past the last tap: a scatter of the four channels' bytes per tap and phase), the
+ * multipliers and the shifts; every weight and parameter read once. */
+static inline void mcu_mve_dwg_tables(const mcu_depthwise_conv2d_s8_params *p, const mcu_per_channel_quant *q,
+                                      const int8_t *weight, const int32_t *bias, int32_t c0, int32_t chunk, int32_t tw,
+                                      int32_t *tab)
 {
     const int32_t kh = p->kernel_h, kw = p->kernel_w, ch = p->input.c;
     const uint32x4_t lanes = vmulq_n_u32(vidupq_n_u32(0, 1), 16); /* channel l's taps at 16 * l */
-    mcu_mve_fill_s8((int8_t *)tab, 0, chunk / 4 * MCU_MVE_DWG_QUAD_BYTES);
+    for (int32_t ph = 0; ph < kh; ++ph) {
+        mcu_mve_fill_s8((int8_t *)(tab + ph * tw), 0, chunk / 4 * MCU_MVE_DWG_QUAD_BYTES);
+    }
     for (int32_t k = 0; k < chunk; k += 4) {
         int32_t *t = tab + k / 4 * (MCU_MVE_DWG_QUAD_BYTES / 4);
         int8_t *wt = (int8_t *)(t + 4);
         const int32_t c = c0 + k;
         int32x4_t sum = vdupq_n_s32(0);
         for (int32_t i = 0; i < kh; ++i) {
-            const int32_t s = (i + ph) % kh;
             for (int32_t j = 0; j < kw; ++j) {
                 const int32x4_t w = vldrbq_s32(weight + (i * kw + j) * ch + c);
                 sum = vaddq_s32(sum, w);
-                vstrbq_scatter_offset_s32(wt + j * kh + s, lanes, w);
+                for (int32_t ph = 0, s = i; ph < kh; ++ph, s = s + 1 == kh ? 0 : s + 1) {
+                    vstrbq_scatter_offset_s32(wt + ph * 4 * tw + j * kh + s, lanes, w);
+                }
             }
         }
         const int32x4_t b = bias != NULL ? vldrwq_s32(bias + c) : vdupq_n_s32(0);
-        vstrwq_s32(t, vmlaq_n_s32(b, sum, p->input_offset)); /* modulo 2^32 */
-        vstrwq_s32(t + 20, vldrwq_s32(q->multiplier + c));
-        vstrwq_s32(t + 24, vldrwq_s32(q->shift + c));
+        const int32x4_t kb = vmlaq_n_s32(b, sum, p->input_offset); /* modulo 2^32 */
+        const int32x4_t m = vldrwq_s32(q->multiplier + c);
+        const int32x4_t sh = vldrwq_s32(q->shift + c);
+        for (int32_t ph = 0; ph < kh; ++ph, t += tw) {
+            vstrwq_s32(t, kb);
+            vstrwq_s32(t + 20, m);
+            vstrwq_s32(t + 24, sh);
+        }
     }
 }
 
@@ -210,9 +219,9 @@ static inline void mcu_mve_dwg_chunk_run(const mcu_depthwise_conv2d_s8_params *p
     const int32_t plane = wp * kh;
     const int32_t nq = chunk / 4;
     const int32_t tab_words = nq * (MCU_MVE_DWG_QUAD_BYTES / 4) + 8; /* one phase's table and its steps */
+    mcu_mve_dwg_tables(p, q, weight, bias, c0, chunk, tab_words, tab);
     for (int32_t ph = 0; ph < kh; ++ph) {
         int32_t *t = tab + ph * tab_words;
-        mcu_mve_dwg_table(p, q, weight, bias, c0, chunk, ph, t);
         /* the row loop's steps between pixels, after the table (mcu_mve_dwg_row) */
         int32_t *tail = t + nq * (MCU_MVE_DWG_QUAD_BYTES / 4);
         tail[0] = p->stride_w * kh - chunk * plane;
