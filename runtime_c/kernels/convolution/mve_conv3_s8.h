@@ -152,19 +152,24 @@ typedef struct {
     "   ldrd %[a4], %[a5], [%[pk]], #8\n"                                                                            \
     "   ldr %[x], [%[cfg], #12]\n"                                                                                   \
     "   ldr lr, [%[cfg]]\n"                                                                                          \
+    "   vldrb.8 q0, [%[x]]\n"                                                                                        \
     "   dls lr, lr\n"
+/* Loads and multiply-accumulates alternate, so that each overlaps the one before (docs/cycles.md: a
+ * vector memory instruction after a data-processing one and the other way round); the first pixel's
+ * 16 taps of the next step are loaded at the end of this one (pre-indexed, moving x on), which in the
+ * last step reads 16 bytes past the column, inside the stack buffer, and uses nothing of them. */
 #define MCU_MVE_CONV3_STEP                                                                                           \
-    "   vldrb.8 q1, [%[x], #16]\n"                                                                                   \
-    "   vldrb.8 q2, [%[x], #32]\n"                                                                                   \
-    "   vldrb.8 q0, [%[x]], #48\n"                                                                                   \
     "   vldrb.8 q3, [%[w0]], #16\n"                                                                                  \
     "   vmladava.s8 %[a0], q0, q3\n"                                                                                 \
+    "   vldrb.8 q1, [%[x], #16]\n"                                                                                   \
     "   vmladava.s8 %[a1], q1, q3\n"                                                                                 \
+    "   vldrb.8 q2, [%[x], #32]\n"                                                                                   \
     "   vmladava.s8 %[a2], q2, q3\n"                                                                                 \
-    "   vldrb.8 q3, [%[w1]], #16\n"                                                                                  \
-    "   vmladava.s8 %[a3], q0, q3\n"                                                                                 \
-    "   vmladava.s8 %[a4], q1, q3\n"                                                                                 \
-    "   vmladava.s8 %[a5], q2, q3\n"
+    "   vldrb.8 q4, [%[w1]], #16\n"                                                                                  \
+    "   vmladava.s8 %[a3], q0, q4\n"                                                                                 \
+    "   vldrb.8 q0, [%[x], #48]!\n"                                                                                  \
+    "   vmladava.s8 %[a4], q1, q4\n"                                                                                 \
+    "   vmladava.s8 %[a5], q2, q4\n"
 #define MCU_MVE_CONV3_TAIL                                                                                           \
     "   vmov q4[2], q4[0], %[a0], %[a1]\n"                                                                           \
     "   vmov q4[3], q4[1], %[a3], %[a4]\n"                                                                           \

@@ -64,13 +64,18 @@ typedef struct {
  * or backward (pre-decrement) along the rows; the column (r1) always forward. */
 #define MCU_PW_FWD(r) "vldrb.8 q2, [" r "], #16\n"
 #define MCU_PW_BWD(r) "vldrb.8 q2, [" r ", #-16]!\n"
+/* The chunk's two column vectors are in q0, q1 when it starts (loaded before the pair's loop, or by the
+ * chunk before): the next chunk's are loaded between the last multiply-accumulates, so that loads and
+ * multiply-accumulates alternate and overlap (docs/cycles.md), moving r1 on by 32; the pair's last
+ * chunk reads 32 bytes past the pair (slack after the column) and uses nothing of them. */
 #define MCU_PW_CHUNK(LD)                                                                                            \
-    "vldrb.8 q0, [r1], #16\n"                                                                                      \
-    "vldrb.8 q1, [r1], #16\n" LD("r3") "vmladava.s8 r0, q0, q2\n"                                                  \
+    LD("r3") "vmladava.s8 r0, q0, q2\n"                                                                            \
     "vmladava.s8 r8, q1, q2\n" LD("r5") "vmladava.s8 r2, q0, q2\n"                                                 \
     "vmladava.s8 r10, q1, q2\n" LD("r7") "vmladava.s8 r4, q0, q2\n"                                                \
     "vmladava.s8 r12, q1, q2\n" LD("r9") "vmladava.s8 r6, q0, q2\n"                                                \
-    "vmladava.s8 lr, q1, q2\n"
+    "vldrb.8 q0, [r1, #32]!\n"                                                                                     \
+    "vmladava.s8 lr, q1, q2\n"                                                                                     \
+    "vldrb.8 q1, [r1, #16]\n"
 /* mcu_mve_requantize with left shift 0, then mcu_mve_matrix_block's clamp (lo, hi: the bounds minus
  * the offset, r8) and offset. */
 #define MCU_PW_REQUANT(q)                                                                                           \
@@ -87,7 +92,9 @@ typedef struct {
 #define MCU_PW_PAIR(L, BODY)                                                                                        \
     "vmov r11, lr, %q[c][2], %q[c][0]\n"                                                                           \
     "ldm lr, {r0, r2, r4, r6}\n"                                                                                   \
-    "ldm lr, {r8, r10, r12, lr}\n" L ":\n" BODY "subs r11, r11, #1\n"                                              \
+    "ldm lr, {r8, r10, r12, lr}\n"                                                                                \
+    "vldrb.8 q0, [r1]\n"                                                                                          \
+    "vldrb.8 q1, [r1, #16]\n" L ":\n" BODY "subs r11, r11, #1\n"                                                  \
     "bne " L "b\n"                                                                                                 \
     "vmov q0[2], q0[0], r0, r4\n"                                                                                  \
     "vmov q0[3], q0[1], r2, r6\n"                                                                                  \
@@ -345,8 +352,9 @@ mcu_mve_pointwise(const int8_t *input, int64_t pixels, int32_t n, int32_t out_c,
                   int32_t act_min, int32_t act_max, int8_t *output, int forward,
                   const mcu_conv2d_s8_params *geom)
 {
-    /* the packed column, and the folded biases after it unless the blocks fold them group by group */
-    _Alignas(16) int32_t buf[(MCU_MVE_PW_COL + 4 * MCU_S8_MVE_OC_MAX) / 4];
+    /* the packed column, and the folded biases after it unless the blocks fold them group by group; 32
+     * bytes of slack that the pair loop reads past the column (mcu_mve_pw_group) */
+    _Alignas(16) int32_t buf[(MCU_MVE_PW_COL + 4 * MCU_S8_MVE_OC_MAX + 32) / 4];
     _Alignas(16) int8_t tail[MCU_MVE_PW_TAIL];
     int8_t *col = (int8_t *)buf;
     const int32_t stride = (n + 15) / 16 * 16;
@@ -367,7 +375,7 @@ mcu_mve_pointwise(const int8_t *input, int64_t pixels, int32_t n, int32_t out_c,
         tail_w = tail;
     }
     /* >= 2, even: whole pairs (n <= MCU_MVE_PW_N_MAX) */
-    const int64_t block = (fold ? (int64_t)sizeof buf : MCU_MVE_PW_COL) / stride / 2 * 2;
+    const int64_t block = (fold ? (int64_t)sizeof buf - 32 : MCU_MVE_PW_COL) / stride / 2 * 2;
     for (int64_t done = 0; done < pixels; done += block) {
         const int32_t count = (int32_t)(pixels - done < block ? pixels - done : block);
         const int64_t first = forward ? done : pixels - done - count;
