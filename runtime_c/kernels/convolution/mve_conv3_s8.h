@@ -303,6 +303,14 @@ static __attribute__((noinline, unused)) void mcu_mve_conv3(const mcu_conv2d_s8_
     const int32_t n = p->kernel_h * p->kernel_w * in.c;
     const int32_t oc = out.c;
     const int32_t hw = out.h * out.w;
+    const int32_t wmax = MCU_S8_MVE_CONV3_BUF - 3 * MCU_S8_MVE_CONV3_COL_MAX; /* bytes of the copy */
+    int8_t *col = buf;
+    int8_t *wst = buf + 3 * MCU_S8_MVE_CONV3_COL_MAX;
+    const int all = oc * n <= wmax; /* every row in the copy, made once: the rest reads it too */
+    if (all) {
+        mcu_mve_copy_s8(wst, weight, oc * n);
+        weight = wst;
+    }
     mcu_mve_fold_bias(weight, n, oc, bias, p->input_offset, kbias);
     for (int32_t c = 0; c < oc; c += 2) {
         mcu_mve_conv3_pair *e = &pack[c / 2];
@@ -323,15 +331,14 @@ static __attribute__((noinline, unused)) void mcu_mve_conv3(const mcu_conv2d_s8_
     const uintptr_t i1 = i0 + (uintptr_t)in.n * (uintptr_t)in.h * (uintptr_t)in.w * (uintptr_t)in.c;
     const uintptr_t o1 = o0 + (uintptr_t)in.n * (uintptr_t)hw * (uintptr_t)oc;
     const int32_t wn = 3 * n; /* one group's windows */
-    int8_t *col = buf;
-    int8_t *wst = buf + 3 * MCU_S8_MVE_CONV3_COL_MAX;
-    const int32_t wmax = MCU_S8_MVE_CONV3_BUF - 3 * MCU_S8_MVE_CONV3_COL_MAX; /* bytes of the copy */
     mcu_mve_conv3_cfg cfg = {unrolled ? n / 48 : n / 16, p->output_offset, n, col, pack, oc};
-    if (oc * n <= wmax || o1 <= i0 || i1 <= o0) {
-        const int32_t rows = oc * n <= wmax ? oc : wmax / n / 2 * 2;
+    if (all || o1 <= i0 || i1 <= o0) {
+        const int32_t rows = all ? oc : wmax / n / 2 * 2;
         for (int32_t c0 = 0; c0 < oc; c0 += rows) {
             const int32_t cn = oc - c0 < rows ? oc - c0 : rows;
-            mcu_mve_copy_s8(wst, weight + (int64_t)c0 * n, cn * n);
+            if (!all) {
+                mcu_mve_copy_s8(wst, weight + (int64_t)c0 * n, cn * n);
+            }
             cfg.end = pack + (c0 + cn) / 2;
             for (int32_t b = 0; b < in.n; ++b) {
                 const int8_t *x_n = input + (int64_t)b * in.h * in.w * in.c;
