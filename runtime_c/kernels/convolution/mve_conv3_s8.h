@@ -276,6 +276,17 @@ static inline void mcu_mve_conv3_windows(const mcu_conv2d_s8_params *p, const in
     }
 }
 
+/* The windows of the `count` (1 or 2) output pixels from pixel i (memory order) on into the slots of
+ * col, the last one repeated in the slots left over (its outputs are computed twice). */
+static inline void mcu_mve_conv3_part(const mcu_conv2d_s8_params *p, const int8_t *x_n, int32_t i, int32_t count,
+                                      int8x16_t zp, int8_t *col)
+{
+    for (int32_t j = 0; j < 3; ++j) {
+        const int32_t k = i + (j < count ? j : count - 1);
+        mcu_mve_il_window(p, x_n, k / p->output.w, k % p->output.w, zp, col + 16 * j);
+    }
+}
+
 /* Stack bytes of the column and the copy of weight rows: two groups' windows of the largest size and
  * two of its weight rows, or more windows of smaller layers (see mcu_mve_conv3). */
 #define MCU_S8_MVE_CONV3_BUF (8 * MCU_S8_MVE_CONV3_COL_MAX)
@@ -332,6 +343,11 @@ static __attribute__((noinline, unused)) void mcu_mve_conv3(const mcu_conv2d_s8_
     const uintptr_t o1 = o0 + (uintptr_t)in.n * (uintptr_t)hw * (uintptr_t)oc;
     const int32_t wn = 3 * n; /* one group's windows */
     mcu_mve_conv3_cfg cfg = {unrolled ? n / 48 : n / 16, p->output_offset, n, col, pack, oc};
+    /* The last one or two pixels of an image: a group of three whose empty slots repeat the last
+     * window, its outputs to `part` (same pixel stride) and then copied out. `part` takes the folded
+     * biases' place: the groups read them from `pack`, and only the other way of computing those
+     * pixels (mcu_mve_matrix_block, never in the same call) reads kbias after this point. */
+    int8_t *part = (int8_t *)kbias; /* 3 * MCU_S8_MVE_CONV3_OC_MAX bytes of 4 * MCU_S8_MVE_CONV3_OC_MAX */
     if (all || o1 <= i0 || i1 <= o0) {
         const int32_t rows = all ? oc : wmax / n / 2 * 2;
         for (int32_t c0 = 0; c0 < oc; c0 += rows) {
@@ -348,7 +364,16 @@ static __attribute__((noinline, unused)) void mcu_mve_conv3(const mcu_conv2d_s8_
                     mcu_mve_conv3_windows(p, x_n, &oh, &ow, zp, col);
                     mcu_mve_conv3_group(&cfg, pack + c0 / 2, wst, y_n + (int64_t)i * oc + c0, ofs, unrolled);
                 }
-                if (i < hw && c0 + cn == oc) { /* right after the image's groups when there is one block */
+                if (i == hw) {
+                    continue;
+                }
+                if (rows == oc || in.n == 1) { /* `part` holds this image's channels until the last block */
+                    mcu_mve_conv3_part(p, x_n, i, hw - i, zp, col);
+                    mcu_mve_conv3_group(&cfg, pack + c0 / 2, wst, part + c0, ofs, unrolled);
+                    if (c0 + cn == oc) {
+                        mcu_mve_copy_s8(y_n + (int64_t)i * oc, part, (hw - i) * oc);
+                    }
+                } else if (c0 + cn == oc) {
                     for (int32_t j = i; j < hw; ++j) {
                         mcu_mve_im2col_s8(p, x_n, j / out.w, j % out.w, col + (j - i) * n);
                     }
@@ -359,43 +384,42 @@ static __attribute__((noinline, unused)) void mcu_mve_conv3(const mcu_conv2d_s8_
         }
         return;
     }
-    /* the most groups whose windows leave room for two rows of the copy */
+    /* the most groups whose windows leave room for two rows of the copy (n <= 576: at least two) */
     const int32_t groups = (MCU_S8_MVE_CONV3_BUF - 2 * n) / wn;
-    const int32_t rows = groups >= 2 ? (MCU_S8_MVE_CONV3_BUF - groups * wn) / n / 2 * 2 : oc;
-    if (groups >= 2) {
-        wst = buf + groups * wn;
-    }
+    const int32_t rows = (MCU_S8_MVE_CONV3_BUF - groups * wn) / n / 2 * 2;
+    wst = buf + groups * wn;
     for (int32_t b = 0; b < in.n; ++b) {
         const int8_t *x_n = input + (int64_t)b * in.h * in.w * in.c;
         int8_t *y_n = output + (int64_t)b * hw * oc;
         int32_t oh = 0, ow = 0, i = 0;
-        while (i + 3 <= hw) {
-            const int32_t left = (hw - i) / 3;
-            const int32_t g = groups >= 2 && left > groups ? groups : groups >= 2 ? left : 1;
+        while (i < hw) {
+            const int32_t full = (hw - i) / 3;
+            const int32_t g = full < groups ? full : groups;
+            const int32_t rest = g < groups ? hw - i - 3 * g : 0; /* the image's last pixels, when they fit */
             for (int32_t k = 0; k < g; ++k) {
                 mcu_mve_conv3_windows(p, x_n, &oh, &ow, zp, col + k * wn);
             }
+            if (rest > 0) {
+                mcu_mve_conv3_part(p, x_n, i + 3 * g, rest, zp, col + g * wn);
+            }
             for (int32_t c0 = 0; c0 < oc; c0 += rows) {
                 const int32_t cn = oc - c0 < rows ? oc - c0 : rows;
-                const int8_t *w = weight + (int64_t)c0 * n;
-                if (groups >= 2) {
-                    mcu_mve_copy_s8(wst, w, cn * n);
-                    w = wst;
-                }
+                mcu_mve_copy_s8(wst, weight + (int64_t)c0 * n, cn * n);
                 cfg.end = pack + (c0 + cn) / 2;
                 for (int32_t k = 0; k < g; ++k) {
                     cfg.col = col + k * wn;
-                    mcu_mve_conv3_group(&cfg, pack + c0 / 2, w, y_n + (int64_t)(i + 3 * k) * oc + c0, ofs, unrolled);
+                    mcu_mve_conv3_group(&cfg, pack + c0 / 2, wst, y_n + (int64_t)(i + 3 * k) * oc + c0, ofs,
+                                        unrolled);
+                }
+                if (rest > 0) {
+                    cfg.col = col + g * wn;
+                    mcu_mve_conv3_group(&cfg, pack + c0 / 2, wst, part + c0, ofs, unrolled);
                 }
             }
-            i += 3 * g;
-        }
-        if (i < hw) {
-            for (int32_t j = i; j < hw; ++j) {
-                mcu_mve_im2col_s8(p, x_n, j / out.w, j % out.w, col + (j - i) * n);
+            if (rest > 0) {
+                mcu_mve_copy_s8(y_n + (int64_t)(i + 3 * g) * oc, part, rest * oc);
             }
-            mcu_mve_matrix_block(col, hw - i, n, oc, weight, kbias, q, p->output_offset, p->act_min, p->act_max,
-                                 y_n + (int64_t)i * oc);
+            i += 3 * g + rest;
         }
     }
 }
