@@ -40,6 +40,12 @@ def build_cases() -> Builder:
     conv_case(b, rng, cin=1, cout=64, kh=10, kw=4, sh=2, sw=2, pt=4, pl=1, dh=1, dw=1, h=49, w=10)
     conv_case(b, rng, cin=3, cout=8, kh=3, kw=3, sh=2, sw=2, pt=1, pl=1, dh=1, dw=1, h=12, w=12)
     conv_case(b, rng, cin=16, cout=32, kh=3, kw=3, sh=2, sw=2, pt=1, pl=1, dh=1, dw=1, h=8, w=8)
+    # The three-pixel path's weight copies: all rows at once, blocks of rows (output apart from the
+    # input), and groups of windows per block when the output trails the input (ResNet-8's layers).
+    for cin, cout, stride, hw, trail in [(16, 16, 1, 7, False), (32, 32, 1, 7, False), (64, 64, 1, 5, False),
+                                         (16, 32, 2, 9, True), (32, 32, 1, 7, True), (64, 64, 1, 6, True)]:
+        conv_case(b, rng, cin=cin, cout=cout, kh=3, kw=3, sh=stride, sw=stride, pt=1, pl=1, dh=1, dw=1, h=hw, w=hw,
+                  trail=trail, conv3=True)
     for _ in range(22):
         kh, kw = int(rng.integers(1, 5)), int(rng.integers(1, 5))
         dh, dw = pick([1, 1, 2]), pick([1, 1, 2])

@@ -116,30 +116,47 @@ def c_dims(n, h, w, c) -> str:
     return f"{{{n}, {h}, {w}, {c}}}"
 
 
+def trail_lag(cin, cout, kh, kw, sh, sw, pt, pl, h, w, out_h, out_w) -> int:
+    """How far before the input an output may start (one image, dilation 1) so that no output pixel
+    overwrites input a later pixel's window reads: the memory planner's window contract."""
+    first = [cin * (max(0, oh * sh - pt) * w + max(0, ow * sw - pl)) for oh in range(out_h) for ow in range(out_w)]
+    later = [min(first[i + 1:]) for i in range(len(first) - 1)]
+    return max([0] + [(i + 1) * cout - later[i] for i in range(len(later))])
+
+
 def conv_case(b: Builder, rng, *, cin, cout, kh, kw, sh, sw, pt, pl, dh, dw, h, w, n=1, mode="uniform",
-              wmode="symmetric") -> None:
+              wmode="symmetric", trail=False, conv3=False) -> None:
+    """trail: the output overlaps the input, starting as little before it as the window contract allows
+    (one image, dilation 1). conv3: the full activation range and no positive shift, as the Helium
+    three-pixel path (convolution/mve_conv3_s8.h) needs to take the layer."""
     out_h = (h + 2 * pt - dh * (kh - 1) - 1) // sh + 1
     out_w = (w + 2 * pl - dw * (kw - 1) - 1) // sw + 1
     x = mve_data(rng, (n, h, w, cin), mode)
     wt = mve_weights(rng, (cout, kh, kw, cin), "small" if mode == "small" else wmode)
     m, s, zp_in, zp_out, (lo, hi), bias = b.common(rng, cout, kh * kw * cin, mode)
+    if conv3:
+        s, lo, hi = np.minimum(s, 0), -128, 127
     y = conv2d_s8(x, wt, bias, m, s, input_offset=-zp_in, output_offset=zp_out, act_min=lo, act_max=hi,
                       stride_h=sh, stride_w=sw, pad_top=pt, pad_left=pl, dilation_h=dh, dilation_w=dw,
                       output=(n, out_h, out_w, cout))
     xs, ws, ms, ss = b.arr("int8_t", x), b.arr("int8_t", wt), b.arr("int32_t", m), b.arr("int32_t", s)
     bs = b.arr("int32_t", bias) if bias is not None else "NULL"
-    out_off = x.size + 16
+    in_off, out_off = 0, x.size + 16
+    if trail:
+        assert n == 1 and dh == 1 and dw == 1
+        in_off = trail_lag(cin, cout, kh, kw, sh, sw, pt, pl, h, w, out_h, out_w)
+        out_off = 0
     call = f"""
     {{
         const mcu_conv2d_s8_params p = {{{c_dims(n, h, w, cin)}, {c_dims(n, out_h, out_w, cout)}, {kh}, {kw}, {sh},
             {sw}, {pt}, {pl}, {dh}, {dw}, 1, {-zp_in}, {zp_out}, {lo}, {hi}}};
         const mcu_per_channel_quant q = {{{ms}, {ss}}};
         const mcu_context ctx = {{scratch, (int32_t)sizeof scratch}};
-        copy(work, {xs}, {x.size});
-        status = mcu_conv2d_s8(&ctx, &p, &q, work, {ws}, {bs}, work + {out_off});
+        copy(work + {in_off}, {xs}, {x.size});
+        status = mcu_conv2d_s8(&ctx, &p, &q, work + {in_off}, {ws}, {bs}, work + {out_off});
         emit(work + {out_off}, {y.size});
     }}"""
-    b.add(Case("conv2d", call, y.reshape(-1)), out_off + y.size)
+    b.add(Case("conv2d/trail" if trail else "conv2d", call, y.reshape(-1)), max(in_off + x.size, out_off + y.size))
 
 
 def pointwise_case(b: Builder, rng, *, cin, cout, pixels, overlap: str, mode="uniform") -> None:

@@ -41,6 +41,8 @@
 #define MCU_S8_MVE_OC_MAX 512
 /* Depthwise kernels keep one row pointer per kernel row. */
 #define MCU_S8_MVE_DW_ROWS_MAX 16
+/* Bytes of a depthwise row's stack copy of its taps (3 x 3 taps of 128 channels). */
+#define MCU_S8_MVE_DW_WCOPY 1152
 
 #if MCU_S8_MVE
 
@@ -816,6 +818,13 @@ static inline void mcu_mve_depthwise_row_s8(const int8_t *const *rows, int32_t k
     /* Padded runs read a row of zero-points (with stride 0). */
     _Alignas(16) int8_t zps[MCU_S8_MVE_OC_MAX];
     mcu_mve_fill_s8(zps, (int8_t)-input_offset, channels);
+    /* Every pixel reads all the taps: with more than one pixel they are read from a stack copy, once
+     * a row from wherever the model's constants live (a flash with wait states on some boards). */
+    _Alignas(16) int8_t wcopy[MCU_S8_MVE_DW_WCOPY];
+    if (out_w > 1 && kh * kw * channels <= MCU_S8_MVE_DW_WCOPY) {
+        mcu_mve_copy_s8(wcopy, weight, kh * kw * channels);
+        weight = wcopy;
+    }
     const int32_t cs = channels;
     mcu_mve_dw_seg inner[MCU_S8_MVE_DW_ROWS_MAX];
     for (int32_t i = 0; i < kh; ++i) {

@@ -152,19 +152,24 @@ typedef struct {
     "   ldrd %[a4], %[a5], [%[pk]], #8\n"                                                                            \
     "   ldr %[x], [%[cfg], #12]\n"                                                                                   \
     "   ldr lr, [%[cfg]]\n"                                                                                          \
+    "   vldrb.8 q0, [%[x]]\n"                                                                                        \
     "   dls lr, lr\n"
+/* Loads and multiply-accumulates alternate, so that each overlaps the one before (docs/cycles.md: a
+ * vector memory instruction after a data-processing one and the other way round); the first pixel's
+ * 16 taps of the next step are loaded at the end of this one (pre-indexed, moving x on), which in the
+ * last step reads 16 bytes past the column, inside the stack buffer, and uses nothing of them. */
 #define MCU_MVE_CONV3_STEP                                                                                           \
-    "   vldrb.8 q1, [%[x], #16]\n"                                                                                   \
-    "   vldrb.8 q2, [%[x], #32]\n"                                                                                   \
-    "   vldrb.8 q0, [%[x]], #48\n"                                                                                   \
     "   vldrb.8 q3, [%[w0]], #16\n"                                                                                  \
     "   vmladava.s8 %[a0], q0, q3\n"                                                                                 \
+    "   vldrb.8 q1, [%[x], #16]\n"                                                                                   \
     "   vmladava.s8 %[a1], q1, q3\n"                                                                                 \
+    "   vldrb.8 q2, [%[x], #32]\n"                                                                                   \
     "   vmladava.s8 %[a2], q2, q3\n"                                                                                 \
-    "   vldrb.8 q3, [%[w1]], #16\n"                                                                                  \
-    "   vmladava.s8 %[a3], q0, q3\n"                                                                                 \
-    "   vmladava.s8 %[a4], q1, q3\n"                                                                                 \
-    "   vmladava.s8 %[a5], q2, q3\n"
+    "   vldrb.8 q4, [%[w1]], #16\n"                                                                                  \
+    "   vmladava.s8 %[a3], q0, q4\n"                                                                                 \
+    "   vldrb.8 q0, [%[x], #48]!\n"                                                                                  \
+    "   vmladava.s8 %[a4], q1, q4\n"                                                                                 \
+    "   vmladava.s8 %[a5], q2, q4\n"
 #define MCU_MVE_CONV3_TAIL                                                                                           \
     "   vmov q4[2], q4[0], %[a0], %[a1]\n"                                                                           \
     "   vmov q4[3], q4[1], %[a3], %[a4]\n"                                                                           \
@@ -242,14 +247,66 @@ static inline int mcu_mve_conv3_applies(const mcu_conv2d_s8_params *p, const mcu
            p->act_max == 127 && mcu_mve_no_left_shift(q, p->output.c);
 }
 
-/* The convolution (mcu_mve_conv3_applies): the pixels of each image in memory order, groups of three
- * (each group's windows gathered before any of its outputs is written: the window overlap contract),
- * the last one or two pixels of an image through mcu_mve_matrix_block. */
+/* The windows of the three output pixels from (*oh, *ow) on (memory order) into the interleaved
+ * column col; moves (*oh, *ow) past them. */
+static inline void mcu_mve_conv3_windows(const mcu_conv2d_s8_params *p, const int8_t *x_n, int32_t *oh, int32_t *ow,
+                                         int8x16_t zp, int8_t *col)
+{
+    const mcu_shape4 in = p->input;
+    const int32_t ih0 = *oh * p->stride_h - p->pad_top;
+    const int32_t iw0 = *ow * p->stride_w - p->pad_left;
+    if (*ow + 3 <= p->output.w && ih0 >= 0 && iw0 >= 0 && ih0 + p->kernel_h <= in.h &&
+        iw0 + 2 * p->stride_w + p->kernel_w <= in.w) {
+        /* three windows of one output row inside the input */
+        mcu_mve_il_rows3(col, x_n + ((int64_t)ih0 * in.w + iw0) * in.c, p->stride_w * in.c, p->kernel_w * in.c / 16,
+                         p->kernel_h, in.w * in.c);
+        *ow += 3;
+    } else {
+        for (int32_t j = 0; j < 3; ++j) {
+            mcu_mve_il_window(p, x_n, *oh, *ow, zp, col + 16 * j);
+            if (++*ow == p->output.w) {
+                *ow = 0;
+                ++*oh;
+            }
+        }
+    }
+    if (*ow == p->output.w) {
+        *ow = 0;
+        ++*oh;
+    }
+}
+
+/* The windows of the `count` (1 or 2) output pixels from pixel i (memory order) on into the slots of
+ * col, the last one repeated in the slots left over (its outputs are computed twice). */
+static inline void mcu_mve_conv3_part(const mcu_conv2d_s8_params *p, const int8_t *x_n, int32_t i, int32_t count,
+                                      int8x16_t zp, int8_t *col)
+{
+    for (int32_t j = 0; j < 3; ++j) {
+        const int32_t k = i + (j < count ? j : count - 1);
+        mcu_mve_il_window(p, x_n, k / p->output.w, k % p->output.w, zp, col + 16 * j);
+    }
+}
+
+/* Stack bytes of the column and the copy of weight rows: two groups' windows of the largest size and
+ * two of its weight rows, or more windows of smaller layers (see mcu_mve_conv3). */
+#define MCU_S8_MVE_CONV3_BUF (8 * MCU_S8_MVE_CONV3_COL_MAX)
+
+/* The convolution (mcu_mve_conv3_applies), in groups of three output pixels (memory order; each
+ * group's windows gathered before any of its outputs is written: the window overlap contract), the
+ * last one or two pixels of an image through mcu_mve_matrix_block. The weights are read from a stack
+ * copy, so that each is read once per call, or once per few groups, from wherever the model's
+ * constants live (a flash with wait states on every access on some boards) rather than once per group:
+ *  - when all rows fit the copy, one copy;
+ *  - else, when the output does not overlap the input, blocks of rows outer (each block copied once,
+ *    the windows gathered again per block);
+ *  - else (a block's outputs could overwrite input that a later block still reads) the windows of
+ *    several groups are gathered first and every block of rows, copied per such super-group, runs
+ *    over them; rows read in place, group by group, when not even two groups fit. */
 static __attribute__((noinline, unused)) void mcu_mve_conv3(const mcu_conv2d_s8_params *p,
                                                            const mcu_per_channel_quant *q, const int8_t *input,
                                                            const int8_t *weight, const int32_t *bias, int8_t *output)
 {
-    _Alignas(16) int8_t col[3 * MCU_S8_MVE_CONV3_COL_MAX];
+    _Alignas(16) int8_t buf[MCU_S8_MVE_CONV3_BUF];
     _Alignas(16) mcu_mve_conv3_pair pack[MCU_S8_MVE_CONV3_OC_MAX / 2];
     _Alignas(16) int32_t kbias[MCU_S8_MVE_CONV3_OC_MAX];
     const mcu_shape4 in = p->input;
@@ -257,6 +314,14 @@ static __attribute__((noinline, unused)) void mcu_mve_conv3(const mcu_conv2d_s8_
     const int32_t n = p->kernel_h * p->kernel_w * in.c;
     const int32_t oc = out.c;
     const int32_t hw = out.h * out.w;
+    const int32_t wmax = MCU_S8_MVE_CONV3_BUF - 3 * MCU_S8_MVE_CONV3_COL_MAX; /* bytes of the copy */
+    int8_t *col = buf;
+    int8_t *wst = buf + 3 * MCU_S8_MVE_CONV3_COL_MAX;
+    const int all = oc * n <= wmax; /* every row in the copy, made once: the rest reads it too */
+    if (all) {
+        mcu_mve_copy_s8(wst, weight, oc * n);
+        weight = wst;
+    }
     mcu_mve_fold_bias(weight, n, oc, bias, p->input_offset, kbias);
     for (int32_t c = 0; c < oc; c += 2) {
         mcu_mve_conv3_pair *e = &pack[c / 2];
@@ -269,51 +334,92 @@ static __attribute__((noinline, unused)) void mcu_mve_conv3(const mcu_conv2d_s8_
         }
     }
     const int unrolled = (n / 16) % 3 == 0;
-    const mcu_mve_conv3_cfg cfg = {unrolled ? n / 48 : n / 16, p->output_offset, n, col, pack + oc / 2, oc};
     /* byte offsets (0, 1, out_c, out_c + 1) */
     const uint32x4_t pair = vandq_u32(vidupq_n_u32(0, 1), vdupq_n_u32(1));
     const uint32x4_t ofs = vaddq_u32(pair, vmulq_n_u32(vshrq_n_u32(vidupq_n_u32(0, 1), 1), (uint32_t)oc));
     const int8x16_t zp = vdupq_n_s8((int8_t)-p->input_offset);
+    const uintptr_t i0 = (uintptr_t)input, o0 = (uintptr_t)output;
+    const uintptr_t i1 = i0 + (uintptr_t)in.n * (uintptr_t)in.h * (uintptr_t)in.w * (uintptr_t)in.c;
+    const uintptr_t o1 = o0 + (uintptr_t)in.n * (uintptr_t)hw * (uintptr_t)oc;
+    const int32_t wn = 3 * n; /* one group's windows */
+    mcu_mve_conv3_cfg cfg = {unrolled ? n / 48 : n / 16, p->output_offset, n, col, pack, oc};
+    /* The last one or two pixels of an image: a group of three whose empty slots repeat the last
+     * window, its outputs to `part` (same pixel stride) and then copied out. `part` takes the folded
+     * biases' place: the groups read them from `pack`, and only the other way of computing those
+     * pixels (mcu_mve_matrix_block, never in the same call) reads kbias after this point. */
+    int8_t *part = (int8_t *)kbias; /* 3 * MCU_S8_MVE_CONV3_OC_MAX bytes of 4 * MCU_S8_MVE_CONV3_OC_MAX */
+    if (all || o1 <= i0 || i1 <= o0) {
+        const int32_t rows = all ? oc : wmax / n / 2 * 2;
+        for (int32_t c0 = 0; c0 < oc; c0 += rows) {
+            const int32_t cn = oc - c0 < rows ? oc - c0 : rows;
+            if (!all) {
+                mcu_mve_copy_s8(wst, weight + (int64_t)c0 * n, cn * n);
+            }
+            cfg.end = pack + (c0 + cn) / 2;
+            for (int32_t b = 0; b < in.n; ++b) {
+                const int8_t *x_n = input + (int64_t)b * in.h * in.w * in.c;
+                int8_t *y_n = output + (int64_t)b * hw * oc;
+                int32_t oh = 0, ow = 0, i = 0;
+                for (; i + 3 <= hw; i += 3) {
+                    mcu_mve_conv3_windows(p, x_n, &oh, &ow, zp, col);
+                    mcu_mve_conv3_group(&cfg, pack + c0 / 2, wst, y_n + (int64_t)i * oc + c0, ofs, unrolled);
+                }
+                if (i == hw) {
+                    continue;
+                }
+                if (rows == oc || in.n == 1) { /* `part` holds this image's channels until the last block */
+                    mcu_mve_conv3_part(p, x_n, i, hw - i, zp, col);
+                    mcu_mve_conv3_group(&cfg, pack + c0 / 2, wst, part + c0, ofs, unrolled);
+                    if (c0 + cn == oc) {
+                        mcu_mve_copy_s8(y_n + (int64_t)i * oc, part, (hw - i) * oc);
+                    }
+                } else if (c0 + cn == oc) {
+                    for (int32_t j = i; j < hw; ++j) {
+                        mcu_mve_im2col_s8(p, x_n, j / out.w, j % out.w, col + (j - i) * n);
+                    }
+                    mcu_mve_matrix_block(col, hw - i, n, oc, weight, kbias, q, p->output_offset, p->act_min,
+                                         p->act_max, y_n + (int64_t)i * oc);
+                }
+            }
+        }
+        return;
+    }
+    /* the most groups whose windows leave room for two rows of the copy (n <= 576: at least two) */
+    const int32_t groups = (MCU_S8_MVE_CONV3_BUF - 2 * n) / wn;
+    const int32_t rows = (MCU_S8_MVE_CONV3_BUF - groups * wn) / n / 2 * 2;
+    wst = buf + groups * wn;
     for (int32_t b = 0; b < in.n; ++b) {
         const int8_t *x_n = input + (int64_t)b * in.h * in.w * in.c;
         int8_t *y_n = output + (int64_t)b * hw * oc;
         int32_t oh = 0, ow = 0, i = 0;
-        for (; i + 3 <= hw; i += 3) {
-            const int32_t ih0 = oh * p->stride_h - p->pad_top;
-            const int32_t iw0 = ow * p->stride_w - p->pad_left;
-            if (ow + 3 <= out.w && ih0 >= 0 && iw0 >= 0 && ih0 + p->kernel_h <= in.h &&
-                iw0 + 2 * p->stride_w + p->kernel_w <= in.w) {
-                /* three windows of one output row inside the input */
-                mcu_mve_il_rows3(col, x_n + ((int64_t)ih0 * in.w + iw0) * in.c, p->stride_w * in.c,
-                                 p->kernel_w * in.c / 16, p->kernel_h, in.w * in.c);
-                ow += 3;
-                if (ow == out.w) {
-                    ow = 0;
-                    ++oh;
+        while (i < hw) {
+            const int32_t full = (hw - i) / 3;
+            const int32_t g = full < groups ? full : groups;
+            const int32_t rest = g < groups ? hw - i - 3 * g : 0; /* the image's last pixels, when they fit */
+            for (int32_t k = 0; k < g; ++k) {
+                mcu_mve_conv3_windows(p, x_n, &oh, &ow, zp, col + k * wn);
+            }
+            if (rest > 0) {
+                mcu_mve_conv3_part(p, x_n, i + 3 * g, rest, zp, col + g * wn);
+            }
+            for (int32_t c0 = 0; c0 < oc; c0 += rows) {
+                const int32_t cn = oc - c0 < rows ? oc - c0 : rows;
+                mcu_mve_copy_s8(wst, weight + (int64_t)c0 * n, cn * n);
+                cfg.end = pack + (c0 + cn) / 2;
+                for (int32_t k = 0; k < g; ++k) {
+                    cfg.col = col + k * wn;
+                    mcu_mve_conv3_group(&cfg, pack + c0 / 2, wst, y_n + (int64_t)(i + 3 * k) * oc + c0, ofs,
+                                        unrolled);
                 }
-                mcu_mve_conv3_group(&cfg, pack, weight, y_n + (int64_t)i * oc, ofs, unrolled);
-                continue;
-            }
-            for (int32_t j = 0; j < 3; ++j) {
-                mcu_mve_il_window(p, x_n, oh, ow, zp, col + 16 * j);
-                if (++ow == out.w) {
-                    ow = 0;
-                    ++oh;
+                if (rest > 0) {
+                    cfg.col = col + g * wn;
+                    mcu_mve_conv3_group(&cfg, pack + c0 / 2, wst, part + c0, ofs, unrolled);
                 }
             }
-            mcu_mve_conv3_group(&cfg, pack, weight, y_n + (int64_t)i * oc, ofs, unrolled);
-        }
-        const int32_t rest = hw - i;
-        for (int32_t j = 0; j < rest; ++j) {
-            mcu_mve_im2col_s8(p, x_n, oh, ow, col + j * n);
-            if (++ow == out.w) {
-                ow = 0;
-                ++oh;
+            if (rest > 0) {
+                mcu_mve_copy_s8(y_n + (int64_t)(i + 3 * g) * oc, part, rest * oc);
             }
-        }
-        if (rest > 0) {
-            mcu_mve_matrix_block(col, rest, n, oc, weight, kbias, q, p->output_offset, p->act_min, p->act_max,
-                                 y_n + (int64_t)i * oc);
+            i += 3 * g + rest;
         }
     }
 }

@@ -15,8 +15,9 @@
  *    windows are read straight from the stripe ("stripe mode"; lanes past the taps meet zero
  *    weights). Otherwise ("gather mode") each window's taps are gathered in weight order (one
  *    VLDRB gather per 16, 8-bit offsets: at most 48 taps) into a small buffer, zero past the taps,
- *    and the weight rows are read in place (the last rows, from which whole vectors would run
- *    past the weights, from a zero-padded copy);
+ *    and the weight rows are read from a stack copy of them all when it fits (MCU_NARROW_WCOPY),
+ *    else in place (the last rows, from which whole vectors would run past the weights, from a
+ *    zero-padded copy);
  *  - four output pixels in the lanes of one vector per output channel: four VMLADAVs per 16 taps
  *    share one weight load, and the requantization takes the channel's parameters as scalars from
  *    a per-call table (one pass over all output channels per group of four pixels, in assembly so
@@ -47,6 +48,11 @@
  * whose input columns take more than the rest go in several stripes. */
 #define MCU_NARROW_BUF 1152
 #define MCU_NARROW_WBUF 768 /* at most this much of it for weights */
+/* Gather mode: all weight rows (out_c * taps bytes) and the whole-vector reads' zero slack past the
+ * last one, copied to the stack when they fit, so that the groups read them from there rather than
+ * once per four pixels from wherever the model's constants live (a flash with wait states on every
+ * access on some boards): DS-CNN's first layer, 64 x 40 taps. */
+#define MCU_NARROW_WCOPY (64 * 40 + 16 * MCU_NARROW_VECS_MAX)
 
 /* One output channel as the assembly loop loads it. */
 typedef struct {
@@ -217,6 +223,7 @@ static inline void mcu_mve_conv_narrow(const mcu_conv2d_s8_params *p, const mcu_
     _Alignas(16) int8_t win[4 * 16 * MCU_NARROW_VECS_MAX];
     _Alignas(8) mcu_narrow_rq table[MCU_NARROW_OC_MAX];
     _Alignas(16) uint8_t order[16 * MCU_NARROW_VECS_MAX];
+    _Alignas(16) int8_t wcopy[MCU_NARROW_WCOPY];
     const mcu_shape4 in = p->input;
     const mcu_shape4 out = p->output;
     const int32_t c = in.c;
@@ -268,9 +275,15 @@ static inline void mcu_mve_conv_narrow(const mcu_conv2d_s8_params *p, const mcu_
     const mve_pred16_t p2 = vctp8q((uint32_t)(n > 32 ? n - 32 : 0));
     /* Gather mode reads 16 * vecs bytes of each weight row in place; the last `tail` rows, from
      * which that would run past the weights, come from a zero-padded copy (in wbuf). */
-    int32_t tail = stripe_mode ? 0 : (16 * vecs + n - 1) / n - 1;
+    const int copied = !stripe_mode && out.c * n + 16 * vecs <= MCU_NARROW_WCOPY;
+    if (copied) {
+        mcu_mve_copy_s8(wcopy, weight, out.c * n);
+        mcu_mve_fill_s8(wcopy + out.c * n, 0, 16 * vecs);
+        weight = wcopy;
+    }
+    int32_t tail = stripe_mode || copied ? 0 : (16 * vecs + n - 1) / n - 1;
     tail = tail < out.c ? tail : out.c;
-    if (!stripe_mode) {
+    if (!stripe_mode && !copied) {
         mcu_mve_fill_s8(wbuf, 0, 2 * 16 * MCU_NARROW_VECS_MAX);
         mcu_mve_copy_s8(wbuf, weight + (out.c - tail) * n, tail * n);
     }

@@ -30,6 +30,9 @@
 /* The last group's rows are copied, zero-padded to whole chunks, when they take at most this many
  * bytes (see mcu_mve_pw_block). */
 #define MCU_MVE_PW_TAIL 256
+/* Bytes of the stack copy of one group's four weight rows (each zero-padded to whole chunks): rows of
+ * up to 256 values. */
+#define MCU_MVE_PW_STAGE 1024
 
 /* Pixels i and i + 1's rows of n values packed by 16 (see above) into col: 2 * round_up(n, 16) bytes;
  * x1 may equal x0 (a last, single pixel). `back`: the chunks in reverse order (the pair loop walks the
@@ -61,13 +64,18 @@ typedef struct {
  * or backward (pre-decrement) along the rows; the column (r1) always forward. */
 #define MCU_PW_FWD(r) "vldrb.8 q2, [" r "], #16\n"
 #define MCU_PW_BWD(r) "vldrb.8 q2, [" r ", #-16]!\n"
+/* The chunk's two column vectors are in q0, q1 when it starts (loaded before the pair's loop, or by the
+ * chunk before): the next chunk's are loaded between the last multiply-accumulates, so that loads and
+ * multiply-accumulates alternate and overlap (docs/cycles.md), moving r1 on by 32; the pair's last
+ * chunk reads 32 bytes past the pair (slack after the column) and uses nothing of them. */
 #define MCU_PW_CHUNK(LD)                                                                                            \
-    "vldrb.8 q0, [r1], #16\n"                                                                                      \
-    "vldrb.8 q1, [r1], #16\n" LD("r3") "vmladava.s8 r0, q0, q2\n"                                                  \
+    LD("r3") "vmladava.s8 r0, q0, q2\n"                                                                            \
     "vmladava.s8 r8, q1, q2\n" LD("r5") "vmladava.s8 r2, q0, q2\n"                                                 \
     "vmladava.s8 r10, q1, q2\n" LD("r7") "vmladava.s8 r4, q0, q2\n"                                                \
     "vmladava.s8 r12, q1, q2\n" LD("r9") "vmladava.s8 r6, q0, q2\n"                                                \
-    "vmladava.s8 lr, q1, q2\n"
+    "vldrb.8 q0, [r1, #32]!\n"                                                                                     \
+    "vmladava.s8 lr, q1, q2\n"                                                                                     \
+    "vldrb.8 q1, [r1, #16]\n"
 /* mcu_mve_requantize with left shift 0, then mcu_mve_matrix_block's clamp (lo, hi: the bounds minus
  * the offset, r8) and offset. */
 #define MCU_PW_REQUANT(q)                                                                                           \
@@ -84,7 +92,9 @@ typedef struct {
 #define MCU_PW_PAIR(L, BODY)                                                                                        \
     "vmov r11, lr, %q[c][2], %q[c][0]\n"                                                                           \
     "ldm lr, {r0, r2, r4, r6}\n"                                                                                   \
-    "ldm lr, {r8, r10, r12, lr}\n" L ":\n" BODY "subs r11, r11, #1\n"                                              \
+    "ldm lr, {r8, r10, r12, lr}\n"                                                                                \
+    "vldrb.8 q0, [r1]\n"                                                                                          \
+    "vldrb.8 q1, [r1, #16]\n" L ":\n" BODY "subs r11, r11, #1\n"                                                  \
     "bne " L "b\n"                                                                                                 \
     "vmov q0[2], q0[0], r0, r4\n"                                                                                  \
     "vmov q0[3], q0[1], r2, r6\n"                                                                                  \
@@ -179,75 +189,6 @@ static inline int32x4_t mcu_mve_pw_dot4x1(const int8_t *x, int back, const int8_
     return vsetq_lane_s32(a3, acc, 3);
 }
 
-/* Pixels [first, pixels) of a packed block (see mcu_mve_pw_block) one at a time for the `rest` (1..4)
- * output channels oc .. oc + rest - 1 (weight rows from w): any shift, rows of any length. Not inlined:
- * it keeps its registers out of the pair loop's function. */
-static __attribute__((noinline, unused)) void
-mcu_mve_pw_pixels(const int8_t *col, int32_t first, int32_t pixels, int32_t n, int32_t oc, int32_t rest,
-                  const int8_t *w, const int32_t *kbias, const mcu_per_channel_quant *q, int32_t output_offset,
-                  int32_t act_min, int32_t act_max, int8_t *y, int32_t out_c)
-{
-    const int32_t chunks = (n + 15) / 16;
-    const int8_t *w1 = rest > 1 ? w + n : w;
-    const int8_t *w2 = rest > 2 ? w + 2 * n : w;
-    const int8_t *w3 = rest > 3 ? w + 3 * n : w;
-    const int32x4_t kb = vldrwq_s32(kbias + oc); /* kbias has room for 4 */
-    for (int32_t i = first; i < pixels; ++i) {
-        const int back = (i / 2) % 2; /* odd pairs are packed backwards */
-        const int8_t *x = col + (i / 2) * 32 * chunks + (back ? (chunks - 1) * 32 : 0) + (i % 2) * 16;
-        const int32x4_t acc = mcu_mve_pw_dot4x1(x, back, w, w1, w2, w3, n, kb);
-        if (rest == 4) {
-            mcu_mve_store4(acc, q, oc, output_offset, act_min, act_max, y + i * out_c);
-        } else {
-            mcu_mve_store_tail(acc, q, oc, rest, output_offset, act_min, act_max, y + i * out_c);
-        }
-    }
-}
-
-/* The 1x1 convolution of `pixels` > 0 pixels packed in col by mcu_mve_pw_pack2 (pairs, odd pairs
- * backwards, then a last single pixel packed with itself), out_c outputs per pixel to y (pixel stride
- * out_c) from weight rows of n values and the folded biases kbias (room for a multiple of 4). Output
- * channels outer, pairs inner (mcu_mve_pw_group) where it may: groups of four channels without a left
- * shift whose whole-chunk reads stay inside the weights, or read tail_w (the last four rows, each
- * zero-padded to whole chunks; NULL when there is none) when the last group's would pass the array's
- * end; the rest, and a last single pixel, one pixel at a time (mcu_mve_pw_pixels). */
-static __attribute__((noinline, unused)) void
-mcu_mve_pw_block(const int8_t *col, int32_t pixels, int32_t n, int32_t out_c, const int8_t *weight,
-                 const int8_t *tail_w, const int32_t *kbias, const mcu_per_channel_quant *q, int32_t output_offset,
-                 int32_t act_min, int32_t act_max, int8_t *y)
-{
-    const int32x4_t lo = vdupq_n_s32(act_min - output_offset);
-    const int32x4_t hi = vdupq_n_s32(act_max - output_offset);
-    const int32_t chunks = (n + 15) / 16;
-    const int32_t pairs = pixels / 2;
-    const int two = chunks % 2 == 0;
-    mcu_mve_pw_state st = {0, y, out_c, output_offset, {0, 0, 0, 0}};
-    int32x4_t c = vdupq_n_s32(two ? chunks / 2 : chunks);
-    c = vsetq_lane_s32((int32_t)(uintptr_t)(col + pairs * 32 * chunks), c, 1);
-    c = vsetq_lane_s32((int32_t)(uintptr_t)st.kb, c, 2);
-    for (int32_t oc = 0; oc < out_c; oc += 4) {
-        const int32_t rest = out_c - oc < 4 ? out_c - oc : 4;
-        int32_t first = 0;
-        if (pairs > 0 && rest == 4) {
-            /* rows oc .. oc + 3 read up to 16 * chunks - n bytes into row oc + 4 */
-            const int inside = n % 16 == 0 || oc + 4 < out_c;
-            const int8_t *w = inside ? weight + oc * n : tail_w;
-            const int32x4_t s = vldrwq_s32(q->shift + oc);
-            if (w != NULL && vmaxvq_s32(INT32_MIN, s) <= 0) { /* then s is its own right shift, min(s, 0) */
-                vstrwq_s32(st.kb, vldrwq_s32(kbias + oc));
-                st.y = y + oc;
-                mcu_mve_pw_group(col, w, inside ? n : 16 * chunks, two, c, vldrwq_s32(q->multiplier + oc), s, lo,
-                                 hi);
-                first = 2 * pairs;
-            }
-        }
-        if (first < pixels) {
-            mcu_mve_pw_pixels(col, first, pixels, n, oc, rest, weight + oc * n, kbias, q, output_offset, act_min,
-                              act_max, y, out_c);
-        }
-    }
-}
-
 /* mcu_mve_fold_bias four rows per pass (one load and one VADDVA per 16 values of a row, one loop
  * instruction per four rows' 16): kbias[r] = bias[r] + off * sum(w_r) modulo 2^32. */
 static inline void mcu_mve_pw_fold_bias(const int8_t *weight, int32_t n, int32_t rows, const int32_t *bias,
@@ -287,6 +228,104 @@ static inline void mcu_mve_pw_fold_bias(const int8_t *weight, int32_t n, int32_t
     }
 }
 
+/* Pixels [first, pixels) of a packed block (see mcu_mve_pw_block) one at a time for the `rest` (1..4)
+ * output channels oc .. oc + rest - 1 (weight rows from w, ws bytes apart): any shift, rows of any
+ * length. Not inlined: it keeps its registers out of the pair loop's function. */
+static __attribute__((noinline, unused)) void
+mcu_mve_pw_pixels(const int8_t *col, int32_t first, int32_t pixels, int32_t n, int32_t oc, int32_t rest,
+                  const int8_t *w, int32_t ws, const int32_t *kb, const mcu_per_channel_quant *q,
+                  int32_t output_offset, int32_t act_min, int32_t act_max, int8_t *y, int32_t out_c)
+{
+    const int32_t chunks = (n + 15) / 16;
+    const int8_t *w1 = rest > 1 ? w + ws : w;
+    const int8_t *w2 = rest > 2 ? w + 2 * ws : w;
+    const int8_t *w3 = rest > 3 ? w + 3 * ws : w;
+    const int32x4_t kbv = vldrwq_s32(kb); /* kb: the channels' folded biases, room for 4 */
+    for (int32_t i = first; i < pixels; ++i) {
+        const int back = (i / 2) % 2; /* odd pairs are packed backwards */
+        const int8_t *x = col + (i / 2) * 32 * chunks + (back ? (chunks - 1) * 32 : 0) + (i % 2) * 16;
+        const int32x4_t acc = mcu_mve_pw_dot4x1(x, back, w, w1, w2, w3, n, kbv);
+        if (rest == 4) {
+            mcu_mve_store4(acc, q, oc, output_offset, act_min, act_max, y + i * out_c);
+        } else {
+            mcu_mve_store_tail(acc, q, oc, rest, output_offset, act_min, act_max, y + i * out_c);
+        }
+    }
+}
+
+/* Four weight rows of n values from w (row stride n) into dst, each zero-padded to `chunks` * 16 bytes:
+ * the pair loop then reads its weights from the stack (tightly coupled memory on the Cortex-M55
+ * boards) rather than once per pair from wherever the model's constants live, which may be a flash
+ * with wait states on every access. */
+static inline void mcu_mve_pw_stage(const int8_t *w, int32_t n, int32_t chunks, int8_t *dst)
+{
+    for (int32_t r = 0; r < 4; ++r, w += n) {
+        for (int32_t c = 0; c < 16 * chunks; c += 16, dst += 16) {
+            vstrbq_s8(dst, vldrbq_z_s8(w + c, vctp8q((uint32_t)(n - c))));
+        }
+    }
+}
+
+/* The 1x1 convolution of `pixels` > 0 pixels packed in col by mcu_mve_pw_pack2 (pairs, odd pairs
+ * backwards, then a last single pixel packed with itself), out_c outputs per pixel to y (pixel stride
+ * out_c) from weight rows of n values and the folded biases kbias (room for a multiple of 4), or, when
+ * kbias is NULL, folded here group by group from bias and input_offset. Output channels
+ * outer, pairs inner (mcu_mve_pw_group) where it may: groups of four channels without a left shift:
+ * from a stack copy of their rows when the block has two pairs or more (mcu_mve_pw_stage; the folded
+ * biases are then summed from the copy), else in place where their whole-chunk reads stay inside the
+ * weights, or from tail_w (the last four rows, each zero-padded to whole chunks; NULL when there is
+ * none) when the last group's would pass the array's end; the rest, and a last single pixel, one pixel
+ * at a time (mcu_mve_pw_pixels, from the copy when there is one). */
+static __attribute__((noinline, unused)) void
+mcu_mve_pw_block(const int8_t *col, int32_t pixels, int32_t n, int32_t out_c, const int8_t *weight,
+                 const int8_t *tail_w, const int32_t *kbias, const int32_t *bias, int32_t input_offset,
+                 const mcu_per_channel_quant *q, int32_t output_offset, int32_t act_min, int32_t act_max, int8_t *y)
+{
+    const int32x4_t lo = vdupq_n_s32(act_min - output_offset);
+    const int32x4_t hi = vdupq_n_s32(act_max - output_offset);
+    const int32_t chunks = (n + 15) / 16;
+    const int32_t pairs = pixels / 2;
+    const int two = chunks % 2 == 0;
+    mcu_mve_pw_state st = {0, y, out_c, output_offset, {0, 0, 0, 0}};
+    /* With two pairs or more every weight is read more than once: the group's rows are copied first. */
+    _Alignas(16) int8_t stage[MCU_MVE_PW_STAGE];
+    const int staged = pairs >= 2 && 64 * chunks <= MCU_MVE_PW_STAGE;
+    _Alignas(16) int32_t kb4[4];
+    int32x4_t c = vdupq_n_s32(two ? chunks / 2 : chunks);
+    c = vsetq_lane_s32((int32_t)(uintptr_t)(col + pairs * 32 * chunks), c, 1);
+    c = vsetq_lane_s32((int32_t)(uintptr_t)st.kb, c, 2);
+    for (int32_t oc = 0; oc < out_c; oc += 4) {
+        const int32_t rest = out_c - oc < 4 ? out_c - oc : 4;
+        const int copy = staged && rest == 4;
+        const int32_t *b = bias != NULL ? bias + oc : NULL;
+        if (copy) {
+            mcu_mve_pw_stage(weight + oc * n, n, chunks, stage);
+        }
+        if (kbias == NULL) { /* from the copy, whose padding sums 0, when there is one */
+            mcu_mve_pw_fold_bias(copy ? stage : weight + oc * n, copy ? 16 * chunks : n, rest, b, input_offset, kb4);
+        }
+        const int32_t *kb = kbias != NULL ? kbias + oc : kb4;
+        int32_t first = 0;
+        if (pairs > 0 && rest == 4) {
+            /* rows oc .. oc + 3 read up to 16 * chunks - n bytes into row oc + 4 */
+            const int inside = n % 16 == 0 || oc + 4 < out_c;
+            const int8_t *w = copy ? stage : inside ? weight + oc * n : tail_w;
+            const int32x4_t s = vldrwq_s32(q->shift + oc);
+            if (w != NULL && vmaxvq_s32(INT32_MIN, s) <= 0) { /* then s is its own right shift, min(s, 0) */
+                vstrwq_s32(st.kb, vldrwq_s32(kb));
+                st.y = y + oc;
+                mcu_mve_pw_group(col, w, copy || !inside ? 16 * chunks : n, two, c, vldrwq_s32(q->multiplier + oc), s,
+                                 lo, hi);
+                first = 2 * pairs;
+            }
+        }
+        if (first < pixels) {
+            mcu_mve_pw_pixels(col, first, pixels, n, oc, rest, copy ? stage : weight + oc * n, copy ? 16 * chunks : n,
+                              kb, q, output_offset, act_min, act_max, y, out_c);
+        }
+    }
+}
+
 /* Where output pixel i (memory order) of a 1x1 convolution without padding reads its n values: the
  * input's pixel (oh * stride_h, ow * stride_w). */
 static inline const int8_t *mcu_mve_pw_source(const int8_t *input, const mcu_conv2d_s8_params *geom, int64_t i,
@@ -313,11 +352,19 @@ mcu_mve_pointwise(const int8_t *input, int64_t pixels, int32_t n, int32_t out_c,
                   int32_t act_min, int32_t act_max, int8_t *output, int forward,
                   const mcu_conv2d_s8_params *geom)
 {
-    _Alignas(16) int8_t col[MCU_MVE_PW_COL];
-    _Alignas(16) int32_t kbias[MCU_S8_MVE_OC_MAX];
+    /* the packed column, and the folded biases after it unless the blocks fold them group by group; 32
+     * bytes of slack that the pair loop reads past the column (mcu_mve_pw_group) */
+    _Alignas(16) int32_t buf[(MCU_MVE_PW_COL + 4 * MCU_S8_MVE_OC_MAX + 32) / 4];
     _Alignas(16) int8_t tail[MCU_MVE_PW_TAIL];
-    mcu_mve_pw_fold_bias(weight, n, out_c, bias, input_offset, kbias);
+    int8_t *col = (int8_t *)buf;
     const int32_t stride = (n + 15) / 16 * 16;
+    /* rows that a block may copy are folded from the copy, block by block (mcu_mve_pw_block), and the
+     * column takes the whole buffer */
+    const int fold = 4 * stride <= MCU_MVE_PW_STAGE;
+    int32_t *kbias = fold ? NULL : buf + MCU_MVE_PW_COL / 4;
+    if (!fold) {
+        mcu_mve_pw_fold_bias(weight, n, out_c, bias, input_offset, kbias);
+    }
     const int8_t *tail_w = NULL;
     if (n % 16 != 0 && out_c % 4 == 0 && 4 * stride <= MCU_MVE_PW_TAIL) {
         for (int32_t r = 0; r < 4; ++r) {
@@ -327,7 +374,8 @@ mcu_mve_pointwise(const int8_t *input, int64_t pixels, int32_t n, int32_t out_c,
         }
         tail_w = tail;
     }
-    const int64_t block = MCU_MVE_PW_COL / stride / 2 * 2; /* >= 2, even: whole pairs (n <= MCU_MVE_PW_N_MAX) */
+    /* >= 2, even: whole pairs (n <= MCU_MVE_PW_N_MAX) */
+    const int64_t block = (fold ? (int64_t)sizeof buf - 32 : MCU_MVE_PW_COL) / stride / 2 * 2;
     for (int64_t done = 0; done < pixels; done += block) {
         const int32_t count = (int32_t)(pixels - done < block ? pixels - done : block);
         const int64_t first = forward ? done : pixels - done - count;
@@ -343,8 +391,8 @@ mcu_mve_pointwise(const int8_t *input, int64_t pixels, int32_t n, int32_t out_c,
                 mcu_mve_pw_pack2(x0, x1, n, (i / 2) % 2, col + i * stride);
             }
         }
-        mcu_mve_pw_block(col, count, n, out_c, weight, tail_w, kbias, q, output_offset, act_min, act_max,
-                         output + first * out_c);
+        mcu_mve_pw_block(col, count, n, out_c, weight, tail_w, kbias, bias, input_offset, q, output_offset, act_min,
+                         act_max, output + first * out_c);
     }
 }
 
