@@ -18,7 +18,7 @@ from dataclasses import replace
 from typing import Any, ClassVar, Sequence
 
 from mcu.backends.optimized import compact, rows
-from mcu.backends.optimized import tuned
+from mcu.backends.optimized import packed16, tuned
 from mcu.backends.optimized.options import OptimizedOptions
 from mcu.backends.optimized.specialise import PackedLayer, merge_defines, packed_defines
 from mcu.backends.base import Backend, Constraint, Context, Rule
@@ -40,6 +40,9 @@ class OptimizedBackend(Backend):
         # any weight scheme: per-tensor weights come with one multiplier per channel like per-channel ones
         Rule("conv2d", ("int8",), "any", (_INT8_IN, _ONE_GROUP, _OHWI, _TAPS)),
         Rule("linear", ("int8",), "any", (_INT8_IN, _MATRIX, _TAPS)),
+        # 16x8 (w8a16): the weights widened to int16 (mcu/backends/optimized/packed16.py) when packed
+        Rule("conv2d", ("int16",), "any", (_ONE_GROUP, _OHWI)),
+        Rule("linear", ("int16",), "any", (_MATRIX,)),
         Rule("max_pool2d", ("int8",), "any", (_INT8_IN, rows.ROW_WINDOW)),
         Rule("mean_hw", ("int8",), "any", (_INT8_IN,)),
         Rule("layout", ("int8",), "any", (rows.ROW_LAYOUT,)),
@@ -84,9 +87,15 @@ class OptimizedBackend(Backend):
         if op.attrs.get("alias"):
             return "a view (no code)"
         why = super().refuse(op, ctx)
+        if why is None and op.kind in packed16.KINDS and op.output.dtype == "int16":
+            if not self.options(ctx).packed_weights:
+                return "weights kept int8: the portable 16x8 kernels read them"
+            return packed16.applies(op)
         return why or (tuned.applies(op) if op.kind in tuned.KINDS else None)
 
     def take(self, op: Op, ctx: Context) -> None:
+        if op.output.dtype == "int16":
+            return  # the portable 16x8 kernels' scratch (one window column)
         if op.kind in tuned.KINDS and self.options(ctx).packed_weights is False:
             op.attrs["compact_kernel"] = True
             op.attrs["scratch_bytes"] = max(int(op.attrs.get("scratch_bytes", 0)), compact.scratch_bytes(op))
@@ -94,6 +103,8 @@ class OptimizedBackend(Backend):
     def emit(self, op: Op, refs: Any) -> KernelCall:
         if op.kind not in tuned.KINDS:
             return rows.emit(op, refs)
+        if op.output.dtype == "int16":
+            return packed16.emit(op, refs)
         return compact.emit(op, refs) if op.attrs.get("compact_kernel") else tuned.emit(op, refs)
 
     def kernel_defines(self, calls: Sequence[tuple[Op, KernelCall]]) -> dict[str, int]:
