@@ -9,7 +9,9 @@ memory plan is the same. With ``--compact-weights`` it keeps the weights int8 an
 serves no op on cores without the DSP extension and on Helium cores (the portable kernels' MVE paths
 serve those). It also takes the pooling between the convolutions of a 1-D network (mcu/backends/optimized/rows.py),
 and a one-row signal's layout change, so that a Conv1d stack is one partition of this backend. Program files are
-architecture independent: they run the portable kernel for these ops (same bits).
+architecture independent: they run the portable kernel for these ops (same bits). The 16x8 (w8a16) convolutions
+and fully connected layers get the same choice of layout: packed int16 weights for ``mcu_conv2d_packed_s16`` and
+``mcu_linear_packed_s16`` (mcu/backends/optimized/packed16.py), or, kept int8, the portable 16x8 kernels.
 """
 
 from __future__ import annotations
