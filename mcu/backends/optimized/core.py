@@ -90,7 +90,7 @@ class OptimizedBackend(Backend):
             return "a view (no code)"
         why = super().refuse(op, ctx)
         if why is None and op.kind in packed16.KINDS and op.output.dtype == "int16":
-            if not self.options(ctx).packed_weights:
+            if self.options(ctx).packed_weights is False:
                 return "weights kept int8: the portable 16x8 kernels read them"
             return packed16.applies(op)
         return why or (tuned.applies(op) if op.kind in tuned.KINDS else None)
