@@ -20,7 +20,7 @@ from mcu.backends.optimized.packed16 import pack_rows
 from mcu.reference.s16 import INT16_MAX, INT16_MIN, conv2d_s16, linear_s16
 
 _P = ctypes.c_void_p
-CASES = settings(max_examples=80, deadline=None)
+CASES = settings(max_examples=50, deadline=None)
 
 
 class LinearS16Params(ctypes.Structure):
