@@ -1,5 +1,5 @@
 """mcu_linear_s16 and mcu_conv2d_s16 on the simulated Cortex-M cores (M33, M4, M0+, M55), and
-mcu_depthwise_conv2d_s16 on the M33: the FC autoencoder's layer shapes, extreme data, convolutions with
+mcu_depthwise_conv2d_s16 and the packed-weight mcu_linear_packed_s16 and mcu_conv2d_packed_s16 on the M33: the FC autoencoder's layer shapes, extreme data, convolutions with
 strides, padding and dilation, every output compared with the Python integer reference (mcu/reference/s16.py)
 on the board.
 The host tests (test_kernels_s16.py) cover the same C; here the Arm compilers' code and the cores' 64-bit
@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from c_source import c_array
+from mcu.backends.optimized.packed16 import pack_rows
 from mcu.paths import kernel_source
 from mcu.reference.s16 import INT16_MAX, INT16_MIN, conv2d_s16, depthwise_conv2d_s16, linear_s16
 from repo import requires_qemu
@@ -74,7 +75,7 @@ def _conv_case(k: int, case):
     return x, wt, b, m, s, y
 
 
-def _conv_program(calls: list[str]) -> list[str]:
+def _conv_program(calls: list[str], packed: bool) -> list[str]:
     out = []
     for k, case in enumerate(CONV_CASES):
         n, h, w, cin, cout, kh, kw, st, pad, dil, act, _ = case
@@ -87,7 +88,14 @@ def _conv_program(calls: list[str]) -> list[str]:
                    f"{pad}, {dil}, {dil}, {act[0]}, {act[1]}}};\n"
                    f"    const mcu_per_channel_quant q = {{cm{k}, cs{k}}};\n"
                    f"    const mcu_status st = mcu_conv2d_s16(NULL, &p, &q, cx{k}, cw{k}, cb{k}, y);\n"
-                   f"    return st == MCU_OK && memcmp(y, ce{k}, sizeof ce{k}) == 0;\n}}\n")
+                   f"    if (st != MCU_OK || memcmp(y, ce{k}, sizeof ce{k}) != 0) {{ return 0; }}\n"
+                   + (f"    static int16_t col[{kh * kw * cin}];\n"
+                      f"    const mcu_context ctx = {{col, (int32_t)sizeof col}};\n"
+                      f"    memset(y, 0, sizeof ce{k});\n"
+                      f"    return mcu_conv2d_packed_s16(&ctx, &p, &q, cx{k}, cp{k}, cb{k}, y) == MCU_OK &&\n"
+                      f"           memcmp(y, ce{k}, sizeof ce{k}) == 0;\n}}\n" if packed else "    return 1;\n}\n"))
+        if packed:
+            out.insert(len(out) - 1, c_array(f"cp{k}", "int32_t", pack_rows(wt.reshape(cout, -1))))
         calls.append(f"    if (!conv{k}()) {{ say(\"conv {k} FAIL\\n\"); ++bad; }}\n")
     return out
 
@@ -125,7 +133,7 @@ def _dw_program(calls: list[str]) -> list[str]:
     return out
 
 
-def _program(depthwise: bool) -> str:
+def _program(depthwise: bool, packed: bool) -> str:
     out = ['#include <stdint.h>\n#include <string.h>\n#include "mcu/kernels_s16.h"\n#include "mcu/platform.h"\n\n',
            "static int16_t y[2048];\n",
            "static void say(const char *s) { mcu_platform_write(s, strlen(s)); }\n"]
@@ -142,9 +150,14 @@ def _program(depthwise: bool) -> str:
                    f"    const mcu_per_channel_quant q = {{m{k}, s{k}}};\n"
                    f"    const mcu_status st = mcu_linear_s16(NULL, &p, &q, x{k}, w{k}, "
                    f"{'NULL' if b is None else f'b{k}'}, y);\n"
-                   f"    return st == MCU_OK && memcmp(y, e{k}, sizeof e{k}) == 0;\n}}\n")
+                   f"    if (st != MCU_OK || memcmp(y, e{k}, sizeof e{k}) != 0) {{ return 0; }}\n"
+                   + (f"    memset(y, 0, sizeof e{k});\n"
+                      f"    return mcu_linear_packed_s16(NULL, &p, &q, x{k}, p{k}, {'NULL' if b is None else f'b{k}'}, "
+                      f"y) == MCU_OK && memcmp(y, e{k}, sizeof e{k}) == 0;\n}}\n" if packed else "    return 1;\n}\n"))
+        if packed:
+            out.insert(len(out) - 1, c_array(f"p{k}", "int32_t", pack_rows(w)))
         calls.append(f"    if (!case{k}()) {{ say(\"case {k} FAIL\\n\"); ++bad; }}\n")
-    out += _conv_program(calls)
+    out += _conv_program(calls, packed)
     if depthwise:
         out += _dw_program(calls)
     out.append("int main(void)\n{\n    int bad = 0;\n" + "".join(calls) +
@@ -163,10 +176,11 @@ def test_linear_s16_on_device(tmp_path: Path, board: str) -> None:
 
     src = tmp_path / "main.c"
     # the depthwise kernel's DSP path is the same code on the M4, M33 and M55: built and run on the M33 only
-    depthwise = board == "mps2-an505"
-    src.write_text(_program(depthwise))
+    depthwise = board == "mps2-an505"  # and so the packed kernels, whose assembly is the same on the M4
+    src.write_text(_program(depthwise, depthwise))
     b = load_board(board)
-    names = ["mcu_linear_s16", "mcu_conv2d_s16"] + (["mcu_depthwise_conv2d_s16"] if depthwise else [])
+    names = ["mcu_linear_s16", "mcu_conv2d_s16"] + (["mcu_depthwise_conv2d_s16", "mcu_linear_packed_s16",
+                                                     "mcu_conv2d_packed_s16"] if depthwise else [])
     kernels = [kernel_source(f"{k}.c") for k in names]
     fw = build_firmware(b, [src, *kernels], [runtime_dir() / "include"], tmp_path / "out")
     result = run_qemu(b, fw.elf)

@@ -39,14 +39,38 @@ class Families(nn.Module):
 
 
 @pytest.fixture(scope="module")
-def cm() -> mcu.CompiledModel:
+def lowered() -> mcu.api.LoweredModel:
     model = Families().eval()
     model.bn.running_mean.uniform_(-0.5, 0.5)
     model.bn.running_var.uniform_(0.5, 2.0)
     example = (torch.randn(1, 2, 10, 8),)
     calibration = [(torch.randn(1, 2, 10, 8),) for _ in range(8)]
     tests = [(torch.randn(1, 2, 10, 8),) for _ in range(3)]
-    return mcu.compile(model, example, quantize="w8a16", calibration=calibration, test_inputs=tests, name="families")
+    return mcu.api.lower(model, example, quantize="w8a16", calibration=calibration, test_inputs=tests,
+                         name="families")
+
+
+@pytest.fixture(scope="module")
+def cm(lowered) -> mcu.CompiledModel:
+    return lowered.compile("mps2-an505")  # the M33: its convolutions and linear layer on packed int16 weights
+
+
+def _matrix_kernels(cm) -> set[str]:
+    return {f for f in cm.library.kernel_sources if "conv2d" in f or "linear" in f}
+
+
+def test_w8a16_weight_layout_follows_the_optimized_backend(lowered, cm) -> None:
+    """Packed int16 weights where the board has the DSP extension and the flash, the portable 16x8 kernels on
+    int8 weights under --compact-weights and on a core without DSP; program files keep the int8 weights
+    (the bit-exact test above runs both)."""
+    assert {"mcu_conv2d_packed_s16.c", "mcu_linear_packed_s16.c"} <= _matrix_kernels(cm)
+    assert "mcu_conv2d_s16.c" not in _matrix_kernels(cm)
+    assert any(b == "optimized" and t.startswith("weights packed as int16") for b, t in cm.partitions.notes)
+    compact = lowered.compile("mps2-an505", options=mcu.api.backend_options(packed_weights=False))
+    m0 = lowered.compile("mps2-an385-m0plus")
+    for other in (compact, m0):
+        assert {"mcu_conv2d_s16.c", "mcu_linear_s16.c"} <= _matrix_kernels(other)
+        assert not any("packed" in f for f in _matrix_kernels(other))
 
 
 def test_w8a16_runs_every_family_bit_exact_in_c_and_program(cm) -> None:

@@ -9,7 +9,9 @@ memory plan is the same. With ``--compact-weights`` it keeps the weights int8 an
 serves no op on cores without the DSP extension and on Helium cores (the portable kernels' MVE paths
 serve those). It also takes the pooling between the convolutions of a 1-D network (mcu/backends/optimized/rows.py),
 and a one-row signal's layout change, so that a Conv1d stack is one partition of this backend. Program files are
-architecture independent: they run the portable kernel for these ops (same bits).
+architecture independent: they run the portable kernel for these ops (same bits). The 16x8 (w8a16) convolutions
+and fully connected layers get the same choice of layout: packed int16 weights for ``mcu_conv2d_packed_s16`` and
+``mcu_linear_packed_s16`` (mcu/backends/optimized/packed16.py), or, kept int8, the portable 16x8 kernels.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from dataclasses import replace
 from typing import Any, ClassVar, Sequence
 
 from mcu.backends.optimized import compact, rows
-from mcu.backends.optimized import tuned
+from mcu.backends.optimized import packed16, tuned
 from mcu.backends.optimized.options import OptimizedOptions
 from mcu.backends.optimized.specialise import PackedLayer, merge_defines, packed_defines
 from mcu.backends.base import Backend, Constraint, Context, Rule
@@ -40,6 +42,9 @@ class OptimizedBackend(Backend):
         # any weight scheme: per-tensor weights come with one multiplier per channel like per-channel ones
         Rule("conv2d", ("int8",), "any", (_INT8_IN, _ONE_GROUP, _OHWI, _TAPS)),
         Rule("linear", ("int8",), "any", (_INT8_IN, _MATRIX, _TAPS)),
+        # 16x8 (w8a16): the weights widened to int16 (mcu/backends/optimized/packed16.py) when packed
+        Rule("conv2d", ("int16",), "any", (_ONE_GROUP, _OHWI)),
+        Rule("linear", ("int16",), "any", (_MATRIX,)),
         Rule("max_pool2d", ("int8",), "any", (_INT8_IN, rows.ROW_WINDOW)),
         Rule("mean_hw", ("int8",), "any", (_INT8_IN,)),
         Rule("layout", ("int8",), "any", (rows.ROW_LAYOUT,)),
@@ -84,9 +89,15 @@ class OptimizedBackend(Backend):
         if op.attrs.get("alias"):
             return "a view (no code)"
         why = super().refuse(op, ctx)
+        if why is None and op.kind in packed16.KINDS and op.output.dtype == "int16":
+            if self.options(ctx).packed_weights is False:
+                return "weights kept int8: the portable 16x8 kernels read them"
+            return packed16.applies(op)
         return why or (tuned.applies(op) if op.kind in tuned.KINDS else None)
 
     def take(self, op: Op, ctx: Context) -> None:
+        if op.output.dtype == "int16":
+            return  # the portable 16x8 kernels' scratch (one window column)
         if op.kind in tuned.KINDS and self.options(ctx).packed_weights is False:
             op.attrs["compact_kernel"] = True
             op.attrs["scratch_bytes"] = max(int(op.attrs.get("scratch_bytes", 0)), compact.scratch_bytes(op))
@@ -94,6 +105,8 @@ class OptimizedBackend(Backend):
     def emit(self, op: Op, refs: Any) -> KernelCall:
         if op.kind not in tuned.KINDS:
             return rows.emit(op, refs)
+        if op.output.dtype == "int16":
+            return packed16.emit(op, refs)
         return compact.emit(op, refs) if op.attrs.get("compact_kernel") else tuned.emit(op, refs)
 
     def kernel_defines(self, calls: Sequence[tuple[Op, KernelCall]]) -> dict[str, int]:

@@ -29,6 +29,13 @@ mcu_status mcu_linear_s16(const mcu_context *ctx, const mcu_linear_s16_params *p
                           const int16_t *input, const int8_t *weight, const int64_t *bias, int16_t *output);
 int32_t mcu_linear_s16_get_buffer_size(const mcu_linear_s16_params *p);
 
+/** mcu_linear_s16 with the weights widened to int16 at build time (twice their flash, for DSP cores), in
+ * the packed order of runtime_c/kernels/common/dot_packed_s16.h as int32 words (mcu/backends/optimized/packed16.py
+ * makes it). Same outputs, bit for bit; no scratch. */
+mcu_status mcu_linear_packed_s16(const mcu_context *ctx, const mcu_linear_s16_params *p,
+                                 const mcu_per_channel_quant *q, const int16_t *input, const int32_t *weight,
+                                 const int64_t *bias, int16_t *output);
+
 typedef struct {
     mcu_shape4 input;  /**< NHWC */
     mcu_shape4 output; /**< NHWC */
@@ -44,6 +51,13 @@ typedef struct {
 mcu_status mcu_conv2d_s16(const mcu_context *ctx, const mcu_conv2d_s16_params *p, const mcu_per_channel_quant *q,
                           const int16_t *input, const int8_t *weight, const int64_t *bias, int16_t *output);
 int32_t mcu_conv2d_s16_get_buffer_size(const mcu_conv2d_s16_params *p);
+
+/** mcu_conv2d_s16 with packed int16 weights as mcu_linear_packed_s16's (rows: output channels, taps: the
+ * OHWI window). A kernel larger than 1x1 needs the scratch of mcu_conv2d_s16_get_buffer_size, word aligned
+ * (one window column). Same outputs, bit for bit. */
+mcu_status mcu_conv2d_packed_s16(const mcu_context *ctx, const mcu_conv2d_s16_params *p,
+                                 const mcu_per_channel_quant *q, const int16_t *input, const int32_t *weight,
+                                 const int64_t *bias, int16_t *output);
 
 typedef struct {
     mcu_shape4 input;  /**< NHWC */
