@@ -7,11 +7,17 @@ grouped convolution need nothing of their own: they are conv2d ops."""
 
 from __future__ import annotations
 
+from typing import Iterable
+
+import numpy as np
+
 from mcu.backends.calls import (SCRATCH, KernelCall, Ref, act_bounds, conv_params_s8, offsets, quant_locals,
                                 quant_operands, shape4)
+from mcu.backends.optimized.specialise import PackedLayer
 from mcu.backends.portable.variants import select_variant
 from mcu.ir import Op, Tensor
 from mcu.layouts import channel_rows, pack_palette, pack_s4
+from mcu.plan.contracts import s4_stream_bytes
 
 
 def _conv2d(op: Op, ref: Ref) -> KernelCall:
@@ -61,8 +67,9 @@ def _linear_dyn(op: Op, ref: Ref) -> KernelCall:
 
 
 # Each s4 kernel and the kernels it runs: the depthwise one widens its weights into its scratch and runs
-# the int8 depthwise kernel (and so its core's paths).
-S4_CALLS = {"mcu_conv2d_s4": ("mcu_conv2d_s4",),
+# the int8 depthwise kernel (and so its core's paths), the convolution with scratch widens them into the
+# int8 packed kernel's stream and runs that.
+S4_CALLS = {"mcu_conv2d_s4": ("mcu_conv2d_s4", "mcu_conv2d_packed_s8"),
             "mcu_depthwise_conv2d_s4": ("mcu_depthwise_conv2d_s4", "mcu_depthwise_conv2d_s8"),
             "mcu_linear_s4": ("mcu_linear_s4",)}
 
@@ -79,6 +86,22 @@ def s4_weights(op: Op) -> Tensor:
     t = Tensor(name=f"{w.name}_s4", shape=(data.size,), dtype="int8", data=data)
     op.attrs["s4_weights"] = t
     return t
+
+
+def s4_packed_layers(calls: Iterable[tuple[Op, KernelCall]]) -> list[PackedLayer]:
+    """What mcu_conv2d_packed_s8's dispatch reads of the 4-bit convolutions that run it on their widened
+    weights (those with the stream's scratch, mcu/plan/contracts.py s4_stream_bytes); the stream's flag as
+    mcu_conv2d_s4 sets it: every shift a right shift in [-23, -1] and every multiplier non-negative."""
+    layers = []
+    for op, call in calls:
+        if call.function != "mcu_conv2d_s4" or call.params is None or not s4_stream_bytes(op):
+            continue
+        mult, shift = op.inputs[3], op.inputs[4]
+        assert mult.data is not None and shift.data is not None
+        m, s = np.asarray(mult.data).reshape(-1), np.asarray(shift.data).reshape(-1)
+        right = bool(np.all((s >= -23) & (s <= -1) & (m >= 0)))
+        layers.append(PackedLayer.from_params(call.params, right))
+    return layers
 
 
 def _matrix_s4(op: Op, ref: Ref) -> KernelCall:

@@ -12,10 +12,11 @@ program file.
 
 from __future__ import annotations
 
-from typing import Any, Callable, ClassVar
+from typing import Any, Callable, ClassVar, Mapping, Sequence
 
 from mcu.backends.base import Backend, Context, Rule
 from mcu.backends.calls import KernelCall, Ref, at_source
+from mcu.backends.optimized.specialise import merge_defines, packed_defines
 from mcu.backends.portable import conv, elementwise, movement, norm, pool, recurrent, resample, select
 from mcu.errors import McuError
 from mcu.ir import Op
@@ -50,3 +51,11 @@ class PortableBackend(Backend):
         if key not in EMITTERS:
             raise McuError(f"no {op.output.dtype} kernel for {op.kind}{at_source(op)}")
         return EMITTERS[key](op, refs)
+
+    def kernel_defines(self, calls: Sequence[tuple[Op, KernelCall]]) -> dict[str, int]:
+        """The packed convolution kernel specialised to the 4-bit convolutions that widen their weights into its
+        stream (mcu/backends/optimized/specialise.py); nothing when none does."""
+        return packed_defines(conv.s4_packed_layers(calls))
+
+    def merge_defines(self, parts: Sequence[Mapping[str, int]]) -> dict[str, int]:
+        return merge_defines([dict(p) for p in parts])
