@@ -89,11 +89,19 @@ def _conv_scratch(lib, params: dict) -> int:
     return fn(params if isinstance(params, cb.Conv2dS8Params) else ctypes.byref(cb._fields(cb.Conv2dS8Params, params)))
 
 
+def _quad_scratch(params: dict) -> int:
+    """The scratch of mcu_conv2d_s4's four-pixel path on DSP cores (one group, windows of a multiple of 8 taps):
+    4 columns, a sentinel and a word (less than the stream's)."""
+    n = params["kernel_h"] * params["kernel_w"] * params["input"][3]
+    return 8 * n + 8 if params["groups"] == 1 and n % 8 == 0 and n <= 640 else 0
+
+
 @EXACT
-@given(conv_cases(), s4_modes, st.booleans())
-def test_conv2d_s4(lib, case, wmode, widened):
-    """Its own loops without scratch; with its _get_buffer_size of scratch (one group), the weights widened into
-    the int8 packed kernel's stream and that kernel's paths."""
+@given(conv_cases(), s4_modes, st.sampled_from(["none", "quad", "stream"]))
+def test_conv2d_s4(lib, case, wmode, scratch_kind):
+    """Its own loops without scratch (and four pixels at a time on DSP cores with the columns' scratch); with its
+    _get_buffer_size of scratch (one group), the weights widened into the int8 packed kernel's stream and that
+    kernel's paths."""
     rng = np.random.default_rng(case["seed"])
     g, icg, ocg = case["groups"], case["icg"], case["ocg"]
     cin, cout = g * icg, g * ocg
@@ -107,8 +115,8 @@ def test_conv2d_s4(lib, case, wmode, widened):
         dilation_h=case["dh"], dilation_w=case["dw"], groups=g, input_offset=-case["in_zp"],
         output_offset=case["out_zp"], act_min=case["act"][0], act_max=case["act"][1],
     )
-    scratch = _conv_scratch(lib, params) if widened else 0
-    assert widened or g == 1 or _conv_scratch(lib, params) == 0
+    scratch = {"none": 0, "quad": _quad_scratch(params), "stream": _conv_scratch(lib, params)}[scratch_kind]
+    assert g == 1 or _conv_scratch(lib, params) == 0
     status, out = _run(lib, "mcu_conv2d_s4", cb.Conv2dS8Params, params, x, w, b, cb.Quant(m, s, cout),
                        params["output"], scratch)
     assert status == MCU_OK
@@ -175,10 +183,10 @@ def test_output_on_the_input_is_refused(lib):
 
 
 @settings(max_examples=40, deadline=None)
-@given(window_case(), st.booleans(), st.integers(0, 2**31 - 1))
-def test_conv2d_s4_window_overlap(lib, case, widened: bool, seed: int) -> None:
-    """mcu_conv2d_s4 (1x1 included: it has no pixel-buffer form), its own loops and the packed kernel on the
-    widened stream, with its output inside its input at every offset the planner's window contract allows
+@given(window_case(), st.sampled_from(["none", "quad", "stream"]), st.integers(0, 2**31 - 1))
+def test_conv2d_s4_window_overlap(lib, case, scratch_kind: str, seed: int) -> None:
+    """mcu_conv2d_s4 (1x1 included: it has no pixel-buffer form), its own loops (four pixels at a time with the
+    columns' scratch) and the packed kernel on the widened stream, with its output inside its input at every offset the planner's window contract allows
     equals the kernel on separate buffers."""
     n, c, h, w, oc, k, s, p, d = case
     rng = np.random.default_rng(seed)
@@ -196,7 +204,8 @@ def test_conv2d_s4_window_overlap(lib, case, widened: bool, seed: int) -> None:
             [tensor("y", (n, oc, oh, ow), "int8")],
             {"stride": s, "padding": p, "dilation": d, "groups": 1, "weight_bits": 4})
 
-    size = _conv_scratch(lib, params) if widened else 0
+    size = {"none": 0, "quad": _quad_scratch({"kernel_h": k[0], "kernel_w": k[1], "input": (n, h, w, c), "groups": 1}),
+            "stream": _conv_scratch(lib, params)}[scratch_kind]
     buf = np.zeros(max(size, 1), dtype=np.int8)
     ctx = ctypes.byref(cb.Context(buf.ctypes.data, size)) if size else None
 
@@ -282,8 +291,8 @@ def _quant_arrays(m, s):
 
 
 @settings(max_examples=80, deadline=None)
-@given(conv_cases(), s4_modes, st.booleans())
-def test_conv2d_s4_equals_cmsis_nn(lib, cmsis, case, wmode, widened):
+@given(conv_cases(), s4_modes, st.sampled_from(["none", "quad", "stream"]))
+def test_conv2d_s4_equals_cmsis_nn(lib, cmsis, case, wmode, scratch_kind):
     """arm_convolve_s4 (one group) and mcu_conv2d_s4 on the same packed weights, its own loops and the packed
     kernel on the widened stream: the same bytes."""
     assume(case["groups"] == 1)
@@ -299,8 +308,9 @@ def test_conv2d_s4_equals_cmsis_nn(lib, cmsis, case, wmode, widened):
                   stride_w=case["sw"], pad_top=case["pt"], pad_left=case["pl"], dilation_h=case["dh"],
                   dilation_w=case["dw"], groups=1, input_offset=-case["in_zp"], output_offset=case["out_zp"],
                   act_min=case["act"][0], act_max=case["act"][1])
+    scratch = {"none": 0, "quad": _quad_scratch(params), "stream": _conv_scratch(lib, params)}[scratch_kind]
     status, ours = _run(lib, "mcu_conv2d_s4", cb.Conv2dS8Params, params, x, w, b, cb.Quant(m, s, cout), out_shape,
-                        _conv_scratch(lib, params) if widened else 0)
+                        scratch)
     assert status == MCU_OK
     in_d, f_d = Dims(*x.shape), Dims(cout, case["kh"], case["kw"], cin)
     b_d, o_d = Dims(1, 1, 1, cout), Dims(*out_shape)

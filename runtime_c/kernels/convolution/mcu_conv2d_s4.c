@@ -35,6 +35,16 @@ int32_t mcu_conv2d_s4_get_buffer_size(const mcu_conv2d_s8_params *p)
     return words <= INT32_MAX / 4 ? (int32_t)(words * 4) : 0;
 }
 
+/* The scratch of mcu_conv2d_s4's four-pixel path on DSP cores (one group, windows of a multiple of 8 taps up to
+ * MCU_S8_COL_MAX, without the stream's scratch): 4 columns of n int16, the sentinel and a word; 0: no such
+ * path. */
+#if MCU_S8_DSP
+static size_t mcu_conv2d_s4_quad_bytes(int32_t n)
+{
+    return n > 0 && n % 8 == 0 && n <= MCU_S8_COL_MAX ? (size_t)n * 8u + 8u : 0u;
+}
+#endif
+
 /* Row `start` (a nibble index) of k packed weights as int8 values. */
 static void s4_row(const int8_t *packed, int64_t start, int32_t k, int8_t *row)
 {
@@ -153,11 +163,70 @@ static void conv_s4_column(const mcu_conv2d_s8_params *p, const int8_t *x_n, int
     }
 }
 
+/* The column of output pixel (oh, ow) as pixel `slot` of the 4 interleaved by groups of 8 taps that
+ * mcu_s4_dot_quad reads (n a multiple of 8). */
+static void conv_s4_column4(const mcu_conv2d_s8_params *p, const int8_t *x_n, int32_t oh, int32_t ow, int32_t slot,
+                            int16_t *col4)
+{
+    const mcu_shape4 in = p->input;
+    const int32_t ih0 = oh * p->stride_h - p->pad_top;
+    const int32_t iw0 = ow * p->stride_w - p->pad_left;
+    const uint32_t off2 = mcu_offset_pair(p->input_offset);
+    int32_t i = 0;
+    for (int32_t ky = 0; ky < p->kernel_h; ++ky) {
+        const int32_t ih = ih0 + ky * p->dilation_h;
+        for (int32_t kx = 0; kx < p->kernel_w; ++kx, i += in.c) {
+            const int32_t iw = iw0 + kx * p->dilation_w;
+            const int inside = ih >= 0 && ih < in.h && iw >= 0 && iw < in.w;
+            const int8_t *x = x_n + ((int64_t)ih * in.w + iw) * in.c;
+            if (in.c % 8 == 0) {
+                for (int32_t c = 0; c < in.c; c += 8) {
+                    int16_t *dst = col4 + (((i + c) >> 3) * 4 + slot) * 8;
+                    if (inside) {
+                        mcu_s4_expand8(x + c, off2, dst);
+                    } else {
+                        memset(dst, 0, 8 * sizeof(int16_t));
+                    }
+                }
+                continue;
+            }
+            for (int32_t c = 0; c < in.c; ++c) {
+                const int32_t t = i + c;
+                col4[((t >> 3) * 4 + slot) * 8 + (((t & 3) << 1) | ((t >> 2) & 1))] =
+                    inside ? (int16_t)(x[c] + p->input_offset) : 0;
+            }
+        }
+    }
+}
+
+/* Output pixels first .. first + 3 of image x_n: their 4 columns at col4 (then the sentinel), each channel's
+ * row against all 4 (mcu_s4_dot_quad). */
+static void conv_s4_quad(const mcu_conv2d_s8_params *p, const mcu_per_channel_quant *q, const int8_t *x_n,
+                         const int8_t *weight, const int32_t *bias, int8_t *y_n, int32_t first, int16_t *col4)
+{
+    const mcu_shape4 out = p->output;
+    const int32_t n = p->kernel_h * p->kernel_w * p->input.c;
+    for (int32_t s = 0; s < 4; ++s) {
+        conv_s4_column4(p, x_n, (first + s) / out.w, (first + s) % out.w, s, col4);
+    }
+    int8_t *y = y_n + first * out.c;
+    for (int32_t oc = 0; oc < out.c; ++oc) {
+        const uint32_t b = bias != NULL ? (uint32_t)bias[oc] : 0u;
+        uint32_t acc[4] = {b, b, b, b};
+        mcu_s4_dot_quad(col4, weight + ((oc * n) >> 1), n >> 3, acc);
+        const int32_t m = q->multiplier[oc], sh = q->shift[oc];
+        for (int32_t s = 0; s < 4; ++s) {
+            y[s * out.c + oc] = mcu_requantize_to_s8_fast(mcu_u32_to_s32(acc[s]), m, sh, p->output_offset,
+                                                          p->act_min, p->act_max);
+        }
+    }
+}
+
 /* groups == 1 with a window of at most MCU_S8_COL_MAX taps (MCU_S8_COL_MAX / 2 - 1 when odd): two output
  * pixels (in memory order) at a time through mcu_s4_matrix_pixels, with one column each (two when the
  * window is odd). */
 static __attribute__((noinline)) void conv_s4_dsp(const mcu_conv2d_s8_params *p, const mcu_per_channel_quant *q, const int8_t *input,
-                        const int8_t *weight, const int32_t *bias, int8_t *output)
+                        const int8_t *weight, const int32_t *bias, int8_t *output, int16_t *col4)
 {
     _Alignas(8) int16_t col[2 * MCU_S8_COL_MAX];
     const mcu_shape4 in = p->input;
@@ -171,7 +240,13 @@ static __attribute__((noinline)) void conv_s4_dsp(const mcu_conv2d_s8_params *p,
     for (int32_t b = 0; b < in.n; ++b) {
         const int8_t *x_n = input + (int64_t)b * in.h * in.w * in.c;
         int8_t *y_n = output + (int64_t)b * hw * out.c;
-        for (int32_t i = 0; i < hw; i += 2) {
+        int32_t i = 0;
+        if (col4 != NULL) { /* four pixels at a time, the last hw % 4 two at a time below */
+            for (; i + 4 <= hw; i += 4) {
+                conv_s4_quad(p, q, x_n, weight, bias, y_n, i, col4);
+            }
+        }
+        for (; i < hw; i += 2) {
             conv_s4_column(p, x_n, i / out.w, i % out.w, n, 0, ca);
             if (odd) {
                 conv_s4_column(p, x_n, i / out.w, i % out.w, n, 1, ca2);
@@ -221,7 +296,19 @@ mcu_status mcu_conv2d_s4(const mcu_context *ctx, const mcu_conv2d_s8_params *p, 
 #if MCU_S8_DSP
     const int32_t window = p->kernel_h * p->kernel_w * (in.c / p->groups);
     if (p->groups == 1 && (window % 2 == 0 ? window <= MCU_S8_COL_MAX : window < MCU_S8_COL_MAX / 2)) {
-        conv_s4_dsp(p, q, input, weight, bias, output);
+        /* four pixels per widened weight word when the scratch holds their columns and the sentinel */
+        const size_t quad = mcu_conv2d_s4_quad_bytes(window);
+        int16_t *col4 = NULL;
+        if (quad > 0 && ctx != NULL && ctx->buf != NULL && (size_t)ctx->size >= quad && ctx->size > 0 &&
+            ((uintptr_t)ctx->buf & 3u) == 0 &&
+            !mcu_overlaps(ctx->buf, quad, input, (size_t)mcu_shape4_count(&in, 1)) &&
+            !mcu_overlaps(ctx->buf, quad, output, (size_t)mcu_shape4_count(&out, 1)) &&
+            !mcu_overlaps(ctx->buf, quad, weight, mcu_s4_bytes(out.c * window)) &&
+            (bias == NULL || !mcu_overlaps(ctx->buf, quad, bias, (size_t)out.c * sizeof(int32_t)))) {
+            col4 = (int16_t *)ctx->buf;
+            ((uint32_t *)(void *)(col4 + 4 * window))[0] = MCU_S4_QUAD_SENTINEL;
+        }
+        conv_s4_dsp(p, q, input, weight, bias, output, col4);
         return MCU_OK;
     }
 #endif
