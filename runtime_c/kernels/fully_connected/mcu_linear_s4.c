@@ -13,6 +13,41 @@ int32_t mcu_linear_s4_get_buffer_size(const mcu_linear_s8_params *p)
     return 0;
 }
 
+#if MCU_S8_DSP
+/* One row of input (in_features a multiple of 8): its column in the pair order of s4_dsp.h with the sentinel
+ * after it, then three output channels per pass (mcu_s4_dot_rows3), the last out_features % 3 by the same
+ * rows again (recomputed, stored once more with the same value). */
+static __attribute__((noinline)) void linear_s4_rows3(const mcu_linear_s8_params *p, const mcu_per_channel_quant *q,
+                                                      const int8_t *input, const int8_t *weight,
+                                                      const int32_t *bias, int8_t *output)
+{
+    _Alignas(8) int16_t col[MCU_S8_COL_MAX + 4];
+    const int32_t nin = p->in_features;
+    const uint32_t off2 = mcu_offset_pair(p->input_offset);
+    int32_t sum = 0;
+    for (int32_t i = 0; i < nin; i += 8) {
+        mcu_s4_expand8(input + i, off2, col + i);
+    }
+    for (int32_t i = 0; i < nin; ++i) {
+        sum += col[i];
+    }
+    mcu_store_u32(col + nin, MCU_S4_QUAD_SENTINEL);
+    const uint32_t correction = (uint32_t)sum * 8u; /* the weights' nibbles are w + 8 */
+    const int32_t stride = nin / 2;
+    for (int32_t o = 0; o < p->out_features; o += 3) {
+        const int32_t o0 = o + 3 <= p->out_features ? o : p->out_features - 3;
+        uint32_t sums[3];
+        mcu_s4_dot_rows3(col, weight + o0 * stride, stride, nin / 8, sums);
+        for (int32_t r = 0; r < 3; ++r) {
+            const int32_t oc = o0 + r;
+            const uint32_t acc = (bias != NULL ? (uint32_t)bias[oc] : 0u) + sums[r] - correction;
+            output[oc] = mcu_requantize_to_s8_fast(mcu_u32_to_s32(acc), q->multiplier[oc], q->shift[oc],
+                                                   p->output_offset, p->act_min, p->act_max);
+        }
+    }
+}
+#endif
+
 mcu_status mcu_linear_s4(const mcu_context *ctx, const mcu_linear_s8_params *p, const mcu_per_channel_quant *q,
                          const int8_t *input, const int8_t *weight, const int32_t *bias, int8_t *output)
 {
@@ -43,6 +78,10 @@ mcu_status mcu_linear_s4(const mcu_context *ctx, const mcu_linear_s8_params *p, 
 
     const int32_t nin = p->in_features;
 #if MCU_S8_DSP
+    if (p->batch == 1 && nin % 8 == 0 && nin <= MCU_S8_COL_MAX && p->out_features >= 3) {
+        linear_s4_rows3(p, q, input, weight, bias, output);
+        return MCU_OK;
+    }
     if (nin % 2 == 0 ? nin <= MCU_S8_COL_MAX : nin < MCU_S8_COL_MAX / 2) {
         /* Two batch rows at a time as columns in the pair order of s4_dsp.h (two each when nin is odd). */
         _Alignas(8) int16_t col[2 * MCU_S8_COL_MAX];
