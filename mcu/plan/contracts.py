@@ -144,8 +144,8 @@ def s4_stream_bytes(op: Op) -> int:
     """The scratch mcu_conv2d_s4 runs the packed kernel with (mcu_conv2d_s4_get_buffer_size), 0: it runs its own
     loops."""
     w, out = op.inputs[1], op.output
-    if op.kind != "conv2d" or op.attrs["groups"] != 1:
-        return 0
+    if op.kind != "conv2d" or op.attrs["groups"] != 1 or op.attrs.get("s4_stream") is False:
+        return 0  # (s4_stream False: the build keeps the packed kernel's code out, --compact-weights)
     c_out, c_in, kh, kw = w.shape
     kp = (c_in * kh * kw + 3) // 4 * 4
     pixels = out.shape[0] * out.shape[2] * out.shape[3]

@@ -15,6 +15,9 @@
  * output pixel: the widening costs a few instructions per weight, once, and the packed kernel's loops (two
  * pixels per weight load, assembly on DSP cores) run every MAC. The words of that stream, 0 when the packed
  * kernel does not take the layer (grouped, or a window over its MCU_CONV_PACKED_TAPS_MAX). */
+#ifndef MCU_S4_STREAM
+#define MCU_S4_STREAM 1 /* 0: a model's build none of whose layers has the stream's scratch (portable backend) */
+#endif
 static int64_t s4_stream_words(const mcu_conv2d_s8_params *p)
 {
     if (p == NULL || p->groups != 1 || p->kernel_h <= 0 || p->kernel_w <= 0 || p->input.c <= 0 ||
@@ -45,6 +48,7 @@ static size_t mcu_conv2d_s4_quad_bytes(int32_t n)
 }
 #endif
 
+#if MCU_S4_STREAM
 /* Row `start` (a nibble index) of k packed weights as int8 values. */
 static void s4_row(const int8_t *packed, int64_t start, int32_t k, int8_t *row)
 {
@@ -123,6 +127,8 @@ static __attribute__((noinline)) void s4_fill_stream(const mcu_conv2d_s8_params 
         }
     }
 }
+
+#endif
 
 #if MCU_S8_DSP
 /* The column of output pixel (oh, ow) of a groups == 1 convolution in the pair order of s4_dsp.h: taps
@@ -277,7 +283,9 @@ mcu_status mcu_conv2d_s4(const mcu_context *ctx, const mcu_conv2d_s8_params *p, 
     }
     const mcu_shape4 in = p->input;
     const mcu_shape4 out = p->output;
+    (void)ctx; /* (no path of this build takes scratch on a core without the DSP extension) */
 
+#if MCU_S4_STREAM
     const int64_t words = s4_stream_words(p);
     if (words > 0 && ctx != NULL && ctx->buf != NULL && (int64_t)ctx->size >= words * 4 &&
         ((uintptr_t)ctx->buf & 3u) == 0) {
@@ -292,6 +300,7 @@ mcu_status mcu_conv2d_s4(const mcu_context *ctx, const mcu_conv2d_s8_params *p, 
             return mcu_conv2d_packed_s8(NULL, p, input, stream, output);
         }
     }
+#endif
 
 #if MCU_S8_DSP
     const int32_t window = p->kernel_h * p->kernel_w * (in.c / p->groups);
