@@ -137,7 +137,6 @@ PALETTE_WHOLE_BYTES = 4096
 S4_STREAM_MAX = 36864
 S4_STREAM_PIXELS = 4
 S4_TAPS_MAX = 640  # MCU_CONV_PACKED_TAPS_MAX
-S4_COL_MAX = 640  # MCU_S8_COL_MAX
 
 
 def s4_stream_bytes(op: Op) -> int:
@@ -155,17 +154,6 @@ def s4_stream_bytes(op: Op) -> int:
     return size if size <= S4_STREAM_MAX else 0
 
 
-def s4_quad_bytes(op: Op) -> int:
-    """The scratch of mcu_conv2d_s4's four-pixel path on DSP cores (the columns of 4 output pixels, a sentinel and
-    a word) for one-group layers of a window of a multiple of 8 taps up to S4_COL_MAX; 0: none."""
-    w, out = op.inputs[1], op.output
-    if op.kind != "conv2d" or op.attrs["groups"] != 1:
-        return 0
-    n = w.shape[1] * w.shape[2] * w.shape[3]
-    pixels = out.shape[0] * out.shape[2] * out.shape[3]
-    return 8 * n + 8 if n % 8 == 0 and n <= S4_COL_MAX and pixels >= S4_STREAM_PIXELS else 0
-
-
 def scratch_bytes(op: Op) -> int:
     """Scratch the op's kernel needs (the ``_get_buffer_size`` of the variant it may run)."""
     if op.kind == "conv2d" and op.output.dtype == "int16":  # the 16x8 convolution's window as one column
@@ -174,7 +162,7 @@ def scratch_bytes(op: Op) -> int:
     if op.attrs.get("weight_bits") == 4:  # the s4 depthwise widens its weights to int8 there
         w = op.inputs[1]
         if op.kind == "conv2d":
-            return s4_stream_bytes(op) or s4_quad_bytes(op)
+            return s4_stream_bytes(op)
         return w.numel if op.kind == "depthwise_conv2d" else 0
     if op.attrs.get("palette_bits"):  # the look-up-table kernels decode weights there
         w = op.inputs[1]

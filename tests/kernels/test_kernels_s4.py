@@ -89,19 +89,12 @@ def _conv_scratch(lib, params: dict) -> int:
     return fn(params if isinstance(params, cb.Conv2dS8Params) else ctypes.byref(cb._fields(cb.Conv2dS8Params, params)))
 
 
-def _quad_scratch(params: dict) -> int:
-    """The scratch of mcu_conv2d_s4's four-pixel path on DSP cores (one group, windows of a multiple of 8 taps):
-    4 columns, a sentinel and a word (less than the stream's)."""
-    n = params["kernel_h"] * params["kernel_w"] * params["input"][3]
-    return 8 * n + 8 if params["groups"] == 1 and n % 8 == 0 and n <= 640 else 0
-
-
 @EXACT
-@given(conv_cases(), s4_modes, st.sampled_from(["none", "quad", "stream"]))
+@given(conv_cases(), s4_modes, st.sampled_from(["none", "stream"]))
 def test_conv2d_s4(lib, case, wmode, scratch_kind):
-    """Its own loops without scratch (and four pixels at a time on DSP cores with the columns' scratch); with its
-    _get_buffer_size of scratch (one group), the weights widened into the int8 packed kernel's stream and that
-    kernel's paths."""
+    """Its own loops without scratch (four pixels at a time on DSP cores for windows of a multiple of 8 taps);
+    with its _get_buffer_size of scratch (one group), the weights widened into the int8 packed kernel's stream
+    and that kernel's paths."""
     rng = np.random.default_rng(case["seed"])
     g, icg, ocg = case["groups"], case["icg"], case["ocg"]
     cin, cout = g * icg, g * ocg
@@ -115,7 +108,7 @@ def test_conv2d_s4(lib, case, wmode, scratch_kind):
         dilation_h=case["dh"], dilation_w=case["dw"], groups=g, input_offset=-case["in_zp"],
         output_offset=case["out_zp"], act_min=case["act"][0], act_max=case["act"][1],
     )
-    scratch = {"none": 0, "quad": _quad_scratch(params), "stream": _conv_scratch(lib, params)}[scratch_kind]
+    scratch = _conv_scratch(lib, params) if scratch_kind == "stream" else 0
     assert g == 1 or _conv_scratch(lib, params) == 0
     status, out = _run(lib, "mcu_conv2d_s4", cb.Conv2dS8Params, params, x, w, b, cb.Quant(m, s, cout),
                        params["output"], scratch)
@@ -187,10 +180,10 @@ def test_output_on_the_input_is_refused(lib):
 
 
 @settings(max_examples=40, deadline=None)
-@given(window_case(), st.sampled_from(["none", "quad", "stream"]), st.integers(0, 2**31 - 1))
+@given(window_case(), st.sampled_from(["none", "stream"]), st.integers(0, 2**31 - 1))
 def test_conv2d_s4_window_overlap(lib, case, scratch_kind: str, seed: int) -> None:
-    """mcu_conv2d_s4 (1x1 included: it has no pixel-buffer form), its own loops (four pixels at a time with the
-    columns' scratch) and the packed kernel on the widened stream, with its output inside its input at every offset the planner's window contract allows
+    """mcu_conv2d_s4 (1x1 included: it has no pixel-buffer form), its own loops (four pixels at a time on DSP
+    cores) and the packed kernel on the widened stream, with its output inside its input at every offset the planner's window contract allows
     equals the kernel on separate buffers."""
     n, c, h, w, oc, k, s, p, d = case
     rng = np.random.default_rng(seed)
@@ -208,8 +201,7 @@ def test_conv2d_s4_window_overlap(lib, case, scratch_kind: str, seed: int) -> No
             [tensor("y", (n, oc, oh, ow), "int8")],
             {"stride": s, "padding": p, "dilation": d, "groups": 1, "weight_bits": 4})
 
-    size = {"none": 0, "quad": _quad_scratch({"kernel_h": k[0], "kernel_w": k[1], "input": (n, h, w, c), "groups": 1}),
-            "stream": _conv_scratch(lib, params)}[scratch_kind]
+    size = _conv_scratch(lib, params) if scratch_kind == "stream" else 0
     buf = np.zeros(max(size, 1), dtype=np.int8)
     ctx = ctypes.byref(cb.Context(buf.ctypes.data, size)) if size else None
 
@@ -295,7 +287,7 @@ def _quant_arrays(m, s):
 
 
 @settings(max_examples=80, deadline=None)
-@given(conv_cases(), s4_modes, st.sampled_from(["none", "quad", "stream"]))
+@given(conv_cases(), s4_modes, st.sampled_from(["none", "stream"]))
 def test_conv2d_s4_equals_cmsis_nn(lib, cmsis, case, wmode, scratch_kind):
     """arm_convolve_s4 (one group) and mcu_conv2d_s4 on the same packed weights, its own loops and the packed
     kernel on the widened stream: the same bytes."""
@@ -312,7 +304,7 @@ def test_conv2d_s4_equals_cmsis_nn(lib, cmsis, case, wmode, scratch_kind):
                   stride_w=case["sw"], pad_top=case["pt"], pad_left=case["pl"], dilation_h=case["dh"],
                   dilation_w=case["dw"], groups=1, input_offset=-case["in_zp"], output_offset=case["out_zp"],
                   act_min=case["act"][0], act_max=case["act"][1])
-    scratch = {"none": 0, "quad": _quad_scratch(params), "stream": _conv_scratch(lib, params)}[scratch_kind]
+    scratch = _conv_scratch(lib, params) if scratch_kind == "stream" else 0
     status, ours = _run(lib, "mcu_conv2d_s4", cb.Conv2dS8Params, params, x, w, b, cb.Quant(m, s, cout), out_shape,
                         scratch)
     assert status == MCU_OK

@@ -38,15 +38,6 @@ int32_t mcu_conv2d_s4_get_buffer_size(const mcu_conv2d_s8_params *p)
     return words <= INT32_MAX / 4 ? (int32_t)(words * 4) : 0;
 }
 
-/* The scratch of mcu_conv2d_s4's four-pixel path on DSP cores (one group, windows of a multiple of 8 taps up to
- * MCU_S8_COL_MAX, without the stream's scratch): 4 columns of n int16, the sentinel and a word; 0: no such
- * path. */
-#if MCU_S8_DSP
-static size_t mcu_conv2d_s4_quad_bytes(int32_t n)
-{
-    return n > 0 && n % 8 == 0 && n <= MCU_S8_COL_MAX ? (size_t)n * 8u + 8u : 0u;
-}
-#endif
 
 #if MCU_S4_STREAM
 /* Row `start` (a nibble index) of k packed weights as int8 values. */
@@ -232,7 +223,7 @@ static void conv_s4_quad(const mcu_conv2d_s8_params *p, const mcu_per_channel_qu
  * pixels (in memory order) at a time through mcu_s4_matrix_pixels, with one column each (two when the
  * window is odd). */
 static __attribute__((noinline)) void conv_s4_dsp(const mcu_conv2d_s8_params *p, const mcu_per_channel_quant *q, const int8_t *input,
-                        const int8_t *weight, const int32_t *bias, int8_t *output, int16_t *col4)
+                        const int8_t *weight, const int32_t *bias, int8_t *output)
 {
     _Alignas(8) int16_t col[2 * MCU_S8_COL_MAX];
     const mcu_shape4 in = p->input;
@@ -243,13 +234,16 @@ static __attribute__((noinline)) void conv_s4_dsp(const mcu_conv2d_s8_params *p,
     int16_t *ca = col, *cb = col + (odd ? MCU_S4_PIXEL_B / 2 : MCU_S4_PIXEL_B);
     int16_t *ca2 = col + MCU_S4_PIXEL_B, *cb2 = ca2 + MCU_S4_PIXEL_B / 2;
     const int32_t hw = out.h * out.w;
+    /* windows of a multiple of 8 taps whose 4 columns, the sentinel and a word fit the buffer */
+    const int quads = n % 8 == 0 && 4 * n + 4 <= 2 * MCU_S8_COL_MAX;
     for (int32_t b = 0; b < in.n; ++b) {
         const int8_t *x_n = input + (int64_t)b * in.h * in.w * in.c;
         int8_t *y_n = output + (int64_t)b * hw * out.c;
         int32_t i = 0;
-        if (col4 != NULL) { /* four pixels at a time, the last hw % 4 two at a time below */
+        if (quads) { /* four pixels at a time in the same buffer, the last hw % 4 two at a time below */
+            mcu_store_u32(col + 4 * n, MCU_S4_QUAD_SENTINEL);
             for (; i + 4 <= hw; i += 4) {
-                conv_s4_quad(p, q, x_n, weight, bias, y_n, i, col4);
+                conv_s4_quad(p, q, x_n, weight, bias, y_n, i, col);
             }
         }
         for (; i < hw; i += 2) {
@@ -305,19 +299,7 @@ mcu_status mcu_conv2d_s4(const mcu_context *ctx, const mcu_conv2d_s8_params *p, 
 #if MCU_S8_DSP
     const int32_t window = p->kernel_h * p->kernel_w * (in.c / p->groups);
     if (p->groups == 1 && (window % 2 == 0 ? window <= MCU_S8_COL_MAX : window < MCU_S8_COL_MAX / 2)) {
-        /* four pixels per widened weight word when the scratch holds their columns and the sentinel */
-        const size_t quad = mcu_conv2d_s4_quad_bytes(window);
-        int16_t *col4 = NULL;
-        if (quad > 0 && ctx != NULL && ctx->buf != NULL && (size_t)ctx->size >= quad && ctx->size > 0 &&
-            ((uintptr_t)ctx->buf & 3u) == 0 &&
-            !mcu_overlaps(ctx->buf, quad, input, (size_t)mcu_shape4_count(&in, 1)) &&
-            !mcu_overlaps(ctx->buf, quad, output, (size_t)mcu_shape4_count(&out, 1)) &&
-            !mcu_overlaps(ctx->buf, quad, weight, mcu_s4_bytes(out.c * window)) &&
-            (bias == NULL || !mcu_overlaps(ctx->buf, quad, bias, (size_t)out.c * sizeof(int32_t)))) {
-            col4 = (int16_t *)ctx->buf;
-            ((uint32_t *)(void *)(col4 + 4 * window))[0] = MCU_S4_QUAD_SENTINEL;
-        }
-        conv_s4_dsp(p, q, input, weight, bias, output, col4);
+        conv_s4_dsp(p, q, input, weight, bias, output);
         return MCU_OK;
     }
 #endif
