@@ -57,6 +57,16 @@ def kernel_defines(emitted: Sequence[tuple[Op, KernelCall]]) -> dict[str, dict[s
     for op, call in emitted:
         by_backend.setdefault(op.attrs.get("backend", PORTABLE), []).append((op, call))
     defines = {name: backend(name).kernel_defines(calls) for name, calls in by_backend.items()}
+    # Two backends may specialise one kernel source (the packed convolution: the optimized backend's int8
+    # layers and the portable backend's 4-bit ones widened into its stream); the first one's merge of both
+    # serves both, and the definitions go to that one alone.
+    names = list(defines)
+    for i, first in enumerate(names):
+        for other in names[i + 1:]:
+            if set(defines[first]) & set(defines[other]):
+                merged = backend(first).merge_defines([defines[first], defines[other]])
+                defines[first] = {**defines[first], **merged}
+                defines[other] = {k: v for k, v in defines[other].items() if k not in merged}
     return {name: d for name, d in defines.items() if d}
 
 

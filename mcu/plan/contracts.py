@@ -130,6 +130,30 @@ def elementwise_max_delta(x: Tensor, out: Tensor) -> int:
 PALETTE_WHOLE_BYTES = 4096
 
 
+# mcu_conv2d_s4 widens its weights into the int8 packed kernel's stream when its scratch holds it: int16 weights,
+# four times the 4-bit bytes, widened once per call. Only where that pays: at least S4_STREAM_PIXELS output pixels
+# share each widened weight (the widening costs a few instructions a weight, the packed loop under one a MAC),
+# and within S4_STREAM_MAX bytes of scratch.
+S4_STREAM_MAX = 36864
+S4_STREAM_PIXELS = 4
+S4_TAPS_MAX = 640  # MCU_CONV_PACKED_TAPS_MAX
+
+
+def s4_stream_bytes(op: Op) -> int:
+    """The scratch mcu_conv2d_s4 runs the packed kernel with (mcu_conv2d_s4_get_buffer_size), 0: it runs its own
+    loops."""
+    w, out = op.inputs[1], op.output
+    if op.kind != "conv2d" or op.attrs["groups"] != 1 or op.attrs.get("s4_stream") is False:
+        return 0  # (s4_stream False: the build keeps the packed kernel's code out, --compact-weights)
+    c_out, c_in, kh, kw = w.shape
+    kp = (c_in * kh * kw + 3) // 4 * 4
+    pixels = out.shape[0] * out.shape[2] * out.shape[3]
+    if max(kh, kw, c_in, kp) > S4_TAPS_MAX or pixels < S4_STREAM_PIXELS:
+        return 0
+    size = 4 * (4 + (c_out + 3) // 4 * (4 + 2 * kp + 16))
+    return size if size <= S4_STREAM_MAX else 0
+
+
 def scratch_bytes(op: Op) -> int:
     """Scratch the op's kernel needs (the ``_get_buffer_size`` of the variant it may run)."""
     if op.kind == "conv2d" and op.output.dtype == "int16":  # the 16x8 convolution's window as one column
@@ -137,6 +161,8 @@ def scratch_bytes(op: Op) -> int:
         return 0 if (w.shape[2], w.shape[3]) == (1, 1) else 2 * w.shape[1] * w.shape[2] * w.shape[3]
     if op.attrs.get("weight_bits") == 4:  # the s4 depthwise widens its weights to int8 there
         w = op.inputs[1]
+        if op.kind == "conv2d":
+            return s4_stream_bytes(op)
         return w.numel if op.kind == "depthwise_conv2d" else 0
     if op.attrs.get("palette_bits"):  # the look-up-table kernels decode weights there
         w = op.inputs[1]

@@ -17,6 +17,7 @@ import pytest
 
 from mcu.backends.optimized import tuned
 from mcu.backends.optimized.specialise import PackedLayer, merge_defines, packed_defines
+from mcu.backends.portable.conv import S4_STREAM, s4_merge_defines
 from mcu.device.boards import load_board
 from mcu.commands.export import export_library
 from mcu.paths import runtime_dir, kernel_source, kernels_dir
@@ -63,6 +64,18 @@ def test_defines_from_layers() -> None:
     merged = merge_defines([packed_defines([_layer(24)]), {}, packed_defines([_layer(100), _layer(28, k3c3=True)])])
     assert merged == {"MCU_PIXEL_WIDE_TAPS": 104, "MCU_PACKED_LOOP": 0, "MCU_PACKED_NARROW": 1,
                       "MCU_PACKED_NARROW_K3C3": 1}
+
+
+def test_s4_defines_merge_across_methods() -> None:
+    """The 4-bit convolutions' definitions: the packed kernel's for the methods whose layers run it, and
+    MCU_S4_STREAM 0 only when no method's layer does (a library of several methods serves them all)."""
+    none, some = {S4_STREAM: 0}, {**packed_defines([_layer(24)]), S4_STREAM: 1}
+    assert s4_merge_defines([none, none]) == {S4_STREAM: 0}
+    assert s4_merge_defines([none, some, {}]) == some
+    assert s4_merge_defines([some, {**packed_defines([_layer(300)]), S4_STREAM: 1}]) == {
+        "MCU_PIXEL_WIDE_TAPS": 256, "MCU_PACKED_LOOP": 1, "MCU_PACKED_NARROW": 1, "MCU_PACKED_NARROW_K3C3": 0,
+        S4_STREAM: 1}
+    assert s4_merge_defines([{}, {}]) == {}
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))

@@ -81,9 +81,20 @@ def test_pack_s4_is_two_codes_a_byte_low_first(count, seed):
         pack_s4(np.array([8], dtype=np.int8))
 
 
+def _conv_scratch(lib, params: dict) -> int:
+    """mcu_conv2d_s4_get_buffer_size: the scratch with which it widens its weights into the packed kernel's
+    stream (0: the layer is not one the packed kernel takes)."""
+    fn = lib.mcu_conv2d_s4_get_buffer_size
+    fn.argtypes, fn.restype = [ctypes.POINTER(cb.Conv2dS8Params)], ctypes.c_int32
+    return fn(params if isinstance(params, cb.Conv2dS8Params) else ctypes.byref(cb._fields(cb.Conv2dS8Params, params)))
+
+
 @EXACT
-@given(conv_cases(), s4_modes)
-def test_conv2d_s4(lib, case, wmode):
+@given(conv_cases(), s4_modes, st.sampled_from(["none", "stream"]))
+def test_conv2d_s4(lib, case, wmode, scratch_kind):
+    """Its own loops without scratch (four pixels at a time on DSP cores for windows of a multiple of 8 taps);
+    with its _get_buffer_size of scratch (one group), the weights widened into the int8 packed kernel's stream
+    and that kernel's paths."""
     rng = np.random.default_rng(case["seed"])
     g, icg, ocg = case["groups"], case["icg"], case["ocg"]
     cin, cout = g * icg, g * ocg
@@ -97,8 +108,10 @@ def test_conv2d_s4(lib, case, wmode):
         dilation_h=case["dh"], dilation_w=case["dw"], groups=g, input_offset=-case["in_zp"],
         output_offset=case["out_zp"], act_min=case["act"][0], act_max=case["act"][1],
     )
+    scratch = _conv_scratch(lib, params) if scratch_kind == "stream" else 0
+    assert g == 1 or _conv_scratch(lib, params) == 0
     status, out = _run(lib, "mcu_conv2d_s4", cb.Conv2dS8Params, params, x, w, b, cb.Quant(m, s, cout),
-                       params["output"])
+                       params["output"], scratch)
     assert status == MCU_OK
     assert_equal(out, conv2d_s8(x, w, b, m, s, **params))
 
@@ -129,10 +142,14 @@ def test_depthwise_conv2d_s4(lib, case, wmode, widened):
 
 
 @EXACT
-@given(batch=st.integers(1, 4), fin=st.integers(1, 70), fout=st.integers(1, 20), in_zp=zero_points,
+@given(batch=st.one_of(st.just(1), st.integers(1, 4)),
+       fin=st.one_of(st.integers(1, 70), st.integers(1, 80).map(lambda k: 8 * k)), fout=st.integers(1, 20),
+       in_zp=zero_points,
        out_zp=zero_points, act=act_bounds(), bias=bias_kinds, shift=conv_shift_centres,
        pc=st.sampled_from(["same", "varied"]), data=data_modes, wmode=s4_modes, seed=st.integers(0, 2**32 - 1))
 def test_linear_s4(lib, batch, fin, fout, in_zp, out_zp, act, bias, shift, pc, data, wmode, seed):
+    """Any shape; one row of a multiple of 8 inputs (up to MCU_S8_COL_MAX) also as the DSP cores' three rows a
+    pass on the weights' nibbles XOR 8."""
     rng = np.random.default_rng(seed)
     x = int8_data(rng, (batch, fin), data)
     w = s4_weights(rng, (fout, fin), wmode)
@@ -163,10 +180,11 @@ def test_output_on_the_input_is_refused(lib):
 
 
 @settings(max_examples=40, deadline=None)
-@given(window_case(), st.integers(0, 2**31 - 1))
-def test_conv2d_s4_window_overlap(lib, case, seed: int) -> None:
-    """mcu_conv2d_s4 (1x1 included: it has no pixel-buffer form) with its output inside its input at every
-    offset the planner's window contract allows equals the kernel on separate buffers."""
+@given(window_case(), st.sampled_from(["none", "stream"]), st.integers(0, 2**31 - 1))
+def test_conv2d_s4_window_overlap(lib, case, scratch_kind: str, seed: int) -> None:
+    """mcu_conv2d_s4 (1x1 included: it has no pixel-buffer form), its own loops (four pixels at a time on DSP
+    cores) and the packed kernel on the widened stream, with its output inside its input at every offset the planner's window contract allows
+    equals the kernel on separate buffers."""
     n, c, h, w, oc, k, s, p, d = case
     rng = np.random.default_rng(seed)
     oh, ow = out_hw(h, w, k, s, p, d)
@@ -183,8 +201,12 @@ def test_conv2d_s4_window_overlap(lib, case, seed: int) -> None:
             [tensor("y", (n, oc, oh, ow), "int8")],
             {"stride": s, "padding": p, "dilation": d, "groups": 1, "weight_bits": 4})
 
+    size = _conv_scratch(lib, params) if scratch_kind == "stream" else 0
+    buf = np.zeros(max(size, 1), dtype=np.int8)
+    ctx = ctypes.byref(cb.Context(buf.ctypes.data, size)) if size else None
+
     def call(xp, yp):
-        return lib.mcu_conv2d_s4(None, ctypes.byref(params), ctypes.byref(q.struct), xp, ptr(packed), ptr(bias), yp)
+        return lib.mcu_conv2d_s4(ctx, ctypes.byref(params), ctypes.byref(q.struct), xp, ptr(packed), ptr(bias), yp)
     check_overlap(call, x, op, n * oh * ow * oc, oc)
 
 
@@ -265,9 +287,10 @@ def _quant_arrays(m, s):
 
 
 @settings(max_examples=80, deadline=None)
-@given(conv_cases(), s4_modes)
-def test_conv2d_s4_equals_cmsis_nn(lib, cmsis, case, wmode):
-    """arm_convolve_s4 (one group) and mcu_conv2d_s4 on the same packed weights: the same bytes."""
+@given(conv_cases(), s4_modes, st.sampled_from(["none", "stream"]))
+def test_conv2d_s4_equals_cmsis_nn(lib, cmsis, case, wmode, scratch_kind):
+    """arm_convolve_s4 (one group) and mcu_conv2d_s4 on the same packed weights, its own loops and the packed
+    kernel on the widened stream: the same bytes."""
     assume(case["groups"] == 1)
     rng = np.random.default_rng(case["seed"])
     cin, cout = case["icg"], case["ocg"]
@@ -281,7 +304,9 @@ def test_conv2d_s4_equals_cmsis_nn(lib, cmsis, case, wmode):
                   stride_w=case["sw"], pad_top=case["pt"], pad_left=case["pl"], dilation_h=case["dh"],
                   dilation_w=case["dw"], groups=1, input_offset=-case["in_zp"], output_offset=case["out_zp"],
                   act_min=case["act"][0], act_max=case["act"][1])
-    status, ours = _run(lib, "mcu_conv2d_s4", cb.Conv2dS8Params, params, x, w, b, cb.Quant(m, s, cout), out_shape)
+    scratch = _conv_scratch(lib, params) if scratch_kind == "stream" else 0
+    status, ours = _run(lib, "mcu_conv2d_s4", cb.Conv2dS8Params, params, x, w, b, cb.Quant(m, s, cout), out_shape,
+                        scratch)
     assert status == MCU_OK
     in_d, f_d = Dims(*x.shape), Dims(cout, case["kh"], case["kw"], cin)
     b_d, o_d = Dims(1, 1, 1, cout), Dims(*out_shape)

@@ -7,11 +7,17 @@ grouped convolution need nothing of their own: they are conv2d ops."""
 
 from __future__ import annotations
 
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+
 from mcu.backends.calls import (SCRATCH, KernelCall, Ref, act_bounds, conv_params_s8, offsets, quant_locals,
                                 quant_operands, shape4)
+from mcu.backends.optimized.specialise import PackedLayer, merge_defines, packed_defines
 from mcu.backends.portable.variants import select_variant
 from mcu.ir import Op, Tensor
 from mcu.layouts import channel_rows, pack_palette, pack_s4
+from mcu.plan.contracts import s4_stream_bytes
 
 
 def _conv2d(op: Op, ref: Ref) -> KernelCall:
@@ -61,8 +67,9 @@ def _linear_dyn(op: Op, ref: Ref) -> KernelCall:
 
 
 # Each s4 kernel and the kernels it runs: the depthwise one widens its weights into its scratch and runs
-# the int8 depthwise kernel (and so its core's paths).
-S4_CALLS = {"mcu_conv2d_s4": ("mcu_conv2d_s4",),
+# the int8 depthwise kernel (and so its core's paths), the convolution with scratch widens them into the
+# int8 packed kernel's stream and runs that.
+S4_CALLS = {"mcu_conv2d_s4": ("mcu_conv2d_s4", "mcu_conv2d_packed_s8"),
             "mcu_depthwise_conv2d_s4": ("mcu_depthwise_conv2d_s4", "mcu_depthwise_conv2d_s8"),
             "mcu_linear_s4": ("mcu_linear_s4",)}
 
@@ -81,6 +88,44 @@ def s4_weights(op: Op) -> Tensor:
     return t
 
 
+S4_STREAM = "MCU_S4_STREAM"  # 0: mcu_conv2d_s4 built without the stream path (no layer of the model takes it)
+
+
+def s4_defines(calls: Iterable[tuple[Op, KernelCall]]) -> dict[str, int]:
+    """The compile definitions of a model's 4-bit convolutions: the packed kernel specialised to those that run it
+    (mcu/backends/optimized/specialise.py), and MCU_S4_STREAM 0 when none does, so that mcu_conv2d_s4 does not
+    link the packed kernel; nothing without 4-bit convolutions."""
+    calls = list(calls)
+    if not any(call.function == "mcu_conv2d_s4" for _, call in calls):
+        return {}
+    layers = s4_packed_layers(calls)
+    return {**packed_defines(layers), S4_STREAM: int(bool(layers))}
+
+
+def s4_merge_defines(parts: Sequence[Mapping[str, int]]) -> dict[str, int]:
+    """The definitions of a library of several methods from each one's :func:`s4_defines`: every path any needs."""
+    packed = [{k: v for k, v in p.items() if k != S4_STREAM} for p in parts]
+    merged = merge_defines([p for p in packed if p])
+    streams = [p[S4_STREAM] for p in parts if S4_STREAM in p]
+    return {**merged, S4_STREAM: max(streams)} if streams else merged
+
+
+def s4_packed_layers(calls: Iterable[tuple[Op, KernelCall]]) -> list[PackedLayer]:
+    """What mcu_conv2d_packed_s8's dispatch reads of the 4-bit convolutions that run it on their widened
+    weights (those with the stream's scratch, mcu/plan/contracts.py s4_stream_bytes); the stream's flag as
+    mcu_conv2d_s4 sets it: every shift a right shift in [-23, -1] and every multiplier non-negative."""
+    layers = []
+    for op, call in calls:
+        if call.function != "mcu_conv2d_s4" or call.params is None or not s4_stream_bytes(op):
+            continue
+        mult, shift = op.inputs[3], op.inputs[4]
+        assert mult.data is not None and shift.data is not None
+        m, s = np.asarray(mult.data).reshape(-1), np.asarray(shift.data).reshape(-1)
+        right = bool(np.all((s >= -23) & (s <= -1) & (m >= 0)))
+        layers.append(PackedLayer.from_params(call.params, right))
+    return layers
+
+
 def _matrix_s4(op: Op, ref: Ref) -> KernelCall:
     """4-bit weights with int8 activations (w4a8): the int8 kernel's struct and operands, the weights packed."""
     x, b = op.inputs[0], op.inputs[2]
@@ -89,8 +134,9 @@ def _matrix_s4(op: Op, ref: Ref) -> KernelCall:
     function = {"conv2d": "mcu_conv2d_s4", "depthwise_conv2d": "mcu_depthwise_conv2d_s4",
                 "linear": "mcu_linear_s4"}[op.kind]
     operands = [w if o is op.inputs[1] else o for o in quant_operands(op)]
+    sources = [f for f in S4_CALLS[function] if f != "mcu_conv2d_packed_s8" or s4_stream_bytes(op)]
     return KernelCall(function, ["&ctx", "&params", "&quant", ref(x), ref(w), ref(b), ref(op.output)],
-                      [f"{f}.c" for f in S4_CALLS[function]], params_type, params, locals=quant_locals(op, ref),
+                      [f"{f}.c" for f in sources], params_type, params, locals=quant_locals(op, ref),
                       operands=operands)
 
 

@@ -12,7 +12,7 @@ program file.
 
 from __future__ import annotations
 
-from typing import Any, Callable, ClassVar
+from typing import Any, Callable, ClassVar, Mapping, Sequence
 
 from mcu.backends.base import Backend, Context, Rule
 from mcu.backends.calls import KernelCall, Ref, at_source
@@ -50,3 +50,18 @@ class PortableBackend(Backend):
         if key not in EMITTERS:
             raise McuError(f"no {op.output.dtype} kernel for {op.kind}{at_source(op)}")
         return EMITTERS[key](op, refs)
+
+    def take(self, op: Op, ctx: Context) -> None:
+        # --compact-weights (the optimized backend's packed_weights False) keeps the packed kernel's code out of a
+        # 4-bit build too: its convolutions run their own loops.
+        options = ctx.options.get("optimized")
+        if op.attrs.get("weight_bits") == 4 and getattr(options, "packed_weights", None) is False:
+            op.attrs["s4_stream"] = False
+
+    def kernel_defines(self, calls: Sequence[tuple[Op, KernelCall]]) -> dict[str, int]:
+        """The 4-bit convolutions' definitions (conv.s4_defines): the packed kernel specialised to those that widen
+        their weights into its stream, or that kernel left out."""
+        return conv.s4_defines(calls)
+
+    def merge_defines(self, parts: Sequence[Mapping[str, int]]) -> dict[str, int]:
+        return conv.s4_merge_defines(parts)

@@ -190,6 +190,133 @@ static __attribute__((noinline)) void mcu_s4_dot_2ch(const int16_t *c, const int
     acc[1] = t1;
 }
 
+/* One packed row (from a byte, whole groups of 8 taps) against the columns of 4 output pixels interleaved by
+ * groups of 8 taps ([group][pixel][8 int16], each group in the pair order above): 16 times the 4 dot
+ * products. One load and 7 instructions widen 8 weights for all 4 pixels, and each pixel's 4 column words of
+ * the group come in one LDM: 31 instructions per 32 MACs. The columns are followed by the sentinel word
+ * 0x80008000, which no column word is (its halves are x + input_offset, within [-255, 255]), and one word
+ * the assembly keeps r7 in (every other register holds a value of the loop; a frame pointer in r7 stays
+ * untouched outside the assembly, and nothing inside addresses memory through it). groups >= 1. */
+#define MCU_S4_QUAD_SENTINEL 0x80008000u
+#if MCU_S8_DSP_NATIVE
+#define MCU_S4_QUAD_PIXEL(acc)                                                                            \
+    "ldmia r4!, {r7, r11, r12, lr}\n\t"                                                                   \
+    "smlad " acc ", r7, r6, " acc "\n\t"                                                                  \
+    "smlad " acc ", r11, r8, " acc "\n\t"                                                                 \
+    "smlad " acc ", r12, r9, " acc "\n\t"                                                                 \
+    "smlad " acc ", lr, r10, " acc "\n\t"
+#endif
+static inline void mcu_s4_dot_quad(const int16_t *col, const int8_t *w, int32_t groups, uint32_t acc[4])
+{
+#if MCU_S8_DSP_NATIVE
+    register uint32_t a0 __asm__("r0") = 0;
+    register uint32_t a1 __asm__("r1") = 0;
+    register uint32_t a2 __asm__("r2") = 0;
+    register uint32_t a3 __asm__("r3") = 0;
+    register const int16_t *x __asm__("r4") = col;
+    register const int8_t *wp __asm__("r5") = w;
+    register uint32_t *keep __asm__("r6") = (uint32_t *)(void *)(col + 32 * groups) + 1;
+    __asm__ volatile(
+        "str r7, [r6]\n\t"
+        "1:\n\t"
+        "ldr r10, [r5], #4\n\t"
+        "lsl r9, r10, #4\n\t"
+        "and r9, r9, #0xF0F0F0F0\n\t"
+        "and r10, r10, #0xF0F0F0F0\n\t"
+        "sxtb16 r6, r9\n\t"
+        "sxtb16 r8, r10\n\t"
+        "sxtb16 r9, r9, ror #8\n\t"
+        "sxtb16 r10, r10, ror #8\n\t"
+        MCU_S4_QUAD_PIXEL("r0") MCU_S4_QUAD_PIXEL("r1") MCU_S4_QUAD_PIXEL("r2") MCU_S4_QUAD_PIXEL("r3")
+        "ldr r6, [r4]\n\t"
+        "cmp r6, #0x80008000\n\t"
+        "bne 1b\n\t"
+        "ldr r7, [r4, #4]\n\t"
+        : "+r"(a0), "+r"(a1), "+r"(a2), "+r"(a3), "+r"(x), "+r"(wp), "+r"(keep)
+        :
+        : "r8", "r9", "r10", "r11", "r12", "lr", "cc", "memory");
+    const uint32_t sums[4] = {a0, a1, a2, a3};
+#else
+    uint32_t sums[4] = {0, 0, 0, 0};
+    for (int32_t g = 0; g < groups; ++g) {
+        const uint32_t v = mcu_load_u32(w + 4 * g);
+        const uint32_t lo = 0xF0F0F0F0u & (v << 4), hi = 0xF0F0F0F0u & v;
+        const uint32_t wk[4] = {mcu_sxtb16(lo), mcu_sxtb16(hi), mcu_sxtb16_ror8(lo), mcu_sxtb16_ror8(hi)};
+        for (int32_t px = 0; px < 4; ++px) {
+            for (int32_t k = 0; k < 4; ++k) {
+                sums[px] = mcu_smlad(mcu_load_u32(col + (4 * g + px) * 8 + 2 * k), wk[k], sums[px]);
+            }
+        }
+    }
+#endif
+    for (int32_t px = 0; px < 4; ++px) {
+        acc[px] += (uint32_t)mcu_asr32(mcu_u32_to_s32(sums[px]), 4);
+    }
+}
+
+/* Three packed rows (row stride `stride` bytes, from a byte, whole groups of 8 taps) against one column in the
+ * pair order above, followed by the sentinel word MCU_S4_QUAD_SENTINEL and one word for r7 (as
+ * mcu_s4_dot_quad): the 3 sums of u * x with u = w + 8 the weight's nibble XOR 8, in [0, 15]. XOR with
+ * 0x88888888 and one AND with 0x000F000F per shift by 0, 4, 8 and 12 bits give a word's 8 values as the
+ * pairs (u0, u4), (u1, u5), (u2, u6), (u3, u7), so a row's 8 taps take 10 instructions, and the column's 4
+ * words of a group one LDM for all 3 rows: 34 instructions per 24 MACs. The caller takes 8 times the
+ * column's sum away. groups >= 1. */
+#if MCU_S8_DSP_NATIVE
+#define MCU_S4_ROW3(acc, load)                                                                            \
+    load                                                                                                  \
+    "eor r10, r10, #0x88888888\n\t"                                                                       \
+    "and r9, r8, r10\n\t"                                                                                 \
+    "smlad " acc ", r7, r9, " acc "\n\t"                                                                  \
+    "and r9, r8, r10, lsr #4\n\t"                                                                         \
+    "smlad " acc ", r11, r9, " acc "\n\t"                                                                 \
+    "and r9, r8, r10, lsr #8\n\t"                                                                         \
+    "smlad " acc ", r12, r9, " acc "\n\t"                                                                 \
+    "and r9, r8, r10, lsr #12\n\t"                                                                        \
+    "smlad " acc ", lr, r9, " acc "\n\t"
+#endif
+static inline void mcu_s4_dot_rows3(const int16_t *col, const int8_t *w, int32_t stride, int32_t groups,
+                                    uint32_t sums[3])
+{
+#if MCU_S8_DSP_NATIVE
+    register uint32_t a0 __asm__("r0") = 0;
+    register uint32_t a1 __asm__("r1") = 0;
+    register uint32_t a2 __asm__("r2") = 0;
+    register const int16_t *x __asm__("r4") = col;
+    register const int8_t *wp __asm__("r5") = w;
+    register int32_t rs __asm__("r6") = stride;
+    register uint32_t *keep __asm__("r3") = (uint32_t *)(void *)(col + 8 * groups) + 1;
+    __asm__ volatile(
+        "str r7, [r3]\n\t"
+        "mov r8, #0x000F000F\n\t"
+        "1:\n\t"
+        "ldmia r4!, {r7, r11, r12, lr}\n\t"
+        MCU_S4_ROW3("r1", "ldr r10, [r5, r6]\n\t")
+        MCU_S4_ROW3("r2", "ldr r10, [r5, r6, lsl #1]\n\t")
+        MCU_S4_ROW3("r0", "ldr r10, [r5], #4\n\t")
+        "ldr r10, [r4]\n\t"
+        "cmp r10, #0x80008000\n\t"
+        "bne 1b\n\t"
+        "ldr r7, [r4, #4]\n\t"
+        : "+r"(a0), "+r"(a1), "+r"(a2), "+r"(x), "+r"(wp), "+r"(rs), "+r"(keep)
+        :
+        : "r8", "r9", "r10", "r11", "r12", "lr", "cc", "memory");
+    sums[0] = a0;
+    sums[1] = a1;
+    sums[2] = a2;
+#else
+    for (int32_t r = 0; r < 3; ++r) {
+        uint32_t a = 0;
+        for (int32_t g = 0; g < groups; ++g) {
+            const uint32_t v = mcu_load_u32(w + r * stride + 4 * g) ^ 0x88888888u;
+            for (int32_t k = 0; k < 4; ++k) {
+                a = mcu_smlad(mcu_load_u32(col + 8 * g + 2 * k), 0x000F000Fu & (v >> (4 * k)), a);
+            }
+        }
+        sums[r] = a;
+    }
+#endif
+}
+
 /* Output pixels ya and yb (yb NULL: ya only) of rows of n weights, every output channel's row at nibble
  * oc * n. Even n: the columns of n taps of pixel a at ca and of pixel b at ca + MCU_S4_PIXEL_B (ca2 unused).
  * Odd n: columns of n + 1 taps, at ca and ca + MCU_S4_PIXEL_B / 2 with a 0 after the window for the even
