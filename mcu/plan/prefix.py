@@ -40,6 +40,11 @@ from mcu.plan.contracts import overlap_contracts, scratch_bytes
 KIND = "stream_prefix"
 ALIGNMENT = 4
 INPUT = -1  # the producer index of a streamed input's rows
+# A profiling build traces a prefix per step, not as one op: each step is an event of id
+# ``handle | (k + 1) << TRACE_SHIFT`` (k: the op's index in the prefix, len(ops) for the streamed input's
+# reader), after one empty event ``handle | TRACE_HOOKS << TRACE_SHIFT`` that measures the hooks' own cost.
+TRACE_SHIFT = 16
+TRACE_HOOKS = 0xFFFF
 
 
 def _align(n: int) -> int:
