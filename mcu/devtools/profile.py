@@ -121,7 +121,7 @@ class Profile:
                     line += f" (est. {o['cycles']:,} cycles{ms})"
                 if o["overhead"] is not None:
                     w = o["whole_cost"]
-                    line += (f"; whole {w:,}, {o['overhead']:+,} for the calls and ring moves"
+                    line += (f"; whole {w:,}, {o['overhead']:+,} band by band"
                              + (f" ({o['overhead'] / w * 100:+.1f} %)" if w else ""))
                 elif o["kind"] == "read":
                     line += "; the input's callback (in the arena when not streamed)"
@@ -260,7 +260,7 @@ class Profile:
                     f'fill="#a0cbe8"><title>{escape(o["name"])} in streamed prefix {escape(r.op.name)}: '
                     f'{o["cost"]:,} {self.unit} in {o["calls"]} calls{extra}</title></rect>',
                     f'<rect class="prefix-overhead" x="{left + ww:.1f}" y="{y}" width="{wo:.1f}" height="{bar_h}" '
-                    f'fill="#f28e2b"><title>calls per band and ring moves{extra}</title></rect>',
+                    f'fill="#f28e2b"><title>calls per band, ring moves, the kernel\'s work per call{extra}</title></rect>',
                     f'<text x="{left + ww + wo + 6:.1f}" y="{y + bar_h - 5}">{o["cost"]:,}{escape(extra)}</text>',
                 ]
         parts.append("</svg>")
