@@ -111,8 +111,8 @@ class Profile:
             if not ops:
                 continue
             lines.append(f"{r.op.handle:>6}  {r.op.name}: streamed prefix, {r.op.prefix['steps']} calls; nothing "
-                         "recomputed (each ring keeps the halo rows the next band reads again), so what a band "
-                         "costs beyond the op run whole is its calls and ring moves:")
+                         "recomputed (each ring keeps the halo rows the next band reads again): what an op "
+                         "costs beyond the op run whole is its calls, its ring moves and its kernel's setup per call:")
             for o in ops:
                 band = f"{o['band']} row{'s' if o['band'] > 1 else ''}"
                 line = f"        {o['name']} ({o['kind']}): {o['calls']} calls of up to {band}, {o['cost']:,} {self.unit}"
