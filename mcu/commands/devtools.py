@@ -99,19 +99,21 @@ def cmd_profile(args: argparse.Namespace) -> int:
     from mcu.devtools.profile import events_json, profile_model
 
     cm = compile_model(args)
+
+    def whole_for() -> Any:
+        # the same model with every tensor whole: what a fused block's or a streamed prefix's ops cost unfused
+        return compile_model(argparse.Namespace(**{**vars(args), "fuse_blocks": "off", "ram_budget": None,
+                                                   "stream_prefix": False, "stream_input": False}))
+
     if args.program:
         # lazy: keeps jinja2 out of this module's import
         from mcu.devtools.program_trace import profile_program
 
-        profile, run = profile_program(cm, timeout_s=args.timeout)
+        profile, run = profile_program(cm, timeout_s=args.timeout, whole_for=whole_for)
     else:
         def compile_for(board: Any) -> Any:
             # the same model and options for another board: a hardware board's simulated twin
             return compile_model(argparse.Namespace(**{**vars(args), "board": board}))
-
-        def whole_for() -> Any:
-            # the same model with every tensor whole: what a fused block's ops cost unfused
-            return compile_model(argparse.Namespace(**{**vars(args), "fuse_blocks": "off", "ram_budget": None}))
 
         profile, run = profile_model(cm, timeout_s=args.timeout, port=getattr(args, "port", None),
                                      drive=getattr(args, "drive", None), compile_for=compile_for,

@@ -16,6 +16,7 @@ from mcu.emit.c_model import GeneratedLibrary
 from mcu.ir import Graph, Op, QuantParams
 from mcu.plan.fused import KIND as FUSED_KIND, Block
 from mcu.plan.memory import MemoryPlan
+from mcu.plan.prefix import INPUT, KIND as PREFIX_KIND, Prefix
 from mcu.plan.planner import occupied_bytes_per_step
 
 # Ops whose cost is dominated by multiply-accumulates: weight (operand 1) is [out, in/groups, kh, kw] or
@@ -38,6 +39,7 @@ class OpInfo:
     live_bytes: int  # arena bytes the buffers live while the op runs occupy (shared bytes once: <= the arena)
     quant: dict[str, Any] = field(default_factory=dict)  # output quantization: scale, zero_point (int8 ops)
     fused: dict[str, Any] | None = None  # a block run row by row: what its loop does (:func:`fused_loop`)
+    prefix: dict[str, Any] | None = None  # a streamed prefix: its ops' calls and rings (:func:`prefix_steps`)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -50,6 +52,8 @@ class OpInfo:
 def op_macs(op: Op) -> int:
     if op.kind == FUSED_KIND:  # a block run row by row: its stages' MACs, none computed twice
         return sum(op_macs(stage) for stage in op.attrs["stages"])
+    if op.kind == PREFIX_KIND:  # its ops band by band: their MACs, none computed twice
+        return sum(op_macs(o) for o in op.attrs["prefix"].ops)
     if op.kind not in _WEIGHTED or len(op.inputs) < 2:
         return 0
     weight = op.inputs[1].shape
@@ -80,6 +84,17 @@ def fused_loop(block: Block, stages: list[Op]) -> dict[str, Any]:
             "rows_computed": sum(computed.values()), "rows_recomputed": sum(n - 1 for n in computed.values()),
             "ring_moves": moves, "ring_move_bytes": block.keep * block.e_row, "padding_rows": padding,
             "padding_row_bytes": block.e_row, "calls": calls, "stages": [s.name for s in stages]}
+
+
+def prefix_steps(p: Prefix) -> dict[str, Any]:
+    """What a streamed prefix's schedule does: its steps, each op's calls and the most rows a call makes
+    (its band), the streamed input's reader's, and each ring's rows and bytes."""
+    ops = [{"name": o.name, "kind": o.kind, "calls": len(p.calls_of(i)), "band": p.band(i),
+            "rows": o.output.shape[2]} for i, o in enumerate(p.ops)]
+    reader = {"name": "input rows", "kind": "read", "calls": len(p.calls_of(INPUT)), "band": p.input_band,
+              "rows": p.input.shape[2]} if p.stream else None
+    return {"steps": len(p.steps), "stream": p.stream, "ops": ops, "reader": reader,
+            "rings": [[r.tensor.name, r.rows, r.nbytes] for r in p.rings.values()]}
 
 
 def live_bytes_per_step(memory: MemoryPlan, steps: int) -> list[int]:
@@ -116,5 +131,6 @@ def op_table(graph: Graph, memory: MemoryPlan, library: GeneratedLibrary) -> lis
             output_shapes=[list(t.shape) for t in op.outputs], dtype=op.outputs[0].dtype,
             macs=op_macs(op), source=_source(op), live_bytes=live[step.index], quant=_quant(op.outputs[0].quant),
             fused=fused_loop(op.attrs["block"], op.attrs["stages"]) if op.kind == FUSED_KIND else None,
+            prefix=prefix_steps(op.attrs["prefix"]) if op.kind == PREFIX_KIND else None,
         ))
     return rows

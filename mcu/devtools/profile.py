@@ -16,6 +16,7 @@ from html import escape
 from typing import Any, Callable
 
 from mcu.devtools.ops import OpInfo
+from mcu.devtools.prefix_trace import PrefixTrace, fold
 from mcu.devtools.trace import TraceEvent
 from mcu.errors import McuError
 from mcu.devtools.ops import op_table
@@ -48,6 +49,8 @@ class Profile:
     # Each op's cost in the whole-tensor schedule, by name, when the profiled build fuses blocks: what a fused
     # block's ops cost unfused, so what its row loop adds (:meth:`fusion_overhead`).
     whole_costs: dict[str, int] | None = None
+    # By a streamed prefix's handle: its ops' calls and costs, from the events of its steps (prefix_trace).
+    prefixes: dict[int, PrefixTrace] | None = None
 
     def fusion_overhead(self, op: OpInfo, cost: int) -> int | None:
         """What fused block ``op`` (measured ``cost``) runs beyond its ops run whole; None when unmeasured."""
@@ -76,6 +79,53 @@ class Profile:
                 line += (f"; {extra:+,} {self.unit} over its ops run whole"
                          + (f" ({extra / whole * 100:+.1f} %)" if whole else ""))
             lines.append(line)
+        return lines
+
+    def prefix_ops(self, op: OpInfo) -> list[dict[str, Any]]:
+        """Each op of streamed prefix ``op`` (and its streamed input's reader): calls, band, instructions (the
+        tracer's hooks taken out), the estimate, and what calling it per band costs beyond the op run whole."""
+        trace = (self.prefixes or {}).get(op.handle)
+        if op.prefix is None or trace is None:
+            return []
+        found = []
+        entries = [*op.prefix["ops"], *([op.prefix["reader"]] if op.prefix["reader"] else [])]
+        for k, entry in enumerate(entries):
+            costs = trace.ops.get(k)
+            if costs is None:
+                continue
+            whole = None if self.whole_costs is None or entry["kind"] == "read" \
+                else self.whole_costs.get(entry["name"])
+            # the whole op's event holds the hooks once; the prefix's costs hold none
+            whole = None if whole is None else whole - trace.hooks
+            found.append({**entry, "cost": costs.cost, "cycles": costs.estimated_cycles,
+                          "ms": self._ms(costs.estimated_cycles), "whole_cost": whole,
+                          "overhead": None if whole is None else costs.cost - whole, "recomputed_rows": 0})
+        return found
+
+    def prefix_lines(self) -> list[str]:
+        """Per streamed prefix, one line per op: its calls, its instructions and estimate, and its instructions
+        beyond the same op run whole (calls per band, ring moves: no row is computed twice)."""
+        lines: list[str] = []
+        for r in sorted((r for r in self.rows if r.op.prefix is not None), key=lambda r: r.op.handle):
+            ops = self.prefix_ops(r.op)
+            if not ops:
+                continue
+            lines.append(f"{r.op.handle:>6}  {r.op.name}: streamed prefix, {r.op.prefix['steps']} calls; nothing "
+                         "recomputed (each ring keeps the halo rows the next band reads again): what an op "
+                         "costs beyond the op run whole is its calls, its ring moves and its kernel's setup per call:")
+            for o in ops:
+                band = f"{o['band']} row{'s' if o['band'] > 1 else ''}"
+                line = f"        {o['name']} ({o['kind']}): {o['calls']} calls of up to {band}, {o['cost']:,} {self.unit}"
+                if o["cycles"] is not None:
+                    ms = f", {o['ms']:.3f} ms" if o["ms"] is not None else ""
+                    line += f" (est. {o['cycles']:,} cycles{ms})"
+                if o["overhead"] is not None:
+                    w = o["whole_cost"]
+                    line += (f"; whole {w:,}, {o['overhead']:+,} band by band"
+                             + (f" ({o['overhead'] / w * 100:+.1f} %)" if w else ""))
+                elif o["kind"] == "read":
+                    line += "; the input's callback (in the arena when not streamed)"
+                lines.append(line)
         return lines
 
     @property
@@ -148,6 +198,7 @@ class Profile:
                          f"{self.total_cost / self.inference_cost * 100:.2f} % ({outside:,} outside the ops: "
                          "input/output copies and the call sequence)")
         lines += self.fused_lines()
+        lines += self.prefix_lines()
         return "\n".join(lines)
 
     def to_json(self) -> dict[str, Any]:
@@ -160,6 +211,7 @@ class Profile:
             if self.measured_cycles else None,
             "ops": [{**asdict(r.op), "cost": r.cost, "share": r.share, "cost_per_mac": r.cost_per_mac,
                      "fusion_overhead": self.fusion_overhead(r.op, r.cost),
+                     **({"prefix_ops": self.prefix_ops(r.op)} if r.op.prefix is not None else {}),
                      "cycles": r.estimated_cycles, "ms": self._ms(r.estimated_cycles),
                      "predicted_over_measured": self._ratio(r.estimated_cycles, r.cost) if self.measured_cycles else None}
                     for r in self.rows],
@@ -168,7 +220,8 @@ class Profile:
     def svg(self, width: int = 1000) -> str:
         """A horizontal bar per op, largest first, labelled with its handle, name, kernel and share."""
         bar_h, gap, left, right, top = 18, 6, 330, 150, 56
-        height = top + len(self.rows) * (bar_h + gap) + 30
+        subs = {r.op.handle: self.prefix_ops(r.op) for r in self.rows if r.op.prefix is not None}
+        height = top + (len(self.rows) + sum(len(v) for v in subs.values())) * (bar_h + gap) + 30
         biggest = max((r.cost for r in self.rows), default=1) or 1
         pw = width - left - right
         parts = [
@@ -180,7 +233,9 @@ class Profile:
             f'<text x="10" y="40">total {self.total_cost:,} {self.unit} over {len(self.rows)} ops'
             + (f", whole inference {self.inference_cost:,}" if self.inference_cost else "") + "</text>",
         ]
-        for i, r in enumerate(self.rows):
+        i = -1
+        for r in self.rows:
+            i += 1
             y = top + i * (bar_h + gap)
             w = max(r.cost / biggest * pw, 1.0)
             label = f"#{r.op.handle} {r.op.name} ({r.op.kernel})"
@@ -191,6 +246,23 @@ class Profile:
                 f"{r.op.live_bytes:,} B live; {escape(r.op.source)}</title></rect>",
                 f'<text x="{left + w + 6:.1f}" y="{y + bar_h - 5}">{r.cost:,} ({r.share * 100:.1f} %)</text>',
             ]
+            for o in subs.get(r.op.handle, []):
+                # a prefix's op under it: the op run whole, and what calling it per band adds
+                i += 1
+                y = top + i * (bar_h + gap)
+                whole = o["cost"] if o["whole_cost"] is None else min(o["whole_cost"], o["cost"])
+                ww, wo = whole / biggest * pw, max(o["cost"] - whole, 0) / biggest * pw
+                label = f"  {o['name']}: {o['calls']} calls"
+                extra = "" if o["overhead"] is None else f", {o['overhead']:+,} over the op run whole"
+                parts += [
+                    f'<text x="{left - 6}" y="{y + bar_h - 5}" text-anchor="end">{escape(label[:52])}</text>',
+                    f'<rect class="prefix-op" x="{left}" y="{y}" width="{max(ww, 1.0):.1f}" height="{bar_h}" '
+                    f'fill="#a0cbe8"><title>{escape(o["name"])} in streamed prefix {escape(r.op.name)}: '
+                    f'{o["cost"]:,} {self.unit} in {o["calls"]} calls{extra}</title></rect>',
+                    f'<rect class="prefix-overhead" x="{left + ww:.1f}" y="{y}" width="{wo:.1f}" height="{bar_h}" '
+                    f'fill="#f28e2b"><title>calls per band, ring moves, the kernel\'s work per call{extra}</title></rect>',
+                    f'<text x="{left + ww + wo + 6:.1f}" y="{y + bar_h - 5}">{o["cost"]:,}{escape(extra)}</text>',
+                ]
         parts.append("</svg>")
         return "\n".join(parts) + "\n"
 
@@ -298,20 +370,24 @@ def profile_model(cm: Any, timeout_s: float = 600.0, port: str | None = None, dr
     if not run.passed:
         raise McuError(f"the profiling firmware of {cm.spec.name} failed its bundled vectors",
                        hint=run.console.strip()[-1500:])
+    run.events, prefixes = fold(run.events)
     ops = op_table(cm.graph, cm.memory, cm.library)
     if cm.board.deploy_method == "uf2":
         title = f"{cm.spec.name} {cm.quantize} on {cm.board.name} (cycles measured on the chip)"
         events, predicted_on = run.events, None
         if compile_for is not None and cm.board.sim_twin is not None:
             events, predicted_on = predict_on_twin(cm, ops, run.events, compile_for, timeout_s)
-        return make_profile(title, run.unit, ops, events, run.inference_cost, "traced build, hooks included",
-                            clock_hz=cm.board.clock_hz, predicted_on=predicted_on), run
+        profile = make_profile(title, run.unit, ops, events, run.inference_cost, "traced build, hooks included",
+                               clock_hz=cm.board.clock_hz, predicted_on=predicted_on)
+        profile.prefixes = prefixes
+        return profile, run
     normal = cm.simulate(timeout_s=timeout_s)
     if out_lines(normal.console) != out_lines(run.console):
         raise McuError(f"the profiling and normal firmwares of {cm.spec.name} print different outputs",
                        hint="the tracer hooks must not change what a model computes: report this as a bug")
     title = f"{cm.spec.name} {cm.quantize} on {cm.board.name}"
     profile = make_profile(title, run.unit, ops, run.events, normal.instructions, clock_hz=cm.board.clock_hz)
-    if whole_for is not None and any(op.fused is not None for op in ops):
+    profile.prefixes = prefixes
+    if whole_for is not None and any(op.fused is not None or op.prefix is not None for op in ops):
         profile.whole_costs = whole_op_costs(whole_for(), timeout_s)
     return profile, run

@@ -21,6 +21,7 @@ from mcu.device.console import parse_harness
 from mcu.errors import McuError
 from mcu.ir import NUMPY_DTYPES
 from mcu.paths import cache_dir, kernel_source, runtime_dir
+from mcu.plan.prefix import KIND as PREFIX_KIND
 from mcu.device.flash import chip_for_family, flash_uf2
 
 TRACE_DEFINE = "MCU_TRACE"
@@ -122,6 +123,18 @@ def trace_events(console: str, instructions: list[int], ops_per_inference: int,
             for i, (h, c) in enumerate(lines[:ops_per_inference])]
 
 
+def prefix_step_events(cm: Any) -> int:
+    """The events the streamed prefixes of ``cm`` add to one inference: each one per step and one of its
+    hooks' cost instead of its own."""
+    return sum(len(op.attrs["prefix"].steps) for op in cm.graph.ops if op.kind == PREFIX_KIND)
+
+
+def events_per_inference(cm: Any) -> int:
+    """The events of one inference: one per op, a streamed prefix one per step and one of its hooks' cost
+    (mcu/plan/prefix.py's TRACE_SHIFT)."""
+    return len(cm.library.view.steps) + prefix_step_events(cm)
+
+
 def _first_outputs(cm: Any, report: Any, exit_code: int | None, console: str) -> list[Any]:
     outputs = []
     for i, t in enumerate(cm.graph.outputs):
@@ -148,7 +161,7 @@ def run_traced(cm: Any, timeout_s: float = 600.0, port: str | None = None, drive
     fw = build_traced(cm)
     result = run_qemu(cm.board, fw.elf, timeout_s=timeout_s)
     report = parse_harness(result.console)
-    events = trace_events(result.console, result.trace_instructions, len(cm.library.view.steps),
+    events = trace_events(result.console, result.trace_instructions, events_per_inference(cm),
                           result.trace_cycles)
     return TraceRun(board=cm.board.name, unit="instructions", events=events,
                     inference_cost=result.instructions[0] if result.instructions else None,
@@ -164,7 +177,7 @@ def _run_traced_on_device(cm: Any, timeout_s: float, port: str | None, drive: Pa
     result = flashed.console
     if result is None:  # flash_uf2 always reads the console here; a None would be a bug, not a user error
         raise McuError(f"no console was read from {cm.board.name}")
-    events = trace_events(result.console, [], len(cm.library.view.steps))
+    events = trace_events(result.console, [], events_per_inference(cm))
     # The CYCLES line times the first inference with the tracer's hooks and prints in it.
     return TraceRun(board=cm.board.name, unit="cycles", events=events, inference_cost=result.report.cycles,
                     outputs_raw=_first_outputs(cm, result.report, result.firmware_exit, result.console),

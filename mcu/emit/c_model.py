@@ -128,6 +128,7 @@ class StepView:
     output_nbytes: int = 0
     guard: GuardView | None = None  # a custom kernel's call (GUARD_DEFINE)
     body: list[str] = field(default_factory=list)  # statements replacing the one call (a fused block's loop)
+    traced_inside: bool = False  # the body brackets its own steps with the tracer's hooks (a streamed prefix)
 
 
 @dataclass
@@ -316,8 +317,8 @@ def build_view(graph: Graph, memory: MemoryPlan, quantize: str, prefix: str | No
         scratch = memory.scratch_offsets.get(id(op))
         where = None if scratch is None else arena_var(memory.scratch_arena_index(op))
         if op.kind in (FUSED_KIND, PREFIX_KIND):
-            emit_body = fused_body if op.kind == FUSED_KIND else prefix_body
-            lines, row_calls = emit_body(op, tensor_ref, f"{where} + {scratch}")
+            lines, row_calls = fused_body(op, tensor_ref, f"{where} + {scratch}") if op.kind == FUSED_KIND \
+                else prefix_body(op, tensor_ref, f"{where} + {scratch}", i)
             for row_op, row_call in row_calls:
                 emitted.append((row_op, row_call))
                 sources += [s for s in row_call.sources if s not in sources]
@@ -329,7 +330,8 @@ def build_view(graph: Graph, memory: MemoryPlan, quantize: str, prefix: str | No
                 f"({', '.join(op.attrs['ops'])})"
             kernels = "+".join(dict.fromkeys(c.function or c.backend_function for _, c in row_calls))
             steps.append(StepView(index=i, name=op.name, call=KernelCall(kernels, [], [], comment=comment), params_c="",
-                                  output_ref=tensor_ref(op.output), output_nbytes=op.output.nbytes, body=lines))
+                                  output_ref=tensor_ref(op.output), output_nbytes=op.output.nbytes, body=lines,
+                                  traced_inside=op.kind == PREFIX_KIND))
             continue
         ref = Refs(tensor_ref, None if scratch is None else (f"{where} + {scratch}", scratch_bytes(op)))
         call = emit_call(op, ref)

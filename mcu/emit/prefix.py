@@ -15,17 +15,19 @@ from mcu.backends.calls import KernelCall, Refs
 from mcu.emit.cvalues import c_type
 from mcu.emit.kernels import call_block
 from mcu.ir import Op, Tensor
-from mcu.plan.prefix import INPUT, Prefix, height, row_bytes, row_op, stage_scratch_bytes
+from mcu.plan.prefix import INPUT, TRACE_HOOKS, TRACE_SHIFT, Prefix, height, row_bytes, row_op, stage_scratch_bytes
 
 READER = "mcu_read_input_rows"  # the C names of the streamed input's reader and its source (codegen/model.c.j2)
 READER_CONTEXT = "input_source"
 
 
-def body(op: Op, tensor_ref: Callable[[Tensor], str], scratch: str) -> tuple[list[str], list[tuple[Op, KernelCall]]]:
+def body(op: Op, tensor_ref: Callable[[Tensor], str], scratch: str,
+         handle: int = 0) -> tuple[list[str], list[tuple[Op, KernelCall]]]:
     """The C statements of prefix ``op`` (``scratch``: a C expression of its planned scratch, a ``uint8_t *``)
     and the (row op, call) of every kernel call in them. A streamed input is read through ``READER``
     (``mcu_status READER(const mcu_input_source *, int32_t first_row, int32_t rows, T *rows_out)``) from
-    ``READER_CONTEXT``."""
+    ``READER_CONTEXT``. A profiling build traces each step as an event of op ``handle`` (TRACE_SHIFT); the
+    hooks vanish from a normal build."""
     p: Prefix = op.attrs["prefix"]
     ops = p.ops
     calls: list[tuple[Op, KernelCall]] = []
@@ -43,7 +45,12 @@ def body(op: Op, tensor_ref: Callable[[Tensor], str], scratch: str) -> tuple[lis
         "(void)base;",
         f"static const {width} steps[{len(table)}] = {{{', '.join(str(s) for s in table)}}};",
         f"static const {count_width} counts[{len(table)}] = {{{', '.join(str(n) for n in counts)}}};",
+        "{",
+        f"    MCU_TRACE_OP_BEGIN({handle | TRACE_HOOKS << TRACE_SHIFT}u);",
+        f"    MCU_TRACE_OP_END({handle | TRACE_HOOKS << TRACE_SHIFT}u);",
+        "}",
         f"for (int32_t i = 0; i < {len(table)}; ++i) {{",
+        f"    MCU_TRACE_OP_BEGIN({handle}u | ((uint32_t)steps[i] + 1u) << {TRACE_SHIFT});",
         "    const int32_t y = next[steps[i]];",
         "    const int32_t n = counts[i];",
         "    next[steps[i]] = y + n;",
@@ -115,5 +122,6 @@ def body(op: Op, tensor_ref: Callable[[Tensor], str], scratch: str) -> tuple[lis
             lines += sub_lines
             lines.append("        }")
         lines += ["        break;", "    }"]
-    lines += ["    default:", "        break;", "    }", "}"]
+    lines += ["    default:", "        break;", "    }",
+              f"    MCU_TRACE_OP_END({handle}u | ((uint32_t)steps[i] + 1u) << {TRACE_SHIFT});", "}"]
     return lines, calls

@@ -18,9 +18,10 @@ _PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#
 
 
 def plan_svg(plan: Plan, title: str, step_names: list[str] | None = None, width: int = 1100,
-             height: int = 640, rings: dict[str, list[tuple[str, int, int]]] | None = None) -> str:
-    """``rings``: by buffer name, the rings inside it as (tensor, offset in the buffer, bytes): a streamed
-    prefix's scratch (mcu/plan/prefix.py), each ring drawn hatched with its tensor's name."""
+             height: int = 640, rings: dict[str, list[tuple[str, int, int, int, int]]] | None = None) -> str:
+    """``rings``: by buffer name, the rings inside it as (tensor, offset in the buffer, bytes, rows kept, rows
+    written per call: the band): a streamed prefix's scratch (mcu/plan/prefix.py), each ring drawn hatched
+    with its tensor's name, its rows and its band."""
     steps = max((b.last_use for b in plan.buffers), default=0) + 1
     top = max(plan.arena_size, plan.lower_bound, 1)
     left, right, upper, lower = 90, 20, 50, 70
@@ -62,14 +63,17 @@ def plan_svg(plan: Plan, title: str, step_names: list[str] | None = None, width:
         h = max(b.size * sy, 0.5)
         color = _PALETTE[i % len(_PALETTE)]
         inner = (rings or {}).get(b.name, [])
-        for tensor, at, size in inner:
+        for tensor, at, size, rows, band in inner:
             ry = y(off + at + size)
+            kept = f"{rows} row{'s' if rows != 1 else ''}, band {band}"
             parts.append(
-                f'<g class="ring"><title>{escape(tensor)}: ring of {size} B at [{off + at}, {off + at + size}) '
-                f'(rows a streamed prefix keeps), steps {b.first_use}-{b.last_use}</title>'
+                f'<g class="ring"><title>{escape(tensor)}: ring of {kept} ({size} B) at [{off + at}, '
+                f'{off + at + size}): the rows a streamed prefix keeps, its producer writing up to {band} '
+                f'a call; steps {b.first_use}-{b.last_use}</title>'
                 f'<rect x="{x0:.1f}" y="{ry:.1f}" width="{w:.1f}" height="{max(size * sy, 0.5):.1f}" '
                 f'fill="url(#ring)" fill-opacity="0.55" stroke="{color}"/>'
-                f'<text x="{x0 + 2:.1f}" y="{ry + min(size * sy, 12) - 2:.1f}" font-size="8">{escape(tensor)}</text></g>')
+                f'<text x="{x0 + 2:.1f}" y="{ry + min(size * sy, 12) - 2:.1f}" font-size="8">'
+                f'{escape(tensor)} ({kept})</text></g>')
         if inner:
             continue
         ring = b.name.endswith(RING_SUFFIX)

@@ -40,6 +40,11 @@ from mcu.plan.contracts import overlap_contracts, scratch_bytes
 KIND = "stream_prefix"
 ALIGNMENT = 4
 INPUT = -1  # the producer index of a streamed input's rows
+# A profiling build traces a prefix per step, not as one op: each step is an event of id
+# ``handle | (k + 1) << TRACE_SHIFT`` (k: the op's index in the prefix, len(ops) for the streamed input's
+# reader), after one empty event ``handle | TRACE_HOOKS << TRACE_SHIFT`` that measures the hooks' own cost.
+TRACE_SHIFT = 16
+TRACE_HOOKS = 0xFFFF
 
 
 def _align(n: int) -> int:
@@ -508,9 +513,18 @@ def prefix_candidates(graph: Graph, arena_of: Callable[[Graph], int], below: int
     return result
 
 
-def ring_parts(graph: Graph) -> dict[str, list[tuple[str, int, int]]]:
-    """By the name of a streamed prefix's planned scratch: (tensor, offset, bytes) of each of its rings,
-    for the plan's drawing (mcu/plan/drawing.py)."""
-    return {f"{op.name}_{op.attrs['scratch_name']}": [(r.tensor.name, r.offset, r.nbytes)
-                                                      for r in op.attrs["prefix"].rings.values()]
+def ring_parts(graph: Graph) -> dict[str, list[tuple[str, int, int, int, int]]]:
+    """By the name of a streamed prefix's planned scratch: (tensor, offset, bytes, rows kept, rows its producer
+    writes per call: its band) of each of its rings, for the plan's drawing (mcu/plan/drawing.py)."""
+    return {f"{op.name}_{op.attrs['scratch_name']}": [(r.tensor.name, r.offset, r.nbytes, r.rows,
+                                                      _producer_band(op.attrs["prefix"], r.tensor))
+                                                     for r in op.attrs["prefix"].rings.values()]
             for op in graph.ops if op.kind == KIND}
+
+
+def _producer_band(p: Prefix, t: Tensor) -> int:
+    """The most rows one call writes into ``t``'s ring: its producer's band (the reader's for the input)."""
+    for i, o in enumerate(p.ops):
+        if o.output is t:
+            return p.band(i)
+    return p.band(INPUT)

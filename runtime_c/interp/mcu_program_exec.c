@@ -237,7 +237,10 @@ MCU_PROGRAM_SHARED static mcu_status run_rows(mcu_exec_ctx *x, const mcu_fbt *in
     int32_t params[MCU_ROWS_N_PARAMS];
     memcpy(params, fp->b + pv, sizeof(params));
     const uint8_t *table = (const uint8_t *)operand(x, (int32_t)mcu_fb_u32(fp, ov), bases, &tsize, &dtype);
-    rows_run r = {{rows_move, rows_read, rows_call}, x, bases, NULL, iv, n, i + 1u};
+    rows_run r = {{.move = rows_move, .read = rows_read, .call = rows_call}, x, bases, NULL, iv, n, i + 1u};
+#ifdef MCU_TRACE
+    r.v.trace = i + 1u;
+#endif
     r.rings = (uint8_t *)operand(x, (int32_t)mcu_fb_u32(fp, ov + 4u), bases, &rsize, &dtype);
     mcu_rows_table t;
     MCU_CHECK(mcu_rows_table_init(&t, table, tsize / 4u, params, n_params, r.rings != NULL ? rsize : 0u));
@@ -275,10 +278,8 @@ static mcu_status execute(const mcu_program *p, uint32_t method, uint8_t *const 
         const uint32_t kernel = mcu_fb_scalar(fp, &insn, MCU_INSN_KERNEL, 2, 0);
         uint32_t count = 0, body = 0;
         if (kernel > MCU_K_DELEGATE) { /* the interpreter's own steps: a kernel call pays one test */
-            if (kernel == MCU_K_ROWS) { /* one event, as a loop */
-                MCU_TRACE_OP_BEGIN(i);
+            if (kernel == MCU_K_ROWS) { /* its walk traces each step (mcu_program_rows.c) */
                 MCU_CHECK(run_rows(&x, &insn, iv, n, i, bases));
-                MCU_TRACE_OP_END(i);
                 uint32_t n_params;
                 i += mcu_fb_u32(fp, mcu_fb_vector(fp, &insn, MCU_INSN_PARAMS, 4, &n_params) + 4u * MCU_ROWS_BODY);
                 continue;

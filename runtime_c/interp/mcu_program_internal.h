@@ -256,6 +256,11 @@ typedef struct mcu_rows_visitor {
     mcu_status (*read)(struct mcu_rows_visitor *v, int32_t y, int32_t rows, uint32_t at, uint32_t bytes);
     /** Body instruction `body` with each operand moved `moves[k]` bytes from its place (0: not moved). */
     mcu_status (*call)(struct mcu_rows_visitor *v, uint32_t body, const int64_t *moves);
+#ifdef MCU_TRACE
+    /** A profiling build's execution: 1 + the ROWS instruction's index, whose steps the walk traces as
+     *  events (mcu/plan/prefix.py's TRACE_SHIFT); 0 when it traces nothing (the loader's check). */
+    uint32_t trace;
+#endif
 } mcu_rows_visitor;
 
 /** The table of a MCU_K_ROWS instruction: `words` int32 words at `data` (4-byte aligned), `params` its

@@ -358,7 +358,7 @@ static mcu_status verify_rows(mcu_fb *f, const mcu_program *q, const mcu_fbt *m,
     } else {
         MCU_REQUIRE(input[0] == 0, MCU_ERR_PROGRAM_INVALID);
     }
-    rows_check c = {{rows_check_move, rows_check_read, rows_check_call}, f, q, m, index + 1u, n_tensors,
+    rows_check c = {{.move = rows_check_move, .read = rows_check_read, .call = rows_check_call}, f, q, m, index + 1u, n_tensors,
                     n_program_delegates, arenas};
     return mcu_rows_walk(&tbl, &c.v);
 }

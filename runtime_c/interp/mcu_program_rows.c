@@ -4,12 +4,29 @@
  * the rows its consumers still read to its start when the new rows would not fit. */
 #include <string.h>
 
+#include "mcu/trace.h"
 #include "mcu_program_internal.h"
 
 /* Words per entry of each part of the table, in the order the parts follow one another (steps first). */
 enum { STEP_WORDS = 2, OP_WORDS = 2, RING_WORDS = 5, CONSUMER_WORDS = 3, BODY_WORDS = 6, DESC_WORDS = 5 };
 /* Rows, strides, paddings and row offsets stay far below this: products of two fit in 64 bits easily. */
 #define ROWS_LIMIT (1 << 24)
+
+#ifdef MCU_TRACE
+/* A profiling build traces each step as event `instruction | (op + 1) << 16`, after one empty event
+ * (op 0xFFFF) that measures the hooks themselves (mcu/plan/prefix.py's TRACE_SHIFT, TRACE_HOOKS). */
+#define ROWS_EVENT(v, op) (((v)->trace - 1u) | ((uint32_t)(op) + 1u) << 16)
+#define ROWS_TRACE_BEGIN(v, op) const uint32_t rows_t0 = (v)->trace != 0u ? mcu_trace_op_begin(ROWS_EVENT(v, op)) : 0u
+#define ROWS_TRACE_END(v, op)                                                                                      \
+    do {                                                                                                           \
+        if ((v)->trace != 0u) {                                                                                    \
+            mcu_trace_op_end(ROWS_EVENT(v, op), rows_t0);                                                          \
+        }                                                                                                          \
+    } while (0)
+#else
+#define ROWS_TRACE_BEGIN(v, op) ((void)0)
+#define ROWS_TRACE_END(v, op) ((void)0)
+#endif
 
 mcu_status mcu_rows_table_init(mcu_rows_table *t, const uint8_t *data, uint32_t words, const int32_t *params,
                                uint32_t n_params, uint32_t rings_bytes)
@@ -115,8 +132,13 @@ mcu_status mcu_rows_walk(const mcu_rows_table *t, mcu_rows_visitor *v)
     int32_t base[MCU_PROGRAM_MAX_ROWS_OPS];
     memset(next, 0, sizeof(next));
     memset(base, 0, sizeof(base));
+    {
+        ROWS_TRACE_BEGIN(v, 0xFFFE);
+        ROWS_TRACE_END(v, 0xFFFE);
+    }
     for (uint32_t i = 0; i < t->n[MCU_ROWS_STEPS]; ++i) {
         const int32_t op = t->steps[STEP_WORDS * i];
+        ROWS_TRACE_BEGIN(v, op);
         const int32_t rows = t->steps[STEP_WORDS * i + 1];
         MCU_REQUIRE(in_range(op, 0, n_ops) && in_range(rows, 1, ROWS_LIMIT), MCU_ERR_PROGRAM_INVALID);
         const int32_t *o = t->ops + OP_WORDS * op;
@@ -132,6 +154,7 @@ mcu_status mcu_rows_walk(const mcu_rows_table *t, mcu_rows_visitor *v)
             MCU_REQUIRE(g != NULL, MCU_ERR_PROGRAM_INVALID);
             MCU_CHECK(v->read(v, y, rows, (uint32_t)g[0] + (uint32_t)(y - base[r]) * (uint32_t)g[1],
                               (uint32_t)rows * (uint32_t)g[1]));
+            ROWS_TRACE_END(v, op);
             continue;
         }
         uint32_t b = 0;
@@ -152,6 +175,7 @@ mcu_status mcu_rows_walk(const mcu_rows_table *t, mcu_rows_visitor *v)
             moves[s[0]] = row * s[4];
         }
         MCU_CHECK(v->call(v, b, moves));
+        ROWS_TRACE_END(v, op);
     }
     /* Every op has made all its rows (the streamed input's too, when the prefix reads one). */
     for (int32_t op = 0; op <= n_ops; ++op) {

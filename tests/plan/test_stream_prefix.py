@@ -109,6 +109,7 @@ def test_streamed_input_is_not_in_the_arena_and_equals_the_reference() -> None:
     _same_as_reference(streamed)  # _run: the rows read from the whole input through the same loop
     svg = plan_svg(streamed.memory.plan, "streamed", rings=ring_parts(streamed.graph))
     assert svg.count('<g class="ring">') == len(prefix.rings) and x.name in svg
+    assert f"{x.name} (3 rows, band 1)" in svg  # each ring with its rows and its producer's band
 
 
 @pytest.mark.xdist_group("stream_prefix_v1")
@@ -400,3 +401,63 @@ def test_band_schedule_replayed_reads_every_row_from_its_ring(layers: list, h: i
             _replay(p)
         ring.rows += 1
     assert all(n == 1 for _, n in schedule(ops, stream).steps)
+
+
+# The tracer's hooks for a host build: each begin and end recorded in order (an end marked in prefix_trace_end).
+_TRACE_STUB = """#include "mcu/trace.h"
+uint32_t prefix_trace_ids[8192];
+uint8_t prefix_trace_end[8192];
+uint32_t prefix_trace_n;
+static void record(uint32_t handle, uint8_t end) {
+    if (prefix_trace_n < 8192u) { prefix_trace_end[prefix_trace_n] = end; prefix_trace_ids[prefix_trace_n++] = handle; }
+}
+uint32_t mcu_trace_op_begin(uint32_t handle) { record(handle, 0); return 0; }
+void mcu_trace_op_end(uint32_t handle, uint32_t t0) { (void)t0; record(handle, 1); }
+void mcu_trace_op_output(uint32_t handle, void *output, uint32_t nbytes) { (void)handle; (void)output; (void)nbytes; }
+"""
+
+
+@pytest.mark.xdist_group("stream_prefix_v1")
+def test_profile_traces_each_step_of_the_prefix() -> None:
+    """A profiling build of a streamed prefix (streamed input, bands of 2 rows) brackets each step, and one
+    empty event first, with the tracer's hooks, none nested, as many as the profile expects; folded, each op
+    has its calls, its cost without the hooks and its cost over the op run whole (host build, the events'
+    costs made up from their ids)."""
+    import ctypes
+    from mcu.device.hostbuild import HostModel, build_host_library
+    from mcu.devtools.ops import op_table
+    from mcu.devtools.prefix_trace import fold
+    from mcu.devtools.profile import make_profile
+    from mcu.devtools.trace import TraceEvent, events_per_inference
+
+    lowered = _v1()
+    cm = lowered.compile(stream_input=True, stream_prefix=PrefixSchedule(len(_V1), (2,) * len(_V1), 2))
+    (op,) = _prefixes(cm)
+    p = op.attrs["prefix"]
+    lib = cm.library
+    traced = replace(lib, files={**lib.files, "trace_stub.c": _TRACE_STUB}, defines={**lib.defines, "MCU_TRACE": 1})
+    host = HostModel(traced, build_host_library(traced))
+    host.run_physical(cm.encode_inputs(*cm.spec.test_inputs[0]))
+    n = ctypes.c_uint32.in_dll(host._dll, "prefix_trace_n").value
+    ids = list((ctypes.c_uint32 * 8192).in_dll(host._dll, "prefix_trace_ids")[:n])
+    end = list((ctypes.c_uint8 * 8192).in_dll(host._dll, "prefix_trace_end")[:n])
+    begins = ids[0::2]
+    assert ids[1::2] == begins and end == [0, 1] * (n // 2) and n % 2 == 0  # paired, never nested
+    assert len(begins) == events_per_inference(cm)
+    hooks, unit = 7, {i: 100 * (i + 1) for i in range(len(p.ops) + 1)}  # an op's call costs its unit
+    events = [TraceEvent(h, hooks + unit.get((h >> 16) - 1, 0) if h >> 16 else 50, 0) for h in begins]
+    folded, traces = fold(events)
+    assert [e.handle for e in folded] == [s.index for s in lib.view.steps]
+    calls = {i: len(p.calls_of(i)) for i in range(len(p.ops))} | {len(p.ops): len(p.calls_of(INPUT))}
+    assert {k: s.calls for k, s in traces[op_index(cm, op)].ops.items()} == calls
+    profile = make_profile("t", "instructions", op_table(cm.graph, cm.memory, cm.library), folded, None)
+    profile.prefixes = traces
+    profile.whole_costs = {o.name: hooks + unit[i] for i, o in enumerate(p.ops)}  # one call's worth, whole
+    rows = profile.prefix_ops(next(r.op for r in profile.rows if r.op.prefix is not None))
+    assert [(o["calls"], o["cost"], o["overhead"]) for o in rows] == \
+        [(calls[k], calls[k] * unit[k], (calls[k] - 1) * unit[k] if k < len(p.ops) else None) for k in calls]
+    assert "input rows (read)" in profile.table() and profile.svg().count('class="prefix-overhead"') == len(calls)
+
+
+def op_index(cm: CompiledModel, op: Op) -> int:
+    return next(i for i, o in enumerate(cm.graph.ops) if o is op)
