@@ -26,6 +26,7 @@ from mcu.backends.portable.variants import select_variant
 from mcu.device.boards import Board, load_board
 from mcu.ir import Op
 from mcu.layouts import palette_row_bytes
+from mcu.plan.contracts import depthwise_inplace_ok
 from mcu.passes import mixed
 
 S4_FUNCTIONS = {"conv2d": "mcu_conv2d_s4", "depthwise_conv2d": "mcu_depthwise_conv2d_s4", "linear": "mcu_linear_s4"}
@@ -84,7 +85,8 @@ class BoardFlash:
             return LUT_CALLS[LUT_FUNCTIONS[op.kind]]
         if _compact_serves(op, self.board):
             return ((compact.LINEAR_SOURCE if op.kind == "linear" else compact.SOURCE).removesuffix(".c"),)
-        return (select_variant(op, False).source.removesuffix(".c"),)
+        # a depthwise layer the memory plan can run in place is planned so (ds_cnn's are, on every board)
+        return (select_variant(op, depthwise_inplace_ok(op)).source.removesuffix(".c"),)
 
     def code_bytes(self, layers: list[tuple[Op, str]]) -> int:
         """The code of every source the (op, form) pairs link, each once."""
