@@ -159,6 +159,13 @@ def test_the_choice_meets_its_budget_and_narrows_with_it(tiny) -> None:
     assert [layer["weights"] for layer in report["precision"]["layers"]] == \
         [layer.weights for layer in chosen[3.0].precision.layers]
     assert "precision" not in PartitionReport().to_json()
+    # the build lays the int8 layers out as the objective counted them: compact, not packed
+    forms = {layer.op: layer.weights for layer in chosen[0.0].precision.layers}
+    cm = dataclasses.replace(tiny, quantize=modes.MIXED, graph=chosen[0.0]).compile("mps2-an505")
+    kernels = "\n".join(cm.library.files.values())
+    assert "mcu_conv2d_packed_s8(" not in kernels
+    assert ("mcu_conv2d_compact_s8(" in kernels) == any(forms[op.name] == "int8" for op in tiny.graph.ops
+                                                       if op.kind == "conv2d" and op.name in forms)
     # instructions: int8 is the fastest weight form with int8 activations, so nothing narrows
     fastest = choose_precision(copy.deepcopy(tiny.graph), measured, metric, 100.0, "instructions", score.samples,
                                flash)
