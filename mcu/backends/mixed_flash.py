@@ -62,6 +62,15 @@ class BoardFlash:
     def __post_init__(self) -> None:
         self.code, self.measured = _code_table(self.board)
 
+    @property
+    def where(self) -> str:
+        """The board, and whose linker maps its code figures come from when not its own."""
+        if self.measured == self.board.name:
+            return self.board.name
+        if self.measured is None:
+            return f"{self.board.name} (no kernel code figures for its core: code not counted)"
+        return f"{self.board.name} (kernel code as measured on {self.measured}, the same core)"
+
     def layer_bytes(self, op: Op, form: str) -> int:
         """Flash of ``op``'s constants (int8 as lowered) at ``form`` on this board."""
         w = op.inputs[1]

@@ -40,6 +40,9 @@ PATH_FORMS = (mixed.CANDIDATES[1:], (mixed.INT4,), tuple(mixed.LUT.values()))
 class Flash(Protocol):
     """The flash objective on one board (mcu/backends/mixed_flash.py, BoardFlash)."""
 
+    @property
+    def where(self) -> str: ...
+
     def layer_bytes(self, op: Op, form: str) -> int: ...
 
     def code_bytes(self, layers: list[tuple[Op, str]]) -> int: ...
@@ -151,5 +154,5 @@ def choose_precision(graph: Graph, score: Score, metric: Metric, budget: float, 
                                     instructions=mixed.instructions(op, name), score_alone=alone[n][name])
                      for n, (op, name) in enumerate(zip(ops, names))),
         code_bytes=flash.code_bytes(list(zip(ops, names))), int8_bytes=total(int8) if objective == "flash" else 0,
-        configurations=len(configs))
+        configurations=len(configs), board=flash.where if objective == "flash" else "")
     return chosen
