@@ -9,8 +9,8 @@ The model is quantized to static int8 first. Then:
    whose step saves the most of its own cost (its constants' flash bytes on the board, or estimated
    instructions) per unit of loss, its loss alone counted in units that add: noise power relative to the
    signal for SQNR, points for a metric. One path may take every form, one only int4, one only tables: a
-   form's kernel code is paid once for all the layers that use it, so a path keeping to one form reaches
-   configurations that one mixing forms would pay two kernels' code for.
+   form's kernel code is paid once for all the layers that use it, so the paths keeping to one form reach
+   configurations that link one narrow form's kernels where the first path would link two.
 3. Each configuration's total cost: for flash, the layers' bytes plus each kernel source they link, once
    (``Flash``, mcu/backends/mixed_flash.py); for instructions, the layers' sum. Configurations are
    measured whole (the losses of layers narrowed together need not add up) from the cheapest total up; the
