@@ -1,8 +1,9 @@
-"""``--quantize mixed`` over a sweep of accuracy budgets: per budget, the measured score, the weights' bytes the
-chooser counts and each layer's form, for one example lowered once (the budgets share their measurements, as
-the path does not depend on the budget).
+"""``--quantize mixed`` over a sweep of accuracy budgets: per budget, the measured score, the flash the chooser
+counts on the board (the layers' constants in the build's layout plus their kernels' code, each source once;
+mcu/backends/mixed_flash.py) against all-int8 compact's, and each layer's form, for one example lowered once
+(the budgets share their measurements, as the configurations do not depend on the budget).
 
-    .venv/bin/python bench/mixed_sweep.py resnet8 --budgets 0,1,3,6,10,20 [--objective flash]
+    .venv/bin/python bench/mixed_sweep.py resnet8 --budgets 0,1,3,6,10,20 [--objective flash] [--board mps2-an505]
 """
 
 from __future__ import annotations
@@ -20,10 +21,13 @@ def main(argv: list[str]) -> int:
     parser.add_argument("example")
     parser.add_argument("--budgets", default="0,1,3,6,10,20")
     parser.add_argument("--objective", default="flash", choices=("flash", "instructions"))
+    parser.add_argument("--board", default="mps2-an505")
     args = parser.parse_args(argv)
 
     # lazy: torch and the compiler load after the arguments parse
     from mcu.api import lower_file
+    from mcu.backends.mixed_flash import BoardFlash
+    from mcu.device.boards import load_board
     from mcu.ir import Graph
     from mcu.passes import mixed
     from mcu.passes.mixed_choice import Metric, choose_precision
@@ -39,18 +43,22 @@ def main(argv: list[str]) -> int:
             seen[key] = score.score(graph)
         return seen[key]
 
-    int8_bytes = sum(mixed.weight_bytes(lowered.graph.ops[i], mixed.INT8) for i in mixed.layers(lowered.graph.ops))
+    flash = BoardFlash(load_board(args.board))
+    layers = [lowered.graph.ops[i] for i in mixed.layers(lowered.graph.ops)]
+    int8 = [(op, mixed.INT8) for op in layers]
+    int8_bytes = sum(flash.layer_bytes(op, form) for op, form in int8) + flash.code_bytes(int8)
     unit = "dB" if score.sqnr else "%"
-    print(f"{args.example}: {score.metric} on {score.samples} samples; int8 weights {int8_bytes} B "
-          f"(objective {args.objective})")
-    print(f"{'budget':>7} {'score':>9} {'weights B':>10} {'ratio':>6}  forms")
+    print(f"{args.example}: {score.metric} on {score.samples} samples; all-int8 compact on {args.board}: "
+          f"{int8_bytes} B of layer constants and kernel code (objective {args.objective})")
+    print(f"{'budget':>7} {'score':>9} {'flash B':>8} {'ratio':>6} {'code B':>7}  forms")
     for budget in (float(b) for b in args.budgets.split(",")):
         chosen = choose_precision(copy.deepcopy(lowered.graph), measured, Metric(score.metric, score.sqnr), budget,
-                                  args.objective, score.samples).precision
+                                  args.objective, score.samples, flash).precision
         assert chosen is not None
-        total = sum(layer.weight_bytes for layer in chosen.layers)
+        total = sum(layer.weight_bytes for layer in chosen.layers) + chosen.code_bytes
         forms = " ".join(layer.weights for layer in chosen.layers)
-        print(f"{budget:>7g} {chosen.score:>7.2f} {unit} {total:>10} {total / int8_bytes:>6.2f}  {forms}")
+        print(f"{budget:>7g} {chosen.score:>7.2f} {unit} {total:>8} {total / int8_bytes:>6.2f} {chosen.code_bytes:>7}"
+              f"  {forms}")
     print(f"({len(seen)} configurations measured)")
     return 0
 

@@ -473,15 +473,17 @@ class LoweredModel:
 
 
 def lower_spec(spec: ModelSpec, quantize: str = "none", weight_palette: int | None = None,
-               mixed: modes.MixedOptions | None = None) -> LoweredModel:
+               mixed: modes.MixedOptions | None = None, board: str | Board | None = None) -> LoweredModel:
     """Capture, quantize and lower a loaded model once, to :meth:`LoweredModel.compile` for any number of boards.
     ``weight_palette``: 2, 3 or 4: the int8 convolution and linear weights as indices of that many bits into
     a table per output channel (``--weight-palette``; ``quantize`` int8 only). ``mixed``: with ``quantize``
     "mixed", the accuracy budget and objective of each layer's weight precision (``--accuracy-budget``,
-    ``--mixed-objective``; mcu/passes/mixed_choice.py)."""
+    ``--mixed-objective``; mcu/passes/mixed_choice.py), whose flash is counted on ``board`` (its layouts and
+    kernels' code; default mps2-an505)."""
     quantize = resolve_quantize(spec, quantize)
+    board_obj = board if isinstance(board, Board) or board is None else load_board(board)
     with _naming_the_file(spec):
-        graph = to_graph(spec, quantize, weight_palette, mixed)
+        graph = to_graph(spec, quantize, weight_palette, mixed, board_obj)
         graph.output_names = [] if graph.state else _output_names(spec, len(graph.outputs))  # state: no extra run
     return LoweredModel(spec=spec, quantize=quantize, graph=graph)
 
@@ -537,8 +539,9 @@ def compile_spec(spec: ModelSpec, board: str | Board = "mps2-an505", quantize: s
     check(order)
     board_obj = board if isinstance(board, Board) else load_board(board)
     # A graph lowered for this compile alone: it needs no copy.
-    return _compile_lowered(lower_spec(spec, quantize, weight_palette, mixed), board_obj, options, order, check_flash,
-                            _fuse_policy(fuse_blocks), ram_budget, fuse_costs, fuse_band, stream_prefix, stream_input)
+    return _compile_lowered(lower_spec(spec, quantize, weight_palette, mixed, board_obj), board_obj, options, order,
+                            check_flash, _fuse_policy(fuse_blocks), ram_budget, fuse_costs, fuse_band, stream_prefix,
+                            stream_input)
 
 
 def compile(model: torch.nn.Module, example_inputs: Sequence[torch.Tensor], board: str = "mps2-an505",  # noqa: A001

@@ -164,11 +164,16 @@ class PrecisionChoice:
     score: float
     samples: int
     layers: tuple[LayerPrecision, ...]
+    code_bytes: int = 0  # the code of the kernels the layers' forms link, each once, on the board it chose for
+    int8_bytes: int = 0  # all-int8's layer bytes and kernel code there (flash objective), to compare with
+    configurations: int = 0  # how many the paths offered
+    board: str = ""  # whose flash was counted (flash objective)
 
     def to_json(self) -> dict[str, Any]:
         return {"metric": self.metric, "budget": self.budget, "objective": self.objective,
                 "int8_score": self.int8_score, "score": self.score, "samples": self.samples,
                 "weight_bytes": sum(layer.weight_bytes for layer in self.layers),
+                "code_bytes": self.code_bytes, "int8_bytes": self.int8_bytes, "board": self.board,
                 "layers": [{"op": layer.op, "kind": layer.kind, "weights": layer.weights,
                             "weight_bytes": layer.weight_bytes, "instructions": layer.instructions,
                             "score_alone": layer.score_alone} for layer in self.layers]}
@@ -182,6 +187,10 @@ class PrecisionChoice:
                f"  {'layer':<28} {'kind':<17} {'weights':<7} {'bytes':>8} {'alone':>9}"]
         out += [f"  {layer.op:<28} {layer.kind:<17} {layer.weights:<7} {layer.weight_bytes:>8} "
                 f"{layer.score_alone:>7.2f} {unit}" for layer in self.layers]
+        if self.objective == "flash":
+            own = sum(layer.weight_bytes for layer in self.layers) + self.code_bytes
+            out.append(f"  layers' constants and their kernels' code on {self.board}: {own} B (all-int8: "
+                       f"{self.int8_bytes} B), of it {self.code_bytes} B of kernel code")
         return out
 
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 from typing import Callable
 
 from mcu.backends.base import BackendOptions, Context, PartitionReport, partition
+from mcu.backends.mixed_flash import BoardFlash
 from mcu.backends.registry import resolve as resolve_backends
-from mcu.device.boards import Board
+from mcu.device.boards import Board, load_board
 from mcu.capture.export import capture, check_user_outputs
 from mcu.capture.edge import to_edge
 from mcu.emit.c_model import GeneratedLibrary, render_library
@@ -75,11 +76,15 @@ def lower(graph: Graph) -> Graph:
     return graph
 
 
+DEFAULT_BOARD = "mps2-an505"
+
+
 def to_graph(spec: ModelSpec, quantize: str, weight_palette: int | None = None,
-             mixed: modes.MixedOptions | None = None) -> Graph:
+             mixed: modes.MixedOptions | None = None, board: Board | None = None) -> Graph:
     """``weight_palette``: look-up-table weights of that many bits after the int8 lowering
     (mcu/passes/palette.py); static int8 only. ``mixed``: with ``quantize`` mixed, the budget and objective
-    of each layer's weight precision (mcu/passes/mixed_choice.py)."""
+    of each layer's weight precision (mcu/passes/mixed_choice.py), its flash counted on ``board`` (default
+    mps2-an505)."""
     modes.check(quantize)
     modes.check_palette(quantize, weight_palette)
     modes.check_mixed(quantize, mixed)
@@ -111,8 +116,9 @@ def to_graph(spec: ModelSpec, quantize: str, weight_palette: int | None = None,
             graph = palettize_weights(graph, weight_palette)
     if scorer is not None and mixed is not None:
         with stage("mixed precision"):
+            flash = BoardFlash(board if board is not None else load_board(DEFAULT_BOARD))
             graph = choose_precision(graph, scorer.score, MixedMetric(scorer.metric, scorer.sqnr), mixed.budget,
-                                     mixed.objective, scorer.samples)
+                                     mixed.objective, scorer.samples, flash)
     return graph
 
 

@@ -85,8 +85,8 @@ def _add_model_args(p: argparse.ArgumentParser, board_required: bool = True) -> 
                         "weights become int8, int4 or a 2/3/4-bit look-up table, measured layer by layer through "
                         "the integer reference (activations stay int8)")
     p.add_argument("--mixed-objective", choices=modes.OBJECTIVES, default="flash",
-                   help="with --quantize mixed: what the choice minimizes within the budget: the weights' flash "
-                        "bytes (default) or the estimated instructions")
+                   help="with --quantize mixed: what the choice minimizes within the budget: the flash of the "
+                        "layers' weights and their kernels' code on the board (default) or the estimated instructions")
     p.add_argument("--fuse-blocks", nargs="?", const="auto", default="off", choices=FUSE_CHOICES,
                    help="int8: run inverted-residual blocks (1x1 expansion, depthwise, 1x1 projection, residual "
                         "add) row by row through a ring of expanded rows, so the expanded tensor never exists "

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterator
 
 from mcu.device.elf import read_elf
 
@@ -77,18 +78,12 @@ def _category(output_section: str, origin: str, prefix: str, kernel_stems: set[s
     return "other"
 
 
-def size_report(map_path: Path, elf_path: Path, prefix: str, kernel_sources: list[str],
-                flash_bytes: int | None = None, ram_bytes: int | None = None) -> SizeReport:
-    """The breakdown; given the firmware's totals, gaps between sections count as "other" so columns add up."""
-    elf = read_elf(elf_path)
-    sections = {s.name: s for s in elf.sections if s.alloc}
-    kernel_stems = {Path(k).stem for k in kernel_sources}
-    report = SizeReport()
+def _placed(map_path: Path, sections: set[str]) -> Iterator[tuple[str, str, int]]:
+    """(output section, origin, bytes) of every input section the linker placed in one of ``sections``."""
     text = Path(map_path).read_text(errors="replace")
     body = text.split("Linker script and memory map", 1)[-1]
     current: str | None = None
     pending: str | None = None
-    attributed: dict[str, int] = {}
     for line in body.splitlines():
         if m := _OUTPUT.match(line):
             current = m.group(1)
@@ -107,6 +102,31 @@ def size_report(map_path: Path, elf_path: Path, prefix: str, kernel_sources: lis
         pending = None
         if not size or origin is None or origin.startswith("0x"):
             continue
+        yield current, origin, size
+
+
+def object_flash(map_path: Path, elf_path: Path) -> dict[str, int]:
+    """Flash bytes the linker kept of each object file, by its source's stem (``mcu_conv2d_s4``)."""
+    elf = read_elf(elf_path)
+    stored = {s.name for s in elf.sections if s.alloc and s.type != SHT_NOBITS}
+    out: dict[str, int] = {}
+    for _section, origin, size in _placed(map_path, stored):
+        name = Path(origin.split("(")[0]).name
+        if name.endswith(".o"):
+            stem = re.sub(r"^\d+-", "", name.removesuffix(".o"))
+            out[stem] = out.get(stem, 0) + size
+    return out
+
+
+def size_report(map_path: Path, elf_path: Path, prefix: str, kernel_sources: list[str],
+                flash_bytes: int | None = None, ram_bytes: int | None = None) -> SizeReport:
+    """The breakdown; given the firmware's totals, gaps between sections count as "other" so columns add up."""
+    elf = read_elf(elf_path)
+    sections = {s.name: s for s in elf.sections if s.alloc}
+    kernel_stems = {Path(k).stem for k in kernel_sources}
+    report = SizeReport()
+    attributed: dict[str, int] = {}
+    for current, origin, size in _placed(map_path, set(sections)):
         sec = sections[current]
         attributed[current] = attributed.get(current, 0) + size
         category = _category(current, origin, prefix, kernel_stems)

@@ -2,7 +2,8 @@
 int8 (as lowered), int4 (w4a8's s4 kernels, two weights a byte) and look-up tables of 2, 3 or 4 bits per
 output channel (mcu/passes/palette.py). Each is a rewrite of the op's weight and per-channel constants, after
 the int8 lowering, that the kernels and the integer reference read as they read a w4a8 or
-``--weight-palette`` op; with what it costs: weight bytes in flash and estimated instructions.
+``--weight-palette`` op; with its estimated instructions (its flash depends on the board's layout and
+kernels: mcu/backends/mixed_flash.py).
 
 int4 from int8 codes: the channel's scale grows by max|code| / 7 and each code becomes round(code * 7 /
 max|code|) (half away from zero), so the largest weight keeps its value, as the w4a8 quantizer's absmax
@@ -16,7 +17,7 @@ import math
 import numpy as np
 
 from mcu.ir import Op, QuantParams, Tensor
-from mcu.layouts import channel_rows, palette_row_bytes, set_channel_rows
+from mcu.layouts import channel_rows, set_channel_rows
 from mcu.passes.palette import eligible, palettize_row
 from mcu.passes.quantized.common import int_const
 from mcu.reference import arith
@@ -44,19 +45,6 @@ def macs(op: Op) -> int:
     """Multiply-accumulates of a convolution, depthwise or linear op: each output value reads one weight row."""
     w = op.inputs[1]
     return op.output.numel * (w.numel // max(w.shape[0], 1))
-
-
-def weight_bytes(op: Op, candidate: str) -> int:
-    """Flash bytes of the op's weights at ``candidate`` (int8 compact; int4 two a byte; a look-up table:
-    byte-padded index rows and 2^B int8 values per channel)."""
-    w = op.inputs[1]
-    if candidate == INT8:
-        return w.numel
-    if candidate == INT4:
-        return (w.numel + 1) // 2
-    bits = int(candidate[3:])
-    channels = w.shape[0]
-    return channels * palette_row_bytes(w.numel // channels, bits) + channels * (1 << bits)
 
 
 def instructions(op: Op, candidate: str) -> int:

@@ -5,28 +5,47 @@ The model is quantized to static int8 first. Then:
 1. Sensitivity: for every layer (mcu/passes/mixed.py, ``layers``) and every narrower candidate, the model's
    score with only that layer at the candidate, through the integer reference: the output SQNR against fp32
    on the calibration data, or the model file's eval metric on ``eval_data``.
-2. A path of configurations from all-int8 down, independent of the budget: each step narrows the one layer
-   whose step saves the most cost (flash bytes or estimated instructions, the objective) per unit of loss,
-   its loss alone counted in units that add: noise power relative to the signal for SQNR, points for a
-   metric; every step lowers the total cost.
-3. Every configuration of the path measured whole (the losses of layers narrowed together need not add up);
-   the farthest one whose measured score is within the budget. All-int8 always meets it.
+2. Paths of configurations from all-int8 down, independent of the budget: each step narrows the one layer
+   whose step saves the most of its own cost (its constants' flash bytes on the board, or estimated
+   instructions) per unit of loss, its loss alone counted in units that add: noise power relative to the
+   signal for SQNR, points for a metric. One path may take every form, one only int4, one only tables: a
+   form's kernel code is paid once for all the layers that use it, so the paths keeping to one form reach
+   configurations that link one narrow form's kernels where the first path would link two.
+3. Each configuration's total cost: for flash, the layers' bytes plus each kernel source they link, once
+   (``Flash``, mcu/backends/mixed_flash.py); for instructions, the layers' sum. Configurations are
+   measured whole (the losses of layers narrowed together need not add up) from the cheapest total up; the
+   first whose measured score is within the budget is taken. All-int8 always meets it, so the choice never
+   costs more than all-int8.
 
-The path and its measurements do not depend on the budget, and a looser budget admits every configuration a
-tighter one did, so it never gives more cost. Everything is deterministic: ties go to the earlier layer, then
-the earlier candidate."""
+The configurations, their costs and their order do not depend on the budget, and a looser budget admits
+every configuration a tighter one did, so it never gives more cost. Everything is deterministic: ties go to
+the earlier layer, then the earlier candidate, then the earlier path."""
 
 from __future__ import annotations
 
 import copy
 import math
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Protocol
 
-from mcu.ir import Graph, LayerPrecision, PrecisionChoice
+from mcu.ir import Graph, LayerPrecision, Op, PrecisionChoice
 from mcu.passes import mixed
 
 Score = Callable[[Graph], float]  # higher is better: dB of SQNR, or a metric in percent
+
+# The forms a path may take besides int8: all, int4 alone, the tables alone (they share their kernels).
+PATH_FORMS = (mixed.CANDIDATES[1:], (mixed.INT4,), tuple(mixed.LUT.values()))
+
+
+class Flash(Protocol):
+    """The flash objective on one board (mcu/backends/mixed_flash.py, BoardFlash)."""
+
+    @property
+    def where(self) -> str: ...
+
+    def layer_bytes(self, op: Op, form: str) -> int: ...
+
+    def code_bytes(self, layers: list[tuple[Op, str]]) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -61,10 +80,11 @@ def path(options: list[list[Option]]) -> list[list[int]]:
         out.append(list(current))
 
 
-def choose_index(count: int, passes: Callable[[int], bool]) -> int:
-    """The farthest of ``count`` configurations whose measurement ``passes`` (configuration 0, all-int8, is
-    taken to pass)."""
-    return next((i for i in reversed(range(1, count)) if passes(i)), 0)
+def choose_index(costs: list[int], passes: Callable[[int], bool]) -> int:
+    """The cheapest configuration whose measurement ``passes`` (the earlier of equal costs; configuration 0,
+    all-int8, is taken to pass), measuring from the cheapest up."""
+    order = sorted(range(len(costs)), key=lambda k: (costs[k], k))
+    return next(k for k in order if k == 0 or passes(k))
 
 
 @dataclass(frozen=True)
@@ -90,47 +110,49 @@ def _narrowed(graph: Graph, indices: list[int], names: list[str]) -> Graph:
 
 
 def choose_precision(graph: Graph, score: Score, metric: Metric, budget: float, objective: str,
-                     samples: int) -> Graph:
+                     samples: int, flash: Flash) -> Graph:
     """``graph`` (static int8, lowered) with each layer's weights at the chosen precision and
-    ``graph.precision`` saying what was chosen."""
+    ``graph.precision`` saying what was chosen; ``flash`` the board's flash objective."""
     indices = mixed.layers(graph.ops)
+    ops = [graph.ops[i] for i in indices]
     known: dict[tuple[str, ...], float] = {}  # by each layer's form: a configuration is measured once
 
-    def scored(names: list[str]) -> float:
-        key = tuple(names)
-        if key not in known:
-            known[key] = score(_narrowed(graph, indices, names))
-        return known[key]
+    def scored(names: tuple[str, ...]) -> float:
+        if names not in known:
+            known[names] = score(_narrowed(graph, indices, list(names)))
+        return known[names]
 
-    base = scored([mixed.INT8] * len(indices))
-    options: list[list[Option]] = []
+    def own_cost(op: Op, name: str) -> int:
+        return flash.layer_bytes(op, name) if objective == "flash" else mixed.instructions(op, name)
+
+    def total(names: tuple[str, ...]) -> int:
+        own = sum(own_cost(op, name) for op, name in zip(ops, names))
+        return own + (flash.code_bytes(list(zip(ops, names))) if objective == "flash" else 0)
+
+    int8 = (mixed.INT8,) * len(ops)
+    base = scored(int8)
     alone: list[dict[str, float]] = []
-    for n, i in enumerate(indices):
-        op = graph.ops[i]
-        row, scores = [], {}
-        for name in mixed.CANDIDATES:
-            s = scored([name if m == n else mixed.INT8 for m in range(len(indices))])
-            scores[name] = s
-            cost = mixed.weight_bytes(op, name) if objective == "flash" else mixed.instructions(op, name)
-            row.append(Option(name, cost, metric.loss(base, s)))
-        options.append(row)
-        alone.append(scores)
-    configs = path(options)
-
-    def measure(k: int) -> float:
-        return scored([options[layer][c].name for layer, c in enumerate(configs[k])])
-
-    def passes(k: int) -> bool:
-        return measure(k) >= base - budget
-
-    k = choose_index(len(configs), passes)
-    names = [options[layer][c].name for layer, c in enumerate(configs[k])]
-    chosen = _narrowed(graph, indices, names)
+    for n in range(len(ops)):
+        alone.append({name: scored(tuple(name if m == n else mixed.INT8 for m in range(len(ops))))
+                      for name in mixed.CANDIDATES})
+    configs: list[tuple[str, ...]] = []
+    for forms in PATH_FORMS:
+        allowed = (mixed.INT8, *forms)
+        options = [[Option(name, own_cost(op, name), metric.loss(base, alone[n][name])) for name in allowed]
+                   for n, op in enumerate(ops)]
+        for config in path(options):
+            names = tuple(options[layer][c].name for layer, c in enumerate(config))
+            if names not in configs:
+                configs.append(names)
+    costs = [total(names) for names in configs]
+    k = choose_index(costs, lambda j: scored(configs[j]) >= base - budget)
+    names = configs[k]
+    chosen = _narrowed(graph, indices, list(names))
     chosen.precision = PrecisionChoice(
-        metric=metric.name, budget=budget, objective=objective, int8_score=base, score=measure(k), samples=samples,
-        layers=tuple(LayerPrecision(op=graph.ops[i].name, kind=graph.ops[i].kind, weights=name,
-                                    weight_bytes=mixed.weight_bytes(graph.ops[i], name),
-                                    instructions=mixed.instructions(graph.ops[i], name),
-                                    score_alone=alone[n][name])
-                     for n, (i, name) in enumerate(zip(indices, names))))
+        metric=metric.name, budget=budget, objective=objective, int8_score=base, score=scored(names), samples=samples,
+        layers=tuple(LayerPrecision(op=op.name, kind=op.kind, weights=name, weight_bytes=flash.layer_bytes(op, name),
+                                    instructions=mixed.instructions(op, name), score_alone=alone[n][name])
+                     for n, (op, name) in enumerate(zip(ops, names))),
+        code_bytes=flash.code_bytes(list(zip(ops, names))), int8_bytes=total(int8) if objective == "flash" else 0,
+        configurations=len(configs), board=flash.where if objective == "flash" else "")
     return chosen

@@ -88,8 +88,8 @@ OBJECTIVES = ("flash", "instructions")
 class MixedOptions:
     """``--quantize mixed``: ``budget`` the most the model may lose against the all-int8 build in its own
     metric (dB of output SQNR against fp32 on the calibration data; with ``eval_data``, points of its metric
-    in percent); ``objective`` what the choice minimizes, the weights' flash bytes or the estimated
-    instructions."""
+    in percent); ``objective`` what the choice minimizes, the flash the layers' forms decide on the board
+    (their constants and their kernels' code) or the estimated instructions."""
 
     budget: float
     objective: str = "flash"

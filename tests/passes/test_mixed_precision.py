@@ -18,6 +18,9 @@ from hypothesis import strategies as st
 from cli_runner import assert_one_line_error, mcu_in_process
 from mcu.api import LoweredModel, lower
 from mcu.backends.base import PartitionReport
+from mcu.backends.mixed_flash import BoardFlash
+from mcu.backends.optimized import compact
+from mcu.device.boards import load_board
 from mcu.errors import McuError
 from mcu.ir import Graph
 from mcu.layouts import channel_rows
@@ -50,11 +53,14 @@ def test_a_looser_budget_never_costs_more(rows, measured, a, b) -> None:
     assert all(x > y for x, y in zip(costs, costs[1:]))
     assert path(options) == configs  # deterministic
 
+    # the chooser ranks by a total that need not follow the path (kernel code is paid once per form)
+    totals = [costs[k] + measured[(k + 7) % len(measured)] for k in range(len(configs))]
+
     def chosen(budget: float) -> int:
-        return choose_index(len(configs), lambda k: measured[k % len(measured)] <= budget)
+        return choose_index(totals, lambda k: measured[k % len(measured)] <= budget)
 
     tight, loose = sorted((a, b))
-    assert costs[chosen(loose)] <= costs[chosen(tight)]
+    assert totals[chosen(loose)] <= totals[chosen(tight)] <= totals[0]
     assert chosen(tight) == 0 or measured[chosen(tight) % len(measured)] <= tight
 
 
@@ -133,15 +139,18 @@ def test_the_choice_meets_its_budget_and_narrows_with_it(tiny) -> None:
             seen[key] = score.score(graph)
         return seen[key]
 
-    chosen = {b: choose_precision(copy.deepcopy(tiny.graph), measured, metric, b, "flash", score.samples)
+    flash = BoardFlash(load_board("mps2-an505"))
+    chosen = {b: choose_precision(copy.deepcopy(tiny.graph), measured, metric, b, "flash", score.samples, flash)
               for b in (0.0, 3.0, 100.0)}
-    sizes = {b: sum(layer.weight_bytes for layer in g.precision.layers) for b, g in chosen.items()}
+    sizes = {b: sum(layer.weight_bytes for layer in g.precision.layers) + g.precision.code_bytes
+             for b, g in chosen.items()}
     assert sizes[0.0] >= sizes[3.0] >= sizes[100.0] and sizes[100.0] < sizes[0.0]
     for b, g in chosen.items():
         p = g.precision
         assert p.score >= p.int8_score - b and p.metric == "sqnr_db" and p.samples == 4
+        assert sizes[b] <= p.int8_bytes  # never more flash than all-int8 compact, which always meets the budget
         assert [layer.op for layer in p.layers] == [tiny.graph.ops[i].name for i in mixed.layers(tiny.graph.ops)]
-    again = choose_precision(copy.deepcopy(tiny.graph), score.score, metric, 3.0, "flash", score.samples)
+    again = choose_precision(copy.deepcopy(tiny.graph), score.score, metric, 3.0, "flash", score.samples, flash)
     assert again.precision == chosen[3.0].precision
     text = "\n".join(chosen[3.0].precision.lines())
     assert all(layer.op in text for layer in chosen[3.0].precision.layers)
@@ -150,9 +159,34 @@ def test_the_choice_meets_its_budget_and_narrows_with_it(tiny) -> None:
     assert [layer["weights"] for layer in report["precision"]["layers"]] == \
         [layer.weights for layer in chosen[3.0].precision.layers]
     assert "precision" not in PartitionReport().to_json()
+    # the build lays the int8 layers out as the objective counted them: compact, not packed
+    forms = {layer.op: layer.weights for layer in chosen[0.0].precision.layers}
+    cm = dataclasses.replace(tiny, quantize=modes.MIXED, graph=chosen[0.0]).compile("mps2-an505")
+    kernels = "\n".join(cm.library.files.values())
+    assert "mcu_conv2d_packed_s8(" not in kernels
+    assert ("mcu_conv2d_compact_s8(" in kernels) == any(forms[op.name] == "int8" for op in tiny.graph.ops
+                                                       if op.kind == "conv2d" and op.name in forms)
     # instructions: int8 is the fastest weight form with int8 activations, so nothing narrows
-    fastest = choose_precision(copy.deepcopy(tiny.graph), measured, metric, 100.0, "instructions", score.samples)
+    fastest = choose_precision(copy.deepcopy(tiny.graph), measured, metric, 100.0, "instructions", score.samples,
+                               flash)
     assert [layer.weights for layer in fastest.precision.layers] == ["int8"] * 4
+
+
+def test_the_flash_objective_counts_the_constants_the_build_emits(tiny) -> None:
+    """Each layer's bytes at each form as the board's build lays them out (the compact stream on the M33's
+    optimized backend, the portable arrays on the M0+), and kernel code once per source: two int4 layers of
+    one kind pay one kernel, a table brings the int8 kernel it runs."""
+    graph = copy.deepcopy(tiny.graph)
+    m33, m0 = BoardFlash(load_board("mps2-an505")), BoardFlash(load_board("mps2-an385-m0plus"))
+    conv, dw, pw, fc = (graph.ops[i] for i in mixed.layers(graph.ops))
+    assert m33.layer_bytes(conv, "int8") == compact.compact_tensor(conv).nbytes
+    assert m0.layer_bytes(conv, "int8") == sum(t.nbytes for t in conv.inputs[1:5])
+    for op in (conv, dw, fc):
+        assert m33.layer_bytes(op, "int4") == (op.inputs[1].numel + 1) // 2 + sum(t.nbytes for t in op.inputs[2:5])
+    code = m33.code
+    assert m33.code_bytes([(conv, "int4"), (pw, "int4")]) == code["mcu_conv2d_s4"] > 0
+    assert m33.code_bytes([(conv, "lut3"), (pw, "int8")]) == \
+        code["mcu_conv2d_lut_s8"] + code["mcu_conv2d_s8"] + code["mcu_conv2d_compact_s8"]
 
 
 def test_the_options_are_refused_by_name() -> None:

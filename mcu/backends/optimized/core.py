@@ -56,6 +56,9 @@ class OptimizedBackend(Backend):
     def settle(self, graph: Graph, ctx: Context) -> OptimizedOptions:
         """The weight layout, when the build leaves it open: packed while the board's flash has room."""
         options = self.options(ctx)
+        if options.packed_weights is None and graph.precision is not None and graph.precision.objective == "flash":
+            # --quantize mixed chose each layer's form for the fewest flash bytes, counting int8 compact
+            return replace(options, packed_weights=False, chosen_for_flash=True)
         if options.packed_weights is None:
             options = replace(options, packed_weights=compact.packed_by_default(graph, ctx.board),
                               chosen_for_board=True)
@@ -66,6 +69,9 @@ class OptimizedBackend(Backend):
         if not any(op.kind in tuned.KINDS and len(op.inputs) > 1 and op.inputs[1].is_constant for op in ops):
             return None
         options = self.options(ctx)
+        if options.chosen_for_flash:
+            return ("weights kept int8 for the compact kernels: --quantize mixed counts them so, its objective "
+                    "being flash (packed_weights=True in Python packs them anyway)")
         if not options.chosen_for_board:
             return ("weights packed as int16 (asked for)" if options.packed_weights
                     else "weights kept int8 for the compact kernels (--compact-weights)")

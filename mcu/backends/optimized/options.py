@@ -17,3 +17,5 @@ class OptimizedOptions:
     packed_weights: bool | None = None
     # True when the build left the layout open and the board's flash chose it (said in the build's report).
     chosen_for_board: bool = False
+    # True when the build left the layout open and --quantize mixed's flash objective chose compact.
+    chosen_for_flash: bool = False
