@@ -250,13 +250,10 @@ def compile_within_budget(compile_for: Callable[..., Any], fuse: str, budget: in
         # Nothing measured yet: a budget below every arena that the fewest fused blocks reach, after each
         # prefix or none, fails before minutes of measurement (band 1 is not always the smallest ring, so
         # only when no prefix is below it either).
-        floor = min([choose(whole.graph).smallest] + [c.arena for c in prefixes])
-        if budget < floor:
-            _unmeasured_error(whole, budget, prefixes)
+        _unmeasured_error(whole, budget, prefixes)
         costs = _measure_ops(compile_for, whole, BANDS)
         _save(costs_path, costs)
-    prefix_runs = _prefix_runs(compile_for, prefixes, path)  # every one: they predict what follows them
-    cands = [c for c in combined_candidates(whole.graph, costs, prefixes, prefix_runs) if c.prefix or not prefixed]
+    cands = [c for c in budget_candidates(compile_for, whole, costs, prefixes) if c.prefix or not prefixed]
     if not cands:
         raise McuError("--stream-prefix with a RAM budget: no streamed prefix of this model is smaller than every "
                        "tensor whole", hint="drop --stream-prefix")
@@ -276,16 +273,40 @@ def compile_within_budget(compile_for: Callable[..., Any], fuse: str, budget: in
     return build_schedule(compile_for, whole, costs, best)
 
 
+def budget_candidates(compile_for: Callable[..., Any], whole: Any, costs: FusionCosts,
+                      prefixes: list[PrefixCandidate]) -> list[Combined]:
+    """mcu/plan/fusion.py's :func:`combined_candidates` of the model (``whole``: its whole-tensor build,
+    ``costs``: its ops measured, ``prefixes``: its :func:`prefix_candidates`), every prefix run once first
+    (cached): their runs predict the schedules that start with them."""
+    path = cache_dir() / "fusion-costs" / f"{_key(whole, BANDS)}-prefix.json"
+    return combined_candidates(whole.graph, costs, prefixes, _prefix_runs(compile_for, prefixes, path))
+
+
+def measured_counts(compile_for: Callable[..., Any], whole: Any, costs: FusionCosts,
+                    cands: list[Combined]) -> dict[str, int]:
+    """The whole inference of each of ``cands`` by key, each run once (cached)."""
+    key = _key(whole, BANDS)
+    return _combined_runs(compile_for, whole, costs, cands, cache_dir() / "fusion-costs" / f"{key}-prefix.json",
+                          cache_dir() / "fusion-costs" / f"{key}.json")
+
+
 def _unmeasured_error(whole: Any, budget: int, prefixes: list[PrefixCandidate]) -> None:
-    """The error of a budget below every arena reached, before anything is measured: the fused blocks'
-    (mcu/plan/fusion.py's ``choose``), or the smallest streamed prefix's when it is smaller."""
-    if not prefixes or prefixes[0].arena >= choose(whole.graph).smallest:
+    """McuError when ``budget`` is below every arena that the fewest fused blocks reach, after each streamed
+    prefix of ``prefixes`` or none, naming the smallest of them (nothing measured)."""
+    reach: list[tuple[int, str]] = [(choose(whole.graph).smallest, "")]
+    for p in prefixes:
+        after = choose(with_prefix(whole.graph, p.schedule)).smallest
+        reach += [(p.arena, f"with {p.schedule.describe()}, {p.calls} calls; ")]
+        if after < p.arena:
+            reach += [(after, f"with {p.schedule.describe()}, then fused blocks; ")]
+    arena, what = min(reach, key=lambda r: (r[0], r[1] != ""))
+    if budget >= arena:
+        return
+    if not what:
         choose(whole.graph, budget)  # raises, naming the fused blocks' smallest arena
-    smallest = prefixes[0]
-    raise McuError(f"no schedule fits a RAM budget of {budget} B: the smallest arena is {smallest.arena} B, "
-                   f"with {smallest.schedule.describe()}, {smallest.calls} calls; every tensor whole: "
-                   f"{whole.memory.arena_size} B",
-                   hint=f"raise --ram-budget to at least {smallest.arena}, or stream the input (--stream-input)")
+    raise McuError(f"no schedule fits a RAM budget of {budget} B: the smallest arena is {arena} B, {what}every "
+                   f"tensor whole: {whole.memory.arena_size} B",
+                   hint=f"raise --ram-budget to at least {arena}, or stream the input (--stream-input)")
 
 
 def _unmeasured_within_budget(compile_for: Callable[..., Any], whole: Any, fuse: str, budget: int) -> Any:
@@ -301,5 +322,6 @@ def _unmeasured_within_budget(compile_for: Callable[..., Any], whole: Any, fuse:
         fitting = [c for c in prefixes if c.arena <= budget]
         if not fitting:
             _unmeasured_error(whole, budget, prefixes)
+            raise
         best = min(fitting, key=lambda c: (c.calls, c.arena))
         return compile_for(fuse_blocks="off", stream_prefix=best.schedule)
