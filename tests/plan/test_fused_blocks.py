@@ -477,6 +477,7 @@ def test_budget_weighs_a_streamed_prefix_then_fused_blocks() -> None:
     cm = build_schedule(lambda **kw: lowered.compile(**kw), whole, costs, both)
     assert [op.kind for op in cm.graph.ops][:3] == [PREFIX_KIND, "add", KIND]
     assert cm.memory.arena_size == both.arena
+    assert [k for _, k in cm.program_image().instructions["forward"]].count("rows") == 1
     _same_as_reference(cm)
 
 
