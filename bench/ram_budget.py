@@ -21,7 +21,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from mcu.api import CompiledModel, lower_file  # noqa: E402
-from mcu.devtools.fusion_costs import compile_within_budget, measure_fusion_costs  # noqa: E402
+from mcu.devtools.fusion_costs import (budget_candidates, compile_within_budget, measure_fusion_costs,  # noqa: E402
+                                      measured_counts)
 from mcu.errors import McuError  # noqa: E402
 from mcu.plan.fused import KIND as FUSED_KIND  # noqa: E402
 from mcu.plan.fusion import candidates, frontier, to_run  # noqa: E402
@@ -30,13 +31,11 @@ from mcu.plan.prefix import KIND as PREFIX_KIND, prefix_candidates  # noqa: E402
 
 
 def _built(cm: CompiledModel) -> str:
-    """What a build runs: its streamed prefix (ops, bands) or its fused blocks (first op/band)."""
-    for op in cm.graph.ops:
-        if op.kind == PREFIX_KIND:
-            p = op.attrs["prefix"]
-            return f"prefix of {len(p.ops)} ops, bands {'/'.join(map(str, p.bands))}, {p.calls} calls"
-    return ", ".join(f"{op.attrs['stages'][0].name}/{op.attrs['block'].band}"
-                     for op in cm.graph.ops if op.kind == FUSED_KIND) or "every tensor whole"
+    """What a build runs: its streamed prefix (ops, bands) and its fused blocks (first op/band)."""
+    parts = [f"prefix of {len(p.ops)} ops, bands {'/'.join(map(str, p.bands))}, {p.calls} calls"
+             for p in (op.attrs["prefix"] for op in cm.graph.ops if op.kind == PREFIX_KIND)]
+    parts += [f"{op.attrs['stages'][0].name}/{op.attrs['block'].band}" for op in cm.graph.ops if op.kind == FUSED_KIND]
+    return ", ".join(parts) or "every tensor whole"
 
 
 def sweep(model: str, board: str, given: list[int]) -> bool:
@@ -65,7 +64,12 @@ def sweep(model: str, board: str, given: list[int]) -> bool:
     prefixes = prefix_candidates(whole.graph, lambda g: plan_memory(g).arena_size)
     for p in prefixes:
         print(f"streamed prefix {p.schedule.key()}: {p.arena:,} B, {p.calls} calls")
-    smallest = min([runs[0].arena] + [p.arena for p in prefixes])
+    combined = budget_candidates(compile_for, whole, costs, prefixes)
+    counts = measured_counts(compile_for, whole, costs, combined)
+    print(f"{len(combined)} schedules weighed (prefix|fused blocks: arena, predicted, measured):")
+    for c in combined:
+        print(f"  {c.key()}: {c.arena:,} B, {c.predicted:,}, {counts[c.key()]:,}")
+    smallest = combined[0].arena
     ok = True
     try:
         compile_within_budget(compile_for, "off", smallest - 1)
@@ -75,8 +79,7 @@ def sweep(model: str, board: str, given: list[int]) -> bool:
         good = f"the smallest arena is {smallest} B" in exc.message
         ok &= good
         print(f"budget {smallest - 1:,} B: {exc.message}{'' if good else '  FAIL'}")
-    budgets = sorted(set(given) if given else {c.arena for c in runs} | {p.arena for p in prefixes}
-                     | {arena, 2 * arena})
+    budgets = sorted(set(given) if given else {c.arena for c in combined} | {arena, 2 * arena})
     print(f"{'budget (B)':>12} {'arena (B)':>10} {'instructions':>14}  built")
     last = None
     for budget in budgets:

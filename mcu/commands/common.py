@@ -51,7 +51,8 @@ def compile_model(args: argparse.Namespace) -> Any:
     palette = getattr(args, "weight_palette", None)
     mixed = mixed_options(args)
     with quiet_torch(verbose=getattr(args, "verbose", False)):
-        if budget is None or getattr(args, "speed_model", "measured") != "measured" or (streamed and fuse != "off"):
+        stream_input = getattr(args, "stream_input", False)
+        if budget is None or getattr(args, "speed_model", "measured") != "measured" or (stream_input and fuse != "off"):
             # Unmeasured, a streamed prefix's budget takes the fewest calls that fit (mcu/plan/prefix.py).
             return from_file(fuse_blocks=fuse, ram_budget=budget, stream_prefix=getattr(args, "stream_prefix", False),
                              stream_input=getattr(args, "stream_input", False))
@@ -76,6 +77,7 @@ def compile_model(args: argparse.Namespace) -> Any:
         def from_lowered(**fusion: Any) -> Any:
             return lowered.compile(args.board, options=options, backend=backend, **fusion)
 
-        if streamed:
-            return compile_streamed_within_budget(from_lowered, getattr(args, "stream_input", False), budget)
-        return compile_within_budget(from_lowered, fuse, budget)
+        if streamed and fuse == "off":
+            return compile_streamed_within_budget(from_lowered, stream_input, budget)
+        # --stream-prefix with --fuse-blocks: the prefixes followed by fused blocks or none
+        return compile_within_budget(from_lowered, fuse, budget, prefixed=streamed)

@@ -23,9 +23,10 @@ from mcu.devtools.profile import profile_model
 from mcu.errors import McuError
 from mcu.paths import all_kernel_sources, cache_dir
 from mcu.plan.fused import KIND as FUSED_KIND, find_chains
-from mcu.plan.fusion import FusionCosts, Schedule, candidates, choose, choose_fastest, to_run
+from mcu.plan.fusion import (Combined, FusionCosts, Schedule, candidates, choose, choose_fastest,
+                             combined_candidates, to_run)
 from mcu.plan.memory import plan_memory
-from mcu.plan.prefix import PrefixCandidate, choose_schedule, prefix_candidates
+from mcu.plan.prefix import PrefixCandidate, choose_schedule, prefix_candidates, with_prefix
 from mcu.progress import stage
 
 BANDS = (1, 2, 4, 8)
@@ -185,50 +186,143 @@ def compile_streamed_within_budget(compile_for: Callable[..., Any], stream: bool
     return compile_for(fuse_blocks="off", stream_prefix=best.schedule, stream_input=stream)
 
 
-def compile_within_budget(compile_for: Callable[..., Any], fuse: str, budget: int) -> Any:
-    """The fastest build of the model within ``budget`` bytes of arena, by measured instructions: the
-    fastest of the fused-block schedules (:func:`measure_fusion_costs`, mcu/plan/fusion.py) and the
-    streamed prefixes with the whole input in the arena (mcu/plan/prefix.py's :func:`prefix_candidates`,
-    each run once on the board's simulator and cached). Both sets and their counts do not depend on the
+def build_schedule(compile_for: Callable[..., Any], whole: Any, costs: FusionCosts, c: Combined) -> Any:
+    """The build of ``c``: its prefix as given, then, with runs made up so that its fused blocks are the
+    fastest of the rest's schedules, a budget of its arena."""
+    if not c.fused:
+        return compile_for(fuse_blocks="off", stream_prefix=c.prefix) if c.prefix else whole
+    g = whole.graph if c.prefix is None else with_prefix(whole.graph, c.prefix)
+    only = FusionCosts(costs.ops, costs.fused,
+                       {r.schedule: int(r.schedule != c.fused) for r in to_run(candidates(g, costs), costs)})
+    cm = compile_for(fuse_blocks="off", stream_prefix=c.prefix or False, ram_budget=c.arena, fuse_costs=only)
+    # a band is cut to the block's height when built, so the blocks are compared by name
+    built = tuple(op.attrs["stages"][0].name for op in cm.graph.ops if op.kind == FUSED_KIND)
+    if built != tuple(name for name, _ in c.fused) or cm.memory.arena_size != c.arena:
+        raise McuError(f"the schedule {c.key()} built {built} in a {cm.memory.arena_size} B arena, not the "
+                       f"{c.arena} B planned", hint="report this as a bug")
+    return cm
+
+
+def _combined_runs(compile_for: Callable[..., Any], whole: Any, costs: FusionCosts, cands: list[Combined],
+                   path: Path, costs_path: Path) -> dict[str, int]:
+    """The whole inference of each of ``cands`` by key, each run once (cached: fused blocks alone with the
+    fusion costs, a prefix's schedules beside them)."""
+    runs: dict[str, int] = json.loads(path.read_text()) if path.is_file() else {}
+    schedules = dict(costs.schedules)
+    found: dict[str, int] = {}
+    for i, c in enumerate(cands):
+        known = schedules.get(c.fused) if c.prefix is None else runs.get(c.key())
+        if known is None:
+            with stage(f"run schedule {i + 1} of {len(cands)} ({c.arena:,} B arena)"):
+                known = _measured_run(build_schedule(compile_for, whole, costs, c))
+            if c.prefix is None:
+                schedules[c.fused] = known
+                _save(costs_path, FusionCosts(costs.ops, costs.fused, dict(schedules)))
+            else:
+                runs[c.key()] = known
+                path.parent.mkdir(parents=True, exist_ok=True)
+                tmp = path.with_suffix(".tmp")
+                tmp.write_text(json.dumps(runs, sort_keys=True))
+                tmp.replace(path)
+        found[c.key()] = known
+    return found
+
+
+def compile_within_budget(compile_for: Callable[..., Any], fuse: str, budget: int, prefixed: bool = False) -> Any:
+    """The fastest build of the model within ``budget`` bytes of arena, by measured instructions: of the
+    schedules of mcu/plan/fusion.py's :func:`combined_candidates` (no streamed prefix or one of
+    :func:`prefix_candidates`, the whole input in the arena, then fused blocks or none in the rest), those
+    that fit, each run once on the board's simulator (cached). The set and its counts do not depend on the
     budget, so a larger budget never builds a slower schedule. When nothing fits, the error names the
-    smallest arena of either and what it runs."""
+    smallest arena and what it runs. ``prefixed``: only the schedules with a streamed prefix
+    (``--stream-prefix``). Without a simulator: :func:`_unmeasured_within_budget`."""
     whole = compile_for(fuse_blocks="off", fuse_band=1)
-    simulated = whole.board.qemu_machine is not None
+    if whole.board.qemu_machine is None:
+        return _unmeasured_within_budget(compile_for, whole, fuse, budget)
+    costs_path = cache_dir() / "fusion-costs" / f"{_key(whole, BANDS)}.json"
     path = cache_dir() / "fusion-costs" / f"{_key(whole, BANDS)}-prefix.json"
 
     def arena_of(g: Any) -> int:
         return int(plan_memory(g).arena_size)
 
+    prefixes = prefix_candidates(whole.graph, arena_of)
+    costs = _load(costs_path)
+    if costs is None:
+        # Nothing measured yet: a budget below every arena that the fewest fused blocks reach, after each
+        # prefix or none, fails before minutes of measurement (band 1 is not always the smallest ring, so
+        # only when no prefix is below it either).
+        _unmeasured_error(whole, budget, prefixes)
+        costs = _measure_ops(compile_for, whole, BANDS)
+        _save(costs_path, costs)
+    cands = [c for c in budget_candidates(compile_for, whole, costs, prefixes) if c.prefix or not prefixed]
+    if not cands:
+        raise McuError("--stream-prefix with a RAM budget: no streamed prefix of this model is smaller than every "
+                       "tensor whole", hint="drop --stream-prefix")
+    fitting = [c for c in cands if c.arena <= budget]
+    blocks = len(find_chains(whole.graph))
+    if not fitting:
+        least = [c for c in cands if c.arena == cands[0].arena]
+        counts = _combined_runs(compile_for, whole, costs, least, path, costs_path)
+        smallest = min(least, key=lambda c: (counts[c.key()], c.prefix is not None, c.key()))
+        hint = f"raise --ram-budget to at least {smallest.arena}, or " + (
+            "stream the input (--stream-input)" if prefixes else "use a smaller model or input")
+        raise McuError(f"no schedule fits a RAM budget of {budget} B: the smallest arena is {smallest.arena} B, "
+                       f"with {smallest.describe(blocks)}, {counts[smallest.key()]:,} instructions (measured; "
+                       f"every tensor whole: {whole.memory.arena_size} B)", hint=hint)
+    counts = _combined_runs(compile_for, whole, costs, fitting, path, costs_path)
+    best = min(fitting, key=lambda c: (counts[c.key()], c.arena, c.prefix is not None, c.key()))
+    return build_schedule(compile_for, whole, costs, best)
+
+
+def budget_candidates(compile_for: Callable[..., Any], whole: Any, costs: FusionCosts,
+                      prefixes: list[PrefixCandidate]) -> list[Combined]:
+    """mcu/plan/fusion.py's :func:`combined_candidates` of the model (``whole``: its whole-tensor build,
+    ``costs``: its ops measured, ``prefixes``: its :func:`prefix_candidates`), every prefix run once first
+    (cached): their runs predict the schedules that start with them."""
+    path = cache_dir() / "fusion-costs" / f"{_key(whole, BANDS)}-prefix.json"
+    return combined_candidates(whole.graph, costs, prefixes, _prefix_runs(compile_for, prefixes, path))
+
+
+def measured_counts(compile_for: Callable[..., Any], whole: Any, costs: FusionCosts,
+                    cands: list[Combined]) -> dict[str, int]:
+    """The whole inference of each of ``cands`` by key, each run once (cached)."""
+    key = _key(whole, BANDS)
+    return _combined_runs(compile_for, whole, costs, cands, cache_dir() / "fusion-costs" / f"{key}-prefix.json",
+                          cache_dir() / "fusion-costs" / f"{key}.json")
+
+
+def _unmeasured_error(whole: Any, budget: int, prefixes: list[PrefixCandidate]) -> None:
+    """McuError when ``budget`` is below every arena that the fewest fused blocks reach, after each streamed
+    prefix of ``prefixes`` or none, naming the smallest of them (nothing measured)."""
+    reach: list[tuple[int, str]] = [(choose(whole.graph).smallest, "")]
+    for p in prefixes:
+        after = choose(with_prefix(whole.graph, p.schedule)).smallest
+        reach += [(p.arena, f"with {p.schedule.describe()}, {p.calls} calls; ")]
+        if after < p.arena:
+            reach += [(after, f"with {p.schedule.describe()}, then fused blocks; ")]
+    arena, what = min(reach, key=lambda r: (r[0], r[1] != ""))
+    if budget >= arena:
+        return
+    if not what:
+        choose(whole.graph, budget)  # raises, naming the fused blocks' smallest arena
+    raise McuError(f"no schedule fits a RAM budget of {budget} B: the smallest arena is {arena} B, {what}every "
+                   f"tensor whole: {whole.memory.arena_size} B",
+                   hint=f"raise --ram-budget to at least {arena}, or stream the input (--stream-input)")
+
+
+def _unmeasured_within_budget(compile_for: Callable[..., Any], whole: Any, fuse: str, budget: int) -> Any:
+    """A board without a simulator: the fewest fused blocks that fit, else the streamed prefix of the fewest
+    calls that fits."""
+    def arena_of(g: Any) -> int:
+        return int(plan_memory(g).arena_size)
+
     try:
-        costs = measure_fusion_costs(compile_for, budget=budget, whole=whole)
-        fused: Any = compile_for(fuse_blocks=fuse, ram_budget=budget, fuse_costs=costs)
-    except McuError as exc:
-        below = prefix_candidates(whole.graph, arena_of, below=choose(whole.graph).smallest)
-        if not below:
+        return compile_for(fuse_blocks=fuse, ram_budget=budget, fuse_costs=None)
+    except McuError:
+        prefixes = prefix_candidates(whole.graph, arena_of)
+        fitting = [c for c in prefixes if c.arena <= budget]
+        if not fitting:
+            _unmeasured_error(whole, budget, prefixes)
             raise
-        smallest = below[0]
-        if smallest.arena > budget:
-            runs = _prefix_runs(compile_for, [smallest], path) if simulated else {}
-            run = runs.get(smallest.schedule.key())
-            what = f"{run:,} instructions (measured)" if run is not None else f"{smallest.calls} calls"
-            raise McuError(f"no schedule fits a RAM budget of {budget} B: the smallest arena is {smallest.arena} B, "
-                           f"with {smallest.schedule.describe()}, {what}; every tensor whole: "
-                           f"{whole.memory.arena_size} B",
-                           hint=f"raise --ram-budget to at least {smallest.arena}, or stream the input "
-                                "(--stream-input)") from exc
-        fused, costs = None, None
-    fitting = [c for c in prefix_candidates(whole.graph, arena_of) if c.arena <= budget]
-    if not fitting or not simulated:
-        if fused is not None:
-            return fused
-        best = min(fitting, key=lambda c: (c.calls, c.arena))  # unmeasured: the fewest calls stand in
+        best = min(fitting, key=lambda c: (c.calls, c.arena))
         return compile_for(fuse_blocks="off", stream_prefix=best.schedule)
-    runs = _prefix_runs(compile_for, fitting, path)
-    best = min(fitting, key=lambda c: (runs[c.schedule.key()], c.arena))
-    if fused is not None:
-        built = tuple((op.attrs["stages"][0].name, op.attrs["block"].band)
-                      for op in fused.graph.ops if op.kind == FUSED_KIND)
-        known = costs.schedules.get(built) if costs is not None else None
-        if (known if known is not None else _measured_run(fused)) <= runs[best.schedule.key()]:
-            return fused
-    return compile_for(fuse_blocks="off", stream_prefix=best.schedule)

@@ -19,6 +19,7 @@ from mcu.errors import McuError
 from mcu.ir import Graph, Op
 from mcu.plan.fused import expanded_bytes, find_chains, with_fused
 from mcu.plan.memory import plan_memory
+from mcu.plan.prefix import PrefixCandidate, PrefixSchedule, with_prefix
 
 
 @dataclass
@@ -226,3 +227,52 @@ def choose_fastest(graph: Graph, budget: int, costs: FusionCosts) -> FusionChoic
     best = min(fitting, key=lambda c: (cost(c), c.arena, c.schedule))
     chosen, bands = _chosen(graph, best.schedule)
     return FusionChoice(chosen, bands, len(chains), best.arena, base, runs[0].arena)
+
+
+@dataclass(frozen=True)
+class Combined:
+    """A schedule the RAM budget chooses from: a streamed prefix (None: none) with the whole input in the
+    arena, then fused blocks in the rest (``fused``: empty, every other tensor whole), its arena, and its
+    predicted instructions: the measured run of the prefix (of every tensor whole without one) plus what
+    its fused blocks add by their ops' measurements."""
+
+    prefix: PrefixSchedule | None
+    fused: Schedule
+    arena: int
+    predicted: int
+
+    def key(self) -> str:
+        """A stable text key (the measurement cache's): the prefix's, then each fused block's."""
+        blocks = ",".join(f"{name}@{band}" for name, band in self.fused)
+        return (self.prefix.key() if self.prefix else "-") + (f"|{blocks}" if blocks else "")
+
+    def describe(self, blocks: int) -> str:
+        """What it runs, in words (``blocks``: the model's fusable blocks)."""
+        fused = f"{len(self.fused)} of {blocks} blocks run row by row" if self.fused else ""
+        if self.prefix is None:
+            return fused or "every tensor whole"
+        return self.prefix.describe() + (f", then {fused}" if fused else "")
+
+
+def combined_candidates(graph: Graph, costs: FusionCosts, prefixes: list[PrefixCandidate],
+                        prefix_runs: dict[str, int]) -> list[Combined]:
+    """A fixed set of schedules, whatever the budget, smallest arena first: no prefix or each of
+    ``prefixes`` (its measured run in ``prefix_runs``, by key), each followed by the fused-block schedules
+    of :func:`to_run` in the rest of the graph; of those, each whose prediction is within ``MARGIN`` of the
+    predicted fastest with at most its arena (a prediction mixes a measured prefix with summed blocks, so
+    the measured runs decide)."""
+    whole_ops = sum(costs.ops.values())
+    found: list[Combined] = []
+    for p in [None, *prefixes]:
+        g = graph if p is None else with_prefix(graph, p.schedule)
+        start = costs.schedules.get((), whole_ops) if p is None else prefix_runs[p.schedule.key()]
+        for c in to_run(candidates(g, costs), costs):
+            found.append(Combined(p.schedule if p else None, c.schedule, c.arena, start + c.predicted))
+    margin = MARGIN * whole_ops
+    result: list[Combined] = []
+    best: int | None = None
+    for c in sorted(found, key=lambda c: (c.arena, c.predicted, c.key())):
+        best = c.predicted if best is None else min(best, c.predicted)
+        if c.predicted <= best + margin:
+            result.append(c)
+    return result

@@ -20,7 +20,9 @@ from mcu.errors import McuError
 from mcu.plan.drawing import plan_svg
 from mcu.emit.c_model import render_library
 from mcu.plan.fused import KIND, Block, find_chains, fused_op
-from mcu.plan.fusion import FusionCosts, candidates, choose_fastest, frontier, to_run
+from mcu.devtools.fusion_costs import build_schedule
+from mcu.plan.fusion import FusionCosts, candidates, choose_fastest, combined_candidates, frontier, to_run
+from mcu.plan.prefix import KIND as PREFIX_KIND, prefix_candidates
 from mcu.ir import NUMPY_DTYPES, Tensor
 from mcu.plan.memory import plan_memory
 from mcu.program import writer
@@ -453,6 +455,30 @@ def test_measured_schedules_rank_the_frontier_where_sums_mispredict() -> None:
                                        f"{len(chains)} blocks run row by row, {measured[smallest.schedule]:,} "
                                        "instructions \\(measured"):
         choose_fastest(whole.graph, smallest.arena - 1, costs)
+
+
+@pytest.mark.xdist_group("fused_three_blocks")
+def test_budget_weighs_a_streamed_prefix_then_fused_blocks() -> None:
+    """The schedules a RAM budget weighs include a streamed prefix followed by fused blocks in the rest; with
+    made-up runs (prefixes cheaper than whole tensors) the fastest that fits takes one, a larger budget never
+    a dearer schedule, and the one built equals the reference in the generated C and the program file."""
+    lowered = _three_blocks()
+    whole = lowered.compile()
+    costs = _made_up_costs(whole.graph, find_chains(whole.graph))
+    prefixes = prefix_candidates(whole.graph, lambda g: plan_memory(g).arena_size)
+    runs = {p.schedule.key(): 9000 + 10 * p.calls for p in prefixes}
+    cands = combined_candidates(whole.graph, costs, prefixes, runs)
+    assert cands == sorted(cands, key=lambda c: c.arena) and cands[0].arena < whole.memory.arena_size
+    picked = [min((c for c in cands if c.arena <= budget), key=lambda c: c.predicted)
+              for budget in sorted({c.arena for c in cands} | {whole.memory.arena_size * 2})]
+    assert [c.predicted for c in picked] == sorted((c.predicted for c in picked), reverse=True)
+    both = picked[-1]
+    assert both.prefix is not None and both.fused and "then 1 of 3 blocks" in both.describe(3)
+    cm = build_schedule(lambda **kw: lowered.compile(**kw), whole, costs, both)
+    assert [op.kind for op in cm.graph.ops][:3] == [PREFIX_KIND, "add", KIND]
+    assert cm.memory.arena_size == both.arena
+    assert [k for _, k in cm.program_image().instructions["forward"]].count("rows") == 1
+    _same_as_reference(cm)
 
 
 class _Basic(nn.Module):
