@@ -23,7 +23,8 @@ from mcu.frontend.lower import from_exported
 from mcu.ir import Graph
 from mcu.capture.loader import ModelSpec
 from mcu.plan.fused import find_chains, with_fused
-from mcu.plan.prefix import KIND as PREFIX_KIND, PrefixSchedule, choose_schedule as choose_prefix, with_prefix
+from mcu.plan.prefix import (KIND as PREFIX_KIND, PrefixSchedule, candidate_ends, choose_schedule as choose_prefix,
+                             with_prefix)
 from mcu.plan.fusion import FusionChoice, FusionCosts, choose_fastest, choose as choose_fusion
 from mcu.plan.memory import MemoryPlan, plan_memory
 from mcu.passes.fold_batch_norm import fold_batch_norm
@@ -205,10 +206,19 @@ FUSE_POLICIES = ("off", "auto", "all")
 
 def _fuse_to_fit(graph: Graph, board: Board) -> MemoryPlan:
     """Today's schedule does not fit the board: its main RAM is the budget the fused blocks must meet
-    (mcu/plan/fusion.py), and the error names the smallest arena they reach when they cannot."""
+    (mcu/plan/fusion.py); when they cannot, a streamed prefix (the input whole) and fused blocks after it,
+    the fewest calls that fit (mcu/plan/prefix.py). The error names the smallest arena these reach."""
     budget = board.arena_regions()[0][1]
     try:
-        choice = choose_fusion(graph, budget)
+        choice = choose_fusion(graph, budget) if find_chains(graph) else None
+    except McuError:
+        choice = None
+    if choice is None or choice.arena > budget:
+        plan = choose_prefix(graph, False, lambda g: _arena_with_fusion(g, "auto", budget), budget)
+        if plan.schedule is not None:  # the fewest calls that fit, or the smallest arena for the error below
+            graph.ops = with_prefix(graph, plan.schedule, False).ops
+    try:
+        choice = _fusion_after_prefix(graph, budget)
     except McuError as exc:
         raise McuError(f"model does not fit {board.name} ({budget} B of RAM for the arena after a "
                        f"{board.stack_bytes} B stack): {exc.message}",
@@ -295,7 +305,8 @@ def compile_graph(graph: Graph, board: Board, quantize: str, backends: list[str]
                 graph.ops = with_fused(graph, choice.chains, choice.bands).ops
     with stage("plan"):
         memory = plan_memory(graph, capacities=board.arena_regions())
-        if fuse == "off" and ram_budget is None and not fits(board, memory) and find_chains(graph):
+        if (fuse == "off" and ram_budget is None and not stream_prefix and not stream_input
+                and not fits(board, memory) and (find_chains(graph) or candidate_ends(graph))):
             memory = _fuse_to_fit(graph, board)
         check_fits(board, memory)
     with stage("generate"):

@@ -9,7 +9,9 @@ its loader refuses a malformed schedule with a status."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
+from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
@@ -18,7 +20,9 @@ import torch
 from hypothesis import given, settings, strategies as st
 from torch import nn
 
+from mcu import paths
 from mcu.api import CompiledModel, LoweredModel, lower_spec
+from mcu.device.boards import Board, load_board
 from mcu.capture.loader import spec_from_objects
 from mcu.errors import McuError
 from mcu.plan.drawing import plan_svg
@@ -156,6 +160,31 @@ def test_bands_of_rows_equal_the_reference() -> None:
         for x in cm.spec.test_inputs:
             for got, want in zip(method.run_raw(*cm.encode_inputs(x)), cm.reference_raw(*x)):
                 np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.xdist_group("stream_prefix_v1")
+def test_a_model_too_large_for_the_board_streams_its_prefix_to_fit(tmp_path: Path) -> None:
+    """Without a budget or a stream option, a model whose tensors do not fit the board's RAM (and has no
+    block to fuse) streams its first layers: the board's RAM is the budget; below every schedule, the error
+    names the smallest arena."""
+    lowered = _v1()
+    whole, streamed = lowered.compile().memory.arena_size, lowered.compile(stream_prefix=True).memory.arena_size
+    assert streamed < whole
+    text = (paths.boards_dir() / "mps2-an505.toml").read_text()
+
+    def board(arena: int) -> Board:
+        name = f"m33-arena-{arena}"
+        changed, n = re.subn(r"(\[memory\.ram\][^\[]*?length = )0x[0-9a-fA-F]+", rf"\g<1>{8192 + arena:#x}",
+                             text.replace('name = "mps2-an505"', f'name = "{name}"'))
+        assert n == 1
+        (tmp_path / f"{name}.toml").write_text(changed)
+        return load_board(name, tmp_path)
+
+    cm = lowered.compile(board((whole + streamed) // 2))
+    assert len(_prefixes(cm)) == 1 and cm.memory.arena_size <= (whole + streamed) // 2
+    _same_as_reference(cm)
+    with pytest.raises(McuError, match=f"does not fit m33-arena-{streamed - 8} .*the smallest arena is {streamed} B"):
+        lowered.compile(board(streamed - 8))
 
 
 def test_fp32_prefix_equals_unfused_c() -> None:
