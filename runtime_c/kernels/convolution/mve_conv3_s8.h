@@ -17,6 +17,7 @@
 #include "mcu/kernels_s8.h"
 #include "../common/mve_s8.h"
 #include "../common/window.h"
+#include "mve_pw_s8.h"
 
 #if MCU_S8_MVE
 
@@ -287,6 +288,12 @@ static inline void mcu_mve_conv3_part(const mcu_conv2d_s8_params *p, const int8_
     }
 }
 
+/* Fewest groups of three pixels in a call for which mcu_mve_conv3 copies the weights to the stack:
+ * below, it reads them in place (see there). */
+#ifndef MCU_S8_MVE_CONV3_COPY_GROUPS
+#define MCU_S8_MVE_CONV3_COPY_GROUPS 4
+#endif
+
 /* Stack bytes of the column and the copy of weight rows: two groups' windows of the largest size and
  * two of its weight rows, or more windows of smaller layers (see mcu_mve_conv3). */
 #define MCU_S8_MVE_CONV3_BUF (8 * MCU_S8_MVE_CONV3_COL_MAX)
@@ -316,13 +323,18 @@ static __attribute__((noinline, unused)) void mcu_mve_conv3(const mcu_conv2d_s8_
     const int32_t hw = out.h * out.w;
     const int32_t wmax = MCU_S8_MVE_CONV3_BUF - 3 * MCU_S8_MVE_CONV3_COL_MAX; /* bytes of the copy */
     int8_t *col = buf;
-    int8_t *wst = buf + 3 * MCU_S8_MVE_CONV3_COL_MAX;
-    const int all = oc * n <= wmax; /* every row in the copy, made once: the rest reads it too */
-    if (all) {
-        mcu_mve_copy_s8(wst, weight, oc * n);
-        weight = wst;
+    int8_t *wbuf = buf + 3 * MCU_S8_MVE_CONV3_COL_MAX;
+    /* A call of few groups (a row of a streamed layer) reads every weight in place, once per group,
+     * in one block of all rows: the copy and the blocks' second gathers would cost more than they
+     * save (MCU_S8_MVE_CONV3_COPY_GROUPS). */
+    const int copy = in.n * ((hw + 2) / 3) >= MCU_S8_MVE_CONV3_COPY_GROUPS;
+    const int all = !copy || oc * n <= wmax; /* every row in one block: the copy, made once, or in place */
+    const int8_t *wst = copy ? wbuf : weight;
+    if (all && copy) {
+        mcu_mve_copy_s8(wbuf, weight, oc * n);
+        weight = wbuf;
     }
-    mcu_mve_fold_bias(weight, n, oc, bias, p->input_offset, kbias);
+    mcu_mve_pw_fold_bias(weight, n, oc, bias, p->input_offset, kbias); /* four rows a pass */
     for (int32_t c = 0; c < oc; c += 2) {
         mcu_mve_conv3_pair *e = &pack[c / 2];
         for (int32_t k = 0; k < 6; ++k) {
@@ -353,7 +365,7 @@ static __attribute__((noinline, unused)) void mcu_mve_conv3(const mcu_conv2d_s8_
         for (int32_t c0 = 0; c0 < oc; c0 += rows) {
             const int32_t cn = oc - c0 < rows ? oc - c0 : rows;
             if (!all) {
-                mcu_mve_copy_s8(wst, weight + (int64_t)c0 * n, cn * n);
+                mcu_mve_copy_s8(wbuf, weight + (int64_t)c0 * n, cn * n);
             }
             cfg.end = pack + (c0 + cn) / 2;
             for (int32_t b = 0; b < in.n; ++b) {
@@ -387,7 +399,8 @@ static __attribute__((noinline, unused)) void mcu_mve_conv3(const mcu_conv2d_s8_
     /* the most groups whose windows leave room for two rows of the copy (n <= 576: at least two) */
     const int32_t groups = (MCU_S8_MVE_CONV3_BUF - 2 * n) / wn;
     const int32_t rows = (MCU_S8_MVE_CONV3_BUF - groups * wn) / n / 2 * 2;
-    wst = buf + groups * wn;
+    wbuf = buf + groups * wn;
+    wst = wbuf;
     for (int32_t b = 0; b < in.n; ++b) {
         const int8_t *x_n = input + (int64_t)b * in.h * in.w * in.c;
         int8_t *y_n = output + (int64_t)b * hw * oc;
@@ -404,7 +417,7 @@ static __attribute__((noinline, unused)) void mcu_mve_conv3(const mcu_conv2d_s8_
             }
             for (int32_t c0 = 0; c0 < oc; c0 += rows) {
                 const int32_t cn = oc - c0 < rows ? oc - c0 : rows;
-                mcu_mve_copy_s8(wst, weight + (int64_t)c0 * n, cn * n);
+                mcu_mve_copy_s8(wbuf, weight + (int64_t)c0 * n, cn * n);
                 cfg.end = pack + (c0 + cn) / 2;
                 for (int32_t k = 0; k < g; ++k) {
                     cfg.col = col + k * wn;
