@@ -19,6 +19,7 @@
 #include "../common/window.h"
 #include "mve_pw_s8.h"
 
+
 #if MCU_S8_MVE
 
 /* Largest window (kh * kw * in_c bytes) of this path: three of them make its column on the stack. */
@@ -288,11 +289,25 @@ static inline void mcu_mve_conv3_part(const mcu_conv2d_s8_params *p, const int8_
     }
 }
 
-/* Fewest groups of three pixels in a call for which mcu_mve_conv3 copies the weights to the stack:
- * below, it reads them in place (see there). */
+/* Fewest groups of three pixels in a call for which mcu_mve_conv3 copies the weights to the stack;
+ * below, it reads them in place (see there). On mps3-an547's description (weights in a flash of 8
+ * wait states per access, the stack in a TCM of none) the copy pays off in estimated cycles though
+ * not in instructions: ResNet-8's prefix streamed one row a call (3 to 11 groups a call) took 8.09 M
+ * cycles with this at 2, 8.22 M at 4 (3.96 M and 3.58 M instructions), 8.95 M at 8. A single group
+ * is read in place: not measured; override per build where the weights live in memory without
+ * wait states. */
 #ifndef MCU_S8_MVE_CONV3_COPY_GROUPS
-#define MCU_S8_MVE_CONV3_COPY_GROUPS 4
+#define MCU_S8_MVE_CONV3_COPY_GROUPS 2
 #endif
+
+/* mcu_mve_pw_fold_bias (four rows a pass), not inlined: its registers stay out of mcu_mve_conv3, whose
+ * group loop needs nearly all of them at every optimization level. */
+static __attribute__((noinline, unused)) void mcu_mve_conv3_fold(const int8_t *weight, int32_t n, int32_t rows,
+                                                                const int32_t *bias, int32_t input_offset,
+                                                                int32_t *kbias)
+{
+    mcu_mve_pw_fold_bias(weight, n, rows, bias, input_offset, kbias);
+}
 
 /* Stack bytes of the column and the copy of weight rows: two groups' windows of the largest size and
  * two of its weight rows, or more windows of smaller layers (see mcu_mve_conv3). */
@@ -324,9 +339,8 @@ static __attribute__((noinline, unused)) void mcu_mve_conv3(const mcu_conv2d_s8_
     const int32_t wmax = MCU_S8_MVE_CONV3_BUF - 3 * MCU_S8_MVE_CONV3_COL_MAX; /* bytes of the copy */
     int8_t *col = buf;
     int8_t *wbuf = buf + 3 * MCU_S8_MVE_CONV3_COL_MAX;
-    /* A call of few groups (a row of a streamed layer) reads every weight in place, once per group,
-     * in one block of all rows: the copy and the blocks' second gathers would cost more than they
-     * save (MCU_S8_MVE_CONV3_COPY_GROUPS). */
+    /* A call of a single group reads every weight in place, once, in one block of all rows: the copy
+     * (and the blocks' second gathers) would cost more than they save (MCU_S8_MVE_CONV3_COPY_GROUPS). */
     const int copy = in.n * ((hw + 2) / 3) >= MCU_S8_MVE_CONV3_COPY_GROUPS;
     const int all = !copy || oc * n <= wmax; /* every row in one block: the copy, made once, or in place */
     const int8_t *wst = copy ? wbuf : weight;
@@ -334,7 +348,7 @@ static __attribute__((noinline, unused)) void mcu_mve_conv3(const mcu_conv2d_s8_
         mcu_mve_copy_s8(wbuf, weight, oc * n);
         weight = wbuf;
     }
-    mcu_mve_pw_fold_bias(weight, n, oc, bias, p->input_offset, kbias); /* four rows a pass */
+    mcu_mve_conv3_fold(weight, n, oc, bias, p->input_offset, kbias);
     for (int32_t c = 0; c < oc; c += 2) {
         mcu_mve_conv3_pair *e = &pack[c / 2];
         for (int32_t k = 0; k < 6; ++k) {
