@@ -17,7 +17,6 @@
 #include "mcu/kernels_s8.h"
 #include "../common/mve_s8.h"
 #include "../common/window.h"
-#include "mve_pw_s8.h"
 
 
 #if MCU_S8_MVE
@@ -300,15 +299,6 @@ static inline void mcu_mve_conv3_part(const mcu_conv2d_s8_params *p, const int8_
 #define MCU_S8_MVE_CONV3_COPY_GROUPS 2
 #endif
 
-/* mcu_mve_pw_fold_bias (four rows a pass), not inlined: its registers stay out of mcu_mve_conv3, whose
- * group loop needs nearly all of them at every optimization level. */
-static __attribute__((noinline, unused)) void mcu_mve_conv3_fold(const int8_t *weight, int32_t n, int32_t rows,
-                                                                const int32_t *bias, int32_t input_offset,
-                                                                int32_t *kbias)
-{
-    mcu_mve_pw_fold_bias(weight, n, rows, bias, input_offset, kbias);
-}
-
 /* Stack bytes of the column and the copy of weight rows: two groups' windows of the largest size and
  * two of its weight rows, or more windows of smaller layers (see mcu_mve_conv3). */
 #define MCU_S8_MVE_CONV3_BUF (8 * MCU_S8_MVE_CONV3_COL_MAX)
@@ -348,7 +338,7 @@ static __attribute__((noinline, unused)) void mcu_mve_conv3(const mcu_conv2d_s8_
         mcu_mve_copy_s8(wbuf, weight, oc * n);
         weight = wbuf;
     }
-    mcu_mve_conv3_fold(weight, n, oc, bias, p->input_offset, kbias);
+    mcu_mve_fold_bias(weight, n, oc, bias, p->input_offset, kbias);
     for (int32_t c = 0; c < oc; c += 2) {
         mcu_mve_conv3_pair *e = &pack[c / 2];
         for (int32_t k = 0; k < 6; ++k) {
