@@ -299,6 +299,20 @@ static inline void mcu_mve_conv3_part(const mcu_conv2d_s8_params *p, const int8_
 #define MCU_S8_MVE_CONV3_COPY_GROUPS 2
 #endif
 
+/* The folded biases of rows c0 .. c0 + cn - 1 (their n weights each from w) into their pairs' kb. */
+static inline void mcu_mve_conv3_fold_pack(const int8_t *w, int32_t n, int32_t c0, int32_t cn, const int32_t *bias,
+                                           int32_t input_offset, mcu_mve_conv3_pair *pack)
+{
+    for (int32_t r = c0; r < c0 + cn; ++r, w += n) {
+        const uint32_t b = bias != NULL ? (uint32_t)bias[r] : 0u;
+        const int32_t kb = mcu_u32_to_s32(b + (uint32_t)input_offset * (uint32_t)mcu_mve_sum_s8(w, n));
+        int32_t *dst = pack[r / 2].kb + 3 * (r % 2);
+        dst[0] = kb;
+        dst[1] = kb;
+        dst[2] = kb;
+    }
+}
+
 /* Stack bytes of the column and the copy of weight rows: two groups' windows of the largest size and
  * two of its weight rows, or more windows of smaller layers (see mcu_mve_conv3). */
 #define MCU_S8_MVE_CONV3_BUF (8 * MCU_S8_MVE_CONV3_COL_MAX)
@@ -338,10 +352,18 @@ static __attribute__((noinline, unused)) void mcu_mve_conv3(const mcu_conv2d_s8_
         mcu_mve_copy_s8(wbuf, weight, oc * n);
         weight = wbuf;
     }
-    mcu_mve_fold_bias(weight, n, oc, bias, p->input_offset, kbias);
+    const uintptr_t i0 = (uintptr_t)input, o0 = (uintptr_t)output;
+    const uintptr_t i1 = i0 + (uintptr_t)in.n * (uintptr_t)in.h * (uintptr_t)in.w * (uintptr_t)in.c;
+    const uintptr_t o1 = o0 + (uintptr_t)in.n * (uintptr_t)hw * (uintptr_t)oc;
+    /* Blocks of rows outer (one image, output apart from the input): each block's biases folded from
+     * its copy, so that the weights are read once from where they live, not twice. */
+    const int late = !all && in.n == 1 && (o1 <= i0 || i1 <= o0);
+    if (!late) {
+        mcu_mve_fold_bias(weight, n, oc, bias, p->input_offset, kbias);
+    }
     for (int32_t c = 0; c < oc; c += 2) {
         mcu_mve_conv3_pair *e = &pack[c / 2];
-        for (int32_t k = 0; k < 6; ++k) {
+        for (int32_t k = 0; !late && k < 6; ++k) {
             e->kb[k] = kbias[c + k / 3];
         }
         for (int32_t k = 0; k < 4; ++k) {
@@ -354,9 +376,6 @@ static __attribute__((noinline, unused)) void mcu_mve_conv3(const mcu_conv2d_s8_
     const uint32x4_t pair = vandq_u32(vidupq_n_u32(0, 1), vdupq_n_u32(1));
     const uint32x4_t ofs = vaddq_u32(pair, vmulq_n_u32(vshrq_n_u32(vidupq_n_u32(0, 1), 1), (uint32_t)oc));
     const int8x16_t zp = vdupq_n_s8((int8_t)-p->input_offset);
-    const uintptr_t i0 = (uintptr_t)input, o0 = (uintptr_t)output;
-    const uintptr_t i1 = i0 + (uintptr_t)in.n * (uintptr_t)in.h * (uintptr_t)in.w * (uintptr_t)in.c;
-    const uintptr_t o1 = o0 + (uintptr_t)in.n * (uintptr_t)hw * (uintptr_t)oc;
     const int32_t wn = 3 * n; /* one group's windows */
     mcu_mve_conv3_cfg cfg = {unrolled ? n / 48 : n / 16, p->output_offset, n, col, pack, oc};
     /* The last one or two pixels of an image: a group of three whose empty slots repeat the last
@@ -370,6 +389,9 @@ static __attribute__((noinline, unused)) void mcu_mve_conv3(const mcu_conv2d_s8_
             const int32_t cn = oc - c0 < rows ? oc - c0 : rows;
             if (!all) {
                 mcu_mve_copy_s8(wbuf, weight + (int64_t)c0 * n, cn * n);
+                if (late) {
+                    mcu_mve_conv3_fold_pack(wbuf, n, c0, cn, bias, p->input_offset, pack);
+                }
             }
             cfg.end = pack + (c0 + cn) / 2;
             for (int32_t b = 0; b < in.n; ++b) {
