@@ -46,6 +46,13 @@ def build_cases() -> Builder:
                                          (16, 32, 2, 9, True), (32, 32, 1, 7, True), (64, 64, 1, 6, True)]:
         conv_case(b, rng, cin=cin, cout=cout, kh=3, kw=3, sh=stride, sw=stride, pt=1, pl=1, dh=1, dw=1, h=hw, w=hw,
                   trail=trail, conv3=True)
+    # One output row a call (a streamed layer): a single group reads the weights in place, one block of
+    # all rows (1 and 2 pixels, a trailing output); a few groups copy them.
+    rows_rng = np.random.default_rng(SEED + 1)  # (the random cases below keep their draws)
+    for cin, cout, stride, w, trail in [(64, 64, 1, 8, False), (32, 64, 2, 16, True), (16, 16, 1, 5, False),
+                                        (64, 32, 1, 1, False), (64, 64, 1, 2, True), (16, 32, 1, 2, False)]:
+        conv_case(b, rows_rng, cin=cin, cout=cout, kh=3, kw=3, sh=stride, sw=stride, pt=0, pl=1, dh=1, dw=1, h=3, w=w,
+                  trail=trail, conv3=True)
     for _ in range(22):
         kh, kw = int(rng.integers(1, 5)), int(rng.integers(1, 5))
         dh, dw = pick([1, 1, 2]), pick([1, 1, 2])

@@ -18,6 +18,7 @@
 #include "../common/mve_s8.h"
 #include "../common/window.h"
 
+
 #if MCU_S8_MVE
 
 /* Largest window (kh * kw * in_c bytes) of this path: three of them make its column on the stack. */
@@ -287,6 +288,31 @@ static inline void mcu_mve_conv3_part(const mcu_conv2d_s8_params *p, const int8_
     }
 }
 
+/* Fewest groups of three pixels in a call for which mcu_mve_conv3 copies the weights to the stack;
+ * below, it reads them in place (see there). On mps3-an547's description (weights in a flash of 8
+ * wait states per access, the stack in a TCM of none) the copy pays off in estimated cycles though
+ * not in instructions: ResNet-8's prefix streamed one row a call (3 to 11 groups a call) took 8.09 M
+ * cycles with this at 2, 8.22 M at 4 (3.96 M and 3.58 M instructions), 8.95 M at 8. A single group
+ * is read in place: not measured; override per build where the weights live in memory without
+ * wait states. */
+#ifndef MCU_S8_MVE_CONV3_COPY_GROUPS
+#define MCU_S8_MVE_CONV3_COPY_GROUPS 2
+#endif
+
+/* The folded biases of rows c0 .. c0 + cn - 1 (their n weights each from w) into their pairs' kb. */
+static inline void mcu_mve_conv3_fold_pack(const int8_t *w, int32_t n, int32_t c0, int32_t cn, const int32_t *bias,
+                                           int32_t input_offset, mcu_mve_conv3_pair *pack)
+{
+    for (int32_t r = c0; r < c0 + cn; ++r, w += n) {
+        const uint32_t b = bias != NULL ? (uint32_t)bias[r] : 0u;
+        const int32_t kb = mcu_u32_to_s32(b + (uint32_t)input_offset * (uint32_t)mcu_mve_sum_s8(w, n));
+        int32_t *dst = pack[r / 2].kb + 3 * (r % 2);
+        dst[0] = kb;
+        dst[1] = kb;
+        dst[2] = kb;
+    }
+}
+
 /* Stack bytes of the column and the copy of weight rows: two groups' windows of the largest size and
  * two of its weight rows, or more windows of smaller layers (see mcu_mve_conv3). */
 #define MCU_S8_MVE_CONV3_BUF (8 * MCU_S8_MVE_CONV3_COL_MAX)
@@ -316,16 +342,28 @@ static __attribute__((noinline, unused)) void mcu_mve_conv3(const mcu_conv2d_s8_
     const int32_t hw = out.h * out.w;
     const int32_t wmax = MCU_S8_MVE_CONV3_BUF - 3 * MCU_S8_MVE_CONV3_COL_MAX; /* bytes of the copy */
     int8_t *col = buf;
-    int8_t *wst = buf + 3 * MCU_S8_MVE_CONV3_COL_MAX;
-    const int all = oc * n <= wmax; /* every row in the copy, made once: the rest reads it too */
-    if (all) {
-        mcu_mve_copy_s8(wst, weight, oc * n);
-        weight = wst;
+    int8_t *wbuf = buf + 3 * MCU_S8_MVE_CONV3_COL_MAX;
+    /* A call of a single group reads every weight in place, once, in one block of all rows: the copy
+     * (and the blocks' second gathers) would cost more than they save (MCU_S8_MVE_CONV3_COPY_GROUPS). */
+    const int copy = in.n * ((hw + 2) / 3) >= MCU_S8_MVE_CONV3_COPY_GROUPS;
+    const int all = !copy || oc * n <= wmax; /* every row in one block: the copy, made once, or in place */
+    const int8_t *wst = copy ? wbuf : weight;
+    if (all && copy) {
+        mcu_mve_copy_s8(wbuf, weight, oc * n);
+        weight = wbuf;
     }
-    mcu_mve_fold_bias(weight, n, oc, bias, p->input_offset, kbias);
+    const uintptr_t i0 = (uintptr_t)input, o0 = (uintptr_t)output;
+    const uintptr_t i1 = i0 + (uintptr_t)in.n * (uintptr_t)in.h * (uintptr_t)in.w * (uintptr_t)in.c;
+    const uintptr_t o1 = o0 + (uintptr_t)in.n * (uintptr_t)hw * (uintptr_t)oc;
+    /* Blocks of rows outer (one image, output apart from the input): each block's biases folded from
+     * its copy, so that the weights are read once from where they live, not twice. */
+    const int late = !all && in.n == 1 && (o1 <= i0 || i1 <= o0);
+    if (!late) {
+        mcu_mve_fold_bias(weight, n, oc, bias, p->input_offset, kbias);
+    }
     for (int32_t c = 0; c < oc; c += 2) {
         mcu_mve_conv3_pair *e = &pack[c / 2];
-        for (int32_t k = 0; k < 6; ++k) {
+        for (int32_t k = 0; !late && k < 6; ++k) {
             e->kb[k] = kbias[c + k / 3];
         }
         for (int32_t k = 0; k < 4; ++k) {
@@ -338,9 +376,6 @@ static __attribute__((noinline, unused)) void mcu_mve_conv3(const mcu_conv2d_s8_
     const uint32x4_t pair = vandq_u32(vidupq_n_u32(0, 1), vdupq_n_u32(1));
     const uint32x4_t ofs = vaddq_u32(pair, vmulq_n_u32(vshrq_n_u32(vidupq_n_u32(0, 1), 1), (uint32_t)oc));
     const int8x16_t zp = vdupq_n_s8((int8_t)-p->input_offset);
-    const uintptr_t i0 = (uintptr_t)input, o0 = (uintptr_t)output;
-    const uintptr_t i1 = i0 + (uintptr_t)in.n * (uintptr_t)in.h * (uintptr_t)in.w * (uintptr_t)in.c;
-    const uintptr_t o1 = o0 + (uintptr_t)in.n * (uintptr_t)hw * (uintptr_t)oc;
     const int32_t wn = 3 * n; /* one group's windows */
     mcu_mve_conv3_cfg cfg = {unrolled ? n / 48 : n / 16, p->output_offset, n, col, pack, oc};
     /* The last one or two pixels of an image: a group of three whose empty slots repeat the last
@@ -353,7 +388,10 @@ static __attribute__((noinline, unused)) void mcu_mve_conv3(const mcu_conv2d_s8_
         for (int32_t c0 = 0; c0 < oc; c0 += rows) {
             const int32_t cn = oc - c0 < rows ? oc - c0 : rows;
             if (!all) {
-                mcu_mve_copy_s8(wst, weight + (int64_t)c0 * n, cn * n);
+                mcu_mve_copy_s8(wbuf, weight + (int64_t)c0 * n, cn * n);
+                if (late) {
+                    mcu_mve_conv3_fold_pack(wbuf, n, c0, cn, bias, p->input_offset, pack);
+                }
             }
             cfg.end = pack + (c0 + cn) / 2;
             for (int32_t b = 0; b < in.n; ++b) {
@@ -387,7 +425,8 @@ static __attribute__((noinline, unused)) void mcu_mve_conv3(const mcu_conv2d_s8_
     /* the most groups whose windows leave room for two rows of the copy (n <= 576: at least two) */
     const int32_t groups = (MCU_S8_MVE_CONV3_BUF - 2 * n) / wn;
     const int32_t rows = (MCU_S8_MVE_CONV3_BUF - groups * wn) / n / 2 * 2;
-    wst = buf + groups * wn;
+    wbuf = buf + groups * wn;
+    wst = wbuf;
     for (int32_t b = 0; b < in.n; ++b) {
         const int8_t *x_n = input + (int64_t)b * in.h * in.w * in.c;
         int8_t *y_n = output + (int64_t)b * hw * oc;
@@ -404,7 +443,7 @@ static __attribute__((noinline, unused)) void mcu_mve_conv3(const mcu_conv2d_s8_
             }
             for (int32_t c0 = 0; c0 < oc; c0 += rows) {
                 const int32_t cn = oc - c0 < rows ? oc - c0 : rows;
-                mcu_mve_copy_s8(wst, weight + (int64_t)c0 * n, cn * n);
+                mcu_mve_copy_s8(wbuf, weight + (int64_t)c0 * n, cn * n);
                 cfg.end = pack + (c0 + cn) / 2;
                 for (int32_t k = 0; k < g; ++k) {
                     cfg.col = col + k * wn;
