@@ -141,7 +141,9 @@ def test_the_choice_meets_its_budget_and_narrows_with_it(tiny) -> None:
             seen[key] = score.score(graph)
         return seen[key]
 
-    flash = BoardFlash(load_board("mps2-an505"))
+    # counted on the M0+, whose narrow kernels are smaller than its int8 ones: on the M33 the s4 and table
+    # kernels' code outweighs what this small model's weights save, and nothing would narrow
+    flash = BoardFlash(load_board("mps2-an385-m0plus"))
     chosen = {b: choose_precision(copy.deepcopy(tiny.graph), measured, metric, b, "flash", score.samples, flash)
               for b in (0.0, 3.0, 100.0)}
     sizes = {b: sum(layer.weight_bytes for layer in g.precision.layers) + g.precision.code_bytes
