@@ -88,8 +88,8 @@ class BoardFlash:
 
     def sources(self, op: Op, form: str) -> tuple[str, ...]:
         """The kernel sources (stems) ``op`` links at ``form`` on this board."""
-        if form == mixed.INT4:
-            return S4_CALLS[S4_FUNCTIONS[op.kind]]
+        if form == mixed.INT4:  # on its own loops: a mixed build keeps the packed kernel out (mixed.apply)
+            return tuple(s for s in S4_CALLS[S4_FUNCTIONS[op.kind]] if s != tuned.FUNCTION)
         if form != mixed.INT8:
             return LUT_CALLS[LUT_FUNCTIONS[op.kind]]
         if _compact_serves(op, self.board):

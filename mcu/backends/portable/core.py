@@ -55,8 +55,11 @@ class PortableBackend(Backend):
         # --compact-weights (the optimized backend's packed_weights False) keeps the packed kernel's code out of a
         # 4-bit build too: its convolutions run their own loops.
         options = ctx.options.get("optimized")
-        if op.attrs.get("weight_bits") == 4 and getattr(options, "packed_weights", None) is False:
+        packed = getattr(options, "packed_weights", None)
+        if op.attrs.get("weight_bits") == 4 and packed is False:
             op.attrs["s4_stream"] = False
+        elif op.attrs.get("weight_bits") == 4 and packed is True:
+            op.attrs.pop("s4_stream", None)  # packed weights: a mixed build's int4 layers stream too
 
     def kernel_defines(self, calls: Sequence[tuple[Op, KernelCall]]) -> dict[str, int]:
         """The 4-bit convolutions' definitions (conv.s4_defines): the packed kernel specialised to those that widen
