@@ -1,6 +1,7 @@
 /* 3x3 stride-1 depthwise convolution (ch_mult 1, dilation 1) one channel at a time over planes of
- * 16-bit inputs, for the DSP paths (MCU_S8_DSP, see simd_s8.h) of the in-place kernel. Internal:
- * static inline only.
+ * 16-bit inputs, for the DSP paths (MCU_S8_DSP, see simd_s8.h) of the in-place kernel and, on bands
+ * of rows of a taller image (a streamed prefix's row calls: mobilenet_v1's 8 x 48 and 32 x 24 rows,
+ * 9,731,895 -> 9,624,583 instructions on mps2-an505), of the other kernel. Internal: static inline only.
  *
  * Why planes: with the channels interleaved (NHWC) every tap of a pixel needs its own input and
  * weight loads and one single MAC (SMLABB/SMLATT) per product, about 2.5 cycles per MAC on the
