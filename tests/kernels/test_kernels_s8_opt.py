@@ -267,6 +267,29 @@ def test_depthwise_s8_inplace_planes(emulated, case):
     _check_depthwise_row_case(emulated, case)
 
 
+@settings(base.EXACT, max_examples=40)
+@given(dw_row_cases(kernel=3), st.integers(1, 3), st.sampled_from([(0, 0), (1, 0), (0, 1)]), st.integers(5, 14),
+       st.integers(0, 2), st.integers(1, 5))
+def test_depthwise_s8_row_band_planes(emulated, case, out_h, pads, w, pl, groups):
+    """A band of output rows of a taller image (a streamed prefix's row call: the rows above or below
+    padding, fewer output rows than input rows) through the channel planes, against the reference."""
+    pt, pb = pads
+    c = 4 * groups
+    rng = np.random.default_rng(case["seed"])
+    in_h, ow = out_h + 2 - pt - pb, w + 2 * pl - 2
+    x = base.int8_data(rng, (1, in_h, w, c), case["data"])
+    wt = base.weights(rng, (3, 3, c), case["wmode"])
+    b = base.biases(rng, c, case["bias"])
+    m, s = base.per_channel(rng, c, base.shift_for(case["shift"], 9), "varied")
+    params = dict(input=x.shape, output=(1, out_h, ow, c), ch_mult=1, kernel_h=3, kernel_w=3, stride_h=1,
+                  stride_w=1, pad_top=pt, pad_left=pl, dilation_h=1, dilation_w=1,
+                  input_offset=-case["in_zp"], output_offset=case["out_zp"], act_min=case["act"][0],
+                  act_max=case["act"][1])
+    status, out = cb.depthwise_conv2d(x, wt, b, cb.Quant(m, s, c), params)
+    assert status == MCU_OK
+    base.assert_equal(out, depthwise_conv2d_s8(x, wt, b, m, s, **params))
+
+
 def _check_depthwise_row_case(emulated, case: dict) -> None:
     rng = np.random.default_rng(case["seed"])
     c, kh, kw, pt, pl = case["c"], case["kh"], case["kw"], case["pt"], case["pl"]

@@ -5,6 +5,7 @@
 #include "../common/check.h"
 #include "../common/conv_s8_dsp.h"
 #include "dw_plain_s8.h"
+#include "dw_plane_s8_dsp.h"
 #include "dw_px_s8_dsp.h"
 #include "../common/dw_s8_dsp.h"
 #include "mve_dw_s8.h"
@@ -318,6 +319,16 @@ mcu_status mcu_depthwise_conv2d_s8(const mcu_context *ctx, const mcu_depthwise_c
     if (p->ch_mult == 1 && p->dilation_h == 1 && p->dilation_w == 1 && p->kernel_h <= MCU_S8_MVE_DW_ROWS_MAX &&
         in.c <= MCU_S8_MVE_OC_MAX) {
         dw_mve(p, q, input, weight, bias, output);
+        return MCU_OK;
+    }
+#endif
+#if MCU_S8_DSP && !MCU_S8_MVE
+    mcu_dwpl_geom pg; /* a band of rows of a taller image (row calls): 3x3 stride 1 over channel planes */
+    if (p->ch_mult == 1 && p->dilation_h == 1 && p->dilation_w == 1 && p->stride_h == 1 && p->stride_w == 1 &&
+        in.n == 1 &&
+        mcu_dwpl_plan_rows(&pg, p->kernel_h, p->kernel_w, in.c, in.h, out.h, in.w, out.w, p->pad_top, p->pad_left, q)) {
+        mcu_dwpl_rows(&pg, in.h, in.w, in.c, p->pad_top, p->pad_left, p->input_offset, p->output_offset, p->act_min,
+                      p->act_max, q, input, weight, bias, output);
         return MCU_OK;
     }
 #endif
