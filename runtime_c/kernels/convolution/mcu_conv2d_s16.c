@@ -3,7 +3,7 @@
 
 #include "mcu/kernels_s16.h"
 
-#include "../common/check.h"
+#include "../common/check_s16.h"
 #include "../common/dot_s16.h"
 #include "../common/requant_s16.h"
 
@@ -56,30 +56,13 @@ static void mcu_conv2d_s16_column(const mcu_conv2d_s16_params *p, const int16_t 
 mcu_status mcu_conv2d_s16(const mcu_context *ctx, const mcu_conv2d_s16_params *p, const mcu_per_channel_quant *q,
                           const int16_t *input, const int8_t *weight, const int64_t *bias, int16_t *output)
 {
-    MCU_REQUIRE(p != NULL && q != NULL && q->multiplier != NULL && q->shift != NULL && input != NULL &&
-                    weight != NULL && output != NULL,
-                MCU_ERR_NULL_POINTER);
-    MCU_REQUIRE(p->kernel_h > 0 && p->kernel_w > 0 && p->stride_h > 0 && p->stride_w > 0 && p->dilation_h > 0 &&
-                    p->dilation_w > 0 && p->pad_top >= 0 && p->pad_left >= 0 &&
-                    mcu_act_s16_valid(p->act_min, p->act_max),
-                MCU_ERR_INVALID_ARG);
-    const mcu_shape4 *in = &p->input, *out = &p->output;
-    const int32_t in_count = mcu_shape4_count(in, 2);
-    const int32_t out_count = mcu_shape4_count(out, 2);
-    const int32_t w_dims[4] = {out->c, p->kernel_h, p->kernel_w, in->c};
-    const int32_t w_count = mcu_checked_count(w_dims, 4, 1);
-    MCU_REQUIRE(in_count > 0 && out_count > 0 && w_count > 0 && in->n == out->n &&
-                    mcu_window_fits(in->h, out->h, p->stride_h, p->kernel_h, p->dilation_h, p->pad_top, 0) &&
-                    mcu_window_fits(in->w, out->w, p->stride_w, p->kernel_w, p->dilation_w, p->pad_left, 0),
-                MCU_ERR_SHAPE);
-    for (int32_t o = 0; o < out->c; ++o) {
-        MCU_REQUIRE(mcu_quant_s16_valid(q->multiplier[o], q->shift[o]), MCU_ERR_INVALID_ARG);
+    const mcu_status bad = mcu_conv2d_s16_check(p, q, input, weight, 1, bias, output);
+    if (bad != MCU_OK) {
+        return bad;
     }
-    const size_t out_bytes = (size_t)out_count * sizeof(int16_t);
-    MCU_REQUIRE(!mcu_overlaps(input, (size_t)in_count * sizeof(int16_t), output, out_bytes) &&
-                    !mcu_overlaps(weight, (size_t)w_count, output, out_bytes) &&
-                    (bias == NULL || !mcu_overlaps(bias, (size_t)out->c * sizeof(int64_t), output, out_bytes)),
-                MCU_ERR_INVALID_ARG);
+    const mcu_shape4 *in = &p->input, *out = &p->output;
+    const size_t in_bytes = (size_t)mcu_shape4_count(in, 2) * sizeof(int16_t);
+    const size_t out_bytes = (size_t)mcu_shape4_count(out, 2) * sizeof(int16_t);
 
     const int32_t cin = in->c, kw = p->kernel_w, dw = p->dilation_w;
     const size_t filter = (size_t)p->kernel_h * (size_t)kw * (size_t)cin; /* one output channel's weights */
@@ -90,7 +73,7 @@ mcu_status mcu_conv2d_s16(const mcu_context *ctx, const mcu_conv2d_s16_params *p
                        ? (int16_t *)ctx->buf
                        : NULL;
     MCU_REQUIRE(col == NULL || (!mcu_overlaps(col, (size_t)col_bytes, output, out_bytes) &&
-                                !mcu_overlaps(col, (size_t)col_bytes, input, (size_t)in_count * sizeof(int16_t))),
+                                !mcu_overlaps(col, (size_t)col_bytes, input, in_bytes)),
                 MCU_ERR_INVALID_ARG);
     /* A window of one run of at most MCU_S16_PART values sums in one int32 part with the bias added in int32
      * and the short requantization (the common case). */
