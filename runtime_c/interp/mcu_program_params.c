@@ -53,6 +53,17 @@ static int conv_f32_ok(const mcu_conv2d_f32_params *p)
            mcu_window_fits(in.w, out.w, p->stride_w, p->kernel_w, p->dilation_w, p->pad_left, 0);
 }
 
+/* Every element offset a window kernel forms along a row, (column - pad) * channels for any column a window
+ * reaches, fits int32: a padding or a reach far past the row would pass mcu_window_fits yet overflow the
+ * kernels' pointer arithmetic. */
+static int row_reach_ok(int32_t in_w, int32_t channels, int32_t out_w, int32_t stride, int32_t kernel,
+                        int32_t dilation, int32_t pad)
+{
+    const int64_t reach = (int64_t)(out_w - 1) * stride + (int64_t)(kernel - 1) * dilation;
+    const int64_t span = (reach > in_w ? reach : in_w) + (int64_t)pad;
+    return span * channels <= INT32_MAX;
+}
+
 static int conv_s8_ok(const mcu_conv2d_s8_params *p, int one_by_one)
 {
     const mcu_shape4 in = p->input, out = p->output;
@@ -67,7 +78,8 @@ static int conv_s8_ok(const mcu_conv2d_s8_params *p, int one_by_one)
     const int32_t w_dims[4] = {out.c, p->kernel_h, p->kernel_w, in.c / p->groups};
     return checked_count(w_dims, 4, 1) > 0 &&
            mcu_window_fits(in.h, out.h, p->stride_h, p->kernel_h, p->dilation_h, p->pad_top, 0) &&
-           mcu_window_fits(in.w, out.w, p->stride_w, p->kernel_w, p->dilation_w, p->pad_left, 0);
+           mcu_window_fits(in.w, out.w, p->stride_w, p->kernel_w, p->dilation_w, p->pad_left, 0) &&
+           row_reach_ok(in.w, in.c, out.w, p->stride_w, p->kernel_w, p->dilation_w, p->pad_left);
 }
 
 static int depthwise_s8_ok(const mcu_depthwise_conv2d_s8_params *p)
@@ -80,7 +92,8 @@ static int depthwise_s8_ok(const mcu_depthwise_conv2d_s8_params *p)
            mcu_act_s8_valid(p->act_min, p->act_max) && shape4_ok(&in, 1) && shape4_ok(&out, 1) && out.n == in.n &&
            (int64_t)in.c * p->ch_mult == out.c && out.c <= INT32_MAX / 4 && checked_count(w_dims, 3, 1) > 0 &&
            mcu_window_fits(in.h, out.h, p->stride_h, p->kernel_h, p->dilation_h, p->pad_top, 0) &&
-           mcu_window_fits(in.w, out.w, p->stride_w, p->kernel_w, p->dilation_w, p->pad_left, 0);
+           mcu_window_fits(in.w, out.w, p->stride_w, p->kernel_w, p->dilation_w, p->pad_left, 0) &&
+           row_reach_ok(in.w, in.c, out.w, p->stride_w, p->kernel_w, p->dilation_w, p->pad_left);
 }
 
 static int pool_f32_ok(const mcu_pool2d_f32_params *p, int average)

@@ -303,8 +303,17 @@ def _strides_for_another_call(steps: list[Step], passes: int) -> None:
     step.strides = [*step.strides, 0]
 
 
+def _pads_a_row_past_int32(steps: list[Step], passes: int) -> None:
+    """A depthwise row call whose left padding passes the window's own bounds but not the kernels' element
+    offsets, (column - pad) * channels (found by the fuzzer on a fused seed)."""
+    step = next(s for s in steps if s.call.function == "mcu_depthwise_conv2d_s8")
+    params = list(step.call.params)
+    params[14] = 1_895_825_409  # pad_left (mcu_depthwise_conv2d_s8_params)
+    step.call = dataclasses.replace(step.call, params=tuple(params))
+
+
 @pytest.mark.parametrize("break_loop", [_moves_past_the_arena, _runs_past_the_loop, _moves_a_constant,
-                                        _runs_at_no_pass, _strides_for_another_call])
+                                        _runs_at_no_pass, _strides_for_another_call, _pads_a_row_past_int32])
 def test_interpreter_refuses_malformed_loops(monkeypatch: pytest.MonkeyPatch, break_loop) -> None:
     """The loader checks every pass of a loop's body: each is refused at load with a status, never run."""
     cm = _small_fused_block()
