@@ -134,7 +134,7 @@ def _run_s8(x, packed, scales, bias, group, lo=-np.inf, hi=np.inf, emulated=Fals
     return status, out
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=24, deadline=None)
 @given(w4_case(), st.sampled_from(["as drawn", "non-negative", "zeros", "one sign extreme"]), st.booleans())
 def test_linear_w4_s8_equals_reference(case, inputs: str, emulated: bool) -> None:
     x, q, scales, bias, group, lo, hi = case
