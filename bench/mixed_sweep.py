@@ -28,7 +28,6 @@ def main(argv: list[str]) -> int:
     from mcu.api import lower_file
     from mcu.backends.mixed_flash import BoardFlash
     from mcu.device.boards import load_board
-    from mcu.ir import Graph
     from mcu.passes import mixed
     from mcu.passes.mixed_choice import Metric, choose_precision
     from mcu.quantize.sensitivity import scorer
@@ -36,12 +35,7 @@ def main(argv: list[str]) -> int:
     lowered = lower_file(ROOT / "examples" / f"{args.example}.py", quantize="int8")
     score = scorer(lowered.spec)
     seen: dict[bytes, float] = {}
-
-    def measured(graph: Graph) -> float:
-        key = b"".join(t.data.tobytes() for op in graph.ops for t in op.inputs[1:5] if t.data is not None)
-        if key not in seen:
-            seen[key] = score.score(graph)
-        return seen[key]
+    measured = score.memoized(seen)
 
     flash = BoardFlash(load_board(args.board))
     layers = [lowered.graph.ops[i] for i in mixed.layers(lowered.graph.ops)]

@@ -34,6 +34,18 @@ class Scorer:
     sqnr: bool
     samples: int
 
+    def memoized(self, seen: dict[bytes, float]) -> Callable[[Graph], float]:
+        """``score``, run once per distinct set of weight constants, kept in ``seen``: choices under several
+        budgets share their path, so a sweep scores each configuration once."""
+
+        def measured(graph: Graph) -> float:
+            key = b"".join(t.data.tobytes() for op in graph.ops for t in op.inputs[1:5] if t.data is not None)
+            if key not in seen:
+                seen[key] = self.score(graph)
+            return seen[key]
+
+        return measured
+
 
 def _evenly(items: list, n: int) -> list:
     if len(items) <= n:

@@ -23,7 +23,6 @@ from mcu.backends.mixed_flash import BoardFlash
 from mcu.backends.optimized import compact
 from mcu.device.boards import load_board
 from mcu.errors import McuError
-from mcu.ir import Graph
 from mcu.layouts import channel_rows
 from mcu.passes import mixed
 from mcu.plan.contracts import scratch_bytes
@@ -132,14 +131,7 @@ def test_the_choice_meets_its_budget_and_narrows_with_it(tiny) -> None:
     chooses the same again; the report names every layer."""
     score = scorer(tiny.spec)
     metric = Metric(score.metric, score.sqnr)
-    seen: dict[bytes, float] = {}
-
-    def measured(graph: Graph) -> float:
-        """The score, once per distinct set of weight constants (the budgets share their path)."""
-        key = b"".join(t.data.tobytes() for op in graph.ops for t in op.inputs[1:5] if t.data is not None)
-        if key not in seen:
-            seen[key] = score.score(graph)
-        return seen[key]
+    measured = score.memoized({})  # the budgets share their path
 
     # counted on the M0+, whose narrow kernels are smaller than its int8 ones: on the M33 the s4 and table
     # kernels' code outweighs what this small model's weights save, and nothing would narrow
