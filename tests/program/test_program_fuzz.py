@@ -9,7 +9,7 @@ import pytest
 
 from mcu.program.fuzz import cached_fuzzer, find_fuzz_clang, run_fuzzer, write_seeds
 
-FUZZ_SECONDS = 10
+FUZZ_SECONDS = 6
 # Ten seconds explore little beyond the seeds: three seed models (convolutions with external weights, an int8
 # recurrent layer, fused-block loops) instead of every one, whose compiles took most of this test's time;
 # scripts/fuzz_program seeds the long run with all of them and every example.
