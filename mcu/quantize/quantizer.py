@@ -108,7 +108,8 @@ W8A16_OPS = {*CONV_LINEAR, *BATCH_NORM, *ACTIVATIONS, aten.adaptive_avg_pool2d.d
              aten.max_pool2d.default, aten.avg_pool2d.default, aten.select.int, aten.slice.Tensor,
              aten.flatten.using_ints, aten.view.default,
              aten.reshape.default, aten.squeeze.dim, aten.squeeze.dims, aten.unsqueeze.default, aten.dropout.default,
-             aten.contiguous.default, aten.clone.default}
+             aten.contiguous.default, aten.clone.default,
+             OPS["lstm"]}  # (an nn.LSTM layer kept whole: mcu_lstm_s16, CMSIS-NN's arm_lstm_unidirectional_s16)
 # (ops with no arithmetic of their own: the capture's bookkeeping)
 _W8A16_NEUTRAL = {"getitem", "_assert_tensor_metadata", "_assert_scalar", "sym_size"}
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from mcu.errors import McuError
 from mcu.ir import Op, Tensor
-from mcu.reference import arith, elementwise, norm, recurrent, s16
+from mcu.reference import arith, elementwise, lstm_s16, norm, recurrent, s16
 from mcu.reference.resample import bilinear_tables_s8
 
 
@@ -197,3 +197,12 @@ def recurrent_layer(op: Op) -> recurrent.RecurrentS8:
     s_h, zp_h = scale_zp(op.output)
     w_ih, w_hh, b_ih, b_hh = op.attrs["weights_real"]
     return recurrent.layer_params(op.kind, w_ih, w_hh, b_ih, b_hh, s_x, zp_x, s_h, zp_h, int(op.attrs["state_shift"]))
+
+
+def lstm_s16_layer(op: Op) -> lstm_s16.LstmS16:
+    """A 16x8 LSTM's int8 weights, int64 biases, per-row and cell multipliers, from the float weights and biases
+    the op keeps, the input's and the hidden state's (the output's) int16 scales and the cell's power-of-two
+    scale."""
+    w_ih, w_hh, b_ih, b_hh = op.attrs["weights_real"]
+    return lstm_s16.layer_params(w_ih, w_hh, b_ih, b_hh, scale_zp(op.inputs[0])[0], scale_zp(op.output)[0],
+                                 int(op.attrs["state_shift"]))

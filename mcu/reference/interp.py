@@ -30,7 +30,7 @@ from mcu.errors import McuError
 from mcu.ir import Graph, Op, Tensor
 from mcu.layouts import from_memory_order, to_memory_order
 from mcu.reference import conv, derive, elementwise, encoding, int4, mixed, movement, norm, pool, recurrent
-from mcu.reference import resample_ops, s16, select, state
+from mcu.reference import lstm_s16, resample_ops, s16, select, state
 from mcu.reference.custom import run_custom
 
 Env = dict[int, np.ndarray]  # id(base tensor) -> flat array in memory order
@@ -351,6 +351,12 @@ def _recurrent_s8(op: Op, x: list[np.ndarray]) -> np.ndarray:
     return to_memory_order(y, op.output)
 
 
+def _lstm_s16(op: Op, x: list[np.ndarray]) -> np.ndarray:
+    """mcu_lstm_s16: the layer's constants derived again from its float weights and the int16 scales."""
+    y = lstm_s16.lstm_s16(from_memory_order(x[0], op.inputs[0]), derive.lstm_s16_layer(op))
+    return to_memory_order(y, op.output)
+
+
 INT8_OPS: dict[str, Run] = {
     "custom": run_custom,
     "conv2d": _conv2d,
@@ -417,6 +423,7 @@ INT16_OPS: dict[str, Run] = {
     "layout": movement.OPS["layout"],
     "slice": movement.OPS["slice"],
     "clamp": lambda op, x: np.clip(np.asarray(x[0], dtype=np.int16), *derive.act_range(op)).astype(np.int16),
+    "lstm": _lstm_s16,
 }
 
 

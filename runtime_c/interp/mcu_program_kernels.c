@@ -95,6 +95,7 @@ _Static_assert(sizeof(mcu_resample_s8_params) == 6 * 4, "resample_s8 params layo
 _Static_assert(sizeof(mcu_reduce_s8_params) == 10 * 4, "reduce_s8 params layout");
 _Static_assert(sizeof(mcu_bmm_s8_params) == 13 * 4, "bmm_s8 params layout");
 _Static_assert(sizeof(mcu_recurrent_s8_params) == 8 * 4, "recurrent_s8 params layout");
+_Static_assert(sizeof(mcu_lstm_s16_params) == 11 * 4, "lstm_s16 params layout");
 _Static_assert(sizeof(mcu_prelu_s8_params) == 11 * 4, "prelu_s8 params layout");
 _Static_assert(sizeof(mcu_log_softmax_s8_params) == 6 * 4, "log_softmax_s8 params layout");
 
@@ -653,6 +654,25 @@ mcu_status mcu_program_need_recurrent(uint32_t kernel, const mcu_operand_desc *o
     need[3] = mulcap(mulcap((uint32_t)rows, p[3]), p[3]);
     need[4] = mulcap(6u * (uint32_t)rows, p[3]);
     need[5] = MCU_RECURRENT_S8_TABLE_SIZE;
+    need[6] = prod(out_dims, 3);
+    return MCU_OK;
+}
+
+mcu_status mcu_program_need_lstm_s16(uint32_t kernel, const mcu_operand_desc *ops, uint32_t n_ops, const int32_t *p,
+                                     uint32_t *need)
+{
+    /* batch, steps, input_size, hidden, ...: the int16 cell as scratch bytes, then the operands */
+    (void)kernel;
+    (void)ops;
+    (void)n_ops;
+    const int32_t in_dims[3] = {p[0], p[1], p[2]};
+    const int32_t out_dims[3] = {p[0], p[1], p[3]};
+    need[0] = mulcap(2u, p[3]);
+    need[1] = prod(in_dims, 3);
+    need[2] = mulcap(mulcap(4u, p[3]), p[2]);
+    need[3] = mulcap(mulcap(4u, p[3]), p[3]);
+    need[4] = mulcap(4u, p[3]);
+    need[5] = mulcap(16u, p[3]);
     need[6] = prod(out_dims, 3);
     return MCU_OK;
 }

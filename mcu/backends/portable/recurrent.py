@@ -1,5 +1,6 @@
-"""Portable-backend emitters of the integer recurrent layers: mcu_lstm_s8 and mcu_gru_s8
-(program kernel ids 240-241). They join :data:`mcu.backends.portable.core.EMITTERS`."""
+"""Portable-backend emitters of the integer recurrent layers: mcu_lstm_s8 and mcu_gru_s8 (program kernel ids
+240-241), and the 16x8 LSTM of w8a16, mcu_lstm_s16 (id 118). They join
+:data:`mcu.backends.portable.core.EMITTERS`."""
 
 from __future__ import annotations
 
@@ -29,7 +30,27 @@ def _recurrent(function: str):
     return emit
 
 
+def lstm_s16_params(op: Op) -> dict:
+    """The fields of mcu_lstm_s16_params, in declaration order."""
+    batch, steps, features = op.inputs[0].shape
+    a = op.attrs
+    return {"batch": batch, "steps": steps, "input_size": features, "hidden": op.output.shape[2],
+            "cell_shift": int(a["state_shift"]),
+            **{k: int(a[k]) for k in ("forget_mult", "forget_shift", "input_mult", "input_shift", "out_mult",
+                                      "out_shift")}}
+
+
+def _lstm_s16(op: Op, ref: Ref) -> KernelCall:
+    x, w_ih, w_hh, bias, quant = op.inputs
+    assert ref.scratch is not None, "mcu_lstm_s16 needs its planned scratch buffer"
+    return KernelCall("mcu_lstm_s16", ["&ctx", "&params", ref(x), ref(w_ih), ref(w_hh), ref(bias), ref(quant),
+                                       ref(op.output)], ["mcu_lstm_s16.c"], "mcu_lstm_s16_params", lstm_s16_params(op),
+                      locals=[f"const mcu_context ctx = {{{ref.scratch[0]}, {ref.scratch[1]}}};"],
+                      operands=[SCRATCH, x, w_ih, w_hh, bias, quant, op.output], headers=["mcu/kernels_s16.h"])
+
+
 EMITTERS = {
     ("lstm", "int8"): _recurrent("mcu_lstm_s8"),
     ("gru", "int8"): _recurrent("mcu_gru_s8"),
+    ("lstm", "int16"): _lstm_s16,
 }

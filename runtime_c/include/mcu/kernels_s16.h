@@ -117,6 +117,32 @@ mcu_status mcu_avg_pool2d_s16(const mcu_pool2d_s16_params *p, const int16_t *inp
 /** A ReLU or clamp on int16 codes (input and output share one scale). May run in place (exactly). */
 mcu_status mcu_clamp_s16(int32_t size, int32_t act_min, int32_t act_max, const int16_t *input, int16_t *output);
 
+/** Largest input or hidden size of mcu_lstm_s16. */
+#define MCU_LSTM_S16_MAX_FEATURES 4096
+
+typedef struct {
+    int32_t batch, steps;                /**< input [batch][steps][input_size], output [batch][steps][hidden] */
+    int32_t input_size, hidden;
+    int32_t cell_shift;                  /**< the int16 cell's scale is 2^-cell_shift, in [0, 15] */
+    int32_t forget_mult, forget_shift;   /**< f c (Q0.15 times the cell) to the cell: 2^-15 */
+    int32_t input_mult, input_shift;     /**< i g (Q0.30) to the cell: 2^(cell_shift - 30) */
+    int32_t out_mult, out_shift;         /**< o tanh(c) (Q0.30) to the hidden state: 2^-30 / s_hidden */
+} mcu_lstm_s16_params;
+
+/** Scratch bytes of mcu_lstm_s16: the int16 cell [hidden]; 0 for invalid sizes. */
+int32_t mcu_lstm_s16_get_buffer_size(const mcu_lstm_s16_params *p);
+
+/** One LSTM layer over a whole sequence from the zero state, with CMSIS-NN's arm_lstm_unidirectional_s16
+ *  arithmetic (batch major; mcu_lstm_s16.c and mcu/reference/lstm_s16.py state it): int16 input and hidden
+ *  state (zero point 0), weights int8 [4H][input_size] and [4H][H] in PyTorch's gate order (i, f, g, o),
+ *  `bias` int64 [4H] of the input product (the recurrent product has none), `quant` [4H][4] int32 per gate
+ *  row: the 16x8 multiplier and shift of the input product to Q3.12, then of the recurrent product. The
+ *  output overlaps neither the input, a constant nor the scratch (the kernel reads the previous step's
+ *  hidden state from it). */
+mcu_status mcu_lstm_s16(const mcu_context *ctx, const mcu_lstm_s16_params *p, const int16_t *input,
+                        const int8_t *w_ih, const int8_t *w_hh, const int64_t *bias, const int32_t *quant,
+                        int16_t *output);
+
 /** q = clamp(round_half_even(x * inv_scale) + zero_point, -32768, 32767), float32 arithmetic (torch's rule). */
 mcu_status mcu_quantize_f32_s16(int32_t size, float inv_scale, int32_t zero_point, const float *input,
                                 int16_t *output);

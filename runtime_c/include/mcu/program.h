@@ -144,6 +144,9 @@ typedef enum {
     MCU_K_MAX_POOL2D_S16 = 115,       /**< [in int16, out int16]; mcu_pool2d_s16_params; no overlap */
     MCU_K_AVG_POOL2D_S16 = 116,       /**< as max_pool2d_s16 */
     MCU_K_CLAMP_S16 = 117,            /**< [in int16, out int16]; size, act_min, act_max */
+    /** [scratch int8, in int16, w_ih int8, w_hh int8, bias int64, quant int32, out int16]; mcu_lstm_s16_params;
+     *  no operand may overlap the output */
+    MCU_K_LSTM_S16 = 118,
     /* Look-up-table weights (--weight-palette): [in, indices uint8, bias?, multipliers, shifts, scratch,
      * tables int8, out]; the int8 kernel's params, then the index width in bits (2 to 4). Indices: a
      * byte-padded row of ceil(taps * bits / 8) bytes per output channel; tables: 2^bits per channel; the

@@ -1,0 +1,152 @@
+"""The 16x8 LSTM (w8a16): the arithmetic of ``mcu_lstm_s16`` (runtime_c/kernels/recurrent/mcu_lstm_s16.c), bit
+for bit, and the parameters a layer derives from its float weights and its tensors' scales.
+
+It is CMSIS-NN's ``arm_lstm_unidirectional_s16`` (TFLite Micro's integer LSTM with int16 activations): int16
+input and hidden state (zero point 0), int8 weights symmetric per gate row, int64 biases, an int16 cell with a
+power-of-two scale 2^-cs (cs from calibration, mcu/capture/recurrent.py). Per step and gate row r of
+PyTorch's order (i, f, g, o):
+
+    pre_r = sat16(sat16(rq64(bias_r + W_ih[r] . x_t, mx_r, sx_r)) + rq64(W_hh[r] . h, mh_r, sh_r))   Q3.12
+    i, f, o = sigmoid(pre), g = tanh(pre)                                                          Q0.15
+    c = sat16(rq(f c, 2^-15));  c = sat16(c + rq(i g, 2^(cs - 30)))                                2^-cs
+    h = sat16(rq(o tanh(c), 2^-30 / s_h))
+
+where rq64 is the 16x8 requantization of :mod:`mcu.reference.s16` and rq the int32 one of
+:func:`mcu.reference.arith.requantize`. The first step of a sequence has no recurrent product (CMSIS-NN skips
+it for a zero state; it is zero anyway: the recurrent bias is 0, PyTorch's two biases fold into the input
+product's). sigmoid and tanh are ``arm_nn_activation_s16``: the input times 3 (times 2^ls, or divided by
+2^-ls with rounding, ls = 12 - cs for the cell's tanh and 0 for the gates), read in CMSIS-NN's table of
+sigmoid(k / 24) in 0.16 at |v| / 2^9 (tanh: at |v| / 2^8, as 2 sigmoid(2x) - 1) with linear interpolation on
+the bits below, saturating from entry 255.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from mcu.reference import arith, s16
+
+GATE_FRAC = 12  # gate pre-activations are Q3.12
+#: CMSIS-NN's ``sigmoid_table_uint16`` (arm_nntables.c), the table of TFLite's int16 LOGISTIC and TANH:
+#: sigmoid(k / 24) in 0.16, k = 0..255 (a few entries one off round(); the kernels read it as it is)
+SIGMOID_TABLE = np.array([
+    32768, 33451, 34133, 34813, 35493, 36169, 36843, 37513, 38180, 38841, 39498, 40149, 40794, 41432, 42064, 42688,
+    43304, 43912, 44511, 45102, 45683, 46255, 46817, 47369, 47911, 48443, 48964, 49475, 49975, 50464, 50942, 51409,
+    51865, 52311, 52745, 53169, 53581, 53983, 54374, 54755, 55125, 55485, 55834, 56174, 56503, 56823, 57133, 57433,
+    57724, 58007, 58280, 58544, 58800, 59048, 59288, 59519, 59743, 59959, 60168, 60370, 60565, 60753, 60935, 61110,
+    61279, 61441, 61599, 61750, 61896, 62036, 62172, 62302, 62428, 62549, 62666, 62778, 62886, 62990, 63090, 63186,
+    63279, 63368, 63454, 63536, 63615, 63691, 63765, 63835, 63903, 63968, 64030, 64090, 64148, 64204, 64257, 64308,
+    64357, 64405, 64450, 64494, 64536, 64576, 64614, 64652, 64687, 64721, 64754, 64786, 64816, 64845, 64873, 64900,
+    64926, 64950, 64974, 64997, 65019, 65039, 65060, 65079, 65097, 65115, 65132, 65149, 65164, 65179, 65194, 65208,
+    65221, 65234, 65246, 65258, 65269, 65280, 65291, 65301, 65310, 65319, 65328, 65337, 65345, 65352, 65360, 65367,
+    65374, 65381, 65387, 65393, 65399, 65404, 65410, 65415, 65420, 65425, 65429, 65433, 65438, 65442, 65445, 65449,
+    65453, 65456, 65459, 65462, 65465, 65468, 65471, 65474, 65476, 65479, 65481, 65483, 65485, 65488, 65489, 65491,
+    65493, 65495, 65497, 65498, 65500, 65501, 65503, 65504, 65505, 65507, 65508, 65509, 65510, 65511, 65512, 65513,
+    65514, 65515, 65516, 65517, 65517, 65518, 65519, 65520, 65520, 65521, 65522, 65522, 65523, 65523, 65524, 65524,
+    65525, 65525, 65526, 65526, 65526, 65527, 65527, 65528, 65528, 65528, 65529, 65529, 65529, 65529, 65530, 65530,
+    65530, 65530, 65531, 65531, 65531, 65531, 65531, 65532, 65532, 65532, 65532, 65532, 65532, 65533, 65533, 65533,
+    65533, 65533, 65533, 65533, 65533, 65534, 65534, 65534, 65534, 65534, 65534, 65534, 65534, 65534, 65534, 65535
+], dtype=np.int64)
+
+
+def activation_s16(x, left_shift: int, kind: str) -> np.ndarray:
+    """arm_nn_activation_s16 on int16 ``x``: ``kind`` "sigmoid" or "tanh", the input scaled by 3 * 2^left_shift
+    (the table's 1/24 steps: Q3.12 for left_shift 0)."""
+    v = np.asarray(x, dtype=np.int64)
+    if left_shift < 0:
+        v = (v * 3 + (1 << (-left_shift - 1))) >> -left_shift
+    else:
+        v = v * (3 << left_shift)
+    idx_shift = 9 if kind == "sigmoid" else 8
+    a = np.abs(v)
+    uh = a >> idx_shift
+    inside = uh < 255
+    k = np.where(inside, uh, 0)
+    ua, ub = SIGMOID_TABLE[k], SIGMOID_TABLE[np.minimum(k + 1, 255)]
+    ut = a & ((1 << idx_shift) - 1)
+    top = (0x7FFF << 10) if kind == "sigmoid" else (0xFFFF << 8)
+    r = np.where(inside, (ua << idx_shift) + ut * (ub - ua), top)
+    if kind == "sigmoid":
+        y = np.where(v >= 0, r + (1 << 9), (1 << 25) - r + (1 << 9) - 1) >> 10
+    else:
+        y = np.where(v >= 0, r - (1 << 23) + (1 << 7), -r + (1 << 23) + (1 << 7) - 1) >> 8
+    return ((y + 32768) % 65536 - 32768).astype(np.int64)  # the C's (int16_t) of the unsigned result
+
+
+@dataclass(frozen=True)
+class LstmS16:
+    """One layer's integer parameters (what mcu_lstm_s16 takes). ``quant`` is [4H, 4] int32 per gate row:
+    mult_x, shift_x (input product to Q3.12), mult_h, shift_h (recurrent product to Q3.12)."""
+
+    w_ih: np.ndarray  # int8 [4H, I]
+    w_hh: np.ndarray  # int8 [4H, H]
+    bias: np.ndarray  # int64 [4H], scale s_x s_w_ih[r]
+    quant: np.ndarray  # int32 [4H, 4]
+    cell_shift: int  # the cell's scale is 2^-cell_shift, in [0, 15]
+    forget_mult: int  # f c (Q0.15 times 2^-cs) to 2^-cs: 2^-15
+    forget_shift: int
+    input_mult: int  # i g (Q0.30) to 2^-cs: 2^(cs - 30)
+    input_shift: int
+    out_mult: int  # o tanh(c) (Q0.30) to the hidden state's scale: 2^-30 / s_h
+    out_shift: int
+
+
+def _rows(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Symmetric int8 per row on [-127, 127] and the rows' scales."""
+    scale = np.maximum(np.abs(w).max(axis=1), 2.0 ** -12) / 127.0
+    return np.clip(np.round(w / scale[:, None]), -127, 127).astype(np.int8), scale
+
+
+def layer_params(w_ih, w_hh, b_ih, b_hh, s_x: float, s_h: float, cell_shift: int) -> LstmS16:
+    """Quantize one PyTorch layer's float weights for mcu_lstm_s16, given the input's and the hidden state's
+    (the output's) int16 scales and the cell's power-of-two shift. A gate multiplier of 2^14 or more has no
+    16x8 form and raises ValueError."""
+    w_ih, w_hh = np.asarray(w_ih, np.float64), np.asarray(w_hh, np.float64)
+    rows = w_hh.shape[0]
+    b_ih = np.zeros(rows) if b_ih is None else np.asarray(b_ih, np.float64)
+    b_hh = np.zeros(rows) if b_hh is None else np.asarray(b_hh, np.float64)
+    qx, sx_w = _rows(w_ih)
+    qh, sh_w = _rows(w_hh)
+    mx, ex = arith.quantize_multipliers(s_x * sx_w * 2.0 ** GATE_FRAC)
+    mh, eh = arith.quantize_multipliers(s_h * sh_w * 2.0 ** GATE_FRAC)
+    if np.any(ex > s16.SHIFT_MAX) or np.any(eh > s16.SHIFT_MAX):
+        raise ValueError("a 16x8 LSTM gate's real multiplier must stay below 2^14")
+    bias = np.rint((b_ih + b_hh) / (s_x * sx_w)).astype(np.int64)
+    fm, fs = arith.quantize_multiplier(2.0 ** -15)
+    im, ish = arith.quantize_multiplier(2.0 ** (cell_shift - 30))
+    om, osh = arith.quantize_multiplier(2.0 ** -30 / s_h)
+    quant = np.stack([mx, ex, mh, eh], axis=1).astype(np.int32)
+    return LstmS16(qx, qh, bias, quant, int(cell_shift), int(fm), int(fs), int(im), int(ish), int(om), int(osh))
+
+
+def _sat16(v) -> np.ndarray:
+    return np.clip(np.asarray(v, dtype=np.int64), s16.INT16_MIN, s16.INT16_MAX)
+
+
+def lstm_s16(x: np.ndarray, p: LstmS16) -> np.ndarray:
+    """mcu_lstm_s16 on int16 ``x`` [N, T, I] from the zero state: the int16 hidden states [N, T, H]."""
+    x = np.asarray(x, dtype=np.int64)
+    n_batch, steps, _ = x.shape
+    hidden = p.w_hh.shape[1]
+    q = p.quant.astype(np.int64)
+    w_ih, w_hh = p.w_ih.astype(np.int64), p.w_hh.astype(np.int64)
+    out = np.empty((n_batch, steps, hidden), dtype=np.int16)
+    for b in range(n_batch):
+        c = np.zeros(hidden, dtype=np.int64)
+        h: np.ndarray | None = None
+        for t in range(steps):
+            pre = _sat16(s16.requantize_s64(p.bias + w_ih @ x[b, t], q[:, 0], q[:, 1]))
+            if h is not None:
+                pre = _sat16(pre + s16.requantize_s64(w_hh @ h, q[:, 2], q[:, 3]))
+            i = activation_s16(pre[:hidden], 0, "sigmoid")
+            f = activation_s16(pre[hidden:2 * hidden], 0, "sigmoid")
+            g = activation_s16(pre[2 * hidden:3 * hidden], 0, "tanh")
+            o = activation_s16(pre[3 * hidden:], 0, "sigmoid")
+            c = _sat16(arith.requantize(f * c, p.forget_mult, p.forget_shift))
+            c = _sat16(c + arith.requantize(i * g, p.input_mult, p.input_shift))
+            tc = activation_s16(c, GATE_FRAC - p.cell_shift, "tanh")
+            h = _sat16(arith.requantize(o * tc, p.out_mult, p.out_shift))
+            out[b, t] = h
+    return out
