@@ -109,14 +109,18 @@ W8A16_OPS = {*CONV_LINEAR, *BATCH_NORM, *ACTIVATIONS, aten.adaptive_avg_pool2d.d
              aten.flatten.using_ints, aten.view.default,
              aten.reshape.default, aten.squeeze.dim, aten.squeeze.dims, aten.unsqueeze.default, aten.dropout.default,
              aten.contiguous.default, aten.clone.default,
-             OPS["lstm"]}  # (an nn.LSTM layer kept whole: mcu_lstm_s16, CMSIS-NN's arm_lstm_unidirectional_s16)
+             # an nn.LSTM layer kept whole (mcu_lstm_s16, CMSIS-NN's arm_lstm_unidirectional_s16) and the permutes
+             # of a time-first one
+             OPS["lstm"], aten.permute.default}
 # (ops with no arithmetic of their own: the capture's bookkeeping)
 _W8A16_NEUTRAL = {"getitem", "_assert_tensor_metadata", "_assert_scalar", "sym_size"}
 
 
 def _w8a16_form(node: Node) -> bool:
     """Whether an op of W8A16_OPS has the form its 16x8 kernel takes: a global mean; an add of two tensors of
-    one shape."""
+    one shape. (Also the zero biases of an LSTM without biases, a constant of the layer.)"""
+    if node.target is aten.zeros.default:
+        return bool(node.users) and all(u.target is OPS["lstm"] for u in node.users)
     if node.target is aten.adaptive_avg_pool2d.default:
         return _global_pool(node)
     if node.target is aten.max_pool2d.default:  # (kernel, stride, padding, dilation, ceil_mode)
@@ -141,7 +145,8 @@ def unsupported_w8a16(model: GraphModule) -> list[str]:
     """The names of the ops of a captured graph that w8a16 has no 16x8 kernel for, each once."""
     names: list[str] = []
     for node in model.graph.nodes:
-        if node.op != "call_function" or (node.target in W8A16_OPS and _w8a16_form(node)):
+        if node.op != "call_function" or ((node.target in W8A16_OPS or node.target is aten.zeros.default)
+                                          and _w8a16_form(node)):
             continue
         name = getattr(node.target, "__name__", str(node.target)).split(".")[0]
         if node.target is aten.adaptive_avg_pool2d.default:
