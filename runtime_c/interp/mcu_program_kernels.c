@@ -661,13 +661,13 @@ mcu_status mcu_program_need_recurrent(uint32_t kernel, const mcu_operand_desc *o
 mcu_status mcu_program_need_lstm_s16(uint32_t kernel, const mcu_operand_desc *ops, uint32_t n_ops, const int32_t *p,
                                      uint32_t *need)
 {
-    /* batch, steps, input_size, hidden, ...: the int16 cell as scratch bytes, then the operands */
+    /* batch, steps, input_size, hidden, ...: the scratch bytes (mcu_lstm_s16_get_buffer_size), the operands */
     (void)kernel;
     (void)ops;
     (void)n_ops;
     const int32_t in_dims[3] = {p[0], p[1], p[2]};
     const int32_t out_dims[3] = {p[0], p[1], p[3]};
-    need[0] = mulcap(2u, p[3]);
+    need[0] = mulcap(4u, p[3]) + mulcap(2u, p[2]); /* < 2^15 once checked */
     need[1] = prod(in_dims, 3);
     need[2] = mulcap(mulcap(4u, p[3]), p[2]);
     need[3] = mulcap(mulcap(4u, p[3]), p[3]);

@@ -6,6 +6,7 @@ functions; its argument checks; and against CMSIS-NN's arm_lstm_unidirectional_s
 from __future__ import annotations
 
 import ctypes
+import functools
 import re
 
 import numpy as np
@@ -16,6 +17,7 @@ from hypothesis import strategies as st
 import cbind
 from cbind import MCU_ERR_INVALID_ARG, MCU_ERR_NULL_POINTER, MCU_ERR_SHAPE, MCU_OK, ptr
 from cmsis_nn_host import cmsis_nn_root, host_library
+from host_builds import build_emulated_lib
 from mcu.reference import arith
 from mcu.reference.lstm_s16 import SIGMOID_TABLE, LstmS16, activation_s16, layer_params, lstm_s16
 
@@ -34,27 +36,33 @@ class Context(ctypes.Structure):
     _fields_ = [("buf", _P), ("size", c_int32)]
 
 
-def _kernel():
-    fn = cbind.lib().mcu_lstm_s16
+@functools.lru_cache(maxsize=1)
+def _emulated_lib() -> ctypes.CDLL:
+    """The kernels built again with their DSP paths emulated in C (the dual-MAC order the M33 runs)."""
+    return ctypes.CDLL(str(build_emulated_lib()))
+
+
+def _kernel(dsp: bool = False):
+    fn = (_emulated_lib() if dsp else cbind.lib()).mcu_lstm_s16
     fn.argtypes = [_P] * 8
     fn.restype = ctypes.c_int
     return fn
 
 
 def run_kernel(p: LstmS16, x: np.ndarray, scratch: int | None = None, params: LstmParams | None = None,
-               out: np.ndarray | None = None, ctx_buf: int | None = None) -> tuple[int, np.ndarray]:
+               out: np.ndarray | None = None, ctx_buf: int | None = None, dsp: bool = False) -> tuple[int, np.ndarray]:
     n, t, features = x.shape
     hidden = p.w_hh.shape[1]
     if params is None:
         params = LstmParams(n, t, features, hidden, p.cell_shift, p.forget_mult, p.forget_shift, p.input_mult,
                             p.input_shift, p.out_mult, p.out_shift)
-    size = 2 * hidden if scratch is None else scratch
+    size = 2 * (2 * hidden + features) if scratch is None else scratch
     buf = np.zeros(max(size, 1) // 2 + 8, np.int16)  # 2-byte aligned
     ctx = Context(buf.ctypes.data if ctx_buf is None else ctx_buf, size)
     out = np.full((n, t, hidden), 99, np.int16) if out is None else out
     arrays = [np.ascontiguousarray(a) for a in (x.astype(np.int16), p.w_ih, p.w_hh, p.bias.astype(np.int64),
                                                 p.quant.astype(np.int32))]
-    status = _kernel()(ctypes.addressof(ctx), ctypes.addressof(params), *(ptr(a) for a in arrays), ptr(out))
+    status = _kernel(dsp)(ctypes.addressof(ctx), ctypes.addressof(params), *(ptr(a) for a in arrays), ptr(out))
     return status, out
 
 
@@ -88,13 +96,15 @@ def test_lstm_s16_matches_the_reference(batch: int, steps: int, features: int, h
     except ValueError:
         return  # a gate multiplier of 2^14 or more: the lowering refuses it (tested below)
     x = _data(rng, (batch, steps, features), data)
-    status, got = run_kernel(p, x)
-    assert status == MCU_OK
-    np.testing.assert_array_equal(got, lstm_s16(x, p))
+    want = lstm_s16(x, p)
+    for dsp in (False, True):  # the plain C and the dual-MAC path
+        status, got = run_kernel(p, x, dsp=dsp)
+        assert status == MCU_OK
+        np.testing.assert_array_equal(got, want)
 
 
 @SETTINGS
-@given(hidden=st.sampled_from([1, 4, 9]), features=st.sampled_from([3, 260]), seed=st.integers(0, 2**32 - 1),
+@given(hidden=st.sampled_from([1, 4, 9]), features=st.sampled_from([3, 260, 600]), seed=st.integers(0, 2**32 - 1),
        mult=st.sampled_from([0, 2**30, 2**31 - 1, 0x7FFF0000, 0x7FFEFFFF]), shift=st.sampled_from([-31, -2, 0, 14]),
        cell_mult=st.sampled_from([0, 2**30, 2**31 - 1]), cell_shift_q=st.sampled_from([-31, -14, 0, 5]))
 def test_lstm_s16_matches_the_reference_at_extreme_constants(hidden: int, features: int, seed: int, mult: int,
@@ -115,9 +125,11 @@ def test_lstm_s16_matches_the_reference_at_extreme_constants(hidden: int, featur
                 input_shift=int(rng.integers(-31, 1)), out_mult=int(rng.integers(0, 2**31)),
                 out_shift=int(rng.integers(-31, 1)))
     x = rng.choice(np.array([-32768, 32767, 0, -1]), (2, 4, features)).astype(np.int16)
-    status, got = run_kernel(p, x)
-    assert status == MCU_OK
-    np.testing.assert_array_equal(got, lstm_s16(x, p))
+    want = lstm_s16(x, p)
+    for dsp in (False, True):
+        status, got = run_kernel(p, x, dsp=dsp)
+        assert status == MCU_OK
+        np.testing.assert_array_equal(got, want)
 
 
 def test_lstm_s16_sigmoid_and_tanh_follow_the_real_functions() -> None:
@@ -145,7 +157,7 @@ def test_lstm_s16_checks_its_arguments() -> None:
     good = LstmParams(1, 2, 4, 3, p.cell_shift, p.forget_mult, p.forget_shift, p.input_mult, p.input_shift,
                       p.out_mult, p.out_shift)
     assert run_kernel(p, x, params=good)[0] == MCU_OK
-    assert run_kernel(p, x, scratch=5)[0] == MCU_ERR_BUFFER_TOO_SMALL
+    assert run_kernel(p, x, scratch=19)[0] == MCU_ERR_BUFFER_TOO_SMALL
     assert run_kernel(p, x, ctx_buf=0)[0] == MCU_ERR_NULL_POINTER
     for field, value, status in (("hidden", 0, MCU_ERR_SHAPE), ("steps", -1, MCU_ERR_SHAPE),
                                  ("input_size", 4097, MCU_ERR_SHAPE), ("cell_shift", 16, MCU_ERR_INVALID_ARG),
@@ -158,8 +170,8 @@ def test_lstm_s16_checks_its_arguments() -> None:
     wrong.quant[5, 1] = 15  # a 16x8 shift past 14
     assert run_kernel(wrong, x)[0] == MCU_ERR_INVALID_ARG
     # the output over the input
-    both, buf = np.zeros((1, 2, 4), np.int16), np.zeros(8, np.int16)
-    ctx = Context(buf.ctypes.data, 6)
+    both, buf = np.zeros((1, 2, 4), np.int16), np.zeros(16, np.int16)
+    ctx = Context(buf.ctypes.data, 20)
     status = _kernel()(ctypes.addressof(ctx), ctypes.addressof(good), ptr(both), ptr(p.w_ih), ptr(p.w_hh),
                        ptr(p.bias), ptr(p.quant), ptr(both))
     assert status == MCU_ERR_INVALID_ARG

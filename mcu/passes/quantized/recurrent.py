@@ -50,7 +50,8 @@ def _convert_s16(op: Op, x: Tensor, out: Tensor) -> Op | str:
               int_const(f"{op.name}_bias_q", p.bias, "int64"), int_const(f"{op.name}_quant", p.quant)]
     attrs = {"state_shift": p.cell_shift, "forget_mult": p.forget_mult, "forget_shift": p.forget_shift,
              "input_mult": p.input_mult, "input_shift": p.input_shift, "out_mult": p.out_mult,
-             "out_shift": p.out_shift, "scratch_bytes": 2 * hidden,  # mcu_lstm_s16_get_buffer_size: the cell
+             # mcu_lstm_s16_get_buffer_size: the cell, the step's input and hidden state in dual-MAC order
+             "out_shift": p.out_shift, "scratch_bytes": 2 * (2 * hidden + features),
              # the float weights and biases the constants come from, for the integer reference
              "weights_real": (w_ih, w_hh, b_ih, b_hh)}
     return Op(op.kind, [x, *consts], [out], attrs, op.name, op.source)

@@ -129,7 +129,8 @@ typedef struct {
     int32_t out_mult, out_shift;         /**< o tanh(c) (Q0.30) to the hidden state: 2^-30 / s_hidden */
 } mcu_lstm_s16_params;
 
-/** Scratch bytes of mcu_lstm_s16: the int16 cell [hidden]; 0 for invalid sizes. */
+/** Scratch bytes of mcu_lstm_s16: the int16 cell [hidden], the step's input and hidden state in the dual-MAC
+ *  order [input_size + hidden] (int16, used on DSP cores); 0 for invalid sizes. */
 int32_t mcu_lstm_s16_get_buffer_size(const mcu_lstm_s16_params *p);
 
 /** One LSTM layer over a whole sequence from the zero state, with CMSIS-NN's arm_lstm_unidirectional_s16

@@ -11,7 +11,9 @@
  * sigmoid and tanh are arm_nn_activation_s16: the input times 3 (the cell's tanh: times 3 * 2^(12 - cs), or
  * a rounding shift right for cs > 12) read in CMSIS-NN's table of sigmoid(k / 24) with linear interpolation.
  * CMSIS-NN computes each gate for all units, then the cell; a unit's values depend on nothing else of the
- * step, so this order gives the same bits with the cell as the only scratch. */
+ * step, so this order gives the same bits with the cell as the only state in scratch. On DSP cores each
+ * step's input and hidden state are first copied in SMLAD's lane order (two rows share each load); the
+ * sums are exact either way. */
 #include <string.h>
 
 #include "mcu/kernels_s16.h"
@@ -19,6 +21,7 @@
 #include "../common/check.h"
 #include "../common/requant.h"
 #include "../common/requant_s16.h"
+#include "../common/simd_s8.h"
 
 /* CMSIS-NN's sigmoid_table_uint16 (arm_nntables.c): sigmoid(k / 24) in 0.16. */
 static const uint16_t mcu_lstm_s16_table[256] = {
@@ -74,15 +77,56 @@ static inline int32_t tanh_scaled(int32_t v)
     return mcu_asr32(mcu_u32_to_s32((u >> 8) << 16), 16);
 }
 
-/* w0 . v and w1 . v over n values, exact: int32 partial sums of at most 256 products (each of magnitude at
- * most 2^22) added in 64 bits. */
-static inline void dot2(const int8_t *w0, const int8_t *w1, const int16_t *v, int32_t n, int64_t *a0, int64_t *a1)
+/* v in SXTB16's lane order, four values at a time: (v0, v2), (v1, v3) pair with the bytes of one weight word
+ * (a tail of fewer than four stays in place); nothing to do on plain cores. */
+static inline void lanes(const int16_t *v, int32_t n, int16_t *col)
+{
+#if MCU_S8_DSP
+    int32_t k = 0;
+    for (; k + 4 <= n; k += 4) {
+        col[k] = v[k];
+        col[k + 1] = v[k + 2];
+        col[k + 2] = v[k + 1];
+        col[k + 3] = v[k + 3];
+    }
+    for (; k < n; ++k) {
+        col[k] = v[k];
+    }
+#else
+    (void)v;
+    (void)n;
+    (void)col;
+#endif
+}
+
+/* w0 . v and w1 . v over n values (col: v in lanes()' order), exact: int32 partial sums of at most 256
+ * products (each of magnitude at most 2^22) added in 64 bits, so the dual-MAC order changes nothing. */
+static inline void dot2(const int8_t *w0, const int8_t *w1, const int16_t *v, const int16_t *col, int32_t n,
+                        int64_t *a0, int64_t *a1)
 {
     int32_t k = 0;
     while (k < n) {
         const int32_t end = n - k > 256 ? k + 256 : n;
         int32_t s0 = 0;
         int32_t s1 = 0;
+#if MCU_S8_DSP
+        uint32_t u0 = 0;
+        uint32_t u1 = 0;
+        for (; k + 4 <= end; k += 4) {
+            const uint32_t c02 = mcu_load_u32(col + k);
+            const uint32_t c13 = mcu_load_u32(col + k + 2);
+            const uint32_t v0 = mcu_load_u32(w0 + k);
+            const uint32_t v1 = mcu_load_u32(w1 + k);
+            u0 = mcu_smlad(mcu_sxtb16(v0), c02, u0);
+            u1 = mcu_smlad(mcu_sxtb16(v1), c02, u1);
+            u0 = mcu_smlad(mcu_sxtb16_ror8(v0), c13, u0);
+            u1 = mcu_smlad(mcu_sxtb16_ror8(v1), c13, u1);
+        }
+        s0 = mcu_u32_to_s32(u0);
+        s1 = mcu_u32_to_s32(u1);
+#else
+        (void)col;
+#endif
         for (; k < end; ++k) {
             const int32_t x = v[k];
             s0 += x * w0[k];
@@ -95,10 +139,11 @@ static inline void dot2(const int8_t *w0, const int8_t *w1, const int16_t *v, in
 
 int32_t mcu_lstm_s16_get_buffer_size(const mcu_lstm_s16_params *p)
 {
-    if (p == NULL || p->hidden <= 0 || p->hidden > MCU_LSTM_S16_MAX_FEATURES) {
+    if (p == NULL || p->hidden <= 0 || p->hidden > MCU_LSTM_S16_MAX_FEATURES || p->input_size <= 0 ||
+        p->input_size > MCU_LSTM_S16_MAX_FEATURES) {
         return 0;
     }
-    return 2 * p->hidden;
+    return 2 * (2 * p->hidden + p->input_size);
 }
 
 static mcu_status check(const mcu_context *ctx, const mcu_lstm_s16_params *p, const int16_t *input,
@@ -140,22 +185,23 @@ static mcu_status check(const mcu_context *ctx, const mcu_lstm_s16_params *p, co
 }
 
 /* sat16(rq64(bias + w_ih[r] . x)) then, with a previous state, sat16(that + rq64(w_hh[r] . h)), for rows r0, r1 */
-static inline void gate2(const mcu_lstm_s16_params *p, int32_t r0, int32_t r1, const int16_t *x, const int16_t *h,
-                         const int8_t *w_ih, const int8_t *w_hh, const int64_t *bias, const int32_t *quant,
-                         int32_t *g0, int32_t *g1)
+static inline void gate2(const mcu_lstm_s16_params *p, int32_t r0, int32_t r1, const int16_t *x,
+                         const int16_t *col_x, const int16_t *h, const int16_t *col_h, const int8_t *w_ih,
+                         const int8_t *w_hh, const int64_t *bias, const int32_t *quant, int32_t *g0, int32_t *g1)
 {
     const int32_t *q0 = quant + 4 * r0;
     const int32_t *q1 = quant + 4 * r1;
     int64_t a0 = bias[r0];
     int64_t a1 = bias[r1];
-    dot2(w_ih + (size_t)r0 * (size_t)p->input_size, w_ih + (size_t)r1 * (size_t)p->input_size, x, p->input_size,
-         &a0, &a1);
+    dot2(w_ih + (size_t)r0 * (size_t)p->input_size, w_ih + (size_t)r1 * (size_t)p->input_size, x, col_x,
+         p->input_size, &a0, &a1);
     int32_t v0 = sat16(mcu_requantize_s16_acc(a0, q0[0], q0[1]));
     int32_t v1 = sat16(mcu_requantize_s16_acc(a1, q1[0], q1[1]));
     if (h != NULL) {
         int64_t c0 = 0;
         int64_t c1 = 0;
-        dot2(w_hh + (size_t)r0 * (size_t)p->hidden, w_hh + (size_t)r1 * (size_t)p->hidden, h, p->hidden, &c0, &c1);
+        dot2(w_hh + (size_t)r0 * (size_t)p->hidden, w_hh + (size_t)r1 * (size_t)p->hidden, h, col_h, p->hidden, &c0,
+             &c1);
         v0 = sat16((int32_t)((int64_t)v0 + mcu_requantize_s16_acc(c0, q0[2], q0[3])));
         v1 = sat16((int32_t)((int64_t)v1 + mcu_requantize_s16_acc(c1, q1[2], q1[3])));
     }
@@ -170,6 +216,8 @@ mcu_status mcu_lstm_s16(const mcu_context *ctx, const mcu_lstm_s16_params *p, co
     MCU_CHECK(check(ctx, p, input, w_ih, w_hh, bias, quant, output));
     const int32_t hidden = p->hidden;
     int16_t *cell = (int16_t *)ctx->buf;
+    int16_t *col_x = cell + hidden;
+    int16_t *col_h = col_x + p->input_size;
     /* the cell's tanh input times 3 * 2^(12 - cs): a multiplier, or a rounding shift right for cs > 12 */
     const int32_t ls = 12 - p->cell_shift;
     const int32_t c_mult = ls < 0 ? 3 : 3 << ls;
@@ -182,10 +230,14 @@ mcu_status mcu_lstm_s16(const mcu_context *ctx, const mcu_lstm_s16_params *p, co
             const size_t step = (size_t)b * (size_t)p->steps + (size_t)t;
             const int16_t *x = input + step * (size_t)p->input_size;
             int16_t *y = output + step * (size_t)hidden;
+            lanes(x, p->input_size, col_x);
+            if (h != NULL) {
+                lanes(h, hidden, col_h);
+            }
             for (int32_t j = 0; j < hidden; ++j) {
                 int32_t gi, gf, gg, go;
-                gate2(p, j, hidden + j, x, h, w_ih, w_hh, bias, quant, &gi, &gf);
-                gate2(p, 2 * hidden + j, 3 * hidden + j, x, h, w_ih, w_hh, bias, quant, &gg, &go);
+                gate2(p, j, hidden + j, x, col_x, h, col_h, w_ih, w_hh, bias, quant, &gi, &gf);
+                gate2(p, 2 * hidden + j, 3 * hidden + j, x, col_x, h, col_h, w_ih, w_hh, bias, quant, &gg, &go);
                 const int32_t i = sigmoid_q12(gi);
                 const int32_t f = sigmoid_q12(gf);
                 const int32_t g = tanh_scaled(gg * 3);
