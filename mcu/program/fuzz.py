@@ -203,6 +203,22 @@ model = M().eval()
 example_inputs = (torch.randn(1, 3, 3),)
 calibration = [(torch.randn(1, 3, 3),) for _ in range(4)]
 """,
+    # the 16x8 LSTM of w8a16 (its int64 biases and per-row 16x8 multipliers), time first
+    "lstm16": """
+import torch
+from torch import nn
+torch.manual_seed(12)
+class M(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm, self.fc = nn.LSTM(3, 5, num_layers=2), nn.Linear(5, 2)
+    def forward(self, x):
+        y, _ = self.lstm(x)
+        return self.fc(y[-1])
+model = M().eval()
+example_inputs = (torch.randn(4, 1, 3),)
+calibration = [(torch.randn(4, 1, 3),) for _ in range(4)]
+""",
     # 4-bit groupwise linear weights (int4-weight, int4-dynamic)
     "int4": """
 import torch
@@ -250,7 +266,7 @@ calibration = [(torch.randn(1, 3, 9, 5),) for _ in range(4)]
 """,
 }
 # Quantizations of each seed model (default: fp32 and int8).
-SEED_QUANTIZE = {"int4": (modes.INT4_WEIGHT, modes.INT4_DYNAMIC), "recurrent": (modes.INT8,)}
+SEED_QUANTIZE = {"int4": (modes.INT4_WEIGHT, modes.INT4_DYNAMIC), "recurrent": (modes.INT8,), "lstm16": (modes.W8A16,)}
 # Seed models compiled with every fusable block fused, and the output rows of each pass.
 SEED_FUSE = {"fused": 2}
 # Seed models compiled with their first ops streamed and the input read by rows.
