@@ -209,6 +209,25 @@ static inline void gate2(const mcu_lstm_s16_params *p, int32_t r0, int32_t r1, c
     *g1 = v1;
 }
 
+/* mcu_requantize by one multiplier and shift, as one 64-bit multiply-add where the shift allows (requant_s16.h) */
+typedef struct {
+    mcu_rq_s32 fast;
+    int32_t multiplier, shift, is_fast;
+} rq_s32;
+
+static inline void rq_init(rq_s32 *r, int32_t multiplier, int32_t shift)
+{
+    memset(r, 0, sizeof(*r));
+    r->multiplier = multiplier;
+    r->shift = shift;
+    r->is_fast = mcu_rq_s32_init(&r->fast, multiplier, shift);
+}
+
+static inline int32_t rq(const rq_s32 *r, int32_t x)
+{
+    return r->is_fast ? mcu_rq_s32_apply(&r->fast, x) : mcu_requantize(x, r->multiplier, r->shift);
+}
+
 mcu_status mcu_lstm_s16(const mcu_context *ctx, const mcu_lstm_s16_params *p, const int16_t *input,
                         const int8_t *w_ih, const int8_t *w_hh, const int64_t *bias, const int32_t *quant,
                         int16_t *output)
@@ -223,6 +242,10 @@ mcu_status mcu_lstm_s16(const mcu_context *ctx, const mcu_lstm_s16_params *p, co
     const int32_t c_mult = ls < 0 ? 3 : 3 << ls;
     const int32_t c_rshift = ls < 0 ? -ls : 0;
     const int32_t c_round = c_rshift > 0 ? 1 << (c_rshift - 1) : 0;
+    rq_s32 to_cell_f, to_cell_i, to_hidden;
+    rq_init(&to_cell_f, p->forget_mult, p->forget_shift);
+    rq_init(&to_cell_i, p->input_mult, p->input_shift);
+    rq_init(&to_hidden, p->out_mult, p->out_shift);
     for (int32_t b = 0; b < p->batch; ++b) {
         memset(cell, 0, (size_t)hidden * sizeof(int16_t));
         const int16_t *h = NULL;
@@ -242,11 +265,11 @@ mcu_status mcu_lstm_s16(const mcu_context *ctx, const mcu_lstm_s16_params *p, co
                 const int32_t f = sigmoid_q12(gf);
                 const int32_t g = tanh_scaled(gg * 3);
                 const int32_t o = sigmoid_q12(go);
-                int32_t c = sat16(mcu_requantize(f * cell[j], p->forget_mult, p->forget_shift));
-                c = sat16(c + mcu_requantize(i * g, p->input_mult, p->input_shift));
+                int32_t c = sat16(rq(&to_cell_f, f * cell[j]));
+                c = sat16(c + rq(&to_cell_i, i * g));
                 cell[j] = (int16_t)c;
                 const int32_t tc = tanh_scaled(mcu_asr32(c * c_mult + c_round, c_rshift));
-                y[j] = (int16_t)sat16(mcu_requantize(o * tc, p->out_mult, p->out_shift));
+                y[j] = (int16_t)sat16(rq(&to_hidden, o * tc));
             }
             h = y;
         }
