@@ -323,6 +323,38 @@ static inline void mcu_mve_conv3_fold_pack(const int8_t *w, int32_t n, int32_t c
  * two of its weight rows, or more windows of smaller layers (see mcu_mve_conv3). */
 #define MCU_S8_MVE_CONV3_BUF (8 * MCU_S8_MVE_CONV3_COL_MAX)
 
+/* mcu_mve_conv3's stack: the packed parameters of every pair and the column and copy; when groups of
+ * windows share each copy of a block of rows, the whole of it holds one block's pairs, the windows
+ * and the block. */
+typedef struct {
+    mcu_mve_conv3_pair pack[MCU_S8_MVE_CONV3_OC_MAX / 2];
+    _Alignas(16) int8_t buf[MCU_S8_MVE_CONV3_BUF];
+} mcu_mve_conv3_mem;
+
+/* Bytes of the packed parameters of `rows` rows, rounded up to 16 (the windows after them are loaded
+ * in vectors). */
+static inline int32_t mcu_mve_conv3_pack_bytes(int32_t rows)
+{
+    return (rows / 2 * (int32_t)sizeof(mcu_mve_conv3_pair) + 15) / 16 * 16;
+}
+
+/* The pairs of rows c0 .. c0 + cn - 1 into pack[0 ..): their folded biases from kbias[c0 ..), their
+ * multipliers and shifts. */
+static inline void mcu_mve_conv3_block_pack(const mcu_per_channel_quant *q, const int32_t *kbias, int32_t c0,
+                                            int32_t cn, mcu_mve_conv3_pair *pack)
+{
+    for (int32_t c = c0; c < c0 + cn; c += 2) {
+        mcu_mve_conv3_pair *e = &pack[(c - c0) / 2];
+        for (int32_t k = 0; k < 6; ++k) {
+            e->kb[k] = kbias[c + k / 3];
+        }
+        for (int32_t k = 0; k < 4; ++k) {
+            e->m[k] = q->multiplier[c + (k & 1)];
+            e->s[k] = q->shift[c + (k & 1)];
+        }
+    }
+}
+
 /* The convolution (mcu_mve_conv3_applies), in groups of three output pixels (memory order; each
  * group's windows gathered before any of its outputs is written: the window overlap contract), the
  * last one or two pixels of an image through mcu_mve_matrix_block. The weights are read from a stack
@@ -333,7 +365,11 @@ static inline void mcu_mve_conv3_fold_pack(const int8_t *w, int32_t n, int32_t c
  *    the windows gathered again per block);
  *  - else (a block's outputs could overwrite input that a later block still reads) the windows of
  *    several groups are gathered first and every block of rows, copied per such super-group, runs
- *    over them; rows read in place, group by group, when not even two groups fit. */
+ *    over them. There the weights are read once per super-group, so the super-group is as large as
+ *    the stack allows: the pairs' parameters are packed per block (into the space that holds all
+ *    pairs on the other paths) and the biases folded from the first super-group's copies; the
+ *    image's last one or two pixels write their outputs in place, the repeated slots' byte
+ *    scatters aimed at the last pixel (the same values). */
 static __attribute__((noinline, unused)) void mcu_mve_conv3(const mcu_conv2d_s8_params *p,
                                                            const mcu_per_channel_quant *q, const int8_t *input,
                                                            const int8_t *weight, const int32_t *bias, int8_t *output)
@@ -342,8 +378,9 @@ static __attribute__((noinline, unused)) void mcu_mve_conv3(const mcu_conv2d_s8_
      * some boards keep in a flash with wait states on every access (mps3-an547: 8), the stack none. */
     const mcu_conv2d_s8_params local = *p;
     p = &local;
-    _Alignas(16) int8_t buf[MCU_S8_MVE_CONV3_BUF];
-    _Alignas(16) mcu_mve_conv3_pair pack[MCU_S8_MVE_CONV3_OC_MAX / 2];
+    mcu_mve_conv3_mem mem;
+    int8_t *buf = mem.buf;
+    mcu_mve_conv3_pair *pack = mem.pack;
     _Alignas(16) int32_t kbias[MCU_S8_MVE_CONV3_OC_MAX];
     const mcu_shape4 in = p->input;
     const mcu_shape4 out = p->output;
@@ -368,10 +405,11 @@ static __attribute__((noinline, unused)) void mcu_mve_conv3(const mcu_conv2d_s8_
     /* Blocks of rows outer (one image, output apart from the input): each block's biases folded from
      * its copy, so that the weights are read once from where they live, not twice. */
     const int late = !all && in.n == 1 && (o1 <= i0 || i1 <= o0);
-    if (!late) {
+    const int grouped = !all && !(o1 <= i0 || i1 <= o0); /* super-groups (see above) */
+    if (!late && !grouped) {
         mcu_mve_fold_bias(weight, n, oc, bias, p->input_offset, kbias);
     }
-    for (int32_t c = 0; c < oc; c += 2) {
+    for (int32_t c = 0; !grouped && c < oc; c += 2) {
         mcu_mve_conv3_pair *e = &pack[c / 2];
         for (int32_t k = 0; !late && k < 6; ++k) {
             e->kb[k] = kbias[c + k / 3];
@@ -431,11 +469,17 @@ static __attribute__((noinline, unused)) void mcu_mve_conv3(const mcu_conv2d_s8_
         }
         return;
     }
-    /* the most groups whose windows leave room for two rows of the copy (n <= 576: at least two) */
-    const int32_t groups = (MCU_S8_MVE_CONV3_BUF - 2 * n) / wn;
-    const int32_t rows = (MCU_S8_MVE_CONV3_BUF - groups * wn) / n / 2 * 2;
-    wbuf = buf + groups * wn;
-    wst = wbuf;
+    /* the most groups whose windows leave room for two rows of the copy and their pair (n <= 576: at
+     * least three), then as many rows as fit */
+    int8_t *pool = (int8_t *)&mem;
+    const int32_t pool_bytes = (int32_t)sizeof mem;
+    const int32_t groups = (pool_bytes - mcu_mve_conv3_pack_bytes(2) - 2 * n) / wn;
+    int32_t rows = 2;
+    while (rows + 2 <= oc && mcu_mve_conv3_pack_bytes(rows + 2) + groups * wn + (rows + 2) * n <= pool_bytes) {
+        rows += 2;
+    }
+    col = pool + mcu_mve_conv3_pack_bytes(rows);
+    wbuf = col + groups * wn;
     for (int32_t b = 0; b < in.n; ++b) {
         const int8_t *x_n = input + (int64_t)b * in.h * in.w * in.c;
         int8_t *y_n = output + (int64_t)b * hw * oc;
@@ -453,18 +497,33 @@ static __attribute__((noinline, unused)) void mcu_mve_conv3(const mcu_conv2d_s8_
             for (int32_t c0 = 0; c0 < oc; c0 += rows) {
                 const int32_t cn = oc - c0 < rows ? oc - c0 : rows;
                 mcu_mve_copy_s8(wbuf, weight + (int64_t)c0 * n, cn * n);
-                cfg.end = pack + (c0 + cn) / 2;
+                if (b == 0 && i == 0) {
+                    mcu_mve_fold_bias(wbuf, n, cn, bias != NULL ? bias + c0 : NULL, p->input_offset, kbias + c0);
+                }
+                mcu_mve_conv3_block_pack(q, kbias, c0, cn, mem.pack);
+                cfg.end = mem.pack + cn / 2;
                 for (int32_t k = 0; k < g; ++k) {
                     cfg.col = col + k * wn;
-                    mcu_mve_conv3_group(&cfg, pack + c0 / 2, wst, y_n + (int64_t)(i + 3 * k) * oc + c0, unrolled);
+                    mcu_mve_conv3_group(&cfg, mem.pack, wbuf, y_n + (int64_t)(i + 3 * k) * oc + c0, unrolled);
                 }
                 if (rest > 0) {
+                    /* slots past the image repeat its last pixel: their scatters go to that pixel */
+                    const uint32_t last = rest == 2 ? (uint32_t)oc : 0u;
+                    cfg.ofs[2] = last;
+                    cfg.ofs[3] = last + 1u;
+                    cfg.ofs2[0] = last;
+                    cfg.ofs2[1] = last + 1u;
+                    cfg.ofs2[2] = last;
+                    cfg.ofs2[3] = last + 1u;
                     cfg.col = col + g * wn;
-                    mcu_mve_conv3_group(&cfg, pack + c0 / 2, wst, part + c0, unrolled);
+                    mcu_mve_conv3_group(&cfg, mem.pack, wbuf, y_n + (int64_t)(i + 3 * g) * oc + c0, unrolled);
+                    cfg.ofs[2] = (uint32_t)oc;
+                    cfg.ofs[3] = (uint32_t)oc + 1u;
+                    cfg.ofs2[0] = (uint32_t)oc;
+                    cfg.ofs2[1] = (uint32_t)oc + 1u;
+                    cfg.ofs2[2] = 2u * (uint32_t)oc;
+                    cfg.ofs2[3] = 2u * (uint32_t)oc + 1u;
                 }
-            }
-            if (rest > 0) {
-                mcu_mve_copy_s8(y_n + (int64_t)(i + 3 * g) * oc, part, rest * oc);
             }
             i += 3 * g + rest;
         }
