@@ -60,6 +60,9 @@ class PortableBackend(Backend):
             op.attrs["s4_stream"] = False
         elif op.attrs.get("weight_bits") == 4 and packed is True:
             op.attrs.pop("s4_stream", None)  # packed weights: a mixed build's int4 layers stream too
+        scratch = conv.mve_conv3_scratch_bytes(op) if ctx.board.mve else 0
+        if scratch:
+            op.attrs["scratch_bytes"] = max(int(op.attrs.get("scratch_bytes", 0)), scratch)
 
     def kernel_defines(self, calls: Sequence[tuple[Op, KernelCall]]) -> dict[str, int]:
         """The 4-bit convolutions' definitions (conv.s4_defines): the packed kernel specialised to those that widen

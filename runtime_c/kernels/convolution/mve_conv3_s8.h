@@ -360,7 +360,7 @@ static inline void mcu_mve_conv3_block_pack(const mcu_per_channel_quant *q, cons
  * last one or two pixels of an image through mcu_mve_matrix_block. The weights are read from a stack
  * copy, so that each is read once per call, or once per few groups, from wherever the model's
  * constants live (a flash with wait states on every access on some boards) rather than once per group:
- *  - when all rows fit the copy, one copy;
+ *  - when all rows fit the copy, or the caller's scratch (ctx) holds them, one copy;
  *  - else, when the output does not overlap the input, blocks of rows outer (each block copied once,
  *    the windows gathered again per block);
  *  - else (a block's outputs could overwrite input that a later block still reads) the windows of
@@ -370,7 +370,7 @@ static inline void mcu_mve_conv3_block_pack(const mcu_per_channel_quant *q, cons
  *    pairs on the other paths) and the biases folded from the first super-group's copies; the
  *    image's last one or two pixels write their outputs in place, the repeated slots' byte
  *    scatters aimed at the last pixel (the same values). */
-static __attribute__((noinline, unused)) void mcu_mve_conv3(const mcu_conv2d_s8_params *p,
+static __attribute__((noinline, unused)) void mcu_mve_conv3(const mcu_context *ctx, const mcu_conv2d_s8_params *p,
                                                            const mcu_per_channel_quant *q, const int8_t *input,
                                                            const int8_t *weight, const int32_t *bias, int8_t *output)
 {
@@ -393,7 +393,13 @@ static __attribute__((noinline, unused)) void mcu_mve_conv3(const mcu_conv2d_s8_
     /* A call of a single group reads every weight in place, once, in one block of all rows: the copy
      * (and the blocks' second gathers) would cost more than they save (MCU_S8_MVE_CONV3_COPY_GROUPS). */
     const int copy = in.n * ((hw + 2) / 3) >= MCU_S8_MVE_CONV3_COPY_GROUPS;
-    const int all = !copy || oc * n <= wmax; /* every row in one block: the copy, made once, or in place */
+    /* the planner's scratch for every row (mcu/backends/portable/conv.py mve_conv3_scratch_bytes) */
+    const int scratch = copy && oc * n > wmax && ctx != NULL && ctx->buf != NULL && ctx->size >= oc * n;
+    if (scratch) {
+        wbuf = (int8_t *)ctx->buf;
+    }
+    /* every row in one block: the copy, made once, or in place */
+    const int all = !copy || oc * n <= wmax || scratch;
     const int8_t *wst = copy ? wbuf : weight;
     if (all && copy) {
         mcu_mve_copy_s8(wbuf, weight, oc * n);
