@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 from mcu.backends import registry
-from mcu.backends.base import Backend, Constraint, Context, DelegateRuntime, Partition, Rule, partition
+from mcu.backends.base import (SPEED_SCRATCH, Backend, Constraint, Context, DelegateRuntime, Partition, Rule,
+                               partition)
 from mcu.backends.cmsis_nn.options import CmsisNNOptions
 from mcu.device.boards import load_board
 from mcu.errors import McuError
@@ -423,3 +424,4 @@ def test_helium_three_pixel_layers_whose_rows_overflow_the_stack_copy_ask_for_th
     for op, ctx, want in cases:
         portable.take(op, ctx)
         assert int(op.attrs.get("scratch_bytes", 0)) == want, (op.inputs[1].shape, ctx.board.name)
+        assert op.attrs.get(SPEED_SCRATCH, False) == (want > 0)  # a build that must save RAM drops it
