@@ -42,7 +42,7 @@ def sweep(model: str, board: str, given: list[int]) -> bool:
     lowered = lower_file(ROOT / "examples" / f"{model}.py", quantize="int8")
 
     def compile_for(**kwargs: object) -> CompiledModel:
-        return lowered.compile(board, **kwargs)  # type: ignore[arg-type]
+        return lowered.compile(board, speed_scratch=False, **kwargs)  # type: ignore[arg-type]
 
     costs = measure_fusion_costs(compile_for)
     if costs is None:

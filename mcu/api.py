@@ -462,14 +462,16 @@ class LoweredModel:
     def compile(self, board: str | Board = "mps2-an505", options: BackendOptions | None = None,
                 backend: str | list[str] | None = None, check_flash: bool = True, fuse_blocks: bool | str = False,
                 ram_budget: int | None = None, fuse_costs: FusionCosts | None = None,
-                fuse_band: int = 1, stream_prefix: bool | int | PrefixSchedule = False, stream_input: bool = False) -> CompiledModel:
-        """This model for ``board``; the keywords are :func:`compile_spec`'s."""
+                fuse_band: int = 1, stream_prefix: bool | int | PrefixSchedule = False, stream_input: bool = False,
+                speed_scratch: bool = True) -> CompiledModel:
+        """This model for ``board``; the keywords are :func:`compile_spec`'s (``speed_scratch``:
+        mcu/pipeline.py compile_graph's)."""
         order = parse(backend)
         check(order)
         board_obj = board if isinstance(board, Board) else load_board(board)
         own = dataclasses.replace(self, graph=copy.deepcopy(self.graph))
         return _compile_lowered(own, board_obj, options, order, check_flash, _fuse_policy(fuse_blocks), ram_budget,
-                                fuse_costs, fuse_band, stream_prefix, stream_input)
+                                fuse_costs, fuse_band, stream_prefix, stream_input, speed_scratch)
 
 
 def lower_spec(spec: ModelSpec, quantize: str = "none", weight_palette: int | None = None,
@@ -490,7 +492,8 @@ def lower_spec(spec: ModelSpec, quantize: str = "none", weight_palette: int | No
 
 def _compile_lowered(lowered: LoweredModel, board: Board, options: BackendOptions | None, order: list[str] | None,
                      check_flash: bool, fuse: str, ram_budget: int | None, fuse_costs: FusionCosts | None,
-                     fuse_band: int, stream_prefix: bool | int | PrefixSchedule = False, stream_input: bool = False) -> CompiledModel:
+                     fuse_band: int, stream_prefix: bool | int | PrefixSchedule = False, stream_input: bool = False,
+                     speed_scratch: bool = True) -> CompiledModel:
     """Partition, plan and generate for ``board``, changing ``lowered.graph``: the caller's copy to give away."""
     spec, graph, quantize = lowered.spec, lowered.graph, lowered.quantize
     with _naming_the_file(spec):
@@ -498,7 +501,7 @@ def _compile_lowered(lowered: LoweredModel, board: Board, options: BackendOption
         memory, library, report = compile_graph(graph, board, quantize, order, options, check_flash=check_flash,
                                                 fuse=fuse, ram_budget=ram_budget, fuse_costs=fuse_costs,
                                                 fuse_band=fuse_band, stream_prefix=stream_prefix,
-                                                stream_input=stream_input)
+                                                stream_input=stream_input, speed_scratch=speed_scratch)
     delegated = any(op.kind == "delegate" for op in graph.ops)
     fused = any(op.kind in (FUSED_KIND, PREFIX_KIND) for op in graph.ops)
     cm = CompiledModel(spec=spec, board=board, quantize=quantize, graph=graph, memory=memory, library=library,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from mcu.backends.base import BackendOptions, Context, PartitionReport, partition
+from mcu.backends.base import SPEED_SCRATCH, BackendOptions, Context, PartitionReport, partition
 from mcu.backends.mixed_flash import BoardFlash
 from mcu.backends.registry import resolve as resolve_backends
 from mcu.device.boards import Board, load_board
@@ -257,13 +257,21 @@ def _fusion_after_prefix(graph: Graph, budget: int | None) -> FusionChoice:
             from exc
 
 
+def _drop_speed_scratch(graph: Graph) -> bool:
+    """Remove the scratch that kernels take for speed only (SPEED_SCRATCH); whether there was any."""
+    ops = [op for op in graph.ops if op.attrs.pop(SPEED_SCRATCH, False)]
+    for op in ops:
+        op.attrs.pop("scratch_bytes", None)
+    return bool(ops)
+
+
 def compile_graph(graph: Graph, board: Board, quantize: str, backends: list[str] | None = None,
                   options: BackendOptions | None = None,
                   check_flash: bool = True,
                   fuse: str = "off", ram_budget: int | None = None,
                   fuse_costs: FusionCosts | None = None, fuse_band: int = 1,
                   stream_prefix: bool | int | PrefixSchedule = False, stream_input: bool = False,
-                  ) -> tuple[MemoryPlan, GeneratedLibrary, PartitionReport]:
+                  speed_scratch: bool = True) -> tuple[MemoryPlan, GeneratedLibrary, PartitionReport]:
     """``backends``: preference order of backend ids (None: the registry's default for these options:
     CMSIS-NN first when it has its sources, then the optimized and the portable kernels;
     mcu/backends/registry.py). ``options``: each backend's own options by backend id (CMSIS-NN's
@@ -279,11 +287,16 @@ def compile_graph(graph: Graph, board: Board, quantize: str, backends: list[str]
     network's first ops band by band of rows through rings (mcu/plan/prefix.py), ending where the arena is
     smallest with the fewest calls (with ``ram_budget``: the fewest calls that fit), or as given (a number of ops run row by row,
     or a PrefixSchedule); ``stream_input``: the same, reading the input a band at a time through the
-    firmware's callback, so that it is not in the arena."""
+    firmware's callback, so that it is not in the arena. ``speed_scratch`` False: without the scratch
+    that kernels take for speed only (SPEED_SCRATCH), as any build with a RAM budget, streamed rows or
+    fused blocks is, and one that does not fit the board otherwise (the measured RAM-budget search
+    compiles its schedules so)."""
     if check_flash:  # before partitioning: packing the weights of a model that cannot fit costs minutes
         check_constants_fit(board, graph)
     # Before the plan: a backend's kernels bring their own scratch sizes and overlap contracts.
     report = partition_ops(graph, board, quantize, backends, dict(options or {}))
+    if not speed_scratch or ram_budget is not None or stream_prefix or stream_input or fuse != "off":
+        _drop_speed_scratch(graph)
     if fuse not in FUSE_POLICIES:
         raise McuError(f"unknown block fusion {fuse!r}", hint=f"one of {', '.join(FUSE_POLICIES)}")
     if stream_prefix or stream_input:  # after partitioning: each row runs its op's backend's kernel
@@ -305,6 +318,8 @@ def compile_graph(graph: Graph, board: Board, quantize: str, backends: list[str]
                 graph.ops = with_fused(graph, choice.chains, choice.bands).ops
     with stage("plan"):
         memory = plan_memory(graph, capacities=board.arena_regions())
+        if not fits(board, memory) and _drop_speed_scratch(graph):
+            memory = plan_memory(graph, capacities=board.arena_regions())
         if (fuse == "off" and ram_budget is None and not stream_prefix and not stream_input
                 and not fits(board, memory) and (find_chains(graph) or candidate_ends(graph))):
             memory = _fuse_to_fit(graph, board)

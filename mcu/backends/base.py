@@ -70,6 +70,11 @@ class Rule:
     constraints: tuple[Constraint, ...] = ()
 
 
+# op.attrs key: the op's "scratch_bytes" only make its kernel faster (it runs without them), so that a
+# build that must save RAM (a RAM budget, streamed rows, fused blocks, a board it does not fit) drops them.
+SPEED_SCRATCH = "speed_scratch"
+
+
 @dataclass
 class Context:
     """What a backend may look at besides the op: the board and the build's options."""

@@ -75,7 +75,8 @@ def compile_model(args: argparse.Namespace) -> Any:
                                   False if getattr(args, "compact_weights", False) else None, backend)
 
         def from_lowered(**fusion: Any) -> Any:
-            return lowered.compile(args.board, options=options, backend=backend, **fusion)
+            # every schedule the search compares, the whole-tensor one too, without speed-only scratch
+            return lowered.compile(args.board, options=options, backend=backend, speed_scratch=False, **fusion)
 
         if streamed and fuse == "off":
             return compile_streamed_within_budget(from_lowered, stream_input, budget)

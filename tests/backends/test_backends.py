@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 from mcu.backends import registry
-from mcu.backends.base import Backend, Constraint, Context, DelegateRuntime, Partition, Rule, partition
+from mcu.backends.base import (SPEED_SCRATCH, Backend, Constraint, Context, DelegateRuntime, Partition, Rule,
+                               partition)
 from mcu.backends.cmsis_nn.options import CmsisNNOptions
 from mcu.device.boards import load_board
 from mcu.errors import McuError
@@ -395,3 +396,32 @@ def test_emitter_and_device_reach_backends_only_through_the_interface() -> None:
                     continue
                 bad = [n for n in names if n.startswith("mcu.backends") and not n.startswith(allowed)]
                 assert not bad, f"{path.relative_to(ROOT)} imports {bad}: ask mcu.backends.registry"
+
+
+def _conv_s8(cin: int, cout: int, k: int, shift: int = -3, act: tuple[int, int] = (-128, 127)) -> Op:
+    """An int8 convolution op as the portable backend takes it (weights OIHW, per-channel shifts)."""
+    w = np.ones((cout, cin, k, k), np.int8)
+    consts = [Tensor("b", (cout,), "int32", data=np.zeros(cout, np.int32)),
+              Tensor("m", (cout,), "int32", data=np.full(cout, 1 << 30, np.int32)),
+              Tensor("s", (cout,), "int32", data=np.full(cout, shift, np.int32))]
+    return Op("conv2d", [Tensor("x", (1, cin, 8, 8), "int8"), Tensor("w", w.shape, "int8", data=w), *consts],
+              [Tensor("y", (1, cout, 8, 8), "int8")],
+              {"stride": (1, 1), "padding": (k // 2, k // 2), "dilation": (1, 1), "groups": 1,
+               "input_offset": 0, "output_offset": 0, "act_min": act[0], "act_max": act[1]})
+
+
+def test_helium_three_pixel_layers_whose_rows_overflow_the_stack_copy_ask_for_their_weights_scratch() -> None:
+    """On a Helium core the portable backend plans a scratch of all weights for a layer of mcu_mve_conv3
+    whose rows do not fit its stack copy (ResNet-8's 32- and 64-channel 3x3 layers); not for a layer whose
+    rows fit, another path's layer (a narrower clamp, a left shift, 1x1) or another core."""
+    portable = registry.backend("portable")
+    m55 = Context(load_board("mps3-an547"), "int8", {})
+    m33 = Context(load_board("mps2-an505"), "int8", {})
+    cases = [(_conv_s8(64, 64, 3), m55, 64 * 9 * 64), (_conv_s8(32, 32, 3), m55, 32 * 9 * 32),
+             (_conv_s8(16, 16, 3), m55, 0), (_conv_s8(64, 64, 3, shift=1), m55, 0),
+             (_conv_s8(64, 64, 3, act=(-100, 127)), m55, 0), (_conv_s8(64, 64, 1), m55, 0),
+             (_conv_s8(64, 64, 3), m33, 0)]
+    for op, ctx, want in cases:
+        portable.take(op, ctx)
+        assert int(op.attrs.get("scratch_bytes", 0)) == want, (op.inputs[1].shape, ctx.board.name)
+        assert op.attrs.get(SPEED_SCRATCH, False) == (want > 0)  # a build that must save RAM drops it

@@ -41,11 +41,16 @@ def build_cases() -> Builder:
     conv_case(b, rng, cin=3, cout=8, kh=3, kw=3, sh=2, sw=2, pt=1, pl=1, dh=1, dw=1, h=12, w=12)
     conv_case(b, rng, cin=16, cout=32, kh=3, kw=3, sh=2, sw=2, pt=1, pl=1, dh=1, dw=1, h=8, w=8)
     # The three-pixel path's weight copies: all rows at once, blocks of rows (output apart from the
-    # input), and groups of windows per block when the output trails the input (ResNet-8's layers).
+    # input), and groups of windows per block when the output trails the input (ResNet-8's layers),
+    # on the stack (no scratch); then the copy of all rows to the scratch the planner gives such layers.
     for cin, cout, stride, hw, trail in [(16, 16, 1, 7, False), (32, 32, 1, 7, False), (64, 64, 1, 5, False),
                                          (16, 32, 2, 9, True), (32, 32, 1, 7, True), (64, 64, 1, 6, True)]:
         conv_case(b, rng, cin=cin, cout=cout, kh=3, kw=3, sh=stride, sw=stride, pt=1, pl=1, dh=1, dw=1, h=hw, w=hw,
-                  trail=trail, conv3=True)
+                  trail=trail, conv3=True, scratch="none")
+    scratch_rng = np.random.default_rng(SEED + 2)  # (the cases below keep their draws)
+    for cin, cout, stride, hw, trail in [(64, 64, 1, 8, True), (32, 32, 1, 7, False), (16, 32, 2, 9, True)]:
+        conv_case(b, scratch_rng, cin=cin, cout=cout, kh=3, kw=3, sh=stride, sw=stride, pt=1, pl=1, dh=1, dw=1,
+                  h=hw, w=hw, trail=trail, conv3=True, scratch="weights")
     # One output row a call (a streamed layer): a single group reads the weights in place, one block of
     # all rows (1 and 2 pixels, a trailing output); a few groups copy them.
     rows_rng = np.random.default_rng(SEED + 1)  # (the random cases below keep their draws)

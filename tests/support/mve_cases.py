@@ -125,10 +125,13 @@ def trail_lag(cin, cout, kh, kw, sh, sw, pt, pl, h, w, out_h, out_w) -> int:
 
 
 def conv_case(b: Builder, rng, *, cin, cout, kh, kw, sh, sw, pt, pl, dh, dw, h, w, n=1, mode="uniform",
-              wmode="symmetric", trail=False, conv3=False) -> None:
+              wmode="symmetric", trail=False, conv3=False, scratch="shared") -> None:
     """trail: the output overlaps the input, starting as little before it as the window contract allows
     (one image, dilation 1). conv3: the full activation range and no positive shift, as the Helium
-    three-pixel path (convolution/mve_conv3_s8.h) needs to take the layer."""
+    three-pixel path (convolution/mve_conv3_s8.h) needs to take the layer. scratch: "shared" (the
+    firmware's scratch, as large as other cases need), "none" (no scratch: the three-pixel path's
+    stack copies) or "weights" (room for all weights: the copy there that the planner asks for on
+    Helium cores, mcu/backends/portable/conv.py mve_conv3_scratch_bytes)."""
     out_h = (h + 2 * pt - dh * (kh - 1) - 1) // sh + 1
     out_w = (w + 2 * pl - dw * (kw - 1) - 1) // sw + 1
     x = mve_data(rng, (n, h, w, cin), mode)
@@ -151,12 +154,14 @@ def conv_case(b: Builder, rng, *, cin, cout, kh, kw, sh, sw, pt, pl, dh, dw, h, 
         const mcu_conv2d_s8_params p = {{{c_dims(n, h, w, cin)}, {c_dims(n, out_h, out_w, cout)}, {kh}, {kw}, {sh},
             {sw}, {pt}, {pl}, {dh}, {dw}, 1, {-zp_in}, {zp_out}, {lo}, {hi}}};
         const mcu_per_channel_quant q = {{{ms}, {ss}}};
-        const mcu_context ctx = {{scratch, (int32_t)sizeof scratch}};
+        const mcu_context ctx = {"{NULL, 0}" if scratch == "none" else "{scratch, (int32_t)sizeof scratch}"};
         copy(work + {in_off}, {xs}, {x.size});
         status = mcu_conv2d_s8(&ctx, &p, &q, work + {in_off}, {ws}, {bs}, work + {out_off});
         emit(work + {out_off}, {y.size});
     }}"""
-    b.add(Case("conv2d/trail" if trail else "conv2d", call, y.reshape(-1)), max(in_off + x.size, out_off + y.size))
+    name = ("conv2d/trail" if trail else "conv2d") + ("/scratch" if scratch == "weights" else "")
+    b.add(Case(name, call, y.reshape(-1)), max(in_off + x.size, out_off + y.size),
+          wt.size if scratch == "weights" else 0)
 
 
 def pointwise_case(b: Builder, rng, *, cin, cout, pixels, overlap: str, mode="uniform") -> None:

@@ -17,7 +17,7 @@ from mcu.backends.optimized.specialise import PackedLayer, merge_defines, packed
 from mcu.backends.portable.variants import select_variant
 from mcu.ir import Op, Tensor
 from mcu.layouts import channel_rows, pack_palette, pack_s4
-from mcu.plan.contracts import s4_stream_bytes
+from mcu.plan.contracts import pointwise_ok, s4_stream_bytes
 
 
 def _conv2d(op: Op, ref: Ref) -> KernelCall:
@@ -176,6 +176,34 @@ def _matrix_lut(op: Op, ref: Ref) -> KernelCall:
                                  ref(op.output)],
                       [f"{f}.c" for f in LUT_CALLS[function]], params_type, params, locals=quant_locals(op, ref),
                       operands=[x, indices, b, mult, shift, SCRATCH, tables, op.output], scalars=[bits])
+
+
+# The Helium three-pixel convolution (runtime_c/kernels/convolution/mve_conv3_s8.h): its stack copy of
+# weight rows (MCU_S8_MVE_CONV3_BUF - 3 * MCU_S8_MVE_CONV3_COL_MAX bytes) and the layers it takes.
+MVE_CONV3_COPY_BYTES = 2880
+MVE_CONV3_COL_MAX = 576
+MVE_CONV3_OC_MAX = 64
+
+
+def mve_conv3_scratch_bytes(op: Op) -> int:
+    """The scratch an int8 convolution asks for on a Helium core: a copy of all its weights, for a layer
+    of mcu_mve_conv3 whose rows do not fit the stack copy (0 for the others). With it every weight is
+    read once a call from where the model's constants live (a flash with wait states on
+    mps3-an547) and every group of windows gathered once; without it such a layer whose output
+    trails its input copies its rows once per few groups."""
+    if op.kind != "conv2d" or op.output.dtype != "int8" or op.attrs.get("weight_bits") == 4 \
+            or op.attrs.get("palette_bits") or pointwise_ok(op):
+        return 0
+    x, w = op.inputs[0], op.inputs[1]
+    oc, icg, kh, kw = (int(d) for d in w.shape)
+    n = kh * kw * icg
+    shift = op.inputs[4].data if len(op.inputs) > 4 else None
+    applies = (op.attrs["groups"] == 1 and x.dtype == "int8" and icg % 16 == 0
+               and tuple(op.attrs["dilation"]) == (1, 1) and oc % 2 == 0 and oc <= MVE_CONV3_OC_MAX
+               and n <= MVE_CONV3_COL_MAX and (kh, kw) != (1, 1)
+               and int(op.attrs["act_min"]) == -128 and int(op.attrs["act_max"]) == 127
+               and shift is not None and int(np.max(shift)) <= 0)
+    return oc * n if applies and oc * n > MVE_CONV3_COPY_BYTES else 0
 
 
 def _matrix_s8(op: Op, ref: Ref) -> KernelCall:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, ClassVar, Mapping, Sequence
 
-from mcu.backends.base import Backend, Context, Rule
+from mcu.backends.base import SPEED_SCRATCH, Backend, Context, Rule
 from mcu.backends.calls import KernelCall, Ref, at_source
 from mcu.backends.portable import conv, elementwise, movement, norm, pool, recurrent, resample, select
 from mcu.errors import McuError
@@ -60,6 +60,11 @@ class PortableBackend(Backend):
             op.attrs["s4_stream"] = False
         elif op.attrs.get("weight_bits") == 4 and packed is True:
             op.attrs.pop("s4_stream", None)  # packed weights: a mixed build's int4 layers stream too
+        scratch = conv.mve_conv3_scratch_bytes(op) if ctx.board.mve else 0
+        if scratch and not op.attrs.get("scratch_bytes"):
+            # for speed only: a build that must save RAM plans without it (mcu/pipeline.py)
+            op.attrs["scratch_bytes"] = scratch
+            op.attrs[SPEED_SCRATCH] = True
 
     def kernel_defines(self, calls: Sequence[tuple[Op, KernelCall]]) -> dict[str, int]:
         """The 4-bit convolutions' definitions (conv.s4_defines): the packed kernel specialised to those that widen

@@ -212,7 +212,7 @@ static void conv_plain(const mcu_conv2d_s8_params *p, const mcu_per_channel_quan
 mcu_status mcu_conv2d_s8(const mcu_context *ctx, const mcu_conv2d_s8_params *p, const mcu_per_channel_quant *q,
                          const int8_t *input, const int8_t *weight, const int32_t *bias, int8_t *output)
 {
-    (void)ctx; /* no scratch needed */
+    (void)ctx; /* optional: the Helium three-pixel convolution copies its weights there when it holds them */
     MCU_CHECK(mcu_conv2d_s8_check(MCU_CONV_S8_FORWARD, p, q, input, weight, bias, output));
     const mcu_shape4 in = p->input;
     const mcu_shape4 out = p->output;
@@ -233,7 +233,7 @@ mcu_status mcu_conv2d_s8(const mcu_context *ctx, const mcu_conv2d_s8_params *p, 
         return MCU_OK;
     }
     if (mcu_mve_conv3_applies(p, q)) { /* input channels a multiple of 16 (convolution/mve_conv3_s8.h) */
-        mcu_mve_conv3(p, q, input, weight, bias, output);
+        mcu_mve_conv3(ctx, p, q, input, weight, bias, output);
         return MCU_OK;
     }
     if (conv_mve_applies(p)) {

@@ -144,6 +144,9 @@ typedef struct {
     const int8_t *col;  /* 12: the interleaved column */
     const void *end;    /* 16: one past the last pair */
     int32_t out_c;      /* 20 */
+    int32_t unused[2];  /* 24 */
+    _Alignas(16) uint32_t ofs[4];  /* 32: the byte offsets (0, 1, out_c, out_c + 1) of the first vector's lanes */
+    _Alignas(16) uint32_t ofs2[4]; /* 48: the second vector's (pixels 1 and 2), out_c more */
 } mcu_mve_conv3_cfg;
 
 /* The parts of mcu_mve_conv3_group's loop: the pair's start, one step of 16 taps, the pair's end. */
@@ -166,38 +169,40 @@ typedef struct {
     "   vmladava.s8 %[a1], q1, q3\n"                                                                                 \
     "   vldrb.8 q2, [%[x], #32]\n"                                                                                   \
     "   vmladava.s8 %[a2], q2, q3\n"                                                                                 \
-    "   vldrb.8 q4, [%[w1]], #16\n"                                                                                  \
-    "   vmladava.s8 %[a3], q0, q4\n"                                                                                 \
+    "   vldrb.8 q3, [%[w1]], #16\n"                                                                                  \
+    "   vmladava.s8 %[a3], q0, q3\n"                                                                                 \
     "   vldrb.8 q0, [%[x], #48]!\n"                                                                                  \
-    "   vmladava.s8 %[a4], q1, q4\n"                                                                                 \
-    "   vmladava.s8 %[a5], q2, q4\n"
+    "   vmladava.s8 %[a4], q1, q3\n"                                                                                 \
+    "   vmladava.s8 %[a5], q2, q3\n"
 #define MCU_MVE_CONV3_TAIL                                                                                           \
-    "   vmov q4[2], q4[0], %[a0], %[a1]\n"                                                                           \
-    "   vmov q4[3], q4[1], %[a3], %[a4]\n"                                                                           \
-    "   vmov q5[2], q5[0], %[a1], %[a2]\n"                                                                           \
-    "   vmov q5[3], q5[1], %[a4], %[a5]\n"                                                                           \
-    "   vldrw.u32 q0, [%[pk]]\n"                                                                                     \
-    "   vldrw.u32 q1, [%[pk], #16]\n"                                                                                \
+    "   vmov q0[2], q0[0], %[a0], %[a1]\n"                                                                           \
+    "   vmov q0[3], q0[1], %[a3], %[a4]\n"                                                                           \
+    "   vmov q1[2], q1[0], %[a1], %[a2]\n"                                                                           \
+    "   vmov q1[3], q1[1], %[a4], %[a5]\n"                                                                           \
+    "   vldrw.u32 q2, [%[pk]]\n"                                                                                     \
+    "   vqrdmulh.s32 q0, q0, q2\n"                                                                                   \
+    "   vldrw.u32 q3, [%[pk], #16]\n"                                                                                \
+    "   vqrdmulh.s32 q1, q1, q2\n"                                                                                   \
     "   adds %[pk], #32\n"                                                                                           \
-    "   vqrdmulh.s32 q4, q4, q0\n"                                                                                   \
-    "   vqrdmulh.s32 q5, q5, q0\n"                                                                                   \
-    "   vand q2, q4, q1\n"                                                                                           \
-    "   vand q3, q5, q1\n"                                                                                           \
+    "   vand q2, q0, q3\n"                                                                                           \
     "   vshr.s32 q2, q2, #31\n"                                                                                      \
-    "   vshr.s32 q3, q3, #31\n"                                                                                      \
-    "   vqadd.s32 q4, q4, q2\n"                                                                                      \
-    "   vqadd.s32 q5, q5, q3\n"                                                                                      \
-    "   vrshl.s32 q4, q4, q1\n"                                                                                      \
-    "   vrshl.s32 q5, q5, q1\n"                                                                                      \
+    "   vqadd.s32 q0, q0, q2\n"                                                                                      \
+    "   vand q2, q1, q3\n"                                                                                           \
+    "   vshr.s32 q2, q2, #31\n"                                                                                      \
+    "   vqadd.s32 q1, q1, q2\n"                                                                                      \
+    "   vrshl.s32 q0, q0, q3\n"                                                                                      \
+    "   vrshl.s32 q1, q1, q3\n"                                                                                      \
     "   ldr %[a0], [%[cfg], #4]\n"                                                                                   \
-    "   vqadd.s32 q4, q4, %[a0]\n"                                                                                   \
-    "   vqadd.s32 q5, q5, %[a0]\n"                                                                                   \
-    "   vqshl.s32 q4, q4, #24\n"                                                                                     \
-    "   vqshl.s32 q5, q5, #24\n"                                                                                     \
-    "   vshr.s32 q4, q4, #24\n"                                                                                      \
-    "   vshr.s32 q5, q5, #24\n"                                                                                      \
-    "   vstrb.32 q4, [%[y], %q[ofs]]\n"                                                                              \
-    "   vstrb.32 q5, [%[y], %q[ofs2]]\n"                                                                             \
+    "   vqadd.s32 q0, q0, %[a0]\n"                                                                                   \
+    "   vqadd.s32 q1, q1, %[a0]\n"                                                                                   \
+    "   vqshl.s32 q0, q0, #24\n"                                                                                     \
+    "   vldrw.u32 q2, [%[cfg], #32]\n"                                                                               \
+    "   vqshl.s32 q1, q1, #24\n"                                                                                     \
+    "   vldrw.u32 q3, [%[cfg], #48]\n"                                                                               \
+    "   vshr.s32 q0, q0, #24\n"                                                                                      \
+    "   vshr.s32 q1, q1, #24\n"                                                                                      \
+    "   vstrb.32 q0, [%[y], q2]\n"                                                                                   \
+    "   vstrb.32 q1, [%[y], q3]\n"                                                                                   \
     "   adds %[y], #2\n"                                                                                             \
     "   ldr %[a0], [%[cfg], #8]\n"                                                                                   \
     "   add %[w0], %[w0], %[a0]\n"                                                                                   \
@@ -212,13 +217,14 @@ typedef struct {
  * p0 c1, p1 c0, p1 c1) and (p1 c0, p1 c1, p2 c0, p2 c1) (pixel 1 twice: same bytes), the offset added
  * with saturation and the clamp to [-128, 127] as a saturating shift left by 24 and back (the caller
  * takes this path only for that activation range), and byte scatters to y (offsets 0, 1, out_c,
- * out_c + 1) and y + out_c. One assembly loop for all pairs: every register is in use, so the
- * constants come from cfg and the six sums' registers double as temporaries. */
+ * out_c + 1) and y + out_c (cfg->ofs, cfg->ofs2). One assembly loop for all pairs: every general register
+ * is in use, so the constants come from cfg and the six sums' registers double as temporaries; it keeps
+ * to q0..q3, which the calling convention does not preserve, so that a call saves no vector registers
+ * (q4..q7 cost a VPUSH and VPOP of 16 words per group). */
 static inline void mcu_mve_conv3_group(const mcu_mve_conv3_cfg *cfg, const mcu_mve_conv3_pair *pk,
-                                       const int8_t *w, int8_t *y, uint32x4_t ofs, int unrolled)
+                                       const int8_t *w, int8_t *y, int unrolled)
 {
     const int8_t *w1 = w + cfg->n;
-    const uint32x4_t ofs2 = vaddq_n_u32(ofs, (uint32_t)cfg->out_c); /* pixels 1 and 2 */
     const int8_t *x;
     int32_t a0, a1, a2, a3, a4, a5;
     if (unrolled) { /* cfg->iters counts steps of 48 taps: one loop end per three steps */
@@ -226,14 +232,14 @@ static inline void mcu_mve_conv3_group(const mcu_mve_conv3_cfg *cfg, const mcu_m
                          "   le lr, 1b\n" MCU_MVE_CONV3_TAIL
                          : [a0] "=&Te"(a0), [a1] "=&Te"(a1), [a2] "=&Te"(a2), [a3] "=&Te"(a3), [a4] "=&Te"(a4),
                            [a5] "=&Te"(a5), [x] "=&r"(x), [w0] "+r"(w), [w1] "+r"(w1), [pk] "+r"(pk), [y] "+r"(y)
-                         : [cfg] "r"(cfg), [ofs] "w"(ofs), [ofs2] "w"(ofs2)
-                         : "q0", "q1", "q2", "q3", "q4", "q5", "lr", "cc", "memory");
+                         : [cfg] "r"(cfg)
+                         : "q0", "q1", "q2", "q3", "lr", "cc", "memory");
     } else {
         __asm__ volatile(MCU_MVE_CONV3_HEAD "1:" MCU_MVE_CONV3_STEP "   le lr, 1b\n" MCU_MVE_CONV3_TAIL
                          : [a0] "=&Te"(a0), [a1] "=&Te"(a1), [a2] "=&Te"(a2), [a3] "=&Te"(a3), [a4] "=&Te"(a4),
                            [a5] "=&Te"(a5), [x] "=&r"(x), [w0] "+r"(w), [w1] "+r"(w1), [pk] "+r"(pk), [y] "+r"(y)
-                         : [cfg] "r"(cfg), [ofs] "w"(ofs), [ofs2] "w"(ofs2)
-                         : "q0", "q1", "q2", "q3", "q4", "q5", "lr", "cc", "memory");
+                         : [cfg] "r"(cfg)
+                         : "q0", "q1", "q2", "q3", "lr", "cc", "memory");
     }
 }
 
@@ -317,23 +323,64 @@ static inline void mcu_mve_conv3_fold_pack(const int8_t *w, int32_t n, int32_t c
  * two of its weight rows, or more windows of smaller layers (see mcu_mve_conv3). */
 #define MCU_S8_MVE_CONV3_BUF (8 * MCU_S8_MVE_CONV3_COL_MAX)
 
+/* mcu_mve_conv3's stack: the packed parameters of every pair and the column and copy; when groups of
+ * windows share each copy of a block of rows, the whole of it holds one block's pairs, the windows
+ * and the block. */
+typedef struct {
+    mcu_mve_conv3_pair pack[MCU_S8_MVE_CONV3_OC_MAX / 2];
+    _Alignas(16) int8_t buf[MCU_S8_MVE_CONV3_BUF];
+} mcu_mve_conv3_mem;
+
+/* Bytes of the packed parameters of `rows` rows, rounded up to 16 (the windows after them are loaded
+ * in vectors). */
+static inline int32_t mcu_mve_conv3_pack_bytes(int32_t rows)
+{
+    return (rows / 2 * (int32_t)sizeof(mcu_mve_conv3_pair) + 15) / 16 * 16;
+}
+
+/* The pairs of rows c0 .. c0 + cn - 1 into pack[0 ..): their folded biases from kbias[c0 ..), their
+ * multipliers and shifts. */
+static inline void mcu_mve_conv3_block_pack(const mcu_per_channel_quant *q, const int32_t *kbias, int32_t c0,
+                                            int32_t cn, mcu_mve_conv3_pair *pack)
+{
+    for (int32_t c = c0; c < c0 + cn; c += 2) {
+        mcu_mve_conv3_pair *e = &pack[(c - c0) / 2];
+        for (int32_t k = 0; k < 6; ++k) {
+            e->kb[k] = kbias[c + k / 3];
+        }
+        for (int32_t k = 0; k < 4; ++k) {
+            e->m[k] = q->multiplier[c + (k & 1)];
+            e->s[k] = q->shift[c + (k & 1)];
+        }
+    }
+}
+
 /* The convolution (mcu_mve_conv3_applies), in groups of three output pixels (memory order; each
  * group's windows gathered before any of its outputs is written: the window overlap contract), the
  * last one or two pixels of an image through mcu_mve_matrix_block. The weights are read from a stack
  * copy, so that each is read once per call, or once per few groups, from wherever the model's
  * constants live (a flash with wait states on every access on some boards) rather than once per group:
- *  - when all rows fit the copy, one copy;
+ *  - when all rows fit the copy, or the caller's scratch (ctx) holds them, one copy;
  *  - else, when the output does not overlap the input, blocks of rows outer (each block copied once,
  *    the windows gathered again per block);
  *  - else (a block's outputs could overwrite input that a later block still reads) the windows of
  *    several groups are gathered first and every block of rows, copied per such super-group, runs
- *    over them; rows read in place, group by group, when not even two groups fit. */
-static __attribute__((noinline, unused)) void mcu_mve_conv3(const mcu_conv2d_s8_params *p,
+ *    over them. There the weights are read once per super-group, so the super-group is as large as
+ *    the stack allows: the pairs' parameters are packed per block (into the space that holds all
+ *    pairs on the other paths) and the biases folded from the first super-group's copies; the
+ *    image's last one or two pixels write their outputs in place, the repeated slots' byte
+ *    scatters aimed at the last pixel (the same values). */
+static __attribute__((noinline, unused)) void mcu_mve_conv3(const mcu_context *ctx, const mcu_conv2d_s8_params *p,
                                                            const mcu_per_channel_quant *q, const int8_t *input,
                                                            const int8_t *weight, const int32_t *bias, int8_t *output)
 {
-    _Alignas(16) int8_t buf[MCU_S8_MVE_CONV3_BUF];
-    _Alignas(16) mcu_mve_conv3_pair pack[MCU_S8_MVE_CONV3_OC_MAX / 2];
+    /* The window gathers read the layer's shape per pixel; a model's parameters are constants, which
+     * some boards keep in a flash with wait states on every access (mps3-an547: 8), the stack none. */
+    const mcu_conv2d_s8_params local = *p;
+    p = &local;
+    mcu_mve_conv3_mem mem;
+    int8_t *buf = mem.buf;
+    mcu_mve_conv3_pair *pack = mem.pack;
     _Alignas(16) int32_t kbias[MCU_S8_MVE_CONV3_OC_MAX];
     const mcu_shape4 in = p->input;
     const mcu_shape4 out = p->output;
@@ -346,7 +393,13 @@ static __attribute__((noinline, unused)) void mcu_mve_conv3(const mcu_conv2d_s8_
     /* A call of a single group reads every weight in place, once, in one block of all rows: the copy
      * (and the blocks' second gathers) would cost more than they save (MCU_S8_MVE_CONV3_COPY_GROUPS). */
     const int copy = in.n * ((hw + 2) / 3) >= MCU_S8_MVE_CONV3_COPY_GROUPS;
-    const int all = !copy || oc * n <= wmax; /* every row in one block: the copy, made once, or in place */
+    /* the planner's scratch for every row (mcu/backends/portable/conv.py mve_conv3_scratch_bytes) */
+    const int scratch = copy && oc * n > wmax && ctx != NULL && ctx->buf != NULL && ctx->size >= oc * n;
+    if (scratch) {
+        wbuf = (int8_t *)ctx->buf;
+    }
+    /* every row in one block: the copy, made once, or in place */
+    const int all = !copy || oc * n <= wmax || scratch;
     const int8_t *wst = copy ? wbuf : weight;
     if (all && copy) {
         mcu_mve_copy_s8(wbuf, weight, oc * n);
@@ -358,10 +411,11 @@ static __attribute__((noinline, unused)) void mcu_mve_conv3(const mcu_conv2d_s8_
     /* Blocks of rows outer (one image, output apart from the input): each block's biases folded from
      * its copy, so that the weights are read once from where they live, not twice. */
     const int late = !all && in.n == 1 && (o1 <= i0 || i1 <= o0);
-    if (!late) {
+    const int grouped = !all && !(o1 <= i0 || i1 <= o0); /* super-groups (see above) */
+    if (!late && !grouped) {
         mcu_mve_fold_bias(weight, n, oc, bias, p->input_offset, kbias);
     }
-    for (int32_t c = 0; c < oc; c += 2) {
+    for (int32_t c = 0; !grouped && c < oc; c += 2) {
         mcu_mve_conv3_pair *e = &pack[c / 2];
         for (int32_t k = 0; !late && k < 6; ++k) {
             e->kb[k] = kbias[c + k / 3];
@@ -372,12 +426,11 @@ static __attribute__((noinline, unused)) void mcu_mve_conv3(const mcu_conv2d_s8_
         }
     }
     const int unrolled = (n / 16) % 3 == 0;
-    /* byte offsets (0, 1, out_c, out_c + 1) */
-    const uint32x4_t pair = vandq_u32(vidupq_n_u32(0, 1), vdupq_n_u32(1));
-    const uint32x4_t ofs = vaddq_u32(pair, vmulq_n_u32(vshrq_n_u32(vidupq_n_u32(0, 1), 1), (uint32_t)oc));
     const int8x16_t zp = vdupq_n_s8((int8_t)-p->input_offset);
     const int32_t wn = 3 * n; /* one group's windows */
-    mcu_mve_conv3_cfg cfg = {unrolled ? n / 48 : n / 16, p->output_offset, n, col, pack, oc};
+    mcu_mve_conv3_cfg cfg = {unrolled ? n / 48 : n / 16, p->output_offset, n, col, pack, oc, {0, 0},
+                             {0, 1, (uint32_t)oc, (uint32_t)oc + 1u},
+                             {(uint32_t)oc, (uint32_t)oc + 1u, 2u * (uint32_t)oc, 2u * (uint32_t)oc + 1u}};
     /* The last one or two pixels of an image: a group of three whose empty slots repeat the last
      * window, its outputs to `part` (same pixel stride) and then copied out. `part` takes the folded
      * biases' place: the groups read them from `pack`, and only the other way of computing those
@@ -400,14 +453,14 @@ static __attribute__((noinline, unused)) void mcu_mve_conv3(const mcu_conv2d_s8_
                 int32_t oh = 0, ow = 0, i = 0;
                 for (; i + 3 <= hw; i += 3) {
                     mcu_mve_conv3_windows(p, x_n, &oh, &ow, zp, col);
-                    mcu_mve_conv3_group(&cfg, pack + c0 / 2, wst, y_n + (int64_t)i * oc + c0, ofs, unrolled);
+                    mcu_mve_conv3_group(&cfg, pack + c0 / 2, wst, y_n + (int64_t)i * oc + c0, unrolled);
                 }
                 if (i == hw) {
                     continue;
                 }
                 if (rows == oc || in.n == 1) { /* `part` holds this image's channels until the last block */
                     mcu_mve_conv3_part(p, x_n, i, hw - i, zp, col);
-                    mcu_mve_conv3_group(&cfg, pack + c0 / 2, wst, part + c0, ofs, unrolled);
+                    mcu_mve_conv3_group(&cfg, pack + c0 / 2, wst, part + c0, unrolled);
                     if (c0 + cn == oc) {
                         mcu_mve_copy_s8(y_n + (int64_t)i * oc, part, (hw - i) * oc);
                     }
@@ -422,11 +475,17 @@ static __attribute__((noinline, unused)) void mcu_mve_conv3(const mcu_conv2d_s8_
         }
         return;
     }
-    /* the most groups whose windows leave room for two rows of the copy (n <= 576: at least two) */
-    const int32_t groups = (MCU_S8_MVE_CONV3_BUF - 2 * n) / wn;
-    const int32_t rows = (MCU_S8_MVE_CONV3_BUF - groups * wn) / n / 2 * 2;
-    wbuf = buf + groups * wn;
-    wst = wbuf;
+    /* the most groups whose windows leave room for two rows of the copy and their pair (n <= 576: at
+     * least three), then as many rows as fit */
+    int8_t *pool = (int8_t *)&mem;
+    const int32_t pool_bytes = (int32_t)sizeof mem;
+    const int32_t groups = (pool_bytes - mcu_mve_conv3_pack_bytes(2) - 2 * n) / wn;
+    int32_t rows = 2;
+    while (rows + 2 <= oc && mcu_mve_conv3_pack_bytes(rows + 2) + groups * wn + (rows + 2) * n <= pool_bytes) {
+        rows += 2;
+    }
+    col = pool + mcu_mve_conv3_pack_bytes(rows);
+    wbuf = col + groups * wn;
     for (int32_t b = 0; b < in.n; ++b) {
         const int8_t *x_n = input + (int64_t)b * in.h * in.w * in.c;
         int8_t *y_n = output + (int64_t)b * hw * oc;
@@ -444,19 +503,33 @@ static __attribute__((noinline, unused)) void mcu_mve_conv3(const mcu_conv2d_s8_
             for (int32_t c0 = 0; c0 < oc; c0 += rows) {
                 const int32_t cn = oc - c0 < rows ? oc - c0 : rows;
                 mcu_mve_copy_s8(wbuf, weight + (int64_t)c0 * n, cn * n);
-                cfg.end = pack + (c0 + cn) / 2;
+                if (b == 0 && i == 0) {
+                    mcu_mve_fold_bias(wbuf, n, cn, bias != NULL ? bias + c0 : NULL, p->input_offset, kbias + c0);
+                }
+                mcu_mve_conv3_block_pack(q, kbias, c0, cn, mem.pack);
+                cfg.end = mem.pack + cn / 2;
                 for (int32_t k = 0; k < g; ++k) {
                     cfg.col = col + k * wn;
-                    mcu_mve_conv3_group(&cfg, pack + c0 / 2, wst, y_n + (int64_t)(i + 3 * k) * oc + c0, ofs,
-                                        unrolled);
+                    mcu_mve_conv3_group(&cfg, mem.pack, wbuf, y_n + (int64_t)(i + 3 * k) * oc + c0, unrolled);
                 }
                 if (rest > 0) {
+                    /* slots past the image repeat its last pixel: their scatters go to that pixel */
+                    const uint32_t last = rest == 2 ? (uint32_t)oc : 0u;
+                    cfg.ofs[2] = last;
+                    cfg.ofs[3] = last + 1u;
+                    cfg.ofs2[0] = last;
+                    cfg.ofs2[1] = last + 1u;
+                    cfg.ofs2[2] = last;
+                    cfg.ofs2[3] = last + 1u;
                     cfg.col = col + g * wn;
-                    mcu_mve_conv3_group(&cfg, pack + c0 / 2, wst, part + c0, ofs, unrolled);
+                    mcu_mve_conv3_group(&cfg, mem.pack, wbuf, y_n + (int64_t)(i + 3 * g) * oc + c0, unrolled);
+                    cfg.ofs[2] = (uint32_t)oc;
+                    cfg.ofs[3] = (uint32_t)oc + 1u;
+                    cfg.ofs2[0] = (uint32_t)oc;
+                    cfg.ofs2[1] = (uint32_t)oc + 1u;
+                    cfg.ofs2[2] = 2u * (uint32_t)oc;
+                    cfg.ofs2[3] = 2u * (uint32_t)oc + 1u;
                 }
-            }
-            if (rest > 0) {
-                mcu_mve_copy_s8(y_n + (int64_t)(i + 3 * g) * oc, part, rest * oc);
             }
             i += 3 * g + rest;
         }
