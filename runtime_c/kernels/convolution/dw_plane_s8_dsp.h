@@ -13,10 +13,11 @@
  * the lane pairs (w0 w1) and (w1 w2):
  *   pixel 0: SMLAD (x0 x1)(w0 w1) + SMLABT x2 w2      pixel 1: SMLATB x1 w0 + SMLAD (x2 x3)(w1 w2)
  * One assembly loop runs all lines of a channel: per pair of pixels three LDRD, 12 MACs, both
- * requantizations (common/rq_s8_dsp.h's single multiply-accumulate) and two byte stores, 40
- * instructions for 18 MACs against the pixel path's 2 x 24 (measured on DS-CNN's 25 x 5 layers
- * with the fill below: 381,824 -> 299,588 estimated cycles each on mps2-an505-u575). Sums are
- * modulo 2^32 in any order: the bits of the plain kernel.
+ * requantizations and two byte stores, 38 instructions for 18 MACs against the pixel path's 2 x 24
+ * (measured on DS-CNN's 25 x 5 layers with the fill below: 381,824 -> 299,588 estimated cycles each
+ * on mps2-an505-u575 with common/rq_s8_dsp.h's 64-bit SMLAL requantization; the doubled weights and
+ * one SMMLAR of mcu_dwpl_rq take about 52 cycles a pair instead of 60). Sums are modulo 2^32 in any
+ * order: the bits of the plain kernel.
  *
  * Every input of the group's channels is in the planes before the first of their outputs is
  * written, so the output may be the input itself (the in-place kernel); other channels' bytes are
@@ -85,11 +86,36 @@ typedef struct {
     int32_t plane;      /* int16 per plane: (band + 2) x cols */
 } mcu_dwpl_geom;
 
+/* Largest |sum of a 3x3 window's products|: |x + input_offset| <= 255, |w| <= 128. */
+#define MCU_DWPL_WINDOW_MAX (9 * 255 * 128)
+
+/* Whether every channel's requantization fits the plane loop's: shift in [-24, -1] (R = -shift), and
+ * with A = |bias| + MCU_DWPL_WINDOW_MAX bounding |acc| (no wrap: acc is the exact sum), 2 A < 2^31
+ * (the doubled accumulator) and A + |C| + 1 < 2^31 (C = 2^(R-1) + output_offset 2^R: the high word
+ * of mcu_dwpl_rq never wraps). */
+static inline int mcu_dwpl_quant_ok(const mcu_per_channel_quant *q, const int32_t *bias, int32_t ch,
+                                    int32_t output_offset)
+{
+    for (int32_t c = 0; c < ch; ++c) {
+        if (q->shift[c] > -1 || q->shift[c] < -24) {
+            return 0;
+        }
+        const int32_t r = -q->shift[c];
+        const int64_t b = bias != NULL ? (int64_t)bias[c] : 0;
+        const int64_t a = (b < 0 ? -b : b) + MCU_DWPL_WINDOW_MAX;
+        const int64_t cc = ((int64_t)1 << (r - 1)) + (int64_t)output_offset * ((int64_t)1 << r);
+        if (2 * a >= ((int64_t)1 << 31) || a + (cc < 0 ? -cc : cc) + 1 >= ((int64_t)1 << 31)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
 /* Whether the plane path serves a 3x3 stride-1 layer of same-size output (in-place kernel's shapes):
- * channels a multiple of 4, every shift in mcu_rq_ch's range, lines of MCU_DWPL_LEN_MIN to
+ * channels a multiple of 4, every requantization within mcu_dwpl_quant_ok's, lines of MCU_DWPL_LEN_MIN to
  * MCU_DWPL_ROW_MAX pixels, four planes of at least MCU_DWPL_BAND_MIN lines within MCU_DWPL_BYTES. */
 static inline int mcu_dwpl_plan(mcu_dwpl_geom *g, int32_t kh, int32_t kw, int32_t ch, int32_t h, int32_t w,
-                                const mcu_per_channel_quant *q)
+                                const mcu_per_channel_quant *q, const int32_t *bias, int32_t output_offset)
 {
     const int transposed = h > w;
     const int32_t lines = transposed ? w : h, len = transposed ? h : w;
@@ -101,10 +127,8 @@ static inline int mcu_dwpl_plan(mcu_dwpl_geom *g, int32_t kh, int32_t kw, int32_
     if (fit < MCU_DWPL_BAND_MIN && fit < lines) {
         return 0;
     }
-    for (int32_t c = 0; c < ch; ++c) {
-        if (q->shift[c] > -1 || q->shift[c] < -24) {
-            return 0;
-        }
+    if (!mcu_dwpl_quant_ok(q, bias, ch, output_offset)) {
+        return 0;
     }
     g->transposed = transposed;
     g->lines = lines;
@@ -208,57 +232,92 @@ static inline void mcu_dwpl_line4(const mcu_dwpl_geom *g, int16_t *planes, int32
     }
 }
 
-/* One channel's constants and where its output goes, at the offsets the assembly reads. */
+/* One channel's constants and where its output goes, at the offsets the assembly reads. The weights
+ * and the bias are doubled, so that the accumulator is 2 acc (|acc| < 2^30: mcu_dwpl_quant_ok) and
+ * the requantization is one SMMLAR (see mcu_dwpl_rq). */
 typedef struct {
-    uint32_t w[6]; /* kernel line i: (w_i0, w_i1) and (w_i1, w_i2) in the plane's orientation */
-    uint32_t bias;
-    int32_t m;           /* mcu_rq_ch: multiplier, */
-    uint32_t klo, khi;   /* K[0], */
-    int32_t sh;          /* R - 1 */
+    int8_t *y;          /* the next output pixel */
+    int32_t step;       /* bytes between a line's output pixels */
+    const int16_t *end; /* the plane position after the current line's last pair of pixels */
+    uint32_t w[6];      /* kernel line i: 2 (w_i0, w_i1) and 2 (w_i1, w_i2) in the plane's orientation */
+    uint32_t bias;      /* 2 bias */
+    int32_t m;          /* the multiplier */
+    int32_t c;          /* 2^(R-1) + output_offset 2^R */
+    int32_t sh;         /* R */
     uint32_t min4, max4; /* the activation bounds in four bytes each */
-    int8_t *y;           /* the next output pixel */
-    int32_t step;        /* bytes between a line's output pixels */
-    const int16_t *end;  /* the plane position after the current line's last pair of pixels */
     int32_t odd;         /* the lines' pixel count is odd: a last pixel alone */
     int32_t skip;        /* bytes from a line's end to the next line's start in the plane */
     int32_t yskip;       /* bytes from a line's last output pixel + step to the next line's first */
     int32_t lines;       /* lines left */
 } mcu_dwpl_ch;
 
+/* The requantization of the doubled accumulator s = 2 acc (mcu_dwpl_quant_ok held), plus the output
+ * offset, saturated to int8: SMMLAR takes the high word of C 2^32 + s m + 2^31, which is
+ *   C + floor((acc m + 2^30) / 2^31) = C + y   (y: mcu_rounding_doubling_high_mul(acc, m)),
+ * and rounding_divide_by_pot(y, R) + output_offset = floor((y + 2^(R-1) - [y < 0] + output_offset 2^R) / 2^R),
+ * [y < 0] replaced by [acc < 0] (they differ only where y == 0, and both give 0 there: common/rq_s8_dsp.h).
+ * So: the sign of s added to C (ASR #31), one SMMLAR, an ASR by R and SSAT: 4 instructions with the
+ * constants in registers, against the 64-bit SMLAL's 7. */
+static inline int32_t mcu_dwpl_rq(const mcu_dwpl_ch *t, uint32_t s)
+{
+    const int32_t a = mcu_u32_to_s32(s);
+    /* modulo 2^32 as the core's high word (mcu_dwpl_quant_ok keeps it from wrapping) */
+    const uint32_t hi = (uint32_t)t->c + (a < 0 ? 0xFFFFFFFFu : 0u) +
+                        (uint32_t)mcu_asr64((int64_t)a * t->m + ((int64_t)1 << 31), 32);
+    return mcu_clamp_s32(mcu_asr32(mcu_u32_to_s32(hi), t->sh), -128, 127);
+}
+
+/* Channel k's constants: the weights of kernel line i at wr[i] (taps wr[i][0], wr[i][next], wr[i][2 next]),
+ * the requantization (multiplier, shift in [-24, -1]), the bias (or none). */
+static inline void mcu_dwpl_ch_init(mcu_dwpl_ch *t, const int8_t *const wr[3], int32_t next, int32_t multiplier,
+                                    int32_t shift, int32_t output_offset, const int32_t *bias)
+{
+    for (int32_t i = 0; i < 3; ++i) {
+        t->w[2 * i] = mcu_dwpl_pair(2 * wr[i][0], 2 * wr[i][next]);
+        t->w[2 * i + 1] = mcu_dwpl_pair(2 * wr[i][next], 2 * wr[i][2 * next]);
+    }
+    const int32_t r = -shift;
+    t->bias = bias != NULL ? 2u * (uint32_t)*bias : 0u;
+    t->m = multiplier;
+    t->c = (int32_t)(((int64_t)1 << (r - 1)) + (int64_t)output_offset * ((int64_t)1 << r)); /* quant_ok: fits */
+    t->sh = r;
+}
+
 #if MCU_S8_DSP_NATIVE
-_Static_assert(offsetof(mcu_dwpl_ch, bias) == 24 && offsetof(mcu_dwpl_ch, m) == 28 &&
-                   offsetof(mcu_dwpl_ch, klo) == 32 && offsetof(mcu_dwpl_ch, sh) == 40 &&
-                   offsetof(mcu_dwpl_ch, min4) == 44 && offsetof(mcu_dwpl_ch, y) == 52 &&
-                   offsetof(mcu_dwpl_ch, end) == 60 && offsetof(mcu_dwpl_ch, odd) == 64 &&
-                   offsetof(mcu_dwpl_ch, skip) == 68 && offsetof(mcu_dwpl_ch, yskip) == 72 &&
-                   offsetof(mcu_dwpl_ch, lines) == 76,
+_Static_assert(offsetof(mcu_dwpl_ch, step) == 4 && offsetof(mcu_dwpl_ch, end) == 8 && offsetof(mcu_dwpl_ch, w) == 12 &&
+                   offsetof(mcu_dwpl_ch, bias) == 36 && offsetof(mcu_dwpl_ch, m) == 40 &&
+                   offsetof(mcu_dwpl_ch, c) == 44 && offsetof(mcu_dwpl_ch, sh) == 48 &&
+                   offsetof(mcu_dwpl_ch, min4) == 52 && offsetof(mcu_dwpl_ch, odd) == 60 &&
+                   offsetof(mcu_dwpl_ch, skip) == 64 && offsetof(mcu_dwpl_ch, yskip) == 68 &&
+                   offsetof(mcu_dwpl_ch, lines) == 72,
                "mcu_dwpl_ch layout (offsets in MCU_DWPL_CHANNEL)");
 
 /* A channel's lines, hand-scheduled: r0 the position in the line's first plane line, r1 the bytes
  * of a plane line, r2-r7 the weights, r8/r9 the two accumulators, r12 the constants (mcu_dwpl_ch).
  * Per pair: the bias, three LDRD (the second and third plane line from lr, stepped ahead of its
- * load), 12 MACs; both requantizations share the multiplier and shift loads (the second reuses r8
- * and r10 for its 64-bit sum); the optional byte clamp (SSUB8/SEL on the two bytes packed); two STRB
- * and the output pointer kept in t. An odd last pixel runs the first half alone. */
+ * load), 12 MACs; both requantizations (mcu_dwpl_rq) share one LDRD of the multiplier and C and one
+ * load of R; the optional byte clamp (SSUB8/SEL on the two bytes packed); one LDM of the output
+ * pointer, its step and the line's end; two STRB. An odd last pixel runs the first half alone. */
 #define MCU_DWPL_CLAMP2                                                                       \
     "bfi r8, r9, #8, #8\n\t"                                                                  \
-    "ldrd r10, r11, [r12, #44]\n\t"                                                           \
+    "ldrd r10, r11, [r12, #52]\n\t"                                                           \
     "ssub8 lr, r8, r10\n\t"                                                                   \
     "sel r8, r8, r10\n\t"                                                                     \
     "ssub8 lr, r11, r8\n\t"                                                                   \
     "sel r8, r8, r11\n\t"                                                                     \
     "lsr r9, r8, #8\n\t"
 #define MCU_DWPL_CLAMP1                                                                       \
-    "ldrd r10, r11, [r12, #44]\n\t"                                                           \
+    "ldrd r10, r11, [r12, #52]\n\t"                                                           \
     "ssub8 lr, r8, r10\n\t"                                                                   \
     "sel r8, r8, r10\n\t"                                                                     \
     "ssub8 lr, r11, r8\n\t"                                                                   \
     "sel r8, r8, r11\n\t"
 #define MCU_DWPL_CHANNEL(clamp2, clamp1)                                                      \
-    "ldm r12, {r2, r3, r4, r5, r6, r7}\n\t"                                                   \
+    "add lr, r12, #12\n\t"                                                                    \
+    "ldm lr, {r2, r3, r4, r5, r6, r7}\n\t"                                                    \
     ".p2align 2\n\t" /* the loop's first instruction, 32-bit, in one fetch word: refill 2 not 3 */    \
     "1:\n\t"                                                                                  \
-    "ldr r8, [r12, #24]\n\t"                                                                  \
+    "ldr r8, [r12, #36]\n\t"                                                                  \
     "ldrd r10, r11, [r0], #4\n\t"                                                             \
     "mov r9, r8\n\t"                                                                          \
     "add lr, r0, r1\n\t"                                                                      \
@@ -277,32 +336,27 @@ _Static_assert(offsetof(mcu_dwpl_ch, bias) == 24 && offsetof(mcu_dwpl_ch, m) == 
     "smlatb r9, r10, r6, r9\n\t"                                                              \
     "smlabt r8, r11, r7, r8\n\t"                                                              \
     "smlad r9, r11, r7, r9\n\t"                                                               \
-    "ldr lr, [r12, #28]\n\t"                                                                  \
-    "ldrd r10, r11, [r12, #32]\n\t"                                                           \
-    "smlal r10, r11, r8, lr\n\t"                                                              \
-    "bic r8, r8, r10\n\t"                                                                     \
-    "add r11, r11, r8, asr #31\n\t"                                                           \
-    "ldrd r8, r10, [r12, #32]\n\t"                                                            \
-    "smlal r8, r10, r9, lr\n\t"                                                               \
-    "bic r9, r9, r8\n\t"                                                                      \
-    "add r10, r10, r9, asr #31\n\t"                                                           \
-    "ldr lr, [r12, #40]\n\t"                                                                  \
-    "asr r11, r11, lr\n\t"                                                                    \
-    "asr r10, r10, lr\n\t"                                                                    \
-    "ssat r8, #8, r11\n\t"                                                                    \
-    "ssat r9, #8, r10\n\t" clamp2                                                             \
-    "ldrd r10, r11, [r12, #52]\n\t"                                                           \
+    "ldrd r10, r11, [r12, #40]\n\t"                                                           \
+    "smmlar lr, r8, r10, r11\n\t"                                                             \
+    "add r8, lr, r8, asr #31\n\t"                                                             \
+    "smmlar lr, r9, r10, r11\n\t"                                                             \
+    "add r9, lr, r9, asr #31\n\t"                                                             \
+    "ldr lr, [r12, #48]\n\t"                                                                  \
+    "asr r8, r8, lr\n\t"                                                                      \
+    "asr r9, r9, lr\n\t"                                                                      \
+    "ssat r8, #8, r8\n\t"                                                                     \
+    "ssat r9, #8, r9\n\t" clamp2                                                              \
+    "ldm r12, {r10, r11, lr}\n\t"                                                             \
     "strb r8, [r10]\n\t"                                                                      \
     "strb r9, [r10, r11]\n\t"                                                                 \
     "add r10, r10, r11, lsl #1\n\t"                                                           \
-    "str r10, [r12, #52]\n\t"                                                                 \
-    "ldr lr, [r12, #60]\n\t"                                                                  \
+    "str r10, [r12]\n\t"                                                                      \
     "cmp r0, lr\n\t"                                                                          \
     "bne 1b\n\t"                                                                              \
-    "ldr lr, [r12, #64]\n\t"                                                                  \
+    "ldr lr, [r12, #60]\n\t"                                                                  \
     "cmp lr, #0\n\t"                                                                          \
     "beq 2f\n\t"                                                                              \
-    "ldr r8, [r12, #24]\n\t"                                                                  \
+    "ldr r8, [r12, #36]\n\t"                                                                  \
     "ldrd r10, r11, [r0]\n\t"                                                                 \
     "add lr, r0, r1\n\t"                                                                      \
     "smlad r8, r10, r2, r8\n\t"                                                               \
@@ -314,30 +368,28 @@ _Static_assert(offsetof(mcu_dwpl_ch, bias) == 24 && offsetof(mcu_dwpl_ch, m) == 
     "ldrd r10, r11, [lr]\n\t"                                                                 \
     "smlad r8, r10, r6, r8\n\t"                                                               \
     "smlabt r8, r11, r7, r8\n\t"                                                              \
-    "ldr lr, [r12, #28]\n\t"                                                                  \
-    "ldrd r10, r11, [r12, #32]\n\t"                                                           \
-    "smlal r10, r11, r8, lr\n\t"                                                              \
-    "bic r8, r8, r10\n\t"                                                                     \
-    "add r11, r11, r8, asr #31\n\t"                                                           \
-    "ldr lr, [r12, #40]\n\t"                                                                  \
-    "asr r11, r11, lr\n\t"                                                                    \
-    "ssat r8, #8, r11\n\t" clamp1                                                             \
-    "ldrd r10, r11, [r12, #52]\n\t"                                                           \
+    "ldrd r10, r11, [r12, #40]\n\t"                                                           \
+    "smmlar lr, r8, r10, r11\n\t"                                                             \
+    "add r8, lr, r8, asr #31\n\t"                                                             \
+    "ldr lr, [r12, #48]\n\t"                                                                  \
+    "asr r8, r8, lr\n\t"                                                                      \
+    "ssat r8, #8, r8\n\t" clamp1                                                              \
+    "ldrd r10, r11, [r12]\n\t"                                                                \
     "strb r8, [r10]\n\t"                                                                      \
     "add r10, r10, r11\n\t"                                                                   \
-    "str r10, [r12, #52]\n\t"                                                                 \
+    "str r10, [r12]\n\t"                                                                      \
     "2:\n\t"                                                                                  \
-    "ldr lr, [r12, #68]\n\t"                                                                  \
-    "ldr r10, [r12, #60]\n\t"                                                                 \
+    "ldr lr, [r12, #64]\n\t"                                                                  \
+    "ldr r10, [r12, #8]\n\t"                                                                  \
     "add r0, r0, lr\n\t"                                                                      \
     "add r10, r10, r1\n\t"                                                                    \
-    "str r10, [r12, #60]\n\t"                                                                 \
-    "ldrd r10, r11, [r12, #72]\n\t"                                                           \
-    "ldr lr, [r12, #52]\n\t"                                                                  \
+    "str r10, [r12, #8]\n\t"                                                                  \
+    "ldrd r10, r11, [r12, #68]\n\t"                                                           \
+    "ldr lr, [r12]\n\t"                                                                       \
     "add lr, lr, r10\n\t"                                                                     \
-    "str lr, [r12, #52]\n\t"                                                                  \
+    "str lr, [r12]\n\t"                                                                       \
     "subs r11, r11, #1\n\t"                                                                   \
-    "str r11, [r12, #76]\n\t"                                                                 \
+    "str r11, [r12, #72]\n\t"                                                                 \
     "bne 1b\n\t"
 
 /* Every line of one channel's plane from pos (its first line's position 0). */
@@ -376,8 +428,6 @@ static inline void mcu_dwpl_channel(const int16_t *pos, int32_t line_bytes, mcu_
 {
     const int32_t cols = line_bytes / 2;
     const int32_t lo = (int8_t)(uint8_t)t->min4, hi = (int8_t)(uint8_t)t->max4;
-    mcu_rq_ch rq = {{(int64_t)(((uint64_t)t->khi << 32) | t->klo), 0}, t->m, t->sh};
-    rq.k[1] = rq.k[0] - ((int64_t)1 << 31);
     for (; t->lines > 0; --t->lines) {
         for (; pos != t->end; pos += 2, t->y += 2 * t->step) {
             uint32_t s0 = mcu_dwpl_pixel(pos, cols, t), s1 = t->bias;
@@ -385,7 +435,7 @@ static inline void mcu_dwpl_channel(const int16_t *pos, int32_t line_bytes, mcu_
                 s1 = mcu_smlad(mcu_load_u32(pos + i * cols + 2), t->w[2 * i + 1],
                                mcu_dwpl_smlatb(mcu_load_u32(pos + i * cols), t->w[2 * i], s1));
             }
-            int32_t v0 = mcu_rq_ch_apply(&rq, (int32_t)s0), v1 = mcu_rq_ch_apply(&rq, (int32_t)s1);
+            int32_t v0 = mcu_dwpl_rq(t, s0), v1 = mcu_dwpl_rq(t, s1);
             if (clamp) {
                 v0 = v0 < lo ? lo : v0 > hi ? hi : v0;
                 v1 = v1 < lo ? lo : v1 > hi ? hi : v1;
@@ -394,7 +444,7 @@ static inline void mcu_dwpl_channel(const int16_t *pos, int32_t line_bytes, mcu_
             t->y[t->step] = (int8_t)v1;
         }
         if (t->odd) {
-            int32_t v0 = mcu_rq_ch_apply(&rq, (int32_t)mcu_dwpl_pixel(pos, cols, t));
+            int32_t v0 = mcu_dwpl_rq(t, mcu_dwpl_pixel(pos, cols, t));
             if (clamp) {
                 v0 = v0 < lo ? lo : v0 > hi ? hi : v0;
             }
@@ -469,20 +519,14 @@ static __attribute__((noinline, unused)) void mcu_dwpl_layer(const mcu_dwpl_geom
                     p += count - 1;
                 }
                 for (int32_t k = 0; k < 4; ++k) {
+                    /* kernel line i of the plane's orientation: taps (i, j), or (j, i) transposed */
+                    const int32_t next = g->transposed ? 3 * ch : ch;
+                    const int8_t *wr[3];
                     for (int32_t i = 0; i < 3; ++i) {
-                        /* kernel line i of the plane's orientation: taps (i, j), or (j, i) transposed */
-                        const int32_t first = g->transposed ? i : 3 * i, next = g->transposed ? 3 * ch : ch;
-                        const int8_t *wr = weight + (size_t)first * (size_t)ch + (size_t)(c + k);
-                        t.w[2 * i] = mcu_dwpl_pair(wr[0], wr[next]);
-                        t.w[2 * i + 1] = mcu_dwpl_pair(wr[next], wr[2 * next]);
+                        wr[i] = weight + (size_t)(g->transposed ? i : 3 * i) * (size_t)ch + (size_t)(c + k);
                     }
-                    mcu_rq_ch rq = {{0, 0}, 0, 0};
-                    (void)mcu_rq_ch_init(&rq, q->multiplier[c + k], q->shift[c + k], output_offset); /* planned */
-                    t.bias = bias != NULL ? (uint32_t)bias[c + k] : 0u;
-                    t.m = rq.multiplier;
-                    t.klo = (uint32_t)(uint64_t)rq.k[0];
-                    t.khi = (uint32_t)((uint64_t)rq.k[0] >> 32);
-                    t.sh = rq.rshift;
+                    mcu_dwpl_ch_init(&t, wr, next, q->multiplier[c + k], q->shift[c + k], output_offset,
+                                     bias != NULL ? bias + c + k : NULL);
                     const int16_t *plane = planes + k * g->plane;
                     t.y = yb + (size_t)l0 * line_step + c + k;
                     t.end = plane + pairs;
@@ -500,7 +544,7 @@ static __attribute__((noinline, unused)) void mcu_dwpl_layer(const mcu_dwpl_geom
  * output row in one band of four planes within MCU_DWPL_BYTES, every input column inside a line. */
 static inline int mcu_dwpl_plan_rows(mcu_dwpl_geom *g, int32_t kh, int32_t kw, int32_t ch, int32_t in_h, int32_t out_h,
                                      int32_t in_w, int32_t out_w, int32_t pad_top, int32_t pad_left,
-                                     const mcu_per_channel_quant *q)
+                                     const mcu_per_channel_quant *q, const int32_t *bias, int32_t output_offset)
 {
     if (kh != 3 || kw != 3 || ch % 4 != 0 || out_h >= in_h || out_w < MCU_DWPL_LEN_MIN || out_w > MCU_DWPL_ROW_MAX ||
         pad_top > 2 || pad_left > 2) {
@@ -510,10 +554,8 @@ static inline int mcu_dwpl_plan_rows(mcu_dwpl_geom *g, int32_t kh, int32_t kw, i
     if (pad_left + in_w > cols || 4 * (out_h + 2) * cols * 2 > MCU_DWPL_BYTES) {
         return 0;
     }
-    for (int32_t c = 0; c < ch; ++c) {
-        if (q->shift[c] > -1 || q->shift[c] < -24) {
-            return 0;
-        }
+    if (!mcu_dwpl_quant_ok(q, bias, ch, output_offset)) {
+        return 0;
     }
     g->transposed = 0;
     g->lines = out_h;
@@ -554,18 +596,12 @@ static __attribute__((noinline, unused)) void mcu_dwpl_rows(const mcu_dwpl_geom 
     for (int32_t c = 0; c < ch; c += 4) {
         mcu_dwpl_fill(g, planes + pad_top * g->cols, x + c, in_h, in_w, ch, pad_left, 0, filled, off2);
         for (int32_t k = 0; k < 4; ++k) {
+            const int8_t *wr[3];
             for (int32_t i = 0; i < 3; ++i) {
-                const int8_t *wr = weight + (size_t)(3 * i) * (size_t)ch + (size_t)(c + k);
-                t.w[2 * i] = mcu_dwpl_pair(wr[0], wr[ch]);
-                t.w[2 * i + 1] = mcu_dwpl_pair(wr[ch], wr[2 * ch]);
+                wr[i] = weight + (size_t)(3 * i) * (size_t)ch + (size_t)(c + k);
             }
-            mcu_rq_ch rq = {{0, 0}, 0, 0};
-            (void)mcu_rq_ch_init(&rq, q->multiplier[c + k], q->shift[c + k], output_offset); /* planned */
-            t.bias = bias != NULL ? (uint32_t)bias[c + k] : 0u;
-            t.m = rq.multiplier;
-            t.klo = (uint32_t)(uint64_t)rq.k[0];
-            t.khi = (uint32_t)((uint64_t)rq.k[0] >> 32);
-            t.sh = rq.rshift;
+            mcu_dwpl_ch_init(&t, wr, ch, q->multiplier[c + k], q->shift[c + k], output_offset,
+                             bias != NULL ? bias + c + k : NULL);
             const int16_t *plane = planes + k * g->plane;
             t.y = y + c + k;
             t.end = plane + pairs;
