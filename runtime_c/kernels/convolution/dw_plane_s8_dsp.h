@@ -378,11 +378,15 @@ _Static_assert(offsetof(mcu_dwpl_ch, step) == 4 && offsetof(mcu_dwpl_ch, end) ==
     "strb r8, [r10]\n\t"                                                                      \
     "add r10, r10, r11\n\t"                                                                   \
     "str r10, [r12]\n\t"                                                                      \
+    MCU_DWPL_LINE_END("r1")
+/* The line's end: the plane position on by skip, the line's end by `next` (the bytes from an output
+ * line's first plane line to the next's), the output on by yskip, the lines counted down. */
+#define MCU_DWPL_LINE_END(next)                                                               \
     "2:\n\t"                                                                                  \
     "ldr lr, [r12, #64]\n\t"                                                                  \
     "ldr r10, [r12, #8]\n\t"                                                                  \
     "add r0, r0, lr\n\t"                                                                      \
-    "add r10, r10, r1\n\t"                                                                    \
+    "add r10, r10, " next "\n\t"                                                              \
     "str r10, [r12, #8]\n\t"                                                                  \
     "ldrd r10, r11, [r12, #68]\n\t"                                                           \
     "ldr lr, [r12]\n\t"                                                                       \
@@ -611,6 +615,268 @@ static __attribute__((noinline, unused)) void mcu_dwpl_rows(const mcu_dwpl_geom 
     }
 }
 
+/* --- stride 2 ----------------------------------------------------------------------------------
+ *
+ * Output pixel k of a line reads plane columns 2k .. 2k + 2, so a pair of output pixels reads the words
+ * (x0 x1), (x2 x3), (x4 x5) of each of its three plane lines (one LDM) and takes four MACs a line:
+ *   pixel 0: SMLAD (x0 x1)(w0 w1) + SMLABB x2 w2      pixel 1: SMLAD (x2 x3)(w0 w1) + SMLABB x4 w2
+ * The weights take five registers: (w_i0 w_i1) per kernel line and the third column's (w02 w12), (w22 0).
+ * Output line l reads plane lines 2 l .. 2 l + 2. Every input is read (through the fill) once per band
+ * of output lines, and a band's first plane line is the previous band's last. */
+#if MCU_S8_DSP_NATIVE
+#define MCU_DWPL_S2_LINE(wa, wb, bt)                                                          \
+    "smlad r8, r7, " wa ", r8\n\t"                                                            \
+    "smla" bt " r8, r10, " wb ", r8\n\t"                                                      \
+    "smlad r9, r10, " wa ", r9\n\t"                                                           \
+    "smla" bt " r9, r11, " wb ", r9\n\t"
+#define MCU_DWPL_S2_ODD_LINE(wa, wb, bt)                                                      \
+    "smlad r8, r10, " wa ", r8\n\t"                                                           \
+    "smla" bt " r8, r11, " wb ", r8\n\t"
+#define MCU_DWPL_CHANNEL_S2(clamp2, clamp1)                                                   \
+    "add lr, r12, #12\n\t"                                                                    \
+    "ldm lr, {r2, r3, r4, r5, r6}\n\t"                                                        \
+    ".p2align 2\n\t"                                                                          \
+    "1:\n\t"                                                                                  \
+    "ldr r8, [r12, #36]\n\t"                                                                  \
+    "ldm r0, {r7, r10, r11}\n\t"                                                              \
+    "mov r9, r8\n\t"                                                                          \
+    "add lr, r0, r1\n\t" MCU_DWPL_S2_LINE("r2", "r5", "bb")                                   \
+    "ldm lr, {r7, r10, r11}\n\t"                                                              \
+    "add lr, lr, r1\n\t" MCU_DWPL_S2_LINE("r3", "r5", "bt")                                   \
+    "ldm lr, {r7, r10, r11}\n\t"                                                              \
+    "add r0, r0, #8\n\t" MCU_DWPL_S2_LINE("r4", "r6", "bb")                                   \
+    "ldrd r10, r11, [r12, #40]\n\t"                                                           \
+    "smmlar lr, r8, r10, r11\n\t"                                                             \
+    "add r8, lr, r8, asr #31\n\t"                                                             \
+    "smmlar lr, r9, r10, r11\n\t"                                                             \
+    "add r9, lr, r9, asr #31\n\t"                                                             \
+    "ldr lr, [r12, #48]\n\t"                                                                  \
+    "asr r8, r8, lr\n\t"                                                                      \
+    "asr r9, r9, lr\n\t"                                                                      \
+    "ssat r8, #8, r8\n\t"                                                                     \
+    "ssat r9, #8, r9\n\t" clamp2                                                              \
+    "ldm r12, {r10, r11, lr}\n\t"                                                             \
+    "strb r8, [r10]\n\t"                                                                      \
+    "strb r9, [r10, r11]\n\t"                                                                 \
+    "add r10, r10, r11, lsl #1\n\t"                                                           \
+    "str r10, [r12]\n\t"                                                                      \
+    "cmp r0, lr\n\t"                                                                          \
+    "bne 1b\n\t"                                                                              \
+    "ldr lr, [r12, #60]\n\t"                                                                  \
+    "cmp lr, #0\n\t"                                                                          \
+    "beq 2f\n\t"                                                                              \
+    "ldr r8, [r12, #36]\n\t"                                                                  \
+    "ldrd r10, r11, [r0]\n\t"                                                                 \
+    "add lr, r0, r1\n\t" MCU_DWPL_S2_ODD_LINE("r2", "r5", "bb")                               \
+    "ldrd r10, r11, [lr]\n\t"                                                                 \
+    "add lr, lr, r1\n\t" MCU_DWPL_S2_ODD_LINE("r3", "r5", "bt")                               \
+    "ldrd r10, r11, [lr]\n\t" MCU_DWPL_S2_ODD_LINE("r4", "r6", "bb")                          \
+    "ldrd r10, r11, [r12, #40]\n\t"                                                           \
+    "smmlar lr, r8, r10, r11\n\t"                                                             \
+    "add r8, lr, r8, asr #31\n\t"                                                             \
+    "ldr lr, [r12, #48]\n\t"                                                                  \
+    "asr r8, r8, lr\n\t"                                                                      \
+    "ssat r8, #8, r8\n\t" clamp1                                                              \
+    "ldrd r10, r11, [r12]\n\t"                                                                \
+    "strb r8, [r10]\n\t"                                                                      \
+    "add r10, r10, r11\n\t"                                                                   \
+    "str r10, [r12]\n\t" MCU_DWPL_LINE_END("r1, lsl #1")
+
+/* Every line of one channel's plane at stride 2 from pos (its first line's position 0). */
+static inline void mcu_dwpl_channel_s2(const int16_t *pos, int32_t line_bytes, mcu_dwpl_ch *t, int clamp)
+{
+    register const int16_t *r0 __asm__("r0") = pos;
+    register int32_t r1 __asm__("r1") = line_bytes;
+    register mcu_dwpl_ch *r12 __asm__("r12") = t;
+    if (clamp) {
+        __asm__ volatile(MCU_DWPL_CHANNEL_S2(MCU_DWPL_CLAMP2, MCU_DWPL_CLAMP1)
+                         : "+r"(r0)
+                         : "r"(r1), "r"(r12)
+                         : "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "lr", "cc", "memory");
+    } else {
+        __asm__ volatile(MCU_DWPL_CHANNEL_S2("", "")
+                         : "+r"(r0)
+                         : "r"(r1), "r"(r12)
+                         : "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "lr", "cc", "memory");
+    }
+}
+#else
+/* The same in C (the emulated build): pixel 0 of the pair at plane position pos, from the same words. */
+static inline uint32_t mcu_dwpl_pixel_s2(const int16_t *pos, int32_t cols, const mcu_dwpl_ch *t)
+{
+    uint32_t s = t->bias;
+    for (int32_t i = 0; i < 3; ++i) {
+        const uint32_t third = t->w[3 + i / 2] >> (i == 1 ? 16 : 0); /* w_i2 in the low lane */
+        s = mcu_smlabb(mcu_load_u32(pos + i * cols + 2), third, mcu_smlad(mcu_load_u32(pos + i * cols), t->w[i], s));
+    }
+    return s;
+}
+
+static inline void mcu_dwpl_channel_s2(const int16_t *pos, int32_t line_bytes, mcu_dwpl_ch *t, int clamp)
+{
+    const int32_t cols = line_bytes / 2;
+    const int32_t lo = (int8_t)(uint8_t)t->min4, hi = (int8_t)(uint8_t)t->max4;
+    for (; t->lines > 0; --t->lines) {
+        for (; pos != t->end; pos += 4, t->y += 2 * t->step) {
+            int32_t v0 = mcu_dwpl_rq(t, mcu_dwpl_pixel_s2(pos, cols, t));
+            int32_t v1 = mcu_dwpl_rq(t, mcu_dwpl_pixel_s2(pos + 2, cols, t));
+            if (clamp) {
+                v0 = v0 < lo ? lo : v0 > hi ? hi : v0;
+                v1 = v1 < lo ? lo : v1 > hi ? hi : v1;
+            }
+            t->y[0] = (int8_t)v0;
+            t->y[t->step] = (int8_t)v1;
+        }
+        if (t->odd) {
+            int32_t v0 = mcu_dwpl_rq(t, mcu_dwpl_pixel_s2(pos, cols, t));
+            if (clamp) {
+                v0 = v0 < lo ? lo : v0 > hi ? hi : v0;
+            }
+            t->y[0] = (int8_t)v0;
+            t->y += t->step;
+        }
+        pos = (const int16_t *)(const void *)((const char *)pos + t->skip);
+        t->end = (const int16_t *)(const void *)((const char *)t->end + 2 * line_bytes);
+        t->y += t->yskip;
+    }
+}
+#endif
+
+/* Whether the stride-2 plane path serves a 3x3 stride-2 layer (batch 1, ch_mult 1, dilation 1): channels a
+ * multiple of 4, every requantization within mcu_dwpl_quant_ok's, output lines of at least two pixels and
+ * a band of at least one output line in four planes within MCU_DWPL_BYTES and, when the output overlaps
+ * the input (`apart` 0), in the row buffer of `row_bytes`. g->band: output lines per band. */
+static inline int mcu_dwpl_plan_s2(mcu_dwpl_geom *g, int32_t kh, int32_t kw, int32_t ch, int32_t in_w, int32_t out_h,
+                                   int32_t out_w, int32_t pad_left, int apart, int32_t row_bytes,
+                                   const mcu_per_channel_quant *q, const int32_t *bias, int32_t output_offset)
+{
+    if (kh != 3 || kw != 3 || ch % 4 != 0 || out_w < 2 || out_w > MCU_DWPL_ROW_MAX || in_w > 2 * MCU_DWPL_ROW_MAX ||
+        pad_left > 2) {
+        return 0;
+    }
+    int32_t cols = 2 * out_w + 2 > pad_left + in_w ? 2 * out_w + 2 : pad_left + in_w;
+    cols = (cols + 1) & ~1;
+    int32_t band = (MCU_DWPL_BYTES / (4 * cols * 2) - 1) / 2; /* 2 band + 1 plane lines */
+    if (!apart) {
+        const int32_t rows = row_bytes / (out_w * ch);
+        band = rows < band ? rows : band;
+    }
+    if (band < 1 || !mcu_dwpl_quant_ok(q, bias, ch, output_offset)) {
+        return 0;
+    }
+    g->transposed = 0;
+    g->lines = out_h;
+    g->len = out_w;
+    g->cols = cols;
+    g->band = band < out_h ? band : out_h;
+    g->plane = (2 * g->band + 1) * cols;
+    return 1;
+}
+
+/* Output rows [oh0, oh0 + nb) of the group of channels c .. c + 3 (mcu_dwpl_plan_s2 held) into y (output
+ * row oh0's first byte of channel c, rows `out_row` bytes apart); planes as mcu_dwpl_layer's. */
+static inline void mcu_dwpl_band_s2(const mcu_dwpl_geom *g, int16_t *planes, int32_t in_h, int32_t in_w, int32_t ch,
+                                    int32_t pad_top, int32_t pad_left, int32_t c, int32_t oh0, int32_t nb,
+                                    uint32_t off2, int32_t output_offset, int clamp, mcu_dwpl_ch *t,
+                                    const mcu_per_channel_quant *q, const int8_t *x, const int8_t *weight,
+                                    const int32_t *bias, int8_t *y, int32_t out_row)
+{
+    const int32_t lines = 2 * nb + 1;
+    for (int32_t p = 0; p < lines;) { /* plane line p holds input row 2 oh0 - pad_top + p */
+        const int32_t j = 2 * oh0 - pad_top + p;
+        if (j < 0 || j >= in_h) {
+            mcu_dwpl_line4(g, planes, p, NULL);
+            ++p;
+            continue;
+        }
+        int32_t count = 1; /* the run of rows inside the input from here */
+        while (p + count < lines && j + count < in_h) {
+            ++count;
+        }
+        mcu_dwpl_fill(g, planes + p * g->cols, x + c, in_h, in_w, ch, pad_left, j, count, off2);
+        p += count;
+    }
+    const int32_t pairs = g->len & ~1;
+    t->odd = g->len & 1;
+    t->skip = 4 * g->cols - 4 * pairs; /* two plane lines on, less the pairs' 8 bytes each */
+    t->yskip = out_row - g->len * ch;
+    t->step = ch;
+    for (int32_t k = 0; k < 4; ++k) {
+        const int8_t *w0 = weight + (size_t)(c + k);
+        const int32_t r3 = 3 * ch;
+        t->w[0] = mcu_dwpl_pair(2 * w0[0], 2 * w0[ch]);
+        t->w[1] = mcu_dwpl_pair(2 * w0[r3], 2 * w0[r3 + ch]);
+        t->w[2] = mcu_dwpl_pair(2 * w0[2 * r3], 2 * w0[2 * r3 + ch]);
+        t->w[3] = mcu_dwpl_pair(2 * w0[2 * ch], 2 * w0[r3 + 2 * ch]);
+        t->w[4] = mcu_dwpl_pair(2 * w0[2 * r3 + 2 * ch], 0);
+        t->w[5] = 0;
+        const int32_t r = -q->shift[c + k];
+        t->bias = bias != NULL ? 2u * (uint32_t)bias[c + k] : 0u;
+        t->m = q->multiplier[c + k];
+        t->c = (int32_t)(((int64_t)1 << (r - 1)) + (int64_t)output_offset * ((int64_t)1 << r)); /* quant_ok */
+        t->sh = r;
+        const int16_t *plane = planes + k * g->plane;
+        t->y = y + k;
+        t->end = plane + 2 * pairs;
+        t->lines = nb;
+        mcu_dwpl_channel_s2(plane, g->cols * 2, t, clamp);
+    }
+}
+
+/* Bytes of the stride-2 path's row buffer (an output that overlaps the input). */
+#define MCU_DWPL_S2_ROW_BYTES 1536
+
+/* The whole stride-2 layer (mcu_dwpl_plan_s2 held, batch 1) from x into y. With the output apart from the
+ * input, a group's bands go straight to it; otherwise every group of a band goes to a row buffer, copied
+ * to y after all of the band's reads: the window contract keeps those writes below the inputs of the
+ * rows after the band. */
+static __attribute__((noinline, unused)) void mcu_dwpl_layer_s2(const mcu_dwpl_geom *g, int32_t in_h, int32_t in_w,
+                                                                int32_t ch, int32_t pad_top, int32_t pad_left,
+                                                                int32_t input_offset, int32_t output_offset,
+                                                                int32_t act_min, int32_t act_max,
+                                                                const mcu_per_channel_quant *q, const int8_t *x,
+                                                                const int8_t *weight, const int32_t *bias, int8_t *y,
+                                                                int apart)
+{
+    _Alignas(8) int16_t planes[MCU_DWPL_BYTES / 2];
+    _Alignas(4) int8_t row_buf[MCU_DWPL_S2_ROW_BYTES];
+    const int32_t words = 2 * g->plane;
+    for (int32_t i = 0; i < words; ++i) {
+        mcu_store_u32(planes + 2 * i, 0); /* the border columns stay zero: fills write the interiors */
+        __asm__("" ::: "memory");         /* no memset call: the kernels reference no libc function */
+    }
+    const uint32_t off2 = mcu_offset_pair(input_offset);
+    const int clamp = act_min > -128 || act_max < 127;
+    const int32_t out_row = g->len * ch;
+    mcu_dwpl_ch t;
+    t.min4 = mcu_splat4_s8(act_min);
+    t.max4 = mcu_splat4_s8(act_max);
+    if (apart) {
+        for (int32_t c = 0; c < ch; c += 4) {
+            for (int32_t oh0 = 0; oh0 < g->lines; oh0 += g->band) {
+                const int32_t nb = g->lines - oh0 < g->band ? g->lines - oh0 : g->band;
+                mcu_dwpl_band_s2(g, planes, in_h, in_w, ch, pad_top, pad_left, c, oh0, nb, off2, output_offset, clamp,
+                                 &t, q, x, weight, bias, y + (size_t)oh0 * (size_t)out_row + (size_t)c, out_row);
+            }
+        }
+        return;
+    }
+    for (int32_t oh0 = 0; oh0 < g->lines; oh0 += g->band) {
+        const int32_t nb = g->lines - oh0 < g->band ? g->lines - oh0 : g->band;
+        for (int32_t c = 0; c < ch; c += 4) {
+            mcu_dwpl_band_s2(g, planes, in_h, in_w, ch, pad_top, pad_left, c, oh0, nb, off2, output_offset, clamp, &t,
+                             q, x, weight, bias, row_buf + c, out_row);
+        }
+        int8_t *d = y + (size_t)oh0 * (size_t)out_row;
+        const int32_t bytes = nb * out_row; /* a multiple of 4: ch is */
+        for (int32_t i = 0; i < bytes; i += 4) {
+            mcu_store_u32(d + i, mcu_load_u32(row_buf + i));
+            __asm__("" ::: "memory"); /* no memcpy call */
+        }
+    }
+}
+
 #endif /* MCU_S8_DSP */
+
 
 #endif /* MCU_KERNELS_INTERNAL_DW_PLANE_S8_DSP_H */
