@@ -823,6 +823,14 @@ static inline void mcu_dwpl_band_s2(const mcu_dwpl_geom *g, int16_t *planes, int
     }
 }
 
+/* Output pixels from which a stride-2 layer takes the planes (at most that many keep the pixel path of
+ * dw_px_s8_dsp.h: measured on mobilenet_v1's 12 x 12 .. 3 x 3 outputs, the planes' fill and per-band
+ * set-up cost more there); the emulated build takes the host tests' small images. */
+#if MCU_S8_DSP_NATIVE
+#define MCU_DWPL_S2_MIN_PIXELS 200
+#else
+#define MCU_DWPL_S2_MIN_PIXELS 16
+#endif
 /* Bytes of the stride-2 path's row buffer (an output that overlaps the input). */
 #define MCU_DWPL_S2_ROW_BYTES 1536
 
