@@ -1,7 +1,8 @@
-/* 3x3 stride-1 depthwise convolution (ch_mult 1, dilation 1) one channel at a time over planes of
- * 16-bit inputs, for the DSP paths (MCU_S8_DSP, see simd_s8.h) of the in-place kernel and, on bands
+/* 3x3 depthwise convolution (ch_mult 1, dilation 1) one channel at a time over planes of 16-bit
+ * inputs, for the DSP paths (MCU_S8_DSP, see simd_s8.h): stride 1 in the in-place kernel and, on bands
  * of rows of a taller image (a streamed prefix's row calls: mobilenet_v1's 8 x 48 and 32 x 24 rows,
- * 9,731,895 -> 9,624,583 instructions on mps2-an505), of the other kernel. Internal: static inline only.
+ * 9,731,895 -> 9,624,583 instructions on mps2-an505), in the other kernel; stride 2 in the other kernel
+ * from MCU_DWPL_S2_MIN_PIXELS outputs (the end of this file). Internal: static inline only.
  *
  * Why planes: with the channels interleaved (NHWC) every tap of a pixel needs its own input and
  * weight loads and one single MAC (SMLABB/SMLATT) per product, about 2.5 cycles per MAC on the
@@ -48,7 +49,8 @@
 #endif
 /* Shortest line (pixels) worth a plane: on 3 x 3 images the set-up per channel and line costs more
  * than the pairs save (MobileNet's last depthwise layer: 161,300 -> 165,641 estimated cycles on the
- * M33), from 6 x 6 on the planes win (217,251 against 235,730). */
+ * M33; with the one-SMMLAR requantization and the fill loop 161,125 -> 181,577), from 6 x 6 on the
+ * planes win (217,251 against 235,730). */
 #define MCU_DWPL_LEN_MIN 5
 /* Longest line (pixels): the planes' bound keeps lines far shorter anyway. */
 #define MCU_DWPL_ROW_MAX 128
@@ -887,8 +889,8 @@ static inline void mcu_dwpl_band_s2(const mcu_dwpl_geom *g, int16_t *planes, int
 
 /* Output pixels from which a stride-2 layer takes the planes (at most that many keep the pixel path of
  * dw_px_s8_dsp.h: the planes' fill and per-band set-up cost more there; measured on mobilenet_v1 on
- * mps2-an505-u575: 12 x 12 outputs of 32 channels 279,136 -> 260,915 estimated cycles with planes, 6 x 6
- * of 64 155,593 -> 167,782, 3 x 3 of 128 103,627 -> 121,001); the emulated build takes the host tests'
+ * mps2-an505-u575: 12 x 12 outputs of 32 channels 279,146 -> 253,178 estimated cycles with planes, 6 x 6
+ * of 64 155,650 -> 167,350, 3 x 3 of 128 103,776 -> 124,709); the emulated build takes the host tests'
  * small images. */
 #if MCU_S8_DSP_NATIVE
 #define MCU_DWPL_S2_MIN_PIXELS 100
