@@ -60,6 +60,11 @@ CASES = [
     (64, 3, 20, 3, 3, 1, 1, 1, "overlap", (-128, 127), "fast"),  # row above the stack buffer: pixel order
     (256, 3, 3, 3, 3, 1, 1, 1, "inplace", (-128, 127), "fast"),  # MobileNet's last depthwise (pixel path)
     (128, 6, 6, 3, 3, 2, 1, 1, "overlap", (-128, 127), "fast"),
+    # stride 2 over channel planes (more than 200 output pixels): bands through the row buffer, odd lines
+    # and the clamp straight into a separate output, channels not lined up with the input's
+    (8, 30, 32, 3, 3, 2, 1, 1, "overlap", (-128, 127), "fast"),
+    (4, 31, 29, 3, 3, 2, 0, 1, "apart", (-100, 90), "fast"),
+    (12, 33, 30, 3, 3, 2, 1, 1, "overlap-2", (-90, 127), "fast"),
     # 5x5 stride 2 (the 5x5 pixel loop): MobileNetV3's downsampling layers
     (32, 12, 12, 5, 5, 2, 2, 2, "apart", (-128, 127), "fast"),
     (40, 11, 11, 5, 5, 2, 2, 2, "overlap", (-128, 127), "fast"),  # right overhang

@@ -390,3 +390,38 @@ def test_mean_hw_s8_lane_flush(h, w, c, fill):
         status, out = cb.mean_hw(x, params)
         assert status == MCU_OK
         base.assert_equal(out, mean_hw_s8(x, **params))
+
+
+@pytest.mark.parametrize("shift,out_zp", [(-24, 127), (-24, -128), (-23, 100), (-1, -128), (-9, 5)])
+def test_depthwise_s8_inplace_planes_at_the_bounds(emulated, shift, out_zp):
+    """The channel planes' doubled accumulator and one-SMMLAR requantization (mcu_dwpl_quant_ok) at the
+    edge of their range: biases at the largest magnitude the planes take and one past it (those
+    layers take another path), extreme inputs and weights, the largest shift with the widest output
+    offsets; against the reference."""
+    c, h, w = 8, 6, 7
+    rng = np.random.default_rng(-shift * 1000 + out_zp + 128)
+    x = rng.choice(np.array([-128, 127], dtype=np.int8), size=(1, h, w, c))
+    wt = rng.choice(np.array([-128, 127], dtype=np.int8), size=(3, 3, c))
+    edge = 2**30 - 1 - 9 * 255 * 128
+    for b0 in (edge, edge + 1):
+        b = np.array([b0, -b0, b0, -b0, 3, -3, b0, 0], dtype=np.int32)
+        m = np.array([2**31 - 1, 2**30, 2**31 - 1, 0, 2**31 - 1, 2**30 + 12345, 2**31 - 1, 2**31 - 1], dtype=np.int32)
+        s = np.full(c, shift, dtype=np.int32)
+        for in_zp in (-128, 127):
+            case = dict(seed=0, c=c, h=h, w=w, kh=3, kw=3, pt=1, pl=1, s=1, inplace=True, in_zp=in_zp,
+                        out_zp=out_zp, act=(-128, 127))
+            params = dict(input=x.shape, output=x.shape, ch_mult=1, kernel_h=3, kernel_w=3, stride_h=1, stride_w=1,
+                          pad_top=1, pad_left=1, dilation_h=1, dilation_w=1, input_offset=-in_zp,
+                          output_offset=out_zp, act_min=-128, act_max=127)
+            expected = depthwise_conv2d_s8(x, wt, b, m, s, **params)
+            p = cb._fields(cb.DepthwiseConv2dS8Params, params)
+            ring = np.zeros(2 * w * c, dtype=np.int8)
+            ctx = cb.Context(ring.ctypes.data, ring.size)
+            q = cb.Quant(m, s, c)
+            fn = emulated.mcu_depthwise_conv2d_s8_inplace
+            fn.argtypes = [_P] * 6
+            data_buf = x.copy()
+            status = fn(ctypes.addressof(ctx), ctypes.addressof(p), ctypes.addressof(q.struct),
+                        _P(data_buf.ctypes.data), _P(ptr(wt)), _P(ptr(b)))
+            assert status == MCU_OK and case["c"] == c
+            base.assert_equal(data_buf, expected)

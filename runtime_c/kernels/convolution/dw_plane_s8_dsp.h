@@ -1,7 +1,8 @@
-/* 3x3 stride-1 depthwise convolution (ch_mult 1, dilation 1) one channel at a time over planes of
- * 16-bit inputs, for the DSP paths (MCU_S8_DSP, see simd_s8.h) of the in-place kernel and, on bands
+/* 3x3 depthwise convolution (ch_mult 1, dilation 1) one channel at a time over planes of 16-bit
+ * inputs, for the DSP paths (MCU_S8_DSP, see simd_s8.h): stride 1 in the in-place kernel and, on bands
  * of rows of a taller image (a streamed prefix's row calls: mobilenet_v1's 8 x 48 and 32 x 24 rows,
- * 9,731,895 -> 9,624,583 instructions on mps2-an505), of the other kernel. Internal: static inline only.
+ * 9,731,895 -> 9,624,583 instructions on mps2-an505), in the other kernel; stride 2 in the other kernel
+ * from MCU_DWPL_S2_MIN_PIXELS outputs (the end of this file). Internal: static inline only.
  *
  * Why planes: with the channels interleaved (NHWC) every tap of a pixel needs its own input and
  * weight loads and one single MAC (SMLABB/SMLATT) per product, about 2.5 cycles per MAC on the
@@ -13,10 +14,11 @@
  * the lane pairs (w0 w1) and (w1 w2):
  *   pixel 0: SMLAD (x0 x1)(w0 w1) + SMLABT x2 w2      pixel 1: SMLATB x1 w0 + SMLAD (x2 x3)(w1 w2)
  * One assembly loop runs all lines of a channel: per pair of pixels three LDRD, 12 MACs, both
- * requantizations (common/rq_s8_dsp.h's single multiply-accumulate) and two byte stores, 40
- * instructions for 18 MACs against the pixel path's 2 x 24 (measured on DS-CNN's 25 x 5 layers
- * with the fill below: 381,824 -> 299,588 estimated cycles each on mps2-an505-u575). Sums are
- * modulo 2^32 in any order: the bits of the plain kernel.
+ * requantizations and two byte stores, 38 instructions for 18 MACs against the pixel path's 2 x 24
+ * (measured on DS-CNN's 25 x 5 layers with the fill below: 381,824 -> 299,588 estimated cycles each
+ * on mps2-an505-u575 with common/rq_s8_dsp.h's 64-bit SMLAL requantization; the doubled weights and
+ * one SMMLAR of mcu_dwpl_rq take about 52 cycles a pair instead of 60). Sums are modulo 2^32 in any
+ * order: the bits of the plain kernel.
  *
  * Every input of the group's channels is in the planes before the first of their outputs is
  * written, so the output may be the input itself (the in-place kernel); other channels' bytes are
@@ -47,7 +49,8 @@
 #endif
 /* Shortest line (pixels) worth a plane: on 3 x 3 images the set-up per channel and line costs more
  * than the pairs save (MobileNet's last depthwise layer: 161,300 -> 165,641 estimated cycles on the
- * M33), from 6 x 6 on the planes win (217,251 against 235,730). */
+ * M33; with the one-SMMLAR requantization and the fill loop 161,125 -> 181,577), from 6 x 6 on the
+ * planes win (217,251 against 235,730). */
 #define MCU_DWPL_LEN_MIN 5
 /* Longest line (pixels): the planes' bound keeps lines far shorter anyway. */
 #define MCU_DWPL_ROW_MAX 128
@@ -85,11 +88,36 @@ typedef struct {
     int32_t plane;      /* int16 per plane: (band + 2) x cols */
 } mcu_dwpl_geom;
 
+/* Largest |sum of a 3x3 window's products|: |x + input_offset| <= 255, |w| <= 128. */
+#define MCU_DWPL_WINDOW_MAX (9 * 255 * 128)
+
+/* Whether every channel's requantization fits the plane loop's: shift in [-24, -1] (R = -shift), and
+ * with A = |bias| + MCU_DWPL_WINDOW_MAX bounding |acc| (no wrap: acc is the exact sum), 2 A < 2^31
+ * (the doubled accumulator) and A + |C| + 1 < 2^31 (C = 2^(R-1) + output_offset 2^R: the high word
+ * of mcu_dwpl_rq never wraps). */
+static inline int mcu_dwpl_quant_ok(const mcu_per_channel_quant *q, const int32_t *bias, int32_t ch,
+                                    int32_t output_offset)
+{
+    for (int32_t c = 0; c < ch; ++c) {
+        if (q->shift[c] > -1 || q->shift[c] < -24) {
+            return 0;
+        }
+        const int32_t r = -q->shift[c];
+        const int64_t b = bias != NULL ? (int64_t)bias[c] : 0;
+        const int64_t a = (b < 0 ? -b : b) + MCU_DWPL_WINDOW_MAX;
+        const int64_t cc = ((int64_t)1 << (r - 1)) + (int64_t)output_offset * ((int64_t)1 << r);
+        if (2 * a >= ((int64_t)1 << 31) || a + (cc < 0 ? -cc : cc) + 1 >= ((int64_t)1 << 31)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
 /* Whether the plane path serves a 3x3 stride-1 layer of same-size output (in-place kernel's shapes):
- * channels a multiple of 4, every shift in mcu_rq_ch's range, lines of MCU_DWPL_LEN_MIN to
+ * channels a multiple of 4, every requantization within mcu_dwpl_quant_ok's, lines of MCU_DWPL_LEN_MIN to
  * MCU_DWPL_ROW_MAX pixels, four planes of at least MCU_DWPL_BAND_MIN lines within MCU_DWPL_BYTES. */
 static inline int mcu_dwpl_plan(mcu_dwpl_geom *g, int32_t kh, int32_t kw, int32_t ch, int32_t h, int32_t w,
-                                const mcu_per_channel_quant *q)
+                                const mcu_per_channel_quant *q, const int32_t *bias, int32_t output_offset)
 {
     const int transposed = h > w;
     const int32_t lines = transposed ? w : h, len = transposed ? h : w;
@@ -101,10 +129,8 @@ static inline int mcu_dwpl_plan(mcu_dwpl_geom *g, int32_t kh, int32_t kw, int32_
     if (fit < MCU_DWPL_BAND_MIN && fit < lines) {
         return 0;
     }
-    for (int32_t c = 0; c < ch; ++c) {
-        if (q->shift[c] > -1 || q->shift[c] < -24) {
-            return 0;
-        }
+    if (!mcu_dwpl_quant_ok(q, bias, ch, output_offset)) {
+        return 0;
     }
     g->transposed = transposed;
     g->lines = lines;
@@ -167,6 +193,53 @@ static inline void mcu_dwpl_put2(int16_t *d, int32_t pl, const int8_t *a, const 
     mcu_store_u32(d + 3 * pl, mcu_dwpl_highs(oa, ob));
 }
 
+#if MCU_S8_DSP_NATIVE
+/* What mcu_dwpl_fill2 reads: the four planes from d (word-aligned; plane k at d + k pl_bytes), pairs
+ * pairs of input pixels from s, `next` bytes apart, the input offset in both lanes of off2. */
+typedef struct {
+    int16_t *d;
+    int32_t pl_bytes;
+    const int8_t *s;
+    int32_t next;
+    int32_t pairs;
+    uint32_t off2;
+} mcu_dwpl_fill_args;
+
+_Static_assert(sizeof(mcu_dwpl_fill_args) == 24, "mcu_dwpl_fill_args layout (mcu_dwpl_fill2)");
+
+/* mcu_dwpl_put2 over a run of pairs, hand-scheduled with the four plane pointers post-incremented: per pair
+ * of pixels two LDR, four SXTAB16, four PKH and four STR, 21 cycles for 8 values on the M4/M33 model (the
+ * C loop took about 6.8 cycles a value: the plane addresses recomputed per store). */
+static __attribute__((naked, noinline, unused)) void mcu_dwpl_fill2(const mcu_dwpl_fill_args *a)
+{
+    (void)a; /* in r0 */
+    __asm__ volatile("push {r4-r11, lr}\n\t"
+                     "ldm r0, {r0, r1, r2, r3, r4, r5}\n\t"
+                     "add r6, r0, r1\n\t"
+                     "add r7, r6, r1\n\t"
+                     "add r1, r7, r1\n\t"
+                     "1:\n\t"
+                     "ldr r8, [r2]\n\t"
+                     "ldr r9, [r2, r3]\n\t"
+                     "add r2, r2, r3, lsl #1\n\t"
+                     "sxtab16 r10, r5, r8\n\t"
+                     "sxtab16 r8, r5, r8, ror #8\n\t"
+                     "sxtab16 r11, r5, r9\n\t"
+                     "sxtab16 r9, r5, r9, ror #8\n\t"
+                     "pkhbt r12, r10, r11, lsl #16\n\t"
+                     "pkhtb r11, r11, r10, asr #16\n\t"
+                     "str r12, [r0], #4\n\t"
+                     "pkhbt r10, r8, r9, lsl #16\n\t"
+                     "str r11, [r7], #4\n\t"
+                     "pkhtb r9, r9, r8, asr #16\n\t"
+                     "str r10, [r6], #4\n\t"
+                     "str r9, [r1], #4\n\t"
+                     "subs r4, r4, #1\n\t"
+                     "bne 1b\n\t"
+                     "pop {r4-r11, pc}\n\t");
+}
+#endif
+
 /* Input lines j0 .. j0 + count - 1 (in the planes' orientation: rows, or columns when transposed) of
  * channels c .. c + 3 of the image x (h x w pixels of ch channels), plus the input offset, into plane
  * lines from d0 on at the line's padding offset: pairs of pixels that are neighbours along a plane
@@ -187,9 +260,17 @@ static inline void mcu_dwpl_fill(const mcu_dwpl_geom *g, int16_t *d0, const int8
             mcu_dwpl_put1(d, pl, s, off2);
             i = 1;
         }
+#if MCU_S8_DSP_NATIVE
+        if (n - i >= 2) {
+            const mcu_dwpl_fill_args a = {d + i, 2 * pl, s + (size_t)i * next, (int32_t)next, (n - i) / 2, off2};
+            mcu_dwpl_fill2(&a);
+            i += 2 * a.pairs;
+        }
+#else
         for (; i + 2 <= n; i += 2) {
             mcu_dwpl_put2(d + i, pl, s + (size_t)i * next, s + (size_t)(i + 1) * next, off2);
         }
+#endif
         if (i < n) {
             mcu_dwpl_put1(d + i, pl, s + (size_t)i * next, off2);
         }
@@ -202,63 +283,105 @@ static inline void mcu_dwpl_line4(const mcu_dwpl_geom *g, int16_t *planes, int32
     for (int32_t k = 0; k < 4; ++k) {
         int16_t *d = planes + k * g->plane + line * g->cols;
         const int16_t *sk = src != NULL ? src + k * g->plane : NULL;
-        for (int32_t i = 0; i < g->cols; i += 2) {
+        int32_t i = 0;
+        for (; i + 4 <= g->cols; i += 4) { /* two words a step */
+            const uint32_t a = sk != NULL ? mcu_load_u32(sk + i) : 0u, b = sk != NULL ? mcu_load_u32(sk + i + 2) : 0u;
+            mcu_store_u32(d + i, a);
+            mcu_store_u32(d + i + 2, b);
+            __asm__("" ::: "memory"); /* no memset or memcpy call: the kernels reference no libc function */
+        }
+        if (i < g->cols) {
             mcu_store_u32(d + i, sk != NULL ? mcu_load_u32(sk + i) : 0u);
         }
     }
 }
 
-/* One channel's constants and where its output goes, at the offsets the assembly reads. */
+/* One channel's constants and where its output goes, at the offsets the assembly reads. The weights
+ * and the bias are doubled, so that the accumulator is 2 acc (|acc| < 2^30: mcu_dwpl_quant_ok) and
+ * the requantization is one SMMLAR (see mcu_dwpl_rq). */
 typedef struct {
-    uint32_t w[6]; /* kernel line i: (w_i0, w_i1) and (w_i1, w_i2) in the plane's orientation */
-    uint32_t bias;
-    int32_t m;           /* mcu_rq_ch: multiplier, */
-    uint32_t klo, khi;   /* K[0], */
-    int32_t sh;          /* R - 1 */
+    int8_t *y;          /* the next output pixel */
+    int32_t step;       /* bytes between a line's output pixels */
+    const int16_t *end; /* the plane position after the current line's last pair of pixels */
+    uint32_t w[6];      /* kernel line i: 2 (w_i0, w_i1) and 2 (w_i1, w_i2) in the plane's orientation */
+    uint32_t bias;      /* 2 bias */
+    int32_t m;          /* the multiplier */
+    int32_t c;          /* 2^(R-1) + output_offset 2^R */
+    int32_t sh;         /* R */
     uint32_t min4, max4; /* the activation bounds in four bytes each */
-    int8_t *y;           /* the next output pixel */
-    int32_t step;        /* bytes between a line's output pixels */
-    const int16_t *end;  /* the plane position after the current line's last pair of pixels */
     int32_t odd;         /* the lines' pixel count is odd: a last pixel alone */
     int32_t skip;        /* bytes from a line's end to the next line's start in the plane */
     int32_t yskip;       /* bytes from a line's last output pixel + step to the next line's first */
     int32_t lines;       /* lines left */
 } mcu_dwpl_ch;
 
+/* The requantization of the doubled accumulator s = 2 acc (mcu_dwpl_quant_ok held), plus the output
+ * offset, saturated to int8: SMMLAR takes the high word of C 2^32 + s m + 2^31, which is
+ *   C + floor((acc m + 2^30) / 2^31) = C + y   (y: mcu_rounding_doubling_high_mul(acc, m)),
+ * and rounding_divide_by_pot(y, R) + output_offset = floor((y + 2^(R-1) - [y < 0] + output_offset 2^R) / 2^R),
+ * [y < 0] replaced by [acc < 0] (they differ only where y == 0, and both give 0 there: common/rq_s8_dsp.h).
+ * So: the sign of s added to C (ASR #31), one SMMLAR, an ASR by R and SSAT: 4 instructions with the
+ * constants in registers, against the 64-bit SMLAL's 7. */
+static inline int32_t mcu_dwpl_rq(const mcu_dwpl_ch *t, uint32_t s)
+{
+    const int32_t a = mcu_u32_to_s32(s);
+    /* modulo 2^32 as the core's high word (mcu_dwpl_quant_ok keeps it from wrapping) */
+    const uint32_t hi = (uint32_t)t->c + (a < 0 ? 0xFFFFFFFFu : 0u) +
+                        (uint32_t)mcu_asr64((int64_t)a * t->m + ((int64_t)1 << 31), 32);
+    return mcu_clamp_s32(mcu_asr32(mcu_u32_to_s32(hi), t->sh), -128, 127);
+}
+
+/* Channel k's constants: the weights of kernel line i at wr[i] (taps wr[i][0], wr[i][next], wr[i][2 next]),
+ * the requantization (multiplier, shift in [-24, -1]), the bias (or none). */
+static inline void mcu_dwpl_ch_init(mcu_dwpl_ch *t, const int8_t *const wr[3], int32_t next, int32_t multiplier,
+                                    int32_t shift, int32_t output_offset, const int32_t *bias)
+{
+    for (int32_t i = 0; i < 3; ++i) {
+        t->w[2 * i] = mcu_dwpl_pair(2 * wr[i][0], 2 * wr[i][next]);
+        t->w[2 * i + 1] = mcu_dwpl_pair(2 * wr[i][next], 2 * wr[i][2 * next]);
+    }
+    const int32_t r = -shift;
+    t->bias = bias != NULL ? 2u * (uint32_t)*bias : 0u;
+    t->m = multiplier;
+    t->c = (int32_t)(((int64_t)1 << (r - 1)) + (int64_t)output_offset * ((int64_t)1 << r)); /* quant_ok: fits */
+    t->sh = r;
+}
+
 #if MCU_S8_DSP_NATIVE
-_Static_assert(offsetof(mcu_dwpl_ch, bias) == 24 && offsetof(mcu_dwpl_ch, m) == 28 &&
-                   offsetof(mcu_dwpl_ch, klo) == 32 && offsetof(mcu_dwpl_ch, sh) == 40 &&
-                   offsetof(mcu_dwpl_ch, min4) == 44 && offsetof(mcu_dwpl_ch, y) == 52 &&
-                   offsetof(mcu_dwpl_ch, end) == 60 && offsetof(mcu_dwpl_ch, odd) == 64 &&
-                   offsetof(mcu_dwpl_ch, skip) == 68 && offsetof(mcu_dwpl_ch, yskip) == 72 &&
-                   offsetof(mcu_dwpl_ch, lines) == 76,
+_Static_assert(offsetof(mcu_dwpl_ch, step) == 4 && offsetof(mcu_dwpl_ch, end) == 8 && offsetof(mcu_dwpl_ch, w) == 12 &&
+                   offsetof(mcu_dwpl_ch, bias) == 36 && offsetof(mcu_dwpl_ch, m) == 40 &&
+                   offsetof(mcu_dwpl_ch, c) == 44 && offsetof(mcu_dwpl_ch, sh) == 48 &&
+                   offsetof(mcu_dwpl_ch, min4) == 52 && offsetof(mcu_dwpl_ch, odd) == 60 &&
+                   offsetof(mcu_dwpl_ch, skip) == 64 && offsetof(mcu_dwpl_ch, yskip) == 68 &&
+                   offsetof(mcu_dwpl_ch, lines) == 72,
                "mcu_dwpl_ch layout (offsets in MCU_DWPL_CHANNEL)");
 
 /* A channel's lines, hand-scheduled: r0 the position in the line's first plane line, r1 the bytes
  * of a plane line, r2-r7 the weights, r8/r9 the two accumulators, r12 the constants (mcu_dwpl_ch).
  * Per pair: the bias, three LDRD (the second and third plane line from lr, stepped ahead of its
- * load), 12 MACs; both requantizations share the multiplier and shift loads (the second reuses r8
- * and r10 for its 64-bit sum); the optional byte clamp (SSUB8/SEL on the two bytes packed); two STRB
- * and the output pointer kept in t. An odd last pixel runs the first half alone. */
+ * load), 12 MACs; both requantizations (mcu_dwpl_rq) share one LDRD of the multiplier and C and one
+ * load of R; the optional byte clamp (SSUB8/SEL on the two bytes packed); one LDM of the output
+ * pointer, its step and the line's end; two STRB. An odd last pixel runs the first half alone. */
 #define MCU_DWPL_CLAMP2                                                                       \
     "bfi r8, r9, #8, #8\n\t"                                                                  \
-    "ldrd r10, r11, [r12, #44]\n\t"                                                           \
+    "ldrd r10, r11, [r12, #52]\n\t"                                                           \
     "ssub8 lr, r8, r10\n\t"                                                                   \
     "sel r8, r8, r10\n\t"                                                                     \
     "ssub8 lr, r11, r8\n\t"                                                                   \
     "sel r8, r8, r11\n\t"                                                                     \
     "lsr r9, r8, #8\n\t"
 #define MCU_DWPL_CLAMP1                                                                       \
-    "ldrd r10, r11, [r12, #44]\n\t"                                                           \
+    "ldrd r10, r11, [r12, #52]\n\t"                                                           \
     "ssub8 lr, r8, r10\n\t"                                                                   \
     "sel r8, r8, r10\n\t"                                                                     \
     "ssub8 lr, r11, r8\n\t"                                                                   \
     "sel r8, r8, r11\n\t"
 #define MCU_DWPL_CHANNEL(clamp2, clamp1)                                                      \
-    "ldm r12, {r2, r3, r4, r5, r6, r7}\n\t"                                                   \
+    "add lr, r12, #12\n\t"                                                                    \
+    "ldm lr, {r2, r3, r4, r5, r6, r7}\n\t"                                                    \
     ".p2align 2\n\t" /* the loop's first instruction, 32-bit, in one fetch word: refill 2 not 3 */    \
     "1:\n\t"                                                                                  \
-    "ldr r8, [r12, #24]\n\t"                                                                  \
+    "ldr r8, [r12, #36]\n\t"                                                                  \
     "ldrd r10, r11, [r0], #4\n\t"                                                             \
     "mov r9, r8\n\t"                                                                          \
     "add lr, r0, r1\n\t"                                                                      \
@@ -277,32 +400,27 @@ _Static_assert(offsetof(mcu_dwpl_ch, bias) == 24 && offsetof(mcu_dwpl_ch, m) == 
     "smlatb r9, r10, r6, r9\n\t"                                                              \
     "smlabt r8, r11, r7, r8\n\t"                                                              \
     "smlad r9, r11, r7, r9\n\t"                                                               \
-    "ldr lr, [r12, #28]\n\t"                                                                  \
-    "ldrd r10, r11, [r12, #32]\n\t"                                                           \
-    "smlal r10, r11, r8, lr\n\t"                                                              \
-    "bic r8, r8, r10\n\t"                                                                     \
-    "add r11, r11, r8, asr #31\n\t"                                                           \
-    "ldrd r8, r10, [r12, #32]\n\t"                                                            \
-    "smlal r8, r10, r9, lr\n\t"                                                               \
-    "bic r9, r9, r8\n\t"                                                                      \
-    "add r10, r10, r9, asr #31\n\t"                                                           \
-    "ldr lr, [r12, #40]\n\t"                                                                  \
-    "asr r11, r11, lr\n\t"                                                                    \
-    "asr r10, r10, lr\n\t"                                                                    \
-    "ssat r8, #8, r11\n\t"                                                                    \
-    "ssat r9, #8, r10\n\t" clamp2                                                             \
-    "ldrd r10, r11, [r12, #52]\n\t"                                                           \
+    "ldrd r10, r11, [r12, #40]\n\t"                                                           \
+    "smmlar lr, r8, r10, r11\n\t"                                                             \
+    "add r8, lr, r8, asr #31\n\t"                                                             \
+    "smmlar lr, r9, r10, r11\n\t"                                                             \
+    "add r9, lr, r9, asr #31\n\t"                                                             \
+    "ldr lr, [r12, #48]\n\t"                                                                  \
+    "asr r8, r8, lr\n\t"                                                                      \
+    "asr r9, r9, lr\n\t"                                                                      \
+    "ssat r8, #8, r8\n\t"                                                                     \
+    "ssat r9, #8, r9\n\t" clamp2                                                              \
+    "ldm r12, {r10, r11, lr}\n\t"                                                             \
     "strb r8, [r10]\n\t"                                                                      \
     "strb r9, [r10, r11]\n\t"                                                                 \
     "add r10, r10, r11, lsl #1\n\t"                                                           \
-    "str r10, [r12, #52]\n\t"                                                                 \
-    "ldr lr, [r12, #60]\n\t"                                                                  \
+    "str r10, [r12]\n\t"                                                                      \
     "cmp r0, lr\n\t"                                                                          \
     "bne 1b\n\t"                                                                              \
-    "ldr lr, [r12, #64]\n\t"                                                                  \
+    "ldr lr, [r12, #60]\n\t"                                                                  \
     "cmp lr, #0\n\t"                                                                          \
     "beq 2f\n\t"                                                                              \
-    "ldr r8, [r12, #24]\n\t"                                                                  \
+    "ldr r8, [r12, #36]\n\t"                                                                  \
     "ldrd r10, r11, [r0]\n\t"                                                                 \
     "add lr, r0, r1\n\t"                                                                      \
     "smlad r8, r10, r2, r8\n\t"                                                               \
@@ -314,30 +432,32 @@ _Static_assert(offsetof(mcu_dwpl_ch, bias) == 24 && offsetof(mcu_dwpl_ch, m) == 
     "ldrd r10, r11, [lr]\n\t"                                                                 \
     "smlad r8, r10, r6, r8\n\t"                                                               \
     "smlabt r8, r11, r7, r8\n\t"                                                              \
-    "ldr lr, [r12, #28]\n\t"                                                                  \
-    "ldrd r10, r11, [r12, #32]\n\t"                                                           \
-    "smlal r10, r11, r8, lr\n\t"                                                              \
-    "bic r8, r8, r10\n\t"                                                                     \
-    "add r11, r11, r8, asr #31\n\t"                                                           \
-    "ldr lr, [r12, #40]\n\t"                                                                  \
-    "asr r11, r11, lr\n\t"                                                                    \
-    "ssat r8, #8, r11\n\t" clamp1                                                             \
-    "ldrd r10, r11, [r12, #52]\n\t"                                                           \
+    "ldrd r10, r11, [r12, #40]\n\t"                                                           \
+    "smmlar lr, r8, r10, r11\n\t"                                                             \
+    "add r8, lr, r8, asr #31\n\t"                                                             \
+    "ldr lr, [r12, #48]\n\t"                                                                  \
+    "asr r8, r8, lr\n\t"                                                                      \
+    "ssat r8, #8, r8\n\t" clamp1                                                              \
+    "ldrd r10, r11, [r12]\n\t"                                                                \
     "strb r8, [r10]\n\t"                                                                      \
     "add r10, r10, r11\n\t"                                                                   \
-    "str r10, [r12, #52]\n\t"                                                                 \
+    "str r10, [r12]\n\t"                                                                      \
+    MCU_DWPL_LINE_END("r1")
+/* The line's end: the plane position on by skip, the line's end by `next` (the bytes from an output
+ * line's first plane line to the next's), the output on by yskip, the lines counted down. */
+#define MCU_DWPL_LINE_END(next)                                                               \
     "2:\n\t"                                                                                  \
-    "ldr lr, [r12, #68]\n\t"                                                                  \
-    "ldr r10, [r12, #60]\n\t"                                                                 \
+    "ldr lr, [r12, #64]\n\t"                                                                  \
+    "ldr r10, [r12, #8]\n\t"                                                                  \
     "add r0, r0, lr\n\t"                                                                      \
-    "add r10, r10, r1\n\t"                                                                    \
-    "str r10, [r12, #60]\n\t"                                                                 \
-    "ldrd r10, r11, [r12, #72]\n\t"                                                           \
-    "ldr lr, [r12, #52]\n\t"                                                                  \
+    "add r10, r10, " next "\n\t"                                                              \
+    "str r10, [r12, #8]\n\t"                                                                  \
+    "ldrd r10, r11, [r12, #68]\n\t"                                                           \
+    "ldr lr, [r12]\n\t"                                                                       \
     "add lr, lr, r10\n\t"                                                                     \
-    "str lr, [r12, #52]\n\t"                                                                  \
+    "str lr, [r12]\n\t"                                                                       \
     "subs r11, r11, #1\n\t"                                                                   \
-    "str r11, [r12, #76]\n\t"                                                                 \
+    "str r11, [r12, #72]\n\t"                                                                 \
     "bne 1b\n\t"
 
 /* Every line of one channel's plane from pos (its first line's position 0). */
@@ -376,8 +496,6 @@ static inline void mcu_dwpl_channel(const int16_t *pos, int32_t line_bytes, mcu_
 {
     const int32_t cols = line_bytes / 2;
     const int32_t lo = (int8_t)(uint8_t)t->min4, hi = (int8_t)(uint8_t)t->max4;
-    mcu_rq_ch rq = {{(int64_t)(((uint64_t)t->khi << 32) | t->klo), 0}, t->m, t->sh};
-    rq.k[1] = rq.k[0] - ((int64_t)1 << 31);
     for (; t->lines > 0; --t->lines) {
         for (; pos != t->end; pos += 2, t->y += 2 * t->step) {
             uint32_t s0 = mcu_dwpl_pixel(pos, cols, t), s1 = t->bias;
@@ -385,7 +503,7 @@ static inline void mcu_dwpl_channel(const int16_t *pos, int32_t line_bytes, mcu_
                 s1 = mcu_smlad(mcu_load_u32(pos + i * cols + 2), t->w[2 * i + 1],
                                mcu_dwpl_smlatb(mcu_load_u32(pos + i * cols), t->w[2 * i], s1));
             }
-            int32_t v0 = mcu_rq_ch_apply(&rq, (int32_t)s0), v1 = mcu_rq_ch_apply(&rq, (int32_t)s1);
+            int32_t v0 = mcu_dwpl_rq(t, s0), v1 = mcu_dwpl_rq(t, s1);
             if (clamp) {
                 v0 = v0 < lo ? lo : v0 > hi ? hi : v0;
                 v1 = v1 < lo ? lo : v1 > hi ? hi : v1;
@@ -394,7 +512,7 @@ static inline void mcu_dwpl_channel(const int16_t *pos, int32_t line_bytes, mcu_
             t->y[t->step] = (int8_t)v1;
         }
         if (t->odd) {
-            int32_t v0 = mcu_rq_ch_apply(&rq, (int32_t)mcu_dwpl_pixel(pos, cols, t));
+            int32_t v0 = mcu_dwpl_rq(t, mcu_dwpl_pixel(pos, cols, t));
             if (clamp) {
                 v0 = v0 < lo ? lo : v0 > hi ? hi : v0;
             }
@@ -469,20 +587,14 @@ static __attribute__((noinline, unused)) void mcu_dwpl_layer(const mcu_dwpl_geom
                     p += count - 1;
                 }
                 for (int32_t k = 0; k < 4; ++k) {
+                    /* kernel line i of the plane's orientation: taps (i, j), or (j, i) transposed */
+                    const int32_t next = g->transposed ? 3 * ch : ch;
+                    const int8_t *wr[3];
                     for (int32_t i = 0; i < 3; ++i) {
-                        /* kernel line i of the plane's orientation: taps (i, j), or (j, i) transposed */
-                        const int32_t first = g->transposed ? i : 3 * i, next = g->transposed ? 3 * ch : ch;
-                        const int8_t *wr = weight + (size_t)first * (size_t)ch + (size_t)(c + k);
-                        t.w[2 * i] = mcu_dwpl_pair(wr[0], wr[next]);
-                        t.w[2 * i + 1] = mcu_dwpl_pair(wr[next], wr[2 * next]);
+                        wr[i] = weight + (size_t)(g->transposed ? i : 3 * i) * (size_t)ch + (size_t)(c + k);
                     }
-                    mcu_rq_ch rq = {{0, 0}, 0, 0};
-                    (void)mcu_rq_ch_init(&rq, q->multiplier[c + k], q->shift[c + k], output_offset); /* planned */
-                    t.bias = bias != NULL ? (uint32_t)bias[c + k] : 0u;
-                    t.m = rq.multiplier;
-                    t.klo = (uint32_t)(uint64_t)rq.k[0];
-                    t.khi = (uint32_t)((uint64_t)rq.k[0] >> 32);
-                    t.sh = rq.rshift;
+                    mcu_dwpl_ch_init(&t, wr, next, q->multiplier[c + k], q->shift[c + k], output_offset,
+                                     bias != NULL ? bias + c + k : NULL);
                     const int16_t *plane = planes + k * g->plane;
                     t.y = yb + (size_t)l0 * line_step + c + k;
                     t.end = plane + pairs;
@@ -500,7 +612,7 @@ static __attribute__((noinline, unused)) void mcu_dwpl_layer(const mcu_dwpl_geom
  * output row in one band of four planes within MCU_DWPL_BYTES, every input column inside a line. */
 static inline int mcu_dwpl_plan_rows(mcu_dwpl_geom *g, int32_t kh, int32_t kw, int32_t ch, int32_t in_h, int32_t out_h,
                                      int32_t in_w, int32_t out_w, int32_t pad_top, int32_t pad_left,
-                                     const mcu_per_channel_quant *q)
+                                     const mcu_per_channel_quant *q, const int32_t *bias, int32_t output_offset)
 {
     if (kh != 3 || kw != 3 || ch % 4 != 0 || out_h >= in_h || out_w < MCU_DWPL_LEN_MIN || out_w > MCU_DWPL_ROW_MAX ||
         pad_top > 2 || pad_left > 2) {
@@ -510,10 +622,8 @@ static inline int mcu_dwpl_plan_rows(mcu_dwpl_geom *g, int32_t kh, int32_t kw, i
     if (pad_left + in_w > cols || 4 * (out_h + 2) * cols * 2 > MCU_DWPL_BYTES) {
         return 0;
     }
-    for (int32_t c = 0; c < ch; ++c) {
-        if (q->shift[c] > -1 || q->shift[c] < -24) {
-            return 0;
-        }
+    if (!mcu_dwpl_quant_ok(q, bias, ch, output_offset)) {
+        return 0;
     }
     g->transposed = 0;
     g->lines = out_h;
@@ -554,18 +664,12 @@ static __attribute__((noinline, unused)) void mcu_dwpl_rows(const mcu_dwpl_geom 
     for (int32_t c = 0; c < ch; c += 4) {
         mcu_dwpl_fill(g, planes + pad_top * g->cols, x + c, in_h, in_w, ch, pad_left, 0, filled, off2);
         for (int32_t k = 0; k < 4; ++k) {
+            const int8_t *wr[3];
             for (int32_t i = 0; i < 3; ++i) {
-                const int8_t *wr = weight + (size_t)(3 * i) * (size_t)ch + (size_t)(c + k);
-                t.w[2 * i] = mcu_dwpl_pair(wr[0], wr[ch]);
-                t.w[2 * i + 1] = mcu_dwpl_pair(wr[ch], wr[2 * ch]);
+                wr[i] = weight + (size_t)(3 * i) * (size_t)ch + (size_t)(c + k);
             }
-            mcu_rq_ch rq = {{0, 0}, 0, 0};
-            (void)mcu_rq_ch_init(&rq, q->multiplier[c + k], q->shift[c + k], output_offset); /* planned */
-            t.bias = bias != NULL ? (uint32_t)bias[c + k] : 0u;
-            t.m = rq.multiplier;
-            t.klo = (uint32_t)(uint64_t)rq.k[0];
-            t.khi = (uint32_t)((uint64_t)rq.k[0] >> 32);
-            t.sh = rq.rshift;
+            mcu_dwpl_ch_init(&t, wr, ch, q->multiplier[c + k], q->shift[c + k], output_offset,
+                             bias != NULL ? bias + c + k : NULL);
             const int16_t *plane = planes + k * g->plane;
             t.y = y + c + k;
             t.end = plane + pairs;
@@ -575,6 +679,278 @@ static __attribute__((noinline, unused)) void mcu_dwpl_rows(const mcu_dwpl_geom 
     }
 }
 
+/* --- stride 2 ----------------------------------------------------------------------------------
+ *
+ * Output pixel k of a line reads plane columns 2k .. 2k + 2, so a pair of output pixels reads the words
+ * (x0 x1), (x2 x3), (x4 x5) of each of its three plane lines (one LDM) and takes four MACs a line:
+ *   pixel 0: SMLAD (x0 x1)(w0 w1) + SMLABB x2 w2      pixel 1: SMLAD (x2 x3)(w0 w1) + SMLABB x4 w2
+ * The weights take five registers: (w_i0 w_i1) per kernel line and the third column's (w02 w12), (w22 0).
+ * Output line l reads plane lines 2 l .. 2 l + 2. Every input is read (through the fill) once per band
+ * of output lines, and a band's first plane line is the previous band's last. */
+#if MCU_S8_DSP_NATIVE
+#define MCU_DWPL_S2_LINE(wa, wb, bt)                                                          \
+    "smlad r8, r7, " wa ", r8\n\t"                                                            \
+    "smla" bt " r8, r10, " wb ", r8\n\t"                                                      \
+    "smlad r9, r10, " wa ", r9\n\t"                                                           \
+    "smla" bt " r9, r11, " wb ", r9\n\t"
+#define MCU_DWPL_S2_ODD_LINE(wa, wb, bt)                                                      \
+    "smlad r8, r10, " wa ", r8\n\t"                                                           \
+    "smla" bt " r8, r11, " wb ", r8\n\t"
+#define MCU_DWPL_CHANNEL_S2(clamp2, clamp1)                                                   \
+    "add lr, r12, #12\n\t"                                                                    \
+    "ldm lr, {r2, r3, r4, r5, r6}\n\t"                                                        \
+    ".p2align 2\n\t"                                                                          \
+    "1:\n\t"                                                                                  \
+    "ldr r8, [r12, #36]\n\t"                                                                  \
+    "ldm r0, {r7, r10, r11}\n\t"                                                              \
+    "mov r9, r8\n\t"                                                                          \
+    "add lr, r0, r1\n\t" MCU_DWPL_S2_LINE("r2", "r5", "bb")                                   \
+    "ldm lr, {r7, r10, r11}\n\t"                                                              \
+    "add lr, lr, r1\n\t" MCU_DWPL_S2_LINE("r3", "r5", "bt")                                   \
+    "ldm lr, {r7, r10, r11}\n\t"                                                              \
+    "add r0, r0, #8\n\t" MCU_DWPL_S2_LINE("r4", "r6", "bb")                                   \
+    "ldrd r10, r11, [r12, #40]\n\t"                                                           \
+    "smmlar lr, r8, r10, r11\n\t"                                                             \
+    "add r8, lr, r8, asr #31\n\t"                                                             \
+    "smmlar lr, r9, r10, r11\n\t"                                                             \
+    "add r9, lr, r9, asr #31\n\t"                                                             \
+    "ldr lr, [r12, #48]\n\t"                                                                  \
+    "asr r8, r8, lr\n\t"                                                                      \
+    "asr r9, r9, lr\n\t"                                                                      \
+    "ssat r8, #8, r8\n\t"                                                                     \
+    "ssat r9, #8, r9\n\t" clamp2                                                              \
+    "ldm r12, {r10, r11, lr}\n\t"                                                             \
+    "strb r8, [r10]\n\t"                                                                      \
+    "strb r9, [r10, r11]\n\t"                                                                 \
+    "add r10, r10, r11, lsl #1\n\t"                                                           \
+    "str r10, [r12]\n\t"                                                                      \
+    "cmp r0, lr\n\t"                                                                          \
+    "bne 1b\n\t"                                                                              \
+    "ldr lr, [r12, #60]\n\t"                                                                  \
+    "cmp lr, #0\n\t"                                                                          \
+    "beq 2f\n\t"                                                                              \
+    "ldr r8, [r12, #36]\n\t"                                                                  \
+    "ldrd r10, r11, [r0]\n\t"                                                                 \
+    "add lr, r0, r1\n\t" MCU_DWPL_S2_ODD_LINE("r2", "r5", "bb")                               \
+    "ldrd r10, r11, [lr]\n\t"                                                                 \
+    "add lr, lr, r1\n\t" MCU_DWPL_S2_ODD_LINE("r3", "r5", "bt")                               \
+    "ldrd r10, r11, [lr]\n\t" MCU_DWPL_S2_ODD_LINE("r4", "r6", "bb")                          \
+    "ldrd r10, r11, [r12, #40]\n\t"                                                           \
+    "smmlar lr, r8, r10, r11\n\t"                                                             \
+    "add r8, lr, r8, asr #31\n\t"                                                             \
+    "ldr lr, [r12, #48]\n\t"                                                                  \
+    "asr r8, r8, lr\n\t"                                                                      \
+    "ssat r8, #8, r8\n\t" clamp1                                                              \
+    "ldrd r10, r11, [r12]\n\t"                                                                \
+    "strb r8, [r10]\n\t"                                                                      \
+    "add r10, r10, r11\n\t"                                                                   \
+    "str r10, [r12]\n\t" MCU_DWPL_LINE_END("r1, lsl #1")
+
+/* Every line of one channel's plane at stride 2 from pos (its first line's position 0). */
+static inline void mcu_dwpl_channel_s2(const int16_t *pos, int32_t line_bytes, mcu_dwpl_ch *t, int clamp)
+{
+    register const int16_t *r0 __asm__("r0") = pos;
+    register int32_t r1 __asm__("r1") = line_bytes;
+    register mcu_dwpl_ch *r12 __asm__("r12") = t;
+    if (clamp) {
+        __asm__ volatile(MCU_DWPL_CHANNEL_S2(MCU_DWPL_CLAMP2, MCU_DWPL_CLAMP1)
+                         : "+r"(r0)
+                         : "r"(r1), "r"(r12)
+                         : "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "lr", "cc", "memory");
+    } else {
+        __asm__ volatile(MCU_DWPL_CHANNEL_S2("", "")
+                         : "+r"(r0)
+                         : "r"(r1), "r"(r12)
+                         : "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "lr", "cc", "memory");
+    }
+}
+#else
+/* The same in C (the emulated build): pixel 0 of the pair at plane position pos, from the same words. */
+static inline uint32_t mcu_dwpl_pixel_s2(const int16_t *pos, int32_t cols, const mcu_dwpl_ch *t)
+{
+    uint32_t s = t->bias;
+    for (int32_t i = 0; i < 3; ++i) {
+        const uint32_t third = t->w[3 + i / 2] >> (i == 1 ? 16 : 0); /* w_i2 in the low lane */
+        s = mcu_smlabb(mcu_load_u32(pos + i * cols + 2), third, mcu_smlad(mcu_load_u32(pos + i * cols), t->w[i], s));
+    }
+    return s;
+}
+
+static inline void mcu_dwpl_channel_s2(const int16_t *pos, int32_t line_bytes, mcu_dwpl_ch *t, int clamp)
+{
+    const int32_t cols = line_bytes / 2;
+    const int32_t lo = (int8_t)(uint8_t)t->min4, hi = (int8_t)(uint8_t)t->max4;
+    for (; t->lines > 0; --t->lines) {
+        for (; pos != t->end; pos += 4, t->y += 2 * t->step) {
+            int32_t v0 = mcu_dwpl_rq(t, mcu_dwpl_pixel_s2(pos, cols, t));
+            int32_t v1 = mcu_dwpl_rq(t, mcu_dwpl_pixel_s2(pos + 2, cols, t));
+            if (clamp) {
+                v0 = v0 < lo ? lo : v0 > hi ? hi : v0;
+                v1 = v1 < lo ? lo : v1 > hi ? hi : v1;
+            }
+            t->y[0] = (int8_t)v0;
+            t->y[t->step] = (int8_t)v1;
+        }
+        if (t->odd) {
+            int32_t v0 = mcu_dwpl_rq(t, mcu_dwpl_pixel_s2(pos, cols, t));
+            if (clamp) {
+                v0 = v0 < lo ? lo : v0 > hi ? hi : v0;
+            }
+            t->y[0] = (int8_t)v0;
+            t->y += t->step;
+        }
+        pos = (const int16_t *)(const void *)((const char *)pos + t->skip);
+        t->end = (const int16_t *)(const void *)((const char *)t->end + 2 * line_bytes);
+        t->y += t->yskip;
+    }
+}
+#endif
+
+/* Whether the stride-2 plane path serves a 3x3 stride-2 layer (batch 1, ch_mult 1, dilation 1): channels a
+ * multiple of 4, every requantization within mcu_dwpl_quant_ok's, output lines of at least two pixels and
+ * a band of at least one output line in four planes within MCU_DWPL_BYTES and, when the output overlaps
+ * the input (`apart` 0), in the row buffer of `row_bytes`. g->band: output lines per band. */
+static inline int mcu_dwpl_plan_s2(mcu_dwpl_geom *g, int32_t kh, int32_t kw, int32_t ch, int32_t in_w, int32_t out_h,
+                                   int32_t out_w, int32_t pad_left, int apart, int32_t row_bytes,
+                                   const mcu_per_channel_quant *q, const int32_t *bias, int32_t output_offset)
+{
+    if (kh != 3 || kw != 3 || ch % 4 != 0 || out_w < 2 || out_w > MCU_DWPL_ROW_MAX || in_w > 2 * MCU_DWPL_ROW_MAX ||
+        pad_left > 2) {
+        return 0;
+    }
+    int32_t cols = 2 * out_w + 2 > pad_left + in_w ? 2 * out_w + 2 : pad_left + in_w;
+    cols = (cols + 1) & ~1;
+    int32_t band = (MCU_DWPL_BYTES / (4 * cols * 2) - 1) / 2; /* 2 band + 1 plane lines */
+    if (!apart) {
+        const int32_t rows = row_bytes / (out_w * ch);
+        band = rows < band ? rows : band;
+    }
+    if (band < 1 || !mcu_dwpl_quant_ok(q, bias, ch, output_offset)) {
+        return 0;
+    }
+    g->transposed = 0;
+    g->lines = out_h;
+    g->len = out_w;
+    g->cols = cols;
+    g->band = band < out_h ? band : out_h;
+    g->plane = (2 * g->band + 1) * cols;
+    return 1;
+}
+
+/* Output rows [oh0, oh0 + nb) of the group of channels c .. c + 3 (mcu_dwpl_plan_s2 held) into y (output
+ * row oh0's first byte of channel c, rows `out_row` bytes apart); planes as mcu_dwpl_layer's. */
+static inline void mcu_dwpl_band_s2(const mcu_dwpl_geom *g, int16_t *planes, int32_t in_h, int32_t in_w, int32_t ch,
+                                    int32_t pad_top, int32_t pad_left, int32_t c, int32_t oh0, int32_t nb,
+                                    uint32_t off2, int32_t output_offset, int clamp, mcu_dwpl_ch *t,
+                                    const mcu_per_channel_quant *q, const int8_t *x, const int8_t *weight,
+                                    const int32_t *bias, int8_t *y, int32_t out_row)
+{
+    const int32_t lines = 2 * nb + 1;
+    for (int32_t p = 0; p < lines;) { /* plane line p holds input row 2 oh0 - pad_top + p */
+        const int32_t j = 2 * oh0 - pad_top + p;
+        if (j < 0 || j >= in_h) {
+            mcu_dwpl_line4(g, planes, p, NULL);
+            ++p;
+            continue;
+        }
+        int32_t count = 1; /* the run of rows inside the input from here */
+        while (p + count < lines && j + count < in_h) {
+            ++count;
+        }
+        mcu_dwpl_fill(g, planes + p * g->cols, x + c, in_h, in_w, ch, pad_left, j, count, off2);
+        p += count;
+    }
+    const int32_t pairs = g->len & ~1;
+    t->odd = g->len & 1;
+    t->skip = 4 * g->cols - 4 * pairs; /* two plane lines on, less the pairs' 8 bytes each */
+    t->yskip = out_row - g->len * ch;
+    t->step = ch;
+    for (int32_t k = 0; k < 4; ++k) {
+        const int8_t *w0 = weight + (size_t)(c + k);
+        const int32_t r3 = 3 * ch;
+        t->w[0] = mcu_dwpl_pair(2 * w0[0], 2 * w0[ch]);
+        t->w[1] = mcu_dwpl_pair(2 * w0[r3], 2 * w0[r3 + ch]);
+        t->w[2] = mcu_dwpl_pair(2 * w0[2 * r3], 2 * w0[2 * r3 + ch]);
+        t->w[3] = mcu_dwpl_pair(2 * w0[2 * ch], 2 * w0[r3 + 2 * ch]);
+        t->w[4] = mcu_dwpl_pair(2 * w0[2 * r3 + 2 * ch], 0);
+        t->w[5] = 0;
+        const int32_t r = -q->shift[c + k];
+        t->bias = bias != NULL ? 2u * (uint32_t)bias[c + k] : 0u;
+        t->m = q->multiplier[c + k];
+        t->c = (int32_t)(((int64_t)1 << (r - 1)) + (int64_t)output_offset * ((int64_t)1 << r)); /* quant_ok */
+        t->sh = r;
+        const int16_t *plane = planes + k * g->plane;
+        t->y = y + k;
+        t->end = plane + 2 * pairs;
+        t->lines = nb;
+        mcu_dwpl_channel_s2(plane, g->cols * 2, t, clamp);
+    }
+}
+
+/* Output pixels from which a stride-2 layer takes the planes (at most that many keep the pixel path of
+ * dw_px_s8_dsp.h: the planes' fill and per-band set-up cost more there; measured on mobilenet_v1 on
+ * mps2-an505-u575: 12 x 12 outputs of 32 channels 279,146 -> 253,178 estimated cycles with planes, 6 x 6
+ * of 64 155,650 -> 167,350, 3 x 3 of 128 103,776 -> 124,709); the emulated build takes the host tests'
+ * small images. */
+#if MCU_S8_DSP_NATIVE
+#define MCU_DWPL_S2_MIN_PIXELS 100
+#else
+#define MCU_DWPL_S2_MIN_PIXELS 16
+#endif
+/* Bytes of the stride-2 path's row buffer (an output that overlaps the input). */
+#define MCU_DWPL_S2_ROW_BYTES 1536
+
+/* The whole stride-2 layer (mcu_dwpl_plan_s2 held, batch 1) from x into y. With the output apart from the
+ * input, a group's bands go straight to it; otherwise every group of a band goes to a row buffer, copied
+ * to y after all of the band's reads: the window contract keeps those writes below the inputs of the
+ * rows after the band. */
+static __attribute__((noinline, unused)) void mcu_dwpl_layer_s2(const mcu_dwpl_geom *g, int32_t in_h, int32_t in_w,
+                                                                int32_t ch, int32_t pad_top, int32_t pad_left,
+                                                                int32_t input_offset, int32_t output_offset,
+                                                                int32_t act_min, int32_t act_max,
+                                                                const mcu_per_channel_quant *q, const int8_t *x,
+                                                                const int8_t *weight, const int32_t *bias, int8_t *y,
+                                                                int apart)
+{
+    _Alignas(8) int16_t planes[MCU_DWPL_BYTES / 2];
+    _Alignas(4) int8_t row_buf[MCU_DWPL_S2_ROW_BYTES];
+    const int32_t words = 2 * g->plane;
+    for (int32_t i = 0; i < words; ++i) {
+        mcu_store_u32(planes + 2 * i, 0); /* the border columns stay zero: fills write the interiors */
+        __asm__("" ::: "memory");         /* no memset call: the kernels reference no libc function */
+    }
+    const uint32_t off2 = mcu_offset_pair(input_offset);
+    const int clamp = act_min > -128 || act_max < 127;
+    const int32_t out_row = g->len * ch;
+    mcu_dwpl_ch t;
+    t.min4 = mcu_splat4_s8(act_min);
+    t.max4 = mcu_splat4_s8(act_max);
+    if (apart) {
+        for (int32_t c = 0; c < ch; c += 4) {
+            for (int32_t oh0 = 0; oh0 < g->lines; oh0 += g->band) {
+                const int32_t nb = g->lines - oh0 < g->band ? g->lines - oh0 : g->band;
+                mcu_dwpl_band_s2(g, planes, in_h, in_w, ch, pad_top, pad_left, c, oh0, nb, off2, output_offset, clamp,
+                                 &t, q, x, weight, bias, y + (size_t)oh0 * (size_t)out_row + (size_t)c, out_row);
+            }
+        }
+        return;
+    }
+    for (int32_t oh0 = 0; oh0 < g->lines; oh0 += g->band) {
+        const int32_t nb = g->lines - oh0 < g->band ? g->lines - oh0 : g->band;
+        for (int32_t c = 0; c < ch; c += 4) {
+            mcu_dwpl_band_s2(g, planes, in_h, in_w, ch, pad_top, pad_left, c, oh0, nb, off2, output_offset, clamp, &t,
+                             q, x, weight, bias, row_buf + c, out_row);
+        }
+        int8_t *d = y + (size_t)oh0 * (size_t)out_row;
+        const int32_t bytes = nb * out_row; /* a multiple of 4: ch is */
+        for (int32_t i = 0; i < bytes; i += 4) {
+            mcu_store_u32(d + i, mcu_load_u32(row_buf + i));
+            __asm__("" ::: "memory"); /* no memcpy call */
+        }
+    }
+}
+
 #endif /* MCU_S8_DSP */
+
 
 #endif /* MCU_KERNELS_INTERNAL_DW_PLANE_S8_DSP_H */

@@ -326,10 +326,22 @@ mcu_status mcu_depthwise_conv2d_s8(const mcu_context *ctx, const mcu_depthwise_c
     mcu_dwpl_geom pg; /* a band of rows of a taller image (row calls): 3x3 stride 1 over channel planes */
     if (p->ch_mult == 1 && p->dilation_h == 1 && p->dilation_w == 1 && p->stride_h == 1 && p->stride_w == 1 &&
         in.n == 1 &&
-        mcu_dwpl_plan_rows(&pg, p->kernel_h, p->kernel_w, in.c, in.h, out.h, in.w, out.w, p->pad_top, p->pad_left, q)) {
+        mcu_dwpl_plan_rows(&pg, p->kernel_h, p->kernel_w, in.c, in.h, out.h, in.w, out.w, p->pad_top, p->pad_left, q,
+                           bias, p->output_offset)) {
         mcu_dwpl_rows(&pg, in.h, in.w, in.c, p->pad_top, p->pad_left, p->input_offset, p->output_offset, p->act_min,
                       p->act_max, q, input, weight, bias, output);
         return MCU_OK;
+    }
+    if (p->ch_mult == 1 && p->dilation_h == 1 && p->dilation_w == 1 && p->stride_h == 2 && p->stride_w == 2 &&
+        in.n == 1 && (int64_t)out.h * out.w > MCU_DWPL_S2_MIN_PIXELS) {
+        /* 3x3 stride 2 over channel planes, in bands of output rows */
+        const int apart = !mcu_overlaps(input, (size_t)in_count, output, out_bytes);
+        if (mcu_dwpl_plan_s2(&pg, p->kernel_h, p->kernel_w, in.c, in.w, out.h, out.w, p->pad_left, apart,
+                             MCU_DWPL_S2_ROW_BYTES, q, bias, p->output_offset)) {
+            mcu_dwpl_layer_s2(&pg, in.h, in.w, in.c, p->pad_top, p->pad_left, p->input_offset, p->output_offset,
+                              p->act_min, p->act_max, q, input, weight, bias, output, apart);
+            return MCU_OK;
+        }
     }
 #endif
 #if MCU_S8_DSP

@@ -225,7 +225,7 @@ mcu_status mcu_depthwise_conv2d_s8_inplace(const mcu_context *ctx, const mcu_dep
 #endif
 #if MCU_S8_DSP && !MCU_S8_MVE
     mcu_dwpl_geom pg;
-    if (mcu_dwpl_plan(&pg, kh, kw, in.c, in.h, in.w, q)) { /* 3x3: one channel plane at a time, in bands */
+    if (mcu_dwpl_plan(&pg, kh, kw, in.c, in.h, in.w, q, bias, p->output_offset)) { /* 3x3: one channel plane at a time, in bands */
         mcu_dwpl_layer(&pg, in.n, in.h, in.w, in.c, p->pad_top, p->pad_left, p->input_offset, p->output_offset,
                        p->act_min, p->act_max, q, data, weight, bias, data);
         return MCU_OK;
