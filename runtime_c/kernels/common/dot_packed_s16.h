@@ -24,63 +24,99 @@ static inline int32_t mcu_s16p_at(const int32_t *w, size_t i)
     return v >= 0x8000u ? (int32_t)v - 0x10000 : (int32_t)v;
 }
 
+#if MCU_S8_DSP_NATIVE
+/* One quad: 4 taps of x (r4) against the 4 rows' 4 taps (r5, two LDM of two rows each) into r0-r3. */
+#define MCU_S16P_QUAD                                                                                     \
+    "ldrd r12, lr, [r4], #8\n\t"                                                                          \
+    "ldmia r5!, {r8, r9, r10, r11}\n\t"                                                                   \
+    "smlad r0, r12, r8, r0\n\t"                                                                           \
+    "smlad r0, lr, r9, r0\n\t"                                                                            \
+    "smlad r1, r12, r10, r1\n\t"                                                                          \
+    "smlad r1, lr, r11, r1\n\t"                                                                           \
+    "ldmia r5!, {r8, r9, r10, r11}\n\t"                                                                   \
+    "smlad r2, r12, r8, r2\n\t"                                                                           \
+    "smlad r2, lr, r9, r2\n\t"                                                                            \
+    "smlad r3, r12, r10, r3\n\t"                                                                          \
+    "smlad r3, lr, r11, r3\n\t"
+#endif
+
+/* acc[k] += x . (row k of a block) over `quads` quads of 4 taps, the block's quads starting at word w
+ * (modulo 2^32: exact while the caller keeps the sums inside int32). On the core, with word-aligned x:
+ * 11 instructions per quad (one LDRD of activations, two LDM of four weight words, eight SMLAD), the
+ * loop's compare and branch once per four quads; the odd quads first. */
+static inline void mcu_s16p_quads(const int16_t *x, const int32_t *w, int32_t quads, uint32_t acc[4])
+{
+#if MCU_S8_DSP_NATIVE
+    if ((((uintptr_t)x) & 3u) == 0) {
+        register uint32_t a0 __asm__("r0") = acc[0];
+        register uint32_t a1 __asm__("r1") = acc[1];
+        register uint32_t a2 __asm__("r2") = acc[2];
+        register uint32_t a3 __asm__("r3") = acc[3];
+        register const int16_t *xp __asm__("r4") = x;
+        register const int32_t *wp __asm__("r5") = w;
+        register int32_t n __asm__("r6") = quads;
+        __asm__ volatile("tst r6, #1\n\t"
+                         "beq 1f\n\t" MCU_S16P_QUAD "1:\n\t"
+                         "tst r6, #2\n\t"
+                         "beq 2f\n\t" MCU_S16P_QUAD MCU_S16P_QUAD "2:\n\t"
+                         "lsrs r6, r6, #2\n\t"
+                         "beq 4f\n\t"
+                         "3:\n\t" MCU_S16P_QUAD MCU_S16P_QUAD MCU_S16P_QUAD MCU_S16P_QUAD
+                         "subs r6, r6, #1\n\t"
+                         "bne 3b\n\t"
+                         "4:\n\t"
+                         : "+r"(a0), "+r"(a1), "+r"(a2), "+r"(a3), "+r"(xp), "+r"(wp), "+r"(n)
+                         :
+                         : "r8", "r9", "r10", "r11", "r12", "lr", "cc", "memory");
+        acc[0] = a0;
+        acc[1] = a1;
+        acc[2] = a2;
+        acc[3] = a3;
+        return;
+    }
+#endif
+#if MCU_S8_DSP
+    /* the words as the assembly pairs them (unaligned activation words are single LDRs on the core) */
+    for (int32_t q = 0; q < quads; ++q, x += 4, w += 8) {
+        const uint32_t xa = mcu_load_u32(x), xb = mcu_load_u32(x + 2);
+        for (int32_t k = 0; k < 4; ++k) {
+            acc[k] = mcu_smlad(xb, (uint32_t)w[2 * k + 1], mcu_smlad(xa, (uint32_t)w[2 * k], acc[k]));
+        }
+    }
+#else
+    for (int32_t q = 0; q < quads; ++q) {
+        for (int32_t k = 0; k < 4; ++k) {
+            for (int32_t t = 0; t < 4; ++t) {
+                acc[k] += (uint32_t)((int32_t)x[4 * q + t] * mcu_s16p_at(w, (size_t)(16 * q + 4 * k + t)));
+            }
+        }
+    }
+#endif
+}
+
+/* acc[k] += x . (row k of the block at tap index `at`) over its last `rest` (< 4) taps, starting at
+ * activation x and at tap index `tail` of the block's tail (each row's rest taps in row order). */
+static inline void mcu_s16p_tail(const int16_t *x, const int32_t *w, size_t tail, int32_t rest, uint32_t acc[4])
+{
+    for (int32_t t = 0; t < rest; ++t) {
+        const int32_t v = x[t];
+        for (int32_t k = 0; k < 4; ++k) {
+            acc[k] += (uint32_t)(v * mcu_s16p_at(w, tail + (size_t)(k * rest + t)));
+        }
+    }
+}
+
 /* part[k] = x . (row k of the block at tap index `at`) over n (at most MCU_S16_PART) taps, `at` a multiple
  * of 4 (the block's start plus 4 times the chunk's first tap). */
 static inline void mcu_s16p_dot4_part(const int16_t *x, const int32_t *w, size_t at, int32_t n, int32_t *part)
 {
-    int32_t p0 = 0, p1 = 0, p2 = 0, p3 = 0;
-    int32_t q = 0;
-#if MCU_S8_DSP_NATIVE
-    /* LDRD needs word-aligned activations; the weights are (`at` is a multiple of 4 int16). */
-    if ((((uintptr_t)x) & 3u) == 0 && n >= 4) {
-        int32_t quads = n >> 2;
-        const int16_t *xp = x;
-        const int32_t *wp = w + (at >> 1);
-        uint32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0, xa, xb, ka, kb;
-#define MCU_S16P_ROW(acc)                                  \
-    "ldrd %[ka], %[kb], [%[w]], #8\n\t"                    \
-    "smlad %[" acc "], %[xa], %[ka], %[" acc "]\n\t"       \
-    "smlad %[" acc "], %[xb], %[kb], %[" acc "]\n\t"
-        __asm__("1:\n\t"
-                "ldrd %[xa], %[xb], [%[x]], #8\n\t" MCU_S16P_ROW("a0") MCU_S16P_ROW("a1") MCU_S16P_ROW("a2")
-                    MCU_S16P_ROW("a3")
-                "subs %[n], %[n], #1\n\t"
-                "bne 1b"
-                : [x] "+r"(xp), [w] "+r"(wp), [n] "+r"(quads), [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2),
-                  [a3] "+r"(a3), [xa] "=&r"(xa), [xb] "=&r"(xb), [ka] "=&r"(ka), [kb] "=&r"(kb)
-                :
-                : "cc", "memory");
-#undef MCU_S16P_ROW
-        p0 = (int32_t)a0;
-        p1 = (int32_t)a1;
-        p2 = (int32_t)a2;
-        p3 = (int32_t)a3;
-        q = n >> 2;
+    uint32_t acc[4] = {0, 0, 0, 0};
+    const int32_t whole = n & ~3;
+    mcu_s16p_quads(x, w + (at >> 1), n >> 2, acc);
+    mcu_s16p_tail(x + whole, w, at + 4u * (size_t)whole, n & 3, acc);
+    for (int32_t k = 0; k < 4; ++k) {
+        part[k] = mcu_u32_to_s32(acc[k]);
     }
-#endif
-    for (; q < (n >> 2); ++q) {
-        const size_t b = at + 16u * (size_t)q;
-        for (int32_t t = 0; t < 4; ++t) {
-            const int32_t v = x[4 * q + t];
-            p0 += v * mcu_s16p_at(w, b + (size_t)t);
-            p1 += v * mcu_s16p_at(w, b + 4u + (size_t)t);
-            p2 += v * mcu_s16p_at(w, b + 8u + (size_t)t);
-            p3 += v * mcu_s16p_at(w, b + 12u + (size_t)t);
-        }
-    }
-    const int32_t whole = n & ~3, rest = n & 3;
-    const size_t tail = at + 4u * (size_t)whole;
-    for (int32_t t = 0; t < rest; ++t) {
-        const int32_t v = x[whole + t];
-        p0 += v * mcu_s16p_at(w, tail + (size_t)t);
-        p1 += v * mcu_s16p_at(w, tail + (size_t)(rest + t));
-        p2 += v * mcu_s16p_at(w, tail + (size_t)(2 * rest + t));
-        p3 += v * mcu_s16p_at(w, tail + (size_t)(3 * rest + t));
-    }
-    part[0] = p0;
-    part[1] = p1;
-    part[2] = p2;
-    part[3] = p3;
 }
 
 /* acc[k] += x . (row k of the block at tap index `at`) over n taps, exactly. */
@@ -143,6 +179,122 @@ static inline void mcu_s16p_rows(const int16_t *x, const int32_t *w, int32_t n, 
         }
     }
     for (; o < channels; ++o) {
+        int64_t acc = bias != NULL ? bias[o] : 0;
+        if (x != NULL) {
+            mcu_s16p_dot1(x, w, (size_t)o * (size_t)n, n, &acc);
+        }
+        y[o] = mcu_clamp_to_s16(mcu_requantize_s16_acc(acc, q->multiplier[o], q->shift[o]), act_min, act_max);
+    }
+}
+
+/* The fast path of layers whose windows requantize in int32 (n <= MCU_S16_PART and mcu_s16_small_layer):
+ * each channel's constants of mcu_requantize_s16_small made once per call and chunk of channels (not once
+ * per pixel), the bias taken into the accumulators before the products (the sum stays inside int32), and
+ * the rounding's addition done by the multiply (SMLAWB). */
+#define MCU_S16P_CHUNK 32 /* channels per table: 512 bytes of stack */
+
+typedef struct {
+    int32_t bias;
+    int32_t m15;  /* the Q15 multiplier */
+    int32_t half; /* 2^(k-1) */
+    int32_t k;    /* -1 - shift, in [1, 30] */
+} mcu_s16p_rq;
+
+/* The activation bounds as one of three clamps: the whole int16 range (SSAT), ReLU's (USAT), any other. */
+enum { MCU_S16P_CLAMP_ANY, MCU_S16P_CLAMP_S16, MCU_S16P_CLAMP_RELU };
+
+static inline int mcu_s16p_clamp_kind(int32_t act_min, int32_t act_max)
+{
+    if (act_max != INT16_MAX) {
+        return MCU_S16P_CLAMP_ANY;
+    }
+    return act_min == INT16_MIN ? MCU_S16P_CLAMP_S16 : (act_min == 0 ? MCU_S16P_CLAMP_RELU : MCU_S16P_CLAMP_ANY);
+}
+
+/* t[0..count) for the channels from o0 (a layer of mcu_s16_small_layer). */
+static inline void mcu_s16p_rq_init(mcu_s16p_rq *t, const int64_t *bias, const mcu_per_channel_quant *q, int32_t o0,
+                                    int32_t count)
+{
+    for (int32_t j = 0; j < count; ++j) {
+        const int32_t k = -1 - q->shift[o0 + j];
+        t[j].bias = bias != NULL ? (int32_t)bias[o0 + j] : 0;
+        t[j].m15 = mcu_reduce_multiplier_q15(q->multiplier[o0 + j]);
+        t[j].half = (int32_t)1 << (k - 1);
+        t[j].k = k;
+    }
+}
+
+/* mcu_requantize_s16_small(acc, ...) from the channel's constants: floor(acc m15 / 2^16) + 2^(k-1), shifted
+ * right by k (the sum stays below 2^30 in magnitude: no overflow, so SMLAWB's is the same). */
+static inline int32_t mcu_s16p_rq_apply(int32_t acc, const mcu_s16p_rq *t)
+{
+#if defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP
+    int32_t s;
+    __asm__("smlawb %0, %1, %2, %3" : "=r"(s) : "r"(acc), "r"(t->m15), "r"(t->half));
+#else
+    const int32_t s = (int32_t)mcu_asr64((int64_t)acc * t->m15, 16) + t->half;
+#endif
+    return mcu_asr32(s, t->k);
+}
+
+static inline int16_t mcu_s16p_sat_s16(int32_t v)
+{
+#if defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP
+    int32_t r;
+    __asm__("ssat %0, #16, %1" : "=r"(r) : "r"(v));
+    return (int16_t)r;
+#else
+    return mcu_clamp_to_s16(v, INT16_MIN, INT16_MAX);
+#endif
+}
+
+static inline int16_t mcu_s16p_sat_relu(int32_t v)
+{
+#if defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP
+    int32_t r;
+    __asm__("usat %0, #15, %1" : "=r"(r) : "r"(v));
+    return (int16_t)r;
+#else
+    return mcu_clamp_to_s16(v, 0, INT16_MAX);
+#endif
+}
+
+/* y[0..count) (count a multiple of 4) for one input vector x of n taps (NULL: all zero, a window wholly in
+ * the padding) and the whole blocks from word w, with the chunk's table t. */
+static inline void mcu_s16p_chunk(const int16_t *x, const int32_t *w, int32_t n, const mcu_s16p_rq *t,
+                                  int32_t count, int clamp, int32_t act_min, int32_t act_max, int16_t *y)
+{
+    const int32_t quads = n >> 2, rest = n & 3, whole = n & ~3;
+    for (int32_t b = 0; b < count; b += 4, w += 2 * n, t += 4, y += 4) {
+        uint32_t acc[4] = {(uint32_t)t[0].bias, (uint32_t)t[1].bias, (uint32_t)t[2].bias, (uint32_t)t[3].bias};
+        if (x != NULL) {
+            mcu_s16p_quads(x, w, quads, acc);
+            if (rest != 0) {
+                mcu_s16p_tail(x + whole, w, 4u * (size_t)whole, rest, acc);
+            }
+        }
+        if (clamp == MCU_S16P_CLAMP_S16) {
+            for (int32_t j = 0; j < 4; ++j) {
+                y[j] = mcu_s16p_sat_s16(mcu_s16p_rq_apply(mcu_u32_to_s32(acc[j]), &t[j]));
+            }
+        } else if (clamp == MCU_S16P_CLAMP_RELU) {
+            for (int32_t j = 0; j < 4; ++j) {
+                y[j] = mcu_s16p_sat_relu(mcu_s16p_rq_apply(mcu_u32_to_s32(acc[j]), &t[j]));
+            }
+        } else {
+            for (int32_t j = 0; j < 4; ++j) {
+                y[j] = mcu_clamp_to_s16(mcu_s16p_rq_apply(mcu_u32_to_s32(acc[j]), &t[j]), act_min, act_max);
+            }
+        }
+    }
+}
+
+/* y[o] for the channels after the last whole block (plain rows), for one input vector (NULL: all zero). */
+static inline void mcu_s16p_rest_rows(const int16_t *x, const int32_t *w, int32_t n, int32_t from, int32_t channels,
+                                      const int64_t *bias, const mcu_per_channel_quant *q, int32_t act_min,
+                                      int32_t act_max, int16_t *y)
+{
+    for (int32_t o = from; o < channels; ++o) {
         int64_t acc = bias != NULL ? bias[o] : 0;
         if (x != NULL) {
             mcu_s16p_dot1(x, w, (size_t)o * (size_t)n, n, &acc);
