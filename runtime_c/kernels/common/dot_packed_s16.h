@@ -43,8 +43,10 @@ static inline int32_t mcu_s16p_at(const int32_t *w, size_t i)
 /* acc[k] += x . (row k of a block) over `quads` quads of 4 taps, the block's quads starting at word w
  * (modulo 2^32: exact while the caller keeps the sums inside int32). On the core, with word-aligned x:
  * 11 instructions per quad (one LDRD of activations, two LDM of four weight words, eight SMLAD), the
- * loop's compare and branch once per four quads; the odd quads first. */
-static inline void mcu_s16p_quads(const int16_t *x, const int32_t *w, int32_t quads, uint32_t acc[4])
+ * loop's compare and branch once per four quads; the odd quads first. (Always inlined: a call per block
+ * cost its registers' saving and the accumulators' trip through memory.) */
+static inline __attribute__((always_inline)) void mcu_s16p_quads(const int16_t *x, const int32_t *w, int32_t quads,
+                                                                   uint32_t acc[4])
 {
 #if MCU_S8_DSP_NATIVE
     if ((((uintptr_t)x) & 3u) == 0) {
