@@ -196,10 +196,15 @@ static inline void mcu_s16p_rows(const int16_t *x, const int32_t *w, int32_t n, 
 #define MCU_S16P_CHUNK 32 /* channels per table: 512 bytes of stack */
 
 typedef struct {
-    int32_t bias;
     int32_t m15;  /* the Q15 multiplier */
     int32_t half; /* 2^(k-1) */
     int32_t k;    /* -1 - shift, in [1, 30] */
+} mcu_s16p_ch;
+
+/* One block of four channels: the biases first, so that one LDM puts them in the accumulators. */
+typedef struct {
+    int32_t bias[4];
+    mcu_s16p_ch ch[4];
 } mcu_s16p_rq;
 
 /* The activation bounds as one of three clamps: the whole int16 range (SSAT), ReLU's (USAT), any other. */
@@ -213,22 +218,38 @@ static inline int mcu_s16p_clamp_kind(int32_t act_min, int32_t act_max)
     return act_min == INT16_MIN ? MCU_S16P_CLAMP_S16 : (act_min == 0 ? MCU_S16P_CLAMP_RELU : MCU_S16P_CLAMP_ANY);
 }
 
-/* t[0..count) for the channels from o0 (a layer of mcu_s16_small_layer). */
+/* mcu_reduce_multiplier_q15 of a multiplier >= 0: the saturating add leaves 0x7FFF for every multiplier
+ * from 0x7FFF0000 up, as the reference's bound does, in two instructions on the core. */
+static inline int32_t mcu_s16p_q15(int32_t multiplier)
+{
+#if defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP
+    int32_t r;
+    __asm__("qadd %0, %1, %2" : "=r"(r) : "r"(multiplier), "r"((int32_t)0x8000));
+    return r >> 16;
+#else
+    return mcu_reduce_multiplier_q15(multiplier);
+#endif
+}
+
+/* t[0..count / 4) for the channels from o0 (count a multiple of 4; a layer of mcu_s16_small_layer). */
 static inline void mcu_s16p_rq_init(mcu_s16p_rq *t, const int64_t *bias, const mcu_per_channel_quant *q, int32_t o0,
                                     int32_t count)
 {
-    for (int32_t j = 0; j < count; ++j) {
-        const int32_t k = -1 - q->shift[o0 + j];
-        t[j].bias = bias != NULL ? (int32_t)bias[o0 + j] : 0;
-        t[j].m15 = mcu_reduce_multiplier_q15(q->multiplier[o0 + j]);
-        t[j].half = (int32_t)1 << (k - 1);
-        t[j].k = k;
+    const int32_t *mul = q->multiplier + o0, *sh = q->shift + o0;
+    for (int32_t b = 0; b < count; b += 4, ++t) {
+        for (int32_t j = 0; j < 4; ++j) {
+            const int32_t k = -1 - sh[b + j];
+            t->bias[j] = bias != NULL ? (int32_t)bias[o0 + b + j] : 0;
+            t->ch[j].m15 = mcu_s16p_q15(mul[b + j]);
+            t->ch[j].half = (int32_t)1 << (k - 1);
+            t->ch[j].k = k;
+        }
     }
 }
 
 /* mcu_requantize_s16_small(acc, ...) from the channel's constants: floor(acc m15 / 2^16) + 2^(k-1), shifted
  * right by k (the sum stays below 2^30 in magnitude: no overflow, so SMLAWB's is the same). */
-static inline int32_t mcu_s16p_rq_apply(int32_t acc, const mcu_s16p_rq *t)
+static inline int32_t mcu_s16p_rq_apply(int32_t acc, const mcu_s16p_ch *t)
 {
 #if defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP
     int32_t s;
@@ -261,33 +282,95 @@ static inline int16_t mcu_s16p_sat_relu(int32_t v)
 #endif
 }
 
+/* y[0..4) from the block's four requantized sums (not yet clamped). */
+static inline void mcu_s16p_store4(const int32_t v[4], int clamp, int32_t act_min, int32_t act_max, int16_t *y)
+{
+    if (clamp == MCU_S16P_CLAMP_S16) {
+        for (int32_t j = 0; j < 4; ++j) {
+            y[j] = mcu_s16p_sat_s16(v[j]);
+        }
+    } else if (clamp == MCU_S16P_CLAMP_RELU) {
+        for (int32_t j = 0; j < 4; ++j) {
+            y[j] = mcu_s16p_sat_relu(v[j]);
+        }
+    } else {
+        for (int32_t j = 0; j < 4; ++j) {
+            y[j] = mcu_clamp_to_s16(v[j], act_min, act_max);
+        }
+    }
+}
+
+#if MCU_S8_DSP_NATIVE
+/* One block on the core, x word-aligned and n a multiple of 4: the biases into the accumulators (one LDM),
+ * the quads (as mcu_s16p_quads), then each channel's SMLAWB and shift from the table (one LDM each).
+ * Returns the four requantized sums; the table's address comes from memory, as every register but r7
+ * (kept for a frame pointer) holds something. */
+static inline __attribute__((always_inline)) void mcu_s16p_block(const int16_t *x, const int32_t *w, int32_t quads,
+                                                                 const mcu_s16p_rq *t, int32_t v[4])
+{
+    register uint32_t a0 __asm__("r0");
+    register uint32_t a1 __asm__("r1");
+    register uint32_t a2 __asm__("r2");
+    register uint32_t a3 __asm__("r3");
+    register const int16_t *xp __asm__("r4") = x;
+    register const int32_t *wp __asm__("r5") = w;
+    register int32_t n __asm__("r6") = quads;
+    const mcu_s16p_rq *tp = t;
+#define MCU_S16P_RQ(acc)                                                                                  \
+    "ldmia r12!, {r8, r9, r10}\n\t"                                                                       \
+    "smlawb " acc ", " acc ", r8, r9\n\t"                                                                 \
+    "asr " acc ", " acc ", r10\n\t"
+    __asm__ volatile("ldr r12, %[tab]\n\t"
+                     "ldmia r12, {r0, r1, r2, r3}\n\t"
+                     "tst r6, #1\n\t"
+                     "beq 1f\n\t" MCU_S16P_QUAD "1:\n\t"
+                     "tst r6, #2\n\t"
+                     "beq 2f\n\t" MCU_S16P_QUAD MCU_S16P_QUAD "2:\n\t"
+                     "lsrs r6, r6, #2\n\t"
+                     "beq 4f\n\t"
+                     "3:\n\t" MCU_S16P_QUAD MCU_S16P_QUAD MCU_S16P_QUAD MCU_S16P_QUAD
+                     "subs r6, r6, #1\n\t"
+                     "bne 3b\n\t"
+                     "4:\n\t"
+                     "ldr r12, %[tab]\n\t"
+                     "add r12, r12, #16\n\t" MCU_S16P_RQ("r0") MCU_S16P_RQ("r1") MCU_S16P_RQ("r2") MCU_S16P_RQ("r3")
+                     : "=&r"(a0), "=&r"(a1), "=&r"(a2), "=&r"(a3), "+r"(xp), "+r"(wp), "+r"(n)
+                     : [tab] "m"(tp)
+                     : "r8", "r9", "r10", "r11", "r12", "lr", "cc", "memory");
+#undef MCU_S16P_RQ
+    v[0] = (int32_t)a0;
+    v[1] = (int32_t)a1;
+    v[2] = (int32_t)a2;
+    v[3] = (int32_t)a3;
+}
+#endif
+
 /* y[0..count) (count a multiple of 4) for one input vector x of n taps (NULL: all zero, a window wholly in
- * the padding) and the whole blocks from word w, with the chunk's table t. */
+ * the padding) and the whole blocks from word w, with the chunk's table t (one entry a block). */
 static inline void mcu_s16p_chunk(const int16_t *x, const int32_t *w, int32_t n, const mcu_s16p_rq *t,
                                   int32_t count, int clamp, int32_t act_min, int32_t act_max, int16_t *y)
 {
     const int32_t quads = n >> 2, rest = n & 3, whole = n & ~3;
-    for (int32_t b = 0; b < count; b += 4, w += 2 * n, t += 4, y += 4) {
-        uint32_t acc[4] = {(uint32_t)t[0].bias, (uint32_t)t[1].bias, (uint32_t)t[2].bias, (uint32_t)t[3].bias};
+    for (int32_t b = 0; b < count; b += 4, w += 2 * n, ++t, y += 4) {
+        int32_t v[4];
+#if MCU_S8_DSP_NATIVE
+        if (x != NULL && rest == 0 && (((uintptr_t)x) & 3u) == 0) {
+            mcu_s16p_block(x, w, quads, t, v);
+            mcu_s16p_store4(v, clamp, act_min, act_max, y);
+            continue;
+        }
+#endif
+        uint32_t acc[4] = {(uint32_t)t->bias[0], (uint32_t)t->bias[1], (uint32_t)t->bias[2], (uint32_t)t->bias[3]};
         if (x != NULL) {
             mcu_s16p_quads(x, w, quads, acc);
             if (rest != 0) {
                 mcu_s16p_tail(x + whole, w, 4u * (size_t)whole, rest, acc);
             }
         }
-        if (clamp == MCU_S16P_CLAMP_S16) {
-            for (int32_t j = 0; j < 4; ++j) {
-                y[j] = mcu_s16p_sat_s16(mcu_s16p_rq_apply(mcu_u32_to_s32(acc[j]), &t[j]));
-            }
-        } else if (clamp == MCU_S16P_CLAMP_RELU) {
-            for (int32_t j = 0; j < 4; ++j) {
-                y[j] = mcu_s16p_sat_relu(mcu_s16p_rq_apply(mcu_u32_to_s32(acc[j]), &t[j]));
-            }
-        } else {
-            for (int32_t j = 0; j < 4; ++j) {
-                y[j] = mcu_clamp_to_s16(mcu_s16p_rq_apply(mcu_u32_to_s32(acc[j]), &t[j]), act_min, act_max);
-            }
+        for (int32_t j = 0; j < 4; ++j) {
+            v[j] = mcu_s16p_rq_apply(mcu_u32_to_s32(acc[j]), &t->ch[j]);
         }
+        mcu_s16p_store4(v, clamp, act_min, act_max, y);
     }
 }
 

@@ -105,7 +105,7 @@ mcu_status mcu_conv2d_packed_s16(const mcu_context *ctx, const mcu_conv2d_s16_pa
      * gathered again per chunk: far fewer instructions than its products). */
     const int32_t whole = cout & ~3;
     const int clamp = mcu_s16p_clamp_kind(p->act_min, p->act_max);
-    mcu_s16p_rq t[MCU_S16P_CHUNK];
+    mcu_s16p_rq t[MCU_S16P_CHUNK / 4];
     for (int32_t o0 = 0; o0 < cout; o0 += MCU_S16P_CHUNK) {
         const int32_t count = whole - o0 < MCU_S16P_CHUNK ? whole - o0 : MCU_S16P_CHUNK;
         const int last = o0 + MCU_S16P_CHUNK >= cout; /* the channels after the last whole block go with it */

@@ -60,14 +60,14 @@ static void mcu_dw_s16_quads(const mcu_depthwise_conv2d_s16_params *p, const mcu
 #endif
     const int clamp = mcu_s16p_clamp_kind(p->act_min, p->act_max);
     uint32_t wq[2 * MCU_DW_S16_TAPS];
-    mcu_s16p_rq t[4];
+    mcu_s16p_rq t;
     for (int32_t o = 0; o < channels; o += 4) {
         for (int32_t i = 0; i < taps; ++i) {
             const int8_t *wi = weight + (size_t)i * (size_t)c_all + o;
             wq[2 * i] = (uint32_t)(uint16_t)wi[0] | ((uint32_t)(uint16_t)wi[1] << 16);
             wq[2 * i + 1] = (uint32_t)(uint16_t)wi[2] | ((uint32_t)(uint16_t)wi[3] << 16);
         }
-        mcu_s16p_rq_init(t, bias, q, o, 4);
+        mcu_s16p_rq_init(&t, bias, q, o, 4);
         int16_t *y = output + o;
         for (int32_t n = 0; n < out->n; ++n) {
             const int16_t *img = input + (size_t)n * (size_t)in->h * (size_t)in->w * (size_t)c_all + o;
@@ -91,8 +91,8 @@ static void mcu_dw_s16_quads(const mcu_depthwise_conv2d_s16_params *p, const mcu
                     const int16_t *xc = img + ((size_t)(y0 + ky0 * p->dilation_h) * (size_t)in->w +
                                                (size_t)(x0 + kx0 * p->dilation_w)) * (size_t)c_all;
                     const uint32_t *wc = wq + 2 * (ky0 * kw + kx0);
-                    uint32_t a0 = (uint32_t)t[0].bias, a1 = (uint32_t)t[1].bias, a2 = (uint32_t)t[2].bias,
-                             a3 = (uint32_t)t[3].bias;
+                    uint32_t a0 = (uint32_t)t.bias[0], a1 = (uint32_t)t.bias[1], a2 = (uint32_t)t.bias[2],
+                             a3 = (uint32_t)t.bias[3];
                     for (int32_t r = ky0; r < ky1; ++r, xc += x_row, wc += 2 * kw) {
                         const int16_t *xt = xc;
                         const uint32_t *wt = wc;
@@ -137,21 +137,11 @@ static void mcu_dw_s16_quads(const mcu_depthwise_conv2d_s16_params *p, const mcu
 #endif
                     }
                     /* the bias below 2^30 plus at most 256 products of 2^22: the sums are the int32 values */
-                    const int32_t acc[4] = {mcu_u32_to_s32(a0), mcu_u32_to_s32(a1), mcu_u32_to_s32(a2),
-                                            mcu_u32_to_s32(a3)};
-                    if (clamp == MCU_S16P_CLAMP_S16) {
-                        for (int32_t j = 0; j < 4; ++j) {
-                            y[j] = mcu_s16p_sat_s16(mcu_s16p_rq_apply(acc[j], &t[j]));
-                        }
-                    } else if (clamp == MCU_S16P_CLAMP_RELU) {
-                        for (int32_t j = 0; j < 4; ++j) {
-                            y[j] = mcu_s16p_sat_relu(mcu_s16p_rq_apply(acc[j], &t[j]));
-                        }
-                    } else {
-                        for (int32_t j = 0; j < 4; ++j) {
-                            y[j] = mcu_clamp_to_s16(mcu_s16p_rq_apply(acc[j], &t[j]), p->act_min, p->act_max);
-                        }
-                    }
+                    const int32_t v[4] = {mcu_s16p_rq_apply(mcu_u32_to_s32(a0), &t.ch[0]),
+                                          mcu_s16p_rq_apply(mcu_u32_to_s32(a1), &t.ch[1]),
+                                          mcu_s16p_rq_apply(mcu_u32_to_s32(a2), &t.ch[2]),
+                                          mcu_s16p_rq_apply(mcu_u32_to_s32(a3), &t.ch[3])};
+                    mcu_s16p_store4(v, clamp, p->act_min, p->act_max, y);
                 }
             }
         }

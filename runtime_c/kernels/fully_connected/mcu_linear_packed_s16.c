@@ -28,7 +28,7 @@ mcu_status mcu_linear_packed_s16(const mcu_context *ctx, const mcu_linear_s16_pa
     /* a chunk of channels' requantization constants at a time, for every row of the batch */
     const int32_t whole = nout & ~3;
     const int clamp = mcu_s16p_clamp_kind(p->act_min, p->act_max);
-    mcu_s16p_rq t[MCU_S16P_CHUNK];
+    mcu_s16p_rq t[MCU_S16P_CHUNK / 4];
     for (int32_t o0 = 0; o0 < whole; o0 += MCU_S16P_CHUNK) {
         const int32_t count = whole - o0 < MCU_S16P_CHUNK ? whole - o0 : MCU_S16P_CHUNK;
         mcu_s16p_rq_init(t, bias, q, o0, count);
