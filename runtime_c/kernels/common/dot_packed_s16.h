@@ -282,21 +282,26 @@ static inline int16_t mcu_s16p_sat_relu(int32_t v)
 #endif
 }
 
-/* y[0..4) from the block's four requantized sums (not yet clamped). */
-static inline void mcu_s16p_store4(const int32_t v[4], int clamp, int32_t act_min, int32_t act_max, int16_t *y)
+/* y[0..4) from the block's four requantized sums (not yet clamped); written out so that the sums stay in
+ * registers. */
+static inline void mcu_s16p_store4(int32_t v0, int32_t v1, int32_t v2, int32_t v3, int clamp, int32_t act_min,
+                                   int32_t act_max, int16_t *y)
 {
     if (clamp == MCU_S16P_CLAMP_S16) {
-        for (int32_t j = 0; j < 4; ++j) {
-            y[j] = mcu_s16p_sat_s16(v[j]);
-        }
+        y[0] = mcu_s16p_sat_s16(v0);
+        y[1] = mcu_s16p_sat_s16(v1);
+        y[2] = mcu_s16p_sat_s16(v2);
+        y[3] = mcu_s16p_sat_s16(v3);
     } else if (clamp == MCU_S16P_CLAMP_RELU) {
-        for (int32_t j = 0; j < 4; ++j) {
-            y[j] = mcu_s16p_sat_relu(v[j]);
-        }
+        y[0] = mcu_s16p_sat_relu(v0);
+        y[1] = mcu_s16p_sat_relu(v1);
+        y[2] = mcu_s16p_sat_relu(v2);
+        y[3] = mcu_s16p_sat_relu(v3);
     } else {
-        for (int32_t j = 0; j < 4; ++j) {
-            y[j] = mcu_clamp_to_s16(v[j], act_min, act_max);
-        }
+        y[0] = mcu_clamp_to_s16(v0, act_min, act_max);
+        y[1] = mcu_clamp_to_s16(v1, act_min, act_max);
+        y[2] = mcu_clamp_to_s16(v2, act_min, act_max);
+        y[3] = mcu_clamp_to_s16(v3, act_min, act_max);
     }
 }
 
@@ -356,7 +361,7 @@ static inline void mcu_s16p_chunk(const int16_t *x, const int32_t *w, int32_t n,
 #if MCU_S8_DSP_NATIVE
         if (x != NULL && rest == 0 && (((uintptr_t)x) & 3u) == 0) {
             mcu_s16p_block(x, w, quads, t, v);
-            mcu_s16p_store4(v, clamp, act_min, act_max, y);
+            mcu_s16p_store4(v[0], v[1], v[2], v[3], clamp, act_min, act_max, y);
             continue;
         }
 #endif
@@ -370,7 +375,7 @@ static inline void mcu_s16p_chunk(const int16_t *x, const int32_t *w, int32_t n,
         for (int32_t j = 0; j < 4; ++j) {
             v[j] = mcu_s16p_rq_apply(mcu_u32_to_s32(acc[j]), &t->ch[j]);
         }
-        mcu_s16p_store4(v, clamp, act_min, act_max, y);
+        mcu_s16p_store4(v[0], v[1], v[2], v[3], clamp, act_min, act_max, y);
     }
 }
 

@@ -57,6 +57,9 @@ static void mcu_dw_s16_quads(const mcu_depthwise_conv2d_s16_params *p, const mcu
     const int32_t x_step = p->dilation_w * c_all, x_row = p->dilation_h * in->w * c_all;
 #if MCU_S8_DSP_NATIVE
     const int32_t x_step_bytes = x_step * (int32_t)sizeof(int16_t);
+    /* from a 3x3 window row's last tap to the next row's first */
+    const int32_t x_row3_bytes = (x_row - 2 * x_step) * (int32_t)sizeof(int16_t);
+    const int full3 = p->kernel_h == 3 && kw == 3;
 #endif
     const int clamp = mcu_s16p_clamp_kind(p->act_min, p->act_max);
     uint32_t wq[2 * MCU_DW_S16_TAPS];
@@ -93,11 +96,41 @@ static void mcu_dw_s16_quads(const mcu_depthwise_conv2d_s16_params *p, const mcu
                     const uint32_t *wc = wq + 2 * (ky0 * kw + kx0);
                     uint32_t a0 = (uint32_t)t.bias[0], a1 = (uint32_t)t.bias[1], a2 = (uint32_t)t.bias[2],
                              a3 = (uint32_t)t.bias[3];
-                    for (int32_t r = ky0; r < ky1; ++r, xc += x_row, wc += 2 * kw) {
+                    int32_t r_end = ky1;
+#if MCU_S8_DSP_NATIVE
+                    if (full3 && ky1 - ky0 == 3 && cols == 3) {
+                        /* a 3x3 window wholly inside: its nine taps straight-line, 8 instructions a tap */
+#define MCU_DW3_TAP(off, step)                                                                            \
+    "ldr %[x01], [%[xt]]\n\t"                                                                             \
+    "ldr %[x23], [%[xt], #4]\n\t"                                                                         \
+    "ldrd %[w01], %[w23], [%[wq], #" off "]\n\t"                                                          \
+    "add %[xt], %[xt], %[" step "]\n\t"                                                                   \
+    "smlabb %[a0], %[x01], %[w01], %[a0]\n\t"                                                             \
+    "smlatt %[a1], %[x01], %[w01], %[a1]\n\t"                                                             \
+    "smlabb %[a2], %[x23], %[w23], %[a2]\n\t"                                                             \
+    "smlatt %[a3], %[x23], %[w23], %[a3]\n\t"
+                        const int16_t *xt = xc;
+                        uint32_t x01, x23, w01, w23;
+                        __asm__ volatile(MCU_DW3_TAP("0", "step") MCU_DW3_TAP("8", "step") MCU_DW3_TAP("16", "row")
+                                             MCU_DW3_TAP("24", "step") MCU_DW3_TAP("32", "step")
+                                                 MCU_DW3_TAP("40", "row") MCU_DW3_TAP("48", "step")
+                                                     MCU_DW3_TAP("56", "step") MCU_DW3_TAP("64", "step")
+                                         : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [xt] "+r"(xt),
+                                           [x01] "=&r"(x01), [x23] "=&r"(x23), [w01] "=&r"(w01), [w23] "=&r"(w23)
+                                         : [wq] "r"(wq), [step] "r"(x_step_bytes), [row] "r"(x_row3_bytes), "m"(wq)
+                                         : "cc");
+#undef MCU_DW3_TAP
+                        r_end = ky0; /* done: no rows left for the loop below */
+                    }
+#endif
+                    for (int32_t r = ky0; r < r_end; ++r, xc += x_row, wc += 2 * kw) {
                         const int16_t *xt = xc;
                         const uint32_t *wt = wc;
 #if MCU_S8_DSP_NATIVE
-                        /* the row's taps: 10 instructions a tap (unaligned activation words are single LDRs) */
+                        /* the row's taps: 10 instructions a tap (unaligned activation words are single LDRs). The
+                         * assembly reads the widened weights (an input operand, so their stores stay before it)
+                         * and the input, which nothing here writes: no memory clobber, which would have the loop
+                         * reload its state from the stack every pixel. */
                         const uint32_t *we = wc + 2 * cols;
                         uint32_t x01, x23, w01, w23;
                         if (cols > 0) {
@@ -115,8 +148,8 @@ static void mcu_dw_s16_quads(const mcu_depthwise_conv2d_s16_params *p, const mcu
                                              : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3),
                                                [xt] "+r"(xt), [wt] "+r"(wt), [x01] "=&r"(x01), [x23] "=&r"(x23),
                                                [w01] "=&r"(w01), [w23] "=&r"(w23)
-                                             : [we] "r"(we), [step] "r"(x_step_bytes)
-                                             : "cc", "memory");
+                                             : [we] "r"(we), [step] "r"(x_step_bytes), "m"(wq)
+                                             : "cc");
                         }
 #else
                         for (int32_t c = 0; c < cols; ++c, xt += x_step, wt += 2) {
@@ -137,11 +170,10 @@ static void mcu_dw_s16_quads(const mcu_depthwise_conv2d_s16_params *p, const mcu
 #endif
                     }
                     /* the bias below 2^30 plus at most 256 products of 2^22: the sums are the int32 values */
-                    const int32_t v[4] = {mcu_s16p_rq_apply(mcu_u32_to_s32(a0), &t.ch[0]),
-                                          mcu_s16p_rq_apply(mcu_u32_to_s32(a1), &t.ch[1]),
-                                          mcu_s16p_rq_apply(mcu_u32_to_s32(a2), &t.ch[2]),
-                                          mcu_s16p_rq_apply(mcu_u32_to_s32(a3), &t.ch[3])};
-                    mcu_s16p_store4(v, clamp, p->act_min, p->act_max, y);
+                    mcu_s16p_store4(mcu_s16p_rq_apply(mcu_u32_to_s32(a0), &t.ch[0]),
+                                    mcu_s16p_rq_apply(mcu_u32_to_s32(a1), &t.ch[1]),
+                                    mcu_s16p_rq_apply(mcu_u32_to_s32(a2), &t.ch[2]),
+                                    mcu_s16p_rq_apply(mcu_u32_to_s32(a3), &t.ch[3]), clamp, p->act_min, p->act_max, y);
                 }
             }
         }
