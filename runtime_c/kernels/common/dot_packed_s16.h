@@ -231,20 +231,33 @@ static inline int32_t mcu_s16p_q15(int32_t multiplier)
 #endif
 }
 
-/* t[0..count / 4) for the channels from o0 (count a multiple of 4; a layer of mcu_s16_small_layer). */
-static inline void mcu_s16p_rq_init(mcu_s16p_rq *t, const int64_t *bias, const mcu_per_channel_quant *q, int32_t o0,
-                                    int32_t count)
+/* t[0..count / 4) for the channels from o0 (count a multiple of 4). Returns 1 when every one of them has the
+ * shift and bias of mcu_s16_small_layer (then a window of at most MCU_S16_PART products requantizes from the
+ * table), checked here rather than in a pass of its own. */
+static inline int mcu_s16p_rq_init(mcu_s16p_rq *t, const int64_t *bias, const mcu_per_channel_quant *q, int32_t o0,
+                                   int32_t count)
 {
     const int32_t *mul = q->multiplier + o0, *sh = q->shift + o0;
+    uint32_t bad = 0;
     for (int32_t b = 0; b < count; b += 4, ++t) {
         for (int32_t j = 0; j < 4; ++j) {
             const int32_t k = -1 - sh[b + j];
-            t->bias[j] = bias != NULL ? (int32_t)bias[o0 + b + j] : 0;
+            int32_t b32 = 0;
+            if (bias != NULL) {
+                const int64_t v = bias[o0 + b + j];
+                /* |v| < 2^30 */
+                bad |= (uint32_t)((uint64_t)v + (uint64_t)(MCU_S16_SMALL_BIAS - 1) >
+                                  (uint64_t)(2 * MCU_S16_SMALL_BIAS - 2));
+                b32 = (int32_t)v;
+            }
+            bad |= (uint32_t)(k < 1);
+            t->bias[j] = b32;
             t->ch[j].m15 = mcu_s16p_q15(mul[b + j]);
-            t->ch[j].half = (int32_t)1 << (k - 1);
+            t->ch[j].half = (int32_t)1 << ((k - 1) & 31); /* (a shift past -2 fails the check) */
             t->ch[j].k = k;
         }
     }
+    return bad == 0;
 }
 
 /* mcu_requantize_s16_small(acc, ...) from the channel's constants: floor(acc m15 / 2^16) + 2^(k-1), shifted
@@ -260,23 +273,23 @@ static inline int32_t mcu_s16p_rq_apply(int32_t acc, const mcu_s16p_ch *t)
     return mcu_asr32(s, t->k);
 }
 
-static inline int16_t mcu_s16p_sat_s16(int32_t v)
+static inline int32_t mcu_s16p_sat_s16(int32_t v)
 {
 #if defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP
     int32_t r;
     __asm__("ssat %0, #16, %1" : "=r"(r) : "r"(v));
-    return (int16_t)r;
+    return r;
 #else
     return mcu_clamp_to_s16(v, INT16_MIN, INT16_MAX);
 #endif
 }
 
-static inline int16_t mcu_s16p_sat_relu(int32_t v)
+static inline int32_t mcu_s16p_sat_relu(int32_t v)
 {
 #if defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP
     int32_t r;
     __asm__("usat %0, #15, %1" : "=r"(r) : "r"(v));
-    return (int16_t)r;
+    return r;
 #else
     return mcu_clamp_to_s16(v, 0, INT16_MAX);
 #endif
@@ -284,25 +297,31 @@ static inline int16_t mcu_s16p_sat_relu(int32_t v)
 
 /* y[0..4) from the block's four requantized sums (not yet clamped); written out so that the sums stay in
  * registers. */
-static inline void mcu_s16p_store4(int32_t v0, int32_t v1, int32_t v2, int32_t v3, int clamp, int32_t act_min,
-                                   int32_t act_max, int16_t *y)
+static inline __attribute__((always_inline)) void mcu_s16p_store4(int32_t v0, int32_t v1, int32_t v2, int32_t v3,
+                                                                  int clamp, int32_t act_min, int32_t act_max,
+                                                                  int16_t *y)
 {
     if (clamp == MCU_S16P_CLAMP_S16) {
-        y[0] = mcu_s16p_sat_s16(v0);
-        y[1] = mcu_s16p_sat_s16(v1);
-        y[2] = mcu_s16p_sat_s16(v2);
-        y[3] = mcu_s16p_sat_s16(v3);
+        v0 = mcu_s16p_sat_s16(v0);
+        v1 = mcu_s16p_sat_s16(v1);
+        v2 = mcu_s16p_sat_s16(v2);
+        v3 = mcu_s16p_sat_s16(v3);
     } else if (clamp == MCU_S16P_CLAMP_RELU) {
-        y[0] = mcu_s16p_sat_relu(v0);
-        y[1] = mcu_s16p_sat_relu(v1);
-        y[2] = mcu_s16p_sat_relu(v2);
-        y[3] = mcu_s16p_sat_relu(v3);
+        v0 = mcu_s16p_sat_relu(v0);
+        v1 = mcu_s16p_sat_relu(v1);
+        v2 = mcu_s16p_sat_relu(v2);
+        v3 = mcu_s16p_sat_relu(v3);
     } else {
-        y[0] = mcu_clamp_to_s16(v0, act_min, act_max);
-        y[1] = mcu_clamp_to_s16(v1, act_min, act_max);
-        y[2] = mcu_clamp_to_s16(v2, act_min, act_max);
-        y[3] = mcu_clamp_to_s16(v3, act_min, act_max);
+        v0 = mcu_clamp_to_s16(v0, act_min, act_max);
+        v1 = mcu_clamp_to_s16(v1, act_min, act_max);
+        v2 = mcu_clamp_to_s16(v2, act_min, act_max);
+        v3 = mcu_clamp_to_s16(v3, act_min, act_max);
     }
+    /* every value lies inside int16 now */
+    y[0] = (int16_t)v0;
+    y[1] = (int16_t)v1;
+    y[2] = (int16_t)v2;
+    y[3] = (int16_t)v3;
 }
 
 #if MCU_S8_DSP_NATIVE
@@ -352,8 +371,9 @@ static inline __attribute__((always_inline)) void mcu_s16p_block(const int16_t *
 
 /* y[0..count) (count a multiple of 4) for one input vector x of n taps (NULL: all zero, a window wholly in
  * the padding) and the whole blocks from word w, with the chunk's table t (one entry a block). */
-static inline void mcu_s16p_chunk(const int16_t *x, const int32_t *w, int32_t n, const mcu_s16p_rq *t,
-                                  int32_t count, int clamp, int32_t act_min, int32_t act_max, int16_t *y)
+static inline __attribute__((always_inline)) void mcu_s16p_chunk_as(const int16_t *x, const int32_t *w, int32_t n,
+                                                                     const mcu_s16p_rq *t, int32_t count, int clamp,
+                                                                     int32_t act_min, int32_t act_max, int16_t *y)
 {
     const int32_t quads = n >> 2, rest = n & 3, whole = n & ~3;
     for (int32_t b = 0; b < count; b += 4, w += 2 * n, ++t, y += 4) {
@@ -376,6 +396,19 @@ static inline void mcu_s16p_chunk(const int16_t *x, const int32_t *w, int32_t n,
             v[j] = mcu_s16p_rq_apply(mcu_u32_to_s32(acc[j]), &t->ch[j]);
         }
         mcu_s16p_store4(v[0], v[1], v[2], v[3], clamp, act_min, act_max, y);
+    }
+}
+
+/* mcu_s16p_chunk_as with the clamp kind a constant in each copy (no test of it per block). */
+static inline void mcu_s16p_chunk(const int16_t *x, const int32_t *w, int32_t n, const mcu_s16p_rq *t, int32_t count,
+                                  int clamp, int32_t act_min, int32_t act_max, int16_t *y)
+{
+    if (clamp == MCU_S16P_CLAMP_S16) {
+        mcu_s16p_chunk_as(x, w, n, t, count, MCU_S16P_CLAMP_S16, act_min, act_max, y);
+    } else if (clamp == MCU_S16P_CLAMP_RELU) {
+        mcu_s16p_chunk_as(x, w, n, t, count, MCU_S16P_CLAMP_RELU, act_min, act_max, y);
+    } else {
+        mcu_s16p_chunk_as(x, w, n, t, count, MCU_S16P_CLAMP_ANY, act_min, act_max, y);
     }
 }
 
