@@ -149,24 +149,13 @@ static inline void mcu_s16p_dot1(const int16_t *x, const int32_t *w, size_t at, 
 }
 
 /* y[o] for every output channel o of one input vector x of n taps (NULL: all zero, a window wholly in the
- * padding): the channels' sums, bias, requantization and clamp as the plain 16x8 kernels do them. `small`:
- * n <= MCU_S16_PART and mcu_s16_small_layer, so each sum stays one int32. */
+ * padding): the channels' exact 64-bit sums, bias, requantization and clamp as the plain 16x8 kernels do them
+ * (the layers whose biases or shifts mcu_s16p_rq_init refuses). */
 static inline void mcu_s16p_rows(const int16_t *x, const int32_t *w, int32_t n, int32_t channels,
-                                 const int64_t *bias, const mcu_per_channel_quant *q, int small, int32_t act_min,
-                                 int32_t act_max, int16_t *y)
+                                 const int64_t *bias, const mcu_per_channel_quant *q, int32_t act_min, int32_t act_max,
+                                 int16_t *y)
 {
     int32_t o = 0;
-    for (; small && o + 4 <= channels; o += 4) {
-        int32_t part[4] = {0, 0, 0, 0};
-        if (x != NULL) {
-            mcu_s16p_dot4_part(x, w, (size_t)o * (size_t)n, n, part);
-        }
-        for (int32_t j = 0; j < 4; ++j) {
-            const int32_t acc = part[j] + (bias != NULL ? (int32_t)bias[o + j] : 0);
-            y[o + j] = mcu_clamp_to_s16(mcu_requantize_s16_small(acc, q->multiplier[o + j], q->shift[o + j]),
-                                        act_min, act_max);
-        }
-    }
     for (; o + 4 <= channels; o += 4) {
         int64_t acc[4];
         for (int32_t j = 0; j < 4; ++j) {
@@ -189,10 +178,10 @@ static inline void mcu_s16p_rows(const int16_t *x, const int32_t *w, int32_t n, 
     }
 }
 
-/* The fast path of layers whose windows requantize in int32 (n <= MCU_S16_PART and mcu_s16_small_layer):
- * each channel's constants of mcu_requantize_s16_small made once per call and chunk of channels (not once
- * per pixel), the bias taken into the accumulators before the products (the sum stays inside int32), and
- * the rounding's addition done by the multiply (SMLAWB). */
+/* The fast path of layers whose biases and shifts are mcu_s16_small_layer's (windows past MCU_S16_PART taps
+ * in parts): each channel's constants of mcu_requantize_s16_small made once per call and chunk of channels
+ * (not once per pixel), the bias taken into the accumulators before the products (the sum stays inside
+ * int32), and the rounding's addition done by the multiply (SMLAWB). */
 #define MCU_S16P_CHUNK 32 /* channels per table: 512 bytes of stack */
 
 typedef struct {
@@ -233,7 +222,7 @@ static inline int32_t mcu_s16p_q15(int32_t multiplier)
 
 /* t[0..count / 4) for the channels from o0 (count a multiple of 4). Returns 1 when every one of them has the
  * shift and bias of mcu_s16_small_layer (then a window of at most MCU_S16_PART products requantizes from the
- * table), checked here rather than in a pass of its own. */
+ * table, a wider one in parts: mcu_s16p_chunk_wide), checked here rather than in a pass of its own. */
 static inline int mcu_s16p_rq_init(mcu_s16p_rq *t, const int64_t *bias, const mcu_per_channel_quant *q, int32_t o0,
                                    int32_t count)
 {
@@ -399,11 +388,49 @@ static inline __attribute__((always_inline)) void mcu_s16p_chunk_as(const int16_
     }
 }
 
+/* mcu_s16p_chunk for windows past MCU_S16_PART taps: the exact sum in int32 parts of at most MCU_S16_PART
+ * products (the first from the bias, below 2^30), added in 64 bits; a total inside int32 requantizes from the
+ * table, any other as mcu_requantize_s16_acc does (mcu_requantize_s64). */
+static inline void mcu_s16p_chunk_wide(const int16_t *x, const int32_t *w, int32_t n, const mcu_s16p_rq *t,
+                                       int32_t count, int clamp, int32_t act_min, int32_t act_max, int16_t *y)
+{
+    const int32_t rest = n & 3, whole = n & ~3;
+    for (int32_t b = 0; b < count; b += 4, w += 2 * n, ++t, y += 4) {
+        int64_t acc[4] = {t->bias[0], t->bias[1], t->bias[2], t->bias[3]};
+        if (x != NULL) {
+            for (int32_t i = 0; i < whole; i += MCU_S16_PART) {
+                const int32_t len = whole - i < MCU_S16_PART ? whole - i : MCU_S16_PART;
+                uint32_t part[4] = {0, 0, 0, 0};
+                mcu_s16p_quads(x + i, w + 2 * i, len >> 2, part);
+                for (int32_t j = 0; j < 4; ++j) {
+                    acc[j] += mcu_u32_to_s32(part[j]);
+                }
+            }
+            if (rest != 0) {
+                uint32_t part[4] = {0, 0, 0, 0};
+                mcu_s16p_tail(x + whole, w, 4u * (size_t)whole, rest, part);
+                for (int32_t j = 0; j < 4; ++j) {
+                    acc[j] += mcu_u32_to_s32(part[j]);
+                }
+            }
+        }
+        int32_t v[4];
+        for (int32_t j = 0; j < 4; ++j) {
+            v[j] = acc[j] >= INT32_MIN && acc[j] <= INT32_MAX
+                       ? mcu_s16p_rq_apply((int32_t)acc[j], &t->ch[j])
+                       : mcu_requantize_s64(acc[j], t->ch[j].m15, -1 - t->ch[j].k);
+        }
+        mcu_s16p_store4(v[0], v[1], v[2], v[3], clamp, act_min, act_max, y);
+    }
+}
+
 /* mcu_s16p_chunk_as with the clamp kind a constant in each copy (no test of it per block). */
 static inline void mcu_s16p_chunk(const int16_t *x, const int32_t *w, int32_t n, const mcu_s16p_rq *t, int32_t count,
                                   int clamp, int32_t act_min, int32_t act_max, int16_t *y)
 {
-    if (clamp == MCU_S16P_CLAMP_S16) {
+    if (n > MCU_S16_PART) {
+        mcu_s16p_chunk_wide(x, w, n, t, count, clamp, act_min, act_max, y);
+    } else if (clamp == MCU_S16P_CLAMP_S16) {
         mcu_s16p_chunk_as(x, w, n, t, count, MCU_S16P_CLAMP_S16, act_min, act_max, y);
     } else if (clamp == MCU_S16P_CLAMP_RELU) {
         mcu_s16p_chunk_as(x, w, n, t, count, MCU_S16P_CLAMP_RELU, act_min, act_max, y);

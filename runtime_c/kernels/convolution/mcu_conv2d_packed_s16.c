@@ -88,15 +88,15 @@ mcu_status mcu_conv2d_packed_s16(const mcu_context *ctx, const mcu_conv2d_s16_pa
     }
     const size_t image = (size_t)in->h * (size_t)in->w * (size_t)cin;
     /* A chunk of channels' requantization constants at a time, over every output pixel (a window is
-     * gathered again per chunk: far fewer instructions than its products); a chunk whose sums may leave
-     * int32 (windows past MCU_S16_PART products, large biases or shifts) takes the 64-bit path. */
+     * gathered again per chunk: far fewer instructions than its products); a chunk with biases or shifts past
+     * mcu_s16_small_layer's takes the 64-bit rows. */
     const int32_t whole = cout & ~3;
     const int clamp = mcu_s16p_clamp_kind(p->act_min, p->act_max);
     mcu_s16p_rq t[MCU_S16P_CHUNK / 4];
     for (int32_t o0 = 0; o0 < cout; o0 += MCU_S16P_CHUNK) {
         const int32_t count = whole - o0 < MCU_S16P_CHUNK ? whole - o0 : MCU_S16P_CHUNK;
         const int last = o0 + MCU_S16P_CHUNK >= cout; /* the channels after the last whole block go with it */
-        const int fast = count > 0 && filter <= MCU_S16_PART && mcu_s16p_rq_init(t, bias, q, o0, count);
+        const int fast = count > 0 && mcu_s16p_rq_init(t, bias, q, o0, count);
         const int32_t *w = weight + (size_t)o0 * (size_t)filter / 2u;
         const mcu_per_channel_quant qo = {q->multiplier + o0, q->shift + o0};
         int16_t *y = output + o0;
@@ -108,7 +108,7 @@ mcu_status mcu_conv2d_packed_s16(const mcu_context *ctx, const mcu_conv2d_s16_pa
                     if (fast) {
                         mcu_s16p_chunk(x, w, filter, t, count, clamp, p->act_min, p->act_max, y);
                     } else if (count > 0) {
-                        mcu_s16p_rows(x, w, filter, count, bias != NULL ? bias + o0 : NULL, &qo, 0, p->act_min,
+                        mcu_s16p_rows(x, w, filter, count, bias != NULL ? bias + o0 : NULL, &qo, p->act_min,
                                       p->act_max, y);
                     }
                     if (last && whole < cout) {
