@@ -175,8 +175,8 @@ def test_linear_s16_on_device(tmp_path: Path, board: str) -> None:
     from mcu.paths import runtime_dir
 
     src = tmp_path / "main.c"
-    # the depthwise kernel's DSP path is the same code on the M4, M33 and M55: built and run on the M33 only
-    depthwise = board == "mps2-an505"  # and so the packed kernels, whose assembly is the same on the M4
+    # the depthwise and packed kernels' DSP paths (assembly on the M4 and M33): built and run on both
+    depthwise = board in ("mps2-an505", "mps2-an386")  # and the packed kernels: the same assembly on both
     src.write_text(_program(depthwise, depthwise))
     b = load_board(board)
     names = ["mcu_linear_s16", "mcu_conv2d_s16"] + (["mcu_depthwise_conv2d_s16", "mcu_linear_packed_s16",

@@ -5,6 +5,7 @@
 #include "../common/check.h"
 #include "../common/requant_s16.h"
 #include "../common/dot_s16.h"
+#include "../common/dot_packed_s16.h" /* the chunk requantization (mcu_s16p_rq) */
 
 /* Products of int16 and int8 are at most 2^22 in magnitude: 256 of them fit an int32 partial sum. */
 #define MCU_DW_S16_PART 256
@@ -30,75 +31,149 @@ static void mcu_dw_s16_taps(int32_t start, int32_t kernel, int32_t dilation, int
     *hi = b;
 }
 
-/* One channel per input channel, windows of at most MCU_DW_S16_PART taps, biases and shifts of
- * mcu_s16_small_layer: four channels at a time over every output pixel, so that their requantization
- * constants are computed once (m15 and the rounding of mcu_requantize_s16_small) rather than per pixel. */
+/* The window taps [*lo, *hi) for a start of `start` and a dilation of 1, without mcu_dw_s16_taps' loops. */
+static inline void mcu_dw_s16_taps1(int32_t start, int32_t kernel, int32_t size, int32_t *lo, int32_t *hi)
+{
+    const int32_t a = start < 0 ? -start : 0;
+    const int32_t b = size - start < kernel ? size - start : kernel;
+    *lo = a < kernel ? a : kernel;
+    *hi = b > *lo ? b : *lo;
+}
+
+/* Windows of up to MCU_DW_S16_TAPS taps take mcu_dw_s16_quads: a channel quad's weights widened once to
+ * int16 pairs on the stack (512 bytes). */
+#define MCU_DW_S16_TAPS 64
+
+/* One channel per input channel, windows of at most MCU_DW_S16_TAPS taps, biases and shifts of
+ * mcu_s16_small_layer: four channels at a time over every output pixel, so that their weights are widened
+ * (to the pairs (w0, w1), (w2, w3)) and their requantization constants made once per quad rather than per
+ * pixel; per tap two activation words, one weight pair load and four halfword multiply-accumulates. */
 static void mcu_dw_s16_quads(const mcu_depthwise_conv2d_s16_params *p, const mcu_per_channel_quant *q,
                              const int16_t *input, const int8_t *weight, const int64_t *bias, int16_t *output,
                              int32_t channels)
 {
     const mcu_shape4 *in = &p->input, *out = &p->output;
-    const int32_t c_all = in->c;
+    const int32_t c_all = in->c, kw = p->kernel_w, taps = p->kernel_h * p->kernel_w;
     const int32_t x_step = p->dilation_w * c_all, x_row = p->dilation_h * in->w * c_all;
-    const int32_t w_row = p->kernel_w * c_all;
+#if MCU_S8_DSP_NATIVE
+    const int32_t x_step_bytes = x_step * (int32_t)sizeof(int16_t);
+    /* from a 3x3 window row's last tap to the next row's first */
+    const int32_t x_row3_bytes = (x_row - 2 * x_step) * (int32_t)sizeof(int16_t);
+    const int full3 = p->kernel_h == 3 && kw == 3;
+#endif
+    const int clamp = mcu_s16p_clamp_kind(p->act_min, p->act_max);
+    uint32_t wq[2 * MCU_DW_S16_TAPS];
+    mcu_s16p_rq t;
     for (int32_t o = 0; o < channels; o += 4) {
-        int32_t m15[4], k[4], half[4], b[4];
-        for (int32_t j = 0; j < 4; ++j) {
-            m15[j] = mcu_reduce_multiplier_q15(q->multiplier[o + j]);
-            k[j] = -1 - q->shift[o + j];
-            half[j] = (int32_t)1 << (k[j] - 1);
-            b[j] = bias != NULL ? (int32_t)bias[o + j] : 0;
+        for (int32_t i = 0; i < taps; ++i) {
+            const int8_t *wi = weight + (size_t)i * (size_t)c_all + o;
+            wq[2 * i] = (uint32_t)(uint16_t)wi[0] | ((uint32_t)(uint16_t)wi[1] << 16);
+            wq[2 * i + 1] = (uint32_t)(uint16_t)wi[2] | ((uint32_t)(uint16_t)wi[3] << 16);
         }
+        mcu_s16p_rq_init(&t, bias, q, o, 4);
         int16_t *y = output + o;
         for (int32_t n = 0; n < out->n; ++n) {
             const int16_t *img = input + (size_t)n * (size_t)in->h * (size_t)in->w * (size_t)c_all + o;
             for (int32_t oy = 0; oy < out->h; ++oy) {
                 const int32_t y0 = oy * p->stride_h - p->pad_top;
                 int32_t ky0, ky1;
-                mcu_dw_s16_taps(y0, p->kernel_h, p->dilation_h, in->h, &ky0, &ky1);
+                if (p->dilation_h == 1) {
+                    mcu_dw_s16_taps1(y0, p->kernel_h, in->h, &ky0, &ky1);
+                } else {
+                    mcu_dw_s16_taps(y0, p->kernel_h, p->dilation_h, in->h, &ky0, &ky1);
+                }
                 for (int32_t ox = 0; ox < out->w; ++ox, y += out->c) {
                     const int32_t x0 = ox * p->stride_w - p->pad_left;
                     int32_t kx0, kx1;
-                    mcu_dw_s16_taps(x0, p->kernel_w, p->dilation_w, in->w, &kx0, &kx1);
+                    if (p->dilation_w == 1) {
+                        mcu_dw_s16_taps1(x0, kw, in->w, &kx0, &kx1);
+                    } else {
+                        mcu_dw_s16_taps(x0, kw, p->dilation_w, in->w, &kx0, &kx1);
+                    }
                     const int32_t cols = kx1 - kx0;
                     const int16_t *xc = img + ((size_t)(y0 + ky0 * p->dilation_h) * (size_t)in->w +
                                                (size_t)(x0 + kx0 * p->dilation_w)) * (size_t)c_all;
-                    const int8_t *wc = weight + ((size_t)ky0 * (size_t)p->kernel_w + (size_t)kx0) * (size_t)c_all + o;
-                    uint32_t a0 = (uint32_t)b[0], a1 = (uint32_t)b[1], a2 = (uint32_t)b[2], a3 = (uint32_t)b[3];
-                    for (int32_t r = ky0; r < ky1; ++r, xc += x_row, wc += w_row) {
+                    const uint32_t *wc = wq + 2 * (ky0 * kw + kx0);
+                    uint32_t a0 = (uint32_t)t.bias[0], a1 = (uint32_t)t.bias[1], a2 = (uint32_t)t.bias[2],
+                             a3 = (uint32_t)t.bias[3];
+                    int32_t r_end = ky1;
+#if MCU_S8_DSP_NATIVE
+                    if (full3 && ky1 - ky0 == 3 && cols == 3) {
+                        /* a 3x3 window wholly inside: its nine taps straight-line, 8 instructions a tap */
+#define MCU_DW3_TAP(off, step)                                                                            \
+    "ldr %[x01], [%[xt]]\n\t"                                                                             \
+    "ldr %[x23], [%[xt], #4]\n\t"                                                                         \
+    "ldrd %[w01], %[w23], [%[wq], #" off "]\n\t"                                                          \
+    "add %[xt], %[xt], %[" step "]\n\t"                                                                   \
+    "smlabb %[a0], %[x01], %[w01], %[a0]\n\t"                                                             \
+    "smlatt %[a1], %[x01], %[w01], %[a1]\n\t"                                                             \
+    "smlabb %[a2], %[x23], %[w23], %[a2]\n\t"                                                             \
+    "smlatt %[a3], %[x23], %[w23], %[a3]\n\t"
                         const int16_t *xt = xc;
-                        const int8_t *wt = wc;
-                        for (int32_t c = 0; c < cols; ++c, xt += x_step, wt += c_all) {
-#if MCU_S8_DSP
-                            /* two int16 channel pairs and four weights widened by SXTB16 to (w0, w2) and
-                             * (w1, w3): each channel's product is one halfword multiply-accumulate */
-                            const uint32_t x01 = mcu_load_u32(xt), x23 = mcu_load_u32(xt + 2);
-                            const uint32_t kw = mcu_load_u32(wt);
-                            const uint32_t w02 = mcu_sxtb16(kw), w13 = mcu_sxtb16_ror8(kw);
-                            a0 = mcu_smlabb(x01, w02, a0);
-                            a1 = mcu_s16_smlatb(x01, w13, a1);
-                            a2 = mcu_s16_smlabt(x23, w02, a2);
-                            a3 = mcu_smlatt(x23, w13, a3);
+                        uint32_t x01, x23, w01, w23;
+                        __asm__ volatile(MCU_DW3_TAP("0", "step") MCU_DW3_TAP("8", "step") MCU_DW3_TAP("16", "row")
+                                             MCU_DW3_TAP("24", "step") MCU_DW3_TAP("32", "step")
+                                                 MCU_DW3_TAP("40", "row") MCU_DW3_TAP("48", "step")
+                                                     MCU_DW3_TAP("56", "step") MCU_DW3_TAP("64", "step")
+                                         : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [xt] "+r"(xt),
+                                           [x01] "=&r"(x01), [x23] "=&r"(x23), [w01] "=&r"(w01), [w23] "=&r"(w23)
+                                         : [wq] "r"(wq), [step] "r"(x_step_bytes), [row] "r"(x_row3_bytes), "m"(wq)
+                                         : "cc");
+#undef MCU_DW3_TAP
+                        r_end = ky0; /* done: no rows left for the loop below */
+                    }
+#endif
+                    for (int32_t r = ky0; r < r_end; ++r, xc += x_row, wc += 2 * kw) {
+                        const int16_t *xt = xc;
+                        const uint32_t *wt = wc;
+#if MCU_S8_DSP_NATIVE
+                        /* the row's taps: 10 instructions a tap (unaligned activation words are single LDRs). The
+                         * assembly reads the widened weights (an input operand, so their stores stay before it)
+                         * and the input, which nothing here writes: no memory clobber, which would have the loop
+                         * reload its state from the stack every pixel. */
+                        const uint32_t *we = wc + 2 * cols;
+                        uint32_t x01, x23, w01, w23;
+                        if (cols > 0) {
+                            __asm__ volatile("1:\n\t"
+                                             "ldr %[x01], [%[xt]]\n\t"
+                                             "ldr %[x23], [%[xt], #4]\n\t"
+                                             "add %[xt], %[xt], %[step]\n\t"
+                                             "ldrd %[w01], %[w23], [%[wt]], #8\n\t"
+                                             "smlabb %[a0], %[x01], %[w01], %[a0]\n\t"
+                                             "smlatt %[a1], %[x01], %[w01], %[a1]\n\t"
+                                             "smlabb %[a2], %[x23], %[w23], %[a2]\n\t"
+                                             "smlatt %[a3], %[x23], %[w23], %[a3]\n\t"
+                                             "cmp %[wt], %[we]\n\t"
+                                             "bne 1b"
+                                             : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3),
+                                               [xt] "+r"(xt), [wt] "+r"(wt), [x01] "=&r"(x01), [x23] "=&r"(x23),
+                                               [w01] "=&r"(w01), [w23] "=&r"(w23)
+                                             : [we] "r"(we), [step] "r"(x_step_bytes), "m"(wq)
+                                             : "cc");
+                        }
 #else
-                            a0 += (uint32_t)((int32_t)xt[0] * (int32_t)wt[0]);
-                            a1 += (uint32_t)((int32_t)xt[1] * (int32_t)wt[1]);
-                            a2 += (uint32_t)((int32_t)xt[2] * (int32_t)wt[2]);
-                            a3 += (uint32_t)((int32_t)xt[3] * (int32_t)wt[3]);
+                        for (int32_t c = 0; c < cols; ++c, xt += x_step, wt += 2) {
+#if MCU_S8_DSP
+                            const uint32_t x01 = mcu_load_u32(xt), x23 = mcu_load_u32(xt + 2);
+                            const uint32_t w01 = wt[0], w23 = wt[1];
+                            a0 = mcu_smlabb(x01, w01, a0);
+                            a1 = mcu_smlatt(x01, w01, a1);
+                            a2 = mcu_smlabb(x23, w23, a2);
+                            a3 = mcu_smlatt(x23, w23, a3);
+#else
+                            a0 += (uint32_t)((int32_t)xt[0] * (int32_t)(int16_t)(uint16_t)(wt[0] & 0xFFFFu));
+                            a1 += (uint32_t)((int32_t)xt[1] * (int32_t)(int16_t)(uint16_t)(wt[0] >> 16));
+                            a2 += (uint32_t)((int32_t)xt[2] * (int32_t)(int16_t)(uint16_t)(wt[1] & 0xFFFFu));
+                            a3 += (uint32_t)((int32_t)xt[3] * (int32_t)(int16_t)(uint16_t)(wt[1] >> 16));
 #endif
                         }
+#endif
                     }
                     /* the bias below 2^30 plus at most 256 products of 2^22: the sums are the int32 values */
-                    const int32_t acc[4] = {mcu_u32_to_s32(a0), mcu_u32_to_s32(a1), mcu_u32_to_s32(a2),
-                                            mcu_u32_to_s32(a3)};
-                    for (int32_t j = 0; j < 4; ++j) {
-#if defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP
-                        int32_t t;
-                        __asm__("smulwb %0, %1, %2" : "=r"(t) : "r"(acc[j]), "r"(m15[j]));
-#else
-                        const int32_t t = (int32_t)mcu_asr64((int64_t)acc[j] * m15[j], 16);
-#endif
-                        y[j] = mcu_clamp_to_s16(mcu_asr32(t + half[j], k[j]), p->act_min, p->act_max);
-                    }
+                    mcu_s16p_store4(mcu_s16p_rq_apply(mcu_u32_to_s32(a0), &t.ch[0]),
+                                    mcu_s16p_rq_apply(mcu_u32_to_s32(a1), &t.ch[1]),
+                                    mcu_s16p_rq_apply(mcu_u32_to_s32(a2), &t.ch[2]),
+                                    mcu_s16p_rq_apply(mcu_u32_to_s32(a3), &t.ch[3]), clamp, p->act_min, p->act_max, y);
                 }
             }
         }
@@ -148,7 +223,7 @@ mcu_status mcu_depthwise_conv2d_s16(const mcu_context *ctx, const mcu_depthwise_
     /* biases and shifts for which a window's int32 sum plus the bias requantizes the short way */
     const int small_rq = mcu_s16_small_layer(bias, q->shift, cout);
     /* the channel quads over the whole output first, then the channels left over pixel by pixel */
-    const int32_t quads = mult == 1 && small_rq && (int64_t)p->kernel_h * p->kernel_w <= MCU_DW_S16_PART
+    const int32_t quads = mult == 1 && small_rq && (int64_t)p->kernel_h * p->kernel_w <= MCU_DW_S16_TAPS
                               ? cout & ~3
                               : 0;
     if (quads > 0) {
