@@ -27,7 +27,7 @@ from mcu.backends.base import BackendOptions, PartitionReport
 from mcu.backends.cmsis_nn.core import resolve
 from mcu.backends.cmsis_nn.options import CmsisNNOptions
 from mcu.backends.optimized.options import OptimizedOptions
-from mcu.device.boards import Board, load_board
+from mcu.device.boards import WEIGHTS_IN, Board, load_board
 from mcu.device.console import parse_harness
 from mcu.emit.c_model import GeneratedLibrary, render_firmware_main
 from mcu.errors import DoesNotFit, McuError
@@ -43,6 +43,7 @@ from mcu.plan.fused import KIND as FUSED_KIND
 from mcu.plan.prefix import KIND as PREFIX_KIND, PrefixSchedule, ring_parts
 from mcu.plan.fusion import FusionCosts
 from mcu.plan.memory import MemoryPlan
+from mcu.plan.weights import by_priority
 from mcu.emit.outputs import build_lock, cached_build_dir, stage_sources
 from mcu.progress import stage
 from mcu.pipeline import compile_graph, smallest_configuration, to_graph
@@ -77,6 +78,8 @@ class FirmwareBuild:
     region_bytes: dict[str, int] = field(default_factory=dict)  # bytes used per memory region
     sizes: SizeReport | None = None  # flash and RAM by category, from the linker map
     stack: Any = None  # mcu.device.stack.StackReport: the worst-case stack the linker script reserves
+    # --weights-in fast: bytes of constant tensors each faster memory took, by region (mcu/device/placement.py)
+    weights_placed: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -110,6 +113,9 @@ class CompiledModel:
     # this one (it cannot run a delegate's payload, and checks a fused block stage by stage). None when
     # neither happened.
     reference_graph: Graph | None = None
+    # Where the firmware keeps the constant tensors (``--weights-in``): "flash" or "fast" (each in the fastest
+    # memory with room, mcu/device/placement.py); None: the board's default (Board.weights_in).
+    weights_in: str | None = None
     _host: HostModel | None = field(default=None, repr=False)
     _program: Any = field(default=None, repr=False)  # mcu.program.host.Program of this model, loaded on first run
 
@@ -267,6 +273,23 @@ class CompiledModel:
         guards = {GUARD_DEFINE: None} if self.library.view.guarded else {}
         return {**self.library.defines, **guards}
 
+    @property
+    def weights_placement(self) -> str:
+        """``weights_in``, or the board's default when it is None."""
+        placement = self.weights_in or self.board.weights_in
+        if placement not in WEIGHTS_IN:
+            raise McuError(f"weights_in must be one of {', '.join(WEIGHTS_IN)}, got '{placement}'")
+        return placement
+
+    def fast_weight_symbols(self) -> list[str] | None:
+        """The constant arrays to move into fast memory, most re-read first (mcu/plan/weights.py); None when the
+        weights stay in flash."""
+        if self.weights_placement != "fast":
+            return None
+        view = self.library.view
+        return by_priority(self.graph, [(c.name, c.symbol) for c in view.constants]) + \
+            [d.payload_symbol for d in view.delegates]
+
     def build(self, out_dir: Path | None = None, lock: bool = True) -> FirmwareBuild:
         """Build the firmware into ``out_dir`` (default: a content-keyed cache folder).
 
@@ -276,7 +299,8 @@ class CompiledModel:
         files = self.firmware_sources()
         cached = out_dir is None
         if out_dir is None:
-            out_dir = cached_build_dir(self.board.name, self.library.prefix, files, self.harness_defines)
+            fast = {"MCU_WEIGHTS_IN": self.weights_placement} if self.weights_placement != "flash" else {}
+            out_dir = cached_build_dir(self.board.name, self.library.prefix, files, {**self.harness_defines, **fast})
         if not lock:
             return self._build_in(Path(out_dir), files)
         with build_lock(Path(out_dir), wait=cached):
@@ -288,7 +312,7 @@ class CompiledModel:
         # The stack is bounded from the code (mcu/device/stack.py) and reserved exactly, plus a margin.
         try:
             fw = build_firmware(self.board, sources, includes, Path(out_dir), stack_usage=True,
-                                defines=self.harness_defines)
+                                defines=self.harness_defines, fast_weights=self.fast_weight_symbols())
         except DoesNotFit as exc:
             if exc.region != self.board.region_for("rodata").name:
                 raise
@@ -296,10 +320,11 @@ class CompiledModel:
                            exc.hint) from None
         self._check_board_limits(fw)
         sizes = size_report(fw.map_path, fw.elf, self.library.prefix, self.library.kernel_sources,
-                            fw.flash_bytes, fw.ram_bytes)
+                            fw.flash_bytes, fw.ram_bytes, ram_regions=self.board.ram_regions())
         return FirmwareBuild(board=self.board, elf=fw.elf, source_dir=src_dir, flash_bytes=fw.flash_bytes,
                              ram_bytes=fw.ram_bytes, sections=dict(fw.sections), uf2=fw.uf2,
-                             region_bytes=dict(fw.region_bytes), sizes=sizes, stack=fw.stack)
+                             region_bytes=dict(fw.region_bytes), sizes=sizes, stack=fw.stack,
+                             weights_placed=dict(fw.weights_placed))
 
     def memory_svg(self) -> str:
         """The memory plan drawn as SVG (steps across, arena offsets up, one box per buffer)."""
