@@ -89,7 +89,7 @@ def print_sizes(report: dict[str, Any]) -> None:
           f"largest live set {report['arena_live_set_bytes']} B before in-place overlaps)"
           + (f"   stack: {report['stack_bytes']} B" if report.get("stack_bytes") else ""))
     if report.get("weights_in") == "fast":
-        placed = ", ".join(f"{n} {b} B" for n, b in report.get("weights_placed", {}).items() if b) or "none had room"
+        placed = ", ".join(f"{n} {b} B" for n, b in report.get("weights_placed", {}).items() if b) or "none (no faster memory with room)"
         print(f"weights in fast memory: {placed}")
     if report["fp32_fallbacks"]:
         islands = report["fp32_islands"]

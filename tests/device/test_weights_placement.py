@@ -48,6 +48,18 @@ def test_board_default_is_flash_and_validated(tmp_path: Path) -> None:
         load_board("mps2-an505-u575", tmp_path)
 
 
+def test_command_line_option() -> None:
+    from mcu.commands.cli import parse_args
+    from mcu.commands.types import UsageError
+
+    for command in ("build", "run", "export", "profile"):
+        extra = ["-o", "out"] if command == "export" else []
+        assert parse_args([command, "m.py", "-b", "mps3-an547", *extra, "--weights-in", "fast"]).weights_in == "fast"
+        assert parse_args([command, "m.py", "-b", "mps3-an547", *extra]).weights_in is None  # the board's default
+    with pytest.raises((UsageError, SystemExit)):
+        parse_args(["run", "m.py", "-b", "mps3-an547", "--weights-in", "sram"])
+
+
 @pytest.mark.qemu
 def test_u575_weights_in_sram_after_a_copy(compiled) -> None:
     cm = compiled("small_cnn", "mps2-an505-u575", "int8")
