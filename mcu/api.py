@@ -290,6 +290,10 @@ class CompiledModel:
         return by_priority(self.graph, [(c.name, c.symbol) for c in view.constants]) + \
             [d.payload_symbol for d in view.delegates]
 
+    def fast_weight_objects(self) -> list[str]:
+        """Sources whose whole read-only data moves with the weights: the model code's, each op's parameters."""
+        return [f"{self.library.prefix}_model"] if self.weights_placement == "fast" else []
+
     def build(self, out_dir: Path | None = None, lock: bool = True) -> FirmwareBuild:
         """Build the firmware into ``out_dir`` (default: a content-keyed cache folder).
 
@@ -312,7 +316,8 @@ class CompiledModel:
         # The stack is bounded from the code (mcu/device/stack.py) and reserved exactly, plus a margin.
         try:
             fw = build_firmware(self.board, sources, includes, Path(out_dir), stack_usage=True,
-                                defines=self.harness_defines, fast_weights=self.fast_weight_symbols())
+                                defines=self.harness_defines, fast_weights=self.fast_weight_symbols(),
+                                fast_objects=self.fast_weight_objects())
         except DoesNotFit as exc:
             if exc.region != self.board.region_for("rodata").name:
                 raise

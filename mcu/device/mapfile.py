@@ -118,6 +118,16 @@ def object_flash(map_path: Path, elf_path: Path) -> dict[str, int]:
     return out
 
 
+def object_section_bytes(map_path: Path, output_section: str, stem: str) -> int:
+    """Bytes of ``output_section`` that came from the object file of source ``stem`` (``ds_cnn_model``)."""
+    total = 0
+    for _section, origin, size in _placed(map_path, {output_section}):
+        name = Path(origin.split("(")[0]).name
+        if name.endswith(".o") and re.sub(r"^\d+-", "", name.removesuffix(".o")) == stem:
+            total += size
+    return total
+
+
 def size_report(map_path: Path, elf_path: Path, prefix: str, kernel_sources: list[str],
                 flash_bytes: int | None = None, ram_bytes: int | None = None,
                 ram_regions: Sequence[tuple[int, int]] = ()) -> SizeReport:

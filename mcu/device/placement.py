@@ -8,7 +8,8 @@ read-only one (the AN547's ITCM) takes it directly, a RAM gets a load image in t
 that ``Reset_Handler`` copies at boot (ports/cortex-m/startup.c, through the linker script's copy
 table). What does not fit stays where it was. The arrays keep their own input sections
 (``-fdata-sections``: ``.rodata.<symbol>``), so the linker script moves them by name and the compiled
-code is the same in both placements: only addresses change.
+code is the same in both placements: only addresses change. The model code's own read-only data (each
+op's parameter struct, which the kernels read through a pointer in their loops) moves first, whole.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ class WeightSection:
     region: MemoryRegion
     copied: bool  # a RAM: loaded from the read-only memory and copied at boot
     symbols: tuple[str, ...] = ()
+    objects: tuple[str, ...] = ()  # source stems whose whole .rodata is here (the model code's parameters)
 
     @property
     def name(self) -> str:
@@ -63,22 +65,25 @@ def free_bytes(board: Board, region: MemoryRegion, elf: ElfFile) -> int:
     return region.length - used
 
 
-def place(board: Board, elf: ElfFile, symbols: Sequence[str]) -> list[WeightSection]:
-    """``symbols`` (constant arrays, in order of priority) into :func:`fast_regions`, given the firmware
-    ``elf`` linked with every one of them in read-only memory: each into the fastest memory with room left,
-    or nowhere (it stays). Symbols the link dropped or put elsewhere than ``.rodata`` are skipped."""
+def place(board: Board, elf: ElfFile, symbols: Sequence[str],
+          objects: Sequence[tuple[str, int]] = ()) -> list[WeightSection]:
+    """``objects`` (source stem, bytes of its .rodata) and then ``symbols`` (constant arrays, in order of
+    priority) into :func:`fast_regions`, given the firmware ``elf`` linked with every one of them in read-only
+    memory: each into the fastest memory with room left, or nowhere (it stays). Symbols the link dropped or
+    put elsewhere than ``.rodata`` are skipped."""
     sections = fast_regions(board)
     rodata = {i for i, s in enumerate(elf.sections) if s.name == ".rodata"}
     sizes = {s.name: s.size for s in elf.symbols if s.defined and s.size and s.shndx in rodata}
     room = [free_bytes(board, w.region, elf) - MARGIN for w in sections]
-    chosen: list[list[str]] = [[] for _ in sections]
-    for sym in symbols:
-        if sym not in sizes:
-            continue
-        need = -(-sizes[sym] // ALIGN) * ALIGN
+    chosen: list[tuple[list[str], list[str]]] = [([], []) for _ in sections]
+    # an object's small input sections keep their own alignment: one ALIGN of slack each is plenty
+    wanted = [(1, stem, size + ALIGN) for stem, size in objects if size] + \
+        [(0, sym, sizes[sym]) for sym in symbols if sym in sizes]
+    for kind, name, size in wanted:
+        need = -(-size // ALIGN) * ALIGN
         for i in range(len(sections)):
             if room[i] >= need:
                 room[i] -= need
-                chosen[i].append(sym)
+                chosen[i][kind].append(name)
                 break
-    return [WeightSection(w.region, w.copied, tuple(c)) for w, c in zip(sections, chosen)]
+    return [WeightSection(w.region, w.copied, tuple(syms), tuple(objs)) for w, (syms, objs) in zip(sections, chosen)]

@@ -32,6 +32,7 @@ from mcu.errors import DoesNotFit, McuError
 from mcu.device.stack import StackReport, bound as bound_stack, read_su, save_frames
 from mcu.device.uf2 import ABSOLUTE_BLOCK_ADDRESS, write_uf2
 from mcu.device.placement import COPY_DEFINE, WeightSection, fast_regions, place
+from mcu.device.mapfile import object_section_bytes
 import sys
 
 CROSS_GCC = "arm-none-eabi-gcc"
@@ -316,6 +317,7 @@ def build_firmware(
     defines: Defines | None = None,
     stack_usage: bool = False,
     fast_weights: Sequence[str] | None = None,
+    fast_objects: Sequence[str] = (),
 ) -> Firmware:
     """Compile ``sources`` with the board's port and runtime basics into ``out_dir/<name>.elf``.
 
@@ -325,6 +327,7 @@ def build_firmware(
 
     ``fast_weights``: the constant arrays to move into faster memories where they fit, most important first
     (``--weights-in fast``, mcu/device/placement.py); the firmware is linked once more with them placed.
+    ``fast_objects``: source stems whose whole ``.rodata`` goes there before them (the model code's).
 
     Safe to call concurrently for the same ``out_dir``: each build works in a
     private temporary folder and moves finished files into place atomically.
@@ -341,7 +344,7 @@ def build_firmware(
         cflags.append("-fstack-usage")  # writes <object>.su; the generated code is the same
     script = render_linker_script(board, weights=weights)
     if weights:
-        script += "\n/* fast weights: " + " ".join(fast_weights or ()) + " */"
+        script += "\n/* fast weights: " + " ".join([*fast_objects, *(fast_weights or ())]) + " */"
     ldflags = [*board.cpu_flags, NEWLIB_SPECS, "-nostartfiles", "-Wl,--gc-sections"]
     out = _BuildOutputs.of(board, out_dir, name, stack_usage)
     key = _stamp_key(gcc, all_sources, cflags, ldflags, build_recipe(script, board, stack_usage))
@@ -356,7 +359,8 @@ def build_firmware(
     try:
         (work / out.ld.name).write_text(script)
         objects = _compile_objects(gcc, board, cflags, all_sources, work, out_dir)
-        _link_firmware(gcc, board, name, ldflags, objects, work, out, list(fast_weights or ()) if weights else None)
+        _link_firmware(gcc, board, name, ldflags, objects, work, out,
+                       (list(fast_weights or ()), list(fast_objects)) if weights else None)
         _install(board, work, out, key, _dependency_digests(objects))
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -417,7 +421,7 @@ def _compile_objects(gcc: Path, board: Board, cflags: Sequence[str], sources: Se
 
 
 def _link_firmware(gcc: Path, board: Board, name: str, ldflags: Sequence[str], objects: Sequence[Path],
-                   work: Path, out: _BuildOutputs, fast_weights: list[str] | None = None) -> None:
+                   work: Path, out: _BuildOutputs, fast: tuple[list[str], list[str]] | None = None) -> None:
     """Link the objects into ``work`` with the linker script there. A build that bounds its stack bounds it
     on the image linked with the board's fixed stack, then links again reserving only that (the code is the
     same: only __stack_size__ and the symbols after it move) and saves the report and frames in ``work``."""
@@ -425,7 +429,7 @@ def _link_firmware(gcc: Path, board: Board, name: str, ldflags: Sequence[str], o
     tmp_elf = work / out.elf.name
     link = [str(gcc), *ldflags, f"-T{tmp_ld}", f"-Wl,-Map={work / out.map_file.name}",
             *map(str, objects), *LINK_LIBS, "-o", str(tmp_elf)]
-    weights = fast_regions(board) if fast_weights is not None else []
+    weights = fast_regions(board) if fast is not None else []
     with progress.stage("link"):
         _run_link(link, board, name)
     reserved: int | None = None
@@ -438,10 +442,13 @@ def _link_firmware(gcc: Path, board: Board, name: str, ldflags: Sequence[str], o
         stack.save(work / out.stack.name)
         assert out.frames is not None
         save_frames(frames, work / out.frames.name)
-    if fast_weights is not None and weights:
+    if fast is not None and weights:
         # Room is what the link with every constant in read-only memory left free; the code is the same
         # in the next link, so the stack bound above holds for it too.
-        placed = place(board, read_elf(tmp_elf), fast_weights)
+        symbols, stems = fast
+        map_path = work / out.map_file.name
+        placed = place(board, read_elf(tmp_elf), symbols,
+                       [(stem, object_section_bytes(map_path, ".rodata", stem)) for stem in stems])
         tmp_ld.write_text(render_linker_script(board, reserved, placed))
         _run_link(link, board, name)
 

@@ -87,7 +87,7 @@ def build_variant(cm: Any, kind: str, defines: dict[str, Any], extra_sources: tu
     sources += [rt / s for s in (*cm.library.runtime_sources, *extra_sources)]
     includes = [src_dir, rt / "include", *map(Path, cm.library.include_dirs)]
     return build_firmware(cm.board, sources, includes, Path(out_dir), defines=defines, stack_usage=stack_usage,
-                          fast_weights=cm.fast_weight_symbols())
+                          fast_weights=cm.fast_weight_symbols(), fast_objects=cm.fast_weight_objects())
 
 
 def build_traced(cm: Any, out_dir: Path | None = None, defines: dict[str, Any] | None = None) -> Any:
