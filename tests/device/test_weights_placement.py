@@ -73,8 +73,11 @@ def test_u575_weights_in_sram_after_a_copy(compiled) -> None:
     # RAM counts them (report, breakdown); the load image stays in flash
     weights = fast.weights_placed["ram"]
     assert weights >= sum(c.numel for c in cm.library.view.constants)  # at least a byte each
+    # with the model code's read-only data (each op's parameters), which moves first
+    moved = fast.sizes.ram["weights"] + fast.sizes.ram["model code"]
+    assert fast.sizes.ram["model code"] > 0 and flash.sizes.ram["model code"] == 0
     n = len(cm.library.view.constants)
-    assert fast.ram_bytes >= flash.ram_bytes + weights and 0 < weights - fast.sizes.ram["weights"] + 1 <= 16 * n
+    assert fast.ram_bytes >= flash.ram_bytes + weights and 0 <= weights - moved <= 16 * (n + 1)
     assert fast.flash_bytes >= flash.flash_bytes
 
 
