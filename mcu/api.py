@@ -492,14 +492,15 @@ class LoweredModel:
     def compile(self, board: str | Board = "mps2-an505", options: BackendOptions | None = None,
                 backend: str | list[str] | None = None, check_flash: bool = True, fuse_blocks: bool | str = False,
                 ram_budget: int | None = None, fuse_costs: FusionCosts | None = None,
-                fuse_band: int = 1, stream_prefix: bool | int | PrefixSchedule = False, stream_input: bool = False) -> CompiledModel:
+                fuse_band: int = 1, stream_prefix: bool | int | PrefixSchedule = False, stream_input: bool = False,
+                weights_in: str | None = None) -> CompiledModel:
         """This model for ``board``; the keywords are :func:`compile_spec`'s."""
         order = parse(backend)
         check(order)
         board_obj = board if isinstance(board, Board) else load_board(board)
         own = dataclasses.replace(self, graph=copy.deepcopy(self.graph))
         return _compile_lowered(own, board_obj, options, order, check_flash, _fuse_policy(fuse_blocks), ram_budget,
-                                fuse_costs, fuse_band, stream_prefix, stream_input)
+                                fuse_costs, fuse_band, stream_prefix, stream_input, weights_in)
 
 
 def lower_spec(spec: ModelSpec, quantize: str = "none", weight_palette: int | None = None,
@@ -520,8 +521,11 @@ def lower_spec(spec: ModelSpec, quantize: str = "none", weight_palette: int | No
 
 def _compile_lowered(lowered: LoweredModel, board: Board, options: BackendOptions | None, order: list[str] | None,
                      check_flash: bool, fuse: str, ram_budget: int | None, fuse_costs: FusionCosts | None,
-                     fuse_band: int, stream_prefix: bool | int | PrefixSchedule = False, stream_input: bool = False) -> CompiledModel:
+                     fuse_band: int, stream_prefix: bool | int | PrefixSchedule = False, stream_input: bool = False,
+                     weights_in: str | None = None) -> CompiledModel:
     """Partition, plan and generate for ``board``, changing ``lowered.graph``: the caller's copy to give away."""
+    if weights_in is not None and weights_in not in WEIGHTS_IN:
+        raise McuError(f"weights_in must be one of {', '.join(WEIGHTS_IN)}, got '{weights_in}'")
     spec, graph, quantize = lowered.spec, lowered.graph, lowered.quantize
     with _naming_the_file(spec):
         before = dataclasses.replace(graph, ops=list(graph.ops))  # partitioning replaces the op list, not the ops
@@ -532,7 +536,8 @@ def _compile_lowered(lowered: LoweredModel, board: Board, options: BackendOption
     delegated = any(op.kind == "delegate" for op in graph.ops)
     fused = any(op.kind in (FUSED_KIND, PREFIX_KIND) for op in graph.ops)
     cm = CompiledModel(spec=spec, board=board, quantize=quantize, graph=graph, memory=memory, library=library,
-                       partitions=report, reference_graph=before if delegated or fused else None)
+                       partitions=report, reference_graph=before if delegated or fused else None,
+                       weights_in=weights_in)
     if cm.has_custom_ops:
         # The user's kernels against their references in a sanitized child, before any firmware is built
         # and before their C runs in this process.
@@ -547,8 +552,11 @@ def compile_spec(spec: ModelSpec, board: str | Board = "mps2-an505", quantize: s
                  check_flash: bool = True, fuse_blocks: bool | str = False,
                  ram_budget: int | None = None, fuse_costs: FusionCosts | None = None,
                  fuse_band: int = 1, stream_prefix: bool | int = False, stream_input: bool = False,
-                 weight_palette: int | None = None, mixed: modes.MixedOptions | None = None) -> CompiledModel:
-    """``weight_palette``, ``mixed``: see :func:`lower_spec`. ``fuse_blocks``: run inverted-residual blocks row by
+                 weight_palette: int | None = None, mixed: modes.MixedOptions | None = None,
+                 weights_in: str | None = None) -> CompiledModel:
+    """``weight_palette``, ``mixed``: see :func:`lower_spec`. ``weights_in``: where the firmware keeps the constant
+    tensors, "flash" or "fast" (each in the fastest memory with room, mcu/device/placement.py; None: the board's
+    default; ``--weights-in``). ``fuse_blocks``: run inverted-residual blocks row by
     row through a ring of expanded rows (mcu/plan/fused.py), as few as give the smallest arena (True or "auto";
     "all": every block that can);
     ``ram_budget``: as few as bring the arena to at most these bytes (mcu/plan/fusion.py); by default every
@@ -571,7 +579,7 @@ def compile_spec(spec: ModelSpec, board: str | Board = "mps2-an505", quantize: s
     # A graph lowered for this compile alone: it needs no copy.
     return _compile_lowered(lower_spec(spec, quantize, weight_palette, mixed, board_obj), board_obj, options, order,
                             check_flash, _fuse_policy(fuse_blocks), ram_budget, fuse_costs, fuse_band, stream_prefix,
-                            stream_input)
+                            stream_input, weights_in)
 
 
 def compile(model: torch.nn.Module, example_inputs: Sequence[torch.Tensor], board: str = "mps2-an505",  # noqa: A001
@@ -579,14 +587,14 @@ def compile(model: torch.nn.Module, example_inputs: Sequence[torch.Tensor], boar
             name: str | None = None, cmsis_nn: str | Path | None = None,
             packed_weights: bool | None = None, backend: str | list[str] | None = None,
             custom_ops: Any = None, weight_palette: int | None = None,
-            mixed: modes.MixedOptions | None = None) -> CompiledModel:
+            mixed: modes.MixedOptions | None = None, weights_in: str | None = None) -> CompiledModel:
     """Compile an ``nn.Module`` for a board; see the module docstring. ``cmsis_nn``, ``packed_weights``:
     see :func:`backend_options`. ``custom_ops``: registrations of the model's own ops (:func:`mcu.custom_op`).
-    ``weight_palette``, ``mixed``: see :func:`lower_spec`."""
+    ``weight_palette``, ``mixed``: see :func:`lower_spec`; ``weights_in``: see :func:`compile_spec`."""
     spec = spec_from_objects(model, example_inputs, calibration, test_inputs,
                              name=name or type(model).__name__.lower(), custom_ops=custom_ops)
     return compile_spec(spec, board, quantize, backend_options(cmsis_nn, packed_weights, backend), backend,
-                        weight_palette=weight_palette, mixed=mixed)
+                        weight_palette=weight_palette, mixed=mixed, weights_in=weights_in)
 
 
 def compile_file(path: str | Path, board: str = "mps2-an505", quantize: str = "none",
@@ -595,8 +603,8 @@ def compile_file(path: str | Path, board: str = "mps2-an505", quantize: str = "n
                  ram_budget: int | None = None, fuse_costs: FusionCosts | None = None,
                  fuse_band: int = 1, stream_prefix: bool | int = False, stream_input: bool = False,
                  qat: bool = False, weight_palette: int | None = None,
-                 mixed: modes.MixedOptions | None = None) -> CompiledModel:
-    """``weight_palette``, ``mixed``: see :func:`lower_spec`. ``qat``: fine-tune with the model file's ``qat_train`` at
+                 mixed: modes.MixedOptions | None = None, weights_in: str | None = None) -> CompiledModel:
+    """``weight_palette``, ``mixed``: see :func:`lower_spec`; ``weights_in``: see :func:`compile_spec`. ``qat``: fine-tune with the model file's ``qat_train`` at
     ``quantize``'s precision first
     (mcu/quantize/qat.py)."""
     with stage("load"):
@@ -609,7 +617,7 @@ def compile_file(path: str | Path, board: str = "mps2-an505", quantize: str = "n
     return compile_spec(spec, board, quantize, backend_options(cmsis_nn, packed_weights, backend), backend,
                         fuse_blocks=fuse_blocks, ram_budget=ram_budget, fuse_costs=fuse_costs, fuse_band=fuse_band,
                         stream_prefix=stream_prefix, stream_input=stream_input, weight_palette=weight_palette,
-                        mixed=mixed)
+                        mixed=mixed, weights_in=weights_in)
 
 
 def lower(model: torch.nn.Module, example_inputs: Sequence[torch.Tensor], quantize: str = "none",

@@ -60,6 +60,15 @@ def test_command_line_option() -> None:
         parse_args(["run", "m.py", "-b", "mps3-an547", "--weights-in", "sram"])
 
 
+def test_api_keyword() -> None:
+    from compiled import lowered_model
+
+    lowered = lowered_model("small_cnn", "int8")
+    assert lowered.compile("mps2-an505-u575", weights_in="fast").weights_placement == "fast"
+    with pytest.raises(McuError, match="weights_in must be one of flash, fast"):
+        lowered.compile("mps2-an505-u575", weights_in="sram")
+
+
 @pytest.mark.qemu
 def test_u575_weights_in_sram_after_a_copy(compiled) -> None:
     cm = compiled("small_cnn", "mps2-an505-u575", "int8")
