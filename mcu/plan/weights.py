@@ -12,6 +12,7 @@ arrays first is still what saves the most wait states per byte of fast memory.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from mcu.ir import Graph, Tensor
 
@@ -28,10 +29,19 @@ def reads_per_inference(graph: Graph) -> dict[str, int]:
     reads: dict[str, int] = {}
     for op in graph.ops:
         count = positions(op.output) if op.outputs else 1
-        for t in op.inputs:
+        for t in [*op.inputs, *_attr_tensors(op.attrs)]:
             if t.is_constant:
                 reads[t.name] = reads.get(t.name, 0) + count
     return reads
+
+
+def _attr_tensors(attrs: dict[str, Any]) -> list[Tensor]:
+    """Tensors a backend keeps in an op's attributes (a packed weight stream replaces the op's weights)."""
+    found: list[Tensor] = []
+    for value in attrs.values():
+        items = value if isinstance(value, (list, tuple)) else [value]
+        found += [v for v in items if isinstance(v, Tensor)]
+    return found
 
 
 def by_priority(graph: Graph, constants: Sequence[tuple[str, str]]) -> list[str]:

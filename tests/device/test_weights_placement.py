@@ -16,6 +16,7 @@ from mcu.device.boards import load_board
 from mcu.device.elf import read_elf
 from mcu.device.placement import fast_regions
 from mcu.errors import DoesNotFit, McuError
+from mcu.plan.weights import by_priority, reads_per_inference
 from mcu.program.run_model import fast_program_bytes
 from repo import requires_qemu
 
@@ -58,6 +59,19 @@ def test_command_line_option() -> None:
         assert parse_args([command, "m.py", "-b", "mps3-an547", *extra]).weights_in is None  # the board's default
     with pytest.raises((UsageError, SystemExit)):
         parse_args(["run", "m.py", "-b", "mps3-an547", "--weights-in", "sram"])
+
+
+@pytest.mark.parametrize("board", ["mps2-an505-u575", "mps3-an547"])
+def test_most_read_bytes_first(compiled, board: str) -> None:
+    """A convolution's filter is read once per output pixel (small_cnn: 28 x 28, then 14 x 14), a linear layer's
+    once; the packed weight streams of the M33 sit in the ops' attributes and count the same."""
+    cm = compiled("small_cnn", board, "int8")
+    constants = [(c.name, c.symbol) for c in cm.library.view.constants]
+    reads = reads_per_inference(cm.graph)
+    assert sorted({reads[name] for name, _ in constants}) == [1, 14 * 14, 28 * 28]
+    order = by_priority(cm.graph, list(reversed(constants)))
+    assert [reads[dict((s, n) for n, s in constants)[s]] for s in order] == \
+        sorted((reads[n] for n, _ in constants), reverse=True)
 
 
 def test_api_keyword() -> None:
