@@ -20,6 +20,10 @@ from mcu.plan.weights import by_priority, reads_per_inference
 from mcu.program.run_model import fast_program_bytes
 from repo import requires_qemu
 
+# The tests that compile run in the xdist worker that has small_cnn lowered already (tests/conftest.py).
+GROUP_BY_EXAMPLE = True
+EXAMPLE = pytest.mark.parametrize("example", ["small_cnn"])
+
 
 def _fast(cm: CompiledModel, **changes) -> CompiledModel:
     # the fixture's models are shared between tests: change a copy
@@ -62,10 +66,11 @@ def test_command_line_option() -> None:
 
 
 @pytest.mark.parametrize("board", ["mps2-an505-u575", "mps3-an547"])
-def test_most_read_bytes_first(compiled, board: str) -> None:
+@EXAMPLE
+def test_most_read_bytes_first(compiled, board: str, example: str) -> None:
     """A convolution's filter is read once per output pixel (small_cnn: 28 x 28, then 14 x 14), a linear layer's
     once; the packed weight streams of the M33 sit in the ops' attributes and count the same."""
-    cm = compiled("small_cnn", board, "int8")
+    cm = compiled(example, board, "int8")
     constants = [(c.name, c.symbol) for c in cm.library.view.constants]
     reads = reads_per_inference(cm.graph)
     assert sorted({reads[name] for name, _ in constants}) == [1, 14 * 14, 28 * 28]
@@ -74,18 +79,20 @@ def test_most_read_bytes_first(compiled, board: str) -> None:
         sorted((reads[n] for n, _ in constants), reverse=True)
 
 
-def test_api_keyword() -> None:
+@EXAMPLE
+def test_api_keyword(example: str) -> None:
     from compiled import lowered_model
 
-    lowered = lowered_model("small_cnn", "int8")
+    lowered = lowered_model(example, "int8")
     assert lowered.compile("mps2-an505-u575", weights_in="fast").weights_placement == "fast"
     with pytest.raises(McuError, match="weights_in must be one of flash, fast"):
         lowered.compile("mps2-an505-u575", weights_in="sram")
 
 
 @pytest.mark.qemu
-def test_u575_weights_in_sram_after_a_copy(compiled) -> None:
-    cm = compiled("small_cnn", "mps2-an505-u575", "int8")
+@EXAMPLE
+def test_u575_weights_in_sram_after_a_copy(compiled, example: str) -> None:
+    cm = compiled(example, "mps2-an505-u575", "int8")
     board = cm.board
     flash, fast = cm.build(), _fast(cm).build()
     before, after = _weight_addresses(cm, flash.elf), _weight_addresses(cm, fast.elf)
@@ -105,8 +112,9 @@ def test_u575_weights_in_sram_after_a_copy(compiled) -> None:
 
 
 @pytest.mark.qemu
-def test_what_does_not_fit_stays_in_flash(compiled) -> None:
-    cm = compiled("small_cnn", "mps2-an505-u575", "int8")
+@EXAMPLE
+def test_what_does_not_fit_stays_in_flash(compiled, example: str) -> None:
+    cm = compiled(example, "mps2-an505-u575", "int8")
     full = _fast(cm).build()
     weights = full.weights_placed["ram"]
     # RAM for everything else and about half the weights: the largest one cannot fit any more
@@ -121,8 +129,9 @@ def test_what_does_not_fit_stays_in_flash(compiled) -> None:
 @requires_qemu
 @pytest.mark.qemu
 @pytest.mark.parametrize("board", ["mps2-an505-u575", "mps3-an547"])
-def test_outputs_identical_wherever_the_weights_are(compiled, board: str) -> None:
-    cm = compiled("small_cnn", board, "int8")
+@EXAMPLE
+def test_outputs_identical_wherever_the_weights_are(compiled, board: str, example: str) -> None:
+    cm = compiled(example, board, "int8")
     slow, quick = cm.simulate(), _fast(cm).simulate()
     assert slow.passed and quick.passed
     assert all((a == b).all() for x, y in zip(slow.outputs_raw, quick.outputs_raw) for a, b in zip(x, y))
@@ -132,8 +141,9 @@ def test_outputs_identical_wherever_the_weights_are(compiled, board: str) -> Non
         assert fw.weights_placed["flash"] > 0 and not fw.weights_placed.get("ram")
 
 
-def test_program_copy_that_does_not_fit_is_refused_in_one_line(compiled) -> None:
-    cm = compiled("small_cnn", "mps2-an505-u575", "int8")
+@EXAMPLE
+def test_program_copy_that_does_not_fit_is_refused_in_one_line(compiled, example: str) -> None:
+    cm = compiled(example, "mps2-an505-u575", "int8")
     program = cm.program_image(bundle_tests=True).program
     assert fast_program_bytes(_fast(cm), program) == -(-len(program) // 16) * 16
     assert fast_program_bytes(cm, program) == 0  # flash by default
