@@ -5,7 +5,7 @@ calibration table: each published anchor that ran CMSIS-NN on a core we simulate
 what it ran, and predicted / published.
 
     .venv/bin/python bench/cycles.py --cmsis-nn PATH [--boards ...] [--models ...] [--results DIR]
-                                     [--no-run] [--markdown] [--mv2-head]
+                                     [--no-run] [--markdown] [--mv2-head] [--weights-in fast]
 
 Every (model, board) measurement is written to ``--results`` (default ``<cache>/bench_cycles``) as one
 JSON file and reused by later runs (delete the folder to measure again), so several processes may
@@ -155,13 +155,14 @@ MV2_SOURCE = "github.com/pytorch/executorch/issues/17651 (Alif E8 HP Cortex-M55,
 
 
 def compile_copy(spec, graph, board: str | Board, backends: list[str] | None = None,
-                 cmsis_nn: Path | None = None) -> CompiledModel:
-    """A CompiledModel from a copy of an already quantized graph (quantization runs once per model)."""
+                 cmsis_nn: Path | None = None, weights_in: str | None = None) -> CompiledModel:
+    """A CompiledModel from a copy of an already quantized graph (quantization runs once per model);
+    ``weights_in``: ``--weights-in`` (None: the board's default)."""
     g = copy.deepcopy(graph)
     b = load_board(board) if isinstance(board, str) else board
     memory, library, report = compile_graph(g, b, "int8", backends, backend_options(cmsis_nn))
     return CompiledModel(spec=spec, board=b, quantize="int8", graph=g, memory=memory, library=library,
-                         partitions=report)
+                         partitions=report, weights_in=weights_in)
 
 
 def zero_wait(board: Board) -> Board:
@@ -187,7 +188,7 @@ def figures(instructions: int, cycles: int | None, clock_hz: int) -> dict:
             "ms": cycles / clock_hz * 1e3 if cycles else None}
 
 
-def measure(model: str, boards: list[str], cmsis_root: Path, results: Path) -> None:
+def measure(model: str, boards: list[str], cmsis_root: Path, results: Path, weights_in: str | None = None) -> None:
     """Ours and CMSIS-NN's figures for one model on each board not measured yet."""
     todo = [b for b in boards if not (results / f"{model}.{b}.json").exists()]
     if not todo:
@@ -196,7 +197,7 @@ def measure(model: str, boards: list[str], cmsis_root: Path, results: Path) -> N
     graph = to_graph(spec, "int8")
     for b in todo:
         try:
-            entry = measure_one(spec, graph, b, cmsis_root)
+            entry = measure_one(spec, graph, b, cmsis_root, weights_in)
         except (SystemExit, Exception) as e:  # one failing pair leaves a gap in the table, not an empty table
             print(f"FAILED {model} on {b}: {e}", file=sys.stderr, flush=True)
             continue
@@ -206,10 +207,10 @@ def measure(model: str, boards: list[str], cmsis_root: Path, results: Path) -> N
               f"CMSIS-NN {c['instructions']:,}, {c['cycles']:,}", file=sys.stderr, flush=True)
 
 
-def measure_one(spec, graph, b: str, cmsis_root: Path) -> dict:
+def measure_one(spec, graph, b: str, cmsis_root: Path, weights_in: str | None = None) -> dict:
     clock = load_board(b).clock_hz
-    ours = run(compile_copy(spec, graph, b))
-    theirs_cm = compile_copy(spec, graph, b, ["cmsis-nn", "portable"], cmsis_root)
+    ours = run(compile_copy(spec, graph, b, weights_in=weights_in))
+    theirs_cm = compile_copy(spec, graph, b, ["cmsis-nn", "portable"], cmsis_root, weights_in)
     theirs = run(theirs_cm)
     same = all((x == y).all() for xs, ys in zip(ours.outputs_raw, theirs.outputs_raw) for x, y in zip(xs, ys))
     if not same:
@@ -387,6 +388,9 @@ def main() -> int:
                         help="CMSIS-NN source tree (default: CMSIS_NN_PATH)")
     parser.add_argument("--results", type=Path, default=None, help="one JSON per (model, board); reused")
     parser.add_argument("--no-run", action="store_true", help="print from --results only, measure nothing")
+    parser.add_argument("--weights-in", choices=("flash", "fast"), default=None,
+                        help="where both columns' firmware keeps the weights (mcu's --weights-in; default: each "
+                             "board's); fast measures into <cache>/bench_cycles-fast unless --results says")
     parser.add_argument("--markdown", action="store_true", help="Markdown tables (docs/cycles.md)")
     parser.add_argument("--mv2-head", action="store_true", help="also the MobileNetV2 per-op calibration on M55")
     parser.add_argument("--mv2-cmsis-nn", type=Path, default=None,
@@ -395,7 +399,7 @@ def main() -> int:
     warnings.filterwarnings("ignore")
     boards = [b for b in args.boards.split(",") if b]
     models = [x for x in args.models.split(",") if x]
-    results = args.results or cache_dir() / "bench_cycles"
+    results = args.results or cache_dir() / ("bench_cycles-fast" if args.weights_in == "fast" else "bench_cycles")
     results.mkdir(parents=True, exist_ok=True)
     cmsis_root = None
     if not args.no_run:
@@ -405,7 +409,7 @@ def main() -> int:
             raise SystemExit("bench/cycles.py measures CMSIS-NN's column: give --cmsis-nn PATH or CMSIS_NN_PATH")
         cmsis_root = resolve_cmsis(args.cmsis_nn)
         for model in models:
-            measure(model, boards, cmsis_root, results)
+            measure(model, boards, cmsis_root, results, args.weights_in)
     per_core_tables(results, models, boards, args.markdown)
     calibration_table(results, args.markdown)
     if args.mv2_head:

@@ -27,7 +27,7 @@ from mcu.backends.base import BackendOptions, PartitionReport
 from mcu.backends.cmsis_nn.core import resolve
 from mcu.backends.cmsis_nn.options import CmsisNNOptions
 from mcu.backends.optimized.options import OptimizedOptions
-from mcu.device.boards import Board, load_board
+from mcu.device.boards import WEIGHTS_IN, Board, load_board
 from mcu.device.console import parse_harness
 from mcu.emit.c_model import GeneratedLibrary, render_firmware_main
 from mcu.errors import DoesNotFit, McuError
@@ -43,6 +43,7 @@ from mcu.plan.fused import KIND as FUSED_KIND
 from mcu.plan.prefix import KIND as PREFIX_KIND, PrefixSchedule, ring_parts
 from mcu.plan.fusion import FusionCosts
 from mcu.plan.memory import MemoryPlan
+from mcu.plan.weights import by_priority
 from mcu.emit.outputs import build_lock, cached_build_dir, stage_sources
 from mcu.progress import stage
 from mcu.pipeline import compile_graph, smallest_configuration, to_graph
@@ -77,6 +78,8 @@ class FirmwareBuild:
     region_bytes: dict[str, int] = field(default_factory=dict)  # bytes used per memory region
     sizes: SizeReport | None = None  # flash and RAM by category, from the linker map
     stack: Any = None  # mcu.device.stack.StackReport: the worst-case stack the linker script reserves
+    # --weights-in fast: bytes of constant tensors each faster memory took, by region (mcu/device/placement.py)
+    weights_placed: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -110,6 +113,9 @@ class CompiledModel:
     # this one (it cannot run a delegate's payload, and checks a fused block stage by stage). None when
     # neither happened.
     reference_graph: Graph | None = None
+    # Where the firmware keeps the constant tensors (``--weights-in``): "flash" or "fast" (each in the fastest
+    # memory with room, mcu/device/placement.py); None: the board's default (Board.weights_in).
+    weights_in: str | None = None
     _host: HostModel | None = field(default=None, repr=False)
     _program: Any = field(default=None, repr=False)  # mcu.program.host.Program of this model, loaded on first run
 
@@ -267,6 +273,27 @@ class CompiledModel:
         guards = {GUARD_DEFINE: None} if self.library.view.guarded else {}
         return {**self.library.defines, **guards}
 
+    @property
+    def weights_placement(self) -> str:
+        """``weights_in``, or the board's default when it is None."""
+        placement = self.weights_in or self.board.weights_in
+        if placement not in WEIGHTS_IN:
+            raise McuError(f"weights_in must be one of {', '.join(WEIGHTS_IN)}, got '{placement}'")
+        return placement
+
+    def fast_weight_symbols(self) -> list[str] | None:
+        """The constant arrays to move into fast memory, most re-read first (mcu/plan/weights.py); None when the
+        weights stay in flash."""
+        if self.weights_placement != "fast":
+            return None
+        view = self.library.view
+        return by_priority(self.graph, [(c.name, c.symbol) for c in view.constants]) + \
+            [d.payload_symbol for d in view.delegates]
+
+    def fast_weight_objects(self) -> list[str]:
+        """Sources whose whole read-only data moves with the weights: the model code's, each op's parameters."""
+        return [f"{self.library.prefix}_model"] if self.weights_placement == "fast" else []
+
     def build(self, out_dir: Path | None = None, lock: bool = True) -> FirmwareBuild:
         """Build the firmware into ``out_dir`` (default: a content-keyed cache folder).
 
@@ -276,7 +303,8 @@ class CompiledModel:
         files = self.firmware_sources()
         cached = out_dir is None
         if out_dir is None:
-            out_dir = cached_build_dir(self.board.name, self.library.prefix, files, self.harness_defines)
+            fast = {"MCU_WEIGHTS_IN": self.weights_placement} if self.weights_placement != "flash" else {}
+            out_dir = cached_build_dir(self.board.name, self.library.prefix, files, {**self.harness_defines, **fast})
         if not lock:
             return self._build_in(Path(out_dir), files)
         with build_lock(Path(out_dir), wait=cached):
@@ -288,7 +316,8 @@ class CompiledModel:
         # The stack is bounded from the code (mcu/device/stack.py) and reserved exactly, plus a margin.
         try:
             fw = build_firmware(self.board, sources, includes, Path(out_dir), stack_usage=True,
-                                defines=self.harness_defines)
+                                defines=self.harness_defines, fast_weights=self.fast_weight_symbols(),
+                                fast_objects=self.fast_weight_objects())
         except DoesNotFit as exc:
             if exc.region != self.board.region_for("rodata").name:
                 raise
@@ -296,10 +325,11 @@ class CompiledModel:
                            exc.hint) from None
         self._check_board_limits(fw)
         sizes = size_report(fw.map_path, fw.elf, self.library.prefix, self.library.kernel_sources,
-                            fw.flash_bytes, fw.ram_bytes)
+                            fw.flash_bytes, fw.ram_bytes, ram_regions=self.board.ram_regions())
         return FirmwareBuild(board=self.board, elf=fw.elf, source_dir=src_dir, flash_bytes=fw.flash_bytes,
                              ram_bytes=fw.ram_bytes, sections=dict(fw.sections), uf2=fw.uf2,
-                             region_bytes=dict(fw.region_bytes), sizes=sizes, stack=fw.stack)
+                             region_bytes=dict(fw.region_bytes), sizes=sizes, stack=fw.stack,
+                             weights_placed=dict(fw.weights_placed))
 
     def memory_svg(self) -> str:
         """The memory plan drawn as SVG (steps across, arena offsets up, one box per buffer)."""
@@ -463,7 +493,7 @@ class LoweredModel:
                 backend: str | list[str] | None = None, check_flash: bool = True, fuse_blocks: bool | str = False,
                 ram_budget: int | None = None, fuse_costs: FusionCosts | None = None,
                 fuse_band: int = 1, stream_prefix: bool | int | PrefixSchedule = False, stream_input: bool = False,
-                speed_scratch: bool = True) -> CompiledModel:
+                speed_scratch: bool = True, weights_in: str | None = None) -> CompiledModel:
         """This model for ``board``; the keywords are :func:`compile_spec`'s (``speed_scratch``:
         mcu/pipeline.py compile_graph's)."""
         order = parse(backend)
@@ -471,7 +501,7 @@ class LoweredModel:
         board_obj = board if isinstance(board, Board) else load_board(board)
         own = dataclasses.replace(self, graph=copy.deepcopy(self.graph))
         return _compile_lowered(own, board_obj, options, order, check_flash, _fuse_policy(fuse_blocks), ram_budget,
-                                fuse_costs, fuse_band, stream_prefix, stream_input, speed_scratch)
+                                fuse_costs, fuse_band, stream_prefix, stream_input, speed_scratch, weights_in)
 
 
 def lower_spec(spec: ModelSpec, quantize: str = "none", weight_palette: int | None = None,
@@ -493,8 +523,10 @@ def lower_spec(spec: ModelSpec, quantize: str = "none", weight_palette: int | No
 def _compile_lowered(lowered: LoweredModel, board: Board, options: BackendOptions | None, order: list[str] | None,
                      check_flash: bool, fuse: str, ram_budget: int | None, fuse_costs: FusionCosts | None,
                      fuse_band: int, stream_prefix: bool | int | PrefixSchedule = False, stream_input: bool = False,
-                     speed_scratch: bool = True) -> CompiledModel:
+                     speed_scratch: bool = True, weights_in: str | None = None) -> CompiledModel:
     """Partition, plan and generate for ``board``, changing ``lowered.graph``: the caller's copy to give away."""
+    if weights_in is not None and weights_in not in WEIGHTS_IN:
+        raise McuError(f"weights_in must be one of {', '.join(WEIGHTS_IN)}, got '{weights_in}'")
     spec, graph, quantize = lowered.spec, lowered.graph, lowered.quantize
     with _naming_the_file(spec):
         before = dataclasses.replace(graph, ops=list(graph.ops))  # partitioning replaces the op list, not the ops
@@ -505,7 +537,8 @@ def _compile_lowered(lowered: LoweredModel, board: Board, options: BackendOption
     delegated = any(op.kind == "delegate" for op in graph.ops)
     fused = any(op.kind in (FUSED_KIND, PREFIX_KIND) for op in graph.ops)
     cm = CompiledModel(spec=spec, board=board, quantize=quantize, graph=graph, memory=memory, library=library,
-                       partitions=report, reference_graph=before if delegated or fused else None)
+                       partitions=report, reference_graph=before if delegated or fused else None,
+                       weights_in=weights_in)
     if cm.has_custom_ops:
         # The user's kernels against their references in a sanitized child, before any firmware is built
         # and before their C runs in this process.
@@ -520,8 +553,11 @@ def compile_spec(spec: ModelSpec, board: str | Board = "mps2-an505", quantize: s
                  check_flash: bool = True, fuse_blocks: bool | str = False,
                  ram_budget: int | None = None, fuse_costs: FusionCosts | None = None,
                  fuse_band: int = 1, stream_prefix: bool | int = False, stream_input: bool = False,
-                 weight_palette: int | None = None, mixed: modes.MixedOptions | None = None) -> CompiledModel:
-    """``weight_palette``, ``mixed``: see :func:`lower_spec`. ``fuse_blocks``: run inverted-residual blocks row by
+                 weight_palette: int | None = None, mixed: modes.MixedOptions | None = None,
+                 weights_in: str | None = None) -> CompiledModel:
+    """``weight_palette``, ``mixed``: see :func:`lower_spec`. ``weights_in``: where the firmware keeps the constant
+    tensors, "flash" or "fast" (each in the fastest memory with room, mcu/device/placement.py; None: the board's
+    default; ``--weights-in``). ``fuse_blocks``: run inverted-residual blocks row by
     row through a ring of expanded rows (mcu/plan/fused.py), as few as give the smallest arena (True or "auto";
     "all": every block that can);
     ``ram_budget``: as few as bring the arena to at most these bytes (mcu/plan/fusion.py); by default every
@@ -544,7 +580,7 @@ def compile_spec(spec: ModelSpec, board: str | Board = "mps2-an505", quantize: s
     # A graph lowered for this compile alone: it needs no copy.
     return _compile_lowered(lower_spec(spec, quantize, weight_palette, mixed, board_obj), board_obj, options, order,
                             check_flash, _fuse_policy(fuse_blocks), ram_budget, fuse_costs, fuse_band, stream_prefix,
-                            stream_input)
+                            stream_input, weights_in=weights_in)
 
 
 def compile(model: torch.nn.Module, example_inputs: Sequence[torch.Tensor], board: str = "mps2-an505",  # noqa: A001
@@ -552,14 +588,14 @@ def compile(model: torch.nn.Module, example_inputs: Sequence[torch.Tensor], boar
             name: str | None = None, cmsis_nn: str | Path | None = None,
             packed_weights: bool | None = None, backend: str | list[str] | None = None,
             custom_ops: Any = None, weight_palette: int | None = None,
-            mixed: modes.MixedOptions | None = None) -> CompiledModel:
+            mixed: modes.MixedOptions | None = None, weights_in: str | None = None) -> CompiledModel:
     """Compile an ``nn.Module`` for a board; see the module docstring. ``cmsis_nn``, ``packed_weights``:
     see :func:`backend_options`. ``custom_ops``: registrations of the model's own ops (:func:`mcu.custom_op`).
-    ``weight_palette``, ``mixed``: see :func:`lower_spec`."""
+    ``weight_palette``, ``mixed``: see :func:`lower_spec`; ``weights_in``: see :func:`compile_spec`."""
     spec = spec_from_objects(model, example_inputs, calibration, test_inputs,
                              name=name or type(model).__name__.lower(), custom_ops=custom_ops)
     return compile_spec(spec, board, quantize, backend_options(cmsis_nn, packed_weights, backend), backend,
-                        weight_palette=weight_palette, mixed=mixed)
+                        weight_palette=weight_palette, mixed=mixed, weights_in=weights_in)
 
 
 def compile_file(path: str | Path, board: str = "mps2-an505", quantize: str = "none",
@@ -568,8 +604,8 @@ def compile_file(path: str | Path, board: str = "mps2-an505", quantize: str = "n
                  ram_budget: int | None = None, fuse_costs: FusionCosts | None = None,
                  fuse_band: int = 1, stream_prefix: bool | int = False, stream_input: bool = False,
                  qat: bool = False, weight_palette: int | None = None,
-                 mixed: modes.MixedOptions | None = None) -> CompiledModel:
-    """``weight_palette``, ``mixed``: see :func:`lower_spec`. ``qat``: fine-tune with the model file's ``qat_train`` at
+                 mixed: modes.MixedOptions | None = None, weights_in: str | None = None) -> CompiledModel:
+    """``weight_palette``, ``mixed``: see :func:`lower_spec`; ``weights_in``: see :func:`compile_spec`. ``qat``: fine-tune with the model file's ``qat_train`` at
     ``quantize``'s precision first
     (mcu/quantize/qat.py)."""
     with stage("load"):
@@ -582,7 +618,7 @@ def compile_file(path: str | Path, board: str = "mps2-an505", quantize: str = "n
     return compile_spec(spec, board, quantize, backend_options(cmsis_nn, packed_weights, backend), backend,
                         fuse_blocks=fuse_blocks, ram_budget=ram_budget, fuse_costs=fuse_costs, fuse_band=fuse_band,
                         stream_prefix=stream_prefix, stream_input=stream_input, weight_palette=weight_palette,
-                        mixed=mixed)
+                        mixed=mixed, weights_in=weights_in)
 
 
 def lower(model: torch.nn.Module, example_inputs: Sequence[torch.Tensor], quantize: str = "none",

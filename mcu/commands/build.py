@@ -77,7 +77,8 @@ def _build_report(args: argparse.Namespace, cm: Any, fw: Any) -> int:
         if "ram_total" in report:
             t = report["ram_total"]
             print(f"RAM total {t['total']} B = arena {t['arena']} B + stack {t['stack']} B (worst case "
-                  f"{fw.stack.worst_case_bytes} B + margin {fw.stack.margin_bytes} B) + statics {t['statics']} B; "
+                  f"{fw.stack.worst_case_bytes} B + margin {fw.stack.margin_bytes} B) + "
+                  + (f"weights {t['weights']} B + " if t["weights"] else "") + f"statics {t['statics']} B; "
                   f"deepest call chain: {fw.stack.chain()}")
         if args.memory_svg:
             print(f"memory plan drawn to {args.memory_svg}")
@@ -91,4 +92,6 @@ def _ram_total(cm, fw) -> dict[str, int]:
     main_arena = cm.memory.arenas[0].plan.arena_size if cm.memory.arenas and cm.memory.arenas[0].region == "ram" \
         else 0
     stack = fw.stack.reserved_bytes
-    return {"total": fw.ram_bytes, "arena": main_arena, "stack": stack, "statics": fw.ram_bytes - main_arena - stack}
+    weights = getattr(fw, "weights_placed", {}).get("ram", 0)  # constant tensors copied to RAM (--weights-in fast)
+    return {"total": fw.ram_bytes, "arena": main_arena, "stack": stack, "weights": weights,
+            "statics": fw.ram_bytes - main_arena - stack - weights}

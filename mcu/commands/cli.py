@@ -21,6 +21,7 @@ from mcu.commands.flash import cmd_flash, cmd_monitor
 from mcu.commands.ops_listing import cmd_ops
 from mcu.commands.run import cmd_run
 from mcu.commands.types import Parser, UsageError, positive_int, positive_seconds
+from mcu.device.boards import WEIGHTS_IN
 from mcu.errors import McuError
 from mcu.progress import Reporter, reporting, terminal_stream
 from mcu.quantize import modes
@@ -106,6 +107,11 @@ def _add_model_args(p: argparse.ArgumentParser, board_required: bool = True) -> 
                    help="the fastest schedule (every tensor whole, blocks run row by row, or the first layers "
                         "streamed in bands of rows) whose arena is at most BYTES (see --speed-model); an error "
                         "names the smallest arena reachable when none is")
+    p.add_argument("--weights-in", choices=WEIGHTS_IN, default=None,
+                   help="where the firmware keeps the constant tensors: flash (read in place from read-only "
+                        "memory) or fast (each in the fastest memory with room after code, data, arenas and "
+                        "stack, copied there at boot when it is RAM; the rest stays); default: the board's "
+                        "(`weights_in` in its file, else flash)")
     p.add_argument("--qat", action="store_true",
                    help="quantization-aware training first: model.py's qat_train(prepared) fine-tunes the model "
                         "with the weights and activations fake-quantized as --quantize int8 or w4a8 quantizes them")

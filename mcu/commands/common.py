@@ -25,7 +25,13 @@ def mixed_options(args: argparse.Namespace) -> MixedOptions | None:
 
 def compile_model(args: argparse.Namespace) -> Any:
     """The compiled model (``mcu.api.CompiledModel``) of ``args.model`` for ``args.board`` with the
-    command's quantize mode and backend options."""
+    command's quantize mode, backend options and ``--weights-in``."""
+    cm = _compile_model(args)
+    cm.weights_in = getattr(args, "weights_in", None)
+    return cm
+
+
+def _compile_model(args: argparse.Namespace) -> Any:
     # lazy: keeps torch and jinja2 out of this module's import
     from mcu.api import compile_file
 

@@ -71,6 +71,11 @@ def export_target(cm: CompiledModel, target: str, out_dir: Path) -> list[Path]:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    if getattr(args, "weights_in", None) == "fast":
+        raise McuError("--weights-in fast places mcu's own firmware's weights; an exported library's go where "
+                       "your linker script puts them",
+                       hint="compile it with -DMCU_WEIGHTS_SECTION='\".my_weights\"' and place that section in RAM "
+                            "(the export's README.md, \"Where the weights live\")")
     if args.format == "program":
         if args.target != "cmake":
             raise McuError(f"--target {args.target} applies to the C library (--format c)",

@@ -51,6 +51,9 @@ def base_report(cm, fw) -> dict[str, Any]:
         "partitions": cm.partitions.to_json(),
         "delegated": cm.delegated,
         "elf": str(fw.elf) if fw is not None else None,
+        # --weights-in, and the bytes of constant tensors each faster memory took (mcu/device/placement.py)
+        "weights_in": cm.weights_placement,
+        "weights_placed": dict(getattr(fw, "weights_placed", {}) or {}),
     }
 
 
@@ -85,6 +88,9 @@ def print_sizes(report: dict[str, Any]) -> None:
           f"arena: {report['arena_bytes']} B (lower bound {report['arena_lower_bound_bytes']} B; "
           f"largest live set {report['arena_live_set_bytes']} B before in-place overlaps)"
           + (f"   stack: {report['stack_bytes']} B" if report.get("stack_bytes") else ""))
+    if report.get("weights_in") == "fast":
+        placed = ", ".join(f"{n} {b} B" for n, b in report.get("weights_placed", {}).items() if b) or "none (no faster memory with room)"
+        print(f"weights in fast memory: {placed}")
     if report["fp32_fallbacks"]:
         islands = report["fp32_islands"]
         print(IslandSummary(islands["count"], {k: (v["count"], v["reason"]) for k, v in islands["ops"].items()},

@@ -92,7 +92,8 @@ def _run_program_file(args: argparse.Namespace, cm) -> int:
               "passed": run.passed, "instructions": res.instructions, "program_bytes": res.program_bytes,
               "flash_bytes": res.firmware_flash_bytes + res.program_bytes, "ram_bytes": res.firmware_ram_bytes,
               "arena_bytes": cm.memory.arena_size, "stack_bytes": res.stack_bytes, "exit_code": run.exit_code,
-              "error": run.error}
+              "error": run.error, "weights_in": cm.weights_placement,
+              "weights_placed": {"ram": res.program_in_ram_bytes} if res.program_in_ram_bytes else {}}
     timing = estimate(cm.board, run.cycles)
     report.update(timing.fields() if timing is not None else null_fields())
     if args.json:

@@ -25,6 +25,11 @@ _U32_MAX = 0xFFFF_FFFF
 # (see mcu.plan.memory.plan_memory for the policy that fills them).
 MOVABLE_SECTIONS: tuple[str, ...] = ("rodata", "arena")
 
+# Where a model's constant tensors go (``--weights-in``, the board file's ``weights_in``): "flash", read in
+# place from the memory that holds read-only data; "fast", each into the fastest memory with room left
+# (mcu/device/placement.py), copied there at boot when that memory is RAM.
+WEIGHTS_IN: tuple[str, ...] = ("flash", "fast")
+
 
 @dataclass(frozen=True)
 class MemoryRegion:
@@ -113,6 +118,7 @@ class Board:
     # A QEMU board with the same core and compiler flags (``sim.twin``): a hardware-only board's cycle
     # prediction runs the model there with this board's memory timing and clock (mcu.device.timing).
     sim_twin: str | None = None
+    weights_in: str = "flash"  # the default of ``--weights-in`` on this board (WEIGHTS_IN)
 
     @property
     def is_linux(self) -> bool:
@@ -123,6 +129,10 @@ class Board:
         arenas, in the board file's order."""
         return [("ram", self.ram.length - self.stack_bytes)] + [
             (r.name, r.length) for r in self.extra_regions if "arena" in r.holds]
+
+    def ram_regions(self) -> list[tuple[int, int]]:
+        """[start, end) of every writable memory: the main RAM and each region holding arenas."""
+        return [(r.origin, r.end) for r in (self.ram, *self.extra_regions) if r is self.ram or "arena" in r.holds]
 
     def region_for(self, section: str) -> MemoryRegion:
         """Where output section ``section`` (e.g. "rodata") is placed: an extra region that holds it, else flash."""
@@ -304,6 +314,9 @@ def _parse(path: Path) -> Board:
     if kind == "linux" and not linux_cc:
         raise r.fail("linux.cc", "is missing (required when kind is \"linux\")")
     deploy_method = r.str_("deploy.method")
+    weights_in = r.opt_str("weights_in") or "flash"
+    if weights_in not in WEIGHTS_IN:
+        raise r.fail("weights_in", f"must be one of {list(WEIGHTS_IN)}, got '{weights_in}'")
     uf2_family = r.opt_int("deploy.uf2_family")
     if deploy_method == "uf2" and uf2_family is None:
         raise r.fail("deploy.uf2_family", "is missing (required when deploy.method is \"uf2\")")
@@ -336,6 +349,7 @@ def _parse(path: Path) -> Board:
         linux_sysroot=r.opt_str("linux.sysroot") or "",
         linux_multiarch=r.opt_str("linux.multiarch") or "",
         sim_twin=r.opt_str("sim.twin"),
+        weights_in=weights_in,
     )
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Sequence
 
 from mcu.device.elf import read_elf
 
@@ -118,21 +118,35 @@ def object_flash(map_path: Path, elf_path: Path) -> dict[str, int]:
     return out
 
 
+def object_section_bytes(map_path: Path, output_section: str, stem: str) -> int:
+    """Bytes of ``output_section`` that came from the object file of source ``stem`` (``ds_cnn_model``)."""
+    total = 0
+    for _section, origin, size in _placed(map_path, {output_section}):
+        name = Path(origin.split("(")[0]).name
+        if name.endswith(".o") and re.sub(r"^\d+-", "", name.removesuffix(".o")) == stem:
+            total += size
+    return total
+
+
 def size_report(map_path: Path, elf_path: Path, prefix: str, kernel_sources: list[str],
-                flash_bytes: int | None = None, ram_bytes: int | None = None) -> SizeReport:
-    """The breakdown; given the firmware's totals, gaps between sections count as "other" so columns add up."""
+                flash_bytes: int | None = None, ram_bytes: int | None = None,
+                ram_regions: Sequence[tuple[int, int]] = ()) -> SizeReport:
+    """The breakdown; given the firmware's totals, gaps between sections count as "other" so columns add up.
+    ``ram_regions``: [start, end) of the board's RAMs, where a read-only section that runs from RAM (constant
+    tensors copied at boot, ``--weights-in fast``) counts too."""
     elf = read_elf(elf_path)
     sections = {s.name: s for s in elf.sections if s.alloc}
     kernel_stems = {Path(k).stem for k in kernel_sources}
     report = SizeReport()
     attributed: dict[str, int] = {}
+    in_ram = {name for name, sec in sections.items() if any(a <= sec.addr < b for a, b in ram_regions)}
     for current, origin, size in _placed(map_path, set(sections)):
         sec = sections[current]
         attributed[current] = attributed.get(current, 0) + size
         category = _category(current, origin, prefix, kernel_stems)
         if sec.type != SHT_NOBITS:
             report.flash[category] += size
-        if sec.flags & SHF_WRITE:
+        if sec.flags & SHF_WRITE or current in in_ram:
             report.ram[category] += size
     # Reservations (the stack) and alignment padding: what a section holds beyond its input sections.
     for name, sec in sections.items():

@@ -31,6 +31,8 @@ from mcu.device.elf import STB_GLOBAL, STB_WEAK, STT_FUNC, ElfFile, read_elf
 from mcu.errors import DoesNotFit, McuError
 from mcu.device.stack import StackReport, bound as bound_stack, read_su, save_frames
 from mcu.device.uf2 import ABSOLUTE_BLOCK_ADDRESS, write_uf2
+from mcu.device.placement import COPY_DEFINE, WeightSection, fast_regions, place
+from mcu.device.mapfile import object_section_bytes
 import sys
 
 CROSS_GCC = "arm-none-eabi-gcc"
@@ -80,6 +82,8 @@ class Firmware:
     uf2: Path | None = None  # written next to the ELF for boards flashed as UF2 (deploy.method = "uf2")
     # The worst-case stack the linker script reserves (builds with stack_usage=True; see mcu/device/stack.py).
     stack: StackReport | None = None
+    # --weights-in fast: bytes of constant tensors each faster memory took (by region name; mcu/device/placement.py).
+    weights_placed: dict[str, int] = field(default_factory=dict)
 
 
 def _executable(path: Path) -> bool:
@@ -170,8 +174,10 @@ def compile_flags(
     return flags
 
 
-def render_linker_script(board: Board, stack_bytes: int | None = None) -> str:
-    """``stack_bytes``: the stack to reserve (default: the board's fixed ``stack_bytes``)."""
+def render_linker_script(board: Board, stack_bytes: int | None = None,
+                         weights: Sequence[WeightSection] = ()) -> str:
+    """``stack_bytes``: the stack to reserve (default: the board's fixed ``stack_bytes``); ``weights``: the
+    sections of constant arrays in faster memories (mcu/device/placement.py; none: all stay in .rodata)."""
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(paths.ports_dir())),
         undefined=jinja2.StrictUndefined,
@@ -186,6 +192,7 @@ def render_linker_script(board: Board, stack_bytes: int | None = None) -> str:
         extra_regions=board.extra_regions,
         rodata_region=board.region_for("rodata").linker_name,
         stack_bytes=board.stack_bytes if stack_bytes is None else stack_bytes,
+        weight_sections=list(weights),
     )
 
 
@@ -282,6 +289,7 @@ def _firmware_from_elf(board: Board, elf_path: Path, map_path: Path, uf2_path: P
     for region in board.extra_regions:
         # Extra regions hold loaded read-only data: count what is stored there.
         region_bytes[region.name] = sum(seg.filesz for seg in elf.load_segments() if region.contains(seg.paddr))
+    placed = {s.name[len(".mcu_weights_"):]: s.size for s in alloc if s.name.startswith(".mcu_weights_")}
     symbols: dict[str, int] = {}
     for sym in elf.symbols:
         if sym.defined and sym.bind in (STB_GLOBAL, STB_WEAK):
@@ -296,6 +304,7 @@ def _firmware_from_elf(board: Board, elf_path: Path, map_path: Path, uf2_path: P
         region_bytes=region_bytes,
         uf2=uf2_path,
         stack=StackReport.from_json(json.loads(stack_path.read_text())) if stack_path is not None else None,
+        weights_placed=placed,
     )
 
 
@@ -307,12 +316,18 @@ def build_firmware(
     name: str = "firmware",
     defines: Defines | None = None,
     stack_usage: bool = False,
+    fast_weights: Sequence[str] | None = None,
+    fast_objects: Sequence[str] = (),
 ) -> Firmware:
     """Compile ``sources`` with the board's port and runtime basics into ``out_dir/<name>.elf``.
 
     ``stack_usage``: compile with ``-fstack-usage``, bound the worst-case stack over the call graph
     (mcu/device/stack.py; an indirect call or recursion is refused) and reserve that plus a margin instead of
     the board's fixed ``stack_bytes``.
+
+    ``fast_weights``: the constant arrays to move into faster memories where they fit, most important first
+    (``--weights-in fast``, mcu/device/placement.py); the firmware is linked once more with them placed.
+    ``fast_objects``: source stems whose whole ``.rodata`` goes there before them (the model code's).
 
     Safe to call concurrently for the same ``out_dir``: each build works in a
     private temporary folder and moves finished files into place atomically.
@@ -321,10 +336,15 @@ def build_firmware(
     out_dir = Path(out_dir).resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
     all_sources = _firmware_sources(board, sources)
+    weights = fast_regions(board) if fast_weights is not None else []
+    if any(w.copied for w in weights):
+        defines = {**(defines or {}), COPY_DEFINE: None}
     cflags = compile_flags(board, [Path(d).resolve() for d in include_dirs], defines)
     if stack_usage:
         cflags.append("-fstack-usage")  # writes <object>.su; the generated code is the same
-    script = render_linker_script(board)
+    script = render_linker_script(board, weights=weights)
+    if weights:
+        script += "\n/* fast weights: " + " ".join([*fast_objects, *(fast_weights or ())]) + " */"
     ldflags = [*board.cpu_flags, NEWLIB_SPECS, "-nostartfiles", "-Wl,--gc-sections"]
     out = _BuildOutputs.of(board, out_dir, name, stack_usage)
     key = _stamp_key(gcc, all_sources, cflags, ldflags, build_recipe(script, board, stack_usage))
@@ -339,7 +359,8 @@ def build_firmware(
     try:
         (work / out.ld.name).write_text(script)
         objects = _compile_objects(gcc, board, cflags, all_sources, work, out_dir)
-        _link_firmware(gcc, board, name, ldflags, objects, work, out)
+        _link_firmware(gcc, board, name, ldflags, objects, work, out,
+                       (list(fast_weights or ()), list(fast_objects)) if weights else None)
         _install(board, work, out, key, _dependency_digests(objects))
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -400,7 +421,7 @@ def _compile_objects(gcc: Path, board: Board, cflags: Sequence[str], sources: Se
 
 
 def _link_firmware(gcc: Path, board: Board, name: str, ldflags: Sequence[str], objects: Sequence[Path],
-                   work: Path, out: _BuildOutputs) -> None:
+                   work: Path, out: _BuildOutputs, fast: tuple[list[str], list[str]] | None = None) -> None:
     """Link the objects into ``work`` with the linker script there. A build that bounds its stack bounds it
     on the image linked with the board's fixed stack, then links again reserving only that (the code is the
     same: only __stack_size__ and the symbols after it move) and saves the report and frames in ``work``."""
@@ -408,17 +429,28 @@ def _link_firmware(gcc: Path, board: Board, name: str, ldflags: Sequence[str], o
     tmp_elf = work / out.elf.name
     link = [str(gcc), *ldflags, f"-T{tmp_ld}", f"-Wl,-Map={work / out.map_file.name}",
             *map(str, objects), *LINK_LIBS, "-o", str(tmp_elf)]
+    weights = fast_regions(board) if fast is not None else []
     with progress.stage("link"):
         _run_link(link, board, name)
-    if out.stack is None:
-        return
-    frames = read_su(sorted(work.glob("*.su")))
-    stack = bound_stack(tmp_elf, frames, find_cross_objdump(gcc))
-    tmp_ld.write_text(render_linker_script(board, stack.reserved_bytes))
-    _run_link(link, board, name)
-    stack.save(work / out.stack.name)
-    assert out.frames is not None
-    save_frames(frames, work / out.frames.name)
+    reserved: int | None = None
+    if out.stack is not None:
+        frames = read_su(sorted(work.glob("*.su")))
+        stack = bound_stack(tmp_elf, frames, find_cross_objdump(gcc))
+        reserved = stack.reserved_bytes
+        tmp_ld.write_text(render_linker_script(board, reserved, weights))
+        _run_link(link, board, name)
+        stack.save(work / out.stack.name)
+        assert out.frames is not None
+        save_frames(frames, work / out.frames.name)
+    if fast is not None and weights:
+        # Room is what the link with every constant in read-only memory left free; the code is the same
+        # in the next link, so the stack bound above holds for it too.
+        symbols, stems = fast
+        map_path = work / out.map_file.name
+        placed = place(board, read_elf(tmp_elf), symbols,
+                       [(stem, object_section_bytes(map_path, ".rodata", stem)) for stem in stems])
+        tmp_ld.write_text(render_linker_script(board, reserved, placed))
+        _run_link(link, board, name)
 
 
 def _run_link(command: Sequence[str], board: Board, name: str) -> None:

@@ -18,6 +18,7 @@ from mcu.devtools.profile import Profile, make_profile, out_lines
 from mcu.devtools.trace import TraceEvent, TraceRun, parse_trace_lines, prefix_step_events
 from mcu.errors import McuError
 from mcu.program.device import build_interpreter_firmware, run_program
+from mcu.program.run_model import fast_program_bytes
 
 
 def profile_program(cm: Any, timeout_s: float = 600.0,
@@ -32,8 +33,10 @@ def profile_program(cm: Any, timeout_s: float = 600.0,
     image = cm.program_image(bundle_tests=True)
     # a loop is one event, its body none
     instructions = [image.instructions["forward"][i] for i in image.traced["forward"]]
-    normal = run_program(board, build_interpreter_firmware(board).elf, image.program, timeout_s=timeout_s)
-    traced = run_program(board, build_interpreter_firmware(board, trace=True).elf, image.program,
+    fast = fast_program_bytes(cm, image.program)  # --weights-in fast: the program runs from a RAM copy
+    normal = run_program(board, build_interpreter_firmware(board, fast_bytes=fast).elf, image.program,
+                         timeout_s=timeout_s)
+    traced = run_program(board, build_interpreter_firmware(board, trace=True, fast_bytes=fast).elf, image.program,
                          timeout_s=timeout_s, trace=True)
     for what, run in (("interpreter", normal), ("profiling interpreter", traced)):
         if not run.passed:

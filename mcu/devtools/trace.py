@@ -71,7 +71,7 @@ def build_variant(cm: Any, kind: str, defines: dict[str, Any], extra_sources: tu
     defines = {**cm.library.defines, **defines}  # the model's kernel definitions (mcu/backends/optimized/specialise.py)
     files = cm.firmware_sources()
     if out_dir is None:
-        flavour = "".join(f"{k}={v};" for k, v in sorted(defines.items()))
+        flavour = "".join(f"{k}={v};" for k, v in sorted(defines.items())) + f"weights={cm.weights_placement};"
         digest = hashlib.sha256("".join(f"{k}\0{v}" for k, v in sorted(files.items())).encode()
                                 + flavour.encode()).hexdigest()
         out_dir = cache_dir() / kind / cm.board.name / f"{cm.library.prefix}-{digest[:20]}"
@@ -86,7 +86,8 @@ def build_variant(cm: Any, kind: str, defines: dict[str, Any], extra_sources: tu
     sources += [kernel_source(s) for s in cm.library.kernel_sources]
     sources += [rt / s for s in (*cm.library.runtime_sources, *extra_sources)]
     includes = [src_dir, rt / "include", *map(Path, cm.library.include_dirs)]
-    return build_firmware(cm.board, sources, includes, Path(out_dir), defines=defines, stack_usage=stack_usage)
+    return build_firmware(cm.board, sources, includes, Path(out_dir), defines=defines, stack_usage=stack_usage,
+                          fast_weights=cm.fast_weight_symbols(), fast_objects=cm.fast_weight_objects())
 
 
 def build_traced(cm: Any, out_dir: Path | None = None, defines: dict[str, Any] | None = None) -> Any:

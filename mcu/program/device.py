@@ -95,6 +95,15 @@ class _FirmwareView:
     arena_bytes: int
     output_bytes: int
     delegates: int = 0  # linked custom kernels (their registry: mcu_firmware_delegates)
+    program_fast_bytes: int = 0  # --weights-in fast: a RAM copy of the program of this size, out of the arena
+
+
+def program_fast_bytes(board: Board, program: bytes) -> int:
+    """Bytes of RAM that a copy of ``program`` takes with ``--weights-in fast`` (its weights and bundled vectors
+    read from there instead of from their slower read-only region); 0 when the RAM is not faster."""
+    if board.ram.data_millicycles >= board.region_for("rodata").data_millicycles:
+        return 0
+    return -(-len(program) // 16) * 16
 
 
 def interpreter_sources() -> list[Path]:
@@ -120,14 +129,18 @@ def firmware_view(board: Board) -> _FirmwareView:
                          output_bytes=layout.output_bytes)
 
 
-def render_main(board: Board, delegates: int = 0) -> str:
-    view = dataclasses.replace(firmware_view(board), delegates=delegates)
+def render_main(board: Board, delegates: int = 0, fast_bytes: int = 0) -> str:
+    """``fast_bytes``: the RAM copy of the program (:func:`program_fast_bytes`), taken from the arena."""
+    view = firmware_view(board)
+    view = dataclasses.replace(view, delegates=delegates, program_fast_bytes=fast_bytes,
+                               arena_bytes=view.arena_bytes - fast_bytes)
     return environment().get_template("program_firmware_main.c.j2").render(f=view)
 
 
 def build_interpreter_firmware(board: Board, kernels: Iterable[str] | None = None,
                                out_dir: Path | None = None, trace: bool = False, main: str | None = None,
-                               custom: Any = None, program: bytes | None = None, guard: bool = False) -> Firmware:
+                               custom: Any = None, program: bytes | None = None, guard: bool = False,
+                               fast_bytes: int = 0) -> Firmware:
     """The interpreter firmware for ``board``: every kernel, or only ``kernels`` (C function names).
 
     ``trace``: with the event tracer compiled in (``MCU_TRACE``: a TRACE line per instruction, and the
@@ -136,7 +149,8 @@ def build_interpreter_firmware(board: Board, kernels: Iterable[str] | None = Non
     ``program``: the user's kernels that program calls (custom ops), linked in and registered as its
     delegates; ``custom`` is the model file the program was exported from or its ``custom_ops`` list.
     ``guard``: a test build, whose custom kernels run inside guards (GUARD_PROGRAM lines,
-    :func:`raise_on_program_guard`)."""
+    :func:`raise_on_program_guard`). ``fast_bytes``: the firmware copies the program into that much RAM at boot
+    and runs it from there (``--weights-in fast``, :func:`program_fast_bytes`)."""
 
     layout = program_layout(board)
     functions = program_custom_functions(program) if program is not None else []
@@ -146,7 +160,7 @@ def build_interpreter_firmware(board: Board, kernels: Iterable[str] | None = Non
     pairs = kernels_for(custom, functions) if functions else []
     registry = firmware_registry([k.function for _, k in pairs]) if pairs else ""
     user_sources = sorted({s for _, k in pairs for s in k.sources})
-    main = main if main is not None else render_main(board, len(pairs))
+    main = main if main is not None else render_main(board, len(pairs), fast_bytes)
     subset = None if kernels is None else sorted(set(kernels))
     defines: dict[str, str | int | None] = {}
     if subset is not None:

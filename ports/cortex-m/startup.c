@@ -21,6 +21,16 @@ extern uint32_t __bss_end__;
 extern uint32_t __ram_start__;
 extern uint32_t __stack_limit__;
 extern uint32_t __stack_top__;
+#if defined(MCU_WEIGHT_COPIES)
+/* One entry of the linker script's copy table. */
+struct mcu_cm_copy {
+    const uint32_t *load;
+    uint32_t *start;
+    uint32_t *end;
+};
+extern const struct mcu_cm_copy __mcu_copy_table_start__[];
+extern const struct mcu_cm_copy __mcu_copy_table_end__[];
+#endif
 
 extern int main(void);
 
@@ -106,6 +116,16 @@ void Reset_Handler(void)
     for (uint32_t *dst = &__data_start__; dst < &__data_end__;) {
         *dst++ = *src++;
     }
+#if defined(MCU_WEIGHT_COPIES)
+    /* Constant tensors the linker put in RAM (--weights-in fast, mcu/device/placement.py): each section's
+     * load image in read-only memory, copied before anything reads them. */
+    for (const struct mcu_cm_copy *c = __mcu_copy_table_start__; c < __mcu_copy_table_end__; c++) {
+        const uint32_t *from = c->load;
+        for (uint32_t *to = c->start; to < c->end;) {
+            *to++ = *from++;
+        }
+    }
+#endif
     for (uint32_t *dst = &__bss_start__; dst < &__bss_end__;) {
         *dst++ = 0u;
     }

@@ -102,6 +102,25 @@ def test_make_option_places_arena_in_named_section(int8_small_cnn, tmp_path: Pat
     assert elf.section(".bss") is None or elf.section(".bss").size < cm.memory.arena_size
 
 
+def _weights_sections(elf_path: Path, cm) -> set[str]:
+    elf = read_elf(elf_path)
+    symbols = {c.symbol for c in cm.library.view.constants}
+    found = [s for s in elf.symbols if s.name in symbols and s.size]
+    assert found, "no weight array in the link"
+    return {elf.sections[s.shndx].name for s in found}
+
+
+def test_weights_stay_in_rodata_unless_a_section_is_named(int8_small_cnn, tmp_path: Path) -> None:
+    """MCU_WEIGHTS_SECTION puts every constant array in the integrator's section (their RAM, copied at boot);
+    without it they are ordinary .rodata (here in the script's .text)."""
+    cm = int8_small_cnn
+    assert _weights_sections(_link(tmp_path / "default", cm), cm) == {".text"}
+    placed = _link(tmp_path / "named", cm, placement="MCU_WEIGHTS_SECTION := .fast_weights")
+    assert _weights_sections(placed, cm) == {".fast_weights"}
+    readme = (tmp_path / "named" / "lib" / "README.md").read_text()
+    assert "## Where the weights live" in readme and "MCU_WEIGHTS_SECTION" in readme
+
+
 def test_header_and_readme_say_where_the_arena_lives(int8_small_cnn, tmp_path: Path) -> None:
     cm = int8_small_cnn
     P = cm.library.prefix.upper()
