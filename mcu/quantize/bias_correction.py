@@ -98,9 +98,18 @@ def _bias_node(gm: GraphModule, layer: Node, channels: int, dtype: torch.dtype) 
     return node
 
 
+def _writes_state(node: Node, varying: set[Node]) -> bool:
+    """An in-place op on a tensor the inputs do not make: a buffer the model keeps between calls (a KV cache).
+    The two runs would write it in turn, each reading the other's values: such a model keeps its biases."""
+    schema = getattr(node.target, "_schema", None) if node.op == "call_function" else None
+    target = node.args[0] if node.args else None
+    return bool(getattr(schema, "is_mutable", False)) and isinstance(target, Node) and target not in varying
+
+
 def correct_biases(gm: GraphModule, calibration: Sequence[tuple[torch.Tensor, ...]]) -> list[Correction]:
     """Correct, in place, the float bias of every convolution and linear layer of the calibrated pt2e model
-    ``gm`` (prepare_pt2e's result, its observers run over ``calibration``); returns what changed per layer."""
+    ``gm`` (prepare_pt2e's result, its observers run over ``calibration``); returns what changed per layer
+    (nothing for a model that writes its own buffers)."""
     samples = [tuple(batch) for batch in calibration]
     if not samples:
         return []
@@ -114,6 +123,8 @@ def correct_biases(gm: GraphModule, calibration: Sequence[tuple[torch.Tensor, ..
             last_use[arg] = i
         if node.op == "placeholder" or any(a in varying for a in node.all_input_nodes):
             varying.add(node)
+    if any(_writes_state(node, varying) for node in nodes):
+        return []
     fp32: list[dict[Node, Any]] = [{} for _ in samples]
     quant: list[dict[Node, Any]] = [{} for _ in samples]
     done: list[Correction] = []

@@ -111,3 +111,32 @@ def test_the_flag_defaults_per_mode_and_is_refused_outside_the_static_modes() ->
     assert not modes.corrects_biases(modes.NONE, None)
     with pytest.raises(McuError, match="--bias-correction .* does not apply to --quantize int8-weight"):
         modes.corrects_biases(modes.INT8_WEIGHT, True)
+
+
+class Cached(nn.Module):
+    """A linear layer whose output a buffer keeps between calls (a KV cache's index_put_)."""
+
+    def __init__(self, stateful: bool) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.stateful = stateful
+        self.register_buffer("cache", torch.zeros(3, 4), persistent=False)
+
+    def forward(self, x: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
+        y = self.fc(x)
+        if not self.stateful:
+            return y
+        self.cache.index_put_((pos,), y)
+        return self.cache.sum(0, keepdim=True)
+
+
+def test_a_model_that_writes_its_buffers_keeps_its_biases() -> None:
+    """The fp32 and the quantized runs would write the one buffer in turn: no correction (on the float graph,
+    where the layer's correction would be zero, it is still listed)."""
+    from mcu.quantize.bias_correction import correct_biases
+    from mcu.quantize.flow import export_for_quantization
+
+    example = (torch.randn(1, 4), torch.tensor([1]))
+    for stateful, layers in ((False, 1), (True, 0)):
+        gm = export_for_quantization(Cached(stateful).eval(), example)
+        assert len(correct_biases(gm, [example, (torch.randn(1, 4), torch.tensor([2]))])) == layers
