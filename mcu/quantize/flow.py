@@ -1,7 +1,7 @@
 """Stage 2 (int8): torchao's pt2e flow with :class:`MCUQuantizer`.
 
 ``export -> fold batch norm into linear layers -> prepare_pt2e -> calibrate ->
-convert_pt2e``; the result is a module whose graph holds
+[correct biases (mcu/quantize/bias_correction.py)] -> convert_pt2e``; the result is a module whose graph holds
 quantize/dequantize nodes around float ops, which ``torch.export`` captures
 again for the rest of the pipeline. QAT uses ``prepare_qat_pt2e`` with the
 same quantizer (see :func:`prepare_qat`).
