@@ -505,17 +505,20 @@ class LoweredModel:
 
 
 def lower_spec(spec: ModelSpec, quantize: str = "none", weight_palette: int | None = None,
-               mixed: modes.MixedOptions | None = None, board: str | Board | None = None) -> LoweredModel:
+               mixed: modes.MixedOptions | None = None, board: str | Board | None = None,
+               bias_correction: bool | None = None) -> LoweredModel:
     """Capture, quantize and lower a loaded model once, to :meth:`LoweredModel.compile` for any number of boards.
     ``weight_palette``: 2, 3 or 4: the int8 convolution and linear weights as indices of that many bits into
     a table per output channel (``--weight-palette``; ``quantize`` int8 only). ``mixed``: with ``quantize``
     "mixed", the accuracy budget and objective of each layer's weight precision (``--accuracy-budget``,
     ``--mixed-objective``; mcu/passes/mixed_choice.py), whose flash is counted on ``board`` (its layouts and
-    kernels' code; default mps2-an505)."""
+    kernels' code; default mps2-an505). ``bias_correction``: each convolution's and linear layer's bias
+    corrected for its rounded weights over the calibration data (``--bias-correction on|off``;
+    mcu/quantize/bias_correction.py); None: the mode's default (:func:`mcu.quantize.modes.corrects_biases`)."""
     quantize = resolve_quantize(spec, quantize)
     board_obj = board if isinstance(board, Board) or board is None else load_board(board)
     with _naming_the_file(spec):
-        graph = to_graph(spec, quantize, weight_palette, mixed, board_obj)
+        graph = to_graph(spec, quantize, weight_palette, mixed, board_obj, bias_correction)
         graph.output_names = [] if graph.state else _output_names(spec, len(graph.outputs))  # state: no extra run
     return LoweredModel(spec=spec, quantize=quantize, graph=graph)
 
@@ -554,10 +557,11 @@ def compile_spec(spec: ModelSpec, board: str | Board = "mps2-an505", quantize: s
                  ram_budget: int | None = None, fuse_costs: FusionCosts | None = None,
                  fuse_band: int = 1, stream_prefix: bool | int = False, stream_input: bool = False,
                  weight_palette: int | None = None, mixed: modes.MixedOptions | None = None,
-                 weights_in: str | None = None) -> CompiledModel:
-    """``weight_palette``, ``mixed``: see :func:`lower_spec`. ``weights_in``: where the firmware keeps the constant
-    tensors, "flash" or "fast" (each in the fastest memory with room, mcu/device/placement.py; None: the board's
-    default; ``--weights-in``). ``fuse_blocks``: run inverted-residual blocks row by
+                 weights_in: str | None = None, bias_correction: bool | None = None) -> CompiledModel:
+    """``weight_palette``, ``mixed``, ``bias_correction``: see :func:`lower_spec`. ``weights_in``: where the
+    firmware keeps the constant tensors, "flash" or "fast" (each in the fastest memory with room,
+    mcu/device/placement.py; None: the board's default; ``--weights-in``). ``fuse_blocks``: run inverted-residual
+    blocks row by
     row through a ring of expanded rows (mcu/plan/fused.py), as few as give the smallest arena (True or "auto";
     "all": every block that can);
     ``ram_budget``: as few as bring the arena to at most these bytes (mcu/plan/fusion.py); by default every
@@ -578,7 +582,8 @@ def compile_spec(spec: ModelSpec, board: str | Board = "mps2-an505", quantize: s
     check(order)
     board_obj = board if isinstance(board, Board) else load_board(board)
     # A graph lowered for this compile alone: it needs no copy.
-    return _compile_lowered(lower_spec(spec, quantize, weight_palette, mixed, board_obj), board_obj, options, order,
+    return _compile_lowered(lower_spec(spec, quantize, weight_palette, mixed, board_obj, bias_correction), board_obj,
+                            options, order,
                             check_flash, _fuse_policy(fuse_blocks), ram_budget, fuse_costs, fuse_band, stream_prefix,
                             stream_input, weights_in=weights_in)
 
@@ -588,14 +593,17 @@ def compile(model: torch.nn.Module, example_inputs: Sequence[torch.Tensor], boar
             name: str | None = None, cmsis_nn: str | Path | None = None,
             packed_weights: bool | None = None, backend: str | list[str] | None = None,
             custom_ops: Any = None, weight_palette: int | None = None,
-            mixed: modes.MixedOptions | None = None, weights_in: str | None = None) -> CompiledModel:
+            mixed: modes.MixedOptions | None = None, weights_in: str | None = None,
+            bias_correction: bool | None = None) -> CompiledModel:
     """Compile an ``nn.Module`` for a board; see the module docstring. ``cmsis_nn``, ``packed_weights``:
     see :func:`backend_options`. ``custom_ops``: registrations of the model's own ops (:func:`mcu.custom_op`).
-    ``weight_palette``, ``mixed``: see :func:`lower_spec`; ``weights_in``: see :func:`compile_spec`."""
+    ``weight_palette``, ``mixed``, ``bias_correction``: see :func:`lower_spec`; ``weights_in``: see
+    :func:`compile_spec`."""
     spec = spec_from_objects(model, example_inputs, calibration, test_inputs,
                              name=name or type(model).__name__.lower(), custom_ops=custom_ops)
     return compile_spec(spec, board, quantize, backend_options(cmsis_nn, packed_weights, backend), backend,
-                        weight_palette=weight_palette, mixed=mixed, weights_in=weights_in)
+                        weight_palette=weight_palette, mixed=mixed, weights_in=weights_in,
+                        bias_correction=bias_correction)
 
 
 def compile_file(path: str | Path, board: str = "mps2-an505", quantize: str = "none",
@@ -604,8 +612,10 @@ def compile_file(path: str | Path, board: str = "mps2-an505", quantize: str = "n
                  ram_budget: int | None = None, fuse_costs: FusionCosts | None = None,
                  fuse_band: int = 1, stream_prefix: bool | int = False, stream_input: bool = False,
                  qat: bool = False, weight_palette: int | None = None,
-                 mixed: modes.MixedOptions | None = None, weights_in: str | None = None) -> CompiledModel:
-    """``weight_palette``, ``mixed``: see :func:`lower_spec`; ``weights_in``: see :func:`compile_spec`. ``qat``: fine-tune with the model file's ``qat_train`` at
+                 mixed: modes.MixedOptions | None = None, weights_in: str | None = None,
+                 bias_correction: bool | None = None) -> CompiledModel:
+    """``weight_palette``, ``mixed``, ``bias_correction``: see :func:`lower_spec`; ``weights_in``: see
+    :func:`compile_spec`. ``qat``: fine-tune with the model file's ``qat_train`` at
     ``quantize``'s precision first
     (mcu/quantize/qat.py)."""
     with stage("load"):
@@ -618,27 +628,27 @@ def compile_file(path: str | Path, board: str = "mps2-an505", quantize: str = "n
     return compile_spec(spec, board, quantize, backend_options(cmsis_nn, packed_weights, backend), backend,
                         fuse_blocks=fuse_blocks, ram_budget=ram_budget, fuse_costs=fuse_costs, fuse_band=fuse_band,
                         stream_prefix=stream_prefix, stream_input=stream_input, weight_palette=weight_palette,
-                        mixed=mixed, weights_in=weights_in)
+                        mixed=mixed, weights_in=weights_in, bias_correction=bias_correction)
 
 
 def lower(model: torch.nn.Module, example_inputs: Sequence[torch.Tensor], quantize: str = "none",
           calibration: Any = None, test_inputs: Any = None, name: str | None = None,
           custom_ops: Any = None, weight_palette: int | None = None,
-          mixed: modes.MixedOptions | None = None) -> LoweredModel:
+          mixed: modes.MixedOptions | None = None, bias_correction: bool | None = None) -> LoweredModel:
     """An ``nn.Module`` captured, quantized and lowered once, to compile for several boards (:class:`LoweredModel`);
     the arguments are :func:`compile`'s."""
     spec = spec_from_objects(model, example_inputs, calibration, test_inputs,
                              name=name or type(model).__name__.lower(), custom_ops=custom_ops)
-    return lower_spec(spec, quantize, weight_palette, mixed)
+    return lower_spec(spec, quantize, weight_palette, mixed, bias_correction=bias_correction)
 
 
 def lower_file(path: str | Path, quantize: str = "none", weight_palette: int | None = None,
-               mixed: modes.MixedOptions | None = None) -> LoweredModel:
+               mixed: modes.MixedOptions | None = None, bias_correction: bool | None = None) -> LoweredModel:
     """A model file captured, quantized and lowered once, to compile for several boards (:class:`LoweredModel`);
-    ``weight_palette``, ``mixed``: see :func:`lower_spec`."""
+    ``weight_palette``, ``mixed``, ``bias_correction``: see :func:`lower_spec`."""
     with stage("load"):
         spec = load_model_file(path)
-    return lower_spec(spec, quantize, weight_palette, mixed)
+    return lower_spec(spec, quantize, weight_palette, mixed, bias_correction=bias_correction)
 
 
 def max_abs(values: list[np.ndarray]) -> float:

@@ -85,6 +85,10 @@ def _add_model_args(p: argparse.ArgumentParser, board_required: bool = True) -> 
                         "points (percent) of its eval metric; each convolution, depthwise and linear layer's "
                         "weights become int8, int4 or a 2/3/4-bit look-up table, measured layer by layer through "
                         "the integer reference (activations stay int8)")
+    p.add_argument("--bias-correction", choices=("on", "off"), default=None,
+                   help="static modes (int8, w4a8, w8a16, mixed): add to each convolution, depthwise and linear "
+                        "layer's bias the mean output error the quantized model shows there over the calibration "
+                        "data, layer after layer (bias correction); default: on for w4a8 and w8a16, off for int8 and mixed")
     p.add_argument("--mixed-objective", choices=modes.OBJECTIVES, default="flash",
                    help="with --quantize mixed: what the choice minimizes within the budget: the flash of the "
                         "layers' weights and their kernels' code on the board (default) or the estimated instructions")

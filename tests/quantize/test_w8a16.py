@@ -40,6 +40,7 @@ class Families(nn.Module):
 
 @pytest.fixture(scope="module")
 def lowered() -> mcu.api.LoweredModel:
+    torch.manual_seed(0)  # the same model whatever ran before in this worker: the SQNR test below quotes its figure
     model = Families().eval()
     model.bn.running_mean.uniform_(-0.5, 0.5)
     model.bn.running_var.uniform_(0.5, 2.0)
@@ -90,16 +91,18 @@ def test_w8a16_runs_every_family_bit_exact_in_c_and_program(cm) -> None:
 
 
 def test_w8a16_output_stays_close_to_fp32(cm) -> None:
-    """SQNR of the dequantized outputs against eager fp32: 27.3 dB (int8: 22.2 dB). Without the padded max
-    pool's branch the model gives 41.2 dB (int8 40.2 dB, both bound by its int8 weights); that branch costs int8
-    as much, so the loss comes before the 16x8 kernels (not explained yet). The FC autoencoder's figures are in
-    tests/quantize/test_s16_accuracy.py."""
+    """SQNR of the dequantized outputs against eager fp32, the fixture's seeded draw: 31.8 dB with bias
+    correction, w8a16's default (31.5 dB without; int8: 25.6 dB). On an earlier, unseeded draw (27.3 dB, int8
+    22.2 dB) the model without the padded max pool's branch gave 41.2 dB (int8 40.2 dB, both bound by its int8
+    weights); that branch costs int8 as much, so the loss comes before the 16x8 kernels (not explained yet).
+    The FC autoencoder's figures are in tests/quantize/test_s16_accuracy.py."""
     signal = noise = 0.0
     for x in cm.spec.test_inputs:
         for got, want in zip(cm.run(*x), cm.eager(*x)):
             signal += float((want.double() ** 2).sum())
             noise += float(((got.double() - want.double()) ** 2).sum())
-    assert 10 * np.log10(signal / noise) > 26.5
+    print(f"families w8a16 output SQNR against fp32: {10 * np.log10(signal / noise):.1f} dB")
+    assert 10 * np.log10(signal / noise) > 30.5
 
 
 class Unsupported(nn.Module):

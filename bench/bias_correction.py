@@ -1,0 +1,80 @@
+"""Output SQNR against fp32 with and without bias correction (``--bias-correction``), per example and static mode:
+the lowered graph run through the Python integer reference (the device's outputs, bit for bit) on the model
+file's bundled test inputs, 10 log10(sum fp32^2 / sum (out - fp32)^2) over every output value, and the seconds
+the quantization took. ``mixed`` runs at ``--budget`` dB and lists each layer's weights after the figures.
+
+    .venv/bin/python bench/bias_correction.py fc_autoencoder,ds_cnn,tcn --modes int8,w8a16,w4a8
+    .venv/bin/python bench/bias_correction.py resnet8 --modes mixed --budget 6
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("examples", help="comma-separated names under examples/")
+    parser.add_argument("--modes", default="int8,w8a16,w4a8")
+    parser.add_argument("--budget", type=float, default=3.0, help="--accuracy-budget of the mixed mode")
+    args = parser.parse_args(argv)
+
+    # lazy: torch and the compiler load after the arguments parse
+    import numpy as np
+    import torch
+
+    from mcu.api import lower_file
+    from mcu.quantize.modes import MIXED, MixedOptions
+    from mcu.capture.loader import flatten_outputs
+    from mcu.reference.encoding import decode, encode
+    from mcu.reference.interp import Reference
+
+    def outputs(graph, inputs) -> list[np.ndarray]:
+        flat = [encode(x.detach().numpy().astype(np.float32), t.name, t.shape, t.dim_order,
+                       t.dtype if t.quant is not None else "float32",
+                       t.quant.scale[0] if t.quant is not None else None, t.quant.zero_point[0] if t.quant else 0)
+                for x, t in zip(inputs, graph.inputs)]
+        return [decode(o, t.shape, t.dim_order, t.dtype, t.quant.scale[0] if t.quant is not None else None,
+                       t.quant.zero_point[0] if t.quant is not None else 0).astype(np.float64)
+                for o, t in zip(Reference(graph).run(flat), graph.outputs)]
+
+    modes = args.modes.split(",")
+    print(f"{'example':<16}" + "".join(f"{m + ' off / on':>30}" for m in modes))
+    for name in args.examples.split(","):
+        cells, forms = [], []
+        for mode in modes:
+            scores = []
+            for corrected in (False, True):
+                start = time.perf_counter()
+                mixed = MixedOptions(args.budget) if mode == MIXED else None
+                lowered = lower_file(ROOT / "examples" / f"{name}.py", quantize=mode, mixed=mixed,
+                                     bias_correction=corrected)
+                seconds = time.perf_counter() - start
+                spec = lowered.spec
+                with torch.no_grad():
+                    want = [[t.numpy().astype(np.float64) for _, t in flatten_outputs(spec.model(*x), name)]
+                            for x in spec.test_inputs]
+                got = [outputs(lowered.graph, x) for x in spec.test_inputs]
+                signal = sum(float((w ** 2).sum()) for ws in want for w in ws)
+                noise = sum(float(((g - w) ** 2).sum()) for ws, gs in zip(want, got) for w, g in zip(ws, gs))
+                scores.append((10 * math.log10(signal / noise) if noise else math.inf, seconds))
+                if mixed is not None:
+                    forms.append(f"  {mode} {'on' if corrected else 'off'}: " + " ".join(
+                        "int4" if op.attrs.get("weight_bits") == 4 else f"lut{op.attrs['palette_bits']}"
+                        if op.attrs.get("palette_bits") else "int8"
+                        for op in lowered.graph.ops if op.kind in ("conv2d", "depthwise_conv2d", "linear")))
+            cells.append(f"{scores[0][0]:.1f} / {scores[1][0]:.1f} dB ({scores[0][1]:.0f}/{scores[1][1]:.0f} s)")
+        print(f"{name:<16}" + "".join(f"{c:>30}" for c in cells), flush=True)
+        for line in forms:
+            print(line)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,194 @@
+"""Bias correction (Nagel et al. 2019, "Data-Free Quantization Through Weight Equalization and Bias Correction",
+its empirical variant) on a calibrated pt2e model, before ``convert_pt2e`` freezes it.
+
+Rounding a layer's weights moves its output, and over a whole model most of that move is a constant: the
+rounded weights applied to the inputs' mean. Each convolution (depthwise and transposed ones too) and linear
+layer gets, added to its float bias, the mean over the calibration data of the difference between the fp32
+model's output at that layer and the quantized model's output there, per output channel. The layers are
+taken in graph order over the whole calibration set, so that each one is corrected for the quantized model
+as it runs with every layer before it already corrected.
+
+The quantized model is simulated on the prepared graph itself: every observer, which the calibration has
+already run, quantizes and dequantizes what passes it with the parameters it will give ``convert_pt2e``
+(the same ``quantized_decomposed`` ops the converted graph runs), weights included; the fp32 model is the
+same graph with the observers passing values through. Only the biases change: the lowering then quantizes
+them to int32 (int64 at 16 bits) as any bias, so the integer reference, the generated C and the program
+files all read the corrected ones."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import torch
+from torch.fx import GraphModule, Node
+from torch.fx.node import map_arg
+
+aten = torch.ops.aten
+
+# output channels on axis 1 (convolutions, NC...) or last (linear)
+CHANNEL_AXIS = {aten.conv1d.default: 1, aten.conv2d.default: 1, aten.conv1d.padding: 1, aten.conv2d.padding: 1,
+                aten.conv_transpose1d.default: 1, aten.conv_transpose2d.input: 1, aten.linear.default: -1}
+
+
+@dataclass(frozen=True)
+class Correction:
+    """What one layer's bias gained: ``layer`` the graph node's name, ``shift`` the largest absolute change of a
+    channel (the largest mean output error of a channel over the calibration data before it)."""
+
+    layer: str
+    shift: float
+
+
+def _is_observer(module: Any) -> bool:
+    return hasattr(module, "calculate_qparams") and hasattr(module, "quant_min") and hasattr(module, "dtype")
+
+
+def _fake_quantize(observer: Any, x: torch.Tensor) -> torch.Tensor:
+    """``x`` quantized and dequantized as ``convert_pt2e`` will do at this observer."""
+    if not x.is_floating_point():
+        return x
+    scale, zero_point = observer.calculate_qparams()
+    qmin, qmax, dtype = int(observer.quant_min), int(observer.quant_max), observer.dtype
+    qd = torch.ops.quantized_decomposed
+    if observer.qscheme in (torch.per_channel_symmetric, torch.per_channel_affine):
+        axis = int(observer.ch_axis)
+        q = qd.quantize_per_channel(x, scale, zero_point, axis, qmin, qmax, dtype)
+        return qd.dequantize_per_channel(q, scale, zero_point, axis, qmin, qmax, dtype, out_dtype=x.dtype)
+    s, z = float(scale.reshape(-1)[0]), int(zero_point.reshape(-1)[0])
+    q = qd.quantize_per_tensor(x, s, z, qmin, qmax, dtype)
+    return qd.dequantize_per_tensor(q, s, z, qmin, qmax, dtype, out_dtype=x.dtype)
+
+
+def _attr(gm: GraphModule, target: str) -> Any:
+    obj: Any = gm
+    for part in target.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _set_attr(gm: GraphModule, target: str, value: torch.Tensor) -> None:
+    owner, _, name = target.rpartition(".")
+    module = _attr(gm, owner) if owner else gm
+    if isinstance(getattr(module, name), torch.nn.Parameter):
+        value = torch.nn.Parameter(value, requires_grad=False)
+    setattr(module, name, value)
+
+
+def _channel_mean(y: list[torch.Tensor], axis: int) -> torch.Tensor:
+    """The mean over every sample and position of each output channel, in float64."""
+    flat = [t.double().movedim(axis, -1).reshape(-1, t.shape[axis]) for t in y]
+    return torch.cat(flat).mean(dim=0)
+
+
+def _bias_node(gm: GraphModule, layer: Node, channels: int, dtype: torch.dtype) -> Node | None:
+    """The layer's bias as a get_attr of its own, made (zeros) when it has none; None when it is shared or
+    computed."""
+    args = list(layer.args)
+    bias = args[2] if len(args) > 2 else layer.kwargs.get("bias")
+    if isinstance(bias, Node):
+        return bias if bias.op == "get_attr" and len(bias.users) == 1 else None
+    if bias is not None or "bias" in layer.kwargs:
+        return None
+    name = f"_mcu_corrected_bias_{layer.name}"
+    gm.register_buffer(name, torch.zeros(channels, dtype=dtype))
+    with gm.graph.inserting_before(layer):
+        node = gm.graph.get_attr(name)
+    layer.args = (*args[:2], node, *args[3:]) if len(args) > 2 else (*args, node)
+    return node
+
+
+def _writes_state(node: Node, varying: set[Node]) -> bool:
+    """An in-place op on a tensor the inputs do not make: a buffer the model keeps between calls (a KV cache).
+    The two runs would write it in turn, each reading the other's values: such a model keeps its biases."""
+    schema = getattr(node.target, "_schema", None) if node.op == "call_function" else None
+    target = node.args[0] if node.args else None
+    return bool(getattr(schema, "is_mutable", False)) and isinstance(target, Node) and target not in varying
+
+
+def correct_biases(gm: GraphModule, calibration: Sequence[tuple[torch.Tensor, ...]]) -> list[Correction]:
+    """Correct, in place, the float bias of every convolution and linear layer of the calibrated pt2e model
+    ``gm`` (prepare_pt2e's result, its observers run over ``calibration``); returns what changed per layer
+    (nothing for a model that writes its own buffers)."""
+    samples = [tuple(batch) for batch in calibration]
+    if not samples:
+        return []
+    modules = dict(gm.named_modules(remove_duplicate=False))  # (an observer shared by two edges has two names)
+    nodes = list(gm.graph.nodes)
+    inputs = {n: i for i, n in enumerate(n for n in nodes if n.op == "placeholder")}
+    last_use: dict[Node, int] = {}
+    varying: set[Node] = set()  # nodes that depend on the inputs; the rest (weights) are computed once
+    for i, node in enumerate(nodes):
+        for arg in node.all_input_nodes:
+            last_use[arg] = i
+        if node.op == "placeholder" or any(a in varying for a in node.all_input_nodes):
+            varying.add(node)
+    if any(_writes_state(node, varying) for node in nodes):
+        return []
+    fp32: list[dict[Node, Any]] = [{} for _ in samples]
+    quant: list[dict[Node, Any]] = [{} for _ in samples]
+    done: list[Correction] = []
+
+    def run(node: Node, env: dict[Node, Any], sample: tuple, observe: bool) -> Any:
+        args = map_arg(node.args, lambda a: env[a])
+        kwargs = map_arg(node.kwargs, lambda a: env[a])
+        if node.op == "placeholder":
+            return sample[inputs[node]]
+        if node.op == "get_attr":
+            return _attr(gm, str(node.target))
+        if node.op == "call_module":
+            module = modules[str(node.target)]
+            if _is_observer(module):
+                return _fake_quantize(module, args[0]) if observe else args[0]
+            return module(*args, **kwargs)
+        if node.op == "call_method":
+            return getattr(args[0], str(node.target))(*args[1:], **kwargs)
+        if node.op == "call_function":
+            return node.target(*args, **kwargs)  # type: ignore[operator]
+        return None
+
+    with torch.no_grad():
+        for i, node in enumerate(nodes):
+            if node.op == "output":
+                break
+            if node in varying:
+                for sample, f_env, q_env in zip(samples, fp32, quant):
+                    f_env[node] = run(node, f_env, sample, observe=False)
+                    q_env[node] = run(node, q_env, sample, observe=True)
+            else:
+                f_value, q_value = run(node, fp32[0], samples[0], False), run(node, quant[0], samples[0], True)
+                for f_env, q_env in zip(fp32, quant):
+                    f_env[node], q_env[node] = f_value, q_value
+            axis = CHANNEL_AXIS.get(node.target) if node.op == "call_function" else None
+            if axis is not None and node in varying and isinstance(quant[0][node], torch.Tensor):
+                corrected = _correct_layer(gm, node, axis, fp32, quant)
+                if corrected is not None:
+                    done.append(corrected)
+            dead = [a for a in node.all_input_nodes if last_use.get(a, i) == i]  # (a bias made above: none)
+            for env in (*fp32, *quant):
+                for arg in dead:
+                    env.pop(arg, None)
+    gm.recompile()
+    return done
+
+
+def _correct_layer(gm: GraphModule, layer: Node, axis: int, fp32: list[dict[Node, Any]],
+                   quant: list[dict[Node, Any]]) -> Correction | None:
+    """Add the layer's mean output error to its bias, and to the quantized model's output there."""
+    got = [env[layer] for env in quant]
+    error = _channel_mean([env[layer] for env in fp32], axis) - _channel_mean(got, axis)
+    channels = int(error.numel())
+    bias = _bias_node(gm, layer, channels, got[0].dtype)
+    if bias is None:
+        return None
+    value = _attr(gm, str(bias.target))
+    if not isinstance(value, torch.Tensor) or value.numel() != channels:
+        return None
+    # a new tensor, not an in-place add: the exported graph may share its parameters with the user's model
+    _set_attr(gm, str(bias.target), value.detach() + error.to(value.dtype).reshape(value.shape))
+    shape = [1] * got[0].dim()
+    shape[axis] = channels
+    step = error.to(got[0].dtype).reshape(shape)
+    for env, y in zip(quant, got):
+        env[layer] = y + step
+    return Correction(layer.name, float(error.abs().max()))
