@@ -274,13 +274,15 @@ def test_packed_right_shift_property_on_core(tmp_path_factory, board_name: str, 
 @st.composite
 def _pixel_pair_case(draw) -> dict:
     """One layer for the two-pixel loops: pointwise (mcu_pixel2_packed, input channels a multiple of 4
-    up to the widest the column holds, 320) or 3 x 3 (mcu_pixel2_packed_split, windows of 28 to 324
-    taps, strides 1 and 2, borders; 324 is too wide for two columns and takes one pixel at a time),
+    up to the widest the column holds, 640) or 3 x 3 (mcu_pixel2_packed_split, windows of 28 to 640
+    taps, strides 1 and 2, borders; the firmware's kernel is unspecialised, so every window pairs),
     entering the loop's passes at every tap pair,
     output channels a multiple of 4, odd and even pixel counts (an odd last pixel takes the one-pixel
-    loop after the pairs), extremes of inputs, weights, biases and multipliers, both stores."""
+    loop after the pairs), extremes of inputs, weights, biases and multipliers, both stores; pointwise
+    layers also in place with the output after the input (the pairs run backwards, last pair first)."""
     k = draw(st.sampled_from([1, 3]))
-    cin = draw(st.sampled_from([4, 8, 12, 20, 28, 36, 64, 68, 252, 320] if k == 1 else [3, 4, 16, 32, 36]))
+    cin = draw(st.sampled_from([4, 8, 12, 20, 28, 36, 64, 68, 252, 320, 640] if k == 1
+                               else [3, 4, 16, 32, 36, 64, 71]))
     cout = draw(st.sampled_from([4, 8, 12, 16]))
     stride, pad = (1, 0) if k == 1 else (draw(st.integers(1, 2)), draw(st.integers(0, 1)))
     h, w = draw(st.integers(k, k + 2)), draw(st.integers(k, k + 4))
@@ -303,7 +305,15 @@ def _pixel_pair_case(draw) -> dict:
     expected = conv2d_s8(x, wt, b, m, sh, **params)
     stream = tuned.pack_layer(wt.reshape(cout, -1), b, m, sh, out_zp)
     assert stream[1] & tuned.FLAG_RIGHT
-    return dict(x=x, w=stream, params=params, expected=expected)
+    case = dict(x=x, w=stream, params=params, expected=expected)
+    pixels = oh * ow
+    # in place, backward (mcu_conv_pixel_direction): from the least distance that direction allows to
+    # the end of the input, where the buffers stop overlapping
+    fwd = min(cin - cout, pixels * (cin - cout))
+    lo = max(fwd + 1, (pixels - 1) * (cin - cout), 0)
+    if k == 1 and lo < pixels * cin and draw(st.booleans()):
+        case["out_delta"] = draw(st.integers(lo, pixels * cin - 1))
+    return case
 
 
 @requires_qemu

@@ -619,7 +619,22 @@ static inline const int32_t *mcu_pixel2_packed(const int16_t *col2, int32_t kp, 
  * mcu_conv_column_s16 builds one pixel at a time): pixel A's kp taps at col, its state after them,
  * pixel B's taps at col + MCU_PIXEL2_B. The unit loads the two column words with two LDR (the second
  * at a fixed offset; pipelined, 3 cycles as the LDRD), one instruction more per 16 MACs. */
-#define MCU_PIXEL2_B (MCU_CONV_PACKED_TAPS_MAX / 2 + MCU_PIXEL2_SPARE) /* int16: 340 */
+/* Pixel B's column follows the widest window the build runs in pairs: a model whose windows all fit
+ * the straight-line dot product (MCU_PACKED_LOOP 0) needs at most MCU_PIXEL_WIDE_TAPS, else every
+ * window up to MCU_CONV_PACKED_TAPS_MAX pairs (resnet8's 64-channel 3x3 layers, 576 taps, streamed
+ * their 74 kB of weights once per pixel through the U575's 8 kB cache: 1.93 cycles per MAC, 1.5 in
+ * pairs) at 1,280 B more stack in the kernel's frame. */
+#if MCU_PACKED_LOOP
+#define MCU_PIXEL2_SPLIT_TAPS MCU_CONV_PACKED_TAPS_MAX
+#else
+#define MCU_PIXEL2_SPLIT_TAPS MCU_PIXEL_WIDE_TAPS
+#endif
+#define MCU_PIXEL2_B (MCU_PIXEL2_SPLIT_TAPS + MCU_PIXEL2_SPARE) /* int16 */
+/* The column buffer of mcu_conv2d_packed_s8: one pixel's window and its state, or two windows apart. */
+#define MCU_PACKED_COL_TAPS                                                                               \
+    (MCU_PIXEL2_B + MCU_PIXEL2_SPLIT_TAPS > MCU_CONV_PACKED_TAPS_MAX + MCU_PIXEL_PACKED_SPARE               \
+         ? MCU_PIXEL2_B + MCU_PIXEL2_SPLIT_TAPS                                                           \
+         : MCU_CONV_PACKED_TAPS_MAX + MCU_PIXEL_PACKED_SPARE)
 #define MCU_PX2_UNIT_SPLIT                                                                                \
     "ldr.w r7, [r4, #(2 * " MCU_PX2_STR(MCU_PIXEL2_B) ")]\n\t"                                             \
     "ldr r6, [r4], #4\n\t"                                                                               \
