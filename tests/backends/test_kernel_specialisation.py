@@ -41,8 +41,9 @@ EXPECTED = {
 
 
 def _layer(kp: int, cout: int = 8, right: bool = True, act_min: int = -128, k3c3: bool = False,
-           output_offset: int = -128) -> PackedLayer:
-    return PackedLayer(kp=kp, cout=cout, act_min=act_min, output_offset=output_offset, right=right, k3c3=k3c3)
+           output_offset: int = -128, pointwise: bool = False) -> PackedLayer:
+    return PackedLayer(kp=kp, cout=cout, act_min=act_min, output_offset=output_offset, right=right, k3c3=k3c3,
+                       pointwise=pointwise)
 
 
 def test_defines_from_layers() -> None:
@@ -61,6 +62,9 @@ def test_defines_from_layers() -> None:
     assert packed_defines([_layer(28, cout=6)])["MCU_PACKED_NARROW"] == 0
     assert packed_defines([_layer(28, act_min=-5, output_offset=0)])["MCU_PACKED_NARROW"] == 0  # floor < offset
     assert packed_defines([_layer(28, k3c3=True)])["MCU_PACKED_NARROW_K3C3"] == 1
+    # pointwise layers of 16 taps or more take the two-pixel loops (MCU_NARROW_PW_MIN), fewer stay narrow
+    assert packed_defines([_layer(16, pointwise=True), _layer(48, pointwise=True)])["MCU_PACKED_NARROW"] == 0
+    assert packed_defines([_layer(12, pointwise=True)])["MCU_PACKED_NARROW"] == 1
     merged = merge_defines([packed_defines([_layer(24)]), {}, packed_defines([_layer(100), _layer(28, k3c3=True)])])
     assert merged == {"MCU_PIXEL_WIDE_TAPS": 104, "MCU_PACKED_LOOP": 0, "MCU_PACKED_NARROW": 1,
                       "MCU_PACKED_NARROW_K3C3": 1}
@@ -146,7 +150,7 @@ def test_narrow_path_left_out_on_core(tmp_path: Path) -> None:
     """MCU_PACKED_NARROW 0: a layer the narrow path takes is refused, the others still exact; with
     MCU_PACKED_NARROW_K3C3 0 a 3x3 window of 3 channels is still exact (one pixel at a time)."""
     rng = np.random.default_rng(3)
-    narrow = _case(rng, 16)  # 16 taps, 12 channels, full activation range: the narrow path
+    narrow = _case(rng, 12)  # 12 taps (pointwise: fewer than 16), 12 channels, full activation range: the narrow path
     wide = _case(rng, 64, act=(-100, 127))
     _run_on_m33(tmp_path / "a", [(narrow, False), (wide, True)],
                 {"MCU_PIXEL_WIDE_TAPS": 64, "MCU_PACKED_LOOP": 0, "MCU_PACKED_NARROW": 0})

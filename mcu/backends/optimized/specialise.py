@@ -27,6 +27,7 @@ from typing import Any, Iterable, Mapping
 
 WIDE_TAPS_MAX = 256  # the default MCU_PIXEL_WIDE_TAPS (convolution/gemm_s8_dsp.h)
 NARROW_TAPS_MAX = 48  # MCU_NARROW_TAPS_MAX (convolution/conv_narrow_s8_dsp.h)
+NARROW_PW_MIN = 16  # MCU_NARROW_PW_MIN: pointwise layers of this many taps or more take the two-pixel loops
 
 
 @dataclass(frozen=True)
@@ -39,19 +40,22 @@ class PackedLayer:
     output_offset: int
     right: bool  # FLAG_RIGHT of the packed stream (mcu/backends/optimized/tuned.py)
     k3c3: bool = False  # dilation_w 1, kernel_h 3, kernel_w * input channels 9 (mcu_conv_narrow_s8's k3c3)
+    pointwise: bool = False  # kernel_h and kernel_w 1
 
     @staticmethod
     def from_params(params: Mapping[str, Any], right: bool) -> "PackedLayer":
         k = int(params["kernel_h"]) * int(params["kernel_w"]) * int(params["input"]["c"])
         k3c3 = (int(params["dilation_w"]) == 1 and int(params["kernel_h"]) == 3
                 and int(params["kernel_w"]) * int(params["input"]["c"]) == 9)
+        pointwise = int(params["kernel_h"]) == 1 and int(params["kernel_w"]) == 1
         return PackedLayer(kp=(k + 3) // 4 * 4, cout=int(params["output"]["c"]), act_min=int(params["act_min"]),
-                           output_offset=int(params["output_offset"]), right=bool(right), k3c3=k3c3)
+                           output_offset=int(params["output_offset"]), right=bool(right), k3c3=k3c3,
+                           pointwise=pointwise)
 
     def takes_narrow(self) -> bool:
         """mcu_narrow_applies without its direction condition (run time; leaving it out only widens)."""
-        return (self.right and self.kp <= NARROW_TAPS_MAX and self.cout % 4 == 0
-                and self.act_min >= self.output_offset)
+        return (self.right and self.kp <= NARROW_TAPS_MAX and not (self.pointwise and self.kp >= NARROW_PW_MIN)
+                and self.cout % 4 == 0 and self.act_min >= self.output_offset)
 
     def dot_taps(self) -> int:
         """The taps mcu_pixel_packed runs for this layer on a DSP core (0: it never runs): layers with a
