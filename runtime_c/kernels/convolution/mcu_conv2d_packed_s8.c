@@ -225,6 +225,11 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
 #if MCU_S8_DSP_NATIVE
     const int pairs = out.w >= 2 && right && out.c % 4 == 0 && kp + MCU_PIXEL2_SPARE <= MCU_PIXEL2_B &&
                       MCU_PIXEL2_B + kp <= MCU_PACKED_COL_TAPS;
+    /* Four pixels per pass where the weights (the stream's bytes) outgrow a flash cache of 8 kB, the
+     * mps2-an505-u575's ICACHE: each line is then fetched once per four pixels. Smaller streams stay
+     * in the cache and keep the pairs, whose requantization and stores cost less per pixel. */
+    const int quads = pairs && out.w >= 4 && kp + MCU_PIXEL4_SPARE <= MCU_PIXEL4_B &&
+                      (int64_t)out.c * (2 * (int64_t)kp + 20) > MCU_PIXEL4_STREAM_MIN;
 #endif
     for (int32_t b = 0; b < in.n; ++b) {
         const int8_t *x_n = input + (int64_t)b * in.h * in.w * in.c;
@@ -232,6 +237,16 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
         for (int32_t oh = 0; oh < out.h; ++oh) {
             int32_t ow = 0;
 #if MCU_S8_DSP_NATIVE
+            if (quads) {
+                /* four pixels of the row per pass, each line of the stream fetched once for them */
+                for (; ow + 4 <= out.w; ow += 4) {
+                    int8_t *y = y_n + (oh * out.w + ow) * out.c;
+                    for (int32_t j = 0; j < 4; ++j) {
+                        mcu_conv_column_s16(p, x_n, oh, ow + j, kp, col + j * MCU_PIXEL4_B, raw);
+                    }
+                    mcu_pixel4_packed_split(col, kp, packed, y, y + out.c, out.c, l.bounds);
+                }
+            }
             if (pairs) {
                 /* two pixels of the row per pass, each weight word loaded once for both */
                 for (; ow + 2 <= out.w; ow += 2) {
