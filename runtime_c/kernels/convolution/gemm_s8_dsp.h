@@ -624,7 +624,12 @@ static inline const int32_t *mcu_pixel2_packed(const int16_t *col2, int32_t kp, 
  * window up to MCU_CONV_PACKED_TAPS_MAX pairs (resnet8's 64-channel 3x3 layers, 576 taps, streamed
  * their 74 kB of weights once per pixel through the U575's 8 kB cache: 1.93 cycles per MAC, 1.5 in
  * pairs) at 1,280 B more stack in the kernel's frame. */
-#if MCU_PACKED_LOOP
+#ifndef MCU_PACKED_WINDOWS
+#define MCU_PACKED_WINDOWS 1 /* 0: a model's build whose layers are all flat pointwise or narrow (specialise.py) */
+#endif
+#if !MCU_PACKED_WINDOWS
+#define MCU_PIXEL2_SPLIT_TAPS 0 /* no windowed layer: no second column, nor the stack for it */
+#elif MCU_PACKED_LOOP
 #define MCU_PIXEL2_SPLIT_TAPS MCU_CONV_PACKED_TAPS_MAX
 #else
 #define MCU_PIXEL2_SPLIT_TAPS MCU_PIXEL_WIDE_TAPS

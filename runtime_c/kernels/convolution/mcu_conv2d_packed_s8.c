@@ -222,7 +222,7 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
         return MCU_OK;
     }
 #endif
-#if MCU_S8_DSP_NATIVE
+#if MCU_S8_DSP_NATIVE && MCU_PACKED_WINDOWS
     const int pairs = out.w >= 2 && right && out.c % 4 == 0 && kp + MCU_PIXEL2_SPARE <= MCU_PIXEL2_B &&
                       MCU_PIXEL2_B + kp <= MCU_PACKED_COL_TAPS;
     /* Four pixels per pass where the weights (the stream's bytes) outgrow a flash cache of 8 kB, the
@@ -236,7 +236,7 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
         int8_t *y_n = output + (int64_t)b * hw * out.c;
         for (int32_t oh = 0; oh < out.h; ++oh) {
             int32_t ow = 0;
-#if MCU_S8_DSP_NATIVE
+#if MCU_S8_DSP_NATIVE && MCU_PACKED_WINDOWS
             if (quads) {
                 /* four pixels of the row per pass, each line of the stream fetched once for them */
                 for (; ow + 4 <= out.w; ow += 4) {
