@@ -27,43 +27,53 @@ from repo import requires_qemu
 
 # The reference models on mps2-an505 (int8): their packed layers' widest window and paths
 EXPECTED = {
-    "small_cnn": {"MCU_PIXEL_WIDE_TAPS": 144, "MCU_PACKED_LOOP": 0, "MCU_PACKED_NARROW": 1,
+    "small_cnn": {"MCU_PIXEL_WIDE_TAPS": 144, "MCU_PACKED_LOOP": 0, "MCU_PACKED_WINDOWS": 1, "MCU_PACKED_NARROW": 1,
                   "MCU_PACKED_NARROW_K3C3": 0},
-    "ds_cnn": {"MCU_PIXEL_WIDE_TAPS": 64, "MCU_PACKED_LOOP": 0, "MCU_PACKED_NARROW": 1,
+    "ds_cnn": {"MCU_PIXEL_WIDE_TAPS": 64, "MCU_PACKED_LOOP": 0, "MCU_PACKED_WINDOWS": 0, "MCU_PACKED_NARROW": 1,
                "MCU_PACKED_NARROW_K3C3": 0},
-    "mobilenet_v1": {"MCU_PIXEL_WIDE_TAPS": 256, "MCU_PACKED_LOOP": 0, "MCU_PACKED_NARROW": 1,
+    "mobilenet_v1": {"MCU_PIXEL_WIDE_TAPS": 256, "MCU_PACKED_LOOP": 0, "MCU_PACKED_WINDOWS": 0, "MCU_PACKED_NARROW": 1,
                      "MCU_PACKED_NARROW_K3C3": 1},  # 3x3 RGB first layer
-    "resnet8": {"MCU_PIXEL_WIDE_TAPS": 256, "MCU_PACKED_LOOP": 1, "MCU_PACKED_NARROW": 1,
+    "resnet8": {"MCU_PIXEL_WIDE_TAPS": 256, "MCU_PACKED_LOOP": 1, "MCU_PACKED_WINDOWS": 1, "MCU_PACKED_NARROW": 1,
                 "MCU_PACKED_NARROW_K3C3": 1},  # windows over 256 taps: the loop
-    "fc_autoencoder": {"MCU_PIXEL_WIDE_TAPS": 256, "MCU_PACKED_LOOP": 1, "MCU_PACKED_NARROW": 1,
+    "fc_autoencoder": {"MCU_PIXEL_WIDE_TAPS": 256, "MCU_PACKED_LOOP": 1, "MCU_PACKED_WINDOWS": 0,
+                       "MCU_PACKED_NARROW": 1,
                        "MCU_PACKED_NARROW_K3C3": 0},
 }
 
 
 def _layer(kp: int, cout: int = 8, right: bool = True, act_min: int = -128, k3c3: bool = False,
-           output_offset: int = -128) -> PackedLayer:
-    return PackedLayer(kp=kp, cout=cout, act_min=act_min, output_offset=output_offset, right=right, k3c3=k3c3)
+           output_offset: int = -128, pointwise: bool = False, flat: bool = False) -> PackedLayer:
+    return PackedLayer(kp=kp, cout=cout, act_min=act_min, output_offset=output_offset, right=right, k3c3=k3c3,
+                       pointwise=pointwise, flat=flat)
 
 
 def test_defines_from_layers() -> None:
     assert packed_defines([]) == {}
     assert packed_defines([_layer(12), _layer(140)]) == {"MCU_PIXEL_WIDE_TAPS": 144, "MCU_PACKED_LOOP": 0,
-                                                          "MCU_PACKED_NARROW": 1, "MCU_PACKED_NARROW_K3C3": 0}
+                                                          "MCU_PACKED_WINDOWS": 1, "MCU_PACKED_NARROW": 1,
+                                                          "MCU_PACKED_NARROW_K3C3": 0}
     # wider than 256: the loop, and the straight-line part at its full size
     assert packed_defines([_layer(260)])["MCU_PIXEL_WIDE_TAPS"] == 256
     assert packed_defines([_layer(260)])["MCU_PACKED_LOOP"] == 1
     # a stream the C blocks run (left shifts) or fewer than 4 channels never reach the assembly
     assert packed_defines([_layer(600, right=False), _layer(40, cout=3)]) == {
-        "MCU_PIXEL_WIDE_TAPS": 8, "MCU_PACKED_LOOP": 0, "MCU_PACKED_NARROW": 0, "MCU_PACKED_NARROW_K3C3": 0}
+        "MCU_PIXEL_WIDE_TAPS": 8, "MCU_PACKED_LOOP": 0, "MCU_PACKED_WINDOWS": 0, "MCU_PACKED_NARROW": 0,
+        "MCU_PACKED_NARROW_K3C3": 0}
+    # windowed loops: a layer neither flat pointwise nor narrow; flat pointwise layers never need them
+    assert packed_defines([_layer(64, pointwise=True, flat=True)])["MCU_PACKED_WINDOWS"] == 0
+    assert packed_defines([_layer(64, pointwise=True)])["MCU_PACKED_WINDOWS"] == 1  # e.g. stride 2
     # narrow: few taps, whole blocks, an activation at or above the output offset
     assert packed_defines([_layer(48)])["MCU_PACKED_NARROW"] == 1
     assert packed_defines([_layer(52)])["MCU_PACKED_NARROW"] == 0
     assert packed_defines([_layer(28, cout=6)])["MCU_PACKED_NARROW"] == 0
     assert packed_defines([_layer(28, act_min=-5, output_offset=0)])["MCU_PACKED_NARROW"] == 0  # floor < offset
     assert packed_defines([_layer(28, k3c3=True)])["MCU_PACKED_NARROW_K3C3"] == 1
+    # pointwise layers of 16 taps or more take the two-pixel loops (MCU_NARROW_PW_MIN), fewer stay narrow
+    assert packed_defines([_layer(16, pointwise=True), _layer(48, pointwise=True)])["MCU_PACKED_NARROW"] == 0
+    assert packed_defines([_layer(12, pointwise=True)])["MCU_PACKED_NARROW"] == 1
     merged = merge_defines([packed_defines([_layer(24)]), {}, packed_defines([_layer(100), _layer(28, k3c3=True)])])
-    assert merged == {"MCU_PIXEL_WIDE_TAPS": 104, "MCU_PACKED_LOOP": 0, "MCU_PACKED_NARROW": 1,
-                      "MCU_PACKED_NARROW_K3C3": 1}
+    assert merged == {"MCU_PIXEL_WIDE_TAPS": 104, "MCU_PACKED_LOOP": 0, "MCU_PACKED_WINDOWS": 1,
+                      "MCU_PACKED_NARROW": 1, "MCU_PACKED_NARROW_K3C3": 1}
 
 
 def test_s4_defines_merge_across_methods() -> None:
@@ -73,8 +83,8 @@ def test_s4_defines_merge_across_methods() -> None:
     assert s4_merge_defines([none, none]) == {S4_STREAM: 0}
     assert s4_merge_defines([none, some, {}]) == some
     assert s4_merge_defines([some, {**packed_defines([_layer(300)]), S4_STREAM: 1}]) == {
-        "MCU_PIXEL_WIDE_TAPS": 256, "MCU_PACKED_LOOP": 1, "MCU_PACKED_NARROW": 1, "MCU_PACKED_NARROW_K3C3": 0,
-        S4_STREAM: 1}
+        "MCU_PIXEL_WIDE_TAPS": 256, "MCU_PACKED_LOOP": 1, "MCU_PACKED_WINDOWS": 1, "MCU_PACKED_NARROW": 1,
+        "MCU_PACKED_NARROW_K3C3": 0, S4_STREAM: 1}
     assert s4_merge_defines([{}, {}]) == {}
 
 
@@ -144,15 +154,20 @@ def test_narrow_wide_taps_on_core(tmp_path: Path, wide: int, loop: int) -> None:
 @pytest.mark.qemu
 def test_narrow_path_left_out_on_core(tmp_path: Path) -> None:
     """MCU_PACKED_NARROW 0: a layer the narrow path takes is refused, the others still exact; with
-    MCU_PACKED_NARROW_K3C3 0 a 3x3 window of 3 channels is still exact (one pixel at a time)."""
+    MCU_PACKED_NARROW_K3C3 0 a 3x3 window of 3 channels is still exact (one pixel at a time), and with
+    MCU_PACKED_WINDOWS 0 a 3x3 window of 16 channels."""
     rng = np.random.default_rng(3)
-    narrow = _case(rng, 16)  # 16 taps, 12 channels, full activation range: the narrow path
+    narrow = _case(rng, 12)  # 12 taps (pointwise: fewer than 16), 12 channels, full activation range: the narrow path
     wide = _case(rng, 64, act=(-100, 127))
     _run_on_m33(tmp_path / "a", [(narrow, False), (wide, True)],
                 {"MCU_PIXEL_WIDE_TAPS": 64, "MCU_PACKED_LOOP": 0, "MCU_PACKED_NARROW": 0})
     rgb = _case(rng, 3, k=3)  # the narrow path's k3c3 layer
     _run_on_m33(tmp_path / "b", [(rgb, True), (narrow, True), (wide, True)],
                 {"MCU_PIXEL_WIDE_TAPS": 64, "MCU_PACKED_LOOP": 0, "MCU_PACKED_NARROW_K3C3": 0})
+    # MCU_PACKED_WINDOWS 0: a windowed layer (3x3, 144 taps, 2 x 2 pixels) still exact, one pixel at a time
+    window = _case(rng, 16, k=3, cout=16, act=(-100, 127))
+    _run_on_m33(tmp_path / "c", [(window, True), (wide, True)],
+                {"MCU_PIXEL_WIDE_TAPS": 152, "MCU_PACKED_LOOP": 0, "MCU_PACKED_WINDOWS": 0})
 
 
 def test_exported_library_builds_with_its_definitions(tmp_path: Path) -> None:

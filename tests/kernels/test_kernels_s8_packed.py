@@ -274,16 +274,18 @@ def test_packed_right_shift_property_on_core(tmp_path_factory, board_name: str, 
 @st.composite
 def _pixel_pair_case(draw) -> dict:
     """One layer for the two-pixel loops: pointwise (mcu_pixel2_packed, input channels a multiple of 4
-    up to the widest the column holds, 320) or 3 x 3 (mcu_pixel2_packed_split, windows of 28 to 324
-    taps, strides 1 and 2, borders; 324 is too wide for two columns and takes one pixel at a time),
+    up to the widest the column holds, 640) or 3 x 3 (mcu_pixel2_packed_split, windows of 28 to 640
+    taps, strides 1 and 2, borders; the firmware's kernel is unspecialised, so every window pairs),
     entering the loop's passes at every tap pair,
     output channels a multiple of 4, odd and even pixel counts (an odd last pixel takes the one-pixel
-    loop after the pairs), extremes of inputs, weights, biases and multipliers, both stores."""
+    loop after the pairs), extremes of inputs, weights, biases and multipliers, both stores; pointwise
+    layers also in place with the output after the input (the pairs run backwards, last pair first)."""
     k = draw(st.sampled_from([1, 3]))
-    cin = draw(st.sampled_from([4, 8, 12, 20, 28, 36, 64, 68, 252, 320] if k == 1 else [3, 4, 16, 32, 36]))
+    cin = draw(st.sampled_from([4, 8, 12, 20, 28, 36, 64, 68, 252, 320, 640] if k == 1
+                               else [3, 4, 16, 32, 36, 64, 71]))
     cout = draw(st.sampled_from([4, 8, 12, 16]))
     stride, pad = (1, 0) if k == 1 else (draw(st.integers(1, 2)), draw(st.integers(0, 1)))
-    h, w = draw(st.integers(k, k + 2)), draw(st.integers(k, k + 4))
+    h, w = draw(st.integers(k, k + 2)), draw(st.integers(k, k + 6))
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     x_kind, w_kind = draw(st.sampled_from(["random", "min", "max"])), draw(st.sampled_from(["random", "min", "max"]))
     x = (rng.integers(-128, 128, (1, h, w, cin)) if x_kind == "random"
@@ -296,23 +298,34 @@ def _pixel_pair_case(draw) -> dict:
                                min_size=cout, max_size=cout)), dtype=np.int64)
     sh = np.array(draw(st.lists(st.integers(-23, -1), min_size=cout, max_size=cout)), dtype=np.int64)
     in_zp, out_zp = draw(st.integers(-128, 127)), draw(st.integers(-128, 127))
-    act = draw(st.sampled_from([(-128, 127), (0, 127), (-100, 50)]))
+    act = draw(st.sampled_from([(-128, 127), (0, 127), (-100, 50), (-20, -5)]))
     oh, ow = (h + 2 * pad - k) // stride + 1, (w + 2 * pad - k) // stride + 1
     params = packed_params(x.shape, (1, oh, ow, cout), k, k, sh=stride, sw=stride, pt=pad, pl=pad, in_zp=in_zp,
                            out_zp=out_zp, act=act)
     expected = conv2d_s8(x, wt, b, m, sh, **params)
     stream = tuned.pack_layer(wt.reshape(cout, -1), b, m, sh, out_zp)
     assert stream[1] & tuned.FLAG_RIGHT
-    return dict(x=x, w=stream, params=params, expected=expected)
+    case = dict(x=x, w=stream, params=params, expected=expected)
+    pixels = oh * ow
+    # in place, backward (mcu_conv_pixel_direction): from the least distance that direction allows to
+    # the end of the input, where the buffers stop overlapping
+    fwd = min(cin - cout, pixels * (cin - cout))
+    lo = max(fwd + 1, (pixels - 1) * (cin - cout), 0)
+    if k == 1 and lo < pixels * cin and draw(st.booleans()):
+        case["out_delta"] = draw(st.integers(lo, pixels * cin - 1))
+    return case
 
 
 @requires_qemu
 @pytest.mark.qemu
-@pytest.mark.parametrize("board_name", ["mps2-an505", "mps2-an386"])
+@pytest.mark.parametrize(("board_name", "defines"), [("mps2-an505", {"MCU_PIXEL4_STREAM_MIN": 0}),
+                                                     ("mps2-an386", {})])
 @settings(max_examples=3, deadline=None, derandomize=True)
 @given(cases=st.lists(_pixel_pair_case(), min_size=24, max_size=24))
-def test_packed_pixel_pairs_on_core(tmp_path_factory, board_name: str, cases: list[dict]) -> None:
-    """The two-pixel loops bit-exact with the reference on the core, batches of 24 layers."""
+def test_packed_pixel_pairs_on_core(tmp_path_factory, board_name: str, defines: dict, cases: list[dict]) -> None:
+    """The two-pixel loops bit-exact with the reference on the core, batches of 24 layers; on the
+    Cortex-M33 every windowed layer of up to 320 taps and at least 4 pixels a row takes the four-pixel
+    loop first (its stream threshold at 0), the rest of the row pairs and a last pixel."""
     from mcu.device.sim.qemu import run_qemu
     from mcu.device.toolchain import build_firmware
 
@@ -321,7 +334,7 @@ def test_packed_pixel_pairs_on_core(tmp_path_factory, board_name: str, cases: li
     main.write_text(packed_firmware_source(cases))
     board = load_board(board_name)
     rt = runtime_dir()
-    fw = build_firmware(board, [main, kernel_source(tuned.SOURCE)], [rt / "include"], tmp / "out")
+    fw = build_firmware(board, [main, kernel_source(tuned.SOURCE)], [rt / "include"], tmp / "out", defines=defines)
     result = run_qemu(board, fw.elf, timeout_s=120)
     assert result.exit_code == 0 and "packed cases failed: 0" in result.console, result.console
 

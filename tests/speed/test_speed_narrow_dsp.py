@@ -3,7 +3,7 @@ first layers and narrow pointwise layers with a ReLU-style activation range, bit
 Python reference.
 
 The path runs when the stream's shifts are all right shifts (the stream's FLAG_RIGHT), the window
-has at most 48 taps, the output channels are a multiple of 4 and act_min >= the output offset. Its
+has at most 48 taps (a pointwise one fewer than 16: wider ones take the two-pixel loops), the output channels are a multiple of 4 and act_min >= the output offset. Its
 requantization drops the sign correction, which is exact only under that last condition, so the
 cases put act_min at, just above and far above the output offset (and below it, and output counts
 that are not a multiple of 4, where the older path must still answer). The DSP-emulated
@@ -38,6 +38,7 @@ from repo import requires_qemu
 
 _S32 = (-(2**31), 2**31 - 1)
 NARROW_TAPS_MAX = 48  # MCU_NARROW_TAPS_MAX
+NARROW_PW_MIN = 16  # MCU_NARROW_PW_MIN: pointwise layers of this many taps or more leave the path
 
 
 @pytest.fixture(scope="module")
@@ -114,7 +115,8 @@ def narrow_case(draw, device: bool = False) -> dict:
                      in_zp=in_zp, out_zp=out_zp, act=act)
     stream = tuned.pack_layer(wt.reshape(cout, -1), b, m, sh, out_zp)
     assert stream[1] & tuned.FLAG_RIGHT
-    narrow = _taps(k, cin) <= NARROW_TAPS_MAX and cout % 4 == 0 and act[0] >= out_zp
+    pointwise_wide = k == (1, 1) and _taps(k, cin) >= NARROW_PW_MIN  # the two-pixel loops take these
+    narrow = _taps(k, cin) <= NARROW_TAPS_MAX and not pointwise_wide and cout % 4 == 0 and act[0] >= out_zp
     return dict(x=x, wt=wt, b=b, m=m, s=sh, w=stream, params=params, narrow=narrow,
                 expected=conv2d_s8(x, wt, b, m, sh, **params))
 

@@ -72,7 +72,11 @@ def packed_firmware_source(cases: list[dict], label: str = "packed") -> str:
                                 "dilation_w", "groups", "input_offset", "output_offset", "act_min", "act_max")]
         src.append(f"static const mcu_conv2d_s8_params p{i} = {{{', '.join(fields)}}};\n")
         refused = int(c.get("refused", False))
-        runs.append(f"    bad += run(&p{i}, x{i}, w{i}, e{i}, (int32_t)sizeof(e{i}), {refused});\n")
+        if "out_delta" in c:  # in place: the output starts out_delta bytes after the input, in one buffer
+            runs.append(f"    bad += run_in_place(&p{i}, x{i}, (int32_t)sizeof(x{i}), w{i}, e{i}, (int32_t)sizeof(e{i}), "
+                        f"{int(c['out_delta'])});\n")
+        else:
+            runs.append(f"    bad += run(&p{i}, x{i}, w{i}, e{i}, (int32_t)sizeof(e{i}), {refused});\n")
     src.append("""
 static int8_t out[4096];
 static int run(const mcu_conv2d_s8_params *p, const int8_t *x, const int32_t *w, const int8_t *e, int32_t n,
@@ -92,5 +96,26 @@ static int run(const mcu_conv2d_s8_params *p, const int8_t *x, const int32_t *w,
     return diff != 0;
 }
 
-""" + harness_main(label, runs))
+""" + (IN_PLACE_RUN if any("out_delta" in c for c in cases) else "") + harness_main(label, runs))
     return "".join(src)
+
+
+IN_PLACE_RUN = """
+static int8_t io[16384];
+static int run_in_place(const mcu_conv2d_s8_params *p, const int8_t *x, int32_t nx, const int32_t *w, const int8_t *e,
+                        int32_t n, int32_t delta)
+{
+    for (int32_t i = 0; i < nx; ++i) {
+        io[i] = x[i];
+    }
+    if (mcu_conv2d_packed_s8(NULL, p, io, w, io + delta) != MCU_OK) {
+        return 1;
+    }
+    int32_t diff = 0;
+    for (int32_t i = 0; i < n; ++i) {
+        diff += io[delta + i] != e[i];
+    }
+    return diff != 0;
+}
+
+"""

@@ -1,12 +1,14 @@
 """Per-model specialisation of the packed convolution kernel (mcu_conv2d_packed_s8) at compile time.
 
-The generated C is the same for every core and every model; what changes is three compile definitions
+The generated C is the same for every core and every model; what changes is the compile definitions
 of runtime_c/kernels/convolution/mcu_conv2d_packed_s8.c, computed here from the model's packed layers and passed to
 every build of the model (firmware, host, the exported library's CMake and Makefile fragments):
 
 * ``MCU_PIXEL_WIDE_TAPS``: how many taps the straight-line dot product of convolution/gemm_s8_dsp.h
   (``mcu_pixel_packed_wide``, 84 B of code per 8 taps) covers: the widest window, rounded up to 8.
 * ``MCU_PACKED_LOOP``: 0 leaves out ``mcu_pixel_packed_loop`` when every window fits the above.
+* ``MCU_PACKED_WINDOWS``: 0 leaves out the two- and four-pixel loops of windowed layers and the stack of
+  their columns when every layer is flat pointwise (1x1, stride 1, unpadded: the flat loop) or narrow.
 * ``MCU_PACKED_NARROW``: 0 leaves out the narrow-layer path (convolution/conv_narrow_s8_dsp.h) when no
   layer takes it; ``MCU_PACKED_NARROW_K3C3`` 0 its runs of 3x3 windows of 3 channels (first layers of
   RGB images) when no narrow layer has such windows (without them such a layer would still be exact,
@@ -27,6 +29,7 @@ from typing import Any, Iterable, Mapping
 
 WIDE_TAPS_MAX = 256  # the default MCU_PIXEL_WIDE_TAPS (convolution/gemm_s8_dsp.h)
 NARROW_TAPS_MAX = 48  # MCU_NARROW_TAPS_MAX (convolution/conv_narrow_s8_dsp.h)
+NARROW_PW_MIN = 16  # MCU_NARROW_PW_MIN: pointwise layers of this many taps or more take the two-pixel loops
 
 
 @dataclass(frozen=True)
@@ -39,19 +42,33 @@ class PackedLayer:
     output_offset: int
     right: bool  # FLAG_RIGHT of the packed stream (mcu/backends/optimized/tuned.py)
     k3c3: bool = False  # dilation_w 1, kernel_h 3, kernel_w * input channels 9 (mcu_conv_narrow_s8's k3c3)
+    pointwise: bool = False  # kernel_h and kernel_w 1
+    flat: bool = False  # pointwise, stride 1, unpadded, output h and w the input's: the flat pointwise loop
 
     @staticmethod
     def from_params(params: Mapping[str, Any], right: bool) -> "PackedLayer":
         k = int(params["kernel_h"]) * int(params["kernel_w"]) * int(params["input"]["c"])
         k3c3 = (int(params["dilation_w"]) == 1 and int(params["kernel_h"]) == 3
                 and int(params["kernel_w"]) * int(params["input"]["c"]) == 9)
+        pointwise = int(params["kernel_h"]) == 1 and int(params["kernel_w"]) == 1
+        flat = (pointwise and int(params["stride_h"]) == 1 and int(params["stride_w"]) == 1
+                and int(params["pad_top"]) == 0 and int(params["pad_left"]) == 0
+                and int(params["output"]["h"]) == int(params["input"]["h"])
+                and int(params["output"]["w"]) == int(params["input"]["w"]))
         return PackedLayer(kp=(k + 3) // 4 * 4, cout=int(params["output"]["c"]), act_min=int(params["act_min"]),
-                           output_offset=int(params["output_offset"]), right=bool(right), k3c3=k3c3)
+                           output_offset=int(params["output_offset"]), right=bool(right), k3c3=k3c3,
+                           pointwise=pointwise, flat=flat)
 
     def takes_narrow(self) -> bool:
         """mcu_narrow_applies without its direction condition (run time; leaving it out only widens)."""
-        return (self.right and self.kp <= NARROW_TAPS_MAX and self.cout % 4 == 0
-                and self.act_min >= self.output_offset)
+        return (self.right and self.kp <= NARROW_TAPS_MAX and not (self.pointwise and self.kp >= NARROW_PW_MIN)
+                and self.cout % 4 == 0 and self.act_min >= self.output_offset)
+
+    def takes_windows(self) -> bool:
+        """The windowed layers' pixel loops (pairs, four pixels) may run it: a layer neither flat nor
+        narrow whose stream the assembly requantizes in whole blocks (the C's ``pairs``, wider: the row
+        length is not known here)."""
+        return self.right and self.cout % 4 == 0 and not self.flat and not self.takes_narrow()
 
     def dot_taps(self) -> int:
         """The taps mcu_pixel_packed runs for this layer on a DSP core (0: it never runs): layers with a
@@ -69,6 +86,7 @@ def packed_defines(layers: Iterable[PackedLayer]) -> dict[str, int]:
     loop = widest > WIDE_TAPS_MAX
     wide = WIDE_TAPS_MAX if loop else max(8, (widest + 7) // 8 * 8)
     return {"MCU_PIXEL_WIDE_TAPS": wide, "MCU_PACKED_LOOP": int(loop),
+            "MCU_PACKED_WINDOWS": int(any(layer.takes_windows() for layer in layers)),
             "MCU_PACKED_NARROW": int(any(layer.takes_narrow() for layer in layers)),
             "MCU_PACKED_NARROW_K3C3": int(any(layer.takes_narrow() and layer.k3c3 for layer in layers))}
 
@@ -81,5 +99,6 @@ def merge_defines(parts: Iterable[Mapping[str, int]]) -> dict[str, int]:
     loop = any(p["MCU_PACKED_LOOP"] for p in parts)
     return {"MCU_PIXEL_WIDE_TAPS": WIDE_TAPS_MAX if loop else max(p["MCU_PIXEL_WIDE_TAPS"] for p in parts),
             "MCU_PACKED_LOOP": int(loop),
+            "MCU_PACKED_WINDOWS": int(any(p["MCU_PACKED_WINDOWS"] for p in parts)),
             "MCU_PACKED_NARROW": int(any(p["MCU_PACKED_NARROW"] for p in parts)),
             "MCU_PACKED_NARROW_K3C3": int(any(p["MCU_PACKED_NARROW_K3C3"] for p in parts))}

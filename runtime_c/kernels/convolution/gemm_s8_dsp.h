@@ -619,7 +619,23 @@ static inline const int32_t *mcu_pixel2_packed(const int16_t *col2, int32_t kp, 
  * mcu_conv_column_s16 builds one pixel at a time): pixel A's kp taps at col, its state after them,
  * pixel B's taps at col + MCU_PIXEL2_B. The unit loads the two column words with two LDR (the second
  * at a fixed offset; pipelined, 3 cycles as the LDRD), one instruction more per 16 MACs. */
-#define MCU_PIXEL2_B (MCU_CONV_PACKED_TAPS_MAX / 2 + MCU_PIXEL2_SPARE) /* int16: 340 */
+/* Pixel B's column follows the widest window the build runs in pairs: a model whose windows all fit
+ * the straight-line dot product (MCU_PACKED_LOOP 0) needs at most MCU_PIXEL_WIDE_TAPS, else every
+ * window up to MCU_CONV_PACKED_TAPS_MAX pairs (resnet8's 64-channel 3x3 layers, 576 taps, streamed
+ * their 74 kB of weights once per pixel through the U575's 8 kB cache: 1.93 cycles per MAC, 1.5 in
+ * pairs) at 1,280 B more stack in the kernel's frame. */
+#ifndef MCU_PACKED_WINDOWS
+#define MCU_PACKED_WINDOWS 1 /* 0: a model's build whose layers are all flat pointwise or narrow (specialise.py) */
+#endif
+#if !MCU_PACKED_WINDOWS
+#define MCU_PIXEL2_SPLIT_TAPS 0 /* no windowed layer: no second column, nor the stack for it */
+#elif MCU_PACKED_LOOP
+#define MCU_PIXEL2_SPLIT_TAPS MCU_CONV_PACKED_TAPS_MAX
+#else
+#define MCU_PIXEL2_SPLIT_TAPS MCU_PIXEL_WIDE_TAPS
+#endif
+#define MCU_PIXEL2_B (MCU_PIXEL2_SPLIT_TAPS + MCU_PIXEL2_SPARE) /* int16 */
+
 #define MCU_PX2_UNIT_SPLIT                                                                                \
     "ldr.w r7, [r4, #(2 * " MCU_PX2_STR(MCU_PIXEL2_B) ")]\n\t"                                             \
     "ldr r6, [r4], #4\n\t"                                                                               \
@@ -652,6 +668,175 @@ static inline const int32_t *mcu_pixel2_packed_split(const int16_t *col, int32_t
                      : "r10", "r11", "r12", "lr", "cc", "memory");
     return w;
 }
+
+/* Four output pixels of a row per weight load, two channels at a time (windowed layers whose weight
+ * stream exceeds a flash cache: each line of it is fetched once per four pixels, not two). The four
+ * columns lie MCU_PIXEL4_B int16 apart (pixel A's state after its kp taps); eight accumulators (r0,
+ * r1 pixel A, r2, r3 B, r8, r9 C, r10, r11 D: channels j and j + 1 of a block). Per tap pair: two
+ * LDR of B's and C's column words, one LDRD of the two channels' weight words (the stream's 16 bytes
+ * of the tap pair hold four channels; the block's second pass reads the other two, from the cache),
+ * four SMLAD, two LDR of D's and A's words and four SMLAD: 13 instructions and 17 cycles per 16
+ * MACs (single loads pipeline), as mcu_pixel2_packed_split's 12. The requantization keeps each channel's multiplier and shift in
+ * registers and reloads only K (LDRD) for the next pixel; each pixel's two bytes are stored with STRH,
+ * clamped byte-wise as MCU_PX2_CLAMP does (a full int8 range clamps nothing).
+ * (13 instructions per tap pair: the loop is 416 bytes.)
+ *
+ * The state, 13 words right after pixel A's kp taps: sentinel, column start, entry address, y (pixel
+ * A's next outputs), y_end, min4, max4, the pixels' distance, the current tail, the tails of the
+ * first and second channel pair, the block's start, saved r7. */
+#define MCU_PIXEL4_SPARE 28 /* int16: 13 words of state, rounded up to keep the columns 8-byte apart */
+#if MCU_PIXEL2_SPLIT_TAPS < 320
+#define MCU_PIXEL4_TAPS MCU_PIXEL2_SPLIT_TAPS
+#else
+#define MCU_PIXEL4_TAPS 320 /* four columns of 576 taps would take 4.8 kB of stack */
+#endif
+#define MCU_PIXEL4_B (MCU_PIXEL4_TAPS + MCU_PIXEL4_SPARE) /* int16 */
+#ifndef MCU_PIXEL4_STREAM_MIN
+#define MCU_PIXEL4_STREAM_MIN 8192 /* bytes of a layer's stream from which four pixels run per pass */
+#endif
+#define MCU_PX4_UNIT                                                                                      \
+    "ldr.w r6, [r4, #(2 * " MCU_PX2_STR(MCU_PIXEL4_B) ")]\n\t"                                             \
+    "ldr.w r7, [r4, #(4 * " MCU_PX2_STR(MCU_PIXEL4_B) ")]\n\t"                                             \
+    "ldrd r12, lr, [r5], #16\n\t"                                                                         \
+    "smlad r2, r6, r12, r2\n\t"                                                                           \
+    "smlad r3, r6, lr, r3\n\t"                                                                            \
+    "smlad r8, r7, r12, r8\n\t"                                                                           \
+    "smlad r9, r7, lr, r9\n\t"                                                                            \
+    "ldr.w r6, [r4, #(6 * " MCU_PX2_STR(MCU_PIXEL4_B) ")]\n\t"                                             \
+    "ldr r7, [r4], #4\n\t"                                                                               \
+    "smlad r10, r6, r12, r10\n\t"                                                                         \
+    "smlad r11, r6, lr, r11\n\t"                                                                          \
+    "smlad r0, r7, r12, r0\n\t"                                                                           \
+    "smlad r1, r7, lr, r1\n\t"
+/* One channel's requantization for the four pixels (a, b, c, d its accumulators): the first LDM
+ * loads K, the multiplier and the shift; the other pixels reload K alone (SMLAL overwrites it). */
+#define MCU_PX4_RQ1(a, k)                                                                                 \
+    "smlal r6, r7, " a ", r12\n\t"                                                                        \
+    "bic " a ", " a ", r6\n\t"                                                                            \
+    "add r7, r7, " a ", asr #31\n\t"                                                                      \
+    "asr r7, r7, lr\n\t"                                                                                  \
+    "ssat " a ", #8, r7\n\t" k
+#define MCU_PX4_RQ(a, b, c, d)                                                                            \
+    "ldm r5, {r6, r7, r12, lr}\n\t"                                                                       \
+    MCU_PX4_RQ1(a, "ldrd r6, r7, [r5]\n\t") MCU_PX4_RQ1(b, "ldrd r6, r7, [r5]\n\t")                      \
+    MCU_PX4_RQ1(c, "ldrd r6, r7, [r5], #16\n\t") MCU_PX4_RQ1(d, "")
+/* Both channels requantized, packed ([A_j, A_j+1, B_j, B_j+1] and the same of C, D), clamped and
+ * stored; y moves on by two channels. */
+#define MCU_PX4_TAIL                                                                                      \
+    MCU_PX4_RQ("r0", "r2", "r8", "r10") MCU_PX4_RQ("r1", "r3", "r9", "r11")                              \
+    MCU_PX2_PACK("r0", "r1", "r2", "r3")                                                                  \
+    MCU_PX2_PACK("r8", "r9", "r10", "r11")                                                                \
+    "ldrd r6, r7, [r4, #20]\n\t"                                                                          \
+    MCU_PX2_CLAMP("r0")                                                                                   \
+    MCU_PX2_CLAMP("r8")                                                                                   \
+    "ldrd r6, r7, [r4, #12]\n\t"                                                                          \
+    "ldr r12, [r4, #28]\n\t"                                                                              \
+    "strh r0, [r6]\n\t"                                                                                   \
+    "lsr r0, r0, #16\n\t"                                                                                 \
+    "strh r0, [r6, r12]\n\t"                                                                              \
+    "add lr, r6, r12, lsl #1\n\t"                                                                         \
+    "strh r8, [lr]\n\t"                                                                                   \
+    "lsr r8, r8, #16\n\t"                                                                                 \
+    "strh r8, [lr, r12]\n\t"                                                                              \
+    "add r6, r6, #2\n\t"                                                                                  \
+    "str r6, [r4, #12]\n\t"
+
+/* Every whole block of output pixels A (y to y_end), B, C and D (y + stride, 2 stride, 3 stride) from
+ * their columns (kp taps each, a positive multiple of 4, MCU_PIXEL4_B int16 apart from col); returns
+ * the stream after the last block. */
+static inline const int32_t *mcu_pixel4_packed_split(const int16_t *col, int32_t kp, const int32_t *blob, int8_t *y,
+                                                     int8_t *y_end, int32_t stride, const uint32_t *bounds)
+{
+    register const int16_t *c0 __asm__("r0") = col;
+    register int8_t *yp __asm__("r1") = y;
+    register int8_t *ye __asm__("r2") = y_end;
+    register const int16_t *st __asm__("r4") = col + kp;
+    register const int32_t *w __asm__("r5") = blob;
+    register const uint32_t *b __asm__("r6") = bounds;
+    register int32_t taps __asm__("r8") = kp;
+    register int32_t dist __asm__("r9") = stride;
+    __asm__ volatile(
+        "str r7, [r4, #48]\n\t"
+        "mov r7, #0x80008000\n\t"
+        "str r7, [r4]\n\t"
+        "str r0, [r4, #4]\n\t"
+        "strd r1, r2, [r4, #12]\n\t"
+        "ldrd r10, r11, [r6]\n\t"
+        "strd r10, r11, [r4, #20]\n\t"
+        "str r9, [r4, #28]\n\t"
+        /* the entry: the pair that leaves whole passes after it, (-kp / 2) mod MCU_PX2_PASS */
+        "lsr r8, r8, #1\n\t"
+        "rsb r8, r8, #0\n\t"
+        "and r8, r8, #(" MCU_PX2_STR(MCU_PX2_PASS) " - 1)\n\t"
+        "mov r10, #52\n\t"
+        "adr.w r6, 6f\n\t"
+        "mla r6, r8, r10, r6\n\t"
+        "orr r6, r6, #1\n\t"
+        "str r6, [r4, #8]\n\t"
+        "adr.w r6, 30f\n\t"
+        "orr r6, r6, #1\n\t"
+        "adr.w r7, 31f\n\t"
+        "orr r7, r7, #1\n\t"
+        "strd r6, r7, [r4, #36]\n\t"
+        "b 5f\n\t"
+        MCU_PX_WORD_SECTION
+        "30:\n\t" /* after the first channel pair: the second pair of the block */
+        MCU_PX4_TAIL
+        "ldr r5, [r4, #44]\n\t"
+        "ldrd r0, r1, [r5, #8]\n\t"
+        "add r5, r5, #24\n\t"
+        "ldr r6, [r4, #40]\n\t"
+        "b 7f\n\t"
+        "31:\n\t" /* after the second: the next block, or the end */
+        "add r5, r5, #24\n\t"
+        MCU_PX4_TAIL
+        "cmp r6, r7\n\t"
+        "beq 8f\n\t"
+        "5:\n\t"
+        "str r5, [r4, #44]\n\t"
+        "ldrd r0, r1, [r5], #16\n\t"
+        "ldr r6, [r4, #36]\n\t"
+        "7:\n\t"
+        "str r6, [r4, #32]\n\t"
+        "mov r2, r0\n\t"
+        "mov r3, r1\n\t"
+        "mov r8, r0\n\t"
+        "mov r9, r1\n\t"
+        "mov r10, r0\n\t"
+        "mov r11, r1\n\t"
+        "mov r6, r4\n\t"
+        "ldr r4, [r6, #4]\n\t"
+        "ldr pc, [r6, #8]\n\t"
+        ".balign 4\n\t"
+        "6:\n\t.rept " MCU_PX2_STR(MCU_PX2_PASS) "\n\t" MCU_PX4_UNIT ".endr\n\t"
+        "9:\n\t"
+        ".if (9b - 6b) - 52 * " MCU_PX2_STR(MCU_PX2_PASS) "\n\t"
+        ".error \"mcu_pixel4_packed_split: the tap pairs are not all wide instructions\"\n\t"
+        ".endif\n\t"
+        "ldr r12, [r4]\n\t"
+        "cmp r12, #0x80008000\n\t"
+        "bne 6b\n\t"
+        "ldr pc, [r4, #32]\n\t"
+        "8:\n\t"
+        "ldr r7, [r4, #48]\n\t"
+        : "+r"(c0), "+r"(yp), "+r"(ye), "+r"(st), "+r"(w), "+r"(b), "+r"(taps), "+r"(dist)
+        :
+        : "r3", "r10", "r11", "r12", "lr", "cc", "memory");
+    return w;
+}
+#undef MCU_PX4_TAIL
+/* The column buffer of mcu_conv2d_packed_s8: one pixel's window and its state, two windows apart or
+ * four. */
+#define MCU_PACKED_COL_TAPS2                                                                              \
+    (MCU_PIXEL2_B + MCU_PIXEL2_SPLIT_TAPS > MCU_CONV_PACKED_TAPS_MAX + MCU_PIXEL_PACKED_SPARE               \
+         ? MCU_PIXEL2_B + MCU_PIXEL2_SPLIT_TAPS                                                           \
+         : MCU_CONV_PACKED_TAPS_MAX + MCU_PIXEL_PACKED_SPARE)
+#define MCU_PACKED_COL_TAPS                                                                               \
+    (3 * MCU_PIXEL4_B + MCU_PIXEL4_TAPS > MCU_PACKED_COL_TAPS2 ? 3 * MCU_PIXEL4_B + MCU_PIXEL4_TAPS        \
+                                                               : MCU_PACKED_COL_TAPS2)
+#undef MCU_PX4_RQ
+#undef MCU_PX4_RQ1
+#undef MCU_PX4_UNIT
 #undef MCU_PX2_UNIT_SPLIT
 #undef MCU_PX2_ASM
 #undef MCU_PX2_CLAMP

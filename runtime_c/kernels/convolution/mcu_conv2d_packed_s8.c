@@ -141,7 +141,7 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
                        {min4, max4}, p->act_min > -128 || p->act_max < 127, right};
     packed += MCU_PACKED_HEADER_WORDS;
 #if MCU_S8_DSP_NATIVE
-    _Alignas(8) int16_t col[MCU_CONV_PACKED_TAPS_MAX + MCU_PIXEL_PACKED_SPARE]; /* + mcu_pixel_packed's state */
+    _Alignas(8) int16_t col[MCU_PACKED_COL_TAPS]; /* + mcu_pixel_packed's state, or two pixels' columns */
     mcu_pixel_packed_start(col, kp);
 #else
     _Alignas(8) int16_t col[MCU_CONV_PACKED_TAPS_MAX];
@@ -165,9 +165,30 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
     /* this build left out the loop for windows wider than MCU_PIXEL_WIDE_TAPS */
     MCU_REQUIRE(!right || out.c < 4 || kp <= MCU_PIXEL_WIDE_TAPS, MCU_ERR_UNSUPPORTED);
 #endif
+#if MCU_S8_DSP_NATIVE
+    /* pointwise pairs (below): the interleaved column of two pixels and its state fit the buffer */
+    const int pw_pairs = right && out.c % 4 == 0 && in.c % 4 == 0 && kp == in.c &&
+                         2 * kp + MCU_PIXEL2_SPARE <= MCU_PACKED_COL_TAPS;
+#endif
     if (direction == 1) { /* each pixel's input is in the column before its output is written */
         const int64_t bi = in.c, bo = out.c;
-        for (int64_t i = (int64_t)in.n * hw - 1; i >= 0; --i) {
+        int64_t i = (int64_t)in.n * hw - 1;
+#if MCU_S8_DSP_NATIVE
+        if (i >= 1 && pw_pairs) {
+            /* Pixels i - 1 and i per pass, last pair first: both inputs are in the column before
+             * either output is written, and pixel i - 1's output lands no earlier than it would one
+             * pixel at a time (after pixel i's), so the order stays safe. Such layers are where the
+             * planner overlaps a wider output with its input (mobilenet_v1's channel doublings): one
+             * pixel at a time streamed their weights once per pixel. */
+            for (; i >= 1; i -= 2) {
+                mcu_column2_s8(input + (i - 1) * bi, input + i * bi, kp, p->input_offset, col);
+                mcu_pixel2_packed(col, kp, packed, output + (i - 1) * bo, output + (i - 1) * bo + bo, out.c,
+                                  l.bounds, l.clamp);
+            }
+            mcu_pixel_packed_start(col, kp); /* the pairs' state overwrote the one-pixel loop's */
+        }
+#endif
+        for (; i >= 0; --i) {
             mcu_conv_column_s16(p, input + i * bi, 0, 0, kp, col, raw);
             pixel(&l, col, packed, output + i * bo);
         }
@@ -185,8 +206,7 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
         int8_t *y = output;
         int64_t i = 0;
 #if MCU_S8_DSP_NATIVE
-        if (pixels >= 2 && right && out.c % 4 == 0 &&
-            2 * kp + MCU_PIXEL2_SPARE <= MCU_CONV_PACKED_TAPS_MAX + MCU_PIXEL_PACKED_SPARE) {
+        if (pixels >= 2 && pw_pairs) {
             /* two pixels per pass, each weight word loaded once for both (gemm_s8_dsp.h) */
             for (; i + 2 <= pixels; i += 2, x += 2 * in.c, y += 2 * out.c) {
                 mcu_column2_s8(x, x + in.c, kp, p->input_offset, col);
@@ -202,16 +222,31 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
         return MCU_OK;
     }
 #endif
-#if MCU_S8_DSP_NATIVE
+#if MCU_S8_DSP_NATIVE && MCU_PACKED_WINDOWS
     const int pairs = out.w >= 2 && right && out.c % 4 == 0 && kp + MCU_PIXEL2_SPARE <= MCU_PIXEL2_B &&
-                      MCU_PIXEL2_B + kp <= MCU_CONV_PACKED_TAPS_MAX + MCU_PIXEL_PACKED_SPARE;
+                      MCU_PIXEL2_B + kp <= MCU_PACKED_COL_TAPS;
+    /* Four pixels per pass where the weights (the stream's bytes) outgrow a flash cache of 8 kB, the
+     * mps2-an505-u575's ICACHE: each line is then fetched once per four pixels. Smaller streams stay
+     * in the cache and keep the pairs, whose requantization and stores cost less per pixel. */
+    const int quads = pairs && out.w >= 4 && kp + MCU_PIXEL4_SPARE <= MCU_PIXEL4_B &&
+                      (int64_t)out.c * (2 * (int64_t)kp + 20) > MCU_PIXEL4_STREAM_MIN;
 #endif
     for (int32_t b = 0; b < in.n; ++b) {
         const int8_t *x_n = input + (int64_t)b * in.h * in.w * in.c;
         int8_t *y_n = output + (int64_t)b * hw * out.c;
         for (int32_t oh = 0; oh < out.h; ++oh) {
             int32_t ow = 0;
-#if MCU_S8_DSP_NATIVE
+#if MCU_S8_DSP_NATIVE && MCU_PACKED_WINDOWS
+            if (quads) {
+                /* four pixels of the row per pass, each line of the stream fetched once for them */
+                for (; ow + 4 <= out.w; ow += 4) {
+                    int8_t *y = y_n + (oh * out.w + ow) * out.c;
+                    for (int32_t j = 0; j < 4; ++j) {
+                        mcu_conv_column_s16(p, x_n, oh, ow + j, kp, col + j * MCU_PIXEL4_B, raw);
+                    }
+                    mcu_pixel4_packed_split(col, kp, packed, y, y + out.c, out.c, l.bounds);
+                }
+            }
             if (pairs) {
                 /* two pixels of the row per pass, each weight word loaded once for both */
                 for (; ow + 2 <= out.w; ow += 2) {
