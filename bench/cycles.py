@@ -257,10 +257,17 @@ def m(cycles: float | None) -> str:
     return "-" if cycles is None else f"{cycles / 1e6:.3f} M"
 
 
-def per_core_tables(results: Path, models: list[str], boards: list[str], markdown: bool) -> None:
+def placement(weights_in: str | None) -> str:
+    """How the goal lines and headings name where the weights were: the default is each board's own
+    (flash on every board), so only an explicit ``fast`` reads differently."""
+    return "--weights-in fast" if weights_in == "fast" else "weights in flash (default)"
+
+
+def per_core_tables(results: Path, models: list[str], boards: list[str], markdown: bool,
+                    weights_in: str | None = None) -> None:
     for b in boards:
         board = load_board(b)
-        print(f"{'### ' if markdown else ''}{b}: {board.core}, {board.clock_hz / 1e6:g} MHz "
+        print(f"{'### ' if markdown else ''}{b}: {board.core}, {board.clock_hz / 1e6:g} MHz, {placement(weights_in)} "
               f"(cycles and ms: estimates, docs/cycles.md)\n")
         core_best = any(p.core == board.core for p in BEST)
         header = ["model", "ours instructions", "ours cycles", "CPI", "ms", "CMSIS-NN instructions",
@@ -292,10 +299,10 @@ def per_core_tables(results: Path, models: list[str], boards: list[str], markdow
             geomean = math.exp(sum(map(math.log, ratios)) / len(ratios))
             t.add(["geometric mean"] + [""] * 9 + [f"{geomean:.2f}"] + [""] * (len(header) - 11))
         t.print()
-        goal_line(results, models, b, markdown)
+        goal_line(results, models, b, markdown, weights_in)
 
 
-def goal_line(results: Path, models: list[str], b: str, markdown: bool) -> None:
+def goal_line(results: Path, models: list[str], b: str, markdown: bool, weights_in: str | None = None) -> None:
     core = GOAL.get(b)
     if core is None:
         return
@@ -313,7 +320,8 @@ def goal_line(results: Path, models: list[str], b: str, markdown: bool) -> None:
         met &= ok
         parts.append(f"{BENCHMARK[model]} {ours / 1e6:.2f} M {'<' if ok else '>='} {p.cycles / 1e6:.3f} M")
     what = "the Cortex-M85 (EK-RA8D1, TFLite Micro + CMSIS-NN)" if core == "cortex-m85" else "the Cortex-M33 best"
-    print(f"{'**Goal**' if markdown else 'goal'} ({b}: estimated cycles below {what} for all four benchmarks): "
+    print(f"{'**Goal**' if markdown else 'goal'} ({b}, {placement(weights_in)}: estimated cycles below {what} "
+          "for all four benchmarks): "
           f"{'MET' if met else 'NOT MET'}: " + "; ".join(parts) + "\n")
 
 
@@ -410,7 +418,7 @@ def main() -> int:
         cmsis_root = resolve_cmsis(args.cmsis_nn)
         for model in models:
             measure(model, boards, cmsis_root, results, args.weights_in)
-    per_core_tables(results, models, boards, args.markdown)
+    per_core_tables(results, models, boards, args.markdown, args.weights_in)
     calibration_table(results, args.markdown)
     if args.mv2_head:
         if cmsis_root is None and not (results / "mobilenet_v2_head.mps3-an547.json").exists():

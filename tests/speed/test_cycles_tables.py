@@ -53,6 +53,10 @@ def test_goal_line(cycles, tmp_path, capsys) -> None:
     cycles.goal_line(tmp_path, cycles.MODELS, board, markdown=False)
     out = capsys.readouterr().out
     assert "MET" in out and "NOT MET" not in out and "AD 0.49 M < 0.495 M" in out
+    assert "weights in flash (default)" in out  # the goal is judged per placement: each line names its own
+    cycles.goal_line(tmp_path, cycles.MODELS, board, markdown=False, weights_in="fast")
+    out = capsys.readouterr().out
+    assert "--weights-in fast" in out and "flash" not in out
 
     write(tmp_path, "fc_autoencoder", board, 500_000)  # one benchmark above its anchor
     cycles.goal_line(tmp_path, cycles.MODELS, board, markdown=False)
