@@ -940,13 +940,13 @@ static inline void mcu_dwpl_band_s2(const mcu_dwpl_geom *g, int16_t *planes, int
     }
 }
 
-/* Output pixels from which a stride-2 layer takes the planes (at most that many keep the pixel path of
- * dw_px_s8_dsp.h: the planes' fill and per-band set-up cost more there; measured on mobilenet_v1 on
- * mps2-an505-u575: 12 x 12 outputs of 32 channels 279,146 -> 253,178 estimated cycles with planes, 6 x 6
- * of 64 155,650 -> 167,350, 3 x 3 of 128 103,776 -> 124,709); the emulated build takes the host tests'
- * small images. */
+/* Output pixels from which a stride-2 layer takes the planes (fewer keep the pixel path of dw_px_s8_dsp.h:
+ * the planes' fill and per-band set-up cost more there; measured on mobilenet_v1 on mps2-an505-u575:
+ * 12 x 12 outputs of 32 channels 279,146 -> 253,178 estimated cycles with planes; 6 x 6 of 64 155,650 ->
+ * 167,350 with a call per filled line, 156,605 -> 151,288 with mcu_dwpl_fill_lines; 3 x 3 of 128 103,776
+ * -> 124,709); the emulated build takes the host tests' small images. */
 #if MCU_S8_DSP_NATIVE
-#define MCU_DWPL_S2_MIN_PIXELS 100
+#define MCU_DWPL_S2_MIN_PIXELS 30
 #else
 #define MCU_DWPL_S2_MIN_PIXELS 16
 #endif
