@@ -144,36 +144,6 @@ static inline void mcu_narrow_col_k3c3(const int8_t *s, int32_t step, uint32_t o
 }
 
 #if MCU_S8_DSP_NATIVE
-/* The seven words of mcu_narrow_col_k3c3's window at s (the same unaligned loads). */
-static inline void mcu_narrow_words_k3c3(const int8_t *s, int32_t step, uint32_t zp4, uint32_t *w)
-{
-    const int8_t *s1 = s + step, *s2 = s1 + step;
-    w[0] = mcu_load_u32(s);
-    w[1] = mcu_load_u32(s + 4);
-    w[2] = (mcu_load_u32(s1 - 1) & 0xFFFFFF00u) | (uint8_t)s[8];
-    w[3] = mcu_load_u32(s1 + 3);
-    w[4] = mcu_narrow_load_u16(s1 + 7) | (mcu_narrow_load_u16(s2) << 16);
-    w[5] = mcu_load_u32(s2 + 2);
-    w[6] = (mcu_load_u32(s2 + 5) >> 8) | zp4;
-}
-
-/* The interleaved column of mcu_pixel2_packed (mcu_column2_s8's order) of two interior 3x3 windows
- * of 3 channels at sa and sb: each pixel's words as mcu_narrow_col_k3c3 builds them. */
-static inline void mcu_narrow_col2_k3c3(const int8_t *sa, const int8_t *sb, int32_t step, uint32_t off2,
-                                        uint32_t zp4, int16_t *col2)
-{
-    uint32_t a[7], b[7];
-    mcu_narrow_words_k3c3(sa, step, zp4, a);
-    mcu_narrow_words_k3c3(sb, step, zp4, b);
-    uint32_t *y = (uint32_t *)(void *)col2;
-    for (int32_t k = 0; k < 7; ++k, y += 4) {
-        y[0] = mcu_sxtab16(off2, a[k]);
-        y[1] = mcu_sxtab16(off2, b[k]);
-        y[2] = mcu_sxtab16_ror8(off2, a[k]);
-        y[3] = mcu_sxtab16_ror8(off2, b[k]);
-    }
-}
-
 /* One channel: (K low, K high, m, R - 1) in one LDM, K + acc m, the high word shifted by R - 1. */
 #define MCU_NW_RQ(acc)                                                                                    \
     "ldmia r5!, {r8, r9, r10, r11}\n\t"                                                                   \
@@ -513,27 +483,10 @@ static inline void mcu_conv_narrow_s8(const mcu_conv2d_s8_params *p, const int8_
 #endif
                 if (ow == lo && lo < hi && k3c3) { /* the row's interior windows in one run */
                     const int8_t *src = x_n + ((int64_t)ih0 * in.w + ow * p->stride_w - p->pad_left) * c;
-#if MCU_S8_DSP_NATIVE
-                    /* two windows per pass (mcu_pixel2_packed): each weight word loaded once for both,
-                     * 17 cycles per 16 MACs against the unrolled steps' 21 (two LDM of 4 per step) */
-                    const int32_t sx = p->stride_w * c;
-                    for (; ow + 2 <= hi; ow += 2, src += 2 * sx, y += 2 * out.c) {
-                        mcu_narrow_col2_k3c3(src, src + sx, st.step, st.off2, st.zp4, col2);
-                        mcu_pixel2_packed(col2, kp, blocks, y, y + out.c, out.c, bounds, st.clamp);
-                    }
-                    if (ow == hi) {
-                        y -= out.c;
-                        ow = hi - 1;
-                        continue;
-                    }
-                    mcu_narrow_run(&st, 2, src, y, 1, sx, out.c);
-                    continue;
-#else
                     mcu_narrow_run(&st, 2, src, y, hi - lo, p->stride_w * c, out.c);
                     y += (hi - lo - 1) * out.c;
                     ow = hi - 1;
                     continue;
-#endif
                 }
                 if (k3c3) { /* a border window: its taps (zero-point outside) in 9-byte rows */
                     mcu_narrow_k3c3_patch(p, x_n, ih0, ow * p->stride_w - p->pad_left, patch);
