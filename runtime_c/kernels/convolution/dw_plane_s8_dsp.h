@@ -194,8 +194,10 @@ static inline void mcu_dwpl_put2(int16_t *d, int32_t pl, const int8_t *a, const 
 }
 
 #if MCU_S8_DSP_NATIVE
-/* What mcu_dwpl_fill2 reads: the four planes from d (word-aligned; plane k at d + k pl_bytes), pairs
- * pairs of input pixels from s, `next` bytes apart, the input offset in both lanes of off2. */
+/* What mcu_dwpl_fill_lines reads: `lines` plane lines of the four planes from d (plane k at d + k pl_bytes;
+ * d + lead even: the pairs' words aligned), each from s on: `lead` (0 or 1) pixel alone, `pairs` pairs of
+ * pixels `next` bytes apart, `tail` (0 or 1) pixel alone; then the planes on by dskip bytes and s by sskip
+ * to the next line; the input offset in both lanes of off2. `lines` counts down in place. */
 typedef struct {
     int16_t *d;
     int32_t pl_bytes;
@@ -203,39 +205,79 @@ typedef struct {
     int32_t next;
     int32_t pairs;
     uint32_t off2;
+    int32_t lines;
+    int32_t dskip, sskip;
+    int32_t lead, tail;
 } mcu_dwpl_fill_args;
 
-_Static_assert(sizeof(mcu_dwpl_fill_args) == 24, "mcu_dwpl_fill_args layout (mcu_dwpl_fill2)");
+_Static_assert(sizeof(mcu_dwpl_fill_args) == 44, "mcu_dwpl_fill_args layout (mcu_dwpl_fill_lines)");
 
-/* mcu_dwpl_put2 over a run of pairs, hand-scheduled with the four plane pointers post-incremented: per pair
- * of pixels two LDR, four SXTAB16, four PKH and four STR, 21 cycles for 8 values on the M4/M33 model (the
- * C loop took about 6.8 cycles a value: the plane addresses recomputed per store). */
-static __attribute__((naked, noinline, unused)) void mcu_dwpl_fill2(const mcu_dwpl_fill_args *a)
+/* One pixel alone: four STRH, the plane pointers post-incremented. */
+#define MCU_DWPL_FILL_ONE                                                                     \
+    "ldr r8, [r2]\n\t"                                                                        \
+    "add r2, r2, r3\n\t"                                                                      \
+    "sxtab16 r9, r7, r8\n\t"                                                                  \
+    "sxtab16 r8, r7, r8, ror #8\n\t"                                                          \
+    "strh r9, [r0], #2\n\t"                                                                   \
+    "lsr r9, r9, #16\n\t"                                                                     \
+    "strh r8, [r4], #2\n\t"                                                                   \
+    "lsr r8, r8, #16\n\t"                                                                     \
+    "strh r9, [r5], #2\n\t"                                                                   \
+    "strh r8, [r6], #2\n\t"
+
+/* mcu_dwpl_put2 over runs of pairs and mcu_dwpl_put1 at their ends, all lines of a fill in one call,
+ * hand-scheduled with the four plane pointers post-incremented: per pair of pixels two LDR, four SXTAB16,
+ * four PKH and four STR, 21 cycles for 8 values on the M4/M33 model. One call per fill rather than one
+ * per line with the lone pixels in C: the call's saved registers, the pointers' set-up and the C pixels
+ * cost about 40 cycles a line (6 x 6 images: a line is 6 pixels). */
+static __attribute__((naked, noinline, unused)) void mcu_dwpl_fill_lines(mcu_dwpl_fill_args *a)
 {
     (void)a; /* in r0 */
     __asm__ volatile("push {r4-r11, lr}\n\t"
-                     "ldm r0, {r0, r1, r2, r3, r4, r5}\n\t"
-                     "add r6, r0, r1\n\t"
-                     "add r7, r6, r1\n\t"
-                     "add r1, r7, r1\n\t"
+                     "mov lr, r0\n\t"
+                     "ldm lr, {r0, r1, r2, r3}\n\t"
+                     "ldr r7, [lr, #20]\n\t"
+                     "add r4, r0, r1\n\t"
+                     "add r5, r4, r1\n\t"
+                     "add r6, r5, r1\n\t"
+                     "3:\n\t"
+                     "ldr r8, [lr, #36]\n\t"
+                     "cmp r8, #0\n\t"
+                     "beq 4f\n\t" MCU_DWPL_FILL_ONE "4:\n\t"
+                     "ldr r1, [lr, #16]\n\t"
+                     "cbz r1, 5f\n\t"
                      "1:\n\t"
                      "ldr r8, [r2]\n\t"
                      "ldr r9, [r2, r3]\n\t"
                      "add r2, r2, r3, lsl #1\n\t"
-                     "sxtab16 r10, r5, r8\n\t"
-                     "sxtab16 r8, r5, r8, ror #8\n\t"
-                     "sxtab16 r11, r5, r9\n\t"
-                     "sxtab16 r9, r5, r9, ror #8\n\t"
+                     "sxtab16 r10, r7, r8\n\t"
+                     "sxtab16 r8, r7, r8, ror #8\n\t"
+                     "sxtab16 r11, r7, r9\n\t"
+                     "sxtab16 r9, r7, r9, ror #8\n\t"
                      "pkhbt r12, r10, r11, lsl #16\n\t"
                      "pkhtb r11, r11, r10, asr #16\n\t"
                      "str r12, [r0], #4\n\t"
                      "pkhbt r10, r8, r9, lsl #16\n\t"
-                     "str r11, [r7], #4\n\t"
+                     "str r11, [r5], #4\n\t"
                      "pkhtb r9, r9, r8, asr #16\n\t"
-                     "str r10, [r6], #4\n\t"
-                     "str r9, [r1], #4\n\t"
-                     "subs r4, r4, #1\n\t"
+                     "str r10, [r4], #4\n\t"
+                     "str r9, [r6], #4\n\t"
+                     "subs r1, r1, #1\n\t"
                      "bne 1b\n\t"
+                     "5:\n\t"
+                     "ldr r8, [lr, #40]\n\t"
+                     "cmp r8, #0\n\t"
+                     "beq 6f\n\t" MCU_DWPL_FILL_ONE "6:\n\t"
+                     "ldrd r8, r9, [lr, #28]\n\t"
+                     "add r0, r0, r8\n\t"
+                     "add r4, r4, r8\n\t"
+                     "add r5, r5, r8\n\t"
+                     "add r6, r6, r8\n\t"
+                     "add r2, r2, r9\n\t"
+                     "ldr r8, [lr, #24]\n\t"
+                     "subs r8, r8, #1\n\t"
+                     "str r8, [lr, #24]\n\t"
+                     "bne 3b\n\t"
                      "pop {r4-r11, pc}\n\t");
 }
 #endif
@@ -252,6 +294,24 @@ static inline void mcu_dwpl_fill(const mcu_dwpl_geom *g, int16_t *d0, const int8
     /* along a line: n pixels, the next `next` bytes on in x; from a line to the next: `across` bytes */
     const int32_t n = g->transposed ? h : w;
     const size_t next = g->transposed ? row : (size_t)ch, across = g->transposed ? (size_t)ch : row;
+#if MCU_S8_DSP_NATIVE
+    if (count <= 0) {
+        return;
+    }
+    const int32_t lead = pad_along & 1;
+    mcu_dwpl_fill_args a = {d0 + pad_along,
+                            2 * pl,
+                            x + (size_t)j0 * across,
+                            (int32_t)next,
+                            (n - lead) / 2,
+                            off2,
+                            count,
+                            2 * (cols - n),
+                            (int32_t)across - n * (int32_t)next,
+                            lead,
+                            (n - lead) & 1};
+    mcu_dwpl_fill_lines(&a);
+#else
     for (int32_t j = 0; j < count; ++j) {
         int16_t *d = d0 + j * cols + pad_along;
         const int8_t *s = x + (size_t)(j0 + j) * across;
@@ -260,21 +320,14 @@ static inline void mcu_dwpl_fill(const mcu_dwpl_geom *g, int16_t *d0, const int8
             mcu_dwpl_put1(d, pl, s, off2);
             i = 1;
         }
-#if MCU_S8_DSP_NATIVE
-        if (n - i >= 2) {
-            const mcu_dwpl_fill_args a = {d + i, 2 * pl, s + (size_t)i * next, (int32_t)next, (n - i) / 2, off2};
-            mcu_dwpl_fill2(&a);
-            i += 2 * a.pairs;
-        }
-#else
         for (; i + 2 <= n; i += 2) {
             mcu_dwpl_put2(d + i, pl, s + (size_t)i * next, s + (size_t)(i + 1) * next, off2);
         }
-#endif
         if (i < n) {
             mcu_dwpl_put1(d + i, pl, s + (size_t)i * next, off2);
         }
     }
+#endif
 }
 
 /* Plane line `line` of all four planes set to src's (NULL: zero, a line outside the image). */
@@ -887,13 +940,13 @@ static inline void mcu_dwpl_band_s2(const mcu_dwpl_geom *g, int16_t *planes, int
     }
 }
 
-/* Output pixels from which a stride-2 layer takes the planes (at most that many keep the pixel path of
- * dw_px_s8_dsp.h: the planes' fill and per-band set-up cost more there; measured on mobilenet_v1 on
- * mps2-an505-u575: 12 x 12 outputs of 32 channels 279,146 -> 253,178 estimated cycles with planes, 6 x 6
- * of 64 155,650 -> 167,350, 3 x 3 of 128 103,776 -> 124,709); the emulated build takes the host tests'
- * small images. */
+/* Output pixels from which a stride-2 layer takes the planes (fewer keep the pixel path of dw_px_s8_dsp.h:
+ * the planes' fill and per-band set-up cost more there; measured on mobilenet_v1 on mps2-an505-u575:
+ * 12 x 12 outputs of 32 channels 279,146 -> 253,178 estimated cycles with planes; 6 x 6 of 64 155,650 ->
+ * 167,350 with a call per filled line, 156,605 -> 151,288 with mcu_dwpl_fill_lines; 3 x 3 of 128 103,776
+ * -> 124,709); the emulated build takes the host tests' small images. */
 #if MCU_S8_DSP_NATIVE
-#define MCU_DWPL_S2_MIN_PIXELS 100
+#define MCU_DWPL_S2_MIN_PIXELS 30
 #else
 #define MCU_DWPL_S2_MIN_PIXELS 16
 #endif
