@@ -71,6 +71,29 @@ def corrects_biases(mode: str, requested: bool | None) -> bool:
     return mode in CORRECTED_BY_DEFAULT
 
 
+NEAREST = "nearest"  # each weight to its nearest code
+GPTQ = "gptq"  # each layer's rounding error spread over its later input columns (mcu/quantize/gptq.py)
+WEIGHT_ROUNDINGS = (NEAREST, GPTQ)
+# Modes whose convolution and linear weights GPTQ rounds unless --weight-rounding nearest: those whose error is
+# mostly the rounded weights' (README, "16-bit activations", its SQNR table); int8's activations bound its error
+# and mixed measures each layer's narrowing with nearest rounding.
+GPTQ_BY_DEFAULT = (W4A8, W8A16)
+
+
+def weight_rounding(mode: str, requested: str | None) -> str:
+    """How a static mode rounds its convolution and linear weights onto their grids (``--weight-rounding
+    nearest|gptq``); ``requested`` None: the mode's default."""
+    if requested is not None and requested not in WEIGHT_ROUNDINGS:
+        raise McuError(f"unknown weight rounding '{requested}'", hint=f"use one of: {', '.join(WEIGHT_ROUNDINGS)}")
+    if requested == GPTQ and not is_static(mode):
+        raise McuError(f"--weight-rounding gptq rounds the weights of a static mode (int8, w4a8, w8a16, mixed) "
+                       f"with their calibration data; it does not apply to --quantize {mode}",
+                       hint="drop --weight-rounding, or use a static mode")
+    if requested is not None:
+        return requested
+    return GPTQ if mode in GPTQ_BY_DEFAULT else NEAREST
+
+
 PALETTE_BITS = (2, 3, 4)
 
 
