@@ -32,6 +32,9 @@ aten = torch.ops.aten
 CONVOLUTIONS = {aten.conv1d.default: 1, aten.conv2d.default: 2, aten.conv1d.padding: 1, aten.conv2d.padding: 2}
 LINEAR = aten.linear.default
 DAMPING = 0.01  # of the Hessian's mean diagonal
+# of the same, for the least-squares target: small, as a damping that shrinks the weights by 1 % would move
+# them by more than an int8 step
+RIDGE = 1e-5
 
 
 @dataclass(frozen=True)
@@ -125,8 +128,8 @@ def round_weights(gm: GraphModule, calibration: Sequence[tuple[torch.Tensor, ...
     """Round, in place, the weights of every convolution and linear layer of the calibrated pt2e model ``gm``
     (prepare_pt2e's result, its observers run over ``calibration``) by GPTQ onto their observers' grids; returns
     each layer's output error before and after. ``centered``: the biases are corrected afterwards
-    (mcu/quantize/bias_correction.py), which takes out each channel's mean output error: the Hessian is then the
-    inputs' covariance, X's mean taken out, so that GPTQ spends its columns on the error that is left."""
+    (mcu/quantize/bias_correction.py), which takes out each channel's mean output error: the statistics are then
+    the inputs' covariances, their means taken out, so that GPTQ spends its columns on the error that is left."""
     samples = [tuple(batch) for batch in calibration]
     if not samples:
         return []
@@ -140,19 +143,26 @@ def round_weights(gm: GraphModule, calibration: Sequence[tuple[torch.Tensor, ...
             last_use[arg] = i
         if node.op == "placeholder" or any(a in varying for a in node.all_input_nodes):
             varying.add(node)
-    envs: list[dict[Node, Any]] = [{} for _ in samples]
+    # the quantized model (observers quantize, weights rounded as far as done) and the fp32 one beside it
+    quant: list[dict[Node, Any]] = [{} for _ in samples]
+    fp32: list[dict[Node, Any]] = [{} for _ in samples]
+    originals: dict[str, torch.Tensor] = {}
     done: list[Rounded] = []
 
-    def run(node: Node, env: dict[Node, Any], sample: tuple) -> Any:
+    def run(node: Node, env: dict[Node, Any], sample: tuple, observe: bool) -> Any:
         args = map_arg(node.args, lambda a: env[a])
         kwargs = map_arg(node.kwargs, lambda a: env[a])
         if node.op == "placeholder":
             return sample[inputs[node]]
         if node.op == "get_attr":
+            if not observe and str(node.target) in originals:
+                return originals[str(node.target)]
             return attr_value(gm, str(node.target))
         if node.op == "call_module":
             module = modules[str(node.target)]
-            return fake_quantize(module, args[0]) if is_observer(module) else module(*args, **kwargs)
+            if is_observer(module):
+                return fake_quantize(module, args[0]) if observe else args[0]
+            return module(*args, **kwargs)
         if node.op == "call_method":
             return getattr(args[0], str(node.target))(*args[1:], **kwargs)
         if node.op == "call_function":
@@ -165,27 +175,68 @@ def round_weights(gm: GraphModule, calibration: Sequence[tuple[torch.Tensor, ...
                 break
             if node.op == "call_function" and (node.target in CONVOLUTIONS or node.target is LINEAR) \
                     and node in varying:
-                rounded = _round_layer(gm, modules, node, envs, centered)
+                rounded = _round_layer(gm, modules, node, quant, fp32, centered)
                 if rounded is not None:
+                    originals[rounded.weight] = rounded.original
                     done.append(rounded)
             if node in varying:
-                for sample, env in zip(samples, envs):
-                    env[node] = run(node, env, sample)
+                for sample, f_env, q_env in zip(samples, fp32, quant):
+                    f_env[node] = run(node, f_env, sample, False)
+                    q_env[node] = run(node, q_env, sample, True)
             else:
-                value = run(node, envs[0], samples[0])
-                for env in envs:
-                    env[node] = value
+                f_value, q_value = run(node, fp32[0], samples[0], False), run(node, quant[0], samples[0], True)
+                for f_env, q_env in zip(fp32, quant):
+                    f_env[node], q_env[node] = f_value, q_value
             dead = [a for a in node.all_input_nodes if last_use.get(a, i) == i]
-            for env in envs:
+            for env in (*fp32, *quant):
                 for arg in dead:
                     env.pop(arg, None)
     gm.recompile()
     return done
 
 
-def _round_layer(gm: GraphModule, modules: dict[str, Any], layer: Node, envs: list[dict[Node, Any]],
-                 centered: bool) -> Rounded | None:
-    """GPTQ on one layer from its inputs in ``envs``; its weight and its observer's value there replaced."""
+@dataclass
+class _Moments:
+    """Sums over input rows of one group: X_q^T X_q, X_f^T X_q, X_f^T X_f, X_q, X_f and the count."""
+
+    qq: torch.Tensor
+    fq: torch.Tensor
+    ff: torch.Tensor
+    q: torch.Tensor
+    f: torch.Tensor
+    n: int = 0
+
+    @staticmethod
+    def zeros(width: int) -> "_Moments":
+        def z(*shape: int) -> torch.Tensor:
+            return torch.zeros(*shape, dtype=torch.float64)
+        return _Moments(z(width, width), z(width, width), z(width, width), z(width), z(width))
+
+    def add(self, xq: torch.Tensor, xf: torch.Tensor) -> None:
+        self.qq += xq.T @ xq
+        self.fq += xf.T @ xq
+        self.ff += xf.T @ xf
+        self.q += xq.sum(dim=0)
+        self.f += xf.sum(dim=0)
+        self.n += xq.shape[0]
+
+    def plus(self, other: "_Moments") -> "_Moments":
+        return _Moments(self.qq + other.qq, self.fq + other.fq, self.ff + other.ff, self.q + other.q,
+                        self.f + other.f, self.n + other.n)
+
+    def second(self, centered: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(qq, fq, ff), their means' products taken out when ``centered``."""
+        if not centered or self.n == 0:
+            return self.qq, self.fq, self.ff
+        n = float(self.n)
+        return (self.qq - torch.outer(self.q, self.q) / n, self.fq - torch.outer(self.f, self.q) / n,
+                self.ff - torch.outer(self.f, self.f) / n)
+
+
+def _round_layer(gm: GraphModule, modules: dict[str, Any], layer: Node, quant: list[dict[Node, Any]],
+                 fp32: list[dict[Node, Any]], centered: bool) -> Rounded | None:
+    """GPTQ on one layer from its inputs in ``quant`` and ``fp32``; its weight and its observer's value in
+    ``quant`` replaced."""
     found = _weight_observer(gm, modules, layer)
     x_node = layer.args[0]
     if found is None or not isinstance(x_node, Node):
@@ -201,52 +252,57 @@ def _round_layer(gm: GraphModule, modules: dict[str, Any], layer: Node, envs: li
     groups = int(layer.args[6]) if layer.target is not LINEAR and len(layer.args) > 6 else 1
     per_group = out // groups
     matrix = weight.detach().double().reshape(out, -1)
-    # Hessians of the even and the odd calibration samples, each the other's held-out data
     width = matrix.shape[1]
-    sums = [[(torch.zeros(width, width, dtype=torch.float64), torch.zeros(width, dtype=torch.float64), 0)
-             for _ in range(groups)] for _ in range(2)]
-    for k, env in enumerate(envs):
-        for g, cols in enumerate(_columns(env[x_node], layer, weight)):
-            xx, x1, n = sums[k % 2][g]
-            sums[k % 2][g] = (xx + cols.T @ cols, x1 + cols.sum(dim=0), n + cols.shape[0])
-
-    def hessian(xx: torch.Tensor, x1: torch.Tensor, n: int) -> torch.Tensor:
-        # centered: the mean output error of whatever rounding is the bias correction's to take out
-        return 2.0 * (xx - torch.outer(x1, x1) / max(n, 1)) if centered else 2.0 * xx
-
-    halves = [[hessian(*t) for t in half] for half in sums]
-    hessians = [hessian(a[0] + b[0], a[1] + b[1], a[2] + b[2]) for a, b in zip(*sums)]
+    # the even and the odd calibration samples' sums, each half the other's held-out data
+    halves = [[_Moments.zeros(width) for _ in range(groups)] for _ in range(2)]
+    for k, (q_env, f_env) in enumerate(zip(quant, fp32)):
+        for g, (xq, xf) in enumerate(zip(_columns(q_env[x_node], layer, weight),
+                                         _columns(f_env[x_node], layer, weight))):
+            halves[k % 2][g].add(xq, xf)
+    whole = [a.plus(b) for a, b in zip(*halves)]
     nearest = torch.clamp(torch.round(matrix * (1.0 / scale)[:, None]), qmin, qmax)
 
-    def fit(hs: list[torch.Tensor]) -> torch.Tensor:
+    def fit(moments: list[_Moments]) -> torch.Tensor:
+        """GPTQ around the float weights that best map the quantized inputs to the fp32 model's outputs,
+        W' = W C_fq H_qq^-1 (damped): the layer also takes out what the layers before it left."""
         codes = torch.empty_like(matrix)
-        for g, h in enumerate(hs):
+        for g, m in enumerate(moments):
+            qq, fq, _ = m.second(centered)
             rows = slice(g * per_group, (g + 1) * per_group)
-            codes[rows] = gptq_round(matrix[rows], h, scale[rows], qmin, qmax)
+            damped = qq + torch.eye(width, dtype=qq.dtype) * RIDGE * float(torch.diagonal(qq).mean() + 1e-30)
+            try:
+                target = torch.linalg.solve(damped, (matrix[rows] @ fq).T).T
+            except RuntimeError:
+                target = matrix[rows]
+            codes[rows] = gptq_round(target, 2.0 * qq, scale[rows], qmin, qmax)
         return codes
 
-    def loss(q: torch.Tensor, hs: list[torch.Tensor]) -> float:
-        """sum((W X - Q X)^2) over the inputs whose Hessians are ``hs``."""
-        diff = matrix - q * scale[:, None]
-        return sum(float(torch.einsum("oi,ij,oj->", diff[g * per_group:(g + 1) * per_group], h,
-                                      diff[g * per_group:(g + 1) * per_group])) / 2.0 for g, h in enumerate(hs))
+    def loss(codes: torch.Tensor, moments: list[_Moments]) -> float:
+        """sum((W X_f - Q X_q)^2) over the inputs of ``moments``."""
+        total = 0.0
+        for g, m in enumerate(moments):
+            qq, fq, ff = m.second(centered)
+            w = matrix[g * per_group:(g + 1) * per_group]
+            q = codes[g * per_group:(g + 1) * per_group] * scale[g * per_group:(g + 1) * per_group, None]
+            total += float(torch.einsum("oi,ij,oj->", w, ff, w) - 2.0 * torch.einsum("oi,ij,oj->", w, fq, q)
+                           + torch.einsum("oi,ij,oj->", q, qq, q))
+        return total
 
-    # GPTQ fits the calibration inputs: with fewer of them than the layer has columns it also fits their noise
-    # (tcn's classifier: 16 samples of 16 features), and the test inputs then see more error than nearest
-    # rounding leaves. Fitted on each half, it must leave the other half less error, else the layer keeps nearest.
-    before, after = loss(nearest, hessians), loss(nearest, hessians)
+    # GPTQ fits the calibration inputs: with few of them for the layer's columns it also fits their noise, and
+    # other inputs then see more error than nearest rounding leaves. Fitted on each half, it must leave the
+    # other half less error, else the layer keeps nearest rounding.
+    before = after = loss(nearest, whole)
     codes = nearest
-    if len(envs) >= 2:
+    if len(quant) >= 2:
         held_out = loss(fit(halves[0]), halves[1]) + loss(fit(halves[1]), halves[0])
-        if held_out < before:
-            codes = fit(hessians)
-            after = loss(codes, hessians)
+        if held_out < loss(nearest, halves[0]) + loss(nearest, halves[1]):
+            codes = fit(whole)
+            after = loss(codes, whole)
     # codes times the observer's float32 scales: convert_pt2e's quantize gives back exactly these codes
-    new = (codes.to(weight.dtype) * scale.to(weight.dtype).reshape(-1, *[1] * (weight.dim() - 1)).expand(
-        out, *weight.shape[1:]).reshape(out, -1)).reshape(weight.shape)
+    new = (codes.to(weight.dtype) * scale.to(weight.dtype)[:, None]).reshape(weight.shape)
     set_attr_value(gm, str(source.target), new.detach())
     value = fake_quantize(observer, new)
-    for env in envs:
+    for env in quant:
         env[source] = new
         env[observed] = value
     return Rounded(layer.name, before, after, str(source.target), weight)
