@@ -7,13 +7,20 @@ observer's per-output-channel symmetric scales, int8 or int4), and moves what th
 not yet rounded, in proportion to how the layer's calibration inputs correlate them: the Hessian H = 2 X^T X of
 the layer's squared output error (X the inputs as the quantized model sees them, im2col rows for a convolution),
 through the upper Cholesky factor of H^-1, with 1 % of H's mean diagonal added to it (damping) for a well-posed
-inverse. The layers go in graph order, each with the inputs that the layers before it, already rounded, give it.
+inverse. The layers go in graph order, each with the inputs that the layers before it, already rounded, give it,
+and each aims at the fp32 model's output there: GPTQ rounds W' = W X_f^T X_q (X_q^T X_q)^-1, the float weights
+that best map the quantized inputs X_q to the fp32 model's W X_f, so that a layer also takes out what the ones
+before it left (as far as its inputs let it). Under bias correction, which removes each channel's mean output
+error afterwards, the sums are taken about the inputs' means. A layer keeps nearest rounding unless GPTQ, fitted
+on the even calibration samples, leaves the odd ones less error than nearest rounding, and the other way round:
+with few samples for a layer's columns GPTQ fits their noise.
 
 Only the weight values change, to codes times the observer's own scales, which ``convert_pt2e`` quantizes back to
 exactly those codes: the integer reference, the generated C and the program files read the same int8 weights.
 Convolutions (grouped and depthwise ones group by group) and linear layers are rounded so; transposed
 convolutions and the recurrent layers' matrices (quantized per gate row by their lowering,
-mcu/passes/quantized/recurrent.py, not by an observer) keep nearest rounding."""
+mcu/passes/quantized/recurrent.py, not by an observer, so that GPTQ would need that lowering's grid here) keep
+nearest rounding."""
 
 from __future__ import annotations
 

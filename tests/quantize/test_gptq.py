@@ -108,8 +108,8 @@ def test_gptq_weights_stay_bit_exact_in_the_generated_c(lowered) -> None:
 
 def test_the_flag_defaults_per_mode_and_is_refused_outside_the_static_modes() -> None:
     assert [modes.weight_rounding(m, None) for m in (modes.INT8, modes.W4A8, modes.W8A16, modes.MIXED)] == \
-        ["nearest", "gptq", "gptq", "nearest"]
-    assert modes.weight_rounding(modes.W8A16, "nearest") == "nearest"
+        ["nearest"] * 4
+    assert modes.weight_rounding(modes.W8A16, "gptq") == "gptq"
     assert modes.weight_rounding(modes.NONE, None) == "nearest"
     with pytest.raises(McuError, match="--weight-rounding gptq .* does not apply to --quantize int8-weight"):
         modes.weight_rounding(modes.INT8_WEIGHT, "gptq")
