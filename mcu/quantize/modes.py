@@ -75,8 +75,8 @@ NEAREST = "nearest"  # each weight to its nearest code
 GPTQ = "gptq"  # each layer's rounding error spread over its later input columns (mcu/quantize/gptq.py)
 WEIGHT_ROUNDINGS = (NEAREST, GPTQ)
 # Modes whose convolution and linear weights GPTQ rounds unless --weight-rounding nearest: none. After bias
-# correction it moves the examples' output SQNR by -1.7 to +1.1 dB (w8a16 and w4a8 on fc_autoencoder, ds_cnn, tcn
-# and kws_lstm; README, "16-bit activations") for two to four times the quantization's time: their inputs and
+# correction it moves the examples' output SQNR by -6.8 to +1.1 dB (w8a16 and w4a8 on fc_autoencoder, ds_cnn, tcn
+# and kws_lstm; README, "16-bit activations") for up to three times the quantization's time: their inputs and
 # random weights leave little correlation between a layer's inputs for it to use, and what it gains on the
 # calibration data does not reach the test inputs' output.
 GPTQ_BY_DEFAULT: tuple[str, ...] = ()
