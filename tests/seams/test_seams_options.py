@@ -1,0 +1,42 @@
+"""The Python API takes ``weights_in`` and ``bias_correction`` as the CLI means them: a bad value is an McuError
+naming the value, raised before capture and quantization; the string "off" is not taken for True."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+import mcu
+import mcu.api
+from mcu.errors import McuError
+from mcu.quantize.modes import corrects_biases
+
+
+@pytest.mark.parametrize("value", ["off", "on", 1, 0])
+def test_bias_correction_takes_a_bool_only(value: object) -> None:
+    with pytest.raises(McuError, match="bias_correction must be True, False or None"):
+        corrects_biases("w8a16", value)  # type: ignore[arg-type]
+
+
+def test_bias_correction_bools_and_default() -> None:
+    assert corrects_biases("w8a16", None) and not corrects_biases("int8", None)
+    assert not corrects_biases("w8a16", False) and corrects_biases("int8", True)
+
+
+def test_compile_refuses_the_string_off() -> None:
+    model = nn.Sequential(nn.Linear(4, 2)).eval()
+    data = [(torch.randn(1, 4),) for _ in range(4)]
+    with pytest.raises(McuError, match="got 'off'"):
+        mcu.compile(model, data[0], quantize="w8a16", calibration=data, bias_correction="off")  # type: ignore[arg-type]
+
+
+def test_bad_weights_in_fails_before_quantizing(monkeypatch: pytest.MonkeyPatch) -> None:
+    def lowered(*_args: object, **_kwargs: object) -> None:
+        raise AssertionError("quantized before checking weights_in")
+
+    monkeypatch.setattr(mcu.api, "lower_spec", lowered)
+    model = nn.Sequential(nn.Linear(4, 2)).eval()
+    data = [(torch.randn(1, 4),) for _ in range(4)]
+    with pytest.raises(McuError, match="weights_in must be one of flash, fast, got 'ram'"):
+        mcu.compile(model, data[0], quantize="int8", calibration=data, weights_in="ram")
