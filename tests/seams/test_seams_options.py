@@ -3,9 +3,13 @@ naming the value, raised before capture and quantization; the string "off" is no
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 from torch import nn
+
+from cli_runner import mcu_in_process
 
 import mcu
 import mcu.api
@@ -40,3 +44,18 @@ def test_bad_weights_in_fails_before_quantizing(monkeypatch: pytest.MonkeyPatch)
     data = [(torch.randn(1, 4),) for _ in range(4)]
     with pytest.raises(McuError, match="weights_in must be one of flash, fast, got 'ram'"):
         mcu.compile(model, data[0], quantize="int8", calibration=data, weights_in="ram")
+
+
+@pytest.mark.parametrize(("fmt", "needle"), [("program", "a program file holds none of that"),
+                                             ("c", "MCU_WEIGHTS_SECTION")])
+def test_export_refuses_weights_in_fast_for_what_it_writes(tmp_path: Path, fmt: str, needle: str) -> None:
+    """A program file is told apart from a C library: the library's hint (a linker section) means nothing for it."""
+    model = tmp_path / "m.py"
+    model.write_text("import torch\nfrom torch import nn\nmodel = nn.Sequential(nn.Linear(4, 2))\n"
+                     "example_inputs = (torch.randn(1, 4),)\n")
+    proc = mcu_in_process("export", str(model), "--board", "mps3-an547", "--weights-in", "fast", "--format", fmt,
+                          "-o", str(tmp_path / "out"))
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("mcu: error:") and needle in lines[0], proc.stderr
+    assert "Traceback" not in proc.stderr
