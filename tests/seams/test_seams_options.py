@@ -14,6 +14,7 @@ from cli_runner import mcu_in_process
 import mcu
 import mcu.api
 from mcu.errors import McuError
+from mcu.plan.prefix import KIND as PREFIX_KIND
 from mcu.quantize.modes import corrects_biases
 
 
@@ -59,3 +60,22 @@ def test_export_refuses_weights_in_fast_for_what_it_writes(tmp_path: Path, fmt: 
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("mcu: error:") and needle in lines[0], proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_stream_prefix_help_matches_what_program_files_carry() -> None:
+    """A streamed prefix goes into program files too (mcu/program/prefix.py): the help must not send users
+    of --program away from --stream-prefix."""
+    from mcu.commands.cli import build_parser
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(), nn.Conv2d(4, 4, 3, stride=2, padding=1),
+                          nn.ReLU(), nn.Flatten(), nn.Linear(4 * 8 * 8, 2)).eval()
+    data = [(torch.randn(1, 1, 16, 16),) for _ in range(4)]
+    spec = mcu.api.spec_from_objects(model, data[0], data, None, name="streamed")
+    cm = mcu.api.compile_spec(spec, "mps2-an505", "int8", stream_prefix=True)
+    assert any(op.kind == PREFIX_KIND for op in cm.graph.ops)
+    assert cm.program_image().program  # not refused
+    sub = next(a for a in build_parser()._actions if a.dest == "command")
+    run = sub.choices["run"]  # type: ignore[union-attr]
+    helps = {a.dest: a.help or "" for a in run._actions}
+    assert "generated C only" not in helps["stream_prefix"] and "program files" in helps["stream_prefix"]
