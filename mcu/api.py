@@ -526,13 +526,17 @@ def lower_spec(spec: ModelSpec, quantize: str = "none", weight_palette: int | No
     return LoweredModel(spec=spec, quantize=quantize, graph=graph)
 
 
+def _check_weights_in(weights_in: str | None) -> None:
+    if weights_in is not None and weights_in not in WEIGHTS_IN:
+        raise McuError(f"weights_in must be one of {', '.join(WEIGHTS_IN)}, got '{weights_in}'")
+
+
 def _compile_lowered(lowered: LoweredModel, board: Board, options: BackendOptions | None, order: list[str] | None,
                      check_flash: bool, fuse: str, ram_budget: int | None, fuse_costs: FusionCosts | None,
                      fuse_band: int, stream_prefix: bool | int | PrefixSchedule = False, stream_input: bool = False,
                      speed_scratch: bool = True, weights_in: str | None = None) -> CompiledModel:
     """Partition, plan and generate for ``board``, changing ``lowered.graph``: the caller's copy to give away."""
-    if weights_in is not None and weights_in not in WEIGHTS_IN:
-        raise McuError(f"weights_in must be one of {', '.join(WEIGHTS_IN)}, got '{weights_in}'")
+    _check_weights_in(weights_in)
     spec, graph, quantize = lowered.spec, lowered.graph, lowered.quantize
     with _naming_the_file(spec):
         before = dataclasses.replace(graph, ops=list(graph.ops))  # partitioning replaces the op list, not the ops
@@ -585,6 +589,7 @@ def compile_spec(spec: ModelSpec, board: str | Board = "mps2-an505", quantize: s
 
     order = parse(backend)
     check(order)
+    _check_weights_in(weights_in)  # before capture and quantization, which take the time
     board_obj = board if isinstance(board, Board) else load_board(board)
     # A graph lowered for this compile alone: it needs no copy.
     return _compile_lowered(lower_spec(spec, quantize, weight_palette, mixed, board_obj, bias_correction,

@@ -107,7 +107,7 @@ def _add_model_args(p: argparse.ArgumentParser, board_required: bool = True) -> 
                         "band of rows, each keeping a ring of the input rows its window needs, so that only the "
                         "prefix's last, low-resolution output is a whole tensor; where the prefix ends and the "
                         "rows per call are chosen for the smallest arena, then the fewest calls (with "
-                        "--ram-budget: the fewest calls that fit); generated C only")
+                        "--ram-budget: the fewest calls that fit); in generated C and program files alike")
     p.add_argument("--stream-input", action="store_true",
                    help="as --stream-prefix, and the model reads its input a row at a time through a callback "
                         "the firmware implements (<model>_run_streamed, see model.h), so the input is not in the "

@@ -71,6 +71,10 @@ def export_target(cm: CompiledModel, target: str, out_dir: Path) -> list[Path]:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    if getattr(args, "weights_in", None) == "fast" and args.format == "program":
+        raise McuError("--weights-in fast is where a firmware keeps the weights; a program file holds none of that: "
+                       "the interpreter firmware decides where it reads the program from",
+                       hint="drop --weights-in (`mcu run --program --weights-in fast` runs the program from RAM)")
     if getattr(args, "weights_in", None) == "fast":
         raise McuError("--weights-in fast places mcu's own firmware's weights; an exported library's go where "
                        "your linker script puts them",

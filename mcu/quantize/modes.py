@@ -63,6 +63,10 @@ CORRECTED_BY_DEFAULT = (W4A8, W8A16)
 def corrects_biases(mode: str, requested: bool | None) -> bool:
     """Whether a static mode's convolution and linear biases are corrected for their rounded weights
     (``--bias-correction on|off``, mcu/quantize/bias_correction.py); ``requested`` None: the mode's default."""
+    if requested is not None and not isinstance(requested, bool):
+        # the string "off" is truthy: taken as it comes, it would turn the correction on
+        raise McuError(f"bias_correction must be True, False or None, got {requested!r}",
+                       hint="from the command line: --bias-correction on|off")
     if requested and not is_static(mode):
         raise McuError(f"--bias-correction corrects the biases of a static mode (int8, w4a8, w8a16, mixed); it does "
                        f"not apply to --quantize {mode}", hint="drop --bias-correction, or use a static mode")
