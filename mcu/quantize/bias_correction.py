@@ -67,6 +67,31 @@ def attr_value(gm: GraphModule, target: str) -> Any:
     return obj
 
 
+def run_node(gm: GraphModule, modules: dict[str, Any], inputs: dict[Node, int], originals: dict[str, torch.Tensor],
+             node: Node, env: dict[Node, Any], sample: tuple, observe: bool) -> Any:
+    """One node of the prepared graph on one calibration sample, its arguments from ``env``: as the quantized
+    model (``observe``: observers quantize and dequantize with the parameters they give the conversion) or as
+    fp32 (observers pass values through, and weights rounded already read as their ``originals``)."""
+    args = map_arg(node.args, lambda a: env[a])
+    kwargs = map_arg(node.kwargs, lambda a: env[a])
+    if node.op == "placeholder":
+        return sample[inputs[node]]
+    if node.op == "get_attr":
+        if not observe and str(node.target) in originals:
+            return originals[str(node.target)]
+        return attr_value(gm, str(node.target))
+    if node.op == "call_module":
+        module = modules[str(node.target)]
+        if is_observer(module):
+            return fake_quantize(module, args[0]) if observe else args[0]
+        return module(*args, **kwargs)
+    if node.op == "call_method":
+        return getattr(args[0], str(node.target))(*args[1:], **kwargs)
+    if node.op == "call_function":
+        return node.target(*args, **kwargs)  # type: ignore[operator]
+    return None
+
+
 def set_attr_value(gm: GraphModule, target: str, value: torch.Tensor) -> None:
     owner, _, name = target.rpartition(".")
     module = attr_value(gm, owner) if owner else gm
@@ -133,24 +158,7 @@ def correct_biases(gm: GraphModule, calibration: Sequence[tuple[torch.Tensor, ..
     done: list[Correction] = []
 
     def run(node: Node, env: dict[Node, Any], sample: tuple, observe: bool) -> Any:
-        args = map_arg(node.args, lambda a: env[a])
-        kwargs = map_arg(node.kwargs, lambda a: env[a])
-        if node.op == "placeholder":
-            return sample[inputs[node]]
-        if node.op == "get_attr":
-            if not observe and str(node.target) in originals:
-                return originals[str(node.target)]
-            return attr_value(gm, str(node.target))
-        if node.op == "call_module":
-            module = modules[str(node.target)]
-            if is_observer(module):
-                return fake_quantize(module, args[0]) if observe else args[0]
-            return module(*args, **kwargs)
-        if node.op == "call_method":
-            return getattr(args[0], str(node.target))(*args[1:], **kwargs)
-        if node.op == "call_function":
-            return node.target(*args, **kwargs)  # type: ignore[operator]
-        return None
+        return run_node(gm, modules, inputs, originals, node, env, sample, observe)
 
     with torch.no_grad():
         for i, node in enumerate(nodes):

@@ -30,9 +30,8 @@ from typing import Any, Sequence
 import torch
 import torch.nn.functional as F
 from torch.fx import GraphModule, Node
-from torch.fx.node import map_arg
 
-from mcu.quantize.bias_correction import attr_value, fake_quantize, is_observer, set_attr_value
+from mcu.quantize.bias_correction import attr_value, fake_quantize, is_observer, run_node, set_attr_value
 
 aten = torch.ops.aten
 
@@ -157,24 +156,7 @@ def round_weights(gm: GraphModule, calibration: Sequence[tuple[torch.Tensor, ...
     done: list[Rounded] = []
 
     def run(node: Node, env: dict[Node, Any], sample: tuple, observe: bool) -> Any:
-        args = map_arg(node.args, lambda a: env[a])
-        kwargs = map_arg(node.kwargs, lambda a: env[a])
-        if node.op == "placeholder":
-            return sample[inputs[node]]
-        if node.op == "get_attr":
-            if not observe and str(node.target) in originals:
-                return originals[str(node.target)]
-            return attr_value(gm, str(node.target))
-        if node.op == "call_module":
-            module = modules[str(node.target)]
-            if is_observer(module):
-                return fake_quantize(module, args[0]) if observe else args[0]
-            return module(*args, **kwargs)
-        if node.op == "call_method":
-            return getattr(args[0], str(node.target))(*args[1:], **kwargs)
-        if node.op == "call_function":
-            return node.target(*args, **kwargs)  # type: ignore[operator]
-        return None
+        return run_node(gm, modules, inputs, originals, node, env, sample, observe)
 
     with torch.no_grad():
         for i, node in enumerate(nodes):
