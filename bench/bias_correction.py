@@ -1,9 +1,11 @@
-"""Output SQNR against fp32 with and without bias correction (``--bias-correction``), per example and static mode:
+"""Output SQNR against fp32 with and without bias correction (``--bias-correction``) and with nearest or GPTQ weight
+rounding (``--weight-rounding``), per example and static mode:
 the lowered graph run through the Python integer reference (the device's outputs, bit for bit) on the model
 file's bundled test inputs, 10 log10(sum fp32^2 / sum (out - fp32)^2) over every output value, and the seconds
 the quantization took. ``mixed`` runs at ``--budget`` dB and lists each layer's weights after the figures.
 
     .venv/bin/python bench/bias_correction.py fc_autoencoder,ds_cnn,tcn --modes int8,w8a16,w4a8
+    .venv/bin/python bench/bias_correction.py tcn,kws_lstm --modes w8a16 --rounding nearest,gptq --corrected on
     .venv/bin/python bench/bias_correction.py resnet8 --modes mixed --budget 6
 """
 
@@ -22,6 +24,8 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("examples", help="comma-separated names under examples/")
     parser.add_argument("--modes", default="int8,w8a16,w4a8")
+    parser.add_argument("--rounding", default="nearest", help="comma-separated weight roundings: nearest, gptq")
+    parser.add_argument("--corrected", default="off,on", help="comma-separated bias corrections: off, on")
     parser.add_argument("--budget", type=float, default=3.0, help="--accuracy-budget of the mixed mode")
     args = parser.parse_args(argv)
 
@@ -44,17 +48,21 @@ def main(argv: list[str]) -> int:
                        t.quant.zero_point[0] if t.quant is not None else 0).astype(np.float64)
                 for o, t in zip(Reference(graph).run(flat), graph.outputs)]
 
-    modes = args.modes.split(",")
-    print(f"{'example':<16}" + "".join(f"{m + ' off / on':>30}" for m in modes))
+    modes, roundings = args.modes.split(","), args.rounding.split(",")
+    corrections = [c == "on" for c in args.corrected.split(",")]
+    columns = [(m, r) for m in modes for r in roundings]
+    title = " / ".join("on" if c else "off" for c in corrections)
+    width = 16 * len(corrections) + 2
+    print(f"{'example':<16}" + "".join(f"{f'{m} {r} {title}':>{width}}" for m, r in columns))
     for name in args.examples.split(","):
         cells, forms = [], []
-        for mode in modes:
+        for mode, rounding in columns:
             scores = []
-            for corrected in (False, True):
+            for corrected in corrections:
                 start = time.perf_counter()
                 mixed = MixedOptions(args.budget) if mode == MIXED else None
                 lowered = lower_file(ROOT / "examples" / f"{name}.py", quantize=mode, mixed=mixed,
-                                     bias_correction=corrected)
+                                     bias_correction=corrected, weight_rounding=rounding)
                 seconds = time.perf_counter() - start
                 spec = lowered.spec
                 with torch.no_grad():
@@ -65,12 +73,13 @@ def main(argv: list[str]) -> int:
                 noise = sum(float(((g - w) ** 2).sum()) for ws, gs in zip(want, got) for w, g in zip(ws, gs))
                 scores.append((10 * math.log10(signal / noise) if noise else math.inf, seconds))
                 if mixed is not None:
-                    forms.append(f"  {mode} {'on' if corrected else 'off'}: " + " ".join(
+                    forms.append(f"  {mode} {rounding} {'on' if corrected else 'off'}: " + " ".join(
                         "int4" if op.attrs.get("weight_bits") == 4 else f"lut{op.attrs['palette_bits']}"
                         if op.attrs.get("palette_bits") else "int8"
                         for op in lowered.graph.ops if op.kind in ("conv2d", "depthwise_conv2d", "linear")))
-            cells.append(f"{scores[0][0]:.1f} / {scores[1][0]:.1f} dB ({scores[0][1]:.0f}/{scores[1][1]:.0f} s)")
-        print(f"{name:<16}" + "".join(f"{c:>30}" for c in cells), flush=True)
+            cells.append(" / ".join(f"{db:.1f}" for db, _ in scores) + " dB ("
+                         + "/".join(f"{t:.0f}" for _, t in scores) + " s)")
+        print(f"{name:<16}" + "".join(f"{c:>{width}}" for c in cells), flush=True)
         for line in forms:
             print(line)
     return 0

@@ -506,7 +506,7 @@ class LoweredModel:
 
 def lower_spec(spec: ModelSpec, quantize: str = "none", weight_palette: int | None = None,
                mixed: modes.MixedOptions | None = None, board: str | Board | None = None,
-               bias_correction: bool | None = None) -> LoweredModel:
+               bias_correction: bool | None = None, weight_rounding: str | None = None) -> LoweredModel:
     """Capture, quantize and lower a loaded model once, to :meth:`LoweredModel.compile` for any number of boards.
     ``weight_palette``: 2, 3 or 4: the int8 convolution and linear weights as indices of that many bits into
     a table per output channel (``--weight-palette``; ``quantize`` int8 only). ``mixed``: with ``quantize``
@@ -514,13 +514,21 @@ def lower_spec(spec: ModelSpec, quantize: str = "none", weight_palette: int | No
     ``--mixed-objective``; mcu/passes/mixed_choice.py), whose flash is counted on ``board`` (its layouts and
     kernels' code; default mps2-an505). ``bias_correction``: each convolution's and linear layer's bias
     corrected for its rounded weights over the calibration data (``--bias-correction on|off``;
-    mcu/quantize/bias_correction.py); None: the mode's default (:func:`mcu.quantize.modes.corrects_biases`)."""
+    mcu/quantize/bias_correction.py); None: the mode's default (:func:`mcu.quantize.modes.corrects_biases`).
+    ``weight_rounding``: "nearest", or "gptq": the convolution and linear weights rounded with each layer's error
+    compensated over the calibration data (``--weight-rounding``; mcu/quantize/gptq.py); None: the mode's default
+    (:func:`mcu.quantize.modes.weight_rounding`)."""
     quantize = resolve_quantize(spec, quantize)
     board_obj = board if isinstance(board, Board) or board is None else load_board(board)
     with _naming_the_file(spec):
-        graph = to_graph(spec, quantize, weight_palette, mixed, board_obj, bias_correction)
+        graph = to_graph(spec, quantize, weight_palette, mixed, board_obj, bias_correction, weight_rounding)
         graph.output_names = [] if graph.state else _output_names(spec, len(graph.outputs))  # state: no extra run
     return LoweredModel(spec=spec, quantize=quantize, graph=graph)
+
+
+def _check_weights_in(weights_in: str | None) -> None:
+    if weights_in is not None and weights_in not in WEIGHTS_IN:
+        raise McuError(f"weights_in must be one of {', '.join(WEIGHTS_IN)}, got '{weights_in}'")
 
 
 def _compile_lowered(lowered: LoweredModel, board: Board, options: BackendOptions | None, order: list[str] | None,
@@ -528,8 +536,7 @@ def _compile_lowered(lowered: LoweredModel, board: Board, options: BackendOption
                      fuse_band: int, stream_prefix: bool | int | PrefixSchedule = False, stream_input: bool = False,
                      speed_scratch: bool = True, weights_in: str | None = None) -> CompiledModel:
     """Partition, plan and generate for ``board``, changing ``lowered.graph``: the caller's copy to give away."""
-    if weights_in is not None and weights_in not in WEIGHTS_IN:
-        raise McuError(f"weights_in must be one of {', '.join(WEIGHTS_IN)}, got '{weights_in}'")
+    _check_weights_in(weights_in)
     spec, graph, quantize = lowered.spec, lowered.graph, lowered.quantize
     with _naming_the_file(spec):
         before = dataclasses.replace(graph, ops=list(graph.ops))  # partitioning replaces the op list, not the ops
@@ -557,8 +564,10 @@ def compile_spec(spec: ModelSpec, board: str | Board = "mps2-an505", quantize: s
                  ram_budget: int | None = None, fuse_costs: FusionCosts | None = None,
                  fuse_band: int = 1, stream_prefix: bool | int = False, stream_input: bool = False,
                  weight_palette: int | None = None, mixed: modes.MixedOptions | None = None,
-                 weights_in: str | None = None, bias_correction: bool | None = None) -> CompiledModel:
-    """``weight_palette``, ``mixed``, ``bias_correction``: see :func:`lower_spec`. ``weights_in``: where the
+                 weights_in: str | None = None, bias_correction: bool | None = None,
+                 weight_rounding: str | None = None) -> CompiledModel:
+    """``weight_palette``, ``mixed``, ``bias_correction``, ``weight_rounding``: see :func:`lower_spec`.
+    ``weights_in``: where the
     firmware keeps the constant tensors, "flash" or "fast" (each in the fastest memory with room,
     mcu/device/placement.py; None: the board's default; ``--weights-in``). ``fuse_blocks``: run inverted-residual
     blocks row by
@@ -580,9 +589,11 @@ def compile_spec(spec: ModelSpec, board: str | Board = "mps2-an505", quantize: s
 
     order = parse(backend)
     check(order)
+    _check_weights_in(weights_in)  # before capture and quantization, which take the time
     board_obj = board if isinstance(board, Board) else load_board(board)
     # A graph lowered for this compile alone: it needs no copy.
-    return _compile_lowered(lower_spec(spec, quantize, weight_palette, mixed, board_obj, bias_correction), board_obj,
+    return _compile_lowered(lower_spec(spec, quantize, weight_palette, mixed, board_obj, bias_correction,
+                                       weight_rounding), board_obj,
                             options, order,
                             check_flash, _fuse_policy(fuse_blocks), ram_budget, fuse_costs, fuse_band, stream_prefix,
                             stream_input, weights_in=weights_in)
@@ -594,16 +605,16 @@ def compile(model: torch.nn.Module, example_inputs: Sequence[torch.Tensor], boar
             packed_weights: bool | None = None, backend: str | list[str] | None = None,
             custom_ops: Any = None, weight_palette: int | None = None,
             mixed: modes.MixedOptions | None = None, weights_in: str | None = None,
-            bias_correction: bool | None = None) -> CompiledModel:
+            bias_correction: bool | None = None, weight_rounding: str | None = None) -> CompiledModel:
     """Compile an ``nn.Module`` for a board; see the module docstring. ``cmsis_nn``, ``packed_weights``:
     see :func:`backend_options`. ``custom_ops``: registrations of the model's own ops (:func:`mcu.custom_op`).
-    ``weight_palette``, ``mixed``, ``bias_correction``: see :func:`lower_spec`; ``weights_in``: see
+    ``weight_palette``, ``mixed``, ``bias_correction``, ``weight_rounding``: see :func:`lower_spec`; ``weights_in``: see
     :func:`compile_spec`."""
     spec = spec_from_objects(model, example_inputs, calibration, test_inputs,
                              name=name or type(model).__name__.lower(), custom_ops=custom_ops)
     return compile_spec(spec, board, quantize, backend_options(cmsis_nn, packed_weights, backend), backend,
                         weight_palette=weight_palette, mixed=mixed, weights_in=weights_in,
-                        bias_correction=bias_correction)
+                        bias_correction=bias_correction, weight_rounding=weight_rounding)
 
 
 def compile_file(path: str | Path, board: str = "mps2-an505", quantize: str = "none",
@@ -613,8 +624,9 @@ def compile_file(path: str | Path, board: str = "mps2-an505", quantize: str = "n
                  fuse_band: int = 1, stream_prefix: bool | int = False, stream_input: bool = False,
                  qat: bool = False, weight_palette: int | None = None,
                  mixed: modes.MixedOptions | None = None, weights_in: str | None = None,
-                 bias_correction: bool | None = None) -> CompiledModel:
-    """``weight_palette``, ``mixed``, ``bias_correction``: see :func:`lower_spec`; ``weights_in``: see
+                 bias_correction: bool | None = None, weight_rounding: str | None = None) -> CompiledModel:
+    """``weight_palette``, ``mixed``, ``bias_correction``, ``weight_rounding``: see :func:`lower_spec`;
+    ``weights_in``: see
     :func:`compile_spec`. ``qat``: fine-tune with the model file's ``qat_train`` at
     ``quantize``'s precision first
     (mcu/quantize/qat.py)."""
@@ -628,27 +640,32 @@ def compile_file(path: str | Path, board: str = "mps2-an505", quantize: str = "n
     return compile_spec(spec, board, quantize, backend_options(cmsis_nn, packed_weights, backend), backend,
                         fuse_blocks=fuse_blocks, ram_budget=ram_budget, fuse_costs=fuse_costs, fuse_band=fuse_band,
                         stream_prefix=stream_prefix, stream_input=stream_input, weight_palette=weight_palette,
-                        mixed=mixed, weights_in=weights_in, bias_correction=bias_correction)
+                        mixed=mixed, weights_in=weights_in, bias_correction=bias_correction,
+                        weight_rounding=weight_rounding)
 
 
 def lower(model: torch.nn.Module, example_inputs: Sequence[torch.Tensor], quantize: str = "none",
           calibration: Any = None, test_inputs: Any = None, name: str | None = None,
           custom_ops: Any = None, weight_palette: int | None = None,
-          mixed: modes.MixedOptions | None = None, bias_correction: bool | None = None) -> LoweredModel:
+          mixed: modes.MixedOptions | None = None, bias_correction: bool | None = None,
+          weight_rounding: str | None = None) -> LoweredModel:
     """An ``nn.Module`` captured, quantized and lowered once, to compile for several boards (:class:`LoweredModel`);
     the arguments are :func:`compile`'s."""
     spec = spec_from_objects(model, example_inputs, calibration, test_inputs,
                              name=name or type(model).__name__.lower(), custom_ops=custom_ops)
-    return lower_spec(spec, quantize, weight_palette, mixed, bias_correction=bias_correction)
+    return lower_spec(spec, quantize, weight_palette, mixed, bias_correction=bias_correction,
+                      weight_rounding=weight_rounding)
 
 
 def lower_file(path: str | Path, quantize: str = "none", weight_palette: int | None = None,
-               mixed: modes.MixedOptions | None = None, bias_correction: bool | None = None) -> LoweredModel:
+               mixed: modes.MixedOptions | None = None, bias_correction: bool | None = None,
+               weight_rounding: str | None = None) -> LoweredModel:
     """A model file captured, quantized and lowered once, to compile for several boards (:class:`LoweredModel`);
-    ``weight_palette``, ``mixed``, ``bias_correction``: see :func:`lower_spec`."""
+    ``weight_palette``, ``mixed``, ``bias_correction``, ``weight_rounding``: see :func:`lower_spec`."""
     with stage("load"):
         spec = load_model_file(path)
-    return lower_spec(spec, quantize, weight_palette, mixed, bias_correction=bias_correction)
+    return lower_spec(spec, quantize, weight_palette, mixed, bias_correction=bias_correction,
+                      weight_rounding=weight_rounding)
 
 
 def max_abs(values: list[np.ndarray]) -> float:

@@ -82,16 +82,18 @@ DEFAULT_BOARD = "mps2-an505"
 
 def to_graph(spec: ModelSpec, quantize: str, weight_palette: int | None = None,
              mixed: modes.MixedOptions | None = None, board: Board | None = None,
-             bias_correction: bool | None = None) -> Graph:
+             bias_correction: bool | None = None, weight_rounding: str | None = None) -> Graph:
     """``weight_palette``: look-up-table weights of that many bits after the int8 lowering
     (mcu/passes/palette.py); static int8 only. ``mixed``: with ``quantize`` mixed, the budget and objective
     of each layer's weight precision (mcu/passes/mixed_choice.py), its flash counted on ``board`` (default
     mps2-an505). ``bias_correction``: the convolution and linear biases corrected for their rounded weights
-    (mcu/quantize/bias_correction.py), None: the mode's default; a model quantized already keeps its own."""
+    (mcu/quantize/bias_correction.py), None: the mode's default; a model quantized already keeps its own.
+    ``weight_rounding``: "nearest" or "gptq" (mcu/quantize/gptq.py), None: the mode's default."""
     modes.check(quantize)
     modes.check_palette(quantize, weight_palette)
     modes.check_mixed(quantize, mixed)
     corrected = modes.corrects_biases(quantize, bias_correction)
+    rounding = modes.weight_rounding(quantize, weight_rounding)
     where = str(spec.path) if spec.path else spec.name
     # before quantizing: the sensitivity's fp32 outputs come from the float model
     scorer = sensitivity_scorer(spec) if quantize == modes.MIXED else None
@@ -101,7 +103,7 @@ def to_graph(spec: ModelSpec, quantize: str, weight_palette: int | None = None,
                                        custom_ops=spec.custom_ops, example_line=spec.lines.get("example_inputs"),
                                        weight_bits=modes.weight_bits(quantize),
                                        act_bits=modes.activation_bits(quantize),
-                                       bias_correction=corrected)
+                                       bias_correction=corrected, weight_rounding=rounding)
     elif modes.int4_weights(quantize):  # torchao's groupwise int4 weights
         with stage("quantize"):
             captured = int4_weight_model(spec.model)

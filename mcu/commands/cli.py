@@ -89,6 +89,11 @@ def _add_model_args(p: argparse.ArgumentParser, board_required: bool = True) -> 
                    help="static modes (int8, w4a8, w8a16, mixed): add to each convolution, depthwise and linear "
                         "layer's bias the mean output error the quantized model shows there over the calibration "
                         "data, layer after layer (bias correction); default: on for w4a8 and w8a16, off for int8 and mixed")
+    p.add_argument("--weight-rounding", choices=modes.WEIGHT_ROUNDINGS, default=None,
+                   help="static modes: how the convolution and linear weights are rounded onto their per-channel "
+                        "grids: nearest, or gptq (each layer's rounding error spread over its input columns not "
+                        "yet rounded, through the inverse Hessian of its calibration inputs; GPTQ/OPTQ), layer by "
+                        "layer where it beats nearest on held-out calibration samples; default: nearest")
     p.add_argument("--mixed-objective", choices=modes.OBJECTIVES, default="flash",
                    help="with --quantize mixed: what the choice minimizes within the budget: the flash of the "
                         "layers' weights and their kernels' code on the board (default) or the estimated instructions")
@@ -102,7 +107,7 @@ def _add_model_args(p: argparse.ArgumentParser, board_required: bool = True) -> 
                         "band of rows, each keeping a ring of the input rows its window needs, so that only the "
                         "prefix's last, low-resolution output is a whole tensor; where the prefix ends and the "
                         "rows per call are chosen for the smallest arena, then the fewest calls (with "
-                        "--ram-budget: the fewest calls that fit); generated C only")
+                        "--ram-budget: the fewest calls that fit); in generated C and program files alike")
     p.add_argument("--stream-input", action="store_true",
                    help="as --stream-prefix, and the model reads its input a row at a time through a callback "
                         "the firmware implements (<model>_run_streamed, see model.h), so the input is not in the "

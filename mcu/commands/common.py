@@ -29,6 +29,11 @@ def bias_correction(args: argparse.Namespace) -> bool | None:
     return None if flag is None else flag == "on"
 
 
+def weight_rounding(args: argparse.Namespace) -> str | None:
+    """``--weight-rounding nearest|gptq``; None without the flag: the quantize mode's default."""
+    return getattr(args, "weight_rounding", None)
+
+
 def compile_model(args: argparse.Namespace) -> Any:
     """The compiled model (``mcu.api.CompiledModel``) of ``args.model`` for ``args.board`` with the
     command's quantize mode, backend options and ``--weights-in``."""
@@ -57,12 +62,14 @@ def _compile_model(args: argparse.Namespace) -> Any:
                             cmsis_nn=resolve(spec, origin=origin),
                             packed_weights=False if getattr(args, "compact_weights", False) else None,
                             backend=getattr(args, "backend", None), qat=getattr(args, "qat", False),
-                            weight_palette=palette, mixed=mixed, bias_correction=corrected, **fusion)
+                            weight_palette=palette, mixed=mixed, bias_correction=corrected,
+                            weight_rounding=rounding, **fusion)
 
     fuse = getattr(args, "fuse_blocks", "off")
     palette = getattr(args, "weight_palette", None)
     mixed = mixed_options(args)
     corrected = bias_correction(args)
+    rounding = weight_rounding(args)
     with quiet_torch(verbose=getattr(args, "verbose", False)):
         stream_input = getattr(args, "stream_input", False)
         if budget is None or getattr(args, "speed_model", "measured") != "measured" or (stream_input and fuse != "off"):
@@ -80,10 +87,11 @@ def _compile_model(args: argparse.Namespace) -> Any:
             from mcu.quantize.qat import with_qat
 
             lowered = lower_spec(with_qat(load_model_file(args.model), args.quantize), quantize=args.quantize,
-                                 weight_palette=palette, mixed=mixed, bias_correction=corrected)
+                                 weight_palette=palette, mixed=mixed, bias_correction=corrected,
+                                 weight_rounding=rounding)
         else:
             lowered = lower_file(args.model, quantize=args.quantize, weight_palette=palette, mixed=mixed,
-                                 bias_correction=corrected)
+                                 bias_correction=corrected, weight_rounding=rounding)
         backend = getattr(args, "backend", None)
         options = backend_options(resolve(spec, origin=origin),
                                   False if getattr(args, "compact_weights", False) else None, backend)

@@ -22,7 +22,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import torch
 
-from mcu.commands.common import bias_correction, mixed_options, print_json
+from mcu.commands.common import bias_correction, mixed_options, print_json, weight_rounding
 from mcu.errors import McuError
 from mcu.capture.evalset import Metric, eval_set
 from mcu.capture.loader import ModelSpec, flatten_outputs, load_model_file
@@ -135,7 +135,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         def compile_quietly(s: Any, b: str, q: str) -> Any:
             return compile_spec(s, b, q, backend_options(packed_weights=False if args.compact_weights else None),
                                 weight_palette=getattr(args, "weight_palette", None), mixed=mixed_options(args),
-                                bias_correction=bias_correction(args))
+                                bias_correction=bias_correction(args), weight_rounding=weight_rounding(args))
 
         if args.qat:
             # lazy: keeps torchao out of this module's import

@@ -13,7 +13,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mcu.commands.common import bias_correction, compile_model, mixed_options
+from mcu.commands.common import bias_correction, compile_model, mixed_options, weight_rounding
 from mcu.emit.c_model import GeneratedLibrary, firmware_view
 from mcu.errors import McuError
 from mcu.emit.targets import DEFAULT_TARGET, TARGETS, ExportJob
@@ -71,6 +71,10 @@ def export_target(cm: CompiledModel, target: str, out_dir: Path) -> list[Path]:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    if getattr(args, "weights_in", None) == "fast" and args.format == "program":
+        raise McuError("--weights-in fast is where a firmware keeps the weights; a program file holds none of that: "
+                       "the interpreter firmware decides where it reads the program from",
+                       hint="drop --weights-in (`mcu run --program --weights-in fast` runs the program from RAM)")
     if getattr(args, "weights_in", None) == "fast":
         raise McuError("--weights-in fast places mcu's own firmware's weights; an exported library's go where "
                        "your linker script puts them",
@@ -114,7 +118,7 @@ def _export_program(args: argparse.Namespace) -> int:
     with quiet_torch(verbose=args.verbose):
         methods = compile_methods(args.model, board=args.board or "mps2-an505", quantize=args.quantize,
                                   weight_palette=getattr(args, "weight_palette", None), mixed=mixed_options(args),
-                                  bias_correction=bias_correction(args))
+                                  bias_correction=bias_correction(args), weight_rounding=weight_rounding(args))
     image = program_from(methods, external_weights=args.external_weights, bundle=args.bundle_tests,
                          weights_name=weights_path.name)
     # The weights first: a reader of the program never finds it beside an older weights file.

@@ -140,24 +140,27 @@ def methods_of(module: Any, path: Path) -> list[tuple[str, ModelSpec]]:
 def compile_methods(path: str | Path, board: str = "mps2-an505", quantize: str = "none",
                     compile_spec: Callable[..., CompiledModel] | None = None,
                     weight_palette: int | None = None, mixed: MixedOptions | None = None,
-                    bias_correction: bool | None = None) -> list[CompiledMethod]:
+                    bias_correction: bool | None = None, weight_rounding: str | None = None) -> list[CompiledMethod]:
     """Compile every method of a model file for ``board``; ``weight_palette``: look-up-table weights of that
     many bits, ``mixed``: each layer's precision under an accuracy budget, ``bias_correction``: the biases
-    corrected for rounded weights (mcu.api.lower_spec), with the default compile only."""
-    if compile_spec is not None and (weight_palette is not None or mixed is not None or bias_correction is not None):
-        raise McuError("compile_methods: give weight_palette, mixed and bias_correction to your own compile_spec, "
-                       "not beside it")
+    corrected for rounded weights, ``weight_rounding`` nearest or gptq (mcu.api.lower_spec), with the default
+    compile only."""
+    if compile_spec is not None and (weight_palette is not None or mixed is not None or bias_correction is not None
+                                     or weight_rounding is not None):
+        raise McuError("compile_methods: give weight_palette, mixed, bias_correction and weight_rounding to your own "
+                       "compile_spec, not beside it")
 
     def compile_fn(spec: Any, board: str, quantize: str) -> CompiledModel:
         if compile_spec is not None:
             return compile_spec(spec, board, quantize)
-        return _compile_for_program(spec, board, quantize, weight_palette, mixed, bias_correction)
+        return _compile_for_program(spec, board, quantize, weight_palette, mixed, bias_correction, weight_rounding)
 
     return [CompiledMethod(name, compile_fn(spec, board, quantize)) for name, spec in load_methods(path)]
 
 
 def _compile_for_program(spec: Any, board: str, quantize: str, weight_palette: int | None = None,
-                         mixed: MixedOptions | None = None, bias_correction: bool | None = None) -> CompiledModel:
+                         mixed: MixedOptions | None = None, bias_correction: bool | None = None,
+                         weight_rounding: str | None = None) -> CompiledModel:
     # A program's weights go where its loader puts them, not necessarily in this board's flash.
     return compile_spec(spec, board, quantize, check_flash=False, weight_palette=weight_palette, mixed=mixed,
-                        bias_correction=bias_correction)
+                        bias_correction=bias_correction, weight_rounding=weight_rounding)

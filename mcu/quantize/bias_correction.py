@@ -40,11 +40,11 @@ class Correction:
     shift: float
 
 
-def _is_observer(module: Any) -> bool:
+def is_observer(module: Any) -> bool:
     return hasattr(module, "calculate_qparams") and hasattr(module, "quant_min") and hasattr(module, "dtype")
 
 
-def _fake_quantize(observer: Any, x: torch.Tensor) -> torch.Tensor:
+def fake_quantize(observer: Any, x: torch.Tensor) -> torch.Tensor:
     """``x`` quantized and dequantized as ``convert_pt2e`` will do at this observer."""
     if not x.is_floating_point():
         return x
@@ -60,16 +60,41 @@ def _fake_quantize(observer: Any, x: torch.Tensor) -> torch.Tensor:
     return qd.dequantize_per_tensor(q, s, z, qmin, qmax, dtype, out_dtype=x.dtype)
 
 
-def _attr(gm: GraphModule, target: str) -> Any:
+def attr_value(gm: GraphModule, target: str) -> Any:
     obj: Any = gm
     for part in target.split("."):
         obj = getattr(obj, part)
     return obj
 
 
-def _set_attr(gm: GraphModule, target: str, value: torch.Tensor) -> None:
+def run_node(gm: GraphModule, modules: dict[str, Any], inputs: dict[Node, int], originals: dict[str, torch.Tensor],
+             node: Node, env: dict[Node, Any], sample: tuple, observe: bool) -> Any:
+    """One node of the prepared graph on one calibration sample, its arguments from ``env``: as the quantized
+    model (``observe``: observers quantize and dequantize with the parameters they give the conversion) or as
+    fp32 (observers pass values through, and weights rounded already read as their ``originals``)."""
+    args = map_arg(node.args, lambda a: env[a])
+    kwargs = map_arg(node.kwargs, lambda a: env[a])
+    if node.op == "placeholder":
+        return sample[inputs[node]]
+    if node.op == "get_attr":
+        if not observe and str(node.target) in originals:
+            return originals[str(node.target)]
+        return attr_value(gm, str(node.target))
+    if node.op == "call_module":
+        module = modules[str(node.target)]
+        if is_observer(module):
+            return fake_quantize(module, args[0]) if observe else args[0]
+        return module(*args, **kwargs)
+    if node.op == "call_method":
+        return getattr(args[0], str(node.target))(*args[1:], **kwargs)
+    if node.op == "call_function":
+        return node.target(*args, **kwargs)  # type: ignore[operator]
+    return None
+
+
+def set_attr_value(gm: GraphModule, target: str, value: torch.Tensor) -> None:
     owner, _, name = target.rpartition(".")
-    module = _attr(gm, owner) if owner else gm
+    module = attr_value(gm, owner) if owner else gm
     if isinstance(getattr(module, name), torch.nn.Parameter):
         value = torch.nn.Parameter(value, requires_grad=False)
     setattr(module, name, value)
@@ -106,10 +131,13 @@ def _writes_state(node: Node, varying: set[Node]) -> bool:
     return bool(getattr(schema, "is_mutable", False)) and isinstance(target, Node) and target not in varying
 
 
-def correct_biases(gm: GraphModule, calibration: Sequence[tuple[torch.Tensor, ...]]) -> list[Correction]:
+def correct_biases(gm: GraphModule, calibration: Sequence[tuple[torch.Tensor, ...]],
+                   float_weights: dict[str, torch.Tensor] | None = None) -> list[Correction]:
     """Correct, in place, the float bias of every convolution and linear layer of the calibrated pt2e model
     ``gm`` (prepare_pt2e's result, its observers run over ``calibration``); returns what changed per layer
-    (nothing for a model that writes its own buffers)."""
+    (nothing for a model that writes its own buffers). ``float_weights``: by get_attr target, the fp32 model's
+    values of weights that ``gm`` holds rounded already (mcu/quantize/gptq.py)."""
+    originals = float_weights or {}
     samples = [tuple(batch) for batch in calibration]
     if not samples:
         return []
@@ -130,22 +158,7 @@ def correct_biases(gm: GraphModule, calibration: Sequence[tuple[torch.Tensor, ..
     done: list[Correction] = []
 
     def run(node: Node, env: dict[Node, Any], sample: tuple, observe: bool) -> Any:
-        args = map_arg(node.args, lambda a: env[a])
-        kwargs = map_arg(node.kwargs, lambda a: env[a])
-        if node.op == "placeholder":
-            return sample[inputs[node]]
-        if node.op == "get_attr":
-            return _attr(gm, str(node.target))
-        if node.op == "call_module":
-            module = modules[str(node.target)]
-            if _is_observer(module):
-                return _fake_quantize(module, args[0]) if observe else args[0]
-            return module(*args, **kwargs)
-        if node.op == "call_method":
-            return getattr(args[0], str(node.target))(*args[1:], **kwargs)
-        if node.op == "call_function":
-            return node.target(*args, **kwargs)  # type: ignore[operator]
-        return None
+        return run_node(gm, modules, inputs, originals, node, env, sample, observe)
 
     with torch.no_grad():
         for i, node in enumerate(nodes):
@@ -181,11 +194,11 @@ def _correct_layer(gm: GraphModule, layer: Node, axis: int, fp32: list[dict[Node
     bias = _bias_node(gm, layer, channels, got[0].dtype)
     if bias is None:
         return None
-    value = _attr(gm, str(bias.target))
+    value = attr_value(gm, str(bias.target))
     if not isinstance(value, torch.Tensor) or value.numel() != channels:
         return None
     # a new tensor, not an in-place add: the exported graph may share its parameters with the user's model
-    _set_attr(gm, str(bias.target), value.detach() + error.to(value.dtype).reshape(value.shape))
+    set_attr_value(gm, str(bias.target), value.detach() + error.to(value.dtype).reshape(value.shape))
     shape = [1] * got[0].dim()
     shape[axis] = channels
     step = error.to(got[0].dtype).reshape(shape)

@@ -1,7 +1,8 @@
 """Stage 2 (int8): torchao's pt2e flow with :class:`MCUQuantizer`.
 
 ``export -> fold batch norm into linear layers -> prepare_pt2e -> calibrate ->
-[correct biases (mcu/quantize/bias_correction.py)] -> convert_pt2e``; the result is a module whose graph holds
+[GPTQ weight rounding (mcu/quantize/gptq.py)] -> [correct biases (mcu/quantize/bias_correction.py)] ->
+convert_pt2e``; the result is a module whose graph holds
 quantize/dequantize nodes around float ops, which ``torch.export`` captures
 again for the rest of the pipeline. QAT uses ``prepare_qat_pt2e`` with the
 same quantizer (see :func:`prepare_qat`).
@@ -17,6 +18,7 @@ from torch.fx import GraphModule, Node
 
 from mcu.errors import McuError
 from mcu.quantize.bias_correction import correct_biases
+from mcu.quantize.gptq import round_weights
 from mcu.quantize.cells import decompose_cells, share_step_ranges
 from mcu.capture.export import capture_error
 from mcu.capture.sourceinfo import user_source_line
@@ -104,12 +106,16 @@ def export_for_quantization(model: torch.nn.Module, example_inputs: tuple, where
 def quantize_static(model: torch.nn.Module, example_inputs: tuple,
                     calibration: Iterable[tuple[torch.Tensor, ...]] | None, where: str = "model",
                     custom_ops: tuple = (), example_line: int | None = None, weight_bits: int = 8,
-                    act_bits: int = 8, bias_correction: bool = False) -> GraphModule:
+                    act_bits: int = 8, bias_correction: bool = False,
+                    weight_rounding: str = "nearest") -> GraphModule:
     """Post-training static int8 quantization; returns the converted module. ``weight_bits`` 4: the
     convolution and linear weights on [-7, 7] (w4a8); ``act_bits`` 16: int16 activations (w8a16), refused by
     name before quantizing when the model has an op without a 16x8 kernel. ``bias_correction``: each
     convolution's and linear layer's bias corrected by the mean output error of the quantized model over the
-    calibration data (mcu/quantize/bias_correction.py)."""
+    calibration data (mcu/quantize/bias_correction.py). ``weight_rounding`` "gptq": the convolution and linear
+    weights rounded onto their grids with each layer's rounding error compensated over the calibration data
+    (mcu/quantize/gptq.py), before the biases are corrected for what it leaves; "nearest": each to its nearest
+    code."""
     if calibration is None:
         raise McuError(f"{where}: static int8 quantization needs calibration data",
                        hint="add `calibration = [(x1,), (x2,), ...]` (a few typical inputs) to the model file, "
@@ -141,8 +147,11 @@ def quantize_static(model: torch.nn.Module, example_inputs: tuple,
                                    f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
         _check_observed_ranges(prepared, where)
         share_step_ranges(prepared)  # one scale per op of a recurrent cell over its steps (mcu/quantize/cells.py)
+        rounded = []
+        if weight_rounding == "gptq":  # on the observers' final grids, before bias correction measures the error
+            rounded = round_weights(prepared, calibration, centered=bias_correction)
         if bias_correction:  # with every observer's final parameters, before convert_pt2e freezes the weights
-            correct_biases(prepared, calibration)
+            correct_biases(prepared, calibration, {r.weight: r.original for r in rounded})
         return convert_pt2e(prepared)
 
 

@@ -63,12 +63,41 @@ CORRECTED_BY_DEFAULT = (W4A8, W8A16)
 def corrects_biases(mode: str, requested: bool | None) -> bool:
     """Whether a static mode's convolution and linear biases are corrected for their rounded weights
     (``--bias-correction on|off``, mcu/quantize/bias_correction.py); ``requested`` None: the mode's default."""
+    if requested is not None and not isinstance(requested, bool):
+        # the string "off" is truthy: taken as it comes, it would turn the correction on
+        raise McuError(f"bias_correction must be True, False or None, got {requested!r}",
+                       hint="from the command line: --bias-correction on|off")
     if requested and not is_static(mode):
         raise McuError(f"--bias-correction corrects the biases of a static mode (int8, w4a8, w8a16, mixed); it does "
                        f"not apply to --quantize {mode}", hint="drop --bias-correction, or use a static mode")
     if requested is not None:
         return requested
     return mode in CORRECTED_BY_DEFAULT
+
+
+NEAREST = "nearest"  # each weight to its nearest code
+GPTQ = "gptq"  # each layer's rounding error spread over its later input columns (mcu/quantize/gptq.py)
+WEIGHT_ROUNDINGS = (NEAREST, GPTQ)
+# Modes whose convolution and linear weights GPTQ rounds unless --weight-rounding nearest: none. After bias
+# correction it moves the examples' output SQNR by -6.8 to +1.1 dB (w8a16 and w4a8 on fc_autoencoder, ds_cnn, tcn
+# and kws_lstm; README, "16-bit activations") for up to three times the quantization's time: their inputs and
+# random weights leave little correlation between a layer's inputs for it to use, and what it gains on the
+# calibration data does not reach the test inputs' output.
+GPTQ_BY_DEFAULT: tuple[str, ...] = ()
+
+
+def weight_rounding(mode: str, requested: str | None) -> str:
+    """How a static mode rounds its convolution and linear weights onto their grids (``--weight-rounding
+    nearest|gptq``); ``requested`` None: the mode's default."""
+    if requested is not None and requested not in WEIGHT_ROUNDINGS:
+        raise McuError(f"unknown weight rounding '{requested}'", hint=f"use one of: {', '.join(WEIGHT_ROUNDINGS)}")
+    if requested == GPTQ and not is_static(mode):
+        raise McuError(f"--weight-rounding gptq rounds the weights of a static mode (int8, w4a8, w8a16, mixed) "
+                       f"with their calibration data; it does not apply to --quantize {mode}",
+                       hint="drop --weight-rounding, or use a static mode")
+    if requested is not None:
+        return requested
+    return GPTQ if mode in GPTQ_BY_DEFAULT else NEAREST
 
 
 PALETTE_BITS = (2, 3, 4)

@@ -22,6 +22,7 @@ the bits below, saturating from entry 255.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,26 +30,27 @@ import numpy as np
 from mcu.reference import arith, s16
 
 GATE_FRAC = 12  # gate pre-activations are Q3.12
-#: CMSIS-NN's ``sigmoid_table_uint16`` (arm_nntables.c), the table of TFLite's int16 LOGISTIC and TANH:
-#: sigmoid(k / 24) in 0.16, k = 0..255 (a few entries one off round(); the kernels read it as it is)
-SIGMOID_TABLE = np.array([
-    32768, 33451, 34133, 34813, 35493, 36169, 36843, 37513, 38180, 38841, 39498, 40149, 40794, 41432, 42064, 42688,
-    43304, 43912, 44511, 45102, 45683, 46255, 46817, 47369, 47911, 48443, 48964, 49475, 49975, 50464, 50942, 51409,
-    51865, 52311, 52745, 53169, 53581, 53983, 54374, 54755, 55125, 55485, 55834, 56174, 56503, 56823, 57133, 57433,
-    57724, 58007, 58280, 58544, 58800, 59048, 59288, 59519, 59743, 59959, 60168, 60370, 60565, 60753, 60935, 61110,
-    61279, 61441, 61599, 61750, 61896, 62036, 62172, 62302, 62428, 62549, 62666, 62778, 62886, 62990, 63090, 63186,
-    63279, 63368, 63454, 63536, 63615, 63691, 63765, 63835, 63903, 63968, 64030, 64090, 64148, 64204, 64257, 64308,
-    64357, 64405, 64450, 64494, 64536, 64576, 64614, 64652, 64687, 64721, 64754, 64786, 64816, 64845, 64873, 64900,
-    64926, 64950, 64974, 64997, 65019, 65039, 65060, 65079, 65097, 65115, 65132, 65149, 65164, 65179, 65194, 65208,
-    65221, 65234, 65246, 65258, 65269, 65280, 65291, 65301, 65310, 65319, 65328, 65337, 65345, 65352, 65360, 65367,
-    65374, 65381, 65387, 65393, 65399, 65404, 65410, 65415, 65420, 65425, 65429, 65433, 65438, 65442, 65445, 65449,
-    65453, 65456, 65459, 65462, 65465, 65468, 65471, 65474, 65476, 65479, 65481, 65483, 65485, 65488, 65489, 65491,
-    65493, 65495, 65497, 65498, 65500, 65501, 65503, 65504, 65505, 65507, 65508, 65509, 65510, 65511, 65512, 65513,
-    65514, 65515, 65516, 65517, 65517, 65518, 65519, 65520, 65520, 65521, 65522, 65522, 65523, 65523, 65524, 65524,
-    65525, 65525, 65526, 65526, 65526, 65527, 65527, 65528, 65528, 65528, 65529, 65529, 65529, 65529, 65530, 65530,
-    65530, 65530, 65531, 65531, 65531, 65531, 65531, 65532, 65532, 65532, 65532, 65532, 65532, 65533, 65533, 65533,
-    65533, 65533, 65533, 65533, 65533, 65534, 65534, 65534, 65534, 65534, 65534, 65534, 65534, 65534, 65534, 65535
-], dtype=np.int64)
+
+
+def sigmoid_table() -> np.ndarray:
+    """The table of TFLite's int16 LOGISTIC and TANH (CMSIS-NN's ``sigmoid_table_uint16``): sigmoid(k / 24) in
+    0.16 for k = 0..254, each entry lowered by half the error of the chord to the next entry at the segment's
+    midpoint (so the linear interpolation errs both ways, not always low), rounded; entry 255 is 65535, where
+    the kernels saturate. tests/kernels/test_kernels_lstm_s16.py checks it against CMSIS-NN's sources and the
+    C kernel's copy."""
+    def sig(x: float) -> float:
+        return 65536.0 / (1.0 + math.exp(-x))
+    step = 1.0 / 24.0
+    table = []
+    for k in range(255):
+        x = k * step
+        chord_mid = (sig(x) + sig(x + step)) / 2.0
+        table.append(math.floor(sig(x) - (chord_mid - sig(x + step / 2.0)) / 2.0 + 0.5))
+    table.append(65535)
+    return np.array(table, dtype=np.int64)
+
+
+SIGMOID_TABLE = sigmoid_table()
 
 
 def activation_s16(x, left_shift: int, kind: str) -> np.ndarray:

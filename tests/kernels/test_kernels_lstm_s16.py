@@ -19,6 +19,7 @@ from cbind import MCU_ERR_INVALID_ARG, MCU_ERR_NULL_POINTER, MCU_ERR_SHAPE, MCU_
 from cmsis_nn_host import cmsis_nn_root, host_library
 from host_builds import build_emulated_lib
 from mcu.reference import arith
+from repo import ROOT
 from mcu.reference.lstm_s16 import SIGMOID_TABLE, LstmS16, activation_s16, layer_params, lstm_s16
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -227,6 +228,14 @@ def test_lstm_s16_table_is_cmsis_nns(cmsis_lstm) -> None:
     root, _ = cmsis_lstm
     text = (root / "Source" / "NNSupportFunctions" / "arm_nntables.c").read_text()
     body = re.search(r"sigmoid_table_uint16\[256\]\s*=\s*\{([^}]*)\}", text)
+    assert body is not None
+    np.testing.assert_array_equal(SIGMOID_TABLE, [int(v) for v in body.group(1).split(",") if v.strip()])
+
+
+def test_lstm_s16_c_table_is_the_derived_one() -> None:
+    """The C kernel's static table is the one the reference derives (no CMSIS-NN tree needed)."""
+    text = (ROOT / "runtime_c" / "kernels" / "recurrent" / "mcu_lstm_s16.c").read_text()
+    body = re.search(r"mcu_lstm_s16_table\[256\]\s*=\s*\{([^}]*)\}", text)
     assert body is not None
     np.testing.assert_array_equal(SIGMOID_TABLE, [int(v) for v in body.group(1).split(",") if v.strip()])
 

@@ -85,8 +85,6 @@ class OptimizedBackend(Backend):
                 f"kept for them (packed_weights=True in Python packs them anyway)")
 
     def unavailable(self, ctx: Context) -> str | None:
-        if ctx.board.mve:
-            return f"{ctx.board.core} has Helium: the portable kernels' MVE paths serve it"
         if not ctx.board.dsp:
             return f"{ctx.board.core} has no DSP extension"
         return None
@@ -94,6 +92,9 @@ class OptimizedBackend(Backend):
     def refuse(self, op: Op, ctx: Context) -> str | None:
         if op.attrs.get("alias"):
             return "a view (no code)"
+        if ctx.board.mve and op.output.dtype != "int16":
+            # the 16x8 convolution and linear kernels have no MVE path: the packed SMLAD ones serve Helium too
+            return f"{ctx.board.core} has Helium: the portable kernels' MVE paths serve it"
         why = super().refuse(op, ctx)
         if why is None and op.kind in packed16.KINDS and op.output.dtype == "int16":
             if self.options(ctx).packed_weights is False:

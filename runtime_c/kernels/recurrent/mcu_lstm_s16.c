@@ -23,7 +23,9 @@
 #include "../common/requant_s16.h"
 #include "../common/simd_s8.h"
 
-/* CMSIS-NN's sigmoid_table_uint16 (arm_nntables.c): sigmoid(k / 24) in 0.16. */
+/* sigmoid(k / 24) in 0.16, each entry lowered by half its chord's error at the segment's midpoint, 65535 at
+ * the end: the table of TFLite's int16 LOGISTIC and TANH, as mcu/reference/lstm_s16.py derives it (the
+ * tests check this copy against it). */
 static const uint16_t mcu_lstm_s16_table[256] = {
     32768, 33451, 34133, 34813, 35493, 36169, 36843, 37513, 38180, 38841, 39498, 40149, 40794, 41432, 42064, 42688,
     43304, 43912, 44511, 45102, 45683, 46255, 46817, 47369, 47911, 48443, 48964, 49475, 49975, 50464, 50942, 51409,
