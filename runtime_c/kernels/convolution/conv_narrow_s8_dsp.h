@@ -345,37 +345,6 @@ static inline void mcu_narrow_k3c3_patch(const mcu_conv2d_s8_params *p, const in
     patch[27] = zp;
 }
 
-#if MCU_S8_DSP_NATIVE
-/* The window at input row ih0 (rows dilation_h apart), column iw0 (dilation_w 1) as kh runs of kw c
- * bytes and the zero-point up to kp, the zero-point where a tap lies outside the input: the bytes
- * mcu_column2_s8 widens, for windows on a border as well as inside. */
-static inline void mcu_narrow_window_raw(const mcu_conv2d_s8_params *p, const int8_t *x_n, int32_t ih0, int32_t iw0,
-                                         int32_t kp, int8_t *raw)
-{
-    const int8_t zp = (int8_t)-p->input_offset;
-    const mcu_shape4 in = p->input;
-    const int32_t c = in.c, kw = p->kernel_w, run = kw * c;
-    int32_t lo = iw0 < 0 ? -iw0 : 0, hi = in.w - iw0; /* the row's taps inside the input: lo <= j < hi */
-    lo = lo < kw ? lo : kw;
-    hi = hi < kw ? hi : kw;
-    hi = hi > lo ? hi : lo;
-    for (int32_t i = 0; i < p->kernel_h; ++i) {
-        const int32_t ih = ih0 + i * p->dilation_h;
-        int8_t *dst = raw + i * run;
-        if (ih < 0 || ih >= in.h) {
-            mcu_fill_s8(dst, zp, run);
-            continue;
-        }
-        mcu_fill_s8(dst, zp, lo * c);
-        if (hi > lo) {
-            mcu_copy_run_s8(dst + lo * c, x_n + ((int64_t)ih * in.w + iw0 + lo) * c, (hi - lo) * c);
-        }
-        mcu_fill_s8(dst + hi * c, zp, (kw - hi) * c);
-    }
-    mcu_fill_s8(raw + p->kernel_h * run, zp, kp - p->kernel_h * run);
-}
-#endif
-
 /* `count` > 0 pixels in mode 1 or 2: the first window at x, the
  * first output at y. */
 static inline void mcu_narrow_run(mcu_narrow_state *st, uint32_t mode, const int8_t *x, int8_t *y, int64_t count,
@@ -400,10 +369,6 @@ static inline void mcu_conv_narrow_s8(const mcu_conv2d_s8_params *p, const int8_
     _Alignas(8) int16_t col[MCU_NARROW_TAPS_MAX];
     _Alignas(4) int8_t raw[MCU_NARROW_TAPS_MAX];
     _Alignas(4) int8_t patch[28]; /* a border 3x3x3 window and one byte the column's loads read */
-#if MCU_S8_DSP_NATIVE
-    _Alignas(8) int16_t col2[2 * MCU_NARROW_TAPS_MAX + MCU_PIXEL2_SPARE]; /* two pixels' column and its state */
-    _Alignas(4) int8_t raw2[2][MCU_NARROW_TAPS_MAX];
-#endif
     const mcu_shape4 in = p->input, out = p->output;
     const int32_t c = in.c;
     const int32_t off = p->input_offset;
@@ -428,9 +393,6 @@ static inline void mcu_conv_narrow_s8(const mcu_conv2d_s8_params *p, const int8_
     st.act_min = p->act_min;
     st.act_max = p->act_max;
     st.clamp = p->act_min > -128 || p->act_max < 127;
-#if MCU_S8_DSP_NATIVE
-    const uint32_t bounds[2] = {st.min4, st.max4};
-#endif
     const int pointwise = p->kernel_h == 1 && p->kernel_w == 1 && p->stride_h == 1 && p->stride_w == 1 &&
                           p->pad_top == 0 && p->pad_left == 0 && out.h == in.h && out.w == in.w;
     if (pointwise && c % 4 == 0) { /* pixels are runs of c bytes in and out, kp == c */
@@ -467,20 +429,6 @@ static inline void mcu_conv_narrow_s8(const mcu_conv2d_s8_params *p, const int8_
             const int32_t lo = rows_in ? ow_lo : out.w, hi = rows_in ? ow_hi : out.w;
             int8_t *y = y_n + (int64_t)oh * out.w * out.c;
             for (int32_t ow = 0; ow < out.w; ++ow, y += out.c) {
-#if MCU_S8_DSP_NATIVE
-                if (gather && !k3c3 && ow + 1 < out.w) {
-                    /* two windows per pass, interior or on a border (DS-CNN's 10x4 window of one
-                     * channel): each weight word loaded once for both (mcu_pixel2_packed) */
-                    const int32_t iw0 = ow * p->stride_w - p->pad_left;
-                    mcu_narrow_window_raw(p, x_n, ih0, iw0, kp, raw2[0]);
-                    mcu_narrow_window_raw(p, x_n, ih0, iw0 + p->stride_w, kp, raw2[1]);
-                    mcu_column2_s8(raw2[0], raw2[1], kp, off, col2);
-                    mcu_pixel2_packed(col2, kp, blocks, y, y + out.c, out.c, bounds, st.clamp);
-                    ++ow;
-                    y += out.c;
-                    continue;
-                }
-#endif
                 if (ow == lo && lo < hi && k3c3) { /* the row's interior windows in one run */
                     const int8_t *src = x_n + ((int64_t)ih0 * in.w + ow * p->stride_w - p->pad_left) * c;
                     mcu_narrow_run(&st, 2, src, y, hi - lo, p->stride_w * c, out.c);
