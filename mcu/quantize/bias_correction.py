@@ -17,7 +17,7 @@ files all read the corrected ones."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import torch
@@ -67,29 +67,76 @@ def attr_value(gm: GraphModule, target: str) -> Any:
     return obj
 
 
-def run_node(gm: GraphModule, modules: dict[str, Any], inputs: dict[Node, int], originals: dict[str, torch.Tensor],
-             node: Node, env: dict[Node, Any], sample: tuple, observe: bool) -> Any:
-    """One node of the prepared graph on one calibration sample, its arguments from ``env``: as the quantized
-    model (``observe``: observers quantize and dequantize with the parameters they give the conversion) or as
-    fp32 (observers pass values through, and weights rounded already read as their ``originals``)."""
-    args = map_arg(node.args, lambda a: env[a])
-    kwargs = map_arg(node.kwargs, lambda a: env[a])
-    if node.op == "placeholder":
-        return sample[inputs[node]]
-    if node.op == "get_attr":
-        if not observe and str(node.target) in originals:
-            return originals[str(node.target)]
-        return attr_value(gm, str(node.target))
-    if node.op == "call_module":
-        module = modules[str(node.target)]
-        if is_observer(module):
-            return fake_quantize(module, args[0]) if observe else args[0]
-        return module(*args, **kwargs)
-    if node.op == "call_method":
-        return getattr(args[0], str(node.target))(*args[1:], **kwargs)
-    if node.op == "call_function":
-        return node.target(*args, **kwargs)  # type: ignore[operator]
-    return None
+@dataclass
+class TwinWalk:
+    """The prepared graph run node by node over the calibration samples twice, as fp32 (observers pass values
+    through, weights rounded already read as their ``originals``) and as the quantized model (observers quantize
+    and dequantize with the parameters they give the conversion), each node's values kept until its last use.
+    Nodes that do not depend on the inputs (weights) are computed once for every sample."""
+
+    gm: GraphModule
+    samples: list[tuple]
+    originals: dict[str, torch.Tensor]
+    modules: dict[str, Any] = field(init=False)
+    nodes: list[Node] = field(init=False)
+    inputs: dict[Node, int] = field(init=False)
+    last_use: dict[Node, int] = field(init=False)
+    varying: set[Node] = field(init=False)
+    fp32: list[dict[Node, Any]] = field(init=False)
+    quant: list[dict[Node, Any]] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.modules = dict(self.gm.named_modules(remove_duplicate=False))  # (a shared observer has two names)
+        self.nodes = list(self.gm.graph.nodes)
+        self.inputs = {n: i for i, n in enumerate(n for n in self.nodes if n.op == "placeholder")}
+        self.last_use, self.varying = {}, set()
+        for i, node in enumerate(self.nodes):
+            for arg in node.all_input_nodes:
+                self.last_use[arg] = i
+            if node.op == "placeholder" or any(a in self.varying for a in node.all_input_nodes):
+                self.varying.add(node)
+        self.fp32 = [{} for _ in self.samples]
+        self.quant = [{} for _ in self.samples]
+
+    def run(self, node: Node, env: dict[Node, Any], sample: tuple, observe: bool) -> Any:
+        """``node`` on one sample, its arguments from ``env``; ``observe``: as the quantized model."""
+        args = map_arg(node.args, lambda a: env[a])
+        kwargs = map_arg(node.kwargs, lambda a: env[a])
+        if node.op == "placeholder":
+            return sample[self.inputs[node]]
+        if node.op == "get_attr":
+            if not observe and str(node.target) in self.originals:
+                return self.originals[str(node.target)]
+            return attr_value(self.gm, str(node.target))
+        if node.op == "call_module":
+            module = self.modules[str(node.target)]
+            if is_observer(module):
+                return fake_quantize(module, args[0]) if observe else args[0]
+            return module(*args, **kwargs)
+        if node.op == "call_method":
+            return getattr(args[0], str(node.target))(*args[1:], **kwargs)
+        if node.op == "call_function":
+            return node.target(*args, **kwargs)  # type: ignore[operator]
+        return None
+
+    def step(self, node: Node) -> None:
+        """``node``'s values on every sample, fp32 and quantized."""
+        if node in self.varying:
+            for sample, f_env, q_env in zip(self.samples, self.fp32, self.quant):
+                f_env[node] = self.run(node, f_env, sample, observe=False)
+                q_env[node] = self.run(node, q_env, sample, observe=True)
+            return
+        f_value = self.run(node, self.fp32[0], self.samples[0], False)
+        q_value = self.run(node, self.quant[0], self.samples[0], True)
+        for f_env, q_env in zip(self.fp32, self.quant):
+            f_env[node], q_env[node] = f_value, q_value
+
+    def release(self, i: int, node: Node) -> None:
+        """Drop the values whose last use is ``node``, the ``i``-th node."""
+        dead = [a for a in node.all_input_nodes if self.last_use.get(a, i) == i]
+        for env in (*self.fp32, *self.quant):
+            for arg in dead:
+                env.pop(arg, None)
 
 
 def set_attr_value(gm: GraphModule, target: str, value: torch.Tensor) -> None:
@@ -141,46 +188,21 @@ def correct_biases(gm: GraphModule, calibration: Sequence[tuple[torch.Tensor, ..
     samples = [tuple(batch) for batch in calibration]
     if not samples:
         return []
-    modules = dict(gm.named_modules(remove_duplicate=False))  # (an observer shared by two edges has two names)
-    nodes = list(gm.graph.nodes)
-    inputs = {n: i for i, n in enumerate(n for n in nodes if n.op == "placeholder")}
-    last_use: dict[Node, int] = {}
-    varying: set[Node] = set()  # nodes that depend on the inputs; the rest (weights) are computed once
-    for i, node in enumerate(nodes):
-        for arg in node.all_input_nodes:
-            last_use[arg] = i
-        if node.op == "placeholder" or any(a in varying for a in node.all_input_nodes):
-            varying.add(node)
-    if any(_writes_state(node, varying) for node in nodes):
+    walk = TwinWalk(gm, samples, originals)
+    if any(_writes_state(node, walk.varying) for node in walk.nodes):
         return []
-    fp32: list[dict[Node, Any]] = [{} for _ in samples]
-    quant: list[dict[Node, Any]] = [{} for _ in samples]
     done: list[Correction] = []
-
-    def run(node: Node, env: dict[Node, Any], sample: tuple, observe: bool) -> Any:
-        return run_node(gm, modules, inputs, originals, node, env, sample, observe)
-
     with torch.no_grad():
-        for i, node in enumerate(nodes):
+        for i, node in enumerate(walk.nodes):
             if node.op == "output":
                 break
-            if node in varying:
-                for sample, f_env, q_env in zip(samples, fp32, quant):
-                    f_env[node] = run(node, f_env, sample, observe=False)
-                    q_env[node] = run(node, q_env, sample, observe=True)
-            else:
-                f_value, q_value = run(node, fp32[0], samples[0], False), run(node, quant[0], samples[0], True)
-                for f_env, q_env in zip(fp32, quant):
-                    f_env[node], q_env[node] = f_value, q_value
+            walk.step(node)
             axis = CHANNEL_AXIS.get(node.target) if node.op == "call_function" else None
-            if axis is not None and node in varying and isinstance(quant[0][node], torch.Tensor):
-                corrected = _correct_layer(gm, node, axis, fp32, quant)
+            if axis is not None and node in walk.varying and isinstance(walk.quant[0][node], torch.Tensor):
+                corrected = _correct_layer(gm, node, axis, walk.fp32, walk.quant)
                 if corrected is not None:
                     done.append(corrected)
-            dead = [a for a in node.all_input_nodes if last_use.get(a, i) == i]  # (a bias made above: none)
-            for env in (*fp32, *quant):
-                for arg in dead:
-                    env.pop(arg, None)
+            walk.release(i, node)  # (a bias made above is no value of the walk's: nothing to drop)
     gm.recompile()
     return done
 

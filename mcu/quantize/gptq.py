@@ -31,7 +31,7 @@ import torch
 import torch.nn.functional as F
 from torch.fx import GraphModule, Node
 
-from mcu.quantize.bias_correction import attr_value, fake_quantize, is_observer, run_node, set_attr_value
+from mcu.quantize.bias_correction import TwinWalk, attr_value, fake_quantize, is_observer, set_attr_value
 
 aten = torch.ops.aten
 
@@ -139,47 +139,21 @@ def round_weights(gm: GraphModule, calibration: Sequence[tuple[torch.Tensor, ...
     samples = [tuple(batch) for batch in calibration]
     if not samples:
         return []
-    modules = dict(gm.named_modules(remove_duplicate=False))
-    nodes = list(gm.graph.nodes)
-    inputs = {n: i for i, n in enumerate(n for n in nodes if n.op == "placeholder")}
-    last_use: dict[Node, int] = {}
-    varying: set[Node] = set()
-    for i, node in enumerate(nodes):
-        for arg in node.all_input_nodes:
-            last_use[arg] = i
-        if node.op == "placeholder" or any(a in varying for a in node.all_input_nodes):
-            varying.add(node)
     # the quantized model (observers quantize, weights rounded as far as done) and the fp32 one beside it
-    quant: list[dict[Node, Any]] = [{} for _ in samples]
-    fp32: list[dict[Node, Any]] = [{} for _ in samples]
-    originals: dict[str, torch.Tensor] = {}
+    walk = TwinWalk(gm, samples, {})
     done: list[Rounded] = []
-
-    def run(node: Node, env: dict[Node, Any], sample: tuple, observe: bool) -> Any:
-        return run_node(gm, modules, inputs, originals, node, env, sample, observe)
-
     with torch.no_grad():
-        for i, node in enumerate(nodes):
+        for i, node in enumerate(walk.nodes):
             if node.op == "output":
                 break
             if node.op == "call_function" and (node.target in CONVOLUTIONS or node.target is LINEAR) \
-                    and node in varying:
-                rounded = _round_layer(gm, modules, node, quant, fp32, centered)
+                    and node in walk.varying:
+                rounded = _round_layer(gm, walk.modules, node, walk.quant, walk.fp32, centered)
                 if rounded is not None:
-                    originals[rounded.weight] = rounded.original
+                    walk.originals[rounded.weight] = rounded.original
                     done.append(rounded)
-            if node in varying:
-                for sample, f_env, q_env in zip(samples, fp32, quant):
-                    f_env[node] = run(node, f_env, sample, False)
-                    q_env[node] = run(node, q_env, sample, True)
-            else:
-                f_value, q_value = run(node, fp32[0], samples[0], False), run(node, quant[0], samples[0], True)
-                for f_env, q_env in zip(fp32, quant):
-                    f_env[node], q_env[node] = f_value, q_value
-            dead = [a for a in node.all_input_nodes if last_use.get(a, i) == i]
-            for env in (*fp32, *quant):
-                for arg in dead:
-                    env.pop(arg, None)
+            walk.step(node)
+            walk.release(i, node)
     gm.recompile()
     return done
 
