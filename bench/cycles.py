@@ -6,7 +6,7 @@ what it ran, and predicted / published.
 
     .venv/bin/python bench/cycles.py --cmsis-nn PATH [--boards ...] [--models ...] [--results DIR]
                                      [--no-run] [--markdown] [--mv2-head] [--weights-in fast]
-                                     [--cmsis-nn-from DIR]
+                                     [--cmsis-nn-from DIR] [--splice docs/cycles.md]
 
 Every (model, board) measurement is written to ``--results`` (default ``<cache>/bench_cycles``) as one
 JSON file and reused by later runs (delete the folder to measure again), so several processes may
@@ -25,9 +25,11 @@ at 224x224) per op on the Cortex-M55 with CMSIS-NN, against the per-op cycles pu
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import dataclasses
 import hashlib
+import io
 import json
 import math
 import os
@@ -415,6 +417,29 @@ def mv2_head(cmsis_root: Path, results: Path, markdown: bool) -> None:
     print(f"Source: {MV2_SOURCE}. Predicted with the CMSIS-NN tree {rows.get('cmsis_nn_tree', '?')}.\n")
 
 
+def splice(doc: Path, generated: str) -> list[str]:
+    """Replace each ``### `` block of ``generated`` in ``doc`` (the heading line, then the blank, table and
+    goal lines under it, up to the first line of prose or the next heading) by its new text; the headings
+    it does not find, returned, are left out."""
+    lines = doc.read_text().split("\n")
+    missing: list[str] = []
+    for block in generated.split("\n### ")[1:] if not generated.startswith("### ") else \
+            ("\n" + generated).split("\n### ")[1:]:
+        new = ("### " + block).rstrip("\n").split("\n")
+        try:
+            start = lines.index(new[0])
+        except ValueError:
+            missing.append(new[0])
+            continue
+        end = start + 1
+        while end < len(lines) and (lines[end] == "" or lines[end].startswith("|")
+                                    or lines[end].startswith("**Goal**")):
+            end += 1
+        lines[start:end] = new + [""]
+    doc.write_text("\n".join(lines))
+    return missing
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--boards", default=",".join(BOARDS))
@@ -427,6 +452,9 @@ def main() -> int:
                         help="where both columns' firmware keeps the weights (mcu's --weights-in; default: each "
                              "board's); fast measures into <cache>/bench_cycles-fast unless --results says")
     parser.add_argument("--markdown", action="store_true", help="Markdown tables (docs/cycles.md)")
+    parser.add_argument("--splice", type=Path, default=None,
+                        help="also write each per-core table and goal line into this Markdown file, in place "
+                             "of the block under the same heading (docs/cycles.md)")
     parser.add_argument("--cmsis-nn-from", type=Path, default=None,
                         help="an earlier results folder (same CMSIS-NN tree and placement) to take CMSIS-NN's "
                              "column from; ours is measured and must give the outputs stored there")
@@ -448,7 +476,13 @@ def main() -> int:
         cmsis_root = resolve_cmsis(args.cmsis_nn)
         for model in models:
             measure(model, boards, cmsis_root, results, args.weights_in, args.cmsis_nn_from)
-    per_core_tables(results, models, boards, args.markdown, args.weights_in)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        per_core_tables(results, models, boards, args.markdown, args.weights_in)
+    print(out.getvalue(), end="")
+    if args.splice is not None:
+        for heading in splice(args.splice, out.getvalue()):
+            print(f"not in {args.splice}, left out: {heading}", file=sys.stderr)
     calibration_table(results, args.markdown)
     if args.mv2_head:
         if cmsis_root is None and not (results / "mobilenet_v2_head.mps3-an547.json").exists():
