@@ -13,62 +13,20 @@ import torch
 from torch import nn
 
 import mcu
-from mcu.api import LoweredModel, lower
 from mcu.device.boards import load_board
 from mcu.errors import McuError
 from mcu.ir import NUMPY_DTYPES
 from mcu.program.device import build_interpreter_firmware, run_program
 from mcu.reference.interp import Reference
+from gru_models import lowered
 from repo import requires_qemu
 
 BOARDS = ["mps2-an505", "mps2-an386", "mps3-an547", "mps2-an385-m0plus"]
 
 
-class GruClassifier(nn.Module):
-    """Two GRU layers over a time-first sequence, the last step classified."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.gru = nn.GRU(5, 8, num_layers=2)
-        self.fc = nn.Linear(8, 4)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        seq, _ = self.gru(x)
-        return self.fc(seq[-1])
-
-
-class GruCellLoop(nn.Module):
-    """A GRUCell stepped over a batch-first sequence from the zero state, its states summed by a linear layer."""
-
-    def __init__(self, bias: bool = True) -> None:
-        super().__init__()
-        self.cell = nn.GRUCell(5, 7, bias=bias)
-        self.fc = nn.Linear(7, 3)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        h = torch.zeros(x.shape[0], 7)
-        for t in range(x.shape[1]):
-            h = self.cell(x[:, t], h)
-        return self.fc(h)
-
-
-def _data(shape: tuple[int, ...], count: int, seed: int) -> list[tuple[torch.Tensor]]:
-    g = torch.Generator().manual_seed(seed)
-    return [(torch.randn(*shape, generator=g) * 2,) for _ in range(count)]
-
-
-@functools.lru_cache(maxsize=None)
-def _lowered(kind: str, quantize: str) -> LoweredModel:
-    torch.manual_seed(3)
-    model, shape = (GruClassifier(), (6, 2, 5)) if kind == "gru" else (GruCellLoop(), (2, 6, 5))
-    calibration = _data(shape, 6, 1)
-    return lower(model.eval(), calibration[0], quantize=quantize, calibration=calibration,
-                     test_inputs=_data(shape, 3, 2), name=f"{kind}_{quantize}")
-
-
 @functools.lru_cache(maxsize=None)
 def _compiled(kind: str, quantize: str) -> mcu.CompiledModel:
-    return _lowered(kind, quantize).compile()
+    return lowered(kind, quantize).compile()
 
 
 def _assert_bit_exact(cm: mcu.CompiledModel) -> None:
@@ -163,7 +121,7 @@ def test_w8a16_gru_with_an_initial_state_still_refuses_by_name() -> None:
 def test_w8a16_gru_is_bit_exact_on_qemu(kind: str, board: str) -> None:
     """The generated-C firmware and the program file on the interpreter firmware (with only the model's
     kernels) print the reference's bits."""
-    cm = _lowered(kind, "w8a16").compile(board)
+    cm = lowered(kind, "w8a16").compile(board)
     sim = cm.simulate()
     assert sim.passed, sim.console[-2000:]
     image = cm.program_image(bundle_tests=True)
