@@ -53,7 +53,8 @@ def _params(p: GruS16, x: np.ndarray) -> GruParams:
 
 
 def run_kernel(p: GruS16, x: np.ndarray, h0: np.ndarray | None = None, scratch: int | None = None,
-               params: GruParams | None = None, ctx_buf: int | None = None, dsp: bool = False) -> tuple[int, np.ndarray]:
+               params: GruParams | None = None, ctx_buf: int | None = None,
+               dsp: bool = False) -> tuple[int, np.ndarray]:
     n, t, features = x.shape
     hidden = p.w_hh.shape[1]
     params = _params(p, x) if params is None else params
