@@ -80,8 +80,21 @@ def _gru_cell_fake(x, h, w_ih, w_hh, b_ih, b_hh, state_shift):
     return h.new_empty(h.shape)
 
 
+@torch.library.custom_op("mcu_rnn::gru_from", mutates_args=())
+def _gru_from_op(x: torch.Tensor, h0: torch.Tensor, w_ih: torch.Tensor, w_hh: torch.Tensor, b_ih: torch.Tensor,
+                 b_hh: torch.Tensor, state_shift: int) -> torch.Tensor:
+    """One GRU layer, batch-first, from the initial state ``h0`` [N, H]: all hidden states [N, T, H] (w8a16 only)."""
+    return _run_layer("gru", x, w_ih, w_hh, b_ih, b_hh, h0)[0]
+
+
+@_gru_from_op.register_fake
+def _gru_from_fake(x, h0, w_ih, w_hh, b_ih, b_hh, state_shift):
+    return x.new_empty((x.shape[0], x.shape[1], w_hh.shape[1]))
+
+
 OPS = {"lstm": torch.ops.mcu_rnn.lstm.default, "gru": torch.ops.mcu_rnn.gru.default}
 GRU_CELL = torch.ops.mcu_rnn.gru_cell.default
+GRU_FROM = torch.ops.mcu_rnn.gru_from.default
 FINAL_CELL = torch.ops.mcu_rnn.lstm_final_cell.default
 
 
@@ -119,14 +132,16 @@ def _supported(m: nn.Module) -> bool:
 
 
 class _IntRecurrent(nn.Module):
-    """A stand-in for an nn.LSTM/nn.GRU that calls one custom op per layer (same weights, same outputs)."""
+    """A stand-in for an nn.LSTM/nn.GRU that calls one custom op per layer (same weights, same outputs).
+    ``from_state``: a GRU called with an initial state runs ``mcu_rnn::gru_from`` per layer too (w8a16)."""
 
-    def __init__(self, original: nn.RNNBase, shifts: list[int]) -> None:
+    def __init__(self, original: nn.RNNBase, shifts: list[int], from_state: bool = False) -> None:
         super().__init__()
         self.original = original
         self.kind = "lstm" if original.mode == "LSTM" else "gru"
         self.batch_first = original.batch_first
         self.shifts = shifts
+        self.from_state = from_state and self.kind == "gru"
 
     def _layer(self, k: int) -> tuple[torch.Tensor, ...]:
         m = self.original
@@ -137,15 +152,19 @@ class _IntRecurrent(nn.Module):
         return w_ih, w_hh, b_ih, b_hh
 
     def forward(self, x: torch.Tensor, hx: object = None):
-        if hx is not None:  # an initial state: the original module (an fp32 island in int8 models)
+        if hx is not None and not self.from_state:  # the original module (an fp32 island in int8 models)
             return self.original(x, hx)
         unbatched = x.dim() == 2
         seq = x.unsqueeze(0) if unbatched else (x if self.batch_first else x.permute(1, 0, 2))
+        h0 = None if hx is None else (hx.unsqueeze(1) if unbatched else hx)  # [layers, N, H]
         finals_h, finals_c = [], []
         for k in range(self.original.num_layers):
             weights = self._layer(k)
             layer_in = seq
-            seq = OPS[self.kind](layer_in, *weights, self.shifts[k])
+            if h0 is None:
+                seq = OPS[self.kind](layer_in, *weights, self.shifts[k])
+            else:
+                seq = GRU_FROM(layer_in, h0[k], *weights, self.shifts[k])
             finals_h.append(seq[:, -1])
             if self.kind == "lstm":
                 finals_c.append(FINAL_CELL(layer_in, *weights))
@@ -158,15 +177,18 @@ class _IntRecurrent(nn.Module):
         return out, (h_n, c_n.squeeze(1) if unbatched else c_n)
 
 
-def _calibrate(module: nn.RNNBase, inputs: list[torch.Tensor]) -> list[int]:
-    """Each layer's power-of-two state shift from the largest state value over the calibration inputs."""
+def _calibrate(module: nn.RNNBase, inputs: list[tuple[torch.Tensor, torch.Tensor | None]]) -> list[int]:
+    """Each layer's power-of-two state shift from the largest state value over the calibration inputs (each
+    with its initial state, or None)."""
     stand_in = _IntRecurrent(module, [15] * module.num_layers)
     peaks = [0.0] * module.num_layers
     with torch.no_grad():
-        for x in inputs:
-            seq = x.unsqueeze(0) if x.dim() == 2 else (x if module.batch_first else x.transpose(0, 1))
+        for x, hx in inputs:
+            unbatched = x.dim() == 2
+            seq = x.unsqueeze(0) if unbatched else (x if module.batch_first else x.transpose(0, 1))
+            h0 = None if hx is None else (hx.unsqueeze(1) if unbatched else hx)
             for k in range(module.num_layers):
-                seq, _c, peak = _run_layer(stand_in.kind, seq, *stand_in._layer(k))
+                seq, _c, peak = _run_layer(stand_in.kind, seq, *stand_in._layer(k), None if h0 is None else h0[k])
                 peaks[k] = max(peaks[k], peak)
     return [power_of_two_shift(p) for p in peaks]
 
@@ -211,20 +233,23 @@ def rewrite_for_int8(model: nn.Module, calibration: Iterable[tuple[torch.Tensor,
                      cells: bool = False) -> nn.Module:
     """A copy of ``model`` whose supported recurrent modules run as integer layers (the model itself when
     it has none). The recurrent modules' inputs are recorded over ``calibration`` to fix their state scales.
-    ``cells``: also every nn.GRUCell, one op per step (w8a16; int8 quantizes a cell's gates one by one,
-    mcu/quantize/cells.py)."""
+    ``cells``: also every nn.GRUCell, one op per step, and nn.GRU layers called with an initial state (w8a16;
+    int8 quantizes a cell's gates one by one, mcu/quantize/cells.py, and runs such a GRU in fp32)."""
     targets = [name for name, m in model.named_modules() if _supported(m)]
     cell_targets = [name for name, m in model.named_modules() if cells and type(m) is nn.GRUCell]
     if not (targets or cell_targets) or calibration is None:
         return model
-    seen: dict[str, list[torch.Tensor]] = {name: [] for name in targets}
+    seen: dict[str, list[tuple[torch.Tensor, torch.Tensor | None]]] = {name: [] for name in targets}
     steps: dict[str, list[tuple[torch.Tensor, torch.Tensor | None]]] = {name: [] for name in cell_targets}
     hooks = []
     modules = dict(model.named_modules())
     for name in targets:
         def record(_m, args, name=name):
-            if len(args) == 1 or args[1] is None:
-                seen[name].append(args[0].detach())
+            hx = args[1] if len(args) > 1 else None
+            if hx is None:
+                seen[name].append((args[0].detach(), None))
+            elif cells and isinstance(hx, torch.Tensor) and modules[name].mode == "GRU":
+                seen[name].append((args[0].detach(), hx.detach()))
         hooks.append(modules[name].register_forward_pre_hook(record))
     for name in cell_targets:
         def record_step(_m, args, kwargs, name=name):
@@ -249,7 +274,7 @@ def rewrite_for_int8(model: nn.Module, calibration: Iterable[tuple[torch.Tensor,
         parent_name, _, attr = name.rpartition(".")
         parent = copied.get_submodule(parent_name) if parent_name else copied
         original = getattr(parent, attr)
-        setattr(parent, attr, _IntRecurrent(original, _calibrate(original, seen[name])))
+        setattr(parent, attr, _IntRecurrent(original, _calibrate(original, seen[name]), from_state=cells))
     for name in cell_targets:
         if not steps[name]:
             continue

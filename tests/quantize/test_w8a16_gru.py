@@ -1,5 +1,6 @@
-"""w8a16 GRUs: an nn.GRU layer is one mcu_gru_s16 call, and each step of an nn.GRUCell stepped in a Python loop one
-more (its state read at the hidden state's scale, the zero first state left out). A GRU classifier and a GRUCell
+"""w8a16 GRUs: an nn.GRU layer is one mcu_gru_s16 call (from the zero state or a given one), and each step of an
+nn.GRUCell stepped in a Python loop one more (its state read at the hidden state's scale, the zero first state left
+out). A GRU classifier and a GRUCell
 loop run bit-exact with the Python integer reference as generated C and as program files, on the host and on
 QEMU (M33, M4, M55, M0+), and closer to fp32 than int8."""
 
@@ -97,20 +98,42 @@ def test_w8a16_gru_is_closer_to_fp32_than_int8(kind: str) -> None:
     assert _sqnr(_compiled(kind, "w8a16")) > _sqnr(_compiled(kind, "int8")) + 10.0
 
 
-def test_w8a16_gru_with_an_initial_state_still_refuses_by_name() -> None:
-    """An nn.GRU called with an initial state keeps PyTorch's own op (aten.gru), which has no 16x8 kernel."""
+def test_w8a16_gru_from_an_initial_state_is_bit_exact() -> None:
+    """An nn.GRU called with an initial state (two layers, time first): one mcu_gru_s16 call per layer reading
+    its layer's state, quantized on that layer's output scale."""
 
     class WithState(nn.Module):
         def __init__(self) -> None:
             super().__init__()
-            self.gru = nn.GRU(4, 5, batch_first=True)
+            self.gru = nn.GRU(4, 5, num_layers=2)
 
         def forward(self, x: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
             return self.gru(x, h)[0]
 
-    x, h = torch.randn(1, 3, 4), torch.randn(1, 1, 5)
-    with pytest.raises(McuError, match=r"w8a16 has no 16x8 kernel for: gru \("):
-        mcu.compile(WithState().eval(), (x, h), quantize="w8a16", calibration=[(x, h)])
+    torch.manual_seed(4)
+    g = torch.Generator().manual_seed(9)
+    calibration = [(torch.randn(5, 2, 4, generator=g), torch.rand(2, 2, 5, generator=g) - 0.5) for _ in range(6)]
+    cm = mcu.compile(WithState().eval(), calibration[0], quantize="w8a16", calibration=calibration,
+                     test_inputs=calibration[:2], name="gru_from_state")
+    grus = [op for op in cm.graph.ops if op.kind == "gru"]
+    assert len(grus) == 2 and all(len(op.inputs) == 6 and op.inputs[5].quant == op.output.quant for op in grus)
+    _assert_bit_exact(cm)
+
+
+def test_w8a16_lstm_with_an_initial_state_still_refuses_by_name() -> None:
+    """An nn.LSTM called with an initial state keeps PyTorch's own op (aten.lstm), which has no 16x8 kernel."""
+
+    class WithState(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lstm = nn.LSTM(4, 5, batch_first=True)
+
+        def forward(self, x: torch.Tensor, h: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
+            return self.lstm(x, (h, c))[0]
+
+    x, h, c = torch.randn(1, 3, 4), torch.randn(1, 1, 5), torch.randn(1, 1, 5)
+    with pytest.raises(McuError, match=r"w8a16 has no 16x8 kernel for: lstm \("):
+        mcu.compile(WithState().eval(), (x, h, c), quantize="w8a16", calibration=[(x, h, c)])
 
 
 @requires_qemu
