@@ -12,11 +12,12 @@ fixes the layer's power-of-two state scale.
 
 With int16 activations (w8a16) an ``nn.GRUCell`` stepped in a Python loop is kept whole too: each call is one
 ``mcu_rnn::gru_cell`` op (one mcu_gru_s16 step from the given state), its candidate term's scale calibrated
-over every step of the calibration data.
+over every step of the calibration data; and an ``nn.GRU`` called with an initial state runs one
+``mcu_rnn::gru_from`` op per layer (calibrated with the states it was called with).
 
 Supported: unidirectional, any number of layers, ``batch_first`` either way, biases or none, no
 projection (``proj_size``), called without an initial state (the zeros that export produces). A module
-called with an initial state runs its original fp32 graph; one whose final cell state ``c_n`` is
+called with an initial state (but a w8a16 GRU) runs its original fp32 graph; one whose final cell state ``c_n`` is
 read is refused by the frontend with a clear error.
 """
 
