@@ -3,7 +3,7 @@
 the requantization constants, biases and the sigmoid table of mcu/reference/recurrent.py. With int16
 activations (w8a16) an LSTM becomes one ``lstm`` op for mcu_lstm_s16 with the constants of
 mcu/reference/lstm_s16.py, and a GRU layer or a GRU cell's step one ``gru`` op for mcu_gru_s16 with those of
-mcu/reference/gru_s16.py (a step's state its last input)."""
+mcu/reference/gru_s16.py (a given state its last input)."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def _table(graph: Graph) -> Tensor:
 
 
 def _state_s16(op: Op, ins: list[Tensor], out: Tensor) -> Tensor | None | str:
-    """A GRU cell's state as mcu_gru_s16 reads it: int16 at the output's scale, or None for a zero constant
+    """A GRU's given state as mcu_gru_s16 reads it: int16 at the output's scale, or None for a zero constant
     (the zero state, no recurrent product at the first step)."""
     state = ins[1] if len(ins) > 1 else op.inputs[5]
     if state.is_constant:
@@ -51,8 +51,8 @@ def _state_s16(op: Op, ins: list[Tensor], out: Tensor) -> Tensor | None | str:
 
 
 def _convert_gru_s16(op: Op, ins: list[Tensor], x: Tensor, out: Tensor) -> Op | str:
-    """The 16x8 GRU (w8a16): a whole nn.GRU layer, or one nn.GRUCell step from its state; mcu_gru_s16's
-    constants (mcu/reference/gru_s16.py)."""
+    """The 16x8 GRU (w8a16): a whole nn.GRU layer (from the zero state or a given one), or one nn.GRUCell step
+    from its state; mcu_gru_s16's constants (mcu/reference/gru_s16.py)."""
     w_ih, w_hh, b_ih, b_hh = (t.data for t in op.inputs[1:5])
     hidden, features = w_hh.shape[1], w_ih.shape[1]
     if max(hidden, features) > recurrent.MAX_FEATURES:
@@ -114,7 +114,7 @@ def _convert(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
     if x.dtype == "int16" or out.dtype == "int16":
         return _convert_s16(op, ins, x, out)
     if len(op.inputs) > 5:
-        return "a GRU cell step runs whole only with int16 activations (w8a16)"
+        return "a GRU from a given state (a GRUCell step) runs whole only with int16 activations (w8a16)"
     w_ih, w_hh, b_ih, b_hh = (t.data for t in op.inputs[1:5])
     hidden, features = w_hh.shape[1], w_ih.shape[1]
     if max(hidden, features) > recurrent.MAX_FEATURES:
