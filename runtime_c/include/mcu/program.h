@@ -147,6 +147,9 @@ typedef enum {
     /** [scratch int8, in int16, w_ih int8, w_hh int8, bias int64, quant int32, out int16]; mcu_lstm_s16_params;
      *  no operand may overlap the output */
     MCU_K_LSTM_S16 = 118,
+    /** [scratch int8, in int16, state int16 (absent: the zero state), w_ih int8, w_hh int8, bias int64,
+     *  quant int32, out int16]; mcu_gru_s16_params; no operand may overlap the output */
+    MCU_K_GRU_S16 = 119,
     /* Look-up-table weights (--weight-palette): [in, indices uint8, bias?, multipliers, shifts, scratch,
      * tables int8, out]; the int8 kernel's params, then the index width in bits (2 to 4). Indices: a
      * byte-padded row of ceil(taps * bits / 8) bytes per output channel; tables: 2^bits per channel; the
