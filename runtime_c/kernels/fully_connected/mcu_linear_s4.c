@@ -54,44 +54,59 @@ static inline int8_t linear_s4_requantize(const linear_s4_rq *rq, int32_t acc, i
     return (int8_t)mcu_clamp_s32(z, rq->act_min, rq->act_max);
 }
 
+/* Output channels a block, their sums kept for the requantization loop after the block's passes: the passes then
+ * hold no requantization values across the assembly (which takes every register), and the loop none of theirs. */
+#define LINEAR_S4_BLOCK 48
+
 /* One row of input (in_features a multiple of 8): its column in the pair order of s4_dsp.h, then three output
- * channels per pass (mcu_s4_dot_rows3, in chunks of at most MCU_S4_ROWS3_GROUPS groups), the last
- * out_features % 3 by the same rows again (recomputed, stored once more with the same value). */
+ * channels per pass (mcu_s4_dot_rows3, in chunks of at most MCU_S4_ROWS3_GROUPS groups), a block's last
+ * channels % 3 by the same rows again (recomputed, stored once more with the same value). */
 static __attribute__((noinline)) void linear_s4_rows3(const mcu_linear_s8_params *p, const mcu_per_channel_quant *q,
                                                       const int8_t *input, const int8_t *weight,
                                                       const int32_t *bias, int8_t *output)
 {
     _Alignas(8) int16_t col[MCU_S8_COL_MAX];
+    uint32_t sums[LINEAR_S4_BLOCK + 2]; /* a block takes up to 2 more channels rather than leave fewer than 3 */
     const int32_t nin = p->in_features;
     const uint32_t off2 = mcu_offset_pair(p->input_offset);
     for (int32_t i = 0; i < nin; i += 8) {
         mcu_s4_expand8(input + i, off2, col + i);
     }
     const int32_t stride = nin / 2, groups = nin / 8;
+    const int32_t first = groups < MCU_S4_ROWS3_GROUPS ? groups : MCU_S4_ROWS3_GROUPS;
     const linear_s4_rq rq = {.c = 2 * p->output_offset + 1, .output_offset = p->output_offset,
                              .act_min = p->act_min, .act_max = p->act_max};
     const int32_t nout = p->out_features;
-    const int32_t *const mult = q->multiplier, *const shift = q->shift;
-    for (int32_t o = 0; o < nout; o += 3) {
-        const int32_t o0 = o + 3 <= nout ? o : nout - 3;
-        uint32_t a0 = 0, a1 = 0, a2 = 0;
-        if (bias != NULL) {
-            a0 = (uint32_t)bias[o0];
-            a1 = (uint32_t)bias[o0 + 1];
-            a2 = (uint32_t)bias[o0 + 2];
+    for (int32_t b0 = 0; b0 < nout;) {
+        const int32_t nb = nout - b0 >= LINEAR_S4_BLOCK + 3 ? LINEAR_S4_BLOCK : nout - b0;
+        for (int32_t o = 0; o < nb; o += 3) {
+            const int32_t r = o + 3 <= nb ? o : nb - 3;
+            const int8_t *w = weight + (b0 + r) * stride;
+            uint32_t s[3]; /* 4096 times a chunk's dot products */
+            mcu_s4_dot_rows3(col, w, stride, first, s);
+            uint32_t *a = sums + r;
+            a[0] = (uint32_t)mcu_asr32(mcu_u32_to_s32(s[0]), 12);
+            a[1] = (uint32_t)mcu_asr32(mcu_u32_to_s32(s[1]), 12);
+            a[2] = (uint32_t)mcu_asr32(mcu_u32_to_s32(s[2]), 12);
+            if (bias != NULL) {
+                a[0] += (uint32_t)bias[b0 + r];
+                a[1] += (uint32_t)bias[b0 + r + 1];
+                a[2] += (uint32_t)bias[b0 + r + 2];
+            }
+            for (int32_t g = first; g < groups; g += MCU_S4_ROWS3_GROUPS) {
+                const int32_t n = groups - g < MCU_S4_ROWS3_GROUPS ? groups - g : MCU_S4_ROWS3_GROUPS;
+                mcu_s4_dot_rows3(col + 8 * g, w + 4 * g, stride, n, s);
+                a[0] += (uint32_t)mcu_asr32(mcu_u32_to_s32(s[0]), 12);
+                a[1] += (uint32_t)mcu_asr32(mcu_u32_to_s32(s[1]), 12);
+                a[2] += (uint32_t)mcu_asr32(mcu_u32_to_s32(s[2]), 12);
+            }
         }
-        const int8_t *w = weight + o0 * stride;
-        for (int32_t g = 0; g < groups; g += MCU_S4_ROWS3_GROUPS) {
-            const int32_t n = groups - g < MCU_S4_ROWS3_GROUPS ? groups - g : MCU_S4_ROWS3_GROUPS;
-            uint32_t sums[3]; /* 4096 times the chunk's dot products */
-            mcu_s4_dot_rows3(col + 8 * g, w + 4 * g, stride, n, sums);
-            a0 += (uint32_t)mcu_asr32(mcu_u32_to_s32(sums[0]), 12);
-            a1 += (uint32_t)mcu_asr32(mcu_u32_to_s32(sums[1]), 12);
-            a2 += (uint32_t)mcu_asr32(mcu_u32_to_s32(sums[2]), 12);
+        const int32_t *const mult = q->multiplier + b0, *const shift = q->shift + b0;
+        int8_t *const y = output + b0;
+        for (int32_t k = 0; k < nb; ++k) {
+            y[k] = linear_s4_requantize(&rq, mcu_u32_to_s32(sums[k]), mult[k], shift[k]);
         }
-        output[o0] = linear_s4_requantize(&rq, mcu_u32_to_s32(a0), mult[o0], shift[o0]);
-        output[o0 + 1] = linear_s4_requantize(&rq, mcu_u32_to_s32(a1), mult[o0 + 1], shift[o0 + 1]);
-        output[o0 + 2] = linear_s4_requantize(&rq, mcu_u32_to_s32(a2), mult[o0 + 2], shift[o0 + 2]);
+        b0 += nb;
     }
 }
 
