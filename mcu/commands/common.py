@@ -17,6 +17,14 @@ def print_json(obj: dict[str, Any]) -> None:
     print(json.dumps(obj, indent=None, separators=(",", ":")))
 
 
+def refuse_cmsis_nn_in_program(args: argparse.Namespace, flag: str = "--program") -> None:
+    """A program file runs on the interpreter firmware, which holds mcu's own kernels only: --cmsis-nn with it
+    would build and report those kernels as if CMSIS-NN ran (run, profile) or be dropped (export)."""
+    if getattr(args, "cmsis_nn", None) is not None:
+        raise McuError("--cmsis-nn applies to generated C (build, run, export --format c); program files "
+                       "run mcu's own kernels in the interpreter", hint=f"drop --cmsis-nn, or drop {flag}")
+
+
 def mixed_options(args: argparse.Namespace) -> MixedOptions | None:
     """``--accuracy-budget`` and ``--mixed-objective`` (``--quantize mixed``); None without a budget."""
     budget = getattr(args, "accuracy_budget", None)

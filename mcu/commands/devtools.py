@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any, Callable
 
-from mcu.commands.common import compile_model
+from mcu.commands.common import compile_model, refuse_cmsis_nn_in_program
 from mcu.commands.types import positive_seconds
 from mcu.errors import McuError
 from dataclasses import asdict
@@ -98,6 +98,8 @@ def cmd_profile(args: argparse.Namespace) -> int:
     # lazy: keeps jinja2 out of this module's import
     from mcu.devtools.profile import events_json, profile_model
 
+    if args.program:
+        refuse_cmsis_nn_in_program(args)
     cm = compile_model(args)
 
     def whole_for() -> Any:

@@ -13,7 +13,8 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mcu.commands.common import bias_correction, compile_model, mixed_options, weight_rounding
+from mcu.commands.common import (bias_correction, compile_model, mixed_options, refuse_cmsis_nn_in_program,
+                                 weight_rounding)
 from mcu.emit.c_model import GeneratedLibrary, firmware_view
 from mcu.errors import McuError
 from mcu.emit.targets import DEFAULT_TARGET, TARGETS, ExportJob
@@ -107,9 +108,7 @@ def _export_program(args: argparse.Namespace) -> int:
     # lazy: the C extension loads only when a program runs on the host
     from mcu.program.host import verify_program_files
 
-    if args.cmsis_nn is not None:
-        raise McuError("--cmsis-nn applies to generated C (build, run, export --format c); program files "
-                       "run mcu's own kernels in the interpreter")
+    refuse_cmsis_nn_in_program(args, flag="--format program")
     out = check_file_target(Path(args.output), what="program file")
     weights_path = out.with_suffix(WEIGHTS_SUFFIX)
     if args.external_weights:

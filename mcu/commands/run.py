@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from mcu.commands.common import compile_model, print_json
+from mcu.commands.common import compile_model, print_json, refuse_cmsis_nn_in_program
 from mcu.commands.reports import (base_report, model_label, print_partitions, print_predicted_class, print_sizes,
                                   run_fields)
 from mcu.device.boards import load_board
@@ -27,6 +27,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise McuError(f"--program runs the interpreter firmware in QEMU, which {board.name} "
                        f"{'is not run in' if board.sim_kind else 'does not have'}",
                        hint="pick a QEMU board (see `mcu boards`), or drop --program")
+    if getattr(args, "program", False):
+        refuse_cmsis_nn_in_program(args)
     if getattr(args, "sim", None) == "renode":
         return _run_renode(args)
     if board.sim_kind is None and board.deploy_method == "uf2":

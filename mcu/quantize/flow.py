@@ -21,7 +21,7 @@ from mcu.quantize.bias_correction import correct_biases
 from mcu.quantize.gptq import round_weights
 from mcu.quantize.cells import decompose_cells, share_step_ranges
 from mcu.capture.export import capture_error
-from mcu.capture.sourceinfo import user_source_line
+from mcu.capture.sourceinfo import op_source, user_source_line
 from mcu.capture.recurrent import rewrite_for_int8
 
 aten = torch.ops.aten
@@ -130,7 +130,10 @@ def quantize_static(model: torch.nn.Module, example_inputs: tuple,
     gm = export_for_quantization(model, example_inputs, where, example_line)
     missing = unsupported_w8a16(gm) if act_bits == 16 else []
     if missing:
-        raise McuError(f"{where}: --quantize w8a16 has no 16x8 kernel for: {', '.join(missing)}",
+        # the first op's line and module: an attention layer's ops (bmm, softmax) are not what the user wrote
+        first = op_source(missing[0][1])
+        at = f" (the first at {first})" if first else ""
+        raise McuError(f"{where}: --quantize w8a16 has no 16x8 kernel for: {', '.join(n for n, _ in missing)}{at}",
                        hint="w8a16 runs linear layers, convolutions and depthwise ones (with their batch norms and "
                             "ReLU/clamp), adds, max and average pools, means, LSTM and GRU layers, GRU cells, slices "
                             "and views; use --quantize int8 for this model")

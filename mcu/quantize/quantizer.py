@@ -143,9 +143,10 @@ def _w8a16_form(node: Node) -> bool:
     return True
 
 
-def unsupported_w8a16(model: GraphModule) -> list[str]:
-    """The names of the ops of a captured graph that w8a16 has no 16x8 kernel for, each once."""
-    names: list[str] = []
+def unsupported_w8a16(model: GraphModule) -> list[tuple[str, Node]]:
+    """The names of the ops of a captured graph that w8a16 has no 16x8 kernel for, each once, with the first
+    node of each (whose source line the refusal names)."""
+    names: list[tuple[str, Node]] = []
     for node in model.graph.nodes:
         if node.op != "call_function" or ((node.target in W8A16_OPS or node.target is aten.zeros.default)
                                           and _w8a16_form(node)):
@@ -159,8 +160,8 @@ def unsupported_w8a16(model: GraphModule) -> list[str]:
             name += " (dilated, or in ceil mode)"
         elif node.target is aten.avg_pool2d.default:
             name += " (counting the padding, in ceil mode, or with a divisor)"
-        if name not in _W8A16_NEUTRAL and name not in names:
-            names.append(name)
+        if name not in _W8A16_NEUTRAL and name not in (n for n, _ in names):
+            names.append((name, node))
     return names
 
 

@@ -164,6 +164,11 @@ def write_library_tree(w: Writer, job: ExportJob, base: str = "", include_dir: s
     for header in sorted((rt / "include" / "mcu").glob("*.h")):
         if header.name not in _HARNESS_HEADERS:
             available[f"{inc}mcu/{header.name}"] = header
+    for d in lib.include_dirs:
+        # an external backend's headers (CMSIS-NN's Include/): its sources are shipped, so are the headers they
+        # include, else the library compiles only where that tree is on the include path
+        for header in sorted(Path(d).rglob("*.h")):
+            available.setdefault(f"{inc}{header.relative_to(d).as_posix()}", header)
     include_dirs = [""] + ([include_dir] if include_dir else [])
     headers_needed = include_closure(texts, available, include_dirs)
 
