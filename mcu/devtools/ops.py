@@ -22,6 +22,7 @@ from mcu.plan.planner import occupied_bytes_per_step
 # Ops whose cost is dominated by multiply-accumulates: weight (operand 1) is [out, in/groups, kh, kw] or
 # [out, in], so every output element takes prod(weight.shape[1:]) MACs.
 _WEIGHTED = ("conv2d", "depthwise_conv2d", "linear", "conv1d", "conv_transpose2d")
+_RECURRENT = ("lstm", "gru")  # inputs: x, W_ih (gates x input), W_hh (gates x hidden), ...
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,12 @@ def op_macs(op: Op) -> int:
         return sum(op_macs(stage) for stage in op.attrs["stages"])
     if op.kind == PREFIX_KIND:  # its ops band by band: their MACs, none computed twice
         return sum(op_macs(o) for o in op.attrs["prefix"].ops)
+    if op.kind in _RECURRENT:
+        # every step multiplies its input by W_ih and the state by W_hh (counted for a zero first state too)
+        w_ih, w_hh = op.inputs[1:3]
+        assert w_ih is not None and w_hh is not None
+        steps = op.outputs[0].numel // w_hh.shape[1]
+        return steps * (w_ih.numel + w_hh.numel)
     if op.kind not in _WEIGHTED or len(op.inputs) < 2:
         return 0
     weight = op.inputs[1].shape

@@ -1,0 +1,134 @@
+"""Session 13's features where they meet the rest: the w8a16 GRU and LSTM in the profiler's MAC count, the w8a16
+refusal of an attention layer naming the user's line, --cmsis-nn with program files refused by every command
+that takes --program, and a C library exported with CMSIS-NN kernels (4-bit ones included) compiling with only
+the headers it ships."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+import mcu
+from cli_runner import mcu_in_process
+from mcu.backends.cmsis_nn import core as cmsis_nn
+from mcu.commands.export import export_target
+from mcu.devtools.ops import op_macs
+from mcu.errors import McuError
+
+from test_seams_errors import MLP, _json_failure, _one_line_exit2, _write
+
+REAL = os.environ.get("CMSIS_NN_PATH")
+needs_real = pytest.mark.skipif(not REAL or not cmsis_nn.is_tree(Path(REAL or ".")),
+                                reason=f"{cmsis_nn.ENV_VAR} does not name a CMSIS-NN source tree")
+requires_cross = pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None,
+                                    reason="needs arm-none-eabi-gcc (run scripts/setup)")
+
+
+class GruFromState(nn.Module):
+    """A classifier on an nn.GRU run from a given state, batch_first (its w8a16 op is mcu_gru_s16)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gru = nn.GRU(7, 13, batch_first=True)
+        self.head = nn.Linear(13, 5)
+
+    def forward(self, x: torch.Tensor, h0: torch.Tensor) -> torch.Tensor:
+        y, _ = self.gru(x, h0)
+        return self.head(y[:, -1])
+
+
+class LstmHead(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lstm = nn.LSTM(4, 6, batch_first=True)
+        self.head = nn.Linear(6, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.lstm(x)[0][:, -1])
+
+
+def test_recurrent_ops_count_their_multiply_accumulates() -> None:
+    """`mcu profile` showed 0 MACs (and no instructions per MAC) for every GRU and LSTM op."""
+    torch.manual_seed(0)
+    x, h = torch.randn(1, 9, 7), torch.randn(1, 1, 13) * 0.5
+    cm = mcu.compile(GruFromState().eval(), (x, h), quantize="w8a16", calibration=[(x, h)])
+    (gru,) = [op for op in cm.graph.ops if op.kind == "gru"]
+    assert op_macs(gru) == 9 * 3 * 13 * (7 + 13)
+    x = torch.randn(1, 5, 4)
+    cm = mcu.compile(LstmHead().eval(), (x,), quantize="int8", calibration=[(x,)])
+    (lstm,) = [op for op in cm.graph.ops if op.kind == "lstm"]
+    assert op_macs(lstm) == 5 * 4 * 6 * (4 + 6)
+
+
+class Attention(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.mha = nn.MultiheadAttention(12, 3, batch_first=True)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.mha(x, x, x)[0]
+
+
+def test_w8a16_refusal_of_attention_names_the_users_line_and_module() -> None:
+    x = torch.randn(1, 5, 12)
+    with pytest.raises(McuError) as err:
+        mcu.compile(Attention().eval(), (x,), quantize="w8a16", calibration=[(x,)])
+    message = str(err.value)
+    assert "w8a16 has no 16x8 kernel for: " in message and "bmm" in message and "\n" not in message
+    assert "the first at test_seams_crossings.py:" in message and "`return self.mha(x, x, x)[0]`" in message
+    assert "nn.MultiheadAttention" in message
+
+
+@pytest.mark.parametrize("argv", [["run", "--board", "mps2-an505", "--program"],
+                                  ["profile", "--board", "mps2-an505", "--program"],
+                                  ["export", "--format", "program", "-o", "m.mpk"]])
+def test_program_files_refuse_cmsis_nn_in_every_command(tmp_path: Path, argv: list[str]) -> None:
+    """`mcu run --program --cmsis-nn` ran mcu's kernels and reported them as a CMSIS-NN build."""
+    model = _write(tmp_path, "mlp", MLP)
+    args = [*argv, "--cmsis-nn", str(tmp_path), str(model)]
+    flag = "--format program" if argv[0] == "export" else "--program"
+    _one_line_exit2(mcu_in_process(*args), "--cmsis-nn applies to generated C", f"drop {flag}")
+    if argv[0] != "export":  # export has no --json
+        _json_failure(mcu_in_process(*args, "--json"), "program files run mcu's own kernels")
+
+
+class OddConvs(nn.Module):
+    """Odd channel counts: the 4-bit convolutions go to arm_convolve_wrapper_s4, the odd-channel depthwise stays ours."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.body = nn.Sequential(nn.Conv2d(3, 7, 3, padding=1), nn.ReLU(), nn.Conv2d(7, 7, 3, padding=1, groups=7),
+                                  nn.ReLU(), nn.Conv2d(7, 13, 1), nn.ReLU())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.body(x)
+
+
+@needs_real
+@requires_cross
+def test_exported_cmsis_nn_library_compiles_with_only_its_own_headers(tmp_path: Path) -> None:
+    """The exported folder shipped CMSIS-NN's sources but not arm_nnfunctions.h and the headers it includes."""
+    from mcu.device.toolchain import find_cross_compiler
+
+    torch.manual_seed(6)
+    x = torch.randn(1, 3, 9, 9)
+    cm = mcu.compile(OddConvs().eval(), (x,), quantize="w4a8", calibration=[(x,)], cmsis_nn=REAL)
+    functions = {op.attrs["cmsis_nn"]["function"] for op in cm.graph.ops if op.attrs.get("backend") == "cmsis-nn"}
+    assert "arm_convolve_wrapper_s4" in functions, functions
+    root = tmp_path / "lib"
+    export_target(cm, "cmake", root)
+    assert (root / "include" / "arm_nnfunctions.h").is_file()
+    assert (root / "include" / "Internal" / "arm_nn_compiler.h").is_file()
+    gcc = str(find_cross_compiler())
+    flags = [*cm.board.cpu_flags, "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", f"-I{root}",
+             f"-I{root / 'include'}", *(f"-D{k}={v}" for k, v in cm.library.defines.items())]
+    sources = sorted(root.rglob("arm_*.c"))
+    assert sources
+    for i, src in enumerate(sources):
+        subprocess.run([gcc, *flags, "-c", str(src), "-o", str(tmp_path / f"{i}.o")], check=True)
