@@ -20,7 +20,7 @@ from mcu.ir import NUMPY_DTYPES, Graph, PrecisionChoice, Tensor
 from mcu.layouts import from_memory_order, to_memory_order
 from mcu.plan.fused import KIND as FUSED_KIND
 from mcu.reference.encoding import dequantize_s8_f32
-from mcu.reference.interp import FLOAT_MOVES, INT8_OPS
+from mcu.reference.interp import FLOAT_MOVES, INT16_OPS, INT8_OPS
 from mcu.quantize import modes
 from mcu.devtools.trace import build_traced, TRACE_DEFINE
 
@@ -142,7 +142,8 @@ def reference_per_op(graph: Graph, inputs: list[np.ndarray],
                 env[id(stage.output.base())] = np.asarray(INT8_OPS[stage.kind](stage, stage_args)).reshape(-1)
             outputs[handle] = env[id(op.output.base())]
             continue
-        table = INT8_OPS if op.output.dtype == "int8" else FLOAT_MOVES
+        # w8a16's int16 ops are integer ops the reference computes as well (Reference.run's tables)
+        table = {"int8": INT8_OPS, "int16": INT16_OPS}.get(op.output.dtype, FLOAT_MOVES)
         if op.kind not in table and op.output.dtype == "float32" and device is not None and handle in device:
             islands.add(handle)
             env[id(op.output.base())] = device[handle]
@@ -286,7 +287,8 @@ def debug_model(cm: Any, perturb_handle: int | None = None, timeout_s: float = 6
             diff = np.zeros_like(diff)  # nothing to compare it with: its readers are still checked
         sqnr = err = None
         if op.handle in floats and t.quant is not None and t.quant.per_tensor:
-            real = dequantize_s8_f32(r.astype(np.int8), scale=t.quant.scale[0], zero_point=t.quant.zero_point[0])
+            real = (dequantize_s8_f32(r.astype(np.int8), scale=t.quant.scale[0], zero_point=t.quant.zero_point[0])
+                    if t.dtype == "int8" else (r.astype(np.float64) - t.quant.zero_point[0]) * t.quant.scale[0])
             sqnr, err = _sqnr(floats[op.handle], from_memory_order(real, t))
         elif op.handle in floats and t.dtype == "float32":
             sqnr, err = _sqnr(floats[op.handle], from_memory_order(d.astype(np.float64), t))

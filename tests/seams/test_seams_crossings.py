@@ -10,6 +10,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -132,3 +133,34 @@ def test_exported_cmsis_nn_library_compiles_with_only_its_own_headers(tmp_path: 
     assert sources
     for i, src in enumerate(sources):
         subprocess.run([gcc, *flags, "-c", str(src), "-o", str(tmp_path / f"{i}.o")], check=True)
+
+
+class CellLoopDict(nn.Module):
+    """A GRUCell stepped in a Python loop, returning a dict (w8a16: one mcu_gru_s16 op a step)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cell = nn.GRUCell(5, 11)
+        self.out = nn.Linear(11, 3)
+
+    def forward(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
+        h = torch.zeros(1, 11)
+        for t in range(x.shape[1]):
+            h = self.cell(x[:, t], h)
+        return {"logits": self.out(h), "state": h}
+
+
+def test_debug_reference_computes_every_w8a16_op() -> None:
+    """`mcu debug` refused every w8a16 model ("the integer reference cannot predict gru ..."): its per-op
+    reference knew only int8 ops. Each op's output is now the reference's, up to the model's outputs."""
+    from mcu.devtools.debug import reference_per_op
+
+    torch.manual_seed(4)
+    x = torch.randn(1, 4, 5)
+    cm = mcu.compile(CellLoopDict().eval(), (x,), quantize="w8a16", calibration=[(x,)], test_inputs=[(x,)])
+    assert sum(op.kind == "gru" for op in cm.graph.ops) == 4
+    outputs, islands = reference_per_op(cm.graph, cm.encode_inputs((x,)))
+    assert not islands
+    made = {id(op.output.base()): h for h, op in enumerate(cm.graph.ops)}
+    for t, want in zip(cm.graph.outputs, cm.reference_raw(x)):
+        np.testing.assert_array_equal(outputs[made[id(t.base())]], np.asarray(want).reshape(-1))
