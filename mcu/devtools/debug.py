@@ -80,7 +80,8 @@ class DebugReport:
         head = (f"{'handle':>6}  {'op':<20} {'kernel':<32} {'elements':>9} {'differ':>7} {'max|d|':>7} "
                 f"{'SQNR dB':>8} {'max|err|':>9}  source")
         lines = [f"debug: {self.title}, first test vector: device vs integer reference (differ, max|d|, in "
-                 "int8 steps); integer reference vs eager fp32 (SQNR, max|err|)", head, "-" * len(head)]
+                 "integer steps of each op's dtype); integer reference vs eager fp32 (SQNR, max|err|)", head,
+                 "-" * len(head)]
         for r in self.rows:
             sqnr = f"{r.sqnr_db:8.1f}" if r.sqnr_db is not None else f"{'-':>8}"
             err = f"{r.max_abs_error:9.4f}" if r.max_abs_error is not None else f"{'-':>9}"

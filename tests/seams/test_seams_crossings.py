@@ -100,7 +100,7 @@ def test_program_files_refuse_cmsis_nn_in_every_command(tmp_path: Path, argv: li
 
 
 class OddConvs(nn.Module):
-    """Odd channel counts: the 4-bit convolutions go to arm_convolve_wrapper_s4, the odd-channel depthwise stays ours."""
+    """Odd channel counts: the 4-bit convolutions go to arm_convolve_wrapper_s4, the odd-channel depthwise to ours."""
 
     def __init__(self) -> None:
         super().__init__()
