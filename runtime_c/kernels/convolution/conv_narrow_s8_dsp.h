@@ -363,7 +363,7 @@ static inline void mcu_narrow_run(mcu_narrow_state *st, uint32_t mode, const int
 }
 
 #if MCU_PACKED_NARROW_K3C3
-/* Three interior 3x3 windows of 3 channels per pass (mcu_narrow_x3): the single-pixel engine spends 21
+/* Three 3x3 windows of 3 channels per pass (mcu_narrow_x3): the single-pixel engine spends 21
  * cycles per 16 MACs (an LDRD of column and two LDM of weights per four taps and four channels) and a
  * requantization constant load per output. Here a tap pair of two channels meets three pixels' columns:
  * five independent LDR (6 cycles, the loads pipelining) and six SMLAD, 12 cycles per 12 MACs, with
@@ -374,12 +374,11 @@ static inline void mcu_narrow_run(mcu_narrow_state *st, uint32_t mode, const int
 
 /* The pass's state, read by the assembly at fixed offsets. */
 typedef struct {
-    const int32_t *blob; /* the block of the next channel pair */
-    uint32_t pair8;      /* 0 or 8: the pair's byte offset in its block's bias and weight words */
-    int8_t *y;           /* the first pixel's output for the pair */
-    int8_t *y_end;       /* the first pixel's output end */
+    const int32_t *blob; /* the next block */
     int16_t *col;        /* three columns of MCU_NARROW_X3_TAPS */
+    int8_t *y;           /* the first pixel's output for the block */
     int32_t cout;        /* between the pixels' outputs */
+    int8_t *y_end;       /* the first pixel's output end */
     int32_t block_bytes;
     /* for the C around it */
     const int32_t *blocks; /* the stream's first block */
@@ -388,12 +387,13 @@ typedef struct {
 } mcu_narrow_x3_state;
 
 #if MCU_S8_DSP_NATIVE
-_Static_assert(offsetof(mcu_narrow_x3_state, y) == 8 && offsetof(mcu_narrow_x3_state, col) == 16 &&
-                   offsetof(mcu_narrow_x3_state, cout) == 20 && offsetof(mcu_narrow_x3_state, block_bytes) == 24,
+_Static_assert(offsetof(mcu_narrow_x3_state, col) == 4 && offsetof(mcu_narrow_x3_state, y) == 8 &&
+                   offsetof(mcu_narrow_x3_state, cout) == 12 && offsetof(mcu_narrow_x3_state, y_end) == 16 &&
+                   offsetof(mcu_narrow_x3_state, block_bytes) == 20,
                "mcu_narrow_x3_state layout");
 
-/* Tap pair t: the pair's two weight words (16 bytes apart per tap pair in the stream), the three
- * columns' words (56 bytes apart), six SMLAD. */
+/* Tap pair t: the pair's two weight words (16 bytes apart per tap pair in the stream, from lr), the
+ * three columns' words (56 bytes apart, from r12), six SMLAD. */
 #define MCU_NX3_TAP(w0, w1, c0, c1, c2)                                                                   \
     "ldr r6, [lr, #" w0 "]\n\t"                                                                           \
     "ldr r8, [lr, #" w1 "]\n\t"                                                                           \
@@ -406,6 +406,27 @@ _Static_assert(offsetof(mcu_narrow_x3_state, y) == 8 && offsetof(mcu_narrow_x3_s
     "smlad r3, r10, r8, r3\n\t"                                                                           \
     "smlad r4, r11, r6, r4\n\t"                                                                           \
     "smlad r5, r11, r8, r5\n\t"
+
+/* A channel pair's three pixels: the biases in r0, r1 copied to the other pixels, the 14 tap pairs. */
+#define MCU_NX3_PAIR                                                                                      \
+    "mov r2, r0\n\t"                                                                                      \
+    "mov r3, r1\n\t"                                                                                      \
+    "mov r4, r0\n\t"                                                                                      \
+    "mov r5, r1\n\t"                                                                                      \
+    MCU_NX3_TAP("0", "4", "0", "56", "112")                                                               \
+    MCU_NX3_TAP("16", "20", "4", "60", "116")                                                             \
+    MCU_NX3_TAP("32", "36", "8", "64", "120")                                                             \
+    MCU_NX3_TAP("48", "52", "12", "68", "124")                                                            \
+    MCU_NX3_TAP("64", "68", "16", "72", "128")                                                            \
+    MCU_NX3_TAP("80", "84", "20", "76", "132")                                                            \
+    MCU_NX3_TAP("96", "100", "24", "80", "136")                                                           \
+    MCU_NX3_TAP("112", "116", "28", "84", "140")                                                          \
+    MCU_NX3_TAP("128", "132", "32", "88", "144")                                                          \
+    MCU_NX3_TAP("144", "148", "36", "92", "148")                                                          \
+    MCU_NX3_TAP("160", "164", "40", "96", "152")                                                          \
+    MCU_NX3_TAP("176", "180", "44", "100", "156")                                                         \
+    MCU_NX3_TAP("192", "196", "48", "104", "160")                                                         \
+    MCU_NX3_TAP("208", "212", "52", "108", "164")
 
 /* One channel's three outputs a, b, c: the constants (K low, K high, m, shift) in one LDM from lr,
  * then K + acc m and the high word shifted, as MCU_NW_RQ; K copied for the first two. */
@@ -422,11 +443,23 @@ _Static_assert(offsetof(mcu_narrow_x3_state, y) == 8 && offsetof(mcu_narrow_x3_s
     "asr r12, r12, r11\n\t"                                                                               \
     "ssat " b ", #8, r12\n\t"                                                                             \
     "smlal r8, r9, " c ", r10\n\t"                                                                        \
-    "asr r9, r9, r11\n\t"                                                                                     \
+    "asr r9, r9, r11\n\t"                                                                                 \
     "ssat " c ", #8, r9\n\t"
 
-/* Every channel pair of the three pixels: biases, 14 tap pairs, requantization, six byte stores, the
- * next pair (the second of a block, or the next block's first). The state pointer waits on the stack. */
+/* The pair's six outputs: pixel p's at r8 + p cout (r9: cout). */
+#define MCU_NX3_STORE                                                                                     \
+    "add r10, r8, r9\n\t"                                                                                 \
+    "add r11, r10, r9\n\t"                                                                                \
+    "strb r0, [r8]\n\t"                                                                                   \
+    "strb r1, [r8, #1]\n\t"                                                                               \
+    "strb r2, [r10]\n\t"                                                                                  \
+    "strb r3, [r10, #1]\n\t"                                                                              \
+    "strb r4, [r11]\n\t"                                                                                  \
+    "strb r5, [r11, #1]\n\t"
+
+/* Every block of the three pixels, its two channel pairs unrolled (the stream's words of a block:
+ * 4 biases, 14 tap pairs of 4 weight words from byte 16, the constants from byte 240). The state
+ * pointer waits on the stack. */
 static __attribute__((noinline)) void mcu_narrow_x3(mcu_narrow_x3_state *st)
 {
     register mcu_narrow_x3_state *s __asm__("r6") = st;
@@ -434,56 +467,33 @@ static __attribute__((noinline)) void mcu_narrow_x3(mcu_narrow_x3_state *st)
         "push {r6}\n\t"
         "1:\n\t"
         "ldr r6, [sp]\n\t"
-        "ldrd r8, r9, [r6]\n\t"
-        "ldr r12, [r6, #16]\n\t"
-        "add lr, r8, r9\n\t"
+        "ldrd lr, r12, [r6]\n\t"
         "ldrd r0, r1, [lr], #16\n\t"
-        "mov r2, r0\n\t"
-        "mov r3, r1\n\t"
-        "mov r4, r0\n\t"
-        "mov r5, r1\n\t"
-        MCU_NX3_TAP("0", "4", "0", "56", "112")
-        MCU_NX3_TAP("16", "20", "4", "60", "116")
-        MCU_NX3_TAP("32", "36", "8", "64", "120")
-        MCU_NX3_TAP("48", "52", "12", "68", "124")
-        MCU_NX3_TAP("64", "68", "16", "72", "128")
-        MCU_NX3_TAP("80", "84", "20", "76", "132")
-        MCU_NX3_TAP("96", "100", "24", "80", "136")
-        MCU_NX3_TAP("112", "116", "28", "84", "140")
-        MCU_NX3_TAP("128", "132", "32", "88", "144")
-        MCU_NX3_TAP("144", "148", "36", "92", "148")
-        MCU_NX3_TAP("160", "164", "40", "96", "152")
-        MCU_NX3_TAP("176", "180", "44", "100", "156")
-        MCU_NX3_TAP("192", "196", "48", "104", "160")
-        MCU_NX3_TAP("208", "212", "52", "108", "164")
-        /* the pair's constants: block + 4 (4 + 2 x 28) + 16 bytes per channel */
-        "ldr r6, [sp]\n\t"
-        "ldrd r8, r9, [r6]\n\t"
-        "add lr, r8, #240\n\t"
-        "add lr, lr, r9, lsl #2\n\t"
+        MCU_NX3_PAIR
+        "add lr, lr, #224\n\t"
         MCU_NX3_RQ("r0", "r2", "r4")
         MCU_NX3_RQ("r1", "r3", "r5")
         "ldr r6, [sp]\n\t"
         "ldrd r8, r9, [r6, #8]\n\t"
-        "ldr r10, [r6, #20]\n\t"
-        "strb r0, [r8]\n\t"
-        "strb r1, [r8, #1]\n\t"
-        "add r11, r8, r10\n\t"
-        "add r12, r11, r10\n\t"
-        "strb r2, [r11]\n\t"
-        "strb r3, [r11, #1]\n\t"
-        "strb r4, [r12]\n\t"
-        "strb r5, [r12, #1]\n\t"
+        MCU_NX3_STORE
+        "ldrd r8, r12, [r6]\n\t"
+        "ldrd r0, r1, [r8, #8]\n\t"
+        "add lr, r8, #24\n\t"
+        MCU_NX3_PAIR
+        "add lr, lr, #248\n\t"
+        MCU_NX3_RQ("r0", "r2", "r4")
+        MCU_NX3_RQ("r1", "r3", "r5")
+        "ldr r6, [sp]\n\t"
+        "ldrd r8, r9, [r6, #8]\n\t"
+        "add r8, r8, #2\n\t"
+        MCU_NX3_STORE
         "add r8, r8, #2\n\t"
         "str r8, [r6, #8]\n\t"
-        "ldrd r10, r11, [r6]\n\t"
-        "eors r11, r11, #8\n\t"
-        "bne 2f\n\t"
-        "ldr r12, [r6, #24]\n\t"
-        "add r10, r10, r12\n\t"
-        "2:\n\t"
-        "strd r10, r11, [r6]\n\t"
-        "cmp r8, r9\n\t"
+        "ldrd r10, r11, [r6, #16]\n\t"
+        "ldr r12, [r6]\n\t"
+        "add r12, r12, r11\n\t"
+        "str r12, [r6]\n\t"
+        "cmp r8, r10\n\t"
         "bne 1b\n\t"
         "add sp, sp, #4\n\t"
         : "+r"(s)
@@ -491,34 +501,27 @@ static __attribute__((noinline)) void mcu_narrow_x3(mcu_narrow_x3_state *st)
         : "r0", "r1", "r2", "r3", "r4", "r5", "r8", "r9", "r10", "r11", "r12", "lr", "cc", "memory");
 }
 #undef MCU_NX3_TAP
+#undef MCU_NX3_PAIR
 #undef MCU_NX3_RQ
+#undef MCU_NX3_STORE
 #else
 /* The pass in C, with the same state and steps. */
 static void mcu_narrow_x3(mcu_narrow_x3_state *st)
 {
     while (st->y != st->y_end) {
-        const int32_t *pair = st->blob + st->pair8 / 4;
-        uint32_t acc[3][2];
+        const int32_t *rq = st->blob + 4 + 2 * MCU_NARROW_X3_TAPS;
         for (int32_t px = 0; px < 3; ++px) {
-            acc[px][0] = (uint32_t)pair[0];
-            acc[px][1] = (uint32_t)pair[1];
-            for (int32_t t = 0; t < MCU_NARROW_X3_TAPS / 2; ++t) {
-                const uint32_t x = mcu_load_u32(st->col + px * MCU_NARROW_X3_TAPS + 2 * t);
-                acc[px][0] = mcu_smlad(x, (uint32_t)pair[4 + 4 * t], acc[px][0]);
-                acc[px][1] = mcu_smlad(x, (uint32_t)pair[5 + 4 * t], acc[px][1]);
+            for (int32_t ch = 0; ch < 4; ++ch) {
+                uint32_t acc = (uint32_t)st->blob[ch];
+                for (int32_t t = 0; t < MCU_NARROW_X3_TAPS / 2; ++t) {
+                    const uint32_t x = mcu_load_u32(st->col + px * MCU_NARROW_X3_TAPS + 2 * t);
+                    acc = mcu_smlad(x, (uint32_t)st->blob[4 + 4 * t + ch], acc);
+                }
+                st->y[px * st->cout + ch] = (int8_t)mcu_narrow_rq_s8(mcu_u32_to_s32(acc), rq + 4 * ch);
             }
         }
-        const int32_t *rq = st->blob + 4 + 2 * MCU_NARROW_X3_TAPS + st->pair8;
-        for (int32_t px = 0; px < 3; ++px) {
-            for (int32_t ch = 0; ch < 2; ++ch) {
-                st->y[px * st->cout + ch] = (int8_t)mcu_narrow_rq_s8(mcu_u32_to_s32(acc[px][ch]), rq + 4 * ch);
-            }
-        }
-        st->y += 2;
-        st->pair8 ^= 8u;
-        if (st->pair8 == 0) {
-            st->blob += st->block_bytes / 4;
-        }
+        st->y += 4;
+        st->blob += st->block_bytes / 4;
     }
 }
 #endif
@@ -527,7 +530,6 @@ static void mcu_narrow_x3(mcu_narrow_x3_state *st)
 static inline void mcu_narrow_x3_flush(mcu_narrow_x3_state *st, int8_t *y)
 {
     st->blob = st->blocks;
-    st->pair8 = 0;
     st->y = y;
     st->y_end = y + st->cout;
     mcu_narrow_x3(st);
