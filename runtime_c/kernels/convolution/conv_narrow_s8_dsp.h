@@ -374,12 +374,13 @@ static inline void mcu_narrow_run(mcu_narrow_state *st, uint32_t mode, const int
 
 /* The pass's state, read by the assembly at fixed offsets. */
 typedef struct {
-    const int32_t *blob; /* the next block */
+    const int32_t *pair; /* the next channel pair's two biases (its weights from byte 16 on) */
     int16_t *col;        /* three columns of MCU_NARROW_X3_TAPS */
-    int8_t *y;           /* the first pixel's output for the block */
+    int8_t *y;           /* the first pixel's output for the pair */
     int32_t cout;        /* between the pixels' outputs */
     int8_t *y_end;       /* the first pixel's output end */
-    int32_t block_bytes;
+    int32_t skip;        /* bytes from a block's second pair to the next block's first */
+    int32_t rq;          /* bytes from the pair's weights to its constants: 224 (a block's first pair), 248 */
     /* for the C around it */
     const int32_t *blocks; /* the stream's first block */
     int32_t step;          /* between window rows */
@@ -389,7 +390,7 @@ typedef struct {
 #if MCU_S8_DSP_NATIVE
 _Static_assert(offsetof(mcu_narrow_x3_state, col) == 4 && offsetof(mcu_narrow_x3_state, y) == 8 &&
                    offsetof(mcu_narrow_x3_state, cout) == 12 && offsetof(mcu_narrow_x3_state, y_end) == 16 &&
-                   offsetof(mcu_narrow_x3_state, block_bytes) == 20,
+                   offsetof(mcu_narrow_x3_state, skip) == 20 && offsetof(mcu_narrow_x3_state, rq) == 24,
                "mcu_narrow_x3_state layout");
 
 /* Tap pair t: the pair's two weight words (16 bytes apart per tap pair in the stream, from lr), the
@@ -457,9 +458,10 @@ _Static_assert(offsetof(mcu_narrow_x3_state, col) == 4 && offsetof(mcu_narrow_x3
     "strb r4, [r11]\n\t"                                                                                  \
     "strb r5, [r11, #1]\n\t"
 
-/* Every block of the three pixels, its two channel pairs unrolled (the stream's words of a block:
- * 4 biases, 14 tap pairs of 4 weight words from byte 16, the constants from byte 240). The state
- * pointer waits on the stack. */
+/* Every channel pair of the three pixels (the stream's words of a block: 4 biases, 14 tap pairs of 4
+ * weight words from byte 16, the constants from byte 240), one pair a pass: the loop, about 0.8 kB,
+ * stays inside a 1 kB instruction cache (the STM32L4R5's ART; a block's two pairs unrolled, 1.4 kB,
+ * missed on every pass there). The state pointer waits on the stack. */
 static __attribute__((noinline)) void mcu_narrow_x3(mcu_narrow_x3_state *st)
 {
     register mcu_narrow_x3_state *s __asm__("r6") = st;
@@ -470,29 +472,27 @@ static __attribute__((noinline)) void mcu_narrow_x3(mcu_narrow_x3_state *st)
         "ldrd lr, r12, [r6]\n\t"
         "ldrd r0, r1, [lr], #16\n\t"
         MCU_NX3_PAIR
-        "add lr, lr, #224\n\t"
+        "ldr r6, [sp]\n\t"
+        "ldr r8, [r6, #24]\n\t"
+        "add lr, lr, r8\n\t"
         MCU_NX3_RQ("r0", "r2", "r4")
         MCU_NX3_RQ("r1", "r3", "r5")
         "ldr r6, [sp]\n\t"
         "ldrd r8, r9, [r6, #8]\n\t"
-        MCU_NX3_STORE
-        "ldrd r8, r12, [r6]\n\t"
-        "ldrd r0, r1, [r8, #8]\n\t"
-        "add lr, r8, #24\n\t"
-        MCU_NX3_PAIR
-        "add lr, lr, #248\n\t"
-        MCU_NX3_RQ("r0", "r2", "r4")
-        MCU_NX3_RQ("r1", "r3", "r5")
-        "ldr r6, [sp]\n\t"
-        "ldrd r8, r9, [r6, #8]\n\t"
-        "add r8, r8, #2\n\t"
         MCU_NX3_STORE
         "add r8, r8, #2\n\t"
         "str r8, [r6, #8]\n\t"
-        "ldrd r10, r11, [r6, #16]\n\t"
+        /* the next pair: 8 bytes on in the block, or the next block's first */
+        "ldrd r10, r11, [r6, #20]\n\t"
         "ldr r12, [r6]\n\t"
-        "add r12, r12, r11\n\t"
+        "cmp r11, #224\n\t"
+        "it eq\n\t"
+        "moveq r10, #8\n\t"
+        "add r12, r12, r10\n\t"
+        "eor r11, r11, #(224 ^ 248)\n\t"
         "str r12, [r6]\n\t"
+        "str r11, [r6, #24]\n\t"
+        "ldr r10, [r6, #16]\n\t"
         "cmp r8, r10\n\t"
         "bne 1b\n\t"
         "add sp, sp, #4\n\t"
@@ -509,19 +509,20 @@ static __attribute__((noinline)) void mcu_narrow_x3(mcu_narrow_x3_state *st)
 static void mcu_narrow_x3(mcu_narrow_x3_state *st)
 {
     while (st->y != st->y_end) {
-        const int32_t *rq = st->blob + 4 + 2 * MCU_NARROW_X3_TAPS;
+        const int32_t *rq = st->pair + 4 + st->rq / 4; /* the pair's weights start 4 words after its biases */
         for (int32_t px = 0; px < 3; ++px) {
-            for (int32_t ch = 0; ch < 4; ++ch) {
-                uint32_t acc = (uint32_t)st->blob[ch];
+            for (int32_t ch = 0; ch < 2; ++ch) {
+                uint32_t acc = (uint32_t)st->pair[ch];
                 for (int32_t t = 0; t < MCU_NARROW_X3_TAPS / 2; ++t) {
                     const uint32_t x = mcu_load_u32(st->col + px * MCU_NARROW_X3_TAPS + 2 * t);
-                    acc = mcu_smlad(x, (uint32_t)st->blob[4 + 4 * t + ch], acc);
+                    acc = mcu_smlad(x, (uint32_t)st->pair[4 + 4 * t + ch], acc);
                 }
                 st->y[px * st->cout + ch] = (int8_t)mcu_narrow_rq_s8(mcu_u32_to_s32(acc), rq + 4 * ch);
             }
         }
-        st->y += 4;
-        st->blob += st->block_bytes / 4;
+        st->y += 2;
+        st->pair = (const int32_t *)((const int8_t *)st->pair + (st->rq == 224 ? 8 : st->skip));
+        st->rq ^= 224 ^ 248;
     }
 }
 #endif
@@ -529,7 +530,8 @@ static void mcu_narrow_x3(mcu_narrow_x3_state *st)
 /* The three pixels whose columns are in st->col, the first output at y. */
 static inline void mcu_narrow_x3_flush(mcu_narrow_x3_state *st, int8_t *y)
 {
-    st->blob = st->blocks;
+    st->pair = st->blocks;
+    st->rq = 224;
     st->y = y;
     st->y_end = y + st->cout;
     mcu_narrow_x3(st);
@@ -616,7 +618,7 @@ static inline void mcu_conv_narrow_s8(const mcu_conv2d_s8_params *p, const int8_
     const int x3 = k3c3 && !st.clamp && kp == MCU_NARROW_X3_TAPS;
     mcu_narrow_x3_state x3s = {.col = col,
                                .cout = out.c,
-                               .block_bytes = 4 * mcu_packed_block_words(kp),
+                               .skip = 4 * mcu_packed_block_words(kp) - 8,
                                .blocks = blocks,
                                .step = st.step,
                                .off2 = st.off2,
