@@ -395,6 +395,53 @@ static inline const int32_t *mcu_pixel_packed_wide(const int16_t *col, int32_t k
 #undef MCU_PXW_GROUP
 #undef MCU_PXW_PAIR
 
+/* The column of a window wholly inside the input (mcu_conv_column_s16's first case, for the
+ * windowed pixel loops): kh runs of `run` bytes (a positive multiple of 16), `step` bytes apart from
+ * src, as (x + offset) int16 in mcu_column_s8's order, one assembly for all of them. Per 16 bytes four
+ * LDR (pipelined: 5 cycles), eight SXTAB16 and eight STR with immediate offsets (1 cycle each, where
+ * mcu_column_s8's STRD takes 3): 21 cycles and the loop where mcu_column_s8 takes 28, and no call, no
+ * parameter loads and no bounds per run (mcu_conv_column_s16 took about 3.6 cycles per tap of
+ * resnet8's 16-channel windows, this about 1.6). */
+static inline void mcu_window_column_s16(const int8_t *src, int32_t run, int32_t step, int32_t kh, uint32_t off2,
+                                         int16_t *col)
+{
+    const int32_t skip = step - run;
+    uint32_t a, b, c, d, a1, b1;
+    const int8_t *e;
+    __asm__ volatile("1:\n\t"
+                     "add %[e], %[x], %[run]\n\t"
+                     "2:\n\t"
+                     "ldr %[a], [%[x]], #4\n\t"
+                     "ldr %[b], [%[x]], #4\n\t"
+                     "ldr %[c], [%[x]], #4\n\t"
+                     "ldr %[d], [%[x]], #4\n\t"
+                     "sxtab16 %[a1], %[o], %[a], ror #8\n\t"
+                     "sxtab16 %[a], %[o], %[a]\n\t"
+                     "sxtab16 %[b1], %[o], %[b], ror #8\n\t"
+                     "sxtab16 %[b], %[o], %[b]\n\t"
+                     "str %[a], [%[y]], #32\n\t"
+                     "str %[a1], [%[y], #-28]\n\t"
+                     "str %[b], [%[y], #-24]\n\t"
+                     "str %[b1], [%[y], #-20]\n\t"
+                     "sxtab16 %[a1], %[o], %[c], ror #8\n\t"
+                     "sxtab16 %[a], %[o], %[c]\n\t"
+                     "sxtab16 %[b1], %[o], %[d], ror #8\n\t"
+                     "sxtab16 %[b], %[o], %[d]\n\t"
+                     "str %[a], [%[y], #-16]\n\t"
+                     "str %[a1], [%[y], #-12]\n\t"
+                     "str %[b], [%[y], #-8]\n\t"
+                     "str %[b1], [%[y], #-4]\n\t"
+                     "cmp %[x], %[e]\n\t"
+                     "bne 2b\n\t"
+                     "add %[x], %[x], %[skip]\n\t"
+                     "subs %[k], %[k], #1\n\t"
+                     "bne 1b\n\t"
+                     : [x] "+r"(src), [y] "+r"(col), [k] "+r"(kh), [e] "=&r"(e), [a] "=&r"(a), [b] "=&r"(b),
+                       [c] "=&r"(c), [d] "=&r"(d), [a1] "=&r"(a1), [b1] "=&r"(b1)
+                     : [o] "r"(off2), [run] "r"(run), [skip] "r"(skip)
+                     : "cc", "memory");
+}
+
 /* The interleaved column of two pixels for mcu_pixel2_packed_wide, from kp bytes at xa and at xb (kp a
  * multiple of 4): per 4 taps the words (xa's taps 0, 2), (xb's 0, 2), (xa's 1, 3), (xb's 1, 3), each
  * tap + off as int16 (mcu_column_s8's order per pixel). col2 is word-aligned. */
@@ -466,37 +513,47 @@ static inline void mcu_column2_s8(const int8_t *xa, const int8_t *xb, int32_t kp
  * The state, 10 words right after the 2 kp column taps (r4 points there after the dot product):
  * sentinel, column start, entry address, y (pixel A), y_end, min4, max4, store tail, saved r7, and
  * the distance from pixel A's outputs to pixel B's. The requantization reads each channel's four
- * words twice (without and with write-back), one LDM per pixel: there are no registers for both
- * copies of K. */
+ * words with one LDM for pixel A and K again (LDRD, with write-back) for pixel B: SMLAL overwrites
+ * K, and there are no registers for both copies; the multiplier and shift stay (the BIC works in the
+ * accumulator, dead by then). */
 #define MCU_PIXEL2_SPARE 20 /* the state of mcu_pixel2_packed: 10 words */
 #define MCU_PX2_PASS 8      /* tap pairs per pass: 352 bytes of loop */
 #define MCU_PX2_STR2(x) #x
 #define MCU_PX2_STR(x) MCU_PX2_STR2(x)
-#define MCU_PX2_UNIT                                                                                      \
-    "ldrd r6, r7, [r4], #8\n\t"                                                                           \
-    "ldrd r12, lr, [r5], #8\n\t"                                                                          \
+/* The tap pair's eight SMLAD, A's word in r6 and B's in r7, the first two channels' weight words in r12
+ * and lr (the other two loaded between). Every load is a single LDR: a run of them pipelines (the
+ * first 2 cycles, the others 1; docs/cycles.md), so the unit's six words cost 8 cycles where two
+ * LDRD and the column's LDRD (or two LDR) took 9: 16 cycles per 16 MACs. */
+#define MCU_PX2_MACS                                                                                      \
     "smlad r0, r6, r12, r0\n\t"                                                                           \
     "smlad r8, r7, r12, r8\n\t"                                                                           \
     "smlad r1, r6, lr, r1\n\t"                                                                            \
     "smlad r9, r7, lr, r9\n\t"                                                                            \
-    "ldrd r12, lr, [r5], #8\n\t"                                                                          \
+    "ldr.w r12, [r5], #4\n\t"                                                                             \
+    "ldr.w lr, [r5], #4\n\t"                                                                              \
     "smlad r2, r6, r12, r2\n\t"                                                                           \
     "smlad r10, r7, r12, r10\n\t"                                                                         \
     "smlad r3, r6, lr, r3\n\t"                                                                            \
     "smlad r11, r7, lr, r11\n\t"
-#define MCU_PX2_UNIT_BYTES 44 /* 11 wide instructions */
+#define MCU_PX2_UNIT                                                                                      \
+    "ldr.w r6, [r4], #4\n\t"                                                                              \
+    "ldr.w r7, [r4], #4\n\t"                                                                              \
+    "ldr.w r12, [r5], #4\n\t"                                                                             \
+    "ldr.w lr, [r5], #4\n\t"                                                                              \
+    MCU_PX2_MACS
+#define MCU_PX2_UNIT_BYTES 56 /* 14 wide instructions */
 /* One channel's requantization (mcu_packed_rq_s8) for both pixels: a and b are its accumulators. */
 #define MCU_PX2_RQ(a, b)                                                                                  \
     "ldm r5, {r6, r7, r12, lr}\n\t"                                                                       \
     "smlal r6, r7, " a ", r12\n\t"                                                                        \
-    "bic r12, " a ", r6\n\t"                                                                              \
-    "add r7, r7, r12, asr #31\n\t"                                                                        \
+    "bic " a ", " a ", r6\n\t"                                                                            \
+    "add r7, r7, " a ", asr #31\n\t"                                                                      \
     "asr r7, r7, lr\n\t"                                                                                  \
     "ssat " a ", #8, r7\n\t"                                                                              \
-    "ldmia r5!, {r6, r7, r12, lr}\n\t"                                                                    \
+    "ldrd r6, r7, [r5], #16\n\t"                                                                          \
     "smlal r6, r7, " b ", r12\n\t"                                                                        \
-    "bic r12, " b ", r6\n\t"                                                                              \
-    "add r7, r7, r12, asr #31\n\t"                                                                        \
+    "bic " b ", " b ", r6\n\t"                                                                            \
+    "add r7, r7, " b ", asr #31\n\t"                                                                      \
     "asr r7, r7, lr\n\t"                                                                                  \
     "ssat " b ", #8, r7\n\t"
 /* Four results of one pixel (r0-r3 or r8-r11) packed into the first register's word. */
@@ -638,17 +695,10 @@ static inline const int32_t *mcu_pixel2_packed(const int16_t *col2, int32_t kp, 
 
 #define MCU_PX2_UNIT_SPLIT                                                                                \
     "ldr.w r7, [r4, #(2 * " MCU_PX2_STR(MCU_PIXEL2_B) ")]\n\t"                                             \
-    "ldr r6, [r4], #4\n\t"                                                                               \
-    "ldrd r12, lr, [r5], #8\n\t"                                                                          \
-    "smlad r0, r6, r12, r0\n\t"                                                                           \
-    "smlad r8, r7, r12, r8\n\t"                                                                           \
-    "smlad r1, r6, lr, r1\n\t"                                                                            \
-    "smlad r9, r7, lr, r9\n\t"                                                                            \
-    "ldrd r12, lr, [r5], #8\n\t"                                                                          \
-    "smlad r2, r6, r12, r2\n\t"                                                                           \
-    "smlad r10, r7, r12, r10\n\t"                                                                         \
-    "smlad r3, r6, lr, r3\n\t"                                                                            \
-    "smlad r11, r7, lr, r11\n\t"
+    "ldr.w r6, [r4], #4\n\t"                                                                              \
+    "ldr.w r12, [r5], #4\n\t"                                                                             \
+    "ldr.w lr, [r5], #4\n\t"                                                                              \
+    MCU_PX2_MACS
 static inline const int32_t *mcu_pixel2_packed_split(const int16_t *col, int32_t kp, const int32_t *blob, int8_t *y,
                                                      int8_t *y_end, int32_t stride, const uint32_t *bounds,
                                                      int clamp)
@@ -662,7 +712,7 @@ static inline const int32_t *mcu_pixel2_packed_split(const int16_t *col, int32_t
     register const uint32_t *b __asm__("r6") = bounds;
     register int32_t taps __asm__("r8") = kp;
     register int32_t dist __asm__("r9") = stride;
-    __asm__ volatile(MCU_PX2_ASM(MCU_PX2_UNIT_SPLIT, "48")
+    __asm__ volatile(MCU_PX2_ASM(MCU_PX2_UNIT_SPLIT, MCU_PX2_STR(MCU_PX2_UNIT_BYTES))
                      : "+r"(c0), "+r"(yp), "+r"(ye), "+r"(tail), "+r"(st), "+r"(w), "+r"(b), "+r"(taps), "+r"(dist)
                      :
                      : "r10", "r11", "r12", "lr", "cc", "memory");
@@ -697,13 +747,14 @@ static inline const int32_t *mcu_pixel2_packed_split(const int16_t *col, int32_t
 #define MCU_PX4_UNIT                                                                                      \
     "ldr.w r6, [r4, #(2 * " MCU_PX2_STR(MCU_PIXEL4_B) ")]\n\t"                                             \
     "ldr.w r7, [r4, #(4 * " MCU_PX2_STR(MCU_PIXEL4_B) ")]\n\t"                                             \
-    "ldrd r12, lr, [r5], #16\n\t"                                                                         \
+    "ldr.w lr, [r5, #4]\n\t"                                                                              \
+    "ldr.w r12, [r5], #16\n\t"                                                                            \
     "smlad r2, r6, r12, r2\n\t"                                                                           \
     "smlad r3, r6, lr, r3\n\t"                                                                            \
     "smlad r8, r7, r12, r8\n\t"                                                                           \
     "smlad r9, r7, lr, r9\n\t"                                                                            \
     "ldr.w r6, [r4, #(6 * " MCU_PX2_STR(MCU_PIXEL4_B) ")]\n\t"                                             \
-    "ldr r7, [r4], #4\n\t"                                                                               \
+    "ldr.w r7, [r4], #4\n\t"                                                                             \
     "smlad r10, r6, r12, r10\n\t"                                                                         \
     "smlad r11, r6, lr, r11\n\t"                                                                          \
     "smlad r0, r7, r12, r0\n\t"                                                                           \
@@ -768,7 +819,7 @@ static inline const int32_t *mcu_pixel4_packed_split(const int16_t *col, int32_t
         "lsr r8, r8, #1\n\t"
         "rsb r8, r8, #0\n\t"
         "and r8, r8, #(" MCU_PX2_STR(MCU_PX2_PASS) " - 1)\n\t"
-        "mov r10, #52\n\t"
+        "mov r10, #56\n\t"
         "adr.w r6, 6f\n\t"
         "mla r6, r8, r10, r6\n\t"
         "orr r6, r6, #1\n\t"
@@ -810,7 +861,7 @@ static inline const int32_t *mcu_pixel4_packed_split(const int16_t *col, int32_t
         ".balign 4\n\t"
         "6:\n\t.rept " MCU_PX2_STR(MCU_PX2_PASS) "\n\t" MCU_PX4_UNIT ".endr\n\t"
         "9:\n\t"
-        ".if (9b - 6b) - 52 * " MCU_PX2_STR(MCU_PX2_PASS) "\n\t"
+        ".if (9b - 6b) - 56 * " MCU_PX2_STR(MCU_PX2_PASS) "\n\t"
         ".error \"mcu_pixel4_packed_split: the tap pairs are not all wide instructions\"\n\t"
         ".endif\n\t"
         "ldr r12, [r4]\n\t"
