@@ -324,7 +324,7 @@ def _pixel_pair_case(draw) -> dict:
 @given(cases=st.lists(_pixel_pair_case(), min_size=24, max_size=24))
 def test_packed_pixel_pairs_on_core(tmp_path_factory, board_name: str, defines: dict, cases: list[dict]) -> None:
     """The two-pixel loops bit-exact with the reference on the core, batches of 24 layers; on the
-    Cortex-M33 every windowed layer of up to 320 taps and at least 4 pixels a row takes the four-pixel
+    Cortex-M33 every windowed layer (up to 640 taps) of at least 4 pixels a row takes the four-pixel
     loop first (its stream threshold at 0), the rest of the row pairs and a last pixel."""
     from mcu.device.sim.qemu import run_qemu
     from mcu.device.toolchain import build_firmware

@@ -494,11 +494,11 @@ static inline void mcu_column2_s8(const int8_t *xa, const int8_t *xb, int32_t kp
 /* Two output pixels per weight load (register blocking), for the pointwise layers' flat loop: the
  * packed stream is read once per pair of pixels, so each loaded weight word feeds two SMLAD. The
  * column holds both pixels' columns interleaved by tap pair (mcu_column2_s8: word 2j is pixel A's
- * pair j, word 2j + 1 pixel B's), so one LDRD fetches a tap pair of both pixels. Per tap pair and
- * block of four channels: that LDRD, two LDRD of the channels' weight words and eight SMLAD, 11
- * instructions per 16 MACs, where mcu_pixel_packed_wide takes 21 per 32 but loads every weight word
- * once per pixel: the loads are the multi-cycle part (LDRD 3 cycles, LDM 1 + N), so the pair takes
- * about 17 cycles per 16 MACs against 41 per 32, and streams the weights from flash half as often.
+ * pair j, word 2j + 1 pixel B's). Per tap pair and block of four channels: the two column words and
+ * the four channels' weight words as six single LDR (MCU_PX2_MACS: in two runs that pipeline, 8
+ * cycles) and eight SMLAD, 14 instructions and 16 cycles per 16 MACs, where mcu_pixel_packed_wide
+ * takes 21 instructions and 41 cycles per 32 but loads every weight word once per pixel: the loads
+ * are the multi-cycle part, and the pair streams the weights from flash half as often.
  *
  * Eight accumulators (r0-r3 pixel A, r8-r11 pixel B), the column and stream pointers and four operand
  * registers take every register but r7 (saved in the state) and sp, so no register holds the
@@ -674,13 +674,14 @@ static inline const int32_t *mcu_pixel2_packed(const int16_t *col2, int32_t kp, 
 
 /* mcu_pixel2_packed with the two pixels' columns apart (windowed layers, whose columns
  * mcu_conv_column_s16 builds one pixel at a time): pixel A's kp taps at col, its state after them,
- * pixel B's taps at col + MCU_PIXEL2_B. The unit loads the two column words with two LDR (the second
- * at a fixed offset; pipelined, 3 cycles as the LDRD), one instruction more per 16 MACs. */
+ * pixel B's taps at col + MCU_PIXEL2_B. The unit loads B's column word at a fixed offset, A's with
+ * write-back: the same 14 instructions and 16 cycles per 16 MACs. */
 /* Pixel B's column follows the widest window the build runs in pairs: a model whose windows all fit
  * the straight-line dot product (MCU_PACKED_LOOP 0) needs at most MCU_PIXEL_WIDE_TAPS, else every
  * window up to MCU_CONV_PACKED_TAPS_MAX pairs (resnet8's 64-channel 3x3 layers, 576 taps, streamed
  * their 74 kB of weights once per pixel through the U575's 8 kB cache: 1.93 cycles per MAC, 1.5 in
- * pairs) at 1,280 B more stack in the kernel's frame. */
+ * pairs) at 1,280 B more stack in the kernel's frame; the four-pixel loop's columns take 4 x 668
+ * int16, 5.3 kB, in such builds. */
 #ifndef MCU_PACKED_WINDOWS
 #define MCU_PACKED_WINDOWS 1 /* 0: a model's build whose layers are all flat pointwise or narrow (specialise.py) */
 #endif
@@ -722,24 +723,21 @@ static inline const int32_t *mcu_pixel2_packed_split(const int16_t *col, int32_t
 /* Four output pixels of a row per weight load, two channels at a time (windowed layers whose weight
  * stream exceeds a flash cache: each line of it is fetched once per four pixels, not two). The four
  * columns lie MCU_PIXEL4_B int16 apart (pixel A's state after its kp taps); eight accumulators (r0,
- * r1 pixel A, r2, r3 B, r8, r9 C, r10, r11 D: channels j and j + 1 of a block). Per tap pair: two
- * LDR of B's and C's column words, one LDRD of the two channels' weight words (the stream's 16 bytes
- * of the tap pair hold four channels; the block's second pass reads the other two, from the cache),
- * four SMLAD, two LDR of D's and A's words and four SMLAD: 13 instructions and 17 cycles per 16
- * MACs (single loads pipeline), as mcu_pixel2_packed_split's 12. The requantization keeps each channel's multiplier and shift in
- * registers and reloads only K (LDRD) for the next pixel; each pixel's two bytes are stored with STRH,
- * clamped byte-wise as MCU_PX2_CLAMP does (a full int8 range clamps nothing).
- * (13 instructions per tap pair: the loop is 416 bytes.)
+ * r1 pixel A, r2, r3 B, r8, r9 C, r10, r11 D: channels j and j + 1 of a block). Per tap pair: four
+ * LDR of B's and C's column words and the two channels' weight words (the stream's 16 bytes of the
+ * tap pair hold four channels; the block's second pass reads the other two, from the cache), four
+ * SMLAD, two LDR of D's and A's words and four SMLAD: 14 instructions and 16 cycles per 16 MACs
+ * (single loads pipeline), as mcu_pixel2_packed_split's. The requantization keeps each channel's
+ * multiplier and shift in registers and reloads only K (LDRD) for the next pixel; each pixel's two
+ * bytes are stored with STRH, clamped byte-wise as MCU_PX2_CLAMP does (a full int8 range clamps
+ * nothing). (14 instructions per tap pair: the loop is 448 bytes.) Every window the pairs take runs
+ * here too (resnet8's 576-tap layers: 74 kB of weights, once per four pixels instead of two).
  *
  * The state, 13 words right after pixel A's kp taps: sentinel, column start, entry address, y (pixel
  * A's next outputs), y_end, min4, max4, the pixels' distance, the current tail, the tails of the
  * first and second channel pair, the block's start, saved r7. */
 #define MCU_PIXEL4_SPARE 28 /* int16: 13 words of state, rounded up to keep the columns 8-byte apart */
-#if MCU_PIXEL2_SPLIT_TAPS < 320
 #define MCU_PIXEL4_TAPS MCU_PIXEL2_SPLIT_TAPS
-#else
-#define MCU_PIXEL4_TAPS 320 /* four columns of 576 taps would take 4.8 kB of stack */
-#endif
 #define MCU_PIXEL4_B (MCU_PIXEL4_TAPS + MCU_PIXEL4_SPARE) /* int16 */
 #ifndef MCU_PIXEL4_STREAM_MIN
 #define MCU_PIXEL4_STREAM_MIN 8192 /* bytes of a layer's stream from which four pixels run per pass */
