@@ -491,6 +491,17 @@ static inline void mcu_column2_s8(const int8_t *xa, const int8_t *xb, int32_t kp
     }
 }
 
+/* The order the pixel-pair and four-pixel loops walk a layer's blocks of four channels in: from the
+ * first block on (steps 0), or from the last one back (stream_step: minus two blocks' bytes, y_step
+ * -8: after a block the stream and y have moved one block on). The kernel alternates them pass by
+ * pass: a stream larger than a flash cache (mps2-an505-u575's 8 kB ICACHE, LRU) then starts each
+ * pass on the lines the previous pass fetched last, still cached, where the same order every pass
+ * evicts each line just before its next use. */
+typedef struct {
+    int32_t stream_step; /* bytes added to the stream pointer after each block */
+    int32_t y_step;      /* bytes added to y after each block */
+} mcu_block_order;
+
 /* Two output pixels per weight load (register blocking), for the pointwise layers' flat loop: the
  * packed stream is read once per pair of pixels, so each loaded weight word feeds two SMLAD. The
  * column holds both pixels' columns interleaved by tap pair (mcu_column2_s8: word 2j is pixel A's
@@ -510,13 +521,13 @@ static inline void mcu_column2_s8(const int8_t *xa, const int8_t *xb, int32_t kp
  * store tail are chosen by LDR PC from the state (a branch to a label of this assembly, not a call:
  * mcu/stack.py's bound holds).
  *
- * The state, 10 words right after the 2 kp column taps (r4 points there after the dot product):
- * sentinel, column start, entry address, y (pixel A), y_end, min4, max4, store tail, saved r7, and
- * the distance from pixel A's outputs to pixel B's. The requantization reads each channel's four
+ * The state, 12 words right after the 2 kp column taps (r4 points there after the dot product):
+ * sentinel, column start, entry address, y (pixel A), y_end, min4, max4, store tail, saved r7, the
+ * distance from pixel A's outputs to pixel B's, and the block order's two steps (mcu_block_order). The requantization reads each channel's four
  * words with one LDM for pixel A and K again (LDRD, with write-back) for pixel B: SMLAL overwrites
  * K, and there are no registers for both copies; the multiplier and shift stay (the BIC works in the
  * accumulator, dead by then). */
-#define MCU_PIXEL2_SPARE 20 /* the state of mcu_pixel2_packed: 10 words */
+#define MCU_PIXEL2_SPARE 24 /* the state of mcu_pixel2_packed: 12 words */
 #define MCU_PX2_PASS 8      /* tap pairs per pass: 352 bytes of loop */
 #define MCU_PX2_STR2(x) #x
 #define MCU_PX2_STR(x) MCU_PX2_STR2(x)
@@ -571,6 +582,7 @@ static inline void mcu_column2_s8(const int8_t *xa, const int8_t *xb, int32_t kp
     "sel " r ", " r ", r7\n\t"
 
 #define MCU_PX2_ASM(unit, bytes)                                                                        \
+        "strd r10, r11, [r4, #40]\n\t"                                                                  \
         "str r7, [r4, #32]\n\t"                                                                         \
         "mov r7, #0x80008000\n\t"                                                                       \
         "strd r7, r0, [r4]\n\t"                                                                         \
@@ -608,6 +620,9 @@ static inline void mcu_column2_s8(const int8_t *xa, const int8_t *xb, int32_t kp
         "strb r10, [lr, #2]\n\t"                                                                        \
         "strb r11, [lr, #3]\n\t"                                                                        \
         "strb r8, [lr]\n\t"                                                                             \
+        "ldrd r12, lr, [r4, #40]\n\t"                                                                  \
+        "add r5, r5, r12\n\t"                                                                           \
+        "add r6, r6, lr\n\t"                                                                            \
         "str r6, [r4, #12]\n\t"                                                                         \
         "cmp r6, r7\n\t"                                                                                \
         "bne 5f\n\t"                                                                                    \
@@ -622,6 +637,9 @@ static inline void mcu_column2_s8(const int8_t *xa, const int8_t *xb, int32_t kp
         "ldr r12, [r4, #36]\n\t"                                                                        \
         "str r8, [r6, r12]\n\t"                                                                         \
         "str r0, [r6], #4\n\t"                                                                          \
+        "ldrd r12, lr, [r4, #40]\n\t"                                                                  \
+        "add r5, r5, r12\n\t"                                                                           \
+        "add r6, r6, lr\n\t"                                                                            \
         "str r6, [r4, #12]\n\t"                                                                         \
         "cmp r6, r7\n\t"                                                                                \
         "beq 8f\n\t"                                                                                    \
@@ -654,7 +672,8 @@ static inline void mcu_column2_s8(const int8_t *xa, const int8_t *xb, int32_t kp
  * col2 of kp taps (a positive multiple of 4) and MCU_PIXEL2_SPARE more int16; returns the stream
  * after the last block. */
 static inline const int32_t *mcu_pixel2_packed(const int16_t *col2, int32_t kp, const int32_t *blob, int8_t *y,
-                                               int8_t *y_end, int32_t stride, const uint32_t *bounds, int clamp)
+                                               int8_t *y_end, int32_t stride, const uint32_t *bounds, int clamp,
+                                               const mcu_block_order *order)
 {
     register const int16_t *c0 __asm__("r0") = col2;
     register int8_t *yp __asm__("r1") = y;
@@ -665,10 +684,13 @@ static inline const int32_t *mcu_pixel2_packed(const int16_t *col2, int32_t kp, 
     register const uint32_t *b __asm__("r6") = bounds;
     register int32_t taps __asm__("r8") = kp;
     register int32_t dist __asm__("r9") = stride;
+    register int32_t wstep __asm__("r10") = order->stream_step;
+    register int32_t ystep __asm__("r11") = order->y_step;
     __asm__ volatile(MCU_PX2_ASM(MCU_PX2_UNIT, MCU_PX2_STR(MCU_PX2_UNIT_BYTES))
-                     : "+r"(c0), "+r"(yp), "+r"(ye), "+r"(tail), "+r"(st), "+r"(w), "+r"(b), "+r"(taps), "+r"(dist)
+                     : "+r"(c0), "+r"(yp), "+r"(ye), "+r"(tail), "+r"(st), "+r"(w), "+r"(b), "+r"(taps), "+r"(dist),
+                       "+r"(wstep), "+r"(ystep)
                      :
-                     : "r10", "r11", "r12", "lr", "cc", "memory");
+                     : "r12", "lr", "cc", "memory");
     return w;
 }
 
@@ -702,7 +724,7 @@ static inline const int32_t *mcu_pixel2_packed(const int16_t *col2, int32_t kp, 
     MCU_PX2_MACS
 static inline const int32_t *mcu_pixel2_packed_split(const int16_t *col, int32_t kp, const int32_t *blob, int8_t *y,
                                                      int8_t *y_end, int32_t stride, const uint32_t *bounds,
-                                                     int clamp)
+                                                     int clamp, const mcu_block_order *order)
 {
     register const int16_t *c0 __asm__("r0") = col;
     register int8_t *yp __asm__("r1") = y;
@@ -713,10 +735,13 @@ static inline const int32_t *mcu_pixel2_packed_split(const int16_t *col, int32_t
     register const uint32_t *b __asm__("r6") = bounds;
     register int32_t taps __asm__("r8") = kp;
     register int32_t dist __asm__("r9") = stride;
+    register int32_t wstep __asm__("r10") = order->stream_step;
+    register int32_t ystep __asm__("r11") = order->y_step;
     __asm__ volatile(MCU_PX2_ASM(MCU_PX2_UNIT_SPLIT, MCU_PX2_STR(MCU_PX2_UNIT_BYTES))
-                     : "+r"(c0), "+r"(yp), "+r"(ye), "+r"(tail), "+r"(st), "+r"(w), "+r"(b), "+r"(taps), "+r"(dist)
+                     : "+r"(c0), "+r"(yp), "+r"(ye), "+r"(tail), "+r"(st), "+r"(w), "+r"(b), "+r"(taps), "+r"(dist),
+                       "+r"(wstep), "+r"(ystep)
                      :
-                     : "r10", "r11", "r12", "lr", "cc", "memory");
+                     : "r12", "lr", "cc", "memory");
     return w;
 }
 
@@ -735,8 +760,8 @@ static inline const int32_t *mcu_pixel2_packed_split(const int16_t *col, int32_t
  *
  * The state, 13 words right after pixel A's kp taps: sentinel, column start, entry address, y (pixel
  * A's next outputs), y_end, min4, max4, the pixels' distance, the current tail, the tails of the
- * first and second channel pair, the block's start, saved r7. */
-#define MCU_PIXEL4_SPARE 28 /* int16: 13 words of state, rounded up to keep the columns 8-byte apart */
+ * first and second channel pair, the block's start, saved r7, the block order's two steps. */
+#define MCU_PIXEL4_SPARE 32 /* int16: 15 words of state, rounded up to keep the columns 8-byte apart */
 #define MCU_PIXEL4_TAPS MCU_PIXEL2_SPLIT_TAPS
 #define MCU_PIXEL4_B (MCU_PIXEL4_TAPS + MCU_PIXEL4_SPARE) /* int16 */
 #ifndef MCU_PIXEL4_STREAM_MIN
@@ -794,7 +819,8 @@ static inline const int32_t *mcu_pixel2_packed_split(const int16_t *col, int32_t
  * their columns (kp taps each, a positive multiple of 4, MCU_PIXEL4_B int16 apart from col); returns
  * the stream after the last block. */
 static inline const int32_t *mcu_pixel4_packed_split(const int16_t *col, int32_t kp, const int32_t *blob, int8_t *y,
-                                                     int8_t *y_end, int32_t stride, const uint32_t *bounds)
+                                                     int8_t *y_end, int32_t stride, const uint32_t *bounds,
+                                                     const mcu_block_order *order)
 {
     register const int16_t *c0 __asm__("r0") = col;
     register int8_t *yp __asm__("r1") = y;
@@ -804,7 +830,10 @@ static inline const int32_t *mcu_pixel4_packed_split(const int16_t *col, int32_t
     register const uint32_t *b __asm__("r6") = bounds;
     register int32_t taps __asm__("r8") = kp;
     register int32_t dist __asm__("r9") = stride;
+    register int32_t wstep __asm__("r10") = order->stream_step;
+    register int32_t ystep __asm__("r11") = order->y_step;
     __asm__ volatile(
+        "strd r10, r11, [r4, #52]\n\t"
         "str r7, [r4, #48]\n\t"
         "mov r7, #0x80008000\n\t"
         "str r7, [r4]\n\t"
@@ -839,6 +868,10 @@ static inline const int32_t *mcu_pixel4_packed_split(const int16_t *col, int32_t
         "31:\n\t" /* after the second: the next block, or the end */
         "add r5, r5, #24\n\t"
         MCU_PX4_TAIL
+        "ldrd r12, lr, [r4, #52]\n\t"
+        "add r5, r5, r12\n\t"
+        "add r6, r6, lr\n\t"
+        "str r6, [r4, #12]\n\t"
         "cmp r6, r7\n\t"
         "beq 8f\n\t"
         "5:\n\t"
@@ -868,9 +901,10 @@ static inline const int32_t *mcu_pixel4_packed_split(const int16_t *col, int32_t
         "ldr pc, [r4, #32]\n\t"
         "8:\n\t"
         "ldr r7, [r4, #48]\n\t"
-        : "+r"(c0), "+r"(yp), "+r"(ye), "+r"(st), "+r"(w), "+r"(b), "+r"(taps), "+r"(dist)
+        : "+r"(c0), "+r"(yp), "+r"(ye), "+r"(st), "+r"(w), "+r"(b), "+r"(taps), "+r"(dist), "+r"(wstep),
+          "+r"(ystep)
         :
-        : "r3", "r10", "r11", "r12", "lr", "cc", "memory");
+        : "r3", "r12", "lr", "cc", "memory");
     return w;
 }
 #undef MCU_PX4_TAIL

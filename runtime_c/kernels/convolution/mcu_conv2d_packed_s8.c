@@ -155,6 +155,28 @@ static inline void window_column(const mcu_conv2d_s8_params *p, const window_t *
     mcu_conv_column_s16(p, x_n, oh, ow, kp, col, raw);
 }
 
+#if MCU_S8_DSP_NATIVE
+/* A pass of the pixel-pair or four-pixel loops over every block (l->cout a multiple of 4) of the
+ * pixel whose outputs start at y: from the first block on, or back from the last (mcu_block_order),
+ * the loops alternating them pass by pass. */
+typedef struct {
+    mcu_block_order order;
+    const int32_t *blob;
+    int8_t *y, *y_end;
+} pass_t;
+
+static inline pass_t pass_of(const layer_t *l, const int32_t *packed, int8_t *y, int back)
+{
+    if (!back) {
+        return (pass_t){{0, 0}, packed, y, y + l->cout};
+    }
+    /* y_end is one block before y: compared, never stored through (as an address it may lie before
+     * the output) */
+    return (pass_t){{-8 * l->words, -8}, packed + (l->cout / 4 - 1) * l->words, y + l->cout - 4,
+                    (int8_t *)((uintptr_t)y - 4u)};
+}
+#endif
+
 /* The K words of a right shift R and output offset (mcu_packed_rq_s8), as tuned.pack_layer makes them. */
 static void packed_k(int32_t r, int32_t output_offset, uint32_t *lo, int32_t *hi)
 {
@@ -267,10 +289,10 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
              * pixel at a time (after pixel i's), so the order stays safe. Such layers are where the
              * planner overlaps a wider output with its input (mobilenet_v1's channel doublings): one
              * pixel at a time streamed their weights once per pixel. */
-            for (; i >= 1; i -= 2) {
+            for (int back = 0; i >= 1; i -= 2, back ^= 1) {
+                const pass_t t = pass_of(&l, packed, output + (i - 1) * bo, back);
                 mcu_column2_s8(input + (i - 1) * bi, input + i * bi, kp, p->input_offset, col);
-                mcu_pixel2_packed(col, kp, packed, output + (i - 1) * bo, output + (i - 1) * bo + bo, out.c,
-                                  l.bounds, l.clamp);
+                mcu_pixel2_packed(col, kp, t.blob, t.y, t.y_end, out.c, l.bounds, l.clamp, &t.order);
             }
             mcu_pixel_packed_start(col, kp); /* the pairs' state overwrote the one-pixel loop's */
         }
@@ -295,9 +317,10 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
 #if MCU_S8_DSP_NATIVE
         if (pixels >= 2 && pw_pairs) {
             /* two pixels per pass, each weight word loaded once for both (gemm_s8_dsp.h) */
-            for (; i + 2 <= pixels; i += 2, x += 2 * in.c, y += 2 * out.c) {
+            for (int back = 0; i + 2 <= pixels; i += 2, x += 2 * in.c, y += 2 * out.c, back ^= 1) {
+                const pass_t t = pass_of(&l, packed, y, back);
                 mcu_column2_s8(x, x + in.c, kp, p->input_offset, col);
-                mcu_pixel2_packed(col, kp, packed, y, y + out.c, out.c, l.bounds, l.clamp);
+                mcu_pixel2_packed(col, kp, t.blob, t.y, t.y_end, out.c, l.bounds, l.clamp, &t.order);
             }
             mcu_pixel_packed_start(col, kp); /* the pairs' state overwrote the one-pixel loop's */
         }
@@ -319,6 +342,9 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
                       (int64_t)out.c * (2 * (int64_t)kp + 20) > MCU_PIXEL4_STREAM_MIN;
 #endif
     const window_t g = window_of(p);
+#if MCU_S8_DSP_NATIVE && MCU_PACKED_WINDOWS
+    int back = 0; /* the next pass's block order (pass_of) */
+#endif
     for (int32_t b = 0; b < in.n; ++b) {
         const int8_t *x_n = input + (int64_t)b * in.h * in.w * in.c;
         int8_t *y_n = output + (int64_t)b * hw * out.c;
@@ -332,7 +358,9 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
                     for (int32_t j = 0; j < 4; ++j) {
                         window_column(p, &g, x_n, oh, ow + j, kp, col + j * MCU_PIXEL4_B, raw);
                     }
-                    mcu_pixel4_packed_split(col, kp, packed, y, y + out.c, out.c, l.bounds);
+                    const pass_t t = pass_of(&l, packed, y, back);
+                    back ^= 1;
+                    mcu_pixel4_packed_split(col, kp, t.blob, t.y, t.y_end, out.c, l.bounds, &t.order);
                 }
             }
             if (pairs) {
@@ -341,7 +369,9 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
                     int8_t *y = y_n + (oh * out.w + ow) * out.c;
                     window_column(p, &g, x_n, oh, ow, kp, col, raw);
                     window_column(p, &g, x_n, oh, ow + 1, kp, col + MCU_PIXEL2_B, raw);
-                    mcu_pixel2_packed_split(col, kp, packed, y, y + out.c, out.c, l.bounds, l.clamp);
+                    const pass_t t = pass_of(&l, packed, y, back);
+                    back ^= 1;
+                    mcu_pixel2_packed_split(col, kp, t.blob, t.y, t.y_end, out.c, l.bounds, l.clamp, &t.order);
                 }
                 mcu_pixel_packed_start(col, kp); /* the pairs' state overwrote the one-pixel loop's */
             }
