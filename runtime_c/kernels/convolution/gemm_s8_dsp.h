@@ -546,12 +546,12 @@ typedef struct {
     "smlad r10, r7, r12, r10\n\t"                                                                         \
     "smlad r3, r6, lr, r3\n\t"                                                                            \
     "smlad r11, r7, lr, r11\n\t"
-#define MCU_PX2_UNIT                                                                                      \
+#define MCU_PX2_LOADS                                                                                     \
     "ldr.w r6, [r4], #4\n\t"                                                                              \
     "ldr.w r7, [r4], #4\n\t"                                                                              \
     "ldr.w r12, [r5], #4\n\t"                                                                             \
-    "ldr.w lr, [r5], #4\n\t"                                                                              \
-    MCU_PX2_MACS
+    "ldr.w lr, [r5], #4\n\t"
+#define MCU_PX2_UNIT MCU_PX2_LOADS MCU_PX2_MACS
 #define MCU_PX2_UNIT_BYTES 56 /* 14 wide instructions */
 /* One channel's requantization (mcu_packed_rq_s8) for both pixels: a and b are its accumulators. */
 #define MCU_PX2_RQ(a, b)                                                                                  \
@@ -581,7 +581,7 @@ typedef struct {
     "ssub8 r12, r7, " r "\n\t"                                                                            \
     "sel " r ", " r ", r7\n\t"
 
-#define MCU_PX2_ASM(unit, bytes)                                                                        \
+#define MCU_PX2_ASM(loads, unit, bytes, col_back)                                                       \
         "strd r10, r11, [r4, #40]\n\t"                                                                  \
         "str r7, [r4, #32]\n\t"                                                                         \
         "mov r7, #0x80008000\n\t"                                                                       \
@@ -595,7 +595,7 @@ typedef struct {
         "rsb r8, r8, #0\n\t"                                                                            \
         "and r8, r8, #(" MCU_PX2_STR(MCU_PX2_PASS) " - 1)\n\t"                                          \
         "mov r10, #" bytes "\n\t"                                                                       \
-        "adr.w r6, 6f\n\t"                                                                              \
+        "adr.w r6, 12f\n\t"                                                                             \
         "mla r6, r8, r10, r6\n\t"                                                                       \
         "orr r6, r6, #1\n\t"                                                                            \
         "str r6, [r4, #8]\n\t"                                                                          \
@@ -653,16 +653,21 @@ typedef struct {
         "ldr r4, [r6, #4]\n\t"                                                                          \
         "ldr pc, [r6, #8]\n\t"                                                                          \
         /* the passes' first instruction, a branch target, is 32-bit: on a word it takes no longer      \
-         * refill (docs/cycles.md); the padding follows an unconditional branch and never runs */       \
+         * refill (docs/cycles.md); the padding follows an unconditional branch and never runs. The     \
+         * loop is rotated: each pass ends with the first tap pair's loads of the next, whose first     \
+         * word is the sentinel after the last pass (no load of its own: 2 cycles less per pass); the   \
+         * first pass enters at a copy of those loads (12) or further on */                             \
         ".balign 4\n\t"                                                                                 \
-        "6:\n\t.rept " MCU_PX2_STR(MCU_PX2_PASS) "\n\t" unit ".endr\n\t"                                \
+        "12:\n\t" loads                                                                                  \
+        "6:\n\t" MCU_PX2_MACS ".rept " MCU_PX2_STR(MCU_PX2_PASS) " - 1\n\t" unit ".endr\n\t" loads     \
         "9:\n\t"                                                                                        \
-        ".if (9b - 6b) - " bytes " * " MCU_PX2_STR(MCU_PX2_PASS) "\n\t"                                 \
+        ".if (9b - 12b) - " bytes " * " MCU_PX2_STR(MCU_PX2_PASS) " - 16\n\t"                           \
         ".error \"mcu_pixel2_packed: the tap pairs are not all wide instructions\"\n\t"                 \
         ".endif\n\t"                                                                                    \
-        "ldr r12, [r4]\n\t"                                                                             \
-        "cmp r12, #0x80008000\n\t"                                                                      \
+        "cmp r6, #0x80008000\n\t"                                                                       \
         "bne 6b\n\t"                                                                                    \
+        "sub r4, r4, #" col_back "\n\t" /* back to the sentinel and the block's requantization */      \
+        "sub r5, r5, #8\n\t"                                                                            \
         MCU_PX2_RQ("r0", "r8") MCU_PX2_RQ("r1", "r9") MCU_PX2_RQ("r2", "r10") MCU_PX2_RQ("r3", "r11")   \
         "ldr pc, [r4, #28]\n\t"                                                                         \
         "8:\n\t"                                                                                        \
@@ -686,7 +691,7 @@ static inline const int32_t *mcu_pixel2_packed(const int16_t *col2, int32_t kp, 
     register int32_t dist __asm__("r9") = stride;
     register int32_t wstep __asm__("r10") = order->stream_step;
     register int32_t ystep __asm__("r11") = order->y_step;
-    __asm__ volatile(MCU_PX2_ASM(MCU_PX2_UNIT, MCU_PX2_STR(MCU_PX2_UNIT_BYTES))
+    __asm__ volatile(MCU_PX2_ASM(MCU_PX2_LOADS, MCU_PX2_UNIT, MCU_PX2_STR(MCU_PX2_UNIT_BYTES), "8")
                      : "+r"(c0), "+r"(yp), "+r"(ye), "+r"(tail), "+r"(st), "+r"(w), "+r"(b), "+r"(taps), "+r"(dist),
                        "+r"(wstep), "+r"(ystep)
                      :
@@ -716,12 +721,12 @@ static inline const int32_t *mcu_pixel2_packed(const int16_t *col2, int32_t kp, 
 #endif
 #define MCU_PIXEL2_B (MCU_PIXEL2_SPLIT_TAPS + MCU_PIXEL2_SPARE) /* int16 */
 
-#define MCU_PX2_UNIT_SPLIT                                                                                \
-    "ldr.w r7, [r4, #(2 * " MCU_PX2_STR(MCU_PIXEL2_B) ")]\n\t"                                             \
+#define MCU_PX2_LOADS_SPLIT                                                                               \
     "ldr.w r6, [r4], #4\n\t"                                                                              \
+    "ldr.w r7, [r4, #(2 * " MCU_PX2_STR(MCU_PIXEL2_B) " - 4)]\n\t"                                         \
     "ldr.w r12, [r5], #4\n\t"                                                                             \
-    "ldr.w lr, [r5], #4\n\t"                                                                              \
-    MCU_PX2_MACS
+    "ldr.w lr, [r5], #4\n\t"
+#define MCU_PX2_UNIT_SPLIT MCU_PX2_LOADS_SPLIT MCU_PX2_MACS
 static inline const int32_t *mcu_pixel2_packed_split(const int16_t *col, int32_t kp, const int32_t *blob, int8_t *y,
                                                      int8_t *y_end, int32_t stride, const uint32_t *bounds,
                                                      int clamp, const mcu_block_order *order)
@@ -737,7 +742,7 @@ static inline const int32_t *mcu_pixel2_packed_split(const int16_t *col, int32_t
     register int32_t dist __asm__("r9") = stride;
     register int32_t wstep __asm__("r10") = order->stream_step;
     register int32_t ystep __asm__("r11") = order->y_step;
-    __asm__ volatile(MCU_PX2_ASM(MCU_PX2_UNIT_SPLIT, MCU_PX2_STR(MCU_PX2_UNIT_BYTES))
+    __asm__ volatile(MCU_PX2_ASM(MCU_PX2_LOADS_SPLIT, MCU_PX2_UNIT_SPLIT, MCU_PX2_STR(MCU_PX2_UNIT_BYTES), "4")
                      : "+r"(c0), "+r"(yp), "+r"(ye), "+r"(tail), "+r"(st), "+r"(w), "+r"(b), "+r"(taps), "+r"(dist),
                        "+r"(wstep), "+r"(ystep)
                      :
@@ -767,21 +772,23 @@ static inline const int32_t *mcu_pixel2_packed_split(const int16_t *col, int32_t
 #ifndef MCU_PIXEL4_STREAM_MIN
 #define MCU_PIXEL4_STREAM_MIN 8192 /* bytes of a layer's stream from which four pixels run per pass */
 #endif
-#define MCU_PX4_UNIT                                                                                      \
-    "ldr.w r6, [r4, #(2 * " MCU_PX2_STR(MCU_PIXEL4_B) ")]\n\t"                                             \
-    "ldr.w r7, [r4, #(4 * " MCU_PX2_STR(MCU_PIXEL4_B) ")]\n\t"                                             \
+#define MCU_PX4_LOADS                                                                                     \
+    "ldr.w r6, [r4], #4\n\t"                                                                              \
+    "ldr.w r7, [r4, #(2 * " MCU_PX2_STR(MCU_PIXEL4_B) " - 4)]\n\t"                                         \
     "ldr.w lr, [r5, #4]\n\t"                                                                              \
-    "ldr.w r12, [r5], #16\n\t"                                                                            \
-    "smlad r2, r6, r12, r2\n\t"                                                                           \
-    "smlad r3, r6, lr, r3\n\t"                                                                            \
-    "smlad r8, r7, r12, r8\n\t"                                                                           \
-    "smlad r9, r7, lr, r9\n\t"                                                                            \
-    "ldr.w r6, [r4, #(6 * " MCU_PX2_STR(MCU_PIXEL4_B) ")]\n\t"                                             \
-    "ldr.w r7, [r4], #4\n\t"                                                                             \
-    "smlad r10, r6, r12, r10\n\t"                                                                         \
-    "smlad r11, r6, lr, r11\n\t"                                                                          \
-    "smlad r0, r7, r12, r0\n\t"                                                                           \
-    "smlad r1, r7, lr, r1\n\t"
+    "ldr.w r12, [r5], #16\n\t"
+#define MCU_PX4_MACS                                                                                      \
+    "smlad r0, r6, r12, r0\n\t"                                                                           \
+    "smlad r1, r6, lr, r1\n\t"                                                                            \
+    "smlad r2, r7, r12, r2\n\t"                                                                           \
+    "smlad r3, r7, lr, r3\n\t"                                                                            \
+    "ldr.w r6, [r4, #(4 * " MCU_PX2_STR(MCU_PIXEL4_B) " - 4)]\n\t"                                         \
+    "ldr.w r7, [r4, #(6 * " MCU_PX2_STR(MCU_PIXEL4_B) " - 4)]\n\t"                                         \
+    "smlad r8, r6, r12, r8\n\t"                                                                           \
+    "smlad r9, r6, lr, r9\n\t"                                                                            \
+    "smlad r10, r7, r12, r10\n\t"                                                                         \
+    "smlad r11, r7, lr, r11\n\t"
+#define MCU_PX4_UNIT MCU_PX4_LOADS MCU_PX4_MACS
 /* One channel's requantization for the four pixels (a, b, c, d its accumulators): the first LDM
  * loads K, the multiplier and the shift; the other pixels reload K alone (SMLAL overwrites it). */
 #define MCU_PX4_RQ1(a, k)                                                                                 \
@@ -847,7 +854,7 @@ static inline const int32_t *mcu_pixel4_packed_split(const int16_t *col, int32_t
         "rsb r8, r8, #0\n\t"
         "and r8, r8, #(" MCU_PX2_STR(MCU_PX2_PASS) " - 1)\n\t"
         "mov r10, #56\n\t"
-        "adr.w r6, 6f\n\t"
+        "adr.w r6, 12f\n\t"
         "mla r6, r8, r10, r6\n\t"
         "orr r6, r6, #1\n\t"
         "str r6, [r4, #8]\n\t"
@@ -889,15 +896,17 @@ static inline const int32_t *mcu_pixel4_packed_split(const int16_t *col, int32_t
         "mov r6, r4\n\t"
         "ldr r4, [r6, #4]\n\t"
         "ldr pc, [r6, #8]\n\t"
-        ".balign 4\n\t"
-        "6:\n\t.rept " MCU_PX2_STR(MCU_PX2_PASS) "\n\t" MCU_PX4_UNIT ".endr\n\t"
+        ".balign 4\n\t" /* rotated as mcu_pixel2_packed's loop */
+        "12:\n\t" MCU_PX4_LOADS
+        "6:\n\t" MCU_PX4_MACS ".rept " MCU_PX2_STR(MCU_PX2_PASS) " - 1\n\t" MCU_PX4_UNIT ".endr\n\t" MCU_PX4_LOADS
         "9:\n\t"
-        ".if (9b - 6b) - 56 * " MCU_PX2_STR(MCU_PX2_PASS) "\n\t"
+        ".if (9b - 12b) - 56 * " MCU_PX2_STR(MCU_PX2_PASS) " - 16\n\t"
         ".error \"mcu_pixel4_packed_split: the tap pairs are not all wide instructions\"\n\t"
         ".endif\n\t"
-        "ldr r12, [r4]\n\t"
-        "cmp r12, #0x80008000\n\t"
+        "cmp r6, #0x80008000\n\t"
         "bne 6b\n\t"
+        "sub r4, r4, #4\n\t"
+        "sub r5, r5, #16\n\t"
         "ldr pc, [r4, #32]\n\t"
         "8:\n\t"
         "ldr r7, [r4, #48]\n\t"
@@ -920,7 +929,12 @@ static inline const int32_t *mcu_pixel4_packed_split(const int16_t *col, int32_t
 #undef MCU_PX4_RQ
 #undef MCU_PX4_RQ1
 #undef MCU_PX4_UNIT
+#undef MCU_PX4_MACS
+#undef MCU_PX4_LOADS
 #undef MCU_PX2_UNIT_SPLIT
+#undef MCU_PX2_LOADS_SPLIT
+#undef MCU_PX2_LOADS
+#undef MCU_PX2_MACS
 #undef MCU_PX2_ASM
 #undef MCU_PX2_CLAMP
 #undef MCU_PX2_PACK
