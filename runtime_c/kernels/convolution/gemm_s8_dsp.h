@@ -528,7 +528,7 @@ typedef struct {
  * K, and there are no registers for both copies; the multiplier and shift stay (the BIC works in the
  * accumulator, dead by then). */
 #define MCU_PIXEL2_SPARE 24 /* the state of mcu_pixel2_packed: 12 words */
-#define MCU_PX2_PASS 8      /* tap pairs per pass: 352 bytes of loop */
+#define MCU_PX2_PASS 8      /* tap pairs per pass: 464 bytes of loop with the rotated loads */
 #define MCU_PX2_STR2(x) #x
 #define MCU_PX2_STR(x) MCU_PX2_STR2(x)
 /* The tap pair's eight SMLAD, A's word in r6 and B's in r7, the first two channels' weight words in r12
@@ -760,10 +760,10 @@ static inline const int32_t *mcu_pixel2_packed_split(const int16_t *col, int32_t
  * (single loads pipeline), as mcu_pixel2_packed_split's. The requantization keeps each channel's
  * multiplier and shift in registers and reloads only K (LDRD) for the next pixel; each pixel's two
  * bytes are stored with STRH, clamped byte-wise as MCU_PX2_CLAMP does (a full int8 range clamps
- * nothing). (14 instructions per tap pair: the loop is 448 bytes.) Every window the pairs take runs
+ * nothing). (14 instructions per tap pair: the loop is 464 bytes.) Every window the pairs take runs
  * here too (resnet8's 576-tap layers: 74 kB of weights, once per four pixels instead of two).
  *
- * The state, 13 words right after pixel A's kp taps: sentinel, column start, entry address, y (pixel
+ * The state, 15 words right after pixel A's kp taps: sentinel, column start, entry address, y (pixel
  * A's next outputs), y_end, min4, max4, the pixels' distance, the current tail, the tails of the
  * first and second channel pair, the block's start, saved r7, the block order's two steps. */
 #define MCU_PIXEL4_SPARE 32 /* int16: 15 words of state, rounded up to keep the columns 8-byte apart */

@@ -95,6 +95,7 @@ static window_t window_of(const mcu_conv2d_s8_params *p)
     return g;
 }
 
+#if MCU_S8_DSP_NATIVE
 /* n int16 zeros (n a multiple of 16) in words: mcu_zero_s16 stores one int16 at a time. */
 static inline void zero_s16(int16_t *dst, int32_t n)
 {
@@ -112,7 +113,6 @@ static inline void zero_s16(int16_t *dst, int32_t n)
     }
 }
 
-#if MCU_S8_DSP_NATIVE
 /* The column of a window over the padding: each kernel row's in-input pixels through
  * mcu_window_column_s16, zeros around (a padded tap contributes nothing). Apart from window_column,
  * whose inlined fast case it would crowd: about an eighth of resnet8's windows. */
