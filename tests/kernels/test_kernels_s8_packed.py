@@ -193,15 +193,39 @@ def test_packed_refuses_bad_arguments(lib) -> None:
 # --- on the simulated cores ------------------------------------------------------------------------------
 
 
+def _window_column_cases() -> list[dict]:
+    """3 x 3 layers whose window rows are whole 16-byte runs (mcu_window_column_s16 inside the input,
+    padded_column over the padding): 16 and 32 channels, kernel rows 1 and 2 apart, strides 1 and 2,
+    padding 0 and 1, rows of 4 to 9 outputs (pairs and a last pixel)."""
+    rng = np.random.default_rng(11)
+    cases = []
+    for cin, dh, stride, pad in [(16, 1, 1, 1), (16, 2, 1, 1), (32, 2, 2, 1), (16, 2, 1, 0), (32, 1, 2, 0),
+                                 (16, 1, 2, 1)]:
+        h, w, cout = 2 * dh + 3, 9 + stride * 3, 8
+        x = rng.integers(-128, 128, (1, h, w, cin)).astype(np.int8)
+        wt = rng.integers(-127, 128, (cout, 3, 3, cin)).astype(np.int8)
+        b = rng.integers(-(2**20), 2**20, cout).astype(np.int32)
+        m = rng.integers(2**29, 2**31 - 1, cout).astype(np.int64)
+        sh = rng.integers(-12, -6, cout).astype(np.int64)
+        oh, ow = (h + 2 * pad - 2 * dh - 1) // stride + 1, (w + 2 * pad - 3) // stride + 1
+        params = packed_params(x.shape, (1, oh, ow, cout), 3, 3, sh=stride, sw=stride, pt=pad, pl=pad, dh=dh,
+                               in_zp=int(rng.integers(-128, 128)), out_zp=int(rng.integers(-128, 128)))
+        expected = conv2d_s8(x, wt, b, m, sh, **params)
+        cases.append(dict(x=x, w=tuned.pack_layer(wt.reshape(cout, -1), b, m, sh, params["output_offset"]),
+                          params=params, expected=expected))
+    return cases
+
+
 @requires_qemu
 @pytest.mark.qemu
 @pytest.mark.parametrize("board_name", ["mps2-an505", "mps2-an386"])
 def test_packed_on_simulated_core(tmp_path: Path, board_name: str) -> None:
-    """60 random cases (a fifth at the extremes) with the native LDM/SMLAD/QADD paths."""
+    """60 random cases (a fifth at the extremes) with the native LDM/SMLAD/QADD paths, and the window
+    columns' assembly (_window_column_cases)."""
     from mcu.device.sim.qemu import run_qemu
     from mcu.device.toolchain import build_firmware
 
-    cases = firmware_cases(np.random.default_rng(7), 60)
+    cases = firmware_cases(np.random.default_rng(7), 60) + _window_column_cases()
     assert max(c["expected"].size for c in cases) <= 4096
     main = tmp_path / "main.c"
     main.write_text(packed_firmware_source(cases))
@@ -324,7 +348,7 @@ def _pixel_pair_case(draw) -> dict:
 @given(cases=st.lists(_pixel_pair_case(), min_size=24, max_size=24))
 def test_packed_pixel_pairs_on_core(tmp_path_factory, board_name: str, defines: dict, cases: list[dict]) -> None:
     """The two-pixel loops bit-exact with the reference on the core, batches of 24 layers; on the
-    Cortex-M33 every windowed layer of up to 320 taps and at least 4 pixels a row takes the four-pixel
+    Cortex-M33 every windowed layer (up to 640 taps) of at least 4 pixels a row takes the four-pixel
     loop first (its stream threshold at 0), the rest of the row pairs and a last pixel."""
     from mcu.device.sim.qemu import run_qemu
     from mcu.device.toolchain import build_firmware
