@@ -5,7 +5,7 @@ file's bundled test inputs, 10 log10(sum fp32^2 / sum (out - fp32)^2) over every
 the quantization took. ``mixed`` runs at ``--budget`` dB and lists each layer's weights after the figures.
 
     .venv/bin/python bench/bias_correction.py fc_autoencoder,ds_cnn,tcn --modes int8,w8a16,w4a8
-    .venv/bin/python bench/bias_correction.py tcn,kws_lstm --modes w8a16 --rounding nearest,gptq --corrected on
+    .venv/bin/python bench/bias_correction.py tcn,kws_lstm --modes w8a16 --rounding nearest,gptq,searched --corrected on
     .venv/bin/python bench/bias_correction.py resnet8 --modes mixed --budget 6
 """
 
@@ -24,7 +24,8 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("examples", help="comma-separated names under examples/")
     parser.add_argument("--modes", default="int8,w8a16,w4a8")
-    parser.add_argument("--rounding", default="nearest", help="comma-separated weight roundings: nearest, gptq")
+    parser.add_argument("--rounding", default=None,
+                        help="comma-separated weight roundings: nearest, gptq, searched (default: each mode's own)")
     parser.add_argument("--corrected", default="off,on", help="comma-separated bias corrections: off, on")
     parser.add_argument("--budget", type=float, default=3.0, help="--accuracy-budget of the mixed mode")
     args = parser.parse_args(argv)
@@ -48,7 +49,7 @@ def main(argv: list[str]) -> int:
                        t.quant.zero_point[0] if t.quant is not None else 0).astype(np.float64)
                 for o, t in zip(Reference(graph).run(flat), graph.outputs)]
 
-    modes, roundings = args.modes.split(","), args.rounding.split(",")
+    modes, roundings = args.modes.split(","), (args.rounding or "default").split(",")
     corrections = [c == "on" for c in args.corrected.split(",")]
     columns = [(m, r) for m in modes for r in roundings]
     title = " / ".join("on" if c else "off" for c in corrections)
@@ -62,7 +63,8 @@ def main(argv: list[str]) -> int:
                 start = time.perf_counter()
                 mixed = MixedOptions(args.budget) if mode == MIXED else None
                 lowered = lower_file(ROOT / "examples" / f"{name}.py", quantize=mode, mixed=mixed,
-                                     bias_correction=corrected, weight_rounding=rounding)
+                                     bias_correction=corrected,
+                                     weight_rounding=None if rounding == "default" else rounding)
                 seconds = time.perf_counter() - start
                 spec = lowered.spec
                 with torch.no_grad():

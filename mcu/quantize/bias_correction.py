@@ -10,8 +10,9 @@ as it runs with every layer before it already corrected.
 
 The quantized model is simulated on the prepared graph itself: every observer, which the calibration has
 already run, quantizes and dequantizes what passes it with the parameters it will give ``convert_pt2e``
-(the same ``quantized_decomposed`` ops the converted graph runs), weights included; the fp32 model is the
-same graph with the observers passing values through. Only the biases change: the lowering then quantizes
+(the same ``quantized_decomposed`` ops the converted graph runs), weights included, and a recurrent layer reads
+its matrices rounded per gate row as its lowering will round them; the fp32 model is the same graph with the
+observers passing values through. Only the biases change: the lowering then quantizes
 them to int32 (int64 at 16 bits) as any bias, so the integer reference, the generated C and the program
 files all read the corrected ones."""
 
