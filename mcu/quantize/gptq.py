@@ -149,7 +149,7 @@ def round_weights(gm: GraphModule, calibration: Sequence[tuple[torch.Tensor, ...
     GPTQ spends its columns on the error that is left. ``float_weights``: by get_attr target, the fp32 values of
     weights the graph holds rounded already; ``recurrent_only``: only the recurrent layers."""
     samples = [tuple(batch) for batch in calibration]
-    if not samples:
+    if not samples or (recurrent_only and not any(n.target in RECURRENT for n in gm.graph.nodes)):
         return []
     # the quantized model (observers quantize, weights rounded as far as done) and the fp32 one beside it
     walk = TwinWalk(gm, samples, dict(float_weights or {}))
