@@ -11,8 +11,9 @@ whose two matrices have a scale each per gate row and are scored together, cross
 correction, which takes out each channel's mean output error afterwards, H is taken about the inputs' means. The
 layers go in graph order, each with the inputs the layers before it, already searched, give it.
 
-A ratio fitted to few calibration samples also fits their noise. So a layer keeps min/max unless the ratios
-chosen on the even calibration samples leave the odd ones less error than min/max, and the other way round.
+A ratio fitted to few calibration samples also fits their noise. So a layer keeps min/max unless each half of
+the calibration samples gives it at least twice as many input rows as it has columns and the ratios chosen on the
+even samples leave the odd ones less error than min/max, and the other way round.
 
 Convolution, depthwise and linear layers get their scales through their weight observers (their min and max
 set to the chosen range), which ``convert_pt2e`` then quantizes with. Recurrent matrices have no observer (their
@@ -31,7 +32,7 @@ import torch
 from torch.fx import GraphModule, Node
 
 from mcu.quantize.bias_correction import RECURRENT, TwinWalk, attr_value, fake_quantize, set_attr_value
-from mcu.quantize.gptq import CONVOLUTIONS, LINEAR, input_columns, weight_observer
+from mcu.quantize.gptq import CONVOLUTIONS, LINEAR, input_columns, recurrent_rows, weight_observer
 from mcu.reference.recurrent import symmetric_rows
 
 # the candidate scales: the largest magnitude over the largest code, times 1, 0.995, ..., 0.8
@@ -189,16 +190,6 @@ def _search_layer(gm: GraphModule, modules: dict[str, Any], layer: Node, quant: 
     return Searched(layer.name, minmax, searched)
 
 
-def _hidden_inputs(layer: Node, env: dict[Node, Any]) -> torch.Tensor:
-    """One sample's rows of what a recurrent layer's matrices read: [steps * batch, input + hidden], the step's
-    input beside the hidden state before it (zero at the first step), the hidden states from the layer as the
-    quantized model runs it (with fp32 matrices: statistics, which their rounding hardly moves)."""
-    x = env[layer.args[0]].double()
-    h = layer.target(*[env[a] if isinstance(a, Node) else a for a in layer.args]).double()  # type: ignore[operator]
-    before = torch.cat([torch.zeros_like(h[:, :1]), h[:, :-1]], dim=1)
-    return torch.cat([x, before], dim=2).reshape(-1, x.shape[-1] + h.shape[-1])
-
-
 def _search_recurrent(gm: GraphModule, layer: Node, quant: list[dict[Node, Any]], centered: bool) -> Searched | None:
     """An LSTM's or GRU's two matrices' gate-row scales, scored together; the chosen codes times scales written
     into the graph's weights."""
@@ -210,7 +201,8 @@ def _search_recurrent(gm: GraphModule, layer: Node, quant: list[dict[Node, Any]]
     n_in = mats[0].shape[1]
     halves = [_Second.zeros(n_in + mats[1].shape[1]) for _ in range(2)]
     for k, env in enumerate(quant):
-        halves[k % 2].add(_hidden_inputs(layer, env))
+        # the hidden states with fp32 matrices: statistics, which their rounding hardly moves
+        halves[k % 2].add(recurrent_rows(layer, env, (env[sources[0]], env[sources[1]])))
     if not _enough(halves, halves[0].xx.shape[0]):
         return None
     amaxes = [torch.clamp(m.abs().amax(dim=1), min=ROW_FLOOR) for m in mats]
