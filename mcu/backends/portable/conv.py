@@ -72,6 +72,9 @@ def _linear_dyn(op: Op, ref: Ref) -> KernelCall:
 S4_CALLS = {"mcu_conv2d_s4": ("mcu_conv2d_s4", "mcu_conv2d_packed_s8"),
             "mcu_depthwise_conv2d_s4": ("mcu_depthwise_conv2d_s4", "mcu_depthwise_conv2d_s8"),
             "mcu_linear_s4": ("mcu_linear_s4",)}
+# On Helium cores a convolution with that scratch widens its weights to int8 there instead and runs the int8
+# kernel's MVE paths (convolution/mve_conv_s4.h); other cores leave it unreferenced, and the linker drops it.
+S4_WIDE_CALL = "mcu_conv2d_s8"
 
 
 def s4_weights(op: Op) -> Tensor:
@@ -135,6 +138,8 @@ def _matrix_s4(op: Op, ref: Ref) -> KernelCall:
                 "linear": "mcu_linear_s4"}[op.kind]
     operands = [w if o is op.inputs[1] else o for o in quant_operands(op)]
     sources = [f for f in S4_CALLS[function] if f != "mcu_conv2d_packed_s8" or s4_stream_bytes(op)]
+    if function == "mcu_conv2d_s4" and s4_stream_bytes(op):
+        sources.append(S4_WIDE_CALL)
     return KernelCall(function, ["&ctx", "&params", "&quant", ref(x), ref(w), ref(b), ref(op.output)],
                       [f"{f}.c" for f in sources], params_type, params, locals=quant_locals(op, ref),
                       operands=operands)

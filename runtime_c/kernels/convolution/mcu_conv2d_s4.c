@@ -38,8 +38,10 @@ int32_t mcu_conv2d_s4_get_buffer_size(const mcu_conv2d_s8_params *p)
     return words <= INT32_MAX / 4 ? (int32_t)(words * 4) : 0;
 }
 
+#include "mve_conv_s4.h" /* (after MCU_S4_STREAM: its widened path runs mcu_conv2d_s8 in those builds) */
 
-#if MCU_S4_STREAM
+
+#if MCU_S4_STREAM && !MCU_S8_MVE /* (Helium cores widen to int8 instead: mve_conv_s4.h) */
 /* Row `start` (a nibble index) of k packed weights as int8 values. */
 static void s4_row(const int8_t *packed, int64_t start, int32_t k, int8_t *row)
 {
@@ -279,7 +281,13 @@ mcu_status mcu_conv2d_s4(const mcu_context *ctx, const mcu_conv2d_s8_params *p, 
     const mcu_shape4 out = p->output;
     (void)ctx; /* (no path of this build takes scratch on a core without the DSP extension) */
 
-#if MCU_S4_STREAM
+#if MCU_S8_MVE
+    if (mcu_mve_conv2d_s4(ctx, p, q, input, weight, bias, output)) { /* convolution/mve_conv_s4.h */
+        return MCU_OK;
+    }
+#endif
+
+#if MCU_S4_STREAM && !MCU_S8_MVE /* (Helium cores widen to int8 instead: mve_conv_s4.h) */
     const int64_t words = s4_stream_words(p);
     if (words > 0 && ctx != NULL && ctx->buf != NULL && (int64_t)ctx->size >= words * 4 &&
         ((uintptr_t)ctx->buf & 3u) == 0) {

@@ -1,0 +1,89 @@
+/* Helium (MVE) path of the 4-bit-weight convolution (groups == 1). With scratch for every weight as int8, the
+ * weights are widened there once per call (mcu_mve_s4_widen, 32 a step) and mcu_conv2d_s8 runs the layer on
+ * its Helium paths (pointwise, narrow, three-pixel and im2col blocks), which read each weight row once per
+ * block of output pixels: the widening costs a fraction of an instruction per weight, once. Without that
+ * scratch, each output pixel's im2col column is split once for the nibbles and run against the packed rows
+ * as they are stored (common/mve_s4.h). Internal: static inline only; empty where MCU_S8_MVE is 0. */
+#ifndef MCU_KERNELS_INTERNAL_MVE_CONV_S4_H
+#define MCU_KERNELS_INTERNAL_MVE_CONV_S4_H
+
+#include <stdint.h>
+
+#include "mcu/kernels_s8.h"
+#include "../common/check.h"
+#include "../common/mve_s4.h"
+
+#if MCU_S8_MVE
+
+/* The layer (validated by mcu_conv2d_s4) on its packed weights, pixel by pixel in memory order, each pixel's
+ * window gathered before its output is written (the window contract); groups == 1 and a window of at most
+ * MCU_S8_MVE_COL_MAX taps. */
+static __attribute__((noinline)) void mcu_mve_conv_s4_direct(const mcu_conv2d_s8_params *p,
+                                                             const mcu_per_channel_quant *q, const int8_t *input,
+                                                             const int8_t *weight, const int32_t *bias,
+                                                             int8_t *output)
+{
+    _Alignas(16) int8_t col[MCU_S8_MVE_COL_MAX];
+    _Alignas(16) int8_t split[2 * MCU_S4_MVE_ROW_MAX];
+    const mcu_shape4 in = p->input;
+    const mcu_shape4 out = p->output;
+    const int32_t n = p->kernel_h * p->kernel_w * in.c;
+    for (int32_t b = 0; b < in.n; ++b) {
+        const int8_t *x_n = input + (int64_t)b * in.h * in.w * in.c;
+        int8_t *y = output + (int64_t)b * out.h * out.w * out.c;
+        for (int32_t oh = 0; oh < out.h; ++oh) {
+            for (int32_t ow = 0; ow < out.w; ++ow, y += out.c) {
+                mcu_mve_im2col_s8(p, x_n, oh, ow, col);
+                const mcu_mve_s4_input x = mcu_mve_s4_input_make(col, n, p->input_offset, split);
+                mcu_mve_s4_matrix_row(&x, out.c, weight, bias, q, p->output_offset, p->act_min, p->act_max, y);
+            }
+        }
+    }
+}
+
+/* 1 when the layer ran here: one group, and scratch for the widened weights apart from the operands (in a
+ * build with MCU_S4_STREAM, which links mcu_conv2d_s8) or a window the direct path gathers. */
+static inline int mcu_mve_conv2d_s4(const mcu_context *ctx, const mcu_conv2d_s8_params *p,
+                                    const mcu_per_channel_quant *q, const int8_t *input, const int8_t *weight,
+                                    const int32_t *bias, int8_t *output)
+{
+    if (p->groups != 1) {
+        return 0;
+    }
+    const mcu_shape4 in = p->input;
+    const mcu_shape4 out = p->output;
+    const int32_t n = p->kernel_h * p->kernel_w * in.c;
+    const int64_t w_count = (int64_t)out.c * n;
+#if MCU_S4_STREAM
+    if (ctx != NULL && ctx->buf != NULL && (int64_t)ctx->size >= w_count) {
+        const size_t bytes = (size_t)w_count;
+        int8_t *wide = (int8_t *)ctx->buf;
+        if (!mcu_overlaps(wide, bytes, input, (size_t)mcu_shape4_count(&in, 1)) &&
+            !mcu_overlaps(wide, bytes, output, (size_t)mcu_shape4_count(&out, 1)) &&
+            !mcu_overlaps(wide, bytes, weight, mcu_s4_bytes((int32_t)w_count)) &&
+            (bias == NULL || !mcu_overlaps(wide, bytes, bias, (size_t)out.c * sizeof(int32_t)))) {
+            mcu_mve_s4_widen(weight, (int32_t)w_count, wide);
+            /* the rest of the scratch, 16-byte aligned, for the int8 kernel's own use */
+            const int64_t used = (w_count + 15) & ~(int64_t)15;
+            const uintptr_t at = ((uintptr_t)ctx->buf + (uintptr_t)used + 15u) & ~(uintptr_t)15u;
+            const int64_t rest = (int64_t)ctx->size - (int64_t)(at - (uintptr_t)ctx->buf);
+            const mcu_context more = {rest > 0 ? (void *)at : NULL, rest > 0 ? (int32_t)rest : 0};
+            if (mcu_conv2d_s8(&more, p, q, input, wide, bias, output) == MCU_OK) {
+                return 1;
+            }
+        }
+    }
+#else
+    (void)ctx;
+    (void)w_count;
+#endif
+    if (n > MCU_S8_MVE_COL_MAX) {
+        return 0;
+    }
+    mcu_mve_conv_s4_direct(p, q, input, weight, bias, output);
+    return 1;
+}
+
+#endif /* MCU_S8_MVE */
+
+#endif /* MCU_KERNELS_INTERNAL_MVE_CONV_S4_H */
