@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from mcu.layouts import pack_s4
 from mcu.reference.conv import conv2d_s8, depthwise_conv2d_s8, linear_s8
-from mve_cases import MODES, Builder, Case, assert_case, c_dims, mve_data, run_cases
+from mve_cases import MODES, Builder, Case, assert_case, c_dims, mve_data, run_cases, trail_lag
 from repo import requires_qemu
 
 pytestmark = [requires_qemu, pytest.mark.qemu,
@@ -60,22 +60,28 @@ def linear_s4_case(b: Builder, rng, *, batch, nin, nout, mode="uniform", wmode="
     {{
         const mcu_linear_s8_params p = {{{batch}, {nin}, {nout}, {-zp_in}, {zp_out}, {lo}, {hi}}};
         const mcu_per_channel_quant q = {{{ms}, {ss}}};
+        const mcu_context ctx = {{scratch, (int32_t)sizeof scratch}};
         copy(work, {xs}, {x.size});
-        status = mcu_linear_s4(NULL, &p, &q, work, {ws}, {bs}, work + {out_off});
+        status = mcu_linear_s4(&ctx, &p, &q, work, {ws}, {bs}, work + {out_off});
         emit(work + {out_off}, {y.size});
     }}"""
     b.add(Case(f"linear_s4 {batch}x{nin}->{nout}", call, y.reshape(-1)), out_off + y.size)
 
 
 def conv_s4_case(b: Builder, rng, *, cin, cout, kh, kw, sh, sw, pt, pl, dh, dw, h, w, n=1, mode="uniform",
-                 wmode="symmetric", scratch="wide") -> None:
+                 wmode="symmetric", scratch="wide", conv3=False, trail=False) -> None:
     """scratch: "wide" (exactly the bytes of the widened weights: mcu_conv2d_s8 on them), "none" (the packed
-    rows against each pixel's column) or "asked" (mcu_conv2d_s4_get_buffer_size's, as the planner gives)."""
+    rows against each pixel's column) or "asked" (mcu_conv2d_s4_get_buffer_size's, as the planner gives).
+    conv3: the full activation range and no positive shift, so that the int8 kernel's three-pixel path takes
+    the widened weights (in place). trail: the output starts as far before the input as the window contract
+    allows (one image, dilation 1)."""
     out_h = (h + 2 * pt - dh * (kh - 1) - 1) // sh + 1
     out_w = (w + 2 * pl - dw * (kw - 1) - 1) // sw + 1
     x = mve_data(rng, (n, h, w, cin), mode)
     wt = s4_codes(rng, (cout, kh, kw, cin), wmode)
     m, s, zp_in, zp_out, (lo, hi), bias = _quant(b, rng, cout, kh * kw * cin, mode)
+    if conv3:
+        s, lo, hi = np.minimum(s, 0), -128, 127
     y = conv2d_s8(x, wt, bias, m, s, input_offset=-zp_in, output_offset=zp_out, act_min=lo, act_max=hi,
                   stride_h=sh, stride_w=sw, pad_top=pt, pad_left=pl, dilation_h=dh, dilation_w=dw,
                   output=(n, out_h, out_w, cout))
@@ -84,20 +90,24 @@ def conv_s4_case(b: Builder, rng, *, cin, cout, kh, kw, sh, sw, pt, pl, dh, dw, 
     bs = b.arr("int32_t", bias) if bias is not None else "NULL"
     ctx = {"none": "{NULL, 0}", "wide": f"{{scratch, {wt.size}}}",
            "asked": "{scratch, mcu_conv2d_s4_get_buffer_size(&p)}"}[scratch]
-    out_off = x.size + 16
+    in_off, out_off = 0, x.size + 16
+    if trail:
+        assert n == 1 and dh == 1 and dw == 1
+        in_off, out_off = trail_lag(cin, cout, kh, kw, sh, sw, pt, pl, h, w, out_h, out_w), 0
     call = f"""
     {{
         const mcu_conv2d_s8_params p = {{{c_dims(n, h, w, cin)}, {c_dims(n, out_h, out_w, cout)}, {kh}, {kw}, {sh},
             {sw}, {pt}, {pl}, {dh}, {dw}, 1, {-zp_in}, {zp_out}, {lo}, {hi}}};
         const mcu_per_channel_quant q = {{{ms}, {ss}}};
         const mcu_context ctx = {ctx};
-        copy(work, {xs}, {x.size});
-        status = mcu_conv2d_s4(&ctx, &p, &q, work, {ws}, {bs}, work + {out_off});
+        copy(work + {in_off}, {xs}, {x.size});
+        status = mcu_conv2d_s4(&ctx, &p, &q, work + {in_off}, {ws}, {bs}, work + {out_off});
         emit(work + {out_off}, {y.size});
     }}"""
     # "asked" is at most 8 bytes a weight plus the stream's header and a block's requantization words
     need = {"none": 0, "wide": wt.size, "asked": 8 * (cout + 3) * (kh * kw * cin + 3) + 64 * (cout + 3)}[scratch]
-    b.add(Case(f"conv2d_s4/{scratch} {cin}->{cout} {kh}x{kw}", call, y.reshape(-1)), out_off + y.size, need)
+    b.add(Case(f"conv2d_s4/{scratch} {cin}->{cout} {kh}x{kw}", call, y.reshape(-1)),
+          max(in_off + x.size, out_off + y.size), need)
 
 
 def depthwise_s4_case(b: Builder, rng, *, c, kh, kw, sh, sw, pt, pl, h, w, mode="uniform", wmode="symmetric") -> None:
@@ -155,6 +165,12 @@ def test_mve_s4_kernels_equal_reference() -> None:
                      scratch=scratch, mode="min")
     conv_s4_case(b, rng, cin=5, cout=3, kh=3, kw=3, sh=1, sw=1, pt=1, pl=1, dh=1, dw=1, h=4, w=4, scratch="none",
                  mode="small")
+    # the three-pixel path on the widened weights in place, output apart from and trailing the input
+    for cin, cout, stride, hw, trail in [(16, 16, 1, 7, False), (64, 64, 1, 8, True), (16, 32, 2, 9, True),
+                                         (32, 32, 1, 5, True)]:
+        for scratch in ["wide", "none"]:
+            conv_s4_case(b, rng, cin=cin, cout=cout, kh=3, kw=3, sh=stride, sw=stride, pt=1, pl=1, dh=1, dw=1,
+                         h=hw, w=hw, scratch=scratch, conv3=True, trail=trail, wmode=S4_MODES[int(rng.integers(0, 3))])
     for c, k, stride in [(8, 3, 1), (17, 3, 2), (32, 3, 1), (5, 5, 1)]:
         depthwise_s4_case(b, rng, c=c, kh=k, kw=k, sh=stride, sw=stride, pt=1, pl=1, h=6, w=5,
                           wmode=S4_MODES[int(rng.integers(0, 3))])

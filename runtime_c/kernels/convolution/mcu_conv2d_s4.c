@@ -38,7 +38,7 @@ int32_t mcu_conv2d_s4_get_buffer_size(const mcu_conv2d_s8_params *p)
     return words <= INT32_MAX / 4 ? (int32_t)(words * 4) : 0;
 }
 
-#include "mve_conv_s4.h" /* (after MCU_S4_STREAM: its widened path runs mcu_conv2d_s8 in those builds) */
+#include "mve_conv_s4.h"
 
 
 #if MCU_S4_STREAM && !MCU_S8_MVE /* (Helium cores widen to int8 instead: mve_conv_s4.h) */

@@ -1,9 +1,10 @@
 /* Helium (MVE) path of the 4-bit-weight convolution (groups == 1). With scratch for every weight as int8, the
  * weights are widened there once per call (mcu_mve_s4_widen, 32 a step) and mcu_conv2d_s8 runs the layer on
  * its Helium paths (pointwise, narrow, three-pixel and im2col blocks), which read each weight row once per
- * block of output pixels: the widening costs a fraction of an instruction per weight, once. Without that
- * scratch, each output pixel's im2col column is split once for the nibbles and run against the packed rows
- * as they are stored (common/mve_s4.h). Internal: static inline only; empty where MCU_S8_MVE is 0. */
+ * block of output pixels (the three-pixel path in place, see below): the widening costs a fraction of an
+ * instruction per weight, once. Without that scratch, each output pixel's im2col column is split once for the
+ * nibbles and run against the packed rows as they are stored (common/mve_s4.h). Internal: static inline
+ * only; empty where MCU_S8_MVE is 0. */
 #ifndef MCU_KERNELS_INTERNAL_MVE_CONV_S4_H
 #define MCU_KERNELS_INTERNAL_MVE_CONV_S4_H
 
@@ -12,8 +13,13 @@
 #include "mcu/kernels_s8.h"
 #include "../common/check.h"
 #include "../common/mve_s4.h"
+#include "mve_conv3_s8.h"
 
 #if MCU_S8_MVE
+
+#ifndef MCU_S4_WIDE
+#define MCU_S4_WIDE 1 /* 0: a build none of whose 4-bit convolutions has scratch, without mcu_conv2d_s8 */
+#endif
 
 /* The layer (validated by mcu_conv2d_s4) on its packed weights, pixel by pixel in memory order, each pixel's
  * window gathered before its output is written (the window contract); groups == 1 and a window of at most
@@ -42,7 +48,7 @@ static __attribute__((noinline)) void mcu_mve_conv_s4_direct(const mcu_conv2d_s8
 }
 
 /* 1 when the layer ran here: one group, and scratch for the widened weights apart from the operands (in a
- * build with MCU_S4_STREAM, which links mcu_conv2d_s8) or a window the direct path gathers. */
+ * build with MCU_S4_WIDE, which links mcu_conv2d_s8) or a window the direct path gathers. */
 static inline int mcu_mve_conv2d_s4(const mcu_context *ctx, const mcu_conv2d_s8_params *p,
                                     const mcu_per_channel_quant *q, const int8_t *input, const int8_t *weight,
                                     const int32_t *bias, int8_t *output)
@@ -54,7 +60,7 @@ static inline int mcu_mve_conv2d_s4(const mcu_context *ctx, const mcu_conv2d_s8_
     const mcu_shape4 out = p->output;
     const int32_t n = p->kernel_h * p->kernel_w * in.c;
     const int64_t w_count = (int64_t)out.c * n;
-#if MCU_S4_STREAM
+#if MCU_S4_WIDE
     if (ctx != NULL && ctx->buf != NULL && (int64_t)ctx->size >= w_count) {
         const size_t bytes = (size_t)w_count;
         int8_t *wide = (int8_t *)ctx->buf;
@@ -63,12 +69,13 @@ static inline int mcu_mve_conv2d_s4(const mcu_context *ctx, const mcu_conv2d_s8_
             !mcu_overlaps(wide, bytes, weight, mcu_s4_bytes((int32_t)w_count)) &&
             (bias == NULL || !mcu_overlaps(wide, bytes, bias, (size_t)out.c * sizeof(int32_t)))) {
             mcu_mve_s4_widen(weight, (int32_t)w_count, wide);
-            /* the rest of the scratch, 16-byte aligned, for the int8 kernel's own use */
-            const int64_t used = (w_count + 15) & ~(int64_t)15;
-            const uintptr_t at = ((uintptr_t)ctx->buf + (uintptr_t)used + 15u) & ~(uintptr_t)15u;
-            const int64_t rest = (int64_t)ctx->size - (int64_t)(at - (uintptr_t)ctx->buf);
-            const mcu_context more = {rest > 0 ? (void *)at : NULL, rest > 0 ? (int32_t)rest : 0};
-            if (mcu_conv2d_s8(&more, p, q, input, wide, bias, output) == MCU_OK) {
+            /* The three-pixel path (the only one of mcu_conv2d_s8 that takes scratch) copies its weights into
+             * scratch that holds them all and reads them there: given the widened weights as that scratch, its
+             * copy is onto itself and every weight is read in place, from RAM, once per call. Without it, it
+             * would copy blocks of rows to its stack once per few groups of pixels. */
+            const mcu_context same = {wide, (int32_t)w_count};
+            const mcu_context *inner = mcu_mve_conv3_applies(p, q) ? &same : NULL;
+            if (mcu_conv2d_s8(inner, p, q, input, wide, bias, output) == MCU_OK) {
                 return 1;
             }
         }
