@@ -149,7 +149,7 @@ def test_mve_s4_kernels_equal_reference() -> None:
     b = Builder()
     for nin, nout in [(640, 128), (128, 8), (8, 128), (128, 640), (1, 3), (2, 5), (3, 4), (15, 7), (16, 9),
                       (17, 6), (31, 5), (32, 4), (33, 3), (63, 2), (64, 1), (65, 13), (95, 5), (127, 6), (1023, 3),
-                      (1024, 2), (1025, 2)]:
+                      (1024, 2), (1025, 2), (16, 6), (32, 7), (64, 3), (66, 10), (100, 7), (2, 3)]:
         linear_s4_case(b, rng, batch=1, nin=nin, nout=nout, mode=MODES[int(rng.integers(0, len(MODES)))],
                        wmode=S4_MODES[int(rng.integers(0, 3))])
     linear_s4_case(b, rng, batch=3, nin=37, nout=11, mode="min", wmode="extremes")

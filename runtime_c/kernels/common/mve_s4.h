@@ -105,6 +105,61 @@ static inline void mcu_mve_s4_dot2(const int8_t *xs, const int8_t *w0, const int
     *s1 = a1;
 }
 
+/* The sums of four rows that start on a byte (w0 .. w3; a row may repeat) against the split values of a row
+ * starting on a byte (xs), nbytes bytes each (> 0), plus the offset: as mcu_mve_s4_dot2, each pair of split
+ * vectors loaded once for the four rows. */
+static inline int32x4_t mcu_mve_s4_dot4(const int8_t *xs, const int8_t *w0, const int8_t *w1, const int8_t *w2,
+                                        const int8_t *w3, int32_t nbytes, int8x16_t off)
+{
+    const int8_t *w = w0;
+    int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+    __asm__ volatile("   dlstp.8 lr, %[nb]\n"
+                     "1: vldrb.8 q1, [%[x], #16]\n"
+                     "   vldrb.8 q0, [%[x]], #32\n"
+                     "   vldrb.8 q2, [%[w0]], #16\n"
+                     "   vshl.i8 q3, q2, #4\n"
+                     "   vshr.s8 q2, q2, #4\n"
+                     "   vshr.s8 q3, q3, #4\n"
+                     "   vmladava.s8 %[a0], q1, q2\n"
+                     "   vmladava.s8 %[a0], q0, q3\n"
+                     "   vadd.i8 q3, q3, q2\n"
+                     "   vmladava.s8 %[a0], %q[off], q3\n"
+                     "   vldrb.8 q2, [%[w1]], #16\n"
+                     "   vshl.i8 q3, q2, #4\n"
+                     "   vshr.s8 q2, q2, #4\n"
+                     "   vshr.s8 q3, q3, #4\n"
+                     "   vmladava.s8 %[a1], q1, q2\n"
+                     "   vmladava.s8 %[a1], q0, q3\n"
+                     "   vadd.i8 q3, q3, q2\n"
+                     "   vmladava.s8 %[a1], %q[off], q3\n"
+                     "   vldrb.8 q2, [%[w2]], #16\n"
+                     "   vshl.i8 q3, q2, #4\n"
+                     "   vshr.s8 q2, q2, #4\n"
+                     "   vshr.s8 q3, q3, #4\n"
+                     "   vmladava.s8 %[a2], q1, q2\n"
+                     "   vmladava.s8 %[a2], q0, q3\n"
+                     "   vadd.i8 q3, q3, q2\n"
+                     "   vmladava.s8 %[a2], %q[off], q3\n"
+                     "   vldrb.8 q2, [%[w3]], #16\n"
+                     "   vshl.i8 q3, q2, #4\n"
+                     "   vshr.s8 q2, q2, #4\n"
+                     "   vshr.s8 q3, q3, #4\n"
+                     "   vmladava.s8 %[a3], q1, q2\n"
+                     "   vmladava.s8 %[a3], q0, q3\n"
+                     "   vadd.i8 q3, q3, q2\n"
+                     "   vmladava.s8 %[a3], %q[off], q3\n"
+                     "   letp lr, 1b\n"
+                     : [a0] "+Te"(a0), [a1] "+Te"(a1), [a2] "+Te"(a2), [a3] "+Te"(a3), [x] "+r"(xs), [w0] "+r"(w),
+                       [w1] "+r"(w1), [w2] "+r"(w2), [w3] "+r"(w3)
+                     : [nb] "r"(nbytes), [off] "w"(off)
+                     : "q0", "q1", "q2", "q3", "lr", "memory");
+    int32x4_t v = vdupq_n_s32(0);
+    v = vsetq_lane_s32(a0, v, 0);
+    v = vsetq_lane_s32(a1, v, 1);
+    v = vsetq_lane_s32(a2, v, 2);
+    return vsetq_lane_s32(a3, v, 3);
+}
+
 /* One input row of n values (0 < n <= MCU_S4_MVE_ROW_MAX) made ready for mcu_mve_s4_matrix_row. */
 typedef struct {
     const int8_t *x;   /* the row */
@@ -184,6 +239,31 @@ static inline void mcu_mve_s4_matrix_row(const mcu_mve_s4_input *in, int32_t out
 {
     _Alignas(16) int32_t acc[4];
     int32_t oc = 0;
+    if (in->n % 2 == 0) { /* every row on a byte: four rows a loop (a last group of fewer repeats its last) */
+        const int32_t stride = in->n / 2;
+        const int32x4_t zero = vdupq_n_s32(0);
+        for (; oc < out_c; oc += 4) {
+            const int32_t rest = out_c - oc;
+            const int8_t *w0 = weight + (int64_t)oc * stride;
+            const int8_t *w1 = rest > 1 ? w0 + stride : w0;
+            const int8_t *w2 = rest > 2 ? w1 + stride : w1;
+            const int8_t *w3 = rest > 3 ? w2 + stride : w2;
+            int32x4_t a = mcu_mve_s4_dot4(in->from0, w0, w1, w2, w3, stride, in->off);
+            if (in->neg) {
+                a = vsubq_s32(zero, a);
+            }
+            const mve_pred16_t p = vctp32q((uint32_t)(rest < 4 ? rest : 4));
+            if (bias != NULL) {
+                a = vaddq_s32(a, vldrwq_z_s32(bias + oc, p));
+            }
+            if (rest >= 4) {
+                mcu_mve_store4(a, q, oc, output_offset, act_min, act_max, y);
+            } else {
+                mcu_mve_store_tail(a, q, oc, rest, output_offset, act_min, act_max, y);
+            }
+        }
+        return;
+    }
     for (; oc + 4 <= out_c; oc += 4) {
         int32_t even[2], odd[2];
         mcu_mve_s4_rows2(in, weight, bias, oc, oc + 2, even);
