@@ -25,10 +25,10 @@ from repo import requires_qemu
 pytestmark = [requires_qemu, pytest.mark.qemu,
               pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None, reason="arm-none-eabi-gcc not installed")]
 
-# The s4 kernels and the int8 kernels they run on widened weights (the packed one: the stream path the
-# build keeps, MCU_S4_STREAM, which the Helium path takes ahead of).
+# The s4 kernels and the int8 kernels they run on widened weights (on Helium cores the convolution leaves the
+# packed kernel's stream out).
 KERNELS = ["mcu_conv2d_s4.c", "mcu_depthwise_conv2d_s4.c", "mcu_linear_s4.c", "mcu_conv2d_s8.c",
-           "mcu_conv2d_packed_s8.c", "mcu_depthwise_conv2d_s8.c"]
+           "mcu_depthwise_conv2d_s8.c"]
 S4_MODES = ["symmetric", "full", "extremes"]
 
 
@@ -165,6 +165,10 @@ def test_mve_s4_kernels_equal_reference() -> None:
                      scratch=scratch, mode="min")
     conv_s4_case(b, rng, cin=5, cout=3, kh=3, kw=3, sh=1, sw=1, pt=1, pl=1, dh=1, dw=1, h=4, w=4, scratch="none",
                  mode="small")
+    # 1x1 through the pointwise path on contiguous pixels, output apart from and trailing the input
+    for cin, cout, trail in [(8, 16, True), (16, 8, False), (24, 24, False), (17, 33, True)]:
+        conv_s4_case(b, rng, cin=cin, cout=cout, kh=1, kw=1, sh=1, sw=1, pt=0, pl=0, dh=1, dw=1, h=5, w=7,
+                     scratch="wide", trail=trail, mode=MODES[int(rng.integers(0, len(MODES)))])
     # the three-pixel path on the widened weights in place, output apart from and trailing the input
     for cin, cout, stride, hw, trail in [(16, 16, 1, 7, False), (64, 64, 1, 8, True), (16, 32, 2, 9, True),
                                          (32, 32, 1, 5, True)]:

@@ -14,6 +14,7 @@
 #include "../common/check.h"
 #include "../common/mve_s4.h"
 #include "mve_conv3_s8.h"
+#include "mve_pw_s8.h"
 
 #if MCU_S8_MVE
 
@@ -69,6 +70,15 @@ static inline int mcu_mve_conv2d_s4(const mcu_context *ctx, const mcu_conv2d_s8_
             !mcu_overlaps(wide, bytes, weight, mcu_s4_bytes((int32_t)w_count)) &&
             (bias == NULL || !mcu_overlaps(wide, bytes, bias, (size_t)out.c * sizeof(int32_t)))) {
             mcu_mve_s4_widen(weight, (int32_t)w_count, wide);
+            if (p->kernel_h == 1 && p->kernel_w == 1 && p->stride_h == 1 && p->stride_w == 1 && p->pad_top == 0 &&
+                p->pad_left == 0 && in.h == out.h && in.w == out.w && in.c <= MCU_MVE_PW_N_MAX &&
+                out.c <= MCU_S8_MVE_OC_MAX) {
+                /* the int8 kernels' pointwise path on contiguous pixels (mcu_conv2d_s8 addresses every pixel
+                 * through its strided geometry); forward: the window contract, as there */
+                mcu_mve_pointwise(input, (int64_t)in.n * in.h * in.w, in.c, out.c, wide, bias, p->input_offset, q,
+                                  p->output_offset, p->act_min, p->act_max, output, 1, NULL);
+                return 1;
+            }
             /* The three-pixel path (the only one of mcu_conv2d_s8 that takes scratch) copies its weights into
              * scratch that holds them all and reads them there: given the widened weights as that scratch, its
              * copy is onto itself and every weight is read in place, from RAM, once per call. Without it, it
