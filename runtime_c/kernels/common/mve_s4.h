@@ -160,6 +160,49 @@ static inline int32x4_t mcu_mve_s4_dot4(const int8_t *xs, const int8_t *w0, cons
     return vsetq_lane_s32(a3, v, 3);
 }
 
+/* Two rows that start on a byte (w0, w1) against two split rows (xa, xb: two output pixels' columns), nbytes
+ * bytes each (> 0): each weight byte loaded once for both pixels and the offset's products, the same for both,
+ * taken once per row. acc: pixel a's two rows, then pixel b's. */
+static inline void mcu_mve_s4_dot2x2(const int8_t *xa, const int8_t *xb, const int8_t *w0, const int8_t *w1,
+                                     int32_t nbytes, int8x16_t off, int32_t acc[4])
+{
+    int32_t a0 = 0, a1 = 0, b0 = 0, b1 = 0, o0 = 0, o1 = 0;
+    __asm__ volatile("   dlstp.8 lr, %[nb]\n"
+                     "1: vldrb.8 q0, [%[xa]], #16\n"
+                     "   vldrb.8 q2, [%[w0]], #16\n"
+                     "   vshl.i8 q3, q2, #4\n"
+                     "   vshr.s8 q2, q2, #4\n"
+                     "   vshr.s8 q3, q3, #4\n"
+                     "   vmladava.s8 %[a0], q0, q3\n"
+                     "   vldrb.8 q1, [%[xb]], #16\n"
+                     "   vmladava.s8 %[b0], q1, q3\n"
+                     "   vadd.i8 q3, q3, q2\n"
+                     "   vmladava.s8 %[o0], %q[off], q3\n"
+                     "   vldrb.8 q3, [%[w1]], #16\n"
+                     "   vshl.i8 q4, q3, #4\n"
+                     "   vshr.s8 q3, q3, #4\n"
+                     "   vshr.s8 q4, q4, #4\n"
+                     "   vmladava.s8 %[a1], q0, q4\n"
+                     "   vmladava.s8 %[b1], q1, q4\n"
+                     "   vldrb.8 q0, [%[xa]], #16\n"
+                     "   vldrb.8 q1, [%[xb]], #16\n"
+                     "   vmladava.s8 %[a0], q0, q2\n"
+                     "   vmladava.s8 %[b0], q1, q2\n"
+                     "   vmladava.s8 %[a1], q0, q3\n"
+                     "   vmladava.s8 %[b1], q1, q3\n"
+                     "   vadd.i8 q4, q4, q3\n"
+                     "   vmladava.s8 %[o1], %q[off], q4\n"
+                     "   letp lr, 1b\n"
+                     : [a0] "+Te"(a0), [a1] "+Te"(a1), [b0] "+Te"(b0), [b1] "+Te"(b1), [o0] "+Te"(o0), [o1] "+Te"(o1),
+                       [xa] "+r"(xa), [xb] "+r"(xb), [w0] "+r"(w0), [w1] "+r"(w1)
+                     : [nb] "r"(nbytes), [off] "w"(off)
+                     : "q0", "q1", "q2", "q3", "q4", "lr", "memory");
+    acc[0] = mcu_u32_to_s32((uint32_t)a0 + (uint32_t)o0);
+    acc[1] = mcu_u32_to_s32((uint32_t)a1 + (uint32_t)o1);
+    acc[2] = mcu_u32_to_s32((uint32_t)b0 + (uint32_t)o0);
+    acc[3] = mcu_u32_to_s32((uint32_t)b1 + (uint32_t)o1);
+}
+
 /* One input row of n values (0 < n <= MCU_S4_MVE_ROW_MAX) made ready for mcu_mve_s4_matrix_row. */
 typedef struct {
     const int8_t *x;   /* the row */
@@ -282,6 +325,41 @@ static inline void mcu_mve_s4_matrix_row(const mcu_mve_s4_input *in, int32_t out
             acc[k] = two[0];
         }
         mcu_mve_store_tail(vldrwq_s32(acc), q, oc, rest, output_offset, act_min, act_max, y);
+    }
+}
+
+/* Two input rows of the same even length (a and b, made by mcu_mve_s4_input_make with one input offset) against
+ * every packed weight row, as mcu_mve_s4_matrix_row for each (ya, yb): two rows a loop for both (the rows of an
+ * even length start on a byte), so that each weight byte is read once for both. */
+static inline void mcu_mve_s4_matrix_rows2(const mcu_mve_s4_input *a, const mcu_mve_s4_input *b, int32_t out_c,
+                                           const int8_t *weight, const int32_t *bias, const mcu_per_channel_quant *q,
+                                           int32_t output_offset, int32_t act_min, int32_t act_max, int8_t *ya,
+                                           int8_t *yb)
+{
+    const int32_t stride = a->n / 2;
+    _Alignas(16) int32_t acc[2][4];
+    for (int32_t oc = 0; oc < out_c; oc += 4) {
+        const int32_t rest = out_c - oc < 4 ? out_c - oc : 4;
+        for (int32_t k = 0; k < rest; k += 2) {
+            const int8_t *w0 = weight + (int64_t)(oc + k) * stride;
+            int32_t four[4];
+            mcu_mve_s4_dot2x2(a->from0, b->from0, w0, k + 1 < rest ? w0 + stride : w0, stride, a->off, four);
+            acc[0][k] = four[0];
+            acc[0][k + 1] = four[1];
+            acc[1][k] = four[2];
+            acc[1][k + 1] = four[3];
+        }
+        const mve_pred16_t p = vctp32q((uint32_t)rest);
+        const int32x4_t bv = bias != NULL ? vldrwq_z_s32(bias + oc, p) : vdupq_n_s32(0);
+        for (int32_t i = 0; i < 2; ++i) {
+            int32x4_t v = vldrwq_s32(acc[i]);
+            v = vaddq_s32(a->neg ? vsubq_s32(vdupq_n_s32(0), v) : v, bv);
+            if (rest == 4) {
+                mcu_mve_store4(v, q, oc, output_offset, act_min, act_max, i == 0 ? ya : yb);
+            } else {
+                mcu_mve_store_tail(v, q, oc, rest, output_offset, act_min, act_max, i == 0 ? ya : yb);
+            }
+        }
     }
 }
 

@@ -22,28 +22,38 @@
 #define MCU_S4_WIDE 1 /* 0: a build none of whose 4-bit convolutions has scratch, without mcu_conv2d_s8 */
 #endif
 
-/* The layer (validated by mcu_conv2d_s4) on its packed weights, pixel by pixel in memory order, each pixel's
- * window gathered before its output is written (the window contract); groups == 1 and a window of at most
- * MCU_S8_MVE_COL_MAX taps. */
+/* The layer (validated by mcu_conv2d_s4) on its packed weights, in memory order, each pixel's window gathered
+ * before its output is written (the window contract): two pixels at a time when the window's length is even
+ * (each weight byte read once for both), else one; groups == 1 and a window of at most MCU_S8_MVE_COL_MAX
+ * taps. */
 static __attribute__((noinline)) void mcu_mve_conv_s4_direct(const mcu_conv2d_s8_params *p,
                                                              const mcu_per_channel_quant *q, const int8_t *input,
                                                              const int8_t *weight, const int32_t *bias,
                                                              int8_t *output)
 {
-    _Alignas(16) int8_t col[MCU_S8_MVE_COL_MAX];
-    _Alignas(16) int8_t split[2 * MCU_S4_MVE_ROW_MAX];
+    _Alignas(16) int8_t col[2][MCU_S8_MVE_COL_MAX];
+    _Alignas(16) int8_t split[2][2 * MCU_S4_MVE_ROW_MAX];
     const mcu_shape4 in = p->input;
     const mcu_shape4 out = p->output;
     const int32_t n = p->kernel_h * p->kernel_w * in.c;
+    const int32_t hw = out.h * out.w;
     for (int32_t b = 0; b < in.n; ++b) {
         const int8_t *x_n = input + (int64_t)b * in.h * in.w * in.c;
-        int8_t *y = output + (int64_t)b * out.h * out.w * out.c;
-        for (int32_t oh = 0; oh < out.h; ++oh) {
-            for (int32_t ow = 0; ow < out.w; ++ow, y += out.c) {
-                mcu_mve_im2col_s8(p, x_n, oh, ow, col);
-                const mcu_mve_s4_input x = mcu_mve_s4_input_make(col, n, p->input_offset, split);
-                mcu_mve_s4_matrix_row(&x, out.c, weight, bias, q, p->output_offset, p->act_min, p->act_max, y);
-            }
+        int8_t *y = output + (int64_t)b * hw * out.c;
+        int32_t i = 0;
+        /* windows of an even length: two pixels at a time, both gathered before either is written */
+        for (; n % 2 == 0 && i + 2 <= hw; i += 2, y += 2 * out.c) {
+            mcu_mve_im2col_s8(p, x_n, i / out.w, i % out.w, col[0]);
+            mcu_mve_im2col_s8(p, x_n, (i + 1) / out.w, (i + 1) % out.w, col[1]);
+            const mcu_mve_s4_input xa = mcu_mve_s4_input_make(col[0], n, p->input_offset, split[0]);
+            const mcu_mve_s4_input xb = mcu_mve_s4_input_make(col[1], n, p->input_offset, split[1]);
+            mcu_mve_s4_matrix_rows2(&xa, &xb, out.c, weight, bias, q, p->output_offset, p->act_min, p->act_max, y,
+                                    y + out.c);
+        }
+        for (; i < hw; ++i, y += out.c) {
+            mcu_mve_im2col_s8(p, x_n, i / out.w, i % out.w, col[0]);
+            const mcu_mve_s4_input x = mcu_mve_s4_input_make(col[0], n, p->input_offset, split[0]);
+            mcu_mve_s4_matrix_row(&x, out.c, weight, bias, q, p->output_offset, p->act_min, p->act_max, y);
         }
     }
 }
