@@ -214,7 +214,8 @@ typedef struct {
     const int8_t *from1; /* x + 1 split (n - 1 values), for the rows that start mid-byte (n odd) */
 } mcu_mve_s4_input;
 
-/* buf: 2 * MCU_S4_MVE_ROW_MAX bytes (16-byte aligned). */
+/* buf: 2 * MCU_S4_MVE_ROW_MAX bytes (16-byte aligned); MCU_S4_MVE_ROW_MAX suffice for an even n (from1, one past
+ * them, is then never read). */
 static inline mcu_mve_s4_input mcu_mve_s4_input_make(const int8_t *x, int32_t n, int32_t input_offset, int8_t *buf)
 {
     mcu_mve_s4_input in;

@@ -123,7 +123,7 @@ static __attribute__((noinline)) void s4_fill_stream(const mcu_conv2d_s8_params 
 
 #endif
 
-#if MCU_S8_DSP
+#if MCU_S8_DSP && !MCU_S8_MVE /* (Helium cores: mve_conv_s4.h takes every layer these would) */
 /* The column of output pixel (oh, ow) of a groups == 1 convolution in the pair order of s4_dsp.h: taps
  * moved up by `lead` (0 or 1), over taps = n + (n odd) places, the place no tap takes 0. */
 static void conv_s4_column(const mcu_conv2d_s8_params *p, const int8_t *x_n, int32_t oh, int32_t ow, int32_t n,
@@ -304,7 +304,7 @@ mcu_status mcu_conv2d_s4(const mcu_context *ctx, const mcu_conv2d_s8_params *p, 
     }
 #endif
 
-#if MCU_S8_DSP
+#if MCU_S8_DSP && !MCU_S8_MVE /* (Helium cores: mve_conv_s4.h takes every layer these would) */
     const int32_t window = p->kernel_h * p->kernel_w * (in.c / p->groups);
     if (p->groups == 1 && (window % 2 == 0 ? window <= MCU_S8_COL_MAX : window < MCU_S8_COL_MAX / 2)) {
         conv_s4_dsp(p, q, input, weight, bias, output);

@@ -32,7 +32,9 @@ static __attribute__((noinline)) void mcu_mve_conv_s4_direct(const mcu_conv2d_s8
                                                              int8_t *output)
 {
     _Alignas(16) int8_t col[2][MCU_S8_MVE_COL_MAX];
-    _Alignas(16) int8_t split[2][2 * MCU_S4_MVE_ROW_MAX];
+    /* the first pixel's split copies; the second's, of an even length, need only the one from element 0 */
+    _Alignas(16) int8_t split0[2 * MCU_S4_MVE_ROW_MAX];
+    _Alignas(16) int8_t split1[MCU_S4_MVE_ROW_MAX];
     const mcu_shape4 in = p->input;
     const mcu_shape4 out = p->output;
     const int32_t n = p->kernel_h * p->kernel_w * in.c;
@@ -45,14 +47,14 @@ static __attribute__((noinline)) void mcu_mve_conv_s4_direct(const mcu_conv2d_s8
         for (; n % 2 == 0 && i + 2 <= hw; i += 2, y += 2 * out.c) {
             mcu_mve_im2col_s8(p, x_n, i / out.w, i % out.w, col[0]);
             mcu_mve_im2col_s8(p, x_n, (i + 1) / out.w, (i + 1) % out.w, col[1]);
-            const mcu_mve_s4_input xa = mcu_mve_s4_input_make(col[0], n, p->input_offset, split[0]);
-            const mcu_mve_s4_input xb = mcu_mve_s4_input_make(col[1], n, p->input_offset, split[1]);
+            const mcu_mve_s4_input xa = mcu_mve_s4_input_make(col[0], n, p->input_offset, split0);
+            const mcu_mve_s4_input xb = mcu_mve_s4_input_make(col[1], n, p->input_offset, split1);
             mcu_mve_s4_matrix_rows2(&xa, &xb, out.c, weight, bias, q, p->output_offset, p->act_min, p->act_max, y,
                                     y + out.c);
         }
         for (; i < hw; ++i, y += out.c) {
             mcu_mve_im2col_s8(p, x_n, i / out.w, i % out.w, col[0]);
-            const mcu_mve_s4_input x = mcu_mve_s4_input_make(col[0], n, p->input_offset, split[0]);
+            const mcu_mve_s4_input x = mcu_mve_s4_input_make(col[0], n, p->input_offset, split0);
             mcu_mve_s4_matrix_row(&x, out.c, weight, bias, q, p->output_offset, p->act_min, p->act_max, y);
         }
     }
