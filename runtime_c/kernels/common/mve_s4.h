@@ -274,9 +274,10 @@ static inline void mcu_mve_s4_rows2(const mcu_mve_s4_input *in, const int8_t *we
 }
 
 /* y[oc] for every output channel oc < out_c: the input row against packed weight row oc (element oc * n on),
- * plus bias[oc] (bias may be NULL), requantized with q's channel oc. Four channels per requantization, as
- * rows (oc, oc + 2) and (oc + 1, oc + 3), which start alike (both on a byte or both mid-byte); the last
- * out_c % 4 one at a time. Writes only y[0 .. out_c). */
+ * plus bias[oc] (bias may be NULL), requantized with q's channel oc, four channels per requantization. Rows of
+ * an even length all start on a byte: four a loop (mcu_mve_s4_dot4), a last group of fewer repeating its last
+ * row. Odd lengths: rows (oc, oc + 2) and (oc + 1, oc + 3), which start alike (both on a byte or both
+ * mid-byte), the last out_c % 4 one at a time. Writes only y[0 .. out_c). */
 static inline void mcu_mve_s4_matrix_row(const mcu_mve_s4_input *in, int32_t out_c, const int8_t *weight,
                                          const int32_t *bias, const mcu_per_channel_quant *q, int32_t output_offset,
                                          int32_t act_min, int32_t act_max, int8_t *y)
