@@ -17,7 +17,7 @@ import numpy as np
 
 from mcu.errors import McuError
 from mcu.ir import Op, Tensor
-from mcu.reference import arith, elementwise, lstm_s16, norm, recurrent, s16
+from mcu.reference import arith, elementwise, lstm_s16, norm, recurrent, s16, s16_act
 from mcu.reference.resample import bilinear_tables_s8
 
 
@@ -82,6 +82,34 @@ def add_s16(op: Op) -> dict:
     params = arith.add_params(scale_zp(a)[0], scale_zp(b)[0], scale_zp(op.output)[0], left_shift=15)
     keep = ("a_multiplier", "a_shift", "b_multiplier", "b_shift", "out_multiplier", "out_shift", "left_shift")
     return {**{k: params[k] for k in keep}, **_act(op)}
+
+
+def _q15_output(op: Op) -> None:
+    s_out, zp_out = scale_zp(op.output)
+    if not math.isclose(s_out, s16_act.OUTPUT_SCALE) or zp_out != 0:
+        raise McuError(f"the 16x8 {op.kind} {op.name} writes scale 2^-15 and zero point 0, not {s_out} and {zp_out}")
+
+
+def activation_s16(op: Op) -> dict:
+    """A 16x8 sigmoid or tanh (mcu_activation_s16): TFLite's input multiplier and shift from the input's scale;
+    the output's scale must be 2^-15."""
+    _q15_output(op)
+    mult, shift = s16_act.activation_params(scale_zp(op.inputs[0])[0])
+    return {"input_multiplier": mult, "input_shift": shift, "kind": op.kind}
+
+
+def softmax_s16(op: Op) -> dict:
+    """A 16x8 softmax (mcu_softmax_s16): the input's scale over the exp table's step; output scale 2^-15."""
+    _q15_output(op)
+    mult, shift = s16_act.softmax_params(scale_zp(op.inputs[0])[0])
+    return {"input_multiplier": mult, "input_shift": shift}
+
+
+def mul_s16(op: Op) -> dict:
+    """The 16x8 product: s_a s_b / s_out, the clamp in int16."""
+    a, b = op.inputs
+    mult, shift = s16_act.mul_params(scale_zp(a)[0], scale_zp(b)[0], scale_zp(op.output)[0])
+    return {"out_multiplier": mult, "out_shift": shift, **_act(op)}
 
 
 def mean_s16(op: Op, count: int) -> dict:

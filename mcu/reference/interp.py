@@ -30,7 +30,7 @@ from mcu.errors import McuError
 from mcu.ir import Graph, Op, Tensor
 from mcu.layouts import from_memory_order, to_memory_order
 from mcu.reference import conv, derive, elementwise, encoding, int4, mixed, movement, norm, pool, recurrent
-from mcu.reference import lstm_s16, resample_ops, s16, select, state
+from mcu.reference import lstm_s16, resample_ops, s16, s16_act, select, state
 from mcu.reference.custom import run_custom
 
 Env = dict[int, np.ndarray]  # id(base tensor) -> flat array in memory order
@@ -144,6 +144,21 @@ def _reduce_s16(op: Op, x: list[np.ndarray]) -> np.ndarray:
 def _add_s16(op: Op, x: list[np.ndarray]) -> np.ndarray:
     """Both operands have the output's shape and layout (the lowering makes sure): elementwise in memory order."""
     return s16.add_s16(x[0], x[1], **derive.add_s16(op))
+
+
+def _mul_s16(op: Op, x: list[np.ndarray]) -> np.ndarray:
+    """Both operands have the output's shape and layout (the lowering makes sure): elementwise in memory order."""
+    return s16_act.mul_s16(x[0], x[1], **derive.mul_s16(op))
+
+
+def _activation_s16(op: Op, x: list[np.ndarray]) -> np.ndarray:
+    p = derive.activation_s16(op)
+    return s16_act.activation_s16(x[0], p["input_multiplier"], p["input_shift"], p["kind"])
+
+
+def _softmax_s16(op: Op, x: list[np.ndarray]) -> np.ndarray:
+    p = derive.softmax_s16(op)
+    return _along(op, x[0], op.attrs["axis"], lambda rows: s16_act.softmax_s16(rows, **p))
 
 
 def _broadcast(op: Op, x: list[np.ndarray]) -> list[np.ndarray]:
@@ -417,6 +432,10 @@ INT16_OPS: dict[str, Run] = {
     "mean_hw": _mean_hw_s16,
     "reduce": _reduce_s16,
     "add": _add_s16,
+    "mul": _mul_s16,
+    "sigmoid": _activation_s16,
+    "tanh": _activation_s16,
+    "softmax": _softmax_s16,
     "max_pool2d": _pool_s16(s16.max_pool2d_s16),
     "avg_pool2d": _pool_s16(s16.avg_pool2d_s16),
     "permute": movement.OPS["permute"],

@@ -52,6 +52,29 @@ def _add_s16(op: Op, ref: Ref) -> KernelCall:
                       params, operands=[a, b, out], headers=["mcu/kernels_s16.h"])
 
 
+def _mul_s16(op: Op, ref: Ref) -> KernelCall:
+    """The 16x8 product (w8a16): operands of the output's shape and layout, CMSIS-NN's arithmetic."""
+    a, b = op.inputs
+    out = op.output
+    if a.dim_order != out.dim_order or b.dim_order != out.dim_order:
+        raise McuError(f"the 16x8 mul {op.name} needs its operands in the output's layout{at_source(op)}")
+    params = {"size": out.numel, **offsets(op, "out_multiplier", "out_shift", "act_min", "act_max")}
+    return KernelCall("mcu_mul_s16", ["&params", ref(a), ref(b), ref(out)], ["mcu_mul_s16.c"], "mcu_mul_s16_params",
+                      params, operands=[a, b, out], headers=["mcu/kernels_s16.h"])
+
+
+# mcu_activation_s16_kind
+_ACT_S16_KIND = {"sigmoid": 0, "tanh": 1}
+
+
+def _activation_s16(op: Op, ref: Ref) -> KernelCall:
+    """The 16x8 sigmoid or tanh (w8a16): CMSIS-NN's table with TFLite's input multiplier."""
+    x, out = op.inputs[0], op.output
+    params = {"size": out.numel, **offsets(op, "input_multiplier", "input_shift"), "kind": _ACT_S16_KIND[op.kind]}
+    return KernelCall("mcu_activation_s16", ["&params", ref(x), ref(out)], ["mcu_activation_s16.c"],
+                      "mcu_activation_s16_params", params, operands=[x, out], headers=["mcu/kernels_s16.h"])
+
+
 def _binary_s8(name: str) -> Callable[[Op, Ref], KernelCall]:
     def emit(op: Op, ref: Ref) -> KernelCall:
         a, b = op.inputs
@@ -184,6 +207,9 @@ EMITTERS = {
     ("maximum", "int8"): _binary_s8("maximum"),
     ("minimum", "int8"): _binary_s8("minimum"),
     ("add", "int16"): _add_s16,
+    ("mul", "int16"): _mul_s16,
+    ("sigmoid", "int16"): _activation_s16,
+    ("tanh", "int16"): _activation_s16,
     ("clamp", "int16"): _clamp_s16,
     ("clamp", "int8"): _clamp_s8,
     ("lut", "int8"): _lut_s8,
