@@ -105,6 +105,12 @@ def softmax_s16(op: Op) -> dict:
     return {"input_multiplier": mult, "input_shift": shift}
 
 
+def requantize_s16(op: Op) -> dict:
+    """An int16 requantization: s_in / s_out, the clamp in int16."""
+    mult, shift = arith.quantize_multiplier(scale_zp(op.inputs[0])[0] / scale_zp(op.output)[0])
+    return {"multiplier": mult, "shift": shift, **_act(op)}
+
+
 def mul_s16(op: Op) -> dict:
     """The 16x8 product: s_a s_b / s_out, the clamp in int16."""
     a, b = op.inputs

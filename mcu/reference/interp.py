@@ -436,6 +436,7 @@ INT16_OPS: dict[str, Run] = {
     "sigmoid": _activation_s16,
     "tanh": _activation_s16,
     "softmax": _softmax_s16,
+    "requantize": lambda op, x: s16_act.requantize_s16(x[0], **derive.requantize_s16(op)),
     "max_pool2d": _pool_s16(s16.max_pool2d_s16),
     "avg_pool2d": _pool_s16(s16.avg_pool2d_s16),
     "permute": movement.OPS["permute"],

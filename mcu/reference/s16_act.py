@@ -17,6 +17,9 @@ shifted back, is the probability at scale 2^-15. The tables are TFLite's ``gen_l
 each sample lowered by half the chord's error at the step's midpoint (all in float32), the last entry f(max).
 
 mul (``arm_elementwise_mul_s16``): ``a * b`` (exact in int32) requantized by s_a s_b / s_out.
+
+requantize (ours; TFLite's int16 QUANTIZE of an int16 input): ``x`` requantized by s_in / s_out, where two readers
+of one tensor want different scales (a table's fixed 2^-15 output read by an op with an observer of its own).
 """
 
 from __future__ import annotations
@@ -173,4 +176,12 @@ def mul_s16(a, b, out_multiplier: int, out_shift: int, act_min: int = INT16_MIN,
     """mcu_mul_s16 (CMSIS-NN's arm_elementwise_mul_s16) on two int16 arrays of one shape."""
     prod = np.asarray(a, dtype=np.int64) * np.asarray(b, dtype=np.int64)
     y = arith.requantize(prod, out_multiplier, out_shift)
+    return np.clip(y, act_min, act_max).astype(np.int16)
+
+
+# --- requantize ----------------------------------------------------------------------------------------------
+
+def requantize_s16(x, multiplier: int, shift: int, act_min: int = INT16_MIN, act_max: int = INT16_MAX) -> np.ndarray:
+    """mcu_requantize_s16: int16 codes requantized by (multiplier, shift) ~= s_in / s_out, then clamped."""
+    y = arith.requantize(np.asarray(x, dtype=np.int64), multiplier, shift)
     return np.clip(y, act_min, act_max).astype(np.int16)

@@ -66,6 +66,7 @@ _Static_assert(sizeof(mcu_add_s16_params) == 10 * 4, "add_s16 params layout");
 _Static_assert(sizeof(mcu_activation_s16_params) == 4 * 4, "activation_s16 params layout");
 _Static_assert(sizeof(mcu_mul_s16_params) == 5 * 4, "mul_s16 params layout");
 _Static_assert(sizeof(mcu_softmax_s16_params) == 5 * 4, "softmax_s16 params layout");
+_Static_assert(sizeof(mcu_requantize_s16_params) == 5 * 4, "requantize_s16 params layout");
 _Static_assert(sizeof(mcu_pool2d_s16_params) == 16 * 4, "pool2d_s16 params layout");
 _Static_assert(sizeof(mcu_depthwise_conv2d_s16_params) == 19 * 4, "depthwise_conv2d_s16 params layout");
 /* (mcu_program_need_depthwise reads ch_mult, kernel_h and kernel_w where the int8 struct has them) */

@@ -426,6 +426,15 @@ int mcu_program_params_softmax_s16(uint32_t kernel, const mcu_program_params_vie
            mcu_quant_valid(p->input_multiplier, p->input_shift);
 }
 
+int mcu_program_params_requantize_s16(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)kernel;
+    (void)w;
+    const mcu_requantize_s16_params *p = &u->requantize_s16;
+    return p->size >= 0 && p->size <= INT32_MAX / 2 && mcu_quant_valid(p->multiplier, p->shift) &&
+           mcu_act_s16_valid(p->act_min, p->act_max);
+}
+
 int mcu_program_params_binary_s8_add(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
 {
     /* add and sub, and maximum and minimum with the add's parameters */

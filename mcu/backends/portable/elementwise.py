@@ -129,6 +129,14 @@ def _requantize_s8(op: Op, ref: Ref) -> KernelCall:
                       ["mcu_requantize_s8.c"], operands=[op.inputs[0], op.output], scalars=values)
 
 
+def _requantize_s16(op: Op, ref: Ref) -> KernelCall:
+    """An int16 tensor to another int16 scale (w8a16): where two readers of a tensor want different scales."""
+    params = {"size": op.output.numel, **offsets(op, "multiplier", "shift", "act_min", "act_max")}
+    return KernelCall("mcu_requantize_s16", ["&params", ref(op.inputs[0]), ref(op.output)], ["mcu_requantize_s16.c"],
+                      "mcu_requantize_s16_params", params, operands=[op.inputs[0], op.output],
+                      headers=["mcu/kernels_s16.h"])
+
+
 def _clamp_s8(op: Op, ref: Ref) -> KernelCall:
     return KernelCall("mcu_clamp_s8", [str(op.output.numel), str(int(op.attrs["act_min"])),
                                        str(int(op.attrs["act_max"])), ref(op.inputs[0]), ref(op.output)],
@@ -214,6 +222,7 @@ EMITTERS = {
     ("clamp", "int8"): _clamp_s8,
     ("lut", "int8"): _lut_s8,
     ("requantize", "int8"): _requantize_s8,
+    ("requantize", "int16"): _requantize_s16,
     ("quantize", "int8"): _quantize,
     ("dequantize", "float32"): _dequantize,
     ("prelu", "int8"): _prelu_s8,

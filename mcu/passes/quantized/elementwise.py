@@ -257,13 +257,14 @@ def _clamp(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
     # (the float bounds stay as the op's fused activation: the integer reference derives the clamp from them)
     if _same_quant(x, out):
         return Op("clamp", [x], [out], {"act_min": act_min, "act_max": act_max, "act": (lo, hi)}, op.name, op.source)
-    if out.dtype == "int16":
-        return "a 16x8 clamp keeps its input's quantization"
     return requantize_op(op.name, x, out, act_min, act_max, op.source, act=(lo, hi))
 
 
-def requantize_op(name: str, x: Tensor, out: Tensor, act_min: int = -128, act_max: int = 127,
+def requantize_op(name: str, x: Tensor, out: Tensor, act_min: int | None = None, act_max: int | None = None,
                   source: str = "", act: tuple[float | None, float | None] | None = None) -> Op:
+    """int8, or int16 (w8a16, mcu_requantize_s16): the clamp defaults to the output's whole range."""
+    qmin, qmax = (-32768, 32767) if out.dtype == "int16" else (-128, 127)
+    act_min, act_max = qmin if act_min is None else act_min, qmax if act_max is None else act_max
     mult, shift = arith.quantize_multiplier(_scale(x) / _scale(out))
     attrs = {"input_offset": -_zp(x), "multiplier": mult, "shift": shift, "output_offset": _zp(out),
              "act_min": act_min, "act_max": act_max}

@@ -145,6 +145,16 @@ typedef struct {
  *  requantized to the output. An operand may be the output, exactly; no other overlap. */
 mcu_status mcu_mul_s16(const mcu_mul_s16_params *p, const int16_t *a, const int16_t *b, int16_t *output);
 
+typedef struct {
+    int32_t size;              /**< elements of the input and of the output */
+    int32_t multiplier, shift; /**< s_in / s_out */
+    int32_t act_min, act_max;
+} mcu_requantize_s16_params;
+
+/** int16 codes to another int16 scale (zero points 0) with kernels_s8.h's int32 requantization, clamped: ours,
+ *  TFLite's int16-to-int16 QUANTIZE (CMSIS-NN has none). The output may be the input, exactly. */
+mcu_status mcu_requantize_s16(const mcu_requantize_s16_params *p, const int16_t *input, int16_t *output);
+
 /** Longest softmax axis of mcu_softmax_s16 (the int32 sum of its exponentials stays below 2^31). */
 #define MCU_SOFTMAX_S16_MAX_AXIS 65535
 
