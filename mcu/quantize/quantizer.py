@@ -115,14 +115,15 @@ W8A16_OPS = {*CONV_LINEAR, *BATCH_NORM, *ACTIVATIONS, aten.adaptive_avg_pool2d.d
              # of a time-first one
              OPS["lstm"], aten.permute.default,
              # table activations and products (mcu_activation_s16, mcu_softmax_s16, mcu_mul_s16)
-             aten.sigmoid.default, aten.tanh.default, *SOFTMAX, aten.mul.Tensor, aten.mul_.Tensor}
+             aten.sigmoid.default, aten.tanh.default, *SOFTMAX, aten.mul.Tensor, aten.mul_.Tensor,
+             aten.sub.Tensor, aten.sub_.Tensor}
 # (ops with no arithmetic of their own: the capture's bookkeeping)
 _W8A16_NEUTRAL = {"getitem", "_assert_tensor_metadata", "_assert_scalar", "sym_size"}
 
 
 def _w8a16_form(node: Node) -> bool:
     """Whether an op of W8A16_OPS has the form its 16x8 kernel takes: a global mean; an add of two tensors of
-    one shape, a product likewise. (Also the zero biases of an LSTM without biases, a constant of the layer.)"""
+    one shape, a difference or a product likewise. (Also the zero biases of an LSTM without biases, a constant of the layer.)"""
     if node.target is aten.zeros.default:
         return bool(node.users) and all(u.target is OPS["lstm"] for u in node.users)
     if node.target is aten.adaptive_avg_pool2d.default:
@@ -137,7 +138,8 @@ def _w8a16_form(node: Node) -> bool:
         counts_pad = bool(node.args[5]) if len(node.args) > 5 else True
         ceil = bool(node.args[4]) if len(node.args) > 4 else False
         return not ceil and not (padded and counts_pad) and (len(node.args) <= 6 or node.args[6] is None)
-    if node.target in (aten.add.Tensor, aten.add_.Tensor, aten.mul.Tensor, aten.mul_.Tensor):
+    if node.target in (aten.add.Tensor, aten.add_.Tensor, aten.mul.Tensor, aten.mul_.Tensor, aten.sub.Tensor,
+                          aten.sub_.Tensor):
         a, b = node.args[0], node.args[1]
         shapes = [getattr(t.meta.get("val"), "shape", None) if isinstance(t, Node) else None for t in (a, b)]
         return _is_float_tensor(a) and _is_float_tensor(b) and shapes[0] == shapes[1] and \
@@ -155,7 +157,8 @@ def unsupported_w8a16(model: GraphModule) -> list[str]:
         name = getattr(node.target, "__name__", str(node.target)).split(".")[0]
         if node.target is aten.adaptive_avg_pool2d.default:
             name += " (to a size other than 1x1)"
-        elif node.target in (aten.add.Tensor, aten.add_.Tensor, aten.mul.Tensor, aten.mul_.Tensor):
+        elif node.target in (aten.add.Tensor, aten.add_.Tensor, aten.mul.Tensor, aten.mul_.Tensor, aten.sub.Tensor,
+                          aten.sub_.Tensor):
             name += " (of a tensor and a number, or broadcasting)"
         elif node.target is aten.max_pool2d.default:
             name += " (dilated, or in ceil mode)"

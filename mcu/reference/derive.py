@@ -77,7 +77,7 @@ def weighted_s16(op: Op) -> dict:
 
 
 def add_s16(op: Op) -> dict:
-    """The 16x8 add: arith.add_params of the operands' and the output's scales with left shift 15."""
+    """The 16x8 add and difference: arith.add_params of the operands' and the output's scales with left shift 15."""
     a, b = op.inputs
     params = arith.add_params(scale_zp(a)[0], scale_zp(b)[0], scale_zp(op.output)[0], left_shift=15)
     keep = ("a_multiplier", "a_shift", "b_multiplier", "b_shift", "out_multiplier", "out_shift", "left_shift")

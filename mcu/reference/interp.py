@@ -146,6 +146,11 @@ def _add_s16(op: Op, x: list[np.ndarray]) -> np.ndarray:
     return s16.add_s16(x[0], x[1], **derive.add_s16(op))
 
 
+def _sub_s16(op: Op, x: list[np.ndarray]) -> np.ndarray:
+    """As the add: the lowering keeps both operands in the output's shape and layout."""
+    return s16_act.sub_s16(x[0], x[1], **derive.add_s16(op))
+
+
 def _mul_s16(op: Op, x: list[np.ndarray]) -> np.ndarray:
     """Both operands have the output's shape and layout (the lowering makes sure): elementwise in memory order."""
     return s16_act.mul_s16(x[0], x[1], **derive.mul_s16(op))
@@ -433,6 +438,7 @@ INT16_OPS: dict[str, Run] = {
     "reduce": _reduce_s16,
     "add": _add_s16,
     "mul": _mul_s16,
+    "sub": _sub_s16,
     "sigmoid": _activation_s16,
     "tanh": _activation_s16,
     "softmax": _softmax_s16,

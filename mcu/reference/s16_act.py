@@ -18,6 +18,8 @@ each sample lowered by half the chord's error at the step's midpoint (all in flo
 
 mul (``arm_elementwise_mul_s16``): ``a * b`` (exact in int32) requantized by s_a s_b / s_out.
 
+sub (TFLite's 16x8 SUB; CMSIS-NN has none): ``arm_elementwise_add_s16``'s arithmetic with ``a' - b'`` for the sum.
+
 requantize (ours; TFLite's int16 QUANTIZE of an int16 input): ``x`` requantized by s_in / s_out, where two readers
 of one tensor want different scales (a table's fixed 2^-15 output read by an op with an observer of its own).
 """
@@ -184,4 +186,16 @@ def mul_s16(a, b, out_multiplier: int, out_shift: int, act_min: int = INT16_MIN,
 def requantize_s16(x, multiplier: int, shift: int, act_min: int = INT16_MIN, act_max: int = INT16_MAX) -> np.ndarray:
     """mcu_requantize_s16: int16 codes requantized by (multiplier, shift) ~= s_in / s_out, then clamped."""
     y = arith.requantize(np.asarray(x, dtype=np.int64), multiplier, shift)
+    return np.clip(y, act_min, act_max).astype(np.int16)
+
+
+# --- sub -----------------------------------------------------------------------------------------------------
+
+def sub_s16(a, b, *, a_multiplier, a_shift, b_multiplier, b_shift, out_multiplier, out_shift, left_shift=15,
+            act_min: int = INT16_MIN, act_max: int = INT16_MAX) -> np.ndarray:
+    """mcu_sub_s16: each operand shifted left and requantized to the common scale (as the 16x8 add), the
+    difference requantized to the output's."""
+    a1 = arith.requantize(np.asarray(a, dtype=np.int64) << int(left_shift), a_multiplier, a_shift)
+    b1 = arith.requantize(np.asarray(b, dtype=np.int64) << int(left_shift), b_multiplier, b_shift)
+    y = arith.requantize(arith.saturate_int32(a1 - b1), out_multiplier, out_shift)
     return np.clip(y, act_min, act_max).astype(np.int16)

@@ -1,6 +1,6 @@
 """w8a16's activations and products: mcu_activation_s16 (sigmoid, tanh as CMSIS-NN's arm_nn_activation_s16, with
-TFLite's general input multiplier), mcu_softmax_s16 (arm_softmax_s16 over any axis) and mcu_mul_s16
-(arm_elementwise_mul_s16) against the Python integer reference (mcu/reference/s16_act.py) over hypothesis-drawn
+TFLite's general input multiplier), mcu_softmax_s16 (arm_softmax_s16 over any axis), mcu_mul_s16
+(arm_elementwise_mul_s16), mcu_sub_s16 (TFLite's 16x8 SUB) and mcu_requantize_s16 against the Python integer reference (mcu/reference/s16_act.py) over hypothesis-drawn
 sizes, scales and int16 extremes, every int16 input at a few scales, the real functions, and CMSIS-NN's own
 kernels and tables built from CMSIS_NN_PATH."""
 
@@ -19,9 +19,10 @@ import cbind_s8 as cb
 from cbind import MCU_ERR_INVALID_ARG, MCU_OK, ptr
 from cmsis_nn_host import cmsis_nn_root, host_library
 from mcu.reference import lstm_s16
+from mcu.reference.arith import add_params, quantize_multiplier
 from mcu.reference.s16_act import (EXP_TABLE, INT16_MAX, INT16_MIN, ONE_OVER_ONE_PLUS_TABLE, activation_params,
-                                   activation_s16, cmsis_nn_differs, mul_params, mul_s16, softmax_params,
-                                   softmax_s16)
+                                   activation_s16, cmsis_nn_differs, mul_params, mul_s16, requantize_s16,
+                                   softmax_params, softmax_s16, sub_s16)
 from repo import ROOT
 from s8_cases import assert_equal
 from test_kernels_s16 import acts, int16_data
@@ -42,6 +43,15 @@ class MulS16Params(ctypes.Structure):
     _fields_ = [(f, ctypes.c_int32) for f in ("size", "out_multiplier", "out_shift", "act_min", "act_max")]
 
 
+class AddS16Params(ctypes.Structure):
+    _fields_ = [(f, ctypes.c_int32) for f in ("size", "a_multiplier", "a_shift", "b_multiplier", "b_shift",
+                                              "left_shift", "out_multiplier", "out_shift", "act_min", "act_max")]
+
+
+class RequantizeS16Params(ctypes.Structure):
+    _fields_ = [(f, ctypes.c_int32) for f in ("size", "multiplier", "shift", "act_min", "act_max")]
+
+
 class SoftmaxS16Params(ctypes.Structure):
     _fields_ = [(f, ctypes.c_int32) for f in ("outer", "axis", "inner", "input_multiplier", "input_shift")]
 
@@ -55,6 +65,10 @@ def lib():
     handle.mcu_mul_s16.restype = ctypes.c_int
     handle.mcu_softmax_s16.argtypes = [ctypes.POINTER(SoftmaxS16Params), _P, _P]
     handle.mcu_softmax_s16.restype = ctypes.c_int
+    handle.mcu_sub_s16.argtypes = [ctypes.POINTER(AddS16Params), _P, _P, _P]
+    handle.mcu_sub_s16.restype = ctypes.c_int
+    handle.mcu_requantize_s16.argtypes = [ctypes.POINTER(RequantizeS16Params), _P, _P]
+    handle.mcu_requantize_s16.restype = ctypes.c_int
     return handle
 
 
@@ -214,6 +228,52 @@ def test_mul_s16_refuses_a_partial_overlap(lib):
     a = np.ones(8, np.int16)
     p = MulS16Params(4, 1 << 30, 0, INT16_MIN, INT16_MAX)
     assert lib.mcu_mul_s16(ctypes.byref(p), ptr(a), ptr(a), ctypes.c_void_p(a.ctypes.data + 2)) == MCU_ERR_INVALID_ARG
+
+
+# --- sub and requantize -------------------------------------------------------------------------------------
+
+@CASES
+@given(size=st.integers(1, 90), s_a=in_scales, s_b=in_scales, ratio=st.floats(0.3, 3.0),
+       data=st.sampled_from(["uniform", "small", "extremes"]), act=acts, alias=st.sampled_from(["none", "a", "b"]),
+       seed=st.integers(0, 2**32 - 1))
+def test_sub_s16(lib, size, s_a, s_b, ratio, data, act, alias, seed):
+    rng = np.random.default_rng(seed)
+    a, b = int16_data(rng, (size,), data), int16_data(rng, (size,), data)
+    prm = add_params(s_a, s_b, max(s_a, s_b) * ratio, left_shift=15)
+    keys = ("a_multiplier", "a_shift", "b_multiplier", "b_shift", "out_multiplier", "out_shift", "left_shift")
+    want = sub_s16(a, b, **{k: prm[k] for k in keys}, act_min=act[0], act_max=act[1])
+    real = (a.astype(np.float64) * s_a - b.astype(np.float64) * s_b) / (max(s_a, s_b) * ratio)
+    p = AddS16Params(size, prm["a_multiplier"], prm["a_shift"], prm["b_multiplier"], prm["b_shift"], 15,
+                     prm["out_multiplier"], prm["out_shift"], act[0], act[1])
+    out = {"none": np.zeros(size, np.int16), "a": a, "b": b}[alias]
+    assert lib.mcu_sub_s16(ctypes.byref(p), ptr(a), ptr(b), ptr(out)) == MCU_OK
+    assert_equal(out, want)
+    if data == "small" and act == (INT16_MIN, INT16_MAX):  # and it is a difference, within a code or so
+        assert np.abs(out - np.clip(real, INT16_MIN, INT16_MAX)).max() <= 1.5
+
+
+@CASES
+@given(size=st.integers(1, 90), ratio=st.floats(-20.0, 20.0).map(lambda e: 2.0 ** e),
+       data=st.sampled_from(["uniform", "small", "extremes"]), act=acts, in_place=st.booleans(),
+       seed=st.integers(0, 2**32 - 1))
+def test_requantize_s16(lib, size, ratio, data, act, in_place, seed):
+    x = int16_data(np.random.default_rng(seed), (size,), data)
+    m, sh = quantize_multiplier(ratio)
+    want = requantize_s16(x, m, sh, act[0], act[1])
+    out = x if in_place else np.zeros(size, np.int16)
+    p = RequantizeS16Params(size, m, sh, act[0], act[1])
+    assert lib.mcu_requantize_s16(ctypes.byref(p), ptr(x), ptr(out)) == MCU_OK
+    assert_equal(out, want)
+
+
+def test_sub_and_requantize_s16_refuse_a_partial_overlap(lib):
+    a = np.ones(8, np.int16)
+    prm = add_params(1e-3, 1e-3, 2e-3, left_shift=15)
+    p = AddS16Params(4, prm["a_multiplier"], prm["a_shift"], prm["b_multiplier"], prm["b_shift"], 15,
+                     prm["out_multiplier"], prm["out_shift"], INT16_MIN, INT16_MAX)
+    assert lib.mcu_sub_s16(ctypes.byref(p), ptr(a), ptr(a), ctypes.c_void_p(a.ctypes.data + 2)) == MCU_ERR_INVALID_ARG
+    q = RequantizeS16Params(4, 1 << 30, 0, INT16_MIN, INT16_MAX)
+    assert lib.mcu_requantize_s16(ctypes.byref(q), ptr(a), ctypes.c_void_p(a.ctypes.data + 2)) == MCU_ERR_INVALID_ARG
 
 
 # --- CMSIS-NN ------------------------------------------------------------------------------------------------

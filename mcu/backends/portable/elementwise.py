@@ -41,14 +41,15 @@ def _binary(name: str) -> Callable[[Op, Ref], KernelCall]:
 
 
 def _add_s16(op: Op, ref: Ref) -> KernelCall:
-    """The 16x8 add (w8a16): operands of the output's shape and layout, CMSIS-NN's arithmetic."""
+    """The 16x8 add and difference (w8a16): operands of the output's shape and layout, CMSIS-NN's arithmetic."""
     a, b = op.inputs
     out = op.output
     if a.dim_order != out.dim_order or b.dim_order != out.dim_order:
-        raise McuError(f"the 16x8 add {op.name} needs its operands in the output's layout{at_source(op)}")
+        raise McuError(f"the 16x8 {op.kind} {op.name} needs its operands in the output's layout{at_source(op)}")
     params = {"size": out.numel, **offsets(op, "a_multiplier", "a_shift", "b_multiplier", "b_shift", "left_shift",
                                            "out_multiplier", "out_shift", "act_min", "act_max")}
-    return KernelCall("mcu_add_s16", ["&params", ref(a), ref(b), ref(out)], ["mcu_add_s16.c"], "mcu_add_s16_params",
+    fn = f"mcu_{op.kind}_s16"
+    return KernelCall(fn, ["&params", ref(a), ref(b), ref(out)], [f"{fn}.c"], "mcu_add_s16_params",
                       params, operands=[a, b, out], headers=["mcu/kernels_s16.h"])
 
 
@@ -215,6 +216,7 @@ EMITTERS = {
     ("maximum", "int8"): _binary_s8("maximum"),
     ("minimum", "int8"): _binary_s8("minimum"),
     ("add", "int16"): _add_s16,
+    ("sub", "int16"): _add_s16,
     ("mul", "int16"): _mul_s16,
     ("sigmoid", "int16"): _activation_s16,
     ("tanh", "int16"): _activation_s16,

@@ -178,9 +178,10 @@ def _prelu_per_channel(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> 
 
 
 def _binary_s16(kind: str, op: Op, a: Tensor, b: Tensor, out: Tensor) -> Op | str:
-    """The 16x8 add and product (w8a16): two int16 tensors of the output's shape and layout. add is
-    mcu_add_s16 (CMSIS-NN's arm_elementwise_add_s16, left shift 15), mul mcu_mul_s16 (arm_elementwise_mul_s16)."""
-    if kind not in ("add", "mul"):
+    """The 16x8 add, difference and product (w8a16): two int16 tensors of the output's shape and layout. add is
+    mcu_add_s16 (CMSIS-NN's arm_elementwise_add_s16, left shift 15), sub mcu_sub_s16 (the add's arithmetic with
+    a minus, TFLite's 16x8 SUB), mul mcu_mul_s16 (arm_elementwise_mul_s16)."""
+    if kind not in ("add", "sub", "mul"):
         return f"w8a16 has no 16x8 {kind}"
     if any(t.is_constant or t.dtype != "int16" or t.shape != out.shape for t in (a, b)):
         return f"a 16x8 {kind} takes two int16 tensors of the output's shape"

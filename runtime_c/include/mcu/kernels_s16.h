@@ -98,6 +98,8 @@ typedef struct {
 
 /** The 16x8 add of CMSIS-NN's arm_elementwise_add_s16 (zero points 0); an operand may be the output, exactly. */
 mcu_status mcu_add_s16(const mcu_add_s16_params *p, const int16_t *a, const int16_t *b, int16_t *output);
+/** a - b with mcu_add_s16's parameters and arithmetic (TFLite's 16x8 SUB); an operand may be the output, exactly. */
+mcu_status mcu_sub_s16(const mcu_add_s16_params *p, const int16_t *a, const int16_t *b, int16_t *output);
 
 typedef struct {
     mcu_shape4 input;  /**< NHWC */
