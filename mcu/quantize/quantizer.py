@@ -103,6 +103,16 @@ SCALAR_ARITH = {aten.add.Tensor, aten.sub.Tensor, aten.mul.Tensor, aten.div.Tens
                 aten.sub.Scalar, aten.mul.Scalar, aten.div.Scalar, aten.rsub.Scalar}
 
 
+# Elementwise functions with a 16x8 table (mcu_lut_s16); layer norm and PReLU per channel have none.
+W8A16_TABLES = {aten.gelu.default, aten.silu.default, aten.silu_.default, aten.hardsigmoid.default,
+                aten.leaky_relu.default, aten.elu.default, aten.softplus.default, aten.exp.default, aten.log.default,
+                aten.sqrt.default, aten.rsqrt.default, aten.abs.default, aten.neg.default, aten.reciprocal.default,
+                aten.erf.default, aten.pow.Tensor_Scalar, aten.log_sigmoid.default, aten.mish.default,
+                aten.hardswish.default, aten.hardswish_.default}
+_TENSOR_PAIRS = {aten.add.Tensor, aten.add_.Tensor, aten.mul.Tensor, aten.mul_.Tensor, aten.sub.Tensor,
+                 aten.sub_.Tensor, aten.maximum.default, aten.minimum.default}
+
+
 # The ops w8a16 quantizes: the families with 16x8 kernels, the batch norms folded into them, their fused
 # activations and the views that only rename bytes. Any other op refuses the mode by name before quantizing.
 W8A16_OPS = {*CONV_LINEAR, *BATCH_NORM, *ACTIVATIONS, aten.adaptive_avg_pool2d.default, aten.mean.dim,
@@ -116,14 +126,17 @@ W8A16_OPS = {*CONV_LINEAR, *BATCH_NORM, *ACTIVATIONS, aten.adaptive_avg_pool2d.d
              OPS["lstm"], aten.permute.default,
              # table activations and products (mcu_activation_s16, mcu_softmax_s16, mcu_mul_s16)
              aten.sigmoid.default, aten.tanh.default, *SOFTMAX, aten.mul.Tensor, aten.mul_.Tensor,
-             aten.sub.Tensor, aten.sub_.Tensor}
+             aten.sub.Tensor, aten.sub_.Tensor,
+             # every other elementwise function, and arithmetic with a number, as a 513-entry table (mcu_lut_s16)
+             *W8A16_TABLES, *SCALAR_ARITH, aten.maximum.default, aten.minimum.default}
 # (ops with no arithmetic of their own: the capture's bookkeeping)
 _W8A16_NEUTRAL = {"getitem", "_assert_tensor_metadata", "_assert_scalar", "sym_size"}
 
 
 def _w8a16_form(node: Node) -> bool:
-    """Whether an op of W8A16_OPS has the form its 16x8 kernel takes: a global mean; an add of two tensors of
-    one shape, a difference or a product likewise. (Also the zero biases of an LSTM without biases, a constant of the layer.)"""
+    """Whether an op of W8A16_OPS has the form its 16x8 kernel takes: a global mean; an add, a difference or a
+    product of two tensors of one shape, or any of them (and a quotient) of a tensor and a number (a table).
+    (Also the zero biases of an LSTM without biases, a constant of the layer.)"""
     if node.target is aten.zeros.default:
         return bool(node.users) and all(u.target is OPS["lstm"] for u in node.users)
     if node.target is aten.adaptive_avg_pool2d.default:
@@ -138,9 +151,15 @@ def _w8a16_form(node: Node) -> bool:
         counts_pad = bool(node.args[5]) if len(node.args) > 5 else True
         ceil = bool(node.args[4]) if len(node.args) > 4 else False
         return not ceil and not (padded and counts_pad) and (len(node.args) <= 6 or node.args[6] is None)
-    if node.target in (aten.add.Tensor, aten.add_.Tensor, aten.mul.Tensor, aten.mul_.Tensor, aten.sub.Tensor,
-                          aten.sub_.Tensor):
+    if node.target in SCALAR_ARITH | _TENSOR_PAIRS:
         a, b = node.args[0], node.args[1]
+        numbers = [isinstance(t, (int, float)) and not isinstance(t, bool) for t in (a, b)]
+        if numbers.count(True) == 1:  # a tensor and a number: a table, on the tensor's shape
+            t = b if numbers[0] else a
+            return _is_float_tensor(t) and getattr(t.meta.get("val"), "shape", None) == \
+                getattr(node.meta.get("val"), "shape", None)
+        if node.target not in _TENSOR_PAIRS:
+            return False  # (a quotient of two tensors has no 16x8 kernel)
         shapes = [getattr(t.meta.get("val"), "shape", None) if isinstance(t, Node) else None for t in (a, b)]
         return _is_float_tensor(a) and _is_float_tensor(b) and shapes[0] == shapes[1] and \
             shapes[0] == getattr(node.meta.get("val"), "shape", None)
@@ -157,9 +176,8 @@ def unsupported_w8a16(model: GraphModule) -> list[str]:
         name = getattr(node.target, "__name__", str(node.target)).split(".")[0]
         if node.target is aten.adaptive_avg_pool2d.default:
             name += " (to a size other than 1x1)"
-        elif node.target in (aten.add.Tensor, aten.add_.Tensor, aten.mul.Tensor, aten.mul_.Tensor, aten.sub.Tensor,
-                          aten.sub_.Tensor):
-            name += " (of a tensor and a number, or broadcasting)"
+        elif node.target in SCALAR_ARITH | _TENSOR_PAIRS:
+            name += " (broadcasting, or of two tensors)" if node.target is aten.div.Tensor else " (broadcasting)"
         elif node.target is aten.max_pool2d.default:
             name += " (dilated, or in ceil mode)"
         elif node.target is aten.avg_pool2d.default:

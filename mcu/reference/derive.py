@@ -77,7 +77,7 @@ def weighted_s16(op: Op) -> dict:
 
 
 def add_s16(op: Op) -> dict:
-    """The 16x8 add and difference: arith.add_params of the operands' and the output's scales with left shift 15."""
+    """The 16x8 add, difference, maximum and minimum: arith.add_params of the operands' and the output's scales with left shift 15."""
     a, b = op.inputs
     params = arith.add_params(scale_zp(a)[0], scale_zp(b)[0], scale_zp(op.output)[0], left_shift=15)
     keep = ("a_multiplier", "a_shift", "b_multiplier", "b_shift", "out_multiplier", "out_shift", "left_shift")
@@ -221,6 +221,13 @@ def lut_table(op: Op) -> np.ndarray:
     s_x, zp_x = scale_zp(op.inputs[0])
     s_o, zp_o = scale_zp(op.output)
     return arith.lut_table(fn, s_x, zp_x, s_o, zp_o)
+
+
+def lut_table_s16(op: Op) -> np.ndarray:
+    """The 513-entry int16 table of a 16x8 ``lut`` op: its function between the input's and output's scales."""
+    a = op.attrs
+    fn = _ACTIVATIONS.get(a["function"]) or elementwise.unary_real(a["function"], a["alpha"], a["beta"])
+    return s16_act.lut_table_s16(fn, scale_zp(op.inputs[0])[0], scale_zp(op.output)[0])
 
 
 def recurrent_layer(op: Op) -> recurrent.RecurrentS8:

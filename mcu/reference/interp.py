@@ -146,9 +146,9 @@ def _add_s16(op: Op, x: list[np.ndarray]) -> np.ndarray:
     return s16.add_s16(x[0], x[1], **derive.add_s16(op))
 
 
-def _sub_s16(op: Op, x: list[np.ndarray]) -> np.ndarray:
-    """As the add: the lowering keeps both operands in the output's shape and layout."""
-    return s16_act.sub_s16(x[0], x[1], **derive.add_s16(op))
+def _pair_s16(fn: Callable[..., np.ndarray]) -> Run:
+    """sub, maximum, minimum as the add: the lowering keeps both operands in the output's shape and layout."""
+    return lambda op, x: fn(x[0], x[1], **derive.add_s16(op))
 
 
 def _mul_s16(op: Op, x: list[np.ndarray]) -> np.ndarray:
@@ -438,10 +438,13 @@ INT16_OPS: dict[str, Run] = {
     "reduce": _reduce_s16,
     "add": _add_s16,
     "mul": _mul_s16,
-    "sub": _sub_s16,
+    "sub": _pair_s16(s16_act.sub_s16),
+    "maximum": _pair_s16(s16_act.maximum_s16),
+    "minimum": _pair_s16(s16_act.minimum_s16),
     "sigmoid": _activation_s16,
     "tanh": _activation_s16,
     "softmax": _softmax_s16,
+    "lut": lambda op, x: s16_act.lut_s16(x[0], derive.lut_table_s16(op)),
     "requantize": lambda op, x: s16_act.requantize_s16(x[0], **derive.requantize_s16(op)),
     "max_pool2d": _pool_s16(s16.max_pool2d_s16),
     "avg_pool2d": _pool_s16(s16.avg_pool2d_s16),

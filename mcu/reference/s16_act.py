@@ -18,7 +18,14 @@ each sample lowered by half the chord's error at the step's midpoint (all in flo
 
 mul (``arm_elementwise_mul_s16``): ``a * b`` (exact in int32) requantized by s_a s_b / s_out.
 
-sub (TFLite's 16x8 SUB; CMSIS-NN has none): ``arm_elementwise_add_s16``'s arithmetic with ``a' - b'`` for the sum.
+sub (TFLite's 16x8 SUB; CMSIS-NN has none): ``arm_elementwise_add_s16``'s arithmetic with ``a' - b'`` for the sum;
+maximum and minimum (ours, as the int8 ones): ``max(a', b')`` or ``min(a', b')`` of the add's rescaled operands.
+
+lut (ours, TFLite's int16 LUT conventions; CMSIS-NN has no int16 table kernel): every other elementwise function
+(GELU, SiLU, hardswish, ELU, exp, log, arithmetic with a number...) as 513 int16 entries over the input's whole
+code range, entry i at code -32768 + 128 i, read as softmax's tables are (``256 + (x >> 7)``, a 7-bit
+interpolation); each entry lowered by half the chord's rounded error at the segment's midpoint (gen_lut's
+correction), the last one f at code 32768.
 
 requantize (ours; TFLite's int16 QUANTIZE of an int16 input): ``x`` requantized by s_in / s_out, where two readers
 of one tensor want different scales (a table's fixed 2^-15 output read by an op with an observer of its own).
@@ -189,13 +196,67 @@ def requantize_s16(x, multiplier: int, shift: int, act_min: int = INT16_MIN, act
     return np.clip(y, act_min, act_max).astype(np.int16)
 
 
-# --- sub -----------------------------------------------------------------------------------------------------
+# --- sub, maximum, minimum ----------------------------------------------------------------------------------
+
+def _pair_s16(pick, a, b, a_multiplier, a_shift, b_multiplier, b_shift, out_multiplier, out_shift, left_shift,
+              act_min, act_max) -> np.ndarray:
+    a1 = arith.requantize(np.asarray(a, dtype=np.int64) << int(left_shift), a_multiplier, a_shift)
+    b1 = arith.requantize(np.asarray(b, dtype=np.int64) << int(left_shift), b_multiplier, b_shift)
+    y = arith.requantize(arith.saturate_int32(pick(a1, b1)), out_multiplier, out_shift)
+    return np.clip(y, act_min, act_max).astype(np.int16)
+
 
 def sub_s16(a, b, *, a_multiplier, a_shift, b_multiplier, b_shift, out_multiplier, out_shift, left_shift=15,
             act_min: int = INT16_MIN, act_max: int = INT16_MAX) -> np.ndarray:
     """mcu_sub_s16: each operand shifted left and requantized to the common scale (as the 16x8 add), the
     difference requantized to the output's."""
-    a1 = arith.requantize(np.asarray(a, dtype=np.int64) << int(left_shift), a_multiplier, a_shift)
-    b1 = arith.requantize(np.asarray(b, dtype=np.int64) << int(left_shift), b_multiplier, b_shift)
-    y = arith.requantize(arith.saturate_int32(a1 - b1), out_multiplier, out_shift)
-    return np.clip(y, act_min, act_max).astype(np.int16)
+    return _pair_s16(np.subtract, a, b, a_multiplier, a_shift, b_multiplier, b_shift, out_multiplier, out_shift,
+                     left_shift, act_min, act_max)
+
+
+def maximum_s16(a, b, *, a_multiplier, a_shift, b_multiplier, b_shift, out_multiplier, out_shift, left_shift=15,
+                act_min: int = INT16_MIN, act_max: int = INT16_MAX) -> np.ndarray:
+    """mcu_maximum_s16: the larger of the two operands on the add's common scale, requantized to the output's."""
+    return _pair_s16(np.maximum, a, b, a_multiplier, a_shift, b_multiplier, b_shift, out_multiplier, out_shift,
+                     left_shift, act_min, act_max)
+
+
+def minimum_s16(a, b, *, a_multiplier, a_shift, b_multiplier, b_shift, out_multiplier, out_shift, left_shift=15,
+                act_min: int = INT16_MIN, act_max: int = INT16_MAX) -> np.ndarray:
+    """mcu_minimum_s16: as :func:`maximum_s16` with the smaller."""
+    return _pair_s16(np.minimum, a, b, a_multiplier, a_shift, b_multiplier, b_shift, out_multiplier, out_shift,
+                     left_shift, act_min, act_max)
+
+
+# --- lut -----------------------------------------------------------------------------------------------------
+
+def lut_table_s16(fn, s_in: float, s_out: float) -> np.ndarray:
+    """The 513-entry int16 table of ``fn`` (float64 values to float64) from input scale ``s_in`` to output
+    scale ``s_out`` (zero points 0): f at codes -32768 + 128 i in output codes, rounded half away from zero,
+    each of the first 512 lowered by half the rounded error of the chord at its segment's midpoint, clamped to
+    int16. Non-finite values clamp to the int16 ends (NaN to 0)."""
+    codes = -32768.0 + 128.0 * np.arange(513, dtype=np.float64)
+
+    def f(c: np.ndarray) -> np.ndarray:
+        y = np.asarray(fn(c * float(s_in)), dtype=np.float64) / float(s_out)
+        return np.clip(np.nan_to_num(y, nan=0.0, posinf=65536.0, neginf=-65536.0), -65536.0, 65536.0)
+
+    def rnd(v: np.ndarray) -> np.ndarray:
+        return np.sign(v) * np.floor(np.abs(v) + 0.5)
+
+    val = f(codes)
+    sample = rnd(val)
+    mid_interp = rnd((val[1:] + sample[:-1]) / 2.0)
+    bias = rnd((mid_interp - rnd(f(codes[:-1] + 64.0))) / 2.0)
+    table = np.concatenate([sample[:-1] - bias, sample[-1:]])
+    return np.clip(table, INT16_MIN, INT16_MAX).astype(np.int64)
+
+
+def lut_s16(x, table: np.ndarray) -> np.ndarray:
+    """mcu_lut_s16: entry 256 + (x >> 7) of the 513-entry table and the next, interpolated on x's low 7 bits
+    (the slope in int32: adjacent entries may differ by more than int16 holds)."""
+    v = np.asarray(x, dtype=np.int64)
+    t = np.asarray(table, dtype=np.int64)
+    index = 256 + (v >> 7)
+    base = t[index]
+    return (base + (((t[index + 1] - base) * (v & 0x7F) + 64) >> 7)).astype(np.int16)

@@ -360,6 +360,17 @@ mcu_status mcu_program_need_lut_s8(uint32_t kernel, const mcu_operand_desc *ops,
     return MCU_OK;
 }
 
+mcu_status mcu_program_need_lut_s16(uint32_t kernel, const mcu_operand_desc *ops, uint32_t n_ops, const int32_t *p,
+                                    uint32_t *need)
+{
+    (void)kernel;
+    (void)ops;
+    (void)n_ops;
+    need[0] = MCU_LUT_S16_ENTRIES;
+    need[1] = need[2] = mulcap(1, p[0]);
+    return MCU_OK;
+}
+
 mcu_status mcu_program_need_permute_slice(uint32_t kernel, const mcu_operand_desc *ops, uint32_t n_ops,
                                           const int32_t *p, uint32_t *need)
 {

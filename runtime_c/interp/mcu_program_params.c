@@ -1217,6 +1217,18 @@ int mcu_program_alias_lut_s8(uint32_t kernel, const mcu_operand_desc *ops, const
     return elementwise_ok(&ops[1], bytes[1], out, nout) && !overlap(&ops[0], 256, out, nout);
 }
 
+int mcu_program_alias_lut_s16(uint32_t kernel, const mcu_operand_desc *ops, const uint32_t *bytes, uint32_t n_ops,
+                              const int32_t *p)
+{
+    (void)kernel;
+    (void)p;
+    const uint32_t last = n_ops - 1;
+    const mcu_operand_desc *out = &ops[last];
+    const uint32_t nout = bytes[last];
+    return elementwise_ok(&ops[1], bytes[1], out, nout) &&
+           !overlap(&ops[0], MCU_LUT_S16_ENTRIES * sizeof(int16_t), out, nout);
+}
+
 int mcu_program_alias_softmax_masked(uint32_t kernel, const mcu_operand_desc *ops, const uint32_t *bytes,
                                      uint32_t n_ops, const int32_t *p)
 {

@@ -1,6 +1,7 @@
 """w8a16's activations and products: mcu_activation_s16 (sigmoid, tanh as CMSIS-NN's arm_nn_activation_s16, with
 TFLite's general input multiplier), mcu_softmax_s16 (arm_softmax_s16 over any axis), mcu_mul_s16
-(arm_elementwise_mul_s16), mcu_sub_s16 (TFLite's 16x8 SUB) and mcu_requantize_s16 against the Python integer reference (mcu/reference/s16_act.py) over hypothesis-drawn
+(arm_elementwise_mul_s16), mcu_sub_s16 (TFLite's 16x8 SUB), mcu_maximum_s16 / mcu_minimum_s16, mcu_lut_s16
+(TFLite's int16 LUT) and mcu_requantize_s16 against the Python integer reference (mcu/reference/s16_act.py) over hypothesis-drawn
 sizes, scales and int16 extremes, every int16 input at a few scales, the real functions, and CMSIS-NN's own
 kernels and tables built from CMSIS_NN_PATH."""
 
@@ -21,8 +22,9 @@ from cmsis_nn_host import cmsis_nn_root, host_library
 from mcu.reference import lstm_s16
 from mcu.reference.arith import add_params, quantize_multiplier
 from mcu.reference.s16_act import (EXP_TABLE, INT16_MAX, INT16_MIN, ONE_OVER_ONE_PLUS_TABLE, activation_params,
-                                   activation_s16, cmsis_nn_differs, mul_params, mul_s16, requantize_s16,
-                                   softmax_params, softmax_s16, sub_s16)
+                                   activation_s16, cmsis_nn_differs, lut_s16, lut_table_s16, maximum_s16,
+                                   minimum_s16, mul_params, mul_s16, requantize_s16, softmax_params, softmax_s16,
+                                   sub_s16)
 from repo import ROOT
 from s8_cases import assert_equal
 from test_kernels_s16 import acts, int16_data
@@ -65,10 +67,13 @@ def lib():
     handle.mcu_mul_s16.restype = ctypes.c_int
     handle.mcu_softmax_s16.argtypes = [ctypes.POINTER(SoftmaxS16Params), _P, _P]
     handle.mcu_softmax_s16.restype = ctypes.c_int
-    handle.mcu_sub_s16.argtypes = [ctypes.POINTER(AddS16Params), _P, _P, _P]
-    handle.mcu_sub_s16.restype = ctypes.c_int
+    for name in ("sub", "maximum", "minimum"):
+        getattr(handle, f"mcu_{name}_s16").argtypes = [ctypes.POINTER(AddS16Params), _P, _P, _P]
+        getattr(handle, f"mcu_{name}_s16").restype = ctypes.c_int
     handle.mcu_requantize_s16.argtypes = [ctypes.POINTER(RequantizeS16Params), _P, _P]
     handle.mcu_requantize_s16.restype = ctypes.c_int
+    handle.mcu_lut_s16.argtypes = [ctypes.c_int32, _P, _P, _P]
+    handle.mcu_lut_s16.restype = ctypes.c_int
     return handle
 
 
@@ -232,23 +237,28 @@ def test_mul_s16_refuses_a_partial_overlap(lib):
 
 # --- sub and requantize -------------------------------------------------------------------------------------
 
+PAIRS = {"sub": (sub_s16, lambda x, y: x - y), "maximum": (maximum_s16, np.maximum),
+         "minimum": (minimum_s16, np.minimum)}
+
+
 @CASES
-@given(size=st.integers(1, 90), s_a=in_scales, s_b=in_scales, ratio=st.floats(0.3, 3.0),
-       data=st.sampled_from(["uniform", "small", "extremes"]), act=acts, alias=st.sampled_from(["none", "a", "b"]),
-       seed=st.integers(0, 2**32 - 1))
-def test_sub_s16(lib, size, s_a, s_b, ratio, data, act, alias, seed):
+@given(kind=st.sampled_from(sorted(PAIRS)), size=st.integers(1, 90), s_a=in_scales, s_b=in_scales,
+       ratio=st.floats(0.3, 3.0), data=st.sampled_from(["uniform", "small", "extremes"]), act=acts,
+       alias=st.sampled_from(["none", "a", "b"]), seed=st.integers(0, 2**32 - 1))
+def test_sub_maximum_minimum_s16(lib, kind, size, s_a, s_b, ratio, data, act, alias, seed):
     rng = np.random.default_rng(seed)
     a, b = int16_data(rng, (size,), data), int16_data(rng, (size,), data)
     prm = add_params(s_a, s_b, max(s_a, s_b) * ratio, left_shift=15)
     keys = ("a_multiplier", "a_shift", "b_multiplier", "b_shift", "out_multiplier", "out_shift", "left_shift")
-    want = sub_s16(a, b, **{k: prm[k] for k in keys}, act_min=act[0], act_max=act[1])
-    real = (a.astype(np.float64) * s_a - b.astype(np.float64) * s_b) / (max(s_a, s_b) * ratio)
+    reference, real_fn = PAIRS[kind]
+    want = reference(a, b, **{k: prm[k] for k in keys}, act_min=act[0], act_max=act[1])
+    real = real_fn(a.astype(np.float64) * s_a, b.astype(np.float64) * s_b) / (max(s_a, s_b) * ratio)
     p = AddS16Params(size, prm["a_multiplier"], prm["a_shift"], prm["b_multiplier"], prm["b_shift"], 15,
                      prm["out_multiplier"], prm["out_shift"], act[0], act[1])
     out = {"none": np.zeros(size, np.int16), "a": a, "b": b}[alias]
-    assert lib.mcu_sub_s16(ctypes.byref(p), ptr(a), ptr(b), ptr(out)) == MCU_OK
+    assert getattr(lib, f"mcu_{kind}_s16")(ctypes.byref(p), ptr(a), ptr(b), ptr(out)) == MCU_OK
     assert_equal(out, want)
-    if data == "small" and act == (INT16_MIN, INT16_MAX):  # and it is a difference, within a code or so
+    if data == "small" and act == (INT16_MIN, INT16_MAX):  # and it is the function, within a code or so
         assert np.abs(out - np.clip(real, INT16_MIN, INT16_MAX)).max() <= 1.5
 
 
@@ -274,6 +284,44 @@ def test_sub_and_requantize_s16_refuse_a_partial_overlap(lib):
     assert lib.mcu_sub_s16(ctypes.byref(p), ptr(a), ptr(a), ctypes.c_void_p(a.ctypes.data + 2)) == MCU_ERR_INVALID_ARG
     q = RequantizeS16Params(4, 1 << 30, 0, INT16_MIN, INT16_MAX)
     assert lib.mcu_requantize_s16(ctypes.byref(q), ptr(a), ctypes.c_void_p(a.ctypes.data + 2)) == MCU_ERR_INVALID_ARG
+
+
+# --- lut -----------------------------------------------------------------------------------------------------
+
+@settings(max_examples=25, deadline=None)
+@given(tables=st.sampled_from(["uniform", "extremes", "steps"]), in_place=st.booleans(), seed=st.integers(0, 2**32 - 1))
+def test_lut_s16_every_input(lib, tables, in_place, seed):
+    """Any 513-entry table (adjacent entries as far apart as int16 allows), every int16 input."""
+    rng = np.random.default_rng(seed)
+    if tables == "extremes":
+        table = rng.choice(np.array([INT16_MIN, INT16_MAX, 0, -1], np.int16), size=513)
+    elif tables == "steps":
+        table = np.where(np.arange(513) % 2 == 0, INT16_MIN, INT16_MAX).astype(np.int16)
+    else:
+        table = rng.integers(INT16_MIN, INT16_MAX + 1, size=513).astype(np.int16)
+    x = ALL_INT16.copy()
+    out = x if in_place else np.zeros_like(x)
+    assert lib.mcu_lut_s16(x.size, ptr(table), ptr(x), ptr(out)) == MCU_OK
+    assert_equal(out, lut_s16(ALL_INT16, table))
+
+
+@pytest.mark.parametrize("name,fn,s_in,s_out", [
+    ("gelu", lambda v: v * 0.5 * (1.0 + np.vectorize(math.erf)(v / math.sqrt(2.0))), 8.0 / 32767, 8.0 / 32767),
+    ("exp", np.exp, 4.0 / 32767, 55.0 / 32767),
+    ("silu", lambda v: v / (1.0 + np.exp(-v)), 1e-3, 1e-3),
+    ("affine", lambda v: v * 0.5 + 1.0, 6.0 / 32767, 4.0 / 32767)])
+def test_lut_s16_follows_the_function(lib, name, fn, s_in, s_out):
+    """Within 2 output codes of the real function over every input (linear interpolation of 512 segments)."""
+    table = lut_table_s16(fn, s_in, s_out).astype(np.int16)
+    out = np.zeros_like(ALL_INT16)
+    assert lib.mcu_lut_s16(ALL_INT16.size, ptr(table), ptr(ALL_INT16), ptr(out)) == MCU_OK
+    real = np.clip(fn(ALL_INT16.astype(np.float64) * s_in) / s_out, INT16_MIN, INT16_MAX)
+    assert np.abs(out - real).max() <= 2.0, name
+
+
+def test_lut_s16_refuses_a_table_in_the_output(lib):
+    x = np.zeros(600, np.int16)
+    assert lib.mcu_lut_s16(8, ptr(x), ptr(x[513:]), ctypes.c_void_p(x.ctypes.data + 2)) == MCU_ERR_INVALID_ARG
 
 
 # --- CMSIS-NN ------------------------------------------------------------------------------------------------

@@ -41,7 +41,7 @@ def _binary(name: str) -> Callable[[Op, Ref], KernelCall]:
 
 
 def _add_s16(op: Op, ref: Ref) -> KernelCall:
-    """The 16x8 add and difference (w8a16): operands of the output's shape and layout, CMSIS-NN's arithmetic."""
+    """The 16x8 add, difference, maximum and minimum (w8a16): operands of the output's shape and layout, CMSIS-NN's arithmetic."""
     a, b = op.inputs
     out = op.output
     if a.dim_order != out.dim_order or b.dim_order != out.dim_order:
@@ -120,6 +120,13 @@ def _lut_s8(op: Op, ref: Ref) -> KernelCall:
     x, table = op.inputs
     return KernelCall("mcu_lut_s8", [str(x.numel), ref(table), ref(x), ref(op.output)], ["mcu_lut_s8.c"],
                       operands=[table, x, op.output], scalars=[x.numel])
+
+
+def _lut_s16(op: Op, ref: Ref) -> KernelCall:
+    """The 16x8 table lookup (w8a16): 513 int16 entries, interpolated."""
+    x, table = op.inputs
+    return KernelCall("mcu_lut_s16", [str(x.numel), ref(table), ref(x), ref(op.output)], ["mcu_lut_s16.c"],
+                      operands=[table, x, op.output], scalars=[x.numel], headers=["mcu/kernels_s16.h"])
 
 
 def _requantize_s8(op: Op, ref: Ref) -> KernelCall:
@@ -217,12 +224,15 @@ EMITTERS = {
     ("minimum", "int8"): _binary_s8("minimum"),
     ("add", "int16"): _add_s16,
     ("sub", "int16"): _add_s16,
+    ("maximum", "int16"): _add_s16,
+    ("minimum", "int16"): _add_s16,
     ("mul", "int16"): _mul_s16,
     ("sigmoid", "int16"): _activation_s16,
     ("tanh", "int16"): _activation_s16,
     ("clamp", "int16"): _clamp_s16,
     ("clamp", "int8"): _clamp_s8,
     ("lut", "int8"): _lut_s8,
+    ("lut", "int16"): _lut_s16,
     ("requantize", "int8"): _requantize_s8,
     ("requantize", "int16"): _requantize_s16,
     ("quantize", "int8"): _quantize,

@@ -75,6 +75,8 @@ def scalars_to_unary(graph: Graph) -> None:
 def _unary_lut(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
     x = ins[0]
     fn = unary_real(op.attrs["fn"], op.attrs["alpha"], op.attrs["beta"])
+    if out.dtype == "int16":
+        return _lut_s16(op, x, out, fn, op.attrs["fn"], {"alpha": op.attrs["alpha"], "beta": op.attrs["beta"]})
     table = arith.lut_table(fn, _scale(x), _zp(x), _scale(out), _zp(out))
     # (alpha and beta kept: a scaling after a bmm folds into its requantization, mcu/passes/quantized/attention.py)
     return Op("lut", [x, _int_const(f"{op.name}_table", table, "int8")], [out],
@@ -148,6 +150,8 @@ def quantize_between_bounds(graph: Graph) -> None:
 def _extreme(kind: str):
     def convert(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
         a, b = ins
+        if out.dtype == "int16":
+            return _binary_s16(kind, op, a, b, out)
         act_min, act_max = act_bounds(op, out)
         params = arith.add_params(_scale(a), _scale(b), _scale(out))
         attrs = {**op.attrs, **params, "a_offset": -_zp(a), "b_offset": -_zp(b), "output_offset": _zp(out),
@@ -180,8 +184,9 @@ def _prelu_per_channel(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> 
 def _binary_s16(kind: str, op: Op, a: Tensor, b: Tensor, out: Tensor) -> Op | str:
     """The 16x8 add, difference and product (w8a16): two int16 tensors of the output's shape and layout. add is
     mcu_add_s16 (CMSIS-NN's arm_elementwise_add_s16, left shift 15), sub mcu_sub_s16 (the add's arithmetic with
-    a minus, TFLite's 16x8 SUB), mul mcu_mul_s16 (arm_elementwise_mul_s16)."""
-    if kind not in ("add", "sub", "mul"):
+    a minus, TFLite's 16x8 SUB), maximum and minimum mcu_maximum_s16 / mcu_minimum_s16 (the larger or smaller of
+    the add's rescaled operands), mul mcu_mul_s16 (arm_elementwise_mul_s16)."""
+    if kind not in ("add", "sub", "mul", "maximum", "minimum"):
         return f"w8a16 has no 16x8 {kind}"
     if any(t.is_constant or t.dtype != "int16" or t.shape != out.shape for t in (a, b)):
         return f"a 16x8 {kind} takes two int16 tensors of the output's shape"
@@ -229,9 +234,21 @@ _LUT_FUNCTIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
 def _lut(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
     x = ins[0]
     if out.dtype == "int16":
-        return _activation_s16(op, x, out)
+        if op.kind in s16_act.KINDS:
+            return _activation_s16(op, x, out)
+        return _lut_s16(op, x, out, _LUT_FUNCTIONS[op.kind], op.kind, {"alpha": 0.0, "beta": 0.0})
     table = arith.lut_table(_LUT_FUNCTIONS[op.kind], _scale(x), _zp(x), _scale(out), _zp(out))
     return Op("lut", [x, _int_const(f"{op.name}_table", table, "int8")], [out], {"function": op.kind},
+              op.name, op.source)
+
+
+def _lut_s16(op: Op, x: Tensor, out: Tensor, fn: Callable[[np.ndarray], np.ndarray], name: str,
+             params: dict) -> Op | str:
+    """The 16x8 table lookup (w8a16, mcu_lut_s16): 513 int16 entries over the input's codes, interpolated."""
+    if x.dtype != "int16" or _zp(x) != 0 or _zp(out) != 0:
+        return f"a 16x8 {name} table reads and writes int16 codes of zero point 0"
+    table = s16_act.lut_table_s16(fn, _scale(x), _scale(out))
+    return Op("lut", [x, _int_const(f"{op.name}_table", table, "int16")], [out], {"function": name, **params},
               op.name, op.source)
 
 

@@ -100,6 +100,10 @@ typedef struct {
 mcu_status mcu_add_s16(const mcu_add_s16_params *p, const int16_t *a, const int16_t *b, int16_t *output);
 /** a - b with mcu_add_s16's parameters and arithmetic (TFLite's 16x8 SUB); an operand may be the output, exactly. */
 mcu_status mcu_sub_s16(const mcu_add_s16_params *p, const int16_t *a, const int16_t *b, int16_t *output);
+/** max(a, b) of the add's rescaled operands, requantized to the output (mcu_add_s16_params); in place as the add. */
+mcu_status mcu_maximum_s16(const mcu_add_s16_params *p, const int16_t *a, const int16_t *b, int16_t *output);
+/** min(a, b) as mcu_maximum_s16. */
+mcu_status mcu_minimum_s16(const mcu_add_s16_params *p, const int16_t *a, const int16_t *b, int16_t *output);
 
 typedef struct {
     mcu_shape4 input;  /**< NHWC */
@@ -156,6 +160,14 @@ typedef struct {
 /** int16 codes to another int16 scale (zero points 0) with kernels_s8.h's int32 requantization, clamped: ours,
  *  TFLite's int16-to-int16 QUANTIZE (CMSIS-NN has none). The output may be the input, exactly. */
 mcu_status mcu_requantize_s16(const mcu_requantize_s16_params *p, const int16_t *input, int16_t *output);
+
+/** Entries of mcu_lut_s16's table. */
+#define MCU_LUT_S16_ENTRIES 513
+
+/** An elementwise function of int16 codes as a table of MCU_LUT_S16_ENTRIES int16 entries over the input's
+ *  codes (entry i at code -32768 + 128 i), read with a 7-bit linear interpolation (TFLite's int16 LUT). The
+ *  output may be the input, exactly; the table overlaps not the output. */
+mcu_status mcu_lut_s16(int32_t size, const int16_t *table, const int16_t *input, int16_t *output);
 
 /** Longest softmax axis of mcu_softmax_s16 (the int32 sum of its exponentials stays below 2^31). */
 #define MCU_SOFTMAX_S16_MAX_AXIS 65535
