@@ -451,6 +451,9 @@ INT16_OPS: dict[str, Run] = {
     "permute": movement.OPS["permute"],
     "layout": movement.OPS["layout"],
     "slice": movement.OPS["slice"],
+    # moves of int16 elements: concatenation, nearest resampling, repeats, flips, gathers
+    "concat": movement.OPS["concat"],
+    **resample_ops.FLOAT_OPS,
     "clamp": lambda op, x: np.clip(np.asarray(x[0], dtype=np.int16), *derive.act_range(op)).astype(np.int16),
     "lstm": _lstm_s16,
 }
