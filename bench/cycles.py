@@ -6,10 +6,14 @@ what it ran, and predicted / published.
 
     .venv/bin/python bench/cycles.py --cmsis-nn PATH [--boards ...] [--models ...] [--results DIR]
                                      [--no-run] [--markdown] [--mv2-head] [--weights-in fast]
+                                     [--cmsis-nn-from DIR] [--splice docs/cycles.md]
 
 Every (model, board) measurement is written to ``--results`` (default ``<cache>/bench_cycles``) as one
 JSON file and reused by later runs (delete the folder to measure again), so several processes may
 measure disjoint model lists into the same folder and a last ``--no-run`` prints the whole table.
+``--cmsis-nn-from DIR`` takes CMSIS-NN's column from an earlier results folder measured with the same tree
+and placement, and measures ours only: our outputs must equal the digest of CMSIS-NN's stored there (after a
+change to our kernels, CMSIS-NN's figures do not move unless our portable kernels serve its other ops).
 The cycles are the plugin's estimate (ports/qemu/cycle_model.c, docs/cycles.md); nothing here is tuned
 to any anchor: one per-core table serves every model.
 
@@ -21,8 +25,11 @@ at 224x224) per op on the Cortex-M55 with CMSIS-NN, against the per-op cycles pu
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import dataclasses
+import hashlib
+import io
 import json
 import math
 import os
@@ -188,8 +195,10 @@ def figures(instructions: int, cycles: int | None, clock_hz: int) -> dict:
             "ms": cycles / clock_hz * 1e3 if cycles else None}
 
 
-def measure(model: str, boards: list[str], cmsis_root: Path, results: Path, weights_in: str | None = None) -> None:
-    """Ours and CMSIS-NN's figures for one model on each board not measured yet."""
+def measure(model: str, boards: list[str], cmsis_root: Path, results: Path, weights_in: str | None = None,
+            cmsis_from: Path | None = None) -> None:
+    """Ours and CMSIS-NN's figures for one model on each board not measured yet (CMSIS-NN's from
+    ``cmsis_from`` when given)."""
     todo = [b for b in boards if not (results / f"{model}.{b}.json").exists()]
     if not todo:
         return
@@ -197,7 +206,10 @@ def measure(model: str, boards: list[str], cmsis_root: Path, results: Path, weig
     graph = to_graph(spec, "int8")
     for b in todo:
         try:
-            entry = measure_one(spec, graph, b, cmsis_root, weights_in)
+            earlier = load(cmsis_from, model, b) if cmsis_from is not None else None
+            if cmsis_from is not None and (earlier is None or "outputs_sha256" not in earlier):
+                raise SystemExit(f"{cmsis_from} has no CMSIS-NN figures with an output digest for it")
+            entry = measure_one(spec, graph, b, cmsis_root, weights_in, earlier)
         except (SystemExit, Exception) as e:  # one failing pair leaves a gap in the table, not an empty table
             print(f"FAILED {model} on {b}: {e}", file=sys.stderr, flush=True)
             continue
@@ -207,18 +219,35 @@ def measure(model: str, boards: list[str], cmsis_root: Path, results: Path, weig
               f"CMSIS-NN {c['instructions']:,}, {c['cycles']:,}", file=sys.stderr, flush=True)
 
 
-def measure_one(spec, graph, b: str, cmsis_root: Path, weights_in: str | None = None) -> dict:
+def outputs_digest(outputs_raw) -> str:
+    """One SHA-256 over every output of every test vector, in order (raw integer bytes)."""
+    h = hashlib.sha256()
+    for xs in outputs_raw:
+        for x in xs:
+            h.update(x.tobytes())
+    return h.hexdigest()
+
+
+def measure_one(spec, graph, b: str, cmsis_root: Path, weights_in: str | None = None,
+                earlier: dict | None = None) -> dict:
+    """``earlier``: an earlier result for this model and board whose CMSIS-NN column is reused."""
     clock = load_board(b).clock_hz
     ours = run(compile_copy(spec, graph, b, weights_in=weights_in))
-    theirs_cm = compile_copy(spec, graph, b, ["cmsis-nn", "portable"], cmsis_root, weights_in)
-    theirs = run(theirs_cm)
-    same = all((x == y).all() for xs, ys in zip(ours.outputs_raw, theirs.outputs_raw) for x, y in zip(xs, ys))
-    if not same:
-        raise SystemExit("CMSIS-NN's outputs differ from ours")
-    took = sum(len(ops) for bk, ops in theirs_cm.partitions.partitions if bk == "cmsis-nn")
+    digest = outputs_digest(ours.outputs_raw)
+    if earlier is not None:
+        if digest != earlier["outputs_sha256"]:
+            raise SystemExit("our outputs differ from the CMSIS-NN outputs stored in the earlier results")
+        cmsis = earlier["cmsis_nn"]
+    else:
+        theirs_cm = compile_copy(spec, graph, b, ["cmsis-nn", "portable"], cmsis_root, weights_in)
+        theirs = run(theirs_cm)
+        if digest != outputs_digest(theirs.outputs_raw):
+            raise SystemExit("CMSIS-NN's outputs differ from ours")
+        took = sum(len(ops) for bk, ops in theirs_cm.partitions.partitions if bk == "cmsis-nn")
+        cmsis = {**figures(theirs.instructions, theirs.estimated_cycles, clock),
+                 "ops_on_cmsis_nn": took, "ops": len(theirs_cm.graph.ops)}
     return {"clock_hz": clock, "ours": figures(ours.instructions, ours.estimated_cycles, clock),
-            "cmsis_nn": {**figures(theirs.instructions, theirs.estimated_cycles, clock),
-                         "ops_on_cmsis_nn": took, "ops": len(theirs_cm.graph.ops)}}
+            "cmsis_nn": cmsis, "outputs_sha256": digest}
 
 
 def load(results: Path, model: str, board: str) -> dict | None:
@@ -388,6 +417,29 @@ def mv2_head(cmsis_root: Path, results: Path, markdown: bool) -> None:
     print(f"Source: {MV2_SOURCE}. Predicted with the CMSIS-NN tree {rows.get('cmsis_nn_tree', '?')}.\n")
 
 
+def splice(doc: Path, generated: str) -> list[str]:
+    """Replace each ``### `` block of ``generated`` in ``doc`` (the heading line, then the blank, table and
+    goal lines under it, up to the first line of prose or the next heading) by its new text; the headings
+    it does not find, returned, are left out."""
+    lines = doc.read_text().split("\n")
+    missing: list[str] = []
+    for block in generated.split("\n### ")[1:] if not generated.startswith("### ") else \
+            ("\n" + generated).split("\n### ")[1:]:
+        new = ("### " + block).rstrip("\n").split("\n")
+        try:
+            start = lines.index(new[0])
+        except ValueError:
+            missing.append(new[0])
+            continue
+        end = start + 1
+        while end < len(lines) and (lines[end] == "" or lines[end].startswith("|")
+                                    or lines[end].startswith("**Goal**")):
+            end += 1
+        lines[start:end] = new + [""]
+    doc.write_text("\n".join(lines))
+    return missing
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--boards", default=",".join(BOARDS))
@@ -400,6 +452,12 @@ def main() -> int:
                         help="where both columns' firmware keeps the weights (mcu's --weights-in; default: each "
                              "board's); fast measures into <cache>/bench_cycles-fast unless --results says")
     parser.add_argument("--markdown", action="store_true", help="Markdown tables (docs/cycles.md)")
+    parser.add_argument("--splice", type=Path, default=None,
+                        help="also write each per-core table and goal line into this Markdown file, in place "
+                             "of the block under the same heading (docs/cycles.md)")
+    parser.add_argument("--cmsis-nn-from", type=Path, default=None,
+                        help="an earlier results folder (same CMSIS-NN tree and placement) to take CMSIS-NN's "
+                             "column from; ours is measured and must give the outputs stored there")
     parser.add_argument("--mv2-head", action="store_true", help="also the MobileNetV2 per-op calibration on M55")
     parser.add_argument("--mv2-cmsis-nn", type=Path, default=None,
                         help="CMSIS-NN tree for --mv2-head (the anchor ran v7.0.0; default: --cmsis-nn)")
@@ -417,8 +475,14 @@ def main() -> int:
             raise SystemExit("bench/cycles.py measures CMSIS-NN's column: give --cmsis-nn PATH or CMSIS_NN_PATH")
         cmsis_root = resolve_cmsis(args.cmsis_nn)
         for model in models:
-            measure(model, boards, cmsis_root, results, args.weights_in)
-    per_core_tables(results, models, boards, args.markdown, args.weights_in)
+            measure(model, boards, cmsis_root, results, args.weights_in, args.cmsis_nn_from)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        per_core_tables(results, models, boards, args.markdown, args.weights_in)
+    print(out.getvalue(), end="")
+    if args.splice is not None:
+        for heading in splice(args.splice, out.getvalue()):
+            print(f"not in {args.splice}, left out: {heading}", file=sys.stderr)
     calibration_table(results, args.markdown)
     if args.mv2_head:
         if cmsis_root is None and not (results / "mobilenet_v2_head.mps3-an547.json").exists():

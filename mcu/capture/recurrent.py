@@ -10,9 +10,14 @@ arithmetic). The int16 state ranges come from the calibration data: the model ru
 it and each layer records the largest cell value (LSTM) or recurrent candidate term (GRU), which
 fixes the layer's power-of-two state scale.
 
+With int16 activations (w8a16) an ``nn.GRUCell`` stepped in a Python loop is kept whole too: each call is one
+``mcu_rnn::gru_cell`` op (one mcu_gru_s16 step from the given state), its candidate term's scale calibrated
+over every step of the calibration data; and an ``nn.GRU`` called with an initial state runs one
+``mcu_rnn::gru_from`` op per layer (calibrated with the states it was called with).
+
 Supported: unidirectional, any number of layers, ``batch_first`` either way, biases or none, no
 projection (``proj_size``), called without an initial state (the zeros that export produces). A module
-called with an initial state runs its original fp32 graph; one whose final cell state ``c_n`` is
+called with an initial state (but a w8a16 GRU) runs its original fp32 graph; one whose final cell state ``c_n`` is
 read is refused by the frontend with a clear error.
 """
 
@@ -64,16 +69,42 @@ def _final_cell_fake(x, w_ih, w_hh, b_ih, b_hh):
     return x.new_empty((x.shape[0], w_hh.shape[1]))
 
 
+@torch.library.custom_op("mcu_rnn::gru_cell", mutates_args=())
+def _gru_cell_op(x: torch.Tensor, h: torch.Tensor, w_ih: torch.Tensor, w_hh: torch.Tensor, b_ih: torch.Tensor,
+                 b_hh: torch.Tensor, state_shift: int) -> torch.Tensor:
+    """One step of an nn.GRUCell from the state ``h`` [N, H]: the next state [N, H] (w8a16 only)."""
+    return _run_layer("gru", x.unsqueeze(1), w_ih, w_hh, b_ih, b_hh, h)[0][:, 0]
+
+
+@_gru_cell_op.register_fake
+def _gru_cell_fake(x, h, w_ih, w_hh, b_ih, b_hh, state_shift):
+    return h.new_empty(h.shape)
+
+
+@torch.library.custom_op("mcu_rnn::gru_from", mutates_args=())
+def _gru_from_op(x: torch.Tensor, h0: torch.Tensor, w_ih: torch.Tensor, w_hh: torch.Tensor, b_ih: torch.Tensor,
+                 b_hh: torch.Tensor, state_shift: int) -> torch.Tensor:
+    """One GRU layer, batch-first, from the initial state ``h0`` [N, H]: all hidden states [N, T, H] (w8a16 only)."""
+    return _run_layer("gru", x, w_ih, w_hh, b_ih, b_hh, h0)[0]
+
+
+@_gru_from_op.register_fake
+def _gru_from_fake(x, h0, w_ih, w_hh, b_ih, b_hh, state_shift):
+    return x.new_empty((x.shape[0], x.shape[1], w_hh.shape[1]))
+
+
 OPS = {"lstm": torch.ops.mcu_rnn.lstm.default, "gru": torch.ops.mcu_rnn.gru.default}
+GRU_CELL = torch.ops.mcu_rnn.gru_cell.default
+GRU_FROM = torch.ops.mcu_rnn.gru_from.default
 FINAL_CELL = torch.ops.mcu_rnn.lstm_final_cell.default
 
 
 def _run_layer(kind: str, x: torch.Tensor, w_ih: torch.Tensor, w_hh: torch.Tensor, b_ih: torch.Tensor,
-               b_hh: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, float]:
-    """fp32 layer from the zero state: (hidden states, final cell (LSTM), largest |int16 state| value) where
-    the state is the LSTM's cell or the GRU's recurrent candidate term ``Whn h + bhn``."""
+               b_hh: torch.Tensor, h0: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, float]:
+    """fp32 layer from the zero state (a GRU: or from ``h0``): (hidden states, final cell (LSTM), largest
+    |int16 state| value) where the state is the LSTM's cell or the GRU's recurrent candidate term ``Whn h + bhn``."""
     hidden = w_hh.shape[1]
-    h = x.new_zeros((x.shape[0], hidden))
+    h = x.new_zeros((x.shape[0], hidden)) if h0 is None else h0
     c = x.new_zeros((x.shape[0], hidden))
     outs = []
     peak = 0.0
@@ -102,14 +133,16 @@ def _supported(m: nn.Module) -> bool:
 
 
 class _IntRecurrent(nn.Module):
-    """A stand-in for an nn.LSTM/nn.GRU that calls one custom op per layer (same weights, same outputs)."""
+    """A stand-in for an nn.LSTM/nn.GRU that calls one custom op per layer (same weights, same outputs).
+    ``from_state``: a GRU called with an initial state runs ``mcu_rnn::gru_from`` per layer too (w8a16)."""
 
-    def __init__(self, original: nn.RNNBase, shifts: list[int]) -> None:
+    def __init__(self, original: nn.RNNBase, shifts: list[int], from_state: bool = False) -> None:
         super().__init__()
         self.original = original
         self.kind = "lstm" if original.mode == "LSTM" else "gru"
         self.batch_first = original.batch_first
         self.shifts = shifts
+        self.from_state = from_state and self.kind == "gru"
 
     def _layer(self, k: int) -> tuple[torch.Tensor, ...]:
         m = self.original
@@ -120,15 +153,19 @@ class _IntRecurrent(nn.Module):
         return w_ih, w_hh, b_ih, b_hh
 
     def forward(self, x: torch.Tensor, hx: object = None):
-        if hx is not None:  # an initial state: the original module (an fp32 island in int8 models)
+        if hx is not None and not self.from_state:  # the original module (an fp32 island in int8 models)
             return self.original(x, hx)
         unbatched = x.dim() == 2
         seq = x.unsqueeze(0) if unbatched else (x if self.batch_first else x.permute(1, 0, 2))
+        h0 = None if hx is None else (hx.unsqueeze(1) if unbatched else hx)  # [layers, N, H]
         finals_h, finals_c = [], []
         for k in range(self.original.num_layers):
             weights = self._layer(k)
             layer_in = seq
-            seq = OPS[self.kind](layer_in, *weights, self.shifts[k])
+            if h0 is None:
+                seq = OPS[self.kind](layer_in, *weights, self.shifts[k])
+            else:
+                seq = GRU_FROM(layer_in, h0[k], *weights, self.shifts[k])
             finals_h.append(seq[:, -1])
             if self.kind == "lstm":
                 finals_c.append(FINAL_CELL(layer_in, *weights))
@@ -141,33 +178,85 @@ class _IntRecurrent(nn.Module):
         return out, (h_n, c_n.squeeze(1) if unbatched else c_n)
 
 
-def _calibrate(module: nn.RNNBase, inputs: list[torch.Tensor]) -> list[int]:
-    """Each layer's power-of-two state shift from the largest state value over the calibration inputs."""
+def _calibrate(module: nn.RNNBase, inputs: list[tuple[torch.Tensor, torch.Tensor | None]]) -> list[int]:
+    """Each layer's power-of-two state shift from the largest state value over the calibration inputs (each
+    with its initial state, or None)."""
     stand_in = _IntRecurrent(module, [15] * module.num_layers)
     peaks = [0.0] * module.num_layers
     with torch.no_grad():
-        for x in inputs:
-            seq = x.unsqueeze(0) if x.dim() == 2 else (x if module.batch_first else x.transpose(0, 1))
+        for x, hx in inputs:
+            unbatched = x.dim() == 2
+            seq = x.unsqueeze(0) if unbatched else (x if module.batch_first else x.transpose(0, 1))
+            h0 = None if hx is None else (hx.unsqueeze(1) if unbatched else hx)
             for k in range(module.num_layers):
-                seq, _c, peak = _run_layer(stand_in.kind, seq, *stand_in._layer(k))
+                seq, _c, peak = _run_layer(stand_in.kind, seq, *stand_in._layer(k), None if h0 is None else h0[k])
                 peaks[k] = max(peaks[k], peak)
     return [power_of_two_shift(p) for p in peaks]
 
 
-def rewrite_for_int8(model: nn.Module, calibration: Iterable[tuple[torch.Tensor, ...]] | None) -> nn.Module:
+class _IntGruCell(nn.Module):
+    """A stand-in for an nn.GRUCell that calls one ``mcu_rnn::gru_cell`` op per step (same weights, same
+    outputs): with int16 activations (w8a16) a step runs as one mcu_gru_s16 call, its state at the output's
+    scale. ``state_shift``: the candidate term's power-of-two scale over every calibrated step."""
+
+    def __init__(self, original: nn.GRUCell, state_shift: int) -> None:
+        super().__init__()
+        self.original = original
+        self.state_shift = state_shift
+
+    def forward(self, x: torch.Tensor, hx: torch.Tensor | None = None) -> torch.Tensor:
+        m = self.original
+        unbatched = x.dim() == 1
+        x2 = x.unsqueeze(0) if unbatched else x
+        if hx is None:
+            h = torch.zeros(x2.shape[0], m.hidden_size)
+        else:
+            h = hx.unsqueeze(0) if unbatched else hx
+        zeros = torch.zeros(3 * m.hidden_size)
+        b_ih = m.bias_ih if m.bias else zeros
+        b_hh = m.bias_hh if m.bias else zeros
+        y = GRU_CELL(x2, h, m.weight_ih, m.weight_hh, b_ih, b_hh, self.state_shift)
+        return y.squeeze(0) if unbatched else y
+
+
+def _cell_shift(cell: nn.GRUCell, calls: list[tuple[torch.Tensor, torch.Tensor | None]]) -> int:
+    """The candidate term's power-of-two shift from its largest value over the recorded steps."""
+    peak = 0.0
+    with torch.no_grad():
+        b_hn = cell.bias_hh[2 * cell.hidden_size:] if cell.bias else torch.zeros(cell.hidden_size)
+        for _x, h in calls:
+            hn = b_hn if h is None else h @ cell.weight_hh[2 * cell.hidden_size:].T + b_hn
+            peak = max(peak, float(hn.abs().max()))
+    return power_of_two_shift(peak)
+
+
+def rewrite_for_int8(model: nn.Module, calibration: Iterable[tuple[torch.Tensor, ...]] | None,
+                     cells: bool = False) -> nn.Module:
     """A copy of ``model`` whose supported recurrent modules run as integer layers (the model itself when
-    it has none). The recurrent modules' inputs are recorded over ``calibration`` to fix their state scales."""
+    it has none). The recurrent modules' inputs are recorded over ``calibration`` to fix their state scales.
+    ``cells``: also every nn.GRUCell, one op per step, and nn.GRU layers called with an initial state (w8a16;
+    int8 quantizes a cell's gates one by one, mcu/quantize/cells.py, and runs such a GRU in fp32)."""
     targets = [name for name, m in model.named_modules() if _supported(m)]
-    if not targets or calibration is None:
+    cell_targets = [name for name, m in model.named_modules() if cells and type(m) is nn.GRUCell]
+    if not (targets or cell_targets) or calibration is None:
         return model
-    seen: dict[str, list[torch.Tensor]] = {name: [] for name in targets}
+    seen: dict[str, list[tuple[torch.Tensor, torch.Tensor | None]]] = {name: [] for name in targets}
+    steps: dict[str, list[tuple[torch.Tensor, torch.Tensor | None]]] = {name: [] for name in cell_targets}
     hooks = []
     modules = dict(model.named_modules())
     for name in targets:
         def record(_m, args, name=name):
-            if len(args) == 1 or args[1] is None:
-                seen[name].append(args[0].detach())
+            hx = args[1] if len(args) > 1 else None
+            if hx is None:
+                seen[name].append((args[0].detach(), None))
+            elif cells and isinstance(hx, torch.Tensor) and modules[name].mode == "GRU":
+                seen[name].append((args[0].detach(), hx.detach()))
         hooks.append(modules[name].register_forward_pre_hook(record))
+    for name in cell_targets:
+        def record_step(_m, args, kwargs, name=name):
+            h = args[1] if len(args) > 1 else kwargs.get("hx")
+            steps[name].append((args[0].detach(), None if h is None else h.detach()))
+        hooks.append(modules[name].register_forward_pre_hook(record_step, with_kwargs=True))
     try:
         with torch.no_grad():
             for batch in calibration:
@@ -186,5 +275,12 @@ def rewrite_for_int8(model: nn.Module, calibration: Iterable[tuple[torch.Tensor,
         parent_name, _, attr = name.rpartition(".")
         parent = copied.get_submodule(parent_name) if parent_name else copied
         original = getattr(parent, attr)
-        setattr(parent, attr, _IntRecurrent(original, _calibrate(original, seen[name])))
+        setattr(parent, attr, _IntRecurrent(original, _calibrate(original, seen[name]), from_state=cells))
+    for name in cell_targets:
+        if not steps[name]:
+            continue
+        parent_name, _, attr = name.rpartition(".")
+        parent = copied.get_submodule(parent_name) if parent_name else copied
+        original = getattr(parent, attr)
+        setattr(parent, attr, _IntGruCell(original, _cell_shift(original, steps[name])))
     return copied

@@ -56,6 +56,10 @@ class MemoryRegion:
     data_cache_bytes: int = 0
     data_cache_ways: int = 1
     data_cache_line: int = 0
+    # Behind the core's own L1 caches (``Board.l1_cache``, which the start-up code enables): fetches go
+    # through its instruction cache, data accesses through its data cache, both shared with every other
+    # such memory; then ``wait_states`` is what a miss costs.
+    l1_cached: bool = False
 
     @property
     def data_millicycles(self) -> int:
@@ -80,6 +84,14 @@ class MemoryRegion:
 
     def contains(self, address: int) -> bool:
         return self.origin <= address < self.end
+
+
+@dataclass(frozen=True)
+class L1Cache:
+    """A core's split L1 caches: (bytes, ways, line) of the instruction and the data cache."""
+
+    icache: tuple[int, int, int]
+    dcache: tuple[int, int, int]
 
 
 @dataclass(frozen=True)
@@ -119,6 +131,9 @@ class Board:
     # prediction runs the model there with this board's memory timing and clock (mcu.device.timing).
     sim_twin: str | None = None
     weights_in: str = "flash"  # the default of ``--weights-in`` on this board (WEIGHTS_IN)
+    # The core's L1 caches (``[l1_cache]``, e.g. the Cortex-M55's): the start-up code enables them, and the
+    # timing model sends the accesses of ``l1_cached`` memories through them (docs/cycles.md).
+    l1_cache: L1Cache | None = None
 
     @property
     def is_linux(self) -> bool:
@@ -184,6 +199,9 @@ class _Reader:
             raise self.fail(key, f"must be true or false, got {value!r}")
         return value
 
+    def opt_bool(self, key: str) -> bool:
+        return self.bool_(key) if self._lookup(key)[0] else False
+
     def int_(self, key: str, minimum: int = 0, maximum: int = _U32_MAX) -> int:
         found, value = self._lookup(key)
         if not found:
@@ -237,7 +255,7 @@ class _Reader:
                             fetch_wait_states=fetch_wait, hit_rate=hit_rate, fetch_hit_rate=fetch_hit,
                             cache_bytes=cache[0], cache_ways=cache[1], cache_line=cache[2],
                             data_cache_bytes=data_cache[0], data_cache_ways=data_cache[1],
-                            data_cache_line=data_cache[2])
+                            data_cache_line=data_cache[2], l1_cached=self.opt_bool(f"{key}.l1_cached"))
 
     def cache_geometry(self, key: str, prefix: str) -> tuple[int, int, int]:
         """``<prefix>_bytes``, ``_ways`` and ``_line`` of a memory's cache; (0, 1, 0) when it has none."""
@@ -293,6 +311,16 @@ def _parse(path: Path) -> Board:
         holders = [x.name for x in extra if section in x.holds]
         if len(holders) > 1:
             raise r.fail("memory", f"has more than one region holding {section}: {holders}")
+    l1_cache = None
+    if r.table_keys("l1_cache"):
+        l1_cache = L1Cache(icache=r.cache_geometry("l1_cache", "icache"), dcache=r.cache_geometry("l1_cache", "dcache"))
+        if not (l1_cache.icache[0] and l1_cache.dcache[0]):
+            raise r.fail("l1_cache", "needs icache_bytes and dcache_bytes (with their _ways and _line)")
+    for region in regions:
+        if region.l1_cached and l1_cache is None:
+            raise r.fail(f"memory.{region.name}.l1_cached", "needs the board's [l1_cache] table")
+        if region.l1_cached and (region.cache_bytes or region.hit_rate or region.fetch_hit_rate):
+            raise r.fail(f"memory.{region.name}.l1_cached", "excludes a cache or hit rate of the memory's own")
     stack_bytes = r.int_("stack_bytes", minimum=256, maximum=ram.length)
     if stack_bytes % 8:
         # AAPCS requires an 8-byte aligned stack at public interfaces.
@@ -350,6 +378,7 @@ def _parse(path: Path) -> Board:
         linux_multiarch=r.opt_str("linux.multiarch") or "",
         sim_twin=r.opt_str("sim.twin"),
         weights_in=weights_in,
+        l1_cache=l1_cache,
     )
 
 

@@ -64,7 +64,7 @@ def null_fields() -> dict[str, Any]:
 
 # The fields of a memory region that are its timing, not its place in the address map.
 _TIMING_FIELDS = ("wait_states", "fetch_wait_states", "hit_rate", "fetch_hit_rate", "cache_bytes", "cache_ways",
-                  "cache_line", "data_cache_bytes", "data_cache_ways", "data_cache_line")
+                  "cache_line", "data_cache_bytes", "data_cache_ways", "data_cache_line", "l1_cached")
 
 
 def _timed(place: MemoryRegion, timing: MemoryRegion) -> MemoryRegion:
@@ -86,4 +86,5 @@ def twin_board(board: Board, directory: Path | None = None) -> Board:
                        hint="name a QEMU board whose core and cpu_flags are the board's")
     return dataclasses.replace(twin, name=f"{twin.name}-as-{board.name}",
                                description=f"{twin.description}, timed as {board.name}", clock_hz=board.clock_hz,
-                               flash=_timed(twin.flash, board.flash), ram=_timed(twin.ram, board.ram))
+                               flash=_timed(twin.flash, board.flash), ram=_timed(twin.ram, board.ram),
+                               l1_cache=board.l1_cache)

@@ -156,6 +156,8 @@ def board_defines(board: Board) -> dict[str, str | int | None]:
                                             "MCU_ARENA_SECTIONS": None}
     if board.uart_base is not None:
         defines["MCU_UART_BASE"] = f"0x{board.uart_base:08x}u"
+    if board.l1_cache is not None:
+        defines["MCU_CM_L1_CACHES"] = None  # the start-up code enables them
     return defines
 
 

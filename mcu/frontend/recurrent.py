@@ -1,6 +1,7 @@
 """Frontend handlers of the integer recurrent layers: ``mcu_rnn::lstm`` and ``mcu_rnn::gru``, the
-one-op-per-layer form that mcu/capture/recurrent.py gives nn.LSTM and nn.GRU before int8 quantization. Each becomes
-one ``lstm``/``gru`` IR op over the layer's float weights, which the int8 lowering
+one-op-per-layer form that mcu/capture/recurrent.py gives nn.LSTM and nn.GRU before int8 quantization (and
+``mcu_rnn::gru_cell`` and ``mcu_rnn::gru_from`` at w8a16: an nn.GRUCell step, an nn.GRU from an initial state). Each becomes one ``lstm``/``gru`` IR op over the layer's float
+weights (a cell's: with its state as a last input), which the int8 lowering
 (mcu/passes/quantized/recurrent.py) quantizes for ``mcu_lstm_s8``/``mcu_gru_s8``."""
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from torch.fx import Node
 
 from mcu.errors import McuError
 from mcu.ir import Op, Tensor
-from mcu.capture.recurrent import FINAL_CELL, OPS
+from mcu.capture.recurrent import FINAL_CELL, GRU_CELL, GRU_FROM, OPS
 from mcu.capture.sourceinfo import op_source, user_source_line
 
 
@@ -32,6 +33,25 @@ def _layer(kind: str) -> Callable[[Any, Node, list[Any]], Tensor]:
     return handle
 
 
+def _gru_state(rank: int, what_op: str) -> Callable[[Any, Node, list[Any]], Tensor]:
+    """One nn.GRUCell step (``rank`` 2: x [N, I]) or an nn.GRU layer from an initial state (``rank`` 3: x [N, T, I])
+    (w8a16): a ``gru`` op from the state [N, H], its last input."""
+    def handle(ctx: Any, node: Node, a: list[Any]) -> Tensor:
+        x, h, w_ih, w_hh, b_ih, b_hh, shift = a[:7]
+        for t, what in ((w_ih, "input weights"), (w_hh, "recurrent weights"), (b_ih, "input bias"),
+                        (b_hh, "recurrent bias")):
+            if not isinstance(t, Tensor) or not t.is_constant:
+                raise McuError(f"{what_op} with {what} that are not parameters{user_source_line(node)}")
+        if not isinstance(x, Tensor) or len(x.shape) != rank or not isinstance(h, Tensor) or len(h.shape) != 2:
+            raise McuError(f"{what_op} on an input of shape {getattr(x, 'shape', '?')}{user_source_line(node)}")
+        shape = tuple(h.shape) if rank == 2 else (x.shape[0], x.shape[1], h.shape[1])
+        out = Tensor(name=node.name, shape=shape, dtype="float32")
+        ctx.ops.append(Op("gru", [x, w_ih, w_hh, b_ih, b_hh, h], [out], {"state_shift": int(shift)}, name=node.name,
+                          source=op_source(node)))
+        return out
+    return handle
+
+
 def _final_cell(ctx: Any, node: Node, a: list[Any]) -> Tensor:
     raise McuError(f"the final cell state c_n of an int8 nn.LSTM is not supported{user_source_line(node)}",
                    hint="use the output sequence or h_n (the last hidden state), or --quantize none")
@@ -40,5 +60,7 @@ def _final_cell(ctx: Any, node: Node, a: list[Any]) -> Tensor:
 HANDLERS: dict[object, Callable[[Any, Node, list[Any]], Any]] = {
     OPS["lstm"]: _layer("lstm"),
     OPS["gru"]: _layer("gru"),
+    GRU_CELL: _gru_state(2, "nn.GRUCell"),
+    GRU_FROM: _gru_state(3, "nn.GRU"),
     FINAL_CELL: _final_cell,
 }

@@ -126,7 +126,7 @@ def quantize_static(model: torch.nn.Module, example_inputs: tuple,
     prepare_pt2e, _, convert_pt2e = _pt2e()
     # integer recurrent layers: nn.LSTM/nn.GRU kept whole as one op per layer (mcu/capture/recurrent.py)
     calibration = list(calibration)
-    model = rewrite_for_int8(model, calibration)
+    model = rewrite_for_int8(model, calibration, cells=act_bits == 16)
     gm = export_for_quantization(model, example_inputs, where, example_line)
     missing = unsupported_w8a16(gm) if act_bits == 16 else []
     if missing:
@@ -134,7 +134,8 @@ def quantize_static(model: torch.nn.Module, example_inputs: tuple,
                        hint="w8a16 runs linear layers, convolutions and depthwise ones (with their batch norms and "
                             "ReLU/clamp), adds, differences and products of same-shaped tensors, sigmoid, tanh, "
                             "softmax, elementwise functions and arithmetic with numbers (tables), max and average "
-                            "pools, means, LSTM layers, slices and views; use --quantize int8 for this model")
+                            "pools, means, LSTM and GRU layers, GRU cells, concatenations, moves, slices and views; "
+                            "use --quantize int8 for this model")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         prepared = prepare_pt2e(gm, MCUQuantizer(custom_ops=custom_ops, weight_bits=weight_bits,

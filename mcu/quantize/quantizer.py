@@ -23,7 +23,7 @@ from typing import Callable
 
 import torch
 from torch.fx import GraphModule, Node
-from mcu.capture.recurrent import OPS
+from mcu.capture.recurrent import GRU_CELL, GRU_FROM, OPS
 from mcu.quantize.attention import prepare_attention
 
 # torchao's import logs that its CUDA extensions are missing (expected on a CPU build) and torch logs
@@ -121,9 +121,10 @@ W8A16_OPS = {*CONV_LINEAR, *BATCH_NORM, *ACTIVATIONS, aten.adaptive_avg_pool2d.d
              aten.flatten.using_ints, aten.view.default,
              aten.reshape.default, aten.squeeze.dim, aten.squeeze.dims, aten.unsqueeze.default, aten.dropout.default,
              aten.contiguous.default, aten.clone.default,
-             # an nn.LSTM layer kept whole (mcu_lstm_s16, CMSIS-NN's arm_lstm_unidirectional_s16) and the permutes
-             # of a time-first one
-             OPS["lstm"], aten.permute.default,
+             # an nn.LSTM layer kept whole (mcu_lstm_s16, CMSIS-NN's arm_lstm_unidirectional_s16), an nn.GRU layer
+             # (from the zero state or a given one) and an nn.GRUCell step (mcu_gru_s16, on the LSTM's conventions)
+             # and the permutes of a time-first one
+             OPS["lstm"], OPS["gru"], GRU_FROM, GRU_CELL, aten.permute.default,
              # table activations and products (mcu_activation_s16, mcu_softmax_s16, mcu_mul_s16)
              aten.sigmoid.default, aten.tanh.default, *SOFTMAX, aten.mul.Tensor, aten.mul_.Tensor,
              aten.sub.Tensor, aten.sub_.Tensor,
@@ -140,9 +141,10 @@ _W8A16_NEUTRAL = {"getitem", "_assert_tensor_metadata", "_assert_scalar", "sym_s
 def _w8a16_form(node: Node) -> bool:
     """Whether an op of W8A16_OPS has the form its 16x8 kernel takes: a global mean; an add, a difference or a
     product of two tensors of one shape, or any of them (and a quotient) of a tensor and a number (a table).
-    (Also the zero biases of an LSTM without biases, a constant of the layer.)"""
+    (Also the zero biases of a recurrent layer without biases, a constant of the layer, and a GRU cell's zero
+    first state.)"""
     if node.target is aten.zeros.default:
-        return bool(node.users) and all(u.target is OPS["lstm"] for u in node.users)
+        return bool(node.users) and all(u.target in (OPS["lstm"], OPS["gru"], GRU_FROM, GRU_CELL) for u in node.users)
     if node.target is aten.adaptive_avg_pool2d.default:
         return _global_pool(node)
     if node.target is aten.max_pool2d.default:  # (kernel, stride, padding, dilation, ceil_mode)
@@ -311,6 +313,7 @@ class MCUQuantizer(Quantizer):
             # integer recurrent layers: int8 input and hidden states (the output); the weights stay
             # float here and are quantized per gate row by their lowering (mcu/passes/quantized/recurrent.py)
             (_recurrent_ops(), lambda n: self._own_output(n, act)),
+            ({GRU_CELL, GRU_FROM}, lambda n: self._gru_state(n, act)),
         ]
         if self.act_bits == 16:
             handlers = [(targets & W8A16_OPS, handle) for targets, handle in handlers]
@@ -391,6 +394,14 @@ class MCUQuantizer(Quantizer):
         x = node.args[0]
         if _is_float_tensor(x):
             _mark(node, {x: act}, act)
+
+    def _gru_state(self, node: Node, act: QuantizationSpec) -> None:
+        """A GRU cell's step, or a GRU layer from an initial state (w8a16): the input with its own parameters,
+        the state read on the output's (the kernel reads the previous state at the hidden state's scale);
+        chained steps then share one observer, the zero first state included."""
+        x, h = node.args[0], node.args[1]
+        if _is_float_tensor(x) and _is_float_tensor(h):
+            _mark(node, {x: act, h: act}, SharedQuantizationSpec((h, node)))
 
     def _matmul(self, node: Node, act: QuantizationSpec) -> None:
         """A product of two activations; a parameter operand is left to the linear layers."""

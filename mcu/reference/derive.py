@@ -17,7 +17,7 @@ import numpy as np
 
 from mcu.errors import McuError
 from mcu.ir import Op, Tensor
-from mcu.reference import arith, elementwise, lstm_s16, norm, recurrent, s16, s16_act
+from mcu.reference import arith, elementwise, gru_s16, lstm_s16, norm, recurrent, s16, s16_act
 from mcu.reference.resample import bilinear_tables_s8
 
 
@@ -247,3 +247,12 @@ def lstm_s16_layer(op: Op) -> lstm_s16.LstmS16:
     w_ih, w_hh, b_ih, b_hh = op.attrs["weights_real"]
     return lstm_s16.layer_params(w_ih, w_hh, b_ih, b_hh, scale_zp(op.inputs[0])[0], scale_zp(op.output)[0],
                                  int(op.attrs["state_shift"]))
+
+
+def gru_s16_layer(op: Op) -> gru_s16.GruS16:
+    """A 16x8 GRU's int8 weights, int64 biases, per-row and state multipliers, from the float weights and biases
+    the op keeps, the input's and the hidden state's (the output's) int16 scales and the candidate term's
+    power-of-two scale."""
+    w_ih, w_hh, b_ih, b_hh = op.attrs["weights_real"]
+    return gru_s16.layer_params(w_ih, w_hh, b_ih, b_hh, scale_zp(op.inputs[0])[0], scale_zp(op.output)[0],
+                                int(op.attrs["state_shift"]))

@@ -30,7 +30,7 @@ from mcu.errors import McuError
 from mcu.ir import Graph, Op, Tensor
 from mcu.layouts import from_memory_order, to_memory_order
 from mcu.reference import conv, derive, elementwise, encoding, int4, mixed, movement, norm, pool, recurrent
-from mcu.reference import lstm_s16, resample_ops, s16, s16_act, select, state
+from mcu.reference import gru_s16, lstm_s16, resample_ops, s16, s16_act, select, state
 from mcu.reference.custom import run_custom
 
 Env = dict[int, np.ndarray]  # id(base tensor) -> flat array in memory order
@@ -377,6 +377,20 @@ def _lstm_s16(op: Op, x: list[np.ndarray]) -> np.ndarray:
     return to_memory_order(y, op.output)
 
 
+def _gru_s16(op: Op, x: list[np.ndarray]) -> np.ndarray:
+    """mcu_gru_s16: the layer's constants derived again from its float weights and the int16 scales; a GRU
+    cell's step ([N, I] from its state [N, H], the last input) as a sequence of one step."""
+    inp = op.inputs[0]
+    seq = from_memory_order(x[0], inp)
+    cell = len(inp.shape) == 2
+    h0 = None
+    if len(op.inputs) > 5:  # (x holds the operands that are not constants)
+        state = op.inputs[5]
+        h0 = from_memory_order(np.asarray(state.data).reshape(-1) if state.is_constant else x[1], state)
+    y = gru_s16.gru_s16(seq[:, None, :] if cell else seq, derive.gru_s16_layer(op), h0)
+    return to_memory_order(y[:, 0, :] if cell else y, op.output)
+
+
 INT8_OPS: dict[str, Run] = {
     "custom": run_custom,
     "conv2d": _conv2d,
@@ -456,6 +470,7 @@ INT16_OPS: dict[str, Run] = {
     **resample_ops.FLOAT_OPS,
     "clamp": lambda op, x: np.clip(np.asarray(x[0], dtype=np.int16), *derive.act_range(op)).astype(np.int16),
     "lstm": _lstm_s16,
+    "gru": _gru_s16,
 }
 
 

@@ -95,7 +95,7 @@ class LstmS16:
     out_shift: int
 
 
-def _rows(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def weight_rows(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Symmetric int8 per row on [-127, 127] and the rows' scales."""
     scale = np.maximum(np.abs(w).max(axis=1), 2.0 ** -12) / 127.0
     return np.clip(np.round(w / scale[:, None]), -127, 127).astype(np.int8), scale
@@ -109,8 +109,8 @@ def layer_params(w_ih, w_hh, b_ih, b_hh, s_x: float, s_h: float, cell_shift: int
     rows = w_hh.shape[0]
     b_ih = np.zeros(rows) if b_ih is None else np.asarray(b_ih, np.float64)
     b_hh = np.zeros(rows) if b_hh is None else np.asarray(b_hh, np.float64)
-    qx, sx_w = _rows(w_ih)
-    qh, sh_w = _rows(w_hh)
+    qx, sx_w = weight_rows(w_ih)
+    qh, sh_w = weight_rows(w_hh)
     mx, ex = arith.quantize_multipliers(s_x * sx_w * 2.0 ** GATE_FRAC)
     mh, eh = arith.quantize_multipliers(s_h * sh_w * 2.0 ** GATE_FRAC)
     if np.any(ex > s16.SHIFT_MAX) or np.any(eh > s16.SHIFT_MAX):
@@ -123,7 +123,7 @@ def layer_params(w_ih, w_hh, b_ih, b_hh, s_x: float, s_h: float, cell_shift: int
     return LstmS16(qx, qh, bias, quant, int(cell_shift), int(fm), int(fs), int(im), int(ish), int(om), int(osh))
 
 
-def _sat16(v) -> np.ndarray:
+def sat16(v) -> np.ndarray:
     return np.clip(np.asarray(v, dtype=np.int64), s16.INT16_MIN, s16.INT16_MAX)
 
 
@@ -139,16 +139,16 @@ def lstm_s16(x: np.ndarray, p: LstmS16) -> np.ndarray:
         c = np.zeros(hidden, dtype=np.int64)
         h: np.ndarray | None = None
         for t in range(steps):
-            pre = _sat16(s16.requantize_s64(p.bias + w_ih @ x[b, t], q[:, 0], q[:, 1]))
+            pre = sat16(s16.requantize_s64(p.bias + w_ih @ x[b, t], q[:, 0], q[:, 1]))
             if h is not None:
-                pre = _sat16(pre + s16.requantize_s64(w_hh @ h, q[:, 2], q[:, 3]))
+                pre = sat16(pre + s16.requantize_s64(w_hh @ h, q[:, 2], q[:, 3]))
             i = activation_s16(pre[:hidden], 0, "sigmoid")
             f = activation_s16(pre[hidden:2 * hidden], 0, "sigmoid")
             g = activation_s16(pre[2 * hidden:3 * hidden], 0, "tanh")
             o = activation_s16(pre[3 * hidden:], 0, "sigmoid")
-            c = _sat16(arith.requantize(f * c, p.forget_mult, p.forget_shift))
-            c = _sat16(c + arith.requantize(i * g, p.input_mult, p.input_shift))
+            c = sat16(arith.requantize(f * c, p.forget_mult, p.forget_shift))
+            c = sat16(c + arith.requantize(i * g, p.input_mult, p.input_shift))
             tc = activation_s16(c, GATE_FRAC - p.cell_shift, "tanh")
-            h = _sat16(arith.requantize(o * tc, p.out_mult, p.out_shift))
+            h = sat16(arith.requantize(o * tc, p.out_mult, p.out_shift))
             out[b, t] = h
     return out

@@ -21,6 +21,16 @@
 #define MCU_SCB_MMFAR MCU_REG32(0xE000ED34u)
 #define MCU_SCB_BFAR MCU_REG32(0xE000ED38u)
 #define MCU_SCB_CPACR MCU_REG32(0xE000ED88u)
+/* Cache control and maintenance (v7-M with caches, v8.1-M): CCR.IC/DC enable
+ * the L1 caches; CSSELR picks the cache CCSIDR describes; ICIALLU and DCISW
+ * invalidate (all of the instruction cache, one set and way of the data cache). */
+#define MCU_SCB_CCR MCU_REG32(0xE000ED14u)
+#define MCU_SCB_CCSIDR MCU_REG32(0xE000ED80u)
+#define MCU_SCB_CSSELR MCU_REG32(0xE000ED84u)
+#define MCU_SCB_ICIALLU MCU_REG32(0xE000EF50u)
+#define MCU_SCB_DCISW MCU_REG32(0xE000EF60u)
+#define MCU_CCR_DC (1u << 16)
+#define MCU_CCR_IC (1u << 17)
 #define MCU_DEMCR MCU_REG32(0xE000EDFCu)
 #define MCU_DWT_CTRL MCU_REG32(0xE0001000u)
 #define MCU_DWT_CYCCNT MCU_REG32(0xE0001004u)

@@ -96,6 +96,36 @@ __attribute__((section(".vectors"), used)) const struct mcu_cm_vector_table mcu_
 #define MCU_SHCSR_USGFAULTENA (1u << 18)
 #define MCU_SHCSR_SECUREFAULTENA (1u << 19)
 
+#if defined(MCU_CM_L1_CACHES)
+/* The core's L1 caches are off and their contents undefined out of reset:
+ * invalidate each, then enable it, as silicon firmware does before it runs
+ * anything from memories outside the TCMs (the board file's [l1_cache]; the
+ * timing model charges those memories' accesses through the caches). The
+ * data cache is invalidated set by set and way by way, as CCSIDR sizes it. */
+static void mcu_cm_enable_l1_caches(void)
+{
+    __asm__ volatile("dsb\n\tisb" ::: "memory");
+    MCU_SCB_ICIALLU = 0u;
+    __asm__ volatile("dsb\n\tisb" ::: "memory");
+    MCU_SCB_CSSELR = 0u; /* level 1, data */
+    __asm__ volatile("dsb" ::: "memory");
+    const uint32_t ccsidr = MCU_SCB_CCSIDR;
+    const uint32_t last_set = (ccsidr >> 13) & 0x7FFFu;
+    const uint32_t last_way = (ccsidr >> 3) & 0x3FFu;
+    const uint32_t set_shift = (ccsidr & 7u) + 4u; /* log2 of the line's bytes */
+    /* The way number sits in DCISW's top bits, as many as the ways need. */
+    const uint32_t way_shift = last_way == 0u ? 0u : (uint32_t)__builtin_clz(last_way);
+    for (uint32_t set = 0; set <= last_set; set++) {
+        for (uint32_t way = 0; way <= last_way; way++) {
+            MCU_SCB_DCISW = (way_shift == 0u ? 0u : way << way_shift) | (set << set_shift);
+        }
+    }
+    __asm__ volatile("dsb" ::: "memory");
+    MCU_SCB_CCR |= MCU_CCR_IC | MCU_CCR_DC;
+    __asm__ volatile("dsb\n\tisb" ::: "memory");
+}
+#endif
+
 void Reset_Handler(void)
 {
 #if defined(__ARM_FP) || defined(__ARM_FEATURE_MVE)
@@ -110,6 +140,10 @@ void Reset_Handler(void)
     /* v8-M checks the stack limit in hardware: an overflow becomes a
      * UsageFault instead of silently overwriting the arena below the stack. */
     __asm__ volatile("msr msplim, %0" ::"r"(&__stack_limit__));
+#endif
+
+#if defined(MCU_CM_L1_CACHES)
+    mcu_cm_enable_l1_caches();
 #endif
 
     const uint32_t *src = &__data_load__;

@@ -8,6 +8,7 @@
  *                                 [,mem=ORIGIN:LENGTH:FETCH:DATA ...]
  *                                 [,cache=ORIGIN:LENGTH:BYTES:WAYS:LINE:MISS ...]
  *                                 [,dcache=ORIGIN:LENGTH:BYTES:WAYS:LINE:MISS ...]
+ *                                 [,l1i=BYTES:WAYS:LINE,l1d=BYTES:WAYS:LINE,l1=ORIGIN:LENGTH:MISS ...]
  *
  * Every executed guest instruction adds 1 to a counter (inline, no helper
  * call). The first instruction of mcu_bench_begin snapshots the counter; the
@@ -34,7 +35,10 @@
  * every data access and, when a block starts, every line of its code goes
  * through the cache, and only misses cost (MISS each). A dcache= gives the
  * same memory a separate cache for its data accesses (a flash accelerator's
- * instruction and data caches); then cache= serves the fetches alone. The cycle regions are written to cycles_out and
+ * instruction and data caches); then cache= serves the fetches alone. l1i= and
+ * l1d= are the core's own instruction and data caches (the Cortex-M55's L1),
+ * one of each for every memory an l1= puts behind them, whose misses cost
+ * MISS. The cycle regions are written to cycles_out and
  * trace_cycles_out like the instruction counts, rounded to whole cycles.
  *
  * Built by mcu.device.sim.qemu.build_plugin() with the host compiler:
@@ -456,6 +460,62 @@ static bool parse_cache(const char *s, bool data_only)
     return true;
 }
 
+/* The core's L1 caches (l1i=, l1d=), shared by every memory behind them (l1=). */
+static cm_cache *l1_icache;
+static cm_cache *l1_dcache;
+
+/* "l1i=BYTES:WAYS:LINE" or "l1d=BYTES:WAYS:LINE": the core's cache of that geometry, once. */
+static bool parse_l1_cache(const char *s, cm_cache **slot)
+{
+    unsigned long long v[3];
+    for (int i = 0; i < 3; i++) {
+        char *end = NULL;
+        v[i] = strtoull(s, &end, 0);
+        if (end == s || *end != (i < 2 ? ':' : '\0') || v[i] > UINT32_MAX) {
+            return false;
+        }
+        s = end + 1;
+    }
+    if (*slot != NULL) {
+        return false;
+    }
+    cm_cache *cache = calloc(1, sizeof *cache);
+    if (cache == NULL || !cm_cache_init(cache, (uint32_t)v[0], (uint32_t)v[1], (uint32_t)v[2])) {
+        free(cache);
+        return false;
+    }
+    *slot = cache;
+    return true;
+}
+
+/* "l1=ORIGIN:LENGTH:MISS": a memory behind the core's L1 caches (given before
+ * it), whose misses cost MISS thousandths of a cycle. */
+static bool parse_l1_mem(const char *s)
+{
+    unsigned long long v[3];
+    for (int i = 0; i < 3; i++) {
+        char *end = NULL;
+        v[i] = strtoull(s, &end, 0);
+        if (end == s || *end != (i < 2 ? ':' : '\0')) {
+            return false;
+        }
+        s = end + 1;
+    }
+    if (l1_icache == NULL || l1_dcache == NULL || v[1] == 0 || v[2] > UINT32_MAX) {
+        return false;
+    }
+    mem_cost *m = region_at(v[0], v[1]);
+    if (m == NULL || m->cache != NULL || m->dcache != NULL) {
+        return false;
+    }
+    m->cache = l1_icache;
+    m->miss_mc = (uint32_t)v[2];
+    m->dcache = l1_dcache;
+    m->dmiss_mc = (uint32_t)v[2];
+    charge_data = true;
+    return true;
+}
+
 /* "begin=", "end=", "out=" and "cycles_out=" set the bench region; the same
  * keys with a "trace_" prefix set the trace region. */
 static bool parse_region_arg(const char *arg, region *r, const char **out_path,
@@ -501,6 +561,20 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
             bool data_only = arg[0] == 'd';
             if (!parse_cache(arg + (data_only ? 7 : 6), data_only)) {
                 fprintf(stderr, "insn_count: bad cache '%s'\n", arg);
+                return -1;
+            }
+            continue;
+        }
+        if (strncmp(arg, "l1i=", 4) == 0 || strncmp(arg, "l1d=", 4) == 0) {
+            if (!parse_l1_cache(arg + 4, arg[2] == 'i' ? &l1_icache : &l1_dcache)) {
+                fprintf(stderr, "insn_count: bad L1 cache '%s'\n", arg);
+                return -1;
+            }
+            continue;
+        }
+        if (strncmp(arg, "l1=", 3) == 0) {
+            if (!parse_l1_mem(arg + 3)) {
+                fprintf(stderr, "insn_count: bad L1-cached memory '%s' (l1i= and l1d= first)\n", arg);
                 return -1;
             }
             continue;

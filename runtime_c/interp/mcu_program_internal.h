@@ -150,6 +150,7 @@ typedef union {
     mcu_pool2d_s16_params pool_s16;
     mcu_depthwise_conv2d_s16_params depthwise_s16;
     mcu_lstm_s16_params lstm_s16;
+    mcu_gru_s16_params gru_s16;
     mcu_binary_s8_params binary_s8;
     mcu_pool2d_s8_params pool_s8;
     mcu_mean_hw_s8_params mean_hw_s8;

@@ -100,6 +100,7 @@ _Static_assert(sizeof(mcu_reduce_s8_params) == 10 * 4, "reduce_s8 params layout"
 _Static_assert(sizeof(mcu_bmm_s8_params) == 13 * 4, "bmm_s8 params layout");
 _Static_assert(sizeof(mcu_recurrent_s8_params) == 8 * 4, "recurrent_s8 params layout");
 _Static_assert(sizeof(mcu_lstm_s16_params) == 11 * 4, "lstm_s16 params layout");
+_Static_assert(sizeof(mcu_gru_s16_params) == 10 * 4, "gru_s16 params layout");
 _Static_assert(sizeof(mcu_prelu_s8_params) == 11 * 4, "prelu_s8 params layout");
 _Static_assert(sizeof(mcu_log_softmax_s8_params) == 6 * 4, "log_softmax_s8 params layout");
 
@@ -692,6 +693,27 @@ mcu_status mcu_program_need_lstm_s16(uint32_t kernel, const mcu_operand_desc *op
     return MCU_OK;
 }
 
+mcu_status mcu_program_need_gru_s16(uint32_t kernel, const mcu_operand_desc *ops, uint32_t n_ops, const int32_t *p,
+                                    uint32_t *need)
+{
+    /* batch, steps, input_size, hidden, ...: the scratch bytes (mcu_gru_s16_get_buffer_size), the operands */
+    (void)kernel;
+    (void)ops;
+    (void)n_ops;
+    const int32_t in_dims[3] = {p[0], p[1], p[2]};
+    const int32_t out_dims[3] = {p[0], p[1], p[3]};
+    const int32_t state_dims[2] = {p[0], p[3]};
+    need[0] = mulcap(2u, p[3]) + mulcap(2u, p[2]); /* < 2^15 once checked */
+    need[1] = prod(in_dims, 3);
+    need[2] = prod(state_dims, 2);
+    need[3] = mulcap(mulcap(3u, p[3]), p[2]);
+    need[4] = mulcap(mulcap(3u, p[3]), p[3]);
+    need[5] = mulcap(4u, p[3]);
+    need[6] = mulcap(12u, p[3]);
+    need[7] = prod(out_dims, 3);
+    return MCU_OK;
+}
+
 mcu_status mcu_program_need_elementwise(uint32_t kernel, const mcu_operand_desc *ops, uint32_t n_ops, const int32_t *p,
                                         uint32_t *need)
 {
@@ -726,7 +748,7 @@ mcu_status mcu_program_check_kernel(uint32_t kernel, const mcu_operand_desc *ops
     for (uint32_t i = 0; i < n_ops; ++i) {
         const char c = concat ? 'X' : sig[i];
         if (!ops[i].present) {
-            MCU_REQUIRE(c == 'f' || c == 'i' || c == 'b' || c == 'l', MCU_ERR_PROGRAM_INVALID);
+            MCU_REQUIRE(c == 'f' || c == 'i' || c == 'b' || c == 'h' || c == 'l', MCU_ERR_PROGRAM_INVALID);
             continue;
         }
         if (c == '*') {
@@ -736,7 +758,7 @@ mcu_status mcu_program_check_kernel(uint32_t kernel, const mcu_operand_desc *ops
                               : (c == 'B' || c == 'b') ? MCU_DTYPE_INT8
                               : (c == 'I' || c == 'i') ? MCU_DTYPE_INT32
                               : c == 'U'               ? MCU_DTYPE_UINT8
-                              : c == 'H'               ? MCU_DTYPE_INT16
+                              : (c == 'H' || c == 'h') ? MCU_DTYPE_INT16
                               : (c == 'L' || c == 'l') ? MCU_DTYPE_INT64
                                                        : out->dtype;
         MCU_REQUIRE(ops[i].dtype == want, MCU_ERR_PROGRAM_INVALID);

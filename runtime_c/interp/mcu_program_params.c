@@ -757,6 +757,19 @@ int mcu_program_params_lstm_s16(uint32_t kernel, const mcu_program_params_view *
            mcu_quant_valid(p->input_mult, p->input_shift) && mcu_quant_valid(p->out_mult, p->out_shift);
 }
 
+int mcu_program_params_gru_s16(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)kernel;
+    (void)w;
+    const mcu_gru_s16_params *p = &u->gru_s16;
+    const int32_t in_dims[3] = {p->batch, p->steps, p->input_size};
+    const int32_t out_dims[3] = {p->batch, p->steps, p->hidden};
+    return checked_count(in_dims, 3, 2) > 0 && checked_count(out_dims, 3, 2) > 0 &&
+           p->input_size <= MCU_LSTM_S16_MAX_FEATURES && p->hidden <= MCU_LSTM_S16_MAX_FEATURES &&
+           mcu_quant_valid(p->cand_mult, p->cand_shift) && mcu_quant_valid(p->keep_mult, p->keep_shift) &&
+           mcu_quant_valid(p->out_mult, p->out_shift);
+}
+
 int mcu_program_params_none(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
 {
     /* concat, pad, slice: their checks in mcu_program_check_kernel cover the kernels' own */
@@ -1314,6 +1327,27 @@ int mcu_program_alias_lstm_s16(uint32_t kernel, const mcu_operand_desc *ops, con
     for (uint32_t r = 0; ok && r < 4u * (uint32_t)p[3]; ++r) {
         ok = mcu_quant_s16_valid(const_i32(&ops[5], 4u * r), const_i32(&ops[5], 4u * r + 1u)) &&
              mcu_quant_s16_valid(const_i32(&ops[5], 4u * r + 2u), const_i32(&ops[5], 4u * r + 3u));
+    }
+    return ok;
+}
+
+int mcu_program_alias_gru_s16(uint32_t kernel, const mcu_operand_desc *ops, const uint32_t *bytes, uint32_t n_ops,
+                              const int32_t *p)
+{
+    /* scratch, input, state and output all apart; the per-row multipliers and 16x8 shifts constant and valid,
+     * as mcu_gru_s16 tests them on every run */
+    (void)kernel;
+    const uint32_t last = n_ops - 1;
+    const mcu_operand_desc *out = &ops[last];
+    const uint32_t nout = bytes[last];
+    int ok = !overlap(&ops[0], bytes[0], out, nout) && !overlap(&ops[1], bytes[1], out, nout) &&
+             !overlap(&ops[0], bytes[0], &ops[1], bytes[1]) && ops[0].offset % 2u == 0 && ops[6].constant;
+    if (ops[2].present) {
+        ok = ok && !overlap(&ops[2], bytes[2], out, nout) && !overlap(&ops[0], bytes[0], &ops[2], bytes[2]);
+    }
+    for (uint32_t r = 0; ok && r < 3u * (uint32_t)p[3]; ++r) {
+        ok = mcu_quant_s16_valid(const_i32(&ops[6], 4u * r), const_i32(&ops[6], 4u * r + 1u)) &&
+             mcu_quant_s16_valid(const_i32(&ops[6], 4u * r + 2u), const_i32(&ops[6], 4u * r + 3u));
     }
     return ok;
 }

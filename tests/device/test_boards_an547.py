@@ -13,7 +13,7 @@ import pytest
 from mcu.device.boards import load_board
 from mcu.errors import McuError
 from mcu.device.sim.qemu import run_qemu
-from mcu.device.toolchain import build_firmware, render_linker_script
+from mcu.device.toolchain import board_defines, build_firmware, render_linker_script
 from repo import requires_qemu
 
 needs_cross = pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None, reason="arm-none-eabi-gcc not installed")
@@ -70,6 +70,10 @@ def test_an547_board_file() -> None:
     assert (qspi.name, qspi.origin, qspi.length, qspi.holds) == ("qspi", 0x38000000, 8 * 1024 * 1024, ("rodata",))
     # The other boards keep read-only data in flash.
     assert load_board("mps2-an505").region_for("rodata") == load_board("mps2-an505").flash
+    # The start-up code enables the M55's L1 caches (the timing model charges the SRAM and QSPI through
+    # them); boards without [l1_cache] build without the sequence.
+    assert "MCU_CM_L1_CACHES" in board_defines(b)
+    assert "MCU_CM_L1_CACHES" not in board_defines(load_board("mps2-an505"))
 
 
 def test_linker_script_puts_rodata_in_qspi() -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from mcu.device.boards import Board, load_board
+from mcu.device.boards import Board, L1Cache, load_board
 from mcu.device.sim.qemu import SimResult, run_qemu
 
 HAVE_TOOLS = shutil.which("arm-none-eabi-gcc") is not None and shutil.which("qemu-system-arm") is not None
@@ -225,6 +225,26 @@ def test_code_behind_a_cache_misses_once_per_line(tmp_path: Path) -> None:
     assert cost(cached, 100) - cost(base, 100) == misses
 
 
+def test_the_cores_l1_data_cache_is_one_for_all_memories_behind_it(tmp_path: Path) -> None:
+    """The M55's L1 data cache (``[l1_cache]``) serves every ``l1_cached`` memory: with one 32-byte line, a
+    read of the flash's constants between two reads of the same RAM line evicts it (2 RAM misses at 10
+    cycles; the flash's misses cost 0 here); with two ways the second RAM read hits (1 miss). Separate
+    caches per memory would give 1 miss in both."""
+    base = load_board(M55)
+    reads = lines("ldr r0, [r7]", "ldr r1, [r6]", "ldr r2, [r7, #4]")
+    uncached = run_sequence(base, tmp_path, reads, "ldr r6, =constants").cycles[0]
+
+    def misses_cost(dcache: tuple[int, int, int]) -> int:
+        board = dataclasses.replace(
+            base, l1_cache=L1Cache(icache=(1024, 2, 32), dcache=dcache),
+            flash=dataclasses.replace(base.flash, l1_cached=True),
+            ram=dataclasses.replace(base.ram, wait_states=10.0, l1_cached=True))
+        return run_sequence(board, tmp_path, reads, "ldr r6, =constants").cycles[0] - uncached
+
+    assert misses_cost((32, 1, 32)) == 2 * 10
+    assert misses_cost((64, 2, 32)) == 10
+
+
 def test_vector_loads_are_charged_per_beat_pair_not_per_element(tmp_path: Path) -> None:
     """QEMU reports VLDRB.S8's 16 byte reads one by one; the M55 moves 64 bits at a time: 2 accesses."""
     base = load_board(M55)
@@ -264,6 +284,13 @@ def test_board_files_state_wait_states_and_hit_rates(tmp_path: Path) -> None:
     (tmp_path / "mps2-an505.toml").write_text(good)
     flash = load_board("mps2-an505", tmp_path).flash
     assert (flash.data_millicycles, flash.fetch_millicycles) == (2000, 1000)
+    an547 = load_board("mps3-an547")  # the M55's L1 caches in front of the SRAM and the QSPI flash, not the TCMs
+    assert an547.l1_cache is not None
+    assert (an547.l1_cache.icache, an547.l1_cache.dcache) == ((32768, 2, 32), (32768, 4, 32))
+    assert [r.name for r in an547.regions if r.l1_cached] == ["qspi", "sram"]
+    (tmp_path / "mps2-an505.toml").write_text(text.replace("wait_states = 0", "l1_cached = true", 1))
+    with pytest.raises(McuError, match=r"memory\.flash\.l1_cached.*l1_cache"):
+        load_board("mps2-an505", tmp_path)
     for bad in ("wait_states = -1", "hit_rate = 1.5", 'wait_states = "two"',
                 "cache_bytes = 1000\ncache_ways = 2\ncache_line = 16",
                 "data_cache_bytes = 256\ndata_cache_ways = 8\ndata_cache_line = 32"):

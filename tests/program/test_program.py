@@ -50,7 +50,7 @@ def test_kernel_table_rows_are_whole() -> None:
     """Each row of runtime_c/interp/mcu_kernels.def names a kernel mcu has, its check functions exist, and the
     call runs that kernel: the table is the one place a program-file kernel is added."""
     table = (ROOT / "runtime_c/interp/mcu_kernels.def").read_text()
-    rows = re.findall(r"^MCU_KERNEL\((\w+), (\d+), (\d+), \"([FBIUHLXfibl*]*)\", (\d), (\w+), (\w+), (\w+),\n\s+(.*)\)$",
+    rows = re.findall(r"^MCU_KERNEL\((\w+), (\d+), (\d+), \"([FBIUHLXfibhl*]*)\", (\d), (\w+), (\w+), (\w+),\n\s+(.*)\)$",
                       table, re.M)
     assert len(rows) == len(fmt.KERNEL_IDS) == len(set(r[1] for r in rows))
     kernels_c = (ROOT / "runtime_c/interp/mcu_program_kernels.c").read_text()

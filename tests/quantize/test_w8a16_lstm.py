@@ -1,8 +1,8 @@
 """w8a16 LSTM layers: an nn.LSTM is one mcu_lstm_s16 call per layer (int16 input and hidden state, int8
 weights per gate row, CMSIS-NN's arm_lstm_unidirectional_s16 arithmetic). A small two-layer LSTM and the
 kws_lstm example run bit-exact with the Python integer reference as generated C and as program files on the
-host, and kws_lstm on the simulated M33; the 16x8 build is closer to fp32 than the int8 one; a GRU still
-refuses the mode by name."""
+host, and kws_lstm on the simulated M33; the 16x8 build is closer to fp32 than the int8 one (GRUs:
+test_w8a16_gru.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ from torch import nn
 
 import mcu
 from compiled import compiled_model
-from mcu.errors import McuError
 from mcu.reference.interp import Reference
 from repo import requires_qemu
 
@@ -52,22 +51,6 @@ def test_w8a16_lstm_is_bit_exact_in_c_and_program(bias: bool) -> None:
     assert [op.kind for op in cm.graph.ops].count("lstm") == 2
     assert "mcu_lstm_s16.c" in cm.library.kernel_sources
     _assert_bit_exact(cm)
-
-
-class Gru(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.gru = nn.GRU(4, 5, batch_first=True)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.gru(x)[0]
-
-
-def test_w8a16_refuses_a_gru_by_name() -> None:
-    x = torch.randn(1, 3, 4)
-    with pytest.raises(McuError) as err:
-        mcu.compile(Gru().eval(), (x,), quantize="w8a16", calibration=[(x,)])
-    assert str(err.value).startswith("gru: --quantize w8a16 has no 16x8 kernel for: gru (")
 
 
 def _sqnr(cm: mcu.CompiledModel) -> float:

@@ -35,6 +35,7 @@ from mcu.backends.calls import KernelCall, Refs, split_at
 from mcu.backends.cmsis_nn.options import CmsisNNOptions
 from mcu.errors import McuError
 from mcu.ir import Op, Tensor
+from mcu.layouts import pack_s4
 import numpy as np
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -218,8 +219,10 @@ def _is_1_x_n(p: dict) -> bool:  # arm_nn_is_convolve_1_x_n
         and i["c"] == f["c"]
 
 
-def _convolve_1_x_n_mve_buffer_size(p: dict) -> int:
-    """arm_convolve_1_x_n_s8_get_buffer_size_mve: the padded left and right windows of the row."""
+def _1_x_n_padded_outputs(p: dict) -> tuple[int, int, bool]:
+    """The MVE 1 x n convolutions' split of an output row: the outputs whose windows the right padding
+    cuts, whether the row's odd total padding sits on the right, and whether the padded and unpadded
+    outputs make the whole row (else the kernels take the general path)."""
     i, f, o = p["input"], p["filter"], p["output"]
     pad_x, stride_x = p["padding"][0], p["stride"][0]
     total_pad = (o["w"] - 1) * stride_x + f["w"] - i["w"]
@@ -227,12 +230,35 @@ def _convolve_1_x_n_mve_buffer_size(p: dict) -> int:
     right = max(1, _c_div(pad_x + asym_pad + stride_x - 1, stride_x)) if pad_x + asym_pad != 0 else 0
     left = max(1, _c_div(pad_x + stride_x - 1, stride_x)) if pad_x != 0 else 0
     no_pad = max(o["w"] - (right + left), 0)
-    if right + no_pad + left != o["w"]:
+    return right, bool(asym_pad), right + no_pad + left == o["w"]
+
+
+def _convolve_1_x_n_mve_buffer_size(p: dict) -> int:
+    """arm_convolve_1_x_n_s8_get_buffer_size_mve: the padded left and right windows of the row."""
+    i, f = p["input"], p["filter"]
+    pad_x = p["padding"][0]
+    right, asym_pad, whole = _1_x_n_padded_outputs(p)
+    if not whole:
         return convolve_s8_buffer_size("mve", i["c"], f["h"], f["w"])
     pad_left = pad_x * i["c"]
     pad_right = right * i["c"] if asym_pad else pad_left
     elem_left = f["w"] * i["c"]
     return max(elem_left + pad_left, elem_left - i["c"] + pad_right)
+
+
+def convolve_wrapper_s4_buffer_size(arch: str, p: dict) -> int:
+    """arm_convolve_wrapper_s4_get_buffer_size: none for 1x1 windows; on MVE four int8 columns of whole
+    16-lane vectors (none for a 1 x n row whose padded outputs split it, arm_convolve_1_x_n_s4); else
+    two int16 columns of taps, not rounded (arm_convolve_s4_get_buffer_size)."""
+    i, f = p["input"], p["filter"]
+    if _is_1x1(p):
+        return 0
+    cols = i["c"] * f["h"] * f["w"]
+    if arch == "mve":
+        if _is_1_x_n(p) and _1_x_n_padded_outputs(p)[2]:
+            return 0
+        return 4 * ((cols + 15) // 16) * 16
+    return 2 * cols * 2
 
 
 def convolve_wrapper_s8_buffer_size(arch: str, p: dict) -> int:
@@ -268,6 +294,32 @@ def depthwise_wrapper_s8_buffer_size(arch: str, p: dict) -> int:
     if arch == "dsp":
         return i["c"] * f["w"] * f["h"] * 2
     return 0
+
+
+def depthwise_wrapper_s4_buffer_size(arch: str, p: dict) -> int:
+    """arm_depthwise_conv_wrapper_s4_get_buffer_size: the _opt kernel's column buffer when the channel
+    multiplier is 1 (batch 1, no dilation): on MVE CH_IN_BLOCK_MVE channels of four windows, else the
+    channels of one window as int16, on every other architecture (the _opt kernel refuses a NULL buffer)."""
+    i, f, o = p["input"], p["filter"], p["output"]
+    if not (i["c"] == o["c"] and i["n"] == 1 and p["dilation"] == (1, 1)):
+        return 0
+    if arch == "mve":
+        return 4 * CH_IN_BLOCK_MVE * f["w"] * f["h"]
+    return i["c"] * f["w"] * f["h"] * 2
+
+
+def s4_weights(op: Op) -> Tensor:
+    """The op's 4-bit weights as CMSIS-NN's s4 functions read them: two a byte, low nibble first, in the int8
+    weights' memory order, continuous across rows (made once and kept on the op)."""
+    cached = op.attrs.get("cmsis_s4_weights")
+    if isinstance(cached, Tensor):
+        return cached
+    w = op.inputs[1]
+    assert w.data is not None
+    data = pack_s4(w.data)
+    t = Tensor(name=f"{w.name}_s4", shape=(data.size,), dtype="int8", data=data)
+    op.attrs["cmsis_s4_weights"] = t
+    return t
 
 
 def fully_connected_s8_buffer_size(arch: str, out_features: int) -> int:
@@ -336,6 +388,9 @@ def _conv(op: Op, arch: str, lib: CmsisNN) -> Layer | str:
          "output": _nhwc(op.output), **_window(op),
          "input_offset": int(op.attrs["input_offset"]), "output_offset": int(op.attrs["output_offset"]),
          "act": (int(op.attrs["act_min"]), int(op.attrs["act_max"]))}
+    if op.attrs.get("weight_bits") == 4:
+        return Layer("arm_convolve_wrapper_s4", v, convolve_wrapper_s4_buffer_size(arch, v),
+                     "arm_convolve_wrapper_s4_get_buffer_size")
     return Layer("arm_convolve_wrapper_s8", v, convolve_wrapper_s8_buffer_size(arch, v),
                  "arm_convolve_wrapper_s8_get_buffer_size")
 
@@ -347,6 +402,18 @@ def _depthwise(op: Op, arch: str, lib: CmsisNN) -> Layer | str:
          "output": _nhwc(op.output), **_window(op), "ch_mult": int(op.attrs["ch_mult"]),
          "input_offset": int(op.attrs["input_offset"]), "output_offset": int(op.attrs["output_offset"]),
          "act": (int(op.attrs["act_min"]), int(op.attrs["act_max"]))}
+    if op.attrs.get("weight_bits") == 4:
+        if v["input"]["c"] % 2:
+            # arm_depthwise_conv_s4 finds its weights by counting the taps it visits, so a window the padding
+            # cuts short reads other weights, and with a channel multiplier its row stride is a byte short
+            return "4-bit depthwise with an odd number of input channels (CMSIS-NN's s4 kernel misreads the weights)"
+        if arch == "mve":
+            # measured in QEMU's Cortex-M55 (ds_cnn's 64-channel and a 16-channel 3x3 layer): the Helium path of
+            # arm_depthwise_conv_s4_opt gives other outputs on every odd channel, the ones its predicated nibble
+            # shifts leave alone; its C path equals ours and the reference
+            return "4-bit depthwise on Helium (CMSIS-NN's MVE s4 depthwise differs from the reference on odd channels)"
+        return Layer("arm_depthwise_conv_wrapper_s4", v, depthwise_wrapper_s4_buffer_size(arch, v),
+                     "arm_depthwise_conv_wrapper_s4_get_buffer_size")
     return Layer("arm_depthwise_conv_wrapper_s8", v, depthwise_wrapper_s8_buffer_size(arch, v),
                  "arm_depthwise_conv_wrapper_s8_get_buffer_size")
 
@@ -365,9 +432,15 @@ def _fully_connected(op: Op, arch: str, lib: CmsisNN) -> Layer | str:
          "output": _dims(batch, 1, 1, out_f), "input_offset": int(op.attrs["input_offset"]),
          "filter_offset": 0, "output_offset": int(op.attrs["output_offset"]),
          "act": (int(op.attrs["act_min"]), int(op.attrs["act_max"]))}
-    if _uniform(mult) and _uniform(shift):
+    uniform = _uniform(mult) and _uniform(shift)
+    if uniform:
         v["multiplier"] = int(np.asarray(mult.data).reshape(-1)[0])
         v["shift"] = int(np.asarray(shift.data).reshape(-1)[0])
+    if op.attrs.get("weight_bits") == 4:
+        if not uniform:
+            return "per-channel 4-bit fully connected (arm_fully_connected_s4 takes one multiplier for the layer)"
+        return Layer("arm_fully_connected_s4", v)
+    if uniform:
         return Layer("arm_fully_connected_s8", v, 0, "arm_fully_connected_s8_get_buffer_size")
     if lib.has("arm_fully_connected_per_channel_s8"):
         return Layer("arm_fully_connected_per_channel_s8", v, 0, "arm_fully_connected_s8_get_buffer_size")
@@ -474,9 +547,12 @@ def call_text(op: Op, ref: Refs) -> tuple[str, list[str]]:
     layer = plan_op(op, op.attrs["cmsis_nn"]["arch"], tree(op.attrs["cmsis_nn"]["root"]))
     assert isinstance(layer, Layer), layer
     v, f = layer.values, layer.function
-    if f in ("arm_convolve_wrapper_s8", "arm_depthwise_conv_wrapper_s8"):
+    if op.attrs.get("weight_bits") == 4:
+        ref = _with_s4_weights(op, ref)
+    if f in ("arm_convolve_wrapper_s8", "arm_depthwise_conv_wrapper_s8", "arm_convolve_wrapper_s4",
+             "arm_depthwise_conv_wrapper_s4"):
         x, w, b, mult, shift = op.inputs[:5]
-        ptype = "cmsis_nn_conv_params" if f == "arm_convolve_wrapper_s8" else "cmsis_nn_dw_conv_params"
+        ptype = "cmsis_nn_conv_params" if f.startswith("arm_convolve") else "cmsis_nn_dw_conv_params"
         extra = f".ch_mult = {v['ch_mult']}, " if "ch_mult" in v else ""
         decls = _ctx_c(ref, layer.scratch) + [
             f"const {ptype} conv_params = {{.input_offset = {v['input_offset']}, "
@@ -491,9 +567,9 @@ def call_text(op: Op, ref: Refs) -> tuple[str, list[str]]:
         call = (f"{f}(&cmsis_ctx, &conv_params, &cmsis_quant, &input_dims, {ref(x)}, &filter_dims, {ref(w)}, "
                 f"&bias_dims, {ref(b)}, &output_dims, {ref(op.output)})")
         return call, decls
-    if f in ("arm_fully_connected_s8", "arm_fully_connected_per_channel_s8"):
+    if f in ("arm_fully_connected_s8", "arm_fully_connected_per_channel_s8", "arm_fully_connected_s4"):
         x, w, b, mult, shift = op.inputs[:5]
-        if f == "arm_fully_connected_s8":
+        if f != "arm_fully_connected_per_channel_s8":
             quant = (f"const cmsis_nn_per_tensor_quant_params cmsis_quant = {{.multiplier = {v['multiplier']}, "
                      f".shift = {v['shift']}}};")
         else:
@@ -508,8 +584,7 @@ def call_text(op: Op, ref: Refs) -> tuple[str, list[str]]:
             f".filter_offset = {v['filter_offset']}, .output_offset = {v['output_offset']}, {_act_c(v['act'])}}};",
             quant, _dims_c("input_dims", v["input"]), _dims_c("filter_dims", v["filter"]),
             _dims_c("bias_dims", v["bias"]), _dims_c("output_dims", v["output"]),
-            _check_c(f"{layer.buffer_size_call}(&filter_dims)"),
-        ]
+        ] + ([_check_c(f"{layer.buffer_size_call}(&filter_dims)")] if layer.buffer_size_call else [])
         call = (f"{f}(&cmsis_ctx, &fc_params, &cmsis_quant, &input_dims, {ref(x)}, &filter_dims, {ref(w)}, "
                 f"&bias_dims, {ref(b)}, &output_dims, {ref(op.output)})")
         return call, decls
@@ -543,6 +618,12 @@ def call_text(op: Op, ref: Refs) -> tuple[str, list[str]]:
     raise AssertionError(f)  # pragma: no cover
 
 
+def _with_s4_weights(op: Op, ref: Refs) -> Refs:
+    """``ref`` naming the packed 4-bit weights where it would name the op's int8 weights."""
+    w, packed = op.inputs[1], s4_weights(op)
+    return Refs(lambda t: ref(packed) if t is w else ref(t), ref.scratch, ref.program)
+
+
 def emit(op: Op, ref: Refs) -> KernelCall:
     """The KernelCall of a routed op: the CMSIS-NN call as a status expression, its declarations, the
     CMSIS-NN sources it needs (absolute paths) and the include folder."""
@@ -553,6 +634,8 @@ def emit(op: Op, ref: Refs) -> KernelCall:
     call, decls = call_text(op, ref)
     status = f"({call}, MCU_OK)" if layer.function in VOID_FUNCTIONS else _status(call)
     operands: list[Any] = [*op.inputs, op.output]
+    if op.attrs.get("weight_bits") == 4:
+        operands = [s4_weights(op) if t is op.inputs[1] else t for t in operands]
     # function "" renders as MCU_CHECK((<status expression>)); program files cannot express it
     # (mcu/program/writer.py raises UnsupportedKernel), so host runs use the generated C.
     return KernelCall("", [status], [str(p) for p in lib.sources(layer.needs)], locals=decls,
@@ -578,6 +661,7 @@ class CmsisNNBackend(Backend):
     """CMSIS-NN's int8 functions, compiled from the user's CMSIS-NN tree (its options: :class:`CmsisNNOptions`)."""
 
     id: ClassVar[str] = BACKEND
+    weights_s4: ClassVar[bool] = True  # arm_convolve_wrapper_s4, arm_depthwise_conv_wrapper_s4, arm_fully_connected_s4
     rules: ClassVar[tuple[Rule, ...]] = (
         Rule("conv2d", ("int8",), "per-channel", (_INT8_IN, _ONE_GROUP)),
         Rule("depthwise_conv2d", ("int8",), "per-channel", (_INT8_IN,)),

@@ -1,5 +1,5 @@
 """Portable-backend emitters of the integer recurrent layers: mcu_lstm_s8 and mcu_gru_s8 (program kernel ids
-240-241), and the 16x8 LSTM of w8a16, mcu_lstm_s16 (id 118). They join
+240-241), and the 16x8 LSTM and GRU of w8a16, mcu_lstm_s16 and mcu_gru_s16 (ids 118-119). They join
 :data:`mcu.backends.portable.core.EMITTERS`."""
 
 from __future__ import annotations
@@ -49,8 +49,30 @@ def _lstm_s16(op: Op, ref: Ref) -> KernelCall:
                       operands=[SCRATCH, x, w_ih, w_hh, bias, quant, op.output], headers=["mcu/kernels_s16.h"])
 
 
+def gru_s16_params(op: Op) -> dict:
+    """The fields of mcu_gru_s16_params, in declaration order (a GRU cell's step: a sequence of one)."""
+    x = op.inputs[0]
+    batch, steps, features = x.shape if len(x.shape) == 3 else (x.shape[0], 1, x.shape[1])
+    a = op.attrs
+    return {"batch": batch, "steps": steps, "input_size": features, "hidden": op.output.shape[-1],
+            **{k: int(a[k]) for k in ("cand_mult", "cand_shift", "keep_mult", "keep_shift", "out_mult", "out_shift")}}
+
+
+def _gru_s16(op: Op, ref: Ref) -> KernelCall:
+    x, w_ih, w_hh, bias, quant = op.inputs[:5]
+    state = op.inputs[5] if len(op.inputs) > 5 else None
+    assert ref.scratch is not None, "mcu_gru_s16 needs its planned scratch buffer"
+    state_arg = ref(state) if state is not None else "NULL"
+    return KernelCall("mcu_gru_s16", ["&ctx", "&params", ref(x), state_arg, ref(w_ih), ref(w_hh), ref(bias),
+                                      ref(quant), ref(op.output)], ["mcu_gru_s16.c"],
+                      "mcu_gru_s16_params", gru_s16_params(op),
+                      locals=[f"const mcu_context ctx = {{{ref.scratch[0]}, {ref.scratch[1]}}};"],
+                      operands=[SCRATCH, x, state, w_ih, w_hh, bias, quant, op.output], headers=["mcu/kernels_s16.h"])
+
+
 EMITTERS = {
     ("lstm", "int8"): _recurrent("mcu_lstm_s8"),
     ("gru", "int8"): _recurrent("mcu_gru_s8"),
     ("lstm", "int16"): _lstm_s16,
+    ("gru", "int16"): _gru_s16,
 }

@@ -133,13 +133,19 @@ def marker_args(elf: Path, trace_out: Path | None = None) -> list[str]:
 def timing_args(board: Board, cycles_out: Path, trace_cycles_out: Path | None = None) -> list[str]:
     """Plugin arguments for the cycle estimate: the board's core and its memories' wait states
     (thousandths of a cycle per fetch word and per data access, or a cache's geometry and what a miss
-    costs); none when the core has no model."""
+    costs; the core's L1 caches, shared by the memories behind them); none when the core has no model."""
     if board.core not in TIMED_CORES:
         return []
     args = [f"core={board.core}", f"cycles_out={qemu_opt(str(cycles_out))}"]
     if trace_cycles_out is not None:
         args.append(f"trace_cycles_out={qemu_opt(str(trace_cycles_out))}")
+    if board.l1_cache is not None and any(region.l1_cached for region in board.regions):
+        args += [f"l1i={':'.join(map(str, board.l1_cache.icache))}",
+                 f"l1d={':'.join(map(str, board.l1_cache.dcache))}"]
     for region in board.regions:
+        if region.l1_cached:
+            args.append(f"l1={region.origin:#x}:{region.length:#x}:{round(1000 * region.wait_states)}")
+            continue
         if region.cache_bytes:
             args.append(f"cache={region.origin:#x}:{region.length:#x}:{region.cache_bytes}:{region.cache_ways}:"
                         f"{region.cache_line}:{round(1000 * region.wait_states)}")

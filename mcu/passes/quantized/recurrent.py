@@ -2,14 +2,16 @@
 ``lstm``/``gru`` op for mcu_lstm_s8/mcu_gru_s8, its weights quantized here (symmetric per gate row) with
 the requantization constants, biases and the sigmoid table of mcu/reference/recurrent.py. With int16
 activations (w8a16) an LSTM becomes one ``lstm`` op for mcu_lstm_s16 with the constants of
-mcu/reference/lstm_s16.py."""
+mcu/reference/lstm_s16.py, and a GRU layer or a GRU cell's step one ``gru`` op for mcu_gru_s16 with those of
+mcu/reference/gru_s16.py (a given state its last input)."""
 
 from __future__ import annotations
 
+import numpy as np
 
 from mcu.ir import Graph, Op, Tensor
 from mcu.passes.quantized.common import int_const
-from mcu.reference import lstm_s16, recurrent
+from mcu.reference import gru_s16, lstm_s16, recurrent
 
 KINDS = ("lstm", "gru")
 TABLE_NAME = "recurrent_sigmoid_table"
@@ -30,12 +32,60 @@ def _table(graph: Graph) -> Tensor:
     return Tensor(TABLE_NAME, (recurrent.TABLE_SIZE,), "int16", data=recurrent.sigmoid_table())
 
 
-def _convert_s16(op: Op, x: Tensor, out: Tensor) -> Op | str:
-    """The 16x8 LSTM (w8a16): int16 input and hidden state with zero point 0, mcu_lstm_s16's constants."""
-    if op.kind != "lstm" or x.dtype != "int16" or out.dtype != "int16":
-        return "w8a16 has a 16x8 kernel for an LSTM reading and writing int16 only"
+def _state_s16(op: Op, ins: list[Tensor], out: Tensor) -> Tensor | None | str:
+    """A GRU's given state as mcu_gru_s16 reads it: int16 at the output's scale, or None for a zero constant
+    (the zero state, no recurrent product at the first step)."""
+    state = ins[1] if len(ins) > 1 else op.inputs[5]
+    if state.is_constant:
+        data = np.asarray(state.data, dtype=np.float64)
+        if state.dtype != "float32":
+            data = (data - state.quant.zero_point[0]) * state.quant.scale[0]
+        if not data.any():
+            return None
+        codes = np.clip(np.round(data / out.quant.scale[0]), -32768, 32767).astype(np.int16)
+        return Tensor(f"{op.name}_state_q", state.shape, "int16", data=codes.reshape(state.shape), quant=out.quant)
+    if state.dtype != "int16" or state.quant is None or not state.quant.per_tensor or \
+            state.quant.zero_point[0] != 0 or state.quant.scale[0] != out.quant.scale[0]:
+        return "its state is not int16 at its output's scale"
+    return state
+
+
+def _convert_gru_s16(op: Op, ins: list[Tensor], x: Tensor, out: Tensor) -> Op | str:
+    """The 16x8 GRU (w8a16): a whole nn.GRU layer (from the zero state or a given one), or one nn.GRUCell step
+    from its state; mcu_gru_s16's constants (mcu/reference/gru_s16.py)."""
+    w_ih, w_hh, b_ih, b_hh = (t.data for t in op.inputs[1:5])
+    hidden, features = w_hh.shape[1], w_ih.shape[1]
+    if max(hidden, features) > recurrent.MAX_FEATURES:
+        return f"more than {recurrent.MAX_FEATURES} features"
+    state = _state_s16(op, ins, out) if len(op.inputs) > 5 else None
+    if isinstance(state, str):
+        return state
+    try:
+        p = gru_s16.layer_params(w_ih, w_hh, b_ih, b_hh, x.quant.scale[0], out.quant.scale[0],
+                                 int(op.attrs["state_shift"]))
+    except ValueError as exc:
+        return str(exc)
+    consts = [Tensor(f"{op.name}_w_ih_q", p.w_ih.shape, "int8", data=p.w_ih),
+              Tensor(f"{op.name}_w_hh_q", p.w_hh.shape, "int8", data=p.w_hh),
+              int_const(f"{op.name}_bias_q", p.bias, "int64"), int_const(f"{op.name}_quant", p.quant)]
+    attrs = {"state_shift": p.state_shift, "cand_mult": p.cand_mult, "cand_shift": p.cand_shift,
+             "keep_mult": p.keep_mult, "keep_shift": p.keep_shift, "out_mult": p.out_mult, "out_shift": p.out_shift,
+             # mcu_gru_s16_get_buffer_size: the step's input and hidden state in dual-MAC order
+             "scratch_bytes": 2 * (hidden + features),
+             # the float weights and biases the constants come from, for the integer reference
+             "weights_real": (w_ih, w_hh, b_ih, b_hh)}
+    return Op(op.kind, [x, *consts, *([state] if state is not None else [])], [out], attrs, op.name, op.source)
+
+
+def _convert_s16(op: Op, ins: list[Tensor], x: Tensor, out: Tensor) -> Op | str:
+    """The 16x8 LSTM (w8a16): int16 input and hidden state with zero point 0, mcu_lstm_s16's constants; a GRU:
+    mcu_gru_s16's."""
+    if x.dtype != "int16" or out.dtype != "int16":
+        return "w8a16 has 16x8 recurrent kernels reading and writing int16 only"
     if x.quant.zero_point[0] != 0 or out.quant.zero_point[0] != 0:
         return "w8a16 activations must be symmetric (zero point 0)"
+    if op.kind == "gru":
+        return _convert_gru_s16(op, ins, x, out)
     w_ih, w_hh, b_ih, b_hh = (t.data for t in op.inputs[1:5])
     hidden, features = w_hh.shape[1], w_ih.shape[1]
     if max(hidden, features) > recurrent.MAX_FEATURES:
@@ -62,7 +112,9 @@ def _convert(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
     if x.quant is None or out.quant is None or not x.quant.per_tensor:
         return "its input or output is not quantized per tensor"
     if x.dtype == "int16" or out.dtype == "int16":
-        return _convert_s16(op, x, out)
+        return _convert_s16(op, ins, x, out)
+    if len(op.inputs) > 5:
+        return "a GRU from a given state (a GRUCell step) runs whole only with int16 activations (w8a16)"
     w_ih, w_hh, b_ih, b_hh = (t.data for t in op.inputs[1:5])
     hidden, features = w_hh.shape[1], w_ih.shape[1]
     if max(hidden, features) > recurrent.MAX_FEATURES:

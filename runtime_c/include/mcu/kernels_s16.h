@@ -210,6 +210,30 @@ mcu_status mcu_lstm_s16(const mcu_context *ctx, const mcu_lstm_s16_params *p, co
                         const int8_t *w_ih, const int8_t *w_hh, const int64_t *bias, const int32_t *quant,
                         int16_t *output);
 
+typedef struct {
+    int32_t batch, steps;                /**< input [batch][steps][input_size], output [batch][steps][hidden] */
+    int32_t input_size, hidden;          /**< each at most MCU_LSTM_S16_MAX_FEATURES */
+    int32_t cand_mult, cand_shift;       /**< r hn (Q0.15 times hn's 2^-cs) to Q3.12: 2^-(cs + 3) */
+    int32_t keep_mult, keep_shift;       /**< z h (Q0.15 times the hidden state) to the hidden state: 2^-15 */
+    int32_t out_mult, out_shift;         /**< (1 - z) n (Q0.30) to the hidden state: 2^-30 / s_hidden */
+} mcu_gru_s16_params;
+
+/** Scratch bytes of mcu_gru_s16: the step's input and hidden state in the dual-MAC order
+ *  [input_size + hidden] (int16, used on DSP cores); 0 for invalid sizes. */
+int32_t mcu_gru_s16_get_buffer_size(const mcu_gru_s16_params *p);
+
+/** One GRU layer over a sequence (PyTorch's GRU cell; CMSIS-NN has none) on mcu_lstm_s16's conventions: int16
+ *  input and hidden state (zero point 0), Q3.12 gates, its sigmoid and tanh (mcu_gru_s16.c and
+ *  mcu/reference/gru_s16.py state the arithmetic). Batch major, from `state` [batch][hidden] (int16 at the
+ *  hidden state's scale; NULL: the zero state). Weights int8 [3H][input_size] and [3H][H] in PyTorch's gate
+ *  order (r, z, n); `bias` int64 [4H]: the input product's of the 3H rows, then the n rows' recurrent ones;
+ *  `quant` [3H][4] int32 per gate row: the 16x8 multiplier and shift of the input product to Q3.12, then of
+ *  the recurrent product (to Q3.12; the n rows' to their power-of-two scale 2^-cs). The output overlaps
+ *  neither the input, the state, a constant nor the scratch. */
+mcu_status mcu_gru_s16(const mcu_context *ctx, const mcu_gru_s16_params *p, const int16_t *input,
+                       const int16_t *state, const int8_t *w_ih, const int8_t *w_hh, const int64_t *bias,
+                       const int32_t *quant, int16_t *output);
+
 /** q = clamp(round_half_even(x * inv_scale) + zero_point, -32768, 32767), float32 arithmetic (torch's rule). */
 mcu_status mcu_quantize_f32_s16(int32_t size, float inv_scale, int32_t zero_point, const float *input,
                                 int16_t *output);

@@ -147,6 +147,9 @@ typedef enum {
     /** [scratch int8, in int16, w_ih int8, w_hh int8, bias int64, quant int32, out int16]; mcu_lstm_s16_params;
      *  no operand may overlap the output */
     MCU_K_LSTM_S16 = 118,
+    /** [scratch int8, in int16, state int16 (absent: the zero state), w_ih int8, w_hh int8, bias int64,
+     *  quant int32, out int16]; mcu_gru_s16_params; no operand may overlap the output */
+    MCU_K_GRU_S16 = 119,
     MCU_K_ACTIVATION_S16 = 123,       /**< [in int16, out int16]; mcu_activation_s16_params (sigmoid, tanh) */
     MCU_K_MUL_S16 = 124,              /**< [a int16, b int16, out int16]; mcu_mul_s16_params (same shapes) */
     MCU_K_SOFTMAX_S16 = 125,          /**< [in int16, out int16]; mcu_softmax_s16_params */

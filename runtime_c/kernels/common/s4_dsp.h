@@ -255,51 +255,61 @@ static inline void mcu_s4_dot_quad(const int16_t *col, const int8_t *w, int32_t 
 }
 
 /* Three packed rows (row stride `stride` bytes, from a byte, whole groups of 8 taps) against one column in the
- * pair order above, followed by the sentinel word MCU_S4_QUAD_SENTINEL and one word for r7 (as
- * mcu_s4_dot_quad): the 3 sums of u * x with u = w + 8 the weight's nibble XOR 8, in [0, 15]. XOR with
- * 0x88888888 and one AND with 0x000F000F per shift by 0, 4, 8 and 12 bits give a word's 8 values as the
- * pairs (u0, u4), (u1, u5), (u2, u6), (u3, u7), so a row's 8 taps take 10 instructions, and the column's 4
- * words of a group one LDM for all 3 rows: 34 instructions per 24 MACs. The caller takes 8 times the
- * column's sum away. groups >= 1. */
+ * pair order above: 4096 times the 3 dot products. AND with 0xF000F000 of the word shifted left by 12, 8, 4 and
+ * 0 bits puts the signed nibbles of the pairs (w0, w4), (w1, w5), (w2, w6), (w3, w7) in the tops of the 16-bit
+ * lanes, 4096 w each, so a row's 8 taps take a load and 4 AND-SMLAD pairs, with no sign fix-up and no
+ * correction term; the column's 4 words of a group come in one LDM for the 3 rows, and the loop runs two
+ * groups a turn (an odd count enters at its second half): 58 instructions per 48 MACs. A sum of 4096 w x stays
+ * inside int32 for at most MCU_S4_ROWS3_GROUPS groups (256 taps, |x| <= 255, |w| <= 8: 4096 * 522,240 < 2^31),
+ * so longer rows are taken in chunks. 1 <= groups <= MCU_S4_ROWS3_GROUPS. Always inlined: with two call sites
+ * GCC makes it a function, whose call and register saves cost about 15 instructions a pass. */
+#define MCU_S4_ROWS3_GROUPS 32
 #if MCU_S8_DSP_NATIVE
 #define MCU_S4_ROW3(acc, load)                                                                            \
     load                                                                                                  \
-    "eor r10, r10, #0x88888888\n\t"                                                                       \
-    "and r9, r8, r10\n\t"                                                                                 \
+    "and r9, r8, r10, lsl #12\n\t"                                                                        \
     "smlad " acc ", r7, r9, " acc "\n\t"                                                                  \
-    "and r9, r8, r10, lsr #4\n\t"                                                                         \
+    "and r9, r8, r10, lsl #8\n\t"                                                                         \
     "smlad " acc ", r11, r9, " acc "\n\t"                                                                 \
-    "and r9, r8, r10, lsr #8\n\t"                                                                         \
+    "and r9, r8, r10, lsl #4\n\t"                                                                         \
     "smlad " acc ", r12, r9, " acc "\n\t"                                                                 \
-    "and r9, r8, r10, lsr #12\n\t"                                                                        \
+    "and r9, r8, r10\n\t"                                                                                 \
     "smlad " acc ", lr, r9, " acc "\n\t"
+#define MCU_S4_GROUP3                                                                                     \
+    "ldmia r4!, {r7, r11, r12, lr}\n\t"                                                                   \
+    MCU_S4_ROW3("r1", "ldr r10, [r5, r6]\n\t")                                                            \
+    MCU_S4_ROW3("r2", "ldr r10, [r5, r6, lsl #1]\n\t")                                                    \
+    MCU_S4_ROW3("r0", "ldr r10, [r5], #4\n\t")
 #endif
-static inline void mcu_s4_dot_rows3(const int16_t *col, const int8_t *w, int32_t stride, int32_t groups,
-                                    uint32_t sums[3])
+static inline __attribute__((always_inline)) void mcu_s4_dot_rows3(const int16_t *col, const int8_t *w,
+                                                                   int32_t stride, int32_t groups, uint32_t sums[3])
 {
 #if MCU_S8_DSP_NATIVE
     register uint32_t a0 __asm__("r0") = 0;
     register uint32_t a1 __asm__("r1") = 0;
     register uint32_t a2 __asm__("r2") = 0;
+    register const int16_t *end __asm__("r3") = col + 8 * groups;
     register const int16_t *x __asm__("r4") = col;
     register const int8_t *wp __asm__("r5") = w;
     register int32_t rs __asm__("r6") = stride;
-    register uint32_t *keep __asm__("r3") = (uint32_t *)(void *)(col + 8 * groups) + 1;
+    register int32_t odd __asm__("r9") = groups & 1;
+    /* r7 may be the frame pointer: it is kept on the stack while the loop holds a column word in it (nothing
+     * in the assembly addresses memory through sp or r7) */
     __asm__ volatile(
-        "str r7, [r3]\n\t"
-        "mov r8, #0x000F000F\n\t"
+        "push {r7}\n\t"
+        "mov r8, #0xF000F000\n\t"
+        "cmp r9, #0\n\t"
+        "bne 2f\n\t"
         "1:\n\t"
-        "ldmia r4!, {r7, r11, r12, lr}\n\t"
-        MCU_S4_ROW3("r1", "ldr r10, [r5, r6]\n\t")
-        MCU_S4_ROW3("r2", "ldr r10, [r5, r6, lsl #1]\n\t")
-        MCU_S4_ROW3("r0", "ldr r10, [r5], #4\n\t")
-        "ldr r10, [r4]\n\t"
-        "cmp r10, #0x80008000\n\t"
+        MCU_S4_GROUP3
+        "2:\n\t"
+        MCU_S4_GROUP3
+        "cmp r4, r3\n\t"
         "bne 1b\n\t"
-        "ldr r7, [r4, #4]\n\t"
-        : "+r"(a0), "+r"(a1), "+r"(a2), "+r"(x), "+r"(wp), "+r"(rs), "+r"(keep)
-        :
-        : "r8", "r9", "r10", "r11", "r12", "lr", "cc", "memory");
+        "pop {r7}\n\t"
+        : "+r"(a0), "+r"(a1), "+r"(a2), "+r"(x), "+r"(wp), "+r"(odd)
+        : "r"(end), "r"(rs)
+        : "r8", "r10", "r11", "r12", "lr", "cc", "memory");
     sums[0] = a0;
     sums[1] = a1;
     sums[2] = a2;
@@ -307,9 +317,9 @@ static inline void mcu_s4_dot_rows3(const int16_t *col, const int8_t *w, int32_t
     for (int32_t r = 0; r < 3; ++r) {
         uint32_t a = 0;
         for (int32_t g = 0; g < groups; ++g) {
-            const uint32_t v = mcu_load_u32(w + r * stride + 4 * g) ^ 0x88888888u;
+            const uint32_t v = mcu_load_u32(w + r * stride + 4 * g);
             for (int32_t k = 0; k < 4; ++k) {
-                a = mcu_smlad(mcu_load_u32(col + 8 * g + 2 * k), 0x000F000Fu & (v >> (4 * k)), a);
+                a = mcu_smlad(mcu_load_u32(col + 8 * g + 2 * k), 0xF000F000u & (v << (12 - 4 * k)), a);
             }
         }
         sums[r] = a;

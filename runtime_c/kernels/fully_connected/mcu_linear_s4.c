@@ -14,36 +14,99 @@ int32_t mcu_linear_s4_get_buffer_size(const mcu_linear_s8_params *p)
 }
 
 #if MCU_S8_DSP
-/* One row of input (in_features a multiple of 8): its column in the pair order of s4_dsp.h with the sentinel
- * after it, then three output channels per pass (mcu_s4_dot_rows3), the last out_features % 3 by the same
- * rows again (recomputed, stored once more with the same value). */
+/* Requantization as mcu_requantize_to_s8_fast, for shifts in [-24, -1] by one SMLAL (the merged rounding of
+ * rq_s8_dsp.h) with its constant made from the shift in registers: with R = -shift and c = 2 output_offset + 1,
+ * K[0] = 2^30 + c 2^(R+30), and t = c << (R - 1) (|t| < 255 2^23) gives K[0]'s high word t >> 1 and low word
+ * 2^30 + (t << 31) (bit 31: R = 1, where t is odd). The borrow of K[1] and the final shift are rq_s8_dsp.h's. */
+typedef struct {
+    int32_t c; /* 2 output_offset + 1 */
+    int32_t output_offset, act_min, act_max; /* copies: the assembly's memory clobbers would reload p's */
+} linear_s4_rq;
+
+static inline int8_t linear_s4_requantize(const linear_s4_rq *rq, int32_t acc, int32_t multiplier, int32_t shift)
+{
+    if (shift > -1 || shift < -24) {
+        return mcu_requantize_to_s8_fast(acc, multiplier, shift, rq->output_offset, rq->act_min, rq->act_max);
+    }
+    const int32_t rs = -shift - 1;
+    int32_t z;
+#if MCU_S8_DSP_NATIVE
+    uint32_t t, lo, hi, bw;
+    __asm__("lsl %[t], %[c], %[rs]\n\t"
+            "mov %[lo], #0x40000000\n\t"
+            "orr %[lo], %[lo], %[t], lsl #31\n\t"
+            "asr %[hi], %[t], #1\n\t"
+            "smlal %[lo], %[hi], %[acc], %[m]\n\t"
+            "bic %[bw], %[acc], %[lo]\n\t"
+            "add %[hi], %[hi], %[bw], asr #31\n\t"
+            "asr %[hi], %[hi], %[rs]\n\t"
+            "ssat %[z], #8, %[hi]"
+            : [z] "=r"(z), [t] "=&r"(t), [lo] "=&r"(lo), [hi] "=&r"(hi), [bw] "=&r"(bw)
+            : [acc] "r"(acc), [m] "r"(multiplier), [c] "r"(rq->c), [rs] "r"(rs));
+#else
+    const uint32_t t = (uint32_t)rq->c << rs;
+    const int64_t k = (int64_t)mcu_asr32(mcu_u32_to_s32(t), 1) * 4294967296 + (int64_t)(0x40000000u | (t << 31));
+    const int64_t sum = k + (int64_t)acc * multiplier;
+    const uint32_t lo = (uint32_t)sum;
+    const int32_t hi = (int32_t)mcu_asr64(sum, 32) - (int32_t)(((uint32_t)acc & ~lo) >> 31);
+    z = mcu_clamp_s32(mcu_asr32(hi, rs), -128, 127);
+#endif
+    return (int8_t)mcu_clamp_s32(z, rq->act_min, rq->act_max);
+}
+
+/* Output channels a block, their sums kept for the requantization loop after the block's passes: the passes then
+ * hold no requantization values across the assembly (which takes every register), and the loop none of theirs. */
+#define LINEAR_S4_BLOCK 48
+
+/* One row of input (in_features a multiple of 8): its column in the pair order of s4_dsp.h, then three output
+ * channels per pass (mcu_s4_dot_rows3, in chunks of at most MCU_S4_ROWS3_GROUPS groups), a block's last
+ * channels % 3 by the same rows again (recomputed, stored once more with the same value). */
 static __attribute__((noinline)) void linear_s4_rows3(const mcu_linear_s8_params *p, const mcu_per_channel_quant *q,
                                                       const int8_t *input, const int8_t *weight,
                                                       const int32_t *bias, int8_t *output)
 {
-    _Alignas(8) int16_t col[MCU_S8_COL_MAX + 4];
+    _Alignas(8) int16_t col[MCU_S8_COL_MAX];
+    uint32_t sums[LINEAR_S4_BLOCK + 2]; /* a block takes up to 2 more channels rather than leave fewer than 3 */
     const int32_t nin = p->in_features;
     const uint32_t off2 = mcu_offset_pair(p->input_offset);
-    int32_t sum = 0;
     for (int32_t i = 0; i < nin; i += 8) {
         mcu_s4_expand8(input + i, off2, col + i);
     }
-    for (int32_t i = 0; i < nin; ++i) {
-        sum += col[i];
-    }
-    mcu_store_u32(col + nin, MCU_S4_QUAD_SENTINEL);
-    const uint32_t correction = (uint32_t)sum * 8u; /* the weights' nibbles are w + 8 */
-    const int32_t stride = nin / 2;
-    for (int32_t o = 0; o < p->out_features; o += 3) {
-        const int32_t o0 = o + 3 <= p->out_features ? o : p->out_features - 3;
-        uint32_t sums[3];
-        mcu_s4_dot_rows3(col, weight + o0 * stride, stride, nin / 8, sums);
-        for (int32_t r = 0; r < 3; ++r) {
-            const int32_t oc = o0 + r;
-            const uint32_t acc = (bias != NULL ? (uint32_t)bias[oc] : 0u) + sums[r] - correction;
-            output[oc] = mcu_requantize_to_s8_fast(mcu_u32_to_s32(acc), q->multiplier[oc], q->shift[oc],
-                                                   p->output_offset, p->act_min, p->act_max);
+    const int32_t stride = nin / 2, groups = nin / 8;
+    const int32_t first = groups < MCU_S4_ROWS3_GROUPS ? groups : MCU_S4_ROWS3_GROUPS;
+    const linear_s4_rq rq = {.c = 2 * p->output_offset + 1, .output_offset = p->output_offset,
+                             .act_min = p->act_min, .act_max = p->act_max};
+    const int32_t nout = p->out_features;
+    for (int32_t b0 = 0; b0 < nout;) {
+        const int32_t nb = nout - b0 >= LINEAR_S4_BLOCK + 3 ? LINEAR_S4_BLOCK : nout - b0;
+        for (int32_t o = 0; o < nb; o += 3) {
+            const int32_t r = o + 3 <= nb ? o : nb - 3;
+            const int8_t *w = weight + (b0 + r) * stride;
+            uint32_t s[3]; /* 4096 times a chunk's dot products */
+            mcu_s4_dot_rows3(col, w, stride, first, s);
+            uint32_t *a = sums + r;
+            a[0] = (uint32_t)mcu_asr32(mcu_u32_to_s32(s[0]), 12);
+            a[1] = (uint32_t)mcu_asr32(mcu_u32_to_s32(s[1]), 12);
+            a[2] = (uint32_t)mcu_asr32(mcu_u32_to_s32(s[2]), 12);
+            if (bias != NULL) {
+                a[0] += (uint32_t)bias[b0 + r];
+                a[1] += (uint32_t)bias[b0 + r + 1];
+                a[2] += (uint32_t)bias[b0 + r + 2];
+            }
+            for (int32_t g = first; g < groups; g += MCU_S4_ROWS3_GROUPS) {
+                const int32_t n = groups - g < MCU_S4_ROWS3_GROUPS ? groups - g : MCU_S4_ROWS3_GROUPS;
+                mcu_s4_dot_rows3(col + 8 * g, w + 4 * g, stride, n, s);
+                a[0] += (uint32_t)mcu_asr32(mcu_u32_to_s32(s[0]), 12);
+                a[1] += (uint32_t)mcu_asr32(mcu_u32_to_s32(s[1]), 12);
+                a[2] += (uint32_t)mcu_asr32(mcu_u32_to_s32(s[2]), 12);
+            }
         }
+        const int32_t *const mult = q->multiplier + b0, *const shift = q->shift + b0;
+        int8_t *const y = output + b0;
+        for (int32_t k = 0; k < nb; ++k) {
+            y[k] = linear_s4_requantize(&rq, mcu_u32_to_s32(sums[k]), mult[k], shift[k]);
+        }
+        b0 += nb;
     }
 }
 
