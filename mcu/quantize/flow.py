@@ -135,8 +135,10 @@ def quantize_static(model: torch.nn.Module, example_inputs: tuple,
     if missing:
         raise McuError(f"{where}: --quantize w8a16 has no 16x8 kernel for: {', '.join(missing)}",
                        hint="w8a16 runs linear layers, convolutions and depthwise ones (with their batch norms and "
-                            "ReLU/clamp), adds, max and average pools, means, LSTM and GRU layers, GRU cells, slices "
-                            "and views; use --quantize int8 for this model")
+                            "ReLU/clamp), adds, differences and products of same-shaped tensors, sigmoid, tanh, "
+                            "softmax, elementwise functions and arithmetic with numbers (tables), max and average "
+                            "pools, means, LSTM and GRU layers, GRU cells, concatenations, moves, slices and views; "
+                            "use --quantize int8 for this model")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         prepared = prepare_pt2e(gm, MCUQuantizer(custom_ops=custom_ops, weight_bits=weight_bits,
