@@ -33,9 +33,9 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar
 from mcu.backends.base import Backend, Constraint, Context, Rule
 from mcu.backends.calls import KernelCall, Refs, split_at
 from mcu.backends.cmsis_nn.options import CmsisNNOptions
+from mcu.backends.weights import s4_weights
 from mcu.errors import McuError
 from mcu.ir import Op, Tensor
-from mcu.layouts import pack_s4
 import numpy as np
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -306,20 +306,6 @@ def depthwise_wrapper_s4_buffer_size(arch: str, p: dict) -> int:
     if arch == "mve":
         return 4 * CH_IN_BLOCK_MVE * f["w"] * f["h"]
     return i["c"] * f["w"] * f["h"] * 2
-
-
-def s4_weights(op: Op) -> Tensor:
-    """The op's 4-bit weights as CMSIS-NN's s4 functions read them: two a byte, low nibble first, in the int8
-    weights' memory order, continuous across rows (made once and kept on the op)."""
-    cached = op.attrs.get("cmsis_s4_weights")
-    if isinstance(cached, Tensor):
-        return cached
-    w = op.inputs[1]
-    assert w.data is not None
-    data = pack_s4(w.data)
-    t = Tensor(name=f"{w.name}_s4", shape=(data.size,), dtype="int8", data=data)
-    op.attrs["cmsis_s4_weights"] = t
-    return t
 
 
 def fully_connected_s8_buffer_size(arch: str, out_features: int) -> int:

@@ -15,8 +15,9 @@ from mcu.backends.calls import (SCRATCH, KernelCall, Ref, act_bounds, conv_param
                                 quant_operands, shape4)
 from mcu.backends.optimized.specialise import PackedLayer, merge_defines, packed_defines
 from mcu.backends.portable.variants import select_variant
+from mcu.backends.weights import s4_weights
 from mcu.ir import Op, Tensor
-from mcu.layouts import channel_rows, pack_palette, pack_s4
+from mcu.layouts import channel_rows, pack_palette
 from mcu.plan.contracts import S4_STREAM_MAX, S4_STREAM_PIXELS, pointwise_ok, s4_stream_bytes
 
 
@@ -76,20 +77,6 @@ S4_CALLS = {"mcu_conv2d_s4": ("mcu_conv2d_s4", "mcu_conv2d_packed_s8"),
 # there instead and runs the int8 kernel's MVE paths (convolution/mve_conv_s4.h); other cores leave it
 # unreferenced, and the linker drops it.
 S4_WIDE_CALL = "mcu_conv2d_s8"
-
-
-def s4_weights(op: Op) -> Tensor:
-    """The op's 4-bit weights packed two a byte in its int8 weights' memory order (made once and kept on the op
-    so every emission names one constant)."""
-    cached = op.attrs.get("s4_weights")
-    if isinstance(cached, Tensor):
-        return cached
-    w = op.inputs[1]
-    assert w.data is not None
-    data = pack_s4(w.data)
-    t = Tensor(name=f"{w.name}_s4", shape=(data.size,), dtype="int8", data=data)
-    op.attrs["s4_weights"] = t
-    return t
 
 
 S4_STREAM = "MCU_S4_STREAM"  # 0: mcu_conv2d_s4 built without the stream path (no layer of the model takes it)
