@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Callable, Protocol
 
 from mcu.ir import Graph, LayerPrecision, Op, PrecisionChoice
-from mcu.passes import mixed
+from mcu.passes import mixed, mixed_s16
 
 Score = Callable[[Graph], float]  # higher is better: dB of SQNR, or a metric in percent
 
@@ -105,8 +105,34 @@ class Metric:
 def _narrowed(graph: Graph, indices: list[int], names: list[str]) -> Graph:
     trial = copy.deepcopy(graph)
     for i, name in zip(indices, names):
-        mixed.apply(trial.ops[i], name)
+        if name != mixed_s16.A16:
+            mixed.apply(trial.ops[i], name)
+    wide = {i for i, name in zip(indices, names) if name == mixed_s16.A16}
+    if wide:  # last: the borders it inserts move the ops' indices
+        mixed_s16.widen(trial, wide)
     return trial
+
+
+def widenings(graph: Graph, indices: list[int]) -> list[tuple[int, ...]]:
+    """The runs of layers (positions in ``indices``) that may take int16 activations together: every run of
+    two or more consecutive layers, each feasible at 16x8, each one's output read only by the next. A run
+    keeps the tensors between its layers int16; a layer alone would only round twice, so none is offered."""
+    ops = [graph.ops[i] for i in indices]
+    readers: dict[int, int] = {}
+    for op in graph.ops:
+        for t in op.inputs:
+            readers[id(t.base())] = readers.get(id(t.base()), 0) + 1
+    outputs = {id(t.base()) for t in graph.outputs}
+    linked = [ops[n + 1].inputs[0] is ops[n].output and readers.get(id(ops[n].output)) == 1
+              and id(ops[n].output) not in outputs for n in range(len(ops) - 1)]
+    ok = [mixed_s16.feasible(op) for op in ops]
+    runs: list[tuple[int, ...]] = []
+    for first in range(len(ops)):
+        last = first
+        while last + 1 < len(ops) and ok[last] and ok[last + 1] and linked[last]:
+            last += 1
+            runs.append(tuple(range(first, last + 1)))
+    return runs
 
 
 def choose_precision(graph: Graph, score: Score, metric: Metric, budget: float, objective: str,
@@ -135,23 +161,35 @@ def choose_precision(graph: Graph, score: Score, metric: Metric, budget: float, 
     for n in range(len(ops)):
         alone.append({name: scored(tuple(name if m == n else mixed.INT8 for m in range(len(ops))))
                       for name in mixed.CANDIDATES})
+    # int16 activations: each run measured alone; its layers report the run's score
+    runs = widenings(graph, indices)
+    for run in runs:
+        run_score = scored(tuple(mixed_s16.A16 if m in run else mixed.INT8 for m in range(len(ops))))
+        for n in run:
+            alone[n][mixed_s16.A16] = max(alone[n].get(mixed_s16.A16, -math.inf), run_score)
     configs: list[tuple[str, ...]] = []
-    for forms in PATH_FORMS:
-        allowed = (mixed.INT8, *forms)
-        options = [[Option(name, own_cost(op, name), metric.loss(base, alone[n][name])) for name in allowed]
-                   for n, op in enumerate(ops)]
-        for config in path(options):
-            names = tuple(options[layer][c].name for layer, c in enumerate(config))
-            if names not in configs:
-                configs.append(names)
+    # each path starts from all-int8 or from one run at int16 activations (which may score above int8 and so
+    # leave the others more of the budget to narrow with), the run's layers kept wide
+    for run in ((), *runs):
+        for forms in PATH_FORMS:
+            allowed = (mixed.INT8, *forms)
+            options = [[Option(mixed_s16.A16, own_cost(op, mixed_s16.A16), 0.0)] if n in run else
+                       [Option(name, own_cost(op, name), metric.loss(base, alone[n][name])) for name in allowed]
+                       for n, op in enumerate(ops)]
+            for config in path(options):
+                names = tuple(options[layer][c].name for layer, c in enumerate(config))
+                if names not in configs:
+                    configs.append(names)
     costs = [total(names) for names in configs]
     k = choose_index(costs, lambda j: scored(configs[j]) >= base - budget)
     names = configs[k]
     chosen = _narrowed(graph, indices, list(names))
     chosen.precision = PrecisionChoice(
         metric=metric.name, budget=budget, objective=objective, int8_score=base, score=scored(names), samples=samples,
-        layers=tuple(LayerPrecision(op=op.name, kind=op.kind, weights=name, weight_bytes=flash.layer_bytes(op, name),
-                                    instructions=mixed.instructions(op, name), score_alone=alone[n][name])
+        layers=tuple(LayerPrecision(op=op.name, kind=op.kind, weights=mixed.INT8 if name == mixed_s16.A16 else name,
+                                    weight_bytes=flash.layer_bytes(op, name), instructions=mixed.instructions(op, name),
+                                    score_alone=alone[n][name],
+                                    activations="int16" if name == mixed_s16.A16 else "int8")
                      for n, (op, name) in enumerate(zip(ops, names))),
         code_bytes=flash.code_bytes(list(zip(ops, names))), int8_bytes=total(int8) if objective == "flash" else 0,
         configurations=len(configs), board=flash.where if objective == "flash" else "")

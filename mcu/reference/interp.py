@@ -237,7 +237,13 @@ def _prelu(op: Op, x: list[np.ndarray]) -> np.ndarray:
 
 
 def _requantize(op: Op, x: list[np.ndarray]) -> np.ndarray:
-    return elementwise.requantize_s8(x[0], **derive.requantize(op))
+    """int8 -> int8, or a border between int8 and int16 activations (--quantize mixed)."""
+    params = derive.requantize(op)
+    if op.inputs[0].dtype == "int16":
+        return s16.requantize_s16_s8(x[0], **params)
+    if op.output.dtype == "int16":
+        return s16.requantize_s8_s16(x[0], **params)
+    return elementwise.requantize_s8(x[0], **params)
 
 
 def _quantize(op: Op, x: list[np.ndarray]) -> np.ndarray:
@@ -439,6 +445,7 @@ INT16_OPS: dict[str, Run] = {
     "clamp": lambda op, x: np.clip(np.asarray(x[0], dtype=np.int16), *derive.act_range(op)).astype(np.int16),
     "lstm": _lstm_s16,
     "gru": _gru_s16,
+    "requantize": _requantize,
 }
 
 

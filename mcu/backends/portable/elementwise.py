@@ -98,7 +98,22 @@ def _lut_s8(op: Op, ref: Ref) -> KernelCall:
                       operands=[table, x, op.output], scalars=[x.numel])
 
 
+def _requantize_border(op: Op, ref: Ref) -> KernelCall:
+    """A border between int8 and int16 activations (--quantize mixed); the int16 side has no offset."""
+    a = op.attrs
+    widen = op.output.dtype == "int16"
+    offset = "input_offset" if widen else "output_offset"
+    values = [op.output.numel] + [int(a[k]) for k in (*(("input_offset",) if widen else ()), "multiplier", "shift",
+                                                      *(() if widen else ("output_offset",)), "act_min", "act_max")]
+    assert offset in a
+    name = "mcu_requantize_s8_s16" if widen else "mcu_requantize_s16_s8"
+    return KernelCall(name, [str(v) for v in values] + [ref(op.inputs[0]), ref(op.output)], [f"{name}.c"],
+                      operands=[op.inputs[0], op.output], scalars=values, headers=["mcu/kernels_s16.h"])
+
+
 def _requantize_s8(op: Op, ref: Ref) -> KernelCall:
+    if op.inputs[0].dtype == "int16":
+        return _requantize_border(op, ref)
     a = op.attrs
     values = [op.output.numel] + [int(a[k]) for k in ("input_offset", "multiplier", "shift",
                                                        "output_offset", "act_min", "act_max")]
@@ -188,6 +203,7 @@ EMITTERS = {
     ("clamp", "int8"): _clamp_s8,
     ("lut", "int8"): _lut_s8,
     ("requantize", "int8"): _requantize_s8,
+    ("requantize", "int16"): _requantize_border,
     ("quantize", "int8"): _quantize,
     ("dequantize", "float32"): _dequantize,
     ("prelu", "int8"): _prelu_s8,
