@@ -136,9 +136,10 @@ def widenings(graph: Graph, indices: list[int]) -> list[tuple[int, ...]]:
 
 
 def choose_precision(graph: Graph, score: Score, metric: Metric, budget: float, objective: str,
-                     samples: int, flash: Flash) -> Graph:
+                     samples: int, flash: Flash, int16: bool = True) -> Graph:
     """``graph`` (static int8, lowered) with each layer's weights at the chosen precision and
-    ``graph.precision`` saying what was chosen; ``flash`` the board's flash objective."""
+    ``graph.precision`` saying what was chosen; ``flash`` the board's flash objective; ``int16`` False keeps
+    every activation int8 (to compare)."""
     indices = mixed.layers(graph.ops)
     ops = [graph.ops[i] for i in indices]
     known: dict[tuple[str, ...], float] = {}  # by each layer's form: a configuration is measured once
@@ -162,7 +163,7 @@ def choose_precision(graph: Graph, score: Score, metric: Metric, budget: float, 
         alone.append({name: scored(tuple(name if m == n else mixed.INT8 for m in range(len(ops))))
                       for name in mixed.CANDIDATES})
     # int16 activations: each run measured alone; its layers report the run's score
-    runs = widenings(graph, indices)
+    runs = widenings(graph, indices) if int16 else []
     for run in runs:
         run_score = scored(tuple(mixed_s16.A16 if m in run else mixed.INT8 for m in range(len(ops))))
         for n in run:
