@@ -33,6 +33,8 @@ from mcu.passes import mixed, mixed_s16
 
 Score = Callable[[Graph], float]  # higher is better: dB of SQNR, or a metric in percent
 
+# The longest run of layers offered int16 activations together (mcu/passes/mixed_s16.py)
+MAX_RUN = 3
 # The forms a path may take besides int8: all, int4 alone, the tables alone (they share their kernels).
 PATH_FORMS = (mixed.CANDIDATES[1:], (mixed.INT4,), tuple(mixed.LUT.values()))
 
@@ -115,8 +117,9 @@ def _narrowed(graph: Graph, indices: list[int], names: list[str]) -> Graph:
 
 def widenings(graph: Graph, indices: list[int]) -> list[tuple[int, ...]]:
     """The runs of layers (positions in ``indices``) that may take int16 activations together: every run of
-    two or more consecutive layers, each feasible at 16x8, each one's output read only by the next. A run
-    keeps the tensors between its layers int16; a layer alone would only round twice, so none is offered."""
+    two or three consecutive layers (at most ``MAX_RUN``: each run is measured alone and seeds its own paths),
+    each feasible at 16x8, each one's output read only by the next. A run keeps the tensors between its layers
+    int16; a layer alone would only round twice, so none is offered."""
     ops = [graph.ops[i] for i in indices]
     readers: dict[int, int] = {}
     for op in graph.ops:
@@ -129,7 +132,7 @@ def widenings(graph: Graph, indices: list[int]) -> list[tuple[int, ...]]:
     runs: list[tuple[int, ...]] = []
     for first in range(len(ops)):
         last = first
-        while last + 1 < len(ops) and ok[last] and ok[last + 1] and linked[last]:
+        while last + 1 < len(ops) and last + 2 - first <= MAX_RUN and ok[last] and ok[last + 1] and linked[last]:
             last += 1
             runs.append(tuple(range(first, last + 1)))
     return runs
@@ -154,7 +157,11 @@ def choose_precision(graph: Graph, score: Score, metric: Metric, budget: float, 
 
     def total(names: tuple[str, ...]) -> int:
         own = sum(own_cost(op, name) for op, name in zip(ops, names))
-        return own + (flash.code_bytes(list(zip(ops, names))) if objective == "flash" else 0)
+        if objective != "flash":  # a run's two borders (its layers are chained: none between them)
+            wide = [n for n, name in enumerate(names) if name == mixed_s16.A16]
+            return own + (mixed_s16.BORDER_PER_ELEMENT * (ops[wide[0]].inputs[0].numel + ops[wide[-1]].output.numel)
+                          if wide else 0)
+        return own + flash.code_bytes(list(zip(ops, names)))
 
     int8 = (mixed.INT8,) * len(ops)
     base = scored(int8)

@@ -17,11 +17,12 @@ from mcu.reference import derive, s16
 
 A16 = "a16"  # int8 weights, int16 activations
 BORDERS = ("mcu_requantize_s8_s16", "mcu_requantize_s16_s8")
-# Instructions per multiply-accumulate of the portable 16x8 kernels relative to int8's, and per element of a
-# border, from whole-model runs on mps2-an505 (README, "Mixed precision per layer"): estimates to rank
-# configurations, not measurements of one.
-A16_RELATIVE_COST = 2.0
-BORDER_PER_ELEMENT = 20
+# Instructions per multiply-accumulate of the portable 16x8 kernels relative to int8's (mcu_linear_s16 ran
+# 3.9-4.1 per MAC where mcu/passes/mixed.py counts int8 at 1.24), and per element of a border (37-38), from
+# `mcu profile --board mps2-an505 bench/models/outlier_mlp.py --quantize mixed --accuracy-budget 0`:
+# estimates to rank configurations, not measurements of one.
+A16_RELATIVE_COST = 3.2
+BORDER_PER_ELEMENT = 38
 
 
 def int16_scale(t: Tensor) -> float:
