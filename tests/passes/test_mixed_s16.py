@@ -120,3 +120,41 @@ def test_int16_activations_let_other_layers_narrow(outlier) -> None:
     assert again.precision == p16
     # what was measured is what runs: the chosen graph's reference score is the reported one
     assert score.score(g16) == pytest.approx(p16.score)
+
+
+class _Convs(torch.nn.Module):
+    """A convolution, a depthwise and a pointwise one, chained, then a mean and a linear layer."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        nn = torch.nn
+        self.features = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(),
+                                      nn.Conv2d(8, 8, 3, padding=1, groups=8), nn.ReLU(),
+                                      nn.Conv2d(8, 8, 1), nn.ReLU(), nn.AdaptiveAvgPool2d(1))
+        self.fc = nn.Linear(8, 5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(torch.flatten(self.features(x), 1))
+
+
+def test_a_widened_convolution_run_is_bit_exact() -> None:
+    """conv2d, depthwise and pointwise at int16 activations (the mean after them reads int8 again): the
+    program file and the generated C on the host equal the reference."""
+    torch.manual_seed(0)
+    xs = [torch.randn(1, 3, 6, 6) for _ in range(3)]
+    lowered = lower(_Convs().eval(), (xs[0],), quantize="int8", calibration=xs, test_inputs=[(x,) for x in xs[:2]])
+    graph = copy.deepcopy(lowered.graph)
+    layers = mixed.layers(graph.ops)
+    assert widenings(graph, layers) == [(0, 1), (0, 1, 2), (1, 2)]  # the mean breaks the chain before fc
+    mixed_s16.widen(graph, set(layers[:3]))
+    assert [(op.kind, op.inputs[0].dtype, op.output.dtype) for op in graph.ops][:5] == [
+        ("requantize", "int8", "int16"), ("conv2d", "int16", "int16"), ("depthwise_conv2d", "int16", "int16"),
+        ("conv2d", "int16", "int16"), ("requantize", "int16", "int8")]
+    cm = dataclasses.replace(lowered, quantize=modes.MIXED, graph=graph).compile(
+        "mps2-an505", backend_options(packed_weights=False))
+    program = cm.runtime_program()
+    for x in cm.spec.test_inputs:
+        want = cm.reference_raw(*x)
+        for got in (program.method("forward").run_raw(*cm.encode_inputs(x)), cm.run_raw_c(*x)):
+            for g, r in zip(got, want):
+                np.testing.assert_array_equal(g, r)
