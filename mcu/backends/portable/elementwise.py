@@ -100,12 +100,9 @@ def _lut_s8(op: Op, ref: Ref) -> KernelCall:
 
 def _requantize_border(op: Op, ref: Ref) -> KernelCall:
     """A border between int8 and int16 activations (--quantize mixed); the int16 side has no offset."""
-    a = op.attrs
     widen = op.output.dtype == "int16"
-    offset = "input_offset" if widen else "output_offset"
-    values = [op.output.numel] + [int(a[k]) for k in (*(("input_offset",) if widen else ()), "multiplier", "shift",
-                                                      *(() if widen else ("output_offset",)), "act_min", "act_max")]
-    assert offset in a
+    keys = (("input_offset", "multiplier", "shift") if widen else ("multiplier", "shift", "output_offset"))
+    values = [op.output.numel] + [int(op.attrs[k]) for k in (*keys, "act_min", "act_max")]
     name = "mcu_requantize_s8_s16" if widen else "mcu_requantize_s16_s8"
     return KernelCall(name, [str(v) for v in values] + [ref(op.inputs[0]), ref(op.output)], [f"{name}.c"],
                       operands=[op.inputs[0], op.output], scalars=values, headers=["mcu/kernels_s16.h"])
