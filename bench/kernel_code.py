@@ -3,8 +3,8 @@ the table ``--quantize mixed`` charges its kernel code from (mcu/backends/kernel
 script).
 
 Each example is built with every layer ``--quantize mixed`` can narrow at one form (int8 with the compact
-weight layout, int4, a 3-bit table, int8 weights at int16 activations), so that every kernel a form links appears in some map; a source's bytes
-are the most any of its maps kept of it.
+weight layout, int4, a 3-bit table, int8 weights at int16 activations), so that every kernel a form links
+appears in some map; a source's bytes are the most any of its maps kept of it.
 
     .venv/bin/python bench/kernel_code.py [--boards mps2-an505,...] [--examples digits_cnn,ds_cnn] [--write]
     .venv/bin/python bench/kernel_code.py --forms a16 --examples ds_cnn --merge --write   # add the 16x8 ones

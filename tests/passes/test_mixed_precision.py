@@ -157,7 +157,8 @@ def test_the_choice_meets_its_budget_and_narrows_with_it(tiny) -> None:
     assert "precision" not in PartitionReport().to_json()
     # the build lays the int8 layers out as the objective counted them: compact, not packed
     # (a layer at int16 activations runs the portable 16x8 kernel, whatever the layout)
-    forms = {layer.op: layer.weights if layer.activations == "int8" else "a16" for layer in chosen[0.0].precision.layers}
+    forms = {layer.op: layer.weights if layer.activations == "int8" else "a16"
+             for layer in chosen[0.0].precision.layers}
     cm = dataclasses.replace(tiny, quantize=modes.MIXED, graph=chosen[0.0]).compile("mps2-an505")
     kernels = "\n".join(cm.library.files.values())
     assert "mcu_conv2d_packed_s8(" not in kernels

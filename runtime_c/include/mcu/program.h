@@ -151,8 +151,10 @@ typedef enum {
      *  quant int32, out int16]; mcu_gru_s16_params; no operand may overlap the output */
     MCU_K_GRU_S16 = 119,
     /* The borders between int8 and int16 activations (--quantize mixed); the output overlaps no input byte. */
-    MCU_K_REQUANTIZE_S16_S8 = 138, /**< [in int16, out int8]; size, multiplier, shift, output_offset, act_min, act_max */
-    MCU_K_REQUANTIZE_S8_S16 = 139, /**< [in int8, out int16]; size, input_offset, multiplier, shift, act_min, act_max */
+    /** [in int16, out int8]; size, multiplier, shift, output_offset, act_min, act_max */
+    MCU_K_REQUANTIZE_S16_S8 = 138,
+    /** [in int8, out int16]; size, input_offset, multiplier, shift, act_min, act_max */
+    MCU_K_REQUANTIZE_S8_S16 = 139,
     /* Look-up-table weights (--weight-palette): [in, indices uint8, bias?, multipliers, shifts, scratch,
      * tables int8, out]; the int8 kernel's params, then the index width in bits (2 to 4). Indices: a
      * byte-padded row of ceil(taps * bits / 8) bytes per output channel; tables: 2^bits per channel; the
