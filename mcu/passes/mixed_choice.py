@@ -17,6 +17,11 @@ The model is quantized to static int8 first. Then:
    first whose measured score is within the budget is taken. All-int8 always meets it, so the choice never
    costs more than all-int8.
 
+int16 activations (mcu/passes/mixed_s16.py) are a candidate for runs of chained layers (``widenings``): each
+run is measured alone and seeds the three paths again with its layers kept at int16, so that a run that buys
+accuracy back leaves the other layers more of the budget; its cost is its 16x8 constants and kernel code and
+both borders' code (flash), or its estimated instructions and its borders' elements.
+
 The configurations, their costs and their order do not depend on the budget, and a looser budget admits
 every configuration a tighter one did, so it never gives more cost. Everything is deterministic: ties go to
 the earlier layer, then the earlier candidate, then the earlier path."""
