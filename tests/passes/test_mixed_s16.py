@@ -158,3 +158,30 @@ def test_a_widened_convolution_run_is_bit_exact() -> None:
         for got in (program.method("forward").run_raw(*cm.encode_inputs(x)), cm.run_raw_c(*x)):
             for g, r in zip(got, want):
                 np.testing.assert_array_equal(g, r)
+
+
+@pytest.mark.parametrize("kind,index,value", [("int16", 3, 31), ("int16", 1, 129), ("int8", 3, 128),
+                                              ("int8", 5, 128)])
+def test_the_loader_refuses_a_border_out_of_range(monkeypatch, outlier, kind: str, index: int, value: int) -> None:
+    """A border's parameter words outside what its kernel accepts (a shift of 31, an int8 offset past the
+    range, an int8 clamp above 127) fail at load, before any run (mcu_program_params.c)."""
+    from mcu.backends.portable import core as portable
+    from mcu.program.host import Program, ProgramError
+
+    graph = copy.deepcopy(outlier.graph)
+    layers = mixed.layers(graph.ops)
+    mixed_s16.widen(graph, {layers[0], layers[1]})
+    cm = dataclasses.replace(outlier, quantize=modes.MIXED, graph=graph).compile(
+        "mps2-an505", backend_options(packed_weights=False))
+    Program.load(cm.program_image().program)  # as emitted: loads
+    original = portable.EMITTERS[("requantize", kind)]
+
+    def tampered(op, ref):
+        call = original(op, ref)
+        if op.inputs[0].dtype != op.output.dtype:
+            call.scalars = [*call.scalars[:index], value, *call.scalars[index + 1:]]
+        return call
+
+    monkeypatch.setitem(portable.EMITTERS, ("requantize", kind), tampered)
+    with pytest.raises(ProgramError, match="(?i)invalid"):
+        Program.load(cm.program_image().program)
