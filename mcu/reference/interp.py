@@ -257,7 +257,16 @@ def _prelu(op: Op, x: list[np.ndarray]) -> np.ndarray:
 
 
 def _requantize(op: Op, x: list[np.ndarray]) -> np.ndarray:
-    return elementwise.requantize_s8(x[0], **derive.requantize(op))
+    """int8 -> int8, int16 -> int16 at another scale (w8a16), or a border between int8 and int16 activations
+    (--quantize mixed)."""
+    if op.inputs[0].dtype == "int16" and op.output.dtype == "int16":
+        return s16_act.requantize_s16(x[0], **derive.requantize_s16(op))
+    params = derive.requantize(op)
+    if op.inputs[0].dtype == "int16":
+        return s16.requantize_s16_s8(x[0], **params)
+    if op.output.dtype == "int16":
+        return s16.requantize_s8_s16(x[0], **params)
+    return elementwise.requantize_s8(x[0], **params)
 
 
 def _quantize(op: Op, x: list[np.ndarray]) -> np.ndarray:
@@ -459,7 +468,6 @@ INT16_OPS: dict[str, Run] = {
     "tanh": _activation_s16,
     "softmax": _softmax_s16,
     "lut": lambda op, x: s16_act.lut_s16(x[0], derive.lut_table_s16(op)),
-    "requantize": lambda op, x: s16_act.requantize_s16(x[0], **derive.requantize_s16(op)),
     "max_pool2d": _pool_s16(s16.max_pool2d_s16),
     "avg_pool2d": _pool_s16(s16.avg_pool2d_s16),
     "permute": movement.OPS["permute"],
@@ -471,6 +479,7 @@ INT16_OPS: dict[str, Run] = {
     "clamp": lambda op, x: np.clip(np.asarray(x[0], dtype=np.int16), *derive.act_range(op)).astype(np.int16),
     "lstm": _lstm_s16,
     "gru": _gru_s16,
+    "requantize": _requantize,
 }
 
 

@@ -535,6 +535,22 @@ int mcu_program_params_clamp_s8(uint32_t kernel, const mcu_program_params_view *
     return w[0] >= 0 && mcu_act_s8_valid(w[1], w[2]);
 }
 
+int mcu_program_params_requantize_s8_s16(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)kernel;
+    (void)u;
+    return w[0] >= 0 && w[0] <= INT32_MAX / 2 && mcu_input_offset_valid(w[1]) && mcu_quant_valid(w[2], w[3]) &&
+           mcu_act_s16_valid(w[4], w[5]);
+}
+
+int mcu_program_params_requantize_s16_s8(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)kernel;
+    (void)u;
+    return w[0] >= 0 && w[0] <= INT32_MAX / 2 && mcu_quant_valid(w[1], w[2]) && mcu_output_offset_valid(w[3]) &&
+           mcu_act_s8_valid(w[4], w[5]);
+}
+
 int mcu_program_params_clamp_s16(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
 {
     (void)kernel;

@@ -129,7 +129,24 @@ def _lut_s16(op: Op, ref: Ref) -> KernelCall:
                       operands=[table, x, op.output], scalars=[x.numel], headers=["mcu/kernels_s16.h"])
 
 
+def _requantize_border(op: Op, ref: Ref) -> KernelCall:
+    """A border between int8 and int16 activations (--quantize mixed); the int16 side has no offset."""
+    widen = op.output.dtype == "int16"
+    keys = (("input_offset", "multiplier", "shift") if widen else ("multiplier", "shift", "output_offset"))
+    values = [op.output.numel] + [int(op.attrs[k]) for k in (*keys, "act_min", "act_max")]
+    name = "mcu_requantize_s8_s16" if widen else "mcu_requantize_s16_s8"
+    return KernelCall(name, [str(v) for v in values] + [ref(op.inputs[0]), ref(op.output)], [f"{name}.c"],
+                      operands=[op.inputs[0], op.output], scalars=values, headers=["mcu/kernels_s16.h"])
+
+
+def _requantize_to_s16(op: Op, ref: Ref) -> KernelCall:
+    """int16 codes from int8 ones (a border of --quantize mixed) or from int16 ones at another scale (w8a16)."""
+    return _requantize_border(op, ref) if op.inputs[0].dtype == "int8" else _requantize_s16(op, ref)
+
+
 def _requantize_s8(op: Op, ref: Ref) -> KernelCall:
+    if op.inputs[0].dtype == "int16":
+        return _requantize_border(op, ref)
     a = op.attrs
     values = [op.output.numel] + [int(a[k]) for k in ("input_offset", "multiplier", "shift",
                                                        "output_offset", "act_min", "act_max")]
@@ -234,7 +251,7 @@ EMITTERS = {
     ("lut", "int8"): _lut_s8,
     ("lut", "int16"): _lut_s16,
     ("requantize", "int8"): _requantize_s8,
-    ("requantize", "int16"): _requantize_s16,
+    ("requantize", "int16"): _requantize_to_s16,
     ("quantize", "int8"): _quantize,
     ("dequantize", "float32"): _dequantize,
     ("prelu", "int8"): _prelu_s8,

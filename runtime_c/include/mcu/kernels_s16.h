@@ -182,6 +182,16 @@ typedef struct {
  *  input saturated as TFLite's reference does (CMSIS-NN wraps it; mcu_softmax_s16.c says when that differs).
  *  The output may be the input, exactly; no other overlap. */
 mcu_status mcu_softmax_s16(const mcu_softmax_s16_params *p, const int16_t *input, int16_t *output);
+/** The borders between int8 and int16 activations (--quantize mixed): int8 codes (input_offset = -zero
+ * point) to symmetric int16, clamp(requantize(q + input_offset, multiplier, shift), act_min, act_max) with
+ * kernels_s8.h's int32 requantization (shift up to 30: the int16 scale is the finer one). The output overlaps
+ * no input byte. */
+mcu_status mcu_requantize_s8_s16(int32_t size, int32_t input_offset, int32_t multiplier, int32_t shift,
+                                 int32_t act_min, int32_t act_max, const int8_t *input, int16_t *output);
+/** Symmetric int16 to int8: clamp(requantize(q, multiplier, shift) + output_offset, act_min, act_max), as
+ * mcu_requantize_s8 with input offset 0. The output overlaps no input byte. */
+mcu_status mcu_requantize_s16_s8(int32_t size, int32_t multiplier, int32_t shift, int32_t output_offset,
+                                 int32_t act_min, int32_t act_max, const int16_t *input, int8_t *output);
 
 /** Largest input or hidden size of mcu_lstm_s16. */
 #define MCU_LSTM_S16_MAX_FEATURES 4096
