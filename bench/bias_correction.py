@@ -5,8 +5,9 @@ file's bundled test inputs, 10 log10(sum fp32^2 / sum (out - fp32)^2) over every
 the quantization took. ``mixed`` runs at ``--budget`` dB and lists each layer's weights after the figures.
 
     .venv/bin/python bench/bias_correction.py fc_autoencoder,ds_cnn,tcn --modes int8,w8a16,w4a8
-    .venv/bin/python bench/bias_correction.py tcn,kws_lstm --modes w8a16 --rounding nearest,gptq --corrected on
+    .venv/bin/python bench/bias_correction.py tcn,kws_lstm --modes w8a16 --rounding nearest,gptq,searched --corrected on
     .venv/bin/python bench/bias_correction.py resnet8 --modes mixed --budget 6
+    .venv/bin/python bench/bias_correction.py tcn,kws_lstm --modes w8a16 --rounding nearest,searched --corrected on --fresh 48 --fresh-scale 0.75
 """
 
 from __future__ import annotations
@@ -24,8 +25,12 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("examples", help="comma-separated names under examples/")
     parser.add_argument("--modes", default="int8,w8a16,w4a8")
-    parser.add_argument("--rounding", default="nearest", help="comma-separated weight roundings: nearest, gptq")
+    parser.add_argument("--rounding", default=None,
+                        help="comma-separated weight roundings: nearest, gptq, searched (default: each mode's own)")
     parser.add_argument("--corrected", default="off,on", help="comma-separated bias corrections: off, on")
+    parser.add_argument("--fresh", type=int, default=0,
+                        help="score on this many seeded normal inputs of the test inputs' shapes instead")
+    parser.add_argument("--fresh-scale", type=float, default=1.0, help="those inputs' standard deviation")
     parser.add_argument("--budget", type=float, default=3.0, help="--accuracy-budget of the mixed mode")
     args = parser.parse_args(argv)
 
@@ -48,7 +53,7 @@ def main(argv: list[str]) -> int:
                        t.quant.zero_point[0] if t.quant is not None else 0).astype(np.float64)
                 for o, t in zip(Reference(graph).run(flat), graph.outputs)]
 
-    modes, roundings = args.modes.split(","), args.rounding.split(",")
+    modes, roundings = args.modes.split(","), (args.rounding or "default").split(",")
     corrections = [c == "on" for c in args.corrected.split(",")]
     columns = [(m, r) for m in modes for r in roundings]
     title = " / ".join("on" if c else "off" for c in corrections)
@@ -62,13 +67,19 @@ def main(argv: list[str]) -> int:
                 start = time.perf_counter()
                 mixed = MixedOptions(args.budget) if mode == MIXED else None
                 lowered = lower_file(ROOT / "examples" / f"{name}.py", quantize=mode, mixed=mixed,
-                                     bias_correction=corrected, weight_rounding=rounding)
+                                     bias_correction=corrected,
+                                     weight_rounding=None if rounding == "default" else rounding)
                 seconds = time.perf_counter() - start
                 spec = lowered.spec
+                inputs = spec.test_inputs
+                if args.fresh:  # seeded normal inputs of the test inputs' shapes, times --fresh-scale
+                    seed = torch.Generator().manual_seed(7)
+                    inputs = [tuple(args.fresh_scale * torch.randn(x.shape, generator=seed) for x in inputs[0])
+                              for _ in range(args.fresh)]
                 with torch.no_grad():
                     want = [[t.numpy().astype(np.float64) for _, t in flatten_outputs(spec.model(*x), name)]
-                            for x in spec.test_inputs]
-                got = [outputs(lowered.graph, x) for x in spec.test_inputs]
+                            for x in inputs]
+                got = [outputs(lowered.graph, x) for x in inputs]
                 signal = sum(float((w ** 2).sum()) for ws in want for w in ws)
                 noise = sum(float(((g - w) ** 2).sum()) for ws, gs in zip(want, got) for w, g in zip(ws, gs))
                 scores.append((10 * math.log10(signal / noise) if noise else math.inf, seconds))

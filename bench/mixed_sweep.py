@@ -18,10 +18,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("example")
+    parser.add_argument("example", help="an example's name, or a model file (.py)")
     parser.add_argument("--budgets", default="0,1,3,6,10,20")
     parser.add_argument("--objective", default="flash", choices=("flash", "instructions"))
     parser.add_argument("--board", default="mps2-an505")
+    parser.add_argument("--int8-activations", action="store_true", help="without the int16 candidate (to compare)")
     args = parser.parse_args(argv)
 
     # lazy: torch and the compiler load after the arguments parse
@@ -32,7 +33,8 @@ def main(argv: list[str]) -> int:
     from mcu.passes.mixed_choice import Metric, choose_precision
     from mcu.quantize.sensitivity import scorer
 
-    lowered = lower_file(ROOT / "examples" / f"{args.example}.py", quantize="int8")
+    given = Path(args.example)
+    lowered = lower_file(given if given.suffix == ".py" else ROOT / "examples" / f"{args.example}.py", quantize="int8")
     score = scorer(lowered.spec)
     seen: dict[bytes, float] = {}
     measured = score.memoized(seen)
@@ -47,13 +49,13 @@ def main(argv: list[str]) -> int:
     print(f"{'budget':>7} {'score':>9} {'flash B':>8} {'ratio':>6} {'code B':>7}  forms")
     for budget in (float(b) for b in args.budgets.split(",")):
         chosen = choose_precision(copy.deepcopy(lowered.graph), measured, Metric(score.metric, score.sqnr), budget,
-                                  args.objective, score.samples, flash).precision
+                                  args.objective, score.samples, flash, int16=not args.int8_activations).precision
         assert chosen is not None
         total = sum(layer.weight_bytes for layer in chosen.layers) + chosen.code_bytes
-        forms = " ".join(layer.weights for layer in chosen.layers)
+        forms = " ".join(layer.weights + ("/a16" if layer.activations == "int16" else "") for layer in chosen.layers)
         print(f"{budget:>7g} {chosen.score:>7.2f} {unit} {total:>8} {total / int8_bytes:>6.2f} {chosen.code_bytes:>7}"
               f"  {forms}")
-    print(f"({len(seen)} configurations measured)")
+    print(f"(all-int8 {chosen.int8_score:.2f} {unit}; {len(seen)} configurations measured)")
     return 0
 
 

@@ -149,7 +149,8 @@ class LayerPrecision:
     weights: str
     weight_bytes: int
     instructions: int  # estimated
-    score_alone: float
+    score_alone: float  # int16 activations: the score of its run of layers at int16, the rest int8
+    activations: str = "int8"  # or int16 (its weights int8, borders to int8 tensors)
 
 
 @dataclass(frozen=True)
@@ -176,17 +177,18 @@ class PrecisionChoice:
                 "code_bytes": self.code_bytes, "int8_bytes": self.int8_bytes, "board": self.board,
                 "layers": [{"op": layer.op, "kind": layer.kind, "weights": layer.weights,
                             "weight_bytes": layer.weight_bytes, "instructions": layer.instructions,
-                            "score_alone": layer.score_alone} for layer in self.layers]}
+                            "score_alone": layer.score_alone, "activations": layer.activations}
+                           for layer in self.layers]}
 
     def lines(self) -> list[str]:
         """The per-layer table the build report and ``mcu debug`` print."""
         unit, points = ("dB", "dB") if self.metric == "sqnr_db" else ("%", "points")
         out = [f"mixed precision ({self.objective}): {self.metric} {self.score:.2f} {unit} against int8's "
                f"{self.int8_score:.2f} {unit}, budget {self.budget:g} {points} below it "
-               f"({self.samples} samples; activations int8)",
-               f"  {'layer':<28} {'kind':<17} {'weights':<7} {'bytes':>8} {'alone':>9}"]
-        out += [f"  {layer.op:<28} {layer.kind:<17} {layer.weights:<7} {layer.weight_bytes:>8} "
-                f"{layer.score_alone:>7.2f} {unit}" for layer in self.layers]
+               f"({self.samples} samples)",
+               f"  {'layer':<28} {'kind':<17} {'weights':<7} {'acts':<5} {'bytes':>8} {'alone':>9}"]
+        out += [f"  {layer.op:<28} {layer.kind:<17} {layer.weights:<7} {layer.activations:<5} "
+                f"{layer.weight_bytes:>8} {layer.score_alone:>7.2f} {unit}" for layer in self.layers]
         if self.objective == "flash":
             own = sum(layer.weight_bytes for layer in self.layers) + self.code_bytes
             out.append(f"  layers' constants and their kernels' code on {self.board}: {own} B (all-int8: "

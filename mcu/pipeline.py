@@ -88,7 +88,8 @@ def to_graph(spec: ModelSpec, quantize: str, weight_palette: int | None = None,
     of each layer's weight precision (mcu/passes/mixed_choice.py), its flash counted on ``board`` (default
     mps2-an505). ``bias_correction``: the convolution and linear biases corrected for their rounded weights
     (mcu/quantize/bias_correction.py), None: the mode's default; a model quantized already keeps its own.
-    ``weight_rounding``: "nearest" or "gptq" (mcu/quantize/gptq.py), None: the mode's default."""
+    ``weight_rounding``: "nearest", "gptq" (mcu/quantize/gptq.py) or "searched" (mcu/quantize/weight_scales.py),
+    None: the mode's default."""
     modes.check(quantize)
     modes.check_palette(quantize, weight_palette)
     modes.check_mixed(quantize, mixed)

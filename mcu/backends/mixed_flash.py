@@ -4,6 +4,8 @@ build gives them, plus the code of every kernel source the layers' forms link, c
 - int8 where the optimized backend serves the op (cores with DSP and without Helium): the compact kernels'
   stream (mcu/backends/optimized/compact.py), the layout a mixed build takes when it is left open (its
   objective is flash); elsewhere the portable kernel's int8 weights with their bias and requantization arrays.
+- int16 activations (int8 weights): the portable 16x8 kernel's weights, int64 bias and requantization arrays,
+  and the code of the 16x8 kernel and both borders (mcu/passes/mixed_s16.py).
 - int4: two weights a byte (the s4 kernels); a look-up table: byte-padded index rows and 2^B int8 values per
   channel; each with the bias and requantization arrays.
 - Kernel code: the sources the portable or optimized backend's call lists for that form (a table kernel
@@ -27,7 +29,7 @@ from mcu.device.boards import Board, load_board
 from mcu.ir import Op
 from mcu.layouts import palette_row_bytes
 from mcu.plan.contracts import depthwise_inplace_ok
-from mcu.passes import mixed
+from mcu.passes import mixed, mixed_s16
 
 S4_FUNCTIONS = {"conv2d": "mcu_conv2d_s4", "depthwise_conv2d": "mcu_depthwise_conv2d_s4", "linear": "mcu_linear_s4"}
 
@@ -83,6 +85,8 @@ class BoardFlash:
             return w.numel + _side_bytes(op)
         if form == mixed.INT4:
             return (w.numel + 1) // 2 + _side_bytes(op)
+        if form == mixed_s16.A16:  # int8 weights on the portable 16x8 kernel: an int64 bias
+            return w.numel + _side_bytes(op) + 4 * channels
         bits = int(form[3:])
         return channels * (palette_row_bytes(taps, bits) + (1 << bits)) + _side_bytes(op)
 
@@ -90,6 +94,8 @@ class BoardFlash:
         """The kernel sources (stems) ``op`` links at ``form`` on this board."""
         if form == mixed.INT4:  # on its own loops: a mixed build keeps the packed kernel out (mixed.apply)
             return tuple(s for s in S4_CALLS[S4_FUNCTIONS[op.kind]] if s != tuned.FUNCTION)
+        if form == mixed_s16.A16:  # a run of them brings both borders
+            return (f"mcu_{op.kind}_s16", *mixed_s16.BORDERS)
         if form != mixed.INT8:
             return LUT_CALLS[LUT_FUNCTIONS[op.kind]]
         if _compact_serves(op, self.board):

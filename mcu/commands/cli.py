@@ -90,10 +90,13 @@ def _add_model_args(p: argparse.ArgumentParser, board_required: bool = True) -> 
                         "layer's bias the mean output error the quantized model shows there over the calibration "
                         "data, layer after layer (bias correction); default: on for w4a8 and w8a16, off for int8 and mixed")
     p.add_argument("--weight-rounding", choices=modes.WEIGHT_ROUNDINGS, default=None,
-                   help="static modes: how the convolution and linear weights are rounded onto their per-channel "
-                        "grids: nearest, or gptq (each layer's rounding error spread over its input columns not "
-                        "yet rounded, through the inverse Hessian of its calibration inputs; GPTQ/OPTQ), layer by "
-                        "layer where it beats nearest on held-out calibration samples; default: nearest")
+                   help="static modes: how the convolution, linear and LSTM weights are rounded onto their per-channel "
+                        "(per gate row) grids: nearest, gptq (each layer's rounding error spread over its input "
+                        "columns not yet rounded, through the inverse Hessian of its calibration inputs; GPTQ/OPTQ), "
+                        "layer by layer where it beats nearest on held-out calibration samples, or searched (each "
+                        "channel's scale chosen among clipping ratios for the least output error on the calibration "
+                        "inputs, where it holds on held-out samples; LSTM matrices then rounded by GPTQ on it); "
+                        "default: searched for w8a16, nearest otherwise")
     p.add_argument("--mixed-objective", choices=modes.OBJECTIVES, default="flash",
                    help="with --quantize mixed: what the choice minimizes within the budget: the flash of the "
                         "layers' weights and their kernels' code on the board (default) or the estimated instructions")

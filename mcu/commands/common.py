@@ -38,7 +38,7 @@ def bias_correction(args: argparse.Namespace) -> bool | None:
 
 
 def weight_rounding(args: argparse.Namespace) -> str | None:
-    """``--weight-rounding nearest|gptq``; None without the flag: the quantize mode's default."""
+    """``--weight-rounding nearest|gptq|searched``; None without the flag: the quantize mode's default."""
     return getattr(args, "weight_rounding", None)
 
 

@@ -18,6 +18,7 @@ import numpy as np
 
 from mcu.ir import Op, QuantParams, Tensor
 from mcu.layouts import channel_rows, set_channel_rows
+from mcu.passes.mixed_s16 import A16, A16_RELATIVE_COST
 from mcu.passes.palette import eligible, palettize_row
 from mcu.passes.quantized.common import int_const
 from mcu.reference import arith
@@ -30,7 +31,7 @@ CANDIDATES = (INT8, INT4, *LUT.values())
 # Instructions per multiply-accumulate relative to the int8 kernel's, from whole-model runs on mps2-an505
 # (README, "4-bit weights" and "Look-up-table weights"): the s4 kernels ran 2.5-3.6x int8 packed, the
 # look-up-table kernels about 2x int8 compact. An estimate to rank layers, not a measurement.
-RELATIVE_COST = {INT8: 1.0, INT4: 3.0, "lut2": 2.1, "lut3": 2.1, "lut4": 2.1}
+RELATIVE_COST = {INT8: 1.0, INT4: 3.0, "lut2": 2.1, "lut3": 2.1, "lut4": 2.1, A16: A16_RELATIVE_COST}
 # int8 instructions per multiply-accumulate on the M33 (small_cnn: 1,260,019 instructions for 1,016,384 MACs)
 INT8_PER_MAC = 1.24
 

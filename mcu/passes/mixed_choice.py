@@ -17,6 +17,11 @@ The model is quantized to static int8 first. Then:
    first whose measured score is within the budget is taken. All-int8 always meets it, so the choice never
    costs more than all-int8.
 
+int16 activations (mcu/passes/mixed_s16.py) are a candidate for runs of chained layers (``widenings``): each
+run is measured alone and seeds the three paths again with its layers kept at int16, so that a run that buys
+accuracy back leaves the other layers more of the budget; its cost is its 16x8 constants and kernel code and
+both borders' code (flash), or its estimated instructions and its borders' elements.
+
 The configurations, their costs and their order do not depend on the budget, and a looser budget admits
 every configuration a tighter one did, so it never gives more cost. Everything is deterministic: ties go to
 the earlier layer, then the earlier candidate, then the earlier path."""
@@ -29,10 +34,12 @@ from dataclasses import dataclass
 from typing import Callable, Protocol
 
 from mcu.ir import Graph, LayerPrecision, Op, PrecisionChoice
-from mcu.passes import mixed
+from mcu.passes import mixed, mixed_s16
 
 Score = Callable[[Graph], float]  # higher is better: dB of SQNR, or a metric in percent
 
+# The longest run of layers offered int16 activations together (mcu/passes/mixed_s16.py)
+MAX_RUN = 3
 # The forms a path may take besides int8: all, int4 alone, the tables alone (they share their kernels).
 PATH_FORMS = (mixed.CANDIDATES[1:], (mixed.INT4,), tuple(mixed.LUT.values()))
 
@@ -105,14 +112,42 @@ class Metric:
 def _narrowed(graph: Graph, indices: list[int], names: list[str]) -> Graph:
     trial = copy.deepcopy(graph)
     for i, name in zip(indices, names):
-        mixed.apply(trial.ops[i], name)
+        if name != mixed_s16.A16:
+            mixed.apply(trial.ops[i], name)
+    wide = {i for i, name in zip(indices, names) if name == mixed_s16.A16}
+    if wide:  # last: the borders it inserts move the ops' indices
+        mixed_s16.widen(trial, wide)
     return trial
 
 
+def widenings(graph: Graph, indices: list[int]) -> list[tuple[int, ...]]:
+    """The runs of layers (positions in ``indices``) that may take int16 activations together: every run of
+    two or three consecutive layers (at most ``MAX_RUN``: each run is measured alone and seeds its own paths),
+    each feasible at 16x8, each one's output read only by the next. A run keeps the tensors between its layers
+    int16; a layer alone would only round twice, so none is offered."""
+    ops = [graph.ops[i] for i in indices]
+    readers: dict[int, int] = {}
+    for op in graph.ops:
+        for t in op.inputs:
+            readers[id(t.base())] = readers.get(id(t.base()), 0) + 1
+    outputs = {id(t.base()) for t in graph.outputs}
+    linked = [ops[n + 1].inputs[0] is ops[n].output and readers.get(id(ops[n].output)) == 1
+              and id(ops[n].output) not in outputs for n in range(len(ops) - 1)]
+    ok = [mixed_s16.feasible(op) for op in ops]
+    runs: list[tuple[int, ...]] = []
+    for first in range(len(ops)):
+        last = first
+        while last + 1 < len(ops) and last + 2 - first <= MAX_RUN and ok[last] and ok[last + 1] and linked[last]:
+            last += 1
+            runs.append(tuple(range(first, last + 1)))
+    return runs
+
+
 def choose_precision(graph: Graph, score: Score, metric: Metric, budget: float, objective: str,
-                     samples: int, flash: Flash) -> Graph:
+                     samples: int, flash: Flash, int16: bool = True) -> Graph:
     """``graph`` (static int8, lowered) with each layer's weights at the chosen precision and
-    ``graph.precision`` saying what was chosen; ``flash`` the board's flash objective."""
+    ``graph.precision`` saying what was chosen; ``flash`` the board's flash objective; ``int16`` False keeps
+    every activation int8 (to compare)."""
     indices = mixed.layers(graph.ops)
     ops = [graph.ops[i] for i in indices]
     known: dict[tuple[str, ...], float] = {}  # by each layer's form: a configuration is measured once
@@ -127,7 +162,11 @@ def choose_precision(graph: Graph, score: Score, metric: Metric, budget: float, 
 
     def total(names: tuple[str, ...]) -> int:
         own = sum(own_cost(op, name) for op, name in zip(ops, names))
-        return own + (flash.code_bytes(list(zip(ops, names))) if objective == "flash" else 0)
+        if objective != "flash":  # a run's two borders (its layers are chained: none between them)
+            wide = [n for n, name in enumerate(names) if name == mixed_s16.A16]
+            return own + (mixed_s16.BORDER_PER_ELEMENT * (ops[wide[0]].inputs[0].numel + ops[wide[-1]].output.numel)
+                          if wide else 0)
+        return own + flash.code_bytes(list(zip(ops, names)))
 
     int8 = (mixed.INT8,) * len(ops)
     base = scored(int8)
@@ -135,23 +174,35 @@ def choose_precision(graph: Graph, score: Score, metric: Metric, budget: float, 
     for n in range(len(ops)):
         alone.append({name: scored(tuple(name if m == n else mixed.INT8 for m in range(len(ops))))
                       for name in mixed.CANDIDATES})
+    # int16 activations: each run measured alone; its layers report the run's score
+    runs = widenings(graph, indices) if int16 else []
+    for run in runs:
+        run_score = scored(tuple(mixed_s16.A16 if m in run else mixed.INT8 for m in range(len(ops))))
+        for n in run:
+            alone[n][mixed_s16.A16] = max(alone[n].get(mixed_s16.A16, -math.inf), run_score)
     configs: list[tuple[str, ...]] = []
-    for forms in PATH_FORMS:
-        allowed = (mixed.INT8, *forms)
-        options = [[Option(name, own_cost(op, name), metric.loss(base, alone[n][name])) for name in allowed]
-                   for n, op in enumerate(ops)]
-        for config in path(options):
-            names = tuple(options[layer][c].name for layer, c in enumerate(config))
-            if names not in configs:
-                configs.append(names)
+    # each path starts from all-int8 or from one run at int16 activations (which may score above int8 and so
+    # leave the others more of the budget to narrow with), the run's layers kept wide
+    for run in ((), *runs):
+        for forms in PATH_FORMS:
+            allowed = (mixed.INT8, *forms)
+            options = [[Option(mixed_s16.A16, own_cost(op, mixed_s16.A16), 0.0)] if n in run else
+                       [Option(name, own_cost(op, name), metric.loss(base, alone[n][name])) for name in allowed]
+                       for n, op in enumerate(ops)]
+            for config in path(options):
+                names = tuple(options[layer][c].name for layer, c in enumerate(config))
+                if names not in configs:
+                    configs.append(names)
     costs = [total(names) for names in configs]
     k = choose_index(costs, lambda j: scored(configs[j]) >= base - budget)
     names = configs[k]
     chosen = _narrowed(graph, indices, list(names))
     chosen.precision = PrecisionChoice(
         metric=metric.name, budget=budget, objective=objective, int8_score=base, score=scored(names), samples=samples,
-        layers=tuple(LayerPrecision(op=op.name, kind=op.kind, weights=name, weight_bytes=flash.layer_bytes(op, name),
-                                    instructions=mixed.instructions(op, name), score_alone=alone[n][name])
+        layers=tuple(LayerPrecision(op=op.name, kind=op.kind, weights=mixed.INT8 if name == mixed_s16.A16 else name,
+                                    weight_bytes=flash.layer_bytes(op, name), instructions=mixed.instructions(op, name),
+                                    score_alone=alone[n][name],
+                                    activations="int16" if name == mixed_s16.A16 else "int8")
                      for n, (op, name) in enumerate(zip(ops, names))),
         code_bytes=flash.code_bytes(list(zip(ops, names))), int8_bytes=total(int8) if objective == "flash" else 0,
         configurations=len(configs), board=flash.where if objective == "flash" else "")

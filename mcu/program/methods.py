@@ -143,7 +143,7 @@ def compile_methods(path: str | Path, board: str = "mps2-an505", quantize: str =
                     bias_correction: bool | None = None, weight_rounding: str | None = None) -> list[CompiledMethod]:
     """Compile every method of a model file for ``board``; ``weight_palette``: look-up-table weights of that
     many bits, ``mixed``: each layer's precision under an accuracy budget, ``bias_correction``: the biases
-    corrected for rounded weights, ``weight_rounding`` nearest or gptq (mcu.api.lower_spec), with the default
+    corrected for rounded weights, ``weight_rounding`` nearest, gptq or searched (mcu.api.lower_spec), with the default
     compile only."""
     if compile_spec is not None and (weight_palette is not None or mixed is not None or bias_correction is not None
                                      or weight_rounding is not None):

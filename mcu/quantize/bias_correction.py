@@ -10,8 +10,9 @@ as it runs with every layer before it already corrected.
 
 The quantized model is simulated on the prepared graph itself: every observer, which the calibration has
 already run, quantizes and dequantizes what passes it with the parameters it will give ``convert_pt2e``
-(the same ``quantized_decomposed`` ops the converted graph runs), weights included; the fp32 model is the
-same graph with the observers passing values through. Only the biases change: the lowering then quantizes
+(the same ``quantized_decomposed`` ops the converted graph runs), weights included, and a recurrent layer reads
+its matrices rounded per gate row as its lowering will round them; the fp32 model is the same graph with the
+observers passing values through. Only the biases change: the lowering then quantizes
 them to int32 (int64 at 16 bits) as any bias, so the integer reference, the generated C and the program
 files all read the corrected ones."""
 
@@ -20,11 +21,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+import numpy as np
 import torch
 from torch.fx import GraphModule, Node
 from torch.fx.node import map_arg
 
+from mcu.capture.recurrent import OPS
+from mcu.reference.recurrent import symmetric_rows
+
 aten = torch.ops.aten
+RECURRENT = set(OPS.values())  # whole LSTM and GRU layers: (x, w_ih, w_hh, b_ih, b_hh, state_shift)
 
 # output channels on axis 1 (convolutions, NC...) or last (linear)
 CHANNEL_AXIS = {aten.conv1d.default: 1, aten.conv2d.default: 1, aten.conv1d.padding: 1, aten.conv2d.padding: 1,
@@ -58,6 +64,13 @@ def fake_quantize(observer: Any, x: torch.Tensor) -> torch.Tensor:
     s, z = float(scale.reshape(-1)[0]), int(zero_point.reshape(-1)[0])
     q = qd.quantize_per_tensor(x, s, z, qmin, qmax, dtype)
     return qd.dequantize_per_tensor(q, s, z, qmin, qmax, dtype, out_dtype=x.dtype)
+
+
+def rounded_rows(w: torch.Tensor) -> torch.Tensor:
+    """A recurrent layer's matrix as its lowering will round it, per gate row to int8 (no observer of the graph
+    does: mcu/passes/quantized/recurrent.py quantizes them), dequantized."""
+    codes, scale = symmetric_rows(w.detach().double().numpy())
+    return torch.from_numpy(codes.astype(np.float64) * scale[:, None]).to(w.dtype)
 
 
 def attr_value(gm: GraphModule, target: str) -> Any:
@@ -116,6 +129,8 @@ class TwinWalk:
         if node.op == "call_method":
             return getattr(args[0], str(node.target))(*args[1:], **kwargs)
         if node.op == "call_function":
+            if observe and node.target in RECURRENT:
+                args = (args[0], *(rounded_rows(w) for w in args[1:3]), *args[3:])
             return node.target(*args, **kwargs)  # type: ignore[operator]
         return None
 

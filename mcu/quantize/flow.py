@@ -19,6 +19,7 @@ from torch.fx import GraphModule, Node
 from mcu.errors import McuError
 from mcu.quantize.bias_correction import correct_biases
 from mcu.quantize.gptq import round_weights
+from mcu.quantize.weight_scales import search_scales
 from mcu.quantize.cells import decompose_cells, share_step_ranges
 from mcu.capture.export import capture_error
 from mcu.capture.sourceinfo import op_source, user_source_line
@@ -112,10 +113,12 @@ def quantize_static(model: torch.nn.Module, example_inputs: tuple,
     convolution and linear weights on [-7, 7] (w4a8); ``act_bits`` 16: int16 activations (w8a16), refused by
     name before quantizing when the model has an op without a 16x8 kernel. ``bias_correction``: each
     convolution's and linear layer's bias corrected by the mean output error of the quantized model over the
-    calibration data (mcu/quantize/bias_correction.py). ``weight_rounding`` "gptq": the convolution and linear
-    weights rounded onto their grids with each layer's rounding error compensated over the calibration data
-    (mcu/quantize/gptq.py), before the biases are corrected for what it leaves; "nearest": each to its nearest
-    code."""
+    calibration data (mcu/quantize/bias_correction.py). ``weight_rounding`` "gptq": the convolution, linear and
+    recurrent weights rounded onto their grids with each layer's rounding error compensated over the calibration
+    data (mcu/quantize/gptq.py), before the biases are corrected for what it leaves; "searched": each output
+    channel's (gate row's) scale searched for the least output error (mcu/quantize/weight_scales.py), recurrent
+    matrices GPTQ-rounded on it and every other weight to its nearest code; "nearest": each to its nearest code
+    on the largest magnitude's grid."""
     if calibration is None:
         raise McuError(f"{where}: static int8 quantization needs calibration data",
                        hint="add `calibration = [(x1,), (x2,), ...]` (a few typical inputs) to the model file, "
@@ -135,8 +138,10 @@ def quantize_static(model: torch.nn.Module, example_inputs: tuple,
         at = f" (the first at {first})" if first else ""
         raise McuError(f"{where}: --quantize w8a16 has no 16x8 kernel for: {', '.join(n for n, _ in missing)}{at}",
                        hint="w8a16 runs linear layers, convolutions and depthwise ones (with their batch norms and "
-                            "ReLU/clamp), adds, max and average pools, means, LSTM and GRU layers, GRU cells, slices "
-                            "and views; use --quantize int8 for this model")
+                            "ReLU/clamp), adds, differences and products of same-shaped tensors, sigmoid, tanh, "
+                            "softmax, elementwise functions and arithmetic with numbers (tables), max and average "
+                            "pools, means, LSTM and GRU layers, GRU cells, concatenations, moves, slices and views; "
+                            "use --quantize int8 for this model")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         prepared = prepare_pt2e(gm, MCUQuantizer(custom_ops=custom_ops, weight_bits=weight_bits,
@@ -150,11 +155,16 @@ def quantize_static(model: torch.nn.Module, example_inputs: tuple,
                                    f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
         _check_observed_ranges(prepared, where)
         share_step_ranges(prepared)  # one scale per op of a recurrent cell over its steps (mcu/quantize/cells.py)
+        float_weights: dict[str, torch.Tensor] = {}
+        if weight_rounding == "searched":  # the grids first: GPTQ and bias correction work on them
+            for searched in search_scales(prepared, calibration, centered=bias_correction):
+                float_weights.update(zip(searched.weights, searched.originals))
         rounded = []
-        if weight_rounding == "gptq":  # on the observers' final grids, before bias correction measures the error
-            rounded = round_weights(prepared, calibration, centered=bias_correction)
+        if weight_rounding in ("gptq", "searched"):  # on the final grids, before bias correction measures the error
+            rounded = round_weights(prepared, calibration, centered=bias_correction, float_weights=float_weights,
+                                    recurrent_only=weight_rounding == "searched")
         if bias_correction:  # with every observer's final parameters, before convert_pt2e freezes the weights
-            correct_biases(prepared, calibration, {r.weight: r.original for r in rounded})
+            correct_biases(prepared, calibration, {**float_weights, **{r.weight: r.original for r in rounded}})
         return convert_pt2e(prepared)
 
 

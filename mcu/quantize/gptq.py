@@ -17,21 +17,27 @@ with few samples for a layer's columns GPTQ fits their noise.
 
 Only the weight values change, to codes times the observer's own scales, which ``convert_pt2e`` quantizes back to
 exactly those codes: the integer reference, the generated C and the program files read the same int8 weights.
-Convolutions (grouped and depthwise ones group by group) and linear layers are rounded so; transposed
-convolutions and the recurrent layers' matrices (quantized per gate row by their lowering,
-mcu/passes/quantized/recurrent.py, not by an observer, so that GPTQ would need that lowering's grid here) keep
-nearest rounding."""
+Convolutions (grouped and depthwise ones group by group) and linear layers are rounded so. An LSTM's or GRU's
+two matrices, which no observer quantizes (their lowering, mcu/passes/quantized/recurrent.py, rounds them per
+gate row to the row's largest magnitude over 127), are rounded side by side on that grid, a step per weight,
+from each step's input beside the previous hidden state (a sample gives as many rows as it has steps); their
+float values become the codes times those scales, every row's codes reaching 127 so that the lowering's rounding
+gives back exactly those codes (a row GPTQ would leave short of it keeps nearest rounding). Transposed
+convolutions keep nearest rounding."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch.fx import GraphModule, Node
 
-from mcu.quantize.bias_correction import TwinWalk, attr_value, fake_quantize, is_observer, set_attr_value
+from mcu.quantize.bias_correction import (RECURRENT, TwinWalk, attr_value, fake_quantize, is_observer, rounded_rows,
+                                          set_attr_value)
+from mcu.reference.recurrent import symmetric_rows
 
 aten = torch.ops.aten
 
@@ -61,7 +67,7 @@ def _pair(value: Any, rank: int) -> list[int]:
     return [int(v) for v in value] if isinstance(value, (list, tuple)) else [int(value)] * rank
 
 
-def _columns(x: torch.Tensor, layer: Node, weight: torch.Tensor) -> list[torch.Tensor]:
+def input_columns(x: torch.Tensor, layer: Node, weight: torch.Tensor) -> list[torch.Tensor]:
     """The layer's input as rows of what each output value reads, one matrix per group: [positions, in/groups
     * kernel] (the order of ``weight.reshape(out, -1)``'s columns)."""
     if layer.target is LINEAR:
@@ -91,10 +97,13 @@ def _columns(x: torch.Tensor, layer: Node, weight: torch.Tensor) -> list[torch.T
 def gptq_round(weight: torch.Tensor, hessian: torch.Tensor, scale: torch.Tensor, quant_min: int, quant_max: int,
                damping: float = DAMPING) -> torch.Tensor:
     """The codes (as floats) of ``weight`` [out, columns] on the grid ``scale`` [out] (symmetric, zero point 0,
-    clamped to [quant_min, quant_max]), rounded column by column with each column's error spread over the later
-    ones through ``hessian`` [columns, columns]."""
+    clamped to [quant_min, quant_max]), or [out, columns] (a step per weight: a recurrent layer's two matrices side
+    by side, each with its gate rows' scales), rounded column by column with each column's error spread over the
+    later ones through ``hessian`` [columns, columns]."""
     w = weight.double().clone()
     h = hessian.double().clone()
+    grid = scale.double()
+    grid = grid[:, None].expand(-1, w.shape[1]) if grid.dim() == 1 else grid
     dead = torch.diagonal(h) == 0  # an input that is always 0: its weights cannot matter, nor carry error
     h[dead, dead] = 1.0
     h += torch.eye(h.shape[0], dtype=h.dtype) * damping * float(torch.diagonal(h).mean())
@@ -102,19 +111,19 @@ def gptq_round(weight: torch.Tensor, hessian: torch.Tensor, scale: torch.Tensor,
         inverse = torch.cholesky_inverse(torch.linalg.cholesky(h))
         factor = torch.linalg.cholesky(inverse, upper=True)
     except RuntimeError:  # not positive definite even damped: nearest rounding
-        return torch.clamp(torch.round(w * (1.0 / scale.double())[:, None]), quant_min, quant_max)
-    inv_scale = 1.0 / scale.double()
+        return torch.clamp(torch.round(w * (1.0 / grid)), quant_min, quant_max)
+    inv_grid = 1.0 / grid
     codes = torch.empty_like(w)
     for i in range(w.shape[1]):
         column = w[:, i]
-        q = torch.clamp(torch.round(column * inv_scale), quant_min, quant_max)
+        q = torch.clamp(torch.round(column * inv_grid[:, i]), quant_min, quant_max)
         codes[:, i] = q
-        error = (column - q * scale.double()) / factor[i, i]
+        error = (column - q * grid[:, i]) / factor[i, i]
         w[:, i + 1:] -= error[:, None] * factor[i, i + 1:][None, :]
     return codes
 
 
-def _weight_observer(gm: GraphModule, modules: dict[str, Any], layer: Node) -> tuple[Node, Node, Any] | None:
+def weight_observer(gm: GraphModule, modules: dict[str, Any], layer: Node) -> tuple[Node, Node, Any] | None:
     """The layer's weight as (get_attr, observer node, observer) when it is a constant of its own behind a
     per-channel symmetric observer on output channels (axis 0)."""
     w = layer.args[1] if len(layer.args) > 1 else None
@@ -130,26 +139,33 @@ def _weight_observer(gm: GraphModule, modules: dict[str, Any], layer: Node) -> t
 
 
 def round_weights(gm: GraphModule, calibration: Sequence[tuple[torch.Tensor, ...]],
-                  centered: bool = False) -> list[Rounded]:
-    """Round, in place, the weights of every convolution and linear layer of the calibrated pt2e model ``gm``
-    (prepare_pt2e's result, its observers run over ``calibration``) by GPTQ onto their observers' grids; returns
-    each layer's output error before and after. ``centered``: the biases are corrected afterwards
-    (mcu/quantize/bias_correction.py), which takes out each channel's mean output error: the statistics are then
-    the inputs' covariances, their means taken out, so that GPTQ spends its columns on the error that is left."""
+                  centered: bool = False, float_weights: dict[str, torch.Tensor] | None = None,
+                  recurrent_only: bool = False) -> list[Rounded]:
+    """Round, in place, the weights of every convolution, linear and recurrent layer of the calibrated pt2e model
+    ``gm`` (prepare_pt2e's result, its observers run over ``calibration``) by GPTQ onto their grids (the observers';
+    a recurrent layer's, per gate row, its lowering's); returns each layer's output error before and after.
+    ``centered``: the biases are corrected afterwards (mcu/quantize/bias_correction.py), which takes out each
+    channel's mean output error: the statistics are then the inputs' covariances, their means taken out, so that
+    GPTQ spends its columns on the error that is left. ``float_weights``: by get_attr target, the fp32 values of
+    weights the graph holds rounded already; ``recurrent_only``: only the recurrent layers."""
     samples = [tuple(batch) for batch in calibration]
-    if not samples:
+    if not samples or (recurrent_only and not any(n.target in RECURRENT for n in gm.graph.nodes)):
         return []
     # the quantized model (observers quantize, weights rounded as far as done) and the fp32 one beside it
-    walk = TwinWalk(gm, samples, {})
+    walk = TwinWalk(gm, samples, dict(float_weights or {}))
     done: list[Rounded] = []
     with torch.no_grad():
         for i, node in enumerate(walk.nodes):
             if node.op == "output":
                 break
             if node.op == "call_function" and (node.target in CONVOLUTIONS or node.target is LINEAR) \
-                    and node in walk.varying:
+                    and node in walk.varying and not recurrent_only:
                 rounded = _round_layer(gm, walk.modules, node, walk.quant, walk.fp32, centered)
                 if rounded is not None:
+                    walk.originals[rounded.weight] = rounded.original
+                    done.append(rounded)
+            elif node.op == "call_function" and node.target in RECURRENT and node in walk.varying:
+                for rounded in _round_recurrent(gm, node, walk.quant, walk.fp32, centered, walk.originals):
                     walk.originals[rounded.weight] = rounded.original
                     done.append(rounded)
             walk.step(node)
@@ -196,11 +212,76 @@ class _Moments:
                 self.ff - torch.outer(self.f, self.f) / n)
 
 
+@dataclass(frozen=True)
+class _Grid:
+    """A layer's float weights [out, columns] in groups of ``per_group`` rows, and their grid: ``scale`` [out] or
+    [out, columns], codes on [qmin, qmax]."""
+
+    matrix: torch.Tensor
+    scale: torch.Tensor
+    per_group: int
+    qmin: int
+    qmax: int
+
+    def steps(self, rows: slice) -> torch.Tensor:
+        scale = self.scale[rows]
+        return scale if scale.dim() == 2 else scale[:, None].expand(-1, self.matrix.shape[1])
+
+    def nearest(self) -> torch.Tensor:
+        return torch.clamp(torch.round(self.matrix * (1.0 / self.steps(slice(None)))), self.qmin, self.qmax)
+
+    def fit(self, moments: list[_Moments], centered: bool) -> torch.Tensor:
+        """GPTQ around the float weights that best map the quantized inputs to the fp32 model's outputs,
+        W' = W C_fq H_qq^-1 (damped): the layer also takes out what the layers before it left."""
+        codes = torch.empty_like(self.matrix)
+        width = self.matrix.shape[1]
+        for g, m in enumerate(moments):
+            qq, fq, _ = m.second(centered)
+            rows = slice(g * self.per_group, (g + 1) * self.per_group)
+            damped = qq + torch.eye(width, dtype=qq.dtype) * RIDGE * float(torch.diagonal(qq).mean() + 1e-30)
+            try:
+                target = torch.linalg.solve(damped, (self.matrix[rows] @ fq).T).T
+            except RuntimeError:
+                target = self.matrix[rows]
+            codes[rows] = gptq_round(target, 2.0 * qq, self.scale[rows], self.qmin, self.qmax)
+        return codes
+
+    def loss(self, codes: torch.Tensor, moments: list[_Moments], centered: bool) -> float:
+        """sum((W X_f - Q X_q)^2) over the inputs of ``moments``."""
+        total = 0.0
+        for g, m in enumerate(moments):
+            qq, fq, ff = m.second(centered)
+            rows = slice(g * self.per_group, (g + 1) * self.per_group)
+            w = self.matrix[rows]
+            q = codes[rows] * self.steps(rows)
+            total += float(torch.einsum("oi,ij,oj->", w, ff, w) - 2.0 * torch.einsum("oi,ij,oj->", w, fq, q)
+                           + torch.einsum("oi,ij,oj->", q, qq, q))
+        return total
+
+    def choose(self, halves: list[list[_Moments]], centered: bool) -> tuple[torch.Tensor, float, float]:
+        """GPTQ's codes, or nearest rounding where GPTQ does not generalize, and the error before and after.
+
+        GPTQ fits the calibration inputs: with few of them for the layer's columns it also fits their noise, and
+        other inputs then see more error than nearest rounding leaves. Fitted on each half, it must leave the
+        other half less error, else the layer keeps nearest rounding."""
+        whole = [a.plus(b) for a, b in zip(*halves)]
+        nearest = self.nearest()
+        before = self.loss(nearest, whole, centered)
+        if any(m.n == 0 for m in halves[1]):  # one calibration sample: nothing to hold out
+            return nearest, before, before
+        held_out = self.loss(self.fit(halves[0], centered), halves[1], centered) \
+            + self.loss(self.fit(halves[1], centered), halves[0], centered)
+        if held_out < self.loss(nearest, halves[0], centered) + self.loss(nearest, halves[1], centered):
+            codes = self.fit(whole, centered)
+            return codes, before, self.loss(codes, whole, centered)
+        return nearest, before, before
+
+
 def _round_layer(gm: GraphModule, modules: dict[str, Any], layer: Node, quant: list[dict[Node, Any]],
                  fp32: list[dict[Node, Any]], centered: bool) -> Rounded | None:
     """GPTQ on one layer from its inputs in ``quant`` and ``fp32``; its weight and its observer's value in
     ``quant`` replaced."""
-    found = _weight_observer(gm, modules, layer)
+    found = weight_observer(gm, modules, layer)
     x_node = layer.args[0]
     if found is None or not isinstance(x_node, Node):
         return None
@@ -210,57 +291,18 @@ def _round_layer(gm: GraphModule, modules: dict[str, Any], layer: Node, quant: l
         return None
     scale, _ = observer.calculate_qparams()
     scale = scale.double()
-    qmin, qmax = int(observer.quant_min), int(observer.quant_max)
     out = weight.shape[0]
     groups = int(layer.args[6]) if layer.target is not LINEAR and len(layer.args) > 6 else 1
-    per_group = out // groups
-    matrix = weight.detach().double().reshape(out, -1)
-    width = matrix.shape[1]
+    grid = _Grid(weight.detach().double().reshape(out, -1), scale, out // groups, int(observer.quant_min),
+                 int(observer.quant_max))
+    width = grid.matrix.shape[1]
     # the even and the odd calibration samples' sums, each half the other's held-out data
     halves = [[_Moments.zeros(width) for _ in range(groups)] for _ in range(2)]
     for k, (q_env, f_env) in enumerate(zip(quant, fp32)):
-        for g, (xq, xf) in enumerate(zip(_columns(q_env[x_node], layer, weight),
-                                         _columns(f_env[x_node], layer, weight))):
+        for g, (xq, xf) in enumerate(zip(input_columns(q_env[x_node], layer, weight),
+                                         input_columns(f_env[x_node], layer, weight))):
             halves[k % 2][g].add(xq, xf)
-    whole = [a.plus(b) for a, b in zip(*halves)]
-    nearest = torch.clamp(torch.round(matrix * (1.0 / scale)[:, None]), qmin, qmax)
-
-    def fit(moments: list[_Moments]) -> torch.Tensor:
-        """GPTQ around the float weights that best map the quantized inputs to the fp32 model's outputs,
-        W' = W C_fq H_qq^-1 (damped): the layer also takes out what the layers before it left."""
-        codes = torch.empty_like(matrix)
-        for g, m in enumerate(moments):
-            qq, fq, _ = m.second(centered)
-            rows = slice(g * per_group, (g + 1) * per_group)
-            damped = qq + torch.eye(width, dtype=qq.dtype) * RIDGE * float(torch.diagonal(qq).mean() + 1e-30)
-            try:
-                target = torch.linalg.solve(damped, (matrix[rows] @ fq).T).T
-            except RuntimeError:
-                target = matrix[rows]
-            codes[rows] = gptq_round(target, 2.0 * qq, scale[rows], qmin, qmax)
-        return codes
-
-    def loss(codes: torch.Tensor, moments: list[_Moments]) -> float:
-        """sum((W X_f - Q X_q)^2) over the inputs of ``moments``."""
-        total = 0.0
-        for g, m in enumerate(moments):
-            qq, fq, ff = m.second(centered)
-            w = matrix[g * per_group:(g + 1) * per_group]
-            q = codes[g * per_group:(g + 1) * per_group] * scale[g * per_group:(g + 1) * per_group, None]
-            total += float(torch.einsum("oi,ij,oj->", w, ff, w) - 2.0 * torch.einsum("oi,ij,oj->", w, fq, q)
-                           + torch.einsum("oi,ij,oj->", q, qq, q))
-        return total
-
-    # GPTQ fits the calibration inputs: with few of them for the layer's columns it also fits their noise, and
-    # other inputs then see more error than nearest rounding leaves. Fitted on each half, it must leave the
-    # other half less error, else the layer keeps nearest rounding.
-    before = after = loss(nearest, whole)
-    codes = nearest
-    if len(quant) >= 2:
-        held_out = loss(fit(halves[0]), halves[1]) + loss(fit(halves[1]), halves[0])
-        if held_out < loss(nearest, halves[0]) + loss(nearest, halves[1]):
-            codes = fit(whole)
-            after = loss(codes, whole)
+    codes, before, after = grid.choose(halves, centered)
     # codes times the observer's float32 scales: convert_pt2e's quantize gives back exactly these codes
     new = (codes.to(weight.dtype) * scale.to(weight.dtype)[:, None]).reshape(weight.shape)
     set_attr_value(gm, str(source.target), new.detach())
@@ -269,3 +311,58 @@ def _round_layer(gm: GraphModule, modules: dict[str, Any], layer: Node, quant: l
         env[source] = new
         env[observed] = value
     return Rounded(layer.name, before, after, str(source.target), weight)
+
+
+def recurrent_rows(layer: Node, env: dict[Node, Any], matrices: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+    """One sample's rows of what a recurrent layer's two matrices read: [batch * steps, input + hidden], each
+    step's input beside the hidden state before it (zero at the first step), the hidden states from the layer run
+    on the input in ``env`` with ``matrices`` (w_ih, w_hh)."""
+    args = [env[a] if isinstance(a, Node) else a for a in layer.args]
+    x = args[0]
+    h = layer.target(x, *matrices, *args[3:]).double()  # type: ignore[operator]
+    before = torch.cat([torch.zeros_like(h[:, :1]), h[:, :-1]], dim=1)
+    return torch.cat([x.double(), before], dim=2).reshape(-1, x.shape[-1] + h.shape[-1])
+
+
+def _round_recurrent(gm: GraphModule, layer: Node, quant: list[dict[Node, Any]], fp32: list[dict[Node, Any]],
+                     centered: bool, originals: dict[str, torch.Tensor]) -> list[Rounded]:
+    """GPTQ on an LSTM's or GRU's two matrices side by side, on the int8 grid its lowering rounds them to (per
+    gate row, the row's largest magnitude over 127), from the step inputs and previous hidden states in ``quant``
+    and ``fp32``. The graph's weights become the codes times those scales; a row whose codes would no longer reach
+    127 (so that the lowering would choose a finer scale and other codes) keeps nearest rounding. ``originals``:
+    the fp32 values of weights the graph holds on a searched grid already (mcu/quantize/weight_scales.py)."""
+    sources = layer.args[1:3]
+    if not all(isinstance(s, Node) and s.op == "get_attr" and len(s.users) == 1 for s in sources):
+        return []
+    held = [attr_value(gm, str(s.target)) for s in sources]  # type: ignore[union-attr]
+    if not all(isinstance(w, torch.Tensor) and w.is_floating_point() and w.dim() == 2 for w in held):
+        return []
+    weights = [originals.get(str(s.target), w) for s, w in zip(sources, held)]  # type: ignore[union-attr]
+    mats = [w.detach().double() for w in weights]
+    n_in = mats[0].shape[1]
+    rows = [symmetric_rows(w.detach().double().numpy()) for w in held]  # the grid the lowering will take
+    scale = torch.cat([torch.from_numpy(s)[:, None].expand(-1, m.shape[1]) for (_, s), m in zip(rows, mats)], dim=1)
+    grid = _Grid(torch.cat(mats, dim=1), scale, mats[0].shape[0], -127, 127)
+    rounded = tuple(rounded_rows(w) for w in held)
+    halves = [[_Moments.zeros(grid.matrix.shape[1])] for _ in range(2)]
+    for k, (q_env, f_env) in enumerate(zip(quant, fp32)):
+        halves[k % 2][0].add(recurrent_rows(layer, q_env, rounded), recurrent_rows(layer, f_env, tuple(weights)))
+    codes, before, after = grid.choose(halves, centered)
+    nearest = grid.nearest()
+    for block in (slice(0, n_in), slice(n_in, None)):
+        short = codes[:, block].abs().amax(dim=1) < 127
+        codes[short] = nearest[short]
+    after = grid.loss(codes, [a.plus(b) for a, b in zip(*halves)], centered)
+    new = []
+    for w, (_, s), block in zip(weights, rows, (slice(0, n_in), slice(n_in, None))):
+        value = (codes[:, block] * torch.from_numpy(s)[:, None]).to(w.dtype)
+        again, _ = symmetric_rows(value.double().numpy())
+        if not np.array_equal(again, codes[:, block].numpy()):  # (cannot happen: every row reaches 127)
+            raise AssertionError(f"{layer.name}: GPTQ's recurrent codes do not round back to themselves")
+        new.append(value)
+    for source, value in zip(sources, new):
+        set_attr_value(gm, str(source.target), value)  # type: ignore[union-attr]
+        for env in quant:
+            env[source] = value
+    return [Rounded(layer.name, before, after, str(s.target), w)  # type: ignore[union-attr]
+            for s, w in zip(sources, weights)]

@@ -77,27 +77,36 @@ def corrects_biases(mode: str, requested: bool | None) -> bool:
 
 NEAREST = "nearest"  # each weight to its nearest code
 GPTQ = "gptq"  # each layer's rounding error spread over its later input columns (mcu/quantize/gptq.py)
-WEIGHT_ROUNDINGS = (NEAREST, GPTQ)
+# each channel's (gate row's) scale searched among clipping ratios (mcu/quantize/weight_scales.py); recurrent
+# matrices then GPTQ-rounded on it, every other weight to its nearest code
+SEARCHED = "searched"
+WEIGHT_ROUNDINGS = (NEAREST, GPTQ, SEARCHED)
 # Modes whose convolution and linear weights GPTQ rounds unless --weight-rounding nearest: none. After bias
 # correction it moves the examples' output SQNR by -6.8 to +1.1 dB (w8a16 and w4a8 on fc_autoencoder, ds_cnn, tcn
 # and kws_lstm; README, "16-bit activations") for up to three times the quantization's time: their inputs and
 # random weights leave little correlation between a layer's inputs for it to use, and what it gains on the
 # calibration data does not reach the test inputs' output.
 GPTQ_BY_DEFAULT: tuple[str, ...] = ()
+# Modes with searched scales unless --weight-rounding says otherwise: w8a16, whose error is its int8 weights'
+# (README, "16-bit activations": kws_lstm and tcn gain, fc_autoencoder and ds_cnn keep theirs). int8's stays
+# nearest: its activations bound it.
+SEARCHED_BY_DEFAULT: tuple[str, ...] = (W8A16,)
 
 
 def weight_rounding(mode: str, requested: str | None) -> str:
-    """How a static mode rounds its convolution and linear weights onto their grids (``--weight-rounding
-    nearest|gptq``); ``requested`` None: the mode's default."""
+    """How a static mode rounds its convolution, linear and recurrent weights onto their grids
+    (``--weight-rounding nearest|gptq|searched``); ``requested`` None: the mode's default."""
     if requested is not None and requested not in WEIGHT_ROUNDINGS:
         raise McuError(f"unknown weight rounding '{requested}'", hint=f"use one of: {', '.join(WEIGHT_ROUNDINGS)}")
-    if requested == GPTQ and not is_static(mode):
-        raise McuError(f"--weight-rounding gptq rounds the weights of a static mode (int8, w4a8, w8a16, mixed) "
+    if requested in (GPTQ, SEARCHED) and not is_static(mode):
+        raise McuError(f"--weight-rounding {requested} rounds the weights of a static mode (int8, w4a8, w8a16, mixed) "
                        f"with their calibration data; it does not apply to --quantize {mode}",
                        hint="drop --weight-rounding, or use a static mode")
     if requested is not None:
         return requested
-    return GPTQ if mode in GPTQ_BY_DEFAULT else NEAREST
+    if mode in GPTQ_BY_DEFAULT:
+        return GPTQ
+    return SEARCHED if mode in SEARCHED_BY_DEFAULT else NEAREST
 
 
 PALETTE_BITS = (2, 3, 4)

@@ -84,6 +84,8 @@ def _global_pool(node: Node) -> bool:
 FIXED_OUTPUT = {aten.sigmoid.default: (1.0 / 256.0, -128), aten.tanh.default: (1.0 / 128.0, 0),
                 # TFLite's int8 LOG_SOFTMAX output, [-16, 0] (mcu_log_softmax_s8)
                 aten.log_softmax.int: (16.0 / 256.0, 127), aten._log_softmax.default: (16.0 / 256.0, 127)}
+# w8a16's int16 outputs of sigmoid, tanh and softmax: Q0.15 (CMSIS-NN's and TFLite's 16x8 LOGISTIC, TANH, SOFTMAX)
+FIXED_OUTPUT_S16 = (2.0 ** -15, 0)
 # normalisation, reductions and int8 activations: elementwise functions that run as 256-entry
 # tables at int8 and layer norm (mcu_layer_norm_s8), each with output parameters of its own; arithmetic
 # with a Python scalar (a table too)
@@ -101,6 +103,16 @@ SCALAR_ARITH = {aten.add.Tensor, aten.sub.Tensor, aten.mul.Tensor, aten.div.Tens
                 aten.sub.Scalar, aten.mul.Scalar, aten.div.Scalar, aten.rsub.Scalar}
 
 
+# Elementwise functions with a 16x8 table (mcu_lut_s16); layer norm and PReLU per channel have none.
+W8A16_TABLES = {aten.gelu.default, aten.silu.default, aten.silu_.default, aten.hardsigmoid.default,
+                aten.leaky_relu.default, aten.elu.default, aten.softplus.default, aten.exp.default, aten.log.default,
+                aten.sqrt.default, aten.rsqrt.default, aten.abs.default, aten.neg.default, aten.reciprocal.default,
+                aten.erf.default, aten.pow.Tensor_Scalar, aten.log_sigmoid.default, aten.mish.default,
+                aten.hardswish.default, aten.hardswish_.default}
+_TENSOR_PAIRS = {aten.add.Tensor, aten.add_.Tensor, aten.mul.Tensor, aten.mul_.Tensor, aten.sub.Tensor,
+                 aten.sub_.Tensor, aten.maximum.default, aten.minimum.default}
+
+
 # The ops w8a16 quantizes: the families with 16x8 kernels, the batch norms folded into them, their fused
 # activations and the views that only rename bytes. Any other op refuses the mode by name before quantizing.
 W8A16_OPS = {*CONV_LINEAR, *BATCH_NORM, *ACTIVATIONS, aten.adaptive_avg_pool2d.default, aten.mean.dim,
@@ -112,15 +124,25 @@ W8A16_OPS = {*CONV_LINEAR, *BATCH_NORM, *ACTIVATIONS, aten.adaptive_avg_pool2d.d
              # an nn.LSTM layer kept whole (mcu_lstm_s16, CMSIS-NN's arm_lstm_unidirectional_s16), an nn.GRU layer
              # (from the zero state or a given one) and an nn.GRUCell step (mcu_gru_s16, on the LSTM's conventions)
              # and the permutes of a time-first one
-             OPS["lstm"], OPS["gru"], GRU_FROM, GRU_CELL, aten.permute.default}
+             OPS["lstm"], OPS["gru"], GRU_FROM, GRU_CELL, aten.permute.default,
+             # table activations and products (mcu_activation_s16, mcu_softmax_s16, mcu_mul_s16)
+             aten.sigmoid.default, aten.tanh.default, *SOFTMAX, aten.mul.Tensor, aten.mul_.Tensor,
+             aten.sub.Tensor, aten.sub_.Tensor,
+             # every other elementwise function, and arithmetic with a number, as a 513-entry table (mcu_lut_s16)
+             *W8A16_TABLES, *SCALAR_ARITH, aten.maximum.default, aten.minimum.default,
+             # moves of int16 elements (mcu_concat, mcu_permute, mcu_remap, index_select, gather): not bilinear
+             aten.cat.default, *STACK, aten.transpose.int, aten.t.default, aten.unflatten.int,
+             *(MOVES - {aten.upsample_bilinear2d.vec, aten.upsample_bilinear2d.default, aten.upsample_linear1d.vec,
+                        aten.upsample_linear1d.default})}
 # (ops with no arithmetic of their own: the capture's bookkeeping)
 _W8A16_NEUTRAL = {"getitem", "_assert_tensor_metadata", "_assert_scalar", "sym_size"}
 
 
 def _w8a16_form(node: Node) -> bool:
-    """Whether an op of W8A16_OPS has the form its 16x8 kernel takes: a global mean; an add of two tensors of
-    one shape. (Also the zero biases of a recurrent layer without biases, a constant of the layer, and a GRU
-    cell's zero first state.)"""
+    """Whether an op of W8A16_OPS has the form its 16x8 kernel takes: a global mean; an add, a difference or a
+    product of two tensors of one shape, or any of them (and a quotient) of a tensor and a number (a table).
+    (Also the zero biases of a recurrent layer without biases, a constant of the layer, and a GRU cell's zero
+    first state.)"""
     if node.target is aten.zeros.default:
         return bool(node.users) and all(u.target in (OPS["lstm"], OPS["gru"], GRU_FROM, GRU_CELL) for u in node.users)
     if node.target is aten.adaptive_avg_pool2d.default:
@@ -135,8 +157,15 @@ def _w8a16_form(node: Node) -> bool:
         counts_pad = bool(node.args[5]) if len(node.args) > 5 else True
         ceil = bool(node.args[4]) if len(node.args) > 4 else False
         return not ceil and not (padded and counts_pad) and (len(node.args) <= 6 or node.args[6] is None)
-    if node.target in (aten.add.Tensor, aten.add_.Tensor):
+    if node.target in SCALAR_ARITH | _TENSOR_PAIRS:
         a, b = node.args[0], node.args[1]
+        numbers = [isinstance(t, (int, float)) and not isinstance(t, bool) for t in (a, b)]
+        if numbers.count(True) == 1:  # a tensor and a number: a table, on the tensor's shape
+            t = b if numbers[0] else a
+            return _is_float_tensor(t) and getattr(t.meta.get("val"), "shape", None) == \
+                getattr(node.meta.get("val"), "shape", None)
+        if node.target not in _TENSOR_PAIRS:
+            return False  # (a quotient of two tensors has no 16x8 kernel)
         shapes = [getattr(t.meta.get("val"), "shape", None) if isinstance(t, Node) else None for t in (a, b)]
         return _is_float_tensor(a) and _is_float_tensor(b) and shapes[0] == shapes[1] and \
             shapes[0] == getattr(node.meta.get("val"), "shape", None)
@@ -154,8 +183,8 @@ def unsupported_w8a16(model: GraphModule) -> list[tuple[str, Node]]:
         name = getattr(node.target, "__name__", str(node.target)).split(".")[0]
         if node.target is aten.adaptive_avg_pool2d.default:
             name += " (to a size other than 1x1)"
-        elif node.target in (aten.add.Tensor, aten.add_.Tensor):
-            name += " (of a tensor and a number, or broadcasting)"
+        elif node.target in SCALAR_ARITH | _TENSOR_PAIRS:
+            name += " (broadcasting, or of two tensors)" if node.target is aten.div.Tensor else " (broadcasting)"
         elif node.target is aten.max_pool2d.default:
             name += " (dilated, or in ceil mode)"
         elif node.target is aten.avg_pool2d.default:
@@ -204,7 +233,10 @@ def _single_user(node: Node) -> Node | None:
     return users[0] if len(users) == 1 else None
 
 
-def _fixed_spec(scale: float, zero_point: int) -> FixedQParamsQuantizationSpec:
+def _fixed_spec(scale: float, zero_point: int, bits: int = 8) -> FixedQParamsQuantizationSpec:
+    if bits == 16:
+        return FixedQParamsQuantizationSpec(dtype=torch.int16, scale=scale, zero_point=zero_point, quant_min=-32768,
+                                            quant_max=32767, qscheme=torch.per_tensor_symmetric)
     return FixedQParamsQuantizationSpec(dtype=torch.int8, scale=scale, zero_point=zero_point, quant_min=-128,
                                         quant_max=127, qscheme=torch.per_tensor_affine)
 
@@ -292,7 +324,7 @@ class MCUQuantizer(Quantizer):
             if self.act_bits == 16 and node.target not in W8A16_OPS:
                 continue  # refused before quantizing (unsupported_w8a16)
             if node.target in FIXED_OUTPUT:
-                scale, zp = FIXED_OUTPUT[node.target]
+                scale, zp = FIXED_OUTPUT_S16 if self.act_bits == 16 else FIXED_OUTPUT[node.target]
                 self._fixed(node, act, scale, zp)
                 continue
             if node.target in (aten.adaptive_avg_pool2d.default, aten.adaptive_avg_pool1d.default) \
@@ -447,12 +479,12 @@ class MCUQuantizer(Quantizer):
             _mark(x)
             _mark(node, {}, _fixed_spec(1.0 / 256.0, -128))
             return
-        self._fixed(node, act, 1.0 / 256.0, -128)
+        self._fixed(node, act, *(FIXED_OUTPUT_S16 if self.act_bits == 16 else (1.0 / 256.0, -128)))
 
     def _fixed(self, node: Node, act: QuantizationSpec, scale: float, zero_point: int) -> None:
         x = node.args[0]
         if _is_float_tensor(x):
-            _mark(node, {x: act}, _fixed_spec(scale, zero_point))
+            _mark(node, {x: act}, _fixed_spec(scale, zero_point, self.act_bits))
 
     def _shared(self, node: Node, act: QuantizationSpec) -> None:
         x = node.args[0]

@@ -17,7 +17,7 @@ import numpy as np
 
 from mcu.errors import McuError
 from mcu.ir import Op, Tensor
-from mcu.reference import arith, elementwise, gru_s16, lstm_s16, norm, recurrent, s16
+from mcu.reference import arith, elementwise, gru_s16, lstm_s16, norm, recurrent, s16, s16_act
 from mcu.reference.resample import bilinear_tables_s8
 
 
@@ -77,11 +77,45 @@ def weighted_s16(op: Op) -> dict:
 
 
 def add_s16(op: Op) -> dict:
-    """The 16x8 add: arith.add_params of the operands' and the output's scales with left shift 15."""
+    """The 16x8 add, difference, maximum and minimum: arith.add_params of the operands' and the output's scales with left shift 15."""
     a, b = op.inputs
     params = arith.add_params(scale_zp(a)[0], scale_zp(b)[0], scale_zp(op.output)[0], left_shift=15)
     keep = ("a_multiplier", "a_shift", "b_multiplier", "b_shift", "out_multiplier", "out_shift", "left_shift")
     return {**{k: params[k] for k in keep}, **_act(op)}
+
+
+def _q15_output(op: Op) -> None:
+    s_out, zp_out = scale_zp(op.output)
+    if not math.isclose(s_out, s16_act.OUTPUT_SCALE) or zp_out != 0:
+        raise McuError(f"the 16x8 {op.kind} {op.name} writes scale 2^-15 and zero point 0, not {s_out} and {zp_out}")
+
+
+def activation_s16(op: Op) -> dict:
+    """A 16x8 sigmoid or tanh (mcu_activation_s16): TFLite's input multiplier and shift from the input's scale;
+    the output's scale must be 2^-15."""
+    _q15_output(op)
+    mult, shift = s16_act.activation_params(scale_zp(op.inputs[0])[0])
+    return {"input_multiplier": mult, "input_shift": shift, "kind": op.kind}
+
+
+def softmax_s16(op: Op) -> dict:
+    """A 16x8 softmax (mcu_softmax_s16): the input's scale over the exp table's step; output scale 2^-15."""
+    _q15_output(op)
+    mult, shift = s16_act.softmax_params(scale_zp(op.inputs[0])[0])
+    return {"input_multiplier": mult, "input_shift": shift}
+
+
+def requantize_s16(op: Op) -> dict:
+    """An int16 requantization: s_in / s_out, the clamp in int16."""
+    mult, shift = arith.quantize_multiplier(scale_zp(op.inputs[0])[0] / scale_zp(op.output)[0])
+    return {"multiplier": mult, "shift": shift, **_act(op)}
+
+
+def mul_s16(op: Op) -> dict:
+    """The 16x8 product: s_a s_b / s_out, the clamp in int16."""
+    a, b = op.inputs
+    mult, shift = s16_act.mul_params(scale_zp(a)[0], scale_zp(b)[0], scale_zp(op.output)[0])
+    return {"out_multiplier": mult, "out_shift": shift, **_act(op)}
 
 
 def mean_s16(op: Op, count: int) -> dict:
@@ -187,6 +221,13 @@ def lut_table(op: Op) -> np.ndarray:
     s_x, zp_x = scale_zp(op.inputs[0])
     s_o, zp_o = scale_zp(op.output)
     return arith.lut_table(fn, s_x, zp_x, s_o, zp_o)
+
+
+def lut_table_s16(op: Op) -> np.ndarray:
+    """The 513-entry int16 table of a 16x8 ``lut`` op: its function between the input's and output's scales."""
+    a = op.attrs
+    fn = _ACTIVATIONS.get(a["function"]) or elementwise.unary_real(a["function"], a["alpha"], a["beta"])
+    return s16_act.lut_table_s16(fn, scale_zp(op.inputs[0])[0], scale_zp(op.output)[0])
 
 
 def recurrent_layer(op: Op) -> recurrent.RecurrentS8:

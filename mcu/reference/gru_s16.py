@@ -26,7 +26,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from mcu.reference import arith, s16
-from mcu.reference.lstm_s16 import GATE_FRAC, activation_s16, sat16, weight_rows
+from mcu.reference.lstm_s16 import GATE_FRAC, activation_s16, sat16
+from mcu.reference.recurrent import symmetric_rows
 
 
 @dataclass(frozen=True)
@@ -58,8 +59,8 @@ def layer_params(w_ih, w_hh, b_ih, b_hh, s_x: float, s_h: float, state_shift: in
     hidden = rows // 3
     b_ih = np.zeros(rows) if b_ih is None else np.asarray(b_ih, np.float64)
     b_hh = np.zeros(rows) if b_hh is None else np.asarray(b_hh, np.float64)
-    qx, sx_w = weight_rows(w_ih)
-    qh, sh_w = weight_rows(w_hh)
+    qx, sx_w = symmetric_rows(w_ih)
+    qh, sh_w = symmetric_rows(w_hh)
     h_target = np.full(rows, 2.0 ** GATE_FRAC)
     h_target[2 * hidden:] = 2.0 ** state_shift
     mx, ex = arith.quantize_multipliers(s_x * sx_w * 2.0 ** GATE_FRAC)

@@ -30,7 +30,7 @@ from mcu.errors import McuError
 from mcu.ir import Graph, Op, Tensor
 from mcu.layouts import from_memory_order, to_memory_order
 from mcu.reference import conv, derive, elementwise, encoding, int4, mixed, movement, norm, pool, recurrent
-from mcu.reference import gru_s16, lstm_s16, resample_ops, s16, select, state
+from mcu.reference import gru_s16, lstm_s16, resample_ops, s16, s16_act, select, state
 from mcu.reference.custom import run_custom
 
 Env = dict[int, np.ndarray]  # id(base tensor) -> flat array in memory order
@@ -146,6 +146,26 @@ def _add_s16(op: Op, x: list[np.ndarray]) -> np.ndarray:
     return s16.add_s16(x[0], x[1], **derive.add_s16(op))
 
 
+def _pair_s16(fn: Callable[..., np.ndarray]) -> Run:
+    """sub, maximum, minimum as the add: the lowering keeps both operands in the output's shape and layout."""
+    return lambda op, x: fn(x[0], x[1], **derive.add_s16(op))
+
+
+def _mul_s16(op: Op, x: list[np.ndarray]) -> np.ndarray:
+    """Both operands have the output's shape and layout (the lowering makes sure): elementwise in memory order."""
+    return s16_act.mul_s16(x[0], x[1], **derive.mul_s16(op))
+
+
+def _activation_s16(op: Op, x: list[np.ndarray]) -> np.ndarray:
+    p = derive.activation_s16(op)
+    return s16_act.activation_s16(x[0], p["input_multiplier"], p["input_shift"], p["kind"])
+
+
+def _softmax_s16(op: Op, x: list[np.ndarray]) -> np.ndarray:
+    p = derive.softmax_s16(op)
+    return _along(op, x[0], op.attrs["axis"], lambda rows: s16_act.softmax_s16(rows, **p))
+
+
 def _broadcast(op: Op, x: list[np.ndarray]) -> list[np.ndarray]:
     """Each operand broadcast to the output's logical shape, in the output's memory order (NumPy's rules:
     a size-1 or missing dim repeats)."""
@@ -237,7 +257,16 @@ def _prelu(op: Op, x: list[np.ndarray]) -> np.ndarray:
 
 
 def _requantize(op: Op, x: list[np.ndarray]) -> np.ndarray:
-    return elementwise.requantize_s8(x[0], **derive.requantize(op))
+    """int8 -> int8, int16 -> int16 at another scale (w8a16), or a border between int8 and int16 activations
+    (--quantize mixed)."""
+    if op.inputs[0].dtype == "int16" and op.output.dtype == "int16":
+        return s16_act.requantize_s16(x[0], **derive.requantize_s16(op))
+    params = derive.requantize(op)
+    if op.inputs[0].dtype == "int16":
+        return s16.requantize_s16_s8(x[0], **params)
+    if op.output.dtype == "int16":
+        return s16.requantize_s8_s16(x[0], **params)
+    return elementwise.requantize_s8(x[0], **params)
 
 
 def _quantize(op: Op, x: list[np.ndarray]) -> np.ndarray:
@@ -431,14 +460,26 @@ INT16_OPS: dict[str, Run] = {
     "mean_hw": _mean_hw_s16,
     "reduce": _reduce_s16,
     "add": _add_s16,
+    "mul": _mul_s16,
+    "sub": _pair_s16(s16_act.sub_s16),
+    "maximum": _pair_s16(s16_act.maximum_s16),
+    "minimum": _pair_s16(s16_act.minimum_s16),
+    "sigmoid": _activation_s16,
+    "tanh": _activation_s16,
+    "softmax": _softmax_s16,
+    "lut": lambda op, x: s16_act.lut_s16(x[0], derive.lut_table_s16(op)),
     "max_pool2d": _pool_s16(s16.max_pool2d_s16),
     "avg_pool2d": _pool_s16(s16.avg_pool2d_s16),
     "permute": movement.OPS["permute"],
     "layout": movement.OPS["layout"],
     "slice": movement.OPS["slice"],
+    # moves of int16 elements: concatenation, nearest resampling, repeats, flips, gathers
+    "concat": movement.OPS["concat"],
+    **resample_ops.FLOAT_OPS,
     "clamp": lambda op, x: np.clip(np.asarray(x[0], dtype=np.int16), *derive.act_range(op)).astype(np.int16),
     "lstm": _lstm_s16,
     "gru": _gru_s16,
+    "requantize": _requantize,
 }
 
 

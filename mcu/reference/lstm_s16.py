@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mcu.reference import arith, s16
+from mcu.reference import arith, recurrent, s16
 
 GATE_FRAC = 12  # gate pre-activations are Q3.12
 
@@ -95,12 +95,6 @@ class LstmS16:
     out_shift: int
 
 
-def weight_rows(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Symmetric int8 per row on [-127, 127] and the rows' scales."""
-    scale = np.maximum(np.abs(w).max(axis=1), 2.0 ** -12) / 127.0
-    return np.clip(np.round(w / scale[:, None]), -127, 127).astype(np.int8), scale
-
-
 def layer_params(w_ih, w_hh, b_ih, b_hh, s_x: float, s_h: float, cell_shift: int) -> LstmS16:
     """Quantize one PyTorch layer's float weights for mcu_lstm_s16, given the input's and the hidden state's
     (the output's) int16 scales and the cell's power-of-two shift. A gate multiplier of 2^14 or more has no
@@ -109,8 +103,8 @@ def layer_params(w_ih, w_hh, b_ih, b_hh, s_x: float, s_h: float, cell_shift: int
     rows = w_hh.shape[0]
     b_ih = np.zeros(rows) if b_ih is None else np.asarray(b_ih, np.float64)
     b_hh = np.zeros(rows) if b_hh is None else np.asarray(b_hh, np.float64)
-    qx, sx_w = weight_rows(w_ih)
-    qh, sh_w = weight_rows(w_hh)
+    qx, sx_w = recurrent.symmetric_rows(w_ih)
+    qh, sh_w = recurrent.symmetric_rows(w_hh)
     mx, ex = arith.quantize_multipliers(s_x * sx_w * 2.0 ** GATE_FRAC)
     mh, eh = arith.quantize_multipliers(s_h * sh_w * 2.0 ** GATE_FRAC)
     if np.any(ex > s16.SHIFT_MAX) or np.any(eh > s16.SHIFT_MAX):

@@ -97,7 +97,9 @@ class RecurrentS8:
     state_shift: int  # LSTM: cell scale 2^-state_shift; GRU: scale 2^-state_shift of Whn h + bhn
 
 
-def _sym_rows(w: np.ndarray, per_channel: bool) -> tuple[np.ndarray, np.ndarray]:
+def symmetric_rows(w: np.ndarray, per_channel: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """A recurrent matrix as int8 codes on [-127, 127] and their scales, one per gate row (or one for all): the
+    largest magnitude over 127, at least 2^-12 / 127. The 16x8 LSTM (mcu/reference/lstm_s16.py) rounds so too."""
     amax = np.abs(w).max(axis=1) if per_channel else np.full(w.shape[0], np.abs(w).max())
     scale = np.maximum(amax, 2.0 ** -12) / 127.0
     q = np.clip(np.round(w / scale[:, None]), -127, 127).astype(np.int8)
@@ -119,8 +121,8 @@ def layer_params(kind: str, w_ih: np.ndarray, w_hh: np.ndarray, b_ih: np.ndarray
     w_ih, w_hh = np.asarray(w_ih, np.float64), np.asarray(w_hh, np.float64)
     b_ih = np.zeros(gates * hidden) if b_ih is None else np.asarray(b_ih, np.float64)
     b_hh = np.zeros(gates * hidden) if b_hh is None else np.asarray(b_hh, np.float64)
-    qx, sx_w = _sym_rows(w_ih, per_channel)
-    qh, sh_w = _sym_rows(w_hh, per_channel)
+    qx, sx_w = symmetric_rows(w_ih, per_channel)
+    qh, sh_w = symmetric_rows(w_hh, per_channel)
     # recurrent bias: the GRU's n rows keep b_hn (it is multiplied by r); every other bias joins the input's
     rec_bias = np.zeros(gates * hidden)
     in_bias = b_ih + b_hh

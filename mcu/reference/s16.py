@@ -188,3 +188,24 @@ def quantize_s16(x, scale: float) -> np.ndarray:
 
 def dequantize_s16(q, scale: float) -> np.ndarray:
     return np.asarray(q, dtype=np.int64).astype(np.float64) * scale
+
+
+def requantize_s8_s16(x, *, input_offset, multiplier, shift, act_min=INT16_MIN, act_max=INT16_MAX,
+                      output_offset=0, size=None) -> np.ndarray:
+    """mcu_requantize_s8_s16, an int8 -> int16 border of ``--quantize mixed``: clamp(requantize(q +
+    input_offset, multiplier, shift), act_min, act_max) with the int32 requantization of kernels_s8.h (the
+    multiplier s_in / s_out is large, so the shift is positive and the left shift saturates)."""
+    if int(output_offset) != 0:
+        raise ValueError("int16 activations are symmetric: the output offset must be 0")
+    q = np.asarray(x, dtype=np.int8).astype(np.int64) + int(input_offset)
+    return np.clip(requantize(q, multiplier, shift), int(act_min), int(act_max)).astype(np.int16)
+
+
+def requantize_s16_s8(x, *, multiplier, shift, output_offset, act_min=-128, act_max=127, input_offset=0,
+                      size=None) -> np.ndarray:
+    """mcu_requantize_s16_s8, an int16 -> int8 border: clamp(requantize(q, multiplier, shift) +
+    output_offset, act_min, act_max) (mcu_requantize_s8 with input offset 0)."""
+    if int(input_offset) != 0:
+        raise ValueError("int16 activations are symmetric: the input offset must be 0")
+    q = np.asarray(x, dtype=np.int16).astype(np.int64)
+    return np.clip(requantize(q, multiplier, shift) + int(output_offset), int(act_min), int(act_max)).astype(np.int8)

@@ -143,6 +143,10 @@ typedef union {
     mcu_conv2d_s16_params conv_s16;
     mcu_mean_s16_params mean_s16;
     mcu_add_s16_params add_s16;
+    mcu_activation_s16_params activation_s16;
+    mcu_mul_s16_params mul_s16;
+    mcu_softmax_s16_params softmax_s16;
+    mcu_requantize_s16_params requantize_s16;
     mcu_pool2d_s16_params pool_s16;
     mcu_depthwise_conv2d_s16_params depthwise_s16;
     mcu_lstm_s16_params lstm_s16;

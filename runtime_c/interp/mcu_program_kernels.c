@@ -63,6 +63,10 @@ _Static_assert(sizeof(mcu_linear_s16_params) == 5 * 4, "linear_s16 params layout
 _Static_assert(sizeof(mcu_conv2d_s16_params) == 18 * 4, "conv2d_s16 params layout");
 _Static_assert(sizeof(mcu_mean_s16_params) == 7 * 4, "mean_s16 params layout");
 _Static_assert(sizeof(mcu_add_s16_params) == 10 * 4, "add_s16 params layout");
+_Static_assert(sizeof(mcu_activation_s16_params) == 4 * 4, "activation_s16 params layout");
+_Static_assert(sizeof(mcu_mul_s16_params) == 5 * 4, "mul_s16 params layout");
+_Static_assert(sizeof(mcu_softmax_s16_params) == 5 * 4, "softmax_s16 params layout");
+_Static_assert(sizeof(mcu_requantize_s16_params) == 5 * 4, "requantize_s16 params layout");
 _Static_assert(sizeof(mcu_pool2d_s16_params) == 16 * 4, "pool2d_s16 params layout");
 _Static_assert(sizeof(mcu_depthwise_conv2d_s16_params) == 19 * 4, "depthwise_conv2d_s16 params layout");
 /* (mcu_program_need_depthwise reads ch_mult, kernel_h and kernel_w where the int8 struct has them) */
@@ -353,6 +357,17 @@ mcu_status mcu_program_need_lut_s8(uint32_t kernel, const mcu_operand_desc *ops,
     (void)ops;
     (void)n_ops;
     need[0] = 256;
+    need[1] = need[2] = mulcap(1, p[0]);
+    return MCU_OK;
+}
+
+mcu_status mcu_program_need_lut_s16(uint32_t kernel, const mcu_operand_desc *ops, uint32_t n_ops, const int32_t *p,
+                                    uint32_t *need)
+{
+    (void)kernel;
+    (void)ops;
+    (void)n_ops;
+    need[0] = MCU_LUT_S16_ENTRIES;
     need[1] = need[2] = mulcap(1, p[0]);
     return MCU_OK;
 }

@@ -397,6 +397,44 @@ int mcu_program_params_palette_s8(uint32_t kernel, const mcu_program_params_view
     return conv_s8_ok(&u->conv_s8, 0) && u->conv_s8.groups == 1 && w[21] >= 2 && w[21] <= 4;
 }
 
+int mcu_program_params_activation_s16(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)kernel;
+    (void)w;
+    const mcu_activation_s16_params *p = &u->activation_s16;
+    return p->size >= 0 && p->size <= INT32_MAX / 2 && p->input_multiplier > 0 && p->input_multiplier <= INT16_MAX &&
+           p->input_shift >= 0 && p->input_shift <= 31 &&
+           (p->kind == MCU_ACT_S16_SIGMOID || p->kind == MCU_ACT_S16_TANH);
+}
+
+int mcu_program_params_mul_s16(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)kernel;
+    (void)w;
+    const mcu_mul_s16_params *p = &u->mul_s16;
+    return p->size >= 0 && p->size <= INT32_MAX / 2 && mcu_quant_valid(p->out_multiplier, p->out_shift) &&
+           mcu_act_s16_valid(p->act_min, p->act_max);
+}
+
+int mcu_program_params_softmax_s16(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)kernel;
+    (void)w;
+    const mcu_softmax_s16_params *p = &u->softmax_s16;
+    const int32_t dims[3] = {p->outer, p->axis, p->inner};
+    return checked_count(dims, 3, 2) > 0 && p->axis <= MCU_SOFTMAX_S16_MAX_AXIS &&
+           mcu_quant_valid(p->input_multiplier, p->input_shift);
+}
+
+int mcu_program_params_requantize_s16(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)kernel;
+    (void)w;
+    const mcu_requantize_s16_params *p = &u->requantize_s16;
+    return p->size >= 0 && p->size <= INT32_MAX / 2 && mcu_quant_valid(p->multiplier, p->shift) &&
+           mcu_act_s16_valid(p->act_min, p->act_max);
+}
+
 int mcu_program_params_binary_s8_add(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
 {
     /* add and sub, and maximum and minimum with the add's parameters */
@@ -495,6 +533,22 @@ int mcu_program_params_clamp_s8(uint32_t kernel, const mcu_program_params_view *
     (void)kernel;
     (void)u;
     return w[0] >= 0 && mcu_act_s8_valid(w[1], w[2]);
+}
+
+int mcu_program_params_requantize_s8_s16(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)kernel;
+    (void)u;
+    return w[0] >= 0 && w[0] <= INT32_MAX / 2 && mcu_input_offset_valid(w[1]) && mcu_quant_valid(w[2], w[3]) &&
+           mcu_act_s16_valid(w[4], w[5]);
+}
+
+int mcu_program_params_requantize_s16_s8(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)kernel;
+    (void)u;
+    return w[0] >= 0 && w[0] <= INT32_MAX / 2 && mcu_quant_valid(w[1], w[2]) && mcu_output_offset_valid(w[3]) &&
+           mcu_act_s8_valid(w[4], w[5]);
 }
 
 int mcu_program_params_clamp_s16(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
@@ -1190,6 +1244,18 @@ int mcu_program_alias_lut_s8(uint32_t kernel, const mcu_operand_desc *ops, const
     const mcu_operand_desc *out = &ops[last];
     const uint32_t nout = bytes[last];
     return elementwise_ok(&ops[1], bytes[1], out, nout) && !overlap(&ops[0], 256, out, nout);
+}
+
+int mcu_program_alias_lut_s16(uint32_t kernel, const mcu_operand_desc *ops, const uint32_t *bytes, uint32_t n_ops,
+                              const int32_t *p)
+{
+    (void)kernel;
+    (void)p;
+    const uint32_t last = n_ops - 1;
+    const mcu_operand_desc *out = &ops[last];
+    const uint32_t nout = bytes[last];
+    return elementwise_ok(&ops[1], bytes[1], out, nout) &&
+           !overlap(&ops[0], MCU_LUT_S16_ENTRIES * sizeof(int16_t), out, nout);
 }
 
 int mcu_program_alias_softmax_masked(uint32_t kernel, const mcu_operand_desc *ops, const uint32_t *bytes,

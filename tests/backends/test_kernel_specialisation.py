@@ -17,7 +17,7 @@ import pytest
 
 from mcu.backends.optimized import tuned
 from mcu.backends.optimized.specialise import PackedLayer, merge_defines, packed_defines
-from mcu.backends.portable.conv import S4_STREAM, s4_merge_defines
+from mcu.backends.portable.conv import S4_STREAM, S4_WIDE, s4_merge_defines
 from mcu.device.boards import load_board
 from mcu.commands.export import export_library
 from mcu.paths import runtime_dir, kernel_source, kernels_dir
@@ -86,6 +86,8 @@ def test_s4_defines_merge_across_methods() -> None:
         "MCU_PIXEL_WIDE_TAPS": 256, "MCU_PACKED_LOOP": 1, "MCU_PACKED_WINDOWS": 1, "MCU_PACKED_NARROW": 1,
         "MCU_PACKED_NARROW_K3C3": 0, S4_STREAM: 1}
     assert s4_merge_defines([{}, {}]) == {}
+    # the Helium path's flag (a layer with scratch for its widened weights) merges the same way
+    assert s4_merge_defines([{S4_STREAM: 0, S4_WIDE: 0}, {S4_STREAM: 0, S4_WIDE: 1}]) == {S4_STREAM: 0, S4_WIDE: 1}
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
@@ -203,3 +205,23 @@ def test_exported_library_builds_with_its_definitions(tmp_path: Path) -> None:
                               text=True, check=True).stdout.splitlines()[1].split()[0]
         sizes.append(int(size))
     assert sizes[1] < sizes[0] - 1000, sizes
+
+
+def test_s4_helium_scratch_widens_the_weights() -> None:
+    """w4a8 ResNet-8 on the Cortex-M55: its 64-channel 3x3 convolutions, whose int16 stream would pass 36 KiB,
+    get scratch for their weights widened to int8 (one byte each) and link mcu_conv2d_s8, which runs them
+    (MCU_S4_WIDE); on the Cortex-M33 they keep no scratch and their own loops."""
+    from compiled import compiled_model
+    from mcu.plan.contracts import scratch_bytes, s4_stream_bytes
+
+    def wide(cm):
+        return [op for op in cm.graph.ops if op.kind == "conv2d" and op.attrs.get("weight_bits") == 4
+                and op.inputs[1].shape[0] == 64 and op.inputs[1].shape[2] == 3 and op.inputs[1].shape[1] == 64]
+
+    m55 = compiled_model("resnet8", "mps3-an547", "w4a8")
+    assert wide(m55) and all(not s4_stream_bytes(op) and op.attrs.get("scratch_bytes") == op.inputs[1].numel
+                             for op in wide(m55))
+    assert m55.library.defines[S4_WIDE] == 1
+    assert "mcu_conv2d_s8" in {Path(k).stem for k in m55.library.kernel_sources}
+    m33 = compiled_model("resnet8", "mps2-an505", "w4a8")
+    assert all(scratch_bytes(op) == 0 and not op.attrs.get("scratch_bytes") for op in wide(m33))

@@ -235,8 +235,8 @@ def test_lstm_s16_table_is_cmsis_nns(cmsis_lstm) -> None:
 def test_lstm_s16_c_table_is_the_derived_one() -> None:
     """The C kernels' static table (recurrent_s16.h, the LSTM's and the GRU's) is the one the reference derives
     (no CMSIS-NN tree needed)."""
-    text = (ROOT / "runtime_c" / "kernels" / "recurrent" / "recurrent_s16.h").read_text()
-    body = re.search(r"mcu_rnn16_table\[256\]\s*=\s*\{([^}]*)\}", text)
+    text = (ROOT / "runtime_c" / "kernels" / "common" / "sigmoid_s16.h").read_text()
+    body = re.search(r"mcu_sigmoid_s16_table\[256\]\s*=\s*\{([^}]*)\}", text)
     assert body is not None
     np.testing.assert_array_equal(SIGMOID_TABLE, [int(v) for v in body.group(1).split(",") if v.strip()])
 

@@ -193,15 +193,39 @@ def test_packed_refuses_bad_arguments(lib) -> None:
 # --- on the simulated cores ------------------------------------------------------------------------------
 
 
+def _window_column_cases() -> list[dict]:
+    """3 x 3 layers whose window rows are whole 16-byte runs (mcu_window_column_s16 inside the input,
+    padded_column over the padding): 16 and 32 channels, kernel rows 1 and 2 apart, strides 1 and 2,
+    padding 0 and 1, rows of 4 to 9 outputs (pairs and a last pixel)."""
+    rng = np.random.default_rng(11)
+    cases = []
+    for cin, dh, stride, pad in [(16, 1, 1, 1), (16, 2, 1, 1), (32, 2, 2, 1), (16, 2, 1, 0), (32, 1, 2, 0),
+                                 (16, 1, 2, 1)]:
+        h, w, cout = 2 * dh + 3, 9 + stride * 3, 8
+        x = rng.integers(-128, 128, (1, h, w, cin)).astype(np.int8)
+        wt = rng.integers(-127, 128, (cout, 3, 3, cin)).astype(np.int8)
+        b = rng.integers(-(2**20), 2**20, cout).astype(np.int32)
+        m = rng.integers(2**29, 2**31 - 1, cout).astype(np.int64)
+        sh = rng.integers(-12, -6, cout).astype(np.int64)
+        oh, ow = (h + 2 * pad - 2 * dh - 1) // stride + 1, (w + 2 * pad - 3) // stride + 1
+        params = packed_params(x.shape, (1, oh, ow, cout), 3, 3, sh=stride, sw=stride, pt=pad, pl=pad, dh=dh,
+                               in_zp=int(rng.integers(-128, 128)), out_zp=int(rng.integers(-128, 128)))
+        expected = conv2d_s8(x, wt, b, m, sh, **params)
+        cases.append(dict(x=x, w=tuned.pack_layer(wt.reshape(cout, -1), b, m, sh, params["output_offset"]),
+                          params=params, expected=expected))
+    return cases
+
+
 @requires_qemu
 @pytest.mark.qemu
 @pytest.mark.parametrize("board_name", ["mps2-an505", "mps2-an386"])
 def test_packed_on_simulated_core(tmp_path: Path, board_name: str) -> None:
-    """60 random cases (a fifth at the extremes) with the native LDM/SMLAD/QADD paths."""
+    """60 random cases (a fifth at the extremes) with the native LDM/SMLAD/QADD paths, and the window
+    columns' assembly (_window_column_cases)."""
     from mcu.device.sim.qemu import run_qemu
     from mcu.device.toolchain import build_firmware
 
-    cases = firmware_cases(np.random.default_rng(7), 60)
+    cases = firmware_cases(np.random.default_rng(7), 60) + _window_column_cases()
     assert max(c["expected"].size for c in cases) <= 4096
     main = tmp_path / "main.c"
     main.write_text(packed_firmware_source(cases))
@@ -324,7 +348,7 @@ def _pixel_pair_case(draw) -> dict:
 @given(cases=st.lists(_pixel_pair_case(), min_size=24, max_size=24))
 def test_packed_pixel_pairs_on_core(tmp_path_factory, board_name: str, defines: dict, cases: list[dict]) -> None:
     """The two-pixel loops bit-exact with the reference on the core, batches of 24 layers; on the
-    Cortex-M33 every windowed layer of up to 320 taps and at least 4 pixels a row takes the four-pixel
+    Cortex-M33 every windowed layer (up to 640 taps) of at least 4 pixels a row takes the four-pixel
     loop first (its stream threshold at 0), the rest of the row pairs and a last pixel."""
     from mcu.device.sim.qemu import run_qemu
     from mcu.device.toolchain import build_firmware
@@ -335,6 +359,71 @@ def test_packed_pixel_pairs_on_core(tmp_path_factory, board_name: str, defines: 
     board = load_board(board_name)
     rt = runtime_dir()
     fw = build_firmware(board, [main, kernel_source(tuned.SOURCE)], [rt / "include"], tmp / "out", defines=defines)
+    result = run_qemu(board, fw.elf, timeout_s=120)
+    assert result.exit_code == 0 and "packed cases failed: 0" in result.console, result.console
+
+
+@st.composite
+def _first_layer_case(draw, batch: int = 1) -> dict:
+    """A 3x3 layer over 3 input channels whose range is all of int8 from the output offset -128 (an RGB
+    first layer with a ReLU): the narrow path runs its pixels by threes (mcu_narrow_x3), interior and
+    border windows alike, and the row's last one or two alone. Rows of 1 to 10 outputs, strides 1 and 2,
+    padding 0 and 1, a right overhang, row dilation 1 and 2, extremes of inputs, weights, biases and
+    multipliers."""
+    stride, pad, dh = draw(st.integers(1, 2)), draw(st.integers(0, 1)), draw(st.integers(1, 2))
+    span = 2 * dh + 1
+    h = draw(st.integers(max(1, span - 2 * pad), span + 3))
+    w = draw(st.integers(max(1, 3 - 2 * pad), 3 + 2 * 9 // stride))
+    extra_r = draw(st.integers(0, 1))
+    oh = (h + 2 * pad - span) // stride + 1
+    ow = (w + 2 * pad + extra_r - 3) // stride + 1
+    cout = draw(st.sampled_from([4, 8, 12]))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    x_kind, w_kind = draw(st.sampled_from(["random", "min", "max"])), draw(st.sampled_from(["random", "min", "max"]))
+    x = (rng.integers(-128, 128, (batch, h, w, 3)) if x_kind == "random"
+         else np.full((batch, h, w, 3), -128 if x_kind == "min" else 127)).astype(np.int8)
+    wt = (rng.integers(-127, 128, (cout, 3, 3, 3)) if w_kind == "random"
+          else np.full((cout, 3, 3, 3), -127 if w_kind == "min" else 127)).astype(np.int8)
+    b = np.array(draw(st.lists(st.sampled_from(_S32) | st.integers(-(2**20), 2**20), min_size=cout, max_size=cout)),
+                 dtype=np.int32)
+    m = np.array(draw(st.lists(st.sampled_from([0, 1, 2**30, 2**31 - 1]) | st.integers(0, 2**31 - 1),
+                               min_size=cout, max_size=cout)), dtype=np.int64)
+    sh = np.array(draw(st.lists(st.integers(-23, -1), min_size=cout, max_size=cout)), dtype=np.int64)
+    params = packed_params(x.shape, (batch, oh, ow, cout), 3, 3, sh=stride, sw=stride, pt=pad, pl=pad, dh=dh,
+                           in_zp=draw(st.integers(-128, 127)), out_zp=-128, act=(-128, 127))
+    expected = conv2d_s8(x, wt, b, m, sh, **params)
+    stream = tuned.pack_layer(wt.reshape(cout, -1), b, m, sh, -128)
+    assert stream[1] & tuned.FLAG_RIGHT
+    return dict(x=x, wt=wt, b=b, m=m, sh=sh, w=stream, params=params, expected=expected)
+
+
+@settings(max_examples=60, deadline=None)
+@given(case=_first_layer_case(batch=2))
+def test_first_layer_by_threes_matches_reference(lib, case) -> None:
+    """The by-threes pass of the narrow path (its C twin on the emulated build), batches of two images."""
+    cout = case["wt"].shape[0]
+    status, out = cb.conv2d_packed(case["x"], case["wt"], case["b"], cb.Quant(case["m"], case["sh"], cout),
+                                   case["params"])
+    assert status == MCU_OK
+    base.assert_equal(out, case["expected"])
+
+
+@requires_qemu
+@pytest.mark.qemu
+@pytest.mark.parametrize("board_name", ["mps2-an505", "mps2-an386"])
+@settings(max_examples=2, deadline=None, derandomize=True)
+@given(cases=st.lists(_first_layer_case(), min_size=24, max_size=24))
+def test_first_layer_by_threes_on_core(tmp_path_factory, board_name: str, cases: list[dict]) -> None:
+    """mcu_narrow_x3's assembly bit-exact with the reference on the core, batches of 24 layers."""
+    from mcu.device.sim.qemu import run_qemu
+    from mcu.device.toolchain import build_firmware
+
+    tmp = tmp_path_factory.mktemp("packed_x3")
+    main = tmp / "main.c"
+    main.write_text(packed_firmware_source([{k: c[k] for k in ("x", "w", "params", "expected")} for c in cases]))
+    board = load_board(board_name)
+    rt = runtime_dir()
+    fw = build_firmware(board, [main, kernel_source(tuned.SOURCE)], [rt / "include"], tmp / "out")
     result = run_qemu(board, fw.elf, timeout_s=120)
     assert result.exit_code == 0 and "packed cases failed: 0" in result.console, result.console
 

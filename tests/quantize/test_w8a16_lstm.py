@@ -63,10 +63,11 @@ def _sqnr(cm: mcu.CompiledModel) -> float:
 
 
 def test_kws_lstm_w8a16_is_bit_exact_on_the_host_and_closer_to_fp32() -> None:
-    """kws_lstm: 60.0 dB of output SQNR against fp32 at w8a16 (bias-corrected; 53.9 without), 46.2 dB at int8 (README's table)."""
+    """kws_lstm: 68.1 dB of output SQNR against fp32 at w8a16 (searched weight scales, LSTM matrices GPTQ-rounded,
+    bias-corrected; 63.4 with nearest rounding), 46.2 dB at int8 (README's table)."""
     cm = compiled_model("kws_lstm", "mps2-an505", "w8a16")
     _assert_bit_exact(cm)
-    assert _sqnr(cm) > _sqnr(compiled_model("kws_lstm", "mps2-an505", "int8")) + 5.0
+    assert _sqnr(cm) > _sqnr(compiled_model("kws_lstm", "mps2-an505", "int8")) + 20.0
 
 
 @requires_qemu

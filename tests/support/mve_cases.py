@@ -421,16 +421,19 @@ def _parse(console: str) -> dict[int, tuple[bytes, int]]:
     return got
 
 
-def run_cases(b: Builder, kernels, tag: str, timeout_s: int = 120) -> dict[int, tuple[bytes, int]]:
-    """`b`'s cases in one firmware for the M55 with `kernels` (files under runtime_c/kernels), run in QEMU:
-    each case's output bytes and status by index."""
+def run_cases(b: Builder, kernels, tag: str, timeout_s: int = 120, extra_sources=(), extra_includes=()
+              ) -> dict[int, tuple[bytes, int]]:
+    """`b`'s cases in one firmware for the M55 with `kernels` (files under runtime_c/kernels), and
+    `extra_sources` with `extra_includes` (another library's kernels to compare with), run in QEMU: each
+    case's output bytes and status by index."""
     board = load_board(BOARD)
     out = cache_dir() / tag
     out.mkdir(parents=True, exist_ok=True)
     src = out / "cases.c"
     src.write_text(_render(b))
     rt = runtime_dir()
-    fw = build_firmware(board, [src, *(kernel_source(k) for k in kernels)], [rt / "include"], out)
+    fw = build_firmware(board, [src, *(kernel_source(k) for k in kernels), *extra_sources],
+                        [rt / "include", *extra_includes], out)
     result = run_qemu(board, fw.elf, timeout_s=timeout_s)
     assert result.exit_code == 0 and "DONE" in result.console, result.console[-2000:]
     return _parse(result.console)

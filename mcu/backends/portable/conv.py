@@ -15,9 +15,10 @@ from mcu.backends.calls import (SCRATCH, KernelCall, Ref, act_bounds, conv_param
                                 quant_operands, shape4)
 from mcu.backends.optimized.specialise import PackedLayer, merge_defines, packed_defines
 from mcu.backends.portable.variants import select_variant
+from mcu.backends.weights import s4_weights
 from mcu.ir import Op, Tensor
-from mcu.layouts import channel_rows, pack_palette, pack_s4
-from mcu.plan.contracts import pointwise_ok, s4_stream_bytes
+from mcu.layouts import channel_rows, pack_palette
+from mcu.plan.contracts import S4_STREAM_MAX, S4_STREAM_PIXELS, pointwise_ok, s4_stream_bytes
 
 
 def _conv2d(op: Op, ref: Ref) -> KernelCall:
@@ -72,23 +73,34 @@ def _linear_dyn(op: Op, ref: Ref) -> KernelCall:
 S4_CALLS = {"mcu_conv2d_s4": ("mcu_conv2d_s4", "mcu_conv2d_packed_s8"),
             "mcu_depthwise_conv2d_s4": ("mcu_depthwise_conv2d_s4", "mcu_depthwise_conv2d_s8"),
             "mcu_linear_s4": ("mcu_linear_s4",)}
-
-
-def s4_weights(op: Op) -> Tensor:
-    """The op's 4-bit weights packed two a byte in its int8 weights' memory order (made once and kept on the op
-    so every emission names one constant)."""
-    cached = op.attrs.get("s4_weights")
-    if isinstance(cached, Tensor):
-        return cached
-    w = op.inputs[1]
-    assert w.data is not None
-    data = pack_s4(w.data)
-    t = Tensor(name=f"{w.name}_s4", shape=(data.size,), dtype="int8", data=data)
-    op.attrs["s4_weights"] = t
-    return t
+# On Helium cores a convolution with scratch (the stream's, or mve_s4_scratch_bytes) widens its weights to int8
+# there instead and runs the int8 kernel's MVE paths (convolution/mve_conv_s4.h); other cores leave it
+# unreferenced, and the linker drops it.
+S4_WIDE_CALL = "mcu_conv2d_s8"
 
 
 S4_STREAM = "MCU_S4_STREAM"  # 0: mcu_conv2d_s4 built without the stream path (no layer of the model takes it)
+S4_WIDE = "MCU_S4_WIDE"  # 0: built without the Helium path through mcu_conv2d_s8 (no layer has scratch for it)
+
+
+def s4_widens(op: Op) -> bool:
+    """Whether a 4-bit convolution has scratch for its weights widened to int8 (the Helium path): the stream's,
+    or what mve_s4_scratch_bytes asked for on a Helium core."""
+    return bool(s4_stream_bytes(op) or op.attrs.get("scratch_bytes"))
+
+
+def mve_s4_scratch_bytes(op: Op) -> int:
+    """The scratch a 4-bit convolution asks for on a Helium core where the stream's is not planned (the stream
+    would pass S4_STREAM_MAX): its weights widened to int8, one byte each, for mcu_conv2d_s8's MVE paths
+    (convolution/mve_conv_s4.h), under the stream's other conditions (one group, at least S4_STREAM_PIXELS
+    output pixels) and within S4_STREAM_MAX. Without it the layer reads the packed weights, from where the
+    model's constants live, once per output pixel. 0 for the others."""
+    if op.kind != "conv2d" or op.attrs.get("weight_bits") != 4 or op.attrs["groups"] != 1 \
+            or op.attrs.get("s4_stream") is False or s4_stream_bytes(op):
+        return 0
+    w, out = op.inputs[1], op.output
+    pixels = out.shape[0] * out.shape[2] * out.shape[3]
+    return w.numel if pixels >= S4_STREAM_PIXELS and w.numel <= S4_STREAM_MAX else 0
 
 
 def s4_defines(calls: Iterable[tuple[Op, KernelCall]]) -> dict[str, int]:
@@ -99,15 +111,17 @@ def s4_defines(calls: Iterable[tuple[Op, KernelCall]]) -> dict[str, int]:
     if not any(call.function == "mcu_conv2d_s4" for _, call in calls):
         return {}
     layers = s4_packed_layers(calls)
-    return {**packed_defines(layers), S4_STREAM: int(bool(layers))}
+    wide = any(call.function == "mcu_conv2d_s4" and s4_widens(op) for op, call in calls)
+    return {**packed_defines(layers), S4_STREAM: int(bool(layers)), S4_WIDE: int(wide)}
 
 
 def s4_merge_defines(parts: Sequence[Mapping[str, int]]) -> dict[str, int]:
     """The definitions of a library of several methods from each one's :func:`s4_defines`: every path any needs."""
-    packed = [{k: v for k, v in p.items() if k != S4_STREAM} for p in parts]
+    packed = [{k: v for k, v in p.items() if k not in (S4_STREAM, S4_WIDE)} for p in parts]
     merged = merge_defines([p for p in packed if p])
-    streams = [p[S4_STREAM] for p in parts if S4_STREAM in p]
-    return {**merged, S4_STREAM: max(streams)} if streams else merged
+    flags = {name: max(p[name] for p in parts if name in p) for name in (S4_STREAM, S4_WIDE)
+             if any(name in p for p in parts)}
+    return {**merged, **flags}
 
 
 def s4_packed_layers(calls: Iterable[tuple[Op, KernelCall]]) -> list[PackedLayer]:
@@ -135,6 +149,8 @@ def _matrix_s4(op: Op, ref: Ref) -> KernelCall:
                 "linear": "mcu_linear_s4"}[op.kind]
     operands = [w if o is op.inputs[1] else o for o in quant_operands(op)]
     sources = [f for f in S4_CALLS[function] if f != "mcu_conv2d_packed_s8" or s4_stream_bytes(op)]
+    if function == "mcu_conv2d_s4" and s4_widens(op):
+        sources.append(S4_WIDE_CALL)
     return KernelCall(function, ["&ctx", "&params", "&quant", ref(x), ref(w), ref(b), ref(op.output)],
                       [f"{f}.c" for f in sources], params_type, params, locals=quant_locals(op, ref),
                       operands=operands)

@@ -60,7 +60,7 @@ class PortableBackend(Backend):
             op.attrs["s4_stream"] = False
         elif op.attrs.get("weight_bits") == 4 and packed is True:
             op.attrs.pop("s4_stream", None)  # packed weights: a mixed build's int4 layers stream too
-        scratch = conv.mve_conv3_scratch_bytes(op) if ctx.board.mve else 0
+        scratch = (conv.mve_conv3_scratch_bytes(op) or conv.mve_s4_scratch_bytes(op)) if ctx.board.mve else 0
         if scratch and not op.attrs.get("scratch_bytes"):
             # for speed only: a build that must save RAM plans without it (mcu/pipeline.py)
             op.attrs["scratch_bytes"] = scratch

@@ -41,15 +41,39 @@ def _binary(name: str) -> Callable[[Op, Ref], KernelCall]:
 
 
 def _add_s16(op: Op, ref: Ref) -> KernelCall:
-    """The 16x8 add (w8a16): operands of the output's shape and layout, CMSIS-NN's arithmetic."""
+    """The 16x8 add, difference, maximum and minimum (w8a16): operands of the output's shape and layout, CMSIS-NN's arithmetic."""
     a, b = op.inputs
     out = op.output
     if a.dim_order != out.dim_order or b.dim_order != out.dim_order:
-        raise McuError(f"the 16x8 add {op.name} needs its operands in the output's layout{at_source(op)}")
+        raise McuError(f"the 16x8 {op.kind} {op.name} needs its operands in the output's layout{at_source(op)}")
     params = {"size": out.numel, **offsets(op, "a_multiplier", "a_shift", "b_multiplier", "b_shift", "left_shift",
                                            "out_multiplier", "out_shift", "act_min", "act_max")}
-    return KernelCall("mcu_add_s16", ["&params", ref(a), ref(b), ref(out)], ["mcu_add_s16.c"], "mcu_add_s16_params",
+    fn = f"mcu_{op.kind}_s16"
+    return KernelCall(fn, ["&params", ref(a), ref(b), ref(out)], [f"{fn}.c"], "mcu_add_s16_params",
                       params, operands=[a, b, out], headers=["mcu/kernels_s16.h"])
+
+
+def _mul_s16(op: Op, ref: Ref) -> KernelCall:
+    """The 16x8 product (w8a16): operands of the output's shape and layout, CMSIS-NN's arithmetic."""
+    a, b = op.inputs
+    out = op.output
+    if a.dim_order != out.dim_order or b.dim_order != out.dim_order:
+        raise McuError(f"the 16x8 mul {op.name} needs its operands in the output's layout{at_source(op)}")
+    params = {"size": out.numel, **offsets(op, "out_multiplier", "out_shift", "act_min", "act_max")}
+    return KernelCall("mcu_mul_s16", ["&params", ref(a), ref(b), ref(out)], ["mcu_mul_s16.c"], "mcu_mul_s16_params",
+                      params, operands=[a, b, out], headers=["mcu/kernels_s16.h"])
+
+
+# mcu_activation_s16_kind
+_ACT_S16_KIND = {"sigmoid": 0, "tanh": 1}
+
+
+def _activation_s16(op: Op, ref: Ref) -> KernelCall:
+    """The 16x8 sigmoid or tanh (w8a16): CMSIS-NN's table with TFLite's input multiplier."""
+    x, out = op.inputs[0], op.output
+    params = {"size": out.numel, **offsets(op, "input_multiplier", "input_shift"), "kind": _ACT_S16_KIND[op.kind]}
+    return KernelCall("mcu_activation_s16", ["&params", ref(x), ref(out)], ["mcu_activation_s16.c"],
+                      "mcu_activation_s16_params", params, operands=[x, out], headers=["mcu/kernels_s16.h"])
 
 
 def _binary_s8(name: str) -> Callable[[Op, Ref], KernelCall]:
@@ -98,12 +122,44 @@ def _lut_s8(op: Op, ref: Ref) -> KernelCall:
                       operands=[table, x, op.output], scalars=[x.numel])
 
 
+def _lut_s16(op: Op, ref: Ref) -> KernelCall:
+    """The 16x8 table lookup (w8a16): 513 int16 entries, interpolated."""
+    x, table = op.inputs
+    return KernelCall("mcu_lut_s16", [str(x.numel), ref(table), ref(x), ref(op.output)], ["mcu_lut_s16.c"],
+                      operands=[table, x, op.output], scalars=[x.numel], headers=["mcu/kernels_s16.h"])
+
+
+def _requantize_border(op: Op, ref: Ref) -> KernelCall:
+    """A border between int8 and int16 activations (--quantize mixed); the int16 side has no offset."""
+    widen = op.output.dtype == "int16"
+    keys = (("input_offset", "multiplier", "shift") if widen else ("multiplier", "shift", "output_offset"))
+    values = [op.output.numel] + [int(op.attrs[k]) for k in (*keys, "act_min", "act_max")]
+    name = "mcu_requantize_s8_s16" if widen else "mcu_requantize_s16_s8"
+    return KernelCall(name, [str(v) for v in values] + [ref(op.inputs[0]), ref(op.output)], [f"{name}.c"],
+                      operands=[op.inputs[0], op.output], scalars=values, headers=["mcu/kernels_s16.h"])
+
+
+def _requantize_to_s16(op: Op, ref: Ref) -> KernelCall:
+    """int16 codes from int8 ones (a border of --quantize mixed) or from int16 ones at another scale (w8a16)."""
+    return _requantize_border(op, ref) if op.inputs[0].dtype == "int8" else _requantize_s16(op, ref)
+
+
 def _requantize_s8(op: Op, ref: Ref) -> KernelCall:
+    if op.inputs[0].dtype == "int16":
+        return _requantize_border(op, ref)
     a = op.attrs
     values = [op.output.numel] + [int(a[k]) for k in ("input_offset", "multiplier", "shift",
                                                        "output_offset", "act_min", "act_max")]
     return KernelCall("mcu_requantize_s8", [str(v) for v in values] + [ref(op.inputs[0]), ref(op.output)],
                       ["mcu_requantize_s8.c"], operands=[op.inputs[0], op.output], scalars=values)
+
+
+def _requantize_s16(op: Op, ref: Ref) -> KernelCall:
+    """An int16 tensor to another int16 scale (w8a16): where two readers of a tensor want different scales."""
+    params = {"size": op.output.numel, **offsets(op, "multiplier", "shift", "act_min", "act_max")}
+    return KernelCall("mcu_requantize_s16", ["&params", ref(op.inputs[0]), ref(op.output)], ["mcu_requantize_s16.c"],
+                      "mcu_requantize_s16_params", params, operands=[op.inputs[0], op.output],
+                      headers=["mcu/kernels_s16.h"])
 
 
 def _clamp_s8(op: Op, ref: Ref) -> KernelCall:
@@ -184,10 +240,18 @@ EMITTERS = {
     ("maximum", "int8"): _binary_s8("maximum"),
     ("minimum", "int8"): _binary_s8("minimum"),
     ("add", "int16"): _add_s16,
+    ("sub", "int16"): _add_s16,
+    ("maximum", "int16"): _add_s16,
+    ("minimum", "int16"): _add_s16,
+    ("mul", "int16"): _mul_s16,
+    ("sigmoid", "int16"): _activation_s16,
+    ("tanh", "int16"): _activation_s16,
     ("clamp", "int16"): _clamp_s16,
     ("clamp", "int8"): _clamp_s8,
     ("lut", "int8"): _lut_s8,
+    ("lut", "int16"): _lut_s16,
     ("requantize", "int8"): _requantize_s8,
+    ("requantize", "int16"): _requantize_to_s16,
     ("quantize", "int8"): _quantize,
     ("dequantize", "float32"): _dequantize,
     ("prelu", "int8"): _prelu_s8,

@@ -99,4 +99,5 @@ EMITTERS = {
     ("permute", "int16"): _permute,
     ("slice", "int16"): _slice,
     ("layout", "int16"): _layout,
+    ("concat", "int16"): _concat,
 }

@@ -43,6 +43,15 @@ def _softmax_s8(op: Op, ref: Ref) -> KernelCall:
                       "mcu_softmax_s8_params", params, operands=[op.inputs[0], op.output])
 
 
+def _softmax_s16(op: Op, ref: Ref) -> KernelCall:
+    """The 16x8 softmax (w8a16): CMSIS-NN's arm_softmax_s16 over any axis."""
+    outer, axis, inner = split_at(op.inputs[0], op.attrs["axis"])
+    params = {"outer": outer, "axis": axis, "inner": inner, **offsets(op, "input_multiplier", "input_shift")}
+    return KernelCall("mcu_softmax_s16", ["&params", ref(op.inputs[0]), ref(op.output)], ["mcu_softmax_s16.c"],
+                      "mcu_softmax_s16_params", params, operands=[op.inputs[0], op.output],
+                      headers=["mcu/kernels_s16.h"])
+
+
 def _layer_norm(op: Op, ref: Ref) -> KernelCall:
     x = op.inputs[0]
     rest = iter(op.inputs[1:])
@@ -176,6 +185,7 @@ EMITTERS = {
     ("log_softmax", "float32"): _log_softmax,
     ("reduce", "float32"): _reduce,
     ("softmax", "int8"): _softmax_s8,
+    ("softmax", "int16"): _softmax_s16,
     ("log_softmax", "int8"): _log_softmax_s8,
     ("layer_norm", "int8"): _layer_norm_s8,
     ("reduce", "int8"): _reduce_s8,

@@ -85,6 +85,10 @@ EMITTERS = {
     ("remap", "int32"): _remap,  # indices moved before they index (an expanded run-time index)
     ("index_select", "int32"): _index_select,
     ("gather", "int32"): _gather,
+    # w8a16: the same moves of int16 elements
+    ("remap", "int16"): _remap,
+    ("index_select", "int16"): _index_select,
+    ("gather", "int16"): _gather,
     ("resize_bilinear", "float32"): _resize_bilinear_f32,
     ("resize_bilinear", "int8"): _resize_bilinear_s8,
 }

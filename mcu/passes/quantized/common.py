@@ -19,7 +19,7 @@ def zero_point(t: Tensor) -> int:
 
 
 def int_const(name: str, values: np.ndarray, dtype: str = "int32") -> Tensor:
-    arr = np.ascontiguousarray(values).astype({"int32": np.int32, "int64": np.int64}.get(dtype, np.int8))
+    arr = np.ascontiguousarray(values).astype({"int32": np.int32, "int64": np.int64, "int16": np.int16}.get(dtype, np.int8))
     return Tensor(name=name, shape=tuple(arr.shape), dtype=dtype, data=arr)
 
 

@@ -13,6 +13,7 @@ op runs its int8 kernel on it. Clamping keeps or changes quantization (``clamp``
 
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 import numpy as np
@@ -23,7 +24,7 @@ from mcu.passes.quantized.common import int_const as _int_const
 from mcu.passes.quantized.common import same_quant as _same_quant
 from mcu.passes.quantized.common import scale as _scale
 from mcu.passes.quantized.common import zero_point as _zp
-from mcu.reference import arith
+from mcu.reference import arith, s16_act
 from mcu.reference.elementwise import div_params, prelu_params, quantize_slopes, unary_real
 
 # Kinds whose int8 kernel reads a constant operand like any other (strided broadcasting, own offsets).
@@ -74,6 +75,8 @@ def scalars_to_unary(graph: Graph) -> None:
 def _unary_lut(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
     x = ins[0]
     fn = unary_real(op.attrs["fn"], op.attrs["alpha"], op.attrs["beta"])
+    if out.dtype == "int16":
+        return _lut_s16(op, x, out, fn, op.attrs["fn"], {"alpha": op.attrs["alpha"], "beta": op.attrs["beta"]})
     table = arith.lut_table(fn, _scale(x), _zp(x), _scale(out), _zp(out))
     # (alpha and beta kept: a scaling after a bmm folds into its requantization, mcu/passes/quantized/attention.py)
     return Op("lut", [x, _int_const(f"{op.name}_table", table, "int8")], [out],
@@ -147,6 +150,8 @@ def quantize_between_bounds(graph: Graph) -> None:
 def _extreme(kind: str):
     def convert(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
         a, b = ins
+        if out.dtype == "int16":
+            return _binary_s16(kind, op, a, b, out)
         act_min, act_max = act_bounds(op, out)
         params = arith.add_params(_scale(a), _scale(b), _scale(out))
         attrs = {**op.attrs, **params, "a_offset": -_zp(a), "b_offset": -_zp(b), "output_offset": _zp(out),
@@ -176,16 +181,22 @@ def _prelu_per_channel(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> 
               op.name, op.source)
 
 
-def _add_s16(kind: str, op: Op, a: Tensor, b: Tensor, out: Tensor) -> Op | str:
-    """The 16x8 add (w8a16, mcu_add_s16 as CMSIS-NN's arm_elementwise_add_s16): two int16 tensors of the output's
-    shape and layout, left shift 15."""
-    if kind != "add":
+def _binary_s16(kind: str, op: Op, a: Tensor, b: Tensor, out: Tensor) -> Op | str:
+    """The 16x8 add, difference and product (w8a16): two int16 tensors of the output's shape and layout. add is
+    mcu_add_s16 (CMSIS-NN's arm_elementwise_add_s16, left shift 15), sub mcu_sub_s16 (the add's arithmetic with
+    a minus, TFLite's 16x8 SUB), maximum and minimum mcu_maximum_s16 / mcu_minimum_s16 (the larger or smaller of
+    the add's rescaled operands), mul mcu_mul_s16 (arm_elementwise_mul_s16)."""
+    if kind not in ("add", "sub", "mul", "maximum", "minimum"):
         return f"w8a16 has no 16x8 {kind}"
     if any(t.is_constant or t.dtype != "int16" or t.shape != out.shape for t in (a, b)):
-        return "a 16x8 add takes two int16 tensors of the output's shape"
-    params = arith.add_params(_scale(a), _scale(b), _scale(out), left_shift=15)
+        return f"a 16x8 {kind} takes two int16 tensors of the output's shape"
     act_min, act_max = act_bounds(op, out)
-    return Op("add", [a, b], [out], {**op.attrs, **params, "act_min": act_min, "act_max": act_max}, op.name,
+    if kind == "mul":
+        mult, shift = s16_act.mul_params(_scale(a), _scale(b), _scale(out))
+        params = {"out_multiplier": mult, "out_shift": shift}
+    else:
+        params = arith.add_params(_scale(a), _scale(b), _scale(out), left_shift=15)
+    return Op(kind, [a, b], [out], {**op.attrs, **params, "act_min": act_min, "act_max": act_max}, op.name,
               op.source)
 
 
@@ -193,7 +204,7 @@ def _binary(kind: str) -> Converter:
     def convert(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
         a, b = ins
         if out.dtype == "int16":
-            return _add_s16(kind, op, a, b, out)
+            return _binary_s16(kind, op, a, b, out)
         if (a.is_constant and a.dtype != "int8") or (b.is_constant and b.dtype != "int8"):
             return "an operand is a constant"  # (an int8 constant operand is read like a tensor)
         act_min, act_max = act_bounds(op, out)
@@ -222,9 +233,38 @@ _LUT_FUNCTIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
 
 def _lut(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
     x = ins[0]
+    if out.dtype == "int16":
+        if op.kind in s16_act.KINDS:
+            return _activation_s16(op, x, out)
+        return _lut_s16(op, x, out, _LUT_FUNCTIONS[op.kind], op.kind, {"alpha": 0.0, "beta": 0.0})
     table = arith.lut_table(_LUT_FUNCTIONS[op.kind], _scale(x), _zp(x), _scale(out), _zp(out))
     return Op("lut", [x, _int_const(f"{op.name}_table", table, "int8")], [out], {"function": op.kind},
               op.name, op.source)
+
+
+def _lut_s16(op: Op, x: Tensor, out: Tensor, fn: Callable[[np.ndarray], np.ndarray], name: str,
+             params: dict) -> Op | str:
+    """The 16x8 table lookup (w8a16, mcu_lut_s16): 513 int16 entries over the input's codes, interpolated."""
+    if x.dtype != "int16" or _zp(x) != 0 or _zp(out) != 0:
+        return f"a 16x8 {name} table reads and writes int16 codes of zero point 0"
+    table = s16_act.lut_table_s16(fn, _scale(x), _scale(out))
+    return Op("lut", [x, _int_const(f"{op.name}_table", table, "int16")], [out], {"function": name, **params},
+              op.name, op.source)
+
+
+def _activation_s16(op: Op, x: Tensor, out: Tensor) -> Op | str:
+    """The 16x8 sigmoid and tanh (w8a16, mcu_activation_s16 as CMSIS-NN's arm_nn_activation_s16): an int16
+    input of any scale, the output at 2^-15."""
+    if op.kind not in s16_act.KINDS:
+        return f"w8a16 has no 16x8 {op.kind}"
+    if x.dtype != "int16" or _zp(x) != 0 or not math.isclose(_scale(out), s16_act.OUTPUT_SCALE) or _zp(out) != 0:
+        return f"a 16x8 {op.kind} reads int16 codes and writes scale 2^-15, zero point 0"
+    try:
+        mult, shift = s16_act.activation_params(_scale(x))
+    except ValueError as exc:
+        return str(exc)
+    return Op(op.kind, [x], [out], {**op.attrs, "input_multiplier": mult, "input_shift": shift}, op.name,
+              op.source)
 
 
 def _clamp(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
@@ -235,13 +275,14 @@ def _clamp(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
     # (the float bounds stay as the op's fused activation: the integer reference derives the clamp from them)
     if _same_quant(x, out):
         return Op("clamp", [x], [out], {"act_min": act_min, "act_max": act_max, "act": (lo, hi)}, op.name, op.source)
-    if out.dtype == "int16":
-        return "a 16x8 clamp keeps its input's quantization"
     return requantize_op(op.name, x, out, act_min, act_max, op.source, act=(lo, hi))
 
 
-def requantize_op(name: str, x: Tensor, out: Tensor, act_min: int = -128, act_max: int = 127,
+def requantize_op(name: str, x: Tensor, out: Tensor, act_min: int | None = None, act_max: int | None = None,
                   source: str = "", act: tuple[float | None, float | None] | None = None) -> Op:
+    """int8, or int16 (w8a16, mcu_requantize_s16): the clamp defaults to the output's whole range."""
+    qmin, qmax = (-32768, 32767) if out.dtype == "int16" else (-128, 127)
+    act_min, act_max = qmin if act_min is None else act_min, qmax if act_max is None else act_max
     mult, shift = arith.quantize_multiplier(_scale(x) / _scale(out))
     attrs = {"input_offset": -_zp(x), "multiplier": mult, "shift": shift, "output_offset": _zp(out),
              "act_min": act_min, "act_max": act_max}

@@ -15,14 +15,27 @@ from mcu.passes.quantized.common import int_const as _int_const
 from mcu.passes.quantized.common import scale as _scale
 from mcu.passes.quantized.common import zero_point as _zp
 from mcu.passes.quantized.pool import mean_s16_attrs
-from mcu.reference import arith
+from mcu.reference import arith, s16_act
 from mcu.reference.norm import layer_norm_params, log_softmax_tables
 
 # Kinds whose converter turns their float constants (weight, bias) to int8.
 OWN_CONSTANTS = {"layer_norm", "rms_norm"}
 
 
+def _softmax_s16(op: Op, x: Tensor, out: Tensor) -> Op | str:
+    """The 16x8 softmax (w8a16, mcu_softmax_s16 as CMSIS-NN's arm_softmax_s16): int16 codes in, 2^-15 out."""
+    if "hidden" in op.attrs:
+        return "w8a16 has no 16x8 masked softmax"
+    if x.dtype != "int16" or _zp(x) != 0 or not math.isclose(_scale(out), s16_act.OUTPUT_SCALE) or _zp(out) != 0:
+        return "a 16x8 softmax reads int16 codes and writes scale 2^-15, zero point 0"
+    mult, shift = s16_act.softmax_params(_scale(x))
+    return Op("softmax", [x], [out], {**op.attrs, "input_multiplier": mult, "input_shift": shift}, op.name,
+              op.source)
+
+
 def _softmax(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
+    if out.dtype == "int16":
+        return _softmax_s16(op, ins[0], out)
     if not math.isclose(_scale(out), 1.0 / 256.0) or _zp(out) != -128:
         return "int8 softmax needs output scale 1/256 and zero-point -128"
     mult, left_shift, diff_min = arith.softmax_params(1.0, _scale(ins[0]))

@@ -98,6 +98,12 @@ typedef struct {
 
 /** The 16x8 add of CMSIS-NN's arm_elementwise_add_s16 (zero points 0); an operand may be the output, exactly. */
 mcu_status mcu_add_s16(const mcu_add_s16_params *p, const int16_t *a, const int16_t *b, int16_t *output);
+/** a - b with mcu_add_s16's parameters and arithmetic (TFLite's 16x8 SUB); an operand may be the output, exactly. */
+mcu_status mcu_sub_s16(const mcu_add_s16_params *p, const int16_t *a, const int16_t *b, int16_t *output);
+/** max(a, b) of the add's rescaled operands, requantized to the output (mcu_add_s16_params); in place as the add. */
+mcu_status mcu_maximum_s16(const mcu_add_s16_params *p, const int16_t *a, const int16_t *b, int16_t *output);
+/** min(a, b) as mcu_maximum_s16. */
+mcu_status mcu_minimum_s16(const mcu_add_s16_params *p, const int16_t *a, const int16_t *b, int16_t *output);
 
 typedef struct {
     mcu_shape4 input;  /**< NHWC */
@@ -116,6 +122,76 @@ mcu_status mcu_avg_pool2d_s16(const mcu_pool2d_s16_params *p, const int16_t *inp
 
 /** A ReLU or clamp on int16 codes (input and output share one scale). May run in place (exactly). */
 mcu_status mcu_clamp_s16(int32_t size, int32_t act_min, int32_t act_max, const int16_t *input, int16_t *output);
+
+typedef enum {
+    MCU_ACT_S16_SIGMOID = 0, /**< output scale 2^-15, codes 0..32767 */
+    MCU_ACT_S16_TANH = 1,    /**< output scale 2^-15 */
+} mcu_activation_s16_kind;
+
+typedef struct {
+    int32_t size;             /**< elements of the input and of the output */
+    int32_t input_multiplier; /**< in [1, 32767]: s_in * 3 * 2^12 * 2^input_shift (TFLite's int16 LOGISTIC/TANH) */
+    int32_t input_shift;      /**< right shift in [0, 31] of input * input_multiplier, with rounding */
+    int32_t kind;             /**< mcu_activation_s16_kind */
+} mcu_activation_s16_params;
+
+/** Sigmoid or tanh on int16 codes (zero point 0) as CMSIS-NN's arm_nn_activation_s16: the input brought to
+ *  steps of 1/(3 * 2^12), read in the table of sigmoid(k / 24) with linear interpolation (tanh as
+ *  2 sigmoid(2x) - 1); any input scale, where CMSIS-NN takes powers of two (TFLite's general multiplier). The
+ *  output may be the input, exactly; no other overlap. */
+mcu_status mcu_activation_s16(const mcu_activation_s16_params *p, const int16_t *input, int16_t *output);
+
+typedef struct {
+    int32_t size;                      /**< elements of each operand and of the output (same shapes) */
+    int32_t out_multiplier, out_shift; /**< s_a s_b / s_out */
+    int32_t act_min, act_max;
+} mcu_mul_s16_params;
+
+/** The 16x8 elementwise product of CMSIS-NN's arm_elementwise_mul_s16 (zero points 0): a * b in int32
+ *  requantized to the output. An operand may be the output, exactly; no other overlap. */
+mcu_status mcu_mul_s16(const mcu_mul_s16_params *p, const int16_t *a, const int16_t *b, int16_t *output);
+
+typedef struct {
+    int32_t size;              /**< elements of the input and of the output */
+    int32_t multiplier, shift; /**< s_in / s_out */
+    int32_t act_min, act_max;
+} mcu_requantize_s16_params;
+
+/** int16 codes to another int16 scale (zero points 0) with kernels_s8.h's int32 requantization, clamped: ours,
+ *  TFLite's int16-to-int16 QUANTIZE (CMSIS-NN has none). The output may be the input, exactly. */
+mcu_status mcu_requantize_s16(const mcu_requantize_s16_params *p, const int16_t *input, int16_t *output);
+
+/** Entries of mcu_lut_s16's table. */
+#define MCU_LUT_S16_ENTRIES 513
+
+/** An elementwise function of int16 codes as a table of MCU_LUT_S16_ENTRIES int16 entries over the input's
+ *  codes (entry i at code -32768 + 128 i), read with a 7-bit linear interpolation (TFLite's int16 LUT). The
+ *  output may be the input, exactly; the table overlaps not the output. */
+mcu_status mcu_lut_s16(int32_t size, const int16_t *table, const int16_t *input, int16_t *output);
+
+/** Longest softmax axis of mcu_softmax_s16 (the int32 sum of its exponentials stays below 2^31). */
+#define MCU_SOFTMAX_S16_MAX_AXIS 65535
+
+typedef struct {
+    int32_t outer, axis, inner;        /**< element (o, a, i) at (o * axis + a) * inner + i */
+    int32_t input_multiplier, input_shift; /**< s_in / (10 / 65535): the differences to the exp table's steps */
+} mcu_softmax_s16_params;
+
+/** Softmax of int16 codes (zero point 0) to the output scale 2^-15 as CMSIS-NN's arm_softmax_s16: exp from a
+ *  513-entry table over [-10, 0], 1 / (1 + x) from one over [0, 1], both interpolated; the reciprocal's table
+ *  input saturated as TFLite's reference does (CMSIS-NN wraps it; mcu_softmax_s16.c says when that differs).
+ *  The output may be the input, exactly; no other overlap. */
+mcu_status mcu_softmax_s16(const mcu_softmax_s16_params *p, const int16_t *input, int16_t *output);
+/** The borders between int8 and int16 activations (--quantize mixed): int8 codes (input_offset = -zero
+ * point) to symmetric int16, clamp(requantize(q + input_offset, multiplier, shift), act_min, act_max) with
+ * kernels_s8.h's int32 requantization (shift up to 30: the int16 scale is the finer one). The output overlaps
+ * no input byte. */
+mcu_status mcu_requantize_s8_s16(int32_t size, int32_t input_offset, int32_t multiplier, int32_t shift,
+                                 int32_t act_min, int32_t act_max, const int8_t *input, int16_t *output);
+/** Symmetric int16 to int8: clamp(requantize(q, multiplier, shift) + output_offset, act_min, act_max), as
+ * mcu_requantize_s8 with input offset 0. The output overlaps no input byte. */
+mcu_status mcu_requantize_s16_s8(int32_t size, int32_t multiplier, int32_t shift, int32_t output_offset,
+                                 int32_t act_min, int32_t act_max, const int16_t *input, int8_t *output);
 
 /** Largest input or hidden size of mcu_lstm_s16. */
 #define MCU_LSTM_S16_MAX_FEATURES 4096

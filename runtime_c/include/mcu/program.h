@@ -150,6 +150,19 @@ typedef enum {
     /** [scratch int8, in int16, state int16 (absent: the zero state), w_ih int8, w_hh int8, bias int64,
      *  quant int32, out int16]; mcu_gru_s16_params; no operand may overlap the output */
     MCU_K_GRU_S16 = 119,
+    MCU_K_ACTIVATION_S16 = 123,       /**< [in int16, out int16]; mcu_activation_s16_params (sigmoid, tanh) */
+    MCU_K_MUL_S16 = 124,              /**< [a int16, b int16, out int16]; mcu_mul_s16_params (same shapes) */
+    MCU_K_SOFTMAX_S16 = 125,          /**< [in int16, out int16]; mcu_softmax_s16_params */
+    MCU_K_REQUANTIZE_S16 = 126,       /**< [in int16, out int16]; mcu_requantize_s16_params */
+    MCU_K_SUB_S16 = 127,              /**< [a int16, b int16, out int16]; mcu_add_s16_params (same shapes) */
+    MCU_K_LUT_S16 = 128,              /**< [table int16 (513), in int16, out int16]; size */
+    MCU_K_MAXIMUM_S16 = 129,          /**< [a int16, b int16, out int16]; mcu_add_s16_params (same shapes) */
+    MCU_K_MINIMUM_S16 = 130,
+    /* The borders between int8 and int16 activations (--quantize mixed); the output overlaps no input byte. */
+    /** [in int16, out int8]; size, multiplier, shift, output_offset, act_min, act_max */
+    MCU_K_REQUANTIZE_S16_S8 = 138,
+    /** [in int8, out int16]; size, input_offset, multiplier, shift, act_min, act_max */
+    MCU_K_REQUANTIZE_S8_S16 = 139,
     /* Look-up-table weights (--weight-palette): [in, indices uint8, bias?, multipliers, shifts, scratch,
      * tables int8, out]; the int8 kernel's params, then the index width in bits (2 to 4). Indices: a
      * byte-padded row of ceil(taps * bits / 8) bytes per output channel; tables: 2^bits per channel; the

@@ -362,11 +362,213 @@ static inline void mcu_narrow_run(mcu_narrow_state *st, uint32_t mode, const int
     st->dy = 0;
 }
 
+#if MCU_PACKED_NARROW_K3C3
+/* Three 3x3 windows of 3 channels per pass (mcu_narrow_x3): the single-pixel engine spends 21
+ * cycles per 16 MACs (an LDRD of column and two LDM of weights per four taps and four channels) and a
+ * requantization constant load per output. Here a tap pair of two channels meets three pixels' columns:
+ * five independent LDR (6 cycles, the loads pipelining) and six SMLAD, 12 cycles per 12 MACs, with
+ * 13 registers (six accumulators, five operands, two pointers); each channel's requantization
+ * constants serve three outputs. Layers whose activation range is narrower than int8 keep the engine
+ * (its byte-wise clamp needs four channels of one pixel in a word). */
+#define MCU_NARROW_X3_TAPS 28 /* 27 taps and the padding tap: the column of a 3x3x3 window */
+
+/* The pass's state, read by the assembly at fixed offsets. */
+typedef struct {
+    const int32_t *pair; /* the next channel pair's two biases (its weights from byte 16 on) */
+    int16_t *col;        /* three columns of MCU_NARROW_X3_TAPS */
+    int8_t *y;           /* the first pixel's output for the pair */
+    int32_t cout;        /* between the pixels' outputs */
+    int8_t *y_end;       /* the first pixel's output end */
+    int32_t skip;        /* bytes from a block's second pair to the next block's first */
+    int32_t rq;          /* bytes from the pair's weights to its constants: 224 (a block's first pair), 248 */
+    /* for the C around it */
+    const int32_t *blocks; /* the stream's first block */
+    int32_t step;          /* between window rows */
+    uint32_t off2, zp4;    /* as in mcu_narrow_state */
+} mcu_narrow_x3_state;
+
+#if MCU_S8_DSP_NATIVE
+_Static_assert(offsetof(mcu_narrow_x3_state, col) == 4 && offsetof(mcu_narrow_x3_state, y) == 8 &&
+                   offsetof(mcu_narrow_x3_state, cout) == 12 && offsetof(mcu_narrow_x3_state, y_end) == 16 &&
+                   offsetof(mcu_narrow_x3_state, skip) == 20 && offsetof(mcu_narrow_x3_state, rq) == 24,
+               "mcu_narrow_x3_state layout");
+
+/* Tap pair t: the pair's two weight words (16 bytes apart per tap pair in the stream, from lr), the
+ * three columns' words (56 bytes apart, from r12), six SMLAD. */
+#define MCU_NX3_TAP(w0, w1, c0, c1, c2)                                                                   \
+    "ldr r6, [lr, #" w0 "]\n\t"                                                                           \
+    "ldr r8, [lr, #" w1 "]\n\t"                                                                           \
+    "ldr r9, [r12, #" c0 "]\n\t"                                                                          \
+    "ldr r10, [r12, #" c1 "]\n\t"                                                                         \
+    "ldr r11, [r12, #" c2 "]\n\t"                                                                         \
+    "smlad r0, r9, r6, r0\n\t"                                                                            \
+    "smlad r1, r9, r8, r1\n\t"                                                                            \
+    "smlad r2, r10, r6, r2\n\t"                                                                           \
+    "smlad r3, r10, r8, r3\n\t"                                                                           \
+    "smlad r4, r11, r6, r4\n\t"                                                                           \
+    "smlad r5, r11, r8, r5\n\t"
+
+/* A channel pair's three pixels: the biases in r0, r1 copied to the other pixels, the 14 tap pairs. */
+#define MCU_NX3_PAIR                                                                                      \
+    "mov r2, r0\n\t"                                                                                      \
+    "mov r3, r1\n\t"                                                                                      \
+    "mov r4, r0\n\t"                                                                                      \
+    "mov r5, r1\n\t"                                                                                      \
+    MCU_NX3_TAP("0", "4", "0", "56", "112")                                                               \
+    MCU_NX3_TAP("16", "20", "4", "60", "116")                                                             \
+    MCU_NX3_TAP("32", "36", "8", "64", "120")                                                             \
+    MCU_NX3_TAP("48", "52", "12", "68", "124")                                                            \
+    MCU_NX3_TAP("64", "68", "16", "72", "128")                                                            \
+    MCU_NX3_TAP("80", "84", "20", "76", "132")                                                            \
+    MCU_NX3_TAP("96", "100", "24", "80", "136")                                                           \
+    MCU_NX3_TAP("112", "116", "28", "84", "140")                                                          \
+    MCU_NX3_TAP("128", "132", "32", "88", "144")                                                          \
+    MCU_NX3_TAP("144", "148", "36", "92", "148")                                                          \
+    MCU_NX3_TAP("160", "164", "40", "96", "152")                                                          \
+    MCU_NX3_TAP("176", "180", "44", "100", "156")                                                         \
+    MCU_NX3_TAP("192", "196", "48", "104", "160")                                                         \
+    MCU_NX3_TAP("208", "212", "52", "108", "164")
+
+/* One channel's three outputs a, b, c: the constants (K low, K high, m, shift) in one LDM from lr,
+ * then K + acc m and the high word shifted, as MCU_NW_RQ; K copied for the first two. */
+#define MCU_NX3_RQ(a, b, c)                                                                               \
+    "ldmia lr!, {r8, r9, r10, r11}\n\t"                                                                   \
+    "mov r6, r8\n\t"                                                                                      \
+    "mov r12, r9\n\t"                                                                                     \
+    "smlal r6, r12, " a ", r10\n\t"                                                                       \
+    "asr r12, r12, r11\n\t"                                                                               \
+    "ssat " a ", #8, r12\n\t"                                                                             \
+    "mov r6, r8\n\t"                                                                                      \
+    "mov r12, r9\n\t"                                                                                     \
+    "smlal r6, r12, " b ", r10\n\t"                                                                       \
+    "asr r12, r12, r11\n\t"                                                                               \
+    "ssat " b ", #8, r12\n\t"                                                                             \
+    "smlal r8, r9, " c ", r10\n\t"                                                                        \
+    "asr r9, r9, r11\n\t"                                                                                 \
+    "ssat " c ", #8, r9\n\t"
+
+/* The pair's six outputs: pixel p's at r8 + p cout (r9: cout). */
+#define MCU_NX3_STORE                                                                                     \
+    "add r10, r8, r9\n\t"                                                                                 \
+    "add r11, r10, r9\n\t"                                                                                \
+    "strb r0, [r8]\n\t"                                                                                   \
+    "strb r1, [r8, #1]\n\t"                                                                               \
+    "strb r2, [r10]\n\t"                                                                                  \
+    "strb r3, [r10, #1]\n\t"                                                                              \
+    "strb r4, [r11]\n\t"                                                                                  \
+    "strb r5, [r11, #1]\n\t"
+
+/* Every channel pair of the three pixels (the stream's words of a block: 4 biases, 14 tap pairs of 4
+ * weight words from byte 16, the constants from byte 240), one pair a pass: the loop, about 0.8 kB,
+ * stays inside a 1 kB instruction cache (the STM32L4R5's ART; a block's two pairs unrolled, 1.4 kB,
+ * missed on every pass there). The state pointer waits on the stack. */
+static __attribute__((noinline)) void mcu_narrow_x3(mcu_narrow_x3_state *st)
+{
+    register mcu_narrow_x3_state *s __asm__("r6") = st;
+    __asm__ volatile(
+        "push {r6}\n\t"
+        "1:\n\t"
+        "ldr r6, [sp]\n\t"
+        "ldrd lr, r12, [r6]\n\t"
+        "ldrd r0, r1, [lr], #16\n\t"
+        MCU_NX3_PAIR
+        "ldr r6, [sp]\n\t"
+        "ldr r8, [r6, #24]\n\t"
+        "add lr, lr, r8\n\t"
+        MCU_NX3_RQ("r0", "r2", "r4")
+        MCU_NX3_RQ("r1", "r3", "r5")
+        "ldr r6, [sp]\n\t"
+        "ldrd r8, r9, [r6, #8]\n\t"
+        MCU_NX3_STORE
+        "add r8, r8, #2\n\t"
+        "str r8, [r6, #8]\n\t"
+        /* the next pair: 8 bytes on in the block, or the next block's first */
+        "ldrd r10, r11, [r6, #20]\n\t"
+        "ldr r12, [r6]\n\t"
+        "cmp r11, #224\n\t"
+        "it eq\n\t"
+        "moveq r10, #8\n\t"
+        "add r12, r12, r10\n\t"
+        "eor r11, r11, #(224 ^ 248)\n\t"
+        "str r12, [r6]\n\t"
+        "str r11, [r6, #24]\n\t"
+        "ldr r10, [r6, #16]\n\t"
+        "cmp r8, r10\n\t"
+        "bne 1b\n\t"
+        "add sp, sp, #4\n\t"
+        : "+r"(s)
+        :
+        : "r0", "r1", "r2", "r3", "r4", "r5", "r8", "r9", "r10", "r11", "r12", "lr", "cc", "memory");
+}
+#undef MCU_NX3_TAP
+#undef MCU_NX3_PAIR
+#undef MCU_NX3_RQ
+#undef MCU_NX3_STORE
+#else
+/* The pass in C, with the same state and steps. */
+static void mcu_narrow_x3(mcu_narrow_x3_state *st)
+{
+    while (st->y != st->y_end) {
+        const int32_t *rq = st->pair + 4 + st->rq / 4; /* the pair's weights start 4 words after its biases */
+        for (int32_t px = 0; px < 3; ++px) {
+            for (int32_t ch = 0; ch < 2; ++ch) {
+                uint32_t acc = (uint32_t)st->pair[ch];
+                for (int32_t t = 0; t < MCU_NARROW_X3_TAPS / 2; ++t) {
+                    const uint32_t x = mcu_load_u32(st->col + px * MCU_NARROW_X3_TAPS + 2 * t);
+                    acc = mcu_smlad(x, (uint32_t)st->pair[4 + 4 * t + ch], acc);
+                }
+                st->y[px * st->cout + ch] = (int8_t)mcu_narrow_rq_s8(mcu_u32_to_s32(acc), rq + 4 * ch);
+            }
+        }
+        st->y += 2;
+        st->pair = (const int32_t *)((const int8_t *)st->pair + (st->rq == 224 ? 8 : st->skip));
+        st->rq ^= 224 ^ 248;
+    }
+}
+#endif
+
+/* The three pixels whose columns are in st->col, the first output at y. */
+static inline void mcu_narrow_x3_flush(mcu_narrow_x3_state *st, int8_t *y)
+{
+    st->pair = st->blocks;
+    st->rq = 224;
+    st->y = y;
+    st->y_end = y + st->cout;
+    mcu_narrow_x3(st);
+}
+
+/* Pixel ow's column into the k-th place (0 to 2), from the window at src or, without one (a border
+ * window), from its patch; the three pixels run once the third is in (y: the first one's output).
+ * Returns the places taken. */
+static inline int32_t mcu_narrow_x3_put(mcu_narrow_x3_state *st, const mcu_conv2d_s8_params *p, const int8_t *x_n,
+                                        int32_t ih0, int32_t ow, int8_t *patch, const int8_t *src, int32_t k,
+                                        int8_t *y)
+{
+    int16_t *cw = st->col + k * MCU_NARROW_X3_TAPS;
+    if (src != NULL) {
+        mcu_narrow_col_k3c3(src, st->step, st->off2, st->zp4, cw);
+    } else {
+        mcu_narrow_k3c3_patch(p, x_n, ih0, ow * p->stride_w - p->pad_left, patch);
+        mcu_narrow_col_k3c3(patch, 9, st->off2, st->zp4, cw);
+    }
+    if (k < 2) {
+        return k + 1;
+    }
+    mcu_narrow_x3_flush(st, y);
+    return 0;
+}
+#endif /* MCU_PACKED_NARROW_K3C3 */
+
 /* The layer (mcu_narrow_applies, pixels in forward order), `blocks` after the stream's header. */
 static inline void mcu_conv_narrow_s8(const mcu_conv2d_s8_params *p, const int8_t *input, const int32_t *blocks,
                                       int8_t *output, int32_t kp, int direction)
 {
+#if MCU_PACKED_NARROW_K3C3
+    _Alignas(8) int16_t col[3 * MCU_NARROW_X3_TAPS]; /* one column, or mcu_narrow_x3's three */
+    _Static_assert(3 * MCU_NARROW_X3_TAPS >= MCU_NARROW_TAPS_MAX, "the narrow column");
+#else
     _Alignas(8) int16_t col[MCU_NARROW_TAPS_MAX];
+#endif
     _Alignas(4) int8_t raw[MCU_NARROW_TAPS_MAX];
     _Alignas(4) int8_t patch[28]; /* a border 3x3x3 window and one byte the column's loads read */
     const mcu_shape4 in = p->input, out = p->output;
@@ -412,6 +614,16 @@ static inline void mcu_conv_narrow_s8(const mcu_conv2d_s8_params *p, const int8_
     /* others: a pixel at a time (a 3x1 window of 9 channels also has 9-byte rows, but its border patch
      * would be read as three pixels of 3 channels) */
     const int k3c3 = MCU_PACKED_NARROW_K3C3 && gather && kh == 3 && kw == 3 && c == 3;
+#if MCU_PACKED_NARROW_K3C3
+    const int x3 = k3c3 && !st.clamp && kp == MCU_NARROW_X3_TAPS;
+    mcu_narrow_x3_state x3s = {.col = col,
+                               .cout = out.c,
+                               .skip = 4 * mcu_packed_block_words(kp) - 8,
+                               .blocks = blocks,
+                               .step = st.step,
+                               .off2 = st.off2,
+                               .zp4 = st.zp4};
+#endif
     /* output columns whose window lies inside the input's width: ow_lo <= ow < ow_hi */
     int32_t ow_lo = 0, ow_hi = 0;
     if (gather) {
@@ -428,6 +640,34 @@ static inline void mcu_conv_narrow_s8(const mcu_conv2d_s8_params *p, const int8_
             const int rows_in = gather && ih0 >= 0 && ih0 + span <= in.h;
             const int32_t lo = rows_in ? ow_lo : out.w, hi = rows_in ? ow_hi : out.w;
             int8_t *y = y_n + (int64_t)oh * out.w * out.c;
+#if MCU_PACKED_NARROW_K3C3
+            if (x3) { /* every window's column, interior or border, then the pixels by threes */
+                const int32_t dx = p->stride_w * c;
+                const int8_t *src = x_n + ((int64_t)ih0 * in.w + lo * p->stride_w - p->pad_left) * c;
+                int32_t k = 0, ow = 0;
+                for (; ow < lo; ++ow) { /* the left border, then interior windows up to a whole three */
+                    k = mcu_narrow_x3_put(&x3s, p, x_n, ih0, ow, patch, NULL, k, y + (ow - 2) * out.c);
+                }
+                for (; k != 0 && ow < hi; ++ow, src += dx) {
+                    k = mcu_narrow_x3_put(&x3s, p, x_n, ih0, ow, patch, src, k, y + (ow - 2) * out.c);
+                }
+                for (; ow + 3 <= hi; ow += 3) { /* the interior by threes */
+                    for (int32_t i = 0; i < 3; ++i, src += dx) {
+                        mcu_narrow_col_k3c3(src, st.step, st.off2, st.zp4, col + i * MCU_NARROW_X3_TAPS);
+                    }
+                    mcu_narrow_x3_flush(&x3s, y + ow * out.c);
+                }
+                for (; ow < out.w; ++ow, src += dx) { /* the rest of the interior, the right border */
+                    k = mcu_narrow_x3_put(&x3s, p, x_n, ih0, ow, patch, ow < hi ? src : NULL, k, y + (ow - 2) * out.c);
+                }
+                for (int32_t i = 0; i < k; ++i) { /* the row's last one or two */
+                    st.col = col + i * MCU_NARROW_X3_TAPS;
+                    mcu_narrow_pixel(&st, y + (out.w - k + i) * out.c);
+                }
+                st.col = col;
+                continue;
+            }
+#endif
             for (int32_t ow = 0; ow < out.w; ++ow, y += out.c) {
                 if (ow == lo && lo < hi && k3c3) { /* the row's interior windows in one run */
                     const int8_t *src = x_n + ((int64_t)ih0 * in.w + ow * p->stride_w - p->pad_left) * c;

@@ -395,6 +395,53 @@ static inline const int32_t *mcu_pixel_packed_wide(const int16_t *col, int32_t k
 #undef MCU_PXW_GROUP
 #undef MCU_PXW_PAIR
 
+/* The column of a window wholly inside the input (mcu_conv_column_s16's first case, for the
+ * windowed pixel loops): kh runs of `run` bytes (a positive multiple of 16), `step` bytes apart from
+ * src, as (x + offset) int16 in mcu_column_s8's order, one assembly for all of them. Per 16 bytes four
+ * LDR (pipelined: 5 cycles), eight SXTAB16 and eight STR with immediate offsets (1 cycle each, where
+ * mcu_column_s8's STRD takes 3): 21 cycles and the loop where mcu_column_s8 takes 28, and no call, no
+ * parameter loads and no bounds per run (mcu_conv_column_s16 took about 3.6 cycles per tap of
+ * resnet8's 16-channel windows, this about 1.6). */
+static inline void mcu_window_column_s16(const int8_t *src, int32_t run, int32_t step, int32_t kh, uint32_t off2,
+                                         int16_t *col)
+{
+    const int32_t skip = step - run;
+    uint32_t a, b, c, d, a1, b1;
+    const int8_t *e;
+    __asm__ volatile("1:\n\t"
+                     "add %[e], %[x], %[run]\n\t"
+                     "2:\n\t"
+                     "ldr %[a], [%[x]], #4\n\t"
+                     "ldr %[b], [%[x]], #4\n\t"
+                     "ldr %[c], [%[x]], #4\n\t"
+                     "ldr %[d], [%[x]], #4\n\t"
+                     "sxtab16 %[a1], %[o], %[a], ror #8\n\t"
+                     "sxtab16 %[a], %[o], %[a]\n\t"
+                     "sxtab16 %[b1], %[o], %[b], ror #8\n\t"
+                     "sxtab16 %[b], %[o], %[b]\n\t"
+                     "str %[a], [%[y]], #32\n\t"
+                     "str %[a1], [%[y], #-28]\n\t"
+                     "str %[b], [%[y], #-24]\n\t"
+                     "str %[b1], [%[y], #-20]\n\t"
+                     "sxtab16 %[a1], %[o], %[c], ror #8\n\t"
+                     "sxtab16 %[a], %[o], %[c]\n\t"
+                     "sxtab16 %[b1], %[o], %[d], ror #8\n\t"
+                     "sxtab16 %[b], %[o], %[d]\n\t"
+                     "str %[a], [%[y], #-16]\n\t"
+                     "str %[a1], [%[y], #-12]\n\t"
+                     "str %[b], [%[y], #-8]\n\t"
+                     "str %[b1], [%[y], #-4]\n\t"
+                     "cmp %[x], %[e]\n\t"
+                     "bne 2b\n\t"
+                     "add %[x], %[x], %[skip]\n\t"
+                     "subs %[k], %[k], #1\n\t"
+                     "bne 1b\n\t"
+                     : [x] "+r"(src), [y] "+r"(col), [k] "+r"(kh), [e] "=&r"(e), [a] "=&r"(a), [b] "=&r"(b),
+                       [c] "=&r"(c), [d] "=&r"(d), [a1] "=&r"(a1), [b1] "=&r"(b1)
+                     : [o] "r"(off2), [run] "r"(run), [skip] "r"(skip)
+                     : "cc", "memory");
+}
+
 /* The interleaved column of two pixels for mcu_pixel2_packed_wide, from kp bytes at xa and at xb (kp a
  * multiple of 4): per 4 taps the words (xa's taps 0, 2), (xb's 0, 2), (xa's 1, 3), (xb's 1, 3), each
  * tap + off as int16 (mcu_column_s8's order per pixel). col2 is word-aligned. */
@@ -444,14 +491,25 @@ static inline void mcu_column2_s8(const int8_t *xa, const int8_t *xb, int32_t kp
     }
 }
 
+/* The order the pixel-pair and four-pixel loops walk a layer's blocks of four channels in: from the
+ * first block on (steps 0), or from the last one back (stream_step: minus two blocks' bytes, y_step
+ * -8: after a block the stream and y have moved one block on). The kernel alternates them pass by
+ * pass: a stream larger than a flash cache (mps2-an505-u575's 8 kB ICACHE, LRU) then starts each
+ * pass on the lines the previous pass fetched last, still cached, where the same order every pass
+ * evicts each line just before its next use. */
+typedef struct {
+    int32_t stream_step; /* bytes added to the stream pointer after each block */
+    int32_t y_step;      /* bytes added to y after each block */
+} mcu_block_order;
+
 /* Two output pixels per weight load (register blocking), for the pointwise layers' flat loop: the
  * packed stream is read once per pair of pixels, so each loaded weight word feeds two SMLAD. The
  * column holds both pixels' columns interleaved by tap pair (mcu_column2_s8: word 2j is pixel A's
- * pair j, word 2j + 1 pixel B's), so one LDRD fetches a tap pair of both pixels. Per tap pair and
- * block of four channels: that LDRD, two LDRD of the channels' weight words and eight SMLAD, 11
- * instructions per 16 MACs, where mcu_pixel_packed_wide takes 21 per 32 but loads every weight word
- * once per pixel: the loads are the multi-cycle part (LDRD 3 cycles, LDM 1 + N), so the pair takes
- * about 17 cycles per 16 MACs against 41 per 32, and streams the weights from flash half as often.
+ * pair j, word 2j + 1 pixel B's). Per tap pair and block of four channels: the two column words and
+ * the four channels' weight words as six single LDR (MCU_PX2_MACS: in two runs that pipeline, 8
+ * cycles) and eight SMLAD, 14 instructions and 16 cycles per 16 MACs, where mcu_pixel_packed_wide
+ * takes 21 instructions and 41 cycles per 32 but loads every weight word once per pixel: the loads
+ * are the multi-cycle part, and the pair streams the weights from flash half as often.
  *
  * Eight accumulators (r0-r3 pixel A, r8-r11 pixel B), the column and stream pointers and four operand
  * registers take every register but r7 (saved in the state) and sp, so no register holds the
@@ -463,40 +521,50 @@ static inline void mcu_column2_s8(const int8_t *xa, const int8_t *xb, int32_t kp
  * store tail are chosen by LDR PC from the state (a branch to a label of this assembly, not a call:
  * mcu/stack.py's bound holds).
  *
- * The state, 10 words right after the 2 kp column taps (r4 points there after the dot product):
- * sentinel, column start, entry address, y (pixel A), y_end, min4, max4, store tail, saved r7, and
- * the distance from pixel A's outputs to pixel B's. The requantization reads each channel's four
- * words twice (without and with write-back), one LDM per pixel: there are no registers for both
- * copies of K. */
-#define MCU_PIXEL2_SPARE 20 /* the state of mcu_pixel2_packed: 10 words */
-#define MCU_PX2_PASS 8      /* tap pairs per pass: 352 bytes of loop */
+ * The state, 12 words right after the 2 kp column taps (r4 points there after the dot product):
+ * sentinel, column start, entry address, y (pixel A), y_end, min4, max4, store tail, saved r7, the
+ * distance from pixel A's outputs to pixel B's, and the block order's two steps (mcu_block_order). The requantization reads each channel's four
+ * words with one LDM for pixel A and K again (LDRD, with write-back) for pixel B: SMLAL overwrites
+ * K, and there are no registers for both copies; the multiplier and shift stay (the BIC works in the
+ * accumulator, dead by then). */
+#define MCU_PIXEL2_SPARE 24 /* the state of mcu_pixel2_packed: 12 words */
+#define MCU_PX2_PASS 8      /* tap pairs per pass: 464 bytes of loop with the rotated loads */
 #define MCU_PX2_STR2(x) #x
 #define MCU_PX2_STR(x) MCU_PX2_STR2(x)
-#define MCU_PX2_UNIT                                                                                      \
-    "ldrd r6, r7, [r4], #8\n\t"                                                                           \
-    "ldrd r12, lr, [r5], #8\n\t"                                                                          \
+/* The tap pair's eight SMLAD, A's word in r6 and B's in r7, the first two channels' weight words in r12
+ * and lr (the other two loaded between). Every load is a single LDR: a run of them pipelines (the
+ * first 2 cycles, the others 1; docs/cycles.md), so the unit's six words cost 8 cycles where two
+ * LDRD and the column's LDRD (or two LDR) took 9: 16 cycles per 16 MACs. */
+#define MCU_PX2_MACS                                                                                      \
     "smlad r0, r6, r12, r0\n\t"                                                                           \
     "smlad r8, r7, r12, r8\n\t"                                                                           \
     "smlad r1, r6, lr, r1\n\t"                                                                            \
     "smlad r9, r7, lr, r9\n\t"                                                                            \
-    "ldrd r12, lr, [r5], #8\n\t"                                                                          \
+    "ldr.w r12, [r5], #4\n\t"                                                                             \
+    "ldr.w lr, [r5], #4\n\t"                                                                              \
     "smlad r2, r6, r12, r2\n\t"                                                                           \
     "smlad r10, r7, r12, r10\n\t"                                                                         \
     "smlad r3, r6, lr, r3\n\t"                                                                            \
     "smlad r11, r7, lr, r11\n\t"
-#define MCU_PX2_UNIT_BYTES 44 /* 11 wide instructions */
+#define MCU_PX2_LOADS                                                                                     \
+    "ldr.w r6, [r4], #4\n\t"                                                                              \
+    "ldr.w r7, [r4], #4\n\t"                                                                              \
+    "ldr.w r12, [r5], #4\n\t"                                                                             \
+    "ldr.w lr, [r5], #4\n\t"
+#define MCU_PX2_UNIT MCU_PX2_LOADS MCU_PX2_MACS
+#define MCU_PX2_UNIT_BYTES 56 /* 14 wide instructions */
 /* One channel's requantization (mcu_packed_rq_s8) for both pixels: a and b are its accumulators. */
 #define MCU_PX2_RQ(a, b)                                                                                  \
     "ldm r5, {r6, r7, r12, lr}\n\t"                                                                       \
     "smlal r6, r7, " a ", r12\n\t"                                                                        \
-    "bic r12, " a ", r6\n\t"                                                                              \
-    "add r7, r7, r12, asr #31\n\t"                                                                        \
+    "bic " a ", " a ", r6\n\t"                                                                            \
+    "add r7, r7, " a ", asr #31\n\t"                                                                      \
     "asr r7, r7, lr\n\t"                                                                                  \
     "ssat " a ", #8, r7\n\t"                                                                              \
-    "ldmia r5!, {r6, r7, r12, lr}\n\t"                                                                    \
+    "ldrd r6, r7, [r5], #16\n\t"                                                                          \
     "smlal r6, r7, " b ", r12\n\t"                                                                        \
-    "bic r12, " b ", r6\n\t"                                                                              \
-    "add r7, r7, r12, asr #31\n\t"                                                                        \
+    "bic " b ", " b ", r6\n\t"                                                                            \
+    "add r7, r7, " b ", asr #31\n\t"                                                                      \
     "asr r7, r7, lr\n\t"                                                                                  \
     "ssat " b ", #8, r7\n\t"
 /* Four results of one pixel (r0-r3 or r8-r11) packed into the first register's word. */
@@ -513,7 +581,8 @@ static inline void mcu_column2_s8(const int8_t *xa, const int8_t *xb, int32_t kp
     "ssub8 r12, r7, " r "\n\t"                                                                            \
     "sel " r ", " r ", r7\n\t"
 
-#define MCU_PX2_ASM(unit, bytes)                                                                        \
+#define MCU_PX2_ASM(loads, unit, bytes, col_back)                                                       \
+        "strd r10, r11, [r4, #40]\n\t"                                                                  \
         "str r7, [r4, #32]\n\t"                                                                         \
         "mov r7, #0x80008000\n\t"                                                                       \
         "strd r7, r0, [r4]\n\t"                                                                         \
@@ -526,7 +595,7 @@ static inline void mcu_column2_s8(const int8_t *xa, const int8_t *xb, int32_t kp
         "rsb r8, r8, #0\n\t"                                                                            \
         "and r8, r8, #(" MCU_PX2_STR(MCU_PX2_PASS) " - 1)\n\t"                                          \
         "mov r10, #" bytes "\n\t"                                                                       \
-        "adr.w r6, 6f\n\t"                                                                              \
+        "adr.w r6, 12f\n\t"                                                                             \
         "mla r6, r8, r10, r6\n\t"                                                                       \
         "orr r6, r6, #1\n\t"                                                                            \
         "str r6, [r4, #8]\n\t"                                                                          \
@@ -551,6 +620,9 @@ static inline void mcu_column2_s8(const int8_t *xa, const int8_t *xb, int32_t kp
         "strb r10, [lr, #2]\n\t"                                                                        \
         "strb r11, [lr, #3]\n\t"                                                                        \
         "strb r8, [lr]\n\t"                                                                             \
+        "ldrd r12, lr, [r4, #40]\n\t"                                                                  \
+        "add r5, r5, r12\n\t"                                                                           \
+        "add r6, r6, lr\n\t"                                                                            \
         "str r6, [r4, #12]\n\t"                                                                         \
         "cmp r6, r7\n\t"                                                                                \
         "bne 5f\n\t"                                                                                    \
@@ -565,6 +637,9 @@ static inline void mcu_column2_s8(const int8_t *xa, const int8_t *xb, int32_t kp
         "ldr r12, [r4, #36]\n\t"                                                                        \
         "str r8, [r6, r12]\n\t"                                                                         \
         "str r0, [r6], #4\n\t"                                                                          \
+        "ldrd r12, lr, [r4, #40]\n\t"                                                                  \
+        "add r5, r5, r12\n\t"                                                                           \
+        "add r6, r6, lr\n\t"                                                                            \
         "str r6, [r4, #12]\n\t"                                                                         \
         "cmp r6, r7\n\t"                                                                                \
         "beq 8f\n\t"                                                                                    \
@@ -578,16 +653,21 @@ static inline void mcu_column2_s8(const int8_t *xa, const int8_t *xb, int32_t kp
         "ldr r4, [r6, #4]\n\t"                                                                          \
         "ldr pc, [r6, #8]\n\t"                                                                          \
         /* the passes' first instruction, a branch target, is 32-bit: on a word it takes no longer      \
-         * refill (docs/cycles.md); the padding follows an unconditional branch and never runs */       \
+         * refill (docs/cycles.md); the padding follows an unconditional branch and never runs. The     \
+         * loop is rotated: each pass ends with the first tap pair's loads of the next, whose first     \
+         * word is the sentinel after the last pass (no load of its own: 2 cycles less per pass); the   \
+         * first pass enters at a copy of those loads (12) or further on */                             \
         ".balign 4\n\t"                                                                                 \
-        "6:\n\t.rept " MCU_PX2_STR(MCU_PX2_PASS) "\n\t" unit ".endr\n\t"                                \
+        "12:\n\t" loads                                                                                  \
+        "6:\n\t" MCU_PX2_MACS ".rept " MCU_PX2_STR(MCU_PX2_PASS) " - 1\n\t" unit ".endr\n\t" loads     \
         "9:\n\t"                                                                                        \
-        ".if (9b - 6b) - " bytes " * " MCU_PX2_STR(MCU_PX2_PASS) "\n\t"                                 \
+        ".if (9b - 12b) - " bytes " * " MCU_PX2_STR(MCU_PX2_PASS) " - 16\n\t"                           \
         ".error \"mcu_pixel2_packed: the tap pairs are not all wide instructions\"\n\t"                 \
         ".endif\n\t"                                                                                    \
-        "ldr r12, [r4]\n\t"                                                                             \
-        "cmp r12, #0x80008000\n\t"                                                                      \
+        "cmp r6, #0x80008000\n\t"                                                                       \
         "bne 6b\n\t"                                                                                    \
+        "sub r4, r4, #" col_back "\n\t" /* back to the sentinel and the block's requantization */      \
+        "sub r5, r5, #8\n\t"                                                                            \
         MCU_PX2_RQ("r0", "r8") MCU_PX2_RQ("r1", "r9") MCU_PX2_RQ("r2", "r10") MCU_PX2_RQ("r3", "r11")   \
         "ldr pc, [r4, #28]\n\t"                                                                         \
         "8:\n\t"                                                                                        \
@@ -597,7 +677,8 @@ static inline void mcu_column2_s8(const int8_t *xa, const int8_t *xb, int32_t kp
  * col2 of kp taps (a positive multiple of 4) and MCU_PIXEL2_SPARE more int16; returns the stream
  * after the last block. */
 static inline const int32_t *mcu_pixel2_packed(const int16_t *col2, int32_t kp, const int32_t *blob, int8_t *y,
-                                               int8_t *y_end, int32_t stride, const uint32_t *bounds, int clamp)
+                                               int8_t *y_end, int32_t stride, const uint32_t *bounds, int clamp,
+                                               const mcu_block_order *order)
 {
     register const int16_t *c0 __asm__("r0") = col2;
     register int8_t *yp __asm__("r1") = y;
@@ -608,22 +689,26 @@ static inline const int32_t *mcu_pixel2_packed(const int16_t *col2, int32_t kp, 
     register const uint32_t *b __asm__("r6") = bounds;
     register int32_t taps __asm__("r8") = kp;
     register int32_t dist __asm__("r9") = stride;
-    __asm__ volatile(MCU_PX2_ASM(MCU_PX2_UNIT, MCU_PX2_STR(MCU_PX2_UNIT_BYTES))
-                     : "+r"(c0), "+r"(yp), "+r"(ye), "+r"(tail), "+r"(st), "+r"(w), "+r"(b), "+r"(taps), "+r"(dist)
+    register int32_t wstep __asm__("r10") = order->stream_step;
+    register int32_t ystep __asm__("r11") = order->y_step;
+    __asm__ volatile(MCU_PX2_ASM(MCU_PX2_LOADS, MCU_PX2_UNIT, MCU_PX2_STR(MCU_PX2_UNIT_BYTES), "8")
+                     : "+r"(c0), "+r"(yp), "+r"(ye), "+r"(tail), "+r"(st), "+r"(w), "+r"(b), "+r"(taps), "+r"(dist),
+                       "+r"(wstep), "+r"(ystep)
                      :
-                     : "r10", "r11", "r12", "lr", "cc", "memory");
+                     : "r12", "lr", "cc", "memory");
     return w;
 }
 
 /* mcu_pixel2_packed with the two pixels' columns apart (windowed layers, whose columns
  * mcu_conv_column_s16 builds one pixel at a time): pixel A's kp taps at col, its state after them,
- * pixel B's taps at col + MCU_PIXEL2_B. The unit loads the two column words with two LDR (the second
- * at a fixed offset; pipelined, 3 cycles as the LDRD), one instruction more per 16 MACs. */
+ * pixel B's taps at col + MCU_PIXEL2_B. The unit loads B's column word at a fixed offset, A's with
+ * write-back: the same 14 instructions and 16 cycles per 16 MACs. */
 /* Pixel B's column follows the widest window the build runs in pairs: a model whose windows all fit
  * the straight-line dot product (MCU_PACKED_LOOP 0) needs at most MCU_PIXEL_WIDE_TAPS, else every
  * window up to MCU_CONV_PACKED_TAPS_MAX pairs (resnet8's 64-channel 3x3 layers, 576 taps, streamed
  * their 74 kB of weights once per pixel through the U575's 8 kB cache: 1.93 cycles per MAC, 1.5 in
- * pairs) at 1,280 B more stack in the kernel's frame. */
+ * pairs) at 1,280 B more stack in the kernel's frame; the four-pixel loop's columns take 4 x 668
+ * int16, 5.3 kB, in such builds. */
 #ifndef MCU_PACKED_WINDOWS
 #define MCU_PACKED_WINDOWS 1 /* 0: a model's build whose layers are all flat pointwise or narrow (specialise.py) */
 #endif
@@ -636,22 +721,15 @@ static inline const int32_t *mcu_pixel2_packed(const int16_t *col2, int32_t kp, 
 #endif
 #define MCU_PIXEL2_B (MCU_PIXEL2_SPLIT_TAPS + MCU_PIXEL2_SPARE) /* int16 */
 
-#define MCU_PX2_UNIT_SPLIT                                                                                \
-    "ldr.w r7, [r4, #(2 * " MCU_PX2_STR(MCU_PIXEL2_B) ")]\n\t"                                             \
-    "ldr r6, [r4], #4\n\t"                                                                               \
-    "ldrd r12, lr, [r5], #8\n\t"                                                                          \
-    "smlad r0, r6, r12, r0\n\t"                                                                           \
-    "smlad r8, r7, r12, r8\n\t"                                                                           \
-    "smlad r1, r6, lr, r1\n\t"                                                                            \
-    "smlad r9, r7, lr, r9\n\t"                                                                            \
-    "ldrd r12, lr, [r5], #8\n\t"                                                                          \
-    "smlad r2, r6, r12, r2\n\t"                                                                           \
-    "smlad r10, r7, r12, r10\n\t"                                                                         \
-    "smlad r3, r6, lr, r3\n\t"                                                                            \
-    "smlad r11, r7, lr, r11\n\t"
+#define MCU_PX2_LOADS_SPLIT                                                                               \
+    "ldr.w r6, [r4], #4\n\t"                                                                              \
+    "ldr.w r7, [r4, #(2 * " MCU_PX2_STR(MCU_PIXEL2_B) " - 4)]\n\t"                                         \
+    "ldr.w r12, [r5], #4\n\t"                                                                             \
+    "ldr.w lr, [r5], #4\n\t"
+#define MCU_PX2_UNIT_SPLIT MCU_PX2_LOADS_SPLIT MCU_PX2_MACS
 static inline const int32_t *mcu_pixel2_packed_split(const int16_t *col, int32_t kp, const int32_t *blob, int8_t *y,
                                                      int8_t *y_end, int32_t stride, const uint32_t *bounds,
-                                                     int clamp)
+                                                     int clamp, const mcu_block_order *order)
 {
     register const int16_t *c0 __asm__("r0") = col;
     register int8_t *yp __asm__("r1") = y;
@@ -662,52 +740,55 @@ static inline const int32_t *mcu_pixel2_packed_split(const int16_t *col, int32_t
     register const uint32_t *b __asm__("r6") = bounds;
     register int32_t taps __asm__("r8") = kp;
     register int32_t dist __asm__("r9") = stride;
-    __asm__ volatile(MCU_PX2_ASM(MCU_PX2_UNIT_SPLIT, "48")
-                     : "+r"(c0), "+r"(yp), "+r"(ye), "+r"(tail), "+r"(st), "+r"(w), "+r"(b), "+r"(taps), "+r"(dist)
+    register int32_t wstep __asm__("r10") = order->stream_step;
+    register int32_t ystep __asm__("r11") = order->y_step;
+    __asm__ volatile(MCU_PX2_ASM(MCU_PX2_LOADS_SPLIT, MCU_PX2_UNIT_SPLIT, MCU_PX2_STR(MCU_PX2_UNIT_BYTES), "4")
+                     : "+r"(c0), "+r"(yp), "+r"(ye), "+r"(tail), "+r"(st), "+r"(w), "+r"(b), "+r"(taps), "+r"(dist),
+                       "+r"(wstep), "+r"(ystep)
                      :
-                     : "r10", "r11", "r12", "lr", "cc", "memory");
+                     : "r12", "lr", "cc", "memory");
     return w;
 }
 
 /* Four output pixels of a row per weight load, two channels at a time (windowed layers whose weight
  * stream exceeds a flash cache: each line of it is fetched once per four pixels, not two). The four
  * columns lie MCU_PIXEL4_B int16 apart (pixel A's state after its kp taps); eight accumulators (r0,
- * r1 pixel A, r2, r3 B, r8, r9 C, r10, r11 D: channels j and j + 1 of a block). Per tap pair: two
- * LDR of B's and C's column words, one LDRD of the two channels' weight words (the stream's 16 bytes
- * of the tap pair hold four channels; the block's second pass reads the other two, from the cache),
- * four SMLAD, two LDR of D's and A's words and four SMLAD: 13 instructions and 17 cycles per 16
- * MACs (single loads pipeline), as mcu_pixel2_packed_split's 12. The requantization keeps each channel's multiplier and shift in
- * registers and reloads only K (LDRD) for the next pixel; each pixel's two bytes are stored with STRH,
- * clamped byte-wise as MCU_PX2_CLAMP does (a full int8 range clamps nothing).
- * (13 instructions per tap pair: the loop is 416 bytes.)
+ * r1 pixel A, r2, r3 B, r8, r9 C, r10, r11 D: channels j and j + 1 of a block). Per tap pair: four
+ * LDR of B's and C's column words and the two channels' weight words (the stream's 16 bytes of the
+ * tap pair hold four channels; the block's second pass reads the other two, from the cache), four
+ * SMLAD, two LDR of D's and A's words and four SMLAD: 14 instructions and 16 cycles per 16 MACs
+ * (single loads pipeline), as mcu_pixel2_packed_split's. The requantization keeps each channel's
+ * multiplier and shift in registers and reloads only K (LDRD) for the next pixel; each pixel's two
+ * bytes are stored with STRH, clamped byte-wise as MCU_PX2_CLAMP does (a full int8 range clamps
+ * nothing). (14 instructions per tap pair: the loop is 464 bytes.) Every window the pairs take runs
+ * here too (resnet8's 576-tap layers: 74 kB of weights, once per four pixels instead of two).
  *
- * The state, 13 words right after pixel A's kp taps: sentinel, column start, entry address, y (pixel
+ * The state, 15 words right after pixel A's kp taps: sentinel, column start, entry address, y (pixel
  * A's next outputs), y_end, min4, max4, the pixels' distance, the current tail, the tails of the
- * first and second channel pair, the block's start, saved r7. */
-#define MCU_PIXEL4_SPARE 28 /* int16: 13 words of state, rounded up to keep the columns 8-byte apart */
-#if MCU_PIXEL2_SPLIT_TAPS < 320
+ * first and second channel pair, the block's start, saved r7, the block order's two steps. */
+#define MCU_PIXEL4_SPARE 32 /* int16: 15 words of state, rounded up to keep the columns 8-byte apart */
 #define MCU_PIXEL4_TAPS MCU_PIXEL2_SPLIT_TAPS
-#else
-#define MCU_PIXEL4_TAPS 320 /* four columns of 576 taps would take 4.8 kB of stack */
-#endif
 #define MCU_PIXEL4_B (MCU_PIXEL4_TAPS + MCU_PIXEL4_SPARE) /* int16 */
 #ifndef MCU_PIXEL4_STREAM_MIN
 #define MCU_PIXEL4_STREAM_MIN 8192 /* bytes of a layer's stream from which four pixels run per pass */
 #endif
-#define MCU_PX4_UNIT                                                                                      \
-    "ldr.w r6, [r4, #(2 * " MCU_PX2_STR(MCU_PIXEL4_B) ")]\n\t"                                             \
-    "ldr.w r7, [r4, #(4 * " MCU_PX2_STR(MCU_PIXEL4_B) ")]\n\t"                                             \
-    "ldrd r12, lr, [r5], #16\n\t"                                                                         \
-    "smlad r2, r6, r12, r2\n\t"                                                                           \
-    "smlad r3, r6, lr, r3\n\t"                                                                            \
-    "smlad r8, r7, r12, r8\n\t"                                                                           \
-    "smlad r9, r7, lr, r9\n\t"                                                                            \
-    "ldr.w r6, [r4, #(6 * " MCU_PX2_STR(MCU_PIXEL4_B) ")]\n\t"                                             \
-    "ldr r7, [r4], #4\n\t"                                                                               \
-    "smlad r10, r6, r12, r10\n\t"                                                                         \
-    "smlad r11, r6, lr, r11\n\t"                                                                          \
-    "smlad r0, r7, r12, r0\n\t"                                                                           \
-    "smlad r1, r7, lr, r1\n\t"
+#define MCU_PX4_LOADS                                                                                     \
+    "ldr.w r6, [r4], #4\n\t"                                                                              \
+    "ldr.w r7, [r4, #(2 * " MCU_PX2_STR(MCU_PIXEL4_B) " - 4)]\n\t"                                         \
+    "ldr.w lr, [r5, #4]\n\t"                                                                              \
+    "ldr.w r12, [r5], #16\n\t"
+#define MCU_PX4_MACS                                                                                      \
+    "smlad r0, r6, r12, r0\n\t"                                                                           \
+    "smlad r1, r6, lr, r1\n\t"                                                                            \
+    "smlad r2, r7, r12, r2\n\t"                                                                           \
+    "smlad r3, r7, lr, r3\n\t"                                                                            \
+    "ldr.w r6, [r4, #(4 * " MCU_PX2_STR(MCU_PIXEL4_B) " - 4)]\n\t"                                         \
+    "ldr.w r7, [r4, #(6 * " MCU_PX2_STR(MCU_PIXEL4_B) " - 4)]\n\t"                                         \
+    "smlad r8, r6, r12, r8\n\t"                                                                           \
+    "smlad r9, r6, lr, r9\n\t"                                                                            \
+    "smlad r10, r7, r12, r10\n\t"                                                                         \
+    "smlad r11, r7, lr, r11\n\t"
+#define MCU_PX4_UNIT MCU_PX4_LOADS MCU_PX4_MACS
 /* One channel's requantization for the four pixels (a, b, c, d its accumulators): the first LDM
  * loads K, the multiplier and the shift; the other pixels reload K alone (SMLAL overwrites it). */
 #define MCU_PX4_RQ1(a, k)                                                                                 \
@@ -745,7 +826,8 @@ static inline const int32_t *mcu_pixel2_packed_split(const int16_t *col, int32_t
  * their columns (kp taps each, a positive multiple of 4, MCU_PIXEL4_B int16 apart from col); returns
  * the stream after the last block. */
 static inline const int32_t *mcu_pixel4_packed_split(const int16_t *col, int32_t kp, const int32_t *blob, int8_t *y,
-                                                     int8_t *y_end, int32_t stride, const uint32_t *bounds)
+                                                     int8_t *y_end, int32_t stride, const uint32_t *bounds,
+                                                     const mcu_block_order *order)
 {
     register const int16_t *c0 __asm__("r0") = col;
     register int8_t *yp __asm__("r1") = y;
@@ -755,7 +837,10 @@ static inline const int32_t *mcu_pixel4_packed_split(const int16_t *col, int32_t
     register const uint32_t *b __asm__("r6") = bounds;
     register int32_t taps __asm__("r8") = kp;
     register int32_t dist __asm__("r9") = stride;
+    register int32_t wstep __asm__("r10") = order->stream_step;
+    register int32_t ystep __asm__("r11") = order->y_step;
     __asm__ volatile(
+        "strd r10, r11, [r4, #52]\n\t"
         "str r7, [r4, #48]\n\t"
         "mov r7, #0x80008000\n\t"
         "str r7, [r4]\n\t"
@@ -768,8 +853,8 @@ static inline const int32_t *mcu_pixel4_packed_split(const int16_t *col, int32_t
         "lsr r8, r8, #1\n\t"
         "rsb r8, r8, #0\n\t"
         "and r8, r8, #(" MCU_PX2_STR(MCU_PX2_PASS) " - 1)\n\t"
-        "mov r10, #52\n\t"
-        "adr.w r6, 6f\n\t"
+        "mov r10, #56\n\t"
+        "adr.w r6, 12f\n\t"
         "mla r6, r8, r10, r6\n\t"
         "orr r6, r6, #1\n\t"
         "str r6, [r4, #8]\n\t"
@@ -790,6 +875,10 @@ static inline const int32_t *mcu_pixel4_packed_split(const int16_t *col, int32_t
         "31:\n\t" /* after the second: the next block, or the end */
         "add r5, r5, #24\n\t"
         MCU_PX4_TAIL
+        "ldrd r12, lr, [r4, #52]\n\t"
+        "add r5, r5, r12\n\t"
+        "add r6, r6, lr\n\t"
+        "str r6, [r4, #12]\n\t"
         "cmp r6, r7\n\t"
         "beq 8f\n\t"
         "5:\n\t"
@@ -807,21 +896,24 @@ static inline const int32_t *mcu_pixel4_packed_split(const int16_t *col, int32_t
         "mov r6, r4\n\t"
         "ldr r4, [r6, #4]\n\t"
         "ldr pc, [r6, #8]\n\t"
-        ".balign 4\n\t"
-        "6:\n\t.rept " MCU_PX2_STR(MCU_PX2_PASS) "\n\t" MCU_PX4_UNIT ".endr\n\t"
+        ".balign 4\n\t" /* rotated as mcu_pixel2_packed's loop */
+        "12:\n\t" MCU_PX4_LOADS
+        "6:\n\t" MCU_PX4_MACS ".rept " MCU_PX2_STR(MCU_PX2_PASS) " - 1\n\t" MCU_PX4_UNIT ".endr\n\t" MCU_PX4_LOADS
         "9:\n\t"
-        ".if (9b - 6b) - 52 * " MCU_PX2_STR(MCU_PX2_PASS) "\n\t"
+        ".if (9b - 12b) - 56 * " MCU_PX2_STR(MCU_PX2_PASS) " - 16\n\t"
         ".error \"mcu_pixel4_packed_split: the tap pairs are not all wide instructions\"\n\t"
         ".endif\n\t"
-        "ldr r12, [r4]\n\t"
-        "cmp r12, #0x80008000\n\t"
+        "cmp r6, #0x80008000\n\t"
         "bne 6b\n\t"
+        "sub r4, r4, #4\n\t"
+        "sub r5, r5, #16\n\t"
         "ldr pc, [r4, #32]\n\t"
         "8:\n\t"
         "ldr r7, [r4, #48]\n\t"
-        : "+r"(c0), "+r"(yp), "+r"(ye), "+r"(st), "+r"(w), "+r"(b), "+r"(taps), "+r"(dist)
+        : "+r"(c0), "+r"(yp), "+r"(ye), "+r"(st), "+r"(w), "+r"(b), "+r"(taps), "+r"(dist), "+r"(wstep),
+          "+r"(ystep)
         :
-        : "r3", "r10", "r11", "r12", "lr", "cc", "memory");
+        : "r3", "r12", "lr", "cc", "memory");
     return w;
 }
 #undef MCU_PX4_TAIL
@@ -837,7 +929,12 @@ static inline const int32_t *mcu_pixel4_packed_split(const int16_t *col, int32_t
 #undef MCU_PX4_RQ
 #undef MCU_PX4_RQ1
 #undef MCU_PX4_UNIT
+#undef MCU_PX4_MACS
+#undef MCU_PX4_LOADS
 #undef MCU_PX2_UNIT_SPLIT
+#undef MCU_PX2_LOADS_SPLIT
+#undef MCU_PX2_LOADS
+#undef MCU_PX2_MACS
 #undef MCU_PX2_ASM
 #undef MCU_PX2_CLAMP
 #undef MCU_PX2_PACK

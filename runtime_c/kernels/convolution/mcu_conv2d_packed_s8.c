@@ -68,6 +68,115 @@ static void pixel(const layer_t *l, const int16_t *col, const int32_t *blocks, i
     }
 }
 
+/* What mcu_window_column_s16 needs of a windowed layer, in locals (as layer_t). */
+typedef struct {
+    int32_t sh, sw, pt, pl; /* strides and padding */
+    int32_t iw_max, ih_max; /* the last window origins whose window lies wholly inside the input */
+    int32_t c, row;         /* input channels, bytes of an input row */
+    int32_t run, step, kh;  /* a window row's bytes, the distance between window rows, kernel rows */
+    int32_t in_h, in_w, kw, dh;
+    uint32_t off2;          /* the input offset in both halves */
+    int whole;              /* windows inside the input take mcu_window_column_s16 */
+    int rows;               /* so do the in-input parts of the others, row by row (whole pixels of 16 bytes) */
+} window_t;
+
+static window_t window_of(const mcu_conv2d_s8_params *p)
+{
+    const mcu_shape4 in = p->input;
+    const int32_t run = p->kernel_w * in.c;
+    window_t g = {p->stride_h, p->stride_w, p->pad_top, p->pad_left, in.w - p->kernel_w,
+                  in.h - 1 - (p->kernel_h - 1) * p->dilation_h, in.c, in.w * in.c, run,
+                  p->dilation_h * in.w * in.c, p->kernel_h, in.h, in.w, p->kernel_w, p->dilation_h,
+                  ((uint32_t)p->input_offset & 0xFFFFu) * 0x10001u, 0, 0};
+#if MCU_S8_DSP_NATIVE
+    g.whole = p->dilation_w == 1 && run % 16 == 0 && run > 0;
+    g.rows = g.whole && in.c % 16 == 0;
+#endif
+    return g;
+}
+
+#if MCU_S8_DSP_NATIVE
+/* n int16 zeros (n a multiple of 16) in words: mcu_zero_s16 stores one int16 at a time. */
+static inline void zero_s16(int16_t *dst, int32_t n)
+{
+    uint32_t *w = (uint32_t *)(void *)dst;
+    for (int32_t i = 0; i < n; i += 16, w += 8) {
+        w[0] = 0;
+        w[1] = 0;
+        w[2] = 0;
+        w[3] = 0;
+        w[4] = 0;
+        w[5] = 0;
+        w[6] = 0;
+        w[7] = 0;
+        __asm__("" ::: "memory"); /* no memset call */
+    }
+}
+
+/* The column of a window over the padding: each kernel row's in-input pixels through
+ * mcu_window_column_s16, zeros around (a padded tap contributes nothing). Apart from window_column,
+ * whose inlined fast case it would crowd: about an eighth of resnet8's windows. */
+static __attribute__((noinline)) void padded_column(const window_t *g, const int8_t *x_n, int32_t ih0, int32_t iw0,
+                                                    int16_t *col)
+{
+    int32_t lo = 0, hi = 0;
+    mcu_window_taps(iw0, g->kw, 1, g->in_w, &lo, &hi);
+    const int32_t c = g->c, run = g->run, zl = lo * c, n = (hi - lo) * c;
+    const uint32_t off2 = g->off2;
+    for (int32_t i = 0, ih = ih0; i < g->kh; ++i, ih += g->dh, col += run) {
+        if (ih < 0 || ih >= g->in_h || n <= 0) {
+            zero_s16(col, run);
+            continue;
+        }
+        zero_s16(col, zl);
+        mcu_window_column_s16(x_n + ih * g->row + (iw0 + lo) * c, n, 0, 1, off2, col + zl);
+        zero_s16(col + zl + n, run - zl - n);
+    }
+}
+#endif
+
+/* The column of output pixel (oh, ow) of a windowed layer. */
+static inline void window_column(const mcu_conv2d_s8_params *p, const window_t *g, const int8_t *x_n, int32_t oh,
+                                 int32_t ow, int32_t kp, int16_t *col, int8_t *raw)
+{
+#if MCU_S8_DSP_NATIVE
+    const int32_t ih0 = oh * g->sh - g->pt, iw0 = ow * g->sw - g->pl;
+    if (g->whole && ih0 >= 0 && iw0 >= 0 && iw0 <= g->iw_max && ih0 <= g->ih_max) {
+        mcu_window_column_s16(x_n + ih0 * g->row + iw0 * g->c, g->run, g->step, g->kh, g->off2, col);
+        return;
+    }
+    if (g->rows) {
+        padded_column(g, x_n, ih0, iw0, col);
+        return;
+    }
+#else
+    (void)g;
+#endif
+    mcu_conv_column_s16(p, x_n, oh, ow, kp, col, raw);
+}
+
+#if MCU_S8_DSP_NATIVE
+/* A pass of the pixel-pair or four-pixel loops over every block (l->cout a multiple of 4) of the
+ * pixel whose outputs start at y: from the first block on, or back from the last (mcu_block_order),
+ * the loops alternating them pass by pass. */
+typedef struct {
+    mcu_block_order order;
+    const int32_t *blob;
+    int8_t *y, *y_end;
+} pass_t;
+
+static inline pass_t pass_of(const layer_t *l, const int32_t *packed, int8_t *y, int back)
+{
+    if (!back) {
+        return (pass_t){{0, 0}, packed, y, y + l->cout};
+    }
+    /* y_end is one block before y: compared, never stored through (as an address it may lie before
+     * the output) */
+    return (pass_t){{-8 * l->words, -8}, packed + (l->cout / 4 - 1) * l->words, y + l->cout - 4,
+                    (int8_t *)((uintptr_t)y - 4u)};
+}
+#endif
+
 /* The K words of a right shift R and output offset (mcu_packed_rq_s8), as tuned.pack_layer makes them. */
 static void packed_k(int32_t r, int32_t output_offset, uint32_t *lo, int32_t *hi)
 {
@@ -180,10 +289,10 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
              * pixel at a time (after pixel i's), so the order stays safe. Such layers are where the
              * planner overlaps a wider output with its input (mobilenet_v1's channel doublings): one
              * pixel at a time streamed their weights once per pixel. */
-            for (; i >= 1; i -= 2) {
+            for (int back = 0; i >= 1; i -= 2, back ^= 1) {
+                const pass_t t = pass_of(&l, packed, output + (i - 1) * bo, back);
                 mcu_column2_s8(input + (i - 1) * bi, input + i * bi, kp, p->input_offset, col);
-                mcu_pixel2_packed(col, kp, packed, output + (i - 1) * bo, output + (i - 1) * bo + bo, out.c,
-                                  l.bounds, l.clamp);
+                mcu_pixel2_packed(col, kp, t.blob, t.y, t.y_end, out.c, l.bounds, l.clamp, &t.order);
             }
             mcu_pixel_packed_start(col, kp); /* the pairs' state overwrote the one-pixel loop's */
         }
@@ -208,9 +317,10 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
 #if MCU_S8_DSP_NATIVE
         if (pixels >= 2 && pw_pairs) {
             /* two pixels per pass, each weight word loaded once for both (gemm_s8_dsp.h) */
-            for (; i + 2 <= pixels; i += 2, x += 2 * in.c, y += 2 * out.c) {
+            for (int back = 0; i + 2 <= pixels; i += 2, x += 2 * in.c, y += 2 * out.c, back ^= 1) {
+                const pass_t t = pass_of(&l, packed, y, back);
                 mcu_column2_s8(x, x + in.c, kp, p->input_offset, col);
-                mcu_pixel2_packed(col, kp, packed, y, y + out.c, out.c, l.bounds, l.clamp);
+                mcu_pixel2_packed(col, kp, t.blob, t.y, t.y_end, out.c, l.bounds, l.clamp, &t.order);
             }
             mcu_pixel_packed_start(col, kp); /* the pairs' state overwrote the one-pixel loop's */
         }
@@ -231,6 +341,10 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
     const int quads = pairs && out.w >= 4 && kp + MCU_PIXEL4_SPARE <= MCU_PIXEL4_B &&
                       (int64_t)out.c * (2 * (int64_t)kp + 20) > MCU_PIXEL4_STREAM_MIN;
 #endif
+    const window_t g = window_of(p);
+#if MCU_S8_DSP_NATIVE && MCU_PACKED_WINDOWS
+    int back = 0; /* the next pass's block order (pass_of) */
+#endif
     for (int32_t b = 0; b < in.n; ++b) {
         const int8_t *x_n = input + (int64_t)b * in.h * in.w * in.c;
         int8_t *y_n = output + (int64_t)b * hw * out.c;
@@ -242,24 +356,28 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
                 for (; ow + 4 <= out.w; ow += 4) {
                     int8_t *y = y_n + (oh * out.w + ow) * out.c;
                     for (int32_t j = 0; j < 4; ++j) {
-                        mcu_conv_column_s16(p, x_n, oh, ow + j, kp, col + j * MCU_PIXEL4_B, raw);
+                        window_column(p, &g, x_n, oh, ow + j, kp, col + j * MCU_PIXEL4_B, raw);
                     }
-                    mcu_pixel4_packed_split(col, kp, packed, y, y + out.c, out.c, l.bounds);
+                    const pass_t t = pass_of(&l, packed, y, back);
+                    back ^= 1;
+                    mcu_pixel4_packed_split(col, kp, t.blob, t.y, t.y_end, out.c, l.bounds, &t.order);
                 }
             }
             if (pairs) {
                 /* two pixels of the row per pass, each weight word loaded once for both */
                 for (; ow + 2 <= out.w; ow += 2) {
                     int8_t *y = y_n + (oh * out.w + ow) * out.c;
-                    mcu_conv_column_s16(p, x_n, oh, ow, kp, col, raw);
-                    mcu_conv_column_s16(p, x_n, oh, ow + 1, kp, col + MCU_PIXEL2_B, raw);
-                    mcu_pixel2_packed_split(col, kp, packed, y, y + out.c, out.c, l.bounds, l.clamp);
+                    window_column(p, &g, x_n, oh, ow, kp, col, raw);
+                    window_column(p, &g, x_n, oh, ow + 1, kp, col + MCU_PIXEL2_B, raw);
+                    const pass_t t = pass_of(&l, packed, y, back);
+                    back ^= 1;
+                    mcu_pixel2_packed_split(col, kp, t.blob, t.y, t.y_end, out.c, l.bounds, l.clamp, &t.order);
                 }
                 mcu_pixel_packed_start(col, kp); /* the pairs' state overwrote the one-pixel loop's */
             }
 #endif
             for (; ow < out.w; ++ow) {
-                mcu_conv_column_s16(p, x_n, oh, ow, kp, col, raw);
+                window_column(p, &g, x_n, oh, ow, kp, col, raw);
                 pixel(&l, col, packed, y_n + (oh * out.w + ow) * out.c);
             }
         }

@@ -38,8 +38,10 @@ int32_t mcu_conv2d_s4_get_buffer_size(const mcu_conv2d_s8_params *p)
     return words <= INT32_MAX / 4 ? (int32_t)(words * 4) : 0;
 }
 
+#include "mve_conv_s4.h"
 
-#if MCU_S4_STREAM
+
+#if MCU_S4_STREAM && !MCU_S8_MVE /* (Helium cores widen to int8 instead: mve_conv_s4.h) */
 /* Row `start` (a nibble index) of k packed weights as int8 values. */
 static void s4_row(const int8_t *packed, int64_t start, int32_t k, int8_t *row)
 {
@@ -121,7 +123,7 @@ static __attribute__((noinline)) void s4_fill_stream(const mcu_conv2d_s8_params 
 
 #endif
 
-#if MCU_S8_DSP
+#if MCU_S8_DSP && !MCU_S8_MVE /* (Helium cores: mve_conv_s4.h takes every layer these would) */
 /* The column of output pixel (oh, ow) of a groups == 1 convolution in the pair order of s4_dsp.h: taps
  * moved up by `lead` (0 or 1), over taps = n + (n odd) places, the place no tap takes 0. */
 static void conv_s4_column(const mcu_conv2d_s8_params *p, const int8_t *x_n, int32_t oh, int32_t ow, int32_t n,
@@ -279,7 +281,13 @@ mcu_status mcu_conv2d_s4(const mcu_context *ctx, const mcu_conv2d_s8_params *p, 
     const mcu_shape4 out = p->output;
     (void)ctx; /* (no path of this build takes scratch on a core without the DSP extension) */
 
-#if MCU_S4_STREAM
+#if MCU_S8_MVE
+    if (mcu_mve_conv2d_s4(ctx, p, q, input, weight, bias, output)) { /* convolution/mve_conv_s4.h */
+        return MCU_OK;
+    }
+#endif
+
+#if MCU_S4_STREAM && !MCU_S8_MVE /* (Helium cores widen to int8 instead: mve_conv_s4.h) */
     const int64_t words = s4_stream_words(p);
     if (words > 0 && ctx != NULL && ctx->buf != NULL && (int64_t)ctx->size >= words * 4 &&
         ((uintptr_t)ctx->buf & 3u) == 0) {
@@ -296,7 +304,7 @@ mcu_status mcu_conv2d_s4(const mcu_context *ctx, const mcu_conv2d_s8_params *p, 
     }
 #endif
 
-#if MCU_S8_DSP
+#if MCU_S8_DSP && !MCU_S8_MVE /* (Helium cores: mve_conv_s4.h takes every layer these would) */
     const int32_t window = p->kernel_h * p->kernel_w * (in.c / p->groups);
     if (p->groups == 1 && (window % 2 == 0 ? window <= MCU_S8_COL_MAX : window < MCU_S8_COL_MAX / 2)) {
         conv_s4_dsp(p, q, input, weight, bias, output);

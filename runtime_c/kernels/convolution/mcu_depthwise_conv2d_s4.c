@@ -5,6 +5,7 @@
 #include "../common/check.h"
 #include "../common/requant.h"
 #include "../common/s4.h"
+#include "../common/mve_s4.h"
 
 /* The weights widened to int8 ([kh][kw][out_c]), for mcu_depthwise_conv2d_s8 and its core's paths. Without
  * this much scratch the kernel runs its own plain loop (the same bits, slower). */
@@ -59,9 +60,13 @@ mcu_status mcu_depthwise_conv2d_s4(const mcu_context *ctx, const mcu_depthwise_c
         !mcu_overlaps(ctx->buf, (size_t)w_count, output, out_bytes) &&
         !mcu_overlaps(ctx->buf, (size_t)w_count, weight, mcu_s4_bytes(w_count))) {
         int8_t *wide = (int8_t *)ctx->buf;
+#if MCU_S8_MVE
+        mcu_mve_s4_widen(weight, w_count, wide); /* common/mve_s4.h */
+#else
         for (int32_t k = 0; k < w_count; ++k) {
             wide[k] = (int8_t)mcu_s4_at(weight, k);
         }
+#endif
         return mcu_depthwise_conv2d_s8(NULL, p, q, input, wide, bias, output);
     }
     for (int32_t b = 0; b < in.n; ++b) {

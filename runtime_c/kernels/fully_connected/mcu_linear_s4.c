@@ -6,6 +6,7 @@
 #include "../common/requant.h"
 #include "../common/s4.h"
 #include "../common/s4_dsp.h"
+#include "mve_fc_s4.h"
 
 int32_t mcu_linear_s4_get_buffer_size(const mcu_linear_s8_params *p)
 {
@@ -177,6 +178,11 @@ mcu_status mcu_linear_s4(const mcu_context *ctx, const mcu_linear_s8_params *p, 
                 MCU_ERR_INVALID_ARG);
 
     const int32_t nin = p->in_features;
+#if MCU_S8_MVE
+    if (mcu_mve_linear_s4(p, q, input, weight, bias, output)) { /* fully_connected/mve_fc_s4.h */
+        return MCU_OK;
+    }
+#endif
 #if MCU_S8_DSP
     if (p->batch == 1 && nin % 8 == 0 && nin <= MCU_S8_COL_MAX && p->out_features >= 3) {
         linear_s4_rows3(p, q, input, weight, bias, output);
