@@ -49,6 +49,7 @@ class PackedLayer:
     k3c3: bool = False  # dilation_w 1, kernel_h 3, kernel_w * input channels 9 (mcu_conv_narrow_s8's k3c3)
     pointwise: bool = False  # kernel_h and kernel_w 1
     flat: bool = False  # pointwise, stride 1, unpadded, output h and w the input's: the flat pointwise loop
+    pixels: int = 1  # output pixels (n * h * w)
 
     @staticmethod
     def from_params(params: Mapping[str, Any], right: bool) -> "PackedLayer":
@@ -62,7 +63,8 @@ class PackedLayer:
                 and int(params["output"]["w"]) == int(params["input"]["w"]))
         return PackedLayer(kp=(k + 3) // 4 * 4, cout=int(params["output"]["c"]), act_min=int(params["act_min"]),
                            output_offset=int(params["output_offset"]), right=bool(right), k3c3=k3c3,
-                           pointwise=pointwise, flat=flat)
+                           pointwise=pointwise, flat=flat,
+                           pixels=int(params["output"]["n"]) * int(params["output"]["h"]) * int(params["output"]["w"]))
 
     def takes_narrow(self) -> bool:
         """mcu_narrow_applies without its direction condition (run time; leaving it out only widens)."""
@@ -77,8 +79,8 @@ class PackedLayer:
 
     def groups_pairs(self) -> bool:
         """The flat pointwise pairs of mcu_conv2d_packed_s8 share each read of the stream (``pw_group``):
-        a stream of cout * (2 kp + 20) bytes over a flash cache's."""
-        return (self.flat and self.right and self.cout % 4 == 0 and self.kp >= NARROW_PW_MIN
+        a stream of cout * (2 kp + 20) bytes over a flash cache's, and two pairs or more to share it."""
+        return (self.flat and self.right and self.cout % 4 == 0 and self.kp >= NARROW_PW_MIN and self.pixels >= 4
                 and self.cout * (2 * self.kp + 20) > PIXEL4_STREAM_MIN)
 
     def dot_taps(self) -> int:
