@@ -28,37 +28,38 @@ from repo import requires_qemu
 # The reference models on mps2-an505 (int8): their packed layers' widest window and paths
 EXPECTED = {
     "small_cnn": {"MCU_PIXEL_WIDE_TAPS": 144, "MCU_PACKED_LOOP": 0, "MCU_PACKED_WINDOWS": 1, "MCU_PACKED_NARROW": 1,
-                  "MCU_PACKED_NARROW_K3C3": 0},
+                  "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_PW_GROUP_TAPS": 0},
     "ds_cnn": {"MCU_PIXEL_WIDE_TAPS": 64, "MCU_PACKED_LOOP": 0, "MCU_PACKED_WINDOWS": 0, "MCU_PACKED_NARROW": 1,
-               "MCU_PACKED_NARROW_K3C3": 0},
+               "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_PW_GROUP_TAPS": 1216},  # 64->64 streams of 9.5 kB
     "mobilenet_v1": {"MCU_PIXEL_WIDE_TAPS": 256, "MCU_PACKED_LOOP": 0, "MCU_PACKED_WINDOWS": 0, "MCU_PACKED_NARROW": 1,
-                     "MCU_PACKED_NARROW_K3C3": 1},  # 3x3 RGB first layer
+                     "MCU_PACKED_NARROW_K3C3": 1,
+                     "MCU_PACKED_PW_GROUP_TAPS": 1216},  # 3x3 RGB first layer; pointwise streams of 8 to 131 kB
     "resnet8": {"MCU_PIXEL_WIDE_TAPS": 256, "MCU_PACKED_LOOP": 1, "MCU_PACKED_WINDOWS": 1, "MCU_PACKED_NARROW": 1,
-                "MCU_PACKED_NARROW_K3C3": 1},  # windows over 256 taps: the loop
+                "MCU_PACKED_NARROW_K3C3": 1, "MCU_PACKED_PW_GROUP_TAPS": 0},  # windows over 256 taps: the loop
     "fc_autoencoder": {"MCU_PIXEL_WIDE_TAPS": 256, "MCU_PACKED_LOOP": 1, "MCU_PACKED_WINDOWS": 0,
                        "MCU_PACKED_NARROW": 1,
-                       "MCU_PACKED_NARROW_K3C3": 0},
+                       "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_PW_GROUP_TAPS": 0},
 }
 
 
 def _layer(kp: int, cout: int = 8, right: bool = True, act_min: int = -128, k3c3: bool = False,
-           output_offset: int = -128, pointwise: bool = False, flat: bool = False) -> PackedLayer:
+           output_offset: int = -128, pointwise: bool = False, flat: bool = False, pixels: int = 1) -> PackedLayer:
     return PackedLayer(kp=kp, cout=cout, act_min=act_min, output_offset=output_offset, right=right, k3c3=k3c3,
-                       pointwise=pointwise, flat=flat)
+                       pointwise=pointwise, flat=flat, pixels=pixels)
 
 
 def test_defines_from_layers() -> None:
     assert packed_defines([]) == {}
     assert packed_defines([_layer(12), _layer(140)]) == {"MCU_PIXEL_WIDE_TAPS": 144, "MCU_PACKED_LOOP": 0,
                                                           "MCU_PACKED_WINDOWS": 1, "MCU_PACKED_NARROW": 1,
-                                                          "MCU_PACKED_NARROW_K3C3": 0}
+                                                          "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_PW_GROUP_TAPS": 0}
     # wider than 256: the loop, and the straight-line part at its full size
     assert packed_defines([_layer(260)])["MCU_PIXEL_WIDE_TAPS"] == 256
     assert packed_defines([_layer(260)])["MCU_PACKED_LOOP"] == 1
     # a stream the C blocks run (left shifts) or fewer than 4 channels never reach the assembly
     assert packed_defines([_layer(600, right=False), _layer(40, cout=3)]) == {
         "MCU_PIXEL_WIDE_TAPS": 8, "MCU_PACKED_LOOP": 0, "MCU_PACKED_WINDOWS": 0, "MCU_PACKED_NARROW": 0,
-        "MCU_PACKED_NARROW_K3C3": 0}
+        "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_PW_GROUP_TAPS": 0}
     # windowed loops: a layer neither flat pointwise nor narrow; flat pointwise layers never need them
     assert packed_defines([_layer(64, pointwise=True, flat=True)])["MCU_PACKED_WINDOWS"] == 0
     assert packed_defines([_layer(64, pointwise=True)])["MCU_PACKED_WINDOWS"] == 1  # e.g. stride 2
@@ -71,9 +72,17 @@ def test_defines_from_layers() -> None:
     # pointwise layers of 16 taps or more take the two-pixel loops (MCU_NARROW_PW_MIN), fewer stay narrow
     assert packed_defines([_layer(16, pointwise=True), _layer(48, pointwise=True)])["MCU_PACKED_NARROW"] == 0
     assert packed_defines([_layer(12, pointwise=True)])["MCU_PACKED_NARROW"] == 1
+    # flat pointwise layers whose stream outgrows the flash cache (cout * (2 kp + 20) > 8192 B) and that have
+    # two pairs to share it: room for eight pairs of 64 taps
+    big = _layer(64, cout=64, pointwise=True, flat=True, pixels=4)
+    assert packed_defines([big])["MCU_PACKED_PW_GROUP_TAPS"] == 1216
+    assert packed_defines([_layer(64, cout=52, pointwise=True, flat=True, pixels=4)])["MCU_PACKED_PW_GROUP_TAPS"] == 0
+    assert packed_defines([_layer(64, cout=64, pointwise=True, flat=True, pixels=3)])["MCU_PACKED_PW_GROUP_TAPS"] == 0
+    assert packed_defines([_layer(64, cout=64, pointwise=True, pixels=4)])["MCU_PACKED_PW_GROUP_TAPS"] == 0
+    assert merge_defines([packed_defines([big]), packed_defines([_layer(24)])])["MCU_PACKED_PW_GROUP_TAPS"] == 1216
     merged = merge_defines([packed_defines([_layer(24)]), {}, packed_defines([_layer(100), _layer(28, k3c3=True)])])
     assert merged == {"MCU_PIXEL_WIDE_TAPS": 104, "MCU_PACKED_LOOP": 0, "MCU_PACKED_WINDOWS": 1,
-                      "MCU_PACKED_NARROW": 1, "MCU_PACKED_NARROW_K3C3": 1}
+                      "MCU_PACKED_NARROW": 1, "MCU_PACKED_NARROW_K3C3": 1, "MCU_PACKED_PW_GROUP_TAPS": 0}
 
 
 def test_s4_defines_merge_across_methods() -> None:
@@ -84,7 +93,7 @@ def test_s4_defines_merge_across_methods() -> None:
     assert s4_merge_defines([none, some, {}]) == some
     assert s4_merge_defines([some, {**packed_defines([_layer(300)]), S4_STREAM: 1}]) == {
         "MCU_PIXEL_WIDE_TAPS": 256, "MCU_PACKED_LOOP": 1, "MCU_PACKED_WINDOWS": 1, "MCU_PACKED_NARROW": 1,
-        "MCU_PACKED_NARROW_K3C3": 0, S4_STREAM: 1}
+        "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_PW_GROUP_TAPS": 0, S4_STREAM: 1}
     assert s4_merge_defines([{}, {}]) == {}
     # the Helium path's flag (a layer with scratch for its widened weights) merges the same way
     assert s4_merge_defines([{S4_STREAM: 0, S4_WIDE: 0}, {S4_STREAM: 0, S4_WIDE: 1}]) == {S4_STREAM: 0, S4_WIDE: 1}

@@ -303,7 +303,8 @@ def _pixel_pair_case(draw) -> dict:
     entering the loop's passes at every tap pair,
     output channels a multiple of 4, odd and even pixel counts (an odd last pixel takes the one-pixel
     loop after the pairs), extremes of inputs, weights, biases and multipliers, both stores; pointwise
-    layers also in place with the output after the input (the pairs run backwards, last pair first)."""
+    layers also in place with the output after the input (the pairs run backwards, last pair first) or
+    at most the forward order's distance after it (ds_cnn's 64->64 layers over their own input)."""
     k = draw(st.sampled_from([1, 3]))
     cin = draw(st.sampled_from([4, 8, 12, 20, 28, 36, 64, 68, 252, 320, 640] if k == 1
                                else [3, 4, 16, 32, 36, 64, 71]))
@@ -335,21 +336,27 @@ def _pixel_pair_case(draw) -> dict:
     # the end of the input, where the buffers stop overlapping
     fwd = min(cin - cout, pixels * (cin - cout))
     lo = max(fwd + 1, (pixels - 1) * (cin - cout), 0)
-    if k == 1 and lo < pixels * cin and draw(st.booleans()):
+    place = draw(st.sampled_from(["apart", "backward", "forward"])) if k == 1 else "apart"
+    if place == "backward" and lo < pixels * cin:
         case["out_delta"] = draw(st.integers(lo, pixels * cin - 1))
+    elif place == "forward" and fwd >= 0:  # the output at or after the input's start, run forward
+        case["out_delta"] = draw(st.integers(0, fwd))
     return case
 
 
 @requires_qemu
 @pytest.mark.qemu
-@pytest.mark.parametrize(("board_name", "defines"), [("mps2-an505", {"MCU_PIXEL4_STREAM_MIN": 0}),
+@pytest.mark.parametrize(("board_name", "defines"), [("mps2-an505", {"MCU_PIXEL4_STREAM_MIN": 0,
+                                                                     "MCU_PACKED_PW_GROUP_TAPS": 1216}),
                                                      ("mps2-an386", {})])
 @settings(max_examples=3, deadline=None, derandomize=True)
 @given(cases=st.lists(_pixel_pair_case(), min_size=24, max_size=24))
 def test_packed_pixel_pairs_on_core(tmp_path_factory, board_name: str, defines: dict, cases: list[dict]) -> None:
     """The two-pixel loops bit-exact with the reference on the core, batches of 24 layers; on the
     Cortex-M33 every windowed layer (up to 640 taps) of at least 4 pixels a row takes the four-pixel
-    loop first (its stream threshold at 0), the rest of the row pairs and a last pixel."""
+    loop first (its stream threshold at 0), the rest of the row pairs and a last pixel, and every flat
+    pointwise layer runs its pairs in groups of up to eight (the buffer of MCU_PACKED_PW_GROUP_TAPS) by
+    parts of one block, the parts forward and backward in turn, then the pairs left and a last pixel."""
     from mcu.device.sim.qemu import run_qemu
     from mcu.device.toolchain import build_firmware
 

@@ -13,6 +13,9 @@ every build of the model (firmware, host, the exported library's CMake and Makef
   layer takes it; ``MCU_PACKED_NARROW_K3C3`` 0 its runs of 3x3 windows of 3 channels (first layers of
   RGB images) when no narrow layer has such windows (without them such a layer would still be exact,
   one pixel at a time, only slower).
+* ``MCU_PACKED_PW_GROUP_TAPS``: the int16 the kernel's column buffer holds at least, room for eight pairs
+  of 64-tap pointwise columns (``PW_GROUP_TAPS``) when some flat pointwise layer's stream outgrows a
+  flash cache of ``PIXEL4_STREAM_MIN`` bytes (its pairs then share each read of the stream); 0 otherwise.
 
 Without definitions (the program-file interpreter, which must run any program) the kernel is the
 full one. The conditions below mirror the C dispatch (mcu_conv2d_packed_s8, ``pixel`` and
@@ -30,6 +33,8 @@ from typing import Any, Iterable, Mapping
 WIDE_TAPS_MAX = 256  # the default MCU_PIXEL_WIDE_TAPS (convolution/gemm_s8_dsp.h)
 NARROW_TAPS_MAX = 48  # MCU_NARROW_TAPS_MAX (convolution/conv_narrow_s8_dsp.h)
 NARROW_PW_MIN = 16  # MCU_NARROW_PW_MIN: pointwise layers of this many taps or more take the two-pixel loops
+PIXEL4_STREAM_MIN = 8192  # MCU_PIXEL4_STREAM_MIN (convolution/gemm_s8_dsp.h): stream bytes of a flash cache
+PW_GROUP_TAPS = 8 * (2 * 64 + 24)  # eight pairs of 64 taps and their state (MCU_PIXEL2_SPARE): 2,432 B
 
 
 @dataclass(frozen=True)
@@ -44,6 +49,7 @@ class PackedLayer:
     k3c3: bool = False  # dilation_w 1, kernel_h 3, kernel_w * input channels 9 (mcu_conv_narrow_s8's k3c3)
     pointwise: bool = False  # kernel_h and kernel_w 1
     flat: bool = False  # pointwise, stride 1, unpadded, output h and w the input's: the flat pointwise loop
+    pixels: int = 1  # output pixels (n * h * w)
 
     @staticmethod
     def from_params(params: Mapping[str, Any], right: bool) -> "PackedLayer":
@@ -57,7 +63,8 @@ class PackedLayer:
                 and int(params["output"]["w"]) == int(params["input"]["w"]))
         return PackedLayer(kp=(k + 3) // 4 * 4, cout=int(params["output"]["c"]), act_min=int(params["act_min"]),
                            output_offset=int(params["output_offset"]), right=bool(right), k3c3=k3c3,
-                           pointwise=pointwise, flat=flat)
+                           pointwise=pointwise, flat=flat,
+                           pixels=int(params["output"]["n"]) * int(params["output"]["h"]) * int(params["output"]["w"]))
 
     def takes_narrow(self) -> bool:
         """mcu_narrow_applies without its direction condition (run time; leaving it out only widens)."""
@@ -69,6 +76,12 @@ class PackedLayer:
         narrow whose stream the assembly requantizes in whole blocks (the C's ``pairs``, wider: the row
         length is not known here)."""
         return self.right and self.cout % 4 == 0 and not self.flat and not self.takes_narrow()
+
+    def groups_pairs(self) -> bool:
+        """The flat pointwise pairs of mcu_conv2d_packed_s8 share each read of the stream (``pw_group``):
+        a stream of cout * (2 kp + 20) bytes over a flash cache's, and two pairs or more to share it."""
+        return (self.flat and self.right and self.cout % 4 == 0 and self.kp >= NARROW_PW_MIN and self.pixels >= 4
+                and self.cout * (2 * self.kp + 20) > PIXEL4_STREAM_MIN)
 
     def dot_taps(self) -> int:
         """The taps mcu_pixel_packed runs for this layer on a DSP core (0: it never runs): layers with a
@@ -88,7 +101,8 @@ def packed_defines(layers: Iterable[PackedLayer]) -> dict[str, int]:
     return {"MCU_PIXEL_WIDE_TAPS": wide, "MCU_PACKED_LOOP": int(loop),
             "MCU_PACKED_WINDOWS": int(any(layer.takes_windows() for layer in layers)),
             "MCU_PACKED_NARROW": int(any(layer.takes_narrow() for layer in layers)),
-            "MCU_PACKED_NARROW_K3C3": int(any(layer.takes_narrow() and layer.k3c3 for layer in layers))}
+            "MCU_PACKED_NARROW_K3C3": int(any(layer.takes_narrow() and layer.k3c3 for layer in layers)),
+            "MCU_PACKED_PW_GROUP_TAPS": PW_GROUP_TAPS if any(layer.groups_pairs() for layer in layers) else 0}
 
 
 def merge_defines(parts: Iterable[Mapping[str, int]]) -> dict[str, int]:
@@ -101,4 +115,5 @@ def merge_defines(parts: Iterable[Mapping[str, int]]) -> dict[str, int]:
             "MCU_PACKED_LOOP": int(loop),
             "MCU_PACKED_WINDOWS": int(any(p["MCU_PACKED_WINDOWS"] for p in parts)),
             "MCU_PACKED_NARROW": int(any(p["MCU_PACKED_NARROW"] for p in parts)),
-            "MCU_PACKED_NARROW_K3C3": int(any(p["MCU_PACKED_NARROW_K3C3"] for p in parts))}
+            "MCU_PACKED_NARROW_K3C3": int(any(p["MCU_PACKED_NARROW_K3C3"] for p in parts)),
+            "MCU_PACKED_PW_GROUP_TAPS": max(p.get("MCU_PACKED_PW_GROUP_TAPS", 0) for p in parts)}

@@ -225,6 +225,40 @@ static int check_stream(const int32_t *stream, int32_t cout, int32_t kp, int32_t
     return 1;
 }
 
+#if MCU_S8_DSP_NATIVE
+/* The column buffer's int16, at least MCU_PACKED_PW_GROUP_TAPS: a build with a flat pointwise layer
+ * whose stream outgrows a flash cache (specialise.py: ds_cnn's 64->64 layers) gives it room for eight
+ * pairs of 64 taps; other builds group the pairs their buffer holds anyway. */
+#ifndef MCU_PACKED_PW_GROUP_TAPS
+#define MCU_PACKED_PW_GROUP_TAPS 0
+#endif
+#define MCU_PACKED_BUF_TAPS                                                                               \
+    (MCU_PACKED_PW_GROUP_TAPS > MCU_PACKED_COL_TAPS ? MCU_PACKED_PW_GROUP_TAPS : MCU_PACKED_COL_TAPS)
+#define MCU_PW_GROUP_MAX 8 /* pairs sharing one read of the stream */
+
+/* How many pairs of a flat pointwise layer share a read of its stream (mcu_conv2d_packed_s8): as many
+ * as the buffer holds (`fit`), up to MCU_PW_GROUP_MAX, when the stream outgrows a flash cache of
+ * MCU_PIXEL4_STREAM_MIN bytes; 1 (the pairs one by one) otherwise. */
+static int32_t pw_group(const layer_t *l, int32_t fit)
+{
+    if ((int64_t)l->words * 4 * (l->cout / 4) <= MCU_PIXEL4_STREAM_MIN) {
+        return 1;
+    }
+    return fit < MCU_PW_GROUP_MAX ? fit : MCU_PW_GROUP_MAX;
+}
+
+/* Blocks of a part of the stream: at most half the cache's bytes, so a part and the loop's code stay
+ * in a two-way cache together; at least one block. */
+static int32_t pw_part_blocks(const layer_t *l)
+{
+    const int32_t blocks = l->cout / 4;
+    const int32_t fit = MCU_PIXEL4_STREAM_MIN / 2 / (l->words * 4);
+    const int32_t most = fit < 1 ? 1 : fit;
+    const int32_t parts = (blocks + most - 1) / most;
+    return (blocks + parts - 1) / parts; /* parts of equal size, the last one possibly smaller */
+}
+#endif
+
 mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_params *p, const int8_t *input,
                                 const int32_t *packed, int8_t *output)
 {
@@ -250,7 +284,7 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
                        {min4, max4}, p->act_min > -128 || p->act_max < 127, right};
     packed += MCU_PACKED_HEADER_WORDS;
 #if MCU_S8_DSP_NATIVE
-    _Alignas(8) int16_t col[MCU_PACKED_COL_TAPS]; /* + mcu_pixel_packed's state, or two pixels' columns */
+    _Alignas(8) int16_t col[MCU_PACKED_BUF_TAPS]; /* + mcu_pixel_packed's state, or two pixels' columns */
     mcu_pixel_packed_start(col, kp);
 #else
     _Alignas(8) int16_t col[MCU_CONV_PACKED_TAPS_MAX];
@@ -316,8 +350,37 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
         int64_t i = 0;
 #if MCU_S8_DSP_NATIVE
         if (pixels >= 2 && pw_pairs) {
+            int back = 0;
+            const int32_t group = pw_group(&l, MCU_PACKED_BUF_TAPS / (2 * kp + MCU_PIXEL2_SPARE));
+            if (group >= 2) {
+                /* A stream larger than a flash cache (8 kB, the mps2-an505-u575's ICACHE; ds_cnn's
+                 * 64->64 layers stream 9.5 kB) is read by parts of at most half of it: the columns of
+                 * `group` pairs first, then each part for every pair, so each line is fetched once per
+                 * group, not per pair. The parts run forward and backward in turn, so a group starts on
+                 * the part the previous one left in the cache. All the group's inputs are in the columns
+                 * before any output is written: the one-pixel order's overlaps stay safe. */
+                const int32_t pb = 2 * kp + MCU_PIXEL2_SPARE;
+                const int32_t part = pw_part_blocks(&l);
+                const int32_t blocks = out.c / 4;
+                for (; i + 2 * group <= pixels; i += 2 * group, x += 2 * group * in.c, y += 2 * group * out.c) {
+                    for (int32_t g = 0; g < group; ++g) {
+                        mcu_column2_s8(x + 2 * g * in.c, x + (2 * g + 1) * in.c, kp, p->input_offset, col + g * pb);
+                    }
+                    for (int32_t n = 0; n < blocks; n += part) {
+                        const int32_t b0 = back ? ((blocks - 1 - n) / part) * part : n;
+                        const int32_t nb = blocks - b0 < part ? blocks - b0 : part;
+                        const mcu_block_order fwd = {0, 0};
+                        for (int32_t g = 0; g < group; ++g) {
+                            int8_t *yg = y + 2 * g * out.c + 4 * b0;
+                            mcu_pixel2_packed(col + g * pb, kp, packed + b0 * l.words, yg, yg + 4 * nb, out.c,
+                                              l.bounds, l.clamp, &fwd);
+                        }
+                    }
+                    back ^= 1;
+                }
+            }
             /* two pixels per pass, each weight word loaded once for both (gemm_s8_dsp.h) */
-            for (int back = 0; i + 2 <= pixels; i += 2, x += 2 * in.c, y += 2 * out.c, back ^= 1) {
+            for (; i + 2 <= pixels; i += 2, x += 2 * in.c, y += 2 * out.c, back ^= 1) {
                 const pass_t t = pass_of(&l, packed, y, back);
                 mcu_column2_s8(x, x + in.c, kp, p->input_offset, col);
                 mcu_pixel2_packed(col, kp, t.blob, t.y, t.y_end, out.c, l.bounds, l.clamp, &t.order);
