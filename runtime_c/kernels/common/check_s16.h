@@ -70,4 +70,23 @@ static inline mcu_status mcu_linear_s16_check(const mcu_linear_s16_params *p, co
     return MCU_OK;
 }
 
+/* The checks of the 16x8 two-operand kernels on mcu_add_s16_params (add, sub, maximum, minimum): same-shape
+ * operands, each may be the output exactly. */
+static inline mcu_status mcu_binary_s16_check(const mcu_add_s16_params *p, const int16_t *a, const int16_t *b,
+                                              const int16_t *output)
+{
+    MCU_REQUIRE(p != NULL && a != NULL && b != NULL && output != NULL, MCU_ERR_NULL_POINTER);
+    MCU_REQUIRE(p->size >= 0 && p->size <= INT32_MAX / 2, MCU_ERR_SHAPE);
+    MCU_REQUIRE(mcu_quant_valid(p->a_multiplier, p->a_shift) && mcu_quant_valid(p->b_multiplier, p->b_shift) &&
+                    mcu_quant_valid(p->out_multiplier, p->out_shift) && p->left_shift >= 0 && p->left_shift <= 15 &&
+                    mcu_act_s16_valid(p->act_min, p->act_max),
+                MCU_ERR_INVALID_ARG);
+    const size_t bytes = (size_t)p->size * sizeof(int16_t);
+    /* Element i is read before it is written: an operand may be the output, exactly; no other overlap. */
+    MCU_REQUIRE(((const void *)a == (const void *)output || !mcu_overlaps(a, bytes, output, bytes)) &&
+                    ((const void *)b == (const void *)output || !mcu_overlaps(b, bytes, output, bytes)),
+                MCU_ERR_INVALID_ARG);
+    return MCU_OK;
+}
+
 #endif

@@ -3,6 +3,7 @@
 #include "mcu/kernels_s16.h"
 
 #include "../common/check.h"
+#include "../common/check_s16.h"
 #include "../common/requant.h"
 #include "../common/requant_s16.h"
 #include "../common/simd_s8.h"
@@ -13,17 +14,10 @@
  * parameters the lowering derives (input shifts <= 0, |operand| * 2^15 < 2^31) it is CMSIS-NN's. */
 mcu_status mcu_add_s16(const mcu_add_s16_params *p, const int16_t *a, const int16_t *b, int16_t *output)
 {
-    MCU_REQUIRE(p != NULL && a != NULL && b != NULL && output != NULL, MCU_ERR_NULL_POINTER);
-    MCU_REQUIRE(p->size >= 0 && p->size <= INT32_MAX / 2, MCU_ERR_SHAPE);
-    MCU_REQUIRE(mcu_quant_valid(p->a_multiplier, p->a_shift) && mcu_quant_valid(p->b_multiplier, p->b_shift) &&
-                    mcu_quant_valid(p->out_multiplier, p->out_shift) && p->left_shift >= 0 && p->left_shift <= 15 &&
-                    mcu_act_s16_valid(p->act_min, p->act_max),
-                MCU_ERR_INVALID_ARG);
-    const size_t bytes = (size_t)p->size * sizeof(int16_t);
-    /* Element i is read before it is written: an operand may be the output, exactly; no other overlap. */
-    MCU_REQUIRE(((const void *)a == (const void *)output || !mcu_overlaps(a, bytes, output, bytes)) &&
-                    ((const void *)b == (const void *)output || !mcu_overlaps(b, bytes, output, bytes)),
-                MCU_ERR_INVALID_ARG);
+    const mcu_status valid = mcu_binary_s16_check(p, a, b, output);
+    if (valid != MCU_OK) {
+        return valid;
+    }
     const int32_t scale = (int32_t)1 << p->left_shift;
     mcu_rq_s32 ra, rb, ro;
     if (mcu_rq_s32_init(&ra, p->a_multiplier, p->a_shift) && mcu_rq_s32_init(&rb, p->b_multiplier, p->b_shift) &&
