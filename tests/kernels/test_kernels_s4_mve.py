@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from cmsis_nn_host import cmsis_nn_root
 from mcu.layouts import pack_s4
 from mcu.reference.conv import conv2d_s8, depthwise_conv2d_s8, linear_s8
-from mve_cases import MODES, Builder, Case, assert_case, c_dims, mve_data, run_cases, trail_lag
+from mve_cases import MODES, Builder, Case, assert_case, c_dims, linear_call, mve_data, run_cases, trail_lag
 from repo import requires_qemu
 
 pytestmark = [requires_qemu, pytest.mark.qemu,
@@ -57,15 +57,8 @@ def linear_s4_case(b: Builder, rng, *, batch, nin, nout, mode="uniform", wmode="
     ms, ss = b.arr("int32_t", m), b.arr("int32_t", s)
     bs = b.arr("int32_t", bias) if bias is not None else "NULL"
     out_off = x.size + 16
-    call = f"""
-    {{
-        const mcu_linear_s8_params p = {{{batch}, {nin}, {nout}, {-zp_in}, {zp_out}, {lo}, {hi}}};
-        const mcu_per_channel_quant q = {{{ms}, {ss}}};
-        const mcu_context ctx = {{scratch, (int32_t)sizeof scratch}};
-        copy(work, {xs}, {x.size});
-        status = mcu_linear_s4(&ctx, &p, &q, work, {ws}, {bs}, work + {out_off});
-        emit(work + {out_off}, {y.size});
-    }}"""
+    call = linear_call("mcu_linear_s4", (batch, nin, nout, -zp_in, zp_out, lo, hi), xs, ws, ms, ss, bs, x.size,
+                       out_off, y.size)
     b.add(Case(f"linear_s4 {batch}x{nin}->{nout}", call, y.reshape(-1)), out_off + y.size)
 
 

@@ -234,6 +234,21 @@ def depthwise_case(b: Builder, rng, *, c, kh, kw, sh, sw, pt, pl, h, w, n=1, inp
     b.add(Case("depthwise", call, y.reshape(-1)), out_off + y.size)
 
 
+def linear_call(function: str, params: tuple, xs: str, ws: str, ms: str, ss: str, bs: str, x_size: int,
+                out_off: int, y_size: int) -> str:
+    """The firmware block of one fully connected case: the input copied into the work buffer, ``function`` (an
+    mcu_linear_s8-shaped kernel) writing ``out_off`` elements further on, its output emitted."""
+    return f"""
+    {{
+        const mcu_linear_s8_params p = {{{", ".join(str(v) for v in params)}}};
+        const mcu_per_channel_quant q = {{{ms}, {ss}}};
+        const mcu_context ctx = {{scratch, (int32_t)sizeof scratch}};
+        copy(work, {xs}, {x_size});
+        status = {function}(&ctx, &p, &q, work, {ws}, {bs}, work + {out_off});
+        emit(work + {out_off}, {y_size});
+    }}"""
+
+
 def linear_case(b: Builder, rng, *, batch, nin, nout, mode="uniform", wmode="symmetric") -> None:
     x = mve_data(rng, (batch, nin), mode)
     wt = mve_weights(rng, (nout, nin), "small" if mode == "small" else wmode)
@@ -242,15 +257,8 @@ def linear_case(b: Builder, rng, *, batch, nin, nout, mode="uniform", wmode="sym
     xs, ws, ms, ss = b.arr("int8_t", x), b.arr("int8_t", wt), b.arr("int32_t", m), b.arr("int32_t", s)
     bs = b.arr("int32_t", bias) if bias is not None else "NULL"
     out_off = x.size + 16
-    call = f"""
-    {{
-        const mcu_linear_s8_params p = {{{batch}, {nin}, {nout}, {-zp_in}, {zp_out}, {lo}, {hi}}};
-        const mcu_per_channel_quant q = {{{ms}, {ss}}};
-        const mcu_context ctx = {{scratch, (int32_t)sizeof scratch}};
-        copy(work, {xs}, {x.size});
-        status = mcu_linear_s8(&ctx, &p, &q, work, {ws}, {bs}, work + {out_off});
-        emit(work + {out_off}, {y.size});
-    }}"""
+    call = linear_call("mcu_linear_s8", (batch, nin, nout, -zp_in, zp_out, lo, hi), xs, ws, ms, ss, bs, x.size,
+                       out_off, y.size)
     b.add(Case("linear", call, y.reshape(-1)), out_off + y.size)
 
 
