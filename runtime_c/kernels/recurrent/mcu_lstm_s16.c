@@ -52,11 +52,7 @@ static mcu_status check(const mcu_context *ctx, const mcu_lstm_s16_params *p, co
     const int32_t scratch = mcu_lstm_s16_get_buffer_size(p);
     MCU_REQUIRE(ctx->size >= scratch && ((uintptr_t)ctx->buf & 1u) == 0, MCU_ERR_BUFFER_TOO_SMALL);
     const size_t rows = 4u * (size_t)p->hidden;
-    for (size_t r = 0; r < rows; ++r) {
-        MCU_REQUIRE(mcu_quant_s16_valid(quant[4 * r], quant[4 * r + 1]) &&
-                        mcu_quant_s16_valid(quant[4 * r + 2], quant[4 * r + 3]),
-                    MCU_ERR_INVALID_ARG);
-    }
+    MCU_REQUIRE(mcu_rnn16_rows_valid(quant, rows), MCU_ERR_INVALID_ARG);
     const size_t out_bytes = (size_t)out_count;
     MCU_REQUIRE(!mcu_overlaps(input, (size_t)in_count, output, out_bytes) &&
                     !mcu_overlaps(ctx->buf, (size_t)scratch, output, out_bytes) &&

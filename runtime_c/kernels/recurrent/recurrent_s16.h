@@ -127,4 +127,17 @@ static inline int32_t mcu_rnn16_rq_apply(const mcu_rnn16_rq *r, int32_t x)
     return r->is_fast ? mcu_rq_s32_apply(&r->fast, x) : mcu_requantize(x, r->multiplier, r->shift);
 }
 
+/* Whether every gate row's two requantizations (input and recurrent products: multiplier, shift, multiplier,
+ * shift a row) are valid 16x8 ones. */
+static inline int mcu_rnn16_rows_valid(const int32_t *quant, size_t rows)
+{
+    for (size_t r = 0; r < rows; ++r) {
+        if (!mcu_quant_s16_valid(quant[4 * r], quant[4 * r + 1]) ||
+            !mcu_quant_s16_valid(quant[4 * r + 2], quant[4 * r + 3])) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
 #endif /* MCU_KERNELS_INTERNAL_RECURRENT_S16_H */
