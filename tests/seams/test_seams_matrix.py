@@ -1,6 +1,6 @@
-"""A sampled slice of the seams matrix (scripts/matrix runs all of it): every QEMU board, fp32 and int8, as
-generated C and as a program file on the board's interpreter firmware, each by at least one small example;
-and the script itself on one cell, with its refusal/failure rule."""
+"""A sampled slice of the seams matrix (scripts/matrix runs all of it): int8 on every QEMU board, fp32 and
+w4a8 on a core of each kind, as generated C and as a program file on the board's interpreter firmware, each
+by a small example; and the script itself on one cell, with its refusal/failure rule."""
 
 from __future__ import annotations
 
@@ -15,22 +15,21 @@ import pytest
 
 from repo import ROOT, requires_qemu
 
-# board -> (fp32 example, int8 example): the smallest models (fc_autoencoder's 1.1 MB of fp32 weights cost
-# minutes to compile), the ones other tests compile too (shared builds).
-SAMPLE = {  # the example per mode: fp32, int8, w4a8
-    "mps2-an505": ("small_cnn", "small_cnn", "small_cnn"),
-    "mps2-an386": ("small_cnn", "fc_autoencoder", "fc_autoencoder"),
-    "mps2-an385": ("small_cnn", "small_cnn", "fc_autoencoder"),
-    "mps2-an385-m0plus": ("small_cnn", "fc_autoencoder", "small_cnn"),
-    "mps3-an547": ("small_cnn", "small_cnn", "small_cnn"),
-}
+# The cells: int8 on every board; fp32 on one core of each float kind (software float on the M0+, the M4's
+# FPU, the M55's Helium); w4a8 on one core of each kernel family (plain C on the M3, DSP on the M33, Helium on
+# the M55). The smallest models (fc_autoencoder's 1.1 MB of fp32 weights cost minutes to compile), the ones
+# other tests compile too (shared builds). scripts/matrix runs every board with every mode.
+CELLS = [("mps2-an505", "int8", "small_cnn"), ("mps2-an505", "w4a8", "small_cnn"),
+         ("mps2-an386", "fp32", "small_cnn"), ("mps2-an386", "int8", "fc_autoencoder"),
+         ("mps2-an385", "int8", "small_cnn"), ("mps2-an385", "w4a8", "fc_autoencoder"),
+         ("mps2-an385-m0plus", "fp32", "small_cnn"), ("mps2-an385-m0plus", "int8", "fc_autoencoder"),
+         ("mps3-an547", "fp32", "small_cnn"), ("mps3-an547", "int8", "small_cnn"), ("mps3-an547", "w4a8", "small_cnn")]
 QUANTIZE = {"fp32": "none", "int8": "int8", "w4a8": "w4a8"}
 # The matrix's other modes run end to end in C and program files in their own tests, on the host, where a
 # board cell here would cost a compile and two simulator runs each: w8a16 (tests/quantize/test_w8a16.py)
 # look-up-table weights (tests/passes/test_weight_palette.py) and mixed precision
 # (tests/passes/test_mixed_precision.py); scripts/matrix --mode runs them on boards.
 TESTED_ELSEWHERE = {"w8a16", "lut2", "lut3", "lut4", "mixed"}
-CELLS = [(board, mode, SAMPLE[board][i]) for board in SAMPLE for i, mode in enumerate(QUANTIZE)]
 
 
 def _matrix_module():
@@ -45,11 +44,14 @@ def _matrix_module():
     return module
 
 
-def test_the_sample_covers_every_board_mode_and_output() -> None:
+def test_the_sample_covers_every_board_and_each_kernel_family() -> None:
     matrix = _matrix_module()
-    assert set(SAMPLE) == set(matrix.BOARDS)
-    assert {(b, m) for b, m, _ in CELLS} == {(b, m) for b in matrix.BOARDS for m in matrix.MODES
-                                             if m not in TESTED_ELSEWHERE}
+    assert {(b, "int8") for b in matrix.BOARDS} <= {(b, m) for b, m, _ in CELLS}
+    float_kinds = {"mps2-an385-m0plus", "mps2-an386", "mps3-an547"}  # software float, FPU, Helium
+    kernel_families = {"mps2-an385", "mps2-an505", "mps3-an547"}  # plain C, DSP, Helium
+    assert {b for b, m, _ in CELLS if m == "fp32"} == float_kinds
+    assert {b for b, m, _ in CELLS if m == "w4a8"} == kernel_families
+    assert {b for b, _, _ in CELLS} == set(matrix.BOARDS)
     assert QUANTIZE == {m: q for m, q in matrix.MODES.items() if m not in TESTED_ELSEWHERE}
     assert TESTED_ELSEWHERE < set(matrix.MODES)
 
