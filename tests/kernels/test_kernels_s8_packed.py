@@ -97,13 +97,17 @@ def test_pack_bytes_layout() -> None:
     assert not tuned.bytes_fit(corner) and tuned.bytes_fit(corner[::-1]) and tuned.bytes_fit(-corner[::-1] - 1)
     assert tuned.bytes_fit(np.array([[0] * 257, [-128] * 257])) and not tuned.bytes_fit(np.array([[0] * 258, [-128] * 258]))
     assert tuned.pack_layer_bytes(corner, None, np.full(2, 2**30), np.full(2, -3)) is None
+    # the bound at the layer's own input offset: |x| at most 128 with offset 0, 255 with 128
+    wide = np.array([[0] * 500, [-128] * 500])
+    assert tuned.bytes_fit(wide, 0) and not tuned.bytes_fit(wide, 128) and not tuned.bytes_fit(wide)
 
 
 @st.composite
 def _bytes_case(draw, batch_max: int = 3) -> dict:
     """One fully connected layer (a 1x1 layer over batch rows) for the byte stream: inputs of 1 to 640
     features (the column's passes entered at every 4 taps), 1 to 13 outputs, weights random over all of
-    int8 or at the layout's edges (the odd channels' sums of |w| up to 2^23 / 255 with inputs of |x| 255, -128
+    int8 or at the layout's edges (the odd channels' sums of |w| up to 2^23 over the largest |x| the input
+    offset allows, reached by inputs at that end; -128
     with an even partner of either sign the layout allows), extremes of inputs, offsets, biases,
     multipliers, any shift (the C requantization) or right shifts (the core's), the activation range."""
     cin = draw(st.one_of(st.integers(1, 12), st.sampled_from([16, 20, 60, 64, 100, 128, 255, 256, 257, 640])))
@@ -113,6 +117,7 @@ def _bytes_case(draw, batch_max: int = 3) -> dict:
     x_kind = draw(st.sampled_from(["random", "min", "max"]))
     x = (rng.integers(-128, 128, (batch, 1, 1, cin)) if x_kind == "random"
          else np.full((batch, 1, 1, cin), -128 if x_kind == "min" else 127)).astype(np.int8)
+    in_zp, out_zp = draw(base.zero_points), draw(base.zero_points)
     w_kind = draw(st.sampled_from(["random", "random", "max", "min"]))
     if w_kind == "random":
         wt = rng.integers(-128, 128, (cout, cin))
@@ -123,7 +128,7 @@ def _bytes_case(draw, batch_max: int = 3) -> dict:
         wt[0::2] = 127 if w_kind == "min" else -128
     wt[0::2][(np.resize(wt[1::2], wt[0::2].shape) == -128) & (wt[0::2] < 0)] = 0  # the int16 corner
     for row in range(1, cout, 2):  # odd channels over the sum bound: taps beyond it to zero
-        over = np.cumsum(np.abs(wt[row])) * tuned.X_MAX > tuned.BYTES_DB_MAX
+        over = np.cumsum(np.abs(wt[row])) * tuned.x_max(-in_zp) > tuned.BYTES_DB_MAX
         wt[row][over] = 0
     wt = wt.astype(np.int8)
     b = np.array(draw(st.lists(st.sampled_from(_S32) | st.integers(-(2**20), 2**20), min_size=cout, max_size=cout)),
@@ -133,9 +138,8 @@ def _bytes_case(draw, batch_max: int = 3) -> dict:
     right = draw(st.booleans())
     sh = np.array(draw(st.lists(st.integers(-23, -1) if right else st.integers(-31, 30), min_size=cout,
                                 max_size=cout)), dtype=np.int64)
-    in_zp, out_zp = draw(base.zero_points), draw(base.zero_points)
     params = packed_params(x.shape, (batch, 1, 1, cout), 1, 1, in_zp=in_zp, out_zp=out_zp, act=draw(base.act_bounds()))
-    stream = tuned.pack_layer_bytes(wt, b, m, sh, out_zp, group=draw(st.booleans()))
+    stream = tuned.pack_layer_bytes(wt, b, m, sh, out_zp, group=draw(st.booleans()), input_offset=-in_zp)
     assert stream is not None and stream[1] & tuned.FLAG_BYTES
     return dict(x=x, w=stream, params=params, expected=conv2d_s8(x, wt.reshape(cout, 1, 1, cin), b, m, sh, **params))
 

@@ -34,7 +34,12 @@ FLAG_RIGHT = 1  # every shift in [-23, -1]: requantized from K words (the core's
 FLAG_BYTES = 2  # weights as bytes, two channels a word (pack_layer_bytes): fully connected layers whose weights wait
 FLAG_GROUP = 4  # the weights wait: a flat pointwise layer's pixel pairs share each read of a large stream
 BYTES_DB_MAX = (1 << 23) - 1  # |DB| bound of the byte stream (convolution/pair_bytes_s8_dsp.h)
-X_MAX = 255  # |input + input offset|: int8 plus an offset in [-127, 128]
+X_MAX = 255  # |input + input offset| at the worst offset: int8 plus an offset in [-127, 128]
+
+
+def x_max(input_offset: int) -> int:
+    """The largest |input + input_offset| over int8 inputs."""
+    return max(abs(-128 + int(input_offset)), abs(127 + int(input_offset)))
 
 
 def padded_taps(k: int) -> int:
@@ -86,16 +91,18 @@ def _stream(out_c: int, kp: int, flags: int, output_offset: int, blocks: np.ndar
     return (words & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
 
 
-def bytes_fit(w: np.ndarray) -> bool:
+def bytes_fit(w: np.ndarray, input_offset: int = 128) -> bool:
     """Whether :func:`pack_layer_bytes` can lay out ``w`` (int8, out_c x taps) exactly: in each pair of
-    channels (A even, B odd) 256 wB + wA fits int16 (not wB = -128 with wA < 0), and 255 sum |wB| < 2^23
-    keeps B's sum inside the 24 bits that survive the kernel's shift, whatever the input."""
+    channels (A even, B odd) 256 wB + wA fits int16 (not wB = -128 with wA < 0), and max |x| sum |wB| < 2^23
+    (|x| = |input + input_offset|, :func:`x_max`; the default offset is the worst) keeps B's sum inside the
+    24 bits that survive the kernel's shift, whatever the input."""
     w = np.asarray(w, dtype=np.int64)
     w = w.reshape(w.shape[0], -1)
     full = np.zeros((padded_taps(w.shape[0]), w.shape[1]), dtype=np.int64)
     full[:w.shape[0]] = w
     a, b = full[0::2], full[1::2]
-    return bool(not np.any((b == -128) & (a < 0)) and np.all(X_MAX * np.abs(b).sum(axis=1) <= BYTES_DB_MAX))
+    return bool(not np.any((b == -128) & (a < 0))
+                and np.all(x_max(input_offset) * np.abs(b).sum(axis=1) <= BYTES_DB_MAX))
 
 
 def pack_weights_bytes(w: np.ndarray) -> np.ndarray:
@@ -113,13 +120,14 @@ def pack_weights_bytes(w: np.ndarray) -> np.ndarray:
 
 
 def pack_layer_bytes(w: np.ndarray, bias: np.ndarray | None, multiplier: np.ndarray, shift: np.ndarray,
-                     output_offset: int = 0, group: bool = False) -> np.ndarray | None:
+                     output_offset: int = 0, group: bool = False, input_offset: int = 128) -> np.ndarray | None:
     """The stream of :func:`pack_layer` with the weights as bytes (FLAG_BYTES, :func:`pack_weights_bytes`):
     half the weights' bytes, for a fully connected layer whose weights sit in memory with wait states. A block
     is the accumulators' start (biases 0, 0, 2, 2), the weights, biases 1 and 3, the requantization words.
-    None where the layout would not be exact (:func:`bytes_fit`)."""
+    None where the layout would not be exact for a layer of this ``input_offset`` (:func:`bytes_fit`; the default
+    is the worst offset, a stream any layer of these weights may run)."""
     w = np.asarray(w, dtype=np.int64)
-    if not bytes_fit(w):
+    if not bytes_fit(w, input_offset):
         return None
     out_c = w.shape[0]
     op = padded_taps(out_c)
@@ -201,7 +209,8 @@ def packed_tensor(op: Op) -> Tensor:
             None if b is None or b.data is None else np.asarray(b.data).reshape(-1),
             np.asarray(mult.data).reshape(-1), np.asarray(shift.data).reshape(-1), conv_params(op)["output_offset"])
     wait = bool(op.attrs.get(WEIGHTS_WAIT))
-    data = pack_layer_bytes(*args, group=wait) if wait and op.kind == "linear" else None
+    data = (pack_layer_bytes(*args, group=wait, input_offset=conv_params(op)["input_offset"])
+            if wait and op.kind == "linear" else None)
     if data is None:
         data = pack_layer(*args, group=wait)
     t = Tensor(name=f"{w.name}_packed", shape=(data.size,), dtype="int32", data=data)

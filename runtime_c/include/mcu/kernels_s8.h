@@ -318,7 +318,8 @@ int32_t mcu_conv2d_1x1_s8_get_buffer_size(const mcu_conv2d_s8_params *p);
 /* With MCU_PACKED_FLAG_BYTES (a 1x1, stride-1, unpadded layer: fully connected) a block is its biases
  * 0, 0, 2, 2, then per column word (taps ta, tb of the 0, 2, 1, 3 order) two words, channels 0 and 1 then 2 and 3,
  * whose int16 halves are 256 w[B][t] + w[A][t] (A the even channel, B the odd one), then biases 1 and
- * 3, then the 16 requantization words; valid only where 256 wB + wA fits int16 and 255 sum |wB| < 2^23
+ * 3, then the 16 requantization words; valid only where 256 wB + wA fits int16 and max |input + input
+ * offset| sum |wB| < 2^23
  * (convolution/pair_bytes_s8_dsp.h). */
 #define MCU_PACKED_FLAG_RIGHT 1u
 #define MCU_PACKED_FLAG_BYTES 2u

@@ -12,8 +12,9 @@
  * is what keeps the count.
  *
  * The packer (mcu/backends/optimized/tuned.py, pack_layer_bytes) takes the layout only where it is
- * exact: 256 wB + wA fits int16 (not wB = -128 with wA < 0), and 255 sum |wB| < 2^23, so that DB
- * (|x| <= 255: int8 plus an input offset in [-127, 128]) survives the shift whatever the input;
+ * exact: 256 wB + wA fits int16 (not wB = -128 with wA < 0), and max |x| sum |wB| < 2^23, so that DB
+ * survives the shift whatever the input (max |x| from the layer's input offset: 255 at worst, int8 plus an
+ * offset in [-127, 128]);
  * the sums wrap modulo 2^32 on the way, which the difference undoes. Internal: static inline only. */
 #ifndef MCU_KERNELS_INTERNAL_PAIR_BYTES_S8_DSP_H
 #define MCU_KERNELS_INTERNAL_PAIR_BYTES_S8_DSP_H
