@@ -88,11 +88,13 @@ def test_pack_bytes_layout() -> None:
                     t, ca = order[2 * j + lane], 4 * blk + 2 * pair
                     assert (a[blk, j, pair, lane], b[blk, j, pair, lane]) == (full[ca, t], full[ca + 1, t])
     stream = tuned.pack_layer_bytes(w, np.arange(5) - 2, np.full(5, 2**30), np.full(5, -3), -5, group=True)
-    assert stream.size == 4 + 2 * (4 + 8 + 16)
+    assert stream.size == 4 + 2 * (4 + 8 + 2 + 16)
     assert stream[:4].tolist() == [tuned.MAGIC, tuned.FLAG_BYTES | tuned.FLAG_RIGHT | tuned.FLAG_GROUP | 0xFB00, 5, 8]
-    first = stream[4:].reshape(2, -1)[0]
-    assert first[:4].tolist() == [-2, -1, 0, 1] and np.array_equal(first[4:12], p[0])
-    assert np.array_equal(first[12:], tuned.pack_layer(w, None, np.full(5, 2**30), np.full(5, -3), -5)[4 + 20:4 + 36])
+    first, second = stream[4:].reshape(2, -1)
+    # the accumulators' start (biases 0, 0, 2, 2), the weights, biases 1 and 3, the requantization words
+    assert first[:4].tolist() == [-2, -2, 0, 0] and np.array_equal(first[4:12], p[0]) and first[12:14].tolist() == [-1, 1]
+    assert second[:4].tolist() == [2, 2, 0, 0] and second[12:14].tolist() == [0, 0]
+    assert np.array_equal(first[14:], tuned.pack_layer(w, None, np.full(5, 2**30), np.full(5, -3), -5)[4 + 20:4 + 36])
     corner = np.array([[-1], [-128]], dtype=np.int8)  # 256 (-128) - 1 is below int16
     assert not tuned.bytes_fit(corner) and tuned.bytes_fit(corner[::-1]) and tuned.bytes_fit(-corner[::-1] - 1)
     assert tuned.bytes_fit(np.array([[0] * 257, [-128] * 257])) and not tuned.bytes_fit(np.array([[0] * 258, [-128] * 258]))
