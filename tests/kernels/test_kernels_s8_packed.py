@@ -146,6 +146,7 @@ def _bytes_case(draw, batch_max: int = 3) -> dict:
     return dict(x=x, w=stream, params=params, expected=conv2d_s8(x, wt.reshape(cout, 1, 1, cin), b, m, sh, **params))
 
 
+@pytest.mark.slow
 @base.EXACT
 @given(_bytes_case())
 def test_bytes_stream_matches_reference(lib, case) -> None:
