@@ -80,10 +80,11 @@ class OptimizedBackend(Backend):
         if self.options(ctx).packed_weights is False:
             return f"weights in {region.name} with {region.wait_states:g} wait states a miss"
         linear = [op for op in ops if op.kind == "linear" and op.output.dtype == "int8" and op.inputs[1].data is not None]
-        fit = sum(tuned.bytes_fit(op.inputs[1].data, tuned.conv_params(op)["input_offset"]) for op in linear)
+        fit = sum(tuned.streams_bytes(op) for op in linear)
         return (f"weights in {region.name} with {region.wait_states:g} wait states a miss: fully connected layers "
-                f"stream int8 weights, two channels a word ({fit} of {len(linear)}; the others' int16), pointwise "
-                f"pixel pairs over streams larger than a flash cache in groups")
+                f"stream int8 weights, two channels a word ({fit} of {len(linear)}; the others int16: a stream a "
+                f"flash cache holds, or weights the layout cannot hold exactly), pointwise pixel pairs over streams "
+                f"larger than a flash cache in groups")
 
     def _layout_note(self, graph: Graph, ctx: Context) -> str | None:
         options = self.options(ctx)

@@ -17,6 +17,8 @@ every build of the model (firmware, host, the exported library's CMake and Makef
   of 64-tap pointwise columns (``PW_GROUP_TAPS``) when some flat pointwise layer's stream outgrows a
   flash cache of ``PIXEL4_STREAM_MIN`` bytes and its weights wait (the stream's FLAG_GROUP: its pairs
   then share each read of the stream); 0 otherwise.
+* ``MCU_PACKED_BYTES``: 0 leaves out the byte streams' path (fully connected layers whose weights wait,
+  convolution/pair_bytes_s8_dsp.h) when no layer has one: its code would only crowd a flash cache.
 
 Without definitions (the program-file interpreter, which must run any program) the kernel is the
 full one. The conditions below mirror the C dispatch (mcu_conv2d_packed_s8, ``pixel`` and
@@ -107,7 +109,8 @@ def packed_defines(layers: Iterable[PackedLayer]) -> dict[str, int]:
             "MCU_PACKED_WINDOWS": int(any(layer.takes_windows() for layer in layers)),
             "MCU_PACKED_NARROW": int(any(layer.takes_narrow() for layer in layers)),
             "MCU_PACKED_NARROW_K3C3": int(any(layer.takes_narrow() and layer.k3c3 for layer in layers)),
-            "MCU_PACKED_PW_GROUP_TAPS": PW_GROUP_TAPS if any(layer.groups_pairs() for layer in layers) else 0}
+            "MCU_PACKED_PW_GROUP_TAPS": PW_GROUP_TAPS if any(layer.groups_pairs() for layer in layers) else 0,
+            "MCU_PACKED_BYTES": int(any(layer.bytes for layer in layers))}
 
 
 def merge_defines(parts: Iterable[Mapping[str, int]]) -> dict[str, int]:
@@ -121,4 +124,5 @@ def merge_defines(parts: Iterable[Mapping[str, int]]) -> dict[str, int]:
             "MCU_PACKED_WINDOWS": int(any(p["MCU_PACKED_WINDOWS"] for p in parts)),
             "MCU_PACKED_NARROW": int(any(p["MCU_PACKED_NARROW"] for p in parts)),
             "MCU_PACKED_NARROW_K3C3": int(any(p["MCU_PACKED_NARROW_K3C3"] for p in parts)),
-            "MCU_PACKED_PW_GROUP_TAPS": max(p.get("MCU_PACKED_PW_GROUP_TAPS", 0) for p in parts)}
+            "MCU_PACKED_PW_GROUP_TAPS": max(p.get("MCU_PACKED_PW_GROUP_TAPS", 0) for p in parts),
+            "MCU_PACKED_BYTES": int(any(p.get("MCU_PACKED_BYTES", 0) for p in parts))}

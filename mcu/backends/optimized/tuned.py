@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from mcu.backends.calls import KernelCall, conv_params_s8, offsets
+from mcu.backends.optimized.specialise import PIXEL4_STREAM_MIN
 from mcu.ir import Op, Tensor
 
 FUNCTION = "mcu_conv2d_packed_s8"
@@ -168,9 +169,16 @@ def pack_layer(w: np.ndarray, bias: np.ndarray | None, multiplier: np.ndarray, s
 WEIGHTS_WAIT = "weights_wait"
 
 
-def layout(op: Op) -> str:
-    """The packed stream's weight layout, for the partition report: "bytes" or "int16"."""
-    return "bytes" if int(packed_tensor(op).data[1]) & FLAG_BYTES else "int16"
+def streams_bytes(op: Op) -> bool:
+    """Whether a fully connected layer whose weights wait streams them as bytes (:func:`pack_layer_bytes`): its
+    int16 stream outgrows a flash cache (a smaller one saves under a thousand cycles of misses, less than the
+    byte path's code can cost in that cache: specialise.py leaves it out of builds without a byte stream) and
+    the layout is exact for its weights and input offset."""
+    if op.kind != "linear" or op.inputs[1].data is None:
+        return False
+    w = op.inputs[1]
+    int16_bytes = 4 * (padded_taps(w.shape[0]) // 4) * (4 + 2 * padded_taps(window_taps(op)) + 16)
+    return int16_bytes > PIXEL4_STREAM_MIN and bytes_fit(np.asarray(w.data), conv_params(op)["input_offset"])
 
 
 def window_taps(op: Op) -> int:
@@ -210,7 +218,7 @@ def packed_tensor(op: Op) -> Tensor:
             np.asarray(mult.data).reshape(-1), np.asarray(shift.data).reshape(-1), conv_params(op)["output_offset"])
     wait = bool(op.attrs.get(WEIGHTS_WAIT))
     data = (pack_layer_bytes(*args, group=wait, input_offset=conv_params(op)["input_offset"])
-            if wait and op.kind == "linear" else None)
+            if wait and streams_bytes(op) else None)
     if data is None:
         data = pack_layer(*args, group=wait)
     t = Tensor(name=f"{w.name}_packed", shape=(data.size,), dtype="int32", data=data)

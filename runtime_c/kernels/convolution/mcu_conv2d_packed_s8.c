@@ -70,6 +70,10 @@ static void pixel(const layer_t *l, const int16_t *col, const int32_t *blocks, i
     }
 }
 
+#ifndef MCU_PACKED_BYTES
+#define MCU_PACKED_BYTES 1 /* 0: a model's build without byte streams (specialise.py) */
+#endif
+#if MCU_PACKED_BYTES
 /* Output pixel y from its column, from a byte stream (MCU_PACKED_FLAG_BYTES, pair_bytes_s8_dsp.h):
  * four channels per block, a last partial block writing only the real ones. */
 static void pixel_bytes(const layer_t *l, const int16_t *col, const int32_t *blob, int8_t *y)
@@ -99,6 +103,7 @@ static void pixel_bytes(const layer_t *l, const int16_t *col, const int32_t *blo
         }
     }
 }
+#endif
 
 /* What mcu_window_column_s16 needs of a windowed layer, in locals (as layer_t). */
 typedef struct {
@@ -333,6 +338,9 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
     const int direction = mcu_conv_pixel_direction(p, input, in_count, output, out_count);
     MCU_REQUIRE(direction >= 0, MCU_ERR_INVALID_ARG);
     if (flags & MCU_PACKED_FLAG_BYTES) {
+#if !MCU_PACKED_BYTES
+        return MCU_ERR_UNSUPPORTED; /* this build left the byte streams' path out */
+#else
         /* fully connected layers (1x1, stride 1, unpadded): one pixel, a row, at a time, in the
          * direction that reads each row before its output lands on it */
         MCU_REQUIRE(p->kernel_h == 1 && p->kernel_w == 1 && p->stride_h == 1 && p->stride_w == 1 &&
@@ -349,6 +357,7 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
             pixel_bytes(&l, col, packed, output + i * out.c);
         }
         return MCU_OK;
+#endif
     }
 #if MCU_S8_DSP
     /* few taps per pixel (first layers, narrow pointwise): convolution/conv_narrow_s8_dsp.h */
