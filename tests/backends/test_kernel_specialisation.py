@@ -124,10 +124,11 @@ def test_defines_for_reference_models(name: str) -> None:
     assert cm.library.defines == EXPECTED[name]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(EXPECTED_WAIT))
 def test_defines_where_weights_wait(name: str) -> None:
-    """The same models on mps2-an505-u575 (weights in flash with wait states), and with --weights-in fast there
-    (no wait: the zero-wait board's definitions); the partition report says which."""
+    """The same models on mps2-an505-u575 (weights in flash with wait states); the partition report says so and
+    what the packed streams chose."""
     from compiled import compiled_model
 
     cm = compiled_model(name, "mps2-an505-u575", "int8")
