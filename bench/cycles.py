@@ -167,7 +167,7 @@ def compile_copy(spec, graph, board: str | Board, backends: list[str] | None = N
     ``weights_in``: ``--weights-in`` (None: the board's default)."""
     g = copy.deepcopy(graph)
     b = load_board(board) if isinstance(board, str) else board
-    memory, library, report = compile_graph(g, b, "int8", backends, backend_options(cmsis_nn))
+    memory, library, report = compile_graph(g, b, "int8", backends, backend_options(cmsis_nn), weights_in=weights_in)
     return CompiledModel(spec=spec, board=b, quantize="int8", graph=g, memory=memory, library=library,
                          partitions=report, weights_in=weights_in)
 

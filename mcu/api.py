@@ -544,7 +544,8 @@ def _compile_lowered(lowered: LoweredModel, board: Board, options: BackendOption
         memory, library, report = compile_graph(graph, board, quantize, order, options, check_flash=check_flash,
                                                 fuse=fuse, ram_budget=ram_budget, fuse_costs=fuse_costs,
                                                 fuse_band=fuse_band, stream_prefix=stream_prefix,
-                                                stream_input=stream_input, speed_scratch=speed_scratch)
+                                                stream_input=stream_input, speed_scratch=speed_scratch,
+                                                weights_in=weights_in)
     delegated = any(op.kind == "delegate" for op in graph.ops)
     fused = any(op.kind in (FUSED_KIND, PREFIX_KIND) for op in graph.ops)
     cm = CompiledModel(spec=spec, board=board, quantize=quantize, graph=graph, memory=memory, library=library,

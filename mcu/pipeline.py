@@ -15,6 +15,7 @@ from mcu.backends.base import SPEED_SCRATCH, BackendOptions, Context, PartitionR
 from mcu.backends.mixed_flash import BoardFlash
 from mcu.backends.registry import resolve as resolve_backends
 from mcu.device.boards import Board, load_board
+from mcu.device.placement import weights_wait
 from mcu.capture.export import capture, check_user_outputs
 from mcu.capture.edge import to_edge
 from mcu.emit.c_model import GeneratedLibrary, render_library
@@ -202,9 +203,11 @@ def check_constants_fit(board: Board, graph: Graph) -> None:
 
 
 def partition_ops(graph: Graph, board: Board, quantize: str, backends: list[str] | None,
-                  options: BackendOptions) -> PartitionReport:
-    """Give each op to the first backend of the preference order that takes it (mcu/backends/base.py)."""
-    ctx = Context(board, quantize, options)
+                  options: BackendOptions, weights_in: str | None = None) -> PartitionReport:
+    """Give each op to the first backend of the preference order that takes it (mcu/backends/base.py).
+    ``weights_in``: where the constants go (--weights-in; None: the board's default), which tells the kernels
+    whether their weights wait (mcu/device/placement.py, weights_wait)."""
+    ctx = Context(board, quantize, options, weights_wait(board, weights_in or board.weights_in))
     return partition(graph, resolve_backends(backends, ctx), ctx)
 
 
@@ -278,7 +281,8 @@ def compile_graph(graph: Graph, board: Board, quantize: str, backends: list[str]
                   fuse: str = "off", ram_budget: int | None = None,
                   fuse_costs: FusionCosts | None = None, fuse_band: int = 1,
                   stream_prefix: bool | int | PrefixSchedule = False, stream_input: bool = False,
-                  speed_scratch: bool = True) -> tuple[MemoryPlan, GeneratedLibrary, PartitionReport]:
+                  speed_scratch: bool = True,
+                  weights_in: str | None = None) -> tuple[MemoryPlan, GeneratedLibrary, PartitionReport]:
     """``backends``: preference order of backend ids (None: the registry's default for these options:
     CMSIS-NN first when it has its sources, then the optimized and the portable kernels;
     mcu/backends/registry.py). ``options``: each backend's own options by backend id (CMSIS-NN's
@@ -297,11 +301,12 @@ def compile_graph(graph: Graph, board: Board, quantize: str, backends: list[str]
     firmware's callback, so that it is not in the arena. ``speed_scratch`` False: without the scratch
     that kernels take for speed only (SPEED_SCRATCH), as any build with a RAM budget, streamed rows or
     fused blocks is, and one that does not fit the board otherwise (the measured RAM-budget search
-    compiles its schedules so)."""
+    compiles its schedules so). ``weights_in``: where the constants go ("flash", "fast"; None: the board's
+    default), for the kernels whose layout depends on whether their weights wait (:func:`partition_ops`)."""
     if check_flash:  # before partitioning: packing the weights of a model that cannot fit costs minutes
         check_constants_fit(board, graph)
     # Before the plan: a backend's kernels bring their own scratch sizes and overlap contracts.
-    report = partition_ops(graph, board, quantize, backends, dict(options or {}))
+    report = partition_ops(graph, board, quantize, backends, dict(options or {}), weights_in)
     if not speed_scratch or ram_budget is not None or stream_prefix or stream_input or fuse != "off":
         _drop_speed_scratch(graph)
     if fuse not in FUSE_POLICIES:

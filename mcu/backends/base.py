@@ -82,6 +82,10 @@ class Context:
     board: Board
     quantize: str = "none"
     options: BackendOptions = field(default_factory=dict)
+    # The model's constants sit in memory with data wait states (mcu/device/placement.py, weights_wait): the
+    # board's read-only memory waits and --weights-in does not move them to a faster one. Kernels whose best
+    # layout depends on it (the optimized backend's packed streams) read it.
+    weights_wait: bool = False
 
 
 @dataclass(frozen=True)
@@ -121,6 +125,7 @@ class PartitionReport:
     notes: list[tuple[str, str]] = field(default_factory=list)  # (backend, a choice it made for the whole build)
     # --quantize mixed: each layer's weight precision, chosen before partitioning (mcu/passes/mixed_choice.py)
     precision: PrecisionChoice | None = None
+    weights_wait: bool = False  # the constants sit in memory with wait states (Context.weights_wait)
 
     @property
     def graph_breaks(self) -> int:
@@ -134,6 +139,7 @@ class PartitionReport:
             "refusals": [{"op": r.op, "kind": r.kind, "backend": r.backend, "why": r.why, "source": r.source}
                          for r in self.refusals],
             "notes": [{"backend": b, "note": text} for b, text in self.notes],
+            "weights_wait": self.weights_wait,
             **({"precision": self.precision.to_json()} if self.precision is not None else {}),
         }
 
@@ -283,7 +289,7 @@ def partition(graph: Any, backends: list[Backend], ctx: Context) -> PartitionRep
     """
     settled = {b.id: b.settle(graph, ctx) for b in backends}
     ctx = replace(ctx, options={**ctx.options, **{k: v for k, v in settled.items() if v is not None}})
-    report = PartitionReport(precision=graph.precision)
+    report = PartitionReport(precision=graph.precision, weights_wait=ctx.weights_wait)
     usable = []
     for b in backends:
         why = b.unavailable(ctx)

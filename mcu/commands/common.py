@@ -71,7 +71,7 @@ def _compile_model(args: argparse.Namespace) -> Any:
                             packed_weights=False if getattr(args, "compact_weights", False) else None,
                             backend=getattr(args, "backend", None), qat=getattr(args, "qat", False),
                             weight_palette=palette, mixed=mixed, bias_correction=corrected,
-                            weight_rounding=rounding, **fusion)
+                            weight_rounding=rounding, weights_in=getattr(args, "weights_in", None), **fusion)
 
     fuse = getattr(args, "fuse_blocks", "off")
     palette = getattr(args, "weight_palette", None)
@@ -106,7 +106,8 @@ def _compile_model(args: argparse.Namespace) -> Any:
 
         def from_lowered(**fusion: Any) -> Any:
             # every schedule the search compares, the whole-tensor one too, without speed-only scratch
-            return lowered.compile(args.board, options=options, backend=backend, speed_scratch=False, **fusion)
+            return lowered.compile(args.board, options=options, backend=backend, speed_scratch=False,
+                                   weights_in=getattr(args, "weights_in", None), **fusion)
 
         if streamed and fuse == "off":
             return compile_streamed_within_budget(from_lowered, stream_input, budget)

@@ -87,3 +87,14 @@ def place(board: Board, elf: ElfFile, symbols: Sequence[str],
                 chosen[i][kind].append(name)
                 break
     return [WeightSection(w.region, w.copied, tuple(syms), tuple(objs)) for w, (syms, objs) in zip(sections, chosen)]
+
+
+def weights_wait(board: Board, placement: str) -> bool:
+    """Whether the model's constants are read from memory with data wait states, as the kernels choose their
+    layouts by it before the link: the board's read-only memory waits (flash behind a cache counts: a miss
+    waits) and ``placement`` ("flash" or "fast", --weights-in) leaves them there, "fast" moving them only when
+    the board has a faster memory (:func:`fast_regions`). Arrays that "fast" cannot fit stay in the flash but
+    count as moved: the choice is made per build, not per array."""
+    if board.region_for("rodata").data_millicycles <= 0:
+        return False
+    return placement != "fast" or not fast_regions(board)

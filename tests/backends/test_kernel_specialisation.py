@@ -25,41 +25,51 @@ from mcu.reference.conv import conv2d_s8
 from packed_cases import packed_firmware_source, packed_params
 from repo import requires_qemu
 
-# The reference models on mps2-an505 (int8): their packed layers' widest window and paths
+# The reference models on mps2-an505 (int8, zero wait states: no pointwise groups): their packed layers' widest
+# window and paths
 EXPECTED = {
     "small_cnn": {"MCU_PIXEL_WIDE_TAPS": 144, "MCU_PACKED_LOOP": 0, "MCU_PACKED_WINDOWS": 1, "MCU_PACKED_NARROW": 1,
-                  "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_PW_GROUP_TAPS": 0},
+                  "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 0},
     "ds_cnn": {"MCU_PIXEL_WIDE_TAPS": 64, "MCU_PACKED_LOOP": 0, "MCU_PACKED_WINDOWS": 0, "MCU_PACKED_NARROW": 1,
-               "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_PW_GROUP_TAPS": 1216},  # 64->64 streams of 9.5 kB
+               "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 0},
     "mobilenet_v1": {"MCU_PIXEL_WIDE_TAPS": 256, "MCU_PACKED_LOOP": 0, "MCU_PACKED_WINDOWS": 0, "MCU_PACKED_NARROW": 1,
-                     "MCU_PACKED_NARROW_K3C3": 1,
-                     "MCU_PACKED_PW_GROUP_TAPS": 1216},  # 3x3 RGB first layer; pointwise streams of 8 to 131 kB
+                     "MCU_PACKED_NARROW_K3C3": 1, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 0},  # 3x3 RGB first layer
     "resnet8": {"MCU_PIXEL_WIDE_TAPS": 256, "MCU_PACKED_LOOP": 1, "MCU_PACKED_WINDOWS": 1, "MCU_PACKED_NARROW": 1,
-                "MCU_PACKED_NARROW_K3C3": 1, "MCU_PACKED_PW_GROUP_TAPS": 0},  # windows over 256 taps: the loop
+                "MCU_PACKED_NARROW_K3C3": 1, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 0},  # windows over 256 taps: the loop
     "fc_autoencoder": {"MCU_PIXEL_WIDE_TAPS": 256, "MCU_PACKED_LOOP": 1, "MCU_PACKED_WINDOWS": 0,
                        "MCU_PACKED_NARROW": 1,
-                       "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_PW_GROUP_TAPS": 0},
+                       "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 0},
+}
+# On mps2-an505-u575 the weights wait (flash, 4 wait states a miss): ds_cnn's 64->64 pointwise streams of 9.5 kB
+# run in groups of pairs (its 64->12 fully connected stream, 1.8 kB, fits the cache: int16, no byte path);
+# fc_autoencoder's eight layers of 35 to 166 kB streams take the byte stream, its 128->8 and 8->128 ones (2.2 and
+# 4.6 kB) the int16 pairs
+EXPECTED_WAIT = {
+    "ds_cnn": {**EXPECTED["ds_cnn"], "MCU_PACKED_PW_GROUP_TAPS": 1216, "MCU_PACKED_BYTES": 0},
+    "fc_autoencoder": {"MCU_PIXEL_WIDE_TAPS": 128, "MCU_PACKED_LOOP": 0, "MCU_PACKED_WINDOWS": 0, "MCU_PACKED_NARROW": 1,
+                       "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 1},
 }
 
 
 def _layer(kp: int, cout: int = 8, right: bool = True, act_min: int = -128, k3c3: bool = False,
-           output_offset: int = -128, pointwise: bool = False, flat: bool = False, pixels: int = 1) -> PackedLayer:
+           output_offset: int = -128, pointwise: bool = False, flat: bool = False, pixels: int = 1,
+           group: bool = False, bytes: bool = False) -> PackedLayer:
     return PackedLayer(kp=kp, cout=cout, act_min=act_min, output_offset=output_offset, right=right, k3c3=k3c3,
-                       pointwise=pointwise, flat=flat, pixels=pixels)
+                       pointwise=pointwise, flat=flat, pixels=pixels, group=group, bytes=bytes)
 
 
 def test_defines_from_layers() -> None:
     assert packed_defines([]) == {}
     assert packed_defines([_layer(12), _layer(140)]) == {"MCU_PIXEL_WIDE_TAPS": 144, "MCU_PACKED_LOOP": 0,
                                                           "MCU_PACKED_WINDOWS": 1, "MCU_PACKED_NARROW": 1,
-                                                          "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_PW_GROUP_TAPS": 0}
+                                                          "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 0}
     # wider than 256: the loop, and the straight-line part at its full size
     assert packed_defines([_layer(260)])["MCU_PIXEL_WIDE_TAPS"] == 256
     assert packed_defines([_layer(260)])["MCU_PACKED_LOOP"] == 1
     # a stream the C blocks run (left shifts) or fewer than 4 channels never reach the assembly
     assert packed_defines([_layer(600, right=False), _layer(40, cout=3)]) == {
         "MCU_PIXEL_WIDE_TAPS": 8, "MCU_PACKED_LOOP": 0, "MCU_PACKED_WINDOWS": 0, "MCU_PACKED_NARROW": 0,
-        "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_PW_GROUP_TAPS": 0}
+        "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 0}
     # windowed loops: a layer neither flat pointwise nor narrow; flat pointwise layers never need them
     assert packed_defines([_layer(64, pointwise=True, flat=True)])["MCU_PACKED_WINDOWS"] == 0
     assert packed_defines([_layer(64, pointwise=True)])["MCU_PACKED_WINDOWS"] == 1  # e.g. stride 2
@@ -72,17 +82,24 @@ def test_defines_from_layers() -> None:
     # pointwise layers of 16 taps or more take the two-pixel loops (MCU_NARROW_PW_MIN), fewer stay narrow
     assert packed_defines([_layer(16, pointwise=True), _layer(48, pointwise=True)])["MCU_PACKED_NARROW"] == 0
     assert packed_defines([_layer(12, pointwise=True)])["MCU_PACKED_NARROW"] == 1
-    # flat pointwise layers whose stream outgrows the flash cache (cout * (2 kp + 20) > 8192 B) and that have
-    # two pairs to share it: room for eight pairs of 64 taps
-    big = _layer(64, cout=64, pointwise=True, flat=True, pixels=4)
+    # flat pointwise layers whose stream outgrows the flash cache (cout * (2 kp + 20) > 8192 B), that have
+    # two pairs to share it and whose weights wait (FLAG_GROUP): room for eight pairs of 64 taps
+    big = _layer(64, cout=64, pointwise=True, flat=True, pixels=4, group=True)
     assert packed_defines([big])["MCU_PACKED_PW_GROUP_TAPS"] == 1216
-    assert packed_defines([_layer(64, cout=52, pointwise=True, flat=True, pixels=4)])["MCU_PACKED_PW_GROUP_TAPS"] == 0
-    assert packed_defines([_layer(64, cout=64, pointwise=True, flat=True, pixels=3)])["MCU_PACKED_PW_GROUP_TAPS"] == 0
-    assert packed_defines([_layer(64, cout=64, pointwise=True, pixels=4)])["MCU_PACKED_PW_GROUP_TAPS"] == 0
+    assert packed_defines([_layer(64, cout=64, pointwise=True, flat=True, pixels=4)])["MCU_PACKED_PW_GROUP_TAPS"] == 0
+    assert packed_defines([_layer(64, cout=52, pointwise=True, flat=True, pixels=4, group=True)])[
+        "MCU_PACKED_PW_GROUP_TAPS"] == 0
+    assert packed_defines([_layer(64, cout=64, pointwise=True, flat=True, pixels=3, group=True)])[
+        "MCU_PACKED_PW_GROUP_TAPS"] == 0
+    assert packed_defines([_layer(64, cout=64, pointwise=True, pixels=4, group=True)])["MCU_PACKED_PW_GROUP_TAPS"] == 0
+    # a byte stream runs its own loop: none of the paths above
+    assert packed_defines([_layer(600, pointwise=True, flat=True, bytes=True)]) == {
+        "MCU_PIXEL_WIDE_TAPS": 8, "MCU_PACKED_LOOP": 0, "MCU_PACKED_WINDOWS": 0, "MCU_PACKED_NARROW": 0,
+        "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 1}
     assert merge_defines([packed_defines([big]), packed_defines([_layer(24)])])["MCU_PACKED_PW_GROUP_TAPS"] == 1216
     merged = merge_defines([packed_defines([_layer(24)]), {}, packed_defines([_layer(100), _layer(28, k3c3=True)])])
     assert merged == {"MCU_PIXEL_WIDE_TAPS": 104, "MCU_PACKED_LOOP": 0, "MCU_PACKED_WINDOWS": 1,
-                      "MCU_PACKED_NARROW": 1, "MCU_PACKED_NARROW_K3C3": 1, "MCU_PACKED_PW_GROUP_TAPS": 0}
+                      "MCU_PACKED_NARROW": 1, "MCU_PACKED_NARROW_K3C3": 1, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 0}
 
 
 def test_s4_defines_merge_across_methods() -> None:
@@ -93,7 +110,7 @@ def test_s4_defines_merge_across_methods() -> None:
     assert s4_merge_defines([none, some, {}]) == some
     assert s4_merge_defines([some, {**packed_defines([_layer(300)]), S4_STREAM: 1}]) == {
         "MCU_PIXEL_WIDE_TAPS": 256, "MCU_PACKED_LOOP": 1, "MCU_PACKED_WINDOWS": 1, "MCU_PACKED_NARROW": 1,
-        "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_PW_GROUP_TAPS": 0, S4_STREAM: 1}
+        "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 0, S4_STREAM: 1}
     assert s4_merge_defines([{}, {}]) == {}
     # the Helium path's flag (a layer with scratch for its widened weights) merges the same way
     assert s4_merge_defines([{S4_STREAM: 0, S4_WIDE: 0}, {S4_STREAM: 0, S4_WIDE: 1}]) == {S4_STREAM: 0, S4_WIDE: 1}
@@ -105,6 +122,19 @@ def test_defines_for_reference_models(name: str) -> None:
 
     cm = compiled_model(name, "mps2-an505", "int8")
     assert cm.library.defines == EXPECTED[name]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(EXPECTED_WAIT))
+def test_defines_where_weights_wait(name: str) -> None:
+    """The same models on mps2-an505-u575 (weights in flash with wait states); the partition report says so and
+    what the packed streams chose."""
+    from compiled import compiled_model
+
+    cm = compiled_model(name, "mps2-an505-u575", "int8")
+    assert cm.library.defines == EXPECTED_WAIT[name] and cm.partitions.weights_wait
+    note = dict(cm.partitions.notes)["optimized"]
+    assert "wait states a miss" in note and f"two channels a word ({8 if name == 'fc_autoencoder' else 0} of" in note
 
 
 def _case(rng: np.random.Generator, cin: int, k: int = 1, cout: int = 12, act=(-128, 127)) -> dict:

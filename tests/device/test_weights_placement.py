@@ -14,7 +14,7 @@ import pytest
 from mcu.api import CompiledModel
 from mcu.device.boards import load_board
 from mcu.device.elf import read_elf
-from mcu.device.placement import fast_regions
+from mcu.device.placement import fast_regions, weights_wait
 from mcu.errors import DoesNotFit, McuError
 from mcu.plan.weights import by_priority, reads_per_inference
 from mcu.program.run_model import fast_program_bytes
@@ -43,6 +43,16 @@ def test_fast_regions_are_the_faster_memories_fastest_first() -> None:
     an547 = fast_regions(load_board("mps3-an547"))
     assert [(w.region.name, w.copied) for w in an547] == [("flash", False), ("ram", True), ("sram", True)]
     assert fast_regions(load_board("mps2-an505")) == []  # its flash has no wait states: nothing is faster
+
+
+def test_weights_wait_by_board_and_placement() -> None:
+    """The kernels' layouts follow where the weights sit: flash with wait states (behind a cache or not) until
+    --weights-in fast moves them to a faster memory; a zero-wait board's never wait."""
+    for board in ("mps2-an505-u575", "mps2-an386-l4r5"):
+        assert weights_wait(load_board(board), "flash") and not weights_wait(load_board(board), "fast")
+    for board in ("mps2-an505", "mps2-an386"):
+        assert not weights_wait(load_board(board), "flash") and not weights_wait(load_board(board), "fast")
+    assert weights_wait(load_board("mps3-an547"), "flash") and not weights_wait(load_board("mps3-an547"), "fast")
 
 
 def test_board_default_is_flash_and_validated(tmp_path: Path) -> None:

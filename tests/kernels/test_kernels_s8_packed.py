@@ -64,6 +64,106 @@ def test_pack_layout() -> None:
         assert (rq[ch, 0] & 0xFFFFFFFF, rq[ch, 1]) == (k & 0xFFFFFFFF, k >> 32) and rq[ch, 2:].tolist() == [2**30, r - 1]
     with pytest.raises(ValueError, match="zero-point"):
         tuned.pack_layer(w, None, np.full(5, 2**30), np.full(5, -7), 128)
+    assert tuned.pack_layer(w, None, np.full(5, 2**30), np.full(5, -7), group=True)[1] == tuned.FLAG_RIGHT | tuned.FLAG_GROUP
+
+
+def test_pack_bytes_layout() -> None:
+    """The byte stream: per column word (taps 0, 2, 1, 3 per group) the words of channels (0, 1) and (2, 3),
+    each int16 half 256 wB + wA; biases and requantization words as the int16 stream's; refused where the
+    halves or B's sums would not be exact."""
+    w = np.arange(-30, 5 * 6 - 30, dtype=np.int8).reshape(5, 6)  # 5 channels, 6 taps -> 8 channels, 8 taps
+    p = tuned.pack_weights_bytes(w)
+    assert p.dtype == np.int32 and p.shape == (2, 8)
+    halves = p.view(np.int16).reshape(2, 4, 2, 2).astype(np.int64)  # block, column word, pair, lane
+    a, b = halves & 0xFF, halves >> 8
+    a = np.where(a >= 128, a - 256, a)
+    b = b + (halves & 0xFF >= 128)  # the low byte's sign borrowed from the high one
+    order = [0, 2, 1, 3, 4, 6, 5, 7]
+    full = np.zeros((8, 8), dtype=np.int64)
+    full[:5, :6] = w
+    for blk in range(2):
+        for j in range(4):
+            for pair in range(2):
+                for lane in range(2):
+                    t, ca = order[2 * j + lane], 4 * blk + 2 * pair
+                    assert (a[blk, j, pair, lane], b[blk, j, pair, lane]) == (full[ca, t], full[ca + 1, t])
+    stream = tuned.pack_layer_bytes(w, np.arange(5) - 2, np.full(5, 2**30), np.full(5, -3), -5, group=True)
+    assert stream.size == 4 + 2 * (4 + 8 + 2 + 16)
+    assert stream[:4].tolist() == [tuned.MAGIC, tuned.FLAG_BYTES | tuned.FLAG_RIGHT | tuned.FLAG_GROUP | 0xFB00, 5, 8]
+    first, second = stream[4:].reshape(2, -1)
+    # the accumulators' start (biases 0, 0, 2, 2), the weights, biases 1 and 3, the requantization words
+    assert first[:4].tolist() == [-2, -2, 0, 0] and np.array_equal(first[4:12], p[0]) and first[12:14].tolist() == [-1, 1]
+    assert second[:4].tolist() == [2, 2, 0, 0] and second[12:14].tolist() == [0, 0]
+    assert np.array_equal(first[14:], tuned.pack_layer(w, None, np.full(5, 2**30), np.full(5, -3), -5)[4 + 20:4 + 36])
+    corner = np.array([[-1], [-128]], dtype=np.int8)  # 256 (-128) - 1 is below int16
+    assert not tuned.bytes_fit(corner) and tuned.bytes_fit(corner[::-1]) and tuned.bytes_fit(-corner[::-1] - 1)
+    assert tuned.bytes_fit(np.array([[0] * 257, [-128] * 257])) and not tuned.bytes_fit(np.array([[0] * 258, [-128] * 258]))
+    assert tuned.pack_layer_bytes(corner, None, np.full(2, 2**30), np.full(2, -3)) is None
+    # the bound at the layer's own input offset: |x| at most 128 with offset 0, 255 with 128
+    wide = np.array([[0] * 500, [-128] * 500])
+    assert tuned.bytes_fit(wide, 0) and not tuned.bytes_fit(wide, 128) and not tuned.bytes_fit(wide)
+
+
+@st.composite
+def _bytes_case(draw, batch_max: int = 3) -> dict:
+    """One fully connected layer (a 1x1 layer over batch rows) for the byte stream: inputs of 1 to 640
+    features (the column's passes entered at every 4 taps), 1 to 13 outputs, weights random over all of
+    int8 or at the layout's edges (the odd channels' sums of |w| up to 2^23 over the largest |x| the input
+    offset allows, reached by inputs at that end; -128
+    with an even partner of either sign the layout allows), extremes of inputs, offsets, biases,
+    multipliers, any shift (the C requantization) or right shifts (the core's), the activation range."""
+    cin = draw(st.one_of(st.integers(1, 12), st.sampled_from([16, 20, 60, 64, 100, 128, 255, 256, 257, 640])))
+    cout = draw(st.integers(1, 13))
+    batch = draw(st.integers(1, batch_max))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    x_kind = draw(st.sampled_from(["random", "min", "max"]))
+    x = (rng.integers(-128, 128, (batch, 1, 1, cin)) if x_kind == "random"
+         else np.full((batch, 1, 1, cin), -128 if x_kind == "min" else 127)).astype(np.int8)
+    in_zp, out_zp = draw(base.zero_points), draw(base.zero_points)
+    w_kind = draw(st.sampled_from(["random", "random", "max", "min"]))
+    if w_kind == "random":
+        wt = rng.integers(-128, 128, (cout, cin))
+    else:  # every odd channel at its bound: 127 (259 taps) or -128 (257 taps), the rest 0; even ones -128 or 127
+        wt = np.zeros((cout, cin), dtype=np.int64)
+        n = min(cin, 259 if w_kind == "max" else 257)
+        wt[1::2, :n] = 127 if w_kind == "max" else -128
+        wt[0::2] = 127 if w_kind == "min" else -128
+    wt[0::2][(np.resize(wt[1::2], wt[0::2].shape) == -128) & (wt[0::2] < 0)] = 0  # the int16 corner
+    for row in range(1, cout, 2):  # odd channels over the sum bound: taps beyond it to zero
+        over = np.cumsum(np.abs(wt[row])) * tuned.x_max(-in_zp) > tuned.BYTES_DB_MAX
+        wt[row][over] = 0
+    wt = wt.astype(np.int8)
+    b = np.array(draw(st.lists(st.sampled_from(_S32) | st.integers(-(2**20), 2**20), min_size=cout, max_size=cout)),
+                 dtype=np.int32)
+    m = np.array(draw(st.lists(st.sampled_from([0, 1, 2**30, 2**31 - 1]) | st.integers(0, 2**31 - 1),
+                               min_size=cout, max_size=cout)), dtype=np.int64)
+    right = draw(st.booleans())
+    sh = np.array(draw(st.lists(st.integers(-23, -1) if right else st.integers(-31, 30), min_size=cout,
+                                max_size=cout)), dtype=np.int64)
+    params = packed_params(x.shape, (batch, 1, 1, cout), 1, 1, in_zp=in_zp, out_zp=out_zp, act=draw(base.act_bounds()))
+    stream = tuned.pack_layer_bytes(wt, b, m, sh, out_zp, group=draw(st.booleans()), input_offset=-in_zp)
+    assert stream is not None and stream[1] & tuned.FLAG_BYTES
+    return dict(x=x, w=stream, params=params, expected=conv2d_s8(x, wt.reshape(cout, 1, 1, cin), b, m, sh, **params))
+
+
+@pytest.mark.slow
+@base.EXACT
+@given(_bytes_case())
+def test_bytes_stream_matches_reference(lib, case) -> None:
+    """The byte stream's C twin (host and DSP-emulated builds), 300 layers per build."""
+    cout = case["params"]["output"][3]
+    status, out = cb.conv2d_packed(case["x"], None, None, cb.Quant(np.zeros(cout), np.zeros(cout), cout),
+                                   case["params"], stream=case["w"])
+    assert status == MCU_OK
+    base.assert_equal(out, case["expected"])
+
+
+def test_bytes_stream_refuses_windows(lib) -> None:
+    """A byte stream serves 1x1, stride-1, unpadded layers only."""
+    x = np.zeros((1, 3, 3, 4), dtype=np.int8)
+    stream = tuned.pack_layer_bytes(np.zeros((4, 36), dtype=np.int8), None, np.full(4, 2**30), np.full(4, -3))
+    params = packed_params(x.shape, (1, 1, 1, 4), 3, 3)
+    assert cb.conv2d_packed(x, None, None, cb.Quant(np.zeros(4), np.zeros(4), 4), params, stream=stream)[0] != MCU_OK
 
 
 @base.EXACT
@@ -176,7 +276,7 @@ def test_packed_refuses_bad_arguments(lib) -> None:
                             packed_params(big.shape, (1, 1, 1, 4), 1, 1))[0] != MCU_OK
     # a stream for another layer, a corrupt header, constants the C paths cannot shift by
     assert cb.conv2d_packed(x, w, None, q, {**good, "output": (1, 2, 2, 3)}, stream=stream)[0] != MCU_OK
-    for word, value in ((0, 0), (1, 6), (3, 8)):
+    for word, value in ((0, 0), (1, 8), (3, 8)):
         bad = stream.copy()
         bad[word] = value
         assert cb.conv2d_packed(x, w, None, q, good, stream=bad)[0] != MCU_OK, word
@@ -277,17 +377,20 @@ def _device_case(draw) -> dict:
 @pytest.mark.qemu
 @pytest.mark.parametrize("board_name", ["mps2-an505", "mps2-an386"])
 @settings(max_examples=3, deadline=None, derandomize=True)
-@given(cases=st.lists(_device_case(), min_size=40, max_size=40))
-def test_packed_right_shift_property_on_core(tmp_path_factory, board_name: str, cases: list[dict]) -> None:
+@given(cases=st.lists(_device_case(), min_size=40, max_size=40),
+       byte_cases=st.lists(_bytes_case(batch_max=2), min_size=12, max_size=12))
+def test_packed_right_shift_property_on_core(tmp_path_factory, board_name: str, cases: list[dict],
+                                             byte_cases: list[dict]) -> None:
     """Batches of 40 drawn layers per firmware, bit-exact with the reference on the core: the
     assembly's merged rounding constant, SSAT and byte-wise activation clamp, and the column built
-    from whole windows (1 to 12 input channels, strides 1 and 2, borders)."""
+    from whole windows (1 to 12 input channels, strides 1 and 2, borders); and 12 fully connected
+    layers of the byte stream (_bytes_case: its SXTB16 and SMLAD loop at the layout's edges)."""
     from mcu.device.sim.qemu import run_qemu
     from mcu.device.toolchain import build_firmware
 
     tmp = tmp_path_factory.mktemp("packed_rq")
     main = tmp / "main.c"
-    main.write_text(packed_firmware_source(cases))
+    main.write_text(packed_firmware_source(cases + byte_cases))
     board = load_board(board_name)
     rt = runtime_dir()
     fw = build_firmware(board, [main, kernel_source(tuned.SOURCE)], [rt / "include"], tmp / "out")
@@ -328,7 +431,7 @@ def _pixel_pair_case(draw) -> dict:
     params = packed_params(x.shape, (1, oh, ow, cout), k, k, sh=stride, sw=stride, pt=pad, pl=pad, in_zp=in_zp,
                            out_zp=out_zp, act=act)
     expected = conv2d_s8(x, wt, b, m, sh, **params)
-    stream = tuned.pack_layer(wt.reshape(cout, -1), b, m, sh, out_zp)
+    stream = tuned.pack_layer(wt.reshape(cout, -1), b, m, sh, out_zp, group=draw(st.sampled_from([True, True, False])))
     assert stream[1] & tuned.FLAG_RIGHT
     case = dict(x=x, w=stream, params=params, expected=expected)
     pixels = oh * ow
@@ -355,8 +458,9 @@ def test_packed_pixel_pairs_on_core(tmp_path_factory, board_name: str, defines: 
     """The two-pixel loops bit-exact with the reference on the core, batches of 24 layers; on the
     Cortex-M33 every windowed layer (up to 640 taps) of at least 4 pixels a row takes the four-pixel
     loop first (its stream threshold at 0), the rest of the row pairs and a last pixel, and every flat
-    pointwise layer runs its pairs in groups of up to eight (the buffer of MCU_PACKED_PW_GROUP_TAPS) by
-    parts of one block, the parts forward and backward in turn, then the pairs left and a last pixel."""
+    pointwise layer whose stream has FLAG_GROUP (two in three) runs its pairs in groups of up to eight (the
+    buffer of MCU_PACKED_PW_GROUP_TAPS) by parts of one block, the parts forward and backward in turn, then the
+    pairs left and a last pixel; the others one pair at a time."""
     from mcu.device.sim.qemu import run_qemu
     from mcu.device.toolchain import build_firmware
 

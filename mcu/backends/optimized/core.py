@@ -68,6 +68,25 @@ class OptimizedBackend(Backend):
         """Which weight layout the build runs, and why, when any op it took has weights to lay out."""
         if not any(op.kind in tuned.KINDS and len(op.inputs) > 1 and op.inputs[1].is_constant for op in ops):
             return None
+        layout = self._layout_note(graph, ctx)
+        return f"{layout}; {self._placement_note(ops, ctx)}" if layout else None
+
+    def _placement_note(self, ops: list[Op], ctx: Context) -> str:
+        """The packed streams' choice by where the weights sit (Context.weights_wait)."""
+        region = ctx.board.region_for("rodata")
+        if not ctx.weights_wait:
+            return ("weights without wait states (in fast memory or a zero-wait " f"{region.name}): int16 pairs, "
+                    "pointwise pixel pairs one by one")
+        if self.options(ctx).packed_weights is False:
+            return f"weights in {region.name} with {region.wait_states:g} wait states a miss"
+        linear = [op for op in ops if op.kind == "linear" and op.output.dtype == "int8" and op.inputs[1].data is not None]
+        fit = sum(tuned.streams_bytes(op) for op in linear)
+        return (f"weights in {region.name} with {region.wait_states:g} wait states a miss: fully connected layers "
+                f"stream int8 weights, two channels a word ({fit} of {len(linear)}; the others int16: a stream a "
+                f"flash cache holds, or weights the layout cannot hold exactly), pointwise pixel pairs over streams "
+                f"larger than a flash cache in groups")
+
+    def _layout_note(self, graph: Graph, ctx: Context) -> str | None:
         options = self.options(ctx)
         if options.chosen_for_flash:
             return ("weights kept int8 for the compact kernels: --quantize mixed counts them so, its objective "
@@ -105,6 +124,8 @@ class OptimizedBackend(Backend):
     def take(self, op: Op, ctx: Context) -> None:
         if op.output.dtype == "int16":
             return  # the portable 16x8 kernels' scratch (one window column)
+        if op.kind in tuned.KINDS and ctx.weights_wait:
+            op.attrs[tuned.WEIGHTS_WAIT] = True  # the packed stream's layout and flags (tuned.packed_tensor)
         if op.kind in tuned.KINDS and self.options(ctx).packed_weights is False:
             op.attrs["compact_kernel"] = True
             op.attrs["scratch_bytes"] = max(int(op.attrs.get("scratch_bytes", 0)), compact.scratch_bytes(op))
@@ -121,8 +142,9 @@ class OptimizedBackend(Backend):
         layers = []
         for op, call in calls:
             if call.function == tuned.FUNCTION and call.params is not None:
-                stream = op.attrs["packed_weights"].data  # the packed tensor (tuned.packed_tensor)
-                layers.append(PackedLayer.from_params(call.params, bool(int(stream[1]) & tuned.FLAG_RIGHT)))
+                flags = int(op.attrs["packed_weights"].data[1])  # the packed tensor (tuned.packed_tensor)
+                layers.append(PackedLayer.from_params(call.params, bool(flags & tuned.FLAG_RIGHT),
+                                                      bool(flags & tuned.FLAG_GROUP), bool(flags & tuned.FLAG_BYTES)))
         return packed_defines(layers)
 
     def merge_defines(self, parts: Sequence[dict[str, int]]) -> dict[str, int]:

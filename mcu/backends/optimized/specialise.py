@@ -15,7 +15,10 @@ every build of the model (firmware, host, the exported library's CMake and Makef
   one pixel at a time, only slower).
 * ``MCU_PACKED_PW_GROUP_TAPS``: the int16 the kernel's column buffer holds at least, room for eight pairs
   of 64-tap pointwise columns (``PW_GROUP_TAPS``) when some flat pointwise layer's stream outgrows a
-  flash cache of ``PIXEL4_STREAM_MIN`` bytes (its pairs then share each read of the stream); 0 otherwise.
+  flash cache of ``PIXEL4_STREAM_MIN`` bytes and its weights wait (the stream's FLAG_GROUP: its pairs
+  then share each read of the stream); 0 otherwise.
+* ``MCU_PACKED_BYTES``: 0 leaves out the byte streams' path (fully connected layers whose weights wait,
+  convolution/pair_bytes_s8_dsp.h) when no layer has one: its code would only crowd a flash cache.
 
 Without definitions (the program-file interpreter, which must run any program) the kernel is the
 full one. The conditions below mirror the C dispatch (mcu_conv2d_packed_s8, ``pixel`` and
@@ -50,9 +53,11 @@ class PackedLayer:
     pointwise: bool = False  # kernel_h and kernel_w 1
     flat: bool = False  # pointwise, stride 1, unpadded, output h and w the input's: the flat pointwise loop
     pixels: int = 1  # output pixels (n * h * w)
+    group: bool = False  # FLAG_GROUP: the weights wait, large flat pointwise streams are read by groups of pairs
+    bytes: bool = False  # FLAG_BYTES: the byte stream's own loop, none of the paths below
 
     @staticmethod
-    def from_params(params: Mapping[str, Any], right: bool) -> "PackedLayer":
+    def from_params(params: Mapping[str, Any], right: bool, group: bool = False, bytes: bool = False) -> "PackedLayer":
         k = int(params["kernel_h"]) * int(params["kernel_w"]) * int(params["input"]["c"])
         k3c3 = (int(params["dilation_w"]) == 1 and int(params["kernel_h"]) == 3
                 and int(params["kernel_w"]) * int(params["input"]["c"]) == 9)
@@ -64,29 +69,31 @@ class PackedLayer:
         return PackedLayer(kp=(k + 3) // 4 * 4, cout=int(params["output"]["c"]), act_min=int(params["act_min"]),
                            output_offset=int(params["output_offset"]), right=bool(right), k3c3=k3c3,
                            pointwise=pointwise, flat=flat,
-                           pixels=int(params["output"]["n"]) * int(params["output"]["h"]) * int(params["output"]["w"]))
+                           pixels=int(params["output"]["n"]) * int(params["output"]["h"]) * int(params["output"]["w"]),
+                           group=bool(group), bytes=bool(bytes))
 
     def takes_narrow(self) -> bool:
         """mcu_narrow_applies without its direction condition (run time; leaving it out only widens)."""
-        return (self.right and self.kp <= NARROW_TAPS_MAX and not (self.pointwise and self.kp >= NARROW_PW_MIN)
+        return (not self.bytes and self.right and self.kp <= NARROW_TAPS_MAX and not (self.pointwise and self.kp >= NARROW_PW_MIN)
                 and self.cout % 4 == 0 and self.act_min >= self.output_offset)
 
     def takes_windows(self) -> bool:
         """The windowed layers' pixel loops (pairs, four pixels) may run it: a layer neither flat nor
         narrow whose stream the assembly requantizes in whole blocks (the C's ``pairs``, wider: the row
         length is not known here)."""
-        return self.right and self.cout % 4 == 0 and not self.flat and not self.takes_narrow()
+        return not self.bytes and self.right and self.cout % 4 == 0 and not self.flat and not self.takes_narrow()
 
     def groups_pairs(self) -> bool:
         """The flat pointwise pairs of mcu_conv2d_packed_s8 share each read of the stream (``pw_group``):
-        a stream of cout * (2 kp + 20) bytes over a flash cache's, and two pairs or more to share it."""
-        return (self.flat and self.right and self.cout % 4 == 0 and self.kp >= NARROW_PW_MIN and self.pixels >= 4
+        a stream of cout * (2 kp + 20) bytes over a flash cache's, two pairs or more to share it, and the
+        weights in memory with wait states (FLAG_GROUP: without them the groups' calls cost more than they save)."""
+        return (self.group and not self.bytes and self.flat and self.right and self.cout % 4 == 0 and self.kp >= NARROW_PW_MIN and self.pixels >= 4
                 and self.cout * (2 * self.kp + 20) > PIXEL4_STREAM_MIN)
 
     def dot_taps(self) -> int:
         """The taps mcu_pixel_packed runs for this layer on a DSP core (0: it never runs): layers with a
         right-shift stream and at least one whole block of 4 channels (``pixel``)."""
-        return self.kp if self.right and self.cout >= 4 else 0
+        return self.kp if self.right and self.cout >= 4 and not self.bytes else 0
 
 
 def packed_defines(layers: Iterable[PackedLayer]) -> dict[str, int]:
@@ -102,7 +109,8 @@ def packed_defines(layers: Iterable[PackedLayer]) -> dict[str, int]:
             "MCU_PACKED_WINDOWS": int(any(layer.takes_windows() for layer in layers)),
             "MCU_PACKED_NARROW": int(any(layer.takes_narrow() for layer in layers)),
             "MCU_PACKED_NARROW_K3C3": int(any(layer.takes_narrow() and layer.k3c3 for layer in layers)),
-            "MCU_PACKED_PW_GROUP_TAPS": PW_GROUP_TAPS if any(layer.groups_pairs() for layer in layers) else 0}
+            "MCU_PACKED_PW_GROUP_TAPS": PW_GROUP_TAPS if any(layer.groups_pairs() for layer in layers) else 0,
+            "MCU_PACKED_BYTES": int(any(layer.bytes for layer in layers))}
 
 
 def merge_defines(parts: Iterable[Mapping[str, int]]) -> dict[str, int]:
@@ -116,4 +124,5 @@ def merge_defines(parts: Iterable[Mapping[str, int]]) -> dict[str, int]:
             "MCU_PACKED_WINDOWS": int(any(p["MCU_PACKED_WINDOWS"] for p in parts)),
             "MCU_PACKED_NARROW": int(any(p["MCU_PACKED_NARROW"] for p in parts)),
             "MCU_PACKED_NARROW_K3C3": int(any(p["MCU_PACKED_NARROW_K3C3"] for p in parts)),
-            "MCU_PACKED_PW_GROUP_TAPS": max(p.get("MCU_PACKED_PW_GROUP_TAPS", 0) for p in parts)}
+            "MCU_PACKED_PW_GROUP_TAPS": max(p.get("MCU_PACKED_PW_GROUP_TAPS", 0) for p in parts),
+            "MCU_PACKED_BYTES": int(any(p.get("MCU_PACKED_BYTES", 0) for p in parts))}

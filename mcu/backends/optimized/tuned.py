@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from mcu.backends.calls import KernelCall, conv_params_s8, offsets
+from mcu.backends.optimized.specialise import PIXEL4_STREAM_MIN
 from mcu.ir import Op, Tensor
 
 FUNCTION = "mcu_conv2d_packed_s8"
@@ -31,6 +32,15 @@ SOURCE = "mcu_conv2d_packed_s8.c"
 TAPS_MAX = 640  # MCU_CONV_PACKED_TAPS_MAX in runtime_c/include/mcu/kernels_s8.h
 MAGIC = 0x5043554D  # MCU_PACKED_MAGIC
 FLAG_RIGHT = 1  # every shift in [-23, -1]: requantized from K words (the core's assembly)
+FLAG_BYTES = 2  # weights as bytes, two channels a word (pack_layer_bytes): fully connected layers whose weights wait
+FLAG_GROUP = 4  # the weights wait: a flat pointwise layer's pixel pairs share each read of a large stream
+BYTES_DB_MAX = (1 << 23) - 1  # |DB| bound of the byte stream (convolution/pair_bytes_s8_dsp.h)
+X_MAX = 255  # |input + input offset| at the worst offset: int8 plus an offset in [-127, 128]
+
+
+def x_max(input_offset: int) -> int:
+    """The largest |input + input_offset| over int8 inputs."""
+    return max(abs(-128 + int(input_offset)), abs(127 + int(input_offset)))
 
 
 def padded_taps(k: int) -> int:
@@ -58,22 +68,12 @@ def packed_k(r: np.ndarray, output_offset: int) -> np.ndarray:
     return (1 << 30) + np.left_shift(1, r + 30) + int(output_offset) * np.left_shift(1, r + 31)
 
 
-def pack_layer(w: np.ndarray, bias: np.ndarray | None, multiplier: np.ndarray, shift: np.ndarray,
-               output_offset: int = 0) -> np.ndarray:
-    """The word stream mcu_conv2d_packed_s8 reads (runtime_c/include/mcu/kernels_s8.h): a header
-    (magic, flags with the output offset in bits 8-15, output channels, padded taps), then per block
-    of 4 output channels their biases, their packed weights (:func:`pack_weights`), then four words
-    per channel so that the requantization takes one LDM per channel: when every shift is a right
-    shift R in [1, 23] (FLAG_RIGHT) (K low word, K high word, multiplier, R - 1) with K from
-    :func:`packed_k` (the output offset folded in), else (0, 0, multiplier, shift). Padded channels
-    get bias 0 and multiplier 0 (their results are never stored)."""
-    out_c = w.shape[0]
+def _requant_words(out_c: int, multiplier: np.ndarray, shift: np.ndarray,
+                   output_offset: int) -> tuple[bool, np.ndarray]:
+    """(FLAG_RIGHT, the four requantization words of each padded channel) as :func:`pack_layer` lays them."""
     op = padded_taps(out_c)
     if not -128 <= int(output_offset) <= 127:
         raise ValueError(f"output offset {output_offset} is not an int8 zero-point")
-    b = np.zeros(op, dtype=np.int64)
-    if bias is not None:
-        b[:out_c] = np.asarray(bias, dtype=np.int64)
     m = np.zeros(op, dtype=np.int64)
     m[:out_c] = np.asarray(multiplier, dtype=np.int64)
     sh = np.full(op, -1, dtype=np.int64)
@@ -81,16 +81,104 @@ def pack_layer(w: np.ndarray, bias: np.ndarray | None, multiplier: np.ndarray, s
     right = bool(np.all((sh >= -23) & (sh <= -1)))
     if right:
         k = packed_k(-sh, output_offset)
-        rq = np.stack([k & 0xFFFFFFFF, k >> 32, m, -sh - 1], axis=1)
-    else:
-        zero = np.zeros(op, dtype=np.int64)
-        rq = np.stack([zero, zero, m, sh], axis=1)
-    blocks = np.concatenate([b.reshape(op // 4, 4), pack_weights(w).astype(np.int64), rq.reshape(op // 4, 16)],
-                            axis=1)
-    flags = (FLAG_RIGHT if right else 0) | ((int(output_offset) & 0xFF) << 8)
-    header = np.array([MAGIC, flags, out_c, padded_taps(w.shape[1])], dtype=np.int64)
+        return True, np.stack([k & 0xFFFFFFFF, k >> 32, m, -sh - 1], axis=1)
+    zero = np.zeros(op, dtype=np.int64)
+    return False, np.stack([zero, zero, m, sh], axis=1)
+
+
+def _stream(out_c: int, kp: int, flags: int, output_offset: int, blocks: np.ndarray) -> np.ndarray:
+    header = np.array([MAGIC, flags | ((int(output_offset) & 0xFF) << 8), out_c, kp], dtype=np.int64)
     words = np.concatenate([header, blocks.reshape(-1)])
     return (words & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
+
+
+def bytes_fit(w: np.ndarray, input_offset: int = 128) -> bool:
+    """Whether :func:`pack_layer_bytes` can lay out ``w`` (int8, out_c x taps) exactly: in each pair of
+    channels (A even, B odd) 256 wB + wA fits int16 (not wB = -128 with wA < 0), and max |x| sum |wB| < 2^23
+    (|x| = |input + input_offset|, :func:`x_max`; the default offset is the worst) keeps B's sum inside the
+    24 bits that survive the kernel's shift, whatever the input."""
+    w = np.asarray(w, dtype=np.int64)
+    w = w.reshape(w.shape[0], -1)
+    full = np.zeros((padded_taps(w.shape[0]), w.shape[1]), dtype=np.int64)
+    full[:w.shape[0]] = w
+    a, b = full[0::2], full[1::2]
+    return bool(not np.any((b == -128) & (a < 0))
+                and np.all(x_max(input_offset) * np.abs(b).sum(axis=1) <= BYTES_DB_MAX))
+
+
+def pack_weights_bytes(w: np.ndarray) -> np.ndarray:
+    """int8 weights (out_c, taps) -> per block of 4 channels, per column word (taps ta, tb of the 0, 2, 1, 3
+    order), the words of channels (0, 1) and (2, 3), each half 256 wB + wA: shape (blocks, kp)."""
+    out_c, k = w.shape
+    kp, op = padded_taps(k), padded_taps(out_c)
+    full = np.zeros((op, kp), dtype=np.int64)
+    full[:out_c, :k] = w
+    full = full.reshape(op, kp // 4, 4)[:, :, [0, 2, 1, 3]].reshape(op, kp)
+    halves = 256 * full[1::2] + full[0::2]  # (op / 2, kp): pair p = channels 2p, 2p + 1
+    pairs = halves.reshape(op // 4, 2, kp // 2, 2)  # block, pair in block, column word, lane
+    words = (pairs[..., 0] & 0xFFFF) | ((pairs[..., 1] & 0xFFFF) << 16)
+    return words.transpose(0, 2, 1).astype(np.uint32).view(np.int32).reshape(op // 4, kp)
+
+
+def pack_layer_bytes(w: np.ndarray, bias: np.ndarray | None, multiplier: np.ndarray, shift: np.ndarray,
+                     output_offset: int = 0, group: bool = False, input_offset: int = 128) -> np.ndarray | None:
+    """The stream of :func:`pack_layer` with the weights as bytes (FLAG_BYTES, :func:`pack_weights_bytes`):
+    half the weights' bytes, for a fully connected layer whose weights sit in memory with wait states. A block
+    is the accumulators' start (biases 0, 0, 2, 2), the weights, biases 1 and 3, the requantization words.
+    None where the layout would not be exact for a layer of this ``input_offset`` (:func:`bytes_fit`; the default
+    is the worst offset, a stream any layer of these weights may run)."""
+    w = np.asarray(w, dtype=np.int64)
+    if not bytes_fit(w, input_offset):
+        return None
+    out_c = w.shape[0]
+    op = padded_taps(out_c)
+    right, rq = _requant_words(out_c, multiplier, shift, output_offset)
+    b = np.zeros(op, dtype=np.int64)
+    if bias is not None:
+        b[:out_c] = np.asarray(bias, dtype=np.int64)
+    b = b.reshape(op // 4, 4)
+    blocks = np.concatenate([b[:, [0, 0, 2, 2]], pack_weights_bytes(w).astype(np.int64), b[:, [1, 3]],
+                             rq.reshape(op // 4, 16)], axis=1)
+    flags = FLAG_BYTES | (FLAG_RIGHT if right else 0) | (FLAG_GROUP if group else 0)
+    return _stream(out_c, padded_taps(w.shape[1]), flags, output_offset, blocks)
+
+
+def pack_layer(w: np.ndarray, bias: np.ndarray | None, multiplier: np.ndarray, shift: np.ndarray,
+               output_offset: int = 0, group: bool = False) -> np.ndarray:
+    """The word stream mcu_conv2d_packed_s8 reads (runtime_c/include/mcu/kernels_s8.h): a header
+    (magic, flags with the output offset in bits 8-15, output channels, padded taps), then per block
+    of 4 output channels their biases, their packed weights (:func:`pack_weights`), then four words
+    per channel so that the requantization takes one LDM per channel: when every shift is a right
+    shift R in [1, 23] (FLAG_RIGHT) (K low word, K high word, multiplier, R - 1) with K from
+    :func:`packed_k` (the output offset folded in), else (0, 0, multiplier, shift). Padded channels
+    get bias 0 and multiplier 0 (their results are never stored). ``group``: FLAG_GROUP, the weights wait
+    (a large flat pointwise layer then runs its pixel pairs in groups)."""
+    out_c = w.shape[0]
+    op = padded_taps(out_c)
+    right, rq = _requant_words(out_c, multiplier, shift, output_offset)
+    b = np.zeros(op, dtype=np.int64)
+    if bias is not None:
+        b[:out_c] = np.asarray(bias, dtype=np.int64)
+    blocks = np.concatenate([b.reshape(op // 4, 4), pack_weights(w).astype(np.int64), rq.reshape(op // 4, 16)],
+                            axis=1)
+    flags = (FLAG_RIGHT if right else 0) | (FLAG_GROUP if group else 0)
+    return _stream(out_c, padded_taps(w.shape[1]), flags, output_offset, blocks)
+
+
+# The op attribute the backend sets when the op's weights sit in memory with wait states (Context.weights_wait).
+WEIGHTS_WAIT = "weights_wait"
+
+
+def streams_bytes(op: Op) -> bool:
+    """Whether a fully connected layer whose weights wait streams them as bytes (:func:`pack_layer_bytes`): its
+    int16 stream outgrows a flash cache (a smaller one saves under a thousand cycles of misses, less than the
+    byte path's code can cost in that cache: specialise.py leaves it out of builds without a byte stream) and
+    the layout is exact for its weights and input offset."""
+    if op.kind != "linear" or op.inputs[1].data is None:
+        return False
+    w = op.inputs[1]
+    int16_bytes = 4 * (padded_taps(w.shape[0]) // 4) * (4 + 2 * padded_taps(window_taps(op)) + 16)
+    return int16_bytes > PIXEL4_STREAM_MIN and bytes_fit(np.asarray(w.data), conv_params(op)["input_offset"])
 
 
 def window_taps(op: Op) -> int:
@@ -125,10 +213,14 @@ def packed_tensor(op: Op) -> Tensor:
         return cached
     w, b, mult, shift = op.inputs[1:5]
     assert w.data is not None and mult.data is not None and shift.data is not None
-    data = pack_layer(np.asarray(w.data, dtype=np.int8).reshape(w.shape[0], -1),
-                      None if b is None or b.data is None else np.asarray(b.data).reshape(-1),
-                      np.asarray(mult.data).reshape(-1), np.asarray(shift.data).reshape(-1),
-                      conv_params(op)["output_offset"])
+    args = (np.asarray(w.data, dtype=np.int8).reshape(w.shape[0], -1),
+            None if b is None or b.data is None else np.asarray(b.data).reshape(-1),
+            np.asarray(mult.data).reshape(-1), np.asarray(shift.data).reshape(-1), conv_params(op)["output_offset"])
+    wait = bool(op.attrs.get(WEIGHTS_WAIT))
+    data = (pack_layer_bytes(*args, group=wait, input_offset=conv_params(op)["input_offset"])
+            if wait and streams_bytes(op) else None)
+    if data is None:
+        data = pack_layer(*args, group=wait)
     t = Tensor(name=f"{w.name}_packed", shape=(data.size,), dtype="int32", data=data)
     op.attrs["packed_weights"] = t
     return t

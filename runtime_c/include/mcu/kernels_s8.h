@@ -299,7 +299,10 @@ int32_t mcu_conv2d_1x1_s8_get_buffer_size(const mcu_conv2d_s8_params *p);
 /** Convolution (groups == 1, any window, stride, padding, dilation) and fully connected layers
  * (as a 1x1 convolution over batch rows) from a stream of 32-bit words (word-aligned) packed ahead
  * of time for the dual-MAC loop (mcu/backends/tuned.py, pack_layer): a header (MCU_PACKED_MAGIC,
- * flags (bit 0: every shift in [-23, -1]; bits 8-15: the output offset the stream was packed for),
+ * flags (bit 0, MCU_PACKED_FLAG_RIGHT: every shift in [-23, -1]; bit 1, MCU_PACKED_FLAG_BYTES: the
+ * weights as bytes, below; bit 2, MCU_PACKED_FLAG_GROUP: the weights sit in memory with wait states,
+ * so a flat pointwise layer whose stream outgrows a flash cache runs its pixel pairs in groups that
+ * share each read; bits 8-15: the output offset the stream was packed for),
  * output channels, taps per window padded to 4), then
  * one block per 4 output channels: their 4 biases; their weights as int16 pairs, window taps
  * padded to a multiple of 4 and, within each group of 4 taps, in the order 0, 2, 1, 3 that SXTB16
@@ -312,6 +315,15 @@ int32_t mcu_conv2d_1x1_s8_get_buffer_size(const mcu_conv2d_s8_params *p);
 #define MCU_CONV_PACKED_TAPS_MAX 640
 #define MCU_PACKED_MAGIC 0x5043554D /* "MUCP" read as a little-endian word */
 #define MCU_PACKED_HEADER_WORDS 4
+/* With MCU_PACKED_FLAG_BYTES (a 1x1, stride-1, unpadded layer: fully connected) a block is its biases
+ * 0, 0, 2, 2, then per column word (taps ta, tb of the 0, 2, 1, 3 order) two words, channels 0 and 1 then 2 and 3,
+ * whose int16 halves are 256 w[B][t] + w[A][t] (A the even channel, B the odd one), then biases 1 and
+ * 3, then the 16 requantization words; valid only where 256 wB + wA fits int16 and max |input + input
+ * offset| sum |wB| < 2^23
+ * (convolution/pair_bytes_s8_dsp.h). */
+#define MCU_PACKED_FLAG_RIGHT 1u
+#define MCU_PACKED_FLAG_BYTES 2u
+#define MCU_PACKED_FLAG_GROUP 4u
 mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_params *p, const int8_t *input,
                                 const int32_t *packed, int8_t *output);
 int32_t mcu_conv2d_packed_s8_get_buffer_size(const mcu_conv2d_s8_params *p);

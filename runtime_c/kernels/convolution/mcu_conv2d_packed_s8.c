@@ -11,6 +11,7 @@
 #include "conv_column_s8.h"
 #include "conv_narrow_s8_dsp.h"
 #include "gemm_s8_dsp.h"
+#include "pair_bytes_s8_dsp.h"
 #include "../common/requant.h"
 #include "../common/window.h"
 
@@ -28,6 +29,7 @@ typedef struct {
     uint32_t bounds[2]; /* act_min, act_max in four bytes each: the layout mcu_pixel_packed reads */
     int clamp;          /* the activation range is narrower than int8 */
     int right;          /* the stream's flag: every shift in [-23, -1], requantized from K */
+    int group;          /* MCU_PACKED_FLAG_GROUP: the weights wait (flash), pointwise pairs share reads */
 } layer_t;
 
 /* One block in C: the host, the emulated build, and layers with shifts outside [-23, -1]. */
@@ -67,6 +69,41 @@ static void pixel(const layer_t *l, const int16_t *col, const int32_t *blocks, i
         block_c(l, col, blob, y + oc, l->cout - oc);
     }
 }
+
+#ifndef MCU_PACKED_BYTES
+#define MCU_PACKED_BYTES 1 /* 0: a model's build without byte streams (specialise.py) */
+#endif
+#if MCU_PACKED_BYTES
+/* Output pixel y from its column, from a byte stream (MCU_PACKED_FLAG_BYTES, pair_bytes_s8_dsp.h):
+ * four channels per block, a last partial block writing only the real ones. */
+static void pixel_bytes(const layer_t *l, const int16_t *col, const int32_t *blob, int8_t *y)
+{
+    const int32_t words = mcu_bytes_block_words(l->kp);
+    int32_t oc = 0;
+#if MCU_S8_DSP_NATIVE
+    if (l->right) {
+        /* in locals: the assembly's memory clobber would reload fields of *l every block */
+        const int32_t kp = l->kp, whole = l->cout & ~3, clamp = l->clamp;
+        const uint32_t min4 = l->bounds[0], max4 = l->bounds[1];
+        for (; oc < whole; oc += 4) {
+            const uint32_t v = mcu_pair_bytes_block(col, &blob, kp);
+            mcu_store_u32(y + oc, clamp ? mcu_pair_bytes_clamp(v, min4, max4) : v);
+        }
+    }
+#endif
+    for (; oc < l->cout; oc += 4, blob += words) {
+        int32_t acc[4];
+        mcu_pair_bytes_dot(col, blob, l->kp, acc);
+        const int32_t *rq = blob + words - 16;
+        const int32_t n = l->cout - oc < 4 ? l->cout - oc : 4;
+        for (int32_t o = 0; o < n; ++o, rq += 4) {
+            y[oc + o] = l->right ? (int8_t)mcu_clamp_s32(mcu_packed_rq_s8(acc[o], rq), l->act_min, l->act_max)
+                                 : mcu_requantize_to_s8_fast(acc[o], rq[2], rq[3], l->output_offset, l->act_min,
+                                                             l->act_max);
+        }
+    }
+}
+#endif
 
 /* What mcu_window_column_s16 needs of a windowed layer, in locals (as layer_t). */
 typedef struct {
@@ -187,26 +224,29 @@ static void packed_k(int32_t r, int32_t output_offset, uint32_t *lo, int32_t *hi
 /* The stream's header names the layer it was packed for (output channels, taps, output offset);
  * its requantization constants are checked where C code shifts by them (the assembly of the core's
  * fast path cannot fault on any value). */
-static int check_stream(const int32_t *stream, int32_t cout, int32_t kp, int32_t output_offset, int *right)
+static int check_stream(const int32_t *stream, int32_t cout, int32_t kp, int32_t output_offset, uint32_t *flags_out)
 {
     const uint32_t flags = (uint32_t)stream[1];
-    if (stream[0] != MCU_PACKED_MAGIC || (flags & ~0xFF01u) != 0 || stream[2] != cout || stream[3] != kp ||
-        ((flags >> 8) & 0xFFu) != ((uint32_t)output_offset & 0xFFu)) {
+    if (stream[0] != MCU_PACKED_MAGIC || (flags & ~(0xFF00u | MCU_PACKED_FLAG_RIGHT | MCU_PACKED_FLAG_BYTES |
+                                                    MCU_PACKED_FLAG_GROUP)) != 0 ||
+        stream[2] != cout || stream[3] != kp || ((flags >> 8) & 0xFFu) != ((uint32_t)output_offset & 0xFFu)) {
         return 0;
     }
-    *right = (int)(flags & 1u);
+    *flags_out = flags;
+    const int right = (int)(flags & MCU_PACKED_FLAG_RIGHT);
+    const int bytes = (flags & MCU_PACKED_FLAG_BYTES) != 0;
 #if MCU_S8_DSP_NATIVE
-    if (*right) {
+    if (right) {
         return 1;
     }
 #endif
-    const int32_t words = mcu_packed_block_words(kp);
+    const int32_t words = bytes ? mcu_bytes_block_words(kp) : mcu_packed_block_words(kp);
     const int32_t *blob = stream + MCU_PACKED_HEADER_WORDS;
     for (int32_t oc0 = 0; oc0 < cout; oc0 += 4, blob += words) {
-        const int32_t *rq = blob + 4 + 2 * kp;
+        const int32_t *rq = blob + words - 16;
         for (int32_t o = 0; o < 4 && oc0 + o < cout; ++o, rq += 4) {
             int ok;
-            if (*right) {
+            if (right) {
                 uint32_t lo;
                 int32_t hi;
                 ok = rq[2] >= 0 && rq[3] >= 0 && rq[3] <= 22;
@@ -238,10 +278,12 @@ static int check_stream(const int32_t *stream, int32_t cout, int32_t kp, int32_t
 
 /* How many pairs of a flat pointwise layer share a read of its stream (mcu_conv2d_packed_s8): as many
  * as the buffer holds (`fit`), up to MCU_PW_GROUP_MAX, when the stream outgrows a flash cache of
- * MCU_PIXEL4_STREAM_MIN bytes; 1 (the pairs one by one) otherwise. */
+ * MCU_PIXEL4_STREAM_MIN bytes and its weights wait (the stream's MCU_PACKED_FLAG_GROUP: in memory
+ * without wait states the groups' extra calls cost more than the misses they save); 1 (the pairs
+ * one by one) otherwise. */
 static int32_t pw_group(const layer_t *l, int32_t fit)
 {
-    if ((int64_t)l->words * 4 * (l->cout / 4) <= MCU_PIXEL4_STREAM_MIN) {
+    if (!l->group || (int64_t)l->words * 4 * (l->cout / 4) <= MCU_PIXEL4_STREAM_MIN) {
         return 1;
     }
     return fit < MCU_PW_GROUP_MAX ? fit : MCU_PW_GROUP_MAX;
@@ -276,12 +318,14 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
     const int32_t kp = mcu_conv_column_taps(p);
     MCU_REQUIRE(kp <= MCU_CONV_PACKED_TAPS_MAX, MCU_ERR_SHAPE);
     MCU_REQUIRE(((uintptr_t)packed & 3u) == 0, MCU_ERR_INVALID_ARG); /* LDM takes whole words */
-    int right = 0;
-    MCU_REQUIRE(check_stream(packed, out.c, kp, p->output_offset, &right), MCU_ERR_INVALID_ARG);
+    uint32_t flags = 0;
+    MCU_REQUIRE(check_stream(packed, out.c, kp, p->output_offset, &flags), MCU_ERR_INVALID_ARG);
+    const int right = (int)(flags & MCU_PACKED_FLAG_RIGHT);
     const uint32_t min4 = ((uint32_t)p->act_min & 0xFFu) * 0x01010101u;
     const uint32_t max4 = ((uint32_t)p->act_max & 0xFFu) * 0x01010101u;
     const layer_t l = {out.c, kp, mcu_packed_block_words(kp), p->output_offset, p->act_min, p->act_max,
-                       {min4, max4}, p->act_min > -128 || p->act_max < 127, right};
+                       {min4, max4}, p->act_min > -128 || p->act_max < 127, right,
+                       (flags & MCU_PACKED_FLAG_GROUP) != 0};
     packed += MCU_PACKED_HEADER_WORDS;
 #if MCU_S8_DSP_NATIVE
     _Alignas(8) int16_t col[MCU_PACKED_BUF_TAPS]; /* + mcu_pixel_packed's state, or two pixels' columns */
@@ -293,6 +337,28 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
     const int32_t hw = out.h * out.w;
     const int direction = mcu_conv_pixel_direction(p, input, in_count, output, out_count);
     MCU_REQUIRE(direction >= 0, MCU_ERR_INVALID_ARG);
+    if (flags & MCU_PACKED_FLAG_BYTES) {
+#if !MCU_PACKED_BYTES
+        return MCU_ERR_UNSUPPORTED; /* this build left the byte streams' path out */
+#else
+        /* fully connected layers (1x1, stride 1, unpadded): one pixel, a row, at a time, in the
+         * direction that reads each row before its output lands on it */
+        MCU_REQUIRE(p->kernel_h == 1 && p->kernel_w == 1 && p->stride_h == 1 && p->stride_w == 1 &&
+                        p->pad_top == 0 && p->pad_left == 0 && out.h == in.h && out.w == in.w,
+                    MCU_ERR_UNSUPPORTED);
+        const int64_t pixels = (int64_t)in.n * hw;
+        for (int64_t k = 0; k < pixels; ++k) {
+            const int64_t i = direction == 1 ? pixels - 1 - k : k;
+            if (in.c % 4 == 0) {
+                mcu_column_s8(input + i * in.c, kp, p->input_offset, col);
+            } else {
+                mcu_conv_column_s16(p, input + i * in.c, 0, 0, kp, col, raw);
+            }
+            pixel_bytes(&l, col, packed, output + i * out.c);
+        }
+        return MCU_OK;
+#endif
+    }
 #if MCU_S8_DSP
     /* few taps per pixel (first layers, narrow pointwise): convolution/conv_narrow_s8_dsp.h */
     if (mcu_narrow_applies(p, kp, right, direction)) {
