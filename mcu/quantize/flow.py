@@ -19,6 +19,7 @@ from torch.fx import GraphModule, Node
 from mcu.errors import McuError
 from mcu.quantize.bias_correction import correct_biases
 from mcu.quantize.gptq import round_weights
+from mcu.quantize.headroom import PeakTracker
 from mcu.quantize.weight_scales import search_scales
 from mcu.quantize.cells import decompose_cells, share_step_ranges
 from mcu.capture.export import capture_error
@@ -113,7 +114,8 @@ def quantize_static(model: torch.nn.Module, example_inputs: tuple,
     convolution and linear weights on [-7, 7] (w4a8); ``act_bits`` 16: int16 activations (w8a16), refused by
     name before quantizing when the model has an op without a 16x8 kernel. ``bias_correction``: each
     convolution's and linear layer's bias corrected by the mean output error of the quantized model over the
-    calibration data (mcu/quantize/bias_correction.py). ``weight_rounding`` "gptq": the convolution, linear and
+    calibration data (mcu/quantize/bias_correction.py). At 16 bits each activation range is widened by as
+    much as its one largest sample went past the others (mcu/quantize/headroom.py). ``weight_rounding`` "gptq": the convolution, linear and
     recurrent weights rounded onto their grids with each layer's rounding error compensated over the calibration
     data (mcu/quantize/gptq.py), before the biases are corrected for what it leaves; "searched": each output
     channel's (gate row's) scale searched for the least output error (mcu/quantize/weight_scales.py), recurrent
@@ -146,14 +148,22 @@ def quantize_static(model: torch.nn.Module, example_inputs: tuple,
         warnings.simplefilter("ignore")
         prepared = prepare_pt2e(gm, MCUQuantizer(custom_ops=custom_ops, weight_bits=weight_bits,
                                                  act_bits=act_bits))
+        # at 16 bits each sample's peaks, for the ranges' headroom (mcu/quantize/headroom.py)
+        peaks = PeakTracker(prepared) if act_bits == 16 else None
         with torch.no_grad():
             for i, batch in enumerate(calibration):
                 try:
+                    if peaks is not None:
+                        peaks.before()
                     prepared(*batch)
+                    if peaks is not None:
+                        peaks.after()
                 except Exception as exc:
                     raise McuError(f"{where}: calibration[{i}] failed to run through the model: "
                                    f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
         _check_observed_ranges(prepared, where)
+        if peaks is not None:  # past what calibration saw, before the steps share ranges and weights fit them
+            peaks.widen()
         share_step_ranges(prepared)  # one scale per op of a recurrent cell over its steps (mcu/quantize/cells.py)
         float_weights: dict[str, torch.Tensor] = {}
         if weight_rounding == "searched":  # the grids first: GPTQ and bias correction work on them
