@@ -1,7 +1,8 @@
 """Attention's scaling folded into its product: ``softmax(q @ k^T * scale)`` lowers to an int8 bmm (int16 at
-w8a16), a table that multiplies by the scale and the softmax. The bmm requantizes its int32 sums anyway, so it can write the
-scaled scores directly on the table's output grid (multiplier ``s_q * s_k * scale / s_out``): one pass
-over the scores and one rounding fewer, the same arithmetic as any bmm (mcu/reference/norm.py ``bmm_s8``).
+w8a16), a table that multiplies by the scale and the softmax. The bmm requantizes its sums anyway, so it can
+write the scaled scores directly on the table's output grid (multiplier ``s_q * s_k * scale / s_out``): one pass
+over the scores and one rounding fewer, the same arithmetic as any bmm (mcu/reference/conv.py ``bmm_s8``,
+mcu/reference/s16_norm.py ``bmm_s16``).
 
 A constant attention mask reaches the IR as ``where(hidden, -inf, scores)`` (or ``where(kept, scores, -inf)``)
 read by a softmax over the last axis, between the scores' dequantize and the softmax's quantize
