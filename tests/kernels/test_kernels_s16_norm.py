@@ -7,6 +7,7 @@ CMSIS_NN_PATH."""
 from __future__ import annotations
 
 import ctypes
+import re
 
 import numpy as np
 import pytest
@@ -17,8 +18,9 @@ import cbind_s8 as cb
 from cbind import MCU_ERR_INVALID_ARG, MCU_OK, ptr
 from cmsis_nn_host import Act, Dims, FcParams, PerTensor, cmsis_nn_root, host_library
 from mcu.reference.s16 import INT16_MAX, INT16_MIN
-from mcu.reference.s16_norm import (LN2_Q30, bmm_params, bmm_s16, layer_norm_params, layer_norm_s16,
+from mcu.reference.s16_norm import (LN2_Q30, LOG1P_TABLE, bmm_params, bmm_s16, layer_norm_params, layer_norm_s16,
                                     log_softmax_params, log_softmax_s16)
+from repo import ROOT
 from s8_cases import assert_equal
 from test_kernels_s16 import int16_data
 
@@ -180,6 +182,13 @@ def test_log_softmax_s16_is_within_two_steps_of_float64(lib):
         got = _log_softmax(lib, x, 4, axis, 1, log_softmax_params(s_in, s_out)).astype(np.float64)
         assert np.abs(got - want / s_out).max() <= 2.0
     assert LN2_Q30 == 744261118
+
+
+def test_log_softmax_s16_c_table_is_the_derived_one():
+    text = (ROOT / "runtime_c" / "kernels" / "softmax" / "mcu_log_softmax_s16.c").read_text()
+    body = re.search(r"mcu_log1p_s16_table\[513\]\s*=\s*\{([^}]*)\}", text)
+    assert body is not None
+    np.testing.assert_array_equal(LOG1P_TABLE, [int(v) for v in body.group(1).split(",") if v.strip()])
 
 
 def test_log_softmax_s16_checks_its_arguments(lib):
