@@ -10,7 +10,7 @@ from torch import nn
 
 import mcu
 
-MODELS = ["mha", "mha_weights", "encoder", "rms"]
+MODELS = ["mha", "mha_weights", "encoder", "rms", "pos"]
 D, T = 16, 6
 
 
@@ -51,13 +51,26 @@ class Rms(nn.Module):
         return self.b(self.norm(self.a(x)))
 
 
+class Pos(nn.Module):
+    """A learned position embedding added to the tokens: an add with a constant operand of the same shape."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pos = nn.Parameter(torch.randn(1, T, D) * 0.5)
+        self.fc = nn.Linear(D, D)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(x + self.pos)
+
+
 KINDS = {"mha": {"bmm", "softmax"}, "mha_weights": {"bmm", "softmax"}, "encoder": {"bmm", "layer_norm", "log_softmax"},
-         "rms": {"layer_norm"}}
+         "rms": {"layer_norm"}, "pos": {"add"}}
 
 
 def build(name: str) -> nn.Module:
     torch.manual_seed(11)
-    model = {"mha": lambda: Mha(False), "mha_weights": lambda: Mha(True), "encoder": Encoder, "rms": Rms}[name]()
+    model = {"mha": lambda: Mha(False), "mha_weights": lambda: Mha(True), "encoder": Encoder, "rms": Rms,
+             "pos": Pos}[name]()
     with torch.no_grad():  # (trained-looking affine parameters, not the initial ones and zeros)
         for m in model.modules():
             if isinstance(m, (nn.LayerNorm, nn.RMSNorm)):
