@@ -50,7 +50,7 @@ class QConst:
     along unchanged. :meth:`per_channel` recovers one value per index of an axis.
     """
 
-    values: np.ndarray  # int8
+    values: np.ndarray  # int8 (int16 where qmax is 32767: w8a16's constant operands)
     scale: np.ndarray  # float64, same shape
     zero_point: np.ndarray  # int64, same shape
     qmax: int = 127  # the largest code the quantizer allowed (7: 4-bit weights on int8 codes)

@@ -124,7 +124,8 @@ def _fold_quantized_constant(node: Node, args: list[Any], value: torch.Tensor) -
             scale = np.full(values.shape, float(args[1]))
             zp = np.full(values.shape, int(args[2]), dtype=np.int64)
             qmax = int(args[4])
-        return QConst(values.numpy().astype(np.int8), np.ascontiguousarray(scale), np.ascontiguousarray(zp), qmax)
+        codes = values.numpy().astype(np.int8 if qmax <= 127 else np.int16)  # (int16: w8a16's constant operands)
+        return QConst(codes, np.ascontiguousarray(scale), np.ascontiguousarray(zp), qmax)
     qsrc = next((x for x in args if isinstance(x, Tensor) and x.qconst is not None), None)
     if qsrc is None or node.target not in _DATA_MOVEMENT:
         return None

@@ -17,6 +17,7 @@ import torch
 from torch.fx import GraphModule, Node
 
 from mcu.errors import McuError
+from mcu.quantize.attention import prepare_attention
 from mcu.quantize.bias_correction import correct_biases
 from mcu.quantize.gptq import round_weights
 from mcu.quantize.headroom import PeakTracker
@@ -133,7 +134,9 @@ def quantize_static(model: torch.nn.Module, example_inputs: tuple,
     calibration = list(calibration)
     model = rewrite_for_int8(model, calibration, cells=act_bits == 16)
     gm = export_for_quantization(model, example_inputs, where, example_line)
-    missing = unsupported_w8a16(gm) if act_bits == 16 else []
+    # attention written out first (as the quantizer does before annotating): its products, scaling and softmax
+    # each have 16x8 kernels, where the whole scaled_dot_product_attention has none
+    missing = unsupported_w8a16(prepare_attention(gm)) if act_bits == 16 else []
     if missing:
         # the first op's line and module: an attention layer's ops (bmm, softmax) are not what the user wrote
         first = op_source(missing[0][1])
@@ -141,8 +144,9 @@ def quantize_static(model: torch.nn.Module, example_inputs: tuple,
         raise McuError(f"{where}: --quantize w8a16 has no 16x8 kernel for: {', '.join(n for n, _ in missing)}{at}",
                        hint="w8a16 runs linear layers, convolutions and depthwise ones (with their batch norms and "
                             "ReLU/clamp), adds, differences and products of same-shaped tensors, sigmoid, tanh, "
-                            "softmax, elementwise functions and arithmetic with numbers (tables), max and average "
-                            "pools, means, LSTM and GRU layers, GRU cells, concatenations, moves, slices and views; "
+                            "softmax, log-softmax, elementwise functions and arithmetic with numbers (tables), max "
+                            "and average pools, means, products of two activations (attention), layer and RMS norm, "
+                            "LSTM and GRU layers, GRU cells, concatenations, moves, slices and views; "
                             "use --quantize int8 for this model")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -84,6 +84,7 @@ def _global_pool(node: Node) -> bool:
 FIXED_OUTPUT = {aten.sigmoid.default: (1.0 / 256.0, -128), aten.tanh.default: (1.0 / 128.0, 0),
                 # TFLite's int8 LOG_SOFTMAX output, [-16, 0] (mcu_log_softmax_s8)
                 aten.log_softmax.int: (16.0 / 256.0, 127), aten._log_softmax.default: (16.0 / 256.0, 127)}
+LOG_SOFTMAX = {aten.log_softmax.int, aten._log_softmax.default}
 # w8a16's int16 outputs of sigmoid, tanh and softmax: Q0.15 (CMSIS-NN's and TFLite's 16x8 LOGISTIC, TANH, SOFTMAX)
 FIXED_OUTPUT_S16 = (2.0 ** -15, 0)
 # normalisation, reductions and int8 activations: elementwise functions that run as 256-entry
@@ -125,6 +126,9 @@ W8A16_OPS = {*CONV_LINEAR, *BATCH_NORM, *ACTIVATIONS, aten.adaptive_avg_pool2d.d
              # (from the zero state or a given one) and an nn.GRUCell step (mcu_gru_s16, on the LSTM's conventions)
              # and the permutes of a time-first one
              OPS["lstm"], OPS["gru"], GRU_FROM, GRU_CELL, aten.permute.default,
+             # products of two activations (mcu_bmm_s16, CMSIS-NN's arm_batch_matmul_s16), layer and RMS norm
+             # (mcu_layer_norm_s16) and log-softmax (mcu_log_softmax_s16)
+             *MATMUL, aten.layer_norm.default, aten.rms_norm.default, *LOG_SOFTMAX,
              # table activations and products (mcu_activation_s16, mcu_softmax_s16, mcu_mul_s16)
              aten.sigmoid.default, aten.tanh.default, *SOFTMAX, aten.mul.Tensor, aten.mul_.Tensor,
              aten.sub.Tensor, aten.sub_.Tensor,
@@ -323,6 +327,9 @@ class MCUQuantizer(Quantizer):
                 continue
             if self.act_bits == 16 and node.target not in W8A16_OPS:
                 continue  # refused before quantizing (unsupported_w8a16)
+            if node.target in LOG_SOFTMAX and self.act_bits == 16:
+                self._own_output(node, act)  # (mcu_log_softmax_s16 takes any output scale: a calibrated one)
+                continue
             if node.target in FIXED_OUTPUT:
                 scale, zp = FIXED_OUTPUT_S16 if self.act_bits == 16 else FIXED_OUTPUT[node.target]
                 self._fixed(node, act, scale, zp)

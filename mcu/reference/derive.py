@@ -17,7 +17,7 @@ import numpy as np
 
 from mcu.errors import McuError
 from mcu.ir import Op, Tensor
-from mcu.reference import arith, elementwise, gru_s16, lstm_s16, norm, recurrent, s16, s16_act
+from mcu.reference import arith, elementwise, gru_s16, lstm_s16, norm, recurrent, s16, s16_act, s16_norm
 from mcu.reference.resample import bilinear_tables_s8
 
 
@@ -172,6 +172,27 @@ def bmm(op: Op) -> dict:
     mult, shift = arith.quantize_multiplier(s_a * s_b * float(op.attrs.get("scaling", 1.0)) / s_o)
     return {"a_offset": -zp_a, "b_offset": -zp_b, "multiplier": mult, "shift": shift, "output_offset": zp_o,
             **_act(op)}
+
+
+def bmm_s16(op: Op) -> dict:
+    """mcu_bmm_s16: s_a s_b / s_out (zero points 0), times the positive factor of a scaling folded into it."""
+    (s_a, _), (s_b, _) = (scale_zp(t) for t in op.inputs)
+    mult, shift = arith.quantize_multiplier(s_a * s_b * float(op.attrs.get("scaling", 1.0)) / scale_zp(op.output)[0])
+    return {"multiplier": mult, "shift": shift, **_act(op)}
+
+
+def layer_norm_s16(op: Op) -> s16_norm.LayerNormS16:
+    """mcu_layer_norm_s16's constants from the scales, eps and the float affine weights the op keeps."""
+    weight, bias = op.attrs["affine"]
+    act_min, act_max = act_range(op)
+    return s16_norm.layer_norm_params(int(op.attrs["cols"]), scale_zp(op.inputs[0])[0], scale_zp(op.output)[0],
+                                      float(op.attrs["eps"]), weight, bias, rms=bool(op.attrs["rms"]),
+                                      act_min=act_min, act_max=act_max)
+
+
+def log_softmax_s16(op: Op) -> dict:
+    """mcu_log_softmax_s16: the exp table's input multiplier, s_in / s_out and 2^-15 / s_out."""
+    return s16_norm.log_softmax_params(scale_zp(op.inputs[0])[0], scale_zp(op.output)[0])
 
 
 def softmax(op: Op) -> dict:

@@ -30,7 +30,7 @@ from mcu.errors import McuError
 from mcu.ir import Graph, Op, Tensor
 from mcu.layouts import from_memory_order, to_memory_order
 from mcu.reference import conv, derive, elementwise, encoding, int4, mixed, movement, norm, pool, recurrent
-from mcu.reference import gru_s16, lstm_s16, resample_ops, s16, s16_act, select, state
+from mcu.reference import gru_s16, lstm_s16, resample_ops, s16, s16_act, s16_norm, select, state
 from mcu.reference.custom import run_custom
 
 Env = dict[int, np.ndarray]  # id(base tensor) -> flat array in memory order
@@ -164,6 +164,22 @@ def _activation_s16(op: Op, x: list[np.ndarray]) -> np.ndarray:
 def _softmax_s16(op: Op, x: list[np.ndarray]) -> np.ndarray:
     p = derive.softmax_s16(op)
     return _along(op, x[0], op.attrs["axis"], lambda rows: s16_act.softmax_s16(rows, **p))
+
+
+def _bmm_s16(op: Op, x: list[np.ndarray]) -> np.ndarray:
+    a, b = op.inputs
+    y = s16_norm.bmm_s16(from_memory_order(x[0], a), from_memory_order(x[1], b), **derive.bmm_s16(op))
+    return to_memory_order(np.asarray(y).reshape(op.output.shape), op.output)
+
+
+def _layer_norm_s16(op: Op, x: list[np.ndarray]) -> np.ndarray:
+    y = s16_norm.layer_norm_s16(from_memory_order(x[0], op.inputs[0]).reshape(-1), derive.layer_norm_s16(op))
+    return to_memory_order(y.reshape(op.output.shape), op.output)
+
+
+def _log_softmax_s16(op: Op, x: list[np.ndarray]) -> np.ndarray:
+    p = derive.log_softmax_s16(op)
+    return _along(op, x[0], op.attrs["axis"], lambda rows: s16_norm.log_softmax_s16(rows, **p))
 
 
 def _broadcast(op: Op, x: list[np.ndarray]) -> list[np.ndarray]:
@@ -452,6 +468,8 @@ FLOAT_MOVES: dict[str, Run] = {
 }
 
 
+_S16_PAIRS = {"add", "sub", "mul", "maximum", "minimum"}  # the 16x8 binary kinds
+
 # int16 activations with int8 weights (w8a16): the 16x8 kernels of mcu.reference.s16
 INT16_OPS: dict[str, Run] = {
     "conv2d": _conv2d_s16,
@@ -467,6 +485,9 @@ INT16_OPS: dict[str, Run] = {
     "sigmoid": _activation_s16,
     "tanh": _activation_s16,
     "softmax": _softmax_s16,
+    "log_softmax": _log_softmax_s16,
+    "layer_norm": _layer_norm_s16,
+    "bmm": _bmm_s16,
     "lut": lambda op, x: s16_act.lut_s16(x[0], derive.lut_table_s16(op)),
     "max_pool2d": _pool_s16(s16.max_pool2d_s16),
     "avg_pool2d": _pool_s16(s16.avg_pool2d_s16),
@@ -510,7 +531,9 @@ class Reference:
         for op in self.graph.ops:
             if op.attrs.get("alias"):
                 continue
-            args = [value(t) for t in op.inputs if not t.is_constant or op.kind == "concat"]
+            # (a 16x8 binary op reads a constant operand like an activation: mcu_add_s16 has no broadcasting)
+            args = [value(t) for t in op.inputs if not t.is_constant or op.kind == "concat" or
+                    (op.output.dtype == "int16" and op.kind in _S16_PAIRS)]
             table = {"int8": INT8_OPS, "int16": INT16_OPS}.get(op.output.dtype, FLOAT_MOVES)
             if op.kind not in table:
                 raise McuError(f"the int8 model keeps {op.kind} {op.name} in fp32"

@@ -55,7 +55,7 @@ class LayerNormS8:
         return (lo - (1 << 32) if lo >= 1 << 31 else lo), hi
 
 
-def _multiplier(real: float) -> tuple[int, int]:
+def affine_multiplier(real: float) -> tuple[int, int]:
     """(m, e) with real ~= m 2^-e, |m| < 2^31 and e in [1, 62]; None when real is 2^30 or more."""
     if real == 0.0:
         return 0, 1
@@ -83,7 +83,7 @@ def layer_norm_params(cols: int, s_in: float, s_out: float, zp_out: int, eps: fl
     w = np.ones(cols) if weight is None else np.asarray(weight, np.float64).reshape(-1)
     b = np.zeros(cols) if bias is None else np.asarray(bias, np.float64).reshape(-1)
     scale = math.sqrt(cols) / float(s_out) * 2.0 ** (SUB - Q)
-    pairs = [_multiplier(float(v) * scale) for v in w]
+    pairs = [affine_multiplier(float(v) * scale) for v in w]
     bias_q = np.clip(np.rint(b / float(s_out) * (1 << SUB)), -(2**31), 2**31 - 1)
     return LayerNormS8(np.array([m for m, _ in pairs], np.int32), np.array([e for _, e in pairs], np.int32),
                        bias_q.astype(np.int32), int(eps_term), int(zp_out), rms=bool(rms), input_zero_point=int(zp_in))

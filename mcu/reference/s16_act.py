@@ -132,7 +132,7 @@ def softmax_params(s_in: float, beta: float = 1.0) -> tuple[int, int]:
     return arith.quantize_multiplier(float(s_in) * beta / (10.0 / 65535.0))
 
 
-def _lut(table: np.ndarray, v) -> np.ndarray:
+def table_read(table: np.ndarray, v) -> np.ndarray:
     """CMSIS-NN's int16 table read: entry 256 + (v >> 7) and the next, interpolated on v's low 7 bits."""
     v = np.asarray(v, dtype=np.int64)
     index = 256 + (v >> 7)
@@ -146,7 +146,7 @@ def _softmax_parts(rows, input_multiplier: int, input_shift: int):
     x = np.asarray(rows, dtype=np.int64)
     diff = x - x.max(axis=1, keepdims=True)
     scaled = arith.requantize(diff, input_multiplier, input_shift)
-    exps = _lut(EXP_TABLE, np.clip(scaled + INT16_MAX, INT16_MIN, INT16_MAX))
+    exps = table_read(EXP_TABLE, np.clip(scaled + INT16_MAX, INT16_MIN, INT16_MAX))
     total = exps.sum(axis=1, keepdims=True)
     headroom = np.array([[32 - int(t).bit_length()] for t in total.ravel()], dtype=np.int64).reshape(total.shape)
     shifted = ((total << (headroom - 1)) + (1 << 13)) >> 14
@@ -158,7 +158,7 @@ def softmax_s16(rows, input_multiplier: int, input_shift: int) -> np.ndarray:
     exps, headroom, recip_in = _softmax_parts(rows, input_multiplier, input_shift)
     # TFLite's reference saturates the reciprocal's input (CMSIS-NN's kernel wraps it to -32768 when the
     # normalised sum rounds up to 2^17)
-    recip = _lut(ONE_OVER_ONE_PLUS_TABLE, np.clip(recip_in, INT16_MIN, INT16_MAX))
+    recip = table_read(ONE_OVER_ONE_PLUS_TABLE, np.clip(recip_in, INT16_MIN, INT16_MAX))
     y = (((exps * recip) >> (30 - headroom)) + 1) >> 1
     return np.minimum(y, INT16_MAX).astype(np.int16)  # (a row of one element rounds to 32769)
 
@@ -168,7 +168,7 @@ def cmsis_nn_differs(rows, input_multiplier: int, input_shift: int) -> np.ndarra
     normalised sum rounds up to 2^17 (it wraps the reciprocal's input to -32768, doubling the row) or a
     probability rounds past 32767 (it wraps to negative)."""
     exps, headroom, recip_in = _softmax_parts(rows, input_multiplier, input_shift)
-    recip = _lut(ONE_OVER_ONE_PLUS_TABLE, np.clip(recip_in, INT16_MIN, INT16_MAX))
+    recip = table_read(ONE_OVER_ONE_PLUS_TABLE, np.clip(recip_in, INT16_MIN, INT16_MAX))
     y = (((exps * recip) >> (30 - headroom)) + 1) >> 1
     return (recip_in[:, 0] > INT16_MAX) | (y > INT16_MAX).any(axis=1)
 

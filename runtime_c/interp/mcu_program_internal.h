@@ -146,6 +146,9 @@ typedef union {
     mcu_activation_s16_params activation_s16;
     mcu_mul_s16_params mul_s16;
     mcu_softmax_s16_params softmax_s16;
+    mcu_bmm_s16_params bmm_s16;
+    mcu_layer_norm_s16_params layer_norm_s16;
+    mcu_log_softmax_s16_params log_softmax_s16;
     mcu_requantize_s16_params requantize_s16;
     mcu_pool2d_s16_params pool_s16;
     mcu_depthwise_conv2d_s16_params depthwise_s16;

@@ -66,6 +66,9 @@ _Static_assert(sizeof(mcu_add_s16_params) == 10 * 4, "add_s16 params layout");
 _Static_assert(sizeof(mcu_activation_s16_params) == 4 * 4, "activation_s16 params layout");
 _Static_assert(sizeof(mcu_mul_s16_params) == 5 * 4, "mul_s16 params layout");
 _Static_assert(sizeof(mcu_softmax_s16_params) == 5 * 4, "softmax_s16 params layout");
+_Static_assert(sizeof(mcu_bmm_s16_params) == 10 * 4, "bmm_s16 params layout");
+_Static_assert(sizeof(mcu_layer_norm_s16_params) == 7 * 4, "layer_norm_s16 params layout");
+_Static_assert(sizeof(mcu_log_softmax_s16_params) == 9 * 4, "log_softmax_s16 params layout");
 _Static_assert(sizeof(mcu_requantize_s16_params) == 5 * 4, "requantize_s16 params layout");
 _Static_assert(sizeof(mcu_pool2d_s16_params) == 16 * 4, "pool2d_s16 params layout");
 _Static_assert(sizeof(mcu_depthwise_conv2d_s16_params) == 19 * 4, "depthwise_conv2d_s16 params layout");
@@ -518,7 +521,7 @@ mcu_status mcu_program_need_layer_norm(uint32_t kernel, const mcu_operand_desc *
     const uint32_t last = n_ops - 1;
     need[0] = need[last] = prod(p, 2);
     need[1] = need[2] = mulcap(1, p[1]);
-    need[3] = kernel == MCU_K_LAYER_NORM_S8 ? mulcap(1, p[1]) : need[0];
+    need[3] = kernel == MCU_K_LAYER_NORM_S8 || kernel == MCU_K_LAYER_NORM_S16 ? mulcap(1, p[1]) : need[0];
     return MCU_OK;
 }
 

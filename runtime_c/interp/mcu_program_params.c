@@ -435,6 +435,38 @@ int mcu_program_params_requantize_s16(uint32_t kernel, const mcu_program_params_
            mcu_act_s16_valid(p->act_min, p->act_max);
 }
 
+int mcu_program_params_bmm_s16(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)kernel;
+    (void)w;
+    const mcu_bmm_s16_params *p = &u->bmm_s16;
+    const int32_t out_dims[3] = {p->batch, p->m, p->n};
+    return p->k > 0 && p->k <= MCU_BMM_S16_MAX_K && p->a_batch_stride >= 0 && p->b_batch_stride >= 0 &&
+           checked_count(out_dims, 3, 2) > 0 && mcu_quant_s16_valid(p->multiplier, p->shift) &&
+           mcu_act_s16_valid(p->act_min, p->act_max);
+}
+
+int mcu_program_params_layer_norm_s16(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)kernel;
+    (void)w;
+    const mcu_layer_norm_s16_params *p = &u->layer_norm_s16;
+    return p->rows > 0 && p->cols > 0 && p->cols <= MCU_LAYER_NORM_S16_MAX_COLS &&
+           p->rows <= INT32_MAX / 2 / p->cols && (uint32_t)p->eps_hi < (1u << 29) &&
+           mcu_act_s16_valid(p->act_min, p->act_max) && (p->rms == 0 || p->rms == 1);
+}
+
+int mcu_program_params_log_softmax_s16(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)kernel;
+    (void)w;
+    const mcu_log_softmax_s16_params *p = &u->log_softmax_s16;
+    const int32_t dims[3] = {p->outer, p->axis, p->inner};
+    return checked_count(dims, 3, 2) > 0 && p->axis <= MCU_SOFTMAX_S16_MAX_AXIS &&
+           mcu_quant_valid(p->input_multiplier, p->input_shift) &&
+           mcu_quant_valid(p->diff_multiplier, p->diff_shift) && mcu_quant_valid(p->log_multiplier, p->log_shift);
+}
+
 int mcu_program_params_binary_s8_add(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
 {
     /* add and sub, and maximum and minimum with the add's parameters */
@@ -1297,7 +1329,7 @@ int mcu_program_alias_rows_in_place(uint32_t kernel, const mcu_operand_desc *ops
     for (uint32_t i = 1; i < last; ++i) {
         ok = ok && !overlap(&ops[i], bytes[i], out, nout);
     }
-    if (kernel == MCU_K_LAYER_NORM_S8) {
+    if (kernel == MCU_K_LAYER_NORM_S8 || kernel == MCU_K_LAYER_NORM_S16) {
         ok = ok && ops[2].constant && shifts_ok(&ops[2], bytes[2]);
     }
     return ok;

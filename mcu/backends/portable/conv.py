@@ -278,6 +278,17 @@ def _bmm_s8(op: Op, ref: Ref) -> KernelCall:
                       "mcu_bmm_s8_params", params, operands=[a, b, op.output])
 
 
+def _bmm_s16(op: Op, ref: Ref) -> KernelCall:
+    """The 16x8 product of two activations (w8a16): CMSIS-NN's arm_batch_matmul_s16 arithmetic."""
+    a, b = op.inputs
+    batch, m, k = a.shape
+    n = b.shape[2]
+    params = {"batch": batch, "m": m, "k": k, "n": n, "a_batch_stride": m * k, "b_batch_stride": k * n,
+              **offsets(op, "multiplier", "shift", "act_min", "act_max")}
+    return KernelCall("mcu_bmm_s16", ["&params", ref(a), ref(b), ref(op.output)], ["mcu_bmm_s16.c"],
+                      "mcu_bmm_s16_params", params, operands=[a, b, op.output], headers=["mcu/kernels_s16.h"])
+
+
 def _conv_transpose2d(op: Op, ref: Ref) -> KernelCall:
     call = _conv2d(op, ref)
     return KernelCall("mcu_conv_transpose2d_f32", call.args, ["mcu_conv_transpose2d_f32.c"], call.params_type,
@@ -335,6 +346,7 @@ EMITTERS = {
     ("linear", "int8"): _matrix_s8,
     ("conv_transpose2d", "int8"): _conv_transpose2d_s8,
     ("bmm", "int8"): _bmm_s8,
+    ("bmm", "int16"): _bmm_s16,
     ("conv2d", "int16"): _matrix_s16,
     ("linear", "int16"): _matrix_s16,
     ("depthwise_conv2d", "int16"): _matrix_s16,

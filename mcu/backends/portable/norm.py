@@ -52,6 +52,27 @@ def _softmax_s16(op: Op, ref: Ref) -> KernelCall:
                       headers=["mcu/kernels_s16.h"])
 
 
+def _log_softmax_s16(op: Op, ref: Ref) -> KernelCall:
+    """The 16x8 log-softmax (w8a16) over any axis."""
+    outer, axis, inner = split_at(op.inputs[0], op.attrs["axis"])
+    params = {"outer": outer, "axis": axis, "inner": inner,
+              **offsets(op, "input_multiplier", "input_shift", "diff_multiplier", "diff_shift", "log_multiplier",
+                        "log_shift")}
+    return KernelCall("mcu_log_softmax_s16", ["&params", ref(op.inputs[0]), ref(op.output)],
+                      ["mcu_log_softmax_s16.c"], "mcu_log_softmax_s16_params", params,
+                      operands=[op.inputs[0], op.output], headers=["mcu/kernels_s16.h"])
+
+
+def _layer_norm_s16(op: Op, ref: Ref) -> KernelCall:
+    """The 16x8 layer norm and RMS norm (w8a16)."""
+    x, mult, shift, bias = op.inputs
+    cols = int(op.attrs["cols"])
+    params = {"rows": x.numel // cols, "cols": cols, **offsets(op, "eps_lo", "eps_hi", "act_min", "act_max", "rms")}
+    return KernelCall("mcu_layer_norm_s16", ["&params", ref(x), ref(mult), ref(shift), ref(bias), ref(op.output)],
+                      ["mcu_layer_norm_s16.c"], "mcu_layer_norm_s16_params", params,
+                      operands=[x, mult, shift, bias, op.output], headers=["mcu/kernels_s16.h"])
+
+
 def _layer_norm(op: Op, ref: Ref) -> KernelCall:
     x = op.inputs[0]
     rest = iter(op.inputs[1:])
@@ -186,6 +207,8 @@ EMITTERS = {
     ("reduce", "float32"): _reduce,
     ("softmax", "int8"): _softmax_s8,
     ("softmax", "int16"): _softmax_s16,
+    ("log_softmax", "int16"): _log_softmax_s16,
+    ("layer_norm", "int16"): _layer_norm_s16,
     ("log_softmax", "int8"): _log_softmax_s8,
     ("layer_norm", "int8"): _layer_norm_s8,
     ("reduce", "int8"): _reduce_s8,

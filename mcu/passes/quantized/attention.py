@@ -1,7 +1,8 @@
-"""Attention's scaling folded into its product: ``softmax(q @ k^T * scale)`` lowers to an int8 bmm, a table
-that multiplies by the scale and the softmax. The bmm requantizes its int32 sums anyway, so it can write the
-scaled scores directly on the table's output grid (multiplier ``s_q * s_k * scale / s_out``): one pass
-over the scores and one rounding fewer, the same arithmetic as any bmm (mcu/reference/norm.py ``bmm_s8``).
+"""Attention's scaling folded into its product: ``softmax(q @ k^T * scale)`` lowers to an int8 bmm (int16 at
+w8a16), a table that multiplies by the scale and the softmax. The bmm requantizes its sums anyway, so it can
+write the scaled scores directly on the table's output grid (multiplier ``s_q * s_k * scale / s_out``): one pass
+over the scores and one rounding fewer, the same arithmetic as any bmm (mcu/reference/conv.py ``bmm_s8``,
+mcu/reference/s16_norm.py ``bmm_s16``).
 
 A constant attention mask reaches the IR as ``where(hidden, -inf, scores)`` (or ``where(kept, scores, -inf)``)
 read by a softmax over the last axis, between the scores' dequantize and the softmax's quantize
@@ -18,6 +19,8 @@ from mcu.ir import Graph, Op, Tensor
 from mcu.reference import arith
 
 _MOVES = ("reshape", "permute")  # an elementwise scaling commutes with moving the elements
+# the product's clamp when it has none: int8, and int16 (w8a16's mcu_bmm_s16, whose table the scaling also is)
+_BOUNDS = {"int8": (-128, 127), "int16": (-32768, 32767)}
 
 
 def _sole_reader(graph: Graph, op: Op) -> Op | None:
@@ -37,13 +40,15 @@ def fold_scaling_into_bmm(graph: Graph) -> int:
     """bmm [-> reshape/permute] -> lut(x * alpha) becomes bmm [-> reshape/permute] on the lut's output
     parameters; returns how many were folded."""
     folded = 0
-    for bmm in [op for op in graph.ops if op.kind == "bmm" and op.output.dtype == "int8"]:
+    for bmm in [op for op in graph.ops if op.kind == "bmm" and op.output.dtype in _BOUNDS]:
+        dtype = bmm.output.dtype
+        lo, hi = _BOUNDS[dtype]
         chain = [bmm]
         nxt = _sole_reader(graph, bmm)
-        while nxt is not None and nxt.kind in _MOVES and nxt.output.dtype == "int8":
+        while nxt is not None and nxt.kind in _MOVES and nxt.output.dtype == dtype:
             chain.append(nxt)
             nxt = _sole_reader(graph, nxt)
-        if nxt is None or bmm.attrs.get("act_min", -128) != -128 or bmm.attrs.get("act_max", 127) != 127:
+        if nxt is None or bmm.attrs.get("act_min", lo) != lo or bmm.attrs.get("act_max", hi) != hi:
             continue
         alpha = _scaling(nxt)
         out = nxt.output

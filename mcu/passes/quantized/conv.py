@@ -13,7 +13,7 @@ from mcu.passes.quantized.common import int_const as _int_const
 from mcu.passes.quantized.common import scale as _scale
 from mcu.passes.quantized.common import zero_point as _zp
 from mcu.errors import McuError
-from mcu.reference import arith, s16
+from mcu.reference import arith, s16, s16_norm
 from mcu.reference.conv import phase_pack
 
 # Kinds whose converter quantizes their float constants (weights, bias) itself.
@@ -131,10 +131,23 @@ def _conv_transpose2d(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> O
     return Op("conv_transpose2d", inputs, [out], attrs, op.name, op.source)
 
 
+def _bmm_s16(op: Op, a: Tensor, b: Tensor, out: Tensor) -> Op | str:
+    """The 16x8 product of two activations (w8a16, mcu_bmm_s16 as CMSIS-NN's arm_batch_matmul_s16): int16 codes
+    with zero point 0, s_a s_b / s_out."""
+    if any(t.is_constant or t.dtype != "int16" or _zp(t) != 0 for t in (a, b)):
+        return "a 16x8 bmm takes two int16 activations of zero point 0"
+    mult, shift = s16_norm.bmm_params(_scale(a), _scale(b), _scale(out))
+    act_min, act_max = act_bounds(op, out)
+    return Op("bmm", [a, b], [out], {**op.attrs, "multiplier": mult, "shift": shift, "act_min": act_min,
+                                     "act_max": act_max}, op.name, op.source)
+
+
 def _bmm(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
     a, b = ins
     if a.shape[0] != b.shape[0]:
         return "batches differ"
+    if out.dtype == "int16":
+        return _bmm_s16(op, a, b, out)
     mult, shift = arith.quantize_multiplier(_scale(a) * _scale(b) / _scale(out))
     act_min, act_max = act_bounds(op, out)
     return Op("bmm", [a, b], [out], {**op.attrs, "a_offset": -_zp(a), "b_offset": -_zp(b), "multiplier": mult,

@@ -116,6 +116,10 @@ def constant_operand(op: Op, t: Tensor) -> Tensor | None:
     qc = t.qconst
     if qc is not None and np.all(qc.scale == qc.scale.flat[0]) and np.all(qc.zero_point == qc.zero_point.flat[0]):
         scale, zp = float(qc.scale.flat[0]), int(qc.zero_point.flat[0])
+        if qc.qmax > 127:  # an int16 operand of a 16x8 op (w8a16)
+            return Tensor(name=f"{t.name}_q", shape=t.shape, dtype="int16",
+                          data=np.ascontiguousarray(np.asarray(qc.values, dtype=np.int16).reshape(t.shape)),
+                          dim_order=t.dim_order, quant=QuantParams(scale=(scale,), zero_point=(zp,)))
         codes = np.asarray(qc.values, dtype=np.int8).reshape(t.shape)
     else:
         scale, zp = own_quantization(data)
@@ -188,7 +192,9 @@ def _binary_s16(kind: str, op: Op, a: Tensor, b: Tensor, out: Tensor) -> Op | st
     the add's rescaled operands), mul mcu_mul_s16 (arm_elementwise_mul_s16)."""
     if kind not in ("add", "sub", "mul", "maximum", "minimum"):
         return f"w8a16 has no 16x8 {kind}"
-    if any(t.is_constant or t.dtype != "int16" or t.shape != out.shape for t in (a, b)):
+    # (a constant operand, a learned position embedding say, is quantized on its own int16 grid like an activation)
+    if any(t.dtype != "int16" or t.shape != out.shape or _zp(t) != 0 for t in (a, b)) or \
+            (a.is_constant and b.is_constant):
         return f"a 16x8 {kind} takes two int16 tensors of the output's shape"
     act_min, act_max = act_bounds(op, out)
     if kind == "mul":

@@ -15,7 +15,7 @@ from mcu.passes.quantized.common import int_const as _int_const
 from mcu.passes.quantized.common import scale as _scale
 from mcu.passes.quantized.common import zero_point as _zp
 from mcu.passes.quantized.pool import mean_s16_attrs
-from mcu.reference import arith, s16_act
+from mcu.reference import arith, s16_act, s16_norm
 from mcu.reference.norm import layer_norm_params, log_softmax_tables
 
 # Kinds whose converter turns their float constants (weight, bias) to int8.
@@ -60,6 +60,11 @@ def mask_rows(hidden: np.ndarray) -> np.ndarray:
 
 def _log_softmax(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
     x = ins[0]
+    if out.dtype == "int16":  # mcu_log_softmax_s16: int16 codes in and out, zero points 0
+        if x.dtype != "int16" or _zp(x) != 0 or _zp(out) != 0:
+            return "a 16x8 log-softmax reads and writes int16 codes of zero point 0"
+        return Op("log_softmax", [x], [out], {**op.attrs, **s16_norm.log_softmax_params(_scale(x), _scale(out))},
+                  op.name, op.source)
     try:
         table, a, c = log_softmax_tables(_scale(x), _scale(out))
     except ValueError as exc:
@@ -75,6 +80,8 @@ def _layer_norm(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | st
     weight = next(rest) if op.attrs["weight"] else None
     bias = next(rest) if op.attrs.get("bias") else None
     rms = op.kind == "rms_norm"
+    if out.dtype == "int16":
+        return _layer_norm_s16(op, x, out, weight, bias, rms)
     try:
         p = layer_norm_params(int(op.attrs["cols"]), _scale(x), _scale(out), _zp(out), float(op.attrs["eps"]),
                               None if weight is None else weight.data, None if bias is None else bias.data,
@@ -88,6 +95,30 @@ def _layer_norm(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | st
               [out], {"cols": op.attrs["cols"], "eps": op.attrs["eps"], "eps_lo": eps_lo, "eps_hi": eps_hi,
                       "output_offset": p.output_offset, "act_min": act_min, "act_max": act_max, "rms": int(rms),
                       "input_zero_point": p.input_zero_point, "act": op.attrs.get("act"),
+                      # the float weight and bias the constants above come from, for the integer reference
+                      "affine": (None if weight is None else np.asarray(weight.data),
+                                 None if bias is None else np.asarray(bias.data))},
+              op.name, op.source)
+
+
+def _layer_norm_s16(op: Op, x: Tensor, out: Tensor, weight: Tensor | None, bias: Tensor | None,
+                    rms: bool) -> Op | str:
+    """The 16x8 layer norm and RMS norm (w8a16, mcu_layer_norm_s16): int16 codes of zero point 0 in and out, the
+    float affine weight and bias folded into per-column constants."""
+    if x.dtype != "int16" or _zp(x) != 0 or _zp(out) != 0:
+        return "a 16x8 layer norm reads and writes int16 codes of zero point 0"
+    act_min, act_max = act_bounds(op, out)
+    try:
+        p = s16_norm.layer_norm_params(int(op.attrs["cols"]), _scale(x), _scale(out), float(op.attrs["eps"]),
+                                       None if weight is None else weight.data, None if bias is None else bias.data,
+                                       rms=rms, act_min=act_min, act_max=act_max)
+    except ValueError as exc:
+        return str(exc)
+    eps_lo, eps_hi = p.eps_words
+    return Op("layer_norm", [x, _int_const(f"{op.name}_multiplier", p.multipliers),
+                             _int_const(f"{op.name}_shift", p.shifts), _int_const(f"{op.name}_bias_q", p.bias)],
+              [out], {"cols": op.attrs["cols"], "eps": op.attrs["eps"], "eps_lo": eps_lo, "eps_hi": eps_hi,
+                      "act_min": act_min, "act_max": act_max, "rms": int(rms), "act": op.attrs.get("act"),
                       # the float weight and bias the constants above come from, for the integer reference
                       "affine": (None if weight is None else np.asarray(weight.data),
                                  None if bias is None else np.asarray(bias.data))},

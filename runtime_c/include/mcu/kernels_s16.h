@@ -193,6 +193,51 @@ mcu_status mcu_requantize_s8_s16(int32_t size, int32_t input_offset, int32_t mul
 mcu_status mcu_requantize_s16_s8(int32_t size, int32_t multiplier, int32_t shift, int32_t output_offset,
                                  int32_t act_min, int32_t act_max, const int16_t *input, int8_t *output);
 
+typedef struct {
+    int32_t batch, m, k, n;                 /**< a [batch][m][k], b [batch][k][n], out [batch][m][n] */
+    int32_t a_batch_stride, b_batch_stride; /**< elements between batches (0: one matrix for every batch) */
+    int32_t multiplier, shift;              /**< s_a s_b / s_out (Q31; applied rounded to Q15) */
+    int32_t act_min, act_max;
+} mcu_bmm_s16_params;
+
+/** Largest k of mcu_bmm_s16 (the exact sum of k int16 products stays inside int64 with room to spare). */
+#define MCU_BMM_S16_MAX_K 65536
+
+/** Batched product of two int16 activations (zero points 0) as CMSIS-NN's arm_batch_matmul_s16: the exact
+ *  64-bit sum of a's row times b's column, requantized as the 16x8 layers (Q15 multiplier, one rounding),
+ *  then clamped. b is read as [k][n] (arm_batch_matmul_s16 takes it transposed; the sums are the same). The
+ *  output must not overlap an operand. */
+mcu_status mcu_bmm_s16(const mcu_bmm_s16_params *p, const int16_t *a, const int16_t *b, int16_t *output);
+
+/** Largest row of mcu_layer_norm_s16. */
+#define MCU_LAYER_NORM_S16_MAX_COLS 4096
+
+typedef struct {
+    int32_t rows, cols;     /**< the input and the output: rows x cols int16, normalised along cols */
+    int32_t eps_lo, eps_hi; /**< E = round(cols^2 eps / s_in^2) as two words, below 2^61 */
+    int32_t act_min, act_max;
+    int32_t rms;            /**< 1: RMS norm (no mean subtracted) */
+} mcu_layer_norm_s16_params;
+
+/** Layer norm (or RMS norm) of int16 codes (zero point 0) along each row, the affine weight and bias per column
+ *  folded into a multiplier, a right shift in [1, 62] and a Q8 bias (mcu_layer_norm_s16.c states the
+ *  arithmetic; CMSIS-NN has no int16 layer norm). The output may be the input, exactly; no other overlap. */
+mcu_status mcu_layer_norm_s16(const mcu_layer_norm_s16_params *p, const int16_t *input, const int32_t *multipliers,
+                              const int32_t *shifts, const int32_t *bias, int16_t *output);
+
+typedef struct {
+    int32_t outer, axis, inner;              /**< element (o, a, i) at (o * axis + a) * inner + i */
+    int32_t input_multiplier, input_shift;   /**< s_in / (10 / 65535): differences to the exp table's steps */
+    int32_t diff_multiplier, diff_shift;     /**< s_in / s_out */
+    int32_t log_multiplier, log_shift;       /**< 2^-15 / s_out: the row's ln(sum of exp) in Q15 to the output */
+} mcu_log_softmax_s16_params;
+
+/** Log-softmax of int16 codes (zero point 0) along an axis of at most MCU_SOFTMAX_S16_MAX_AXIS: the differences
+ *  from the row's maximum less ln(sum of exp), exp from mcu_softmax_s16's table (0 below its -10) and ln from a
+ *  513-entry table of ln(1 + f) (mcu_log_softmax_s16.c; CMSIS-NN has no int16 log-softmax). The output may be
+ *  the input, exactly; no other overlap. */
+mcu_status mcu_log_softmax_s16(const mcu_log_softmax_s16_params *p, const int16_t *input, int16_t *output);
+
 /** Largest input or hidden size of mcu_lstm_s16. */
 #define MCU_LSTM_S16_MAX_FEATURES 4096
 

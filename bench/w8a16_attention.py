@@ -1,0 +1,52 @@
+"""w8a16 attention and normalisation against int8 on the simulated Cortex-M33 (mps2-an505): the models of
+tests/quantize/test_w8a16_attention.py (tests/support/attention_models.py: nn.MultiheadAttention with and without
+the weights, a hand-built encoder layer with a log-softmax head, nn.RMSNorm), each as generated C: output SQNR
+against fp32 on its test inputs, instructions of the first inference and the w8a16 / int8 instruction ratio.
+
+    .venv/bin/python bench/w8a16_attention.py [mha|mha_weights|encoder|rms ...] [--board mps2-an505]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests" / "support"))
+
+from attention_models import MODELS, compile_model  # noqa: E402
+
+
+def measure(name: str, quantize: str, board: str) -> tuple[float, int]:
+    """(SQNR in dB against the fp32 model, instructions) of ``name`` at ``quantize``."""
+    cm = compile_model(name, quantize, board)
+    sim = cm.simulate()
+    if not sim.passed:
+        raise SystemExit(f"{name} {quantize}: the firmware did not pass:\n{sim.console[-2000:]}")
+    signal = noise = 0.0
+    for v, x in enumerate(cm.spec.test_inputs):
+        for got, want in zip(sim.outputs[v], cm.eager(*x)):
+            w = want.detach().double().numpy().reshape(np.shape(got))
+            signal += float((w ** 2).sum())
+            noise += float(((np.asarray(got, dtype=np.float64) - w) ** 2).sum())
+    return 10.0 * float(np.log10(signal / noise)), int(sim.instructions or 0)
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("names", nargs="*", default=MODELS)
+    parser.add_argument("--board", default="mps2-an505")
+    args = parser.parse_args(argv)
+    print("| model | SQNR w8a16 / int8 | instructions w8a16 / int8 |")
+    print("| --- | --- | --- |")
+    for name in args.names:
+        (s16, i16), (s8, i8) = (measure(name, q, args.board) for q in ("w8a16", "int8"))
+        print(f"| {name} | {s16:.1f} / {s8:.1f} dB | {i16:,} / {i8:,} = {i16 / i8:.2f}x |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,99 @@
+"""The w8a16 attention and normalisation models of tests/quantize/test_w8a16_attention.py and
+bench/w8a16_attention.py, as users write them: nn.MultiheadAttention (batch_first, with and without the weights),
+a transformer encoder layer built by hand with a log-softmax head, and nn.RMSNorm between two linear layers."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import nn
+
+import mcu
+
+MODELS = ["mha", "mha_weights", "encoder", "rms", "pos"]
+D, T = 16, 6
+
+
+class Mha(nn.Module):
+    def __init__(self, need_weights: bool) -> None:
+        super().__init__()
+        self.attn = nn.MultiheadAttention(D, 2, batch_first=True)
+        self.need_weights = need_weights
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y, w = self.attn(x, x, x, need_weights=self.need_weights)
+        return torch.cat([y, w], dim=-1) if self.need_weights else y
+
+
+class Encoder(nn.Module):
+    """A pre-norm encoder layer and a classifier head over each position."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ln1, self.ln2 = nn.LayerNorm(D), nn.LayerNorm(D)
+        self.attn = nn.MultiheadAttention(D, 2, batch_first=True)
+        self.mlp = nn.Sequential(nn.Linear(D, 32), nn.GELU(), nn.Linear(32, D))
+        self.head = nn.Linear(D, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.ln1(x)
+        x = x + self.attn(h, h, h, need_weights=False)[0]
+        x = x + self.mlp(self.ln2(x))
+        return nn.functional.log_softmax(self.head(x), dim=-1)
+
+
+class Rms(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.a, self.norm, self.b = nn.Linear(D, 24), nn.RMSNorm(24), nn.Linear(24, D)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.b(self.norm(self.a(x)))
+
+
+class Pos(nn.Module):
+    """A learned position embedding added to the tokens: an add with a constant operand of the same shape."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pos = nn.Parameter(torch.randn(1, T, D) * 0.5)
+        self.fc = nn.Linear(D, D)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(x + self.pos)
+
+
+KINDS = {"mha": {"bmm", "softmax"}, "mha_weights": {"bmm", "softmax"}, "encoder": {"bmm", "layer_norm", "log_softmax"},
+         "rms": {"layer_norm"}, "pos": {"add"}}
+
+
+def build(name: str) -> nn.Module:
+    torch.manual_seed(11)
+    model = {"mha": lambda: Mha(False), "mha_weights": lambda: Mha(True), "encoder": Encoder, "rms": Rms,
+             "pos": Pos}[name]()
+    with torch.no_grad():  # (trained-looking affine parameters, not the initial ones and zeros)
+        for m in model.modules():
+            if isinstance(m, (nn.LayerNorm, nn.RMSNorm)):
+                m.weight.uniform_(0.5, 1.5)
+                if getattr(m, "bias", None) is not None:
+                    m.bias.uniform_(-0.2, 0.2)
+    return model.eval()
+
+
+def compile_model(name: str, quantize: str, board: str = "mps2-an505") -> mcu.CompiledModel:
+    model = build(name)
+    torch.manual_seed(3)
+    # (enough calibration that the test inputs stay inside its ranges: clipping would hide the modes' difference)
+    calibration = [(torch.randn(1, T, D),) for _ in range(32)]
+    tests = [(torch.randn(1, T, D) * 0.8,) for _ in range(3)]
+    return mcu.compile(model, calibration[0], quantize=quantize, calibration=calibration, test_inputs=tests,
+                       name=name, board=board)
+
+
+def sqnr(cm: mcu.CompiledModel) -> float:
+    signal = noise = 0.0
+    for x in cm.spec.test_inputs:
+        for got, want in zip(cm.run(*x), cm.eager(*x)):
+            signal += float((want.double() ** 2).sum())
+            noise += float(((got.double() - want.double()) ** 2).sum())
+    return 10 * np.log10(signal / noise)
