@@ -310,7 +310,8 @@ def _pixel_pair_case(draw) -> dict:
                                else [3, 4, 16, 32, 36, 64, 71]))
     cout = draw(st.sampled_from([4, 8, 12, 16]))
     stride, pad = (1, 0) if k == 1 else (draw(st.integers(1, 2)), draw(st.integers(0, 1)))
-    h, w = draw(st.integers(k, k + 2)), draw(st.integers(k, k + 6))
+    # 3 x 3 rows up to 11 outputs: two four-pixel units (MCU_PIXEL4_GROUP) and a unit, pair or pixel after them
+    h, w = draw(st.integers(k, k + 2)), draw(st.integers(k, k + (6 if k == 1 else 8)))
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     x_kind, w_kind = draw(st.sampled_from(["random", "min", "max"])), draw(st.sampled_from(["random", "min", "max"]))
     x = (rng.integers(-128, 128, (1, h, w, cin)) if x_kind == "random"
