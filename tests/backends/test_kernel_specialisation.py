@@ -36,7 +36,7 @@ EXPECTED = {
                      "MCU_PACKED_PW_GROUP_TAPS": 1216, "MCU_PIXEL4_GROUP": 1},  # 3x3 RGB first layer; pointwise streams of 8 to 131 kB
     "resnet8": {"MCU_PIXEL_WIDE_TAPS": 256, "MCU_PACKED_LOOP": 1, "MCU_PACKED_WINDOWS": 1, "MCU_PACKED_NARROW": 1,
                 "MCU_PACKED_NARROW_K3C3": 1, "MCU_PACKED_PW_GROUP_TAPS": 0,
-                "MCU_PIXEL4_GROUP": 2},  # windows over 256 taps: the loop; 19 to 74 kB streams in four-pixel units
+                "MCU_PIXEL4_GROUP": 4},  # windows over 256 taps: the loop; 19 to 74 kB streams in four-pixel units
     "fc_autoencoder": {"MCU_PIXEL_WIDE_TAPS": 256, "MCU_PACKED_LOOP": 1, "MCU_PACKED_WINDOWS": 0,
                        "MCU_PACKED_NARROW": 1,
                        "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PIXEL4_GROUP": 1},
@@ -83,13 +83,13 @@ def test_defines_from_layers() -> None:
     assert packed_defines([_layer(64, cout=64, pointwise=True, pixels=4)])["MCU_PACKED_PW_GROUP_TAPS"] == 0
     assert merge_defines([packed_defines([big]), packed_defines([_layer(24)])])["MCU_PACKED_PW_GROUP_TAPS"] == 1216
     # windowed layers over 256 taps whose streams outgrow the flash cache, eight pixels or more: four-pixel
-    # units in pairs; not without the loop (a window of 256 taps or less), nor for fewer pixels
+    # units in groups of four; not without the loop (a window of 256 taps or less), nor for fewer pixels
     quads = _layer(288, cout=32, pixels=8)
-    assert packed_defines([quads])["MCU_PIXEL4_GROUP"] == 2
+    assert packed_defines([quads])["MCU_PIXEL4_GROUP"] == 4
     assert packed_defines([_layer(288, cout=32, pixels=7)])["MCU_PIXEL4_GROUP"] == 1
     assert packed_defines([_layer(256, cout=32, pixels=64)])["MCU_PIXEL4_GROUP"] == 1
     assert packed_defines([_layer(288, cout=12, pixels=64)])["MCU_PIXEL4_GROUP"] == 1  # 7 kB: in the cache
-    assert merge_defines([packed_defines([quads]), packed_defines([_layer(24)])])["MCU_PIXEL4_GROUP"] == 2
+    assert merge_defines([packed_defines([quads]), packed_defines([_layer(24)])])["MCU_PIXEL4_GROUP"] == 4
     merged = merge_defines([packed_defines([_layer(24)]), {}, packed_defines([_layer(100), _layer(28, k3c3=True)])])
     assert merged == {"MCU_PIXEL_WIDE_TAPS": 104, "MCU_PACKED_LOOP": 0, "MCU_PACKED_WINDOWS": 1,
                       "MCU_PACKED_NARROW": 1, "MCU_PACKED_NARROW_K3C3": 1, "MCU_PACKED_PW_GROUP_TAPS": 0,

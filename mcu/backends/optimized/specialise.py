@@ -13,10 +13,10 @@ every build of the model (firmware, host, the exported library's CMake and Makef
   layer takes it; ``MCU_PACKED_NARROW_K3C3`` 0 its runs of 3x3 windows of 3 channels (first layers of
   RGB images) when no narrow layer has such windows (without them such a layer would still be exact,
   one pixel at a time, only slower).
-* ``MCU_PIXEL4_GROUP``: 2 when the build has the loop (``MCU_PACKED_LOOP``) and some windowed layer's
-  stream outgrows a flash cache of ``PIXEL4_STREAM_MIN`` bytes with rows of eight pixels or more to
-  share it: its four-pixel units then run in pairs of units over parts of the stream, and the column
-  buffer holds two units (5.3 kB more stack); 1 otherwise (no grouping, the buffer unchanged).
+* ``MCU_PIXEL4_GROUP``: ``PIXEL4_GROUP`` (4) when the build has the loop (``MCU_PACKED_LOOP``) and some
+  windowed layer's stream outgrows a flash cache of ``PIXEL4_STREAM_MIN`` bytes with eight pixels or more
+  to share it: its four-pixel units then run in groups (across rows) over parts of the stream, and the
+  column buffer holds that many units (16 kB more stack); 1 otherwise (no grouping, the buffer unchanged).
 * ``MCU_PACKED_PW_GROUP_TAPS``: the int16 the kernel's column buffer holds at least, room for eight pairs
   of 64-tap pointwise columns (``PW_GROUP_TAPS``) when some flat pointwise layer's stream outgrows a
   flash cache of ``PIXEL4_STREAM_MIN`` bytes (its pairs then share each read of the stream); 0 otherwise.
@@ -39,6 +39,7 @@ WIDE_TAPS_MAX = 256  # the default MCU_PIXEL_WIDE_TAPS (convolution/gemm_s8_dsp.
 NARROW_TAPS_MAX = 48  # MCU_NARROW_TAPS_MAX (convolution/conv_narrow_s8_dsp.h)
 NARROW_PW_MIN = 16  # MCU_NARROW_PW_MIN: pointwise layers of this many taps or more take the two-pixel loops
 PIXEL4_STREAM_MIN = 8192  # MCU_PIXEL4_STREAM_MIN (convolution/gemm_s8_dsp.h): stream bytes of a flash cache
+PIXEL4_GROUP = 4  # four-pixel units sharing a read of the stream (MCU_PIXEL4_GROUP)
 PW_GROUP_TAPS = 8 * (2 * 64 + 24)  # eight pairs of 64 taps and their state (MCU_PIXEL2_SPARE): 2,432 B
 
 
@@ -89,8 +90,8 @@ class PackedLayer:
                 and self.cout * (2 * self.kp + 20) > PIXEL4_STREAM_MIN)
 
     def groups_quads(self) -> bool:
-        """The four-pixel units of a windowed layer share each read of the stream in pairs (the C's
-        ``quads`` and a group of two, wider: the row length is not known here, eight pixels in all)."""
+        """The four-pixel units of a windowed layer share each read of the stream in groups (the C's
+        ``quads`` and two units or more, wider: the row length is not known here, eight pixels in all)."""
         return self.takes_windows() and self.pixels >= 8 and self.cout * (2 * self.kp + 20) > PIXEL4_STREAM_MIN
 
     def dot_taps(self) -> int:
@@ -113,7 +114,7 @@ def packed_defines(layers: Iterable[PackedLayer]) -> dict[str, int]:
             "MCU_PACKED_NARROW": int(any(layer.takes_narrow() for layer in layers)),
             "MCU_PACKED_NARROW_K3C3": int(any(layer.takes_narrow() and layer.k3c3 for layer in layers)),
             "MCU_PACKED_PW_GROUP_TAPS": PW_GROUP_TAPS if any(layer.groups_pairs() for layer in layers) else 0,
-            "MCU_PIXEL4_GROUP": 2 if loop and any(layer.groups_quads() for layer in layers) else 1}
+            "MCU_PIXEL4_GROUP": PIXEL4_GROUP if loop and any(layer.groups_quads() for layer in layers) else 1}
 
 
 def merge_defines(parts: Iterable[Mapping[str, int]]) -> dict[str, int]:

@@ -232,10 +232,9 @@ static int check_stream(const int32_t *stream, int32_t cout, int32_t kp, int32_t
 #ifndef MCU_PACKED_PW_GROUP_TAPS
 #define MCU_PACKED_PW_GROUP_TAPS 0
 #endif
-/* Four-pixel units sharing one read of a windowed layer's stream: 2 in a model's build with windows
- * over MCU_PIXEL_WIDE_TAPS whose streams outgrow a flash cache (specialise.py: resnet8's 288- and
- * 576-tap layers, streams of 19 to 74 kB), whose buffer then holds two units' columns (5.3 kB more
- * stack); 1 (no grouping, no more stack) otherwise. */
+/* Four-pixel units sharing one read of a windowed layer's stream: 4 (specialise.py) in a model's build with windows over MCU_PIXEL_WIDE_TAPS whose streams outgrow a flash cache
+ * (specialise.py: resnet8's 288- and 576-tap layers, streams of 19 to 74 kB), whose buffer then holds
+ * that many units' columns; 1 (no grouping, no more stack) otherwise. */
 #ifndef MCU_PIXEL4_GROUP
 #define MCU_PIXEL4_GROUP 1
 #endif
@@ -421,37 +420,49 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
     for (int32_t b = 0; b < in.n; ++b) {
         const int8_t *x_n = input + (int64_t)b * in.h * in.w * in.c;
         int8_t *y_n = output + (int64_t)b * hw * out.c;
+#if MCU_S8_DSP_NATIVE && MCU_PACKED_WINDOWS
+        /* The image's four-pixel units (out.w / 4 a row, row by row) in groups of MCU_PIXEL4_GROUP,
+         * across rows where a row has fewer: the group's columns first, then the stream by parts of at
+         * most half the flash cache, each part for every unit of the group, so each line is fetched
+         * once per group rather than once per unit. The parts run forward and backward in turn, so a
+         * group starts on the part the previous one left in the cache. Each unit's columns and state
+         * take 3 MCU_PIXEL4_B + kp int16. The units left over and each row's last pixels take the row
+         * loop below (`grouped`: the units done). */
+        const int32_t upr = out.w / 4;
+        int32_t grouped = 0;
+        if (quads && MCU_PIXEL4_GROUP > 1) {
+            const int32_t qb = 3 * MCU_PIXEL4_B + kp;
+            const int32_t fit = MCU_PACKED_BUF_TAPS / qb;
+            const int32_t group = fit < MCU_PIXEL4_GROUP ? fit : MCU_PIXEL4_GROUP;
+            const int32_t part = pw_part_blocks(&l);
+            const int32_t blocks = out.c / 4;
+            const int32_t units = upr * out.h;
+            for (; group >= 2 && grouped + group <= units; grouped += group) {
+                for (int32_t q = 0; q < 4 * group; ++q) {
+                    const int32_t u = grouped + q / 4;
+                    window_column(p, &g, x_n, u / upr, 4 * (u % upr) + q % 4, kp,
+                                  col + (q / 4) * qb + (q % 4) * MCU_PIXEL4_B, raw);
+                }
+                for (int32_t n = 0; n < blocks; n += part) {
+                    const int32_t b0 = back ? ((blocks - 1 - n) / part) * part : n;
+                    const int32_t nb = blocks - b0 < part ? blocks - b0 : part;
+                    const mcu_block_order fwd = {0, 0};
+                    for (int32_t q = 0; q < group; ++q) {
+                        const int32_t u = grouped + q;
+                        int8_t *y = y_n + ((u / upr) * out.w + 4 * (u % upr)) * out.c + 4 * b0;
+                        mcu_pixel4_packed_split(col + q * qb, kp, packed + b0 * l.words, y, y + 4 * nb, out.c,
+                                                l.bounds, &fwd);
+                    }
+                }
+                back ^= 1;
+            }
+        }
+#endif
         for (int32_t oh = 0; oh < out.h; ++oh) {
             int32_t ow = 0;
 #if MCU_S8_DSP_NATIVE && MCU_PACKED_WINDOWS
-            if (quads && MCU_PIXEL4_GROUP > 1) {
-                /* Units of four pixels in groups (MCU_PIXEL4_GROUP): the group's columns first, then the
-                 * stream by parts of at most half the flash cache, each part for every unit of the
-                 * group, so each line is fetched once per group rather than once per unit. The parts
-                 * run forward and backward in turn, so a group starts on the part the previous one
-                 * left in the cache. Each unit's columns and state take 3 MCU_PIXEL4_B + kp int16. */
-                const int32_t qb = 3 * MCU_PIXEL4_B + kp;
-                const int32_t fit = MCU_PACKED_BUF_TAPS / qb;
-                const int32_t group = fit < MCU_PIXEL4_GROUP ? fit : MCU_PIXEL4_GROUP;
-                const int32_t part = pw_part_blocks(&l);
-                const int32_t blocks = out.c / 4;
-                for (; group >= 2 && ow + 4 * group <= out.w; ow += 4 * group) {
-                    for (int32_t q = 0; q < 4 * group; ++q) {
-                        window_column(p, &g, x_n, oh, ow + q, kp, col + (q / 4) * qb + (q % 4) * MCU_PIXEL4_B,
-                                      raw);
-                    }
-                    for (int32_t n = 0; n < blocks; n += part) {
-                        const int32_t b0 = back ? ((blocks - 1 - n) / part) * part : n;
-                        const int32_t nb = blocks - b0 < part ? blocks - b0 : part;
-                        const mcu_block_order fwd = {0, 0};
-                        for (int32_t q = 0; q < group; ++q) {
-                            int8_t *y = y_n + (oh * out.w + ow + 4 * q) * out.c + 4 * b0;
-                            mcu_pixel4_packed_split(col + q * qb, kp, packed + b0 * l.words, y, y + 4 * nb, out.c,
-                                                    l.bounds, &fwd);
-                        }
-                    }
-                    back ^= 1;
-                }
+            if (grouped > oh * upr) { /* this row's units done in groups above: all, or its first ones */
+                ow = 4 * (grouped - oh * upr < upr ? grouped - oh * upr : upr);
             }
             if (quads) {
                 /* four pixels of the row per pass, each line of the stream fetched once for them */
