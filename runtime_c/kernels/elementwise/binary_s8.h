@@ -94,12 +94,22 @@ static inline void mcu_binary_s8_lut(int32_t *lut, int32_t offset, int32_t left_
     }
     const int32_t r = -shift;
     const int64_t step = (int64_t)multiplier * scale;
-    const int64_t round = ((int64_t)1 << 30) + (r >= 1 ? (int64_t)1 << (r + 30) : 0);
-    const int64_t neg = r >= 1 ? (int64_t)1 << 31 : 0; /* the half-away-from-zero fixup of a negative x */
-    int64_t prod = (int64_t)(offset - 128) * step;
-    for (int32_t v = -128; v < 128; ++v, prod += step) {
-        const int64_t s = prod + (v + offset < 0 ? round - neg : round);
-        lut[v + 128] = r >= 1 ? mcu_asr32((int32_t)mcu_asr64(s, 32), r - 1) : (int32_t)mcu_asr64(s, 31);
+    if (r == 0) {
+        int64_t s = (int64_t)(offset - 128) * step + ((int64_t)1 << 30);
+        for (int32_t v = -128; v < 128; ++v, s += step) {
+            lut[v + 128] = (int32_t)mcu_asr64(s, 31);
+        }
+        return;
+    }
+    /* the sum with the fixup of a negative x (v < -offset), which the loop drops where x turns 0 */
+    int64_t s = (int64_t)(offset - 128) * step + ((int64_t)1 << 30) + ((int64_t)1 << (r + 30)) - ((int64_t)1 << 31);
+    const int32_t zero = -offset; /* in [-128, 127] (mcu_input_offset_valid) */
+    for (int32_t v = -128; v < 128; ++v, s += step) {
+        if (v == zero) {
+            s += (int64_t)1 << 31;
+        }
+        /* the high word of s is floor(s / 2^32): its bits, int64_t being two's complement */
+        lut[v + 128] = mcu_asr32(mcu_u32_to_s32((uint32_t)((uint64_t)s >> 32)), r - 1);
     }
 }
 
