@@ -427,7 +427,7 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
     for (int32_t b = 0; b < in.n; ++b) {
         const int8_t *x_n = input + (int64_t)b * in.h * in.w * in.c;
         int8_t *y_n = output + (int64_t)b * hw * out.c;
-#if MCU_S8_DSP_NATIVE && MCU_PACKED_WINDOWS
+#if MCU_S8_DSP_NATIVE && MCU_PACKED_WINDOWS && MCU_PIXEL4_GROUP > 1
         /* The image's four-pixel units (out.w / 4 a row, row by row) in groups of MCU_PIXEL4_GROUP,
          * across rows where a row has fewer: the group's columns first, then the stream by parts of at
          * most half the flash cache, each part for every unit of the group, so each line is fetched
@@ -437,7 +437,7 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
          * loop below (`grouped`: the units done). */
         const int32_t upr = out.w / 4;
         int32_t grouped = 0;
-        if (quads && MCU_PIXEL4_GROUP > 1) {
+        if (quads) {
             const int32_t qb = 3 * MCU_PIXEL4_B + kp;
             const int32_t fit = MCU_PACKED_BUF_TAPS / qb;
             const int32_t group = fit < MCU_PIXEL4_GROUP ? fit : MCU_PIXEL4_GROUP;
@@ -467,10 +467,12 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
 #endif
         for (int32_t oh = 0; oh < out.h; ++oh) {
             int32_t ow = 0;
-#if MCU_S8_DSP_NATIVE && MCU_PACKED_WINDOWS
+#if MCU_S8_DSP_NATIVE && MCU_PACKED_WINDOWS && MCU_PIXEL4_GROUP > 1
             if (grouped > oh * upr) { /* this row's units done in groups above: all, or its first ones */
                 ow = 4 * (grouped - oh * upr < upr ? grouped - oh * upr : upr);
             }
+#endif
+#if MCU_S8_DSP_NATIVE && MCU_PACKED_WINDOWS
             if (quads) {
                 /* four pixels of the row per pass, each line of the stream fetched once for them */
                 for (; ow + 4 <= out.w; ow += 4) {
