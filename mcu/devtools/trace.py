@@ -94,7 +94,7 @@ def build_traced(cm: Any, out_dir: Path | None = None, defines: dict[str, Any] |
     """The model's firmware with the event tracer compiled in (mcu.device.toolchain.Firmware); ``defines``: instead
     of ``MCU_TRACE`` alone (``mcu debug`` adds the output dump)."""
     defines = dict(defines) if defines is not None else {TRACE_DEFINE: None}
-    return build_variant(cm, "firmware-trace", defines, (TRACE_SOURCE,), out_dir)
+    return build_variant(cm, "firmware-trace", defines, (TRACE_SOURCE,), out_dir, stack_usage=True)
 
 
 def parse_trace_lines(console: str) -> list[tuple[int, int]]:

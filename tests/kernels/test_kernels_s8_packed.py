@@ -413,7 +413,9 @@ def _pixel_pair_case(draw) -> dict:
                                else [3, 4, 16, 32, 36, 64, 71]))
     cout = draw(st.sampled_from([4, 8, 12, 16]))
     stride, pad = (1, 0) if k == 1 else (draw(st.integers(1, 2)), draw(st.integers(0, 1)))
-    h, w = draw(st.integers(k, k + 2)), draw(st.integers(k, k + 6))
+    # 3 x 3 rows up to 11 outputs: two four-pixel units a row, in groups across rows (MCU_PIXEL4_GROUP), and
+    # the units left over, pairs and pixels after them
+    h, w = draw(st.integers(k, k + 2)), draw(st.integers(k, k + (6 if k == 1 else 8)))
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     x_kind, w_kind = draw(st.sampled_from(["random", "min", "max"])), draw(st.sampled_from(["random", "min", "max"]))
     x = (rng.integers(-128, 128, (1, h, w, cin)) if x_kind == "random"
@@ -450,15 +452,17 @@ def _pixel_pair_case(draw) -> dict:
 @requires_qemu
 @pytest.mark.qemu
 @pytest.mark.parametrize(("board_name", "defines"), [("mps2-an505", {"MCU_PIXEL4_STREAM_MIN": 0,
-                                                                     "MCU_PACKED_PW_GROUP_TAPS": 1216}),
+                                                                     "MCU_PACKED_PW_GROUP_TAPS": 1216,
+                                                                     "MCU_PIXEL4_GROUP": 4}),
                                                      ("mps2-an386", {})])
 @settings(max_examples=3, deadline=None, derandomize=True)
 @given(cases=st.lists(_pixel_pair_case(), min_size=24, max_size=24))
 def test_packed_pixel_pairs_on_core(tmp_path_factory, board_name: str, defines: dict, cases: list[dict]) -> None:
     """The two-pixel loops bit-exact with the reference on the core, batches of 24 layers; on the
     Cortex-M33 every windowed layer (up to 640 taps) of at least 4 pixels a row takes the four-pixel
-    loop first (its stream threshold at 0), the rest of the row pairs and a last pixel, and every flat
-    pointwise layer whose stream has FLAG_GROUP (two in three) runs its pairs in groups of up to eight (the
+    loop first (its stream threshold at 0; four-pixel units in groups of four across rows by parts of
+    one block, the parts forward and backward in turn), the rest of the row pairs and a last pixel, and every
+    flat pointwise layer whose stream has FLAG_GROUP (two in three) runs its pairs in groups of up to eight (the
     buffer of MCU_PACKED_PW_GROUP_TAPS) by parts of one block, the parts forward and backward in turn, then the
     pairs left and a last pixel; the others one pair at a time."""
     from mcu.device.sim.qemu import run_qemu
@@ -469,7 +473,9 @@ def test_packed_pixel_pairs_on_core(tmp_path_factory, board_name: str, defines: 
     main.write_text(packed_firmware_source(cases))
     board = load_board(board_name)
     rt = runtime_dir()
-    fw = build_firmware(board, [main, kernel_source(tuned.SOURCE)], [rt / "include"], tmp / "out", defines=defines)
+    # the stack the call graph needs (four units' columns, over a board's fixed stack)
+    fw = build_firmware(board, [main, kernel_source(tuned.SOURCE)], [rt / "include"], tmp / "out", defines=defines,
+                        stack_usage=True)
     result = run_qemu(board, fw.elf, timeout_s=120)
     assert result.exit_code == 0 and "packed cases failed: 0" in result.console, result.console
 

@@ -21,13 +21,25 @@ from mcu.paths import kernel_source
 MAX_DIMS = 6  # MCU_MAX_DIMS
 
 
+# the operands' shifts: the tables' one-step path (<= 0, its ends included) and the general loop (> 0)
+shifts = st.one_of(st.sampled_from([0, -1, -31]), st.integers(-31, 0), st.integers(1, 4))
+
+
 @st.composite
 def add_cases(draw) -> dict:
     n = draw(st.one_of(st.sampled_from([256, 257, 1024]), st.integers(256, 1500)))
     act = draw(st.one_of(st.just((-128, 127)), st.just((-128, 127)), base.act_bounds()))
+    if draw(st.booleans()):
+        # Every table entry visible in the output: no left shift and an output requantization of about
+        # 1 (multiplier 2^31 - 1, shift 0), so one unit off in a rescaled operand is one off in the result.
+        return dict(n=n, a_zp=draw(base.zero_points), b_zp=draw(base.zero_points), out_zp=draw(base.zero_points),
+                    a_mult=draw(st.integers(2**29, 2**31 - 1)), b_mult=draw(st.integers(2**29, 2**31 - 1)),
+                    a_shift=draw(st.integers(-3, 0)), b_shift=draw(st.integers(-3, 0)), left_shift=0,
+                    out_mult=2**31 - 1, out_shift=0, act=(-128, 127), data=draw(base.data_modes),
+                    in_place=draw(st.booleans()), seed=draw(st.integers(0, 2**32 - 1)))
     return dict(n=n, a_zp=draw(base.zero_points), b_zp=draw(base.zero_points), out_zp=draw(base.zero_points),
-                a_mult=draw(base.multipliers), b_mult=draw(base.multipliers), a_shift=draw(st.integers(-12, 0)),
-                b_shift=draw(st.integers(-12, 0)), out_mult=draw(base.multipliers),
+                a_mult=draw(base.multipliers), b_mult=draw(base.multipliers), a_shift=draw(shifts),
+                b_shift=draw(shifts), left_shift=draw(st.sampled_from([0, 7, 20, 23])), out_mult=draw(base.multipliers),
                 out_shift=draw(st.one_of(st.sampled_from([-1, -24]), st.integers(-24, -1), st.integers(-31, 3))),
                 act=act, data=draw(base.data_modes), in_place=draw(st.booleans()),
                 seed=draw(st.integers(0, 2**32 - 1)))
@@ -38,7 +50,7 @@ def _case(case: dict):
     a = base.int8_data(rng, (case["n"],), case["data"])
     b = base.int8_data(rng, (case["n"],), case["data"])
     params = dict(a_offset=-case["a_zp"], b_offset=-case["b_zp"], a_multiplier=case["a_mult"],
-                  a_shift=case["a_shift"], b_multiplier=case["b_mult"], b_shift=case["b_shift"], left_shift=20,
+                  a_shift=case["a_shift"], b_multiplier=case["b_mult"], b_shift=case["b_shift"], left_shift=case["left_shift"],
                   out_multiplier=case["out_mult"], out_shift=case["out_shift"], output_offset=case["out_zp"],
                   act_min=case["act"][0], act_max=case["act"][1])
     expected = np.asarray(add_s8(a, b, **params)).astype(np.int8)

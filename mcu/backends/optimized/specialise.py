@@ -13,6 +13,10 @@ every build of the model (firmware, host, the exported library's CMake and Makef
   layer takes it; ``MCU_PACKED_NARROW_K3C3`` 0 its runs of 3x3 windows of 3 channels (first layers of
   RGB images) when no narrow layer has such windows (without them such a layer would still be exact,
   one pixel at a time, only slower).
+* ``MCU_PIXEL4_GROUP``: ``PIXEL4_GROUP`` (4) when the build has the loop (``MCU_PACKED_LOOP``) and some
+  windowed layer's stream outgrows a flash cache of ``PIXEL4_STREAM_MIN`` bytes with eight pixels or more
+  to share it and its weights wait (FLAG_GROUP): its four-pixel units then run in groups (across rows) over parts of the stream, and the
+  column buffer holds that many units (16 kB more stack); 1 otherwise (no grouping, the buffer unchanged).
 * ``MCU_PACKED_PW_GROUP_TAPS``: the int16 the kernel's column buffer holds at least, room for eight pairs
   of 64-tap pointwise columns (``PW_GROUP_TAPS``) when some flat pointwise layer's stream outgrows a
   flash cache of ``PIXEL4_STREAM_MIN`` bytes and its weights wait (the stream's FLAG_GROUP: its pairs
@@ -21,7 +25,8 @@ every build of the model (firmware, host, the exported library's CMake and Makef
   convolution/pair_bytes_s8_dsp.h) when no layer has one: its code would only crowd a flash cache.
 
 Without definitions (the program-file interpreter, which must run any program) the kernel is the
-full one. The conditions below mirror the C dispatch (mcu_conv2d_packed_s8, ``pixel`` and
+full one, less the four-pixel units' grouping (``MCU_PIXEL4_GROUP`` 1: only slower, and the default
+frame stays within a board's fixed stack). The conditions below mirror the C dispatch (mcu_conv2d_packed_s8, ``pixel`` and
 ``mcu_narrow_applies``); where the C decides at run time (the pixel direction depends on where the
 memory plan put the tensors) the condition here is the wider one, so a path a layer may take is
 never left out. If a definition is wrong anyway, the kernel returns MCU_ERR_UNSUPPORTED rather than
@@ -37,6 +42,7 @@ WIDE_TAPS_MAX = 256  # the default MCU_PIXEL_WIDE_TAPS (convolution/gemm_s8_dsp.
 NARROW_TAPS_MAX = 48  # MCU_NARROW_TAPS_MAX (convolution/conv_narrow_s8_dsp.h)
 NARROW_PW_MIN = 16  # MCU_NARROW_PW_MIN: pointwise layers of this many taps or more take the two-pixel loops
 PIXEL4_STREAM_MIN = 8192  # MCU_PIXEL4_STREAM_MIN (convolution/gemm_s8_dsp.h): stream bytes of a flash cache
+PIXEL4_GROUP = 4  # four-pixel units sharing a read of the stream (MCU_PIXEL4_GROUP)
 PW_GROUP_TAPS = 8 * (2 * 64 + 24)  # eight pairs of 64 taps and their state (MCU_PIXEL2_SPARE): 2,432 B
 
 
@@ -90,6 +96,12 @@ class PackedLayer:
         return (self.group and not self.bytes and self.flat and self.right and self.cout % 4 == 0 and self.kp >= NARROW_PW_MIN and self.pixels >= 4
                 and self.cout * (2 * self.kp + 20) > PIXEL4_STREAM_MIN)
 
+    def groups_quads(self) -> bool:
+        """The four-pixel units of a windowed layer share each read of the stream in groups (the C's
+        ``quads`` and two units or more, wider: the row length is not known here, eight pixels in all), where
+        the weights wait (FLAG_GROUP: without wait states the groups' calls cost more than they save)."""
+        return self.group and not self.bytes and self.takes_windows() and self.pixels >= 8 and self.cout * (2 * self.kp + 20) > PIXEL4_STREAM_MIN
+
     def dot_taps(self) -> int:
         """The taps mcu_pixel_packed runs for this layer on a DSP core (0: it never runs): layers with a
         right-shift stream and at least one whole block of 4 channels (``pixel``)."""
@@ -110,7 +122,8 @@ def packed_defines(layers: Iterable[PackedLayer]) -> dict[str, int]:
             "MCU_PACKED_NARROW": int(any(layer.takes_narrow() for layer in layers)),
             "MCU_PACKED_NARROW_K3C3": int(any(layer.takes_narrow() and layer.k3c3 for layer in layers)),
             "MCU_PACKED_PW_GROUP_TAPS": PW_GROUP_TAPS if any(layer.groups_pairs() for layer in layers) else 0,
-            "MCU_PACKED_BYTES": int(any(layer.bytes for layer in layers))}
+            "MCU_PACKED_BYTES": int(any(layer.bytes for layer in layers)),
+            "MCU_PIXEL4_GROUP": PIXEL4_GROUP if loop and any(layer.groups_quads() for layer in layers) else 1}
 
 
 def merge_defines(parts: Iterable[Mapping[str, int]]) -> dict[str, int]:
@@ -125,4 +138,5 @@ def merge_defines(parts: Iterable[Mapping[str, int]]) -> dict[str, int]:
             "MCU_PACKED_NARROW": int(any(p["MCU_PACKED_NARROW"] for p in parts)),
             "MCU_PACKED_NARROW_K3C3": int(any(p["MCU_PACKED_NARROW_K3C3"] for p in parts)),
             "MCU_PACKED_PW_GROUP_TAPS": max(p.get("MCU_PACKED_PW_GROUP_TAPS", 0) for p in parts),
-            "MCU_PACKED_BYTES": int(any(p.get("MCU_PACKED_BYTES", 0) for p in parts))}
+            "MCU_PACKED_BYTES": int(any(p.get("MCU_PACKED_BYTES", 0) for p in parts)),
+            "MCU_PIXEL4_GROUP": max(p.get("MCU_PIXEL4_GROUP", 1) for p in parts)}

@@ -272,8 +272,24 @@ static int check_stream(const int32_t *stream, int32_t cout, int32_t kp, int32_t
 #ifndef MCU_PACKED_PW_GROUP_TAPS
 #define MCU_PACKED_PW_GROUP_TAPS 0
 #endif
-#define MCU_PACKED_BUF_TAPS                                                                               \
+/* Four-pixel units sharing one read of a windowed layer's stream: 4 (specialise.py) in a model's build with windows over MCU_PIXEL_WIDE_TAPS whose streams outgrow a flash cache
+ * (specialise.py: resnet8's 288- and 576-tap layers, streams of 19 to 74 kB), whose buffer then holds
+ * that many units' columns; 1 (no grouping, no more stack) otherwise. */
+#ifndef MCU_PIXEL4_GROUP
+#define MCU_PIXEL4_GROUP 1
+#endif
+#if MCU_PIXEL4_GROUP > 1 && !defined(__ARM_ARCH_8M_MAIN__)
+/* Armv8-M Mainline (Cortex-M33) only: the groups' extra calls cost cycles wherever no flash cache the
+ * size of the U575's saves misses (resnet8 at zero wait states +0.2 %, with the L4R5's 1 kB ART +0.8 %),
+ * so the Cortex-M4 builds keep one unit at a time and their stack. */
+#undef MCU_PIXEL4_GROUP
+#define MCU_PIXEL4_GROUP 1
+#endif
+#define MCU_PIXEL4_GROUP_TAPS (MCU_PIXEL4_GROUP * (3 * MCU_PIXEL4_B + MCU_PIXEL4_TAPS))
+#define MCU_PACKED_BUF_TAPS2                                                                              \
     (MCU_PACKED_PW_GROUP_TAPS > MCU_PACKED_COL_TAPS ? MCU_PACKED_PW_GROUP_TAPS : MCU_PACKED_COL_TAPS)
+#define MCU_PACKED_BUF_TAPS                                                                               \
+    (MCU_PIXEL4_GROUP_TAPS > MCU_PACKED_BUF_TAPS2 ? MCU_PIXEL4_GROUP_TAPS : MCU_PACKED_BUF_TAPS2)
 #define MCU_PW_GROUP_MAX 8 /* pairs sharing one read of the stream */
 
 /* How many pairs of a flat pointwise layer share a read of its stream (mcu_conv2d_packed_s8): as many
@@ -477,8 +493,51 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
     for (int32_t b = 0; b < in.n; ++b) {
         const int8_t *x_n = input + (int64_t)b * in.h * in.w * in.c;
         int8_t *y_n = output + (int64_t)b * hw * out.c;
+#if MCU_S8_DSP_NATIVE && MCU_PACKED_WINDOWS && MCU_PIXEL4_GROUP > 1
+        /* The image's four-pixel units (out.w / 4 a row, row by row) in groups of MCU_PIXEL4_GROUP,
+         * across rows where a row has fewer: the group's columns first, then the stream by parts of at
+         * most half the flash cache, each part for every unit of the group, so each line is fetched
+         * once per group rather than once per unit. The parts run forward and backward in turn, so a
+         * group starts on the part the previous one left in the cache. Each unit's columns and state
+         * take 3 MCU_PIXEL4_B + kp int16. The units left over and each row's last pixels take the row
+         * loop below (`grouped`: the units done). */
+        const int32_t upr = out.w / 4;
+        int32_t grouped = 0;
+        if (quads) {
+            const int32_t qb = 3 * MCU_PIXEL4_B + kp;
+            const int32_t fit = MCU_PACKED_BUF_TAPS / qb;
+            const int32_t group = fit < MCU_PIXEL4_GROUP ? fit : MCU_PIXEL4_GROUP;
+            const int32_t part = pw_part_blocks(&l);
+            const int32_t blocks = out.c / 4;
+            const int32_t units = upr * out.h;
+            for (; group >= 2 && grouped + group <= units; grouped += group) {
+                for (int32_t q = 0; q < 4 * group; ++q) {
+                    const int32_t u = grouped + q / 4;
+                    window_column(p, &g, x_n, u / upr, 4 * (u % upr) + q % 4, kp,
+                                  col + (q / 4) * qb + (q % 4) * MCU_PIXEL4_B, raw);
+                }
+                for (int32_t n = 0; n < blocks; n += part) {
+                    const int32_t b0 = back ? ((blocks - 1 - n) / part) * part : n;
+                    const int32_t nb = blocks - b0 < part ? blocks - b0 : part;
+                    const mcu_block_order fwd = {0, 0};
+                    for (int32_t q = 0; q < group; ++q) {
+                        const int32_t u = grouped + q;
+                        int8_t *y = y_n + ((u / upr) * out.w + 4 * (u % upr)) * out.c + 4 * b0;
+                        mcu_pixel4_packed_split(col + q * qb, kp, packed + b0 * l.words, y, y + 4 * nb, out.c,
+                                                l.bounds, &fwd);
+                    }
+                }
+                back ^= 1;
+            }
+        }
+#endif
         for (int32_t oh = 0; oh < out.h; ++oh) {
             int32_t ow = 0;
+#if MCU_S8_DSP_NATIVE && MCU_PACKED_WINDOWS && MCU_PIXEL4_GROUP > 1
+            if (grouped > oh * upr) { /* this row's units done in groups above: all, or its first ones */
+                ow = 4 * (grouped - oh * upr < upr ? grouped - oh * upr : upr);
+            }
+#endif
 #if MCU_S8_DSP_NATIVE && MCU_PACKED_WINDOWS
             if (quads) {
                 /* four pixels of the row per pass, each line of the stream fetched once for them */

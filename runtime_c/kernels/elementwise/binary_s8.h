@@ -72,13 +72,44 @@ static inline int8_t mcu_binary_s8_apply(mcu_binary_s8_op op, const mcu_binary_s
  * saturating QADD/QSUB per element instead of two requantizations. */
 #define MCU_BINARY_S8_LUT_MIN 256
 
-/* lut[v + 128] = requantize((v + offset) 2^left_shift, multiplier, shift), as mcu_binary_s8_apply. */
+/* lut[v + 128] = requantize((v + offset) 2^left_shift, multiplier, shift), as mcu_binary_s8_apply.
+ *
+ * For shift <= 0 (R = -shift) without the general requantization per entry: with x = (v + offset)
+ * 2^left_shift and P = x multiplier, rounding_doubling_high_mul is y = floor((P + 2^30) / 2^31) and
+ * rounding_divide_by_pot(y, R) = floor((y + 2^(R-1) - [y < 0]) / 2^R) for R >= 1; the nested floors
+ * merge into floor((P + 2^30 + 2^(R+30) - [x < 0] 2^31) / 2^(31+R)) ([y < 0] may be [x < 0]: they
+ * differ only where y == 0, which both give; common/rq_s8_dsp.h derives the same for mcu_rq_ch).
+ * P moves on by multiplier 2^left_shift per entry, so each entry is a 64-bit add and a shift of its
+ * high word: |P| < 2^62 (|v + offset| <= 255, left_shift <= 23) and the sum stays inside int64. The
+ * doubling multiply cannot saturate (|x| < 2^31). A left shift keeps the general loop. */
 static inline void mcu_binary_s8_lut(int32_t *lut, int32_t offset, int32_t left_shift, int32_t multiplier,
                                      int32_t shift)
 {
     const int32_t scale = (int32_t)1 << left_shift;
-    for (int32_t v = -128; v < 128; ++v) {
-        lut[v + 128] = mcu_requantize((v + offset) * scale, multiplier, shift);
+    if (shift > 0) {
+        for (int32_t v = -128; v < 128; ++v) {
+            lut[v + 128] = mcu_requantize((v + offset) * scale, multiplier, shift);
+        }
+        return;
+    }
+    const int32_t r = -shift;
+    const int64_t step = (int64_t)multiplier * scale;
+    if (r == 0) {
+        int64_t s = (int64_t)(offset - 128) * step + ((int64_t)1 << 30);
+        for (int32_t v = -128; v < 128; ++v, s += step) {
+            lut[v + 128] = (int32_t)mcu_asr64(s, 31);
+        }
+        return;
+    }
+    /* the sum with the fixup of a negative x (v < -offset), which the loop drops where x turns 0 */
+    int64_t s = (int64_t)(offset - 128) * step + ((int64_t)1 << 30) + ((int64_t)1 << (r + 30)) - ((int64_t)1 << 31);
+    const int32_t zero = -offset; /* in [-128, 127] (mcu_input_offset_valid) */
+    for (int32_t v = -128; v < 128; ++v, s += step) {
+        if (v == zero) {
+            s += (int64_t)1 << 31;
+        }
+        /* the high word of s is floor(s / 2^32): its bits, int64_t being two's complement */
+        lut[v + 128] = mcu_asr32(mcu_u32_to_s32((uint32_t)((uint64_t)s >> 32)), r - 1);
     }
 }
 
@@ -91,28 +122,49 @@ static inline void mcu_binary_s8_row_lut(int sub, const mcu_binary_s8_params *p,
     if (fast && !sub && sai == 1 && sbi == 1 && p->act_min == -128 && p->act_max == 127) {
         /* the common case (residual adds): contiguous operands, the clamp is SSAT's */
 #if MCU_S8_DSP_NATIVE
-        if (inner > 0) {
-            /* One loop in assembly with the requantization's constants in registers: per element two
-             * LDRSB, two table loads, QADD, mcu_rq_ch_apply as AND, ADDS and ADC (K[acc < 0] =
-             * K[0] - [acc < 0] 2^31 from the words of K[0], as in convolution/gemm_s8_dsp.h) then SMLAL,
-             * ASR and SSAT, STRB, and a count up to 0 that indexes all three rows. */
-            const uint32_t klo = (uint32_t)(uint64_t)rq->k[0];
-            const uint32_t khi = (uint32_t)((uint64_t)rq->k[0] >> 32);
-            int32_t i = -inner;
-            uint32_t a, b, hi;
-            __asm__ volatile("1:\n\t"
-                             "ldrsb %[a], [%[ap], %[i]]\n\t"
-                             "ldrsb %[b], [%[bp], %[i]]\n\t"
-                             "ldr %[a], [%[la], %[a], lsl #2]\n\t"
-                             "ldr %[b], [%[lb], %[b], lsl #2]\n\t"
-                             "qadd %[a], %[a], %[b]\n\t"
-                             "and %[b], %[a], #0x80000000\n\t"
-                             "adds %[b], %[klo], %[b]\n\t"
-                             "adc %[hi], %[khi], %[a], asr #31\n\t"
-                             "smlal %[b], %[hi], %[a], %[m]\n\t"
-                             "asr %[hi], %[hi], %[sh]\n\t"
-                             "ssat %[a], #8, %[hi]\n\t"
-                             "strb %[a], [%[op], %[i]]\n\t"
+        /* Assembly loops with the requantization's constants in registers: per element two LDRSB, two
+         * table loads, QADD, mcu_rq_ch_apply as AND, ADDS and ADC (K[acc < 0] = K[0] - [acc < 0] 2^31
+         * from the words of K[0], as in convolution/gemm_s8_dsp.h) then SMLAL, ASR and SSAT, and STRB.
+         * Four elements a pass with immediate offsets (13 cycles an element in the timing model, the
+         * pass's count and branch 4 more), element 0 last so that its post-indexed loads and store
+         * move the three rows on; each element's operands are read before its output is written, so an
+         * operand may be the output itself. The rest one at a time, a count up to 0 indexing the rows. */
+        const uint32_t klo = (uint32_t)(uint64_t)rq->k[0];
+        const uint32_t khi = (uint32_t)((uint64_t)rq->k[0] >> 32);
+        uint32_t a, b, hi;
+#define MCU_ADD_LUT_ELEMENT(ld_a, ld_b, st)                                                               \
+    "ldrsb %[a], " ld_a "\n\t"                                                                           \
+    "ldrsb %[b], " ld_b "\n\t"                                                                           \
+    "ldr %[a], [%[la], %[a], lsl #2]\n\t"                                                                \
+    "ldr %[b], [%[lb], %[b], lsl #2]\n\t"                                                                \
+    "qadd %[a], %[a], %[b]\n\t"                                                                          \
+    "and %[b], %[a], #0x80000000\n\t"                                                                    \
+    "adds %[b], %[klo], %[b]\n\t"                                                                        \
+    "adc %[hi], %[khi], %[a], asr #31\n\t"                                                               \
+    "smlal %[b], %[hi], %[a], %[m]\n\t"                                                                  \
+    "asr %[hi], %[hi], %[sh]\n\t"                                                                        \
+    "ssat %[a], #8, %[hi]\n\t"                                                                           \
+    "strb %[a], " st "\n\t"
+        int32_t quads = inner / 4;
+        if (quads > 0) {
+            const int8_t *ap = ar, *bp = br;
+            int8_t *op = out;
+            __asm__ volatile("1:\n\t" MCU_ADD_LUT_ELEMENT("[%[ap], #1]", "[%[bp], #1]", "[%[op], #1]")
+                                 MCU_ADD_LUT_ELEMENT("[%[ap], #2]", "[%[bp], #2]", "[%[op], #2]")
+                                     MCU_ADD_LUT_ELEMENT("[%[ap], #3]", "[%[bp], #3]", "[%[op], #3]")
+                                         MCU_ADD_LUT_ELEMENT("[%[ap]], #4", "[%[bp]], #4", "[%[op]], #4")
+                             "subs %[n], %[n], #1\n\t"
+                             "bne 1b\n\t"
+                             : [n] "+r"(quads), [ap] "+r"(ap), [bp] "+r"(bp), [op] "+r"(op), [a] "=&r"(a),
+                               [b] "=&r"(b), [hi] "=&r"(hi)
+                             : [la] "r"(la), [lb] "r"(lb), [klo] "r"(klo), [khi] "r"(khi), [m] "r"(rq->multiplier),
+                               [sh] "r"(rq->rshift)
+                             : "cc", "memory");
+        }
+        const int32_t done = inner & ~3;
+        if (done < inner) {
+            int32_t i = done - inner;
+            __asm__ volatile("1:\n\t" MCU_ADD_LUT_ELEMENT("[%[ap], %[i]]", "[%[bp], %[i]]", "[%[op], %[i]]")
                              "adds %[i], %[i], #1\n\t"
                              "bne 1b\n\t"
                              : [i] "+r"(i), [a] "=&r"(a), [b] "=&r"(b), [hi] "=&r"(hi)
@@ -121,6 +173,7 @@ static inline void mcu_binary_s8_row_lut(int sub, const mcu_binary_s8_params *p,
                                [sh] "r"(rq->rshift)
                              : "cc", "memory");
         }
+#undef MCU_ADD_LUT_ELEMENT
         return;
 #endif
         for (int32_t i = 0; i < inner; ++i) {
