@@ -515,7 +515,7 @@ def lower_spec(spec: ModelSpec, quantize: str = "none", weight_palette: int | No
     kernels' code; default mps2-an505). ``bias_correction``: each convolution's and linear layer's bias
     corrected for its rounded weights over the calibration data (``--bias-correction on|off``;
     mcu/quantize/bias_correction.py); None: the mode's default (:func:`mcu.quantize.modes.corrects_biases`).
-    ``weight_rounding``: "nearest"; "gptq": the convolution, linear and LSTM weights rounded with each layer's
+    ``weight_rounding``: "nearest"; "gptq": the convolution, linear, LSTM and GRU weights rounded with each layer's
     error compensated over the calibration data (``--weight-rounding``; mcu/quantize/gptq.py); "searched": each
     channel's scale searched for the least output error (mcu/quantize/weight_scales.py), LSTM matrices GPTQ-rounded
     on it; None: the mode's default (:func:`mcu.quantize.modes.weight_rounding`)."""

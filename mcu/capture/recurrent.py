@@ -12,13 +12,15 @@ fixes the layer's power-of-two state scale.
 
 With int16 activations (w8a16) an ``nn.GRUCell`` stepped in a Python loop is kept whole too: each call is one
 ``mcu_rnn::gru_cell`` op (one mcu_gru_s16 step from the given state), its candidate term's scale calibrated
-over every step of the calibration data; and an ``nn.GRU`` called with an initial state runs one
-``mcu_rnn::gru_from`` op per layer (calibrated with the states it was called with).
+over every step of the calibration data; an ``nn.GRU`` called with an initial state runs one
+``mcu_rnn::gru_from`` op per layer and an ``nn.LSTM`` called with ``(h0, c0)`` one ``mcu_rnn::lstm_from`` (calibrated
+with the states they were called with); and a bidirectional layer runs its reverse direction as the same op on the
+input flipped in time, its output flipped back and joined to the forward one's along the features.
 
-Supported: unidirectional, any number of layers, ``batch_first`` either way, biases or none, no
-projection (``proj_size``), called without an initial state (the zeros that export produces). A module
-called with an initial state (but a w8a16 GRU) runs its original fp32 graph; one whose final cell state ``c_n`` is
-read is refused by the frontend with a clear error.
+Supported: any number of layers, ``batch_first`` either way, biases or none, no projection (``proj_size``),
+unidirectional and called without an initial state (the zeros that export produces) at int8, also bidirectional
+and from an initial state at w8a16. A module called with an initial state at int8 runs its original fp32 graph;
+one whose final cell state ``c_n`` is read is refused by the frontend with a clear error.
 """
 
 from __future__ import annotations
@@ -59,14 +61,28 @@ def _gru_fake(x, w_ih, w_hh, b_ih, b_hh, state_shift):
 
 @torch.library.custom_op("mcu_rnn::lstm_final_cell", mutates_args=())
 def _final_cell_op(x: torch.Tensor, w_ih: torch.Tensor, w_hh: torch.Tensor, b_ih: torch.Tensor,
-                   b_hh: torch.Tensor) -> torch.Tensor:
-    """c_n of one LSTM layer [N, H]: in the graph only when the model reads it (then refused)."""
-    return _run_layer("lstm", x, w_ih, w_hh, b_ih, b_hh)[1]
+                   b_hh: torch.Tensor, h0: torch.Tensor | None = None, c0: torch.Tensor | None = None) -> torch.Tensor:
+    """c_n of one LSTM layer [N, H] (from the zero state or ``h0``, ``c0``): in the graph only when the model
+    reads it (then refused)."""
+    return _run_layer("lstm", x, w_ih, w_hh, b_ih, b_hh, h0, c0)[1]
 
 
 @_final_cell_op.register_fake
-def _final_cell_fake(x, w_ih, w_hh, b_ih, b_hh):
+def _final_cell_fake(x, w_ih, w_hh, b_ih, b_hh, h0=None, c0=None):
     return x.new_empty((x.shape[0], w_hh.shape[1]))
+
+
+@torch.library.custom_op("mcu_rnn::lstm_from", mutates_args=())
+def _lstm_from_op(x: torch.Tensor, h0: torch.Tensor, c0: torch.Tensor, w_ih: torch.Tensor, w_hh: torch.Tensor,
+                  b_ih: torch.Tensor, b_hh: torch.Tensor, state_shift: int) -> torch.Tensor:
+    """One LSTM layer, batch-first, from the initial states ``h0`` and ``c0`` [N, H]: all hidden states [N, T, H]
+    (w8a16 only)."""
+    return _run_layer("lstm", x, w_ih, w_hh, b_ih, b_hh, h0, c0)[0]
+
+
+@_lstm_from_op.register_fake
+def _lstm_from_fake(x, h0, c0, w_ih, w_hh, b_ih, b_hh, state_shift):
+    return x.new_empty((x.shape[0], x.shape[1], w_hh.shape[1]))
 
 
 @torch.library.custom_op("mcu_rnn::gru_cell", mutates_args=())
@@ -96,18 +112,23 @@ def _gru_from_fake(x, h0, w_ih, w_hh, b_ih, b_hh, state_shift):
 OPS = {"lstm": torch.ops.mcu_rnn.lstm.default, "gru": torch.ops.mcu_rnn.gru.default}
 GRU_CELL = torch.ops.mcu_rnn.gru_cell.default
 GRU_FROM = torch.ops.mcu_rnn.gru_from.default
+LSTM_FROM = torch.ops.mcu_rnn.lstm_from.default
+# where each whole-layer op's two weight matrices are among its arguments (w_ih, w_hh, b_ih, b_hh follow)
+WEIGHT_ARG = {OPS["lstm"]: 1, OPS["gru"]: 1, GRU_FROM: 2, GRU_CELL: 2, LSTM_FROM: 3}
 FINAL_CELL = torch.ops.mcu_rnn.lstm_final_cell.default
 
 
 def _run_layer(kind: str, x: torch.Tensor, w_ih: torch.Tensor, w_hh: torch.Tensor, b_ih: torch.Tensor,
-               b_hh: torch.Tensor, h0: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, float]:
-    """fp32 layer from the zero state (a GRU: or from ``h0``): (hidden states, final cell (LSTM), largest
-    |int16 state| value) where the state is the LSTM's cell or the GRU's recurrent candidate term ``Whn h + bhn``."""
+               b_hh: torch.Tensor, h0: torch.Tensor | None = None,
+               c0: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, float]:
+    """fp32 layer from the zero state or from ``h0`` (an LSTM's: and ``c0``): (hidden states, final cell (LSTM),
+    largest |int16 state| value) where the state is the LSTM's cell (the initial one included) or the GRU's
+    recurrent candidate term ``Whn h + bhn``."""
     hidden = w_hh.shape[1]
     h = x.new_zeros((x.shape[0], hidden)) if h0 is None else h0
-    c = x.new_zeros((x.shape[0], hidden))
+    c = x.new_zeros((x.shape[0], hidden)) if c0 is None else c0
     outs = []
-    peak = 0.0
+    peak = float(c.abs().max()) if kind == "lstm" and c.numel() else 0.0
     for t in range(x.shape[1]):
         gx = x[:, t] @ w_ih.T + b_ih
         gh = h @ w_hh.T + b_hh
@@ -127,29 +148,43 @@ def _run_layer(kind: str, x: torch.Tensor, w_ih: torch.Tensor, w_hh: torch.Tenso
     return torch.stack(outs, dim=1), c, peak
 
 
-def _supported(m: nn.Module) -> bool:
-    return isinstance(m, (nn.LSTM, nn.GRU)) and not m.bidirectional and getattr(m, "proj_size", 0) == 0 \
-        and m.mode in ("LSTM", "GRU")
+def _supported(m: nn.Module, w8a16: bool = False) -> bool:
+    return isinstance(m, (nn.LSTM, nn.GRU)) and (w8a16 or not m.bidirectional) and \
+        getattr(m, "proj_size", 0) == 0 and m.mode in ("LSTM", "GRU")
+
+
+def _initial(kind: str, hx: object, unbatched: bool) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+    """(h0, c0) as [layers * directions, N, H] (None: the zero state; c0 is the LSTM's)."""
+    if hx is None:
+        return None, None
+    h0, c0 = hx if kind == "lstm" else (hx, None)  # type: ignore[misc]
+    if unbatched:
+        return h0.unsqueeze(1), None if c0 is None else c0.unsqueeze(1)
+    return h0, c0
 
 
 class _IntRecurrent(nn.Module):
-    """A stand-in for an nn.LSTM/nn.GRU that calls one custom op per layer (same weights, same outputs).
-    ``from_state``: a GRU called with an initial state runs ``mcu_rnn::gru_from`` per layer too (w8a16)."""
+    """A stand-in for an nn.LSTM/nn.GRU that calls one custom op per layer and direction (same weights, same
+    outputs). ``w8a16``: a layer called with an initial state runs ``mcu_rnn::gru_from``/``mcu_rnn::lstm_from``
+    too, and a reverse direction is the layer's op on the input flipped in time. ``shifts``: per layer and
+    direction, PyTorch's order (layer 0 forward, layer 0 reverse, layer 1 ...)."""
 
-    def __init__(self, original: nn.RNNBase, shifts: list[int], from_state: bool = False) -> None:
+    def __init__(self, original: nn.RNNBase, shifts: list[int], w8a16: bool = False) -> None:
         super().__init__()
         self.original = original
         self.kind = "lstm" if original.mode == "LSTM" else "gru"
         self.batch_first = original.batch_first
         self.shifts = shifts
-        self.from_state = from_state and self.kind == "gru"
+        self.from_state = w8a16
+        self.directions = 2 if original.bidirectional else 1
 
-    def _layer(self, k: int) -> tuple[torch.Tensor, ...]:
+    def _layer(self, k: int, reverse: bool = False) -> tuple[torch.Tensor, ...]:
         m = self.original
-        w_ih, w_hh = getattr(m, f"weight_ih_l{k}"), getattr(m, f"weight_hh_l{k}")
+        tail = "_reverse" if reverse else ""
+        w_ih, w_hh = getattr(m, f"weight_ih_l{k}{tail}"), getattr(m, f"weight_hh_l{k}{tail}")
         zeros = torch.zeros(w_ih.shape[0])
-        b_ih = getattr(m, f"bias_ih_l{k}") if m.bias else zeros
-        b_hh = getattr(m, f"bias_hh_l{k}") if m.bias else zeros
+        b_ih = getattr(m, f"bias_ih_l{k}{tail}") if m.bias else zeros
+        b_hh = getattr(m, f"bias_hh_l{k}{tail}") if m.bias else zeros
         return w_ih, w_hh, b_ih, b_hh
 
     def forward(self, x: torch.Tensor, hx: object = None):
@@ -157,18 +192,25 @@ class _IntRecurrent(nn.Module):
             return self.original(x, hx)
         unbatched = x.dim() == 2
         seq = x.unsqueeze(0) if unbatched else (x if self.batch_first else x.permute(1, 0, 2))
-        h0 = None if hx is None else (hx.unsqueeze(1) if unbatched else hx)  # [layers, N, H]
+        h0, c0 = _initial(self.kind, hx, unbatched)  # [layers * directions, N, H]
         finals_h, finals_c = [], []
         for k in range(self.original.num_layers):
-            weights = self._layer(k)
-            layer_in = seq
-            if h0 is None:
-                seq = OPS[self.kind](layer_in, *weights, self.shifts[k])
-            else:
-                seq = GRU_FROM(layer_in, h0[k], *weights, self.shifts[k])
-            finals_h.append(seq[:, -1])
-            if self.kind == "lstm":
-                finals_c.append(FINAL_CELL(layer_in, *weights))
+            outs = []
+            for d in range(self.directions):
+                weights, idx = self._layer(k, d == 1), k * self.directions + d
+                layer_in = seq.flip(1) if d else seq  # a reverse direction reads the steps last to first
+                if h0 is None:
+                    y = OPS[self.kind](layer_in, *weights, self.shifts[idx])
+                elif self.kind == "gru":
+                    y = GRU_FROM(layer_in, h0[idx], *weights, self.shifts[idx])
+                else:
+                    y = LSTM_FROM(layer_in, h0[idx], c0[idx], *weights, self.shifts[idx])
+                finals_h.append(y[:, -1])
+                if self.kind == "lstm":
+                    finals_c.append(FINAL_CELL(layer_in, *weights, None if h0 is None else h0[idx],
+                                               None if c0 is None else c0[idx]))
+                outs.append(y.flip(1) if d else y)
+            seq = outs[0] if len(outs) == 1 else torch.cat(outs, dim=2)
         out = seq.squeeze(0) if unbatched else (seq if self.batch_first else seq.permute(1, 0, 2))
         h_n = torch.stack(finals_h, dim=0)
         h_n = h_n.squeeze(1) if unbatched else h_n
@@ -178,19 +220,25 @@ class _IntRecurrent(nn.Module):
         return out, (h_n, c_n.squeeze(1) if unbatched else c_n)
 
 
-def _calibrate(module: nn.RNNBase, inputs: list[tuple[torch.Tensor, torch.Tensor | None]]) -> list[int]:
-    """Each layer's power-of-two state shift from the largest state value over the calibration inputs (each
-    with its initial state, or None)."""
-    stand_in = _IntRecurrent(module, [15] * module.num_layers)
-    peaks = [0.0] * module.num_layers
+def _calibrate(module: nn.RNNBase, inputs: list[tuple[torch.Tensor, object]]) -> list[int]:
+    """Each layer's and direction's power-of-two state shift from the largest state value over the calibration
+    inputs (each with its initial state, or None)."""
+    stand_in = _IntRecurrent(module, [15] * module.num_layers * (2 if module.bidirectional else 1))
+    peaks = [0.0] * len(stand_in.shifts)
     with torch.no_grad():
         for x, hx in inputs:
             unbatched = x.dim() == 2
             seq = x.unsqueeze(0) if unbatched else (x if module.batch_first else x.transpose(0, 1))
-            h0 = None if hx is None else (hx.unsqueeze(1) if unbatched else hx)
+            h0, c0 = _initial(stand_in.kind, hx, unbatched)
             for k in range(module.num_layers):
-                seq, _c, peak = _run_layer(stand_in.kind, seq, *stand_in._layer(k), None if h0 is None else h0[k])
-                peaks[k] = max(peaks[k], peak)
+                outs = []
+                for d in range(stand_in.directions):
+                    idx = k * stand_in.directions + d
+                    y, _c, peak = _run_layer(stand_in.kind, seq.flip(1) if d else seq, *stand_in._layer(k, d == 1),
+                                             None if h0 is None else h0[idx], None if c0 is None else c0[idx])
+                    peaks[idx] = max(peaks[idx], peak)
+                    outs.append(y.flip(1) if d else y)
+                seq = torch.cat(outs, dim=2)
     return [power_of_two_shift(p) for p in peaks]
 
 
@@ -234,13 +282,14 @@ def rewrite_for_int8(model: nn.Module, calibration: Iterable[tuple[torch.Tensor,
                      cells: bool = False) -> nn.Module:
     """A copy of ``model`` whose supported recurrent modules run as integer layers (the model itself when
     it has none). The recurrent modules' inputs are recorded over ``calibration`` to fix their state scales.
-    ``cells``: also every nn.GRUCell, one op per step, and nn.GRU layers called with an initial state (w8a16;
-    int8 quantizes a cell's gates one by one, mcu/quantize/cells.py, and runs such a GRU in fp32)."""
-    targets = [name for name, m in model.named_modules() if _supported(m)]
+    ``cells``: also every nn.GRUCell, one op per step, nn.GRU and nn.LSTM layers called with an initial state and
+    bidirectional ones (w8a16; int8 quantizes a cell's gates one by one, mcu/quantize/cells.py, runs a layer from
+    a state in fp32 and unrolls a bidirectional one)."""
+    targets = [name for name, m in model.named_modules() if _supported(m, cells)]
     cell_targets = [name for name, m in model.named_modules() if cells and type(m) is nn.GRUCell]
     if not (targets or cell_targets) or calibration is None:
         return model
-    seen: dict[str, list[tuple[torch.Tensor, torch.Tensor | None]]] = {name: [] for name in targets}
+    seen: dict[str, list[tuple[torch.Tensor, object]]] = {name: [] for name in targets}
     steps: dict[str, list[tuple[torch.Tensor, torch.Tensor | None]]] = {name: [] for name in cell_targets}
     hooks = []
     modules = dict(model.named_modules())
@@ -251,6 +300,8 @@ def rewrite_for_int8(model: nn.Module, calibration: Iterable[tuple[torch.Tensor,
                 seen[name].append((args[0].detach(), None))
             elif cells and isinstance(hx, torch.Tensor) and modules[name].mode == "GRU":
                 seen[name].append((args[0].detach(), hx.detach()))
+            elif cells and isinstance(hx, (tuple, list)) and len(hx) == 2 and modules[name].mode == "LSTM":
+                seen[name].append((args[0].detach(), tuple(t.detach() for t in hx)))
         hooks.append(modules[name].register_forward_pre_hook(record))
     for name in cell_targets:
         def record_step(_m, args, kwargs, name=name):
@@ -275,7 +326,7 @@ def rewrite_for_int8(model: nn.Module, calibration: Iterable[tuple[torch.Tensor,
         parent_name, _, attr = name.rpartition(".")
         parent = copied.get_submodule(parent_name) if parent_name else copied
         original = getattr(parent, attr)
-        setattr(parent, attr, _IntRecurrent(original, _calibrate(original, seen[name]), from_state=cells))
+        setattr(parent, attr, _IntRecurrent(original, _calibrate(original, seen[name]), w8a16=cells))
     for name in cell_targets:
         if not steps[name]:
             continue

@@ -1,7 +1,8 @@
 """Frontend handlers of the integer recurrent layers: ``mcu_rnn::lstm`` and ``mcu_rnn::gru``, the
 one-op-per-layer form that mcu/capture/recurrent.py gives nn.LSTM and nn.GRU before int8 quantization (and
-``mcu_rnn::gru_cell`` and ``mcu_rnn::gru_from`` at w8a16: an nn.GRUCell step, an nn.GRU from an initial state). Each becomes one ``lstm``/``gru`` IR op over the layer's float
-weights (a cell's: with its state as a last input), which the int8 lowering
+``mcu_rnn::gru_cell``, ``mcu_rnn::gru_from`` and ``mcu_rnn::lstm_from`` at w8a16: an nn.GRUCell step, an nn.GRU
+or nn.LSTM from an initial state). Each becomes one ``lstm``/``gru`` IR op over the layer's float weights (with
+the given state as the last input, an LSTM's h0 then c0), which the int8 lowering
 (mcu/passes/quantized/recurrent.py) quantizes for ``mcu_lstm_s8``/``mcu_gru_s8``."""
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from torch.fx import Node
 
 from mcu.errors import McuError
 from mcu.ir import Op, Tensor
-from mcu.capture.recurrent import FINAL_CELL, GRU_CELL, GRU_FROM, OPS
+from mcu.capture.recurrent import FINAL_CELL, GRU_CELL, GRU_FROM, LSTM_FROM, OPS
 from mcu.capture.sourceinfo import op_source, user_source_line
 
 
@@ -33,21 +34,27 @@ def _layer(kind: str) -> Callable[[Any, Node, list[Any]], Tensor]:
     return handle
 
 
-def _gru_state(rank: int, what_op: str) -> Callable[[Any, Node, list[Any]], Tensor]:
+def _from_state(rank: int, what_op: str, states: int = 1) -> Callable[[Any, Node, list[Any]], Tensor]:
     """One nn.GRUCell step (``rank`` 2: x [N, I]) or an nn.GRU layer from an initial state (``rank`` 3: x [N, T, I])
-    (w8a16): a ``gru`` op from the state [N, H], its last input."""
+    (w8a16): a ``gru`` op from the state [N, H], its last input; ``states`` 2: an nn.LSTM layer from h0 and c0,
+    an ``lstm`` op with both last."""
+    kind = "lstm" if states == 2 else "gru"
+
     def handle(ctx: Any, node: Node, a: list[Any]) -> Tensor:
-        x, h, w_ih, w_hh, b_ih, b_hh, shift = a[:7]
+        x, given = a[0], a[1:1 + states]
+        w_ih, w_hh, b_ih, b_hh, shift = a[1 + states:6 + states]
         for t, what in ((w_ih, "input weights"), (w_hh, "recurrent weights"), (b_ih, "input bias"),
                         (b_hh, "recurrent bias")):
             if not isinstance(t, Tensor) or not t.is_constant:
                 raise McuError(f"{what_op} with {what} that are not parameters{user_source_line(node)}")
-        if not isinstance(x, Tensor) or len(x.shape) != rank or not isinstance(h, Tensor) or len(h.shape) != 2:
+        if not isinstance(x, Tensor) or len(x.shape) != rank or \
+                not all(isinstance(h, Tensor) and len(h.shape) == 2 for h in given):
             raise McuError(f"{what_op} on an input of shape {getattr(x, 'shape', '?')}{user_source_line(node)}")
+        h = given[0]
         shape = tuple(h.shape) if rank == 2 else (x.shape[0], x.shape[1], h.shape[1])
         out = Tensor(name=node.name, shape=shape, dtype="float32")
-        ctx.ops.append(Op("gru", [x, w_ih, w_hh, b_ih, b_hh, h], [out], {"state_shift": int(shift)}, name=node.name,
-                          source=op_source(node)))
+        ctx.ops.append(Op(kind, [x, w_ih, w_hh, b_ih, b_hh, *given], [out], {"state_shift": int(shift)},
+                          name=node.name, source=op_source(node)))
         return out
     return handle
 
@@ -60,7 +67,8 @@ def _final_cell(ctx: Any, node: Node, a: list[Any]) -> Tensor:
 HANDLERS: dict[object, Callable[[Any, Node, list[Any]], Any]] = {
     OPS["lstm"]: _layer("lstm"),
     OPS["gru"]: _layer("gru"),
-    GRU_CELL: _gru_state(2, "nn.GRUCell"),
-    GRU_FROM: _gru_state(3, "nn.GRU"),
+    GRU_CELL: _from_state(2, "nn.GRUCell"),
+    GRU_FROM: _from_state(3, "nn.GRU"),
+    LSTM_FROM: _from_state(3, "nn.LSTM", states=2),
     FINAL_CELL: _final_cell,
 }

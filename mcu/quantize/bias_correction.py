@@ -26,11 +26,18 @@ import torch
 from torch.fx import GraphModule, Node
 from torch.fx.node import map_arg
 
-from mcu.capture.recurrent import OPS
+from mcu.capture.recurrent import GRU_FROM, LSTM_FROM, OPS, WEIGHT_ARG
 from mcu.reference.recurrent import symmetric_rows
 
 aten = torch.ops.aten
-RECURRENT = set(OPS.values())  # whole LSTM and GRU layers: (x, w_ih, w_hh, b_ih, b_hh, state_shift)
+# whole LSTM and GRU layers, from the zero state or given ones: (x, [states,] w_ih, w_hh, b_ih, b_hh, state_shift)
+RECURRENT = {*OPS.values(), GRU_FROM, LSTM_FROM}
+
+
+def recurrent_matrices(layer: Node) -> tuple[object, object]:
+    """The arguments of a recurrent layer's op (of RECURRENT) that hold its two weight matrices, w_ih and w_hh."""
+    first = WEIGHT_ARG[layer.target]
+    return layer.args[first], layer.args[first + 1]
 
 # output channels on axis 1 (convolutions, NC...) or last (linear)
 CHANNEL_AXIS = {aten.conv1d.default: 1, aten.conv2d.default: 1, aten.conv1d.padding: 1, aten.conv2d.padding: 1,
@@ -130,7 +137,8 @@ class TwinWalk:
             return getattr(args[0], str(node.target))(*args[1:], **kwargs)
         if node.op == "call_function":
             if observe and node.target in RECURRENT:
-                args = (args[0], *(rounded_rows(w) for w in args[1:3]), *args[3:])
+                first = WEIGHT_ARG[node.target]
+                args = (*args[:first], *(rounded_rows(w) for w in args[first:first + 2]), *args[first + 2:])
             return node.target(*args, **kwargs)  # type: ignore[operator]
         return None
 

@@ -35,8 +35,9 @@ import torch
 import torch.nn.functional as F
 from torch.fx import GraphModule, Node
 
-from mcu.quantize.bias_correction import (RECURRENT, TwinWalk, attr_value, fake_quantize, is_observer, rounded_rows,
-                                          set_attr_value)
+from mcu.capture.recurrent import WEIGHT_ARG
+from mcu.quantize.bias_correction import (RECURRENT, TwinWalk, attr_value, fake_quantize, is_observer,
+                                          recurrent_matrices, rounded_rows, set_attr_value)
 from mcu.reference.recurrent import symmetric_rows
 
 aten = torch.ops.aten
@@ -315,12 +316,13 @@ def _round_layer(gm: GraphModule, modules: dict[str, Any], layer: Node, quant: l
 
 def recurrent_rows(layer: Node, env: dict[Node, Any], matrices: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
     """One sample's rows of what a recurrent layer's two matrices read: [batch * steps, input + hidden], each
-    step's input beside the hidden state before it (zero at the first step), the hidden states from the layer run
-    on the input in ``env`` with ``matrices`` (w_ih, w_hh)."""
+    step's input beside the hidden state before it (at the first step the given initial state, or zeros), the
+    hidden states from the layer run on the input in ``env`` with ``matrices`` (w_ih, w_hh)."""
     args = [env[a] if isinstance(a, Node) else a for a in layer.args]
-    x = args[0]
-    h = layer.target(x, *matrices, *args[3:]).double()  # type: ignore[operator]
-    before = torch.cat([torch.zeros_like(h[:, :1]), h[:, :-1]], dim=1)
+    x, first = args[0], WEIGHT_ARG[layer.target]
+    h = layer.target(*args[:first], *matrices, *args[first + 2:]).double()  # type: ignore[operator]
+    initial = args[1].double()[:, None] if first > 1 else torch.zeros_like(h[:, :1])
+    before = torch.cat([initial, h[:, :-1]], dim=1)
     return torch.cat([x.double(), before], dim=2).reshape(-1, x.shape[-1] + h.shape[-1])
 
 
@@ -331,7 +333,7 @@ def _round_recurrent(gm: GraphModule, layer: Node, quant: list[dict[Node, Any]],
     and ``fp32``. The graph's weights become the codes times those scales; a row whose codes would no longer reach
     127 (so that the lowering would choose a finer scale and other codes) keeps nearest rounding. ``originals``:
     the fp32 values of weights the graph holds on a searched grid already (mcu/quantize/weight_scales.py)."""
-    sources = layer.args[1:3]
+    sources = recurrent_matrices(layer)
     if not all(isinstance(s, Node) and s.op == "get_attr" and len(s.users) == 1 for s in sources):
         return []
     held = [attr_value(gm, str(s.target)) for s in sources]  # type: ignore[union-attr]

@@ -23,7 +23,7 @@ from typing import Callable
 
 import torch
 from torch.fx import GraphModule, Node
-from mcu.capture.recurrent import GRU_CELL, GRU_FROM, OPS
+from mcu.capture.recurrent import GRU_CELL, GRU_FROM, LSTM_FROM, OPS
 from mcu.quantize.attention import prepare_attention
 
 # torchao's import logs that its CUDA extensions are missing (expected on a CPU build) and torch logs
@@ -123,9 +123,9 @@ W8A16_OPS = {*CONV_LINEAR, *BATCH_NORM, *ACTIVATIONS, aten.adaptive_avg_pool2d.d
              aten.reshape.default, aten.squeeze.dim, aten.squeeze.dims, aten.unsqueeze.default, aten.dropout.default,
              aten.contiguous.default, aten.clone.default,
              # an nn.LSTM layer kept whole (mcu_lstm_s16, CMSIS-NN's arm_lstm_unidirectional_s16), an nn.GRU layer
-             # (from the zero state or a given one) and an nn.GRUCell step (mcu_gru_s16, on the LSTM's conventions)
-             # and the permutes of a time-first one
-             OPS["lstm"], OPS["gru"], GRU_FROM, GRU_CELL, aten.permute.default,
+             # (mcu_gru_s16, on the LSTM's conventions), each from the zero state or a given one, an nn.GRUCell
+             # step, and the permutes of a time-first one (a reverse direction's flips and joins are moves)
+             OPS["lstm"], OPS["gru"], GRU_FROM, GRU_CELL, LSTM_FROM, aten.permute.default,
              # products of two activations (mcu_bmm_s16, CMSIS-NN's arm_batch_matmul_s16), layer and RMS norm
              # (mcu_layer_norm_s16) and log-softmax (mcu_log_softmax_s16)
              *MATMUL, aten.layer_norm.default, aten.rms_norm.default, *LOG_SOFTMAX,
@@ -148,7 +148,7 @@ def _w8a16_form(node: Node) -> bool:
     (Also the zero biases of a recurrent layer without biases, a constant of the layer, and a GRU cell's zero
     first state.)"""
     if node.target is aten.zeros.default:
-        return bool(node.users) and all(u.target in (OPS["lstm"], OPS["gru"], GRU_FROM, GRU_CELL) for u in node.users)
+        return bool(node.users) and all(u.target in (OPS["lstm"], OPS["gru"], GRU_FROM, GRU_CELL, LSTM_FROM) for u in node.users)
     if node.target is aten.adaptive_avg_pool2d.default:
         return _global_pool(node)
     if node.target is aten.max_pool2d.default:  # (kernel, stride, padding, dilation, ceil_mode)
@@ -319,6 +319,7 @@ class MCUQuantizer(Quantizer):
             # float here and are quantized per gate row by their lowering (mcu/passes/quantized/recurrent.py)
             (_recurrent_ops(), lambda n: self._own_output(n, act)),
             ({GRU_CELL, GRU_FROM}, lambda n: self._gru_state(n, act)),
+            ({LSTM_FROM}, lambda n: self._lstm_state(n, act)),
         ]
         if self.act_bits == 16:
             handlers = [(targets & W8A16_OPS, handle) for targets, handle in handlers]
@@ -410,6 +411,13 @@ class MCUQuantizer(Quantizer):
         x, h = node.args[0], node.args[1]
         if _is_float_tensor(x) and _is_float_tensor(h):
             _mark(node, {x: act, h: act}, SharedQuantizationSpec((h, node)))
+
+    def _lstm_state(self, node: Node, act: QuantizationSpec) -> None:
+        """An LSTM layer from (h0, c0) (w8a16): the input with its own parameters, h0 read on the output's (as a
+        GRU's state), c0 on the cell's fixed power-of-two scale 2^-state_shift (mcu_lstm_s16's cell)."""
+        x, h, c, shift = node.args[0], node.args[1], node.args[2], node.args[7]
+        if _is_float_tensor(x) and _is_float_tensor(h) and _is_float_tensor(c) and isinstance(shift, int):
+            _mark(node, {x: act, h: act, c: _fixed_spec(2.0 ** -shift, 0, 16)}, SharedQuantizationSpec((h, node)))
 
     def _matmul(self, node: Node, act: QuantizationSpec) -> None:
         """A product of two activations; a parameter operand is left to the linear layers."""

@@ -31,7 +31,8 @@ import numpy as np
 import torch
 from torch.fx import GraphModule, Node
 
-from mcu.quantize.bias_correction import RECURRENT, TwinWalk, attr_value, fake_quantize, set_attr_value
+from mcu.quantize.bias_correction import (RECURRENT, TwinWalk, attr_value, fake_quantize, recurrent_matrices,
+                                          set_attr_value)
 from mcu.quantize.gptq import CONVOLUTIONS, LINEAR, input_columns, recurrent_rows, weight_observer
 from mcu.reference.recurrent import symmetric_rows
 
@@ -193,7 +194,7 @@ def _search_layer(gm: GraphModule, modules: dict[str, Any], layer: Node, quant: 
 def _search_recurrent(gm: GraphModule, layer: Node, quant: list[dict[Node, Any]], centered: bool) -> Searched | None:
     """An LSTM's or GRU's two matrices' gate-row scales, scored together; the chosen codes times scales written
     into the graph's weights."""
-    sources = layer.args[1:3]
+    sources = recurrent_matrices(layer)
     if not all(isinstance(s, Node) and s.op == "get_attr" and len(s.users) == 1 for s in sources):
         return None
     weights = [attr_value(gm, str(s.target)) for s in sources]  # type: ignore[union-attr]

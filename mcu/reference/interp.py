@@ -397,8 +397,12 @@ def _recurrent_s8(op: Op, x: list[np.ndarray]) -> np.ndarray:
 
 
 def _lstm_s16(op: Op, x: list[np.ndarray]) -> np.ndarray:
-    """mcu_lstm_s16: the layer's constants derived again from its float weights and the int16 scales."""
-    y = lstm_s16.lstm_s16(from_memory_order(x[0], op.inputs[0]), derive.lstm_s16_layer(op))
+    """mcu_lstm_s16: the layer's constants derived again from its float weights and the int16 scales; from the
+    initial h0 and c0, its last two inputs when given (the lowering leaves out a pair of zero states)."""
+    varying = iter(x[1:])  # (x holds the operands that are not constants)
+    h0, c0 = [from_memory_order(np.asarray(t.data).reshape(-1) if t.is_constant else next(varying), t)
+              for t in op.inputs[5:7]] or [None, None]
+    y = lstm_s16.lstm_s16(from_memory_order(x[0], op.inputs[0]), derive.lstm_s16_layer(op), h0, c0)
     return to_memory_order(y, op.output)
 
 

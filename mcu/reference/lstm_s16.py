@@ -121,8 +121,10 @@ def sat16(v) -> np.ndarray:
     return np.clip(np.asarray(v, dtype=np.int64), s16.INT16_MIN, s16.INT16_MAX)
 
 
-def lstm_s16(x: np.ndarray, p: LstmS16) -> np.ndarray:
-    """mcu_lstm_s16 on int16 ``x`` [N, T, I] from the zero state: the int16 hidden states [N, T, H]."""
+def lstm_s16(x: np.ndarray, p: LstmS16, h0: np.ndarray | None = None, c0: np.ndarray | None = None) -> np.ndarray:
+    """mcu_lstm_s16 on int16 ``x`` [N, T, I] from the hidden state ``h0`` (int16 at the hidden state's scale) and
+    the cell ``c0`` (int16 at 2^-cell_shift), both [N, H] or None for zeros: the int16 hidden states [N, T, H].
+    A given h0 adds the recurrent product at the first step (CMSIS-NN's hidden_state); a zero one has none."""
     x = np.asarray(x, dtype=np.int64)
     n_batch, steps, _ = x.shape
     hidden = p.w_hh.shape[1]
@@ -130,8 +132,8 @@ def lstm_s16(x: np.ndarray, p: LstmS16) -> np.ndarray:
     w_ih, w_hh = p.w_ih.astype(np.int64), p.w_hh.astype(np.int64)
     out = np.empty((n_batch, steps, hidden), dtype=np.int16)
     for b in range(n_batch):
-        c = np.zeros(hidden, dtype=np.int64)
-        h: np.ndarray | None = None
+        c = np.zeros(hidden, dtype=np.int64) if c0 is None else np.asarray(c0[b], dtype=np.int64)
+        h: np.ndarray | None = None if h0 is None else np.asarray(h0[b], dtype=np.int64)
         for t in range(steps):
             pre = sat16(s16.requantize_s64(p.bias + w_ih @ x[b, t], q[:, 0], q[:, 1]))
             if h is not None:

@@ -686,13 +686,15 @@ mcu_status mcu_program_need_lstm_s16(uint32_t kernel, const mcu_operand_desc *op
     (void)n_ops;
     const int32_t in_dims[3] = {p[0], p[1], p[2]};
     const int32_t out_dims[3] = {p[0], p[1], p[3]};
+    const int32_t state_dims[2] = {p[0], p[3]};
     need[0] = mulcap(4u, p[3]) + mulcap(2u, p[2]); /* < 2^15 once checked */
     need[1] = prod(in_dims, 3);
-    need[2] = mulcap(mulcap(4u, p[3]), p[2]);
-    need[3] = mulcap(mulcap(4u, p[3]), p[3]);
-    need[4] = mulcap(4u, p[3]);
-    need[5] = mulcap(16u, p[3]);
-    need[6] = prod(out_dims, 3);
+    need[2] = need[3] = prod(state_dims, 2);
+    need[4] = mulcap(mulcap(4u, p[3]), p[2]);
+    need[5] = mulcap(mulcap(4u, p[3]), p[3]);
+    need[6] = mulcap(4u, p[3]);
+    need[7] = mulcap(16u, p[3]);
+    need[8] = prod(out_dims, 3);
     return MCU_OK;
 }
 

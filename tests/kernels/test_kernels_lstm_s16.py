@@ -45,13 +45,14 @@ def _emulated_lib() -> ctypes.CDLL:
 
 def _kernel(dsp: bool = False):
     fn = (_emulated_lib() if dsp else cbind.lib()).mcu_lstm_s16
-    fn.argtypes = [_P] * 8
+    fn.argtypes = [_P] * 10
     fn.restype = ctypes.c_int
     return fn
 
 
 def run_kernel(p: LstmS16, x: np.ndarray, scratch: int | None = None, params: LstmParams | None = None,
-               out: np.ndarray | None = None, ctx_buf: int | None = None, dsp: bool = False) -> tuple[int, np.ndarray]:
+               out: np.ndarray | None = None, ctx_buf: int | None = None, dsp: bool = False,
+               h0: np.ndarray | None = None, c0: np.ndarray | None = None) -> tuple[int, np.ndarray]:
     n, t, features = x.shape
     hidden = p.w_hh.shape[1]
     if params is None:
@@ -63,7 +64,9 @@ def run_kernel(p: LstmS16, x: np.ndarray, scratch: int | None = None, params: Ls
     out = np.full((n, t, hidden), 99, np.int16) if out is None else out
     arrays = [np.ascontiguousarray(a) for a in (x.astype(np.int16), p.w_ih, p.w_hh, p.bias.astype(np.int64),
                                                 p.quant.astype(np.int32))]
-    status = _kernel(dsp)(ctypes.addressof(ctx), ctypes.addressof(params), *(ptr(a) for a in arrays), ptr(out))
+    states = [None if s is None else np.ascontiguousarray(s, np.int16) for s in (h0, c0)]
+    status = _kernel(dsp)(ctypes.addressof(ctx), ctypes.addressof(params), ptr(arrays[0]),
+                          *(None if s is None else ptr(s) for s in states), *(ptr(a) for a in arrays[1:]), ptr(out))
     return status, out
 
 
@@ -133,6 +136,43 @@ def test_lstm_s16_matches_the_reference_at_extreme_constants(hidden: int, featur
         np.testing.assert_array_equal(got, want)
 
 
+@SETTINGS
+@given(batch=st.integers(1, 3), steps=st.integers(1, 5), features=st.sampled_from([1, 4, 17]),
+       hidden=st.sampled_from([1, 3, 8]), cell_shift=st.integers(0, 15), which=st.sampled_from(["both", "h", "c"]),
+       data=st.sampled_from(["random", "extremes", "small"]), seed=st.integers(0, 2**16))
+def test_lstm_s16_from_initial_states_matches_the_reference(batch: int, steps: int, features: int, hidden: int,
+                                                            cell_shift: int, which: str, data: str,
+                                                            seed: int) -> None:
+    """From a given hidden state and cell (int16 extremes included), or either alone: plain and dual-MAC C equal
+    the reference, and a given zero h0 equals no h0 (a recurrent product of zeros adds nothing)."""
+    rng = np.random.default_rng(seed)
+    rows = 4 * hidden
+    p = layer_params(rng.standard_normal((rows, features)), rng.standard_normal((rows, hidden)),
+                     rng.standard_normal(rows), None, 4 / 32767, 1 / 32767, cell_shift)
+    x = _data(rng, (batch, steps, features), data)
+    h0 = _data(rng, (batch, hidden), data) if which in ("both", "h") else None
+    c0 = _data(rng, (batch, hidden), data) if which in ("both", "c") else None
+    want = lstm_s16(x, p, h0, c0)
+    for dsp in (False, True):
+        status, got = run_kernel(p, x, dsp=dsp, h0=h0, c0=c0)
+        assert status == MCU_OK
+        np.testing.assert_array_equal(got, want)
+    zeros = np.zeros((batch, hidden), np.int16)
+    np.testing.assert_array_equal(lstm_s16(x, p, zeros, c0), lstm_s16(x, p, None, c0))
+
+
+def test_lstm_s16_reads_its_initial_states() -> None:
+    """A given hidden state and a given cell each change the output (C and reference), so the tests above would
+    fail a kernel that ignored either."""
+    p = _small_layer(hidden=1, features=1)
+    x = np.array([[[1000]]], np.int16)
+    base = run_kernel(p, x)[1]
+    for h0, c0 in ((np.array([[9000]], np.int16), None), (None, np.array([[3000]], np.int16))):
+        got = run_kernel(p, x, h0=h0, c0=c0)[1]
+        assert not np.array_equal(got, base)
+        np.testing.assert_array_equal(got, lstm_s16(x, p, h0, c0))
+
+
 def test_lstm_s16_sigmoid_and_tanh_follow_the_real_functions() -> None:
     q = np.arange(-32768, 32768)
     sig = activation_s16(q, 0, "sigmoid") / 32768.0
@@ -173,9 +213,15 @@ def test_lstm_s16_checks_its_arguments() -> None:
     # the output over the input
     both, buf = np.zeros((1, 2, 4), np.int16), np.zeros(16, np.int16)
     ctx = Context(buf.ctypes.data, 20)
-    status = _kernel()(ctypes.addressof(ctx), ctypes.addressof(good), ptr(both), ptr(p.w_ih), ptr(p.w_hh),
-                       ptr(p.bias), ptr(p.quant), ptr(both))
+    status = _kernel()(ctypes.addressof(ctx), ctypes.addressof(good), ptr(both), None, None, ptr(p.w_ih),
+                       ptr(p.w_hh), ptr(p.bias), ptr(p.quant), ptr(both))
     assert status == MCU_ERR_INVALID_ARG
+    # an initial state or cell over the output
+    out = np.zeros((1, 2, 3), np.int16)
+    for states in ((ptr(out), None), (None, ptr(out))):
+        status = _kernel()(ctypes.addressof(ctx), ctypes.addressof(good), ptr(x), *states, ptr(p.w_ih),
+                           ptr(p.w_hh), ptr(p.bias), ptr(p.quant), ptr(out))
+        assert status == MCU_ERR_INVALID_ARG
 
 
 def test_lstm_s16_layer_params_refuses_a_multiplier_past_the_16x8_range() -> None:
@@ -241,9 +287,11 @@ def test_lstm_s16_c_table_is_the_derived_one() -> None:
     np.testing.assert_array_equal(SIGMOID_TABLE, [int(v) for v in body.group(1).split(",") if v.strip()])
 
 
-def _run_cmsis(handle, p: LstmS16, x: np.ndarray) -> np.ndarray:
+def _run_cmsis(handle, p: LstmS16, x: np.ndarray, h0: np.ndarray | None = None,
+               c0: np.ndarray | None = None) -> np.ndarray:
     """arm_lstm_unidirectional_s16 with our layer's constants: one multiplier and shift per gate (every row of a
-    gate has its first row's), our gate order (i, f, g, o) split into CMSIS-NN's gates."""
+    gate has its first row's), our gate order (i, f, g, o) split into CMSIS-NN's gates; from ``h0`` and ``c0``
+    (its hidden_state and cell_state) when given."""
     n, t, features = x.shape
     hidden = p.w_hh.shape[1]
     keep = []
@@ -265,7 +313,8 @@ def _run_cmsis(handle, p: LstmS16, x: np.ndarray) -> np.ndarray:
                              p.input_shift, 0, -p.cell_shift, p.out_mult, p.out_shift, 0,
                              gate(1, ARM_SIGMOID), gate(0, ARM_SIGMOID), gate(2, ARM_TANH), gate(3, ARM_SIGMOID))
     ctx = CmsisLstmContext(arr(np.zeros(n * hidden), np.int16), arr(np.zeros(n * hidden), np.int16),
-                           arr(np.zeros(n * hidden), np.int16), None)
+                           arr(np.zeros(n * hidden) if c0 is None else c0.flatten(), np.int16),
+                           None if h0 is None else arr(h0.flatten(), np.int16))  # (copies: CMSIS-NN writes them)
     out = np.full((n, t, hidden), 99, np.int16)
     xs = np.ascontiguousarray(x, np.int16)
     status = handle.arm_lstm_unidirectional_s16(xs.ctypes.data, out.ctypes.data, ctypes.addressof(params),
@@ -278,12 +327,16 @@ def _run_cmsis(handle, p: LstmS16, x: np.ndarray) -> np.ndarray:
 @given(batch=st.integers(1, 3), steps=st.integers(1, 6), features=st.sampled_from([1, 5, 10, 40]),
        hidden=st.sampled_from([1, 4, 9, 32]), weight_scale=st.sampled_from([0.05, 0.3, 3.0]),
        x_range=st.sampled_from([0.1, 2.0, 30.0]), h_range=st.sampled_from([0.1, 1.0]), cell_shift=st.integers(0, 15),
-       data=st.sampled_from(["random", "extremes", "small"]), seed=st.integers(0, 2**16))
+       data=st.sampled_from(["random", "extremes", "small"]), initial=st.booleans(), seed=st.integers(0, 2**16))
 def test_lstm_s16_equals_cmsis_nn(cmsis_lstm, batch: int, steps: int, features: int, hidden: int,
                                   weight_scale: float, x_range: float, h_range: float, cell_shift: int, data: str,
-                                  seed: int) -> None:
+                                  initial: bool, seed: int) -> None:
     """Each gate's weights quantized per tensor (CMSIS-NN's one multiplier per gate), biases folded into the input
-    product's effective bias: the same int16 hidden states, saturated gates and cells included."""
+    product's effective bias: the same int16 hidden states, saturated gates and cells included, from the zero
+    state or from a given hidden state and cell (CMSIS-NN's hidden_state; a tree before it has none: skipped)."""
+    source = cmsis_lstm[0] / "Source" / CMSIS_LSTM_S16_SOURCES[0]
+    if initial and "hidden_state" not in source.read_text():
+        pytest.skip("this CMSIS-NN (7.0.0 and before) has no initial hidden state")
     rng = np.random.default_rng(seed)
     rows = 4 * hidden
     w_ih = rng.standard_normal((rows, features)) * weight_scale
@@ -297,11 +350,13 @@ def test_lstm_s16_equals_cmsis_nn(cmsis_lstm, batch: int, steps: int, features: 
     for k in range(4):
         assert np.all(p.quant[k * hidden:(k + 1) * hidden] == p.quant[k * hidden])
     x = _data(rng, (batch, steps, features), data)
-    want = _run_cmsis(cmsis_lstm[1], p, x)
-    status, got = run_kernel(p, x)
+    h0 = _data(rng, (batch, hidden), data) if initial else None
+    c0 = _data(rng, (batch, hidden), data) if initial else None
+    want = _run_cmsis(cmsis_lstm[1], p, x, h0, c0)
+    status, got = run_kernel(p, x, h0=h0, c0=c0)
     assert status == MCU_OK
     np.testing.assert_array_equal(got, want)
-    np.testing.assert_array_equal(lstm_s16(x, p), want)
+    np.testing.assert_array_equal(lstm_s16(x, p, h0, c0), want)
 
 
 def test_lstm_s16_multipliers_are_tflite_micros() -> None:

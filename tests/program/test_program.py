@@ -58,7 +58,7 @@ def test_kernel_table_rows_are_whole() -> None:
     for name, _kid, _n, operands, _weights, need, params, alias, call in rows:
         assert kernel_source(f"mcu_{name.lower()}.c").is_file(), name
         assert f"mcu_{name.lower()}(" in call, (name, call)
-        assert 2 <= len(operands) <= 8 or name == "CONCAT", name
+        assert 2 <= len(operands) <= fmt.MAX_OPERANDS or name == "CONCAT", name
         assert f"mcu_status mcu_program_need_{need}(" in kernels_c, need
         assert f"int mcu_program_params_{params}(" in params_c, params
         assert f"int mcu_program_alias_{alias}(" in params_c, alias

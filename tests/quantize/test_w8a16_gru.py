@@ -118,22 +118,6 @@ def test_w8a16_gru_from_an_initial_state_is_bit_exact() -> None:
     _assert_bit_exact(cm)
 
 
-def test_w8a16_lstm_with_an_initial_state_still_refuses_by_name() -> None:
-    """An nn.LSTM called with an initial state keeps PyTorch's own op (aten.lstm), which has no 16x8 kernel."""
-
-    class WithState(nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.lstm = nn.LSTM(4, 5, batch_first=True)
-
-        def forward(self, x: torch.Tensor, h: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
-            return self.lstm(x, (h, c))[0]
-
-    x, h, c = torch.randn(1, 3, 4), torch.randn(1, 1, 5), torch.randn(1, 1, 5)
-    with pytest.raises(McuError, match=r"w8a16 has no 16x8 kernel for: lstm \("):
-        mcu.compile(WithState().eval(), (x, h, c), quantize="w8a16", calibration=[(x, h, c)])
-
-
 @requires_qemu
 @pytest.mark.qemu
 @pytest.mark.slow

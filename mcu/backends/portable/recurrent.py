@@ -41,12 +41,16 @@ def lstm_s16_params(op: Op) -> dict:
 
 
 def _lstm_s16(op: Op, ref: Ref) -> KernelCall:
-    x, w_ih, w_hh, bias, quant = op.inputs
+    x, w_ih, w_hh, bias, quant = op.inputs[:5]
+    state, cell = op.inputs[5:7] if len(op.inputs) > 5 else (None, None)
     assert ref.scratch is not None, "mcu_lstm_s16 needs its planned scratch buffer"
-    return KernelCall("mcu_lstm_s16", ["&ctx", "&params", ref(x), ref(w_ih), ref(w_hh), ref(bias), ref(quant),
-                                       ref(op.output)], ["mcu_lstm_s16.c"], "mcu_lstm_s16_params", lstm_s16_params(op),
+    states = [ref(t) if t is not None else "NULL" for t in (state, cell)]
+    return KernelCall("mcu_lstm_s16", ["&ctx", "&params", ref(x), *states, ref(w_ih), ref(w_hh), ref(bias),
+                                       ref(quant), ref(op.output)], ["mcu_lstm_s16.c"], "mcu_lstm_s16_params",
+                      lstm_s16_params(op),
                       locals=[f"const mcu_context ctx = {{{ref.scratch[0]}, {ref.scratch[1]}}};"],
-                      operands=[SCRATCH, x, w_ih, w_hh, bias, quant, op.output], headers=["mcu/kernels_s16.h"])
+                      operands=[SCRATCH, x, state, cell, w_ih, w_hh, bias, quant, op.output],
+                      headers=["mcu/kernels_s16.h"])
 
 
 def gru_s16_params(op: Op) -> dict:

@@ -2,14 +2,14 @@
 ``lstm``/``gru`` op for mcu_lstm_s8/mcu_gru_s8, its weights quantized here (symmetric per gate row) with
 the requantization constants, biases and the sigmoid table of mcu/reference/recurrent.py. With int16
 activations (w8a16) an LSTM becomes one ``lstm`` op for mcu_lstm_s16 with the constants of
-mcu/reference/lstm_s16.py, and a GRU layer or a GRU cell's step one ``gru`` op for mcu_gru_s16 with those of
+mcu/reference/lstm_s16.py (given initial states its last inputs, h0 then c0), and a GRU layer or a GRU cell's step one ``gru`` op for mcu_gru_s16 with those of
 mcu/reference/gru_s16.py (a given state its last input)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from mcu.ir import Graph, Op, Tensor
+from mcu.ir import Graph, Op, QuantParams, Tensor
 from mcu.passes.quantized.common import int_const
 from mcu.reference import gru_s16, lstm_s16, recurrent
 
@@ -32,21 +32,27 @@ def _table(graph: Graph) -> Tensor:
     return Tensor(TABLE_NAME, (recurrent.TABLE_SIZE,), "int16", data=recurrent.sigmoid_table())
 
 
-def _state_s16(op: Op, ins: list[Tensor], out: Tensor) -> Tensor | None | str:
-    """A GRU's given state as mcu_gru_s16 reads it: int16 at the output's scale, or None for a zero constant
-    (the zero state, no recurrent product at the first step)."""
-    state = ins[1] if len(ins) > 1 else op.inputs[5]
+def _given_states(op: Op, ins: list[Tensor]) -> list[Tensor]:
+    """The op's given initial states (its inputs after the weights and biases), each the quantized tensor the
+    kernel reads or, for a constant, the constant."""
+    varying = iter(ins[1:])
+    return [t if t.is_constant else next(varying) for t in op.inputs[5:]]
+
+
+def _state_s16(op: Op, state: Tensor, quant: QuantParams, what: str = "state") -> Tensor | None | str:
+    """A given state as the 16x8 kernels read it: int16 with ``quant`` (zero point 0), or None for a zero constant
+    (the zero state: no recurrent product at the first step)."""
     if state.is_constant:
         data = np.asarray(state.data, dtype=np.float64)
         if state.dtype != "float32":
             data = (data - state.quant.zero_point[0]) * state.quant.scale[0]
         if not data.any():
             return None
-        codes = np.clip(np.round(data / out.quant.scale[0]), -32768, 32767).astype(np.int16)
-        return Tensor(f"{op.name}_state_q", state.shape, "int16", data=codes.reshape(state.shape), quant=out.quant)
+        codes = np.clip(np.round(data / quant.scale[0]), -32768, 32767).astype(np.int16)
+        return Tensor(f"{op.name}_{what}_q", state.shape, "int16", data=codes.reshape(state.shape), quant=quant)
     if state.dtype != "int16" or state.quant is None or not state.quant.per_tensor or \
-            state.quant.zero_point[0] != 0 or state.quant.scale[0] != out.quant.scale[0]:
-        return "its state is not int16 at its output's scale"
+            state.quant.zero_point[0] != 0 or state.quant.scale[0] != quant.scale[0]:
+        return f"its {what} is not int16 at the scale its kernel reads it on"
     return state
 
 
@@ -57,7 +63,7 @@ def _convert_gru_s16(op: Op, ins: list[Tensor], x: Tensor, out: Tensor) -> Op | 
     hidden, features = w_hh.shape[1], w_ih.shape[1]
     if max(hidden, features) > recurrent.MAX_FEATURES:
         return f"more than {recurrent.MAX_FEATURES} features"
-    state = _state_s16(op, ins, out) if len(op.inputs) > 5 else None
+    state = _state_s16(op, _given_states(op, ins)[0], out.quant) if len(op.inputs) > 5 else None
     if isinstance(state, str):
         return state
     try:
@@ -95,6 +101,22 @@ def _convert_s16(op: Op, ins: list[Tensor], x: Tensor, out: Tensor) -> Op | str:
                                   int(op.attrs["state_shift"]))
     except ValueError as exc:
         return str(exc)
+    states: list[Tensor | None | str] = []
+    if len(op.inputs) > 5:  # h0 on the hidden state's scale, c0 on the cell's
+        h0, c0 = _given_states(op, ins)
+        cell_quant = QuantParams(scale=(2.0 ** -p.cell_shift,), zero_point=(0,))
+        states = [_state_s16(op, h0, out.quant), _state_s16(op, c0, cell_quant, "cell")]
+        for s in states:
+            if isinstance(s, str):
+                return s
+        if states[0] is None and states[1] is None:
+            states = []  # both zero: the kernel's own zero state
+        elif states[0] is None:  # a zero h0 with a given cell: zeros read (a recurrent product of zero adds 0)
+            states[0] = Tensor(f"{op.name}_state_q", h0.shape, "int16", data=np.zeros(h0.shape, np.int16),
+                               quant=out.quant)
+        elif states[1] is None:
+            states[1] = Tensor(f"{op.name}_cell_q", c0.shape, "int16", data=np.zeros(c0.shape, np.int16),
+                               quant=cell_quant)
     consts = [Tensor(f"{op.name}_w_ih_q", p.w_ih.shape, "int8", data=p.w_ih),
               Tensor(f"{op.name}_w_hh_q", p.w_hh.shape, "int8", data=p.w_hh),
               int_const(f"{op.name}_bias_q", p.bias, "int64"), int_const(f"{op.name}_quant", p.quant)]
@@ -104,7 +126,7 @@ def _convert_s16(op: Op, ins: list[Tensor], x: Tensor, out: Tensor) -> Op | str:
              "out_shift": p.out_shift, "scratch_bytes": 2 * (2 * hidden + features),
              # the float weights and biases the constants come from, for the integer reference
              "weights_real": (w_ih, w_hh, b_ih, b_hh)}
-    return Op(op.kind, [x, *consts], [out], attrs, op.name, op.source)
+    return Op(op.kind, [x, *consts, *states], [out], attrs, op.name, op.source)
 
 
 def _convert(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
@@ -114,7 +136,7 @@ def _convert(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
     if x.dtype == "int16" or out.dtype == "int16":
         return _convert_s16(op, ins, x, out)
     if len(op.inputs) > 5:
-        return "a GRU from a given state (a GRUCell step) runs whole only with int16 activations (w8a16)"
+        return "a layer from a given state (a GRUCell step) runs whole only with int16 activations (w8a16)"
     w_ih, w_hh, b_ih, b_hh = (t.data for t in op.inputs[1:5])
     hidden, features = w_hh.shape[1], w_ih.shape[1]
     if max(hidden, features) > recurrent.MAX_FEATURES:

@@ -254,16 +254,17 @@ typedef struct {
  *  order [input_size + hidden] (int16, used on DSP cores); 0 for invalid sizes. */
 int32_t mcu_lstm_s16_get_buffer_size(const mcu_lstm_s16_params *p);
 
-/** One LSTM layer over a whole sequence from the zero state, with CMSIS-NN's arm_lstm_unidirectional_s16
- *  arithmetic (batch major; mcu_lstm_s16.c and mcu/reference/lstm_s16.py state it): int16 input and hidden
- *  state (zero point 0), weights int8 [4H][input_size] and [4H][H] in PyTorch's gate order (i, f, g, o),
+/** One LSTM layer over a whole sequence with CMSIS-NN's arm_lstm_unidirectional_s16 arithmetic (batch major;
+ *  mcu_lstm_s16.c and mcu/reference/lstm_s16.py state it): int16 input and hidden state (zero point 0), from
+ *  `state` [batch][hidden] (int16 at the hidden state's scale) and `cell` [batch][hidden] (int16 at the cell's
+ *  scale 2^-cell_shift), each NULL for zeros; weights int8 [4H][input_size] and [4H][H] in PyTorch's gate order (i, f, g, o),
  *  `bias` int64 [4H] of the input product (the recurrent product has none), `quant` [4H][4] int32 per gate
  *  row: the 16x8 multiplier and shift of the input product to Q3.12, then of the recurrent product. The
- *  output overlaps neither the input, a constant nor the scratch (the kernel reads the previous step's
- *  hidden state from it). */
+ *  output overlaps neither the input, the states, a constant nor the scratch (the kernel reads the previous
+ *  step's hidden state from it). */
 mcu_status mcu_lstm_s16(const mcu_context *ctx, const mcu_lstm_s16_params *p, const int16_t *input,
-                        const int8_t *w_ih, const int8_t *w_hh, const int64_t *bias, const int32_t *quant,
-                        int16_t *output);
+                        const int16_t *state, const int16_t *cell, const int8_t *w_ih, const int8_t *w_hh,
+                        const int64_t *bias, const int32_t *quant, int16_t *output);
 
 typedef struct {
     int32_t batch, steps;                /**< input [batch][steps][input_size], output [batch][steps][hidden] */

@@ -1,8 +1,9 @@
 /* One 16x8 LSTM layer with CMSIS-NN's arm_lstm_unidirectional_s16 arithmetic (TFLite Micro's integer LSTM
  * with int16 activations; mcu/reference/lstm_s16.py computes the same bit for bit). Per batch item, from
- * h = 0 and c = 0, per step t and hidden unit j, for the gate rows r of j (i, f, g, o):
+ * the given h and c (CMSIS-NN's hidden_state and cell_state; NULL: zeros), per step t and hidden unit j, for the
+ * gate rows r of j (i, f, g, o):
  *
- *   pre_r = sat16(sat16(rq64(bias_r + W_ih[r] . x_t)) + rq64(W_hh[r] . h))      Q3.12 (no W_hh term at t = 0)
+ *   pre_r = sat16(sat16(rq64(bias_r + W_ih[r] . x_t)) + rq64(W_hh[r] . h))      Q3.12 (none from a zero h)
  *   i, f, o = sigmoid(pre), g = tanh(pre)                                        Q0.15
  *   c = sat16(rq(f c, forget)); c = sat16(c + rq(i g, input))                    scale 2^-cell_shift
  *   h = sat16(rq(o tanh(c), out))                                                the output row, read back as h
@@ -32,8 +33,8 @@ int32_t mcu_lstm_s16_get_buffer_size(const mcu_lstm_s16_params *p)
 }
 
 static mcu_status check(const mcu_context *ctx, const mcu_lstm_s16_params *p, const int16_t *input,
-                        const int8_t *w_ih, const int8_t *w_hh, const int64_t *bias, const int32_t *quant,
-                        const int16_t *output)
+                        const int16_t *state, const int16_t *cell, const int8_t *w_ih, const int8_t *w_hh,
+                        const int64_t *bias, const int32_t *quant, const int16_t *output)
 {
     MCU_REQUIRE(ctx != NULL && p != NULL && input != NULL && w_ih != NULL && w_hh != NULL && bias != NULL &&
                     quant != NULL && output != NULL && ctx->buf != NULL,
@@ -43,9 +44,11 @@ static mcu_status check(const mcu_context *ctx, const mcu_lstm_s16_params *p, co
                 MCU_ERR_SHAPE);
     const int32_t in_dims[3] = {p->batch, p->steps, p->input_size};
     const int32_t out_dims[3] = {p->batch, p->steps, p->hidden};
+    const int32_t state_dims[2] = {p->batch, p->hidden};
     const int32_t in_count = mcu_checked_count(in_dims, 3, 2);
     const int32_t out_count = mcu_checked_count(out_dims, 3, 2);
-    MCU_REQUIRE(in_count > 0 && out_count > 0, MCU_ERR_SHAPE);
+    const int32_t state_count = mcu_checked_count(state_dims, 2, 2);
+    MCU_REQUIRE(in_count > 0 && out_count > 0 && state_count > 0, MCU_ERR_SHAPE);
     MCU_REQUIRE(p->cell_shift >= 0 && p->cell_shift <= 15 && mcu_quant_valid(p->forget_mult, p->forget_shift) &&
                     mcu_quant_valid(p->input_mult, p->input_shift) && mcu_quant_valid(p->out_mult, p->out_shift),
                 MCU_ERR_INVALID_ARG);
@@ -54,7 +57,12 @@ static mcu_status check(const mcu_context *ctx, const mcu_lstm_s16_params *p, co
     const size_t rows = 4u * (size_t)p->hidden;
     MCU_REQUIRE(mcu_rnn16_rows_valid(quant, rows), MCU_ERR_INVALID_ARG);
     const size_t out_bytes = (size_t)out_count;
+    const size_t state_bytes = (size_t)state_count;
     MCU_REQUIRE(!mcu_overlaps(input, (size_t)in_count, output, out_bytes) &&
+                    !(state != NULL && mcu_overlaps(state, state_bytes, output, out_bytes)) &&
+                    !(cell != NULL && mcu_overlaps(cell, state_bytes, output, out_bytes)) &&
+                    !(state != NULL && mcu_overlaps(ctx->buf, (size_t)scratch, state, state_bytes)) &&
+                    !(cell != NULL && mcu_overlaps(ctx->buf, (size_t)scratch, cell, state_bytes)) &&
                     !mcu_overlaps(ctx->buf, (size_t)scratch, output, out_bytes) &&
                     !mcu_overlaps(ctx->buf, (size_t)scratch, input, (size_t)in_count) &&
                     !mcu_overlaps(w_ih, rows * (size_t)p->input_size, output, out_bytes) &&
@@ -91,10 +99,10 @@ static inline void gate2(const mcu_lstm_s16_params *p, int32_t r0, int32_t r1, c
 }
 
 mcu_status mcu_lstm_s16(const mcu_context *ctx, const mcu_lstm_s16_params *p, const int16_t *input,
-                        const int8_t *w_ih, const int8_t *w_hh, const int64_t *bias, const int32_t *quant,
-                        int16_t *output)
+                        const int16_t *state, const int16_t *cell0, const int8_t *w_ih, const int8_t *w_hh,
+                        const int64_t *bias, const int32_t *quant, int16_t *output)
 {
-    MCU_CHECK(check(ctx, p, input, w_ih, w_hh, bias, quant, output));
+    MCU_CHECK(check(ctx, p, input, state, cell0, w_ih, w_hh, bias, quant, output));
     const int32_t hidden = p->hidden;
     int16_t *cell = (int16_t *)ctx->buf;
     int16_t *col_x = cell + hidden;
@@ -109,8 +117,12 @@ mcu_status mcu_lstm_s16(const mcu_context *ctx, const mcu_lstm_s16_params *p, co
     mcu_rnn16_rq_init(&to_cell_i, p->input_mult, p->input_shift);
     mcu_rnn16_rq_init(&to_hidden, p->out_mult, p->out_shift);
     for (int32_t b = 0; b < p->batch; ++b) {
-        memset(cell, 0, (size_t)hidden * sizeof(int16_t));
-        const int16_t *h = NULL;
+        if (cell0 != NULL) {
+            memcpy(cell, cell0 + (size_t)b * (size_t)hidden, (size_t)hidden * sizeof(int16_t));
+        } else {
+            memset(cell, 0, (size_t)hidden * sizeof(int16_t));
+        }
+        const int16_t *h = state != NULL ? state + (size_t)b * (size_t)hidden : NULL;
         for (int32_t t = 0; t < p->steps; ++t) {
             const size_t step = (size_t)b * (size_t)p->steps + (size_t)t;
             const int16_t *x = input + step * (size_t)p->input_size;
