@@ -18,6 +18,7 @@ from torch.fx import GraphModule, Node
 
 from mcu.errors import McuError
 from mcu.quantize.bias_correction import correct_biases
+from mcu.quantize.broadcast import expand_broadcasts
 from mcu.quantize.gptq import round_weights
 from mcu.quantize.weight_scales import search_scales
 from mcu.quantize.cells import decompose_cells, share_step_ranges
@@ -131,6 +132,8 @@ def quantize_static(model: torch.nn.Module, example_inputs: tuple,
     calibration = list(calibration)
     model = rewrite_for_int8(model, calibration, cells=act_bits == 16)
     gm = export_for_quantization(model, example_inputs, where, example_line)
+    if act_bits == 16:  # broadcasting arithmetic on the same-shape 16x8 kernels (mcu/quantize/broadcast.py)
+        expand_broadcasts(gm)
     missing = unsupported_w8a16(gm) if act_bits == 16 else []
     if missing:
         # the first op's line and module: an attention layer's ops (bmm, softmax) are not what the user wrote
@@ -138,7 +141,8 @@ def quantize_static(model: torch.nn.Module, example_inputs: tuple,
         at = f" (the first at {first})" if first else ""
         raise McuError(f"{where}: --quantize w8a16 has no 16x8 kernel for: {', '.join(n for n, _ in missing)}{at}",
                        hint="w8a16 runs linear layers, convolutions and depthwise ones (with their batch norms and "
-                            "ReLU/clamp), adds, differences and products of same-shaped tensors, sigmoid, tanh, "
+                            "ReLU/clamp), adds, differences, products, maxima and minima of tensors (broadcasting too), sums, "
+                            "sigmoid, tanh, "
                             "softmax, elementwise functions and arithmetic with numbers (tables), max and average "
                             "pools, means, LSTM and GRU layers, GRU cells, concatenations, moves, slices and views; "
                             "use --quantize int8 for this model")

@@ -124,6 +124,24 @@ def constant_operand(op: Op, t: Tensor) -> Tensor | None:
                   dim_order=t.dim_order, quant=QuantParams(scale=(scale,), zero_point=(zp,)))
 
 
+def constant_operand_s16(op: Op, t: Tensor) -> Tensor | None:
+    """The int16 form (w8a16) of a float constant operand of ``op``: symmetric per tensor with zero point 0, on
+    the quantizer's scale when it quantized the constant per tensor at 16 bits (its codes come back exactly),
+    else on max |t| / 32767."""
+    if op.kind not in CONSTANT_OPERANDS or t.dtype != "float32" or t.data is None:
+        return None
+    data = np.asarray(t.data, dtype=np.float64)
+    qc = t.qconst
+    if qc is not None and qc.qmax == 32767 and np.all(qc.scale == qc.scale.flat[0]) and np.all(qc.zero_point == 0):
+        scale = float(qc.scale.flat[0])
+    else:
+        top = float(np.max(np.abs(data))) if data.size else 0.0
+        scale = top / 32767.0 if top > 0.0 else 1.0
+    codes = np.clip(np.round(data / scale), -32768, 32767).astype(np.int16).reshape(t.shape)
+    return Tensor(name=f"{t.name}_q", shape=t.shape, dtype="int16", data=np.ascontiguousarray(codes),
+                  dim_order=t.dim_order, quant=QuantParams(scale=(scale,), zero_point=(0,), qmin=-32768, qmax=32767))
+
+
 def quantize_between_bounds(graph: Graph) -> None:
     """clamp with tensor bounds lowers to maximum then minimum (mcu/frontend/elementwise.py) with a float value between
     them that nothing quantizes: when the minimum's result is quantized, put the value between on the same grid
@@ -188,7 +206,7 @@ def _binary_s16(kind: str, op: Op, a: Tensor, b: Tensor, out: Tensor) -> Op | st
     the add's rescaled operands), mul mcu_mul_s16 (arm_elementwise_mul_s16)."""
     if kind not in ("add", "sub", "mul", "maximum", "minimum"):
         return f"w8a16 has no 16x8 {kind}"
-    if any(t.is_constant or t.dtype != "int16" or t.shape != out.shape for t in (a, b)):
+    if any(t.dtype != "int16" or t.shape != out.shape for t in (a, b)):
         return f"a 16x8 {kind} takes two int16 tensors of the output's shape"
     act_min, act_max = act_bounds(op, out)
     if kind == "mul":
