@@ -137,7 +137,10 @@ def _mean_hw_s16(op: Op, x: list[np.ndarray]) -> np.ndarray:
 
 def _reduce_s16(op: Op, x: list[np.ndarray]) -> np.ndarray:
     v = _reduced(op, x[0])
-    y = s16.mean_s16(v, **derive.mean_s16(op, v.shape[1] if op.attrs["op"] == "mean" else 1))
+    if op.attrs["op"] in ("amax", "amin"):
+        y = s16.extreme_s16(v, op.attrs["op"] == "amax", **derive.mean_s16(op, 1))
+    else:
+        y = s16.mean_s16(v, **derive.mean_s16(op, v.shape[1] if op.attrs["op"] == "mean" else 1))
     return to_memory_order(np.asarray(y).reshape(op.output.shape), op.output)
 
 
