@@ -18,7 +18,7 @@ from torch.fx import GraphModule, Node
 
 from mcu.errors import McuError
 from mcu.quantize.bias_correction import correct_biases
-from mcu.quantize.broadcast import expand_broadcasts
+from mcu.quantize.broadcast import expand_broadcasts, split_prelu
 from mcu.quantize.gptq import round_weights
 from mcu.quantize.weight_scales import search_scales
 from mcu.quantize.cells import decompose_cells, share_step_ranges
@@ -132,7 +132,8 @@ def quantize_static(model: torch.nn.Module, example_inputs: tuple,
     calibration = list(calibration)
     model = rewrite_for_int8(model, calibration, cells=act_bits == 16)
     gm = export_for_quantization(model, example_inputs, where, example_line)
-    if act_bits == 16:  # broadcasting arithmetic on the same-shape 16x8 kernels (mcu/quantize/broadcast.py)
+    if act_bits == 16:  # PReLU and broadcasting arithmetic on the same-shape 16x8 kernels (mcu/quantize/broadcast.py)
+        split_prelu(gm)
         expand_broadcasts(gm)
     missing = unsupported_w8a16(gm) if act_bits == 16 else []
     if missing:
