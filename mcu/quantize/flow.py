@@ -142,10 +142,10 @@ def quantize_static(model: torch.nn.Module, example_inputs: tuple,
         at = f" (the first at {first})" if first else ""
         raise McuError(f"{where}: --quantize w8a16 has no 16x8 kernel for: {', '.join(n for n, _ in missing)}{at}",
                        hint="w8a16 runs linear layers, convolutions and depthwise ones (with their batch norms and "
-                            "ReLU/clamp), adds, differences, products, maxima and minima of tensors (broadcasting too), sums, "
-                            "sigmoid, tanh, "
-                            "softmax, elementwise functions and arithmetic with numbers (tables), max and average "
-                            "pools, means, LSTM and GRU layers, GRU cells, concatenations, moves, slices and views; "
+                            "ReLU/clamp), adds, differences, products, maxima and minima of tensors (broadcasting "
+                            "too), PReLU, sigmoid, tanh, softmax, elementwise functions and arithmetic with numbers "
+                            "(tables), max and average pools, means, sums, maxima and minima over dims, LSTM and GRU "
+                            "layers, GRU cells, concatenations, moves, slices and views; "
                             "use --quantize int8 for this model")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -116,7 +116,9 @@ _TENSOR_PAIRS = {aten.add.Tensor, aten.add_.Tensor, aten.mul.Tensor, aten.mul_.T
 # The ops w8a16 quantizes: the families with 16x8 kernels, the batch norms folded into them, their fused
 # activations and the views that only rename bytes. Any other op refuses the mode by name before quantizing.
 W8A16_OPS = {*CONV_LINEAR, *BATCH_NORM, *ACTIVATIONS, aten.adaptive_avg_pool2d.default, aten.mean.dim,
-             aten.add.Tensor, aten.add_.Tensor, *REDUCE_OWN_OUTPUT, aten.pad.default, aten.constant_pad_nd.default,
+             aten.add.Tensor, aten.add_.Tensor, aten.pad.default,
+             # sums (mcu_mean_s16 without the count), amax and amin (mcu_amax_s16, mcu_amin_s16) over dims
+             *REDUCE_OWN_OUTPUT, aten.constant_pad_nd.default,
              aten.max_pool2d.default, aten.avg_pool2d.default, aten.select.int, aten.slice.Tensor,
              aten.flatten.using_ints, aten.view.default,
              aten.reshape.default, aten.squeeze.dim, aten.squeeze.dims, aten.unsqueeze.default, aten.dropout.default,
