@@ -132,10 +132,10 @@ W8A16_OPS = {*CONV_LINEAR, *BATCH_NORM, *ACTIVATIONS, aten.adaptive_avg_pool2d.d
              aten.sub.Tensor, aten.sub_.Tensor,
              # every other elementwise function, and arithmetic with a number, as a 513-entry table (mcu_lut_s16)
              *W8A16_TABLES, *SCALAR_ARITH, aten.maximum.default, aten.minimum.default,
-             # moves of int16 elements (mcu_concat, mcu_permute, mcu_remap, index_select, gather): not bilinear
+             # moves of int16 elements (mcu_concat, mcu_permute, mcu_remap, index_select, gather)
              aten.cat.default, *STACK, aten.transpose.int, aten.t.default, aten.unflatten.int,
-             *(MOVES - {aten.upsample_bilinear2d.vec, aten.upsample_bilinear2d.default, aten.upsample_linear1d.vec,
-                        aten.upsample_linear1d.default})}
+             # and bilinear resampling (mcu_resize_bilinear_s16, the int8 kernel's tables)
+             *MOVES}
 # (ops with no arithmetic of their own: the capture's bookkeeping)
 _W8A16_NEUTRAL = {"getitem", "_assert_tensor_metadata", "_assert_scalar", "sym_size"}
 

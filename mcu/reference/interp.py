@@ -480,6 +480,7 @@ INT16_OPS: dict[str, Run] = {
     # moves of int16 elements: concatenation, nearest resampling, repeats, flips, gathers
     "concat": movement.OPS["concat"],
     **resample_ops.FLOAT_OPS,
+    **resample_ops.INT16,
     "clamp": lambda op, x: np.clip(np.asarray(x[0], dtype=np.int16), *derive.act_range(op)).astype(np.int16),
     "lstm": _lstm_s16,
     "gru": _gru_s16,
