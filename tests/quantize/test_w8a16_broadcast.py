@@ -1,8 +1,9 @@
-"""w8a16 models with broadcasting arithmetic and reductions over dims: a squeeze-excite CNN (a product with a
+"""w8a16 models with broadcasting arithmetic, reductions over dims, PReLU and bilinear resampling: a squeeze-excite CNN (a product with a
 per-channel gate, a learned per-channel offset, a difference and a maximum against a mean over channels) runs the
 same-shape 16x8 kernels on operands expanded to the output's shape (mcu/quantize/broadcast.py); a Conv1d pooled by
 a sum, a maximum and a minimum over time runs mcu_mean_s16, mcu_amax_s16 and mcu_amin_s16; a CNN's PReLUs (per
-channel and shared) run as a clamp, a product with the slopes and an add. Each is bit-exact with
+channel and shared) run as a clamp, a product with the slopes and an add; a decoder's bilinear upsampling runs
+mcu_resize_bilinear_s16. Each is bit-exact with
 the Python integer reference as generated C and as program files on the host and (slow tier) on the simulated M33,
 and closer to fp32 than at int8."""
 
@@ -22,10 +23,11 @@ from mcu.reference.interp import Reference
 from repo import requires_qemu
 
 KINDS = {"se_cnn": {"mul", "add", "sub", "maximum", "remap"}, "pooled_tcn": {"reduce"},
-         "prelu_cnn": {"clamp", "mul", "add"}}
+         "prelu_cnn": {"clamp", "mul", "add"}, "bilinear_cnn": {"resize_bilinear", "add"}}
 SOURCES = {"se_cnn": ("mcu_mul_s16.c", "mcu_add_s16.c", "mcu_sub_s16.c", "mcu_maximum_s16.c", "mcu_remap.c"),
            "pooled_tcn": ("mcu_mean_s16.c", "mcu_amax_s16.c", "mcu_amin_s16.c"),
-           "prelu_cnn": ("mcu_clamp_s16.c", "mcu_mul_s16.c", "mcu_add_s16.c")}
+           "prelu_cnn": ("mcu_clamp_s16.c", "mcu_mul_s16.c", "mcu_add_s16.c"),
+           "bilinear_cnn": ("mcu_resize_bilinear_s16.c",)}
 MODELS = list(KINDS)
 
 
@@ -78,10 +80,25 @@ class PreluCnn(nn.Module):
         return self.head(h.mean(dim=(2, 3)))
 
 
+class BilinearCnn(nn.Module):
+    """A small decoder: a strided convolution upsampled back bilinearly (scale factor 2) onto a skip branch, and
+    the result resized to 11x11 with align_corners."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.down, self.skip = nn.Conv2d(3, 8, 3, stride=2, padding=1), nn.Conv2d(3, 8, 1)
+        self.out = nn.Conv2d(8, 4, 3, padding=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        up = nn.functional.interpolate(torch.relu(self.down(x)), scale_factor=2, mode="bilinear")
+        y = self.out(up + self.skip(x))
+        return nn.functional.interpolate(y, size=(11, 11), mode="bilinear", align_corners=True)
+
+
 def _compile(name: str, quantize: str, board: str = "mps2-an505") -> mcu.CompiledModel:
     torch.manual_seed(11)
     model, shape = {"se_cnn": (SeCnn, (1, 3, 8, 8)), "pooled_tcn": (PooledTcn, (1, 4, 16)),
-                    "prelu_cnn": (PreluCnn, (1, 3, 8, 8))}[name]
+                    "prelu_cnn": (PreluCnn, (1, 3, 8, 8)), "bilinear_cnn": (BilinearCnn, (1, 3, 8, 8))}[name]
     model = model()
     calibration = [(torch.randn(*shape),) for _ in range(32)]
     tests = [(torch.randn(*shape),) for _ in range(3)]
