@@ -129,6 +129,10 @@ def assign_layouts(graph: Graph) -> Graph:
         elif op.kind in ("add", "sub", "mul", "div", "maximum", "minimum"):
             full = [t for t in op.inputs if t.shape == out.shape and not t.is_constant]
             out.dim_order = full[0].dim_order if full else _identity(rank)
+            if out.dtype == "int16":  # the 16x8 kernels walk both operands in the output's memory order
+                for i, t in enumerate(op.inputs):
+                    if not t.is_constant and t.shape == out.shape:
+                        _require(graph, op, i, out.dim_order, cache)
         else:
             out.dim_order = _identity(rank)
     _layout_constants(graph)

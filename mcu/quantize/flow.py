@@ -19,6 +19,7 @@ from torch.fx import GraphModule, Node
 from mcu.errors import McuError
 from mcu.quantize.attention import prepare_attention
 from mcu.quantize.bias_correction import correct_biases
+from mcu.quantize.broadcast import expand_broadcasts, split_prelu
 from mcu.quantize.gptq import round_weights
 from mcu.quantize.headroom import PeakTracker
 from mcu.quantize.weight_scales import search_scales
@@ -134,6 +135,9 @@ def quantize_static(model: torch.nn.Module, example_inputs: tuple,
     calibration = list(calibration)
     model = rewrite_for_int8(model, calibration, cells=act_bits == 16)
     gm = export_for_quantization(model, example_inputs, where, example_line)
+    if act_bits == 16:  # PReLU and broadcasting arithmetic on the same-shape 16x8 kernels (mcu/quantize/broadcast.py)
+        split_prelu(gm)
+        expand_broadcasts(gm)
     # attention written out first (as the quantizer does before annotating): its products, scaling and softmax
     # each have 16x8 kernels, where the whole scaled_dot_product_attention has none
     missing = unsupported_w8a16(prepare_attention(gm)) if act_bits == 16 else []
@@ -143,10 +147,11 @@ def quantize_static(model: torch.nn.Module, example_inputs: tuple,
         at = f" (the first at {first})" if first else ""
         raise McuError(f"{where}: --quantize w8a16 has no 16x8 kernel for: {', '.join(n for n, _ in missing)}{at}",
                        hint="w8a16 runs linear layers, convolutions and depthwise ones (with their batch norms and "
-                            "ReLU/clamp), adds, differences and products of same-shaped tensors, sigmoid, tanh, "
-                            "softmax, log-softmax, elementwise functions and arithmetic with numbers (tables), max "
-                            "and average pools, means, products of two activations (attention), layer and RMS norm, "
-                            "LSTM and GRU layers, GRU cells, concatenations, moves, slices and views; "
+                            "ReLU/clamp), adds, differences, products, maxima and minima of tensors (broadcasting "
+                            "too), PReLU, sigmoid, tanh, softmax, log-softmax, elementwise functions and arithmetic "
+                            "with numbers (tables), max and average pools, means, sums, maxima and minima over dims, "
+                            "products of two activations (attention), layer and RMS norm, LSTM and GRU layers, GRU "
+                            "cells, concatenations, moves, slices and views; "
                             "use --quantize int8 for this model")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -117,7 +117,9 @@ _TENSOR_PAIRS = {aten.add.Tensor, aten.add_.Tensor, aten.mul.Tensor, aten.mul_.T
 # The ops w8a16 quantizes: the families with 16x8 kernels, the batch norms folded into them, their fused
 # activations and the views that only rename bytes. Any other op refuses the mode by name before quantizing.
 W8A16_OPS = {*CONV_LINEAR, *BATCH_NORM, *ACTIVATIONS, aten.adaptive_avg_pool2d.default, aten.mean.dim,
-             aten.add.Tensor, aten.add_.Tensor, aten.pad.default, aten.constant_pad_nd.default,
+             aten.add.Tensor, aten.add_.Tensor, aten.pad.default,
+             # sums (mcu_mean_s16 without the count), amax and amin (mcu_amax_s16, mcu_amin_s16) over dims
+             *REDUCE_OWN_OUTPUT, aten.constant_pad_nd.default,
              aten.max_pool2d.default, aten.avg_pool2d.default, aten.select.int, aten.slice.Tensor,
              aten.flatten.using_ints, aten.view.default,
              aten.reshape.default, aten.squeeze.dim, aten.squeeze.dims, aten.unsqueeze.default, aten.dropout.default,
@@ -134,10 +136,10 @@ W8A16_OPS = {*CONV_LINEAR, *BATCH_NORM, *ACTIVATIONS, aten.adaptive_avg_pool2d.d
              aten.sub.Tensor, aten.sub_.Tensor,
              # every other elementwise function, and arithmetic with a number, as a 513-entry table (mcu_lut_s16)
              *W8A16_TABLES, *SCALAR_ARITH, aten.maximum.default, aten.minimum.default,
-             # moves of int16 elements (mcu_concat, mcu_permute, mcu_remap, index_select, gather): not bilinear
+             # moves of int16 elements (mcu_concat, mcu_permute, mcu_remap, index_select, gather)
              aten.cat.default, *STACK, aten.transpose.int, aten.t.default, aten.unflatten.int,
-             *(MOVES - {aten.upsample_bilinear2d.vec, aten.upsample_bilinear2d.default, aten.upsample_linear1d.vec,
-                        aten.upsample_linear1d.default})}
+             # and bilinear resampling (mcu_resize_bilinear_s16, the int8 kernel's tables)
+             *MOVES}
 # (ops with no arithmetic of their own: the capture's bookkeeping)
 _W8A16_NEUTRAL = {"getitem", "_assert_tensor_metadata", "_assert_scalar", "sym_size"}
 

@@ -137,7 +137,10 @@ def _mean_hw_s16(op: Op, x: list[np.ndarray]) -> np.ndarray:
 
 def _reduce_s16(op: Op, x: list[np.ndarray]) -> np.ndarray:
     v = _reduced(op, x[0])
-    y = s16.mean_s16(v, **derive.mean_s16(op, v.shape[1] if op.attrs["op"] == "mean" else 1))
+    if op.attrs["op"] in ("amax", "amin"):
+        y = s16.extreme_s16(v, op.attrs["op"] == "amax", **derive.mean_s16(op, 1))
+    else:
+        y = s16.mean_s16(v, **derive.mean_s16(op, v.shape[1] if op.attrs["op"] == "mean" else 1))
     return to_memory_order(np.asarray(y).reshape(op.output.shape), op.output)
 
 
@@ -481,11 +484,12 @@ INT16_OPS: dict[str, Run] = {
     "linear": _linear_s16,
     "mean_hw": _mean_hw_s16,
     "reduce": _reduce_s16,
-    "add": _add_s16,
-    "mul": _mul_s16,
-    "sub": _pair_s16(s16_act.sub_s16),
-    "maximum": _pair_s16(s16_act.maximum_s16),
-    "minimum": _pair_s16(s16_act.minimum_s16),
+    # (an operand may be a constant: a learned offset or scale, expanded to the output's shape when it broadcasts)
+    "add": _with_constants(_add_s16),
+    "mul": _with_constants(_mul_s16),
+    "sub": _with_constants(_pair_s16(s16_act.sub_s16)),
+    "maximum": _with_constants(_pair_s16(s16_act.maximum_s16)),
+    "minimum": _with_constants(_pair_s16(s16_act.minimum_s16)),
     "sigmoid": _activation_s16,
     "tanh": _activation_s16,
     "softmax": _softmax_s16,
@@ -501,6 +505,7 @@ INT16_OPS: dict[str, Run] = {
     # moves of int16 elements: concatenation, nearest resampling, repeats, flips, gathers
     "concat": movement.OPS["concat"],
     **resample_ops.FLOAT_OPS,
+    **resample_ops.INT16,
     "clamp": lambda op, x: np.clip(np.asarray(x[0], dtype=np.int16), *derive.act_range(op)).astype(np.int16),
     "lstm": _lstm_s16,
     "gru": _gru_s16,

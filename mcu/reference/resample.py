@@ -97,6 +97,17 @@ def gather(x: np.ndarray, in_shape: list[int], index: np.ndarray, out_shape: lis
 
 def resize_bilinear_s8(x: np.ndarray, outer: int, h: int, w: int, inner: int, oh: int, ow: int,
                        index: np.ndarray) -> np.ndarray:
+    return _resize_bilinear_codes(x, outer, h, w, inner, oh, ow, index).astype(np.int8)
+
+
+def resize_bilinear_s16(x: np.ndarray, outer: int, h: int, w: int, inner: int, oh: int, ow: int,
+                        index: np.ndarray) -> np.ndarray:
+    """mcu_resize_bilinear_s16: mcu_resize_bilinear_s8's arithmetic on int16 codes (a weighted mean stays in range)."""
+    return _resize_bilinear_codes(x, outer, h, w, inner, oh, ow, index).astype(np.int16)
+
+
+def _resize_bilinear_codes(x: np.ndarray, outer: int, h: int, w: int, inner: int, oh: int, ow: int,
+                           index: np.ndarray) -> np.ndarray:
     t = np.asarray(index, np.int64).reshape(-1, 3)
     ys, xs = t[:oh], t[oh:oh + ow]
     v = x.reshape(outer, h, w, inner).astype(np.int64)
@@ -107,7 +118,7 @@ def resize_bilinear_s8(x: np.ndarray, outer: int, h: int, w: int, inner: int, oh
            + r1[:, :, xs[:, 0]] * fy * (ONE - fx) + r1[:, :, xs[:, 1]] * fy * fx)
     half = 1 << 19
     q = np.where(acc >= 0, (acc + half) // (1 << 20), -((-acc + half) // (1 << 20)))  # C division truncates
-    return np.clip(q, -128, 127).astype(np.int8)
+    return q
 
 
 def resize_bilinear_f32(x: np.ndarray, outer: int, h: int, w: int, inner: int, oh: int, ow: int,

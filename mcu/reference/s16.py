@@ -149,6 +149,16 @@ def mean_s16(x, multiplier: int, shift: int, *, act_min: int = INT16_MIN, act_ma
     return np.clip(y, act_min, act_max).astype(np.int16)
 
 
+def extreme_s16(x, largest: bool, multiplier: int, shift: int, *, act_min: int = INT16_MIN,
+                act_max: int = INT16_MAX) -> np.ndarray:
+    """mcu_amax_s16 (``largest``) / mcu_amin_s16: the extreme code over the middle axis of x ``[outer][axis][inner]``,
+    requantized once as mcu_mean_s16 requantizes its sum."""
+    v = np.asarray(x, dtype=np.int16).astype(np.int64)
+    acc = v.max(axis=1) if largest else v.min(axis=1)
+    y = requantize_s64(acc, multiplier, shift)
+    return np.clip(y, act_min, act_max).astype(np.int16)
+
+
 def add_s16(a, b, *, a_multiplier, a_shift, b_multiplier, b_shift, out_multiplier, out_shift, left_shift=15,
             act_min: int = INT16_MIN, act_max: int = INT16_MAX) -> np.ndarray:
     """mcu_add_s16 (CMSIS-NN's arm_elementwise_add_s16): each operand shifted left and requantized to the

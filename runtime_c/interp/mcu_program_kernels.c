@@ -649,7 +649,7 @@ mcu_status mcu_program_need_resample(uint32_t kernel, const mcu_operand_desc *op
     if (kernel == MCU_K_RESIZE_BILINEAR_F32) { /* (i0, i1) and (1 - l, l) per row and column */
         need[0] = need[1] = 2u * axes;
         k = 2;
-    } else if (kernel == MCU_K_RESIZE_BILINEAR_S8) { /* (i0, i1, f) per row and column */
+    } else if (kernel == MCU_K_RESIZE_BILINEAR_S8 || kernel == MCU_K_RESIZE_BILINEAR_S16) { /* (i0, i1, f) each */
         need[0] = 3u * axes;
         k = 1;
     }

@@ -770,7 +770,9 @@ int mcu_program_params_resample(uint32_t kernel, const mcu_program_params_view *
 {
     (void)w;
     const mcu_resample_f32_params *p = &u->resample_f32; /* the s8 struct has the same fields */
-    const int32_t size = kernel == MCU_K_RESIZE_BILINEAR_F32 || kernel == MCU_K_ADAPTIVE_AVG_POOL_F32 ? 4 : 1;
+    const int32_t size = kernel == MCU_K_RESIZE_BILINEAR_F32 || kernel == MCU_K_ADAPTIVE_AVG_POOL_F32 ? 4
+                         : kernel == MCU_K_RESIZE_BILINEAR_S16                                         ? 2
+                                                                                                       : 1;
     const int32_t in_dims[4] = {p->outer, p->in_h, p->in_w, p->inner};
     const int32_t out_dims[4] = {p->outer, p->out_h, p->out_w, p->inner};
     return checked_count(in_dims, 4, size) > 0 && checked_count(out_dims, 4, size) > 0 &&
@@ -1035,8 +1037,9 @@ static int tables_ok(uint32_t kernel, const mcu_operand_desc *t, const int32_t *
     case MCU_K_INDEX_SELECT: /* outer, axis, inner, count */
         return indices_ok(t, (uint32_t)p[3], 0, (int64_t)p[1] - 1);
     case MCU_K_RESIZE_BILINEAR_F32: /* outer, in_h, in_w, out_h, out_w, inner */
-    case MCU_K_RESIZE_BILINEAR_S8: {
-        const int s8 = kernel == MCU_K_RESIZE_BILINEAR_S8;
+    case MCU_K_RESIZE_BILINEAR_S8:
+    case MCU_K_RESIZE_BILINEAR_S16: { /* (the 16-bit kernel reads the int8 one's tables) */
+        const int s8 = kernel != MCU_K_RESIZE_BILINEAR_F32;
         return t->constant && resize_axis_ok(t, 0, p[3], p[1], s8) &&
                resize_axis_ok(t, (s8 ? 3u : 2u) * (uint32_t)p[3], p[4], p[2], s8);
     }

@@ -259,6 +259,34 @@ def test_resize_bilinear_s8_equals_its_integer_reference(seed: int, extreme: str
     assert np.abs(got.astype(np.float32) - _nhwc(fl)).max() <= 1.0
 
 
+@SETTINGS
+@given(seed=st.integers(0, 2**16), extreme=st.sampled_from(["none", "-32768", "32767", "alternate"]), data=st.data())
+def test_resize_bilinear_s16_equals_its_integer_reference(seed: int, extreme: str, data) -> None:
+    """w8a16's mcu_resize_bilinear_s16: the int8 kernel's tables on int16 codes, the 2^20 sum in int64."""
+    x, size, scales, align = _resize_case(data, seed, "float32")
+    rng = np.random.default_rng(seed)
+    x = rng.integers(-32768, 32768, size=x.shape).astype(np.int16)
+    if extreme in ("-32768", "32767"):
+        x[...] = int(extreme)
+    elif extreme == "alternate":  # the largest steps between neighbours
+        x[...] = np.where(np.indices(x.shape).sum(axis=0) % 2, 32767, -32768)
+    n, c, h, w = x.shape
+    oh, ow = _torch_resize(torch.zeros(x.shape), size, scales, align).shape[2:]
+    sh, sw = scales if scales is not None and not align else (None, None)
+    table = resample.bilinear_tables_s8(h, w, oh, ow, align, sh, sw)
+    xin = np.ascontiguousarray(x.transpose(0, 2, 3, 1))
+    p = ResampleParams(n, h, w, oh, ow, c)
+    got = np.zeros((n, oh, ow, c), np.int16)
+    assert kernel("mcu_resize_bilinear_s16", [P, P, P, P])(ctypes.byref(p), ptr(table), ptr(xin), ptr(got)) == MCU_OK
+    assert np.array_equal(got, resample.resize_bilinear_s16(xin.reshape(-1), n, h, w, c, oh, ow, table)
+                          .reshape(got.shape))
+    if extreme in ("-32768", "32767"):
+        assert (got == int(extreme)).all()  # a constant image stays constant
+    # the float interpolation of the codes within the 1/1024 weights' error (and the rounding's half step)
+    fl = _torch_resize(torch.from_numpy(x.astype(np.float64)), size, scales, align)
+    assert np.abs(got.astype(np.float64) - _nhwc(fl)).max() <= 1.0 + 65535 / 1024
+
+
 def test_resize_bilinear_s8_rounds_half_away_from_zero_on_raw_codes() -> None:
     """Halfway between -1 and 0 is -1 and between 0 and 1 is 1: TFLite's rounding of the 2^20 sum."""
     x = np.array([-1, 0, 1], np.int8).reshape(1, 1, 3, 1)

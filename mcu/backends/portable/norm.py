@@ -176,12 +176,14 @@ def _reduce_s8(op: Op, ref: Ref) -> KernelCall:
 
 
 def _reduce_s16(op: Op, ref: Ref) -> KernelCall:
-    """A mean or sum over row-major dims of an int16 tensor: mcu_mean_s16 (w8a16; the sum with count 1)."""
+    """A mean or sum over row-major dims of an int16 tensor: mcu_mean_s16 (w8a16; the sum with count 1); a
+    maximum or minimum: mcu_amax_s16 / mcu_amin_s16 on the same parameters."""
     x = op.inputs[0]
     outer, reduce, inner = _split(x, op.attrs["dims"])
     params = {"outer": outer, "axis": reduce, "inner": inner,
               **offsets(op, "multiplier", "shift", "act_min", "act_max")}
-    return KernelCall("mcu_mean_s16", ["&params", ref(x), ref(op.output)], ["mcu_mean_s16.c"],
+    fn = {"amax": "mcu_amax_s16", "amin": "mcu_amin_s16"}.get(op.attrs["op"], "mcu_mean_s16")
+    return KernelCall(fn, ["&params", ref(x), ref(op.output)], [f"{fn}.c"],
                       "mcu_mean_s16_params", params, operands=[x, op.output], headers=["mcu/kernels_s16.h"])
 
 

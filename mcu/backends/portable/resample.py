@@ -75,6 +75,14 @@ def _resize_bilinear_s8(op: Op, ref: Ref) -> KernelCall:
                       operands=[index, x, op.output])
 
 
+def _resize_bilinear_s16(op: Op, ref: Ref) -> KernelCall:
+    """w8a16: mcu_resize_bilinear_s16, the int8 kernel's tables and rounding on int16 codes."""
+    x, index = op.inputs
+    return KernelCall("mcu_resize_bilinear_s16", ["&params", ref(index), ref(x), ref(op.output)],
+                      ["mcu_resize_bilinear_s16.c"], "mcu_resample_s8_params", resample_params(op),
+                      operands=[index, x, op.output], headers=["mcu/kernels_s16.h"])
+
+
 EMITTERS = {
     ("remap", "float32"): _remap,
     ("remap", "int8"): _remap,
@@ -91,4 +99,5 @@ EMITTERS = {
     ("gather", "int16"): _gather,
     ("resize_bilinear", "float32"): _resize_bilinear_f32,
     ("resize_bilinear", "int8"): _resize_bilinear_s8,
+    ("resize_bilinear", "int16"): _resize_bilinear_s16,
 }

@@ -21,7 +21,7 @@ from mcu.ir import Graph, Op, Tensor
 from mcu.passes.quantized import conv, elementwise, movement, norm, pool, recurrent, resample, select
 from mcu.passes.quantized.attention import fold_scaling_into_bmm
 from mcu.passes.quantized.common import same_quant as _same_quant
-from mcu.passes.quantized.elementwise import constant_operand, requantize_op
+from mcu.passes.quantized.elementwise import constant_operand, constant_operand_s16, requantize_op
 from mcu.passes.quantized.movement import constant_on_grid
 from mcu.passes.quantized.select import keeps_as_is
 
@@ -146,7 +146,9 @@ def _try_convert(graph: Graph, op: Op) -> str | None:
                 continue  # weights and bias are converted by the op's own converter
 
             # a concatenated constant (a learned class token) takes the grid the output shares with the inputs
-            qconst = constant_on_grid(t, users[0].output.quant) if op.kind == "concat" else constant_operand(op, t)
+            qconst = (constant_on_grid(t, users[0].output.quant) if op.kind == "concat"
+                      else constant_operand_s16(op, t) if users[0].output.dtype == "int16"
+                      else constant_operand(op, t))
             if qconst is None:
                 return "an operand is a float constant"
             ins.append(qconst)

@@ -128,6 +128,24 @@ def constant_operand(op: Op, t: Tensor) -> Tensor | None:
                   dim_order=t.dim_order, quant=QuantParams(scale=(scale,), zero_point=(zp,)))
 
 
+def constant_operand_s16(op: Op, t: Tensor) -> Tensor | None:
+    """The int16 form (w8a16) of a float constant operand of ``op``: symmetric per tensor with zero point 0, on
+    the quantizer's scale when it quantized the constant per tensor at 16 bits (its codes come back exactly),
+    else on max |t| / 32767."""
+    if op.kind not in CONSTANT_OPERANDS or t.dtype != "float32" or t.data is None:
+        return None
+    data = np.asarray(t.data, dtype=np.float64)
+    qc = t.qconst
+    if qc is not None and qc.qmax == 32767 and np.all(qc.scale == qc.scale.flat[0]) and np.all(qc.zero_point == 0):
+        scale = float(qc.scale.flat[0])
+    else:
+        top = float(np.max(np.abs(data))) if data.size else 0.0
+        scale = top / 32767.0 if top > 0.0 else 1.0
+    codes = np.clip(np.round(data / scale), -32768, 32767).astype(np.int16).reshape(t.shape)
+    return Tensor(name=f"{t.name}_q", shape=t.shape, dtype="int16", data=np.ascontiguousarray(codes),
+                  dim_order=t.dim_order, quant=QuantParams(scale=(scale,), zero_point=(0,), qmin=-32768, qmax=32767))
+
+
 def quantize_between_bounds(graph: Graph) -> None:
     """clamp with tensor bounds lowers to maximum then minimum (mcu/frontend/elementwise.py) with a float value between
     them that nothing quantizes: when the minimum's result is quantized, put the value between on the same grid

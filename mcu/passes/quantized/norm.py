@@ -140,7 +140,7 @@ def _reduce(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
     first, last = op.attrs["dims"]
     count = int(np.prod(x.shape[first:last + 1]))
     if x.dtype == "int16":
-        if op.attrs["op"] not in ("mean", "sum"):
+        if op.attrs["op"] not in ("mean", "sum", "amax", "amin"):
             return f"w8a16 has no 16x8 {op.attrs['op']}"
         attrs = mean_s16_attrs(op, x, out, count if op.attrs["op"] == "mean" else 1)
         return attrs if isinstance(attrs, str) else Op("reduce", [x], [out], {**op.attrs, **attrs}, op.name,

@@ -86,6 +86,15 @@ typedef struct {
 /** The mean over an axis (global average pooling: [n][h*w][c]); ours, with the 16x8 requantization of the
  * exact 64-bit sum. The output overlaps not the input. */
 mcu_status mcu_mean_s16(const mcu_mean_s16_params *p, const int16_t *input, int16_t *output);
+/** Bilinear resize of int16 codes with mcu_resize_bilinear_s8's tables (1/1024 weights), parameters and rounding
+ *  (half away from zero), the sum in int64; ours. The output keeps the input's scale. No overlap. */
+mcu_status mcu_resize_bilinear_s16(const mcu_resample_s8_params *p, const int32_t *index, const int16_t *input,
+                                   int16_t *output);
+/** The largest code along the axis (torch.amax), requantized by s_in / s_out (multiplier and shift; axis plays no
+ *  part in them) with mcu_mean_s16's arithmetic: ours, as CMSIS-NN has no 16x8 reduction. No overlap. */
+mcu_status mcu_amax_s16(const mcu_mean_s16_params *p, const int16_t *input, int16_t *output);
+/** The smallest code along the axis (torch.amin), as mcu_amax_s16. */
+mcu_status mcu_amin_s16(const mcu_mean_s16_params *p, const int16_t *input, int16_t *output);
 
 typedef struct {
     int32_t size;                  /**< elements of each operand and of the output (same shapes) */

@@ -219,6 +219,10 @@ typedef enum {
     MCU_K_RESIZE_BILINEAR_S8 = 144,
     MCU_K_ADAPTIVE_AVG_POOL_F32 = 145, /**< [in, out]; mcu_resample_f32_params */
     MCU_K_ADAPTIVE_AVG_POOL_S8 = 146,  /**< [in, out]; mcu_resample_s8_params */
+    MCU_K_AMAX_S16 = 147,         /**< [in int16, out int16]; mcu_mean_s16_params; no overlap */
+    MCU_K_AMIN_S16 = 148,         /**< as MCU_K_AMAX_S16 */
+    /** [index int32 (with 10-bit weights), in int16, out int16]; mcu_resample_s8_params */
+    MCU_K_RESIZE_BILINEAR_S16 = 149,
     MCU_K_REDUCE_S8 = 193,        /**< [in, out]; mcu_reduce_s8_params */
     MCU_K_RMS_NORM_F32 = 194,     /**< [in, weight?, out]; mcu_layer_norm_f32_params */
     MCU_K_BMM_S8 = 195,           /**< [a, b, out] int8; mcu_bmm_s8_params */
