@@ -158,6 +158,10 @@ def board_defines(board: Board) -> dict[str, str | int | None]:
         defines["MCU_UART_BASE"] = f"0x{board.uart_base:08x}u"
     if board.l1_cache is not None:
         defines["MCU_CM_L1_CACHES"] = None  # the start-up code enables them
+    weights = board.region_for("rodata")
+    if weights.wait_states == 0 and not weights.l1_cached:
+        # no weight read waits: the packed kernel's pointwise groups would save no cache miss
+        defines["MCU_WEIGHT_READS_WAIT"] = 0
     return defines
 
 

@@ -347,7 +347,8 @@ def _pixel_pair_case(draw) -> dict:
 @requires_qemu
 @pytest.mark.qemu
 @pytest.mark.parametrize(("board_name", "defines"), [("mps2-an505", {"MCU_PIXEL4_STREAM_MIN": 0,
-                                                                     "MCU_PACKED_PW_GROUP_TAPS": 1216}),
+                                                                     "MCU_PACKED_PW_GROUP_TAPS": 1216,
+                                                                     "MCU_WEIGHT_READS_WAIT": 1}),
                                                      ("mps2-an386", {})])
 @settings(max_examples=3, deadline=None, derandomize=True)
 @given(cases=st.lists(_pixel_pair_case(), min_size=24, max_size=24))
@@ -355,8 +356,10 @@ def test_packed_pixel_pairs_on_core(tmp_path_factory, board_name: str, defines: 
     """The two-pixel loops bit-exact with the reference on the core, batches of 24 layers; on the
     Cortex-M33 every windowed layer (up to 640 taps) of at least 4 pixels a row takes the four-pixel
     loop first (its stream threshold at 0), the rest of the row pairs and a last pixel, and every flat
-    pointwise layer runs its pairs in groups of up to eight (the buffer of MCU_PACKED_PW_GROUP_TAPS) by
-    parts of one block, the parts forward and backward in turn, then the pairs left and a last pixel."""
+    pointwise layer runs its pairs in groups of up to eight (the buffer of MCU_PACKED_PW_GROUP_TAPS; the
+    board's zero-wait memory would turn them off) by parts of one block, the parts forward and backward
+    in turn, then the pairs left and a last pixel; backward (in place, the output after the input) the
+    groups run last pair first, the last group possibly smaller."""
     from mcu.device.sim.qemu import run_qemu
     from mcu.device.toolchain import build_firmware
 

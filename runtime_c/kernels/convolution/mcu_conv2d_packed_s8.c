@@ -235,13 +235,19 @@ static int check_stream(const int32_t *stream, int32_t cout, int32_t kp, int32_t
 #define MCU_PACKED_BUF_TAPS                                                                               \
     (MCU_PACKED_PW_GROUP_TAPS > MCU_PACKED_COL_TAPS ? MCU_PACKED_PW_GROUP_TAPS : MCU_PACKED_COL_TAPS)
 #define MCU_PW_GROUP_MAX 8 /* pairs sharing one read of the stream */
+/* 0 where the board reads its weights without wait states (mcu/device/toolchain.py's board_defines: a
+ * memory at zero wait states, no cache): there a group's extra calls (one per part and pair instead of
+ * one per pair) would save no cache miss. */
+#ifndef MCU_WEIGHT_READS_WAIT
+#define MCU_WEIGHT_READS_WAIT 1
+#endif
 
-/* How many pairs of a flat pointwise layer share a read of its stream (mcu_conv2d_packed_s8): as many
- * as the buffer holds (`fit`), up to MCU_PW_GROUP_MAX, when the stream outgrows a flash cache of
+/* How many pairs of a pointwise layer share a read of its stream (mcu_conv2d_packed_s8): as many as
+ * the buffer holds (`fit`), up to MCU_PW_GROUP_MAX, when the stream outgrows a flash cache of
  * MCU_PIXEL4_STREAM_MIN bytes; 1 (the pairs one by one) otherwise. */
 static int32_t pw_group(const layer_t *l, int32_t fit)
 {
-    if ((int64_t)l->words * 4 * (l->cout / 4) <= MCU_PIXEL4_STREAM_MIN) {
+    if (!MCU_WEIGHT_READS_WAIT || (int64_t)l->words * 4 * (l->cout / 4) <= MCU_PIXEL4_STREAM_MIN) {
         return 1;
     }
     return fit < MCU_PW_GROUP_MAX ? fit : MCU_PW_GROUP_MAX;
@@ -256,6 +262,33 @@ static int32_t pw_part_blocks(const layer_t *l)
     const int32_t most = fit < 1 ? 1 : fit;
     const int32_t parts = (blocks + most - 1) / most;
     return (blocks + parts - 1) / parts; /* parts of equal size, the last one possibly smaller */
+}
+
+/* n pairs of a pointwise layer sharing each read of its stream: pair g is pixels a[g] and a[g] + 1 (c_in
+ * bytes in, l->cout out each). The columns of every pair first, so all their inputs are read before
+ * any of their outputs is written; then the stream by parts (pw_part_blocks), each part for every
+ * pair, the parts forward or (back) backward, so a group starts on the part the previous one left in
+ * the cache. */
+static void pw_group_run(const layer_t *l, const int32_t *packed, int16_t *col, const int8_t *input, int8_t *output,
+                         const int64_t *a, int32_t n, int32_t c_in, int32_t input_offset, int back)
+{
+    const int32_t kp = l->kp, pb = 2 * kp + MCU_PIXEL2_SPARE;
+    for (int32_t g = 0; g < n; ++g) {
+        const int8_t *x = input + a[g] * c_in;
+        mcu_column2_s8(x, x + c_in, kp, input_offset, col + g * pb);
+    }
+    const int32_t part = pw_part_blocks(l);
+    const int32_t blocks = l->cout / 4;
+    const mcu_block_order fwd = {0, 0};
+    for (int32_t k = 0; k < blocks; k += part) {
+        const int32_t b0 = back ? ((blocks - 1 - k) / part) * part : k;
+        const int32_t nb = blocks - b0 < part ? blocks - b0 : part;
+        for (int32_t g = 0; g < n; ++g) {
+            int8_t *yg = output + a[g] * l->cout + 4 * b0;
+            mcu_pixel2_packed(col + g * pb, kp, packed + b0 * l->words, yg, yg + 4 * nb, l->cout, l->bounds, l->clamp,
+                              &fwd);
+        }
+    }
 }
 #endif
 
@@ -323,7 +356,22 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
              * pixel at a time (after pixel i's), so the order stays safe. Such layers are where the
              * planner overlaps a wider output with its input (mobilenet_v1's channel doublings): one
              * pixel at a time streamed their weights once per pixel. */
-            for (int back = 0; i >= 1; i -= 2, back ^= 1) {
+            int back = 0;
+            const int32_t group = pw_group(&l, MCU_PACKED_BUF_TAPS / (2 * kp + MCU_PIXEL2_SPARE));
+            /* A stream larger than a flash cache is read once per group of pairs (pw_group_run), the
+             * last group possibly smaller. Still safe backward: a pixel's output never overlaps the
+             * input of a lower pixel (the direction's condition), and every pixel above the group's
+             * lowest one is read by then. */
+            while (group >= 2 && i >= 1) {
+                int64_t a[MCU_PW_GROUP_MAX];
+                int32_t n = 0;
+                for (; n < group && i >= 1; ++n, i -= 2) {
+                    a[n] = i - 1;
+                }
+                pw_group_run(&l, packed, col, input, output, a, n, in.c, p->input_offset, back);
+                back ^= 1;
+            }
+            for (; i >= 1; i -= 2, back ^= 1) {
                 const pass_t t = pass_of(&l, packed, output + (i - 1) * bo, back);
                 mcu_column2_s8(input + (i - 1) * bi, input + i * bi, kp, p->input_offset, col);
                 mcu_pixel2_packed(col, kp, t.blob, t.y, t.y_end, out.c, l.bounds, l.clamp, &t.order);
@@ -354,28 +402,15 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
             const int32_t group = pw_group(&l, MCU_PACKED_BUF_TAPS / (2 * kp + MCU_PIXEL2_SPARE));
             if (group >= 2) {
                 /* A stream larger than a flash cache (8 kB, the mps2-an505-u575's ICACHE; ds_cnn's
-                 * 64->64 layers stream 9.5 kB) is read by parts of at most half of it: the columns of
-                 * `group` pairs first, then each part for every pair, so each line is fetched once per
-                 * group, not per pair. The parts run forward and backward in turn, so a group starts on
-                 * the part the previous one left in the cache. All the group's inputs are in the columns
+                 * 64->64 layers stream 9.5 kB) is read by parts of at most half of it, once per group
+                 * of pairs (pw_group_run), not per pair. All the group's inputs are in the columns
                  * before any output is written: the one-pixel order's overlaps stay safe. */
-                const int32_t pb = 2 * kp + MCU_PIXEL2_SPARE;
-                const int32_t part = pw_part_blocks(&l);
-                const int32_t blocks = out.c / 4;
                 for (; i + 2 * group <= pixels; i += 2 * group, x += 2 * group * in.c, y += 2 * group * out.c) {
+                    int64_t a[MCU_PW_GROUP_MAX];
                     for (int32_t g = 0; g < group; ++g) {
-                        mcu_column2_s8(x + 2 * g * in.c, x + (2 * g + 1) * in.c, kp, p->input_offset, col + g * pb);
+                        a[g] = i + 2 * g;
                     }
-                    for (int32_t n = 0; n < blocks; n += part) {
-                        const int32_t b0 = back ? ((blocks - 1 - n) / part) * part : n;
-                        const int32_t nb = blocks - b0 < part ? blocks - b0 : part;
-                        const mcu_block_order fwd = {0, 0};
-                        for (int32_t g = 0; g < group; ++g) {
-                            int8_t *yg = y + 2 * g * out.c + 4 * b0;
-                            mcu_pixel2_packed(col + g * pb, kp, packed + b0 * l.words, yg, yg + 4 * nb, out.c,
-                                              l.bounds, l.clamp, &fwd);
-                        }
-                    }
+                    pw_group_run(&l, packed, col, input, output, a, group, in.c, p->input_offset, back);
                     back ^= 1;
                 }
             }
