@@ -33,7 +33,8 @@ EXPECTED = {
                "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_PW_GROUP_TAPS": 1216},  # 64->64 streams of 9.5 kB
     "mobilenet_v1": {"MCU_PIXEL_WIDE_TAPS": 256, "MCU_PACKED_LOOP": 0, "MCU_PACKED_WINDOWS": 0, "MCU_PACKED_NARROW": 1,
                      "MCU_PACKED_NARROW_K3C3": 1,
-                     "MCU_PACKED_PW_GROUP_TAPS": 1216},  # 3x3 RGB first layer; pointwise streams of 8 to 131 kB
+                     # 3x3 RGB first layer; pointwise streams of 8 to 131 kB, eight pairs of 128 taps
+                     "MCU_PACKED_PW_GROUP_TAPS": 2240},
     "resnet8": {"MCU_PIXEL_WIDE_TAPS": 256, "MCU_PACKED_LOOP": 1, "MCU_PACKED_WINDOWS": 1, "MCU_PACKED_NARROW": 1,
                 "MCU_PACKED_NARROW_K3C3": 1, "MCU_PACKED_PW_GROUP_TAPS": 0},  # windows over 256 taps: the loop
     "fc_autoencoder": {"MCU_PIXEL_WIDE_TAPS": 256, "MCU_PACKED_LOOP": 1, "MCU_PACKED_WINDOWS": 0,
@@ -80,6 +81,13 @@ def test_defines_from_layers() -> None:
     assert packed_defines([_layer(64, cout=64, pointwise=True, flat=True, pixels=3)])["MCU_PACKED_PW_GROUP_TAPS"] == 0
     assert packed_defines([_layer(64, cout=64, pointwise=True, pixels=4)])["MCU_PACKED_PW_GROUP_TAPS"] == 0
     assert merge_defines([packed_defines([big]), packed_defines([_layer(24)])])["MCU_PACKED_PW_GROUP_TAPS"] == 1216
+    # wider layers: room for all their pairs up to eight, at most eight pairs of 128 taps
+    assert packed_defines([_layer(128, cout=64, pointwise=True, flat=True, pixels=36)])[
+        "MCU_PACKED_PW_GROUP_TAPS"] == 2240
+    assert packed_defines([_layer(256, cout=64, pointwise=True, flat=True, pixels=9)])[
+        "MCU_PACKED_PW_GROUP_TAPS"] == 2144
+    assert packed_defines([_layer(640, cout=64, pointwise=True, flat=True, pixels=36)])[
+        "MCU_PACKED_PW_GROUP_TAPS"] == 2240
     merged = merge_defines([packed_defines([_layer(24)]), {}, packed_defines([_layer(100), _layer(28, k3c3=True)])])
     assert merged == {"MCU_PIXEL_WIDE_TAPS": 104, "MCU_PACKED_LOOP": 0, "MCU_PACKED_WINDOWS": 1,
                       "MCU_PACKED_NARROW": 1, "MCU_PACKED_NARROW_K3C3": 1, "MCU_PACKED_PW_GROUP_TAPS": 0}

@@ -226,21 +226,22 @@ static int check_stream(const int32_t *stream, int32_t cout, int32_t kp, int32_t
 }
 
 #if MCU_S8_DSP_NATIVE
+/* 0 where the board reads its weights without wait states (mcu/device/toolchain.py's board_defines: a
+ * memory at zero wait states, no cache): there a group's extra calls (one per part and pair instead of
+ * one per pair) would save no cache miss, so the pairs run one by one and the buffer keeps its size. */
+#ifndef MCU_WEIGHT_READS_WAIT
+#define MCU_WEIGHT_READS_WAIT 1
+#endif
 /* The column buffer's int16, at least MCU_PACKED_PW_GROUP_TAPS: a build with a flat pointwise layer
- * whose stream outgrows a flash cache (specialise.py: ds_cnn's 64->64 layers) gives it room for eight
- * pairs of 64 taps; other builds group the pairs their buffer holds anyway. */
-#ifndef MCU_PACKED_PW_GROUP_TAPS
+ * whose stream outgrows a flash cache (specialise.py: ds_cnn's 64->64 layers, mobilenet_v1's from 64
+ * channels on) gives it room for up to eight pairs; other builds group the pairs their buffer holds. */
+#if !defined(MCU_PACKED_PW_GROUP_TAPS) || !MCU_WEIGHT_READS_WAIT
+#undef MCU_PACKED_PW_GROUP_TAPS
 #define MCU_PACKED_PW_GROUP_TAPS 0
 #endif
 #define MCU_PACKED_BUF_TAPS                                                                               \
     (MCU_PACKED_PW_GROUP_TAPS > MCU_PACKED_COL_TAPS ? MCU_PACKED_PW_GROUP_TAPS : MCU_PACKED_COL_TAPS)
 #define MCU_PW_GROUP_MAX 8 /* pairs sharing one read of the stream */
-/* 0 where the board reads its weights without wait states (mcu/device/toolchain.py's board_defines: a
- * memory at zero wait states, no cache): there a group's extra calls (one per part and pair instead of
- * one per pair) would save no cache miss. */
-#ifndef MCU_WEIGHT_READS_WAIT
-#define MCU_WEIGHT_READS_WAIT 1
-#endif
 
 /* How many pairs of a pointwise layer share a read of its stream (mcu_conv2d_packed_s8): as many as
  * the buffer holds (`fit`), up to MCU_PW_GROUP_MAX, when the stream outgrows a flash cache of
