@@ -147,6 +147,9 @@ def port_sources(board: Board) -> list[Path]:
     return sources
 
 
+PW_GROUP_CACHE_MIN = 8192  # MCU_PIXEL4_STREAM_MIN (runtime_c/kernels/convolution/gemm_s8_dsp.h)
+
+
 def board_defines(board: Board) -> dict[str, str | int | None]:
     """Preprocessor values the ports read from the board file."""
     defines: dict[str, str | int | None] = {"MCU_CLOCK_HZ": f"{board.clock_hz}u",
@@ -159,9 +162,11 @@ def board_defines(board: Board) -> dict[str, str | int | None]:
     if board.l1_cache is not None:
         defines["MCU_CM_L1_CACHES"] = None  # the start-up code enables them
     weights = board.region_for("rodata")
-    if weights.wait_states == 0 and not weights.l1_cached:
-        # no weight read waits: the packed kernel's pointwise groups would save no cache miss
-        defines["MCU_WEIGHT_READS_WAIT"] = 0
+    data_cache = weights.data_cache_bytes or weights.cache_bytes
+    if not weights.l1_cached and (weights.wait_states == 0 or data_cache < PW_GROUP_CACHE_MIN):
+        # the packed kernel's pointwise groups read the stream by parts of half such a cache: without wait
+        # states, or with a smaller cache for the weights' reads (the L4R5's 256 B), they would save no miss
+        defines["MCU_PACKED_PW_GROUPS"] = 0
     return defines
 
 

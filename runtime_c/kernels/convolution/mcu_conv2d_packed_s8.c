@@ -226,16 +226,18 @@ static int check_stream(const int32_t *stream, int32_t cout, int32_t kp, int32_t
 }
 
 #if MCU_S8_DSP_NATIVE
-/* 0 where the board reads its weights without wait states (mcu/device/toolchain.py's board_defines: a
- * memory at zero wait states, no cache): there a group's extra calls (one per part and pair instead of
- * one per pair) would save no cache miss, so the pairs run one by one and the buffer keeps its size. */
-#ifndef MCU_WEIGHT_READS_WAIT
-#define MCU_WEIGHT_READS_WAIT 1
+/* 0 where the board's weight reads wait for no cache that a part of the stream fits
+ * (mcu/device/toolchain.py's board_defines: a memory at zero wait states, or a data cache smaller than
+ * MCU_PIXEL4_STREAM_MIN, the STM32L4R5's 256 B): there a group's extra calls (one per part and pair
+ * instead of one per pair) would save no miss, so the pairs run one by one and the buffer keeps its
+ * size. */
+#ifndef MCU_PACKED_PW_GROUPS
+#define MCU_PACKED_PW_GROUPS 1
 #endif
 /* The column buffer's int16, at least MCU_PACKED_PW_GROUP_TAPS: a build with a flat pointwise layer
  * whose stream outgrows a flash cache (specialise.py: ds_cnn's 64->64 layers, mobilenet_v1's from 64
  * channels on) gives it room for up to eight pairs; other builds group the pairs their buffer holds. */
-#if !defined(MCU_PACKED_PW_GROUP_TAPS) || !MCU_WEIGHT_READS_WAIT
+#if !defined(MCU_PACKED_PW_GROUP_TAPS) || !MCU_PACKED_PW_GROUPS
 #undef MCU_PACKED_PW_GROUP_TAPS
 #define MCU_PACKED_PW_GROUP_TAPS 0
 #endif
@@ -248,7 +250,7 @@ static int check_stream(const int32_t *stream, int32_t cout, int32_t kp, int32_t
  * MCU_PIXEL4_STREAM_MIN bytes; 1 (the pairs one by one) otherwise. */
 static int32_t pw_group(const layer_t *l, int32_t fit)
 {
-    if (!MCU_WEIGHT_READS_WAIT || (int64_t)l->words * 4 * (l->cout / 4) <= MCU_PIXEL4_STREAM_MIN) {
+    if (!MCU_PACKED_PW_GROUPS || (int64_t)l->words * 4 * (l->cout / 4) <= MCU_PIXEL4_STREAM_MIN) {
         return 1;
     }
     return fit < MCU_PW_GROUP_MAX ? fit : MCU_PW_GROUP_MAX;
