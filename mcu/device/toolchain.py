@@ -350,6 +350,10 @@ def build_firmware(
     weights = fast_regions(board) if fast_weights is not None else []
     if any(w.copied for w in weights):
         defines = {**(defines or {}), COPY_DEFINE: None}
+    if weights and weights[0].region.data_millicycles == 0 and not weights[0].region.l1_cached:
+        # the weights read without wait states where they fit: the packed kernel's pointwise groups would
+        # save no miss (board_defines)
+        defines = {**(defines or {}), "MCU_PACKED_PW_GROUPS": 0}
     cflags = compile_flags(board, [Path(d).resolve() for d in include_dirs], defines)
     if stack_usage:
         cflags.append("-fstack-usage")  # writes <object>.su; the generated code is the same

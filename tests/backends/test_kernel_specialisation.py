@@ -242,3 +242,13 @@ def test_s4_helium_scratch_widens_the_weights() -> None:
     assert "mcu_conv2d_s8" in {Path(k).stem for k in m55.library.kernel_sources}
     m33 = compiled_model("resnet8", "mps2-an505", "w4a8")
     assert all(scratch_bytes(op) == 0 and not op.attrs.get("scratch_bytes") for op in wide(m33))
+
+
+def test_pointwise_groups_only_behind_a_flash_cache() -> None:
+    """The flat pointwise pairs share reads of a large stream (MCU_PACKED_PW_GROUPS) only on a board whose
+    weights wait behind a cache of 8 kB or more (the U575's ICACHE); not without wait states, nor behind the
+    L4R5's 256 B data cache, where the groups' extra calls would save no miss."""
+    from mcu.device.toolchain import board_defines
+    assert "MCU_PACKED_PW_GROUPS" not in board_defines(load_board("mps2-an505-u575"))
+    for name in ("mps2-an505", "mps2-an386", "mps2-an386-l4r5"):
+        assert board_defines(load_board(name))["MCU_PACKED_PW_GROUPS"] == 0
