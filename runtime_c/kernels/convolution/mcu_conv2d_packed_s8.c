@@ -272,7 +272,7 @@ static int32_t pw_part_blocks(const layer_t *l)
  * any of their outputs is written; then the stream by parts (pw_part_blocks), each part for every
  * pair, the parts forward or (back) backward, so a group starts on the part the previous one left in
  * the cache. */
-static void pw_group_run(const layer_t *l, const int32_t *packed, int16_t *col, const int8_t *input, int8_t *output,
+static __attribute__((noinline)) void pw_group_run(const layer_t *l, const int32_t *packed, int16_t *col, const int8_t *input, int8_t *output,
                          const int64_t *a, int32_t n, int32_t c_in, int32_t input_offset, int back)
 {
     const int32_t kp = l->kp, pb = 2 * kp + MCU_PIXEL2_SPARE;
@@ -405,15 +405,30 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
             const int32_t group = pw_group(&l, MCU_PACKED_BUF_TAPS / (2 * kp + MCU_PIXEL2_SPARE));
             if (group >= 2) {
                 /* A stream larger than a flash cache (8 kB, the mps2-an505-u575's ICACHE; ds_cnn's
-                 * 64->64 layers stream 9.5 kB) is read by parts of at most half of it, once per group
-                 * of pairs (pw_group_run), not per pair. All the group's inputs are in the columns
-                 * before any output is written: the one-pixel order's overlaps stay safe. */
+                 * 64->64 layers stream 9.5 kB) is read by parts of at most half of it: the columns of
+                 * `group` pairs first, then each part for every pair, so each line is fetched once per
+                 * group, not per pair. The parts run forward and backward in turn, so a group starts on
+                 * the part the previous one left in the cache. All the group's inputs are in the columns
+                 * before any output is written: the one-pixel order's overlaps stay safe. (pw_group_run
+                 * is the same for the backward layers; inlined here, where ds_cnn's code placement in
+                 * the cache was measured.) */
+                const int32_t pb = 2 * kp + MCU_PIXEL2_SPARE;
+                const int32_t part = pw_part_blocks(&l);
+                const int32_t blocks = out.c / 4;
                 for (; i + 2 * group <= pixels; i += 2 * group, x += 2 * group * in.c, y += 2 * group * out.c) {
-                    int64_t a[MCU_PW_GROUP_MAX];
                     for (int32_t g = 0; g < group; ++g) {
-                        a[g] = i + 2 * g;
+                        mcu_column2_s8(x + 2 * g * in.c, x + (2 * g + 1) * in.c, kp, p->input_offset, col + g * pb);
                     }
-                    pw_group_run(&l, packed, col, input, output, a, group, in.c, p->input_offset, back);
+                    for (int32_t n = 0; n < blocks; n += part) {
+                        const int32_t b0 = back ? ((blocks - 1 - n) / part) * part : n;
+                        const int32_t nb = blocks - b0 < part ? blocks - b0 : part;
+                        const mcu_block_order fwd = {0, 0};
+                        for (int32_t g = 0; g < group; ++g) {
+                            int8_t *yg = y + 2 * g * out.c + 4 * b0;
+                            mcu_pixel2_packed(col + g * pb, kp, packed + b0 * l.words, yg, yg + 4 * nb, out.c,
+                                              l.bounds, l.clamp, &fwd);
+                        }
+                    }
                     back ^= 1;
                 }
             }
