@@ -237,6 +237,10 @@ static int check_stream(const int32_t *stream, int32_t cout, int32_t kp, int32_t
 /* The column buffer's int16, at least MCU_PACKED_PW_GROUP_TAPS: a build with a flat pointwise layer
  * whose stream outgrows a flash cache (specialise.py: ds_cnn's 64->64 layers, mobilenet_v1's from 64
  * channels on) gives it room for up to eight pairs; other builds group the pairs their buffer holds. */
+#if defined(MCU_PACKED_PW_GROUP_TAPS) && MCU_PACKED_PW_GROUP_TAPS == 0
+#undef MCU_PACKED_PW_GROUPS
+#define MCU_PACKED_PW_GROUPS 0 /* no layer of this build groups its pairs (specialise.py): no code for it */
+#endif
 #if !defined(MCU_PACKED_PW_GROUP_TAPS) || !MCU_PACKED_PW_GROUPS
 #undef MCU_PACKED_PW_GROUP_TAPS
 #define MCU_PACKED_PW_GROUP_TAPS 0
