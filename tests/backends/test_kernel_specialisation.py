@@ -108,6 +108,13 @@ def test_defines_from_layers() -> None:
     assert packed_defines([_layer(256, cout=32, pixels=64, group=True)])["MCU_PIXEL4_GROUP"] == 1
     assert packed_defines([_layer(288, cout=12, pixels=64, group=True)])["MCU_PIXEL4_GROUP"] == 1  # 7 kB: cached
     assert merge_defines([packed_defines([quads]), packed_defines([_layer(24)])])["MCU_PIXEL4_GROUP"] == 4
+    # wider layers: room for all their pairs up to eight, at most eight pairs of 128 taps
+    assert packed_defines([_layer(128, cout=64, pointwise=True, flat=True, pixels=36, group=True)])[
+        "MCU_PACKED_PW_GROUP_TAPS"] == 2240
+    assert packed_defines([_layer(256, cout=64, pointwise=True, flat=True, pixels=9, group=True)])[
+        "MCU_PACKED_PW_GROUP_TAPS"] == 2144
+    assert packed_defines([_layer(640, cout=64, pointwise=True, flat=True, pixels=36, group=True)])[
+        "MCU_PACKED_PW_GROUP_TAPS"] == 2240
     merged = merge_defines([packed_defines([_layer(24)]), {}, packed_defines([_layer(100), _layer(28, k3c3=True)])])
     assert merged == {"MCU_PIXEL_WIDE_TAPS": 104, "MCU_PACKED_LOOP": 0, "MCU_PACKED_WINDOWS": 1,
                       "MCU_PACKED_NARROW": 1, "MCU_PACKED_NARROW_K3C3": 1, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 0, "MCU_PIXEL4_GROUP": 1}
@@ -275,3 +282,13 @@ def test_s4_helium_scratch_widens_the_weights() -> None:
     assert "mcu_conv2d_s8" in {Path(k).stem for k in m55.library.kernel_sources}
     m33 = compiled_model("resnet8", "mps2-an505", "w4a8")
     assert all(scratch_bytes(op) == 0 and not op.attrs.get("scratch_bytes") for op in wide(m33))
+
+
+def test_pointwise_groups_only_behind_a_flash_cache() -> None:
+    """The flat pointwise pairs share reads of a large stream (MCU_PACKED_PW_GROUPS) only on a board whose
+    weights wait behind a cache of 8 kB or more (the U575's ICACHE); not without wait states, nor behind the
+    L4R5's 256 B data cache, where the groups' extra calls would save no miss."""
+    from mcu.device.toolchain import board_defines
+    assert "MCU_PACKED_PW_GROUPS" not in board_defines(load_board("mps2-an505-u575"))
+    for name in ("mps2-an505", "mps2-an386", "mps2-an386-l4r5"):
+        assert board_defines(load_board(name))["MCU_PACKED_PW_GROUPS"] == 0

@@ -453,7 +453,7 @@ def _pixel_pair_case(draw) -> dict:
 @pytest.mark.qemu
 @pytest.mark.parametrize(("board_name", "defines"), [("mps2-an505", {"MCU_PIXEL4_STREAM_MIN": 0,
                                                                      "MCU_PACKED_PW_GROUP_TAPS": 1216,
-                                                                     "MCU_PIXEL4_GROUP": 4}),
+                                                                     "MCU_PIXEL4_GROUP": 4, "MCU_PACKED_PW_GROUPS": 1}),
                                                      ("mps2-an386", {})])
 @settings(max_examples=3, deadline=None, derandomize=True)
 @given(cases=st.lists(_pixel_pair_case(), min_size=24, max_size=24))
@@ -464,7 +464,8 @@ def test_packed_pixel_pairs_on_core(tmp_path_factory, board_name: str, defines: 
     one block, the parts forward and backward in turn), the rest of the row pairs and a last pixel, and every
     flat pointwise layer whose stream has FLAG_GROUP (two in three) runs its pairs in groups of up to eight (the
     buffer of MCU_PACKED_PW_GROUP_TAPS) by parts of one block, the parts forward and backward in turn, then the
-    pairs left and a last pixel; the others one pair at a time."""
+    pairs left and a last pixel; backward (in place, the output after the input) the groups run last pair
+    first, the last group possibly smaller; the others one pair at a time."""
     from mcu.device.sim.qemu import run_qemu
     from mcu.device.toolchain import build_firmware
 

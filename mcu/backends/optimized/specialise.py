@@ -17,10 +17,11 @@ every build of the model (firmware, host, the exported library's CMake and Makef
   windowed layer's stream outgrows a flash cache of ``PIXEL4_STREAM_MIN`` bytes with eight pixels or more
   to share it and its weights wait (FLAG_GROUP): its four-pixel units then run in groups (across rows) over parts of the stream, and the
   column buffer holds that many units (16 kB more stack); 1 otherwise (no grouping, the buffer unchanged).
-* ``MCU_PACKED_PW_GROUP_TAPS``: the int16 the kernel's column buffer holds at least, room for eight pairs
-  of 64-tap pointwise columns (``PW_GROUP_TAPS``) when some flat pointwise layer's stream outgrows a
-  flash cache of ``PIXEL4_STREAM_MIN`` bytes and its weights wait (the stream's FLAG_GROUP: its pairs
-  then share each read of the stream); 0 otherwise.
+* ``MCU_PACKED_PW_GROUP_TAPS``: the int16 the kernel's column buffer holds at least when some flat pointwise
+  layer's stream outgrows a flash cache of ``PIXEL4_STREAM_MIN`` bytes and its weights wait (the stream's
+  FLAG_GROUP: its pairs then share each read of the stream): room for up to eight of such a layer's pairs,
+  the widest layer's, at least eight pairs of 64 taps (``PW_GROUP_TAPS``) and at most eight of 128
+  (``PW_GROUP_TAPS_MAX``); 0 otherwise.
 * ``MCU_PACKED_BYTES``: 0 leaves out the byte streams' path (fully connected layers whose weights wait,
   convolution/pair_bytes_s8_dsp.h) when no layer has one: its code would only crowd a flash cache.
 
@@ -43,7 +44,12 @@ NARROW_TAPS_MAX = 48  # MCU_NARROW_TAPS_MAX (convolution/conv_narrow_s8_dsp.h)
 NARROW_PW_MIN = 16  # MCU_NARROW_PW_MIN: pointwise layers of this many taps or more take the two-pixel loops
 PIXEL4_STREAM_MIN = 8192  # MCU_PIXEL4_STREAM_MIN (convolution/gemm_s8_dsp.h): stream bytes of a flash cache
 PIXEL4_GROUP = 4  # four-pixel units sharing a read of the stream (MCU_PIXEL4_GROUP)
-PW_GROUP_TAPS = 8 * (2 * 64 + 24)  # eight pairs of 64 taps and their state (MCU_PIXEL2_SPARE): 2,432 B
+PW_GROUP_SPARE = 24  # MCU_PIXEL2_SPARE: the int16 of a pair's state after its column
+PW_GROUP_PAIRS = 8  # MCU_PW_GROUP_MAX: the pairs of a group
+PW_GROUP_TAPS = PW_GROUP_PAIRS * (2 * 64 + PW_GROUP_SPARE)  # eight pairs of 64 taps and their state: 2,432 B
+# eight pairs of 128 taps, 4,480 B: mobilenet_v1's 128-channel layers read their 35 kB streams three times
+# instead of five; the kernel's frame stays below the depthwise kernels' deeper one there
+PW_GROUP_TAPS_MAX = PW_GROUP_PAIRS * (2 * 128 + PW_GROUP_SPARE)
 
 
 @dataclass(frozen=True)
@@ -102,6 +108,10 @@ class PackedLayer:
         the weights wait (FLAG_GROUP: without wait states the groups' calls cost more than they save)."""
         return self.group and not self.bytes and self.takes_windows() and self.pixels >= 8 and self.cout * (2 * self.kp + 20) > PIXEL4_STREAM_MIN
 
+    def group_taps(self) -> int:
+        """The int16 of the column buffer that all of a grouping layer's pairs (up to eight) would fill."""
+        return min(PW_GROUP_PAIRS, self.pixels // 2) * (2 * self.kp + PW_GROUP_SPARE)
+
     def dot_taps(self) -> int:
         """The taps mcu_pixel_packed runs for this layer on a DSP core (0: it never runs): layers with a
         right-shift stream and at least one whole block of 4 channels (``pixel``)."""
@@ -115,13 +125,14 @@ def packed_defines(layers: Iterable[PackedLayer]) -> dict[str, int]:
     if not layers:
         return {}
     widest = max(layer.dot_taps() for layer in layers)
+    groups = [layer.group_taps() for layer in layers if layer.groups_pairs()]
     loop = widest > WIDE_TAPS_MAX
     wide = WIDE_TAPS_MAX if loop else max(8, (widest + 7) // 8 * 8)
     return {"MCU_PIXEL_WIDE_TAPS": wide, "MCU_PACKED_LOOP": int(loop),
             "MCU_PACKED_WINDOWS": int(any(layer.takes_windows() for layer in layers)),
             "MCU_PACKED_NARROW": int(any(layer.takes_narrow() for layer in layers)),
             "MCU_PACKED_NARROW_K3C3": int(any(layer.takes_narrow() and layer.k3c3 for layer in layers)),
-            "MCU_PACKED_PW_GROUP_TAPS": PW_GROUP_TAPS if any(layer.groups_pairs() for layer in layers) else 0,
+            "MCU_PACKED_PW_GROUP_TAPS": min(PW_GROUP_TAPS_MAX, max(PW_GROUP_TAPS, *groups)) if groups else 0,
             "MCU_PACKED_BYTES": int(any(layer.bytes for layer in layers)),
             "MCU_PIXEL4_GROUP": PIXEL4_GROUP if loop and any(layer.groups_quads() for layer in layers) else 1}
 

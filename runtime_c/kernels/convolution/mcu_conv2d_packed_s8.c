@@ -266,10 +266,23 @@ static int check_stream(const int32_t *stream, int32_t cout, int32_t kp, int32_t
 }
 
 #if MCU_S8_DSP_NATIVE
+/* 0 where the board's weight reads wait for no cache that a part of the stream fits
+ * (mcu/device/toolchain.py's board_defines: a memory at zero wait states, or a data cache smaller than
+ * MCU_PIXEL4_STREAM_MIN, the STM32L4R5's 256 B): there a group's extra calls (one per part and pair
+ * instead of one per pair) would save no miss, so the pairs run one by one and the buffer keeps its
+ * size. */
+#ifndef MCU_PACKED_PW_GROUPS
+#define MCU_PACKED_PW_GROUPS 1
+#endif
 /* The column buffer's int16, at least MCU_PACKED_PW_GROUP_TAPS: a build with a flat pointwise layer
- * whose stream outgrows a flash cache (specialise.py: ds_cnn's 64->64 layers) gives it room for eight
- * pairs of 64 taps; other builds group the pairs their buffer holds anyway. */
-#ifndef MCU_PACKED_PW_GROUP_TAPS
+ * whose stream outgrows a flash cache (specialise.py: ds_cnn's 64->64 layers, mobilenet_v1's from 64
+ * channels on) gives it room for up to eight pairs; other builds group the pairs their buffer holds. */
+#if defined(MCU_PACKED_PW_GROUP_TAPS) && MCU_PACKED_PW_GROUP_TAPS == 0
+#undef MCU_PACKED_PW_GROUPS
+#define MCU_PACKED_PW_GROUPS 0 /* no layer of this build groups its pairs (specialise.py): no code for it */
+#endif
+#if !defined(MCU_PACKED_PW_GROUP_TAPS) || !MCU_PACKED_PW_GROUPS
+#undef MCU_PACKED_PW_GROUP_TAPS
 #define MCU_PACKED_PW_GROUP_TAPS 0
 #endif
 /* Four-pixel units sharing one read of a windowed layer's stream: 4 (specialise.py) in a model's build with windows over MCU_PIXEL_WIDE_TAPS whose streams outgrow a flash cache
@@ -292,14 +305,14 @@ static int check_stream(const int32_t *stream, int32_t cout, int32_t kp, int32_t
     (MCU_PIXEL4_GROUP_TAPS > MCU_PACKED_BUF_TAPS2 ? MCU_PIXEL4_GROUP_TAPS : MCU_PACKED_BUF_TAPS2)
 #define MCU_PW_GROUP_MAX 8 /* pairs sharing one read of the stream */
 
-/* How many pairs of a flat pointwise layer share a read of its stream (mcu_conv2d_packed_s8): as many
- * as the buffer holds (`fit`), up to MCU_PW_GROUP_MAX, when the stream outgrows a flash cache of
- * MCU_PIXEL4_STREAM_MIN bytes and its weights wait (the stream's MCU_PACKED_FLAG_GROUP: in memory
- * without wait states the groups' extra calls cost more than the misses they save); 1 (the pairs
- * one by one) otherwise. */
+/* How many pairs of a pointwise layer share a read of its stream (mcu_conv2d_packed_s8): as many as
+ * the buffer holds (`fit`), up to MCU_PW_GROUP_MAX, when the stream outgrows a flash cache of
+ * MCU_PIXEL4_STREAM_MIN bytes, its weights wait (the stream's MCU_PACKED_FLAG_GROUP) and the board has
+ * a cache the groups pay back in (MCU_PACKED_PW_GROUPS: not the L4R5's 256 B one): elsewhere the
+ * groups' extra calls cost more than the misses they save; 1 (the pairs one by one) otherwise. */
 static int32_t pw_group(const layer_t *l, int32_t fit)
 {
-    if (!l->group || (int64_t)l->words * 4 * (l->cout / 4) <= MCU_PIXEL4_STREAM_MIN) {
+    if (!MCU_PACKED_PW_GROUPS || !l->group || (int64_t)l->words * 4 * (l->cout / 4) <= MCU_PIXEL4_STREAM_MIN) {
         return 1;
     }
     return fit < MCU_PW_GROUP_MAX ? fit : MCU_PW_GROUP_MAX;
@@ -314,6 +327,33 @@ static int32_t pw_part_blocks(const layer_t *l)
     const int32_t most = fit < 1 ? 1 : fit;
     const int32_t parts = (blocks + most - 1) / most;
     return (blocks + parts - 1) / parts; /* parts of equal size, the last one possibly smaller */
+}
+
+/* n pairs of a pointwise layer sharing each read of its stream: pair g is pixels a[g] and a[g] + 1 (c_in
+ * bytes in, l->cout out each). The columns of every pair first, so all their inputs are read before
+ * any of their outputs is written; then the stream by parts (pw_part_blocks), each part for every
+ * pair, the parts forward or (back) backward, so a group starts on the part the previous one left in
+ * the cache. */
+static __attribute__((noinline)) void pw_group_run(const layer_t *l, const int32_t *packed, int16_t *col, const int8_t *input, int8_t *output,
+                         const int64_t *a, int32_t n, int32_t c_in, int32_t input_offset, int back)
+{
+    const int32_t kp = l->kp, pb = 2 * kp + MCU_PIXEL2_SPARE;
+    for (int32_t g = 0; g < n; ++g) {
+        const int8_t *x = input + a[g] * c_in;
+        mcu_column2_s8(x, x + c_in, kp, input_offset, col + g * pb);
+    }
+    const int32_t part = pw_part_blocks(l);
+    const int32_t blocks = l->cout / 4;
+    const mcu_block_order fwd = {0, 0};
+    for (int32_t k = 0; k < blocks; k += part) {
+        const int32_t b0 = back ? ((blocks - 1 - k) / part) * part : k;
+        const int32_t nb = blocks - b0 < part ? blocks - b0 : part;
+        for (int32_t g = 0; g < n; ++g) {
+            int8_t *yg = output + a[g] * l->cout + 4 * b0;
+            mcu_pixel2_packed(col + g * pb, kp, packed + b0 * l->words, yg, yg + 4 * nb, l->cout, l->bounds, l->clamp,
+                              &fwd);
+        }
+    }
 }
 #endif
 
@@ -405,7 +445,22 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
              * pixel at a time (after pixel i's), so the order stays safe. Such layers are where the
              * planner overlaps a wider output with its input (mobilenet_v1's channel doublings): one
              * pixel at a time streamed their weights once per pixel. */
-            for (int back = 0; i >= 1; i -= 2, back ^= 1) {
+            int back = 0;
+            const int32_t group = pw_group(&l, MCU_PACKED_BUF_TAPS / (2 * kp + MCU_PIXEL2_SPARE));
+            /* A stream larger than a flash cache is read once per group of pairs (pw_group_run), the
+             * last group possibly smaller. Still safe backward: a pixel's output never overlaps the
+             * input of a lower pixel (the direction's condition), and every pixel above the group's
+             * lowest one is read by then. */
+            while (group >= 2 && i >= 1) {
+                int64_t a[MCU_PW_GROUP_MAX];
+                int32_t n = 0;
+                for (; n < group && i >= 1; ++n, i -= 2) {
+                    a[n] = i - 1;
+                }
+                pw_group_run(&l, packed, col, input, output, a, n, in.c, p->input_offset, back);
+                back ^= 1;
+            }
+            for (; i >= 1; i -= 2, back ^= 1) {
                 const pass_t t = pass_of(&l, packed, output + (i - 1) * bo, back);
                 mcu_column2_s8(input + (i - 1) * bi, input + i * bi, kp, p->input_offset, col);
                 mcu_pixel2_packed(col, kp, t.blob, t.y, t.y_end, out.c, l.bounds, l.clamp, &t.order);
@@ -440,7 +495,9 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
                  * `group` pairs first, then each part for every pair, so each line is fetched once per
                  * group, not per pair. The parts run forward and backward in turn, so a group starts on
                  * the part the previous one left in the cache. All the group's inputs are in the columns
-                 * before any output is written: the one-pixel order's overlaps stay safe. */
+                 * before any output is written: the one-pixel order's overlaps stay safe. (pw_group_run
+                 * is the same for the backward layers; inlined here, where ds_cnn's code placement in
+                 * the cache was measured.) */
                 const int32_t pb = 2 * kp + MCU_PIXEL2_SPARE;
                 const int32_t part = pw_part_blocks(&l);
                 const int32_t blocks = out.c / 4;
