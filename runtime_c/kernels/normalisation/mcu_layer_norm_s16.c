@@ -43,6 +43,24 @@ static uint32_t isqrt64(uint64_t v)
     return (uint32_t)root;
 }
 
+/* floor(2^62 / d) for d in [2^30, 2^31) by shifts and subtracts: a 64-bit division would call the C
+ * library's helper, which kernels do not link. The numerator's bits above 32 leave a remainder 2^29 < d,
+ * so the quotient has 33 bits and 33 steps make it. */
+static uint64_t reciprocal62(uint32_t d)
+{
+    uint64_t rem = (uint64_t)1 << 29;
+    uint64_t q = 0;
+    for (int32_t i = 0; i < 33; ++i) {
+        rem <<= 1;
+        q <<= 1;
+        if (rem >= d) {
+            rem -= d;
+            q |= 1u;
+        }
+    }
+    return q;
+}
+
 static int64_t round_shift(int64_t v, int32_t s)
 {
     return mcu_asr64(v + ((int64_t)1 << (s - 1)), s);
@@ -87,7 +105,7 @@ mcu_status mcu_layer_norm_s16(const mcu_layer_norm_s16_params *p, const int16_t 
                 w <<= 2;
                 ++k;
             }
-            recip = ((uint64_t)1 << 62) / isqrt64(w); /* in (2^31, 2^32] */
+            recip = reciprocal62(isqrt64(w)); /* 2^62 / floor(sqrt(W)): in (2^31, 2^32] */
         }
         const int32_t sh = 38 - k; /* k <= 30 */
         for (int32_t c = 0; c < n; ++c) {
