@@ -9,16 +9,15 @@ to fp32 than at int8."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 import torch
 from torch import nn
 
 import mcu
 from mcu.device.boards import load_board
-from mcu.ir import NUMPY_DTYPES
-from mcu.program.device import build_interpreter_firmware, run_program
+from mcu.program.device import build_interpreter_firmware
 from mcu.reference.interp import Reference
+from int16_checks import assert_c_and_program_equal_reference, assert_device_equals_reference, output_sqnr_db
 from repo import requires_qemu
 
 KINDS = {"gated_mlp": {"sigmoid", "tanh", "softmax", "mul"}, "gated_cnn": {"sigmoid", "tanh", "softmax", "mul"},
@@ -110,14 +109,6 @@ def _compile(name: str, quantize: str, board: str = "mps2-an505") -> mcu.Compile
                        name=name, board=board)
 
 
-def _sqnr(cm: mcu.CompiledModel) -> float:
-    signal = noise = 0.0
-    for x in cm.spec.test_inputs:
-        for got, want in zip(cm.run(*x), cm.eager(*x)):
-            signal += float((want.double() ** 2).sum())
-            noise += float(((got.double() - want.double()) ** 2).sum())
-    return 10 * np.log10(signal / noise)
-
 
 @pytest.fixture(scope="module", params=MODELS)
 def w8a16(request) -> mcu.CompiledModel:
@@ -134,20 +125,14 @@ def test_w8a16_activations_and_products_are_int16_kernels(w8a16) -> None:
 
 
 def test_w8a16_activations_are_bit_exact_in_c_and_program(w8a16) -> None:
-    for x in w8a16.spec.test_inputs:
-        want = w8a16.reference_raw(*x)
-        for got in (w8a16.runtime_program().method("forward").run_raw(*w8a16.encode_inputs(x)),
-                    w8a16.run_raw_c(*x)):
-            for g, r in zip(got, want):
-                assert g.dtype == np.int16
-                np.testing.assert_array_equal(g, r)
+    assert_c_and_program_equal_reference(w8a16)
 
 
 @pytest.mark.slow
 def test_w8a16_activations_are_closer_to_fp32_than_int8(w8a16) -> None:
     """gated_mlp 59.7 dB against 45.0 at int8, gated_cnn 90.5 against 43.9 (3 test vectors; README's table)."""
     margin = {"gated_mlp": 12.0, "gated_cnn": 12.0, "tables_mlp": 3.0, "moves_cnn": 12.0}[w8a16.spec.name]
-    assert _sqnr(w8a16) > _sqnr(_compile(w8a16.spec.name, "int8")) + margin
+    assert output_sqnr_db(w8a16) > output_sqnr_db(_compile(w8a16.spec.name, "int8")) + margin
 
 
 @requires_qemu
@@ -159,15 +144,5 @@ def test_w8a16_activations_are_bit_exact_on_the_simulated_cores(name: str, board
     codes. Each model runs on one core: these kernels are portable C (no DSP or Helium path), so a second
     core would test only the compiler, at a firmware build and two simulator runs a cell."""
     cm = _compile(name, "w8a16", board)
-    sim = cm.simulate()
-    assert sim.passed, sim.console[-2000:]
     firmware = build_interpreter_firmware(load_board(board))  # (every kernel, built once per board)
-    run = run_program(cm.board, firmware.elf, cm.program_image(bundle_tests=True).program)
-    assert run.passed, run.console[-2000:]
-    for v, x in enumerate(cm.spec.test_inputs):
-        want = cm.reference_raw(*x)
-        for got, r in zip(sim.outputs_raw[v], cm.raw_outputs(want)):
-            np.testing.assert_array_equal(got, r)
-        device = [run.output("forward", v, i, NUMPY_DTYPES[t.dtype], t.numel) for i, t in enumerate(cm.graph.outputs)]
-        for got, r in zip(device, want):
-            np.testing.assert_array_equal(got, r)
+    assert_device_equals_reference(cm, firmware.elf)

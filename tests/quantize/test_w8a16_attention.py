@@ -7,15 +7,14 @@ than int8's."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 import mcu
-from attention_models import KINDS, MODELS, compile_model, sqnr
+from attention_models import KINDS, MODELS, compile_model
 from mcu.device.boards import load_board
-from mcu.ir import NUMPY_DTYPES
-from mcu.program.device import build_interpreter_firmware, run_program
+from mcu.program.device import build_interpreter_firmware
 from mcu.reference.interp import Reference
+from int16_checks import assert_c_and_program_equal_reference, assert_device_equals_reference, output_sqnr_db
 from repo import requires_qemu
 
 # (each model compiles in 10 to 40 s: the kernels' fast tests are tests/kernels/test_kernels_s16_norm.py)
@@ -38,20 +37,14 @@ def test_w8a16_attention_and_norms_are_int16_kernels(w8a16) -> None:
 
 
 def test_w8a16_attention_and_norms_are_bit_exact_in_c_and_program(w8a16) -> None:
-    for x in w8a16.spec.test_inputs:
-        want = w8a16.reference_raw(*x)
-        for got in (w8a16.runtime_program().method("forward").run_raw(*w8a16.encode_inputs(x)),
-                    w8a16.run_raw_c(*x)):
-            for g, r in zip(got, want):
-                assert g.dtype == np.int16
-                np.testing.assert_array_equal(g, r)
+    assert_c_and_program_equal_reference(w8a16)
 
 
 def test_w8a16_attention_and_norms_are_closer_to_fp32_than_int8(w8a16) -> None:
     """mha 47.1 dB against 34.1 at int8, mha_weights 48.8 / 33.9, encoder 45.3 / 40.6, rms 46.1 / 34.7, pos
     49.5 / 35.7 (bench/w8a16_attention.py; README)."""
     margin = {"mha": 10.0, "mha_weights": 10.0, "encoder": 3.0, "rms": 8.0, "pos": 10.0}[w8a16.spec.name]
-    assert sqnr(w8a16) > sqnr(compile_model(w8a16.spec.name, "int8")) + margin
+    assert output_sqnr_db(w8a16) > output_sqnr_db(compile_model(w8a16.spec.name, "int8")) + margin
 
 
 @requires_qemu
@@ -62,16 +55,4 @@ def test_w8a16_attention_and_norms_are_bit_exact_on_the_m33() -> None:
     board = "mps2-an505"
     firmware = build_interpreter_firmware(load_board(board))
     for name in MODELS:
-        cm = compile_model(name, "w8a16", board)
-        sim = cm.simulate()
-        assert sim.passed, sim.console[-2000:]
-        run = run_program(cm.board, firmware.elf, cm.program_image(bundle_tests=True).program)
-        assert run.passed, run.console[-2000:]
-        for v, x in enumerate(cm.spec.test_inputs):
-            want = cm.reference_raw(*x)
-            for got, r in zip(sim.outputs_raw[v], cm.raw_outputs(want)):
-                np.testing.assert_array_equal(got, r)
-            device = [run.output("forward", v, i, NUMPY_DTYPES[t.dtype], t.numel)
-                      for i, t in enumerate(cm.graph.outputs)]
-            for got, r in zip(device, want):
-                np.testing.assert_array_equal(got, r)
+        assert_device_equals_reference(compile_model(name, "w8a16", board), firmware.elf)

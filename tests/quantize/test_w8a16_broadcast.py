@@ -9,7 +9,6 @@ and closer to fp32 than at int8."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -17,9 +16,9 @@ from torch import nn
 import mcu
 from mcu.device.boards import load_board
 from mcu.errors import McuError
-from mcu.ir import NUMPY_DTYPES
-from mcu.program.device import build_interpreter_firmware, run_program
+from mcu.program.device import build_interpreter_firmware
 from mcu.reference.interp import Reference
+from int16_checks import assert_c_and_program_equal_reference, assert_device_equals_reference, output_sqnr_db
 from repo import requires_qemu
 
 KINDS = {"se_cnn": {"mul", "add", "sub", "maximum", "remap"}, "pooled_tcn": {"reduce"},
@@ -106,14 +105,6 @@ def _compile(name: str, quantize: str, board: str = "mps2-an505") -> mcu.Compile
                        name=name, board=board)
 
 
-def _sqnr(cm: mcu.CompiledModel) -> float:
-    signal = noise = 0.0
-    for x in cm.spec.test_inputs:
-        for got, want in zip(cm.run(*x), cm.eager(*x)):
-            signal += float((want.double() ** 2).sum())
-            noise += float(((got.double() - want.double()) ** 2).sum())
-    return 10 * np.log10(signal / noise)
-
 
 @pytest.fixture(scope="module", params=MODELS)
 def w8a16(request) -> mcu.CompiledModel:
@@ -130,13 +121,7 @@ def test_w8a16_broadcasts_and_reductions_are_int16_kernels(w8a16) -> None:
 
 
 def test_w8a16_broadcasts_and_reductions_are_bit_exact_in_c_and_program(w8a16) -> None:
-    for x in w8a16.spec.test_inputs:
-        want = w8a16.reference_raw(*x)
-        for got in (w8a16.runtime_program().method("forward").run_raw(*w8a16.encode_inputs(x)),
-                    w8a16.run_raw_c(*x)):
-            for g, r in zip(got, want):
-                assert g.dtype == np.int16
-                np.testing.assert_array_equal(g, r)
+    assert_c_and_program_equal_reference(w8a16)
 
 
 def test_w8a16_still_refuses_a_quotient_of_two_tensors() -> None:
@@ -153,7 +138,7 @@ def test_w8a16_still_refuses_a_quotient_of_two_tensors() -> None:
 def test_w8a16_broadcasts_and_reductions_are_closer_to_fp32_than_int8(w8a16) -> None:
     """se_cnn 75.3 dB against 45.1 at int8, pooled_tcn 51.0 against 36.2, prelu_cnn 74.0 against 48.6 (3 test
     vectors; README)."""
-    assert _sqnr(w8a16) > _sqnr(_compile(w8a16.spec.name, "int8")) + 12.0
+    assert output_sqnr_db(w8a16) > output_sqnr_db(_compile(w8a16.spec.name, "int8")) + 12.0
 
 
 @requires_qemu
@@ -164,15 +149,5 @@ def test_w8a16_broadcasts_and_reductions_are_bit_exact_on_the_m33(name: str) -> 
     """The generated-C firmware and the program file on the interpreter firmware both give the reference's
     codes."""
     cm = _compile(name, "w8a16", "mps2-an505")
-    sim = cm.simulate()
-    assert sim.passed, sim.console[-2000:]
     firmware = build_interpreter_firmware(load_board("mps2-an505"))  # (every kernel, built once per board)
-    run = run_program(cm.board, firmware.elf, cm.program_image(bundle_tests=True).program)
-    assert run.passed, run.console[-2000:]
-    for v, x in enumerate(cm.spec.test_inputs):
-        want = cm.reference_raw(*x)
-        for got, r in zip(sim.outputs_raw[v], cm.raw_outputs(want)):
-            np.testing.assert_array_equal(got, r)
-        device = [run.output("forward", v, i, NUMPY_DTYPES[t.dtype], t.numel) for i, t in enumerate(cm.graph.outputs)]
-        for got, r in zip(device, want):
-            np.testing.assert_array_equal(got, r)
+    assert_device_equals_reference(cm, firmware.elf)

@@ -4,7 +4,6 @@ a transformer encoder layer built by hand with a log-softmax head, and nn.RMSNor
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 from torch import nn
 
@@ -90,10 +89,3 @@ def compile_model(name: str, quantize: str, board: str = "mps2-an505") -> mcu.Co
                        name=name, board=board)
 
 
-def sqnr(cm: mcu.CompiledModel) -> float:
-    signal = noise = 0.0
-    for x in cm.spec.test_inputs:
-        for got, want in zip(cm.run(*x), cm.eager(*x)):
-            signal += float((want.double() ** 2).sum())
-            noise += float(((got.double() - want.double()) ** 2).sum())
-    return 10 * np.log10(signal / noise)

@@ -21,27 +21,8 @@
 
 #include "../common/check.h"
 #include "../common/requant.h"
+#include "norm_root.h"
 #include "../common/requant_s16.h"
-
-/* floor(sqrt(v)) by the bit-pair method: shifts, adds and compares only. */
-static uint32_t isqrt64(uint64_t v)
-{
-    uint64_t root = 0;
-    uint64_t bit = (uint64_t)1 << 62;
-    while (bit > v) {
-        bit >>= 2;
-    }
-    while (bit != 0) {
-        if (v >= root + bit) {
-            v -= root + bit;
-            root = (root >> 1) + bit;
-        } else {
-            root >>= 1;
-        }
-        bit >>= 2;
-    }
-    return (uint32_t)root;
-}
 
 /* floor(2^62 / d) for d in [2^30, 2^31) by shifts and subtracts: a 64-bit division would call the C
  * library's helper, which kernels do not link. The numerator's bits above 32 leave a remainder 2^29 < d,
@@ -59,11 +40,6 @@ static uint64_t reciprocal62(uint32_t d)
         }
     }
     return q;
-}
-
-static int64_t round_shift(int64_t v, int32_t s)
-{
-    return mcu_asr64(v + ((int64_t)1 << (s - 1)), s);
 }
 
 mcu_status mcu_layer_norm_s16(const mcu_layer_norm_s16_params *p, const int16_t *input, const int32_t *multipliers,
@@ -105,13 +81,13 @@ mcu_status mcu_layer_norm_s16(const mcu_layer_norm_s16_params *p, const int16_t 
                 w <<= 2;
                 ++k;
             }
-            recip = reciprocal62(isqrt64(w)); /* 2^62 / floor(sqrt(W)): in (2^31, 2^32] */
+            recip = reciprocal62(mcu_isqrt64(w)); /* 2^62 / floor(sqrt(W)): in (2^31, 2^32] */
         }
         const int32_t sh = 38 - k; /* k <= 30 */
         for (int32_t c = 0; c < n; ++c) {
             /* (x[c] is read before y[c] is written: in place exactly) */
-            const int64_t u = round_shift((int64_t)(n * (int32_t)x[c] - sum) * (int64_t)recip, sh);
-            const int64_t a = round_shift(u * multipliers[c], shifts[c]) + bias[c];
+            const int64_t u = mcu_norm_round_shift((int64_t)(n * (int32_t)x[c] - sum) * (int64_t)recip, sh);
+            const int64_t a = mcu_norm_round_shift(u * multipliers[c], shifts[c]) + bias[c];
             const int64_t q = mcu_asr64(a + 128, 8);
             y[c] = (int16_t)(q < p->act_min ? p->act_min : q > p->act_max ? p->act_max : q);
         }

@@ -24,31 +24,7 @@
 
 #include "../common/check.h"
 #include "../common/requant.h"
-
-/* floor(sqrt(v)) by the bit-pair method: shifts, adds and compares only. */
-static uint32_t isqrt64(uint64_t v)
-{
-    uint64_t root = 0;
-    uint64_t bit = (uint64_t)1 << 62;
-    while (bit > v) {
-        bit >>= 2;
-    }
-    while (bit != 0) {
-        if (v >= root + bit) {
-            v -= root + bit;
-            root = (root >> 1) + bit;
-        } else {
-            root >>= 1;
-        }
-        bit >>= 2;
-    }
-    return (uint32_t)root;
-}
-
-static int64_t round_shift(int64_t v, int32_t s)
-{
-    return mcu_asr64(v + ((int64_t)1 << (s - 1)), s);
-}
+#include "norm_root.h"
 
 mcu_status mcu_layer_norm_s8(const mcu_layer_norm_s8_params *p, const int8_t *input, const int32_t *multipliers,
                              const int32_t *shifts, const int32_t *bias, int8_t *output)
@@ -91,13 +67,13 @@ mcu_status mcu_layer_norm_s8(const mcu_layer_norm_s8_params *p, const int8_t *in
                 w <<= 2;
                 ++k;
             }
-            recip = 0xFFFFFFFFu / (isqrt64(w) >> 15);
+            recip = 0xFFFFFFFFu / (mcu_isqrt64(w) >> 15);
         }
         const int32_t sh = 23 - k; /* k <= 30 */
         for (int32_t c = 0; c < n; ++c) {
             const int64_t zf = (int64_t)(n * x[c] - sum) * (int64_t)recip;
-            const int64_t u = sh > 0 ? round_shift(zf, sh) : zf * ((int64_t)1 << -sh);
-            const int64_t a = round_shift(u * multipliers[c], shifts[c]) + bias[c];
+            const int64_t u = sh > 0 ? mcu_norm_round_shift(zf, sh) : zf * ((int64_t)1 << -sh);
+            const int64_t a = mcu_norm_round_shift(u * multipliers[c], shifts[c]) + bias[c];
             const int64_t q = mcu_asr64(a + 128, 8) + p->output_offset;
             y[c] = (int8_t)(q < p->act_min ? p->act_min : q > p->act_max ? p->act_max : q);
         }

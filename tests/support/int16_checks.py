@@ -1,0 +1,46 @@
+"""Checks the w8a16 model tests share: output SQNR against eager fp32, the generated C and the program file
+equal to the integer reference on the host, and the firmware and the interpreter firmware equal to it."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import mcu
+from mcu.ir import NUMPY_DTYPES
+from mcu.program.device import run_program
+
+
+def output_sqnr_db(cm: mcu.CompiledModel) -> float:
+    """SQNR of the deployed integer program's outputs against eager fp32 over the bundled test inputs."""
+    signal = noise = 0.0
+    for x in cm.spec.test_inputs:
+        for got, want in zip(cm.run(*x), cm.eager(*x)):
+            signal += float((want.double() ** 2).sum())
+            noise += float(((got.double() - want.double()) ** 2).sum())
+    return float(10 * np.log10(signal / noise))
+
+
+def assert_c_and_program_equal_reference(cm: mcu.CompiledModel) -> None:
+    """The host C build and the program file give the reference's int16 codes on every test input."""
+    for x in cm.spec.test_inputs:
+        want = cm.reference_raw(*x)
+        for got in (cm.runtime_program().method("forward").run_raw(*cm.encode_inputs(x)), cm.run_raw_c(*x)):
+            for g, r in zip(got, want):
+                assert g.dtype == np.int16
+                np.testing.assert_array_equal(g, r)
+
+
+def assert_device_equals_reference(cm: mcu.CompiledModel, interpreter_elf) -> None:
+    """The generated-C firmware and the program file on ``interpreter_elf`` give the reference's codes in the
+    board's simulator."""
+    sim = cm.simulate()
+    assert sim.passed, sim.console[-2000:]
+    run = run_program(cm.board, interpreter_elf, cm.program_image(bundle_tests=True).program)
+    assert run.passed, run.console[-2000:]
+    for v, x in enumerate(cm.spec.test_inputs):
+        want = cm.reference_raw(*x)
+        for got, r in zip(sim.outputs_raw[v], cm.raw_outputs(want)):
+            np.testing.assert_array_equal(got, r)
+        device = [run.output("forward", v, i, NUMPY_DTYPES[t.dtype], t.numel) for i, t in enumerate(cm.graph.outputs)]
+        for got, r in zip(device, want):
+            np.testing.assert_array_equal(got, r)
