@@ -475,8 +475,6 @@ FLOAT_MOVES: dict[str, Run] = {
 }
 
 
-_S16_PAIRS = {"add", "sub", "mul", "maximum", "minimum"}  # the 16x8 binary kinds
-
 # int16 activations with int8 weights (w8a16): the 16x8 kernels of mcu.reference.s16
 INT16_OPS: dict[str, Run] = {
     "conv2d": _conv2d_s16,
@@ -540,9 +538,7 @@ class Reference:
         for op in self.graph.ops:
             if op.attrs.get("alias"):
                 continue
-            # (a 16x8 binary op reads a constant operand like an activation: mcu_add_s16 has no broadcasting)
-            args = [value(t) for t in op.inputs if not t.is_constant or op.kind == "concat" or
-                    (op.output.dtype == "int16" and op.kind in _S16_PAIRS)]
+            args = [value(t) for t in op.inputs if not t.is_constant or op.kind == "concat"]
             table = {"int8": INT8_OPS, "int16": INT16_OPS}.get(op.output.dtype, FLOAT_MOVES)
             if op.kind not in table:
                 raise McuError(f"the int8 model keeps {op.kind} {op.name} in fp32"
