@@ -12,12 +12,12 @@ import argparse
 import sys
 from pathlib import Path
 
-import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "support"))
 
 from attention_models import MODELS, compile_model  # noqa: E402
+from int16_checks import device_sqnr_db  # noqa: E402
 
 
 def measure(name: str, quantize: str, board: str) -> tuple[float, int]:
@@ -26,13 +26,7 @@ def measure(name: str, quantize: str, board: str) -> tuple[float, int]:
     sim = cm.simulate()
     if not sim.passed:
         raise SystemExit(f"{name} {quantize}: the firmware did not pass:\n{sim.console[-2000:]}")
-    signal = noise = 0.0
-    for v, x in enumerate(cm.spec.test_inputs):
-        for got, want in zip(sim.outputs[v], cm.eager(*x)):
-            w = want.detach().double().numpy().reshape(np.shape(got))
-            signal += float((w ** 2).sum())
-            noise += float(((np.asarray(got, dtype=np.float64) - w) ** 2).sum())
-    return 10.0 * float(np.log10(signal / noise)), int(sim.instructions or 0)
+    return device_sqnr_db(cm, sim), int(sim.instructions or 0)
 
 
 def main(argv: list[str]) -> int:

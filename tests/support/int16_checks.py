@@ -44,3 +44,14 @@ def assert_device_equals_reference(cm: mcu.CompiledModel, interpreter_elf) -> No
         device = [run.output("forward", v, i, NUMPY_DTYPES[t.dtype], t.numel) for i, t in enumerate(cm.graph.outputs)]
         for got, r in zip(device, want):
             np.testing.assert_array_equal(got, r)
+
+
+def device_sqnr_db(cm: mcu.CompiledModel, sim) -> float:
+    """SQNR of a simulated firmware's outputs (``cm.simulate()``) against eager fp32 over the test inputs."""
+    signal = noise = 0.0
+    for v, x in enumerate(cm.spec.test_inputs):
+        for got, want in zip(sim.outputs[v], cm.eager(*x)):
+            w = want.detach().double().numpy().reshape(np.shape(got))
+            signal += float((w ** 2).sum())
+            noise += float(((np.asarray(got, dtype=np.float64) - w) ** 2).sum())
+    return float(10.0 * np.log10(signal / noise))

@@ -116,10 +116,6 @@ def constant_operand(op: Op, t: Tensor) -> Tensor | None:
     qc = t.qconst
     if qc is not None and np.all(qc.scale == qc.scale.flat[0]) and np.all(qc.zero_point == qc.zero_point.flat[0]):
         scale, zp = float(qc.scale.flat[0]), int(qc.zero_point.flat[0])
-        if qc.qmax > 127:  # an int16 operand of a 16x8 op (w8a16)
-            return Tensor(name=f"{t.name}_q", shape=t.shape, dtype="int16",
-                          data=np.ascontiguousarray(np.asarray(qc.values, dtype=np.int16).reshape(t.shape)),
-                          dim_order=t.dim_order, quant=QuantParams(scale=(scale,), zero_point=(zp,)))
         codes = np.asarray(qc.values, dtype=np.int8).reshape(t.shape)
     else:
         scale, zp = own_quantization(data)

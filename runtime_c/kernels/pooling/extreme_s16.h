@@ -11,20 +11,15 @@
 #include "mcu/kernels_s16.h"
 #include "../common/check.h"
 #include "../common/requant_s16.h"
+#include "reduce_s16.h"
 
 static inline mcu_status mcu_extreme_s16(int largest, const mcu_mean_s16_params *p, const int16_t *input,
                                          int16_t *output)
 {
-    MCU_REQUIRE(p != NULL && input != NULL && output != NULL, MCU_ERR_NULL_POINTER);
-    MCU_REQUIRE(mcu_act_s16_valid(p->act_min, p->act_max) && mcu_quant_s16_valid(p->multiplier, p->shift),
-                MCU_ERR_INVALID_ARG);
-    const int32_t in_dims[3] = {p->outer, p->axis, p->inner};
-    const int32_t out_dims[2] = {p->outer, p->inner};
-    const int32_t in_count = mcu_checked_count(in_dims, 3, 2);
-    const int32_t out_count = mcu_checked_count(out_dims, 2, 2);
-    MCU_REQUIRE(in_count > 0 && out_count > 0, MCU_ERR_SHAPE);
-    MCU_REQUIRE(!mcu_overlaps(input, (size_t)in_count * sizeof(int16_t), output, (size_t)out_count * sizeof(int16_t)),
-                MCU_ERR_INVALID_ARG);
+    const mcu_status status = mcu_reduce_s16_check(p, input, output);
+    if (status != MCU_OK) {
+        return status;
+    }
     const int32_t m15 = mcu_reduce_multiplier_q15(p->multiplier);
     for (int32_t o = 0; o < p->outer; ++o) {
         const int16_t *x = input + (size_t)o * (size_t)p->axis * (size_t)p->inner;
