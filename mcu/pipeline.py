@@ -15,7 +15,7 @@ from mcu.backends.base import SPEED_SCRATCH, BackendOptions, Context, PartitionR
 from mcu.backends.mixed_flash import BoardFlash
 from mcu.backends.registry import resolve as resolve_backends
 from mcu.device.boards import Board, load_board
-from mcu.device.placement import weights_wait
+from mcu.device.placement import weights_cache_bytes, weights_wait
 from mcu.capture.export import capture, check_user_outputs
 from mcu.capture.edge import to_edge
 from mcu.emit.c_model import GeneratedLibrary, render_library
@@ -206,8 +206,9 @@ def partition_ops(graph: Graph, board: Board, quantize: str, backends: list[str]
                   options: BackendOptions, weights_in: str | None = None) -> PartitionReport:
     """Give each op to the first backend of the preference order that takes it (mcu/backends/base.py).
     ``weights_in``: where the constants go (--weights-in; None: the board's default), which tells the kernels
-    whether their weights wait (mcu/device/placement.py, weights_wait)."""
-    ctx = Context(board, quantize, options, weights_wait(board, weights_in or board.weights_in))
+    whether their weights wait and through how large a cache (mcu/device/placement.py)."""
+    placement = weights_in or board.weights_in
+    ctx = Context(board, quantize, options, weights_wait(board, placement), weights_cache_bytes(board, placement))
     return partition(graph, resolve_backends(backends, ctx), ctx)
 
 

@@ -86,6 +86,9 @@ class Context:
     # board's read-only memory waits and --weights-in does not move them to a faster one. Kernels whose best
     # layout depends on it (the optimized backend's packed streams) read it.
     weights_wait: bool = False
+    # Bytes of the cache their reads go through where they wait (placement.py, weights_cache_bytes; 0: none):
+    # whether a stream read by parts keeps each part cached between its readers.
+    weights_cache: int = 0
 
 
 @dataclass(frozen=True)

@@ -98,3 +98,16 @@ def weights_wait(board: Board, placement: str) -> bool:
     if board.region_for("rodata").data_millicycles <= 0:
         return False
     return placement != "fast" or not fast_regions(board)
+
+
+def weights_cache_bytes(board: Board, placement: str) -> int:
+    """Bytes of the cache the model's constants are read through where they wait (:func:`weights_wait`), 0 where
+    they do not wait or no cache serves their reads: the memory's data cache (a flash accelerator's, the L4R5's
+    256 B), else its one cache (the U575's 8 kB ICACHE on the code bus), else the core's L1 data cache. Kernels
+    that re-read a stream larger than a cache by parts choose by it whether the parts would stay cached."""
+    if not weights_wait(board, placement):
+        return 0
+    region = board.region_for("rodata")
+    if region.l1_cached and board.l1_cache is not None:
+        return board.l1_cache.dcache[0]
+    return region.data_cache_bytes or region.cache_bytes

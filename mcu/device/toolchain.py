@@ -147,9 +147,6 @@ def port_sources(board: Board) -> list[Path]:
     return sources
 
 
-PW_GROUP_CACHE_MIN = 8192  # MCU_PIXEL4_STREAM_MIN (runtime_c/kernels/convolution/gemm_s8_dsp.h)
-
-
 def board_defines(board: Board) -> dict[str, str | int | None]:
     """Preprocessor values the ports read from the board file."""
     defines: dict[str, str | int | None] = {"MCU_CLOCK_HZ": f"{board.clock_hz}u",
@@ -161,12 +158,6 @@ def board_defines(board: Board) -> dict[str, str | int | None]:
         defines["MCU_UART_BASE"] = f"0x{board.uart_base:08x}u"
     if board.l1_cache is not None:
         defines["MCU_CM_L1_CACHES"] = None  # the start-up code enables them
-    weights = board.region_for("rodata")
-    data_cache = weights.data_cache_bytes or weights.cache_bytes
-    if not weights.l1_cached and (weights.wait_states == 0 or data_cache < PW_GROUP_CACHE_MIN):
-        # the packed kernel's pointwise groups read the stream by parts of half such a cache: without wait
-        # states, or with a smaller cache for the weights' reads (the L4R5's 256 B), they would save no miss
-        defines["MCU_PACKED_PW_GROUPS"] = 0
     return defines
 
 
@@ -350,10 +341,6 @@ def build_firmware(
     weights = fast_regions(board) if fast_weights is not None else []
     if any(w.copied for w in weights):
         defines = {**(defines or {}), COPY_DEFINE: None}
-    if weights and weights[0].region.data_millicycles == 0 and not weights[0].region.l1_cached:
-        # the weights read without wait states where they fit: the packed kernel's pointwise groups would
-        # save no miss (board_defines)
-        defines = {**(defines or {}), "MCU_PACKED_PW_GROUPS": 0}
     cflags = compile_flags(board, [Path(d).resolve() for d in include_dirs], defines)
     if stack_usage:
         cflags.append("-fstack-usage")  # writes <object>.su; the generated code is the same

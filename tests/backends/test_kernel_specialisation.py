@@ -285,10 +285,35 @@ def test_s4_helium_scratch_widens_the_weights() -> None:
 
 
 def test_pointwise_groups_only_behind_a_flash_cache() -> None:
-    """The flat pointwise pairs share reads of a large stream (MCU_PACKED_PW_GROUPS) only on a board whose
-    weights wait behind a cache of 8 kB or more (the U575's ICACHE); not without wait states, nor behind the
-    L4R5's 256 B data cache, where the groups' extra calls would save no miss."""
+    """The flat pointwise pairs share reads of a large stream (FLAG_GROUP) only where the placement says the
+    weights wait behind a cache of 8 kB or more (the U575's ICACHE); not without wait states (the zero-wait
+    boards, --weights-in fast), nor behind the L4R5's 256 B data cache, where the groups' extra calls would save
+    no miss: one decision, the placement's, and no board define beside it."""
+    from mcu.device.placement import weights_cache_bytes, weights_wait
     from mcu.device.toolchain import board_defines
-    assert "MCU_PACKED_PW_GROUPS" not in board_defines(load_board("mps2-an505-u575"))
-    for name in ("mps2-an505", "mps2-an386", "mps2-an386-l4r5"):
-        assert board_defines(load_board(name))["MCU_PACKED_PW_GROUPS"] == 0
+
+    def groups(board: str, placement: str = "flash") -> bool:
+        b = load_board(board)
+        return tuned.groups_pay(weights_wait(b, placement), weights_cache_bytes(b, placement))
+
+    assert weights_cache_bytes(load_board("mps2-an505-u575"), "flash") == 8192 and groups("mps2-an505-u575")
+    assert weights_cache_bytes(load_board("mps2-an386-l4r5"), "flash") == 256 and not groups("mps2-an386-l4r5")
+    assert weights_cache_bytes(load_board("mps2-an505-u575"), "fast") == 0 and not groups("mps2-an505-u575", "fast")
+    for name in ("mps2-an505", "mps2-an386"):
+        assert weights_cache_bytes(load_board(name), "flash") == 0 and not groups(name)
+    assert weights_cache_bytes(load_board("mps3-an547"), "flash") == 32768  # the M55's L1 data cache
+    assert not any("PW_GROUP" in k for name in ("mps2-an505-u575", "mps2-an386-l4r5", "mps2-an505")
+                   for k in board_defines(load_board(name)))
+
+
+@pytest.mark.slow
+def test_pointwise_groups_follow_the_placement() -> None:
+    """ds_cnn's 64->64 streams (9.5 kB) wait on the L4R5 too, but its 256 B data cache holds no part of them:
+    no stream there has FLAG_GROUP, so its build has no group code nor the groups' buffer (on the U575 it has,
+    test_defines_where_weights_wait)."""
+    from compiled import compiled_model
+
+    cm = compiled_model("ds_cnn", "mps2-an386-l4r5", "int8")
+    assert cm.partitions.weights_wait
+    assert cm.library.defines == {**EXPECTED_WAIT["ds_cnn"], "MCU_PACKED_PW_GROUP_TAPS": 0}
+    assert "pointwise pixel pairs one by one (a cache of 256 B" in dict(cm.partitions.notes)["optimized"]

@@ -453,7 +453,7 @@ def _pixel_pair_case(draw) -> dict:
 @pytest.mark.qemu
 @pytest.mark.parametrize(("board_name", "defines"), [("mps2-an505", {"MCU_PIXEL4_STREAM_MIN": 0,
                                                                      "MCU_PACKED_PW_GROUP_TAPS": 1216,
-                                                                     "MCU_PIXEL4_GROUP": 4, "MCU_PACKED_PW_GROUPS": 1}),
+                                                                     "MCU_PIXEL4_GROUP": 4}),
                                                      ("mps2-an386", {})])
 @settings(max_examples=3, deadline=None, derandomize=True)
 @given(cases=st.lists(_pixel_pair_case(), min_size=24, max_size=24))

@@ -81,10 +81,13 @@ class OptimizedBackend(Backend):
             return f"weights in {region.name} with {region.wait_states:g} wait states a miss"
         linear = [op for op in ops if op.kind == "linear" and op.output.dtype == "int8" and op.inputs[1].data is not None]
         fit = sum(tuned.streams_bytes(op) for op in linear)
+        groups = ("pointwise pixel pairs over streams larger than a flash cache in groups"
+                  if tuned.groups_pay(ctx.weights_wait, ctx.weights_cache) else
+                  f"pointwise pixel pairs one by one (a cache of {ctx.weights_cache} B for the weights' reads holds "
+                  "no part of a large stream)")
         return (f"weights in {region.name} with {region.wait_states:g} wait states a miss: fully connected layers "
                 f"stream int8 weights, two channels a word ({fit} of {len(linear)}; the others int16: a stream a "
-                f"flash cache holds, or weights the layout cannot hold exactly), pointwise pixel pairs over streams "
-                f"larger than a flash cache in groups")
+                f"flash cache holds, or weights the layout cannot hold exactly), {groups}")
 
     def _layout_note(self, graph: Graph, ctx: Context) -> str | None:
         options = self.options(ctx)
@@ -126,6 +129,8 @@ class OptimizedBackend(Backend):
             return  # the portable 16x8 kernels' scratch (one window column)
         if op.kind in tuned.KINDS and ctx.weights_wait:
             op.attrs[tuned.WEIGHTS_WAIT] = True  # the packed stream's layout and flags (tuned.packed_tensor)
+        if op.kind in tuned.KINDS and tuned.groups_pay(ctx.weights_wait, ctx.weights_cache):
+            op.attrs[tuned.GROUP_READS] = True
         if op.kind in tuned.KINDS and self.options(ctx).packed_weights is False:
             op.attrs["compact_kernel"] = True
             op.attrs["scratch_bytes"] = max(int(op.attrs.get("scratch_bytes", 0)), compact.scratch_bytes(op))

@@ -65,7 +65,7 @@ class PackedLayer:
     pointwise: bool = False  # kernel_h and kernel_w 1
     flat: bool = False  # pointwise, stride 1, unpadded, output h and w the input's: the flat pointwise loop
     pixels: int = 1  # output pixels (n * h * w)
-    group: bool = False  # FLAG_GROUP: the weights wait, large flat pointwise streams are read by groups of pairs
+    group: bool = False  # FLAG_GROUP: the weights wait behind a cache that holds a part (tuned.groups_pay)
     bytes: bool = False  # FLAG_BYTES: the byte stream's own loop, none of the paths below
 
     @staticmethod

@@ -152,7 +152,8 @@ def pack_layer(w: np.ndarray, bias: np.ndarray | None, multiplier: np.ndarray, s
     shift R in [1, 23] (FLAG_RIGHT) (K low word, K high word, multiplier, R - 1) with K from
     :func:`packed_k` (the output offset folded in), else (0, 0, multiplier, shift). Padded channels
     get bias 0 and multiplier 0 (their results are never stored). ``group``: FLAG_GROUP, the weights wait
-    (a large flat pointwise layer then runs its pixel pairs in groups)."""
+    behind a cache the groups pay back in (:func:`groups_pay`: a large flat pointwise layer then runs its pixel
+    pairs in groups)."""
     out_c = w.shape[0]
     op = padded_taps(out_c)
     right, rq = _requant_words(out_c, multiplier, shift, output_offset)
@@ -167,6 +168,17 @@ def pack_layer(w: np.ndarray, bias: np.ndarray | None, multiplier: np.ndarray, s
 
 # The op attribute the backend sets when the op's weights sit in memory with wait states (Context.weights_wait).
 WEIGHTS_WAIT = "weights_wait"
+# ... and when they are read through a cache that holds a part of a large stream (:func:`groups_pay`).
+GROUP_READS = "group_reads"
+
+
+def groups_pay(weights_wait: bool, weights_cache: int) -> bool:
+    """Whether a flat pointwise layer's pixel pairs should share each read of a stream larger than a flash cache
+    (FLAG_GROUP): its weights wait, behind a cache (Context.weights_cache) that holds a part of the stream, half
+    of PIXEL4_STREAM_MIN, with the loop's code. Without wait states there is no miss to save; with a smaller
+    cache for the weights' reads (the L4R5's 256 B) no part stays cached between the pairs: either way a
+    group's extra calls (one per part and pair) cost more than they save."""
+    return weights_wait and weights_cache >= PIXEL4_STREAM_MIN
 
 
 def streams_bytes(op: Op) -> bool:
@@ -216,11 +228,11 @@ def packed_tensor(op: Op) -> Tensor:
     args = (np.asarray(w.data, dtype=np.int8).reshape(w.shape[0], -1),
             None if b is None or b.data is None else np.asarray(b.data).reshape(-1),
             np.asarray(mult.data).reshape(-1), np.asarray(shift.data).reshape(-1), conv_params(op)["output_offset"])
-    wait = bool(op.attrs.get(WEIGHTS_WAIT))
-    data = (pack_layer_bytes(*args, group=wait, input_offset=conv_params(op)["input_offset"])
+    wait, group = bool(op.attrs.get(WEIGHTS_WAIT)), bool(op.attrs.get(GROUP_READS))
+    data = (pack_layer_bytes(*args, group=group, input_offset=conv_params(op)["input_offset"])
             if wait and streams_bytes(op) else None)
     if data is None:
-        data = pack_layer(*args, group=wait)
+        data = pack_layer(*args, group=group)
     t = Tensor(name=f"{w.name}_packed", shape=(data.size,), dtype="int32", data=data)
     op.attrs["packed_weights"] = t
     return t

@@ -266,23 +266,17 @@ static int check_stream(const int32_t *stream, int32_t cout, int32_t kp, int32_t
 }
 
 #if MCU_S8_DSP_NATIVE
-/* 0 where the board's weight reads wait for no cache that a part of the stream fits
- * (mcu/device/toolchain.py's board_defines: a memory at zero wait states, or a data cache smaller than
- * MCU_PIXEL4_STREAM_MIN, the STM32L4R5's 256 B): there a group's extra calls (one per part and pair
- * instead of one per pair) would save no miss, so the pairs run one by one and the buffer keeps its
- * size. */
-#ifndef MCU_PACKED_PW_GROUPS
-#define MCU_PACKED_PW_GROUPS 1
-#endif
 /* The column buffer's int16, at least MCU_PACKED_PW_GROUP_TAPS: a build with a flat pointwise layer
- * whose stream outgrows a flash cache (specialise.py: ds_cnn's 64->64 layers, mobilenet_v1's from 64
- * channels on) gives it room for up to eight pairs; other builds group the pairs their buffer holds. */
+ * whose stream outgrows a flash cache and has MCU_PACKED_FLAG_GROUP (specialise.py: ds_cnn's 64->64
+ * layers, mobilenet_v1's from 64 channels on, where the weights wait behind a cache a part of the stream
+ * fits) gives it room for up to eight pairs; other builds group the pairs their buffer holds. 0: no
+ * layer of this build groups its pairs, no code for it. */
 #if defined(MCU_PACKED_PW_GROUP_TAPS) && MCU_PACKED_PW_GROUP_TAPS == 0
-#undef MCU_PACKED_PW_GROUPS
-#define MCU_PACKED_PW_GROUPS 0 /* no layer of this build groups its pairs (specialise.py): no code for it */
+#define PW_GROUPS_BUILT 0
+#else
+#define PW_GROUPS_BUILT 1
 #endif
-#if !defined(MCU_PACKED_PW_GROUP_TAPS) || !MCU_PACKED_PW_GROUPS
-#undef MCU_PACKED_PW_GROUP_TAPS
+#if !defined(MCU_PACKED_PW_GROUP_TAPS)
 #define MCU_PACKED_PW_GROUP_TAPS 0
 #endif
 /* Four-pixel units sharing one read of a windowed layer's stream: 4 (specialise.py) in a model's build with windows over MCU_PIXEL_WIDE_TAPS whose streams outgrow a flash cache
@@ -307,12 +301,13 @@ static int check_stream(const int32_t *stream, int32_t cout, int32_t kp, int32_t
 
 /* How many pairs of a pointwise layer share a read of its stream (mcu_conv2d_packed_s8): as many as
  * the buffer holds (`fit`), up to MCU_PW_GROUP_MAX, when the stream outgrows a flash cache of
- * MCU_PIXEL4_STREAM_MIN bytes, its weights wait (the stream's MCU_PACKED_FLAG_GROUP) and the board has
- * a cache the groups pay back in (MCU_PACKED_PW_GROUPS: not the L4R5's 256 B one): elsewhere the
- * groups' extra calls cost more than the misses they save; 1 (the pairs one by one) otherwise. */
+ * MCU_PIXEL4_STREAM_MIN bytes and has MCU_PACKED_FLAG_GROUP (the packer sets it where the weights wait
+ * behind a cache that holds a part of the stream, mcu/backends/optimized/tuned.py groups_pay: not at
+ * zero wait states, nor behind the L4R5's 256 B data cache, where the groups' extra calls cost more
+ * than the misses they save); 1 (the pairs one by one) otherwise. */
 static int32_t pw_group(const layer_t *l, int32_t fit)
 {
-    if (!MCU_PACKED_PW_GROUPS || !l->group || (int64_t)l->words * 4 * (l->cout / 4) <= MCU_PIXEL4_STREAM_MIN) {
+    if (!PW_GROUPS_BUILT || !l->group || (int64_t)l->words * 4 * (l->cout / 4) <= MCU_PIXEL4_STREAM_MIN) {
         return 1;
     }
     return fit < MCU_PW_GROUP_MAX ? fit : MCU_PW_GROUP_MAX;
