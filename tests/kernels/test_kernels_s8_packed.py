@@ -405,7 +405,8 @@ def _pixel_pair_case(draw) -> dict:
     taps, strides 1 and 2, borders; the firmware's kernel is unspecialised, so every window pairs),
     entering the loop's passes at every tap pair,
     output channels a multiple of 4, odd and even pixel counts (an odd last pixel takes the one-pixel
-    loop after the pairs), extremes of inputs, weights, biases and multipliers, both stores; pointwise
+    loop after the pairs), extremes of inputs, weights, biases and multipliers, both stores and both
+    requantizations (activation ranges from the output offset or above, and others); pointwise
     layers also in place with the output after the input (the pairs run backwards, last pair first) or
     at most the forward order's distance after it (ds_cnn's 64->64 layers over their own input)."""
     k = draw(st.sampled_from([1, 3]))
@@ -427,8 +428,13 @@ def _pixel_pair_case(draw) -> dict:
     m = np.array(draw(st.lists(st.sampled_from([0, 1, 2**30, 2**31 - 1]) | st.integers(0, 2**31 - 1),
                                min_size=cout, max_size=cout)), dtype=np.int64)
     sh = np.array(draw(st.lists(st.integers(-23, -1), min_size=cout, max_size=cout)), dtype=np.int64)
-    in_zp, out_zp = draw(st.integers(-128, 127)), draw(st.integers(-128, 127))
     act = draw(st.sampled_from([(-128, 127), (0, 127), (-100, 50), (-20, -5)]))
+    # two in three with the range from the output offset or above (a folded ReLU: the pair loops' requantization
+    # without the sign's correction), the offset at act_min included; the others anywhere
+    in_zp = draw(st.integers(-128, 127))
+    out_zp = draw(st.sampled_from(["relu", "edge", "any"]).flatmap(
+        lambda kind: st.integers(-128, act[0]) if kind == "relu" else st.just(act[0]) if kind == "edge"
+        else st.integers(-128, 127)))
     oh, ow = (h + 2 * pad - k) // stride + 1, (w + 2 * pad - k) // stride + 1
     params = packed_params(x.shape, (1, oh, ow, cout), k, k, sh=stride, sw=stride, pt=pad, pl=pad, in_zp=in_zp,
                            out_zp=out_zp, act=act)

@@ -30,6 +30,7 @@ typedef struct {
     int clamp;          /* the activation range is narrower than int8 */
     int right;          /* the stream's flag: every shift in [-23, -1], requantized from K */
     int group;          /* MCU_PACKED_FLAG_GROUP: the weights wait (flash), pointwise pairs share reads */
+    int px2;            /* the pair loops' tail: clamp, and 2 where act_min >= output_offset (MCU_PX2_RQ_RELU) */
 } layer_t;
 
 /* One block in C: the host, the emulated build, and layers with shifts outside [-23, -1]. */
@@ -345,7 +346,7 @@ static __attribute__((noinline)) void pw_group_run(const layer_t *l, const int32
         const int32_t nb = blocks - b0 < part ? blocks - b0 : part;
         for (int32_t g = 0; g < n; ++g) {
             int8_t *yg = output + a[g] * l->cout + 4 * b0;
-            mcu_pixel2_packed(col + g * pb, kp, packed + b0 * l->words, yg, yg + 4 * nb, l->cout, l->bounds, l->clamp,
+            mcu_pixel2_packed(col + g * pb, kp, packed + b0 * l->words, yg, yg + 4 * nb, l->cout, l->bounds, l->px2,
                               &fwd);
         }
     }
@@ -374,9 +375,10 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
     const int right = (int)(flags & MCU_PACKED_FLAG_RIGHT);
     const uint32_t min4 = ((uint32_t)p->act_min & 0xFFu) * 0x01010101u;
     const uint32_t max4 = ((uint32_t)p->act_max & 0xFFu) * 0x01010101u;
+    const int clamp = p->act_min > -128 || p->act_max < 127;
     const layer_t l = {out.c, kp, mcu_packed_block_words(kp), p->output_offset, p->act_min, p->act_max,
-                       {min4, max4}, p->act_min > -128 || p->act_max < 127, right,
-                       (flags & MCU_PACKED_FLAG_GROUP) != 0};
+                       {min4, max4}, clamp, right, (flags & MCU_PACKED_FLAG_GROUP) != 0,
+                       clamp | (p->act_min >= p->output_offset ? 2 : 0)};
     packed += MCU_PACKED_HEADER_WORDS;
 #if MCU_S8_DSP_NATIVE
     _Alignas(8) int16_t col[MCU_PACKED_BUF_TAPS]; /* + mcu_pixel_packed's state, or two pixels' columns */
@@ -458,7 +460,7 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
             for (; i >= 1; i -= 2, back ^= 1) {
                 const pass_t t = pass_of(&l, packed, output + (i - 1) * bo, back);
                 mcu_column2_s8(input + (i - 1) * bi, input + i * bi, kp, p->input_offset, col);
-                mcu_pixel2_packed(col, kp, t.blob, t.y, t.y_end, out.c, l.bounds, l.clamp, &t.order);
+                mcu_pixel2_packed(col, kp, t.blob, t.y, t.y_end, out.c, l.bounds, l.px2, &t.order);
             }
             mcu_pixel_packed_start(col, kp); /* the pairs' state overwrote the one-pixel loop's */
         }
@@ -507,7 +509,7 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
                         for (int32_t g = 0; g < group; ++g) {
                             int8_t *yg = y + 2 * g * out.c + 4 * b0;
                             mcu_pixel2_packed(col + g * pb, kp, packed + b0 * l.words, yg, yg + 4 * nb, out.c,
-                                              l.bounds, l.clamp, &fwd);
+                                              l.bounds, l.px2, &fwd);
                         }
                     }
                     back ^= 1;
@@ -517,7 +519,7 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
             for (; i + 2 <= pixels; i += 2, x += 2 * in.c, y += 2 * out.c, back ^= 1) {
                 const pass_t t = pass_of(&l, packed, y, back);
                 mcu_column2_s8(x, x + in.c, kp, p->input_offset, col);
-                mcu_pixel2_packed(col, kp, t.blob, t.y, t.y_end, out.c, l.bounds, l.clamp, &t.order);
+                mcu_pixel2_packed(col, kp, t.blob, t.y, t.y_end, out.c, l.bounds, l.px2, &t.order);
             }
             mcu_pixel_packed_start(col, kp); /* the pairs' state overwrote the one-pixel loop's */
         }
@@ -611,7 +613,7 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
                     window_column(p, &g, x_n, oh, ow + 1, kp, col + MCU_PIXEL2_B, raw);
                     const pass_t t = pass_of(&l, packed, y, back);
                     back ^= 1;
-                    mcu_pixel2_packed_split(col, kp, t.blob, t.y, t.y_end, out.c, l.bounds, l.clamp, &t.order);
+                    mcu_pixel2_packed_split(col, kp, t.blob, t.y, t.y_end, out.c, l.bounds, l.px2, &t.order);
                 }
                 mcu_pixel_packed_start(col, kp); /* the pairs' state overwrote the one-pixel loop's */
             }
