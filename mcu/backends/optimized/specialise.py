@@ -41,7 +41,7 @@ from typing import Any, Iterable, Mapping
 
 WIDE_TAPS_MAX = 256  # the default MCU_PIXEL_WIDE_TAPS (convolution/gemm_s8_dsp.h)
 NARROW_TAPS_MAX = 48  # MCU_NARROW_TAPS_MAX (convolution/conv_narrow_s8_dsp.h)
-NARROW_PW_MIN = 16  # MCU_NARROW_PW_MIN: pointwise layers of this many taps or more take the two-pixel loops
+NARROW_PW_MIN = 8  # MCU_NARROW_PW_MIN: pointwise layers of this many taps or more take the two-pixel loops
 PIXEL4_STREAM_MIN = 8192  # MCU_PIXEL4_STREAM_MIN (convolution/gemm_s8_dsp.h): stream bytes of a flash cache
 PIXEL4_GROUP = 4  # four-pixel units sharing a read of the stream (MCU_PIXEL4_GROUP)
 PW_GROUP_SPARE = 24  # MCU_PIXEL2_SPARE: the int16 of a pair's state after its column

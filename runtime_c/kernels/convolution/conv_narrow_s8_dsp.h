@@ -39,7 +39,7 @@
  * taps on (mobilenet_v1's 16->32 and 32->32 layers at 24 x 24: 697,000 -> 651,000 and 1,100,000 ->
  * 995,000 estimated cycles on mps2-an505-u575, fewer on every DSP board); at 8 taps this path stays
  * ahead (1,056,000 against 1,073,000). */
-#define MCU_NARROW_PW_MIN 16
+#define MCU_NARROW_PW_MIN 8
 
 /* 1 when a layer takes this path: the stream's right-shift flag (every shift in [-23, -1]), few
  * taps (pointwise layers fewer than MCU_NARROW_PW_MIN), output channels in whole blocks of 4 (layers with a partial block, classifiers mostly,
