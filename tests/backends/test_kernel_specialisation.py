@@ -29,26 +29,27 @@ from repo import requires_qemu
 # window and paths
 EXPECTED = {
     "small_cnn": {"MCU_PIXEL_WIDE_TAPS": 144, "MCU_PACKED_LOOP": 0, "MCU_PACKED_WINDOWS": 1, "MCU_PACKED_NARROW": 1,
-                  "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 0, "MCU_PIXEL4_GROUP": 1},
+                  "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 0, "MCU_PIXEL4_GROUP": 1, "MCU_PACKED_PW8": 0},
     "ds_cnn": {"MCU_PIXEL_WIDE_TAPS": 64, "MCU_PACKED_LOOP": 0, "MCU_PACKED_WINDOWS": 0, "MCU_PACKED_NARROW": 1,
-               "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 0, "MCU_PIXEL4_GROUP": 1},
+               "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 0, "MCU_PIXEL4_GROUP": 1, "MCU_PACKED_PW8": 0},
     "mobilenet_v1": {"MCU_PIXEL_WIDE_TAPS": 256, "MCU_PACKED_LOOP": 0, "MCU_PACKED_WINDOWS": 0, "MCU_PACKED_NARROW": 1,
-                     "MCU_PACKED_NARROW_K3C3": 1, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 0, "MCU_PIXEL4_GROUP": 1},  # 3x3 RGB first layer
+                     "MCU_PACKED_NARROW_K3C3": 1, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 0, "MCU_PIXEL4_GROUP": 1,
+                     "MCU_PACKED_PW8": 1},  # 3x3 RGB first layer; the 8->16 pointwise layer
     "resnet8": {"MCU_PIXEL_WIDE_TAPS": 256, "MCU_PACKED_LOOP": 1, "MCU_PACKED_WINDOWS": 1, "MCU_PACKED_NARROW": 1,
-                "MCU_PACKED_NARROW_K3C3": 1, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 0, "MCU_PIXEL4_GROUP": 1},  # windows over 256 taps: the loop
+                "MCU_PACKED_NARROW_K3C3": 1, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 0, "MCU_PIXEL4_GROUP": 1, "MCU_PACKED_PW8": 0},  # windows over 256 taps: the loop
     "fc_autoencoder": {"MCU_PIXEL_WIDE_TAPS": 256, "MCU_PACKED_LOOP": 1, "MCU_PACKED_WINDOWS": 0,
                        "MCU_PACKED_NARROW": 1,
-                       "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 0, "MCU_PIXEL4_GROUP": 1},
+                       "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 0, "MCU_PIXEL4_GROUP": 1, "MCU_PACKED_PW8": 0},
 }
 # On mps2-an505-u575 the weights wait (flash, 4 wait states a miss): ds_cnn's 64->64 pointwise streams of 9.5 kB
 # run in groups of pairs (its 64->12 fully connected stream, 1.8 kB, fits the cache: int16, no byte path);
 # fc_autoencoder's eight layers of 35 to 166 kB streams take the byte stream, its 128->8 and 8->128 ones (2.2 and
 # 4.6 kB) the int16 pairs
 EXPECTED_WAIT = {
-    "ds_cnn": {**EXPECTED["ds_cnn"], "MCU_PACKED_PW_GROUP_TAPS": 1216, "MCU_PACKED_BYTES": 0, "MCU_PIXEL4_GROUP": 1},
+    "ds_cnn": {**EXPECTED["ds_cnn"], "MCU_PACKED_PW_GROUP_TAPS": 1216, "MCU_PACKED_BYTES": 0, "MCU_PIXEL4_GROUP": 1, "MCU_PACKED_PW8": 0},
     "resnet8": {**EXPECTED["resnet8"], "MCU_PIXEL4_GROUP": 4},  # 19 to 74 kB windowed streams: four-pixel units in groups
     "fc_autoencoder": {"MCU_PIXEL_WIDE_TAPS": 128, "MCU_PACKED_LOOP": 0, "MCU_PACKED_WINDOWS": 0, "MCU_PACKED_NARROW": 1,
-                       "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 1, "MCU_PIXEL4_GROUP": 1},
+                       "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 1, "MCU_PIXEL4_GROUP": 1, "MCU_PACKED_PW8": 0},
 }
 
 
@@ -63,14 +64,14 @@ def test_defines_from_layers() -> None:
     assert packed_defines([]) == {}
     assert packed_defines([_layer(12), _layer(140)]) == {"MCU_PIXEL_WIDE_TAPS": 144, "MCU_PACKED_LOOP": 0,
                                                           "MCU_PACKED_WINDOWS": 1, "MCU_PACKED_NARROW": 1,
-                                                          "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 0, "MCU_PIXEL4_GROUP": 1}
+                                                          "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 0, "MCU_PIXEL4_GROUP": 1, "MCU_PACKED_PW8": 0}
     # wider than 256: the loop, and the straight-line part at its full size
     assert packed_defines([_layer(260)])["MCU_PIXEL_WIDE_TAPS"] == 256
     assert packed_defines([_layer(260)])["MCU_PACKED_LOOP"] == 1
     # a stream the C blocks run (left shifts) or fewer than 4 channels never reach the assembly
     assert packed_defines([_layer(600, right=False), _layer(40, cout=3)]) == {
         "MCU_PIXEL_WIDE_TAPS": 8, "MCU_PACKED_LOOP": 0, "MCU_PACKED_WINDOWS": 0, "MCU_PACKED_NARROW": 0,
-        "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 0, "MCU_PIXEL4_GROUP": 1}
+        "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 0, "MCU_PIXEL4_GROUP": 1, "MCU_PACKED_PW8": 0}
     # windowed loops: a layer neither flat pointwise nor narrow; flat pointwise layers never need them
     assert packed_defines([_layer(64, pointwise=True, flat=True)])["MCU_PACKED_WINDOWS"] == 0
     assert packed_defines([_layer(64, pointwise=True)])["MCU_PACKED_WINDOWS"] == 1  # e.g. stride 2
@@ -80,9 +81,18 @@ def test_defines_from_layers() -> None:
     assert packed_defines([_layer(28, cout=6)])["MCU_PACKED_NARROW"] == 0
     assert packed_defines([_layer(28, act_min=-5, output_offset=0)])["MCU_PACKED_NARROW"] == 0  # floor < offset
     assert packed_defines([_layer(28, k3c3=True)])["MCU_PACKED_NARROW_K3C3"] == 1
-    # pointwise layers of 16 taps or more take the two-pixel loops (MCU_NARROW_PW_MIN), fewer stay narrow
+    # pointwise layers of 8 taps or more take the two-pixel loops (MCU_NARROW_PW_MIN), fewer stay narrow
     assert packed_defines([_layer(16, pointwise=True), _layer(48, pointwise=True)])["MCU_PACKED_NARROW"] == 0
-    assert packed_defines([_layer(12, pointwise=True)])["MCU_PACKED_NARROW"] == 1
+    assert packed_defines([_layer(12, pointwise=True)])["MCU_PACKED_NARROW"] == 0
+    assert packed_defines([_layer(4, pointwise=True)])["MCU_PACKED_NARROW"] == 1
+    # flat pointwise layers of 8 taps, two pixels or more: every pair in one call (mcu_pw8_pairs)
+    assert packed_defines([_layer(8, pointwise=True, flat=True, pixels=2)])["MCU_PACKED_PW8"] == 1
+    assert packed_defines([_layer(8, pointwise=True, flat=True, pixels=1)])["MCU_PACKED_PW8"] == 0
+    assert packed_defines([_layer(12, pointwise=True, flat=True, pixels=2)])["MCU_PACKED_PW8"] == 0
+    assert packed_defines([_layer(8, cout=6, pointwise=True, flat=True, pixels=2)])["MCU_PACKED_PW8"] == 0
+    assert packed_defines([_layer(8, pointwise=True, pixels=2)])["MCU_PACKED_PW8"] == 0  # strided: windows
+    assert merge_defines([packed_defines([_layer(8, pointwise=True, flat=True, pixels=2)]),
+                          packed_defines([_layer(24)])])["MCU_PACKED_PW8"] == 1
     # flat pointwise layers whose stream outgrows the flash cache (cout * (2 kp + 20) > 8192 B), that have
     # two pairs to share it and whose weights wait (FLAG_GROUP): room for eight pairs of 64 taps
     big = _layer(64, cout=64, pointwise=True, flat=True, pixels=4, group=True)
@@ -96,7 +106,7 @@ def test_defines_from_layers() -> None:
     # a byte stream runs its own loop: none of the paths above
     assert packed_defines([_layer(600, pointwise=True, flat=True, bytes=True)]) == {
         "MCU_PIXEL_WIDE_TAPS": 8, "MCU_PACKED_LOOP": 0, "MCU_PACKED_WINDOWS": 0, "MCU_PACKED_NARROW": 0,
-        "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 1, "MCU_PIXEL4_GROUP": 1}
+        "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 1, "MCU_PIXEL4_GROUP": 1, "MCU_PACKED_PW8": 0}
     assert merge_defines([packed_defines([big]), packed_defines([_layer(24)])])["MCU_PACKED_PW_GROUP_TAPS"] == 1216
     # windowed layers over 256 taps whose streams outgrow the flash cache, eight pixels or more: four-pixel
     # units in groups of four where the weights wait; not without the loop (a window of 256 taps or less), nor
@@ -117,7 +127,7 @@ def test_defines_from_layers() -> None:
         "MCU_PACKED_PW_GROUP_TAPS"] == 2240
     merged = merge_defines([packed_defines([_layer(24)]), {}, packed_defines([_layer(100), _layer(28, k3c3=True)])])
     assert merged == {"MCU_PIXEL_WIDE_TAPS": 104, "MCU_PACKED_LOOP": 0, "MCU_PACKED_WINDOWS": 1,
-                      "MCU_PACKED_NARROW": 1, "MCU_PACKED_NARROW_K3C3": 1, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 0, "MCU_PIXEL4_GROUP": 1}
+                      "MCU_PACKED_NARROW": 1, "MCU_PACKED_NARROW_K3C3": 1, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 0, "MCU_PIXEL4_GROUP": 1, "MCU_PACKED_PW8": 0}
 
 
 def test_s4_defines_merge_across_methods() -> None:
@@ -128,7 +138,7 @@ def test_s4_defines_merge_across_methods() -> None:
     assert s4_merge_defines([none, some, {}]) == some
     assert s4_merge_defines([some, {**packed_defines([_layer(300)]), S4_STREAM: 1}]) == {
         "MCU_PIXEL_WIDE_TAPS": 256, "MCU_PACKED_LOOP": 1, "MCU_PACKED_WINDOWS": 1, "MCU_PACKED_NARROW": 1,
-        "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 0, "MCU_PIXEL4_GROUP": 1, S4_STREAM: 1}
+        "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 0, "MCU_PIXEL4_GROUP": 1, "MCU_PACKED_PW8": 0, S4_STREAM: 1}
     assert s4_merge_defines([{}, {}]) == {}
     # the Helium path's flag (a layer with scratch for its widened weights) merges the same way
     assert s4_merge_defines([{S4_STREAM: 0, S4_WIDE: 0}, {S4_STREAM: 0, S4_WIDE: 1}]) == {S4_STREAM: 0, S4_WIDE: 1}

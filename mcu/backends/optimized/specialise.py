@@ -108,6 +108,11 @@ class PackedLayer:
         the weights wait (FLAG_GROUP: without wait states the groups' calls cost more than they save)."""
         return self.group and not self.bytes and self.takes_windows() and self.pixels >= 8 and self.cout * (2 * self.kp + 20) > PIXEL4_STREAM_MIN
 
+    def takes_pw8(self) -> bool:
+        """The flat pointwise loop of 8 taps (mcu_pw8_pairs) may run it: two pixels or more, whole blocks
+        (the C's ``pw8``, wider: 5 to 8 input channels pad to 8 taps, the C takes exactly 8)."""
+        return not self.bytes and self.right and self.flat and self.kp == 8 and self.cout % 4 == 0 and self.pixels >= 2
+
     def group_taps(self) -> int:
         """The int16 of the column buffer that all of a grouping layer's pairs (up to eight) would fill."""
         return min(PW_GROUP_PAIRS, self.pixels // 2) * (2 * self.kp + PW_GROUP_SPARE)
@@ -134,7 +139,8 @@ def packed_defines(layers: Iterable[PackedLayer]) -> dict[str, int]:
             "MCU_PACKED_NARROW_K3C3": int(any(layer.takes_narrow() and layer.k3c3 for layer in layers)),
             "MCU_PACKED_PW_GROUP_TAPS": min(PW_GROUP_TAPS_MAX, max(PW_GROUP_TAPS, *groups)) if groups else 0,
             "MCU_PACKED_BYTES": int(any(layer.bytes for layer in layers)),
-            "MCU_PIXEL4_GROUP": PIXEL4_GROUP if loop and any(layer.groups_quads() for layer in layers) else 1}
+            "MCU_PIXEL4_GROUP": PIXEL4_GROUP if loop and any(layer.groups_quads() for layer in layers) else 1,
+            "MCU_PACKED_PW8": int(any(layer.takes_pw8() for layer in layers))}
 
 
 def merge_defines(parts: Iterable[Mapping[str, int]]) -> dict[str, int]:
@@ -150,4 +156,5 @@ def merge_defines(parts: Iterable[Mapping[str, int]]) -> dict[str, int]:
             "MCU_PACKED_NARROW_K3C3": int(any(p["MCU_PACKED_NARROW_K3C3"] for p in parts)),
             "MCU_PACKED_PW_GROUP_TAPS": max(p.get("MCU_PACKED_PW_GROUP_TAPS", 0) for p in parts),
             "MCU_PACKED_BYTES": int(any(p.get("MCU_PACKED_BYTES", 0) for p in parts)),
-            "MCU_PIXEL4_GROUP": max(p.get("MCU_PIXEL4_GROUP", 1) for p in parts)}
+            "MCU_PIXEL4_GROUP": max(p.get("MCU_PIXEL4_GROUP", 1) for p in parts),
+            "MCU_PACKED_PW8": int(any(p.get("MCU_PACKED_PW8", 0) for p in parts))}

@@ -15,6 +15,7 @@
 #ifndef MCU_KERNELS_INTERNAL_GEMM_S8_DSP_H
 #define MCU_KERNELS_INTERNAL_GEMM_S8_DSP_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "../common/requant.h"
@@ -951,6 +952,123 @@ static inline const int32_t *mcu_pixel4_packed_split(const int16_t *col, int32_t
         : "r3", "r12", "lr", "cc", "memory");
     return w;
 }
+#ifndef MCU_PACKED_PW8
+#define MCU_PACKED_PW8 1 /* 0: a model's build without a flat pointwise layer of 8 taps (specialise.py) */
+#endif
+#if MCU_PACKED_PW8
+/* Flat pointwise layers of 8 input channels (mobilenet_v1's 8 -> 16 layer at 48 x 48): every pixel pair
+ * of a run in one assembly. Through mcu_pixel2_packed each pair cost a call that wrote its whole state
+ * (about 45 cycles), the column's C loop and a pass loop entered at its middle, for 4 tap pairs a block:
+ * about 900 cycles a pair of mobilenet_v1's layer. Here the pair's column is 8 words the loop builds
+ * (two LDRD of the pixels' 16 bytes, eight SXTAB16, two STM) before the state, the tap pairs are
+ * straight-line with the column words at fixed offsets (MCU_PX2_MACS, 16 cycles per 16 MACs), and the
+ * requantizations and stores are the pair loop's tails (MCU_PX2_RQ4, MCU_PX2_STORE_*): blocks forward,
+ * pairs forward or backward (in place, last pair first: both pixels' inputs are in the column before
+ * either output is written, as in the C's pair loops). */
+typedef struct {
+    uint32_t col[8];      /* the pair's column: A(0,2), B(0,2), A(1,3), B(1,3), then taps 4..7 alike */
+    uint32_t unused[3];   /* the state's offsets are mcu_pixel2_packed's, so its tails serve */
+    int8_t *y;            /* pixel A's next outputs */
+    int8_t *y_end;        /* pixel A's last output + 1 */
+    uint32_t min4, max4;  /* the activation bounds in four bytes each */
+    uint32_t tail;        /* the assembly's */
+    uint32_t r7;          /* the assembly's */
+    int32_t stride;       /* from pixel A's outputs to B's: the output channels */
+    int32_t stream_step;  /* 0: the blocks forward */
+    int32_t y_step;       /* 0 */
+    const int8_t *x;      /* the next pair's input (pixel A's 8 bytes, B's after them), word-aligned */
+    int32_t dx;           /* 16 (forward) or -16 (backward) */
+    int32_t pairs;        /* pairs left, this one included */
+    int32_t dy;           /* from pixel A's output end to the next pair's pixel A: cout or -3 cout */
+    uint32_t off2;        /* the input offset in both halves */
+    const int32_t *blocks;
+} mcu_pw8_state;
+
+_Static_assert(offsetof(mcu_pw8_state, y) == 44 && offsetof(mcu_pw8_state, tail) == 60 &&
+                   offsetof(mcu_pw8_state, stride) == 68 && offsetof(mcu_pw8_state, x) == 80 &&
+                   offsetof(mcu_pw8_state, pairs) == 88 && offsetof(mcu_pw8_state, off2) == 96 &&
+                   offsetof(mcu_pw8_state, blocks) == 100,
+               "mcu_pw8_state layout");
+
+/* One tap pair of both pixels: the column's two words at offsets a, b from the state (r4). */
+#define MCU_PW8_UNIT(a, b)                                                                                \
+    "ldr.w r6, [r4, #" a "]\n\t"                                                                          \
+    "ldr.w r7, [r4, #" b "]\n\t"                                                                          \
+    "ldr.w r12, [r5], #4\n\t"                                                                             \
+    "ldr.w lr, [r5], #4\n\t" MCU_PX2_MACS
+
+/* st->pairs >= 1 pairs from st (its fields but tail and r7 set); `tail` as mcu_pixel2_packed's. */
+static __attribute__((noinline)) void mcu_pw8_pairs(mcu_pw8_state *st, int tail)
+{
+    register uint32_t *s __asm__("r4") = &st->unused[0]; /* the state: pixel A's column word 0 at -32 */
+    register int32_t t __asm__("r3") = tail;
+    __asm__ volatile(
+        "str r7, [r4, #32]\n\t"
+        "adr.w r6, 30f\n\t"
+        "adr.w r7, 31f\n\t"
+        "tst r3, #1\n\t"
+        "it ne\n\t"
+        "movne r6, r7\n\t"
+        "adr.w r7, 32f\n\t"
+        "adr.w r12, 33f\n\t"
+        "it ne\n\t"
+        "movne r7, r12\n\t"
+        "tst r3, #2\n\t"
+        "it ne\n\t"
+        "movne r6, r7\n\t"
+        "orr r6, r6, #1\n\t"
+        "str r6, [r4, #28]\n\t"
+        "b 20f\n\t"
+        MCU_PX_WORD_SECTION
+        "30:\n\t" MCU_PX2_RQ4 MCU_PX2_STORE_BYTES(MCU_PX2_NEXT)
+        "32:\n\t" MCU_PX2_RQ4_RELU MCU_PX2_STORE_BYTES(MCU_PX2_NEXT)
+        "33:\n\t" MCU_PX2_RQ4_RELU MCU_PX2_STORE_CLAMP(MCU_PX2_NEXT)
+        "31:\n\t" MCU_PX2_RQ4 MCU_PX2_STORE_CLAMP("bne 5f\n\t")
+        "8:\n\t" /* the pair's last block stored: r6 is pixel A's output end */
+        "ldr r0, [r4, #56]\n\t"
+        "subs r0, r0, #1\n\t"
+        "beq 9f\n\t"
+        "str r0, [r4, #56]\n\t"
+        "ldr r1, [r4, #60]\n\t"
+        "add r6, r6, r1\n\t"
+        "ldr r2, [r4, #36]\n\t"
+        "add r7, r6, r2\n\t"
+        "strd r6, r7, [r4, #12]\n\t"
+        "20:\n\t" /* the pair's column */
+        "ldrd r0, r1, [r4, #48]\n\t"
+        "add r2, r0, r1\n\t"
+        "str r2, [r4, #48]\n\t"
+        "ldr r12, [r4, #64]\n\t"
+        "ldrd r2, r3, [r0, #8]\n\t"
+        "ldrd r0, r1, [r0]\n\t"
+        "sxtab16 r8, r12, r0\n\t"
+        "sxtab16 r9, r12, r2\n\t"
+        "sxtab16 r10, r12, r0, ror #8\n\t"
+        "sxtab16 r11, r12, r2, ror #8\n\t"
+        "sub r6, r4, #32\n\t"
+        "stmia r6!, {r8, r9, r10, r11}\n\t"
+        "sxtab16 r8, r12, r1\n\t"
+        "sxtab16 r9, r12, r3\n\t"
+        "sxtab16 r10, r12, r1, ror #8\n\t"
+        "sxtab16 r11, r12, r3, ror #8\n\t"
+        "stmia r6, {r8, r9, r10, r11}\n\t"
+        "ldr r5, [r4, #68]\n\t"
+        "5:\n\t" /* a block: biases, the 4 tap pairs, then its tail */
+        "ldmia r5!, {r0, r1, r2, r3}\n\t"
+        "mov r8, r0\n\t"
+        "mov r9, r1\n\t"
+        "mov r10, r2\n\t"
+        "mov r11, r3\n\t"
+        MCU_PW8_UNIT("-32", "-28") MCU_PW8_UNIT("-24", "-20") MCU_PW8_UNIT("-16", "-12") MCU_PW8_UNIT("-8", "-4")
+        "ldr pc, [r4, #28]\n\t"
+        "9:\n\t"
+        "ldr r7, [r4, #32]\n\t"
+        : "+r"(s), "+r"(t)
+        :
+        : "r0", "r1", "r2", "r5", "r6", "r8", "r9", "r10", "r11", "r12", "lr", "cc", "memory");
+}
+#undef MCU_PW8_UNIT
+#endif /* MCU_PACKED_PW8 */
 #undef MCU_PX4_TAIL
 /* The column buffer of mcu_conv2d_packed_s8: one pixel's window and its state, two windows apart or
  * four. */

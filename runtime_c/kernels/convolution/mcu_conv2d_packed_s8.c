@@ -353,6 +353,31 @@ static __attribute__((noinline)) void pw_group_run(const layer_t *l, const int32
 }
 #endif
 
+#if MCU_S8_DSP_NATIVE && MCU_PACKED_PW8
+/* `pairs` pixel pairs of a flat pointwise layer of 8 input channels through mcu_pw8_pairs, the first
+ * pair's pixel A at x (input) and y (output), the next ones 2 pixels on (step 1) or back (step -1).
+ * `buf` holds the state (the column buffer, word-aligned). */
+static void pw8_run(const layer_t *l, const int32_t *packed, void *buf, const int8_t *x, int8_t *y, int64_t pairs,
+                    int step, int32_t input_offset)
+{
+    mcu_pw8_state *st = (mcu_pw8_state *)buf;
+    st->y = y;
+    st->y_end = y + l->cout;
+    st->min4 = l->bounds[0];
+    st->max4 = l->bounds[1];
+    st->stride = l->cout;
+    st->stream_step = 0;
+    st->y_step = 0;
+    st->x = x;
+    st->dx = 16 * step;
+    st->pairs = (int32_t)pairs;
+    st->dy = step > 0 ? l->cout : -3 * l->cout;
+    st->off2 = ((uint32_t)input_offset & 0xFFFFu) * 0x10001u;
+    st->blocks = packed;
+    mcu_pw8_pairs(st, l->px2);
+}
+#endif
+
 mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_params *p, const int8_t *input,
                                 const int32_t *packed, int8_t *output)
 {
@@ -431,6 +456,10 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
     /* pointwise pairs (below): the interleaved column of two pixels and its state fit the buffer */
     const int pw_pairs = right && out.c % 4 == 0 && in.c % 4 == 0 && kp == in.c &&
                          2 * kp + MCU_PIXEL2_SPARE <= MCU_PACKED_COL_TAPS;
+#if MCU_PACKED_PW8
+    /* 8 input channels, whole input words (the pairs' LDRD): every pair in one call (mcu_pw8_pairs) */
+    const int pw8 = pw_pairs && in.c == 8 && ((uintptr_t)input & 3u) == 0;
+#endif
 #endif
     if (direction == 1) { /* each pixel's input is in the column before its output is written */
         const int64_t bi = in.c, bo = out.c;
@@ -443,6 +472,13 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
              * planner overlaps a wider output with its input (mobilenet_v1's channel doublings): one
              * pixel at a time streamed their weights once per pixel. */
             int back = 0;
+#if MCU_PACKED_PW8
+            if (pw8) { /* every pair in one call, last pair first */
+                pw8_run(&l, packed, col, input + (i - 1) * bi, output + (i - 1) * bo, (i + 1) / 2, -1,
+                        p->input_offset);
+                i -= 2 * ((i + 1) / 2);
+            }
+#endif
             const int32_t group = pw_group(&l, MCU_PACKED_BUF_TAPS / (2 * kp + MCU_PIXEL2_SPARE));
             /* A stream larger than a flash cache is read once per group of pairs (pw_group_run), the
              * last group possibly smaller. Still safe backward: a pixel's output never overlaps the
@@ -485,6 +521,15 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
 #if MCU_S8_DSP_NATIVE
         if (pixels >= 2 && pw_pairs) {
             int back = 0;
+#if MCU_PACKED_PW8
+            if (pw8) { /* every pair in one call */
+                const int64_t pairs = pixels / 2;
+                pw8_run(&l, packed, col, x, y, pairs, 1, p->input_offset);
+                i = 2 * pairs;
+                x += 2 * pairs * in.c;
+                y += 2 * pairs * out.c;
+            }
+#endif
             const int32_t group = pw_group(&l, MCU_PACKED_BUF_TAPS / (2 * kp + MCU_PIXEL2_SPARE));
             if (group >= 2) {
                 /* A stream larger than a flash cache (8 kB, the mps2-an505-u575's ICACHE; ds_cnn's
