@@ -399,7 +399,7 @@ def test_packed_right_shift_property_on_core(tmp_path_factory, board_name: str, 
 
 
 @st.composite
-def _pixel_pair_case(draw) -> dict:
+def _pixel_pair_case(draw, pw8: bool = False) -> dict:
     """One layer for the two-pixel loops: pointwise (mcu_pixel2_packed, input channels a multiple of 4
     up to the widest the column holds, 640) or 3 x 3 (mcu_pixel2_packed_split, windows of 28 to 640
     taps, strides 1 and 2, borders; the firmware's kernel is unspecialised, so every window pairs),
@@ -408,10 +408,11 @@ def _pixel_pair_case(draw) -> dict:
     loop after the pairs), extremes of inputs, weights, biases and multipliers, both stores and both
     requantizations (activation ranges from the output offset or above, and others); pointwise
     layers also in place with the output after the input (the pairs run backwards, last pair first) or
-    at most the forward order's distance after it (ds_cnn's 64->64 layers over their own input)."""
-    k = draw(st.sampled_from([1, 3]))
-    cin = draw(st.sampled_from([4, 8, 12, 20, 28, 36, 64, 68, 252, 320, 640] if k == 1
-                               else [3, 4, 16, 32, 36, 64, 71]))
+    at most the forward order's distance after it (ds_cnn's 64->64 layers over their own input).
+    ``pw8``: flat pointwise layers of 8 input channels only (mcu_pw8_pairs)."""
+    k = 1 if pw8 else draw(st.sampled_from([1, 3]))
+    cin = 8 if pw8 else draw(st.sampled_from([4, 8, 12, 20, 28, 36, 64, 68, 252, 320, 640] if k == 1
+                                             else [3, 4, 16, 32, 36, 64, 71]))
     cout = draw(st.sampled_from([4, 8, 12, 16]))
     stride, pad = (1, 0) if k == 1 else (draw(st.integers(1, 2)), draw(st.integers(0, 1)))
     # 3 x 3 rows up to 11 outputs: two four-pixel units a row, in groups across rows (MCU_PIXEL4_GROUP), and
@@ -485,6 +486,30 @@ def test_packed_pixel_pairs_on_core(tmp_path_factory, board_name: str, defines: 
                         stack_usage=True)
     result = run_qemu(board, fw.elf, timeout_s=120)
     assert result.exit_code == 0 and "packed cases failed: 0" in result.console, result.console
+
+
+@requires_qemu
+@pytest.mark.qemu
+@pytest.mark.slow
+@pytest.mark.parametrize("board_name", ["mps2-an505", "mps2-an386"])
+@settings(max_examples=2, deadline=None, derandomize=True)
+@given(cases=st.lists(_pixel_pair_case(pw8=True), min_size=24, max_size=24))
+def test_pw8_pairs_on_core(tmp_path_factory, board_name: str, cases: list[dict]) -> None:
+    """Flat pointwise layers of 8 input channels, every pixel pair in one assembly (mcu_pw8_pairs), bit-exact
+    with the reference on the Cortex-M33 and M4: 1 to 21 pixels (up to 10 pairs, a last odd pixel alone),
+    forward, in place forward and backward (the pairs last first), all four tails (the activation range
+    from the output offset or not, clamped or all of int8), extremes of inputs, weights, biases and
+    multipliers."""
+    from mcu.device.sim.qemu import run_qemu
+    from mcu.device.toolchain import build_firmware
+
+    tmp = tmp_path_factory.mktemp("pw8_pairs")
+    main = tmp / "main.c"
+    main.write_text(packed_firmware_source(cases, "pw8"))
+    fw = build_firmware(load_board(board_name), [main, kernel_source(tuned.SOURCE)], [runtime_dir() / "include"],
+                        tmp / "out", stack_usage=True)
+    result = run_qemu(load_board(board_name), fw.elf, timeout_s=120)
+    assert result.exit_code == 0 and "pw8 cases failed: 0" in result.console, result.console
 
 
 @st.composite

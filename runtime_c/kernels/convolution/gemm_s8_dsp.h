@@ -601,6 +601,13 @@ typedef struct {
     "sel " r ", " r ", r6\n\t"                                                                            \
     "ssub8 r12, r7, " r "\n\t"                                                                            \
     "sel " r ", " r ", r7\n\t"
+/* Both pixels' four results packed (r0, r8) and clamped byte-wise to the state's min4, max4 (r4 + 20). */
+#define MCU_PX2_PACK_CLAMP                                                                                \
+    MCU_PX2_PACK("r0", "r1", "r2", "r3")                                                                  \
+    MCU_PX2_PACK("r8", "r9", "r10", "r11")                                                                \
+    "ldrd r6, r7, [r4, #20]\n\t"                                                                          \
+    MCU_PX2_CLAMP("r0")                                                                                   \
+    MCU_PX2_CLAMP("r8")
 /* A block's stores, both pixels (the state at r4: y, y_end, min4, max4, ..., the pixels' distance, the
  * block order's steps): four STRB a pixel where the range is all of int8, else the bytes packed, clamped
  * byte-wise and one STR a pixel; then the stream and y move to the next block, and `next` branches on
@@ -623,11 +630,7 @@ typedef struct {
     "str r6, [r4, #12]\n\t"                                                                               \
     "cmp r6, r7\n\t" next
 #define MCU_PX2_STORE_CLAMP(next)                                                                         \
-    MCU_PX2_PACK("r0", "r1", "r2", "r3")                                                                  \
-    MCU_PX2_PACK("r8", "r9", "r10", "r11")                                                                \
-    "ldrd r6, r7, [r4, #20]\n\t"                                                                          \
-    MCU_PX2_CLAMP("r0")                                                                                   \
-    MCU_PX2_CLAMP("r8")                                                                                   \
+    MCU_PX2_PACK_CLAMP                                                                                    \
     "ldrd r6, r7, [r4, #12]\n\t"                                                                          \
     "ldr r12, [r4, #36]\n\t"                                                                              \
     "str r8, [r6, r12]\n\t"                                                                               \
@@ -637,6 +640,24 @@ typedef struct {
     "add r6, r6, lr\n\t"                                                                                  \
     "str r6, [r4, #12]\n\t"                                                                               \
     "cmp r6, r7\n\t" next
+/* The block's tail, chosen once per call by r3 (bit 0 the clamped store, bit 1 MCU_PX2_RQ_RELU) among
+ * the labels 30 (full, bytes), 31 (full, clamped), 32 (ReLU, bytes), 33 (ReLU, clamped), into the
+ * state (r4 + 28) for LDR PC. */
+#define MCU_PX2_TAIL_CHOICE                                                                               \
+    "adr.w r6, 30f\n\t"                                                                                   \
+    "adr.w r7, 31f\n\t"                                                                                   \
+    "tst r3, #1\n\t"                                                                                      \
+    "it ne\n\t"                                                                                           \
+    "movne r6, r7\n\t"                                                                                    \
+    "adr.w r7, 32f\n\t"                                                                                   \
+    "adr.w r12, 33f\n\t"                                                                                  \
+    "it ne\n\t"                                                                                           \
+    "movne r7, r12\n\t"                                                                                   \
+    "tst r3, #2\n\t"                                                                                      \
+    "it ne\n\t"                                                                                           \
+    "movne r6, r7\n\t"                                                                                    \
+    "orr r6, r6, #1\n\t"                                                                                  \
+    "str r6, [r4, #28]\n\t"
 #define MCU_PX2_NEXT "bne 5f\n\tb 8f\n\t" /* every tail but the last before the loop's entry (5) */
 
 #define MCU_PX2_ASM(loads, unit, bytes, col_back)                                                       \
@@ -659,20 +680,7 @@ typedef struct {
         "str r6, [r4, #8]\n\t"                                                                          \
         /* the tail: bit 0 of r3 the clamped store, bit 1 the requantization without the sign's           \
          * correction (MCU_PX2_RQ_RELU); each tail ends the block */                                      \
-        "adr.w r6, 30f\n\t"                                                                               \
-        "adr.w r7, 31f\n\t"                                                                               \
-        "tst r3, #1\n\t"                                                                                  \
-        "it ne\n\t"                                                                                       \
-        "movne r6, r7\n\t"                                                                                \
-        "adr.w r7, 32f\n\t"                                                                               \
-        "adr.w r12, 33f\n\t"                                                                              \
-        "it ne\n\t"                                                                                       \
-        "movne r7, r12\n\t"                                                                               \
-        "tst r3, #2\n\t"                                                                                  \
-        "it ne\n\t"                                                                                       \
-        "movne r6, r7\n\t"                                                                                \
-        "orr r6, r6, #1\n\t"                                                                              \
-        "str r6, [r4, #28]\n\t"                                                                           \
+        MCU_PX2_TAIL_CHOICE                                                                               \
         "b 5f\n\t"                                                                                        \
         MCU_PX_WORD_SECTION                                                                               \
         "30:\n\t" MCU_PX2_RQ4 MCU_PX2_STORE_BYTES(MCU_PX2_NEXT)                                           \
@@ -841,11 +849,7 @@ static inline const int32_t *mcu_pixel2_packed_split(const int16_t *col, int32_t
  * stored; y moves on by two channels. */
 #define MCU_PX4_TAIL                                                                                      \
     MCU_PX4_RQ("r0", "r2", "r8", "r10") MCU_PX4_RQ("r1", "r3", "r9", "r11")                              \
-    MCU_PX2_PACK("r0", "r1", "r2", "r3")                                                                  \
-    MCU_PX2_PACK("r8", "r9", "r10", "r11")                                                                \
-    "ldrd r6, r7, [r4, #20]\n\t"                                                                          \
-    MCU_PX2_CLAMP("r0")                                                                                   \
-    MCU_PX2_CLAMP("r8")                                                                                   \
+    MCU_PX2_PACK_CLAMP                                                                                    \
     "ldrd r6, r7, [r4, #12]\n\t"                                                                          \
     "ldr r12, [r4, #28]\n\t"                                                                              \
     "strh r0, [r6]\n\t"                                                                                   \
@@ -1004,20 +1008,7 @@ static __attribute__((noinline)) void mcu_pw8_pairs(mcu_pw8_state *st, int tail)
     register int32_t t __asm__("r3") = tail;
     __asm__ volatile(
         "str r7, [r4, #32]\n\t"
-        "adr.w r6, 30f\n\t"
-        "adr.w r7, 31f\n\t"
-        "tst r3, #1\n\t"
-        "it ne\n\t"
-        "movne r6, r7\n\t"
-        "adr.w r7, 32f\n\t"
-        "adr.w r12, 33f\n\t"
-        "it ne\n\t"
-        "movne r7, r12\n\t"
-        "tst r3, #2\n\t"
-        "it ne\n\t"
-        "movne r6, r7\n\t"
-        "orr r6, r6, #1\n\t"
-        "str r6, [r4, #28]\n\t"
+        MCU_PX2_TAIL_CHOICE
         "b 20f\n\t"
         MCU_PX_WORD_SECTION
         "30:\n\t" MCU_PX2_RQ4 MCU_PX2_STORE_BYTES(MCU_PX2_NEXT)
@@ -1098,6 +1089,8 @@ static __attribute__((noinline)) void mcu_pw8_pairs(mcu_pw8_state *st, int tail)
 #undef MCU_PX2_STORE_BYTES
 #undef MCU_PX2_STORE_CLAMP
 #undef MCU_PX2_NEXT
+#undef MCU_PX2_TAIL_CHOICE
+#undef MCU_PX2_PACK_CLAMP
 #undef MCU_PX2_UNIT_BYTES
 #undef MCU_PX2_UNIT
 #undef MCU_PX2_PASS
