@@ -641,23 +641,20 @@ typedef struct {
     "str r6, [r4, #12]\n\t"                                                                               \
     "cmp r6, r7\n\t" next
 /* The block's tail, chosen once per call by r3 (bit 0 the clamped store, bit 1 MCU_PX2_RQ_RELU) among
- * the labels 30 (full, bytes), 31 (full, clamped), 32 (ReLU, bytes), 33 (ReLU, clamped), into the
- * state (r4 + 28) for LDR PC. */
+ * the labels 30 (full, bytes), 31 (full, clamped), 32 (ReLU, bytes), 33 (ReLU, clamped) through the
+ * table MCU_PX2_TAIL_TABLE (at label 29, where no instruction runs), into the state (r4 + 28) for LDR PC.
+ * The ReLU tail with the bytes stored whole (a folded ReLU, or ReLU6 whose range is all of int8: ds_cnn's
+ * and mobilenet_v1's layers) comes last, before the block's entry (label 5), so that tail alone falls
+ * through to the next block; the others branch. Each tail starts on a word (its
+ * first instruction is 32-bit: the LDR PC's refill is shorter; the padding follows an unconditional
+ * branch and never runs). */
 #define MCU_PX2_TAIL_CHOICE                                                                               \
-    "adr.w r6, 30f\n\t"                                                                                   \
-    "adr.w r7, 31f\n\t"                                                                                   \
-    "tst r3, #1\n\t"                                                                                      \
-    "it ne\n\t"                                                                                           \
-    "movne r6, r7\n\t"                                                                                    \
-    "adr.w r7, 32f\n\t"                                                                                   \
-    "adr.w r12, 33f\n\t"                                                                                  \
-    "it ne\n\t"                                                                                           \
-    "movne r7, r12\n\t"                                                                                   \
-    "tst r3, #2\n\t"                                                                                      \
-    "it ne\n\t"                                                                                           \
-    "movne r6, r7\n\t"                                                                                    \
+    "adr.w r7, 29f\n\t"                                                                                   \
+    "ldrh r6, [r7, r3, lsl #1]\n\t"                                                                       \
+    "add r6, r6, r7\n\t"                                                                                  \
     "orr r6, r6, #1\n\t"                                                                                  \
     "str r6, [r4, #28]\n\t"
+#define MCU_PX2_TAIL_TABLE "29:\n\t.hword 30f - 29b, 31f - 29b, 32f - 29b, 33f - 29b\n\t"
 #define MCU_PX2_NEXT "bne 5f\n\tb 8f\n\t" /* every tail but the last before the loop's entry (5) */
 
 #define MCU_PX2_ASM(loads, unit, bytes, col_back)                                                       \
@@ -683,10 +680,11 @@ typedef struct {
         MCU_PX2_TAIL_CHOICE                                                                               \
         "b 5f\n\t"                                                                                        \
         MCU_PX_WORD_SECTION                                                                               \
+        MCU_PX2_TAIL_TABLE                                                                                \
         "30:\n\t" MCU_PX2_RQ4 MCU_PX2_STORE_BYTES(MCU_PX2_NEXT)                                           \
-        "32:\n\t" MCU_PX2_RQ4_RELU MCU_PX2_STORE_BYTES(MCU_PX2_NEXT)                                      \
-        "33:\n\t" MCU_PX2_RQ4_RELU MCU_PX2_STORE_CLAMP(MCU_PX2_NEXT)                                      \
-        "31:\n\t" MCU_PX2_RQ4 MCU_PX2_STORE_CLAMP("beq 8f\n\t")                                           \
+        ".balign 4\n\t31:\n\t" MCU_PX2_RQ4 MCU_PX2_STORE_CLAMP(MCU_PX2_NEXT)                                           \
+        ".balign 4\n\t33:\n\t" MCU_PX2_RQ4_RELU MCU_PX2_STORE_CLAMP(MCU_PX2_NEXT)                                      \
+        ".balign 4\n\t32:\n\t" MCU_PX2_RQ4_RELU MCU_PX2_STORE_BYTES("beq 8f\n\t")                                      \
         "5:\n\t"                                                                                        \
         "ldmia r5!, {r0, r1, r2, r3}\n\t"                                                               \
         "mov r8, r0\n\t"                                                                                \
@@ -1011,10 +1009,19 @@ static __attribute__((noinline)) void mcu_pw8_pairs(mcu_pw8_state *st, int tail)
         MCU_PX2_TAIL_CHOICE
         "b 20f\n\t"
         MCU_PX_WORD_SECTION
+        MCU_PX2_TAIL_TABLE
         "30:\n\t" MCU_PX2_RQ4 MCU_PX2_STORE_BYTES(MCU_PX2_NEXT)
-        "32:\n\t" MCU_PX2_RQ4_RELU MCU_PX2_STORE_BYTES(MCU_PX2_NEXT)
-        "33:\n\t" MCU_PX2_RQ4_RELU MCU_PX2_STORE_CLAMP(MCU_PX2_NEXT)
-        "31:\n\t" MCU_PX2_RQ4 MCU_PX2_STORE_CLAMP("bne 5f\n\t")
+        ".balign 4\n\t31:\n\t" MCU_PX2_RQ4 MCU_PX2_STORE_CLAMP(MCU_PX2_NEXT)
+        ".balign 4\n\t33:\n\t" MCU_PX2_RQ4_RELU MCU_PX2_STORE_CLAMP(MCU_PX2_NEXT)
+        ".balign 4\n\t32:\n\t" MCU_PX2_RQ4_RELU MCU_PX2_STORE_BYTES("beq 8f\n\t")
+        "5:\n\t" /* a block: biases, the 4 tap pairs, then its tail */
+        "ldmia r5!, {r0, r1, r2, r3}\n\t"
+        "mov r8, r0\n\t"
+        "mov r9, r1\n\t"
+        "mov r10, r2\n\t"
+        "mov r11, r3\n\t"
+        MCU_PW8_UNIT("-32", "-28") MCU_PW8_UNIT("-24", "-20") MCU_PW8_UNIT("-16", "-12") MCU_PW8_UNIT("-8", "-4")
+        "ldr pc, [r4, #28]\n\t"
         "8:\n\t" /* the pair's last block stored: r6 is pixel A's output end */
         "ldr r0, [r4, #56]\n\t"
         "subs r0, r0, #1\n\t"
@@ -1044,14 +1051,7 @@ static __attribute__((noinline)) void mcu_pw8_pairs(mcu_pw8_state *st, int tail)
         "sxtab16 r11, r12, r3, ror #8\n\t"
         "stmia r6, {r8, r9, r10, r11}\n\t"
         "ldr r5, [r4, #68]\n\t"
-        "5:\n\t" /* a block: biases, the 4 tap pairs, then its tail */
-        "ldmia r5!, {r0, r1, r2, r3}\n\t"
-        "mov r8, r0\n\t"
-        "mov r9, r1\n\t"
-        "mov r10, r2\n\t"
-        "mov r11, r3\n\t"
-        MCU_PW8_UNIT("-32", "-28") MCU_PW8_UNIT("-24", "-20") MCU_PW8_UNIT("-16", "-12") MCU_PW8_UNIT("-8", "-4")
-        "ldr pc, [r4, #28]\n\t"
+        "b 5b\n\t"
         "9:\n\t"
         "ldr r7, [r4, #32]\n\t"
         : "+r"(s), "+r"(t)
@@ -1090,6 +1090,7 @@ static __attribute__((noinline)) void mcu_pw8_pairs(mcu_pw8_state *st, int tail)
 #undef MCU_PX2_STORE_CLAMP
 #undef MCU_PX2_NEXT
 #undef MCU_PX2_TAIL_CHOICE
+#undef MCU_PX2_TAIL_TABLE
 #undef MCU_PX2_PACK_CLAMP
 #undef MCU_PX2_UNIT_BYTES
 #undef MCU_PX2_UNIT
