@@ -46,7 +46,7 @@ EXPECTED = {
 # fc_autoencoder's eight layers of 35 to 166 kB streams take the byte stream, its 128->8 and 8->128 ones (2.2 and
 # 4.6 kB) the int16 pairs
 EXPECTED_WAIT = {
-    "ds_cnn": {**EXPECTED["ds_cnn"], "MCU_PACKED_PW_GROUP_TAPS": 1216, "MCU_PACKED_BYTES": 0, "MCU_PIXEL4_GROUP": 1, "MCU_PACKED_PW8": 0},
+    "ds_cnn": {**EXPECTED["ds_cnn"], "MCU_PACKED_PW_GROUP_TAPS": 2736, "MCU_PACKED_BYTES": 0, "MCU_PIXEL4_GROUP": 1, "MCU_PACKED_PW8": 0},
     "resnet8": {**EXPECTED["resnet8"], "MCU_PIXEL4_GROUP": 4},  # 19 to 74 kB windowed streams: four-pixel units in groups
     "fc_autoencoder": {"MCU_PIXEL_WIDE_TAPS": 128, "MCU_PACKED_LOOP": 0, "MCU_PACKED_WINDOWS": 0, "MCU_PACKED_NARROW": 1,
                        "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 1, "MCU_PIXEL4_GROUP": 1, "MCU_PACKED_PW8": 0},
@@ -81,10 +81,11 @@ def test_defines_from_layers() -> None:
     assert packed_defines([_layer(28, cout=6)])["MCU_PACKED_NARROW"] == 0
     assert packed_defines([_layer(28, act_min=-5, output_offset=0)])["MCU_PACKED_NARROW"] == 0  # floor < offset
     assert packed_defines([_layer(28, k3c3=True)])["MCU_PACKED_NARROW_K3C3"] == 1
-    # pointwise layers of 8 taps or more take the two-pixel loops (MCU_NARROW_PW_MIN), fewer stay narrow
+    # pointwise layers of 16 taps or more take the two-pixel loops (MCU_NARROW_PW_MIN), fewer stay narrow
     assert packed_defines([_layer(16, pointwise=True), _layer(48, pointwise=True)])["MCU_PACKED_NARROW"] == 0
-    assert packed_defines([_layer(12, pointwise=True)])["MCU_PACKED_NARROW"] == 0
-    assert packed_defines([_layer(4, pointwise=True)])["MCU_PACKED_NARROW"] == 1
+    assert packed_defines([_layer(12, pointwise=True)])["MCU_PACKED_NARROW"] == 1
+    assert packed_defines([_layer(8, pointwise=True, flat=True, pixels=2)])["MCU_PACKED_NARROW"] == 0  # pw8
+    assert packed_defines([_layer(8, pointwise=True, flat=True, pixels=1)])["MCU_PACKED_NARROW"] == 1  # one row
     # flat pointwise layers of 8 taps, two pixels or more: every pair in one call (mcu_pw8_pairs)
     assert packed_defines([_layer(8, pointwise=True, flat=True, pixels=2)])["MCU_PACKED_PW8"] == 1
     assert packed_defines([_layer(8, pointwise=True, flat=True, pixels=1)])["MCU_PACKED_PW8"] == 0
@@ -94,9 +95,9 @@ def test_defines_from_layers() -> None:
     assert merge_defines([packed_defines([_layer(8, pointwise=True, flat=True, pixels=2)]),
                           packed_defines([_layer(24)])])["MCU_PACKED_PW8"] == 1
     # flat pointwise layers whose stream outgrows the flash cache (cout * (2 kp + 20) > 8192 B), that have
-    # two pairs to share it and whose weights wait (FLAG_GROUP): room for eight pairs of 64 taps
+    # two pairs to share it and whose weights wait (FLAG_GROUP): room for 18 pairs of 64 taps
     big = _layer(64, cout=64, pointwise=True, flat=True, pixels=4, group=True)
-    assert packed_defines([big])["MCU_PACKED_PW_GROUP_TAPS"] == 1216
+    assert packed_defines([big])["MCU_PACKED_PW_GROUP_TAPS"] == 2736
     assert packed_defines([_layer(64, cout=64, pointwise=True, flat=True, pixels=4)])["MCU_PACKED_PW_GROUP_TAPS"] == 0
     assert packed_defines([_layer(64, cout=52, pointwise=True, flat=True, pixels=4, group=True)])[
         "MCU_PACKED_PW_GROUP_TAPS"] == 0
@@ -107,7 +108,7 @@ def test_defines_from_layers() -> None:
     assert packed_defines([_layer(600, pointwise=True, flat=True, bytes=True)]) == {
         "MCU_PIXEL_WIDE_TAPS": 8, "MCU_PACKED_LOOP": 0, "MCU_PACKED_WINDOWS": 0, "MCU_PACKED_NARROW": 0,
         "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 1, "MCU_PIXEL4_GROUP": 1, "MCU_PACKED_PW8": 0}
-    assert merge_defines([packed_defines([big]), packed_defines([_layer(24)])])["MCU_PACKED_PW_GROUP_TAPS"] == 1216
+    assert merge_defines([packed_defines([big]), packed_defines([_layer(24)])])["MCU_PACKED_PW_GROUP_TAPS"] == 2736
     # windowed layers over 256 taps whose streams outgrow the flash cache, eight pixels or more: four-pixel
     # units in groups of four where the weights wait; not without the loop (a window of 256 taps or less), nor
     # for fewer pixels, nor where the weights read without wait states
@@ -118,13 +119,13 @@ def test_defines_from_layers() -> None:
     assert packed_defines([_layer(256, cout=32, pixels=64, group=True)])["MCU_PIXEL4_GROUP"] == 1
     assert packed_defines([_layer(288, cout=12, pixels=64, group=True)])["MCU_PIXEL4_GROUP"] == 1  # 7 kB: cached
     assert merge_defines([packed_defines([quads]), packed_defines([_layer(24)])])["MCU_PIXEL4_GROUP"] == 4
-    # wider layers: room for all their pairs up to eight, at most eight pairs of 128 taps
+    # wider layers: room for all their pairs up to 18, at most 18 pairs of 128 taps
     assert packed_defines([_layer(128, cout=64, pointwise=True, flat=True, pixels=36, group=True)])[
-        "MCU_PACKED_PW_GROUP_TAPS"] == 2240
+        "MCU_PACKED_PW_GROUP_TAPS"] == 5040
     assert packed_defines([_layer(256, cout=64, pointwise=True, flat=True, pixels=9, group=True)])[
-        "MCU_PACKED_PW_GROUP_TAPS"] == 2144
+        "MCU_PACKED_PW_GROUP_TAPS"] == 2736
     assert packed_defines([_layer(640, cout=64, pointwise=True, flat=True, pixels=36, group=True)])[
-        "MCU_PACKED_PW_GROUP_TAPS"] == 2240
+        "MCU_PACKED_PW_GROUP_TAPS"] == 5040
     merged = merge_defines([packed_defines([_layer(24)]), {}, packed_defines([_layer(100), _layer(28, k3c3=True)])])
     assert merged == {"MCU_PIXEL_WIDE_TAPS": 104, "MCU_PACKED_LOOP": 0, "MCU_PACKED_WINDOWS": 1,
                       "MCU_PACKED_NARROW": 1, "MCU_PACKED_NARROW_K3C3": 1, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 0, "MCU_PIXEL4_GROUP": 1, "MCU_PACKED_PW8": 0}

@@ -469,7 +469,7 @@ def test_packed_pixel_pairs_on_core(tmp_path_factory, board_name: str, defines: 
     Cortex-M33 every windowed layer (up to 640 taps) of at least 4 pixels a row takes the four-pixel
     loop first (its stream threshold at 0; four-pixel units in groups of four across rows by parts of
     one block, the parts forward and backward in turn), the rest of the row pairs and a last pixel, and every
-    flat pointwise layer whose stream has FLAG_GROUP (two in three) runs its pairs in groups of up to eight (the
+    flat pointwise layer whose stream has FLAG_GROUP (two in three) runs its pairs in groups of up to 18 (the
     buffer of MCU_PACKED_PW_GROUP_TAPS) by parts of one block, the parts forward and backward in turn, then the
     pairs left and a last pixel; backward (in place, the output after the input) the groups run last pair
     first, the last group possibly smaller; the others one pair at a time."""

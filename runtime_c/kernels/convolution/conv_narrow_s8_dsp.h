@@ -37,19 +37,27 @@
 /* Pointwise layers of at least this many taps take the two-pixel loops of gemm_s8_dsp.h instead: one
  * weight load serves two pixels there, which outweighs this path's cheaper requantization from 16
  * taps on (mobilenet_v1's 16->32 and 32->32 layers at 24 x 24: 697,000 -> 651,000 and 1,100,000 ->
- * 995,000 estimated cycles on mps2-an505-u575, fewer on every DSP board); at 8 taps this path stays
- * ahead (1,056,000 against 1,073,000). */
-#define MCU_NARROW_PW_MIN 8
+ * 995,000 estimated cycles on mps2-an505-u575, fewer on every DSP board). So do flat pointwise layers
+ * of 8 taps and two pixels or more (mcu_pw8_pairs: mobilenet_v1's 8->16 layer 1,056,000 -> 790,000);
+ * a single row of 8 (a fully connected layer) stays here. */
+#define MCU_NARROW_PW_MIN 16
 
 /* 1 when a layer takes this path: the stream's right-shift flag (every shift in [-23, -1]), few
- * taps (pointwise layers fewer than MCU_NARROW_PW_MIN), output channels in whole blocks of 4 (layers with a partial block, classifiers mostly,
+ * taps (pointwise layers fewer than MCU_NARROW_PW_MIN, not flat ones of 8 channels over two pixels or
+ * more), output channels in whole blocks of 4 (layers with a partial block, classifiers mostly,
  * keep the general path: the C of a partial block would be the path's largest part), and an
  * activation range that clamps every output at or below the output offset. Pixels run backward
  * (direction 1, mcu_conv_pixel_direction) only in pointwise layers of whole words (mode 1). */
 static inline int mcu_narrow_applies(const mcu_conv2d_s8_params *p, int32_t kp, int right, int direction)
 {
     const int pointwise = p->kernel_h == 1 && p->kernel_w == 1;
-    return right && kp <= MCU_NARROW_TAPS_MAX && !(pointwise && kp >= MCU_NARROW_PW_MIN) && p->output.c % 4 == 0 &&
+    /* flat, 8 taps (specialise.py's takes_pw8: the build's paths follow it; 5 to 7 channels pad to 8 and
+     * take the pairs' general loops) */
+    const int pw8 = pointwise && kp == 8 && p->stride_h == 1 && p->stride_w == 1 && p->pad_top == 0 &&
+                    p->pad_left == 0 && p->output.h == p->input.h && p->output.w == p->input.w &&
+                    (int64_t)p->output.n * p->output.h * p->output.w >= 2;
+    return right && kp <= MCU_NARROW_TAPS_MAX && !(pointwise && (kp >= MCU_NARROW_PW_MIN || pw8)) &&
+           p->output.c % 4 == 0 &&
            p->act_min >= p->output_offset &&
            (direction == 0 || p->input.c % 4 == 0);
 }

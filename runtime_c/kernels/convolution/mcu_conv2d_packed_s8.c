@@ -270,7 +270,7 @@ static int check_stream(const int32_t *stream, int32_t cout, int32_t kp, int32_t
 /* The column buffer's int16, at least MCU_PACKED_PW_GROUP_TAPS: a build with a flat pointwise layer
  * whose stream outgrows a flash cache and has MCU_PACKED_FLAG_GROUP (specialise.py: ds_cnn's 64->64
  * layers, mobilenet_v1's from 64 channels on, where the weights wait behind a cache a part of the stream
- * fits) gives it room for up to eight pairs; other builds group the pairs their buffer holds. 0: no
+ * fits) gives it room for up to MCU_PW_GROUP_MAX pairs; other builds group the pairs their buffer holds. 0: no
  * layer of this build groups its pairs, no code for it. */
 #if defined(MCU_PACKED_PW_GROUP_TAPS) && MCU_PACKED_PW_GROUP_TAPS == 0
 #define PW_GROUPS_BUILT 0
@@ -298,7 +298,7 @@ static int check_stream(const int32_t *stream, int32_t cout, int32_t kp, int32_t
     (MCU_PACKED_PW_GROUP_TAPS > MCU_PACKED_COL_TAPS ? MCU_PACKED_PW_GROUP_TAPS : MCU_PACKED_COL_TAPS)
 #define MCU_PACKED_BUF_TAPS                                                                               \
     (MCU_PIXEL4_GROUP_TAPS > MCU_PACKED_BUF_TAPS2 ? MCU_PIXEL4_GROUP_TAPS : MCU_PACKED_BUF_TAPS2)
-#define MCU_PW_GROUP_MAX 8 /* pairs sharing one read of the stream */
+#define MCU_PW_GROUP_MAX 18 /* pairs sharing one read of the stream: a 6 x 6 image's */
 
 /* How many pairs of a pointwise layer share a read of its stream (mcu_conv2d_packed_s8): as many as
  * the buffer holds (`fit`), up to MCU_PW_GROUP_MAX, when the stream outgrows a flash cache of
