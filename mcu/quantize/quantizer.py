@@ -131,6 +131,8 @@ W8A16_OPS = {*CONV_LINEAR, *BATCH_NORM, *ACTIVATIONS, aten.adaptive_avg_pool2d.d
              # products of two activations (mcu_bmm_s16, CMSIS-NN's arm_batch_matmul_s16), layer and RMS norm
              # (mcu_layer_norm_s16) and log-softmax (mcu_log_softmax_s16)
              *MATMUL, aten.layer_norm.default, aten.rms_norm.default, *LOG_SOFTMAX,
+             # a constant attention mask before a softmax (mcu_softmax_masked_s16; the form masked_scores checks)
+             aten.masked_fill.Scalar,
              # table activations and products (mcu_activation_s16, mcu_softmax_s16, mcu_mul_s16)
              aten.sigmoid.default, aten.tanh.default, *SOFTMAX, aten.mul.Tensor, aten.mul_.Tensor,
              aten.sub.Tensor, aten.sub_.Tensor,
@@ -144,13 +146,28 @@ W8A16_OPS = {*CONV_LINEAR, *BATCH_NORM, *ACTIVATIONS, aten.adaptive_avg_pool2d.d
 _W8A16_NEUTRAL = {"getitem", "_assert_tensor_metadata", "_assert_scalar", "sym_size"}
 
 
+def masked_scores(node: Node) -> bool:
+    """Whether ``node`` is ``masked_fill(scores, hidden, -inf)`` with a constant mask read by one softmax over the
+    last axis, the form mcu/quantize/attention.py gives a constant attention mask: the pair is one masked
+    softmax (mcu_softmax_masked_s8, mcu_softmax_masked_s16)."""
+    users = list(node.users)
+    if node.target is not aten.masked_fill.Scalar or len(node.args) != 3 or len(users) != 1 or \
+            users[0].target not in SOFTMAX or node.args[2] != float("-inf") or \
+            not isinstance(node.args[1], Node) or node.args[1].op != "get_attr" or not _is_float_tensor(node.args[0]):
+        return False
+    val = node.meta.get("val")
+    return isinstance(val, torch.Tensor) and int(users[0].args[1]) % val.dim() == val.dim() - 1
+
+
 def _w8a16_form(node: Node) -> bool:
     """Whether an op of W8A16_OPS has the form its 16x8 kernel takes: a global mean; an add, a difference or a
-    product of two tensors of one shape, or any of them (and a quotient) of a tensor and a number (a table).
-    (Also the zero biases of a recurrent layer without biases, a constant of the layer, and a GRU cell's zero
-    first state.)"""
+    product of two tensors of one shape, or any of them (and a quotient) of a tensor and a number (a table); a
+    constant attention mask before a softmax. (Also zeros: the zero biases of a recurrent layer without biases, a
+    constant of the layer, and a recurrent cell's zero first state, a constant of the loop.)"""
     if node.target is aten.zeros.default:
-        return bool(node.users) and all(u.target in (OPS["lstm"], OPS["gru"], GRU_FROM, GRU_CELL, LSTM_FROM) for u in node.users)
+        return bool(node.users)
+    if node.target is aten.masked_fill.Scalar:
+        return masked_scores(node)
     if node.target is aten.adaptive_avg_pool2d.default:
         return _global_pool(node)
     if node.target is aten.max_pool2d.default:  # (kernel, stride, padding, dilation, ceil_mode)
@@ -494,7 +511,8 @@ class MCUQuantizer(Quantizer):
                 isinstance(x.args[1], Node) and x.args[1].op == "get_attr" and x.args[2] == float("-inf") and \
                 _is_float_tensor(x.args[0]):
             _mark(x)
-            _mark(node, {}, _fixed_spec(1.0 / 256.0, -128))
+            _mark(node, {}, _fixed_spec(*(FIXED_OUTPUT_S16 if self.act_bits == 16 else (1.0 / 256.0, -128)),
+                                        self.act_bits))
             return
         self._fixed(node, act, *(FIXED_OUTPUT_S16 if self.act_bits == 16 else (1.0 / 256.0, -128)))
 

@@ -165,8 +165,11 @@ def _activation_s16(op: Op, x: list[np.ndarray]) -> np.ndarray:
 
 
 def _softmax_s16(op: Op, x: list[np.ndarray]) -> np.ndarray:
+    """arm_softmax_s16; with a constant attention mask, its hidden positions are minus infinity."""
     p = derive.softmax_s16(op)
-    return _along(op, x[0], op.attrs["axis"], lambda rows: s16_act.softmax_s16(rows, **p))
+    axis = op.attrs["axis"]
+    hidden = _hidden_rows(op, axis)
+    return _along(op, x[0], axis, lambda rows: s16_act.softmax_s16(rows, **p, hidden=hidden))
 
 
 def _bmm_s16(op: Op, x: list[np.ndarray]) -> np.ndarray:
@@ -231,15 +234,20 @@ def _along(op: Op, flat: np.ndarray, axis: int, fn: Callable[[np.ndarray], np.nd
     return to_memory_order(np.moveaxis(np.asarray(rows).reshape(moved.shape), -1, axis), op.output)
 
 
+def _hidden_rows(op: Op, axis: int) -> np.ndarray | None:
+    """A masked softmax's hidden positions (the graph's, logical order) as the rows :func:`_along` gives it."""
+    if "hidden" not in op.attrs:
+        return None
+    logical = np.broadcast_to(np.asarray(op.attrs["hidden"], dtype=bool), op.inputs[0].shape)
+    return np.ascontiguousarray(np.moveaxis(logical, axis, -1)).reshape(-1, op.inputs[0].shape[axis])
+
+
 def _softmax(op: Op, x: list[np.ndarray]) -> np.ndarray:
     """TFLite's int8 softmax; with a constant attention mask, its hidden positions (the graph's, logical order)
     are minus infinity."""
     params = derive.softmax(op)
     axis = op.attrs["axis"]
-    hidden = None
-    if "hidden" in op.attrs:
-        logical = np.broadcast_to(np.asarray(op.attrs["hidden"], dtype=bool), op.inputs[0].shape)
-        hidden = np.ascontiguousarray(np.moveaxis(logical, axis, -1)).reshape(-1, op.inputs[0].shape[axis])
+    hidden = _hidden_rows(op, axis)
     return _along(op, x[0], axis, lambda rows: norm.softmax_s8(
         rows.reshape(-1), **params, outer=rows.shape[0], axis=rows.shape[1], inner=1, hidden=hidden))
 

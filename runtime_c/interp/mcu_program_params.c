@@ -426,6 +426,16 @@ int mcu_program_params_softmax_s16(uint32_t kernel, const mcu_program_params_vie
            mcu_quant_valid(p->input_multiplier, p->input_shift);
 }
 
+int mcu_program_params_softmax_masked_s16(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)kernel;
+    (void)w;
+    const mcu_softmax_masked_s16_params *p = &u->softmax_masked_s16;
+    const int32_t dims[2] = {p->outer, p->axis};
+    return checked_count(dims, 2, 2) > 0 && p->inner == 1 && p->axis <= MCU_SOFTMAX_S16_MAX_AXIS &&
+           mcu_quant_valid(p->input_multiplier, p->input_shift) && p->mask_rows > 0 && p->outer % p->mask_rows == 0;
+}
+
 int mcu_program_params_requantize_s16(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
 {
     (void)kernel;

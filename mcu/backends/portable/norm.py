@@ -27,14 +27,18 @@ def _batch_norm(op: Op, ref: Ref) -> KernelCall:
                       operands=[scale, shift, x, op.output], scalars=[outer, channels, inner])
 
 
+def _check_masked(op: Op, inner: int, x: Tensor) -> None:
+    if inner != 1 or x.dim_order != tuple(range(len(x.shape))):
+        raise McuError(f"a masked softmax runs over the last axis of a row-major tensor{at_source(op)}")
+
+
 def _softmax_s8(op: Op, ref: Ref) -> KernelCall:
     outer, axis, inner = split_at(op.inputs[0], op.attrs["axis"])
     params = {"outer": outer, "axis": axis, "inner": inner,
               **offsets(op, "input_multiplier", "input_left_shift", "diff_min")}
     if len(op.inputs) > 1:  # a constant attention mask (mcu/passes/quantized/attention.py)
         x, hidden = op.inputs
-        if inner != 1 or x.dim_order != tuple(range(len(x.shape))):
-            raise McuError(f"a masked softmax runs over the last axis of a row-major tensor{at_source(op)}")
+        _check_masked(op, inner, x)
         params["mask_rows"] = int(op.attrs["mask_rows"])
         return KernelCall("mcu_softmax_masked_s8", ["&params", ref(hidden), ref(x), ref(op.output)],
                           ["mcu_softmax_masked_s8.c"], "mcu_softmax_masked_s8_params", params,
@@ -47,6 +51,13 @@ def _softmax_s16(op: Op, ref: Ref) -> KernelCall:
     """The 16x8 softmax (w8a16): CMSIS-NN's arm_softmax_s16 over any axis."""
     outer, axis, inner = split_at(op.inputs[0], op.attrs["axis"])
     params = {"outer": outer, "axis": axis, "inner": inner, **offsets(op, "input_multiplier", "input_shift")}
+    if len(op.inputs) > 1:  # a constant attention mask (mcu/passes/quantized/attention.py)
+        x, hidden = op.inputs
+        _check_masked(op, inner, x)
+        params["mask_rows"] = int(op.attrs["mask_rows"])
+        return KernelCall("mcu_softmax_masked_s16", ["&params", ref(hidden), ref(x), ref(op.output)],
+                          ["mcu_softmax_masked_s16.c"], "mcu_softmax_masked_s16_params", params,
+                          operands=[hidden, x, op.output], headers=["mcu/kernels_s16.h"])
     return KernelCall("mcu_softmax_s16", ["&params", ref(op.inputs[0]), ref(op.output)], ["mcu_softmax_s16.c"],
                       "mcu_softmax_s16_params", params, operands=[op.inputs[0], op.output],
                       headers=["mcu/kernels_s16.h"])

@@ -191,6 +191,19 @@ typedef struct {
  *  input saturated as TFLite's reference does (CMSIS-NN wraps it; mcu_softmax_s16.c says when that differs).
  *  The output may be the input, exactly; no other overlap. */
 mcu_status mcu_softmax_s16(const mcu_softmax_s16_params *p, const int16_t *input, int16_t *output);
+
+typedef struct {
+    int32_t outer, axis, inner;            /**< rows of axis values (inner must be 1) */
+    int32_t input_multiplier, input_shift; /**< as mcu_softmax_s16_params */
+    int32_t mask_rows;                     /**< rows of the mask; row r of the input reads mask row r % mask_rows */
+} mcu_softmax_masked_s16_params;
+
+/** mcu_softmax_s16 over the last axis where the positions hidden[r % mask_rows][k] != 0 are minus infinity (a
+ *  constant attention mask; CMSIS-NN's softmax has none): no part in the row's maximum and sum, output 0. Every
+ *  mask row keeps a position (else MCU_ERR_INVALID_ARG, before anything is written). The output may be the
+ *  input, exactly; no other overlap. */
+mcu_status mcu_softmax_masked_s16(const mcu_softmax_masked_s16_params *p, const uint8_t *hidden, const int16_t *input,
+                                  int16_t *output);
 /** The borders between int8 and int16 activations (--quantize mixed): int8 codes (input_offset = -zero
  * point) to symmetric int16, clamp(requantize(q + input_offset, multiplier, shift), act_min, act_max) with
  * kernels_s8.h's int32 requantization (shift up to 30: the int16 scale is the finer one). The output overlaps
