@@ -22,8 +22,10 @@ two matrices, which no observer quantizes (their lowering, mcu/passes/quantized/
 gate row to the row's largest magnitude over 127), are rounded side by side on that grid, a step per weight,
 from each step's input beside the previous hidden state (a sample gives as many rows as it has steps); their
 float values become the codes times those scales, every row's codes reaching 127 so that the lowering's rounding
-gives back exactly those codes (a row GPTQ would leave short of it keeps nearest rounding). Transposed
-convolutions keep nearest rounding."""
+gives back exactly those codes (a row GPTQ would leave short of it keeps nearest rounding). An nn.GRUCell stepped
+in a loop (w8a16: one op per step, all reading the same matrices) is rounded once, at its last step, from the rows
+of every step. Transposed convolutions, and the cells of int8 models (their gates' linear layers share weights
+over the steps), keep nearest rounding."""
 
 from __future__ import annotations
 
@@ -35,7 +37,7 @@ import torch
 import torch.nn.functional as F
 from torch.fx import GraphModule, Node
 
-from mcu.capture.recurrent import WEIGHT_ARG
+from mcu.capture.recurrent import GRU_CELL, WEIGHT_ARG
 from mcu.quantize.bias_correction import (RECURRENT, TwinWalk, attr_value, fake_quantize, is_observer,
                                           recurrent_matrices, rounded_rows, set_attr_value)
 from mcu.reference.recurrent import symmetric_rows
@@ -155,10 +157,18 @@ def round_weights(gm: GraphModule, calibration: Sequence[tuple[torch.Tensor, ...
     # the quantized model (observers quantize, weights rounded as far as done) and the fp32 one beside it
     walk = TwinWalk(gm, samples, dict(float_weights or {}))
     done: list[Rounded] = []
+    cells = _CellSteps(walk.nodes)
     with torch.no_grad():
         for i, node in enumerate(walk.nodes):
             if node.op == "output":
                 break
+            if node in cells.last and node in walk.varying:  # an nn.GRUCell's steps, rounded at the last one
+                for rounded in _round_recurrent(gm, node, walk.quant, walk.fp32, centered, walk.originals,
+                                                cells.add(node, walk.quant, walk.fp32)):
+                    walk.originals[rounded.weight] = rounded.original
+                    done.append(rounded)
+            elif node in cells.steps and node in walk.varying:
+                cells.add(node, walk.quant, walk.fp32)
             if node.op == "call_function" and (node.target in CONVOLUTIONS or node.target is LINEAR) \
                     and node in walk.varying and not recurrent_only:
                 rounded = _round_layer(gm, walk.modules, node, walk.quant, walk.fp32, centered)
@@ -326,15 +336,49 @@ def recurrent_rows(layer: Node, env: dict[Node, Any], matrices: tuple[torch.Tens
     return torch.cat([x.double(), before], dim=2).reshape(-1, x.shape[-1] + h.shape[-1])
 
 
+class _CellSteps:
+    """The steps of each nn.GRUCell stepped in a loop (one ``mcu_rnn::gru_cell`` op per call, every call reading
+    the same two weight matrices): their rows of what the matrices read, gathered step by step, so that the
+    weights are rounded once, at the last step, from all of them."""
+
+    def __init__(self, nodes: list[Node]) -> None:
+        groups: dict[tuple[Node, ...], list[Node]] = {}
+        for node in nodes:
+            if node.op == "call_function" and node.target is GRU_CELL:
+                sources = recurrent_matrices(node)
+                if all(isinstance(m, Node) for m in sources):
+                    groups.setdefault(tuple(sources), []).append(node)  # type: ignore[arg-type]
+        self.steps = {n for group in groups.values() for n in group}
+        self.last = {group[-1] for group in groups.values()}
+        self.key = {n: key for key, group in groups.items() for n in group}
+        self.halves: dict[tuple[Node, ...], list[list[_Moments]]] = {}
+
+    def add(self, step: Node, quant: list[dict[Node, Any]], fp32: list[dict[Node, Any]]) -> list[list[_Moments]]:
+        """The step's rows (its input beside the state it reads) added to its cell's even and odd samples' sums;
+        returns them."""
+        halves = self.halves.get(self.key[step])
+        for k, (q_env, f_env) in enumerate(zip(quant, fp32)):
+            xq, xf = (torch.cat([env[step.args[0]], env[step.args[1]]], dim=1).double() for env in (q_env, f_env))
+            if halves is None:
+                halves = self.halves[self.key[step]] = [[_Moments.zeros(xq.shape[1])] for _ in range(2)]
+            halves[k % 2][0].add(xq, xf)
+        return halves or [[_Moments.zeros(0)] for _ in range(2)]
+
+
 def _round_recurrent(gm: GraphModule, layer: Node, quant: list[dict[Node, Any]], fp32: list[dict[Node, Any]],
-                     centered: bool, originals: dict[str, torch.Tensor]) -> list[Rounded]:
+                     centered: bool, originals: dict[str, torch.Tensor],
+                     gathered: list[list[_Moments]] | None = None) -> list[Rounded]:
     """GPTQ on an LSTM's or GRU's two matrices side by side, on the int8 grid its lowering rounds them to (per
     gate row, the row's largest magnitude over 127), from the step inputs and previous hidden states in ``quant``
-    and ``fp32``. The graph's weights become the codes times those scales; a row whose codes would no longer reach
-    127 (so that the lowering would choose a finer scale and other codes) keeps nearest rounding. ``originals``:
-    the fp32 values of weights the graph holds on a searched grid already (mcu/quantize/weight_scales.py)."""
+    and ``fp32`` (``gathered``: their sums over an nn.GRUCell's steps, :class:`_CellSteps`). The graph's weights
+    become the codes times those scales; a row whose codes would no longer reach 127 (so that the lowering would
+    choose a finer scale and other codes) keeps nearest rounding. ``originals``: the fp32 values of weights the
+    graph holds on a searched grid already (mcu/quantize/weight_scales.py)."""
     sources = recurrent_matrices(layer)
-    if not all(isinstance(s, Node) and s.op == "get_attr" and len(s.users) == 1 for s in sources):
+    # (a cell's matrices are read by every step)
+    if not all(isinstance(s, Node) and s.op == "get_attr" and
+               (len(s.users) == 1 if gathered is None else all(u.target is GRU_CELL for u in s.users))
+               for s in sources):
         return []
     held = [attr_value(gm, str(s.target)) for s in sources]  # type: ignore[union-attr]
     if not all(isinstance(w, torch.Tensor) and w.is_floating_point() and w.dim() == 2 for w in held):
@@ -346,9 +390,14 @@ def _round_recurrent(gm: GraphModule, layer: Node, quant: list[dict[Node, Any]],
     scale = torch.cat([torch.from_numpy(s)[:, None].expand(-1, m.shape[1]) for (_, s), m in zip(rows, mats)], dim=1)
     grid = _Grid(torch.cat(mats, dim=1), scale, mats[0].shape[0], -127, 127)
     rounded = tuple(rounded_rows(w) for w in held)
-    halves = [[_Moments.zeros(grid.matrix.shape[1])] for _ in range(2)]
-    for k, (q_env, f_env) in enumerate(zip(quant, fp32)):
-        halves[k % 2][0].add(recurrent_rows(layer, q_env, rounded), recurrent_rows(layer, f_env, tuple(weights)))
+    halves = gathered
+    if halves is None:
+        halves = [[_Moments.zeros(grid.matrix.shape[1])] for _ in range(2)]
+        for k, (q_env, f_env) in enumerate(zip(quant, fp32)):
+            halves[k % 2][0].add(recurrent_rows(layer, q_env, rounded),
+                                 recurrent_rows(layer, f_env, tuple(weights)))
+    elif halves[0][0].q.shape[0] != grid.matrix.shape[1]:
+        return []
     codes, before, after = grid.choose(halves, centered)
     nearest = grid.nearest()
     for block in (slice(0, n_in), slice(n_in, None)):
