@@ -23,7 +23,7 @@ from typing import Callable
 
 import torch
 from torch.fx import GraphModule, Node
-from mcu.capture.recurrent import GRU_CELL, GRU_FROM, LSTM_FROM, OPS
+from mcu.capture.recurrent import FINAL_CELL, GRU_CELL, GRU_FROM, LSTM_FROM, OPS
 from mcu.quantize.attention import prepare_attention
 
 # torchao's import logs that its CUDA extensions are missing (expected on a CPU build) and torch logs
@@ -128,6 +128,8 @@ W8A16_OPS = {*CONV_LINEAR, *BATCH_NORM, *ACTIVATIONS, aten.adaptive_avg_pool2d.d
              # (mcu_gru_s16, on the LSTM's conventions), each from the zero state or a given one, an nn.GRUCell
              # step, and the permutes of a time-first one (a reverse direction's flips and joins are moves)
              OPS["lstm"], OPS["gru"], GRU_FROM, GRU_CELL, LSTM_FROM, aten.permute.default,
+             # an nn.LSTM's final cell state c_n read by the model (mcu_lstm_final_cell_s16)
+             FINAL_CELL,
              # products of two activations (mcu_bmm_s16, CMSIS-NN's arm_batch_matmul_s16), layer and RMS norm
              # (mcu_layer_norm_s16) and log-softmax (mcu_log_softmax_s16)
              *MATMUL, aten.layer_norm.default, aten.rms_norm.default, *LOG_SOFTMAX,
@@ -339,6 +341,7 @@ class MCUQuantizer(Quantizer):
             (_recurrent_ops(), lambda n: self._own_output(n, act)),
             ({GRU_CELL, GRU_FROM}, lambda n: self._gru_state(n, act)),
             ({LSTM_FROM}, lambda n: self._lstm_state(n, act)),
+            ({FINAL_CELL}, lambda n: self._final_cell(n, act)),
         ]
         if self.act_bits == 16:
             handlers = [(targets & W8A16_OPS, handle) for targets, handle in handlers]
@@ -437,6 +440,20 @@ class MCUQuantizer(Quantizer):
         x, h, c, shift = node.args[0], node.args[1], node.args[2], node.args[7]
         if _is_float_tensor(x) and _is_float_tensor(h) and _is_float_tensor(c) and isinstance(shift, int):
             _mark(node, {x: act, h: act, c: _fixed_spec(2.0 ** -shift, 0, 16)}, SharedQuantizationSpec((h, node)))
+
+    def _final_cell(self, node: Node, act: QuantizationSpec) -> None:
+        """An LSTM layer's final cell c_n (w8a16): the layer's input, its hidden states ``y`` and h0 read on the
+        layer's output parameters, c0 and the cell itself on the fixed 2^-state_shift (mcu_lstm_final_cell_s16).
+        Left unannotated at int8, which has no kernel for it (the frontend refuses it by name)."""
+        x, y, shift = node.args[0], node.args[5], node.args[6]
+        h, c = (node.args[i] if len(node.args) > i else node.kwargs.get(k) for i, k in ((7, "h0"), (8, "c0")))
+        if self.act_bits != 16 or not (_is_float_tensor(x) and _is_float_tensor(y) and isinstance(shift, int)):
+            return
+        cell = _fixed_spec(2.0 ** -shift, 0, 16)
+        specs = {x: act, y: SharedQuantizationSpec(y)}
+        if _is_float_tensor(h) and _is_float_tensor(c):
+            specs.update({h: SharedQuantizationSpec(y), c: cell})
+        _mark(node, specs, cell)
 
     def _matmul(self, node: Node, act: QuantizationSpec) -> None:
         """A product of two activations; a parameter operand is left to the linear layers."""

@@ -417,6 +417,17 @@ def _lstm_s16(op: Op, x: list[np.ndarray]) -> np.ndarray:
     return to_memory_order(y, op.output)
 
 
+def _lstm_final_cell_s16(op: Op, x: list[np.ndarray]) -> np.ndarray:
+    """mcu_lstm_final_cell_s16: the layer's cell through its steps, each step's gates from its input and the
+    hidden state before it (h0, then the layer's hidden states, the op's second run-time operand)."""
+    varying = iter(x[2:])
+    h0, c0 = [from_memory_order(np.asarray(t.data).reshape(-1) if t.is_constant else next(varying), t)
+              for t in op.inputs[6:8]] or [None, None]
+    c = lstm_s16.lstm_final_cell_s16(from_memory_order(x[0], op.inputs[0]), from_memory_order(x[1], op.inputs[5]),
+                                     derive.lstm_s16_layer(op), h0, c0)
+    return to_memory_order(c, op.output)
+
+
 def _gru_s16(op: Op, x: list[np.ndarray]) -> np.ndarray:
     """mcu_gru_s16: the layer's constants derived again from its float weights and the int16 scales; a GRU
     cell's step ([N, I] from its state [N, H], the last input) as a sequence of one step."""
@@ -514,6 +525,7 @@ INT16_OPS: dict[str, Run] = {
     **resample_ops.INT16,
     "clamp": lambda op, x: np.clip(np.asarray(x[0], dtype=np.int16), *derive.act_range(op)).astype(np.int16),
     "lstm": _lstm_s16,
+    "lstm_final_cell": _lstm_final_cell_s16,
     "gru": _gru_s16,
     "requantize": _requantize,
 }

@@ -681,21 +681,24 @@ mcu_status mcu_program_need_recurrent(uint32_t kernel, const mcu_operand_desc *o
 mcu_status mcu_program_need_lstm_s16(uint32_t kernel, const mcu_operand_desc *ops, uint32_t n_ops, const int32_t *p,
                                      uint32_t *need)
 {
-    /* batch, steps, input_size, hidden, ...: the scratch bytes (mcu_lstm_s16_get_buffer_size), the operands */
-    (void)kernel;
+    /* batch, steps, input_size, hidden, ...: the scratch bytes (mcu_lstm_s16_get_buffer_size,
+     * mcu_lstm_final_cell_s16_get_buffer_size), the operands; the final cell reads the hidden states after the
+     * input and writes [batch][hidden] */
     (void)ops;
     (void)n_ops;
+    const uint32_t k = kernel == MCU_K_LSTM_FINAL_CELL_S16;
     const int32_t in_dims[3] = {p[0], p[1], p[2]};
     const int32_t out_dims[3] = {p[0], p[1], p[3]};
     const int32_t state_dims[2] = {p[0], p[3]};
-    need[0] = mulcap(4u, p[3]) + mulcap(2u, p[2]); /* < 2^15 once checked */
+    need[0] = mulcap(k ? 2u : 4u, p[3]) + mulcap(2u, p[2]); /* < 2^15 once checked */
     need[1] = prod(in_dims, 3);
-    need[2] = need[3] = prod(state_dims, 2);
-    need[4] = mulcap(mulcap(4u, p[3]), p[2]);
-    need[5] = mulcap(mulcap(4u, p[3]), p[3]);
-    need[6] = mulcap(4u, p[3]);
-    need[7] = mulcap(16u, p[3]);
-    need[8] = prod(out_dims, 3);
+    need[2] = prod(out_dims, 3);
+    need[2 + k] = need[3 + k] = prod(state_dims, 2);
+    need[4 + k] = mulcap(mulcap(4u, p[3]), p[2]);
+    need[5 + k] = mulcap(mulcap(4u, p[3]), p[3]);
+    need[6 + k] = mulcap(4u, p[3]);
+    need[7 + k] = mulcap(16u, p[3]);
+    need[8 + k] = k ? prod(state_dims, 2) : prod(out_dims, 3);
     return MCU_OK;
 }
 

@@ -288,6 +288,19 @@ mcu_status mcu_lstm_s16(const mcu_context *ctx, const mcu_lstm_s16_params *p, co
                         const int16_t *state, const int16_t *cell, const int8_t *w_ih, const int8_t *w_hh,
                         const int64_t *bias, const int32_t *quant, int16_t *output);
 
+/** Scratch bytes of mcu_lstm_final_cell_s16: the step's input and hidden state in the dual-MAC order
+ *  [input_size + hidden] (int16, used on DSP cores); 0 for invalid sizes. */
+int32_t mcu_lstm_final_cell_s16_get_buffer_size(const mcu_lstm_s16_params *p);
+
+/** The final cell state [batch][hidden] (int16 at the cell's scale 2^-cell_shift: nn.LSTM's c_n) of the layer
+ *  mcu_lstm_s16 ran with the same arguments, from the hidden states [batch][steps][hidden] it wrote: each step's
+ *  gates read the hidden state before it from them (the cell is mcu_lstm_s16's bit for bit). The output overlaps
+ *  neither an input, a constant nor the scratch. */
+mcu_status mcu_lstm_final_cell_s16(const mcu_context *ctx, const mcu_lstm_s16_params *p, const int16_t *input,
+                                   const int16_t *hidden_states, const int16_t *state, const int16_t *cell,
+                                   const int8_t *w_ih, const int8_t *w_hh, const int64_t *bias, const int32_t *quant,
+                                   int16_t *cell_out);
+
 typedef struct {
     int32_t batch, steps;                /**< input [batch][steps][input_size], output [batch][steps][hidden] */
     int32_t input_size, hidden;          /**< each at most MCU_LSTM_S16_MAX_FEATURES */

@@ -1,0 +1,63 @@
+/* The final cell state c_n of a 16x8 LSTM layer (nn.LSTM's c_n read by the model) with mcu_lstm_s16's arithmetic,
+ * from the layer's hidden states as mcu_lstm_s16 wrote them: each step's gates read the step's input and the
+ * hidden state before it (the given `state` at the first step, else the previous output row), exactly the codes
+ * mcu_lstm_s16 read, so the cell runs through the same values bit for bit; the output gate and the hidden state
+ * are not computed again. CMSIS-NN's arm_lstm_unidirectional_s16 keeps its cell in its context (cell_state) and
+ * returns it the same way. */
+#include <string.h>
+
+#include "mcu/kernels_s16.h"
+
+#include "lstm_s16.h"
+
+int32_t mcu_lstm_final_cell_s16_get_buffer_size(const mcu_lstm_s16_params *p)
+{
+    if (p == NULL || p->hidden <= 0 || p->hidden > MCU_LSTM_S16_MAX_FEATURES || p->input_size <= 0 ||
+        p->input_size > MCU_LSTM_S16_MAX_FEATURES) {
+        return 0;
+    }
+    return 2 * (p->hidden + p->input_size);
+}
+
+mcu_status mcu_lstm_final_cell_s16(const mcu_context *ctx, const mcu_lstm_s16_params *p, const int16_t *input,
+                                   const int16_t *hidden_states, const int16_t *state, const int16_t *cell0,
+                                   const int8_t *w_ih, const int8_t *w_hh, const int64_t *bias, const int32_t *quant,
+                                   int16_t *cell_out)
+{
+    MCU_REQUIRE(hidden_states != NULL, MCU_ERR_NULL_POINTER);
+    MCU_CHECK(mcu_lstm16_check(ctx, p, input, hidden_states, state, cell0, w_ih, w_hh, bias, quant, cell_out,
+                               mcu_lstm_final_cell_s16_get_buffer_size(p)));
+    const int32_t hidden = p->hidden;
+    int16_t *col_x = (int16_t *)ctx->buf;
+    int16_t *col_h = col_x + p->input_size;
+    mcu_rnn16_rq to_cell_f, to_cell_i;
+    mcu_rnn16_rq_init(&to_cell_f, p->forget_mult, p->forget_shift);
+    mcu_rnn16_rq_init(&to_cell_i, p->input_mult, p->input_shift);
+    for (int32_t b = 0; b < p->batch; ++b) {
+        int16_t *cell = cell_out + (size_t)b * (size_t)hidden;
+        if (cell0 != NULL) {
+            memcpy(cell, cell0 + (size_t)b * (size_t)hidden, (size_t)hidden * sizeof(int16_t));
+        } else {
+            memset(cell, 0, (size_t)hidden * sizeof(int16_t));
+        }
+        const int16_t *h = state != NULL ? state + (size_t)b * (size_t)hidden : NULL;
+        for (int32_t t = 0; t < p->steps; ++t) {
+            const size_t step = (size_t)b * (size_t)p->steps + (size_t)t;
+            const int16_t *x = input + step * (size_t)p->input_size;
+            mcu_rnn16_lanes(x, p->input_size, col_x);
+            if (h != NULL) {
+                mcu_rnn16_lanes(h, hidden, col_h);
+            }
+            for (int32_t j = 0; j < hidden; ++j) {
+                int32_t gi, gf, gg, go;
+                mcu_lstm16_gate2(p, j, hidden + j, x, col_x, h, col_h, w_ih, w_hh, bias, quant, &gi, &gf);
+                /* (the o row is paired with g for the dual-MAC path; its value is not needed) */
+                mcu_lstm16_gate2(p, 2 * hidden + j, 3 * hidden + j, x, col_x, h, col_h, w_ih, w_hh, bias, quant, &gg,
+                                 &go);
+                cell[j] = (int16_t)mcu_lstm16_cell(gi, gf, gg, cell[j], &to_cell_f, &to_cell_i);
+            }
+            h = hidden_states + step * (size_t)hidden;
+        }
+    }
+    return MCU_OK;
+}
