@@ -39,7 +39,7 @@ from torch.fx import GraphModule, Node
 
 from mcu.capture.recurrent import GRU_CELL, WEIGHT_ARG
 from mcu.quantize.bias_correction import (RECURRENT, TwinWalk, attr_value, fake_quantize, is_observer,
-                                          recurrent_matrices, rounded_rows, set_attr_value)
+                                          own_matrices, recurrent_matrices, rounded_rows, set_attr_value)
 from mcu.reference.recurrent import symmetric_rows
 
 aten = torch.ops.aten
@@ -376,9 +376,9 @@ def _round_recurrent(gm: GraphModule, layer: Node, quant: list[dict[Node, Any]],
     graph holds on a searched grid already (mcu/quantize/weight_scales.py)."""
     sources = recurrent_matrices(layer)
     # (a cell's matrices are read by every step)
-    if not all(isinstance(s, Node) and s.op == "get_attr" and
-               (len(s.users) == 1 if gathered is None else all(u.target is GRU_CELL for u in s.users))
-               for s in sources):
+    if not (own_matrices(layer) if gathered is None else
+            all(isinstance(s, Node) and s.op == "get_attr" and all(u.target is GRU_CELL for u in s.users)
+                for s in sources)):
         return []
     held = [attr_value(gm, str(s.target)) for s in sources]  # type: ignore[union-attr]
     if not all(isinstance(w, torch.Tensor) and w.is_floating_point() and w.dim() == 2 for w in held):

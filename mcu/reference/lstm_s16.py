@@ -125,7 +125,7 @@ def lstm_s16(x: np.ndarray, p: LstmS16, h0: np.ndarray | None = None, c0: np.nda
     """mcu_lstm_s16 on int16 ``x`` [N, T, I] from the hidden state ``h0`` (int16 at the hidden state's scale) and
     the cell ``c0`` (int16 at 2^-cell_shift), both [N, H] or None for zeros: the int16 hidden states [N, T, H].
     A given h0 adds the recurrent product at the first step (CMSIS-NN's hidden_state); a zero one has none."""
-    return _run(x, p, h0, c0)[0]
+    return run_layer(x, p, h0, c0)[0]
 
 
 def lstm_final_cell_s16(x: np.ndarray, seq: np.ndarray, p: LstmS16, h0: np.ndarray | None = None,
@@ -133,11 +133,11 @@ def lstm_final_cell_s16(x: np.ndarray, seq: np.ndarray, p: LstmS16, h0: np.ndarr
     """mcu_lstm_final_cell_s16: the final cell [N, H] (int16 at 2^-cell_shift) of the layer :func:`lstm_s16` runs
     from ``h0`` and ``c0``, each step's gates reading the hidden state before it from ``seq`` [N, T, H] (the
     hidden states that layer wrote; after h0 at the first step)."""
-    return _run(x, p, h0, c0, np.asarray(seq, dtype=np.int64))[1]
+    return run_layer(x, p, h0, c0, np.asarray(seq, dtype=np.int64))[1]
 
 
-def _run(x: np.ndarray, p: LstmS16, h0: np.ndarray | None, c0: np.ndarray | None,
-         seq: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def run_layer(x: np.ndarray, p: LstmS16, h0: np.ndarray | None = None, c0: np.ndarray | None = None,
+              seq: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(hidden states [N, T, H], final cell [N, H]); with ``seq`` each step after the first reads its previous
     hidden state from it, not from the step before."""
     x = np.asarray(x, dtype=np.int64)
