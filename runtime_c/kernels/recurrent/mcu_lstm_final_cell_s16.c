@@ -2,7 +2,7 @@
  * from the layer's hidden states as mcu_lstm_s16 wrote them: each step's gates read the step's input and the
  * hidden state before it (the given `state` at the first step, else the previous output row), exactly the codes
  * mcu_lstm_s16 read, so the cell runs through the same values bit for bit; the output gate and the hidden state
- * are not computed again. CMSIS-NN's arm_lstm_unidirectional_s16 keeps its cell in its context (cell_state) and
+ * are not computed again (three of the four gate rows' products). CMSIS-NN's arm_lstm_unidirectional_s16 keeps its cell in its context (cell_state) and
  * returns it the same way. */
 #include <string.h>
 
@@ -48,10 +48,21 @@ mcu_status mcu_lstm_final_cell_s16(const mcu_context *ctx, const mcu_lstm_s16_pa
             if (h != NULL) {
                 mcu_rnn16_lanes(h, hidden, col_h);
             }
-            for (int32_t j = 0; j < hidden; ++j) {
+            /* two units at a time: their i and f rows, then both g rows, three row pairs where the layer takes four
+             * (the output gate is not needed) */
+            int32_t j = 0;
+            for (; j + 1 < hidden; j += 2) {
+                int32_t gi0, gf0, gi1, gf1, gg0, gg1;
+                mcu_lstm16_gate2(p, j, hidden + j, x, col_x, h, col_h, w_ih, w_hh, bias, quant, &gi0, &gf0);
+                mcu_lstm16_gate2(p, j + 1, hidden + j + 1, x, col_x, h, col_h, w_ih, w_hh, bias, quant, &gi1, &gf1);
+                mcu_lstm16_gate2(p, 2 * hidden + j, 2 * hidden + j + 1, x, col_x, h, col_h, w_ih, w_hh, bias, quant,
+                                 &gg0, &gg1);
+                cell[j] = (int16_t)mcu_lstm16_cell(gi0, gf0, gg0, cell[j], &to_cell_f, &to_cell_i);
+                cell[j + 1] = (int16_t)mcu_lstm16_cell(gi1, gf1, gg1, cell[j + 1], &to_cell_f, &to_cell_i);
+            }
+            if (j < hidden) { /* an odd last unit: its g row paired with its o row, whose value is not needed */
                 int32_t gi, gf, gg, go;
                 mcu_lstm16_gate2(p, j, hidden + j, x, col_x, h, col_h, w_ih, w_hh, bias, quant, &gi, &gf);
-                /* (the o row is paired with g for the dual-MAC path; its value is not needed) */
                 mcu_lstm16_gate2(p, 2 * hidden + j, 3 * hidden + j, x, col_x, h, col_h, w_ih, w_hh, bias, quant, &gg,
                                  &go);
                 cell[j] = (int16_t)mcu_lstm16_cell(gi, gf, gg, cell[j], &to_cell_f, &to_cell_i);
