@@ -15,15 +15,15 @@ from hypothesis import strategies as st
 import cbind
 from cbind import MCU_ERR_INVALID_ARG, MCU_ERR_NULL_POINTER, MCU_OK, ptr
 from mcu.reference.lstm_s16 import LstmS16, layer_params, lstm_final_cell_s16, lstm_s16, run_layer
-from test_kernels_lstm_s16 import (MCU_ERR_BUFFER_TOO_SMALL, SETTINGS, Context, LstmParams, _data, _emulated_lib,
-                                   _small_layer)
+from test_kernels_lstm_s16 import (MCU_ERR_BUFFER_TOO_SMALL, SETTINGS, Context, LstmParams, emulated_lib, extreme_layer,
+                                   int16_codes, small_layer)
 
 _P = ctypes.c_void_p
 
 
 @functools.lru_cache(maxsize=2)
 def _kernel(dsp: bool):
-    fn = (_emulated_lib() if dsp else cbind.lib()).mcu_lstm_final_cell_s16
+    fn = (emulated_lib() if dsp else cbind.lib()).mcu_lstm_final_cell_s16
     fn.argtypes = [_P] * 11
     fn.restype = ctypes.c_int
     return fn
@@ -76,9 +76,9 @@ def test_lstm_final_cell_s16_matches_the_reference(batch: int, steps: int, featu
                          4 / 32767, 1 / 32767, cell_shift)
     except ValueError:
         return  # a gate multiplier of 2^14 or more: the lowering refuses it
-    x = _data(rng, (batch, steps, features), data)
-    h0 = _data(rng, (batch, hidden), data) if which in ("both", "h") else None
-    c0 = _data(rng, (batch, hidden), data) if which in ("both", "c") else None
+    x = int16_codes(rng, (batch, steps, features), data)
+    h0 = int16_codes(rng, (batch, hidden), data) if which in ("both", "h") else None
+    c0 = int16_codes(rng, (batch, hidden), data) if which in ("both", "c") else None
     _check(p, x, h0, c0)
 
 
@@ -92,16 +92,7 @@ def test_lstm_final_cell_s16_matches_the_reference_at_extreme_constants(hidden: 
     """Multipliers and shifts at the ends of their ranges, biases past int32, int16 and int8 extremes, from
     extreme initial states: every saturation of the gates and the cell is reached and C equals the reference."""
     rng = np.random.default_rng(seed)
-    rows = 4 * hidden
-    quant = np.stack([np.full(rows, mult), np.full(rows, shift), rng.integers(2**30, 2**31, rows),
-                      rng.integers(-31, 15, rows)], axis=1)
-    p = LstmS16(w_ih=rng.choice(np.array([-128, 127, 0, 5]), (rows, features)).astype(np.int8),
-                w_hh=rng.choice(np.array([-128, 127, 0, -3]), (rows, hidden)).astype(np.int8),
-                bias=rng.choice(np.array([-(2**40), 0, 2**40, 12345, -(2**31)]), rows).astype(np.int64),
-                quant=quant.astype(np.int32), cell_shift=int(rng.integers(0, 16)),
-                forget_mult=cell_mult, forget_shift=cell_shift_q, input_mult=int(rng.integers(0, 2**31)),
-                input_shift=int(rng.integers(-31, 1)), out_mult=int(rng.integers(0, 2**31)),
-                out_shift=int(rng.integers(-31, 1)))
+    p = extreme_layer(rng, hidden, features, mult, shift, cell_mult, cell_shift_q)
     extremes = np.array([-32768, 32767, 0, -1])
     x = rng.choice(extremes, (2, 4, features)).astype(np.int16)
     _check(p, x, rng.choice(extremes, (2, hidden)).astype(np.int16), rng.choice(extremes, (2, hidden)).astype(np.int16))
@@ -109,7 +100,7 @@ def test_lstm_final_cell_s16_matches_the_reference_at_extreme_constants(hidden: 
 
 def test_lstm_final_cell_s16_reads_the_hidden_states() -> None:
     """Other hidden states give another cell (C and reference alike): the kernel reads them, not its own."""
-    p = _small_layer()
+    p = small_layer()
     x = np.full((1, 3, 4), 2000, np.int16)
     seq = lstm_s16(x, p)
     other = seq.copy()
@@ -120,7 +111,7 @@ def test_lstm_final_cell_s16_reads_the_hidden_states() -> None:
 
 
 def test_lstm_final_cell_s16_checks_its_arguments() -> None:
-    p = _small_layer()
+    p = small_layer()
     x = np.ones((1, 2, 4), np.int16)
     seq = lstm_s16(x, p)
     assert run_final_cell(p, x, seq)[0] == MCU_OK

@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "mcu/kernels_s16.h"
 
@@ -23,16 +24,9 @@ static inline mcu_status mcu_lstm16_check(const mcu_context *ctx, const mcu_lstm
     MCU_REQUIRE(ctx != NULL && p != NULL && input != NULL && w_ih != NULL && w_hh != NULL && bias != NULL &&
                     quant != NULL && out != NULL && ctx->buf != NULL,
                 MCU_ERR_NULL_POINTER);
-    MCU_REQUIRE(p->batch > 0 && p->steps > 0 && p->input_size > 0 && p->hidden > 0 &&
-                    p->input_size <= MCU_LSTM_S16_MAX_FEATURES && p->hidden <= MCU_LSTM_S16_MAX_FEATURES,
-                MCU_ERR_SHAPE);
-    const int32_t in_dims[3] = {p->batch, p->steps, p->input_size};
-    const int32_t seq_dims[3] = {p->batch, p->steps, p->hidden};
-    const int32_t state_dims[2] = {p->batch, p->hidden};
-    const int32_t in_count = mcu_checked_count(in_dims, 3, 2);
-    const int32_t seq_count = mcu_checked_count(seq_dims, 3, 2);
-    const int32_t state_count = mcu_checked_count(state_dims, 2, 2);
-    MCU_REQUIRE(in_count > 0 && seq_count > 0 && state_count > 0, MCU_ERR_SHAPE);
+    int32_t counts[3];
+    MCU_CHECK(mcu_rnn16_counts(p->batch, p->steps, p->input_size, p->hidden, counts));
+    const int32_t in_count = counts[0], seq_count = counts[1], state_count = counts[2];
     MCU_REQUIRE(p->cell_shift >= 0 && p->cell_shift <= 15 && mcu_quant_valid(p->forget_mult, p->forget_shift) &&
                     mcu_quant_valid(p->input_mult, p->input_shift) && mcu_quant_valid(p->out_mult, p->out_shift),
                 MCU_ERR_INVALID_ARG);
@@ -56,6 +50,16 @@ static inline mcu_status mcu_lstm16_check(const mcu_context *ctx, const mcu_lstm
                     !mcu_overlaps(quant, rows * 4u * sizeof(int32_t), out, out_n),
                 MCU_ERR_INVALID_ARG);
     return MCU_OK;
+}
+
+/* The batch item's first cell: its row of the given cell, or zeros. */
+static inline void mcu_lstm16_first_cell(int16_t *cell, const int16_t *cell0, int32_t b, int32_t hidden)
+{
+    if (cell0 != NULL) {
+        memcpy(cell, cell0 + (size_t)b * (size_t)hidden, (size_t)hidden * sizeof(int16_t));
+    } else {
+        memset(cell, 0, (size_t)hidden * sizeof(int16_t));
+    }
 }
 
 /* sat16(rq64(bias + w_ih[r] . x)) then, with a previous state, sat16(that + rq64(w_hh[r] . h)), for rows r0, r1 */

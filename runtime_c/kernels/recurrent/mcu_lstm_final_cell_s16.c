@@ -4,8 +4,6 @@
  * mcu_lstm_s16 read, so the cell runs through the same values bit for bit; the output gate and the hidden state
  * are not computed again (three of the four gate rows' products). CMSIS-NN's arm_lstm_unidirectional_s16 keeps its cell in its context (cell_state) and
  * returns it the same way. */
-#include <string.h>
-
 #include "mcu/kernels_s16.h"
 
 #include "lstm_s16.h"
@@ -35,11 +33,7 @@ mcu_status mcu_lstm_final_cell_s16(const mcu_context *ctx, const mcu_lstm_s16_pa
     mcu_rnn16_rq_init(&to_cell_i, p->input_mult, p->input_shift);
     for (int32_t b = 0; b < p->batch; ++b) {
         int16_t *cell = cell_out + (size_t)b * (size_t)hidden;
-        if (cell0 != NULL) {
-            memcpy(cell, cell0 + (size_t)b * (size_t)hidden, (size_t)hidden * sizeof(int16_t));
-        } else {
-            memset(cell, 0, (size_t)hidden * sizeof(int16_t));
-        }
+        mcu_lstm16_first_cell(cell, cell0, b, hidden);
         const int16_t *h = state != NULL ? state + (size_t)b * (size_t)hidden : NULL;
         for (int32_t t = 0; t < p->steps; ++t) {
             const size_t step = (size_t)b * (size_t)p->steps + (size_t)t;

@@ -15,8 +15,6 @@
  * step, so this order gives the same bits with the cell as the only state in scratch. On DSP cores each
  * step's input and hidden state are first copied in SMLAD's lane order (two rows share each load); the
  * sums are exact either way. */
-#include <string.h>
-
 #include "mcu/kernels_s16.h"
 
 #include "lstm_s16.h"
@@ -50,11 +48,7 @@ mcu_status mcu_lstm_s16(const mcu_context *ctx, const mcu_lstm_s16_params *p, co
     mcu_rnn16_rq_init(&to_cell_i, p->input_mult, p->input_shift);
     mcu_rnn16_rq_init(&to_hidden, p->out_mult, p->out_shift);
     for (int32_t b = 0; b < p->batch; ++b) {
-        if (cell0 != NULL) {
-            memcpy(cell, cell0 + (size_t)b * (size_t)hidden, (size_t)hidden * sizeof(int16_t));
-        } else {
-            memset(cell, 0, (size_t)hidden * sizeof(int16_t));
-        }
+        mcu_lstm16_first_cell(cell, cell0, b, hidden);
         const int16_t *h = state != NULL ? state + (size_t)b * (size_t)hidden : NULL;
         for (int32_t t = 0; t < p->steps; ++t) {
             const size_t step = (size_t)b * (size_t)p->steps + (size_t)t;
