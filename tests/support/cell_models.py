@@ -28,10 +28,13 @@ class LstmCellLoop(nn.Module):
         return {"logits": self.fc(h), "c": c}
 
 
-class RnnCellLoop(nn.Module):
-    def __init__(self) -> None:
+class StateLoop(nn.Module):
+    """A cell of one state (``nn.RNNCell``, ``nn.GRUCell``) stepped over a batch-first sequence from the zero state,
+    the last state classified."""
+
+    def __init__(self, cell: type[nn.Module] = nn.RNNCell) -> None:
         super().__init__()
-        self.cell = nn.RNNCell(5, 7)
+        self.cell = cell(5, 7)
         self.fc = nn.Linear(7, 3)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -43,7 +46,7 @@ class RnnCellLoop(nn.Module):
 
 def compile_model(name: str, quantize: str, board: str = "mps2-an505") -> mcu.CompiledModel:
     torch.manual_seed(0)
-    model = {"lstm_cell": LstmCellLoop, "rnn_cell": RnnCellLoop}[name]().eval()
+    model = {"lstm_cell": LstmCellLoop, "rnn_cell": StateLoop}[name]().eval()
     calibration = [(torch.randn(*SHAPE),) for _ in range(16)]
     tests = [(torch.randn(*SHAPE) * 0.8,) for _ in range(3)]
     return mcu.compile(model, calibration[0], quantize=quantize, calibration=calibration, test_inputs=tests,

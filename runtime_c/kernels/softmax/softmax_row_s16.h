@@ -59,8 +59,9 @@ static const int16_t mcu_recip_s16_table[513] = {
 static inline void mcu_softmax_row_s16(const int16_t *x, int16_t *y, size_t stride, int32_t n, const uint8_t *hidden,
                                        int32_t input_multiplier, int32_t input_shift)
 {
-    int32_t max = INT16_MIN;
-    for (int32_t a = 0; a < n; ++a) {
+    /* (without a mask the first value starts the maximum, as arm_softmax_s16 does) */
+    int32_t max = hidden == NULL ? x[0] : INT16_MIN;
+    for (int32_t a = hidden == NULL ? 1 : 0; a < n; ++a) {
         const int32_t v = x[(size_t)a * stride];
         max = (hidden == NULL || !hidden[a]) && v > max ? v : max;
     }
