@@ -1,6 +1,6 @@
 /* The pieces of the 16x8 LSTM that mcu_lstm_s16 and mcu_lstm_final_cell_s16 share (mcu_lstm_s16.c states the
- * arithmetic): the checks of the parameters, constants and buffers, two gate rows' pre-activations, and a unit's
- * cell update. Internal: static inline only. */
+ * arithmetic): the checks of the parameters, constants and buffers, a batch item's first cell and two gate rows'
+ * pre-activations. Internal: static inline only. */
 #ifndef MCU_KERNELS_INTERNAL_LSTM_S16_H
 #define MCU_KERNELS_INTERNAL_LSTM_S16_H
 
@@ -86,17 +86,6 @@ static inline void mcu_lstm16_gate2(const mcu_lstm_s16_params *p, int32_t r0, in
     }
     *g0 = v0;
     *g1 = v1;
-}
-
-/* c' = sat16(sat16(rq(f c, forget)) + rq(i g, input)) from the Q3.12 pre-activations of i, f and g */
-static inline int32_t mcu_lstm16_cell(int32_t gi, int32_t gf, int32_t gg, int32_t c, const mcu_rnn16_rq *forget,
-                                      const mcu_rnn16_rq *input)
-{
-    const int32_t i = mcu_rnn16_sigmoid(gi);
-    const int32_t f = mcu_rnn16_sigmoid(gf);
-    const int32_t g = mcu_rnn16_tanh(gg * 3);
-    const int32_t kept = mcu_rnn16_sat(mcu_rnn16_rq_apply(forget, f * c));
-    return mcu_rnn16_sat(kept + mcu_rnn16_rq_apply(input, i * g));
 }
 
 #endif /* MCU_KERNELS_INTERNAL_LSTM_S16_H */

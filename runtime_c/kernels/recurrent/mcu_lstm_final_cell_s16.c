@@ -8,6 +8,17 @@
 
 #include "lstm_s16.h"
 
+/* c' = sat16(sat16(rq(f c, forget)) + rq(i g, input)) from the Q3.12 pre-activations of i, f and g */
+static inline int32_t next_cell(int32_t gi, int32_t gf, int32_t gg, int32_t c, const mcu_rnn16_rq *forget,
+                                const mcu_rnn16_rq *input)
+{
+    const int32_t i = mcu_rnn16_sigmoid(gi);
+    const int32_t f = mcu_rnn16_sigmoid(gf);
+    const int32_t g = mcu_rnn16_tanh(gg * 3);
+    const int32_t kept = mcu_rnn16_sat(mcu_rnn16_rq_apply(forget, f * c));
+    return mcu_rnn16_sat(kept + mcu_rnn16_rq_apply(input, i * g));
+}
+
 int32_t mcu_lstm_final_cell_s16_get_buffer_size(const mcu_lstm_s16_params *p)
 {
     if (p == NULL || p->hidden <= 0 || p->hidden > MCU_LSTM_S16_MAX_FEATURES || p->input_size <= 0 ||
@@ -51,15 +62,15 @@ mcu_status mcu_lstm_final_cell_s16(const mcu_context *ctx, const mcu_lstm_s16_pa
                 mcu_lstm16_gate2(p, j + 1, hidden + j + 1, x, col_x, h, col_h, w_ih, w_hh, bias, quant, &gi1, &gf1);
                 mcu_lstm16_gate2(p, 2 * hidden + j, 2 * hidden + j + 1, x, col_x, h, col_h, w_ih, w_hh, bias, quant,
                                  &gg0, &gg1);
-                cell[j] = (int16_t)mcu_lstm16_cell(gi0, gf0, gg0, cell[j], &to_cell_f, &to_cell_i);
-                cell[j + 1] = (int16_t)mcu_lstm16_cell(gi1, gf1, gg1, cell[j + 1], &to_cell_f, &to_cell_i);
+                cell[j] = (int16_t)next_cell(gi0, gf0, gg0, cell[j], &to_cell_f, &to_cell_i);
+                cell[j + 1] = (int16_t)next_cell(gi1, gf1, gg1, cell[j + 1], &to_cell_f, &to_cell_i);
             }
             if (j < hidden) { /* an odd last unit: its g row paired with its o row, whose value is not needed */
                 int32_t gi, gf, gg, go;
                 mcu_lstm16_gate2(p, j, hidden + j, x, col_x, h, col_h, w_ih, w_hh, bias, quant, &gi, &gf);
                 mcu_lstm16_gate2(p, 2 * hidden + j, 3 * hidden + j, x, col_x, h, col_h, w_ih, w_hh, bias, quant, &gg,
                                  &go);
-                cell[j] = (int16_t)mcu_lstm16_cell(gi, gf, gg, cell[j], &to_cell_f, &to_cell_i);
+                cell[j] = (int16_t)next_cell(gi, gf, gg, cell[j], &to_cell_f, &to_cell_i);
             }
             h = hidden_states + step * (size_t)hidden;
         }

@@ -63,8 +63,12 @@ mcu_status mcu_lstm_s16(const mcu_context *ctx, const mcu_lstm_s16_params *p, co
                 mcu_lstm16_gate2(p, j, hidden + j, x, col_x, h, col_h, w_ih, w_hh, bias, quant, &gi, &gf);
                 mcu_lstm16_gate2(p, 2 * hidden + j, 3 * hidden + j, x, col_x, h, col_h, w_ih, w_hh, bias, quant, &gg,
                                  &go);
+                const int32_t i = mcu_rnn16_sigmoid(gi);
+                const int32_t f = mcu_rnn16_sigmoid(gf);
+                const int32_t g = mcu_rnn16_tanh(gg * 3);
                 const int32_t o = mcu_rnn16_sigmoid(go);
-                const int32_t c = mcu_lstm16_cell(gi, gf, gg, cell[j], &to_cell_f, &to_cell_i);
+                int32_t c = mcu_rnn16_sat(mcu_rnn16_rq_apply(&to_cell_f, f * cell[j]));
+                c = mcu_rnn16_sat(c + mcu_rnn16_rq_apply(&to_cell_i, i * g));
                 cell[j] = (int16_t)c;
                 const int32_t tc = mcu_rnn16_tanh(mcu_asr32(c * c_mult + c_round, c_rshift));
                 y[j] = (int16_t)mcu_rnn16_sat(mcu_rnn16_rq_apply(&to_hidden, o * tc));
