@@ -383,3 +383,22 @@ def test_rewritten_masked_attention_computes_the_same(kind: str, heads: int, tok
                                                          "where"))
     with torch.no_grad():
         torch.testing.assert_close(rewritten(q), model(q), rtol=1e-5, atol=1e-5)
+
+
+def test_w8a16_refuses_a_masked_fill_that_is_no_attention_mask_by_name() -> None:
+    """Only a constant mask before a softmax is one masked softmax at w8a16: a masked_fill elsewhere (here
+    zeroing features) has no 16x8 kernel and the mode refuses it by name before quantizing."""
+    from mcu.errors import McuError
+
+    class Zeroed(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.register_buffer("drop", torch.tensor([True, False, False, True]))
+            self.fc = nn.Linear(4, 4)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.fc(x).masked_fill(self.drop, 0.0)
+
+    x = torch.randn(2, 4)
+    with pytest.raises(McuError, match="w8a16 has no 16x8 kernel for: masked_fill"):
+        mcu.compile(Zeroed().eval(), (x,), quantize="w8a16", calibration=[(x,)])
