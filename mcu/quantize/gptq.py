@@ -126,15 +126,17 @@ def gptq_round(weight: torch.Tensor, hessian: torch.Tensor, scale: torch.Tensor,
     return codes
 
 
-def weight_observer(gm: GraphModule, modules: dict[str, Any], layer: Node) -> tuple[Node, Node, Any] | None:
-    """The layer's weight as (get_attr, observer node, observer) when it is a constant of its own behind a
-    per-channel symmetric observer on output channels (axis 0)."""
+def weight_observer(gm: GraphModule, modules: dict[str, Any], layer: Node,
+                    shared: bool = False) -> tuple[Node, Node, Any] | None:
+    """The layer's weight as (get_attr, observer node, observer) when it is a constant of its own (``shared``: or
+    of several layers) behind a per-channel symmetric observer on output channels (axis 0)."""
     w = layer.args[1] if len(layer.args) > 1 else None
-    if not isinstance(w, Node) or w.op != "call_module" or len(w.users) != 1:
+    if not isinstance(w, Node) or w.op != "call_module" or (len(w.users) != 1 and not shared):
         return None
     observer = modules.get(str(w.target))
     source = w.args[0] if w.args else None
-    if not is_observer(observer) or not isinstance(source, Node) or source.op != "get_attr" or len(source.users) != 1:
+    if not is_observer(observer) or not isinstance(source, Node) or source.op != "get_attr" or \
+            (len(source.users) != 1 and not shared):
         return None
     if observer.qscheme is not torch.per_channel_symmetric or int(observer.ch_axis) != 0:
         return None
@@ -158,6 +160,7 @@ def round_weights(gm: GraphModule, calibration: Sequence[tuple[torch.Tensor, ...
     walk = TwinWalk(gm, samples, dict(float_weights or {}))
     done: list[Rounded] = []
     cells = _CellSteps(walk.nodes)
+    shared = _SharedLinears(walk.nodes, walk.modules)
     with torch.no_grad():
         for i, node in enumerate(walk.nodes):
             if node.op == "output":
@@ -169,7 +172,15 @@ def round_weights(gm: GraphModule, calibration: Sequence[tuple[torch.Tensor, ...
                     done.append(rounded)
             elif node in cells.steps and node in walk.varying:
                 cells.add(node, walk.quant, walk.fp32)
-            if node.op == "call_function" and (node.target in CONVOLUTIONS or node.target is LINEAR) \
+            if node in shared.layers and node in walk.varying and not recurrent_only:
+                # a cell's gate layer, its weight read at every step: rounded once, at the last
+                gathered = shared.add(node, walk.quant, walk.fp32)
+                rounded = _round_layer(gm, walk.modules, node, walk.quant, walk.fp32, centered,
+                                       (gathered, shared.observers(node))) if node in shared.last else None
+                if rounded is not None:
+                    walk.originals[rounded.weight] = rounded.original
+                    done.append(rounded)
+            elif node.op == "call_function" and (node.target in CONVOLUTIONS or node.target is LINEAR) \
                     and node in walk.varying and not recurrent_only:
                 rounded = _round_layer(gm, walk.modules, node, walk.quant, walk.fp32, centered)
                 if rounded is not None:
@@ -289,10 +300,12 @@ class _Grid:
 
 
 def _round_layer(gm: GraphModule, modules: dict[str, Any], layer: Node, quant: list[dict[Node, Any]],
-                 fp32: list[dict[Node, Any]], centered: bool) -> Rounded | None:
+                 fp32: list[dict[Node, Any]], centered: bool,
+                 shared: tuple[list[list[_Moments]], list[Node]] | None = None) -> Rounded | None:
     """GPTQ on one layer from its inputs in ``quant`` and ``fp32``; its weight and its observer's value in
-    ``quant`` replaced."""
-    found = weight_observer(gm, modules, layer)
+    ``quant`` replaced. ``shared``: a weight several linear layers read (:class:`_SharedLinears`), their input
+    sums gathered and their weight observers."""
+    found = weight_observer(gm, modules, layer, shared=shared is not None)
     x_node = layer.args[0]
     if found is None or not isinstance(x_node, Node):
         return None
@@ -308,11 +321,14 @@ def _round_layer(gm: GraphModule, modules: dict[str, Any], layer: Node, quant: l
                  int(observer.quant_max))
     width = grid.matrix.shape[1]
     # the even and the odd calibration samples' sums, each half the other's held-out data
-    halves = [[_Moments.zeros(width) for _ in range(groups)] for _ in range(2)]
-    for k, (q_env, f_env) in enumerate(zip(quant, fp32)):
-        for g, (xq, xf) in enumerate(zip(input_columns(q_env[x_node], layer, weight),
-                                         input_columns(f_env[x_node], layer, weight))):
-            halves[k % 2][g].add(xq, xf)
+    if shared is None:
+        halves = [[_Moments.zeros(width) for _ in range(groups)] for _ in range(2)]
+        for k, (q_env, f_env) in enumerate(zip(quant, fp32)):
+            for g, (xq, xf) in enumerate(zip(input_columns(q_env[x_node], layer, weight),
+                                             input_columns(f_env[x_node], layer, weight))):
+                halves[k % 2][g].add(xq, xf)
+    else:
+        halves = shared[0]
     codes, before, after = grid.choose(halves, centered)
     # codes times the observer's float32 scales: convert_pt2e's quantize gives back exactly these codes
     new = (codes.to(weight.dtype) * scale.to(weight.dtype)[:, None]).reshape(weight.shape)
@@ -320,7 +336,8 @@ def _round_layer(gm: GraphModule, modules: dict[str, Any], layer: Node, quant: l
     value = fake_quantize(observer, new)
     for env in quant:
         env[source] = new
-        env[observed] = value
+        for o in ([observed] if shared is None else shared[1]):
+            env[o] = value
     return Rounded(layer.name, before, after, str(source.target), weight)
 
 
@@ -334,6 +351,48 @@ def recurrent_rows(layer: Node, env: dict[Node, Any], matrices: tuple[torch.Tens
     initial = args[1].double()[:, None] if first > 1 else torch.zeros_like(h[:, :1])
     before = torch.cat([initial, h[:, :-1]], dim=1)
     return torch.cat([x.double(), before], dim=2).reshape(-1, x.shape[-1] + h.shape[-1])
+
+
+class _SharedLinears:
+    """The linear layers that read one weight (a recurrent cell's gate layers at every step of its loop,
+    mcu/quantize/cells.py), through one observer or one each: their input rows gathered layer by layer, so that the
+    weight is rounded once, at the last of them, from all of them. The observers saw the same weight, so they hold
+    one grid; a weight whose observers disagree, or that anything else reads, is left out."""
+
+    def __init__(self, nodes: list[Node], modules: dict[str, Any]) -> None:
+        readers: dict[Node, list[Node]] = {}
+        for node in nodes:
+            w = node.args[1] if node.op == "call_function" and node.target is LINEAR and len(node.args) > 1 else None
+            if isinstance(w, Node) and w.op == "call_module" and w.args and isinstance(w.args[0], Node) and \
+                    w.args[0].op == "get_attr" and is_observer(modules.get(str(w.target))):
+                readers.setdefault(w.args[0], []).append(node)
+
+        def only_these(src: Node, group: list[Node]) -> bool:
+            return all(o.op == "call_module" and all(u in group and u.args[1] is o for u in o.users) for o in src.users)
+
+        groups = [g for src, g in readers.items() if len(g) > 1 and only_these(src, g) and
+                  len({_qparams(modules[str(n.args[1].target)]) for n in g}) == 1]
+        self.layers = {n for g in groups for n in g}
+        self.last = {g[-1] for g in groups}
+        self._group = {n: tuple(g) for g in groups for n in g}
+        self._halves: dict[tuple[Node, ...], list[list[_Moments]]] = {}
+
+    def observers(self, layer: Node) -> list[Node]:
+        return list(dict.fromkeys(n.args[1] for n in self._group[layer]))
+
+    def add(self, layer: Node, quant: list[dict[Node, Any]], fp32: list[dict[Node, Any]]) -> list[list[_Moments]]:
+        """The layer's input rows added to its group's even and odd samples' sums; returns them."""
+        x = layer.args[0]
+        width = int(quant[0][x].shape[-1])
+        halves = self._halves.setdefault(self._group[layer], [[_Moments.zeros(width)] for _ in range(2)])
+        for k, (q_env, f_env) in enumerate(zip(quant, fp32)):
+            halves[k % 2][0].add(q_env[x].double().reshape(-1, width), f_env[x].double().reshape(-1, width))
+        return halves
+
+
+def _qparams(observer: Any) -> tuple:
+    scale, _ = observer.calculate_qparams()
+    return tuple(float(v) for v in scale.reshape(-1))
 
 
 class _CellSteps:
