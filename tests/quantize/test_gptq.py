@@ -143,3 +143,29 @@ def test_gptq_rounds_a_gru_cell_loops_weights_once_from_every_step() -> None:
     nearest, gptq = _sqnr(built["nearest"], model, tests), _sqnr(built["gptq"], model, tests)
     print(f"GRUCell loop w8a16 output SQNR against fp32: nearest {nearest:.1f} dB, gptq {gptq:.1f} dB")
     assert gptq > nearest + 2.0
+
+
+@pytest.mark.slow
+def test_gptq_rounds_the_gate_layers_a_cell_loop_shares_over_its_steps() -> None:
+    """An nn.LSTMCell loop, its gates as ops (int8): each of its two gate layers' weights, read at every step, is
+    rounded once from the inputs of every step, so its codes move (before, a shared weight kept nearest rounding),
+    and every step reads the same codes."""
+    from cell_models import LstmCellLoop
+
+    torch.manual_seed(3)
+    model = LstmCellLoop().eval()
+    g = torch.Generator().manual_seed(1)
+    mix = torch.randn(2, 5, generator=g)
+    calibration = [(torch.randn(2, 6, 2, generator=g) @ mix * 1.5 + 0.2 * torch.randn(2, 6, 5, generator=g),)
+                   for _ in range(48)]
+    weights = {}
+    for r in ("nearest", "gptq"):
+        graph = mcu.api.lower(model, calibration[0], quantize="int8", calibration=calibration, name="lstm_cell",
+                              bias_correction=False, weight_rounding=r).graph
+        gates = [op.inputs[1].data for op in graph.ops if op.kind == "linear" and op.inputs[1].shape[0] == 28]
+        # six steps of the input's layer, five of the state's (the first step's state is zero: folded away)
+        by_width = [[w for w in gates if w.shape[1] == width] for width in (5, 7)]
+        assert [len(ws) for ws in by_width] == [6, 5]
+        assert all(np.array_equal(w, ws[0]) for ws in by_width for w in ws)
+        weights[r] = [ws[0] for ws in by_width]
+    assert all(int((a != b).sum()) > 0 for a, b in zip(weights["nearest"], weights["gptq"]))
