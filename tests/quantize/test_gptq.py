@@ -117,6 +117,14 @@ def test_the_flag_defaults_per_mode_and_is_refused_outside_the_static_modes() ->
         modes.weight_rounding(modes.INT8, "stochastic")
 
 
+def _cell_loop_data(n: int) -> list[tuple[torch.Tensor]]:
+    """Sequences [2, 6, 5] whose features share two factors, as GPTQ's compensation needs."""
+    g = torch.Generator().manual_seed(1)
+    mix = torch.randn(2, 5, generator=g)
+    return [(torch.randn(2, 6, 2, generator=g) @ mix * 1.5 + 0.2 * torch.randn(2, 6, 5, generator=g),)
+            for _ in range(n)]
+
+
 @pytest.mark.slow
 def test_gptq_rounds_a_gru_cell_loops_weights_once_from_every_step() -> None:
     """An nn.GRUCell stepped in a loop (w8a16: one mcu_gru_s16 call a step, every step reading the same two
@@ -126,11 +134,7 @@ def test_gptq_rounds_a_gru_cell_loops_weights_once_from_every_step() -> None:
 
     torch.manual_seed(3)
     model = GruCellLoop().eval()
-    g = torch.Generator().manual_seed(1)
-    mix = torch.randn(2, 5, generator=g)
-    # inputs whose features share two factors, as GPTQ's compensation needs
-    data = [(torch.randn(2, 6, 2, generator=g) @ mix * 1.5 + 0.2 * torch.randn(2, 6, 5, generator=g),)
-            for _ in range(51)]
+    data = _cell_loop_data(51)
     calibration, tests = data[:48], data[48:]
     built = {r: mcu.api.lower(model, calibration[0], quantize="w8a16", calibration=calibration, test_inputs=tests,
                               name="cell", bias_correction=False, weight_rounding=r) for r in ("nearest", "gptq")}
@@ -154,10 +158,7 @@ def test_gptq_rounds_the_gate_layers_a_cell_loop_shares_over_its_steps() -> None
 
     torch.manual_seed(3)
     model = LstmCellLoop().eval()
-    g = torch.Generator().manual_seed(1)
-    mix = torch.randn(2, 5, generator=g)
-    calibration = [(torch.randn(2, 6, 2, generator=g) @ mix * 1.5 + 0.2 * torch.randn(2, 6, 5, generator=g),)
-                   for _ in range(48)]
+    calibration = _cell_loop_data(48)
     weights = {}
     for r in ("nearest", "gptq"):
         graph = mcu.api.lower(model, calibration[0], quantize="int8", calibration=calibration, name="lstm_cell",
