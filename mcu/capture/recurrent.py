@@ -20,7 +20,8 @@ input flipped in time, its output flipped back and joined to the forward one's a
 Supported: any number of layers, ``batch_first`` either way, biases or none, no projection (``proj_size``),
 unidirectional and called without an initial state (the zeros that export produces) at int8, also bidirectional
 and from an initial state at w8a16. A module called with an initial state at int8 runs its original fp32 graph;
-one whose final cell state ``c_n`` is read is refused by the frontend with a clear error.
+one whose final cell state ``c_n`` is read runs one more op per layer at w8a16 (``mcu_rnn::lstm_final_cell``: the
+cell from the layer's hidden states) and is refused by the frontend with a clear error at int8.
 """
 
 from __future__ import annotations
@@ -61,14 +62,16 @@ def _gru_fake(x, w_ih, w_hh, b_ih, b_hh, state_shift):
 
 @torch.library.custom_op("mcu_rnn::lstm_final_cell", mutates_args=())
 def _final_cell_op(x: torch.Tensor, w_ih: torch.Tensor, w_hh: torch.Tensor, b_ih: torch.Tensor,
-                   b_hh: torch.Tensor, h0: torch.Tensor | None = None, c0: torch.Tensor | None = None) -> torch.Tensor:
-    """c_n of one LSTM layer [N, H] (from the zero state or ``h0``, ``c0``): in the graph only when the model
-    reads it (then refused)."""
+                   b_hh: torch.Tensor, y: torch.Tensor, state_shift: int, h0: torch.Tensor | None = None,
+                   c0: torch.Tensor | None = None) -> torch.Tensor:
+    """c_n of one LSTM layer [N, H] (from the zero state or ``h0``, ``c0``) whose hidden states are ``y``
+    [N, T, H]: in the graph only when the model reads it (w8a16: one mcu_lstm_final_cell_s16 call, the cell at
+    the layer's 2^-state_shift, from the hidden states the layer's op wrote; refused at int8)."""
     return _run_layer("lstm", x, w_ih, w_hh, b_ih, b_hh, h0, c0)[1]
 
 
 @_final_cell_op.register_fake
-def _final_cell_fake(x, w_ih, w_hh, b_ih, b_hh, h0=None, c0=None):
+def _final_cell_fake(x, w_ih, w_hh, b_ih, b_hh, y, state_shift, h0=None, c0=None):
     return x.new_empty((x.shape[0], w_hh.shape[1]))
 
 
@@ -207,7 +210,7 @@ class _IntRecurrent(nn.Module):
                     y = LSTM_FROM(layer_in, h0[idx], c0[idx], *weights, self.shifts[idx])
                 finals_h.append(y[:, -1])
                 if self.kind == "lstm":
-                    finals_c.append(FINAL_CELL(layer_in, *weights, None if h0 is None else h0[idx],
+                    finals_c.append(FINAL_CELL(layer_in, *weights, y, self.shifts[idx], None if h0 is None else h0[idx],
                                                None if c0 is None else c0[idx]))
                 outs.append(y.flip(1) if d else y)
             seq = outs[0] if len(outs) == 1 else torch.cat(outs, dim=2)

@@ -61,6 +61,9 @@ def op_macs(op: Op) -> int:
         assert w_ih is not None and w_hh is not None
         steps = op.outputs[0].numel // w_hh.shape[1]
         return steps * (w_ih.numel + w_hh.numel)
+    if op.kind == "lstm_final_cell":  # the layer's steps again, the i, f and g rows of both matrices
+        w_ih, w_hh, seq = op.inputs[1], op.inputs[2], op.inputs[5]
+        return seq.numel // w_hh.shape[1] * (w_ih.numel + w_hh.numel) * 3 // 4
     if op.kind not in _WEIGHTED or len(op.inputs) < 2:
         return 0
     weight = op.inputs[1].shape

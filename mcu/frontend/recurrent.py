@@ -1,14 +1,16 @@
 """Frontend handlers of the integer recurrent layers: ``mcu_rnn::lstm`` and ``mcu_rnn::gru``, the
 one-op-per-layer form that mcu/capture/recurrent.py gives nn.LSTM and nn.GRU before int8 quantization (and
 ``mcu_rnn::gru_cell``, ``mcu_rnn::gru_from`` and ``mcu_rnn::lstm_from`` at w8a16: an nn.GRUCell step, an nn.GRU
-or nn.LSTM from an initial state). Each becomes one ``lstm``/``gru`` IR op over the layer's float weights (with
-the given state as the last input, an LSTM's h0 then c0), which the int8 lowering
+or nn.LSTM from an initial state, and an nn.LSTM's final cell c_n: ``mcu_rnn::lstm_final_cell``). Each becomes one
+``lstm``/``gru``/``lstm_final_cell`` IR op over the layer's float weights (with the given state as the last input,
+an LSTM's h0 then c0), which the int8 lowering
 (mcu/passes/quantized/recurrent.py) quantizes for ``mcu_lstm_s8``/``mcu_gru_s8``."""
 
 from __future__ import annotations
 
 from typing import Any, Callable
 
+import torch
 from torch.fx import Node
 
 from mcu.errors import McuError
@@ -60,8 +62,23 @@ def _from_state(rank: int, what_op: str, states: int = 1) -> Callable[[Any, Node
 
 
 def _final_cell(ctx: Any, node: Node, a: list[Any]) -> Tensor:
-    raise McuError(f"the final cell state c_n of an int8 nn.LSTM is not supported{user_source_line(node)}",
-                   hint="use the output sequence or h_n (the last hidden state), or --quantize none")
+    """An LSTM layer's final cell c_n (w8a16, where the quantizer gives it its cell's int16 scale, so an int16
+    quantize reads it; int8 has no kernel for it): one
+    ``lstm_final_cell`` op reading the layer's input, weights, hidden states ``y`` and given states (h0, c0 last)."""
+    if not any("quantize_per_tensor" in str(u.target) and torch.int16 in u.args for u in node.users):
+        raise McuError(f"the final cell state c_n of an int8 nn.LSTM is not supported{user_source_line(node)}",
+                       hint="use the output sequence or h_n (the last hidden state), --quantize w8a16, or "
+                            "--quantize none")
+    x, w_ih, w_hh, b_ih, b_hh, y, shift = a[:7]
+    given = [t for t in a[7:9] if t is not None]
+    for t, what in ((w_ih, "input weights"), (w_hh, "recurrent weights"), (b_ih, "input bias"),
+                    (b_hh, "recurrent bias")):
+        if not isinstance(t, Tensor) or not t.is_constant:
+            raise McuError(f"nn.LSTM with {what} that are not parameters{user_source_line(node)}")
+    out = Tensor(name=node.name, shape=(x.shape[0], w_hh.shape[1]), dtype="float32")
+    ctx.ops.append(Op("lstm_final_cell", [x, w_ih, w_hh, b_ih, b_hh, y, *given], [out], {"state_shift": int(shift)},
+                      name=node.name, source=op_source(node)))
+    return out
 
 
 HANDLERS: dict[object, Callable[[Any, Node, list[Any]], Any]] = {

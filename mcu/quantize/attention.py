@@ -7,7 +7,7 @@ second product, each piece is an op with an int8 kernel (``mcu_bmm_s8``, a table
 
 A mask known when the model is compiled (``attn_mask`` computed from the model's buffers, bool or an
 additive float mask of zeros and minus infinity, ``key_padding_mask`` merged into it by
-``nn.MultiheadAttention``, or ``is_causal=True``) is written as ``masked_fill(scores, hidden, -inf)`` before
+``nn.MultiheadAttention``, ``is_causal=True``, or ``torch.where(kept, scores, -inf)`` written by hand) is written as ``masked_fill(scores, hidden, -inf)`` before
 the softmax, with ``hidden`` one constant bool tensor: the quantizer reads the pair as one softmax that skips
 the hidden positions (mcu/passes/quantized/attention.py folds it into the int8 softmax), so no mask op is
 left to run in fp32. A mask computed from the model's inputs, a float mask with other values (a bias, not a
@@ -199,13 +199,15 @@ def decompose_attention(gm: GraphModule) -> int:
 
 
 _MASK_FILL = (aten.masked_fill.Scalar, aten.masked_fill_.Scalar)
+_WHERE = (aten.where.ScalarOther, aten.where.ScalarSelf)
 
 
 def _masked_scores(gm: GraphModule, x: Node) -> tuple[Node | tuple[Node, Node], torch.Tensor, Any] | None:
     """(scores, mask value, the mask's node) when a softmax's input ``x`` adds a constant mask to the scores:
     ``baddbmm(mask, a, b)`` (nn.MultiheadAttention when it returns the weights; the scores are then the
     operands ``(a, b)`` of the product still to be written), ``scores + mask`` or
-    ``scores.masked_fill(mask, -inf)``; the mask as a bool tensor of hidden positions or an additive float one."""
+    ``scores.masked_fill(mask, -inf)``, ``torch.where(kept, scores, -inf)`` or ``torch.where(hidden, -inf, scores)``;
+    the mask as a bool tensor of hidden positions or an additive float one."""
     if x.target is aten.baddbmm.default and len(x.args) == 3 and not x.kwargs:
         mask = _constant_value(gm, x.args[0])
         if mask is not None and mask.dtype != torch.bool:
@@ -216,6 +218,13 @@ def _masked_scores(gm: GraphModule, x: Node) -> tuple[Node | tuple[Node, Node], 
             if mask is not None and mask.dtype != torch.bool and isinstance(x.args[1 - i], Node) and \
                     _constant_value(gm, x.args[1 - i]) is None:
                 return x.args[1 - i], mask, x.args[i]
+    if x.target in _WHERE and len(x.args) == 3:  # where(kept, scores, -inf) or where(hidden, -inf, scores)
+        at = 1 if x.target is aten.where.ScalarOther else 2
+        fill = x.args[3 - at]
+        cond = _constant_value(gm, x.args[0])
+        if isinstance(fill, (int, float)) and fill <= _HIDDEN and isinstance(x.args[at], Node) and \
+                cond is not None and cond.dtype == torch.bool and _constant_value(gm, x.args[at]) is None:
+            return x.args[at], ~cond if at == 1 else cond, x.args[0]
     if x.target in _MASK_FILL and len(x.args) == 3 and isinstance(x.args[2], (int, float)) and \
             x.args[2] <= _HIDDEN and isinstance(x.args[0], Node):
         mask = _constant_value(gm, x.args[1])

@@ -26,7 +26,7 @@ import torch
 from torch.fx import GraphModule, Node
 from torch.fx.node import map_arg
 
-from mcu.capture.recurrent import GRU_FROM, LSTM_FROM, OPS, WEIGHT_ARG
+from mcu.capture.recurrent import FINAL_CELL, GRU_FROM, LSTM_FROM, OPS, WEIGHT_ARG
 from mcu.reference.recurrent import symmetric_rows
 
 aten = torch.ops.aten
@@ -38,6 +38,18 @@ def recurrent_matrices(layer: Node) -> tuple[object, object]:
     """The arguments of a recurrent layer's op (of RECURRENT) that hold its two weight matrices, w_ih and w_hh."""
     first = WEIGHT_ARG[layer.target]
     return layer.args[first], layer.args[first + 1]
+
+
+def own_matrices(layer: Node) -> bool:
+    """Whether the layer's two matrices are parameters it alone reads (besides its final cell's op, nn.LSTM's c_n,
+    which runs the layer's weights again), so that rounding them changes no other layer."""
+    def of_layer(u: Node) -> bool:  # (the hidden states it reads: the layer's output, or its observer's)
+        y = u.args[5]
+        return u.target is FINAL_CELL and isinstance(y, Node) and (y is layer or y.op == "call_module" and
+                                                                   bool(y.args) and y.args[0] is layer)
+
+    return all(isinstance(s, Node) and s.op == "get_attr" and all(u is layer or of_layer(u) for u in s.users)
+               for s in recurrent_matrices(layer))
 
 # output channels on axis 1 (convolutions, NC...) or last (linear)
 CHANNEL_AXIS = {aten.conv1d.default: 1, aten.conv2d.default: 1, aten.conv1d.padding: 1, aten.conv2d.padding: 1,

@@ -150,8 +150,9 @@ def quantize_static(model: torch.nn.Module, example_inputs: tuple,
                             "ReLU/clamp), adds, differences, products, maxima and minima of tensors (broadcasting "
                             "too), PReLU, sigmoid, tanh, softmax, log-softmax, elementwise functions and arithmetic "
                             "with numbers (tables), max and average pools, means, sums, maxima and minima over dims, "
-                            "products of two activations (attention), layer and RMS norm, LSTM and GRU layers, GRU "
-                            "cells, concatenations, moves, slices and views; "
+                            "products of two activations (attention, a constant mask too), layer and RMS norm, LSTM "
+                            "(with c_n) and GRU layers, GRU cells, LSTM and RNN cells as their gates, concatenations, "
+                            "moves, slices and views; "
                             "use --quantize int8 for this model")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

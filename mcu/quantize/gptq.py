@@ -22,8 +22,11 @@ two matrices, which no observer quantizes (their lowering, mcu/passes/quantized/
 gate row to the row's largest magnitude over 127), are rounded side by side on that grid, a step per weight,
 from each step's input beside the previous hidden state (a sample gives as many rows as it has steps); their
 float values become the codes times those scales, every row's codes reaching 127 so that the lowering's rounding
-gives back exactly those codes (a row GPTQ would leave short of it keeps nearest rounding). Transposed
-convolutions keep nearest rounding."""
+gives back exactly those codes (a row GPTQ would leave short of it keeps nearest rounding). An nn.GRUCell stepped
+in a loop (w8a16: one op per step, all reading the same matrices) is rounded once, at its last step, from the rows
+of every step, and a weight several linear layers read (a cell's gate layers, every step of its loop, when its
+gates are ops: int8, and LSTMCell and RNNCell loops at w8a16) once, at the last of them, from all their inputs.
+Transposed convolutions keep nearest rounding."""
 
 from __future__ import annotations
 
@@ -35,9 +38,9 @@ import torch
 import torch.nn.functional as F
 from torch.fx import GraphModule, Node
 
-from mcu.capture.recurrent import WEIGHT_ARG
+from mcu.capture.recurrent import GRU_CELL, WEIGHT_ARG
 from mcu.quantize.bias_correction import (RECURRENT, TwinWalk, attr_value, fake_quantize, is_observer,
-                                          recurrent_matrices, rounded_rows, set_attr_value)
+                                          own_matrices, recurrent_matrices, rounded_rows, set_attr_value)
 from mcu.reference.recurrent import symmetric_rows
 
 aten = torch.ops.aten
@@ -124,15 +127,17 @@ def gptq_round(weight: torch.Tensor, hessian: torch.Tensor, scale: torch.Tensor,
     return codes
 
 
-def weight_observer(gm: GraphModule, modules: dict[str, Any], layer: Node) -> tuple[Node, Node, Any] | None:
-    """The layer's weight as (get_attr, observer node, observer) when it is a constant of its own behind a
-    per-channel symmetric observer on output channels (axis 0)."""
+def weight_observer(gm: GraphModule, modules: dict[str, Any], layer: Node,
+                    shared: bool = False) -> tuple[Node, Node, Any] | None:
+    """The layer's weight as (get_attr, observer node, observer) when it is a constant of its own (``shared``: or
+    of several layers) behind a per-channel symmetric observer on output channels (axis 0)."""
     w = layer.args[1] if len(layer.args) > 1 else None
-    if not isinstance(w, Node) or w.op != "call_module" or len(w.users) != 1:
+    if not isinstance(w, Node) or w.op != "call_module" or (len(w.users) != 1 and not shared):
         return None
     observer = modules.get(str(w.target))
     source = w.args[0] if w.args else None
-    if not is_observer(observer) or not isinstance(source, Node) or source.op != "get_attr" or len(source.users) != 1:
+    if not is_observer(observer) or not isinstance(source, Node) or source.op != "get_attr" or \
+            (len(source.users) != 1 and not shared):
         return None
     if observer.qscheme is not torch.per_channel_symmetric or int(observer.ch_axis) != 0:
         return None
@@ -155,11 +160,28 @@ def round_weights(gm: GraphModule, calibration: Sequence[tuple[torch.Tensor, ...
     # the quantized model (observers quantize, weights rounded as far as done) and the fp32 one beside it
     walk = TwinWalk(gm, samples, dict(float_weights or {}))
     done: list[Rounded] = []
+    cells = _CellSteps(walk.nodes)
+    shared = _SharedLinears(walk.nodes, walk.modules)
     with torch.no_grad():
         for i, node in enumerate(walk.nodes):
             if node.op == "output":
                 break
-            if node.op == "call_function" and (node.target in CONVOLUTIONS or node.target is LINEAR) \
+            if node in cells.last and node in walk.varying:  # an nn.GRUCell's steps, rounded at the last one
+                for rounded in _round_recurrent(gm, node, walk.quant, walk.fp32, centered, walk.originals,
+                                                cells.add(node, walk.quant, walk.fp32)):
+                    walk.originals[rounded.weight] = rounded.original
+                    done.append(rounded)
+            elif node in cells.steps and node in walk.varying:
+                cells.add(node, walk.quant, walk.fp32)
+            if node in shared.layers and node in walk.varying and not recurrent_only:
+                # a cell's gate layer, its weight read at every step: rounded once, at the last
+                gathered = shared.add(node, walk.quant, walk.fp32)
+                rounded = _round_layer(gm, walk.modules, node, walk.quant, walk.fp32, centered,
+                                       (gathered, shared.observers(node))) if node in shared.last else None
+                if rounded is not None:
+                    walk.originals[rounded.weight] = rounded.original
+                    done.append(rounded)
+            elif node.op == "call_function" and (node.target in CONVOLUTIONS or node.target is LINEAR) \
                     and node in walk.varying and not recurrent_only:
                 rounded = _round_layer(gm, walk.modules, node, walk.quant, walk.fp32, centered)
                 if rounded is not None:
@@ -279,10 +301,12 @@ class _Grid:
 
 
 def _round_layer(gm: GraphModule, modules: dict[str, Any], layer: Node, quant: list[dict[Node, Any]],
-                 fp32: list[dict[Node, Any]], centered: bool) -> Rounded | None:
+                 fp32: list[dict[Node, Any]], centered: bool,
+                 shared: tuple[list[list[_Moments]], list[Node]] | None = None) -> Rounded | None:
     """GPTQ on one layer from its inputs in ``quant`` and ``fp32``; its weight and its observer's value in
-    ``quant`` replaced."""
-    found = weight_observer(gm, modules, layer)
+    ``quant`` replaced. ``shared``: a weight several linear layers read (:class:`_SharedLinears`), their input
+    sums gathered and their weight observers."""
+    found = weight_observer(gm, modules, layer, shared=shared is not None)
     x_node = layer.args[0]
     if found is None or not isinstance(x_node, Node):
         return None
@@ -298,11 +322,14 @@ def _round_layer(gm: GraphModule, modules: dict[str, Any], layer: Node, quant: l
                  int(observer.quant_max))
     width = grid.matrix.shape[1]
     # the even and the odd calibration samples' sums, each half the other's held-out data
-    halves = [[_Moments.zeros(width) for _ in range(groups)] for _ in range(2)]
-    for k, (q_env, f_env) in enumerate(zip(quant, fp32)):
-        for g, (xq, xf) in enumerate(zip(input_columns(q_env[x_node], layer, weight),
-                                         input_columns(f_env[x_node], layer, weight))):
-            halves[k % 2][g].add(xq, xf)
+    if shared is None:
+        halves = [[_Moments.zeros(width) for _ in range(groups)] for _ in range(2)]
+        for k, (q_env, f_env) in enumerate(zip(quant, fp32)):
+            for g, (xq, xf) in enumerate(zip(input_columns(q_env[x_node], layer, weight),
+                                             input_columns(f_env[x_node], layer, weight))):
+                halves[k % 2][g].add(xq, xf)
+    else:
+        halves = shared[0]
     codes, before, after = grid.choose(halves, centered)
     # codes times the observer's float32 scales: convert_pt2e's quantize gives back exactly these codes
     new = (codes.to(weight.dtype) * scale.to(weight.dtype)[:, None]).reshape(weight.shape)
@@ -310,7 +337,8 @@ def _round_layer(gm: GraphModule, modules: dict[str, Any], layer: Node, quant: l
     value = fake_quantize(observer, new)
     for env in quant:
         env[source] = new
-        env[observed] = value
+        for o in ([observed] if shared is None else shared[1]):
+            env[o] = value
     return Rounded(layer.name, before, after, str(source.target), weight)
 
 
@@ -326,15 +354,91 @@ def recurrent_rows(layer: Node, env: dict[Node, Any], matrices: tuple[torch.Tens
     return torch.cat([x.double(), before], dim=2).reshape(-1, x.shape[-1] + h.shape[-1])
 
 
+class _SharedLinears:
+    """The linear layers that read one weight (a recurrent cell's gate layers at every step of its loop,
+    mcu/quantize/cells.py), through one observer or one each: their input rows gathered layer by layer, so that the
+    weight is rounded once, at the last of them, from all of them. The observers saw the same weight, so they hold
+    one grid; a weight whose observers disagree, or that anything else reads, is left out."""
+
+    def __init__(self, nodes: list[Node], modules: dict[str, Any]) -> None:
+        readers: dict[Node, list[Node]] = {}
+        for node in nodes:
+            w = node.args[1] if node.op == "call_function" and node.target is LINEAR and len(node.args) > 1 else None
+            if isinstance(w, Node) and w.op == "call_module" and w.args and isinstance(w.args[0], Node) and \
+                    w.args[0].op == "get_attr" and is_observer(modules.get(str(w.target))):
+                readers.setdefault(w.args[0], []).append(node)
+
+        def only_these(src: Node, group: list[Node]) -> bool:
+            return all(o.op == "call_module" and all(u in group and u.args[1] is o for u in o.users) for o in src.users)
+
+        groups = [g for src, g in readers.items() if len(g) > 1 and only_these(src, g) and
+                  len({_qparams(modules[str(n.args[1].target)]) for n in g}) == 1]
+        self.layers = {n for g in groups for n in g}
+        self.last = {g[-1] for g in groups}
+        self._group = {n: tuple(g) for g in groups for n in g}
+        self._halves: dict[tuple[Node, ...], list[list[_Moments]]] = {}
+
+    def observers(self, layer: Node) -> list[Node]:
+        return list(dict.fromkeys(n.args[1] for n in self._group[layer]))
+
+    def add(self, layer: Node, quant: list[dict[Node, Any]], fp32: list[dict[Node, Any]]) -> list[list[_Moments]]:
+        """The layer's input rows added to its group's even and odd samples' sums; returns them."""
+        x = layer.args[0]
+        width = int(quant[0][x].shape[-1])
+        halves = self._halves.setdefault(self._group[layer], [[_Moments.zeros(width)] for _ in range(2)])
+        for k, (q_env, f_env) in enumerate(zip(quant, fp32)):
+            halves[k % 2][0].add(q_env[x].double().reshape(-1, width), f_env[x].double().reshape(-1, width))
+        return halves
+
+
+def _qparams(observer: Any) -> tuple:
+    scale, _ = observer.calculate_qparams()
+    return tuple(float(v) for v in scale.reshape(-1))
+
+
+class _CellSteps:
+    """The steps of each nn.GRUCell stepped in a loop (one ``mcu_rnn::gru_cell`` op per call, every call reading
+    the same two weight matrices): their rows of what the matrices read, gathered step by step, so that the
+    weights are rounded once, at the last step, from all of them."""
+
+    def __init__(self, nodes: list[Node]) -> None:
+        groups: dict[tuple[Node, ...], list[Node]] = {}
+        for node in nodes:
+            if node.op == "call_function" and node.target is GRU_CELL:
+                sources = recurrent_matrices(node)
+                if all(isinstance(m, Node) for m in sources):
+                    groups.setdefault(tuple(sources), []).append(node)  # type: ignore[arg-type]
+        self.steps = {n for group in groups.values() for n in group}
+        self.last = {group[-1] for group in groups.values()}
+        self.key = {n: key for key, group in groups.items() for n in group}
+        self.halves: dict[tuple[Node, ...], list[list[_Moments]]] = {}
+
+    def add(self, step: Node, quant: list[dict[Node, Any]], fp32: list[dict[Node, Any]]) -> list[list[_Moments]]:
+        """The step's rows (its input beside the state it reads) added to its cell's even and odd samples' sums;
+        returns them."""
+        halves = self.halves.get(self.key[step])
+        for k, (q_env, f_env) in enumerate(zip(quant, fp32)):
+            xq, xf = (torch.cat([env[step.args[0]], env[step.args[1]]], dim=1).double() for env in (q_env, f_env))
+            if halves is None:
+                halves = self.halves[self.key[step]] = [[_Moments.zeros(xq.shape[1])] for _ in range(2)]
+            halves[k % 2][0].add(xq, xf)
+        return halves or [[_Moments.zeros(0)] for _ in range(2)]
+
+
 def _round_recurrent(gm: GraphModule, layer: Node, quant: list[dict[Node, Any]], fp32: list[dict[Node, Any]],
-                     centered: bool, originals: dict[str, torch.Tensor]) -> list[Rounded]:
+                     centered: bool, originals: dict[str, torch.Tensor],
+                     gathered: list[list[_Moments]] | None = None) -> list[Rounded]:
     """GPTQ on an LSTM's or GRU's two matrices side by side, on the int8 grid its lowering rounds them to (per
     gate row, the row's largest magnitude over 127), from the step inputs and previous hidden states in ``quant``
-    and ``fp32``. The graph's weights become the codes times those scales; a row whose codes would no longer reach
-    127 (so that the lowering would choose a finer scale and other codes) keeps nearest rounding. ``originals``:
-    the fp32 values of weights the graph holds on a searched grid already (mcu/quantize/weight_scales.py)."""
+    and ``fp32`` (``gathered``: their sums over an nn.GRUCell's steps, :class:`_CellSteps`). The graph's weights
+    become the codes times those scales; a row whose codes would no longer reach 127 (so that the lowering would
+    choose a finer scale and other codes) keeps nearest rounding. ``originals``: the fp32 values of weights the
+    graph holds on a searched grid already (mcu/quantize/weight_scales.py)."""
     sources = recurrent_matrices(layer)
-    if not all(isinstance(s, Node) and s.op == "get_attr" and len(s.users) == 1 for s in sources):
+    # (a cell's matrices are read by every step)
+    if not (own_matrices(layer) if gathered is None else
+            all(isinstance(s, Node) and s.op == "get_attr" and all(u.target is GRU_CELL for u in s.users)
+                for s in sources)):
         return []
     held = [attr_value(gm, str(s.target)) for s in sources]  # type: ignore[union-attr]
     if not all(isinstance(w, torch.Tensor) and w.is_floating_point() and w.dim() == 2 for w in held):
@@ -346,9 +450,14 @@ def _round_recurrent(gm: GraphModule, layer: Node, quant: list[dict[Node, Any]],
     scale = torch.cat([torch.from_numpy(s)[:, None].expand(-1, m.shape[1]) for (_, s), m in zip(rows, mats)], dim=1)
     grid = _Grid(torch.cat(mats, dim=1), scale, mats[0].shape[0], -127, 127)
     rounded = tuple(rounded_rows(w) for w in held)
-    halves = [[_Moments.zeros(grid.matrix.shape[1])] for _ in range(2)]
-    for k, (q_env, f_env) in enumerate(zip(quant, fp32)):
-        halves[k % 2][0].add(recurrent_rows(layer, q_env, rounded), recurrent_rows(layer, f_env, tuple(weights)))
+    halves = gathered
+    if halves is None:
+        halves = [[_Moments.zeros(grid.matrix.shape[1])] for _ in range(2)]
+        for k, (q_env, f_env) in enumerate(zip(quant, fp32)):
+            halves[k % 2][0].add(recurrent_rows(layer, q_env, rounded),
+                                 recurrent_rows(layer, f_env, tuple(weights)))
+    elif halves[0][0].q.shape[0] != grid.matrix.shape[1]:
+        return []
     codes, before, after = grid.choose(halves, centered)
     nearest = grid.nearest()
     for block in (slice(0, n_in), slice(n_in, None)):

@@ -23,7 +23,7 @@ from typing import Callable
 
 import torch
 from torch.fx import GraphModule, Node
-from mcu.capture.recurrent import GRU_CELL, GRU_FROM, LSTM_FROM, OPS
+from mcu.capture.recurrent import FINAL_CELL, GRU_CELL, GRU_FROM, LSTM_FROM, OPS
 from mcu.quantize.attention import prepare_attention
 
 # torchao's import logs that its CUDA extensions are missing (expected on a CPU build) and torch logs
@@ -128,9 +128,13 @@ W8A16_OPS = {*CONV_LINEAR, *BATCH_NORM, *ACTIVATIONS, aten.adaptive_avg_pool2d.d
              # (mcu_gru_s16, on the LSTM's conventions), each from the zero state or a given one, an nn.GRUCell
              # step, and the permutes of a time-first one (a reverse direction's flips and joins are moves)
              OPS["lstm"], OPS["gru"], GRU_FROM, GRU_CELL, LSTM_FROM, aten.permute.default,
+             # an nn.LSTM's final cell state c_n read by the model (mcu_lstm_final_cell_s16)
+             FINAL_CELL,
              # products of two activations (mcu_bmm_s16, CMSIS-NN's arm_batch_matmul_s16), layer and RMS norm
              # (mcu_layer_norm_s16) and log-softmax (mcu_log_softmax_s16)
              *MATMUL, aten.layer_norm.default, aten.rms_norm.default, *LOG_SOFTMAX,
+             # a constant attention mask before a softmax (mcu_softmax_masked_s16; the form masked_scores checks)
+             aten.masked_fill.Scalar,
              # table activations and products (mcu_activation_s16, mcu_softmax_s16, mcu_mul_s16)
              aten.sigmoid.default, aten.tanh.default, *SOFTMAX, aten.mul.Tensor, aten.mul_.Tensor,
              aten.sub.Tensor, aten.sub_.Tensor,
@@ -144,13 +148,28 @@ W8A16_OPS = {*CONV_LINEAR, *BATCH_NORM, *ACTIVATIONS, aten.adaptive_avg_pool2d.d
 _W8A16_NEUTRAL = {"getitem", "_assert_tensor_metadata", "_assert_scalar", "sym_size"}
 
 
+def masked_scores(node: Node) -> bool:
+    """Whether ``node`` is ``masked_fill(scores, hidden, -inf)`` with a constant mask read by one softmax over the
+    last axis, the form mcu/quantize/attention.py gives a constant attention mask: the pair is one masked
+    softmax (mcu_softmax_masked_s8, mcu_softmax_masked_s16)."""
+    users = list(node.users)
+    if node.target is not aten.masked_fill.Scalar or len(node.args) != 3 or len(users) != 1 or \
+            users[0].target not in SOFTMAX or node.args[2] != float("-inf") or \
+            not isinstance(node.args[1], Node) or node.args[1].op != "get_attr" or not _is_float_tensor(node.args[0]):
+        return False
+    val = node.meta.get("val")
+    return isinstance(val, torch.Tensor) and int(users[0].args[1]) % val.dim() == val.dim() - 1
+
+
 def _w8a16_form(node: Node) -> bool:
     """Whether an op of W8A16_OPS has the form its 16x8 kernel takes: a global mean; an add, a difference or a
-    product of two tensors of one shape, or any of them (and a quotient) of a tensor and a number (a table).
-    (Also the zero biases of a recurrent layer without biases, a constant of the layer, and a GRU cell's zero
-    first state.)"""
+    product of two tensors of one shape, or any of them (and a quotient) of a tensor and a number (a table); a
+    constant attention mask before a softmax. (Also zeros: the zero biases of a recurrent layer without biases, a
+    constant of the layer, and a recurrent cell's zero first state, a constant of the loop.)"""
     if node.target is aten.zeros.default:
-        return bool(node.users) and all(u.target in (OPS["lstm"], OPS["gru"], GRU_FROM, GRU_CELL, LSTM_FROM) for u in node.users)
+        return bool(node.users)
+    if node.target is aten.masked_fill.Scalar:
+        return masked_scores(node)
     if node.target is aten.adaptive_avg_pool2d.default:
         return _global_pool(node)
     if node.target is aten.max_pool2d.default:  # (kernel, stride, padding, dilation, ceil_mode)
@@ -322,6 +341,7 @@ class MCUQuantizer(Quantizer):
             (_recurrent_ops(), lambda n: self._own_output(n, act)),
             ({GRU_CELL, GRU_FROM}, lambda n: self._gru_state(n, act)),
             ({LSTM_FROM}, lambda n: self._lstm_state(n, act)),
+            ({FINAL_CELL}, lambda n: self._final_cell(n, act)),
         ]
         if self.act_bits == 16:
             handlers = [(targets & W8A16_OPS, handle) for targets, handle in handlers]
@@ -421,6 +441,20 @@ class MCUQuantizer(Quantizer):
         if _is_float_tensor(x) and _is_float_tensor(h) and _is_float_tensor(c) and isinstance(shift, int):
             _mark(node, {x: act, h: act, c: _fixed_spec(2.0 ** -shift, 0, 16)}, SharedQuantizationSpec((h, node)))
 
+    def _final_cell(self, node: Node, act: QuantizationSpec) -> None:
+        """An LSTM layer's final cell c_n (w8a16): the layer's input, its hidden states ``y`` and h0 read on the
+        layer's output parameters, c0 and the cell itself on the fixed 2^-state_shift (mcu_lstm_final_cell_s16).
+        Left unannotated at int8, which has no kernel for it (the frontend refuses it by name)."""
+        x, y, shift = node.args[0], node.args[5], node.args[6]
+        h, c = (node.args[i] if len(node.args) > i else node.kwargs.get(k) for i, k in ((7, "h0"), (8, "c0")))
+        if self.act_bits != 16 or not (_is_float_tensor(x) and _is_float_tensor(y) and isinstance(shift, int)):
+            return
+        cell = _fixed_spec(2.0 ** -shift, 0, 16)
+        specs = {x: act, y: SharedQuantizationSpec(y)}
+        if _is_float_tensor(h) and _is_float_tensor(c):
+            specs.update({h: SharedQuantizationSpec(y), c: cell})
+        _mark(node, specs, cell)
+
     def _matmul(self, node: Node, act: QuantizationSpec) -> None:
         """A product of two activations; a parameter operand is left to the linear layers."""
         a, b = node.args[0], node.args[1]
@@ -494,7 +528,8 @@ class MCUQuantizer(Quantizer):
                 isinstance(x.args[1], Node) and x.args[1].op == "get_attr" and x.args[2] == float("-inf") and \
                 _is_float_tensor(x.args[0]):
             _mark(x)
-            _mark(node, {}, _fixed_spec(1.0 / 256.0, -128))
+            _mark(node, {}, _fixed_spec(*(FIXED_OUTPUT_S16 if self.act_bits == 16 else (1.0 / 256.0, -128)),
+                                        self.act_bits))
             return
         self._fixed(node, act, *(FIXED_OUTPUT_S16 if self.act_bits == 16 else (1.0 / 256.0, -128)))
 

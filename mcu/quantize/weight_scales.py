@@ -31,8 +31,8 @@ import numpy as np
 import torch
 from torch.fx import GraphModule, Node
 
-from mcu.quantize.bias_correction import (RECURRENT, TwinWalk, attr_value, fake_quantize, recurrent_matrices,
-                                          set_attr_value)
+from mcu.quantize.bias_correction import (RECURRENT, TwinWalk, attr_value, fake_quantize, own_matrices,
+                                          recurrent_matrices, set_attr_value)
 from mcu.quantize.gptq import CONVOLUTIONS, LINEAR, input_columns, recurrent_rows, weight_observer
 from mcu.reference.recurrent import symmetric_rows
 
@@ -195,7 +195,7 @@ def _search_recurrent(gm: GraphModule, layer: Node, quant: list[dict[Node, Any]]
     """An LSTM's or GRU's two matrices' gate-row scales, scored together; the chosen codes times scales written
     into the graph's weights."""
     sources = recurrent_matrices(layer)
-    if not all(isinstance(s, Node) and s.op == "get_attr" and len(s.users) == 1 for s in sources):
+    if not own_matrices(layer):
         return None
     weights = [attr_value(gm, str(s.target)) for s in sources]  # type: ignore[union-attr]
     mats = [w.detach().double() for w in weights]

@@ -263,10 +263,11 @@ def recurrent_layer(op: Op) -> recurrent.RecurrentS8:
 
 def lstm_s16_layer(op: Op) -> lstm_s16.LstmS16:
     """A 16x8 LSTM's int8 weights, int64 biases, per-row and cell multipliers, from the float weights and biases
-    the op keeps, the input's and the hidden state's (the output's) int16 scales and the cell's power-of-two
-    scale."""
+    the op keeps, the input's and the hidden state's (the output's; a final cell's: its layer's hidden states')
+    int16 scales and the cell's power-of-two scale."""
     w_ih, w_hh, b_ih, b_hh = op.attrs["weights_real"]
-    return lstm_s16.layer_params(w_ih, w_hh, b_ih, b_hh, scale_zp(op.inputs[0])[0], scale_zp(op.output)[0],
+    hidden = op.inputs[5] if op.kind == "lstm_final_cell" else op.output
+    return lstm_s16.layer_params(w_ih, w_hh, b_ih, b_hh, scale_zp(op.inputs[0])[0], scale_zp(hidden)[0],
                                  int(op.attrs["state_shift"]))
 
 

@@ -165,8 +165,11 @@ def _activation_s16(op: Op, x: list[np.ndarray]) -> np.ndarray:
 
 
 def _softmax_s16(op: Op, x: list[np.ndarray]) -> np.ndarray:
+    """arm_softmax_s16; with a constant attention mask, its hidden positions are minus infinity."""
     p = derive.softmax_s16(op)
-    return _along(op, x[0], op.attrs["axis"], lambda rows: s16_act.softmax_s16(rows, **p))
+    axis = op.attrs["axis"]
+    hidden = _hidden_rows(op, axis)
+    return _along(op, x[0], axis, lambda rows: s16_act.softmax_s16(rows, **p, hidden=hidden))
 
 
 def _bmm_s16(op: Op, x: list[np.ndarray]) -> np.ndarray:
@@ -231,15 +234,20 @@ def _along(op: Op, flat: np.ndarray, axis: int, fn: Callable[[np.ndarray], np.nd
     return to_memory_order(np.moveaxis(np.asarray(rows).reshape(moved.shape), -1, axis), op.output)
 
 
+def _hidden_rows(op: Op, axis: int) -> np.ndarray | None:
+    """A masked softmax's hidden positions (the graph's, logical order) as the rows :func:`_along` gives it."""
+    if "hidden" not in op.attrs:
+        return None
+    logical = np.broadcast_to(np.asarray(op.attrs["hidden"], dtype=bool), op.inputs[0].shape)
+    return np.ascontiguousarray(np.moveaxis(logical, axis, -1)).reshape(-1, op.inputs[0].shape[axis])
+
+
 def _softmax(op: Op, x: list[np.ndarray]) -> np.ndarray:
     """TFLite's int8 softmax; with a constant attention mask, its hidden positions (the graph's, logical order)
     are minus infinity."""
     params = derive.softmax(op)
     axis = op.attrs["axis"]
-    hidden = None
-    if "hidden" in op.attrs:
-        logical = np.broadcast_to(np.asarray(op.attrs["hidden"], dtype=bool), op.inputs[0].shape)
-        hidden = np.ascontiguousarray(np.moveaxis(logical, axis, -1)).reshape(-1, op.inputs[0].shape[axis])
+    hidden = _hidden_rows(op, axis)
     return _along(op, x[0], axis, lambda rows: norm.softmax_s8(
         rows.reshape(-1), **params, outer=rows.shape[0], axis=rows.shape[1], inner=1, hidden=hidden))
 
@@ -409,6 +417,17 @@ def _lstm_s16(op: Op, x: list[np.ndarray]) -> np.ndarray:
     return to_memory_order(y, op.output)
 
 
+def _lstm_final_cell_s16(op: Op, x: list[np.ndarray]) -> np.ndarray:
+    """mcu_lstm_final_cell_s16: the layer's cell through its steps, each step's gates from its input and the
+    hidden state before it (h0, then the layer's hidden states, the op's second run-time operand)."""
+    varying = iter(x[2:])
+    h0, c0 = [from_memory_order(np.asarray(t.data).reshape(-1) if t.is_constant else next(varying), t)
+              for t in op.inputs[6:8]] or [None, None]
+    c = lstm_s16.lstm_final_cell_s16(from_memory_order(x[0], op.inputs[0]), from_memory_order(x[1], op.inputs[5]),
+                                     derive.lstm_s16_layer(op), h0, c0)
+    return to_memory_order(c, op.output)
+
+
 def _gru_s16(op: Op, x: list[np.ndarray]) -> np.ndarray:
     """mcu_gru_s16: the layer's constants derived again from its float weights and the int16 scales; a GRU
     cell's step ([N, I] from its state [N, H], the last input) as a sequence of one step."""
@@ -506,6 +525,7 @@ INT16_OPS: dict[str, Run] = {
     **resample_ops.INT16,
     "clamp": lambda op, x: np.clip(np.asarray(x[0], dtype=np.int16), *derive.act_range(op)).astype(np.int16),
     "lstm": _lstm_s16,
+    "lstm_final_cell": _lstm_final_cell_s16,
     "gru": _gru_s16,
     "requantize": _requantize,
 }

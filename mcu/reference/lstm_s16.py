@@ -125,12 +125,28 @@ def lstm_s16(x: np.ndarray, p: LstmS16, h0: np.ndarray | None = None, c0: np.nda
     """mcu_lstm_s16 on int16 ``x`` [N, T, I] from the hidden state ``h0`` (int16 at the hidden state's scale) and
     the cell ``c0`` (int16 at 2^-cell_shift), both [N, H] or None for zeros: the int16 hidden states [N, T, H].
     A given h0 adds the recurrent product at the first step (CMSIS-NN's hidden_state); a zero one has none."""
+    return run_layer(x, p, h0, c0)[0]
+
+
+def lstm_final_cell_s16(x: np.ndarray, seq: np.ndarray, p: LstmS16, h0: np.ndarray | None = None,
+                        c0: np.ndarray | None = None) -> np.ndarray:
+    """mcu_lstm_final_cell_s16: the final cell [N, H] (int16 at 2^-cell_shift) of the layer :func:`lstm_s16` runs
+    from ``h0`` and ``c0``, each step's gates reading the hidden state before it from ``seq`` [N, T, H] (the
+    hidden states that layer wrote; after h0 at the first step)."""
+    return run_layer(x, p, h0, c0, np.asarray(seq, dtype=np.int64))[1]
+
+
+def run_layer(x: np.ndarray, p: LstmS16, h0: np.ndarray | None = None, c0: np.ndarray | None = None,
+              seq: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(hidden states [N, T, H], final cell [N, H]); with ``seq`` each step after the first reads its previous
+    hidden state from it, not from the step before."""
     x = np.asarray(x, dtype=np.int64)
     n_batch, steps, _ = x.shape
     hidden = p.w_hh.shape[1]
     q = p.quant.astype(np.int64)
     w_ih, w_hh = p.w_ih.astype(np.int64), p.w_hh.astype(np.int64)
     out = np.empty((n_batch, steps, hidden), dtype=np.int16)
+    cells = np.empty((n_batch, hidden), dtype=np.int16)
     for b in range(n_batch):
         c = np.zeros(hidden, dtype=np.int64) if c0 is None else np.asarray(c0[b], dtype=np.int64)
         h: np.ndarray | None = None if h0 is None else np.asarray(h0[b], dtype=np.int64)
@@ -147,4 +163,7 @@ def lstm_s16(x: np.ndarray, p: LstmS16, h0: np.ndarray | None = None, c0: np.nda
             tc = activation_s16(c, GATE_FRAC - p.cell_shift, "tanh")
             h = sat16(arith.requantize(o * tc, p.out_mult, p.out_shift))
             out[b, t] = h
-    return out
+            if seq is not None:
+                h = seq[b, t]
+        cells[b] = c
+    return out, cells

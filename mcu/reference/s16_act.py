@@ -142,20 +142,25 @@ def table_read(table: np.ndarray, v) -> np.ndarray:
     return _wrap16(base + delta)
 
 
-def _softmax_parts(rows, input_multiplier: int, input_shift: int):
+def _softmax_parts(rows, input_multiplier: int, input_shift: int, hidden=None):
     x = np.asarray(rows, dtype=np.int64)
-    diff = x - x.max(axis=1, keepdims=True)
+    shown = np.ones(x.shape, dtype=bool) if hidden is None else ~np.asarray(hidden, dtype=bool).reshape(x.shape)
+    if not shown.any(axis=1).all():
+        raise ValueError("a softmax row with every position hidden has no value")
+    diff = x - np.where(shown, x, INT16_MIN).max(axis=1, keepdims=True)
     scaled = arith.requantize(diff, input_multiplier, input_shift)
-    exps = table_read(EXP_TABLE, np.clip(scaled + INT16_MAX, INT16_MIN, INT16_MAX))
+    exps = np.where(shown, table_read(EXP_TABLE, np.clip(scaled + INT16_MAX, INT16_MIN, INT16_MAX)), 0)
     total = exps.sum(axis=1, keepdims=True)
     headroom = np.array([[32 - int(t).bit_length()] for t in total.ravel()], dtype=np.int64).reshape(total.shape)
     shifted = ((total << (headroom - 1)) + (1 << 13)) >> 14
     return exps, headroom, shifted - 98304
 
 
-def softmax_s16(rows, input_multiplier: int, input_shift: int) -> np.ndarray:
-    """mcu_softmax_s16 on int16 ``rows`` [n, axis]: int16 probabilities of scale 2^-15 (zero point 0)."""
-    exps, headroom, recip_in = _softmax_parts(rows, input_multiplier, input_shift)
+def softmax_s16(rows, input_multiplier: int, input_shift: int, hidden=None) -> np.ndarray:
+    """mcu_softmax_s16 on int16 ``rows`` [n, axis]: int16 probabilities of scale 2^-15 (zero point 0).
+    ``hidden`` (bool [n, axis]; mcu_softmax_masked_s16): positions that are minus infinity before the softmax (a
+    constant attention mask): no part in the row's maximum and sum, probability 0; every row keeps one."""
+    exps, headroom, recip_in = _softmax_parts(rows, input_multiplier, input_shift, hidden)
     # TFLite's reference saturates the reciprocal's input (CMSIS-NN's kernel wraps it to -32768 when the
     # normalised sum rounds up to 2^17)
     recip = table_read(ONE_OVER_ONE_PLUS_TABLE, np.clip(recip_in, INT16_MIN, INT16_MAX))

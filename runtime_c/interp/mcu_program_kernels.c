@@ -66,6 +66,7 @@ _Static_assert(sizeof(mcu_add_s16_params) == 10 * 4, "add_s16 params layout");
 _Static_assert(sizeof(mcu_activation_s16_params) == 4 * 4, "activation_s16 params layout");
 _Static_assert(sizeof(mcu_mul_s16_params) == 5 * 4, "mul_s16 params layout");
 _Static_assert(sizeof(mcu_softmax_s16_params) == 5 * 4, "softmax_s16 params layout");
+_Static_assert(sizeof(mcu_softmax_masked_s16_params) == 6 * 4, "softmax_masked_s16 params layout");
 _Static_assert(sizeof(mcu_bmm_s16_params) == 10 * 4, "bmm_s16 params layout");
 _Static_assert(sizeof(mcu_layer_norm_s16_params) == 7 * 4, "layer_norm_s16 params layout");
 _Static_assert(sizeof(mcu_log_softmax_s16_params) == 9 * 4, "log_softmax_s16 params layout");
@@ -333,11 +334,11 @@ mcu_status mcu_program_need_softmax(uint32_t kernel, const mcu_operand_desc *ops
 mcu_status mcu_program_need_softmax_masked(uint32_t kernel, const mcu_operand_desc *ops, uint32_t n_ops,
                                            const int32_t *p, uint32_t *need)
 {
-    /* [hidden, in, out]: mask_rows rows of the axis, then outer rows of it */
-    (void)kernel;
+    /* [hidden, in, out]: mask_rows rows of the axis, then outer rows of it (the 16x8 params have no diff_min) */
     (void)ops;
     (void)n_ops;
-    need[0] = mulcap(p[6] > 0 ? (uint32_t)p[6] : 0u, p[1]);
+    const int32_t mask_rows = p[kernel == MCU_K_SOFTMAX_MASKED_S16 ? 5 : 6];
+    need[0] = mulcap(mask_rows > 0 ? (uint32_t)mask_rows : 0u, p[1]);
     need[1] = need[2] = prod(p, 3);
     return MCU_OK;
 }
@@ -680,21 +681,24 @@ mcu_status mcu_program_need_recurrent(uint32_t kernel, const mcu_operand_desc *o
 mcu_status mcu_program_need_lstm_s16(uint32_t kernel, const mcu_operand_desc *ops, uint32_t n_ops, const int32_t *p,
                                      uint32_t *need)
 {
-    /* batch, steps, input_size, hidden, ...: the scratch bytes (mcu_lstm_s16_get_buffer_size), the operands */
-    (void)kernel;
+    /* batch, steps, input_size, hidden, ...: the scratch bytes (mcu_lstm_s16_get_buffer_size,
+     * mcu_lstm_final_cell_s16_get_buffer_size), the operands; the final cell reads the hidden states after the
+     * input and writes [batch][hidden] */
     (void)ops;
     (void)n_ops;
+    const uint32_t k = kernel == MCU_K_LSTM_FINAL_CELL_S16;
     const int32_t in_dims[3] = {p[0], p[1], p[2]};
     const int32_t out_dims[3] = {p[0], p[1], p[3]};
     const int32_t state_dims[2] = {p[0], p[3]};
-    need[0] = mulcap(4u, p[3]) + mulcap(2u, p[2]); /* < 2^15 once checked */
+    need[0] = mulcap(k ? 2u : 4u, p[3]) + mulcap(2u, p[2]); /* < 2^15 once checked */
     need[1] = prod(in_dims, 3);
-    need[2] = need[3] = prod(state_dims, 2);
-    need[4] = mulcap(mulcap(4u, p[3]), p[2]);
-    need[5] = mulcap(mulcap(4u, p[3]), p[3]);
-    need[6] = mulcap(4u, p[3]);
-    need[7] = mulcap(16u, p[3]);
-    need[8] = prod(out_dims, 3);
+    need[2] = prod(out_dims, 3);
+    need[2 + k] = need[3 + k] = prod(state_dims, 2);
+    need[4 + k] = mulcap(mulcap(4u, p[3]), p[2]);
+    need[5 + k] = mulcap(mulcap(4u, p[3]), p[3]);
+    need[6 + k] = mulcap(4u, p[3]);
+    need[7 + k] = mulcap(16u, p[3]);
+    need[8 + k] = k ? prod(state_dims, 2) : prod(out_dims, 3);
     return MCU_OK;
 }
 

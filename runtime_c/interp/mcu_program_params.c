@@ -426,6 +426,16 @@ int mcu_program_params_softmax_s16(uint32_t kernel, const mcu_program_params_vie
            mcu_quant_valid(p->input_multiplier, p->input_shift);
 }
 
+int mcu_program_params_softmax_masked_s16(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)kernel;
+    (void)w;
+    const mcu_softmax_masked_s16_params *p = &u->softmax_masked_s16;
+    const int32_t dims[2] = {p->outer, p->axis};
+    return checked_count(dims, 2, 2) > 0 && p->inner == 1 && p->axis <= MCU_SOFTMAX_S16_MAX_AXIS &&
+           mcu_quant_valid(p->input_multiplier, p->input_shift) && p->mask_rows > 0 && p->outer % p->mask_rows == 0;
+}
+
 int mcu_program_params_requantize_s16(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
 {
     (void)kernel;
@@ -1367,20 +1377,22 @@ int mcu_program_alias_recurrent(uint32_t kernel, const mcu_operand_desc *ops, co
 int mcu_program_alias_lstm_s16(uint32_t kernel, const mcu_operand_desc *ops, const uint32_t *bytes, uint32_t n_ops,
                                const int32_t *p)
 {
-    /* scratch (the int16 cell), input, the initial states and output all apart; the per-row multipliers and
-     * 16x8 shifts constant and valid, as mcu_lstm_s16 tests them on every run */
-    (void)kernel;
+    /* scratch (the int16 cell), input, the initial states and output all apart (and the hidden states a final
+     * cell reads, after the input); the per-row multipliers and 16x8 shifts constant and valid, as mcu_lstm_s16
+     * tests them on every run */
+    const uint32_t k = kernel == MCU_K_LSTM_FINAL_CELL_S16;
     const uint32_t last = n_ops - 1;
     const mcu_operand_desc *out = &ops[last];
     const uint32_t nout = bytes[last];
+    const mcu_operand_desc *quant = &ops[7 + k];
     int ok = !overlap(&ops[0], bytes[0], out, nout) && !overlap(&ops[1], bytes[1], out, nout) &&
-             !overlap(&ops[0], bytes[0], &ops[1], bytes[1]) && ops[0].offset % 2u == 0 && ops[7].constant;
-    for (uint32_t s = 2; ok && s < 4u; ++s) {
+             !overlap(&ops[0], bytes[0], &ops[1], bytes[1]) && ops[0].offset % 2u == 0 && quant->constant;
+    for (uint32_t s = 2; ok && s < 4u + k; ++s) {
         ok = !overlap(&ops[s], bytes[s], out, nout) && !overlap(&ops[0], bytes[0], &ops[s], bytes[s]);
     }
     for (uint32_t r = 0; ok && r < 4u * (uint32_t)p[3]; ++r) {
-        ok = mcu_quant_s16_valid(const_i32(&ops[7], 4u * r), const_i32(&ops[7], 4u * r + 1u)) &&
-             mcu_quant_s16_valid(const_i32(&ops[7], 4u * r + 2u), const_i32(&ops[7], 4u * r + 3u));
+        ok = mcu_quant_s16_valid(const_i32(quant, 4u * r), const_i32(quant, 4u * r + 1u)) &&
+             mcu_quant_s16_valid(const_i32(quant, 4u * r + 2u), const_i32(quant, 4u * r + 3u));
     }
     return ok;
 }

@@ -38,13 +38,13 @@ class Context(ctypes.Structure):
 
 
 @functools.lru_cache(maxsize=1)
-def _emulated_lib() -> ctypes.CDLL:
+def emulated_lib() -> ctypes.CDLL:
     """The kernels built again with their DSP paths emulated in C (the dual-MAC order the M33 runs)."""
     return ctypes.CDLL(str(build_emulated_lib()))
 
 
 def _kernel(dsp: bool = False):
-    fn = (_emulated_lib() if dsp else cbind.lib()).mcu_lstm_s16
+    fn = (emulated_lib() if dsp else cbind.lib()).mcu_lstm_s16
     fn.argtypes = [_P] * 10
     fn.restype = ctypes.c_int
     return fn
@@ -70,7 +70,7 @@ def run_kernel(p: LstmS16, x: np.ndarray, scratch: int | None = None, params: Ls
     return status, out
 
 
-def _data(rng: np.random.Generator, shape: tuple[int, ...], mode: str) -> np.ndarray:
+def int16_codes(rng: np.random.Generator, shape: tuple[int, ...], mode: str) -> np.ndarray:
     if mode == "extremes":
         return rng.choice(np.array([-32768, 32767, -1, 0]), size=shape).astype(np.int16)
     if mode == "small":
@@ -99,7 +99,7 @@ def test_lstm_s16_matches_the_reference(batch: int, steps: int, features: int, h
         p = layer_params(w_ih, w_hh, b_ih, b_hh, x_range / 32767, h_range / 32767, cell_shift)
     except ValueError:
         return  # a gate multiplier of 2^14 or more: the lowering refuses it (tested below)
-    x = _data(rng, (batch, steps, features), data)
+    x = int16_codes(rng, (batch, steps, features), data)
     want = lstm_s16(x, p)
     for dsp in (False, True):  # the plain C and the dual-MAC path
         status, got = run_kernel(p, x, dsp=dsp)
@@ -118,16 +118,7 @@ def test_lstm_s16_matches_the_reference_at_extreme_constants(hidden: int, featur
     ends and int16/int8 inputs and weights at theirs: every saturation and wrap is reached and C equals the
     reference."""
     rng = np.random.default_rng(seed)
-    rows = 4 * hidden
-    quant = np.stack([np.full(rows, mult), np.full(rows, shift), rng.integers(2**30, 2**31, rows),
-                      rng.integers(-31, 15, rows)], axis=1)
-    p = LstmS16(w_ih=rng.choice(np.array([-128, 127, 0, 5]), (rows, features)).astype(np.int8),
-                w_hh=rng.choice(np.array([-128, 127, 0, -3]), (rows, hidden)).astype(np.int8),
-                bias=rng.choice(np.array([-(2**40), 0, 2**40, 12345, -(2**31)]), rows).astype(np.int64),
-                quant=quant.astype(np.int32), cell_shift=int(rng.integers(0, 16)),
-                forget_mult=cell_mult, forget_shift=cell_shift_q, input_mult=int(rng.integers(0, 2**31)),
-                input_shift=int(rng.integers(-31, 1)), out_mult=int(rng.integers(0, 2**31)),
-                out_shift=int(rng.integers(-31, 1)))
+    p = extreme_layer(rng, hidden, features, mult, shift, cell_mult, cell_shift_q)
     x = rng.choice(np.array([-32768, 32767, 0, -1]), (2, 4, features)).astype(np.int16)
     want = lstm_s16(x, p)
     for dsp in (False, True):
@@ -149,9 +140,9 @@ def test_lstm_s16_from_initial_states_matches_the_reference(batch: int, steps: i
     rows = 4 * hidden
     p = layer_params(rng.standard_normal((rows, features)), rng.standard_normal((rows, hidden)),
                      rng.standard_normal(rows), None, 4 / 32767, 1 / 32767, cell_shift)
-    x = _data(rng, (batch, steps, features), data)
-    h0 = _data(rng, (batch, hidden), data) if which in ("both", "h") else None
-    c0 = _data(rng, (batch, hidden), data) if which in ("both", "c") else None
+    x = int16_codes(rng, (batch, steps, features), data)
+    h0 = int16_codes(rng, (batch, hidden), data) if which in ("both", "h") else None
+    c0 = int16_codes(rng, (batch, hidden), data) if which in ("both", "c") else None
     want = lstm_s16(x, p, h0, c0)
     for dsp in (False, True):
         status, got = run_kernel(p, x, dsp=dsp, h0=h0, c0=c0)
@@ -164,7 +155,7 @@ def test_lstm_s16_from_initial_states_matches_the_reference(batch: int, steps: i
 def test_lstm_s16_reads_its_initial_states() -> None:
     """A given hidden state and a given cell each change the output (C and reference), so the tests above would
     fail a kernel that ignored either."""
-    p = _small_layer(hidden=1, features=1)
+    p = small_layer(hidden=1, features=1)
     x = np.array([[[1000]]], np.int16)
     base = run_kernel(p, x)[1]
     for h0, c0 in ((np.array([[9000]], np.int16), None), (None, np.array([[3000]], np.int16))):
@@ -186,14 +177,30 @@ def test_lstm_s16_sigmoid_and_tanh_follow_the_real_functions() -> None:
         assert np.max(np.abs(cell - np.tanh(q / 2.0 ** cs))) < 2e-4
 
 
-def _small_layer(hidden: int = 3, features: int = 4) -> LstmS16:
+def extreme_layer(rng: np.random.Generator, hidden: int, features: int, mult: int, shift: int, cell_mult: int,
+                  cell_shift_q: int) -> LstmS16:
+    """A layer's constants at the ends of their ranges: the gate rows' input multiplier and shift as given, the
+    recurrent ones, the cell's and the output's drawn over theirs, int8 weights and int64 biases past int32."""
+    rows = 4 * hidden
+    quant = np.stack([np.full(rows, mult), np.full(rows, shift), rng.integers(2**30, 2**31, rows),
+                      rng.integers(-31, 15, rows)], axis=1)
+    return LstmS16(w_ih=rng.choice(np.array([-128, 127, 0, 5]), (rows, features)).astype(np.int8),
+                   w_hh=rng.choice(np.array([-128, 127, 0, -3]), (rows, hidden)).astype(np.int8),
+                   bias=rng.choice(np.array([-(2**40), 0, 2**40, 12345, -(2**31)]), rows).astype(np.int64),
+                   quant=quant.astype(np.int32), cell_shift=int(rng.integers(0, 16)),
+                   forget_mult=cell_mult, forget_shift=cell_shift_q, input_mult=int(rng.integers(0, 2**31)),
+                   input_shift=int(rng.integers(-31, 1)), out_mult=int(rng.integers(0, 2**31)),
+                   out_shift=int(rng.integers(-31, 1)))
+
+
+def small_layer(hidden: int = 3, features: int = 4) -> LstmS16:
     rng = np.random.default_rng(1)
     return layer_params(rng.standard_normal((4 * hidden, features)), rng.standard_normal((4 * hidden, hidden)),
                         None, None, 2 / 32767, 1 / 32767, 12)
 
 
 def test_lstm_s16_checks_its_arguments() -> None:
-    p = _small_layer()
+    p = small_layer()
     x = np.ones((1, 2, 4), np.int16)
     good = LstmParams(1, 2, 4, 3, p.cell_shift, p.forget_mult, p.forget_shift, p.input_mult, p.input_shift,
                       p.out_mult, p.out_shift)
@@ -349,9 +356,9 @@ def test_lstm_s16_equals_cmsis_nn(cmsis_lstm, batch: int, steps: int, features: 
                      x_range / 32767, h_range / 32767, cell_shift)
     for k in range(4):
         assert np.all(p.quant[k * hidden:(k + 1) * hidden] == p.quant[k * hidden])
-    x = _data(rng, (batch, steps, features), data)
-    h0 = _data(rng, (batch, hidden), data) if initial else None
-    c0 = _data(rng, (batch, hidden), data) if initial else None
+    x = int16_codes(rng, (batch, steps, features), data)
+    h0 = int16_codes(rng, (batch, hidden), data) if initial else None
+    c0 = int16_codes(rng, (batch, hidden), data) if initial else None
     want = _run_cmsis(cmsis_lstm[1], p, x, h0, c0)
     status, got = run_kernel(p, x, h0=h0, c0=c0)
     assert status == MCU_OK
@@ -362,6 +369,6 @@ def test_lstm_s16_equals_cmsis_nn(cmsis_lstm, batch: int, steps: int, features: 
 def test_lstm_s16_multipliers_are_tflite_micros() -> None:
     """The cell's requantizations are TFLite Micro's for a power-of-two cell scale: f c by 2^-15, i g by
     2^(cs - 30); the gates' inputs are Q3.12."""
-    p = _small_layer()
+    p = small_layer()
     assert (p.forget_mult, p.forget_shift) == arith.quantize_multiplier(2.0 ** -15)
     assert (p.input_mult, p.input_shift) == arith.quantize_multiplier(2.0 ** (12 - 30))

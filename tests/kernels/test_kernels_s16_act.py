@@ -17,7 +17,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import cbind_s8 as cb
-from cbind import MCU_ERR_INVALID_ARG, MCU_OK, ptr
+from cbind import MCU_ERR_INVALID_ARG, MCU_ERR_SHAPE, MCU_OK, ptr
 from cmsis_nn_host import cmsis_nn_root, host_library
 from mcu.reference import lstm_s16
 from mcu.reference.arith import add_params, quantize_multiplier
@@ -58,6 +58,11 @@ class SoftmaxS16Params(ctypes.Structure):
     _fields_ = [(f, ctypes.c_int32) for f in ("outer", "axis", "inner", "input_multiplier", "input_shift")]
 
 
+class SoftmaxMaskedS16Params(ctypes.Structure):
+    _fields_ = [(f, ctypes.c_int32) for f in ("outer", "axis", "inner", "input_multiplier", "input_shift",
+                                              "mask_rows")]
+
+
 @pytest.fixture(scope="module")
 def lib():
     handle = cb.lib()
@@ -67,6 +72,8 @@ def lib():
     handle.mcu_mul_s16.restype = ctypes.c_int
     handle.mcu_softmax_s16.argtypes = [ctypes.POINTER(SoftmaxS16Params), _P, _P]
     handle.mcu_softmax_s16.restype = ctypes.c_int
+    handle.mcu_softmax_masked_s16.argtypes = [ctypes.POINTER(SoftmaxMaskedS16Params), _P, _P, _P]
+    handle.mcu_softmax_masked_s16.restype = ctypes.c_int
     for name in ("sub", "maximum", "minimum"):
         getattr(handle, f"mcu_{name}_s16").argtypes = [ctypes.POINTER(AddS16Params), _P, _P, _P]
         getattr(handle, f"mcu_{name}_s16").restype = ctypes.c_int
@@ -204,8 +211,57 @@ def test_softmax_s16_checks_its_arguments(lib):
     assert lib.mcu_softmax_s16(ctypes.byref(p), ptr(x), ctypes.c_void_p(x.ctypes.data + 2)) == MCU_ERR_INVALID_ARG
 
 
+@CASES
+@given(heads=st.integers(1, 3), mask_rows=st.integers(1, 5), axis=st.one_of(st.integers(1, 40), st.just(300)),
+       s_in=st.floats(-18.0, 0.0).map(lambda e: 2.0 ** e), data=st.sampled_from(["uniform", "small", "extremes"]),
+       pattern=st.sampled_from(["random", "causal", "one_left", "none"]), in_place=st.booleans(),
+       seed=st.integers(0, 2**32 - 1))
+def test_softmax_masked_s16(lib, heads, mask_rows, axis, s_in, data, pattern, in_place, seed):
+    """Hidden positions (a constant mask repeated every mask_rows rows, as an attention mask over heads) take no
+    part in the maximum and the sum and give 0; the rest are mcu_softmax_s16's arithmetic."""
+    rng = np.random.default_rng(seed)
+    outer = heads * mask_rows
+    x = int16_data(rng, (outer * axis,), data)
+    if pattern == "causal":
+        hidden = np.arange(axis)[None, :] > (np.arange(mask_rows)[:, None] % axis)
+    elif pattern == "one_left":  # every position but one hidden: probability 1 there
+        hidden = np.ones((mask_rows, axis), bool)
+        hidden[np.arange(mask_rows), rng.integers(0, axis, size=mask_rows)] = False
+    else:
+        hidden = rng.random((mask_rows, axis)) < (0.5 if pattern == "random" else 0.0)
+        hidden[np.arange(mask_rows), rng.integers(0, axis, size=mask_rows)] = False
+    m, sh = softmax_params(s_in)
+    want = softmax_s16(x.reshape(outer, axis), m, sh, hidden=np.tile(hidden, (heads, 1))).reshape(-1)
+    p = SoftmaxMaskedS16Params(outer, axis, 1, m, sh, mask_rows)
+    out = x.copy() if in_place else np.zeros_like(x)
+    mask = hidden.astype(np.uint8)
+    assert lib.mcu_softmax_masked_s16(ctypes.byref(p), ptr(mask), ptr(out if in_place else x), ptr(out)) == MCU_OK
+    assert_equal(out, want)
+    assert (out.reshape(heads, mask_rows, axis)[:, hidden] == 0).all()
+    if pattern == "none":  # nothing hidden: the plain softmax
+        assert_equal(out, softmax_s16(x.reshape(outer, axis), m, sh).reshape(-1))
+
+
+def test_softmax_masked_s16_checks_its_arguments(lib):
+    """A mask row with every position hidden (no value: NaN in torch) is refused before anything is written, and
+    so are rows that do not repeat the mask evenly and a partial overlap."""
+    x = np.arange(8, dtype=np.int16)
+    out = np.full(8, 7, np.int16)
+    m, sh = softmax_params(1e-3)
+    mask = np.array([[0, 1, 1, 1], [1, 1, 1, 1]], np.uint8)
+    assert lib.mcu_softmax_masked_s16(ctypes.byref(SoftmaxMaskedS16Params(2, 4, 1, m, sh, 2)), ptr(mask), ptr(x),
+                                      ptr(out)) == MCU_ERR_INVALID_ARG
+    assert (out == 7).all()
+    assert lib.mcu_softmax_masked_s16(ctypes.byref(SoftmaxMaskedS16Params(3, 4, 1, m, sh, 2)), ptr(mask), ptr(x),
+                                      ptr(out)) == MCU_ERR_SHAPE
+    assert lib.mcu_softmax_masked_s16(ctypes.byref(SoftmaxMaskedS16Params(1, 4, 1, m, sh, 1)), ptr(mask), ptr(x),
+                                      ctypes.c_void_p(x.ctypes.data + 2)) == MCU_ERR_INVALID_ARG
+    with pytest.raises(ValueError):
+        softmax_s16(x.reshape(2, 4), m, sh, hidden=mask.astype(bool))
+
+
 @pytest.mark.parametrize("source,name,table", [("tables_s16.h", "exp", EXP_TABLE),
-                                               ("mcu_softmax_s16.c", "recip", ONE_OVER_ONE_PLUS_TABLE)])
+                                               ("softmax_row_s16.h", "recip", ONE_OVER_ONE_PLUS_TABLE)])
 def test_softmax_s16_c_tables_are_the_derived_ones(source, name, table):
     text = (ROOT / "runtime_c" / "kernels" / "softmax" / source).read_text()
     body = re.search(rf"mcu_{name}_s16_table\[513\]\s*=\s*\{{([^}}]*)\}}", text)

@@ -115,3 +115,58 @@ def test_the_flag_defaults_per_mode_and_is_refused_outside_the_static_modes() ->
         modes.weight_rounding(modes.INT8_WEIGHT, "gptq")
     with pytest.raises(McuError, match="unknown weight rounding"):
         modes.weight_rounding(modes.INT8, "stochastic")
+
+
+def _cell_loop_data(n: int) -> list[tuple[torch.Tensor]]:
+    """Sequences [2, 6, 5] whose features share two factors, as GPTQ's compensation needs."""
+    g = torch.Generator().manual_seed(1)
+    mix = torch.randn(2, 5, generator=g)
+    return [(torch.randn(2, 6, 2, generator=g) @ mix * 1.5 + 0.2 * torch.randn(2, 6, 5, generator=g),)
+            for _ in range(n)]
+
+
+@pytest.mark.slow
+def test_gptq_rounds_a_gru_cell_loops_weights_once_from_every_step() -> None:
+    """An nn.GRUCell stepped in a loop (w8a16: one mcu_gru_s16 call a step, every step reading the same two
+    matrices) is rounded from the rows of all its steps together: its codes move and the output gets closer to
+    fp32 (50.5 dB nearest, 55.7 gptq; before, its matrices kept nearest rounding)."""
+    from gru_models import GruCellLoop
+
+    torch.manual_seed(3)
+    model = GruCellLoop().eval()
+    data = _cell_loop_data(51)
+    calibration, tests = data[:48], data[48:]
+    built = {r: mcu.api.lower(model, calibration[0], quantize="w8a16", calibration=calibration, test_inputs=tests,
+                              name="cell", bias_correction=False, weight_rounding=r) for r in ("nearest", "gptq")}
+    grus = {r: [op for op in b.graph.ops if op.kind == "gru"] for r, b in built.items()}
+    first = grus["gptq"][0]
+    assert len(grus["gptq"]) == 6 and all(np.array_equal(op.inputs[k].data, first.inputs[k].data)
+                                          for op in grus["gptq"] for k in (1, 2))  # one rounding for every step
+    moved = sum(int((a.data != b.data).sum()) for a, b in zip(grus["nearest"][0].inputs[1:3], first.inputs[1:3]))
+    assert moved > 0
+    nearest, gptq = _sqnr(built["nearest"], model, tests), _sqnr(built["gptq"], model, tests)
+    print(f"GRUCell loop w8a16 output SQNR against fp32: nearest {nearest:.1f} dB, gptq {gptq:.1f} dB")
+    assert gptq > nearest + 2.0
+
+
+@pytest.mark.slow
+def test_gptq_rounds_the_gate_layers_a_cell_loop_shares_over_its_steps() -> None:
+    """An nn.LSTMCell loop, its gates as ops (int8): each of its two gate layers' weights, read at every step, is
+    rounded once from the inputs of every step, so its codes move (before, a shared weight kept nearest rounding),
+    and every step reads the same codes."""
+    from cell_models import LstmCellLoop
+
+    torch.manual_seed(3)
+    model = LstmCellLoop().eval()
+    calibration = _cell_loop_data(48)
+    weights = {}
+    for r in ("nearest", "gptq"):
+        graph = mcu.api.lower(model, calibration[0], quantize="int8", calibration=calibration, name="lstm_cell",
+                              bias_correction=False, weight_rounding=r).graph
+        gates = [op.inputs[1].data for op in graph.ops if op.kind == "linear" and op.inputs[1].shape[0] == 28]
+        # six steps of the input's layer, five of the state's (the first step's state is zero: folded away)
+        by_width = [[w for w in gates if w.shape[1] == width] for width in (5, 7)]
+        assert [len(ws) for ws in by_width] == [6, 5]
+        assert all(np.array_equal(w, ws[0]) for ws in by_width for w in ws)
+        weights[r] = [ws[0] for ws in by_width]
+    assert all(int((a != b).sum()) > 0 for a, b in zip(weights["nearest"], weights["gptq"]))

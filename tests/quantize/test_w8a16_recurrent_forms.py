@@ -1,8 +1,9 @@
 """w8a16 recurrent layers in the forms users write beyond a plain layer: an nn.LSTM called with (h0, c0), a
 bidirectional nn.GRU classifier (batch_first), a bidirectional two-layer nn.LSTM returning a dict with h_n, and an
-nn.GRU returning (output, h_n). Each runs with no fp32 island and bit-exact with the integer reference as
-generated C and as a program file on the host, and on QEMU; GPTQ rounds the matrices of the layers run from a
-given state on the lowering's per-row grid; c_n still refuses by name."""
+nn.GRU returning (output, h_n), and a sequence-to-sequence pair of two-layer nn.LSTMs, the encoder's (h_n, c_n)
+starting the decoder. Each runs with no fp32 island and bit-exact with the integer reference as generated C and as
+a program file on the host, and on QEMU; GPTQ rounds the matrices of the layers run from a given state on the
+lowering's per-row grid; c_n still refuses by name at int8."""
 
 from __future__ import annotations
 
@@ -64,8 +65,24 @@ class GruWithState(nn.Module):
         return self.gru(x)
 
 
+class Seq2Seq(nn.Module):
+    """Two-layer encoder and decoder: the encoder's final (h_n, c_n), both read, are the decoder's initial states."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.encoder = nn.LSTM(5, 8, num_layers=2, batch_first=True)
+        self.decoder = nn.LSTM(3, 8, num_layers=2, batch_first=True)
+        self.head = nn.Linear(8, 2)
+
+    def forward(self, source: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        _, (h, c) = self.encoder(source)
+        return self.head(self.decoder(target, (h, c))[0])
+
+
 def _samples(name: str, n: int, seed: int) -> list[tuple[torch.Tensor, ...]]:
     g = torch.Generator().manual_seed(seed)
+    if name == "seq2seq":
+        return [(torch.randn(1, 6, 5, generator=g), torch.randn(1, 4, 3, generator=g)) for _ in range(n)]
     if name == "lstm_state":
         return [(torch.randn(1, 5, 6, generator=g), 0.8 * torch.rand(1, 1, 8, generator=g) - 0.4,
                  torch.randn(1, 1, 8, generator=g)) for _ in range(n)]
@@ -73,7 +90,8 @@ def _samples(name: str, n: int, seed: int) -> list[tuple[torch.Tensor, ...]]:
     return [(torch.randn(*shape, generator=g),) for _ in range(n)]
 
 
-MODELS = {"lstm_state": LstmFromState, "bigru": BiGruClassifier, "bilstm_dict": BiLstmDict, "gru_hn": GruWithState}
+MODELS = {"lstm_state": LstmFromState, "bigru": BiGruClassifier, "bilstm_dict": BiLstmDict, "gru_hn": GruWithState,
+          "seq2seq": Seq2Seq}
 
 
 @functools.lru_cache(maxsize=None)
@@ -88,7 +106,8 @@ def _lowered(name: str, rounding: str = "nearest") -> mcu.api.LoweredModel:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name, kind, count", [("lstm_state", "lstm", 1), ("bigru", "gru", 2),
-                                               ("bilstm_dict", "lstm", 4), ("gru_hn", "gru", 2)])
+                                               ("bilstm_dict", "lstm", 4), ("gru_hn", "gru", 2),
+                                               ("seq2seq", "lstm_final_cell", 2)])
 def test_w8a16_recurrent_forms_are_bit_exact_in_c_and_program(name: str, kind: str, count: int) -> None:
     cm = _lowered(name).compile()
     assert cm.graph.fallbacks == [] and Reference(cm.graph).exact
@@ -98,6 +117,11 @@ def test_w8a16_recurrent_forms_are_bit_exact_in_c_and_program(name: str, kind: s
         (op,) = layers
         assert len(op.inputs) == 7 and op.inputs[5].quant.scale == op.output.quant.scale
         assert op.inputs[6].quant.scale[0] == 2.0 ** -op.attrs["state_shift"]
+    if name == "seq2seq":  # each encoder layer's c_n from the hidden states its layer wrote, on the cell's 2^-cs
+        encoder = [op for op in cm.graph.ops if op.kind == "lstm" and len(op.inputs) == 5]
+        for op, layer in zip(layers, encoder):
+            assert op.inputs[5] is layer.output and op.output.quant.scale[0] == 2.0 ** -op.attrs["state_shift"]
+            assert op.attrs["state_shift"] == layer.attrs["state_shift"]
     for x in cm.spec.test_inputs:
         want = cm.reference_raw(*x)
         for got in (cm.runtime_program().method("forward").run_raw(*cm.encode_inputs(x)), cm.run_raw_c(*x)):
@@ -112,7 +136,7 @@ def test_w8a16_recurrent_forms_are_bit_exact_in_c_and_program(name: str, kind: s
     assert 10 * np.log10(signal / noise) > 35.0
 
 
-def test_w8a16_lstm_final_cell_still_refuses_by_name() -> None:
+def test_int8_lstm_final_cell_still_refuses_by_name() -> None:
     class ReadsCell(nn.Module):
         def __init__(self) -> None:
             super().__init__()
@@ -122,8 +146,8 @@ def test_w8a16_lstm_final_cell_still_refuses_by_name() -> None:
             return self.lstm(x)[1][1]
 
     x = torch.randn(1, 3, 4)
-    with pytest.raises(McuError, match="lstm_final_cell"):
-        mcu.compile(ReadsCell().eval(), (x,), quantize="w8a16", calibration=[(x,)])
+    with pytest.raises(McuError, match="final cell state c_n of an int8 nn.LSTM"):
+        mcu.compile(ReadsCell().eval(), (x,), quantize="int8", calibration=[(x,)])
 
 
 @pytest.mark.slow

@@ -331,12 +331,14 @@ def test_masked_softmax_kernel_refuses_a_row_with_nothing_shown() -> None:
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(kind=st.sampled_from(["bool", "float", "causal", "add", "fill", "baddbmm"]), heads=st.integers(1, 3),
+@given(kind=st.sampled_from(["bool", "float", "causal", "add", "fill", "baddbmm", "where_kept", "where_hidden"]),
+       heads=st.integers(1, 3),
        tokens=st.integers(2, 9), head_dim=st.integers(1, 6), seed=st.integers(0, 2**16))
 def test_rewritten_masked_attention_computes_the_same(kind: str, heads: int, tokens: int, head_dim: int,
                                                       seed: int) -> None:
-    """A constant mask given to SDPA, or added / filled into scores by hand before a softmax, is rewritten as
-    masked_fill(scores, hidden, -inf) on one constant: the same function, and nothing of the mask left to run."""
+    """A constant mask given to SDPA, or added / filled / selected (torch.where) into scores by hand before a
+    softmax, is rewritten as masked_fill(scores, hidden, -inf) on one constant: the same function, and nothing of
+    the mask left to run."""
     torch.manual_seed(seed)
     hidden = torch.rand(tokens, tokens) < 0.4
     hidden[torch.arange(tokens), torch.arange(tokens)] = False  # every row shows one position
@@ -362,6 +364,10 @@ def test_rewritten_masked_attention_computes_the_same(kind: str, heads: int, tok
             scores = q @ q.transpose(-2, -1)
             if kind == "add":
                 scores = scores + torch.zeros(tokens, tokens).masked_fill(self.hidden, -1e9)
+            elif kind == "where_kept":
+                scores = torch.where(~self.hidden, scores, float("-inf"))
+            elif kind == "where_hidden":
+                scores = torch.where(self.hidden, -1e9, scores)
             else:
                 scores = scores.masked_fill(self.hidden, float("-inf"))
             return scores.softmax(-1) @ q
@@ -373,6 +379,26 @@ def test_rewritten_masked_attention_computes_the_same(kind: str, heads: int, tok
     fills = [n for n in rewritten.graph.nodes if n.op == "call_function" and n.target is torch.ops.aten.masked_fill.Scalar]
     assert len(fills) == 1 and fills[0].args[1].op == "get_attr" and fills[0].args[2] == float("-inf")
     left = {str(n.target) for n in rewritten.graph.nodes if n.op == "call_function"}
-    assert not any(name in t for t in left for name in ("scaled_dot_product", "zeros_like", "bitwise_not", "add"))
+    assert not any(name in t for t in left for name in ("scaled_dot_product", "zeros_like", "bitwise_not", "add",
+                                                         "where"))
     with torch.no_grad():
         torch.testing.assert_close(rewritten(q), model(q), rtol=1e-5, atol=1e-5)
+
+
+def test_w8a16_refuses_a_masked_fill_that_is_no_attention_mask_by_name() -> None:
+    """Only a constant mask before a softmax is one masked softmax at w8a16: a masked_fill elsewhere (here
+    zeroing features) has no 16x8 kernel and the mode refuses it by name before quantizing."""
+    from mcu.errors import McuError
+
+    class Zeroed(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.register_buffer("drop", torch.tensor([True, False, False, True]))
+            self.fc = nn.Linear(4, 4)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.fc(x).masked_fill(self.drop, 0.0)
+
+    x = torch.randn(2, 4)
+    with pytest.raises(McuError, match="w8a16 has no 16x8 kernel for: masked_fill"):
+        mcu.compile(Zeroed().eval(), (x,), quantize="w8a16", calibration=[(x,)])

@@ -9,7 +9,7 @@ from torch import nn
 
 import mcu
 
-MODELS = ["mha", "mha_weights", "encoder", "rms", "pos"]
+MODELS = ["mha", "mha_weights", "encoder", "rms", "pos", "causal", "masked"]
 D, T = 16, 6
 
 
@@ -62,14 +62,54 @@ class Pos(nn.Module):
         return self.fc(x + self.pos)
 
 
+class CausalBlock(nn.Module):
+    """A pre-norm causal transformer block: nn.MultiheadAttention with a boolean causal mask (a buffer), a GELU
+    MLP, both residual."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ln1, self.ln2 = nn.LayerNorm(D), nn.LayerNorm(D)
+        self.attn = nn.MultiheadAttention(D, 2, batch_first=True)
+        self.register_buffer("mask", torch.ones(T, T, dtype=torch.bool).triu(1))
+        self.mlp = nn.Sequential(nn.Linear(D, 32), nn.GELU(), nn.Linear(32, D))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.ln1(x)
+        x = x + self.attn(h, h, h, attn_mask=self.mask, need_weights=False)[0]
+        return x + self.mlp(self.ln2(x))
+
+
+class MaskedScores(nn.Module):
+    """Single-head attention written by hand: the scores masked with ``torch.where`` on a kept-positions buffer
+    (causal, the last key also hidden from the first three queries) and ``masked_fill`` on a padding buffer."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.q, self.k, self.v = nn.Linear(D, D), nn.Linear(D, D), nn.Linear(D, D)
+        keep = torch.ones(T, T, dtype=torch.bool).tril()
+        keep[:3, -1] = False
+        self.register_buffer("keep", keep)
+        self.register_buffer("pad", torch.tensor([False] * (T - 1) + [True]))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        s = self.q(x) @ self.k(x).transpose(-2, -1) * D ** -0.5
+        s = torch.where(self.keep, s, float("-inf"))
+        w = torch.softmax(s, dim=-1)
+        s2 = (self.q(x) @ self.v(x).transpose(-2, -1)).masked_fill(self.pad, float("-inf"))
+        return w @ self.v(x) + torch.softmax(s2, dim=-1) @ self.k(x)
+
+
 KINDS = {"mha": {"bmm", "softmax"}, "mha_weights": {"bmm", "softmax"}, "encoder": {"bmm", "layer_norm", "log_softmax"},
-         "rms": {"layer_norm"}, "pos": {"add"}}
+         "rms": {"layer_norm"}, "pos": {"add"}, "causal": {"bmm", "softmax", "layer_norm"},
+         "masked": {"bmm", "softmax"}}
+# the masked softmaxes (mcu_softmax_masked_s16 at w8a16) of the masked models
+MASKED = {"causal": 1, "masked": 2}
 
 
 def build(name: str) -> nn.Module:
     torch.manual_seed(11)
     model = {"mha": lambda: Mha(False), "mha_weights": lambda: Mha(True), "encoder": Encoder, "rms": Rms,
-             "pos": Pos}[name]()
+             "pos": Pos, "causal": CausalBlock, "masked": MaskedScores}[name]()
     with torch.no_grad():  # (trained-looking affine parameters, not the initial ones and zeros)
         for m in model.modules():
             if isinstance(m, (nn.LayerNorm, nn.RMSNorm)):

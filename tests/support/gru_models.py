@@ -9,6 +9,7 @@ import functools
 import torch
 from torch import nn
 
+from cell_models import StateLoop
 from mcu.api import LoweredModel, lower
 
 
@@ -25,19 +26,11 @@ class GruClassifier(nn.Module):
         return self.fc(seq[-1])
 
 
-class GruCellLoop(nn.Module):
+class GruCellLoop(StateLoop):
     """A GRUCell stepped over a batch-first sequence from the zero state, the last state classified."""
 
     def __init__(self) -> None:
-        super().__init__()
-        self.cell = nn.GRUCell(5, 7)
-        self.fc = nn.Linear(7, 3)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        h = torch.zeros(x.shape[0], 7)
-        for t in range(x.shape[1]):
-            h = self.cell(x[:, t], h)
-        return self.fc(h)
+        super().__init__(nn.GRUCell)
 
 
 def _data(shape: tuple[int, ...], count: int, seed: int) -> list[tuple[torch.Tensor]]:

@@ -27,18 +27,24 @@ def _batch_norm(op: Op, ref: Ref) -> KernelCall:
                       operands=[scale, shift, x, op.output], scalars=[outer, channels, inner])
 
 
+def _masked(op: Op, ref: Ref, params: dict, dtype: str, headers: list[str]) -> KernelCall:
+    """The softmax under a constant attention mask (mcu/passes/quantized/attention.py), its mask's rows the
+    kernel's first operand: mcu_softmax_masked_s8 or _s16."""
+    x, hidden = op.inputs
+    if params["inner"] != 1 or x.dim_order != tuple(range(len(x.shape))):
+        raise McuError(f"a masked softmax runs over the last axis of a row-major tensor{at_source(op)}")
+    function = f"mcu_softmax_masked_{dtype}"
+    return KernelCall(function, ["&params", ref(hidden), ref(x), ref(op.output)], [f"{function}.c"],
+                      f"{function}_params", {**params, "mask_rows": int(op.attrs["mask_rows"])},
+                      operands=[hidden, x, op.output], headers=headers)
+
+
 def _softmax_s8(op: Op, ref: Ref) -> KernelCall:
     outer, axis, inner = split_at(op.inputs[0], op.attrs["axis"])
     params = {"outer": outer, "axis": axis, "inner": inner,
               **offsets(op, "input_multiplier", "input_left_shift", "diff_min")}
-    if len(op.inputs) > 1:  # a constant attention mask (mcu/passes/quantized/attention.py)
-        x, hidden = op.inputs
-        if inner != 1 or x.dim_order != tuple(range(len(x.shape))):
-            raise McuError(f"a masked softmax runs over the last axis of a row-major tensor{at_source(op)}")
-        params["mask_rows"] = int(op.attrs["mask_rows"])
-        return KernelCall("mcu_softmax_masked_s8", ["&params", ref(hidden), ref(x), ref(op.output)],
-                          ["mcu_softmax_masked_s8.c"], "mcu_softmax_masked_s8_params", params,
-                          operands=[hidden, x, op.output])
+    if len(op.inputs) > 1:
+        return _masked(op, ref, params, "s8", [])
     return KernelCall("mcu_softmax_s8", ["&params", ref(op.inputs[0]), ref(op.output)], ["mcu_softmax_s8.c"],
                       "mcu_softmax_s8_params", params, operands=[op.inputs[0], op.output])
 
@@ -47,6 +53,8 @@ def _softmax_s16(op: Op, ref: Ref) -> KernelCall:
     """The 16x8 softmax (w8a16): CMSIS-NN's arm_softmax_s16 over any axis."""
     outer, axis, inner = split_at(op.inputs[0], op.attrs["axis"])
     params = {"outer": outer, "axis": axis, "inner": inner, **offsets(op, "input_multiplier", "input_shift")}
+    if len(op.inputs) > 1:
+        return _masked(op, ref, params, "s16", ["mcu/kernels_s16.h"])
     return KernelCall("mcu_softmax_s16", ["&params", ref(op.inputs[0]), ref(op.output)], ["mcu_softmax_s16.c"],
                       "mcu_softmax_s16_params", params, operands=[op.inputs[0], op.output],
                       headers=["mcu/kernels_s16.h"])

@@ -1,5 +1,6 @@
 """Portable-backend emitters of the integer recurrent layers: mcu_lstm_s8 and mcu_gru_s8 (program kernel ids
-240-241), and the 16x8 LSTM and GRU of w8a16, mcu_lstm_s16 and mcu_gru_s16 (ids 118-119). They join
+240-241), and the 16x8 LSTM and GRU of w8a16, mcu_lstm_s16 and mcu_gru_s16 (ids 118-119), and an LSTM's final cell,
+mcu_lstm_final_cell_s16 (id 171). They join
 :data:`mcu.backends.portable.core.EMITTERS`."""
 
 from __future__ import annotations
@@ -31,10 +32,10 @@ def _recurrent(function: str):
 
 
 def lstm_s16_params(op: Op) -> dict:
-    """The fields of mcu_lstm_s16_params, in declaration order."""
+    """The fields of mcu_lstm_s16_params, in declaration order (a final cell's: of its layer)."""
     batch, steps, features = op.inputs[0].shape
     a = op.attrs
-    return {"batch": batch, "steps": steps, "input_size": features, "hidden": op.output.shape[2],
+    return {"batch": batch, "steps": steps, "input_size": features, "hidden": op.output.shape[-1],
             "cell_shift": int(a["state_shift"]),
             **{k: int(a[k]) for k in ("forget_mult", "forget_shift", "input_mult", "input_shift", "out_mult",
                                       "out_shift")}}
@@ -50,6 +51,20 @@ def _lstm_s16(op: Op, ref: Ref) -> KernelCall:
                       lstm_s16_params(op),
                       locals=[f"const mcu_context ctx = {{{ref.scratch[0]}, {ref.scratch[1]}}};"],
                       operands=[SCRATCH, x, state, cell, w_ih, w_hh, bias, quant, op.output],
+                      headers=["mcu/kernels_s16.h"])
+
+
+def _lstm_final_cell_s16(op: Op, ref: Ref) -> KernelCall:
+    """An LSTM layer's final cell (w8a16): its layer's operands and the hidden states the layer wrote."""
+    x, w_ih, w_hh, bias, quant, seq = op.inputs[:6]
+    state, cell = op.inputs[6:8] if len(op.inputs) > 6 else (None, None)
+    assert ref.scratch is not None, "mcu_lstm_final_cell_s16 needs its planned scratch buffer"
+    states = [ref(t) if t is not None else "NULL" for t in (state, cell)]
+    return KernelCall("mcu_lstm_final_cell_s16", ["&ctx", "&params", ref(x), ref(seq), *states, ref(w_ih),
+                                                  ref(w_hh), ref(bias), ref(quant), ref(op.output)],
+                      ["mcu_lstm_final_cell_s16.c"], "mcu_lstm_s16_params", lstm_s16_params(op),
+                      locals=[f"const mcu_context ctx = {{{ref.scratch[0]}, {ref.scratch[1]}}};"],
+                      operands=[SCRATCH, x, seq, state, cell, w_ih, w_hh, bias, quant, op.output],
                       headers=["mcu/kernels_s16.h"])
 
 
@@ -79,4 +94,5 @@ EMITTERS = {
     ("gru", "int8"): _recurrent("mcu_gru_s8"),
     ("lstm", "int16"): _lstm_s16,
     ("gru", "int16"): _gru_s16,
+    ("lstm_final_cell", "int16"): _lstm_final_cell_s16,
 }

@@ -23,14 +23,22 @@ OWN_CONSTANTS = {"layer_norm", "rms_norm"}
 
 
 def _softmax_s16(op: Op, x: Tensor, out: Tensor) -> Op | str:
-    """The 16x8 softmax (w8a16, mcu_softmax_s16 as CMSIS-NN's arm_softmax_s16): int16 codes in, 2^-15 out."""
-    if "hidden" in op.attrs:
-        return "w8a16 has no 16x8 masked softmax"
+    """The 16x8 softmax (w8a16, mcu_softmax_s16 as CMSIS-NN's arm_softmax_s16): int16 codes in, 2^-15 out; with a
+    constant attention mask, mcu_softmax_masked_s16."""
     if x.dtype != "int16" or _zp(x) != 0 or not math.isclose(_scale(out), s16_act.OUTPUT_SCALE) or _zp(out) != 0:
         return "a 16x8 softmax reads int16 codes and writes scale 2^-15, zero point 0"
     mult, shift = s16_act.softmax_params(_scale(x))
-    return Op("softmax", [x], [out], {**op.attrs, "input_multiplier": mult, "input_shift": shift}, op.name,
-              op.source)
+    return _masked(op, x, out, {**op.attrs, "input_multiplier": mult, "input_shift": shift})
+
+
+def _masked(op: Op, x: Tensor, out: Tensor, attrs: dict) -> Op:
+    """The softmax, with its hidden positions (a constant attention mask) as a uint8 operand of the rows that
+    repeat when it has any."""
+    if "hidden" not in op.attrs:
+        return Op("softmax", [x], [out], attrs, op.name, op.source)
+    rows = mask_rows(np.asarray(op.attrs["hidden"], dtype=bool))
+    mask = Tensor(name=f"{op.name}_hidden", shape=rows.shape, dtype="uint8", data=rows.astype(np.uint8))
+    return Op("softmax", [x, mask], [out], {**attrs, "mask_rows": rows.shape[0]}, op.name, op.source)
 
 
 def _softmax(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
@@ -39,12 +47,8 @@ def _softmax(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
     if not math.isclose(_scale(out), 1.0 / 256.0) or _zp(out) != -128:
         return "int8 softmax needs output scale 1/256 and zero-point -128"
     mult, left_shift, diff_min = arith.softmax_params(1.0, _scale(ins[0]))
-    attrs = {**op.attrs, "input_multiplier": mult, "input_left_shift": left_shift, "diff_min": diff_min}
-    if "hidden" not in op.attrs:
-        return Op("softmax", [ins[0]], [out], attrs, op.name, op.source)
-    rows = mask_rows(np.asarray(op.attrs["hidden"], dtype=bool))
-    mask = Tensor(name=f"{op.name}_hidden", shape=rows.shape, dtype="uint8", data=rows.astype(np.uint8))
-    return Op("softmax", [ins[0], mask], [out], {**attrs, "mask_rows": rows.shape[0]}, op.name, op.source)
+    return _masked(op, ins[0], out, {**op.attrs, "input_multiplier": mult, "input_left_shift": left_shift,
+                                     "diff_min": diff_min})
 
 
 def mask_rows(hidden: np.ndarray) -> np.ndarray:

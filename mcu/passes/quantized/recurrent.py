@@ -7,13 +7,15 @@ mcu/reference/gru_s16.py (a given state its last input)."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from mcu.ir import Graph, Op, QuantParams, Tensor
 from mcu.passes.quantized.common import int_const
 from mcu.reference import gru_s16, lstm_s16, recurrent
 
-KINDS = ("lstm", "gru")
+KINDS = ("lstm", "gru", "lstm_final_cell")
 TABLE_NAME = "recurrent_sigmoid_table"
 
 
@@ -33,10 +35,11 @@ def _table(graph: Graph) -> Tensor:
 
 
 def _given_states(op: Op, ins: list[Tensor]) -> list[Tensor]:
-    """The op's given initial states (its inputs after the weights and biases), each the quantized tensor the
-    kernel reads or, for a constant, the constant."""
-    varying = iter(ins[1:])
-    return [t if t.is_constant else next(varying) for t in op.inputs[5:]]
+    """The op's given initial states (its inputs after the weights and biases, and a final cell's hidden states),
+    each the quantized tensor the kernel reads or, for a constant, the constant."""
+    first = 6 if op.kind == "lstm_final_cell" else 5
+    varying = iter(ins[first - 4:])
+    return [t if t.is_constant else next(varying) for t in op.inputs[first:]]
 
 
 def _state_s16(op: Op, state: Tensor, quant: QuantParams, what: str = "state") -> Tensor | None | str:
@@ -96,16 +99,22 @@ def _convert_s16(op: Op, ins: list[Tensor], x: Tensor, out: Tensor) -> Op | str:
     hidden, features = w_hh.shape[1], w_ih.shape[1]
     if max(hidden, features) > recurrent.MAX_FEATURES:
         return f"more than {recurrent.MAX_FEATURES} features"
+    final = op.kind == "lstm_final_cell"
+    seq = ins[1] if final else out  # the hidden states: the layer's output, which a final cell reads
+    if final and (seq.dtype != "int16" or seq.quant is None or seq.quant.zero_point[0] != 0):
+        return "its layer's hidden states are not int16 of zero point 0"
     try:
-        p = lstm_s16.layer_params(w_ih, w_hh, b_ih, b_hh, x.quant.scale[0], out.quant.scale[0],
+        p = lstm_s16.layer_params(w_ih, w_hh, b_ih, b_hh, x.quant.scale[0], seq.quant.scale[0],
                                   int(op.attrs["state_shift"]))
     except ValueError as exc:
         return str(exc)
+    if final and not math.isclose(out.quant.scale[0], 2.0 ** -p.cell_shift):
+        return "a final cell writes the cell's scale 2^-state_shift"
     states: list[Tensor | None | str] = []
-    if len(op.inputs) > 5:  # h0 on the hidden state's scale, c0 on the cell's
+    if len(op.inputs) > (6 if final else 5):  # h0 on the hidden state's scale, c0 on the cell's
         h0, c0 = _given_states(op, ins)
         cell_quant = QuantParams(scale=(2.0 ** -p.cell_shift,), zero_point=(0,))
-        states = [_state_s16(op, h0, out.quant), _state_s16(op, c0, cell_quant, "cell")]
+        states = [_state_s16(op, h0, seq.quant), _state_s16(op, c0, cell_quant, "cell")]
         for s in states:
             if isinstance(s, str):
                 return s
@@ -122,11 +131,12 @@ def _convert_s16(op: Op, ins: list[Tensor], x: Tensor, out: Tensor) -> Op | str:
               int_const(f"{op.name}_bias_q", p.bias, "int64"), int_const(f"{op.name}_quant", p.quant)]
     attrs = {"state_shift": p.cell_shift, "forget_mult": p.forget_mult, "forget_shift": p.forget_shift,
              "input_mult": p.input_mult, "input_shift": p.input_shift, "out_mult": p.out_mult,
-             # mcu_lstm_s16_get_buffer_size: the cell, the step's input and hidden state in dual-MAC order
-             "out_shift": p.out_shift, "scratch_bytes": 2 * (2 * hidden + features),
+             # mcu_lstm_s16_get_buffer_size: the cell (a final cell's is its output), the step's input and hidden
+             # state in dual-MAC order
+             "out_shift": p.out_shift, "scratch_bytes": 2 * ((1 if final else 2) * hidden + features),
              # the float weights and biases the constants come from, for the integer reference
              "weights_real": (w_ih, w_hh, b_ih, b_hh)}
-    return Op(op.kind, [x, *consts, *states], [out], attrs, op.name, op.source)
+    return Op(op.kind, [x, *consts, *([seq] if final else []), *states], [out], attrs, op.name, op.source)
 
 
 def _convert(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:

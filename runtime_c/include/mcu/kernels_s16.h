@@ -191,6 +191,19 @@ typedef struct {
  *  input saturated as TFLite's reference does (CMSIS-NN wraps it; mcu_softmax_s16.c says when that differs).
  *  The output may be the input, exactly; no other overlap. */
 mcu_status mcu_softmax_s16(const mcu_softmax_s16_params *p, const int16_t *input, int16_t *output);
+
+typedef struct {
+    int32_t outer, axis, inner;            /**< rows of axis values (inner must be 1) */
+    int32_t input_multiplier, input_shift; /**< as mcu_softmax_s16_params */
+    int32_t mask_rows;                     /**< rows of the mask; row r of the input reads mask row r % mask_rows */
+} mcu_softmax_masked_s16_params;
+
+/** mcu_softmax_s16 over the last axis where the positions hidden[r % mask_rows][k] != 0 are minus infinity (a
+ *  constant attention mask; CMSIS-NN's softmax has none): no part in the row's maximum and sum, output 0. Every
+ *  mask row keeps a position (else MCU_ERR_INVALID_ARG, before anything is written). The output may be the
+ *  input, exactly; no other overlap. */
+mcu_status mcu_softmax_masked_s16(const mcu_softmax_masked_s16_params *p, const uint8_t *hidden, const int16_t *input,
+                                  int16_t *output);
 /** The borders between int8 and int16 activations (--quantize mixed): int8 codes (input_offset = -zero
  * point) to symmetric int16, clamp(requantize(q + input_offset, multiplier, shift), act_min, act_max) with
  * kernels_s8.h's int32 requantization (shift up to 30: the int16 scale is the finer one). The output overlaps
@@ -274,6 +287,19 @@ int32_t mcu_lstm_s16_get_buffer_size(const mcu_lstm_s16_params *p);
 mcu_status mcu_lstm_s16(const mcu_context *ctx, const mcu_lstm_s16_params *p, const int16_t *input,
                         const int16_t *state, const int16_t *cell, const int8_t *w_ih, const int8_t *w_hh,
                         const int64_t *bias, const int32_t *quant, int16_t *output);
+
+/** Scratch bytes of mcu_lstm_final_cell_s16: the step's input and hidden state in the dual-MAC order
+ *  [input_size + hidden] (int16, used on DSP cores); 0 for invalid sizes. */
+int32_t mcu_lstm_final_cell_s16_get_buffer_size(const mcu_lstm_s16_params *p);
+
+/** The final cell state [batch][hidden] (int16 at the cell's scale 2^-cell_shift: nn.LSTM's c_n) of the layer
+ *  mcu_lstm_s16 ran with the same arguments, from the hidden states [batch][steps][hidden] it wrote: each step's
+ *  gates read the hidden state before it from them (the cell is mcu_lstm_s16's bit for bit). The output overlaps
+ *  neither an input, a constant nor the scratch. */
+mcu_status mcu_lstm_final_cell_s16(const mcu_context *ctx, const mcu_lstm_s16_params *p, const int16_t *input,
+                                   const int16_t *hidden_states, const int16_t *state, const int16_t *cell,
+                                   const int8_t *w_ih, const int8_t *w_hh, const int64_t *bias, const int32_t *quant,
+                                   int16_t *cell_out);
 
 typedef struct {
     int32_t batch, steps;                /**< input [batch][steps][input_size], output [batch][steps][hidden] */

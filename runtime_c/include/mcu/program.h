@@ -157,6 +157,11 @@ typedef enum {
     /** [in int16, multipliers int32, shifts int32, bias int32 (Q8), out int16]; mcu_layer_norm_s16_params */
     MCU_K_LAYER_NORM_S16 = 132,
     MCU_K_LOG_SOFTMAX_S16 = 133,      /**< [in int16, out int16]; mcu_log_softmax_s16_params */
+    /** [hidden uint8, in int16, out int16]; mcu_softmax_masked_s16_params */
+    MCU_K_SOFTMAX_MASKED_S16 = 170,
+    /** [scratch int8, in int16, hidden states int16, state int16?, cell int16?, w_ih int8, w_hh int8, bias int64,
+     *  quant int32, cell out int16]; mcu_lstm_s16_params (of the layer); no operand may overlap the output */
+    MCU_K_LSTM_FINAL_CELL_S16 = 171,
     MCU_K_REQUANTIZE_S16 = 126,       /**< [in int16, out int16]; mcu_requantize_s16_params */
     MCU_K_SUB_S16 = 127,              /**< [a int16, b int16, out int16]; mcu_add_s16_params (same shapes) */
     MCU_K_LUT_S16 = 128,              /**< [table int16 (513), in int16, out int16]; size */

@@ -35,16 +35,9 @@ static mcu_status check(const mcu_context *ctx, const mcu_gru_s16_params *p, con
     MCU_REQUIRE(ctx != NULL && p != NULL && input != NULL && w_ih != NULL && w_hh != NULL && bias != NULL &&
                     quant != NULL && output != NULL && ctx->buf != NULL,
                 MCU_ERR_NULL_POINTER);
-    MCU_REQUIRE(p->batch > 0 && p->steps > 0 && p->input_size > 0 && p->hidden > 0 &&
-                    p->input_size <= MCU_LSTM_S16_MAX_FEATURES && p->hidden <= MCU_LSTM_S16_MAX_FEATURES,
-                MCU_ERR_SHAPE);
-    const int32_t in_dims[3] = {p->batch, p->steps, p->input_size};
-    const int32_t out_dims[3] = {p->batch, p->steps, p->hidden};
-    const int32_t state_dims[2] = {p->batch, p->hidden};
-    const int32_t in_count = mcu_checked_count(in_dims, 3, 2);
-    const int32_t out_count = mcu_checked_count(out_dims, 3, 2);
-    const int32_t state_count = mcu_checked_count(state_dims, 2, 2);
-    MCU_REQUIRE(in_count > 0 && out_count > 0 && state_count > 0, MCU_ERR_SHAPE);
+    int32_t counts[3];
+    MCU_CHECK(mcu_rnn16_counts(p->batch, p->steps, p->input_size, p->hidden, counts));
+    const int32_t in_count = counts[0], out_count = counts[1], state_count = counts[2];
     MCU_REQUIRE(mcu_quant_valid(p->cand_mult, p->cand_shift) && mcu_quant_valid(p->keep_mult, p->keep_shift) &&
                     mcu_quant_valid(p->out_mult, p->out_shift),
                 MCU_ERR_INVALID_ARG);

@@ -15,13 +15,9 @@
  * step, so this order gives the same bits with the cell as the only state in scratch. On DSP cores each
  * step's input and hidden state are first copied in SMLAD's lane order (two rows share each load); the
  * sums are exact either way. */
-#include <string.h>
-
 #include "mcu/kernels_s16.h"
 
-#include "../common/check.h"
-
-#include "recurrent_s16.h"
+#include "lstm_s16.h"
 
 int32_t mcu_lstm_s16_get_buffer_size(const mcu_lstm_s16_params *p)
 {
@@ -32,77 +28,12 @@ int32_t mcu_lstm_s16_get_buffer_size(const mcu_lstm_s16_params *p)
     return 2 * (2 * p->hidden + p->input_size);
 }
 
-static mcu_status check(const mcu_context *ctx, const mcu_lstm_s16_params *p, const int16_t *input,
-                        const int16_t *state, const int16_t *cell, const int8_t *w_ih, const int8_t *w_hh,
-                        const int64_t *bias, const int32_t *quant, const int16_t *output)
-{
-    MCU_REQUIRE(ctx != NULL && p != NULL && input != NULL && w_ih != NULL && w_hh != NULL && bias != NULL &&
-                    quant != NULL && output != NULL && ctx->buf != NULL,
-                MCU_ERR_NULL_POINTER);
-    MCU_REQUIRE(p->batch > 0 && p->steps > 0 && p->input_size > 0 && p->hidden > 0 &&
-                    p->input_size <= MCU_LSTM_S16_MAX_FEATURES && p->hidden <= MCU_LSTM_S16_MAX_FEATURES,
-                MCU_ERR_SHAPE);
-    const int32_t in_dims[3] = {p->batch, p->steps, p->input_size};
-    const int32_t out_dims[3] = {p->batch, p->steps, p->hidden};
-    const int32_t state_dims[2] = {p->batch, p->hidden};
-    const int32_t in_count = mcu_checked_count(in_dims, 3, 2);
-    const int32_t out_count = mcu_checked_count(out_dims, 3, 2);
-    const int32_t state_count = mcu_checked_count(state_dims, 2, 2);
-    MCU_REQUIRE(in_count > 0 && out_count > 0 && state_count > 0, MCU_ERR_SHAPE);
-    MCU_REQUIRE(p->cell_shift >= 0 && p->cell_shift <= 15 && mcu_quant_valid(p->forget_mult, p->forget_shift) &&
-                    mcu_quant_valid(p->input_mult, p->input_shift) && mcu_quant_valid(p->out_mult, p->out_shift),
-                MCU_ERR_INVALID_ARG);
-    const int32_t scratch = mcu_lstm_s16_get_buffer_size(p);
-    MCU_REQUIRE(ctx->size >= scratch && ((uintptr_t)ctx->buf & 1u) == 0, MCU_ERR_BUFFER_TOO_SMALL);
-    const size_t rows = 4u * (size_t)p->hidden;
-    MCU_REQUIRE(mcu_rnn16_rows_valid(quant, rows), MCU_ERR_INVALID_ARG);
-    const size_t out_bytes = (size_t)out_count;
-    const size_t state_bytes = (size_t)state_count;
-    MCU_REQUIRE(!mcu_overlaps(input, (size_t)in_count, output, out_bytes) &&
-                    !(state != NULL && mcu_overlaps(state, state_bytes, output, out_bytes)) &&
-                    !(cell != NULL && mcu_overlaps(cell, state_bytes, output, out_bytes)) &&
-                    !(state != NULL && mcu_overlaps(ctx->buf, (size_t)scratch, state, state_bytes)) &&
-                    !(cell != NULL && mcu_overlaps(ctx->buf, (size_t)scratch, cell, state_bytes)) &&
-                    !mcu_overlaps(ctx->buf, (size_t)scratch, output, out_bytes) &&
-                    !mcu_overlaps(ctx->buf, (size_t)scratch, input, (size_t)in_count) &&
-                    !mcu_overlaps(w_ih, rows * (size_t)p->input_size, output, out_bytes) &&
-                    !mcu_overlaps(w_hh, rows * (size_t)p->hidden, output, out_bytes) &&
-                    !mcu_overlaps(bias, rows * sizeof(int64_t), output, out_bytes) &&
-                    !mcu_overlaps(quant, rows * 4u * sizeof(int32_t), output, out_bytes),
-                MCU_ERR_INVALID_ARG);
-    return MCU_OK;
-}
-
-/* sat16(rq64(bias + w_ih[r] . x)) then, with a previous state, sat16(that + rq64(w_hh[r] . h)), for rows r0, r1 */
-static inline void gate2(const mcu_lstm_s16_params *p, int32_t r0, int32_t r1, const int16_t *x,
-                         const int16_t *col_x, const int16_t *h, const int16_t *col_h, const int8_t *w_ih,
-                         const int8_t *w_hh, const int64_t *bias, const int32_t *quant, int32_t *g0, int32_t *g1)
-{
-    const int32_t *q0 = quant + 4 * r0;
-    const int32_t *q1 = quant + 4 * r1;
-    int64_t a0 = bias[r0];
-    int64_t a1 = bias[r1];
-    mcu_rnn16_dot2(w_ih + (size_t)r0 * (size_t)p->input_size, w_ih + (size_t)r1 * (size_t)p->input_size, x, col_x,
-                   p->input_size, &a0, &a1);
-    int32_t v0 = mcu_rnn16_sat(mcu_requantize_s16_acc(a0, q0[0], q0[1]));
-    int32_t v1 = mcu_rnn16_sat(mcu_requantize_s16_acc(a1, q1[0], q1[1]));
-    if (h != NULL) {
-        int64_t c0 = 0;
-        int64_t c1 = 0;
-        mcu_rnn16_dot2(w_hh + (size_t)r0 * (size_t)p->hidden, w_hh + (size_t)r1 * (size_t)p->hidden, h, col_h,
-                       p->hidden, &c0, &c1);
-        v0 = mcu_rnn16_sat((int32_t)((int64_t)v0 + mcu_requantize_s16_acc(c0, q0[2], q0[3])));
-        v1 = mcu_rnn16_sat((int32_t)((int64_t)v1 + mcu_requantize_s16_acc(c1, q1[2], q1[3])));
-    }
-    *g0 = v0;
-    *g1 = v1;
-}
-
 mcu_status mcu_lstm_s16(const mcu_context *ctx, const mcu_lstm_s16_params *p, const int16_t *input,
                         const int16_t *state, const int16_t *cell0, const int8_t *w_ih, const int8_t *w_hh,
                         const int64_t *bias, const int32_t *quant, int16_t *output)
 {
-    MCU_CHECK(check(ctx, p, input, state, cell0, w_ih, w_hh, bias, quant, output));
+    MCU_CHECK(mcu_lstm16_check(ctx, p, input, NULL, state, cell0, w_ih, w_hh, bias, quant, output,
+                               mcu_lstm_s16_get_buffer_size(p)));
     const int32_t hidden = p->hidden;
     int16_t *cell = (int16_t *)ctx->buf;
     int16_t *col_x = cell + hidden;
@@ -117,11 +48,7 @@ mcu_status mcu_lstm_s16(const mcu_context *ctx, const mcu_lstm_s16_params *p, co
     mcu_rnn16_rq_init(&to_cell_i, p->input_mult, p->input_shift);
     mcu_rnn16_rq_init(&to_hidden, p->out_mult, p->out_shift);
     for (int32_t b = 0; b < p->batch; ++b) {
-        if (cell0 != NULL) {
-            memcpy(cell, cell0 + (size_t)b * (size_t)hidden, (size_t)hidden * sizeof(int16_t));
-        } else {
-            memset(cell, 0, (size_t)hidden * sizeof(int16_t));
-        }
+        mcu_lstm16_first_cell(cell, cell0, b, hidden);
         const int16_t *h = state != NULL ? state + (size_t)b * (size_t)hidden : NULL;
         for (int32_t t = 0; t < p->steps; ++t) {
             const size_t step = (size_t)b * (size_t)p->steps + (size_t)t;
@@ -133,8 +60,9 @@ mcu_status mcu_lstm_s16(const mcu_context *ctx, const mcu_lstm_s16_params *p, co
             }
             for (int32_t j = 0; j < hidden; ++j) {
                 int32_t gi, gf, gg, go;
-                gate2(p, j, hidden + j, x, col_x, h, col_h, w_ih, w_hh, bias, quant, &gi, &gf);
-                gate2(p, 2 * hidden + j, 3 * hidden + j, x, col_x, h, col_h, w_ih, w_hh, bias, quant, &gg, &go);
+                mcu_lstm16_gate2(p, j, hidden + j, x, col_x, h, col_h, w_ih, w_hh, bias, quant, &gi, &gf);
+                mcu_lstm16_gate2(p, 2 * hidden + j, 3 * hidden + j, x, col_x, h, col_h, w_ih, w_hh, bias, quant, &gg,
+                                 &go);
                 const int32_t i = mcu_rnn16_sigmoid(gi);
                 const int32_t f = mcu_rnn16_sigmoid(gf);
                 const int32_t g = mcu_rnn16_tanh(gg * 3);

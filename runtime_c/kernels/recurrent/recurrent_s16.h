@@ -8,6 +8,9 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "mcu/kernels_s16.h"
+
+#include "../common/check.h"
 #include "../common/requant.h"
 #include "../common/requant_s16.h"
 #include "../common/sigmoid_s16.h"
@@ -138,6 +141,24 @@ static inline int mcu_rnn16_rows_valid(const int32_t *quant, size_t rows)
         }
     }
     return 1;
+}
+
+/* The element counts of a layer's input [batch][steps][input_size], hidden states [batch][steps][hidden] and state
+ * [batch][hidden] in counts[0..2]; MCU_ERR_SHAPE for sizes out of range or counts past int32. */
+static inline mcu_status mcu_rnn16_counts(int32_t batch, int32_t steps, int32_t input_size, int32_t hidden,
+                                          int32_t counts[3])
+{
+    MCU_REQUIRE(batch > 0 && steps > 0 && input_size > 0 && hidden > 0 && input_size <= MCU_LSTM_S16_MAX_FEATURES &&
+                    hidden <= MCU_LSTM_S16_MAX_FEATURES,
+                MCU_ERR_SHAPE);
+    const int32_t in_dims[3] = {batch, steps, input_size};
+    const int32_t seq_dims[3] = {batch, steps, hidden};
+    const int32_t state_dims[2] = {batch, hidden};
+    counts[0] = mcu_checked_count(in_dims, 3, 2);
+    counts[1] = mcu_checked_count(seq_dims, 3, 2);
+    counts[2] = mcu_checked_count(state_dims, 2, 2);
+    MCU_REQUIRE(counts[0] > 0 && counts[1] > 0 && counts[2] > 0, MCU_ERR_SHAPE);
+    return MCU_OK;
 }
 
 #endif /* MCU_KERNELS_INTERNAL_RECURRENT_S16_H */
