@@ -210,6 +210,9 @@ def _add_export_parser(sub: Any) -> None:
                    help="output folder (--format c) or program file, e.g. model.mpk (--format program)")
     p.add_argument("--format", choices=("c", "program"), default="c",
                    help="c (default): the generated C library; program: a program file (.mpk)")
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON object: what was written (files, target), the arena and, for a C library on "
+                        "a bare-metal board, the flash and RAM of the board's firmware around it")
     p.add_argument("--external-weights", action="store_true",
                    help="program: put the weights in a separate file beside the program (<output>.mpw)")
     p.add_argument("--bundle-tests", action="store_true",

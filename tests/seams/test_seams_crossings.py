@@ -5,6 +5,7 @@ the headers it ships."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -22,7 +23,7 @@ from mcu.commands.export import export_target
 from mcu.devtools.ops import op_macs
 from mcu.errors import McuError
 
-from test_seams_errors import MLP, _json_failure, _one_line_exit2, _write
+from test_seams_errors import MLP, TOO_BIG, _json_failure, _one_line_exit2, _write
 
 REAL = os.environ.get("CMSIS_NN_PATH")
 needs_real = pytest.mark.skipif(not REAL or not cmsis_nn.is_tree(Path(REAL or ".")),
@@ -99,8 +100,7 @@ def test_program_files_refuse_cmsis_nn_in_every_command(tmp_path: Path, argv: li
     args = [*argv, "--cmsis-nn", str(tmp_path), str(model)]
     flag = "--format program" if argv[0] == "export" else "--program"
     _one_line_exit2(mcu_in_process(*args), "--cmsis-nn applies to generated C", f"drop {flag}")
-    if argv[0] != "export":  # export has no --json
-        _json_failure(mcu_in_process(*args, "--json"), "program files run mcu's own kernels")
+    _json_failure(mcu_in_process(*args, "--json"), "program files run mcu's own kernels")
 
 
 class OddConvs(nn.Module):
@@ -168,3 +168,61 @@ def test_debug_reference_computes_every_w8a16_op() -> None:
     made = {id(op.output.base()): h for h, op in enumerate(cm.graph.ops)}
     for t, want in zip(cm.graph.outputs, cm.reference_raw(x)):
         np.testing.assert_array_equal(outputs[made[id(t.base())]], np.asarray(want).reshape(-1))
+
+
+def _export_json(*argv: str, env: dict[str, str] | None = None) -> dict:
+    proc = mcu_in_process("export", *argv, "--json", env=env)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.strip().splitlines()
+    assert len(lines) == 1, proc.stdout
+    return json.loads(lines[0])
+
+
+def test_export_json_names_every_file_it_wrote(tmp_path: Path) -> None:
+    """`mcu export` had no --json: a script exporting a library learned what it wrote only by parsing a sentence."""
+    model = _write(tmp_path, "mlp", MLP)
+    out = tmp_path / "lib"
+    report = _export_json("--board", "host", str(model), "-o", str(out))
+    on_disk = sorted(str(f.relative_to(out)) for f in out.rglob("*") if f.is_file())
+    assert report["files"] == on_disk and "mlp_model.h" in on_disk
+    assert (report["format"], report["target"], report["prefix"], report["quantize"]) == ("c", "cmake", "mlp", "int8")
+    assert report["arena_bytes"] > 0 and report["output"] == str(out)
+    # a Linux board builds no firmware: no flash figure, and the stack is the process's
+    assert report["flash_bytes"] is None and report["model_stack"]["bytes"] is None
+    assert "not a bare-metal board" in report["model_stack"]["reason"]
+    program = tmp_path / "m.mpk"
+    report = _export_json("--format", "program", "--external-weights", "--bundle-tests", "--verify", str(model),
+                          "-o", str(program))
+    weights = program.with_suffix(".mpw")
+    assert report["files"] == [str(program), str(weights)]
+    assert (report["program_bytes"], report["weights_bytes"]) == (program.stat().st_size, weights.stat().st_size)
+    assert report["methods"] == [{"name": "forward", "arena_bytes": report["methods"][0]["arena_bytes"]}]
+    assert report["verified"].endswith("2 bundled vector(s) match")
+
+
+def test_export_json_without_the_cross_compiler_still_writes_the_library(tmp_path: Path) -> None:
+    """The library needs no compiler; only its stack bound and the firmware's flash figure do, and say why not."""
+    model = _write(tmp_path, "mlp", MLP)
+    out = tmp_path / "lib"
+    report = _export_json("--board", "mps2-an505", str(model), "-o", str(out),
+                          env={"MCU_ARM_GCC": str(tmp_path / "no-gcc")})
+    assert (out / "mlp_model.h").is_file() and report["flash_bytes"] is None and report["ram_bytes"] is None
+    assert report["model_stack"]["bytes"] is None and "arm-none-eabi-gcc not found" in report["model_stack"]["reason"]
+
+
+TYPO = MLP.replace("nn.Sequential(", "nn.Sequentail(")
+UNSUPPORTED = MLP.replace("nn.ReLU()", "nn.AdaptiveMaxPool1d(16)")
+
+
+@pytest.mark.parametrize("text, argv, needles", [
+    (TYPO, ["--board", "host"], ["at line 4", "Sequentail"]),
+    (UNSUPPORTED, ["--board", "host"], ["nn.AdaptiveMaxPool1d", "is not supported"]),
+    (TOO_BIG, ["--board", "mps2-an505"], ["does not fit mps2-an505", "too many"]),
+    (MLP, [], ["mcu export needs --board", "--format program"]),
+    (MLP, ["--board", "host", "--cmsis-nn", "/nonexistent/cmsis-nn"], ["/nonexistent/cmsis-nn"]),
+], ids=["typo", "unsupported", "too-big", "no-board", "missing-cmsis-nn"])
+def test_export_failures_are_json_under_json(tmp_path: Path, text: str, argv: list[str], needles: list[str]) -> None:
+    model = _write(tmp_path, "model", text)
+    args = ["export", *argv, str(model), "-o", str(tmp_path / "lib")]
+    _one_line_exit2(mcu_in_process(*args), *needles)
+    _json_failure(mcu_in_process(*args, "--json"), *needles)
