@@ -8,6 +8,8 @@ test vectors). Anything missing or mistyped is a one-line :class:`McuError`.
 
 from __future__ import annotations
 
+import builtins
+import difflib
 import importlib.util
 import sys
 import traceback
@@ -142,19 +144,15 @@ def spec_from_objects(model: torch.nn.Module, example_inputs: Any, calibration: 
                      path=path, custom_ops=check_registrations(custom_ops, where), lines=dict(lines or {}))
 
 
-def load_model_file(path: str | Path) -> ModelSpec:
-    path = Path(path)
-    if path.is_dir():
-        raise McuError(f"model file {path} is a folder", hint="pass the model's .py file, e.g. model.py")
-    if not path.is_file():
-        raise McuError(f"model file {path} does not exist")
-    module_name = f"mcu_user_model_{abs(hash(path.resolve()))}"
+def run_model_module(path: Path, module_name: str) -> Any:
+    """The model file run as a module named ``module_name`` (not left in ``sys.modules``), able to import the
+    helpers beside it as a script run from its folder could; what its code raises is one :class:`McuError`
+    with the file's line and, for a misspelt name, the name it is closest to."""
     spec = importlib.util.spec_from_file_location(module_name, path)
     if spec is None or spec.loader is None:
         raise McuError(f"{path}: cannot be loaded as a Python module")
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
-    # A model file may import helpers that sit next to it, as a script run from its folder could.
     folder = str(path.resolve().parent)
     sys.path.insert(0, folder)
     try:
@@ -163,12 +161,35 @@ def load_model_file(path: str | Path) -> ModelSpec:
         frames = [f for f in traceback.extract_tb(exc.__traceback__) if Path(f.filename) == path.resolve()
                   or Path(f.filename) == path]
         at = f" at line {frames[-1].lineno}" if frames else ""
-        raise McuError(f"{path}{at}: running the model file raised {type(exc).__name__}: {exc}") from None
+        raise McuError(f"{path}{at}: running the model file raised {type(exc).__name__}: {exc}",
+                       hint=_closest_name(exc, module)) from None
     finally:
         sys.modules.pop(module_name, None)
         if folder in sys.path:
             sys.path.remove(folder)
+    return module
 
+
+def _closest_name(exc: Exception, module: Any) -> str | None:
+    """``did you mean 'X'?`` for a misspelt attribute or name (Python 3.11 prints it only in tracebacks)."""
+    name = getattr(exc, "name", None)
+    if isinstance(exc, AttributeError) and name:
+        candidates = dir(getattr(exc, "obj", None))
+    elif isinstance(exc, NameError) and name:
+        candidates = [*vars(module), *dir(builtins)]
+    else:
+        return None
+    close = difflib.get_close_matches(name, candidates, n=1)
+    return f"did you mean '{close[0]}'?" if close else None
+
+
+def load_model_file(path: str | Path) -> ModelSpec:
+    path = Path(path)
+    if path.is_dir():
+        raise McuError(f"model file {path} is a folder", hint="pass the model's .py file, e.g. model.py")
+    if not path.is_file():
+        raise McuError(f"model file {path} does not exist")
+    module = run_model_module(path, f"mcu_user_model_{abs(hash(path.resolve()))}")
     where = str(path)
     lines = _assignment_lines(path)
     if hasattr(module, "model"):

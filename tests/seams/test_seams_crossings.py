@@ -23,7 +23,7 @@ from mcu.commands.export import export_target
 from mcu.devtools.ops import op_macs
 from mcu.errors import McuError
 
-from test_seams_errors import MLP, TOO_BIG, _json_failure, _one_line_exit2, _write
+from test_seams_errors import HEAD, MLP, TOO_BIG, _json_failure, _one_line_exit2, _write
 
 REAL = os.environ.get("CMSIS_NN_PATH")
 needs_real = pytest.mark.skipif(not REAL or not cmsis_nn.is_tree(Path(REAL or ".")),
@@ -198,6 +198,10 @@ def test_export_json_names_every_file_it_wrote(tmp_path: Path) -> None:
     assert (report["program_bytes"], report["weights_bytes"]) == (program.stat().st_size, weights.stat().st_size)
     assert report["methods"] == [{"name": "forward", "arena_bytes": report["methods"][0]["arena_bytes"]}]
     assert report["verified"].endswith("2 bundled vector(s) match")
+    # --verify without --bundle-tests said "0 bundled vector(s) match", as if something had been compared
+    report = _export_json("--format", "program", "--verify", str(model), "-o", str(program))
+    assert report["files"] == [str(program)] and report["weights_bytes"] is None
+    assert report["verified"].endswith("no bundled vectors to run (--bundle-tests bundles them)")
 
 
 def test_export_json_without_the_cross_compiler_still_writes_the_library(tmp_path: Path) -> None:
@@ -215,7 +219,7 @@ UNSUPPORTED = MLP.replace("nn.ReLU()", "nn.AdaptiveMaxPool1d(16)")
 
 
 @pytest.mark.parametrize("text, argv, needles", [
-    (TYPO, ["--board", "host"], ["at line 4", "Sequentail"]),
+    (TYPO, ["--board", "host"], ["at line 4", "Sequentail", "did you mean 'Sequential'?"]),
     (UNSUPPORTED, ["--board", "host"], ["nn.AdaptiveMaxPool1d", "is not supported"]),
     (TOO_BIG, ["--board", "mps2-an505"], ["does not fit mps2-an505", "too many"]),
     (MLP, [], ["mcu export needs --board", "--format program"]),
@@ -224,5 +228,16 @@ UNSUPPORTED = MLP.replace("nn.ReLU()", "nn.AdaptiveMaxPool1d(16)")
 def test_export_failures_are_json_under_json(tmp_path: Path, text: str, argv: list[str], needles: list[str]) -> None:
     model = _write(tmp_path, "model", text)
     args = ["export", *argv, str(model), "-o", str(tmp_path / "lib")]
+    _one_line_exit2(mcu_in_process(*args), *needles)
+    _json_failure(mcu_in_process(*args, "--json"), *needles)
+
+
+def test_a_methods_file_that_raises_names_its_line_and_the_closest_name(tmp_path: Path) -> None:
+    """A file with `methods` ran without its line (and without its folder on sys.path); a misspelt name now gets
+    the name it is closest to, as Python's own traceback would show."""
+    model = _write(tmp_path, "two", HEAD + "net = nn.Linear(8, 4)\nmethods = {'forward': net}\n"
+                                          "example_inputs = {'forward': (torch.randn(1, 8),)}\nx = nte\n")
+    args = ["export", "--format", "program", str(model), "-o", str(tmp_path / "two.mpk")]
+    needles = ["two.py at line 7", "NameError", "did you mean 'net'?"]
     _one_line_exit2(mcu_in_process(*args), *needles)
     _json_failure(mcu_in_process(*args, "--json"), *needles)
