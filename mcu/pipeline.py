@@ -16,7 +16,7 @@ from mcu.backends.mixed_flash import BoardFlash
 from mcu.backends.registry import resolve as resolve_backends
 from mcu.device.boards import Board, load_board
 from mcu.device.placement import weights_wait
-from mcu.capture.export import capture, check_user_outputs
+from mcu.capture.export import capture, check_user_outputs, torch_pytree_deprecation_hidden
 from mcu.capture.edge import to_edge
 from mcu.emit.c_model import GeneratedLibrary, render_library
 from mcu.errors import McuError
@@ -111,7 +111,7 @@ def to_graph(spec: ModelSpec, quantize: str, weight_palette: int | None = None,
             captured = int4_weight_model(spec.model)
     else:
         captured = spec.model
-    with stage("capture"):
+    with stage("capture"), torch_pytree_deprecation_hidden():
         ep = capture(captured, spec.example_inputs, where, spec.lines.get("example_inputs"))
         check_user_outputs(ep, where)
         ep = to_edge(ep)
