@@ -147,10 +147,10 @@ _W8A16_NEUTRAL = {"getitem", "_assert_tensor_metadata", "_assert_scalar", "sym_s
 def _w8a16_form(node: Node) -> bool:
     """Whether an op of W8A16_OPS has the form its 16x8 kernel takes: a global mean; an add, a difference or a
     product of two tensors of one shape, or any of them (and a quotient) of a tensor and a number (a table).
-    (Also the zero biases of a recurrent layer without biases, a constant of the layer, and a GRU cell's zero
-    first state.)"""
+    (Also a zero tensor made in forward: the zero biases of a recurrent layer without biases, a GRU cell's zero
+    first state, an LSTM cell's zero states, whose cell runs as linear layers, sigmoids, tanhs, products and adds.)"""
     if node.target is aten.zeros.default:
-        return bool(node.users) and all(u.target in (OPS["lstm"], OPS["gru"], GRU_FROM, GRU_CELL, LSTM_FROM) for u in node.users)
+        return bool(node.users)
     if node.target is aten.adaptive_avg_pool2d.default:
         return _global_pool(node)
     if node.target is aten.max_pool2d.default:  # (kernel, stride, padding, dilation, ceil_mode)

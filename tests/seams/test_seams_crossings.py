@@ -254,3 +254,37 @@ def test_compile_under_warnings_as_errors() -> None:
         warnings.simplefilter("error")
         cm = mcu.compile(model, (x,), quantize="int8", calibration=[(x,)])
     np.testing.assert_array_equal(cm.run(x, raw=True)[0].numpy(), cm.raw_outputs(cm.reference_raw(x))[0])
+
+
+CELLS_FROM_ZEROS = HEAD + """class Tracker(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gru = nn.GRUCell(6, 12)
+        self.lstm = nn.LSTMCell(12, 10)
+        self.out = nn.Linear(10, 2)
+
+    def forward(self, x):
+        h = torch.zeros(1, 12)
+        h2, c2 = torch.zeros(1, 10), torch.zeros(1, 10)
+        for t in range(x.shape[1]):
+            h = self.gru(x[:, t, :], h)
+            h2, c2 = self.lstm(h, (h2, c2))
+        return self.out(h2)
+
+
+model = Tracker().eval()
+example_inputs = (torch.randn(1, 5, 6),)
+calibration = [(torch.randn(1, 5, 6),) for _ in range(8)]
+test_inputs = [(torch.randn(1, 5, 6),) for _ in range(2)]
+"""
+
+
+def test_w8a16_lstm_cell_from_zero_states(tmp_path: Path) -> None:
+    """w8a16 refused an LSTMCell stepped from zero states, naming `torch.zeros` as the op without a 16x8 kernel
+    (zeros passed only into recurrent layers and GRU cells); the cell's linear layers, gates and adds all have one."""
+    model = _write(tmp_path, "cells", CELLS_FROM_ZEROS)
+    proc = mcu_in_process("run", "--board", "host", "-q", "w8a16", "--json", str(model))
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["passed"] and report["max_error_vs_expected"] == 0 and not report["fp32_fallbacks"]
+    assert report["max_abs_error_vs_eager"] < 1e-2
