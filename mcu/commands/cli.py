@@ -348,9 +348,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = parse_args(argv)
     except UsageError as exc:
-        print(f"mcu: error: {exc.message} (see `{exc.prog} --help`)", file=sys.stderr)
+        print(f"mcu: error: {exc.message} ({exc.hint})", file=sys.stderr)
         if "--json" in argv:
-            print_json({"error": exc.message, "hint": f"see `{exc.prog} --help`", "exit": 2})
+            print_json({"error": exc.message, "hint": exc.hint, "exit": 2})
         return 2
     # torch 2.13's pytree code trips its own deprecation warning inside torch.export: not the user's concern.
     warnings.filterwarnings("ignore", message=r".*treespec, LeafSpec.*", category=FutureWarning)

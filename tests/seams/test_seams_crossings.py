@@ -288,3 +288,13 @@ def test_w8a16_lstm_cell_from_zero_states(tmp_path: Path) -> None:
     report = json.loads(proc.stdout)
     assert report["passed"] and report["max_error_vs_expected"] == 0 and not report["fp32_fallbacks"]
     assert report["max_abs_error_vs_eager"] < 1e-2
+
+
+@pytest.mark.parametrize("command", ["build", "run", "profile", "debug", "flash"])
+def test_a_missing_board_says_where_the_boards_are(tmp_path: Path, command: str) -> None:
+    """A missing --board pointed at the command's whole --help; it now names the flag's form and `mcu boards`."""
+    model = _write(tmp_path, "mlp", MLP)
+    needles = ["--board/-b", "add --board BOARD", "`mcu boards` lists them"]
+    _one_line_exit2(mcu_in_process(command, str(model)), *needles)
+    if command != "flash":  # flash has no --json
+        _json_failure(mcu_in_process(command, str(model), "--json"), *needles)
