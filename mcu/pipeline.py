@@ -230,9 +230,15 @@ def _fuse_to_fit(graph: Graph, board: Board) -> MemoryPlan:
     try:
         choice = _fusion_after_prefix(graph, budget)
     except McuError as exc:
+        # a schedule with nothing to fuse or stream is every tensor whole: the arena alone says it
+        why = exc.message if find_chains(graph) or plan.schedule is not None else \
+            f"its arena needs {plan_memory(graph).arena_size} B (every tensor whole: no inverted-residual block to " \
+            "run row by row, no prefix to stream in bands of rows)"
+        floats = any(t.dtype == "float32" for t in graph.tensors() if not t.is_constant)
         raise McuError(f"model does not fit {board.name} ({budget} B of RAM for the arena after a "
-                       f"{board.stack_bytes} B stack): {exc.message}",
-                       hint="use a smaller model or input, quantize to int8, or pick a board with more RAM") from None
+                       f"{board.stack_bytes} B stack): {why}",
+                       hint=f"use a smaller model or input, {'quantize to int8, ' if floats else ''}"
+                            "or pick a board with more RAM") from None
     graph.ops = with_fused(graph, choice.chains, choice.bands).ops
     return plan_memory(graph, capacities=board.arena_regions())
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import warnings
@@ -298,3 +299,29 @@ def test_a_missing_board_says_where_the_boards_are(tmp_path: Path, command: str)
     _one_line_exit2(mcu_in_process(command, str(model)), *needles)
     if command != "flash":  # flash has no --json
         _json_failure(mcu_in_process(command, str(model), "--json"), *needles)
+
+
+class WideConvs(nn.Module):
+    """Two full-resolution convolutions into a global pool: no inverted-residual block, no prefix to stream."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.body = nn.Sequential(nn.Conv2d(3, 32, 3, padding=1), nn.ReLU(), nn.Conv2d(32, 32, 3, padding=1),
+                                  nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(32, 2))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.body(x)
+
+
+@pytest.mark.parametrize("quantize", ["none", "int8"])
+def test_an_arena_too_big_for_the_board_is_stated_plainly(quantize: str) -> None:
+    """The refusal spoke of a RAM budget the user never gave and of "0 of 0 inverted-residual blocks", and told an
+    int8 model to quantize to int8."""
+    torch.manual_seed(0)
+    x = torch.randn(1, 3, 96, 96)
+    with pytest.raises(McuError) as err:
+        mcu.compile(WideConvs().eval(), (x,), board="pico", quantize=quantize, calibration=[(x,)])
+    message, hint = err.value.message, err.value.hint or ""
+    assert re.search(r"does not fit pico \(262144 B of RAM .*\): its arena needs \d+ B \(every tensor whole", message)
+    assert "0 of 0" not in message and "RAM budget" not in message
+    assert ("quantize to int8" in hint) == (quantize == "none")
