@@ -20,6 +20,7 @@ from torch import nn
 
 import mcu
 from cli_runner import mcu_in_process
+from repo import requires_qemu
 from mcu.backends.cmsis_nn import core as cmsis_nn
 from mcu.commands.export import export_target
 from mcu.devtools.ops import op_macs
@@ -325,3 +326,20 @@ def test_an_arena_too_big_for_the_board_is_stated_plainly(quantize: str) -> None
     assert re.search(r"does not fit pico \(262144 B of RAM .*\): its arena needs \d+ B \(every tensor whole", message)
     assert "0 of 0" not in message and "RAM budget" not in message
     assert ("quantize to int8" in hint) == (quantize == "none")
+
+
+@requires_qemu
+@pytest.mark.slow
+def test_run_program_json_has_the_c_runs_keys_and_outputs(tmp_path: Path) -> None:
+    """`mcu run --program --json` had no outputs (nor output_names, errors, partitions): a program file's outputs
+    could not be compared with the generated C's. They are the same, code for code."""
+    model = _write(tmp_path, "mlp", MLP)
+    reports = {}
+    for mode in ([], ["--program"]):
+        proc = mcu_in_process("run", "--board", "mps2-an505", "--json", *mode, str(model))
+        assert proc.returncode == 0, proc.stderr
+        reports[bool(mode)] = json.loads(proc.stdout)
+    c, program = reports[False], reports[True]
+    assert set(c) <= set(program), set(c) - set(program)
+    assert program["outputs_raw"] == c["outputs_raw"] and program["outputs"] == c["outputs"]
+    assert program["max_error_vs_expected"] == 0 and program["passed"] and program["output_names"] == ["output"]
