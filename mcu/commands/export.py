@@ -114,6 +114,8 @@ def cmd_export(args: argparse.Namespace) -> int:
               f"include {cm.library.prefix}_model.h and build with {cm.library.prefix}.mk or CMakeLists.txt")
     else:
         print(f"wrote {len(files)} files for {args.target} to {args.output} (arena {cm.memory.arena_size} B)")
+    if not args.json and stack.bytes is None and cm.board.kind == "mcu":
+        print(f"no {cm.library.prefix.upper()}_STACK_BYTES in the header: {stack.reason}")
     return 0
 
 

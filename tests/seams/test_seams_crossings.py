@@ -215,6 +215,10 @@ def test_export_json_without_the_cross_compiler_still_writes_the_library(tmp_pat
                           env={"MCU_ARM_GCC": str(tmp_path / "no-gcc")})
     assert (out / "mlp_model.h").is_file() and report["flash_bytes"] is None and report["ram_bytes"] is None
     assert report["model_stack"]["bytes"] is None and "arm-none-eabi-gcc not found" in report["model_stack"]["reason"]
+    # in text, the header's missing macro is said, not left for the user to find
+    proc = mcu_in_process("export", "--board", "mps2-an505", str(model), "-o", str(out),
+                          env={"MCU_ARM_GCC": str(tmp_path / "no-gcc")})
+    assert proc.returncode == 0 and "no MLP_STACK_BYTES in the header: arm-none-eabi-gcc not found" in proc.stdout
 
 
 TYPO = MLP.replace("nn.Sequential(", "nn.Sequentail(")
