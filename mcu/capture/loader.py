@@ -202,8 +202,16 @@ def load_model_file(path: str | Path) -> ModelSpec:
     if not isinstance(model, torch.nn.Module):
         raise McuError(f"{path}: `model` must be a torch.nn.Module, got {type(model).__name__}")
     if not hasattr(module, "example_inputs"):
-        raise McuError(f"{path}: defines no `example_inputs`",
-                       hint="add `example_inputs = (torch.randn(1, 3, 32, 32),)`")
+        near = _misspelt(module, "example_inputs")
+        raise McuError(f"{path}: defines no `example_inputs`" + (f" (it defines `{near}`)" if near else ""),
+                       hint=f"rename `{near}` to `example_inputs`" if near else
+                       "add `example_inputs = (torch.randn(1, 3, 32, 32),)`")
+    for optional in ("calibration", "test_inputs"):
+        # a misspelt optional name is not an absent one: without calibration `--quantize auto` builds fp32
+        near = None if hasattr(module, optional) else _misspelt(module, optional)
+        if near:
+            raise McuError(f"{path}: defines `{near}` but no `{optional}`, the name mcu reads",
+                           hint=f"rename `{near}` to `{optional}`")
     spec = spec_from_objects(
         model,
         module.example_inputs,
@@ -217,6 +225,13 @@ def load_model_file(path: str | Path) -> ModelSpec:
     )
     spec.extras = {k: getattr(module, k) for k in EXTRAS if hasattr(module, k)}
     return spec
+
+
+def _misspelt(module: Any, name: str) -> str | None:
+    """A module-level list or tuple whose name is one slip from ``name`` (``calibraton``, ``test_input``)."""
+    data = [k for k, v in vars(module).items() if not k.startswith("_") and isinstance(v, (list, tuple))]
+    close = difflib.get_close_matches(name, data, n=1, cutoff=0.85)
+    return close[0] if close else None
 
 
 def _assignment_lines(path: Path) -> dict[str, int]:

@@ -22,6 +22,7 @@ import mcu
 from cli_runner import mcu_in_process
 from repo import requires_qemu
 from mcu.backends.cmsis_nn import core as cmsis_nn
+from mcu.capture.loader import load_model_file
 from mcu.commands.export import export_target
 from mcu.devtools.ops import op_macs
 from mcu.errors import McuError
@@ -347,3 +348,20 @@ def test_run_program_json_has_the_c_runs_keys_and_outputs(tmp_path: Path) -> Non
     assert set(c) <= set(program), set(c) - set(program)
     assert program["outputs_raw"] == c["outputs_raw"] and program["outputs"] == c["outputs"]
     assert program["max_error_vs_expected"] == 0 and program["passed"] and program["output_names"] == ["output"]
+
+
+@pytest.mark.parametrize("old, new, needles", [
+    ("calibration = ", "calibraton = ", ["defines `calibraton` but no `calibration`", "rename `calibraton`"]),
+    ("test_inputs = ", "test_input = ", ["defines `test_input` but no `test_inputs`", "rename `test_input`"]),
+    ("example_inputs = ", "example_input = ", ["defines no `example_inputs` (it defines `example_input`)"]),
+], ids=["calibration", "test_inputs", "example_inputs"])
+def test_a_misspelt_model_file_name_is_named(tmp_path: Path, old: str, new: str, needles: list[str]) -> None:
+    """`calibraton = [...]` was read as no calibration at all: `--quantize auto` built fp32 without a word, and a
+    misspelt `test_inputs` bundled example_inputs instead."""
+    model = _write(tmp_path, "typo", MLP.replace(old, new))
+    args = ["run", "--board", "host", str(model)]
+    _one_line_exit2(mcu_in_process(*args), *needles)
+    _json_failure(mcu_in_process(*args, "--json"), *needles)
+    # beside the real names, names that resemble them are the user's own business
+    fine = _write(tmp_path, "fine", MLP + f"{new}[1]\ncalibrate = [2]\n")
+    assert load_model_file(fine).name == "fine"
