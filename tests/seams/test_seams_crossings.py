@@ -365,3 +365,12 @@ def test_a_misspelt_model_file_name_is_named(tmp_path: Path, old: str, new: str,
     # beside the real names, names that resemble them are the user's own business
     fine = _write(tmp_path, "fine", MLP + f"{new}[1]\ncalibrate = [2]\n")
     assert load_model_file(fine).name == "fine"
+
+
+def test_debug_of_a_float_model_points_at_the_integer_modes(tmp_path: Path) -> None:
+    """The refusal said `mcu debug` compares int8 programs only; w8a16 and w4a8 ones compare too."""
+    model = _write(tmp_path, "mlp", MLP)
+    args = ["debug", "--board", "mps2-an505", "-q", "none", str(model)]
+    needles = ["mlp (none) has no integer reference", "int8, w4a8, w8a16, mixed", "--quantize int8 or w8a16"]
+    _one_line_exit2(mcu_in_process(*args), *needles)
+    _json_failure(mcu_in_process(*args, "--json"), *needles)
