@@ -23,9 +23,11 @@ from mcu.quantize import modes
 
 def cmd_run(args: argparse.Namespace) -> int:
     board = load_board(args.board)
-    if getattr(args, "program", False) and (getattr(args, "sim", None) == "renode" or board.sim_kind != "qemu"):
-        raise McuError(f"--program runs the interpreter firmware in QEMU, which {board.name} "
-                       f"{'is not run in' if board.sim_kind else 'does not have'}",
+    if getattr(args, "program", False) and getattr(args, "sim", None) == "renode":
+        raise McuError("--program runs the interpreter firmware in QEMU, not in Renode",
+                       hint="drop --sim renode, or drop --program")
+    if getattr(args, "program", False) and board.sim_kind != "qemu":
+        raise McuError(f"--program runs the interpreter firmware in QEMU, and {board.name} is not a QEMU board",
                        hint="pick a QEMU board (see `mcu boards`), or drop --program")
     if getattr(args, "program", False):
         refuse_cmsis_nn_in_program(args)

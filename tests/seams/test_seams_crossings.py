@@ -374,3 +374,15 @@ def test_debug_of_a_float_model_points_at_the_integer_modes(tmp_path: Path) -> N
     needles = ["mlp (none) has no integer reference", "int8, w4a8, w8a16, mixed", "--quantize int8 or w8a16"]
     _one_line_exit2(mcu_in_process(*args), *needles)
     _json_failure(mcu_in_process(*args, "--json"), *needles)
+
+
+@pytest.mark.parametrize("argv, needles", [
+    (["--board", "host"], ["and host is not a QEMU board", "pick a QEMU board"]),
+    (["--board", "mps2-an505", "--sim", "renode"], ["QEMU, not in Renode", "drop --sim renode"]),
+], ids=["linux-board", "renode"])
+def test_run_program_where_it_cannot_run(tmp_path: Path, argv: list[str], needles: list[str]) -> None:
+    """The refusal read "... in QEMU, which mps2-an505 is not run in" for a QEMU board under --sim renode."""
+    model = _write(tmp_path, "mlp", MLP)
+    args = ["run", "--program", *argv, str(model)]
+    _one_line_exit2(mcu_in_process(*args), *needles)
+    _json_failure(mcu_in_process(*args, "--json"), *needles)
