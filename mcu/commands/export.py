@@ -104,6 +104,14 @@ def cmd_export(args: argparse.Namespace) -> int:
     if args.board is None:
         raise McuError("mcu export needs --board for a C library",
                        hint="add --board mps2-an505 (see `mcu boards`), or write a program file with --format program")
+    # lazy: keeps torch and jinja2 out of this module's import
+    from mcu.generate import is_generation_file
+
+    if is_generation_file(args.model):
+        # lazy: keeps torch and jinja2 out of this module's import
+        from mcu.commands import generate as cli_generate
+
+        return cli_generate.export(args)
     ensure_dir(args.output)  # a bad -o fails before the compile, not after it
     cm = compile_model(args)
     files, stack, fw = _export(cm, args.target, args.output)

@@ -386,3 +386,25 @@ def test_run_program_where_it_cannot_run(tmp_path: Path, argv: list[str], needle
     args = ["run", "--program", *argv, str(model)]
     _one_line_exit2(mcu_in_process(*args), *needles)
     _json_failure(mcu_in_process(*args, "--json"), *needles)
+
+
+LLM = Path(__file__).resolve().parents[2] / "examples" / "tiny_llm.py"
+
+
+@pytest.mark.slow
+def test_export_of_a_text_generation_file_writes_its_library(tmp_path: Path) -> None:
+    """`mcu export` of tiny_llm.py said it "defines no `example_inputs`": the C export knew single models only,
+    though build and run render both methods into one library."""
+    out = tmp_path / "lib"
+    report = _export_json("--board", "host", str(LLM), "-o", str(out))
+    assert {"tiny_llm_model.h", "tiny_llm_prefill_model.h", "tiny_llm_decode_model.h", "CMakeLists.txt"} <= \
+        set(report["files"])
+    assert report["methods"] == ["decode", "prefill"] and 0 < report["state_bytes"] < report["arena_bytes"]
+    assert "tiny_llm_reset_state(void);" in (out / "tiny_llm_model.h").read_text()
+
+
+def test_export_of_a_text_generation_file_refuses_example_apps(tmp_path: Path) -> None:
+    args = ["export", "--board", "pico2", "--target", "zephyr", str(LLM), "-o", str(tmp_path / "z")]
+    needles = ["--target zephyr writes an example app", "text-generation file", "--target cmake"]
+    _one_line_exit2(mcu_in_process(*args), *needles)
+    _json_failure(mcu_in_process(*args, "--json"), *needles)
