@@ -173,8 +173,11 @@ def run_model_module(path: Path, module_name: str) -> Any:
 def _closest_name(exc: Exception, module: Any) -> str | None:
     """``did you mean 'X'?`` for a misspelt attribute or name (Python 3.11 prints it only in tracebacks)."""
     name = getattr(exc, "name", None)
-    if isinstance(exc, AttributeError) and name:
-        candidates = dir(getattr(exc, "obj", None))
+    if isinstance(exc, AttributeError) and name and getattr(exc, "obj", None) is not None:
+        try:
+            candidates = dir(exc.obj)
+        except Exception:  # the user's object's __dir__ failing is no reason to lose the error itself
+            return None
     elif isinstance(exc, NameError) and name:
         candidates = [*vars(module), *dir(builtins)]
     else:
