@@ -16,7 +16,7 @@ from mcu.backends.mixed_flash import BoardFlash
 from mcu.backends.registry import resolve as resolve_backends
 from mcu.device.boards import Board, load_board
 from mcu.device.placement import weights_cache_bytes, weights_wait
-from mcu.capture.export import capture, check_user_outputs
+from mcu.capture.export import capture, check_user_outputs, torch_pytree_deprecation_hidden
 from mcu.capture.edge import to_edge
 from mcu.emit.c_model import GeneratedLibrary, render_library
 from mcu.errors import McuError
@@ -111,7 +111,7 @@ def to_graph(spec: ModelSpec, quantize: str, weight_palette: int | None = None,
             captured = int4_weight_model(spec.model)
     else:
         captured = spec.model
-    with stage("capture"):
+    with stage("capture"), torch_pytree_deprecation_hidden():
         ep = capture(captured, spec.example_inputs, where, spec.lines.get("example_inputs"))
         check_user_outputs(ep, where)
         ep = to_edge(ep)
@@ -231,9 +231,15 @@ def _fuse_to_fit(graph: Graph, board: Board) -> MemoryPlan:
     try:
         choice = _fusion_after_prefix(graph, budget)
     except McuError as exc:
+        # a schedule with nothing to fuse or stream is every tensor whole: the arena alone says it
+        why = exc.message if find_chains(graph) or plan.schedule is not None else \
+            f"its arena needs {plan_memory(graph).arena_size} B (every tensor whole: no inverted-residual block to " \
+            "run row by row, no prefix to stream in bands of rows)"
+        floats = any(t.dtype == "float32" for t in graph.tensors() if not t.is_constant)
         raise McuError(f"model does not fit {board.name} ({budget} B of RAM for the arena after a "
-                       f"{board.stack_bytes} B stack): {exc.message}",
-                       hint="use a smaller model or input, quantize to int8, or pick a board with more RAM") from None
+                       f"{board.stack_bytes} B stack): {why}",
+                       hint=f"use a smaller model or input, {'quantize to int8, ' if floats else ''}"
+                            "or pick a board with more RAM") from None
     graph.ops = with_fused(graph, choice.chains, choice.bands).ops
     return plan_memory(graph, capacities=board.arena_regions())
 

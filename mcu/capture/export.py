@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
@@ -66,3 +69,12 @@ def check_user_outputs(ep: torch.export.ExportedProgram, where: str) -> None:
                            "(outputs flattened in order), not a tensor",
                            hint="return tensors (alone, in tuples, lists or dicts of str keys); compute other "
                                 "values outside the model")
+
+
+@contextmanager
+def torch_pytree_deprecation_hidden() -> Iterator[None]:
+    """torch 2.13's ``torch.export`` trips its own pytree deprecation (``isinstance(treespec, LeafSpec)``): not the
+    user's concern, and under ``-W error`` (a test suite's ``filterwarnings = error``) it failed the capture."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r".*treespec, LeafSpec.*", category=FutureWarning)
+        yield

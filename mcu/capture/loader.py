@@ -8,6 +8,8 @@ test vectors). Anything missing or mistyped is a one-line :class:`McuError`.
 
 from __future__ import annotations
 
+import builtins
+import difflib
 import importlib.util
 import sys
 import traceback
@@ -142,19 +144,15 @@ def spec_from_objects(model: torch.nn.Module, example_inputs: Any, calibration: 
                      path=path, custom_ops=check_registrations(custom_ops, where), lines=dict(lines or {}))
 
 
-def load_model_file(path: str | Path) -> ModelSpec:
-    path = Path(path)
-    if path.is_dir():
-        raise McuError(f"model file {path} is a folder", hint="pass the model's .py file, e.g. model.py")
-    if not path.is_file():
-        raise McuError(f"model file {path} does not exist")
-    module_name = f"mcu_user_model_{abs(hash(path.resolve()))}"
+def run_model_module(path: Path, module_name: str) -> Any:
+    """The model file run as a module named ``module_name`` (not left in ``sys.modules``), able to import the
+    helpers beside it as a script run from its folder could; what its code raises is one :class:`McuError`
+    with the file's line and, for a misspelt name, the name it is closest to."""
     spec = importlib.util.spec_from_file_location(module_name, path)
     if spec is None or spec.loader is None:
         raise McuError(f"{path}: cannot be loaded as a Python module")
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
-    # A model file may import helpers that sit next to it, as a script run from its folder could.
     folder = str(path.resolve().parent)
     sys.path.insert(0, folder)
     try:
@@ -163,12 +161,38 @@ def load_model_file(path: str | Path) -> ModelSpec:
         frames = [f for f in traceback.extract_tb(exc.__traceback__) if Path(f.filename) == path.resolve()
                   or Path(f.filename) == path]
         at = f" at line {frames[-1].lineno}" if frames else ""
-        raise McuError(f"{path}{at}: running the model file raised {type(exc).__name__}: {exc}") from None
+        raise McuError(f"{path}{at}: running the model file raised {type(exc).__name__}: {exc}",
+                       hint=_closest_name(exc, module)) from None
     finally:
         sys.modules.pop(module_name, None)
         if folder in sys.path:
             sys.path.remove(folder)
+    return module
 
+
+def _closest_name(exc: Exception, module: Any) -> str | None:
+    """``did you mean 'X'?`` for a misspelt attribute or name (Python 3.11 prints it only in tracebacks)."""
+    name = getattr(exc, "name", None)
+    if isinstance(exc, AttributeError) and name and getattr(exc, "obj", None) is not None:
+        try:
+            candidates = dir(exc.obj)
+        except Exception:  # the user's object's __dir__ failing is no reason to lose the error itself
+            return None
+    elif isinstance(exc, NameError) and name:
+        candidates = [*vars(module), *dir(builtins)]
+    else:
+        return None
+    close = difflib.get_close_matches(name, candidates, n=1)
+    return f"did you mean '{close[0]}'?" if close else None
+
+
+def load_model_file(path: str | Path) -> ModelSpec:
+    path = Path(path)
+    if path.is_dir():
+        raise McuError(f"model file {path} is a folder", hint="pass the model's .py file, e.g. model.py")
+    if not path.is_file():
+        raise McuError(f"model file {path} does not exist")
+    module = run_model_module(path, f"mcu_user_model_{abs(hash(path.resolve()))}")
     where = str(path)
     lines = _assignment_lines(path)
     if hasattr(module, "model"):
@@ -181,8 +205,16 @@ def load_model_file(path: str | Path) -> ModelSpec:
     if not isinstance(model, torch.nn.Module):
         raise McuError(f"{path}: `model` must be a torch.nn.Module, got {type(model).__name__}")
     if not hasattr(module, "example_inputs"):
-        raise McuError(f"{path}: defines no `example_inputs`",
-                       hint="add `example_inputs = (torch.randn(1, 3, 32, 32),)`")
+        near = _misspelt(module, "example_inputs")
+        raise McuError(f"{path}: defines no `example_inputs`" + (f" (it defines `{near}`)" if near else ""),
+                       hint=f"rename `{near}` to `example_inputs`" if near else
+                       "add `example_inputs = (torch.randn(1, 3, 32, 32),)`")
+    for optional in ("calibration", "test_inputs"):
+        # a misspelt optional name is not an absent one: without calibration `--quantize auto` builds fp32
+        near = None if hasattr(module, optional) else _misspelt(module, optional)
+        if near:
+            raise McuError(f"{path}: defines `{near}` but no `{optional}`, the name mcu reads",
+                           hint=f"rename `{near}` to `{optional}`")
     spec = spec_from_objects(
         model,
         module.example_inputs,
@@ -196,6 +228,13 @@ def load_model_file(path: str | Path) -> ModelSpec:
     )
     spec.extras = {k: getattr(module, k) for k in EXTRAS if hasattr(module, k)}
     return spec
+
+
+def _misspelt(module: Any, name: str) -> str | None:
+    """A module-level list or tuple whose name is one slip from ``name`` (``calibraton``, ``test_input``)."""
+    data = [k for k, v in vars(module).items() if not k.startswith("_") and isinstance(v, (list, tuple))]
+    close = difflib.get_close_matches(name, data, n=1, cutoff=0.85)
+    return close[0] if close else None
 
 
 def _assignment_lines(path: Path) -> dict[str, int]:

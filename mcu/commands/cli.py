@@ -210,6 +210,9 @@ def _add_export_parser(sub: Any) -> None:
                    help="output folder (--format c) or program file, e.g. model.mpk (--format program)")
     p.add_argument("--format", choices=("c", "program"), default="c",
                    help="c (default): the generated C library; program: a program file (.mpk)")
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON object: what was written (files, target), the arena and, for a C library on "
+                        "a bare-metal board, the flash and RAM of the board's firmware around it")
     p.add_argument("--external-weights", action="store_true",
                    help="program: put the weights in a separate file beside the program (<output>.mpw)")
     p.add_argument("--bundle-tests", action="store_true",
@@ -345,9 +348,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = parse_args(argv)
     except UsageError as exc:
-        print(f"mcu: error: {exc.message} (see `{exc.prog} --help`)", file=sys.stderr)
+        print(f"mcu: error: {exc.message} ({exc.hint})", file=sys.stderr)
         if "--json" in argv:
-            print_json({"error": exc.message, "hint": f"see `{exc.prog} --help`", "exit": 2})
+            print_json({"error": exc.message, "hint": exc.hint, "exit": 2})
         return 2
     # torch 2.13's pytree code trips its own deprecation warning inside torch.export: not the user's concern.
     warnings.filterwarnings("ignore", message=r".*treespec, LeafSpec.*", category=FutureWarning)

@@ -10,11 +10,13 @@ program`` the command writes a program file for the interpreter instead (mcu/pro
 from __future__ import annotations
 
 import argparse
+from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from mcu.commands.common import (bias_correction, compile_model, mixed_options, refuse_cmsis_nn_in_program,
-                                 weight_rounding)
+from mcu.commands.common import (bias_correction, compile_model, mixed_options, print_json,
+                                 refuse_cmsis_nn_in_program, weight_rounding)
+from mcu.commands.reports import base_report
 from mcu.emit.c_model import GeneratedLibrary, firmware_view
 from mcu.errors import McuError
 from mcu.emit.targets import DEFAULT_TARGET, TARGETS, ExportJob
@@ -28,7 +30,7 @@ from mcu.device.stack import bound, load_frames
 from mcu.device.toolchain import COMMON_CFLAGS, find_cross_compiler, find_cross_objdump
 
 if TYPE_CHECKING:
-    from mcu.api import CompiledModel
+    from mcu.api import CompiledModel, FirmwareBuild
 
 
 def export_library(lib: GeneratedLibrary, out_dir: Path) -> list[Path]:
@@ -40,25 +42,37 @@ def model_stack(cm: CompiledModel) -> ModelStack:
     """The worst-case stack of the model's run function on its board's core: the call graph from
     ``<prefix>_run`` over the model's firmware (built with -fstack-usage, content-keyed in the cache), with
     the frames that build recorded (mcu/device/stack.py)."""
+    return _stack_and_firmware(cm)[0]
+
+
+def _stack_and_firmware(cm: CompiledModel) -> tuple[ModelStack, FirmwareBuild | None]:
+    """:func:`model_stack` and the firmware it was bounded on (None: no bare-metal build, or it failed)."""
     board = cm.board
     if board.kind != "mcu":
         return ModelStack(bytes=None, board=board.name, core=board.core,
                           reason=f"{board.name} is not a bare-metal board: the stack is the process's, "
-                                 "not bounded here")
+                                 "not bounded here"), None
     entry = f"{cm.library.prefix}_run"
+    fw = None
     try:
         fw = cm.build()
         frames = load_frames(fw.elf.with_suffix(".frames.json"))
         report = bound(fw.elf, frames, find_cross_objdump(find_cross_compiler()), entry=entry)
     except McuError as e:
-        return ModelStack(bytes=None, board=board.name, core=board.core, reason=e.message)
+        return ModelStack(bytes=None, board=board.name, core=board.core, reason=e.message), fw
     flags = " ".join(f for f in COMMON_CFLAGS if f.startswith("-O"))
     return ModelStack(bytes=report.worst_case_bytes, board=board.name, core=board.core, flags=flags,
-                      chain=" -> ".join(f for f, _ in report.path))
+                      chain=" -> ".join(f for f, _ in report.path)), fw
 
 
 def export_target(cm: CompiledModel, target: str, out_dir: Path) -> list[Path]:
     """Write ``target``'s files for a compiled model; examples run the model's bundled test vectors."""
+    return _export(cm, target, out_dir)[0]
+
+
+def _export(cm: CompiledModel, target: str,
+            out_dir: Path) -> tuple[list[Path], ModelStack, FirmwareBuild | None]:
+    """:func:`export_target`, with the model's stack and the firmware it was bounded on."""
     if target not in TARGETS:
         raise McuError(f"unknown export target '{target}'", hint=f"choose one of: {', '.join(TARGETS)}")
     t = TARGETS[target]
@@ -66,9 +80,10 @@ def export_target(cm: CompiledModel, target: str, out_dir: Path) -> list[Path]:
     if t.example:
         vec_in = [cm.encode_inputs(xs) for xs in cm.spec.test_inputs]
         vectors = firmware_view(cm.library, vec_in, cm.expected_outputs, cm.tolerances())
+    stack, fw = _stack_and_firmware(cm)
     job = ExportJob(lib=cm.library, out_dir=ensure_dir(Path(out_dir)), vectors=vectors, board=cm.board.name,
-                    stack=model_stack(cm))
-    return t.write(job)
+                    stack=stack)
+    return t.write(job), stack, fw
 
 
 def cmd_export(args: argparse.Namespace) -> int:
@@ -89,16 +104,38 @@ def cmd_export(args: argparse.Namespace) -> int:
     if args.board is None:
         raise McuError("mcu export needs --board for a C library",
                        hint="add --board mps2-an505 (see `mcu boards`), or write a program file with --format program")
+    # lazy: keeps torch and jinja2 out of this module's import
+    from mcu.generate import is_generation_file
+
+    if is_generation_file(args.model):
+        # lazy: keeps torch and jinja2 out of this module's import
+        from mcu.commands import generate as cli_generate
+
+        return cli_generate.export(args)
     ensure_dir(args.output)  # a bad -o fails before the compile, not after it
     cm = compile_model(args)
-    if args.target not in ("cmake", "make"):
-        files = export_target(cm, args.target, args.output)
+    files, stack, fw = _export(cm, args.target, args.output)
+    if args.json:
+        print_json(_library_report(args, cm, files, stack, fw))
+    elif args.target in ("cmake", "make"):
+        print(f"wrote {len(files)} files to {args.output} (arena {cm.memory.arena_size} B); "
+              f"include {cm.library.prefix}_model.h and build with {cm.library.prefix}.mk or CMakeLists.txt")
+    else:
         print(f"wrote {len(files)} files for {args.target} to {args.output} (arena {cm.memory.arena_size} B)")
-        return 0
-    files = export_target(cm, args.target, args.output)
-    print(f"wrote {len(files)} files to {args.output} (arena {cm.memory.arena_size} B); "
-          f"include {cm.library.prefix}_model.h and build with {cm.library.prefix}.mk or CMakeLists.txt")
+    if not args.json and stack.bytes is None and cm.board.kind == "mcu":
+        print(f"no {cm.library.prefix.upper()}_STACK_BYTES in the header: {stack.reason}")
     return 0
+
+
+def _library_report(args: argparse.Namespace, cm: CompiledModel, files: list[Path], stack: ModelStack,
+                    fw: FirmwareBuild | None) -> dict[str, Any]:
+    """`mcu build --json`'s keys, their flash and RAM figures those of the board's firmware around the library (the
+    build the stack is bounded on; null when there is none), and what was written: the files relative to the
+    output folder, ``model_stack`` the worst case of ``<prefix>_run`` (the header's ``<PREFIX>_STACK_BYTES``)."""
+    report = base_report(cm, fw)
+    report.update({"format": "c", "target": args.target, "output": str(args.output), "prefix": cm.library.prefix,
+                   "files": sorted(str(f.relative_to(args.output)) for f in files), "model_stack": asdict(stack)})
+    return report
 
 
 def _export_program(args: argparse.Namespace) -> int:
@@ -124,14 +161,26 @@ def _export_program(args: argparse.Namespace) -> int:
     if image.weights is not None:
         write_atomic(weights_path, image.weights)
     write_atomic(out, image.program)
+    verified = None
+    if args.verify:
+        weights = weights_path if image.weights is not None else None
+        if any(m.model.has_custom_ops for m in methods):  # the user's kernels run in a child, not in mcu
+            verified = verify_program_in_child(out, weights, Path(args.model))
+        else:
+            verified = verify_program_files(out, weights)
+    if args.json:
+        print_json({"model": methods[0].model.spec.name, "board": methods[0].model.board.name,
+                    "quantize": methods[0].model.quantize, "format": "program", "output": str(out),
+                    "files": [str(out)] + ([str(weights_path)] if image.weights is not None else []),
+                    "program_bytes": len(image.program),
+                    "weights_bytes": len(image.weights) if image.weights is not None else None,
+                    "methods": [{"name": m.name, "arena_bytes": m.model.memory.arena_size} for m in methods],
+                    "verified": verified})
+        return 0
     arenas = ", ".join(f"{m.name} {m.model.memory.arena_size} B" for m in methods)
     print(f"wrote {out} ({len(image.program)} B; methods: {arenas})")
     if image.weights is not None:
         print(f"wrote {weights_path} ({len(image.weights)} B of weights; the program accepts only this file)")
-    if args.verify:
-        weights = weights_path if image.weights is not None else None
-        if any(m.model.has_custom_ops for m in methods):  # the user's kernels run in a child, not in mcu
-            print(verify_program_in_child(out, weights, Path(args.model)))
-        else:
-            print(verify_program_files(out, weights))
+    if verified is not None:
+        print(verified)
     return 0

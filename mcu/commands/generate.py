@@ -1,14 +1,19 @@
-"""``mcu run`` and ``mcu build`` for text-generation model files (mcu/generate.py)."""
+"""``mcu run``, ``mcu build`` and ``mcu export`` for text-generation model files (mcu/generate.py)."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 from mcu.generate import (CompiledGeneration, build_generation_firmware, compile_generation, host_tokens,
                           load_generation, reference_tokens, run_generation_firmware)
+from mcu.commands.common import print_json
+from mcu.emit.outputs import ensure_dir
+from mcu.emit.targets import TARGETS, ExportJob
+from mcu.errors import McuError
 from mcu.progress import quiet_torch
 from mcu.generate import build_program_generation_firmware, program_image, run_program_generation
 from mcu.program.device import check_fits, program_layout
@@ -40,6 +45,29 @@ def _print_sizes(s: dict[str, Any]) -> None:
     print(f"arena {s['arena_bytes']:,} B = state (KV cache) {s['state_bytes']:,} B + working memory "
           f"(prefill of {s['prefill_chunk']} token{'s' if s['prefill_chunk'] != 1 else ''} per call "
           f"{s['prefill_arena_bytes'] - s['state_bytes']:,} B, decode {s['decode_arena_bytes'] - s['state_bytes']:,} B)")
+
+
+def export(args: argparse.Namespace) -> int:
+    """The library both methods are rendered into (``<prefix>_prefill_run``, ``<prefix>_decode_run``, the shared
+    state and arena), for the targets without an example app: those run a model's bundled test vectors."""
+    target = TARGETS[args.target]
+    if target.example:
+        raise McuError(f"--target {args.target} writes an example app that runs a model's bundled test vectors; "
+                       f"{args.model} is a text-generation file, which has none",
+                       hint="export its library with --target cmake (or make, cmsis-pack); `mcu build` makes the "
+                            "generation firmware")
+    ensure_dir(args.output)  # a bad -o fails before the compile, not after it
+    cg = _compile(args)
+    files = target.write(ExportJob(lib=cg.library, out_dir=ensure_dir(Path(args.output)), board=cg.board.name))
+    if args.json:
+        print_json({"model": cg.file.path.stem, "board": cg.board.name, "quantize": cg.quantize, "format": "c",
+                    "target": args.target, "output": str(args.output), "prefix": cg.prefix,
+                    "files": sorted(str(f.relative_to(args.output)) for f in files), "arena_bytes": cg.arena_bytes(),
+                    "state_bytes": cg.state_bytes, "methods": sorted(cg.methods)})
+    else:
+        print(f"wrote {len(files)} files to {args.output} (arena {cg.arena_bytes()} B, of which state "
+              f"{cg.state_bytes} B); include {cg.prefix}_model.h: {cg.prefix}_prefill_run, {cg.prefix}_decode_run")
+    return 0
 
 
 def build(args: argparse.Namespace) -> int:

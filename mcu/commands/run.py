@@ -23,9 +23,11 @@ from mcu.quantize import modes
 
 def cmd_run(args: argparse.Namespace) -> int:
     board = load_board(args.board)
-    if getattr(args, "program", False) and (getattr(args, "sim", None) == "renode" or board.sim_kind != "qemu"):
-        raise McuError(f"--program runs the interpreter firmware in QEMU, which {board.name} "
-                       f"{'is not run in' if board.sim_kind else 'does not have'}",
+    if getattr(args, "program", False) and getattr(args, "sim", None) == "renode":
+        raise McuError("--program runs the interpreter firmware in QEMU, not in Renode",
+                       hint="drop --sim renode, or drop --program")
+    if getattr(args, "program", False) and board.sim_kind != "qemu":
+        raise McuError(f"--program runs the interpreter firmware in QEMU, and {board.name} is not a QEMU board",
                        hint="pick a QEMU board (see `mcu boards`), or drop --program")
     if getattr(args, "program", False):
         refuse_cmsis_nn_in_program(args)
@@ -90,12 +92,12 @@ def _run_program_file(args: argparse.Namespace, cm) -> int:
 
     res = run_program_model(cm, timeout_s=args.timeout)
     run = res.run
-    report = {"model": cm.spec.name, "board": cm.board.name, "quantize": cm.quantize, "program": True,
-              "passed": run.passed, "instructions": res.instructions, "program_bytes": res.program_bytes,
-              "flash_bytes": res.firmware_flash_bytes + res.program_bytes, "ram_bytes": res.firmware_ram_bytes,
-              "arena_bytes": cm.memory.arena_size, "stack_bytes": res.stack_bytes, "exit_code": run.exit_code,
-              "error": run.error, "weights_in": cm.weights_placement,
-              "weights_placed": {"ram": res.program_in_ram_bytes} if res.program_in_ram_bytes else {}}
+    report = base_report(cm, None)  # the C run's keys, sizes replaced by the interpreter's below
+    report.update({"program": True, "program_bytes": res.program_bytes,
+                   "flash_bytes": res.firmware_flash_bytes + res.program_bytes, "ram_bytes": res.firmware_ram_bytes,
+                   "stack_bytes": res.stack_bytes, "error": run.error,
+                   "weights_placed": {"ram": res.program_in_ram_bytes} if res.program_in_ram_bytes else {}})
+    report.update(_program_outputs(cm, run, res.instructions))
     timing = estimate(cm.board, run.cycles)
     report.update(timing.fields() if timing is not None else null_fields())
     if args.json:
@@ -112,6 +114,23 @@ def _run_program_file(args: argparse.Namespace, cm) -> int:
         if not run.passed:
             print(run.console.strip()[-2000:], file=sys.stderr)
     return 0 if run.passed else 1
+
+
+def _program_outputs(cm: Any, run: Any, instructions: int | None) -> dict[str, Any]:
+    """The generated C run's output keys (outputs, outputs_raw, output_names, the errors against eager and the
+    reference) from what the interpreter firmware printed, so a program file's outputs compare with the C
+    build's; null when it printed none (a program it refused)."""
+    harness = next(iter(run.methods.values())) if len(run.methods) == 1 else None
+    try:
+        outputs, raw, eager_error, expected_error = cm.harness_outputs(harness, run.exit_code, run.console) \
+            if harness is not None else ([], [], None, None)
+    except McuError:
+        outputs, raw, eager_error, expected_error = [], [], None, None
+    fields = run_fields(cm, "qemu", run.passed, run.exit_code, outputs, raw, eager_error, expected_error,
+                        instructions)
+    if not outputs:
+        fields.update(outputs=None, outputs_raw=None, same_top1=None)
+    return fields
 
 
 def _run_linux(args: argparse.Namespace) -> int:

@@ -44,3 +44,10 @@ class UsageError(Exception):
         self.message = message
         self.prog = prog
 
+    @property
+    def hint(self) -> str:
+        """What to do: a missing --board names where the boards are listed, the rest the command's help."""
+        if "required" in self.message and "--board" in self.message:
+            return "add --board BOARD, e.g. --board mps2-an505 (`mcu boards` lists them)"
+        return f"see `{self.prog} --help`"
+

@@ -153,7 +153,7 @@ def reference_per_op(graph: Graph, inputs: list[np.ndarray],
         if op.kind not in table:
             raise McuError(f"the integer reference cannot predict {op.kind} {op.name} bit for bit"
                            + (f" ({op.source.strip()})" if op.source else ""),
-                           hint="mcu debug compares int8 models whose every op the reference computes")
+                           hint="mcu debug compares integer models whose every op the reference computes")
         args = [value(t) for t in op.inputs if not t.is_constant or op.kind == "concat"]
         env[id(op.output.base())] = np.asarray(table[op.kind](op, args)).reshape(-1)
         outputs[handle] = env[id(op.output.base())]
@@ -251,8 +251,8 @@ def debug_model(cm: Any, perturb_handle: int | None = None, timeout_s: float = 6
         raise McuError(f"board {cm.board.name} has no simulator to debug on", hint="pick a QEMU board (`mcu boards`)")
     if modes.is_float(cm.quantize) or cm.delegated:
         raise McuError(f"{cm.spec.name} ({cm.quantize}{', delegated' if cm.delegated else ''}) has no integer "
-                       "reference to compare with", hint="mcu debug compares int8 programs of our own kernels; use "
-                       "--quantize int8 (and no --backend delegate)")
+                       "reference to compare with", hint="mcu debug compares integer programs (int8, w4a8, w8a16, mixed) of "
+                       "our own kernels; use --quantize int8 or w8a16 (and no --backend delegate)")
     # lazy: keeps jinja2 out of this module's import
     from mcu.emit.c_model import GUARD_DEFINE
     from mcu.device.guards import raise_on_guard

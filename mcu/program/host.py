@@ -279,8 +279,9 @@ def verify_program_files(program: Path, weights: Path | None = None, custom: Any
     if mismatches:
         raise McuError(f"{program}: {mismatches} bundled outputs of {vectors} vectors differ from the expected "
                        f"values", hint="the program does not reproduce its own test vectors: export it again")
-    return (f"verified {program}{' and ' + str(weights) if weights else ''}: {len(prog.methods)} method(s), "
-            f"{vectors} bundled vector(s) match")
+    ran = f"{vectors} bundled vector(s) match" if vectors else \
+        "no bundled vectors to run (--bundle-tests bundles them)"
+    return f"verified {program}{' and ' + str(weights) if weights else ''}: {len(prog.methods)} method(s), {ran}"
 
 
 def _spec(d: dict[str, Any]) -> TensorSpec:

@@ -19,8 +19,6 @@ method, ``forward``, exactly as ``mcu build`` compiles it.
 from __future__ import annotations
 
 import ast
-import importlib.util
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
@@ -28,7 +26,7 @@ import torch
 
 from mcu.errors import McuError
 from mcu.quantize.modes import MixedOptions
-from mcu.capture.loader import ModelSpec, load_model_file, spec_from_objects
+from mcu.capture.loader import ModelSpec, load_model_file, run_model_module, spec_from_objects
 from mcu.program.writer import CompiledMethod
 from mcu.api import compile_spec
 
@@ -88,19 +86,7 @@ def load_methods(path: str | Path) -> list[tuple[str, ModelSpec]]:
 
 def run_model_file(path: Path) -> Any:
     """The model file run as a module (its own name, not left in sys.modules)."""
-    module_name = f"mcu_user_methods_{abs(hash(path.resolve()))}"
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    if spec is None or spec.loader is None:
-        raise McuError(f"{path}: cannot be loaded as a Python module")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module
-    try:
-        spec.loader.exec_module(module)
-    except Exception as exc:  # the user's code failed
-        raise McuError(f"{path}: running the model file raised {type(exc).__name__}: {exc}") from None
-    finally:
-        sys.modules.pop(module_name, None)
-    return module
+    return run_model_module(path, f"mcu_user_methods_{abs(hash(path.resolve()))}")
 
 
 def methods_of(module: Any, path: Path) -> list[tuple[str, ModelSpec]]:
