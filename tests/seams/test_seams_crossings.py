@@ -73,24 +73,24 @@ def test_recurrent_ops_count_their_multiply_accumulates() -> None:
 
 
 class Attention(nn.Module):
-    """Causal attention: w8a16 has no masked 16x8 softmax (unmasked attention runs at w8a16)."""
+    """Attention with a padding mask given as an input: no constant for the masked 16x8 softmax to fold
+    (a constant mask runs at w8a16)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.mha = nn.MultiheadAttention(12, 3, batch_first=True)
-        self.register_buffer("mask", torch.triu(torch.ones(5, 5, dtype=torch.bool), diagonal=1))
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.mha(x, x, x, attn_mask=self.mask)[0]
+    def forward(self, x: torch.Tensor, padding: torch.Tensor) -> torch.Tensor:
+        return self.mha(x, x, x, key_padding_mask=padding)[0]
 
 
 def test_w8a16_refusal_of_attention_names_the_users_line_and_module() -> None:
-    x = torch.randn(1, 5, 12)
+    x, padding = torch.randn(1, 5, 12), torch.tensor([[False, False, False, True, True]])
     with pytest.raises(McuError) as err:
-        mcu.compile(Attention().eval(), (x,), quantize="w8a16", calibration=[(x,)])
+        mcu.compile(Attention().eval(), (x, padding), quantize="w8a16", calibration=[(x, padding)])
     message = str(err.value)
     assert "w8a16 has no 16x8 kernel for: " in message and "masked_fill" in message and "\n" not in message
-    assert "the first at test_seams_crossings.py:" in message and "`return self.mha(x, x, x, attn_mask=self.mask)[0]`" \
+    assert "the first at test_seams_crossings.py:" in message and "`return self.mha(x, x, x, key_padding_mask=padding)[0]`" \
         in message
     assert "nn.MultiheadAttention" in message
 
