@@ -42,6 +42,9 @@ CASES = [
     (12, 9, 4, 3, 3, 1, 2, 0, "inplace", (-90, 100), "fast"),
     (8, 4, 6, 3, 3, 1, 0, 2, "inplace", (-100, 90), "fast"),
     (8, 30, 24, 3, 3, 1, 1, 1, "inplace", (-128, 127), "fast"),  # planes in three bands of lines
+    # lines of whole quads (8) and of quads, a pair and a pixel alone (11), with the clamps of all three
+    (8, 6, 8, 3, 3, 1, 1, 1, "inplace", (-100, 90), "fast"),
+    (12, 7, 11, 3, 3, 1, 1, 1, "inplace", (-90, 100), "fast"),
     (16, 8, 3, 3, 3, 1, 1, 1, "overlap", (-128, 127), "fast"),
     (8, 3, 3, 3, 3, 1, 1, 1, "inplace", (-128, 127), "fast"),  # too few pixels for the row path
     (12, 4, 4, 3, 3, 1, 1, 1, "apart", (-5, 127), "fast"),

@@ -52,6 +52,7 @@
  * M33; with the one-SMMLAR requantization and the fill loop 161,125 -> 181,577), from 6 x 6 on the
  * planes win (217,251 against 235,730). */
 #define MCU_DWPL_LEN_MIN 5
+_Static_assert(MCU_DWPL_LEN_MIN >= 4, "a line of the stride-1 planes holds one quad at least (MCU_DWPL_CHANNEL)");
 /* Longest line (pixels): the planes' bound keeps lines far shorter anyway. */
 #define MCU_DWPL_ROW_MAX 128
 
@@ -355,7 +356,7 @@ static inline void mcu_dwpl_line4(const mcu_dwpl_geom *g, int16_t *planes, int32
 typedef struct {
     int8_t *y;          /* the next output pixel */
     int32_t step;       /* bytes between a line's output pixels */
-    const int16_t *end; /* the plane position after the current line's last pair of pixels */
+    const int16_t *end; /* the plane position after the current line's last quad (stride 1) or pair of pixels */
     uint32_t w[6];      /* kernel line i: 2 (w_i0, w_i1) and 2 (w_i1, w_i2) in the plane's orientation */
     uint32_t bias;      /* 2 bias */
     int32_t m;          /* the multiplier */
@@ -366,6 +367,7 @@ typedef struct {
     int32_t skip;        /* bytes from a line's end to the next line's start in the plane */
     int32_t yskip;       /* bytes from a line's last output pixel + step to the next line's first */
     int32_t lines;       /* lines left */
+    int32_t pair;        /* stride 1: two pixels after the line's quads */
 } mcu_dwpl_ch;
 
 /* The requantization of the doubled accumulator s = 2 acc (mcu_dwpl_quant_ok held), plus the output
@@ -406,15 +408,22 @@ _Static_assert(offsetof(mcu_dwpl_ch, step) == 4 && offsetof(mcu_dwpl_ch, end) ==
                    offsetof(mcu_dwpl_ch, c) == 44 && offsetof(mcu_dwpl_ch, sh) == 48 &&
                    offsetof(mcu_dwpl_ch, min4) == 52 && offsetof(mcu_dwpl_ch, odd) == 60 &&
                    offsetof(mcu_dwpl_ch, skip) == 64 && offsetof(mcu_dwpl_ch, yskip) == 68 &&
-                   offsetof(mcu_dwpl_ch, lines) == 72,
+                   offsetof(mcu_dwpl_ch, lines) == 72 && offsetof(mcu_dwpl_ch, pair) == 76,
                "mcu_dwpl_ch layout (offsets in MCU_DWPL_CHANNEL)");
 
 /* A channel's lines, hand-scheduled: r0 the position in the line's first plane line, r1 the bytes
- * of a plane line, r2-r7 the weights, r8/r9 the two accumulators, r12 the constants (mcu_dwpl_ch).
- * Per pair: the bias, three LDRD (the second and third plane line from lr, stepped ahead of its
- * load), 12 MACs; both requantizations (mcu_dwpl_rq) share one LDRD of the multiplier and C and one
- * load of R; the optional byte clamp (SSUB8/SEL on the two bytes packed); one LDM of the output
- * pointer, its step and the line's end; two STRB. An odd last pixel runs the first half alone. */
+ * of a plane line, r12 the constants (mcu_dwpl_ch), r8-r11 the accumulators. Four output pixels a
+ * step (a quad): per kernel line its two weight words and the plane words (x0 x1) (x2 x3) (x4 x5) in
+ * one chain of single loads (a load after a load takes one cycle on the M4/M33: six words in 7 cycles
+ * where the weights held in registers left room for two pixels only, three LDRD a pair), then
+ *   pixel 0: SMLAD (x0 x1)(w0 w1) + SMLABT x2 w2     pixel 1: SMLATB x1 w0 + SMLAD (x2 x3)(w1 w2)
+ *   pixel 2: SMLAD (x2 x3)(w0 w1) + SMLABT x4 w2     pixel 3: SMLATB x3 w0 + SMLAD (x4 x5)(w1 w2)
+ * the first kernel line's MACs starting from the bias. The four requantizations share one chain of
+ * loads of the multiplier, C and R (the sign of the doubled accumulator added to C ahead of the
+ * SMMLAR: the same high word as adding it after); the optional byte clamp on the four bytes packed;
+ * one LDM of the output pointer, its step and the quads' end; four STRB. About 83 cycles a quad
+ * against 104 for two pairs. A line's last two pixels (a pair) and a last pixel alone (odd) take the
+ * same steps with two and one accumulators. */
 #define MCU_DWPL_CLAMP2                                                                       \
     "bfi r8, r9, #8, #8\n\t"                                                                  \
     "ldrd r10, r11, [r12, #52]\n\t"                                                           \
@@ -429,67 +438,103 @@ _Static_assert(offsetof(mcu_dwpl_ch, step) == 4 && offsetof(mcu_dwpl_ch, end) ==
     "sel r8, r8, r10\n\t"                                                                     \
     "ssub8 lr, r11, r8\n\t"                                                                   \
     "sel r8, r8, r11\n\t"
-#define MCU_DWPL_CHANNEL(clamp2, clamp1)                                                      \
-    "add lr, r12, #12\n\t"                                                                    \
-    "ldm lr, {r2, r3, r4, r5, r6, r7}\n\t"                                                    \
+#define MCU_DWPL_CLAMP4                                                                       \
+    "bfi r8, r9, #8, #8\n\t"                                                                  \
+    "bfi r8, r10, #16, #8\n\t"                                                                \
+    "bfi r8, r11, #24, #8\n\t"                                                                \
+    "ldrd r2, r3, [r12, #52]\n\t"                                                             \
+    "ssub8 r4, r8, r2\n\t"                                                                    \
+    "sel r8, r8, r2\n\t"                                                                      \
+    "ssub8 r4, r3, r8\n\t"                                                                    \
+    "sel r8, r8, r3\n\t"                                                                      \
+    "lsr r9, r8, #8\n\t"                                                                      \
+    "lsr r10, r8, #16\n\t"                                                                    \
+    "lsr r11, r8, #24\n\t"
+/* Kernel line i's weights (offset wofs) and plane words from x (then x, a register, stepped on by
+ * `step`, an instruction among the MACs that follow). */
+#define MCU_DWPL_LD3(wofs, x)                                                                 \
+    "ldr r2, [r12, #" wofs "]\n\t"                                                            \
+    "ldr r3, [r12, #" wofs " + 4]\n\t"                                                        \
+    "ldr r4, [" x "]\n\t"                                                                     \
+    "ldr r5, [" x ", #4]\n\t"                                                                 \
+    "ldr r6, [" x ", #8]\n\t"
+#define MCU_DWPL_LD2(wofs, x)                                                                 \
+    "ldr r2, [r12, #" wofs "]\n\t"                                                            \
+    "ldr r3, [r12, #" wofs " + 4]\n\t"                                                        \
+    "ldr r4, [" x "]\n\t"                                                                     \
+    "ldr r5, [" x ", #4]\n\t"
+/* One kernel line's MACs of a quad, a pair, a pixel alone; a0 .. a3: what each accumulator adds to
+ * (the bias in r7 for the first kernel line); step: one instruction among them. */
+#define MCU_DWPL_MAC4(a0, a1, a2, a3, step)                                                   \
+    "smlad r8, r4, r2, " a0 "\n\t"                                                            \
+    "smlatb r9, r4, r2, " a1 "\n\t"                                                           \
+    "smlad r10, r5, r2, " a2 "\n\t"                                                           \
+    "smlatb r11, r5, r2, " a3 "\n\t" step                                                     \
+    "smlabt r8, r5, r3, r8\n\t"                                                               \
+    "smlad r9, r5, r3, r9\n\t"                                                                \
+    "smlabt r10, r6, r3, r10\n\t"                                                             \
+    "smlad r11, r6, r3, r11\n\t"
+#define MCU_DWPL_MAC2(a0, a1, step)                                                           \
+    "smlad r8, r4, r2, " a0 "\n\t"                                                            \
+    "smlatb r9, r4, r2, " a1 "\n\t" step                                                      \
+    "smlabt r8, r5, r3, r8\n\t"                                                               \
+    "smlad r9, r5, r3, r9\n\t"
+#define MCU_DWPL_MAC1(a0, step)                                                               \
+    "smlad r8, r4, r2, " a0 "\n\t" step "smlabt r8, r5, r3, r8\n\t"
+/* The requantization of accumulator a (mcu_dwpl_rq) with r2 the multiplier, r3 C, r6 R, t a temporary:
+ * the sign into C, SMMLAR, the shift; SSAT after all of them. */
+#define MCU_DWPL_RQ_CONSTS                                                                    \
+    "ldr r2, [r12, #40]\n\t"                                                                  \
+    "ldr r3, [r12, #44]\n\t"                                                                  \
+    "ldr r6, [r12, #48]\n\t"
+#define MCU_DWPL_RQ(a, t)                                                                     \
+    "add " t ", r3, " a ", asr #31\n\t"                                                       \
+    "smmlar " a ", " a ", r2, " t "\n\t"                                                      \
+    "asr " a ", " a ", r6\n\t"
+#define MCU_DWPL_CHANNEL(clamp4, clamp2, clamp1)                                              \
     ".p2align 2\n\t" /* the loop's first instruction, 32-bit, in one fetch word: refill 2 not 3 */    \
     "1:\n\t"                                                                                  \
-    "ldr r8, [r12, #36]\n\t"                                                                  \
-    "ldrd r10, r11, [r0], #4\n\t"                                                             \
-    "mov r9, r8\n\t"                                                                          \
-    "add lr, r0, r1\n\t"                                                                      \
-    "smlad r8, r10, r2, r8\n\t"                                                               \
-    "smlatb r9, r10, r2, r9\n\t"                                                              \
-    "smlabt r8, r11, r3, r8\n\t"                                                              \
-    "smlad r9, r11, r3, r9\n\t"                                                               \
-    "ldrd r10, r11, [lr, #-4]\n\t"                                                            \
-    "add lr, lr, r1\n\t"                                                                      \
-    "smlad r8, r10, r4, r8\n\t"                                                               \
-    "smlatb r9, r10, r4, r9\n\t"                                                              \
-    "smlabt r8, r11, r5, r8\n\t"                                                              \
-    "smlad r9, r11, r5, r9\n\t"                                                               \
-    "ldrd r10, r11, [lr, #-4]\n\t"                                                            \
-    "smlad r8, r10, r6, r8\n\t"                                                               \
-    "smlatb r9, r10, r6, r9\n\t"                                                              \
-    "smlabt r8, r11, r7, r8\n\t"                                                              \
-    "smlad r9, r11, r7, r9\n\t"                                                               \
-    "ldrd r10, r11, [r12, #40]\n\t"                                                           \
-    "smmlar lr, r8, r10, r11\n\t"                                                             \
-    "add r8, lr, r8, asr #31\n\t"                                                             \
-    "smmlar lr, r9, r10, r11\n\t"                                                             \
-    "add r9, lr, r9, asr #31\n\t"                                                             \
-    "ldr lr, [r12, #48]\n\t"                                                                  \
-    "asr r8, r8, lr\n\t"                                                                      \
-    "asr r9, r9, lr\n\t"                                                                      \
+    "ldr r7, [r12, #36]\n\t" MCU_DWPL_LD3("12", "r0")                                         \
+        MCU_DWPL_MAC4("r7", "r7", "r7", "r7", "add lr, r0, r1\n\t") MCU_DWPL_LD3("20", "lr")  \
+            MCU_DWPL_MAC4("r8", "r9", "r10", "r11", "add lr, lr, r1\n\t") MCU_DWPL_LD3("28", "lr") \
+                MCU_DWPL_MAC4("r8", "r9", "r10", "r11", "add r0, r0, #8\n\t") MCU_DWPL_RQ_CONSTS \
+                    MCU_DWPL_RQ("r8", "r4") MCU_DWPL_RQ("r9", "r5") MCU_DWPL_RQ("r10", "r4")  \
+                        MCU_DWPL_RQ("r11", "r5")                                              \
+    "ssat r8, #8, r8\n\t"                                                                     \
+    "ssat r9, #8, r9\n\t"                                                                     \
+    "ssat r10, #8, r10\n\t"                                                                   \
+    "ssat r11, #8, r11\n\t" clamp4                                                            \
+    "ldm r12, {r2, r3, lr}\n\t"                                                               \
+    "add r4, r2, r3, lsl #1\n\t"                                                              \
+    "strb r8, [r2]\n\t"                                                                       \
+    "strb r9, [r2, r3]\n\t"                                                                   \
+    "strb r10, [r4]\n\t"                                                                      \
+    "strb r11, [r4, r3]\n\t"                                                                  \
+    "add r4, r4, r3, lsl #1\n\t"                                                              \
+    "str r4, [r12]\n\t"                                                                       \
+    "cmp r0, lr\n\t"                                                                          \
+    "bne 1b\n\t"                                                                              \
+    "ldr r2, [r12, #76]\n\t"                                                                  \
+    "cmp r2, #0\n\t"                                                                          \
+    "beq 3f\n\t"                                                                              \
+    "ldr r7, [r12, #36]\n\t" MCU_DWPL_LD2("12", "r0") MCU_DWPL_MAC2("r7", "r7", "add lr, r0, r1\n\t") \
+        MCU_DWPL_LD2("20", "lr") MCU_DWPL_MAC2("r8", "r9", "add lr, lr, r1\n\t")              \
+            MCU_DWPL_LD2("28", "lr") MCU_DWPL_MAC2("r8", "r9", "add r0, r0, #4\n\t")          \
+                MCU_DWPL_RQ_CONSTS MCU_DWPL_RQ("r8", "r4") MCU_DWPL_RQ("r9", "r5")            \
     "ssat r8, #8, r8\n\t"                                                                     \
     "ssat r9, #8, r9\n\t" clamp2                                                              \
-    "ldm r12, {r10, r11, lr}\n\t"                                                             \
+    "ldrd r10, r11, [r12]\n\t"                                                                \
     "strb r8, [r10]\n\t"                                                                      \
     "strb r9, [r10, r11]\n\t"                                                                 \
     "add r10, r10, r11, lsl #1\n\t"                                                           \
     "str r10, [r12]\n\t"                                                                      \
-    "cmp r0, lr\n\t"                                                                          \
-    "bne 1b\n\t"                                                                              \
-    "ldr lr, [r12, #60]\n\t"                                                                  \
-    "cmp lr, #0\n\t"                                                                          \
+    "3:\n\t"                                                                                  \
+    "ldr r2, [r12, #60]\n\t"                                                                  \
+    "cmp r2, #0\n\t"                                                                          \
     "beq 2f\n\t"                                                                              \
-    "ldr r8, [r12, #36]\n\t"                                                                  \
-    "ldrd r10, r11, [r0]\n\t"                                                                 \
-    "add lr, r0, r1\n\t"                                                                      \
-    "smlad r8, r10, r2, r8\n\t"                                                               \
-    "smlabt r8, r11, r3, r8\n\t"                                                              \
-    "ldrd r10, r11, [lr]\n\t"                                                                 \
-    "add lr, lr, r1\n\t"                                                                      \
-    "smlad r8, r10, r4, r8\n\t"                                                               \
-    "smlabt r8, r11, r5, r8\n\t"                                                              \
-    "ldrd r10, r11, [lr]\n\t"                                                                 \
-    "smlad r8, r10, r6, r8\n\t"                                                               \
-    "smlabt r8, r11, r7, r8\n\t"                                                              \
-    "ldrd r10, r11, [r12, #40]\n\t"                                                           \
-    "smmlar lr, r8, r10, r11\n\t"                                                             \
-    "add r8, lr, r8, asr #31\n\t"                                                             \
-    "ldr lr, [r12, #48]\n\t"                                                                  \
-    "asr r8, r8, lr\n\t"                                                                      \
+    "ldr r7, [r12, #36]\n\t" MCU_DWPL_LD2("12", "r0") MCU_DWPL_MAC1("r7", "add lr, r0, r1\n\t") \
+        MCU_DWPL_LD2("20", "lr") MCU_DWPL_MAC1("r8", "add lr, lr, r1\n\t") MCU_DWPL_LD2("28", "lr") \
+            MCU_DWPL_MAC1("r8", "") MCU_DWPL_RQ_CONSTS MCU_DWPL_RQ("r8", "r4")               \
     "ssat r8, #8, r8\n\t" clamp1                                                              \
     "ldrd r10, r11, [r12]\n\t"                                                                \
     "strb r8, [r10]\n\t"                                                                      \
@@ -520,12 +565,12 @@ static inline void mcu_dwpl_channel(const int16_t *pos, int32_t line_bytes, mcu_
     register int32_t r1 __asm__("r1") = line_bytes;
     register mcu_dwpl_ch *r12 __asm__("r12") = t;
     if (clamp) {
-        __asm__ volatile(MCU_DWPL_CHANNEL(MCU_DWPL_CLAMP2, MCU_DWPL_CLAMP1)
+        __asm__ volatile(MCU_DWPL_CHANNEL(MCU_DWPL_CLAMP4, MCU_DWPL_CLAMP2, MCU_DWPL_CLAMP1)
                          : "+r"(r0)
                          : "r"(r1), "r"(r12)
                          : "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "lr", "cc", "memory");
     } else {
-        __asm__ volatile(MCU_DWPL_CHANNEL("", "")
+        __asm__ volatile(MCU_DWPL_CHANNEL("", "", "")
                          : "+r"(r0)
                          : "r"(r1), "r"(r12)
                          : "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "lr", "cc", "memory");
@@ -543,34 +588,49 @@ static inline uint32_t mcu_dwpl_pixel(const int16_t *pos, int32_t cols, const mc
     return s;
 }
 
-/* The same lines in C (the emulated build): the second pixel of a pair from the same two words of
- * each line as the assembly (SMLATB, SMLAD). */
+/* The second pixel of the pair at pos (even), from the same two words of each line as the assembly
+ * (SMLATB, SMLAD). */
+static inline uint32_t mcu_dwpl_pixel_odd(const int16_t *pos, int32_t cols, const mcu_dwpl_ch *t)
+{
+    uint32_t s = t->bias;
+    for (int32_t i = 0; i < 3; ++i) {
+        s = mcu_smlad(mcu_load_u32(pos + i * cols + 2), t->w[2 * i + 1],
+                      mcu_dwpl_smlatb(mcu_load_u32(pos + i * cols), t->w[2 * i], s));
+    }
+    return s;
+}
+
+/* The accumulators' n outputs from t->y on, requantized and clamped. */
+static inline void mcu_dwpl_put_out(mcu_dwpl_ch *t, const uint32_t *s, int32_t n, int clamp)
+{
+    const int32_t lo = (int8_t)(uint8_t)t->min4, hi = (int8_t)(uint8_t)t->max4;
+    for (int32_t k = 0; k < n; ++k, t->y += t->step) {
+        int32_t v = mcu_dwpl_rq(t, s[k]);
+        if (clamp) {
+            v = v < lo ? lo : v > hi ? hi : v;
+        }
+        t->y[0] = (int8_t)v;
+    }
+}
+
+/* The same lines in C (the emulated build), in the assembly's steps: quads, a pair, a pixel alone. */
 static inline void mcu_dwpl_channel(const int16_t *pos, int32_t line_bytes, mcu_dwpl_ch *t, int clamp)
 {
     const int32_t cols = line_bytes / 2;
-    const int32_t lo = (int8_t)(uint8_t)t->min4, hi = (int8_t)(uint8_t)t->max4;
     for (; t->lines > 0; --t->lines) {
-        for (; pos != t->end; pos += 2, t->y += 2 * t->step) {
-            uint32_t s0 = mcu_dwpl_pixel(pos, cols, t), s1 = t->bias;
-            for (int32_t i = 0; i < 3; ++i) {
-                s1 = mcu_smlad(mcu_load_u32(pos + i * cols + 2), t->w[2 * i + 1],
-                               mcu_dwpl_smlatb(mcu_load_u32(pos + i * cols), t->w[2 * i], s1));
-            }
-            int32_t v0 = mcu_dwpl_rq(t, s0), v1 = mcu_dwpl_rq(t, s1);
-            if (clamp) {
-                v0 = v0 < lo ? lo : v0 > hi ? hi : v0;
-                v1 = v1 < lo ? lo : v1 > hi ? hi : v1;
-            }
-            t->y[0] = (int8_t)v0;
-            t->y[t->step] = (int8_t)v1;
+        for (; pos != t->end; pos += 4) {
+            const uint32_t s[4] = {mcu_dwpl_pixel(pos, cols, t), mcu_dwpl_pixel_odd(pos, cols, t),
+                                   mcu_dwpl_pixel(pos + 2, cols, t), mcu_dwpl_pixel_odd(pos + 2, cols, t)};
+            mcu_dwpl_put_out(t, s, 4, clamp);
+        }
+        if (t->pair) {
+            const uint32_t s[2] = {mcu_dwpl_pixel(pos, cols, t), mcu_dwpl_pixel_odd(pos, cols, t)};
+            mcu_dwpl_put_out(t, s, 2, clamp);
+            pos += 2;
         }
         if (t->odd) {
-            int32_t v0 = mcu_dwpl_rq(t, mcu_dwpl_pixel(pos, cols, t));
-            if (clamp) {
-                v0 = v0 < lo ? lo : v0 > hi ? hi : v0;
-            }
-            t->y[0] = (int8_t)v0;
-            t->y += t->step;
+            const uint32_t s[1] = {mcu_dwpl_pixel(pos, cols, t)};
+            mcu_dwpl_put_out(t, s, 1, clamp);
         }
         pos = (const int16_t *)(const void *)((const char *)pos + t->skip);
         t->end = (const int16_t *)(const void *)((const char *)t->end + line_bytes);
@@ -603,8 +663,10 @@ static __attribute__((noinline, unused)) void mcu_dwpl_layer(const mcu_dwpl_geom
     /* padding across the lines (the first plane line's input line is -pad_across) and along them */
     const int32_t pad_across = g->transposed ? pad_left : pad_top, pad_along = g->transposed ? pad_top : pad_left;
     const int32_t pairs = g->len & ~1; /* int16 of a line's pairs of pixels */
+    const int32_t quads = g->len & ~3; /* int16 of a line's quads of pixels (one at least: MCU_DWPL_LEN_MIN) */
     mcu_dwpl_ch t;
     t.step = g->transposed ? (int32_t)row : ch;
+    t.pair = g->len & 2;
     t.odd = g->len & 1;
     t.skip = (g->cols - pairs) * 2;
     t.yskip = (int32_t)line_step - g->len * t.step;
@@ -650,7 +712,7 @@ static __attribute__((noinline, unused)) void mcu_dwpl_layer(const mcu_dwpl_geom
                                      bias != NULL ? bias + c + k : NULL);
                     const int16_t *plane = planes + k * g->plane;
                     t.y = yb + (size_t)l0 * line_step + c + k;
-                    t.end = plane + pairs;
+                    t.end = plane + quads;
                     t.lines = nb;
                     mcu_dwpl_channel(plane, g->cols * 2, &t, clamp);
                 }
@@ -707,8 +769,10 @@ static __attribute__((noinline, unused)) void mcu_dwpl_rows(const mcu_dwpl_geom 
     const int32_t out_row = g->len * ch;
     const int32_t filled = in_h < g->lines + 2 - pad_top ? in_h : g->lines + 2 - pad_top; /* rows a line holds */
     const int32_t pairs = g->len & ~1;
+    const int32_t quads = g->len & ~3;
     mcu_dwpl_ch t;
     t.step = ch;
+    t.pair = g->len & 2;
     t.odd = g->len & 1;
     t.skip = (g->cols - pairs) * 2;
     t.yskip = out_row - g->len * ch;
@@ -725,7 +789,7 @@ static __attribute__((noinline, unused)) void mcu_dwpl_rows(const mcu_dwpl_geom 
                              bias != NULL ? bias + c + k : NULL);
             const int16_t *plane = planes + k * g->plane;
             t.y = y + c + k;
-            t.end = plane + pairs;
+            t.end = plane + quads;
             t.lines = g->lines;
             mcu_dwpl_channel(plane, g->cols * 2, &t, clamp);
         }
