@@ -491,15 +491,12 @@ _Static_assert(offsetof(mcu_dwpl_ch, step) == 4 && offsetof(mcu_dwpl_ch, end) ==
     "add " t ", r3, " a ", asr #31\n\t"                                                       \
     "smmlar " a ", " a ", r2, " t "\n\t"                                                      \
     "asr " a ", " a ", r6\n\t"
-#define MCU_DWPL_CHANNEL(clamp4, clamp2, clamp1)                                              \
-    ".p2align 2\n\t" /* the loop's first instruction, 32-bit, in one fetch word: refill 2 not 3 */    \
-    "1:\n\t"                                                                                  \
-    "ldr r7, [r12, #36]\n\t" MCU_DWPL_LD3("12", "r0")                                         \
-        MCU_DWPL_MAC4("r7", "r7", "r7", "r7", "add lr, r0, r1\n\t") MCU_DWPL_LD3("20", "lr")  \
-            MCU_DWPL_MAC4("r8", "r9", "r10", "r11", "add lr, lr, r1\n\t") MCU_DWPL_LD3("28", "lr") \
-                MCU_DWPL_MAC4("r8", "r9", "r10", "r11", "add r0, r0, #8\n\t") MCU_DWPL_RQ_CONSTS \
-                    MCU_DWPL_RQ("r8", "r4") MCU_DWPL_RQ("r9", "r5") MCU_DWPL_RQ("r10", "r4")  \
-                        MCU_DWPL_RQ("r11", "r5")                                              \
+/* The requantized, clamped outputs of a quad (r8-r11), a pair (r8, r9), a pixel alone (r8) stored from
+ * the output pointer on, by its step, and the pointer stepped past them (the quad's LDM also loads the
+ * quads' end into lr). */
+#define MCU_DWPL_OUT4(clamp4)                                                                 \
+    MCU_DWPL_RQ_CONSTS MCU_DWPL_RQ("r8", "r4") MCU_DWPL_RQ("r9", "r5") MCU_DWPL_RQ("r10", "r4")   \
+        MCU_DWPL_RQ("r11", "r5")                                                              \
     "ssat r8, #8, r8\n\t"                                                                     \
     "ssat r9, #8, r9\n\t"                                                                     \
     "ssat r10, #8, r10\n\t"                                                                   \
@@ -511,7 +508,30 @@ _Static_assert(offsetof(mcu_dwpl_ch, step) == 4 && offsetof(mcu_dwpl_ch, end) ==
     "strb r10, [r4]\n\t"                                                                      \
     "strb r11, [r4, r3]\n\t"                                                                  \
     "add r4, r4, r3, lsl #1\n\t"                                                              \
-    "str r4, [r12]\n\t"                                                                       \
+    "str r4, [r12]\n\t"
+#define MCU_DWPL_OUT2(clamp2)                                                                 \
+    MCU_DWPL_RQ_CONSTS MCU_DWPL_RQ("r8", "r4") MCU_DWPL_RQ("r9", "r5")                        \
+    "ssat r8, #8, r8\n\t"                                                                     \
+    "ssat r9, #8, r9\n\t" clamp2                                                              \
+    "ldrd r10, r11, [r12]\n\t"                                                                \
+    "strb r8, [r10]\n\t"                                                                      \
+    "strb r9, [r10, r11]\n\t"                                                                 \
+    "add r10, r10, r11, lsl #1\n\t"                                                           \
+    "str r10, [r12]\n\t"
+#define MCU_DWPL_OUT1(clamp1)                                                                 \
+    MCU_DWPL_RQ_CONSTS MCU_DWPL_RQ("r8", "r4")                                                \
+    "ssat r8, #8, r8\n\t" clamp1                                                              \
+    "ldrd r10, r11, [r12]\n\t"                                                                \
+    "strb r8, [r10]\n\t"                                                                      \
+    "add r10, r10, r11\n\t"                                                                   \
+    "str r10, [r12]\n\t"
+#define MCU_DWPL_CHANNEL(clamp4, clamp2, clamp1)                                              \
+    ".p2align 2\n\t" /* the loop's first instruction, 32-bit, in one fetch word: refill 2 not 3 */    \
+    "1:\n\t"                                                                                  \
+    "ldr r7, [r12, #36]\n\t" MCU_DWPL_LD3("12", "r0")                                         \
+        MCU_DWPL_MAC4("r7", "r7", "r7", "r7", "add lr, r0, r1\n\t") MCU_DWPL_LD3("20", "lr")  \
+            MCU_DWPL_MAC4("r8", "r9", "r10", "r11", "add lr, lr, r1\n\t") MCU_DWPL_LD3("28", "lr") \
+                MCU_DWPL_MAC4("r8", "r9", "r10", "r11", "add r0, r0, #8\n\t") MCU_DWPL_OUT4(clamp4) \
     "cmp r0, lr\n\t"                                                                          \
     "bne 1b\n\t"                                                                              \
     "ldr r2, [r12, #76]\n\t"                                                                  \
@@ -519,28 +539,14 @@ _Static_assert(offsetof(mcu_dwpl_ch, step) == 4 && offsetof(mcu_dwpl_ch, end) ==
     "beq 3f\n\t"                                                                              \
     "ldr r7, [r12, #36]\n\t" MCU_DWPL_LD2("12", "r0") MCU_DWPL_MAC2("r7", "r7", "add lr, r0, r1\n\t") \
         MCU_DWPL_LD2("20", "lr") MCU_DWPL_MAC2("r8", "r9", "add lr, lr, r1\n\t")              \
-            MCU_DWPL_LD2("28", "lr") MCU_DWPL_MAC2("r8", "r9", "add r0, r0, #4\n\t")          \
-                MCU_DWPL_RQ_CONSTS MCU_DWPL_RQ("r8", "r4") MCU_DWPL_RQ("r9", "r5")            \
-    "ssat r8, #8, r8\n\t"                                                                     \
-    "ssat r9, #8, r9\n\t" clamp2                                                              \
-    "ldrd r10, r11, [r12]\n\t"                                                                \
-    "strb r8, [r10]\n\t"                                                                      \
-    "strb r9, [r10, r11]\n\t"                                                                 \
-    "add r10, r10, r11, lsl #1\n\t"                                                           \
-    "str r10, [r12]\n\t"                                                                      \
+            MCU_DWPL_LD2("28", "lr") MCU_DWPL_MAC2("r8", "r9", "add r0, r0, #4\n\t") MCU_DWPL_OUT2(clamp2) \
     "3:\n\t"                                                                                  \
     "ldr r2, [r12, #60]\n\t"                                                                  \
     "cmp r2, #0\n\t"                                                                          \
     "beq 2f\n\t"                                                                              \
     "ldr r7, [r12, #36]\n\t" MCU_DWPL_LD2("12", "r0") MCU_DWPL_MAC1("r7", "add lr, r0, r1\n\t") \
         MCU_DWPL_LD2("20", "lr") MCU_DWPL_MAC1("r8", "add lr, lr, r1\n\t") MCU_DWPL_LD2("28", "lr") \
-            MCU_DWPL_MAC1("r8", "") MCU_DWPL_RQ_CONSTS MCU_DWPL_RQ("r8", "r4")               \
-    "ssat r8, #8, r8\n\t" clamp1                                                              \
-    "ldrd r10, r11, [r12]\n\t"                                                                \
-    "strb r8, [r10]\n\t"                                                                      \
-    "add r10, r10, r11\n\t"                                                                   \
-    "str r10, [r12]\n\t"                                                                      \
-    MCU_DWPL_LINE_END("r1")
+            MCU_DWPL_MAC1("r8", "") MCU_DWPL_OUT1(clamp1) MCU_DWPL_LINE_END("r1")
 /* The line's end: the plane position on by skip, the line's end by `next` (the bytes from an output
  * line's first plane line to the next's), the output on by yskip, the lines counted down. */
 #define MCU_DWPL_LINE_END(next)                                                               \
@@ -805,63 +811,70 @@ static __attribute__((noinline, unused)) void mcu_dwpl_rows(const mcu_dwpl_geom 
  * Output line l reads plane lines 2 l .. 2 l + 2. Every input is read (through the fill) once per band
  * of output lines, and a band's first plane line is the previous band's last. */
 #if MCU_S8_DSP_NATIVE
-#define MCU_DWPL_S2_LINE(wa, wb, bt)                                                          \
-    "smlad r8, r7, " wa ", r8\n\t"                                                            \
-    "smla" bt " r8, r10, " wb ", r8\n\t"                                                      \
-    "smlad r9, r10, " wa ", r9\n\t"                                                           \
-    "smla" bt " r9, r11, " wb ", r9\n\t"
-#define MCU_DWPL_S2_ODD_LINE(wa, wb, bt)                                                      \
-    "smlad r8, r10, " wa ", r8\n\t"                                                           \
-    "smla" bt " r8, r11, " wb ", r8\n\t"
-#define MCU_DWPL_CHANNEL_S2(clamp2, clamp1)                                                   \
-    "add lr, r12, #12\n\t"                                                                    \
-    "ldm lr, {r2, r3, r4, r5, r6}\n\t"                                                        \
+/* Kernel line i's weights (w_i0 w_i1) at wofs and its third column's at w2ofs, then plane words from
+ * r0 on into r4, r5, r6, r7, lr (xs). */
+#define MCU_DWPL_S2_LD(wofs, w2ofs, xs)                                                       \
+    "ldr r2, [r12, #" wofs "]\n\t"                                                            \
+    "ldr r3, [r12, #" w2ofs "]\n\t" xs
+#define MCU_DWPL_S2_X5                                                                        \
+    "ldr r4, [r0]\n\t"                                                                        \
+    "ldr r5, [r0, #4]\n\t"                                                                    \
+    "ldr r6, [r0, #8]\n\t"                                                                    \
+    "ldr r7, [r0, #12]\n\t"                                                                   \
+    "ldr lr, [r0, #16]\n\t"
+#define MCU_DWPL_S2_X3                                                                        \
+    "ldr r4, [r0]\n\t"                                                                        \
+    "ldr r5, [r0, #4]\n\t"                                                                    \
+    "ldr r6, [r0, #8]\n\t"
+#define MCU_DWPL_S2_X2                                                                        \
+    "ldr r4, [r0]\n\t"                                                                        \
+    "ldr r5, [r0, #4]\n\t"
+/* One kernel line's MACs of a quad, a pair, a pixel alone: pixel k SMLAD (x2k x2k+1)(w0 w1) and the
+ * third column's x2k+2 by the half bt of r3; a1 .. a3 what accumulators r9 .. r11 add to (r8: the bias
+ * in r8 on the first kernel line, so r8's own MAC comes after theirs); step: one instruction among them. */
+#define MCU_DWPL_S2_MAC4(bt, a1, a2, a3, step)                                                \
+    "smlad r9, r5, r2, " a1 "\n\t"                                                            \
+    "smlad r10, r6, r2, " a2 "\n\t"                                                           \
+    "smlad r11, r7, r2, " a3 "\n\t"                                                           \
+    "smlad r8, r4, r2, r8\n\t" step                                                           \
+    "smla" bt " r8, r5, r3, r8\n\t"                                                           \
+    "smla" bt " r9, r6, r3, r9\n\t"                                                           \
+    "smla" bt " r10, r7, r3, r10\n\t"                                                         \
+    "smla" bt " r11, lr, r3, r11\n\t"
+#define MCU_DWPL_S2_MAC2(bt, a1, step)                                                        \
+    "smlad r9, r5, r2, " a1 "\n\t"                                                            \
+    "smlad r8, r4, r2, r8\n\t" step                                                           \
+    "smla" bt " r8, r5, r3, r8\n\t"                                                           \
+    "smla" bt " r9, r6, r3, r9\n\t"
+#define MCU_DWPL_S2_MAC1(bt, step)                                                            \
+    "smlad r8, r4, r2, r8\n\t" step "smla" bt " r8, r5, r3, r8\n\t"
+/* The three kernel lines of a quad, a pair, a pixel alone: r0 stepped down the plane lines and back,
+ * then on by the pixels' plane words (adv). */
+#define MCU_DWPL_S2_LINES(X, MAC, adv)                                                        \
+    "ldr r8, [r12, #36]\n\t" MCU_DWPL_S2_LD("12", "24", X) MAC("bb", "add r0, r0, r1\n\t")    \
+        MCU_DWPL_S2_LD("16", "24", X) MAC##_ON("bt", "add r0, r0, r1\n\t")                    \
+            MCU_DWPL_S2_LD("20", "28", X) MAC##_ON("bb", "sub r0, r0, r1, lsl #1\n\t") "add r0, r0, #" adv "\n\t"
+#define MCU_DWPL_S2_Q(bt, step) MCU_DWPL_S2_MAC4(bt, "r8", "r8", "r8", step)
+#define MCU_DWPL_S2_Q_ON(bt, step) MCU_DWPL_S2_MAC4(bt, "r9", "r10", "r11", step)
+#define MCU_DWPL_S2_P(bt, step) MCU_DWPL_S2_MAC2(bt, "r8", step)
+#define MCU_DWPL_S2_P_ON(bt, step) MCU_DWPL_S2_MAC2(bt, "r9", step)
+#define MCU_DWPL_S2_S(bt, step) MCU_DWPL_S2_MAC1(bt, step)
+#define MCU_DWPL_S2_S_ON(bt, step) MCU_DWPL_S2_MAC1(bt, step)
+/* Quads of output pixels (eight plane columns a step), then a pair and a pixel alone, as the stride-1
+ * loop (about 88 cycles a quad against 112 for two pairs with the weights held in five registers). */
+#define MCU_DWPL_CHANNEL_S2(clamp4, clamp2, clamp1)                                           \
     ".p2align 2\n\t"                                                                          \
-    "1:\n\t"                                                                                  \
-    "ldr r8, [r12, #36]\n\t"                                                                  \
-    "ldm r0, {r7, r10, r11}\n\t"                                                              \
-    "mov r9, r8\n\t"                                                                          \
-    "add lr, r0, r1\n\t" MCU_DWPL_S2_LINE("r2", "r5", "bb")                                   \
-    "ldm lr, {r7, r10, r11}\n\t"                                                              \
-    "add lr, lr, r1\n\t" MCU_DWPL_S2_LINE("r3", "r5", "bt")                                   \
-    "ldm lr, {r7, r10, r11}\n\t"                                                              \
-    "add r0, r0, #8\n\t" MCU_DWPL_S2_LINE("r4", "r6", "bb")                                   \
-    "ldrd r10, r11, [r12, #40]\n\t"                                                           \
-    "smmlar lr, r8, r10, r11\n\t"                                                             \
-    "add r8, lr, r8, asr #31\n\t"                                                             \
-    "smmlar lr, r9, r10, r11\n\t"                                                             \
-    "add r9, lr, r9, asr #31\n\t"                                                             \
-    "ldr lr, [r12, #48]\n\t"                                                                  \
-    "asr r8, r8, lr\n\t"                                                                      \
-    "asr r9, r9, lr\n\t"                                                                      \
-    "ssat r8, #8, r8\n\t"                                                                     \
-    "ssat r9, #8, r9\n\t" clamp2                                                              \
-    "ldm r12, {r10, r11, lr}\n\t"                                                             \
-    "strb r8, [r10]\n\t"                                                                      \
-    "strb r9, [r10, r11]\n\t"                                                                 \
-    "add r10, r10, r11, lsl #1\n\t"                                                           \
-    "str r10, [r12]\n\t"                                                                      \
+    "1:\n\t" MCU_DWPL_S2_LINES(MCU_DWPL_S2_X5, MCU_DWPL_S2_Q, "16") MCU_DWPL_OUT4(clamp4)     \
     "cmp r0, lr\n\t"                                                                          \
     "bne 1b\n\t"                                                                              \
-    "ldr lr, [r12, #60]\n\t"                                                                  \
-    "cmp lr, #0\n\t"                                                                          \
-    "beq 2f\n\t"                                                                              \
-    "ldr r8, [r12, #36]\n\t"                                                                  \
-    "ldrd r10, r11, [r0]\n\t"                                                                 \
-    "add lr, r0, r1\n\t" MCU_DWPL_S2_ODD_LINE("r2", "r5", "bb")                               \
-    "ldrd r10, r11, [lr]\n\t"                                                                 \
-    "add lr, lr, r1\n\t" MCU_DWPL_S2_ODD_LINE("r3", "r5", "bt")                               \
-    "ldrd r10, r11, [lr]\n\t" MCU_DWPL_S2_ODD_LINE("r4", "r6", "bb")                          \
-    "ldrd r10, r11, [r12, #40]\n\t"                                                           \
-    "smmlar lr, r8, r10, r11\n\t"                                                             \
-    "add r8, lr, r8, asr #31\n\t"                                                             \
-    "ldr lr, [r12, #48]\n\t"                                                                  \
-    "asr r8, r8, lr\n\t"                                                                      \
-    "ssat r8, #8, r8\n\t" clamp1                                                              \
-    "ldrd r10, r11, [r12]\n\t"                                                                \
-    "strb r8, [r10]\n\t"                                                                      \
-    "add r10, r10, r11\n\t"                                                                   \
-    "str r10, [r12]\n\t" MCU_DWPL_LINE_END("r1, lsl #1")
+    "ldr r2, [r12, #76]\n\t"                                                                  \
+    "cmp r2, #0\n\t"                                                                          \
+    "beq 3f\n\t" MCU_DWPL_S2_LINES(MCU_DWPL_S2_X3, MCU_DWPL_S2_P, "8") MCU_DWPL_OUT2(clamp2)  \
+    "3:\n\t"                                                                                  \
+    "ldr r2, [r12, #60]\n\t"                                                                  \
+    "cmp r2, #0\n\t"                                                                          \
+    "beq 2f\n\t" MCU_DWPL_S2_LINES(MCU_DWPL_S2_X2, MCU_DWPL_S2_S, "0") MCU_DWPL_OUT1(clamp1)  \
+        MCU_DWPL_LINE_END("r1, lsl #1")
 
 /* Every line of one channel's plane at stride 2 from pos (its first line's position 0). */
 static inline void mcu_dwpl_channel_s2(const int16_t *pos, int32_t line_bytes, mcu_dwpl_ch *t, int clamp)
@@ -870,12 +883,12 @@ static inline void mcu_dwpl_channel_s2(const int16_t *pos, int32_t line_bytes, m
     register int32_t r1 __asm__("r1") = line_bytes;
     register mcu_dwpl_ch *r12 __asm__("r12") = t;
     if (clamp) {
-        __asm__ volatile(MCU_DWPL_CHANNEL_S2(MCU_DWPL_CLAMP2, MCU_DWPL_CLAMP1)
+        __asm__ volatile(MCU_DWPL_CHANNEL_S2(MCU_DWPL_CLAMP4, MCU_DWPL_CLAMP2, MCU_DWPL_CLAMP1)
                          : "+r"(r0)
                          : "r"(r1), "r"(r12)
                          : "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "lr", "cc", "memory");
     } else {
-        __asm__ volatile(MCU_DWPL_CHANNEL_S2("", "")
+        __asm__ volatile(MCU_DWPL_CHANNEL_S2("", "", "")
                          : "+r"(r0)
                          : "r"(r1), "r"(r12)
                          : "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "lr", "cc", "memory");
@@ -896,25 +909,20 @@ static inline uint32_t mcu_dwpl_pixel_s2(const int16_t *pos, int32_t cols, const
 static inline void mcu_dwpl_channel_s2(const int16_t *pos, int32_t line_bytes, mcu_dwpl_ch *t, int clamp)
 {
     const int32_t cols = line_bytes / 2;
-    const int32_t lo = (int8_t)(uint8_t)t->min4, hi = (int8_t)(uint8_t)t->max4;
     for (; t->lines > 0; --t->lines) {
-        for (; pos != t->end; pos += 4, t->y += 2 * t->step) {
-            int32_t v0 = mcu_dwpl_rq(t, mcu_dwpl_pixel_s2(pos, cols, t));
-            int32_t v1 = mcu_dwpl_rq(t, mcu_dwpl_pixel_s2(pos + 2, cols, t));
-            if (clamp) {
-                v0 = v0 < lo ? lo : v0 > hi ? hi : v0;
-                v1 = v1 < lo ? lo : v1 > hi ? hi : v1;
-            }
-            t->y[0] = (int8_t)v0;
-            t->y[t->step] = (int8_t)v1;
+        for (; pos != t->end; pos += 8) { /* the assembly's quads, then a pair and a pixel alone */
+            const uint32_t s[4] = {mcu_dwpl_pixel_s2(pos, cols, t), mcu_dwpl_pixel_s2(pos + 2, cols, t),
+                                   mcu_dwpl_pixel_s2(pos + 4, cols, t), mcu_dwpl_pixel_s2(pos + 6, cols, t)};
+            mcu_dwpl_put_out(t, s, 4, clamp);
+        }
+        if (t->pair) {
+            const uint32_t s[2] = {mcu_dwpl_pixel_s2(pos, cols, t), mcu_dwpl_pixel_s2(pos + 2, cols, t)};
+            mcu_dwpl_put_out(t, s, 2, clamp);
+            pos += 4;
         }
         if (t->odd) {
-            int32_t v0 = mcu_dwpl_rq(t, mcu_dwpl_pixel_s2(pos, cols, t));
-            if (clamp) {
-                v0 = v0 < lo ? lo : v0 > hi ? hi : v0;
-            }
-            t->y[0] = (int8_t)v0;
-            t->y += t->step;
+            const uint32_t s[1] = {mcu_dwpl_pixel_s2(pos, cols, t)};
+            mcu_dwpl_put_out(t, s, 1, clamp);
         }
         pos = (const int16_t *)(const void *)((const char *)pos + t->skip);
         t->end = (const int16_t *)(const void *)((const char *)t->end + 2 * line_bytes);
@@ -924,14 +932,14 @@ static inline void mcu_dwpl_channel_s2(const int16_t *pos, int32_t line_bytes, m
 #endif
 
 /* Whether the stride-2 plane path serves a 3x3 stride-2 layer (batch 1, ch_mult 1, dilation 1): channels a
- * multiple of 4, every requantization within mcu_dwpl_quant_ok's, output lines of at least two pixels and
+ * multiple of 4, every requantization within mcu_dwpl_quant_ok's, output lines of at least four pixels (a quad) and
  * a band of at least one output line in four planes within MCU_DWPL_BYTES and, when the output overlaps
  * the input (`apart` 0), in the row buffer of `row_bytes`. g->band: output lines per band. */
 static inline int mcu_dwpl_plan_s2(mcu_dwpl_geom *g, int32_t kh, int32_t kw, int32_t ch, int32_t in_w, int32_t out_h,
                                    int32_t out_w, int32_t pad_left, int apart, int32_t row_bytes,
                                    const mcu_per_channel_quant *q, const int32_t *bias, int32_t output_offset)
 {
-    if (kh != 3 || kw != 3 || ch % 4 != 0 || out_w < 2 || out_w > MCU_DWPL_ROW_MAX || in_w > 2 * MCU_DWPL_ROW_MAX ||
+    if (kh != 3 || kw != 3 || ch % 4 != 0 || out_w < 4 || out_w > MCU_DWPL_ROW_MAX || in_w > 2 * MCU_DWPL_ROW_MAX ||
         pad_left > 2) {
         return 0;
     }
@@ -978,6 +986,7 @@ static inline void mcu_dwpl_band_s2(const mcu_dwpl_geom *g, int16_t *planes, int
         p += count;
     }
     const int32_t pairs = g->len & ~1;
+    t->pair = g->len & 2;
     t->odd = g->len & 1;
     t->skip = 4 * g->cols - 4 * pairs; /* two plane lines on, less the pairs' 8 bytes each */
     t->yskip = out_row - g->len * ch;
@@ -998,7 +1007,7 @@ static inline void mcu_dwpl_band_s2(const mcu_dwpl_geom *g, int16_t *planes, int
         t->sh = r;
         const int16_t *plane = planes + k * g->plane;
         t->y = y + k;
-        t->end = plane + 2 * pairs;
+        t->end = plane + 2 * (g->len & ~3); /* the quads' (at least one: mcu_dwpl_plan_s2) */
         t->lines = nb;
         mcu_dwpl_channel_s2(plane, g->cols * 2, t, clamp);
     }
