@@ -70,12 +70,6 @@ static inline uint32_t mcu_dwpl_smlatb(uint32_t a, uint32_t b, uint32_t acc)
 
 #endif
 
-/* Lanes (lo, hi) of a word. */
-static inline uint32_t mcu_dwpl_pair(int32_t lo, int32_t hi)
-{
-    return ((uint32_t)lo & 0xFFFFu) | ((uint32_t)hi << 16);
-}
-
 /* A plane holds a band of one channel's image with a zero border, its lines along the image's longer
  * side (transposed when the image is taller than wide: the per-line set-up then serves more pixels,
  * and DS-CNN's 25 x 5 images sweep lines of 25). A band is up to `band` output lines and the two
@@ -386,20 +380,65 @@ static inline int32_t mcu_dwpl_rq(const mcu_dwpl_ch *t, uint32_t s)
     return mcu_clamp_s32(mcu_asr32(mcu_u32_to_s32(hi), t->sh), -128, 127);
 }
 
-/* Channel k's constants: the weights of kernel line i at wr[i] (taps wr[i][0], wr[i][next], wr[i][2 next]),
- * the requantization (multiplier, shift in [-24, -1]), the bias (or none). */
-static inline void mcu_dwpl_ch_init(mcu_dwpl_ch *t, const int8_t *const wr[3], int32_t next, int32_t multiplier,
-                                    int32_t shift, int32_t output_offset, const int32_t *bias)
+/* The constants of channels c .. c + 3 into t[0 .. 3] (w: their first tap's weights, taps [3][3][ch]):
+ * kernel line i's taps at (i across + j along) ch bytes, j = 0 .. 2 (across 3, along 1; transposed
+ * lines 1 and 3). Stride 1 (s2 0): the lane pairs (w_i0 w_i1), (w_i1 w_i2); stride 2: (w_i0 w_i1) of the
+ * three kernel lines, then the third column's (w02 w12), (w22 0). All four channels from one word per
+ * tap, doubled and split into lane pairs with SXTB16/SXTAB16 and packed with PKHBT/PKHTB: a third of
+ * the instructions of a channel's bytes one by one, for the 3 x 3 and 6 x 6 images where a channel's
+ * set-up weighs against its few pixels. Then the requantization (shift in [-24, -1]) and the bias. */
+static inline void mcu_dwpl_group_init(mcu_dwpl_ch t[4], const int8_t *w, int32_t ch, int32_t across, int32_t along,
+                                       int s2, const int32_t *multiplier, const int32_t *shift, const int32_t *bias,
+                                       int32_t output_offset)
 {
+    uint32_t e[9], o[9]; /* tap 3 i + j doubled: channels (0, 2) and (1, 3) */
     for (int32_t i = 0; i < 3; ++i) {
-        t->w[2 * i] = mcu_dwpl_pair(2 * wr[i][0], 2 * wr[i][next]);
-        t->w[2 * i + 1] = mcu_dwpl_pair(2 * wr[i][next], 2 * wr[i][2 * next]);
+        for (int32_t j = 0; j < 3; ++j) {
+            const uint32_t v = mcu_load_u32(w + (size_t)(i * across + j * along) * (size_t)ch);
+            e[3 * i + j] = mcu_sxtab16(mcu_sxtb16(v), v);
+            o[3 * i + j] = mcu_sxtab16_ror8(mcu_sxtb16_ror8(v), v);
+        }
     }
-    const int32_t r = -shift;
-    t->bias = bias != NULL ? 2u * (uint32_t)*bias : 0u;
-    t->m = multiplier;
-    t->c = (int32_t)(((int64_t)1 << (r - 1)) + (int64_t)output_offset * ((int64_t)1 << r)); /* quant_ok: fits */
-    t->sh = r;
+    for (int32_t k = 0; k < 4; ++k) {
+        const uint32_t *l = (k & 1) != 0 ? o : e;
+        uint32_t (*pick)(uint32_t, uint32_t) = k < 2 ? mcu_dwpl_lows : mcu_dwpl_highs;
+        mcu_dwpl_ch *tk = &t[k];
+        if (!s2) {
+            for (int32_t i = 0; i < 3; ++i) {
+                tk->w[2 * i] = pick(l[3 * i], l[3 * i + 1]);
+                tk->w[2 * i + 1] = pick(l[3 * i + 1], l[3 * i + 2]);
+            }
+        } else {
+            for (int32_t i = 0; i < 3; ++i) {
+                tk->w[i] = pick(l[3 * i], l[3 * i + 1]);
+            }
+            tk->w[3] = pick(l[2], l[5]);
+            tk->w[4] = pick(l[8], 0);
+            tk->w[5] = 0;
+        }
+        const int32_t r = -shift[k];
+        tk->bias = bias != NULL ? 2u * (uint32_t)bias[k] : 0u;
+        tk->m = multiplier[k];
+        /* 2^(R-1) + output_offset 2^R: fits (mcu_dwpl_quant_ok); unsigned, so that no step overflows */
+        tk->c = mcu_u32_to_s32((1u << (r - 1)) + ((uint32_t)output_offset << r));
+        tk->sh = r;
+    }
+}
+
+/* The fields of t[0 .. 3] fixed for a layer: the output step, the line's tail, the plane's skip from a
+ * line's end to the next line, the output's, the clamp. */
+static inline void mcu_dwpl_ch_layer(mcu_dwpl_ch t[4], int32_t step, int32_t len, int32_t skip, int32_t yskip,
+                                     int32_t act_min, int32_t act_max)
+{
+    for (int32_t k = 0; k < 4; ++k) {
+        t[k].step = step;
+        t[k].pair = len & 2;
+        t[k].odd = len & 1;
+        t[k].skip = skip;
+        t[k].yskip = yskip;
+        t[k].min4 = mcu_splat4_s8(act_min);
+        t[k].max4 = mcu_splat4_s8(act_max);
+    }
 }
 
 #if MCU_S8_DSP_NATIVE
@@ -670,18 +709,16 @@ static __attribute__((noinline, unused)) void mcu_dwpl_layer(const mcu_dwpl_geom
     const int32_t pad_across = g->transposed ? pad_left : pad_top, pad_along = g->transposed ? pad_top : pad_left;
     const int32_t pairs = g->len & ~1; /* int16 of a line's pairs of pixels */
     const int32_t quads = g->len & ~3; /* int16 of a line's quads of pixels (one at least: MCU_DWPL_LEN_MIN) */
-    mcu_dwpl_ch t;
-    t.step = g->transposed ? (int32_t)row : ch;
-    t.pair = g->len & 2;
-    t.odd = g->len & 1;
-    t.skip = (g->cols - pairs) * 2;
-    t.yskip = (int32_t)line_step - g->len * t.step;
-    t.min4 = mcu_splat4_s8(act_min);
-    t.max4 = mcu_splat4_s8(act_max);
+    mcu_dwpl_ch t[4];
+    const int32_t step = g->transposed ? (int32_t)row : ch;
+    mcu_dwpl_ch_layer(t, step, g->len, (g->cols - pairs) * 2, (int32_t)line_step - g->len * step, act_min, act_max);
     for (int32_t b = 0; b < n; ++b) {
         const int8_t *xb = x + (size_t)b * image;
         int8_t *yb = y + (size_t)b * image;
         for (int32_t c = 0; c < ch; c += 4) {
+            /* kernel line i of the plane's orientation: taps (i, j), or (j, i) transposed */
+            mcu_dwpl_group_init(t, weight + c, ch, g->transposed ? 1 : 3, g->transposed ? 3 : 1, 0, q->multiplier + c,
+                                q->shift + c, bias != NULL ? bias + c : NULL, output_offset);
             for (int32_t l0 = 0; l0 < g->lines; l0 += g->band) {
                 const int32_t nb = g->lines - l0 < g->band ? g->lines - l0 : g->band;
                 /* plane line p holds input line l0 - pad_across + p, for p in [0, nb + 2) */
@@ -708,19 +745,11 @@ static __attribute__((noinline, unused)) void mcu_dwpl_layer(const mcu_dwpl_geom
                     p += count - 1;
                 }
                 for (int32_t k = 0; k < 4; ++k) {
-                    /* kernel line i of the plane's orientation: taps (i, j), or (j, i) transposed */
-                    const int32_t next = g->transposed ? 3 * ch : ch;
-                    const int8_t *wr[3];
-                    for (int32_t i = 0; i < 3; ++i) {
-                        wr[i] = weight + (size_t)(g->transposed ? i : 3 * i) * (size_t)ch + (size_t)(c + k);
-                    }
-                    mcu_dwpl_ch_init(&t, wr, next, q->multiplier[c + k], q->shift[c + k], output_offset,
-                                     bias != NULL ? bias + c + k : NULL);
                     const int16_t *plane = planes + k * g->plane;
-                    t.y = yb + (size_t)l0 * line_step + c + k;
-                    t.end = plane + quads;
-                    t.lines = nb;
-                    mcu_dwpl_channel(plane, g->cols * 2, &t, clamp);
+                    t[k].y = yb + (size_t)l0 * line_step + c + k;
+                    t[k].end = plane + quads;
+                    t[k].lines = nb;
+                    mcu_dwpl_channel(plane, g->cols * 2, &t[k], clamp);
                 }
             }
         }
@@ -776,28 +805,18 @@ static __attribute__((noinline, unused)) void mcu_dwpl_rows(const mcu_dwpl_geom 
     const int32_t filled = in_h < g->lines + 2 - pad_top ? in_h : g->lines + 2 - pad_top; /* rows a line holds */
     const int32_t pairs = g->len & ~1;
     const int32_t quads = g->len & ~3;
-    mcu_dwpl_ch t;
-    t.step = ch;
-    t.pair = g->len & 2;
-    t.odd = g->len & 1;
-    t.skip = (g->cols - pairs) * 2;
-    t.yskip = out_row - g->len * ch;
-    t.min4 = mcu_splat4_s8(act_min);
-    t.max4 = mcu_splat4_s8(act_max);
+    mcu_dwpl_ch t[4];
+    mcu_dwpl_ch_layer(t, ch, g->len, (g->cols - pairs) * 2, out_row - g->len * ch, act_min, act_max);
     for (int32_t c = 0; c < ch; c += 4) {
         mcu_dwpl_fill(g, planes + pad_top * g->cols, x + c, in_h, in_w, ch, pad_left, 0, filled, off2);
+        mcu_dwpl_group_init(t, weight + c, ch, 3, 1, 0, q->multiplier + c, q->shift + c, bias != NULL ? bias + c : NULL,
+                            output_offset);
         for (int32_t k = 0; k < 4; ++k) {
-            const int8_t *wr[3];
-            for (int32_t i = 0; i < 3; ++i) {
-                wr[i] = weight + (size_t)(3 * i) * (size_t)ch + (size_t)(c + k);
-            }
-            mcu_dwpl_ch_init(&t, wr, ch, q->multiplier[c + k], q->shift[c + k], output_offset,
-                             bias != NULL ? bias + c + k : NULL);
             const int16_t *plane = planes + k * g->plane;
-            t.y = y + c + k;
-            t.end = plane + quads;
-            t.lines = g->lines;
-            mcu_dwpl_channel(plane, g->cols * 2, &t, clamp);
+            t[k].y = y + c + k;
+            t[k].end = plane + quads;
+            t[k].lines = g->lines;
+            mcu_dwpl_channel(plane, g->cols * 2, &t[k], clamp);
         }
     }
 }
@@ -966,9 +985,7 @@ static inline int mcu_dwpl_plan_s2(mcu_dwpl_geom *g, int32_t kh, int32_t kw, int
  * row oh0's first byte of channel c, rows `out_row` bytes apart); planes as mcu_dwpl_layer's. */
 static inline void mcu_dwpl_band_s2(const mcu_dwpl_geom *g, int16_t *planes, int32_t in_h, int32_t in_w, int32_t ch,
                                     int32_t pad_top, int32_t pad_left, int32_t c, int32_t oh0, int32_t nb,
-                                    uint32_t off2, int32_t output_offset, int clamp, mcu_dwpl_ch *t,
-                                    const mcu_per_channel_quant *q, const int8_t *x, const int8_t *weight,
-                                    const int32_t *bias, int8_t *y, int32_t out_row)
+                                    uint32_t off2, int clamp, mcu_dwpl_ch t[4], const int8_t *x, int8_t *y)
 {
     const int32_t lines = 2 * nb + 1;
     for (int32_t p = 0; p < lines;) { /* plane line p holds input row 2 oh0 - pad_top + p */
@@ -985,31 +1002,12 @@ static inline void mcu_dwpl_band_s2(const mcu_dwpl_geom *g, int16_t *planes, int
         mcu_dwpl_fill(g, planes + p * g->cols, x + c, in_h, in_w, ch, pad_left, j, count, off2);
         p += count;
     }
-    const int32_t pairs = g->len & ~1;
-    t->pair = g->len & 2;
-    t->odd = g->len & 1;
-    t->skip = 4 * g->cols - 4 * pairs; /* two plane lines on, less the pairs' 8 bytes each */
-    t->yskip = out_row - g->len * ch;
-    t->step = ch;
     for (int32_t k = 0; k < 4; ++k) {
-        const int8_t *w0 = weight + (size_t)(c + k);
-        const int32_t r3 = 3 * ch;
-        t->w[0] = mcu_dwpl_pair(2 * w0[0], 2 * w0[ch]);
-        t->w[1] = mcu_dwpl_pair(2 * w0[r3], 2 * w0[r3 + ch]);
-        t->w[2] = mcu_dwpl_pair(2 * w0[2 * r3], 2 * w0[2 * r3 + ch]);
-        t->w[3] = mcu_dwpl_pair(2 * w0[2 * ch], 2 * w0[r3 + 2 * ch]);
-        t->w[4] = mcu_dwpl_pair(2 * w0[2 * r3 + 2 * ch], 0);
-        t->w[5] = 0;
-        const int32_t r = -q->shift[c + k];
-        t->bias = bias != NULL ? 2u * (uint32_t)bias[c + k] : 0u;
-        t->m = q->multiplier[c + k];
-        t->c = (int32_t)(((int64_t)1 << (r - 1)) + (int64_t)output_offset * ((int64_t)1 << r)); /* quant_ok */
-        t->sh = r;
         const int16_t *plane = planes + k * g->plane;
-        t->y = y + k;
-        t->end = plane + 2 * (g->len & ~3); /* the quads' (at least one: mcu_dwpl_plan_s2) */
-        t->lines = nb;
-        mcu_dwpl_channel_s2(plane, g->cols * 2, t, clamp);
+        t[k].y = y + k;
+        t[k].end = plane + 2 * (g->len & ~3); /* the quads' (at least one: mcu_dwpl_plan_s2) */
+        t[k].lines = nb;
+        mcu_dwpl_channel_s2(plane, g->cols * 2, &t[k], clamp);
     }
 }
 
@@ -1048,15 +1046,17 @@ static __attribute__((noinline, unused)) void mcu_dwpl_layer_s2(const mcu_dwpl_g
     const uint32_t off2 = mcu_offset_pair(input_offset);
     const int clamp = act_min > -128 || act_max < 127;
     const int32_t out_row = g->len * ch;
-    mcu_dwpl_ch t;
-    t.min4 = mcu_splat4_s8(act_min);
-    t.max4 = mcu_splat4_s8(act_max);
+    mcu_dwpl_ch t[4];
+    /* the plane on by two lines from a line's end, less the pairs' 8 bytes each */
+    mcu_dwpl_ch_layer(t, ch, g->len, 4 * g->cols - 4 * (g->len & ~1), out_row - g->len * ch, act_min, act_max);
     if (apart) {
         for (int32_t c = 0; c < ch; c += 4) {
+            mcu_dwpl_group_init(t, weight + c, ch, 3, 1, 1, q->multiplier + c, q->shift + c,
+                                bias != NULL ? bias + c : NULL, output_offset);
             for (int32_t oh0 = 0; oh0 < g->lines; oh0 += g->band) {
                 const int32_t nb = g->lines - oh0 < g->band ? g->lines - oh0 : g->band;
-                mcu_dwpl_band_s2(g, planes, in_h, in_w, ch, pad_top, pad_left, c, oh0, nb, off2, output_offset, clamp,
-                                 &t, q, x, weight, bias, y + (size_t)oh0 * (size_t)out_row + (size_t)c, out_row);
+                mcu_dwpl_band_s2(g, planes, in_h, in_w, ch, pad_top, pad_left, c, oh0, nb, off2, clamp, t, x,
+                                 y + (size_t)oh0 * (size_t)out_row + (size_t)c);
             }
         }
         return;
@@ -1064,8 +1064,9 @@ static __attribute__((noinline, unused)) void mcu_dwpl_layer_s2(const mcu_dwpl_g
     for (int32_t oh0 = 0; oh0 < g->lines; oh0 += g->band) {
         const int32_t nb = g->lines - oh0 < g->band ? g->lines - oh0 : g->band;
         for (int32_t c = 0; c < ch; c += 4) {
-            mcu_dwpl_band_s2(g, planes, in_h, in_w, ch, pad_top, pad_left, c, oh0, nb, off2, output_offset, clamp, &t,
-                             q, x, weight, bias, row_buf + c, out_row);
+            mcu_dwpl_group_init(t, weight + c, ch, 3, 1, 1, q->multiplier + c, q->shift + c,
+                                bias != NULL ? bias + c : NULL, output_offset);
+            mcu_dwpl_band_s2(g, planes, in_h, in_w, ch, pad_top, pad_left, c, oh0, nb, off2, clamp, t, x, row_buf + c);
         }
         int8_t *d = y + (size_t)oh0 * (size_t)out_row;
         const int32_t bytes = nb * out_row; /* a multiple of 4: ch is */
