@@ -380,48 +380,73 @@ static inline int32_t mcu_dwpl_rq(const mcu_dwpl_ch *t, uint32_t s)
     return mcu_clamp_s32(mcu_asr32(mcu_u32_to_s32(hi), t->sh), -128, 127);
 }
 
+/* Channel (0, 1) or (2, 3)'s lanes of two doubled words: (lo(a), lo(b)) or (hi(a), hi(b)). */
+static inline __attribute__((always_inline)) uint32_t mcu_dwpl_pick(int hi, uint32_t a, uint32_t b)
+{
+    return hi ? mcu_dwpl_highs(a, b) : mcu_dwpl_lows(a, b);
+}
+
+/* One channel's weight words from its lane (hi) of the nine doubled taps l0 .. l8 (tap 3 i + j). */
+static inline __attribute__((always_inline)) void mcu_dwpl_ch_lanes(mcu_dwpl_ch *tk, int hi, int s2, uint32_t l0,
+                                                                      uint32_t l1, uint32_t l2, uint32_t l3,
+                                                                      uint32_t l4, uint32_t l5, uint32_t l6,
+                                                                      uint32_t l7, uint32_t l8)
+{
+    if (!s2) {
+        tk->w[0] = mcu_dwpl_pick(hi, l0, l1);
+        tk->w[1] = mcu_dwpl_pick(hi, l1, l2);
+        tk->w[2] = mcu_dwpl_pick(hi, l3, l4);
+        tk->w[3] = mcu_dwpl_pick(hi, l4, l5);
+        tk->w[4] = mcu_dwpl_pick(hi, l6, l7);
+        tk->w[5] = mcu_dwpl_pick(hi, l7, l8);
+    } else {
+        tk->w[0] = mcu_dwpl_pick(hi, l0, l1);
+        tk->w[1] = mcu_dwpl_pick(hi, l3, l4);
+        tk->w[2] = mcu_dwpl_pick(hi, l6, l7);
+        tk->w[3] = mcu_dwpl_pick(hi, l2, l5);
+        tk->w[4] = mcu_dwpl_pick(hi, l8, 0);
+        tk->w[5] = 0;
+    }
+}
+
 /* The constants of channels c .. c + 3 into t[0 .. 3] (w: their first tap's weights, taps [3][3][ch]):
  * kernel line i's taps at (i across + j along) ch bytes, j = 0 .. 2 (across 3, along 1; transposed
  * lines 1 and 3). Stride 1 (s2 0): the lane pairs (w_i0 w_i1), (w_i1 w_i2); stride 2: (w_i0 w_i1) of the
  * three kernel lines, then the third column's (w02 w12), (w22 0). All four channels from one word per
- * tap, doubled and split into lane pairs with SXTB16/SXTAB16 and packed with PKHBT/PKHTB: a third of
- * the instructions of a channel's bytes one by one, for the 3 x 3 and 6 x 6 images where a channel's
- * set-up weighs against its few pixels. Then the requantization (shift in [-24, -1]) and the bias. */
+ * tap, doubled and split into lane pairs with SXTB16/SXTAB16 and packed with PKHBT/PKHTB, in straight
+ * lines: about a third of the instructions of a channel's bytes one by one, for the 3 x 3 and 6 x 6
+ * images where a channel's set-up weighs against its few pixels. Then the requantization (shift in
+ * [-24, -1]) and the bias. */
 static inline void mcu_dwpl_group_init(mcu_dwpl_ch t[4], const int8_t *w, int32_t ch, int32_t across, int32_t along,
                                        int s2, const int32_t *multiplier, const int32_t *shift, const int32_t *bias,
                                        int32_t output_offset)
 {
-    uint32_t e[9], o[9]; /* tap 3 i + j doubled: channels (0, 2) and (1, 3) */
-    for (int32_t i = 0; i < 3; ++i) {
-        for (int32_t j = 0; j < 3; ++j) {
-            const uint32_t v = mcu_load_u32(w + (size_t)(i * across + j * along) * (size_t)ch);
-            e[3 * i + j] = mcu_sxtab16(mcu_sxtb16(v), v);
-            o[3 * i + j] = mcu_sxtab16_ror8(mcu_sxtb16_ror8(v), v);
-        }
-    }
+    const size_t a = (size_t)across * (size_t)ch, b = (size_t)along * (size_t)ch;
+    const uint32_t v0 = mcu_load_u32(w), v1 = mcu_load_u32(w + b), v2 = mcu_load_u32(w + 2 * b);
+    const uint32_t v3 = mcu_load_u32(w + a), v4 = mcu_load_u32(w + a + b), v5 = mcu_load_u32(w + a + 2 * b);
+    const uint32_t v6 = mcu_load_u32(w + 2 * a), v7 = mcu_load_u32(w + 2 * a + b);
+    const uint32_t v8 = mcu_load_u32(w + 2 * a + 2 * b);
+#define MCU_DWPL_EVEN(v) mcu_sxtab16(mcu_sxtb16(v), v)            /* channels 0 and 2, doubled */
+#define MCU_DWPL_ODD(v) mcu_sxtab16_ror8(mcu_sxtb16_ror8(v), v)   /* channels 1 and 3 */
+    const uint32_t e0 = MCU_DWPL_EVEN(v0), e1 = MCU_DWPL_EVEN(v1), e2 = MCU_DWPL_EVEN(v2), e3 = MCU_DWPL_EVEN(v3),
+                   e4 = MCU_DWPL_EVEN(v4), e5 = MCU_DWPL_EVEN(v5), e6 = MCU_DWPL_EVEN(v6), e7 = MCU_DWPL_EVEN(v7),
+                   e8 = MCU_DWPL_EVEN(v8);
+    mcu_dwpl_ch_lanes(&t[0], 0, s2, e0, e1, e2, e3, e4, e5, e6, e7, e8);
+    mcu_dwpl_ch_lanes(&t[2], 1, s2, e0, e1, e2, e3, e4, e5, e6, e7, e8);
+    const uint32_t o0 = MCU_DWPL_ODD(v0), o1 = MCU_DWPL_ODD(v1), o2 = MCU_DWPL_ODD(v2), o3 = MCU_DWPL_ODD(v3),
+                   o4 = MCU_DWPL_ODD(v4), o5 = MCU_DWPL_ODD(v5), o6 = MCU_DWPL_ODD(v6), o7 = MCU_DWPL_ODD(v7),
+                   o8 = MCU_DWPL_ODD(v8);
+#undef MCU_DWPL_EVEN
+#undef MCU_DWPL_ODD
+    mcu_dwpl_ch_lanes(&t[1], 0, s2, o0, o1, o2, o3, o4, o5, o6, o7, o8);
+    mcu_dwpl_ch_lanes(&t[3], 1, s2, o0, o1, o2, o3, o4, o5, o6, o7, o8);
     for (int32_t k = 0; k < 4; ++k) {
-        const uint32_t *l = (k & 1) != 0 ? o : e;
-        uint32_t (*pick)(uint32_t, uint32_t) = k < 2 ? mcu_dwpl_lows : mcu_dwpl_highs;
-        mcu_dwpl_ch *tk = &t[k];
-        if (!s2) {
-            for (int32_t i = 0; i < 3; ++i) {
-                tk->w[2 * i] = pick(l[3 * i], l[3 * i + 1]);
-                tk->w[2 * i + 1] = pick(l[3 * i + 1], l[3 * i + 2]);
-            }
-        } else {
-            for (int32_t i = 0; i < 3; ++i) {
-                tk->w[i] = pick(l[3 * i], l[3 * i + 1]);
-            }
-            tk->w[3] = pick(l[2], l[5]);
-            tk->w[4] = pick(l[8], 0);
-            tk->w[5] = 0;
-        }
         const int32_t r = -shift[k];
-        tk->bias = bias != NULL ? 2u * (uint32_t)bias[k] : 0u;
-        tk->m = multiplier[k];
+        t[k].bias = bias != NULL ? 2u * (uint32_t)bias[k] : 0u;
+        t[k].m = multiplier[k];
         /* 2^(R-1) + output_offset 2^R: fits (mcu_dwpl_quant_ok); unsigned, so that no step overflows */
-        tk->c = mcu_u32_to_s32((1u << (r - 1)) + ((uint32_t)output_offset << r));
-        tk->sh = r;
+        t[k].c = mcu_u32_to_s32((1u << (r - 1)) + ((uint32_t)output_offset << r));
+        t[k].sh = r;
     }
 }
 
