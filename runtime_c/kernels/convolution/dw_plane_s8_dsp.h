@@ -116,7 +116,7 @@ static inline int mcu_dwpl_plan(mcu_dwpl_geom *g, int32_t kh, int32_t kw, int32_
 {
     const int transposed = h > w;
     const int32_t lines = transposed ? w : h, len = transposed ? h : w;
-    if (kh != 3 || kw != 3 || ch % 4 != 0 || len < MCU_DWPL_LEN_MIN || len > MCU_DWPL_ROW_MAX) {
+    if (kh != 3 || kw != 3 || ch % 4 != 0 || (len < MCU_DWPL_LEN_MIN && len != 3) || len > MCU_DWPL_ROW_MAX) {
         return 0;
     }
     const int32_t cols = (len + 4) & ~1;
@@ -611,6 +611,42 @@ _Static_assert(offsetof(mcu_dwpl_ch, step) == 4 && offsetof(mcu_dwpl_ch, end) ==
     "ldr r7, [r12, #36]\n\t" MCU_DWPL_LD2("12", "r0") MCU_DWPL_MAC1("r7", "add lr, r0, r1\n\t") \
         MCU_DWPL_LD2("20", "lr") MCU_DWPL_MAC1("r8", "add lr, lr, r1\n\t") MCU_DWPL_LD2("28", "lr") \
             MCU_DWPL_MAC1("r8", "") MCU_DWPL_OUT1(clamp1) MCU_DWPL_LINE_END("r1")
+/* Lines of three pixels (3 x 3 images): one step a line, the quad's without its fourth pixel; the
+ * position stays at the line's start (the skip is a whole plane line). */
+#define MCU_DWPL_MAC3(a0, a1, a2, step)                                                       \
+    "smlad r8, r4, r2, " a0 "\n\t"                                                            \
+    "smlatb r9, r4, r2, " a1 "\n\t"                                                           \
+    "smlad r10, r5, r2, " a2 "\n\t" step                                                      \
+    "smlabt r8, r5, r3, r8\n\t"                                                               \
+    "smlad r9, r5, r3, r9\n\t"                                                                \
+    "smlabt r10, r6, r3, r10\n\t"
+#define MCU_DWPL_CLAMP3                                                                       \
+    "bfi r8, r9, #8, #8\n\t"                                                                  \
+    "bfi r8, r10, #16, #8\n\t"                                                                \
+    "ldrd r2, r3, [r12, #52]\n\t"                                                             \
+    "ssub8 r4, r8, r2\n\t"                                                                    \
+    "sel r8, r8, r2\n\t"                                                                      \
+    "ssub8 r4, r3, r8\n\t"                                                                    \
+    "sel r8, r8, r3\n\t"                                                                      \
+    "lsr r9, r8, #8\n\t"                                                                      \
+    "lsr r10, r8, #16\n\t"
+#define MCU_DWPL_CHANNEL3(clamp3)                                                             \
+    ".p2align 2\n\t"                                                                          \
+    "1:\n\t"                                                                                  \
+    "ldr r7, [r12, #36]\n\t" MCU_DWPL_LD3("12", "r0") MCU_DWPL_MAC3("r7", "r7", "r7", "add lr, r0, r1\n\t") \
+        MCU_DWPL_LD3("20", "lr") MCU_DWPL_MAC3("r8", "r9", "r10", "add lr, lr, r1\n\t")       \
+            MCU_DWPL_LD3("28", "lr") MCU_DWPL_MAC3("r8", "r9", "r10", "") MCU_DWPL_RQ_CONSTS   \
+                MCU_DWPL_RQ("r8", "r4") MCU_DWPL_RQ("r9", "r5") MCU_DWPL_RQ("r10", "r4")      \
+    "ssat r8, #8, r8\n\t"                                                                     \
+    "ssat r9, #8, r9\n\t"                                                                     \
+    "ssat r10, #8, r10\n\t" clamp3                                                            \
+    "ldrd r2, r3, [r12]\n\t"                                                                  \
+    "add r4, r2, r3, lsl #1\n\t"                                                              \
+    "strb r8, [r2]\n\t"                                                                       \
+    "strb r9, [r2, r3]\n\t"                                                                   \
+    "strb r10, [r4]\n\t"                                                                      \
+    "add r4, r4, r3\n\t"                                                                      \
+    "str r4, [r12]\n\t" MCU_DWPL_LINE_END("r1")
 /* The line's end: the plane position on by skip, the line's end by `next` (the bytes from an output
  * line's first plane line to the next's), the output on by yskip, the lines counted down. */
 #define MCU_DWPL_LINE_END(next)                                                               \
@@ -628,13 +664,25 @@ _Static_assert(offsetof(mcu_dwpl_ch, step) == 4 && offsetof(mcu_dwpl_ch, end) ==
     "str r11, [r12, #72]\n\t"                                                                 \
     "bne 1b\n\t"
 
-/* Every line of one channel's plane from pos (its first line's position 0). */
-static inline void mcu_dwpl_channel(const int16_t *pos, int32_t line_bytes, mcu_dwpl_ch *t, int clamp)
+/* Every line of one channel's plane from pos (its first line's position 0); three: lines of three pixels. */
+static inline void mcu_dwpl_channel(const int16_t *pos, int32_t line_bytes, mcu_dwpl_ch *t, int clamp, int three)
 {
     register const int16_t *r0 __asm__("r0") = pos;
     register int32_t r1 __asm__("r1") = line_bytes;
     register mcu_dwpl_ch *r12 __asm__("r12") = t;
-    if (clamp) {
+    if (three) {
+        if (clamp) {
+            __asm__ volatile(MCU_DWPL_CHANNEL3(MCU_DWPL_CLAMP3)
+                             : "+r"(r0)
+                             : "r"(r1), "r"(r12)
+                             : "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "lr", "cc", "memory");
+        } else {
+            __asm__ volatile(MCU_DWPL_CHANNEL3("")
+                             : "+r"(r0)
+                             : "r"(r1), "r"(r12)
+                             : "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "lr", "cc", "memory");
+        }
+    } else if (clamp) {
         __asm__ volatile(MCU_DWPL_CHANNEL(MCU_DWPL_CLAMP4, MCU_DWPL_CLAMP2, MCU_DWPL_CLAMP1)
                          : "+r"(r0)
                          : "r"(r1), "r"(r12)
@@ -683,11 +731,20 @@ static inline void mcu_dwpl_put_out(mcu_dwpl_ch *t, const uint32_t *s, int32_t n
     }
 }
 
-/* The same lines in C (the emulated build), in the assembly's steps: quads, a pair, a pixel alone. */
-static inline void mcu_dwpl_channel(const int16_t *pos, int32_t line_bytes, mcu_dwpl_ch *t, int clamp)
+/* The same lines in C (the emulated build), in the assembly's steps: quads, a pair, a pixel alone; or
+ * lines of three pixels in one step. */
+static inline void mcu_dwpl_channel(const int16_t *pos, int32_t line_bytes, mcu_dwpl_ch *t, int clamp, int three)
 {
     const int32_t cols = line_bytes / 2;
     for (; t->lines > 0; --t->lines) {
+        if (three) {
+            const uint32_t s[3] = {mcu_dwpl_pixel(pos, cols, t), mcu_dwpl_pixel_odd(pos, cols, t),
+                                   mcu_dwpl_pixel(pos + 2, cols, t)};
+            mcu_dwpl_put_out(t, s, 3, clamp);
+            pos = (const int16_t *)(const void *)((const char *)pos + t->skip);
+            t->y += t->yskip;
+            continue;
+        }
         for (; pos != t->end; pos += 4) {
             const uint32_t s[4] = {mcu_dwpl_pixel(pos, cols, t), mcu_dwpl_pixel_odd(pos, cols, t),
                                    mcu_dwpl_pixel(pos + 2, cols, t), mcu_dwpl_pixel_odd(pos + 2, cols, t)};
@@ -736,7 +793,9 @@ static __attribute__((noinline, unused)) void mcu_dwpl_layer(const mcu_dwpl_geom
     const int32_t quads = g->len & ~3; /* int16 of a line's quads of pixels (one at least: MCU_DWPL_LEN_MIN) */
     mcu_dwpl_ch t[4];
     const int32_t step = g->transposed ? (int32_t)row : ch;
-    mcu_dwpl_ch_layer(t, step, g->len, (g->cols - pairs) * 2, (int32_t)line_step - g->len * step, act_min, act_max);
+    /* the plane on from where a line's steps leave the position: after its pairs, at its start for three */
+    const int32_t skip = (g->cols - (g->len == 3 ? 0 : pairs)) * 2;
+    mcu_dwpl_ch_layer(t, step, g->len, skip, (int32_t)line_step - g->len * step, act_min, act_max);
     for (int32_t b = 0; b < n; ++b) {
         const int8_t *xb = x + (size_t)b * image;
         int8_t *yb = y + (size_t)b * image;
@@ -774,7 +833,7 @@ static __attribute__((noinline, unused)) void mcu_dwpl_layer(const mcu_dwpl_geom
                     t[k].y = yb + (size_t)l0 * line_step + c + k;
                     t[k].end = plane + quads;
                     t[k].lines = nb;
-                    mcu_dwpl_channel(plane, g->cols * 2, &t[k], clamp);
+                    mcu_dwpl_channel(plane, g->cols * 2, &t[k], clamp, g->len == 3);
                 }
             }
         }
@@ -841,7 +900,7 @@ static __attribute__((noinline, unused)) void mcu_dwpl_rows(const mcu_dwpl_geom 
             t[k].y = y + c + k;
             t[k].end = plane + quads;
             t[k].lines = g->lines;
-            mcu_dwpl_channel(plane, g->cols * 2, &t[k], clamp);
+            mcu_dwpl_channel(plane, g->cols * 2, &t[k], clamp, 0);
         }
     }
 }
