@@ -63,6 +63,7 @@ CASES = [
     (64, 3, 20, 3, 3, 1, 1, 1, "overlap", (-128, 127), "fast"),  # row above the stack buffer: pixel order
     (256, 3, 3, 3, 3, 1, 1, 1, "inplace", (-128, 127), "fast"),  # MobileNet's last depthwise (pixel path)
     (128, 6, 6, 3, 3, 2, 1, 1, "overlap", (-128, 127), "fast"),
+    (8, 7, 6, 3, 3, 2, 1, 1, "apart", (-100, 90), "fast"),  # stride-2 planes' lines of three, clamped
     # stride 2 over channel planes (more than 200 output pixels): bands through the row buffer, odd lines
     # and the clamp straight into a separate output, channels not lined up with the input's
     (8, 30, 32, 3, 3, 2, 1, 1, "overlap", (-128, 127), "fast"),

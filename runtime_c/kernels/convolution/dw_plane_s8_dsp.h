@@ -630,13 +630,8 @@ _Static_assert(offsetof(mcu_dwpl_ch, step) == 4 && offsetof(mcu_dwpl_ch, end) ==
     "sel r8, r8, r3\n\t"                                                                      \
     "lsr r9, r8, #8\n\t"                                                                      \
     "lsr r10, r8, #16\n\t"
-#define MCU_DWPL_CHANNEL3(clamp3)                                                             \
-    ".p2align 2\n\t"                                                                          \
-    "1:\n\t"                                                                                  \
-    "ldr r7, [r12, #36]\n\t" MCU_DWPL_LD3("12", "r0") MCU_DWPL_MAC3("r7", "r7", "r7", "add lr, r0, r1\n\t") \
-        MCU_DWPL_LD3("20", "lr") MCU_DWPL_MAC3("r8", "r9", "r10", "add lr, lr, r1\n\t")       \
-            MCU_DWPL_LD3("28", "lr") MCU_DWPL_MAC3("r8", "r9", "r10", "") MCU_DWPL_RQ_CONSTS   \
-                MCU_DWPL_RQ("r8", "r4") MCU_DWPL_RQ("r9", "r5") MCU_DWPL_RQ("r10", "r4")      \
+#define MCU_DWPL_OUT3(clamp3)                                                                 \
+    MCU_DWPL_RQ_CONSTS MCU_DWPL_RQ("r8", "r4") MCU_DWPL_RQ("r9", "r5") MCU_DWPL_RQ("r10", "r4")   \
     "ssat r8, #8, r8\n\t"                                                                     \
     "ssat r9, #8, r9\n\t"                                                                     \
     "ssat r10, #8, r10\n\t" clamp3                                                            \
@@ -646,7 +641,14 @@ _Static_assert(offsetof(mcu_dwpl_ch, step) == 4 && offsetof(mcu_dwpl_ch, end) ==
     "strb r9, [r2, r3]\n\t"                                                                   \
     "strb r10, [r4]\n\t"                                                                      \
     "add r4, r4, r3\n\t"                                                                      \
-    "str r4, [r12]\n\t" MCU_DWPL_LINE_END("r1")
+    "str r4, [r12]\n\t"
+#define MCU_DWPL_CHANNEL3(clamp3)                                                             \
+    ".p2align 2\n\t"                                                                          \
+    "1:\n\t"                                                                                  \
+    "ldr r7, [r12, #36]\n\t" MCU_DWPL_LD3("12", "r0") MCU_DWPL_MAC3("r7", "r7", "r7", "add lr, r0, r1\n\t") \
+        MCU_DWPL_LD3("20", "lr") MCU_DWPL_MAC3("r8", "r9", "r10", "add lr, lr, r1\n\t")       \
+            MCU_DWPL_LD3("28", "lr") MCU_DWPL_MAC3("r8", "r9", "r10", "") MCU_DWPL_OUT3(clamp3)   \
+                MCU_DWPL_LINE_END("r1")
 /* The line's end: the plane position on by skip, the line's end by `next` (the bytes from an output
  * line's first plane line to the next's), the output on by yskip, the lines counted down. */
 #define MCU_DWPL_LINE_END(next)                                                               \
@@ -925,6 +927,11 @@ static __attribute__((noinline, unused)) void mcu_dwpl_rows(const mcu_dwpl_geom 
     "ldr r6, [r0, #8]\n\t"                                                                    \
     "ldr r7, [r0, #12]\n\t"                                                                   \
     "ldr lr, [r0, #16]\n\t"
+#define MCU_DWPL_S2_X4                                                                        \
+    "ldr r4, [r0]\n\t"                                                                        \
+    "ldr r5, [r0, #4]\n\t"                                                                    \
+    "ldr r6, [r0, #8]\n\t"                                                                    \
+    "ldr r7, [r0, #12]\n\t"
 #define MCU_DWPL_S2_X3                                                                        \
     "ldr r4, [r0]\n\t"                                                                        \
     "ldr r5, [r0, #4]\n\t"                                                                    \
@@ -944,6 +951,13 @@ static __attribute__((noinline, unused)) void mcu_dwpl_rows(const mcu_dwpl_geom 
     "smla" bt " r9, r6, r3, r9\n\t"                                                           \
     "smla" bt " r10, r7, r3, r10\n\t"                                                         \
     "smla" bt " r11, lr, r3, r11\n\t"
+#define MCU_DWPL_S2_MAC3(bt, a1, a2, step)                                                    \
+    "smlad r9, r5, r2, " a1 "\n\t"                                                            \
+    "smlad r10, r6, r2, " a2 "\n\t"                                                           \
+    "smlad r8, r4, r2, r8\n\t" step                                                           \
+    "smla" bt " r8, r5, r3, r8\n\t"                                                           \
+    "smla" bt " r9, r6, r3, r9\n\t"                                                           \
+    "smla" bt " r10, r7, r3, r10\n\t"
 #define MCU_DWPL_S2_MAC2(bt, a1, step)                                                        \
     "smlad r9, r5, r2, " a1 "\n\t"                                                            \
     "smlad r8, r4, r2, r8\n\t" step                                                           \
@@ -959,6 +973,8 @@ static __attribute__((noinline, unused)) void mcu_dwpl_rows(const mcu_dwpl_geom 
             MCU_DWPL_S2_LD("20", "28", X) MAC##_ON("bb", "sub r0, r0, r1, lsl #1\n\t") "add r0, r0, #" adv "\n\t"
 #define MCU_DWPL_S2_Q(bt, step) MCU_DWPL_S2_MAC4(bt, "r8", "r8", "r8", step)
 #define MCU_DWPL_S2_Q_ON(bt, step) MCU_DWPL_S2_MAC4(bt, "r9", "r10", "r11", step)
+#define MCU_DWPL_S2_T(bt, step) MCU_DWPL_S2_MAC3(bt, "r8", "r8", step)
+#define MCU_DWPL_S2_T_ON(bt, step) MCU_DWPL_S2_MAC3(bt, "r9", "r10", step)
 #define MCU_DWPL_S2_P(bt, step) MCU_DWPL_S2_MAC2(bt, "r8", step)
 #define MCU_DWPL_S2_P_ON(bt, step) MCU_DWPL_S2_MAC2(bt, "r9", step)
 #define MCU_DWPL_S2_S(bt, step) MCU_DWPL_S2_MAC1(bt, step)
@@ -978,14 +994,32 @@ static __attribute__((noinline, unused)) void mcu_dwpl_rows(const mcu_dwpl_geom 
     "cmp r2, #0\n\t"                                                                          \
     "beq 2f\n\t" MCU_DWPL_S2_LINES(MCU_DWPL_S2_X2, MCU_DWPL_S2_S, "0") MCU_DWPL_OUT1(clamp1)  \
         MCU_DWPL_LINE_END("r1, lsl #1")
+/* Lines of three output pixels: one step a line (the position stays at the line's start). */
+#define MCU_DWPL_CHANNEL3_S2(clamp3)                                                          \
+    ".p2align 2\n\t"                                                                          \
+    "1:\n\t" MCU_DWPL_S2_LINES(MCU_DWPL_S2_X4, MCU_DWPL_S2_T, "0") MCU_DWPL_OUT3(clamp3)      \
+        MCU_DWPL_LINE_END("r1, lsl #1")
 
-/* Every line of one channel's plane at stride 2 from pos (its first line's position 0). */
-static inline void mcu_dwpl_channel_s2(const int16_t *pos, int32_t line_bytes, mcu_dwpl_ch *t, int clamp)
+/* Every line of one channel's plane at stride 2 from pos (its first line's position 0); three: lines of
+ * three pixels. */
+static inline void mcu_dwpl_channel_s2(const int16_t *pos, int32_t line_bytes, mcu_dwpl_ch *t, int clamp, int three)
 {
     register const int16_t *r0 __asm__("r0") = pos;
     register int32_t r1 __asm__("r1") = line_bytes;
     register mcu_dwpl_ch *r12 __asm__("r12") = t;
-    if (clamp) {
+    if (three) {
+        if (clamp) {
+            __asm__ volatile(MCU_DWPL_CHANNEL3_S2(MCU_DWPL_CLAMP3)
+                             : "+r"(r0)
+                             : "r"(r1), "r"(r12)
+                             : "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "lr", "cc", "memory");
+        } else {
+            __asm__ volatile(MCU_DWPL_CHANNEL3_S2("")
+                             : "+r"(r0)
+                             : "r"(r1), "r"(r12)
+                             : "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "lr", "cc", "memory");
+        }
+    } else if (clamp) {
         __asm__ volatile(MCU_DWPL_CHANNEL_S2(MCU_DWPL_CLAMP4, MCU_DWPL_CLAMP2, MCU_DWPL_CLAMP1)
                          : "+r"(r0)
                          : "r"(r1), "r"(r12)
@@ -1009,10 +1043,18 @@ static inline uint32_t mcu_dwpl_pixel_s2(const int16_t *pos, int32_t cols, const
     return s;
 }
 
-static inline void mcu_dwpl_channel_s2(const int16_t *pos, int32_t line_bytes, mcu_dwpl_ch *t, int clamp)
+static inline void mcu_dwpl_channel_s2(const int16_t *pos, int32_t line_bytes, mcu_dwpl_ch *t, int clamp, int three)
 {
     const int32_t cols = line_bytes / 2;
     for (; t->lines > 0; --t->lines) {
+        if (three) {
+            const uint32_t s[3] = {mcu_dwpl_pixel_s2(pos, cols, t), mcu_dwpl_pixel_s2(pos + 2, cols, t),
+                                   mcu_dwpl_pixel_s2(pos + 4, cols, t)};
+            mcu_dwpl_put_out(t, s, 3, clamp);
+            pos = (const int16_t *)(const void *)((const char *)pos + t->skip);
+            t->y += t->yskip;
+            continue;
+        }
         for (; pos != t->end; pos += 8) { /* the assembly's quads, then a pair and a pixel alone */
             const uint32_t s[4] = {mcu_dwpl_pixel_s2(pos, cols, t), mcu_dwpl_pixel_s2(pos + 2, cols, t),
                                    mcu_dwpl_pixel_s2(pos + 4, cols, t), mcu_dwpl_pixel_s2(pos + 6, cols, t)};
@@ -1035,14 +1077,14 @@ static inline void mcu_dwpl_channel_s2(const int16_t *pos, int32_t line_bytes, m
 #endif
 
 /* Whether the stride-2 plane path serves a 3x3 stride-2 layer (batch 1, ch_mult 1, dilation 1): channels a
- * multiple of 4, every requantization within mcu_dwpl_quant_ok's, output lines of at least four pixels (a quad) and
+ * multiple of 4, every requantization within mcu_dwpl_quant_ok's, output lines of three pixels or of a quad and more, and
  * a band of at least one output line in four planes within MCU_DWPL_BYTES and, when the output overlaps
  * the input (`apart` 0), in the row buffer of `row_bytes`. g->band: output lines per band. */
 static inline int mcu_dwpl_plan_s2(mcu_dwpl_geom *g, int32_t kh, int32_t kw, int32_t ch, int32_t in_w, int32_t out_h,
                                    int32_t out_w, int32_t pad_left, int apart, int32_t row_bytes,
                                    const mcu_per_channel_quant *q, const int32_t *bias, int32_t output_offset)
 {
-    if (kh != 3 || kw != 3 || ch % 4 != 0 || out_w < 4 || out_w > MCU_DWPL_ROW_MAX || in_w > 2 * MCU_DWPL_ROW_MAX ||
+    if (kh != 3 || kw != 3 || ch % 4 != 0 || out_w < 3 || out_w > MCU_DWPL_ROW_MAX || in_w > 2 * MCU_DWPL_ROW_MAX ||
         pad_left > 2) {
         return 0;
     }
@@ -1089,9 +1131,9 @@ static inline void mcu_dwpl_band_s2(const mcu_dwpl_geom *g, int16_t *planes, int
     for (int32_t k = 0; k < 4; ++k) {
         const int16_t *plane = planes + k * g->plane;
         t[k].y = y + k;
-        t[k].end = plane + 2 * (g->len & ~3); /* the quads' (at least one: mcu_dwpl_plan_s2) */
+        t[k].end = plane + 2 * (g->len & ~3); /* the quads' (none for three, else one at least) */
         t[k].lines = nb;
-        mcu_dwpl_channel_s2(plane, g->cols * 2, &t[k], clamp);
+        mcu_dwpl_channel_s2(plane, g->cols * 2, &t[k], clamp, g->len == 3);
     }
 }
 
@@ -1131,8 +1173,10 @@ static __attribute__((noinline, unused)) void mcu_dwpl_layer_s2(const mcu_dwpl_g
     const int clamp = act_min > -128 || act_max < 127;
     const int32_t out_row = g->len * ch;
     mcu_dwpl_ch t[4];
-    /* the plane on by two lines from a line's end, less the pairs' 8 bytes each */
-    mcu_dwpl_ch_layer(t, ch, g->len, 4 * g->cols - 4 * (g->len & ~1), out_row - g->len * ch, act_min, act_max);
+    /* the plane on by two lines from where a line's steps leave the position: less the pairs' 8 bytes each,
+     * at the line's start for three */
+    mcu_dwpl_ch_layer(t, ch, g->len, 4 * g->cols - 4 * (g->len == 3 ? 0 : g->len & ~1), out_row - g->len * ch, act_min,
+                      act_max);
     if (apart) {
         for (int32_t c = 0; c < ch; c += 4) {
             mcu_dwpl_group_init(t, weight + c, ch, 3, 1, 1, q->multiplier + c, q->shift + c,
