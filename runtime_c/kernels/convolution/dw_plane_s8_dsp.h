@@ -360,7 +360,7 @@ typedef struct {
     int32_t skip;        /* bytes from a line's end to the next line's start in the plane */
     int32_t yskip;       /* bytes from a line's last output pixel + step to the next line's first */
     int32_t lines;       /* lines left */
-    int32_t pair;        /* stride 1: two pixels after the line's quads */
+    int32_t tail;        /* the line's pixel count modulo 4: a pair (2) and a pixel alone (1) after its quads */
 } mcu_dwpl_ch;
 
 /* The requantization of the doubled accumulator s = 2 acc (mcu_dwpl_quant_ok held), plus the output
@@ -456,7 +456,7 @@ static inline void mcu_dwpl_ch_layer(mcu_dwpl_ch t[4], int32_t step, int32_t len
 {
     for (int32_t k = 0; k < 4; ++k) {
         t[k].step = step;
-        t[k].pair = len & 2;
+        t[k].tail = len & 3;
         t[k].odd = len & 1;
         t[k].skip = skip;
         t[k].yskip = yskip;
@@ -471,7 +471,7 @@ _Static_assert(offsetof(mcu_dwpl_ch, step) == 4 && offsetof(mcu_dwpl_ch, end) ==
                    offsetof(mcu_dwpl_ch, c) == 44 && offsetof(mcu_dwpl_ch, sh) == 48 &&
                    offsetof(mcu_dwpl_ch, min4) == 52 && offsetof(mcu_dwpl_ch, odd) == 60 &&
                    offsetof(mcu_dwpl_ch, skip) == 64 && offsetof(mcu_dwpl_ch, yskip) == 68 &&
-                   offsetof(mcu_dwpl_ch, lines) == 72 && offsetof(mcu_dwpl_ch, pair) == 76,
+                   offsetof(mcu_dwpl_ch, lines) == 72 && offsetof(mcu_dwpl_ch, tail) == 76,
                "mcu_dwpl_ch layout (offsets in MCU_DWPL_CHANNEL)");
 
 /* A channel's lines, hand-scheduled: r0 the position in the line's first plane line, r1 the bytes
@@ -588,6 +588,11 @@ _Static_assert(offsetof(mcu_dwpl_ch, step) == 4 && offsetof(mcu_dwpl_ch, end) ==
     "strb r8, [r10]\n\t"                                                                      \
     "add r10, r10, r11\n\t"                                                                   \
     "str r10, [r12]\n\t"
+/* The line's tail into the flags: C its pair, N its pixel alone (a pair's steps set no flags: no
+ * instruction of theirs has the S suffix, SSUB8 sets GE only). */
+#define MCU_DWPL_TAIL                                                                         \
+    "ldr r2, [r12, #76]\n\t"                                                                  \
+    "lsls r2, r2, #31\n\t"
 #define MCU_DWPL_CHANNEL(clamp4, clamp2, clamp1)                                              \
     ".p2align 2\n\t" /* the loop's first instruction, 32-bit, in one fetch word: refill 2 not 3 */    \
     "1:\n\t"                                                                                  \
@@ -597,16 +602,13 @@ _Static_assert(offsetof(mcu_dwpl_ch, step) == 4 && offsetof(mcu_dwpl_ch, end) ==
                 MCU_DWPL_MAC4("r8", "r9", "r10", "r11", "add r0, r0, #8\n\t") MCU_DWPL_OUT4(clamp4) \
     "cmp r0, lr\n\t"                                                                          \
     "bne 1b\n\t"                                                                              \
-    "ldr r2, [r12, #76]\n\t"                                                                  \
-    "cmp r2, #0\n\t"                                                                          \
-    "beq 3f\n\t"                                                                              \
+    MCU_DWPL_TAIL                                                                             \
+    "bcc 3f\n\t"                                                                              \
     "ldr r7, [r12, #36]\n\t" MCU_DWPL_LD2("12", "r0") MCU_DWPL_MAC2("r7", "r7", "add lr, r0, r1\n\t") \
         MCU_DWPL_LD2("20", "lr") MCU_DWPL_MAC2("r8", "r9", "add lr, lr, r1\n\t")              \
             MCU_DWPL_LD2("28", "lr") MCU_DWPL_MAC2("r8", "r9", "add r0, r0, #4\n\t") MCU_DWPL_OUT2(clamp2) \
     "3:\n\t"                                                                                  \
-    "ldr r2, [r12, #60]\n\t"                                                                  \
-    "cmp r2, #0\n\t"                                                                          \
-    "beq 2f\n\t"                                                                              \
+    "bpl 2f\n\t"                                                                              \
     "ldr r7, [r12, #36]\n\t" MCU_DWPL_LD2("12", "r0") MCU_DWPL_MAC1("r7", "add lr, r0, r1\n\t") \
         MCU_DWPL_LD2("20", "lr") MCU_DWPL_MAC1("r8", "add lr, lr, r1\n\t") MCU_DWPL_LD2("28", "lr") \
             MCU_DWPL_MAC1("r8", "") MCU_DWPL_OUT1(clamp1) MCU_DWPL_LINE_END("r1")
@@ -751,7 +753,7 @@ static inline void mcu_dwpl_channel(const int16_t *pos, int32_t line_bytes, mcu_
                                    mcu_dwpl_pixel(pos + 2, cols, t), mcu_dwpl_pixel_odd(pos + 2, cols, t)};
             mcu_dwpl_put_out(t, s, 4, clamp);
         }
-        if (t->pair) {
+        if (t->tail & 2) {
             const uint32_t s[2] = {mcu_dwpl_pixel(pos, cols, t), mcu_dwpl_pixel_odd(pos, cols, t)};
             mcu_dwpl_put_out(t, s, 2, clamp);
             pos += 2;
@@ -985,13 +987,10 @@ static __attribute__((noinline, unused)) void mcu_dwpl_rows(const mcu_dwpl_geom 
     "1:\n\t" MCU_DWPL_S2_LINES(MCU_DWPL_S2_X5, MCU_DWPL_S2_Q, "16") MCU_DWPL_OUT4(clamp4)     \
     "cmp r0, lr\n\t"                                                                          \
     "bne 1b\n\t"                                                                              \
-    "ldr r2, [r12, #76]\n\t"                                                                  \
-    "cmp r2, #0\n\t"                                                                          \
-    "beq 3f\n\t" MCU_DWPL_S2_LINES(MCU_DWPL_S2_X3, MCU_DWPL_S2_P, "8") MCU_DWPL_OUT2(clamp2)  \
+    MCU_DWPL_TAIL                                                                             \
+    "bcc 3f\n\t" MCU_DWPL_S2_LINES(MCU_DWPL_S2_X3, MCU_DWPL_S2_P, "8") MCU_DWPL_OUT2(clamp2)  \
     "3:\n\t"                                                                                  \
-    "ldr r2, [r12, #60]\n\t"                                                                  \
-    "cmp r2, #0\n\t"                                                                          \
-    "beq 2f\n\t" MCU_DWPL_S2_LINES(MCU_DWPL_S2_X2, MCU_DWPL_S2_S, "0") MCU_DWPL_OUT1(clamp1)  \
+    "bpl 2f\n\t" MCU_DWPL_S2_LINES(MCU_DWPL_S2_X2, MCU_DWPL_S2_S, "0") MCU_DWPL_OUT1(clamp1)  \
         MCU_DWPL_LINE_END("r1, lsl #1")
 /* Lines of three output pixels: one step a line (the position stays at the line's start). */
 #define MCU_DWPL_CHANNEL3_S2(clamp3)                                                          \
@@ -1059,7 +1058,7 @@ static inline void mcu_dwpl_channel_s2(const int16_t *pos, int32_t line_bytes, m
                                    mcu_dwpl_pixel_s2(pos + 4, cols, t), mcu_dwpl_pixel_s2(pos + 6, cols, t)};
             mcu_dwpl_put_out(t, s, 4, clamp);
         }
-        if (t->pair) {
+        if (t->tail & 2) {
             const uint32_t s[2] = {mcu_dwpl_pixel_s2(pos, cols, t), mcu_dwpl_pixel_s2(pos + 2, cols, t)};
             mcu_dwpl_put_out(t, s, 2, clamp);
             pos += 4;
