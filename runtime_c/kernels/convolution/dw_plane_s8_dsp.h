@@ -651,20 +651,22 @@ _Static_assert(offsetof(mcu_dwpl_ch, step) == 4 && offsetof(mcu_dwpl_ch, end) ==
             MCU_DWPL_LD3("28", "lr") MCU_DWPL_MAC3("r8", "r9", "r10", "") MCU_DWPL_OUT3(clamp3)   \
                 MCU_DWPL_LINE_END("r1")
 /* The line's end: the plane position on by skip, the line's end by `next` (the bytes from an output
- * line's first plane line to the next's), the output on by yskip, the lines counted down. */
+ * line's first plane line to the next's), the output on by yskip, the lines counted down; the five
+ * fields in one chain of single loads. */
 #define MCU_DWPL_LINE_END(next)                                                               \
     "2:\n\t"                                                                                  \
     "ldr lr, [r12, #64]\n\t"                                                                  \
     "ldr r10, [r12, #8]\n\t"                                                                  \
+    "ldr r11, [r12, #68]\n\t"                                                                 \
+    "ldr r2, [r12, #72]\n\t"                                                                  \
+    "ldr r3, [r12]\n\t"                                                                       \
     "add r0, r0, lr\n\t"                                                                      \
     "add r10, r10, " next "\n\t"                                                              \
+    "add r3, r3, r11\n\t"                                                                     \
+    "subs r2, r2, #1\n\t"                                                                     \
     "str r10, [r12, #8]\n\t"                                                                  \
-    "ldrd r10, r11, [r12, #68]\n\t"                                                           \
-    "ldr lr, [r12]\n\t"                                                                       \
-    "add lr, lr, r10\n\t"                                                                     \
-    "str lr, [r12]\n\t"                                                                       \
-    "subs r11, r11, #1\n\t"                                                                   \
-    "str r11, [r12, #72]\n\t"                                                                 \
+    "str r3, [r12]\n\t"                                                                       \
+    "str r2, [r12, #72]\n\t"                                                                  \
     "bne 1b\n\t"
 
 /* Every line of one channel's plane from pos (its first line's position 0); three: lines of three pixels. */
