@@ -482,25 +482,26 @@ _Static_assert(offsetof(mcu_dwpl_ch, step) == 4 && offsetof(mcu_dwpl_ch, end) ==
  *   pixel 0: SMLAD (x0 x1)(w0 w1) + SMLABT x2 w2     pixel 1: SMLATB x1 w0 + SMLAD (x2 x3)(w1 w2)
  *   pixel 2: SMLAD (x2 x3)(w0 w1) + SMLABT x4 w2     pixel 3: SMLATB x3 w0 + SMLAD (x4 x5)(w1 w2)
  * the first kernel line's MACs starting from the bias. The four requantizations share one chain of
- * loads of the multiplier, C and R (the sign of the doubled accumulator added to C ahead of the
- * SMMLAR: the same high word as adding it after); the optional byte clamp on the four bytes packed;
- * one LDM of the output pointer, its step and the quads' end; four STRB. About 83 cycles a quad
- * against 104 for two pairs. A line's last two pixels (a pair) and a last pixel alone (odd) take the
- * same steps with two and one accumulators. */
+ * loads of the multiplier, C and R, the output step and the quads' end (the sign of the doubled
+ * accumulator added to C ahead of the SMMLAR: the same high word as adding it after); the optional
+ * byte clamp on the four bytes packed; four STRB through the output pointer held in r7. About 80
+ * cycles a quad against 104 for two pairs. A line's last two pixels (a pair) and a last pixel alone
+ * (odd) take the same steps with two and one accumulators. The stride-2 loops (below) have no register
+ * left for the output pointer and keep it in memory (MCU_DWPL_OUT4 and its kin). */
 #define MCU_DWPL_CLAMP2                                                                       \
     "bfi r8, r9, #8, #8\n\t"                                                                  \
-    "ldrd r10, r11, [r12, #52]\n\t"                                                           \
-    "ssub8 lr, r8, r10\n\t"                                                                   \
-    "sel r8, r8, r10\n\t"                                                                     \
-    "ssub8 lr, r11, r8\n\t"                                                                   \
-    "sel r8, r8, r11\n\t"                                                                     \
+    "ldrd r2, r3, [r12, #52]\n\t"                                                             \
+    "ssub8 r4, r8, r2\n\t"                                                                    \
+    "sel r8, r8, r2\n\t"                                                                      \
+    "ssub8 r4, r3, r8\n\t"                                                                    \
+    "sel r8, r8, r3\n\t"                                                                      \
     "lsr r9, r8, #8\n\t"
 #define MCU_DWPL_CLAMP1                                                                       \
-    "ldrd r10, r11, [r12, #52]\n\t"                                                           \
-    "ssub8 lr, r8, r10\n\t"                                                                   \
-    "sel r8, r8, r10\n\t"                                                                     \
-    "ssub8 lr, r11, r8\n\t"                                                                   \
-    "sel r8, r8, r11\n\t"
+    "ldrd r2, r3, [r12, #52]\n\t"                                                             \
+    "ssub8 r4, r8, r2\n\t"                                                                    \
+    "sel r8, r8, r2\n\t"                                                                      \
+    "ssub8 r4, r3, r8\n\t"                                                                    \
+    "sel r8, r8, r3\n\t"
 #define MCU_DWPL_CLAMP4                                                                       \
     "bfi r8, r9, #8, #8\n\t"                                                                  \
     "bfi r8, r10, #16, #8\n\t"                                                                \
@@ -527,7 +528,8 @@ _Static_assert(offsetof(mcu_dwpl_ch, step) == 4 && offsetof(mcu_dwpl_ch, end) ==
     "ldr r4, [" x "]\n\t"                                                                     \
     "ldr r5, [" x ", #4]\n\t"
 /* One kernel line's MACs of a quad, a pair, a pixel alone; a0 .. a3: what each accumulator adds to
- * (the bias in r7 for the first kernel line); step: one instruction among them. */
+ * (their own for the second and third kernel lines; MCU_DWPL_MAC4_0 starts the first from the bias);
+ * step: one instruction among them. */
 #define MCU_DWPL_MAC4(a0, a1, a2, a3, step)                                                   \
     "smlad r8, r4, r2, " a0 "\n\t"                                                            \
     "smlatb r9, r4, r2, " a1 "\n\t"                                                           \
@@ -593,31 +595,97 @@ _Static_assert(offsetof(mcu_dwpl_ch, step) == 4 && offsetof(mcu_dwpl_ch, end) ==
 #define MCU_DWPL_TAIL                                                                         \
     "ldr r2, [r12, #76]\n\t"                                                                  \
     "lsls r2, r2, #31\n\t"
+/* Stride 1 keeps the output pointer in r7 from the channel's start (the bias goes to r8, which the
+ * other accumulators start from before r8 itself): per quad no LDM of it and no store back. The first
+ * kernel line's MACs of a quad, a pair, three pixels: */
+#define MCU_DWPL_MAC4_0(step)                                                                 \
+    "smlatb r9, r4, r2, r8\n\t"                                                               \
+    "smlad r10, r5, r2, r8\n\t"                                                               \
+    "smlatb r11, r5, r2, r8\n\t"                                                              \
+    "smlad r8, r4, r2, r8\n\t" step                                                           \
+    "smlabt r8, r5, r3, r8\n\t"                                                               \
+    "smlad r9, r5, r3, r9\n\t"                                                                \
+    "smlabt r10, r6, r3, r10\n\t"                                                             \
+    "smlad r11, r6, r3, r11\n\t"
+#define MCU_DWPL_MAC2_0(step)                                                                 \
+    "smlatb r9, r4, r2, r8\n\t"                                                               \
+    "smlad r8, r4, r2, r8\n\t" step                                                           \
+    "smlabt r8, r5, r3, r8\n\t"                                                               \
+    "smlad r9, r5, r3, r9\n\t"
+/* The requantization's constants and the output step (lr) in one chain; the stores through r7. */
+#define MCU_DWPL_RQ_STEP MCU_DWPL_RQ_CONSTS "ldr lr, [r12, #4]\n\t"
+#define MCU_DWPL_OUT4Y(clamp4)                                                                \
+    MCU_DWPL_RQ_STEP "ldr r5, [r12, #8]\n\t" MCU_DWPL_RQ("r8", "r4") MCU_DWPL_RQ("r9", "r4")  \
+        MCU_DWPL_RQ("r10", "r4") MCU_DWPL_RQ("r11", "r4")                                     \
+    "ssat r8, #8, r8\n\t"                                                                     \
+    "ssat r9, #8, r9\n\t"                                                                     \
+    "ssat r10, #8, r10\n\t"                                                                   \
+    "ssat r11, #8, r11\n\t" clamp4                                                            \
+    "add r4, r7, lr, lsl #1\n\t"                                                              \
+    "strb r8, [r7]\n\t"                                                                       \
+    "strb r9, [r7, lr]\n\t"                                                                   \
+    "strb r10, [r4]\n\t"                                                                      \
+    "strb r11, [r4, lr]\n\t"                                                                  \
+    "add r7, r4, lr, lsl #1\n\t"
+#define MCU_DWPL_OUT2Y(clamp2)                                                                \
+    MCU_DWPL_RQ_STEP MCU_DWPL_RQ("r8", "r4") MCU_DWPL_RQ("r9", "r4")                          \
+    "ssat r8, #8, r8\n\t"                                                                     \
+    "ssat r9, #8, r9\n\t" clamp2                                                              \
+    "strb r8, [r7]\n\t"                                                                       \
+    "strb r9, [r7, lr]\n\t"                                                                   \
+    "add r7, r7, lr, lsl #1\n\t"
+#define MCU_DWPL_OUT1Y(clamp1)                                                                \
+    MCU_DWPL_RQ_STEP MCU_DWPL_RQ("r8", "r4")                                                  \
+    "ssat r8, #8, r8\n\t" clamp1                                                              \
+    "strb r8, [r7]\n\t"                                                                       \
+    "add r7, r7, lr\n\t"
+/* The line's end with the output pointer in r7. */
+#define MCU_DWPL_LINE_END_Y                                                                   \
+    "2:\n\t"                                                                                  \
+    "ldr lr, [r12, #64]\n\t"                                                                  \
+    "ldr r10, [r12, #8]\n\t"                                                                  \
+    "ldr r11, [r12, #68]\n\t"                                                                 \
+    "ldr r2, [r12, #72]\n\t"                                                                  \
+    "add r0, r0, lr\n\t"                                                                      \
+    "add r10, r10, r1\n\t"                                                                    \
+    "add r7, r7, r11\n\t"                                                                     \
+    "subs r2, r2, #1\n\t"                                                                     \
+    "str r10, [r12, #8]\n\t"                                                                  \
+    "str r2, [r12, #72]\n\t"                                                                  \
+    "bne 1b\n\t"
 #define MCU_DWPL_CHANNEL(clamp4, clamp2, clamp1)                                              \
+    "ldr r7, [r12]\n\t"                                                                       \
     ".p2align 2\n\t" /* the loop's first instruction, 32-bit, in one fetch word: refill 2 not 3 */    \
     "1:\n\t"                                                                                  \
-    "ldr r7, [r12, #36]\n\t" MCU_DWPL_LD3("12", "r0")                                         \
-        MCU_DWPL_MAC4("r7", "r7", "r7", "r7", "add lr, r0, r1\n\t") MCU_DWPL_LD3("20", "lr")  \
-            MCU_DWPL_MAC4("r8", "r9", "r10", "r11", "add lr, lr, r1\n\t") MCU_DWPL_LD3("28", "lr") \
-                MCU_DWPL_MAC4("r8", "r9", "r10", "r11", "add r0, r0, #8\n\t") MCU_DWPL_OUT4(clamp4) \
-    "cmp r0, lr\n\t"                                                                          \
+    "ldr r8, [r12, #36]\n\t" MCU_DWPL_LD3("12", "r0") MCU_DWPL_MAC4_0("add lr, r0, r1\n\t")   \
+        MCU_DWPL_LD3("20", "lr") MCU_DWPL_MAC4("r8", "r9", "r10", "r11", "add lr, lr, r1\n\t") \
+            MCU_DWPL_LD3("28", "lr") MCU_DWPL_MAC4("r8", "r9", "r10", "r11", "add r0, r0, #8\n\t") \
+                MCU_DWPL_OUT4Y(clamp4)                                                        \
+    "cmp r0, r5\n\t"                                                                          \
     "bne 1b\n\t"                                                                              \
     MCU_DWPL_TAIL                                                                             \
     "bcc 3f\n\t"                                                                              \
-    "ldr r7, [r12, #36]\n\t" MCU_DWPL_LD2("12", "r0") MCU_DWPL_MAC2("r7", "r7", "add lr, r0, r1\n\t") \
+    "ldr r8, [r12, #36]\n\t" MCU_DWPL_LD2("12", "r0") MCU_DWPL_MAC2_0("add lr, r0, r1\n\t")   \
         MCU_DWPL_LD2("20", "lr") MCU_DWPL_MAC2("r8", "r9", "add lr, lr, r1\n\t")              \
-            MCU_DWPL_LD2("28", "lr") MCU_DWPL_MAC2("r8", "r9", "add r0, r0, #4\n\t") MCU_DWPL_OUT2(clamp2) \
+            MCU_DWPL_LD2("28", "lr") MCU_DWPL_MAC2("r8", "r9", "add r0, r0, #4\n\t") MCU_DWPL_OUT2Y(clamp2) \
     "3:\n\t"                                                                                  \
     "bpl 2f\n\t"                                                                              \
-    "ldr r7, [r12, #36]\n\t" MCU_DWPL_LD2("12", "r0") MCU_DWPL_MAC1("r7", "add lr, r0, r1\n\t") \
+    "ldr r8, [r12, #36]\n\t" MCU_DWPL_LD2("12", "r0") MCU_DWPL_MAC1("r8", "add lr, r0, r1\n\t") \
         MCU_DWPL_LD2("20", "lr") MCU_DWPL_MAC1("r8", "add lr, lr, r1\n\t") MCU_DWPL_LD2("28", "lr") \
-            MCU_DWPL_MAC1("r8", "") MCU_DWPL_OUT1(clamp1) MCU_DWPL_LINE_END("r1")
+            MCU_DWPL_MAC1("r8", "") MCU_DWPL_OUT1Y(clamp1) MCU_DWPL_LINE_END_Y
 /* Lines of three pixels (3 x 3 images): one step a line, the quad's without its fourth pixel; the
  * position stays at the line's start (the skip is a whole plane line). */
-#define MCU_DWPL_MAC3(a0, a1, a2, step)                                                       \
-    "smlad r8, r4, r2, " a0 "\n\t"                                                            \
-    "smlatb r9, r4, r2, " a1 "\n\t"                                                           \
-    "smlad r10, r5, r2, " a2 "\n\t" step                                                      \
+#define MCU_DWPL_MAC3(step)                                                                   \
+    "smlad r8, r4, r2, r8\n\t"                                                                \
+    "smlatb r9, r4, r2, r9\n\t"                                                               \
+    "smlad r10, r5, r2, r10\n\t" step                                                         \
+    "smlabt r8, r5, r3, r8\n\t"                                                               \
+    "smlad r9, r5, r3, r9\n\t"                                                                \
+    "smlabt r10, r6, r3, r10\n\t"
+#define MCU_DWPL_MAC3_0(step)                                                                 \
+    "smlatb r9, r4, r2, r8\n\t"                                                               \
+    "smlad r10, r5, r2, r8\n\t"                                                               \
+    "smlad r8, r4, r2, r8\n\t" step                                                           \
     "smlabt r8, r5, r3, r8\n\t"                                                               \
     "smlad r9, r5, r3, r9\n\t"                                                                \
     "smlabt r10, r6, r3, r10\n\t"
@@ -631,11 +699,14 @@ _Static_assert(offsetof(mcu_dwpl_ch, step) == 4 && offsetof(mcu_dwpl_ch, end) ==
     "sel r8, r8, r3\n\t"                                                                      \
     "lsr r9, r8, #8\n\t"                                                                      \
     "lsr r10, r8, #16\n\t"
-#define MCU_DWPL_OUT3(clamp3)                                                                 \
-    MCU_DWPL_RQ_CONSTS MCU_DWPL_RQ("r8", "r4") MCU_DWPL_RQ("r9", "r5") MCU_DWPL_RQ("r10", "r4")   \
+/* The three requantized outputs (r8-r10), with the output pointer in memory (stride 2) or in r7. */
+#define MCU_DWPL_RQ3(clamp3)                                                                  \
+    MCU_DWPL_RQ("r8", "r4") MCU_DWPL_RQ("r9", "r4") MCU_DWPL_RQ("r10", "r4")                  \
     "ssat r8, #8, r8\n\t"                                                                     \
     "ssat r9, #8, r9\n\t"                                                                     \
-    "ssat r10, #8, r10\n\t" clamp3                                                            \
+    "ssat r10, #8, r10\n\t" clamp3
+#define MCU_DWPL_OUT3(clamp3)                                                                 \
+    MCU_DWPL_RQ_CONSTS MCU_DWPL_RQ3(clamp3)                                                   \
     "ldrd r2, r3, [r12]\n\t"                                                                  \
     "add r4, r2, r3, lsl #1\n\t"                                                              \
     "strb r8, [r2]\n\t"                                                                       \
@@ -643,13 +714,20 @@ _Static_assert(offsetof(mcu_dwpl_ch, step) == 4 && offsetof(mcu_dwpl_ch, end) ==
     "strb r10, [r4]\n\t"                                                                      \
     "add r4, r4, r3\n\t"                                                                      \
     "str r4, [r12]\n\t"
+#define MCU_DWPL_OUT3Y(clamp3)                                                                \
+    MCU_DWPL_RQ_STEP MCU_DWPL_RQ3(clamp3)                                                     \
+    "add r4, r7, lr, lsl #1\n\t"                                                              \
+    "strb r8, [r7]\n\t"                                                                       \
+    "strb r9, [r7, lr]\n\t"                                                                   \
+    "strb r10, [r4]\n\t"                                                                      \
+    "add r7, r4, lr\n\t"
 #define MCU_DWPL_CHANNEL3(clamp3)                                                             \
+    "ldr r7, [r12]\n\t"                                                                       \
     ".p2align 2\n\t"                                                                          \
     "1:\n\t"                                                                                  \
-    "ldr r7, [r12, #36]\n\t" MCU_DWPL_LD3("12", "r0") MCU_DWPL_MAC3("r7", "r7", "r7", "add lr, r0, r1\n\t") \
-        MCU_DWPL_LD3("20", "lr") MCU_DWPL_MAC3("r8", "r9", "r10", "add lr, lr, r1\n\t")       \
-            MCU_DWPL_LD3("28", "lr") MCU_DWPL_MAC3("r8", "r9", "r10", "") MCU_DWPL_OUT3(clamp3)   \
-                MCU_DWPL_LINE_END("r1")
+    "ldr r8, [r12, #36]\n\t" MCU_DWPL_LD3("12", "r0") MCU_DWPL_MAC3_0("add lr, r0, r1\n\t")   \
+        MCU_DWPL_LD3("20", "lr") MCU_DWPL_MAC3("add lr, lr, r1\n\t") MCU_DWPL_LD3("28", "lr") \
+            MCU_DWPL_MAC3("") MCU_DWPL_OUT3Y(clamp3) MCU_DWPL_LINE_END_Y
 /* The line's end: the plane position on by skip, the line's end by `next` (the bytes from an output
  * line's first plane line to the next's), the output on by yskip, the lines counted down; the five
  * fields in one chain of single loads. */
