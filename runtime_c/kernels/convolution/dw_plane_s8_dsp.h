@@ -527,25 +527,23 @@ _Static_assert(offsetof(mcu_dwpl_ch, step) == 4 && offsetof(mcu_dwpl_ch, end) ==
     "ldr r3, [r12, #" wofs " + 4]\n\t"                                                        \
     "ldr r4, [" x "]\n\t"                                                                     \
     "ldr r5, [" x ", #4]\n\t"
-/* One kernel line's MACs of a quad, a pair, a pixel alone; a0 .. a3: what each accumulator adds to
- * (their own for the second and third kernel lines; MCU_DWPL_MAC4_0 starts the first from the bias);
- * step: one instruction among them. */
-#define MCU_DWPL_MAC4(a0, a1, a2, a3, step)                                                   \
-    "smlad r8, r4, r2, " a0 "\n\t"                                                            \
-    "smlatb r9, r4, r2, " a1 "\n\t"                                                           \
-    "smlad r10, r5, r2, " a2 "\n\t"                                                           \
-    "smlatb r11, r5, r2, " a3 "\n\t" step                                                     \
+/* One kernel line's MACs of a quad, a pair, a pixel alone, onto the accumulators (MCU_DWPL_MAC4_0 and
+ * its kin start the first kernel line from the bias); step: one instruction among them. */
+#define MCU_DWPL_MAC4(step)                                                                   \
+    "smlad r8, r4, r2, r8\n\t"                                                                \
+    "smlatb r9, r4, r2, r9\n\t"                                                               \
+    "smlad r10, r5, r2, r10\n\t"                                                              \
+    "smlatb r11, r5, r2, r11\n\t" step                                                        \
     "smlabt r8, r5, r3, r8\n\t"                                                               \
     "smlad r9, r5, r3, r9\n\t"                                                                \
     "smlabt r10, r6, r3, r10\n\t"                                                             \
     "smlad r11, r6, r3, r11\n\t"
-#define MCU_DWPL_MAC2(a0, a1, step)                                                           \
-    "smlad r8, r4, r2, " a0 "\n\t"                                                            \
-    "smlatb r9, r4, r2, " a1 "\n\t" step                                                      \
+#define MCU_DWPL_MAC2(step)                                                                   \
+    "smlad r8, r4, r2, r8\n\t"                                                                \
+    "smlatb r9, r4, r2, r9\n\t" step                                                          \
     "smlabt r8, r5, r3, r8\n\t"                                                               \
     "smlad r9, r5, r3, r9\n\t"
-#define MCU_DWPL_MAC1(a0, step)                                                               \
-    "smlad r8, r4, r2, " a0 "\n\t" step "smlabt r8, r5, r3, r8\n\t"
+#define MCU_DWPL_MAC1(step) "smlad r8, r4, r2, r8\n\t" step "smlabt r8, r5, r3, r8\n\t"
 /* The requantization of accumulator a (mcu_dwpl_rq) with r2 the multiplier, r3 C, r6 R, t a temporary:
  * the sign into C, SMMLAR, the shift; SSAT after all of them. */
 #define MCU_DWPL_RQ_CONSTS                                                                    \
@@ -658,21 +656,21 @@ _Static_assert(offsetof(mcu_dwpl_ch, step) == 4 && offsetof(mcu_dwpl_ch, end) ==
     ".p2align 2\n\t" /* the loop's first instruction, 32-bit, in one fetch word: refill 2 not 3 */    \
     "1:\n\t"                                                                                  \
     "ldr r8, [r12, #36]\n\t" MCU_DWPL_LD3("12", "r0") MCU_DWPL_MAC4_0("add lr, r0, r1\n\t")   \
-        MCU_DWPL_LD3("20", "lr") MCU_DWPL_MAC4("r8", "r9", "r10", "r11", "add lr, lr, r1\n\t") \
-            MCU_DWPL_LD3("28", "lr") MCU_DWPL_MAC4("r8", "r9", "r10", "r11", "add r0, r0, #8\n\t") \
+        MCU_DWPL_LD3("20", "lr") MCU_DWPL_MAC4("add lr, lr, r1\n\t") \
+            MCU_DWPL_LD3("28", "lr") MCU_DWPL_MAC4("add r0, r0, #8\n\t") \
                 MCU_DWPL_OUT4Y(clamp4)                                                        \
     "cmp r0, r5\n\t"                                                                          \
     "bne 1b\n\t"                                                                              \
     MCU_DWPL_TAIL                                                                             \
     "bcc 3f\n\t"                                                                              \
     "ldr r8, [r12, #36]\n\t" MCU_DWPL_LD2("12", "r0") MCU_DWPL_MAC2_0("add lr, r0, r1\n\t")   \
-        MCU_DWPL_LD2("20", "lr") MCU_DWPL_MAC2("r8", "r9", "add lr, lr, r1\n\t")              \
-            MCU_DWPL_LD2("28", "lr") MCU_DWPL_MAC2("r8", "r9", "add r0, r0, #4\n\t") MCU_DWPL_OUT2Y(clamp2) \
+        MCU_DWPL_LD2("20", "lr") MCU_DWPL_MAC2("add lr, lr, r1\n\t")              \
+            MCU_DWPL_LD2("28", "lr") MCU_DWPL_MAC2("add r0, r0, #4\n\t") MCU_DWPL_OUT2Y(clamp2) \
     "3:\n\t"                                                                                  \
     "bpl 2f\n\t"                                                                              \
-    "ldr r8, [r12, #36]\n\t" MCU_DWPL_LD2("12", "r0") MCU_DWPL_MAC1("r8", "add lr, r0, r1\n\t") \
-        MCU_DWPL_LD2("20", "lr") MCU_DWPL_MAC1("r8", "add lr, lr, r1\n\t") MCU_DWPL_LD2("28", "lr") \
-            MCU_DWPL_MAC1("r8", "") MCU_DWPL_OUT1Y(clamp1) MCU_DWPL_LINE_END_Y
+    "ldr r8, [r12, #36]\n\t" MCU_DWPL_LD2("12", "r0") MCU_DWPL_MAC1("add lr, r0, r1\n\t") \
+        MCU_DWPL_LD2("20", "lr") MCU_DWPL_MAC1("add lr, lr, r1\n\t") MCU_DWPL_LD2("28", "lr") \
+            MCU_DWPL_MAC1("") MCU_DWPL_OUT1Y(clamp1) MCU_DWPL_LINE_END_Y
 /* Lines of three pixels (3 x 3 images): one step a line, the quad's without its fourth pixel; the
  * position stays at the line's start (the skip is a whole plane line). */
 #define MCU_DWPL_MAC3(step)                                                                   \
