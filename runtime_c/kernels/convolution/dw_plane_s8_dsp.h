@@ -93,15 +93,20 @@ typedef struct {
 static inline int mcu_dwpl_quant_ok(const mcu_per_channel_quant *q, const int32_t *bias, int32_t ch,
                                     int32_t output_offset)
 {
+    /* In 32-bit arithmetic (it runs per channel before every plane layer): with output_offset an int8
+     * offset (the kernels' requirement, checked here too), |C| = |2 output_offset + 1| 2^(R-1) <= 255 2^23,
+     * and the first test bounds |bias| below 2^30, so no sum below wraps. */
+    if (output_offset < -128 || output_offset > 127) {
+        return 0;
+    }
+    const uint32_t k = (uint32_t)(output_offset < 0 ? -(2 * output_offset + 1) : 2 * output_offset + 1);
     for (int32_t c = 0; c < ch; ++c) {
         if (q->shift[c] > -1 || q->shift[c] < -24) {
             return 0;
         }
-        const int32_t r = -q->shift[c];
-        const int64_t b = bias != NULL ? (int64_t)bias[c] : 0;
-        const int64_t a = (b < 0 ? -b : b) + MCU_DWPL_WINDOW_MAX;
-        const int64_t cc = ((int64_t)1 << (r - 1)) + (int64_t)output_offset * ((int64_t)1 << r);
-        if (2 * a >= ((int64_t)1 << 31) || a + (cc < 0 ? -cc : cc) + 1 >= ((int64_t)1 << 31)) {
+        const int32_t b = bias != NULL ? bias[c] : 0;
+        const uint32_t a = (b < 0 ? 0u - (uint32_t)b : (uint32_t)b) + MCU_DWPL_WINDOW_MAX; /* |bias| + window */
+        if (a >= 1u << 30 || a + (k << (-q->shift[c] - 1)) + 1u >= 1u << 31) {
             return 0;
         }
     }
