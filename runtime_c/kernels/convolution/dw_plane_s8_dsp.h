@@ -10,14 +10,15 @@
  * four planes, one per channel, of (x + input_offset) as int16 with zero borders (a zero adds
  * nothing: the padding needs no test and no bias correction). In a plane two neighbouring pixels of
  * one row are one word, so two output pixels of a kernel row take two words (x0 x1) and (x2 x3)
- * and four MAC instructions for six products, with the channel's nine weights in six registers as
- * the lane pairs (w0 w1) and (w1 w2):
+ * and four MAC instructions for six products, with the channel's weights as the lane pairs
+ * (w0 w1) and (w1 w2) of each kernel row:
  *   pixel 0: SMLAD (x0 x1)(w0 w1) + SMLABT x2 w2      pixel 1: SMLATB x1 w0 + SMLAD (x2 x3)(w1 w2)
- * One assembly loop runs all lines of a channel: per pair of pixels three LDRD, 12 MACs, both
- * requantizations and two byte stores, 38 instructions for 18 MACs against the pixel path's 2 x 24
- * (measured on DS-CNN's 25 x 5 layers with the fill below: 381,824 -> 299,588 estimated cycles each
- * on mps2-an505-u575 with common/rq_s8_dsp.h's 64-bit SMLAL requantization; the doubled weights and
- * one SMMLAR of mcu_dwpl_rq take about 52 cycles a pair instead of 60). Sums are modulo 2^32 in any
+ * One assembly loop runs all lines of a channel, four output pixels a step (a quad: 24 MACs for 36
+ * products), the weights not held in registers but loaded with each kernel row's plane words in one
+ * chain of single loads (on the M4/M33 a load after a load takes one cycle: the six words of a row in
+ * 7 cycles), which leaves the registers for four accumulators: about 80 cycles a quad against 104 for
+ * the two pairs of the loop that held the weights (mobilenet_v1 on mps2-an505-u575: the 48 x 48 x 8
+ * layer 588,414 -> 469,230 estimated cycles with the changes below). Sums are modulo 2^32 in any
  * order: the bits of the plain kernel.
  *
  * Every input of the group's channels is in the planes before the first of their outputs is
@@ -47,10 +48,11 @@
 #define MCU_DWPL_BYTES 512
 #define MCU_DWPL_BAND_MIN 2
 #endif
-/* Shortest line (pixels) worth a plane: on 3 x 3 images the set-up per channel and line costs more
- * than the pairs save (MobileNet's last depthwise layer: 161,300 -> 165,641 estimated cycles on the
- * M33; with the one-SMMLAR requantization and the fill loop 161,125 -> 181,577), from 6 x 6 on the
- * planes win (217,251 against 235,730). */
+/* Shortest line (pixels) of the quad loop. Lines of three pixels take a step of their own (3 x 3
+ * images: mobilenet_v1's last depthwise layer 162,676 -> 125,364 estimated cycles on mps2-an505-u575
+ * against the pixel path, with the group's constants set up in one pass; with pairs and the channel's
+ * set-up the planes had lost there, 161,125 -> 181,577); lines of four keep the other paths (not
+ * measured). */
 #define MCU_DWPL_LEN_MIN 5
 _Static_assert(MCU_DWPL_LEN_MIN >= 4, "a line of the stride-1 planes holds one quad at least (MCU_DWPL_CHANNEL)");
 /* Longest line (pixels): the planes' bound keeps lines far shorter anyway. */
@@ -993,10 +995,12 @@ static __attribute__((noinline, unused)) void mcu_dwpl_rows(const mcu_dwpl_geom 
 
 /* --- stride 2 ----------------------------------------------------------------------------------
  *
- * Output pixel k of a line reads plane columns 2k .. 2k + 2, so a pair of output pixels reads the words
- * (x0 x1), (x2 x3), (x4 x5) of each of its three plane lines (one LDM) and takes four MACs a line:
- *   pixel 0: SMLAD (x0 x1)(w0 w1) + SMLABB x2 w2      pixel 1: SMLAD (x2 x3)(w0 w1) + SMLABB x4 w2
- * The weights take five registers: (w_i0 w_i1) per kernel line and the third column's (w02 w12), (w22 0).
+ * Output pixel k of a line reads plane columns 2k .. 2k + 2, so a quad of output pixels reads the words
+ * (x0 x1) .. (x8 x9) of each of its three plane lines and takes eight MACs a line:
+ *   pixel k: SMLAD (x2k x2k+1)(w0 w1) + SMLABB x2k+2 w2
+ * the kernel line's (w_i0 w_i1) and its third column's weight ((w02 w12), (w22 0)) loaded in the same
+ * chain as the plane words (about 88 cycles a quad against 112 for two pairs with the weights in five
+ * registers); then a pair and a pixel alone, or a line of three pixels in one step.
  * Output line l reads plane lines 2 l .. 2 l + 2. Every input is read (through the fill) once per band
  * of output lines, and a band's first plane line is the previous band's last. */
 #if MCU_S8_DSP_NATIVE
@@ -1222,7 +1226,9 @@ static inline void mcu_dwpl_band_s2(const mcu_dwpl_geom *g, int16_t *planes, int
  * the planes' fill and per-band set-up cost more there; measured on mobilenet_v1 on mps2-an505-u575:
  * 12 x 12 outputs of 32 channels 279,146 -> 253,178 estimated cycles with planes; 6 x 6 of 64 155,650 ->
  * 167,350 with a call per filled line, 156,605 -> 151,288 with mcu_dwpl_fill_lines; 3 x 3 of 128 103,776
- * -> 124,709); the emulated build takes the host tests' small images. */
+ * -> 124,709 with pairs); lines of three outputs take the planes at any count (their one step a line and
+ * a group's constants set up at once: mobilenet_v1's 3 x 3 of 128 103,703 -> 90,874 with the other changes);
+ * the emulated build takes the host tests' small images. */
 #if MCU_S8_DSP_NATIVE
 #define MCU_DWPL_S2_MIN_PIXELS 30
 #else
