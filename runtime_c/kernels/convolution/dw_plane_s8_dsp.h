@@ -496,13 +496,7 @@ _Static_assert(offsetof(mcu_dwpl_ch, step) == 4 && offsetof(mcu_dwpl_ch, end) ==
  * (odd) take the same steps with two and one accumulators. The stride-2 loops (below) have no register
  * left for the output pointer and keep it in memory (MCU_DWPL_OUT4 and its kin). */
 #define MCU_DWPL_CLAMP2                                                                       \
-    "bfi r8, r9, #8, #8\n\t"                                                                  \
-    "ldrd r2, r3, [r12, #52]\n\t"                                                             \
-    "ssub8 r4, r8, r2\n\t"                                                                    \
-    "sel r8, r8, r2\n\t"                                                                      \
-    "ssub8 r4, r3, r8\n\t"                                                                    \
-    "sel r8, r8, r3\n\t"                                                                      \
-    "lsr r9, r8, #8\n\t"
+    "bfi r8, r9, #8, #8\n\t" MCU_DWPL_CLAMP1 "lsr r9, r8, #8\n\t"
 #define MCU_DWPL_CLAMP1                                                                       \
     "ldrd r2, r3, [r12, #52]\n\t"                                                             \
     "ssub8 r4, r8, r2\n\t"                                                                    \
@@ -512,12 +506,7 @@ _Static_assert(offsetof(mcu_dwpl_ch, step) == 4 && offsetof(mcu_dwpl_ch, end) ==
 #define MCU_DWPL_CLAMP4                                                                       \
     "bfi r8, r9, #8, #8\n\t"                                                                  \
     "bfi r8, r10, #16, #8\n\t"                                                                \
-    "bfi r8, r11, #24, #8\n\t"                                                                \
-    "ldrd r2, r3, [r12, #52]\n\t"                                                             \
-    "ssub8 r4, r8, r2\n\t"                                                                    \
-    "sel r8, r8, r2\n\t"                                                                      \
-    "ssub8 r4, r3, r8\n\t"                                                                    \
-    "sel r8, r8, r3\n\t"                                                                      \
+    "bfi r8, r11, #24, #8\n\t" MCU_DWPL_CLAMP1                                                \
     "lsr r9, r8, #8\n\t"                                                                      \
     "lsr r10, r8, #16\n\t"                                                                    \
     "lsr r11, r8, #24\n\t"
@@ -658,26 +647,27 @@ _Static_assert(offsetof(mcu_dwpl_ch, step) == 4 && offsetof(mcu_dwpl_ch, end) ==
     "str r10, [r12, #8]\n\t"                                                                  \
     "str r2, [r12, #72]\n\t"                                                                  \
     "bne 1b\n\t"
+/* A step's three kernel lines: the bias into r8, each line's loads (LD) and MACs (MAC0 for the first),
+ * the plane position on by adv among the last line's MACs. */
+#define MCU_DWPL_ROWS(LD, MAC0, MAC, adv)                                                     \
+    "ldr r8, [r12, #36]\n\t" LD("12", "r0") MAC0("add lr, r0, r1\n\t") LD("20", "lr")          \
+        MAC("add lr, lr, r1\n\t") LD("28", "lr") MAC(adv)
 #define MCU_DWPL_CHANNEL(clamp4, clamp2, clamp1)                                              \
     "ldr r7, [r12]\n\t"                                                                       \
     ".p2align 2\n\t" /* the loop's first instruction, 32-bit, in one fetch word: refill 2 not 3 */    \
     "1:\n\t"                                                                                  \
-    "ldr r8, [r12, #36]\n\t" MCU_DWPL_LD3("12", "r0") MCU_DWPL_MAC4_0("add lr, r0, r1\n\t")   \
-        MCU_DWPL_LD3("20", "lr") MCU_DWPL_MAC4("add lr, lr, r1\n\t") \
-            MCU_DWPL_LD3("28", "lr") MCU_DWPL_MAC4("add r0, r0, #8\n\t") \
-                MCU_DWPL_OUT4Y(clamp4)                                                        \
+    MCU_DWPL_ROWS(MCU_DWPL_LD3, MCU_DWPL_MAC4_0, MCU_DWPL_MAC4, "add r0, r0, #8\n\t")                    \
+        MCU_DWPL_OUT4Y(clamp4)                                                                \
     "cmp r0, r5\n\t"                                                                          \
     "bne 1b\n\t"                                                                              \
     MCU_DWPL_TAIL                                                                             \
     "bcc 3f\n\t"                                                                              \
-    "ldr r8, [r12, #36]\n\t" MCU_DWPL_LD2("12", "r0") MCU_DWPL_MAC2_0("add lr, r0, r1\n\t")   \
-        MCU_DWPL_LD2("20", "lr") MCU_DWPL_MAC2("add lr, lr, r1\n\t")              \
-            MCU_DWPL_LD2("28", "lr") MCU_DWPL_MAC2("add r0, r0, #4\n\t") MCU_DWPL_OUT2Y(clamp2) \
+    MCU_DWPL_ROWS(MCU_DWPL_LD2, MCU_DWPL_MAC2_0, MCU_DWPL_MAC2, "add r0, r0, #4\n\t")                    \
+        MCU_DWPL_OUT2Y(clamp2)                                                                \
     "3:\n\t"                                                                                  \
     "bpl 2f\n\t"                                                                              \
-    "ldr r8, [r12, #36]\n\t" MCU_DWPL_LD2("12", "r0") MCU_DWPL_MAC1("add lr, r0, r1\n\t") \
-        MCU_DWPL_LD2("20", "lr") MCU_DWPL_MAC1("add lr, lr, r1\n\t") MCU_DWPL_LD2("28", "lr") \
-            MCU_DWPL_MAC1("") MCU_DWPL_OUT1Y(clamp1) MCU_DWPL_LINE_END_Y
+    MCU_DWPL_ROWS(MCU_DWPL_LD2, MCU_DWPL_MAC1, MCU_DWPL_MAC1, "") MCU_DWPL_OUT1Y(clamp1)              \
+        MCU_DWPL_LINE_END_Y
 /* Lines of three pixels (3 x 3 images): one step a line, the quad's without its fourth pixel; the
  * position stays at the line's start (the skip is a whole plane line). */
 #define MCU_DWPL_MAC3(step)                                                                   \
@@ -696,12 +686,7 @@ _Static_assert(offsetof(mcu_dwpl_ch, step) == 4 && offsetof(mcu_dwpl_ch, end) ==
     "smlabt r10, r6, r3, r10\n\t"
 #define MCU_DWPL_CLAMP3                                                                       \
     "bfi r8, r9, #8, #8\n\t"                                                                  \
-    "bfi r8, r10, #16, #8\n\t"                                                                \
-    "ldrd r2, r3, [r12, #52]\n\t"                                                             \
-    "ssub8 r4, r8, r2\n\t"                                                                    \
-    "sel r8, r8, r2\n\t"                                                                      \
-    "ssub8 r4, r3, r8\n\t"                                                                    \
-    "sel r8, r8, r3\n\t"                                                                      \
+    "bfi r8, r10, #16, #8\n\t" MCU_DWPL_CLAMP1                                                \
     "lsr r9, r8, #8\n\t"                                                                      \
     "lsr r10, r8, #16\n\t"
 /* The three requantized outputs (r8-r10), with the output pointer in memory (stride 2) or in r7. */
@@ -730,9 +715,8 @@ _Static_assert(offsetof(mcu_dwpl_ch, step) == 4 && offsetof(mcu_dwpl_ch, end) ==
     "ldr r7, [r12]\n\t"                                                                       \
     ".p2align 2\n\t"                                                                          \
     "1:\n\t"                                                                                  \
-    "ldr r8, [r12, #36]\n\t" MCU_DWPL_LD3("12", "r0") MCU_DWPL_MAC3_0("add lr, r0, r1\n\t")   \
-        MCU_DWPL_LD3("20", "lr") MCU_DWPL_MAC3("add lr, lr, r1\n\t") MCU_DWPL_LD3("28", "lr") \
-            MCU_DWPL_MAC3("") MCU_DWPL_OUT3Y(clamp3) MCU_DWPL_LINE_END_Y
+    MCU_DWPL_ROWS(MCU_DWPL_LD3, MCU_DWPL_MAC3_0, MCU_DWPL_MAC3, "") MCU_DWPL_OUT3Y(clamp3)            \
+        MCU_DWPL_LINE_END_Y
 /* The line's end: the plane position on by skip, the line's end by `next` (the bytes from an output
  * line's first plane line to the next's), the output on by yskip, the lines counted down; the five
  * fields in one chain of single loads. */
@@ -752,56 +736,48 @@ _Static_assert(offsetof(mcu_dwpl_ch, step) == 4 && offsetof(mcu_dwpl_ch, end) ==
     "str r2, [r12, #72]\n\t"                                                                  \
     "bne 1b\n\t"
 
+/* One of the channel loops above (or the stride-2 ones below) with pos, the plane line's bytes and the
+ * constants in r0, r1 and r12 (register variables of the caller). */
+#define MCU_DWPL_RUN(loop)                                                                    \
+    __asm__ volatile(loop                                                                     \
+                     : "+r"(r0)                                                               \
+                     : "r"(r1), "r"(r12)                                                      \
+                     : "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "lr", "cc", "memory")
+/* The loop of a layer's lines: three pixels (LOOP3) or quads and their tail (LOOP), with the clamp or not. */
+#define MCU_DWPL_PICK(three, clamp, LOOP3, LOOP)                                              \
+    do {                                                                                      \
+        if (three) {                                                                          \
+            if (clamp) {                                                                      \
+                MCU_DWPL_RUN(LOOP3(MCU_DWPL_CLAMP3));                                         \
+            } else {                                                                          \
+                MCU_DWPL_RUN(LOOP3(""));                                                      \
+            }                                                                                 \
+        } else if (clamp) {                                                                   \
+            MCU_DWPL_RUN(LOOP(MCU_DWPL_CLAMP4, MCU_DWPL_CLAMP2, MCU_DWPL_CLAMP1));            \
+        } else {                                                                              \
+            MCU_DWPL_RUN(LOOP("", "", ""));                                                   \
+        }                                                                                     \
+    } while (0)
+
 /* Every line of one channel's plane from pos (its first line's position 0); three: lines of three pixels. */
 static inline void mcu_dwpl_channel(const int16_t *pos, int32_t line_bytes, mcu_dwpl_ch *t, int clamp, int three)
 {
     register const int16_t *r0 __asm__("r0") = pos;
     register int32_t r1 __asm__("r1") = line_bytes;
     register mcu_dwpl_ch *r12 __asm__("r12") = t;
-    if (three) {
-        if (clamp) {
-            __asm__ volatile(MCU_DWPL_CHANNEL3(MCU_DWPL_CLAMP3)
-                             : "+r"(r0)
-                             : "r"(r1), "r"(r12)
-                             : "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "lr", "cc", "memory");
-        } else {
-            __asm__ volatile(MCU_DWPL_CHANNEL3("")
-                             : "+r"(r0)
-                             : "r"(r1), "r"(r12)
-                             : "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "lr", "cc", "memory");
-        }
-    } else if (clamp) {
-        __asm__ volatile(MCU_DWPL_CHANNEL(MCU_DWPL_CLAMP4, MCU_DWPL_CLAMP2, MCU_DWPL_CLAMP1)
-                         : "+r"(r0)
-                         : "r"(r1), "r"(r12)
-                         : "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "lr", "cc", "memory");
-    } else {
-        __asm__ volatile(MCU_DWPL_CHANNEL("", "", "")
-                         : "+r"(r0)
-                         : "r"(r1), "r"(r12)
-                         : "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "lr", "cc", "memory");
-    }
+    MCU_DWPL_PICK(three, clamp, MCU_DWPL_CHANNEL3, MCU_DWPL_CHANNEL);
 }
 #else
-/* One pixel's accumulator at plane position pos (taps pos .. pos + 2 of three lines). */
-static inline uint32_t mcu_dwpl_pixel(const int16_t *pos, int32_t cols, const mcu_dwpl_ch *t)
+/* The accumulator of the pixel at plane position pos (even; taps pos .. pos + 2 of three lines), or of
+ * the one after it (odd), from the same two words of each line as the assembly (SMLAD and SMLABT, or
+ * SMLATB and SMLAD). */
+static inline uint32_t mcu_dwpl_pixel(const int16_t *pos, int32_t cols, const mcu_dwpl_ch *t, int odd)
 {
     uint32_t s = t->bias;
     for (int32_t i = 0; i < 3; ++i) {
-        s = mcu_dwpl_smlabt(mcu_load_u32(pos + i * cols + 2), t->w[2 * i + 1],
-                            mcu_smlad(mcu_load_u32(pos + i * cols), t->w[2 * i], s));
-    }
-    return s;
-}
-
-/* The second pixel of the pair at pos (even), from the same two words of each line as the assembly
- * (SMLATB, SMLAD). */
-static inline uint32_t mcu_dwpl_pixel_odd(const int16_t *pos, int32_t cols, const mcu_dwpl_ch *t)
-{
-    uint32_t s = t->bias;
-    for (int32_t i = 0; i < 3; ++i) {
-        s = mcu_smlad(mcu_load_u32(pos + i * cols + 2), t->w[2 * i + 1],
-                      mcu_dwpl_smlatb(mcu_load_u32(pos + i * cols), t->w[2 * i], s));
+        const uint32_t a = mcu_load_u32(pos + i * cols), b = mcu_load_u32(pos + i * cols + 2);
+        s = odd ? mcu_smlad(b, t->w[2 * i + 1], mcu_dwpl_smlatb(a, t->w[2 * i], s))
+                : mcu_dwpl_smlabt(b, t->w[2 * i + 1], mcu_smlad(a, t->w[2 * i], s));
     }
     return s;
 }
@@ -826,25 +802,25 @@ static inline void mcu_dwpl_channel(const int16_t *pos, int32_t line_bytes, mcu_
     const int32_t cols = line_bytes / 2;
     for (; t->lines > 0; --t->lines) {
         if (three) {
-            const uint32_t s[3] = {mcu_dwpl_pixel(pos, cols, t), mcu_dwpl_pixel_odd(pos, cols, t),
-                                   mcu_dwpl_pixel(pos + 2, cols, t)};
+            const uint32_t s[3] = {mcu_dwpl_pixel(pos, cols, t, 0), mcu_dwpl_pixel(pos, cols, t, 1),
+                                   mcu_dwpl_pixel(pos + 2, cols, t, 0)};
             mcu_dwpl_put_out(t, s, 3, clamp);
             pos = (const int16_t *)(const void *)((const char *)pos + t->skip);
             t->y += t->yskip;
             continue;
         }
         for (; pos != t->end; pos += 4) {
-            const uint32_t s[4] = {mcu_dwpl_pixel(pos, cols, t), mcu_dwpl_pixel_odd(pos, cols, t),
-                                   mcu_dwpl_pixel(pos + 2, cols, t), mcu_dwpl_pixel_odd(pos + 2, cols, t)};
+            const uint32_t s[4] = {mcu_dwpl_pixel(pos, cols, t, 0), mcu_dwpl_pixel(pos, cols, t, 1),
+                                   mcu_dwpl_pixel(pos + 2, cols, t, 0), mcu_dwpl_pixel(pos + 2, cols, t, 1)};
             mcu_dwpl_put_out(t, s, 4, clamp);
         }
         if (t->tail & 2) {
-            const uint32_t s[2] = {mcu_dwpl_pixel(pos, cols, t), mcu_dwpl_pixel_odd(pos, cols, t)};
+            const uint32_t s[2] = {mcu_dwpl_pixel(pos, cols, t, 0), mcu_dwpl_pixel(pos, cols, t, 1)};
             mcu_dwpl_put_out(t, s, 2, clamp);
             pos += 2;
         }
         if (t->odd) {
-            const uint32_t s[1] = {mcu_dwpl_pixel(pos, cols, t)};
+            const uint32_t s[1] = {mcu_dwpl_pixel(pos, cols, t, 0)};
             mcu_dwpl_put_out(t, s, 1, clamp);
         }
         pos = (const int16_t *)(const void *)((const char *)pos + t->skip);
@@ -1092,29 +1068,7 @@ static inline void mcu_dwpl_channel_s2(const int16_t *pos, int32_t line_bytes, m
     register const int16_t *r0 __asm__("r0") = pos;
     register int32_t r1 __asm__("r1") = line_bytes;
     register mcu_dwpl_ch *r12 __asm__("r12") = t;
-    if (three) {
-        if (clamp) {
-            __asm__ volatile(MCU_DWPL_CHANNEL3_S2(MCU_DWPL_CLAMP3)
-                             : "+r"(r0)
-                             : "r"(r1), "r"(r12)
-                             : "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "lr", "cc", "memory");
-        } else {
-            __asm__ volatile(MCU_DWPL_CHANNEL3_S2("")
-                             : "+r"(r0)
-                             : "r"(r1), "r"(r12)
-                             : "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "lr", "cc", "memory");
-        }
-    } else if (clamp) {
-        __asm__ volatile(MCU_DWPL_CHANNEL_S2(MCU_DWPL_CLAMP4, MCU_DWPL_CLAMP2, MCU_DWPL_CLAMP1)
-                         : "+r"(r0)
-                         : "r"(r1), "r"(r12)
-                         : "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "lr", "cc", "memory");
-    } else {
-        __asm__ volatile(MCU_DWPL_CHANNEL_S2("", "", "")
-                         : "+r"(r0)
-                         : "r"(r1), "r"(r12)
-                         : "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "lr", "cc", "memory");
-    }
+    MCU_DWPL_PICK(three, clamp, MCU_DWPL_CHANNEL3_S2, MCU_DWPL_CHANNEL_S2);
 }
 #else
 /* The same in C (the emulated build): pixel 0 of the pair at plane position pos, from the same words. */
