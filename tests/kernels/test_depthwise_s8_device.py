@@ -45,6 +45,9 @@ CASES = [
     # lines of whole quads (8) and of quads, a pair and a pixel alone (11), with the clamps of all three
     (8, 6, 8, 3, 3, 1, 1, 1, "inplace", (-100, 90), "fast"),
     (12, 7, 11, 3, 3, 1, 1, 1, "inplace", (-90, 100), "fast"),
+    # lines of six without the clamp: one step a line (MobileNet's 6 x 6 layers), padding 1 and 2 across
+    (16, 6, 6, 3, 3, 1, 1, 1, "inplace", (-128, 127), "fast"),
+    (8, 5, 6, 3, 3, 1, 2, 1, "inplace", (-128, 127), "fast"),
     (16, 8, 3, 3, 3, 1, 1, 1, "overlap", (-128, 127), "fast"),
     (8, 3, 3, 3, 3, 1, 1, 1, "inplace", (-128, 127), "fast"),  # too few pixels for the row path
     (12, 4, 4, 3, 3, 1, 1, 1, "apart", (-5, 127), "fast"),

@@ -54,6 +54,9 @@
  * set-up the planes had lost there, 161,125 -> 181,577); lines of four keep the other paths (not
  * measured). */
 #define MCU_DWPL_LEN_MIN 5
+/* The stride-1 loop of a layer's lines: one step a line for three pixels, and for six without the clamp
+ * (MCU_DWPL_CHANNEL6 has no register for it); else quads and their tail (0). */
+#define MCU_DWPL_KIND(len, clamp) ((len) == 3 ? 3 : (len) == 6 && !(clamp) ? 6 : 0)
 _Static_assert(MCU_DWPL_LEN_MIN >= 4, "a line of the stride-1 planes holds one quad at least (MCU_DWPL_CHANNEL)");
 /* Longest line (pixels): the planes' bound keeps lines far shorter anyway. */
 #define MCU_DWPL_ROW_MAX 128
@@ -368,6 +371,7 @@ typedef struct {
     int32_t yskip;       /* bytes from a line's last output pixel + step to the next line's first */
     int32_t lines;       /* lines left */
     int32_t tail;        /* the line's pixel count modulo 4: a pair (2) and a pixel alone (1) after its quads */
+    int32_t line;        /* bytes of a plane line (lines of six) */
 } mcu_dwpl_ch;
 
 /* The requantization of the doubled accumulator s = 2 acc (mcu_dwpl_quant_ok held), plus the output
@@ -478,7 +482,7 @@ _Static_assert(offsetof(mcu_dwpl_ch, step) == 4 && offsetof(mcu_dwpl_ch, end) ==
                    offsetof(mcu_dwpl_ch, c) == 44 && offsetof(mcu_dwpl_ch, sh) == 48 &&
                    offsetof(mcu_dwpl_ch, min4) == 52 && offsetof(mcu_dwpl_ch, odd) == 60 &&
                    offsetof(mcu_dwpl_ch, skip) == 64 && offsetof(mcu_dwpl_ch, yskip) == 68 &&
-                   offsetof(mcu_dwpl_ch, lines) == 72 && offsetof(mcu_dwpl_ch, tail) == 76,
+                   offsetof(mcu_dwpl_ch, lines) == 72 && offsetof(mcu_dwpl_ch, tail) == 76 && offsetof(mcu_dwpl_ch, line) == 80,
                "mcu_dwpl_ch layout (offsets in MCU_DWPL_CHANNEL)");
 
 /* A channel's lines, hand-scheduled: r0 the position in the line's first plane line, r1 the bytes
@@ -717,6 +721,73 @@ _Static_assert(offsetof(mcu_dwpl_ch, step) == 4 && offsetof(mcu_dwpl_ch, end) ==
     "1:\n\t"                                                                                  \
     MCU_DWPL_ROWS(MCU_DWPL_LD3, MCU_DWPL_MAC3_0, MCU_DWPL_MAC3, "") MCU_DWPL_OUT3Y(clamp3)            \
         MCU_DWPL_LINE_END_Y
+/* Lines of six pixels without the clamp (6 x 6 images: a quad and a pair cost 126 cycles a line, six
+ * accumulators one step of about 107): the weights in lr and r1 (the plane line's bytes from the
+ * constants), the plane words x0 .. x7 in r2-r5, the accumulators r6-r11; the position ends two plane
+ * lines on (the skip goes back one). */
+#define MCU_DWPL_MAC6(a)                                                                      \
+    "smlad r6, r2, lr, " a "\n\t"                                                             \
+    "smlatb r7, r2, lr, r7\n\t"                                                               \
+    "smlad r8, r3, lr, r8\n\t"                                                                \
+    "smlatb r9, r3, lr, r9\n\t"                                                               \
+    "smlad r10, r4, lr, r10\n\t"                                                              \
+    "smlatb r11, r4, lr, r11\n\t"                                                             \
+    "smlabt r6, r3, r1, r6\n\t"                                                               \
+    "smlad r7, r3, r1, r7\n\t"                                                                \
+    "smlabt r8, r4, r1, r8\n\t"                                                               \
+    "smlad r9, r4, r1, r9\n\t"                                                                \
+    "smlabt r10, r5, r1, r10\n\t"                                                             \
+    "smlad r11, r5, r1, r11\n\t"
+#define MCU_DWPL_LD6(wofs)                                                                    \
+    "ldr lr, [r12, #" wofs "]\n\t"                                                            \
+    "ldr r1, [r12, #" wofs " + 4]\n\t"                                                        \
+    "ldr r2, [r0]\n\t"                                                                        \
+    "ldr r3, [r0, #4]\n\t"                                                                    \
+    "ldr r4, [r0, #8]\n\t"                                                                    \
+    "ldr r5, [r0, #12]\n\t"
+#define MCU_DWPL_NEXT6                                                                        \
+    "ldr r1, [r12, #80]\n\t"                                                                  \
+    "add r0, r0, r1\n\t"
+#define MCU_DWPL_RQ6(a) "add r3, lr, " a ", asr #31\n\t" "smmlar " a ", " a ", r1, r3\n\t" "asr " a ", " a ", r2\n\t"
+#define MCU_DWPL_CHANNEL6                                                                     \
+    ".p2align 2\n\t"                                                                          \
+    "1:\n\t"                                                                                  \
+    "ldr r6, [r12, #36]\n\t" MCU_DWPL_LD6("12")                                                \
+    "smlatb r7, r2, lr, r6\n\t"                                                               \
+    "smlad r8, r3, lr, r6\n\t"                                                                \
+    "smlatb r9, r3, lr, r6\n\t"                                                               \
+    "smlad r10, r4, lr, r6\n\t"                                                               \
+    "smlatb r11, r4, lr, r6\n\t"                                                              \
+    "smlad r6, r2, lr, r6\n\t"                                                                \
+    "smlabt r6, r3, r1, r6\n\t"                                                               \
+    "smlad r7, r3, r1, r7\n\t"                                                                \
+    "smlabt r8, r4, r1, r8\n\t"                                                               \
+    "smlad r9, r4, r1, r9\n\t"                                                                \
+    "smlabt r10, r5, r1, r10\n\t"                                                             \
+    "smlad r11, r5, r1, r11\n\t" MCU_DWPL_NEXT6 MCU_DWPL_LD6("20") MCU_DWPL_MAC6("r6") MCU_DWPL_NEXT6 \
+        MCU_DWPL_LD6("28") MCU_DWPL_MAC6("r6")                                                \
+    "ldr r1, [r12, #40]\n\t"                                                                  \
+    "ldr lr, [r12, #44]\n\t"                                                                  \
+    "ldr r2, [r12, #48]\n\t" MCU_DWPL_RQ6("r6") MCU_DWPL_RQ6("r7") MCU_DWPL_RQ6("r8")          \
+        MCU_DWPL_RQ6("r9") MCU_DWPL_RQ6("r10") MCU_DWPL_RQ6("r11")                            \
+    "ssat r6, #8, r6\n\t"                                                                     \
+    "ssat r7, #8, r7\n\t"                                                                     \
+    "ssat r8, #8, r8\n\t"                                                                     \
+    "ssat r9, #8, r9\n\t"                                                                     \
+    "ssat r10, #8, r10\n\t"                                                                   \
+    "ssat r11, #8, r11\n\t"                                                                   \
+    "ldr r3, [r12]\n\t"                                                                       \
+    "ldr r4, [r12, #4]\n\t"                                                                   \
+    "add r5, r3, r4, lsl #1\n\t"                                                              \
+    "strb r6, [r3]\n\t"                                                                       \
+    "strb r7, [r3, r4]\n\t"                                                                   \
+    "strb r8, [r5]\n\t"                                                                       \
+    "strb r9, [r5, r4]\n\t"                                                                   \
+    "add r5, r5, r4, lsl #1\n\t"                                                              \
+    "add r3, r5, r4, lsl #1\n\t"                                                              \
+    "strb r10, [r5]\n\t"                                                                      \
+    "strb r11, [r5, r4]\n\t"                                                                  \
+    "str r3, [r12]\n\t" MCU_DWPL_LINE_END("r1")
 /* The line's end: the plane position on by skip, the line's end by `next` (the bytes from an output
  * line's first plane line to the next's), the output on by yskip, the lines counted down; the five
  * fields in one chain of single loads. */
@@ -760,12 +831,19 @@ _Static_assert(offsetof(mcu_dwpl_ch, step) == 4 && offsetof(mcu_dwpl_ch, end) ==
     } while (0)
 
 /* Every line of one channel's plane from pos (its first line's position 0); three: lines of three pixels. */
-static inline void mcu_dwpl_channel(const int16_t *pos, int32_t line_bytes, mcu_dwpl_ch *t, int clamp, int three)
+static inline void mcu_dwpl_channel(const int16_t *pos, int32_t line_bytes, mcu_dwpl_ch *t, int clamp, int kind)
 {
     register const int16_t *r0 __asm__("r0") = pos;
     register int32_t r1 __asm__("r1") = line_bytes;
     register mcu_dwpl_ch *r12 __asm__("r12") = t;
-    MCU_DWPL_PICK(three, clamp, MCU_DWPL_CHANNEL3, MCU_DWPL_CHANNEL);
+    if (kind == 6) { /* MCU_DWPL_KIND: never with the clamp */
+        __asm__ volatile(MCU_DWPL_CHANNEL6
+                         : "+r"(r0), "+r"(r1)
+                         : "r"(r12)
+                         : "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "lr", "cc", "memory");
+        return;
+    }
+    MCU_DWPL_PICK(kind == 3, clamp, MCU_DWPL_CHANNEL3, MCU_DWPL_CHANNEL);
 }
 #else
 /* The accumulator of the pixel at plane position pos (even; taps pos .. pos + 2 of three lines), or of
@@ -796,15 +874,18 @@ static inline void mcu_dwpl_put_out(mcu_dwpl_ch *t, const uint32_t *s, int32_t n
 }
 
 /* The same lines in C (the emulated build), in the assembly's steps: quads, a pair, a pixel alone; or
- * lines of three pixels in one step. */
-static inline void mcu_dwpl_channel(const int16_t *pos, int32_t line_bytes, mcu_dwpl_ch *t, int clamp, int three)
+ * lines of three or six pixels in one step (MCU_DWPL_KIND). */
+static inline void mcu_dwpl_channel(const int16_t *pos, int32_t line_bytes, mcu_dwpl_ch *t, int clamp, int kind)
 {
     const int32_t cols = line_bytes / 2;
     for (; t->lines > 0; --t->lines) {
-        if (three) {
-            const uint32_t s[3] = {mcu_dwpl_pixel(pos, cols, t, 0), mcu_dwpl_pixel(pos, cols, t, 1),
-                                   mcu_dwpl_pixel(pos + 2, cols, t, 0)};
-            mcu_dwpl_put_out(t, s, 3, clamp);
+        if (kind == 3 || kind == 6) { /* one step a line; six leaves the position two plane lines on */
+            uint32_t s[6];
+            for (int32_t k = 0; k < kind; ++k) {
+                s[k] = mcu_dwpl_pixel(pos + 2 * (k / 2), cols, t, k & 1);
+            }
+            mcu_dwpl_put_out(t, s, kind, clamp);
+            pos += kind == 6 ? 2 * cols : 0;
             pos = (const int16_t *)(const void *)((const char *)pos + t->skip);
             t->y += t->yskip;
             continue;
@@ -857,8 +938,10 @@ static __attribute__((noinline, unused)) void mcu_dwpl_layer(const mcu_dwpl_geom
     const int32_t quads = g->len & ~3; /* int16 of a line's quads of pixels (one at least: MCU_DWPL_LEN_MIN) */
     mcu_dwpl_ch t[4];
     const int32_t step = g->transposed ? (int32_t)row : ch;
-    /* the plane on from where a line's steps leave the position: after its pairs, at its start for three */
-    const int32_t skip = (g->cols - (g->len == 3 ? 0 : pairs)) * 2;
+    const int kind = MCU_DWPL_KIND(g->len, clamp);
+    /* the plane on from where a line's steps leave the position: after its pairs, at its start for three,
+     * two plane lines on for six */
+    const int32_t skip = kind == 6 ? -2 * g->cols : (g->cols - (kind == 3 ? 0 : pairs)) * 2;
     mcu_dwpl_ch_layer(t, step, g->len, skip, (int32_t)line_step - g->len * step, act_min, act_max);
     for (int32_t b = 0; b < n; ++b) {
         const int8_t *xb = x + (size_t)b * image;
@@ -897,7 +980,8 @@ static __attribute__((noinline, unused)) void mcu_dwpl_layer(const mcu_dwpl_geom
                     t[k].y = yb + (size_t)l0 * line_step + c + k;
                     t[k].end = plane + quads;
                     t[k].lines = nb;
-                    mcu_dwpl_channel(plane, g->cols * 2, &t[k], clamp, g->len == 3);
+                    t[k].line = g->cols * 2;
+                    mcu_dwpl_channel(plane, g->cols * 2, &t[k], clamp, kind);
                 }
             }
         }
