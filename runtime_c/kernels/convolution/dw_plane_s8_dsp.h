@@ -18,7 +18,7 @@
  * chain of single loads (on the M4/M33 a load after a load takes one cycle: the six words of a row in
  * 7 cycles), which leaves the registers for four accumulators: about 80 cycles a quad against 104 for
  * the two pairs of the loop that held the weights (mobilenet_v1 on mps2-an505-u575: the 48 x 48 x 8
- * layer 588,414 -> 469,230 estimated cycles with the changes below). Sums are modulo 2^32 in any
+ * layer 588,414 -> 465,233 estimated cycles with the changes below). Sums are modulo 2^32 in any
  * order: the bits of the plain kernel.
  *
  * Every input of the group's channels is in the planes before the first of their outputs is
@@ -49,7 +49,7 @@
 #define MCU_DWPL_BAND_MIN 2
 #endif
 /* Shortest line (pixels) of the quad loop. Lines of three pixels take a step of their own (3 x 3
- * images: mobilenet_v1's last depthwise layer 162,676 -> 125,364 estimated cycles on mps2-an505-u575
+ * images: mobilenet_v1's last depthwise layer 162,676 -> 127,328 estimated cycles on mps2-an505-u575
  * against the pixel path, with the group's constants set up in one pass; with pairs and the channel's
  * set-up the planes had lost there, 161,125 -> 181,577); lines of four keep the other paths (not
  * measured). */
@@ -1265,7 +1265,7 @@ static inline void mcu_dwpl_band_s2(const mcu_dwpl_geom *g, int16_t *planes, int
  * 12 x 12 outputs of 32 channels 279,146 -> 253,178 estimated cycles with planes; 6 x 6 of 64 155,650 ->
  * 167,350 with a call per filled line, 156,605 -> 151,288 with mcu_dwpl_fill_lines; 3 x 3 of 128 103,776
  * -> 124,709 with pairs); lines of three outputs take the planes at any count (their one step a line and
- * a group's constants set up at once: mobilenet_v1's 3 x 3 of 128 103,703 -> 90,874 with the other changes);
+ * a group's constants set up at once: mobilenet_v1's 3 x 3 of 128 103,703 -> 90,764 with the other changes);
  * the emulated build takes the host tests' small images. */
 #if MCU_S8_DSP_NATIVE
 #define MCU_DWPL_S2_MIN_PIXELS 30
