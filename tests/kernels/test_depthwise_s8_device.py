@@ -42,6 +42,12 @@ CASES = [
     (12, 9, 4, 3, 3, 1, 2, 0, "inplace", (-90, 100), "fast"),
     (8, 4, 6, 3, 3, 1, 0, 2, "inplace", (-100, 90), "fast"),
     (8, 30, 24, 3, 3, 1, 1, 1, "inplace", (-128, 127), "fast"),  # planes in three bands of lines
+    # lines of whole quads (8) and of quads, a pair and a pixel alone (11), with the clamps of all three
+    (8, 6, 8, 3, 3, 1, 1, 1, "inplace", (-100, 90), "fast"),
+    (12, 7, 11, 3, 3, 1, 1, 1, "inplace", (-90, 100), "fast"),
+    # lines of six without the clamp: one step a line (MobileNet's 6 x 6 layers), padding 1 and 2 across
+    (16, 6, 6, 3, 3, 1, 1, 1, "inplace", (-128, 127), "fast"),
+    (8, 5, 6, 3, 3, 1, 2, 1, "inplace", (-128, 127), "fast"),
     (16, 8, 3, 3, 3, 1, 1, 1, "overlap", (-128, 127), "fast"),
     (8, 3, 3, 3, 3, 1, 1, 1, "inplace", (-128, 127), "fast"),  # too few pixels for the row path
     (12, 4, 4, 3, 3, 1, 1, 1, "apart", (-5, 127), "fast"),
@@ -60,6 +66,7 @@ CASES = [
     (64, 3, 20, 3, 3, 1, 1, 1, "overlap", (-128, 127), "fast"),  # row above the stack buffer: pixel order
     (256, 3, 3, 3, 3, 1, 1, 1, "inplace", (-128, 127), "fast"),  # MobileNet's last depthwise (pixel path)
     (128, 6, 6, 3, 3, 2, 1, 1, "overlap", (-128, 127), "fast"),
+    (8, 7, 6, 3, 3, 2, 1, 1, "apart", (-100, 90), "fast"),  # stride-2 planes' lines of three, clamped
     # stride 2 over channel planes (more than 200 output pixels): bands through the row buffer, odd lines
     # and the clamp straight into a separate output, channels not lined up with the input's
     (8, 30, 32, 3, 3, 2, 1, 1, "overlap", (-128, 127), "fast"),

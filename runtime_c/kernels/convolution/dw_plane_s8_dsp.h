@@ -10,14 +10,15 @@
  * four planes, one per channel, of (x + input_offset) as int16 with zero borders (a zero adds
  * nothing: the padding needs no test and no bias correction). In a plane two neighbouring pixels of
  * one row are one word, so two output pixels of a kernel row take two words (x0 x1) and (x2 x3)
- * and four MAC instructions for six products, with the channel's nine weights in six registers as
- * the lane pairs (w0 w1) and (w1 w2):
+ * and four MAC instructions for six products, with the channel's weights as the lane pairs
+ * (w0 w1) and (w1 w2) of each kernel row:
  *   pixel 0: SMLAD (x0 x1)(w0 w1) + SMLABT x2 w2      pixel 1: SMLATB x1 w0 + SMLAD (x2 x3)(w1 w2)
- * One assembly loop runs all lines of a channel: per pair of pixels three LDRD, 12 MACs, both
- * requantizations and two byte stores, 38 instructions for 18 MACs against the pixel path's 2 x 24
- * (measured on DS-CNN's 25 x 5 layers with the fill below: 381,824 -> 299,588 estimated cycles each
- * on mps2-an505-u575 with common/rq_s8_dsp.h's 64-bit SMLAL requantization; the doubled weights and
- * one SMMLAR of mcu_dwpl_rq take about 52 cycles a pair instead of 60). Sums are modulo 2^32 in any
+ * One assembly loop runs all lines of a channel, four output pixels a step (a quad: 24 MACs for 36
+ * products), the weights not held in registers but loaded with each kernel row's plane words in one
+ * chain of single loads (on the M4/M33 a load after a load takes one cycle: the six words of a row in
+ * 7 cycles), which leaves the registers for four accumulators: about 80 cycles a quad against 104 for
+ * the two pairs of the loop that held the weights (mobilenet_v1 on mps2-an505-u575: the 48 x 48 x 8
+ * layer 588,414 -> 465,233 estimated cycles with the changes below). Sums are modulo 2^32 in any
  * order: the bits of the plain kernel.
  *
  * Every input of the group's channels is in the planes before the first of their outputs is
@@ -47,11 +48,16 @@
 #define MCU_DWPL_BYTES 512
 #define MCU_DWPL_BAND_MIN 2
 #endif
-/* Shortest line (pixels) worth a plane: on 3 x 3 images the set-up per channel and line costs more
- * than the pairs save (MobileNet's last depthwise layer: 161,300 -> 165,641 estimated cycles on the
- * M33; with the one-SMMLAR requantization and the fill loop 161,125 -> 181,577), from 6 x 6 on the
- * planes win (217,251 against 235,730). */
+/* Shortest line (pixels) of the quad loop. Lines of three pixels take a step of their own (3 x 3
+ * images: mobilenet_v1's last depthwise layer 162,676 -> 127,328 estimated cycles on mps2-an505-u575
+ * against the pixel path, with the group's constants set up in one pass; with pairs and the channel's
+ * set-up the planes had lost there, 161,125 -> 181,577); lines of four keep the other paths (not
+ * measured). */
 #define MCU_DWPL_LEN_MIN 5
+/* The stride-1 loop of a layer's lines: one step a line for three pixels, and for six without the clamp
+ * (MCU_DWPL_CHANNEL6 has no register for it); else quads and their tail (0). */
+#define MCU_DWPL_KIND(len, clamp) ((len) == 3 ? 3 : (len) == 6 && !(clamp) ? 6 : 0)
+_Static_assert(MCU_DWPL_LEN_MIN >= 4, "a line of the stride-1 planes holds one quad at least (MCU_DWPL_CHANNEL)");
 /* Longest line (pixels): the planes' bound keeps lines far shorter anyway. */
 #define MCU_DWPL_ROW_MAX 128
 
@@ -68,12 +74,6 @@ static inline uint32_t mcu_dwpl_smlatb(uint32_t a, uint32_t b, uint32_t acc)
 }
 
 #endif
-
-/* Lanes (lo, hi) of a word. */
-static inline uint32_t mcu_dwpl_pair(int32_t lo, int32_t hi)
-{
-    return ((uint32_t)lo & 0xFFFFu) | ((uint32_t)hi << 16);
-}
 
 /* A plane holds a band of one channel's image with a zero border, its lines along the image's longer
  * side (transposed when the image is taller than wide: the per-line set-up then serves more pixels,
@@ -98,15 +98,20 @@ typedef struct {
 static inline int mcu_dwpl_quant_ok(const mcu_per_channel_quant *q, const int32_t *bias, int32_t ch,
                                     int32_t output_offset)
 {
+    /* In 32-bit arithmetic (it runs per channel before every plane layer): with output_offset an int8
+     * offset (the kernels' requirement, checked here too), |C| = |2 output_offset + 1| 2^(R-1) <= 255 2^23,
+     * and the first test bounds |bias| below 2^30, so no sum below wraps. */
+    if (output_offset < -128 || output_offset > 127) {
+        return 0;
+    }
+    const uint32_t k = (uint32_t)(output_offset < 0 ? -(2 * output_offset + 1) : 2 * output_offset + 1);
     for (int32_t c = 0; c < ch; ++c) {
         if (q->shift[c] > -1 || q->shift[c] < -24) {
             return 0;
         }
-        const int32_t r = -q->shift[c];
-        const int64_t b = bias != NULL ? (int64_t)bias[c] : 0;
-        const int64_t a = (b < 0 ? -b : b) + MCU_DWPL_WINDOW_MAX;
-        const int64_t cc = ((int64_t)1 << (r - 1)) + (int64_t)output_offset * ((int64_t)1 << r);
-        if (2 * a >= ((int64_t)1 << 31) || a + (cc < 0 ? -cc : cc) + 1 >= ((int64_t)1 << 31)) {
+        const int32_t b = bias != NULL ? bias[c] : 0;
+        const uint32_t a = (b < 0 ? 0u - (uint32_t)b : (uint32_t)b) + MCU_DWPL_WINDOW_MAX; /* |bias| + window */
+        if (a >= 1u << 30 || a + (k << (-q->shift[c] - 1)) + 1u >= 1u << 31) {
             return 0;
         }
     }
@@ -121,7 +126,7 @@ static inline int mcu_dwpl_plan(mcu_dwpl_geom *g, int32_t kh, int32_t kw, int32_
 {
     const int transposed = h > w;
     const int32_t lines = transposed ? w : h, len = transposed ? h : w;
-    if (kh != 3 || kw != 3 || ch % 4 != 0 || len < MCU_DWPL_LEN_MIN || len > MCU_DWPL_ROW_MAX) {
+    if (kh != 3 || kw != 3 || ch % 4 != 0 || (len < MCU_DWPL_LEN_MIN && len != 3) || len > MCU_DWPL_ROW_MAX) {
         return 0;
     }
     const int32_t cols = (len + 4) & ~1;
@@ -185,12 +190,11 @@ static inline void mcu_dwpl_put1(int16_t *d, int32_t pl, const int8_t *s, uint32
 static inline void mcu_dwpl_put2(int16_t *d, int32_t pl, const int8_t *a, const int8_t *b, uint32_t off2)
 {
     const uint32_t va = mcu_load_u32(a), vb = mcu_load_u32(b);
-    const uint32_t ea = mcu_sxtab16(off2, va), eb = mcu_sxtab16(off2, vb);
-    const uint32_t oa = mcu_sxtab16_ror8(off2, va), ob = mcu_sxtab16_ror8(off2, vb);
-    mcu_store_u32(d, mcu_dwpl_lows(ea, eb));
-    mcu_store_u32(d + 2 * pl, mcu_dwpl_highs(ea, eb));
-    mcu_store_u32(d + pl, mcu_dwpl_lows(oa, ob));
-    mcu_store_u32(d + 3 * pl, mcu_dwpl_highs(oa, ob));
+    const uint32_t lo = mcu_dwpl_lows(va, vb), hi = mcu_dwpl_highs(va, vb); /* bytes (a0 a1 b0 b1), (a2 a3 b2 b3) */
+    mcu_store_u32(d, mcu_sxtab16(off2, lo));
+    mcu_store_u32(d + pl, mcu_sxtab16_ror8(off2, lo));
+    mcu_store_u32(d + 2 * pl, mcu_sxtab16(off2, hi));
+    mcu_store_u32(d + 3 * pl, mcu_sxtab16_ror8(off2, hi));
 }
 
 #if MCU_S8_DSP_NATIVE
@@ -226,8 +230,10 @@ _Static_assert(sizeof(mcu_dwpl_fill_args) == 44, "mcu_dwpl_fill_args layout (mcu
     "strh r8, [r6], #2\n\t"
 
 /* mcu_dwpl_put2 over runs of pairs and mcu_dwpl_put1 at their ends, all lines of a fill in one call,
- * hand-scheduled with the four plane pointers post-incremented: per pair of pixels two LDR, four SXTAB16,
- * four PKH and four STR, 21 cycles for 8 values on the M4/M33 model. One call per fill rather than one
+ * hand-scheduled with the four plane pointers post-incremented: per pair of pixels two LDR, two PKH that
+ * pair the two pixels' bytes of channels (0, 1) and (2, 3) first, four SXTAB16 that widen them (and add
+ * the offset) straight into plane words, four STR: 18 cycles for 8 values on the M4/M33 model (21 with
+ * the words widened before they were paired). One call per fill rather than one
  * per line with the lone pixels in C: the call's saved registers, the pointers' set-up and the C pixels
  * cost about 40 cycles a line (6 x 6 images: a line is 6 pixels). */
 static __attribute__((naked, noinline, unused)) void mcu_dwpl_fill_lines(mcu_dwpl_fill_args *a)
@@ -250,18 +256,16 @@ static __attribute__((naked, noinline, unused)) void mcu_dwpl_fill_lines(mcu_dwp
                      "ldr r8, [r2]\n\t"
                      "ldr r9, [r2, r3]\n\t"
                      "add r2, r2, r3, lsl #1\n\t"
-                     "sxtab16 r10, r7, r8\n\t"
-                     "sxtab16 r8, r7, r8, ror #8\n\t"
-                     "sxtab16 r11, r7, r9\n\t"
-                     "sxtab16 r9, r7, r9, ror #8\n\t"
-                     "pkhbt r12, r10, r11, lsl #16\n\t"
-                     "pkhtb r11, r11, r10, asr #16\n\t"
-                     "str r12, [r0], #4\n\t"
                      "pkhbt r10, r8, r9, lsl #16\n\t"
-                     "str r11, [r5], #4\n\t"
-                     "pkhtb r9, r9, r8, asr #16\n\t"
+                     "pkhtb r11, r9, r8, asr #16\n\t"
+                     "sxtab16 r12, r7, r10\n\t"
+                     "sxtab16 r10, r7, r10, ror #8\n\t"
+                     "str r12, [r0], #4\n\t"
+                     "sxtab16 r12, r7, r11\n\t"
                      "str r10, [r4], #4\n\t"
-                     "str r9, [r6], #4\n\t"
+                     "sxtab16 r11, r7, r11, ror #8\n\t"
+                     "str r12, [r5], #4\n\t"
+                     "str r11, [r6], #4\n\t"
                      "subs r1, r1, #1\n\t"
                      "bne 1b\n\t"
                      "5:\n\t"
@@ -355,7 +359,7 @@ static inline void mcu_dwpl_line4(const mcu_dwpl_geom *g, int16_t *planes, int32
 typedef struct {
     int8_t *y;          /* the next output pixel */
     int32_t step;       /* bytes between a line's output pixels */
-    const int16_t *end; /* the plane position after the current line's last pair of pixels */
+    const int16_t *end; /* the plane position after the current line's last quad (stride 1) or pair of pixels */
     uint32_t w[6];      /* kernel line i: 2 (w_i0, w_i1) and 2 (w_i1, w_i2) in the plane's orientation */
     uint32_t bias;      /* 2 bias */
     int32_t m;          /* the multiplier */
@@ -366,6 +370,8 @@ typedef struct {
     int32_t skip;        /* bytes from a line's end to the next line's start in the plane */
     int32_t yskip;       /* bytes from a line's last output pixel + step to the next line's first */
     int32_t lines;       /* lines left */
+    int32_t tail;        /* the line's pixel count modulo 4: a pair (2) and a pixel alone (1) after its quads */
+    int32_t line;        /* bytes of a plane line (lines of six) */
 } mcu_dwpl_ch;
 
 /* The requantization of the doubled accumulator s = 2 acc (mcu_dwpl_quant_ok held), plus the output
@@ -384,20 +390,90 @@ static inline int32_t mcu_dwpl_rq(const mcu_dwpl_ch *t, uint32_t s)
     return mcu_clamp_s32(mcu_asr32(mcu_u32_to_s32(hi), t->sh), -128, 127);
 }
 
-/* Channel k's constants: the weights of kernel line i at wr[i] (taps wr[i][0], wr[i][next], wr[i][2 next]),
- * the requantization (multiplier, shift in [-24, -1]), the bias (or none). */
-static inline void mcu_dwpl_ch_init(mcu_dwpl_ch *t, const int8_t *const wr[3], int32_t next, int32_t multiplier,
-                                    int32_t shift, int32_t output_offset, const int32_t *bias)
+/* Channel (0, 1) or (2, 3)'s lanes of two doubled words: (lo(a), lo(b)) or (hi(a), hi(b)). */
+static inline __attribute__((always_inline)) uint32_t mcu_dwpl_pick(int hi, uint32_t a, uint32_t b)
 {
-    for (int32_t i = 0; i < 3; ++i) {
-        t->w[2 * i] = mcu_dwpl_pair(2 * wr[i][0], 2 * wr[i][next]);
-        t->w[2 * i + 1] = mcu_dwpl_pair(2 * wr[i][next], 2 * wr[i][2 * next]);
+    return hi ? mcu_dwpl_highs(a, b) : mcu_dwpl_lows(a, b);
+}
+
+/* One channel's weight words from its lane (hi) of the nine doubled taps l0 .. l8 (tap 3 i + j). */
+static inline __attribute__((always_inline)) void mcu_dwpl_ch_lanes(mcu_dwpl_ch *tk, int hi, int s2, uint32_t l0,
+                                                                      uint32_t l1, uint32_t l2, uint32_t l3,
+                                                                      uint32_t l4, uint32_t l5, uint32_t l6,
+                                                                      uint32_t l7, uint32_t l8)
+{
+    if (!s2) {
+        tk->w[0] = mcu_dwpl_pick(hi, l0, l1);
+        tk->w[1] = mcu_dwpl_pick(hi, l1, l2);
+        tk->w[2] = mcu_dwpl_pick(hi, l3, l4);
+        tk->w[3] = mcu_dwpl_pick(hi, l4, l5);
+        tk->w[4] = mcu_dwpl_pick(hi, l6, l7);
+        tk->w[5] = mcu_dwpl_pick(hi, l7, l8);
+    } else {
+        tk->w[0] = mcu_dwpl_pick(hi, l0, l1);
+        tk->w[1] = mcu_dwpl_pick(hi, l3, l4);
+        tk->w[2] = mcu_dwpl_pick(hi, l6, l7);
+        tk->w[3] = mcu_dwpl_pick(hi, l2, l5);
+        tk->w[4] = mcu_dwpl_pick(hi, l8, 0);
+        tk->w[5] = 0;
     }
-    const int32_t r = -shift;
-    t->bias = bias != NULL ? 2u * (uint32_t)*bias : 0u;
-    t->m = multiplier;
-    t->c = (int32_t)(((int64_t)1 << (r - 1)) + (int64_t)output_offset * ((int64_t)1 << r)); /* quant_ok: fits */
-    t->sh = r;
+}
+
+/* The constants of channels c .. c + 3 into t[0 .. 3] (w: their first tap's weights, taps [3][3][ch]):
+ * kernel line i's taps at (i across + j along) ch bytes, j = 0 .. 2 (across 3, along 1; transposed
+ * lines 1 and 3). Stride 1 (s2 0): the lane pairs (w_i0 w_i1), (w_i1 w_i2); stride 2: (w_i0 w_i1) of the
+ * three kernel lines, then the third column's (w02 w12), (w22 0). All four channels from one word per
+ * tap, doubled and split into lane pairs with SXTB16/SXTAB16 and packed with PKHBT/PKHTB, in straight
+ * lines: about a third of the instructions of a channel's bytes one by one, for the 3 x 3 and 6 x 6
+ * images where a channel's set-up weighs against its few pixels. Then the requantization (shift in
+ * [-24, -1]) and the bias. */
+static inline void mcu_dwpl_group_init(mcu_dwpl_ch t[4], const int8_t *w, int32_t ch, int32_t across, int32_t along,
+                                       int s2, const int32_t *multiplier, const int32_t *shift, const int32_t *bias,
+                                       int32_t output_offset)
+{
+    const size_t a = (size_t)across * (size_t)ch, b = (size_t)along * (size_t)ch;
+    const uint32_t v0 = mcu_load_u32(w), v1 = mcu_load_u32(w + b), v2 = mcu_load_u32(w + 2 * b);
+    const uint32_t v3 = mcu_load_u32(w + a), v4 = mcu_load_u32(w + a + b), v5 = mcu_load_u32(w + a + 2 * b);
+    const uint32_t v6 = mcu_load_u32(w + 2 * a), v7 = mcu_load_u32(w + 2 * a + b);
+    const uint32_t v8 = mcu_load_u32(w + 2 * a + 2 * b);
+#define MCU_DWPL_EVEN(v) mcu_sxtab16(mcu_sxtb16(v), v)            /* channels 0 and 2, doubled */
+#define MCU_DWPL_ODD(v) mcu_sxtab16_ror8(mcu_sxtb16_ror8(v), v)   /* channels 1 and 3 */
+    const uint32_t e0 = MCU_DWPL_EVEN(v0), e1 = MCU_DWPL_EVEN(v1), e2 = MCU_DWPL_EVEN(v2), e3 = MCU_DWPL_EVEN(v3),
+                   e4 = MCU_DWPL_EVEN(v4), e5 = MCU_DWPL_EVEN(v5), e6 = MCU_DWPL_EVEN(v6), e7 = MCU_DWPL_EVEN(v7),
+                   e8 = MCU_DWPL_EVEN(v8);
+    mcu_dwpl_ch_lanes(&t[0], 0, s2, e0, e1, e2, e3, e4, e5, e6, e7, e8);
+    mcu_dwpl_ch_lanes(&t[2], 1, s2, e0, e1, e2, e3, e4, e5, e6, e7, e8);
+    const uint32_t o0 = MCU_DWPL_ODD(v0), o1 = MCU_DWPL_ODD(v1), o2 = MCU_DWPL_ODD(v2), o3 = MCU_DWPL_ODD(v3),
+                   o4 = MCU_DWPL_ODD(v4), o5 = MCU_DWPL_ODD(v5), o6 = MCU_DWPL_ODD(v6), o7 = MCU_DWPL_ODD(v7),
+                   o8 = MCU_DWPL_ODD(v8);
+#undef MCU_DWPL_EVEN
+#undef MCU_DWPL_ODD
+    mcu_dwpl_ch_lanes(&t[1], 0, s2, o0, o1, o2, o3, o4, o5, o6, o7, o8);
+    mcu_dwpl_ch_lanes(&t[3], 1, s2, o0, o1, o2, o3, o4, o5, o6, o7, o8);
+    for (int32_t k = 0; k < 4; ++k) {
+        const int32_t r = -shift[k];
+        t[k].bias = bias != NULL ? 2u * (uint32_t)bias[k] : 0u;
+        t[k].m = multiplier[k];
+        /* 2^(R-1) + output_offset 2^R: fits (mcu_dwpl_quant_ok); unsigned, so that no step overflows */
+        t[k].c = mcu_u32_to_s32((1u << (r - 1)) + ((uint32_t)output_offset << r));
+        t[k].sh = r;
+    }
+}
+
+/* The fields of t[0 .. 3] fixed for a layer: the output step, the line's tail, the plane's skip from a
+ * line's end to the next line, the output's, the clamp. */
+static inline void mcu_dwpl_ch_layer(mcu_dwpl_ch t[4], int32_t step, int32_t len, int32_t skip, int32_t yskip,
+                                     int32_t act_min, int32_t act_max)
+{
+    for (int32_t k = 0; k < 4; ++k) {
+        t[k].step = step;
+        t[k].tail = len & 3;
+        t[k].odd = len & 1;
+        t[k].skip = skip;
+        t[k].yskip = yskip;
+        t[k].min4 = mcu_splat4_s8(act_min);
+        t[k].max4 = mcu_splat4_s8(act_max);
+    }
 }
 
 #if MCU_S8_DSP_NATIVE
@@ -406,171 +482,427 @@ _Static_assert(offsetof(mcu_dwpl_ch, step) == 4 && offsetof(mcu_dwpl_ch, end) ==
                    offsetof(mcu_dwpl_ch, c) == 44 && offsetof(mcu_dwpl_ch, sh) == 48 &&
                    offsetof(mcu_dwpl_ch, min4) == 52 && offsetof(mcu_dwpl_ch, odd) == 60 &&
                    offsetof(mcu_dwpl_ch, skip) == 64 && offsetof(mcu_dwpl_ch, yskip) == 68 &&
-                   offsetof(mcu_dwpl_ch, lines) == 72,
+                   offsetof(mcu_dwpl_ch, lines) == 72 && offsetof(mcu_dwpl_ch, tail) == 76 && offsetof(mcu_dwpl_ch, line) == 80,
                "mcu_dwpl_ch layout (offsets in MCU_DWPL_CHANNEL)");
 
 /* A channel's lines, hand-scheduled: r0 the position in the line's first plane line, r1 the bytes
- * of a plane line, r2-r7 the weights, r8/r9 the two accumulators, r12 the constants (mcu_dwpl_ch).
- * Per pair: the bias, three LDRD (the second and third plane line from lr, stepped ahead of its
- * load), 12 MACs; both requantizations (mcu_dwpl_rq) share one LDRD of the multiplier and C and one
- * load of R; the optional byte clamp (SSUB8/SEL on the two bytes packed); one LDM of the output
- * pointer, its step and the line's end; two STRB. An odd last pixel runs the first half alone. */
+ * of a plane line, r12 the constants (mcu_dwpl_ch), r8-r11 the accumulators. Four output pixels a
+ * step (a quad): per kernel line its two weight words and the plane words (x0 x1) (x2 x3) (x4 x5) in
+ * one chain of single loads (a load after a load takes one cycle on the M4/M33: six words in 7 cycles
+ * where the weights held in registers left room for two pixels only, three LDRD a pair), then
+ *   pixel 0: SMLAD (x0 x1)(w0 w1) + SMLABT x2 w2     pixel 1: SMLATB x1 w0 + SMLAD (x2 x3)(w1 w2)
+ *   pixel 2: SMLAD (x2 x3)(w0 w1) + SMLABT x4 w2     pixel 3: SMLATB x3 w0 + SMLAD (x4 x5)(w1 w2)
+ * the first kernel line's MACs starting from the bias. The four requantizations share one chain of
+ * loads of the multiplier, C and R, the output step and the quads' end (the sign of the doubled
+ * accumulator added to C ahead of the SMMLAR: the same high word as adding it after); the optional
+ * byte clamp on the four bytes packed; four STRB through the output pointer held in r7. About 80
+ * cycles a quad against 104 for two pairs. A line's last two pixels (a pair) and a last pixel alone
+ * (odd) take the same steps with two and one accumulators. The stride-2 loops (below) have no register
+ * left for the output pointer and keep it in memory (MCU_DWPL_OUT4 and its kin). */
 #define MCU_DWPL_CLAMP2                                                                       \
-    "bfi r8, r9, #8, #8\n\t"                                                                  \
-    "ldrd r10, r11, [r12, #52]\n\t"                                                           \
-    "ssub8 lr, r8, r10\n\t"                                                                   \
-    "sel r8, r8, r10\n\t"                                                                     \
-    "ssub8 lr, r11, r8\n\t"                                                                   \
-    "sel r8, r8, r11\n\t"                                                                     \
-    "lsr r9, r8, #8\n\t"
+    "bfi r8, r9, #8, #8\n\t" MCU_DWPL_CLAMP1 "lsr r9, r8, #8\n\t"
 #define MCU_DWPL_CLAMP1                                                                       \
-    "ldrd r10, r11, [r12, #52]\n\t"                                                           \
-    "ssub8 lr, r8, r10\n\t"                                                                   \
-    "sel r8, r8, r10\n\t"                                                                     \
-    "ssub8 lr, r11, r8\n\t"                                                                   \
-    "sel r8, r8, r11\n\t"
-#define MCU_DWPL_CHANNEL(clamp2, clamp1)                                                      \
-    "add lr, r12, #12\n\t"                                                                    \
-    "ldm lr, {r2, r3, r4, r5, r6, r7}\n\t"                                                    \
-    ".p2align 2\n\t" /* the loop's first instruction, 32-bit, in one fetch word: refill 2 not 3 */    \
-    "1:\n\t"                                                                                  \
-    "ldr r8, [r12, #36]\n\t"                                                                  \
-    "ldrd r10, r11, [r0], #4\n\t"                                                             \
-    "mov r9, r8\n\t"                                                                          \
-    "add lr, r0, r1\n\t"                                                                      \
-    "smlad r8, r10, r2, r8\n\t"                                                               \
-    "smlatb r9, r10, r2, r9\n\t"                                                              \
-    "smlabt r8, r11, r3, r8\n\t"                                                              \
-    "smlad r9, r11, r3, r9\n\t"                                                               \
-    "ldrd r10, r11, [lr, #-4]\n\t"                                                            \
-    "add lr, lr, r1\n\t"                                                                      \
-    "smlad r8, r10, r4, r8\n\t"                                                               \
-    "smlatb r9, r10, r4, r9\n\t"                                                              \
-    "smlabt r8, r11, r5, r8\n\t"                                                              \
-    "smlad r9, r11, r5, r9\n\t"                                                               \
-    "ldrd r10, r11, [lr, #-4]\n\t"                                                            \
-    "smlad r8, r10, r6, r8\n\t"                                                               \
-    "smlatb r9, r10, r6, r9\n\t"                                                              \
-    "smlabt r8, r11, r7, r8\n\t"                                                              \
-    "smlad r9, r11, r7, r9\n\t"                                                               \
-    "ldrd r10, r11, [r12, #40]\n\t"                                                           \
-    "smmlar lr, r8, r10, r11\n\t"                                                             \
-    "add r8, lr, r8, asr #31\n\t"                                                             \
-    "smmlar lr, r9, r10, r11\n\t"                                                             \
-    "add r9, lr, r9, asr #31\n\t"                                                             \
-    "ldr lr, [r12, #48]\n\t"                                                                  \
-    "asr r8, r8, lr\n\t"                                                                      \
-    "asr r9, r9, lr\n\t"                                                                      \
+    "ldrd r2, r3, [r12, #52]\n\t"                                                             \
+    "ssub8 r4, r8, r2\n\t"                                                                    \
+    "sel r8, r8, r2\n\t"                                                                      \
+    "ssub8 r4, r3, r8\n\t"                                                                    \
+    "sel r8, r8, r3\n\t"
+#define MCU_DWPL_CLAMP4                                                                       \
+    "bfi r8, r9, #8, #8\n\t"                                                                  \
+    "bfi r8, r10, #16, #8\n\t"                                                                \
+    "bfi r8, r11, #24, #8\n\t" MCU_DWPL_CLAMP1                                                \
+    "lsr r9, r8, #8\n\t"                                                                      \
+    "lsr r10, r8, #16\n\t"                                                                    \
+    "lsr r11, r8, #24\n\t"
+/* Kernel line i's weights (offset wofs) and plane words from x (then x, a register, stepped on by
+ * `step`, an instruction among the MACs that follow). */
+#define MCU_DWPL_LD3(wofs, x)                                                                 \
+    "ldr r2, [r12, #" wofs "]\n\t"                                                            \
+    "ldr r3, [r12, #" wofs " + 4]\n\t"                                                        \
+    "ldr r4, [" x "]\n\t"                                                                     \
+    "ldr r5, [" x ", #4]\n\t"                                                                 \
+    "ldr r6, [" x ", #8]\n\t"
+#define MCU_DWPL_LD2(wofs, x)                                                                 \
+    "ldr r2, [r12, #" wofs "]\n\t"                                                            \
+    "ldr r3, [r12, #" wofs " + 4]\n\t"                                                        \
+    "ldr r4, [" x "]\n\t"                                                                     \
+    "ldr r5, [" x ", #4]\n\t"
+/* One kernel line's MACs of a quad, a pair, a pixel alone, onto the accumulators (MCU_DWPL_MAC4_0 and
+ * its kin start the first kernel line from the bias); step: one instruction among them. */
+#define MCU_DWPL_MAC4(step)                                                                   \
+    "smlad r8, r4, r2, r8\n\t"                                                                \
+    "smlatb r9, r4, r2, r9\n\t"                                                               \
+    "smlad r10, r5, r2, r10\n\t"                                                              \
+    "smlatb r11, r5, r2, r11\n\t" step                                                        \
+    "smlabt r8, r5, r3, r8\n\t"                                                               \
+    "smlad r9, r5, r3, r9\n\t"                                                                \
+    "smlabt r10, r6, r3, r10\n\t"                                                             \
+    "smlad r11, r6, r3, r11\n\t"
+#define MCU_DWPL_MAC2(step)                                                                   \
+    "smlad r8, r4, r2, r8\n\t"                                                                \
+    "smlatb r9, r4, r2, r9\n\t" step                                                          \
+    "smlabt r8, r5, r3, r8\n\t"                                                               \
+    "smlad r9, r5, r3, r9\n\t"
+#define MCU_DWPL_MAC1(step) "smlad r8, r4, r2, r8\n\t" step "smlabt r8, r5, r3, r8\n\t"
+/* The requantization of accumulator a (mcu_dwpl_rq) with r2 the multiplier, r3 C, r6 R, t a temporary:
+ * the sign into C, SMMLAR, the shift; SSAT after all of them. */
+#define MCU_DWPL_RQ_CONSTS                                                                    \
+    "ldr r2, [r12, #40]\n\t"                                                                  \
+    "ldr r3, [r12, #44]\n\t"                                                                  \
+    "ldr r6, [r12, #48]\n\t"
+#define MCU_DWPL_RQ(a, t)                                                                     \
+    "add " t ", r3, " a ", asr #31\n\t"                                                       \
+    "smmlar " a ", " a ", r2, " t "\n\t"                                                      \
+    "asr " a ", " a ", r6\n\t"
+/* The requantized, clamped outputs of a quad (r8-r11), a pair (r8, r9), a pixel alone (r8) stored from
+ * the output pointer on, by its step, and the pointer stepped past them (the quad's LDM also loads the
+ * quads' end into lr). */
+#define MCU_DWPL_OUT4(clamp4)                                                                 \
+    MCU_DWPL_RQ_CONSTS MCU_DWPL_RQ("r8", "r4") MCU_DWPL_RQ("r9", "r5") MCU_DWPL_RQ("r10", "r4")   \
+        MCU_DWPL_RQ("r11", "r5")                                                              \
+    "ssat r8, #8, r8\n\t"                                                                     \
+    "ssat r9, #8, r9\n\t"                                                                     \
+    "ssat r10, #8, r10\n\t"                                                                   \
+    "ssat r11, #8, r11\n\t" clamp4                                                            \
+    "ldm r12, {r2, r3, lr}\n\t"                                                               \
+    "add r4, r2, r3, lsl #1\n\t"                                                              \
+    "strb r8, [r2]\n\t"                                                                       \
+    "strb r9, [r2, r3]\n\t"                                                                   \
+    "strb r10, [r4]\n\t"                                                                      \
+    "strb r11, [r4, r3]\n\t"                                                                  \
+    "add r4, r4, r3, lsl #1\n\t"                                                              \
+    "str r4, [r12]\n\t"
+#define MCU_DWPL_OUT2(clamp2)                                                                 \
+    MCU_DWPL_RQ_CONSTS MCU_DWPL_RQ("r8", "r4") MCU_DWPL_RQ("r9", "r5")                        \
     "ssat r8, #8, r8\n\t"                                                                     \
     "ssat r9, #8, r9\n\t" clamp2                                                              \
-    "ldm r12, {r10, r11, lr}\n\t"                                                             \
+    "ldrd r10, r11, [r12]\n\t"                                                                \
     "strb r8, [r10]\n\t"                                                                      \
     "strb r9, [r10, r11]\n\t"                                                                 \
     "add r10, r10, r11, lsl #1\n\t"                                                           \
-    "str r10, [r12]\n\t"                                                                      \
-    "cmp r0, lr\n\t"                                                                          \
-    "bne 1b\n\t"                                                                              \
-    "ldr lr, [r12, #60]\n\t"                                                                  \
-    "cmp lr, #0\n\t"                                                                          \
-    "beq 2f\n\t"                                                                              \
-    "ldr r8, [r12, #36]\n\t"                                                                  \
-    "ldrd r10, r11, [r0]\n\t"                                                                 \
-    "add lr, r0, r1\n\t"                                                                      \
-    "smlad r8, r10, r2, r8\n\t"                                                               \
-    "smlabt r8, r11, r3, r8\n\t"                                                              \
-    "ldrd r10, r11, [lr]\n\t"                                                                 \
-    "add lr, lr, r1\n\t"                                                                      \
-    "smlad r8, r10, r4, r8\n\t"                                                               \
-    "smlabt r8, r11, r5, r8\n\t"                                                              \
-    "ldrd r10, r11, [lr]\n\t"                                                                 \
-    "smlad r8, r10, r6, r8\n\t"                                                               \
-    "smlabt r8, r11, r7, r8\n\t"                                                              \
-    "ldrd r10, r11, [r12, #40]\n\t"                                                           \
-    "smmlar lr, r8, r10, r11\n\t"                                                             \
-    "add r8, lr, r8, asr #31\n\t"                                                             \
-    "ldr lr, [r12, #48]\n\t"                                                                  \
-    "asr r8, r8, lr\n\t"                                                                      \
+    "str r10, [r12]\n\t"
+#define MCU_DWPL_OUT1(clamp1)                                                                 \
+    MCU_DWPL_RQ_CONSTS MCU_DWPL_RQ("r8", "r4")                                                \
     "ssat r8, #8, r8\n\t" clamp1                                                              \
     "ldrd r10, r11, [r12]\n\t"                                                                \
     "strb r8, [r10]\n\t"                                                                      \
     "add r10, r10, r11\n\t"                                                                   \
-    "str r10, [r12]\n\t"                                                                      \
-    MCU_DWPL_LINE_END("r1")
+    "str r10, [r12]\n\t"
+/* The line's tail into the flags: C its pair, N its pixel alone (a pair's steps set no flags: no
+ * instruction of theirs has the S suffix, SSUB8 sets GE only). */
+#define MCU_DWPL_TAIL                                                                         \
+    "ldr r2, [r12, #76]\n\t"                                                                  \
+    "lsls r2, r2, #31\n\t"
+/* Stride 1 keeps the output pointer in r7 from the channel's start (the bias goes to r8, which the
+ * other accumulators start from before r8 itself): per quad no LDM of it and no store back. The first
+ * kernel line's MACs of a quad, a pair, three pixels: */
+#define MCU_DWPL_MAC4_0(step)                                                                 \
+    "smlatb r9, r4, r2, r8\n\t"                                                               \
+    "smlad r10, r5, r2, r8\n\t"                                                               \
+    "smlatb r11, r5, r2, r8\n\t"                                                              \
+    "smlad r8, r4, r2, r8\n\t" step                                                           \
+    "smlabt r8, r5, r3, r8\n\t"                                                               \
+    "smlad r9, r5, r3, r9\n\t"                                                                \
+    "smlabt r10, r6, r3, r10\n\t"                                                             \
+    "smlad r11, r6, r3, r11\n\t"
+#define MCU_DWPL_MAC2_0(step)                                                                 \
+    "smlatb r9, r4, r2, r8\n\t"                                                               \
+    "smlad r8, r4, r2, r8\n\t" step                                                           \
+    "smlabt r8, r5, r3, r8\n\t"                                                               \
+    "smlad r9, r5, r3, r9\n\t"
+/* The requantization's constants and the output step (lr) in one chain; the stores through r7. */
+#define MCU_DWPL_RQ_STEP MCU_DWPL_RQ_CONSTS "ldr lr, [r12, #4]\n\t"
+#define MCU_DWPL_OUT4Y(clamp4)                                                                \
+    MCU_DWPL_RQ_STEP "ldr r5, [r12, #8]\n\t" MCU_DWPL_RQ("r8", "r4") MCU_DWPL_RQ("r9", "r4")  \
+        MCU_DWPL_RQ("r10", "r4") MCU_DWPL_RQ("r11", "r4")                                     \
+    "ssat r8, #8, r8\n\t"                                                                     \
+    "ssat r9, #8, r9\n\t"                                                                     \
+    "ssat r10, #8, r10\n\t"                                                                   \
+    "ssat r11, #8, r11\n\t" clamp4                                                            \
+    "add r4, r7, lr, lsl #1\n\t"                                                              \
+    "strb r8, [r7]\n\t"                                                                       \
+    "strb r9, [r7, lr]\n\t"                                                                   \
+    "strb r10, [r4]\n\t"                                                                      \
+    "strb r11, [r4, lr]\n\t"                                                                  \
+    "add r7, r4, lr, lsl #1\n\t"
+#define MCU_DWPL_OUT2Y(clamp2)                                                                \
+    MCU_DWPL_RQ_STEP MCU_DWPL_RQ("r8", "r4") MCU_DWPL_RQ("r9", "r4")                          \
+    "ssat r8, #8, r8\n\t"                                                                     \
+    "ssat r9, #8, r9\n\t" clamp2                                                              \
+    "strb r8, [r7]\n\t"                                                                       \
+    "strb r9, [r7, lr]\n\t"                                                                   \
+    "add r7, r7, lr, lsl #1\n\t"
+#define MCU_DWPL_OUT1Y(clamp1)                                                                \
+    MCU_DWPL_RQ_STEP MCU_DWPL_RQ("r8", "r4")                                                  \
+    "ssat r8, #8, r8\n\t" clamp1                                                              \
+    "strb r8, [r7]\n\t"                                                                       \
+    "add r7, r7, lr\n\t"
+/* The line's end with the output pointer in r7. */
+#define MCU_DWPL_LINE_END_Y                                                                   \
+    "2:\n\t"                                                                                  \
+    "ldr lr, [r12, #64]\n\t"                                                                  \
+    "ldr r10, [r12, #8]\n\t"                                                                  \
+    "ldr r11, [r12, #68]\n\t"                                                                 \
+    "ldr r2, [r12, #72]\n\t"                                                                  \
+    "add r0, r0, lr\n\t"                                                                      \
+    "add r10, r10, r1\n\t"                                                                    \
+    "add r7, r7, r11\n\t"                                                                     \
+    "subs r2, r2, #1\n\t"                                                                     \
+    "str r10, [r12, #8]\n\t"                                                                  \
+    "str r2, [r12, #72]\n\t"                                                                  \
+    "bne 1b\n\t"
+/* A step's three kernel lines: the bias into r8, each line's loads (LD) and MACs (MAC0 for the first),
+ * the plane position on by adv among the last line's MACs. */
+#define MCU_DWPL_ROWS(LD, MAC0, MAC, adv)                                                     \
+    "ldr r8, [r12, #36]\n\t" LD("12", "r0") MAC0("add lr, r0, r1\n\t") LD("20", "lr")          \
+        MAC("add lr, lr, r1\n\t") LD("28", "lr") MAC(adv)
+#define MCU_DWPL_CHANNEL(clamp4, clamp2, clamp1)                                              \
+    "ldr r7, [r12]\n\t"                                                                       \
+    ".p2align 2\n\t" /* the loop's first instruction, 32-bit, in one fetch word: refill 2 not 3 */    \
+    "1:\n\t"                                                                                  \
+    MCU_DWPL_ROWS(MCU_DWPL_LD3, MCU_DWPL_MAC4_0, MCU_DWPL_MAC4, "add r0, r0, #8\n\t")                    \
+        MCU_DWPL_OUT4Y(clamp4)                                                                \
+    "cmp r0, r5\n\t"                                                                          \
+    "bne 1b\n\t"                                                                              \
+    MCU_DWPL_TAIL                                                                             \
+    "bcc 3f\n\t"                                                                              \
+    MCU_DWPL_ROWS(MCU_DWPL_LD2, MCU_DWPL_MAC2_0, MCU_DWPL_MAC2, "add r0, r0, #4\n\t")                    \
+        MCU_DWPL_OUT2Y(clamp2)                                                                \
+    "3:\n\t"                                                                                  \
+    "bpl 2f\n\t"                                                                              \
+    MCU_DWPL_ROWS(MCU_DWPL_LD2, MCU_DWPL_MAC1, MCU_DWPL_MAC1, "") MCU_DWPL_OUT1Y(clamp1)              \
+        MCU_DWPL_LINE_END_Y
+/* Lines of three pixels (3 x 3 images): one step a line, the quad's without its fourth pixel; the
+ * position stays at the line's start (the skip is a whole plane line). */
+#define MCU_DWPL_MAC3(step)                                                                   \
+    "smlad r8, r4, r2, r8\n\t"                                                                \
+    "smlatb r9, r4, r2, r9\n\t"                                                               \
+    "smlad r10, r5, r2, r10\n\t" step                                                         \
+    "smlabt r8, r5, r3, r8\n\t"                                                               \
+    "smlad r9, r5, r3, r9\n\t"                                                                \
+    "smlabt r10, r6, r3, r10\n\t"
+#define MCU_DWPL_MAC3_0(step)                                                                 \
+    "smlatb r9, r4, r2, r8\n\t"                                                               \
+    "smlad r10, r5, r2, r8\n\t"                                                               \
+    "smlad r8, r4, r2, r8\n\t" step                                                           \
+    "smlabt r8, r5, r3, r8\n\t"                                                               \
+    "smlad r9, r5, r3, r9\n\t"                                                                \
+    "smlabt r10, r6, r3, r10\n\t"
+#define MCU_DWPL_CLAMP3                                                                       \
+    "bfi r8, r9, #8, #8\n\t"                                                                  \
+    "bfi r8, r10, #16, #8\n\t" MCU_DWPL_CLAMP1                                                \
+    "lsr r9, r8, #8\n\t"                                                                      \
+    "lsr r10, r8, #16\n\t"
+/* The three requantized outputs (r8-r10), with the output pointer in memory (stride 2) or in r7. */
+#define MCU_DWPL_RQ3(clamp3)                                                                  \
+    MCU_DWPL_RQ("r8", "r4") MCU_DWPL_RQ("r9", "r4") MCU_DWPL_RQ("r10", "r4")                  \
+    "ssat r8, #8, r8\n\t"                                                                     \
+    "ssat r9, #8, r9\n\t"                                                                     \
+    "ssat r10, #8, r10\n\t" clamp3
+#define MCU_DWPL_OUT3(clamp3)                                                                 \
+    MCU_DWPL_RQ_CONSTS MCU_DWPL_RQ3(clamp3)                                                   \
+    "ldrd r2, r3, [r12]\n\t"                                                                  \
+    "add r4, r2, r3, lsl #1\n\t"                                                              \
+    "strb r8, [r2]\n\t"                                                                       \
+    "strb r9, [r2, r3]\n\t"                                                                   \
+    "strb r10, [r4]\n\t"                                                                      \
+    "add r4, r4, r3\n\t"                                                                      \
+    "str r4, [r12]\n\t"
+#define MCU_DWPL_OUT3Y(clamp3)                                                                \
+    MCU_DWPL_RQ_STEP MCU_DWPL_RQ3(clamp3)                                                     \
+    "add r4, r7, lr, lsl #1\n\t"                                                              \
+    "strb r8, [r7]\n\t"                                                                       \
+    "strb r9, [r7, lr]\n\t"                                                                   \
+    "strb r10, [r4]\n\t"                                                                      \
+    "add r7, r4, lr\n\t"
+#define MCU_DWPL_CHANNEL3(clamp3)                                                             \
+    "ldr r7, [r12]\n\t"                                                                       \
+    ".p2align 2\n\t"                                                                          \
+    "1:\n\t"                                                                                  \
+    MCU_DWPL_ROWS(MCU_DWPL_LD3, MCU_DWPL_MAC3_0, MCU_DWPL_MAC3, "") MCU_DWPL_OUT3Y(clamp3)            \
+        MCU_DWPL_LINE_END_Y
+/* Lines of six pixels without the clamp (6 x 6 images: a quad and a pair cost 126 cycles a line, six
+ * accumulators one step of about 107): the weights in lr and r1 (the plane line's bytes from the
+ * constants), the plane words x0 .. x7 in r2-r5, the accumulators r6-r11; the position ends two plane
+ * lines on (the skip goes back one). */
+#define MCU_DWPL_MAC6(a)                                                                      \
+    "smlad r6, r2, lr, " a "\n\t"                                                             \
+    "smlatb r7, r2, lr, r7\n\t"                                                               \
+    "smlad r8, r3, lr, r8\n\t"                                                                \
+    "smlatb r9, r3, lr, r9\n\t"                                                               \
+    "smlad r10, r4, lr, r10\n\t"                                                              \
+    "smlatb r11, r4, lr, r11\n\t"                                                             \
+    "smlabt r6, r3, r1, r6\n\t"                                                               \
+    "smlad r7, r3, r1, r7\n\t"                                                                \
+    "smlabt r8, r4, r1, r8\n\t"                                                               \
+    "smlad r9, r4, r1, r9\n\t"                                                                \
+    "smlabt r10, r5, r1, r10\n\t"                                                             \
+    "smlad r11, r5, r1, r11\n\t"
+#define MCU_DWPL_LD6(wofs)                                                                    \
+    "ldr lr, [r12, #" wofs "]\n\t"                                                            \
+    "ldr r1, [r12, #" wofs " + 4]\n\t"                                                        \
+    "ldr r2, [r0]\n\t"                                                                        \
+    "ldr r3, [r0, #4]\n\t"                                                                    \
+    "ldr r4, [r0, #8]\n\t"                                                                    \
+    "ldr r5, [r0, #12]\n\t"
+#define MCU_DWPL_NEXT6                                                                        \
+    "ldr r1, [r12, #80]\n\t"                                                                  \
+    "add r0, r0, r1\n\t"
+#define MCU_DWPL_RQ6(a) "add r3, lr, " a ", asr #31\n\t" "smmlar " a ", " a ", r1, r3\n\t" "asr " a ", " a ", r2\n\t"
+#define MCU_DWPL_CHANNEL6                                                                     \
+    ".p2align 2\n\t"                                                                          \
+    "1:\n\t"                                                                                  \
+    "ldr r6, [r12, #36]\n\t" MCU_DWPL_LD6("12")                                                \
+    "smlatb r7, r2, lr, r6\n\t"                                                               \
+    "smlad r8, r3, lr, r6\n\t"                                                                \
+    "smlatb r9, r3, lr, r6\n\t"                                                               \
+    "smlad r10, r4, lr, r6\n\t"                                                               \
+    "smlatb r11, r4, lr, r6\n\t"                                                              \
+    "smlad r6, r2, lr, r6\n\t"                                                                \
+    "smlabt r6, r3, r1, r6\n\t"                                                               \
+    "smlad r7, r3, r1, r7\n\t"                                                                \
+    "smlabt r8, r4, r1, r8\n\t"                                                               \
+    "smlad r9, r4, r1, r9\n\t"                                                                \
+    "smlabt r10, r5, r1, r10\n\t"                                                             \
+    "smlad r11, r5, r1, r11\n\t" MCU_DWPL_NEXT6 MCU_DWPL_LD6("20") MCU_DWPL_MAC6("r6") MCU_DWPL_NEXT6 \
+        MCU_DWPL_LD6("28") MCU_DWPL_MAC6("r6")                                                \
+    "ldr r1, [r12, #40]\n\t"                                                                  \
+    "ldr lr, [r12, #44]\n\t"                                                                  \
+    "ldr r2, [r12, #48]\n\t" MCU_DWPL_RQ6("r6") MCU_DWPL_RQ6("r7") MCU_DWPL_RQ6("r8")          \
+        MCU_DWPL_RQ6("r9") MCU_DWPL_RQ6("r10") MCU_DWPL_RQ6("r11")                            \
+    "ssat r6, #8, r6\n\t"                                                                     \
+    "ssat r7, #8, r7\n\t"                                                                     \
+    "ssat r8, #8, r8\n\t"                                                                     \
+    "ssat r9, #8, r9\n\t"                                                                     \
+    "ssat r10, #8, r10\n\t"                                                                   \
+    "ssat r11, #8, r11\n\t"                                                                   \
+    "ldr r3, [r12]\n\t"                                                                       \
+    "ldr r4, [r12, #4]\n\t"                                                                   \
+    "add r5, r3, r4, lsl #1\n\t"                                                              \
+    "strb r6, [r3]\n\t"                                                                       \
+    "strb r7, [r3, r4]\n\t"                                                                   \
+    "strb r8, [r5]\n\t"                                                                       \
+    "strb r9, [r5, r4]\n\t"                                                                   \
+    "add r5, r5, r4, lsl #1\n\t"                                                              \
+    "add r3, r5, r4, lsl #1\n\t"                                                              \
+    "strb r10, [r5]\n\t"                                                                      \
+    "strb r11, [r5, r4]\n\t"                                                                  \
+    "str r3, [r12]\n\t" MCU_DWPL_LINE_END("r1")
 /* The line's end: the plane position on by skip, the line's end by `next` (the bytes from an output
- * line's first plane line to the next's), the output on by yskip, the lines counted down. */
+ * line's first plane line to the next's), the output on by yskip, the lines counted down; the five
+ * fields in one chain of single loads. */
 #define MCU_DWPL_LINE_END(next)                                                               \
     "2:\n\t"                                                                                  \
     "ldr lr, [r12, #64]\n\t"                                                                  \
     "ldr r10, [r12, #8]\n\t"                                                                  \
+    "ldr r11, [r12, #68]\n\t"                                                                 \
+    "ldr r2, [r12, #72]\n\t"                                                                  \
+    "ldr r3, [r12]\n\t"                                                                       \
     "add r0, r0, lr\n\t"                                                                      \
     "add r10, r10, " next "\n\t"                                                              \
+    "add r3, r3, r11\n\t"                                                                     \
+    "subs r2, r2, #1\n\t"                                                                     \
     "str r10, [r12, #8]\n\t"                                                                  \
-    "ldrd r10, r11, [r12, #68]\n\t"                                                           \
-    "ldr lr, [r12]\n\t"                                                                       \
-    "add lr, lr, r10\n\t"                                                                     \
-    "str lr, [r12]\n\t"                                                                       \
-    "subs r11, r11, #1\n\t"                                                                   \
-    "str r11, [r12, #72]\n\t"                                                                 \
+    "str r3, [r12]\n\t"                                                                       \
+    "str r2, [r12, #72]\n\t"                                                                  \
     "bne 1b\n\t"
 
-/* Every line of one channel's plane from pos (its first line's position 0). */
-static inline void mcu_dwpl_channel(const int16_t *pos, int32_t line_bytes, mcu_dwpl_ch *t, int clamp)
+/* One of the channel loops above (or the stride-2 ones below) with pos, the plane line's bytes and the
+ * constants in r0, r1 and r12 (register variables of the caller). */
+#define MCU_DWPL_RUN(loop)                                                                    \
+    __asm__ volatile(loop                                                                     \
+                     : "+r"(r0)                                                               \
+                     : "r"(r1), "r"(r12)                                                      \
+                     : "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "lr", "cc", "memory")
+/* The loop of a layer's lines: three pixels (LOOP3) or quads and their tail (LOOP), with the clamp or not. */
+#define MCU_DWPL_PICK(three, clamp, LOOP3, LOOP)                                              \
+    do {                                                                                      \
+        if (three) {                                                                          \
+            if (clamp) {                                                                      \
+                MCU_DWPL_RUN(LOOP3(MCU_DWPL_CLAMP3));                                         \
+            } else {                                                                          \
+                MCU_DWPL_RUN(LOOP3(""));                                                      \
+            }                                                                                 \
+        } else if (clamp) {                                                                   \
+            MCU_DWPL_RUN(LOOP(MCU_DWPL_CLAMP4, MCU_DWPL_CLAMP2, MCU_DWPL_CLAMP1));            \
+        } else {                                                                              \
+            MCU_DWPL_RUN(LOOP("", "", ""));                                                   \
+        }                                                                                     \
+    } while (0)
+
+/* Every line of one channel's plane from pos (its first line's position 0); three: lines of three pixels. */
+static inline void mcu_dwpl_channel(const int16_t *pos, int32_t line_bytes, mcu_dwpl_ch *t, int clamp, int kind)
 {
     register const int16_t *r0 __asm__("r0") = pos;
     register int32_t r1 __asm__("r1") = line_bytes;
     register mcu_dwpl_ch *r12 __asm__("r12") = t;
-    if (clamp) {
-        __asm__ volatile(MCU_DWPL_CHANNEL(MCU_DWPL_CLAMP2, MCU_DWPL_CLAMP1)
-                         : "+r"(r0)
-                         : "r"(r1), "r"(r12)
+    if (kind == 6) { /* MCU_DWPL_KIND: never with the clamp */
+        __asm__ volatile(MCU_DWPL_CHANNEL6
+                         : "+r"(r0), "+r"(r1)
+                         : "r"(r12)
                          : "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "lr", "cc", "memory");
-    } else {
-        __asm__ volatile(MCU_DWPL_CHANNEL("", "")
-                         : "+r"(r0)
-                         : "r"(r1), "r"(r12)
-                         : "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "lr", "cc", "memory");
+        return;
     }
+    MCU_DWPL_PICK(kind == 3, clamp, MCU_DWPL_CHANNEL3, MCU_DWPL_CHANNEL);
 }
 #else
-/* One pixel's accumulator at plane position pos (taps pos .. pos + 2 of three lines). */
-static inline uint32_t mcu_dwpl_pixel(const int16_t *pos, int32_t cols, const mcu_dwpl_ch *t)
+/* The accumulator of the pixel at plane position pos (even; taps pos .. pos + 2 of three lines), or of
+ * the one after it (odd), from the same two words of each line as the assembly (SMLAD and SMLABT, or
+ * SMLATB and SMLAD). */
+static inline uint32_t mcu_dwpl_pixel(const int16_t *pos, int32_t cols, const mcu_dwpl_ch *t, int odd)
 {
     uint32_t s = t->bias;
     for (int32_t i = 0; i < 3; ++i) {
-        s = mcu_dwpl_smlabt(mcu_load_u32(pos + i * cols + 2), t->w[2 * i + 1],
-                            mcu_smlad(mcu_load_u32(pos + i * cols), t->w[2 * i], s));
+        const uint32_t a = mcu_load_u32(pos + i * cols), b = mcu_load_u32(pos + i * cols + 2);
+        s = odd ? mcu_smlad(b, t->w[2 * i + 1], mcu_dwpl_smlatb(a, t->w[2 * i], s))
+                : mcu_dwpl_smlabt(b, t->w[2 * i + 1], mcu_smlad(a, t->w[2 * i], s));
     }
     return s;
 }
 
-/* The same lines in C (the emulated build): the second pixel of a pair from the same two words of
- * each line as the assembly (SMLATB, SMLAD). */
-static inline void mcu_dwpl_channel(const int16_t *pos, int32_t line_bytes, mcu_dwpl_ch *t, int clamp)
+/* The accumulators' n outputs from t->y on, requantized and clamped. */
+static inline void mcu_dwpl_put_out(mcu_dwpl_ch *t, const uint32_t *s, int32_t n, int clamp)
+{
+    const int32_t lo = (int8_t)(uint8_t)t->min4, hi = (int8_t)(uint8_t)t->max4;
+    for (int32_t k = 0; k < n; ++k, t->y += t->step) {
+        int32_t v = mcu_dwpl_rq(t, s[k]);
+        if (clamp) {
+            v = v < lo ? lo : v > hi ? hi : v;
+        }
+        t->y[0] = (int8_t)v;
+    }
+}
+
+/* The same lines in C (the emulated build), in the assembly's steps: quads, a pair, a pixel alone; or
+ * lines of three or six pixels in one step (MCU_DWPL_KIND). */
+static inline void mcu_dwpl_channel(const int16_t *pos, int32_t line_bytes, mcu_dwpl_ch *t, int clamp, int kind)
 {
     const int32_t cols = line_bytes / 2;
-    const int32_t lo = (int8_t)(uint8_t)t->min4, hi = (int8_t)(uint8_t)t->max4;
     for (; t->lines > 0; --t->lines) {
-        for (; pos != t->end; pos += 2, t->y += 2 * t->step) {
-            uint32_t s0 = mcu_dwpl_pixel(pos, cols, t), s1 = t->bias;
-            for (int32_t i = 0; i < 3; ++i) {
-                s1 = mcu_smlad(mcu_load_u32(pos + i * cols + 2), t->w[2 * i + 1],
-                               mcu_dwpl_smlatb(mcu_load_u32(pos + i * cols), t->w[2 * i], s1));
+        if (kind == 3 || kind == 6) { /* one step a line; six leaves the position two plane lines on */
+            uint32_t s[6];
+            for (int32_t k = 0; k < kind; ++k) {
+                s[k] = mcu_dwpl_pixel(pos + 2 * (k / 2), cols, t, k & 1);
             }
-            int32_t v0 = mcu_dwpl_rq(t, s0), v1 = mcu_dwpl_rq(t, s1);
-            if (clamp) {
-                v0 = v0 < lo ? lo : v0 > hi ? hi : v0;
-                v1 = v1 < lo ? lo : v1 > hi ? hi : v1;
-            }
-            t->y[0] = (int8_t)v0;
-            t->y[t->step] = (int8_t)v1;
+            mcu_dwpl_put_out(t, s, kind, clamp);
+            pos += kind == 6 ? 2 * cols : 0;
+            pos = (const int16_t *)(const void *)((const char *)pos + t->skip);
+            t->y += t->yskip;
+            continue;
+        }
+        for (; pos != t->end; pos += 4) {
+            const uint32_t s[4] = {mcu_dwpl_pixel(pos, cols, t, 0), mcu_dwpl_pixel(pos, cols, t, 1),
+                                   mcu_dwpl_pixel(pos + 2, cols, t, 0), mcu_dwpl_pixel(pos + 2, cols, t, 1)};
+            mcu_dwpl_put_out(t, s, 4, clamp);
+        }
+        if (t->tail & 2) {
+            const uint32_t s[2] = {mcu_dwpl_pixel(pos, cols, t, 0), mcu_dwpl_pixel(pos, cols, t, 1)};
+            mcu_dwpl_put_out(t, s, 2, clamp);
+            pos += 2;
         }
         if (t->odd) {
-            int32_t v0 = mcu_dwpl_rq(t, mcu_dwpl_pixel(pos, cols, t));
-            if (clamp) {
-                v0 = v0 < lo ? lo : v0 > hi ? hi : v0;
-            }
-            t->y[0] = (int8_t)v0;
-            t->y += t->step;
+            const uint32_t s[1] = {mcu_dwpl_pixel(pos, cols, t, 0)};
+            mcu_dwpl_put_out(t, s, 1, clamp);
         }
         pos = (const int16_t *)(const void *)((const char *)pos + t->skip);
         t->end = (const int16_t *)(const void *)((const char *)t->end + line_bytes);
@@ -603,17 +935,21 @@ static __attribute__((noinline, unused)) void mcu_dwpl_layer(const mcu_dwpl_geom
     /* padding across the lines (the first plane line's input line is -pad_across) and along them */
     const int32_t pad_across = g->transposed ? pad_left : pad_top, pad_along = g->transposed ? pad_top : pad_left;
     const int32_t pairs = g->len & ~1; /* int16 of a line's pairs of pixels */
-    mcu_dwpl_ch t;
-    t.step = g->transposed ? (int32_t)row : ch;
-    t.odd = g->len & 1;
-    t.skip = (g->cols - pairs) * 2;
-    t.yskip = (int32_t)line_step - g->len * t.step;
-    t.min4 = mcu_splat4_s8(act_min);
-    t.max4 = mcu_splat4_s8(act_max);
+    const int32_t quads = g->len & ~3; /* int16 of a line's quads of pixels (one at least: MCU_DWPL_LEN_MIN) */
+    mcu_dwpl_ch t[4];
+    const int32_t step = g->transposed ? (int32_t)row : ch;
+    const int kind = MCU_DWPL_KIND(g->len, clamp);
+    /* the plane on from where a line's steps leave the position: after its pairs, at its start for three,
+     * two plane lines on for six */
+    const int32_t skip = kind == 6 ? -2 * g->cols : (g->cols - (kind == 3 ? 0 : pairs)) * 2;
+    mcu_dwpl_ch_layer(t, step, g->len, skip, (int32_t)line_step - g->len * step, act_min, act_max);
     for (int32_t b = 0; b < n; ++b) {
         const int8_t *xb = x + (size_t)b * image;
         int8_t *yb = y + (size_t)b * image;
         for (int32_t c = 0; c < ch; c += 4) {
+            /* kernel line i of the plane's orientation: taps (i, j), or (j, i) transposed */
+            mcu_dwpl_group_init(t, weight + c, ch, g->transposed ? 1 : 3, g->transposed ? 3 : 1, 0, q->multiplier + c,
+                                q->shift + c, bias != NULL ? bias + c : NULL, output_offset);
             for (int32_t l0 = 0; l0 < g->lines; l0 += g->band) {
                 const int32_t nb = g->lines - l0 < g->band ? g->lines - l0 : g->band;
                 /* plane line p holds input line l0 - pad_across + p, for p in [0, nb + 2) */
@@ -640,19 +976,12 @@ static __attribute__((noinline, unused)) void mcu_dwpl_layer(const mcu_dwpl_geom
                     p += count - 1;
                 }
                 for (int32_t k = 0; k < 4; ++k) {
-                    /* kernel line i of the plane's orientation: taps (i, j), or (j, i) transposed */
-                    const int32_t next = g->transposed ? 3 * ch : ch;
-                    const int8_t *wr[3];
-                    for (int32_t i = 0; i < 3; ++i) {
-                        wr[i] = weight + (size_t)(g->transposed ? i : 3 * i) * (size_t)ch + (size_t)(c + k);
-                    }
-                    mcu_dwpl_ch_init(&t, wr, next, q->multiplier[c + k], q->shift[c + k], output_offset,
-                                     bias != NULL ? bias + c + k : NULL);
                     const int16_t *plane = planes + k * g->plane;
-                    t.y = yb + (size_t)l0 * line_step + c + k;
-                    t.end = plane + pairs;
-                    t.lines = nb;
-                    mcu_dwpl_channel(plane, g->cols * 2, &t, clamp);
+                    t[k].y = yb + (size_t)l0 * line_step + c + k;
+                    t[k].end = plane + quads;
+                    t[k].lines = nb;
+                    t[k].line = g->cols * 2;
+                    mcu_dwpl_channel(plane, g->cols * 2, &t[k], clamp, kind);
                 }
             }
         }
@@ -707,115 +1036,123 @@ static __attribute__((noinline, unused)) void mcu_dwpl_rows(const mcu_dwpl_geom 
     const int32_t out_row = g->len * ch;
     const int32_t filled = in_h < g->lines + 2 - pad_top ? in_h : g->lines + 2 - pad_top; /* rows a line holds */
     const int32_t pairs = g->len & ~1;
-    mcu_dwpl_ch t;
-    t.step = ch;
-    t.odd = g->len & 1;
-    t.skip = (g->cols - pairs) * 2;
-    t.yskip = out_row - g->len * ch;
-    t.min4 = mcu_splat4_s8(act_min);
-    t.max4 = mcu_splat4_s8(act_max);
+    const int32_t quads = g->len & ~3;
+    mcu_dwpl_ch t[4];
+    mcu_dwpl_ch_layer(t, ch, g->len, (g->cols - pairs) * 2, out_row - g->len * ch, act_min, act_max);
     for (int32_t c = 0; c < ch; c += 4) {
         mcu_dwpl_fill(g, planes + pad_top * g->cols, x + c, in_h, in_w, ch, pad_left, 0, filled, off2);
+        mcu_dwpl_group_init(t, weight + c, ch, 3, 1, 0, q->multiplier + c, q->shift + c, bias != NULL ? bias + c : NULL,
+                            output_offset);
         for (int32_t k = 0; k < 4; ++k) {
-            const int8_t *wr[3];
-            for (int32_t i = 0; i < 3; ++i) {
-                wr[i] = weight + (size_t)(3 * i) * (size_t)ch + (size_t)(c + k);
-            }
-            mcu_dwpl_ch_init(&t, wr, ch, q->multiplier[c + k], q->shift[c + k], output_offset,
-                             bias != NULL ? bias + c + k : NULL);
             const int16_t *plane = planes + k * g->plane;
-            t.y = y + c + k;
-            t.end = plane + pairs;
-            t.lines = g->lines;
-            mcu_dwpl_channel(plane, g->cols * 2, &t, clamp);
+            t[k].y = y + c + k;
+            t[k].end = plane + quads;
+            t[k].lines = g->lines;
+            mcu_dwpl_channel(plane, g->cols * 2, &t[k], clamp, 0);
         }
     }
 }
 
 /* --- stride 2 ----------------------------------------------------------------------------------
  *
- * Output pixel k of a line reads plane columns 2k .. 2k + 2, so a pair of output pixels reads the words
- * (x0 x1), (x2 x3), (x4 x5) of each of its three plane lines (one LDM) and takes four MACs a line:
- *   pixel 0: SMLAD (x0 x1)(w0 w1) + SMLABB x2 w2      pixel 1: SMLAD (x2 x3)(w0 w1) + SMLABB x4 w2
- * The weights take five registers: (w_i0 w_i1) per kernel line and the third column's (w02 w12), (w22 0).
+ * Output pixel k of a line reads plane columns 2k .. 2k + 2, so a quad of output pixels reads the words
+ * (x0 x1) .. (x8 x9) of each of its three plane lines and takes eight MACs a line:
+ *   pixel k: SMLAD (x2k x2k+1)(w0 w1) + SMLABB x2k+2 w2
+ * the kernel line's (w_i0 w_i1) and its third column's weight ((w02 w12), (w22 0)) loaded in the same
+ * chain as the plane words (about 88 cycles a quad against 112 for two pairs with the weights in five
+ * registers); then a pair and a pixel alone, or a line of three pixels in one step.
  * Output line l reads plane lines 2 l .. 2 l + 2. Every input is read (through the fill) once per band
  * of output lines, and a band's first plane line is the previous band's last. */
 #if MCU_S8_DSP_NATIVE
-#define MCU_DWPL_S2_LINE(wa, wb, bt)                                                          \
-    "smlad r8, r7, " wa ", r8\n\t"                                                            \
-    "smla" bt " r8, r10, " wb ", r8\n\t"                                                      \
-    "smlad r9, r10, " wa ", r9\n\t"                                                           \
-    "smla" bt " r9, r11, " wb ", r9\n\t"
-#define MCU_DWPL_S2_ODD_LINE(wa, wb, bt)                                                      \
-    "smlad r8, r10, " wa ", r8\n\t"                                                           \
-    "smla" bt " r8, r11, " wb ", r8\n\t"
-#define MCU_DWPL_CHANNEL_S2(clamp2, clamp1)                                                   \
-    "add lr, r12, #12\n\t"                                                                    \
-    "ldm lr, {r2, r3, r4, r5, r6}\n\t"                                                        \
+/* Kernel line i's weights (w_i0 w_i1) at wofs and its third column's at w2ofs, then plane words from
+ * r0 on into r4, r5, r6, r7, lr (xs). */
+#define MCU_DWPL_S2_LD(wofs, w2ofs, xs)                                                       \
+    "ldr r2, [r12, #" wofs "]\n\t"                                                            \
+    "ldr r3, [r12, #" w2ofs "]\n\t" xs
+#define MCU_DWPL_S2_X5                                                                        \
+    "ldr r4, [r0]\n\t"                                                                        \
+    "ldr r5, [r0, #4]\n\t"                                                                    \
+    "ldr r6, [r0, #8]\n\t"                                                                    \
+    "ldr r7, [r0, #12]\n\t"                                                                   \
+    "ldr lr, [r0, #16]\n\t"
+#define MCU_DWPL_S2_X4                                                                        \
+    "ldr r4, [r0]\n\t"                                                                        \
+    "ldr r5, [r0, #4]\n\t"                                                                    \
+    "ldr r6, [r0, #8]\n\t"                                                                    \
+    "ldr r7, [r0, #12]\n\t"
+#define MCU_DWPL_S2_X3                                                                        \
+    "ldr r4, [r0]\n\t"                                                                        \
+    "ldr r5, [r0, #4]\n\t"                                                                    \
+    "ldr r6, [r0, #8]\n\t"
+#define MCU_DWPL_S2_X2                                                                        \
+    "ldr r4, [r0]\n\t"                                                                        \
+    "ldr r5, [r0, #4]\n\t"
+/* One kernel line's MACs of a quad, a pair, a pixel alone: pixel k SMLAD (x2k x2k+1)(w0 w1) and the
+ * third column's x2k+2 by the half bt of r3; a1 .. a3 what accumulators r9 .. r11 add to (r8: the bias
+ * in r8 on the first kernel line, so r8's own MAC comes after theirs); step: one instruction among them. */
+#define MCU_DWPL_S2_MAC4(bt, a1, a2, a3, step)                                                \
+    "smlad r9, r5, r2, " a1 "\n\t"                                                            \
+    "smlad r10, r6, r2, " a2 "\n\t"                                                           \
+    "smlad r11, r7, r2, " a3 "\n\t"                                                           \
+    "smlad r8, r4, r2, r8\n\t" step                                                           \
+    "smla" bt " r8, r5, r3, r8\n\t"                                                           \
+    "smla" bt " r9, r6, r3, r9\n\t"                                                           \
+    "smla" bt " r10, r7, r3, r10\n\t"                                                         \
+    "smla" bt " r11, lr, r3, r11\n\t"
+#define MCU_DWPL_S2_MAC3(bt, a1, a2, step)                                                    \
+    "smlad r9, r5, r2, " a1 "\n\t"                                                            \
+    "smlad r10, r6, r2, " a2 "\n\t"                                                           \
+    "smlad r8, r4, r2, r8\n\t" step                                                           \
+    "smla" bt " r8, r5, r3, r8\n\t"                                                           \
+    "smla" bt " r9, r6, r3, r9\n\t"                                                           \
+    "smla" bt " r10, r7, r3, r10\n\t"
+#define MCU_DWPL_S2_MAC2(bt, a1, step)                                                        \
+    "smlad r9, r5, r2, " a1 "\n\t"                                                            \
+    "smlad r8, r4, r2, r8\n\t" step                                                           \
+    "smla" bt " r8, r5, r3, r8\n\t"                                                           \
+    "smla" bt " r9, r6, r3, r9\n\t"
+#define MCU_DWPL_S2_MAC1(bt, step)                                                            \
+    "smlad r8, r4, r2, r8\n\t" step "smla" bt " r8, r5, r3, r8\n\t"
+/* The three kernel lines of a quad, a pair, a pixel alone: r0 stepped down the plane lines and back,
+ * then on by the pixels' plane words (adv). */
+#define MCU_DWPL_S2_LINES(X, MAC, adv)                                                        \
+    "ldr r8, [r12, #36]\n\t" MCU_DWPL_S2_LD("12", "24", X) MAC("bb", "add r0, r0, r1\n\t")    \
+        MCU_DWPL_S2_LD("16", "24", X) MAC##_ON("bt", "add r0, r0, r1\n\t")                    \
+            MCU_DWPL_S2_LD("20", "28", X) MAC##_ON("bb", "sub r0, r0, r1, lsl #1\n\t") "add r0, r0, #" adv "\n\t"
+#define MCU_DWPL_S2_Q(bt, step) MCU_DWPL_S2_MAC4(bt, "r8", "r8", "r8", step)
+#define MCU_DWPL_S2_Q_ON(bt, step) MCU_DWPL_S2_MAC4(bt, "r9", "r10", "r11", step)
+#define MCU_DWPL_S2_T(bt, step) MCU_DWPL_S2_MAC3(bt, "r8", "r8", step)
+#define MCU_DWPL_S2_T_ON(bt, step) MCU_DWPL_S2_MAC3(bt, "r9", "r10", step)
+#define MCU_DWPL_S2_P(bt, step) MCU_DWPL_S2_MAC2(bt, "r8", step)
+#define MCU_DWPL_S2_P_ON(bt, step) MCU_DWPL_S2_MAC2(bt, "r9", step)
+#define MCU_DWPL_S2_S(bt, step) MCU_DWPL_S2_MAC1(bt, step)
+#define MCU_DWPL_S2_S_ON(bt, step) MCU_DWPL_S2_MAC1(bt, step)
+/* Quads of output pixels (eight plane columns a step), then a pair and a pixel alone, as the stride-1
+ * loop (about 88 cycles a quad against 112 for two pairs with the weights held in five registers). */
+#define MCU_DWPL_CHANNEL_S2(clamp4, clamp2, clamp1)                                           \
     ".p2align 2\n\t"                                                                          \
-    "1:\n\t"                                                                                  \
-    "ldr r8, [r12, #36]\n\t"                                                                  \
-    "ldm r0, {r7, r10, r11}\n\t"                                                              \
-    "mov r9, r8\n\t"                                                                          \
-    "add lr, r0, r1\n\t" MCU_DWPL_S2_LINE("r2", "r5", "bb")                                   \
-    "ldm lr, {r7, r10, r11}\n\t"                                                              \
-    "add lr, lr, r1\n\t" MCU_DWPL_S2_LINE("r3", "r5", "bt")                                   \
-    "ldm lr, {r7, r10, r11}\n\t"                                                              \
-    "add r0, r0, #8\n\t" MCU_DWPL_S2_LINE("r4", "r6", "bb")                                   \
-    "ldrd r10, r11, [r12, #40]\n\t"                                                           \
-    "smmlar lr, r8, r10, r11\n\t"                                                             \
-    "add r8, lr, r8, asr #31\n\t"                                                             \
-    "smmlar lr, r9, r10, r11\n\t"                                                             \
-    "add r9, lr, r9, asr #31\n\t"                                                             \
-    "ldr lr, [r12, #48]\n\t"                                                                  \
-    "asr r8, r8, lr\n\t"                                                                      \
-    "asr r9, r9, lr\n\t"                                                                      \
-    "ssat r8, #8, r8\n\t"                                                                     \
-    "ssat r9, #8, r9\n\t" clamp2                                                              \
-    "ldm r12, {r10, r11, lr}\n\t"                                                             \
-    "strb r8, [r10]\n\t"                                                                      \
-    "strb r9, [r10, r11]\n\t"                                                                 \
-    "add r10, r10, r11, lsl #1\n\t"                                                           \
-    "str r10, [r12]\n\t"                                                                      \
+    "1:\n\t" MCU_DWPL_S2_LINES(MCU_DWPL_S2_X5, MCU_DWPL_S2_Q, "16") MCU_DWPL_OUT4(clamp4)     \
     "cmp r0, lr\n\t"                                                                          \
     "bne 1b\n\t"                                                                              \
-    "ldr lr, [r12, #60]\n\t"                                                                  \
-    "cmp lr, #0\n\t"                                                                          \
-    "beq 2f\n\t"                                                                              \
-    "ldr r8, [r12, #36]\n\t"                                                                  \
-    "ldrd r10, r11, [r0]\n\t"                                                                 \
-    "add lr, r0, r1\n\t" MCU_DWPL_S2_ODD_LINE("r2", "r5", "bb")                               \
-    "ldrd r10, r11, [lr]\n\t"                                                                 \
-    "add lr, lr, r1\n\t" MCU_DWPL_S2_ODD_LINE("r3", "r5", "bt")                               \
-    "ldrd r10, r11, [lr]\n\t" MCU_DWPL_S2_ODD_LINE("r4", "r6", "bb")                          \
-    "ldrd r10, r11, [r12, #40]\n\t"                                                           \
-    "smmlar lr, r8, r10, r11\n\t"                                                             \
-    "add r8, lr, r8, asr #31\n\t"                                                             \
-    "ldr lr, [r12, #48]\n\t"                                                                  \
-    "asr r8, r8, lr\n\t"                                                                      \
-    "ssat r8, #8, r8\n\t" clamp1                                                              \
-    "ldrd r10, r11, [r12]\n\t"                                                                \
-    "strb r8, [r10]\n\t"                                                                      \
-    "add r10, r10, r11\n\t"                                                                   \
-    "str r10, [r12]\n\t" MCU_DWPL_LINE_END("r1, lsl #1")
+    MCU_DWPL_TAIL                                                                             \
+    "bcc 3f\n\t" MCU_DWPL_S2_LINES(MCU_DWPL_S2_X3, MCU_DWPL_S2_P, "8") MCU_DWPL_OUT2(clamp2)  \
+    "3:\n\t"                                                                                  \
+    "bpl 2f\n\t" MCU_DWPL_S2_LINES(MCU_DWPL_S2_X2, MCU_DWPL_S2_S, "0") MCU_DWPL_OUT1(clamp1)  \
+        MCU_DWPL_LINE_END("r1, lsl #1")
+/* Lines of three output pixels: one step a line (the position stays at the line's start). */
+#define MCU_DWPL_CHANNEL3_S2(clamp3)                                                          \
+    ".p2align 2\n\t"                                                                          \
+    "1:\n\t" MCU_DWPL_S2_LINES(MCU_DWPL_S2_X4, MCU_DWPL_S2_T, "0") MCU_DWPL_OUT3(clamp3)      \
+        MCU_DWPL_LINE_END("r1, lsl #1")
 
-/* Every line of one channel's plane at stride 2 from pos (its first line's position 0). */
-static inline void mcu_dwpl_channel_s2(const int16_t *pos, int32_t line_bytes, mcu_dwpl_ch *t, int clamp)
+/* Every line of one channel's plane at stride 2 from pos (its first line's position 0); three: lines of
+ * three pixels. */
+static inline void mcu_dwpl_channel_s2(const int16_t *pos, int32_t line_bytes, mcu_dwpl_ch *t, int clamp, int three)
 {
     register const int16_t *r0 __asm__("r0") = pos;
     register int32_t r1 __asm__("r1") = line_bytes;
     register mcu_dwpl_ch *r12 __asm__("r12") = t;
-    if (clamp) {
-        __asm__ volatile(MCU_DWPL_CHANNEL_S2(MCU_DWPL_CLAMP2, MCU_DWPL_CLAMP1)
-                         : "+r"(r0)
-                         : "r"(r1), "r"(r12)
-                         : "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "lr", "cc", "memory");
-    } else {
-        __asm__ volatile(MCU_DWPL_CHANNEL_S2("", "")
-                         : "+r"(r0)
-                         : "r"(r1), "r"(r12)
-                         : "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "lr", "cc", "memory");
-    }
+    MCU_DWPL_PICK(three, clamp, MCU_DWPL_CHANNEL3_S2, MCU_DWPL_CHANNEL_S2);
 }
 #else
 /* The same in C (the emulated build): pixel 0 of the pair at plane position pos, from the same words. */
@@ -829,28 +1166,31 @@ static inline uint32_t mcu_dwpl_pixel_s2(const int16_t *pos, int32_t cols, const
     return s;
 }
 
-static inline void mcu_dwpl_channel_s2(const int16_t *pos, int32_t line_bytes, mcu_dwpl_ch *t, int clamp)
+static inline void mcu_dwpl_channel_s2(const int16_t *pos, int32_t line_bytes, mcu_dwpl_ch *t, int clamp, int three)
 {
     const int32_t cols = line_bytes / 2;
-    const int32_t lo = (int8_t)(uint8_t)t->min4, hi = (int8_t)(uint8_t)t->max4;
     for (; t->lines > 0; --t->lines) {
-        for (; pos != t->end; pos += 4, t->y += 2 * t->step) {
-            int32_t v0 = mcu_dwpl_rq(t, mcu_dwpl_pixel_s2(pos, cols, t));
-            int32_t v1 = mcu_dwpl_rq(t, mcu_dwpl_pixel_s2(pos + 2, cols, t));
-            if (clamp) {
-                v0 = v0 < lo ? lo : v0 > hi ? hi : v0;
-                v1 = v1 < lo ? lo : v1 > hi ? hi : v1;
-            }
-            t->y[0] = (int8_t)v0;
-            t->y[t->step] = (int8_t)v1;
+        if (three) {
+            const uint32_t s[3] = {mcu_dwpl_pixel_s2(pos, cols, t), mcu_dwpl_pixel_s2(pos + 2, cols, t),
+                                   mcu_dwpl_pixel_s2(pos + 4, cols, t)};
+            mcu_dwpl_put_out(t, s, 3, clamp);
+            pos = (const int16_t *)(const void *)((const char *)pos + t->skip);
+            t->y += t->yskip;
+            continue;
+        }
+        for (; pos != t->end; pos += 8) { /* the assembly's quads, then a pair and a pixel alone */
+            const uint32_t s[4] = {mcu_dwpl_pixel_s2(pos, cols, t), mcu_dwpl_pixel_s2(pos + 2, cols, t),
+                                   mcu_dwpl_pixel_s2(pos + 4, cols, t), mcu_dwpl_pixel_s2(pos + 6, cols, t)};
+            mcu_dwpl_put_out(t, s, 4, clamp);
+        }
+        if (t->tail & 2) {
+            const uint32_t s[2] = {mcu_dwpl_pixel_s2(pos, cols, t), mcu_dwpl_pixel_s2(pos + 2, cols, t)};
+            mcu_dwpl_put_out(t, s, 2, clamp);
+            pos += 4;
         }
         if (t->odd) {
-            int32_t v0 = mcu_dwpl_rq(t, mcu_dwpl_pixel_s2(pos, cols, t));
-            if (clamp) {
-                v0 = v0 < lo ? lo : v0 > hi ? hi : v0;
-            }
-            t->y[0] = (int8_t)v0;
-            t->y += t->step;
+            const uint32_t s[1] = {mcu_dwpl_pixel_s2(pos, cols, t)};
+            mcu_dwpl_put_out(t, s, 1, clamp);
         }
         pos = (const int16_t *)(const void *)((const char *)pos + t->skip);
         t->end = (const int16_t *)(const void *)((const char *)t->end + 2 * line_bytes);
@@ -860,14 +1200,14 @@ static inline void mcu_dwpl_channel_s2(const int16_t *pos, int32_t line_bytes, m
 #endif
 
 /* Whether the stride-2 plane path serves a 3x3 stride-2 layer (batch 1, ch_mult 1, dilation 1): channels a
- * multiple of 4, every requantization within mcu_dwpl_quant_ok's, output lines of at least two pixels and
+ * multiple of 4, every requantization within mcu_dwpl_quant_ok's, output lines of three pixels or of a quad and more, and
  * a band of at least one output line in four planes within MCU_DWPL_BYTES and, when the output overlaps
  * the input (`apart` 0), in the row buffer of `row_bytes`. g->band: output lines per band. */
 static inline int mcu_dwpl_plan_s2(mcu_dwpl_geom *g, int32_t kh, int32_t kw, int32_t ch, int32_t in_w, int32_t out_h,
                                    int32_t out_w, int32_t pad_left, int apart, int32_t row_bytes,
                                    const mcu_per_channel_quant *q, const int32_t *bias, int32_t output_offset)
 {
-    if (kh != 3 || kw != 3 || ch % 4 != 0 || out_w < 2 || out_w > MCU_DWPL_ROW_MAX || in_w > 2 * MCU_DWPL_ROW_MAX ||
+    if (kh != 3 || kw != 3 || ch % 4 != 0 || out_w < 3 || out_w > MCU_DWPL_ROW_MAX || in_w > 2 * MCU_DWPL_ROW_MAX ||
         pad_left > 2) {
         return 0;
     }
@@ -894,9 +1234,7 @@ static inline int mcu_dwpl_plan_s2(mcu_dwpl_geom *g, int32_t kh, int32_t kw, int
  * row oh0's first byte of channel c, rows `out_row` bytes apart); planes as mcu_dwpl_layer's. */
 static inline void mcu_dwpl_band_s2(const mcu_dwpl_geom *g, int16_t *planes, int32_t in_h, int32_t in_w, int32_t ch,
                                     int32_t pad_top, int32_t pad_left, int32_t c, int32_t oh0, int32_t nb,
-                                    uint32_t off2, int32_t output_offset, int clamp, mcu_dwpl_ch *t,
-                                    const mcu_per_channel_quant *q, const int8_t *x, const int8_t *weight,
-                                    const int32_t *bias, int8_t *y, int32_t out_row)
+                                    uint32_t off2, int clamp, mcu_dwpl_ch t[4], const int8_t *x, int8_t *y)
 {
     const int32_t lines = 2 * nb + 1;
     for (int32_t p = 0; p < lines;) { /* plane line p holds input row 2 oh0 - pad_top + p */
@@ -913,30 +1251,12 @@ static inline void mcu_dwpl_band_s2(const mcu_dwpl_geom *g, int16_t *planes, int
         mcu_dwpl_fill(g, planes + p * g->cols, x + c, in_h, in_w, ch, pad_left, j, count, off2);
         p += count;
     }
-    const int32_t pairs = g->len & ~1;
-    t->odd = g->len & 1;
-    t->skip = 4 * g->cols - 4 * pairs; /* two plane lines on, less the pairs' 8 bytes each */
-    t->yskip = out_row - g->len * ch;
-    t->step = ch;
     for (int32_t k = 0; k < 4; ++k) {
-        const int8_t *w0 = weight + (size_t)(c + k);
-        const int32_t r3 = 3 * ch;
-        t->w[0] = mcu_dwpl_pair(2 * w0[0], 2 * w0[ch]);
-        t->w[1] = mcu_dwpl_pair(2 * w0[r3], 2 * w0[r3 + ch]);
-        t->w[2] = mcu_dwpl_pair(2 * w0[2 * r3], 2 * w0[2 * r3 + ch]);
-        t->w[3] = mcu_dwpl_pair(2 * w0[2 * ch], 2 * w0[r3 + 2 * ch]);
-        t->w[4] = mcu_dwpl_pair(2 * w0[2 * r3 + 2 * ch], 0);
-        t->w[5] = 0;
-        const int32_t r = -q->shift[c + k];
-        t->bias = bias != NULL ? 2u * (uint32_t)bias[c + k] : 0u;
-        t->m = q->multiplier[c + k];
-        t->c = (int32_t)(((int64_t)1 << (r - 1)) + (int64_t)output_offset * ((int64_t)1 << r)); /* quant_ok */
-        t->sh = r;
         const int16_t *plane = planes + k * g->plane;
-        t->y = y + k;
-        t->end = plane + 2 * pairs;
-        t->lines = nb;
-        mcu_dwpl_channel_s2(plane, g->cols * 2, t, clamp);
+        t[k].y = y + k;
+        t[k].end = plane + 2 * (g->len & ~3); /* the quads' (none for three, else one at least) */
+        t[k].lines = nb;
+        mcu_dwpl_channel_s2(plane, g->cols * 2, &t[k], clamp, g->len == 3);
     }
 }
 
@@ -944,7 +1264,9 @@ static inline void mcu_dwpl_band_s2(const mcu_dwpl_geom *g, int16_t *planes, int
  * the planes' fill and per-band set-up cost more there; measured on mobilenet_v1 on mps2-an505-u575:
  * 12 x 12 outputs of 32 channels 279,146 -> 253,178 estimated cycles with planes; 6 x 6 of 64 155,650 ->
  * 167,350 with a call per filled line, 156,605 -> 151,288 with mcu_dwpl_fill_lines; 3 x 3 of 128 103,776
- * -> 124,709); the emulated build takes the host tests' small images. */
+ * -> 124,709 with pairs); lines of three outputs take the planes at any count (their one step a line and
+ * a group's constants set up at once: mobilenet_v1's 3 x 3 of 128 103,703 -> 90,764 with the other changes);
+ * the emulated build takes the host tests' small images. */
 #if MCU_S8_DSP_NATIVE
 #define MCU_DWPL_S2_MIN_PIXELS 30
 #else
@@ -975,15 +1297,19 @@ static __attribute__((noinline, unused)) void mcu_dwpl_layer_s2(const mcu_dwpl_g
     const uint32_t off2 = mcu_offset_pair(input_offset);
     const int clamp = act_min > -128 || act_max < 127;
     const int32_t out_row = g->len * ch;
-    mcu_dwpl_ch t;
-    t.min4 = mcu_splat4_s8(act_min);
-    t.max4 = mcu_splat4_s8(act_max);
+    mcu_dwpl_ch t[4];
+    /* the plane on by two lines from where a line's steps leave the position: less the pairs' 8 bytes each,
+     * at the line's start for three */
+    mcu_dwpl_ch_layer(t, ch, g->len, 4 * g->cols - 4 * (g->len == 3 ? 0 : g->len & ~1), out_row - g->len * ch, act_min,
+                      act_max);
     if (apart) {
         for (int32_t c = 0; c < ch; c += 4) {
+            mcu_dwpl_group_init(t, weight + c, ch, 3, 1, 1, q->multiplier + c, q->shift + c,
+                                bias != NULL ? bias + c : NULL, output_offset);
             for (int32_t oh0 = 0; oh0 < g->lines; oh0 += g->band) {
                 const int32_t nb = g->lines - oh0 < g->band ? g->lines - oh0 : g->band;
-                mcu_dwpl_band_s2(g, planes, in_h, in_w, ch, pad_top, pad_left, c, oh0, nb, off2, output_offset, clamp,
-                                 &t, q, x, weight, bias, y + (size_t)oh0 * (size_t)out_row + (size_t)c, out_row);
+                mcu_dwpl_band_s2(g, planes, in_h, in_w, ch, pad_top, pad_left, c, oh0, nb, off2, clamp, t, x,
+                                 y + (size_t)oh0 * (size_t)out_row + (size_t)c);
             }
         }
         return;
@@ -991,8 +1317,9 @@ static __attribute__((noinline, unused)) void mcu_dwpl_layer_s2(const mcu_dwpl_g
     for (int32_t oh0 = 0; oh0 < g->lines; oh0 += g->band) {
         const int32_t nb = g->lines - oh0 < g->band ? g->lines - oh0 : g->band;
         for (int32_t c = 0; c < ch; c += 4) {
-            mcu_dwpl_band_s2(g, planes, in_h, in_w, ch, pad_top, pad_left, c, oh0, nb, off2, output_offset, clamp, &t,
-                             q, x, weight, bias, row_buf + c, out_row);
+            mcu_dwpl_group_init(t, weight + c, ch, 3, 1, 1, q->multiplier + c, q->shift + c,
+                                bias != NULL ? bias + c : NULL, output_offset);
+            mcu_dwpl_band_s2(g, planes, in_h, in_w, ch, pad_top, pad_left, c, oh0, nb, off2, clamp, t, x, row_buf + c);
         }
         int8_t *d = y + (size_t)oh0 * (size_t)out_row;
         const int32_t bytes = nb * out_row; /* a multiple of 4: ch is */

@@ -333,8 +333,8 @@ mcu_status mcu_depthwise_conv2d_s8(const mcu_context *ctx, const mcu_depthwise_c
         return MCU_OK;
     }
     if (p->ch_mult == 1 && p->dilation_h == 1 && p->dilation_w == 1 && p->stride_h == 2 && p->stride_w == 2 &&
-        in.n == 1 && (int64_t)out.h * out.w > MCU_DWPL_S2_MIN_PIXELS) {
-        /* 3x3 stride 2 over channel planes, in bands of output rows */
+        in.n == 1 && ((int64_t)out.h * out.w > MCU_DWPL_S2_MIN_PIXELS || out.w == 3)) {
+        /* 3x3 stride 2 over channel planes, in bands of output rows (lines of three outputs at any count) */
         const int apart = !mcu_overlaps(input, (size_t)in_count, output, out_bytes);
         if (mcu_dwpl_plan_s2(&pg, p->kernel_h, p->kernel_w, in.c, in.w, out.h, out.w, p->pad_left, apart,
                              MCU_DWPL_S2_ROW_BYTES, q, bias, p->output_offset)) {
