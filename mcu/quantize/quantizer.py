@@ -193,6 +193,8 @@ def unsupported_w8a16(model: GraphModule) -> list[tuple[str, Node]]:
             name += " (to a size other than 1x1)"
         elif node.target in SCALAR_ARITH | _TENSOR_PAIRS:
             name += " (broadcasting)"
+        elif node.target is aten.div.Tensor_mode:
+            name += " (with a rounding mode)"
         elif node.target is aten.max_pool2d.default:
             name += " (dilated, or in ceil mode)"
         elif node.target is aten.avg_pool2d.default:
