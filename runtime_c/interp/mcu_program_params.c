@@ -344,6 +344,13 @@ int mcu_program_params_conv_transpose2d_s16(uint32_t kernel, const mcu_program_p
            mcu_transposed_fits(p->output.w, p->kernel_w, p->dilation_w, p->pad_left);
 }
 
+int mcu_program_params_conv_transpose2d_phased_s16(uint32_t kernel, const mcu_program_params_view *u,
+                                                   const int32_t *w)
+{
+    return mcu_program_params_conv_transpose2d_s16(kernel, u, w) && u->conv_s16.dilation_h == 1 &&
+           u->conv_s16.dilation_w == 1;
+}
+
 int mcu_program_params_depthwise_conv2d_s16(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
 {
     (void)kernel;

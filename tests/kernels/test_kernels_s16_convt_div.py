@@ -1,9 +1,9 @@
-"""mcu_conv_transpose2d_s16 and mcu_div_s16 (w8a16's transposed convolution and quotient of two tensors; ours,
+"""mcu_conv_transpose2d_s16 (and its phase-packed form for dilation 1) and mcu_div_s16 (w8a16's transposed convolution and quotient of two tensors; ours,
 CMSIS-NN has neither at 16 bits) against the Python integer reference (mcu/reference/s16.py, s16_act.py) over
 hypothesis-drawn shapes and extremes: strides, dilations, paddings and output paddings, channel counts past the
 kernel's 256-product partial sums and its block of 32 output channels, int16 and int8 extremes (sums that leave
 int32), 64-bit biases, every shift the 16x8 requantization takes; for the quotient zero divisors, INT16_MIN,
-every fractional bit count and saturated quotients. The transposed kernel also on the emulated DSP build."""
+every fractional bit count and saturated quotients. The transposed kernels also on the emulated DSP build."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 import cbind_s8 as cb
 from cbind import MCU_ERR_INVALID_ARG, MCU_ERR_SHAPE, MCU_OK, ptr
 from host_builds import build_emulated_lib
-from mcu.reference.conv import transposed_out_size
+from mcu.reference.conv import phase_pack, transposed_out_size
 from mcu.reference.s16 import INT16_MAX, INT16_MIN, SHIFT_MAX, conv_transpose2d_s16
 from mcu.reference.s16_act import DIV_MAX_BITS, div_params, div_s16
 from s8_cases import assert_equal
@@ -36,6 +36,8 @@ def _bind(handle: ctypes.CDLL) -> ctypes.CDLL:
     handle.mcu_conv_transpose2d_s16.argtypes = [ctypes.POINTER(cb.Context), ctypes.POINTER(Conv2dS16Params),
                                                 ctypes.POINTER(cb.PerChannelQuant), _P, _P, _P, _P]
     handle.mcu_conv_transpose2d_s16.restype = ctypes.c_int
+    handle.mcu_conv_transpose2d_phased_s16.argtypes = handle.mcu_conv_transpose2d_s16.argtypes
+    handle.mcu_conv_transpose2d_phased_s16.restype = ctypes.c_int
     handle.mcu_div_s16.argtypes = [ctypes.POINTER(DivS16Params), _P, _P, _P]
     handle.mcu_div_s16.restype = ctypes.c_int
     return handle
@@ -53,10 +55,10 @@ def host():
 
 
 @st.composite
-def convt_cases(draw):
+def convt_cases(draw, phased: bool = False):
     kh, kw = draw(st.integers(1, 5)), draw(st.integers(1, 5))
     sh, sw = draw(st.integers(1, 3)), draw(st.integers(1, 3))
-    dh, dw = draw(st.integers(1, 2)), draw(st.integers(1, 2))
+    dh, dw = (1, 1) if phased else (draw(st.integers(1, 2)), draw(st.integers(1, 2)))
     pt, pl = draw(st.integers(0, dh * (kh - 1))), draw(st.integers(0, dw * (kw - 1)))
     # PyTorch: output_padding below the stride or the dilation
     oph, opw = draw(st.integers(0, max(sh, dh) - 1)), draw(st.integers(0, max(sw, dw) - 1))
@@ -64,26 +66,33 @@ def convt_cases(draw):
     oh, ow = transposed_out_size(h, kh, sh, pt, dh, oph), transposed_out_size(w, kw, sw, pl, dw, opw)
     if oh < 1 or ow < 1:
         oh, ow = max(oh, 1), max(ow, 1)  # (any output size is a valid window over the output)
+    # (300 channels: windows past the phased kernel's column and past 256 products)
     return dict(n=draw(st.integers(1, 2)), h=h, w=w, cin=draw(st.one_of(st.integers(1, 9), st.just(300))),
                 cout=draw(st.one_of(st.integers(1, 7), st.integers(33, 37))), kh=kh, kw=kw, sh=sh, sw=sw, dh=dh,
                 dw=dw, pt=pt, pl=pl, oh=oh, ow=ow)
 
 
-def _convt(lib, case, x, w, b, m, s, act):
+def _convt(lib, case, x, w, b, m, s, act, phased: bool = False):
+    """``phased``: mcu_conv_transpose2d_phased_s16 on the weights packed by output phase."""
     n, cout = case["n"], case["cout"]
     out = np.zeros((n, case["oh"], case["ow"], cout), dtype=np.int16)
     p = Conv2dS16Params(cb.Shape4(*x.shape), cb.Shape4(*out.shape), case["kh"], case["kw"], case["sh"], case["sw"],
                         case["pt"], case["pl"], case["dh"], case["dw"], act[0], act[1])
     q = cb.Quant(m, s, cout)
-    status = lib.mcu_conv_transpose2d_s16(None, ctypes.byref(p), ctypes.byref(q.struct), ptr(x), ptr(w),
-                                          None if b is None else ptr(b), ptr(out))
+    fn = lib.mcu_conv_transpose2d_phased_s16 if phased else lib.mcu_conv_transpose2d_s16
+    packed = np.ascontiguousarray(phase_pack(w, case["sh"], case["sw"])) if phased else w
+    status = fn(None, ctypes.byref(p), ctypes.byref(q.struct), ptr(x), ptr(packed), None if b is None else ptr(b),
+                ptr(out))
     return status, out
 
 
 @CASES
-@given(convt_cases(), st.sampled_from(["uniform", "small", "extremes", "worst"]),
-       st.sampled_from(["none", "small", "large"]), st.integers(-4, 4), acts, st.integers(0, 2**32 - 1))
-def test_conv_transpose2d_s16(lib, case, data, bias, centre, act, seed):
+@given(st.booleans().flatmap(lambda phased: st.tuples(st.just(phased), convt_cases(phased))),
+       st.sampled_from(["uniform", "small", "extremes", "worst"]), st.sampled_from(["none", "small", "large"]),
+       st.integers(-4, 4), acts, st.integers(0, 2**32 - 1))
+def test_conv_transpose2d_s16(lib, form, data, bias, centre, act, seed):
+    """Either kernel (``form``: phased, case), the phased one on dilation 1."""
+    phased, case = form
     rng = np.random.default_rng(seed)
     cin, cout, kh, kw = case["cin"], case["cout"], case["kh"], case["kw"]
     x = int16_data(rng, (case["n"], case["h"], case["w"], cin), data)
@@ -92,7 +101,7 @@ def test_conv_transpose2d_s16(lib, case, data, bias, centre, act, seed):
     m = multipliers(rng, cout, False)
     taps = -(-kh // case["sh"]) * -(-kw // case["sw"]) * cin  # products a pixel sums, about
     s = np.clip(s16_shift(taps, centre) + rng.integers(-3, 4, size=cout), -31, SHIFT_MAX).astype(np.int32)
-    status, out = _convt(lib, case, x, w, b, m, s, act)
+    status, out = _convt(lib, case, x, w, b, m, s, act, phased)
     assert status == MCU_OK
     want = conv_transpose2d_s16(x, w, b, m, s, stride=(case["sh"], case["sw"]), padding=(case["pt"], case["pl"]),
                                 dilation=(case["dh"], case["dw"]), out_hw=(case["oh"], case["ow"]), act_min=act[0],
@@ -100,14 +109,15 @@ def test_conv_transpose2d_s16(lib, case, data, bias, centre, act, seed):
     assert_equal(out, want)
 
 
-def test_conv_transpose2d_s16_sums_past_int32(host):
+@pytest.mark.parametrize("phased", [False, True])
+def test_conv_transpose2d_s16_sums_past_int32(host, phased):
     """INT16_MIN inputs against -128 weights: 300 channels a tap, 9 taps a pixel, each product +2^22, so the
     sum passes 2^31 by far; the exact 64-bit sum requantizes to the reference's codes (not a wrapped one)."""
     case = dict(n=1, h=3, w=3, cin=300, cout=5, kh=3, kw=3, sh=1, sw=1, dh=1, dw=1, pt=1, pl=1, oh=3, ow=3)
     x = np.full((1, 3, 3, 300), INT16_MIN, dtype=np.int16)
     w = np.full((5, 3, 3, 300), -128, dtype=np.int8)
     m, s = np.full(5, 2**30, np.int32), np.full(5, -20, np.int32)
-    status, out = _convt(host, case, x, w, None, m, s, (INT16_MIN, INT16_MAX))
+    status, out = _convt(host, case, x, w, None, m, s, (INT16_MIN, INT16_MAX), phased)
     assert status == MCU_OK
     want = conv_transpose2d_s16(x, w, None, m, s, padding=(1, 1), out_hw=(3, 3))
     assert_equal(out, want)
@@ -124,6 +134,8 @@ def test_conv_transpose2d_s16_refuses_bad_arguments(host):
     assert _convt(host, case, x, w, None, m, bad_shift, (INT16_MIN, INT16_MAX))[0] == MCU_ERR_INVALID_ARG
     assert _convt(host, case, x, w, None, m, s, (5, 4))[0] == MCU_ERR_INVALID_ARG
     assert _convt(host, {**case, "oh": 0}, x, w, None, m, s, (INT16_MIN, INT16_MAX))[0] == MCU_ERR_SHAPE
+    dilated = {**case, "dh": 2, "oh": 5}
+    assert _convt(host, dilated, x, w, None, m, s, (INT16_MIN, INT16_MAX), phased=True)[0] == MCU_ERR_INVALID_ARG
     # the output over the input: refused
     out = np.zeros(64, dtype=np.int16)
     p = Conv2dS16Params(cb.Shape4(1, 2, 2, 2), cb.Shape4(1, 4, 4, 3), 2, 2, 2, 2, 0, 0, 1, 1, INT16_MIN, INT16_MAX)

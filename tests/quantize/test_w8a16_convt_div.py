@@ -1,8 +1,8 @@
 """w8a16 models with transposed convolutions and quotients of two tensors: a small decoder (a strided encoder,
 two nn.ConvTranspose2d, one strided with output padding, one dilated), a 1-D upsampler (nn.ConvTranspose1d) and
 a model computing x / (|y| + 1) and a normalisation by a computed norm (a broadcast divisor) run
-mcu_conv_transpose2d_s16 and mcu_div_s16 (ours, with the 16x8 conventions: CMSIS-NN has neither). Each is
-bit-exact with the Python integer reference as generated C and as a program file on the host and (slow tier) on
+mcu_conv_transpose2d_s16 (its phased form at dilation 1) and mcu_div_s16 (ours, with the 16x8 conventions:
+CMSIS-NN has neither). Each is bit-exact with the Python integer reference as generated C and as a program file on the host and (slow tier) on
 QEMU, closer to fp32 than at int8; a program file whose words are overwritten with extremes loads and runs or
 names the fault, never crashes; a grouped transposed convolution is still refused with the user's line."""
 
@@ -26,8 +26,9 @@ from int16_checks import (assert_c_and_program_equal_reference, assert_device_eq
 from repo import requires_qemu
 
 KINDS = {"decoder": {"conv_transpose2d"}, "upsampler1d": {"conv_transpose2d"}, "ratio": {"div", "remap"}}
-SOURCES = {"decoder": ("mcu_conv_transpose2d_s16.c",), "upsampler1d": ("mcu_conv_transpose2d_s16.c",),
-           "ratio": ("mcu_div_s16.c",)}
+# (dilation 1 takes the weights by output phase; the decoder's dilated layer the OHWI kernel)
+SOURCES = {"decoder": ("mcu_conv_transpose2d_phased_s16.c", "mcu_conv_transpose2d_s16.c"),
+           "upsampler1d": ("mcu_conv_transpose2d_phased_s16.c",), "ratio": ("mcu_div_s16.c",)}
 MODELS = list(KINDS)
 
 

@@ -326,7 +326,8 @@ def _matrix_s16(op: Op, ref: Ref) -> KernelCall:
     elif op.kind in ("conv2d", "conv_transpose2d"):  # (the transposed one: ours, on the convolution's struct)
         params_type, params = "mcu_conv2d_s16_params", {"input": shape4(x), "output": shape4(out), **window,
                                                         **bounds}
-    function = f"mcu_{op.kind}_s16"
+    # (a transposed one with its weights by output phase: dilation 1, mcu/passes/quantized/conv.py)
+    function = f"mcu_{op.kind}_phased_s16" if op.attrs.get("phased") else f"mcu_{op.kind}_s16"
     return KernelCall(function, ["&ctx", "&params", "&quant", ref(x), ref(w), ref(b), ref(out)], [f"{function}.c"],
                       params_type, params, locals=quant_locals(op, ref), operands=quant_operands(op),
                       headers=["mcu/kernels_s16.h"])

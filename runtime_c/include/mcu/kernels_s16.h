@@ -68,6 +68,13 @@ mcu_status mcu_conv_transpose2d_s16(const mcu_context *ctx, const mcu_conv2d_s16
                                     const mcu_per_channel_quant *q, const int16_t *input, const int8_t *weight,
                                     const int64_t *bias, int16_t *output);
 int32_t mcu_conv_transpose2d_s16_get_buffer_size(const mcu_conv2d_s16_params *p);
+/** mcu_conv_transpose2d_s16 for dilation 1 with the weights packed by output phase (mcu/reference/conv.py,
+ * phase_pack; as mcu_conv_transpose2d_phased_s8's): each phase's window one contiguous dot product per output
+ * channel. Same outputs, bit for bit; no scratch. */
+mcu_status mcu_conv_transpose2d_phased_s16(const mcu_context *ctx, const mcu_conv2d_s16_params *p,
+                                           const mcu_per_channel_quant *q, const int16_t *input, const int8_t *weight,
+                                           const int64_t *bias, int16_t *output);
+int32_t mcu_conv_transpose2d_phased_s16_get_buffer_size(const mcu_conv2d_s16_params *p);
 
 typedef struct {
     mcu_shape4 input;  /**< NHWC */
