@@ -26,28 +26,6 @@ int32_t mcu_conv_transpose2d_phased_s16_get_buffer_size(const mcu_conv2d_s16_par
     return 0;
 }
 
-/* Taps of phase a along a dim: a, a + stride, ... below kernel. */
-static int32_t phase_taps_s16(int32_t a, int32_t kernel, int32_t stride)
-{
-    return a < kernel ? (kernel - a + stride - 1) / stride : 0;
-}
-
-/* Where phase (a, b)'s weights start: the phases before it in (a, b) order, out_c * taps * in_c each. */
-static size_t phase_offset_s16(const mcu_conv2d_s16_params *p, int32_t a, int32_t b)
-{
-    size_t taps = 0;
-    for (int32_t i = 0; i < p->stride_h && i < p->kernel_h; ++i) {
-        for (int32_t j = 0; j < p->stride_w && j < p->kernel_w; ++j) {
-            if (i == a && j == b) {
-                return taps * (size_t)p->output.c * (size_t)p->input.c;
-            }
-            taps += (size_t)phase_taps_s16(i, p->kernel_h, p->stride_h) *
-                    (size_t)phase_taps_s16(j, p->kernel_w, p->stride_w);
-        }
-    }
-    return taps * (size_t)p->output.c * (size_t)p->input.c;
-}
-
 /* The phase's window of the pixel whose first tap reads input (ih0, iw0), in weight order, into col. */
 static void gather_s16(const mcu_conv2d_s16_params *p, const int16_t *x_n, int32_t ih0, int32_t iw0, int32_t nh,
                        int32_t nw, int16_t *col)
@@ -110,13 +88,14 @@ mcu_status mcu_conv_transpose2d_phased_s16(const mcu_context *ctx, const mcu_con
         int16_t *y_n = output + (size_t)n * (size_t)out.h * (size_t)out.w * (size_t)out.c;
         for (int32_t oh = 0; oh < out.h; ++oh) {
             const int32_t a = (oh + p->pad_top) % p->stride_h;
-            const int32_t nh = phase_taps_s16(a, p->kernel_h, p->stride_h);
+            const int32_t nh = mcu_phase_taps(a, p->kernel_h, p->stride_h);
             const int32_t ih0 = (oh + p->pad_top - a) / p->stride_h; /* the input row of tap a */
             for (int32_t b = 0; b < p->stride_w; ++b) {
-                const int32_t nw = phase_taps_s16(b, p->kernel_w, p->stride_w);
+                const int32_t nw = mcu_phase_taps(b, p->kernel_w, p->stride_w);
                 const int64_t window = (int64_t)nh * nw * in.c;
                 const int32_t taps = (int32_t)window; /* (at most the weights' count: checked) */
-                const int8_t *wp = weight + phase_offset_s16(p, a, b);
+                const int8_t *wp = weight + mcu_phase_offset(a, b, p->kernel_h, p->kernel_w, p->stride_h, p->stride_w,
+                                                             out.c * in.c);
                 const int column = window <= MCU_CONVT_S16_COL;
                 const int short_sums = column && small && window <= MCU_S16_PART;
                 /* the first ow of this phase: (ow + pad_left) % stride_w == b */

@@ -34,6 +34,30 @@ static inline int32_t mcu_transposed_tap_step(int32_t stride, int32_t dilation)
     return dilation == 1 ? stride : 1;
 }
 
+/* Taps of output phase a along a dim in the phased kernels (weights packed by phase_pack, mcu/reference/conv.py):
+ * a, a + stride, ... below kernel. */
+static inline int32_t mcu_phase_taps(int32_t a, int32_t kernel, int32_t stride)
+{
+    return a < kernel ? (kernel - a + stride - 1) / stride : 0;
+}
+
+/* Where phase (a, b)'s weights start: the phases before it in (a, b) order, `channels` (out_c * in_c) weights
+ * a tap each (within the weights' count, which the kernels check fits int32). */
+static inline int32_t mcu_phase_offset(int32_t a, int32_t b, int32_t kernel_h, int32_t kernel_w, int32_t stride_h,
+                                       int32_t stride_w, int32_t channels)
+{
+    int32_t taps = 0;
+    for (int32_t i = 0; i < stride_h && i < kernel_h; ++i) {
+        for (int32_t j = 0; j < stride_w && j < kernel_w; ++j) {
+            if (i == a && j == b) {
+                return taps * channels;
+            }
+            taps += mcu_phase_taps(i, kernel_h, stride_h) * mcu_phase_taps(j, kernel_w, stride_w);
+        }
+    }
+    return taps * channels;
+}
+
 /* The coordinates above stay inside int32_t: o + pad and (k - 1) * dilation. */
 static inline int mcu_transposed_fits(int32_t out, int32_t kernel, int32_t dilation, int32_t pad)
 {
