@@ -227,7 +227,8 @@ torch.manual_seed(13)
 class M(nn.Module):
     def __init__(self):
         super().__init__()
-        self.up, self.a, self.b = nn.ConvTranspose2d(2, 3, 3, stride=2, padding=1), nn.Conv2d(3, 3, 1), nn.Conv2d(3, 3, 1)
+        self.up = nn.ConvTranspose2d(2, 3, 3, stride=2, padding=1)
+        self.a, self.b = nn.Conv2d(3, 3, 1), nn.Conv2d(3, 3, 1)
     def forward(self, x):
         y = torch.relu(self.up(x))
         return self.a(y) / (self.b(y).abs() + 1.0)

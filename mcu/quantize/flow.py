@@ -149,9 +149,9 @@ def quantize_static(model: torch.nn.Module, example_inputs: tuple,
                        hint="w8a16 runs linear layers, convolutions, depthwise and transposed ones (with their batch "
                             "norms and ReLU/clamp), adds, differences, products, quotients, maxima and minima of "
                             "tensors (broadcasting too), PReLU, sigmoid, tanh, softmax, log-softmax, elementwise "
-                            "functions and arithmetic with numbers (tables), max and average pools, means, sums, maxima and minima over dims, "
-                            "products of two activations (attention), layer and RMS norm, LSTM and GRU layers, GRU "
-                            "cells, concatenations, moves, slices and views; "
+                            "functions and arithmetic with numbers (tables), max and average pools, means, sums, "
+                            "maxima and minima over dims, products of two activations (attention), layer and RMS "
+                            "norm, LSTM and GRU layers, GRU cells, concatenations, moves, slices and views; "
                             "use --quantize int8 for this model")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -126,7 +126,7 @@ def transposed_out_size(size: int, kernel: int, stride: int, pad: int, dilation:
 
 
 def scatter_taps(x: np.ndarray, weight: np.ndarray, out_hw: tuple[int, int], stride: tuple[int, int],
-             pad: tuple[int, int], dilation: tuple[int, int], groups: int) -> np.ndarray:
+                 pad: tuple[int, int], dilation: tuple[int, int], groups: int) -> np.ndarray:
     """sum over taps of x[n, i, j, g-group] . w[oc, kh, kw, :] into output (n, oh, ow, oc); any dtype."""
     n, h, w, c = x.shape
     out_c, kh, kw, icg = weight.shape
@@ -171,7 +171,7 @@ def conv_transpose2d_s8(x, weight, bias, multiplier, shift, *, input_offset, out
         raise ValueError("output batch or channels do not match")
     xo = x.astype(np.int64) + int(input_offset)
     acc = scatter_taps(xo, weight.astype(np.int64), (oh, ow), (int(stride_h), int(stride_w)),
-                   (int(pad_top), int(pad_left)), (int(dilation_h), int(dilation_w)), int(groups))
+                       (int(pad_top), int(pad_left)), (int(dilation_h), int(dilation_w)), int(groups))
     if bias is not None:
         acc = acc + np.asarray(bias, dtype=np.int64)
     y = requantize(wrap_int32(acc), np.asarray(multiplier, np.int64), np.asarray(shift, np.int64))
@@ -182,7 +182,7 @@ def conv_transpose2d_f64(x, weight, bias, *, stride=(1, 1), padding=(0, 0), dila
                          output_hw) -> np.ndarray:
     """The float transposed convolution in float64 (NHWC in and out, OHWI weights): a tolerance oracle."""
     acc = scatter_taps(np.asarray(x, np.float64), np.asarray(weight, np.float64), tuple(output_hw), tuple(stride),
-                   tuple(padding), tuple(dilation), int(groups))
+                       tuple(padding), tuple(dilation), int(groups))
     return acc if bias is None else acc + np.asarray(bias, np.float64)
 
 

@@ -1,9 +1,10 @@
-"""mcu_conv_transpose2d_s16 (and its phase-packed form for dilation 1) and mcu_div_s16 (w8a16's transposed convolution and quotient of two tensors; ours,
-CMSIS-NN has neither at 16 bits) against the Python integer reference (mcu/reference/s16.py, s16_act.py) over
-hypothesis-drawn shapes and extremes: strides, dilations, paddings and output paddings, channel counts past the
-kernel's 256-product partial sums and its block of 32 output channels, int16 and int8 extremes (sums that leave
-int32), 64-bit biases, every shift the 16x8 requantization takes; for the quotient zero divisors, INT16_MIN,
-every fractional bit count and saturated quotients. The transposed kernels also on the emulated DSP build."""
+"""mcu_conv_transpose2d_s16 (and its phase-packed form for dilation 1) and mcu_div_s16 (w8a16's transposed convolution
+and quotient of two tensors; ours, CMSIS-NN has neither at 16 bits) against the Python integer reference
+(mcu/reference/s16.py, s16_act.py) over hypothesis-drawn shapes and extremes: strides, dilations, paddings and
+output paddings, channel counts past the kernel's 256-product partial sums and its block of 32 output channels,
+int16 and int8 extremes (sums that leave int32), 64-bit biases, every shift the 16x8 requantization takes; for the
+quotient zero divisors, INT16_MIN, every fractional bit count and saturated quotients. The transposed kernels also
+on the emulated DSP build."""
 
 from __future__ import annotations
 

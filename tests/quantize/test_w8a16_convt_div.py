@@ -1,10 +1,10 @@
-"""w8a16 models with transposed convolutions and quotients of two tensors: a small decoder (a strided encoder,
-two nn.ConvTranspose2d, one strided with output padding, one dilated), a 1-D upsampler (nn.ConvTranspose1d) and
-a model computing x / (|y| + 1) and a normalisation by a computed norm (a broadcast divisor) run
-mcu_conv_transpose2d_s16 (its phased form at dilation 1) and mcu_div_s16 (ours, with the 16x8 conventions:
-CMSIS-NN has neither). Each is bit-exact with the Python integer reference as generated C and as a program file on the host and (slow tier) on
-QEMU, closer to fp32 than at int8; a program file whose words are overwritten with extremes loads and runs or
-names the fault, never crashes; a grouped transposed convolution is still refused with the user's line."""
+"""w8a16 models with transposed convolutions and quotients of two tensors: a small decoder (a strided encoder, two
+nn.ConvTranspose2d, one strided with output padding, one dilated), a 1-D upsampler (nn.ConvTranspose1d) and a model
+computing x / (|y| + 1) and a normalisation by a computed norm (a broadcast divisor) run mcu_conv_transpose2d_s16
+(its phased form at dilation 1) and mcu_div_s16 (ours, with the 16x8 conventions: CMSIS-NN has neither). Each is
+bit-exact with the Python integer reference as generated C and as a program file on the host and (slow tier) on
+QEMU, closer to fp32 than at int8; a program file whose words are overwritten with extremes loads and runs or names
+the fault, never crashes; a grouped transposed convolution is still refused with the user's line."""
 
 from __future__ import annotations
 
