@@ -90,7 +90,10 @@ mcu_status mcu_conv_transpose2d_phased_s16(const mcu_context *ctx, const mcu_con
             const int32_t a = (oh + p->pad_top) % p->stride_h;
             const int32_t nh = mcu_phase_taps(a, p->kernel_h, p->stride_h);
             const int32_t ih0 = (oh + p->pad_top - a) / p->stride_h; /* the input row of tap a */
-            for (int32_t b = 0; b < p->stride_w; ++b) {
+            /* Each phase once: the first stride_w output columns (fewer on a narrower output) start one each, so
+             * a huge stride costs no loop over phases no column has. */
+            for (int32_t ow0 = 0; ow0 < out.w && ow0 < p->stride_w; ++ow0) {
+                const int32_t b = (ow0 + p->pad_left) % p->stride_w;
                 const int32_t nw = mcu_phase_taps(b, p->kernel_w, p->stride_w);
                 const int64_t window = (int64_t)nh * nw * in.c;
                 const int32_t taps = (int32_t)window; /* (at most the weights' count: checked) */
@@ -98,9 +101,8 @@ mcu_status mcu_conv_transpose2d_phased_s16(const mcu_context *ctx, const mcu_con
                                                              out.c * in.c);
                 const int column = window <= MCU_CONVT_S16_COL;
                 const int short_sums = column && small && window <= MCU_S16_PART;
-                /* the first ow of this phase: (ow + pad_left) % stride_w == b */
-                const int32_t ow0 = ((b - p->pad_left) % p->stride_w + p->stride_w) % p->stride_w;
-                for (int32_t ow = ow0; ow < out.w; ow += p->stride_w) {
+                /* (the next column of the phase without passing INT32_MAX) */
+                for (int32_t ow = ow0; ow < out.w; ow = out.w - ow > p->stride_w ? ow + p->stride_w : out.w) {
                     const int32_t iw0 = (ow + p->pad_left - b) / p->stride_w;
                     int16_t *y = y_n + ((size_t)oh * (size_t)out.w + (size_t)ow) * (size_t)out.c;
                     if (column) {

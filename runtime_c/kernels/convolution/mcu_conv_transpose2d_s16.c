@@ -30,14 +30,15 @@ static void convt_pixel_s16(const mcu_conv2d_s16_params *p, const int16_t *x_n, 
     const int32_t w_per_oc = p->kernel_h * p->kernel_w * in.c;
     const int32_t kh_step = mcu_transposed_tap_step(p->stride_h, p->dilation_h);
     const int32_t kw_step = mcu_transposed_tap_step(p->stride_w, p->dilation_w);
+    /* (steps that stop at the kernel's end rather than pass INT32_MAX with a huge stride) */
     for (int32_t kh = mcu_transposed_first_tap(oh, p->stride_h, p->pad_top, p->dilation_h); kh < p->kernel_h;
-         kh += kh_step) {
+         kh = p->kernel_h - kh > kh_step ? kh + kh_step : p->kernel_h) {
         const int32_t ih = mcu_transposed_source(oh, kh, p->stride_h, p->pad_top, p->dilation_h, in.h);
         if (ih < 0) {
             continue;
         }
         for (int32_t kw = mcu_transposed_first_tap(ow, p->stride_w, p->pad_left, p->dilation_w); kw < p->kernel_w;
-             kw += kw_step) {
+             kw = p->kernel_w - kw > kw_step ? kw + kw_step : p->kernel_w) {
             const int32_t iw = mcu_transposed_source(ow, kw, p->stride_w, p->pad_left, p->dilation_w, in.w);
             if (iw < 0) {
                 continue;
