@@ -219,6 +219,23 @@ model = M().eval()
 example_inputs = (torch.randn(4, 1, 3),)
 calibration = [(torch.randn(4, 1, 3),) for _ in range(4)]
 """,
+    # w8a16's transposed convolution and quotient (mcu_conv_transpose2d_s16, mcu_div_s16: its fractional bits)
+    "convt_div16": """
+import torch
+from torch import nn
+torch.manual_seed(13)
+class M(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.up = nn.ConvTranspose2d(2, 3, 3, stride=2, padding=1)
+        self.a, self.b = nn.Conv2d(3, 3, 1), nn.Conv2d(3, 3, 1)
+    def forward(self, x):
+        y = torch.relu(self.up(x))
+        return self.a(y) / (self.b(y).abs() + 1.0)
+model = M().eval()
+example_inputs = (torch.randn(1, 2, 3, 3),)
+calibration = [(torch.randn(1, 2, 3, 3),) for _ in range(4)]
+""",
     # 4-bit groupwise linear weights (int4-weight, int4-dynamic)
     "int4": """
 import torch
@@ -266,7 +283,8 @@ calibration = [(torch.randn(1, 3, 9, 5),) for _ in range(4)]
 """,
 }
 # Quantizations of each seed model (default: fp32 and int8).
-SEED_QUANTIZE = {"int4": (modes.INT4_WEIGHT, modes.INT4_DYNAMIC), "recurrent": (modes.INT8,), "lstm16": (modes.W8A16,)}
+SEED_QUANTIZE = {"int4": (modes.INT4_WEIGHT, modes.INT4_DYNAMIC), "recurrent": (modes.INT8,), "lstm16": (modes.W8A16,),
+                 "convt_div16": (modes.W8A16,)}
 # Seed models compiled with every fusable block fused, and the output rows of each pass.
 SEED_FUSE = {"fused": 2}
 # Seed models compiled with their first ops streamed and the input read by rows.

@@ -1,10 +1,11 @@
 """w8a16's broadcasting arithmetic and PReLU. A PReLU becomes relu(x) + alpha * min(x, 0) with alpha viewed on the
 channel axis (one slope or one per channel): a ReLU, a clamp, a product with a constant and an add, each a 16x8
-kernel. Broadcasting arithmetic: an operand of an add, a difference, a product, a maximum or a minimum of two
-tensors whose shape is not the output's is expanded to it first (``aten.expand``), so that the op runs on the
-16x8 kernels of same-shaped operands (mcu_add_s16, mcu_sub_s16, mcu_mul_s16, mcu_maximum_s16, mcu_minimum_s16)
-and the expansion as an int16 move (mcu_remap, sharing the operand's quantization). The expanded copy costs an
-output-sized buffer and one pass of copying; the arithmetic and its rounding are the same-shape kernels'."""
+kernel. Broadcasting arithmetic: an operand of an add, a difference, a product, a quotient, a maximum or a minimum
+of two tensors whose shape is not the output's is expanded to it first (``aten.expand``), so that the op runs on the
+16x8 kernels of same-shaped operands (mcu_add_s16, mcu_sub_s16, mcu_mul_s16, mcu_div_s16, mcu_maximum_s16,
+mcu_minimum_s16) and the expansion as an int16 move (mcu_remap, sharing the operand's quantization). The expanded
+copy costs an output-sized buffer and one pass of copying; the arithmetic and its rounding are the same-shape
+kernels'."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from torch.fx import GraphModule, Node
 aten = torch.ops.aten
 
 BROADCAST_PAIRS = {aten.add.Tensor, aten.add_.Tensor, aten.sub.Tensor, aten.sub_.Tensor, aten.mul.Tensor,
-                   aten.mul_.Tensor, aten.maximum.default, aten.minimum.default}
+                   aten.mul_.Tensor, aten.maximum.default, aten.minimum.default, aten.div.Tensor}
 
 
 def _shape(node: object) -> tuple[int, ...] | None:
@@ -63,7 +64,7 @@ def split_prelu(model: GraphModule) -> int:
 
 
 def expand_broadcasts(model: GraphModule) -> int:
-    """Expands every broadcasting operand of a two-tensor add/sub/mul/maximum/minimum to the op's output shape
+    """Expands every broadcasting operand of a two-tensor add/sub/mul/div/maximum/minimum to the op's output shape
     in place; returns how many were expanded."""
     expanded = 0
     for node in list(model.graph.nodes):

@@ -111,12 +111,14 @@ W8A16_TABLES = {aten.gelu.default, aten.silu.default, aten.silu_.default, aten.h
                 aten.erf.default, aten.pow.Tensor_Scalar, aten.log_sigmoid.default, aten.mish.default,
                 aten.hardswish.default, aten.hardswish_.default}
 _TENSOR_PAIRS = {aten.add.Tensor, aten.add_.Tensor, aten.mul.Tensor, aten.mul_.Tensor, aten.sub.Tensor,
-                 aten.sub_.Tensor, aten.maximum.default, aten.minimum.default}
+                 aten.sub_.Tensor, aten.maximum.default, aten.minimum.default, aten.div.Tensor}
 
 
 # The ops w8a16 quantizes: the families with 16x8 kernels, the batch norms folded into them, their fused
 # activations and the views that only rename bytes. Any other op refuses the mode by name before quantizing.
-W8A16_OPS = {*CONV_LINEAR, *BATCH_NORM, *ACTIVATIONS, aten.adaptive_avg_pool2d.default, aten.mean.dim,
+W8A16_OPS = {*CONV_LINEAR, *BATCH_NORM, *ACTIVATIONS,
+             # transposed convolutions (mcu_conv_transpose2d_s16) and quotients of two tensors (mcu_div_s16): ours
+             *CONV_TRANSPOSE, aten.div.Tensor, aten.adaptive_avg_pool2d.default, aten.mean.dim,
              aten.add.Tensor, aten.add_.Tensor, aten.pad.default,
              # sums (mcu_mean_s16 without the count), amax and amin (mcu_amax_s16, mcu_amin_s16) over dims
              *REDUCE_OWN_OUTPUT, aten.constant_pad_nd.default,
@@ -162,8 +164,8 @@ def masked_scores(node: Node) -> bool:
 
 
 def _w8a16_form(node: Node) -> bool:
-    """Whether an op of W8A16_OPS has the form its 16x8 kernel takes: a global mean; an add, a difference or a
-    product of two tensors of one shape, or any of them (and a quotient) of a tensor and a number (a table); a
+    """Whether an op of W8A16_OPS has the form its 16x8 kernel takes: a global mean; an add, a difference, a
+    product or a quotient of two tensors of one shape, or any of them of a tensor and a number (a table); a
     constant attention mask before a softmax. (Also zeros: the zero biases of a recurrent layer without biases, a
     constant of the layer, and a recurrent cell's zero first state, a constant of the loop.)"""
     if node.target is aten.zeros.default:
@@ -190,7 +192,7 @@ def _w8a16_form(node: Node) -> bool:
             return _is_float_tensor(t) and getattr(t.meta.get("val"), "shape", None) == \
                 getattr(node.meta.get("val"), "shape", None)
         if node.target not in _TENSOR_PAIRS:
-            return False  # (a quotient of two tensors has no 16x8 kernel)
+            return False
         shapes = [getattr(t.meta.get("val"), "shape", None) if isinstance(t, Node) else None for t in (a, b)]
         return _is_float_tensor(a) and _is_float_tensor(b) and shapes[0] == shapes[1] and \
             shapes[0] == getattr(node.meta.get("val"), "shape", None)
@@ -209,7 +211,9 @@ def unsupported_w8a16(model: GraphModule) -> list[tuple[str, Node]]:
         if node.target is aten.adaptive_avg_pool2d.default:
             name += " (to a size other than 1x1)"
         elif node.target in SCALAR_ARITH | _TENSOR_PAIRS:
-            name += " (broadcasting, or of two tensors)" if node.target is aten.div.Tensor else " (broadcasting)"
+            name += " (broadcasting)"
+        elif node.target is aten.div.Tensor_mode:
+            name += " (with a rounding mode)"
         elif node.target is aten.max_pool2d.default:
             name += " (dilated, or in ceil mode)"
         elif node.target is aten.avg_pool2d.default:

@@ -24,7 +24,7 @@ from mcu.reference.arith import requantize, wrap_int32
 from mcu.reference.common import as_int8, as_int64, check_shape, finish, patches, window_geometry
 
 __all__ = ["conv2d_s8", "depthwise_conv2d_s8", "linear_s8", "bmm_s8", "conv_transpose2d_s8", "conv_transpose2d_f64",
-           "transposed_out_size", "phase_pack", "phase_unpack"]
+           "transposed_out_size", "phase_pack", "phase_unpack", "scatter_taps"]
 
 
 def _conv_geometry(x, kh, kw, out_c, stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left, output):
@@ -125,8 +125,8 @@ def transposed_out_size(size: int, kernel: int, stride: int, pad: int, dilation:
     return (size - 1) * stride - 2 * pad + dilation * (kernel - 1) + output_padding + 1
 
 
-def _scatter(x: np.ndarray, weight: np.ndarray, out_hw: tuple[int, int], stride: tuple[int, int],
-             pad: tuple[int, int], dilation: tuple[int, int], groups: int) -> np.ndarray:
+def scatter_taps(x: np.ndarray, weight: np.ndarray, out_hw: tuple[int, int], stride: tuple[int, int],
+                 pad: tuple[int, int], dilation: tuple[int, int], groups: int) -> np.ndarray:
     """sum over taps of x[n, i, j, g-group] . w[oc, kh, kw, :] into output (n, oh, ow, oc); any dtype."""
     n, h, w, c = x.shape
     out_c, kh, kw, icg = weight.shape
@@ -170,8 +170,8 @@ def conv_transpose2d_s8(x, weight, bias, multiplier, shift, *, input_offset, out
     if (n, oc) != (x.shape[0], out_c):
         raise ValueError("output batch or channels do not match")
     xo = x.astype(np.int64) + int(input_offset)
-    acc = _scatter(xo, weight.astype(np.int64), (oh, ow), (int(stride_h), int(stride_w)),
-                   (int(pad_top), int(pad_left)), (int(dilation_h), int(dilation_w)), int(groups))
+    acc = scatter_taps(xo, weight.astype(np.int64), (oh, ow), (int(stride_h), int(stride_w)),
+                       (int(pad_top), int(pad_left)), (int(dilation_h), int(dilation_w)), int(groups))
     if bias is not None:
         acc = acc + np.asarray(bias, dtype=np.int64)
     y = requantize(wrap_int32(acc), np.asarray(multiplier, np.int64), np.asarray(shift, np.int64))
@@ -181,8 +181,8 @@ def conv_transpose2d_s8(x, weight, bias, multiplier, shift, *, input_offset, out
 def conv_transpose2d_f64(x, weight, bias, *, stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1,
                          output_hw) -> np.ndarray:
     """The float transposed convolution in float64 (NHWC in and out, OHWI weights): a tolerance oracle."""
-    acc = _scatter(np.asarray(x, np.float64), np.asarray(weight, np.float64), tuple(output_hw), tuple(stride),
-                   tuple(padding), tuple(dilation), int(groups))
+    acc = scatter_taps(np.asarray(x, np.float64), np.asarray(weight, np.float64), tuple(output_hw), tuple(stride),
+                       tuple(padding), tuple(dilation), int(groups))
     return acc if bias is None else acc + np.asarray(bias, np.float64)
 
 

@@ -118,6 +118,12 @@ def mul_s16(op: Op) -> dict:
     return {"out_multiplier": mult, "out_shift": shift, **_act(op)}
 
 
+def div_s16(op: Op) -> dict:
+    """The 16x8 quotient (mcu_div_s16): its fractional bits and s_a / (s_b s_out 2^bits), the clamp in int16."""
+    a, b = op.inputs
+    return {**s16_act.div_params(scale_zp(a)[0], scale_zp(b)[0], scale_zp(op.output)[0]), **_act(op)}
+
+
 def mean_s16(op: Op, count: int) -> dict:
     """A 16x8 mean (mcu_mean_s16): the multiplier and shift of s_in / (s_out * count), the clamp in int16."""
     mult, shift = arith.quantize_multiplier(scale_zp(op.inputs[0])[0] / (scale_zp(op.output)[0] * count))

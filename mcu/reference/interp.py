@@ -118,6 +118,21 @@ def _linear_s16(op: Op, x: list[np.ndarray]) -> np.ndarray:
     return to_memory_order(y.reshape(op.output.shape), op.output)
 
 
+def _conv_transpose2d_s16(op: Op, x: list[np.ndarray]) -> np.ndarray:
+    inp, w = op.inputs[:2]
+    a = op.attrs
+    if a["groups"] != 1:
+        raise McuError(f"the 16x8 reference has no grouped transposed convolution ({op.name})")
+    weight = conv.phase_unpack(w.data, w.physical_shape, *a["stride"]) if a.get("phased") else w.data
+    n, h, wd, c = _nhwc(op.output)
+    p = derive.weighted_s16(op)
+    y = s16.conv_transpose2d_s16(_to_nhwc(x[0], inp), weight, p["bias"], p["multiplier"], p["shift"],
+                                 stride=tuple(a["stride"]), padding=tuple(a["padding"][:2]),
+                                 dilation=tuple(a["dilation"]), out_hw=(h, wd), act_min=p["act_min"],
+                                 act_max=p["act_max"])
+    return _from_nhwc(y, op.output)
+
+
 def _pool_s16(fn: Callable) -> Run:
     def run(op: Op, x: list[np.ndarray]) -> np.ndarray:
         a = op.attrs
@@ -498,6 +513,7 @@ FLOAT_MOVES: dict[str, Run] = {
 INT16_OPS: dict[str, Run] = {
     "conv2d": _conv2d_s16,
     "depthwise_conv2d": _depthwise_s16,
+    "conv_transpose2d": _conv_transpose2d_s16,
     "linear": _linear_s16,
     "mean_hw": _mean_hw_s16,
     "reduce": _reduce_s16,
@@ -507,6 +523,7 @@ INT16_OPS: dict[str, Run] = {
     "sub": _with_constants(_pair_s16(s16_act.sub_s16)),
     "maximum": _with_constants(_pair_s16(s16_act.maximum_s16)),
     "minimum": _with_constants(_pair_s16(s16_act.minimum_s16)),
+    "div": _with_constants(lambda op, x: s16_act.div_s16(x[0], x[1], **derive.div_s16(op))),
     "sigmoid": _activation_s16,
     "tanh": _activation_s16,
     "softmax": _softmax_s16,

@@ -15,6 +15,7 @@ import numpy as np
 
 from mcu.reference.arith import quantize_multipliers, requantize, saturate_int32
 from mcu.reference.common import patches
+from mcu.reference.conv import scatter_taps
 
 INT16_MIN = -(2**15)
 INT16_MAX = 2**15 - 1
@@ -111,6 +112,23 @@ def depthwise_conv2d_s16(x, weight, bias, multiplier, shift, *, ch_mult: int = 1
     for ky in range(kh):
         for kx in range(kw):
             acc += xp[:, ky * dh: ky * dh + (oh - 1) * sh + 1: sh, kx * dw: kx * dw + (ow - 1) * sw + 1: sw, :] * w[ky, kx]
+    if bias is not None:
+        acc = acc + np.asarray(bias, dtype=np.int64)
+    y = requantize_s64(acc, multiplier, shift)
+    return np.clip(y, act_min, act_max).astype(np.int16)
+
+
+def conv_transpose2d_s16(x, weight, bias, multiplier, shift, *, stride=(1, 1), padding=(0, 0), dilation=(1, 1),
+                         out_hw: tuple[int, int], act_min: int = INT16_MIN, act_max: int = INT16_MAX) -> np.ndarray:
+    """mcu_conv_transpose2d_s16 (ours: CMSIS-NN has no 16x8 transposed convolution): TFLite's TRANSPOSE_CONV
+    scattering (every input pixel adds ``x * w`` to the output pixels ``i * stride - pad + k * dilation`` its
+    taps reach) on int16 codes of zero point 0 with int8 OHWI weights (one group), the exact sum plus the int64
+    bias, then :func:`requantize_s64` per output channel (``arm_convolve_s16``'s) and the clamp."""
+    x = np.asarray(x, dtype=np.int16).astype(np.int64)
+    w = np.asarray(weight, dtype=np.int8).astype(np.int64)
+    if x.shape[3] != w.shape[3]:
+        raise ValueError("input channels do not match the weights")
+    acc = scatter_taps(x, w, tuple(out_hw), tuple(stride), tuple(padding), tuple(dilation), 1)
     if bias is not None:
         acc = acc + np.asarray(bias, dtype=np.int64)
     y = requantize_s64(acc, multiplier, shift)

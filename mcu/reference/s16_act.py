@@ -193,6 +193,40 @@ def mul_s16(a, b, out_multiplier: int, out_shift: int, act_min: int = INT16_MIN,
     return np.clip(y, act_min, act_max).astype(np.int16)
 
 
+# --- div -----------------------------------------------------------------------------------------------------
+
+#: the most fractional bits of mcu_div_s16's quotient (|a| 2^31 / |b| is long division in 32-bit steps)
+DIV_MAX_BITS = 31
+
+
+def div_params(s_a: float, s_b: float, s_out: float) -> dict:
+    """mcu_div_s16's parameters: ``frac_bits`` D puts the quotient's multiplier s_a / (s_b s_out 2^D) in
+    [2^-16, 2^-15) (D within [0, DIV_MAX_BITS]), so that a quotient rounded in D bits errs by less than 2^-16 of
+    an output step and one saturated at 2^31 - 1 is past the int16 range anyway."""
+    real = float(s_a) / (float(s_b) * float(s_out))
+    if not (real > 0.0 and math.isfinite(real)):
+        raise ValueError("scales must be positive")
+    bits = min(max(math.frexp(real)[1] + 15, 0), DIV_MAX_BITS)
+    mult, shift = arith.quantize_multiplier(real / 2.0**bits)
+    return {"frac_bits": bits, "out_multiplier": mult, "out_shift": shift}
+
+
+def div_s16(a, b, frac_bits: int, out_multiplier: int, out_shift: int, act_min: int = INT16_MIN,
+            act_max: int = INT16_MAX) -> np.ndarray:
+    """mcu_div_s16 (ours: CMSIS-NN and TFLite have no 16x8 division) on two int16 arrays of one shape (zero
+    points 0): q = round(|a| 2^D / |b|) half away from zero, saturated at 2^31 - 1, with the sign of a / b, then
+    the 16x8 product's int32 requantization and the clamp; a zero divisor gives act_max (act_min) for a positive
+    (negative) numerator and the clamped 0 for 0 / 0, as mcu_div_s8."""
+    num = np.asarray(a, dtype=np.int16).astype(np.int64)
+    den = np.asarray(b, dtype=np.int16).astype(np.int64)
+    d = np.where(den == 0, 1, np.abs(den))
+    q = np.minimum(((np.abs(num) << int(frac_bits)) + d // 2) // d, 2**31 - 1)
+    q = np.where((num < 0) != (den < 0), -q, q)
+    y = np.clip(arith.requantize(q, out_multiplier, out_shift), act_min, act_max)
+    ends = np.where(num > 0, act_max, np.where(num < 0, act_min, min(max(0, act_min), act_max)))
+    return np.where(den == 0, ends, y).astype(np.int16)
+
+
 # --- requantize ----------------------------------------------------------------------------------------------
 
 def requantize_s16(x, multiplier: int, shift: int, act_min: int = INT16_MIN, act_max: int = INT16_MAX) -> np.ndarray:

@@ -145,6 +145,7 @@ typedef union {
     mcu_add_s16_params add_s16;
     mcu_activation_s16_params activation_s16;
     mcu_mul_s16_params mul_s16;
+    mcu_div_s16_params div_s16;
     mcu_softmax_s16_params softmax_s16;
     mcu_softmax_masked_s16_params softmax_masked_s16;
     mcu_bmm_s16_params bmm_s16;

@@ -65,6 +65,7 @@ _Static_assert(sizeof(mcu_mean_s16_params) == 7 * 4, "mean_s16 params layout");
 _Static_assert(sizeof(mcu_add_s16_params) == 10 * 4, "add_s16 params layout");
 _Static_assert(sizeof(mcu_activation_s16_params) == 4 * 4, "activation_s16 params layout");
 _Static_assert(sizeof(mcu_mul_s16_params) == 5 * 4, "mul_s16 params layout");
+_Static_assert(sizeof(mcu_div_s16_params) == 6 * 4, "div_s16 params layout");
 _Static_assert(sizeof(mcu_softmax_s16_params) == 5 * 4, "softmax_s16 params layout");
 _Static_assert(sizeof(mcu_softmax_masked_s16_params) == 6 * 4, "softmax_masked_s16 params layout");
 _Static_assert(sizeof(mcu_bmm_s16_params) == 10 * 4, "bmm_s16 params layout");

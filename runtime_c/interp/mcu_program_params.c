@@ -12,6 +12,7 @@
 #include "../kernels/common/check.h"
 #include "../kernels/pooling/pool_f32.h"
 #include "../kernels/pooling/pool_s8.h"
+#include "../kernels/convolution/window_transposed.h"
 #include "mcu/kernels_f32.h"
 #include "mcu/kernels_generic.h"
 #include "mcu/kernels_mixed.h"
@@ -334,6 +335,22 @@ int mcu_program_params_conv_s16(uint32_t kernel, const mcu_program_params_view *
            mcu_window_fits(in.w, out.w, p->stride_w, p->kernel_w, p->dilation_w, p->pad_left, 0);
 }
 
+int mcu_program_params_conv_transpose2d_s16(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    /* the 16x8 convolution's conditions and the transposed window's (its coordinates stay inside int32) */
+    const mcu_conv2d_s16_params *p = &u->conv_s16;
+    return mcu_program_params_conv_s16(kernel, u, w) &&
+           mcu_transposed_fits(p->output.h, p->kernel_h, p->dilation_h, p->pad_top) &&
+           mcu_transposed_fits(p->output.w, p->kernel_w, p->dilation_w, p->pad_left);
+}
+
+int mcu_program_params_conv_transpose2d_phased_s16(uint32_t kernel, const mcu_program_params_view *u,
+                                                   const int32_t *w)
+{
+    return mcu_program_params_conv_transpose2d_s16(kernel, u, w) && u->conv_s16.dilation_h == 1 &&
+           u->conv_s16.dilation_w == 1;
+}
+
 int mcu_program_params_depthwise_conv2d_s16(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
 {
     (void)kernel;
@@ -414,6 +431,15 @@ int mcu_program_params_mul_s16(uint32_t kernel, const mcu_program_params_view *u
     const mcu_mul_s16_params *p = &u->mul_s16;
     return p->size >= 0 && p->size <= INT32_MAX / 2 && mcu_quant_valid(p->out_multiplier, p->out_shift) &&
            mcu_act_s16_valid(p->act_min, p->act_max);
+}
+
+int mcu_program_params_div_s16(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    (void)kernel;
+    (void)w;
+    const mcu_div_s16_params *p = &u->div_s16;
+    return p->size >= 0 && p->size <= INT32_MAX / 2 && p->frac_bits >= 0 && p->frac_bits <= MCU_DIV_S16_MAX_BITS &&
+           mcu_quant_valid(p->out_multiplier, p->out_shift) && mcu_act_s16_valid(p->act_min, p->act_max);
 }
 
 int mcu_program_params_softmax_s16(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)

@@ -3,11 +3,36 @@ equal to the integer reference on the host, and the firmware and the interpreter
 
 from __future__ import annotations
 
+from typing import Callable, Iterable
+
 import numpy as np
+import torch
 
 import mcu
 from mcu.ir import NUMPY_DTYPES
 from mcu.program.device import run_program
+from mcu.reference.interp import Reference
+
+
+def compile_seeded(make: Callable[[], torch.nn.Module], shape: tuple[int, ...], name: str, quantize: str, board: str,
+                   seed: int, samples: int = 32) -> mcu.CompiledModel:
+    """A test model made after ``torch.manual_seed(seed)``, calibrated on ``samples`` standard normal inputs of
+    ``shape`` and bundled with three more as test inputs."""
+    torch.manual_seed(seed)
+    model = make().eval()
+    calibration = [(torch.randn(*shape),) for _ in range(samples)]
+    tests = [(torch.randn(*shape),) for _ in range(3)]
+    return mcu.compile(model, calibration[0], quantize=quantize, calibration=calibration, test_inputs=tests,
+                       name=name, board=board)
+
+
+def assert_int16_kernels(cm: mcu.CompiledModel, kinds: set[str], sources: Iterable[str]) -> None:
+    """No fp32 fallback, an exact reference, ``kinds`` among the ops and all of them int16, ``sources`` linked."""
+    assert cm.graph.fallbacks == [] and Reference(cm.graph).exact
+    assert kinds <= {op.kind for op in cm.graph.ops}
+    assert all(op.output.dtype == "int16" for op in cm.graph.ops if op.kind in kinds)
+    for src in sources:
+        assert src in cm.library.kernel_sources
 
 
 def output_sqnr_db(cm: mcu.CompiledModel) -> float:

@@ -306,8 +306,8 @@ def _conv_transpose2d_s8(op: Op, ref: Ref) -> KernelCall:
 
 
 def _matrix_s16(op: Op, ref: Ref) -> KernelCall:
-    """16x8 convolution and linear layers (w8a16): int16 activations, int8 weights, int64 biases, the int8
-    kernels' per-channel multipliers and shifts (reduced to Q15 in the kernel)."""
+    """16x8 convolution (transposed too) and linear layers (w8a16): int16 activations, int8 weights, int64 biases,
+    the int8 kernels' per-channel multipliers and shifts (reduced to Q15 in the kernel)."""
     x, w, b = op.inputs[:3]
     out = op.output
     bounds = offsets(op, "act_min", "act_max")
@@ -323,10 +323,11 @@ def _matrix_s16(op: Op, ref: Ref) -> KernelCall:
     if op.kind == "depthwise_conv2d":
         params_type, params = "mcu_depthwise_conv2d_s16_params", {
             "input": shape4(x), "output": shape4(out), "ch_mult": op.attrs["ch_mult"], **window, **bounds}
-    elif op.kind == "conv2d":
+    elif op.kind in ("conv2d", "conv_transpose2d"):  # (the transposed one: ours, on the convolution's struct)
         params_type, params = "mcu_conv2d_s16_params", {"input": shape4(x), "output": shape4(out), **window,
                                                         **bounds}
-    function = f"mcu_{op.kind}_s16"
+    # (a transposed one with its weights by output phase: dilation 1, mcu/passes/quantized/conv.py)
+    function = f"mcu_{op.kind}_phased_s16" if op.attrs.get("phased") else f"mcu_{op.kind}_s16"
     return KernelCall(function, ["&ctx", "&params", "&quant", ref(x), ref(w), ref(b), ref(out)], [f"{function}.c"],
                       params_type, params, locals=quant_locals(op, ref), operands=quant_operands(op),
                       headers=["mcu/kernels_s16.h"])
@@ -350,4 +351,5 @@ EMITTERS = {
     ("conv2d", "int16"): _matrix_s16,
     ("linear", "int16"): _matrix_s16,
     ("depthwise_conv2d", "int16"): _matrix_s16,
+    ("conv_transpose2d", "int16"): _matrix_s16,
 }

@@ -54,13 +54,16 @@ def _add_s16(op: Op, ref: Ref) -> KernelCall:
 
 
 def _mul_s16(op: Op, ref: Ref) -> KernelCall:
-    """The 16x8 product (w8a16): operands of the output's shape and layout, CMSIS-NN's arithmetic."""
+    """The 16x8 product (w8a16): operands of the output's shape and layout, CMSIS-NN's arithmetic; and the
+    quotient (ours), its fractional bits before the same fields."""
     a, b = op.inputs
     out = op.output
     if a.dim_order != out.dim_order or b.dim_order != out.dim_order:
-        raise McuError(f"the 16x8 mul {op.name} needs its operands in the output's layout{at_source(op)}")
-    params = {"size": out.numel, **offsets(op, "out_multiplier", "out_shift", "act_min", "act_max")}
-    return KernelCall("mcu_mul_s16", ["&params", ref(a), ref(b), ref(out)], ["mcu_mul_s16.c"], "mcu_mul_s16_params",
+        raise McuError(f"the 16x8 {op.kind} {op.name} needs its operands in the output's layout{at_source(op)}")
+    keys = ("frac_bits",) if op.kind == "div" else ()
+    params = {"size": out.numel, **offsets(op, *keys, "out_multiplier", "out_shift", "act_min", "act_max")}
+    function = f"mcu_{op.kind}_s16"
+    return KernelCall(function, ["&params", ref(a), ref(b), ref(out)], [f"{function}.c"], f"{function}_params",
                       params, operands=[a, b, out], headers=["mcu/kernels_s16.h"])
 
 
@@ -244,6 +247,7 @@ EMITTERS = {
     ("maximum", "int16"): _add_s16,
     ("minimum", "int16"): _add_s16,
     ("mul", "int16"): _mul_s16,
+    ("div", "int16"): _mul_s16,
     ("sigmoid", "int16"): _activation_s16,
     ("tanh", "int16"): _activation_s16,
     ("clamp", "int16"): _clamp_s16,

@@ -120,8 +120,11 @@ def _conv_transpose2d(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> O
     if isinstance(result, str):
         return result
     inputs, attrs = result
+    if out.dtype == "int16" and attrs["groups"] != 1:  # (the 16x8 kernels take one group)
+        raise McuError(f"{op.name}: w8a16 has no 16x8 kernel for a grouped transposed convolution "
+                       f"({attrs['groups']} groups){_where(op)}", hint="use --quantize int8 for this model")
     if tuple(attrs["dilation"]) == (1, 1) and attrs["groups"] == 1:
-        # the weights by output phase, as mcu_conv_transpose2d_phased_s8 reads them (already physical)
+        # the weights by output phase, as mcu_conv_transpose2d_phased_s8 (_s16) reads them (already physical)
 
         wq = inputs[1]
         ohwi = np.transpose(wq.data, (0, 2, 3, 1))

@@ -181,6 +181,12 @@ def _extreme(kind: str):
 def _div(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
     a, b = ins
     act_min, act_max = act_bounds(op, out)
+    if out.dtype == "int16":  # mcu_div_s16: two int16 tensors of the output's shape (a broadcast one expanded)
+        if any(t.dtype != "int16" or t.shape != out.shape or _zp(t) != 0 for t in (a, b)) or \
+                (a.is_constant and b.is_constant):
+            return "a 16x8 div takes two int16 tensors of the output's shape"
+        return Op("div", [a, b], [out], {**op.attrs, **s16_act.div_params(_scale(a), _scale(b), _scale(out)),
+                                         "act_min": act_min, "act_max": act_max}, op.name, op.source)
     params = div_params(_scale(a), _scale(b), _scale(out), zp_a=_zp(a), zp_b=_zp(b), zp_out=_zp(out))
     return Op("div", [a, b], [out], {**op.attrs, **params, "act_min": act_min, "act_max": act_max}, op.name,
               op.source)

@@ -59,6 +59,23 @@ mcu_status mcu_conv2d_packed_s16(const mcu_context *ctx, const mcu_conv2d_s16_pa
                                  const mcu_per_channel_quant *q, const int16_t *input, const int32_t *weight,
                                  const int64_t *bias, int16_t *output);
 
+/** Transposed convolution (one group; ours, as CMSIS-NN has no 16x8 one): TFLite's TRANSPOSE_CONV on int16 codes
+ * (zero point 0) with weights OHWI [out_c][kh][kw][in_c]: every output pixel takes the exact 64-bit sum of the taps
+ * that reach it (o = i * stride - pad + k * dilation) plus its int64 bias, then arm_convolve_s16's per-channel
+ * requantization; bias may be NULL. The padding is the transposed one (the output's), the output size implies
+ * output_padding. The output overlaps neither the input nor a constant. */
+mcu_status mcu_conv_transpose2d_s16(const mcu_context *ctx, const mcu_conv2d_s16_params *p,
+                                    const mcu_per_channel_quant *q, const int16_t *input, const int8_t *weight,
+                                    const int64_t *bias, int16_t *output);
+int32_t mcu_conv_transpose2d_s16_get_buffer_size(const mcu_conv2d_s16_params *p);
+/** mcu_conv_transpose2d_s16 for dilation 1 with the weights packed by output phase (mcu/reference/conv.py,
+ * phase_pack; as mcu_conv_transpose2d_phased_s8's): each phase's window one contiguous dot product per output
+ * channel. Same outputs, bit for bit; no scratch. */
+mcu_status mcu_conv_transpose2d_phased_s16(const mcu_context *ctx, const mcu_conv2d_s16_params *p,
+                                           const mcu_per_channel_quant *q, const int16_t *input, const int8_t *weight,
+                                           const int64_t *bias, int16_t *output);
+int32_t mcu_conv_transpose2d_phased_s16_get_buffer_size(const mcu_conv2d_s16_params *p);
+
 typedef struct {
     mcu_shape4 input;  /**< NHWC */
     mcu_shape4 output; /**< NHWC, output.c = input.c * ch_mult */
@@ -159,6 +176,22 @@ typedef struct {
 /** The 16x8 elementwise product of CMSIS-NN's arm_elementwise_mul_s16 (zero points 0): a * b in int32
  *  requantized to the output. An operand may be the output, exactly; no other overlap. */
 mcu_status mcu_mul_s16(const mcu_mul_s16_params *p, const int16_t *a, const int16_t *b, int16_t *output);
+
+/** Fractional bits of mcu_div_s16's quotient at most. */
+#define MCU_DIV_S16_MAX_BITS 31
+
+typedef struct {
+    int32_t size;                      /**< elements of each operand and of the output (same shapes) */
+    int32_t frac_bits;                 /**< D in [0, MCU_DIV_S16_MAX_BITS]: the quotient's fractional bits */
+    int32_t out_multiplier, out_shift; /**< s_a / (s_b s_out 2^D), in [2^-16, 2^-15) where D allows */
+    int32_t act_min, act_max;
+} mcu_div_s16_params;
+
+/** a / b of int16 codes (zero points 0; ours, as CMSIS-NN and TFLite have no 16x8 division): q = |a| 2^D / |b|
+ *  rounded half away from zero and saturated at INT32_MAX, with the sign of a / b, requantized as
+ *  mcu_mul_s16's product, then clamped; a zero divisor gives act_max (act_min) for a positive (negative) numerator
+ *  and the clamped 0 for 0 / 0, as mcu_div_s8. An operand may be the output, exactly; no other overlap. */
+mcu_status mcu_div_s16(const mcu_div_s16_params *p, const int16_t *a, const int16_t *b, int16_t *output);
 
 typedef struct {
     int32_t size;              /**< elements of the input and of the output */

@@ -228,6 +228,11 @@ typedef enum {
     MCU_K_AMIN_S16 = 148,         /**< as MCU_K_AMAX_S16 */
     /** [index int32 (with 10-bit weights), in int16, out int16]; mcu_resample_s8_params */
     MCU_K_RESIZE_BILINEAR_S16 = 149,
+    /** [in int16, weight int8 OHWI, bias int64?, multipliers, shifts, scratch?, out int16]; mcu_conv2d_s16_params
+     *  with the transposed window */
+    MCU_K_CONV_TRANSPOSE2D_S16 = 163,
+    MCU_K_DIV_S16 = 164,          /**< [a, b, out] int16; mcu_div_s16_params */
+    MCU_K_CONV_TRANSPOSE2D_PHASED_S16 = 165, /**< as MCU_K_CONV_TRANSPOSE2D_S16, dilation 1, weights by phase */
     MCU_K_REDUCE_S8 = 193,        /**< [in, out]; mcu_reduce_s8_params */
     MCU_K_RMS_NORM_F32 = 194,     /**< [in, weight?, out]; mcu_layer_norm_f32_params */
     MCU_K_BMM_S8 = 195,           /**< [a, b, out] int8; mcu_bmm_s8_params */

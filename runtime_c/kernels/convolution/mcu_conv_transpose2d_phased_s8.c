@@ -22,27 +22,6 @@ int32_t mcu_conv_transpose2d_phased_s8_get_buffer_size(const mcu_conv2d_s8_param
     return 0;
 }
 
-/* Taps of phase a along a dim: a, a + stride, ... below kernel. */
-static int32_t phase_taps(int32_t a, int32_t kernel, int32_t stride)
-{
-    return a < kernel ? (kernel - a + stride - 1) / stride : 0;
-}
-
-/* Where phase (a, b)'s weights start: the phases before it in (a, b) order, out_c * taps * in_c each. */
-static int32_t phase_offset(const mcu_conv2d_s8_params *p, int32_t a, int32_t b)
-{
-    int32_t taps = 0;
-    for (int32_t i = 0; i < p->stride_h && i < p->kernel_h; ++i) {
-        for (int32_t j = 0; j < p->stride_w && j < p->kernel_w; ++j) {
-            if (i == a && j == b) {
-                return taps * p->output.c * p->input.c;
-            }
-            taps += phase_taps(i, p->kernel_h, p->stride_h) * phase_taps(j, p->kernel_w, p->stride_w);
-        }
-    }
-    return taps * p->output.c * p->input.c;
-}
-
 #if MCU_S8_DSP
 /* The phase's window of output pixel (oh, ow) as bytes in weight order, taps off the input as the
  * zero-point (so that x + input_offset is 0 there). */
@@ -83,12 +62,13 @@ mcu_status mcu_conv_transpose2d_phased_s8(const mcu_context *ctx, const mcu_conv
         int8_t *y_n = output + n * out.h * out.w * out.c;
         for (int32_t oh = 0; oh < out.h; ++oh) {
             const int32_t a = (oh + p->pad_top) % p->stride_h;
-            const int32_t nh = phase_taps(a, p->kernel_h, p->stride_h);
+            const int32_t nh = mcu_phase_taps(a, p->kernel_h, p->stride_h);
             const int32_t ih0 = (oh + p->pad_top - a) / p->stride_h; /* the input row of tap a */
             for (int32_t b = 0; b < p->stride_w; ++b) {
-                const int32_t nw = phase_taps(b, p->kernel_w, p->stride_w);
+                const int32_t nw = mcu_phase_taps(b, p->kernel_w, p->stride_w);
                 const int32_t taps = nh * nw * in.c;
-                const int8_t *wp = weight + phase_offset(p, a, b);
+                const int8_t *wp = weight + mcu_phase_offset(a, b, p->kernel_h, p->kernel_w, p->stride_h, p->stride_w,
+                                                             p->output.c * p->input.c);
                 /* the first ow of this phase: (ow + pad_left) % stride_w == b */
                 const int32_t ow0 = ((b - p->pad_left) % p->stride_w + p->stride_w) % p->stride_w;
                 for (int32_t ow = ow0; ow < out.w; ow += p->stride_w) {
