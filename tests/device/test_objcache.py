@@ -178,13 +178,19 @@ def test_a_warm_rebuild_runs_no_compiler_on_cached_sources(tmp_path: Path, monke
     assert str(lib / "scale.h") in stamps[1]
 
 
-def test_builds_with_and_without_a_stack_bound_share_objects(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """-fstack-usage only adds the .su file beside the object: both kinds of build take the one object."""
+def _fresh_shared(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """lib/shared.c, with a cache of the test's own."""
     monkeypatch.setenv("MCU_CACHE_DIR", str(tmp_path / "cache"))
     lib = tmp_path / "lib"
     lib.mkdir()
     shared = lib / "shared.c"
     shared.write_text("int shared(int x) { return 3 * x; }\n")
+    return shared
+
+
+def test_builds_with_and_without_a_stack_bound_share_objects(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """-fstack-usage only adds the .su file beside the object: both kinds of build take the one object."""
+    shared = _fresh_shared(tmp_path, monkeypatch)
     board = load_board("mps2-an505")
     runs = _compiler_runs(monkeypatch)
     for name, stack_usage in (("a", False), ("b", True)):
@@ -199,11 +205,7 @@ def test_builds_with_and_without_a_stack_bound_share_objects(tmp_path: Path, mon
 def test_concurrent_builds_compile_a_source_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Two builds at once (test workers sharing the cache): a shared source the first is compiling is waited
     for, not compiled again; a second build into the same folder waits for the first and takes its image."""
-    monkeypatch.setenv("MCU_CACHE_DIR", str(tmp_path / "cache"))
-    lib = tmp_path / "lib"
-    lib.mkdir()
-    shared = lib / "shared.c"
-    shared.write_text("int shared(int x) { return 3 * x; }\n")
+    shared = _fresh_shared(tmp_path, monkeypatch)
     board = load_board("mps2-an386")
     compiles: list[str] = []
     real = toolchain._run
