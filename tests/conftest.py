@@ -44,19 +44,30 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Tests of one example model run in one xdist worker (``--dist loadgroup``), so the model is captured,
     lowered once per mode and compiled once per (board, mode) instead of once in each worker: those taking the
     ``compiled`` fixture, and those of a module that sets ``GROUP_BY_EXAMPLE`` (it calls tests/support/compiled.py
-    itself). The tests listed in slow_tests.txt (measured, scripts/test_tiers) are marked slow, as those marked in
-    code are."""
+    itself). Every other test without a group of its own runs in the worker of its module, so what a module
+    builds once for its tests (module-scoped fixtures, its own caches of compiled models and host libraries) is
+    built in one worker, not in both. The tests listed in slow_tests.txt (measured, scripts/test_tiers) are
+    marked slow, as those marked in code are."""
     listed = _listed_slow()
     rootdir = Path(str(config.rootpath))
     for item in items:
-        node = f"{Path(str(item.path)).relative_to(rootdir).as_posix()}::{item.name}"
+        module = Path(str(item.path)).relative_to(rootdir).as_posix()
+        node = f"{module}::{item.name}"
         if node in listed:
             item.add_marker(pytest.mark.slow)
-        callspec = getattr(item, "callspec", None)
-        shares = "compiled" in getattr(item, "fixturenames", ()) or \
-            getattr(getattr(item, "module", None), "GROUP_BY_EXAMPLE", False)
-        if callspec is None or not shares:
-            continue
-        model = callspec.params.get("name") or callspec.params.get("example")
-        if isinstance(model, str):
-            item.add_marker(pytest.mark.xdist_group(model))
+        group = _example_shared(item)
+        if group is None and item.get_closest_marker("xdist_group") is None:
+            group = module
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
+
+
+def _example_shared(item: pytest.Item) -> str | None:
+    """The example model whose compiled forms the test shares (tests/support/compiled.py), if any."""
+    callspec = getattr(item, "callspec", None)
+    shares = "compiled" in getattr(item, "fixturenames", ()) or \
+        getattr(getattr(item, "module", None), "GROUP_BY_EXAMPLE", False)
+    if callspec is None or not shares:
+        return None
+    model = callspec.params.get("name") or callspec.params.get("example")
+    return model if isinstance(model, str) else None

@@ -36,12 +36,15 @@ its identity, as the build stamp does.
 
 Entries and manifests are written to temporary names and renamed into place, so parallel builds (pytest
 workers, the matrix) can share one cache: a reader sees a whole entry or none, and a manifest update lost
-to a concurrent writer only costs a later preprocessing run.
+to a concurrent writer only costs a later preprocessing run. A compile holds a lock on its key (``flock``,
+released when the process ends, even when killed): a second build wanting the same object meanwhile waits
+for it and takes it from the cache instead of compiling the same text again.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import fcntl
 import hashlib
 import json
 import os
@@ -49,8 +52,9 @@ import re
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -309,6 +313,19 @@ class ObjectCache:
     def _manifest(self, direct_key: str) -> Path:
         return self.root / "direct" / direct_key[:2] / f"{direct_key}.json"
 
+    @contextmanager
+    def claim(self, key: str) -> Iterator[None]:
+        """Hold the key's lock for the ``with`` block: one process or thread compiles an object at a time, and
+        the others find it stored when they get the lock."""
+        path = self.root / "locks" / key[:2] / key
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
+
     def fetch(self, key: str, obj: Path) -> bool:
         """Copy the entry's object (and its stack-usage file) to ``obj``; False when there is none."""
         entry = self._entry(key)
@@ -444,11 +461,12 @@ def compile_each(compiler: Path | str, units: Sequence[Compile], work: Path,
                 deps = parse_depfile(obj.with_suffix(".d").read_text())
                 cache.direct_record(direct, key, deps, files, started, preprocessed.read_bytes())
             preprocessed.unlink()
-            if cache.fetch(key, obj):
-                return obj
+            with cache.claim(key):
+                if not cache.fetch(key, obj):
+                    run([str(compiler), *unit.flags, *depfile, "-c", str(unit.source), "-o", str(obj)], unit.source)
+                    cache.store(key, obj, unit.source)
+            return obj
         run([str(compiler), *unit.flags, *depfile, "-c", str(unit.source), "-o", str(obj)], unit.source)
-        if key is not None:
-            cache.store(key, obj, unit.source)
         return obj
 
     workers = max(1, min(len(units), os.cpu_count() or 1))

@@ -10,6 +10,7 @@ unchanged, so callers can keep one ``out_dir`` per firmware as a cache.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -17,7 +18,8 @@ import re
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -62,6 +64,8 @@ COMMON_CFLAGS: tuple[str, ...] = (
 NEWLIB_SPECS = "--specs=nano.specs"
 LINK_LIBS: tuple[str, ...] = ("-lm", "-lc", "-lgcc")
 RUNTIME_SOURCES: tuple[str, ...] = ("mcu_status.c", "mcu_log.c", "mcu_platform_default.c")
+# Writes <object>.su beside the object; the object's code and data are the same with it or without it.
+STACK_USAGE_FLAG = "-fstack-usage"
 # Bump when the build recipe changes in a way the stamp key cannot see.
 _RECIPE_VERSION = "3"
 
@@ -343,30 +347,45 @@ def build_firmware(
         defines = {**(defines or {}), COPY_DEFINE: None}
     cflags = compile_flags(board, [Path(d).resolve() for d in include_dirs], defines)
     if stack_usage:
-        cflags.append("-fstack-usage")  # writes <object>.su; the generated code is the same
+        cflags.append(STACK_USAGE_FLAG)
     script = render_linker_script(board, weights=weights)
     if weights:
         script += "\n/* fast weights: " + " ".join([*fast_objects, *(fast_weights or ())]) + " */"
     ldflags = [*board.cpu_flags, NEWLIB_SPECS, "-nostartfiles", "-Wl,--gc-sections"]
     out = _BuildOutputs.of(board, out_dir, name, stack_usage)
     key = _stamp_key(gcc, all_sources, cflags, ldflags, build_recipe(script, board, stack_usage))
-    _remove_dead_builds(out_dir, name)
     if _stamp_valid(out.stamp, key, out.checked()):
         progress.note("compile", "up to date")
         progress.note("link", "up to date")
         return _firmware_from_elf(board, out.elf, out.map_file, out.uf2, out.stack)
-
-    # The pid in the name lets a later build tell a killed build's leftovers from a running one's.
-    work = Path(tempfile.mkdtemp(prefix=f".{name}-build-{os.getpid()}-", dir=out_dir))
-    try:
-        (work / out.ld.name).write_text(script)
-        objects = _compile_objects(gcc, board, cflags, all_sources, work, out_dir)
-        _link_firmware(gcc, board, name, ldflags, objects, work, out,
-                       (list(fast_weights or ()), list(fast_objects)) if weights else None)
-        _install(board, work, out, key, _dependency_digests(objects))
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    # Two processes building the same image into one folder (test workers sharing the cache) build it once:
+    # the second waits here and finds the first's stamp valid.
+    with _building(out_dir):
+        _remove_dead_builds(out_dir, name)
+        if not _stamp_valid(out.stamp, key, out.checked()):
+            # The pid in the name lets a later build tell a killed build's leftovers from a running one's.
+            work = Path(tempfile.mkdtemp(prefix=f".{name}-build-{os.getpid()}-", dir=out_dir))
+            try:
+                (work / out.ld.name).write_text(script)
+                objects = _compile_objects(gcc, board, cflags, all_sources, work, out_dir)
+                _link_firmware(gcc, board, name, ldflags, objects, work, out,
+                               (list(fast_weights or ()), list(fast_objects)) if weights else None)
+                _install(board, work, out, key, _dependency_digests(objects))
+            finally:
+                shutil.rmtree(work, ignore_errors=True)
     return _firmware_from_elf(board, out.elf, out.map_file, out.uf2, out.stack)
+
+
+@contextmanager
+def _building(out_dir: Path) -> Iterator[None]:
+    """The lock of the builds into ``out_dir``: ``flock`` on the folder itself (no file left beside the outputs),
+    released when the process ends, even when killed."""
+    fd = os.open(out_dir, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 @dataclass(frozen=True)
@@ -415,7 +434,9 @@ def _compile_objects(gcc: Path, board: Board, cflags: Sequence[str], sources: Se
     the same for every model on the board and its object comes from the shared cache when another build
     compiled it already."""
     own = [f for f in cflags if f.startswith("-I") and Path(f[2:]).resolve().is_relative_to(out_dir)]
-    shared_flags = [f for f in cflags if f not in own]
+    # Shared objects are compiled with -fstack-usage whether this build bounds its stack or not (the code is the
+    # same), so the builds that do and those that do not take one object from the cache.
+    shared_flags = [f for f in cflags if f not in own] + ([] if STACK_USAGE_FLAG in cflags else [STACK_USAGE_FLAG])
     units = [Compile(src, cflags, False) if src.is_relative_to(out_dir) else Compile(src, shared_flags, True)
              for src in sources]
     with progress.stage("compile"):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import shutil
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -175,6 +176,56 @@ def test_a_warm_rebuild_runs_no_compiler_on_cached_sources(tmp_path: Path, monke
               for deps, name in zip(stamps, ("a", "b"))]
     assert stamps[0] == stamps[1]
     assert str(lib / "scale.h") in stamps[1]
+
+
+def _fresh_shared(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """lib/shared.c, with a cache of the test's own."""
+    monkeypatch.setenv("MCU_CACHE_DIR", str(tmp_path / "cache"))
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    shared = lib / "shared.c"
+    shared.write_text("int shared(int x) { return 3 * x; }\n")
+    return shared
+
+
+def test_builds_with_and_without_a_stack_bound_share_objects(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """-fstack-usage only adds the .su file beside the object: both kinds of build take the one object."""
+    shared = _fresh_shared(tmp_path, monkeypatch)
+    board = load_board("mps2-an505")
+    runs = _compiler_runs(monkeypatch)
+    for name, stack_usage in (("a", False), ("b", True)):
+        out = tmp_path / name
+        src = _model_dir(out, 1)
+        runs.clear()
+        fw = build_firmware(board, [src / "main.c", shared], [src], out, stack_usage=stack_usage)
+    assert ("-c", "shared.c") not in runs, "the stack-bounding build compiled the shared source again"
+    assert fw.stack is not None and "shared" in json.loads((tmp_path / "b" / "firmware.frames.json").read_text())
+
+
+def test_concurrent_builds_compile_a_source_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two builds at once (test workers sharing the cache): a shared source the first is compiling is waited
+    for, not compiled again; a second build into the same folder waits for the first and takes its image."""
+    shared = _fresh_shared(tmp_path, monkeypatch)
+    board = load_board("mps2-an386")
+    compiles: list[str] = []
+    real = toolchain._run
+
+    def slow(cmd, what, hint=None):
+        if "-c" in cmd:
+            compiles.append(Path(cmd[cmd.index("-c") + 1]).name)
+            time.sleep(0.5)  # long enough for the other build to reach the same compile
+        return real(cmd, what, hint)
+
+    monkeypatch.setattr(toolchain, "_run", slow)
+    outs = [tmp_path / "a", tmp_path / "b", tmp_path / "b"]
+    for out in outs[:2]:
+        _model_dir(out, 1)
+    with ThreadPoolExecutor(len(outs)) as pool:
+        images = list(pool.map(lambda out: build_firmware(board, [out / "src" / "main.c", shared], [out / "src"], out),
+                               outs))
+    assert compiles.count("shared.c") == 1
+    assert compiles.count("main.c") == 2, "the two builds into one folder compiled its model twice"
+    assert images[1] == images[2]
 
 
 def _nested(tmp_path: Path) -> tuple[Path, Path, Path]:
