@@ -17,6 +17,7 @@ theirs. An observer two ops share is one module, its peaks those of both."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +26,9 @@ from torch.fx import GraphModule
 
 #: the most a range widens (a sample whose peak is this much past the others' is an outlier, not a trend)
 MOST = 2.0
+#: the chance that one new input's peak goes past its tensor's widened range
+PAST = 1e-3
+EULER = 0.5772156649015329  # the Euler-Mascheroni constant: the standard Gumbel distribution's mean
 
 
 @dataclass
@@ -60,14 +64,24 @@ class PeakTracker:
                 o.max_val.copy_(torch.maximum(hi, o.max_val))
 
     def widen(self) -> list[float]:
-        """Widen each observer's range by its largest peak over its second largest (at most MOST); returns the
-        factors."""
+        """Widen each observer's range by :func:`widening` of its sample peaks; returns the factors."""
         factors = []
         for o, peaks in zip(self.observers, self.peaks):
-            top = sorted(peaks, reverse=True)[:2]
-            factor = min(top[0] / top[1], MOST) if len(top) == 2 and top[1] > 0 else 1.0
+            factor = widening(peaks)
             if factor > 1.0 and bool(torch.isfinite(o.min_val).all()) and bool(torch.isfinite(o.max_val).all()):
                 o.min_val.mul_(factor)
                 o.max_val.mul_(factor)
             factors.append(factor)
         return factors
+
+
+def widening(peaks: list[float]) -> float:
+    """How far a range set by the largest of ``peaks`` (one per calibration sample) widens: to the level one new
+    sample's peak passes with chance PAST, from the Gumbel distribution the peaks are fitted to by their mean and
+    standard deviation, over the largest peak; at least 1, at most MOST."""
+    if len(peaks) < 2 or max(peaks) <= 0:
+        return 1.0
+    mean = sum(peaks) / len(peaks)
+    spread = math.sqrt(sum((p - mean) ** 2 for p in peaks) / (len(peaks) - 1)) * math.sqrt(6.0) / math.pi
+    level = mean - EULER * spread - spread * math.log(-math.log1p(-PAST))
+    return min(max(level / max(peaks), 1.0), MOST)
