@@ -116,8 +116,8 @@ def quantize_static(model: torch.nn.Module, example_inputs: tuple,
     convolution and linear weights on [-7, 7] (w4a8); ``act_bits`` 16: int16 activations (w8a16), refused by
     name before quantizing when the model has an op without a 16x8 kernel. ``bias_correction``: each
     convolution's and linear layer's bias corrected by the mean output error of the quantized model over the
-    calibration data (mcu/quantize/bias_correction.py). At 16 bits each activation range is widened by as
-    much as its one largest sample went past the others (mcu/quantize/headroom.py). ``weight_rounding`` "gptq": the convolution, linear and
+    calibration data (mcu/quantize/bias_correction.py). At 16 bits each activation range is widened to
+    where its calibration samples' peaks put one new input in 1,000 past it (mcu/quantize/headroom.py). ``weight_rounding`` "gptq": the convolution, linear and
     recurrent weights rounded onto their grids with each layer's rounding error compensated over the calibration
     data (mcu/quantize/gptq.py), before the biases are corrected for what it leaves; "searched": each output
     channel's (gate row's) scale searched for the least output error (mcu/quantize/weight_scales.py), recurrent
