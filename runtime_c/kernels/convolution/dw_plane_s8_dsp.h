@@ -1329,9 +1329,19 @@ static __attribute__((noinline, unused)) void mcu_dwpl_layer_s2(const mcu_dwpl_g
         }
         int8_t *d = y + (size_t)oh0 * (size_t)out_row;
         const int32_t bytes = nb * out_row; /* a multiple of 4: ch is */
-        for (int32_t i = 0; i < bytes; i += 4) {
-            mcu_store_u32(d + i, mcu_load_u32(row_buf + i));
+        int32_t i = 0;
+        for (; i + 16 <= bytes; i += 16) { /* four words a step: the loop's count and branch once */
+            const uint32_t a = mcu_load_u32(row_buf + i), b = mcu_load_u32(row_buf + i + 4);
+            const uint32_t e = mcu_load_u32(row_buf + i + 8), f = mcu_load_u32(row_buf + i + 12);
+            mcu_store_u32(d + i, a);
+            mcu_store_u32(d + i + 4, b);
+            mcu_store_u32(d + i + 8, e);
+            mcu_store_u32(d + i + 12, f);
             __asm__("" ::: "memory"); /* no memcpy call */
+        }
+        for (; i < bytes; i += 4) {
+            mcu_store_u32(d + i, mcu_load_u32(row_buf + i));
+            __asm__("" ::: "memory");
         }
     }
 }
