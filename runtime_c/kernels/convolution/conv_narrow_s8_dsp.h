@@ -178,6 +178,31 @@ static inline void mcu_narrow_col_k3c3(const int8_t *s, int32_t step, uint32_t o
     "sxtab16 r11, r12, " b ", ror #8\n\t"                                                                 \
     "stmia r4!, {r8, r9, r10, r11}\n\t"
 
+/* The column of the 3x3 window of 3 channels at r5 (rows r0 bytes apart) from r4 on, r4 advanced past
+ * it (mcu_narrow_col_k3c3's words; r12: off2, the state at r6 holds zp4 at byte `zp`). */
+#define MCU_NW_K3C3(zp)                                                                                   \
+    "add lr, r5, r0\n\t"                                                                                  \
+    "add r0, lr, r0\n\t"                                                                                  \
+    "ldr r1, [r5]\n\t"                                                                                    \
+    "ldr r2, [r5, #4]\n\t"                                                                                \
+    MCU_NW_COL8("r1", "r2")                                                                               \
+    "ldr r1, [lr, #-1]\n\t"                                                                               \
+    "ldrb r3, [r5, #8]\n\t"                                                                               \
+    "bfi r1, r3, #0, #8\n\t"                                                                              \
+    "ldr r2, [lr, #3]\n\t"                                                                                \
+    MCU_NW_COL8("r1", "r2")                                                                               \
+    "ldrh r1, [lr, #7]\n\t"                                                                               \
+    "ldrh r3, [r0]\n\t"                                                                                   \
+    "orr r1, r1, r3, lsl #16\n\t"                                                                         \
+    "ldr r2, [r0, #2]\n\t"                                                                                \
+    MCU_NW_COL8("r1", "r2")                                                                               \
+    "ldr r1, [r0, #5]\n\t"                                                                                \
+    "ldr r3, [r6, #" zp "]\n\t"                                                                           \
+    "orr r1, r3, r1, lsr #8\n\t"                                                                          \
+    "sxtab16 r8, r12, r1\n\t"                                                                             \
+    "sxtab16 r9, r12, r1, ror #8\n\t"                                                                     \
+    "stmia r4!, {r8, r9}\n\t"                                                                             \
+
 /* The engine (the modes of mcu_narrow_state, r6 the state): per pixel the column (modes 1 and 2),
  * x advanced, then every whole block (biases into the accumulators, the unrolled steps from the
  * entry on, the requantization, the store), then (modes 1 and 2) y advanced and the next pixel. */
@@ -202,27 +227,7 @@ static inline void mcu_narrow_col_k3c3(const int8_t *s, int32_t step, uint32_t o
     "39:\n\t" MCU_NW_COL4 "20:\n\t" MCU_NW_COL4 "21:\n\t" MCU_NW_COL4 "22:\n\t" MCU_NW_COL4               \
     "b 8f\n\t"                                                                                            \
     "40:\n\t"                                                                                             \
-    "add lr, r5, r0\n\t"                                                                                  \
-    "add r0, lr, r0\n\t"                                                                                  \
-    "ldr r1, [r5]\n\t"                                                                                    \
-    "ldr r2, [r5, #4]\n\t"                                                                                \
-    MCU_NW_COL8("r1", "r2")                                                                               \
-    "ldr r1, [lr, #-1]\n\t"                                                                               \
-    "ldrb r3, [r5, #8]\n\t"                                                                               \
-    "bfi r1, r3, #0, #8\n\t"                                                                              \
-    "ldr r2, [lr, #3]\n\t"                                                                                \
-    MCU_NW_COL8("r1", "r2")                                                                               \
-    "ldrh r1, [lr, #7]\n\t"                                                                               \
-    "ldrh r3, [r0]\n\t"                                                                                   \
-    "orr r1, r1, r3, lsl #16\n\t"                                                                         \
-    "ldr r2, [r0, #2]\n\t"                                                                                \
-    MCU_NW_COL8("r1", "r2")                                                                               \
-    "ldr r1, [r0, #5]\n\t"                                                                                \
-    "ldr r3, [r6, #56]\n\t"                                                                               \
-    "orr r1, r3, r1, lsr #8\n\t"                                                                          \
-    "sxtab16 r8, r12, r1\n\t"                                                                             \
-    "sxtab16 r9, r12, r1, ror #8\n\t"                                                                     \
-    "strd r8, r9, [r4]\n\t"                                                                               \
+    MCU_NW_K3C3("56")                                                                                     \
     "8:\n\t"                                                                                              \
     "ldr r0, [r6, #40]\n\t"                                                                               \
     "add r5, r5, r0\n\t"                                                                                  \
@@ -481,27 +486,7 @@ _Static_assert(offsetof(mcu_narrow_x3_state, col) == 4 && offsetof(mcu_narrow_x3
     "ldr r12, [r6, #36]\n\t"                                                                              \
     "11:\n\t"                                                                                             \
     "ldr r0, [r6, #32]\n\t"                                                                               \
-    "add lr, r5, r0\n\t"                                                                                  \
-    "add r0, lr, r0\n\t"                                                                                  \
-    "ldr r1, [r5]\n\t"                                                                                    \
-    "ldr r2, [r5, #4]\n\t"                                                                                \
-    MCU_NW_COL8("r1", "r2")                                                                               \
-    "ldr r1, [lr, #-1]\n\t"                                                                               \
-    "ldrb r3, [r5, #8]\n\t"                                                                               \
-    "bfi r1, r3, #0, #8\n\t"                                                                              \
-    "ldr r2, [lr, #3]\n\t"                                                                                \
-    MCU_NW_COL8("r1", "r2")                                                                               \
-    "ldrh r1, [lr, #7]\n\t"                                                                               \
-    "ldrh r3, [r0]\n\t"                                                                                   \
-    "orr r1, r1, r3, lsl #16\n\t"                                                                         \
-    "ldr r2, [r0, #2]\n\t"                                                                                \
-    MCU_NW_COL8("r1", "r2")                                                                               \
-    "ldr r1, [r0, #5]\n\t"                                                                                \
-    "ldr r3, [r6, #40]\n\t"                                                                               \
-    "orr r1, r3, r1, lsr #8\n\t"                                                                          \
-    "sxtab16 r8, r12, r1\n\t"                                                                             \
-    "sxtab16 r9, r12, r1, ror #8\n\t"                                                                     \
-    "stmia r4!, {r8, r9}\n\t"                                                                             \
+    MCU_NW_K3C3("40")                                                                                     \
     "ldrd r1, r2, [r6, #52]\n\t"                                                                          \
     "add r5, r5, r1\n\t"                                                                                  \
     "cmp r4, r2\n\t"                                                                                      \
@@ -571,7 +556,6 @@ static __attribute__((noinline, aligned(32))) void mcu_narrow_x3(mcu_narrow_x3_s
 #undef MCU_NX3_PAIR
 #undef MCU_NX3_RQ
 #undef MCU_NX3_STORE
-#undef MCU_NW_COL8
 #else
 /* The passes in C, with the same state and steps. */
 static void mcu_narrow_x3(mcu_narrow_x3_state *st)
@@ -793,6 +777,8 @@ static inline void mcu_conv_narrow_s8(const mcu_conv2d_s8_params *p, const int8_
     }
 }
 
+#undef MCU_NW_K3C3 /* defined for the native engine and the by-threes pass */
+#undef MCU_NW_COL8
 #endif /* MCU_PACKED_NARROW */
 
 #endif /* MCU_S8_DSP */
