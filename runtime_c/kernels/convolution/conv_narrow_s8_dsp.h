@@ -201,7 +201,7 @@ static inline void mcu_narrow_col_k3c3(const int8_t *s, int32_t step, uint32_t o
     "orr r1, r3, r1, lsr #8\n\t"                                                                          \
     "sxtab16 r8, r12, r1\n\t"                                                                             \
     "sxtab16 r9, r12, r1, ror #8\n\t"                                                                     \
-    "stmia r4!, {r8, r9}\n\t"                                                                             \
+    "stmia r4!, {r8, r9}\n\t"
 
 /* The engine (the modes of mcu_narrow_state, r6 the state): per pixel the column (modes 1 and 2),
  * x advanced, then every whole block (biases into the accumulators, the unrolled steps from the
