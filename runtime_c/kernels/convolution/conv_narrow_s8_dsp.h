@@ -178,6 +178,31 @@ static inline void mcu_narrow_col_k3c3(const int8_t *s, int32_t step, uint32_t o
     "sxtab16 r11, r12, " b ", ror #8\n\t"                                                                 \
     "stmia r4!, {r8, r9, r10, r11}\n\t"
 
+/* The column of the 3x3 window of 3 channels at r5 (rows r0 bytes apart) from r4 on, r4 advanced past
+ * it (mcu_narrow_col_k3c3's words; r12: off2, the state at r6 holds zp4 at byte `zp`). */
+#define MCU_NW_K3C3(zp)                                                                                   \
+    "add lr, r5, r0\n\t"                                                                                  \
+    "add r0, lr, r0\n\t"                                                                                  \
+    "ldr r1, [r5]\n\t"                                                                                    \
+    "ldr r2, [r5, #4]\n\t"                                                                                \
+    MCU_NW_COL8("r1", "r2")                                                                               \
+    "ldr r1, [lr, #-1]\n\t"                                                                               \
+    "ldrb r3, [r5, #8]\n\t"                                                                               \
+    "bfi r1, r3, #0, #8\n\t"                                                                              \
+    "ldr r2, [lr, #3]\n\t"                                                                                \
+    MCU_NW_COL8("r1", "r2")                                                                               \
+    "ldrh r1, [lr, #7]\n\t"                                                                               \
+    "ldrh r3, [r0]\n\t"                                                                                   \
+    "orr r1, r1, r3, lsl #16\n\t"                                                                         \
+    "ldr r2, [r0, #2]\n\t"                                                                                \
+    MCU_NW_COL8("r1", "r2")                                                                               \
+    "ldr r1, [r0, #5]\n\t"                                                                                \
+    "ldr r3, [r6, #" zp "]\n\t"                                                                           \
+    "orr r1, r3, r1, lsr #8\n\t"                                                                          \
+    "sxtab16 r8, r12, r1\n\t"                                                                             \
+    "sxtab16 r9, r12, r1, ror #8\n\t"                                                                     \
+    "stmia r4!, {r8, r9}\n\t"
+
 /* The engine (the modes of mcu_narrow_state, r6 the state): per pixel the column (modes 1 and 2),
  * x advanced, then every whole block (biases into the accumulators, the unrolled steps from the
  * entry on, the requantization, the store), then (modes 1 and 2) y advanced and the next pixel. */
@@ -202,27 +227,7 @@ static inline void mcu_narrow_col_k3c3(const int8_t *s, int32_t step, uint32_t o
     "39:\n\t" MCU_NW_COL4 "20:\n\t" MCU_NW_COL4 "21:\n\t" MCU_NW_COL4 "22:\n\t" MCU_NW_COL4               \
     "b 8f\n\t"                                                                                            \
     "40:\n\t"                                                                                             \
-    "add lr, r5, r0\n\t"                                                                                  \
-    "add r0, lr, r0\n\t"                                                                                  \
-    "ldr r1, [r5]\n\t"                                                                                    \
-    "ldr r2, [r5, #4]\n\t"                                                                                \
-    MCU_NW_COL8("r1", "r2")                                                                               \
-    "ldr r1, [lr, #-1]\n\t"                                                                               \
-    "ldrb r3, [r5, #8]\n\t"                                                                               \
-    "bfi r1, r3, #0, #8\n\t"                                                                              \
-    "ldr r2, [lr, #3]\n\t"                                                                                \
-    MCU_NW_COL8("r1", "r2")                                                                               \
-    "ldrh r1, [lr, #7]\n\t"                                                                               \
-    "ldrh r3, [r0]\n\t"                                                                                   \
-    "orr r1, r1, r3, lsl #16\n\t"                                                                         \
-    "ldr r2, [r0, #2]\n\t"                                                                                \
-    MCU_NW_COL8("r1", "r2")                                                                               \
-    "ldr r1, [r0, #5]\n\t"                                                                                \
-    "ldr r3, [r6, #56]\n\t"                                                                               \
-    "orr r1, r3, r1, lsr #8\n\t"                                                                          \
-    "sxtab16 r8, r12, r1\n\t"                                                                             \
-    "sxtab16 r9, r12, r1, ror #8\n\t"                                                                     \
-    "strd r8, r9, [r4]\n\t"                                                                               \
+    MCU_NW_K3C3("56")                                                                                     \
     "8:\n\t"                                                                                              \
     "ldr r0, [r6, #40]\n\t"                                                                               \
     "add r5, r5, r0\n\t"                                                                                  \
@@ -280,7 +285,6 @@ static __attribute__((noinline)) void mcu_narrow_engine_clamp(mcu_narrow_state *
                      : "r0", "r1", "r2", "r3", "r4", "r5", "r8", "r9", "r10", "r11", "r12", "lr", "cc", "memory");
 }
 #undef MCU_NW_ENGINE
-#undef MCU_NW_COL8
 #undef MCU_NW_COL4
 #undef MCU_NW_RQ
 
@@ -389,16 +393,25 @@ typedef struct {
     int8_t *y_end;       /* the first pixel's output end */
     int32_t skip;        /* bytes from a block's second pair to the next block's first */
     int32_t rq;          /* bytes from the pair's weights to its constants: 224 (a block's first pair), 248 */
-    /* for the C around it */
     const int32_t *blocks; /* the stream's first block */
     int32_t step;          /* between window rows */
     uint32_t off2, zp4;    /* as in mcu_narrow_state */
+    /* a run of interior threes: while x != x_stop each three's columns are built from the windows at
+     * x, x + dx, x + 2 dx first (x advancing), and the outputs move on by 3 cout after each */
+    const int8_t *x;
+    const int8_t *x_stop;
+    int32_t dx;
+    const int16_t *col_end; /* col + 3 MCU_NARROW_X3_TAPS */
 } mcu_narrow_x3_state;
 
 #if MCU_S8_DSP_NATIVE
 _Static_assert(offsetof(mcu_narrow_x3_state, col) == 4 && offsetof(mcu_narrow_x3_state, y) == 8 &&
                    offsetof(mcu_narrow_x3_state, cout) == 12 && offsetof(mcu_narrow_x3_state, y_end) == 16 &&
-                   offsetof(mcu_narrow_x3_state, skip) == 20 && offsetof(mcu_narrow_x3_state, rq) == 24,
+                   offsetof(mcu_narrow_x3_state, skip) == 20 && offsetof(mcu_narrow_x3_state, rq) == 24 &&
+                   offsetof(mcu_narrow_x3_state, blocks) == 28 && offsetof(mcu_narrow_x3_state, step) == 32 &&
+                   offsetof(mcu_narrow_x3_state, off2) == 36 && offsetof(mcu_narrow_x3_state, zp4) == 40 &&
+                   offsetof(mcu_narrow_x3_state, x) == 44 && offsetof(mcu_narrow_x3_state, x_stop) == 48 &&
+                   offsetof(mcu_narrow_x3_state, dx) == 52 && offsetof(mcu_narrow_x3_state, col_end) == 56,
                "mcu_narrow_x3_state layout");
 
 /* Tap pair t: the pair's two weight words (16 bytes apart per tap pair in the stream, from lr), the
@@ -466,18 +479,41 @@ _Static_assert(offsetof(mcu_narrow_x3_state, col) == 4 && offsetof(mcu_narrow_x3
     "strb r4, [r11]\n\t"                                                                                  \
     "strb r5, [r11, #1]\n\t"
 
-/* Every channel pair of the three pixels (the stream's words of a block: 4 biases, 14 tap pairs of 4
- * weight words from byte 16, the constants from byte 240), one pair a pass: the loop, about 0.8 kB,
- * stays inside a 1 kB instruction cache (the STM32L4R5's ART; a block's two pairs unrolled, 1.4 kB,
- * missed on every pass there). The state pointer waits on the stack. */
-static __attribute__((noinline)) void mcu_narrow_x3(mcu_narrow_x3_state *st)
+/* The three interior windows' columns from x on (mode 2 of the engine, three times: x advancing by dx,
+ * the columns one after another from st->col), r6 the state; then x stored back. */
+#define MCU_NX3_COLUMNS                                                                                   \
+    "ldr r4, [r6, #4]\n\t"                                                                                \
+    "ldr r12, [r6, #36]\n\t"                                                                              \
+    "11:\n\t"                                                                                             \
+    "ldr r0, [r6, #32]\n\t"                                                                               \
+    MCU_NW_K3C3("40")                                                                                     \
+    "ldrd r1, r2, [r6, #52]\n\t"                                                                          \
+    "add r5, r5, r1\n\t"                                                                                  \
+    "cmp r4, r2\n\t"                                                                                      \
+    "bne 11b\n\t"                                                                                         \
+    "str r5, [r6, #44]\n\t"
+
+/* Threes of pixels: per three (while x != x_stop) the columns, then every channel pair (the stream's
+ * words of a block: 4 biases, 14 tap pairs of 4 weight words from byte 16, the constants from byte 240),
+ * one pair a pass, the outputs 3 cout on after each three. The loop, about 1 kB with the columns', fits
+ * a 1 kB instruction cache (the STM32L4R5's ART, 32-byte lines: hence the alignment; a block's two pairs
+ * unrolled, 1.4 kB, missed on every pass there). The state pointer waits on the stack. A pair's
+ * constants end 264 bytes after the block's second pair starts (a block's first pair), or where the
+ * next block starts (its second). */
+static __attribute__((noinline, aligned(32))) void mcu_narrow_x3(mcu_narrow_x3_state *st)
 {
     register mcu_narrow_x3_state *s __asm__("r6") = st;
     __asm__ volatile(
         "push {r6}\n\t"
+        "10:\n\t"
+        "ldrd r5, r1, [r6, #44]\n\t"
+        "cmp r5, r1\n\t"
+        "beq 12f\n\t"
+        MCU_NX3_COLUMNS
+        "12:\n\t"
+        "ldr lr, [r6, #28]\n\t"
         "1:\n\t"
-        "ldr r6, [sp]\n\t"
-        "ldrd lr, r12, [r6]\n\t"
+        "ldr r12, [r6, #4]\n\t"
         "ldrd r0, r1, [lr], #16\n\t"
         MCU_NX3_PAIR
         "ldr r6, [sp]\n\t"
@@ -488,61 +524,93 @@ static __attribute__((noinline)) void mcu_narrow_x3(mcu_narrow_x3_state *st)
         "ldr r6, [sp]\n\t"
         "ldrd r8, r9, [r6, #8]\n\t"
         MCU_NX3_STORE
+        "ldr r10, [r6, #24]\n\t"
         "add r8, r8, #2\n\t"
-        "str r8, [r6, #8]\n\t"
-        /* the next pair: 8 bytes on in the block, or the next block's first */
-        "ldrd r10, r11, [r6, #20]\n\t"
-        "ldr r12, [r6]\n\t"
-        "cmp r11, #224\n\t"
+        "cmp r10, #224\n\t"
         "it eq\n\t"
-        "moveq r10, #8\n\t"
-        "add r12, r12, r10\n\t"
-        "eor r11, r11, #(224 ^ 248)\n\t"
-        "str r12, [r6]\n\t"
-        "str r11, [r6, #24]\n\t"
-        "ldr r10, [r6, #16]\n\t"
-        "cmp r8, r10\n\t"
+        "subeq lr, lr, #264\n\t"
+        "eor r10, r10, #(224 ^ 248)\n\t"
+        "str r8, [r6, #8]\n\t"
+        "str r10, [r6, #24]\n\t"
+        "ldr r11, [r6, #16]\n\t"
+        "cmp r8, r11\n\t"
         "bne 1b\n\t"
+        /* the next three, if any: its outputs from y_end + 2 cout */
+        "ldrd r0, r1, [r6, #44]\n\t"
+        "cmp r0, r1\n\t"
+        "beq 2f\n\t"
+        "ldr r9, [r6, #12]\n\t"
+        "add r8, r8, r9, lsl #1\n\t"
+        "add r10, r8, r9\n\t"
+        "str r8, [r6, #8]\n\t"
+        "str r10, [r6, #16]\n\t"
+        "b 10b\n\t"
+        "2:\n\t"
         "add sp, sp, #4\n\t"
         : "+r"(s)
         :
         : "r0", "r1", "r2", "r3", "r4", "r5", "r8", "r9", "r10", "r11", "r12", "lr", "cc", "memory");
 }
+#undef MCU_NX3_COLUMNS
 #undef MCU_NX3_TAP
 #undef MCU_NX3_PAIR
 #undef MCU_NX3_RQ
 #undef MCU_NX3_STORE
 #else
-/* The pass in C, with the same state and steps. */
+/* The passes in C, with the same state and steps. */
 static void mcu_narrow_x3(mcu_narrow_x3_state *st)
 {
-    while (st->y != st->y_end) {
-        const int32_t *rq = st->pair + 4 + st->rq / 4; /* the pair's weights start 4 words after its biases */
-        for (int32_t px = 0; px < 3; ++px) {
-            for (int32_t ch = 0; ch < 2; ++ch) {
-                uint32_t acc = (uint32_t)st->pair[ch];
-                for (int32_t t = 0; t < MCU_NARROW_X3_TAPS / 2; ++t) {
-                    const uint32_t x = mcu_load_u32(st->col + px * MCU_NARROW_X3_TAPS + 2 * t);
-                    acc = mcu_smlad(x, (uint32_t)st->pair[4 + 4 * t + ch], acc);
-                }
-                st->y[px * st->cout + ch] = (int8_t)mcu_narrow_rq_s8(mcu_u32_to_s32(acc), rq + 4 * ch);
+    for (;;) {
+        if (st->x != st->x_stop) {
+            for (int32_t i = 0; i < 3; ++i, st->x += st->dx) {
+                mcu_narrow_col_k3c3(st->x, st->step, st->off2, st->zp4, st->col + i * MCU_NARROW_X3_TAPS);
             }
         }
-        st->y += 2;
-        st->pair = (const int32_t *)((const int8_t *)st->pair + (st->rq == 224 ? 8 : st->skip));
-        st->rq ^= 224 ^ 248;
+        st->pair = st->blocks;
+        while (st->y != st->y_end) {
+            const int32_t *rq = st->pair + 4 + st->rq / 4; /* the pair's weights start 4 words after its biases */
+            for (int32_t px = 0; px < 3; ++px) {
+                for (int32_t ch = 0; ch < 2; ++ch) {
+                    uint32_t acc = (uint32_t)st->pair[ch];
+                    for (int32_t t = 0; t < MCU_NARROW_X3_TAPS / 2; ++t) {
+                        const uint32_t x = mcu_load_u32(st->col + px * MCU_NARROW_X3_TAPS + 2 * t);
+                        acc = mcu_smlad(x, (uint32_t)st->pair[4 + 4 * t + ch], acc);
+                    }
+                    st->y[px * st->cout + ch] = (int8_t)mcu_narrow_rq_s8(mcu_u32_to_s32(acc), rq + 4 * ch);
+                }
+            }
+            st->y += 2;
+            st->pair = (const int32_t *)((const int8_t *)st->pair + (st->rq == 224 ? 8 : st->skip));
+            st->rq ^= 224 ^ 248;
+        }
+        if (st->x == st->x_stop) {
+            return;
+        }
+        st->y += 2 * st->cout;
+        st->y_end = st->y + st->cout;
     }
 }
 #endif
 
-/* The three pixels whose columns are in st->col, the first output at y. */
-static inline void mcu_narrow_x3_flush(mcu_narrow_x3_state *st, int8_t *y)
+/* `threes` > 0 threes of interior windows, the first at x (rows st->step apart, the next dx bytes on),
+ * their columns built in the pass; or none (threes 0): the three pixels whose columns are in st->col.
+ * The first output at y. */
+static inline void mcu_narrow_x3_run(mcu_narrow_x3_state *st, const int8_t *x, int32_t dx, int32_t threes, int8_t *y)
 {
-    st->pair = st->blocks;
     st->rq = 224;
     st->y = y;
     st->y_end = y + st->cout;
+    st->x = x;
+    st->x_stop = threes > 0 ? x + 3 * threes * dx : x;
+    st->dx = dx;
+    st->col_end = st->col + 3 * MCU_NARROW_X3_TAPS;
     mcu_narrow_x3(st);
+}
+
+/* The three pixels whose columns are in st->col, the first output at y. */
+static inline void mcu_narrow_x3_flush(mcu_narrow_x3_state *st, int8_t *y)
+{
+    mcu_narrow_x3_run(st, NULL, 0, 0, y);
 }
 
 /* Pixel ow's column into the k-th place (0 to 2), from the window at src or, without one (a border
@@ -659,11 +727,11 @@ static inline void mcu_conv_narrow_s8(const mcu_conv2d_s8_params *p, const int8_
                 for (; k != 0 && ow < hi; ++ow, src += dx) {
                     k = mcu_narrow_x3_put(&x3s, p, x_n, ih0, ow, patch, src, k, y + (ow - 2) * out.c);
                 }
-                for (; ow + 3 <= hi; ow += 3) { /* the interior by threes */
-                    for (int32_t i = 0; i < 3; ++i, src += dx) {
-                        mcu_narrow_col_k3c3(src, st.step, st.off2, st.zp4, col + i * MCU_NARROW_X3_TAPS);
-                    }
-                    mcu_narrow_x3_flush(&x3s, y + ow * out.c);
+                const int32_t threes = (hi - ow) / 3; /* the interior by threes, in one run */
+                if (threes > 0 && ow < hi) {
+                    mcu_narrow_x3_run(&x3s, src, dx, threes, y + ow * out.c);
+                    ow += 3 * threes;
+                    src += 3 * threes * dx;
                 }
                 for (; ow < out.w; ++ow, src += dx) { /* the rest of the interior, the right border */
                     k = mcu_narrow_x3_put(&x3s, p, x_n, ih0, ow, patch, ow < hi ? src : NULL, k, y + (ow - 2) * out.c);
@@ -709,6 +777,8 @@ static inline void mcu_conv_narrow_s8(const mcu_conv2d_s8_params *p, const int8_
     }
 }
 
+#undef MCU_NW_K3C3 /* defined for the native engine and the by-threes pass */
+#undef MCU_NW_COL8
 #endif /* MCU_PACKED_NARROW */
 
 #endif /* MCU_S8_DSP */
