@@ -62,7 +62,7 @@ from mcu import paths
 
 # Bump when what an entry holds changes in a way the key cannot see.
 _LAYOUT = "2"
-_DIRECT_LAYOUT = "1"
+_DIRECT_LAYOUT = "2"
 # Side outputs a compile may write next to its object (-fstack-usage), kept with the entry.
 SIDE_SUFFIXES: tuple[str, ...] = (".su",)
 # Records kept per manifest: a source built against a few versions of its headers, or with a few values of the
@@ -126,6 +126,7 @@ _HAS_INCLUDE = re.compile(rb"""__has_include[ \t]*\([ \t]*(?:"([^"\n]+)"|<([^>\n
 _CLOCK_MACROS = (b"__DATE__", b"__TIME__", b"__TIMESTAMP__")
 _DEFINES = re.compile(rb"^[ \t]*#[ \t]*(?:define|undef)[ \t]+([A-Za-z_][A-Za-z0-9_]*)", re.MULTILINE)
 _IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
+_PASTED_PREFIX = re.compile(rb"\b([A-Za-z_][A-Za-z0-9_]*)\s*##")
 _MACRO_FLAG = re.compile(r"-([DU])([A-Za-z_][A-Za-z0-9_]*)(?:$|[=(])")
 
 
@@ -257,11 +258,17 @@ class _Record:
     # and the command line's macros among them.
     names: frozenset[str] | None
     macros: dict[str, str]
+    # Prefixes a dep pastes a macro's name onto (``PREFIX_##name``): the names it builds that way appear in no
+    # text, so every command-line macro that starts with one counts, whether the recorded compile had it or not.
+    pasted: tuple[str, ...] = ()
+
+    def relevant(self, name: str) -> bool:
+        return self.names is not None and (name in self.names or name.startswith(self.pasted))
 
     def holds(self, files: _Files, direct: Direct) -> bool:
         if self.names is not None:
             assert direct.macros is not None
-            if any(name in self.names and direct.macros.get(name) != self.macros.get(name)
+            if any(self.relevant(name) and direct.macros.get(name) != self.macros.get(name)
                    for name in {*direct.macros, *self.macros}):
                 return False
         try:
@@ -275,14 +282,15 @@ class _Record:
     def to_json(self) -> dict:
         return {"object": self.object_key, "deps": list(self.deps), "digests": self.digests,
                 "includes": [list(i) for i in self.includes],
-                "names": None if self.names is None else sorted(self.names), "macros": self.macros}
+                "names": None if self.names is None else sorted(self.names), "macros": self.macros,
+                "pasted": list(self.pasted)}
 
     @classmethod
     def from_json(cls, data: dict) -> _Record:
         names = data["names"]
         return cls(data["object"], tuple(data["deps"]), dict(data["digests"]),
                    tuple((str(a), bool(b), str(c), d) for a, b, c, d in data["includes"]),
-                   None if names is None else frozenset(names), dict(data["macros"]))
+                   None if names is None else frozenset(names), dict(data["macros"]), tuple(data.get("pasted", ())))
 
 
 @dataclass(frozen=True)
@@ -395,10 +403,14 @@ class ObjectCache:
                             for quoted, name in facts.includes)
         names = None
         macros: dict[str, str] = {}
+        pasted: tuple[str, ...] = ()
         if direct.macros is not None:
             names = frozenset(defined | {m.decode() for m in _IDENTIFIER.findall(preprocessed)})
-            macros = {name: state for name, state in direct.macros.items() if name in names}
-        record = _Record(object_key, tuple(deps), digests, tuple(sorted(includes, key=str)), names, macros)
+            pasted = tuple(sorted({m.decode() for dep in deps
+                                   for m in _PASTED_PREFIX.findall(Path(dep).read_bytes())}))
+            macros = {name: state for name, state in direct.macros.items()
+                      if name in names or name.startswith(pasted)}
+        record = _Record(object_key, tuple(deps), digests, tuple(sorted(includes, key=str)), names, macros, pasted)
         kept = [r for r in self._records(direct.key) if (r.digests, r.macros) != (record.digests, record.macros)]
         records = [record, *kept][:_RECORDS_KEPT]
         path = self._manifest(direct.key)

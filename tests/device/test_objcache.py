@@ -154,6 +154,34 @@ def test_a_definition_of_a_plain_identifier_recompiles(tmp_path: Path, monkeypat
     assert build("c", {"another": "other"}) == [], "a name shared.c never reads made the compiler run on it again"
 
 
+def test_a_definition_whose_name_a_source_pastes_together_recompiles(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A name built by ``PREFIX_##name`` appears in no text the cache reads (the interpreter's kernel table keeps a
+    kernel by MCU_PROGRAM_HAS_<name>): a build that defines one more such name compiled the source again, not
+    took the object of a build without it (its table then lacked the kernel)."""
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    shared = lib / "shared.c"
+    shared.write_text(f"/* {tmp_path} */\n#define IS1_1 1\n#define KEPT(n) KEPT_(HAS_##n)\n"
+                      "#define KEPT_(v) KEPT__(v)\n#define KEPT__(v) (IS1_##v + 0)\n"
+                      "enum { IS1_HAS_a, IS1_HAS_b };\n"
+                      "int shared(int x) { return x + KEPT(a) + 2 * KEPT(b); }\n")
+    _settle()
+    board = load_board("mps2-an386")
+    runs = _compiler_runs(monkeypatch)
+
+    def build(name: str, defines: dict) -> list[str]:
+        out = tmp_path / name
+        src = _model_dir(out, 1)
+        runs.clear()
+        build_firmware(board, [src / "main.c", shared], [src], out, defines=defines)
+        return [mode for mode, source in runs if source == "shared.c"]
+
+    assert build("a", {"HAS_a": 1}) == ["-E", "-c"]
+    assert build("b", {"HAS_a": 1, "HAS_b": 1}) == ["-E", "-c"], "the pasted HAS_b was not seen"
+    assert build("c", {"HAS_a": 1}) == [], "the same definitions compiled again"
+
+
 def test_a_warm_rebuild_runs_no_compiler_on_cached_sources(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MCU_CACHE_DIR", str(tmp_path / "cache"))
     lib = tmp_path / "lib"
