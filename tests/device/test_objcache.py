@@ -130,6 +130,22 @@ def test_a_definition_only_the_model_uses_does_not_split_the_cache(tmp_path: Pat
     assert build("d", {"SHARED_SCALE": 2}) == [], "the first value's record was lost"
 
 
+def _shared_c_builds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lib_sources: list[Path]):
+    """A builder of firmware ``name`` with ``defines`` around ``lib_sources``: it returns the compiler's modes
+    (-E, -c) run on shared.c for that build."""
+    board = load_board("mps2-an386")
+    runs = _compiler_runs(monkeypatch)
+
+    def build(name: str, defines: dict) -> list[str]:
+        out = tmp_path / name
+        src = _model_dir(out, 1)
+        runs.clear()
+        build_firmware(board, [src / "main.c", *lib_sources], [src], out, defines=defines)
+        return [mode for mode, source in runs if source == "shared.c"]
+
+    return build
+
+
 def test_a_definition_of_a_plain_identifier_recompiles(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A word the preprocessor passed through (no macro consulted it) becomes one when defined."""
     lib = tmp_path / "lib"
@@ -139,15 +155,7 @@ def test_a_definition_of_a_plain_identifier_recompiles(tmp_path: Path, monkeypat
     (lib / "funcs.c").write_text("#undef other\n#undef another\n"
                                  "int other(int x) { return x + 1; }\nint another(int x) { return x + 2; }\n")
     _settle()
-    board = load_board("mps2-an386")
-    runs = _compiler_runs(monkeypatch)
-
-    def build(name: str, defines: dict) -> list[str]:
-        out = tmp_path / name
-        src = _model_dir(out, 1)
-        runs.clear()
-        build_firmware(board, [src / "main.c", shared, lib / "funcs.c"], [src], out, defines=defines)
-        return [mode for mode, source in runs if source == "shared.c"]
+    build = _shared_c_builds(tmp_path, monkeypatch, [shared, lib / "funcs.c"])
 
     assert build("a", {}) == ["-E", "-c"]
     assert build("b", {"other": "another"}) == ["-E", "-c"], "a definition of a called function's name was not seen"
@@ -167,15 +175,7 @@ def test_a_definition_whose_name_a_source_pastes_together_recompiles(tmp_path: P
                       "enum { IS1_HAS_a, IS1_HAS_b };\n"
                       "int shared(int x) { return x + KEPT(a) + 2 * KEPT(b); }\n")
     _settle()
-    board = load_board("mps2-an386")
-    runs = _compiler_runs(monkeypatch)
-
-    def build(name: str, defines: dict) -> list[str]:
-        out = tmp_path / name
-        src = _model_dir(out, 1)
-        runs.clear()
-        build_firmware(board, [src / "main.c", shared], [src], out, defines=defines)
-        return [mode for mode, source in runs if source == "shared.c"]
+    build = _shared_c_builds(tmp_path, monkeypatch, [shared])
 
     assert build("a", {"HAS_a": 1}) == ["-E", "-c"]
     assert build("b", {"HAS_a": 1, "HAS_b": 1}) == ["-E", "-c"], "the pasted HAS_b was not seen"
