@@ -94,24 +94,25 @@ typedef struct {
 /* Whether every channel's requantization fits the plane loop's: shift in [-24, -1] (R = -shift), and
  * with A = |bias| + MCU_DWPL_WINDOW_MAX bounding |acc| (no wrap: acc is the exact sum), 2 A < 2^31
  * (the doubled accumulator) and A + |C| + 1 < 2^31 (C = 2^(R-1) + output_offset 2^R: the high word
- * of mcu_dwpl_rq never wraps). */
-static inline int mcu_dwpl_quant_ok(const mcu_per_channel_quant *q, const int32_t *bias, int32_t ch,
-                                    int32_t output_offset)
+ * of mcu_dwpl_rq never wraps). The multiplier is checked too (non-negative, mcu_quant_valid's other
+ * half): a layer the planes take needs no second pass over its channels to validate them. Out of line:
+ * inlined into the kernels' dispatch, GCC kept the bias pointer on the stack and reloaded it per channel. */
+static __attribute__((noinline, unused)) int mcu_dwpl_quant_ok(const mcu_per_channel_quant *q, const int32_t *bias,
+                                                             int32_t ch, int32_t output_offset)
 {
     /* In 32-bit arithmetic (it runs per channel before every plane layer): with output_offset an int8
      * offset (the kernels' requirement, checked here too), |C| = |2 output_offset + 1| 2^(R-1) <= 255 2^23,
-     * and the first test bounds |bias| below 2^30, so no sum below wraps. */
+     * and the test of A bounds |bias| below 2^30, so no sum below wraps. */
     if (output_offset < -128 || output_offset > 127) {
         return 0;
     }
     const uint32_t k = (uint32_t)(output_offset < 0 ? -(2 * output_offset + 1) : 2 * output_offset + 1);
+    const int32_t *multiplier = q->multiplier, *shift = q->shift;
     for (int32_t c = 0; c < ch; ++c) {
-        if (q->shift[c] > -1 || q->shift[c] < -24) {
-            return 0;
-        }
+        const uint32_t r1 = ~(uint32_t)shift[c]; /* R - 1 = -shift - 1, in [0, 23] for the shifts taken */
         const int32_t b = bias != NULL ? bias[c] : 0;
         const uint32_t a = (b < 0 ? 0u - (uint32_t)b : (uint32_t)b) + MCU_DWPL_WINDOW_MAX; /* |bias| + window */
-        if (a >= 1u << 30 || a + (k << (-q->shift[c] - 1)) + 1u >= 1u << 31) {
+        if (r1 > 23u || multiplier[c] < 0 || a >= 1u << 30 || a + (k << r1) + 1u >= 1u << 31) {
             return 0;
         }
     }
