@@ -479,3 +479,40 @@ def test_depthwise_s8_planes_refuse_invalid_quant(emulated, stride, field, value
         return
     assert status == MCU_OK
     base.assert_equal(out, depthwise_conv2d_s8(x, wt, b, m.astype(np.int32), s.astype(np.int32), **params))
+
+
+@settings(max_examples=40, deadline=None)
+@given(shape=st.sampled_from([(1, 6, 6, 1), (1, 7, 11, 1), (1, 3, 3, 1), (1, 12, 9, 2), (1, 13, 12, 2), (1, 7, 6, 2)]),
+       c=st.sampled_from([4, 8, 12]), in_zp=base.zero_points, shift=st.integers(-24, -1),
+       data=base.data_modes, seed=st.integers(0, 2**32 - 1))
+def test_depthwise_s8_planes_relu_finish(emulated, shape, c, in_zp, shift, data, seed):
+    """A ReLU folded into the range (output offset -128, all of int8): the channel planes leave out the
+    requantization's sign correction (MCU_DWPL_RELU); sums mostly below zero (negative biases), zero and
+    the largest multipliers, lines of quads and tails, of six and of three, stride 1 in place and 2 apart;
+    against the reference."""
+    _, h, w, s = shape
+    rng = np.random.default_rng(seed)
+    x = base.int8_data(rng, (1, h, w, c), data)
+    wt = rng.choice(np.array([-128, -1, 0, 1, 127], dtype=np.int8), size=(3, 3, c))
+    b = rng.integers(-300000, 3000, c).astype(np.int32)
+    m = rng.choice(np.array([0, 1, 2**30, 2**31 - 1, 1518500250], dtype=np.int64), size=c).astype(np.int32)
+    sh = np.full(c, shift, dtype=np.int32)
+    oh, ow = (h + 2 - 3) // s + 1, (w + 2 - 3) // s + 1
+    params = dict(input=x.shape, output=(1, oh, ow, c), ch_mult=1, kernel_h=3, kernel_w=3, stride_h=s, stride_w=s,
+                  pad_top=1, pad_left=1, dilation_h=1, dilation_w=1, input_offset=-in_zp, output_offset=-128,
+                  act_min=-128, act_max=127)
+    expected = depthwise_conv2d_s8(x, wt, b, m, sh, **params)
+    q = cb.Quant(m, sh, c)
+    if s == 2:
+        status, out = cb.depthwise_conv2d(x, wt, b, q, params)
+    else:
+        p = cb._fields(cb.DepthwiseConv2dS8Params, params)
+        ring = np.zeros(2 * w * c, dtype=np.int8)
+        ctx = cb.Context(ring.ctypes.data, ring.size)
+        fn = emulated.mcu_depthwise_conv2d_s8_inplace
+        fn.argtypes = [_P] * 6
+        out = x.copy()
+        status = fn(ctypes.addressof(ctx), ctypes.addressof(p), ctypes.addressof(q.struct), _P(out.ctypes.data),
+                    _P(ptr(wt)), _P(ptr(b)))
+    assert status == MCU_OK
+    base.assert_equal(out, expected)
