@@ -679,6 +679,16 @@ _Static_assert(offsetof(mcu_dwpl_ch, step) == 4 && offsetof(mcu_dwpl_ch, end) ==
     "str r10, [r12, #8]\n\t"                                                                  \
     "str r2, [r12, #72]\n\t"                                                                  \
     "bne 1b\n\t"
+/* The same for lines of three pixels, which have no quads' end to step on. */
+#define MCU_DWPL_LINE_END_Y3                                                                  \
+    "ldr lr, [r12, #64]\n\t"                                                                  \
+    "ldr r11, [r12, #68]\n\t"                                                                 \
+    "ldr r2, [r12, #72]\n\t"                                                                  \
+    "add r0, r0, lr\n\t"                                                                      \
+    "add r7, r7, r11\n\t"                                                                     \
+    "subs r2, r2, #1\n\t"                                                                     \
+    "str r2, [r12, #72]\n\t"                                                                  \
+    "bne 1b\n\t"
 /* A step's three kernel lines: the bias into r8, each line's loads (LD) and MACs (MAC0 for the first),
  * the plane position on by adv among the last line's MACs. */
 #define MCU_DWPL_ROWS(LD, MAC0, MAC, adv)                                                     \
@@ -748,7 +758,7 @@ _Static_assert(offsetof(mcu_dwpl_ch, step) == 4 && offsetof(mcu_dwpl_ch, end) ==
     ".p2align 2\n\t"                                                                          \
     "1:\n\t"                                                                                  \
     MCU_DWPL_ROWS(MCU_DWPL_LD3, MCU_DWPL_MAC3_0, MCU_DWPL_MAC3, "") MCU_DWPL_OUT3Y(clamp3)            \
-        MCU_DWPL_LINE_END_Y
+        MCU_DWPL_LINE_END_Y3
 /* Lines of six pixels without the clamp (6 x 6 images: a quad and a pair cost 126 cycles a line, six
  * accumulators one step of about 107): the weights in lr and r1 (the plane line's bytes from the
  * constants), the plane words x0 .. x7 in r2-r5, the accumulators r6-r11; the position ends two plane
@@ -816,8 +826,7 @@ _Static_assert(offsetof(mcu_dwpl_ch, step) == 4 && offsetof(mcu_dwpl_ch, end) ==
     "add r5, r5, r4, lsl #1\n\t"                                                              \
     "add r3, r5, r4, lsl #1\n\t"                                                              \
     "strb r10, [r5]\n\t"                                                                      \
-    "strb r11, [r5, r4]\n\t"                                                                  \
-    "str r3, [r12]\n\t" MCU_DWPL_LINE_END("r1")
+    "strb r11, [r5, r4]\n\t" MCU_DWPL_LINE_END6
 /* The line's end: the plane position on by skip, the line's end by `next` (the bytes from an output
  * line's first plane line to the next's), the output on by yskip, the lines counted down; the five
  * fields in one chain of single loads. */
@@ -833,6 +842,30 @@ _Static_assert(offsetof(mcu_dwpl_ch, step) == 4 && offsetof(mcu_dwpl_ch, end) ==
     "add r3, r3, r11\n\t"                                                                     \
     "subs r2, r2, #1\n\t"                                                                     \
     "str r10, [r12, #8]\n\t"                                                                  \
+    "str r3, [r12]\n\t"                                                                       \
+    "str r2, [r12, #72]\n\t"                                                                  \
+    "bne 1b\n\t"
+
+/* The line's end of the one-step lines (six and three pixels), which have no quads' end to step on: lines of
+ * six with the output pointer still in r3, lines of three with it in memory (stride 2). */
+#define MCU_DWPL_LINE_END6                                                                    \
+    "ldr lr, [r12, #64]\n\t"                                                                  \
+    "ldr r11, [r12, #68]\n\t"                                                                 \
+    "ldr r2, [r12, #72]\n\t"                                                                  \
+    "add r0, r0, lr\n\t"                                                                      \
+    "add r3, r3, r11\n\t"                                                                     \
+    "subs r2, r2, #1\n\t"                                                                     \
+    "str r3, [r12]\n\t"                                                                       \
+    "str r2, [r12, #72]\n\t"                                                                  \
+    "bne 1b\n\t"
+#define MCU_DWPL_LINE_END3                                                                    \
+    "ldr lr, [r12, #64]\n\t"                                                                  \
+    "ldr r11, [r12, #68]\n\t"                                                                 \
+    "ldr r2, [r12, #72]\n\t"                                                                  \
+    "ldr r3, [r12]\n\t"                                                                       \
+    "add r0, r0, lr\n\t"                                                                      \
+    "add r3, r3, r11\n\t"                                                                     \
+    "subs r2, r2, #1\n\t"                                                                     \
     "str r3, [r12]\n\t"                                                                       \
     "str r2, [r12, #72]\n\t"                                                                  \
     "bne 1b\n\t"
@@ -1216,7 +1249,7 @@ static __attribute__((noinline, unused)) void mcu_dwpl_rows(const mcu_dwpl_geom 
 #define MCU_DWPL_CHANNEL3_S2(clamp3)                                                          \
     ".p2align 2\n\t"                                                                          \
     "1:\n\t" MCU_DWPL_S2_LINES(MCU_DWPL_S2_X4, MCU_DWPL_S2_T, "0") MCU_DWPL_OUT3(clamp3)      \
-        MCU_DWPL_LINE_END("r1, lsl #1")
+        MCU_DWPL_LINE_END3
 
 /* Every line of one channel's plane at stride 2 from pos (its first line's position 0); three: lines of
  * three pixels. */
