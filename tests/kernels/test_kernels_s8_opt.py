@@ -181,15 +181,7 @@ def test_depthwise_inplace_s8_simd(emulated, n, h, w, c, kh, kw, data):
                   pad_top=pt, pad_left=pl, dilation_h=1, dilation_w=1, input_offset=-in_zp, output_offset=out_zp,
                   act_min=act[0], act_max=act[1])
     expected = depthwise_conv2d_s8(x, wt, b, m, s, **params)
-    q = cb.Quant(m, s, c)
-    p = cb._fields(cb.DepthwiseConv2dS8Params, params)
-    ring = np.zeros((pt + 1) * w * c, dtype=np.int8)
-    ctx = cb.Context(ring.ctypes.data, ring.size)
-    fn = emulated.mcu_depthwise_conv2d_s8_inplace
-    fn.argtypes = [_P] * 6
-    data_buf = x.copy()
-    status = fn(ctypes.addressof(ctx), ctypes.addressof(p), ctypes.addressof(q.struct), _P(data_buf.ctypes.data),
-                _P(ptr(wt)), _P(ptr(b)))
+    status, data_buf = _depthwise_inplace(emulated, x, wt, b, cb.Quant(m, s, c), params)
     assert status == MCU_OK
     base.assert_equal(data_buf, expected)
 
@@ -312,14 +304,7 @@ def _check_depthwise_row_case(emulated, case: dict) -> None:
         assert status == MCU_OK
         base.assert_equal(out, expected)
         return
-    p = cb._fields(cb.DepthwiseConv2dS8Params, params)
-    ring = np.zeros((pt + 1) * x.shape[2] * c, dtype=np.int8)
-    ctx = cb.Context(ring.ctypes.data, ring.size)
-    fn = emulated.mcu_depthwise_conv2d_s8_inplace
-    fn.argtypes = [_P] * 6
-    data_buf = x.copy()
-    status = fn(ctypes.addressof(ctx), ctypes.addressof(p), ctypes.addressof(q.struct), _P(data_buf.ctypes.data),
-                _P(ptr(wt)), _P(ptr(b)))
+    status, data_buf = _depthwise_inplace(emulated, x, wt, b, q, params)
     assert status == MCU_OK
     base.assert_equal(data_buf, expected)
 
@@ -414,15 +399,7 @@ def test_depthwise_s8_inplace_planes_at_the_bounds(emulated, shift, out_zp):
                           pad_top=1, pad_left=1, dilation_h=1, dilation_w=1, input_offset=-in_zp,
                           output_offset=out_zp, act_min=-128, act_max=127)
             expected = depthwise_conv2d_s8(x, wt, b, m, s, **params)
-            p = cb._fields(cb.DepthwiseConv2dS8Params, params)
-            ring = np.zeros(2 * w * c, dtype=np.int8)
-            ctx = cb.Context(ring.ctypes.data, ring.size)
-            q = cb.Quant(m, s, c)
-            fn = emulated.mcu_depthwise_conv2d_s8_inplace
-            fn.argtypes = [_P] * 6
-            data_buf = x.copy()
-            status = fn(ctypes.addressof(ctx), ctypes.addressof(p), ctypes.addressof(q.struct),
-                        _P(data_buf.ctypes.data), _P(ptr(wt)), _P(ptr(b)))
+            status, data_buf = _depthwise_inplace(emulated, x, wt, b, cb.Quant(m, s, c), params)
             assert status == MCU_OK and case["c"] == c
             base.assert_equal(data_buf, expected)
 
@@ -441,6 +418,19 @@ def test_mean_hw_s8_word_requantization(hw, c, in_zp, out_zp, m, s, act, data, s
     status, out = cb.mean_hw(x, params)
     assert status == MCU_OK
     base.assert_equal(out, mean_hw_s8(x, **params))
+
+
+def _depthwise_inplace(emulated, x, wt, b, q, params):
+    """The in-place kernel on a copy of x (a ring of pad_top + 1 rows): its status and the copy."""
+    p = cb._fields(cb.DepthwiseConv2dS8Params, params)
+    ring = np.zeros((params["pad_top"] + 1) * x.shape[2] * x.shape[3], dtype=np.int8)
+    ctx = cb.Context(ring.ctypes.data, ring.size)
+    fn = emulated.mcu_depthwise_conv2d_s8_inplace
+    fn.argtypes = [_P] * 6
+    out = x.copy()
+    status = fn(ctypes.addressof(ctx), ctypes.addressof(p), ctypes.addressof(q.struct), _P(out.ctypes.data),
+                _P(ptr(wt)), _P(ptr(b)))
+    return status, out
 
 
 @pytest.mark.parametrize("stride", [1, 2])
@@ -466,14 +456,7 @@ def test_depthwise_s8_planes_refuse_invalid_quant(emulated, stride, field, value
     if stride == 2:
         status, out = cb.depthwise_conv2d(x, wt, b, q, params)
     else:
-        p = cb._fields(cb.DepthwiseConv2dS8Params, params)
-        ring = np.zeros(2 * w * c, dtype=np.int8)
-        ctx = cb.Context(ring.ctypes.data, ring.size)
-        fn = emulated.mcu_depthwise_conv2d_s8_inplace
-        fn.argtypes = [_P] * 6
-        out = x.copy()
-        status = fn(ctypes.addressof(ctx), ctypes.addressof(p), ctypes.addressof(q.struct), _P(out.ctypes.data),
-                    _P(ptr(wt)), _P(ptr(b)))
+        status, out = _depthwise_inplace(emulated, x, wt, b, q, params)
     if field is not None:
         assert status == MCU_ERR_INVALID_ARG
         return
@@ -506,13 +489,6 @@ def test_depthwise_s8_planes_relu_finish(emulated, shape, c, in_zp, shift, data,
     if s == 2:
         status, out = cb.depthwise_conv2d(x, wt, b, q, params)
     else:
-        p = cb._fields(cb.DepthwiseConv2dS8Params, params)
-        ring = np.zeros(2 * w * c, dtype=np.int8)
-        ctx = cb.Context(ring.ctypes.data, ring.size)
-        fn = emulated.mcu_depthwise_conv2d_s8_inplace
-        fn.argtypes = [_P] * 6
-        out = x.copy()
-        status = fn(ctypes.addressof(ctx), ctypes.addressof(p), ctypes.addressof(q.struct), _P(out.ctypes.data),
-                    _P(ptr(wt)), _P(ptr(b)))
+        status, out = _depthwise_inplace(emulated, x, wt, b, q, params)
     assert status == MCU_OK
     base.assert_equal(out, expected)

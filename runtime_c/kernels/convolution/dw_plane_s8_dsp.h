@@ -858,17 +858,7 @@ _Static_assert(offsetof(mcu_dwpl_ch, step) == 4 && offsetof(mcu_dwpl_ch, end) ==
     "str r3, [r12]\n\t"                                                                       \
     "str r2, [r12, #72]\n\t"                                                                  \
     "bne 1b\n\t"
-#define MCU_DWPL_LINE_END3                                                                    \
-    "ldr lr, [r12, #64]\n\t"                                                                  \
-    "ldr r11, [r12, #68]\n\t"                                                                 \
-    "ldr r2, [r12, #72]\n\t"                                                                  \
-    "ldr r3, [r12]\n\t"                                                                       \
-    "add r0, r0, lr\n\t"                                                                      \
-    "add r3, r3, r11\n\t"                                                                     \
-    "subs r2, r2, #1\n\t"                                                                     \
-    "str r3, [r12]\n\t"                                                                       \
-    "str r2, [r12, #72]\n\t"                                                                  \
-    "bne 1b\n\t"
+#define MCU_DWPL_LINE_END3 "ldr r3, [r12]\n\t" MCU_DWPL_LINE_END6
 
 /* One of the channel loops above (or the stride-2 ones below) with pos, the plane line's bytes and the
  * constants in r0, r1 and r12 (register variables of the caller). */
@@ -893,6 +883,21 @@ _Static_assert(offsetof(mcu_dwpl_ch, step) == 4 && offsetof(mcu_dwpl_ch, end) ==
         }                                                                                     \
     } while (0)
 
+/* mcu_dwpl_channel's lines (pos, line_bytes, t, kind in scope), the loops expanded with the definitions of
+ * MCU_DWPL_RQ and MCU_DWPL_RQ6 where it is used: once with the sign correction, once without. */
+#define MCU_DWPL_CHANNEL_BODY(clamp)                                                                  \
+    register const int16_t *r0 __asm__("r0") = pos;                                                   \
+    register int32_t r1 __asm__("r1") = line_bytes;                                                   \
+    register mcu_dwpl_ch *r12 __asm__("r12") = t;                                                     \
+    if (kind == 6) { /* MCU_DWPL_KIND: never with the clamp */                                        \
+        __asm__ volatile(MCU_DWPL_CHANNEL6                                                            \
+                         : "+r"(r0), "+r"(r1)                                                         \
+                         : "r"(r12)                                                                   \
+                         : "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "lr", "cc", "memory"); \
+        return;                                                                                       \
+    }                                                                                                 \
+    MCU_DWPL_PICK(kind == 3, clamp, MCU_DWPL_CHANNEL3, MCU_DWPL_CHANNEL)
+
 /* The loops of mcu_dwpl_channel for MCU_DWPL_RELU: the same macros with the requantization's sign
  * correction left out. */
 #undef MCU_DWPL_RQ
@@ -901,17 +906,7 @@ _Static_assert(offsetof(mcu_dwpl_ch, step) == 4 && offsetof(mcu_dwpl_ch, end) ==
 #define MCU_DWPL_RQ6 MCU_DWPL_RQ6_RELU
 static inline void mcu_dwpl_channel_relu(const int16_t *pos, int32_t line_bytes, mcu_dwpl_ch *t, int kind)
 {
-    register const int16_t *r0 __asm__("r0") = pos;
-    register int32_t r1 __asm__("r1") = line_bytes;
-    register mcu_dwpl_ch *r12 __asm__("r12") = t;
-    if (kind == 6) {
-        __asm__ volatile(MCU_DWPL_CHANNEL6
-                         : "+r"(r0), "+r"(r1)
-                         : "r"(r12)
-                         : "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "lr", "cc", "memory");
-        return;
-    }
-    MCU_DWPL_PICK(kind == 3, MCU_DWPL_SAT, MCU_DWPL_CHANNEL3, MCU_DWPL_CHANNEL);
+    MCU_DWPL_CHANNEL_BODY(MCU_DWPL_SAT);
 }
 #undef MCU_DWPL_RQ
 #undef MCU_DWPL_RQ6
@@ -926,17 +921,7 @@ static inline void mcu_dwpl_channel(const int16_t *pos, int32_t line_bytes, mcu_
         mcu_dwpl_channel_relu(pos, line_bytes, t, kind);
         return;
     }
-    register const int16_t *r0 __asm__("r0") = pos;
-    register int32_t r1 __asm__("r1") = line_bytes;
-    register mcu_dwpl_ch *r12 __asm__("r12") = t;
-    if (kind == 6) { /* MCU_DWPL_KIND: never with the clamp */
-        __asm__ volatile(MCU_DWPL_CHANNEL6
-                         : "+r"(r0), "+r"(r1)
-                         : "r"(r12)
-                         : "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "lr", "cc", "memory");
-        return;
-    }
-    MCU_DWPL_PICK(kind == 3, clamp, MCU_DWPL_CHANNEL3, MCU_DWPL_CHANNEL);
+    MCU_DWPL_CHANNEL_BODY(clamp);
 }
 #else
 /* The accumulator of the pixel at plane position pos (even; taps pos .. pos + 2 of three lines), or of
@@ -1253,14 +1238,18 @@ static __attribute__((noinline, unused)) void mcu_dwpl_rows(const mcu_dwpl_geom 
 
 /* Every line of one channel's plane at stride 2 from pos (its first line's position 0); three: lines of
  * three pixels. */
+/* mcu_dwpl_channel_s2's lines, as MCU_DWPL_CHANNEL_BODY: once with the sign correction, once without. */
+#define MCU_DWPL_CHANNEL_S2_BODY(clamp)                                                               \
+    register const int16_t *r0 __asm__("r0") = pos;                                                   \
+    register int32_t r1 __asm__("r1") = line_bytes;                                                   \
+    register mcu_dwpl_ch *r12 __asm__("r12") = t;                                                     \
+    MCU_DWPL_PICK(three, clamp, MCU_DWPL_CHANNEL3_S2, MCU_DWPL_CHANNEL_S2)
+
 #undef MCU_DWPL_RQ
 #define MCU_DWPL_RQ MCU_DWPL_RQ_RELU
 static inline void mcu_dwpl_channel_s2_relu(const int16_t *pos, int32_t line_bytes, mcu_dwpl_ch *t, int three)
 {
-    register const int16_t *r0 __asm__("r0") = pos;
-    register int32_t r1 __asm__("r1") = line_bytes;
-    register mcu_dwpl_ch *r12 __asm__("r12") = t;
-    MCU_DWPL_PICK(three, MCU_DWPL_SAT, MCU_DWPL_CHANNEL3_S2, MCU_DWPL_CHANNEL_S2);
+    MCU_DWPL_CHANNEL_S2_BODY(MCU_DWPL_SAT);
 }
 #undef MCU_DWPL_RQ
 #define MCU_DWPL_RQ MCU_DWPL_RQ_SIGNED
@@ -1271,10 +1260,7 @@ static inline void mcu_dwpl_channel_s2(const int16_t *pos, int32_t line_bytes, m
         mcu_dwpl_channel_s2_relu(pos, line_bytes, t, three);
         return;
     }
-    register const int16_t *r0 __asm__("r0") = pos;
-    register int32_t r1 __asm__("r1") = line_bytes;
-    register mcu_dwpl_ch *r12 __asm__("r12") = t;
-    MCU_DWPL_PICK(three, clamp, MCU_DWPL_CHANNEL3_S2, MCU_DWPL_CHANNEL_S2);
+    MCU_DWPL_CHANNEL_S2_BODY(clamp);
 }
 #else
 /* The same in C (the emulated build): pixel 0 of the pair at plane position pos, from the same words. */
