@@ -29,17 +29,22 @@ from repo import requires_qemu
 # window and paths
 EXPECTED = {
     "small_cnn": {"MCU_PIXEL_WIDE_TAPS": 144, "MCU_PACKED_LOOP": 0, "MCU_PACKED_WINDOWS": 1, "MCU_PACKED_NARROW": 1,
-                  "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 0, "MCU_PIXEL4_GROUP": 1, "MCU_PACKED_PW8": 0},
+                  "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 0, "MCU_PIXEL4_GROUP": 1, "MCU_PACKED_PW8": 0,
+        "MCU_PACKED_NARROW_CLAMP": 0, "MCU_PACKED_NARROW_FULL": 1, "MCU_PACKED_PW_PAIRS": 0, "MCU_PACKED_QUADS": 1},
     "ds_cnn": {"MCU_PIXEL_WIDE_TAPS": 64, "MCU_PACKED_LOOP": 0, "MCU_PACKED_WINDOWS": 0, "MCU_PACKED_NARROW": 1,
-               "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 0, "MCU_PIXEL4_GROUP": 1, "MCU_PACKED_PW8": 0},
+               "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 0, "MCU_PIXEL4_GROUP": 1, "MCU_PACKED_PW8": 0,
+        "MCU_PACKED_NARROW_CLAMP": 0, "MCU_PACKED_NARROW_FULL": 1, "MCU_PACKED_PW_PAIRS": 1, "MCU_PACKED_QUADS": 0},
     "mobilenet_v1": {"MCU_PIXEL_WIDE_TAPS": 256, "MCU_PACKED_LOOP": 0, "MCU_PACKED_WINDOWS": 0, "MCU_PACKED_NARROW": 1,
                      "MCU_PACKED_NARROW_K3C3": 1, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 0, "MCU_PIXEL4_GROUP": 1,
-                     "MCU_PACKED_PW8": 1},  # 3x3 RGB first layer; the 8->16 pointwise layer
+                     "MCU_PACKED_PW8": 1,
+        "MCU_PACKED_NARROW_CLAMP": 0, "MCU_PACKED_NARROW_FULL": 1, "MCU_PACKED_PW_PAIRS": 1, "MCU_PACKED_QUADS": 0},  # 3x3 RGB first layer; the 8->16 pointwise layer
     "resnet8": {"MCU_PIXEL_WIDE_TAPS": 256, "MCU_PACKED_LOOP": 1, "MCU_PACKED_WINDOWS": 1, "MCU_PACKED_NARROW": 1,
-                "MCU_PACKED_NARROW_K3C3": 1, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 0, "MCU_PIXEL4_GROUP": 1, "MCU_PACKED_PW8": 0},  # windows over 256 taps: the loop
+                "MCU_PACKED_NARROW_K3C3": 1, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 0, "MCU_PIXEL4_GROUP": 1, "MCU_PACKED_PW8": 0,
+        "MCU_PACKED_NARROW_CLAMP": 0, "MCU_PACKED_NARROW_FULL": 1, "MCU_PACKED_PW_PAIRS": 0, "MCU_PACKED_QUADS": 1},  # windows over 256 taps: the loop
     "fc_autoencoder": {"MCU_PIXEL_WIDE_TAPS": 256, "MCU_PACKED_LOOP": 1, "MCU_PACKED_WINDOWS": 0,
                        "MCU_PACKED_NARROW": 1,
-                       "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 0, "MCU_PIXEL4_GROUP": 1, "MCU_PACKED_PW8": 0},
+                       "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 0, "MCU_PIXEL4_GROUP": 1, "MCU_PACKED_PW8": 0,
+        "MCU_PACKED_NARROW_CLAMP": 0, "MCU_PACKED_NARROW_FULL": 1, "MCU_PACKED_PW_PAIRS": 0, "MCU_PACKED_QUADS": 0},
 }
 # On mps2-an505-u575 the weights wait (flash, 4 wait states a miss): ds_cnn's 64->64 pointwise streams of 9.5 kB
 # run in groups of pairs (its 64->12 fully connected stream, 1.8 kB, fits the cache: int16, no byte path);
@@ -49,29 +54,33 @@ EXPECTED_WAIT = {
     "ds_cnn": {**EXPECTED["ds_cnn"], "MCU_PACKED_PW_GROUP_TAPS": 2736, "MCU_PACKED_BYTES": 0, "MCU_PIXEL4_GROUP": 1, "MCU_PACKED_PW8": 0},
     "resnet8": {**EXPECTED["resnet8"], "MCU_PIXEL4_GROUP": 4},  # 19 to 74 kB windowed streams: four-pixel units in groups
     "fc_autoencoder": {"MCU_PIXEL_WIDE_TAPS": 128, "MCU_PACKED_LOOP": 0, "MCU_PACKED_WINDOWS": 0, "MCU_PACKED_NARROW": 1,
-                       "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 1, "MCU_PIXEL4_GROUP": 1, "MCU_PACKED_PW8": 0},
+                       "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 1, "MCU_PIXEL4_GROUP": 1, "MCU_PACKED_PW8": 0,
+                       "MCU_PACKED_NARROW_CLAMP": 0, "MCU_PACKED_NARROW_FULL": 1, "MCU_PACKED_PW_PAIRS": 0, "MCU_PACKED_QUADS": 0},
 }
 
 
 def _layer(kp: int, cout: int = 8, right: bool = True, act_min: int = -128, k3c3: bool = False,
            output_offset: int = -128, pointwise: bool = False, flat: bool = False, pixels: int = 1,
-           group: bool = False, bytes: bool = False) -> PackedLayer:
+           group: bool = False, bytes: bool = False, act_max: int = 127, cin4: bool = True) -> PackedLayer:
     return PackedLayer(kp=kp, cout=cout, act_min=act_min, output_offset=output_offset, right=right, k3c3=k3c3,
-                       pointwise=pointwise, flat=flat, pixels=pixels, group=group, bytes=bytes)
+                       pointwise=pointwise, flat=flat, pixels=pixels, group=group, bytes=bytes, act_max=act_max,
+                       cin4=cin4)
 
 
 def test_defines_from_layers() -> None:
     assert packed_defines([]) == {}
     assert packed_defines([_layer(12), _layer(140)]) == {"MCU_PIXEL_WIDE_TAPS": 144, "MCU_PACKED_LOOP": 0,
                                                           "MCU_PACKED_WINDOWS": 1, "MCU_PACKED_NARROW": 1,
-                                                          "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 0, "MCU_PIXEL4_GROUP": 1, "MCU_PACKED_PW8": 0}
+                                                          "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 0, "MCU_PIXEL4_GROUP": 1, "MCU_PACKED_PW8": 0,
+                                                          "MCU_PACKED_NARROW_CLAMP": 0, "MCU_PACKED_NARROW_FULL": 1, "MCU_PACKED_PW_PAIRS": 0, "MCU_PACKED_QUADS": 0}
     # wider than 256: the loop, and the straight-line part at its full size
     assert packed_defines([_layer(260)])["MCU_PIXEL_WIDE_TAPS"] == 256
     assert packed_defines([_layer(260)])["MCU_PACKED_LOOP"] == 1
     # a stream the C blocks run (left shifts) or fewer than 4 channels never reach the assembly
     assert packed_defines([_layer(600, right=False), _layer(40, cout=3)]) == {
         "MCU_PIXEL_WIDE_TAPS": 8, "MCU_PACKED_LOOP": 0, "MCU_PACKED_WINDOWS": 0, "MCU_PACKED_NARROW": 0,
-        "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 0, "MCU_PIXEL4_GROUP": 1, "MCU_PACKED_PW8": 0}
+        "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 0, "MCU_PIXEL4_GROUP": 1, "MCU_PACKED_PW8": 0,
+        "MCU_PACKED_NARROW_CLAMP": 0, "MCU_PACKED_NARROW_FULL": 0, "MCU_PACKED_PW_PAIRS": 0, "MCU_PACKED_QUADS": 0}
     # windowed loops: a layer neither flat pointwise nor narrow; flat pointwise layers never need them
     assert packed_defines([_layer(64, pointwise=True, flat=True)])["MCU_PACKED_WINDOWS"] == 0
     assert packed_defines([_layer(64, pointwise=True)])["MCU_PACKED_WINDOWS"] == 1  # e.g. stride 2
@@ -107,7 +116,8 @@ def test_defines_from_layers() -> None:
     # a byte stream runs its own loop: none of the paths above
     assert packed_defines([_layer(600, pointwise=True, flat=True, bytes=True)]) == {
         "MCU_PIXEL_WIDE_TAPS": 8, "MCU_PACKED_LOOP": 0, "MCU_PACKED_WINDOWS": 0, "MCU_PACKED_NARROW": 0,
-        "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 1, "MCU_PIXEL4_GROUP": 1, "MCU_PACKED_PW8": 0}
+        "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 1, "MCU_PIXEL4_GROUP": 1, "MCU_PACKED_PW8": 0,
+        "MCU_PACKED_NARROW_CLAMP": 0, "MCU_PACKED_NARROW_FULL": 0, "MCU_PACKED_PW_PAIRS": 0, "MCU_PACKED_QUADS": 0}
     assert merge_defines([packed_defines([big]), packed_defines([_layer(24)])])["MCU_PACKED_PW_GROUP_TAPS"] == 2736
     # windowed layers over 256 taps whose streams outgrow the flash cache, eight pixels or more: four-pixel
     # units in groups of four where the weights wait; not without the loop (a window of 256 taps or less), nor
@@ -126,9 +136,37 @@ def test_defines_from_layers() -> None:
         "MCU_PACKED_PW_GROUP_TAPS"] == 2736
     assert packed_defines([_layer(640, cout=64, pointwise=True, flat=True, pixels=36, group=True)])[
         "MCU_PACKED_PW_GROUP_TAPS"] == 5040
+    # the speed paths a model's layers take, each built only where one does (1) and left out otherwise (0)
+    def paths(*layers: PackedLayer) -> tuple[int, ...]:
+        d = packed_defines(layers)
+        return tuple(d[k] for k in ("MCU_PACKED_PW_PAIRS", "MCU_PACKED_QUADS", "MCU_PACKED_NARROW_CLAMP",
+                                    "MCU_PACKED_NARROW_FULL"))
+    # flat pointwise pairs: two pixels or more of whole input words, whole blocks, wide enough to leave the
+    # narrow path; 8 channels too (mcu_pw8_pairs falls back on them)
+    assert paths(_layer(32, pointwise=True, flat=True, pixels=2)) == (1, 0, 0, 0)
+    assert paths(_layer(8, pointwise=True, flat=True, pixels=2)) == (1, 0, 0, 0)
+    assert paths(_layer(32, pointwise=True, flat=True, pixels=1))[0] == 0  # a fully connected row
+    assert paths(_layer(32, cout=10, pointwise=True, flat=True, pixels=2))[0] == 0  # a partial block
+    assert paths(_layer(32, pointwise=True, flat=True, pixels=2, cin4=False))[0] == 0  # 30 channels: windows
+    assert packed_defines([_layer(32, pointwise=True, flat=True, pixels=2, cin4=False)])["MCU_PACKED_WINDOWS"] == 1
+    assert paths(_layer(12, pointwise=True, flat=True, pixels=2))[0] == 0  # narrow
+    assert paths(_layer(32, pointwise=True, pixels=4))[0] == 0  # strided: windows
+    # four pixels: a windowed stream over 8 kB (32 x (2 x 144 + 20) B), four pixels or more
+    assert paths(_layer(144, cout=32, pixels=4)) == (0, 1, 0, 0)
+    assert paths(_layer(144, cout=24, pixels=4))[1] == 0  # 7.4 kB
+    assert paths(_layer(144, cout=32, pixels=3))[1] == 0
+    assert paths(_layer(144, cout=32, pixels=4, pointwise=True, flat=True))[1] == 0  # flat: no windows
+    # the narrow engines: clamped stores for a range narrower than int8, whole bytes for the others
+    assert paths(_layer(12, act_max=100)) == (0, 0, 1, 0)
+    assert paths(_layer(12, act_min=-100, output_offset=-100)) == (0, 0, 1, 0)
+    assert paths(_layer(12), _layer(24, act_max=6)) == (0, 0, 1, 1)
+    assert paths(_layer(60, act_max=100)) == (0, 0, 0, 0)  # not narrow: the general path clamps
+    assert merge_defines([packed_defines([_layer(12, act_max=100)]),
+                          packed_defines([_layer(32, pointwise=True, flat=True, pixels=2)])])["MCU_PACKED_NARROW_CLAMP"] == 1
     merged = merge_defines([packed_defines([_layer(24)]), {}, packed_defines([_layer(100), _layer(28, k3c3=True)])])
     assert merged == {"MCU_PIXEL_WIDE_TAPS": 104, "MCU_PACKED_LOOP": 0, "MCU_PACKED_WINDOWS": 1,
-                      "MCU_PACKED_NARROW": 1, "MCU_PACKED_NARROW_K3C3": 1, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 0, "MCU_PIXEL4_GROUP": 1, "MCU_PACKED_PW8": 0}
+                      "MCU_PACKED_NARROW": 1, "MCU_PACKED_NARROW_K3C3": 1, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 0, "MCU_PIXEL4_GROUP": 1, "MCU_PACKED_PW8": 0,
+                      "MCU_PACKED_NARROW_CLAMP": 0, "MCU_PACKED_NARROW_FULL": 1, "MCU_PACKED_PW_PAIRS": 0, "MCU_PACKED_QUADS": 0}
 
 
 def test_s4_defines_merge_across_methods() -> None:
@@ -139,7 +177,8 @@ def test_s4_defines_merge_across_methods() -> None:
     assert s4_merge_defines([none, some, {}]) == some
     assert s4_merge_defines([some, {**packed_defines([_layer(300)]), S4_STREAM: 1}]) == {
         "MCU_PIXEL_WIDE_TAPS": 256, "MCU_PACKED_LOOP": 1, "MCU_PACKED_WINDOWS": 1, "MCU_PACKED_NARROW": 1,
-        "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 0, "MCU_PIXEL4_GROUP": 1, "MCU_PACKED_PW8": 0, S4_STREAM: 1}
+        "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 0, "MCU_PIXEL4_GROUP": 1, "MCU_PACKED_PW8": 0,
+        "MCU_PACKED_NARROW_CLAMP": 0, "MCU_PACKED_NARROW_FULL": 1, "MCU_PACKED_PW_PAIRS": 0, "MCU_PACKED_QUADS": 0, S4_STREAM: 1}
     assert s4_merge_defines([{}, {}]) == {}
     # the Helium path's flag (a layer with scratch for its widened weights) merges the same way
     assert s4_merge_defines([{S4_STREAM: 0, S4_WIDE: 0}, {S4_STREAM: 0, S4_WIDE: 1}]) == {S4_STREAM: 0, S4_WIDE: 1}
@@ -166,11 +205,12 @@ def test_defines_where_weights_wait(name: str) -> None:
     assert "wait states a miss" in note and f"two channels a word ({8 if name == 'fc_autoencoder' else 0} of" in note
 
 
-def _case(rng: np.random.Generator, cin: int, k: int = 1, cout: int = 12, act=(-128, 127)) -> dict:
-    """A layer with right shifts (the assembly); an activation floor above -128 puts the output offset
-    at 0, so the floor is below it and the narrow path does not take the layer."""
+def _case(rng: np.random.Generator, cin: int, k: int = 1, cout: int = 12, act=(-128, 127), size: int = 0) -> dict:
+    """A layer with right shifts (the assembly) on a size x size input (default k + 1); an activation floor
+    above -128 puts the output offset at 0, so the floor is below it and the narrow path does not take the
+    layer."""
     out_zp = -128 if act[0] == -128 else 0
-    h = w = k + 1
+    h = w = size or k + 1
     x = rng.integers(-128, 128, (1, h, w, cin)).astype(np.int8)
     x.flat[0] = -128
     wt = rng.integers(-127, 128, (cout, k, k, cin)).astype(np.int8)
@@ -225,7 +265,8 @@ def test_narrow_wide_taps_on_core(tmp_path: Path, wide: int, loop: int) -> None:
 def test_narrow_path_left_out_on_core(tmp_path: Path) -> None:
     """MCU_PACKED_NARROW 0: a layer the narrow path takes is refused, the others still exact; with
     MCU_PACKED_NARROW_K3C3 0 a 3x3 window of 3 channels is still exact (one pixel at a time), and with
-    MCU_PACKED_WINDOWS 0 a 3x3 window of 16 channels."""
+    MCU_PACKED_WINDOWS 0 a 3x3 window of 16 channels; so are layers the pairs and four-pixel loops would take
+    without them, while MCU_PACKED_NARROW_FULL 0 refuses a narrow layer of the full int8 range."""
     rng = np.random.default_rng(3)
     narrow = _case(rng, 12)  # 12 taps (pointwise: fewer than 16), 12 channels, full activation range: the narrow path
     wide = _case(rng, 64, act=(-100, 127))
@@ -238,6 +279,15 @@ def test_narrow_path_left_out_on_core(tmp_path: Path) -> None:
     window = _case(rng, 16, k=3, cout=16, act=(-100, 127))
     _run_on_m33(tmp_path / "c", [(window, True), (wide, True)],
                 {"MCU_PIXEL_WIDE_TAPS": 152, "MCU_PACKED_LOOP": 0, "MCU_PACKED_WINDOWS": 0})
+    # without the flat pointwise pairs and the four-pixel loop a layer that would take them is still exact
+    # (one pixel, or two, at a time); without the narrow engine of whole-byte stores a narrow layer with the
+    # full range is refused, a clamped one (the other engine) exact
+    pairs = _case(rng, 32, cout=16, act=(-100, 127), size=3)  # 9 pixels of 32 channels
+    quads = _case(rng, 16, k=3, cout=32, act=(-100, 127), size=6)  # 4 x 4 pixels, a 9,856 B stream
+    clamped = _case(rng, 12, act=(-128, 100))
+    _run_on_m33(tmp_path / "d", [(pairs, True), (quads, True), (narrow, False), (clamped, True)],
+                {"MCU_PIXEL_WIDE_TAPS": 152, "MCU_PACKED_LOOP": 0, "MCU_PACKED_PW_PAIRS": 0, "MCU_PACKED_QUADS": 0,
+                 "MCU_PACKED_NARROW_FULL": 0})
 
 
 def test_exported_library_builds_with_its_definitions(tmp_path: Path) -> None:
