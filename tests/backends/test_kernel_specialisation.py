@@ -3,8 +3,9 @@
 The definitions computed from the reference models' packed layers; the kernel built with a narrower
 MCU_PIXEL_WIDE_TAPS (24, 152) bit-exact with the Python reference on the Cortex-M33 for windows below,
 at and above the limit, with the loop (MCU_PACKED_LOOP 1) or, without it, MCU_ERR_UNSUPPORTED for the
-wider windows and still exact results below; MCU_PACKED_NARROW 0 refusing a narrow layer; and the
-exported library carrying the definitions in its CMake and Makefile fragments and building with them.
+wider windows and still exact results below; MCU_PACKED_NARROW 0 refusing a narrow layer, the speed paths
+left out (pairs, four pixels) leaving their layers exact; and the exported library carrying the definitions in
+its CMake and Makefile fragments and building with them, without the paths its layers do not take.
 """
 
 from __future__ import annotations
@@ -313,7 +314,7 @@ def test_exported_library_builds_with_its_definitions(tmp_path: Path) -> None:
                             timeout=60).stdout.split()
     board_flags = compile_flags(load_board("mps2-an505"))
     kernel = tmp_path / "lib" / "kernels" / kernel_source(tuned.SOURCE).relative_to(kernels_dir())
-    sizes = []
+    sizes, symbols = [], []
     for extra in ([], [f for f in cflags if f.startswith("-D")]):
         obj = tmp_path / f"k{len(extra)}.o"
         done = subprocess.run([str(find_cross_compiler()), *board_flags, *extra, "-I", str(tmp_path / "lib" / "include"),
@@ -322,7 +323,15 @@ def test_exported_library_builds_with_its_definitions(tmp_path: Path) -> None:
         size = subprocess.run([str(find_cross_compiler()).replace("gcc", "size"), str(obj)], capture_output=True,
                               text=True, check=True).stdout.splitlines()[1].split()[0]
         sizes.append(int(size))
+        nm = subprocess.run([str(find_cross_compiler()).replace("gcc", "nm"), str(obj)], capture_output=True,
+                            text=True, check=True).stdout
+        symbols.append({line.split()[-1].split(".")[0] for line in nm.splitlines()})
     assert sizes[1] < sizes[0] - 1000, sizes
+    # small_cnn's layers take neither the flat pointwise pairs nor the narrow engine's clamped stores (its ranges
+    # are all of int8): its kernel has neither; the unspecialised one (program files) has both
+    paths = {"mcu_pixel2_packed", "mcu_narrow_engine_clamp"}
+    assert paths <= symbols[0] and not paths & symbols[1], symbols
+    assert "mcu_narrow_engine_full" in symbols[1]
 
 
 def test_s4_helium_scratch_widens_the_weights() -> None:
