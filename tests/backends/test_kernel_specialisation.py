@@ -26,37 +26,41 @@ from mcu.reference.conv import conv2d_s8
 from packed_cases import packed_firmware_source, packed_params
 from repo import requires_qemu
 
+# The definitions of a build whose packed layers take no path but the straight-line dot product of 8 taps; _defines
+# names the others' (MCU_ left out)
+NONE = {"MCU_PIXEL_WIDE_TAPS": 8, "MCU_PACKED_LOOP": 0, "MCU_PACKED_WINDOWS": 0, "MCU_PACKED_NARROW": 0,
+        "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_NARROW_CLAMP": 0, "MCU_PACKED_NARROW_FULL": 0,
+        "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 0, "MCU_PIXEL4_GROUP": 1, "MCU_PACKED_PW8": 0,
+        "MCU_PACKED_PW_PAIRS": 0, "MCU_PACKED_QUADS": 0}
+
+
+def _defines(**paths: int) -> dict[str, int]:
+    assert all(f"MCU_{k}" in NONE for k in paths), paths
+    return {**NONE, **{f"MCU_{k}": v for k, v in paths.items()}}
+
+
 # The reference models on mps2-an505 (int8, zero wait states: no pointwise groups): their packed layers' widest
-# window and paths
+# window and paths; none has a narrow layer whose range is narrower than int8 (no clamped narrow engine)
+NARROW = {"PACKED_NARROW": 1, "PACKED_NARROW_FULL": 1}
 EXPECTED = {
-    "small_cnn": {"MCU_PIXEL_WIDE_TAPS": 144, "MCU_PACKED_LOOP": 0, "MCU_PACKED_WINDOWS": 1, "MCU_PACKED_NARROW": 1,
-                  "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 0, "MCU_PIXEL4_GROUP": 1, "MCU_PACKED_PW8": 0,
-        "MCU_PACKED_NARROW_CLAMP": 0, "MCU_PACKED_NARROW_FULL": 1, "MCU_PACKED_PW_PAIRS": 0, "MCU_PACKED_QUADS": 1},
-    "ds_cnn": {"MCU_PIXEL_WIDE_TAPS": 64, "MCU_PACKED_LOOP": 0, "MCU_PACKED_WINDOWS": 0, "MCU_PACKED_NARROW": 1,
-               "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 0, "MCU_PIXEL4_GROUP": 1, "MCU_PACKED_PW8": 0,
-        "MCU_PACKED_NARROW_CLAMP": 0, "MCU_PACKED_NARROW_FULL": 1, "MCU_PACKED_PW_PAIRS": 1, "MCU_PACKED_QUADS": 0},
-    "mobilenet_v1": {"MCU_PIXEL_WIDE_TAPS": 256, "MCU_PACKED_LOOP": 0, "MCU_PACKED_WINDOWS": 0, "MCU_PACKED_NARROW": 1,
-                     "MCU_PACKED_NARROW_K3C3": 1, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 0, "MCU_PIXEL4_GROUP": 1,
-                     "MCU_PACKED_PW8": 1,
-        "MCU_PACKED_NARROW_CLAMP": 0, "MCU_PACKED_NARROW_FULL": 1, "MCU_PACKED_PW_PAIRS": 1, "MCU_PACKED_QUADS": 0},  # 3x3 RGB first layer; the 8->16 pointwise layer
-    "resnet8": {"MCU_PIXEL_WIDE_TAPS": 256, "MCU_PACKED_LOOP": 1, "MCU_PACKED_WINDOWS": 1, "MCU_PACKED_NARROW": 1,
-                "MCU_PACKED_NARROW_K3C3": 1, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 0, "MCU_PIXEL4_GROUP": 1, "MCU_PACKED_PW8": 0,
-        "MCU_PACKED_NARROW_CLAMP": 0, "MCU_PACKED_NARROW_FULL": 1, "MCU_PACKED_PW_PAIRS": 0, "MCU_PACKED_QUADS": 1},  # windows over 256 taps: the loop
-    "fc_autoencoder": {"MCU_PIXEL_WIDE_TAPS": 256, "MCU_PACKED_LOOP": 1, "MCU_PACKED_WINDOWS": 0,
-                       "MCU_PACKED_NARROW": 1,
-                       "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 0, "MCU_PIXEL4_GROUP": 1, "MCU_PACKED_PW8": 0,
-        "MCU_PACKED_NARROW_CLAMP": 0, "MCU_PACKED_NARROW_FULL": 1, "MCU_PACKED_PW_PAIRS": 0, "MCU_PACKED_QUADS": 0},
+    # a windowed layer's stream of 9.9 kB (16 -> 32 channels, 3x3): four pixels; its classifier one row
+    "small_cnn": _defines(PIXEL_WIDE_TAPS=144, PACKED_WINDOWS=1, PACKED_QUADS=1, **NARROW),
+    "ds_cnn": _defines(PIXEL_WIDE_TAPS=64, PACKED_PW_PAIRS=1, **NARROW),
+    # 3x3 RGB first layer; the 8->16 pointwise layer
+    "mobilenet_v1": _defines(PIXEL_WIDE_TAPS=256, PACKED_NARROW_K3C3=1, PACKED_PW8=1, PACKED_PW_PAIRS=1, **NARROW),
+    # windows over 256 taps: the loop; no flat pointwise layer (its shortcuts are strided)
+    "resnet8": _defines(PIXEL_WIDE_TAPS=256, PACKED_LOOP=1, PACKED_WINDOWS=1, PACKED_NARROW_K3C3=1, PACKED_QUADS=1,
+                        **NARROW),
+    "fc_autoencoder": _defines(PIXEL_WIDE_TAPS=256, PACKED_LOOP=1, **NARROW),  # rows: no pairs
 }
 # On mps2-an505-u575 the weights wait (flash, 4 wait states a miss): ds_cnn's 64->64 pointwise streams of 9.5 kB
 # run in groups of pairs (its 64->12 fully connected stream, 1.8 kB, fits the cache: int16, no byte path);
 # fc_autoencoder's eight layers of 35 to 166 kB streams take the byte stream, its 128->8 and 8->128 ones (2.2 and
 # 4.6 kB) the int16 pairs
 EXPECTED_WAIT = {
-    "ds_cnn": {**EXPECTED["ds_cnn"], "MCU_PACKED_PW_GROUP_TAPS": 2736, "MCU_PACKED_BYTES": 0, "MCU_PIXEL4_GROUP": 1, "MCU_PACKED_PW8": 0},
+    "ds_cnn": {**EXPECTED["ds_cnn"], "MCU_PACKED_PW_GROUP_TAPS": 2736},
     "resnet8": {**EXPECTED["resnet8"], "MCU_PIXEL4_GROUP": 4},  # 19 to 74 kB windowed streams: four-pixel units in groups
-    "fc_autoencoder": {"MCU_PIXEL_WIDE_TAPS": 128, "MCU_PACKED_LOOP": 0, "MCU_PACKED_WINDOWS": 0, "MCU_PACKED_NARROW": 1,
-                       "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 1, "MCU_PIXEL4_GROUP": 1, "MCU_PACKED_PW8": 0,
-                       "MCU_PACKED_NARROW_CLAMP": 0, "MCU_PACKED_NARROW_FULL": 1, "MCU_PACKED_PW_PAIRS": 0, "MCU_PACKED_QUADS": 0},
+    "fc_autoencoder": _defines(PIXEL_WIDE_TAPS=128, PACKED_BYTES=1, **NARROW),
 }
 
 
@@ -70,18 +74,12 @@ def _layer(kp: int, cout: int = 8, right: bool = True, act_min: int = -128, k3c3
 
 def test_defines_from_layers() -> None:
     assert packed_defines([]) == {}
-    assert packed_defines([_layer(12), _layer(140)]) == {"MCU_PIXEL_WIDE_TAPS": 144, "MCU_PACKED_LOOP": 0,
-                                                          "MCU_PACKED_WINDOWS": 1, "MCU_PACKED_NARROW": 1,
-                                                          "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 0, "MCU_PIXEL4_GROUP": 1, "MCU_PACKED_PW8": 0,
-                                                          "MCU_PACKED_NARROW_CLAMP": 0, "MCU_PACKED_NARROW_FULL": 1, "MCU_PACKED_PW_PAIRS": 0, "MCU_PACKED_QUADS": 0}
+    assert packed_defines([_layer(12), _layer(140)]) == _defines(PIXEL_WIDE_TAPS=144, PACKED_WINDOWS=1, **NARROW)
     # wider than 256: the loop, and the straight-line part at its full size
     assert packed_defines([_layer(260)])["MCU_PIXEL_WIDE_TAPS"] == 256
     assert packed_defines([_layer(260)])["MCU_PACKED_LOOP"] == 1
     # a stream the C blocks run (left shifts) or fewer than 4 channels never reach the assembly
-    assert packed_defines([_layer(600, right=False), _layer(40, cout=3)]) == {
-        "MCU_PIXEL_WIDE_TAPS": 8, "MCU_PACKED_LOOP": 0, "MCU_PACKED_WINDOWS": 0, "MCU_PACKED_NARROW": 0,
-        "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 0, "MCU_PIXEL4_GROUP": 1, "MCU_PACKED_PW8": 0,
-        "MCU_PACKED_NARROW_CLAMP": 0, "MCU_PACKED_NARROW_FULL": 0, "MCU_PACKED_PW_PAIRS": 0, "MCU_PACKED_QUADS": 0}
+    assert packed_defines([_layer(600, right=False), _layer(40, cout=3)]) == NONE
     # windowed loops: a layer neither flat pointwise nor narrow; flat pointwise layers never need them
     assert packed_defines([_layer(64, pointwise=True, flat=True)])["MCU_PACKED_WINDOWS"] == 0
     assert packed_defines([_layer(64, pointwise=True)])["MCU_PACKED_WINDOWS"] == 1  # e.g. stride 2
@@ -115,10 +113,7 @@ def test_defines_from_layers() -> None:
         "MCU_PACKED_PW_GROUP_TAPS"] == 0
     assert packed_defines([_layer(64, cout=64, pointwise=True, pixels=4, group=True)])["MCU_PACKED_PW_GROUP_TAPS"] == 0
     # a byte stream runs its own loop: none of the paths above
-    assert packed_defines([_layer(600, pointwise=True, flat=True, bytes=True)]) == {
-        "MCU_PIXEL_WIDE_TAPS": 8, "MCU_PACKED_LOOP": 0, "MCU_PACKED_WINDOWS": 0, "MCU_PACKED_NARROW": 0,
-        "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 1, "MCU_PIXEL4_GROUP": 1, "MCU_PACKED_PW8": 0,
-        "MCU_PACKED_NARROW_CLAMP": 0, "MCU_PACKED_NARROW_FULL": 0, "MCU_PACKED_PW_PAIRS": 0, "MCU_PACKED_QUADS": 0}
+    assert packed_defines([_layer(600, pointwise=True, flat=True, bytes=True)]) == _defines(PACKED_BYTES=1)
     assert merge_defines([packed_defines([big]), packed_defines([_layer(24)])])["MCU_PACKED_PW_GROUP_TAPS"] == 2736
     # windowed layers over 256 taps whose streams outgrow the flash cache, eight pixels or more: four-pixel
     # units in groups of four where the weights wait; not without the loop (a window of 256 taps or less), nor
@@ -165,9 +160,7 @@ def test_defines_from_layers() -> None:
     assert merge_defines([packed_defines([_layer(12, act_max=100)]),
                           packed_defines([_layer(32, pointwise=True, flat=True, pixels=2)])])["MCU_PACKED_NARROW_CLAMP"] == 1
     merged = merge_defines([packed_defines([_layer(24)]), {}, packed_defines([_layer(100), _layer(28, k3c3=True)])])
-    assert merged == {"MCU_PIXEL_WIDE_TAPS": 104, "MCU_PACKED_LOOP": 0, "MCU_PACKED_WINDOWS": 1,
-                      "MCU_PACKED_NARROW": 1, "MCU_PACKED_NARROW_K3C3": 1, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 0, "MCU_PIXEL4_GROUP": 1, "MCU_PACKED_PW8": 0,
-                      "MCU_PACKED_NARROW_CLAMP": 0, "MCU_PACKED_NARROW_FULL": 1, "MCU_PACKED_PW_PAIRS": 0, "MCU_PACKED_QUADS": 0}
+    assert merged == _defines(PIXEL_WIDE_TAPS=104, PACKED_WINDOWS=1, PACKED_NARROW_K3C3=1, **NARROW)
 
 
 def test_s4_defines_merge_across_methods() -> None:
@@ -177,9 +170,7 @@ def test_s4_defines_merge_across_methods() -> None:
     assert s4_merge_defines([none, none]) == {S4_STREAM: 0}
     assert s4_merge_defines([none, some, {}]) == some
     assert s4_merge_defines([some, {**packed_defines([_layer(300)]), S4_STREAM: 1}]) == {
-        "MCU_PIXEL_WIDE_TAPS": 256, "MCU_PACKED_LOOP": 1, "MCU_PACKED_WINDOWS": 1, "MCU_PACKED_NARROW": 1,
-        "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 0, "MCU_PIXEL4_GROUP": 1, "MCU_PACKED_PW8": 0,
-        "MCU_PACKED_NARROW_CLAMP": 0, "MCU_PACKED_NARROW_FULL": 1, "MCU_PACKED_PW_PAIRS": 0, "MCU_PACKED_QUADS": 0, S4_STREAM: 1}
+        **_defines(PIXEL_WIDE_TAPS=256, PACKED_LOOP=1, PACKED_WINDOWS=1, **NARROW), S4_STREAM: 1}
     assert s4_merge_defines([{}, {}]) == {}
     # the Helium path's flag (a layer with scratch for its widened weights) merges the same way
     assert s4_merge_defines([{S4_STREAM: 0, S4_WIDE: 0}, {S4_STREAM: 0, S4_WIDE: 1}]) == {S4_STREAM: 0, S4_WIDE: 1}
