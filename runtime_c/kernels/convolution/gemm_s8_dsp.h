@@ -966,7 +966,17 @@ static inline const int32_t *mcu_pixel4_packed_split(const int16_t *col, int32_t
 #ifndef MCU_PACKED_PW8
 #define MCU_PACKED_PW8 1 /* 0: a model's build without a flat pointwise layer of 8 taps (specialise.py) */
 #endif
-#if MCU_PACKED_PW8
+/* Speed paths a model's build may leave out (specialise.py), its layers then exact one pixel (or two) at a time:
+ * 0 leaves out the flat pointwise pairs (mcu_pixel2_packed, its groups, mcu_pw8_pairs) where no layer has two
+ * pixels of whole input words to pair, or the four-pixel loop (mcu_pixel4_packed_split) where no windowed
+ * layer's stream outgrows MCU_PIXEL4_STREAM_MIN. */
+#ifndef MCU_PACKED_PW_PAIRS
+#define MCU_PACKED_PW_PAIRS 1
+#endif
+#ifndef MCU_PACKED_QUADS
+#define MCU_PACKED_QUADS 1
+#endif
+#if MCU_PACKED_PW8 && MCU_PACKED_PW_PAIRS
 /* Flat pointwise layers of 8 input channels (mobilenet_v1's 8 -> 16 layer at 48 x 48): every pixel pair
  * of a run in one assembly. Through mcu_pixel2_packed each pair cost a call that wrote its whole state
  * (about 45 cycles), the column's C loop and a pass loop entered at its middle, for 4 tap pairs a block:
