@@ -87,13 +87,12 @@ def _linear(op: Op, x: list[np.ndarray]) -> np.ndarray:
 def _conv2d_s16(op: Op, x: list[np.ndarray]) -> np.ndarray:
     inp, w = op.inputs[:2]
     a = op.attrs
-    if a["groups"] != 1:
-        raise McuError(f"the 16x8 reference has no grouped convolution ({op.name})")
     n, h, wd, c = _nhwc(op.output)
     p = derive.weighted_s16(op)
     # (the weights' data is OHWI, their memory order, as for the int8 kernel)
     y = s16.conv2d_s16(_to_nhwc(x[0], inp), w.data, p["bias"], p["multiplier"], p["shift"], stride=tuple(a["stride"]), padding=tuple(a["padding"][:2]),
-                       dilation=tuple(a["dilation"]), out_hw=(h, wd), act_min=p["act_min"], act_max=p["act_max"])
+                       dilation=tuple(a["dilation"]), out_hw=(h, wd), act_min=p["act_min"], act_max=p["act_max"],
+                       groups=a["groups"])
     return _from_nhwc(y, op.output)
 
 
@@ -121,15 +120,13 @@ def _linear_s16(op: Op, x: list[np.ndarray]) -> np.ndarray:
 def _conv_transpose2d_s16(op: Op, x: list[np.ndarray]) -> np.ndarray:
     inp, w = op.inputs[:2]
     a = op.attrs
-    if a["groups"] != 1:
-        raise McuError(f"the 16x8 reference has no grouped transposed convolution ({op.name})")
     weight = conv.phase_unpack(w.data, w.physical_shape, *a["stride"]) if a.get("phased") else w.data
     n, h, wd, c = _nhwc(op.output)
     p = derive.weighted_s16(op)
     y = s16.conv_transpose2d_s16(_to_nhwc(x[0], inp), weight, p["bias"], p["multiplier"], p["shift"],
                                  stride=tuple(a["stride"]), padding=tuple(a["padding"][:2]),
                                  dilation=tuple(a["dilation"]), out_hw=(h, wd), act_min=p["act_min"],
-                                 act_max=p["act_max"])
+                                 act_max=p["act_max"], groups=a["groups"])
     return _from_nhwc(y, op.output)
 
 

@@ -204,6 +204,22 @@ mcu_status mcu_program_need_conv_s16(uint32_t kernel, const mcu_operand_desc *op
     return MCU_OK;
 }
 
+mcu_status mcu_program_need_conv_grouped_s16(uint32_t kernel, const mcu_operand_desc *ops, uint32_t n_ops,
+                                             const int32_t *p, uint32_t *need)
+{
+    /* the grouped 16x8 convolutions: weights OHWI with a group's input channels (p[18] groups), no scratch */
+    (void)kernel;
+    (void)ops;
+    MCU_REQUIRE(p[18] > 0, MCU_ERR_PROGRAM_INVALID);
+    const uint32_t last = n_ops - 1;
+    const int32_t w[4] = {p[7], p[8], p[9], p[3] / p[18]};
+    need[0] = prod(p, 4);
+    need[1] = prod(w, 4);
+    need[2] = need[3] = need[4] = mulcap(1, p[7]);
+    need[last] = prod(p + 4, 4);
+    return MCU_OK;
+}
+
 mcu_status mcu_program_need_same_count(uint32_t kernel, const mcu_operand_desc *ops, uint32_t n_ops, const int32_t *p,
                                        uint32_t *need)
 {

@@ -351,6 +351,20 @@ int mcu_program_params_conv_transpose2d_phased_s16(uint32_t kernel, const mcu_pr
            u->conv_s16.dilation_w == 1;
 }
 
+int mcu_program_params_conv_grouped_s16(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    /* the 16x8 convolution's conditions on the whole tensors, and groups dividing both channel counts */
+    const mcu_conv2d_grouped_s16_params *p = &u->conv_grouped_s16;
+    return p->groups > 0 && p->conv.input.c % p->groups == 0 && p->conv.output.c % p->groups == 0 &&
+           mcu_program_params_conv_s16(kernel, u, w);
+}
+
+int mcu_program_params_conv_transpose2d_grouped_s16(uint32_t kernel, const mcu_program_params_view *u,
+                                                    const int32_t *w)
+{
+    return mcu_program_params_conv_grouped_s16(kernel, u, w) && mcu_program_params_conv_transpose2d_s16(kernel, u, w);
+}
+
 int mcu_program_params_depthwise_conv2d_s16(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
 {
     (void)kernel;

@@ -162,6 +162,10 @@ typedef enum {
     /** [scratch int8, in int16, hidden states int16, state int16?, cell int16?, w_ih int8, w_hh int8, bias int64,
      *  quant int32, cell out int16]; mcu_lstm_s16_params (of the layer); no operand may overlap the output */
     MCU_K_LSTM_FINAL_CELL_S16 = 171,
+    /** [in int16, weight int8 OHWI (in_c / groups), bias int64?, multipliers int32, shifts int32, scratch?, out
+     *  int16]; mcu_conv2d_grouped_s16_params */
+    MCU_K_CONV2D_GROUPED_S16 = 172,
+    MCU_K_CONV_TRANSPOSE2D_GROUPED_S16 = 173, /**< as MCU_K_CONV2D_GROUPED_S16, the transposed window */
     MCU_K_REQUANTIZE_S16 = 126,       /**< [in int16, out int16]; mcu_requantize_s16_params */
     MCU_K_SUB_S16 = 127,              /**< [a int16, b int16, out int16]; mcu_add_s16_params (same shapes) */
     MCU_K_LUT_S16 = 128,              /**< [table int16 (513), in int16, out int16]; size */
