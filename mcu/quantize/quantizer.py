@@ -446,12 +446,14 @@ class MCUQuantizer(Quantizer):
             _mark(node, {x: act, h: act, c: _fixed_spec(2.0 ** -shift, 0, 16)}, SharedQuantizationSpec((h, node)))
 
     def _final_cell(self, node: Node, act: QuantizationSpec) -> None:
-        """An LSTM layer's final cell c_n (w8a16): the layer's input, its hidden states ``y`` and h0 read on the
-        layer's output parameters, c0 and the cell itself on the fixed 2^-state_shift (mcu_lstm_final_cell_s16).
-        Left unannotated at int8, which has no kernel for it (the frontend refuses it by name)."""
+        """An LSTM layer's final cell c_n: the layer's input, its hidden states ``y`` and h0 read on the layer's
+        output parameters, c0 and the cell itself on the fixed int16 2^-state_shift (mcu_lstm_final_cell_s16; at
+        int8 mcu_lstm_final_cell_s8, whose cell is int16 too). At int8 from the zero state only (an int8 layer from
+        a given state runs in fp32, and the frontend refuses its cell by name)."""
         x, y, shift = node.args[0], node.args[5], node.args[6]
         h, c = (node.args[i] if len(node.args) > i else node.kwargs.get(k) for i, k in ((7, "h0"), (8, "c0")))
-        if self.act_bits != 16 or not (_is_float_tensor(x) and _is_float_tensor(y) and isinstance(shift, int)):
+        if not (_is_float_tensor(x) and _is_float_tensor(y) and isinstance(shift, int)) or \
+                (self.act_bits != 16 and (isinstance(h, Node) or isinstance(c, Node))):
             return
         cell = _fixed_spec(2.0 ** -shift, 0, 16)
         specs = {x: act, y: SharedQuantizationSpec(y)}

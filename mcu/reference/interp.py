@@ -440,6 +440,16 @@ def _lstm_final_cell_s16(op: Op, x: list[np.ndarray]) -> np.ndarray:
     return to_memory_order(c, op.output)
 
 
+def _lstm_final_cell(op: Op, x: list[np.ndarray]) -> np.ndarray:
+    """An LSTM's final cell (int16 at the cell's scale): of an int8 layer (mcu_lstm_final_cell_s8, the layer's
+    constants derived again, its own recurrence on the input) or of a 16x8 one."""
+    if op.inputs[0].dtype != "int8":
+        return _lstm_final_cell_s16(op, x)
+    c = recurrent.lstm_final_cell_s8(from_memory_order(x[0], op.inputs[0]), derive.recurrent_layer(op),
+                                     recurrent.sigmoid_table())
+    return to_memory_order(c, op.output)
+
+
 def _gru_s16(op: Op, x: list[np.ndarray]) -> np.ndarray:
     """mcu_gru_s16: the layer's constants derived again from its float weights and the int16 scales; a GRU
     cell's step ([N, I] from its state [N, H], the last input) as a sequence of one step."""
@@ -539,7 +549,7 @@ INT16_OPS: dict[str, Run] = {
     **resample_ops.INT16,
     "clamp": lambda op, x: np.clip(np.asarray(x[0], dtype=np.int16), *derive.act_range(op)).astype(np.int16),
     "lstm": _lstm_s16,
-    "lstm_final_cell": _lstm_final_cell_s16,
+    "lstm_final_cell": _lstm_final_cell,
     "gru": _gru_s16,
     "requantize": _requantize,
 }

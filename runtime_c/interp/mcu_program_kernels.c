@@ -695,6 +695,17 @@ mcu_status mcu_program_need_recurrent(uint32_t kernel, const mcu_operand_desc *o
     return MCU_OK;
 }
 
+mcu_status mcu_program_need_lstm_final_cell_s8(uint32_t kernel, const mcu_operand_desc *ops, uint32_t n_ops,
+                                               const int32_t *p, uint32_t *need)
+{
+    /* the int8 LSTM's operands, its hidden states [batch][steps][hidden] read, the cell [batch][hidden] written */
+    const int32_t cell_dims[2] = {p[0], p[3]};
+    MCU_CHECK(mcu_program_need_recurrent(MCU_K_LSTM_S8, ops, n_ops, p, need));
+    (void)kernel;
+    need[7] = prod(cell_dims, 2);
+    return MCU_OK;
+}
+
 mcu_status mcu_program_need_lstm_s16(uint32_t kernel, const mcu_operand_desc *ops, uint32_t n_ops, const int32_t *p,
                                      uint32_t *need)
 {

@@ -1414,6 +1414,21 @@ int mcu_program_alias_recurrent(uint32_t kernel, const mcu_operand_desc *ops, co
     return ok;
 }
 
+int mcu_program_alias_lstm_final_cell_s8(uint32_t kernel, const mcu_operand_desc *ops, const uint32_t *bytes,
+                                         uint32_t n_ops, const int32_t *p)
+{
+    /* every operand apart from the cell it writes, the scratch apart from the input and the hidden states (read
+     * while the scratch is written), the int8 LSTM's constants valid */
+    (void)kernel;
+    const uint32_t last = n_ops - 1;
+    int ok = ops[last].offset % 2u == 0;
+    for (uint32_t i = 0; i < last; ++i) {
+        ok = ok && !overlap(&ops[i], bytes[i], &ops[last], bytes[last]);
+    }
+    return ok && !overlap(&ops[0], bytes[0], &ops[1], bytes[1]) && !overlap(&ops[0], bytes[0], &ops[6], bytes[6]) &&
+           recurrent_ok(ops, p, 4);
+}
+
 int mcu_program_alias_lstm_s16(uint32_t kernel, const mcu_operand_desc *ops, const uint32_t *bytes, uint32_t n_ops,
                                const int32_t *p)
 {

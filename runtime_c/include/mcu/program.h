@@ -165,6 +165,9 @@ typedef enum {
     /** [in int16, weight int8 OHWI (in_c / groups), bias int64?, multipliers int32, shifts int32, scratch?, out
      *  int16]; mcu_conv2d_grouped_s16_params */
     MCU_K_CONV2D_GROUPED_S16 = 172,
+    /** [scratch int8, in int8, w_ih int8, w_hh int8, rows int32, table int16, hidden states int8, cell out int16];
+     *  mcu_recurrent_s8_params (of the layer) */
+    MCU_K_LSTM_FINAL_CELL_S8 = 174,
     MCU_K_CONV_TRANSPOSE2D_GROUPED_S16 = 173, /**< as MCU_K_CONV2D_GROUPED_S16, the transposed window */
     MCU_K_REQUANTIZE_S16 = 126,       /**< [in int16, out int16]; mcu_requantize_s16_params */
     MCU_K_SUB_S16 = 127,              /**< [a int16, b int16, out int16]; mcu_add_s16_params (same shapes) */
