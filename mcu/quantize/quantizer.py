@@ -145,7 +145,9 @@ W8A16_OPS = {*CONV_LINEAR, *BATCH_NORM, *ACTIVATIONS,
              # moves of int16 elements (mcu_concat, mcu_permute, mcu_remap, index_select, gather)
              aten.cat.default, *STACK, aten.transpose.int, aten.t.default, aten.unflatten.int,
              # and bilinear resampling (mcu_resize_bilinear_s16, the int8 kernel's tables)
-             *MOVES}
+             *MOVES,
+             # argmax, left float by the quantizer and run on the int16 codes (mcu_argmax_s16)
+             aten.argmax.default}
 # (ops with no arithmetic of their own: the capture's bookkeeping)
 _W8A16_NEUTRAL = {"getitem", "_assert_tensor_metadata", "_assert_scalar", "sym_size"}
 

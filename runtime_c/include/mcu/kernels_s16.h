@@ -76,6 +76,11 @@ mcu_status mcu_conv_transpose2d_phased_s16(const mcu_context *ctx, const mcu_con
                                            const int64_t *bias, int16_t *output);
 int32_t mcu_conv_transpose2d_phased_s16_get_buffer_size(const mcu_conv2d_s16_params *p);
 
+/** argmax of int16 codes along the middle axis of [outer, reduce, inner] (the first on ties): the argmax of the
+ * real values, since dequantization is increasing (ours, mcu_argmax_s8's form). The output must not overlap the
+ * input. */
+mcu_status mcu_argmax_s16(int32_t outer, int32_t reduce, int32_t inner, const int16_t *input, int32_t *output);
+
 typedef struct {
     mcu_conv2d_s16_params conv; /**< the window; conv.input.c and conv.output.c count every group's channels */
     int32_t groups;             /**< at least 1, dividing both channel counts */

@@ -168,7 +168,8 @@ typedef enum {
     /** [scratch int8, in int8, w_ih int8, w_hh int8, rows int32, table int16, hidden states int8, cell out int16];
      *  mcu_recurrent_s8_params (of the layer) */
     MCU_K_LSTM_FINAL_CELL_S8 = 174,
-    MCU_K_CONV_TRANSPOSE2D_GROUPED_S16 = 173, /**< as MCU_K_CONV2D_GROUPED_S16, the transposed window */
+    MCU_K_CONV_TRANSPOSE2D_GROUPED_S16 = 173,
+    MCU_K_ARGMAX_S16 = 175, /**< [in int16, out int32]; outer, reduce, inner */ /**< as MCU_K_CONV2D_GROUPED_S16, the transposed window */
     MCU_K_REQUANTIZE_S16 = 126,       /**< [in int16, out int16]; mcu_requantize_s16_params */
     MCU_K_SUB_S16 = 127,              /**< [a int16, b int16, out int16]; mcu_add_s16_params (same shapes) */
     MCU_K_LUT_S16 = 128,              /**< [table int16 (513), in int16, out int16]; size */
