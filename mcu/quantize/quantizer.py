@@ -118,7 +118,10 @@ _TENSOR_PAIRS = {aten.add.Tensor, aten.add_.Tensor, aten.mul.Tensor, aten.mul_.T
 # activations and the views that only rename bytes. Any other op refuses the mode by name before quantizing.
 W8A16_OPS = {*CONV_LINEAR, *BATCH_NORM, *ACTIVATIONS,
              # transposed convolutions (mcu_conv_transpose2d_s16) and quotients of two tensors (mcu_div_s16): ours
-             *CONV_TRANSPOSE, aten.div.Tensor, aten.adaptive_avg_pool2d.default, aten.mean.dim,
+             *CONV_TRANSPOSE, aten.div.Tensor, aten.mean.dim,
+             # adaptive average pooling: to 1x1 a mean (mcu_mean_s16), to other sizes an average pool or
+             # mcu_adaptive_avg_pool_s16 (ours, the int8 kernel's windows) on the input's scale
+             aten.adaptive_avg_pool2d.default, aten.adaptive_avg_pool1d.default,
              aten.add.Tensor, aten.add_.Tensor, aten.pad.default,
              # sums (mcu_mean_s16 without the count), amax and amin (mcu_amax_s16, mcu_amin_s16) over dims
              *REDUCE_OWN_OUTPUT, aten.constant_pad_nd.default,
@@ -166,7 +169,7 @@ def masked_scores(node: Node) -> bool:
 
 
 def _w8a16_form(node: Node) -> bool:
-    """Whether an op of W8A16_OPS has the form its 16x8 kernel takes: a global mean; an add, a difference, a
+    """Whether an op of W8A16_OPS has the form its 16x8 kernel takes: an add, a difference, a
     product or a quotient of two tensors of one shape, or any of them of a tensor and a number (a table); a
     constant attention mask before a softmax. (Also zeros: the zero biases of a recurrent layer without biases, a
     constant of the layer, and a recurrent cell's zero first state, a constant of the loop.)"""
@@ -174,8 +177,6 @@ def _w8a16_form(node: Node) -> bool:
         return bool(node.users)
     if node.target is aten.masked_fill.Scalar:
         return masked_scores(node)
-    if node.target is aten.adaptive_avg_pool2d.default:
-        return _global_pool(node)
     if node.target is aten.max_pool2d.default:  # (kernel, stride, padding, dilation, ceil_mode)
         dilation = node.args[4] if len(node.args) > 4 else 1
         ceil = bool(node.args[5]) if len(node.args) > 5 else False
@@ -210,9 +211,7 @@ def unsupported_w8a16(model: GraphModule) -> list[tuple[str, Node]]:
                                           and _w8a16_form(node)):
             continue
         name = getattr(node.target, "__name__", str(node.target)).split(".")[0]
-        if node.target is aten.adaptive_avg_pool2d.default:
-            name += " (to a size other than 1x1)"
-        elif node.target in SCALAR_ARITH | _TENSOR_PAIRS:
+        if node.target in SCALAR_ARITH | _TENSOR_PAIRS:
             name += " (broadcasting)"
         elif node.target is aten.div.Tensor_mode:
             name += " (with a rounding mode)"

@@ -820,14 +820,15 @@ int mcu_program_params_resample(uint32_t kernel, const mcu_program_params_view *
 {
     (void)w;
     const mcu_resample_f32_params *p = &u->resample_f32; /* the s8 struct has the same fields */
-    const int32_t size = kernel == MCU_K_RESIZE_BILINEAR_F32 || kernel == MCU_K_ADAPTIVE_AVG_POOL_F32 ? 4
-                         : kernel == MCU_K_RESIZE_BILINEAR_S16                                         ? 2
-                                                                                                       : 1;
+    const int32_t size = kernel == MCU_K_RESIZE_BILINEAR_F32 || kernel == MCU_K_ADAPTIVE_AVG_POOL_F32   ? 4
+                         : kernel == MCU_K_RESIZE_BILINEAR_S16 || kernel == MCU_K_ADAPTIVE_AVG_POOL_S16 ? 2
+                                                                                                         : 1;
     const int32_t in_dims[4] = {p->outer, p->in_h, p->in_w, p->inner};
     const int32_t out_dims[4] = {p->outer, p->out_h, p->out_w, p->inner};
     return checked_count(in_dims, 4, size) > 0 && checked_count(out_dims, 4, size) > 0 &&
            (kernel != MCU_K_ADAPTIVE_AVG_POOL_S8 || (int64_t)p->in_h * p->in_w <= INT32_MAX / 128) &&
-           ((kernel != MCU_K_ADAPTIVE_AVG_POOL_F32 && kernel != MCU_K_ADAPTIVE_AVG_POOL_S8) ||
+           ((kernel != MCU_K_ADAPTIVE_AVG_POOL_F32 && kernel != MCU_K_ADAPTIVE_AVG_POOL_S8 &&
+             kernel != MCU_K_ADAPTIVE_AVG_POOL_S16) ||
             mcu_adaptive_fits(p->in_h, p->in_w, p->out_h, p->out_w));
 }
 

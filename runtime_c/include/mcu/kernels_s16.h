@@ -76,6 +76,11 @@ mcu_status mcu_conv_transpose2d_phased_s16(const mcu_context *ctx, const mcu_con
                                            const int64_t *bias, int16_t *output);
 int32_t mcu_conv_transpose2d_phased_s16_get_buffer_size(const mcu_conv2d_s16_params *p);
 
+/** Adaptive average pooling of int16 codes [outer][in_h][in_w][inner] to [outer][out_h][out_w][inner] (ours, as
+ * mcu_adaptive_avg_pool_s8 with arm_avgpool_s16's rounding; the output on the input's scale). The output must not
+ * overlap the input. */
+mcu_status mcu_adaptive_avg_pool_s16(const mcu_resample_s8_params *p, const int16_t *input, int16_t *output);
+
 /** argmax of int16 codes along the middle axis of [outer, reduce, inner] (the first on ties): the argmax of the
  * real values, since dequantization is increasing (ours, mcu_argmax_s8's form). The output must not overlap the
  * input. */
