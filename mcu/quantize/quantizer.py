@@ -179,14 +179,12 @@ def _w8a16_form(node: Node) -> bool:
         return masked_scores(node)
     if node.target is aten.max_pool2d.default:  # (kernel, stride, padding, dilation, ceil_mode)
         dilation = node.args[4] if len(node.args) > 4 else 1
-        ceil = bool(node.args[5]) if len(node.args) > 5 else False
-        return not ceil and all(d == 1 for d in (dilation if isinstance(dilation, (list, tuple)) else [dilation]))
+        return all(d == 1 for d in (dilation if isinstance(dilation, (list, tuple)) else [dilation]))
     if node.target is aten.avg_pool2d.default:  # (kernel, stride, padding, ceil_mode, count_include_pad, divisor)
         padding = node.args[3] if len(node.args) > 3 else 0
         padded = any(p != 0 for p in (padding if isinstance(padding, (list, tuple)) else [padding]))
         counts_pad = bool(node.args[5]) if len(node.args) > 5 else True
-        ceil = bool(node.args[4]) if len(node.args) > 4 else False
-        return not ceil and not (padded and counts_pad) and (len(node.args) <= 6 or node.args[6] is None)
+        return not (padded and counts_pad) and (len(node.args) <= 6 or node.args[6] is None)
     if node.target in SCALAR_ARITH | _TENSOR_PAIRS:
         a, b = node.args[0], node.args[1]
         numbers = [isinstance(t, (int, float)) and not isinstance(t, bool) for t in (a, b)]
@@ -216,9 +214,9 @@ def unsupported_w8a16(model: GraphModule) -> list[tuple[str, Node]]:
         elif node.target is aten.div.Tensor_mode:
             name += " (with a rounding mode)"
         elif node.target is aten.max_pool2d.default:
-            name += " (dilated, or in ceil mode)"
+            name += " (dilated)"
         elif node.target is aten.avg_pool2d.default:
-            name += " (counting the padding, in ceil mode, or with a divisor)"
+            name += " (counting the padding, or with a divisor)"
         if name not in _W8A16_NEUTRAL and name not in (n for n, _ in names):
             names.append((name, node))
     return names
