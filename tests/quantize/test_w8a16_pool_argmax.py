@@ -1,0 +1,117 @@
+"""w8a16 models with the pooling forms and the argmax int8 runs: a CNN with a ceil-mode max pool, a ceil-mode
+average pool, adaptive average pooling to 3x3 from 7x7 (windows that overlap: mcu_adaptive_avg_pool_s16) and a
+Conv1d branch adaptively pooled, and a classifier returning its logits and their argmax (mcu_argmax_s16). Each is
+bit-exact with the Python integer reference as generated C and as a program file on the host and (slow tier) on
+QEMU, and the CNN is closer to fp32 than at int8. A dilated max pool has no integer kernel at either width: int8
+keeps it in fp32 (its kernel would pool the window as a dense one)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import mcu
+from mcu.device.boards import load_board
+from mcu.errors import McuError
+from mcu.program.device import build_interpreter_firmware
+from int16_checks import assert_device_equals_reference, assert_int16_kernels, compile_seeded, output_sqnr_db
+from repo import requires_qemu
+
+
+class PooledCnn(nn.Module):
+    """Pools as users write them: ceil-mode max and average pools, adaptive pools to sizes that do not divide."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 8, 3, padding=1)
+        self.c2 = nn.Conv2d(8, 8, 3, padding=1)
+        self.seq = nn.Conv1d(8, 6, 3, padding=1)
+        self.head = nn.Linear(8 * 9 + 6 * 4, 5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = F.max_pool2d(torch.relu(self.c1(x)), 2, ceil_mode=True)  # 15x15 -> 8x8
+        h = F.avg_pool2d(torch.relu(self.c2(h)), 2, stride=1, ceil_mode=True)  # 8x8 -> 7x7
+        grid = F.adaptive_avg_pool2d(h, 3).flatten(1)  # 7x7 -> 3x3, overlapping windows
+        line = F.adaptive_avg_pool1d(torch.relu(self.seq(h.mean(dim=2))), 4).flatten(1)  # 7 -> 4
+        return self.head(torch.cat([grid, line], dim=1))
+
+
+class Classifier(nn.Module):
+    """An MLP returning its logits and the predicted class."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(12, 16), nn.Linear(16, 6)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        logits = self.fc2(torch.relu(self.fc1(x)))
+        return logits, logits.argmax(dim=-1)
+
+
+SHAPES = {"pooled_cnn": (PooledCnn, (1, 3, 15, 15)), "classifier": (Classifier, (4, 12))}
+KINDS = {"pooled_cnn": {"max_pool2d", "avg_pool2d", "adaptive_avg_pool"}, "classifier": {"linear"}}
+SOURCES = {"pooled_cnn": ("mcu_max_pool2d_s16.c", "mcu_avg_pool2d_s16.c", "mcu_adaptive_avg_pool_s16.c"),
+           "classifier": ("mcu_argmax_s16.c",)}
+
+
+def _compile(name: str, quantize: str, board: str = "mps2-an505") -> mcu.CompiledModel:
+    return compile_seeded(*SHAPES[name], name, quantize, board, seed=6, samples=32)
+
+
+@pytest.fixture(scope="module", params=list(SHAPES))
+def w8a16(request) -> mcu.CompiledModel:
+    return _compile(request.param, "w8a16")
+
+
+def test_w8a16_pools_and_argmax_are_int16_kernels(w8a16) -> None:
+    assert_int16_kernels(w8a16, KINDS[w8a16.spec.name], SOURCES[w8a16.spec.name])
+    argmax = [op for op in w8a16.graph.ops if op.kind == "argmax"]
+    assert all(op.inputs[0].dtype == "int16" for op in argmax) and len(argmax) == (w8a16.spec.name == "classifier")
+
+
+def test_w8a16_pools_and_argmax_are_bit_exact_in_c_and_program(w8a16) -> None:
+    """The int16 codes, and the argmax's int32 indices (the first largest logit's) on every test input."""
+    for x in w8a16.spec.test_inputs:
+        want = w8a16.reference_raw(*x)
+        for got in (w8a16.runtime_program().method("forward").run_raw(*w8a16.encode_inputs(x)), w8a16.run_raw_c(*x)):
+            for g, r in zip(got, want):
+                np.testing.assert_array_equal(g, r)
+        if w8a16.spec.name == "classifier":
+            np.testing.assert_array_equal(want[1].reshape(-1), np.argmax(want[0].reshape(4, 6), axis=1))
+
+
+@pytest.mark.slow
+def test_w8a16_pooled_cnn_is_closer_to_fp32_than_int8() -> None:
+    """(3 test vectors; README.)"""
+    assert output_sqnr_db(_compile("pooled_cnn", "w8a16")) > output_sqnr_db(_compile("pooled_cnn", "int8")) + 6.0
+
+
+def test_a_dilated_max_pool_stays_fp32_at_int8_and_is_refused_at_w8a16_with_its_line() -> None:
+    class Dilated(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv = nn.Conv2d(3, 4, 3)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return F.max_pool2d(self.conv(x), 2, dilation=2)
+
+    torch.manual_seed(0)
+    x = torch.randn(1, 3, 10, 10)
+    cm = mcu.compile(Dilated().eval(), x, quantize="int8", calibration=[(x,)])
+    assert [op.kind for op in cm.graph.ops if op.output.dtype == "float32" and "pool" in op.kind] == ["max_pool2d"]
+    np.testing.assert_allclose(cm.run(x)[0].numpy(), cm.eager(x)[0].numpy(), atol=0.1)
+    with pytest.raises(McuError, match=r"no 16x8 kernel for: max_pool2d \(dilated\) \(the first at "
+                                       r".*test_w8a16_pool_argmax\.py:\d+"):
+        mcu.compile(Dilated().eval(), x, quantize="w8a16", calibration=[(x,)])
+
+
+@requires_qemu
+@pytest.mark.qemu
+@pytest.mark.slow
+def test_w8a16_pools_and_argmax_are_bit_exact_on_qemu() -> None:
+    cm = _compile("pooled_cnn", "w8a16")
+    firmware = build_interpreter_firmware(load_board("mps2-an505"))
+    assert_device_equals_reference(cm, firmware.elf)
