@@ -19,7 +19,7 @@ from torch.fx import GraphModule, Node
 from mcu.errors import McuError
 from mcu.quantize.attention import prepare_attention
 from mcu.quantize.bias_correction import correct_biases
-from mcu.quantize.broadcast import expand_broadcasts, split_prelu
+from mcu.quantize.broadcast import expand_broadcasts, split_clamp_tensor, split_prelu
 from mcu.quantize.gptq import round_weights
 from mcu.quantize.headroom import PeakTracker
 from mcu.quantize.weight_scales import search_scales
@@ -137,6 +137,7 @@ def quantize_static(model: torch.nn.Module, example_inputs: tuple,
     gm = export_for_quantization(model, example_inputs, where, example_line)
     if act_bits == 16:  # PReLU and broadcasting arithmetic on the same-shape 16x8 kernels (mcu/quantize/broadcast.py)
         split_prelu(gm)
+        split_clamp_tensor(gm)
         expand_broadcasts(gm)
     # attention written out first (as the quantizer does before annotating): its products, scaling and softmax
     # each have 16x8 kernels, where the whole scaled_dot_product_attention has none

@@ -1,6 +1,8 @@
-"""w8a16 models with the pooling forms and the argmax int8 runs: a CNN with a ceil-mode max pool, a ceil-mode
+"""w8a16 models with forms int8 runs that w8a16 refused before: a CNN with a ceil-mode max pool, a ceil-mode
 average pool, adaptive average pooling to 3x3 from 7x7 (windows that overlap: mcu_adaptive_avg_pool_s16) and a
-Conv1d branch adaptively pooled, and a classifier returning its logits and their argmax (mcu_argmax_s16). Each is
+Conv1d branch adaptively pooled; a classifier returning its logits and their argmax (mcu_argmax_s16); a CNN whose
+features are clamped between two computed tensors that broadcast (torch.clamp with tensor bounds: the 16x8
+maximum and minimum on expanded bounds). Each is
 bit-exact with the Python integer reference as generated C and as a program file on the host and (slow tier) on
 QEMU, and the CNN is closer to fp32 than at int8. A dilated max pool has no integer kernel at either width: int8
 keeps it in fp32 (its kernel would pool the window as a dense one)."""
@@ -51,10 +53,27 @@ class Classifier(nn.Module):
         return logits, logits.argmax(dim=-1)
 
 
-SHAPES = {"pooled_cnn": (PooledCnn, (1, 3, 15, 15)), "classifier": (Classifier, (4, 12))}
-KINDS = {"pooled_cnn": {"max_pool2d", "avg_pool2d", "adaptive_avg_pool"}, "classifier": {"linear"}}
+class Clamped(nn.Module):
+    """Features clamped between a per-channel floor (their mean over space) and a per-pixel ceiling (their
+    maximum over channels), then a classifier."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 6, 3, padding=1)
+        self.head = nn.Linear(6, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.conv(x)
+        h = torch.clamp(h, min=0.3 * h.mean(dim=(2, 3), keepdim=True), max=0.7 * h.amax(dim=1, keepdim=True))
+        return self.head(h.mean(dim=(2, 3)))
+
+
+SHAPES = {"pooled_cnn": (PooledCnn, (1, 3, 15, 15)), "classifier": (Classifier, (4, 12)),
+          "clamped": (Clamped, (1, 3, 8, 8))}
+KINDS = {"pooled_cnn": {"max_pool2d", "avg_pool2d", "adaptive_avg_pool"}, "classifier": {"linear"},
+         "clamped": {"maximum", "minimum"}}
 SOURCES = {"pooled_cnn": ("mcu_max_pool2d_s16.c", "mcu_avg_pool2d_s16.c", "mcu_adaptive_avg_pool_s16.c"),
-           "classifier": ("mcu_argmax_s16.c",)}
+           "classifier": ("mcu_argmax_s16.c",), "clamped": ("mcu_maximum_s16.c", "mcu_minimum_s16.c")}
 
 
 def _compile(name: str, quantize: str, board: str = "mps2-an505") -> mcu.CompiledModel:
@@ -66,13 +85,13 @@ def w8a16(request) -> mcu.CompiledModel:
     return _compile(request.param, "w8a16")
 
 
-def test_w8a16_pools_and_argmax_are_int16_kernels(w8a16) -> None:
+def test_w8a16_forms_are_int16_kernels(w8a16) -> None:
     assert_int16_kernels(w8a16, KINDS[w8a16.spec.name], SOURCES[w8a16.spec.name])
     argmax = [op for op in w8a16.graph.ops if op.kind == "argmax"]
     assert all(op.inputs[0].dtype == "int16" for op in argmax) and len(argmax) == (w8a16.spec.name == "classifier")
 
 
-def test_w8a16_pools_and_argmax_are_bit_exact_in_c_and_program(w8a16) -> None:
+def test_w8a16_forms_are_bit_exact_in_c_and_program(w8a16) -> None:
     """The int16 codes, and the argmax's int32 indices (the first largest logit's) on every test input."""
     for x in w8a16.spec.test_inputs:
         want = w8a16.reference_raw(*x)
@@ -84,9 +103,10 @@ def test_w8a16_pools_and_argmax_are_bit_exact_in_c_and_program(w8a16) -> None:
 
 
 @pytest.mark.slow
-def test_w8a16_pooled_cnn_is_closer_to_fp32_than_int8() -> None:
+@pytest.mark.parametrize("name", ["pooled_cnn", "clamped"])
+def test_w8a16_is_closer_to_fp32_than_int8(name: str) -> None:
     """(3 test vectors; README.)"""
-    assert output_sqnr_db(_compile("pooled_cnn", "w8a16")) > output_sqnr_db(_compile("pooled_cnn", "int8")) + 6.0
+    assert output_sqnr_db(_compile(name, "w8a16")) > output_sqnr_db(_compile(name, "int8")) + 6.0
 
 
 def test_a_dilated_max_pool_stays_fp32_at_int8_and_is_refused_at_w8a16_with_its_line() -> None:
@@ -104,14 +124,14 @@ def test_a_dilated_max_pool_stays_fp32_at_int8_and_is_refused_at_w8a16_with_its_
     assert [op.kind for op in cm.graph.ops if op.output.dtype == "float32" and "pool" in op.kind] == ["max_pool2d"]
     np.testing.assert_allclose(cm.run(x)[0].numpy(), cm.eager(x)[0].numpy(), atol=0.1)
     with pytest.raises(McuError, match=r"no 16x8 kernel for: max_pool2d \(dilated\) \(the first at "
-                                       r".*test_w8a16_pool_argmax\.py:\d+"):
+                                       r".*test_w8a16_int8_forms\.py:\d+"):
         mcu.compile(Dilated().eval(), x, quantize="w8a16", calibration=[(x,)])
 
 
 @requires_qemu
 @pytest.mark.qemu
 @pytest.mark.slow
-def test_w8a16_pools_and_argmax_are_bit_exact_on_qemu() -> None:
+def test_w8a16_forms_are_bit_exact_on_qemu() -> None:
     cm = _compile("pooled_cnn", "w8a16")
     firmware = build_interpreter_firmware(load_board("mps2-an505"))
     assert_device_equals_reference(cm, firmware.elf)
