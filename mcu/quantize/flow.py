@@ -147,10 +147,11 @@ def quantize_static(model: torch.nn.Module, example_inputs: tuple,
         first = op_source(missing[0][1])
         at = f" (the first at {first})" if first else ""
         raise McuError(f"{where}: --quantize w8a16 has no 16x8 kernel for: {', '.join(n for n, _ in missing)}{at}",
-                       hint="w8a16 runs linear layers, convolutions, depthwise and transposed ones (with their batch "
-                            "norms and ReLU/clamp), adds, differences, products, quotients, maxima and minima of "
-                            "tensors (broadcasting too), PReLU, sigmoid, tanh, softmax, log-softmax, elementwise "
-                            "functions and arithmetic with numbers (tables), max and average pools, means, sums, "
+                       hint="w8a16 runs linear layers, convolutions, grouped, depthwise and transposed ones (with "
+                            "their batch norms and ReLU/clamp), adds, differences, products, quotients, maxima and "
+                            "minima of tensors (broadcasting too), clamps with tensor bounds, PReLU, sigmoid, tanh, "
+                            "softmax, log-softmax, elementwise functions and arithmetic with numbers (tables), max "
+                            "and average pools (ceil mode too), adaptive average pools, argmax, means, sums, "
                             "maxima and minima over dims, products of two activations (attention, a constant mask "
                             "too), layer and RMS norm, LSTM (with c_n) and GRU layers, GRU cells, LSTM and RNN cells "
                             "as their gates, concatenations, moves, slices and views; "
