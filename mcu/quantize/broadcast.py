@@ -36,6 +36,14 @@ def _call(model: GraphModule, like: Node, target: object, args: tuple, val: torc
     return node
 
 
+def _finish(model: GraphModule, changed: int) -> int:
+    """``changed`` after checking and recompiling ``model`` when a rewrite changed it."""
+    if changed:
+        model.graph.lint()
+        model.recompile()
+    return changed
+
+
 def split_prelu(model: GraphModule) -> int:
     """Writes every PReLU of a float tensor of rank >= 2 (channels on axis 1) or 1 as ReLU, clamp, product and add
     in place; returns how many."""
@@ -57,10 +65,7 @@ def split_prelu(model: GraphModule) -> int:
         node.replace_all_uses_with(out)
         model.graph.erase_node(node)
         done += 1
-    if done:
-        model.graph.lint()
-        model.recompile()
-    return done
+    return _finish(model, done)
 
 
 def split_clamp_tensor(model: GraphModule) -> int:
@@ -82,10 +87,7 @@ def split_clamp_tensor(model: GraphModule) -> int:
         node.replace_all_uses_with(cur)
         model.graph.erase_node(node)
         done += 1
-    if done:
-        model.graph.lint()
-        model.recompile()
-    return done
+    return _finish(model, done)
 
 
 def expand_broadcasts(model: GraphModule) -> int:
@@ -110,7 +112,4 @@ def expand_broadcasts(model: GraphModule) -> int:
             args[k] = wide
             expanded += 1
         node.args = tuple(args)
-    if expanded:
-        model.graph.lint()
-        model.recompile()
-    return expanded
+    return _finish(model, expanded)

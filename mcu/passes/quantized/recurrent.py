@@ -140,9 +140,9 @@ def _convert_s16(op: Op, ins: list[Tensor], x: Tensor, out: Tensor) -> Op | str:
     return Op(op.kind, [x, *consts, *([seq] if final else []), *states], [out], attrs, op.name, op.source)
 
 
-def _s8_params(op: Op, x: Tensor, hidden: Tensor) -> tuple[recurrent.RecurrentS8, dict]:
-    """An int8 layer's constants (mcu/reference/recurrent.py) and the attrs its kernels take, from the input's and
-    the hidden state's quantization."""
+def _s8_params(graph: Graph, op: Op, x: Tensor, hidden: Tensor) -> tuple[list[Tensor], dict]:
+    """An int8 layer's constants as its kernels take them (weights, gate rows, the sigmoid table;
+    mcu/reference/recurrent.py) and their attrs, from the input's and the hidden state's quantization."""
     w_ih, w_hh, b_ih, b_hh = (t.data for t in op.inputs[1:5])
     p = recurrent.layer_params("gru" if op.kind == "gru" else "lstm", w_ih, w_hh, b_ih, b_hh, x.quant.scale[0],
                                x.quant.zero_point[0], hidden.quant.scale[0], hidden.quant.zero_point[0],
@@ -152,7 +152,10 @@ def _s8_params(op: Op, x: Tensor, hidden: Tensor) -> tuple[recurrent.RecurrentS8
              "scratch_bytes": scratch_bytes("gru" if op.kind == "gru" else "lstm", w_ih.shape[1], w_hh.shape[1]),
              # the float weights and biases the constants come from, for the integer reference
              "weights_real": (w_ih, w_hh, b_ih, b_hh)}
-    return p, attrs
+    consts = [Tensor(f"{op.name}_w_ih_q", p.w_ih.shape, "int8", data=p.w_ih),
+              Tensor(f"{op.name}_w_hh_q", p.w_hh.shape, "int8", data=p.w_hh),
+              Tensor(f"{op.name}_rows", p.rows.shape, "int32", data=p.rows), _table(graph)]
+    return consts, attrs
 
 
 def _final_cell_s8(graph: Graph, op: Op, ins: list[Tensor], x: Tensor, out: Tensor) -> Op | str:
@@ -169,10 +172,7 @@ def _final_cell_s8(graph: Graph, op: Op, ins: list[Tensor], x: Tensor, out: Tens
         return "a final cell writes int16 at the cell's scale 2^-state_shift"
     if max(op.inputs[1].shape[1], op.inputs[2].shape[1]) > recurrent.MAX_FEATURES:
         return f"more than {recurrent.MAX_FEATURES} features"
-    p, attrs = _s8_params(op, x, seq)
-    consts = [Tensor(f"{op.name}_w_ih_q", p.w_ih.shape, "int8", data=p.w_ih),
-              Tensor(f"{op.name}_w_hh_q", p.w_hh.shape, "int8", data=p.w_hh),
-              Tensor(f"{op.name}_rows", p.rows.shape, "int32", data=p.rows), _table(graph)]
+    consts, attrs = _s8_params(graph, op, x, seq)
     return Op(op.kind, [x, *consts, seq], [out], attrs, op.name, op.source)
 
 
@@ -188,11 +188,7 @@ def _convert(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
         return "a layer from a given state (a GRUCell step) runs whole only with int16 activations (w8a16)"
     if max(op.inputs[1].shape[1], op.inputs[2].shape[1]) > recurrent.MAX_FEATURES:
         return f"more than {recurrent.MAX_FEATURES} features"
-    p, attrs = _s8_params(op, x, out)
-    consts = [Tensor(f"{op.name}_w_ih_q", p.w_ih.shape, "int8", data=p.w_ih),
-              Tensor(f"{op.name}_w_hh_q", p.w_hh.shape, "int8", data=p.w_hh),
-              Tensor(f"{op.name}_rows", p.rows.shape, "int32", data=p.rows),
-              _table(graph)]
+    consts, attrs = _s8_params(graph, op, x, out)
     return Op(op.kind, [x, *consts], [out], attrs, op.name, op.source)
 
 

@@ -10,9 +10,8 @@
 
 #include "../common/check.h"
 #include "../common/check_s16.h"
-#include "../common/dot_s16.h"
-#include "../common/requant_s16.h"
 #include "../common/window.h"
+#include "grouped_s16.h"
 
 int32_t mcu_conv2d_grouped_s16_get_buffer_size(const mcu_conv2d_grouped_s16_params *p)
 {
@@ -45,33 +44,20 @@ mcu_status mcu_conv2d_grouped_s16(const mcu_context *ctx, const mcu_conv2d_group
                 int32_t kx0, kx1;
                 mcu_window_taps(x0, c->kernel_w, c->dilation_w, in.w, &kx0, &kx1);
                 for (int32_t o = 0; o < out.c;) {
-                    /* (a block never crosses a group's end: its channels read one group's inputs) */
-                    const int32_t left = ocg - o % ocg;
-                    const int32_t k = left >= 4 ? 4 : (left >= 2 ? 2 : 1);
+                    int64_t acc[4];
+                    const int32_t k = mcu_grouped_s16_block(o, ocg, bias, acc);
                     const int16_t *x_g = img + (size_t)(o / ocg) * (size_t)icg;
                     const int8_t *w = weight + (size_t)o * (size_t)filter;
-                    int64_t acc[4] = {0, 0, 0, 0};
-                    for (int32_t j = 0; j < k; ++j) {
-                        acc[j] = bias != NULL ? bias[o + j] : 0;
-                    }
                     for (int32_t ky = ky0; ky < ky1; ++ky) {
                         const int16_t *xr = x_g + (size_t)(y0 + ky * c->dilation_h) * (size_t)in.w * (size_t)in.c;
                         for (int32_t kx = kx0; kx < kx1; ++kx) {
                             const int16_t *xs = xr + (size_t)(x0 + kx * c->dilation_w) * (size_t)in.c;
-                            const int8_t *ws = w + (size_t)(ky * c->kernel_w + kx) * (size_t)icg;
-                            if (k == 4) {
-                                mcu_s16_dot4(xs, ws, filter, icg, acc);
-                            } else if (k == 2) {
-                                mcu_s16_dot2(xs, ws, ws + filter, icg, &acc[0], &acc[1]);
-                            } else {
-                                mcu_s16_dot1(xs, ws, icg, &acc[0]);
-                            }
+                            mcu_grouped_s16_tap(xs, w + (size_t)(ky * c->kernel_w + kx) * (size_t)icg, filter, icg, k,
+                                                acc);
                         }
                     }
-                    for (int32_t j = 0; j < k; ++j, ++o) {
-                        y[o] = mcu_clamp_to_s16(mcu_requantize_s16_acc(acc[j], q->multiplier[o], q->shift[o]),
-                                                c->act_min, c->act_max);
-                    }
+                    mcu_grouped_s16_store(acc, o, k, q, c->act_min, c->act_max, y);
+                    o += k;
                 }
             }
         }

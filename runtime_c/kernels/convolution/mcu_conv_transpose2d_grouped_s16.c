@@ -9,8 +9,7 @@
 
 #include "../common/check.h"
 #include "../common/check_s16.h"
-#include "../common/dot_s16.h"
-#include "../common/requant_s16.h"
+#include "grouped_s16.h"
 #include "window_transposed.h"
 
 int32_t mcu_conv_transpose2d_grouped_s16_get_buffer_size(const mcu_conv2d_grouped_s16_params *p)
@@ -39,15 +38,8 @@ static void convt_grouped_pixel(const mcu_conv2d_s16_params *c, int32_t icg, con
             if (iw < 0) {
                 continue;
             }
-            const int16_t *xv = x_g + ((size_t)ih * (size_t)in.w + (size_t)iw) * (size_t)in.c;
-            const int8_t *ws = w + (size_t)(kh * c->kernel_w + kw) * (size_t)icg;
-            if (k == 4) {
-                mcu_s16_dot4(xv, ws, filter, icg, acc);
-            } else if (k == 2) {
-                mcu_s16_dot2(xv, ws, ws + filter, icg, &acc[0], &acc[1]);
-            } else {
-                mcu_s16_dot1(xv, ws, icg, &acc[0]);
-            }
+            mcu_grouped_s16_tap(x_g + ((size_t)ih * (size_t)in.w + (size_t)iw) * (size_t)in.c,
+                                w + (size_t)(kh * c->kernel_w + kw) * (size_t)icg, filter, icg, k, acc);
         }
     }
 }
@@ -74,18 +66,12 @@ mcu_status mcu_conv_transpose2d_grouped_s16(const mcu_context *ctx, const mcu_co
         for (int32_t oh = 0; oh < out.h; ++oh) {
             for (int32_t ow = 0; ow < out.w; ++ow, y += out.c) {
                 for (int32_t o = 0; o < out.c;) {
-                    const int32_t left = ocg - o % ocg; /* (a block stays inside its group) */
-                    const int32_t k = left >= 4 ? 4 : (left >= 2 ? 2 : 1);
-                    int64_t acc[4] = {0, 0, 0, 0};
-                    for (int32_t j = 0; j < k; ++j) {
-                        acc[j] = bias != NULL ? bias[o + j] : 0;
-                    }
-                    convt_grouped_pixel(c, icg, x_n + (size_t)(o / ocg) * (size_t)icg, weight + (size_t)o * (size_t)filter,
-                                        oh, ow, k, acc);
-                    for (int32_t j = 0; j < k; ++j, ++o) {
-                        y[o] = mcu_clamp_to_s16(mcu_requantize_s16_acc(acc[j], q->multiplier[o], q->shift[o]),
-                                                c->act_min, c->act_max);
-                    }
+                    int64_t acc[4];
+                    const int32_t k = mcu_grouped_s16_block(o, ocg, bias, acc);
+                    convt_grouped_pixel(c, icg, x_n + (size_t)(o / ocg) * (size_t)icg,
+                                        weight + (size_t)o * (size_t)filter, oh, ow, k, acc);
+                    mcu_grouped_s16_store(acc, o, k, q, c->act_min, c->act_max, y);
+                    o += k;
                 }
             }
         }
