@@ -114,6 +114,11 @@ _TENSOR_PAIRS = {aten.add.Tensor, aten.add_.Tensor, aten.mul.Tensor, aten.mul_.T
                  aten.sub_.Tensor, aten.maximum.default, aten.minimum.default, aten.div.Tensor}
 
 
+SELECT = {aten.where.self, aten.where.ScalarOther, aten.where.ScalarSelf, aten.where.Scalar}
+COMPARISONS = {getattr(aten, f"{cmp}").Tensor for cmp in ("eq", "ne", "lt", "le", "gt", "ge")} | \
+    {getattr(aten, f"{cmp}").Scalar for cmp in ("eq", "ne", "lt", "le", "gt", "ge")}
+
+
 # The ops w8a16 quantizes: the families with 16x8 kernels, the batch norms folded into them, their fused
 # activations and the views that only rename bytes. Any other op refuses the mode by name before quantizing.
 W8A16_OPS = {*CONV_LINEAR, *BATCH_NORM, *ACTIVATIONS,
@@ -150,7 +155,10 @@ W8A16_OPS = {*CONV_LINEAR, *BATCH_NORM, *ACTIVATIONS,
              # and bilinear resampling (mcu_resize_bilinear_s16, the int8 kernel's tables)
              *MOVES,
              # argmax, left float by the quantizer and run on the int16 codes (mcu_argmax_s16)
-             aten.argmax.default}
+             aten.argmax.default,
+             # a select between tensors (mcu_where moving int16 codes, its branches on the output's parameters) on
+             # a comparison, which reads the dequantized values (mcu_compare, as at int8)
+             *SELECT, *COMPARISONS}
 # (ops with no arithmetic of their own: the capture's bookkeeping)
 _W8A16_NEUTRAL = {"getitem", "_assert_tensor_metadata", "_assert_scalar", "sym_size"}
 
@@ -333,8 +341,7 @@ class MCUQuantizer(Quantizer):
             # int8 islands made integer: TFLite MAXIMUM/MINIMUM
             (EXTREMES, lambda n: self._extremes(n, act)),
             ({aten.clamp.Tensor}, lambda n: self._clamp_tensor(n, act)),
-            ({aten.where.self, aten.where.ScalarOther, aten.where.ScalarSelf, aten.where.Scalar},
-             lambda n: self._where(n, act)),
+            (SELECT, lambda n: self._where(n, act)),
             ({aten._to_copy.default, aten.to.dtype}, lambda n: self._mask_to_float(n, act)),
             (SCALAR_ARITH, lambda n: self._scalar_arith(n, act)),
             (MATMUL, lambda n: self._matmul(n, act)),

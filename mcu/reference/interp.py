@@ -315,7 +315,8 @@ def _quantize(op: Op, x: list[np.ndarray]) -> np.ndarray:
 
 def _dequantize(op: Op, x: list[np.ndarray]) -> np.ndarray:
     q = op.attrs["quant"]
-    return encoding.dequantize_s8_f32(x[0], scale=q.scale[0], zero_point=q.zero_point[0])
+    fn = encoding.dequantize_s16_f32 if op.inputs[0].dtype == "int16" else encoding.dequantize_s8_f32
+    return fn(x[0], scale=q.scale[0], zero_point=q.zero_point[0])
 
 
 def _float_binary(fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Run:
@@ -548,6 +549,8 @@ INT16_OPS: dict[str, Run] = {
     **resample_ops.FLOAT_OPS,
     **resample_ops.INT16,
     "clamp": lambda op, x: np.clip(np.asarray(x[0], dtype=np.int16), *derive.act_range(op)).astype(np.int16),
+    # a select moving int16 codes (mcu_where), as at int8
+    **select.INT8,
     "lstm": _lstm_s16,
     "lstm_final_cell": _lstm_final_cell,
     "gru": _gru_s16,

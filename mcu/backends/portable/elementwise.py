@@ -189,11 +189,15 @@ def _quantize(op: Op, ref: Ref) -> KernelCall:
 
 
 def _dequantize(op: Op, ref: Ref) -> KernelCall:
+    """int8 codes to float32, or int16 ones (w8a16: the values a comparison reads)."""
     q = op.attrs["quant"]
-    return KernelCall("mcu_dequantize_s8_f32", [str(op.output.numel), c_float(q.scale[0]), str(q.zero_point[0]),
-                                                ref(op.inputs[0]), ref(op.output)], ["mcu_dequantize_s8_f32.c"],
+    wide = op.inputs[0].dtype == "int16"
+    function = "mcu_dequantize_s16_f32" if wide else "mcu_dequantize_s8_f32"
+    return KernelCall(function, [str(op.output.numel), c_float(q.scale[0]), str(q.zero_point[0]),
+                                 ref(op.inputs[0]), ref(op.output)], [f"{function}.c"],
                       operands=[op.inputs[0], op.output],
-                      scalars=[op.output.numel, float(q.scale[0]), int(q.zero_point[0])])
+                      scalars=[op.output.numel, float(q.scale[0]), int(q.zero_point[0])],
+                      headers=["mcu/kernels_s16.h"] if wide else [])
 
 
 def _prelu(op: Op, ref: Ref) -> KernelCall:
