@@ -310,7 +310,8 @@ def _requantize(op: Op, x: list[np.ndarray]) -> np.ndarray:
 
 def _quantize(op: Op, x: list[np.ndarray]) -> np.ndarray:
     scale, zero_point = derive.scale_zp(op.output)
-    return encoding.quantize_f32_s8(x[0], inv_scale=encoding.inv_scale(scale), zero_point=zero_point)
+    fn = encoding.quantize_f32_s16 if op.output.dtype == "int16" else encoding.quantize_f32_s8
+    return fn(x[0], inv_scale=encoding.inv_scale(scale), zero_point=zero_point)
 
 
 def _dequantize(op: Op, x: list[np.ndarray]) -> np.ndarray:
@@ -549,8 +550,9 @@ INT16_OPS: dict[str, Run] = {
     **resample_ops.FLOAT_OPS,
     **resample_ops.INT16,
     "clamp": lambda op, x: np.clip(np.asarray(x[0], dtype=np.int16), *derive.act_range(op)).astype(np.int16),
-    # a select moving int16 codes (mcu_where), as at int8
+    # a select moving int16 codes (mcu_where), as at int8, and an input a comparison also reads as it is
     **select.INT8,
+    "quantize": _quantize,
     "lstm": _lstm_s16,
     "lstm_final_cell": _lstm_final_cell,
     "gru": _gru_s16,

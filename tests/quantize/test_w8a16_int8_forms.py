@@ -2,7 +2,8 @@
 average pool, adaptive average pooling to 3x3 from 7x7 (windows that overlap: mcu_adaptive_avg_pool_s16) and a
 Conv1d branch adaptively pooled; a classifier returning its logits and their argmax (mcu_argmax_s16); a CNN whose
 features are clamped between two computed tensors that broadcast (torch.clamp with tensor bounds: the 16x8
-maximum and minimum on expanded bounds). Each is
+maximum and minimum on expanded bounds); an MLP gated by torch.where on comparisons (mcu_where moving int16 codes,
+a constant branch on the output's grid; the comparisons read the dequantized values, as at int8). Each is
 bit-exact with the Python integer reference as generated C and as a program file on the host and (slow tier) on
 QEMU, and the CNN is closer to fp32 than at int8. A dilated max pool has no integer kernel at either width: int8
 keeps it in fp32 (its kernel would pool the window as a dense one)."""
@@ -68,12 +69,26 @@ class Clamped(nn.Module):
         return self.head(h.mean(dim=(2, 3)))
 
 
+class Gated(nn.Module):
+    """Features kept where they pass a threshold (zero elsewhere), and a second branch chosen by the input's sign."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1, self.fc2, self.head = nn.Linear(8, 8), nn.Linear(8, 8), nn.Linear(8, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.fc1(x)
+        h = torch.where(h > 0.25, h, 0.0) + torch.where(x < 0, torch.tanh(self.fc2(x)), h)
+        return self.head(h)
+
+
 SHAPES = {"pooled_cnn": (PooledCnn, (1, 3, 15, 15)), "classifier": (Classifier, (4, 12)),
-          "clamped": (Clamped, (1, 3, 8, 8))}
+          "clamped": (Clamped, (1, 3, 8, 8)), "gated": (Gated, (4, 8))}
 KINDS = {"pooled_cnn": {"max_pool2d", "avg_pool2d", "adaptive_avg_pool"}, "classifier": {"linear"},
-         "clamped": {"maximum", "minimum"}}
+         "clamped": {"maximum", "minimum"}, "gated": {"where"}}
 SOURCES = {"pooled_cnn": ("mcu_max_pool2d_s16.c", "mcu_avg_pool2d_s16.c", "mcu_adaptive_avg_pool_s16.c"),
-           "classifier": ("mcu_argmax_s16.c",), "clamped": ("mcu_maximum_s16.c", "mcu_minimum_s16.c")}
+           "classifier": ("mcu_argmax_s16.c",), "clamped": ("mcu_maximum_s16.c", "mcu_minimum_s16.c"),
+           "gated": ("mcu_where.c", "mcu_compare.c", "mcu_dequantize_s16_f32.c")}
 
 
 def _compile(name: str, quantize: str, board: str = "mps2-an505") -> mcu.CompiledModel:
@@ -103,7 +118,7 @@ def test_w8a16_forms_are_bit_exact_in_c_and_program(w8a16) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["pooled_cnn", "clamped"])
+@pytest.mark.parametrize("name", ["pooled_cnn", "clamped", "gated"])
 def test_w8a16_is_closer_to_fp32_than_int8(name: str) -> None:
     """(3 test vectors; README.)"""
     assert output_sqnr_db(_compile(name, "w8a16")) > output_sqnr_db(_compile(name, "int8")) + 6.0

@@ -170,6 +170,7 @@ typedef enum {
     MCU_K_LSTM_FINAL_CELL_S8 = 174,
     MCU_K_CONV_TRANSPOSE2D_GROUPED_S16 = 173,
     MCU_K_ADAPTIVE_AVG_POOL_S16 = 176, /**< [in int16, out int16]; mcu_resample_s8_params */
+    MCU_K_QUANTIZE_F32_S16 = 178, /**< [in f32, out int16]; size, 1 / scale, zero point (w8a16) */
     MCU_K_DEQUANTIZE_S16_F32 = 177, /**< [in int16, out f32]; size, scale, zero point (w8a16's compare input) */
     MCU_K_ARGMAX_S16 = 175, /**< [in int16, out int32]; outer, reduce, inner */ /**< as MCU_K_CONV2D_GROUPED_S16, the transposed window */
     MCU_K_REQUANTIZE_S16 = 126,       /**< [in int16, out int16]; mcu_requantize_s16_params */
