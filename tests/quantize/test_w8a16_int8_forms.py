@@ -146,7 +146,9 @@ def test_a_dilated_max_pool_stays_fp32_at_int8_and_is_refused_at_w8a16_with_its_
 @requires_qemu
 @pytest.mark.qemu
 @pytest.mark.slow
-def test_w8a16_forms_are_bit_exact_on_qemu() -> None:
-    cm = _compile("pooled_cnn", "w8a16")
+@pytest.mark.parametrize("name", ["pooled_cnn", "gated"])
+def test_w8a16_forms_are_bit_exact_on_qemu(name: str) -> None:
+    """The M33: the pools, and the select with the comparison's dequantize and the input's quantize in the graph."""
+    cm = _compile(name, "w8a16")
     firmware = build_interpreter_firmware(load_board("mps2-an505"))
     assert_device_equals_reference(cm, firmware.elf)
