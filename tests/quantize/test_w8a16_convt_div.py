@@ -4,7 +4,7 @@ computing x / (|y| + 1) and a normalisation by a computed norm (a broadcast divi
 (its phased form at dilation 1) and mcu_div_s16 (ours, with the 16x8 conventions: CMSIS-NN has neither). Each is
 bit-exact with the Python integer reference as generated C and as a program file on the host and (slow tier) on
 QEMU, closer to fp32 than at int8; a program file whose words are overwritten with extremes loads and runs or names
-the fault, never crashes. (Grouped transposed convolutions: tests/quantize/test_w8a16_grouped.py.)"""
+the fault, never crashes. (Grouped transposed convolutions: tests/quantize/test_w8a16_int8_forms.py.)"""
 
 from __future__ import annotations
 

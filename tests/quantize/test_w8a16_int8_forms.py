@@ -1,4 +1,7 @@
-"""w8a16 models with forms int8 runs that w8a16 refused before: a CNN with a ceil-mode max pool, a ceil-mode
+"""w8a16 models with forms int8 runs that w8a16 refused before: grouped convolutions as users write them, a
+ResNeXt-style CNN (a stem, a grouped 3x3 with its batch norm and ReLU, a 1x1 back, a grouped strided
+ConvTranspose2d upsampling, a classifier) and a grouped Conv1d stack (mcu_conv2d_grouped_s16 and
+mcu_conv_transpose2d_grouped_s16; ours, CMSIS-NN's arm_convolve_s16 takes one group); a CNN with a ceil-mode max pool, a ceil-mode
 average pool, adaptive average pooling to 3x3 from 7x7 (windows that overlap: mcu_adaptive_avg_pool_s16) and a
 Conv1d branch adaptively pooled; a classifier returning its logits and their argmax (mcu_argmax_s16); a CNN whose
 features are clamped between two computed tensors that broadcast (torch.clamp with tensor bounds: the 16x8
@@ -22,6 +25,41 @@ from mcu.errors import McuError
 from mcu.program.device import build_interpreter_firmware
 from int16_checks import assert_device_equals_reference, assert_int16_kernels, compile_seeded, output_sqnr_db
 from repo import requires_qemu
+
+
+class ResNeXt(nn.Module):
+    """A stem, a residual block whose 3x3 runs in four groups (batch norm and ReLU folded in), a grouped strided
+    ConvTranspose2d (two groups) upsampling the features, and a classifier on their mean."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = nn.Conv2d(3, 16, 3, padding=1)
+        self.grouped = nn.Conv2d(16, 16, 3, padding=1, groups=4, bias=False)
+        self.bn = nn.BatchNorm2d(16)
+        self.proj = nn.Conv2d(16, 16, 1)
+        self.up = nn.ConvTranspose2d(16, 8, 2, stride=2, groups=2)
+        self.head = nn.Linear(8, 5)
+        with torch.no_grad():
+            self.bn.running_mean.uniform_(-0.2, 0.2)
+            self.bn.running_var.uniform_(0.5, 1.5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = torch.relu(self.stem(x))
+        h = torch.relu(h + self.proj(torch.relu(self.bn(self.grouped(h)))))
+        return self.head(torch.relu(self.up(h)).mean(dim=(2, 3)))
+
+
+class GroupedTcn(nn.Module):
+    """Grouped Conv1d layers (two and four groups, one dilated) over a sequence, then a classifier."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.c1 = nn.Conv1d(4, 12, 3, padding=1, groups=2)
+        self.c2 = nn.Conv1d(12, 12, 3, padding=2, dilation=2, groups=4)
+        self.head = nn.Linear(12, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(torch.relu(self.c2(torch.relu(self.c1(x)))).mean(dim=2))
 
 
 class PooledCnn(nn.Module):
@@ -82,11 +120,15 @@ class Gated(nn.Module):
         return self.head(h)
 
 
-SHAPES = {"pooled_cnn": (PooledCnn, (1, 3, 15, 15)), "classifier": (Classifier, (4, 12)),
+SHAPES = {"resnext": (ResNeXt, (1, 3, 8, 8)), "grouped_tcn": (GroupedTcn, (1, 4, 16)),
+          "pooled_cnn": (PooledCnn, (1, 3, 15, 15)), "classifier": (Classifier, (4, 12)),
           "clamped": (Clamped, (1, 3, 8, 8)), "gated": (Gated, (4, 8))}
-KINDS = {"pooled_cnn": {"max_pool2d", "avg_pool2d", "adaptive_avg_pool"}, "classifier": {"linear"},
+KINDS = {"resnext": {"conv2d", "conv_transpose2d"}, "grouped_tcn": {"conv2d"},
+         "pooled_cnn": {"max_pool2d", "avg_pool2d", "adaptive_avg_pool"}, "classifier": {"linear"},
          "clamped": {"maximum", "minimum"}, "gated": {"where"}}
-SOURCES = {"pooled_cnn": ("mcu_max_pool2d_s16.c", "mcu_avg_pool2d_s16.c", "mcu_adaptive_avg_pool_s16.c"),
+SOURCES = {"resnext": ("mcu_conv2d_grouped_s16.c", "mcu_conv_transpose2d_grouped_s16.c"),
+           "grouped_tcn": ("mcu_conv2d_grouped_s16.c",),
+           "pooled_cnn": ("mcu_max_pool2d_s16.c", "mcu_avg_pool2d_s16.c", "mcu_adaptive_avg_pool_s16.c"),
            "classifier": ("mcu_argmax_s16.c",), "clamped": ("mcu_maximum_s16.c", "mcu_minimum_s16.c"),
            "gated": ("mcu_where.c", "mcu_compare.c", "mcu_dequantize_s16_f32.c")}
 
@@ -102,6 +144,8 @@ def w8a16(request) -> mcu.CompiledModel:
 
 def test_w8a16_forms_are_int16_kernels(w8a16) -> None:
     assert_int16_kernels(w8a16, KINDS[w8a16.spec.name], SOURCES[w8a16.spec.name])
+    if w8a16.spec.name in ("resnext", "grouped_tcn"):
+        assert any(op.attrs.get("groups", 1) > 1 for op in w8a16.graph.ops if op.kind in KINDS[w8a16.spec.name])
     argmax = [op for op in w8a16.graph.ops if op.kind == "argmax"]
     assert all(op.inputs[0].dtype == "int16" for op in argmax) and len(argmax) == (w8a16.spec.name == "classifier")
 
@@ -118,7 +162,7 @@ def test_w8a16_forms_are_bit_exact_in_c_and_program(w8a16) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["pooled_cnn", "clamped", "gated"])
+@pytest.mark.parametrize("name", ["resnext", "grouped_tcn", "pooled_cnn", "clamped", "gated"])
 def test_w8a16_is_closer_to_fp32_than_int8(name: str) -> None:
     """(3 test vectors; README.)"""
     assert output_sqnr_db(_compile(name, "w8a16")) > output_sqnr_db(_compile(name, "int8")) + 6.0
@@ -146,9 +190,10 @@ def test_a_dilated_max_pool_stays_fp32_at_int8_and_is_refused_at_w8a16_with_its_
 @requires_qemu
 @pytest.mark.qemu
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["pooled_cnn", "gated"])
+@pytest.mark.parametrize("name", ["resnext", "pooled_cnn", "gated"])
 def test_w8a16_forms_are_bit_exact_on_qemu(name: str) -> None:
-    """The M33: the pools, and the select with the comparison's dequantize and the input's quantize in the graph."""
+    """The M33 (its dual-MAC sums in the grouped convolutions), the pools, and the select with the comparison's
+    dequantize and the input's quantize in the graph."""
     cm = _compile(name, "w8a16")
     firmware = build_interpreter_firmware(load_board("mps2-an505"))
     assert_device_equals_reference(cm, firmware.elf)
