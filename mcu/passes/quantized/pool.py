@@ -19,8 +19,9 @@ def _pool(kind: str):
             return "input and output quantization differ"
         attrs = dict(op.attrs)
         attrs["act_min"], attrs["act_max"] = act_bounds(op, out)
-        if out.dtype == "int16" and (tuple(attrs.get("dilation", (1, 1))) != (1, 1) or attrs.get("ceil_mode")):
-            return "w8a16 pools take no dilation or ceil mode"
+        if tuple(attrs.get("dilation", (1, 1))) != (1, 1):
+            # (the integer pooling kernels read adjacent taps: a dilated window would be pooled as a dense one)
+            return "a dilated pool has no integer kernel"
         if kind == "avg_pool2d":
             if attrs.get("divisor_override"):
                 return "divisor_override has no int8 kernel"
