@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from export_builds import header_macro
 from mcu.commands.export import export_target, model_stack
 from mcu.emit.targets.common import EXAMPLE_OWN_BYTES
 
@@ -41,12 +42,6 @@ def exports(ds, tmp_path_factory) -> dict[str, Path]:
     return {t: root / t for t in ("cmake", "pico-sdk", "arduino", "zephyr", "cmsis-pack")}
 
 
-def _macro(header: Path, name: str) -> int:
-    m = re.search(rf"^#define {name} (\d+)$", header.read_text(), re.MULTILINE)
-    assert m, f"{name} not in {header}"
-    return int(m.group(1))
-
-
 def _define(text: str, name: str) -> int:
     m = re.search(rf"\b{name}=(\d+)", text)
     assert m, f"{name} not in\n{text}"
@@ -58,7 +53,7 @@ def _define(text: str, name: str) -> int:
 @requires_cross
 def test_header_stack_macro_is_the_run_functions_bound_in_the_firmware(ds, exports) -> None:
     p, P = ds.library.prefix, ds.library.prefix.upper()
-    stack = _macro(exports["cmake"] / f"{p}_model.h", f"{P}_STACK_BYTES")
+    stack = header_macro(exports["cmake"] / f"{p}_model.h", f"{P}_STACK_BYTES")
     # The firmware's own bound (from Reset_Handler, what its linker script reserves) runs through the
     # model's run function: below it, its frames add up to the header's figure.
     fw = ds.build()
@@ -70,7 +65,7 @@ def test_header_stack_macro_is_the_run_functions_bound_in_the_firmware(ds, expor
     # every target ships the same header
     for target, folder in exports.items():
         (header,) = folder.rglob(f"{p}_model.h")
-        assert _macro(header, f"{P}_STACK_BYTES") == stack, target
+        assert header_macro(header, f"{P}_STACK_BYTES") == stack, target
 
 
 def test_board_without_a_bare_metal_build_says_why_there_is_no_stack_figure(compiled, tmp_path: Path) -> None:
@@ -84,7 +79,7 @@ def test_board_without_a_bare_metal_build_says_why_there_is_no_stack_figure(comp
 @requires_cross
 def test_zephyr_and_pico_stacks_are_derived_from_the_analysis(ds, exports) -> None:
     p, P = ds.library.prefix, ds.library.prefix.upper()
-    stack = _macro(exports["cmake"] / f"{p}_model.h", f"{P}_STACK_BYTES")
+    stack = header_macro(exports["cmake"] / f"{p}_model.h", f"{P}_STACK_BYTES")
     want = (stack + EXAMPLE_OWN_BYTES + 255) // 256 * 256
     conf = (exports["zephyr"] / "samples" / p / "prj.conf").read_text()
     main_stack = _define(conf, "CONFIG_MAIN_STACK_SIZE")
@@ -101,7 +96,7 @@ def test_zephyr_and_pico_stacks_are_derived_from_the_analysis(ds, exports) -> No
 def test_pico_stack_fits_core0_for_a_small_model(compiled, tmp_path: Path) -> None:
     cm = compiled("small_cnn", "mps2-an385", "int8")
     export_target(cm, "pico-sdk", tmp_path)
-    stack = _macro(tmp_path / f"{cm.library.prefix}_model.h", f"{cm.library.prefix.upper()}_STACK_BYTES")
+    stack = header_macro(tmp_path / f"{cm.library.prefix}_model.h", f"{cm.library.prefix.upper()}_STACK_BYTES")
     cmake = (tmp_path / "example" / "CMakeLists.txt").read_text()
     assert f"PICO_STACK_SIZE={(stack + EXAMPLE_OWN_BYTES + 255) // 256 * 256})" in cmake
     assert "pico_multicore" not in cmake
@@ -273,6 +268,6 @@ def test_zephyr_sample_runs_on_a_real_tree_in_qemu(compiled, tmp_path: Path, zep
     used, size = int(m.group(1)), int(m.group(2))
     conf = (out / "samples" / p / "prj.conf").read_text()
     assert size >= _define(conf, "CONFIG_MAIN_STACK_SIZE") > used
-    model = _macro(out / f"{p}_model.h", f"{p.upper()}_STACK_BYTES")
+    model = header_macro(out / f"{p}_model.h", f"{p.upper()}_STACK_BYTES")
     # The sample's own use on top of the model's bound is within the allowance the export adds.
     assert used - model < EXAMPLE_OWN_BYTES
