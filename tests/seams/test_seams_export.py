@@ -216,20 +216,29 @@ ZEPHYR_SKIP = ("set ZEPHYR_BASE to a Zephyr tree (tested: 2.4.99, github.com/mks
                "cmake, ninja, dtc and qemu-system-arm, to build and run the sample on qemu_cortex_m3 and mps2_an521")
 
 
+ZEPHYR_QEMU_MACHINES = {"qemu_cortex_m3": ["-cpu", "cortex-m3", "-machine", "lm3s6965evb"],
+                        "mps2_an521": ["-machine", "mps2-an521"]}
+
+
 @requires_cross
 @pytest.mark.skipif(not (os.environ.get("ZEPHYR_BASE") and os.environ.get("ZEPHYR_MODULES")), reason=ZEPHYR_SKIP)
 @pytest.mark.skipif(any(shutil.which(t) is None for t in ("cmake", "ninja", "dtc", "qemu-system-arm")),
                     reason=ZEPHYR_SKIP)
-@pytest.mark.parametrize("zephyr_board,model,board,machine", [
-    ("qemu_cortex_m3", "small_cnn", "mps2-an385", ["-cpu", "cortex-m3", "-machine", "lm3s6965evb"]),
+@pytest.mark.parametrize("zephyr_board,model,board,quantize", [
+    ("qemu_cortex_m3", "small_cnn", "mps2-an385", "int8"),
     # DS-CNN's specialised packed kernel on the M33 (Zephyr 2.4 builds mps2_an521 without the DSP extension)
-    ("mps2_an521", "ds_cnn", "mps2-an505", ["-machine", "mps2-an521"]),
+    ("mps2_an521", "ds_cnn", "mps2-an505", "int8"),
+    # fp32's arena does not fit the LM3S6965's 64 KB of SRAM beside the kernel's
+    ("mps2_an521", "small_cnn", "mps2-an505", "none"),
+    ("qemu_cortex_m3", "small_cnn", "mps2-an385", "w8a16"),
+    ("qemu_cortex_m3", "small_cnn", "mps2-an385", "w4a8"),
 ])
 def test_zephyr_sample_runs_on_a_real_tree_in_qemu(compiled, tmp_path: Path, zephyr_board: str, model: str,
-                                                   board: str, machine: list[str]) -> None:
+                                                   board: str, quantize: str) -> None:
     import sys
 
-    cm = compiled(model, board, "int8")  # the core of the Zephyr board
+    machine = ZEPHYR_QEMU_MACHINES[zephyr_board]
+    cm = compiled(model, board, quantize)  # the core of the Zephyr board
     p = cm.library.prefix
     out = tmp_path / "out"
     export_target(cm, "zephyr", out)
