@@ -209,6 +209,36 @@ def test_exported_library_cross_compiles_with_only_its_headers(ds, exports, tmp_
         subprocess.run([gcc, *flags, "-c", str(src), "-o", str(tmp_path / f"{i}.o")], check=True)
 
 
+# Zephyr's default C library (the minimal libc) ships a <math.h> that declares nothing
+MINIMAL_MATH_H = "/* a C library without the math functions, as Zephyr's minimal libc */\n"
+
+
+@requires_cross
+@pytest.mark.parametrize("board, quantize", [("mps2-an385", "int8"), ("mps2-an385", "w4a8"), ("mps2-an505", "none")])
+def test_zephyr_module_asks_for_a_full_libc_exactly_when_its_sources_need_math(compiled, board: str, quantize: str,
+                                                                               tmp_path: Path) -> None:
+    from mcu.device.toolchain import find_cross_compiler
+
+    cm = compiled("small_cnn", board, quantize)
+    out = tmp_path / "out"
+    export_target(cm, "zephyr", out)
+    selects = "select REQUIRES_FULL_LIBC" in (out / "Kconfig").read_text()
+    libc = tmp_path / "minimal"
+    libc.mkdir()
+    (libc / "math.h").write_text(MINIMAL_MATH_H)
+    # -I comes before the C library's own headers for <math.h>
+    flags = [*cm.board.cpu_flags, "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", f"-I{libc}", f"-I{out}",
+             f"-I{out / 'include'}", *(f"-D{k}={v}" for k, v in cm.library.defines.items())]
+    gcc = str(find_cross_compiler())
+    sources = [s for s in sorted(out.rglob("*.c")) if s.name != "main.c"]  # main.c needs Zephyr's headers
+    failed = [s.name for i, s in enumerate(sources)
+              if subprocess.run([gcc, *flags, f"-I{s.parent}", "-c", str(s), "-o", str(tmp_path / f"{i}.o")],
+                                capture_output=True).returncode != 0]
+    assert selects == bool(failed), failed
+    assert f"{cm.library.prefix}_vectors.c" not in failed  # the sample itself needs no math library
+    assert selects == (quantize == "none")
+
+
 # --- Zephyr on a real tree -----------------------------------------------------------------------------------
 
 ZEPHYR_SKIP = ("set ZEPHYR_BASE to a Zephyr tree (tested: 2.4.99, github.com/mkschreder/zephyr) and ZEPHYR_MODULES "
