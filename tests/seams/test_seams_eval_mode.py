@@ -13,19 +13,7 @@ from torch import nn
 import mcu
 from mcu.api import lower
 
-
-class _Heads(nn.Module):
-    """Dropout and batch norm (which behave differently in training) feeding a dict of outputs."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.body = nn.Sequential(nn.Linear(8, 16), nn.BatchNorm1d(16), nn.ReLU(), nn.Dropout(0.5))
-        self.cls = nn.Linear(16, 4)
-        self.box = nn.Linear(16, 2)
-
-    def forward(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
-        h = self.body(x)
-        return {"logits": self.cls(h), "box": torch.sigmoid(self.box(h))}
+from test_seams_w4a8 import Heads
 
 
 class _CellLoop(nn.Module):
@@ -66,8 +54,8 @@ def _our_warnings(caught: list[warnings.WarningMessage]) -> list[str]:
 
 def test_lowering_a_training_model_leaves_it_training_and_unshared() -> None:
     torch.manual_seed(0)
-    model = _Heads().train()
-    x = torch.randn(2, 8)
+    model = Heads().train()
+    x = torch.randn(2, 12)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         lowered = lower(model, (x,))
@@ -79,7 +67,7 @@ def test_lowering_a_training_model_leaves_it_training_and_unshared() -> None:
     before = own.body[0].weight.detach().clone()
     with torch.no_grad():
         model.body[0].weight.add_(1.0)
-    model(torch.randn(4, 8))
+    model(torch.randn(4, 12))
     assert torch.equal(own.body[0].weight, before)
     assert not torch.equal(own.body[1].running_mean, model.body[1].running_mean)
 

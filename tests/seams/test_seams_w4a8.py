@@ -23,9 +23,12 @@ needs_real = pytest.mark.skipif(not REAL or not cmsis_nn.is_tree(Path(REAL or ".
 
 
 class Heads(nn.Module):
+    """Dropout and batch norm (which behave differently in training) feeding a dict of outputs."""
+
     def __init__(self) -> None:
         super().__init__()
-        self.body = nn.Sequential(nn.Linear(12, 32), nn.ReLU(), nn.Linear(32, 16), nn.ReLU())
+        self.body = nn.Sequential(nn.Linear(12, 32), nn.BatchNorm1d(32), nn.ReLU(), nn.Dropout(0.5),
+                                  nn.Linear(32, 16), nn.ReLU())
         self.cls = nn.Linear(16, 5)
         self.reg = nn.Linear(16, 2)
 
