@@ -28,6 +28,24 @@ static inline int32_t mcu_packed_block_words(int32_t kp)
     return 4 + 2 * kp + 16;
 }
 
+/* 4 (the pair loops' tail bit for MCU_PX2_RQ_DIFF) when no bias of the stream's blocks (`blocks` after the
+ * header, cout channels of kp taps) can take an accumulator out of [-2^30, 2^30): the taps' sum is at most
+ * kp 255 128 in magnitude ((x + input_offset) in [-255, 255], int8 weights), so two pixels' accumulators
+ * then differ by an int32; else 0. One pass over the biases per call. */
+static inline int mcu_px2_diff_ok(const int32_t *blocks, int32_t cout, int32_t kp)
+{
+    const int32_t words = mcu_packed_block_words(kp);
+    const int64_t room = ((int64_t)1 << 30) - 1 - (int64_t)kp * 255 * 128;
+    for (int32_t oc = 0; oc < cout; oc += 4, blocks += words) {
+        for (int32_t j = 0; j < 4; ++j) {
+            if (blocks[j] > room || blocks[j] < -room) {
+                return 0;
+            }
+        }
+    }
+    return 4;
+}
+
 #if MCU_S8_DSP_NATIVE
 /* Four taps (two pairs) of the column (r4) against four channels of the stream (r5), into r0-r3. */
 #define MCU_DOT4_HALF                                                                                     \
@@ -590,13 +608,63 @@ typedef struct {
     "smlal r6, r7, " b ", r12\n\t"                                                                        \
     "asr r7, r7, lr\n\t"                                                                                  \
     "ssat " b ", #8, r7\n\t"
+/* Channel 0 of a block: every tail is entered with its K already in r12 (low) and lr (high) and r5 at
+ * its multiplier (the pair loops' last loads read them, as the first tap pair of a next pass would), so
+ * one LDRD takes the multiplier and shift: 2 cycles less than the LDM the other channels take. */
+#define MCU_PX2_RQ0(a, b)                                                                                 \
+    "ldrd r6, r7, [r5], #8\n\t"                                                                          \
+    "smlal r12, lr, " a ", r6\n\t"                                                                       \
+    "bic " a ", " a ", r12\n\t"                                                                          \
+    "add lr, lr, " a ", asr #31\n\t"                                                                     \
+    "asr lr, lr, r7\n\t"                                                                                 \
+    "ssat " a ", #8, lr\n\t"                                                                             \
+    "ldrd r12, lr, [r5, #-16]\n\t"                                                                       \
+    "smlal r12, lr, " b ", r6\n\t"                                                                       \
+    "bic " b ", " b ", r12\n\t"                                                                          \
+    "add lr, lr, " b ", asr #31\n\t"                                                                     \
+    "asr lr, lr, r7\n\t"                                                                                 \
+    "ssat " b ", #8, lr\n\t"
+#define MCU_PX2_RQ0_RELU(a, b)                                                                            \
+    "ldrd r6, r7, [r5], #8\n\t"                                                                          \
+    "smlal r12, lr, " a ", r6\n\t"                                                                       \
+    "asr lr, lr, r7\n\t"                                                                                 \
+    "ssat " a ", #8, lr\n\t"                                                                             \
+    "ldrd r12, lr, [r5, #-16]\n\t"                                                                       \
+    "smlal r12, lr, " b ", r6\n\t"                                                                       \
+    "asr lr, lr, r7\n\t"                                                                                 \
+    "ssat " b ", #8, lr\n\t"
+/* MCU_PX2_RQ_RELU without reloading K for pixel B: K + a m is still in the register pair after pixel A,
+ * and adding (b - a) m to it gives K + b m, exact while b - a fits int32, which holds where no bias takes
+ * an accumulator out of [-2^30, 2^30) (mcu_px2_diff_ok; the difference itself is the bias-free sums' and
+ * at most 2 kp 255 128). 12 cycles a channel of both pixels instead of 14 (channel 0: 10). */
+#define MCU_PX2_RQ_DIFF(a, b)                                                                             \
+    "ldm r5!, {r6, r7, r12, lr}\n\t"                                                                     \
+    "sub " b ", " b ", " a "\n\t"                                                                        \
+    "smlal r6, r7, " a ", r12\n\t"                                                                       \
+    "asr " a ", r7, lr\n\t"                                                                              \
+    "ssat " a ", #8, " a "\n\t"                                                                          \
+    "smlal r6, r7, " b ", r12\n\t"                                                                       \
+    "asr " b ", r7, lr\n\t"                                                                              \
+    "ssat " b ", #8, " b "\n\t"
+#define MCU_PX2_RQ0_DIFF(a, b)                                                                            \
+    "ldrd r6, r7, [r5], #8\n\t"                                                                          \
+    "sub " b ", " b ", " a "\n\t"                                                                        \
+    "smlal r12, lr, " a ", r6\n\t"                                                                       \
+    "asr " a ", lr, r7\n\t"                                                                              \
+    "ssat " a ", #8, " a "\n\t"                                                                          \
+    "smlal r12, lr, " b ", r6\n\t"                                                                       \
+    "asr " b ", lr, r7\n\t"                                                                              \
+    "ssat " b ", #8, " b "\n\t"
 /* A block's four channels of both pixels. */
 #define MCU_PX2_RQ4                                                                                       \
-    MCU_PX2_RQ("r0", "r8") MCU_PX2_RQ("r1", "r9") MCU_PX2_RQ("r2", "r10")                                 \
+    MCU_PX2_RQ0("r0", "r8") MCU_PX2_RQ("r1", "r9") MCU_PX2_RQ("r2", "r10")                                \
     MCU_PX2_RQ("r3", "r11")
 #define MCU_PX2_RQ4_RELU                                                                                  \
-    MCU_PX2_RQ_RELU("r0", "r8") MCU_PX2_RQ_RELU("r1", "r9") MCU_PX2_RQ_RELU("r2", "r10")                  \
+    MCU_PX2_RQ0_RELU("r0", "r8") MCU_PX2_RQ_RELU("r1", "r9") MCU_PX2_RQ_RELU("r2", "r10")                 \
     MCU_PX2_RQ_RELU("r3", "r11")
+#define MCU_PX2_RQ4_DIFF                                                                                  \
+    MCU_PX2_RQ0_DIFF("r0", "r8") MCU_PX2_RQ_DIFF("r1", "r9") MCU_PX2_RQ_DIFF("r2", "r10")                 \
+    MCU_PX2_RQ_DIFF("r3", "r11")
 /* Four results of one pixel (r0-r3 or r8-r11) packed into the first register's word. */
 #define MCU_PX2_PACK(r0, r1, r2, r3)                                                                      \
     "pkhbt " r0 ", " r0 ", " r2 ", lsl #16\n\t"                                                           \
@@ -649,12 +717,13 @@ typedef struct {
     "add r6, r6, lr\n\t"                                                                                  \
     "str r6, [r4, #12]\n\t"                                                                               \
     "cmp r6, r7\n\t" next
-/* The block's tail, chosen once per call by r3 (bit 0 the clamped store, bit 1 MCU_PX2_RQ_RELU) among
- * the labels 30 (full, bytes), 31 (full, clamped), 32 (ReLU, bytes), 33 (ReLU, clamped) through the
+/* The block's tail, chosen once per call by r3 (bit 0 the clamped store, bit 1 MCU_PX2_RQ_RELU, bit 2
+ * with bit 1 MCU_PX2_RQ_DIFF) among the labels 30 (full, bytes), 31 (full, clamped), 32 (ReLU, bytes),
+ * 33 (ReLU, clamped), 34 (ReLU by difference, bytes), 35 (the same, clamped) through the
  * table MCU_PX2_TAIL_TABLE (at label 29, where no instruction runs), into the state (r4 + 28) for LDR PC.
- * The ReLU tail with the bytes stored whole (a folded ReLU, or ReLU6 whose range is all of int8: ds_cnn's
- * and mobilenet_v1's layers) comes last, before the block's entry (label 5), so that tail alone falls
- * through to the next block; the others branch. Each tail starts on a word (its
+ * The ReLU tail by difference with the bytes stored whole (a folded ReLU, or ReLU6 whose range is all of
+ * int8: ds_cnn's and mobilenet_v1's layers) comes last, before the block's entry (label 5), so that tail
+ * alone falls through to the next block; the others branch. Each tail starts on a word (its
  * first instruction is 32-bit: the LDR PC's refill is shorter; the padding follows an unconditional
  * branch and never runs). */
 #define MCU_PX2_TAIL_CHOICE                                                                               \
@@ -663,8 +732,17 @@ typedef struct {
     "add r6, r6, r7\n\t"                                                                                  \
     "orr r6, r6, #1\n\t"                                                                                  \
     "str r6, [r4, #28]\n\t"
-#define MCU_PX2_TAIL_TABLE "29:\n\t.hword 30f - 29b, 31f - 29b, 32f - 29b, 33f - 29b\n\t"
+#define MCU_PX2_TAIL_TABLE                                                                                \
+    "29:\n\t.hword 30f - 29b, 31f - 29b, 32f - 29b, 33f - 29b, 30f - 29b, 31f - 29b, 34f - 29b, 35f - 29b\n\t"
 #define MCU_PX2_NEXT "bne 5f\n\tb 8f\n\t" /* every tail but the last before the loop's entry (5) */
+/* The six tails, the one that falls through to the entry (5) last. */
+#define MCU_PX2_TAILS                                                                                     \
+    "30:\n\t" MCU_PX2_RQ4 MCU_PX2_STORE_BYTES(MCU_PX2_NEXT)                                               \
+    ".balign 4\n\t31:\n\t" MCU_PX2_RQ4 MCU_PX2_STORE_CLAMP(MCU_PX2_NEXT)                                   \
+    ".balign 4\n\t33:\n\t" MCU_PX2_RQ4_RELU MCU_PX2_STORE_CLAMP(MCU_PX2_NEXT)                              \
+    ".balign 4\n\t32:\n\t" MCU_PX2_RQ4_RELU MCU_PX2_STORE_BYTES(MCU_PX2_NEXT)                              \
+    ".balign 4\n\t35:\n\t" MCU_PX2_RQ4_DIFF MCU_PX2_STORE_CLAMP(MCU_PX2_NEXT)                              \
+    ".balign 4\n\t34:\n\t" MCU_PX2_RQ4_DIFF MCU_PX2_STORE_BYTES("beq 8f\n\t")
 
 #define MCU_PX2_ASM(loads, unit, bytes, col_back)                                                       \
         "strd r10, r11, [r4, #40]\n\t"                                                                  \
@@ -690,17 +768,14 @@ typedef struct {
         "b 5f\n\t"                                                                                        \
         MCU_PX_WORD_SECTION                                                                               \
         MCU_PX2_TAIL_TABLE                                                                                \
-        "30:\n\t" MCU_PX2_RQ4 MCU_PX2_STORE_BYTES(MCU_PX2_NEXT)                                           \
-        ".balign 4\n\t31:\n\t" MCU_PX2_RQ4 MCU_PX2_STORE_CLAMP(MCU_PX2_NEXT)                                           \
-        ".balign 4\n\t33:\n\t" MCU_PX2_RQ4_RELU MCU_PX2_STORE_CLAMP(MCU_PX2_NEXT)                                      \
-        ".balign 4\n\t32:\n\t" MCU_PX2_RQ4_RELU MCU_PX2_STORE_BYTES("beq 8f\n\t")                                      \
-        "5:\n\t"                                                                                        \
+        MCU_PX2_TAILS                                                                                     \
+        "5:\n\t" /* the state's address first: a load right after the MOV would wait a cycle for it */  \
+        "mov r6, r4\n\t"                                                                                \
         "ldmia r5!, {r0, r1, r2, r3}\n\t"                                                               \
         "mov r8, r0\n\t"                                                                                \
         "mov r9, r1\n\t"                                                                                \
         "mov r10, r2\n\t"                                                                               \
         "mov r11, r3\n\t"                                                                               \
-        "mov r6, r4\n\t"                                                                                \
         "ldr r4, [r6, #4]\n\t"                                                                          \
         "ldr pc, [r6, #8]\n\t"                                                                          \
         /* the passes' first instruction, a branch target, is 32-bit: on a word it takes no longer      \
@@ -717,8 +792,9 @@ typedef struct {
         ".endif\n\t"                                                                                    \
         "cmp r6, #0x80008000\n\t"                                                                       \
         "bne 6b\n\t"                                                                                    \
-        "sub r4, r4, #" col_back "\n\t" /* back to the sentinel and the block's requantization */      \
-        "sub r5, r5, #8\n\t"                                                                            \
+        /* back to the sentinel and the block's requantization: the last loads left channel 0's K in     \
+         * r12, lr and r5 at its multiplier, as the tails take them (MCU_PX2_RQ0) */                      \
+        "sub r4, r4, #" col_back "\n\t"                                                                 \
         "ldr pc, [r4, #28]\n\t"                                                                         \
         "8:\n\t"                                                                                        \
         "ldr r7, [r4, #32]\n\t"
@@ -726,7 +802,8 @@ typedef struct {
 /* Every whole block of output pixels A (y to y_end) and B (y + stride on) from the interleaved column
  * col2 of kp taps (a positive multiple of 4) and MCU_PIXEL2_SPARE more int16; `tail`: bit 0 the
  * activation range is narrower than int8 (the clamped store), bit 1 it starts at or above the output
- * offset (MCU_PX2_RQ_RELU). Returns the stream after the last block. */
+ * offset (MCU_PX2_RQ_RELU), bit 2 with it mcu_px2_diff_ok's (MCU_PX2_RQ_DIFF). Returns the stream after
+ * the last block. */
 static inline const int32_t *mcu_pixel2_packed(const int16_t *col2, int32_t kp, const int32_t *blob, int8_t *y,
                                                int8_t *y_end, int32_t stride, const uint32_t *bounds, int tail,
                                                const mcu_block_order *order)
@@ -1019,10 +1096,7 @@ static __attribute__((noinline)) void mcu_pw8_pairs(mcu_pw8_state *st, int tail)
         "b 20f\n\t"
         MCU_PX_WORD_SECTION
         MCU_PX2_TAIL_TABLE
-        "30:\n\t" MCU_PX2_RQ4 MCU_PX2_STORE_BYTES(MCU_PX2_NEXT)
-        ".balign 4\n\t31:\n\t" MCU_PX2_RQ4 MCU_PX2_STORE_CLAMP(MCU_PX2_NEXT)
-        ".balign 4\n\t33:\n\t" MCU_PX2_RQ4_RELU MCU_PX2_STORE_CLAMP(MCU_PX2_NEXT)
-        ".balign 4\n\t32:\n\t" MCU_PX2_RQ4_RELU MCU_PX2_STORE_BYTES("beq 8f\n\t")
+        MCU_PX2_TAILS
         "5:\n\t" /* a block: biases, the 4 tap pairs, then its tail */
         "ldmia r5!, {r0, r1, r2, r3}\n\t"
         "mov r8, r0\n\t"
@@ -1030,6 +1104,7 @@ static __attribute__((noinline)) void mcu_pw8_pairs(mcu_pw8_state *st, int tail)
         "mov r10, r2\n\t"
         "mov r11, r3\n\t"
         MCU_PW8_UNIT("-32", "-28") MCU_PW8_UNIT("-24", "-20") MCU_PW8_UNIT("-16", "-12") MCU_PW8_UNIT("-8", "-4")
+        "ldrd r12, lr, [r5], #8\n\t" /* channel 0's K, as the tails take it (MCU_PX2_RQ0) */
         "ldr pc, [r4, #28]\n\t"
         "8:\n\t" /* the pair's last block stored: r6 is pixel A's output end */
         "ldr r0, [r4, #56]\n\t"
@@ -1095,6 +1170,12 @@ static __attribute__((noinline)) void mcu_pw8_pairs(mcu_pw8_state *st, int tail)
 #undef MCU_PX2_RQ_RELU
 #undef MCU_PX2_RQ4
 #undef MCU_PX2_RQ4_RELU
+#undef MCU_PX2_RQ0
+#undef MCU_PX2_RQ0_RELU
+#undef MCU_PX2_RQ_DIFF
+#undef MCU_PX2_RQ0_DIFF
+#undef MCU_PX2_RQ4_DIFF
+#undef MCU_PX2_TAILS
 #undef MCU_PX2_STORE_BYTES
 #undef MCU_PX2_STORE_CLAMP
 #undef MCU_PX2_NEXT
