@@ -29,18 +29,22 @@ static inline int32_t mcu_packed_block_words(int32_t kp)
 }
 
 /* 4 (the pair loops' tail bit for MCU_PX2_RQ_DIFF) when no bias of the stream's blocks (`blocks` after the
- * header, cout channels of kp taps) can take an accumulator out of [-2^30, 2^30): the taps' sum is at most
- * kp 255 128 in magnitude ((x + input_offset) in [-255, 255], int8 weights), so two pixels' accumulators
- * then differ by an int32; else 0. One pass over the biases per call. */
+ * header, cout channels of kp taps) can take an accumulator out of int32: the taps' sum is at most
+ * kp 255 128 in magnitude ((x + input_offset) in [-255, 255], int8 weights), so each pixel's accumulator is
+ * then the exact sum and two pixels' differ by at most 2 kp 255 128, an int32 too; else 0. One pass over
+ * the biases per call, one compare each. */
 static inline int mcu_px2_diff_ok(const int32_t *blocks, int32_t cout, int32_t kp)
 {
+    const int64_t room = INT32_MAX - (int64_t)kp * 255 * 128;
+    if (room < 0) {
+        return 0;
+    }
+    const uint32_t r = (uint32_t)room, span = 2u * r; /* b in [-room, room]: b + room in [0, 2 room] */
     const int32_t words = mcu_packed_block_words(kp);
-    const int64_t room = ((int64_t)1 << 30) - 1 - (int64_t)kp * 255 * 128;
     for (int32_t oc = 0; oc < cout; oc += 4, blocks += words) {
-        for (int32_t j = 0; j < 4; ++j) {
-            if (blocks[j] > room || blocks[j] < -room) {
-                return 0;
-            }
+        if ((uint32_t)blocks[0] + r > span || (uint32_t)blocks[1] + r > span || (uint32_t)blocks[2] + r > span ||
+            (uint32_t)blocks[3] + r > span) {
+            return 0;
         }
     }
     return 4;
@@ -634,9 +638,9 @@ typedef struct {
     "asr lr, lr, r7\n\t"                                                                                 \
     "ssat " b ", #8, lr\n\t"
 /* MCU_PX2_RQ_RELU without reloading K for pixel B: K + a m is still in the register pair after pixel A,
- * and adding (b - a) m to it gives K + b m, exact while b - a fits int32, which holds where no bias takes
- * an accumulator out of [-2^30, 2^30) (mcu_px2_diff_ok; the difference itself is the bias-free sums' and
- * at most 2 kp 255 128). 12 cycles a channel of both pixels instead of 14 (channel 0: 10). */
+ * and adding (b - a) m to it gives K + b m, exact while a + (b - a) is b, which holds where no bias takes
+ * an accumulator out of int32 (mcu_px2_diff_ok; the difference is then the bias-free sums', at most
+ * 2 kp 255 128). 12 cycles a channel of both pixels instead of 14 (channel 0: 10). */
 #define MCU_PX2_RQ_DIFF(a, b)                                                                             \
     "ldm r5!, {r6, r7, r12, lr}\n\t"                                                                     \
     "sub " b ", " b ", " a "\n\t"                                                                        \
