@@ -555,11 +555,15 @@ typedef struct {
  * Mainline (Cortex-M33: 912 bytes of loop, which the U575's 8 kB cache holds beside the weights' parts;
  * mobilenet_v1 -0.7 %, ds_cnn -0.7 %, resnet8 -0.6 % on mps2-an505-u575), 8 elsewhere (464 bytes: the
  * Cortex-M4 builds run on the L4R5, whose 1 kB ART instruction cache the longer loop and its tails would
- * outgrow). */
+ * outgrow). The flat pointwise pairs (mcu_pixel2_packed) take 32 on the M33 (1,808 bytes): on
+ * mps2-an505-u575 mobilenet_v1 -0.3 % and ds_cnn -0.5 %, where the windowed loops' 32 cost resnet8 +0.5 %
+ * (their parts of 74 kB streams share the cache with them). */
 #if defined(__ARM_ARCH_8M_MAIN__)
 #define MCU_PX2_PASS 16
+#define MCU_PX2_PW_PASS 32
 #else
 #define MCU_PX2_PASS 8
+#define MCU_PX2_PW_PASS 8
 #endif
 #define MCU_PX2_STR2(x) #x
 #define MCU_PX2_STR(x) MCU_PX2_STR2(x)
@@ -693,22 +697,25 @@ typedef struct {
  * block order's steps): four STRB a pixel where the range is all of int8, else the bytes packed, clamped
  * byte-wise and one STR a pixel; then the stream and y move to the next block, and `next` branches on
  * y == y_end. */
-#define MCU_PX2_STORE_BYTES(next)                                                                         \
-    "ldrd r6, r7, [r4, #12]\n\t"                                                                          \
-    "ldr r12, [r4, #36]\n\t"                                                                              \
-    "add lr, r6, r12\n\t"                                                                                 \
-    "strb r1, [r6, #1]\n\t"                                                                               \
-    "strb r2, [r6, #2]\n\t"                                                                               \
-    "strb r3, [r6, #3]\n\t"                                                                               \
-    "strb r0, [r6], #4\n\t"                                                                               \
-    "strb r9, [lr, #1]\n\t"                                                                               \
-    "strb r10, [lr, #2]\n\t"                                                                              \
-    "strb r11, [lr, #3]\n\t"                                                                              \
-    "strb r8, [lr]\n\t"                                                                                   \
-    "ldrd r12, lr, [r4, #40]\n\t"                                                                         \
-    "add r5, r5, r12\n\t"                                                                                 \
-    "add r6, r6, lr\n\t"                                                                                  \
-    "str r6, [r4, #12]\n\t"                                                                               \
+#define MCU_PX2_STORE_BYTES(next)                                                                       \
+    /* four single loads pipeline: 5 cycles, and the steps need no LDRD later */                        \
+    "ldr r6, [r4, #12]\n\t"                                                                             \
+    "ldr r7, [r4, #16]\n\t"                                                                             \
+    "ldr r12, [r4, #36]\n\t"                                                                            \
+    "ldr lr, [r4, #40]\n\t"                                                                             \
+    "add r5, r5, lr\n\t"                                                                                \
+    "add lr, r6, r12\n\t"                                                                               \
+    "strb r1, [r6, #1]\n\t"                                                                             \
+    "strb r2, [r6, #2]\n\t"                                                                             \
+    "strb r3, [r6, #3]\n\t"                                                                             \
+    "strb r0, [r6], #4\n\t"                                                                             \
+    "strb r9, [lr, #1]\n\t"                                                                             \
+    "strb r10, [lr, #2]\n\t"                                                                            \
+    "strb r11, [lr, #3]\n\t"                                                                            \
+    "strb r8, [lr]\n\t"                                                                                 \
+    "ldr r12, [r4, #44]\n\t"                                                                            \
+    "add r6, r6, r12\n\t"                                                                               \
+    "str r6, [r4, #12]\n\t"                                                                             \
     "cmp r6, r7\n\t" next
 #define MCU_PX2_STORE_CLAMP(next)                                                                         \
     MCU_PX2_PACK_CLAMP                                                                                    \
@@ -748,7 +755,7 @@ typedef struct {
     ".balign 4\n\t35:\n\t" MCU_PX2_RQ4_DIFF MCU_PX2_STORE_CLAMP(MCU_PX2_NEXT)                              \
     ".balign 4\n\t34:\n\t" MCU_PX2_RQ4_DIFF MCU_PX2_STORE_BYTES("beq 8f\n\t")
 
-#define MCU_PX2_ASM(loads, unit, bytes, col_back)                                                       \
+#define MCU_PX2_ASM(loads, unit, bytes, col_back, pass)                                                       \
         "strd r10, r11, [r4, #40]\n\t"                                                                  \
         "str r7, [r4, #32]\n\t"                                                                         \
         "mov r7, #0x80008000\n\t"                                                                       \
@@ -757,10 +764,10 @@ typedef struct {
         "str r9, [r4, #36]\n\t"                                                                         \
         "ldrd r10, r11, [r6]\n\t"                                                                       \
         "strd r10, r11, [r4, #20]\n\t"                                                                  \
-        /* the entry: the pair that leaves whole passes after it, (-kp / 2) mod MCU_PX2_PASS */         \
+        /* the entry: the pair that leaves whole passes after it, (-kp / 2) mod pass */                 \
         "lsr r8, r8, #1\n\t"                                                                            \
         "rsb r8, r8, #0\n\t"                                                                            \
-        "and r8, r8, #(" MCU_PX2_STR(MCU_PX2_PASS) " - 1)\n\t"                                          \
+        "and r8, r8, #(" MCU_PX2_STR(pass) " - 1)\n\t"                                                  \
         "mov r10, #" bytes "\n\t"                                                                       \
         "adr.w r6, 12f\n\t"                                                                             \
         "mla r6, r8, r10, r6\n\t"                                                                       \
@@ -789,9 +796,9 @@ typedef struct {
          * first pass enters at a copy of those loads (12) or further on */                             \
         ".balign 4\n\t"                                                                                 \
         "12:\n\t" loads                                                                                  \
-        "6:\n\t" MCU_PX2_MACS ".rept " MCU_PX2_STR(MCU_PX2_PASS) " - 1\n\t" unit ".endr\n\t" loads     \
+        "6:\n\t" MCU_PX2_MACS ".rept " MCU_PX2_STR(pass) " - 1\n\t" unit ".endr\n\t" loads             \
         "9:\n\t"                                                                                        \
-        ".if (9b - 12b) - " bytes " * " MCU_PX2_STR(MCU_PX2_PASS) " - 16\n\t"                           \
+        ".if (9b - 12b) - " bytes " * " MCU_PX2_STR(pass) " - 16\n\t"                                   \
         ".error \"mcu_pixel2_packed: the tap pairs are not all wide instructions\"\n\t"                 \
         ".endif\n\t"                                                                                    \
         "cmp r6, #0x80008000\n\t"                                                                       \
@@ -823,7 +830,7 @@ static inline const int32_t *mcu_pixel2_packed(const int16_t *col2, int32_t kp, 
     register int32_t dist __asm__("r9") = stride;
     register int32_t wstep __asm__("r10") = order->stream_step;
     register int32_t ystep __asm__("r11") = order->y_step;
-    __asm__ volatile(MCU_PX2_ASM(MCU_PX2_LOADS, MCU_PX2_UNIT, MCU_PX2_STR(MCU_PX2_UNIT_BYTES), "8")
+    __asm__ volatile(MCU_PX2_ASM(MCU_PX2_LOADS, MCU_PX2_UNIT, MCU_PX2_STR(MCU_PX2_UNIT_BYTES), "8", MCU_PX2_PW_PASS)
                      : "+r"(c0), "+r"(yp), "+r"(ye), "+r"(t), "+r"(st), "+r"(w), "+r"(b), "+r"(taps), "+r"(dist),
                        "+r"(wstep), "+r"(ystep)
                      :
@@ -874,7 +881,8 @@ static inline const int32_t *mcu_pixel2_packed_split(const int16_t *col, int32_t
     register int32_t dist __asm__("r9") = stride;
     register int32_t wstep __asm__("r10") = order->stream_step;
     register int32_t ystep __asm__("r11") = order->y_step;
-    __asm__ volatile(MCU_PX2_ASM(MCU_PX2_LOADS_SPLIT, MCU_PX2_UNIT_SPLIT, MCU_PX2_STR(MCU_PX2_UNIT_BYTES), "4")
+    __asm__ volatile(MCU_PX2_ASM(MCU_PX2_LOADS_SPLIT, MCU_PX2_UNIT_SPLIT, MCU_PX2_STR(MCU_PX2_UNIT_BYTES), "4",
+                                 MCU_PX2_PASS)
                      : "+r"(c0), "+r"(yp), "+r"(ye), "+r"(t), "+r"(st), "+r"(w), "+r"(b), "+r"(taps), "+r"(dist),
                        "+r"(wstep), "+r"(ystep)
                      :
@@ -1189,6 +1197,7 @@ static __attribute__((noinline)) void mcu_pw8_pairs(mcu_pw8_state *st, int tail)
 #undef MCU_PX2_UNIT_BYTES
 #undef MCU_PX2_UNIT
 #undef MCU_PX2_PASS
+#undef MCU_PX2_PW_PASS
 #undef MCU_PX2_STR
 #undef MCU_PX2_STR2
 
