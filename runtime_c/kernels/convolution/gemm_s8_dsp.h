@@ -616,11 +616,11 @@ typedef struct {
     "smlal r6, r7, " b ", r12\n\t"                                                                        \
     "asr r7, r7, lr\n\t"                                                                                  \
     "ssat " b ", #8, r7\n\t"
-/* Channel 0 of a block: every tail is entered with its K already in r12 (low) and lr (high) and r5 at
- * its multiplier (the pair loops' last loads read them, as the first tap pair of a next pass would), so
- * one LDRD takes the multiplier and shift: 2 cycles less than the LDM the other channels take. */
+/* Channel 0 of a block: every tail is entered with its K already in r12 (low) and lr (high), its
+ * multiplier and shift in r6, r7 and r5 at channel 1 (the pair loops' last loads read K, as the first tap
+ * pair of a next pass would, and an LDRD the rest between the loop's SUB and LDR PC, where the LDR PC
+ * would wait a cycle for its address): 3 cycles less than the LDM the other channels take. */
 #define MCU_PX2_RQ0(a, b)                                                                                 \
-    "ldrd r6, r7, [r5], #8\n\t"                                                                          \
     "smlal r12, lr, " a ", r6\n\t"                                                                       \
     "bic " a ", " a ", r12\n\t"                                                                          \
     "add lr, lr, " a ", asr #31\n\t"                                                                     \
@@ -633,7 +633,6 @@ typedef struct {
     "asr lr, lr, r7\n\t"                                                                                 \
     "ssat " b ", #8, lr\n\t"
 #define MCU_PX2_RQ0_RELU(a, b)                                                                            \
-    "ldrd r6, r7, [r5], #8\n\t"                                                                          \
     "smlal r12, lr, " a ", r6\n\t"                                                                       \
     "asr lr, lr, r7\n\t"                                                                                 \
     "ssat " a ", #8, lr\n\t"                                                                             \
@@ -644,7 +643,7 @@ typedef struct {
 /* MCU_PX2_RQ_RELU without reloading K for pixel B: K + a m is still in the register pair after pixel A,
  * and adding (b - a) m to it gives K + b m, exact while a + (b - a) is b, which holds where no bias takes
  * an accumulator out of int32 (mcu_px2_diff_ok; the difference is then the bias-free sums', at most
- * 2 kp 255 128). 12 cycles a channel of both pixels instead of 14 (channel 0: 10). */
+ * 2 kp 255 128). 12 cycles a channel of both pixels instead of 14 (channel 0: 7 in the tail). */
 #define MCU_PX2_RQ_DIFF(a, b)                                                                             \
     "ldm r5!, {r6, r7, r12, lr}\n\t"                                                                     \
     "sub " b ", " b ", " a "\n\t"                                                                        \
@@ -655,7 +654,6 @@ typedef struct {
     "asr " b ", r7, lr\n\t"                                                                              \
     "ssat " b ", #8, " b "\n\t"
 #define MCU_PX2_RQ0_DIFF(a, b)                                                                            \
-    "ldrd r6, r7, [r5], #8\n\t"                                                                          \
     "sub " b ", " b ", " a "\n\t"                                                                        \
     "smlal r12, lr, " a ", r6\n\t"                                                                       \
     "asr " a ", lr, r7\n\t"                                                                              \
@@ -804,8 +802,9 @@ typedef struct {
         "cmp r6, #0x80008000\n\t"                                                                       \
         "bne 6b\n\t"                                                                                    \
         /* back to the sentinel and the block's requantization: the last loads left channel 0's K in     \
-         * r12, lr and r5 at its multiplier, as the tails take them (MCU_PX2_RQ0) */                      \
+         * r12, lr; its multiplier and shift into r6, r7, as the tails take them (MCU_PX2_RQ0) */         \
         "sub r4, r4, #" col_back "\n\t"                                                                 \
+        "ldrd r6, r7, [r5], #8\n\t"                                                                     \
         "ldr pc, [r4, #28]\n\t"                                                                         \
         "8:\n\t"                                                                                        \
         "ldr r7, [r4, #32]\n\t"
@@ -1116,7 +1115,11 @@ static __attribute__((noinline)) void mcu_pw8_pairs(mcu_pw8_state *st, int tail)
         "mov r10, r2\n\t"
         "mov r11, r3\n\t"
         MCU_PW8_UNIT("-32", "-28") MCU_PW8_UNIT("-24", "-20") MCU_PW8_UNIT("-16", "-12") MCU_PW8_UNIT("-8", "-4")
-        "ldrd r12, lr, [r5], #8\n\t" /* channel 0's K, as the tails take it (MCU_PX2_RQ0) */
+        /* channel 0's K, multiplier and shift, as the tails take them (MCU_PX2_RQ0): four pipelined loads */
+        "ldr.w r12, [r5], #4\n\t"
+        "ldr.w lr, [r5], #4\n\t"
+        "ldr.w r6, [r5], #4\n\t"
+        "ldr.w r7, [r5], #4\n\t"
         "ldr pc, [r4, #28]\n\t"
         "8:\n\t" /* the pair's last block stored: r6 is pixel A's output end */
         "ldr r0, [r4, #56]\n\t"
