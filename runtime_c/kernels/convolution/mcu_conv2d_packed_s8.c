@@ -30,7 +30,8 @@ typedef struct {
     int clamp;          /* the activation range is narrower than int8 */
     int right;          /* the stream's flag: every shift in [-23, -1], requantized from K */
     int group;          /* MCU_PACKED_FLAG_GROUP: the weights wait (flash), pointwise pairs share reads */
-    int px2;            /* the pair loops' tail: clamp, and 2 where act_min >= output_offset (MCU_PX2_RQ_RELU) */
+    int px2;            /* the pair loops' tail: clamp, 2 where act_min >= output_offset (MCU_PX2_RQ_RELU), and then
+                         * 4 where the biases allow MCU_PX2_RQ_DIFF */
 } layer_t;
 
 /* One block in C: the host, the emulated build, and layers with shifts outside [-23, -1]. */
@@ -222,6 +223,20 @@ static void packed_k(int32_t r, int32_t output_offset, uint32_t *lo, int32_t *hi
     *hi = (r >= 2 ? (int32_t)1 << (r - 2) : 0) + output_offset * ((int32_t)1 << (r - 1));
 }
 
+/* The pair loops' tail bit for a ReLU layer's requantization by difference (mcu_px2_diff_ok): word
+ * streams on the core only (byte streams have other blocks, and nothing else reads the bit). */
+static int px2_diff(const int32_t *stream, uint32_t flags, int32_t cout, int32_t kp)
+{
+#if MCU_S8_DSP_NATIVE
+    if ((flags & MCU_PACKED_FLAG_RIGHT) && !(flags & MCU_PACKED_FLAG_BYTES)) {
+        return mcu_px2_diff_ok(stream + MCU_PACKED_HEADER_WORDS, cout, kp);
+    }
+#else
+    (void)stream, (void)flags, (void)cout, (void)kp;
+#endif
+    return 0;
+}
+
 /* The stream's header names the layer it was packed for (output channels, taps, output offset);
  * its requantization constants are checked where C code shifts by them (the assembly of the core's
  * fast path cannot fault on any value). */
@@ -409,7 +424,7 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
     const int clamp = p->act_min > -128 || p->act_max < 127;
     const layer_t l = {out.c, kp, mcu_packed_block_words(kp), p->output_offset, p->act_min, p->act_max,
                        {min4, max4}, clamp, right, (flags & MCU_PACKED_FLAG_GROUP) != 0,
-                       clamp | (p->act_min >= p->output_offset ? 2 : 0)};
+                       clamp | (p->act_min >= p->output_offset ? 2 | px2_diff(packed, flags, out.c, kp) : 0)};
     packed += MCU_PACKED_HEADER_WORDS;
 #if MCU_S8_DSP_NATIVE
     _Alignas(8) int16_t col[MCU_PACKED_BUF_TAPS]; /* + mcu_pixel_packed's state, or two pixels' columns */
