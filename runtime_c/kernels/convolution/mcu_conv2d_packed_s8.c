@@ -422,9 +422,11 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
     const uint32_t min4 = ((uint32_t)p->act_min & 0xFFu) * 0x01010101u;
     const uint32_t max4 = ((uint32_t)p->act_max & 0xFFu) * 0x01010101u;
     const int clamp = p->act_min > -128 || p->act_max < 127;
+    /* a single pixel (a linear layer) has no pair to requantize by difference: skip the pass over its biases */
+    const int pair_diff = (int64_t)out.n * out.h * out.w >= 2 ? px2_diff(packed, flags, out.c, kp) : 0;
     const layer_t l = {out.c, kp, mcu_packed_block_words(kp), p->output_offset, p->act_min, p->act_max,
                        {min4, max4}, clamp, right, (flags & MCU_PACKED_FLAG_GROUP) != 0,
-                       clamp | (p->act_min >= p->output_offset ? 2 | px2_diff(packed, flags, out.c, kp) : 0)};
+                       clamp | (p->act_min >= p->output_offset ? 2 | pair_diff : 0)};
     packed += MCU_PACKED_HEADER_WORDS;
 #if MCU_S8_DSP_NATIVE
     _Alignas(8) int16_t col[MCU_PACKED_BUF_TAPS]; /* + mcu_pixel_packed's state, or two pixels' columns */
