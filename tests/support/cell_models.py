@@ -5,13 +5,10 @@ and sums of int16 tensors."""
 
 from __future__ import annotations
 
-import functools
-
 import torch
 from torch import nn
 
 import mcu
-from mcu.api import LoweredModel, lower
 
 MODELS = ["lstm_cell", "rnn_cell"]
 SHAPE = (2, 6, 5)  # batch, steps, features
@@ -47,15 +44,10 @@ class StateLoop(nn.Module):
         return self.fc(h)
 
 
-@functools.lru_cache(maxsize=None)
-def lowered(name: str, quantize: str) -> LoweredModel:
-    """The cell loop seeded, calibrated and lowered once per process for each name and mode (all that decides it)."""
+def compile_model(name: str, quantize: str, board: str = "mps2-an505") -> mcu.CompiledModel:
     torch.manual_seed(0)
     model = {"lstm_cell": LstmCellLoop, "rnn_cell": StateLoop}[name]().eval()
     calibration = [(torch.randn(*SHAPE),) for _ in range(16)]
     tests = [(torch.randn(*SHAPE) * 0.8,) for _ in range(3)]
-    return lower(model, calibration[0], quantize=quantize, calibration=calibration, test_inputs=tests, name=name)
-
-
-def compile_model(name: str, quantize: str, board: str = "mps2-an505") -> mcu.CompiledModel:
-    return lowered(name, quantize).compile(board)
+    return mcu.compile(model, calibration[0], quantize=quantize, calibration=calibration, test_inputs=tests,
+                       name=name, board=board)
