@@ -47,11 +47,14 @@ def test_adaptive_avg_pool_s16(n: int, h: int, w: int, c: int, oh: int, ow: int,
     assert np.abs(got - real).max() <= 0.5
 
 
-def test_adaptive_avg_pool_s16_sums_past_int32() -> None:
-    """A 300x300 window of 32767: the sum passes 2^31, the average is 32767 (and -32768 alike)."""
+def test_adaptive_avg_pool_s16_window_bound() -> None:
+    """The int32 sum's edge: 253x253 to 1x1 (64,009 values of 32767 or -32768, the sum within 2^31 of overflowing)
+    averages exactly; 254x254, whose window bound (fewer than in / out + 2 along each axis: 65,536 values) passes
+    the 65,534 the sum takes, is refused."""
     for v in (32767, -32768):
-        status, got = _adaptive(np.full((1, 300, 300, 1), v, np.int16), 1, 1)
+        status, got = _adaptive(np.full((1, 253, 253, 1), v, np.int16), 1, 1)
         assert status == MCU_OK and got.item() == v
+    assert _adaptive(np.full((1, 254, 254, 1), 32767, np.int16), 1, 1)[0] == MCU_ERR_SHAPE
 
 
 def test_adaptive_avg_pool_s16_checks_its_arguments() -> None:
@@ -92,3 +95,21 @@ def test_argmax_s16_checks_its_arguments() -> None:
     out = np.zeros(8, np.int32)
     assert fn(2, 0, 4, ptr(x), ptr(out)) == MCU_ERR_SHAPE
     assert fn(2, 3, 4, ptr(x), ptr(x)) == MCU_ERR_INVALID_ARG  # the output over the input
+
+
+def test_w8a16_lowering_refuses_what_the_kernel_refuses() -> None:
+    """The lowering applies the kernel's window bound, so a model the kernel would refuse at run time is refused
+    at build time with the pool's sizes."""
+    from mcu.ir import Op, QuantParams, Tensor
+    from mcu.passes.quantized.pool import CONVERTERS, S16_ADAPTIVE_WINDOW_MAX
+
+    q = QuantParams(scale=(0.01,), zero_point=(0,), qmin=-32768, qmax=32767)
+
+    def lower(h: int, oh: int) -> object:
+        x = Tensor(name="x", shape=(1, 1, h, h), dtype="int16", quant=q)
+        y = Tensor(name="y", shape=(1, 1, oh, oh), dtype="int16", quant=q)
+        return CONVERTERS["adaptive_avg_pool"](None, Op("adaptive_avg_pool", [x], [y], {}, "pool"), [x], y)
+
+    assert isinstance(lower(253, 1), Op) and isinstance(lower(500, 2), Op)
+    refusal = lower(254, 1)
+    assert isinstance(refusal, str) and "254x254 to 1x1" in refusal and f"{S16_ADAPTIVE_WINDOW_MAX:,}" in refusal

@@ -55,9 +55,19 @@ def _mean_hw(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
               op.name, op.source)
 
 
+# mcu_adaptive_avg_pool_s16 sums a window in int32: at most this many int16 values (and half their count)
+S16_ADAPTIVE_WINDOW_MAX = 65534
+
+
 def _adaptive(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
     if not _same_quant(ins[0], out):
         return "input and output quantization differ"
+    if out.dtype == "int16":
+        (h, w), (oh, ow) = ins[0].shape[2:], out.shape[2:]
+        window = (h // oh + 2) * (w // ow + 2)  # the kernel's bound: fewer than in / out + 2 along each axis
+        if window > S16_ADAPTIVE_WINDOW_MAX:
+            return (f"a 16x8 adaptive average pool from {h}x{w} to {oh}x{ow} (windows bounded by {window:,} values; "
+                    f"its int32 sum takes at most {S16_ADAPTIVE_WINDOW_MAX:,})")
     return Op(op.kind, list(ins), [out], dict(op.attrs), op.name, op.source)
 
 

@@ -1,6 +1,6 @@
 /* Adaptive average pooling to any output size, 16-bit (ours: CMSIS-NN has arm_avgpool_s16 but no adaptive pool;
  * mcu_adaptive_avg_pool_s8's windows on int16 codes): each cell averages rows [floor(i H / oh), ceil((i + 1) H / oh))
- * and the columns alike, the exact 64-bit sum divided by the window's size with arm_avgpool_s16's rounding (half
+ * and the columns alike, the exact sum divided by the window's size with arm_avgpool_s16's rounding (half
  * away from zero), on the input's scale. */
 #include <stddef.h>
 #include <stdint.h>
@@ -14,13 +14,11 @@ mcu_status mcu_adaptive_avg_pool_s16(const mcu_resample_s8_params *p, const int1
 {
     MCU_REQUIRE(p != NULL && input != NULL && output != NULL, MCU_ERR_NULL_POINTER);
     const int32_t in_dims[4] = {p->outer, p->in_h, p->in_w, p->inner};
-    const int32_t out_dims[4] = {p->outer, p->out_h, p->out_w, p->inner};
-    const int32_t in_count = mcu_checked_count(in_dims, 4, 2);
-    const int32_t out_count = mcu_checked_count(out_dims, 4, 2);
-    MCU_REQUIRE(in_count > 0 && out_count > 0, MCU_ERR_SHAPE);
-    MCU_REQUIRE(!mcu_overlaps(input, (size_t)in_count * sizeof(int16_t), output, (size_t)out_count * sizeof(int16_t)),
-                MCU_ERR_INVALID_ARG);
-    MCU_REQUIRE(mcu_adaptive_fits(p->in_h, p->in_w, p->out_h, p->out_w), MCU_ERR_SHAPE);
+    MCU_CHECK(mcu_adaptive_check(in_dims, p->out_h, p->out_w, input, output, 2));
+    /* A window spans fewer than in / out + 2 rows (columns); at most 65,534 int16 values keep its sum and the
+     * rounding's half count inside int32 (no 64-bit division on the device). */
+    MCU_REQUIRE(mcu_adaptive_window_max(p->in_h, p->in_w, p->out_h, p->out_w) <= MCU_ADAPTIVE_S16_WINDOW_MAX,
+                MCU_ERR_SHAPE);
     const int32_t c = p->inner;
     const int32_t row = p->in_w * c;
     int16_t *out = output;
@@ -32,9 +30,9 @@ mcu_status mcu_adaptive_avg_pool_s16(const mcu_resample_s8_params *p, const int1
             for (int32_t x = 0; x < p->out_w; ++x) {
                 const int32_t x0 = mcu_adaptive_start(x, p->in_w, p->out_w);
                 const int32_t x1 = mcu_adaptive_end(x, p->in_w, p->out_w);
-                const int64_t count = (int64_t)(y1 - y0) * (x1 - x0);
+                const int32_t count = (y1 - y0) * (x1 - x0);
                 for (int32_t k = 0; k < c; ++k) {
-                    int64_t sum = 0;
+                    int32_t sum = 0;
                     for (int32_t iy = y0; iy < y1; ++iy) {
                         const int16_t *r = plane + (size_t)iy * (size_t)row + (size_t)k;
                         for (int32_t ix = x0; ix < x1; ++ix) {
