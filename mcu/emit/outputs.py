@@ -13,6 +13,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import stat
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
@@ -61,6 +62,11 @@ def check_file_target(path: Path, what: str = "output file", example: str = "mod
     if path.is_dir():
         raise McuError(f"{what} {path} is a folder",
                        hint=f"-o names the file to write, e.g. {path / example}")
+    if _special(path):  # /dev/null, a FIFO: written in place, its folder is not ours to probe
+        if not os.access(path, os.W_OK):
+            raise McuError(f"cannot write the {what} {path}: permission denied",
+                           hint="pass -o a path you can write to")
+        return path
     folder = ensure_dir(path.parent, what=f"folder of the {what}")
     # Permission bits do not tell everything (root, read-only mounts, /proc): try, before any work is done.
     try:
@@ -73,9 +79,28 @@ def check_file_target(path: Path, what: str = "output file", example: str = "mod
     return path
 
 
+def _special(path: Path) -> bool:
+    """An existing target that is not a regular file (a device such as /dev/null, a FIFO), links followed."""
+    try:
+        return not stat.S_ISREG(os.stat(path).st_mode) and not stat.S_ISDIR(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
 def write_atomic(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` through a private file in the same folder renamed over it, so a reader
-    (or a concurrent writer) never sees a half-written file."""
+    (or a concurrent writer) never sees a half-written file. A link is followed (the file it names is
+    replaced, the link stays); a device or FIFO is written in place: renaming over /dev/null as root
+    would put a regular file where the device was."""
+    path = Path(os.path.realpath(path))
+    if _special(path):
+        try:
+            with open(path, "wb") as f:
+                f.write(data)
+        except OSError as exc:
+            raise McuError(f"cannot write {path}: {exc.strerror or type(exc).__name__}",
+                           hint="pass -o a path you can write to") from None
+        return
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     except OSError as exc:
