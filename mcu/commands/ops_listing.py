@@ -226,15 +226,15 @@ def _kernels(tables: Tables, kinds: Iterable[str], dtypes: Callable[[str], bool]
     return out
 
 
-def _pick(kernels: set[str], drop: str) -> set[str]:
-    """An emitter that picks by input dtype (argmax) names both forms: keep the column's own."""
+def _pick(kernels: set[str], drop: tuple[str, ...]) -> set[str]:
+    """An emitter that picks by input dtype (argmax) names every form: keep the column's own."""
     kept = {k for k in kernels if not k.endswith(drop)}
     return kept or kernels
 
 
 def kind_kernels(tables: Tables, kind: str) -> tuple[set[str], set[str]]:
     """(fp32 kernels, int8 kernels) of one op kind; no int8 kernels: it runs as an fp32 island."""
-    fp32 = _pick(_kernels(tables, [kind], lambda d: d not in ("int8", "int16")), "_s8")  # w8a16: its own table
+    fp32 = _pick(_kernels(tables, [kind], lambda d: d not in ("int8", "int16")), ("_s8", "_s16"))  # w8a16: its own table
     made = int8_kinds(tables, kind)
     if made:
         int8 = _kernels(tables, made, lambda d: d == "int8")
@@ -244,7 +244,7 @@ def kind_kernels(tables: Tables, kind: str) -> tuple[set[str], set[str]]:
         int8 = _kernels(tables, [kind], lambda d: True)
     else:
         int8 = set()
-    return fp32, _pick(int8, "_f32")
+    return fp32, _pick(int8, ("_f32", "_s16"))
 
 
 def op_rows(tables: Tables | None = None) -> list[OpRow]:

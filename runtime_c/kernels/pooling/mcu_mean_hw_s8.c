@@ -72,11 +72,13 @@ mcu_status mcu_mean_hw_s8(const mcu_mean_hw_s8_params *p, const int8_t *input, i
     /* The four sums requantized in one SMLAL each and stored as a word (rq_s8_dsp.h) when the shift
      * allows it: the generic requantization was most of the kernel's time on small images
      * (mobilenet_v1's 3 x 3 x 256: about 100 cycles a channel). */
-    mcu_rq_ch rq[4] = {{{0, 0}, 0, 0}};
+    mcu_rq_ch rq[4]; /* (not zero-filled: that is a memset call, and only the fast form reads them) */
     const int fast = mcu_rq_ch_init(&rq[0], p->multiplier, p->shift, p->output_offset);
-    rq[1] = rq[0];
-    rq[2] = rq[0];
-    rq[3] = rq[0];
+    if (fast) {
+        rq[1] = rq[0];
+        rq[2] = rq[0];
+        rq[3] = rq[0];
+    }
     const uint32_t min4 = mcu_splat4_s8(p->act_min), max4 = mcu_splat4_s8(p->act_max);
     for (int32_t n = 0; n < in.n; ++n) {
         const int8_t *x_n = input + n * hw * in.c;
