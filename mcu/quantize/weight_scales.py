@@ -11,9 +11,17 @@ whose two matrices have a scale each per gate row and are scored together, cross
 correction, which takes out each channel's mean output error afterwards, H is taken about the inputs' means. The
 layers go in graph order, each with the inputs the layers before it, already searched, give it.
 
-A ratio fitted to few calibration samples also fits their noise. So a layer keeps min/max unless each half of
-the calibration samples gives it at least twice as many input rows as it has columns and the ratios chosen on the
-even samples leave the odd ones less error than min/max, and the other way round.
+A ratio fitted to few calibration samples also fits their noise. So a layer keeps min/max unless the ratios chosen
+on the even samples leave the odd ones less error than min/max, and the other way round; and where a half gives
+the layer fewer than twice as many input rows as it has columns, too few to estimate how its columns covary, H is
+cut to its diagonal (each column's second moment, which every row estimates), the error of rounding errors that
+the inputs' unknown correlations do not favour.
+
+A convolution's or linear layer's scale comes from its observer, so its candidates also include grids coarser
+than min/max (ratios up to 1.1, the largest code then below 127): a short row (tcn's 1x1 skip convolution has 8
+weights a row, its classifier 16) cannot spread the cost of clipping its largest weight over many others, and
+finds its best grid among these, where each of its few weights falls near a grid point. A recurrent matrix's
+lowering maps each row's largest magnitude to 127, so its rows keep ratios of at most 1.
 
 Convolution, depthwise and linear layers get their scales through their weight observers (their min and max
 set to the chosen range), which ``convert_pt2e`` then quantizes with. Recurrent matrices have no observer (their
@@ -36,8 +44,13 @@ from mcu.quantize.bias_correction import (RECURRENT, TwinWalk, attr_value, fake_
 from mcu.quantize.gptq import CONVOLUTIONS, LINEAR, input_columns, recurrent_rows, weight_observer
 from mcu.reference.recurrent import symmetric_rows
 
-# the candidate scales: the largest magnitude over the largest code, times 1, 0.995, ..., 0.8
+# the candidate scales: the largest magnitude over the largest code, times 1 (min/max, first), 0.995, ..., 0.8
 RATIOS = torch.linspace(1.0, 0.8, 41, dtype=torch.float64)
+# an observed layer's: min/max first, then 1.1, 1.0975, ..., 0.8 (a quarter of the old step: near 1 a step moves
+# the largest weight by a third of a code, where the old one moved it by more than half of one)
+_STEPS = torch.linspace(1.1, 0.8, 121, dtype=torch.float64)
+OBSERVED_RATIOS = torch.cat([torch.ones(1, dtype=torch.float64), _STEPS[_STEPS != 1.0]])
+_CHUNK = 1 << 23  # candidate errors computed at most this many at a time (64 MiB of float64)
 ROW_FLOOR = 2.0 ** -12  # the recurrent lowering's smallest row range (mcu/reference/recurrent.py)
 
 
@@ -72,16 +85,16 @@ class _Second:
         self.x += rows.sum(dim=0)
         self.n += rows.shape[0]
 
-    def hessian(self, centered: bool) -> torch.Tensor:
-        if not centered or self.n == 0:
-            return self.xx
-        return self.xx - torch.outer(self.x, self.x) / float(self.n)
+    def hessian(self, centered: bool, diagonal: bool = False) -> torch.Tensor:
+        h = self.xx if not centered or self.n == 0 else self.xx - torch.outer(self.x, self.x) / float(self.n)
+        return torch.diag(torch.diagonal(h)) if diagonal else h
 
 
-def candidate_errors(matrix: torch.Tensor, amax: torch.Tensor, quant_max: int) -> torch.Tensor:
-    """[ratios, out, columns]: each row's rounding error on the grid of each ratio of ``amax`` over ``quant_max``
-    (symmetric, clamped to +-quant_max)."""
-    scale = RATIOS[:, None] * amax[None, :] / quant_max  # [ratios, out]
+def candidate_errors(matrix: torch.Tensor, amax: torch.Tensor, quant_max: int,
+                     ratios: torch.Tensor = RATIOS) -> torch.Tensor:
+    """[ratios, out, columns]: each row's rounding error on the grid of each of ``ratios`` times ``amax`` over
+    ``quant_max`` (symmetric, clamped to +-quant_max)."""
+    scale = ratios[:, None] * amax[None, :] / quant_max  # [ratios, out]
     codes = torch.clamp(torch.round(matrix[None] / scale[:, :, None]), -quant_max, quant_max)
     return codes * scale[:, :, None] - matrix[None]
 
@@ -95,11 +108,11 @@ def quadratic(errors: torch.Tensor, hessian: torch.Tensor, other: torch.Tensor |
 
 
 def _enough(halves: list[_Second], width: int) -> bool:
-    """Each half of the calibration rows at least twice as many as the layer's columns. With about as many or fewer,
-    X^T X is (nearly) singular and a ratio chosen for the directions they span need not hold for inputs outside
-    them, though the other half, as few, may agree: fc_autoencoder's inner layers (8 samples a half for 8 to 128
-    columns) chose ratios that left the calibration data 8 to 10 dB less error and the test inputs 0.3 to 0.4 dB
-    more."""
+    """Each half of the calibration rows at least twice as many as the layer's columns, for the full X^T X. With
+    about as many or fewer, X^T X is (nearly) singular and a ratio chosen for the directions they span need not hold
+    for inputs outside them, though the other half, as few, may agree: fc_autoencoder's inner layers (8 samples a
+    half for 8 to 128 columns) chose ratios that left the calibration data 8 to 10 dB less error and the test inputs
+    0.3 to 0.4 dB more. Such layers are scored on its diagonal."""
     return all(h.n >= 2 * width for h in halves)
 
 
@@ -170,19 +183,22 @@ def _search_layer(gm: GraphModule, modules: dict[str, Any], layer: Node, quant: 
     for k, env in enumerate(quant):
         for g, rows in enumerate(input_columns(env[x_node], layer, weight)):
             halves[k % 2][g].add(rows)
-    if not _enough(halves[0] + halves[1], width):
-        return None
+    diagonal = not _enough(halves[0] + halves[1], width)
     amax = torch.clamp(torch.maximum(-observer.min_val.double(), observer.max_val.double()).reshape(-1),
                        min=float(observer.eps))
-    costs = [torch.empty(len(RATIOS), out, dtype=torch.float64) for _ in range(2)]
+    ratios = OBSERVED_RATIOS
+    costs = [torch.empty(len(ratios), out, dtype=torch.float64) for _ in range(2)]
+    step = max(1, _CHUNK // (len(ratios) * width))
     for g in range(groups):
-        rows = slice(g * per_group, (g + 1) * per_group)
-        errors = candidate_errors(matrix[rows], amax[rows], qmax)
-        for k in range(2):
-            costs[k][:, rows] = quadratic(errors, halves[k][g].hessian(centered))
+        hessians = [halves[k][g].hessian(centered, diagonal) for k in range(2)]
+        for start in range(g * per_group, (g + 1) * per_group, step):
+            rows = slice(start, min(start + step, (g + 1) * per_group))
+            errors = candidate_errors(matrix[rows], amax[rows], qmax, ratios)
+            for k in range(2):
+                costs[k][:, rows] = quadratic(errors, hessians[k])
     best, minmax, searched = _choose(costs)
     if best is not None:
-        ratio = RATIOS[best].to(observer.max_val.dtype)
+        ratio = ratios[best].to(observer.max_val.dtype)
         observer.min_val.copy_(-(amax.to(ratio.dtype) * ratio).reshape(observer.min_val.shape))
         observer.max_val.copy_((amax.to(ratio.dtype) * ratio).reshape(observer.max_val.shape))
         value = fake_quantize(observer, weight)
@@ -204,14 +220,13 @@ def _search_recurrent(gm: GraphModule, layer: Node, quant: list[dict[Node, Any]]
     for k, env in enumerate(quant):
         # the hidden states with fp32 matrices: statistics, which their rounding hardly moves
         halves[k % 2].add(recurrent_rows(layer, env, (env[sources[0]], env[sources[1]])))
-    if not _enough(halves, halves[0].xx.shape[0]):
-        return None
+    diagonal = not _enough(halves, halves[0].xx.shape[0])
     amaxes = [torch.clamp(m.abs().amax(dim=1), min=ROW_FLOOR) for m in mats]
     errors = [candidate_errors(m, a, 127) for m, a in zip(mats, amaxes)]
     ratios = len(RATIOS)
     costs = []
     for half in halves:
-        h = half.hessian(centered)
+        h = half.hessian(centered, diagonal)
         hx, hxh, hh = h[:n_in, :n_in], h[:n_in, n_in:], h[n_in:, n_in:]
         pair = quadratic(errors[0], hx)[:, None] + quadratic(errors[1], hh)[None] \
             + 2.0 * quadratic(errors[0], hxh, errors[1])
