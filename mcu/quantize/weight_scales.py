@@ -13,9 +13,9 @@ layers go in graph order, each with the inputs the layers before it, already sea
 
 A ratio fitted to few calibration samples also fits their noise. So a layer keeps min/max unless the ratios chosen
 on the even samples leave the odd ones less error than min/max, and the other way round; and where a half gives
-the layer fewer than twice as many input rows as it has columns, too few to estimate how its columns covary, H is
-cut to its diagonal (each column's second moment, which every row estimates), the error of rounding errors that
-the inputs' unknown correlations do not favour.
+the layer fewer than twice as many input rows as it has columns, too few to estimate how its columns covary, the
+ratios are fitted on H's diagonal (each column's second moment, which every row estimates) and still checked on
+the held-out half's full H, the error they actually leave there.
 
 A convolution's or linear layer's scale comes from its observer, so its candidates also include grids coarser
 than min/max (ratios up to 1.1, the largest code then below 127): a short row (tcn's 1x1 skip convolution has 8
@@ -85,9 +85,10 @@ class _Second:
         self.x += rows.sum(dim=0)
         self.n += rows.shape[0]
 
-    def hessian(self, centered: bool, diagonal: bool = False) -> torch.Tensor:
-        h = self.xx if not centered or self.n == 0 else self.xx - torch.outer(self.x, self.x) / float(self.n)
-        return torch.diag(torch.diagonal(h)) if diagonal else h
+    def hessian(self, centered: bool) -> torch.Tensor:
+        if not centered or self.n == 0:
+            return self.xx
+        return self.xx - torch.outer(self.x, self.x) / float(self.n)
 
 
 def candidate_errors(matrix: torch.Tensor, amax: torch.Tensor, quant_max: int,
@@ -107,6 +108,10 @@ def quadratic(errors: torch.Tensor, hessian: torch.Tensor, other: torch.Tensor |
     return torch.einsum("aoi,ij,boj->abo", errors, hessian, other)
 
 
+def _diagonal(h: torch.Tensor) -> torch.Tensor:
+    return torch.diag(torch.diagonal(h))
+
+
 def _enough(halves: list[_Second], width: int) -> bool:
     """Each half of the calibration rows at least twice as many as the layer's columns, for the full X^T X. With
     about as many or fewer, X^T X is (nearly) singular and a ratio chosen for the directions they span need not hold
@@ -116,18 +121,21 @@ def _enough(halves: list[_Second], width: int) -> bool:
     return all(h.n >= 2 * width for h in halves)
 
 
-def _choose(costs: list[torch.Tensor]) -> tuple[torch.Tensor | None, float, float]:
+def _choose(costs: list[torch.Tensor], held: list[torch.Tensor] | None = None) -> tuple[torch.Tensor | None, float,
+                                                                                      float]:
     """From each half's [candidates, out] costs (candidate 0 min/max): the candidate per row fitted on both halves,
     or None when the ones fitted on either half do not leave the other less error than min/max; and the total
-    error with min/max and with the choice."""
-    whole = costs[0] + costs[1]
-    minmax = float(whole[0].sum())
+    error with min/max and with the choice. ``held``: each half's costs the held-out check and the totals measure
+    instead (the full X^T X's, where ``costs`` are its diagonal's)."""
+    held = costs if held is None else held
+    whole, actual = costs[0] + costs[1], held[0] + held[1]
+    minmax = float(actual[0].sum())
     rows = torch.arange(whole.shape[1])
-    held_out = sum(float(costs[1 - k][costs[k].argmin(dim=0), rows].sum()) for k in range(2))
-    if not held_out < minmax:
+    out_of_half = sum(float(held[1 - k][costs[k].argmin(dim=0), rows].sum()) for k in range(2))
+    if not out_of_half < minmax:
         return None, minmax, minmax
     best = whole.argmin(dim=0)
-    return best, minmax, float(whole[best, rows].sum())
+    return best, minmax, float(actual[best, rows].sum())
 
 
 def search_scales(gm: GraphModule, calibration: Sequence[tuple[torch.Tensor, ...]],
@@ -187,16 +195,19 @@ def _search_layer(gm: GraphModule, modules: dict[str, Any], layer: Node, quant: 
     amax = torch.clamp(torch.maximum(-observer.min_val.double(), observer.max_val.double()).reshape(-1),
                        min=float(observer.eps))
     ratios = OBSERVED_RATIOS
-    costs = [torch.empty(len(ratios), out, dtype=torch.float64) for _ in range(2)]
+    # fitted on the diagonal where the rows are too few (``diagonal``), always checked on the full X^T X
+    kinds = (False, True) if diagonal else (False,)
+    costs = {d: [torch.empty(len(ratios), out, dtype=torch.float64) for _ in range(2)] for d in kinds}
     step = max(1, _CHUNK // (len(ratios) * width))
     for g in range(groups):
-        hessians = [halves[k][g].hessian(centered, diagonal) for k in range(2)]
+        hessians = [halves[k][g].hessian(centered) for k in range(2)]
         for start in range(g * per_group, (g + 1) * per_group, step):
             rows = slice(start, min(start + step, (g + 1) * per_group))
             errors = candidate_errors(matrix[rows], amax[rows], qmax, ratios)
             for k in range(2):
-                costs[k][:, rows] = quadratic(errors, hessians[k])
-    best, minmax, searched = _choose(costs)
+                for d in kinds:
+                    costs[d][k][:, rows] = quadratic(errors, _diagonal(hessians[k]) if d else hessians[k])
+    best, minmax, searched = _choose(costs[diagonal], costs[False])
     if best is not None:
         ratio = ratios[best].to(observer.max_val.dtype)
         observer.min_val.copy_(-(amax.to(ratio.dtype) * ratio).reshape(observer.min_val.shape))
@@ -224,14 +235,16 @@ def _search_recurrent(gm: GraphModule, layer: Node, quant: list[dict[Node, Any]]
     amaxes = [torch.clamp(m.abs().amax(dim=1), min=ROW_FLOOR) for m in mats]
     errors = [candidate_errors(m, a, 127) for m, a in zip(mats, amaxes)]
     ratios = len(RATIOS)
-    costs = []
-    for half in halves:
-        h = half.hessian(centered, diagonal)
+
+    def paired(h: torch.Tensor) -> torch.Tensor:  # candidate a * ratios + b: ratio a for w_ih, b for w_hh
         hx, hxh, hh = h[:n_in, :n_in], h[:n_in, n_in:], h[n_in:, n_in:]
         pair = quadratic(errors[0], hx)[:, None] + quadratic(errors[1], hh)[None] \
             + 2.0 * quadratic(errors[0], hxh, errors[1])
-        costs.append(pair.reshape(ratios * ratios, -1))  # candidate a * ratios + b: ratio a for w_ih, b for w_hh
-    best, minmax, searched = _choose(costs)
+        return pair.reshape(ratios * ratios, -1)
+
+    full = [half.hessian(centered) for half in halves]
+    checked = [paired(h) for h in full]
+    best, minmax, searched = _choose([paired(_diagonal(h)) for h in full] if diagonal else checked, checked)
     if best is None:
         return None
     new = []
