@@ -1,6 +1,7 @@
 """Searched weight scales (``--weight-rounding searched``, mcu/quantize/weight_scales.py) and GPTQ on recurrent
 matrices (mcu/quantize/gptq.py): GPTQ on a grid of one step per weight equals the per-row call when the steps are
-the rows'; the ratios' grids leave rows of uniform weights less error than min/max; an LSTM model's
+the rows'; the ratios' grids leave rows of uniform weights less error than min/max, short rows far less with
+the grids coarser than min/max's; a layer with too few calibration rows is searched on their diagonal; an LSTM model's
 searched build keeps every gate row's codes reaching 127 (so the lowering rounds them back to themselves), is
 bit-exact in C and as a program file, and is closer to fp32 than nearest rounding on held-out inputs."""
 
