@@ -46,8 +46,8 @@ from mcu.reference.recurrent import symmetric_rows
 
 # the candidate scales: the largest magnitude over the largest code, times 1 (min/max, first), 0.995, ..., 0.8
 RATIOS = torch.linspace(1.0, 0.8, 41, dtype=torch.float64)
-# an observed layer's: min/max first, then 1.1, 1.0975, ..., 0.8 (a quarter of the old step: near 1 a step moves
-# the largest weight by a third of a code, where the old one moved it by more than half of one)
+# an observed layer's: min/max first, then 1.1, 1.0975, ..., 0.8 (near 1 a step of 0.0025 moves the largest weight by
+# a third of a code; one of 0.005 moved it by more than half of one, past most rows' best grids)
 _STEPS = torch.linspace(1.1, 0.8, 121, dtype=torch.float64)
 OBSERVED_RATIOS = torch.cat([torch.ones(1, dtype=torch.float64), _STEPS[_STEPS != 1.0]])
 _CHUNK = 1 << 23  # candidate errors computed at most this many at a time (64 MiB of float64)
@@ -117,12 +117,12 @@ def _enough(halves: list[_Second], width: int) -> bool:
     about as many or fewer, X^T X is (nearly) singular and a ratio chosen for the directions they span need not hold
     for inputs outside them, though the other half, as few, may agree: fc_autoencoder's inner layers (8 samples a
     half for 8 to 128 columns) chose ratios that left the calibration data 8 to 10 dB less error and the test inputs
-    0.3 to 0.4 dB more. Such layers are scored on its diagonal."""
+    0.3 to 0.4 dB more. Such layers are fitted on its diagonal and checked on the full one."""
     return all(h.n >= 2 * width for h in halves)
 
 
-def _choose(costs: list[torch.Tensor], held: list[torch.Tensor] | None = None) -> tuple[torch.Tensor | None, float,
-                                                                                      float]:
+def _choose(costs: list[torch.Tensor],
+            held: list[torch.Tensor] | None = None) -> tuple[torch.Tensor | None, float, float]:
     """From each half's [candidates, out] costs (candidate 0 min/max): the candidate per row fitted on both halves,
     or None when the ones fitted on either half do not leave the other less error than min/max; and the total
     error with min/max and with the choice. ``held``: each half's costs the held-out check and the totals measure
