@@ -22,6 +22,7 @@ import torch
 from mcu.errors import McuError
 import ast
 from mcu.capture.custom_ops import check_registrations
+from mcu.capture.eval_copy import eval_copy
 
 
 EXTRAS = ("eval_data", "eval_metric", "qat_train")
@@ -138,9 +139,7 @@ def spec_from_objects(model: torch.nn.Module, example_inputs: Any, calibration: 
         check_finite(calib, "calibration", where, lines)
     check_input_shapes(tests, example, "test_inputs", where, lines)
     check_finite(tests, "test_inputs", where, lines)
-    if not isinstance(model, torch.fx.GraphModule):  # converted pt2e modules refuse .eval()
-        model = model.eval()
-    return ModelSpec(model=model, example_inputs=example, calibration=calib, test_inputs=tests, name=name,
+    return ModelSpec(model=eval_copy(model, where), example_inputs=example, calibration=calib, test_inputs=tests, name=name,
                      path=path, custom_ops=check_registrations(custom_ops, where), lines=dict(lines or {}))
 
 

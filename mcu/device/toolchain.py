@@ -425,6 +425,22 @@ def _firmware_sources(board: Board, sources: Sequence[Path]) -> list[Path]:
     return all_sources
 
 
+def shared_objects(board: Board, sources: Sequence[Path], work: Path) -> list[Path]:
+    """``sources`` (outside any build folder: kernels, ports, the runtime) compiled into ``work`` as a firmware
+    for ``board`` without definitions of its own compiles them (the interpreter's with every kernel): the
+    same flags, so each object comes from the shared cache when such a build compiled it already, and such a
+    build takes it from there when this compiled it first."""
+    gcc = find_cross_compiler()
+    units = [Compile(src, _shared_flags(compile_flags(board), ()), True) for src in sources]
+    return compile_each(gcc, units, work, lambda cmd, src: _run(cmd, f"compiling {src} for {board.name}"))
+
+
+def _shared_flags(cflags: Sequence[str], own: Sequence[str]) -> list[str]:
+    # Shared objects are compiled with -fstack-usage whether this build bounds its stack or not (the code is the
+    # same), so the builds that do and those that do not take one object from the cache.
+    return [f for f in cflags if f not in own] + ([] if STACK_USAGE_FLAG in cflags else [STACK_USAGE_FLAG])
+
+
 def _compile_objects(gcc: Path, board: Board, cflags: Sequence[str], sources: Sequence[Path],
                      work: Path, out_dir: Path) -> list[Path]:
     """Every source compiled in parallel into ``work``, each with its ``-MMD`` dependency file.
@@ -434,9 +450,7 @@ def _compile_objects(gcc: Path, board: Board, cflags: Sequence[str], sources: Se
     the same for every model on the board and its object comes from the shared cache when another build
     compiled it already."""
     own = [f for f in cflags if f.startswith("-I") and Path(f[2:]).resolve().is_relative_to(out_dir)]
-    # Shared objects are compiled with -fstack-usage whether this build bounds its stack or not (the code is the
-    # same), so the builds that do and those that do not take one object from the cache.
-    shared_flags = [f for f in cflags if f not in own] + ([] if STACK_USAGE_FLAG in cflags else [STACK_USAGE_FLAG])
+    shared_flags = _shared_flags(cflags, own)
     units = [Compile(src, cflags, False) if src.is_relative_to(out_dir) else Compile(src, shared_flags, True)
              for src in sources]
     with progress.stage("compile"):

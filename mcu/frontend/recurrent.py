@@ -62,13 +62,14 @@ def _from_state(rank: int, what_op: str, states: int = 1) -> Callable[[Any, Node
 
 
 def _final_cell(ctx: Any, node: Node, a: list[Any]) -> Tensor:
-    """An LSTM layer's final cell c_n (w8a16, where the quantizer gives it its cell's int16 scale, so an int16
-    quantize reads it; int8 has no kernel for it): one
+    """An LSTM layer's final cell c_n (the quantizer gives it its cell's int16 scale, so an int16 quantize reads
+    it; at int8 from the zero state only): one
     ``lstm_final_cell`` op reading the layer's input, weights, hidden states ``y`` and given states (h0, c0 last)."""
     if not any("quantize_per_tensor" in str(u.target) and torch.int16 in u.args for u in node.users):
-        raise McuError(f"the final cell state c_n of an int8 nn.LSTM is not supported{user_source_line(node)}",
-                       hint="use the output sequence or h_n (the last hidden state), --quantize w8a16, or "
-                            "--quantize none")
+        raise McuError(f"the final cell state c_n of an int8 nn.LSTM called with (h0, c0) is not supported"
+                       f"{user_source_line(node)}",
+                       hint="call it from the zero state, use the output sequence or h_n (the last hidden state), "
+                            "--quantize w8a16, or --quantize none")
     x, w_ih, w_hh, b_ih, b_hh, y, shift = a[:7]
     given = [t for t in a[7:9] if t is not None]
     for t, what in ((w_ih, "input weights"), (w_hh, "recurrent weights"), (b_ih, "input bias"),

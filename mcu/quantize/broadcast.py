@@ -1,6 +1,6 @@
 """w8a16's broadcasting arithmetic and PReLU. A PReLU becomes relu(x) + alpha * min(x, 0) with alpha viewed on the
 channel axis (one slope or one per channel): a ReLU, a clamp, a product with a constant and an add, each a 16x8
-kernel. Broadcasting arithmetic: an operand of an add, a difference, a product, a quotient, a maximum or a minimum
+kernel; a clamp with tensor bounds a maximum and a minimum. Broadcasting arithmetic: an operand of an add, a difference, a product, a quotient, a maximum or a minimum
 of two tensors whose shape is not the output's is expanded to it first (``aten.expand``), so that the op runs on the
 16x8 kernels of same-shaped operands (mcu_add_s16, mcu_sub_s16, mcu_mul_s16, mcu_div_s16, mcu_maximum_s16,
 mcu_minimum_s16) and the expansion as an int16 move (mcu_remap, sharing the operand's quantization). The expanded
@@ -36,6 +36,14 @@ def _call(model: GraphModule, like: Node, target: object, args: tuple, val: torc
     return node
 
 
+def _finish(model: GraphModule, changed: int) -> int:
+    """``changed`` after checking and recompiling ``model`` when a rewrite changed it."""
+    if changed:
+        model.graph.lint()
+        model.recompile()
+    return changed
+
+
 def split_prelu(model: GraphModule) -> int:
     """Writes every PReLU of a float tensor of rank >= 2 (channels on axis 1) or 1 as ReLU, clamp, product and add
     in place; returns how many."""
@@ -57,10 +65,29 @@ def split_prelu(model: GraphModule) -> int:
         node.replace_all_uses_with(out)
         model.graph.erase_node(node)
         done += 1
-    if done:
-        model.graph.lint()
-        model.recompile()
-    return done
+    return _finish(model, done)
+
+
+def split_clamp_tensor(model: GraphModule) -> int:
+    """Writes every clamp with tensor bounds of a float tensor as ``minimum(maximum(x, lo), hi)`` in place (the
+    int8 frontend's form, mcu/frontend/elementwise.py), so that each bound runs the 16x8 maximum and minimum
+    (broadcast bounds expanded by :func:`expand_broadcasts` after); returns how many."""
+    done = 0
+    for node in list(model.graph.nodes):
+        if node.op != "call_function" or node.target is not aten.clamp.Tensor or _shape(node.args[0]) is None:
+            continue
+        bounds = [node.args[i] if len(node.args) > i else node.kwargs.get(k) for i, k in ((1, "min"), (2, "max"))]
+        if any(b is not None and _shape(b) is None for b in bounds) or bounds == [None, None]:
+            continue
+        cur = node.args[0]
+        for target, bound, fn in ((aten.maximum.default, bounds[0], torch.maximum),
+                                  (aten.minimum.default, bounds[1], torch.minimum)):
+            if bound is not None:
+                cur = _call(model, node, target, (cur, bound), fn(cur.meta["val"], bound.meta["val"]))
+        node.replace_all_uses_with(cur)
+        model.graph.erase_node(node)
+        done += 1
+    return _finish(model, done)
 
 
 def expand_broadcasts(model: GraphModule) -> int:
@@ -85,7 +112,4 @@ def expand_broadcasts(model: GraphModule) -> int:
             args[k] = wide
             expanded += 1
         node.args = tuple(args)
-    if expanded:
-        model.graph.lint()
-        model.recompile()
-    return expanded
+    return _finish(model, expanded)

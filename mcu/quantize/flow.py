@@ -19,7 +19,7 @@ from torch.fx import GraphModule, Node
 from mcu.errors import McuError
 from mcu.quantize.attention import prepare_attention
 from mcu.quantize.bias_correction import correct_biases
-from mcu.quantize.broadcast import expand_broadcasts, split_prelu
+from mcu.quantize.broadcast import expand_broadcasts, split_clamp_tensor, split_prelu
 from mcu.quantize.gptq import round_weights
 from mcu.quantize.headroom import PeakTracker
 from mcu.quantize.weight_scales import search_scales
@@ -137,6 +137,7 @@ def quantize_static(model: torch.nn.Module, example_inputs: tuple,
     gm = export_for_quantization(model, example_inputs, where, example_line)
     if act_bits == 16:  # PReLU and broadcasting arithmetic on the same-shape 16x8 kernels (mcu/quantize/broadcast.py)
         split_prelu(gm)
+        split_clamp_tensor(gm)
         expand_broadcasts(gm)
     # attention written out first (as the quantizer does before annotating): its products, scaling and softmax
     # each have 16x8 kernels, where the whole scaled_dot_product_attention has none
@@ -146,10 +147,11 @@ def quantize_static(model: torch.nn.Module, example_inputs: tuple,
         first = op_source(missing[0][1])
         at = f" (the first at {first})" if first else ""
         raise McuError(f"{where}: --quantize w8a16 has no 16x8 kernel for: {', '.join(n for n, _ in missing)}{at}",
-                       hint="w8a16 runs linear layers, convolutions, depthwise and transposed ones (with their batch "
-                            "norms and ReLU/clamp), adds, differences, products, quotients, maxima and minima of "
-                            "tensors (broadcasting too), PReLU, sigmoid, tanh, softmax, log-softmax, elementwise "
-                            "functions and arithmetic with numbers (tables), max and average pools, means, sums, "
+                       hint="w8a16 runs linear layers, convolutions, grouped, depthwise and transposed ones (with "
+                            "their batch norms and ReLU/clamp), adds, differences, products, quotients, maxima and "
+                            "minima of tensors (broadcasting too), clamps with tensor bounds, PReLU, sigmoid, tanh, "
+                            "softmax, log-softmax, elementwise functions and arithmetic with numbers (tables), max "
+                            "and average pools (ceil mode too), adaptive average pools, argmax, means, sums, "
                             "maxima and minima over dims, products of two activations (attention, a constant mask "
                             "too), layer and RMS norm, LSTM (with c_n) and GRU layers, GRU cells, LSTM and RNN cells "
                             "as their gates, concatenations, moves, slices and views; "

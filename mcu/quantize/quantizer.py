@@ -114,11 +114,19 @@ _TENSOR_PAIRS = {aten.add.Tensor, aten.add_.Tensor, aten.mul.Tensor, aten.mul_.T
                  aten.sub_.Tensor, aten.maximum.default, aten.minimum.default, aten.div.Tensor}
 
 
+SELECT = {aten.where.self, aten.where.ScalarOther, aten.where.ScalarSelf, aten.where.Scalar}
+COMPARISONS = {getattr(aten, f"{cmp}").Tensor for cmp in ("eq", "ne", "lt", "le", "gt", "ge")} | \
+    {getattr(aten, f"{cmp}").Scalar for cmp in ("eq", "ne", "lt", "le", "gt", "ge")}
+
+
 # The ops w8a16 quantizes: the families with 16x8 kernels, the batch norms folded into them, their fused
 # activations and the views that only rename bytes. Any other op refuses the mode by name before quantizing.
 W8A16_OPS = {*CONV_LINEAR, *BATCH_NORM, *ACTIVATIONS,
              # transposed convolutions (mcu_conv_transpose2d_s16) and quotients of two tensors (mcu_div_s16): ours
-             *CONV_TRANSPOSE, aten.div.Tensor, aten.adaptive_avg_pool2d.default, aten.mean.dim,
+             *CONV_TRANSPOSE, aten.div.Tensor, aten.mean.dim,
+             # adaptive average pooling: to 1x1 a mean (mcu_mean_s16), to other sizes an average pool or
+             # mcu_adaptive_avg_pool_s16 (ours, the int8 kernel's windows) on the input's scale
+             aten.adaptive_avg_pool2d.default, aten.adaptive_avg_pool1d.default,
              aten.add.Tensor, aten.add_.Tensor, aten.pad.default,
              # sums (mcu_mean_s16 without the count), amax and amin (mcu_amax_s16, mcu_amin_s16) over dims
              *REDUCE_OWN_OUTPUT, aten.constant_pad_nd.default,
@@ -145,7 +153,12 @@ W8A16_OPS = {*CONV_LINEAR, *BATCH_NORM, *ACTIVATIONS,
              # moves of int16 elements (mcu_concat, mcu_permute, mcu_remap, index_select, gather)
              aten.cat.default, *STACK, aten.transpose.int, aten.t.default, aten.unflatten.int,
              # and bilinear resampling (mcu_resize_bilinear_s16, the int8 kernel's tables)
-             *MOVES}
+             *MOVES,
+             # argmax, left float by the quantizer and run on the int16 codes (mcu_argmax_s16)
+             aten.argmax.default,
+             # a select between tensors (mcu_where moving int16 codes, its branches on the output's parameters) on
+             # a comparison, which reads the dequantized values (mcu_compare, as at int8)
+             *SELECT, *COMPARISONS}
 # (ops with no arithmetic of their own: the capture's bookkeeping)
 _W8A16_NEUTRAL = {"getitem", "_assert_tensor_metadata", "_assert_scalar", "sym_size"}
 
@@ -164,7 +177,7 @@ def masked_scores(node: Node) -> bool:
 
 
 def _w8a16_form(node: Node) -> bool:
-    """Whether an op of W8A16_OPS has the form its 16x8 kernel takes: a global mean; an add, a difference, a
+    """Whether an op of W8A16_OPS has the form its 16x8 kernel takes: an add, a difference, a
     product or a quotient of two tensors of one shape, or any of them of a tensor and a number (a table); a
     constant attention mask before a softmax. (Also zeros: the zero biases of a recurrent layer without biases, a
     constant of the layer, and a recurrent cell's zero first state, a constant of the loop.)"""
@@ -172,18 +185,14 @@ def _w8a16_form(node: Node) -> bool:
         return bool(node.users)
     if node.target is aten.masked_fill.Scalar:
         return masked_scores(node)
-    if node.target is aten.adaptive_avg_pool2d.default:
-        return _global_pool(node)
     if node.target is aten.max_pool2d.default:  # (kernel, stride, padding, dilation, ceil_mode)
         dilation = node.args[4] if len(node.args) > 4 else 1
-        ceil = bool(node.args[5]) if len(node.args) > 5 else False
-        return not ceil and all(d == 1 for d in (dilation if isinstance(dilation, (list, tuple)) else [dilation]))
+        return all(d == 1 for d in (dilation if isinstance(dilation, (list, tuple)) else [dilation]))
     if node.target is aten.avg_pool2d.default:  # (kernel, stride, padding, ceil_mode, count_include_pad, divisor)
         padding = node.args[3] if len(node.args) > 3 else 0
         padded = any(p != 0 for p in (padding if isinstance(padding, (list, tuple)) else [padding]))
         counts_pad = bool(node.args[5]) if len(node.args) > 5 else True
-        ceil = bool(node.args[4]) if len(node.args) > 4 else False
-        return not ceil and not (padded and counts_pad) and (len(node.args) <= 6 or node.args[6] is None)
+        return not (padded and counts_pad) and (len(node.args) <= 6 or node.args[6] is None)
     if node.target in SCALAR_ARITH | _TENSOR_PAIRS:
         a, b = node.args[0], node.args[1]
         numbers = [isinstance(t, (int, float)) and not isinstance(t, bool) for t in (a, b)]
@@ -208,16 +217,14 @@ def unsupported_w8a16(model: GraphModule) -> list[tuple[str, Node]]:
                                           and _w8a16_form(node)):
             continue
         name = getattr(node.target, "__name__", str(node.target)).split(".")[0]
-        if node.target is aten.adaptive_avg_pool2d.default:
-            name += " (to a size other than 1x1)"
-        elif node.target in SCALAR_ARITH | _TENSOR_PAIRS:
+        if node.target in SCALAR_ARITH | _TENSOR_PAIRS:
             name += " (broadcasting)"
         elif node.target is aten.div.Tensor_mode:
             name += " (with a rounding mode)"
         elif node.target is aten.max_pool2d.default:
-            name += " (dilated, or in ceil mode)"
+            name += " (dilated)"
         elif node.target is aten.avg_pool2d.default:
-            name += " (counting the padding, in ceil mode, or with a divisor)"
+            name += " (counting the padding, or with a divisor)"
         if name not in _W8A16_NEUTRAL and name not in (n for n, _ in names):
             names.append((name, node))
     return names
@@ -334,8 +341,7 @@ class MCUQuantizer(Quantizer):
             # int8 islands made integer: TFLite MAXIMUM/MINIMUM
             (EXTREMES, lambda n: self._extremes(n, act)),
             ({aten.clamp.Tensor}, lambda n: self._clamp_tensor(n, act)),
-            ({aten.where.self, aten.where.ScalarOther, aten.where.ScalarSelf, aten.where.Scalar},
-             lambda n: self._where(n, act)),
+            (SELECT, lambda n: self._where(n, act)),
             ({aten._to_copy.default, aten.to.dtype}, lambda n: self._mask_to_float(n, act)),
             (SCALAR_ARITH, lambda n: self._scalar_arith(n, act)),
             (MATMUL, lambda n: self._matmul(n, act)),
@@ -446,12 +452,14 @@ class MCUQuantizer(Quantizer):
             _mark(node, {x: act, h: act, c: _fixed_spec(2.0 ** -shift, 0, 16)}, SharedQuantizationSpec((h, node)))
 
     def _final_cell(self, node: Node, act: QuantizationSpec) -> None:
-        """An LSTM layer's final cell c_n (w8a16): the layer's input, its hidden states ``y`` and h0 read on the
-        layer's output parameters, c0 and the cell itself on the fixed 2^-state_shift (mcu_lstm_final_cell_s16).
-        Left unannotated at int8, which has no kernel for it (the frontend refuses it by name)."""
+        """An LSTM layer's final cell c_n: the layer's input, its hidden states ``y`` and h0 read on the layer's
+        output parameters, c0 and the cell itself on the fixed int16 2^-state_shift (mcu_lstm_final_cell_s16; at
+        int8 mcu_lstm_final_cell_s8, whose cell is int16 too). At int8 from the zero state only (an int8 layer from
+        a given state runs in fp32, and the frontend refuses its cell by name)."""
         x, y, shift = node.args[0], node.args[5], node.args[6]
         h, c = (node.args[i] if len(node.args) > i else node.kwargs.get(k) for i, k in ((7, "h0"), (8, "c0")))
-        if self.act_bits != 16 or not (_is_float_tensor(x) and _is_float_tensor(y) and isinstance(shift, int)):
+        if not (_is_float_tensor(x) and _is_float_tensor(y) and isinstance(shift, int)) or \
+                (self.act_bits != 16 and (isinstance(h, Node) or isinstance(c, Node))):
             return
         cell = _fixed_spec(2.0 ** -shift, 0, 16)
         specs = {x: act, y: SharedQuantizationSpec(y)}

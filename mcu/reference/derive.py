@@ -262,9 +262,11 @@ def recurrent_layer(op: Op) -> recurrent.RecurrentS8:
     float weights and biases the op keeps, the input's and the hidden state's (the output's) quantization and
     the state's power-of-two scale."""
     s_x, zp_x = scale_zp(op.inputs[0])
-    s_h, zp_h = scale_zp(op.output)
+    final = op.kind == "lstm_final_cell"  # (a final cell: its layer's, the hidden states its last operand)
+    s_h, zp_h = scale_zp(op.inputs[5] if final else op.output)
     w_ih, w_hh, b_ih, b_hh = op.attrs["weights_real"]
-    return recurrent.layer_params(op.kind, w_ih, w_hh, b_ih, b_hh, s_x, zp_x, s_h, zp_h, int(op.attrs["state_shift"]))
+    return recurrent.layer_params("lstm" if final else op.kind, w_ih, w_hh, b_ih, b_hh, s_x, zp_x, s_h, zp_h,
+                                  int(op.attrs["state_shift"]))
 
 
 def lstm_s16_layer(op: Op) -> lstm_s16.LstmS16:

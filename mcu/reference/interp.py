@@ -87,13 +87,12 @@ def _linear(op: Op, x: list[np.ndarray]) -> np.ndarray:
 def _conv2d_s16(op: Op, x: list[np.ndarray]) -> np.ndarray:
     inp, w = op.inputs[:2]
     a = op.attrs
-    if a["groups"] != 1:
-        raise McuError(f"the 16x8 reference has no grouped convolution ({op.name})")
     n, h, wd, c = _nhwc(op.output)
     p = derive.weighted_s16(op)
     # (the weights' data is OHWI, their memory order, as for the int8 kernel)
     y = s16.conv2d_s16(_to_nhwc(x[0], inp), w.data, p["bias"], p["multiplier"], p["shift"], stride=tuple(a["stride"]), padding=tuple(a["padding"][:2]),
-                       dilation=tuple(a["dilation"]), out_hw=(h, wd), act_min=p["act_min"], act_max=p["act_max"])
+                       dilation=tuple(a["dilation"]), out_hw=(h, wd), act_min=p["act_min"], act_max=p["act_max"],
+                       groups=a["groups"])
     return _from_nhwc(y, op.output)
 
 
@@ -121,15 +120,13 @@ def _linear_s16(op: Op, x: list[np.ndarray]) -> np.ndarray:
 def _conv_transpose2d_s16(op: Op, x: list[np.ndarray]) -> np.ndarray:
     inp, w = op.inputs[:2]
     a = op.attrs
-    if a["groups"] != 1:
-        raise McuError(f"the 16x8 reference has no grouped transposed convolution ({op.name})")
     weight = conv.phase_unpack(w.data, w.physical_shape, *a["stride"]) if a.get("phased") else w.data
     n, h, wd, c = _nhwc(op.output)
     p = derive.weighted_s16(op)
     y = s16.conv_transpose2d_s16(_to_nhwc(x[0], inp), weight, p["bias"], p["multiplier"], p["shift"],
                                  stride=tuple(a["stride"]), padding=tuple(a["padding"][:2]),
                                  dilation=tuple(a["dilation"]), out_hw=(h, wd), act_min=p["act_min"],
-                                 act_max=p["act_max"])
+                                 act_max=p["act_max"], groups=a["groups"])
     return _from_nhwc(y, op.output)
 
 
@@ -313,12 +310,14 @@ def _requantize(op: Op, x: list[np.ndarray]) -> np.ndarray:
 
 def _quantize(op: Op, x: list[np.ndarray]) -> np.ndarray:
     scale, zero_point = derive.scale_zp(op.output)
-    return encoding.quantize_f32_s8(x[0], inv_scale=encoding.inv_scale(scale), zero_point=zero_point)
+    fn = encoding.quantize_f32_s16 if op.output.dtype == "int16" else encoding.quantize_f32_s8
+    return fn(x[0], inv_scale=encoding.inv_scale(scale), zero_point=zero_point)
 
 
 def _dequantize(op: Op, x: list[np.ndarray]) -> np.ndarray:
     q = op.attrs["quant"]
-    return encoding.dequantize_s8_f32(x[0], scale=q.scale[0], zero_point=q.zero_point[0])
+    fn = encoding.dequantize_s16_f32 if op.inputs[0].dtype == "int16" else encoding.dequantize_s8_f32
+    return fn(x[0], scale=q.scale[0], zero_point=q.zero_point[0])
 
 
 def _float_binary(fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Run:
@@ -443,6 +442,16 @@ def _lstm_final_cell_s16(op: Op, x: list[np.ndarray]) -> np.ndarray:
     return to_memory_order(c, op.output)
 
 
+def _lstm_final_cell(op: Op, x: list[np.ndarray]) -> np.ndarray:
+    """An LSTM's final cell (int16 at the cell's scale): of an int8 layer (mcu_lstm_final_cell_s8, the layer's
+    constants derived again, its own recurrence on the input) or of a 16x8 one."""
+    if op.inputs[0].dtype != "int8":
+        return _lstm_final_cell_s16(op, x)
+    c = recurrent.lstm_final_cell_s8(from_memory_order(x[0], op.inputs[0]), derive.recurrent_layer(op),
+                                     recurrent.sigmoid_table())
+    return to_memory_order(c, op.output)
+
+
 def _gru_s16(op: Op, x: list[np.ndarray]) -> np.ndarray:
     """mcu_gru_s16: the layer's constants derived again from its float weights and the int16 scales; a GRU
     cell's step ([N, I] from its state [N, H], the last input) as a sequence of one step."""
@@ -541,8 +550,11 @@ INT16_OPS: dict[str, Run] = {
     **resample_ops.FLOAT_OPS,
     **resample_ops.INT16,
     "clamp": lambda op, x: np.clip(np.asarray(x[0], dtype=np.int16), *derive.act_range(op)).astype(np.int16),
+    # a select moving int16 codes (mcu_where), as at int8, and an input a comparison also reads as it is
+    **select.INT8,
+    "quantize": _quantize,
     "lstm": _lstm_s16,
-    "lstm_final_cell": _lstm_final_cell_s16,
+    "lstm_final_cell": _lstm_final_cell,
     "gru": _gru_s16,
     "requantize": _requantize,
 }

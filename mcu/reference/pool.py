@@ -8,7 +8,8 @@ import numpy as np
 
 from mcu.reference.common import as_int8, check_shape, finish, patches, window_geometry
 
-__all__ = ["max_pool2d_s8", "avg_pool2d_s8", "mean_hw_s8", "adaptive_avg_pool_s8", "adaptive_avg_pool_f32"]
+__all__ = ["max_pool2d_s8", "avg_pool2d_s8", "mean_hw_s8", "adaptive_avg_pool_s8", "adaptive_avg_pool_s16",
+           "adaptive_avg_pool_f32"]
 
 
 def _pool_geometry(x, kernel_h, kernel_w, stride_h, stride_w, pad_top, pad_left, input, output):
@@ -59,6 +60,16 @@ def _windows(in_size: int, out_size: int) -> list[tuple[int, int]]:
 
 
 def adaptive_avg_pool_s8(x: np.ndarray, outer: int, h: int, w: int, inner: int, oh: int, ow: int) -> np.ndarray:
+    return _adaptive_avg_pool(x, outer, h, w, inner, oh, ow).clip(-128, 127).astype(np.int8)
+
+
+def adaptive_avg_pool_s16(x: np.ndarray, outer: int, h: int, w: int, inner: int, oh: int, ow: int) -> np.ndarray:
+    """mcu_adaptive_avg_pool_s16: the int8 kernel's windows and rounding (half away from zero) on int16 codes."""
+    return _adaptive_avg_pool(x, outer, h, w, inner, oh, ow).astype(np.int16)
+
+
+def _adaptive_avg_pool(x: np.ndarray, outer: int, h: int, w: int, inner: int, oh: int, ow: int) -> np.ndarray:
+    """Each window's exact sum divided by its size, rounded half away from zero (int64)."""
     v = x.reshape(outer, h, w, inner).astype(np.int64)
     out = np.zeros((outer, oh, ow, inner), np.int64)
     for i, (y0, y1) in enumerate(_windows(h, oh)):
@@ -66,7 +77,7 @@ def adaptive_avg_pool_s8(x: np.ndarray, outer: int, h: int, w: int, inner: int, 
             s = v[:, y0:y1, x0:x1, :].sum(axis=(1, 2))
             n = (y1 - y0) * (x1 - x0)
             out[:, i, j, :] = np.where(s > 0, (s + n // 2) // n, -((-s + n // 2) // n))
-    return np.clip(out, -128, 127).astype(np.int8)
+    return out
 
 
 def adaptive_avg_pool_f32(x: np.ndarray, outer: int, h: int, w: int, inner: int, oh: int, ow: int) -> np.ndarray:

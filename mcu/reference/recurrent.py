@@ -161,10 +161,22 @@ def _to_s8(v) -> np.ndarray:
 
 def lstm_s8(x: np.ndarray, p: RecurrentS8, table: np.ndarray | None = None) -> np.ndarray:
     """mcu_lstm_s8 on int8 ``x`` [N, T, I] from the zero state: the int8 hidden states [N, T, H]."""
+    return _lstm_s8_run(x, p, table)[0]
+
+
+def lstm_final_cell_s8(x: np.ndarray, p: RecurrentS8, table: np.ndarray | None = None) -> np.ndarray:
+    """mcu_lstm_final_cell_s8: the final cell [N, H] (int16 at 2^-state_shift, nn.LSTM's c_n) of the layer
+    :func:`lstm_s8` runs on ``x``, from its own recurrence (the kernel reads the hidden states the layer wrote)."""
+    return _lstm_s8_run(x, p, table)[1]
+
+
+def _lstm_s8_run(x: np.ndarray, p: RecurrentS8, table: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """The int8 hidden states [N, T, H] and the final int16 cells [N, H]."""
     table = sigmoid_table() if table is None else table
     n_batch, steps, _ = x.shape
     hidden = p.w_hh.shape[1]
     out = np.empty((n_batch, steps, hidden), dtype=np.int8)
+    cells = np.zeros((n_batch, hidden), dtype=np.int16)
     cs = p.state_shift
     for b in range(n_batch):
         h = np.full(hidden, p.hidden_zp, dtype=np.int64)
@@ -181,7 +193,8 @@ def lstm_s8(x: np.ndarray, p: RecurrentS8, table: np.ndarray | None = None) -> n
             y = arith.requantize(o * tanh_s16(ct, table), p.out_mult, p.out_shift)
             h = _to_s8(arith.saturate_int32(y + p.hidden_zp))
             out[b, t] = h
-    return out
+        cells[b] = c
+    return out, cells
 
 
 def gru_s8(x: np.ndarray, p: RecurrentS8, table: np.ndarray | None = None) -> np.ndarray:

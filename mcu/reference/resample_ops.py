@@ -71,5 +71,6 @@ INT8: dict[str, Run] = {
 # w8a16: bilinear resizing of int16 codes (mcu_resize_bilinear_s16, the int8 kernel's tables)
 INT16: dict[str, Run] = {
     "resize_bilinear": _planes(resample.resize_bilinear_s16, lambda op: [derive.resize_bilinear_table(op)]),
+    "adaptive_avg_pool": _planes(pool.adaptive_avg_pool_s16),
 }
 FLOAT_OPS: dict[str, Run] = {"remap": _remap, "index_select": _index_select, "gather": _gather}

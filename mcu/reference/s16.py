@@ -62,10 +62,33 @@ def linear_s16(x, weight, bias, multiplier, shift, *, act_min: int = INT16_MIN,
     return np.clip(y, act_min, act_max).astype(np.int16)
 
 
+def _group_slices(channels_in: int, channels_out: int, groups: int) -> list[tuple[slice, slice]]:
+    """Each group's (input channels, output channels)."""
+    if groups < 1 or channels_in % groups or channels_out % groups:
+        raise ValueError("groups must divide the input and output channels")
+    icg, ocg = channels_in // groups, channels_out // groups
+    return [(slice(g * icg, (g + 1) * icg), slice(g * ocg, (g + 1) * ocg)) for g in range(groups)]
+
+
+def _per_channel(values, channels: int) -> np.ndarray | None:
+    return None if values is None else np.broadcast_to(np.asarray(values, dtype=np.int64), (channels,))
+
+
 def conv2d_s16(x, weight, bias, multiplier, shift, *, stride=(1, 1), padding=(0, 0), dilation=(1, 1),
-               out_hw: tuple[int, int] | None = None, act_min: int = INT16_MIN, act_max: int = INT16_MAX) -> np.ndarray:
-    """mcu_conv2d_s16: x NHWC int16, weight OHWI int8 (one group), bias int64 per output channel (or None);
-    ``padding`` is (top, left), the bottom and right following from ``out_hw`` (default: no more than fits)."""
+               out_hw: tuple[int, int] | None = None, act_min: int = INT16_MIN, act_max: int = INT16_MAX,
+               groups: int = 1) -> np.ndarray:
+    """mcu_conv2d_s16: x NHWC int16, weight OHWI int8, bias int64 per output channel (or None); ``padding`` is
+    (top, left), the bottom and right following from ``out_hw`` (default: no more than fits). With ``groups`` > 1
+    (mcu_conv2d_grouped_s16, ours) the weights are ``[out_c][kh][kw][in_c / groups]`` and each group's output
+    channels are this convolution of its input channels: requantization is per channel, so the groups are apart."""
+    if groups != 1:
+        oc = np.shape(weight)[0]
+        parts = [conv2d_s16(np.asarray(x)[..., xi], np.asarray(weight)[yo], None if bias is None else
+                            _per_channel(bias, oc)[yo], _per_channel(multiplier, oc)[yo], _per_channel(shift, oc)[yo],
+                            stride=stride, padding=padding, dilation=dilation, out_hw=out_hw, act_min=act_min,
+                            act_max=act_max)
+                 for xi, yo in _group_slices(np.shape(x)[3], oc, groups)]
+        return np.concatenate(parts, axis=3)
     x = np.asarray(x, dtype=np.int16).astype(np.int64)
     w = np.asarray(weight, dtype=np.int8).astype(np.int64)
     n, h, wd, c = x.shape
@@ -119,16 +142,20 @@ def depthwise_conv2d_s16(x, weight, bias, multiplier, shift, *, ch_mult: int = 1
 
 
 def conv_transpose2d_s16(x, weight, bias, multiplier, shift, *, stride=(1, 1), padding=(0, 0), dilation=(1, 1),
-                         out_hw: tuple[int, int], act_min: int = INT16_MIN, act_max: int = INT16_MAX) -> np.ndarray:
+                         out_hw: tuple[int, int], act_min: int = INT16_MIN, act_max: int = INT16_MAX,
+                         groups: int = 1) -> np.ndarray:
     """mcu_conv_transpose2d_s16 (ours: CMSIS-NN has no 16x8 transposed convolution): TFLite's TRANSPOSE_CONV
     scattering (every input pixel adds ``x * w`` to the output pixels ``i * stride - pad + k * dilation`` its
     taps reach) on int16 codes of zero point 0 with int8 OHWI weights (one group), the exact sum plus the int64
-    bias, then :func:`requantize_s64` per output channel (``arm_convolve_s16``'s) and the clamp."""
+    bias, then :func:`requantize_s64` per output channel (``arm_convolve_s16``'s) and the clamp. With ``groups`` > 1
+    (mcu_conv_transpose2d_grouped_s16, ours) weights ``[out_c][kh][kw][in_c / groups]``, each group's output
+    channels scattered from its input channels only."""
     x = np.asarray(x, dtype=np.int16).astype(np.int64)
     w = np.asarray(weight, dtype=np.int8).astype(np.int64)
-    if x.shape[3] != w.shape[3]:
+    _group_slices(x.shape[3], w.shape[0], groups)
+    if x.shape[3] != w.shape[3] * groups:
         raise ValueError("input channels do not match the weights")
-    acc = scatter_taps(x, w, tuple(out_hw), tuple(stride), tuple(padding), tuple(dilation), 1)
+    acc = scatter_taps(x, w, tuple(out_hw), tuple(stride), tuple(padding), tuple(dilation), groups)
     if bias is not None:
         acc = acc + np.asarray(bias, dtype=np.int64)
     y = requantize_s64(acc, multiplier, shift)

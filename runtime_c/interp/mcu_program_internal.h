@@ -141,6 +141,7 @@ typedef union {
     mcu_linear_s8_params linear_s8;
     mcu_linear_s16_params linear_s16;
     mcu_conv2d_s16_params conv_s16;
+    mcu_conv2d_grouped_s16_params conv_grouped_s16;
     mcu_mean_s16_params mean_s16;
     mcu_add_s16_params add_s16;
     mcu_activation_s16_params activation_s16;

@@ -204,6 +204,22 @@ mcu_status mcu_program_need_conv_s16(uint32_t kernel, const mcu_operand_desc *op
     return MCU_OK;
 }
 
+mcu_status mcu_program_need_conv_grouped_s16(uint32_t kernel, const mcu_operand_desc *ops, uint32_t n_ops,
+                                             const int32_t *p, uint32_t *need)
+{
+    /* the grouped 16x8 convolutions: weights OHWI with a group's input channels (p[18] groups), no scratch */
+    (void)kernel;
+    (void)ops;
+    MCU_REQUIRE(p[18] > 0, MCU_ERR_PROGRAM_INVALID);
+    const uint32_t last = n_ops - 1;
+    const int32_t w[4] = {p[7], p[8], p[9], p[3] / p[18]};
+    need[0] = prod(p, 4);
+    need[1] = prod(w, 4);
+    need[2] = need[3] = need[4] = mulcap(1, p[7]);
+    need[last] = prod(p + 4, 4);
+    return MCU_OK;
+}
+
 mcu_status mcu_program_need_same_count(uint32_t kernel, const mcu_operand_desc *ops, uint32_t n_ops, const int32_t *p,
                                        uint32_t *need)
 {
@@ -676,6 +692,17 @@ mcu_status mcu_program_need_recurrent(uint32_t kernel, const mcu_operand_desc *o
     need[4] = mulcap(6u * (uint32_t)rows, p[3]);
     need[5] = MCU_RECURRENT_S8_TABLE_SIZE;
     need[6] = prod(out_dims, 3);
+    return MCU_OK;
+}
+
+mcu_status mcu_program_need_lstm_final_cell_s8(uint32_t kernel, const mcu_operand_desc *ops, uint32_t n_ops,
+                                               const int32_t *p, uint32_t *need)
+{
+    /* the int8 LSTM's operands, its hidden states [batch][steps][hidden] read, the cell [batch][hidden] written */
+    const int32_t cell_dims[2] = {p[0], p[3]};
+    MCU_CHECK(mcu_program_need_recurrent(MCU_K_LSTM_S8, ops, n_ops, p, need));
+    (void)kernel;
+    need[7] = prod(cell_dims, 2);
     return MCU_OK;
 }
 

@@ -351,6 +351,20 @@ int mcu_program_params_conv_transpose2d_phased_s16(uint32_t kernel, const mcu_pr
            u->conv_s16.dilation_w == 1;
 }
 
+int mcu_program_params_conv_grouped_s16(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    /* the 16x8 convolution's conditions on the whole tensors, and groups dividing both channel counts */
+    const mcu_conv2d_grouped_s16_params *p = &u->conv_grouped_s16;
+    return p->groups > 0 && p->conv.input.c % p->groups == 0 && p->conv.output.c % p->groups == 0 &&
+           mcu_program_params_conv_s16(kernel, u, w);
+}
+
+int mcu_program_params_conv_transpose2d_grouped_s16(uint32_t kernel, const mcu_program_params_view *u,
+                                                    const int32_t *w)
+{
+    return mcu_program_params_conv_grouped_s16(kernel, u, w) && mcu_program_params_conv_transpose2d_s16(kernel, u, w);
+}
+
 int mcu_program_params_depthwise_conv2d_s16(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
 {
     (void)kernel;
@@ -806,14 +820,15 @@ int mcu_program_params_resample(uint32_t kernel, const mcu_program_params_view *
 {
     (void)w;
     const mcu_resample_f32_params *p = &u->resample_f32; /* the s8 struct has the same fields */
-    const int32_t size = kernel == MCU_K_RESIZE_BILINEAR_F32 || kernel == MCU_K_ADAPTIVE_AVG_POOL_F32 ? 4
-                         : kernel == MCU_K_RESIZE_BILINEAR_S16                                         ? 2
-                                                                                                       : 1;
+    const int32_t size = kernel == MCU_K_RESIZE_BILINEAR_F32 || kernel == MCU_K_ADAPTIVE_AVG_POOL_F32   ? 4
+                         : kernel == MCU_K_RESIZE_BILINEAR_S16 || kernel == MCU_K_ADAPTIVE_AVG_POOL_S16 ? 2
+                                                                                                         : 1;
     const int32_t in_dims[4] = {p->outer, p->in_h, p->in_w, p->inner};
     const int32_t out_dims[4] = {p->outer, p->out_h, p->out_w, p->inner};
     return checked_count(in_dims, 4, size) > 0 && checked_count(out_dims, 4, size) > 0 &&
            (kernel != MCU_K_ADAPTIVE_AVG_POOL_S8 || (int64_t)p->in_h * p->in_w <= INT32_MAX / 128) &&
-           ((kernel != MCU_K_ADAPTIVE_AVG_POOL_F32 && kernel != MCU_K_ADAPTIVE_AVG_POOL_S8) ||
+           ((kernel != MCU_K_ADAPTIVE_AVG_POOL_F32 && kernel != MCU_K_ADAPTIVE_AVG_POOL_S8 &&
+             kernel != MCU_K_ADAPTIVE_AVG_POOL_S16) ||
             mcu_adaptive_fits(p->in_h, p->in_w, p->out_h, p->out_w));
 }
 
@@ -1398,6 +1413,21 @@ int mcu_program_alias_recurrent(uint32_t kernel, const mcu_operand_desc *ops, co
     }
     ok = ok && !overlap(&ops[0], bytes[0], &ops[1], bytes[1]) && recurrent_ok(ops, p, kernel == MCU_K_LSTM_S8 ? 4 : 3);
     return ok;
+}
+
+int mcu_program_alias_lstm_final_cell_s8(uint32_t kernel, const mcu_operand_desc *ops, const uint32_t *bytes,
+                                         uint32_t n_ops, const int32_t *p)
+{
+    /* every operand apart from the cell it writes, the scratch apart from the input and the hidden states (read
+     * while the scratch is written), the int8 LSTM's constants valid */
+    (void)kernel;
+    const uint32_t last = n_ops - 1;
+    int ok = ops[last].offset % 2u == 0;
+    for (uint32_t i = 0; i < last; ++i) {
+        ok = ok && !overlap(&ops[i], bytes[i], &ops[last], bytes[last]);
+    }
+    return ok && !overlap(&ops[0], bytes[0], &ops[1], bytes[1]) && !overlap(&ops[0], bytes[0], &ops[6], bytes[6]) &&
+           recurrent_ok(ops, p, 4);
 }
 
 int mcu_program_alias_lstm_s16(uint32_t kernel, const mcu_operand_desc *ops, const uint32_t *bytes, uint32_t n_ops,

@@ -3,8 +3,9 @@
 The definitions computed from the reference models' packed layers; the kernel built with a narrower
 MCU_PIXEL_WIDE_TAPS (24, 152) bit-exact with the Python reference on the Cortex-M33 for windows below,
 at and above the limit, with the loop (MCU_PACKED_LOOP 1) or, without it, MCU_ERR_UNSUPPORTED for the
-wider windows and still exact results below; MCU_PACKED_NARROW 0 refusing a narrow layer; and the
-exported library carrying the definitions in its CMake and Makefile fragments and building with them.
+wider windows and still exact results below; MCU_PACKED_NARROW 0 refusing a narrow layer, the speed paths
+left out (pairs, four pixels) leaving their layers exact; and the exported library carrying the definitions in
+its CMake and Makefile fragments and building with them, without the paths its layers do not take.
 """
 
 from __future__ import annotations
@@ -25,53 +26,60 @@ from mcu.reference.conv import conv2d_s8
 from packed_cases import packed_firmware_source, packed_params
 from repo import requires_qemu
 
+# The definitions of a build whose packed layers take no path but the straight-line dot product of 8 taps; _defines
+# names the others' (MCU_ left out)
+NONE = {"MCU_PIXEL_WIDE_TAPS": 8, "MCU_PACKED_LOOP": 0, "MCU_PACKED_WINDOWS": 0, "MCU_PACKED_NARROW": 0,
+        "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_NARROW_CLAMP": 0, "MCU_PACKED_NARROW_FULL": 0,
+        "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 0, "MCU_PIXEL4_GROUP": 1, "MCU_PACKED_PW8": 0,
+        "MCU_PACKED_PW_PAIRS": 0, "MCU_PACKED_QUADS": 0}
+
+
+def _defines(**paths: int) -> dict[str, int]:
+    assert all(f"MCU_{k}" in NONE for k in paths), paths
+    return {**NONE, **{f"MCU_{k}": v for k, v in paths.items()}}
+
+
 # The reference models on mps2-an505 (int8, zero wait states: no pointwise groups): their packed layers' widest
-# window and paths
+# window and paths; none has a narrow layer whose range is narrower than int8 (no clamped narrow engine)
+NARROW = {"PACKED_NARROW": 1, "PACKED_NARROW_FULL": 1}
 EXPECTED = {
-    "small_cnn": {"MCU_PIXEL_WIDE_TAPS": 144, "MCU_PACKED_LOOP": 0, "MCU_PACKED_WINDOWS": 1, "MCU_PACKED_NARROW": 1,
-                  "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 0, "MCU_PIXEL4_GROUP": 1, "MCU_PACKED_PW8": 0},
-    "ds_cnn": {"MCU_PIXEL_WIDE_TAPS": 64, "MCU_PACKED_LOOP": 0, "MCU_PACKED_WINDOWS": 0, "MCU_PACKED_NARROW": 1,
-               "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 0, "MCU_PIXEL4_GROUP": 1, "MCU_PACKED_PW8": 0},
-    "mobilenet_v1": {"MCU_PIXEL_WIDE_TAPS": 256, "MCU_PACKED_LOOP": 0, "MCU_PACKED_WINDOWS": 0, "MCU_PACKED_NARROW": 1,
-                     "MCU_PACKED_NARROW_K3C3": 1, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 0, "MCU_PIXEL4_GROUP": 1,
-                     "MCU_PACKED_PW8": 1},  # 3x3 RGB first layer; the 8->16 pointwise layer
-    "resnet8": {"MCU_PIXEL_WIDE_TAPS": 256, "MCU_PACKED_LOOP": 1, "MCU_PACKED_WINDOWS": 1, "MCU_PACKED_NARROW": 1,
-                "MCU_PACKED_NARROW_K3C3": 1, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 0, "MCU_PIXEL4_GROUP": 1, "MCU_PACKED_PW8": 0},  # windows over 256 taps: the loop
-    "fc_autoencoder": {"MCU_PIXEL_WIDE_TAPS": 256, "MCU_PACKED_LOOP": 1, "MCU_PACKED_WINDOWS": 0,
-                       "MCU_PACKED_NARROW": 1,
-                       "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 0, "MCU_PIXEL4_GROUP": 1, "MCU_PACKED_PW8": 0},
+    # a windowed layer's stream of 9.9 kB (16 -> 32 channels, 3x3): four pixels; its classifier one row
+    "small_cnn": _defines(PIXEL_WIDE_TAPS=144, PACKED_WINDOWS=1, PACKED_QUADS=1, **NARROW),
+    "ds_cnn": _defines(PIXEL_WIDE_TAPS=64, PACKED_PW_PAIRS=1, **NARROW),
+    # 3x3 RGB first layer; the 8->16 pointwise layer
+    "mobilenet_v1": _defines(PIXEL_WIDE_TAPS=256, PACKED_NARROW_K3C3=1, PACKED_PW8=1, PACKED_PW_PAIRS=1, **NARROW),
+    # windows over 256 taps: the loop; no flat pointwise layer (its shortcuts are strided)
+    "resnet8": _defines(PIXEL_WIDE_TAPS=256, PACKED_LOOP=1, PACKED_WINDOWS=1, PACKED_NARROW_K3C3=1, PACKED_QUADS=1,
+                        **NARROW),
+    "fc_autoencoder": _defines(PIXEL_WIDE_TAPS=256, PACKED_LOOP=1, **NARROW),  # rows: no pairs
 }
 # On mps2-an505-u575 the weights wait (flash, 4 wait states a miss): ds_cnn's 64->64 pointwise streams of 9.5 kB
 # run in groups of pairs (its 64->12 fully connected stream, 1.8 kB, fits the cache: int16, no byte path);
 # fc_autoencoder's eight layers of 35 to 166 kB streams take the byte stream, its 128->8 and 8->128 ones (2.2 and
 # 4.6 kB) the int16 pairs
 EXPECTED_WAIT = {
-    "ds_cnn": {**EXPECTED["ds_cnn"], "MCU_PACKED_PW_GROUP_TAPS": 2736, "MCU_PACKED_BYTES": 0, "MCU_PIXEL4_GROUP": 1, "MCU_PACKED_PW8": 0},
+    "ds_cnn": {**EXPECTED["ds_cnn"], "MCU_PACKED_PW_GROUP_TAPS": 2736},
     "resnet8": {**EXPECTED["resnet8"], "MCU_PIXEL4_GROUP": 4},  # 19 to 74 kB windowed streams: four-pixel units in groups
-    "fc_autoencoder": {"MCU_PIXEL_WIDE_TAPS": 128, "MCU_PACKED_LOOP": 0, "MCU_PACKED_WINDOWS": 0, "MCU_PACKED_NARROW": 1,
-                       "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 1, "MCU_PIXEL4_GROUP": 1, "MCU_PACKED_PW8": 0},
+    "fc_autoencoder": _defines(PIXEL_WIDE_TAPS=128, PACKED_BYTES=1, **NARROW),
 }
 
 
 def _layer(kp: int, cout: int = 8, right: bool = True, act_min: int = -128, k3c3: bool = False,
            output_offset: int = -128, pointwise: bool = False, flat: bool = False, pixels: int = 1,
-           group: bool = False, bytes: bool = False) -> PackedLayer:
+           group: bool = False, bytes: bool = False, act_max: int = 127, cin4: bool = True) -> PackedLayer:
     return PackedLayer(kp=kp, cout=cout, act_min=act_min, output_offset=output_offset, right=right, k3c3=k3c3,
-                       pointwise=pointwise, flat=flat, pixels=pixels, group=group, bytes=bytes)
+                       pointwise=pointwise, flat=flat, pixels=pixels, group=group, bytes=bytes, act_max=act_max,
+                       cin4=cin4)
 
 
 def test_defines_from_layers() -> None:
     assert packed_defines([]) == {}
-    assert packed_defines([_layer(12), _layer(140)]) == {"MCU_PIXEL_WIDE_TAPS": 144, "MCU_PACKED_LOOP": 0,
-                                                          "MCU_PACKED_WINDOWS": 1, "MCU_PACKED_NARROW": 1,
-                                                          "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 0, "MCU_PIXEL4_GROUP": 1, "MCU_PACKED_PW8": 0}
+    assert packed_defines([_layer(12), _layer(140)]) == _defines(PIXEL_WIDE_TAPS=144, PACKED_WINDOWS=1, **NARROW)
     # wider than 256: the loop, and the straight-line part at its full size
     assert packed_defines([_layer(260)])["MCU_PIXEL_WIDE_TAPS"] == 256
     assert packed_defines([_layer(260)])["MCU_PACKED_LOOP"] == 1
     # a stream the C blocks run (left shifts) or fewer than 4 channels never reach the assembly
-    assert packed_defines([_layer(600, right=False), _layer(40, cout=3)]) == {
-        "MCU_PIXEL_WIDE_TAPS": 8, "MCU_PACKED_LOOP": 0, "MCU_PACKED_WINDOWS": 0, "MCU_PACKED_NARROW": 0,
-        "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 0, "MCU_PIXEL4_GROUP": 1, "MCU_PACKED_PW8": 0}
+    assert packed_defines([_layer(600, right=False), _layer(40, cout=3)]) == NONE
     # windowed loops: a layer neither flat pointwise nor narrow; flat pointwise layers never need them
     assert packed_defines([_layer(64, pointwise=True, flat=True)])["MCU_PACKED_WINDOWS"] == 0
     assert packed_defines([_layer(64, pointwise=True)])["MCU_PACKED_WINDOWS"] == 1  # e.g. stride 2
@@ -105,9 +113,7 @@ def test_defines_from_layers() -> None:
         "MCU_PACKED_PW_GROUP_TAPS"] == 0
     assert packed_defines([_layer(64, cout=64, pointwise=True, pixels=4, group=True)])["MCU_PACKED_PW_GROUP_TAPS"] == 0
     # a byte stream runs its own loop: none of the paths above
-    assert packed_defines([_layer(600, pointwise=True, flat=True, bytes=True)]) == {
-        "MCU_PIXEL_WIDE_TAPS": 8, "MCU_PACKED_LOOP": 0, "MCU_PACKED_WINDOWS": 0, "MCU_PACKED_NARROW": 0,
-        "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 1, "MCU_PIXEL4_GROUP": 1, "MCU_PACKED_PW8": 0}
+    assert packed_defines([_layer(600, pointwise=True, flat=True, bytes=True)]) == _defines(PACKED_BYTES=1)
     assert merge_defines([packed_defines([big]), packed_defines([_layer(24)])])["MCU_PACKED_PW_GROUP_TAPS"] == 2736
     # windowed layers over 256 taps whose streams outgrow the flash cache, eight pixels or more: four-pixel
     # units in groups of four where the weights wait; not without the loop (a window of 256 taps or less), nor
@@ -126,9 +132,35 @@ def test_defines_from_layers() -> None:
         "MCU_PACKED_PW_GROUP_TAPS"] == 2736
     assert packed_defines([_layer(640, cout=64, pointwise=True, flat=True, pixels=36, group=True)])[
         "MCU_PACKED_PW_GROUP_TAPS"] == 5040
+    # the speed paths a model's layers take, each built only where one does (1) and left out otherwise (0)
+    def paths(*layers: PackedLayer) -> tuple[int, ...]:
+        d = packed_defines(layers)
+        return tuple(d[k] for k in ("MCU_PACKED_PW_PAIRS", "MCU_PACKED_QUADS", "MCU_PACKED_NARROW_CLAMP",
+                                    "MCU_PACKED_NARROW_FULL"))
+    # flat pointwise pairs: two pixels or more of whole input words, whole blocks, wide enough to leave the
+    # narrow path; 8 channels too (mcu_pw8_pairs falls back on them)
+    assert paths(_layer(32, pointwise=True, flat=True, pixels=2)) == (1, 0, 0, 0)
+    assert paths(_layer(8, pointwise=True, flat=True, pixels=2)) == (1, 0, 0, 0)
+    assert paths(_layer(32, pointwise=True, flat=True, pixels=1))[0] == 0  # a fully connected row
+    assert paths(_layer(32, cout=10, pointwise=True, flat=True, pixels=2))[0] == 0  # a partial block
+    assert paths(_layer(32, pointwise=True, flat=True, pixels=2, cin4=False))[0] == 0  # 30 channels: windows
+    assert packed_defines([_layer(32, pointwise=True, flat=True, pixels=2, cin4=False)])["MCU_PACKED_WINDOWS"] == 1
+    assert paths(_layer(12, pointwise=True, flat=True, pixels=2))[0] == 0  # narrow
+    assert paths(_layer(32, pointwise=True, pixels=4))[0] == 0  # strided: windows
+    # four pixels: a windowed stream over 8 kB (32 x (2 x 144 + 20) B), four pixels or more
+    assert paths(_layer(144, cout=32, pixels=4)) == (0, 1, 0, 0)
+    assert paths(_layer(144, cout=24, pixels=4))[1] == 0  # 7.4 kB
+    assert paths(_layer(144, cout=32, pixels=3))[1] == 0
+    assert paths(_layer(144, cout=32, pixels=4, pointwise=True, flat=True))[1] == 0  # flat: no windows
+    # the narrow engines: clamped stores for a range narrower than int8, whole bytes for the others
+    assert paths(_layer(12, act_max=100)) == (0, 0, 1, 0)
+    assert paths(_layer(12, act_min=-100, output_offset=-100)) == (0, 0, 1, 0)
+    assert paths(_layer(12), _layer(24, act_max=6)) == (0, 0, 1, 1)
+    assert paths(_layer(60, act_max=100)) == (0, 0, 0, 0)  # not narrow: the general path clamps
+    assert merge_defines([packed_defines([_layer(12, act_max=100)]),
+                          packed_defines([_layer(32, pointwise=True, flat=True, pixels=2)])])["MCU_PACKED_NARROW_CLAMP"] == 1
     merged = merge_defines([packed_defines([_layer(24)]), {}, packed_defines([_layer(100), _layer(28, k3c3=True)])])
-    assert merged == {"MCU_PIXEL_WIDE_TAPS": 104, "MCU_PACKED_LOOP": 0, "MCU_PACKED_WINDOWS": 1,
-                      "MCU_PACKED_NARROW": 1, "MCU_PACKED_NARROW_K3C3": 1, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 0, "MCU_PIXEL4_GROUP": 1, "MCU_PACKED_PW8": 0}
+    assert merged == _defines(PIXEL_WIDE_TAPS=104, PACKED_WINDOWS=1, PACKED_NARROW_K3C3=1, **NARROW)
 
 
 def test_s4_defines_merge_across_methods() -> None:
@@ -138,8 +170,7 @@ def test_s4_defines_merge_across_methods() -> None:
     assert s4_merge_defines([none, none]) == {S4_STREAM: 0}
     assert s4_merge_defines([none, some, {}]) == some
     assert s4_merge_defines([some, {**packed_defines([_layer(300)]), S4_STREAM: 1}]) == {
-        "MCU_PIXEL_WIDE_TAPS": 256, "MCU_PACKED_LOOP": 1, "MCU_PACKED_WINDOWS": 1, "MCU_PACKED_NARROW": 1,
-        "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 0, "MCU_PIXEL4_GROUP": 1, "MCU_PACKED_PW8": 0, S4_STREAM: 1}
+        **_defines(PIXEL_WIDE_TAPS=256, PACKED_LOOP=1, PACKED_WINDOWS=1, **NARROW), S4_STREAM: 1}
     assert s4_merge_defines([{}, {}]) == {}
     # the Helium path's flag (a layer with scratch for its widened weights) merges the same way
     assert s4_merge_defines([{S4_STREAM: 0, S4_WIDE: 0}, {S4_STREAM: 0, S4_WIDE: 1}]) == {S4_STREAM: 0, S4_WIDE: 1}
@@ -166,11 +197,12 @@ def test_defines_where_weights_wait(name: str) -> None:
     assert "wait states a miss" in note and f"two channels a word ({8 if name == 'fc_autoencoder' else 0} of" in note
 
 
-def _case(rng: np.random.Generator, cin: int, k: int = 1, cout: int = 12, act=(-128, 127)) -> dict:
-    """A layer with right shifts (the assembly); an activation floor above -128 puts the output offset
-    at 0, so the floor is below it and the narrow path does not take the layer."""
+def _case(rng: np.random.Generator, cin: int, k: int = 1, cout: int = 12, act=(-128, 127), size: int = 0) -> dict:
+    """A layer with right shifts (the assembly) on a size x size input (default k + 1); an activation floor
+    above -128 puts the output offset at 0, so the floor is below it and the narrow path does not take the
+    layer."""
     out_zp = -128 if act[0] == -128 else 0
-    h = w = k + 1
+    h = w = size or k + 1
     x = rng.integers(-128, 128, (1, h, w, cin)).astype(np.int8)
     x.flat[0] = -128
     wt = rng.integers(-127, 128, (cout, k, k, cin)).astype(np.int8)
@@ -225,7 +257,8 @@ def test_narrow_wide_taps_on_core(tmp_path: Path, wide: int, loop: int) -> None:
 def test_narrow_path_left_out_on_core(tmp_path: Path) -> None:
     """MCU_PACKED_NARROW 0: a layer the narrow path takes is refused, the others still exact; with
     MCU_PACKED_NARROW_K3C3 0 a 3x3 window of 3 channels is still exact (one pixel at a time), and with
-    MCU_PACKED_WINDOWS 0 a 3x3 window of 16 channels."""
+    MCU_PACKED_WINDOWS 0 a 3x3 window of 16 channels; so are layers the pairs and four-pixel loops would take
+    without them, while MCU_PACKED_NARROW_FULL 0 refuses a narrow layer of the full int8 range."""
     rng = np.random.default_rng(3)
     narrow = _case(rng, 12)  # 12 taps (pointwise: fewer than 16), 12 channels, full activation range: the narrow path
     wide = _case(rng, 64, act=(-100, 127))
@@ -238,6 +271,15 @@ def test_narrow_path_left_out_on_core(tmp_path: Path) -> None:
     window = _case(rng, 16, k=3, cout=16, act=(-100, 127))
     _run_on_m33(tmp_path / "c", [(window, True), (wide, True)],
                 {"MCU_PIXEL_WIDE_TAPS": 152, "MCU_PACKED_LOOP": 0, "MCU_PACKED_WINDOWS": 0})
+    # without the flat pointwise pairs and the four-pixel loop a layer that would take them is still exact
+    # (one pixel, or two, at a time); without the narrow engine of whole-byte stores a narrow layer with the
+    # full range is refused, a clamped one (the other engine) exact
+    pairs = _case(rng, 32, cout=16, act=(-100, 127), size=3)  # 9 pixels of 32 channels
+    quads = _case(rng, 16, k=3, cout=32, act=(-100, 127), size=6)  # 4 x 4 pixels, a 9,856 B stream
+    clamped = _case(rng, 12, act=(-128, 100))
+    _run_on_m33(tmp_path / "d", [(pairs, True), (quads, True), (narrow, False), (clamped, True)],
+                {"MCU_PIXEL_WIDE_TAPS": 152, "MCU_PACKED_LOOP": 0, "MCU_PACKED_PW_PAIRS": 0, "MCU_PACKED_QUADS": 0,
+                 "MCU_PACKED_NARROW_FULL": 0})
 
 
 def test_exported_library_builds_with_its_definitions(tmp_path: Path) -> None:
@@ -263,7 +305,7 @@ def test_exported_library_builds_with_its_definitions(tmp_path: Path) -> None:
                             timeout=60).stdout.split()
     board_flags = compile_flags(load_board("mps2-an505"))
     kernel = tmp_path / "lib" / "kernels" / kernel_source(tuned.SOURCE).relative_to(kernels_dir())
-    sizes = []
+    sizes, symbols = [], []
     for extra in ([], [f for f in cflags if f.startswith("-D")]):
         obj = tmp_path / f"k{len(extra)}.o"
         done = subprocess.run([str(find_cross_compiler()), *board_flags, *extra, "-I", str(tmp_path / "lib" / "include"),
@@ -272,7 +314,15 @@ def test_exported_library_builds_with_its_definitions(tmp_path: Path) -> None:
         size = subprocess.run([str(find_cross_compiler()).replace("gcc", "size"), str(obj)], capture_output=True,
                               text=True, check=True).stdout.splitlines()[1].split()[0]
         sizes.append(int(size))
+        nm = subprocess.run([str(find_cross_compiler()).replace("gcc", "nm"), str(obj)], capture_output=True,
+                            text=True, check=True).stdout
+        symbols.append({line.split()[-1].split(".")[0] for line in nm.splitlines()})
     assert sizes[1] < sizes[0] - 1000, sizes
+    # small_cnn's layers take neither the flat pointwise pairs nor the narrow engine's clamped stores (its ranges
+    # are all of int8): its kernel has neither; the unspecialised one (program files) has both
+    paths = {"mcu_pixel2_packed", "mcu_narrow_engine_clamp"}
+    assert paths <= symbols[0] and not paths & symbols[1], symbols
+    assert "mcu_narrow_engine_full" in symbols[1]
 
 
 def test_s4_helium_scratch_widens_the_weights() -> None:

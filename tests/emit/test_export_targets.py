@@ -20,9 +20,11 @@ from pathlib import Path
 
 import pytest
 
-from export_builds import WARNINGS, cmake_build, expect_pass, pico_stand_in, run_checked, run_logged
+from export_builds import (WARNINGS, cmake_build, expect_pass, header_macro, pico_stand_in, run_checked,
+                           run_logged)
 from mcu.commands.export import export_target
-from mcu.emit.targets import TARGETS
+from mcu.emit.targets import TARGETS, pico_sdk
+from mcu.emit.targets.common import EXAMPLE_OWN_BYTES
 from mcu.device.boot2 import boot2_crc
 from mcu.device.elf import read_elf
 from mcu.device.uf2 import FAMILY_ABSOLUTE, FAMILY_RP2040, FAMILY_RP2350_ARM_S, Uf2File, read_uf2
@@ -94,16 +96,22 @@ def _check_boot_block(board: str, uf2: Uf2File) -> None:
 @pytest.mark.skipif(not os.environ.get("PICO_SDK_PATH"), reason="set PICO_SDK_PATH to a Pico SDK 2.x checkout "
                     "(github.com/raspberrypi/pico-sdk; its submodules are not needed) to build the example with the "
                     "real SDK; with picotool_DIR (a picotool install) the SDK writes the UF2, else mcu's UF2 writer")
-# small_cnn's stack fits core 0's; DS-CNN's (5,256 B on the M33) does not, so its example runs it on core 1
-@pytest.mark.parametrize("model, board", [("small_cnn", "pico"), ("small_cnn", "pico2"), ("ds_cnn", "pico2")])
-def test_pico_sdk_example_builds_with_real_sdk(compiled, model: str, board: str, tmp_path: Path) -> None:
+# Every precision's kernels through the SDK's compiler and flags; a model whose stack with the example's own
+# does not fit core 0's SCRATCH_Y bank (DS-CNN's on the M33, small_cnn's int8 on the M0+) runs on core 1.
+@pytest.mark.parametrize("model, board, quantize", [
+    ("small_cnn", "pico", "int8"), ("small_cnn", "pico2", "int8"), ("ds_cnn", "pico2", "int8"),
+    ("small_cnn", "pico2", "none"), ("small_cnn", "pico", "w8a16"), ("small_cnn", "pico2", "w4a8")])
+def test_pico_sdk_example_builds_with_real_sdk(compiled, model: str, board: str, quantize: str,
+                                               tmp_path: Path) -> None:
     if shutil.which("arm-none-eabi-g++") is None or _arm_cxx_library_missing():
         pytest.skip("the Pico SDK compiles a C++ file (pico_cxx_options/new_delete.cpp) and arm-none-eabi-g++ has no "
                     "C++ library: install libstdc++-arm-none-eabi-newlib")
-    cm = compiled(model, board=board, quantize="int8")
+    cm = compiled(model, board=board, quantize=quantize)
     out = tmp_path / "out"
     export_target(cm, "pico-sdk", out)
-    assert ("pico_multicore" in (out / "example" / "CMakeLists.txt").read_text()) == (model == "ds_cnn")
+    stack = header_macro(out / f"{cm.library.prefix}_model.h", f"{cm.library.prefix.upper()}_STACK_BYTES")
+    on_core1 = stack + EXAMPLE_OWN_BYTES > pico_sdk.SCRATCH_Y_BYTES
+    assert ("pico_multicore" in (out / "example" / "CMakeLists.txt").read_text()) == on_core1
     # The SDK makes the UF2 with picotool, which it clones from GitHub unless picotool_DIR names an install;
     # without it the example's CMakeLists runs mcu's UF2 writer in this interpreter after the link.
     picotool_dir = os.environ.get("picotool_DIR")

@@ -28,6 +28,7 @@ from mcu.paths import kernel_source
 REPO = Path(__file__).resolve().parents[2]
 
 # (channels, h, w, kh, kw, stride, pad_top, pad_left, mode, act, shifts)
+#   act: the activation bounds, or "relu": all of int8 with the output offset -128
 #   mode: "apart" (separate output), "overlap" (output at the window contract's largest offset below
 #   the input; "overlap-2" two bytes lower), "inplace" (the ring-buffer kernel; stride 1, same size)
 #   shifts: "fast" (all in [-24, -1]), "mixed" (some 0, positive or below -24: the generic requantization)
@@ -82,6 +83,16 @@ CASES = [
     # output rows of 512 bytes (two per stack band) under a taller input: past the first bands the rows are
     # written in place, in one band, up to where the input still to be read begins
     (64, 40, 16, 5, 5, 2, 2, 2, "overlap-2", (-128, 127), "fast"),
+    # a ReLU folded into the range (output offset -128, all of int8): the planes' loops without the
+    # requantization's sign correction (MCU_DWPL_RELU), biases negative enough that most sums are
+    # below zero; quads with a pair and a pixel alone, lines of six, of three, stride 2 apart and on the
+    # input, stride 2 lines of three
+    (12, 7, 11, 3, 3, 1, 1, 1, "inplace", "relu", "fast"),
+    (16, 6, 6, 3, 3, 1, 1, 1, "inplace", "relu", "fast"),
+    (8, 3, 3, 3, 3, 1, 1, 1, "inplace", "relu", "fast"),
+    (8, 30, 32, 3, 3, 2, 1, 1, "overlap", "relu", "fast"),
+    (12, 25, 23, 3, 3, 2, 1, 1, "apart", "relu", "fast"),
+    (8, 7, 6, 3, 3, 2, 1, 1, "apart", "relu", "fast"),
 ]
 
 
@@ -92,7 +103,10 @@ def _case_data(k: int, case):
     ow = (w + 2 * pl - kw) // s + 1 if mode != "inplace" else w
     x = rng.integers(-128, 128, (1, h, w, c), dtype=np.int8)
     wt = rng.integers(-127, 128, (kh, kw, c), dtype=np.int8)
-    b = rng.integers(-30000, 30000, c).astype(np.int32)
+    relu = act == "relu"
+    if relu:
+        act = (-128, 127)
+    b = rng.integers(-30000, 30000 if not relu else 2000, c).astype(np.int32)
     m = rng.integers(2**30, 2**31, c, dtype=np.int64)
     m[rng.random(c) < 0.1] = 0
     sh = rng.integers(-10, -6, c)
@@ -103,7 +117,7 @@ def _case_data(k: int, case):
         sh[(pick >= 0.3) & (pick < 0.4)] = -25
     params = dict(input=x.shape, output=(1, oh, ow, c), ch_mult=1, kernel_h=kh, kernel_w=kw, stride_h=s, stride_w=s,
                   pad_top=pt, pad_left=pl, dilation_h=1, dilation_w=1, input_offset=int(rng.integers(-127, 129)),
-                  output_offset=int(rng.integers(-128, 128)), act_min=act[0], act_max=act[1])
+                  output_offset=-128 if relu else int(rng.integers(-128, 128)), act_min=act[0], act_max=act[1])
     expected = depthwise_conv2d_s8(x, wt, b, m.astype(np.int32), sh.astype(np.int32), **params)
     delta = 0
     if mode.startswith("overlap"):

@@ -12,8 +12,6 @@ from __future__ import annotations
 import ctypes
 import math
 import shutil
-import subprocess
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -23,8 +21,9 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import cbind  # noqa: E402
+from device_objects import device_object, front_end_errors, symbols
 from mcu.backends.portable.conv import LUT_CALLS, S4_CALLS
-from mcu.paths import kernel_source, all_kernel_sources
+from mcu.paths import all_kernel_sources
 from cbind import (  # noqa: E402
     INF,
     MCU_ERR_INVALID_ARG,
@@ -42,7 +41,6 @@ from cbind import (  # noqa: E402
     ptr,
 )
 
-REPO = Path(__file__).resolve().parents[2]
 
 RTOL = 1e-5
 ATOL = 1e-5
@@ -822,10 +820,9 @@ def test_status_str():
 
 ARM_GCC = shutil.which("arm-none-eabi-gcc")
 ARM_NM = shutil.which("arm-none-eabi-nm")
-ARM_FLAGS = {
-    "m33-hard": ["-mcpu=cortex-m33", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv5-sp-d16"],
-    "m3-soft": ["-mcpu=cortex-m3", "-mthumb", "-mfloat-abi=soft"],
-}
+# A core of each float kind, by a board whose firmware compiles the kernels for it (with every kernel: the
+# interpreter's), so that these objects are that firmware's.
+ARM_BOARDS = {"m33-hard": "mps2-an505", "m3-soft": "mps2-an385"}
 # The only external symbols a kernel may use.
 # rintf: dynamic quantization rounds half to even, as torch does.
 # libm functions the math kernels call (mcu_unary_f32, mcu_layer_norm_f32, ...): the firmware links -lm
@@ -835,24 +832,15 @@ KERNEL_SOURCES = [p.name for p in all_kernel_sources()]
 
 
 @pytest.mark.skipif(ARM_GCC is None or ARM_NM is None, reason="arm-none-eabi-gcc not installed")
-@pytest.mark.parametrize("target", sorted(ARM_FLAGS))
+@pytest.mark.parametrize("target", sorted(ARM_BOARDS))
 @pytest.mark.parametrize("source", KERNEL_SOURCES)
 def test_kernel_builds_for_cortex_m(tmp_path, source, target):
-    obj = tmp_path / "k.o"
-    cmd = [ARM_GCC, *ARM_FLAGS[target], "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror",
-           "-Wdouble-promotion", f"-I{REPO / 'runtime_c' / 'include'}", "-c",
-           str(kernel_source(source)), "-o", str(obj)]
-    subprocess.run(cmd, check=True, capture_output=True, text=True)
-    symbols = subprocess.run([ARM_NM, str(obj)], check=True, capture_output=True, text=True).stdout
-    undefined, data = set(), []
-    for line in symbols.splitlines():
-        parts = line.split()
-        if len(parts) == 2 and parts[0] == "U":
-            undefined.add(parts[1])
-        # A file-local constant table (nm's "r": read-only, not linked by name) is not a global; the int16 LSTM's
-        # sigmoid table is one. Anything writable, or visible outside the file, is.
-        elif len(parts) == 3 and parts[1] in "BbDdCcR":
-            data.append(parts[2])
+    board = ARM_BOARDS[target]
+    assert front_end_errors(board, source, ["-Wdouble-promotion"]) == ""
+    undefined, defined = symbols(device_object(board, source, tmp_path))
+    # A file-local constant table (nm's "r": read-only, not linked by name) is not a global; the int16 LSTM's
+    # sigmoid table is one. Anything writable, or visible outside the file, is.
+    data = [name for kind, name in defined if kind in "BbDdCcR"]
     # Soft-float builds call single-precision helpers (__aeabi_f*, int <->
     # float conversions); nothing else beyond the allowed libc/libm symbols:
     # no double math, no 64-bit division helpers, no globals.

@@ -12,8 +12,6 @@ from __future__ import annotations
 import ctypes
 import math
 import shutil
-import subprocess
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -24,6 +22,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import cbind_s8 as cb  # noqa: E402
+from device_objects import device_object, front_end_errors, symbols  # noqa: E402
 from cbind import (  # noqa: E402
     MCU_ERR_INVALID_ARG,
     MCU_ERR_NULL_POINTER,
@@ -32,7 +31,6 @@ from cbind import (  # noqa: E402
     MCU_OK,
     ptr,
 )
-from mcu.paths import kernel_source  # noqa: E402
 from mcu.reference import arith  # noqa: E402
 from mcu.reference import elementwise  # noqa: E402
 from mcu.reference.conv import conv2d_s8, depthwise_conv2d_s8, linear_s8  # noqa: E402
@@ -47,7 +45,6 @@ from s8_properties import (  # noqa: F401  (run here against the portable kernel
     test_max_pool1d_s8_refuses_taller_windows, test_max_pool2d_s8, test_transpose_s8,
     test_mean_hw_s8, test_mul_s8, test_sub_s8)
 
-REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -743,11 +740,8 @@ def test_status_codes(lib, name):
 
 ARM_GCC = shutil.which("arm-none-eabi-gcc")
 ARM_NM = shutil.which("arm-none-eabi-nm")
-ARM_FLAGS = {
-    "m33-hard": ["-mcpu=cortex-m33", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv5-sp-d16"],
-    "m4-hard": ["-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16"],
-    "m3-soft": ["-mcpu=cortex-m3", "-mthumb", "-mfloat-abi=soft"],
-}
+# Each core by a board whose firmware compiles the kernels for it, so that these objects are that firmware's.
+ARM_BOARDS = {"m33-hard": "mps2-an505", "m4-hard": "mps2-an386", "m3-soft": "mps2-an385"}
 # The portable int8 kernels tested here (optimised variants have their own tests).
 S8_SOURCES = [f"mcu_{op}_s8.c" for op in ("conv2d", "depthwise_conv2d", "linear", "add", "sub", "mul", "max_pool2d",
                                           "avg_pool2d", "mean_hw", "softmax", "lut", "requantize", "clamp")]
@@ -755,23 +749,13 @@ S8_SOURCES += ["mcu_quantize_f32_s8.c", "mcu_dequantize_s8_f32.c"]
 
 
 @pytest.mark.skipif(ARM_GCC is None or ARM_NM is None, reason="arm-none-eabi-gcc not installed")
-@pytest.mark.parametrize("target", sorted(ARM_FLAGS))
+@pytest.mark.parametrize("target", sorted(ARM_BOARDS))
 def test_s8_kernels_build_for_cortex_m(tmp_path, target):
+    board = ARM_BOARDS[target]
     for source in S8_SOURCES:
-        obj = tmp_path / (source + ".o")
-        cmd = [ARM_GCC, *ARM_FLAGS[target], "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-Wdouble-promotion",
-               "-Wconversion", "-Wshadow", f"-I{REPO / 'runtime_c' / 'include'}", "-c", str(kernel_source(source)),
-               "-o", str(obj)]
-        result = subprocess.run(cmd, capture_output=True, text=True)
-        assert result.returncode == 0, (source, result.stderr)
-        symbols = subprocess.run([ARM_NM, str(obj)], check=True, capture_output=True, text=True).stdout
-        undefined, data = set(), []
-        for line in symbols.splitlines():
-            parts = line.split()
-            if len(parts) == 2 and parts[0] == "U":
-                undefined.add(parts[1])
-            elif len(parts) == 3 and parts[1] in "BbDdCcRr":
-                data.append(parts[2])
+        assert front_end_errors(board, source, ["-Wdouble-promotion", "-Wconversion", "-Wshadow"]) == "", source
+        undefined, defined = symbols(device_object(board, source, tmp_path))
+        data = [name for kind, name in defined if kind in "BbDdCcRr"]
         # No libc/libm at all, no 64-bit division or shift helpers, no globals;
         # soft-float builds may call the single-precision helpers only.
         soft_float = {s for s in undefined if s.startswith(("__aeabi_f", "__aeabi_i2f", "__aeabi_ui2f"))}

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 import cbind_s8 as cb
 import s8_cases as base
-from cbind import MCU_OK, ptr
+from cbind import MCU_ERR_INVALID_ARG, MCU_OK, ptr
 from host_builds import build_emulated_lib, load_bound
 from mcu.reference import elementwise
 from mcu.reference.conv import conv2d_s8, depthwise_conv2d_s8, linear_s8
@@ -181,15 +181,7 @@ def test_depthwise_inplace_s8_simd(emulated, n, h, w, c, kh, kw, data):
                   pad_top=pt, pad_left=pl, dilation_h=1, dilation_w=1, input_offset=-in_zp, output_offset=out_zp,
                   act_min=act[0], act_max=act[1])
     expected = depthwise_conv2d_s8(x, wt, b, m, s, **params)
-    q = cb.Quant(m, s, c)
-    p = cb._fields(cb.DepthwiseConv2dS8Params, params)
-    ring = np.zeros((pt + 1) * w * c, dtype=np.int8)
-    ctx = cb.Context(ring.ctypes.data, ring.size)
-    fn = emulated.mcu_depthwise_conv2d_s8_inplace
-    fn.argtypes = [_P] * 6
-    data_buf = x.copy()
-    status = fn(ctypes.addressof(ctx), ctypes.addressof(p), ctypes.addressof(q.struct), _P(data_buf.ctypes.data),
-                _P(ptr(wt)), _P(ptr(b)))
+    status, data_buf = _depthwise_inplace(emulated, x, wt, b, cb.Quant(m, s, c), params)
     assert status == MCU_OK
     base.assert_equal(data_buf, expected)
 
@@ -312,14 +304,7 @@ def _check_depthwise_row_case(emulated, case: dict) -> None:
         assert status == MCU_OK
         base.assert_equal(out, expected)
         return
-    p = cb._fields(cb.DepthwiseConv2dS8Params, params)
-    ring = np.zeros((pt + 1) * x.shape[2] * c, dtype=np.int8)
-    ctx = cb.Context(ring.ctypes.data, ring.size)
-    fn = emulated.mcu_depthwise_conv2d_s8_inplace
-    fn.argtypes = [_P] * 6
-    data_buf = x.copy()
-    status = fn(ctypes.addressof(ctx), ctypes.addressof(p), ctypes.addressof(q.struct), _P(data_buf.ctypes.data),
-                _P(ptr(wt)), _P(ptr(b)))
+    status, data_buf = _depthwise_inplace(emulated, x, wt, b, q, params)
     assert status == MCU_OK
     base.assert_equal(data_buf, expected)
 
@@ -414,14 +399,96 @@ def test_depthwise_s8_inplace_planes_at_the_bounds(emulated, shift, out_zp):
                           pad_top=1, pad_left=1, dilation_h=1, dilation_w=1, input_offset=-in_zp,
                           output_offset=out_zp, act_min=-128, act_max=127)
             expected = depthwise_conv2d_s8(x, wt, b, m, s, **params)
-            p = cb._fields(cb.DepthwiseConv2dS8Params, params)
-            ring = np.zeros(2 * w * c, dtype=np.int8)
-            ctx = cb.Context(ring.ctypes.data, ring.size)
-            q = cb.Quant(m, s, c)
-            fn = emulated.mcu_depthwise_conv2d_s8_inplace
-            fn.argtypes = [_P] * 6
-            data_buf = x.copy()
-            status = fn(ctypes.addressof(ctx), ctypes.addressof(p), ctypes.addressof(q.struct),
-                        _P(data_buf.ctypes.data), _P(ptr(wt)), _P(ptr(b)))
+            status, data_buf = _depthwise_inplace(emulated, x, wt, b, cb.Quant(m, s, c), params)
             assert status == MCU_OK and case["c"] == c
             base.assert_equal(data_buf, expected)
+
+
+@base.EXACT
+@given(hw=st.tuples(st.integers(1, 5), st.integers(1, 5)), c=st.integers(1, 13), in_zp=base.zero_points,
+       out_zp=base.zero_points, m=base.multipliers, s=st.sampled_from([-25, -24, -23, -12, -3, -1, 0, 1]),
+       act=base.act_bounds(), data=base.data_modes, seed=st.integers(0, 2**32 - 1))
+def test_mean_hw_s8_word_requantization(hw, c, in_zp, out_zp, m, s, act, data, seed):
+    """The four-channel groups' one-SMLAL requantization stored as a word (shifts in [-24, -1]) and the
+    generic one past those bounds: small images (mobilenet_v1's 3 x 3), odd channel tails, extreme
+    data, offsets and activation bounds, against the reference."""
+    x = base.int8_data(np.random.default_rng(seed), (1, *hw, c), data)
+    params = dict(input=x.shape, input_offset=-in_zp, multiplier=m, shift=s, output_offset=out_zp,
+                  act_min=act[0], act_max=act[1])
+    status, out = cb.mean_hw(x, params)
+    assert status == MCU_OK
+    base.assert_equal(out, mean_hw_s8(x, **params))
+
+
+def _depthwise_inplace(emulated, x, wt, b, q, params):
+    """The in-place kernel on a copy of x (a ring of pad_top + 1 rows): its status and the copy."""
+    p = cb._fields(cb.DepthwiseConv2dS8Params, params)
+    ring = np.zeros((params["pad_top"] + 1) * x.shape[2] * x.shape[3], dtype=np.int8)
+    ctx = cb.Context(ring.ctypes.data, ring.size)
+    fn = emulated.mcu_depthwise_conv2d_s8_inplace
+    fn.argtypes = [_P] * 6
+    out = x.copy()
+    status = fn(ctypes.addressof(ctx), ctypes.addressof(p), ctypes.addressof(q.struct), _P(out.ctypes.data),
+                _P(ptr(wt)), _P(ptr(b)))
+    return status, out
+
+
+@pytest.mark.parametrize("stride", [1, 2])
+@pytest.mark.parametrize("field,value", [("m", -1), ("m", -(2**31)), ("s", 31), ("s", -32), (None, 0)])
+def test_depthwise_s8_planes_refuse_invalid_quant(emulated, stride, field, value):
+    """A layer the channel planes would take validates its requantization through their plan alone
+    (no second pass over the channels): an invalid multiplier or shift in one channel is still
+    refused, and the valid layer runs and matches the reference. Stride 1 in place, stride 2 forward."""
+    c, h, w = 8, 12, 12
+    rng = np.random.default_rng(stride)
+    x = rng.integers(-128, 128, (1, h, w, c), dtype=np.int8)
+    wt = rng.integers(-127, 128, (3, 3, c), dtype=np.int8)
+    b = rng.integers(-5000, 5000, c).astype(np.int32)
+    m = np.full(c, 2**30 + 777, dtype=np.int64)
+    s = np.full(c, -7, dtype=np.int64)
+    if field is not None:
+        (m if field == "m" else s)[5] = value
+    oh = (h + 2 - 3) // stride + 1
+    params = dict(input=x.shape, output=(1, oh, oh, c), ch_mult=1, kernel_h=3, kernel_w=3, stride_h=stride,
+                  stride_w=stride, pad_top=1, pad_left=1, dilation_h=1, dilation_w=1, input_offset=5,
+                  output_offset=-3, act_min=-128, act_max=127)
+    q = cb.Quant(m, s, c)
+    if stride == 2:
+        status, out = cb.depthwise_conv2d(x, wt, b, q, params)
+    else:
+        status, out = _depthwise_inplace(emulated, x, wt, b, q, params)
+    if field is not None:
+        assert status == MCU_ERR_INVALID_ARG
+        return
+    assert status == MCU_OK
+    base.assert_equal(out, depthwise_conv2d_s8(x, wt, b, m.astype(np.int32), s.astype(np.int32), **params))
+
+
+@settings(max_examples=40, deadline=None)
+@given(shape=st.sampled_from([(1, 6, 6, 1), (1, 7, 11, 1), (1, 3, 3, 1), (1, 12, 9, 2), (1, 13, 12, 2), (1, 7, 6, 2)]),
+       c=st.sampled_from([4, 8, 12]), in_zp=base.zero_points, shift=st.integers(-24, -1),
+       data=base.data_modes, seed=st.integers(0, 2**32 - 1))
+def test_depthwise_s8_planes_relu_finish(emulated, shape, c, in_zp, shift, data, seed):
+    """A ReLU folded into the range (output offset -128, all of int8): the channel planes leave out the
+    requantization's sign correction (MCU_DWPL_RELU); sums mostly below zero (negative biases), zero and
+    the largest multipliers, lines of quads and tails, of six and of three, stride 1 in place and 2 apart;
+    against the reference."""
+    _, h, w, s = shape
+    rng = np.random.default_rng(seed)
+    x = base.int8_data(rng, (1, h, w, c), data)
+    wt = rng.choice(np.array([-128, -1, 0, 1, 127], dtype=np.int8), size=(3, 3, c))
+    b = rng.integers(-300000, 3000, c).astype(np.int32)
+    m = rng.choice(np.array([0, 1, 2**30, 2**31 - 1, 1518500250], dtype=np.int64), size=c).astype(np.int32)
+    sh = np.full(c, shift, dtype=np.int32)
+    oh, ow = (h + 2 - 3) // s + 1, (w + 2 - 3) // s + 1
+    params = dict(input=x.shape, output=(1, oh, ow, c), ch_mult=1, kernel_h=3, kernel_w=3, stride_h=s, stride_w=s,
+                  pad_top=1, pad_left=1, dilation_h=1, dilation_w=1, input_offset=-in_zp, output_offset=-128,
+                  act_min=-128, act_max=127)
+    expected = depthwise_conv2d_s8(x, wt, b, m, sh, **params)
+    q = cb.Quant(m, sh, c)
+    if s == 2:
+        status, out = cb.depthwise_conv2d(x, wt, b, q, params)
+    else:
+        status, out = _depthwise_inplace(emulated, x, wt, b, q, params)
+    assert status == MCU_OK
+    base.assert_equal(out, expected)

@@ -405,8 +405,10 @@ def _pixel_pair_case(draw, pw8: bool = False) -> dict:
     taps, strides 1 and 2, borders; the firmware's kernel is unspecialised, so every window pairs),
     entering the loop's passes at every tap pair,
     output channels a multiple of 4, odd and even pixel counts (an odd last pixel takes the one-pixel
-    loop after the pairs), extremes of inputs, weights, biases and multipliers, both stores and both
-    requantizations (activation ranges from the output offset or above, and others); pointwise
+    loop after the pairs), extremes of inputs (neighbouring pixels at opposite ones too), weights, biases and
+    multipliers, both stores and the three requantizations (activation ranges from the output offset or above,
+    and others; with ReLU, half the layers with every bias inside mcu_px2_diff_ok's room, its edges and one
+    bias past it included, for pixel B requantized by difference); pointwise
     layers also in place with the output after the input (the pairs run backwards, last pair first) or
     at most the forward order's distance after it (ds_cnn's 64->64 layers over their own input).
     ``pw8``: flat pointwise layers of 8 input channels only (mcu_pw8_pairs)."""
@@ -419,13 +421,26 @@ def _pixel_pair_case(draw, pw8: bool = False) -> dict:
     # the units left over, pairs and pixels after them
     h, w = draw(st.integers(k, k + 2)), draw(st.integers(k, k + (6 if k == 1 else 8)))
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
-    x_kind, w_kind = draw(st.sampled_from(["random", "min", "max"])), draw(st.sampled_from(["random", "min", "max"]))
+    x_kind = draw(st.sampled_from(["random", "min", "max", "apart"]))
+    w_kind = draw(st.sampled_from(["random", "min", "max"]))
     x = (rng.integers(-128, 128, (1, h, w, cin)) if x_kind == "random"
          else np.full((1, h, w, cin), -128 if x_kind == "min" else 127)).astype(np.int8)
+    if x_kind == "apart":  # neighbouring pixels at opposite extremes: a pair's accumulators differ the most
+        low_first = draw(st.booleans())
+        x[:, :, 0::2, :] = -128 if low_first else 127
+        x[:, :, 1::2, :] = 127 if low_first else -128
     wt = (rng.integers(-127, 128, (cout, k, k, cin)) if w_kind == "random"
           else np.full((cout, k, k, cin), -127 if w_kind == "min" else 127)).astype(np.int8)
     b = np.array(draw(st.lists(st.sampled_from(_S32) | st.integers(-(2**20), 2**20), min_size=cout, max_size=cout)),
                  dtype=np.int32)
+    if draw(st.booleans()):
+        # every bias within mcu_px2_diff_ok's room (the ReLU tails requantizing pixel B by difference), its
+        # edges included, or one bias just past it (those tails refused)
+        room = 2**31 - 1 - (k * k * cin + 3) // 4 * 4 * 255 * 128
+        edge = st.sampled_from([room, -room, 0]) | st.integers(-room, room)
+        b = np.array(draw(st.lists(edge, min_size=cout, max_size=cout)), dtype=np.int32)
+        if draw(st.booleans()):
+            b[draw(st.integers(0, cout - 1))] = -room - 1
     m = np.array(draw(st.lists(st.sampled_from([0, 1, 2**30, 2**31 - 1]) | st.integers(0, 2**31 - 1),
                                min_size=cout, max_size=cout)), dtype=np.int64)
     sh = np.array(draw(st.lists(st.integers(-23, -1), min_size=cout, max_size=cout)), dtype=np.int64)

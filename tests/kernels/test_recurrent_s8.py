@@ -247,19 +247,99 @@ def test_models_run_integer_layers_equal_to_the_reference(kind: str, layers: int
         assert np.max(np.abs(real - expect)) <= 0.1 * np.max(np.abs(expect)) + 3 * out.scale[0]
 
 
-def test_final_cell_state_is_refused_clearly() -> None:
-    class UsesCell(nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.lstm = nn.LSTM(4, 8, batch_first=True)
+def _final_cell_kernel(p: recurrent.RecurrentS8, x: np.ndarray, seq: np.ndarray, dsp: bool = False,
+                       out: np.ndarray | None = None, scratch: int | None = None) -> tuple[int, np.ndarray]:
+    """mcu_lstm_final_cell_s8 on the layer's input ``x`` and the hidden states ``seq`` it wrote."""
+    n, t, features = x.shape
+    hidden = p.w_hh.shape[1]
+    params = RecurrentParams(n, t, features, hidden, p.hidden_zp, p.out_mult, p.out_shift, p.state_shift)
+    size = scratch_bytes("lstm", features, hidden) if scratch is None else scratch
+    buf = np.zeros(max(size, 1) + 8, np.int16)
+    ctx = Context(buf.ctypes.data, size)
+    out = np.full((n, hidden), 99, np.int16) if out is None else out
+    arrays = [np.ascontiguousarray(a) for a in (x, p.w_ih, p.w_hh, p.rows.astype(np.int32),
+                                                recurrent.sigmoid_table(), seq)]
+    fn = _kernel("mcu_lstm_final_cell_s8", dsp)
+    fn.argtypes = [ctypes.c_void_p] * 9
+    status = fn(ctypes.addressof(ctx), ctypes.addressof(params), *(ptr(a) for a in arrays), ptr(out))
+    return status, out
 
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            _, (_h, c) = self.lstm(x)
-            return c[-1]
 
-    x = torch.randn(1, 5, 4)
-    with pytest.raises(McuError, match="final cell state c_n of an int8 nn.LSTM"):
-        mcu_compile(UsesCell().eval(), (x,), board="mps2-an505", quantize="int8", calibration=[(x,)])
+@SETTINGS
+@given(batch=st.integers(1, 3), steps=st.integers(1, 7), features=st.sampled_from([1, 2, 5, 17, 40]),
+       hidden=st.sampled_from([1, 3, 8, 33]), weight_scale=st.sampled_from([1e-3, 0.2, 1.0, 30.0]),
+       s_x=st.sampled_from([1e-3, 0.02, 0.5]), zp_x=st.sampled_from([-128, 0, 127]),
+       s_h=st.sampled_from([1.0 / 128, 0.004, 0.05]), zp_h=st.sampled_from([-128, 0, 3, 127]),
+       shift=st.integers(0, 15), bias=st.booleans(), data=st.sampled_from(["random", "extreme"]),
+       seed=st.integers(0, 2**16))
+def test_final_cell_kernel_matches_the_reference(batch: int, steps: int, features: int, hidden: int,
+                                                 weight_scale: float, s_x: float, zp_x: int, s_h: float, zp_h: int,
+                                                 shift: int, bias: bool, data: str, seed: int) -> None:
+    """The cell from the hidden states mcu_lstm_s8 wrote equals the reference's own recurrence (extreme inputs and
+    weights saturate the gates and the int16 cell), on the plain C and the dual-MAC path."""
+    rng = np.random.default_rng(seed)
+    p = _params("lstm", rng, features, hidden, weight_scale, s_x, zp_x, s_h, zp_h, shift, True, bias)
+    shape = (batch, steps, features)
+    x = (rng.integers(-128, 128, shape) if data == "random" else rng.choice([-128, 127], shape)).astype(np.int8)
+    want = recurrent.lstm_final_cell_s8(x, p)
+    for dsp in (False, True):
+        status, seq = run_kernel(p, x, dsp=dsp)
+        assert status == MCU_OK
+        status, got = _final_cell_kernel(p, x, seq, dsp=dsp)
+        assert status == MCU_OK
+        np.testing.assert_array_equal(got, want)
+
+
+def test_final_cell_kernel_checks_its_arguments() -> None:
+    rng = np.random.default_rng(2)
+    p = _params("lstm", rng, 4, 5, 0.3, 0.02, 0, 0.01, 0, 12, True, True)
+    x = rng.integers(-128, 128, (2, 3, 4)).astype(np.int8)
+    seq = run_kernel(p, x)[1]
+    assert _final_cell_kernel(p, x, seq)[0] == MCU_OK
+    assert _final_cell_kernel(p, x, seq, scratch=scratch_bytes("lstm", 4, 5) - 1)[0] == MCU_ERR_BUFFER_TOO_SMALL
+    # the cell written over the hidden states it reads
+    over = np.zeros(2 * 3 * 5, np.int8)
+    over[:] = seq.reshape(-1)
+    status, _ = _final_cell_kernel(p, x, over.reshape(2, 3, 5), out=over.view(np.int16)[:10].reshape(2, 5))
+    assert status == MCU_ERR_INVALID_ARG
+
+
+class _ReadsCell(nn.Module):
+    """An LSTM whose final (h_n, c_n) feed a classifier, and c_n returned as well."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lstm = nn.LSTM(4, 8, batch_first=True)
+        self.head = nn.Linear(16, 3)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        _, (h, c) = self.lstm(x)
+        return self.head(torch.cat([h[-1], c[-1]], dim=1)), c[-1]
+
+
+def test_final_cell_state_runs_at_int8() -> None:
+    """c_n read by the model: mcu_lstm_final_cell_s8 (its cell int16 at 2^-state_shift), no fp32 island, the
+    generated C and the program file equal to the reference, and close to eager PyTorch."""
+    torch.manual_seed(4)
+    model = _ReadsCell().eval()
+    calibration = [(torch.randn(2, 6, 4),) for _ in range(16)]
+    tests = [(torch.randn(2, 6, 4),) for _ in range(3)]
+    cm = mcu_compile(model, calibration[0], board="mps2-an505", quantize="int8", calibration=calibration,
+                     test_inputs=tests)
+    assert cm.graph.fallbacks == []
+    cells = [op for op in cm.graph.ops if op.kind == "lstm_final_cell"]
+    assert len(cells) == 1 and cells[0].output.dtype == "int16" and cells[0].inputs[0].dtype == "int8"
+    assert "mcu_lstm_final_cell_s8.c" in cm.library.kernel_sources
+    signal = noise = 0.0
+    for x in tests:
+        want = cm.reference_raw(*x)
+        for got in (cm.runtime_program().method("forward").run_raw(*cm.encode_inputs(x)), cm.run_raw_c(*x)):
+            for g, r in zip(got, want):
+                np.testing.assert_array_equal(g, r)
+        for got, ref in zip(cm.run(*x), cm.eager(*x)):
+            signal += float((ref.double() ** 2).sum())
+            noise += float(((got.double() - ref.double()) ** 2).sum())
+    assert 10 * np.log10(signal / noise) > 25.0  # (29.5 dB: the int8 hidden states bound it)
 
 
 def test_an_initial_state_keeps_the_unrolled_fp32_island() -> None:

@@ -9,11 +9,14 @@ to fp32 than at int8."""
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 import torch
 from torch import nn
 
 import mcu
+from mcu.api import LoweredModel, lower
 from mcu.device.boards import load_board
 from mcu.program.device import build_interpreter_firmware
 from mcu.reference.interp import Reference
@@ -92,7 +95,9 @@ class MovesCnn(nn.Module):
         return torch.softmax(self.fc(h), dim=-1).transpose(0, 1)
 
 
-def _compile(name: str, quantize: str, board: str = "mps2-an505") -> mcu.CompiledModel:
+@functools.lru_cache(maxsize=None)
+def _lowered(name: str, quantize: str) -> LoweredModel:
+    """Seeded, calibrated and lowered once per process for each name and mode (all that decides it)."""
     torch.manual_seed(7)
     if name == "gated_mlp":
         model, shape, scale = GatedMlp().eval(), (4, 8), 2.0
@@ -105,8 +110,11 @@ def _compile(name: str, quantize: str, board: str = "mps2-an505") -> mcu.Compile
     # (enough calibration that the test inputs stay inside its ranges: clipping would hide the modes' difference)
     calibration = [(torch.randn(*shape) * scale,) for _ in range(32)]
     tests = [(torch.randn(*shape) * scale,) for _ in range(3)]
-    return mcu.compile(model, calibration[0], quantize=quantize, calibration=calibration, test_inputs=tests,
-                       name=name, board=board)
+    return lower(model, calibration[0], quantize=quantize, calibration=calibration, test_inputs=tests, name=name)
+
+
+def _compile(name: str, quantize: str, board: str = "mps2-an505") -> mcu.CompiledModel:
+    return _lowered(name, quantize).compile(board)
 
 
 

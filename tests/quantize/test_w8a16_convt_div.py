@@ -4,7 +4,7 @@ computing x / (|y| + 1) and a normalisation by a computed norm (a broadcast divi
 (its phased form at dilation 1) and mcu_div_s16 (ours, with the 16x8 conventions: CMSIS-NN has neither). Each is
 bit-exact with the Python integer reference as generated C and as a program file on the host and (slow tier) on
 QEMU, closer to fp32 than at int8; a program file whose words are overwritten with extremes loads and runs or names
-the fault, never crashes; a grouped transposed convolution is still refused with the user's line."""
+the fault, never crashes. (Grouped transposed convolutions: tests/quantize/test_w8a16_int8_forms.py.)"""
 
 from __future__ import annotations
 
@@ -117,21 +117,6 @@ def test_program_with_words_overwritten_never_crashes(w8a16) -> None:
                 except (ProgramError, McuError):
                     outcomes["fault"] = outcomes.get("fault", 0) + 1
     assert outcomes.get("refused", 0) > 0 and outcomes.get("ran", 0) > 0, outcomes
-
-
-def test_w8a16_refuses_a_grouped_transposed_convolution_with_its_line() -> None:
-    class Grouped(nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.up = nn.ConvTranspose2d(4, 4, 2, stride=2, groups=2)
-
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            return self.up(x)
-
-    x = torch.randn(1, 4, 3, 3)
-    with pytest.raises(McuError, match=r"no 16x8 kernel for a grouped transposed convolution \(2 groups\) at "
-                                       r".*test_w8a16_convt_div\.py:\d+"):
-        mcu.compile(Grouped().eval(), x, quantize="w8a16", calibration=[(x,)])
 
 
 @pytest.mark.slow

@@ -3,7 +3,7 @@ bidirectional nn.GRU classifier (batch_first), a bidirectional two-layer nn.LSTM
 nn.GRU returning (output, h_n), and a sequence-to-sequence pair of two-layer nn.LSTMs, the encoder's (h_n, c_n)
 starting the decoder. Each runs with no fp32 island and bit-exact with the integer reference as generated C and as
 a program file on the host, and on QEMU; GPTQ rounds the matrices of the layers run from a given state on the
-lowering's per-row grid; c_n still refuses by name at int8."""
+lowering's per-row grid. (c_n at int8: tests/kernels/test_recurrent_s8.py.)"""
 
 from __future__ import annotations
 
@@ -134,20 +134,6 @@ def test_w8a16_recurrent_forms_are_bit_exact_in_c_and_program(name: str, kind: s
             signal += float((ref.double() ** 2).sum())
             noise += float(((got.double() - ref.double()) ** 2).sum())
     assert 10 * np.log10(signal / noise) > 35.0
-
-
-def test_int8_lstm_final_cell_still_refuses_by_name() -> None:
-    class ReadsCell(nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.lstm = nn.LSTM(4, 5, batch_first=True)
-
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            return self.lstm(x)[1][1]
-
-    x = torch.randn(1, 3, 4)
-    with pytest.raises(McuError, match="final cell state c_n of an int8 nn.LSTM"):
-        mcu.compile(ReadsCell().eval(), (x,), quantize="int8", calibration=[(x,)])
 
 
 @pytest.mark.slow

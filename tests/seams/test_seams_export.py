@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from export_builds import header_macro
 from mcu.commands.export import export_target, model_stack
 from mcu.emit.targets.common import EXAMPLE_OWN_BYTES
 
@@ -41,12 +42,6 @@ def exports(ds, tmp_path_factory) -> dict[str, Path]:
     return {t: root / t for t in ("cmake", "pico-sdk", "arduino", "zephyr", "cmsis-pack")}
 
 
-def _macro(header: Path, name: str) -> int:
-    m = re.search(rf"^#define {name} (\d+)$", header.read_text(), re.MULTILINE)
-    assert m, f"{name} not in {header}"
-    return int(m.group(1))
-
-
 def _define(text: str, name: str) -> int:
     m = re.search(rf"\b{name}=(\d+)", text)
     assert m, f"{name} not in\n{text}"
@@ -58,7 +53,7 @@ def _define(text: str, name: str) -> int:
 @requires_cross
 def test_header_stack_macro_is_the_run_functions_bound_in_the_firmware(ds, exports) -> None:
     p, P = ds.library.prefix, ds.library.prefix.upper()
-    stack = _macro(exports["cmake"] / f"{p}_model.h", f"{P}_STACK_BYTES")
+    stack = header_macro(exports["cmake"] / f"{p}_model.h", f"{P}_STACK_BYTES")
     # The firmware's own bound (from Reset_Handler, what its linker script reserves) runs through the
     # model's run function: below it, its frames add up to the header's figure.
     fw = ds.build()
@@ -70,7 +65,7 @@ def test_header_stack_macro_is_the_run_functions_bound_in_the_firmware(ds, expor
     # every target ships the same header
     for target, folder in exports.items():
         (header,) = folder.rglob(f"{p}_model.h")
-        assert _macro(header, f"{P}_STACK_BYTES") == stack, target
+        assert header_macro(header, f"{P}_STACK_BYTES") == stack, target
 
 
 def test_board_without_a_bare_metal_build_says_why_there_is_no_stack_figure(compiled, tmp_path: Path) -> None:
@@ -84,7 +79,7 @@ def test_board_without_a_bare_metal_build_says_why_there_is_no_stack_figure(comp
 @requires_cross
 def test_zephyr_and_pico_stacks_are_derived_from_the_analysis(ds, exports) -> None:
     p, P = ds.library.prefix, ds.library.prefix.upper()
-    stack = _macro(exports["cmake"] / f"{p}_model.h", f"{P}_STACK_BYTES")
+    stack = header_macro(exports["cmake"] / f"{p}_model.h", f"{P}_STACK_BYTES")
     want = (stack + EXAMPLE_OWN_BYTES + 255) // 256 * 256
     conf = (exports["zephyr"] / "samples" / p / "prj.conf").read_text()
     main_stack = _define(conf, "CONFIG_MAIN_STACK_SIZE")
@@ -101,7 +96,7 @@ def test_zephyr_and_pico_stacks_are_derived_from_the_analysis(ds, exports) -> No
 def test_pico_stack_fits_core0_for_a_small_model(compiled, tmp_path: Path) -> None:
     cm = compiled("small_cnn", "mps2-an385", "int8")
     export_target(cm, "pico-sdk", tmp_path)
-    stack = _macro(tmp_path / f"{cm.library.prefix}_model.h", f"{cm.library.prefix.upper()}_STACK_BYTES")
+    stack = header_macro(tmp_path / f"{cm.library.prefix}_model.h", f"{cm.library.prefix.upper()}_STACK_BYTES")
     cmake = (tmp_path / "example" / "CMakeLists.txt").read_text()
     assert f"PICO_STACK_SIZE={(stack + EXAMPLE_OWN_BYTES + 255) // 256 * 256})" in cmake
     assert "pico_multicore" not in cmake
@@ -214,6 +209,36 @@ def test_exported_library_cross_compiles_with_only_its_headers(ds, exports, tmp_
         subprocess.run([gcc, *flags, "-c", str(src), "-o", str(tmp_path / f"{i}.o")], check=True)
 
 
+# Zephyr's default C library (the minimal libc) ships a <math.h> that declares nothing
+MINIMAL_MATH_H = "/* a C library without the math functions, as Zephyr's minimal libc */\n"
+
+
+@requires_cross
+@pytest.mark.parametrize("board, quantize", [("mps2-an385", "int8"), ("mps2-an385", "w4a8"), ("mps2-an505", "none")])
+def test_zephyr_module_asks_for_a_full_libc_exactly_when_its_sources_need_math(compiled, board: str, quantize: str,
+                                                                               tmp_path: Path) -> None:
+    from mcu.device.toolchain import find_cross_compiler
+
+    cm = compiled("small_cnn", board, quantize)
+    out = tmp_path / "out"
+    export_target(cm, "zephyr", out)
+    selects = "select REQUIRES_FULL_LIBC" in (out / "Kconfig").read_text()
+    libc = tmp_path / "minimal"
+    libc.mkdir()
+    (libc / "math.h").write_text(MINIMAL_MATH_H)
+    # -I comes before the C library's own headers for <math.h>
+    flags = [*cm.board.cpu_flags, "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", f"-I{libc}", f"-I{out}",
+             f"-I{out / 'include'}", *(f"-D{k}={v}" for k, v in cm.library.defines.items())]
+    gcc = str(find_cross_compiler())
+    sources = [s for s in sorted(out.rglob("*.c")) if s.name != "main.c"]  # main.c needs Zephyr's headers
+    failed = [s.name for i, s in enumerate(sources)
+              if subprocess.run([gcc, *flags, f"-I{s.parent}", "-c", str(s), "-o", str(tmp_path / f"{i}.o")],
+                                capture_output=True).returncode != 0]
+    assert selects == bool(failed), failed
+    assert f"{cm.library.prefix}_vectors.c" not in failed  # the sample itself needs no math library
+    assert selects == (quantize == "none")
+
+
 # --- Zephyr on a real tree -----------------------------------------------------------------------------------
 
 ZEPHYR_SKIP = ("set ZEPHYR_BASE to a Zephyr tree (tested: 2.4.99, github.com/mkschreder/zephyr) and ZEPHYR_MODULES "
@@ -221,20 +246,29 @@ ZEPHYR_SKIP = ("set ZEPHYR_BASE to a Zephyr tree (tested: 2.4.99, github.com/mks
                "cmake, ninja, dtc and qemu-system-arm, to build and run the sample on qemu_cortex_m3 and mps2_an521")
 
 
+ZEPHYR_QEMU_MACHINES = {"qemu_cortex_m3": ["-cpu", "cortex-m3", "-machine", "lm3s6965evb"],
+                        "mps2_an521": ["-machine", "mps2-an521"]}
+
+
 @requires_cross
 @pytest.mark.skipif(not (os.environ.get("ZEPHYR_BASE") and os.environ.get("ZEPHYR_MODULES")), reason=ZEPHYR_SKIP)
 @pytest.mark.skipif(any(shutil.which(t) is None for t in ("cmake", "ninja", "dtc", "qemu-system-arm")),
                     reason=ZEPHYR_SKIP)
-@pytest.mark.parametrize("zephyr_board,model,board,machine", [
-    ("qemu_cortex_m3", "small_cnn", "mps2-an385", ["-cpu", "cortex-m3", "-machine", "lm3s6965evb"]),
+@pytest.mark.parametrize("zephyr_board,model,board,quantize", [
+    ("qemu_cortex_m3", "small_cnn", "mps2-an385", "int8"),
     # DS-CNN's specialised packed kernel on the M33 (Zephyr 2.4 builds mps2_an521 without the DSP extension)
-    ("mps2_an521", "ds_cnn", "mps2-an505", ["-machine", "mps2-an521"]),
+    ("mps2_an521", "ds_cnn", "mps2-an505", "int8"),
+    # fp32's arena does not fit the LM3S6965's 64 KB of SRAM beside the kernel's
+    ("mps2_an521", "small_cnn", "mps2-an505", "none"),
+    ("qemu_cortex_m3", "small_cnn", "mps2-an385", "w8a16"),
+    ("qemu_cortex_m3", "small_cnn", "mps2-an385", "w4a8"),
 ])
 def test_zephyr_sample_runs_on_a_real_tree_in_qemu(compiled, tmp_path: Path, zephyr_board: str, model: str,
-                                                   board: str, machine: list[str]) -> None:
+                                                   board: str, quantize: str) -> None:
     import sys
 
-    cm = compiled(model, board, "int8")  # the core of the Zephyr board
+    machine = ZEPHYR_QEMU_MACHINES[zephyr_board]
+    cm = compiled(model, board, quantize)  # the core of the Zephyr board
     p = cm.library.prefix
     out = tmp_path / "out"
     export_target(cm, "zephyr", out)
@@ -273,6 +307,6 @@ def test_zephyr_sample_runs_on_a_real_tree_in_qemu(compiled, tmp_path: Path, zep
     used, size = int(m.group(1)), int(m.group(2))
     conf = (out / "samples" / p / "prj.conf").read_text()
     assert size >= _define(conf, "CONFIG_MAIN_STACK_SIZE") > used
-    model = _macro(out / f"{p}_model.h", f"{p.upper()}_STACK_BYTES")
+    model = header_macro(out / f"{p}_model.h", f"{p.upper()}_STACK_BYTES")
     # The sample's own use on top of the model's bound is within the allowance the export adds.
     assert used - model < EXAMPLE_OWN_BYTES

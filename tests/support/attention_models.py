@@ -4,10 +4,13 @@ a transformer encoder layer built by hand with a log-softmax head, and nn.RMSNor
 
 from __future__ import annotations
 
+import functools
+
 import torch
 from torch import nn
 
 import mcu
+from mcu.api import LoweredModel, lower
 
 MODELS = ["mha", "mha_weights", "encoder", "rms", "pos", "causal", "masked"]
 D, T = 16, 6
@@ -119,13 +122,16 @@ def build(name: str) -> nn.Module:
     return model.eval()
 
 
-def compile_model(name: str, quantize: str, board: str = "mps2-an505") -> mcu.CompiledModel:
+@functools.lru_cache(maxsize=None)
+def lowered(name: str, quantize: str) -> LoweredModel:
+    """The model seeded, calibrated and lowered once per process for each name and mode (all that decides it)."""
     model = build(name)
     torch.manual_seed(3)
     # (enough calibration that the test inputs stay inside its ranges: clipping would hide the modes' difference)
     calibration = [(torch.randn(1, T, D),) for _ in range(32)]
     tests = [(torch.randn(1, T, D) * 0.8,) for _ in range(3)]
-    return mcu.compile(model, calibration[0], quantize=quantize, calibration=calibration, test_inputs=tests,
-                       name=name, board=board)
+    return lower(model, calibration[0], quantize=quantize, calibration=calibration, test_inputs=tests, name=name)
 
 
+def compile_model(name: str, quantize: str, board: str = "mps2-an505") -> mcu.CompiledModel:
+    return lowered(name, quantize).compile(board)

@@ -5,6 +5,7 @@ headers the Pico output touches, running on the host)."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -29,6 +30,13 @@ def cmake_build(src: Path, build: Path, *defs: str, env: dict[str, str] | None =
     run_checked(["cmake", "-S", str(src), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release",
                  "-DCMAKE_C_FLAGS=" + " ".join(WARNINGS), *defs], env=env)
     run_checked(["cmake", "--build", str(build)], env=env)
+
+
+def header_macro(header: Path, name: str) -> int:
+    """The integer a generated header #defines as ``name``."""
+    m = re.search(rf"^#define {name} (\d+)$", header.read_text(), re.MULTILINE)
+    assert m, f"{name} not in {header}"
+    return int(m.group(1))
 
 
 def expect_pass(output: str, vectors: int) -> None:

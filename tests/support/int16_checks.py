@@ -3,27 +3,36 @@ equal to the integer reference on the host, and the firmware and the interpreter
 
 from __future__ import annotations
 
+import functools
 from typing import Callable, Iterable
 
 import numpy as np
 import torch
 
 import mcu
+from mcu.api import LoweredModel, lower
 from mcu.ir import NUMPY_DTYPES
 from mcu.program.device import run_program
 from mcu.reference.interp import Reference
 
 
-def compile_seeded(make: Callable[[], torch.nn.Module], shape: tuple[int, ...], name: str, quantize: str, board: str,
-                   seed: int, samples: int = 32) -> mcu.CompiledModel:
+@functools.lru_cache(maxsize=None)
+def lowered_seeded(make: Callable[[], torch.nn.Module], shape: tuple[int, ...], name: str, quantize: str, seed: int,
+                   samples: int = 32) -> LoweredModel:
     """A test model made after ``torch.manual_seed(seed)``, calibrated on ``samples`` standard normal inputs of
-    ``shape`` and bundled with three more as test inputs."""
+    ``shape`` and bundled with three more as test inputs, captured, quantized and lowered once per process for
+    each set of these arguments: they are all that decides it (the board decides only the compile)."""
     torch.manual_seed(seed)
     model = make().eval()
     calibration = [(torch.randn(*shape),) for _ in range(samples)]
     tests = [(torch.randn(*shape),) for _ in range(3)]
-    return mcu.compile(model, calibration[0], quantize=quantize, calibration=calibration, test_inputs=tests,
-                       name=name, board=board)
+    return lower(model, calibration[0], quantize=quantize, calibration=calibration, test_inputs=tests, name=name)
+
+
+def compile_seeded(make: Callable[[], torch.nn.Module], shape: tuple[int, ...], name: str, quantize: str, board: str,
+                   seed: int, samples: int = 32) -> mcu.CompiledModel:
+    """:func:`lowered_seeded` compiled for ``board``: what ``mcu.compile`` gives for the same model and inputs."""
+    return lowered_seeded(make, shape, name, quantize, seed, samples).compile(board)
 
 
 def assert_int16_kernels(cm: mcu.CompiledModel, kinds: set[str], sources: Iterable[str]) -> None:

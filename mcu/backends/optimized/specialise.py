@@ -24,6 +24,16 @@ every build of the model (firmware, host, the exported library's CMake and Makef
   (``PW_GROUP_TAPS_MAX``); 0 otherwise.
 * ``MCU_PACKED_BYTES``: 0 leaves out the byte streams' path (fully connected layers whose weights wait,
   convolution/pair_bytes_s8_dsp.h) when no layer has one: its code would only crowd a flash cache.
+* ``MCU_PACKED_PW_PAIRS``: 0 leaves out the flat pointwise layers' pixel pairs (``mcu_pixel2_packed``, its
+  groups and ``mcu_pw8_pairs``, 3.3 kB on the M33) when no layer has two pixels of whole input words to pair.
+* ``MCU_PACKED_QUADS``: 0 leaves out the windowed layers' four-pixel loop (``mcu_pixel4_packed_split``) when no
+  windowed layer's stream outgrows a flash cache of ``PIXEL4_STREAM_MIN`` bytes.
+* ``MCU_PACKED_NARROW_CLAMP``, ``MCU_PACKED_NARROW_FULL``: 0 leaves out the narrow engine whose stores clamp
+  to an activation range narrower than int8, or the one storing whole bytes, when no narrow layer needs it.
+
+A path left out for speed only (the windows, pairs, four pixels, the narrow runs of 3x3x3 windows) leaves its
+layers exact on a slower path; one a layer cannot do without (the loop, the narrow path and its engines, the
+byte streams) makes the kernel refuse the layer (MCU_ERR_UNSUPPORTED).
 
 Without definitions (the program-file interpreter, which must run any program) the kernel is the
 full one, less the four-pixel units' grouping (``MCU_PIXEL4_GROUP`` 1: only slower, and the default
@@ -68,6 +78,8 @@ class PackedLayer:
     pixels: int = 1  # output pixels (n * h * w)
     group: bool = False  # FLAG_GROUP: the weights wait behind a cache that holds a part (tuned.groups_pay)
     bytes: bool = False  # FLAG_BYTES: the byte stream's own loop, none of the paths below
+    act_max: int = 127
+    cin4: bool = True  # input channels a multiple of 4 (a flat layer's pixels are then whole words)
 
     @staticmethod
     def from_params(params: Mapping[str, Any], right: bool, group: bool = False, bytes: bool = False) -> "PackedLayer":
@@ -83,7 +95,8 @@ class PackedLayer:
                            output_offset=int(params["output_offset"]), right=bool(right), k3c3=k3c3,
                            pointwise=pointwise, flat=flat,
                            pixels=int(params["output"]["n"]) * int(params["output"]["h"]) * int(params["output"]["w"]),
-                           group=bool(group), bytes=bool(bytes))
+                           group=bool(group), bytes=bool(bytes), act_max=int(params["act_max"]),
+                           cin4=int(params["input"]["c"]) % 4 == 0)
 
     def takes_narrow(self) -> bool:
         """mcu_narrow_applies without its direction condition (run time; leaving it out only widens)."""
@@ -91,24 +104,41 @@ class PackedLayer:
                 and not (self.pointwise and (self.kp >= NARROW_PW_MIN or self.takes_pw8()))
                 and self.cout % 4 == 0 and self.act_min >= self.output_offset)
 
+    def clamps(self) -> bool:
+        """The activation range is narrower than int8 (the C's ``clamp``: the stores clamp)."""
+        return self.act_min > -128 or self.act_max < 127
+
     def takes_windows(self) -> bool:
-        """The windowed layers' pixel loops (pairs, four pixels) may run it: a layer neither flat nor
-        narrow whose stream the assembly requantizes in whole blocks (the C's ``pairs``, wider: the row
-        length is not known here)."""
-        return not self.bytes and self.right and self.cout % 4 == 0 and not self.flat and not self.takes_narrow()
+        """The windowed layers' pixel loops (pairs, four pixels) may run it: a layer neither flat of whole
+        input words (the C's flat loop) nor narrow whose stream the assembly requantizes in whole blocks (the
+        C's ``pairs``, wider: the row length is not known here)."""
+        return (not self.bytes and self.right and self.cout % 4 == 0 and not (self.flat and self.cin4)
+                and not self.takes_narrow())
+
+    def takes_quads(self) -> bool:
+        """The windowed layers' four-pixel loop may run it: a stream of cout * (2 kp + 20) bytes over a flash
+        cache's (the C's ``quads``, wider: four pixels in all, not in a row)."""
+        return self.takes_windows() and self.pixels >= 4 and self.cout * (2 * self.kp + 20) > PIXEL4_STREAM_MIN
+
+    def takes_pw_pairs(self) -> bool:
+        """The flat pointwise pair loops may run it (the C's ``pw_pairs``, either direction; mcu_pw8_pairs too,
+        which falls back on them for an input off a word): two pixels or more of whole input words, whole
+        blocks, not narrow."""
+        return (not self.bytes and self.right and self.flat and self.cin4 and self.cout % 4 == 0
+                and self.pixels >= 2 and not self.takes_narrow())
 
     def groups_pairs(self) -> bool:
         """The flat pointwise pairs of mcu_conv2d_packed_s8 share each read of the stream (``pw_group``):
         a stream of cout * (2 kp + 20) bytes over a flash cache's, two pairs or more to share it, and the
         weights in memory with wait states (FLAG_GROUP: without them the groups' calls cost more than they save)."""
-        return (self.group and not self.bytes and self.flat and self.right and self.cout % 4 == 0 and self.kp >= NARROW_PW_MIN and self.pixels >= 4
+        return (self.group and self.takes_pw_pairs() and self.kp >= NARROW_PW_MIN and self.pixels >= 4
                 and self.cout * (2 * self.kp + 20) > PIXEL4_STREAM_MIN)
 
     def groups_quads(self) -> bool:
         """The four-pixel units of a windowed layer share each read of the stream in groups (the C's
         ``quads`` and two units or more, wider: the row length is not known here, eight pixels in all), where
         the weights wait (FLAG_GROUP: without wait states the groups' calls cost more than they save)."""
-        return self.group and not self.bytes and self.takes_windows() and self.pixels >= 8 and self.cout * (2 * self.kp + 20) > PIXEL4_STREAM_MIN
+        return self.group and self.takes_quads() and self.pixels >= 8
 
     def takes_pw8(self) -> bool:
         """The flat pointwise loop of 8 taps (mcu_pw8_pairs) may run it: two pixels or more, whole blocks
@@ -126,6 +156,13 @@ class PackedLayer:
         return self.kp if self.right and self.cout >= 4 and not self.bytes else 0
 
 
+# The definitions that say whether a path is built (1) or left out (0): a library of several methods builds a path
+# any of them needs
+PATHS = ("MCU_PACKED_LOOP", "MCU_PACKED_WINDOWS", "MCU_PACKED_NARROW", "MCU_PACKED_NARROW_K3C3", "MCU_PACKED_BYTES",
+         "MCU_PACKED_PW8", "MCU_PACKED_PW_PAIRS", "MCU_PACKED_QUADS", "MCU_PACKED_NARROW_CLAMP",
+         "MCU_PACKED_NARROW_FULL")
+
+
 def packed_defines(layers: Iterable[PackedLayer]) -> dict[str, int]:
     """The compile definitions of mcu_conv2d_packed_s8.c for a model with these packed layers
     (empty: no packed layer, the kernel is not built)."""
@@ -135,15 +172,20 @@ def packed_defines(layers: Iterable[PackedLayer]) -> dict[str, int]:
     widest = max(layer.dot_taps() for layer in layers)
     groups = [layer.group_taps() for layer in layers if layer.groups_pairs()]
     loop = widest > WIDE_TAPS_MAX
-    wide = WIDE_TAPS_MAX if loop else max(8, (widest + 7) // 8 * 8)
-    return {"MCU_PIXEL_WIDE_TAPS": wide, "MCU_PACKED_LOOP": int(loop),
+    narrow = [layer for layer in layers if layer.takes_narrow()]
+    return {"MCU_PIXEL_WIDE_TAPS": WIDE_TAPS_MAX if loop else max(8, (widest + 7) // 8 * 8),
+            "MCU_PACKED_LOOP": int(loop),
             "MCU_PACKED_WINDOWS": int(any(layer.takes_windows() for layer in layers)),
-            "MCU_PACKED_NARROW": int(any(layer.takes_narrow() for layer in layers)),
-            "MCU_PACKED_NARROW_K3C3": int(any(layer.takes_narrow() and layer.k3c3 for layer in layers)),
+            "MCU_PACKED_NARROW": int(bool(narrow)),
+            "MCU_PACKED_NARROW_K3C3": int(any(layer.k3c3 for layer in narrow)),
+            "MCU_PACKED_NARROW_CLAMP": int(any(layer.clamps() for layer in narrow)),
+            "MCU_PACKED_NARROW_FULL": int(any(not layer.clamps() for layer in narrow)),
             "MCU_PACKED_PW_GROUP_TAPS": min(PW_GROUP_TAPS_MAX, max(PW_GROUP_TAPS, *groups)) if groups else 0,
             "MCU_PACKED_BYTES": int(any(layer.bytes for layer in layers)),
             "MCU_PIXEL4_GROUP": PIXEL4_GROUP if loop and any(layer.groups_quads() for layer in layers) else 1,
-            "MCU_PACKED_PW8": int(any(layer.takes_pw8() for layer in layers))}
+            "MCU_PACKED_PW8": int(any(layer.takes_pw8() for layer in layers)),
+            "MCU_PACKED_PW_PAIRS": int(any(layer.takes_pw_pairs() for layer in layers)),
+            "MCU_PACKED_QUADS": int(any(layer.takes_quads() for layer in layers))}
 
 
 def merge_defines(parts: Iterable[Mapping[str, int]]) -> dict[str, int]:
@@ -153,11 +195,6 @@ def merge_defines(parts: Iterable[Mapping[str, int]]) -> dict[str, int]:
         return {}
     loop = any(p["MCU_PACKED_LOOP"] for p in parts)
     return {"MCU_PIXEL_WIDE_TAPS": WIDE_TAPS_MAX if loop else max(p["MCU_PIXEL_WIDE_TAPS"] for p in parts),
-            "MCU_PACKED_LOOP": int(loop),
-            "MCU_PACKED_WINDOWS": int(any(p["MCU_PACKED_WINDOWS"] for p in parts)),
-            "MCU_PACKED_NARROW": int(any(p["MCU_PACKED_NARROW"] for p in parts)),
-            "MCU_PACKED_NARROW_K3C3": int(any(p["MCU_PACKED_NARROW_K3C3"] for p in parts)),
-            "MCU_PACKED_PW_GROUP_TAPS": max(p.get("MCU_PACKED_PW_GROUP_TAPS", 0) for p in parts),
-            "MCU_PACKED_BYTES": int(any(p.get("MCU_PACKED_BYTES", 0) for p in parts)),
-            "MCU_PIXEL4_GROUP": max(p.get("MCU_PIXEL4_GROUP", 1) for p in parts),
-            "MCU_PACKED_PW8": int(any(p.get("MCU_PACKED_PW8", 0) for p in parts))}
+            **{name: int(any(p[name] for p in parts)) for name in PATHS},
+            "MCU_PACKED_PW_GROUP_TAPS": max(p["MCU_PACKED_PW_GROUP_TAPS"] for p in parts),
+            "MCU_PIXEL4_GROUP": max(p["MCU_PIXEL4_GROUP"] for p in parts)}

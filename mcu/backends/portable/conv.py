@@ -328,6 +328,9 @@ def _matrix_s16(op: Op, ref: Ref) -> KernelCall:
                                                         **bounds}
     # (a transposed one with its weights by output phase: dilation 1, mcu/passes/quantized/conv.py)
     function = f"mcu_{op.kind}_phased_s16" if op.attrs.get("phased") else f"mcu_{op.kind}_s16"
+    if op.kind in ("conv2d", "conv_transpose2d") and op.attrs.get("groups", 1) > 1:  # (ours, the window's struct)
+        params_type, params = "mcu_conv2d_grouped_s16_params", {"conv": params, "groups": op.attrs["groups"]}
+        function = f"mcu_{op.kind}_grouped_s16"
     return KernelCall(function, ["&ctx", "&params", "&quant", ref(x), ref(w), ref(b), ref(out)], [f"{function}.c"],
                       params_type, params, locals=quant_locals(op, ref), operands=quant_operands(op),
                       headers=["mcu/kernels_s16.h"])

@@ -180,20 +180,28 @@ def _clamp_s16(op: Op, ref: Ref) -> KernelCall:
 
 
 def _quantize(op: Op, ref: Ref) -> KernelCall:
+    """float32 to int8 codes, or to int16 ones (w8a16: an input a comparison also reads as it is)."""
     q = op.output.quant
     assert q is not None
-    return KernelCall("mcu_quantize_f32_s8", [str(op.output.numel), c_float(1.0 / q.scale[0]),
-                                              str(q.zero_point[0]), ref(op.inputs[0]), ref(op.output)],
-                      ["mcu_quantize_f32_s8.c"], operands=[op.inputs[0], op.output],
-                      scalars=[op.output.numel, float(1.0 / q.scale[0]), int(q.zero_point[0])])
+    wide = op.output.dtype == "int16"
+    function = "mcu_quantize_f32_s16" if wide else "mcu_quantize_f32_s8"
+    return KernelCall(function, [str(op.output.numel), c_float(1.0 / q.scale[0]), str(q.zero_point[0]),
+                                 ref(op.inputs[0]), ref(op.output)], [f"{function}.c"],
+                      operands=[op.inputs[0], op.output],
+                      scalars=[op.output.numel, float(1.0 / q.scale[0]), int(q.zero_point[0])],
+                      headers=["mcu/kernels_s16.h"] if wide else [])
 
 
 def _dequantize(op: Op, ref: Ref) -> KernelCall:
+    """int8 codes to float32, or int16 ones (w8a16: the values a comparison reads)."""
     q = op.attrs["quant"]
-    return KernelCall("mcu_dequantize_s8_f32", [str(op.output.numel), c_float(q.scale[0]), str(q.zero_point[0]),
-                                                ref(op.inputs[0]), ref(op.output)], ["mcu_dequantize_s8_f32.c"],
+    wide = op.inputs[0].dtype == "int16"
+    function = "mcu_dequantize_s16_f32" if wide else "mcu_dequantize_s8_f32"
+    return KernelCall(function, [str(op.output.numel), c_float(q.scale[0]), str(q.zero_point[0]),
+                                 ref(op.inputs[0]), ref(op.output)], [f"{function}.c"],
                       operands=[op.inputs[0], op.output],
-                      scalars=[op.output.numel, float(q.scale[0]), int(q.zero_point[0])])
+                      scalars=[op.output.numel, float(q.scale[0]), int(q.zero_point[0])],
+                      headers=["mcu/kernels_s16.h"] if wide else [])
 
 
 def _prelu(op: Op, ref: Ref) -> KernelCall:
@@ -257,6 +265,7 @@ EMITTERS = {
     ("requantize", "int8"): _requantize_s8,
     ("requantize", "int16"): _requantize_to_s16,
     ("quantize", "int8"): _quantize,
+    ("quantize", "int16"): _quantize,
     ("dequantize", "float32"): _dequantize,
     ("prelu", "int8"): _prelu_s8,
 }

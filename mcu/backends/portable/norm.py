@@ -140,9 +140,9 @@ def _var(op: Op, ref: Ref) -> KernelCall:
 def _argmax(op: Op, ref: Ref) -> KernelCall:
     x = op.inputs[0]
     dims = _split(x, op.attrs["dims"])
-    name = "mcu_argmax_s8" if x.dtype == "int8" else "mcu_argmax_f32"
+    name = {"int8": "mcu_argmax_s8", "int16": "mcu_argmax_s16"}.get(x.dtype, "mcu_argmax_f32")
     return KernelCall(name, [*map(str, dims), ref(x), ref(op.output)], [f"{name}.c"], operands=[x, op.output],
-                      scalars=list(dims))
+                      scalars=list(dims), headers=["mcu/kernels_s16.h"] if x.dtype == "int16" else [])
 
 
 def _log_softmax(op: Op, ref: Ref) -> KernelCall:

@@ -79,10 +79,14 @@ def _mean_hw_s16(op: Op, ref: Ref) -> KernelCall:
 
 
 def _adaptive(suffix: str):
+    # (the 16-bit kernel takes the int8 one's struct, as mcu_resize_bilinear_s16)
+    params_suffix = "s8" if suffix == "s16" else suffix
+
     def emit(op: Op, ref: Ref) -> KernelCall:
         return KernelCall(f"mcu_adaptive_avg_pool_{suffix}", ["&params", ref(op.inputs[0]), ref(op.output)],
-                          [f"mcu_adaptive_avg_pool_{suffix}.c"], f"mcu_resample_{suffix}_params",
-                          resample_params(op), operands=[op.inputs[0], op.output])
+                          [f"mcu_adaptive_avg_pool_{suffix}.c"], f"mcu_resample_{params_suffix}_params",
+                          resample_params(op), operands=[op.inputs[0], op.output],
+                          headers=["mcu/kernels_s16.h"] if suffix == "s16" else [])
     return emit
 
 
@@ -98,4 +102,5 @@ EMITTERS = {
     ("avg_pool2d", "int16"): _pool_s16("mcu_avg_pool2d_s16"),
     ("adaptive_avg_pool", "float32"): _adaptive("f32"),
     ("adaptive_avg_pool", "int8"): _adaptive("s8"),
+    ("adaptive_avg_pool", "int16"): _adaptive("s16"),
 }

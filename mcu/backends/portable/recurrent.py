@@ -1,6 +1,6 @@
 """Portable-backend emitters of the integer recurrent layers: mcu_lstm_s8 and mcu_gru_s8 (program kernel ids
 240-241), and the 16x8 LSTM and GRU of w8a16, mcu_lstm_s16 and mcu_gru_s16 (ids 118-119), and an LSTM's final cell,
-mcu_lstm_final_cell_s16 (id 171). They join
+mcu_lstm_final_cell_s16 (id 171), and an int8 one's, mcu_lstm_final_cell_s8 (id 174). They join
 :data:`mcu.backends.portable.core.EMITTERS`."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ def recurrent_params(op: Op) -> dict:
     x = op.inputs[0]
     batch, steps, features = x.shape
     a = op.attrs
-    return {"batch": batch, "steps": steps, "input_size": features, "hidden": op.output.shape[2],
+    return {"batch": batch, "steps": steps, "input_size": features, "hidden": op.output.shape[-1],
             "hidden_zp": int(a["hidden_zp"]), "out_mult": int(a["out_mult"]), "out_shift": int(a["out_shift"]),
             "state_shift": int(a["state_shift"])}
 
@@ -68,6 +68,20 @@ def _lstm_final_cell_s16(op: Op, ref: Ref) -> KernelCall:
                       headers=["mcu/kernels_s16.h"])
 
 
+def _lstm_final_cell(op: Op, ref: Ref) -> KernelCall:
+    """An LSTM layer's final cell: of an int8 layer (mcu_lstm_final_cell_s8: its layer's operands and the hidden
+    states it wrote), or of a 16x8 one."""
+    if op.inputs[0].dtype != "int8":
+        return _lstm_final_cell_s16(op, ref)
+    x, w_ih, w_hh, rows, table, seq = op.inputs
+    assert ref.scratch is not None, "mcu_lstm_final_cell_s8 needs its planned scratch buffer"
+    return KernelCall("mcu_lstm_final_cell_s8", ["&ctx", "&params", ref(x), ref(w_ih), ref(w_hh), ref(rows),
+                                                 ref(table), ref(seq), ref(op.output)], ["mcu_lstm_final_cell_s8.c"],
+                      "mcu_recurrent_s8_params", recurrent_params(op),
+                      locals=[f"const mcu_context ctx = {{{ref.scratch[0]}, {ref.scratch[1]}}};"],
+                      operands=[SCRATCH, x, w_ih, w_hh, rows, table, seq, op.output])
+
+
 def gru_s16_params(op: Op) -> dict:
     """The fields of mcu_gru_s16_params, in declaration order (a GRU cell's step: a sequence of one)."""
     x = op.inputs[0]
@@ -94,5 +108,5 @@ EMITTERS = {
     ("gru", "int8"): _recurrent("mcu_gru_s8"),
     ("lstm", "int16"): _lstm_s16,
     ("gru", "int16"): _gru_s16,
-    ("lstm_final_cell", "int16"): _lstm_final_cell_s16,
+    ("lstm_final_cell", "int16"): _lstm_final_cell,
 }

@@ -69,7 +69,7 @@ def _index_put(op: Op, ref: Ref) -> KernelCall:
 
 EMITTERS = {
     ("compare", "uint8"): _compare,
-    **{("where", dt): _where for dt in ("float32", "int32", "int8", "uint8")},
+    **{("where", dt): _where for dt in ("float32", "int32", "int8", "int16", "uint8")},
     **{("embedding", dt): _embedding for dt in ("float32", "int8")},
     ("embedding_s8", "float32"): _embedding_s8,
     ("index_put", "float32"): _index_put,

@@ -15,6 +15,23 @@ from mcu.paths import kernel_source, kernels_dir, runtime_dir
 
 # Headers of the firmware harness only: an integrator brings their own platform.
 _HARNESS_HEADERS = ("platform.h", "log.h")
+# What C11's <math.h> declares. Some RTOS C libraries (Zephyr's minimal libc) ship the header without them,
+# so a target asks for a full C library when a shipped file uses one: including the header is not enough
+# (the generated model.c includes it whatever the model).
+_MATH_FUNCTIONS = ("acos asin atan atan2 cos sin tan acosh asinh atanh cosh sinh tanh exp exp2 expm1 frexp ilogb "
+                   "ldexp log log10 log1p log2 logb modf scalbn scalbln cbrt fabs hypot pow sqrt erf erfc lgamma "
+                   "tgamma ceil floor nearbyint rint lrint llrint round lround llround trunc fmod remainder remquo "
+                   "copysign nan nextafter nexttoward fdim fmax fmin fma").split()
+_MATH_MACROS = ("INFINITY NAN HUGE_VAL HUGE_VALF HUGE_VALL isnan isinf isfinite isnormal signbit fpclassify "
+                "isgreater isgreaterequal isless islessequal islessgreater isunordered M_PI M_E M_LN2 M_SQRT2").split()
+# a function is a use when called (a local may be named "remainder"), a macro wherever it appears
+_MATH_NAMES = re.compile(r"\b(?:(?:%s)[fl]?\s*\(|(?:%s)\b)" % ("|".join(_MATH_FUNCTIONS), "|".join(_MATH_MACROS)))
+_C_COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.DOTALL)
+
+
+def uses_libm(c_text: str) -> bool:
+    """Whether C source calls a <math.h> function or uses one of its macros (comments aside)."""
+    return _MATH_NAMES.search(_C_COMMENT.sub(" ", c_text)) is not None
 
 
 @dataclass(frozen=True)
@@ -90,6 +107,7 @@ class LibraryTree:
     sources: list[str]  # every .c file
     headers: list[str]  # every .h file
     include_dirs: list[str]  # "" is the folder itself
+    needs_libm: bool = False  # a shipped file uses <math.h> (a C library with the math functions must link)
 
 
 def library_files(lib: GeneratedLibrary, stack: ModelStack | None = None) -> dict[str, str]:
@@ -182,7 +200,9 @@ def write_library_tree(w: Writer, job: ExportJob, base: str = "", include_dir: s
     for rel in headers_needed:
         w.copy(pre + rel, available[rel])
         headers.append(rel)
-    return LibraryTree(sources=sources, headers=headers, include_dirs=include_dirs)
+    shipped = [*texts.values(), *(available[rel].read_text() for rel in headers_needed)]
+    needs_libm = any(uses_libm(text) for text in shipped)
+    return LibraryTree(sources=sources, headers=headers, include_dirs=include_dirs, needs_libm=needs_libm)
 
 
 def write_vectors(w: Writer, job: ExportJob, folder: str) -> list[str]:

@@ -33,7 +33,7 @@ def write(job: ExportJob) -> list[Path]:
     vector_sources = write_vectors(w, job, f"{sample}/src")
     view = {"m": job.lib.view, "kconfig": kconfig_symbol(p), "sources": tree.sources,
             "vector_sources": vector_sources, "defines": job.lib.defines, "stack": job.stack,
-            "own": EXAMPLE_OWN_BYTES, "main_stack": main_stack_size(job)}
+            "own": EXAMPLE_OWN_BYTES, "main_stack": main_stack_size(job), "needs_libm": tree.needs_libm}
     w.render("zephyr/module.yml", "targets/zephyr/module.yml.j2", **view)
     w.render("CMakeLists.txt", "targets/zephyr/CMakeLists.txt.j2", **view)
     w.render("Kconfig", "targets/zephyr/Kconfig.j2", **view)

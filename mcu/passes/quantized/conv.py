@@ -99,9 +99,6 @@ def _conv2d(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
         wq.dim_order = (1, 2, 3, 0)
         attrs["ch_mult"] = wq.shape[0] // in_c
         return Op("depthwise_conv2d", inputs, [out], attrs, op.name, op.source)
-    if groups > 1 and out.dtype == "int16":
-        raise McuError(f"{op.name}: w8a16 has no 16x8 kernel for a grouped convolution ({groups} groups)"
-                       f"{_where(op)}", hint="use --quantize int8 for this model")
     return Op("conv2d", inputs, [out], attrs, op.name, op.source)
 
 
@@ -120,9 +117,6 @@ def _conv_transpose2d(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> O
     if isinstance(result, str):
         return result
     inputs, attrs = result
-    if out.dtype == "int16" and attrs["groups"] != 1:  # (the 16x8 kernels take one group)
-        raise McuError(f"{op.name}: w8a16 has no 16x8 kernel for a grouped transposed convolution "
-                       f"({attrs['groups']} groups){_where(op)}", hint="use --quantize int8 for this model")
     if tuple(attrs["dilation"]) == (1, 1) and attrs["groups"] == 1:
         # the weights by output phase, as mcu_conv_transpose2d_phased_s8 (_s16) reads them (already physical)
 

@@ -130,12 +130,12 @@ def _layer_norm_s16(op: Op, x: Tensor, out: Tensor, weight: Tensor | None, bias:
 
 
 def argmax_on_codes(graph: Graph) -> None:
-    """argmax of a dequantized int8 tensor reads the codes (dequantization is increasing)."""
+    """argmax of a dequantized int8 or int16 tensor reads the codes (dequantization is increasing)."""
     for op in graph.ops:
         if op.kind != "argmax":
             continue
         producer = graph.producer(op.inputs[0])
-        if producer is not None and producer.kind == "dequantize" and producer.inputs[0].dtype == "int8":
+        if producer is not None and producer.kind == "dequantize" and producer.inputs[0].dtype in ("int8", "int16"):
             op.inputs[0] = producer.inputs[0]
 
 

@@ -19,8 +19,9 @@ def _pool(kind: str):
             return "input and output quantization differ"
         attrs = dict(op.attrs)
         attrs["act_min"], attrs["act_max"] = act_bounds(op, out)
-        if out.dtype == "int16" and (tuple(attrs.get("dilation", (1, 1))) != (1, 1) or attrs.get("ceil_mode")):
-            return "w8a16 pools take no dilation or ceil mode"
+        if tuple(attrs.get("dilation", (1, 1))) != (1, 1):
+            # (the integer pooling kernels read adjacent taps: a dilated window would be pooled as a dense one)
+            return "a dilated pool has no integer kernel"
         if kind == "avg_pool2d":
             if attrs.get("divisor_override"):
                 return "divisor_override has no int8 kernel"
@@ -54,9 +55,19 @@ def _mean_hw(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
               op.name, op.source)
 
 
+# mcu_adaptive_avg_pool_s16 sums a window in int32: at most this many int16 values (and half their count)
+S16_ADAPTIVE_WINDOW_MAX = 65534
+
+
 def _adaptive(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
     if not _same_quant(ins[0], out):
         return "input and output quantization differ"
+    if out.dtype == "int16":
+        (h, w), (oh, ow) = ins[0].shape[2:], out.shape[2:]
+        window = (h // oh + 2) * (w // ow + 2)  # the kernel's bound: fewer than in / out + 2 along each axis
+        if window > S16_ADAPTIVE_WINDOW_MAX:
+            return (f"a 16x8 adaptive average pool from {h}x{w} to {oh}x{ow} (windows bounded by {window:,} values; "
+                    f"its int32 sum takes at most {S16_ADAPTIVE_WINDOW_MAX:,})")
     return Op(op.kind, list(ins), [out], dict(op.attrs), op.name, op.source)
 
 

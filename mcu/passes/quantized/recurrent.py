@@ -1,6 +1,7 @@
 """int8 lowering of the recurrent layers: dequantize -> lstm/gru -> quantize becomes one
 ``lstm``/``gru`` op for mcu_lstm_s8/mcu_gru_s8, its weights quantized here (symmetric per gate row) with
-the requantization constants, biases and the sigmoid table of mcu/reference/recurrent.py. With int16
+the requantization constants, biases and the sigmoid table of mcu/reference/recurrent.py (an LSTM's final cell
+c_n one ``lstm_final_cell`` op for mcu_lstm_final_cell_s8 on the same constants, the cell int16 at 2^-state_shift). With int16
 activations (w8a16) an LSTM becomes one ``lstm`` op for mcu_lstm_s16 with the constants of
 mcu/reference/lstm_s16.py (given initial states its last inputs, h0 then c0), and a GRU layer or a GRU cell's step one ``gru`` op for mcu_gru_s16 with those of
 mcu/reference/gru_s16.py (a given state its last input)."""
@@ -139,28 +140,55 @@ def _convert_s16(op: Op, ins: list[Tensor], x: Tensor, out: Tensor) -> Op | str:
     return Op(op.kind, [x, *consts, *([seq] if final else []), *states], [out], attrs, op.name, op.source)
 
 
+def _s8_params(graph: Graph, op: Op, x: Tensor, hidden: Tensor) -> tuple[list[Tensor], dict]:
+    """An int8 layer's constants as its kernels take them (weights, gate rows, the sigmoid table;
+    mcu/reference/recurrent.py) and their attrs, from the input's and the hidden state's quantization."""
+    w_ih, w_hh, b_ih, b_hh = (t.data for t in op.inputs[1:5])
+    p = recurrent.layer_params("gru" if op.kind == "gru" else "lstm", w_ih, w_hh, b_ih, b_hh, x.quant.scale[0],
+                               x.quant.zero_point[0], hidden.quant.scale[0], hidden.quant.zero_point[0],
+                               int(op.attrs["state_shift"]))
+    attrs = {"hidden_zp": p.hidden_zp, "out_mult": p.out_mult, "out_shift": p.out_shift,
+             "state_shift": p.state_shift,
+             "scratch_bytes": scratch_bytes("gru" if op.kind == "gru" else "lstm", w_ih.shape[1], w_hh.shape[1]),
+             # the float weights and biases the constants come from, for the integer reference
+             "weights_real": (w_ih, w_hh, b_ih, b_hh)}
+    consts = [Tensor(f"{op.name}_w_ih_q", p.w_ih.shape, "int8", data=p.w_ih),
+              Tensor(f"{op.name}_w_hh_q", p.w_hh.shape, "int8", data=p.w_hh),
+              Tensor(f"{op.name}_rows", p.rows.shape, "int32", data=p.rows), _table(graph)]
+    return consts, attrs
+
+
+def _final_cell_s8(graph: Graph, op: Op, ins: list[Tensor], x: Tensor, out: Tensor) -> Op | str:
+    """An int8 LSTM layer's final cell (mcu_lstm_final_cell_s8): its layer's constants (derived from the same
+    float weights and quantization, so the same codes), the hidden states the layer wrote, the cell as int16 at
+    2^-state_shift."""
+    seq = ins[1]
+    if len(op.inputs) > 6:
+        return "an int8 final cell runs from the zero state only (from a given one: w8a16)"
+    if seq.dtype != "int8" or seq.quant is None or not seq.quant.per_tensor:
+        return "its layer's hidden states are not int8"
+    if out.dtype != "int16" or out.quant.zero_point[0] != 0 or \
+            not math.isclose(out.quant.scale[0], 2.0 ** -int(op.attrs["state_shift"])):
+        return "a final cell writes int16 at the cell's scale 2^-state_shift"
+    if max(op.inputs[1].shape[1], op.inputs[2].shape[1]) > recurrent.MAX_FEATURES:
+        return f"more than {recurrent.MAX_FEATURES} features"
+    consts, attrs = _s8_params(graph, op, x, seq)
+    return Op(op.kind, [x, *consts, seq], [out], attrs, op.name, op.source)
+
+
 def _convert(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
     x = ins[0]
     if x.quant is None or out.quant is None or not x.quant.per_tensor:
         return "its input or output is not quantized per tensor"
+    if op.kind == "lstm_final_cell" and x.dtype == "int8":
+        return _final_cell_s8(graph, op, ins, x, out)
     if x.dtype == "int16" or out.dtype == "int16":
         return _convert_s16(op, ins, x, out)
     if len(op.inputs) > 5:
         return "a layer from a given state (a GRUCell step) runs whole only with int16 activations (w8a16)"
-    w_ih, w_hh, b_ih, b_hh = (t.data for t in op.inputs[1:5])
-    hidden, features = w_hh.shape[1], w_ih.shape[1]
-    if max(hidden, features) > recurrent.MAX_FEATURES:
+    if max(op.inputs[1].shape[1], op.inputs[2].shape[1]) > recurrent.MAX_FEATURES:
         return f"more than {recurrent.MAX_FEATURES} features"
-    p = recurrent.layer_params(op.kind, w_ih, w_hh, b_ih, b_hh, x.quant.scale[0], x.quant.zero_point[0],
-                               out.quant.scale[0], out.quant.zero_point[0], int(op.attrs["state_shift"]))
-    consts = [Tensor(f"{op.name}_w_ih_q", p.w_ih.shape, "int8", data=p.w_ih),
-              Tensor(f"{op.name}_w_hh_q", p.w_hh.shape, "int8", data=p.w_hh),
-              Tensor(f"{op.name}_rows", p.rows.shape, "int32", data=p.rows),
-              _table(graph)]
-    attrs = {"hidden_zp": p.hidden_zp, "out_mult": p.out_mult, "out_shift": p.out_shift,
-             "state_shift": p.state_shift, "scratch_bytes": scratch_bytes(op.kind, features, hidden),
-             # the float weights and biases the constants come from, for the integer reference
-             "weights_real": (w_ih, w_hh, b_ih, b_hh)}
+    consts, attrs = _s8_params(graph, op, x, out)
     return Op(op.kind, [x, *consts], [out], attrs, op.name, op.source)
 
 

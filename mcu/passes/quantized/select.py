@@ -27,9 +27,11 @@ def _where(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
     for i, t in enumerate(op.inputs):
         if i > 0 and t.is_constant:
             data = np.asarray(t.data, dtype=np.float64)
-            codes = np.clip(np.round(data / _scale(out)) + _zp(out), -128, 127).astype(np.int8).reshape(t.shape)
-            inputs.append(Tensor(name=f"{t.name}_q", shape=t.shape, dtype="int8", data=np.ascontiguousarray(codes),
-                                 dim_order=t.dim_order, quant=out.quant))
+            info = np.iinfo(out.dtype)  # (int8, or int16 at w8a16)
+            codes = np.clip(np.round(data / _scale(out)) + _zp(out), info.min, info.max).astype(out.dtype)
+            inputs.append(Tensor(name=f"{t.name}_q", shape=t.shape, dtype=out.dtype,
+                                 data=np.ascontiguousarray(codes.reshape(t.shape)), dim_order=t.dim_order,
+                                 quant=out.quant))
             continue
         v = next(dynamic)
         if i > 0 and (v.quant is None or v.quant.scale != out.quant.scale or

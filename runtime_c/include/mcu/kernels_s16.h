@@ -76,6 +76,39 @@ mcu_status mcu_conv_transpose2d_phased_s16(const mcu_context *ctx, const mcu_con
                                            const int64_t *bias, int16_t *output);
 int32_t mcu_conv_transpose2d_phased_s16_get_buffer_size(const mcu_conv2d_s16_params *p);
 
+/** Adaptive average pooling of int16 codes [outer][in_h][in_w][inner] to [outer][out_h][out_w][inner] (ours, as
+ * mcu_adaptive_avg_pool_s8 with arm_avgpool_s16's rounding; the output on the input's scale). The output must not
+ * overlap the input. */
+mcu_status mcu_adaptive_avg_pool_s16(const mcu_resample_s8_params *p, const int16_t *input, int16_t *output);
+
+/** argmax of int16 codes along the middle axis of [outer, reduce, inner] (the first on ties): the argmax of the
+ * real values, since dequantization is increasing (ours, mcu_argmax_s8's form). The output must not overlap the
+ * input. */
+mcu_status mcu_argmax_s16(int32_t outer, int32_t reduce, int32_t inner, const int16_t *input, int32_t *output);
+
+typedef struct {
+    mcu_conv2d_s16_params conv; /**< the window; conv.input.c and conv.output.c count every group's channels */
+    int32_t groups;             /**< at least 1, dividing both channel counts */
+} mcu_conv2d_grouped_s16_params;
+
+/** Grouped convolution (ours: CMSIS-NN's arm_convolve_s8 takes groups, arm_convolve_s16 does not): output channel
+ * oc of group g = oc / (out.c / groups) reads input channels [g * icg, (g + 1) * icg), icg = in.c / groups, with
+ * weights OHWI [out_c][kh][kw][icg]; per output channel the exact 64-bit sum plus the int64 bias, then
+ * arm_convolve_s16's requantization (as mcu_conv2d_s16 on each group's channels). Bias may be NULL; no scratch.
+ * The output overlaps neither the input nor a constant. */
+mcu_status mcu_conv2d_grouped_s16(const mcu_context *ctx, const mcu_conv2d_grouped_s16_params *p,
+                                  const mcu_per_channel_quant *q, const int16_t *input, const int8_t *weight,
+                                  const int64_t *bias, int16_t *output);
+int32_t mcu_conv2d_grouped_s16_get_buffer_size(const mcu_conv2d_grouped_s16_params *p);
+
+/** Grouped transposed convolution (ours): mcu_conv_transpose2d_s16 with the groups of mcu_conv2d_grouped_s16
+ * (weights OHWI [out_c][kh][kw][icg], output channel oc gathering the taps of its group's input channels). Bias
+ * may be NULL; no scratch. The output overlaps neither the input nor a constant. */
+mcu_status mcu_conv_transpose2d_grouped_s16(const mcu_context *ctx, const mcu_conv2d_grouped_s16_params *p,
+                                            const mcu_per_channel_quant *q, const int16_t *input,
+                                            const int8_t *weight, const int64_t *bias, int16_t *output);
+int32_t mcu_conv_transpose2d_grouped_s16_get_buffer_size(const mcu_conv2d_grouped_s16_params *p);
+
 typedef struct {
     mcu_shape4 input;  /**< NHWC */
     mcu_shape4 output; /**< NHWC, output.c = input.c * ch_mult */

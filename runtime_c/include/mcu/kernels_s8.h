@@ -482,6 +482,15 @@ mcu_status mcu_lstm_s8(const mcu_context *ctx, const mcu_recurrent_s8_params *p,
                        const int8_t *w_ih, const int8_t *w_hh, const int32_t *rows, const int16_t *table,
                        int8_t *output);
 
+/** The final cell state [batch][hidden] (int16 at the cell's scale 2^-state_shift: nn.LSTM's c_n) of the layer
+ *  mcu_lstm_s8 ran with the same arguments, from the hidden states [batch][steps][hidden] it wrote: each step's
+ *  gates read the hidden state before it from them, so the cell runs through mcu_lstm_s8's values bit for bit
+ *  (the output gate and the hidden state are not computed again). Scratch: mcu_lstm_s8_get_buffer_size's. The
+ *  output overlaps neither an input, a constant nor the scratch. */
+mcu_status mcu_lstm_final_cell_s8(const mcu_context *ctx, const mcu_recurrent_s8_params *p, const int8_t *input,
+                                  const int8_t *w_ih, const int8_t *w_hh, const int32_t *rows, const int16_t *table,
+                                  const int8_t *hidden_states, int16_t *cell_out);
+
 /** Scratch bytes of mcu_gru_s8: int16 gates [3H] and recurrent candidate [H], the step's input and hidden
  *  state as int16 [input_size + H], the int8 hidden state [H]. */
 int32_t mcu_gru_s8_get_buffer_size(const mcu_recurrent_s8_params *p);

@@ -162,6 +162,17 @@ typedef enum {
     /** [scratch int8, in int16, hidden states int16, state int16?, cell int16?, w_ih int8, w_hh int8, bias int64,
      *  quant int32, cell out int16]; mcu_lstm_s16_params (of the layer); no operand may overlap the output */
     MCU_K_LSTM_FINAL_CELL_S16 = 171,
+    /** [in int16, weight int8 OHWI (in_c / groups), bias int64?, multipliers int32, shifts int32, scratch?, out
+     *  int16]; mcu_conv2d_grouped_s16_params */
+    MCU_K_CONV2D_GROUPED_S16 = 172,
+    /** [scratch int8, in int8, w_ih int8, w_hh int8, rows int32, table int16, hidden states int8, cell out int16];
+     *  mcu_recurrent_s8_params (of the layer) */
+    MCU_K_LSTM_FINAL_CELL_S8 = 174,
+    MCU_K_CONV_TRANSPOSE2D_GROUPED_S16 = 173,
+    MCU_K_ADAPTIVE_AVG_POOL_S16 = 176, /**< [in int16, out int16]; mcu_resample_s8_params */
+    MCU_K_QUANTIZE_F32_S16 = 178, /**< [in f32, out int16]; size, 1 / scale, zero point (w8a16) */
+    MCU_K_DEQUANTIZE_S16_F32 = 177, /**< [in int16, out f32]; size, scale, zero point (w8a16's compare input) */
+    MCU_K_ARGMAX_S16 = 175, /**< [in int16, out int32]; outer, reduce, inner */ /**< as MCU_K_CONV2D_GROUPED_S16, the transposed window */
     MCU_K_REQUANTIZE_S16 = 126,       /**< [in int16, out int16]; mcu_requantize_s16_params */
     MCU_K_SUB_S16 = 127,              /**< [a int16, b int16, out int16]; mcu_add_s16_params (same shapes) */
     MCU_K_LUT_S16 = 128,              /**< [table int16 (513), in int16, out int16]; size */

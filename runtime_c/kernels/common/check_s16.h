@@ -10,9 +10,10 @@
 #include "check.h"
 #include "requant_s16.h"
 
-static inline mcu_status mcu_conv2d_s16_check(const mcu_conv2d_s16_params *p, const mcu_per_channel_quant *q,
-                                              const int16_t *input, const void *weight, int32_t elem,
-                                              const int64_t *bias, const int16_t *output)
+/* w_in_c: the weights' input channels (in.c, or one group's). */
+static inline mcu_status mcu_conv2d_s16_check_weights(const mcu_conv2d_s16_params *p, const mcu_per_channel_quant *q,
+                                                      const int16_t *input, const void *weight, int32_t elem,
+                                                      int32_t w_in_c, const int64_t *bias, const int16_t *output)
 {
     MCU_REQUIRE(p != NULL && q != NULL && q->multiplier != NULL && q->shift != NULL && input != NULL &&
                     weight != NULL && output != NULL,
@@ -24,7 +25,7 @@ static inline mcu_status mcu_conv2d_s16_check(const mcu_conv2d_s16_params *p, co
     const mcu_shape4 *in = &p->input, *out = &p->output;
     const int32_t in_count = mcu_shape4_count(in, 2);
     const int32_t out_count = mcu_shape4_count(out, 2);
-    const int32_t w_dims[4] = {out->c, p->kernel_h, p->kernel_w, in->c};
+    const int32_t w_dims[4] = {out->c, p->kernel_h, p->kernel_w, w_in_c};
     const int32_t w_count = mcu_checked_count(w_dims, 4, elem);
     MCU_REQUIRE(in_count > 0 && out_count > 0 && w_count > 0 && in->n == out->n &&
                     mcu_window_fits(in->h, out->h, p->stride_h, p->kernel_h, p->dilation_h, p->pad_top, 0) &&
@@ -39,6 +40,26 @@ static inline mcu_status mcu_conv2d_s16_check(const mcu_conv2d_s16_params *p, co
                     (bias == NULL || !mcu_overlaps(bias, (size_t)out->c * sizeof(int64_t), output, out_bytes)),
                 MCU_ERR_INVALID_ARG);
     return MCU_OK;
+}
+
+static inline mcu_status mcu_conv2d_s16_check(const mcu_conv2d_s16_params *p, const mcu_per_channel_quant *q,
+                                              const int16_t *input, const void *weight, int32_t elem,
+                                              const int64_t *bias, const int16_t *output)
+{
+    MCU_REQUIRE(p != NULL, MCU_ERR_NULL_POINTER);
+    return mcu_conv2d_s16_check_weights(p, q, input, weight, elem, p->input.c, bias, output);
+}
+
+/* The grouped kernels': groups dividing both channel counts, weights [out_c][kh][kw][in_c / groups]. */
+static inline mcu_status mcu_conv2d_grouped_s16_check(const mcu_conv2d_grouped_s16_params *p,
+                                                      const mcu_per_channel_quant *q, const int16_t *input,
+                                                      const int8_t *weight, const int64_t *bias,
+                                                      const int16_t *output)
+{
+    MCU_REQUIRE(p != NULL, MCU_ERR_NULL_POINTER);
+    MCU_REQUIRE(p->groups > 0 && p->conv.input.c % p->groups == 0 && p->conv.output.c % p->groups == 0,
+                MCU_ERR_SHAPE);
+    return mcu_conv2d_s16_check_weights(&p->conv, q, input, weight, 1, p->conv.input.c / p->groups, bias, output);
 }
 
 static inline mcu_status mcu_linear_s16_check(const mcu_linear_s16_params *p, const mcu_per_channel_quant *q,

@@ -68,6 +68,14 @@ static inline int mcu_narrow_applies(const mcu_conv2d_s8_params *p, int32_t kp, 
 #ifndef MCU_PACKED_NARROW_K3C3
 #define MCU_PACKED_NARROW_K3C3 1 /* 0: no 3x3 windows of 3 channels (the runs of mode 2 and the border patch) */
 #endif
+/* The engine's two forms (its stores): 0 leaves out the clamped one where no narrow layer's activation range
+ * is narrower than int8, or the other where every narrow layer's is (specialise.py). */
+#ifndef MCU_PACKED_NARROW_CLAMP
+#define MCU_PACKED_NARROW_CLAMP 1
+#endif
+#ifndef MCU_PACKED_NARROW_FULL
+#define MCU_PACKED_NARROW_FULL 1
+#endif
 #if MCU_PACKED_NARROW
 /* A layer's state. The assembly reads the fields up to `mode` at fixed offsets; the rest is for the
  * C around it. Modes: 0 the whole blocks of one pixel whose column is built; 1 pointwise pixels
@@ -267,6 +275,7 @@ static inline void mcu_narrow_col_k3c3(const int8_t *s, int32_t step, uint32_t o
 
 /* Functions of their own: each holds the unrolled loops once, and callers keep few values across
  * them. */
+#if MCU_PACKED_NARROW_FULL
 static __attribute__((noinline)) void mcu_narrow_engine_full(mcu_narrow_state *st)
 {
     register mcu_narrow_state *s __asm__("r6") = st;
@@ -276,6 +285,8 @@ static __attribute__((noinline)) void mcu_narrow_engine_full(mcu_narrow_state *s
                      : "r0", "r1", "r2", "r3", "r4", "r5", "r8", "r9", "r10", "r11", "r12", "lr", "cc", "memory");
 }
 
+#endif
+#if MCU_PACKED_NARROW_CLAMP
 static __attribute__((noinline)) void mcu_narrow_engine_clamp(mcu_narrow_state *st)
 {
     register mcu_narrow_state *s __asm__("r6") = st;
@@ -284,17 +295,27 @@ static __attribute__((noinline)) void mcu_narrow_engine_clamp(mcu_narrow_state *
                      : "r"(s)
                      : "r0", "r1", "r2", "r3", "r4", "r5", "r8", "r9", "r10", "r11", "r12", "lr", "cc", "memory");
 }
+#endif
 #undef MCU_NW_ENGINE
 #undef MCU_NW_COL4
 #undef MCU_NW_RQ
 
+/* The layer's engine (a build without it refuses the layer first: mcu_conv2d_packed_s8). */
 static inline void mcu_narrow_engine(mcu_narrow_state *st)
 {
+#if MCU_PACKED_NARROW_CLAMP && MCU_PACKED_NARROW_FULL
     if (st->clamp) {
         mcu_narrow_engine_clamp(st);
     } else {
         mcu_narrow_engine_full(st);
     }
+#elif MCU_PACKED_NARROW_CLAMP
+    mcu_narrow_engine_clamp(st);
+#elif MCU_PACKED_NARROW_FULL
+    mcu_narrow_engine_full(st);
+#else
+    (void)st;
+#endif
 }
 #else
 /* The engine in C, with the same state and steps. */

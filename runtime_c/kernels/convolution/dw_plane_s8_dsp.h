@@ -56,7 +56,23 @@
 #define MCU_DWPL_LEN_MIN 5
 /* The stride-1 loop of a layer's lines: one step a line for three pixels, and for six without the clamp
  * (MCU_DWPL_CHANNEL6 has no register for it); else quads and their tail (0). */
-#define MCU_DWPL_KIND(len, clamp) ((len) == 3 ? 3 : (len) == 6 && !(clamp) ? 6 : 0)
+#define MCU_DWPL_KIND(len, finish) ((len) == 3 ? 3 : (len) == 6 && (finish) != MCU_DWPL_CLAMP ? 6 : 0)
+/* How a layer's outputs are finished after the requantization: saturated to int8 (SAT), then clamped to the
+ * activation range (CLAMP), or, when the range is all of int8 and the output offset -128 (a ReLU folded
+ * into the range), saturated with the requantization's sign correction left out (RELU: one instruction
+ * fewer per output). There, for acc < 0 (m >= 0: acc m <= 0) the high word without the correction is at
+ * most C, so the output at most floor(C / 2^R) = output_offset = -128, as is the exact one: SSAT makes
+ * both -128. mobilenet_v1 on mps2-an505-u575: its thirteen depthwise layers about 90 k fewer estimated
+ * cycles. */
+enum { MCU_DWPL_SAT, MCU_DWPL_CLAMP, MCU_DWPL_RELU };
+
+static inline int mcu_dwpl_finish(int32_t act_min, int32_t act_max, int32_t output_offset)
+{
+    if (act_min > -128 || act_max < 127) {
+        return MCU_DWPL_CLAMP;
+    }
+    return output_offset == -128 ? MCU_DWPL_RELU : MCU_DWPL_SAT;
+}
 _Static_assert(MCU_DWPL_LEN_MIN >= 4, "a line of the stride-1 planes holds one quad at least (MCU_DWPL_CHANNEL)");
 /* Longest line (pixels): the planes' bound keeps lines far shorter anyway. */
 #define MCU_DWPL_ROW_MAX 128
@@ -94,24 +110,25 @@ typedef struct {
 /* Whether every channel's requantization fits the plane loop's: shift in [-24, -1] (R = -shift), and
  * with A = |bias| + MCU_DWPL_WINDOW_MAX bounding |acc| (no wrap: acc is the exact sum), 2 A < 2^31
  * (the doubled accumulator) and A + |C| + 1 < 2^31 (C = 2^(R-1) + output_offset 2^R: the high word
- * of mcu_dwpl_rq never wraps). */
-static inline int mcu_dwpl_quant_ok(const mcu_per_channel_quant *q, const int32_t *bias, int32_t ch,
-                                    int32_t output_offset)
+ * of mcu_dwpl_rq never wraps). The multiplier is checked too (non-negative, mcu_quant_valid's other
+ * half): a layer the planes take needs no second pass over its channels to validate them. Out of line:
+ * inlined into the kernels' dispatch, GCC kept the bias pointer on the stack and reloaded it per channel. */
+static __attribute__((noinline, unused)) int mcu_dwpl_quant_ok(const mcu_per_channel_quant *q, const int32_t *bias,
+                                                             int32_t ch, int32_t output_offset)
 {
     /* In 32-bit arithmetic (it runs per channel before every plane layer): with output_offset an int8
      * offset (the kernels' requirement, checked here too), |C| = |2 output_offset + 1| 2^(R-1) <= 255 2^23,
-     * and the first test bounds |bias| below 2^30, so no sum below wraps. */
+     * and the test of A bounds |bias| below 2^30, so no sum below wraps. */
     if (output_offset < -128 || output_offset > 127) {
         return 0;
     }
     const uint32_t k = (uint32_t)(output_offset < 0 ? -(2 * output_offset + 1) : 2 * output_offset + 1);
+    const int32_t *multiplier = q->multiplier, *shift = q->shift;
     for (int32_t c = 0; c < ch; ++c) {
-        if (q->shift[c] > -1 || q->shift[c] < -24) {
-            return 0;
-        }
+        const uint32_t r1 = ~(uint32_t)shift[c]; /* R - 1 = -shift - 1, in [0, 23] for the shifts taken */
         const int32_t b = bias != NULL ? bias[c] : 0;
         const uint32_t a = (b < 0 ? 0u - (uint32_t)b : (uint32_t)b) + MCU_DWPL_WINDOW_MAX; /* |bias| + window */
-        if (a >= 1u << 30 || a + (k << (-q->shift[c] - 1)) + 1u >= 1u << 31) {
+        if (r1 > 23u || multiplier[c] < 0 || a >= 1u << 30 || a + (k << r1) + 1u >= 1u << 31) {
             return 0;
         }
     }
@@ -387,11 +404,12 @@ typedef struct {
  * [y < 0] replaced by [acc < 0] (they differ only where y == 0, and both give 0 there: common/rq_s8_dsp.h).
  * So: the sign of s added to C (ASR #31), one SMMLAR, an ASR by R and SSAT: 4 instructions with the
  * constants in registers, against the 64-bit SMLAL's 7. */
-static inline int32_t mcu_dwpl_rq(const mcu_dwpl_ch *t, uint32_t s)
+static inline int32_t mcu_dwpl_rq(const mcu_dwpl_ch *t, uint32_t s, int relu)
 {
     const int32_t a = mcu_u32_to_s32(s);
-    /* modulo 2^32 as the core's high word (mcu_dwpl_quant_ok keeps it from wrapping) */
-    const uint32_t hi = (uint32_t)t->c + (a < 0 ? 0xFFFFFFFFu : 0u) +
+    /* modulo 2^32 as the core's high word (mcu_dwpl_quant_ok keeps it from wrapping); without the sign
+     * correction for MCU_DWPL_RELU, as the assembly's loops for it */
+    const uint32_t hi = (uint32_t)t->c + (a < 0 && !relu ? 0xFFFFFFFFu : 0u) +
                         (uint32_t)mcu_asr64((int64_t)a * t->m + ((int64_t)1 << 31), 32);
     return mcu_clamp_s32(mcu_asr32(mcu_u32_to_s32(hi), t->sh), -128, 127);
 }
@@ -556,10 +574,14 @@ _Static_assert(offsetof(mcu_dwpl_ch, step) == 4 && offsetof(mcu_dwpl_ch, end) ==
     "ldr r2, [r12, #40]\n\t"                                                                  \
     "ldr r3, [r12, #44]\n\t"                                                                  \
     "ldr r6, [r12, #48]\n\t"
-#define MCU_DWPL_RQ(a, t)                                                                     \
+#define MCU_DWPL_RQ_SIGNED(a, t)                                                              \
     "add " t ", r3, " a ", asr #31\n\t"                                                       \
     "smmlar " a ", " a ", r2, " t "\n\t"                                                      \
     "asr " a ", " a ", r6\n\t"
+/* The same without the sign correction (MCU_DWPL_RELU): the loops of such layers are compiled with
+ * MCU_DWPL_RQ (and MCU_DWPL_RQ6) pointing here (mcu_dwpl_channel_relu, mcu_dwpl_channel_s2_relu). */
+#define MCU_DWPL_RQ_RELU(a, t) "smmlar " a ", " a ", r2, r3\n\t" "asr " a ", " a ", r6\n\t"
+#define MCU_DWPL_RQ MCU_DWPL_RQ_SIGNED
 /* The requantized, clamped outputs of a quad (r8-r11), a pair (r8, r9), a pixel alone (r8) stored from
  * the output pointer on, by its step, and the pointer stepped past them (the quad's LDM also loads the
  * quads' end into lr). */
@@ -657,6 +679,16 @@ _Static_assert(offsetof(mcu_dwpl_ch, step) == 4 && offsetof(mcu_dwpl_ch, end) ==
     "str r10, [r12, #8]\n\t"                                                                  \
     "str r2, [r12, #72]\n\t"                                                                  \
     "bne 1b\n\t"
+/* The same for lines of three pixels, which have no quads' end to step on. */
+#define MCU_DWPL_LINE_END_Y3                                                                  \
+    "ldr lr, [r12, #64]\n\t"                                                                  \
+    "ldr r11, [r12, #68]\n\t"                                                                 \
+    "ldr r2, [r12, #72]\n\t"                                                                  \
+    "add r0, r0, lr\n\t"                                                                      \
+    "add r7, r7, r11\n\t"                                                                     \
+    "subs r2, r2, #1\n\t"                                                                     \
+    "str r2, [r12, #72]\n\t"                                                                  \
+    "bne 1b\n\t"
 /* A step's three kernel lines: the bias into r8, each line's loads (LD) and MACs (MAC0 for the first),
  * the plane position on by adv among the last line's MACs. */
 #define MCU_DWPL_ROWS(LD, MAC0, MAC, adv)                                                     \
@@ -726,7 +758,7 @@ _Static_assert(offsetof(mcu_dwpl_ch, step) == 4 && offsetof(mcu_dwpl_ch, end) ==
     ".p2align 2\n\t"                                                                          \
     "1:\n\t"                                                                                  \
     MCU_DWPL_ROWS(MCU_DWPL_LD3, MCU_DWPL_MAC3_0, MCU_DWPL_MAC3, "") MCU_DWPL_OUT3Y(clamp3)            \
-        MCU_DWPL_LINE_END_Y
+        MCU_DWPL_LINE_END_Y3
 /* Lines of six pixels without the clamp (6 x 6 images: a quad and a pair cost 126 cycles a line, six
  * accumulators one step of about 107): the weights in lr and r1 (the plane line's bytes from the
  * constants), the plane words x0 .. x7 in r2-r5, the accumulators r6-r11; the position ends two plane
@@ -754,7 +786,9 @@ _Static_assert(offsetof(mcu_dwpl_ch, step) == 4 && offsetof(mcu_dwpl_ch, end) ==
 #define MCU_DWPL_NEXT6                                                                        \
     "ldr r1, [r12, #80]\n\t"                                                                  \
     "add r0, r0, r1\n\t"
-#define MCU_DWPL_RQ6(a) "add r3, lr, " a ", asr #31\n\t" "smmlar " a ", " a ", r1, r3\n\t" "asr " a ", " a ", r2\n\t"
+#define MCU_DWPL_RQ6_SIGNED(a) "add r3, lr, " a ", asr #31\n\t" "smmlar " a ", " a ", r1, r3\n\t" "asr " a ", " a ", r2\n\t"
+#define MCU_DWPL_RQ6_RELU(a) "smmlar " a ", " a ", r1, lr\n\t" "asr " a ", " a ", r2\n\t"
+#define MCU_DWPL_RQ6 MCU_DWPL_RQ6_SIGNED
 #define MCU_DWPL_CHANNEL6                                                                     \
     ".p2align 2\n\t"                                                                          \
     "1:\n\t"                                                                                  \
@@ -792,8 +826,7 @@ _Static_assert(offsetof(mcu_dwpl_ch, step) == 4 && offsetof(mcu_dwpl_ch, end) ==
     "add r5, r5, r4, lsl #1\n\t"                                                              \
     "add r3, r5, r4, lsl #1\n\t"                                                              \
     "strb r10, [r5]\n\t"                                                                      \
-    "strb r11, [r5, r4]\n\t"                                                                  \
-    "str r3, [r12]\n\t" MCU_DWPL_LINE_END("r1")
+    "strb r11, [r5, r4]\n\t" MCU_DWPL_LINE_END6
 /* The line's end: the plane position on by skip, the line's end by `next` (the bytes from an output
  * line's first plane line to the next's), the output on by yskip, the lines counted down; the five
  * fields in one chain of single loads. */
@@ -813,6 +846,20 @@ _Static_assert(offsetof(mcu_dwpl_ch, step) == 4 && offsetof(mcu_dwpl_ch, end) ==
     "str r2, [r12, #72]\n\t"                                                                  \
     "bne 1b\n\t"
 
+/* The line's end of the one-step lines (six and three pixels), which have no quads' end to step on: lines of
+ * six with the output pointer still in r3, lines of three with it in memory (stride 2). */
+#define MCU_DWPL_LINE_END6                                                                    \
+    "ldr lr, [r12, #64]\n\t"                                                                  \
+    "ldr r11, [r12, #68]\n\t"                                                                 \
+    "ldr r2, [r12, #72]\n\t"                                                                  \
+    "add r0, r0, lr\n\t"                                                                      \
+    "add r3, r3, r11\n\t"                                                                     \
+    "subs r2, r2, #1\n\t"                                                                     \
+    "str r3, [r12]\n\t"                                                                       \
+    "str r2, [r12, #72]\n\t"                                                                  \
+    "bne 1b\n\t"
+#define MCU_DWPL_LINE_END3 "ldr r3, [r12]\n\t" MCU_DWPL_LINE_END6
+
 /* One of the channel loops above (or the stride-2 ones below) with pos, the plane line's bytes and the
  * constants in r0, r1 and r12 (register variables of the caller). */
 #define MCU_DWPL_RUN(loop)                                                                    \
@@ -824,32 +871,57 @@ _Static_assert(offsetof(mcu_dwpl_ch, step) == 4 && offsetof(mcu_dwpl_ch, end) ==
 #define MCU_DWPL_PICK(three, clamp, LOOP3, LOOP)                                              \
     do {                                                                                      \
         if (three) {                                                                          \
-            if (clamp) {                                                                      \
+            if ((clamp) == MCU_DWPL_CLAMP) {                                                  \
                 MCU_DWPL_RUN(LOOP3(MCU_DWPL_CLAMP3));                                         \
             } else {                                                                          \
                 MCU_DWPL_RUN(LOOP3(""));                                                      \
             }                                                                                 \
-        } else if (clamp) {                                                                   \
+        } else if ((clamp) == MCU_DWPL_CLAMP) {                                               \
             MCU_DWPL_RUN(LOOP(MCU_DWPL_CLAMP4, MCU_DWPL_CLAMP2, MCU_DWPL_CLAMP1));            \
         } else {                                                                              \
             MCU_DWPL_RUN(LOOP("", "", ""));                                                   \
         }                                                                                     \
     } while (0)
 
-/* Every line of one channel's plane from pos (its first line's position 0); three: lines of three pixels. */
+/* mcu_dwpl_channel's lines (pos, line_bytes, t, kind in scope), the loops expanded with the definitions of
+ * MCU_DWPL_RQ and MCU_DWPL_RQ6 where it is used: once with the sign correction, once without. */
+#define MCU_DWPL_CHANNEL_BODY(clamp)                                                                  \
+    register const int16_t *r0 __asm__("r0") = pos;                                                   \
+    register int32_t r1 __asm__("r1") = line_bytes;                                                   \
+    register mcu_dwpl_ch *r12 __asm__("r12") = t;                                                     \
+    if (kind == 6) { /* MCU_DWPL_KIND: never with the clamp */                                        \
+        __asm__ volatile(MCU_DWPL_CHANNEL6                                                            \
+                         : "+r"(r0), "+r"(r1)                                                         \
+                         : "r"(r12)                                                                   \
+                         : "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "lr", "cc", "memory"); \
+        return;                                                                                       \
+    }                                                                                                 \
+    MCU_DWPL_PICK(kind == 3, clamp, MCU_DWPL_CHANNEL3, MCU_DWPL_CHANNEL)
+
+/* The loops of mcu_dwpl_channel for MCU_DWPL_RELU: the same macros with the requantization's sign
+ * correction left out. */
+#undef MCU_DWPL_RQ
+#undef MCU_DWPL_RQ6
+#define MCU_DWPL_RQ MCU_DWPL_RQ_RELU
+#define MCU_DWPL_RQ6 MCU_DWPL_RQ6_RELU
+static inline void mcu_dwpl_channel_relu(const int16_t *pos, int32_t line_bytes, mcu_dwpl_ch *t, int kind)
+{
+    MCU_DWPL_CHANNEL_BODY(MCU_DWPL_SAT);
+}
+#undef MCU_DWPL_RQ
+#undef MCU_DWPL_RQ6
+#define MCU_DWPL_RQ MCU_DWPL_RQ_SIGNED
+#define MCU_DWPL_RQ6 MCU_DWPL_RQ6_SIGNED
+
+/* Every line of one channel's plane from pos (its first line's position 0); three: lines of three pixels;
+ * clamp: how the outputs are finished (MCU_DWPL_SAT, _CLAMP, _RELU). */
 static inline void mcu_dwpl_channel(const int16_t *pos, int32_t line_bytes, mcu_dwpl_ch *t, int clamp, int kind)
 {
-    register const int16_t *r0 __asm__("r0") = pos;
-    register int32_t r1 __asm__("r1") = line_bytes;
-    register mcu_dwpl_ch *r12 __asm__("r12") = t;
-    if (kind == 6) { /* MCU_DWPL_KIND: never with the clamp */
-        __asm__ volatile(MCU_DWPL_CHANNEL6
-                         : "+r"(r0), "+r"(r1)
-                         : "r"(r12)
-                         : "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "lr", "cc", "memory");
+    if (clamp == MCU_DWPL_RELU) {
+        mcu_dwpl_channel_relu(pos, line_bytes, t, kind);
         return;
     }
-    MCU_DWPL_PICK(kind == 3, clamp, MCU_DWPL_CHANNEL3, MCU_DWPL_CHANNEL);
+    MCU_DWPL_CHANNEL_BODY(clamp);
 }
 #else
 /* The accumulator of the pixel at plane position pos (even; taps pos .. pos + 2 of three lines), or of
@@ -871,8 +943,8 @@ static inline void mcu_dwpl_put_out(mcu_dwpl_ch *t, const uint32_t *s, int32_t n
 {
     const int32_t lo = (int8_t)(uint8_t)t->min4, hi = (int8_t)(uint8_t)t->max4;
     for (int32_t k = 0; k < n; ++k, t->y += t->step) {
-        int32_t v = mcu_dwpl_rq(t, s[k]);
-        if (clamp) {
+        int32_t v = mcu_dwpl_rq(t, s[k], clamp == MCU_DWPL_RELU);
+        if (clamp == MCU_DWPL_CLAMP) {
             v = v < lo ? lo : v > hi ? hi : v;
         }
         t->y[0] = (int8_t)v;
@@ -917,6 +989,25 @@ static inline void mcu_dwpl_channel(const int16_t *pos, int32_t line_bytes, mcu_
 }
 #endif
 
+/* `words` words of zero from p: four a step, the loop's count and branch once per four (a word a step spent
+ * 7 cycles a word on the M4/M33 model: 32 k of mobilenet_v1's estimated cycles on mps2-an505-u575). The
+ * empty asm keeps GCC from calling memset (the kernels reference no libc function). */
+static inline void mcu_dwpl_zero(int16_t *p, int32_t words)
+{
+    int32_t i = 0;
+    for (; i + 4 <= words; i += 4) {
+        mcu_store_u32(p + 2 * i, 0);
+        mcu_store_u32(p + 2 * i + 2, 0);
+        mcu_store_u32(p + 2 * i + 4, 0);
+        mcu_store_u32(p + 2 * i + 6, 0);
+        __asm__("" ::: "memory");
+    }
+    for (; i < words; ++i) {
+        mcu_store_u32(p + 2 * i, 0);
+        __asm__("" ::: "memory");
+    }
+}
+
 /* The whole layer (mcu_dwpl_plan held): x (n images of h x w x ch) into y of the same shape, which
  * may be x itself. */
 /* Out of line (its planes are stack of its own), unused by the Helium builds. */
@@ -929,12 +1020,9 @@ static __attribute__((noinline, unused)) void mcu_dwpl_layer(const mcu_dwpl_geom
 {
     _Alignas(8) int16_t planes[MCU_DWPL_BYTES / 2];
     const int32_t words = 2 * g->plane; /* four planes of an even count of int16 */
-    for (int32_t i = 0; i < words; ++i) {
-        mcu_store_u32(planes + 2 * i, 0); /* the border columns stay zero: fills write the interiors */
-        __asm__("" ::: "memory");         /* no memset call: the kernels reference no libc function */
-    }
+    mcu_dwpl_zero(planes, words); /* the border columns stay zero: fills write the interiors */
     const uint32_t off2 = mcu_offset_pair(input_offset);
-    const int clamp = act_min > -128 || act_max < 127;
+    const int clamp = mcu_dwpl_finish(act_min, act_max, output_offset);
     const size_t image = (size_t)h * (size_t)w * (size_t)ch;
     const size_t row = (size_t)w * (size_t)ch;
     const size_t line_step = g->transposed ? (size_t)ch : row; /* output bytes from a line to the next */
@@ -1033,12 +1121,9 @@ static __attribute__((noinline, unused)) void mcu_dwpl_rows(const mcu_dwpl_geom 
 {
     _Alignas(8) int16_t planes[MCU_DWPL_BYTES / 2];
     const int32_t words = 2 * g->plane; /* four planes of an even count of int16 */
-    for (int32_t i = 0; i < words; ++i) {
-        mcu_store_u32(planes + 2 * i, 0);
-        __asm__("" ::: "memory"); /* no memset call: the kernels reference no libc function */
-    }
+    mcu_dwpl_zero(planes, words); /* the border columns stay zero: fills write the interiors */
     const uint32_t off2 = mcu_offset_pair(input_offset);
-    const int clamp = act_min > -128 || act_max < 127;
+    const int clamp = mcu_dwpl_finish(act_min, act_max, output_offset);
     const int32_t out_row = g->len * ch;
     const int32_t filled = in_h < g->lines + 2 - pad_top ? in_h : g->lines + 2 - pad_top; /* rows a line holds */
     const int32_t pairs = g->len & ~1;
@@ -1149,16 +1234,33 @@ static __attribute__((noinline, unused)) void mcu_dwpl_rows(const mcu_dwpl_geom 
 #define MCU_DWPL_CHANNEL3_S2(clamp3)                                                          \
     ".p2align 2\n\t"                                                                          \
     "1:\n\t" MCU_DWPL_S2_LINES(MCU_DWPL_S2_X4, MCU_DWPL_S2_T, "0") MCU_DWPL_OUT3(clamp3)      \
-        MCU_DWPL_LINE_END("r1, lsl #1")
+        MCU_DWPL_LINE_END3
 
 /* Every line of one channel's plane at stride 2 from pos (its first line's position 0); three: lines of
  * three pixels. */
+/* mcu_dwpl_channel_s2's lines, as MCU_DWPL_CHANNEL_BODY: once with the sign correction, once without. */
+#define MCU_DWPL_CHANNEL_S2_BODY(clamp)                                                               \
+    register const int16_t *r0 __asm__("r0") = pos;                                                   \
+    register int32_t r1 __asm__("r1") = line_bytes;                                                   \
+    register mcu_dwpl_ch *r12 __asm__("r12") = t;                                                     \
+    MCU_DWPL_PICK(three, clamp, MCU_DWPL_CHANNEL3_S2, MCU_DWPL_CHANNEL_S2)
+
+#undef MCU_DWPL_RQ
+#define MCU_DWPL_RQ MCU_DWPL_RQ_RELU
+static inline void mcu_dwpl_channel_s2_relu(const int16_t *pos, int32_t line_bytes, mcu_dwpl_ch *t, int three)
+{
+    MCU_DWPL_CHANNEL_S2_BODY(MCU_DWPL_SAT);
+}
+#undef MCU_DWPL_RQ
+#define MCU_DWPL_RQ MCU_DWPL_RQ_SIGNED
+
 static inline void mcu_dwpl_channel_s2(const int16_t *pos, int32_t line_bytes, mcu_dwpl_ch *t, int clamp, int three)
 {
-    register const int16_t *r0 __asm__("r0") = pos;
-    register int32_t r1 __asm__("r1") = line_bytes;
-    register mcu_dwpl_ch *r12 __asm__("r12") = t;
-    MCU_DWPL_PICK(three, clamp, MCU_DWPL_CHANNEL3_S2, MCU_DWPL_CHANNEL_S2);
+    if (clamp == MCU_DWPL_RELU) { /* the sign correction left out (MCU_DWPL_RELU) */
+        mcu_dwpl_channel_s2_relu(pos, line_bytes, t, three);
+        return;
+    }
+    MCU_DWPL_CHANNEL_S2_BODY(clamp);
 }
 #else
 /* The same in C (the emulated build): pixel 0 of the pair at plane position pos, from the same words. */
@@ -1296,12 +1398,9 @@ static __attribute__((noinline, unused)) void mcu_dwpl_layer_s2(const mcu_dwpl_g
     _Alignas(8) int16_t planes[MCU_DWPL_BYTES / 2];
     _Alignas(4) int8_t row_buf[MCU_DWPL_S2_ROW_BYTES];
     const int32_t words = 2 * g->plane;
-    for (int32_t i = 0; i < words; ++i) {
-        mcu_store_u32(planes + 2 * i, 0); /* the border columns stay zero: fills write the interiors */
-        __asm__("" ::: "memory");         /* no memset call: the kernels reference no libc function */
-    }
+    mcu_dwpl_zero(planes, words); /* the border columns stay zero: fills write the interiors */
     const uint32_t off2 = mcu_offset_pair(input_offset);
-    const int clamp = act_min > -128 || act_max < 127;
+    const int clamp = mcu_dwpl_finish(act_min, act_max, output_offset);
     const int32_t out_row = g->len * ch;
     mcu_dwpl_ch t[4];
     /* the plane on by two lines from where a line's steps leave the position: less the pairs' 8 bytes each,

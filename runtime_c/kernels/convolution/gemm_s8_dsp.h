@@ -28,6 +28,28 @@ static inline int32_t mcu_packed_block_words(int32_t kp)
     return 4 + 2 * kp + 16;
 }
 
+/* 4 (the pair loops' tail bit for MCU_PX2_RQ_DIFF) when no bias of the stream's blocks (`blocks` after the
+ * header, cout channels of kp taps) can take an accumulator out of int32: the taps' sum is at most
+ * kp 255 128 in magnitude ((x + input_offset) in [-255, 255], int8 weights), so each pixel's accumulator is
+ * then the exact sum and two pixels' differ by at most 2 kp 255 128, an int32 too; else 0. One pass over
+ * the biases per call, one compare each. */
+static inline int mcu_px2_diff_ok(const int32_t *blocks, int32_t cout, int32_t kp)
+{
+    const int64_t room = INT32_MAX - (int64_t)kp * 255 * 128;
+    if (room < 0) {
+        return 0;
+    }
+    const uint32_t r = (uint32_t)room, span = 2u * r; /* b in [-room, room]: b + room in [0, 2 room] */
+    const int32_t words = mcu_packed_block_words(kp);
+    for (int32_t oc = 0; oc < cout; oc += 4, blocks += words) {
+        if ((uint32_t)blocks[0] + r > span || (uint32_t)blocks[1] + r > span || (uint32_t)blocks[2] + r > span ||
+            (uint32_t)blocks[3] + r > span) {
+            return 0;
+        }
+    }
+    return 4;
+}
+
 #if MCU_S8_DSP_NATIVE
 /* Four taps (two pairs) of the column (r4) against four channels of the stream (r5), into r0-r3. */
 #define MCU_DOT4_HALF                                                                                     \
@@ -533,11 +555,15 @@ typedef struct {
  * Mainline (Cortex-M33: 912 bytes of loop, which the U575's 8 kB cache holds beside the weights' parts;
  * mobilenet_v1 -0.7 %, ds_cnn -0.7 %, resnet8 -0.6 % on mps2-an505-u575), 8 elsewhere (464 bytes: the
  * Cortex-M4 builds run on the L4R5, whose 1 kB ART instruction cache the longer loop and its tails would
- * outgrow). */
+ * outgrow). The flat pointwise pairs (mcu_pixel2_packed) take 32 on the M33 (1,808 bytes): on
+ * mps2-an505-u575 mobilenet_v1 -0.3 % and ds_cnn -0.5 %, where the windowed loops' 32 cost resnet8 +0.5 %
+ * (their parts of 74 kB streams share the cache with them). */
 #if defined(__ARM_ARCH_8M_MAIN__)
 #define MCU_PX2_PASS 16
+#define MCU_PX2_PW_PASS 32
 #else
 #define MCU_PX2_PASS 8
+#define MCU_PX2_PW_PASS 8
 #endif
 #define MCU_PX2_STR2(x) #x
 #define MCU_PX2_STR(x) MCU_PX2_STR2(x)
@@ -590,13 +616,61 @@ typedef struct {
     "smlal r6, r7, " b ", r12\n\t"                                                                        \
     "asr r7, r7, lr\n\t"                                                                                  \
     "ssat " b ", #8, r7\n\t"
+/* Channel 0 of a block: every tail is entered with its K already in r12 (low) and lr (high), its
+ * multiplier and shift in r6, r7 and r5 at channel 1 (the pair loops' last loads read K, as the first tap
+ * pair of a next pass would, and an LDRD the rest between the loop's SUB and LDR PC, where the LDR PC
+ * would wait a cycle for its address): 3 cycles less than the LDM the other channels take. */
+#define MCU_PX2_RQ0(a, b)                                                                                 \
+    "smlal r12, lr, " a ", r6\n\t"                                                                       \
+    "bic " a ", " a ", r12\n\t"                                                                          \
+    "add lr, lr, " a ", asr #31\n\t"                                                                     \
+    "asr lr, lr, r7\n\t"                                                                                 \
+    "ssat " a ", #8, lr\n\t"                                                                             \
+    "ldrd r12, lr, [r5, #-16]\n\t"                                                                       \
+    "smlal r12, lr, " b ", r6\n\t"                                                                       \
+    "bic " b ", " b ", r12\n\t"                                                                          \
+    "add lr, lr, " b ", asr #31\n\t"                                                                     \
+    "asr lr, lr, r7\n\t"                                                                                 \
+    "ssat " b ", #8, lr\n\t"
+#define MCU_PX2_RQ0_RELU(a, b)                                                                            \
+    "smlal r12, lr, " a ", r6\n\t"                                                                       \
+    "asr lr, lr, r7\n\t"                                                                                 \
+    "ssat " a ", #8, lr\n\t"                                                                             \
+    "ldrd r12, lr, [r5, #-16]\n\t"                                                                       \
+    "smlal r12, lr, " b ", r6\n\t"                                                                       \
+    "asr lr, lr, r7\n\t"                                                                                 \
+    "ssat " b ", #8, lr\n\t"
+/* MCU_PX2_RQ_RELU without reloading K for pixel B: K + a m is still in the register pair after pixel A,
+ * and adding (b - a) m to it gives K + b m, exact while a + (b - a) is b, which holds where no bias takes
+ * an accumulator out of int32 (mcu_px2_diff_ok; the difference is then the bias-free sums', at most
+ * 2 kp 255 128). 12 cycles a channel of both pixels instead of 14 (channel 0: 7 in the tail). */
+#define MCU_PX2_RQ_DIFF(a, b)                                                                             \
+    "ldm r5!, {r6, r7, r12, lr}\n\t"                                                                     \
+    "sub " b ", " b ", " a "\n\t"                                                                        \
+    "smlal r6, r7, " a ", r12\n\t"                                                                       \
+    "asr " a ", r7, lr\n\t"                                                                              \
+    "ssat " a ", #8, " a "\n\t"                                                                          \
+    "smlal r6, r7, " b ", r12\n\t"                                                                       \
+    "asr " b ", r7, lr\n\t"                                                                              \
+    "ssat " b ", #8, " b "\n\t"
+#define MCU_PX2_RQ0_DIFF(a, b)                                                                            \
+    "sub " b ", " b ", " a "\n\t"                                                                        \
+    "smlal r12, lr, " a ", r6\n\t"                                                                       \
+    "asr " a ", lr, r7\n\t"                                                                              \
+    "ssat " a ", #8, " a "\n\t"                                                                          \
+    "smlal r12, lr, " b ", r6\n\t"                                                                       \
+    "asr " b ", lr, r7\n\t"                                                                              \
+    "ssat " b ", #8, " b "\n\t"
 /* A block's four channels of both pixels. */
 #define MCU_PX2_RQ4                                                                                       \
-    MCU_PX2_RQ("r0", "r8") MCU_PX2_RQ("r1", "r9") MCU_PX2_RQ("r2", "r10")                                 \
+    MCU_PX2_RQ0("r0", "r8") MCU_PX2_RQ("r1", "r9") MCU_PX2_RQ("r2", "r10")                                \
     MCU_PX2_RQ("r3", "r11")
 #define MCU_PX2_RQ4_RELU                                                                                  \
-    MCU_PX2_RQ_RELU("r0", "r8") MCU_PX2_RQ_RELU("r1", "r9") MCU_PX2_RQ_RELU("r2", "r10")                  \
+    MCU_PX2_RQ0_RELU("r0", "r8") MCU_PX2_RQ_RELU("r1", "r9") MCU_PX2_RQ_RELU("r2", "r10")                 \
     MCU_PX2_RQ_RELU("r3", "r11")
+#define MCU_PX2_RQ4_DIFF                                                                                  \
+    MCU_PX2_RQ0_DIFF("r0", "r8") MCU_PX2_RQ_DIFF("r1", "r9") MCU_PX2_RQ_DIFF("r2", "r10")                 \
+    MCU_PX2_RQ_DIFF("r3", "r11")
 /* Four results of one pixel (r0-r3 or r8-r11) packed into the first register's word. */
 #define MCU_PX2_PACK(r0, r1, r2, r3)                                                                      \
     "pkhbt " r0 ", " r0 ", " r2 ", lsl #16\n\t"                                                           \
@@ -621,22 +695,25 @@ typedef struct {
  * block order's steps): four STRB a pixel where the range is all of int8, else the bytes packed, clamped
  * byte-wise and one STR a pixel; then the stream and y move to the next block, and `next` branches on
  * y == y_end. */
-#define MCU_PX2_STORE_BYTES(next)                                                                         \
-    "ldrd r6, r7, [r4, #12]\n\t"                                                                          \
-    "ldr r12, [r4, #36]\n\t"                                                                              \
-    "add lr, r6, r12\n\t"                                                                                 \
-    "strb r1, [r6, #1]\n\t"                                                                               \
-    "strb r2, [r6, #2]\n\t"                                                                               \
-    "strb r3, [r6, #3]\n\t"                                                                               \
-    "strb r0, [r6], #4\n\t"                                                                               \
-    "strb r9, [lr, #1]\n\t"                                                                               \
-    "strb r10, [lr, #2]\n\t"                                                                              \
-    "strb r11, [lr, #3]\n\t"                                                                              \
-    "strb r8, [lr]\n\t"                                                                                   \
-    "ldrd r12, lr, [r4, #40]\n\t"                                                                         \
-    "add r5, r5, r12\n\t"                                                                                 \
-    "add r6, r6, lr\n\t"                                                                                  \
-    "str r6, [r4, #12]\n\t"                                                                               \
+#define MCU_PX2_STORE_BYTES(next)                                                                       \
+    /* four single loads pipeline: 5 cycles, and the steps need no LDRD later */                        \
+    "ldr r6, [r4, #12]\n\t"                                                                             \
+    "ldr r7, [r4, #16]\n\t"                                                                             \
+    "ldr r12, [r4, #36]\n\t"                                                                            \
+    "ldr lr, [r4, #40]\n\t"                                                                             \
+    "add r5, r5, lr\n\t"                                                                                \
+    "add lr, r6, r12\n\t"                                                                               \
+    "strb r1, [r6, #1]\n\t"                                                                             \
+    "strb r2, [r6, #2]\n\t"                                                                             \
+    "strb r3, [r6, #3]\n\t"                                                                             \
+    "strb r0, [r6], #4\n\t"                                                                             \
+    "strb r9, [lr, #1]\n\t"                                                                             \
+    "strb r10, [lr, #2]\n\t"                                                                            \
+    "strb r11, [lr, #3]\n\t"                                                                            \
+    "strb r8, [lr]\n\t"                                                                                 \
+    "ldr r12, [r4, #44]\n\t"                                                                            \
+    "add r6, r6, r12\n\t"                                                                               \
+    "str r6, [r4, #12]\n\t"                                                                             \
     "cmp r6, r7\n\t" next
 #define MCU_PX2_STORE_CLAMP(next)                                                                         \
     MCU_PX2_PACK_CLAMP                                                                                    \
@@ -649,12 +726,13 @@ typedef struct {
     "add r6, r6, lr\n\t"                                                                                  \
     "str r6, [r4, #12]\n\t"                                                                               \
     "cmp r6, r7\n\t" next
-/* The block's tail, chosen once per call by r3 (bit 0 the clamped store, bit 1 MCU_PX2_RQ_RELU) among
- * the labels 30 (full, bytes), 31 (full, clamped), 32 (ReLU, bytes), 33 (ReLU, clamped) through the
+/* The block's tail, chosen once per call by r3 (bit 0 the clamped store, bit 1 MCU_PX2_RQ_RELU, bit 2
+ * with bit 1 MCU_PX2_RQ_DIFF) among the labels 30 (full, bytes), 31 (full, clamped), 32 (ReLU, bytes),
+ * 33 (ReLU, clamped), 34 (ReLU by difference, bytes), 35 (the same, clamped) through the
  * table MCU_PX2_TAIL_TABLE (at label 29, where no instruction runs), into the state (r4 + 28) for LDR PC.
- * The ReLU tail with the bytes stored whole (a folded ReLU, or ReLU6 whose range is all of int8: ds_cnn's
- * and mobilenet_v1's layers) comes last, before the block's entry (label 5), so that tail alone falls
- * through to the next block; the others branch. Each tail starts on a word (its
+ * The ReLU tail by difference with the bytes stored whole (a folded ReLU, or ReLU6 whose range is all of
+ * int8: ds_cnn's and mobilenet_v1's layers) comes last, before the block's entry (label 5), so that tail
+ * alone falls through to the next block; the others branch. Each tail starts on a word (its
  * first instruction is 32-bit: the LDR PC's refill is shorter; the padding follows an unconditional
  * branch and never runs). */
 #define MCU_PX2_TAIL_CHOICE                                                                               \
@@ -663,10 +741,19 @@ typedef struct {
     "add r6, r6, r7\n\t"                                                                                  \
     "orr r6, r6, #1\n\t"                                                                                  \
     "str r6, [r4, #28]\n\t"
-#define MCU_PX2_TAIL_TABLE "29:\n\t.hword 30f - 29b, 31f - 29b, 32f - 29b, 33f - 29b\n\t"
+#define MCU_PX2_TAIL_TABLE                                                                                \
+    "29:\n\t.hword 30f - 29b, 31f - 29b, 32f - 29b, 33f - 29b, 30f - 29b, 31f - 29b, 34f - 29b, 35f - 29b\n\t"
 #define MCU_PX2_NEXT "bne 5f\n\tb 8f\n\t" /* every tail but the last before the loop's entry (5) */
+/* The six tails, the one that falls through to the entry (5) last. */
+#define MCU_PX2_TAILS                                                                                     \
+    "30:\n\t" MCU_PX2_RQ4 MCU_PX2_STORE_BYTES(MCU_PX2_NEXT)                                               \
+    ".balign 4\n\t31:\n\t" MCU_PX2_RQ4 MCU_PX2_STORE_CLAMP(MCU_PX2_NEXT)                                   \
+    ".balign 4\n\t33:\n\t" MCU_PX2_RQ4_RELU MCU_PX2_STORE_CLAMP(MCU_PX2_NEXT)                              \
+    ".balign 4\n\t32:\n\t" MCU_PX2_RQ4_RELU MCU_PX2_STORE_BYTES(MCU_PX2_NEXT)                              \
+    ".balign 4\n\t35:\n\t" MCU_PX2_RQ4_DIFF MCU_PX2_STORE_CLAMP(MCU_PX2_NEXT)                              \
+    ".balign 4\n\t34:\n\t" MCU_PX2_RQ4_DIFF MCU_PX2_STORE_BYTES("beq 8f\n\t")
 
-#define MCU_PX2_ASM(loads, unit, bytes, col_back)                                                       \
+#define MCU_PX2_ASM(loads, unit, bytes, col_back, pass)                                                       \
         "strd r10, r11, [r4, #40]\n\t"                                                                  \
         "str r7, [r4, #32]\n\t"                                                                         \
         "mov r7, #0x80008000\n\t"                                                                       \
@@ -675,10 +762,10 @@ typedef struct {
         "str r9, [r4, #36]\n\t"                                                                         \
         "ldrd r10, r11, [r6]\n\t"                                                                       \
         "strd r10, r11, [r4, #20]\n\t"                                                                  \
-        /* the entry: the pair that leaves whole passes after it, (-kp / 2) mod MCU_PX2_PASS */         \
+        /* the entry: the pair that leaves whole passes after it, (-kp / 2) mod pass */                 \
         "lsr r8, r8, #1\n\t"                                                                            \
         "rsb r8, r8, #0\n\t"                                                                            \
-        "and r8, r8, #(" MCU_PX2_STR(MCU_PX2_PASS) " - 1)\n\t"                                          \
+        "and r8, r8, #(" MCU_PX2_STR(pass) " - 1)\n\t"                                                  \
         "mov r10, #" bytes "\n\t"                                                                       \
         "adr.w r6, 12f\n\t"                                                                             \
         "mla r6, r8, r10, r6\n\t"                                                                       \
@@ -690,17 +777,14 @@ typedef struct {
         "b 5f\n\t"                                                                                        \
         MCU_PX_WORD_SECTION                                                                               \
         MCU_PX2_TAIL_TABLE                                                                                \
-        "30:\n\t" MCU_PX2_RQ4 MCU_PX2_STORE_BYTES(MCU_PX2_NEXT)                                           \
-        ".balign 4\n\t31:\n\t" MCU_PX2_RQ4 MCU_PX2_STORE_CLAMP(MCU_PX2_NEXT)                                           \
-        ".balign 4\n\t33:\n\t" MCU_PX2_RQ4_RELU MCU_PX2_STORE_CLAMP(MCU_PX2_NEXT)                                      \
-        ".balign 4\n\t32:\n\t" MCU_PX2_RQ4_RELU MCU_PX2_STORE_BYTES("beq 8f\n\t")                                      \
-        "5:\n\t"                                                                                        \
+        MCU_PX2_TAILS                                                                                     \
+        "5:\n\t" /* the state's address first: a load right after the MOV would wait a cycle for it */  \
+        "mov r6, r4\n\t"                                                                                \
         "ldmia r5!, {r0, r1, r2, r3}\n\t"                                                               \
         "mov r8, r0\n\t"                                                                                \
         "mov r9, r1\n\t"                                                                                \
         "mov r10, r2\n\t"                                                                               \
         "mov r11, r3\n\t"                                                                               \
-        "mov r6, r4\n\t"                                                                                \
         "ldr r4, [r6, #4]\n\t"                                                                          \
         "ldr pc, [r6, #8]\n\t"                                                                          \
         /* the passes' first instruction, a branch target, is 32-bit: on a word it takes no longer      \
@@ -710,15 +794,17 @@ typedef struct {
          * first pass enters at a copy of those loads (12) or further on */                             \
         ".balign 4\n\t"                                                                                 \
         "12:\n\t" loads                                                                                  \
-        "6:\n\t" MCU_PX2_MACS ".rept " MCU_PX2_STR(MCU_PX2_PASS) " - 1\n\t" unit ".endr\n\t" loads     \
+        "6:\n\t" MCU_PX2_MACS ".rept " MCU_PX2_STR(pass) " - 1\n\t" unit ".endr\n\t" loads             \
         "9:\n\t"                                                                                        \
-        ".if (9b - 12b) - " bytes " * " MCU_PX2_STR(MCU_PX2_PASS) " - 16\n\t"                           \
+        ".if (9b - 12b) - " bytes " * " MCU_PX2_STR(pass) " - 16\n\t"                                   \
         ".error \"mcu_pixel2_packed: the tap pairs are not all wide instructions\"\n\t"                 \
         ".endif\n\t"                                                                                    \
         "cmp r6, #0x80008000\n\t"                                                                       \
         "bne 6b\n\t"                                                                                    \
-        "sub r4, r4, #" col_back "\n\t" /* back to the sentinel and the block's requantization */      \
-        "sub r5, r5, #8\n\t"                                                                            \
+        /* back to the sentinel and the block's requantization: the last loads left channel 0's K in     \
+         * r12, lr; its multiplier and shift into r6, r7, as the tails take them (MCU_PX2_RQ0) */         \
+        "sub r4, r4, #" col_back "\n\t"                                                                 \
+        "ldrd r6, r7, [r5], #8\n\t"                                                                     \
         "ldr pc, [r4, #28]\n\t"                                                                         \
         "8:\n\t"                                                                                        \
         "ldr r7, [r4, #32]\n\t"
@@ -726,7 +812,8 @@ typedef struct {
 /* Every whole block of output pixels A (y to y_end) and B (y + stride on) from the interleaved column
  * col2 of kp taps (a positive multiple of 4) and MCU_PIXEL2_SPARE more int16; `tail`: bit 0 the
  * activation range is narrower than int8 (the clamped store), bit 1 it starts at or above the output
- * offset (MCU_PX2_RQ_RELU). Returns the stream after the last block. */
+ * offset (MCU_PX2_RQ_RELU), bit 2 with it mcu_px2_diff_ok's (MCU_PX2_RQ_DIFF). Returns the stream after
+ * the last block. */
 static inline const int32_t *mcu_pixel2_packed(const int16_t *col2, int32_t kp, const int32_t *blob, int8_t *y,
                                                int8_t *y_end, int32_t stride, const uint32_t *bounds, int tail,
                                                const mcu_block_order *order)
@@ -742,7 +829,7 @@ static inline const int32_t *mcu_pixel2_packed(const int16_t *col2, int32_t kp, 
     register int32_t dist __asm__("r9") = stride;
     register int32_t wstep __asm__("r10") = order->stream_step;
     register int32_t ystep __asm__("r11") = order->y_step;
-    __asm__ volatile(MCU_PX2_ASM(MCU_PX2_LOADS, MCU_PX2_UNIT, MCU_PX2_STR(MCU_PX2_UNIT_BYTES), "8")
+    __asm__ volatile(MCU_PX2_ASM(MCU_PX2_LOADS, MCU_PX2_UNIT, MCU_PX2_STR(MCU_PX2_UNIT_BYTES), "8", MCU_PX2_PW_PASS)
                      : "+r"(c0), "+r"(yp), "+r"(ye), "+r"(t), "+r"(st), "+r"(w), "+r"(b), "+r"(taps), "+r"(dist),
                        "+r"(wstep), "+r"(ystep)
                      :
@@ -793,7 +880,8 @@ static inline const int32_t *mcu_pixel2_packed_split(const int16_t *col, int32_t
     register int32_t dist __asm__("r9") = stride;
     register int32_t wstep __asm__("r10") = order->stream_step;
     register int32_t ystep __asm__("r11") = order->y_step;
-    __asm__ volatile(MCU_PX2_ASM(MCU_PX2_LOADS_SPLIT, MCU_PX2_UNIT_SPLIT, MCU_PX2_STR(MCU_PX2_UNIT_BYTES), "4")
+    __asm__ volatile(MCU_PX2_ASM(MCU_PX2_LOADS_SPLIT, MCU_PX2_UNIT_SPLIT, MCU_PX2_STR(MCU_PX2_UNIT_BYTES), "4",
+                                 MCU_PX2_PASS)
                      : "+r"(c0), "+r"(yp), "+r"(ye), "+r"(t), "+r"(st), "+r"(w), "+r"(b), "+r"(taps), "+r"(dist),
                        "+r"(wstep), "+r"(ystep)
                      :
@@ -966,7 +1054,17 @@ static inline const int32_t *mcu_pixel4_packed_split(const int16_t *col, int32_t
 #ifndef MCU_PACKED_PW8
 #define MCU_PACKED_PW8 1 /* 0: a model's build without a flat pointwise layer of 8 taps (specialise.py) */
 #endif
-#if MCU_PACKED_PW8
+/* Speed paths a model's build may leave out (specialise.py), its layers then exact one pixel (or two) at a time:
+ * 0 leaves out the flat pointwise pairs (mcu_pixel2_packed, its groups, mcu_pw8_pairs) where no layer has two
+ * pixels of whole input words to pair, or the four-pixel loop (mcu_pixel4_packed_split) where no windowed
+ * layer's stream outgrows MCU_PIXEL4_STREAM_MIN. */
+#ifndef MCU_PACKED_PW_PAIRS
+#define MCU_PACKED_PW_PAIRS 1
+#endif
+#ifndef MCU_PACKED_QUADS
+#define MCU_PACKED_QUADS 1
+#endif
+#if MCU_PACKED_PW8 && MCU_PACKED_PW_PAIRS
 /* Flat pointwise layers of 8 input channels (mobilenet_v1's 8 -> 16 layer at 48 x 48): every pixel pair
  * of a run in one assembly. Through mcu_pixel2_packed each pair cost a call that wrote its whole state
  * (about 45 cycles), the column's C loop and a pass loop entered at its middle, for 4 tap pairs a block:
@@ -1019,10 +1117,7 @@ static __attribute__((noinline)) void mcu_pw8_pairs(mcu_pw8_state *st, int tail)
         "b 20f\n\t"
         MCU_PX_WORD_SECTION
         MCU_PX2_TAIL_TABLE
-        "30:\n\t" MCU_PX2_RQ4 MCU_PX2_STORE_BYTES(MCU_PX2_NEXT)
-        ".balign 4\n\t31:\n\t" MCU_PX2_RQ4 MCU_PX2_STORE_CLAMP(MCU_PX2_NEXT)
-        ".balign 4\n\t33:\n\t" MCU_PX2_RQ4_RELU MCU_PX2_STORE_CLAMP(MCU_PX2_NEXT)
-        ".balign 4\n\t32:\n\t" MCU_PX2_RQ4_RELU MCU_PX2_STORE_BYTES("beq 8f\n\t")
+        MCU_PX2_TAILS
         "5:\n\t" /* a block: biases, the 4 tap pairs, then its tail */
         "ldmia r5!, {r0, r1, r2, r3}\n\t"
         "mov r8, r0\n\t"
@@ -1030,6 +1125,11 @@ static __attribute__((noinline)) void mcu_pw8_pairs(mcu_pw8_state *st, int tail)
         "mov r10, r2\n\t"
         "mov r11, r3\n\t"
         MCU_PW8_UNIT("-32", "-28") MCU_PW8_UNIT("-24", "-20") MCU_PW8_UNIT("-16", "-12") MCU_PW8_UNIT("-8", "-4")
+        /* channel 0's K, multiplier and shift, as the tails take them (MCU_PX2_RQ0): four pipelined loads */
+        "ldr.w r12, [r5], #4\n\t"
+        "ldr.w lr, [r5], #4\n\t"
+        "ldr.w r6, [r5], #4\n\t"
+        "ldr.w r7, [r5], #4\n\t"
         "ldr pc, [r4, #28]\n\t"
         "8:\n\t" /* the pair's last block stored: r6 is pixel A's output end */
         "ldr r0, [r4, #56]\n\t"
@@ -1095,6 +1195,12 @@ static __attribute__((noinline)) void mcu_pw8_pairs(mcu_pw8_state *st, int tail)
 #undef MCU_PX2_RQ_RELU
 #undef MCU_PX2_RQ4
 #undef MCU_PX2_RQ4_RELU
+#undef MCU_PX2_RQ0
+#undef MCU_PX2_RQ0_RELU
+#undef MCU_PX2_RQ_DIFF
+#undef MCU_PX2_RQ0_DIFF
+#undef MCU_PX2_RQ4_DIFF
+#undef MCU_PX2_TAILS
 #undef MCU_PX2_STORE_BYTES
 #undef MCU_PX2_STORE_CLAMP
 #undef MCU_PX2_NEXT
@@ -1104,6 +1210,7 @@ static __attribute__((noinline)) void mcu_pw8_pairs(mcu_pw8_state *st, int tail)
 #undef MCU_PX2_UNIT_BYTES
 #undef MCU_PX2_UNIT
 #undef MCU_PX2_PASS
+#undef MCU_PX2_PW_PASS
 #undef MCU_PX2_STR
 #undef MCU_PX2_STR2
 

@@ -30,7 +30,8 @@ typedef struct {
     int clamp;          /* the activation range is narrower than int8 */
     int right;          /* the stream's flag: every shift in [-23, -1], requantized from K */
     int group;          /* MCU_PACKED_FLAG_GROUP: the weights wait (flash), pointwise pairs share reads */
-    int px2;            /* the pair loops' tail: clamp, and 2 where act_min >= output_offset (MCU_PX2_RQ_RELU) */
+    int px2;            /* the pair loops' tail: clamp, 2 where act_min >= output_offset (MCU_PX2_RQ_RELU), and then
+                         * 4 where the biases allow MCU_PX2_RQ_DIFF */
 } layer_t;
 
 /* One block in C: the host, the emulated build, and layers with shifts outside [-23, -1]. */
@@ -222,6 +223,20 @@ static void packed_k(int32_t r, int32_t output_offset, uint32_t *lo, int32_t *hi
     *hi = (r >= 2 ? (int32_t)1 << (r - 2) : 0) + output_offset * ((int32_t)1 << (r - 1));
 }
 
+/* The pair loops' tail bit for a ReLU layer's requantization by difference (mcu_px2_diff_ok): word
+ * streams on the core only (byte streams have other blocks, and nothing else reads the bit). */
+static int px2_diff(const int32_t *stream, uint32_t flags, int32_t cout, int32_t kp)
+{
+#if MCU_S8_DSP_NATIVE
+    if ((flags & MCU_PACKED_FLAG_RIGHT) && !(flags & MCU_PACKED_FLAG_BYTES)) {
+        return mcu_px2_diff_ok(stream + MCU_PACKED_HEADER_WORDS, cout, kp);
+    }
+#else
+    (void)stream, (void)flags, (void)cout, (void)kp;
+#endif
+    return 0;
+}
+
 /* The stream's header names the layer it was packed for (output channels, taps, output offset);
  * its requantization constants are checked where C code shifts by them (the assembly of the core's
  * fast path cannot fault on any value). */
@@ -306,6 +321,7 @@ static int check_stream(const int32_t *stream, int32_t cout, int32_t kp, int32_t
  * behind a cache that holds a part of the stream, mcu/backends/optimized/tuned.py groups_pay: not at
  * zero wait states, nor behind the L4R5's 256 B data cache, where the groups' extra calls cost more
  * than the misses they save); 1 (the pairs one by one) otherwise. */
+#if MCU_PACKED_PW_PAIRS
 static int32_t pw_group(const layer_t *l, int32_t fit)
 {
     if (!PW_GROUPS_BUILT || !l->group || (int64_t)l->words * 4 * (l->cout / 4) <= MCU_PIXEL4_STREAM_MIN) {
@@ -313,7 +329,9 @@ static int32_t pw_group(const layer_t *l, int32_t fit)
     }
     return fit < MCU_PW_GROUP_MAX ? fit : MCU_PW_GROUP_MAX;
 }
+#endif
 
+#if MCU_PACKED_PW_PAIRS || (MCU_PACKED_WINDOWS && MCU_PACKED_QUADS && MCU_PIXEL4_GROUP > 1)
 /* Blocks of a part of the stream: at most half the cache's bytes, so a part and the loop's code stay
  * in a two-way cache together; at least one block. */
 static int32_t pw_part_blocks(const layer_t *l)
@@ -324,7 +342,9 @@ static int32_t pw_part_blocks(const layer_t *l)
     const int32_t parts = (blocks + most - 1) / most;
     return (blocks + parts - 1) / parts; /* parts of equal size, the last one possibly smaller */
 }
+#endif
 
+#if MCU_PACKED_PW_PAIRS
 /* n pairs of a pointwise layer sharing each read of its stream: pair g is pixels a[g] and a[g] + 1 (c_in
  * bytes in, l->cout out each). The columns of every pair first, so all their inputs are read before
  * any of their outputs is written; then the stream by parts (pw_part_blocks), each part for every
@@ -352,8 +372,9 @@ static __attribute__((noinline)) void pw_group_run(const layer_t *l, const int32
     }
 }
 #endif
+#endif
 
-#if MCU_S8_DSP_NATIVE && MCU_PACKED_PW8
+#if MCU_S8_DSP_NATIVE && MCU_PACKED_PW_PAIRS && MCU_PACKED_PW8
 /* `pairs` pixel pairs of a flat pointwise layer of 8 input channels through mcu_pw8_pairs, the first
  * pair's pixel A at x (input) and y (output), the next ones 2 pixels on (step 1) or back (step -1).
  * `buf` holds the state (the column buffer, word-aligned). */
@@ -401,9 +422,11 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
     const uint32_t min4 = ((uint32_t)p->act_min & 0xFFu) * 0x01010101u;
     const uint32_t max4 = ((uint32_t)p->act_max & 0xFFu) * 0x01010101u;
     const int clamp = p->act_min > -128 || p->act_max < 127;
+    /* a single pixel (a linear layer) has no pair to requantize by difference: skip the pass over its biases */
+    const int pair_diff = (int64_t)out.n * out.h * out.w >= 2 ? px2_diff(packed, flags, out.c, kp) : 0;
     const layer_t l = {out.c, kp, mcu_packed_block_words(kp), p->output_offset, p->act_min, p->act_max,
                        {min4, max4}, clamp, right, (flags & MCU_PACKED_FLAG_GROUP) != 0,
-                       clamp | (p->act_min >= p->output_offset ? 2 : 0)};
+                       clamp | (p->act_min >= p->output_offset ? 2 | pair_diff : 0)};
     packed += MCU_PACKED_HEADER_WORDS;
 #if MCU_S8_DSP_NATIVE
     _Alignas(8) int16_t col[MCU_PACKED_BUF_TAPS]; /* + mcu_pixel_packed's state, or two pixels' columns */
@@ -441,6 +464,10 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
     /* few taps per pixel (first layers, narrow pointwise): convolution/conv_narrow_s8_dsp.h */
     if (mcu_narrow_applies(p, kp, right, direction)) {
 #if MCU_PACKED_NARROW
+#if MCU_S8_DSP_NATIVE && !(MCU_PACKED_NARROW_CLAMP && MCU_PACKED_NARROW_FULL)
+        /* this build left out the engine of some narrow layers' stores */
+        MCU_REQUIRE(clamp ? MCU_PACKED_NARROW_CLAMP : MCU_PACKED_NARROW_FULL, MCU_ERR_UNSUPPORTED);
+#endif
         mcu_conv_narrow_s8(p, input, packed, output, kp, direction);
         return MCU_OK;
 #else
@@ -452,7 +479,7 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
     /* this build left out the loop for windows wider than MCU_PIXEL_WIDE_TAPS */
     MCU_REQUIRE(!right || out.c < 4 || kp <= MCU_PIXEL_WIDE_TAPS, MCU_ERR_UNSUPPORTED);
 #endif
-#if MCU_S8_DSP_NATIVE
+#if MCU_S8_DSP_NATIVE && MCU_PACKED_PW_PAIRS
     /* pointwise pairs (below): the interleaved column of two pixels and its state fit the buffer */
     const int pw_pairs = right && out.c % 4 == 0 && in.c % 4 == 0 && kp == in.c &&
                          2 * kp + MCU_PIXEL2_SPARE <= MCU_PACKED_COL_TAPS;
@@ -464,7 +491,7 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
     if (direction == 1) { /* each pixel's input is in the column before its output is written */
         const int64_t bi = in.c, bo = out.c;
         int64_t i = (int64_t)in.n * hw - 1;
-#if MCU_S8_DSP_NATIVE
+#if MCU_S8_DSP_NATIVE && MCU_PACKED_PW_PAIRS
         if (i >= 1 && pw_pairs) {
             /* Pixels i - 1 and i per pass, last pair first: both inputs are in the column before
              * either output is written, and pixel i - 1's output lands no earlier than it would one
@@ -518,7 +545,7 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
         const int8_t *x = input;
         int8_t *y = output;
         int64_t i = 0;
-#if MCU_S8_DSP_NATIVE
+#if MCU_S8_DSP_NATIVE && MCU_PACKED_PW_PAIRS
         if (pixels >= 2 && pw_pairs) {
             int back = 0;
 #if MCU_PACKED_PW8
@@ -579,6 +606,8 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
 #if MCU_S8_DSP_NATIVE && MCU_PACKED_WINDOWS
     const int pairs = out.w >= 2 && right && out.c % 4 == 0 && kp + MCU_PIXEL2_SPARE <= MCU_PIXEL2_B &&
                       MCU_PIXEL2_B + kp <= MCU_PACKED_COL_TAPS;
+#endif
+#if MCU_S8_DSP_NATIVE && MCU_PACKED_WINDOWS && MCU_PACKED_QUADS
     /* Four pixels per pass where the weights (the stream's bytes) outgrow a flash cache of 8 kB, the
      * mps2-an505-u575's ICACHE: each line is then fetched once per four pixels. Smaller streams stay
      * in the cache and keep the pairs, whose requantization and stores cost less per pixel. */
@@ -592,7 +621,7 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
     for (int32_t b = 0; b < in.n; ++b) {
         const int8_t *x_n = input + (int64_t)b * in.h * in.w * in.c;
         int8_t *y_n = output + (int64_t)b * hw * out.c;
-#if MCU_S8_DSP_NATIVE && MCU_PACKED_WINDOWS && MCU_PIXEL4_GROUP > 1
+#if MCU_S8_DSP_NATIVE && MCU_PACKED_WINDOWS && MCU_PACKED_QUADS && MCU_PIXEL4_GROUP > 1
         /* The image's four-pixel units (out.w / 4 a row, row by row) in groups of MCU_PIXEL4_GROUP,
          * across rows where a row has fewer: the group's columns first, then the stream by parts of at
          * most half the flash cache, each part for every unit of the group, so each line is fetched
@@ -632,12 +661,12 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
 #endif
         for (int32_t oh = 0; oh < out.h; ++oh) {
             int32_t ow = 0;
-#if MCU_S8_DSP_NATIVE && MCU_PACKED_WINDOWS && MCU_PIXEL4_GROUP > 1
+#if MCU_S8_DSP_NATIVE && MCU_PACKED_WINDOWS && MCU_PACKED_QUADS && MCU_PIXEL4_GROUP > 1
             if (grouped > oh * upr) { /* this row's units done in groups above: all, or its first ones */
                 ow = 4 * (grouped - oh * upr < upr ? grouped - oh * upr : upr);
             }
 #endif
-#if MCU_S8_DSP_NATIVE && MCU_PACKED_WINDOWS
+#if MCU_S8_DSP_NATIVE && MCU_PACKED_WINDOWS && MCU_PACKED_QUADS
             if (quads) {
                 /* four pixels of the row per pass, each line of the stream fetched once for them */
                 for (; ow + 4 <= out.w; ow += 4) {
@@ -650,6 +679,8 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
                     mcu_pixel4_packed_split(col, kp, t.blob, t.y, t.y_end, out.c, l.bounds, &t.order);
                 }
             }
+#endif
+#if MCU_S8_DSP_NATIVE && MCU_PACKED_WINDOWS
             if (pairs) {
                 /* two pixels of the row per pass, each weight word loaded once for both */
                 for (; ow + 2 <= out.w; ow += 2) {

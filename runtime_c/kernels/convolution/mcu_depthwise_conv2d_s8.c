@@ -268,6 +268,38 @@ static void dw_wide(const mcu_depthwise_conv2d_s8_params *p, const mcu_per_chann
 }
 #endif
 
+#if MCU_S8_DSP && !MCU_S8_MVE
+enum { MCU_DWPL_PLAN_NONE, MCU_DWPL_PLAN_ROWS, MCU_DWPL_PLAN_S2 };
+
+/* Which channel-plane path takes the layer (dw_plane_s8_dsp.h), its geometry in g: a band of rows of a
+ * taller image (row calls: 3x3 stride 1), or 3x3 stride 2 in bands of output rows (lines of three
+ * outputs at any count). */
+static int mcu_dsp_plane_plan(mcu_dwpl_geom *g, const mcu_depthwise_conv2d_s8_params *p,
+                              const mcu_per_channel_quant *q, const int32_t *bias, const int8_t *input,
+                              size_t in_bytes, const int8_t *output, size_t out_bytes)
+{
+    const mcu_shape4 in = p->input;
+    const mcu_shape4 out = p->output;
+    if (p->ch_mult != 1 || p->dilation_h != 1 || p->dilation_w != 1 || in.n != 1) {
+        return MCU_DWPL_PLAN_NONE;
+    }
+    if (p->stride_h == 1 && p->stride_w == 1) {
+        return mcu_dwpl_plan_rows(g, p->kernel_h, p->kernel_w, in.c, in.h, out.h, in.w, out.w, p->pad_top,
+                                  p->pad_left, q, bias, p->output_offset)
+                   ? MCU_DWPL_PLAN_ROWS
+                   : MCU_DWPL_PLAN_NONE;
+    }
+    if (p->stride_h == 2 && p->stride_w == 2 && ((int64_t)out.h * out.w > MCU_DWPL_S2_MIN_PIXELS || out.w == 3)) {
+        const int apart = !mcu_overlaps(input, in_bytes, output, out_bytes);
+        return mcu_dwpl_plan_s2(g, p->kernel_h, p->kernel_w, in.c, in.w, out.h, out.w, p->pad_left, apart,
+                                MCU_DWPL_S2_ROW_BYTES, q, bias, p->output_offset)
+                   ? MCU_DWPL_PLAN_S2
+                   : MCU_DWPL_PLAN_NONE;
+    }
+    return MCU_DWPL_PLAN_NONE;
+}
+#endif
+
 mcu_status mcu_depthwise_conv2d_s8(const mcu_context *ctx, const mcu_depthwise_conv2d_s8_params *p,
                                    const mcu_per_channel_quant *q, const int8_t *input, const int8_t *weight,
                                    const int32_t *bias, int8_t *output)
@@ -296,14 +328,21 @@ mcu_status mcu_depthwise_conv2d_s8(const mcu_context *ctx, const mcu_depthwise_c
     MCU_REQUIRE(mcu_window_fits(in.h, out.h, p->stride_h, p->kernel_h, p->dilation_h, p->pad_top, 0) &&
                     mcu_window_fits(in.w, out.w, p->stride_w, p->kernel_w, p->dilation_w, p->pad_left, 0),
                 MCU_ERR_SHAPE);
+    const size_t out_bytes = (size_t)out_count;
 #if MCU_S8_MVE
     MCU_REQUIRE(mcu_mve_quant_all_valid(q, out.c), MCU_ERR_INVALID_ARG); /* four at a time */
 #else
-    for (int32_t oc = 0; oc < out.c; ++oc) {
+#if MCU_S8_DSP
+    mcu_dwpl_geom pg;
+    /* a plane plan checks every channel's requantization, within narrower bounds (mcu_dwpl_quant_ok) */
+    const int planes = mcu_dsp_plane_plan(&pg, p, q, bias, input, (size_t)in_count, output, out_bytes);
+#else
+    const int planes = 0;
+#endif
+    for (int32_t oc = 0; !planes && oc < out.c; ++oc) {
         MCU_REQUIRE(mcu_quant_valid(q->multiplier[oc], q->shift[oc]), MCU_ERR_INVALID_ARG);
     }
 #endif
-    const size_t out_bytes = (size_t)out_count;
     MCU_REQUIRE(!mcu_bad_window_overlap(input, (size_t)in_count, output, out_bytes) &&
                     !mcu_overlaps(weight, (size_t)w_count, output, out_bytes) &&
                     (bias == NULL || !mcu_overlaps(bias, (size_t)out.c * sizeof(int32_t), output, out_bytes)),
@@ -323,25 +362,16 @@ mcu_status mcu_depthwise_conv2d_s8(const mcu_context *ctx, const mcu_depthwise_c
     }
 #endif
 #if MCU_S8_DSP && !MCU_S8_MVE
-    mcu_dwpl_geom pg; /* a band of rows of a taller image (row calls): 3x3 stride 1 over channel planes */
-    if (p->ch_mult == 1 && p->dilation_h == 1 && p->dilation_w == 1 && p->stride_h == 1 && p->stride_w == 1 &&
-        in.n == 1 &&
-        mcu_dwpl_plan_rows(&pg, p->kernel_h, p->kernel_w, in.c, in.h, out.h, in.w, out.w, p->pad_top, p->pad_left, q,
-                           bias, p->output_offset)) {
+    if (planes == MCU_DWPL_PLAN_ROWS) {
         mcu_dwpl_rows(&pg, in.h, in.w, in.c, p->pad_top, p->pad_left, p->input_offset, p->output_offset, p->act_min,
                       p->act_max, q, input, weight, bias, output);
         return MCU_OK;
     }
-    if (p->ch_mult == 1 && p->dilation_h == 1 && p->dilation_w == 1 && p->stride_h == 2 && p->stride_w == 2 &&
-        in.n == 1 && ((int64_t)out.h * out.w > MCU_DWPL_S2_MIN_PIXELS || out.w == 3)) {
-        /* 3x3 stride 2 over channel planes, in bands of output rows (lines of three outputs at any count) */
-        const int apart = !mcu_overlaps(input, (size_t)in_count, output, out_bytes);
-        if (mcu_dwpl_plan_s2(&pg, p->kernel_h, p->kernel_w, in.c, in.w, out.h, out.w, p->pad_left, apart,
-                             MCU_DWPL_S2_ROW_BYTES, q, bias, p->output_offset)) {
-            mcu_dwpl_layer_s2(&pg, in.h, in.w, in.c, p->pad_top, p->pad_left, p->input_offset, p->output_offset,
-                              p->act_min, p->act_max, q, input, weight, bias, output, apart);
-            return MCU_OK;
-        }
+    if (planes == MCU_DWPL_PLAN_S2) {
+        mcu_dwpl_layer_s2(&pg, in.h, in.w, in.c, p->pad_top, p->pad_left, p->input_offset, p->output_offset,
+                          p->act_min, p->act_max, q, input, weight, bias, output,
+                          !mcu_overlaps(input, (size_t)in_count, output, out_bytes));
+        return MCU_OK;
     }
 #endif
 #if MCU_S8_DSP

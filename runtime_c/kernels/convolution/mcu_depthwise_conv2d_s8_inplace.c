@@ -202,16 +202,23 @@ mcu_status mcu_depthwise_conv2d_s8_inplace(const mcu_context *ctx, const mcu_dep
                 MCU_ERR_BUFFER_TOO_SMALL);
     int8_t *ring = (int8_t *)ctx->buf;
     MCU_REQUIRE(!mcu_overlaps(ring, (size_t)ring_rows * (size_t)row_bytes, data, (size_t)count), MCU_ERR_INVALID_ARG);
+    const int32_t kh = p->kernel_h;
+    const int32_t kw = p->kernel_w;
 #if MCU_S8_MVE
     MCU_REQUIRE(mcu_mve_quant_all_valid(q, in.c), MCU_ERR_INVALID_ARG); /* four at a time */
 #else
-    for (int32_t c = 0; c < in.c; ++c) {
+#if MCU_S8_DSP
+    mcu_dwpl_geom pg;
+    /* the plane plan checks every channel's requantization, within narrower bounds (mcu_dwpl_quant_ok) */
+    const int planes = mcu_dwpl_plan(&pg, kh, kw, in.c, in.h, in.w, q, bias, p->output_offset);
+#else
+    const int planes = 0;
+#endif
+    for (int32_t c = 0; !planes && c < in.c; ++c) {
         MCU_REQUIRE(mcu_quant_valid(q->multiplier[c], q->shift[c]), MCU_ERR_INVALID_ARG);
     }
 #endif
 
-    const int32_t kh = p->kernel_h;
-    const int32_t kw = p->kernel_w;
 #if MCU_S8_MVE
     const int32_t chunk = mcu_mve_dwg_chunk(p, q);
     if (chunk > 0) { /* one gather per channel and pixel (convolution/mve_dw_s8.h) */
@@ -224,8 +231,7 @@ mcu_status mcu_depthwise_conv2d_s8_inplace(const mcu_context *ctx, const mcu_dep
     }
 #endif
 #if MCU_S8_DSP && !MCU_S8_MVE
-    mcu_dwpl_geom pg;
-    if (mcu_dwpl_plan(&pg, kh, kw, in.c, in.h, in.w, q, bias, p->output_offset)) { /* 3x3: one channel plane at a time, in bands */
+    if (planes) { /* 3x3: one channel plane at a time, in bands */
         mcu_dwpl_layer(&pg, in.n, in.h, in.w, in.c, p->pad_top, p->pad_left, p->input_offset, p->output_offset,
                        p->act_min, p->act_max, q, data, weight, bias, data);
         return MCU_OK;

@@ -10,12 +10,7 @@ mcu_status mcu_adaptive_avg_pool_f32(const mcu_resample_f32_params *p, const flo
 {
     MCU_REQUIRE(p != NULL && input != NULL && output != NULL, MCU_ERR_NULL_POINTER);
     const int32_t in_dims[4] = {p->outer, p->in_h, p->in_w, p->inner};
-    const int32_t out_dims[4] = {p->outer, p->out_h, p->out_w, p->inner};
-    const int32_t in_count = mcu_checked_count(in_dims, 4, 4);
-    const int32_t out_count = mcu_checked_count(out_dims, 4, 4);
-    MCU_REQUIRE(in_count > 0 && out_count > 0, MCU_ERR_SHAPE);
-    MCU_REQUIRE(!mcu_overlaps(input, (size_t)in_count * 4u, output, (size_t)out_count * 4u), MCU_ERR_INVALID_ARG);
-    MCU_REQUIRE(mcu_adaptive_fits(p->in_h, p->in_w, p->out_h, p->out_w), MCU_ERR_SHAPE);
+    MCU_CHECK(mcu_adaptive_check(in_dims, p->out_h, p->out_w, input, output, 4));
     const int32_t c = p->inner;
     const int32_t row = p->in_w * c;
     float *out = output;

@@ -10,14 +10,9 @@ mcu_status mcu_adaptive_avg_pool_s8(const mcu_resample_s8_params *p, const int8_
 {
     MCU_REQUIRE(p != NULL && input != NULL && output != NULL, MCU_ERR_NULL_POINTER);
     const int32_t in_dims[4] = {p->outer, p->in_h, p->in_w, p->inner};
-    const int32_t out_dims[4] = {p->outer, p->out_h, p->out_w, p->inner};
-    const int32_t in_count = mcu_checked_count(in_dims, 4, 1);
-    const int32_t out_count = mcu_checked_count(out_dims, 4, 1);
-    MCU_REQUIRE(in_count > 0 && out_count > 0, MCU_ERR_SHAPE);
-    MCU_REQUIRE(!mcu_overlaps(input, (size_t)in_count, output, (size_t)out_count), MCU_ERR_INVALID_ARG);
+    MCU_CHECK(mcu_adaptive_check(in_dims, p->out_h, p->out_w, input, output, 1));
     /* The int32 sum of a window of at most in_h * in_w values of magnitude <= 128. */
     MCU_REQUIRE((int64_t)p->in_h * p->in_w <= INT32_MAX / 128, MCU_ERR_SHAPE);
-    MCU_REQUIRE(mcu_adaptive_fits(p->in_h, p->in_w, p->out_h, p->out_w), MCU_ERR_SHAPE);
     const int32_t c = p->inner;
     const int32_t row = p->in_w * c;
     int8_t *out = output;

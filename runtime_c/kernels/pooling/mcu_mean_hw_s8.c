@@ -69,6 +69,15 @@ mcu_status mcu_mean_hw_s8(const mcu_mean_hw_s8_params *p, const int8_t *input, i
     /* Four channels per step: SXTAB16 adds the bytes of a word into two pairs of 16-bit lanes, at most
      * 256 pixels at a time (|sum| <= 256 * 128 fits a lane), then into the int32 sums; the offset
      * term hw * input_offset is added once (the same int32 sum as below: it fits, checked above). */
+    /* The four sums requantized in one SMLAL each and stored as a word (rq_s8_dsp.h) when the shift
+     * allows it: the generic requantization was most of the kernel's time on small images
+     * (mobilenet_v1's 3 x 3 x 256: about 100 cycles a channel). */
+    mcu_rq_ch rq[4] = {{{0, 0}, 0, 0}};
+    const int fast = mcu_rq_ch_init(&rq[0], p->multiplier, p->shift, p->output_offset);
+    rq[1] = rq[0];
+    rq[2] = rq[0];
+    rq[3] = rq[0];
+    const uint32_t min4 = mcu_splat4_s8(p->act_min), max4 = mcu_splat4_s8(p->act_max);
     for (int32_t n = 0; n < in.n; ++n) {
         const int8_t *x_n = input + n * hw * in.c;
         int8_t *y = output + n * in.c;
@@ -98,6 +107,11 @@ mcu_status mcu_mean_hw_s8(const mcu_mean_hw_s8_params *p, const int8_t *input, i
                 s1 += mcu_lane16(a13, 0);
                 s2 += mcu_lane16(a02, 1);
                 s3 += mcu_lane16(a13, 1);
+            }
+            if (fast) {
+                const uint32_t v = mcu_rq4_pack_s8(rq, (uint32_t)s0, (uint32_t)s1, (uint32_t)s2, (uint32_t)s3);
+                mcu_store_u32(y + c, mcu_clamp4_s8(v, min4, max4));
+                continue;
             }
             const int32_t sums[4] = {s0, s1, s2, s3};
             for (int32_t k = 0; k < 4; ++k) { /* one copy of the requantization: code size */

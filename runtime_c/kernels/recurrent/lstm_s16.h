@@ -13,43 +13,22 @@
 #include "../common/check.h"
 #include "recurrent_s16.h"
 
-/* The checks of both kernels. `seq` the hidden states [batch][steps][hidden] the final-cell kernel reads (NULL for
- * mcu_lstm_s16, which writes them to `out`); `out` what the kernel writes ([batch][steps][hidden], or the final
- * cell [batch][hidden] when `seq` is given), which overlaps no other operand nor the scratch of `scratch` bytes. */
+/* The checks of both kernels (mcu_rnn16_check). `seq` the hidden states [batch][steps][hidden] the final-cell
+ * kernel reads (NULL for mcu_lstm_s16, which writes them to `out`); `out` what the kernel writes ([batch][steps]
+ * [hidden], or the final cell [batch][hidden] when `seq` is given). */
 static inline mcu_status mcu_lstm16_check(const mcu_context *ctx, const mcu_lstm_s16_params *p, const int16_t *input,
                                           const int16_t *seq, const int16_t *state, const int16_t *cell,
                                           const int8_t *w_ih, const int8_t *w_hh, const int64_t *bias,
                                           const int32_t *quant, const int16_t *out, int32_t scratch)
 {
-    MCU_REQUIRE(ctx != NULL && p != NULL && input != NULL && w_ih != NULL && w_hh != NULL && bias != NULL &&
-                    quant != NULL && out != NULL && ctx->buf != NULL,
-                MCU_ERR_NULL_POINTER);
-    int32_t counts[3];
-    MCU_CHECK(mcu_rnn16_counts(p->batch, p->steps, p->input_size, p->hidden, counts));
-    const int32_t in_count = counts[0], seq_count = counts[1], state_count = counts[2];
-    MCU_REQUIRE(p->cell_shift >= 0 && p->cell_shift <= 15 && mcu_quant_valid(p->forget_mult, p->forget_shift) &&
-                    mcu_quant_valid(p->input_mult, p->input_shift) && mcu_quant_valid(p->out_mult, p->out_shift),
-                MCU_ERR_INVALID_ARG);
-    MCU_REQUIRE(scratch > 0 && ctx->size >= scratch && ((uintptr_t)ctx->buf & 1u) == 0, MCU_ERR_BUFFER_TOO_SMALL);
-    const size_t rows = 4u * (size_t)p->hidden;
-    MCU_REQUIRE(mcu_rnn16_rows_valid(quant, rows), MCU_ERR_INVALID_ARG);
-    const size_t out_n = (size_t)(seq != NULL ? state_count : seq_count);
-    const size_t state_n = (size_t)state_count;
-    const size_t sc = (size_t)scratch;
-    MCU_REQUIRE(!mcu_overlaps(input, (size_t)in_count, out, out_n) &&
-                    !(seq != NULL && mcu_overlaps(seq, (size_t)seq_count, out, out_n)) &&
-                    !(seq != NULL && mcu_overlaps(ctx->buf, sc, seq, (size_t)seq_count)) &&
-                    !(state != NULL && mcu_overlaps(state, state_n, out, out_n)) &&
-                    !(cell != NULL && mcu_overlaps(cell, state_n, out, out_n)) &&
-                    !(state != NULL && mcu_overlaps(ctx->buf, sc, state, state_n)) &&
-                    !(cell != NULL && mcu_overlaps(ctx->buf, sc, cell, state_n)) &&
-                    !mcu_overlaps(ctx->buf, sc, out, out_n) && !mcu_overlaps(ctx->buf, sc, input, (size_t)in_count) &&
-                    !mcu_overlaps(w_ih, rows * (size_t)p->input_size, out, out_n) &&
-                    !mcu_overlaps(w_hh, rows * (size_t)p->hidden, out, out_n) &&
-                    !mcu_overlaps(bias, rows * sizeof(int64_t), out, out_n) &&
-                    !mcu_overlaps(quant, rows * 4u * sizeof(int32_t), out, out_n),
-                MCU_ERR_INVALID_ARG);
-    return MCU_OK;
+    MCU_REQUIRE(p != NULL, MCU_ERR_NULL_POINTER);
+    const mcu_rnn16_operands o = {p->batch, p->steps, p->input_size, p->hidden, 4, 4, scratch, input, seq, state,
+                                  cell, w_ih, w_hh, bias, quant, out};
+    return mcu_rnn16_check(ctx, &o,
+                           p->cell_shift >= 0 && p->cell_shift <= 15 &&
+                               mcu_quant_valid(p->forget_mult, p->forget_shift) &&
+                               mcu_quant_valid(p->input_mult, p->input_shift) &&
+                               mcu_quant_valid(p->out_mult, p->out_shift));
 }
 
 /* The batch item's first cell: its row of the given cell, or zeros. */

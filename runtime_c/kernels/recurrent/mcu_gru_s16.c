@@ -32,31 +32,14 @@ static mcu_status check(const mcu_context *ctx, const mcu_gru_s16_params *p, con
                         const int16_t *state, const int8_t *w_ih, const int8_t *w_hh, const int64_t *bias,
                         const int32_t *quant, const int16_t *output)
 {
-    MCU_REQUIRE(ctx != NULL && p != NULL && input != NULL && w_ih != NULL && w_hh != NULL && bias != NULL &&
-                    quant != NULL && output != NULL && ctx->buf != NULL,
-                MCU_ERR_NULL_POINTER);
-    int32_t counts[3];
-    MCU_CHECK(mcu_rnn16_counts(p->batch, p->steps, p->input_size, p->hidden, counts));
-    const int32_t in_count = counts[0], out_count = counts[1], state_count = counts[2];
-    MCU_REQUIRE(mcu_quant_valid(p->cand_mult, p->cand_shift) && mcu_quant_valid(p->keep_mult, p->keep_shift) &&
-                    mcu_quant_valid(p->out_mult, p->out_shift),
-                MCU_ERR_INVALID_ARG);
-    const int32_t scratch = mcu_gru_s16_get_buffer_size(p);
-    MCU_REQUIRE(ctx->size >= scratch && ((uintptr_t)ctx->buf & 1u) == 0, MCU_ERR_BUFFER_TOO_SMALL);
-    const size_t rows = 3u * (size_t)p->hidden;
-    MCU_REQUIRE(mcu_rnn16_rows_valid(quant, rows), MCU_ERR_INVALID_ARG);
-    const size_t out_bytes = (size_t)out_count;
-    MCU_REQUIRE(!mcu_overlaps(input, (size_t)in_count, output, out_bytes) &&
-                    !(state != NULL && mcu_overlaps(state, (size_t)state_count, output, out_bytes)) &&
-                    !mcu_overlaps(ctx->buf, (size_t)scratch, output, out_bytes) &&
-                    !mcu_overlaps(ctx->buf, (size_t)scratch, input, (size_t)in_count) &&
-                    !(state != NULL && mcu_overlaps(ctx->buf, (size_t)scratch, state, (size_t)state_count)) &&
-                    !mcu_overlaps(w_ih, rows * (size_t)p->input_size, output, out_bytes) &&
-                    !mcu_overlaps(w_hh, rows * (size_t)p->hidden, output, out_bytes) &&
-                    !mcu_overlaps(bias, (rows + (size_t)p->hidden) * sizeof(int64_t), output, out_bytes) &&
-                    !mcu_overlaps(quant, rows * 4u * sizeof(int32_t), output, out_bytes),
-                MCU_ERR_INVALID_ARG);
-    return MCU_OK;
+    MCU_REQUIRE(p != NULL, MCU_ERR_NULL_POINTER);
+    /* the biases: the 3 rows of each unit, then the n rows' recurrent ones (b_hn) */
+    const mcu_rnn16_operands o = {p->batch, p->steps, p->input_size, p->hidden, 3, 4, mcu_gru_s16_get_buffer_size(p),
+                                  input, NULL, state, NULL, w_ih, w_hh, bias, quant, output};
+    return mcu_rnn16_check(ctx, &o,
+                           mcu_quant_valid(p->cand_mult, p->cand_shift) &&
+                               mcu_quant_valid(p->keep_mult, p->keep_shift) &&
+                               mcu_quant_valid(p->out_mult, p->out_shift));
 }
 
 static inline int32_t sat16_64(int64_t v)

@@ -161,4 +161,55 @@ static inline mcu_status mcu_rnn16_counts(int32_t batch, int32_t steps, int32_t 
     return MCU_OK;
 }
 
+/* A layer's operands as mcu_rnn16_check reads them: `seq` the hidden states [batch][steps][hidden] a kernel reads
+ * (NULL where it writes them to `out`), `state` and `cell` [batch][hidden] or NULL, `out` what the kernel writes:
+ * [batch][steps][hidden], or [batch][hidden] when `seq` is given. */
+typedef struct {
+    int32_t batch, steps, input_size, hidden;
+    int32_t gates;      /* weight and quant rows per hidden unit: 4 (LSTM), 3 (GRU) */
+    int32_t bias_units; /* int64 biases per hidden unit: the LSTM's 4 rows, the GRU's 3 and the n rows of w_hh */
+    int32_t scratch;    /* the bytes of ctx->buf the kernel uses */
+    const int16_t *input, *seq, *state, *cell;
+    const int8_t *w_ih, *w_hh;
+    const int64_t *bias;
+    const int32_t *quant;
+    const int16_t *out;
+} mcu_rnn16_operands;
+
+/* The checks the 16x8 LSTM and GRU share, in this order: the pointers (MCU_ERR_NULL_POINTER), the sizes
+ * (MCU_ERR_SHAPE), the layer's own parameters (`params_ok`, MCU_ERR_INVALID_ARG), the scratch
+ * (MCU_ERR_BUFFER_TOO_SMALL), each row's requantization and `out` apart from every other operand and the scratch
+ * (MCU_ERR_INVALID_ARG). */
+static inline mcu_status mcu_rnn16_check(const mcu_context *ctx, const mcu_rnn16_operands *o, int params_ok)
+{
+    MCU_REQUIRE(ctx != NULL && o->input != NULL && o->w_ih != NULL && o->w_hh != NULL && o->bias != NULL &&
+                    o->quant != NULL && o->out != NULL && ctx->buf != NULL,
+                MCU_ERR_NULL_POINTER);
+    int32_t counts[3];
+    MCU_CHECK(mcu_rnn16_counts(o->batch, o->steps, o->input_size, o->hidden, counts));
+    const size_t in_n = (size_t)counts[0], seq_n = (size_t)counts[1], state_n = (size_t)counts[2];
+    MCU_REQUIRE(params_ok, MCU_ERR_INVALID_ARG);
+    MCU_REQUIRE(o->scratch > 0 && ctx->size >= o->scratch && ((uintptr_t)ctx->buf & 1u) == 0,
+                MCU_ERR_BUFFER_TOO_SMALL);
+    const size_t rows = (size_t)o->gates * (size_t)o->hidden;
+    MCU_REQUIRE(mcu_rnn16_rows_valid(o->quant, rows), MCU_ERR_INVALID_ARG);
+    const size_t out_n = o->seq != NULL ? state_n : seq_n;
+    const size_t sc = (size_t)o->scratch;
+    const void *out = o->out, *buf = ctx->buf;
+    MCU_REQUIRE(!mcu_overlaps(o->input, in_n, out, out_n) &&
+                    !(o->seq != NULL && mcu_overlaps(o->seq, seq_n, out, out_n)) &&
+                    !(o->seq != NULL && mcu_overlaps(buf, sc, o->seq, seq_n)) &&
+                    !(o->state != NULL && mcu_overlaps(o->state, state_n, out, out_n)) &&
+                    !(o->cell != NULL && mcu_overlaps(o->cell, state_n, out, out_n)) &&
+                    !(o->state != NULL && mcu_overlaps(buf, sc, o->state, state_n)) &&
+                    !(o->cell != NULL && mcu_overlaps(buf, sc, o->cell, state_n)) &&
+                    !mcu_overlaps(buf, sc, out, out_n) && !mcu_overlaps(buf, sc, o->input, in_n) &&
+                    !mcu_overlaps(o->w_ih, rows * (size_t)o->input_size, out, out_n) &&
+                    !mcu_overlaps(o->w_hh, rows * (size_t)o->hidden, out, out_n) &&
+                    !mcu_overlaps(o->bias, (size_t)o->bias_units * (size_t)o->hidden * sizeof(int64_t), out, out_n) &&
+                    !mcu_overlaps(o->quant, rows * 4u * sizeof(int32_t), out, out_n),
+                MCU_ERR_INVALID_ARG);
+    return MCU_OK;
+}
+
 #endif /* MCU_KERNELS_INTERNAL_RECURRENT_S16_H */
