@@ -50,6 +50,8 @@ RATIOS = torch.linspace(1.0, 0.8, 41, dtype=torch.float64)
 # a third of a code; one of 0.005 moved it by more than half of one, past most rows' best grids)
 _STEPS = torch.linspace(1.1, 0.8, 121, dtype=torch.float64)
 OBSERVED_RATIOS = torch.cat([torch.ones(1, dtype=torch.float64), _STEPS[_STEPS != 1.0]])
+SHORT_ROW = 8  # rows of at most this many weights also try the coarser grids (a 3x3 depthwise row, 9, did not gain)
+DIAGONAL_MARGIN = 0.1  # a diagonal fit's least held-out gain over min/max, on each half (3 % let noise through)
 _CHUNK = 1 << 23  # candidate errors computed at most this many at a time (64 MiB of float64)
 ROW_FLOOR = 2.0 ** -12  # the recurrent lowering's smallest row range (mcu/reference/recurrent.py)
 
@@ -121,8 +123,8 @@ def _enough(halves: list[_Second], width: int) -> bool:
     return all(h.n >= 2 * width for h in halves)
 
 
-def _choose(costs: list[torch.Tensor],
-            held: list[torch.Tensor] | None = None) -> tuple[torch.Tensor | None, float, float]:
+def _choose(costs: list[torch.Tensor], held: list[torch.Tensor] | None = None,
+            margin: float | None = None) -> tuple[torch.Tensor | None, float, float]:
     """From each half's [candidates, out] costs (candidate 0 min/max): the candidate per row fitted on both halves,
     or None when the ones fitted on either half do not leave the other less error than min/max; and the total
     error with min/max and with the choice. ``held``: each half's costs the held-out check and the totals measure
@@ -131,8 +133,9 @@ def _choose(costs: list[torch.Tensor],
     whole, actual = costs[0] + costs[1], held[0] + held[1]
     minmax = float(actual[0].sum())
     rows = torch.arange(whole.shape[1])
-    out_of_half = sum(float(held[1 - k][costs[k].argmin(dim=0), rows].sum()) for k in range(2))
-    if not out_of_half < minmax:
+    out_of_half = [float(held[1 - k][costs[k].argmin(dim=0), rows].sum()) for k in range(2)]
+    if not sum(out_of_half) < minmax or margin is not None and any(
+            not out_of_half[1 - k] < (1.0 - margin) * float(held[k][0].sum()) for k in range(2)):
         return None, minmax, minmax
     best = whole.argmin(dim=0)
     return best, minmax, float(actual[best, rows].sum())
@@ -194,7 +197,7 @@ def _search_layer(gm: GraphModule, modules: dict[str, Any], layer: Node, quant: 
     diagonal = not _enough(halves[0] + halves[1], width)
     amax = torch.clamp(torch.maximum(-observer.min_val.double(), observer.max_val.double()).reshape(-1),
                        min=float(observer.eps))
-    ratios = OBSERVED_RATIOS
+    ratios = OBSERVED_RATIOS if width <= SHORT_ROW else RATIOS
     # fitted on the diagonal where the rows are too few (``diagonal``), always checked on the full X^T X
     kinds = (False, True) if diagonal else (False,)
     costs = {d: [torch.empty(len(ratios), out, dtype=torch.float64) for _ in range(2)] for d in kinds}
@@ -207,7 +210,7 @@ def _search_layer(gm: GraphModule, modules: dict[str, Any], layer: Node, quant: 
             for k in range(2):
                 for d in kinds:
                     costs[d][k][:, rows] = quadratic(errors, _diagonal(hessians[k]) if d else hessians[k])
-    best, minmax, searched = _choose(costs[diagonal], costs[False])
+    best, minmax, searched = _choose(costs[diagonal], costs[False], DIAGONAL_MARGIN if diagonal else None)
     if best is not None:
         ratio = ratios[best].to(observer.max_val.dtype)
         observer.min_val.copy_(-(amax.to(ratio.dtype) * ratio).reshape(observer.min_val.shape))
@@ -244,7 +247,8 @@ def _search_recurrent(gm: GraphModule, layer: Node, quant: list[dict[Node, Any]]
 
     full = [half.hessian(centered) for half in halves]
     checked = [paired(h) for h in full]
-    best, minmax, searched = _choose([paired(_diagonal(h)) for h in full] if diagonal else checked, checked)
+    best, minmax, searched = _choose([paired(_diagonal(h)) for h in full] if diagonal else checked, checked,
+                                     DIAGONAL_MARGIN if diagonal else None)
     if best is None:
         return None
     new = []
