@@ -56,13 +56,13 @@ def test_short_rows_find_their_grid_among_coarser_ones() -> None:
 
 
 def test_a_layer_with_few_calibration_rows_is_searched_on_the_diagonal() -> None:
-    """A linear layer of 16 columns with 8 calibration samples (4 rows a half, under twice its width): scored on
+    """A linear layer of 8 columns with 8 calibration samples (4 rows a half, under twice its width): scored on
     its inputs' per-column second moments, its rows move off min/max, which leaves its output closer to fp32 on
     held-out inputs."""
     torch.manual_seed(4)
-    model = nn.Sequential(nn.Linear(16, 8)).eval()
-    calibration = [(torch.randn(1, 16) * torch.linspace(0.2, 2.0, 16),) for _ in range(8)]
-    tests = [(torch.randn(1, 16) * torch.linspace(0.2, 2.0, 16),) for _ in range(64)]
+    model = nn.Sequential(nn.Linear(8, 8)).eval()
+    calibration = [(torch.randn(1, 8) * torch.linspace(0.2, 2.0, 8),) for _ in range(8)]
+    tests = [(torch.randn(1, 8) * torch.linspace(0.2, 2.0, 8),) for _ in range(64)]
     cms = {r: mcu.compile(model, calibration[0], quantize="w8a16", calibration=calibration, test_inputs=tests[:1],
                           name="few_rows", weight_rounding=r) for r in ("nearest", "searched")}
     scales = [np.asarray(next(op for op in cm.graph.ops if op.kind == "linear").inputs[1].quant.scale)
