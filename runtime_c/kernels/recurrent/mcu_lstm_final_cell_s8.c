@@ -43,15 +43,8 @@ mcu_status mcu_lstm_final_cell_s8(const mcu_context *ctx, const mcu_recurrent_s8
             const int8_t *h = t == 0 ? zero_state : hidden_states + (step - 1) * (size_t)hidden;
             mcu_recurrent_widen(x, p->input_size, col_x);
             mcu_recurrent_widen(h, hidden, col_h);
-            for (int32_t r = 0; r < 3 * hidden; r += 2) { /* the i, f and g rows */
-                int32_t gx[2];
-                int32_t gh[2];
-                mcu_recurrent_rows2(p, r, 3 * hidden, w_ih, w_hh, rows, x, col_x, h, col_h, gx, gh);
-                gates[r] = (int16_t)mcu_sat_s16(gx[0] + gh[0]);
-                if (r + 1 < 3 * hidden) {
-                    gates[r + 1] = (int16_t)mcu_sat_s16(gx[1] + gh[1]);
-                }
-            }
+            /* the i, f and g rows */
+            mcu_recurrent_sum_rows(p, 3 * hidden, w_ih, w_hh, rows, x, col_x, h, col_h, gates);
             for (int32_t j = 0; j < hidden; ++j) {
                 const int32_t i = mcu_sigmoid_s16(table, gates[j]);
                 const int32_t f = mcu_sigmoid_s16(table, gates[hidden + j]);

@@ -42,15 +42,7 @@ mcu_status mcu_lstm_s8(const mcu_context *ctx, const mcu_recurrent_s8_params *p,
             const int8_t *x = input + step * (size_t)p->input_size;
             mcu_recurrent_widen(x, p->input_size, col_x);
             mcu_recurrent_widen(h, hidden, col_h);
-            for (int32_t r = 0; r < 4 * hidden; r += 2) {
-                int32_t gx[2];
-                int32_t gh[2];
-                mcu_recurrent_rows2(p, r, 4 * hidden, w_ih, w_hh, rows, x, col_x, h, col_h, gx, gh);
-                gates[r] = (int16_t)mcu_sat_s16(gx[0] + gh[0]);
-                if (r + 1 < 4 * hidden) {
-                    gates[r + 1] = (int16_t)mcu_sat_s16(gx[1] + gh[1]);
-                }
-            }
+            mcu_recurrent_sum_rows(p, 4 * hidden, w_ih, w_hh, rows, x, col_x, h, col_h, gates);
             int8_t *y = output + step * (size_t)hidden;
             for (int32_t j = 0; j < hidden; ++j) {
                 const int32_t i = mcu_sigmoid_s16(table, gates[j]);

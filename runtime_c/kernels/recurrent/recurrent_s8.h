@@ -156,6 +156,24 @@ static inline void mcu_recurrent_rows2(const mcu_recurrent_s8_params *p, int32_t
     gh[1] = mcu_sat_s16(mcu_recurrent_rq(ah[1], q1[4], q1[5]));
 }
 
+/* The first n_rows gate rows of one step (an LSTM's i, f, g and o, or i, f and g only for its final cell), each
+ * the saturated sum of its input and recurrent products, into `gates`, two rows a pass. */
+static inline void mcu_recurrent_sum_rows(const mcu_recurrent_s8_params *p, int32_t n_rows, const int8_t *w_ih,
+                                          const int8_t *w_hh, const int32_t *rows, const int8_t *x,
+                                          const int16_t *col_x, const int8_t *h, const int16_t *col_h,
+                                          int16_t *gates)
+{
+    for (int32_t r = 0; r < n_rows; r += 2) {
+        int32_t gx[2];
+        int32_t gh[2];
+        mcu_recurrent_rows2(p, r, n_rows, w_ih, w_hh, rows, x, col_x, h, col_h, gx, gh);
+        gates[r] = (int16_t)mcu_sat_s16(gx[0] + gh[0]);
+        if (r + 1 < n_rows) {
+            gates[r + 1] = (int16_t)mcu_sat_s16(gx[1] + gh[1]);
+        }
+    }
+}
+
 /* The checks both kernels make; `gates` is 4 (LSTM) or 3 (GRU). */
 static inline mcu_status mcu_recurrent_check(const mcu_context *ctx, const mcu_recurrent_s8_params *p,
                                              const int8_t *input, const int8_t *w_ih, const int8_t *w_hh,
