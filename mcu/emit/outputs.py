@@ -82,9 +82,10 @@ def check_file_target(path: Path, what: str = "output file", example: str = "mod
 def _special(path: Path) -> bool:
     """An existing target that is not a regular file (a device such as /dev/null, a FIFO), links followed."""
     try:
-        return not stat.S_ISREG(os.stat(path).st_mode) and not stat.S_ISDIR(os.stat(path).st_mode)
+        mode = os.stat(path).st_mode
     except OSError:
         return False
+    return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
 
 
 def write_atomic(path: Path, data: bytes) -> None:
