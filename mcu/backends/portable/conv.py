@@ -14,6 +14,7 @@ import numpy as np
 from mcu.backends.calls import (SCRATCH, KernelCall, Ref, act_bounds, conv_params_s8, offsets, quant_locals,
                                 quant_operands, shape4)
 from mcu.backends.optimized.specialise import PackedLayer, merge_defines, packed_defines
+from mcu.backends.portable.s4_linear import FLAGS as S4_FC_FLAGS, s4_linear_defines, s4_linear_merge
 from mcu.backends.portable.variants import select_variant
 from mcu.backends.weights import s4_weights
 from mcu.ir import Op, Tensor
@@ -104,24 +105,27 @@ def mve_s4_scratch_bytes(op: Op) -> int:
 
 
 def s4_defines(calls: Iterable[tuple[Op, KernelCall]]) -> dict[str, int]:
-    """The compile definitions of a model's 4-bit convolutions: the packed kernel specialised to those that run it
-    (mcu/backends/optimized/specialise.py), and MCU_S4_STREAM 0 when none does, so that mcu_conv2d_s4 does not
-    link the packed kernel; nothing without 4-bit convolutions."""
+    """The compile definitions of a model's 4-bit layers: the packed kernel specialised to the convolutions that run
+    it (mcu/backends/optimized/specialise.py), and MCU_S4_STREAM 0 when none does, so that mcu_conv2d_s4 does not
+    link the packed kernel; mcu_linear_s4's paths its layers take (mcu/backends/portable/s4_linear.py); nothing
+    without 4-bit layers."""
     calls = list(calls)
+    linear = s4_linear_defines(calls)
     if not any(call.function == "mcu_conv2d_s4" for _, call in calls):
-        return {}
+        return linear
     layers = s4_packed_layers(calls)
     wide = any(call.function == "mcu_conv2d_s4" and s4_widens(op) for op, call in calls)
-    return {**packed_defines(layers), S4_STREAM: int(bool(layers)), S4_WIDE: int(wide)}
+    return {**packed_defines(layers), S4_STREAM: int(bool(layers)), S4_WIDE: int(wide), **linear}
 
 
 def s4_merge_defines(parts: Sequence[Mapping[str, int]]) -> dict[str, int]:
     """The definitions of a library of several methods from each one's :func:`s4_defines`: every path any needs."""
-    packed = [{k: v for k, v in p.items() if k not in (S4_STREAM, S4_WIDE)} for p in parts]
+    flags = (S4_STREAM, S4_WIDE, *S4_FC_FLAGS)
+    packed = [{k: v for k, v in p.items() if k not in flags} for p in parts]
     merged = merge_defines([p for p in packed if p])
-    flags = {name: max(p[name] for p in parts if name in p) for name in (S4_STREAM, S4_WIDE)
-             if any(name in p for p in parts)}
-    return {**merged, **flags}
+    conv = {name: max(p[name] for p in parts if name in p) for name in (S4_STREAM, S4_WIDE)
+            if any(name in p for p in parts)}
+    return {**merged, **conv, **s4_linear_merge(parts)}
 
 
 def s4_packed_layers(calls: Iterable[tuple[Op, KernelCall]]) -> list[PackedLayer]:

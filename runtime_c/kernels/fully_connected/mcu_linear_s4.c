@@ -8,13 +8,30 @@
 #include "../common/s4_dsp.h"
 #include "mve_fc_s4.h"
 
+/* The paths a build carries on DSP cores. A model's build defines 0 for those none of its layers takes
+ * (mcu/backends/portable/s4_linear.py), so that their code stays out of its flash; absent, every path is built
+ * (program files). A layer that would take a path left out is refused with MCU_ERR_UNSUPPORTED, never run another
+ * way. MCU_S4_FC_ANY_SHIFT 0: the three-row path requantizes only shifts in [-24, -1]. */
+#ifndef MCU_S4_FC_ROWS3
+#define MCU_S4_FC_ROWS3 1
+#endif
+#ifndef MCU_S4_FC_ANY_SHIFT
+#define MCU_S4_FC_ANY_SHIFT 1
+#endif
+#ifndef MCU_S4_FC_PAIRS
+#define MCU_S4_FC_PAIRS 1
+#endif
+#ifndef MCU_S4_FC_PLAIN
+#define MCU_S4_FC_PLAIN 1
+#endif
+
 int32_t mcu_linear_s4_get_buffer_size(const mcu_linear_s8_params *p)
 {
     (void)p;
     return 0;
 }
 
-#if MCU_S8_DSP
+#if MCU_S8_DSP && MCU_S4_FC_ROWS3
 /* Requantization as mcu_requantize_to_s8_fast, for shifts in [-24, -1] by one SMLAL (the merged rounding of
  * rq_s8_dsp.h) with its constant made from the shift in registers: with R = -shift and c = 2 output_offset + 1,
  * K[0] = 2^30 + c 2^(R+30), and t = c << (R - 1) (|t| < 255 2^23) gives K[0]'s high word t >> 1 and low word
@@ -26,9 +43,11 @@ typedef struct {
 
 static inline int8_t linear_s4_requantize(const linear_s4_rq *rq, int32_t acc, int32_t multiplier, int32_t shift)
 {
+#if MCU_S4_FC_ANY_SHIFT
     if (shift > -1 || shift < -24) {
         return mcu_requantize_to_s8_fast(acc, multiplier, shift, rq->output_offset, rq->act_min, rq->act_max);
     }
+#endif
     const int32_t rs = -shift - 1;
     int32_t z;
 #if MCU_S8_DSP_NATIVE
@@ -61,8 +80,9 @@ static inline int8_t linear_s4_requantize(const linear_s4_rq *rq, int32_t acc, i
 
 /* One row of input (in_features a multiple of 8): its column in the pair order of s4_dsp.h, then three output
  * channels per pass (mcu_s4_dot_rows3, in chunks of at most MCU_S4_ROWS3_GROUPS groups), a block's last
- * channels % 3 by the same rows again (recomputed, stored once more with the same value). */
-static __attribute__((noinline)) void linear_s4_rows3(const mcu_linear_s8_params *p, const mcu_per_channel_quant *q,
+ * channels % 3 by the same rows again (recomputed, stored once more with the same value). Refused at the first
+ * shift outside [-24, -1] when the build leaves their requantization out (the blocks before it written). */
+static __attribute__((noinline)) mcu_status linear_s4_rows3(const mcu_linear_s8_params *p, const mcu_per_channel_quant *q,
                                                       const int8_t *input, const int8_t *weight,
                                                       const int32_t *bias, int8_t *output)
 {
@@ -105,12 +125,20 @@ static __attribute__((noinline)) void linear_s4_rows3(const mcu_linear_s8_params
         const int32_t *const mult = q->multiplier + b0, *const shift = q->shift + b0;
         int8_t *const y = output + b0;
         for (int32_t k = 0; k < nb; ++k) {
+#if !MCU_S4_FC_ANY_SHIFT
+            if (shift[k] > -1 || shift[k] < -24) {
+                return MCU_ERR_UNSUPPORTED;
+            }
+#endif
             y[k] = linear_s4_requantize(&rq, mcu_u32_to_s32(sums[k]), mult[k], shift[k]);
         }
         b0 += nb;
     }
+    return MCU_OK;
 }
+#endif
 
+#if MCU_S8_DSP && MCU_S4_FC_PAIRS
 /* Two batch rows at a time as columns in the pair order of s4_dsp.h (two each when nin is odd); a function of
  * its own, so that its columns are not on the stack while linear_s4_rows3 runs. */
 static __attribute__((noinline)) void linear_s4_pairs(const mcu_linear_s8_params *p, const mcu_per_channel_quant *q,
@@ -185,13 +213,23 @@ mcu_status mcu_linear_s4(const mcu_context *ctx, const mcu_linear_s8_params *p, 
 #endif
 #if MCU_S8_DSP
     if (p->batch == 1 && nin % 8 == 0 && nin <= MCU_S8_COL_MAX && p->out_features >= 3) {
-        linear_s4_rows3(p, q, input, weight, bias, output);
-        return MCU_OK;
+#if MCU_S4_FC_ROWS3
+        return linear_s4_rows3(p, q, input, weight, bias, output);
+#else
+        return MCU_ERR_UNSUPPORTED;
+#endif
     }
     if (nin % 2 == 0 ? nin <= MCU_S8_COL_MAX : nin < MCU_S8_COL_MAX / 2) {
+#if MCU_S4_FC_PAIRS
         linear_s4_pairs(p, q, input, weight, bias, output);
         return MCU_OK;
+#else
+        return MCU_ERR_UNSUPPORTED;
+#endif
     }
+#if !MCU_S4_FC_PLAIN
+    return MCU_ERR_UNSUPPORTED;
+#endif
 #endif
     for (int32_t b = 0; b < p->batch; ++b) {
         const int8_t *x = input + b * nin;
