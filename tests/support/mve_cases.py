@@ -429,12 +429,12 @@ def _parse(console: str) -> dict[int, tuple[bytes, int]]:
     return got
 
 
-def run_cases(b: Builder, kernels, tag: str, timeout_s: int = 120, extra_sources=(), extra_includes=()
-              ) -> dict[int, tuple[bytes, int]]:
-    """`b`'s cases in one firmware for the M55 with `kernels` (files under runtime_c/kernels), and
-    `extra_sources` with `extra_includes` (another library's kernels to compare with), run in QEMU: each
+def run_cases(b: Builder, kernels, tag: str, timeout_s: int = 120, extra_sources=(), extra_includes=(),
+              board_name: str = BOARD) -> dict[int, tuple[bytes, int]]:
+    """`b`'s cases in one firmware for the M55 (or `board_name`) with `kernels` (files under runtime_c/kernels),
+    and `extra_sources` with `extra_includes` (another library's kernels to compare with), run in QEMU: each
     case's output bytes and status by index."""
-    board = load_board(BOARD)
+    board = load_board(board_name)
     out = cache_dir() / tag
     out.mkdir(parents=True, exist_ok=True)
     src = out / "cases.c"
