@@ -69,16 +69,25 @@ def _both(b: Builder, label: str, ours: str, theirs: str, x, y, scratch: int = 0
     b.add(Case(label, call, np.concatenate([expected, expected])), out_off + 2 * y.size, scratch)
 
 
+CONTEXT = "{scratch, (int32_t)sizeof scratch}"  # every call's context: the firmware's whole scratch buffer
+
+
+def _ours(b: Builder, function: str, params: str, w, m, s, bias) -> tuple[str, tuple[str, str, str, str]]:
+    """Our kernel's call on the layer's constants (declared once, their names returned too for CMSIS-NN's)."""
+    names = b.arr("int8_t", w), b.arr("int32_t", m), b.arr("int32_t", s), b.arr("int64_t", bias)
+    ws, ms, ss, bs = names
+    i = len(b.cases)
+    b.decls.append(f"static const {function}_params p{i} = {{{params}}};\n")
+    return (f"{function}(&(mcu_context){CONTEXT}, &p{i}, &(mcu_per_channel_quant){{{ms}, {ss}}}, in, "
+            f"{ws}, {bs}, out)"), names
+
+
 def linear_case(b: Builder, rng, batch: int, nin: int, nout: int) -> None:
     x, w = _data(rng, (batch, nin)), _weights(rng, (nout, nin))
     m, s, bias, act = _quant(rng, nout, nin, per_channel=False)  # CMSIS-NN's takes one multiplier
     y = linear_s16(x, w, bias, m, s, act_min=act[0], act_max=act[1])
-    ws, ms, ss, bs = b.arr("int8_t", w), b.arr("int32_t", m), b.arr("int32_t", s), b.arr("int64_t", bias)
-    b.decls.append(f"static const mcu_linear_s16_params lp{len(b.cases)} = {{{batch}, {nin}, {nout}, {act[0]}, "
-                   f"{act[1]}}};\n")
-    ours = (f"mcu_linear_s16(&(mcu_context){{scratch, (int32_t)sizeof scratch}}, &lp{len(b.cases)}, "
-            f"&(mcu_per_channel_quant){{{ms}, {ss}}}, in, {ws}, {bs}, out)")
-    theirs = (f"arm_fully_connected_s16(&(cmsis_nn_context){{scratch, (int32_t)sizeof scratch}}, "
+    ours, (ws, _, _, bs) = _ours(b, "mcu_linear_s16", f"{batch}, {nin}, {nout}, {act[0]}, {act[1]}", w, m, s, bias)
+    theirs = (f"arm_fully_connected_s16(&(cmsis_nn_context){CONTEXT}, "
               f"&(cmsis_nn_fc_params){{0, 0, 0, {{{act[0]}, {act[1]}}}}}, "
               f"&(cmsis_nn_per_tensor_quant_params){{{int(m[0])}, {int(s[0])}}}, "
               f"&(cmsis_nn_dims){{{batch}, 1, 1, {nin}}}, in, &(cmsis_nn_dims){{{nin}, 1, 1, {nout}}}, {ws}, "
@@ -92,13 +101,9 @@ def conv_case(b: Builder, rng, cin: int, cout: int, k: int, stride: int, pad: in
     m, s, bias, act = _quant(rng, cout, k * k * cin, per_channel=True)
     y = conv2d_s16(x, w, bias, m, s, stride=(stride, stride), padding=(pad, pad), out_hw=(oh, oh),
                    act_min=act[0], act_max=act[1])
-    ws, ms, ss, bs = b.arr("int8_t", w), b.arr("int32_t", m), b.arr("int32_t", s), b.arr("int64_t", bias)
-    i = len(b.cases)
-    b.decls.append(f"static const mcu_conv2d_s16_params cp{i} = {{{c_dims(1, hw, hw, cin)}, {c_dims(1, oh, oh, cout)}, "
-                   f"{k}, {k}, {stride}, {stride}, {pad}, {pad}, 1, 1, {act[0]}, {act[1]}}};\n")
-    ours = (f"mcu_conv2d_s16(&(mcu_context){{scratch, (int32_t)sizeof scratch}}, &cp{i}, "
-            f"&(mcu_per_channel_quant){{{ms}, {ss}}}, in, {ws}, {bs}, out)")
-    theirs = (f"arm_convolve_s16(&(cmsis_nn_context){{scratch, (int32_t)sizeof scratch}}, "
+    ours, (ws, ms, ss, bs) = _ours(b, "mcu_conv2d_s16", f"{c_dims(1, hw, hw, cin)}, {c_dims(1, oh, oh, cout)}, {k}, "
+                                   f"{k}, {stride}, {stride}, {pad}, {pad}, 1, 1, {act[0]}, {act[1]}", w, m, s, bias)
+    theirs = (f"arm_convolve_s16(&(cmsis_nn_context){CONTEXT}, "
               f"&(cmsis_nn_conv_params){{0, 0, {{{stride}, {stride}}}, {{{pad}, {pad}}}, {{1, 1}}, "
               f"{{{act[0]}, {act[1]}}}}}, &(cmsis_nn_per_channel_quant_params){{(int32_t *){ms}, (int32_t *){ss}}}, "
               f"&(cmsis_nn_dims){{1, {hw}, {hw}, {cin}}}, in, &(cmsis_nn_dims){{{cout}, {k}, {k}, {cin}}}, {ws}, "
@@ -113,14 +118,10 @@ def depthwise_case(b: Builder, rng, c: int, ch_mult: int, k: int, stride: int, p
     m, s, bias, act = _quant(rng, oc, k * k, per_channel=True)
     y = depthwise_conv2d_s16(x, w, bias, m, s, ch_mult=ch_mult, stride=(stride, stride), padding=(pad, pad),
                              out_hw=(oh, oh), act_min=act[0], act_max=act[1])
-    ws, ms, ss, bs = b.arr("int8_t", w), b.arr("int32_t", m), b.arr("int32_t", s), b.arr("int64_t", bias)
-    i = len(b.cases)
-    b.decls.append(f"static const mcu_depthwise_conv2d_s16_params dp{i} = {{{c_dims(1, hw, hw, c)}, "
-                   f"{c_dims(1, oh, oh, oc)}, {ch_mult}, {k}, {k}, {stride}, {stride}, {pad}, {pad}, 1, 1, "
-                   f"{act[0]}, {act[1]}}};\n")
-    ours = (f"mcu_depthwise_conv2d_s16(&(mcu_context){{scratch, (int32_t)sizeof scratch}}, &dp{i}, "
-            f"&(mcu_per_channel_quant){{{ms}, {ss}}}, in, {ws}, {bs}, out)")
-    theirs = (f"arm_depthwise_conv_wrapper_s16(&(cmsis_nn_context){{scratch, (int32_t)sizeof scratch}}, "
+    ours, (ws, ms, ss, bs) = _ours(b, "mcu_depthwise_conv2d_s16", f"{c_dims(1, hw, hw, c)}, {c_dims(1, oh, oh, oc)}, "
+                                   f"{ch_mult}, {k}, {k}, {stride}, {stride}, {pad}, {pad}, 1, 1, {act[0]}, {act[1]}",
+                                   w, m, s, bias)
+    theirs = (f"arm_depthwise_conv_wrapper_s16(&(cmsis_nn_context){CONTEXT}, "
               f"&(cmsis_nn_dw_conv_params){{0, 0, {ch_mult}, {{{stride}, {stride}}}, {{{pad}, {pad}}}, {{1, 1}}, "
               f"{{{act[0]}, {act[1]}}}}}, &(cmsis_nn_per_channel_quant_params){{(int32_t *){ms}, (int32_t *){ss}}}, "
               f"&(cmsis_nn_dims){{1, {hw}, {hw}, {c}}}, in, &(cmsis_nn_dims){{1, {k}, {k}, {oc}}}, {ws}, "
