@@ -82,9 +82,10 @@ static inline int8_t linear_s4_requantize(const linear_s4_rq *rq, int32_t acc, i
  * channels per pass (mcu_s4_dot_rows3, in chunks of at most MCU_S4_ROWS3_GROUPS groups), a block's last
  * channels % 3 by the same rows again (recomputed, stored once more with the same value). Refused at the first
  * shift outside [-24, -1] when the build leaves their requantization out (the blocks before it written). */
-static __attribute__((noinline)) mcu_status linear_s4_rows3(const mcu_linear_s8_params *p, const mcu_per_channel_quant *q,
-                                                      const int8_t *input, const int8_t *weight,
-                                                      const int32_t *bias, int8_t *output)
+static __attribute__((noinline)) mcu_status linear_s4_rows3(const mcu_linear_s8_params *p,
+                                                            const mcu_per_channel_quant *q, const int8_t *input,
+                                                            const int8_t *weight, const int32_t *bias,
+                                                            int8_t *output)
 {
     _Alignas(8) int16_t col[MCU_S8_COL_MAX];
     uint32_t sums[LINEAR_S4_BLOCK + 2]; /* a block takes up to 2 more channels rather than leave fewer than 3 */
