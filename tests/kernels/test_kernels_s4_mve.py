@@ -221,9 +221,11 @@ def test_mve_s4_layers_equal_reference(layers, seed) -> None:
 
 
 # CMSIS-NN's s4 kernels built for the M55 (their ARM_MATH_MVEI paths: arm_nn_vec_mat_mult_t_s4,
-# arm_nn_mat_mult_nt_t_s4) from the tree CMSIS_NN_PATH names.
+# arm_nn_mat_mult_nt_t_s4), or the M33 and M4 (their DSP paths: the columns widened to int16, and
+# arm_nn_mat_mult_kernel_s4_s16), from the tree CMSIS_NN_PATH names.
 CMSIS_S4 = ("ConvolutionFunctions/arm_convolve_s4.c", "ConvolutionFunctions/arm_convolve_get_buffer_sizes_s4.c",
-            "FullyConnectedFunctions/arm_fully_connected_s4.c")
+            "FullyConnectedFunctions/arm_fully_connected_s4.c", "ConvolutionFunctions/arm_nn_mat_mult_kernel_s4_s16.c",
+            "NNSupportFunctions/arm_q7_to_q15_with_offset.c")
 
 
 def cmsis_linear_case(b: Builder, rng, *, batch, nin, nout, wmode) -> None:
@@ -301,10 +303,12 @@ def cmsis_conv_case(b: Builder, rng, *, cin, cout, k, stride, pad, hw, wmode, sc
 
 
 @pytest.mark.slow
-def test_mve_s4_equal_cmsis_nn_on_the_m55() -> None:
-    """Ours and CMSIS-NN's s4 kernels, both built for the M55 (Helium), on the same packed weights in one
-    firmware: every output of both equals the reference (and so each other). Feature counts and windows
-    around multiples of 16 and 32 and odd ones, output channels a multiple of 4 in the fully connected layers.
+@pytest.mark.parametrize("board", ["mps3-an547", "mps2-an505", "mps2-an386"])
+def test_s4_equal_cmsis_nn_on_each_core(board: str) -> None:
+    """Ours and CMSIS-NN's s4 kernels, both built for the M55 (Helium), the M33 or the M4 (DSP), on the same
+    packed weights in one firmware: every output of both equals the reference (and so each other). Feature
+    counts and windows around multiples of 16 and 32 and odd ones, output channels a multiple of 4 in the fully
+    connected layers.
     Left out, because CMSIS-NN's MVE build (at /work/cmsis-nn, 99f736a6) wrote other bytes there than the
     reference and than its own portable build (test_kernels_s4) while ours wrote the reference's: fully
     connected layers of 33 -> 6, 65 -> 10, 3 x 16 -> 2, 100 -> 18 (and 3, 5, 7, 9 and 17 outputs), and the
@@ -323,7 +327,9 @@ def test_mve_s4_equal_cmsis_nn_on_the_m55() -> None:
         for scratch in ["wide", "none"]:
             cmsis_conv_case(b, rng, cin=cin, cout=cout, k=k, stride=stride, pad=pad, hw=hw, scratch=scratch,
                             wmode=S4_MODES[int(rng.integers(0, 3))])
-    got = run_cases(b, KERNELS, "test_mve_s4_cmsis", extra_sources=[root / "Source" / f for f in CMSIS_S4] + support,
-                    extra_includes=[root / "Include"])
+    # on DSP cores our convolution with scratch runs the packed int8 kernel on its widened weights
+    got = run_cases(b, KERNELS + ["mcu_conv2d_packed_s8.c"], f"test_s4_cmsis_{board}",
+                    extra_sources=[root / "Source" / f for f in CMSIS_S4] + support, extra_includes=[root / "Include"],
+                    board_name=board)
     for i, case in enumerate(b.cases):
         assert_case(i, case, got)
