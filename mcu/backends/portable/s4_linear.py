@@ -1,6 +1,7 @@
 """Which of mcu_linear_s4's DSP paths a model's build carries (runtime_c/kernels/fully_connected/mcu_linear_s4.c):
-each path's code costs flash whether or not a layer runs it (fc_autoencoder's layers take only the three-row path,
-3,972 B of the kernel's 5,584 on the M33), so a build defines 0 for those none of its 4-bit linear layers takes.
+each path's code costs flash whether or not a layer runs it (fc_autoencoder's layers take only the three-row path:
+its firmware on the M33 links 1,508 B of the kernel instead of 5,548), so a build defines 0 for those none of its
+4-bit linear layers takes.
 The dispatch here mirrors the kernel's; absent definitions build every path (program files)."""
 
 from __future__ import annotations
