@@ -1,7 +1,8 @@
-"""Our 16x8 linear, convolution and depthwise kernels and CMSIS-NN's (arm_fully_connected_s16, arm_convolve_s16,
-arm_depthwise_conv_wrapper_s16) built for the M33, the M4 and the M55 from the tree CMSIS_NN_PATH names, so with
-their DSP and Helium paths, run on the same inputs in one firmware per core in QEMU: every output of both equals
-the Python reference (test_kernels_s16*.py compare the two on the host, where CMSIS-NN builds its portable C)."""
+"""Our 16x8 linear, convolution, depthwise, add and mul kernels and CMSIS-NN's (arm_fully_connected_s16,
+arm_convolve_s16, arm_depthwise_conv_wrapper_s16, arm_elementwise_add_s16, arm_elementwise_mul_s16) built for the
+M33, the M4 and the M55 from the tree CMSIS_NN_PATH names, so with their DSP and Helium paths, run on the same
+inputs in one firmware per core in QEMU: every output of both equals the Python reference (test_kernels_s16*.py
+compare the two on the host, where CMSIS-NN builds its portable C)."""
 
 from __future__ import annotations
 
@@ -9,17 +10,20 @@ import numpy as np
 import pytest
 
 from cmsis_nn_host import cmsis_nn_root
-from mcu.reference.s16 import SHIFT_MAX, conv2d_s16, depthwise_conv2d_s16, linear_s16
+from mcu.reference.arith import add_params
+from mcu.reference.s16 import SHIFT_MAX, add_s16, conv2d_s16, depthwise_conv2d_s16, linear_s16
+from mcu.reference.s16_act import mul_params, mul_s16
 from mve_cases import Builder, Case, assert_case, c_dims, run_cases
 
-KERNELS = ["mcu_linear_s16.c", "mcu_conv2d_s16.c", "mcu_depthwise_conv2d_s16.c"]
+KERNELS = ["mcu_linear_s16.c", "mcu_conv2d_s16.c", "mcu_depthwise_conv2d_s16.c", "mcu_add_s16.c", "mcu_mul_s16.c"]
 CMSIS_S16 = ("FullyConnectedFunctions/arm_fully_connected_s16.c", "NNSupportFunctions/arm_nn_vec_mat_mult_t_s16.c",
              "ConvolutionFunctions/arm_convolve_s16.c", "ConvolutionFunctions/arm_convolve_get_buffer_sizes_s16.c",
              "ConvolutionFunctions/arm_nn_mat_mult_kernel_s16.c", "ConvolutionFunctions/arm_depthwise_conv_s16.c",
              "ConvolutionFunctions/arm_depthwise_conv_fast_s16.c",
              "ConvolutionFunctions/arm_depthwise_conv_wrapper_s16.c",
              "ConvolutionFunctions/arm_depthwise_conv_get_buffer_sizes_s16.c",
-             "NNSupportFunctions/arm_nn_depthwise_conv_nt_t_s16.c", "NNSupportFunctions/arm_nn_mat_mult_nt_t_s16.c")
+             "NNSupportFunctions/arm_nn_depthwise_conv_nt_t_s16.c", "NNSupportFunctions/arm_nn_mat_mult_nt_t_s16.c",
+             "BasicMathFunctions/arm_elementwise_add_s16.c", "BasicMathFunctions/arm_elementwise_mul_s16.c")
 # Inputs within +-2^12 keep CMSIS-NN's int32 window sums from wrapping (ours are exact in 64 bits).
 X_MAX = 2**12
 
@@ -49,14 +53,20 @@ def _quant(rng, channels: int, taps: int, per_channel: bool):
     return m, s, bias, act
 
 
-def _both(b: Builder, label: str, ours: str, theirs: str, x, y, scratch: int = 0) -> None:
-    """One case: the input copied to the work buffer, our call, its output, CMSIS-NN's call, its output."""
+def _both(b: Builder, label: str, ours: str, theirs: str, x, y, scratch: int = 0, x2=None) -> None:
+    """One case: the input (and a second one, `in2`) copied to the work buffer, our call, its output, CMSIS-NN's
+    call, its output."""
     xs = b.arr("int16_t", x)
-    in_bytes, out_off = 2 * x.size, (2 * x.size + 16 + 15) // 16 * 16
+    in2 = (2 * x.size + 15) // 16 * 16
+    out_off = in2 + (0 if x2 is None else (2 * x2.size + 15) // 16 * 16) + 16
+    second = "" if x2 is None else f"copy(work + {in2}, (const int8_t *){b.arr('int16_t', x2)}, {2 * x2.size});"
     call = f"""
     {{
         int16_t *const in = (int16_t *)work, *const out = (int16_t *)(work + {out_off});
-        copy(work, (const int8_t *){xs}, {in_bytes});
+        const int16_t *const in2 = (const int16_t *)(work + {in2});
+        (void)in2;
+        copy(work, (const int8_t *){xs}, {2 * x.size});
+        {second}
         status = {ours};
         emit(work + {out_off}, {2 * y.size});
         if (status == MCU_OK && {theirs} != ARM_CMSIS_NN_SUCCESS) {{
@@ -129,6 +139,32 @@ def depthwise_case(b: Builder, rng, c: int, ch_mult: int, k: int, stride: int, p
     _both(b, f"depthwise_s16 {c}x{ch_mult} {k}x{k}/{stride}", ours, theirs, x, y, scratch=8 * k * k * c + 256)
 
 
+def add_case(b: Builder, rng, size: int, s_a: float, s_b: float, s_out: float) -> None:
+    """tcn's residual sums: arm_elementwise_add_s16 (zero points 0, left shift 15)."""
+    x, x2 = _data(rng, (size,)), _data(rng, (size,))
+    act = (-32768, 32767) if rng.random() < 0.6 else (int(rng.integers(-32768, 0)), int(rng.integers(1, 32768)))
+    prm = add_params(s_a, s_b, s_out, left_shift=15)
+    keys = ("a_multiplier", "a_shift", "b_multiplier", "b_shift", "left_shift", "out_multiplier", "out_shift")
+    y = add_s16(x, x2, **{k: prm[k] for k in keys}, act_min=act[0], act_max=act[1])
+    i = len(b.cases)
+    b.decls.append(f"static const mcu_add_s16_params p{i} = {{{size}, {', '.join(str(int(prm[k])) for k in keys)}, "
+                   f"{act[0]}, {act[1]}}};\n")
+    theirs = (f"arm_elementwise_add_s16(in, in2, 0, {prm['a_multiplier']}, {prm['a_shift']}, 0, {prm['b_multiplier']}, "
+              f"{prm['b_shift']}, 15, out, 0, {prm['out_multiplier']}, {prm['out_shift']}, {act[0]}, {act[1]}, {size})")
+    _both(b, f"add_s16 {size}", f"mcu_add_s16(&p{i}, in, in2, out)", theirs, x, y, x2=x2)
+
+
+def mul_case(b: Builder, rng, size: int, s_a: float, s_b: float, s_out: float) -> None:
+    """arm_elementwise_mul_s16 (zero points 0)."""
+    x, x2 = _data(rng, (size,)), _data(rng, (size,))
+    m, sh = mul_params(s_a, s_b, s_out)
+    y = mul_s16(x, x2, m, sh)
+    i = len(b.cases)
+    b.decls.append(f"static const mcu_mul_s16_params p{i} = {{{size}, {m}, {sh}, -32768, 32767}};\n")
+    theirs = f"arm_elementwise_mul_s16(in, in2, 0, 0, out, 0, {m}, {sh}, -32768, 32767, {size})"
+    _both(b, f"mul_s16 {size}", f"mcu_mul_s16(&p{i}, in, in2, out)", theirs, x, y, x2=x2)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("board", ["mps2-an505", "mps2-an386", "mps3-an547"])
 def test_s16_kernels_equal_cmsis_nn_on_each_core(board: str) -> None:
@@ -147,6 +183,10 @@ def test_s16_kernels_equal_cmsis_nn_on_each_core(board: str) -> None:
     for c, mult, k, stride, pad, hw in [(64, 1, 3, 1, 1, 5), (17, 1, 3, 2, 1, 6), (8, 2, 3, 1, 1, 4),
                                         (4, 1, 5, 1, 2, 5), (12, 1, 3, 1, 0, 6)]:
         depthwise_case(b, rng, c, mult, k, stride, pad, hw)
+    for size, s_a, s_b, s_out in [(1, 1e-3, 1e-3, 2e-3), (7, 2e-4, 1e-3, 1e-3), (64, 1e-3, 3e-4, 5e-4),
+                                  (257, 5e-4, 5e-4, 4e-4)]:
+        add_case(b, rng, size, s_a, s_b, s_out)
+        mul_case(b, rng, size, s_a, s_b, s_a * s_b * 2**12)
     got = run_cases(b, KERNELS, f"test_s16_cmsis_{board}", extra_sources=[root / "Source" / f for f in CMSIS_S16],
                     extra_includes=[root / "Include"], board_name=board)
     for i, case in enumerate(b.cases):
