@@ -1,8 +1,8 @@
-"""Our 16x8 linear, convolution, depthwise, add and mul kernels and CMSIS-NN's (arm_fully_connected_s16,
-arm_convolve_s16, arm_depthwise_conv_wrapper_s16, arm_elementwise_add_s16, arm_elementwise_mul_s16) built for the
-M33, the M4 and the M55 from the tree CMSIS_NN_PATH names, so with their DSP and Helium paths, run on the same
-inputs in one firmware per core in QEMU: every output of both equals the Python reference (test_kernels_s16*.py
-compare the two on the host, where CMSIS-NN builds its portable C)."""
+"""Our 16x8 linear, convolution, depthwise, add, mul and LSTM kernels and CMSIS-NN's (arm_fully_connected_s16,
+arm_convolve_s16, arm_depthwise_conv_wrapper_s16, arm_elementwise_add_s16, arm_elementwise_mul_s16,
+arm_lstm_unidirectional_s16) built for the M33, the M4 and the M55 from the tree CMSIS_NN_PATH names, so with their
+DSP and Helium paths, run on the same inputs in one firmware per core in QEMU: every output of both equals the Python
+reference (test_kernels_s16*.py compare the two on the host, where CMSIS-NN builds its portable C)."""
 
 from __future__ import annotations
 
@@ -11,11 +11,13 @@ import pytest
 
 from cmsis_nn_host import cmsis_nn_root
 from mcu.reference.arith import add_params
+from mcu.reference.lstm_s16 import layer_params, lstm_s16
 from mcu.reference.s16 import SHIFT_MAX, add_s16, conv2d_s16, depthwise_conv2d_s16, linear_s16
 from mcu.reference.s16_act import mul_params, mul_s16
 from mve_cases import Builder, Case, assert_case, c_dims, run_cases
 
-KERNELS = ["mcu_linear_s16.c", "mcu_conv2d_s16.c", "mcu_depthwise_conv2d_s16.c", "mcu_add_s16.c", "mcu_mul_s16.c"]
+KERNELS = ["mcu_linear_s16.c", "mcu_conv2d_s16.c", "mcu_depthwise_conv2d_s16.c", "mcu_add_s16.c", "mcu_mul_s16.c",
+           "mcu_lstm_s16.c"]
 CMSIS_S16 = ("FullyConnectedFunctions/arm_fully_connected_s16.c", "NNSupportFunctions/arm_nn_vec_mat_mult_t_s16.c",
              "ConvolutionFunctions/arm_convolve_s16.c", "ConvolutionFunctions/arm_convolve_get_buffer_sizes_s16.c",
              "ConvolutionFunctions/arm_nn_mat_mult_kernel_s16.c", "ConvolutionFunctions/arm_depthwise_conv_s16.c",
@@ -23,7 +25,12 @@ CMSIS_S16 = ("FullyConnectedFunctions/arm_fully_connected_s16.c", "NNSupportFunc
              "ConvolutionFunctions/arm_depthwise_conv_wrapper_s16.c",
              "ConvolutionFunctions/arm_depthwise_conv_get_buffer_sizes_s16.c",
              "NNSupportFunctions/arm_nn_depthwise_conv_nt_t_s16.c", "NNSupportFunctions/arm_nn_mat_mult_nt_t_s16.c",
-             "BasicMathFunctions/arm_elementwise_add_s16.c", "BasicMathFunctions/arm_elementwise_mul_s16.c")
+             "BasicMathFunctions/arm_elementwise_add_s16.c", "BasicMathFunctions/arm_elementwise_mul_s16.c",
+             "LSTMFunctions/arm_lstm_unidirectional_s16.c", "NNSupportFunctions/arm_nn_lstm_step_s16.c",
+             "NNSupportFunctions/arm_nn_lstm_calculate_gate_s16.c",
+             "NNSupportFunctions/arm_nn_vec_mat_mul_result_acc_s16.c", "ActivationFunctions/arm_nn_activation_s16.c",
+             "BasicMathFunctions/arm_elementwise_mul_acc_s16.c",
+             "BasicMathFunctions/arm_elementwise_mul_s16_batch_offset.c", "NNSupportFunctions/arm_nntables.c")
 # Inputs within +-2^12 keep CMSIS-NN's int32 window sums from wrapping (ours are exact in 64 bits).
 X_MAX = 2**12
 
@@ -165,6 +172,42 @@ def mul_case(b: Builder, rng, size: int, s_a: float, s_b: float, s_out: float) -
     _both(b, f"mul_s16 {size}", f"mcu_mul_s16(&p{i}, in, in2, out)", theirs, x, y, x2=x2)
 
 
+def lstm_case(b: Builder, rng, batch: int, steps: int, features: int, hidden: int, cell_shift: int) -> None:
+    """kws_lstm's layer: arm_lstm_unidirectional_s16 (batch major, from the zero state) with one multiplier and
+    shift a gate (every row of a gate reaches the gate's largest weight), our gate order (i, f, g, o) split into
+    CMSIS-NN's gates, the biases its input products' effective ones (tests/kernels/test_kernels_lstm_s16.py)."""
+    rows = 4 * hidden
+    w_ih, w_hh = rng.standard_normal((rows, features)) * 0.3, rng.standard_normal((rows, hidden)) * 0.3
+    for w in (w_ih, w_hh):
+        for k in range(4):
+            block = w[k * hidden:(k + 1) * hidden]
+            block[:, 0] = np.abs(block).max() * np.where(block[:, 0] < 0, -1, 1)
+    p = layer_params(w_ih, w_hh, rng.standard_normal(rows) * 0.3, rng.standard_normal(rows) * 0.3, 2.0 / 32767,
+                     1.0 / 32767, cell_shift)
+    x = rng.integers(-32768, 32768, size=(batch, steps, features)).astype(np.int16)
+    y = lstm_s16(x, p)
+    i = len(b.cases)
+    wi, wh, bs = b.arr("int8_t", p.w_ih), b.arr("int8_t", p.w_hh), b.arr("int64_t", p.bias)
+    qs, zeros = b.arr("int32_t", p.quant), b.arr("int64_t", np.zeros(hidden))
+    b.decls.append(f"static const mcu_lstm_s16_params p{i} = {{{batch}, {steps}, {features}, {hidden}, {cell_shift}, "
+                   f"{p.forget_mult}, {p.forget_shift}, {p.input_mult}, {p.input_shift}, {p.out_mult}, "
+                   f"{p.out_shift}}};\n")
+    b.decls.append(f"static int16_t lstm{i}[3][{batch * hidden}];\n")
+    gates = []
+    for k, act in ((1, "ARM_SIGMOID"), (0, "ARM_SIGMOID"), (2, "ARM_TANH"), (3, "ARM_SIGMOID")):
+        q = p.quant[k * hidden]
+        gates.append(f"{{{int(q[0])}, {int(q[1])}, {wi} + {k * hidden * features}, {bs} + {k * hidden}, {int(q[2])}, "
+                     f"{int(q[3])}, {wh} + {k * hidden * hidden}, {zeros}, NULL, {act}}}")
+    b.decls.append(f"static const cmsis_nn_lstm_params c{i} = {{0, {batch}, {steps}, {features}, {hidden}, 0, "
+                   f"{p.forget_mult}, {p.forget_shift}, {p.input_mult}, {p.input_shift}, 0, {-cell_shift}, "
+                   f"{p.out_mult}, {p.out_shift}, 0, {', '.join(gates)}}};\n")
+    theirs = (f"arm_lstm_unidirectional_s16(in, out, &c{i}, &(cmsis_nn_lstm_context){{lstm{i}[0], lstm{i}[1], "
+              f"lstm{i}[2], NULL}})")
+    ours = f"mcu_lstm_s16(&(mcu_context){CONTEXT}, &p{i}, in, NULL, NULL, {wi}, {wh}, {bs}, {qs}, out)"
+    _both(b, f"lstm_s16 {batch}x{steps}x{features}->{hidden}", ours, theirs, x, y,
+          scratch=2 * (2 * hidden + features) + 64)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("board", ["mps2-an505", "mps2-an386", "mps3-an547"])
 def test_s16_kernels_equal_cmsis_nn_on_each_core(board: str) -> None:
@@ -187,6 +230,8 @@ def test_s16_kernels_equal_cmsis_nn_on_each_core(board: str) -> None:
                                   (257, 5e-4, 5e-4, 4e-4)]:
         add_case(b, rng, size, s_a, s_b, s_out)
         mul_case(b, rng, size, s_a, s_b, s_a * s_b * 2**12)
+    for batch, steps, features, hidden, cell_shift in [(1, 6, 40, 32, 11), (2, 3, 5, 9, 15), (1, 4, 17, 4, 8)]:
+        lstm_case(b, rng, batch, steps, features, hidden, cell_shift)
     got = run_cases(b, KERNELS, f"test_s16_cmsis_{board}", extra_sources=[root / "Source" / f for f in CMSIS_S16],
                     extra_includes=[root / "Include"], board_name=board)
     for i, case in enumerate(b.cases):
