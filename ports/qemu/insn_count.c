@@ -296,9 +296,10 @@ static void time_block(struct qemu_plugin_tb *tb, size_t n)
     cm_insn prev = {0};
     for (size_t i = 0; i < n; i++) {
         struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
-        size_t size = qemu_plugin_insn_size(insn);
+        const uint8_t *bytes = (const uint8_t *)qemu_plugin_insn_data(insn);
+        size_t size = cm_thumb_size(bytes, qemu_plugin_insn_size(insn));
         uint64_t vaddr = qemu_plugin_insn_vaddr(insn);
-        cm_insn cur = cm_decode((const uint8_t *)qemu_plugin_insn_data(insn), size);
+        cm_insn cur = cm_decode(bytes, size);
         uint64_t mc = 1000u * (uint64_t)cm_cycles(core, i == 0 ? NULL : &prev, &cur);
         const mem_cost *m = mem_at(vaddr);
         if (m != NULL && m->cache == NULL) {
