@@ -126,16 +126,22 @@ static __attribute__((noinline, unused)) int mcu_dwpl_quant_ok(const mcu_per_cha
     }
     const uint32_t k = (uint32_t)(output_offset < 0 ? -(2 * output_offset + 1) : 2 * output_offset + 1);
     const int32_t *multiplier = q->multiplier, *shift = q->shift;
-    /* The four tests of a channel ORed into one word, without a branch each (the early exits cost a
-     * taken branch a channel: about 30 cycles a channel, 37 k estimated cycles of mobilenet_v1's
-     * inference on mps2-an505-u575). A bad shift (r1 > 23) or |bias| (a >= 2^30) is flagged by its own
-     * test, so the last test's shift (r1 & 31) and sum (a < 2^30 + 2^31 when it matters) need no care. */
+    /* The four tests of a channel ORed into one word, without a branch each (the early exits cost taken
+     * branches a channel: about 30 cycles a channel, 37 k estimated cycles of mobilenet_v1's inference on
+     * mps2-an505-u575). v = shift + 24 lies in [0, 23] exactly when neither v nor 23 - v has bit 31 set
+     * (modulo 2^32); a bad shift or |bias| (a >= 2^30) is flagged by its own test, so the last test's
+     * shift (R - 1 = ~shift, taken modulo 32) and sum (a < 2^30 + 2^31 when it matters) need no care.
+     * A layer without bias reads one zero throughout. */
+    static const int32_t no_bias = 0;
+    const int32_t *b = bias != NULL ? bias : &no_bias;
+    const int32_t b_step = bias != NULL ? 1 : 0;
     uint32_t bad = 0;
-    for (int32_t c = 0; c < ch; ++c) {
-        const uint32_t r1 = ~(uint32_t)shift[c]; /* R - 1 = -shift - 1, in [0, 23] for the shifts taken */
-        const int32_t b = bias != NULL ? bias[c] : 0;
-        const uint32_t a = (b < 0 ? 0u - (uint32_t)b : (uint32_t)b) + MCU_DWPL_WINDOW_MAX; /* |bias| + window */
-        bad |= (uint32_t)(r1 > 23u) | ((uint32_t)multiplier[c] >> 31) | (a >> 30) | ((a + (k << (r1 & 31u)) + 1u) >> 31);
+    for (int32_t c = 0; c < ch; ++c, b += b_step) {
+        const uint32_t v = (uint32_t)shift[c] + 24u;
+        const uint32_t sign = (uint32_t)(*b >> 31);
+        const uint32_t a = (((uint32_t)*b ^ sign) - sign) + MCU_DWPL_WINDOW_MAX; /* |bias| + window */
+        const uint32_t hi = a + (k << (~(uint32_t)shift[c] & 31u)) + 1u;
+        bad |= ((v | (23u - v) | (uint32_t)multiplier[c] | hi) >> 31) | (a >> 30);
     }
     return bad == 0;
 }
