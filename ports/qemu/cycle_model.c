@@ -406,10 +406,16 @@ static cm_insn decode32(unsigned hw1, unsigned hw2)
     return in;
 }
 
+size_t cm_thumb_size(const uint8_t *bytes, size_t size)
+{
+    unsigned hw1 = (unsigned)bytes[0] | ((unsigned)bytes[1] << 8);
+    return size >= 4 && (hw1 >> 11) >= 0x1d ? 4 : 2; /* 0b11101, 0b11110, 0b11111: a 32-bit encoding */
+}
+
 cm_insn cm_decode(const uint8_t *bytes, size_t size)
 {
     unsigned hw1 = (unsigned)bytes[0] | ((unsigned)bytes[1] << 8);
-    if (size < 4) {
+    if (cm_thumb_size(bytes, size) < 4) {
         return decode16(hw1);
     }
     unsigned hw2 = (unsigned)bytes[2] | ((unsigned)bytes[3] << 8);

@@ -84,6 +84,11 @@ cm_core cm_core_from_name(const char *name);
 /* Decode one Thumb instruction (2 or 4 bytes, little-endian halfwords). */
 cm_insn cm_decode(const uint8_t *bytes, size_t size);
 
+/* The Thumb instruction's own length (2 or 4) from its first halfword, at most the `size` bytes QEMU
+ * reports: QEMU 7.2 reports 4 bytes for a 16-bit instruction whose successor ends at a page boundary
+ * (the translator's look at the next halfword is appended to its bytes). */
+size_t cm_thumb_size(const uint8_t *bytes, size_t size);
+
 /* Cycles of `cur` when it follows `prev` in the same translation block (NULL
  * at the block's start): the base cost of the core's table plus the
  * neighbour effects the TRMs state (load/store pipelining, address

@@ -174,7 +174,7 @@ static mem_cost mems[MAX_MEM];
 static int n_mems;
 static bool charge_data;
 
-/* What a translation block's start needs to settle its predecessor's branch. */
+/* What a translation block's start needs to settle its predecessor's branch, or its neighbour effect. */
 typedef struct block_info {
     uint64_t vaddr;
     uint64_t bytes;          /* its code's length, fetched through `code`'s cache */
@@ -182,11 +182,14 @@ typedef struct block_info {
     bool first_wide;     /* its first instruction is 32-bit */
     bool ends_in_branch; /* its last instruction may transfer control */
     uint64_t fallthrough;
+    cm_insn first;
     cm_insn last;
 } block_info;
 
 /* The last executed block's branch, until the next block starts. */
 static const block_info *pending;
+/* The last executed block. */
+static const block_info *previous;
 
 static const mem_cost *mem_at(uint64_t addr)
 {
@@ -217,6 +220,14 @@ static void on_block(unsigned int vcpu_index, void *userdata)
     if (pending != NULL && b->vaddr != pending->fallthrough) {
         cycle_mc += 1000u * cm_refill(core, &pending->last, b->vaddr, b->first_wide);
     }
+    /* Entered by falling through (QEMU ends a block at a 1 kB page and at its size limit, not only at a
+     * branch): the first instruction, costed alone at translation, gets the neighbour effect of the
+     * previous block's last instruction, as inside a block (modulo 2^64: the effect may be negative). */
+    if (previous != NULL && b->vaddr == previous->fallthrough) {
+        cycle_mc += 1000u * ((uint64_t)cm_cycles(core, &previous->last, &b->first) -
+                             (uint64_t)cm_cycles(core, NULL, &b->first));
+    }
+    previous = b;
     pending = b->ends_in_branch ? b : NULL;
     if (b->code != NULL) {
         fetch_through_cache(b);
@@ -296,9 +307,10 @@ static void time_block(struct qemu_plugin_tb *tb, size_t n)
     cm_insn prev = {0};
     for (size_t i = 0; i < n; i++) {
         struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
-        size_t size = qemu_plugin_insn_size(insn);
+        const uint8_t *bytes = (const uint8_t *)qemu_plugin_insn_data(insn);
+        size_t size = cm_thumb_size(bytes, qemu_plugin_insn_size(insn));
         uint64_t vaddr = qemu_plugin_insn_vaddr(insn);
-        cm_insn cur = cm_decode((const uint8_t *)qemu_plugin_insn_data(insn), size);
+        cm_insn cur = cm_decode(bytes, size);
         uint64_t mc = 1000u * (uint64_t)cm_cycles(core, i == 0 ? NULL : &prev, &cur);
         const mem_cost *m = mem_at(vaddr);
         if (m != NULL && m->cache == NULL) {
@@ -315,6 +327,7 @@ static void time_block(struct qemu_plugin_tb *tb, size_t n)
         }
         if (i == 0) {
             b->first_wide = size == 4;
+            b->first = cur;
         }
         if (i + 1 == n) {
             b->ends_in_branch = cm_is_branch(&cur);

@@ -149,6 +149,21 @@ def test_instruction_costs(tmp_path: Path, board_name: str, sequence: str, setup
     assert sequence_cycles(load_board(board_name), tmp_path, sequence, setup) == cycles
 
 
+def test_a_page_boundary_costs_nothing(tmp_path: Path) -> None:
+    """QEMU ends a translation block at a 1 kB page: eight 16-bit loads across a page boundary cost what they
+    cost inside a page. Two effects are tested: the length of the instruction before the one that ends the
+    page (QEMU 7.2 reports 4 bytes, its look at the next halfword in its bytes; once decoded as a 32-bit
+    LDM/STM of eight registers) and the neighbour effect of the block before on the first instruction of a
+    block entered by falling through (the fifth load pipelines with the fourth)."""
+    board = load_board(M33)
+    loads = [f"ldr r{1 + i % 4}, [r7, #{4 * i}]" for i in range(8)]
+    # the text starts on a page (flash + 0x400); four loads end the next page, the skipped bytes fill it
+    across = lines("b 2f", ".balign 1024", ".space 1016", "2:", *loads)
+    inside = lines("b 2f", ".balign 1024", ".space 1000", "2:", *loads)
+    # b 1 + its refill 2, the first load 2, seven pipelined loads 1 each
+    assert sequence_cycles(board, tmp_path, across) == sequence_cycles(board, tmp_path, inside) == 12
+
+
 def test_instruction_count_is_unchanged_by_the_model(tmp_path: Path) -> None:
     """The exact count stays what it is: one per executed instruction, cycles beside it."""
     result = run_sequence(load_board(M3), tmp_path, lines("adds r0, r0, #1", "umull r0, r1, r2, r3"))

@@ -518,59 +518,57 @@ _Static_assert(offsetof(mcu_narrow_x3_state, col) == 4 && offsetof(mcu_narrow_x3
  * words of a block: 4 biases, 14 tap pairs of 4 weight words from byte 16, the constants from byte 240),
  * one pair a pass, the outputs 3 cout on after each three. The loop, about 1 kB with the columns', fits
  * a 1 kB instruction cache (the STM32L4R5's ART, 32-byte lines: hence the alignment; a block's two pairs
- * unrolled, 1.4 kB, missed on every pass there). The state pointer waits on the stack. A pair's
+ * unrolled, 1.4 kB, missed on every pass there). The state pointer stays in r7 (the columns read it from
+ * r6, which the pairs take for a weight word; it waited on the stack, reloaded twice a pass). A pair's
  * constants end 264 bytes after the block's second pair starts (a block's first pair), or where the
  * next block starts (its second). */
 static __attribute__((noinline, aligned(32))) void mcu_narrow_x3(mcu_narrow_x3_state *st)
 {
-    register mcu_narrow_x3_state *s __asm__("r6") = st;
+    register mcu_narrow_x3_state *s __asm__("r7") = st;
     __asm__ volatile(
-        "push {r6}\n\t"
         "10:\n\t"
-        "ldrd r5, r1, [r6, #44]\n\t"
+        "ldrd r5, r1, [r7, #44]\n\t"
         "cmp r5, r1\n\t"
         "beq 12f\n\t"
+        "mov r6, r7\n\t"
         MCU_NX3_COLUMNS
         "12:\n\t"
-        "ldr lr, [r6, #28]\n\t"
+        "ldr lr, [r7, #28]\n\t"
         "1:\n\t"
-        "ldr r12, [r6, #4]\n\t"
+        "ldr r12, [r7, #4]\n\t"
         "ldrd r0, r1, [lr], #16\n\t"
         MCU_NX3_PAIR
-        "ldr r6, [sp]\n\t"
-        "ldr r8, [r6, #24]\n\t"
+        "ldr r8, [r7, #24]\n\t"
         "add lr, lr, r8\n\t"
         MCU_NX3_RQ("r0", "r2", "r4")
         MCU_NX3_RQ("r1", "r3", "r5")
-        "ldr r6, [sp]\n\t"
-        "ldrd r8, r9, [r6, #8]\n\t"
+        "ldrd r8, r9, [r7, #8]\n\t"
         MCU_NX3_STORE
-        "ldr r10, [r6, #24]\n\t"
+        "ldr r10, [r7, #24]\n\t"
         "add r8, r8, #2\n\t"
         "cmp r10, #224\n\t"
         "it eq\n\t"
         "subeq lr, lr, #264\n\t"
         "eor r10, r10, #(224 ^ 248)\n\t"
-        "str r8, [r6, #8]\n\t"
-        "str r10, [r6, #24]\n\t"
-        "ldr r11, [r6, #16]\n\t"
+        "str r8, [r7, #8]\n\t"
+        "str r10, [r7, #24]\n\t"
+        "ldr r11, [r7, #16]\n\t"
         "cmp r8, r11\n\t"
         "bne 1b\n\t"
         /* the next three, if any: its outputs from y_end + 2 cout */
-        "ldrd r0, r1, [r6, #44]\n\t"
+        "ldrd r0, r1, [r7, #44]\n\t"
         "cmp r0, r1\n\t"
         "beq 2f\n\t"
-        "ldr r9, [r6, #12]\n\t"
+        "ldr r9, [r7, #12]\n\t"
         "add r8, r8, r9, lsl #1\n\t"
         "add r10, r8, r9\n\t"
-        "str r8, [r6, #8]\n\t"
-        "str r10, [r6, #16]\n\t"
+        "str r8, [r7, #8]\n\t"
+        "str r10, [r7, #16]\n\t"
         "b 10b\n\t"
         "2:\n\t"
-        "add sp, sp, #4\n\t"
         : "+r"(s)
         :
-        : "r0", "r1", "r2", "r3", "r4", "r5", "r8", "r9", "r10", "r11", "r12", "lr", "cc", "memory");
+        : "r0", "r1", "r2", "r3", "r4", "r5", "r6", "r8", "r9", "r10", "r11", "r12", "lr", "cc", "memory");
 }
 #undef MCU_NX3_COLUMNS
 #undef MCU_NX3_TAP

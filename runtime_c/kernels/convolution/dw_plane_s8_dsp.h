@@ -74,6 +74,8 @@ static inline int mcu_dwpl_finish(int32_t act_min, int32_t act_max, int32_t outp
     return output_offset == -128 ? MCU_DWPL_RELU : MCU_DWPL_SAT;
 }
 _Static_assert(MCU_DWPL_LEN_MIN >= 4, "a line of the stride-1 planes holds one quad at least (MCU_DWPL_CHANNEL)");
+/* int16 of a stride-1 plane line of len pixels: the padding's two zeros either side, even. */
+#define MCU_DWPL_COLS(len) (((len) + 4) & ~1)
 /* Longest line (pixels): the planes' bound keeps lines far shorter anyway. */
 #define MCU_DWPL_ROW_MAX 128
 
@@ -124,15 +126,24 @@ static __attribute__((noinline, unused)) int mcu_dwpl_quant_ok(const mcu_per_cha
     }
     const uint32_t k = (uint32_t)(output_offset < 0 ? -(2 * output_offset + 1) : 2 * output_offset + 1);
     const int32_t *multiplier = q->multiplier, *shift = q->shift;
-    for (int32_t c = 0; c < ch; ++c) {
-        const uint32_t r1 = ~(uint32_t)shift[c]; /* R - 1 = -shift - 1, in [0, 23] for the shifts taken */
-        const int32_t b = bias != NULL ? bias[c] : 0;
-        const uint32_t a = (b < 0 ? 0u - (uint32_t)b : (uint32_t)b) + MCU_DWPL_WINDOW_MAX; /* |bias| + window */
-        if (r1 > 23u || multiplier[c] < 0 || a >= 1u << 30 || a + (k << r1) + 1u >= 1u << 31) {
-            return 0;
-        }
+    /* The four tests of a channel ORed into one word, without a branch each (the early exits cost taken
+     * branches a channel: about 30 cycles a channel, 37 k estimated cycles of mobilenet_v1's inference on
+     * mps2-an505-u575). v = shift + 24 lies in [0, 23] exactly when neither v nor 23 - v has bit 31 set
+     * (modulo 2^32); a bad shift or |bias| (a >= 2^30) is flagged by its own test, so the last test's
+     * shift (R - 1 = ~shift, taken modulo 32) and sum (a < 2^30 + 2^31 when it matters) need no care.
+     * A layer without bias reads one zero throughout. */
+    static const int32_t no_bias = 0;
+    const int32_t *b = bias != NULL ? bias : &no_bias;
+    const int32_t b_step = bias != NULL ? 1 : 0;
+    uint32_t bad = 0;
+    for (int32_t c = 0; c < ch; ++c, b += b_step) {
+        const uint32_t v = (uint32_t)shift[c] + 24u;
+        const uint32_t sign = (uint32_t)(*b >> 31);
+        const uint32_t a = (((uint32_t)*b ^ sign) - sign) + MCU_DWPL_WINDOW_MAX; /* |bias| + window */
+        const uint32_t hi = a + (k << (~(uint32_t)shift[c] & 31u)) + 1u;
+        bad |= ((v | (23u - v) | (uint32_t)multiplier[c] | hi) >> 31) | (a >> 30);
     }
-    return 1;
+    return bad == 0;
 }
 
 /* Whether the plane path serves a 3x3 stride-1 layer of same-size output (in-place kernel's shapes):
@@ -146,7 +157,7 @@ static inline int mcu_dwpl_plan(mcu_dwpl_geom *g, int32_t kh, int32_t kw, int32_
     if (kh != 3 || kw != 3 || ch % 4 != 0 || (len < MCU_DWPL_LEN_MIN && len != 3) || len > MCU_DWPL_ROW_MAX) {
         return 0;
     }
-    const int32_t cols = (len + 4) & ~1;
+    const int32_t cols = MCU_DWPL_COLS(len);
     const int32_t fit = MCU_DWPL_BYTES / (4 * cols * 2) - 2; /* output lines a band of four planes holds */
     if (fit < MCU_DWPL_BAND_MIN && fit < lines) {
         return 0;
@@ -214,7 +225,6 @@ static inline void mcu_dwpl_put2(int16_t *d, int32_t pl, const int8_t *a, const 
     mcu_store_u32(d + 3 * pl, mcu_sxtab16_ror8(off2, hi));
 }
 
-#if MCU_S8_DSP_NATIVE
 /* What mcu_dwpl_fill_lines reads: `lines` plane lines of the four planes from d (plane k at d + k pl_bytes;
  * d + lead even: the pairs' words aligned), each from s on: `lead` (0 or 1) pixel alone, `pairs` pairs of
  * pixels `next` bytes apart, `tail` (0 or 1) pixel alone; then the planes on by dskip bytes and s by sskip
@@ -229,9 +239,15 @@ typedef struct {
     int32_t lines;
     int32_t dskip, sskip;
     int32_t lead, tail;
+    /* the layer's, for mcu_dwpl_fill (not read by the assembly): bytes of x from a plane line's input line
+     * to the next, and the padding along a line (the first pixel's plane position) */
+    int32_t across;
+    int32_t pad_along;
 } mcu_dwpl_fill_args;
 
-_Static_assert(sizeof(mcu_dwpl_fill_args) == 44, "mcu_dwpl_fill_args layout (mcu_dwpl_fill_lines)");
+#if MCU_S8_DSP_NATIVE
+_Static_assert(offsetof(mcu_dwpl_fill_args, lines) == 24 && offsetof(mcu_dwpl_fill_args, tail) == 40,
+               "mcu_dwpl_fill_args layout (mcu_dwpl_fill_lines)");
 
 /* One pixel alone: four STRH, the plane pointers post-incremented. */
 #define MCU_DWPL_FILL_ONE                                                                     \
@@ -309,50 +325,64 @@ static __attribute__((naked, noinline, unused)) void mcu_dwpl_fill_lines(mcu_dwp
 }
 #endif
 
-/* Input lines j0 .. j0 + count - 1 (in the planes' orientation: rows, or columns when transposed) of
- * channels c .. c + 3 of the image x (h x w pixels of ch channels), plus the input offset, into plane
- * lines from d0 on at the line's padding offset: pairs of pixels that are neighbours along a plane
- * line from an even plane position, a pixel alone before and after. */
-static inline void mcu_dwpl_fill(const mcu_dwpl_geom *g, int16_t *d0, const int8_t *x, int32_t h, int32_t w,
-                                 int32_t ch, int32_t pad_along, int32_t j0, int32_t count, uint32_t off2)
+/* A layer's fill (x: h x w pixels of ch channels; lines in the planes' orientation: rows, or columns when
+ * transposed), set up once: each plane line from its padding offset, pairs of pixels that are neighbours along
+ * the line from an even plane position, a pixel alone before and after; the input offset in off2. The
+ * per-call fields (the planes, the input, the lines) are set by mcu_dwpl_fill: building all eleven fields
+ * per group and band cost about 30 cycles a call (mobilenet_v1's small images: a call per group). */
+static inline void mcu_dwpl_fill_prep(mcu_dwpl_fill_args *a, const mcu_dwpl_geom *g, int32_t h, int32_t w, int32_t ch,
+                                      int32_t pad_along, uint32_t off2)
 {
-    const int32_t pl = g->plane, cols = g->cols;
-    const size_t row = (size_t)w * (size_t)ch;
+    const int32_t row = w * ch;
     /* along a line: n pixels, the next `next` bytes on in x; from a line to the next: `across` bytes */
     const int32_t n = g->transposed ? h : w;
-    const size_t next = g->transposed ? row : (size_t)ch, across = g->transposed ? (size_t)ch : row;
-#if MCU_S8_DSP_NATIVE
+    const int32_t next = g->transposed ? row : ch;
+    const int32_t lead = pad_along & 1;
+    a->pl_bytes = 2 * g->plane;
+    a->next = next;
+    a->pairs = (n - lead) / 2;
+    a->off2 = off2;
+    a->dskip = 2 * (g->cols - n);
+    a->across = g->transposed ? ch : row;
+    a->sskip = a->across - n * next;
+    a->lead = lead;
+    a->tail = (n - lead) & 1;
+    a->pad_along = pad_along;
+}
+
+/* Input lines j0 .. j0 + count - 1 of channels c .. c + 3 (x: channel c's first byte), plus the input offset,
+ * into plane lines from d0 on (a prepared fill, mcu_dwpl_fill_prep). */
+static inline void mcu_dwpl_fill(mcu_dwpl_fill_args *a, int16_t *d0, const int8_t *x, int32_t j0, int32_t count)
+{
     if (count <= 0) {
         return;
     }
-    const int32_t lead = pad_along & 1;
-    mcu_dwpl_fill_args a = {d0 + pad_along,
-                            2 * pl,
-                            x + (size_t)j0 * across,
-                            (int32_t)next,
-                            (n - lead) / 2,
-                            off2,
-                            count,
-                            2 * (cols - n),
-                            (int32_t)across - n * (int32_t)next,
-                            lead,
-                            (n - lead) & 1};
-    mcu_dwpl_fill_lines(&a);
+    a->d = d0 + a->pad_along;
+    a->s = x + j0 * a->across;
+    a->lines = count;
+#if MCU_S8_DSP_NATIVE
+    mcu_dwpl_fill_lines(a);
 #else
-    for (int32_t j = 0; j < count; ++j) {
-        int16_t *d = d0 + j * cols + pad_along;
-        const int8_t *s = x + (size_t)(j0 + j) * across;
-        int32_t i = 0;
-        if (pad_along & 1) {
-            mcu_dwpl_put1(d, pl, s, off2);
-            i = 1;
+    /* the assembly's steps in C */
+    const int32_t pl = a->pl_bytes / 2;
+    int16_t *d = a->d;
+    const int8_t *sp = a->s;
+    for (; a->lines > 0; --a->lines) {
+        if (a->lead) {
+            mcu_dwpl_put1(d, pl, sp, a->off2);
+            d += 1;
+            sp += a->next;
         }
-        for (; i + 2 <= n; i += 2) {
-            mcu_dwpl_put2(d + i, pl, s + (size_t)i * next, s + (size_t)(i + 1) * next, off2);
+        for (int32_t i = 0; i < a->pairs; ++i, d += 2, sp += 2 * a->next) {
+            mcu_dwpl_put2(d, pl, sp, sp + a->next, a->off2);
         }
-        if (i < n) {
-            mcu_dwpl_put1(d + i, pl, s + (size_t)i * next, off2);
+        if (a->tail) {
+            mcu_dwpl_put1(d, pl, sp, a->off2);
+            d += 1;
+            sp += a->next;
         }
+        d += a->dskip / 2;
+        sp += a->sskip;
     }
 #endif
 }
@@ -364,14 +394,18 @@ static inline void mcu_dwpl_line4(const mcu_dwpl_geom *g, int16_t *planes, int32
         int16_t *d = planes + k * g->plane + line * g->cols;
         const int16_t *sk = src != NULL ? src + k * g->plane : NULL;
         int32_t i = 0;
-        for (; i + 4 <= g->cols; i += 4) { /* two words a step */
+        for (; i + 8 <= g->cols; i += 8) { /* four words a step (two: 22 k estimated cycles of mobilenet_v1's bands) */
             const uint32_t a = sk != NULL ? mcu_load_u32(sk + i) : 0u, b = sk != NULL ? mcu_load_u32(sk + i + 2) : 0u;
+            const uint32_t e = sk != NULL ? mcu_load_u32(sk + i + 4) : 0u, f = sk != NULL ? mcu_load_u32(sk + i + 6) : 0u;
             mcu_store_u32(d + i, a);
             mcu_store_u32(d + i + 2, b);
+            mcu_store_u32(d + i + 4, e);
+            mcu_store_u32(d + i + 6, f);
             __asm__("" ::: "memory"); /* no memset or memcpy call: the kernels reference no libc function */
         }
-        if (i < g->cols) {
+        for (; i < g->cols; i += 2) { /* cols is even */
             mcu_store_u32(d + i, sk != NULL ? mcu_load_u32(sk + i) : 0u);
+            __asm__("" ::: "memory");
         }
     }
 }
@@ -394,7 +428,6 @@ typedef struct {
     int32_t yskip;       /* bytes from a line's last output pixel + step to the next line's first */
     int32_t lines;       /* lines left */
     int32_t tail;        /* the line's pixel count modulo 4: a pair (2) and a pixel alone (1) after its quads */
-    int32_t line;        /* bytes of a plane line (lines of six) */
 } mcu_dwpl_ch;
 
 /* The requantization of the doubled accumulator s = 2 acc (mcu_dwpl_quant_ok held), plus the output
@@ -474,14 +507,22 @@ static inline void mcu_dwpl_group_init(mcu_dwpl_ch t[4], const int8_t *w, int32_
 #undef MCU_DWPL_ODD
     mcu_dwpl_ch_lanes(&t[1], 0, s2, o0, o1, o2, o3, o4, o5, o6, o7, o8);
     mcu_dwpl_ch_lanes(&t[3], 1, s2, o0, o1, o2, o3, o4, o5, o6, o7, o8);
-    for (int32_t k = 0; k < 4; ++k) {
-        const int32_t r = -shift[k];
-        t[k].bias = bias != NULL ? 2u * (uint32_t)bias[k] : 0u;
-        t[k].m = multiplier[k];
-        /* 2^(R-1) + output_offset 2^R: fits (mcu_dwpl_quant_ok); unsigned, so that no step overflows */
-        t[k].c = mcu_u32_to_s32((1u << (r - 1)) + ((uint32_t)output_offset << r));
-        t[k].sh = r;
+    /* 2^(R-1) + output_offset 2^R = (2 output_offset + 1) 2^(R-1), R - 1 = ~shift: fits (mcu_dwpl_quant_ok);
+     * unsigned, so that no step overflows. The four channels in straight lines, the bias's presence tested
+     * once (a loop with the test in it: about 28 cycles a channel on the M33 model). */
+    const uint32_t k2 = 2u * (uint32_t)output_offset + 1u;
+#define MCU_DWPL_RQ_INIT(k, b)                                                                \
+    t[k].bias = (b);                                                                          \
+    t[k].m = multiplier[k];                                                                   \
+    t[k].c = mcu_u32_to_s32(k2 << (~(uint32_t)shift[k] & 31u));                               \
+    t[k].sh = -shift[k];
+    if (bias != NULL) {
+        MCU_DWPL_RQ_INIT(0, 2u * (uint32_t)bias[0]) MCU_DWPL_RQ_INIT(1, 2u * (uint32_t)bias[1])
+        MCU_DWPL_RQ_INIT(2, 2u * (uint32_t)bias[2]) MCU_DWPL_RQ_INIT(3, 2u * (uint32_t)bias[3])
+    } else {
+        MCU_DWPL_RQ_INIT(0, 0u) MCU_DWPL_RQ_INIT(1, 0u) MCU_DWPL_RQ_INIT(2, 0u) MCU_DWPL_RQ_INIT(3, 0u)
     }
+#undef MCU_DWPL_RQ_INIT
 }
 
 /* The fields of t[0 .. 3] fixed for a layer: the output step, the line's tail, the plane's skip from a
@@ -506,7 +547,7 @@ _Static_assert(offsetof(mcu_dwpl_ch, step) == 4 && offsetof(mcu_dwpl_ch, end) ==
                    offsetof(mcu_dwpl_ch, c) == 44 && offsetof(mcu_dwpl_ch, sh) == 48 &&
                    offsetof(mcu_dwpl_ch, min4) == 52 && offsetof(mcu_dwpl_ch, odd) == 60 &&
                    offsetof(mcu_dwpl_ch, skip) == 64 && offsetof(mcu_dwpl_ch, yskip) == 68 &&
-                   offsetof(mcu_dwpl_ch, lines) == 72 && offsetof(mcu_dwpl_ch, tail) == 76 && offsetof(mcu_dwpl_ch, line) == 80,
+                   offsetof(mcu_dwpl_ch, lines) == 72 && offsetof(mcu_dwpl_ch, tail) == 76,
                "mcu_dwpl_ch layout (offsets in MCU_DWPL_CHANNEL)");
 
 /* A channel's lines, hand-scheduled: r0 the position in the line's first plane line, r1 the bytes
@@ -760,9 +801,12 @@ _Static_assert(offsetof(mcu_dwpl_ch, step) == 4 && offsetof(mcu_dwpl_ch, end) ==
     MCU_DWPL_ROWS(MCU_DWPL_LD3, MCU_DWPL_MAC3_0, MCU_DWPL_MAC3, "") MCU_DWPL_OUT3Y(clamp3)            \
         MCU_DWPL_LINE_END_Y3
 /* Lines of six pixels without the clamp (6 x 6 images: a quad and a pair cost 126 cycles a line, six
- * accumulators one step of about 107): the weights in lr and r1 (the plane line's bytes from the
- * constants), the plane words x0 .. x7 in r2-r5, the accumulators r6-r11; the position ends two plane
- * lines on (the skip goes back one). */
+ * accumulators one step of about 107): the weights in lr and r1, the plane words x0 .. x7 in r2-r5, the
+ * accumulators r6-r11. A plane line of six pixels is always MCU_DWPL_COLS(6) int16, so the second and
+ * third kernel lines' words are at fixed offsets from the position, which stays at the line's start:
+ * no reload of the line's bytes and no address step between the kernel lines (4 instructions a line). */
+#define MCU_DWPL_LINE6_S "20"
+_Static_assert(MCU_DWPL_COLS(6) * 2 == 20, "MCU_DWPL_LINE6_S: the bytes of a plane line of six pixels");
 #define MCU_DWPL_MAC6(a)                                                                      \
     "smlad r6, r2, lr, " a "\n\t"                                                             \
     "smlatb r7, r2, lr, r7\n\t"                                                               \
@@ -776,23 +820,20 @@ _Static_assert(offsetof(mcu_dwpl_ch, step) == 4 && offsetof(mcu_dwpl_ch, end) ==
     "smlad r9, r4, r1, r9\n\t"                                                                \
     "smlabt r10, r5, r1, r10\n\t"                                                             \
     "smlad r11, r5, r1, r11\n\t"
-#define MCU_DWPL_LD6(wofs)                                                                    \
+#define MCU_DWPL_LD6(wofs, x)                                                                 \
     "ldr lr, [r12, #" wofs "]\n\t"                                                            \
     "ldr r1, [r12, #" wofs " + 4]\n\t"                                                        \
-    "ldr r2, [r0]\n\t"                                                                        \
-    "ldr r3, [r0, #4]\n\t"                                                                    \
-    "ldr r4, [r0, #8]\n\t"                                                                    \
-    "ldr r5, [r0, #12]\n\t"
-#define MCU_DWPL_NEXT6                                                                        \
-    "ldr r1, [r12, #80]\n\t"                                                                  \
-    "add r0, r0, r1\n\t"
+    "ldr r2, [r0, #" x "]\n\t"                                                                \
+    "ldr r3, [r0, #" x " + 4]\n\t"                                                            \
+    "ldr r4, [r0, #" x " + 8]\n\t"                                                            \
+    "ldr r5, [r0, #" x " + 12]\n\t"
 #define MCU_DWPL_RQ6_SIGNED(a) "add r3, lr, " a ", asr #31\n\t" "smmlar " a ", " a ", r1, r3\n\t" "asr " a ", " a ", r2\n\t"
 #define MCU_DWPL_RQ6_RELU(a) "smmlar " a ", " a ", r1, lr\n\t" "asr " a ", " a ", r2\n\t"
 #define MCU_DWPL_RQ6 MCU_DWPL_RQ6_SIGNED
 #define MCU_DWPL_CHANNEL6                                                                     \
     ".p2align 2\n\t"                                                                          \
     "1:\n\t"                                                                                  \
-    "ldr r6, [r12, #36]\n\t" MCU_DWPL_LD6("12")                                                \
+    "ldr r6, [r12, #36]\n\t" MCU_DWPL_LD6("12", "0")                                           \
     "smlatb r7, r2, lr, r6\n\t"                                                               \
     "smlad r8, r3, lr, r6\n\t"                                                                \
     "smlatb r9, r3, lr, r6\n\t"                                                               \
@@ -804,8 +845,8 @@ _Static_assert(offsetof(mcu_dwpl_ch, step) == 4 && offsetof(mcu_dwpl_ch, end) ==
     "smlabt r8, r4, r1, r8\n\t"                                                               \
     "smlad r9, r4, r1, r9\n\t"                                                                \
     "smlabt r10, r5, r1, r10\n\t"                                                             \
-    "smlad r11, r5, r1, r11\n\t" MCU_DWPL_NEXT6 MCU_DWPL_LD6("20") MCU_DWPL_MAC6("r6") MCU_DWPL_NEXT6 \
-        MCU_DWPL_LD6("28") MCU_DWPL_MAC6("r6")                                                \
+    "smlad r11, r5, r1, r11\n\t" MCU_DWPL_LD6("20", MCU_DWPL_LINE6_S) MCU_DWPL_MAC6("r6")            \
+        MCU_DWPL_LD6("28", "2 * " MCU_DWPL_LINE6_S) MCU_DWPL_MAC6("r6")                        \
     "ldr r1, [r12, #40]\n\t"                                                                  \
     "ldr lr, [r12, #44]\n\t"                                                                  \
     "ldr r2, [r12, #48]\n\t" MCU_DWPL_RQ6("r6") MCU_DWPL_RQ6("r7") MCU_DWPL_RQ6("r8")          \
@@ -957,13 +998,12 @@ static inline void mcu_dwpl_channel(const int16_t *pos, int32_t line_bytes, mcu_
 {
     const int32_t cols = line_bytes / 2;
     for (; t->lines > 0; --t->lines) {
-        if (kind == 3 || kind == 6) { /* one step a line; six leaves the position two plane lines on */
+        if (kind == 3 || kind == 6) { /* one step a line, the position left at the line's start */
             uint32_t s[6];
             for (int32_t k = 0; k < kind; ++k) {
                 s[k] = mcu_dwpl_pixel(pos + 2 * (k / 2), cols, t, k & 1);
             }
             mcu_dwpl_put_out(t, s, kind, clamp);
-            pos += kind == 6 ? 2 * cols : 0;
             pos = (const int16_t *)(const void *)((const char *)pos + t->skip);
             t->y += t->yskip;
             continue;
@@ -1021,21 +1061,22 @@ static __attribute__((noinline, unused)) void mcu_dwpl_layer(const mcu_dwpl_geom
     _Alignas(8) int16_t planes[MCU_DWPL_BYTES / 2];
     const int32_t words = 2 * g->plane; /* four planes of an even count of int16 */
     mcu_dwpl_zero(planes, words); /* the border columns stay zero: fills write the interiors */
-    const uint32_t off2 = mcu_offset_pair(input_offset);
     const int clamp = mcu_dwpl_finish(act_min, act_max, output_offset);
     const size_t image = (size_t)h * (size_t)w * (size_t)ch;
     const size_t row = (size_t)w * (size_t)ch;
     const size_t line_step = g->transposed ? (size_t)ch : row; /* output bytes from a line to the next */
     /* padding across the lines (the first plane line's input line is -pad_across) and along them */
     const int32_t pad_across = g->transposed ? pad_left : pad_top, pad_along = g->transposed ? pad_top : pad_left;
+    mcu_dwpl_fill_args fill;
+    mcu_dwpl_fill_prep(&fill, g, h, w, ch, pad_along, mcu_offset_pair(input_offset));
     const int32_t pairs = g->len & ~1; /* int16 of a line's pairs of pixels */
     const int32_t quads = g->len & ~3; /* int16 of a line's quads of pixels (one at least: MCU_DWPL_LEN_MIN) */
     mcu_dwpl_ch t[4];
     const int32_t step = g->transposed ? (int32_t)row : ch;
     const int kind = MCU_DWPL_KIND(g->len, clamp);
-    /* the plane on from where a line's steps leave the position: after its pairs, at its start for three,
-     * two plane lines on for six */
-    const int32_t skip = kind == 6 ? -2 * g->cols : (g->cols - (kind == 3 ? 0 : pairs)) * 2;
+    /* the plane on from where a line's steps leave the position: after its pairs, at its start for three
+     * and six */
+    const int32_t skip = (g->cols - (kind == 0 ? pairs : 0)) * 2;
     mcu_dwpl_ch_layer(t, step, g->len, skip, (int32_t)line_step - g->len * step, act_min, act_max);
     for (int32_t b = 0; b < n; ++b) {
         const int8_t *xb = x + (size_t)b * image;
@@ -1049,7 +1090,7 @@ static __attribute__((noinline, unused)) void mcu_dwpl_layer(const mcu_dwpl_geom
                 /* plane line p holds input line l0 - pad_across + p, for p in [0, nb + 2) */
                 int32_t p = 0;
                 if (g->band == g->lines) { /* one band: the lines outside the image stay zero */
-                    mcu_dwpl_fill(g, planes + pad_across * g->cols, xb + c, h, w, ch, pad_along, 0, g->lines, off2);
+                    mcu_dwpl_fill(&fill, planes + pad_across * g->cols, xb + c, 0, g->lines);
                     p = nb + 2;
                 } else if (l0 > 0) { /* the previous band's last two input lines, no longer in the image */
                     mcu_dwpl_line4(g, planes, 0, planes + g->band * g->cols);
@@ -1066,7 +1107,7 @@ static __attribute__((noinline, unused)) void mcu_dwpl_layer(const mcu_dwpl_geom
                     while (p + count < nb + 2 && j + count < g->lines) {
                         ++count;
                     }
-                    mcu_dwpl_fill(g, planes + p * g->cols, xb + c, h, w, ch, pad_along, j, count, off2);
+                    mcu_dwpl_fill(&fill, planes + p * g->cols, xb + c, j, count);
                     p += count - 1;
                 }
                 for (int32_t k = 0; k < 4; ++k) {
@@ -1074,7 +1115,6 @@ static __attribute__((noinline, unused)) void mcu_dwpl_layer(const mcu_dwpl_geom
                     t[k].y = yb + (size_t)l0 * line_step + c + k;
                     t[k].end = plane + quads;
                     t[k].lines = nb;
-                    t[k].line = g->cols * 2;
                     mcu_dwpl_channel(plane, g->cols * 2, &t[k], clamp, kind);
                 }
             }
@@ -1122,7 +1162,8 @@ static __attribute__((noinline, unused)) void mcu_dwpl_rows(const mcu_dwpl_geom 
     _Alignas(8) int16_t planes[MCU_DWPL_BYTES / 2];
     const int32_t words = 2 * g->plane; /* four planes of an even count of int16 */
     mcu_dwpl_zero(planes, words); /* the border columns stay zero: fills write the interiors */
-    const uint32_t off2 = mcu_offset_pair(input_offset);
+    mcu_dwpl_fill_args fill;
+    mcu_dwpl_fill_prep(&fill, g, in_h, in_w, ch, pad_left, mcu_offset_pair(input_offset));
     const int clamp = mcu_dwpl_finish(act_min, act_max, output_offset);
     const int32_t out_row = g->len * ch;
     const int32_t filled = in_h < g->lines + 2 - pad_top ? in_h : g->lines + 2 - pad_top; /* rows a line holds */
@@ -1131,7 +1172,7 @@ static __attribute__((noinline, unused)) void mcu_dwpl_rows(const mcu_dwpl_geom 
     mcu_dwpl_ch t[4];
     mcu_dwpl_ch_layer(t, ch, g->len, (g->cols - pairs) * 2, out_row - g->len * ch, act_min, act_max);
     for (int32_t c = 0; c < ch; c += 4) {
-        mcu_dwpl_fill(g, planes + pad_top * g->cols, x + c, in_h, in_w, ch, pad_left, 0, filled, off2);
+        mcu_dwpl_fill(&fill, planes + pad_top * g->cols, x + c, 0, filled);
         mcu_dwpl_group_init(t, weight + c, ch, 3, 1, 0, q->multiplier + c, q->shift + c, bias != NULL ? bias + c : NULL,
                             output_offset);
         for (int32_t k = 0; k < 4; ++k) {
@@ -1340,9 +1381,9 @@ static inline int mcu_dwpl_plan_s2(mcu_dwpl_geom *g, int32_t kh, int32_t kw, int
 
 /* Output rows [oh0, oh0 + nb) of the group of channels c .. c + 3 (mcu_dwpl_plan_s2 held) into y (output
  * row oh0's first byte of channel c, rows `out_row` bytes apart); planes as mcu_dwpl_layer's. */
-static inline void mcu_dwpl_band_s2(const mcu_dwpl_geom *g, int16_t *planes, int32_t in_h, int32_t in_w, int32_t ch,
-                                    int32_t pad_top, int32_t pad_left, int32_t c, int32_t oh0, int32_t nb,
-                                    uint32_t off2, int clamp, mcu_dwpl_ch t[4], const int8_t *x, int8_t *y)
+static inline void mcu_dwpl_band_s2(const mcu_dwpl_geom *g, int16_t *planes, int32_t in_h, int32_t pad_top, int32_t c,
+                                    int32_t oh0, int32_t nb, mcu_dwpl_fill_args *fill, int clamp, mcu_dwpl_ch t[4],
+                                    const int8_t *x, int8_t *y)
 {
     const int32_t lines = 2 * nb + 1;
     for (int32_t p = 0; p < lines;) { /* plane line p holds input row 2 oh0 - pad_top + p */
@@ -1356,7 +1397,7 @@ static inline void mcu_dwpl_band_s2(const mcu_dwpl_geom *g, int16_t *planes, int
         while (p + count < lines && j + count < in_h) {
             ++count;
         }
-        mcu_dwpl_fill(g, planes + p * g->cols, x + c, in_h, in_w, ch, pad_left, j, count, off2);
+        mcu_dwpl_fill(fill, planes + p * g->cols, x + c, j, count);
         p += count;
     }
     for (int32_t k = 0; k < 4; ++k) {
@@ -1399,7 +1440,8 @@ static __attribute__((noinline, unused)) void mcu_dwpl_layer_s2(const mcu_dwpl_g
     _Alignas(4) int8_t row_buf[MCU_DWPL_S2_ROW_BYTES];
     const int32_t words = 2 * g->plane;
     mcu_dwpl_zero(planes, words); /* the border columns stay zero: fills write the interiors */
-    const uint32_t off2 = mcu_offset_pair(input_offset);
+    mcu_dwpl_fill_args fill;
+    mcu_dwpl_fill_prep(&fill, g, in_h, in_w, ch, pad_left, mcu_offset_pair(input_offset));
     const int clamp = mcu_dwpl_finish(act_min, act_max, output_offset);
     const int32_t out_row = g->len * ch;
     mcu_dwpl_ch t[4];
@@ -1413,7 +1455,7 @@ static __attribute__((noinline, unused)) void mcu_dwpl_layer_s2(const mcu_dwpl_g
                                 bias != NULL ? bias + c : NULL, output_offset);
             for (int32_t oh0 = 0; oh0 < g->lines; oh0 += g->band) {
                 const int32_t nb = g->lines - oh0 < g->band ? g->lines - oh0 : g->band;
-                mcu_dwpl_band_s2(g, planes, in_h, in_w, ch, pad_top, pad_left, c, oh0, nb, off2, clamp, t, x,
+                mcu_dwpl_band_s2(g, planes, in_h, pad_top, c, oh0, nb, &fill, clamp, t, x,
                                  y + (size_t)oh0 * (size_t)out_row + (size_t)c);
             }
         }
@@ -1424,7 +1466,7 @@ static __attribute__((noinline, unused)) void mcu_dwpl_layer_s2(const mcu_dwpl_g
         for (int32_t c = 0; c < ch; c += 4) {
             mcu_dwpl_group_init(t, weight + c, ch, 3, 1, 1, q->multiplier + c, q->shift + c,
                                 bias != NULL ? bias + c : NULL, output_offset);
-            mcu_dwpl_band_s2(g, planes, in_h, in_w, ch, pad_top, pad_left, c, oh0, nb, off2, clamp, t, x, row_buf + c);
+            mcu_dwpl_band_s2(g, planes, in_h, pad_top, c, oh0, nb, &fill, clamp, t, x, row_buf + c);
         }
         int8_t *d = y + (size_t)oh0 * (size_t)out_row;
         const int32_t bytes = nb * out_row; /* a multiple of 4: ch is */
