@@ -152,6 +152,15 @@ static inline int32_t mcu_packed_rq_s8(int32_t acc, const int32_t *rq)
     return mcu_clamp_s32((int32_t)mcu_asr64(sum, 32 + rq[3]), -128, 127);
 }
 
+/* Requantization of one channel of a scaled stream (MCU_PACKED_FLAG_SCALED) from its accumulator acc 2^e, its
+ * multiplier m and C: what SMMLA (C + the high word of the product) and SSAT with ASR #MCU_PACKED_SCALED_SHIFT
+ * give, the ReLU form of mcu_packed_rq_s8 (tuned.pack_layer_scaled derives it), saturated to int8. */
+static inline int32_t mcu_packed_rq_scaled(int32_t acc, int32_t m, int32_t c)
+{
+    const int32_t hi = (int32_t)mcu_asr64((int64_t)acc * m, 32) + c;
+    return mcu_clamp_s32(mcu_asr32(hi, MCU_PACKED_SCALED_SHIFT), -128, 127);
+}
+
 #if MCU_S8_DSP_NATIVE
 /* One whole block on the core (a pass of mcu_pixel_packed_loop): biases into the accumulators (one
  * LDM), the dot product (per 64 taps 16 LDRD + 32 LDM + 128 SMLAD + compare and branch,
@@ -661,6 +670,20 @@ typedef struct {
     "smlal r12, lr, " b ", r6\n\t"                                                                       \
     "asr " b ", lr, r7\n\t"                                                                              \
     "ssat " b ", #8, " b "\n\t"
+/* One channel of one pixel of a scaled stream (mcu_packed_rq_scaled): the multiplier in m, C in c. */
+#define MCU_PX2_RQ_MM(a, m, c)                                                                            \
+    "smmla " a ", " a ", " m ", " c "\n\t"                                                                  \
+    "ssat " a ", #8, " a ", asr #" MCU_PX2_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"
+/* A scaled stream's block (both pixels): channel 0's (multiplier, C) in r12, lr from the loop's last loads,
+ * channel 1's in r6, r7 from the LDRD after it, channels 2 and 3's by one LDM: 21 cycles for eight outputs
+ * where MCU_PX2_RQ4_DIFF takes 43. The stream pointer stops 8 words before the next block (the block order's
+ * stream step adds them). */
+#define MCU_PX2_RQ4_SCALED                                                                                \
+    MCU_PX2_RQ_MM("r0", "r12", "lr") MCU_PX2_RQ_MM("r8", "r12", "lr")                                     \
+    MCU_PX2_RQ_MM("r1", "r6", "r7") MCU_PX2_RQ_MM("r9", "r6", "r7")                                       \
+    "ldm r5!, {r6, r7, r12, lr}\n\t"                                                                      \
+    MCU_PX2_RQ_MM("r2", "r6", "r7") MCU_PX2_RQ_MM("r10", "r6", "r7")                                      \
+    MCU_PX2_RQ_MM("r3", "r12", "lr") MCU_PX2_RQ_MM("r11", "r12", "lr")
 /* A block's four channels of both pixels. */
 #define MCU_PX2_RQ4                                                                                       \
     MCU_PX2_RQ0("r0", "r8") MCU_PX2_RQ("r1", "r9") MCU_PX2_RQ("r2", "r10")                                \
@@ -743,6 +766,11 @@ typedef struct {
     "str r6, [r4, #28]\n\t"
 #define MCU_PX2_TAIL_TABLE                                                                                \
     "29:\n\t.hword 30f - 29b, 31f - 29b, 32f - 29b, 33f - 29b, 30f - 29b, 31f - 29b, 34f - 29b, 35f - 29b\n\t"
+/* The flat pairs' table: bit 3 a scaled stream (MCU_PX2_RQ4_SCALED; the kernel takes it for ReLU layers
+ * only), 36 its bytes' tail, 37 the clamped one. */
+#define MCU_PX2_TAIL_TABLE_FLAT                                                                           \
+    MCU_PX2_TAIL_TABLE                                                                                    \
+    ".hword 36f - 29b, 37f - 29b, 36f - 29b, 37f - 29b, 36f - 29b, 37f - 29b, 36f - 29b, 37f - 29b\n\t"
 #define MCU_PX2_NEXT "bne 5f\n\tb 8f\n\t" /* every tail but the last before the loop's entry (5) */
 /* The six tails, the one that falls through to the entry (5) last. */
 #define MCU_PX2_TAILS                                                                                     \
@@ -752,8 +780,18 @@ typedef struct {
     ".balign 4\n\t32:\n\t" MCU_PX2_RQ4_RELU MCU_PX2_STORE_BYTES(MCU_PX2_NEXT)                              \
     ".balign 4\n\t35:\n\t" MCU_PX2_RQ4_DIFF MCU_PX2_STORE_CLAMP(MCU_PX2_NEXT)                              \
     ".balign 4\n\t34:\n\t" MCU_PX2_RQ4_DIFF MCU_PX2_STORE_BYTES("beq 8f\n\t")
+/* The flat pairs' eight tails, the scaled stream's bytes last (mobilenet_v1's and ds_cnn's layers). */
+#define MCU_PX2_TAILS_FLAT                                                                                \
+    "30:\n\t" MCU_PX2_RQ4 MCU_PX2_STORE_BYTES(MCU_PX2_NEXT)                                               \
+    ".balign 4\n\t31:\n\t" MCU_PX2_RQ4 MCU_PX2_STORE_CLAMP(MCU_PX2_NEXT)                                   \
+    ".balign 4\n\t33:\n\t" MCU_PX2_RQ4_RELU MCU_PX2_STORE_CLAMP(MCU_PX2_NEXT)                              \
+    ".balign 4\n\t32:\n\t" MCU_PX2_RQ4_RELU MCU_PX2_STORE_BYTES(MCU_PX2_NEXT)                              \
+    ".balign 4\n\t35:\n\t" MCU_PX2_RQ4_DIFF MCU_PX2_STORE_CLAMP(MCU_PX2_NEXT)                              \
+    ".balign 4\n\t34:\n\t" MCU_PX2_RQ4_DIFF MCU_PX2_STORE_BYTES(MCU_PX2_NEXT)                              \
+    ".balign 4\n\t37:\n\t" MCU_PX2_RQ4_SCALED MCU_PX2_STORE_CLAMP(MCU_PX2_NEXT)                            \
+    ".balign 4\n\t36:\n\t" MCU_PX2_RQ4_SCALED MCU_PX2_STORE_BYTES("beq 8f\n\t")
 
-#define MCU_PX2_ASM(loads, unit, bytes, col_back, pass)                                                       \
+#define MCU_PX2_ASM(loads, unit, bytes, col_back, pass, table, tails)                                        \
         "strd r10, r11, [r4, #40]\n\t"                                                                  \
         "str r7, [r4, #32]\n\t"                                                                         \
         "mov r7, #0x80008000\n\t"                                                                       \
@@ -776,8 +814,8 @@ typedef struct {
         MCU_PX2_TAIL_CHOICE                                                                               \
         "b 5f\n\t"                                                                                        \
         MCU_PX_WORD_SECTION                                                                               \
-        MCU_PX2_TAIL_TABLE                                                                                \
-        MCU_PX2_TAILS                                                                                     \
+        table                                                                                             \
+        tails                                                                                             \
         "5:\n\t" /* the state's address first: a load right after the MOV would wait a cycle for it */  \
         "mov r6, r4\n\t"                                                                                \
         "ldmia r5!, {r0, r1, r2, r3}\n\t"                                                               \
@@ -829,7 +867,8 @@ static inline const int32_t *mcu_pixel2_packed(const int16_t *col2, int32_t kp, 
     register int32_t dist __asm__("r9") = stride;
     register int32_t wstep __asm__("r10") = order->stream_step;
     register int32_t ystep __asm__("r11") = order->y_step;
-    __asm__ volatile(MCU_PX2_ASM(MCU_PX2_LOADS, MCU_PX2_UNIT, MCU_PX2_STR(MCU_PX2_UNIT_BYTES), "8", MCU_PX2_PW_PASS)
+    __asm__ volatile(MCU_PX2_ASM(MCU_PX2_LOADS, MCU_PX2_UNIT, MCU_PX2_STR(MCU_PX2_UNIT_BYTES), "8", MCU_PX2_PW_PASS,
+                                 MCU_PX2_TAIL_TABLE_FLAT, MCU_PX2_TAILS_FLAT)
                      : "+r"(c0), "+r"(yp), "+r"(ye), "+r"(t), "+r"(st), "+r"(w), "+r"(b), "+r"(taps), "+r"(dist),
                        "+r"(wstep), "+r"(ystep)
                      :
@@ -881,7 +920,7 @@ static inline const int32_t *mcu_pixel2_packed_split(const int16_t *col, int32_t
     register int32_t wstep __asm__("r10") = order->stream_step;
     register int32_t ystep __asm__("r11") = order->y_step;
     __asm__ volatile(MCU_PX2_ASM(MCU_PX2_LOADS_SPLIT, MCU_PX2_UNIT_SPLIT, MCU_PX2_STR(MCU_PX2_UNIT_BYTES), "4",
-                                 MCU_PX2_PASS)
+                                 MCU_PX2_PASS, MCU_PX2_TAIL_TABLE, MCU_PX2_TAILS)
                      : "+r"(c0), "+r"(yp), "+r"(ye), "+r"(t), "+r"(st), "+r"(w), "+r"(b), "+r"(taps), "+r"(dist),
                        "+r"(wstep), "+r"(ystep)
                      :
@@ -1201,6 +1240,10 @@ static __attribute__((noinline)) void mcu_pw8_pairs(mcu_pw8_state *st, int tail)
 #undef MCU_PX2_RQ0_DIFF
 #undef MCU_PX2_RQ4_DIFF
 #undef MCU_PX2_TAILS
+#undef MCU_PX2_TAILS_FLAT
+#undef MCU_PX2_TAIL_TABLE_FLAT
+#undef MCU_PX2_RQ_MM
+#undef MCU_PX2_RQ4_SCALED
 #undef MCU_PX2_STORE_BYTES
 #undef MCU_PX2_STORE_CLAMP
 #undef MCU_PX2_NEXT

@@ -31,7 +31,9 @@ typedef struct {
     int right;          /* the stream's flag: every shift in [-23, -1], requantized from K */
     int group;          /* MCU_PACKED_FLAG_GROUP: the weights wait (flash), pointwise pairs share reads */
     int px2;            /* the pair loops' tail: clamp, 2 where act_min >= output_offset (MCU_PX2_RQ_RELU), and then
-                         * 4 where the biases allow MCU_PX2_RQ_DIFF */
+                         * 4 where the biases allow MCU_PX2_RQ_DIFF, or 8 for a scaled stream */
+    int scaled;         /* MCU_PACKED_FLAG_SCALED: (multiplier, C) words, mcu_packed_rq_scaled */
+    int32_t skip;       /* bytes the flat pairs' stream pointer stops short of the next block: 32 when scaled */
 } layer_t;
 
 /* One block in C: the host, the emulated build, and layers with shifts outside [-23, -1]. */
@@ -42,6 +44,11 @@ static void block_c(const layer_t *l, const int16_t *col, const int32_t *blob, i
     const int32_t *rq = blob + 4 + 2 * l->kp;
     for (int32_t o = 0; o < n; ++o, rq += 4) {
         const int32_t a = mcu_u32_to_s32(acc[o]);
+        if (l->scaled) {
+            const int32_t *mc = blob + 4 + 2 * l->kp + 2 * o;
+            y[o] = (int8_t)mcu_clamp_s32(mcu_packed_rq_scaled(a, mc[0], mc[1]), l->act_min, l->act_max);
+            continue;
+        }
         y[o] = l->right ? (int8_t)mcu_clamp_s32(mcu_packed_rq_s8(a, rq), l->act_min, l->act_max)
                         : mcu_requantize_to_s8_fast(a, rq[2], rq[3], l->output_offset, l->act_min, l->act_max);
     }
@@ -54,7 +61,7 @@ static void pixel(const layer_t *l, const int16_t *col, const int32_t *blocks, i
     const int32_t *blob = blocks;
     int32_t oc = 0;
 #if MCU_S8_DSP_NATIVE
-    if (l->right) {
+    if (l->right && !l->scaled) {
         /* in locals: the assembly's memory clobber would reload fields of *l every block */
         const int32_t whole = l->cout & ~3;
         if (whole > 0) {
@@ -207,11 +214,11 @@ typedef struct {
 static inline pass_t pass_of(const layer_t *l, const int32_t *packed, int8_t *y, int back)
 {
     if (!back) {
-        return (pass_t){{0, 0}, packed, y, y + l->cout};
+        return (pass_t){{l->skip, 0}, packed, y, y + l->cout};
     }
     /* y_end is one block before y: compared, never stored through (as an address it may lie before
      * the output) */
-    return (pass_t){{-8 * l->words, -8}, packed + (l->cout / 4 - 1) * l->words, y + l->cout - 4,
+    return (pass_t){{l->skip - 8 * l->words, -8}, packed + (l->cout / 4 - 1) * l->words, y + l->cout - 4,
                     (int8_t *)((uintptr_t)y - 4u)};
 }
 #endif
@@ -244,13 +251,16 @@ static int check_stream(const int32_t *stream, int32_t cout, int32_t kp, int32_t
 {
     const uint32_t flags = (uint32_t)stream[1];
     if (stream[0] != MCU_PACKED_MAGIC || (flags & ~(0xFF00u | MCU_PACKED_FLAG_RIGHT | MCU_PACKED_FLAG_BYTES |
-                                                    MCU_PACKED_FLAG_GROUP)) != 0 ||
+                                                    MCU_PACKED_FLAG_GROUP | MCU_PACKED_FLAG_SCALED)) != 0 ||
         stream[2] != cout || stream[3] != kp || ((flags >> 8) & 0xFFu) != ((uint32_t)output_offset & 0xFFu)) {
         return 0;
     }
     *flags_out = flags;
     const int right = (int)(flags & MCU_PACKED_FLAG_RIGHT);
     const int bytes = (flags & MCU_PACKED_FLAG_BYTES) != 0;
+    if (flags & MCU_PACKED_FLAG_SCALED) { /* word streams of shifts brought to one; no value of theirs can fault */
+        return right && !bytes;
+    }
 #if MCU_S8_DSP_NATIVE
     if (right) {
         return 1;
@@ -360,7 +370,7 @@ static __attribute__((noinline)) void pw_group_run(const layer_t *l, const int32
     }
     const int32_t part = pw_part_blocks(l);
     const int32_t blocks = l->cout / 4;
-    const mcu_block_order fwd = {0, 0};
+    const mcu_block_order fwd = {l->skip, 0};
     for (int32_t k = 0; k < blocks; k += part) {
         const int32_t b0 = back ? ((blocks - 1 - k) / part) * part : k;
         const int32_t nb = blocks - b0 < part ? blocks - b0 : part;
@@ -419,14 +429,18 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
     uint32_t flags = 0;
     MCU_REQUIRE(check_stream(packed, out.c, kp, p->output_offset, &flags), MCU_ERR_INVALID_ARG);
     const int right = (int)(flags & MCU_PACKED_FLAG_RIGHT);
+    const int scaled = (flags & MCU_PACKED_FLAG_SCALED) != 0;
+    /* a scaled stream's requantization has the ReLU tails' form (tuned.pack_layer_scaled) */
+    MCU_REQUIRE(!scaled || p->act_min >= p->output_offset, MCU_ERR_INVALID_ARG);
     const uint32_t min4 = ((uint32_t)p->act_min & 0xFFu) * 0x01010101u;
     const uint32_t max4 = ((uint32_t)p->act_max & 0xFFu) * 0x01010101u;
     const int clamp = p->act_min > -128 || p->act_max < 127;
     /* a single pixel (a linear layer) has no pair to requantize by difference: skip the pass over its biases */
-    const int pair_diff = (int64_t)out.n * out.h * out.w >= 2 ? px2_diff(packed, flags, out.c, kp) : 0;
+    const int pair_diff = (int64_t)out.n * out.h * out.w >= 2 && !scaled ? px2_diff(packed, flags, out.c, kp) : 0;
     const layer_t l = {out.c, kp, mcu_packed_block_words(kp), p->output_offset, p->act_min, p->act_max,
                        {min4, max4}, clamp, right, (flags & MCU_PACKED_FLAG_GROUP) != 0,
-                       clamp | (p->act_min >= p->output_offset ? 2 | pair_diff : 0)};
+                       clamp | (scaled ? 8 : p->act_min >= p->output_offset ? 2 | pair_diff : 0), scaled,
+                       scaled ? 32 : 0};
     packed += MCU_PACKED_HEADER_WORDS;
 #if MCU_S8_DSP_NATIVE
     _Alignas(8) int16_t col[MCU_PACKED_BUF_TAPS]; /* + mcu_pixel_packed's state, or two pixels' columns */
@@ -462,7 +476,7 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
     }
 #if MCU_S8_DSP
     /* few taps per pixel (first layers, narrow pointwise): convolution/conv_narrow_s8_dsp.h */
-    if (mcu_narrow_applies(p, kp, right, direction)) {
+    if (mcu_narrow_applies(p, kp, right && !scaled, direction)) {
 #if MCU_PACKED_NARROW
 #if MCU_S8_DSP_NATIVE && !(MCU_PACKED_NARROW_CLAMP && MCU_PACKED_NARROW_FULL)
         /* this build left out the engine of some narrow layers' stores */
@@ -485,7 +499,7 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
                          2 * kp + MCU_PIXEL2_SPARE <= MCU_PACKED_COL_TAPS;
 #if MCU_PACKED_PW8
     /* 8 input channels, whole input words (the pairs' LDRD): every pair in one call (mcu_pw8_pairs) */
-    const int pw8 = pw_pairs && in.c == 8 && ((uintptr_t)input & 3u) == 0;
+    const int pw8 = pw_pairs && !scaled && in.c == 8 && ((uintptr_t)input & 3u) == 0;
 #endif
 #endif
     if (direction == 1) { /* each pixel's input is in the column before its output is written */
@@ -577,7 +591,7 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
                     for (int32_t n = 0; n < blocks; n += part) {
                         const int32_t b0 = back ? ((blocks - 1 - n) / part) * part : n;
                         const int32_t nb = blocks - b0 < part ? blocks - b0 : part;
-                        const mcu_block_order fwd = {0, 0};
+                        const mcu_block_order fwd = {l.skip, 0};
                         for (int32_t g = 0; g < group; ++g) {
                             int8_t *yg = y + 2 * g * out.c + 4 * b0;
                             mcu_pixel2_packed(col + g * pb, kp, packed + b0 * l.words, yg, yg + 4 * nb, out.c,
@@ -604,7 +618,7 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
     }
 #endif
 #if MCU_S8_DSP_NATIVE && MCU_PACKED_WINDOWS
-    const int pairs = out.w >= 2 && right && out.c % 4 == 0 && kp + MCU_PIXEL2_SPARE <= MCU_PIXEL2_B &&
+    const int pairs = out.w >= 2 && right && !scaled && out.c % 4 == 0 && kp + MCU_PIXEL2_SPARE <= MCU_PIXEL2_B &&
                       MCU_PIXEL2_B + kp <= MCU_PACKED_COL_TAPS;
 #endif
 #if MCU_S8_DSP_NATIVE && MCU_PACKED_WINDOWS && MCU_PACKED_QUADS
