@@ -245,8 +245,8 @@ def streams_bytes(op: Op) -> bool:
 
 def takes_scaled(op: Op) -> bool:
     """Whether a layer's stream may be scaled (:func:`pack_layer_scaled`): a flat pointwise convolution (1x1, stride 1,
-    unpadded) of at least two pixels, whose channels in and out are multiples of 4, at least 16 in (8 take
-    mcu_pw8_pairs' own loop; fewer the narrow engine) and at most SCALED_TAPS_MAX (the pixel pairs' column), and whose
+    unpadded) of at least two pixels, whose channels in and out are multiples of 4, 8 in (mcu_pw8_pairs) or 16 to
+    SCALED_TAPS_MAX (the pixel pairs' column; fewer take the narrow engine, with its own requantization), and whose
     activation range starts at or above its output offset (the pairs' ReLU tails): the pixel pairs' path, whose
     requantization the layout speeds up."""
     if op.kind != "conv2d":
@@ -255,7 +255,7 @@ def takes_scaled(op: Op) -> bool:
     i, o = p["input"], p["output"]
     flat = (p["kernel_h"], p["kernel_w"], p["stride_h"], p["stride_w"], p["pad_top"], p["pad_left"]) == (1, 1, 1, 1, 0, 0)
     return (flat and (i["h"], i["w"]) == (o["h"], o["w"]) and o["n"] * o["h"] * o["w"] >= 2
-            and i["c"] % 4 == 0 and o["c"] % 4 == 0 and 16 <= i["c"] <= SCALED_TAPS_MAX
+            and i["c"] % 4 == 0 and o["c"] % 4 == 0 and (i["c"] == 8 or 16 <= i["c"] <= SCALED_TAPS_MAX)
             and p["act_min"] >= p["output_offset"])
 
 

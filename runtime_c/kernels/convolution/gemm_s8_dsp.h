@@ -1155,8 +1155,8 @@ static __attribute__((noinline)) void mcu_pw8_pairs(mcu_pw8_state *st, int tail)
         MCU_PX2_TAIL_CHOICE
         "b 20f\n\t"
         MCU_PX_WORD_SECTION
-        MCU_PX2_TAIL_TABLE
-        MCU_PX2_TAILS
+        MCU_PX2_TAIL_TABLE_FLAT
+        MCU_PX2_TAILS_FLAT
         "5:\n\t" /* a block: biases, the 4 tap pairs, then its tail */
         "ldmia r5!, {r0, r1, r2, r3}\n\t"
         "mov r8, r0\n\t"
@@ -1164,7 +1164,8 @@ static __attribute__((noinline)) void mcu_pw8_pairs(mcu_pw8_state *st, int tail)
         "mov r10, r2\n\t"
         "mov r11, r3\n\t"
         MCU_PW8_UNIT("-32", "-28") MCU_PW8_UNIT("-24", "-20") MCU_PW8_UNIT("-16", "-12") MCU_PW8_UNIT("-8", "-4")
-        /* channel 0's K, multiplier and shift, as the tails take them (MCU_PX2_RQ0): four pipelined loads */
+        /* channel 0's K, multiplier and shift, as the tails take them (MCU_PX2_RQ0; a scaled stream's channels 0
+         * and 1, MCU_PX2_RQ4_SCALED): four pipelined loads */
         "ldr.w r12, [r5], #4\n\t"
         "ldr.w lr, [r5], #4\n\t"
         "ldr.w r6, [r5], #4\n\t"

@@ -397,7 +397,7 @@ static void pw8_run(const layer_t *l, const int32_t *packed, void *buf, const in
     st->min4 = l->bounds[0];
     st->max4 = l->bounds[1];
     st->stride = l->cout;
-    st->stream_step = 0;
+    st->stream_step = l->skip;
     st->y_step = 0;
     st->x = x;
     st->dx = 16 * step;
@@ -499,7 +499,7 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
                          2 * kp + MCU_PIXEL2_SPARE <= MCU_PACKED_COL_TAPS;
 #if MCU_PACKED_PW8
     /* 8 input channels, whole input words (the pairs' LDRD): every pair in one call (mcu_pw8_pairs) */
-    const int pw8 = pw_pairs && !scaled && in.c == 8 && ((uintptr_t)input & 3u) == 0;
+    const int pw8 = pw_pairs && in.c == 8 && ((uintptr_t)input & 3u) == 0;
 #endif
 #endif
     if (direction == 1) { /* each pixel's input is in the column before its output is written */
