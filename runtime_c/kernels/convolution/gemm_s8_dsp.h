@@ -476,7 +476,8 @@ static inline void mcu_window_column_s16(const int8_t *src, int32_t run, int32_t
 
 /* The interleaved column of two pixels for mcu_pixel2_packed_wide, from kp bytes at xa and at xb (kp a
  * multiple of 4): per 4 taps the words (xa's taps 0, 2), (xb's 0, 2), (xa's 1, 3), (xb's 1, 3), each
- * tap + off as int16 (mcu_column_s8's order per pixel). col2 is word-aligned. */
+ * tap + off as int16 (mcu_column_s8's order per pixel). col2 is word-aligned. Four STR with immediate
+ * offsets take 4 cycles where two STRD took 6 (docs/cycles.md). */
 static inline void mcu_column2_s8(const int8_t *xa, const int8_t *xb, int32_t kp, int32_t off, int16_t *col2)
 {
     const uint32_t off2 = mcu_offset_pair(off);
@@ -489,8 +490,10 @@ static inline void mcu_column2_s8(const int8_t *xa, const int8_t *xb, int32_t kp
                          "sxtab16 %[b0], %[o], %[b]\n\t"
                          "sxtab16 %[a], %[o], %[a], ror #8\n\t"
                          "sxtab16 %[b], %[o], %[b], ror #8\n\t"
-                         "strd %[a], %[b], [%[y], #8]\n\t"
-                         "strd %[a0], %[b0], [%[y]], #16\n\t"
+                         "str %[a], [%[y], #8]\n\t"
+                         "str %[b], [%[y], #12]\n\t"
+                         "str %[b0], [%[y], #4]\n\t"
+                         "str %[a0], [%[y]], #16\n\t"
                          : [xa] "+r"(xa), [xb] "+r"(xb), [y] "+r"(col2), [a] "=&r"(a), [b] "=&r"(b),
                            [a0] "=&r"(a0), [b0] "=&r"(b0)
                          : [o] "r"(off2)
@@ -504,16 +507,20 @@ static inline void mcu_column2_s8(const int8_t *xa, const int8_t *xb, int32_t kp
                          "sxtab16 %[b0], %[o], %[b]\n\t"
                          "sxtab16 %[a], %[o], %[a], ror #8\n\t"
                          "sxtab16 %[b], %[o], %[b], ror #8\n\t"
-                         "strd %[a], %[b], [%[y], #8]\n\t"
-                         "strd %[a0], %[b0], [%[y]], #16\n\t"
+                         "str %[a], [%[y], #8]\n\t"
+                         "str %[b], [%[y], #12]\n\t"
+                         "str %[b0], [%[y], #4]\n\t"
+                         "str %[a0], [%[y]], #16\n\t"
                          "ldr %[a], [%[xa]], #4\n\t"
                          "ldr %[b], [%[xb]], #4\n\t"
                          "sxtab16 %[a0], %[o], %[a]\n\t"
                          "sxtab16 %[b0], %[o], %[b]\n\t"
                          "sxtab16 %[a], %[o], %[a], ror #8\n\t"
                          "sxtab16 %[b], %[o], %[b], ror #8\n\t"
-                         "strd %[a], %[b], [%[y], #8]\n\t"
-                         "strd %[a0], %[b0], [%[y]], #16\n\t"
+                         "str %[a], [%[y], #8]\n\t"
+                         "str %[b], [%[y], #12]\n\t"
+                         "str %[b0], [%[y], #4]\n\t"
+                         "str %[a0], [%[y]], #16\n\t"
                          "cmp %[xa], %[e]\n\t"
                          "bne 1b\n\t"
                          : [xa] "+r"(xa), [xb] "+r"(xb), [y] "+r"(col2), [a] "=&r"(a), [b] "=&r"(b),
