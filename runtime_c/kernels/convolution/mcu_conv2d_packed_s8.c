@@ -355,18 +355,35 @@ static int32_t pw_part_blocks(const layer_t *l)
 #endif
 
 #if MCU_PACKED_PW_PAIRS
+/* nb whole blocks of one pixel from its column (mcu_column_s8's, its state after it), as pixel() computes them. */
+static void pixel_blocks(const layer_t *l, const int16_t *col, const int32_t *blob, int8_t *y, int32_t nb)
+{
+    if (l->right && !l->scaled) {
+        mcu_pixel_packed(col, l->kp, blob, y, y + 4 * nb, l->bounds, l->clamp);
+        return;
+    }
+    for (int32_t k = 0; k < nb; ++k, blob += l->words, y += 4) {
+        block_c(l, col, blob, y, 4);
+    }
+}
+
 /* n pairs of a pointwise layer sharing each read of its stream: pair g is pixels a[g] and a[g] + 1 (c_in
- * bytes in, l->cout out each). The columns of every pair first, so all their inputs are read before
- * any of their outputs is written; then the stream by parts (pw_part_blocks), each part for every
- * pair, the parts forward or (back) backward, so a group starts on the part the previous one left in
- * the cache. */
+ * bytes in, l->cout out each), and pixel `lone` (>= 0) alone, after them in the buffer. The columns of every
+ * pair and pixel first, so all their inputs are read before any of their outputs is written; then the stream
+ * by parts (pw_part_blocks), each part for every pair and the lone pixel, the parts forward or (back)
+ * backward, so a group starts on the part the previous one left in the cache. */
 static __attribute__((noinline)) void pw_group_run(const layer_t *l, const int32_t *packed, int16_t *col, const int8_t *input, int8_t *output,
-                         const int64_t *a, int32_t n, int32_t c_in, int32_t input_offset, int back)
+                         const int64_t *a, int32_t n, int64_t lone, int32_t c_in, int32_t input_offset, int back)
 {
     const int32_t kp = l->kp, pb = 2 * kp + MCU_PIXEL2_SPARE;
     for (int32_t g = 0; g < n; ++g) {
         const int8_t *x = input + a[g] * c_in;
         mcu_column2_s8(x, x + c_in, kp, input_offset, col + g * pb);
+    }
+    int16_t *col1 = col + n * pb;
+    if (lone >= 0) {
+        mcu_column_s8(input + lone * c_in, kp, input_offset, col1);
+        mcu_pixel_packed_start(col1, kp);
     }
     const int32_t part = pw_part_blocks(l);
     const int32_t blocks = l->cout / 4;
@@ -378,6 +395,9 @@ static __attribute__((noinline)) void pw_group_run(const layer_t *l, const int32
             int8_t *yg = output + a[g] * l->cout + 4 * b0;
             mcu_pixel2_packed(col + g * pb, kp, packed + b0 * l->words, yg, yg + 4 * nb, l->cout, l->bounds, l->px2,
                               &fwd);
+        }
+        if (lone >= 0) {
+            pixel_blocks(l, col1, packed + b0 * l->words, output + lone * l->cout + 4 * b0, nb);
         }
     }
 }
@@ -531,7 +551,11 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
                 for (; n < group && i >= 1; ++n, i -= 2) {
                     a[n] = i - 1;
                 }
-                pw_group_run(&l, packed, col, input, output, a, n, in.c, p->input_offset, back);
+                /* a last lone pixel (0) joins the last group where its column and state fit the buffer: the
+                 * stream is read once more for it otherwise (mobilenet_v1's 3 x 3 layers, 70 and 136 kB) */
+                const int64_t lone = i == 0 && (n + 1) * (2 * kp + MCU_PIXEL2_SPARE) <= MCU_PACKED_BUF_TAPS ? 0 : -1;
+                pw_group_run(&l, packed, col, input, output, a, n, lone, in.c, p->input_offset, back);
+                i -= lone == 0;
                 back ^= 1;
             }
             for (; i >= 1; i -= 2, back ^= 1) {
@@ -599,6 +623,18 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
                         }
                     }
                     back ^= 1;
+                }
+                /* the pairs left and a last lone pixel as one more, smaller group: the stream read once for
+                 * them (ds_cnn's 125 pixels: 62 pairs and one) */
+                if (i < pixels) {
+                    int64_t a[MCU_PW_GROUP_MAX];
+                    int32_t n = 0;
+                    for (; i + 2 <= pixels; ++n, i += 2) {
+                        a[n] = i;
+                    }
+                    const int64_t lone = i < pixels ? i : -1;
+                    pw_group_run(&l, packed, col, input, output, a, n, lone, in.c, p->input_offset, back);
+                    i = pixels;
                 }
             }
             /* two pixels per pass, each weight word loaded once for both (gemm_s8_dsp.h) */
