@@ -787,6 +787,14 @@ typedef struct {
     ".balign 4\n\t32:\n\t" MCU_PX2_RQ4_RELU MCU_PX2_STORE_BYTES(MCU_PX2_NEXT)                              \
     ".balign 4\n\t35:\n\t" MCU_PX2_RQ4_DIFF MCU_PX2_STORE_CLAMP(MCU_PX2_NEXT)                              \
     ".balign 4\n\t34:\n\t" MCU_PX2_RQ4_DIFF MCU_PX2_STORE_BYTES("beq 8f\n\t")
+#ifndef MCU_PACKED_SCALED
+#define MCU_PACKED_SCALED 1 /* 0: a model's build without scaled streams (specialise.py): the flat pairs' tails as the split's */
+#endif
+#if !MCU_PACKED_SCALED
+#undef MCU_PX2_TAIL_TABLE_FLAT
+#define MCU_PX2_TAIL_TABLE_FLAT MCU_PX2_TAIL_TABLE
+#define MCU_PX2_TAILS_FLAT MCU_PX2_TAILS
+#else
 /* The flat pairs' eight tails, the scaled stream's bytes last (mobilenet_v1's and ds_cnn's layers). */
 #define MCU_PX2_TAILS_FLAT                                                                                \
     "30:\n\t" MCU_PX2_RQ4 MCU_PX2_STORE_BYTES(MCU_PX2_NEXT)                                               \
@@ -797,6 +805,7 @@ typedef struct {
     ".balign 4\n\t34:\n\t" MCU_PX2_RQ4_DIFF MCU_PX2_STORE_BYTES(MCU_PX2_NEXT)                              \
     ".balign 4\n\t37:\n\t" MCU_PX2_RQ4_SCALED MCU_PX2_STORE_CLAMP(MCU_PX2_NEXT)                            \
     ".balign 4\n\t36:\n\t" MCU_PX2_RQ4_SCALED MCU_PX2_STORE_BYTES("beq 8f\n\t")
+#endif
 
 #define MCU_PX2_ASM(loads, unit, bytes, col_back, pass, table, tails)                                        \
         "strd r10, r11, [r4, #40]\n\t"                                                                  \

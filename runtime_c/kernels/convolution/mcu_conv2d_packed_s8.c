@@ -452,6 +452,9 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
     const int scaled = (flags & MCU_PACKED_FLAG_SCALED) != 0;
     /* a scaled stream's requantization has the ReLU tails' form (tuned.pack_layer_scaled) */
     MCU_REQUIRE(!scaled || p->act_min >= p->output_offset, MCU_ERR_INVALID_ARG);
+#if MCU_S8_DSP_NATIVE && !MCU_PACKED_SCALED
+    MCU_REQUIRE(!scaled, MCU_ERR_UNSUPPORTED); /* this build left the scaled streams' tails out */
+#endif
     const uint32_t min4 = ((uint32_t)p->act_min & 0xFFu) * 0x01010101u;
     const uint32_t max4 = ((uint32_t)p->act_max & 0xFFu) * 0x01010101u;
     const int clamp = p->act_min > -128 || p->act_max < 127;
