@@ -21,6 +21,10 @@
 #include "../common/requant.h"
 #include "../common/simd_s8.h"
 
+#ifndef MCU_PACKED_SCALED
+#define MCU_PACKED_SCALED 1 /* 0: a model's build without scaled streams (specialise.py): no code for them */
+#endif
+
 /* Words of one block of the packed stream: 4 biases, kp / 2 tap pairs of 4 channels, then four
  * requantization words per channel (mcu_packed_rq_s8). */
 static inline int32_t mcu_packed_block_words(int32_t kp)
@@ -787,9 +791,6 @@ typedef struct {
     ".balign 4\n\t32:\n\t" MCU_PX2_RQ4_RELU MCU_PX2_STORE_BYTES(MCU_PX2_NEXT)                              \
     ".balign 4\n\t35:\n\t" MCU_PX2_RQ4_DIFF MCU_PX2_STORE_CLAMP(MCU_PX2_NEXT)                              \
     ".balign 4\n\t34:\n\t" MCU_PX2_RQ4_DIFF MCU_PX2_STORE_BYTES("beq 8f\n\t")
-#ifndef MCU_PACKED_SCALED
-#define MCU_PACKED_SCALED 1 /* 0: a model's build without scaled streams (specialise.py): the flat pairs' tails as the split's */
-#endif
 #if !MCU_PACKED_SCALED
 #undef MCU_PX2_TAIL_TABLE_FLAT
 #define MCU_PX2_TAIL_TABLE_FLAT MCU_PX2_TAIL_TABLE
