@@ -31,7 +31,7 @@ from repo import requires_qemu
 NONE = {"MCU_PIXEL_WIDE_TAPS": 8, "MCU_PACKED_LOOP": 0, "MCU_PACKED_WINDOWS": 0, "MCU_PACKED_NARROW": 0,
         "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_NARROW_CLAMP": 0, "MCU_PACKED_NARROW_FULL": 0,
         "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 0, "MCU_PIXEL4_GROUP": 1, "MCU_PACKED_PW8": 0,
-        "MCU_PACKED_PW_PAIRS": 0, "MCU_PACKED_QUADS": 0}
+        "MCU_PACKED_PW_PAIRS": 0, "MCU_PACKED_QUADS": 0, "MCU_PACKED_SCALED": 0}
 
 
 def _defines(**paths: int) -> dict[str, int]:
@@ -45,9 +45,11 @@ NARROW = {"PACKED_NARROW": 1, "PACKED_NARROW_FULL": 1}
 EXPECTED = {
     # a windowed layer's stream of 9.9 kB (16 -> 32 channels, 3x3): four pixels; its classifier one row
     "small_cnn": _defines(PIXEL_WIDE_TAPS=144, PACKED_WINDOWS=1, PACKED_QUADS=1, **NARROW),
-    "ds_cnn": _defines(PIXEL_WIDE_TAPS=64, PACKED_PW_PAIRS=1, **NARROW),
+    # its ReLU pointwise layers' streams scaled (tuned.takes_scaled)
+    "ds_cnn": _defines(PIXEL_WIDE_TAPS=64, PACKED_PW_PAIRS=1, PACKED_SCALED=1, **NARROW),
     # 3x3 RGB first layer; the 8->16 pointwise layer
-    "mobilenet_v1": _defines(PIXEL_WIDE_TAPS=256, PACKED_NARROW_K3C3=1, PACKED_PW8=1, PACKED_PW_PAIRS=1, **NARROW),
+    "mobilenet_v1": _defines(PIXEL_WIDE_TAPS=256, PACKED_NARROW_K3C3=1, PACKED_PW8=1, PACKED_PW_PAIRS=1,
+                             PACKED_SCALED=1, **NARROW),
     # windows over 256 taps: the loop; no flat pointwise layer (its shortcuts are strided)
     "resnet8": _defines(PIXEL_WIDE_TAPS=256, PACKED_LOOP=1, PACKED_WINDOWS=1, PACKED_NARROW_K3C3=1, PACKED_QUADS=1,
                         **NARROW),

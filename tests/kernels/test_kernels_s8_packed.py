@@ -104,6 +104,100 @@ def test_pack_bytes_layout() -> None:
     assert tuned.bytes_fit(wide, 0) and not tuned.bytes_fit(wide, 128) and not tuned.bytes_fit(wide)
 
 
+def test_pack_scaled_layout() -> None:
+    """A scaled stream: weights and biases times 2^e (e = 1 + SCALED_SHIFT - R), the four channels' (multiplier, C)
+    first in the block's 16 requantization words; None for shifts outside [SCALED_SHIFT - 7, SCALED_SHIFT - 1] or an
+    accumulator times 2^e outside int32 (the bound at the layer's own input offset)."""
+    w = np.array([[1, -2, 3, -4, 5, 6, 7, 8]] * 3, dtype=np.int8)
+    sh = np.array([-13, -7, -10])
+    stream = tuned.pack_layer_scaled(w, np.array([5, -6, 7]), np.array([2**30, 2**31 - 1, 0]), sh, -9, group=True)
+    assert stream[:4].tolist() == [tuned.MAGIC, tuned.FLAG_RIGHT | tuned.FLAG_SCALED | tuned.FLAG_GROUP | (0xF7 << 8), 3,
+                                   8]
+    block = stream[4:]
+    e = np.array([2, 8, 5])
+    assert block[:4].tolist() == [5 * 4, -6 * 256, 7 * 32, 0]
+    assert np.array_equal(block[4:20], tuned.pack_weights(w.astype(np.int64) * (1 << e[:, None]))[0])
+    c = [2 ** (k - 2) + 2**13 - 9 * 2**14 for k in (2, 8, 5, 2)]
+    assert block[20:].tolist() == [2**30, c[0], 2**31 - 1, c[1], 0, c[2], 0, c[3]] + [0] * 8
+    assert tuned.pack_layer_scaled(w, None, np.full(3, 2**30), np.array([-13, -6, -7])) is None
+    assert tuned.pack_layer_scaled(w, None, np.full(3, 2**30), np.array([-14, -7, -7])) is None
+    # the bound: |x| sum |w| + |bias| times 2^e below 2^31, at the layer's own input offset (|x| <= 128 at offset 0)
+    row = np.full((1, 64), -128, dtype=np.int8)
+    edge = (2**31 - 1) // 256 - 128 * 128 * 64
+    assert tuned.scaled_fit(row, np.array([edge]), np.array([-7]), 0) is not None
+    assert tuned.scaled_fit(row, np.array([edge + 1]), np.array([-7]), 0) is None
+    assert tuned.scaled_fit(row, np.array([edge]), np.array([-7]), 128) is None
+
+
+@st.composite
+def _scaled_case(draw) -> dict:
+    """A flat pointwise layer for a scaled stream (pack_layer_scaled): 8 or 16 to 304 channels in, a multiple of 4
+    out (up to 13 drawn: the C path serves partial blocks), 1 to 12 pixels, right shifts over the layout's range,
+    multipliers at their extremes, activation ranges from the output offset or above; a third of the layers at the
+    accumulator's bound (inputs at the end with the largest |x + offset|, weights of one sign, a bias filling the
+    room that 2^e leaves), a third with accumulators at and around the ties of both roundings."""
+    cin = draw(st.sampled_from([8, 16, 20, 36, 64, 100, 128, 256, 304]))
+    cout = draw(st.integers(1, 13))
+    pixels = draw(st.integers(1, 12))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    in_zp = draw(base.zero_points)
+    sh = -np.array(draw(st.lists(st.sampled_from([tuned.SCALED_SHIFT - 7, tuned.SCALED_SHIFT - 1])
+                                 | st.integers(tuned.SCALED_SHIFT - 7, tuned.SCALED_SHIFT - 1),
+                                 min_size=cout, max_size=cout)), dtype=np.int64)
+    m = np.array(draw(st.lists(st.sampled_from([0, 1, 2**30, 2**31 - 1]) | st.integers(2**30, 2**31 - 1),
+                               min_size=cout, max_size=cout)), dtype=np.int64)
+    act = draw(st.sampled_from([(-128, 127), (0, 127), (-100, 50), (-20, -5), (127, 127)]))
+    out_zp = draw(st.integers(-128, act[0]))
+    kind = draw(st.sampled_from(["bound", "ties", "random"]))
+    if kind == "ties":  # accumulators (the biases: zero weights) at and around both roundings' ties, multiplier 2^30
+        x = rng.integers(-128, 128, (1, 1, pixels, cin)).astype(np.int8)
+        wt = np.zeros((cout, cin), dtype=np.int64)
+        r = -sh
+        k = np.array(draw(st.lists(st.integers(-100, 100), min_size=cout, max_size=cout)))
+        delta = np.array(draw(st.lists(st.integers(-2, 1), min_size=cout, max_size=cout)))
+        b = k * np.left_shift(1, r + 1) + np.left_shift(1, r) + delta
+        m[:] = 2**30
+    elif kind == "bound":  # every product of one sign and its largest size
+        lo = abs(-128 - in_zp) >= abs(127 - in_zp)
+        x = np.full((1, 1, pixels, cin), -128 if lo else 127, dtype=np.int8)
+        wt = np.full((cout, cin), draw(st.sampled_from([127, -128])), dtype=np.int64)
+        room = (2**31 - 1) // (1 << (1 + tuned.SCALED_SHIFT + sh)) - tuned.x_max(-in_zp) * np.abs(wt).sum(axis=1)
+        b = np.where(room >= 0, room, 0) * draw(st.sampled_from([-1, 1]))
+        if np.any(room < 0):
+            sh = np.full(cout, -tuned.SCALED_SHIFT + 1, dtype=np.int64)
+            b = np.zeros(cout, dtype=np.int64)
+    else:
+        x = rng.integers(-128, 128, (1, 1, pixels, cin)).astype(np.int8)
+        wt = rng.integers(-128, 128, (cout, cin))
+        b = rng.integers(-(2**20), 2**20, cout)
+    wt, b = wt.astype(np.int8), b.astype(np.int32)
+    params = packed_params(x.shape, (1, 1, pixels, cout), 1, 1, in_zp=in_zp, out_zp=out_zp, act=act)
+    stream = tuned.pack_layer_scaled(wt, b, m, sh, out_zp, group=draw(st.booleans()), input_offset=-in_zp)
+    assert stream is not None and stream[1] & tuned.FLAG_SCALED
+    return dict(x=x, w=stream, params=params, expected=conv2d_s8(x, wt.reshape(cout, 1, 1, cin), b, m, sh, **params))
+
+
+@base.EXACT
+@given(_scaled_case())
+def test_scaled_stream_matches_reference(lib, case) -> None:
+    """The scaled stream's requantization (SMMLA's high word plus C, shifted by SCALED_SHIFT) bit-exact with the
+    reference's rounding doubling multiply and rounding shift."""
+    status, out = cb.conv2d_packed(case["x"], None, None, None, case["params"], stream=case["w"])
+    assert status == MCU_OK
+    base.assert_equal(out, case["expected"])
+
+
+def test_scaled_stream_refuses_a_range_below_the_offset(lib) -> None:
+    """A scaled stream requantizes in the ReLU tails' form: a layer whose range starts below its output offset
+    is refused."""
+    x = np.zeros((1, 1, 2, 16), dtype=np.int8)
+    stream = tuned.pack_layer_scaled(np.ones((4, 16), dtype=np.int8), None, np.full(4, 2**30), np.full(4, -9), -5)
+    params = packed_params(x.shape, (1, 1, 2, 4), 1, 1, out_zp=-5, act=(-6, 127))
+    assert cb.conv2d_packed(x, None, None, None, params, stream=stream)[0] != MCU_OK
+    params = packed_params(x.shape, (1, 1, 2, 4), 1, 1, out_zp=-5, act=(-5, 127))
+    assert cb.conv2d_packed(x, None, None, None, params, stream=stream)[0] == MCU_OK
+
+
 @st.composite
 def _bytes_case(draw, batch_max: int = 3) -> dict:
     """One fully connected layer (a 1x1 layer over batch rows) for the byte stream: inputs of 1 to 640
@@ -451,11 +545,27 @@ def _pixel_pair_case(draw, pw8: bool = False) -> dict:
     out_zp = draw(st.sampled_from(["relu", "edge", "any"]).flatmap(
         lambda kind: st.integers(-128, act[0]) if kind == "relu" else st.just(act[0]) if kind == "edge"
         else st.integers(-128, 127)))
+    # half the flat layers of 8 or 16 to 304 channels as scaled streams (pack_layer_scaled: ReLU, shifts brought to
+    # one), where their accumulators' bound allows
+    scaled = k == 1 and (cin == 8 or 16 <= cin <= tuned.SCALED_TAPS_MAX) and draw(st.booleans())
+    if scaled:
+        sh = -np.array(draw(st.lists(st.integers(tuned.SCALED_SHIFT - 7, tuned.SCALED_SHIFT - 1), min_size=cout,
+                                     max_size=cout)), dtype=np.int64)
+        out_zp = draw(st.integers(-128, act[0]))
+        # biases into the room 2^e leaves (the extremes drawn above land on its edges); shifts of 13 where the
+        # weights alone leave none at a larger e
+        sums = tuned.x_max(-in_zp) * np.abs(wt.reshape(cout, -1).astype(np.int64)).sum(axis=1)
+        sh = np.where(sums << (1 + tuned.SCALED_SHIFT + sh) < 2**31, sh, 1 - tuned.SCALED_SHIFT)
+        room = (2**31 - 1) // (1 << (1 + tuned.SCALED_SHIFT + sh)) - sums
+        b = np.clip(b.astype(np.int64), -room, room).astype(np.int32)
     oh, ow = (h + 2 * pad - k) // stride + 1, (w + 2 * pad - k) // stride + 1
     params = packed_params(x.shape, (1, oh, ow, cout), k, k, sh=stride, sw=stride, pt=pad, pl=pad, in_zp=in_zp,
                            out_zp=out_zp, act=act)
     expected = conv2d_s8(x, wt, b, m, sh, **params)
-    stream = tuned.pack_layer(wt.reshape(cout, -1), b, m, sh, out_zp, group=draw(st.sampled_from([True, True, False])))
+    group = draw(st.sampled_from([True, True, False]))
+    stream = (tuned.pack_layer_scaled(wt.reshape(cout, -1), b, m, sh, out_zp, group, -in_zp) if scaled
+              else tuned.pack_layer(wt.reshape(cout, -1), b, m, sh, out_zp, group=group))
+    assert stream is not None and bool(stream[1] & tuned.FLAG_SCALED) == scaled
     assert stream[1] & tuned.FLAG_RIGHT
     case = dict(x=x, w=stream, params=params, expected=expected)
     pixels = oh * ow

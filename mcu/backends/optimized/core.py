@@ -149,7 +149,8 @@ class OptimizedBackend(Backend):
             if call.function == tuned.FUNCTION and call.params is not None:
                 flags = int(op.attrs["packed_weights"].data[1])  # the packed tensor (tuned.packed_tensor)
                 layers.append(PackedLayer.from_params(call.params, bool(flags & tuned.FLAG_RIGHT),
-                                                      bool(flags & tuned.FLAG_GROUP), bool(flags & tuned.FLAG_BYTES)))
+                                                      bool(flags & tuned.FLAG_GROUP), bool(flags & tuned.FLAG_BYTES),
+                                                      bool(flags & tuned.FLAG_SCALED)))
         return packed_defines(layers)
 
     def merge_defines(self, parts: Sequence[dict[str, int]]) -> dict[str, int]:

@@ -24,6 +24,8 @@ every build of the model (firmware, host, the exported library's CMake and Makef
   (``PW_GROUP_TAPS_MAX``); 0 otherwise.
 * ``MCU_PACKED_BYTES``: 0 leaves out the byte streams' path (fully connected layers whose weights wait,
   convolution/pair_bytes_s8_dsp.h) when no layer has one: its code would only crowd a flash cache.
+* ``MCU_PACKED_SCALED``: 0 leaves out the pair loops' tails of scaled streams (FLAG_SCALED, tuned.pack_layer_scaled)
+  when no layer has one: their code would only crowd a flash cache and move the others' placement in it.
 * ``MCU_PACKED_PW_PAIRS``: 0 leaves out the flat pointwise layers' pixel pairs (``mcu_pixel2_packed``, its
   groups and ``mcu_pw8_pairs``, 3.3 kB on the M33) when no layer has two pixels of whole input words to pair.
 * ``MCU_PACKED_QUADS``: 0 leaves out the windowed layers' four-pixel loop (``mcu_pixel4_packed_split``) when no
@@ -78,11 +80,13 @@ class PackedLayer:
     pixels: int = 1  # output pixels (n * h * w)
     group: bool = False  # FLAG_GROUP: the weights wait behind a cache that holds a part (tuned.groups_pay)
     bytes: bool = False  # FLAG_BYTES: the byte stream's own loop, none of the paths below
+    scaled: bool = False  # FLAG_SCALED: the flat pairs' scaled tails
     act_max: int = 127
     cin4: bool = True  # input channels a multiple of 4 (a flat layer's pixels are then whole words)
 
     @staticmethod
-    def from_params(params: Mapping[str, Any], right: bool, group: bool = False, bytes: bool = False) -> "PackedLayer":
+    def from_params(params: Mapping[str, Any], right: bool, group: bool = False, bytes: bool = False,
+                    scaled: bool = False) -> "PackedLayer":
         k = int(params["kernel_h"]) * int(params["kernel_w"]) * int(params["input"]["c"])
         k3c3 = (int(params["dilation_w"]) == 1 and int(params["kernel_h"]) == 3
                 and int(params["kernel_w"]) * int(params["input"]["c"]) == 9)
@@ -95,7 +99,7 @@ class PackedLayer:
                            output_offset=int(params["output_offset"]), right=bool(right), k3c3=k3c3,
                            pointwise=pointwise, flat=flat,
                            pixels=int(params["output"]["n"]) * int(params["output"]["h"]) * int(params["output"]["w"]),
-                           group=bool(group), bytes=bool(bytes), act_max=int(params["act_max"]),
+                           group=bool(group), bytes=bool(bytes), scaled=bool(scaled), act_max=int(params["act_max"]),
                            cin4=int(params["input"]["c"]) % 4 == 0)
 
     def takes_narrow(self) -> bool:
@@ -160,7 +164,7 @@ class PackedLayer:
 # any of them needs
 PATHS = ("MCU_PACKED_LOOP", "MCU_PACKED_WINDOWS", "MCU_PACKED_NARROW", "MCU_PACKED_NARROW_K3C3", "MCU_PACKED_BYTES",
          "MCU_PACKED_PW8", "MCU_PACKED_PW_PAIRS", "MCU_PACKED_QUADS", "MCU_PACKED_NARROW_CLAMP",
-         "MCU_PACKED_NARROW_FULL")
+         "MCU_PACKED_NARROW_FULL", "MCU_PACKED_SCALED")
 
 
 def packed_defines(layers: Iterable[PackedLayer]) -> dict[str, int]:
@@ -182,6 +186,7 @@ def packed_defines(layers: Iterable[PackedLayer]) -> dict[str, int]:
             "MCU_PACKED_NARROW_FULL": int(any(not layer.clamps() for layer in narrow)),
             "MCU_PACKED_PW_GROUP_TAPS": min(PW_GROUP_TAPS_MAX, max(PW_GROUP_TAPS, *groups)) if groups else 0,
             "MCU_PACKED_BYTES": int(any(layer.bytes for layer in layers)),
+            "MCU_PACKED_SCALED": int(any(layer.scaled for layer in layers)),
             "MCU_PIXEL4_GROUP": PIXEL4_GROUP if loop and any(layer.groups_quads() for layer in layers) else 1,
             "MCU_PACKED_PW8": int(any(layer.takes_pw8() for layer in layers)),
             "MCU_PACKED_PW_PAIRS": int(any(layer.takes_pw_pairs() for layer in layers)),

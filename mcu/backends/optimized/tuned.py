@@ -34,6 +34,9 @@ MAGIC = 0x5043554D  # MCU_PACKED_MAGIC
 FLAG_RIGHT = 1  # every shift in [-23, -1]: requantized from K words (the core's assembly)
 FLAG_BYTES = 2  # weights as bytes, two channels a word (pack_layer_bytes): fully connected layers whose weights wait
 FLAG_GROUP = 4  # the weights wait: a flat pointwise layer's pixel pairs share each read of a large stream
+FLAG_SCALED = 8  # channels scaled to one shift, requantized by SMMLA and SSAT (pack_layer_scaled)
+SCALED_SHIFT = 14  # MCU_PACKED_SCALED_SHIFT: the shift every channel of a scaled stream is brought to
+SCALED_TAPS_MAX = 304  # input channels whose pixel pairs' column (2 kp + 24 int16) fits the kernel's 640 + 24
 BYTES_DB_MAX = (1 << 23) - 1  # |DB| bound of the byte stream (convolution/pair_bytes_s8_dsp.h)
 X_MAX = 255  # |input + input offset| at the worst offset: int8 plus an offset in [-127, 128]
 
@@ -166,6 +169,53 @@ def pack_layer(w: np.ndarray, bias: np.ndarray | None, multiplier: np.ndarray, s
     return _stream(out_c, padded_taps(w.shape[1]), flags, output_offset, blocks)
 
 
+def scaled_fit(w: np.ndarray, bias: np.ndarray | None, shift: np.ndarray, input_offset: int) -> np.ndarray | None:
+    """The exponents e = 1 + SCALED_SHIFT + shift (in [2, 8]) of :func:`pack_layer_scaled`, per channel, or None where
+    the layout is not exact for these weights: a right shift R = -shift outside [SCALED_SHIFT - 7, SCALED_SHIFT - 1],
+    or an accumulator times 2^e outside int32 (|acc| <= max |x| sum |w| + |bias|, :func:`x_max`)."""
+    r = -np.asarray(shift, dtype=np.int64).reshape(-1)
+    if r.size == 0 or np.any(r < SCALED_SHIFT - 7) or np.any(r > SCALED_SHIFT - 1):
+        return None
+    e = 1 + SCALED_SHIFT - r
+    w = np.asarray(w, dtype=np.int64).reshape(w.shape[0], -1)
+    b = np.zeros(w.shape[0], dtype=np.int64) if bias is None else np.abs(np.asarray(bias, dtype=np.int64).reshape(-1))
+    bound = x_max(input_offset) * np.abs(w).sum(axis=1) + b
+    return e if bool(np.all(np.left_shift(bound, e) < 2**31)) else None
+
+
+def pack_layer_scaled(w: np.ndarray, bias: np.ndarray | None, multiplier: np.ndarray, shift: np.ndarray,
+                      output_offset: int = 0, group: bool = False, input_offset: int = 128) -> np.ndarray | None:
+    """The stream of :func:`pack_layer` (FLAG_RIGHT | FLAG_SCALED) for a layer whose activation range starts at or above
+    its output offset (a folded ReLU: the kernel requantizes without the sign's correction, as its ReLU tails do): each
+    channel's weights and bias times 2^e, e = 1 + SCALED_SHIFT - R, so its accumulator is acc 2^e, and its four
+    requantization words become two, (multiplier, C = 2^(e-2) + 2^(SCALED_SHIFT-1) + output_offset 2^SCALED_SHIFT), the
+    four channels' pairs first in the block's 16 words (8 zeros after them). Then floor((acc m + K) / 2^(31+R)) of
+    mcu_packed_rq_s8 (K = 2^30 + 2^(R+30) + output_offset 2^(31+R)), times 2^e above and below, is
+    floor((acc 2^e m + C 2^32) / 2^(32+SCALED_SHIFT)): SMMLA (C + the product's high word, whose low word the
+    floor drops) and SSAT with ASR #SCALED_SHIFT, two instructions an output. None where :func:`scaled_fit` says
+    the layout is not exact."""
+    e = scaled_fit(w, bias, shift, input_offset)
+    if e is None:
+        return None
+    out_c = w.shape[0]
+    op = padded_taps(out_c)
+    ep = np.full(op, 2, dtype=np.int64)
+    ep[:out_c] = e
+    wide = np.asarray(w, dtype=np.int64).reshape(out_c, -1) * (1 << e[:, None])
+    b = np.zeros(op, dtype=np.int64)
+    if bias is not None:
+        b[:out_c] = np.asarray(bias, dtype=np.int64).reshape(-1)
+    m = np.zeros(op, dtype=np.int64)
+    m[:out_c] = np.asarray(multiplier, dtype=np.int64).reshape(-1)
+    if not -128 <= int(output_offset) <= 127:
+        raise ValueError(f"output offset {output_offset} is not an int8 zero-point")
+    c = np.left_shift(1, ep - 2) + (1 << (SCALED_SHIFT - 1)) + int(output_offset) * (1 << SCALED_SHIFT)
+    rq = np.concatenate([np.stack([m, c], axis=1).reshape(op // 4, 8), np.zeros((op // 4, 8), dtype=np.int64)], axis=1)
+    blocks = np.concatenate([(b << ep).reshape(op // 4, 4), pack_weights(wide).astype(np.int64), rq], axis=1)
+    flags = FLAG_RIGHT | FLAG_SCALED | (FLAG_GROUP if group else 0)
+    return _stream(out_c, padded_taps(w.shape[1]), flags, output_offset, blocks)
+
+
 # The op attribute the backend sets when the op's weights sit in memory with wait states (Context.weights_wait).
 WEIGHTS_WAIT = "weights_wait"
 # ... and when they are read through a cache that holds a part of a large stream (:func:`groups_pay`).
@@ -191,6 +241,22 @@ def streams_bytes(op: Op) -> bool:
     w = op.inputs[1]
     int16_bytes = 4 * (padded_taps(w.shape[0]) // 4) * (4 + 2 * padded_taps(window_taps(op)) + 16)
     return int16_bytes > PIXEL4_STREAM_MIN and bytes_fit(np.asarray(w.data), conv_params(op)["input_offset"])
+
+
+def takes_scaled(op: Op) -> bool:
+    """Whether a layer's stream may be scaled (:func:`pack_layer_scaled`): a flat pointwise convolution (1x1, stride 1,
+    unpadded) of at least two pixels, whose channels in and out are multiples of 4, 8 in (mcu_pw8_pairs) or 16 to
+    SCALED_TAPS_MAX (the pixel pairs' column; fewer take the narrow engine, with its own requantization), and whose
+    activation range starts at or above its output offset (the pairs' ReLU tails): the pixel pairs' path, whose
+    requantization the layout speeds up."""
+    if op.kind != "conv2d":
+        return False
+    p = conv_params(op)
+    i, o = p["input"], p["output"]
+    flat = (p["kernel_h"], p["kernel_w"], p["stride_h"], p["stride_w"], p["pad_top"], p["pad_left"]) == (1, 1, 1, 1, 0, 0)
+    return (flat and (i["h"], i["w"]) == (o["h"], o["w"]) and o["n"] * o["h"] * o["w"] >= 2
+            and i["c"] % 4 == 0 and o["c"] % 4 == 0 and (i["c"] == 8 or 16 <= i["c"] <= SCALED_TAPS_MAX)
+            and p["act_min"] >= p["output_offset"])
 
 
 def window_taps(op: Op) -> int:
@@ -231,6 +297,8 @@ def packed_tensor(op: Op) -> Tensor:
     wait, group = bool(op.attrs.get(WEIGHTS_WAIT)), bool(op.attrs.get(GROUP_READS))
     data = (pack_layer_bytes(*args, group=group, input_offset=conv_params(op)["input_offset"])
             if wait and streams_bytes(op) else None)
+    if data is None and takes_scaled(op):
+        data = pack_layer_scaled(*args, group=group, input_offset=conv_params(op)["input_offset"])
     if data is None:
         data = pack_layer(*args, group=group)
     t = Tensor(name=f"{w.name}_packed", shape=(data.size,), dtype="int32", data=data)

@@ -324,6 +324,13 @@ int32_t mcu_conv2d_1x1_s8_get_buffer_size(const mcu_conv2d_s8_params *p);
 #define MCU_PACKED_FLAG_RIGHT 1u
 #define MCU_PACKED_FLAG_BYTES 2u
 #define MCU_PACKED_FLAG_GROUP 4u
+/* With MCU_PACKED_FLAG_SCALED (and FLAG_RIGHT; a flat pointwise layer whose activation range starts at or
+ * above its output offset) each channel's weights and bias are scaled by 2^e, e = 1 + MCU_PACKED_SCALED_SHIFT
+ * - R in [2, 8], and a block's 16 requantization words are (multiplier, C) of its four channels, C = 2^(e-2)
+ * + 2^(MCU_PACKED_SCALED_SHIFT-1) + output_offset 2^MCU_PACKED_SCALED_SHIFT, then 8 zeros
+ * (mcu/backends/optimized/tuned.py, pack_layer_scaled). */
+#define MCU_PACKED_FLAG_SCALED 8u
+#define MCU_PACKED_SCALED_SHIFT 14
 mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_params *p, const int8_t *input,
                                 const int32_t *packed, int8_t *output);
 int32_t mcu_conv2d_packed_s8_get_buffer_size(const mcu_conv2d_s8_params *p);

@@ -21,6 +21,10 @@
 #include "../common/requant.h"
 #include "../common/simd_s8.h"
 
+#ifndef MCU_PACKED_SCALED
+#define MCU_PACKED_SCALED 1 /* 0: a model's build without scaled streams (specialise.py): no code for them */
+#endif
+
 /* Words of one block of the packed stream: 4 biases, kp / 2 tap pairs of 4 channels, then four
  * requantization words per channel (mcu_packed_rq_s8). */
 static inline int32_t mcu_packed_block_words(int32_t kp)
@@ -150,6 +154,15 @@ static inline int32_t mcu_packed_rq_s8(int32_t acc, const int32_t *rq)
     const int64_t k = (int64_t)(((uint64_t)(uint32_t)rq[1] << 32) | (uint32_t)rq[0]);
     const int64_t sum = k - (acc < 0 ? (int64_t)1 << 31 : 0) + (int64_t)acc * rq[2];
     return mcu_clamp_s32((int32_t)mcu_asr64(sum, 32 + rq[3]), -128, 127);
+}
+
+/* Requantization of one channel of a scaled stream (MCU_PACKED_FLAG_SCALED) from its accumulator acc 2^e, its
+ * multiplier m and C: what SMMLA (C + the high word of the product) and SSAT with ASR #MCU_PACKED_SCALED_SHIFT
+ * give, the ReLU form of mcu_packed_rq_s8 (tuned.pack_layer_scaled derives it), saturated to int8. */
+static inline int32_t mcu_packed_rq_scaled(int32_t acc, int32_t m, int32_t c)
+{
+    const int32_t hi = (int32_t)mcu_asr64((int64_t)acc * m, 32) + c;
+    return mcu_clamp_s32(mcu_asr32(hi, MCU_PACKED_SCALED_SHIFT), -128, 127);
 }
 
 #if MCU_S8_DSP_NATIVE
@@ -467,7 +480,8 @@ static inline void mcu_window_column_s16(const int8_t *src, int32_t run, int32_t
 
 /* The interleaved column of two pixels for mcu_pixel2_packed_wide, from kp bytes at xa and at xb (kp a
  * multiple of 4): per 4 taps the words (xa's taps 0, 2), (xb's 0, 2), (xa's 1, 3), (xb's 1, 3), each
- * tap + off as int16 (mcu_column_s8's order per pixel). col2 is word-aligned. */
+ * tap + off as int16 (mcu_column_s8's order per pixel). col2 is word-aligned. Four STR with immediate
+ * offsets take 4 cycles where two STRD took 6 (docs/cycles.md). */
 static inline void mcu_column2_s8(const int8_t *xa, const int8_t *xb, int32_t kp, int32_t off, int16_t *col2)
 {
     const uint32_t off2 = mcu_offset_pair(off);
@@ -480,8 +494,10 @@ static inline void mcu_column2_s8(const int8_t *xa, const int8_t *xb, int32_t kp
                          "sxtab16 %[b0], %[o], %[b]\n\t"
                          "sxtab16 %[a], %[o], %[a], ror #8\n\t"
                          "sxtab16 %[b], %[o], %[b], ror #8\n\t"
-                         "strd %[a], %[b], [%[y], #8]\n\t"
-                         "strd %[a0], %[b0], [%[y]], #16\n\t"
+                         "str %[a], [%[y], #8]\n\t"
+                         "str %[b], [%[y], #12]\n\t"
+                         "str %[b0], [%[y], #4]\n\t"
+                         "str %[a0], [%[y]], #16\n\t"
                          : [xa] "+r"(xa), [xb] "+r"(xb), [y] "+r"(col2), [a] "=&r"(a), [b] "=&r"(b),
                            [a0] "=&r"(a0), [b0] "=&r"(b0)
                          : [o] "r"(off2)
@@ -495,16 +511,20 @@ static inline void mcu_column2_s8(const int8_t *xa, const int8_t *xb, int32_t kp
                          "sxtab16 %[b0], %[o], %[b]\n\t"
                          "sxtab16 %[a], %[o], %[a], ror #8\n\t"
                          "sxtab16 %[b], %[o], %[b], ror #8\n\t"
-                         "strd %[a], %[b], [%[y], #8]\n\t"
-                         "strd %[a0], %[b0], [%[y]], #16\n\t"
+                         "str %[a], [%[y], #8]\n\t"
+                         "str %[b], [%[y], #12]\n\t"
+                         "str %[b0], [%[y], #4]\n\t"
+                         "str %[a0], [%[y]], #16\n\t"
                          "ldr %[a], [%[xa]], #4\n\t"
                          "ldr %[b], [%[xb]], #4\n\t"
                          "sxtab16 %[a0], %[o], %[a]\n\t"
                          "sxtab16 %[b0], %[o], %[b]\n\t"
                          "sxtab16 %[a], %[o], %[a], ror #8\n\t"
                          "sxtab16 %[b], %[o], %[b], ror #8\n\t"
-                         "strd %[a], %[b], [%[y], #8]\n\t"
-                         "strd %[a0], %[b0], [%[y]], #16\n\t"
+                         "str %[a], [%[y], #8]\n\t"
+                         "str %[b], [%[y], #12]\n\t"
+                         "str %[b0], [%[y], #4]\n\t"
+                         "str %[a0], [%[y]], #16\n\t"
                          "cmp %[xa], %[e]\n\t"
                          "bne 1b\n\t"
                          : [xa] "+r"(xa), [xb] "+r"(xb), [y] "+r"(col2), [a] "=&r"(a), [b] "=&r"(b),
@@ -661,6 +681,20 @@ typedef struct {
     "smlal r12, lr, " b ", r6\n\t"                                                                       \
     "asr " b ", lr, r7\n\t"                                                                              \
     "ssat " b ", #8, " b "\n\t"
+/* One channel of one pixel of a scaled stream (mcu_packed_rq_scaled): the multiplier in m, C in c. */
+#define MCU_PX2_RQ_MM(a, m, c)                                                                            \
+    "smmla " a ", " a ", " m ", " c "\n\t"                                                                  \
+    "ssat " a ", #8, " a ", asr #" MCU_PX2_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"
+/* A scaled stream's block (both pixels): channel 0's (multiplier, C) in r12, lr from the loop's last loads,
+ * channel 1's in r6, r7 from the LDRD after it, channels 2 and 3's by one LDM: 21 cycles for eight outputs
+ * where MCU_PX2_RQ4_DIFF takes 43. The stream pointer stops 8 words before the next block (the block order's
+ * stream step adds them). */
+#define MCU_PX2_RQ4_SCALED                                                                                \
+    MCU_PX2_RQ_MM("r0", "r12", "lr") MCU_PX2_RQ_MM("r8", "r12", "lr")                                     \
+    MCU_PX2_RQ_MM("r1", "r6", "r7") MCU_PX2_RQ_MM("r9", "r6", "r7")                                       \
+    "ldm r5!, {r6, r7, r12, lr}\n\t"                                                                      \
+    MCU_PX2_RQ_MM("r2", "r6", "r7") MCU_PX2_RQ_MM("r10", "r6", "r7")                                      \
+    MCU_PX2_RQ_MM("r3", "r12", "lr") MCU_PX2_RQ_MM("r11", "r12", "lr")
 /* A block's four channels of both pixels. */
 #define MCU_PX2_RQ4                                                                                       \
     MCU_PX2_RQ0("r0", "r8") MCU_PX2_RQ("r1", "r9") MCU_PX2_RQ("r2", "r10")                                \
@@ -743,6 +777,11 @@ typedef struct {
     "str r6, [r4, #28]\n\t"
 #define MCU_PX2_TAIL_TABLE                                                                                \
     "29:\n\t.hword 30f - 29b, 31f - 29b, 32f - 29b, 33f - 29b, 30f - 29b, 31f - 29b, 34f - 29b, 35f - 29b\n\t"
+/* The flat pairs' table: bit 3 a scaled stream (MCU_PX2_RQ4_SCALED; the kernel takes it for ReLU layers
+ * only), 36 its bytes' tail, 37 the clamped one. */
+#define MCU_PX2_TAIL_TABLE_FLAT                                                                           \
+    MCU_PX2_TAIL_TABLE                                                                                    \
+    ".hword 36f - 29b, 37f - 29b, 36f - 29b, 37f - 29b, 36f - 29b, 37f - 29b, 36f - 29b, 37f - 29b\n\t"
 #define MCU_PX2_NEXT "bne 5f\n\tb 8f\n\t" /* every tail but the last before the loop's entry (5) */
 /* The six tails, the one that falls through to the entry (5) last. */
 #define MCU_PX2_TAILS                                                                                     \
@@ -752,8 +791,24 @@ typedef struct {
     ".balign 4\n\t32:\n\t" MCU_PX2_RQ4_RELU MCU_PX2_STORE_BYTES(MCU_PX2_NEXT)                              \
     ".balign 4\n\t35:\n\t" MCU_PX2_RQ4_DIFF MCU_PX2_STORE_CLAMP(MCU_PX2_NEXT)                              \
     ".balign 4\n\t34:\n\t" MCU_PX2_RQ4_DIFF MCU_PX2_STORE_BYTES("beq 8f\n\t")
+#if !MCU_PACKED_SCALED
+#undef MCU_PX2_TAIL_TABLE_FLAT
+#define MCU_PX2_TAIL_TABLE_FLAT MCU_PX2_TAIL_TABLE
+#define MCU_PX2_TAILS_FLAT MCU_PX2_TAILS
+#else
+/* The flat pairs' eight tails, the scaled stream's bytes last (mobilenet_v1's and ds_cnn's layers). */
+#define MCU_PX2_TAILS_FLAT                                                                                \
+    "30:\n\t" MCU_PX2_RQ4 MCU_PX2_STORE_BYTES(MCU_PX2_NEXT)                                               \
+    ".balign 4\n\t31:\n\t" MCU_PX2_RQ4 MCU_PX2_STORE_CLAMP(MCU_PX2_NEXT)                                   \
+    ".balign 4\n\t33:\n\t" MCU_PX2_RQ4_RELU MCU_PX2_STORE_CLAMP(MCU_PX2_NEXT)                              \
+    ".balign 4\n\t32:\n\t" MCU_PX2_RQ4_RELU MCU_PX2_STORE_BYTES(MCU_PX2_NEXT)                              \
+    ".balign 4\n\t35:\n\t" MCU_PX2_RQ4_DIFF MCU_PX2_STORE_CLAMP(MCU_PX2_NEXT)                              \
+    ".balign 4\n\t34:\n\t" MCU_PX2_RQ4_DIFF MCU_PX2_STORE_BYTES(MCU_PX2_NEXT)                              \
+    ".balign 4\n\t37:\n\t" MCU_PX2_RQ4_SCALED MCU_PX2_STORE_CLAMP(MCU_PX2_NEXT)                            \
+    ".balign 4\n\t36:\n\t" MCU_PX2_RQ4_SCALED MCU_PX2_STORE_BYTES("beq 8f\n\t")
+#endif
 
-#define MCU_PX2_ASM(loads, unit, bytes, col_back, pass)                                                       \
+#define MCU_PX2_ASM(loads, unit, bytes, col_back, pass, table, tails)                                        \
         "strd r10, r11, [r4, #40]\n\t"                                                                  \
         "str r7, [r4, #32]\n\t"                                                                         \
         "mov r7, #0x80008000\n\t"                                                                       \
@@ -776,8 +831,8 @@ typedef struct {
         MCU_PX2_TAIL_CHOICE                                                                               \
         "b 5f\n\t"                                                                                        \
         MCU_PX_WORD_SECTION                                                                               \
-        MCU_PX2_TAIL_TABLE                                                                                \
-        MCU_PX2_TAILS                                                                                     \
+        table                                                                                             \
+        tails                                                                                             \
         "5:\n\t" /* the state's address first: a load right after the MOV would wait a cycle for it */  \
         "mov r6, r4\n\t"                                                                                \
         "ldmia r5!, {r0, r1, r2, r3}\n\t"                                                               \
@@ -829,7 +884,8 @@ static inline const int32_t *mcu_pixel2_packed(const int16_t *col2, int32_t kp, 
     register int32_t dist __asm__("r9") = stride;
     register int32_t wstep __asm__("r10") = order->stream_step;
     register int32_t ystep __asm__("r11") = order->y_step;
-    __asm__ volatile(MCU_PX2_ASM(MCU_PX2_LOADS, MCU_PX2_UNIT, MCU_PX2_STR(MCU_PX2_UNIT_BYTES), "8", MCU_PX2_PW_PASS)
+    __asm__ volatile(MCU_PX2_ASM(MCU_PX2_LOADS, MCU_PX2_UNIT, MCU_PX2_STR(MCU_PX2_UNIT_BYTES), "8", MCU_PX2_PW_PASS,
+                                 MCU_PX2_TAIL_TABLE_FLAT, MCU_PX2_TAILS_FLAT)
                      : "+r"(c0), "+r"(yp), "+r"(ye), "+r"(t), "+r"(st), "+r"(w), "+r"(b), "+r"(taps), "+r"(dist),
                        "+r"(wstep), "+r"(ystep)
                      :
@@ -881,7 +937,7 @@ static inline const int32_t *mcu_pixel2_packed_split(const int16_t *col, int32_t
     register int32_t wstep __asm__("r10") = order->stream_step;
     register int32_t ystep __asm__("r11") = order->y_step;
     __asm__ volatile(MCU_PX2_ASM(MCU_PX2_LOADS_SPLIT, MCU_PX2_UNIT_SPLIT, MCU_PX2_STR(MCU_PX2_UNIT_BYTES), "4",
-                                 MCU_PX2_PASS)
+                                 MCU_PX2_PASS, MCU_PX2_TAIL_TABLE, MCU_PX2_TAILS)
                      : "+r"(c0), "+r"(yp), "+r"(ye), "+r"(t), "+r"(st), "+r"(w), "+r"(b), "+r"(taps), "+r"(dist),
                        "+r"(wstep), "+r"(ystep)
                      :
@@ -1116,8 +1172,8 @@ static __attribute__((noinline)) void mcu_pw8_pairs(mcu_pw8_state *st, int tail)
         MCU_PX2_TAIL_CHOICE
         "b 20f\n\t"
         MCU_PX_WORD_SECTION
-        MCU_PX2_TAIL_TABLE
-        MCU_PX2_TAILS
+        MCU_PX2_TAIL_TABLE_FLAT
+        MCU_PX2_TAILS_FLAT
         "5:\n\t" /* a block: biases, the 4 tap pairs, then its tail */
         "ldmia r5!, {r0, r1, r2, r3}\n\t"
         "mov r8, r0\n\t"
@@ -1125,7 +1181,8 @@ static __attribute__((noinline)) void mcu_pw8_pairs(mcu_pw8_state *st, int tail)
         "mov r10, r2\n\t"
         "mov r11, r3\n\t"
         MCU_PW8_UNIT("-32", "-28") MCU_PW8_UNIT("-24", "-20") MCU_PW8_UNIT("-16", "-12") MCU_PW8_UNIT("-8", "-4")
-        /* channel 0's K, multiplier and shift, as the tails take them (MCU_PX2_RQ0): four pipelined loads */
+        /* channel 0's K, multiplier and shift, as the tails take them (MCU_PX2_RQ0; a scaled stream's channels 0
+         * and 1, MCU_PX2_RQ4_SCALED): four pipelined loads */
         "ldr.w r12, [r5], #4\n\t"
         "ldr.w lr, [r5], #4\n\t"
         "ldr.w r6, [r5], #4\n\t"
@@ -1201,6 +1258,10 @@ static __attribute__((noinline)) void mcu_pw8_pairs(mcu_pw8_state *st, int tail)
 #undef MCU_PX2_RQ0_DIFF
 #undef MCU_PX2_RQ4_DIFF
 #undef MCU_PX2_TAILS
+#undef MCU_PX2_TAILS_FLAT
+#undef MCU_PX2_TAIL_TABLE_FLAT
+#undef MCU_PX2_RQ_MM
+#undef MCU_PX2_RQ4_SCALED
 #undef MCU_PX2_STORE_BYTES
 #undef MCU_PX2_STORE_CLAMP
 #undef MCU_PX2_NEXT

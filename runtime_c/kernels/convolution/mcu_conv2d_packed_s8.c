@@ -31,8 +31,30 @@ typedef struct {
     int right;          /* the stream's flag: every shift in [-23, -1], requantized from K */
     int group;          /* MCU_PACKED_FLAG_GROUP: the weights wait (flash), pointwise pairs share reads */
     int px2;            /* the pair loops' tail: clamp, 2 where act_min >= output_offset (MCU_PX2_RQ_RELU), and then
-                         * 4 where the biases allow MCU_PX2_RQ_DIFF */
+                         * 4 where the biases allow MCU_PX2_RQ_DIFF, or 8 for a scaled stream */
+#if MCU_PACKED_SCALED
+    int scaled;         /* MCU_PACKED_FLAG_SCALED: (multiplier, C) words, mcu_packed_rq_scaled */
+    int32_t skip;       /* bytes the flat pairs' stream pointer stops short of the next block: 32 when scaled */
+#endif
 } layer_t;
+
+/* The layer's stream is scaled (0 in a build without scaled streams, whose layer_t and code stay as they were). */
+static inline int layer_scaled(const layer_t *l)
+{
+#if MCU_PACKED_SCALED
+    return l->scaled;
+#else
+    (void)l;
+    return 0;
+#endif
+}
+
+/* The bytes the flat pairs' stream pointer stops short of the next block: 32 for a scaled stream (its 8 spare
+ * requantization words), else 0. */
+static inline int32_t layer_skip(const layer_t *l)
+{
+    return layer_scaled(l) ? 32 : 0;
+}
 
 /* One block in C: the host, the emulated build, and layers with shifts outside [-23, -1]. */
 static void block_c(const layer_t *l, const int16_t *col, const int32_t *blob, int8_t *y, int32_t n)
@@ -42,6 +64,11 @@ static void block_c(const layer_t *l, const int16_t *col, const int32_t *blob, i
     const int32_t *rq = blob + 4 + 2 * l->kp;
     for (int32_t o = 0; o < n; ++o, rq += 4) {
         const int32_t a = mcu_u32_to_s32(acc[o]);
+        if (layer_scaled(l)) {
+            const int32_t *mc = blob + 4 + 2 * l->kp + 2 * o;
+            y[o] = (int8_t)mcu_clamp_s32(mcu_packed_rq_scaled(a, mc[0], mc[1]), l->act_min, l->act_max);
+            continue;
+        }
         y[o] = l->right ? (int8_t)mcu_clamp_s32(mcu_packed_rq_s8(a, rq), l->act_min, l->act_max)
                         : mcu_requantize_to_s8_fast(a, rq[2], rq[3], l->output_offset, l->act_min, l->act_max);
     }
@@ -54,7 +81,7 @@ static void pixel(const layer_t *l, const int16_t *col, const int32_t *blocks, i
     const int32_t *blob = blocks;
     int32_t oc = 0;
 #if MCU_S8_DSP_NATIVE
-    if (l->right) {
+    if (l->right && !layer_scaled(l)) {
         /* in locals: the assembly's memory clobber would reload fields of *l every block */
         const int32_t whole = l->cout & ~3;
         if (whole > 0) {
@@ -207,11 +234,11 @@ typedef struct {
 static inline pass_t pass_of(const layer_t *l, const int32_t *packed, int8_t *y, int back)
 {
     if (!back) {
-        return (pass_t){{0, 0}, packed, y, y + l->cout};
+        return (pass_t){{layer_skip(l), 0}, packed, y, y + l->cout};
     }
     /* y_end is one block before y: compared, never stored through (as an address it may lie before
      * the output) */
-    return (pass_t){{-8 * l->words, -8}, packed + (l->cout / 4 - 1) * l->words, y + l->cout - 4,
+    return (pass_t){{layer_skip(l) - 8 * l->words, -8}, packed + (l->cout / 4 - 1) * l->words, y + l->cout - 4,
                     (int8_t *)((uintptr_t)y - 4u)};
 }
 #endif
@@ -243,14 +270,19 @@ static int px2_diff(const int32_t *stream, uint32_t flags, int32_t cout, int32_t
 static int check_stream(const int32_t *stream, int32_t cout, int32_t kp, int32_t output_offset, uint32_t *flags_out)
 {
     const uint32_t flags = (uint32_t)stream[1];
-    if (stream[0] != MCU_PACKED_MAGIC || (flags & ~(0xFF00u | MCU_PACKED_FLAG_RIGHT | MCU_PACKED_FLAG_BYTES |
-                                                    MCU_PACKED_FLAG_GROUP)) != 0 ||
+    /* a build without scaled streams (MCU_PACKED_SCALED 0, specialise.py) refuses them */
+    const uint32_t known = MCU_PACKED_FLAG_RIGHT | MCU_PACKED_FLAG_BYTES | MCU_PACKED_FLAG_GROUP |
+                           (MCU_PACKED_SCALED ? MCU_PACKED_FLAG_SCALED : 0u);
+    if (stream[0] != MCU_PACKED_MAGIC || (flags & ~(0xFF00u | known)) != 0 ||
         stream[2] != cout || stream[3] != kp || ((flags >> 8) & 0xFFu) != ((uint32_t)output_offset & 0xFFu)) {
         return 0;
     }
     *flags_out = flags;
     const int right = (int)(flags & MCU_PACKED_FLAG_RIGHT);
     const int bytes = (flags & MCU_PACKED_FLAG_BYTES) != 0;
+    if (MCU_PACKED_SCALED && (flags & MCU_PACKED_FLAG_SCALED)) { /* word streams of shifts brought to one; no value of theirs can fault */
+        return right && !bytes;
+    }
 #if MCU_S8_DSP_NATIVE
     if (right) {
         return 1;
@@ -345,22 +377,39 @@ static int32_t pw_part_blocks(const layer_t *l)
 #endif
 
 #if MCU_PACKED_PW_PAIRS
+/* nb whole blocks of one pixel from its column (mcu_column_s8's, its state after it), as pixel() computes them. */
+static void pixel_blocks(const layer_t *l, const int16_t *col, const int32_t *blob, int8_t *y, int32_t nb)
+{
+    if (l->right && !layer_scaled(l)) {
+        mcu_pixel_packed(col, l->kp, blob, y, y + 4 * nb, l->bounds, l->clamp);
+        return;
+    }
+    for (int32_t k = 0; k < nb; ++k, blob += l->words, y += 4) {
+        block_c(l, col, blob, y, 4);
+    }
+}
+
 /* n pairs of a pointwise layer sharing each read of its stream: pair g is pixels a[g] and a[g] + 1 (c_in
- * bytes in, l->cout out each). The columns of every pair first, so all their inputs are read before
- * any of their outputs is written; then the stream by parts (pw_part_blocks), each part for every
- * pair, the parts forward or (back) backward, so a group starts on the part the previous one left in
- * the cache. */
+ * bytes in, l->cout out each), and pixel `lone` (>= 0) alone, after them in the buffer. The columns of every
+ * pair and pixel first, so all their inputs are read before any of their outputs is written; then the stream
+ * by parts (pw_part_blocks), each part for every pair and the lone pixel, the parts forward or (back)
+ * backward, so a group starts on the part the previous one left in the cache. */
 static __attribute__((noinline)) void pw_group_run(const layer_t *l, const int32_t *packed, int16_t *col, const int8_t *input, int8_t *output,
-                         const int64_t *a, int32_t n, int32_t c_in, int32_t input_offset, int back)
+                         const int64_t *a, int32_t n, int64_t lone, int32_t c_in, int32_t input_offset, int back)
 {
     const int32_t kp = l->kp, pb = 2 * kp + MCU_PIXEL2_SPARE;
     for (int32_t g = 0; g < n; ++g) {
         const int8_t *x = input + a[g] * c_in;
         mcu_column2_s8(x, x + c_in, kp, input_offset, col + g * pb);
     }
+    int16_t *col1 = col + n * pb;
+    if (lone >= 0) {
+        mcu_column_s8(input + lone * c_in, kp, input_offset, col1);
+        mcu_pixel_packed_start(col1, kp);
+    }
     const int32_t part = pw_part_blocks(l);
     const int32_t blocks = l->cout / 4;
-    const mcu_block_order fwd = {0, 0};
+    const mcu_block_order fwd = {layer_skip(l), 0};
     for (int32_t k = 0; k < blocks; k += part) {
         const int32_t b0 = back ? ((blocks - 1 - k) / part) * part : k;
         const int32_t nb = blocks - b0 < part ? blocks - b0 : part;
@@ -368,6 +417,9 @@ static __attribute__((noinline)) void pw_group_run(const layer_t *l, const int32
             int8_t *yg = output + a[g] * l->cout + 4 * b0;
             mcu_pixel2_packed(col + g * pb, kp, packed + b0 * l->words, yg, yg + 4 * nb, l->cout, l->bounds, l->px2,
                               &fwd);
+        }
+        if (lone >= 0) {
+            pixel_blocks(l, col1, packed + b0 * l->words, output + lone * l->cout + 4 * b0, nb);
         }
     }
 }
@@ -387,7 +439,7 @@ static void pw8_run(const layer_t *l, const int32_t *packed, void *buf, const in
     st->min4 = l->bounds[0];
     st->max4 = l->bounds[1];
     st->stride = l->cout;
-    st->stream_step = 0;
+    st->stream_step = layer_skip(l);
     st->y_step = 0;
     st->x = x;
     st->dx = 16 * step;
@@ -419,14 +471,25 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
     uint32_t flags = 0;
     MCU_REQUIRE(check_stream(packed, out.c, kp, p->output_offset, &flags), MCU_ERR_INVALID_ARG);
     const int right = (int)(flags & MCU_PACKED_FLAG_RIGHT);
+#if MCU_PACKED_SCALED
+    const int scaled = (flags & MCU_PACKED_FLAG_SCALED) != 0;
+    /* a scaled stream's requantization has the ReLU tails' form (tuned.pack_layer_scaled) */
+    MCU_REQUIRE(!scaled || p->act_min >= p->output_offset, MCU_ERR_INVALID_ARG);
+#else
+    const int scaled = 0; /* check_stream refused a scaled stream: this build left them out */
+#endif
     const uint32_t min4 = ((uint32_t)p->act_min & 0xFFu) * 0x01010101u;
     const uint32_t max4 = ((uint32_t)p->act_max & 0xFFu) * 0x01010101u;
     const int clamp = p->act_min > -128 || p->act_max < 127;
     /* a single pixel (a linear layer) has no pair to requantize by difference: skip the pass over its biases */
-    const int pair_diff = (int64_t)out.n * out.h * out.w >= 2 ? px2_diff(packed, flags, out.c, kp) : 0;
+    const int pair_diff = (int64_t)out.n * out.h * out.w >= 2 && !scaled ? px2_diff(packed, flags, out.c, kp) : 0;
     const layer_t l = {out.c, kp, mcu_packed_block_words(kp), p->output_offset, p->act_min, p->act_max,
                        {min4, max4}, clamp, right, (flags & MCU_PACKED_FLAG_GROUP) != 0,
-                       clamp | (p->act_min >= p->output_offset ? 2 | pair_diff : 0)};
+                       clamp | (scaled ? 8 : p->act_min >= p->output_offset ? 2 | pair_diff : 0)
+#if MCU_PACKED_SCALED
+                       , scaled, scaled ? 32 : 0
+#endif
+    };
     packed += MCU_PACKED_HEADER_WORDS;
 #if MCU_S8_DSP_NATIVE
     _Alignas(8) int16_t col[MCU_PACKED_BUF_TAPS]; /* + mcu_pixel_packed's state, or two pixels' columns */
@@ -462,7 +525,7 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
     }
 #if MCU_S8_DSP
     /* few taps per pixel (first layers, narrow pointwise): convolution/conv_narrow_s8_dsp.h */
-    if (mcu_narrow_applies(p, kp, right, direction)) {
+    if (mcu_narrow_applies(p, kp, right && !scaled, direction)) {
 #if MCU_PACKED_NARROW
 #if MCU_S8_DSP_NATIVE && !(MCU_PACKED_NARROW_CLAMP && MCU_PACKED_NARROW_FULL)
         /* this build left out the engine of some narrow layers' stores */
@@ -517,7 +580,11 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
                 for (; n < group && i >= 1; ++n, i -= 2) {
                     a[n] = i - 1;
                 }
-                pw_group_run(&l, packed, col, input, output, a, n, in.c, p->input_offset, back);
+                /* a last lone pixel (0) joins the last group where its column and state fit the buffer: the
+                 * stream is read once more for it otherwise (mobilenet_v1's 3 x 3 layers, 70 and 136 kB) */
+                const int64_t lone = i == 0 && (n + 1) * (2 * kp + MCU_PIXEL2_SPARE) <= MCU_PACKED_BUF_TAPS ? 0 : -1;
+                pw_group_run(&l, packed, col, input, output, a, n, lone, in.c, p->input_offset, back);
+                i -= lone == 0;
                 back ^= 1;
             }
             for (; i >= 1; i -= 2, back ^= 1) {
@@ -577,7 +644,7 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
                     for (int32_t n = 0; n < blocks; n += part) {
                         const int32_t b0 = back ? ((blocks - 1 - n) / part) * part : n;
                         const int32_t nb = blocks - b0 < part ? blocks - b0 : part;
-                        const mcu_block_order fwd = {0, 0};
+                        const mcu_block_order fwd = {layer_skip(&l), 0};
                         for (int32_t g = 0; g < group; ++g) {
                             int8_t *yg = y + 2 * g * out.c + 4 * b0;
                             mcu_pixel2_packed(col + g * pb, kp, packed + b0 * l.words, yg, yg + 4 * nb, out.c,
@@ -585,6 +652,18 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
                         }
                     }
                     back ^= 1;
+                }
+                /* the pairs left and a last lone pixel as one more, smaller group: the stream read once for
+                 * them (ds_cnn's 125 pixels: 62 pairs and one) */
+                if (i < pixels) {
+                    int64_t a[MCU_PW_GROUP_MAX];
+                    int32_t n = 0;
+                    for (; i + 2 <= pixels; ++n, i += 2) {
+                        a[n] = i;
+                    }
+                    const int64_t lone = i < pixels ? i : -1;
+                    pw_group_run(&l, packed, col, input, output, a, n, lone, in.c, p->input_offset, back);
+                    i = pixels;
                 }
             }
             /* two pixels per pass, each weight word loaded once for both (gemm_s8_dsp.h) */
@@ -604,7 +683,7 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
     }
 #endif
 #if MCU_S8_DSP_NATIVE && MCU_PACKED_WINDOWS
-    const int pairs = out.w >= 2 && right && out.c % 4 == 0 && kp + MCU_PIXEL2_SPARE <= MCU_PIXEL2_B &&
+    const int pairs = out.w >= 2 && right && !scaled && out.c % 4 == 0 && kp + MCU_PIXEL2_SPARE <= MCU_PIXEL2_B &&
                       MCU_PIXEL2_B + kp <= MCU_PACKED_COL_TAPS;
 #endif
 #if MCU_S8_DSP_NATIVE && MCU_PACKED_WINDOWS && MCU_PACKED_QUADS
