@@ -1,5 +1,11 @@
-/* Shared pieces of the integer recurrent layers (mcu_lstm_s8, mcu_gru_s8); mcu/quant/recurrent.py mirrors
- * every function here. Internal: static inline only.
+/* Shared pieces of the integer recurrent layers (mcu_lstm_s8, mcu_gru_s8, and their 4-bit weight forms
+ * mcu_lstm_s4, mcu_gru_s4); mcu/quant/recurrent.py mirrors every function here. Internal: static inline only.
+ *
+ * The 4-bit forms take each matrix packed two a byte, continuous across rows (CMSIS-NN's s4 layout, element 2i
+ * in the low nibble of byte i), so a row of odd length starts mid-byte every other row. Their products run on
+ * the packed weights step by step: widening the matrices once per call would cost the layer's whole int8 weight
+ * bytes of RAM (4H (I + H) for an LSTM), the very bytes 4-bit weights save, against a few ALU instructions per
+ * 4 weights. Every function taking `s4` is inlined with it constant, so the int8 kernels keep their code.
  *
  * Gate pre-activations are int16 Q3.12; sigmoid and tanh give Q0.15 from a 257-entry table
  * T[k] = round(2^15 sigmoid(k / 32)) read at |x| / 2^7 (tanh: at 2|x|, saturating at T[256]) with linear
@@ -14,6 +20,7 @@
 
 #include "../common/check.h"
 #include "../common/requant.h"
+#include "../common/s4.h"
 #include "../common/simd_s8.h"
 
 #define MCU_RECURRENT_GATE_FRAC 12
@@ -134,9 +141,82 @@ static inline void mcu_recurrent_dot2(const int8_t *w0, const int8_t *w1, const 
     a[1] += x1;
 }
 
+/* 4 packed weights from element e on (any nibble), element e + j in bits 4j..4j+3; e + 3 is inside the
+ * matrix, so an odd start reads the byte that holds it and no further. */
+static inline uint32_t mcu_recurrent_s4_window(const int8_t *w, int32_t e)
+{
+    const uint8_t *b = (const uint8_t *)w + (e >> 1);
+    const uint32_t lo = (uint32_t)b[0] | ((uint32_t)b[1] << 8);
+    return (e & 1) ? (lo | ((uint32_t)b[2] << 16)) >> 4 : lo;
+}
+
+/* One row's part of mcu_recurrent_dot2_s4 over 4 weights t (mcu_recurrent_s4_window's) against
+ * q[0..3] / their widened pairs (q0, q2), (q1, q3): on DSP cores 16 w in the top of bytes 0 and 2, so that
+ * SXTB16 widens the pairs (w0, w2) and (w1, w3) with no shift of a signed value; the sums are 16 times. */
+static inline uint32_t mcu_recurrent_s4_mac4(uint32_t t, const int8_t *q, uint32_t c02, uint32_t c13, uint32_t s)
+{
+#if MCU_S8_DSP
+    (void)q;
+    const uint32_t w02 = ((t << 4) & 0xF0u) | ((t << 12) & 0xF00000u);
+    const uint32_t w13 = (t & 0xF0u) | ((t << 8) & 0xF00000u);
+    return mcu_smlad(mcu_sxtb16(w13), c13, mcu_smlad(mcu_sxtb16(w02), c02, s));
+#else
+    (void)c02;
+    (void)c13;
+    return s + (uint32_t)(mcu_s4_low(t) * q[0] + mcu_s4_low(t >> 4) * q[1] + mcu_s4_low(t >> 8) * q[2] +
+                          mcu_s4_low(t >> 12) * q[3]);
+#endif
+}
+
+/* mcu_recurrent_dot2 with 4-bit rows starting at elements e0 and e1 of the packed matrix w. The DSP path's
+ * 16 w q sums stay exact (|w| <= 8, |q| <= 128, n <= 4096: below 2^26), so the shift by 4 returns the sums. */
+static inline void mcu_recurrent_dot2_s4(const int8_t *w, int32_t e0, int32_t e1, const int8_t *q, const int16_t *col,
+                                         int32_t n, int32_t *a)
+{
+    uint32_t s0 = 0;
+    uint32_t s1 = 0;
+    int32_t k = 0;
+    for (; k + 4 <= n; k += 4) {
+#if MCU_S8_DSP
+        const uint32_t c02 = mcu_load_u32(col + k);
+        const uint32_t c13 = mcu_load_u32(col + k + 2);
+#else
+        const uint32_t c02 = 0;
+        const uint32_t c13 = 0;
+#endif
+        s0 = mcu_recurrent_s4_mac4(mcu_recurrent_s4_window(w, e0 + k), q + k, c02, c13, s0);
+        s1 = mcu_recurrent_s4_mac4(mcu_recurrent_s4_window(w, e1 + k), q + k, c02, c13, s1);
+    }
+#if MCU_S8_DSP
+    int32_t x0 = mcu_asr32(mcu_u32_to_s32(s0), 4);
+    int32_t x1 = mcu_asr32(mcu_u32_to_s32(s1), 4);
+#else
+    (void)col;
+    int32_t x0 = mcu_u32_to_s32(s0);
+    int32_t x1 = mcu_u32_to_s32(s1);
+#endif
+    for (; k < n; ++k) {
+        x0 += mcu_s4_at(w, e0 + k) * q[k];
+        x1 += mcu_s4_at(w, e1 + k) * q[k];
+    }
+    a[0] += x0;
+    a[1] += x1;
+}
+
+/* The dot products of rows r and r1 of an [rows][n] matrix, int8 or (s4) packed 4-bit. */
+static inline void mcu_recurrent_dot_rows(int32_t s4, const int8_t *w, int32_t r, int32_t r1, const int8_t *q,
+                                          const int16_t *col, int32_t n, int32_t *a)
+{
+    if (s4) {
+        mcu_recurrent_dot2_s4(w, r * n, r1 * n, q, col, n, a);
+    } else {
+        mcu_recurrent_dot2(w + (size_t)r * (size_t)n, w + (size_t)r1 * (size_t)n, q, col, n, a);
+    }
+}
+
 /* The input and recurrent products of gate rows r and r + 1 (r + 1 < n_rows, or row r twice at the end),
  * each requantized and saturated to int16: gx[i], gh[i] for row r + i. */
-static inline void mcu_recurrent_rows2(const mcu_recurrent_s8_params *p, int32_t r, int32_t n_rows,
+static inline void mcu_recurrent_rows2(int32_t s4, const mcu_recurrent_s8_params *p, int32_t r, int32_t n_rows,
                                        const int8_t *w_ih, const int8_t *w_hh, const int32_t *rows, const int8_t *x,
                                        const int16_t *col_x, const int8_t *h, const int16_t *col_h, int32_t gx[2],
                                        int32_t gh[2])
@@ -146,10 +226,8 @@ static inline void mcu_recurrent_rows2(const mcu_recurrent_s8_params *p, int32_t
     const int32_t *q1 = rows + 6 * r1;
     int32_t ax[2] = {q0[0], q1[0]};
     int32_t ah[2] = {q0[3], q1[3]};
-    mcu_recurrent_dot2(w_ih + (size_t)r * (size_t)p->input_size, w_ih + (size_t)r1 * (size_t)p->input_size, x, col_x,
-                       p->input_size, ax);
-    mcu_recurrent_dot2(w_hh + (size_t)r * (size_t)p->hidden, w_hh + (size_t)r1 * (size_t)p->hidden, h, col_h,
-                       p->hidden, ah);
+    mcu_recurrent_dot_rows(s4, w_ih, r, r1, x, col_x, p->input_size, ax);
+    mcu_recurrent_dot_rows(s4, w_hh, r, r1, h, col_h, p->hidden, ah);
     gx[0] = mcu_sat_s16(mcu_recurrent_rq(ax[0], q0[1], q0[2]));
     gx[1] = mcu_sat_s16(mcu_recurrent_rq(ax[1], q1[1], q1[2]));
     gh[0] = mcu_sat_s16(mcu_recurrent_rq(ah[0], q0[4], q0[5]));
@@ -158,7 +236,7 @@ static inline void mcu_recurrent_rows2(const mcu_recurrent_s8_params *p, int32_t
 
 /* The first n_rows gate rows of one step (an LSTM's i, f, g and o, or i, f and g only for its final cell), each
  * the saturated sum of its input and recurrent products, into `gates`, two rows a pass. */
-static inline void mcu_recurrent_sum_rows(const mcu_recurrent_s8_params *p, int32_t n_rows, const int8_t *w_ih,
+static inline void mcu_recurrent_sum_rows(int32_t s4, const mcu_recurrent_s8_params *p, int32_t n_rows, const int8_t *w_ih,
                                           const int8_t *w_hh, const int32_t *rows, const int8_t *x,
                                           const int16_t *col_x, const int8_t *h, const int16_t *col_h,
                                           int16_t *gates)
@@ -166,7 +244,7 @@ static inline void mcu_recurrent_sum_rows(const mcu_recurrent_s8_params *p, int3
     for (int32_t r = 0; r < n_rows; r += 2) {
         int32_t gx[2];
         int32_t gh[2];
-        mcu_recurrent_rows2(p, r, n_rows, w_ih, w_hh, rows, x, col_x, h, col_h, gx, gh);
+        mcu_recurrent_rows2(s4, p, r, n_rows, w_ih, w_hh, rows, x, col_x, h, col_h, gx, gh);
         gates[r] = (int16_t)mcu_sat_s16(gx[0] + gh[0]);
         if (r + 1 < n_rows) {
             gates[r + 1] = (int16_t)mcu_sat_s16(gx[1] + gh[1]);
