@@ -30,8 +30,8 @@ static inline mcu_status mcu_lstm_run(int32_t s4, const mcu_context *ctx, const 
         for (int32_t t = 0; t < p->steps; ++t) {
             const size_t step = (size_t)b * (size_t)p->steps + (size_t)t;
             const int8_t *x = input + step * (size_t)p->input_size;
-            mcu_recurrent_widen(x, p->input_size, col_x);
-            mcu_recurrent_widen(h, hidden, col_h);
+            mcu_recurrent_widen_any(s4, x, p->input_size, col_x);
+            mcu_recurrent_widen_any(s4, h, hidden, col_h);
             mcu_recurrent_sum_rows(s4, p, 4 * hidden, w_ih, w_hh, rows, x, col_x, h, col_h, gates);
             int8_t *y = output + step * (size_t)hidden;
             for (int32_t j = 0; j < hidden; ++j) {
@@ -73,8 +73,8 @@ static inline mcu_status mcu_gru_run(int32_t s4, const mcu_context *ctx, const m
         for (int32_t t = 0; t < p->steps; ++t) {
             const size_t step = (size_t)b * (size_t)p->steps + (size_t)t;
             const int8_t *x = input + step * (size_t)p->input_size;
-            mcu_recurrent_widen(x, p->input_size, col_x);
-            mcu_recurrent_widen(h, hidden, col_h);
+            mcu_recurrent_widen_any(s4, x, p->input_size, col_x);
+            mcu_recurrent_widen_any(s4, h, hidden, col_h);
             for (int32_t r = 0; r < 3 * hidden; r += 2) {
                 int32_t gx[2];
                 int32_t gh[2];
@@ -137,8 +137,8 @@ static inline mcu_status mcu_lstm_final_cell_run(int32_t s4, const mcu_context *
             const size_t step = (size_t)b * (size_t)p->steps + (size_t)t;
             const int8_t *x = input + step * (size_t)p->input_size;
             const int8_t *h = t == 0 ? zero_state : hidden_states + (step - 1) * (size_t)hidden;
-            mcu_recurrent_widen(x, p->input_size, col_x);
-            mcu_recurrent_widen(h, hidden, col_h);
+            mcu_recurrent_widen_any(s4, x, p->input_size, col_x);
+            mcu_recurrent_widen_any(s4, h, hidden, col_h);
             /* the i, f and g rows */
             mcu_recurrent_sum_rows(s4, p, 3 * hidden, w_ih, w_hh, rows, x, col_x, h, col_h, gates);
             for (int32_t j = 0; j < hidden; ++j) {

@@ -141,59 +141,66 @@ static inline void mcu_recurrent_dot2(const int8_t *w0, const int8_t *w1, const 
     a[1] += x1;
 }
 
-/* 4 packed weights from element e on (any nibble), element e + j in bits 4j..4j+3; e + 3 is inside the
- * matrix, so an odd start reads the byte that holds it and no further. */
-static inline uint32_t mcu_recurrent_s4_window(const int8_t *w, int32_t e)
-{
-    const uint8_t *b = (const uint8_t *)w + (e >> 1);
-    const uint32_t lo = (uint32_t)b[0] | ((uint32_t)b[1] << 8);
-    return (e & 1) ? (lo | ((uint32_t)b[2] << 16)) >> 4 : lo;
-}
-
-/* One row's part of mcu_recurrent_dot2_s4 over 4 weights t (mcu_recurrent_s4_window's) against
- * q[0..3] / their widened pairs (q0, q2), (q1, q3): on DSP cores 16 w in the top of bytes 0 and 2, so that
- * SXTB16 widens the pairs (w0, w2) and (w1, w3) with no shift of a signed value; the sums are 16 times. */
-static inline uint32_t mcu_recurrent_s4_mac4(uint32_t t, const int8_t *q, uint32_t c02, uint32_t c13, uint32_t s)
+/* The step's int8 vector as the 4-bit path's SMLAD operands: each whole group of 8 as the pairs (q0, q4),
+ * (q1, q5), (q2, q6), (q3, q7), the order SXTB16 widens 8 packed weights in (the tail is read from q). */
+static inline void mcu_recurrent_widen_s4(const int8_t *q, int32_t n, int16_t *col)
 {
 #if MCU_S8_DSP
-    (void)q;
-    const uint32_t w02 = ((t << 4) & 0xF0u) | ((t << 12) & 0xF00000u);
-    const uint32_t w13 = (t & 0xF0u) | ((t << 8) & 0xF00000u);
-    return mcu_smlad(mcu_sxtb16(w13), c13, mcu_smlad(mcu_sxtb16(w02), c02, s));
+    for (int32_t k = 0; k + 8 <= n; k += 8) {
+        for (int32_t j = 0; j < 8; ++j) {
+            col[k + 2 * (j & 3) + (j >> 2)] = q[k + j];
+        }
+    }
 #else
-    (void)c02;
-    (void)c13;
-    return s + (uint32_t)(mcu_s4_low(t) * q[0] + mcu_s4_low(t >> 4) * q[1] + mcu_s4_low(t >> 8) * q[2] +
-                          mcu_s4_low(t >> 12) * q[3]);
+    (void)q;
+    (void)n;
+    (void)col;
 #endif
 }
+
+#if MCU_S8_DSP
+/* 8 packed weights from element e on (any nibble), element e + j in bits 4j..4j+3: an odd start also reads the
+ * byte that holds element e + 7, and no further. */
+static inline uint32_t mcu_recurrent_s4_word(const int8_t *w, int32_t e)
+{
+    const int8_t *b = w + (e >> 1);
+    const uint32_t v = mcu_load_u32(b);
+    return (e & 1) ? (v >> 4) | ((uint32_t)(uint8_t)b[4] << 28) : v;
+}
+
+/* s += 16 times the dot product of 8 packed weights v with their column group c (mcu_recurrent_widen_s4's
+ * order): masked with 0xF0F0F0F0, as it is and shifted left by 4, every nibble sits in the top of its own byte,
+ * so SXTB16 and SXTB16 ror 8 widen 16 (w0, w4), (w1, w5), (w2, w6), (w3, w7) with no shift of a signed value. */
+static inline uint32_t mcu_recurrent_s4_mac8(uint32_t v, const int16_t *c, uint32_t s)
+{
+    const uint32_t lo = 0xF0F0F0F0u & (v << 4);
+    const uint32_t hi = 0xF0F0F0F0u & v;
+    s = mcu_smlad(mcu_sxtb16(lo), mcu_load_u32(c), s);
+    s = mcu_smlad(mcu_sxtb16(hi), mcu_load_u32(c + 2), s);
+    s = mcu_smlad(mcu_sxtb16_ror8(lo), mcu_load_u32(c + 4), s);
+    return mcu_smlad(mcu_sxtb16_ror8(hi), mcu_load_u32(c + 6), s);
+}
+#endif
 
 /* mcu_recurrent_dot2 with 4-bit rows starting at elements e0 and e1 of the packed matrix w. The DSP path's
  * 16 w q sums stay exact (|w| <= 8, |q| <= 128, n <= 4096: below 2^26), so the shift by 4 returns the sums. */
 static inline void mcu_recurrent_dot2_s4(const int8_t *w, int32_t e0, int32_t e1, const int8_t *q, const int16_t *col,
                                          int32_t n, int32_t *a)
 {
+    int32_t k = 0;
+#if MCU_S8_DSP
     uint32_t s0 = 0;
     uint32_t s1 = 0;
-    int32_t k = 0;
-    for (; k + 4 <= n; k += 4) {
-#if MCU_S8_DSP
-        const uint32_t c02 = mcu_load_u32(col + k);
-        const uint32_t c13 = mcu_load_u32(col + k + 2);
-#else
-        const uint32_t c02 = 0;
-        const uint32_t c13 = 0;
-#endif
-        s0 = mcu_recurrent_s4_mac4(mcu_recurrent_s4_window(w, e0 + k), q + k, c02, c13, s0);
-        s1 = mcu_recurrent_s4_mac4(mcu_recurrent_s4_window(w, e1 + k), q + k, c02, c13, s1);
+    for (; k + 8 <= n; k += 8) {
+        s0 = mcu_recurrent_s4_mac8(mcu_recurrent_s4_word(w, e0 + k), col + k, s0);
+        s1 = mcu_recurrent_s4_mac8(mcu_recurrent_s4_word(w, e1 + k), col + k, s1);
     }
-#if MCU_S8_DSP
     int32_t x0 = mcu_asr32(mcu_u32_to_s32(s0), 4);
     int32_t x1 = mcu_asr32(mcu_u32_to_s32(s1), 4);
 #else
     (void)col;
-    int32_t x0 = mcu_u32_to_s32(s0);
-    int32_t x1 = mcu_u32_to_s32(s1);
+    int32_t x0 = 0;
+    int32_t x1 = 0;
 #endif
     for (; k < n; ++k) {
         x0 += mcu_s4_at(w, e0 + k) * q[k];
@@ -201,6 +208,16 @@ static inline void mcu_recurrent_dot2_s4(const int8_t *w, int32_t e0, int32_t e1
     }
     a[0] += x0;
     a[1] += x1;
+}
+
+/* The step's vector widened as the int8 (mcu_recurrent_widen) or the 4-bit path (s4) reads it. */
+static inline void mcu_recurrent_widen_any(int32_t s4, const int8_t *q, int32_t n, int16_t *col)
+{
+    if (s4) {
+        mcu_recurrent_widen_s4(q, n, col);
+    } else {
+        mcu_recurrent_widen(q, n, col);
+    }
 }
 
 /* The dot products of rows r and r1 of an [rows][n] matrix, int8 or (s4) packed 4-bit. */
