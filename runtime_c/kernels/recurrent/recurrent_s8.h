@@ -180,6 +180,21 @@ static inline uint32_t mcu_recurrent_s4_mac8(uint32_t v, const int16_t *c, uint3
     s = mcu_smlad(mcu_sxtb16_ror8(lo), mcu_load_u32(c + 4), s);
     return mcu_smlad(mcu_sxtb16_ror8(hi), mcu_load_u32(c + 6), s);
 }
+
+#else
+/* 4 packed weights from element e on (any nibble), element e + j in bits 4j..4j+3: an odd start also reads the
+ * byte that holds element e + 3, and no further. */
+static inline uint32_t mcu_recurrent_s4_window(const int8_t *w, int32_t e)
+{
+    const uint8_t *b = (const uint8_t *)w + (e >> 1);
+    const uint32_t lo = (uint32_t)b[0] | ((uint32_t)b[1] << 8);
+    return (e & 1) ? (lo | ((uint32_t)b[2] << 16)) >> 4 : lo;
+}
+
+static inline int32_t mcu_recurrent_s4_dot4(uint32_t t, const int8_t *q)
+{
+    return mcu_s4_low(t) * q[0] + mcu_s4_low(t >> 4) * q[1] + mcu_s4_low(t >> 8) * q[2] + mcu_s4_low(t >> 12) * q[3];
+}
 #endif
 
 /* mcu_recurrent_dot2 with 4-bit rows starting at elements e0 and e1 of the packed matrix w. The DSP path's
@@ -201,6 +216,10 @@ static inline void mcu_recurrent_dot2_s4(const int8_t *w, int32_t e0, int32_t e1
     (void)col;
     int32_t x0 = 0;
     int32_t x1 = 0;
+    for (; k + 4 <= n; k += 4) { /* 4 weights from 2 or 3 byte loads, no per-weight byte address */
+        x0 += mcu_recurrent_s4_dot4(mcu_recurrent_s4_window(w, e0 + k), q + k);
+        x1 += mcu_recurrent_s4_dot4(mcu_recurrent_s4_window(w, e1 + k), q + k);
+    }
 #endif
     for (; k < n; ++k) {
         x0 += mcu_s4_at(w, e0 + k) * q[k];
