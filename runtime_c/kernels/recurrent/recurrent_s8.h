@@ -191,9 +191,12 @@ static inline uint32_t mcu_recurrent_s4_window(const int8_t *w, int32_t e)
     return (e & 1) ? (lo | ((uint32_t)b[2] << 16)) >> 4 : lo;
 }
 
+/* The dot product of 4 window weights plus 8 (u = w + 8 in [0, 15]: t ^ 0x8888, no sign extension) with q. */
 static inline int32_t mcu_recurrent_s4_dot4(uint32_t t, const int8_t *q)
 {
-    return mcu_s4_low(t) * q[0] + mcu_s4_low(t >> 4) * q[1] + mcu_s4_low(t >> 8) * q[2] + mcu_s4_low(t >> 12) * q[3];
+    const uint32_t u = t ^ 0x8888u;
+    return (int32_t)(u & 15u) * q[0] + (int32_t)((u >> 4) & 15u) * q[1] + (int32_t)((u >> 8) & 15u) * q[2] +
+           (int32_t)((u >> 12) & 15u) * q[3];
 }
 #endif
 
@@ -216,10 +219,14 @@ static inline void mcu_recurrent_dot2_s4(const int8_t *w, int32_t e0, int32_t e1
     (void)col;
     int32_t x0 = 0;
     int32_t x1 = 0;
+    int32_t sq = 0; /* sum (w + 8) q - 8 sum q: the sum of q serves both rows */
     for (; k + 4 <= n; k += 4) { /* 4 weights from 2 or 3 byte loads, no per-weight byte address */
         x0 += mcu_recurrent_s4_dot4(mcu_recurrent_s4_window(w, e0 + k), q + k);
         x1 += mcu_recurrent_s4_dot4(mcu_recurrent_s4_window(w, e1 + k), q + k);
+        sq += q[k] + q[k + 1] + q[k + 2] + q[k + 3];
     }
+    x0 -= 8 * sq;
+    x1 -= 8 * sq;
 #endif
     for (; k < n; ++k) {
         x0 += mcu_s4_at(w, e0 + k) * q[k];
