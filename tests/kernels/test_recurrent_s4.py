@@ -6,7 +6,6 @@ the 4-bit kernels in the program file and the generated C equal to the reference
 from __future__ import annotations
 
 import ctypes
-import functools
 
 import numpy as np
 import pytest
@@ -18,29 +17,14 @@ from torch import nn
 import cbind  # noqa: E402
 from cbind import MCU_OK, ptr  # noqa: E402
 from compiled import compiled_model
-from host_builds import build_emulated_lib  # noqa: E402
 from mcu.api import compile as mcu_compile  # noqa: E402
 from mcu.layouts import pack_s4  # noqa: E402
 from mcu.passes.quantized.recurrent import scratch_bytes  # noqa: E402
 from mcu.reference import recurrent  # noqa: E402
 from repo import requires_qemu  # noqa: E402
+from test_recurrent_s8 import Context, RecurrentParams, emulated_lib  # noqa: E402
 
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-c_int32 = ctypes.c_int32
-
-
-class RecurrentParams(ctypes.Structure):
-    _fields_ = [(n, c_int32) for n in ("batch", "steps", "input_size", "hidden", "hidden_zp", "out_mult",
-                                        "out_shift", "state_shift")]
-
-
-class Context(ctypes.Structure):
-    _fields_ = [("buf", ctypes.c_void_p), ("size", c_int32)]
-
-
-@functools.lru_cache(maxsize=1)
-def _emulated_lib() -> ctypes.CDLL:
-    return ctypes.CDLL(str(build_emulated_lib()))
 
 
 def _run(name: str, p: recurrent.RecurrentS8, x: np.ndarray, dsp: bool, seq: np.ndarray | None = None) -> np.ndarray:
@@ -55,7 +39,7 @@ def _run(name: str, p: recurrent.RecurrentS8, x: np.ndarray, dsp: bool, seq: np.
                   np.int16 if seq is not None else np.int8)
     arrays = [np.ascontiguousarray(a) for a in (x, pack_s4(p.w_ih), pack_s4(p.w_hh), p.rows.astype(np.int32),
                                                 recurrent.sigmoid_table(), *([seq] if seq is not None else []))]
-    fn = getattr(_emulated_lib() if dsp else cbind.lib(), name)
+    fn = getattr(emulated_lib() if dsp else cbind.lib(), name)
     fn.argtypes = [ctypes.c_void_p] * (len(arrays) + 3)
     fn.restype = ctypes.c_int
     assert fn(ctypes.addressof(ctx), ctypes.addressof(params), *(ptr(a) for a in arrays), ptr(out)) == MCU_OK
