@@ -36,6 +36,7 @@ from mcu.passes.mixed_choice import Metric as MixedMetric, choose_precision
 from mcu.passes.palette import palettize_weights
 from mcu.passes.quantized.attention import fold_softmax_masks
 from mcu.passes.quantized.core import lower_quantized
+from mcu.passes.quantized.recurrent import narrow_weights_s4
 from mcu.passes.views import alias_views
 from mcu.passes.weights import quantize_linear_weights
 from mcu.passes.weights_int4 import lower_int4_linear, lower_int8_embedding
@@ -121,6 +122,8 @@ def to_graph(spec: ModelSpec, quantize: str, weight_palette: int | None = None,
             graph = quantize_linear_weights(graph, dynamic=modes.is_dynamic(quantize))
         if modes.int4_weights(quantize):
             graph = lower_int8_embedding(lower_int4_linear(graph, dynamic=modes.is_dynamic(quantize)))
+        if modes.weight_bits(quantize) == 4:
+            graph = narrow_weights_s4(graph)
         if weight_palette is not None:
             graph = palettize_weights(graph, weight_palette)
     if scorer is not None and mixed is not None:

@@ -7,15 +7,17 @@ from mcu.ir import Op, Tensor
 from mcu.layouts import pack_s4
 
 
-def s4_weights(op: Op) -> Tensor:
-    """The op's 4-bit weights packed two a byte, low nibble first, in its int8 weights' memory order and
-    continuous across rows: CMSIS-NN's s4 layout, which our 4-bit kernels read too."""
-    cached = op.attrs.get("s4_weights")
+def s4_weights(op: Op, index: int = 1) -> Tensor:
+    """The op's 4-bit weights (its input ``index``: a recurrent layer has two matrices) packed two a byte, low
+    nibble first, in its int8 weights' memory order and continuous across rows: CMSIS-NN's s4 layout, which our
+    4-bit kernels read too."""
+    key = "s4_weights" if index == 1 else f"s4_weights_{index}"
+    cached = op.attrs.get(key)
     if isinstance(cached, Tensor):
         return cached
-    w = op.inputs[1]
+    w = op.inputs[index]
     assert w.data is not None
     data = pack_s4(w.data)
     t = Tensor(name=f"{w.name}_s4", shape=(data.size,), dtype="int8", data=data)
-    op.attrs["s4_weights"] = t
+    op.attrs[key] = t
     return t

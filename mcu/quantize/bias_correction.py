@@ -85,10 +85,10 @@ def fake_quantize(observer: Any, x: torch.Tensor) -> torch.Tensor:
     return qd.dequantize_per_tensor(q, s, z, qmin, qmax, dtype, out_dtype=x.dtype)
 
 
-def rounded_rows(w: torch.Tensor) -> torch.Tensor:
-    """A recurrent layer's matrix as its lowering will round it, per gate row to int8 (no observer of the graph
-    does: mcu/passes/quantized/recurrent.py quantizes them), dequantized."""
-    codes, scale = symmetric_rows(w.detach().double().numpy())
+def rounded_rows(w: torch.Tensor, bits: int = 8) -> torch.Tensor:
+    """A recurrent layer's matrix as its lowering will round it, per gate row to int8 (``bits`` 4: w4a8's
+    [-7, 7]; no observer of the graph does: mcu/passes/quantized/recurrent.py quantizes them), dequantized."""
+    codes, scale = symmetric_rows(w.detach().double().numpy(), bits=bits)
     return torch.from_numpy(codes.astype(np.float64) * scale[:, None]).to(w.dtype)
 
 
@@ -109,6 +109,7 @@ class TwinWalk:
     gm: GraphModule
     samples: list[tuple]
     originals: dict[str, torch.Tensor]
+    recurrent_bits: int = 8  # the width the recurrent layers' matrices are lowered to
     modules: dict[str, Any] = field(init=False)
     nodes: list[Node] = field(init=False)
     inputs: dict[Node, int] = field(init=False)
@@ -150,7 +151,7 @@ class TwinWalk:
         if node.op == "call_function":
             if observe and node.target in RECURRENT:
                 first = WEIGHT_ARG[node.target]
-                args = (*args[:first], *(rounded_rows(w) for w in args[first:first + 2]), *args[first + 2:])
+                args = (*args[:first], *(rounded_rows(w, self.recurrent_bits) for w in args[first:first + 2]), *args[first + 2:])
             return node.target(*args, **kwargs)  # type: ignore[operator]
         return None
 
@@ -214,16 +215,17 @@ def _writes_state(node: Node, varying: set[Node]) -> bool:
 
 
 def correct_biases(gm: GraphModule, calibration: Sequence[tuple[torch.Tensor, ...]],
-                   float_weights: dict[str, torch.Tensor] | None = None) -> list[Correction]:
+                   float_weights: dict[str, torch.Tensor] | None = None, weight_bits: int = 8) -> list[Correction]:
     """Correct, in place, the float bias of every convolution and linear layer of the calibrated pt2e model
     ``gm`` (prepare_pt2e's result, its observers run over ``calibration``); returns what changed per layer
     (nothing for a model that writes its own buffers). ``float_weights``: by get_attr target, the fp32 model's
-    values of weights that ``gm`` holds rounded already (mcu/quantize/gptq.py)."""
+    values of weights that ``gm`` holds rounded already (mcu/quantize/gptq.py). ``weight_bits`` 4: the recurrent
+    layers' matrices run on 4 bits (w4a8)."""
     originals = float_weights or {}
     samples = [tuple(batch) for batch in calibration]
     if not samples:
         return []
-    walk = TwinWalk(gm, samples, originals)
+    walk = TwinWalk(gm, samples, originals, weight_bits)
     if any(_writes_state(node, walk.varying) for node in walk.nodes):
         return []
     done: list[Correction] = []

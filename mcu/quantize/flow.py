@@ -186,7 +186,8 @@ def quantize_static(model: torch.nn.Module, example_inputs: tuple,
             rounded = round_weights(prepared, calibration, centered=bias_correction, float_weights=float_weights,
                                     recurrent_only=weight_rounding == "searched")
         if bias_correction:  # with every observer's final parameters, before convert_pt2e freezes the weights
-            correct_biases(prepared, calibration, {**float_weights, **{r.weight: r.original for r in rounded}})
+            correct_biases(prepared, calibration, {**float_weights, **{r.weight: r.original for r in rounded}},
+                           weight_bits)
         return convert_pt2e(prepared)
 
 

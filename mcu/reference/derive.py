@@ -258,7 +258,7 @@ def lut_table_s16(op: Op) -> np.ndarray:
 
 
 def recurrent_layer(op: Op) -> recurrent.RecurrentS8:
-    """An LSTM's or GRU's int8 weights, per-row biases and multipliers and the output requantization, from the
+    """An LSTM's or GRU's int8 (or 4-bit: attrs weight_bits) weights, per-row biases and multipliers and the output requantization, from the
     float weights and biases the op keeps, the input's and the hidden state's (the output's) quantization and
     the state's power-of-two scale."""
     s_x, zp_x = scale_zp(op.inputs[0])
@@ -266,7 +266,7 @@ def recurrent_layer(op: Op) -> recurrent.RecurrentS8:
     s_h, zp_h = scale_zp(op.inputs[5] if final else op.output)
     w_ih, w_hh, b_ih, b_hh = op.attrs["weights_real"]
     return recurrent.layer_params("lstm" if final else op.kind, w_ih, w_hh, b_ih, b_hh, s_x, zp_x, s_h, zp_h,
-                                  int(op.attrs["state_shift"]))
+                                  int(op.attrs["state_shift"]), weight_bits=int(op.attrs.get("weight_bits", 8)))
 
 
 def lstm_s16_layer(op: Op) -> lstm_s16.LstmS16:

@@ -88,7 +88,7 @@ class RecurrentS8:
     Q3.12, or to 2^-cand_shift for the GRU's n rows)."""
 
     kind: str  # "lstm" | "gru"
-    w_ih: np.ndarray  # int8 [G*H, I]
+    w_ih: np.ndarray  # int8 [G*H, I] (codes on [-7, 7] for 4-bit weights)
     w_hh: np.ndarray  # int8 [G*H, H]
     rows: np.ndarray  # int32 [G*H, 6]
     hidden_zp: int
@@ -97,12 +97,14 @@ class RecurrentS8:
     state_shift: int  # LSTM: cell scale 2^-state_shift; GRU: scale 2^-state_shift of Whn h + bhn
 
 
-def symmetric_rows(w: np.ndarray, per_channel: bool = True) -> tuple[np.ndarray, np.ndarray]:
-    """A recurrent matrix as int8 codes on [-127, 127] and their scales, one per gate row (or one for all): the
-    largest magnitude over 127, at least 2^-12 / 127. The 16x8 LSTM (mcu/reference/lstm_s16.py) rounds so too."""
+def symmetric_rows(w: np.ndarray, per_channel: bool = True, bits: int = 8) -> tuple[np.ndarray, np.ndarray]:
+    """A recurrent matrix as codes on [-qmax, qmax] (127 at 8 bits, 7 at 4: w4a8's range, as its convolution and
+    linear weights) and their scales, one per gate row (or one for all): the largest magnitude over qmax, at
+    least 2^-12 / qmax. The 16x8 LSTM (mcu/reference/lstm_s16.py) rounds so too."""
+    qmax = (1 << (bits - 1)) - 1
     amax = np.abs(w).max(axis=1) if per_channel else np.full(w.shape[0], np.abs(w).max())
-    scale = np.maximum(amax, 2.0 ** -12) / 127.0
-    q = np.clip(np.round(w / scale[:, None]), -127, 127).astype(np.int8)
+    scale = np.maximum(amax, 2.0 ** -12) / qmax
+    q = np.clip(np.round(w / scale[:, None]), -qmax, qmax).astype(np.int8)
     return q, scale
 
 
@@ -113,16 +115,17 @@ def _bias(real: np.ndarray, scale: np.ndarray, zp: int, wq: np.ndarray) -> np.nd
 
 def layer_params(kind: str, w_ih: np.ndarray, w_hh: np.ndarray, b_ih: np.ndarray | None, b_hh: np.ndarray | None,
                  s_x: float, zp_x: int, s_h: float, zp_h: int, state_shift: int,
-                 per_channel: bool = True) -> RecurrentS8:
+                 per_channel: bool = True, weight_bits: int = 8) -> RecurrentS8:
     """Quantize one PyTorch layer's float weights for the kernels, given the input's and the hidden state's
-    (the output's) int8 parameters and the calibrated power-of-two shift."""
+    (the output's) int8 parameters and the calibrated power-of-two shift. ``weight_bits`` 4: both matrices on
+    [-7, 7] (mcu_lstm_s4, mcu_gru_s4 read them packed; the arithmetic on the codes is the same)."""
     gates = 4 if kind == "lstm" else 3
     hidden = w_hh.shape[1]
     w_ih, w_hh = np.asarray(w_ih, np.float64), np.asarray(w_hh, np.float64)
     b_ih = np.zeros(gates * hidden) if b_ih is None else np.asarray(b_ih, np.float64)
     b_hh = np.zeros(gates * hidden) if b_hh is None else np.asarray(b_hh, np.float64)
-    qx, sx_w = symmetric_rows(w_ih, per_channel)
-    qh, sh_w = symmetric_rows(w_hh, per_channel)
+    qx, sx_w = symmetric_rows(w_ih, per_channel, weight_bits)
+    qh, sh_w = symmetric_rows(w_hh, per_channel, weight_bits)
     # recurrent bias: the GRU's n rows keep b_hn (it is multiplied by r); every other bias joins the input's
     rec_bias = np.zeros(gates * hidden)
     in_bias = b_ih + b_hh

@@ -682,13 +682,19 @@ mcu_status mcu_program_need_recurrent(uint32_t kernel, const mcu_operand_desc *o
     /* batch, steps, input_size, hidden, ... */
     (void)ops;
     (void)n_ops;
-    const int32_t rows = kernel == MCU_K_LSTM_S8 ? 4 : 3;
+    const int lstm = kernel == MCU_K_LSTM_S8 || kernel == MCU_K_LSTM_S4;
+    const int s4 = kernel == MCU_K_LSTM_S4 || kernel == MCU_K_GRU_S4;
+    const int32_t rows = lstm ? 4 : 3;
     const int32_t in_dims[3] = {p[0], p[1], p[2]};
     const int32_t out_dims[3] = {p[0], p[1], p[3]};
-    need[0] = mulcap(kernel == MCU_K_LSTM_S8 ? 13u : 11u, p[3]) + mulcap(2u, p[2]); /* < 2^17 once checked */
+    need[0] = mulcap(lstm ? 13u : 11u, p[3]) + mulcap(2u, p[2]); /* < 2^17 once checked */
     need[1] = prod(in_dims, 3);
     need[2] = mulcap(mulcap((uint32_t)rows, p[3]), p[2]);
     need[3] = mulcap(mulcap((uint32_t)rows, p[3]), p[3]);
+    if (s4) {
+        need[2] = s4_bytes(need[2]);
+        need[3] = s4_bytes(need[3]);
+    }
     need[4] = mulcap(6u * (uint32_t)rows, p[3]);
     need[5] = MCU_RECURRENT_S8_TABLE_SIZE;
     need[6] = prod(out_dims, 3);
@@ -700,8 +706,8 @@ mcu_status mcu_program_need_lstm_final_cell_s8(uint32_t kernel, const mcu_operan
 {
     /* the int8 LSTM's operands, its hidden states [batch][steps][hidden] read, the cell [batch][hidden] written */
     const int32_t cell_dims[2] = {p[0], p[3]};
-    MCU_CHECK(mcu_program_need_recurrent(MCU_K_LSTM_S8, ops, n_ops, p, need));
-    (void)kernel;
+    MCU_CHECK(mcu_program_need_recurrent(kernel == MCU_K_LSTM_FINAL_CELL_S4 ? MCU_K_LSTM_S4 : MCU_K_LSTM_S8, ops,
+                                         n_ops, p, need));
     need[7] = prod(cell_dims, 2);
     return MCU_OK;
 }

@@ -1411,7 +1411,7 @@ int mcu_program_alias_recurrent(uint32_t kernel, const mcu_operand_desc *ops, co
     for (uint32_t i = 0; i < last; ++i) {
         ok = ok && !overlap(&ops[i], bytes[i], out, nout);
     }
-    ok = ok && !overlap(&ops[0], bytes[0], &ops[1], bytes[1]) && recurrent_ok(ops, p, kernel == MCU_K_LSTM_S8 ? 4 : 3);
+    ok = ok && !overlap(&ops[0], bytes[0], &ops[1], bytes[1]) && recurrent_ok(ops, p, kernel == MCU_K_LSTM_S8 || kernel == MCU_K_LSTM_S4 ? 4 : 3);
     return ok;
 }
 

@@ -41,13 +41,13 @@ class Context(ctypes.Structure):
 
 
 @functools.lru_cache(maxsize=1)
-def _emulated_lib() -> ctypes.CDLL:
+def emulated_lib() -> ctypes.CDLL:
     """The kernels built again with their DSP paths emulated in C (the dual-MAC order the M33 runs)."""
     return ctypes.CDLL(str(build_emulated_lib()))
 
 
 def _kernel(name: str, dsp: bool = False):
-    fn = getattr(_emulated_lib() if dsp else cbind.lib(), name)
+    fn = getattr(emulated_lib() if dsp else cbind.lib(), name)
     fn.argtypes = [ctypes.c_void_p] * 8
     fn.restype = ctypes.c_int
     return fn

@@ -1,12 +1,13 @@
 """Portable-backend emitters of the integer recurrent layers: mcu_lstm_s8 and mcu_gru_s8 (program kernel ids
-240-241), and the 16x8 LSTM and GRU of w8a16, mcu_lstm_s16 and mcu_gru_s16 (ids 118-119), and an LSTM's final cell,
+240-241; with 4-bit weights mcu_lstm_s4, mcu_gru_s4 and mcu_lstm_final_cell_s4, ids 215-217), and the 16x8 LSTM and GRU of w8a16, mcu_lstm_s16 and mcu_gru_s16 (ids 118-119), and an LSTM's final cell,
 mcu_lstm_final_cell_s16 (id 171), and an int8 one's, mcu_lstm_final_cell_s8 (id 174). They join
 :data:`mcu.backends.portable.core.EMITTERS`."""
 
 from __future__ import annotations
 
 from mcu.backends.calls import SCRATCH, KernelCall, Ref
-from mcu.ir import Op
+from mcu.backends.weights import s4_weights
+from mcu.ir import Op, Tensor
 
 
 def recurrent_params(op: Op) -> dict:
@@ -19,9 +20,19 @@ def recurrent_params(op: Op) -> dict:
             "state_shift": int(a["state_shift"])}
 
 
-def _recurrent(function: str):
+def _matrices(op: Op) -> tuple[Tensor, Tensor, str]:
+    """The layer's two matrices as its kernel reads them and the kernel names' weight suffix: int8, or at
+    weight_bits 4 packed two a byte (mcu_lstm_s4, mcu_gru_s4, mcu_lstm_final_cell_s4)."""
+    if op.attrs.get("weight_bits") == 4:
+        return s4_weights(op, 1), s4_weights(op, 2), "s4"
+    return op.inputs[1], op.inputs[2], "s8"
+
+
+def _recurrent(kind: str):
     def emit(op: Op, ref: Ref) -> KernelCall:
-        x, w_ih, w_hh, rows, table = op.inputs
+        x, _, _, rows, table = op.inputs
+        w_ih, w_hh, suffix = _matrices(op)
+        function = f"mcu_{kind}_{suffix}"
         assert ref.scratch is not None, f"{function} needs its planned scratch buffer"
         return KernelCall(function, ["&ctx", "&params", ref(x), ref(w_ih), ref(w_hh), ref(rows), ref(table),
                                      ref(op.output)], [f"{function}.c"], "mcu_recurrent_s8_params",
@@ -73,11 +84,12 @@ def _lstm_final_cell(op: Op, ref: Ref) -> KernelCall:
     states it wrote), or of a 16x8 one."""
     if op.inputs[0].dtype != "int8":
         return _lstm_final_cell_s16(op, ref)
-    x, w_ih, w_hh, rows, table, seq = op.inputs
-    assert ref.scratch is not None, "mcu_lstm_final_cell_s8 needs its planned scratch buffer"
-    return KernelCall("mcu_lstm_final_cell_s8", ["&ctx", "&params", ref(x), ref(w_ih), ref(w_hh), ref(rows),
-                                                 ref(table), ref(seq), ref(op.output)], ["mcu_lstm_final_cell_s8.c"],
-                      "mcu_recurrent_s8_params", recurrent_params(op),
+    x, _, _, rows, table, seq = op.inputs
+    w_ih, w_hh, suffix = _matrices(op)
+    function = f"mcu_lstm_final_cell_{suffix}"
+    assert ref.scratch is not None, f"{function} needs its planned scratch buffer"
+    return KernelCall(function, ["&ctx", "&params", ref(x), ref(w_ih), ref(w_hh), ref(rows), ref(table), ref(seq),
+                                 ref(op.output)], [f"{function}.c"], "mcu_recurrent_s8_params", recurrent_params(op),
                       locals=[f"const mcu_context ctx = {{{ref.scratch[0]}, {ref.scratch[1]}}};"],
                       operands=[SCRATCH, x, w_ih, w_hh, rows, table, seq, op.output])
 
@@ -104,8 +116,8 @@ def _gru_s16(op: Op, ref: Ref) -> KernelCall:
 
 
 EMITTERS = {
-    ("lstm", "int8"): _recurrent("mcu_lstm_s8"),
-    ("gru", "int8"): _recurrent("mcu_gru_s8"),
+    ("lstm", "int8"): _recurrent("lstm"),
+    ("gru", "int8"): _recurrent("gru"),
     ("lstm", "int16"): _lstm_s16,
     ("gru", "int16"): _gru_s16,
     ("lstm_final_cell", "int16"): _lstm_final_cell,

@@ -1,5 +1,6 @@
 """int8 lowering of the recurrent layers: dequantize -> lstm/gru -> quantize becomes one
-``lstm``/``gru`` op for mcu_lstm_s8/mcu_gru_s8, its weights quantized here (symmetric per gate row) with
+``lstm``/``gru`` op for mcu_lstm_s8/mcu_gru_s8 (w4a8: :func:`narrow_weights_s4`, mcu_lstm_s4/mcu_gru_s4), its
+weights quantized here (symmetric per gate row) with
 the requantization constants, biases and the sigmoid table of mcu/reference/recurrent.py (an LSTM's final cell
 c_n one ``lstm_final_cell`` op for mcu_lstm_final_cell_s8 on the same constants, the cell int16 at 2^-state_shift). With int16
 activations (w8a16) an LSTM becomes one ``lstm`` op for mcu_lstm_s16 with the constants of
@@ -14,7 +15,7 @@ import numpy as np
 
 from mcu.ir import Graph, Op, QuantParams, Tensor
 from mcu.passes.quantized.common import int_const
-from mcu.reference import gru_s16, lstm_s16, recurrent
+from mcu.reference import derive, gru_s16, lstm_s16, recurrent
 
 KINDS = ("lstm", "gru", "lstm_final_cell")
 TABLE_NAME = "recurrent_sigmoid_table"
@@ -193,3 +194,19 @@ def _convert(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
 
 
 CONVERTERS = {kind: _convert for kind in KINDS}
+
+
+def narrow_weights_s4(graph: Graph) -> Graph:
+    """w4a8: the input and recurrent matrices of every int8 LSTM and GRU layer (and LSTM final cell) on 4 bits,
+    symmetric per gate row on [-7, 7] as w4a8's convolution and linear weights, quantized again from the float
+    weights the op keeps, the gate rows' biases and multipliers with them (attrs weight_bits 4: mcu_lstm_s4,
+    mcu_gru_s4 and mcu_lstm_final_cell_s4 read the codes packed two a byte). A final cell derives the same codes
+    as its layer."""
+    for op in graph.ops:
+        if op.kind not in KINDS or op.inputs[0].dtype != "int8" or "weights_real" not in op.attrs:
+            continue
+        op.attrs["weight_bits"] = 4
+        p = derive.recurrent_layer(op)
+        for t, data in zip(op.inputs[1:4], (p.w_ih, p.w_hh, p.rows)):
+            t.data = data
+    return graph

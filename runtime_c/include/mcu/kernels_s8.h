@@ -509,4 +509,21 @@ mcu_status mcu_gru_s8(const mcu_context *ctx, const mcu_recurrent_s8_params *p, 
                       const int8_t *w_ih, const int8_t *w_hh, const int32_t *rows, const int16_t *table,
                       int8_t *output);
 
+/** mcu_lstm_s8 with 4-bit weights: w_ih [4H][input_size] and w_hh [4H][H] as codes in [-8, 7] packed two a byte,
+ *  continuous across rows (element 2i in the low nibble of byte i, CMSIS-NN's s4 layout), the other operands,
+ *  the scratch (mcu_lstm_s8_get_buffer_size) and the arithmetic mcu_lstm_s8's. */
+mcu_status mcu_lstm_s4(const mcu_context *ctx, const mcu_recurrent_s8_params *p, const int8_t *input,
+                       const int8_t *w_ih, const int8_t *w_hh, const int32_t *rows, const int16_t *table,
+                       int8_t *output);
+
+/** mcu_lstm_final_cell_s8 of the layer mcu_lstm_s4 ran (its 4-bit weights, packed as there). */
+mcu_status mcu_lstm_final_cell_s4(const mcu_context *ctx, const mcu_recurrent_s8_params *p, const int8_t *input,
+                                  const int8_t *w_ih, const int8_t *w_hh, const int32_t *rows, const int16_t *table,
+                                  const int8_t *hidden_states, int16_t *cell_out);
+
+/** mcu_gru_s8 with 4-bit weights packed as mcu_lstm_s4's (3H gate rows); scratch: mcu_gru_s8_get_buffer_size. */
+mcu_status mcu_gru_s4(const mcu_context *ctx, const mcu_recurrent_s8_params *p, const int8_t *input,
+                      const int8_t *w_ih, const int8_t *w_hh, const int32_t *rows, const int16_t *table,
+                      int8_t *output);
+
 #endif /* MCU_KERNELS_S8_H */

@@ -252,6 +252,10 @@ typedef enum {
     /** [scratch int8, in int8, w_ih int8, w_hh int8, rows int32, table int16, out int8]; mcu_recurrent_s8_params */
     MCU_K_LSTM_S8 = 240,
     MCU_K_GRU_S8 = 241,           /**< operands and params as MCU_K_LSTM_S8 */
+    /** as MCU_K_LSTM_S8, MCU_K_GRU_S8 and MCU_K_LSTM_FINAL_CELL_S8 with w_ih and w_hh 4-bit, packed two a byte */
+    MCU_K_LSTM_S4 = 215,
+    MCU_K_GRU_S4 = 216,
+    MCU_K_LSTM_FINAL_CELL_S4 = 217,
     /* integer elementwise and softmax kernels: ids 250-259. */
     MCU_K_MAXIMUM_S8 = 250,       /**< [a, b, out]; mcu_binary_s8_params (the add's rescaling) */
     MCU_K_MINIMUM_S8 = 251,

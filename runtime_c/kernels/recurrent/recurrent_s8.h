@@ -1,5 +1,11 @@
-/* Shared pieces of the integer recurrent layers (mcu_lstm_s8, mcu_gru_s8); mcu/quant/recurrent.py mirrors
- * every function here. Internal: static inline only.
+/* Shared pieces of the integer recurrent layers (mcu_lstm_s8, mcu_gru_s8, and their 4-bit weight forms
+ * mcu_lstm_s4, mcu_gru_s4); mcu/quant/recurrent.py mirrors every function here. Internal: static inline only.
+ *
+ * The 4-bit forms take each matrix packed two a byte, continuous across rows (CMSIS-NN's s4 layout, element 2i
+ * in the low nibble of byte i), so a row of odd length starts mid-byte every other row. Their products run on
+ * the packed weights step by step: widening the matrices once per call would cost the layer's whole int8 weight
+ * bytes of RAM (4H (I + H) for an LSTM), the very bytes 4-bit weights save, against a few ALU instructions per
+ * 4 weights. Every function taking `s4` is inlined with it constant, so the int8 kernels keep their code.
  *
  * Gate pre-activations are int16 Q3.12; sigmoid and tanh give Q0.15 from a 257-entry table
  * T[k] = round(2^15 sigmoid(k / 32)) read at |x| / 2^7 (tanh: at 2|x|, saturating at T[256]) with linear
@@ -14,6 +20,7 @@
 
 #include "../common/check.h"
 #include "../common/requant.h"
+#include "../common/s4.h"
 #include "../common/simd_s8.h"
 
 #define MCU_RECURRENT_GATE_FRAC 12
@@ -134,9 +141,125 @@ static inline void mcu_recurrent_dot2(const int8_t *w0, const int8_t *w1, const 
     a[1] += x1;
 }
 
+/* The step's int8 vector as the 4-bit path's SMLAD operands: each whole group of 8 as the pairs (q0, q4),
+ * (q1, q5), (q2, q6), (q3, q7), the order SXTB16 widens 8 packed weights in (the tail is read from q). */
+static inline void mcu_recurrent_widen_s4(const int8_t *q, int32_t n, int16_t *col)
+{
+#if MCU_S8_DSP
+    for (int32_t k = 0; k + 8 <= n; k += 8) {
+        for (int32_t j = 0; j < 8; ++j) {
+            col[k + 2 * (j & 3) + (j >> 2)] = q[k + j];
+        }
+    }
+#else
+    (void)q;
+    (void)n;
+    (void)col;
+#endif
+}
+
+#if MCU_S8_DSP
+/* 8 packed weights from element e on (any nibble), element e + j in bits 4j..4j+3: an odd start also reads the
+ * byte that holds element e + 7, and no further. */
+static inline uint32_t mcu_recurrent_s4_word(const int8_t *w, int32_t e)
+{
+    const int8_t *b = w + (e >> 1);
+    const uint32_t v = mcu_load_u32(b);
+    return (e & 1) ? (v >> 4) | ((uint32_t)(uint8_t)b[4] << 28) : v;
+}
+
+/* s += 16 times the dot product of 8 packed weights v with their column group c (mcu_recurrent_widen_s4's
+ * order): masked with 0xF0F0F0F0, as it is and shifted left by 4, every nibble sits in the top of its own byte,
+ * so SXTB16 and SXTB16 ror 8 widen 16 (w0, w4), (w1, w5), (w2, w6), (w3, w7) with no shift of a signed value. */
+static inline uint32_t mcu_recurrent_s4_mac8(uint32_t v, const int16_t *c, uint32_t s)
+{
+    const uint32_t lo = 0xF0F0F0F0u & (v << 4);
+    const uint32_t hi = 0xF0F0F0F0u & v;
+    s = mcu_smlad(mcu_sxtb16(lo), mcu_load_u32(c), s);
+    s = mcu_smlad(mcu_sxtb16(hi), mcu_load_u32(c + 2), s);
+    s = mcu_smlad(mcu_sxtb16_ror8(lo), mcu_load_u32(c + 4), s);
+    return mcu_smlad(mcu_sxtb16_ror8(hi), mcu_load_u32(c + 6), s);
+}
+
+#else
+/* 4 packed weights from element e on (any nibble), element e + j in bits 4j..4j+3: an odd start also reads the
+ * byte that holds element e + 3, and no further. */
+static inline uint32_t mcu_recurrent_s4_window(const int8_t *w, int32_t e)
+{
+    const uint8_t *b = (const uint8_t *)w + (e >> 1);
+    const uint32_t lo = (uint32_t)b[0] | ((uint32_t)b[1] << 8);
+    return (e & 1) ? (lo | ((uint32_t)b[2] << 16)) >> 4 : lo;
+}
+
+/* The dot product of 4 window weights plus 8 (u = w + 8 in [0, 15]: t ^ 0x8888, no sign extension) with q. */
+static inline int32_t mcu_recurrent_s4_dot4(uint32_t t, const int8_t *q)
+{
+    const uint32_t u = t ^ 0x8888u;
+    return (int32_t)(u & 15u) * q[0] + (int32_t)((u >> 4) & 15u) * q[1] + (int32_t)((u >> 8) & 15u) * q[2] +
+           (int32_t)((u >> 12) & 15u) * q[3];
+}
+#endif
+
+/* mcu_recurrent_dot2 with 4-bit rows starting at elements e0 and e1 of the packed matrix w. The DSP path's
+ * 16 w q sums stay exact (|w| <= 8, |q| <= 128, n <= 4096: below 2^26), so the shift by 4 returns the sums. */
+static inline void mcu_recurrent_dot2_s4(const int8_t *w, int32_t e0, int32_t e1, const int8_t *q, const int16_t *col,
+                                         int32_t n, int32_t *a)
+{
+    int32_t k = 0;
+#if MCU_S8_DSP
+    uint32_t s0 = 0;
+    uint32_t s1 = 0;
+    for (; k + 8 <= n; k += 8) {
+        s0 = mcu_recurrent_s4_mac8(mcu_recurrent_s4_word(w, e0 + k), col + k, s0);
+        s1 = mcu_recurrent_s4_mac8(mcu_recurrent_s4_word(w, e1 + k), col + k, s1);
+    }
+    int32_t x0 = mcu_asr32(mcu_u32_to_s32(s0), 4);
+    int32_t x1 = mcu_asr32(mcu_u32_to_s32(s1), 4);
+#else
+    (void)col;
+    int32_t x0 = 0;
+    int32_t x1 = 0;
+    int32_t sq = 0; /* sum (w + 8) q - 8 sum q: the sum of q serves both rows */
+    for (; k + 4 <= n; k += 4) { /* 4 weights from 2 or 3 byte loads, no per-weight byte address */
+        x0 += mcu_recurrent_s4_dot4(mcu_recurrent_s4_window(w, e0 + k), q + k);
+        x1 += mcu_recurrent_s4_dot4(mcu_recurrent_s4_window(w, e1 + k), q + k);
+        sq += q[k] + q[k + 1] + q[k + 2] + q[k + 3];
+    }
+    x0 -= 8 * sq;
+    x1 -= 8 * sq;
+#endif
+    for (; k < n; ++k) {
+        x0 += mcu_s4_at(w, e0 + k) * q[k];
+        x1 += mcu_s4_at(w, e1 + k) * q[k];
+    }
+    a[0] += x0;
+    a[1] += x1;
+}
+
+/* The step's vector widened as the int8 (mcu_recurrent_widen) or the 4-bit path (s4) reads it. */
+static inline void mcu_recurrent_widen_any(int32_t s4, const int8_t *q, int32_t n, int16_t *col)
+{
+    if (s4) {
+        mcu_recurrent_widen_s4(q, n, col);
+    } else {
+        mcu_recurrent_widen(q, n, col);
+    }
+}
+
+/* The dot products of rows r and r1 of an [rows][n] matrix, int8 or (s4) packed 4-bit. */
+static inline void mcu_recurrent_dot_rows(int32_t s4, const int8_t *w, int32_t r, int32_t r1, const int8_t *q,
+                                          const int16_t *col, int32_t n, int32_t *a)
+{
+    if (s4) {
+        mcu_recurrent_dot2_s4(w, r * n, r1 * n, q, col, n, a);
+    } else {
+        mcu_recurrent_dot2(w + (size_t)r * (size_t)n, w + (size_t)r1 * (size_t)n, q, col, n, a);
+    }
+}
+
 /* The input and recurrent products of gate rows r and r + 1 (r + 1 < n_rows, or row r twice at the end),
  * each requantized and saturated to int16: gx[i], gh[i] for row r + i. */
-static inline void mcu_recurrent_rows2(const mcu_recurrent_s8_params *p, int32_t r, int32_t n_rows,
+static inline void mcu_recurrent_rows2(int32_t s4, const mcu_recurrent_s8_params *p, int32_t r, int32_t n_rows,
                                        const int8_t *w_ih, const int8_t *w_hh, const int32_t *rows, const int8_t *x,
                                        const int16_t *col_x, const int8_t *h, const int16_t *col_h, int32_t gx[2],
                                        int32_t gh[2])
@@ -146,10 +269,8 @@ static inline void mcu_recurrent_rows2(const mcu_recurrent_s8_params *p, int32_t
     const int32_t *q1 = rows + 6 * r1;
     int32_t ax[2] = {q0[0], q1[0]};
     int32_t ah[2] = {q0[3], q1[3]};
-    mcu_recurrent_dot2(w_ih + (size_t)r * (size_t)p->input_size, w_ih + (size_t)r1 * (size_t)p->input_size, x, col_x,
-                       p->input_size, ax);
-    mcu_recurrent_dot2(w_hh + (size_t)r * (size_t)p->hidden, w_hh + (size_t)r1 * (size_t)p->hidden, h, col_h,
-                       p->hidden, ah);
+    mcu_recurrent_dot_rows(s4, w_ih, r, r1, x, col_x, p->input_size, ax);
+    mcu_recurrent_dot_rows(s4, w_hh, r, r1, h, col_h, p->hidden, ah);
     gx[0] = mcu_sat_s16(mcu_recurrent_rq(ax[0], q0[1], q0[2]));
     gx[1] = mcu_sat_s16(mcu_recurrent_rq(ax[1], q1[1], q1[2]));
     gh[0] = mcu_sat_s16(mcu_recurrent_rq(ah[0], q0[4], q0[5]));
@@ -158,7 +279,7 @@ static inline void mcu_recurrent_rows2(const mcu_recurrent_s8_params *p, int32_t
 
 /* The first n_rows gate rows of one step (an LSTM's i, f, g and o, or i, f and g only for its final cell), each
  * the saturated sum of its input and recurrent products, into `gates`, two rows a pass. */
-static inline void mcu_recurrent_sum_rows(const mcu_recurrent_s8_params *p, int32_t n_rows, const int8_t *w_ih,
+static inline void mcu_recurrent_sum_rows(int32_t s4, const mcu_recurrent_s8_params *p, int32_t n_rows, const int8_t *w_ih,
                                           const int8_t *w_hh, const int32_t *rows, const int8_t *x,
                                           const int16_t *col_x, const int8_t *h, const int16_t *col_h,
                                           int16_t *gates)
@@ -166,7 +287,7 @@ static inline void mcu_recurrent_sum_rows(const mcu_recurrent_s8_params *p, int3
     for (int32_t r = 0; r < n_rows; r += 2) {
         int32_t gx[2];
         int32_t gh[2];
-        mcu_recurrent_rows2(p, r, n_rows, w_ih, w_hh, rows, x, col_x, h, col_h, gx, gh);
+        mcu_recurrent_rows2(s4, p, r, n_rows, w_ih, w_hh, rows, x, col_x, h, col_h, gx, gh);
         gates[r] = (int16_t)mcu_sat_s16(gx[0] + gh[0]);
         if (r + 1 < n_rows) {
             gates[r + 1] = (int16_t)mcu_sat_s16(gx[1] + gh[1]);
