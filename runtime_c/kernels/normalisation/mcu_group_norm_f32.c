@@ -32,17 +32,20 @@ mcu_status mcu_group_norm_f32(const mcu_group_norm_f32_params *p, const float *i
     for (int32_t n = 0; n < p->batch; ++n) {
         for (int32_t g = 0; g < p->groups; ++g) {
             const int32_t c0 = g * per_group;
+            /* Centred on the group's first value: values near it subtract exactly (Sterbenz), so a group of
+             * nearly equal values keeps its small deviations instead of losing them to the mean's rounding. */
+            const float shift = input[index_of(p, n, c0, 0)];
             float sum = 0.0f;
             for (int32_t c = c0; c < c0 + per_group; ++c) {
                 for (int32_t s = 0; s < p->spatial; ++s) {
-                    sum += input[index_of(p, n, c, s)];
+                    sum += input[index_of(p, n, c, s)] - shift;
                 }
             }
-            const float mean = sum * inv_n;
+            const float centre = sum * inv_n;
             float sq = 0.0f;
             for (int32_t c = c0; c < c0 + per_group; ++c) {
                 for (int32_t s = 0; s < p->spatial; ++s) {
-                    const float d = input[index_of(p, n, c, s)] - mean;
+                    const float d = (input[index_of(p, n, c, s)] - shift) - centre;
                     sq += d * d;
                 }
             }
@@ -52,7 +55,7 @@ mcu_status mcu_group_norm_f32(const mcu_group_norm_f32_params *p, const float *i
                 const float b = bias != NULL ? bias[c] : 0.0f;
                 for (int32_t s = 0; s < p->spatial; ++s) {
                     const size_t i = index_of(p, n, c, s);
-                    output[i] = (input[i] - mean) * rstd * w + b;
+                    output[i] = ((input[i] - shift) - centre) * rstd * w + b;
                 }
             }
         }
