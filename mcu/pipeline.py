@@ -81,7 +81,7 @@ def lower(graph: Graph) -> Graph:
 DEFAULT_BOARD = "mps2-an505"
 
 
-def to_graph(spec: ModelSpec, quantize: str, weight_palette: int | None = None,
+def to_graph(spec: ModelSpec, quantize: str, weight_palette: modes.Palette | None = None,
              mixed: modes.MixedOptions | None = None, board: Board | None = None,
              bias_correction: bool | None = None, weight_rounding: str | None = None) -> Graph:
     """``weight_palette``: look-up-table weights of that many bits after the int8 lowering
@@ -122,7 +122,9 @@ def to_graph(spec: ModelSpec, quantize: str, weight_palette: int | None = None,
         if modes.int4_weights(quantize):
             graph = lower_int8_embedding(lower_int4_linear(graph, dynamic=modes.is_dynamic(quantize)))
         if weight_palette is not None:
-            graph = palettize_weights(graph, weight_palette)
+            options = modes.palette_options(weight_palette)
+            assert options is not None
+            graph = palettize_weights(graph, options.bits, options.per == "tensor")
     if scorer is not None and mixed is not None:
         with stage("mixed precision"):
             flash = BoardFlash(board if board is not None else load_board(DEFAULT_BOARD))
