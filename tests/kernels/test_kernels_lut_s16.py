@@ -38,6 +38,8 @@ def _lib():
         fn.argtypes = [ctypes.POINTER(cb.Context), ctypes.POINTER(params), ctypes.POINTER(cb.PerChannelQuant),
                        ctypes.c_int32, _P, _P, _P, _P, _P]
         fn.restype = ctypes.c_int
+    handle.mcu_conv2d_lut_s16_get_buffer_size.argtypes = [ctypes.POINTER(Conv2dS16Params)]
+    handle.mcu_conv2d_lut_s16_get_buffer_size.restype = ctypes.c_int32
     return handle
 
 
@@ -49,8 +51,10 @@ def _quant(rng, cout: int, taps: int, centre: int):
 
 @CASES
 @given(conv_s16_cases(), data_modes, biases, st.integers(-4, 4), acts, st.integers(0, 2**32 - 1), bit_widths,
-       table_modes, st.booleans())
-def test_conv2d_lut_s16(case, data, bias, centre, act, seed, bits, mode, shared):
+       table_modes, st.booleans(), st.booleans())
+def test_conv2d_lut_s16(case, data, bias, centre, act, seed, bits, mode, shared, column):
+    """``column``: the scratch _get_buffer_size asks for (the decoded weights, then the 16x8 kernel's window
+    column), else the decoded weights' alone."""
     rng = np.random.default_rng(seed)
     n, cin, cout, kh, kw = case["n"], case["cin"], case["cout"], case["kh"], case["kw"]
     x = int16_data(rng, (n, case["h"], case["w"], cin), data)
@@ -60,8 +64,11 @@ def test_conv2d_lut_s16(case, data, bias, centre, act, seed, bits, mode, shared)
     out_shape = (n, case["oh"], case["ow"], cout)
     p = Conv2dS16Params(cb.Shape4(*x.shape), cb.Shape4(*out_shape), kh, kw, case["sh"], case["sw"], case["pt"],
                         case["pl"], case["dh"], case["dw"], act[0], act[1])
-    status, out = _run(_lib(), "mcu_conv2d_lut_s16", None, p, bits, x, rows, b, cb.Quant(m, s, cout), out_shape,
-                       rows.size, shared=shared, dtype=np.int16)
+    lib = _lib()
+    size = lib.mcu_conv2d_lut_s16_get_buffer_size(ctypes.byref(p))
+    assert size == (rows.size if kh * kw == 1 else (rows.size + 3) // 4 * 4 + 2 * kh * kw * cin)
+    status, out = _run(lib, "mcu_conv2d_lut_s16", None, p, bits, x, rows, b, cb.Quant(m, s, cout), out_shape,
+                       size if column else rows.size, shared=shared, dtype=np.int16)
     assert status == MCU_OK
     assert_equal(out, conv2d_s16(x, rows.reshape(cout, kh, kw, cin), b, m, s, stride=(case["sh"], case["sw"]),
                                  padding=(case["pt"], case["pl"]), dilation=(case["dh"], case["dw"]),
