@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "mcu/kernels_s8.h"
+#include "check.h"
 #include "simd_s8.h"
 
 static inline int mcu_lut_bits_valid(int32_t word)
@@ -107,6 +108,33 @@ static inline void mcu_lut_decode_all(const uint8_t *indices, const int8_t *tabl
         mcu_lut_decode(indices + (size_t)c * row_bytes, mcu_lut_table_of(tables, word, c), bits, count,
                        interleaved ? out + c : out + (size_t)c * (size_t)count, interleaved ? channels : 1);
     }
+}
+
+/* The 16x8 look-up-table kernels' common part: checks the palette word, the sizes (in_bytes and out_bytes as
+ * mcu_checked_count gives them) and that the `count` decoded weights in the scratch overlap nothing and the
+ * constants not the output, then decodes every channel there (mcu_lut_decode_all). */
+static inline mcu_status mcu_lut_decode_s16(const mcu_context *ctx, int32_t word, int32_t channels, int32_t count,
+                                            const uint8_t *indices, const int8_t *tables, int interleaved,
+                                            const void *input, int32_t in_bytes, const void *output, int32_t out_bytes)
+{
+    MCU_REQUIRE(mcu_lut_bits_valid(word), MCU_ERR_INVALID_ARG);
+    MCU_REQUIRE(count > 0 && in_bytes > 0 && out_bytes > 0 && channels > 0 && channels <= INT32_MAX / 16 &&
+                    count % channels == 0,
+                MCU_ERR_SHAPE);
+    MCU_REQUIRE(ctx->size >= count, MCU_ERR_BUFFER_TOO_SMALL);
+    const int32_t taps = count / channels;
+    const size_t idx_bytes = (size_t)mcu_lut_row_bytes(taps, mcu_lut_width(word)) * (size_t)channels;
+    const size_t table_bytes = mcu_lut_table_bytes(word, channels);
+    int8_t *w = (int8_t *)ctx->buf;
+    MCU_REQUIRE(!mcu_overlaps(w, (size_t)count, input, (size_t)in_bytes) &&
+                    !mcu_overlaps(w, (size_t)count, output, (size_t)out_bytes) &&
+                    !mcu_overlaps(w, (size_t)count, indices, idx_bytes) &&
+                    !mcu_overlaps(w, (size_t)count, tables, table_bytes) &&
+                    !mcu_overlaps(indices, idx_bytes, output, (size_t)out_bytes) &&
+                    !mcu_overlaps(tables, table_bytes, output, (size_t)out_bytes),
+                MCU_ERR_INVALID_ARG);
+    mcu_lut_decode_all(indices, tables, word, channels, taps, w, interleaved);
+    return MCU_OK;
 }
 
 /* acc + the sum of (x[c] + off) * w[c] over n values, modulo 2^32; on DSP cores four at a time (two SMLADs,

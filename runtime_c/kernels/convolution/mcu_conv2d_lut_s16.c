@@ -33,25 +33,14 @@ mcu_status mcu_conv2d_lut_s16(const mcu_context *ctx, const mcu_conv2d_s16_param
     MCU_REQUIRE(ctx != NULL && ctx->buf != NULL && p != NULL && input != NULL && indices != NULL && table != NULL &&
                     output != NULL,
                 MCU_ERR_NULL_POINTER);
-    MCU_REQUIRE(mcu_lut_bits_valid(word), MCU_ERR_INVALID_ARG);
     const int32_t in_bytes = mcu_shape4_count(&p->input, 2), out_bytes = mcu_shape4_count(&p->output, 2);
     const int32_t count = mcu_conv2d_lut_s16_weights(p);
-    const int32_t channels = p->output.c;
-    MCU_REQUIRE(count > 0 && in_bytes > 0 && out_bytes > 0 && channels > 0 && channels <= INT32_MAX / 16,
-                MCU_ERR_SHAPE);
-    MCU_REQUIRE(ctx->size >= count, MCU_ERR_BUFFER_TOO_SMALL);
-    const int32_t taps = count / channels;
-    const size_t idx_bytes = (size_t)mcu_lut_row_bytes(taps, mcu_lut_width(word)) * (size_t)channels;
-    const size_t table_bytes = mcu_lut_table_bytes(word, channels);
+    const mcu_status status = mcu_lut_decode_s16(ctx, word, p->output.c, count, indices, table, 0, input,
+                                                 in_bytes, output, out_bytes);
+    if (status != MCU_OK) {
+        return status;
+    }
     int8_t *w = (int8_t *)ctx->buf;
-    MCU_REQUIRE(!mcu_overlaps(w, (size_t)count, input, (size_t)in_bytes) &&
-                    !mcu_overlaps(w, (size_t)count, output, (size_t)out_bytes) &&
-                    !mcu_overlaps(w, (size_t)count, indices, idx_bytes) &&
-                    !mcu_overlaps(w, (size_t)count, table, table_bytes) &&
-                    !mcu_overlaps(indices, idx_bytes, output, (size_t)out_bytes) &&
-                    !mcu_overlaps(table, table_bytes, output, (size_t)out_bytes),
-                MCU_ERR_INVALID_ARG);
-    mcu_lut_decode_all(indices, table, word, channels, taps, w, 0);
     /* the 16x8 kernel checks the rest, the column's overlaps too */
     const int64_t at = ((int64_t)count + 3) & ~(int64_t)3;
     const int with_column = mcu_conv2d_s16_get_buffer_size(p) > 0 && ctx->size > at &&
