@@ -200,7 +200,7 @@ def test_w8a16_and_shared_tables_are_bit_exact(quantize: str, per: str) -> None:
         assert np.unique(rows).size <= 8 if per == "tensor" else max(np.unique(r).size for r in rows) <= 8
         np.testing.assert_array_equal(unpack_palette(indices.data, tables.data, 3, *rows.shape), rows)
         if quantize == "w8a16":
-            assert op.output.dtype == "int16" and scratch_bytes(op) == op.inputs[1].numel  # decoded whole
+            assert op.output.dtype == "int16" and scratch_bytes(op) >= op.inputs[1].numel  # decoded whole
     assert Reference(cm.graph).exact
     for x in cm.spec.test_inputs:
         want = cm.reference_raw(*x)
