@@ -285,8 +285,8 @@ mcu_status mcu_program_need_palette(uint32_t kernel, const mcu_operand_desc *ops
     need[0] = linear ? prod(p, 2) : prod(p, 4);
     need[1] = mulcap(row_bytes, n_channels);
     need[2] = need[3] = need[4] = channels;
-    /* the scratch: the whole tensor for the depthwise and 16x8 kernels, else one channel's taps */
-    need[5] = depthwise || s16 ? (taps == CAP ? CAP : mulcap(taps, n_channels)) : taps;
+    /* the scratch: the whole tensor for the depthwise and 16x8 convolutions, else one channel's taps */
+    need[5] = depthwise || (s16 && !linear) ? (taps == CAP ? CAP : mulcap(taps, n_channels)) : taps;
     need[6] = word & MCU_LUT_SHARED ? 1u << bits : mulcap(channels, 1 << bits);
     need[7] = linear ? mulcap(mulcap(1, p[0]), p[2]) : prod(p + 4, 4);
     return MCU_OK;

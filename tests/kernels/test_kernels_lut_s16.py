@@ -100,22 +100,25 @@ def test_depthwise_conv2d_lut_s16(case, data, bias, centre, act, seed, bits, mod
 
 @CASES
 @given(st.integers(1, 3), st.one_of(st.integers(1, 40), st.sampled_from([512, 513])), st.integers(1, 12), data_modes,
-       biases, st.integers(-4, 4), acts, st.integers(0, 2**32 - 1), bit_widths, table_modes, st.booleans())
-def test_linear_lut_s16(batch, fin, fout, data, bias, centre, act, seed, bits, mode, shared):
+       biases, st.integers(-4, 4), acts, st.integers(0, 2**32 - 1), bit_widths, table_modes, st.booleans(),
+       st.sampled_from(["row", "rows", "whole"]))
+def test_linear_lut_s16(batch, fin, fout, data, bias, centre, act, seed, bits, mode, shared, scratch):
+    """A row a pass in one row's scratch, several (the last pass shorter) in a few rows', all at once."""
     rng = np.random.default_rng(seed)
     x = int16_data(rng, (batch, fin), data)
     rows = palette_rows(rng, fout, fin, bits, mode, shared)
     b = biases64(rng, fout, bias)
     m, s = _quant(rng, fout, fin, centre)
     p = LinearS16Params(batch, fin, fout, act[0], act[1])
+    size = {"row": fin, "rows": fin * min(fout, 3) + fin - 1, "whole": rows.size}[scratch]
     status, out = _run(_lib(), "mcu_linear_lut_s16", None, p, bits, x, rows, b, cb.Quant(m, s, fout), (batch, fout),
-                       rows.size, shared=shared, dtype=np.int16)
+                       size, shared=shared, dtype=np.int16)
     assert status == MCU_OK
     assert_equal(out, linear_s16(x, rows, b, m, s, act_min=act[0], act_max=act[1]))
 
 
 def test_refusals():
-    """A scratch one byte short of the decoded tensor, a bad palette word, a scratch over the output: refused
+    """A scratch one byte short of a decoded row, a bad palette word, a scratch over the output: refused
     before any output is written."""
     lib, rng = _lib(), np.random.default_rng(3)
     x = int16_data(rng, (2, 6), "uniform")
@@ -123,7 +126,7 @@ def test_refusals():
     b, q = np.zeros(4, dtype=np.int64), cb.Quant(2**30, -1, 4)
     p = LinearS16Params(2, 6, 4, -32768, 32767)
     out = np.zeros((2, 4), dtype=np.int16)
-    assert _run(lib, "mcu_linear_lut_s16", None, p, 3, x, rows, b, q, None, 23, out=out)[0] == MCU_ERR_BUFFER_TOO_SMALL
+    assert _run(lib, "mcu_linear_lut_s16", None, p, 3, x, rows, b, q, None, 5, out=out)[0] == MCU_ERR_BUFFER_TOO_SMALL
     for word in (1, 5, 16 | 5, 32 | 3):
         assert _run(lib, "mcu_linear_lut_s16", None, p, word, x, rows, b, q, None, 24, out=out,
                     packed_bits=3)[0] == MCU_ERR_INVALID_ARG

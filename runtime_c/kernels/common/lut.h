@@ -110,31 +110,44 @@ static inline void mcu_lut_decode_all(const uint8_t *indices, const int8_t *tabl
     }
 }
 
-/* The 16x8 look-up-table kernels' common part: checks the palette word, the sizes (in_bytes and out_bytes as
- * mcu_checked_count gives them) and that the `count` decoded weights in the scratch overlap nothing and the
- * constants not the output, then decodes every channel there (mcu_lut_decode_all). */
-static inline mcu_status mcu_lut_decode_s16(const mcu_context *ctx, int32_t word, int32_t channels, int32_t count,
-                                            const uint8_t *indices, const int8_t *tables, int interleaved,
-                                            const void *input, int32_t in_bytes, const void *output, int32_t out_bytes)
+/* The 16x8 look-up-table kernels' checks: the palette word, the sizes (in_bytes and out_bytes as
+ * mcu_checked_count gives them, `count` weights in `channels` rows), that the scratch holds `span` >= one row of
+ * decoded weights and they overlap nothing, that the output overlaps neither the input nor the constants. */
+static inline mcu_status mcu_lut_check_s16(const mcu_context *ctx, int32_t word, int32_t channels, int32_t count,
+                                           int32_t span, const uint8_t *indices, const int8_t *tables,
+                                           const void *input, int32_t in_bytes, const void *output, int32_t out_bytes)
 {
     MCU_REQUIRE(mcu_lut_bits_valid(word), MCU_ERR_INVALID_ARG);
     MCU_REQUIRE(count > 0 && in_bytes > 0 && out_bytes > 0 && channels > 0 && channels <= INT32_MAX / 16 &&
                     count % channels == 0,
                 MCU_ERR_SHAPE);
-    MCU_REQUIRE(ctx->size >= count, MCU_ERR_BUFFER_TOO_SMALL);
     const int32_t taps = count / channels;
+    MCU_REQUIRE(ctx->size >= span && span >= taps, MCU_ERR_BUFFER_TOO_SMALL);
     const size_t idx_bytes = (size_t)mcu_lut_row_bytes(taps, mcu_lut_width(word)) * (size_t)channels;
     const size_t table_bytes = mcu_lut_table_bytes(word, channels);
-    int8_t *w = (int8_t *)ctx->buf;
-    MCU_REQUIRE(!mcu_overlaps(w, (size_t)count, input, (size_t)in_bytes) &&
-                    !mcu_overlaps(w, (size_t)count, output, (size_t)out_bytes) &&
-                    !mcu_overlaps(w, (size_t)count, indices, idx_bytes) &&
-                    !mcu_overlaps(w, (size_t)count, tables, table_bytes) &&
+    const int8_t *w = (const int8_t *)ctx->buf;
+    MCU_REQUIRE(!mcu_overlaps(w, (size_t)span, input, (size_t)in_bytes) &&
+                    !mcu_overlaps(w, (size_t)span, output, (size_t)out_bytes) &&
+                    !mcu_overlaps(w, (size_t)span, indices, idx_bytes) &&
+                    !mcu_overlaps(w, (size_t)span, tables, table_bytes) &&
+                    !mcu_overlaps(input, (size_t)in_bytes, output, (size_t)out_bytes) &&
                     !mcu_overlaps(indices, idx_bytes, output, (size_t)out_bytes) &&
                     !mcu_overlaps(tables, table_bytes, output, (size_t)out_bytes),
                 MCU_ERR_INVALID_ARG);
-    mcu_lut_decode_all(indices, tables, word, channels, taps, w, interleaved);
     return MCU_OK;
+}
+
+/* mcu_lut_check_s16 with the whole tensor's span, then every channel decoded there (mcu_lut_decode_all). */
+static inline mcu_status mcu_lut_decode_s16(const mcu_context *ctx, int32_t word, int32_t channels, int32_t count,
+                                            const uint8_t *indices, const int8_t *tables, int interleaved,
+                                            const void *input, int32_t in_bytes, const void *output, int32_t out_bytes)
+{
+    const mcu_status status =
+        mcu_lut_check_s16(ctx, word, channels, count, count, indices, tables, input, in_bytes, output, out_bytes);
+    if (status == MCU_OK) {
+        mcu_lut_decode_all(indices, tables, word, channels, count / channels, (int8_t *)ctx->buf, interleaved);
+    }
+    return status;
 }
 
 /* acc + the sum of (x[c] + off) * w[c] over n values, modulo 2^32; on DSP cores four at a time (two SMLADs,
