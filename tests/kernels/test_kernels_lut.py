@@ -64,7 +64,7 @@ def palette_rows(rng, channels: int, count: int, bits: int, mode: str, shared: b
     return np.take_along_axis(tables, which, axis=1).astype(np.int8)
 
 
-def _run(lib, name, params_type, params, bits, x, rows, b, q, out_shape, scratch: int, out=None, packed_bits=None,
+def run_lut(lib, name, params_type, params, bits, x, rows, b, q, out_shape, scratch: int, out=None, packed_bits=None,
          shared: bool = False, dtype=np.int8):
     """The kernel told ``bits`` (plus LUT_SHARED with ``shared``: one table) on ``rows`` packed at
     ``packed_bits`` (default: the same)."""
@@ -136,9 +136,9 @@ def test_conv2d_lut_s8(lib, case, bits, mode, scratch, shared):
         dilation_h=case["dh"], dilation_w=case["dw"], groups=1, input_offset=-case["in_zp"],
         output_offset=case["out_zp"], act_min=case["act"][0], act_max=case["act"][1],
     )
-    status, out = _run(lib, "mcu_conv2d_lut_s8", cb.Conv2dS8Params, params, bits, x, rows, b,
-                       cb.Quant(m, s, cout), params["output"],
-                       {"one": taps, "two": 2 * taps, "whole": taps * cout}[scratch], shared=shared)
+    status, out = run_lut(lib, "mcu_conv2d_lut_s8", cb.Conv2dS8Params, params, bits, x, rows, b,
+                          cb.Quant(m, s, cout), params["output"],
+                          {"one": taps, "two": 2 * taps, "whole": taps * cout}[scratch], shared=shared)
     assert status == MCU_OK
     assert_equal(out, conv2d_s8(x, w, b, m, s, **params))
 
@@ -161,8 +161,8 @@ def test_depthwise_conv2d_lut_s8(lib, case, bits, mode, shared):
         dilation_h=case["dh"], dilation_w=case["dw"], input_offset=-case["in_zp"], output_offset=case["out_zp"],
         act_min=case["act"][0], act_max=case["act"][1],
     )
-    status, out = _run(lib, "mcu_depthwise_conv2d_lut_s8", cb.DepthwiseConv2dS8Params, params, bits, x, rows, b,
-                       cb.Quant(m, s, cout), params["output"], taps * cout, shared=shared)
+    status, out = run_lut(lib, "mcu_depthwise_conv2d_lut_s8", cb.DepthwiseConv2dS8Params, params, bits, x, rows, b,
+                          cb.Quant(m, s, cout), params["output"], taps * cout, shared=shared)
     assert status == MCU_OK
     assert_equal(out, depthwise_conv2d_s8(x, w, b, m, s, **params))
 
@@ -180,8 +180,8 @@ def test_linear_lut_s8(lib, batch, fin, fout, in_zp, out_zp, act, bias, shift, p
     m, s = per_channel(rng, fout, shift_for(shift, fin), pc)
     params = dict(batch=batch, in_features=fin, out_features=fout, input_offset=-in_zp, output_offset=out_zp,
                   act_min=act[0], act_max=act[1])
-    status, out = _run(lib, "mcu_linear_lut_s8", cb.LinearS8Params, params, bits, x, rows, b,
-                       cb.Quant(m, s, fout), (batch, fout), fin, shared=shared)
+    status, out = run_lut(lib, "mcu_linear_lut_s8", cb.LinearS8Params, params, bits, x, rows, b,
+                          cb.Quant(m, s, fout), (batch, fout), fin, shared=shared)
     assert status == MCU_OK
     assert_equal(out, linear_s8(x, rows, b, m, s, **params))
 
@@ -210,20 +210,20 @@ def test_refusals():
     # LUT convolution allows no overlap at all, even one ending before the input starts reading
     inside = arena[5:45].reshape(1, 2, 4, 5)
     before = inside.copy()
-    status, _ = _run(handle, "mcu_conv2d_lut_s8", cb.Conv2dS8Params, params, 2, x, rows, b, q, None, 5, out=inside)
+    status, _ = run_lut(handle, "mcu_conv2d_lut_s8", cb.Conv2dS8Params, params, 2, x, rows, b, q, None, 5, out=inside)
     assert status == MCU_ERR_INVALID_ARG and np.array_equal(inside, before)
     out = np.zeros((1, 2, 4, 5), dtype=np.int8)
-    assert _run(handle, "mcu_conv2d_lut_s8", cb.Conv2dS8Params, params, 2, x.copy(), rows, b, q, None, 4,
-                out=out)[0] == MCU_ERR_BUFFER_TOO_SMALL
+    assert run_lut(handle, "mcu_conv2d_lut_s8", cb.Conv2dS8Params, params, 2, x.copy(), rows, b, q, None, 4,
+                   out=out)[0] == MCU_ERR_BUFFER_TOO_SMALL
     for bits in (1, 5, LUT_SHARED | 1, LUT_SHARED | 5, 32 | 2):  # (the shared flag with a bad width, other flags)
-        assert _run(handle, "mcu_conv2d_lut_s8", cb.Conv2dS8Params, params, bits, x.copy(), rows, b, q, None, 5,
-                    out=out, packed_bits=2)[0] == MCU_ERR_INVALID_ARG
+        assert run_lut(handle, "mcu_conv2d_lut_s8", cb.Conv2dS8Params, params, bits, x.copy(), rows, b, q, None, 5,
+                       out=out, packed_bits=2)[0] == MCU_ERR_INVALID_ARG
     assert not out.any()
     grouped = dict(params, input=(1, 2, 4, 6), output=(1, 2, 4, 6), groups=2)
     x6 = np.zeros((1, 2, 4, 6), dtype=np.int8)
-    assert _run(handle, "mcu_conv2d_lut_s8", cb.Conv2dS8Params, grouped, 2, x6, palette_rows(rng, 6, 3, 2, "random"),
-                np.zeros(6, dtype=np.int32), cb.Quant(2**30, -1, 6), (1, 2, 4, 6), 6)[0] == MCU_ERR_INVALID_ARG
+    assert run_lut(handle, "mcu_conv2d_lut_s8", cb.Conv2dS8Params, grouped, 2, x6, palette_rows(rng, 6, 3, 2, "random"),
+                   np.zeros(6, dtype=np.int32), cb.Quant(2**30, -1, 6), (1, 2, 4, 6), 6)[0] == MCU_ERR_INVALID_ARG
     lin = dict(batch=1, in_features=5, out_features=5, input_offset=0, output_offset=0, act_min=-128, act_max=127)
     xl = np.zeros((1, 5), dtype=np.int8)
-    assert _run(handle, "mcu_linear_lut_s8", cb.LinearS8Params, lin, 3, xl, palette_rows(rng, 5, 5, 3, "random"), b,
-                q, (1, 5), 4)[0] == MCU_ERR_BUFFER_TOO_SMALL
+    assert run_lut(handle, "mcu_linear_lut_s8", cb.LinearS8Params, lin, 3, xl, palette_rows(rng, 5, 5, 3, "random"), b,
+                   q, (1, 5), 4)[0] == MCU_ERR_BUFFER_TOO_SMALL

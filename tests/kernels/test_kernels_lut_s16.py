@@ -17,7 +17,7 @@ from cbind import MCU_ERR_BUFFER_TOO_SMALL, MCU_ERR_INVALID_ARG, MCU_OK, ptr
 from mcu.layouts import pack_palette
 from mcu.reference.s16 import SHIFT_MAX, conv2d_s16, depthwise_conv2d_s16, linear_s16
 from s8_cases import assert_equal
-from test_kernels_lut import _run, bit_widths, palette_rows, table_modes
+from test_kernels_lut import run_lut, bit_widths, palette_rows, table_modes
 from test_kernels_s16 import Conv2dS16Params, LinearS16Params, acts, biases64, conv_s16_cases, int16_data, \
     multipliers, s16_shift
 from test_kernels_s16_more import DwS16Params, dw_cases
@@ -67,7 +67,7 @@ def test_conv2d_lut_s16(case, data, bias, centre, act, seed, bits, mode, shared,
     lib = _lib()
     size = lib.mcu_conv2d_lut_s16_get_buffer_size(ctypes.byref(p))
     assert size == (rows.size if kh * kw == 1 else (rows.size + 3) // 4 * 4 + 2 * kh * kw * cin)
-    status, out = _run(lib, "mcu_conv2d_lut_s16", None, p, bits, x, rows, b, cb.Quant(m, s, cout), out_shape,
+    status, out = run_lut(lib, "mcu_conv2d_lut_s16", None, p, bits, x, rows, b, cb.Quant(m, s, cout), out_shape,
                        size if column else rows.size, shared=shared, dtype=np.int16)
     assert status == MCU_OK
     assert_equal(out, conv2d_s16(x, rows.reshape(cout, kh, kw, cin), b, m, s, stride=(case["sh"], case["sw"]),
@@ -89,7 +89,7 @@ def test_depthwise_conv2d_lut_s16(case, data, bias, centre, act, seed, bits, mod
     out_shape = (n, case["oh"], case["ow"], cout)
     p = DwS16Params(cb.Shape4(*x.shape), cb.Shape4(*out_shape), case["mult"], kh, kw, case["sh"], case["sw"],
                     case["pt"], case["pl"], case["dh"], case["dw"], act[0], act[1])
-    status, out = _run(_lib(), "mcu_depthwise_conv2d_lut_s16", None, p, bits, x, rows, b, cb.Quant(m, s, cout),
+    status, out = run_lut(_lib(), "mcu_depthwise_conv2d_lut_s16", None, p, bits, x, rows, b, cb.Quant(m, s, cout),
                        out_shape, rows.size, shared=shared, dtype=np.int16)
     assert status == MCU_OK
     w = np.ascontiguousarray(rows.T).reshape(kh, kw, cout)
@@ -111,7 +111,7 @@ def test_linear_lut_s16(batch, fin, fout, data, bias, centre, act, seed, bits, m
     m, s = _quant(rng, fout, fin, centre)
     p = LinearS16Params(batch, fin, fout, act[0], act[1])
     size = {"row": fin, "rows": fin * min(fout, 3) + fin - 1, "whole": rows.size}[scratch]
-    status, out = _run(_lib(), "mcu_linear_lut_s16", None, p, bits, x, rows, b, cb.Quant(m, s, fout), (batch, fout),
+    status, out = run_lut(_lib(), "mcu_linear_lut_s16", None, p, bits, x, rows, b, cb.Quant(m, s, fout), (batch, fout),
                        size, shared=shared, dtype=np.int16)
     assert status == MCU_OK
     assert_equal(out, linear_s16(x, rows, b, m, s, act_min=act[0], act_max=act[1]))
@@ -126,10 +126,11 @@ def test_refusals():
     b, q = np.zeros(4, dtype=np.int64), cb.Quant(2**30, -1, 4)
     p = LinearS16Params(2, 6, 4, -32768, 32767)
     out = np.zeros((2, 4), dtype=np.int16)
-    assert _run(lib, "mcu_linear_lut_s16", None, p, 3, x, rows, b, q, None, 5, out=out)[0] == MCU_ERR_BUFFER_TOO_SMALL
+    short = run_lut(lib, "mcu_linear_lut_s16", None, p, 3, x, rows, b, q, None, 5, out=out)
+    assert short[0] == MCU_ERR_BUFFER_TOO_SMALL
     for word in (1, 5, 16 | 5, 32 | 3):
-        assert _run(lib, "mcu_linear_lut_s16", None, p, word, x, rows, b, q, None, 24, out=out,
-                    packed_bits=3)[0] == MCU_ERR_INVALID_ARG
+        assert run_lut(lib, "mcu_linear_lut_s16", None, p, word, x, rows, b, q, None, 24, out=out,
+                       packed_bits=3)[0] == MCU_ERR_INVALID_ARG
     assert not out.any()
     # a scratch whose first bytes are the output's: decoding would write over it
     arena = np.zeros(72, dtype=np.int8)
