@@ -1,8 +1,8 @@
-"""Look-up-table weights (``--weight-palette BITS`` with ``--quantize int8``): the palette pass keeps at most
-2^BITS values per output channel, the emitters' indices and tables decode to exactly the op's int8 weights,
-the generated C and the program file on the host are bit-exact with the Python integer reference (which
-computes from those weights), only the portable backend takes the ops, and any other mode is refused by
-name before anything is compiled."""
+"""Look-up-table weights (``--weight-palette BITS`` with ``--quantize int8`` or ``w8a16``, a table per channel
+or per tensor): the palette pass keeps at most 2^BITS values per output channel (or tensor), the emitters'
+indices and tables decode to exactly the op's int8 weights, the generated C and the program file on the host
+are bit-exact with the Python integer reference (which computes from those weights), only the portable
+backend takes the ops, and any other mode is refused by name before anything is compiled."""
 
 from __future__ import annotations
 
@@ -47,16 +47,17 @@ def test_palette_row_keeps_at_most_two_to_the_bits_values(codes, bits):
 
 
 class _Tiny(torch.nn.Module):
-    """A convolution whose decoded weights exceed PALETTE_WHOLE_BYTES (two channels a pass), a depthwise, a
-    pointwise convolution decoded whole, a linear layer."""
+    """A convolution, a depthwise, a pointwise convolution and a linear layer. At the default widths the first
+    one's decoded weights exceed PALETTE_WHOLE_BYTES (two channels a pass) and the pointwise one is decoded
+    whole."""
 
-    def __init__(self) -> None:
+    def __init__(self, cin: int = 16, wide: int = 32, narrow: int = 16) -> None:
         super().__init__()
         nn = torch.nn
-        self.features = nn.Sequential(nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(),
-                                      nn.Conv2d(32, 32, 3, padding=1, groups=32), nn.ReLU(),
-                                      nn.Conv2d(32, 16, 1), nn.ReLU(), nn.AdaptiveAvgPool2d(1))
-        self.fc = nn.Linear(16, 5)
+        self.features = nn.Sequential(nn.Conv2d(cin, wide, 3, padding=1), nn.ReLU(),
+                                      nn.Conv2d(wide, wide, 3, padding=1, groups=wide), nn.ReLU(),
+                                      nn.Conv2d(wide, narrow, 1), nn.ReLU(), nn.AdaptiveAvgPool2d(1))
+        self.fc = nn.Linear(narrow, 5)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.fc(torch.flatten(self.features(x), 1))
@@ -160,26 +161,11 @@ def test_program_export_takes_the_palette() -> None:
     assert {"mcu_conv2d_lut_s8", "mcu_linear_lut_s8"} <= kernels, kernels
 
 
-class _Small(torch.nn.Module):
-    """A convolution, a depthwise, a pointwise convolution and a linear layer, small enough to compile fast."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        nn = torch.nn
-        self.features = nn.Sequential(nn.Conv2d(4, 8, 3, padding=1), nn.ReLU(),
-                                      nn.Conv2d(8, 8, 3, padding=1, groups=8), nn.ReLU(),
-                                      nn.Conv2d(8, 8, 1), nn.ReLU(), nn.AdaptiveAvgPool2d(1))
-        self.fc = nn.Linear(8, 5)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.fc(torch.flatten(self.features(x), 1))
-
-
 def _small(quantize: str, per: str, board: str | None = None) -> CompiledModel:
     torch.manual_seed(1)
     xs = [torch.randn(1, 4, 6, 6) for _ in range(4)]
     extra = {} if board is None else {"board": board}
-    return compile_model(_Small().eval(), (xs[0],), quantize=quantize, calibration=xs,
+    return compile_model(_Tiny(4, 8, 8).eval(), (xs[0],), quantize=quantize, calibration=xs,
                          test_inputs=[(x,) for x in xs[:2]], weight_palette=modes.PaletteOptions(3, per), **extra)
 
 
