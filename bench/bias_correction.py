@@ -8,6 +8,7 @@ the quantization took. ``mixed`` runs at ``--budget`` dB and lists each layer's 
     .venv/bin/python bench/bias_correction.py tcn,kws_lstm --modes w8a16 --rounding nearest,gptq,searched --corrected on
     .venv/bin/python bench/bias_correction.py resnet8 --modes mixed --budget 6
     .venv/bin/python bench/bias_correction.py tcn,kws_lstm --modes w8a16 --rounding nearest,searched --corrected on --fresh 48 --fresh-scale 0.75
+    .venv/bin/python bench/bias_correction.py ds_cnn --modes int8,w8a16 --corrected default --palette 3:tensor
 """
 
 from __future__ import annotations
@@ -27,7 +28,10 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--modes", default="int8,w8a16,w4a8")
     parser.add_argument("--rounding", default=None,
                         help="comma-separated weight roundings: nearest, gptq, searched (default: each mode's own)")
-    parser.add_argument("--corrected", default="off,on", help="comma-separated bias corrections: off, on")
+    parser.add_argument("--corrected", default="off,on",
+                        help="comma-separated bias corrections: off, on, default (the mode's own)")
+    parser.add_argument("--palette", default=None, metavar="BITS[:PER]",
+                        help="look-up-table weights (--weight-palette BITS, --palette-per PER: channel or tensor)")
     parser.add_argument("--fresh", type=int, default=0,
                         help="score on this many seeded normal inputs of the test inputs' shapes instead")
     parser.add_argument("--fresh-scale", type=float, default=1.0, help="those inputs' standard deviation")
@@ -39,7 +43,7 @@ def main(argv: list[str]) -> int:
     import torch
 
     from mcu.api import lower_file
-    from mcu.quantize.modes import MIXED, MixedOptions
+    from mcu.quantize.modes import MIXED, MixedOptions, PaletteOptions
     from mcu.capture.loader import flatten_outputs
     from mcu.reference.encoding import decode, encode
     from mcu.reference.interp import Reference
@@ -54,9 +58,11 @@ def main(argv: list[str]) -> int:
                 for o, t in zip(Reference(graph).run(flat), graph.outputs)]
 
     modes, roundings = args.modes.split(","), (args.rounding or "default").split(",")
-    corrections = [c == "on" for c in args.corrected.split(",")]
+    corrections = [None if c == "default" else c == "on" for c in args.corrected.split(",")]
+    bits, _, per = (args.palette or "").partition(":")
+    palette = PaletteOptions(int(bits), per or "channel") if bits else None
     columns = [(m, r) for m in modes for r in roundings]
-    title = " / ".join("on" if c else "off" for c in corrections)
+    title = " / ".join("default" if c is None else "on" if c else "off" for c in corrections)
     width = 16 * len(corrections) + 2
     print(f"{'example':<16}" + "".join(f"{f'{m} {r} {title}':>{width}}" for m, r in columns))
     for name in args.examples.split(","):
@@ -67,7 +73,7 @@ def main(argv: list[str]) -> int:
                 start = time.perf_counter()
                 mixed = MixedOptions(args.budget) if mode == MIXED else None
                 lowered = lower_file(ROOT / "examples" / f"{name}.py", quantize=mode, mixed=mixed,
-                                     bias_correction=corrected,
+                                     weight_palette=palette, bias_correction=corrected,
                                      weight_rounding=None if rounding == "default" else rounding)
                 seconds = time.perf_counter() - start
                 spec = lowered.spec

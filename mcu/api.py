@@ -504,12 +504,13 @@ class LoweredModel:
                                 fuse_costs, fuse_band, stream_prefix, stream_input, speed_scratch, weights_in)
 
 
-def lower_spec(spec: ModelSpec, quantize: str = "none", weight_palette: int | None = None,
+def lower_spec(spec: ModelSpec, quantize: str = "none", weight_palette: modes.Palette | None = None,
                mixed: modes.MixedOptions | None = None, board: str | Board | None = None,
                bias_correction: bool | None = None, weight_rounding: str | None = None) -> LoweredModel:
     """Capture, quantize and lower a loaded model once, to :meth:`LoweredModel.compile` for any number of boards.
     ``weight_palette``: 2, 3 or 4: the int8 convolution and linear weights as indices of that many bits into
-    a table per output channel (``--weight-palette``; ``quantize`` int8 only). ``mixed``: with ``quantize``
+    a table per output channel (``--weight-palette``; ``quantize`` int8 or w8a16), or a PaletteOptions with
+    ``per="tensor"``: one table per weight tensor (``--palette-per tensor``). ``mixed``: with ``quantize``
     "mixed", the accuracy budget and objective of each layer's weight precision (``--accuracy-budget``,
     ``--mixed-objective``; mcu/passes/mixed_choice.py), whose flash is counted on ``board`` (its layouts and
     kernels' code; default mps2-an505). ``bias_correction``: each convolution's and linear layer's bias
@@ -565,7 +566,7 @@ def compile_spec(spec: ModelSpec, board: str | Board = "mps2-an505", quantize: s
                  check_flash: bool = True, fuse_blocks: bool | str = False,
                  ram_budget: int | None = None, fuse_costs: FusionCosts | None = None,
                  fuse_band: int = 1, stream_prefix: bool | int = False, stream_input: bool = False,
-                 weight_palette: int | None = None, mixed: modes.MixedOptions | None = None,
+                 weight_palette: modes.Palette | None = None, mixed: modes.MixedOptions | None = None,
                  weights_in: str | None = None, bias_correction: bool | None = None,
                  weight_rounding: str | None = None) -> CompiledModel:
     """``weight_palette``, ``mixed``, ``bias_correction``, ``weight_rounding``: see :func:`lower_spec`.
@@ -605,7 +606,7 @@ def compile(model: torch.nn.Module, example_inputs: Sequence[torch.Tensor], boar
             quantize: str = "none", calibration: Any = None, test_inputs: Any = None,
             name: str | None = None, cmsis_nn: str | Path | None = None,
             packed_weights: bool | None = None, backend: str | list[str] | None = None,
-            custom_ops: Any = None, weight_palette: int | None = None,
+            custom_ops: Any = None, weight_palette: modes.Palette | None = None,
             mixed: modes.MixedOptions | None = None, weights_in: str | None = None,
             bias_correction: bool | None = None, weight_rounding: str | None = None) -> CompiledModel:
     """Compile an ``nn.Module`` for a board; see the module docstring. ``cmsis_nn``, ``packed_weights``:
@@ -624,7 +625,7 @@ def compile_file(path: str | Path, board: str = "mps2-an505", quantize: str = "n
                  backend: str | list[str] | None = None, fuse_blocks: bool | str = False,
                  ram_budget: int | None = None, fuse_costs: FusionCosts | None = None,
                  fuse_band: int = 1, stream_prefix: bool | int = False, stream_input: bool = False,
-                 qat: bool = False, weight_palette: int | None = None,
+                 qat: bool = False, weight_palette: modes.Palette | None = None,
                  mixed: modes.MixedOptions | None = None, weights_in: str | None = None,
                  bias_correction: bool | None = None, weight_rounding: str | None = None) -> CompiledModel:
     """``weight_palette``, ``mixed``, ``bias_correction``, ``weight_rounding``: see :func:`lower_spec`;
@@ -648,7 +649,7 @@ def compile_file(path: str | Path, board: str = "mps2-an505", quantize: str = "n
 
 def lower(model: torch.nn.Module, example_inputs: Sequence[torch.Tensor], quantize: str = "none",
           calibration: Any = None, test_inputs: Any = None, name: str | None = None,
-          custom_ops: Any = None, weight_palette: int | None = None,
+          custom_ops: Any = None, weight_palette: modes.Palette | None = None,
           mixed: modes.MixedOptions | None = None, bias_correction: bool | None = None,
           weight_rounding: str | None = None) -> LoweredModel:
     """An ``nn.Module`` captured, quantized and lowered once, to compile for several boards (:class:`LoweredModel`);
@@ -659,7 +660,7 @@ def lower(model: torch.nn.Module, example_inputs: Sequence[torch.Tensor], quanti
                       weight_rounding=weight_rounding)
 
 
-def lower_file(path: str | Path, quantize: str = "none", weight_palette: int | None = None,
+def lower_file(path: str | Path, quantize: str = "none", weight_palette: modes.Palette | None = None,
                mixed: modes.MixedOptions | None = None, bias_correction: bool | None = None,
                weight_rounding: str | None = None) -> LoweredModel:
     """A model file captured, quantized and lowered once, to compile for several boards (:class:`LoweredModel`);

@@ -49,16 +49,23 @@ def palette_row_bytes(count: int, bits: int) -> int:
     return (count * bits + 7) // 8
 
 
-def pack_palette(rows: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray]:
+def pack_palette(rows: np.ndarray, bits: int, shared: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Look-up-table weights of int8 ``rows`` (one per output channel, at most 2^bits distinct values
     each): (indices, tables). Each row's indices are ``bits`` wide, little-endian bit order (index i
     takes bits [i * bits, (i + 1) * bits) of its row, bit k being bit k % 8 of byte k / 8), every row
     padded to a whole byte (uint8, channels * ceil(count * bits / 8)); each row's table holds its
     distinct values in ascending order, the last repeated to 2^bits entries (int8, channels * 2^bits).
-    The kernels' decoder is runtime_c/kernels/common/lut.h."""
+    With ``shared``, one table for all rows (int8, 2^bits). The kernels' decoder is
+    runtime_c/kernels/common/lut.h."""
     rows = np.asarray(rows, dtype=np.int64)
     channels, count = rows.shape
     size = 1 << bits
+    if shared:
+        values = np.unique(rows)
+        if values.size > size:
+            raise ValueError(f"the tensor has {values.size} distinct weights; a {bits}-bit palette holds {size}")
+        table = np.concatenate([values, np.repeat(values[-1:], size - values.size)]).astype(np.int8)
+        return _pack_indices(np.searchsorted(values, rows), bits), table
     tables = np.zeros((channels, size), dtype=np.int8)
     index = np.zeros((channels, count), dtype=np.int64)
     for c in range(channels):
@@ -68,11 +75,16 @@ def pack_palette(rows: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray]:
         tables[c, :values.size] = values
         tables[c, values.size:] = values[-1]
         index[c] = np.searchsorted(values, rows[c])
+    return _pack_indices(index, bits), tables.reshape(-1)
+
+
+def _pack_indices(index: np.ndarray, bits: int) -> np.ndarray:
+    """Rows of indices [channels, count], ``bits`` wide, little-endian, each row byte-padded (uint8)."""
+    channels, count = index.shape
     bit_pos = np.arange(count)[:, None] * bits + np.arange(bits)[None, :]  # [count, bits]
     row_bits = np.zeros((channels, palette_row_bytes(count, bits) * 8), dtype=np.uint8)
     row_bits[:, bit_pos.reshape(-1)] = ((index[:, :, None] >> np.arange(bits)) & 1).reshape(channels, -1)
-    indices = np.packbits(row_bits.reshape(channels, -1, 8), axis=2, bitorder="little").reshape(-1)
-    return indices.astype(np.uint8), tables.reshape(-1)
+    return np.packbits(row_bits.reshape(channels, -1, 8), axis=2, bitorder="little").reshape(-1).astype(np.uint8)
 
 
 def unpack_palette(indices: np.ndarray, tables: np.ndarray, bits: int, channels: int, count: int) -> np.ndarray:
@@ -81,5 +93,6 @@ def unpack_palette(indices: np.ndarray, tables: np.ndarray, bits: int, channels:
     raw = np.asarray(indices, dtype=np.uint8).reshape(channels, row_bytes)
     row_bits = np.unpackbits(raw, axis=1, bitorder="little")[:, :count * bits].reshape(channels, count, bits)
     index = (row_bits.astype(np.int64) << np.arange(bits)).sum(axis=2)
-    table = np.asarray(tables, dtype=np.int8).reshape(channels, 1 << bits)
+    table = np.asarray(tables, dtype=np.int8).reshape(-1, 1 << bits)  # (one row: shared)
+    table = np.broadcast_to(table, (channels, 1 << bits))
     return np.take_along_axis(table, index, axis=1)

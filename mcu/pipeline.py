@@ -82,11 +82,11 @@ def lower(graph: Graph) -> Graph:
 DEFAULT_BOARD = "mps2-an505"
 
 
-def to_graph(spec: ModelSpec, quantize: str, weight_palette: int | None = None,
+def to_graph(spec: ModelSpec, quantize: str, weight_palette: modes.Palette | None = None,
              mixed: modes.MixedOptions | None = None, board: Board | None = None,
              bias_correction: bool | None = None, weight_rounding: str | None = None) -> Graph:
-    """``weight_palette``: look-up-table weights of that many bits after the int8 lowering
-    (mcu/passes/palette.py); static int8 only. ``mixed``: with ``quantize`` mixed, the budget and objective
+    """``weight_palette``: look-up-table weights of that many bits (or modes.PaletteOptions: and a table per
+    channel or per tensor) after the lowering (mcu/passes/palette.py); static int8 and w8a16 only. ``mixed``: with ``quantize`` mixed, the budget and objective
     of each layer's weight precision (mcu/passes/mixed_choice.py), its flash counted on ``board`` (default
     mps2-an505). ``bias_correction``: the convolution and linear biases corrected for their rounded weights
     (mcu/quantize/bias_correction.py), None: the mode's default; a model quantized already keeps its own.
@@ -125,7 +125,9 @@ def to_graph(spec: ModelSpec, quantize: str, weight_palette: int | None = None,
         if modes.weight_bits(quantize) == 4:
             graph = narrow_weights_s4(graph)
         if weight_palette is not None:
-            graph = palettize_weights(graph, weight_palette)
+            options = modes.palette_options(weight_palette)
+            assert options is not None
+            graph = palettize_weights(graph, options.bits, options.per == "tensor")
     if scorer is not None and mixed is not None:
         with stage("mixed precision"):
             flash = BoardFlash(board if board is not None else load_board(DEFAULT_BOARD))

@@ -76,9 +76,14 @@ def _add_model_args(p: argparse.ArgumentParser, board_required: bool = True) -> 
                         "are packed as int16 for the fastest kernel, which doubles their flash, unless the "
                         "board's flash has no room for that")
     p.add_argument("--weight-palette", type=int, choices=modes.PALETTE_BITS, metavar="BITS", default=None,
-                   help="with --quantize int8: each output channel's convolution, depthwise and linear weights as "
-                        "BITS-bit indices (2, 3 or 4) into a table of 2^BITS int8 values (k-means), decoded in "
-                        "the kernel; our portable kernels only")
+                   help="with --quantize int8 or w8a16: each output channel's convolution, depthwise and linear "
+                        "weights as BITS-bit indices (2, 3 or 4) into a table of 2^BITS int8 values (k-means), "
+                        "decoded in the kernel; our portable kernels only")
+    p.add_argument("--palette-per", choices=modes.PALETTE_PER, default="channel",
+                   help="with --weight-palette: a table per output channel (the default) or one per weight "
+                        "tensor shared by its channels (k-means over all its int8 codes): (channels - 1) x "
+                        "2^BITS bytes less a layer, e.g. DS-CNN at 4 bits 9,248 B of 70,756 on mps2-an505, "
+                        "at a lower weight SQNR (README: look-up-table weights)")
     p.add_argument("--accuracy-budget", type=float, metavar="X", default=None,
                    help="with --quantize mixed: how much the model may lose against the all-int8 build, in dB of "
                         "output SQNR against fp32 on the calibration data, or, when model.py has eval_data, in "

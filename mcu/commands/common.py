@@ -10,8 +10,15 @@ from typing import Any
 from mcu.backends.cmsis_nn.core import cli_spec, resolve
 from mcu.errors import McuError
 from mcu.progress import quiet_torch
+from mcu.quantize import modes
 from mcu.quantize.modes import MixedOptions
 
+
+
+def palette_choice(args: Any) -> modes.Palette | None:
+    """``--weight-palette BITS`` with ``--palette-per``."""
+    bits = getattr(args, "weight_palette", None)
+    return None if bits is None else modes.PaletteOptions(bits, getattr(args, "palette_per", "channel"))
 
 def print_json(obj: dict[str, Any]) -> None:
     print(json.dumps(obj, indent=None, separators=(",", ":")))
@@ -74,7 +81,7 @@ def _compile_model(args: argparse.Namespace) -> Any:
                             weight_rounding=rounding, weights_in=getattr(args, "weights_in", None), **fusion)
 
     fuse = getattr(args, "fuse_blocks", "off")
-    palette = getattr(args, "weight_palette", None)
+    palette = palette_choice(args)
     mixed = mixed_options(args)
     corrected = bias_correction(args)
     rounding = weight_rounding(args)

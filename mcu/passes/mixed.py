@@ -39,7 +39,7 @@ INT8_PER_MAC = 1.24
 def layers(ops: list[Op]) -> list[int]:
     """Indices of the ops whose weights can narrow: int8 convolutions with one group, depthwise convolutions
     and linear layers with int8 constant weights."""
-    return [i for i, op in enumerate(ops) if eligible(op)]
+    return [i for i, op in enumerate(ops) if eligible(op) and op.output.dtype == "int8"]  # (not w8a16's)
 
 
 def macs(op: Op) -> int:

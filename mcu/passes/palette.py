@@ -10,7 +10,14 @@ per-channel tables (mcu/layouts.py, pack_palette) for its look-up-table kernels.
 The k-means runs on the channel's int8 codes (its real weights divided by the channel's scale, rounded
 by the quantizer), weighted by how often each code occurs: Lloyd's iterations from centroids at evenly
 spaced quantiles, which is deterministic; the centroids are then rounded into [-127, 127] and every code
-goes to its nearest one (the lower on a tie)."""
+goes to its nearest one (the lower on a tie).
+
+With ``shared`` (``--palette-per tensor``) one table serves every channel of a tensor: the same k-means
+over all the tensor's int8 codes. The codes stay on each channel's own scale (the quantizer made every
+channel span [-127, 127]), so one table of codes fits them all without rescaling the channels, which keeps
+the biases, multipliers and shifts as they are; the op gets ``attrs["palette_shared"]``.
+
+The same goes for the 16x8 ops (``--quantize w8a16``): int8 per-channel weights, int16 activations."""
 
 from __future__ import annotations
 
@@ -25,9 +32,10 @@ _ITERATIONS = 50
 
 
 def eligible(op: Op) -> bool:
-    """An int8 convolution with one group, a depthwise convolution or a linear layer whose weights are
-    an int8 constant (not w4a8's 4-bit ones)."""
-    if op.kind not in ("conv2d", "depthwise_conv2d", "linear") or not op.outputs or op.output.dtype != "int8":
+    """An int8 or 16x8 convolution with one group, a depthwise convolution or a linear layer whose weights
+    are an int8 constant (not w4a8's 4-bit ones)."""
+    if op.kind not in ("conv2d", "depthwise_conv2d", "linear") or not op.outputs \
+            or op.output.dtype not in ("int8", "int16"):
         return False
     if len(op.inputs) < 5 or op.attrs.get("weight_bits") == 4 or op.attrs.get("alias"):
         return False
@@ -70,8 +78,9 @@ def palettize_row(codes: np.ndarray, bits: int) -> np.ndarray:
     return centres[_nearest(np.asarray(codes, dtype=np.float64), centres.astype(np.float64))]
 
 
-def palettize_weights(graph: Graph, bits: int) -> Graph:
-    """Rewrites every eligible op's weights to at most 2^bits values per output channel (in place)."""
+def palettize_weights(graph: Graph, bits: int, shared: bool = False) -> Graph:
+    """Rewrites every eligible op's weights to at most 2^bits values per output channel, or per tensor with
+    ``shared`` (in place)."""
     if bits not in BITS:
         raise McuError(f"--weight-palette {bits}: a palette of 2, 3 or 4 bits is supported",
                        hint="use --weight-palette 2, 3 or 4")
@@ -80,6 +89,10 @@ def palettize_weights(graph: Graph, bits: int) -> Graph:
             continue
         w = op.inputs[1]
         rows = channel_rows(w)
-        set_channel_rows(w, np.stack([palettize_row(r, bits) for r in rows]))
+        if shared:
+            set_channel_rows(w, palettize_row(rows.reshape(-1), bits).reshape(rows.shape))
+            op.attrs["palette_shared"] = True
+        else:
+            set_channel_rows(w, np.stack([palettize_row(r, bits) for r in rows]))
         op.attrs["palette_bits"] = bits
     return graph

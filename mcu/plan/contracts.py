@@ -156,6 +156,14 @@ def s4_stream_bytes(op: Op) -> int:
 
 def scratch_bytes(op: Op) -> int:
     """Scratch the op's kernel needs (the ``_get_buffer_size`` of the variant it may run)."""
+    if op.attrs.get("palette_bits") and op.output.dtype == "int16":  # the whole tensor decoded, for the 16x8 kernel
+        w = op.inputs[1]
+        if op.kind == "linear":  # as many rows as PALETTE_WHOLE_BYTES holds (at least one) a pass
+            row = w.numel // w.shape[0]
+            return min(w.numel, max(row, PALETTE_WHOLE_BYTES // row * row))
+        if op.kind != "conv2d" or (w.shape[2], w.shape[3]) == (1, 1):
+            return w.numel
+        return (w.numel + 3) // 4 * 4 + 2 * w.shape[1] * w.shape[2] * w.shape[3]  # and its window column
     if op.kind == "conv2d" and op.output.dtype == "int16":  # the 16x8 convolution's window as one column
         w = op.inputs[1]
         return 0 if (w.shape[2], w.shape[3]) == (1, 1) else 2 * w.shape[1] * w.shape[2] * w.shape[3]

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 import torch
 
 from mcu.errors import McuError
-from mcu.quantize.modes import MixedOptions
+from mcu.quantize.modes import MixedOptions, Palette
 from mcu.capture.loader import ModelSpec, load_model_file, run_model_module, spec_from_objects
 from mcu.program.writer import CompiledMethod
 from mcu.api import compile_spec
@@ -125,7 +125,7 @@ def methods_of(module: Any, path: Path) -> list[tuple[str, ModelSpec]]:
 
 def compile_methods(path: str | Path, board: str = "mps2-an505", quantize: str = "none",
                     compile_spec: Callable[..., CompiledModel] | None = None,
-                    weight_palette: int | None = None, mixed: MixedOptions | None = None,
+                    weight_palette: Palette | None = None, mixed: MixedOptions | None = None,
                     bias_correction: bool | None = None, weight_rounding: str | None = None) -> list[CompiledMethod]:
     """Compile every method of a model file for ``board``; ``weight_palette``: look-up-table weights of that
     many bits, ``mixed``: each layer's precision under an accuracy budget, ``bias_correction``: the biases
@@ -144,7 +144,7 @@ def compile_methods(path: str | Path, board: str = "mps2-an505", quantize: str =
     return [CompiledMethod(name, compile_fn(spec, board, quantize)) for name, spec in load_methods(path)]
 
 
-def _compile_for_program(spec: Any, board: str, quantize: str, weight_palette: int | None = None,
+def _compile_for_program(spec: Any, board: str, quantize: str, weight_palette: Palette | None = None,
                          mixed: MixedOptions | None = None, bias_correction: bool | None = None,
                          weight_rounding: str | None = None) -> CompiledModel:
     # A program's weights go where its loader puts them, not necessarily in this board's flash.

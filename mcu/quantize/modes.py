@@ -110,18 +110,40 @@ def weight_rounding(mode: str, requested: str | None) -> str:
 
 
 PALETTE_BITS = (2, 3, 4)
+PALETTE_PER = ("channel", "tensor")
 
 
-def check_palette(mode: str, bits: int | None) -> None:
-    """Look-up-table weights (``--weight-palette BITS``) are built on static int8 (``--quantize int8``) only."""
-    if bits is None:
+@dataclass(frozen=True)
+class PaletteOptions:
+    """Look-up-table weights: the index width, and whether each output channel has its own table of int8
+    codes (``channel``) or every channel of a tensor shares one (``tensor``, ``--palette-per tensor``)."""
+    bits: int
+    per: str = "channel"
+
+
+Palette = int | PaletteOptions  # an int: that many bits, a table per channel
+
+
+def palette_options(palette: Palette | None) -> PaletteOptions | None:
+    return PaletteOptions(palette) if isinstance(palette, int) else palette
+
+
+def check_palette(mode: str, palette: Palette | None) -> None:
+    """Look-up-table weights (``--weight-palette BITS``) are built on static int8 (``--quantize int8``) and
+    16x8 (``w8a16``) only."""
+    options = palette_options(palette)
+    if options is None:
         return
+    bits = options.bits
+    if options.per not in PALETTE_PER:
+        raise McuError(f"--palette-per {options.per}: tables are per channel or per tensor",
+                       hint="use --palette-per channel or tensor")
     if bits not in PALETTE_BITS:
         raise McuError(f"--weight-palette {bits}: look-up-table weights take 2, 3 or 4 bits",
                        hint="use --weight-palette 2, 3 or 4")
-    if mode != INT8:
-        raise McuError(f"--weight-palette needs --quantize int8; it is not built for --quantize {mode}",
-                       hint="use --quantize int8 with --weight-palette, or drop --weight-palette")
+    if mode not in (INT8, W8A16):
+        raise McuError(f"--weight-palette needs --quantize int8 or w8a16; it is not built for --quantize {mode}",
+                       hint="use --quantize int8 or w8a16 with --weight-palette, or drop --weight-palette")
 
 
 def int8_weights(mode: str) -> bool:

@@ -266,24 +266,28 @@ mcu_status mcu_program_need_linear(uint32_t kernel, const mcu_operand_desc *ops,
 mcu_status mcu_program_need_palette(uint32_t kernel, const mcu_operand_desc *ops, uint32_t n_ops, const int32_t *p,
                                     uint32_t *need)
 {
-    /* [in, indices, bias?, multipliers, shifts, scratch, tables, out]: the index width is the word after
-     * the int8 kernel's params; the scratch is required. */
+    /* [in, indices, bias?, multipliers, shifts, scratch, tables, out]: the palette word is the word after
+     * the int8 (or 16x8) kernel's params; the scratch is required. */
     (void)n_ops;
-    const int linear = kernel == MCU_K_LINEAR_LUT_S8;
-    const int depthwise = kernel == MCU_K_DEPTHWISE_CONV2D_LUT_S8;
-    const int32_t bits = linear ? p[7] : p[21];
-    MCU_REQUIRE(bits >= 2 && bits <= 4 && ops[5].present && (linear || depthwise || p[16] > 0),
+    const int s16 = kernel == MCU_K_CONV2D_LUT_S16 || kernel == MCU_K_DEPTHWISE_CONV2D_LUT_S16 ||
+                    kernel == MCU_K_LINEAR_LUT_S16;
+    const int linear = kernel == MCU_K_LINEAR_LUT_S8 || kernel == MCU_K_LINEAR_LUT_S16;
+    const int depthwise = kernel == MCU_K_DEPTHWISE_CONV2D_LUT_S8 || kernel == MCU_K_DEPTHWISE_CONV2D_LUT_S16;
+    const int32_t word = linear ? p[s16 ? 5 : 7] : depthwise && s16 ? p[19] : s16 ? p[18] : p[21];
+    const int32_t bits = word & ~MCU_LUT_SHARED;
+    MCU_REQUIRE(bits >= 2 && bits <= 4 && ops[5].present && (s16 || linear || depthwise || p[16] > 0),
                 MCU_ERR_PROGRAM_INVALID);
-    const int32_t conv_taps[3] = {p[8], p[9], linear || depthwise ? 1 : p[3] / p[16]};
+    const int32_t conv_taps[3] = {p[8], p[9], s16 || linear || depthwise ? p[3] : p[3] / p[16]};
     const uint32_t channels = linear ? mulcap(1, p[2]) : mulcap(1, p[7]);
     const uint32_t taps = linear ? mulcap(1, p[1]) : depthwise ? prod(p + 9, 2) : prod(conv_taps, 3);
     const uint32_t row_bytes = taps == CAP ? CAP : ceil_div(mulcap(taps, bits), 8u);
+    const int32_t n_channels = channels > 0x7FFFFFFFu ? -1 : (int32_t)channels;
     need[0] = linear ? prod(p, 2) : prod(p, 4);
-    const uint32_t dw_taps = prod(p + 9, 2);
-    need[1] = mulcap(row_bytes, channels > 0x7FFFFFFFu ? -1 : (int32_t)channels);
+    need[1] = mulcap(row_bytes, n_channels);
     need[2] = need[3] = need[4] = channels;
-    need[5] = depthwise ? (dw_taps == CAP ? CAP : mulcap(dw_taps, p[7])) : taps;
-    need[6] = mulcap(channels, 1 << bits);
+    /* the scratch: the whole tensor for the depthwise and 16x8 convolutions, else one channel's taps */
+    need[5] = depthwise || (s16 && !linear) ? (taps == CAP ? CAP : mulcap(taps, n_channels)) : taps;
+    need[6] = word & MCU_LUT_SHARED ? 1u << bits : mulcap(channels, 1 << bits);
     need[7] = linear ? mulcap(mulcap(1, p[0]), p[2]) : prod(p + 4, 4);
     return MCU_OK;
 }

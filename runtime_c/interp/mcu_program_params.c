@@ -416,16 +416,35 @@ int mcu_program_params_pool_s16(uint32_t kernel, const mcu_program_params_view *
            (int64_t)(out.w - 1) * p->stride_w - p->pad_left < in.w;
 }
 
+/* A palette word: the index width 2-4, plus MCU_LUT_SHARED for one table. */
+static int palette_word_ok(int32_t word)
+{
+    const int32_t bits = word & ~MCU_LUT_SHARED;
+    return bits >= 2 && bits <= 4;
+}
+
 int mcu_program_params_palette_s8(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
 {
-    /* the int8 kernel's params, one group for the convolution, then the index width */
+    /* the int8 kernel's params, one group for the convolution, then the palette word */
     if (kernel == MCU_K_LINEAR_LUT_S8) {
-        return mcu_program_params_linear_s8(kernel, u, w) && w[7] >= 2 && w[7] <= 4;
+        return mcu_program_params_linear_s8(kernel, u, w) && palette_word_ok(w[7]);
     }
     if (kernel == MCU_K_DEPTHWISE_CONV2D_LUT_S8) {
-        return depthwise_s8_ok(&u->depthwise_s8) && w[21] >= 2 && w[21] <= 4;
+        return depthwise_s8_ok(&u->depthwise_s8) && palette_word_ok(w[21]);
     }
-    return conv_s8_ok(&u->conv_s8, 0) && u->conv_s8.groups == 1 && w[21] >= 2 && w[21] <= 4;
+    return conv_s8_ok(&u->conv_s8, 0) && u->conv_s8.groups == 1 && palette_word_ok(w[21]);
+}
+
+int mcu_program_params_palette_s16(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)
+{
+    /* the 16x8 kernel's params, then the palette word */
+    if (kernel == MCU_K_LINEAR_LUT_S16) {
+        return mcu_program_params_linear_s16(kernel, u, w) && palette_word_ok(w[5]);
+    }
+    if (kernel == MCU_K_DEPTHWISE_CONV2D_LUT_S16) {
+        return mcu_program_params_depthwise_conv2d_s16(kernel, u, w) && palette_word_ok(w[19]);
+    }
+    return mcu_program_params_conv_s16(kernel, u, w) && palette_word_ok(w[18]);
 }
 
 int mcu_program_params_activation_s16(uint32_t kernel, const mcu_program_params_view *u, const int32_t *w)

@@ -1,8 +1,8 @@
-"""Look-up-table weights (``--weight-palette BITS`` with ``--quantize int8``): the palette pass keeps at most
-2^BITS values per output channel, the emitters' indices and tables decode to exactly the op's int8 weights,
-the generated C and the program file on the host are bit-exact with the Python integer reference (which
-computes from those weights), only the portable backend takes the ops, and any other mode is refused by
-name before anything is compiled."""
+"""Look-up-table weights (``--weight-palette BITS`` with ``--quantize int8`` or ``w8a16``, a table per channel
+or per tensor): the palette pass keeps at most 2^BITS values per output channel (or tensor), the emitters'
+indices and tables decode to exactly the op's int8 weights, the generated C and the program file on the host
+are bit-exact with the Python integer reference (which computes from those weights), only the portable
+backend takes the ops, and any other mode is refused by name before anything is compiled."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from mcu.program.methods import compile_methods
 from mcu.program.writer import program_from
 from mcu.quantize import modes
 from mcu.reference.interp import Reference
-from repo import EXAMPLES
+from repo import EXAMPLES, requires_qemu
 
 WEIGHTED = ("conv2d", "depthwise_conv2d", "linear")
 
@@ -47,16 +47,17 @@ def test_palette_row_keeps_at_most_two_to_the_bits_values(codes, bits):
 
 
 class _Tiny(torch.nn.Module):
-    """A convolution whose decoded weights exceed PALETTE_WHOLE_BYTES (two channels a pass), a depthwise, a
-    pointwise convolution decoded whole, a linear layer."""
+    """A convolution, a depthwise, a pointwise convolution and a linear layer. At the default widths the first
+    one's decoded weights exceed PALETTE_WHOLE_BYTES (two channels a pass) and the pointwise one is decoded
+    whole."""
 
-    def __init__(self) -> None:
+    def __init__(self, cin: int = 16, wide: int = 32, narrow: int = 16) -> None:
         super().__init__()
         nn = torch.nn
-        self.features = nn.Sequential(nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(),
-                                      nn.Conv2d(32, 32, 3, padding=1, groups=32), nn.ReLU(),
-                                      nn.Conv2d(32, 16, 1), nn.ReLU(), nn.AdaptiveAvgPool2d(1))
-        self.fc = nn.Linear(16, 5)
+        self.features = nn.Sequential(nn.Conv2d(cin, wide, 3, padding=1), nn.ReLU(),
+                                      nn.Conv2d(wide, wide, 3, padding=1, groups=wide), nn.ReLU(),
+                                      nn.Conv2d(wide, narrow, 1), nn.ReLU(), nn.AdaptiveAvgPool2d(1))
+        self.fc = nn.Linear(narrow, 5)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.fc(torch.flatten(self.features(x), 1))
@@ -158,3 +159,63 @@ def test_program_export_takes_the_palette() -> None:
     methods = compile_methods(EXAMPLES / "small_cnn.py", quantize="int8", weight_palette=3)
     kernels = {kernel for _, kernel in program_from(methods).instructions["forward"]}
     assert {"mcu_conv2d_lut_s8", "mcu_linear_lut_s8"} <= kernels, kernels
+
+
+def _small(quantize: str, per: str, board: str | None = None) -> CompiledModel:
+    torch.manual_seed(1)
+    xs = [torch.randn(1, 4, 6, 6) for _ in range(4)]
+    extra = {} if board is None else {"board": board}
+    return compile_model(_Tiny(4, 8, 8).eval(), (xs[0],), quantize=quantize, calibration=xs,
+                         test_inputs=[(x,) for x in xs[:2]], weight_palette=modes.PaletteOptions(3, per), **extra)
+
+
+@pytest.mark.parametrize("quantize,per", [("w8a16", "channel"), ("int8", "tensor")])
+def test_w8a16_and_shared_tables_are_bit_exact(quantize: str, per: str) -> None:
+    """With int16 activations the 16x8 look-up-table kernels, and with ``per="tensor"`` one table of 2^bits
+    values a tensor: the indices and tables decode to the op's weights, the generated C and the program file
+    on the host equal the reference."""
+    cm = _small(quantize, per)
+    suffix = "s16" if quantize == "w8a16" else "s8"
+    weighted = [op for op in cm.graph.ops if op.kind in WEIGHTED]
+    assert {op.kind for op in weighted} == set(WEIGHTED)
+    for op in weighted:
+        assert op.attrs["palette_bits"] == 3 and bool(op.attrs.get("palette_shared")) == (per == "tensor")
+        rows = channel_rows(op.inputs[1])
+        indices, tables = palette_tensors(op)
+        assert tables.numel == (8 if per == "tensor" else 8 * rows.shape[0])
+        assert np.unique(rows).size <= 8 if per == "tensor" else max(np.unique(r).size for r in rows) <= 8
+        np.testing.assert_array_equal(unpack_palette(indices.data, tables.data, 3, *rows.shape), rows)
+        if quantize == "w8a16":
+            assert op.output.dtype == "int16" and scratch_bytes(op) >= op.inputs[1].numel  # decoded whole
+    assert Reference(cm.graph).exact
+    for x in cm.spec.test_inputs:
+        want = cm.reference_raw(*x)
+        for got in (cm.run_raw(*x), cm.run_raw_c(*x)):
+            for g, r in zip(got, want):
+                np.testing.assert_array_equal(g, r)
+    source = "\n".join(cm.library.files.values())
+    assert all(f"mcu_{kind}_lut_{suffix}(" in source for kind in WEIGHTED)
+
+
+def test_the_tensor_kmeans_keeps_at_most_two_to_the_bits_codes() -> None:
+    """The k-means over a whole tensor (``--palette-per tensor``) keeps at most 2^bits codes in all,
+    deterministically."""
+    rows = np.random.default_rng(0).integers(-127, 128, size=(6, 40))
+    shared = palettize_row(rows.reshape(-1), 2).reshape(rows.shape)
+    assert np.unique(shared).size <= 4
+    np.testing.assert_array_equal(shared, palettize_row(rows.reshape(-1), 2).reshape(rows.shape))
+
+
+@pytest.mark.slow
+@requires_qemu
+@pytest.mark.qemu
+def test_w8a16_shared_tables_on_the_board() -> None:
+    """On mps2-an505 (DSP paths), as generated C and as a program file on the interpreter firmware: every
+    output equals the reference."""
+    from mcu.program.run_model import run_program_model
+
+    cm = _small("w8a16", "tensor", board="mps2-an505")
+    sim = cm.simulate()
+    assert sim.passed and sim.exit_code == 0, sim.console[-2000:]
+    res = run_program_model(cm)
+    assert res.run.passed, res.run.console[-2000:]

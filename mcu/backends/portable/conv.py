@@ -167,6 +167,10 @@ LUT_FUNCTIONS = {"conv2d": "mcu_conv2d_lut_s8", "depthwise_conv2d": "mcu_depthwi
 LUT_CALLS = {"mcu_conv2d_lut_s8": ("mcu_conv2d_lut_s8", "mcu_conv2d_s8"),
              "mcu_depthwise_conv2d_lut_s8": ("mcu_depthwise_conv2d_lut_s8", "mcu_depthwise_conv2d_s8"),
              "mcu_linear_lut_s8": ("mcu_linear_lut_s8",)}
+# With int16 activations every one decodes the whole tensor into its scratch and runs the 16x8 kernel.
+LUT_CALLS.update({f"mcu_{kind}_lut_s16": (f"mcu_{kind}_lut_s16", f"mcu_{kind}_s16")
+                  for kind in ("conv2d", "depthwise_conv2d", "linear")})
+LUT_SHARED = 16  # MCU_LUT_SHARED in the palette word: one table for every channel (runtime_c/kernels/common/lut.h)
 
 
 def palette_tensors(op: Op) -> tuple[Tensor, Tensor]:
@@ -176,26 +180,28 @@ def palette_tensors(op: Op) -> tuple[Tensor, Tensor]:
     if isinstance(cached, tuple):
         return cached
     w, bits = op.inputs[1], int(op.attrs["palette_bits"])
-    indices, tables = pack_palette(channel_rows(w), bits)
+    indices, tables = pack_palette(channel_rows(w), bits, shared=bool(op.attrs.get("palette_shared")))
     pair = (Tensor(name=f"{w.name}_lut{bits}_index", shape=(indices.size,), dtype="uint8", data=indices),
             Tensor(name=f"{w.name}_lut{bits}_table", shape=(tables.size,), dtype="int8", data=tables))
     op.attrs["palette_tensors"] = pair
     return pair
 
 
-def _matrix_lut(op: Op, ref: Ref) -> KernelCall:
-    """Look-up-table weights with int8 activations: the int8 kernel's struct and per-channel quantization,
-    then the palette's bits, indices and tables. Program operands: input, indices, bias, multipliers,
-    shifts, scratch, tables, output (the int8 kernels' places for the per-channel constants and scratch)."""
+def _matrix_lut(op: Op, ref: Ref, s16: KernelCall | None = None) -> KernelCall:
+    """Look-up-table weights: the int8 kernel's struct (or the 16x8 one of ``s16``, its call on the decoded
+    weights) and per-channel quantization, then the palette word (bits, plus LUT_SHARED for one table),
+    indices and tables. Program operands: input, indices, bias, multipliers, shifts, scratch, tables, output
+    (the int8 kernels' places for the per-channel constants and scratch)."""
     x, b, mult, shift = op.inputs[0], op.inputs[2], op.inputs[3], op.inputs[4]
     indices, tables = palette_tensors(op)
-    params_type, params = conv_params_s8(op)
-    function = LUT_FUNCTIONS[op.kind]
-    bits = int(op.attrs["palette_bits"])
-    return KernelCall(function, ["&ctx", "&params", "&quant", str(bits), ref(x), ref(indices), ref(tables), ref(b),
+    params_type, params = conv_params_s8(op) if s16 is None else (s16.params_type, s16.params)
+    function = LUT_FUNCTIONS[op.kind] if s16 is None else f"mcu_{op.kind}_lut_s16"
+    word = int(op.attrs["palette_bits"]) | (LUT_SHARED if op.attrs.get("palette_shared") else 0)
+    return KernelCall(function, ["&ctx", "&params", "&quant", str(word), ref(x), ref(indices), ref(tables), ref(b),
                                  ref(op.output)],
                       [f"{f}.c" for f in LUT_CALLS[function]], params_type, params, locals=quant_locals(op, ref),
-                      operands=[x, indices, b, mult, shift, SCRATCH, tables, op.output], scalars=[bits])
+                      operands=[x, indices, b, mult, shift, SCRATCH, tables, op.output], scalars=[word],
+                      headers=[] if s16 is None else ["mcu/kernels_s16.h"])
 
 
 # The Helium three-pixel convolution (runtime_c/kernels/convolution/mve_conv3_s8.h): its stack copy of
@@ -335,9 +341,10 @@ def _matrix_s16(op: Op, ref: Ref) -> KernelCall:
     if op.kind in ("conv2d", "conv_transpose2d") and op.attrs.get("groups", 1) > 1:  # (ours, the window's struct)
         params_type, params = "mcu_conv2d_grouped_s16_params", {"conv": params, "groups": op.attrs["groups"]}
         function = f"mcu_{op.kind}_grouped_s16"
-    return KernelCall(function, ["&ctx", "&params", "&quant", ref(x), ref(w), ref(b), ref(out)], [f"{function}.c"],
+    call = KernelCall(function, ["&ctx", "&params", "&quant", ref(x), ref(w), ref(b), ref(out)], [f"{function}.c"],
                       params_type, params, locals=quant_locals(op, ref), operands=quant_operands(op),
                       headers=["mcu/kernels_s16.h"])
+    return _matrix_lut(op, ref, call) if op.attrs.get("palette_bits") else call
 
 
 EMITTERS = {

@@ -127,6 +127,24 @@ mcu_status mcu_depthwise_conv2d_s16(const mcu_context *ctx, const mcu_depthwise_
                                     const int64_t *bias, int16_t *output);
 int32_t mcu_depthwise_conv2d_s16_get_buffer_size(const mcu_depthwise_conv2d_s16_params *p);
 
+/* Look-up-table (palettized) weights with int16 activations (--weight-palette BITS --quantize w8a16): the
+ * indices and tables of kernels_s8.h's look-up-table kernels (`word`: the index width, plus MCU_LUT_SHARED for
+ * one table shared by every channel), decoded into the scratch (the _get_buffer_size bytes: the whole weight
+ * tensor, overlapping nothing), then the 16x8 kernel's arithmetic and contracts on them. */
+mcu_status mcu_conv2d_lut_s16(const mcu_context *ctx, const mcu_conv2d_s16_params *p, const mcu_per_channel_quant *q,
+                              int32_t word, const int16_t *input, const uint8_t *indices, const int8_t *table,
+                              const int64_t *bias, int16_t *output);
+int32_t mcu_conv2d_lut_s16_get_buffer_size(const mcu_conv2d_s16_params *p);
+mcu_status mcu_depthwise_conv2d_lut_s16(const mcu_context *ctx, const mcu_depthwise_conv2d_s16_params *p,
+                                        const mcu_per_channel_quant *q, int32_t word, const int16_t *input,
+                                        const uint8_t *indices, const int8_t *table, const int64_t *bias,
+                                        int16_t *output);
+int32_t mcu_depthwise_conv2d_lut_s16_get_buffer_size(const mcu_depthwise_conv2d_s16_params *p);
+mcu_status mcu_linear_lut_s16(const mcu_context *ctx, const mcu_linear_s16_params *p, const mcu_per_channel_quant *q,
+                              int32_t word, const int16_t *input, const uint8_t *indices, const int8_t *table,
+                              const int64_t *bias, int16_t *output);
+int32_t mcu_linear_lut_s16_get_buffer_size(const mcu_linear_s16_params *p);
+
 typedef struct {
     int32_t outer, axis, inner; /**< the mean over the middle axis of [outer][axis][inner] */
     int32_t multiplier, shift;  /**< s_in / (s_out * axis), Q31 (reduced to Q15 as above) */

@@ -113,7 +113,10 @@ int32_t mcu_linear_s4_get_buffer_size(const mcu_linear_s8_params *p);
  * parameters and arithmetic; each output channel's weights are `bits`-wide (2 to 4) indices into that
  * channel's table of 2^bits int8 values (the layout in kernels/common/lut.h: one byte-padded row of
  * indices per output channel, little-endian bit order). The kernels decode a channel (or the whole
- * depthwise tensor) into the scratch, which must hold the _get_buffer_size bytes and overlap nothing. */
+ * depthwise tensor) into the scratch, which must hold the _get_buffer_size bytes and overlap nothing.
+ * `bits` is the palette word: the index width, plus MCU_LUT_SHARED when one table of 2^bits values serves
+ * every channel (--palette-per tensor). */
+#define MCU_LUT_SHARED 16
 
 /** Convolution, one group, a channel at a time: the output overlaps neither the input nor any constant;
  *  with scratch for the whole decoded tensor, the int8 convolution on it and its window contract. */

@@ -184,12 +184,18 @@ typedef enum {
     /** [in int8, out int16]; size, input_offset, multiplier, shift, act_min, act_max */
     MCU_K_REQUANTIZE_S8_S16 = 139,
     /* Look-up-table weights (--weight-palette): [in, indices uint8, bias?, multipliers, shifts, scratch,
-     * tables int8, out]; the int8 kernel's params, then the index width in bits (2 to 4). Indices: a
-     * byte-padded row of ceil(taps * bits / 8) bytes per output channel; tables: 2^bits per channel; the
+     * tables int8, out]; the int8 kernel's params, then the palette word: the index width in bits (2 to 4), plus
+     * MCU_LUT_SHARED (16) for one table. Indices: a byte-padded row of ceil(taps * bits / 8) bytes per output
+     * channel; tables: 2^bits per channel, or 2^bits in all; the
      * scratch (required) holds one channel's taps (the whole tensor for the depthwise one). */
     MCU_K_CONV2D_LUT_S8 = 120,        /**< as conv2d_s8, one group; no overlap of input and output */
     MCU_K_DEPTHWISE_CONV2D_LUT_S8 = 121, /**< as depthwise_conv2d_s8 */
     MCU_K_LINEAR_LUT_S8 = 122,        /**< as linear_s8 */
+    /* The same with int16 activations (w8a16): the 16x8 kernel's params, then the palette word; the
+     * scratch holds the whole decoded tensor. */
+    MCU_K_CONV2D_LUT_S16 = 221,           /**< as conv2d_s16 */
+    MCU_K_DEPTHWISE_CONV2D_LUT_S16 = 222, /**< as depthwise_conv2d_s16 */
+    MCU_K_LINEAR_LUT_S16 = 223,           /**< as linear_s16 */
     /* 4-bit groupwise weights and model state: ids 230-239. */
     /** [in f32, weight uint8 (int4 pairs), w_scale f32, bias f32?, out f32]; mcu_linear_w4_params */
     MCU_K_LINEAR_W4_F32 = 230,

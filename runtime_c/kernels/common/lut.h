@@ -3,7 +3,10 @@
  * - indices: one row per output channel, its weights in the int8 kernel's order for that channel,
  *   each index `bits` wide, little-endian bit order (index i of a row takes bits [i * bits, (i + 1) *
  *   bits) of the row, bit k being bit k % 8 of byte k / 8), every row padded to a whole byte;
- * - tables: 2^bits int8 entries per output channel, channel after channel.
+ * - tables: 2^bits int8 entries per output channel, channel after channel; or, with MCU_LUT_SHARED in the
+ *   palette word, one table of 2^bits entries that every channel reads.
+ * The kernels take a palette word: the index width (2-4), plus MCU_LUT_SHARED for the shared table (one
+ * word, so the int8 kernels' signatures and program rows serve both forms).
  * Internal: static inline only. */
 #ifndef MCU_KERNELS_INTERNAL_LUT_H
 #define MCU_KERNELS_INTERNAL_LUT_H
@@ -12,11 +15,31 @@
 #include <stdint.h>
 
 #include "mcu/kernels_s8.h"
+#include "check.h"
 #include "simd_s8.h"
 
-static inline int mcu_lut_bits_valid(int32_t bits)
+static inline int mcu_lut_bits_valid(int32_t word)
 {
+    const int32_t bits = word & ~MCU_LUT_SHARED;
     return bits >= 2 && bits <= 4;
+}
+
+/* The index width of a valid palette word. */
+static inline int32_t mcu_lut_width(int32_t word)
+{
+    return word & ~MCU_LUT_SHARED;
+}
+
+/* Bytes of the tables of `channels` channels (channels <= INT32_MAX / 16). */
+static inline size_t mcu_lut_table_bytes(int32_t word, int32_t channels)
+{
+    return (word & MCU_LUT_SHARED ? (size_t)1 : (size_t)channels) << mcu_lut_width(word);
+}
+
+/* Channel c's table. */
+static inline const int8_t *mcu_lut_table_of(const int8_t *tables, int32_t word, int32_t c)
+{
+    return word & MCU_LUT_SHARED ? tables : tables + ((size_t)c << mcu_lut_width(word));
 }
 
 /* Bytes of one channel's row of `count` indices (count > 0, bits valid: no overflow below 2^29). */
@@ -72,6 +95,59 @@ static inline void mcu_lut_decode(const uint8_t *row, const int8_t *table, int32
         acc >>= bits;
         have -= bits;
     }
+}
+
+/* Every channel's row of `count` indices decoded: channel c to out[c * count + i] (OHWI and [out][in]), or
+ * with `interleaved` to out[i * channels + c] (the depthwise [kh][kw][out_c]). */
+static inline void mcu_lut_decode_all(const uint8_t *indices, const int8_t *tables, int32_t word, int32_t channels,
+                                      int32_t count, int8_t *out, int interleaved)
+{
+    const int32_t bits = mcu_lut_width(word);
+    const size_t row_bytes = (size_t)mcu_lut_row_bytes(count, bits);
+    for (int32_t c = 0; c < channels; ++c) {
+        mcu_lut_decode(indices + (size_t)c * row_bytes, mcu_lut_table_of(tables, word, c), bits, count,
+                       interleaved ? out + c : out + (size_t)c * (size_t)count, interleaved ? channels : 1);
+    }
+}
+
+/* The 16x8 look-up-table kernels' checks: the palette word, the sizes (in_bytes and out_bytes as
+ * mcu_checked_count gives them, `count` weights in `channels` rows), that the scratch holds `span` >= one row of
+ * decoded weights and they overlap nothing, that the output overlaps neither the input nor the constants. */
+static inline mcu_status mcu_lut_check_s16(const mcu_context *ctx, int32_t word, int32_t channels, int32_t count,
+                                           int32_t span, const uint8_t *indices, const int8_t *tables,
+                                           const void *input, int32_t in_bytes, const void *output, int32_t out_bytes)
+{
+    MCU_REQUIRE(mcu_lut_bits_valid(word), MCU_ERR_INVALID_ARG);
+    MCU_REQUIRE(count > 0 && in_bytes > 0 && out_bytes > 0 && channels > 0 && channels <= INT32_MAX / 16 &&
+                    count % channels == 0,
+                MCU_ERR_SHAPE);
+    const int32_t taps = count / channels;
+    MCU_REQUIRE(ctx->size >= span && span >= taps, MCU_ERR_BUFFER_TOO_SMALL);
+    const size_t idx_bytes = (size_t)mcu_lut_row_bytes(taps, mcu_lut_width(word)) * (size_t)channels;
+    const size_t table_bytes = mcu_lut_table_bytes(word, channels);
+    const int8_t *w = (const int8_t *)ctx->buf;
+    MCU_REQUIRE(!mcu_overlaps(w, (size_t)span, input, (size_t)in_bytes) &&
+                    !mcu_overlaps(w, (size_t)span, output, (size_t)out_bytes) &&
+                    !mcu_overlaps(w, (size_t)span, indices, idx_bytes) &&
+                    !mcu_overlaps(w, (size_t)span, tables, table_bytes) &&
+                    !mcu_overlaps(input, (size_t)in_bytes, output, (size_t)out_bytes) &&
+                    !mcu_overlaps(indices, idx_bytes, output, (size_t)out_bytes) &&
+                    !mcu_overlaps(tables, table_bytes, output, (size_t)out_bytes),
+                MCU_ERR_INVALID_ARG);
+    return MCU_OK;
+}
+
+/* mcu_lut_check_s16 with the whole tensor's span, then every channel decoded there (mcu_lut_decode_all). */
+static inline mcu_status mcu_lut_decode_s16(const mcu_context *ctx, int32_t word, int32_t channels, int32_t count,
+                                            const uint8_t *indices, const int8_t *tables, int interleaved,
+                                            const void *input, int32_t in_bytes, const void *output, int32_t out_bytes)
+{
+    const mcu_status status =
+        mcu_lut_check_s16(ctx, word, channels, count, count, indices, tables, input, in_bytes, output, out_bytes);
+    if (status == MCU_OK) {
+        mcu_lut_decode_all(indices, tables, word, channels, count / channels, (int8_t *)ctx->buf, interleaved);
+    }
+    return status;
 }
 
 /* acc + the sum of (x[c] + off) * w[c] over n values, modulo 2^32; on DSP cores four at a time (two SMLADs,

@@ -21,7 +21,7 @@ int32_t mcu_conv2d_lut_s8_get_buffer_size(const mcu_conv2d_s8_params *p)
 }
 
 mcu_status mcu_conv2d_lut_s8(const mcu_context *ctx, const mcu_conv2d_s8_params *p, const mcu_per_channel_quant *q,
-                             int32_t bits, const int8_t *input, const uint8_t *indices, const int8_t *table,
+                             int32_t word, const int8_t *input, const uint8_t *indices, const int8_t *table,
                              const int32_t *bias, int8_t *output)
 {
     MCU_REQUIRE(ctx != NULL && ctx->buf != NULL && indices != NULL && table != NULL, MCU_ERR_NULL_POINTER);
@@ -31,14 +31,15 @@ mcu_status mcu_conv2d_lut_s8(const mcu_context *ctx, const mcu_conv2d_s8_params 
     if (status != MCU_OK) {
         return status;
     }
-    MCU_REQUIRE(mcu_lut_bits_valid(bits) && p->groups == 1, MCU_ERR_INVALID_ARG);
+    MCU_REQUIRE(mcu_lut_bits_valid(word) && p->groups == 1, MCU_ERR_INVALID_ARG);
     const mcu_shape4 in = p->input;
     const mcu_shape4 out = p->output;
     const int32_t taps = mcu_conv2d_lut_s8_get_buffer_size(p);
     MCU_REQUIRE(ctx->size >= taps && out.c <= INT32_MAX / 16, MCU_ERR_BUFFER_TOO_SMALL);
+    const int32_t bits = mcu_lut_width(word);
     const int32_t row_bytes = mcu_lut_row_bytes(taps, bits);
     const size_t idx_bytes = (size_t)row_bytes * (size_t)out.c;
-    const size_t table_bytes = (size_t)out.c << bits;
+    const size_t table_bytes = mcu_lut_table_bytes(word, out.c);
     const size_t in_bytes = (size_t)mcu_shape4_count(&in, 1);
     const size_t out_bytes = (size_t)mcu_shape4_count(&out, 1);
     int8_t *w = (int8_t *)ctx->buf;
@@ -55,7 +56,7 @@ mcu_status mcu_conv2d_lut_s8(const mcu_context *ctx, const mcu_conv2d_s8_params 
         !mcu_overlaps(w, w_count, output, out_bytes) && !mcu_overlaps(w, w_count, indices, idx_bytes) &&
         !mcu_overlaps(w, w_count, table, table_bytes)) {
         for (int32_t oc = 0; oc < out.c; ++oc) {
-            mcu_lut_decode(indices + (size_t)oc * (size_t)row_bytes, table + ((size_t)oc << bits), bits, taps,
+            mcu_lut_decode(indices + (size_t)oc * (size_t)row_bytes, mcu_lut_table_of(table, word, oc), bits, taps,
                            w + (size_t)oc * (size_t)taps, 1);
         }
         return mcu_conv2d_s8(NULL, p, q, input, w, bias, output); /* the window contract */
@@ -68,9 +69,9 @@ mcu_status mcu_conv2d_lut_s8(const mcu_context *ctx, const mcu_conv2d_s8_params 
     for (int32_t oc = 0; oc < out.c; oc += step) {
         const int two = step == 2 && oc + 1 < out.c;
         int8_t *w1 = two ? w + taps : w;
-        mcu_lut_decode(indices + (size_t)oc * (size_t)row_bytes, table + ((size_t)oc << bits), bits, taps, w, 1);
+        mcu_lut_decode(indices + (size_t)oc * (size_t)row_bytes, mcu_lut_table_of(table, word, oc), bits, taps, w, 1);
         if (two) {
-            mcu_lut_decode(indices + (size_t)(oc + 1) * (size_t)row_bytes, table + ((size_t)(oc + 1) << bits), bits,
+            mcu_lut_decode(indices + (size_t)(oc + 1) * (size_t)row_bytes, mcu_lut_table_of(table, word, oc + 1), bits,
                            taps, w1, 1);
         }
         for (int32_t b = 0; b < in.n; ++b) {
