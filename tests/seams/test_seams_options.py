@@ -16,7 +16,7 @@ import mcu
 import mcu.api
 from mcu.errors import McuError
 from mcu.plan.prefix import KIND as PREFIX_KIND
-from mcu.quantize.modes import corrects_biases
+from mcu.quantize.modes import MixedOptions, corrects_biases
 
 
 @pytest.mark.parametrize("value", ["off", "on", 1, 0])
@@ -103,6 +103,7 @@ def _linear_model() -> tuple[nn.Module, tuple[torch.Tensor], list[tuple[torch.Te
     (_conv_model, "mps2-an385-m0plus", "int8", "has no DSP extension"),
     (_conv_model, "mps2-an385-m0plus", "w4a8", None),  # the 4-bit convolution's own loops, not the stream
     (_linear_model, "mps2-an505", "w4a8", "no layer would run a packed kernel"),
+    (_linear_model, "mps2-an505", "mixed", "its objective is flash"),
 ])
 def test_compact_weights_says_when_it_changes_nothing(build, board: str, quantize: str, why: str | None) -> None:
     """What unchanged_by_compact reads off the graph agrees with the builds: where it names a reason, the library
@@ -110,8 +111,9 @@ def test_compact_weights_says_when_it_changes_nothing(build, board: str, quantiz
     from mcu.backends.optimized.compact import unchanged_by_compact
 
     model, example, data = build()
+    mixed = MixedOptions(3.0) if quantize == "mixed" else None
     compiled = {packed: mcu.compile(model, example, board=board, quantize=quantize, calibration=data,
-                                    packed_weights=packed) for packed in (None, False)}
+                                    packed_weights=packed, mixed=mixed) for packed in (None, False)}
     said = unchanged_by_compact(compiled[False].graph, compiled[False].board)
     assert said is None if why is None else why in said
     built = {packed: (sorted(cm.library.kernel_sources), cm.library.defines, cm.library.files)

@@ -114,6 +114,8 @@ def unchanged_by_compact(graph: Graph, board: Any) -> str | None:
     with it; None when it changed one: an int8 layer runs a compact kernel, a 16x8 layer the packed kernels
     would serve kept its int8 weights, or a 4-bit convolution that would widen its weights into the packed
     kernel's stream runs its own loops."""
+    if graph.precision is not None and graph.precision.objective == "flash":
+        return "--quantize mixed keeps int8 weights compact already (its objective is flash)"
     for op in graph.ops:
         if op.attrs.get("compact_kernel"):
             return None
