@@ -116,6 +116,8 @@ class CompiledModel:
     # Where the firmware keeps the constant tensors (``--weights-in``): "flash" or "fast" (each in the fastest
     # memory with room, mcu/device/placement.py); None: the board's default (Board.weights_in).
     weights_in: str | None = None
+    # What the build's options changed nothing of, for the user (the command line's `mcu: note:` lines)
+    notes: list[str] = field(default_factory=list)
     _host: HostModel | None = field(default=None, repr=False)
     _program: Any = field(default=None, repr=False)  # mcu.program.host.Program of this model, loaded on first run
 

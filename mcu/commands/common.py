@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -51,10 +52,36 @@ def weight_rounding(args: argparse.Namespace) -> str | None:
 
 def compile_model(args: argparse.Namespace) -> Any:
     """The compiled model (``mcu.api.CompiledModel``) of ``args.model`` for ``args.board`` with the
-    command's quantize mode, backend options and ``--weights-in``."""
+    command's quantize mode, backend options and ``--weights-in``; what an option changed nothing of is said
+    on stderr (with --json, in the report's ``notes``)."""
     cm = _compile_model(args)
     cm.weights_in = getattr(args, "weights_in", None)
+    say_notes(args, cm.notes, compact_weights_notes(args, cm.graph, cm.board))
     return cm
+
+
+def compact_weights_notes(args: argparse.Namespace, graph: Any = None, board: Any = None) -> list[str]:
+    """One note when ``--compact-weights`` changes nothing in this build (accepted, not refused: the same command
+    line serves every mode and board): a program file, whose interpreter runs the portable kernels, or a graph
+    none of whose layers it changed; ``graph`` None: a program file."""
+    if not getattr(args, "compact_weights", False):
+        return []
+    if graph is None or getattr(args, "program", False):
+        why = "a program file runs the interpreter's portable kernels, which read the weights as they are"
+    else:
+        # lazy: keeps numpy out of this module's import
+        from mcu.backends.optimized.compact import unchanged_by_compact
+
+        why = unchanged_by_compact(graph, board)
+    return [] if why is None else [f"--compact-weights changes nothing here: {why}"]
+
+
+def say_notes(args: argparse.Namespace, notes: list[str], new: list[str]) -> None:
+    """Add ``new`` to a report's ``notes``; without --json, say each on stderr as it comes."""
+    notes.extend(new)
+    if not getattr(args, "json", False):
+        for text in new:
+            print(f"mcu: note: {text}", file=sys.stderr)
 
 
 def _compile_model(args: argparse.Namespace) -> Any:

@@ -14,8 +14,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mcu.commands.common import (bias_correction, compile_model, mixed_options, print_json,
-                                 refuse_cmsis_nn_in_program, weight_rounding)
+from mcu.commands.common import (bias_correction, compact_weights_notes, compile_model, mixed_options, print_json,
+                                 refuse_cmsis_nn_in_program, say_notes, weight_rounding)
 from mcu.commands.reports import base_report
 from mcu.emit.c_model import GeneratedLibrary, firmware_view
 from mcu.errors import McuError
@@ -155,6 +155,8 @@ def _export_program(args: argparse.Namespace) -> int:
         methods = compile_methods(args.model, board=args.board or "mps2-an505", quantize=args.quantize,
                                   weight_palette=getattr(args, "weight_palette", None), mixed=mixed_options(args),
                                   bias_correction=bias_correction(args), weight_rounding=weight_rounding(args))
+    notes: list[str] = []
+    say_notes(args, notes, compact_weights_notes(args))
     image = program_from(methods, external_weights=args.external_weights, bundle=args.bundle_tests,
                          weights_name=weights_path.name)
     # The weights first: a reader of the program never finds it beside an older weights file.
@@ -175,7 +177,7 @@ def _export_program(args: argparse.Namespace) -> int:
                     "program_bytes": len(image.program),
                     "weights_bytes": len(image.weights) if image.weights is not None else None,
                     "methods": [{"name": m.name, "arena_bytes": m.model.memory.arena_size} for m in methods],
-                    "verified": verified})
+                    "verified": verified, "notes": notes})
         return 0
     arenas = ", ".join(f"{m.name} {m.model.memory.arena_size} B" for m in methods)
     print(f"wrote {out} ({len(image.program)} B; methods: {arenas})")

@@ -54,6 +54,7 @@ def base_report(cm, fw) -> dict[str, Any]:
         # --weights-in, and the bytes of constant tensors each faster memory took (mcu/device/placement.py)
         "weights_in": cm.weights_placement,
         "weights_placed": dict(getattr(fw, "weights_placed", {}) or {}),
+        "notes": list(cm.notes),  # an option that changed nothing (mcu.commands.common.say_notes)
     }
 
 

@@ -3,6 +3,7 @@ naming the value, raised before capture and quantization; the string "off" is no
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ import mcu
 import mcu.api
 from mcu.errors import McuError
 from mcu.plan.prefix import KIND as PREFIX_KIND
-from mcu.quantize.modes import corrects_biases
+from mcu.quantize.modes import MixedOptions, corrects_biases
 
 
 @pytest.mark.parametrize("value", ["off", "on", 1, 0])
@@ -79,3 +80,61 @@ def test_stream_prefix_help_matches_what_program_files_carry() -> None:
     run = sub.choices["run"]  # type: ignore[union-attr]
     helps = {a.dest: a.help or "" for a in run._actions}
     assert "generated C only" not in helps["stream_prefix"] and "program files" in helps["stream_prefix"]
+
+
+def _conv_model() -> tuple[nn.Module, tuple[torch.Tensor], list[tuple[torch.Tensor]]]:
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(4, 16, 3, padding=1), nn.ReLU(), nn.Flatten(), nn.Linear(16 * 8 * 8, 4)).eval()
+    data = [(torch.randn(1, 4, 8, 8),) for _ in range(4)]
+    return model, data[0], data
+
+
+def _linear_model() -> tuple[nn.Module, tuple[torch.Tensor], list[tuple[torch.Tensor]]]:
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(32, 32), nn.ReLU(), nn.Linear(32, 4)).eval()
+    data = [(torch.randn(1, 32),) for _ in range(4)]
+    return model, data[0], data
+
+
+@pytest.mark.parametrize(("build", "board", "quantize", "why"), [
+    (_conv_model, "mps2-an505", "none", "no convolution or linear layer has int8 weights"),
+    (_conv_model, "mps2-an505", "int8", None),  # the compact kernels
+    (_conv_model, "mps2-an505", "w8a16", None),  # the portable 16x8 kernels instead of the packed ones
+    (_conv_model, "mps2-an385-m0plus", "int8", "has no DSP extension"),
+    (_conv_model, "mps2-an385-m0plus", "w4a8", None),  # the 4-bit convolution's own loops, not the stream
+    (_linear_model, "mps2-an505", "w4a8", "no layer would run a packed kernel"),
+    (_linear_model, "mps2-an505", "mixed", "its objective is flash"),
+])
+def test_compact_weights_says_when_it_changes_nothing(build, board: str, quantize: str, why: str | None) -> None:
+    """What unchanged_by_compact reads off the graph agrees with the builds: where it names a reason, the library
+    built without the flag is the same; where it says None, it differs."""
+    from mcu.backends.optimized.compact import unchanged_by_compact
+
+    model, example, data = build()
+    mixed = MixedOptions(3.0) if quantize == "mixed" else None
+    compiled = {packed: mcu.compile(model, example, board=board, quantize=quantize, calibration=data,
+                                    packed_weights=packed, mixed=mixed) for packed in (None, False)}
+    said = unchanged_by_compact(compiled[False].graph, compiled[False].board)
+    assert said is None if why is None else why in said
+    built = {packed: (sorted(cm.library.kernel_sources), cm.library.defines, cm.library.files)
+             for packed, cm in compiled.items()}
+    assert (built[None] == built[False]) == (why is not None)
+
+
+def test_compact_weights_note_on_the_command_line(tmp_path: Path) -> None:
+    """A --compact-weights that changes nothing is accepted with one note line on stderr, and with --json in the
+    report's notes: an fp32 C library, an int8 program file."""
+    model = tmp_path / "m.py"
+    model.write_text("import torch\nfrom torch import nn\ntorch.manual_seed(0)\n"
+                     "model = nn.Sequential(nn.Linear(4, 2)).eval()\nexample_inputs = (torch.randn(1, 4),)\n"
+                     "calibration = [(torch.randn(1, 4),) for _ in range(4)]\n")
+    common = ("export", str(model), "--board", "mps2-an505", "--compact-weights")
+    text = mcu_in_process(*common, "-q", "none", "-o", str(tmp_path / "out"))
+    assert text.returncode == 0, text.stderr
+    notes = [ln for ln in text.stderr.splitlines() if ln.startswith("mcu: note:")]
+    assert notes == ["mcu: note: --compact-weights changes nothing here: no convolution or linear layer has int8 "
+                     "weights and integer activations"], text.stderr
+    js = mcu_in_process(*common, "-q", "int8", "--format", "program", "-o", str(tmp_path / "m.mpk"), "--json")
+    assert js.returncode == 0 and "mcu: note:" not in js.stderr, js.stderr
+    report = json.loads(js.stdout.strip().splitlines()[-1])
+    assert len(report["notes"]) == 1 and "a program file runs the interpreter" in report["notes"][0]

@@ -12,13 +12,15 @@ separate arrays. Program files keep the portable kernels (same bits).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
-from mcu.backends.optimized import tuned
+from mcu.backends.optimized import packed16, tuned
 from mcu.backends.calls import KernelCall, conv_params_s8
 from mcu.ir import Graph, Op, Tensor
+from mcu.plan.contracts import s4_stream_bytes
 
 FUNCTION = "mcu_conv2d_compact_s8"
 SOURCE = "mcu_conv2d_compact_s8.c"
@@ -105,3 +107,26 @@ def emit(op: Op, ref: Any) -> KernelCall:
         params_type, params = conv_params_s8(op)
         return KernelCall(LINEAR_FUNCTION, args, [LINEAR_SOURCE], params_type, params, locals=ctx)
     return KernelCall(FUNCTION, args, [SOURCE], "mcu_conv2d_s8_params", tuned.conv_params(op), locals=ctx)
+
+
+def unchanged_by_compact(graph: Graph, board: Any) -> str | None:
+    """Why keeping the weights int8 (``--compact-weights``, packed_weights False) changed no layer of a graph built
+    with it; None when it changed one: an int8 layer runs a compact kernel, a 16x8 layer the packed kernels
+    would serve kept its int8 weights, or a 4-bit convolution that would widen its weights into the packed
+    kernel's stream runs its own loops."""
+    if graph.precision is not None and graph.precision.objective == "flash":
+        return "--quantize mixed keeps int8 weights compact already (its objective is flash)"
+    for op in graph.ops:
+        if op.attrs.get("compact_kernel"):
+            return None
+        if board.dsp and op.attrs.get("backend") == "portable" and packed16.applies(op) is None:
+            return None
+        if op.attrs.get("weight_bits") == 4 and op.attrs.get("s4_stream") is False \
+                and s4_stream_bytes(replace(op, attrs={**op.attrs, "s4_stream": True})):
+            return None
+    weighted = [op for op in graph.ops if op.kind in tuned.KINDS and len(op.inputs) > 1 and op.inputs[1].is_constant]
+    if not any(op.inputs[1].dtype == "int8" and op.output.dtype in ("int8", "int16") for op in weighted):
+        return "no convolution or linear layer has int8 weights and integer activations"
+    if not any(op.attrs.get("weight_bits") == 4 and op.kind == "conv2d" for op in weighted) and not board.dsp:
+        return f"the {board.core} has no DSP extension, so no packed kernel to keep its int8 weights from"
+    return "no layer would run a packed kernel (its 4-bit layers are linear, or too small to stream their weights)"
