@@ -1,5 +1,5 @@
 """Portable-backend emitters of the integer recurrent layers: mcu_lstm_s8 and mcu_gru_s8 (program kernel ids
-240-241; with 4-bit weights mcu_lstm_s4, mcu_gru_s4 and mcu_lstm_final_cell_s4, ids 215-217), and the 16x8 LSTM and GRU of w8a16, mcu_lstm_s16 and mcu_gru_s16 (ids 118-119), and an LSTM's final cell,
+240-241; a GRU cell's step from its state mcu_gru_from_s8, id 227; with 4-bit weights mcu_lstm_s4, mcu_gru_s4 and mcu_lstm_final_cell_s4, ids 215-217), and the 16x8 LSTM and GRU of w8a16, mcu_lstm_s16 and mcu_gru_s16 (ids 118-119), and an LSTM's final cell,
 mcu_lstm_final_cell_s16 (id 171), and an int8 one's, mcu_lstm_final_cell_s8 (id 174). They join
 :data:`mcu.backends.portable.core.EMITTERS`."""
 

@@ -1,5 +1,5 @@
 """int8 lowering of the recurrent layers: dequantize -> lstm/gru -> quantize becomes one
-``lstm``/``gru`` op for mcu_lstm_s8/mcu_gru_s8 (w4a8: :func:`narrow_weights_s4`, mcu_lstm_s4/mcu_gru_s4), its
+``lstm``/``gru`` op for mcu_lstm_s8/mcu_gru_s8 (a GRU cell's step, from its given state: mcu_gru_from_s8; w4a8: :func:`narrow_weights_s4`, mcu_lstm_s4/mcu_gru_s4), its
 weights quantized here (symmetric per gate row) with
 the requantization constants, biases and the sigmoid table of mcu/reference/recurrent.py (an LSTM's final cell
 c_n one ``lstm_final_cell`` op for mcu_lstm_final_cell_s8 on the same constants, the cell int16 at 2^-state_shift). With int16
