@@ -4,7 +4,6 @@ the generated C."""
 
 from __future__ import annotations
 
-import ctypes
 import functools
 
 import numpy as np
@@ -13,30 +12,17 @@ from hypothesis import given
 from hypothesis import strategies as st
 from torch import nn
 
-from cbind import MCU_ERR_INVALID_ARG, MCU_ERR_NULL_POINTER, MCU_OK, ptr  # noqa: E402
+from cbind import MCU_ERR_INVALID_ARG, MCU_ERR_NULL_POINTER, MCU_OK  # noqa: E402
 from mcu.api import compile as mcu_compile  # noqa: E402
-from mcu.passes.quantized.recurrent import scratch_bytes  # noqa: E402
 from mcu.reference import recurrent  # noqa: E402
-from test_recurrent_s8 import SETTINGS, Context, RecurrentParams, _kernel, _params, run_kernel  # noqa: E402
+from test_recurrent_s8 import SETTINGS, random_params, run_kernel, run_with  # noqa: E402
 
 
 def run_from(p: recurrent.RecurrentS8, x: np.ndarray, h0: np.ndarray | None, dsp: bool = False,
              out: np.ndarray | None = None) -> tuple[int, np.ndarray]:
     """mcu_gru_from_s8 on ``x`` [N, T, I] from ``h0`` [N, H] (None: a null pointer)."""
-    n, t, features = x.shape
-    hidden = p.w_hh.shape[1]
-    params = RecurrentParams(n, t, features, hidden, p.hidden_zp, p.out_mult, p.out_shift, p.state_shift)
-    size = scratch_bytes("gru", features, hidden)
-    buf = np.zeros(size + 8, np.int16)
-    ctx = Context(buf.ctypes.data, size)
-    out = np.full((n, t, hidden), 99, np.int8) if out is None else out
-    arrays = [np.ascontiguousarray(a) for a in (x, p.w_ih, p.w_hh, p.rows.astype(np.int32),
-                                                recurrent.sigmoid_table())]
-    fn = _kernel("mcu_gru_from_s8", dsp)
-    fn.argtypes = [ctypes.c_void_p] * 9
-    status = fn(ctypes.addressof(ctx), ctypes.addressof(params), *(ptr(a) for a in arrays),
-                None if h0 is None else ptr(h0), ptr(out))
-    return status, out
+    out = np.full((*x.shape[:2], p.w_hh.shape[1]), 99, np.int8) if out is None else out
+    return run_with("mcu_gru_from_s8", p, x, h0, out, dsp), out
 
 
 @SETTINGS
@@ -51,7 +37,7 @@ def test_kernel_from_a_state_matches_the_reference(batch: int, steps: int, featu
     """Random and extreme inputs and states (every code at -128 or 127 saturates the gates), on the plain C and
     the dual-MAC path."""
     rng = np.random.default_rng(seed)
-    p = _params("gru", rng, features, hidden, weight_scale, s_x, zp_x, s_h, zp_h, shift, True, True)
+    p = random_params("gru", rng, features, hidden, weight_scale, s_x, zp_x, s_h, zp_h, shift, True, True)
     draw = (lambda shape: rng.integers(-128, 128, shape)) if data == "random" else \
         (lambda shape: rng.choice([-128, 127], shape))
     x = draw((batch, steps, features)).astype(np.int8)
@@ -70,7 +56,7 @@ def test_steps_from_the_state_chain_like_one_layer(split: int, seed: int, zp_h: 
     the state before the cut equals the whole layer from the zero state (and from the zero state's codes, the
     given-state kernel equals mcu_gru_s8)."""
     rng = np.random.default_rng(seed)
-    p = _params("gru", rng, 5, 8, 0.4, 0.02, -3, 0.01, zp_h, 10, True, True)
+    p = random_params("gru", rng, 5, 8, 0.4, 0.02, -3, 0.01, zp_h, 10, True, True)
     x = rng.integers(-128, 128, (2, 6, 5)).astype(np.int8)
     whole = run_kernel(p, x)[1]
     zero = np.full((2, 8), zp_h, np.int8)
@@ -82,7 +68,7 @@ def test_steps_from_the_state_chain_like_one_layer(split: int, seed: int, zp_h: 
 
 def test_kernel_checks_its_state() -> None:
     rng = np.random.default_rng(4)
-    p = _params("gru", rng, 4, 5, 0.3, 0.02, 0, 0.01, 0, 12, True, True)
+    p = random_params("gru", rng, 4, 5, 0.3, 0.02, 0, 0.01, 0, 12, True, True)
     x = rng.integers(-128, 128, (2, 3, 4)).astype(np.int8)
     assert run_from(p, x, None)[0] == MCU_ERR_NULL_POINTER
     out = np.zeros((2, 3, 5), np.int8)
