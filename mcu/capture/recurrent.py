@@ -10,9 +10,9 @@ arithmetic). The int16 state ranges come from the calibration data: the model ru
 it and each layer records the largest cell value (LSTM) or recurrent candidate term (GRU), which
 fixes the layer's power-of-two state scale.
 
-With int16 activations (w8a16) an ``nn.GRUCell`` stepped in a Python loop is kept whole too: each call is one
-``mcu_rnn::gru_cell`` op (one mcu_gru_s16 step from the given state), its candidate term's scale calibrated
-over every step of the calibration data; an ``nn.GRU`` called with an initial state runs one
+An ``nn.GRUCell`` stepped in a Python loop is kept whole too: each call is one ``mcu_rnn::gru_cell`` op (one
+mcu_gru_from_s8 step from the given state at int8, one mcu_gru_s16 step at w8a16), its candidate term's scale
+calibrated over every step of the calibration data. With int16 activations (w8a16) an ``nn.GRU`` called with an initial state runs one
 ``mcu_rnn::gru_from`` op per layer and an ``nn.LSTM`` called with ``(h0, c0)`` one ``mcu_rnn::lstm_from`` (calibrated
 with the states they were called with); and a bidirectional layer runs its reverse direction as the same op on the
 input flipped in time, its output flipped back and joined to the forward one's along the features.
@@ -247,8 +247,8 @@ def _calibrate(module: nn.RNNBase, inputs: list[tuple[torch.Tensor, object]]) ->
 
 class _IntGruCell(nn.Module):
     """A stand-in for an nn.GRUCell that calls one ``mcu_rnn::gru_cell`` op per step (same weights, same
-    outputs): with int16 activations (w8a16) a step runs as one mcu_gru_s16 call, its state at the output's
-    scale. ``state_shift``: the candidate term's power-of-two scale over every calibrated step."""
+    outputs): a step runs as one mcu_gru_from_s8 call (int8) or mcu_gru_s16 call (w8a16), its state at the
+    output's quantization. ``state_shift``: the candidate term's power-of-two scale over every calibrated step."""
 
     def __init__(self, original: nn.GRUCell, state_shift: int) -> None:
         super().__init__()
@@ -285,11 +285,11 @@ def rewrite_for_int8(model: nn.Module, calibration: Iterable[tuple[torch.Tensor,
                      cells: bool = False) -> nn.Module:
     """A copy of ``model`` whose supported recurrent modules run as integer layers (the model itself when
     it has none). The recurrent modules' inputs are recorded over ``calibration`` to fix their state scales.
-    ``cells``: also every nn.GRUCell, one op per step, nn.GRU and nn.LSTM layers called with an initial state and
-    bidirectional ones (w8a16; int8 quantizes a cell's gates one by one, mcu/quantize/cells.py, runs a layer from
-    a state in fp32 and unrolls a bidirectional one)."""
+    Every nn.GRUCell runs one op per step (mcu_gru_from_s8 at int8, mcu_gru_s16 at w8a16). ``cells``: also nn.GRU
+    and nn.LSTM layers called with an initial state and bidirectional ones (w8a16; int8 runs a layer from a state
+    in fp32 and unrolls a bidirectional one)."""
     targets = [name for name, m in model.named_modules() if _supported(m, cells)]
-    cell_targets = [name for name, m in model.named_modules() if cells and type(m) is nn.GRUCell]
+    cell_targets = [name for name, m in model.named_modules() if type(m) is nn.GRUCell]
     if not (targets or cell_targets) or calibration is None:
         return model
     seen: dict[str, list[tuple[torch.Tensor, object]]] = {name: [] for name in targets}

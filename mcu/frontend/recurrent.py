@@ -1,10 +1,11 @@
 """Frontend handlers of the integer recurrent layers: ``mcu_rnn::lstm`` and ``mcu_rnn::gru``, the
 one-op-per-layer form that mcu/capture/recurrent.py gives nn.LSTM and nn.GRU before int8 quantization (and
-``mcu_rnn::gru_cell``, ``mcu_rnn::gru_from`` and ``mcu_rnn::lstm_from`` at w8a16: an nn.GRUCell step, an nn.GRU
+``mcu_rnn::gru_cell`` (an nn.GRUCell step), and ``mcu_rnn::gru_from`` and ``mcu_rnn::lstm_from`` at w8a16 (an nn.GRU
 or nn.LSTM from an initial state, and an nn.LSTM's final cell c_n: ``mcu_rnn::lstm_final_cell``). Each becomes one
 ``lstm``/``gru``/``lstm_final_cell`` IR op over the layer's float weights (with the given state as the last input,
 an LSTM's h0 then c0), which the int8 lowering
-(mcu/passes/quantized/recurrent.py) quantizes for ``mcu_lstm_s8``/``mcu_gru_s8``."""
+(mcu/passes/quantized/recurrent.py) quantizes for ``mcu_lstm_s8``/``mcu_gru_s8`` (a GRU cell's step:
+``mcu_gru_from_s8``)."""
 
 from __future__ import annotations
 
@@ -37,8 +38,8 @@ def _layer(kind: str) -> Callable[[Any, Node, list[Any]], Tensor]:
 
 
 def _from_state(rank: int, what_op: str, states: int = 1) -> Callable[[Any, Node, list[Any]], Tensor]:
-    """One nn.GRUCell step (``rank`` 2: x [N, I]) or an nn.GRU layer from an initial state (``rank`` 3: x [N, T, I])
-    (w8a16): a ``gru`` op from the state [N, H], its last input; ``states`` 2: an nn.LSTM layer from h0 and c0,
+    """One nn.GRUCell step (``rank`` 2: x [N, I]) or an nn.GRU layer from an initial state (``rank`` 3: x [N, T, I],
+    w8a16): a ``gru`` op from the state [N, H], its last input; ``states`` 2: an nn.LSTM layer from h0 and c0,
     an ``lstm`` op with both last."""
     kind = "lstm" if states == 2 else "gru"
 

@@ -1,5 +1,6 @@
 """Recurrent cells (``nn.GRUCell``, ``nn.LSTMCell``, ``nn.RNNCell``) as the ops the quantizer annotates.
 
+(An ``nn.GRUCell`` never gets here: mcu/capture/recurrent.py runs each of its steps as one int8 GRU op.)
 ``torch.export`` keeps a cell as one composite ATen op (``aten.gru_cell``, ``aten.lstm_cell``,
 ``aten.rnn_tanh_cell``, ``aten.rnn_relu_cell``) that the int8 quantizer has no pattern for, so a cell
 stepped in a Python loop ran entirely in fp32 and was only broken into its pieces later, by Core ATen's

@@ -23,9 +23,9 @@ gate row to the row's largest magnitude over 127), are rounded side by side on t
 from each step's input beside the previous hidden state (a sample gives as many rows as it has steps); their
 float values become the codes times those scales, every row's codes reaching 127 so that the lowering's rounding
 gives back exactly those codes (a row GPTQ would leave short of it keeps nearest rounding). An nn.GRUCell stepped
-in a loop (w8a16: one op per step, all reading the same matrices) is rounded once, at its last step, from the rows
+in a loop (one op per step, all reading the same matrices) is rounded once, at its last step, from the rows
 of every step, and a weight several linear layers read (a cell's gate layers, every step of its loop, when its
-gates are ops: int8, and LSTMCell and RNNCell loops at w8a16) once, at the last of them, from all their inputs.
+gates are ops: LSTMCell and RNNCell loops) once, at the last of them, from all their inputs.
 Transposed convolutions keep nearest rounding."""
 
 from __future__ import annotations

@@ -416,9 +416,31 @@ def _conv_transpose2d(op: Op, x: list[np.ndarray]) -> np.ndarray:
 def _recurrent_s8(op: Op, x: list[np.ndarray]) -> np.ndarray:
     """mcu_lstm_s8 / mcu_gru_s8: the layer's int8 constants derived again from its float weights and the
     quantization of its input and output, the sigmoid table from this package's own."""
+    if op.kind == "gru" and len(op.inputs) > 5:
+        return _gru_from_s8(op, x)
     fn = recurrent.lstm_s8 if op.kind == "lstm" else recurrent.gru_s8
     y = fn(from_memory_order(x[0], op.inputs[0]), derive.recurrent_layer(op), recurrent.sigmoid_table())
     return to_memory_order(y, op.output)
+
+
+def _given_state(op: Op, x: list[np.ndarray], first: int) -> np.ndarray | None:
+    """A GRU's given state, its input ``first`` (a constant's data, or the first operand after the input that is
+    not one: x holds the operands that are not constants), or None for the zero state."""
+    if len(op.inputs) <= first:
+        return None
+    state = op.inputs[first]
+    return from_memory_order(np.asarray(state.data).reshape(-1) if state.is_constant else x[1], state)
+
+
+def _gru_from_s8(op: Op, x: list[np.ndarray]) -> np.ndarray:
+    """mcu_gru_from_s8: mcu_gru_s8 from the given int8 state (the last input); a GRU cell's step ([N, I]) as a
+    sequence of one step."""
+    inp = op.inputs[0]
+    seq = from_memory_order(x[0], inp)
+    cell = len(inp.shape) == 2
+    y = recurrent.gru_s8(seq[:, None, :] if cell else seq, derive.recurrent_layer(op), recurrent.sigmoid_table(),
+                         _given_state(op, x, 5))
+    return to_memory_order(y[:, 0, :] if cell else y, op.output)
 
 
 def _lstm_s16(op: Op, x: list[np.ndarray]) -> np.ndarray:
@@ -458,11 +480,7 @@ def _gru_s16(op: Op, x: list[np.ndarray]) -> np.ndarray:
     inp = op.inputs[0]
     seq = from_memory_order(x[0], inp)
     cell = len(inp.shape) == 2
-    h0 = None
-    if len(op.inputs) > 5:  # (x holds the operands that are not constants)
-        state = op.inputs[5]
-        h0 = from_memory_order(np.asarray(state.data).reshape(-1) if state.is_constant else x[1], state)
-    y = gru_s16.gru_s16(seq[:, None, :] if cell else seq, derive.gru_s16_layer(op), h0)
+    y = gru_s16.gru_s16(seq[:, None, :] if cell else seq, derive.gru_s16_layer(op), _given_state(op, x, 5))
     return to_memory_order(y[:, 0, :] if cell else y, op.output)
 
 

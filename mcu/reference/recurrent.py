@@ -200,14 +200,15 @@ def _lstm_s8_run(x: np.ndarray, p: RecurrentS8, table: np.ndarray | None) -> tup
     return out, cells
 
 
-def gru_s8(x: np.ndarray, p: RecurrentS8, table: np.ndarray | None = None) -> np.ndarray:
-    """mcu_gru_s8 on int8 ``x`` [N, T, I] from the zero state: the int8 hidden states [N, T, H]."""
+def gru_s8(x: np.ndarray, p: RecurrentS8, table: np.ndarray | None = None, h0: np.ndarray | None = None) -> np.ndarray:
+    """mcu_gru_s8 on int8 ``x`` [N, T, I] from the zero state (``h0`` given: mcu_gru_from_s8 from the int8 state
+    [N, H] at the output's quantization): the int8 hidden states [N, T, H]."""
     table = sigmoid_table() if table is None else table
     n_batch, steps, _ = x.shape
     hidden = p.w_hh.shape[1]
     out = np.empty((n_batch, steps, hidden), dtype=np.int8)
     for b in range(n_batch):
-        h = np.full(hidden, p.hidden_zp, dtype=np.int64)
+        h = np.full(hidden, p.hidden_zp, dtype=np.int64) if h0 is None else np.asarray(h0[b], dtype=np.int64)
         for t in range(steps):
             gx, gh = _products(p, x[b, t], h)
             r = sigmoid_s16(sat16(gx[:hidden] + gh[:hidden]), table)

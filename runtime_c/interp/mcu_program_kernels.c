@@ -716,6 +716,18 @@ mcu_status mcu_program_need_lstm_final_cell_s8(uint32_t kernel, const mcu_operan
     return MCU_OK;
 }
 
+mcu_status mcu_program_need_gru_from_s8(uint32_t kernel, const mcu_operand_desc *ops, uint32_t n_ops, const int32_t *p,
+                                       uint32_t *need)
+{
+    /* the int8 GRU's operands, the state [batch][hidden] read before the output */
+    (void)kernel;
+    const int32_t state_dims[2] = {p[0], p[3]};
+    MCU_CHECK(mcu_program_need_recurrent(MCU_K_GRU_S8, ops, n_ops, p, need));
+    need[7] = need[6];
+    need[6] = prod(state_dims, 2);
+    return MCU_OK;
+}
+
 mcu_status mcu_program_need_lstm_s16(uint32_t kernel, const mcu_operand_desc *ops, uint32_t n_ops, const int32_t *p,
                                      uint32_t *need)
 {

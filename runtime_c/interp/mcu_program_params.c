@@ -1449,6 +1449,13 @@ int mcu_program_alias_lstm_final_cell_s8(uint32_t kernel, const mcu_operand_desc
            recurrent_ok(ops, p, 4);
 }
 
+int mcu_program_alias_gru_from_s8(uint32_t kernel, const mcu_operand_desc *ops, const uint32_t *bytes,
+                                  uint32_t n_ops, const int32_t *p)
+{
+    /* as mcu_gru_s8's, and the state apart from the scratch (copied into it) and the output */
+    return mcu_program_alias_recurrent(kernel, ops, bytes, n_ops, p) && !overlap(&ops[0], bytes[0], &ops[6], bytes[6]);
+}
+
 int mcu_program_alias_lstm_s16(uint32_t kernel, const mcu_operand_desc *ops, const uint32_t *bytes, uint32_t n_ops,
                                const int32_t *p)
 {

@@ -71,7 +71,7 @@ def run_kernel(p: recurrent.RecurrentS8, x: np.ndarray, scratch: int | None = No
     return status, out
 
 
-def _params(kind: str, rng: np.random.Generator, features: int, hidden: int, weight_scale: float, s_x: float,
+def random_params(kind: str, rng: np.random.Generator, features: int, hidden: int, weight_scale: float, s_x: float,
             zp_x: int, s_h: float, zp_h: int, shift: int, per_channel: bool, bias: bool) -> recurrent.RecurrentS8:
     g = 4 if kind == "lstm" else 3
     w_ih = rng.standard_normal((g * hidden, features)) * weight_scale
@@ -92,7 +92,7 @@ def test_kernels_match_the_reference(kind: str, batch: int, steps: int, features
                                      weight_scale: float, s_x: float, zp_x: int, s_h: float, zp_h: int, shift: int,
                                      per_channel: bool, bias: bool, data: str, seed: int) -> None:
     rng = np.random.default_rng(seed)
-    p = _params(kind, rng, features, hidden, weight_scale, s_x, zp_x, s_h, zp_h, shift, per_channel, bias)
+    p = random_params(kind, rng, features, hidden, weight_scale, s_x, zp_x, s_h, zp_h, shift, per_channel, bias)
     shape = (batch, steps, features)
     x = {"random": lambda: rng.integers(-128, 128, shape),
          "extreme": lambda: rng.choice([-128, 127], shape),
@@ -153,7 +153,7 @@ def test_power_of_two_state_scale_keeps_the_calibrated_range() -> None:
 def test_kernels_check_their_arguments() -> None:
     rng = np.random.default_rng(1)
     for kind in ("lstm", "gru"):
-        p = _params(kind, rng, 4, 5, 0.3, 0.02, 0, 0.01, 0, 12, True, True)
+        p = random_params(kind, rng, 4, 5, 0.3, 0.02, 0, 0.01, 0, 12, True, True)
         x = rng.integers(-128, 128, (2, 3, 4)).astype(np.int8)
         need = scratch_bytes(kind, 4, 5)
         assert run_kernel(p, x)[0] == MCU_OK
@@ -247,22 +247,28 @@ def test_models_run_integer_layers_equal_to_the_reference(kind: str, layers: int
         assert np.max(np.abs(real - expect)) <= 0.1 * np.max(np.abs(expect)) + 3 * out.scale[0]
 
 
-def _final_cell_kernel(p: recurrent.RecurrentS8, x: np.ndarray, seq: np.ndarray, dsp: bool = False,
-                       out: np.ndarray | None = None, scratch: int | None = None) -> tuple[int, np.ndarray]:
-    """mcu_lstm_final_cell_s8 on the layer's input ``x`` and the hidden states ``seq`` it wrote."""
+def run_with(name: str, p: recurrent.RecurrentS8, x: np.ndarray, extra: np.ndarray | None, out: np.ndarray,
+             dsp: bool = False, scratch: int | None = None) -> int:
+    """A recurrent kernel taking one more operand after the table (``extra``; None: a null pointer)."""
     n, t, features = x.shape
     hidden = p.w_hh.shape[1]
     params = RecurrentParams(n, t, features, hidden, p.hidden_zp, p.out_mult, p.out_shift, p.state_shift)
-    size = scratch_bytes("lstm", features, hidden) if scratch is None else scratch
+    size = scratch_bytes(p.kind, features, hidden) if scratch is None else scratch
     buf = np.zeros(max(size, 1) + 8, np.int16)
     ctx = Context(buf.ctypes.data, size)
-    out = np.full((n, hidden), 99, np.int16) if out is None else out
     arrays = [np.ascontiguousarray(a) for a in (x, p.w_ih, p.w_hh, p.rows.astype(np.int32),
-                                                recurrent.sigmoid_table(), seq)]
-    fn = _kernel("mcu_lstm_final_cell_s8", dsp)
+                                                recurrent.sigmoid_table())]
+    fn = _kernel(name, dsp)
     fn.argtypes = [ctypes.c_void_p] * 9
-    status = fn(ctypes.addressof(ctx), ctypes.addressof(params), *(ptr(a) for a in arrays), ptr(out))
-    return status, out
+    return fn(ctypes.addressof(ctx), ctypes.addressof(params), *(ptr(a) for a in arrays),
+              None if extra is None else ptr(extra), ptr(out))
+
+
+def _final_cell_kernel(p: recurrent.RecurrentS8, x: np.ndarray, seq: np.ndarray, dsp: bool = False,
+                       out: np.ndarray | None = None, scratch: int | None = None) -> tuple[int, np.ndarray]:
+    """mcu_lstm_final_cell_s8 on the layer's input ``x`` and the hidden states ``seq`` it wrote."""
+    out = np.full((x.shape[0], p.w_hh.shape[1]), 99, np.int16) if out is None else out
+    return run_with("mcu_lstm_final_cell_s8", p, x, np.ascontiguousarray(seq), out, dsp, scratch), out
 
 
 @SETTINGS
@@ -278,7 +284,7 @@ def test_final_cell_kernel_matches_the_reference(batch: int, steps: int, feature
     """The cell from the hidden states mcu_lstm_s8 wrote equals the reference's own recurrence (extreme inputs and
     weights saturate the gates and the int16 cell), on the plain C and the dual-MAC path."""
     rng = np.random.default_rng(seed)
-    p = _params("lstm", rng, features, hidden, weight_scale, s_x, zp_x, s_h, zp_h, shift, True, bias)
+    p = random_params("lstm", rng, features, hidden, weight_scale, s_x, zp_x, s_h, zp_h, shift, True, bias)
     shape = (batch, steps, features)
     x = (rng.integers(-128, 128, shape) if data == "random" else rng.choice([-128, 127], shape)).astype(np.int8)
     want = recurrent.lstm_final_cell_s8(x, p)
@@ -292,7 +298,7 @@ def test_final_cell_kernel_matches_the_reference(batch: int, steps: int, feature
 
 def test_final_cell_kernel_checks_its_arguments() -> None:
     rng = np.random.default_rng(2)
-    p = _params("lstm", rng, 4, 5, 0.3, 0.02, 0, 0.01, 0, 12, True, True)
+    p = random_params("lstm", rng, 4, 5, 0.3, 0.02, 0, 0.01, 0, 12, True, True)
     x = rng.integers(-128, 128, (2, 3, 4)).astype(np.int8)
     seq = run_kernel(p, x)[1]
     assert _final_cell_kernel(p, x, seq)[0] == MCU_OK

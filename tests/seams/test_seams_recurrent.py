@@ -1,6 +1,7 @@
 """Recurrent cells stepped in a Python loop (nn.GRUCell, nn.LSTMCell, nn.RNNCell, the state carried from
-step to step, a linear head): at int8 every op of every step is an int8 op (mcu/quantize/cells.py breaks the
-cell into its gates before quantization), the generated C and the program file equal the integer
+step to step, a linear head): at int8 every op of every step is an int8 op (a GRU cell's step one
+mcu_gru_from_s8 op, mcu/capture/recurrent.py; mcu/quantize/cells.py breaks the others into their gates before
+quantization), the generated C and the program file equal the integer
 reference bit for bit, the output agrees with eager PyTorch, every step shares one set of constants, and the
 firmware is bit-exact on the M33."""
 
@@ -71,9 +72,10 @@ def test_cells_in_a_loop_run_every_step_in_int8(kind: str) -> None:
     cm = _compiled(kind)
     assert cm.graph.fallbacks == []
     kinds = Counter(op.kind for op in cm.graph.ops)
-    # two linear layers a step (input and recurrent products) and the head, but the first step's recurrent
-    # product of the zero state is a constant
-    assert kinds["linear"] == 2 * STEPS
+    if kind == "gru":  # one mcu_gru_from_s8 op a step, and the head
+        assert kinds["gru"] == STEPS and kinds["linear"] == 1 and not kinds["lut"], kinds
+    else:  # two linear layers a step (input and recurrent products) and the head
+        assert kinds["linear"] == 2 * STEPS
     assert all(op.output.dtype == "int8" for op in cm.graph.ops if op.kind != "dequantize"), kinds
     assert cm.reference_is_exact
     for x in cm.spec.test_inputs:
@@ -98,6 +100,10 @@ def test_every_step_shares_one_set_of_constants(kind: str) -> None:
     have the same int8 weights, biases and multipliers and its tables the same entries: stored once."""
     cm = _compiled(kind)
     linears = {tuple(t.data.tobytes() for t in op.inputs[1:]) for op in cm.graph.ops if op.kind == "linear"}
+    if kind == "gru":  # one int8 GRU op a step: its weights and gate rows
+        steps = {tuple(t.data.tobytes() for t in op.inputs[1:5]) for op in cm.graph.ops if op.kind == "gru"}
+        assert len(steps) == 1 and len(linears) == 1
+        return
     assert len(linears) == 3  # the input product, the recurrent product, the head
     tables = {op.inputs[1].data.tobytes() for op in cm.graph.ops if op.kind == "lut"}
     assert len(tables) <= (3 if kind == "gru" else 5)  # r, z, n / i, f, g, o, tanh of the cell (or fewer)

@@ -1,5 +1,5 @@
 """Portable-backend emitters of the integer recurrent layers: mcu_lstm_s8 and mcu_gru_s8 (program kernel ids
-240-241; with 4-bit weights mcu_lstm_s4, mcu_gru_s4 and mcu_lstm_final_cell_s4, ids 215-217), and the 16x8 LSTM and GRU of w8a16, mcu_lstm_s16 and mcu_gru_s16 (ids 118-119), and an LSTM's final cell,
+240-241; a GRU cell's step from its state mcu_gru_from_s8, id 227; with 4-bit weights mcu_lstm_s4, mcu_gru_s4 and mcu_lstm_final_cell_s4, ids 215-217), and the 16x8 LSTM and GRU of w8a16, mcu_lstm_s16 and mcu_gru_s16 (ids 118-119), and an LSTM's final cell,
 mcu_lstm_final_cell_s16 (id 171), and an int8 one's, mcu_lstm_final_cell_s8 (id 174). They join
 :data:`mcu.backends.portable.core.EMITTERS`."""
 
@@ -13,7 +13,7 @@ from mcu.ir import Op, Tensor
 def recurrent_params(op: Op) -> dict:
     """The fields of mcu_recurrent_s8_params, in declaration order."""
     x = op.inputs[0]
-    batch, steps, features = x.shape
+    batch, steps, features = x.shape if len(x.shape) == 3 else (x.shape[0], 1, x.shape[1])  # a cell: one step
     a = op.attrs
     return {"batch": batch, "steps": steps, "input_size": features, "hidden": op.output.shape[-1],
             "hidden_zp": int(a["hidden_zp"]), "out_mult": int(a["out_mult"]), "out_shift": int(a["out_shift"]),
@@ -30,15 +30,17 @@ def _matrices(op: Op) -> tuple[Tensor, Tensor, str]:
 
 def _recurrent(kind: str):
     def emit(op: Op, ref: Ref) -> KernelCall:
-        x, _, _, rows, table = op.inputs
+        x, _, _, rows, table = op.inputs[:5]
+        state = op.inputs[5:]  # a GRU's given state (mcu_gru_from_s8)
         w_ih, w_hh, suffix = _matrices(op)
-        function = f"mcu_{kind}_{suffix}"
+        function = f"mcu_{kind}_from_{suffix}" if state else f"mcu_{kind}_{suffix}"
+        assert not state or suffix == "s8", f"{function}: no 4-bit form"
         assert ref.scratch is not None, f"{function} needs its planned scratch buffer"
         return KernelCall(function, ["&ctx", "&params", ref(x), ref(w_ih), ref(w_hh), ref(rows), ref(table),
-                                     ref(op.output)], [f"{function}.c"], "mcu_recurrent_s8_params",
-                          recurrent_params(op),
+                                     *[ref(t) for t in state], ref(op.output)], [f"{function}.c"],
+                          "mcu_recurrent_s8_params", recurrent_params(op),
                           locals=[f"const mcu_context ctx = {{{ref.scratch[0]}, {ref.scratch[1]}}};"],
-                          operands=[SCRATCH, x, w_ih, w_hh, rows, table, op.output])
+                          operands=[SCRATCH, x, w_ih, w_hh, rows, table, *state, op.output])
     return emit
 
 

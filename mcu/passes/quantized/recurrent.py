@@ -1,5 +1,5 @@
 """int8 lowering of the recurrent layers: dequantize -> lstm/gru -> quantize becomes one
-``lstm``/``gru`` op for mcu_lstm_s8/mcu_gru_s8 (w4a8: :func:`narrow_weights_s4`, mcu_lstm_s4/mcu_gru_s4), its
+``lstm``/``gru`` op for mcu_lstm_s8/mcu_gru_s8 (a GRU cell's step, from its given state: mcu_gru_from_s8; w4a8: :func:`narrow_weights_s4`, mcu_lstm_s4/mcu_gru_s4), its
 weights quantized here (symmetric per gate row) with
 the requantization constants, biases and the sigmoid table of mcu/reference/recurrent.py (an LSTM's final cell
 c_n one ``lstm_final_cell`` op for mcu_lstm_final_cell_s8 on the same constants, the cell int16 at 2^-state_shift). With int16
@@ -185,12 +185,33 @@ def _convert(graph: Graph, op: Op, ins: list[Tensor], out: Tensor) -> Op | str:
         return _final_cell_s8(graph, op, ins, x, out)
     if x.dtype == "int16" or out.dtype == "int16":
         return _convert_s16(op, ins, x, out)
-    if len(op.inputs) > 5:
-        return "a layer from a given state (a GRUCell step) runs whole only with int16 activations (w8a16)"
+    if len(op.inputs) > 5 and op.kind != "gru":
+        return "an LSTM from a given state runs whole only with int16 activations (w8a16)"
     if max(op.inputs[1].shape[1], op.inputs[2].shape[1]) > recurrent.MAX_FEATURES:
         return f"more than {recurrent.MAX_FEATURES} features"
+    state = _state_s8(op, _given_states(op, ins)[0], out) if len(op.inputs) > 5 else None
+    if isinstance(state, str):
+        return state
     consts, attrs = _s8_params(graph, op, x, out)
-    return Op(op.kind, [x, *consts], [out], attrs, op.name, op.source)
+    return Op(op.kind, [x, *consts, *([state] if state is not None else [])], [out], attrs, op.name, op.source)
+
+
+def _state_s8(op: Op, state: Tensor, out: Tensor) -> Tensor | None | str:
+    """A GRU's given state as mcu_gru_from_s8 reads it: int8 on the output's quantization; a constant as its codes
+    there, or None for the zero state (mcu_gru_s8 from its own zero state)."""
+    quant = out.quant
+    if state.is_constant:
+        data = np.asarray(state.data, dtype=np.float64)
+        if state.dtype != "float32":
+            data = (data - state.quant.zero_point[0]) * state.quant.scale[0]
+        codes = np.clip(np.round(data / quant.scale[0]) + quant.zero_point[0], -128, 127).astype(np.int8)
+        if len(op.inputs[0].shape) == 3 and not data.any():
+            return None
+        return Tensor(f"{op.name}_state_q", state.shape, "int8", data=codes.reshape(state.shape), quant=quant)
+    if state.dtype != "int8" or state.quant is None or not state.quant.per_tensor or \
+            state.quant.zero_point[0] != quant.zero_point[0] or state.quant.scale[0] != quant.scale[0]:
+        return "its state is not int8 on its output's quantization"
+    return state
 
 
 CONVERTERS = {kind: _convert for kind in KINDS}
@@ -203,7 +224,8 @@ def narrow_weights_s4(graph: Graph) -> Graph:
     mcu_gru_s4 and mcu_lstm_final_cell_s4 read the codes packed two a byte). A final cell derives the same codes
     as its layer."""
     for op in graph.ops:
-        if op.kind not in KINDS or op.inputs[0].dtype != "int8" or "weights_real" not in op.attrs:
+        if op.kind not in KINDS or op.inputs[0].dtype != "int8" or "weights_real" not in op.attrs or \
+                (op.kind == "gru" and len(op.inputs) > 5):  # mcu_gru_from_s8 has no 4-bit form
             continue
         op.attrs["weight_bits"] = 4
         p = derive.recurrent_layer(op)

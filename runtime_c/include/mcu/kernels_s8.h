@@ -512,6 +512,13 @@ mcu_status mcu_gru_s8(const mcu_context *ctx, const mcu_recurrent_s8_params *p, 
                       const int8_t *w_ih, const int8_t *w_hh, const int32_t *rows, const int16_t *table,
                       int8_t *output);
 
+/** mcu_gru_s8 from the hidden state `state` [batch][hidden] (int8 at the output's scale and zero point) instead
+ *  of the zero state: an nn.GRUCell step is a sequence of one. Scratch: mcu_gru_s8_get_buffer_size. The state
+ *  overlaps neither the output nor the scratch. */
+mcu_status mcu_gru_from_s8(const mcu_context *ctx, const mcu_recurrent_s8_params *p, const int8_t *input,
+                           const int8_t *w_ih, const int8_t *w_hh, const int32_t *rows, const int16_t *table,
+                           const int8_t *state, int8_t *output);
+
 /** mcu_lstm_s8 with 4-bit weights: w_ih [4H][input_size] and w_hh [4H][H] as codes in [-8, 7] packed two a byte,
  *  continuous across rows (element 2i in the low nibble of byte i, CMSIS-NN's s4 layout), the other operands,
  *  the scratch (mcu_lstm_s8_get_buffer_size) and the arithmetic mcu_lstm_s8's. */

@@ -262,6 +262,9 @@ typedef enum {
     MCU_K_LSTM_S4 = 215,
     MCU_K_GRU_S4 = 216,
     MCU_K_LSTM_FINAL_CELL_S4 = 217,
+    /** [scratch, in, w_ih, w_hh, rows, table, state int8 [batch][hidden], out] as MCU_K_GRU_S8 from the given
+     *  state; mcu_recurrent_s8_params */
+    MCU_K_GRU_FROM_S8 = 227,
     /* integer elementwise and softmax kernels: ids 250-259. */
     MCU_K_MAXIMUM_S8 = 250,       /**< [a, b, out]; mcu_binary_s8_params (the add's rescaling) */
     MCU_K_MINIMUM_S8 = 251,

@@ -9,5 +9,5 @@ mcu_status mcu_gru_s4(const mcu_context *ctx, const mcu_recurrent_s8_params *p, 
                       const int8_t *w_ih, const int8_t *w_hh, const int32_t *rows, const int16_t *table,
                       int8_t *output)
 {
-    return mcu_gru_run(1, ctx, p, input, w_ih, w_hh, rows, table, output);
+    return mcu_gru_run(1, ctx, p, input, w_ih, w_hh, rows, table, NULL, output);
 }

@@ -54,9 +54,10 @@ static inline mcu_status mcu_lstm_run(int32_t s4, const mcu_context *ctx, const 
     return MCU_OK;
 }
 
+/* `state` [batch][hidden] int8 at the output's quantization, or NULL: the zero state (codes hidden_zp). */
 static inline mcu_status mcu_gru_run(int32_t s4, const mcu_context *ctx, const mcu_recurrent_s8_params *p, const int8_t *input,
                                       const int8_t *w_ih, const int8_t *w_hh, const int32_t *rows,
-                                      const int16_t *table, int8_t *output)
+                                      const int16_t *table, const int8_t *state, int8_t *output)
 {
     MCU_REQUIRE(p != NULL, MCU_ERR_NULL_POINTER);
     const int32_t hidden = p->hidden;
@@ -69,7 +70,11 @@ static inline mcu_status mcu_gru_run(int32_t s4, const mcu_context *ctx, const m
     int8_t *h = (int8_t *)(col_h + hidden);
     const int32_t cand_shift = p->state_shift + 15 - MCU_RECURRENT_GATE_FRAC;
     for (int32_t b = 0; b < p->batch; ++b) {
-        memset(h, p->hidden_zp, (size_t)hidden);
+        if (state != NULL) {
+            memcpy(h, state + (size_t)b * (size_t)hidden, (size_t)hidden);
+        } else {
+            memset(h, p->hidden_zp, (size_t)hidden);
+        }
         for (int32_t t = 0; t < p->steps; ++t) {
             const size_t step = (size_t)b * (size_t)p->steps + (size_t)t;
             const int8_t *x = input + step * (size_t)p->input_size;
