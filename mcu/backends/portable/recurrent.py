@@ -28,20 +28,30 @@ def _matrices(op: Op) -> tuple[Tensor, Tensor, str]:
     return op.inputs[1], op.inputs[2], "s8"
 
 
-def _recurrent(kind: str):
-    def emit(op: Op, ref: Ref) -> KernelCall:
-        x, _, _, rows, table = op.inputs[:5]
-        state = op.inputs[5:]  # a GRU's given state (mcu_gru_from_s8)
-        w_ih, w_hh, suffix = _matrices(op)
-        function = f"mcu_{kind}_from_{suffix}" if state else f"mcu_{kind}_{suffix}"
-        assert not state or suffix == "s8", f"{function}: no 4-bit form"
-        assert ref.scratch is not None, f"{function} needs its planned scratch buffer"
-        return KernelCall(function, ["&ctx", "&params", ref(x), ref(w_ih), ref(w_hh), ref(rows), ref(table),
-                                     *[ref(t) for t in state], ref(op.output)], [f"{function}.c"],
-                          "mcu_recurrent_s8_params", recurrent_params(op),
-                          locals=[f"const mcu_context ctx = {{{ref.scratch[0]}, {ref.scratch[1]}}};"],
-                          operands=[SCRATCH, x, w_ih, w_hh, rows, table, *state, op.output])
-    return emit
+def _recurrent_call(op: Op, ref: Ref, kernels: dict[tuple[str, bool], str]) -> KernelCall:
+    """One recurrent layer's call, its kernel picked by its weights' suffix and whether it starts from a
+    given state (a GRU cell's step: mcu_gru_from_s8)."""
+    x, _, _, rows, table = op.inputs[:5]
+    state = op.inputs[5:]
+    w_ih, w_hh, suffix = _matrices(op)
+    function = kernels.get((suffix, bool(state)))
+    assert function is not None, f"{op.name}: no kernel for {suffix} weights{' from a given state' if state else ''}"
+    assert ref.scratch is not None, f"{function} needs its planned scratch buffer"
+    return KernelCall(function, ["&ctx", "&params", ref(x), ref(w_ih), ref(w_hh), ref(rows), ref(table),
+                                 *[ref(t) for t in state], ref(op.output)], [f"{function}.c"],
+                      "mcu_recurrent_s8_params", recurrent_params(op),
+                      locals=[f"const mcu_context ctx = {{{ref.scratch[0]}, {ref.scratch[1]}}};"],
+                      operands=[SCRATCH, x, w_ih, w_hh, rows, table, *state, op.output])
+
+
+# Each emitter spells its kernels' names out: `mcu ops` reads them from its source.
+def _lstm(op: Op, ref: Ref) -> KernelCall:
+    return _recurrent_call(op, ref, {("s8", False): "mcu_lstm_s8", ("s4", False): "mcu_lstm_s4"})
+
+
+def _gru(op: Op, ref: Ref) -> KernelCall:
+    return _recurrent_call(op, ref, {("s8", False): "mcu_gru_s8", ("s4", False): "mcu_gru_s4",
+                                     ("s8", True): "mcu_gru_from_s8"})
 
 
 def lstm_s16_params(op: Op) -> dict:
@@ -88,7 +98,7 @@ def _lstm_final_cell(op: Op, ref: Ref) -> KernelCall:
         return _lstm_final_cell_s16(op, ref)
     x, _, _, rows, table, seq = op.inputs
     w_ih, w_hh, suffix = _matrices(op)
-    function = f"mcu_lstm_final_cell_{suffix}"
+    function = {"s8": "mcu_lstm_final_cell_s8", "s4": "mcu_lstm_final_cell_s4"}[suffix]
     assert ref.scratch is not None, f"{function} needs its planned scratch buffer"
     return KernelCall(function, ["&ctx", "&params", ref(x), ref(w_ih), ref(w_hh), ref(rows), ref(table), ref(seq),
                                  ref(op.output)], [f"{function}.c"], "mcu_recurrent_s8_params", recurrent_params(op),
@@ -118,8 +128,8 @@ def _gru_s16(op: Op, ref: Ref) -> KernelCall:
 
 
 EMITTERS = {
-    ("lstm", "int8"): _recurrent("lstm"),
-    ("gru", "int8"): _recurrent("gru"),
+    ("lstm", "int8"): _lstm,
+    ("gru", "int8"): _gru,
     ("lstm", "int16"): _lstm_s16,
     ("gru", "int16"): _gru_s16,
     ("lstm_final_cell", "int16"): _lstm_final_cell,

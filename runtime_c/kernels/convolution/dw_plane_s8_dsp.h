@@ -132,7 +132,7 @@ static __attribute__((noinline, unused)) int mcu_dwpl_quant_ok(const mcu_per_cha
      * (modulo 2^32); a bad shift or |bias| (a >= 2^30) is flagged by its own test, so the last test's
      * shift (R - 1 = ~shift, taken modulo 32) and sum (a < 2^30 + 2^31 when it matters) need no care.
      * A layer without bias reads one zero throughout. */
-    static const int32_t no_bias = 0;
+    const int32_t no_bias = 0;
     const int32_t *b = bias != NULL ? bias : &no_bias;
     const int32_t b_step = bias != NULL ? 1 : 0;
     uint32_t bad = 0;

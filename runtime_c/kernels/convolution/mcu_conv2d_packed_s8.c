@@ -51,10 +51,12 @@ static inline int layer_scaled(const layer_t *l)
 
 /* The bytes the flat pairs' stream pointer stops short of the next block: 32 for a scaled stream (its 8 spare
  * requantization words), else 0. */
+#if MCU_S8_DSP_NATIVE
 static inline int32_t layer_skip(const layer_t *l)
 {
     return layer_scaled(l) ? 32 : 0;
 }
+#endif
 
 /* One block in C: the host, the emulated build, and layers with shifts outside [-23, -1]. */
 static void block_c(const layer_t *l, const int16_t *col, const int32_t *blob, int8_t *y, int32_t n)
