@@ -32,6 +32,16 @@ from repo import EXAMPLES, requires_qemu
 WEIGHTED = ("conv2d", "depthwise_conv2d", "linear")
 
 
+def assert_builds_equal_reference(cm) -> None:
+    """The program file and the host C build give the reference's outputs on every test input."""
+    assert Reference(cm.graph).exact
+    for x in cm.spec.test_inputs:
+        want = cm.reference_raw(*x)
+        for got in (cm.run_raw(*x), cm.run_raw_c(*x)):
+            for g, r in zip(got, want):
+                np.testing.assert_array_equal(g, r)
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.integers(-127, 127), min_size=1, max_size=200), st.sampled_from([2, 3, 4]))
 def test_palette_row_keeps_at_most_two_to_the_bits_values(codes, bits):
@@ -86,12 +96,7 @@ def test_lut_weights_decode_to_the_ops_weights_and_are_bit_exact(tiny) -> None:
             assert scratch_bytes(op) == op.inputs[1].shape[1]  # one decoded row
     big = next(op for op in weighted if op.kind == "conv2d" and op.inputs[1].numel > PALETTE_WHOLE_BYTES)
     assert scratch_bytes(big) == 2 * big.inputs[1].numel // big.inputs[1].shape[0]  # two channels a pass
-    assert Reference(cm.graph).exact
-    for x in cm.spec.test_inputs:
-        want = cm.reference_raw(*x)
-        for got in (cm.run_raw(*x), cm.run_raw_c(*x)):
-            for g, r in zip(got, want):
-                np.testing.assert_array_equal(g, r)
+    assert_builds_equal_reference(cm)
     source = "\n".join(cm.library.files.values())
     assert "mcu_conv2d_lut_s8" in source and "mcu_depthwise_conv2d_lut_s8" in source
     assert "mcu_linear_lut_s8" in source
@@ -187,12 +192,7 @@ def test_w8a16_and_shared_tables_are_bit_exact(quantize: str, per: str) -> None:
         np.testing.assert_array_equal(unpack_palette(indices.data, tables.data, 3, *rows.shape), rows)
         if quantize == "w8a16":
             assert op.output.dtype == "int16" and scratch_bytes(op) >= op.inputs[1].numel  # decoded whole
-    assert Reference(cm.graph).exact
-    for x in cm.spec.test_inputs:
-        want = cm.reference_raw(*x)
-        for got in (cm.run_raw(*x), cm.run_raw_c(*x)):
-            for g, r in zip(got, want):
-                np.testing.assert_array_equal(g, r)
+    assert_builds_equal_reference(cm)
     source = "\n".join(cm.library.files.values())
     assert all(f"mcu_{kind}_lut_{suffix}(" in source for kind in WEIGHTED)
 
