@@ -25,6 +25,7 @@
 #include "mcu/kernels_s8.h"
 #include "conv_narrow_s8_dsp.h"
 #include "gemm_s8_dsp.h"
+#include "../common/dot_s16.h"
 #include "../common/simd_s8.h"
 
 #if MCU_S8_DSP && MCU_PACKED_NARROW && MCU_PACKED_NARROW_K3C3
@@ -108,19 +109,28 @@ static inline void mcu_k3c3_repack(const int32_t *blocks, int32_t cout, int32_t 
     }
 }
 
+/* Four bytes at src as (x + off) int16 in natural order at dst (off2: the offset in both halves). */
+static inline void mcu_k3c3_widen4(const int8_t *src, uint32_t off2, int16_t *dst)
+{
+    const uint32_t v = mcu_load_u32(src);
+    const uint32_t lo = mcu_sxtab16(off2, v), hi = mcu_sxtab16_ror8(off2, v);
+    mcu_store_u32(dst, mcu_s16_pair_low(lo, hi));
+    mcu_store_u32(dst + 2, mcu_s16_pair_high(lo, hi));
+}
+
 /* n bytes of an input row as (x + off) int16 in natural order at dst (4-byte aligned), off2 the offset in
  * both halves. */
 static inline void mcu_k3c3_widen(const int8_t *src, int32_t n, int32_t off, uint32_t off2, int16_t *dst)
 {
     int32_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        const uint32_t v = mcu_load_u32(src + i), v2 = mcu_load_u32(src + i + 4);
-        const uint32_t lo = mcu_sxtab16(off2, v), hi = mcu_sxtab16_ror8(off2, v);
-        const uint32_t lo2 = mcu_sxtab16(off2, v2), hi2 = mcu_sxtab16_ror8(off2, v2);
-        mcu_store_u32(dst + i, (lo & 0xFFFFu) | (hi << 16));
-        mcu_store_u32(dst + i + 2, (hi & 0xFFFF0000u) | (lo >> 16));
-        mcu_store_u32(dst + i + 4, (lo2 & 0xFFFFu) | (hi2 << 16));
-        mcu_store_u32(dst + i + 6, (hi2 & 0xFFFF0000u) | (lo2 >> 16));
+    for (; i + 16 <= n; i += 16) { /* four words a pass: the loop's compare and branch amortised */
+        mcu_k3c3_widen4(src + i, off2, dst + i);
+        mcu_k3c3_widen4(src + i + 4, off2, dst + i + 4);
+        mcu_k3c3_widen4(src + i + 8, off2, dst + i + 8);
+        mcu_k3c3_widen4(src + i + 12, off2, dst + i + 12);
+    }
+    for (; i + 4 <= n; i += 4) {
+        mcu_k3c3_widen4(src + i, off2, dst + i);
     }
     for (; i < n; ++i) {
         dst[i] = (int16_t)(src[i] + off);
