@@ -158,7 +158,8 @@ static inline void mcu_k3c3_widen(const int8_t *src, int32_t n, int32_t off, uin
 
 /* The first tap word: the biases (r6 channel A, r8 channel B) enter every accumulator. */
 #define MCU_KR_TAP0                                                                                       \
-    "ldrd r6, r8, [r7]\n\t"                                                                               \
+    "ldr r6, [r7]\n\t"                                                                                    \
+    "ldr r8, [r7, #4]\n\t"                                                                                \
     "ldr r9, [r7, #8]\n\t"                                                                                \
     "ldr r10, [r7, #12]\n\t"                                                                              \
     "ldr r11, [r12]\n\t"                                                                                  \
@@ -188,16 +189,17 @@ static inline void mcu_k3c3_widen(const int8_t *src, int32_t n, int32_t off, uin
     "ssat " acc ", #8, " acc "\n\t"
 
 /* Fours of pixels while col != col_stop: per four every channel pair (a pass), the outputs 4 cout on after
- * each four. The state pointer waits on the stack (r7 takes the weights). */
+ * each four. The state is copied to the stack (col, col_stop, y, cout, y_end, pairs from sp on, each one load
+ * away: r7 takes the weights) and the state pointer pushed below it. */
 static __attribute__((noinline)) void mcu_k3c3_rows_run(mcu_k3c3_rows_state *st)
 {
     register mcu_k3c3_rows_state *s __asm__("r7") = st;
     __asm__ volatile(
-        "push {r7}\n\t"
-        "ldr r7, [r7, #20]\n\t"
+        "ldmia r7, {r0, r1, r2, r3, r4, r5}\n\t"
+        "push {r0, r1, r2, r3, r4, r5, r7}\n\t"
+        "mov r7, r5\n\t"
         "1:\n\t"
         "ldr r12, [sp]\n\t"
-        "ldr r12, [r12]\n\t"
         MCU_KR_TAP0
         MCU_KR_TAP("1", "4") MCU_KR_TAP("2", "8") MCU_KR_TAP("3", "12") MCU_KR_TAP("4", "16")
         MCU_KR_ROW("1", "5", "6", "7", "8", "9")
@@ -207,8 +209,7 @@ static __attribute__((noinline)) void mcu_k3c3_rows_run(mcu_k3c3_rows_state *st)
         MCU_KR_RQ("r0") MCU_KR_RQ("r2") MCU_KR_RQ("r4") MCU_KR_RQ("r6")
         "ldmia r7!, {r9, r10, r11, r12}\n\t"
         MCU_KR_RQ("r1") MCU_KR_RQ("r3") MCU_KR_RQ("r5") MCU_KR_RQ("r8")
-        "ldr r12, [sp]\n\t"
-        "ldrd r9, r10, [r12, #8]\n\t"
+        "ldrd r9, r10, [sp, #8]\n\t"
         "add r11, r9, r10\n\t"
         "strb r0, [r9]\n\t"
         "strb r1, [r9, #1]\n\t"
@@ -221,22 +222,23 @@ static __attribute__((noinline)) void mcu_k3c3_rows_run(mcu_k3c3_rows_state *st)
         "strb r6, [r11]\n\t"
         "strb r8, [r11, #1]\n\t"
         "add r9, r9, #2\n\t"
-        "ldr r11, [r12, #16]\n\t"
-        "str r9, [r12, #8]\n\t"
+        "ldr r11, [sp, #16]\n\t"
+        "str r9, [sp, #8]\n\t"
         "cmp r9, r11\n\t"
         "bne 1b\n\t"
         /* the four done: the next one's outputs from y_end + 3 cout, its windows 48 bytes on */
         "add r9, r9, r10, lsl #1\n\t"
         "add r9, r9, r10\n\t"
         "add r11, r9, r10\n\t"
-        "str r9, [r12, #8]\n\t"
-        "str r11, [r12, #16]\n\t"
-        "ldrd r0, r1, [r12]\n\t"
-        "ldr r7, [r12, #20]\n\t"
+        "str r9, [sp, #8]\n\t"
+        "str r11, [sp, #16]\n\t"
+        "ldrd r0, r1, [sp]\n\t"
+        "ldr r7, [sp, #20]\n\t"
         "add r0, r0, #48\n\t"
-        "str r0, [r12]\n\t"
+        "str r0, [sp]\n\t"
         "cmp r0, r1\n\t"
         "bne 1b\n\t"
+        "add sp, sp, #24\n\t"
         "pop {r7}\n\t"
         : "+r"(s)
         :
