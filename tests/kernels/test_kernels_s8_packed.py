@@ -673,10 +673,13 @@ def _first_layer_case(draw, batch: int = 1, rows: bool = False) -> dict:
     return dict(x=x, wt=wt, b=b, m=m, sh=sh, w=stream, params=params, expected=expected)
 
 
+@pytest.mark.parametrize("rows", [False, True], ids=["by_threes", "rows"])
 @settings(max_examples=60, deadline=None)
-@given(case=_first_layer_case(batch=2))
-def test_first_layer_by_threes_matches_reference(lib, case) -> None:
-    """The by-threes pass of the narrow path (its C twin on the emulated build), batches of two images."""
+@given(data=st.data())
+def test_first_layer_matches_reference(lib, rows: bool, data) -> None:
+    """The narrow path's first layers (their C twins on the emulated build), batches of two images: by threes
+    (mcu_narrow_x3), or from widened rows at stride 2 across (conv_k3c3_rows_s8_dsp.h)."""
+    case = data.draw(_first_layer_case(batch=2, rows=rows))
     cout = case["wt"].shape[0]
     status, out = cb.conv2d_packed(case["x"], case["wt"], case["b"], cb.Quant(case["m"], case["sh"], cout),
                                    case["params"])
@@ -687,46 +690,18 @@ def test_first_layer_by_threes_matches_reference(lib, case) -> None:
 @requires_qemu
 @pytest.mark.qemu
 @pytest.mark.parametrize("board_name", ["mps2-an505", "mps2-an386"])
-@settings(max_examples=2, deadline=None, derandomize=True)
-@given(cases=st.lists(_first_layer_case(), min_size=24, max_size=24))
-def test_first_layer_by_threes_on_core(tmp_path_factory, board_name: str, cases: list[dict]) -> None:
-    """mcu_narrow_x3's assembly bit-exact with the reference on the core, batches of 24 layers."""
-    from mcu.device.sim.qemu import run_qemu
-    from mcu.device.toolchain import build_firmware
-
-    tmp = tmp_path_factory.mktemp("packed_x3")
-    main = tmp / "main.c"
-    main.write_text(packed_firmware_source([{k: c[k] for k in ("x", "w", "params", "expected")} for c in cases]))
-    board = load_board(board_name)
-    rt = runtime_dir()
-    fw = build_firmware(board, [main, kernel_source(tuned.SOURCE)], [rt / "include"], tmp / "out")
-    result = run_qemu(board, fw.elf, timeout_s=120)
-    assert result.exit_code == 0 and "packed cases failed: 0" in result.console, result.console
-
-
-@settings(max_examples=60, deadline=None)
-@given(case=_first_layer_case(batch=2, rows=True))
-def test_first_layer_rows_match_reference(lib, case) -> None:
-    """The widened rows of stride-2 first layers (their C twin on the emulated build), batches of two images."""
-    cout = case["wt"].shape[0]
-    status, out = cb.conv2d_packed(case["x"], case["wt"], case["b"], cb.Quant(case["m"], case["sh"], cout),
-                                   case["params"])
-    assert status == MCU_OK
-    base.assert_equal(out, case["expected"])
-
-
-@requires_qemu
-@pytest.mark.qemu
-@pytest.mark.slow
-@pytest.mark.parametrize("board_name", ["mps2-an505", "mps2-an386"])
+@pytest.mark.parametrize("rows", [False, pytest.param(True, marks=pytest.mark.slow)], ids=["by_threes", "rows"])
 @settings(max_examples=2, deadline=None, derandomize=True)  # the simplest batch, then a random one
-@given(cases=st.lists(_first_layer_case(rows=True), min_size=16, max_size=16))
-def test_first_layer_rows_on_core(tmp_path_factory, board_name: str, cases: list[dict]) -> None:
-    """mcu_k3c3_rows_run's assembly bit-exact with the reference on the core, a batch of 16 layers."""
+@given(data=st.data())
+def test_first_layer_on_core(tmp_path_factory, board_name: str, rows: bool, data) -> None:
+    """The assembly of mcu_narrow_x3 (batches of 24 layers) or mcu_k3c3_rows_run (16, wider) bit-exact with the
+    reference on the core."""
     from mcu.device.sim.qemu import run_qemu
     from mcu.device.toolchain import build_firmware
 
-    tmp = tmp_path_factory.mktemp("packed_rows")
+    n = 16 if rows else 24
+    cases = data.draw(st.lists(_first_layer_case(rows=rows), min_size=n, max_size=n))
+    tmp = tmp_path_factory.mktemp("packed_rows" if rows else "packed_x3")
     main = tmp / "main.c"
     main.write_text(packed_firmware_source([{k: c[k] for k in ("x", "w", "params", "expected")} for c in cases]))
     board = load_board(board_name)
