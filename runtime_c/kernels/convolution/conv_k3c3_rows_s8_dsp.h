@@ -28,15 +28,19 @@
 #include "../common/dot_s16.h"
 #include "../common/simd_s8.h"
 
-#if MCU_S8_DSP && MCU_PACKED_NARROW && MCU_PACKED_NARROW_K3C3
+#ifndef MCU_PACKED_NARROW_ROWS
+#define MCU_PACKED_NARROW_ROWS 1 /* 0: a model's build without such layers (mcu/backends/optimized/specialise.py) */
+#endif
+
+#if MCU_S8_DSP && MCU_PACKED_NARROW && MCU_PACKED_NARROW_K3C3 && MCU_PACKED_NARROW_ROWS
 
 #define MCU_K3C3_ROW_TAPS 320 /* int16 of a row slot: rows of up to 104 pixels of 3 channels */
 #define MCU_K3C3_ROW_BYTES_S "640"
 #define MCU_K3C3_COUT_MAX 16   /* the repacked weights on the stack: 160 bytes a channel pair */
 #define MCU_K3C3_PAIR_WORDS 40 /* 2 biases, 15 tap words of 2 channels, 2 x 4 constants */
 #define MCU_K3C3_WORDS 15      /* tap words a window: 3 rows of 5 */
-/* The buffer of mcu_k3c3_rows_layer: three row slots, then the repacked weights. */
-#define MCU_K3C3_BUF_TAPS (3 * MCU_K3C3_ROW_TAPS + MCU_K3C3_COUT_MAX * MCU_K3C3_PAIR_WORDS)
+/* The buffer of mcu_k3c3_rows_layer: three row slots, the repacked weights, a spare four pixels' outputs. */
+#define MCU_K3C3_BUF_TAPS (3 * MCU_K3C3_ROW_TAPS + MCU_K3C3_COUT_MAX * MCU_K3C3_PAIR_WORDS + 2 * MCU_K3C3_COUT_MAX)
 _Static_assert(MCU_K3C3_ROW_TAPS * 2 == 640, "MCU_K3C3_ROW_BYTES_S");
 
 /* The slots' int16 a layer needs: its left padding and input row, or its windows by whole fours (the last
@@ -273,15 +277,15 @@ static void mcu_k3c3_rows_run(mcu_k3c3_rows_state *st)
 #endif
 
 /* The layer (mcu_k3c3_rows_applies, pixels forward), `blocks` after the stream's header: each row of outputs
- * from its three row slots, by fours, a last partial four into a spare and copied. The slots and the repacked
- * weights take buf (MCU_K3C3_BUF_TAPS int16, 8-byte aligned: the kernel's column buffer, whose frame is
+ * from its three row slots, by fours, a last partial four into a spare and copied. The slots, the repacked
+ * weights and the spare take buf (MCU_K3C3_BUF_TAPS int16, 8-byte aligned: the kernel's column buffer, whose frame is
  * there anyway). */
 static __attribute__((noinline)) void mcu_k3c3_rows_layer(const mcu_conv2d_s8_params *p, const int8_t *input,
                                                           const int32_t *blocks, int8_t *output, int16_t *buf)
 {
     int16_t *slots = buf;
     int32_t *pairs = (int32_t *)(void *)(buf + 3 * MCU_K3C3_ROW_TAPS);
-    _Alignas(4) int8_t spare[4 * MCU_K3C3_COUT_MAX];
+    int8_t *spare = (int8_t *)(void *)(pairs + MCU_K3C3_COUT_MAX / 2 * MCU_K3C3_PAIR_WORDS);
     const mcu_shape4 in = p->input, out = p->output;
     const uint32_t off2 = mcu_offset_pair(p->input_offset);
     const int32_t lead = 3 * p->pad_left, n = 3 * in.w, row = 3 * in.w;
@@ -328,6 +332,6 @@ static __attribute__((noinline)) void mcu_k3c3_rows_layer(const mcu_conv2d_s8_pa
     }
 }
 
-#endif /* MCU_S8_DSP && MCU_PACKED_NARROW && MCU_PACKED_NARROW_K3C3 */
+#endif /* MCU_S8_DSP && MCU_PACKED_NARROW && MCU_PACKED_NARROW_K3C3 && MCU_PACKED_NARROW_ROWS */
 
 #endif /* MCU_KERNELS_INTERNAL_CONV_K3C3_ROWS_S8_DSP_H */
