@@ -31,7 +31,7 @@ from repo import requires_qemu
 NONE = {"MCU_PIXEL_WIDE_TAPS": 8, "MCU_PACKED_LOOP": 0, "MCU_PACKED_WINDOWS": 0, "MCU_PACKED_NARROW": 0,
         "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_NARROW_CLAMP": 0, "MCU_PACKED_NARROW_FULL": 0,
         "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 0, "MCU_PIXEL4_GROUP": 1, "MCU_PACKED_PW8": 0,
-        "MCU_PACKED_PW_PAIRS": 0, "MCU_PACKED_QUADS": 0, "MCU_PACKED_SCALED": 0}
+        "MCU_PACKED_PW_PAIRS": 0, "MCU_PACKED_QUADS": 0, "MCU_PACKED_SCALED": 0, "MCU_PACKED_NARROW_ROWS": 0}
 
 
 def _defines(**paths: int) -> dict[str, int]:
@@ -47,8 +47,8 @@ EXPECTED = {
     "small_cnn": _defines(PIXEL_WIDE_TAPS=144, PACKED_WINDOWS=1, PACKED_QUADS=1, **NARROW),
     # its ReLU pointwise layers' streams scaled (tuned.takes_scaled)
     "ds_cnn": _defines(PIXEL_WIDE_TAPS=64, PACKED_PW_PAIRS=1, PACKED_SCALED=1, **NARROW),
-    # 3x3 RGB first layer; the 8->16 pointwise layer
-    "mobilenet_v1": _defines(PIXEL_WIDE_TAPS=256, PACKED_NARROW_K3C3=1, PACKED_PW8=1, PACKED_PW_PAIRS=1,
+    # 3x3 RGB first layer at stride 2 (its widened rows); the 8->16 pointwise layer
+    "mobilenet_v1": _defines(PIXEL_WIDE_TAPS=256, PACKED_NARROW_K3C3=1, PACKED_NARROW_ROWS=1, PACKED_PW8=1, PACKED_PW_PAIRS=1,
                              PACKED_SCALED=1, **NARROW),
     # windows over 256 taps: the loop; no flat pointwise layer (its shortcuts are strided)
     "resnet8": _defines(PIXEL_WIDE_TAPS=256, PACKED_LOOP=1, PACKED_WINDOWS=1, PACKED_NARROW_K3C3=1, PACKED_QUADS=1,
@@ -68,10 +68,11 @@ EXPECTED_WAIT = {
 
 def _layer(kp: int, cout: int = 8, right: bool = True, act_min: int = -128, k3c3: bool = False,
            output_offset: int = -128, pointwise: bool = False, flat: bool = False, pixels: int = 1,
-           group: bool = False, bytes: bool = False, act_max: int = 127, cin4: bool = True) -> PackedLayer:
+           group: bool = False, bytes: bool = False, act_max: int = 127, cin4: bool = True,
+           rows: bool = False) -> PackedLayer:
     return PackedLayer(kp=kp, cout=cout, act_min=act_min, output_offset=output_offset, right=right, k3c3=k3c3,
                        pointwise=pointwise, flat=flat, pixels=pixels, group=group, bytes=bytes, act_max=act_max,
-                       cin4=cin4)
+                       cin4=cin4, rows=rows)
 
 
 def test_defines_from_layers() -> None:
@@ -91,6 +92,9 @@ def test_defines_from_layers() -> None:
     assert packed_defines([_layer(28, cout=6)])["MCU_PACKED_NARROW"] == 0
     assert packed_defines([_layer(28, act_min=-5, output_offset=0)])["MCU_PACKED_NARROW"] == 0  # floor < offset
     assert packed_defines([_layer(28, k3c3=True)])["MCU_PACKED_NARROW_K3C3"] == 1
+    # the widened rows of such windows at stride 2 across (their call's frame): only where a layer takes them
+    assert packed_defines([_layer(28, k3c3=True)])["MCU_PACKED_NARROW_ROWS"] == 0
+    assert packed_defines([_layer(28, k3c3=True, rows=True)])["MCU_PACKED_NARROW_ROWS"] == 1
     # pointwise layers of 16 taps or more take the two-pixel loops (MCU_NARROW_PW_MIN), fewer stay narrow
     assert packed_defines([_layer(16, pointwise=True), _layer(48, pointwise=True)])["MCU_PACKED_NARROW"] == 0
     assert packed_defines([_layer(12, pointwise=True)])["MCU_PACKED_NARROW"] == 1

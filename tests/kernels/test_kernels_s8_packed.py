@@ -638,20 +638,22 @@ def test_pw8_pairs_on_core(tmp_path_factory, board_name: str, cases: list[dict])
 
 
 @st.composite
-def _first_layer_case(draw, batch: int = 1) -> dict:
+def _first_layer_case(draw, batch: int = 1, rows: bool = False) -> dict:
     """A 3x3 layer over 3 input channels whose range is all of int8 from the output offset -128 (an RGB
     first layer with a ReLU): the narrow path runs its pixels by threes (mcu_narrow_x3), interior and
     border windows alike, and the row's last one or two alone. Rows of 1 to 10 outputs, strides 1 and 2,
     padding 0 and 1, a right overhang, row dilation 1 and 2, extremes of inputs, weights, biases and
-    multipliers."""
-    stride, pad, dh = draw(st.integers(1, 2)), draw(st.integers(0, 1)), draw(st.integers(1, 2))
+    multipliers. `rows`: stride 2 across (the widened rows of conv_k3c3_rows_s8_dsp.h), rows of 1 to 40
+    outputs (fours and a partial one), stride 1 or 2 down, padding up to 2, 4 to 16 output channels."""
+    stride, pad, dh = draw(st.integers(1, 2)), draw(st.integers(0, 2 if rows else 1)), draw(st.integers(1, 2))
+    stride_w = 2 if rows else stride
     span = 2 * dh + 1
     h = draw(st.integers(max(1, span - 2 * pad), span + 3))
-    w = draw(st.integers(max(1, 3 - 2 * pad), 3 + 2 * 9 // stride))
+    w = draw(st.integers(max(1, 3 - 2 * pad), 3 + 2 * (39 if rows else 9 // stride)))
     extra_r = draw(st.integers(0, 1))
     oh = (h + 2 * pad - span) // stride + 1
-    ow = (w + 2 * pad + extra_r - 3) // stride + 1
-    cout = draw(st.sampled_from([4, 8, 12]))
+    ow = (w + 2 * pad + extra_r - 3) // stride_w + 1
+    cout = draw(st.sampled_from([4, 8, 12, 16] if rows else [4, 8, 12]))
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     x_kind, w_kind = draw(st.sampled_from(["random", "min", "max"])), draw(st.sampled_from(["random", "min", "max"]))
     x = (rng.integers(-128, 128, (batch, h, w, 3)) if x_kind == "random"
@@ -663,7 +665,7 @@ def _first_layer_case(draw, batch: int = 1) -> dict:
     m = np.array(draw(st.lists(st.sampled_from([0, 1, 2**30, 2**31 - 1]) | st.integers(0, 2**31 - 1),
                                min_size=cout, max_size=cout)), dtype=np.int64)
     sh = np.array(draw(st.lists(st.integers(-23, -1), min_size=cout, max_size=cout)), dtype=np.int64)
-    params = packed_params(x.shape, (batch, oh, ow, cout), 3, 3, sh=stride, sw=stride, pt=pad, pl=pad, dh=dh,
+    params = packed_params(x.shape, (batch, oh, ow, cout), 3, 3, sh=stride, sw=stride_w, pt=pad, pl=pad, dh=dh,
                            in_zp=draw(st.integers(-128, 127)), out_zp=-128, act=(-128, 127))
     expected = conv2d_s8(x, wt, b, m, sh, **params)
     stream = tuned.pack_layer(wt.reshape(cout, -1), b, m, sh, -128)
@@ -671,10 +673,13 @@ def _first_layer_case(draw, batch: int = 1) -> dict:
     return dict(x=x, wt=wt, b=b, m=m, sh=sh, w=stream, params=params, expected=expected)
 
 
+@pytest.mark.parametrize("rows", [False, True], ids=["by_threes", "rows"])
 @settings(max_examples=60, deadline=None)
-@given(case=_first_layer_case(batch=2))
-def test_first_layer_by_threes_matches_reference(lib, case) -> None:
-    """The by-threes pass of the narrow path (its C twin on the emulated build), batches of two images."""
+@given(data=st.data())
+def test_first_layer_matches_reference(lib, rows: bool, data) -> None:
+    """The narrow path's first layers (their C twins on the emulated build), batches of two images: by threes
+    (mcu_narrow_x3), or from widened rows at stride 2 across (conv_k3c3_rows_s8_dsp.h)."""
+    case = data.draw(_first_layer_case(batch=2, rows=rows))
     cout = case["wt"].shape[0]
     status, out = cb.conv2d_packed(case["x"], case["wt"], case["b"], cb.Quant(case["m"], case["sh"], cout),
                                    case["params"])
@@ -685,19 +690,22 @@ def test_first_layer_by_threes_matches_reference(lib, case) -> None:
 @requires_qemu
 @pytest.mark.qemu
 @pytest.mark.parametrize("board_name", ["mps2-an505", "mps2-an386"])
-@settings(max_examples=2, deadline=None, derandomize=True)
-@given(cases=st.lists(_first_layer_case(), min_size=24, max_size=24))
-def test_first_layer_by_threes_on_core(tmp_path_factory, board_name: str, cases: list[dict]) -> None:
-    """mcu_narrow_x3's assembly bit-exact with the reference on the core, batches of 24 layers."""
+@pytest.mark.parametrize("rows", [False, pytest.param(True, marks=pytest.mark.slow)], ids=["by_threes", "rows"])
+@settings(max_examples=2, deadline=None, derandomize=True)  # the simplest batch, then a random one
+@given(data=st.data())
+def test_first_layer_on_core(tmp_path_factory, board_name: str, rows: bool, data) -> None:
+    """The assembly of mcu_narrow_x3 (batches of 24 layers) or mcu_k3c3_rows_run (16, wider) bit-exact with the
+    reference on the core."""
     from mcu.device.sim.qemu import run_qemu
     from mcu.device.toolchain import build_firmware
 
-    tmp = tmp_path_factory.mktemp("packed_x3")
+    n = 16 if rows else 24
+    cases = data.draw(st.lists(_first_layer_case(rows=rows), min_size=n, max_size=n))
+    tmp = tmp_path_factory.mktemp("packed_rows" if rows else "packed_x3")
     main = tmp / "main.c"
     main.write_text(packed_firmware_source([{k: c[k] for k in ("x", "w", "params", "expected")} for c in cases]))
     board = load_board(board_name)
-    rt = runtime_dir()
-    fw = build_firmware(board, [main, kernel_source(tuned.SOURCE)], [rt / "include"], tmp / "out")
+    fw = build_firmware(board, [main, kernel_source(tuned.SOURCE)], [runtime_dir() / "include"], tmp / "out")
     result = run_qemu(board, fw.elf, timeout_s=120)
     assert result.exit_code == 0 and "packed cases failed: 0" in result.console, result.console
 

@@ -12,7 +12,9 @@ every build of the model (firmware, host, the exported library's CMake and Makef
 * ``MCU_PACKED_NARROW``: 0 leaves out the narrow-layer path (convolution/conv_narrow_s8_dsp.h) when no
   layer takes it; ``MCU_PACKED_NARROW_K3C3`` 0 its runs of 3x3 windows of 3 channels (first layers of
   RGB images) when no narrow layer has such windows (without them such a layer would still be exact,
-  one pixel at a time, only slower).
+  one pixel at a time, only slower); ``MCU_PACKED_NARROW_ROWS`` 0 the widened rows of such windows at stride 2
+  across (convolution/conv_k3c3_rows_s8_dsp.h, mobilenet_v1's first layer) when no narrow layer has them (they
+  would run by threes, exact): their call adds its frame to the kernel's stack.
 * ``MCU_PIXEL4_GROUP``: ``PIXEL4_GROUP`` (4) when the build has the loop (``MCU_PACKED_LOOP``) and some
   windowed layer's stream outgrows a flash cache of ``PIXEL4_STREAM_MIN`` bytes with eight pixels or more
   to share it and its weights wait (FLAG_GROUP): its four-pixel units then run in groups (across rows) over parts of the stream, and the
@@ -75,6 +77,7 @@ class PackedLayer:
     output_offset: int
     right: bool  # FLAG_RIGHT of the packed stream (mcu/backends/optimized/tuned.py)
     k3c3: bool = False  # dilation_w 1, kernel_h 3, kernel_w * input channels 9 (mcu_conv_narrow_s8's k3c3)
+    rows: bool = False  # 3x3 of 3 channels at stride 2 across, the range all of int8 (mcu_k3c3_rows_applies)
     pointwise: bool = False  # kernel_h and kernel_w 1
     flat: bool = False  # pointwise, stride 1, unpadded, output h and w the input's: the flat pointwise loop
     pixels: int = 1  # output pixels (n * h * w)
@@ -90,13 +93,15 @@ class PackedLayer:
         k = int(params["kernel_h"]) * int(params["kernel_w"]) * int(params["input"]["c"])
         k3c3 = (int(params["dilation_w"]) == 1 and int(params["kernel_h"]) == 3
                 and int(params["kernel_w"]) * int(params["input"]["c"]) == 9)
+        rows = (k3c3 and int(params["kernel_w"]) == 3 and int(params["stride_w"]) == 2
+                and int(params["act_min"]) == -128 and int(params["act_max"]) == 127)
         pointwise = int(params["kernel_h"]) == 1 and int(params["kernel_w"]) == 1
         flat = (pointwise and int(params["stride_h"]) == 1 and int(params["stride_w"]) == 1
                 and int(params["pad_top"]) == 0 and int(params["pad_left"]) == 0
                 and int(params["output"]["h"]) == int(params["input"]["h"])
                 and int(params["output"]["w"]) == int(params["input"]["w"]))
         return PackedLayer(kp=(k + 3) // 4 * 4, cout=int(params["output"]["c"]), act_min=int(params["act_min"]),
-                           output_offset=int(params["output_offset"]), right=bool(right), k3c3=k3c3,
+                           output_offset=int(params["output_offset"]), right=bool(right), k3c3=k3c3, rows=rows,
                            pointwise=pointwise, flat=flat,
                            pixels=int(params["output"]["n"]) * int(params["output"]["h"]) * int(params["output"]["w"]),
                            group=bool(group), bytes=bool(bytes), scaled=bool(scaled), act_max=int(params["act_max"]),
@@ -164,7 +169,7 @@ class PackedLayer:
 # any of them needs
 PATHS = ("MCU_PACKED_LOOP", "MCU_PACKED_WINDOWS", "MCU_PACKED_NARROW", "MCU_PACKED_NARROW_K3C3", "MCU_PACKED_BYTES",
          "MCU_PACKED_PW8", "MCU_PACKED_PW_PAIRS", "MCU_PACKED_QUADS", "MCU_PACKED_NARROW_CLAMP",
-         "MCU_PACKED_NARROW_FULL", "MCU_PACKED_SCALED")
+         "MCU_PACKED_NARROW_FULL", "MCU_PACKED_SCALED", "MCU_PACKED_NARROW_ROWS")
 
 
 def packed_defines(layers: Iterable[PackedLayer]) -> dict[str, int]:
@@ -182,6 +187,7 @@ def packed_defines(layers: Iterable[PackedLayer]) -> dict[str, int]:
             "MCU_PACKED_WINDOWS": int(any(layer.takes_windows() for layer in layers)),
             "MCU_PACKED_NARROW": int(bool(narrow)),
             "MCU_PACKED_NARROW_K3C3": int(any(layer.k3c3 for layer in narrow)),
+            "MCU_PACKED_NARROW_ROWS": int(any(layer.rows for layer in narrow)),
             "MCU_PACKED_NARROW_CLAMP": int(any(layer.clamps() for layer in narrow)),
             "MCU_PACKED_NARROW_FULL": int(any(not layer.clamps() for layer in narrow)),
             "MCU_PACKED_PW_GROUP_TAPS": min(PW_GROUP_TAPS_MAX, max(PW_GROUP_TAPS, *groups)) if groups else 0,

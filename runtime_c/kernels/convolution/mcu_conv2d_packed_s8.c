@@ -9,6 +9,7 @@
 
 #include "../common/check.h"
 #include "conv_column_s8.h"
+#include "conv_k3c3_rows_s8_dsp.h"
 #include "conv_narrow_s8_dsp.h"
 #include "gemm_s8_dsp.h"
 #include "pair_bytes_s8_dsp.h"
@@ -496,6 +497,8 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
 #if MCU_S8_DSP_NATIVE
     _Alignas(8) int16_t col[MCU_PACKED_BUF_TAPS]; /* + mcu_pixel_packed's state, or two pixels' columns */
     mcu_pixel_packed_start(col, kp);
+#elif MCU_S8_DSP && MCU_PACKED_NARROW && MCU_PACKED_NARROW_K3C3 && MCU_PACKED_NARROW_ROWS
+    _Alignas(8) int16_t col[MCU_CONV_PACKED_TAPS_MAX > MCU_K3C3_BUF_TAPS ? MCU_CONV_PACKED_TAPS_MAX : MCU_K3C3_BUF_TAPS];
 #else
     _Alignas(8) int16_t col[MCU_CONV_PACKED_TAPS_MAX];
 #endif
@@ -529,6 +532,12 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
     /* few taps per pixel (first layers, narrow pointwise): convolution/conv_narrow_s8_dsp.h */
     if (mcu_narrow_applies(p, kp, right && !scaled, direction)) {
 #if MCU_PACKED_NARROW
+#if MCU_PACKED_NARROW_K3C3 && MCU_PACKED_NARROW_ROWS
+        if (mcu_k3c3_rows_applies(p, (int32_t)(sizeof col / sizeof col[0]))) { /* RGB at stride 2: widened rows */
+            mcu_k3c3_rows_layer(p, input, packed, output, col);
+            return MCU_OK;
+        }
+#endif
 #if MCU_S8_DSP_NATIVE && !(MCU_PACKED_NARROW_CLAMP && MCU_PACKED_NARROW_FULL)
         /* this build left out the engine of some narrow layers' stores */
         MCU_REQUIRE(clamp ? MCU_PACKED_NARROW_CLAMP : MCU_PACKED_NARROW_FULL, MCU_ERR_UNSUPPORTED);

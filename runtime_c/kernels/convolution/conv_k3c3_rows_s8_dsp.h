@@ -1,0 +1,337 @@
+/* The narrow path's 3x3 windows of 3 channels at stride 2 across (first layers on RGB images, mobilenet_v1's
+ * 96 x 96 one), whose activation range is all of int8: from widened input rows, two output channels of four
+ * pixels a pass. Internal: static inline only; the layer's stream is convolution/gemm_s8_dsp.h's.
+ *
+ * Why: by threes (mcu_narrow_x3) each pixel's column of 28 int16 was built from its window, about 77
+ * cycles of the pixel's 413 on mps2-an505-u575. Here each input row becomes (x + input_offset) as int16 in
+ * natural order once, in a row slot, and the three slots of a row of outputs are their windows: window ow of
+ * row slot r is 9 int16 at 6 ow, pixel p + 1's 12 bytes after pixel p's, so every tap of four pixels is at a
+ * fixed offset from the first one's. With stride 2 down, an output row's first input row is the previous
+ * one's last: copied, not widened again. A window row's 9 taps are 5 words, the fifth paired with the next
+ * pixel's first (its weight 0): 15 words a window rather than 14, paid back by no column at all. The stream's
+ * weights are repacked in that order once per call, a channel pair's together.
+ *
+ * The pass: per tap word two weight words and two pixels' column words, four SMLAD, then the other two
+ * pixels' column words and four SMLAD (16 cycles for 8; the eight accumulators, four operands and two
+ * pointers take every register but sp and pc), the biases entering with the first tap; the constants
+ * (K, m, R - 1) of a channel serve its four pixels (mcu_narrow_rq_s8's arithmetic, K added after SMULL). */
+#ifndef MCU_KERNELS_INTERNAL_CONV_K3C3_ROWS_S8_DSP_H
+#define MCU_KERNELS_INTERNAL_CONV_K3C3_ROWS_S8_DSP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "mcu/kernels_s8.h"
+#include "conv_narrow_s8_dsp.h"
+#include "gemm_s8_dsp.h"
+#include "../common/dot_s16.h"
+#include "../common/simd_s8.h"
+
+#ifndef MCU_PACKED_NARROW_ROWS
+#define MCU_PACKED_NARROW_ROWS 1 /* 0: a model's build without such layers (mcu/backends/optimized/specialise.py) */
+#endif
+
+#if MCU_S8_DSP && MCU_PACKED_NARROW && MCU_PACKED_NARROW_K3C3 && MCU_PACKED_NARROW_ROWS
+
+#define MCU_K3C3_ROW_TAPS 320 /* int16 of a row slot: rows of up to 104 pixels of 3 channels */
+#define MCU_K3C3_ROW_BYTES_S "640"
+#define MCU_K3C3_COUT_MAX 16   /* the repacked weights on the stack: 160 bytes a channel pair */
+#define MCU_K3C3_PAIR_WORDS 40 /* 2 biases, 15 tap words of 2 channels, 2 x 4 constants */
+#define MCU_K3C3_WORDS 15      /* tap words a window: 3 rows of 5 */
+/* The buffer of mcu_k3c3_rows_layer: three row slots, the repacked weights, a spare four pixels' outputs. */
+#define MCU_K3C3_BUF_TAPS (3 * MCU_K3C3_ROW_TAPS + MCU_K3C3_COUT_MAX * MCU_K3C3_PAIR_WORDS + 2 * MCU_K3C3_COUT_MAX)
+_Static_assert(MCU_K3C3_ROW_TAPS * 2 == 640, "MCU_K3C3_ROW_BYTES_S");
+
+/* The slots' int16 a layer needs: its left padding and input row, or its windows by whole fours (the last
+ * four's pixels past the row read zeros, and each window row's fifth word one int16 more). */
+static inline int32_t mcu_k3c3_rows_taps(const mcu_conv2d_s8_params *p)
+{
+    const int32_t row = 3 * (p->pad_left + p->input.w);
+    const int32_t windows = 24 * ((p->output.w + 3) / 4) + 4;
+    return row > windows ? row : windows;
+}
+
+/* 1 when a layer the narrow path takes (mcu_narrow_applies) would run by threes (mcu_narrow_x3: 3x3 windows of
+ * 3 channels, dilation_w 1, the range all of int8) and takes the rows instead: stride 2 across, few enough
+ * channels for the repacked weights, rows that fit a slot. */
+static inline int mcu_k3c3_rows_applies(const mcu_conv2d_s8_params *p, int32_t buf_taps)
+{
+    if (buf_taps < MCU_K3C3_BUF_TAPS) {
+        return 0;
+    }
+    return p->kernel_h == 3 && p->kernel_w == 3 && p->input.c == 3 && p->dilation_w == 1 && p->stride_w == 2 &&
+           p->act_min == -128 && p->act_max == 127 && p->output.c <= MCU_K3C3_COUT_MAX && p->pad_left >= 0 &&
+           mcu_k3c3_rows_taps(p) <= MCU_K3C3_ROW_TAPS;
+}
+
+/* The pass's state, read by the assembly at fixed offsets. */
+typedef struct {
+    const int16_t *col;      /* the four's first window in slot 0 */
+    const int16_t *col_stop; /* the first window after the run's last four */
+    int8_t *y;               /* the pass's first output (the four's first pixel, the pair's first channel) */
+    int32_t cout;            /* between the pixels' outputs */
+    int8_t *y_end;           /* the four's first pixel's output end */
+    const int32_t *pairs;    /* the repacked weights */
+} mcu_k3c3_rows_state;
+
+#if MCU_S8_DSP_NATIVE
+_Static_assert(offsetof(mcu_k3c3_rows_state, col) == 0 && offsetof(mcu_k3c3_rows_state, col_stop) == 4 &&
+                   offsetof(mcu_k3c3_rows_state, y) == 8 && offsetof(mcu_k3c3_rows_state, cout) == 12 &&
+                   offsetof(mcu_k3c3_rows_state, y_end) == 16 && offsetof(mcu_k3c3_rows_state, pairs) == 20,
+               "mcu_k3c3_rows_state layout");
+#endif
+
+/* Tap word u of the window rows' layout (row u / 5, int16 2 (u % 5) and the next), its weight word of channel
+ * ch from a block of the stream, whose words pair the taps of each group of 4 as 0, 2 and 1, 3. */
+static inline uint32_t mcu_k3c3_weight_word(const int32_t *blob, int32_t ch, int32_t u)
+{
+    const int32_t k = 9 * (u / 5) + 2 * (u % 5);
+    uint32_t w = 0;
+    for (int32_t i = 0; i < 2 && (u % 5) * 2 + i < 9; ++i) {
+        const int32_t tap = k + i, t = 2 * (tap / 4) + (tap & 1), lane = (tap & 3) >> 1;
+        const uint32_t half = ((uint32_t)blob[4 + 4 * t + ch] >> (16 * lane)) & 0xFFFFu;
+        w |= half << (16 * i);
+    }
+    return w;
+}
+
+/* The stream's blocks (28 taps) as channel pairs: 2 biases, 15 tap words of the two channels, their constants. */
+static inline void mcu_k3c3_repack(const int32_t *blocks, int32_t cout, int32_t *pairs)
+{
+    const int32_t words = mcu_packed_block_words(28);
+    for (int32_t a = 0; a < cout; a += 2, pairs += MCU_K3C3_PAIR_WORDS) {
+        const int32_t *blob = blocks + (a / 4) * words;
+        const int32_t ch = a % 4;
+        pairs[0] = blob[ch];
+        pairs[1] = blob[ch + 1];
+        for (int32_t u = 0; u < MCU_K3C3_WORDS; ++u) {
+            pairs[2 + 2 * u] = (int32_t)mcu_k3c3_weight_word(blob, ch, u);
+            pairs[3 + 2 * u] = (int32_t)mcu_k3c3_weight_word(blob, ch + 1, u);
+        }
+        memcpy(pairs + 32, blob + 4 + 2 * 28 + 4 * ch, 8 * sizeof(int32_t));
+    }
+}
+
+/* Four bytes at src as (x + off) int16 in natural order at dst (off2: the offset in both halves). */
+static inline void mcu_k3c3_widen4(const int8_t *src, uint32_t off2, int16_t *dst)
+{
+    const uint32_t v = mcu_load_u32(src);
+    const uint32_t lo = mcu_sxtab16(off2, v), hi = mcu_sxtab16_ror8(off2, v);
+    mcu_store_u32(dst, mcu_s16_pair_low(lo, hi));
+    mcu_store_u32(dst + 2, mcu_s16_pair_high(lo, hi));
+}
+
+/* n bytes of an input row as (x + off) int16 in natural order at dst (4-byte aligned), off2 the offset in
+ * both halves. */
+static inline void mcu_k3c3_widen(const int8_t *src, int32_t n, int32_t off, uint32_t off2, int16_t *dst)
+{
+    int32_t i = 0;
+    for (; i + 16 <= n; i += 16) { /* four words a pass: the loop's compare and branch amortised */
+        mcu_k3c3_widen4(src + i, off2, dst + i);
+        mcu_k3c3_widen4(src + i + 4, off2, dst + i + 4);
+        mcu_k3c3_widen4(src + i + 8, off2, dst + i + 8);
+        mcu_k3c3_widen4(src + i + 12, off2, dst + i + 12);
+    }
+    for (; i + 4 <= n; i += 4) {
+        mcu_k3c3_widen4(src + i, off2, dst + i);
+    }
+    for (; i < n; ++i) {
+        dst[i] = (int16_t)(src[i] + off);
+    }
+}
+
+#if MCU_S8_DSP_NATIVE
+/* Tap word u (its column words at byte offset cb of the four's first window), the pair's weight words from
+ * r7. Accumulators: channel A of pixels 0-3 in r0, r2, r4, r6, channel B in r1, r3, r5, r8. */
+#define MCU_KR_TAP(u, cb)                                                                                 \
+    "ldr r9, [r7, #(8 + 8 * " u ")]\n\t"                                                                  \
+    "ldr r10, [r7, #(12 + 8 * " u ")]\n\t"                                                                \
+    "ldr r11, [r12, #(" cb ")]\n\t"                                                                       \
+    "ldr lr, [r12, #(" cb " + 12)]\n\t"                                                                   \
+    "smlad r0, r11, r9, r0\n\t"                                                                           \
+    "smlad r1, r11, r10, r1\n\t"                                                                          \
+    "smlad r2, lr, r9, r2\n\t"                                                                            \
+    "smlad r3, lr, r10, r3\n\t"                                                                           \
+    "ldr r11, [r12, #(" cb " + 24)]\n\t"                                                                  \
+    "ldr lr, [r12, #(" cb " + 36)]\n\t"                                                                   \
+    "smlad r4, r11, r9, r4\n\t"                                                                           \
+    "smlad r5, r11, r10, r5\n\t"                                                                          \
+    "smlad r6, lr, r9, r6\n\t"                                                                            \
+    "smlad r8, lr, r10, r8\n\t"
+
+/* The first tap word: the biases (r6 channel A, r8 channel B) enter every accumulator. */
+#define MCU_KR_TAP0                                                                                       \
+    "ldr r6, [r7]\n\t"                                                                                    \
+    "ldr r8, [r7, #4]\n\t"                                                                                \
+    "ldr r9, [r7, #8]\n\t"                                                                                \
+    "ldr r10, [r7, #12]\n\t"                                                                              \
+    "ldr r11, [r12]\n\t"                                                                                  \
+    "ldr lr, [r12, #12]\n\t"                                                                              \
+    "smlad r0, r11, r9, r6\n\t"                                                                           \
+    "smlad r1, r11, r10, r8\n\t"                                                                          \
+    "smlad r2, lr, r9, r6\n\t"                                                                            \
+    "smlad r3, lr, r10, r8\n\t"                                                                           \
+    "ldr r11, [r12, #24]\n\t"                                                                             \
+    "ldr lr, [r12, #36]\n\t"                                                                              \
+    "smlad r4, r11, r9, r6\n\t"                                                                           \
+    "smlad r5, r11, r10, r8\n\t"                                                                          \
+    "smlad r6, lr, r9, r6\n\t"                                                                            \
+    "smlad r8, lr, r10, r8\n\t"
+
+#define MCU_KR_ROW(r, u0, u1, u2, u3, u4)                                                                 \
+    MCU_KR_TAP(u0, r " * " MCU_K3C3_ROW_BYTES_S) MCU_KR_TAP(u1, r " * " MCU_K3C3_ROW_BYTES_S " + 4")     \
+    MCU_KR_TAP(u2, r " * " MCU_K3C3_ROW_BYTES_S " + 8") MCU_KR_TAP(u3, r " * " MCU_K3C3_ROW_BYTES_S " + 12") \
+    MCU_KR_TAP(u4, r " * " MCU_K3C3_ROW_BYTES_S " + 16")
+
+/* One output: K (r9 low, r10 high) + acc m (r11), the high word shifted by R - 1 (r12), saturated. */
+#define MCU_KR_RQ(acc)                                                                                    \
+    "smull lr, " acc ", " acc ", r11\n\t"                                                                 \
+    "adds lr, lr, r9\n\t"                                                                                 \
+    "adc " acc ", " acc ", r10\n\t"                                                                       \
+    "asr " acc ", " acc ", r12\n\t"                                                                       \
+    "ssat " acc ", #8, " acc "\n\t"
+
+/* Fours of pixels while col != col_stop: per four every channel pair (a pass), the outputs 4 cout on after
+ * each four. The state is copied to the stack (col, col_stop, y, cout, y_end, pairs from sp on, each one load
+ * away: r7 takes the weights) and the state pointer pushed below it. */
+static __attribute__((noinline)) void mcu_k3c3_rows_run(mcu_k3c3_rows_state *st)
+{
+    register mcu_k3c3_rows_state *s __asm__("r7") = st;
+    __asm__ volatile(
+        "ldmia r7, {r0, r1, r2, r3, r4, r5}\n\t"
+        "push {r0, r1, r2, r3, r4, r5, r7}\n\t"
+        "mov r7, r5\n\t"
+        "1:\n\t"
+        "ldr r12, [sp]\n\t"
+        MCU_KR_TAP0
+        MCU_KR_TAP("1", "4") MCU_KR_TAP("2", "8") MCU_KR_TAP("3", "12") MCU_KR_TAP("4", "16")
+        MCU_KR_ROW("1", "5", "6", "7", "8", "9")
+        MCU_KR_ROW("2", "10", "11", "12", "13", "14")
+        "add r7, r7, #128\n\t"
+        "ldmia r7!, {r9, r10, r11, r12}\n\t"
+        MCU_KR_RQ("r0") MCU_KR_RQ("r2") MCU_KR_RQ("r4") MCU_KR_RQ("r6")
+        "ldmia r7!, {r9, r10, r11, r12}\n\t"
+        MCU_KR_RQ("r1") MCU_KR_RQ("r3") MCU_KR_RQ("r5") MCU_KR_RQ("r8")
+        "ldrd r9, r10, [sp, #8]\n\t"
+        "add r11, r9, r10\n\t"
+        "strb r0, [r9]\n\t"
+        "strb r1, [r9, #1]\n\t"
+        "add lr, r11, r10\n\t"
+        "strb r2, [r11]\n\t"
+        "strb r3, [r11, #1]\n\t"
+        "add r11, lr, r10\n\t"
+        "strb r4, [lr]\n\t"
+        "strb r5, [lr, #1]\n\t"
+        "strb r6, [r11]\n\t"
+        "strb r8, [r11, #1]\n\t"
+        "add r9, r9, #2\n\t"
+        "ldr r11, [sp, #16]\n\t"
+        "str r9, [sp, #8]\n\t"
+        "cmp r9, r11\n\t"
+        "bne 1b\n\t"
+        /* the four done: the next one's outputs from y_end + 3 cout, its windows 48 bytes on */
+        "add r9, r9, r10, lsl #1\n\t"
+        "add r9, r9, r10\n\t"
+        "add r11, r9, r10\n\t"
+        "str r9, [sp, #8]\n\t"
+        "str r11, [sp, #16]\n\t"
+        "ldrd r0, r1, [sp]\n\t"
+        "ldr r7, [sp, #20]\n\t"
+        "add r0, r0, #48\n\t"
+        "str r0, [sp]\n\t"
+        "cmp r0, r1\n\t"
+        "bne 1b\n\t"
+        "add sp, sp, #24\n\t"
+        "pop {r7}\n\t"
+        : "+r"(s)
+        :
+        : "r0", "r1", "r2", "r3", "r4", "r5", "r6", "r8", "r9", "r10", "r11", "r12", "lr", "cc", "memory");
+}
+#undef MCU_KR_TAP
+#undef MCU_KR_TAP0
+#undef MCU_KR_ROW
+#undef MCU_KR_RQ
+#else
+/* The passes in C, with the same state and steps. */
+static void mcu_k3c3_rows_run(mcu_k3c3_rows_state *st)
+{
+    while (st->col != st->col_stop) {
+        for (const int32_t *pair = st->pairs; st->y != st->y_end; st->y += 2, pair += MCU_K3C3_PAIR_WORDS) {
+            for (int32_t px = 0; px < 4; ++px) {
+                for (int32_t ch = 0; ch < 2; ++ch) {
+                    uint32_t acc = (uint32_t)pair[ch];
+                    for (int32_t u = 0; u < MCU_K3C3_WORDS; ++u) {
+                        const int16_t *c = st->col + (u / 5) * MCU_K3C3_ROW_TAPS + 2 * (u % 5) + 6 * px;
+                        acc = mcu_smlad(mcu_load_u32(c), (uint32_t)pair[2 + 2 * u + ch], acc);
+                    }
+                    st->y[px * st->cout + ch] = (int8_t)mcu_narrow_rq_s8(mcu_u32_to_s32(acc), pair + 32 + 4 * ch);
+                }
+            }
+        }
+        st->y += 3 * st->cout;
+        st->y_end = st->y + st->cout;
+        st->col += 24;
+    }
+}
+#endif
+
+/* The layer (mcu_k3c3_rows_applies, pixels forward), `blocks` after the stream's header: each row of outputs
+ * from its three row slots, by fours, a last partial four into a spare and copied. The slots, the repacked
+ * weights and the spare take buf (MCU_K3C3_BUF_TAPS int16, 8-byte aligned: the kernel's column buffer, whose frame is
+ * there anyway). */
+static __attribute__((noinline)) void mcu_k3c3_rows_layer(const mcu_conv2d_s8_params *p, const int8_t *input,
+                                                          const int32_t *blocks, int8_t *output, int16_t *buf)
+{
+    int16_t *slots = buf;
+    int32_t *pairs = (int32_t *)(void *)(buf + 3 * MCU_K3C3_ROW_TAPS);
+    int8_t *spare = (int8_t *)(void *)(pairs + MCU_K3C3_COUT_MAX / 2 * MCU_K3C3_PAIR_WORDS);
+    const mcu_shape4 in = p->input, out = p->output;
+    const uint32_t off2 = mcu_offset_pair(p->input_offset);
+    const int32_t lead = 3 * p->pad_left, n = 3 * in.w, row = 3 * in.w;
+    const int32_t fours = out.w / 4, rest = out.w % 4;
+    mcu_k3c3_repack(blocks, out.c, pairs);
+    memset(slots, 0, 3 * MCU_K3C3_ROW_TAPS * sizeof(int16_t)); /* the padding either side of each input row: zeros */
+    mcu_k3c3_rows_state st;
+    st.cout = out.c;
+    st.pairs = pairs;
+    for (int32_t b = 0; b < in.n; ++b) {
+        const int8_t *x_n = input + (int64_t)b * in.h * row;
+        int8_t *y = output + (int64_t)b * out.h * out.w * out.c;
+        int32_t last = INT32_MIN; /* the input row (or row of padding) slot 2 holds: none yet */
+        for (int32_t oh = 0; oh < out.h; ++oh, y += out.w * out.c) {
+            const int32_t ih0 = oh * p->stride_h - p->pad_top;
+            for (int32_t r = 0; r < 3; ++r) {
+                const int32_t ih = ih0 + r * p->dilation_h;
+                int16_t *slot = slots + r * MCU_K3C3_ROW_TAPS + lead;
+                if (r == 0 && ih == last) {
+                    memcpy(slot, slots + 2 * MCU_K3C3_ROW_TAPS + lead, (size_t)n * sizeof(int16_t));
+                } else if (ih < 0 || ih >= in.h) {
+                    memset(slot, 0, (size_t)n * sizeof(int16_t));
+                } else {
+                    mcu_k3c3_widen(x_n + (int64_t)ih * row, n, p->input_offset, off2, slot);
+                }
+            }
+            last = ih0 + 2 * p->dilation_h;
+            st.col = slots;
+            if (fours > 0) {
+                st.col_stop = slots + 24 * fours;
+                st.y = y;
+                st.y_end = y + out.c;
+                mcu_k3c3_rows_run(&st);
+            }
+            if (rest > 0) { /* the row's last pixels: a whole four from zeros past the row, the rest dropped */
+                st.col = slots + 24 * fours;
+                st.col_stop = st.col + 24;
+                st.y = spare;
+                st.y_end = spare + out.c;
+                mcu_k3c3_rows_run(&st);
+                memcpy(y + 4 * fours * out.c, spare, (size_t)(rest * out.c));
+            }
+        }
+    }
+}
+
+#endif /* MCU_S8_DSP && MCU_PACKED_NARROW && MCU_PACKED_NARROW_K3C3 && MCU_PACKED_NARROW_ROWS */
+
+#endif /* MCU_KERNELS_INTERNAL_CONV_K3C3_ROWS_S8_DSP_H */
