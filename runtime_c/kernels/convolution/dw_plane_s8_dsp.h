@@ -55,8 +55,13 @@
  * measured). */
 #define MCU_DWPL_LEN_MIN 5
 /* The stride-1 loop of a layer's lines: one step a line for three pixels, and for six without the clamp
- * (MCU_DWPL_CHANNEL6 has no register for it); else quads and their tail (0). */
-#define MCU_DWPL_KIND(len, finish) ((len) == 3 ? 3 : (len) == 6 && (finish) != MCU_DWPL_CLAMP ? 6 : 0)
+ * (MCU_DWPL_CHANNEL6 has no register for it); six pixels a step along longer lines of a multiple of six
+ * without the clamp (MCU_DWPL_SIXES, 12); else quads and their tail (0). */
+#define MCU_DWPL_KIND(len, finish)                                                                         \
+    ((len) == 3                                      ? 3                                                   \
+     : (finish) == MCU_DWPL_CLAMP || (len) % 6 != 0 ? 0                                                   \
+     : (len) == 6                                    ? 6                                                   \
+                                                     : 12)
 /* How a layer's outputs are finished after the requantization: saturated to int8 (SAT), then clamped to the
  * activation range (CLAMP), or, when the range is all of int8 and the output offset -128 (a ReLU folded
  * into the range), saturated with the requantization's sign correction left out (RELU: one instruction
@@ -868,6 +873,79 @@ _Static_assert(MCU_DWPL_COLS(6) * 2 == 20, "MCU_DWPL_LINE6_S: the bytes of a pla
     "add r3, r5, r4, lsl #1\n\t"                                                              \
     "strb r10, [r5]\n\t"                                                                      \
     "strb r11, [r5, r4]\n\t" MCU_DWPL_LINE_END6
+/* Six pixels a step along lines of any length that is a multiple of six (kind 12; lines of 12, 24 and 48:
+ * about 106 cycles a step against 114 for a quad and a half). The six accumulators and the four plane words
+ * of MCU_DWPL_CHANNEL6 leave one register besides the plane's line bytes (r1): a kernel line's (w0 w1) in
+ * lr first, for every pixel's MAC with it (the A half), then its (w1 w2) loaded over the plane word (x0 x1),
+ * which the other half no longer reads (the B half). The position steps down the kernel lines by r1 and back;
+ * the output pointer, its step and the line's end are in memory (t->y, t->step, t->end). */
+#define MCU_DWPL_S6_A0                                                                        \
+    "smlatb r7, r2, lr, r6\n\t"                                                               \
+    "smlad r8, r3, lr, r6\n\t"                                                                \
+    "smlatb r9, r3, lr, r6\n\t"                                                               \
+    "smlad r10, r4, lr, r6\n\t"                                                               \
+    "smlatb r11, r4, lr, r6\n\t"                                                              \
+    "smlad r6, r2, lr, r6\n\t"
+#define MCU_DWPL_S6_A                                                                         \
+    "smlad r6, r2, lr, r6\n\t"                                                                \
+    "smlatb r7, r2, lr, r7\n\t"                                                               \
+    "smlad r8, r3, lr, r8\n\t"                                                                \
+    "smlatb r9, r3, lr, r9\n\t"                                                               \
+    "smlad r10, r4, lr, r10\n\t"                                                              \
+    "smlatb r11, r4, lr, r11\n\t"
+/* step: one instruction among the B half's MACs */
+#define MCU_DWPL_S6_B(step)                                                                   \
+    "smlabt r6, r3, r2, r6\n\t"                                                               \
+    "smlad r7, r3, r2, r7\n\t"                                                                \
+    "smlabt r8, r4, r2, r8\n\t" step                                                          \
+    "smlad r9, r4, r2, r9\n\t"                                                                \
+    "smlabt r10, r5, r2, r10\n\t"                                                             \
+    "smlad r11, r5, r2, r11\n\t"
+#define MCU_DWPL_S6_X                                                                         \
+    "ldr r2, [r0]\n\t"                                                                        \
+    "ldr r3, [r0, #4]\n\t"                                                                    \
+    "ldr r4, [r0, #8]\n\t"                                                                    \
+    "ldr r5, [r0, #12]\n\t"
+/* The requantization of accumulator a with lr the multiplier, r3 C, r2 R (r4 a temporary). */
+#define MCU_DWPL_RQS_SIGNED(a) "add r4, r3, " a ", asr #31\n\t" "smmlar " a ", " a ", lr, r4\n\t" "asr " a ", " a ", r2\n\t"
+#define MCU_DWPL_RQS_RELU(a) "smmlar " a ", " a ", lr, r3\n\t" "asr " a ", " a ", r2\n\t"
+#define MCU_DWPL_RQS MCU_DWPL_RQS_SIGNED
+#define MCU_DWPL_SIXES                                                                        \
+    ".p2align 2\n\t"                                                                          \
+    "1:\n\t"                                                                                  \
+    "ldr r6, [r12, #36]\n\t"                                                                  \
+    "ldr lr, [r12, #12]\n\t" MCU_DWPL_S6_X MCU_DWPL_S6_A0                                      \
+    "ldr r2, [r12, #16]\n\t"                                                                  \
+    "ldr lr, [r12, #20]\n\t" MCU_DWPL_S6_B("add r0, r0, r1\n\t") MCU_DWPL_S6_X MCU_DWPL_S6_A  \
+    "ldr r2, [r12, #24]\n\t"                                                                  \
+    "ldr lr, [r12, #28]\n\t" MCU_DWPL_S6_B("add r0, r0, r1\n\t") MCU_DWPL_S6_X MCU_DWPL_S6_A  \
+    "ldr r2, [r12, #32]\n\t"                                                                  \
+    "sub r0, r0, r1, lsl #1\n\t" MCU_DWPL_S6_B("add r0, r0, #12\n\t")                         \
+    "ldr lr, [r12, #40]\n\t"                                                                  \
+    "ldr r3, [r12, #44]\n\t"                                                                  \
+    "ldr r2, [r12, #48]\n\t" MCU_DWPL_RQS("r6") MCU_DWPL_RQS("r7") MCU_DWPL_RQS("r8")          \
+        MCU_DWPL_RQS("r9") MCU_DWPL_RQS("r10") MCU_DWPL_RQS("r11")                            \
+    "ssat r6, #8, r6\n\t"                                                                     \
+    "ssat r7, #8, r7\n\t"                                                                     \
+    "ssat r8, #8, r8\n\t"                                                                     \
+    "ssat r9, #8, r9\n\t"                                                                     \
+    "ssat r10, #8, r10\n\t"                                                                   \
+    "ssat r11, #8, r11\n\t"                                                                   \
+    "ldr r3, [r12]\n\t"                                                                       \
+    "ldr r4, [r12, #4]\n\t"                                                                   \
+    "ldr r5, [r12, #8]\n\t"                                                                   \
+    "add r2, r3, r4, lsl #1\n\t"                                                              \
+    "strb r6, [r3]\n\t"                                                                       \
+    "strb r7, [r3, r4]\n\t"                                                                   \
+    "add lr, r2, r4, lsl #1\n\t"                                                              \
+    "strb r8, [r2]\n\t"                                                                       \
+    "strb r9, [r2, r4]\n\t"                                                                   \
+    "strb r10, [lr]\n\t"                                                                      \
+    "strb r11, [lr, r4]\n\t"                                                                  \
+    "add r3, lr, r4, lsl #1\n\t"                                                              \
+    "str r3, [r12]\n\t"                                                                       \
+    "cmp r0, r5\n\t"                                                                          \
+    "bne 1b\n\t" MCU_DWPL_LINE_END("r1")
 /* The line's end: the plane position on by skip, the line's end by `next` (the bytes from an output
  * line's first plane line to the next's), the output on by yskip, the lines counted down; the five
  * fields in one chain of single loads. */
@@ -937,22 +1015,33 @@ _Static_assert(MCU_DWPL_COLS(6) * 2 == 20, "MCU_DWPL_LINE6_S: the bytes of a pla
                          : "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "lr", "cc", "memory"); \
         return;                                                                                       \
     }                                                                                                 \
+    if (kind == 12) { /* MCU_DWPL_KIND: never with the clamp */                                       \
+        __asm__ volatile(MCU_DWPL_SIXES                                                               \
+                         : "+r"(r0)                                                                   \
+                         : "r"(r1), "r"(r12)                                                          \
+                         : "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "lr", "cc", "memory"); \
+        return;                                                                                       \
+    }                                                                                                 \
     MCU_DWPL_PICK(kind == 3, clamp, MCU_DWPL_CHANNEL3, MCU_DWPL_CHANNEL)
 
 /* The loops of mcu_dwpl_channel for MCU_DWPL_RELU: the same macros with the requantization's sign
  * correction left out. */
 #undef MCU_DWPL_RQ
 #undef MCU_DWPL_RQ6
+#undef MCU_DWPL_RQS
 #define MCU_DWPL_RQ MCU_DWPL_RQ_RELU
 #define MCU_DWPL_RQ6 MCU_DWPL_RQ6_RELU
+#define MCU_DWPL_RQS MCU_DWPL_RQS_RELU
 static inline void mcu_dwpl_channel_relu(const int16_t *pos, int32_t line_bytes, mcu_dwpl_ch *t, int kind)
 {
     MCU_DWPL_CHANNEL_BODY(MCU_DWPL_SAT);
 }
 #undef MCU_DWPL_RQ
 #undef MCU_DWPL_RQ6
+#undef MCU_DWPL_RQS
 #define MCU_DWPL_RQ MCU_DWPL_RQ_SIGNED
 #define MCU_DWPL_RQ6 MCU_DWPL_RQ6_SIGNED
+#define MCU_DWPL_RQS MCU_DWPL_RQS_SIGNED
 
 /* Every line of one channel's plane from pos (its first line's position 0); three: lines of three pixels;
  * clamp: how the outputs are finished (MCU_DWPL_SAT, _CLAMP, _RELU). */
@@ -992,8 +1081,8 @@ static inline void mcu_dwpl_put_out(mcu_dwpl_ch *t, const uint32_t *s, int32_t n
     }
 }
 
-/* The same lines in C (the emulated build), in the assembly's steps: quads, a pair, a pixel alone; or
- * lines of three or six pixels in one step (MCU_DWPL_KIND). */
+/* The same lines in C (the emulated build), in the assembly's steps: quads, a pair, a pixel alone; sixes;
+ * or lines of three or six pixels in one step (MCU_DWPL_KIND). */
 static inline void mcu_dwpl_channel(const int16_t *pos, int32_t line_bytes, mcu_dwpl_ch *t, int clamp, int kind)
 {
     const int32_t cols = line_bytes / 2;
@@ -1008,17 +1097,20 @@ static inline void mcu_dwpl_channel(const int16_t *pos, int32_t line_bytes, mcu_
             t->y += t->yskip;
             continue;
         }
-        for (; pos != t->end; pos += 4) {
-            const uint32_t s[4] = {mcu_dwpl_pixel(pos, cols, t, 0), mcu_dwpl_pixel(pos, cols, t, 1),
-                                   mcu_dwpl_pixel(pos + 2, cols, t, 0), mcu_dwpl_pixel(pos + 2, cols, t, 1)};
-            mcu_dwpl_put_out(t, s, 4, clamp);
+        const int32_t n = kind == 12 ? 6 : 4; /* pixels a step: sixes (MCU_DWPL_SIXES) or quads */
+        for (; pos != t->end; pos += n) {
+            uint32_t s[6];
+            for (int32_t k = 0; k < n; ++k) {
+                s[k] = mcu_dwpl_pixel(pos + 2 * (k / 2), cols, t, k & 1);
+            }
+            mcu_dwpl_put_out(t, s, n, clamp);
         }
-        if (t->tail & 2) {
+        if (kind != 12 && (t->tail & 2)) {
             const uint32_t s[2] = {mcu_dwpl_pixel(pos, cols, t, 0), mcu_dwpl_pixel(pos, cols, t, 1)};
             mcu_dwpl_put_out(t, s, 2, clamp);
             pos += 2;
         }
-        if (t->odd) {
+        if (kind != 12 && t->odd) {
             const uint32_t s[1] = {mcu_dwpl_pixel(pos, cols, t, 0)};
             mcu_dwpl_put_out(t, s, 1, clamp);
         }
@@ -1074,9 +1166,10 @@ static __attribute__((noinline, unused)) void mcu_dwpl_layer(const mcu_dwpl_geom
     mcu_dwpl_ch t[4];
     const int32_t step = g->transposed ? (int32_t)row : ch;
     const int kind = MCU_DWPL_KIND(g->len, clamp);
-    /* the plane on from where a line's steps leave the position: after its pairs, at its start for three
-     * and six */
-    const int32_t skip = (g->cols - (kind == 0 ? pairs : 0)) * 2;
+    /* the plane on from where a line's steps leave the position: after its pairs (quads and their tail, or
+     * sixes), at its start for three and six */
+    const int32_t skip = (g->cols - (kind == 0 || kind == 12 ? pairs : 0)) * 2;
+    const int32_t steps = kind == 12 ? g->len : quads; /* int16 of a line's steps */
     mcu_dwpl_ch_layer(t, step, g->len, skip, (int32_t)line_step - g->len * step, act_min, act_max);
     for (int32_t b = 0; b < n; ++b) {
         const int8_t *xb = x + (size_t)b * image;
@@ -1113,7 +1206,7 @@ static __attribute__((noinline, unused)) void mcu_dwpl_layer(const mcu_dwpl_geom
                 for (int32_t k = 0; k < 4; ++k) {
                     const int16_t *plane = planes + k * g->plane;
                     t[k].y = yb + (size_t)l0 * line_step + c + k;
-                    t[k].end = plane + quads;
+                    t[k].end = plane + steps;
                     t[k].lines = nb;
                     mcu_dwpl_channel(plane, g->cols * 2, &t[k], clamp, kind);
                 }
