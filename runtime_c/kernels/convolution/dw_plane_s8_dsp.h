@@ -494,24 +494,24 @@ static inline void mcu_dwpl_group_init(mcu_dwpl_ch t[4], const int8_t *w, int32_
                                        int32_t output_offset)
 {
     const size_t a = (size_t)across * (size_t)ch, b = (size_t)along * (size_t)ch;
-    /* Channels 0 and 2, then 1 and 3, each from the nine words loaded again: the words, their lanes and the
-     * packed pairs of all four channels at once kept GCC spilling (about 100 cycles a group more on the
-     * M33 model, over mobilenet_v1's 370 groups). */
-    for (int odd = 0; odd < 2; ++odd) {
-        const uint32_t v0 = mcu_load_u32(w), v1 = mcu_load_u32(w + b), v2 = mcu_load_u32(w + 2 * b);
-        const uint32_t v3 = mcu_load_u32(w + a), v4 = mcu_load_u32(w + a + b), v5 = mcu_load_u32(w + a + 2 * b);
-        const uint32_t v6 = mcu_load_u32(w + 2 * a), v7 = mcu_load_u32(w + 2 * a + b);
-        const uint32_t v8 = mcu_load_u32(w + 2 * a + 2 * b);
-/* the lanes of channels 0 and 2 (odd: 1 and 3), doubled */
-#define MCU_DWPL_LANES(v) (odd ? mcu_sxtab16_ror8(mcu_sxtb16_ror8(v), v) : mcu_sxtab16(mcu_sxtb16(v), v))
-        const uint32_t e0 = MCU_DWPL_LANES(v0), e1 = MCU_DWPL_LANES(v1), e2 = MCU_DWPL_LANES(v2),
-                       e3 = MCU_DWPL_LANES(v3), e4 = MCU_DWPL_LANES(v4), e5 = MCU_DWPL_LANES(v5),
-                       e6 = MCU_DWPL_LANES(v6), e7 = MCU_DWPL_LANES(v7), e8 = MCU_DWPL_LANES(v8);
-#undef MCU_DWPL_LANES
-        mcu_dwpl_ch_lanes(&t[odd], 0, s2, e0, e1, e2, e3, e4, e5, e6, e7, e8);
-        mcu_dwpl_ch_lanes(&t[2 + odd], 1, s2, e0, e1, e2, e3, e4, e5, e6, e7, e8);
-        __asm__("" ::: "memory"); /* the halves apart: no word or lane kept from one to the other */
-    }
+    const uint32_t v0 = mcu_load_u32(w), v1 = mcu_load_u32(w + b), v2 = mcu_load_u32(w + 2 * b);
+    const uint32_t v3 = mcu_load_u32(w + a), v4 = mcu_load_u32(w + a + b), v5 = mcu_load_u32(w + a + 2 * b);
+    const uint32_t v6 = mcu_load_u32(w + 2 * a), v7 = mcu_load_u32(w + 2 * a + b);
+    const uint32_t v8 = mcu_load_u32(w + 2 * a + 2 * b);
+#define MCU_DWPL_EVEN(v) mcu_sxtab16(mcu_sxtb16(v), v)            /* channels 0 and 2, doubled */
+#define MCU_DWPL_ODD(v) mcu_sxtab16_ror8(mcu_sxtb16_ror8(v), v)   /* channels 1 and 3 */
+    const uint32_t e0 = MCU_DWPL_EVEN(v0), e1 = MCU_DWPL_EVEN(v1), e2 = MCU_DWPL_EVEN(v2), e3 = MCU_DWPL_EVEN(v3),
+                   e4 = MCU_DWPL_EVEN(v4), e5 = MCU_DWPL_EVEN(v5), e6 = MCU_DWPL_EVEN(v6), e7 = MCU_DWPL_EVEN(v7),
+                   e8 = MCU_DWPL_EVEN(v8);
+    mcu_dwpl_ch_lanes(&t[0], 0, s2, e0, e1, e2, e3, e4, e5, e6, e7, e8);
+    mcu_dwpl_ch_lanes(&t[2], 1, s2, e0, e1, e2, e3, e4, e5, e6, e7, e8);
+    const uint32_t o0 = MCU_DWPL_ODD(v0), o1 = MCU_DWPL_ODD(v1), o2 = MCU_DWPL_ODD(v2), o3 = MCU_DWPL_ODD(v3),
+                   o4 = MCU_DWPL_ODD(v4), o5 = MCU_DWPL_ODD(v5), o6 = MCU_DWPL_ODD(v6), o7 = MCU_DWPL_ODD(v7),
+                   o8 = MCU_DWPL_ODD(v8);
+#undef MCU_DWPL_EVEN
+#undef MCU_DWPL_ODD
+    mcu_dwpl_ch_lanes(&t[1], 0, s2, o0, o1, o2, o3, o4, o5, o6, o7, o8);
+    mcu_dwpl_ch_lanes(&t[3], 1, s2, o0, o1, o2, o3, o4, o5, o6, o7, o8);
     /* 2^(R-1) + output_offset 2^R = (2 output_offset + 1) 2^(R-1), R - 1 = ~shift: fits (mcu_dwpl_quant_ok);
      * unsigned, so that no step overflows. The four channels in straight lines (a loop with the bias's test
      * in it: about 28 cycles a channel on the M33 model). */
