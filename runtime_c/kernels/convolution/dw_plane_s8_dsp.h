@@ -55,13 +55,14 @@
  * measured). */
 #define MCU_DWPL_LEN_MIN 5
 /* The stride-1 loop of a layer's lines: one step a line for three pixels, and for six without the clamp
- * (MCU_DWPL_CHANNEL6 has no register for it); six pixels a step along longer lines of a multiple of six
- * without the clamp (MCU_DWPL_SIXES, 12); else quads and their tail (0). */
+ * (MCU_DWPL_CHANNEL6 has no register for it); six pixels a step along longer lines without the clamp, then a
+ * pair and a pixel alone, when what is left after the sixes is at most three pixels (MCU_DWPL_SIXES, 12);
+ * else quads and their tail (0). */
 #define MCU_DWPL_KIND(len, finish)                                                                         \
-    ((len) == 3                                      ? 3                                                   \
-     : (finish) == MCU_DWPL_CLAMP || (len) % 6 != 0 ? 0                                                   \
-     : (len) == 6                                    ? 6                                                   \
-                                                     : 12)
+    ((len) == 3                                     ? 3                                                    \
+     : (finish) == MCU_DWPL_CLAMP || (len) % 6 > 3 ? 0                                                    \
+     : (len) == 6                                   ? 6                                                    \
+                                                    : 12)
 /* How a layer's outputs are finished after the requantization: saturated to int8 (SAT), then clamped to the
  * activation range (CLAMP), or, when the range is all of int8 and the output offset -128 (a ReLU folded
  * into the range), saturated with the requantization's sign correction left out (RELU: one instruction
@@ -875,8 +876,9 @@ _Static_assert(MCU_DWPL_COLS(6) * 2 == 20, "MCU_DWPL_LINE6_S: the bytes of a pla
     "add r3, r5, r4, lsl #1\n\t"                                                              \
     "strb r10, [r5]\n\t"                                                                      \
     "strb r11, [r5, r4]\n\t" MCU_DWPL_LINE_END6
-/* Six pixels a step along lines of any length that is a multiple of six (kind 12; lines of 12, 24 and 48:
- * about 106 cycles a step against 114 for a quad and a half). The six accumulators and the four plane words
+/* Six pixels a step along a line (kind 12; lines of 12, 24 and 48, DS-CNN's of 25: about 106 cycles a step
+ * against 114 for a quad and a half), then the line's pair and pixel alone as the quads' (t->tail: the
+ * pixels after the sixes, at most three). The six accumulators and the four plane words
  * of MCU_DWPL_CHANNEL6 leave one register besides the plane's line bytes (r1): a kernel line's (w0 w1) in
  * lr first, for every pixel's MAC with it (the A half), then its (w1 w2) loaded over the plane word (x0 x1),
  * which the other half no longer reads (the B half). The position steps down the kernel lines by r1 and back;
@@ -947,7 +949,14 @@ _Static_assert(MCU_DWPL_COLS(6) * 2 == 20, "MCU_DWPL_LINE6_S: the bytes of a pla
     "add r3, lr, r4, lsl #1\n\t"                                                              \
     "str r3, [r12]\n\t"                                                                       \
     "cmp r0, r5\n\t"                                                                          \
-    "bne 1b\n\t" MCU_DWPL_LINE_END("r1")
+    "bne 1b\n\t"                                                                              \
+    MCU_DWPL_TAIL                                                                             \
+    "bcc 3f\n\t"                                                                              \
+    MCU_DWPL_ROWS(MCU_DWPL_LD2, MCU_DWPL_MAC2_0, MCU_DWPL_MAC2, "add r0, r0, #4\n\t") MCU_DWPL_OUT2("") \
+    "3:\n\t"                                                                                  \
+    "bpl 2f\n\t"                                                                              \
+    MCU_DWPL_ROWS(MCU_DWPL_LD2, MCU_DWPL_MAC1, MCU_DWPL_MAC1, "") MCU_DWPL_OUT1("")             \
+        MCU_DWPL_LINE_END("r1")
 /* The line's end: the plane position on by skip, the line's end by `next` (the bytes from an output
  * line's first plane line to the next's), the output on by yskip, the lines counted down; the five
  * fields in one chain of single loads. */
@@ -1107,12 +1116,12 @@ static inline void mcu_dwpl_channel(const int16_t *pos, int32_t line_bytes, mcu_
             }
             mcu_dwpl_put_out(t, s, n, clamp);
         }
-        if (kind != 12 && (t->tail & 2)) {
+        if (t->tail & 2) {
             const uint32_t s[2] = {mcu_dwpl_pixel(pos, cols, t, 0), mcu_dwpl_pixel(pos, cols, t, 1)};
             mcu_dwpl_put_out(t, s, 2, clamp);
             pos += 2;
         }
-        if (kind != 12 && t->odd) {
+        if (t->odd) {
             const uint32_t s[1] = {mcu_dwpl_pixel(pos, cols, t, 0)};
             mcu_dwpl_put_out(t, s, 1, clamp);
         }
@@ -1168,11 +1177,14 @@ static __attribute__((noinline, unused)) void mcu_dwpl_layer(const mcu_dwpl_geom
     mcu_dwpl_ch t[4];
     const int32_t step = g->transposed ? (int32_t)row : ch;
     const int kind = MCU_DWPL_KIND(g->len, clamp);
-    /* the plane on from where a line's steps leave the position: after its pairs (quads and their tail, or
-     * sixes), at its start for three and six */
+    /* the plane on from where a line's steps leave the position: after its pairs (quads or sixes and their
+     * tail), at its start for three and six */
     const int32_t skip = (g->cols - (kind == 0 || kind == 12 ? pairs : 0)) * 2;
-    const int32_t steps = kind == 12 ? g->len : quads; /* int16 of a line's steps */
+    const int32_t steps = kind == 12 ? g->len - g->len % 6 : quads; /* int16 of a line's sixes or quads */
     mcu_dwpl_ch_layer(t, step, g->len, skip, (int32_t)line_step - g->len * step, act_min, act_max);
+    for (int32_t k = 0; kind == 12 && k < 4; ++k) {
+        t[k].tail = g->len % 6; /* after the sixes: a pair (2), a pixel alone (1) */
+    }
     for (int32_t b = 0; b < n; ++b) {
         const int8_t *xb = x + (size_t)b * image;
         int8_t *yb = y + (size_t)b * image;
