@@ -835,6 +835,14 @@ _Static_assert(MCU_DWPL_COLS(6) * 2 == 20, "MCU_DWPL_LINE6_S: the bytes of a pla
     "ldr r3, [r0, #" x " + 4]\n\t"                                                            \
     "ldr r4, [r0, #" x " + 8]\n\t"                                                            \
     "ldr r5, [r0, #" x " + 12]\n\t"
+/* The six accumulators r6-r11 saturated to int8. */
+#define MCU_DWPL_SSAT6                                                                        \
+    "ssat r6, #8, r6\n\t"                                                                     \
+    "ssat r7, #8, r7\n\t"                                                                     \
+    "ssat r8, #8, r8\n\t"                                                                     \
+    "ssat r9, #8, r9\n\t"                                                                     \
+    "ssat r10, #8, r10\n\t"                                                                   \
+    "ssat r11, #8, r11\n\t"
 #define MCU_DWPL_RQ6_SIGNED(a) "add r3, lr, " a ", asr #31\n\t" "smmlar " a ", " a ", r1, r3\n\t" "asr " a ", " a ", r2\n\t"
 #define MCU_DWPL_RQ6_RELU(a) "smmlar " a ", " a ", r1, lr\n\t" "asr " a ", " a ", r2\n\t"
 #define MCU_DWPL_RQ6 MCU_DWPL_RQ6_SIGNED
@@ -859,12 +867,7 @@ _Static_assert(MCU_DWPL_COLS(6) * 2 == 20, "MCU_DWPL_LINE6_S: the bytes of a pla
     "ldr lr, [r12, #44]\n\t"                                                                  \
     "ldr r2, [r12, #48]\n\t" MCU_DWPL_RQ6("r6") MCU_DWPL_RQ6("r7") MCU_DWPL_RQ6("r8")          \
         MCU_DWPL_RQ6("r9") MCU_DWPL_RQ6("r10") MCU_DWPL_RQ6("r11")                            \
-    "ssat r6, #8, r6\n\t"                                                                     \
-    "ssat r7, #8, r7\n\t"                                                                     \
-    "ssat r8, #8, r8\n\t"                                                                     \
-    "ssat r9, #8, r9\n\t"                                                                     \
-    "ssat r10, #8, r10\n\t"                                                                   \
-    "ssat r11, #8, r11\n\t"                                                                   \
+    MCU_DWPL_SSAT6                                                                            \
     "ldr r3, [r12]\n\t"                                                                       \
     "ldr r4, [r12, #4]\n\t"                                                                   \
     "add r5, r3, r4, lsl #1\n\t"                                                              \
@@ -878,7 +881,8 @@ _Static_assert(MCU_DWPL_COLS(6) * 2 == 20, "MCU_DWPL_LINE6_S: the bytes of a pla
     "strb r11, [r5, r4]\n\t" MCU_DWPL_LINE_END6
 /* Six pixels a step along a line (kind 12; lines of 12, 24 and 48, DS-CNN's of 25: about 106 cycles a step
  * against 114 for a quad and a half), then the line's pair and pixel alone as the quads' (t->tail: the
- * pixels after the sixes, at most three). The six accumulators and the four plane words
+ * pair in bits 31 and 29, the pixel in bit 30, so that one LSLS sets C, N and Z for them: a line without
+ * them spends 6 cycles on the test, not the 9 of MCU_DWPL_TAIL's two taken branches). The six accumulators and the four plane words
  * of MCU_DWPL_CHANNEL6 leave one register besides the plane's line bytes (r1): a kernel line's (w0 w1) in
  * lr first, for every pixel's MAC with it (the A half), then its (w1 w2) loaded over the plane word (x0 x1),
  * which the other half no longer reads (the B half). The position steps down the kernel lines by r1 and back;
@@ -929,12 +933,7 @@ _Static_assert(MCU_DWPL_COLS(6) * 2 == 20, "MCU_DWPL_LINE6_S: the bytes of a pla
     "ldr r3, [r12, #44]\n\t"                                                                  \
     "ldr r2, [r12, #48]\n\t" MCU_DWPL_RQS("r6") MCU_DWPL_RQS("r7") MCU_DWPL_RQS("r8")          \
         MCU_DWPL_RQS("r9") MCU_DWPL_RQS("r10") MCU_DWPL_RQS("r11")                            \
-    "ssat r6, #8, r6\n\t"                                                                     \
-    "ssat r7, #8, r7\n\t"                                                                     \
-    "ssat r8, #8, r8\n\t"                                                                     \
-    "ssat r9, #8, r9\n\t"                                                                     \
-    "ssat r10, #8, r10\n\t"                                                                   \
-    "ssat r11, #8, r11\n\t"                                                                   \
+    MCU_DWPL_SSAT6                                                                            \
     "ldr r3, [r12]\n\t"                                                                       \
     "ldr r4, [r12, #4]\n\t"                                                                   \
     "ldr r5, [r12, #8]\n\t"                                                                   \
@@ -950,7 +949,9 @@ _Static_assert(MCU_DWPL_COLS(6) * 2 == 20, "MCU_DWPL_LINE6_S: the bytes of a pla
     "str r3, [r12]\n\t"                                                                       \
     "cmp r0, r5\n\t"                                                                          \
     "bne 1b\n\t"                                                                              \
-    MCU_DWPL_TAIL                                                                             \
+    "ldr r2, [r12, #76]\n\t"                                                                  \
+    "lsls r2, r2, #1\n\t"                                                                     \
+    "beq 2f\n\t"                                                                              \
     "bcc 3f\n\t"                                                                              \
     MCU_DWPL_ROWS(MCU_DWPL_LD2, MCU_DWPL_MAC2_0, MCU_DWPL_MAC2, "add r0, r0, #4\n\t") MCU_DWPL_OUT2("") \
     "3:\n\t"                                                                                  \
@@ -1116,7 +1117,7 @@ static inline void mcu_dwpl_channel(const int16_t *pos, int32_t line_bytes, mcu_
             }
             mcu_dwpl_put_out(t, s, n, clamp);
         }
-        if (t->tail & 2) {
+        if (kind == 12 ? (uint32_t)t->tail >> 31 : (uint32_t)t->tail & 2u) { /* the sixes' pair: bit 31 */
             const uint32_t s[2] = {mcu_dwpl_pixel(pos, cols, t, 0), mcu_dwpl_pixel(pos, cols, t, 1)};
             mcu_dwpl_put_out(t, s, 2, clamp);
             pos += 2;
@@ -1182,8 +1183,11 @@ static __attribute__((noinline, unused)) void mcu_dwpl_layer(const mcu_dwpl_geom
     const int32_t skip = (g->cols - (kind == 0 || kind == 12 ? pairs : 0)) * 2;
     const int32_t steps = kind == 12 ? g->len - g->len % 6 : quads; /* int16 of a line's sixes or quads */
     mcu_dwpl_ch_layer(t, step, g->len, skip, (int32_t)line_step - g->len * step, act_min, act_max);
+    /* after the sixes: a pair (bits 31 and 29: the shifted word is not zero with the pair alone), a pixel
+     * alone (bit 30) */
+    const uint32_t tail6 = (g->len % 6 >= 2 ? 0xA0000000u : 0u) | (uint32_t)(g->len & 1) << 30;
     for (int32_t k = 0; kind == 12 && k < 4; ++k) {
-        t[k].tail = g->len % 6; /* after the sixes: a pair (2), a pixel alone (1) */
+        t[k].tail = mcu_u32_to_s32(tail6);
     }
     for (int32_t b = 0; b < n; ++b) {
         const int8_t *xb = x + (size_t)b * image;
