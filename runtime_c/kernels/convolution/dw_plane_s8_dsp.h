@@ -835,8 +835,9 @@ _Static_assert(MCU_DWPL_COLS(6) * 2 == 20, "MCU_DWPL_LINE6_S: the bytes of a pla
     "ldr r3, [r0, #" x " + 4]\n\t"                                                            \
     "ldr r4, [r0, #" x " + 8]\n\t"                                                            \
     "ldr r5, [r0, #" x " + 12]\n\t"
-/* The six accumulators r6-r11 saturated to int8. */
-#define MCU_DWPL_SSAT6                                                                        \
+/* The six accumulators r6-r11 requantized by RQ (a macro of one accumulator), then saturated to int8. */
+#define MCU_DWPL_FINISH6(RQ)                                                                  \
+    RQ("r6") RQ("r7") RQ("r8") RQ("r9") RQ("r10") RQ("r11")                                   \
     "ssat r6, #8, r6\n\t"                                                                     \
     "ssat r7, #8, r7\n\t"                                                                     \
     "ssat r8, #8, r8\n\t"                                                                     \
@@ -865,9 +866,7 @@ _Static_assert(MCU_DWPL_COLS(6) * 2 == 20, "MCU_DWPL_LINE6_S: the bytes of a pla
         MCU_DWPL_LD6("28", "2 * " MCU_DWPL_LINE6_S) MCU_DWPL_MAC6("r6")                        \
     "ldr r1, [r12, #40]\n\t"                                                                  \
     "ldr lr, [r12, #44]\n\t"                                                                  \
-    "ldr r2, [r12, #48]\n\t" MCU_DWPL_RQ6("r6") MCU_DWPL_RQ6("r7") MCU_DWPL_RQ6("r8")          \
-        MCU_DWPL_RQ6("r9") MCU_DWPL_RQ6("r10") MCU_DWPL_RQ6("r11")                            \
-    MCU_DWPL_SSAT6                                                                            \
+    "ldr r2, [r12, #48]\n\t" MCU_DWPL_FINISH6(MCU_DWPL_RQ6)                                    \
     "ldr r3, [r12]\n\t"                                                                       \
     "ldr r4, [r12, #4]\n\t"                                                                   \
     "add r5, r3, r4, lsl #1\n\t"                                                              \
@@ -933,9 +932,7 @@ _Static_assert(MCU_DWPL_COLS(6) * 2 == 20, "MCU_DWPL_LINE6_S: the bytes of a pla
     "sub r0, r0, r1, lsl #1\n\t" MCU_DWPL_S6_B("add r0, r0, #12\n\t")                         \
     "ldr lr, [r12, #40]\n\t"                                                                  \
     "ldr r3, [r12, #44]\n\t"                                                                  \
-    "ldr r2, [r12, #48]\n\t" MCU_DWPL_RQS("r6") MCU_DWPL_RQS("r7") MCU_DWPL_RQS("r8")          \
-        MCU_DWPL_RQS("r9") MCU_DWPL_RQS("r10") MCU_DWPL_RQS("r11")                            \
-    MCU_DWPL_SSAT6                                                                            \
+    "ldr r2, [r12, #48]\n\t" MCU_DWPL_FINISH6(MCU_DWPL_RQS)                                    \
     "ldr r3, [r12]\n\t"                                                                       \
     "ldr r4, [r12, #4]\n\t"                                                                   \
     "ldr r5, [r12, #8]\n\t"                                                                   \
