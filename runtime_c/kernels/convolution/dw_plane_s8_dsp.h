@@ -881,8 +881,8 @@ _Static_assert(MCU_DWPL_COLS(6) * 2 == 20, "MCU_DWPL_LINE6_S: the bytes of a pla
     "strb r11, [r5, r4]\n\t" MCU_DWPL_LINE_END6
 /* Six pixels a step along a line (kind 12; lines of 12, 24 and 48, DS-CNN's of 25: about 108 cycles a step
  * against 114 for a quad and a half on the M4/M33 model; mobilenet_v1 on mps2-an505-u575: the 48 x 48 x 8,
- * 24 x 24 x 32 and 12 x 12 x 64 layers 430,481 / 436,629 / 231,580 -> 411,867 / 417,655 / 221,566
- * estimated cycles, DS-CNN's four 25 x 5 x 64 layers 196.8 k -> 190.9 k each), then the line's pair and pixel alone as the quads' (t->tail: the
+ * 24 x 24 x 32 and 12 x 12 x 64 layers 430,481 / 436,629 / 231,580 -> 408,901 / 412,157 / 216,072
+ * estimated cycles, DS-CNN's four 25 x 5 x 64 layers 196.8 k -> 191.0 k to 191.6 k each), then the line's pair and pixel alone as the quads' (t->tail: the
  * pair in bits 31 and 29, the pixel in bit 30, so that one LSLS sets C, N and Z for them: a line without
  * them spends 6 cycles on the test, not the 9 of MCU_DWPL_TAIL's two taken branches). The six accumulators and the four plane words
  * of MCU_DWPL_CHANNEL6 leave one register besides the plane's line bytes (r1): a kernel line's (w0 w1) in
