@@ -93,6 +93,19 @@ CASES = [
     (8, 30, 32, 3, 3, 2, 1, 1, "overlap", "relu", "fast"),
     (12, 25, 23, 3, 3, 2, 1, 1, "apart", "relu", "fast"),
     (8, 7, 6, 3, 3, 2, 1, 1, "apart", "relu", "fast"),
+    # lines longer than six without the clamp: six pixels a step (MCU_DWPL_SIXES), with and without the sign
+    # correction, along rows and down columns, in bands of lines, padding 2 and 0, and the sixes' tails of
+    # one, two and three pixels (DS-CNN's lines of 25 above)
+    (8, 5, 13, 3, 3, 1, 1, 1, "inplace", "relu", "fast"),
+    (8, 6, 14, 3, 3, 1, 1, 1, "inplace", (-128, 127), "fast"),
+    (12, 5, 15, 3, 3, 1, 1, 1, "inplace", "relu", "fast"),
+    (8, 9, 7, 3, 3, 1, 2, 0, "inplace", (-128, 127), "fast"),
+    (8, 7, 12, 3, 3, 1, 1, 1, "inplace", "relu", "fast"),
+    (12, 9, 24, 3, 3, 1, 1, 1, "inplace", (-128, 127), "fast"),
+    (8, 18, 5, 3, 3, 1, 1, 1, "inplace", (-128, 127), "fast"),
+    (8, 20, 48, 3, 3, 1, 1, 1, "inplace", "relu", "fast"),
+    (4, 6, 30, 3, 3, 1, 2, 0, "inplace", (-128, 127), "fast"),
+    (8, 5, 18, 3, 3, 1, 0, 2, "inplace", "relu", "fast"),
 ]
 
 

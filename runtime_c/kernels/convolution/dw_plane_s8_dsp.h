@@ -55,8 +55,15 @@
  * measured). */
 #define MCU_DWPL_LEN_MIN 5
 /* The stride-1 loop of a layer's lines: one step a line for three pixels, and for six without the clamp
- * (MCU_DWPL_CHANNEL6 has no register for it); else quads and their tail (0). */
-#define MCU_DWPL_KIND(len, finish) ((len) == 3 ? 3 : (len) == 6 && (finish) != MCU_DWPL_CLAMP ? 6 : 0)
+ * (MCU_DWPL_CHANNEL6 has no register for it); six pixels a step along longer lines without the clamp (12),
+ * then a pair and a pixel alone when what is left after the sixes is at most three pixels (13; MCU_DWPL_SIXES);
+ * else quads and their tail (0). */
+#define MCU_DWPL_KIND(len, finish)                                                                         \
+    ((len) == 3                                     ? 3                                                    \
+     : (finish) == MCU_DWPL_CLAMP || (len) % 6 > 3 ? 0                                                    \
+     : (len) == 6                                   ? 6                                                    \
+     : (len) % 6 == 0                               ? 12                                                   \
+                                                    : 13)
 /* How a layer's outputs are finished after the requantization: saturated to int8 (SAT), then clamped to the
  * activation range (CLAMP), or, when the range is all of int8 and the output offset -128 (a ReLU folded
  * into the range), saturated with the requantization's sign correction left out (RELU: one instruction
@@ -508,20 +515,22 @@ static inline void mcu_dwpl_group_init(mcu_dwpl_ch t[4], const int8_t *w, int32_
     mcu_dwpl_ch_lanes(&t[1], 0, s2, o0, o1, o2, o3, o4, o5, o6, o7, o8);
     mcu_dwpl_ch_lanes(&t[3], 1, s2, o0, o1, o2, o3, o4, o5, o6, o7, o8);
     /* 2^(R-1) + output_offset 2^R = (2 output_offset + 1) 2^(R-1), R - 1 = ~shift: fits (mcu_dwpl_quant_ok);
-     * unsigned, so that no step overflows. The four channels in straight lines, the bias's presence tested
-     * once (a loop with the test in it: about 28 cycles a channel on the M33 model). */
+     * unsigned, so that no step overflows. The four channels in straight lines (a loop with the bias's test
+     * in it: about 28 cycles a channel on the M33 model). */
     const uint32_t k2 = 2u * (uint32_t)output_offset + 1u;
-#define MCU_DWPL_RQ_INIT(k, b)                                                                \
-    t[k].bias = (b);                                                                          \
-    t[k].m = multiplier[k];                                                                   \
-    t[k].c = mcu_u32_to_s32(k2 << (~(uint32_t)shift[k] & 31u));                               \
-    t[k].sh = -shift[k];
-    if (bias != NULL) {
-        MCU_DWPL_RQ_INIT(0, 2u * (uint32_t)bias[0]) MCU_DWPL_RQ_INIT(1, 2u * (uint32_t)bias[1])
-        MCU_DWPL_RQ_INIT(2, 2u * (uint32_t)bias[2]) MCU_DWPL_RQ_INIT(3, 2u * (uint32_t)bias[3])
-    } else {
-        MCU_DWPL_RQ_INIT(0, 0u) MCU_DWPL_RQ_INIT(1, 0u) MCU_DWPL_RQ_INIT(2, 0u) MCU_DWPL_RQ_INIT(3, 0u)
-    }
+    /* every read before the first write: t's int32_t fields may alias the arrays, so GCC reloaded each
+     * shift after the stores */
+    const int32_t m0 = multiplier[0], m1 = multiplier[1], m2 = multiplier[2], m3 = multiplier[3];
+    const int32_t sh0 = shift[0], sh1 = shift[1], sh2 = shift[2], sh3 = shift[3];
+    const uint32_t b0 = bias != NULL ? 2u * (uint32_t)bias[0] : 0u, b1 = bias != NULL ? 2u * (uint32_t)bias[1] : 0u;
+    const uint32_t b2 = bias != NULL ? 2u * (uint32_t)bias[2] : 0u, b3 = bias != NULL ? 2u * (uint32_t)bias[3] : 0u;
+#define MCU_DWPL_RQ_INIT(k, bk, mk, sk)                                                       \
+    t[k].bias = (bk);                                                                         \
+    t[k].m = (mk);                                                                            \
+    t[k].c = mcu_u32_to_s32(k2 << (~(uint32_t)(sk) & 31u));                                   \
+    t[k].sh = -(sk);
+    MCU_DWPL_RQ_INIT(0, b0, m0, sh0) MCU_DWPL_RQ_INIT(1, b1, m1, sh1) MCU_DWPL_RQ_INIT(2, b2, m2, sh2)
+    MCU_DWPL_RQ_INIT(3, b3, m3, sh3)
 #undef MCU_DWPL_RQ_INIT
 }
 
@@ -827,6 +836,15 @@ _Static_assert(MCU_DWPL_COLS(6) * 2 == 20, "MCU_DWPL_LINE6_S: the bytes of a pla
     "ldr r3, [r0, #" x " + 4]\n\t"                                                            \
     "ldr r4, [r0, #" x " + 8]\n\t"                                                            \
     "ldr r5, [r0, #" x " + 12]\n\t"
+/* The six accumulators r6-r11 requantized by RQ (a macro of one accumulator), then saturated to int8. */
+#define MCU_DWPL_FINISH6(RQ)                                                                  \
+    RQ("r6") RQ("r7") RQ("r8") RQ("r9") RQ("r10") RQ("r11")                                   \
+    "ssat r6, #8, r6\n\t"                                                                     \
+    "ssat r7, #8, r7\n\t"                                                                     \
+    "ssat r8, #8, r8\n\t"                                                                     \
+    "ssat r9, #8, r9\n\t"                                                                     \
+    "ssat r10, #8, r10\n\t"                                                                   \
+    "ssat r11, #8, r11\n\t"
 #define MCU_DWPL_RQ6_SIGNED(a) "add r3, lr, " a ", asr #31\n\t" "smmlar " a ", " a ", r1, r3\n\t" "asr " a ", " a ", r2\n\t"
 #define MCU_DWPL_RQ6_RELU(a) "smmlar " a ", " a ", r1, lr\n\t" "asr " a ", " a ", r2\n\t"
 #define MCU_DWPL_RQ6 MCU_DWPL_RQ6_SIGNED
@@ -849,14 +867,7 @@ _Static_assert(MCU_DWPL_COLS(6) * 2 == 20, "MCU_DWPL_LINE6_S: the bytes of a pla
         MCU_DWPL_LD6("28", "2 * " MCU_DWPL_LINE6_S) MCU_DWPL_MAC6("r6")                        \
     "ldr r1, [r12, #40]\n\t"                                                                  \
     "ldr lr, [r12, #44]\n\t"                                                                  \
-    "ldr r2, [r12, #48]\n\t" MCU_DWPL_RQ6("r6") MCU_DWPL_RQ6("r7") MCU_DWPL_RQ6("r8")          \
-        MCU_DWPL_RQ6("r9") MCU_DWPL_RQ6("r10") MCU_DWPL_RQ6("r11")                            \
-    "ssat r6, #8, r6\n\t"                                                                     \
-    "ssat r7, #8, r7\n\t"                                                                     \
-    "ssat r8, #8, r8\n\t"                                                                     \
-    "ssat r9, #8, r9\n\t"                                                                     \
-    "ssat r10, #8, r10\n\t"                                                                   \
-    "ssat r11, #8, r11\n\t"                                                                   \
+    "ldr r2, [r12, #48]\n\t" MCU_DWPL_FINISH6(MCU_DWPL_RQ6)                                    \
     "ldr r3, [r12]\n\t"                                                                       \
     "ldr r4, [r12, #4]\n\t"                                                                   \
     "add r5, r3, r4, lsl #1\n\t"                                                              \
@@ -868,6 +879,89 @@ _Static_assert(MCU_DWPL_COLS(6) * 2 == 20, "MCU_DWPL_LINE6_S: the bytes of a pla
     "add r3, r5, r4, lsl #1\n\t"                                                              \
     "strb r10, [r5]\n\t"                                                                      \
     "strb r11, [r5, r4]\n\t" MCU_DWPL_LINE_END6
+/* Six pixels a step along a line (kind 12; lines of 12, 24 and 48, DS-CNN's of 25: about 108 cycles a step
+ * against 114 for a quad and a half on the M4/M33 model; mobilenet_v1 on mps2-an505-u575: the 48 x 48 x 8,
+ * 24 x 24 x 32 and 12 x 12 x 64 layers 430,481 / 436,629 / 231,580 -> 408,901 / 412,157 / 216,072
+ * estimated cycles, DS-CNN's four 25 x 5 x 64 layers 196.8 k -> 191.0 k to 191.6 k each), then the line's pair and pixel alone as the quads' (t->tail: the
+ * pair in bits 31 and 29, the pixel in bit 30, so that one LSLS sets C, N and Z for them: a line without
+ * them spends 6 cycles on the test, not the 9 of MCU_DWPL_TAIL's two taken branches). The six accumulators and the four plane words
+ * of MCU_DWPL_CHANNEL6 leave one register besides the plane's line bytes (r1): a kernel line's (w0 w1) in
+ * lr first, for every pixel's MAC with it (the A half), then its (w1 w2) loaded over the plane word (x0 x1),
+ * which the other half no longer reads (the B half). The position steps down the kernel lines by r1 and back;
+ * the output pointer, its step and the line's end are in memory (t->y, t->step, t->end). */
+#define MCU_DWPL_S6_A0                                                                        \
+    "smlatb r7, r2, lr, r6\n\t"                                                               \
+    "smlad r8, r3, lr, r6\n\t"                                                                \
+    "smlatb r9, r3, lr, r6\n\t"                                                               \
+    "smlad r10, r4, lr, r6\n\t"                                                               \
+    "smlatb r11, r4, lr, r6\n\t"                                                              \
+    "smlad r6, r2, lr, r6\n\t"
+#define MCU_DWPL_S6_A                                                                         \
+    "smlad r6, r2, lr, r6\n\t"                                                                \
+    "smlatb r7, r2, lr, r7\n\t"                                                               \
+    "smlad r8, r3, lr, r8\n\t"                                                                \
+    "smlatb r9, r3, lr, r9\n\t"                                                               \
+    "smlad r10, r4, lr, r10\n\t"                                                              \
+    "smlatb r11, r4, lr, r11\n\t"
+/* step: one instruction among the B half's MACs */
+#define MCU_DWPL_S6_B(step)                                                                   \
+    "smlabt r6, r3, r2, r6\n\t"                                                               \
+    "smlad r7, r3, r2, r7\n\t"                                                                \
+    "smlabt r8, r4, r2, r8\n\t" step                                                          \
+    "smlad r9, r4, r2, r9\n\t"                                                                \
+    "smlabt r10, r5, r2, r10\n\t"                                                             \
+    "smlad r11, r5, r2, r11\n\t"
+#define MCU_DWPL_S6_X                                                                         \
+    "ldr r2, [r0]\n\t"                                                                        \
+    "ldr r3, [r0, #4]\n\t"                                                                    \
+    "ldr r4, [r0, #8]\n\t"                                                                    \
+    "ldr r5, [r0, #12]\n\t"
+/* The requantization of accumulator a with lr the multiplier, r3 C, r2 R (r4 a temporary). */
+#define MCU_DWPL_RQS_SIGNED(a) "add r4, r3, " a ", asr #31\n\t" "smmlar " a ", " a ", lr, r4\n\t" "asr " a ", " a ", r2\n\t"
+#define MCU_DWPL_RQS_RELU(a) "smmlar " a ", " a ", lr, r3\n\t" "asr " a ", " a ", r2\n\t"
+#define MCU_DWPL_RQS MCU_DWPL_RQS_SIGNED
+#define MCU_DWPL_SIXES                                                                        \
+    ".p2align 2\n\t"                                                                          \
+    "1:\n\t"                                                                                  \
+    "ldr r6, [r12, #36]\n\t"                                                                  \
+    "ldr lr, [r12, #12]\n\t" MCU_DWPL_S6_X MCU_DWPL_S6_A0                                      \
+    "ldr r2, [r12, #16]\n\t"                                                                  \
+    "ldr lr, [r12, #20]\n\t" MCU_DWPL_S6_B("add r0, r0, r1\n\t") MCU_DWPL_S6_X MCU_DWPL_S6_A  \
+    "ldr r2, [r12, #24]\n\t"                                                                  \
+    "ldr lr, [r12, #28]\n\t" MCU_DWPL_S6_B("add r0, r0, r1\n\t") MCU_DWPL_S6_X MCU_DWPL_S6_A  \
+    "ldr r2, [r12, #32]\n\t"                                                                  \
+    "sub r0, r0, r1, lsl #1\n\t" MCU_DWPL_S6_B("add r0, r0, #12\n\t")                         \
+    "ldr lr, [r12, #40]\n\t"                                                                  \
+    "ldr r3, [r12, #44]\n\t"                                                                  \
+    "ldr r2, [r12, #48]\n\t" MCU_DWPL_FINISH6(MCU_DWPL_RQS)                                    \
+    "ldr r3, [r12]\n\t"                                                                       \
+    "ldr r4, [r12, #4]\n\t"                                                                   \
+    "ldr r5, [r12, #8]\n\t"                                                                   \
+    "add r2, r3, r4, lsl #1\n\t"                                                              \
+    "strb r6, [r3]\n\t"                                                                       \
+    "strb r7, [r3, r4]\n\t"                                                                   \
+    "add lr, r2, r4, lsl #1\n\t"                                                              \
+    "strb r8, [r2]\n\t"                                                                       \
+    "strb r9, [r2, r4]\n\t"                                                                   \
+    "strb r10, [lr]\n\t"                                                                      \
+    "strb r11, [lr, r4]\n\t"                                                                  \
+    "add r3, lr, r4, lsl #1\n\t"                                                              \
+    "str r3, [r12]\n\t"                                                                       \
+    "cmp r0, r5\n\t"                                                                          \
+    "bne 1b\n\t"
+/* Lines with a pair or a pixel alone after their sixes (kind 13): the test for them costs a line 6 cycles,
+ * which lines of whole sixes (kind 12) leave out (mobilenet_v1's three layers: 13.5 k estimated cycles). */
+#define MCU_DWPL_SIXES_TAIL                                                                   \
+    MCU_DWPL_SIXES                                                                            \
+    "ldr r2, [r12, #76]\n\t"                                                                  \
+    "lsls r2, r2, #1\n\t"                                                                     \
+    "beq 2f\n\t"                                                                              \
+    "bcc 3f\n\t"                                                                              \
+    MCU_DWPL_ROWS(MCU_DWPL_LD2, MCU_DWPL_MAC2_0, MCU_DWPL_MAC2, "add r0, r0, #4\n\t") MCU_DWPL_OUT2("") \
+    "3:\n\t"                                                                                  \
+    "bpl 2f\n\t"                                                                              \
+    MCU_DWPL_ROWS(MCU_DWPL_LD2, MCU_DWPL_MAC1, MCU_DWPL_MAC1, "") MCU_DWPL_OUT1("")             \
+        MCU_DWPL_LINE_END("r1")
 /* The line's end: the plane position on by skip, the line's end by `next` (the bytes from an output
  * line's first plane line to the next's), the output on by yskip, the lines counted down; the five
  * fields in one chain of single loads. */
@@ -937,22 +1031,34 @@ _Static_assert(MCU_DWPL_COLS(6) * 2 == 20, "MCU_DWPL_LINE6_S: the bytes of a pla
                          : "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "lr", "cc", "memory"); \
         return;                                                                                       \
     }                                                                                                 \
+    if (kind == 12) { /* MCU_DWPL_KIND: never with the clamp */                                       \
+        MCU_DWPL_RUN(MCU_DWPL_SIXES MCU_DWPL_LINE_END("r1"));                                          \
+        return;                                                                                       \
+    }                                                                                                 \
+    if (kind == 13) {                                                                                 \
+        MCU_DWPL_RUN(MCU_DWPL_SIXES_TAIL);                                                            \
+        return;                                                                                       \
+    }                                                                                                 \
     MCU_DWPL_PICK(kind == 3, clamp, MCU_DWPL_CHANNEL3, MCU_DWPL_CHANNEL)
 
 /* The loops of mcu_dwpl_channel for MCU_DWPL_RELU: the same macros with the requantization's sign
  * correction left out. */
 #undef MCU_DWPL_RQ
 #undef MCU_DWPL_RQ6
+#undef MCU_DWPL_RQS
 #define MCU_DWPL_RQ MCU_DWPL_RQ_RELU
 #define MCU_DWPL_RQ6 MCU_DWPL_RQ6_RELU
+#define MCU_DWPL_RQS MCU_DWPL_RQS_RELU
 static inline void mcu_dwpl_channel_relu(const int16_t *pos, int32_t line_bytes, mcu_dwpl_ch *t, int kind)
 {
     MCU_DWPL_CHANNEL_BODY(MCU_DWPL_SAT);
 }
 #undef MCU_DWPL_RQ
 #undef MCU_DWPL_RQ6
+#undef MCU_DWPL_RQS
 #define MCU_DWPL_RQ MCU_DWPL_RQ_SIGNED
 #define MCU_DWPL_RQ6 MCU_DWPL_RQ6_SIGNED
+#define MCU_DWPL_RQS MCU_DWPL_RQS_SIGNED
 
 /* Every line of one channel's plane from pos (its first line's position 0); three: lines of three pixels;
  * clamp: how the outputs are finished (MCU_DWPL_SAT, _CLAMP, _RELU). */
@@ -992,8 +1098,8 @@ static inline void mcu_dwpl_put_out(mcu_dwpl_ch *t, const uint32_t *s, int32_t n
     }
 }
 
-/* The same lines in C (the emulated build), in the assembly's steps: quads, a pair, a pixel alone; or
- * lines of three or six pixels in one step (MCU_DWPL_KIND). */
+/* The same lines in C (the emulated build), in the assembly's steps: quads, a pair, a pixel alone; sixes;
+ * or lines of three or six pixels in one step (MCU_DWPL_KIND). */
 static inline void mcu_dwpl_channel(const int16_t *pos, int32_t line_bytes, mcu_dwpl_ch *t, int clamp, int kind)
 {
     const int32_t cols = line_bytes / 2;
@@ -1008,12 +1114,15 @@ static inline void mcu_dwpl_channel(const int16_t *pos, int32_t line_bytes, mcu_
             t->y += t->yskip;
             continue;
         }
-        for (; pos != t->end; pos += 4) {
-            const uint32_t s[4] = {mcu_dwpl_pixel(pos, cols, t, 0), mcu_dwpl_pixel(pos, cols, t, 1),
-                                   mcu_dwpl_pixel(pos + 2, cols, t, 0), mcu_dwpl_pixel(pos + 2, cols, t, 1)};
-            mcu_dwpl_put_out(t, s, 4, clamp);
+        const int32_t n = kind >= 12 ? 6 : 4; /* pixels a step: sixes (MCU_DWPL_SIXES) or quads */
+        for (; pos != t->end; pos += n) {
+            uint32_t s[6];
+            for (int32_t k = 0; k < n; ++k) {
+                s[k] = mcu_dwpl_pixel(pos + 2 * (k / 2), cols, t, k & 1);
+            }
+            mcu_dwpl_put_out(t, s, n, clamp);
         }
-        if (t->tail & 2) {
+        if (kind >= 12 ? (uint32_t)t->tail >> 31 : (uint32_t)t->tail & 2u) { /* the sixes' pair: bit 31 */
             const uint32_t s[2] = {mcu_dwpl_pixel(pos, cols, t, 0), mcu_dwpl_pixel(pos, cols, t, 1)};
             mcu_dwpl_put_out(t, s, 2, clamp);
             pos += 2;
@@ -1074,10 +1183,17 @@ static __attribute__((noinline, unused)) void mcu_dwpl_layer(const mcu_dwpl_geom
     mcu_dwpl_ch t[4];
     const int32_t step = g->transposed ? (int32_t)row : ch;
     const int kind = MCU_DWPL_KIND(g->len, clamp);
-    /* the plane on from where a line's steps leave the position: after its pairs, at its start for three
-     * and six */
-    const int32_t skip = (g->cols - (kind == 0 ? pairs : 0)) * 2;
+    /* the plane on from where a line's steps leave the position: after its pairs (quads or sixes and their
+     * tail), at its start for three and six */
+    const int32_t skip = (g->cols - (kind == 0 || kind >= 12 ? pairs : 0)) * 2;
+    const int32_t steps = kind >= 12 ? g->len - g->len % 6 : quads; /* int16 of a line's sixes or quads */
     mcu_dwpl_ch_layer(t, step, g->len, skip, (int32_t)line_step - g->len * step, act_min, act_max);
+    /* after the sixes: a pair (bits 31 and 29: the shifted word is not zero with the pair alone), a pixel
+     * alone (bit 30) */
+    const uint32_t tail6 = (g->len % 6 >= 2 ? 0xA0000000u : 0u) | (uint32_t)(g->len & 1) << 30;
+    for (int32_t k = 0; kind >= 12 && k < 4; ++k) {
+        t[k].tail = mcu_u32_to_s32(tail6);
+    }
     for (int32_t b = 0; b < n; ++b) {
         const int8_t *xb = x + (size_t)b * image;
         int8_t *yb = y + (size_t)b * image;
@@ -1113,7 +1229,7 @@ static __attribute__((noinline, unused)) void mcu_dwpl_layer(const mcu_dwpl_geom
                 for (int32_t k = 0; k < 4; ++k) {
                     const int16_t *plane = planes + k * g->plane;
                     t[k].y = yb + (size_t)l0 * line_step + c + k;
-                    t[k].end = plane + quads;
+                    t[k].end = plane + steps;
                     t[k].lines = nb;
                     mcu_dwpl_channel(plane, g->cols * 2, &t[k], clamp, kind);
                 }
