@@ -833,15 +833,19 @@ typedef struct {
         MCU_PX_WORD_SECTION                                                                               \
         table                                                                                             \
         tails                                                                                             \
-        "5:\n\t" /* the state's address first: a load right after the MOV would wait a cycle for it */  \
-        "mov r6, r4\n\t"                                                                                \
+        /* the block: the entry and the column start as one run of two single loads (3 cycles), the        \
+         * biases for both pixels, and BX to the entry (3, where LDR PC takes 5): 15 cycles in the 18 bytes \
+         * of the 17 the state's address in a register and LDR PC took (a longer run of single loads is 3  \
+         * cycles less but 14 bytes more, which moved ds_cnn's and resnet8's code in the flash caches) */   \
+        "5:\n\t"                                                                                         \
+        "ldr lr, [r4, #8]\n\t"                                                                          \
+        "ldr r4, [r4, #4]\n\t"                                                                          \
         "ldmia r5!, {r0, r1, r2, r3}\n\t"                                                               \
         "mov r8, r0\n\t"                                                                                \
         "mov r9, r1\n\t"                                                                                \
         "mov r10, r2\n\t"                                                                               \
         "mov r11, r3\n\t"                                                                               \
-        "ldr r4, [r6, #4]\n\t"                                                                          \
-        "ldr pc, [r6, #8]\n\t"                                                                          \
+        "bx lr\n\t"                                                                                     \
         /* the passes' first instruction, a branch target, is 32-bit: on a word it takes no longer      \
          * refill (docs/cycles.md); the padding follows an unconditional branch and never runs. The     \
          * loop is rotated: each pass ends with the first tap pair's loads of the next, whose first     \
