@@ -725,6 +725,16 @@ typedef struct {
     "ldrd r6, r7, [r4, #20]\n\t"                                                                          \
     MCU_PX2_CLAMP("r0")                                                                                   \
     MCU_PX2_CLAMP("r8")
+/* Both pixels' four bytes (pixel A's at r6, which moves on by 4; pixel B's at lr). */
+#define MCU_PX2_STRB8                                                                                     \
+    "strb r1, [r6, #1]\n\t"                                                                             \
+    "strb r2, [r6, #2]\n\t"                                                                             \
+    "strb r3, [r6, #3]\n\t"                                                                             \
+    "strb r0, [r6], #4\n\t"                                                                             \
+    "strb r9, [lr, #1]\n\t"                                                                             \
+    "strb r10, [lr, #2]\n\t"                                                                            \
+    "strb r11, [lr, #3]\n\t"                                                                            \
+    "strb r8, [lr]\n\t"
 /* A block's stores, both pixels (the state at r4: y, y_end, min4, max4, ..., the pixels' distance, the
  * block order's steps): four STRB a pixel where the range is all of int8, else the bytes packed, clamped
  * byte-wise and one STR a pixel; then the stream and y move to the next block, and `next` branches on
@@ -737,14 +747,7 @@ typedef struct {
     "ldr lr, [r4, #40]\n\t"                                                                             \
     "add r5, r5, lr\n\t"                                                                                \
     "add lr, r6, r12\n\t"                                                                               \
-    "strb r1, [r6, #1]\n\t"                                                                             \
-    "strb r2, [r6, #2]\n\t"                                                                             \
-    "strb r3, [r6, #3]\n\t"                                                                             \
-    "strb r0, [r6], #4\n\t"                                                                             \
-    "strb r9, [lr, #1]\n\t"                                                                             \
-    "strb r10, [lr, #2]\n\t"                                                                            \
-    "strb r11, [lr, #3]\n\t"                                                                            \
-    "strb r8, [lr]\n\t"                                                                                 \
+    MCU_PX2_STRB8                                                                                       \
     "ldr r12, [r4, #44]\n\t"                                                                            \
     "add r6, r6, r12\n\t"                                                                               \
     "str r6, [r4, #12]\n\t"                                                                             \
@@ -813,14 +816,7 @@ typedef struct {
     "ldr r12, [r4, #36]\n\t"                                                                            \
     "add r5, r5, #32\n\t"                                                                               \
     "add lr, r6, r12\n\t"                                                                               \
-    "strb r1, [r6, #1]\n\t"                                                                             \
-    "strb r2, [r6, #2]\n\t"                                                                             \
-    "strb r3, [r6, #3]\n\t"                                                                             \
-    "strb r0, [r6], #4\n\t"                                                                             \
-    "strb r9, [lr, #1]\n\t"                                                                             \
-    "strb r10, [lr, #2]\n\t"                                                                            \
-    "strb r11, [lr, #3]\n\t"                                                                            \
-    "strb r8, [lr]\n\t"                                                                                 \
+    MCU_PX2_STRB8                                                                                       \
     "str r6, [r4, #12]\n\t"                                                                             \
     "cmp r6, r7\n\t" next
 /* The flat pairs' nine tails, the scaled stream's bytes forward last (mobilenet_v1's and ds_cnn's layers). */
@@ -835,8 +831,8 @@ typedef struct {
     ".balign 4\n\t36:\n\t" MCU_PX2_RQ4_SCALED MCU_PX2_STORE_BYTES(MCU_PX2_NEXT)                            \
     ".balign 4\n\t38:\n\t" MCU_PX2_RQ4_SCALED MCU_PX2_STORE_BYTES_FWD("beq 8f\n\t")
 #endif
-/* The flat pairs' tail for blocks in `order` (MCU_PX2_FWD where it applies): once a layer, not a call, whose
- * few blocks (a part of a stream, or 8 of 32 channels) would pay back the test. */
+/* The flat pairs' tail for blocks in `order` (MCU_PX2_FWD where it applies), for the kernel to take once a layer:
+ * tested in each call, a call's few blocks (a part of a stream, or 8 of 32 channels) did not pay it back. */
 static inline int mcu_px2_tail_flat(int tail, const mcu_block_order *order)
 {
 #if MCU_PACKED_SCALED
@@ -1324,6 +1320,9 @@ static __attribute__((noinline)) void mcu_pw8_pairs(mcu_pw8_state *st, int tail)
 #undef MCU_PX2_RQ_MM
 #undef MCU_PX2_RQ4_SCALED
 #undef MCU_PX2_STORE_BYTES
+#undef MCU_PX2_STORE_BYTES_FWD
+#undef MCU_PX2_STRB8
+#undef MCU_PX2_FWD
 #undef MCU_PX2_STORE_CLAMP
 #undef MCU_PX2_NEXT
 #undef MCU_PX2_TAIL_CHOICE
