@@ -379,6 +379,17 @@ static int32_t pw_group(const layer_t *l, int32_t fit)
 }
 #endif
 
+#if MCU_PACKED_PW_PAIRS
+/* 1 where the flat pairs' passes alternate their block order (pass_of): a stream over half a flash cache of
+ * MCU_PIXEL4_STREAM_MIN bytes, so that a pass starts on the lines the last one left cached; 0 (every pass forward)
+ * for one that stays cached with the loop's code, whose scaled blocks then all take the forward tail
+ * (MCU_PX2_FWD: 6 cycles less a block than backward). */
+static int pw_turns(const layer_t *l)
+{
+    return (int64_t)l->words * 4 * (l->cout / 4) > MCU_PIXEL4_STREAM_MIN / 2;
+}
+#endif
+
 #if MCU_PACKED_PW_PAIRS || (MCU_PACKED_WINDOWS && MCU_PACKED_QUADS && MCU_PIXEL4_GROUP > 1)
 /* Blocks of a part of the stream: at most half the cache's bytes, so a part and the loop's code stay
  * in a two-way cache together; at least one block. */
@@ -604,7 +615,8 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
                 i -= lone == 0;
                 back ^= 1;
             }
-            for (; i >= 1; i -= 2, back ^= 1) {
+            const int turn = pw_turns(&l);
+            for (; i >= 1; i -= 2, back ^= turn) {
                 const pass_t t = pass_of(&l, packed, output + (i - 1) * bo, back);
                 mcu_column2_s8(input + (i - 1) * bi, input + i * bi, kp, p->input_offset, col);
                 mcu_pixel2_packed(col, kp, t.blob, t.y, t.y_end, out.c, l.bounds, t.tail, &t.order);
@@ -684,7 +696,8 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
                 }
             }
             /* two pixels per pass, each weight word loaded once for both (gemm_s8_dsp.h) */
-            for (; i + 2 <= pixels; i += 2, x += 2 * in.c, y += 2 * out.c, back ^= 1) {
+            const int turn = pw_turns(&l);
+            for (; i + 2 <= pixels; i += 2, x += 2 * in.c, y += 2 * out.c, back ^= turn) {
                 const pass_t t = pass_of(&l, packed, y, back);
                 mcu_column2_s8(x, x + in.c, kp, p->input_offset, col);
                 mcu_pixel2_packed(col, kp, t.blob, t.y, t.y_end, out.c, l.bounds, t.tail, &t.order);
