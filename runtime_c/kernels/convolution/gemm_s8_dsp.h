@@ -725,6 +725,16 @@ typedef struct {
     "ldrd r6, r7, [r4, #20]\n\t"                                                                          \
     MCU_PX2_CLAMP("r0")                                                                                   \
     MCU_PX2_CLAMP("r8")
+/* Both pixels' four bytes (pixel A's at r6, which moves on by 4; pixel B's at lr). */
+#define MCU_PX2_STRB8                                                                                     \
+    "strb r1, [r6, #1]\n\t"                                                                             \
+    "strb r2, [r6, #2]\n\t"                                                                             \
+    "strb r3, [r6, #3]\n\t"                                                                             \
+    "strb r0, [r6], #4\n\t"                                                                             \
+    "strb r9, [lr, #1]\n\t"                                                                             \
+    "strb r10, [lr, #2]\n\t"                                                                            \
+    "strb r11, [lr, #3]\n\t"                                                                            \
+    "strb r8, [lr]\n\t"
 /* A block's stores, both pixels (the state at r4: y, y_end, min4, max4, ..., the pixels' distance, the
  * block order's steps): four STRB a pixel where the range is all of int8, else the bytes packed, clamped
  * byte-wise and one STR a pixel; then the stream and y move to the next block, and `next` branches on
@@ -737,14 +747,7 @@ typedef struct {
     "ldr lr, [r4, #40]\n\t"                                                                             \
     "add r5, r5, lr\n\t"                                                                                \
     "add lr, r6, r12\n\t"                                                                               \
-    "strb r1, [r6, #1]\n\t"                                                                             \
-    "strb r2, [r6, #2]\n\t"                                                                             \
-    "strb r3, [r6, #3]\n\t"                                                                             \
-    "strb r0, [r6], #4\n\t"                                                                             \
-    "strb r9, [lr, #1]\n\t"                                                                             \
-    "strb r10, [lr, #2]\n\t"                                                                            \
-    "strb r11, [lr, #3]\n\t"                                                                            \
-    "strb r8, [lr]\n\t"                                                                                 \
+    MCU_PX2_STRB8                                                                                       \
     "ldr r12, [r4, #44]\n\t"                                                                            \
     "add r6, r6, r12\n\t"                                                                               \
     "str r6, [r4, #12]\n\t"                                                                             \
@@ -796,7 +799,27 @@ typedef struct {
 #define MCU_PX2_TAIL_TABLE_FLAT MCU_PX2_TAIL_TABLE
 #define MCU_PX2_TAILS_FLAT MCU_PX2_TAILS
 #else
-/* The flat pairs' eight tails, the scaled stream's bytes last (mobilenet_v1's and ds_cnn's layers). */
+/* Bit 4 of the flat pairs' tail: the blocks run forward over a scaled stream (steps 32 and 0, mcu_px2_tail_flat),
+ * so its bytes' tail (38) adds the stream's step as an immediate and leaves y as its stores moved it, without
+ * loading either step: 4 cycles less a block. */
+#define MCU_PX2_FWD 16
+#undef MCU_PX2_TAIL_TABLE_FLAT
+#define MCU_PX2_TAIL_TABLE_FLAT                                                                           \
+    MCU_PX2_TAIL_TABLE                                                                                    \
+    ".hword 36f - 29b, 37f - 29b, 36f - 29b, 37f - 29b, 36f - 29b, 37f - 29b, 36f - 29b, 37f - 29b\n\t"        \
+    ".hword 30f - 29b, 31f - 29b, 32f - 29b, 33f - 29b, 30f - 29b, 31f - 29b, 34f - 29b, 35f - 29b\n\t"        \
+    ".hword 38f - 29b, 37f - 29b, 38f - 29b, 37f - 29b, 38f - 29b, 37f - 29b, 38f - 29b, 37f - 29b\n\t"
+/* MCU_PX2_STORE_BYTES for blocks forward over a scaled stream: y's step 0, the stream's 32 (its 8 spare words). */
+#define MCU_PX2_STORE_BYTES_FWD(next)                                                                   \
+    "ldr r6, [r4, #12]\n\t"                                                                             \
+    "ldr r7, [r4, #16]\n\t"                                                                             \
+    "ldr r12, [r4, #36]\n\t"                                                                            \
+    "add r5, r5, #32\n\t"                                                                               \
+    "add lr, r6, r12\n\t"                                                                               \
+    MCU_PX2_STRB8                                                                                       \
+    "str r6, [r4, #12]\n\t"                                                                             \
+    "cmp r6, r7\n\t" next
+/* The flat pairs' nine tails, the scaled stream's bytes forward last (mobilenet_v1's and ds_cnn's layers). */
 #define MCU_PX2_TAILS_FLAT                                                                                \
     "30:\n\t" MCU_PX2_RQ4 MCU_PX2_STORE_BYTES(MCU_PX2_NEXT)                                               \
     ".balign 4\n\t31:\n\t" MCU_PX2_RQ4 MCU_PX2_STORE_CLAMP(MCU_PX2_NEXT)                                   \
@@ -805,8 +828,20 @@ typedef struct {
     ".balign 4\n\t35:\n\t" MCU_PX2_RQ4_DIFF MCU_PX2_STORE_CLAMP(MCU_PX2_NEXT)                              \
     ".balign 4\n\t34:\n\t" MCU_PX2_RQ4_DIFF MCU_PX2_STORE_BYTES(MCU_PX2_NEXT)                              \
     ".balign 4\n\t37:\n\t" MCU_PX2_RQ4_SCALED MCU_PX2_STORE_CLAMP(MCU_PX2_NEXT)                            \
-    ".balign 4\n\t36:\n\t" MCU_PX2_RQ4_SCALED MCU_PX2_STORE_BYTES("beq 8f\n\t")
+    ".balign 4\n\t36:\n\t" MCU_PX2_RQ4_SCALED MCU_PX2_STORE_BYTES(MCU_PX2_NEXT)                            \
+    ".balign 4\n\t38:\n\t" MCU_PX2_RQ4_SCALED MCU_PX2_STORE_BYTES_FWD("beq 8f\n\t")
 #endif
+/* The flat pairs' tail for blocks in `order` (MCU_PX2_FWD where it applies), for the kernel to take once a layer:
+ * tested in each call, a call's few blocks (a part of a stream, or 8 of 32 channels) did not pay it back. */
+static inline int mcu_px2_tail_flat(int tail, const mcu_block_order *order)
+{
+#if MCU_PACKED_SCALED
+    return tail | ((tail & 8) && order->stream_step == 32 && order->y_step == 0 ? MCU_PX2_FWD : 0);
+#else
+    (void)order;
+    return tail;
+#endif
+}
 
 #define MCU_PX2_ASM(loads, unit, bytes, col_back, pass, table, tails)                                        \
         "strd r10, r11, [r4, #40]\n\t"                                                                  \
@@ -833,15 +868,19 @@ typedef struct {
         MCU_PX_WORD_SECTION                                                                               \
         table                                                                                             \
         tails                                                                                             \
-        "5:\n\t" /* the state's address first: a load right after the MOV would wait a cycle for it */  \
-        "mov r6, r4\n\t"                                                                                \
+        /* the block: the entry and the column start as one run of two single loads (3 cycles), the        \
+         * biases for both pixels, and BX to the entry (3, where LDR PC takes 5): 15 cycles in the 18 bytes \
+         * of the 17 the state's address in a register and LDR PC took (a longer run of single loads is 3  \
+         * cycles less but 14 bytes more, which moved ds_cnn's and resnet8's code in the flash caches) */   \
+        "5:\n\t"                                                                                         \
+        "ldr lr, [r4, #8]\n\t"                                                                          \
+        "ldr r4, [r4, #4]\n\t"                                                                          \
         "ldmia r5!, {r0, r1, r2, r3}\n\t"                                                               \
         "mov r8, r0\n\t"                                                                                \
         "mov r9, r1\n\t"                                                                                \
         "mov r10, r2\n\t"                                                                               \
         "mov r11, r3\n\t"                                                                               \
-        "ldr r4, [r6, #4]\n\t"                                                                          \
-        "ldr pc, [r6, #8]\n\t"                                                                          \
+        "bx lr\n\t"                                                                                     \
         /* the passes' first instruction, a branch target, is 32-bit: on a word it takes no longer      \
          * refill (docs/cycles.md); the padding follows an unconditional branch and never runs. The     \
          * loop is rotated: each pass ends with the first tap pair's loads of the next, whose first     \
@@ -867,7 +906,8 @@ typedef struct {
 /* Every whole block of output pixels A (y to y_end) and B (y + stride on) from the interleaved column
  * col2 of kp taps (a positive multiple of 4) and MCU_PIXEL2_SPARE more int16; `tail`: bit 0 the
  * activation range is narrower than int8 (the clamped store), bit 1 it starts at or above the output
- * offset (MCU_PX2_RQ_RELU), bit 2 with it mcu_px2_diff_ok's (MCU_PX2_RQ_DIFF). Returns the stream after
+ * offset (MCU_PX2_RQ_RELU), bit 2 with it mcu_px2_diff_ok's (MCU_PX2_RQ_DIFF). Bit 3 a scaled stream, bit 4
+ * (MCU_PX2_FWD) with it blocks forward: mcu_px2_tail_flat of `order`. Returns the stream after
  * the last block. */
 static inline const int32_t *mcu_pixel2_packed(const int16_t *col2, int32_t kp, const int32_t *blob, int8_t *y,
                                                int8_t *y_end, int32_t stride, const uint32_t *bounds, int tail,
@@ -1174,13 +1214,30 @@ static __attribute__((noinline)) void mcu_pw8_pairs(mcu_pw8_state *st, int tail)
         MCU_PX_WORD_SECTION
         MCU_PX2_TAIL_TABLE_FLAT
         MCU_PX2_TAILS_FLAT
-        "5:\n\t" /* a block: biases, the 4 tap pairs, then its tail */
-        "ldmia r5!, {r0, r1, r2, r3}\n\t"
-        "mov r8, r0\n\t"
-        "mov r9, r1\n\t"
-        "mov r10, r2\n\t"
-        "mov r11, r3\n\t"
-        MCU_PW8_UNIT("-32", "-28") MCU_PW8_UNIT("-24", "-20") MCU_PW8_UNIT("-16", "-12") MCU_PW8_UNIT("-8", "-4")
+        /* a block: the biases and the first tap pair's words in one run of eight single loads (9 cycles), the
+         * first pair's SMLAD adding each channel's bias to both pixels' products (pixel B's first, while the
+         * register still holds the bias alone), the other 3 tap pairs, then its tail: where LDM, four MOV and
+         * the pair's own loads took 14 */
+        "5:\n\t"
+        "ldr r0, [r5], #4\n\t"
+        "ldr r1, [r5], #4\n\t"
+        "ldr r2, [r5], #4\n\t"
+        "ldr r3, [r5], #4\n\t"
+        "ldr.w r6, [r4, #-32]\n\t"
+        "ldr.w r7, [r4, #-28]\n\t"
+        "ldr.w r12, [r5], #4\n\t"
+        "ldr.w lr, [r5], #4\n\t"
+        "smlad r8, r7, r12, r0\n\t"
+        "smlad r0, r6, r12, r0\n\t"
+        "smlad r9, r7, lr, r1\n\t"
+        "smlad r1, r6, lr, r1\n\t"
+        "ldr.w r12, [r5], #4\n\t"
+        "ldr.w lr, [r5], #4\n\t"
+        "smlad r10, r7, r12, r2\n\t"
+        "smlad r2, r6, r12, r2\n\t"
+        "smlad r11, r7, lr, r3\n\t"
+        "smlad r3, r6, lr, r3\n\t"
+        MCU_PW8_UNIT("-24", "-20") MCU_PW8_UNIT("-16", "-12") MCU_PW8_UNIT("-8", "-4")
         /* channel 0's K, multiplier and shift, as the tails take them (MCU_PX2_RQ0; a scaled stream's channels 0
          * and 1, MCU_PX2_RQ4_SCALED): four pipelined loads */
         "ldr.w r12, [r5], #4\n\t"
@@ -1263,6 +1320,9 @@ static __attribute__((noinline)) void mcu_pw8_pairs(mcu_pw8_state *st, int tail)
 #undef MCU_PX2_RQ_MM
 #undef MCU_PX2_RQ4_SCALED
 #undef MCU_PX2_STORE_BYTES
+#undef MCU_PX2_STORE_BYTES_FWD
+#undef MCU_PX2_STRB8
+#undef MCU_PX2_FWD
 #undef MCU_PX2_STORE_CLAMP
 #undef MCU_PX2_NEXT
 #undef MCU_PX2_TAIL_CHOICE

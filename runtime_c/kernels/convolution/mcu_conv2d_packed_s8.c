@@ -33,6 +33,7 @@ typedef struct {
     int group;          /* MCU_PACKED_FLAG_GROUP: the weights wait (flash), pointwise pairs share reads */
     int px2;            /* the pair loops' tail: clamp, 2 where act_min >= output_offset (MCU_PX2_RQ_RELU), and then
                          * 4 where the biases allow MCU_PX2_RQ_DIFF, or 8 for a scaled stream */
+    int px2f;           /* px2 for blocks forward (mcu_px2_tail_flat): the flat pairs' */
 #if MCU_PACKED_SCALED
     int scaled;         /* MCU_PACKED_FLAG_SCALED: (multiplier, C) words, mcu_packed_rq_scaled */
     int32_t skip;       /* bytes the flat pairs' stream pointer stops short of the next block: 32 when scaled */
@@ -232,19 +233,32 @@ typedef struct {
     mcu_block_order order;
     const int32_t *blob;
     int8_t *y, *y_end;
+    int tail; /* the flat pairs' (layer_t's px2f forward, px2 backward) */
 } pass_t;
 
 static inline pass_t pass_of(const layer_t *l, const int32_t *packed, int8_t *y, int back)
 {
     if (!back) {
-        return (pass_t){{layer_skip(l), 0}, packed, y, y + l->cout};
+        return (pass_t){{layer_skip(l), 0}, packed, y, y + l->cout, l->px2f};
     }
     /* y_end is one block before y: compared, never stored through (as an address it may lie before
      * the output) */
     return (pass_t){{layer_skip(l) - 8 * l->words, -8}, packed + (l->cout / 4 - 1) * l->words, y + l->cout - 4,
-                    (int8_t *)((uintptr_t)y - 4u)};
+                    (int8_t *)((uintptr_t)y - 4u), l->px2};
 }
 #endif
+
+/* The flat pairs' tail for blocks forward over a stream whose blocks `skip` bytes apart (mcu_px2_tail_flat). */
+static int px2_forward(int px2, int32_t skip)
+{
+#if MCU_S8_DSP_NATIVE
+    const mcu_block_order fwd = {skip, 0};
+    return mcu_px2_tail_flat(px2, &fwd);
+#else
+    (void)skip;
+    return px2;
+#endif
+}
 
 /* The K words of a right shift R and output offset (mcu_packed_rq_s8), as tuned.pack_layer makes them. */
 static void packed_k(int32_t r, int32_t output_offset, uint32_t *lo, int32_t *hi)
@@ -366,6 +380,17 @@ static int32_t pw_group(const layer_t *l, int32_t fit)
 }
 #endif
 
+#if MCU_PACKED_PW_PAIRS
+/* 1 where the flat pairs' passes alternate their block order (pass_of): a stream over half a flash cache of
+ * MCU_PIXEL4_STREAM_MIN bytes, so that a pass starts on the lines the last one left cached; 0 (every pass forward)
+ * for one that stays cached with the loop's code, whose scaled blocks then all take the forward tail
+ * (MCU_PX2_FWD: 6 cycles less a block than backward). */
+static int pw_turns(const layer_t *l)
+{
+    return (int64_t)l->words * 4 * (l->cout / 4) > MCU_PIXEL4_STREAM_MIN / 2;
+}
+#endif
+
 #if MCU_PACKED_PW_PAIRS || (MCU_PACKED_WINDOWS && MCU_PACKED_QUADS && MCU_PIXEL4_GROUP > 1)
 /* Blocks of a part of the stream: at most half the cache's bytes, so a part and the loop's code stay
  * in a two-way cache together; at least one block. */
@@ -418,7 +443,7 @@ static __attribute__((noinline)) void pw_group_run(const layer_t *l, const int32
         const int32_t nb = blocks - b0 < part ? blocks - b0 : part;
         for (int32_t g = 0; g < n; ++g) {
             int8_t *yg = output + a[g] * l->cout + 4 * b0;
-            mcu_pixel2_packed(col + g * pb, kp, packed + b0 * l->words, yg, yg + 4 * nb, l->cout, l->bounds, l->px2,
+            mcu_pixel2_packed(col + g * pb, kp, packed + b0 * l->words, yg, yg + 4 * nb, l->cout, l->bounds, l->px2f,
                               &fwd);
         }
         if (lone >= 0) {
@@ -450,7 +475,7 @@ static void pw8_run(const layer_t *l, const int32_t *packed, void *buf, const in
     st->dy = step > 0 ? l->cout : -3 * l->cout;
     st->off2 = ((uint32_t)input_offset & 0xFFFFu) * 0x10001u;
     st->blocks = packed;
-    mcu_pw8_pairs(st, l->px2);
+    mcu_pw8_pairs(st, l->px2f); /* the blocks forward */
 }
 #endif
 
@@ -486,9 +511,10 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
     const int clamp = p->act_min > -128 || p->act_max < 127;
     /* a single pixel (a linear layer) has no pair to requantize by difference: skip the pass over its biases */
     const int pair_diff = (int64_t)out.n * out.h * out.w >= 2 && !scaled ? px2_diff(packed, flags, out.c, kp) : 0;
+    const int px2 = clamp | (scaled ? 8 : p->act_min >= p->output_offset ? 2 | pair_diff : 0);
     const layer_t l = {out.c, kp, mcu_packed_block_words(kp), p->output_offset, p->act_min, p->act_max,
-                       {min4, max4}, clamp, right, (flags & MCU_PACKED_FLAG_GROUP) != 0,
-                       clamp | (scaled ? 8 : p->act_min >= p->output_offset ? 2 | pair_diff : 0)
+                       {min4, max4}, clamp, right, (flags & MCU_PACKED_FLAG_GROUP) != 0, px2,
+                       px2_forward(px2, scaled ? 32 : 0)
 #if MCU_PACKED_SCALED
                        , scaled, scaled ? 32 : 0
 #endif
@@ -598,10 +624,11 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
                 i -= lone == 0;
                 back ^= 1;
             }
-            for (; i >= 1; i -= 2, back ^= 1) {
+            const int turn = pw_turns(&l);
+            for (; i >= 1; i -= 2, back ^= turn) {
                 const pass_t t = pass_of(&l, packed, output + (i - 1) * bo, back);
                 mcu_column2_s8(input + (i - 1) * bi, input + i * bi, kp, p->input_offset, col);
-                mcu_pixel2_packed(col, kp, t.blob, t.y, t.y_end, out.c, l.bounds, l.px2, &t.order);
+                mcu_pixel2_packed(col, kp, t.blob, t.y, t.y_end, out.c, l.bounds, t.tail, &t.order);
             }
             mcu_pixel_packed_start(col, kp); /* the pairs' state overwrote the one-pixel loop's */
         }
@@ -659,7 +686,7 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
                         for (int32_t g = 0; g < group; ++g) {
                             int8_t *yg = y + 2 * g * out.c + 4 * b0;
                             mcu_pixel2_packed(col + g * pb, kp, packed + b0 * l.words, yg, yg + 4 * nb, out.c,
-                                              l.bounds, l.px2, &fwd);
+                                              l.bounds, l.px2f, &fwd);
                         }
                     }
                     back ^= 1;
@@ -678,10 +705,11 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
                 }
             }
             /* two pixels per pass, each weight word loaded once for both (gemm_s8_dsp.h) */
-            for (; i + 2 <= pixels; i += 2, x += 2 * in.c, y += 2 * out.c, back ^= 1) {
+            const int turn = pw_turns(&l);
+            for (; i + 2 <= pixels; i += 2, x += 2 * in.c, y += 2 * out.c, back ^= turn) {
                 const pass_t t = pass_of(&l, packed, y, back);
                 mcu_column2_s8(x, x + in.c, kp, p->input_offset, col);
-                mcu_pixel2_packed(col, kp, t.blob, t.y, t.y_end, out.c, l.bounds, l.px2, &t.order);
+                mcu_pixel2_packed(col, kp, t.blob, t.y, t.y_end, out.c, l.bounds, t.tail, &t.order);
             }
             mcu_pixel_packed_start(col, kp); /* the pairs' state overwrote the one-pixel loop's */
         }
