@@ -356,3 +356,19 @@ def test_readme_compile_figures(compiled) -> None:
     assert ops is not None
     cm = compiled("ds_cnn", "mps2-an505", "int8")
     assert len(op_table(cm.graph, cm.memory, cm.library)) == int(ops.group(1))
+
+
+def test_readme_kernel_code_figures_are_the_table() -> None:
+    """The mixed-precision section quotes the mps2-an505 kernel code the flash objective charges: those figures
+    are mcu/backends/kernel_code.py's, so rewriting that table (bench/kernel_code.py --write) fails here until
+    the README follows."""
+    from mcu.backends.kernel_code import CODE_BYTES
+
+    readme = (ROOT / "README.md").read_text()
+    table = CODE_BYTES["mps2-an505"]
+    quotes = [re.search(r"on mps2-an505 e\.g\. (.*?)\); another board", readme, re.S),
+              re.search(r"(mps2-an505: `mcu_linear_s16` .*?) B\);", readme, re.S)]
+    assert all(quotes)
+    pairs = [p for q in quotes if q for p in re.findall(r"`(mcu_\w+)` ([\d,]+) B", q.group(1))]
+    assert len(pairs) == 7
+    assert all(table[name] == int(value.replace(",", "")) for name, value in pairs)
