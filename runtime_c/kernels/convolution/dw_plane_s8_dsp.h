@@ -1310,13 +1310,28 @@ static __attribute__((noinline, unused)) void mcu_dwpl_rows(const mcu_dwpl_geom 
  * chain as the plane words (about 88 cycles a quad against 112 for two pairs with the weights in five
  * registers); then a pair and a pixel alone, or a line of three pixels in one step.
  * Output line l reads plane lines 2 l .. 2 l + 2. Every input is read (through the fill) once per band
- * of output lines, and a band's first plane line is the previous band's last. */
+ * of output lines, and a band's first plane line is the previous band's last.
+ *
+ * Why planes rather than a direct NHWC loop that slides along the input row (counted on the M4/M33
+ * model, per group of four channels and output pixel, weights pre-widened on the stack): in a word of
+ * NHWC inputs the lanes are different channels, so SMLAD cannot pair products and the 36 products
+ * take 36 single MACs; the nine taps' 18 weight words do not fit in registers beside four accumulators,
+ * so they are reloaded every pixel (18 cycles in a load chain); with 9 input loads, 18 SXTAB16, the
+ * bias, four requantizations (28 with their constants' loads), the pack, store and loop: about 124
+ * cycles, 31 an output, what the fill (about 8) and this loop (about 22) cost together. Pairing two
+ * pixels' bytes with PKHBT/PKHTB in the loop (SMLAD on (x2k x2k+1), the fill fused in) brings it to
+ * about 29, before borders: at most ~35 k of mobilenet_v1's four stride-2 layers (17,280 outputs) on
+ * mps2-an505-u575, for a second path with its own padding. Stride 1 loses outright (2.3 cycles a MAC
+ * here, more than 3 direct). */
 #if MCU_S8_DSP_NATIVE
 /* Kernel line i's weights (w_i0 w_i1) at wofs and its third column's at w2ofs, then plane words from
  * r0 on into r4, r5, r6, r7, lr (xs). */
 #define MCU_DWPL_S2_LD(wofs, w2ofs, xs)                                                       \
     "ldr r2, [r12, #" wofs "]\n\t"                                                            \
     "ldr r3, [r12, #" w2ofs "]\n\t" xs
+/* The second kernel line's: its third column's weight is the other half of the first line's word, still
+ * in r3 (one load a step fewer). */
+#define MCU_DWPL_S2_LD_W2KEPT(wofs, xs) "ldr r2, [r12, #" wofs "]\n\t" xs
 #define MCU_DWPL_S2_X5                                                                        \
     "ldr r4, [r0]\n\t"                                                                        \
     "ldr r5, [r0, #4]\n\t"                                                                    \
@@ -1365,7 +1380,7 @@ static __attribute__((noinline, unused)) void mcu_dwpl_rows(const mcu_dwpl_geom 
  * then on by the pixels' plane words (adv). */
 #define MCU_DWPL_S2_LINES(X, MAC, adv)                                                        \
     "ldr r8, [r12, #36]\n\t" MCU_DWPL_S2_LD("12", "24", X) MAC("bb", "add r0, r0, r1\n\t")    \
-        MCU_DWPL_S2_LD("16", "24", X) MAC##_ON("bt", "add r0, r0, r1\n\t")                    \
+        MCU_DWPL_S2_LD_W2KEPT("16", X) MAC##_ON("bt", "add r0, r0, r1\n\t")                    \
             MCU_DWPL_S2_LD("20", "28", X) MAC##_ON("bb", "sub r0, r0, r1, lsl #1\n\t") "add r0, r0, #" adv "\n\t"
 #define MCU_DWPL_S2_Q(bt, step) MCU_DWPL_S2_MAC4(bt, "r8", "r8", "r8", step)
 #define MCU_DWPL_S2_Q_ON(bt, step) MCU_DWPL_S2_MAC4(bt, "r9", "r10", "r11", step)
