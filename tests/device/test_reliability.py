@@ -17,10 +17,10 @@ import numpy as np
 import pytest
 
 from cli_runner import mcu_in_process
+from host_builds import build_interpreter_app
 from mcu.program import format as fmt
 from mcu.program.host import Program, ProgramError, WeightsCorruptError
 from repo import ROOT, requires_qemu
-from mcu.paths import all_kernel_sources
 
 STATUS_WEIGHTS_CORRUPT = 18
 STATUS_ARENA_LIMIT = 19
@@ -166,17 +166,7 @@ int main(int argc, char **argv)
 @pytest.fixture(scope="module")
 def c_loader(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The C interpreter built for the host with a main that loads a program and prints the status."""
-    from mcu.device.hostbuild import find_host_cc
-
-    tmp = tmp_path_factory.mktemp("loader")
-    rt = ROOT / "runtime_c"
-    (tmp / "main.c").write_text(LOADER_MAIN)
-    sources = [tmp / "main.c", *sorted((rt / "interp").glob("*.c")), *all_kernel_sources(),
-               rt / "src" / "mcu_status.c", rt / "src" / "mcu_delegate.c"]
-    exe = tmp / "loader"
-    subprocess.run([find_host_cc(), "-std=c11", "-O1", "-Wall", "-Wextra", "-Werror", f"-I{rt / 'include'}",
-                    *map(str, sources), "-lm", "-o", str(exe)], check=True, capture_output=True, timeout=600)
-    return exe
+    return build_interpreter_app(LOADER_MAIN, tmp_path_factory.mktemp("loader") / "loader")
 
 
 def _c_load(exe: Path, tmp: Path, program: bytes, weights: bytes | None = None, limit: int = 0) -> str:

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mve_cases import BLOCK_KERNELS, MODES, WMODES, compile_kernel, run_layers
+from mve_cases import BLOCK_KERNELS, MODES, WMODES, SHARES_KERNEL_COMPILES, compile_kernel, run_layers
 from repo import requires_qemu
 
 BOARD = "mps3-an547"
@@ -103,6 +103,7 @@ def test_mve_linear_equal_reference(layers, seed) -> None:
     run_layers(layers, seed, "fc")
 
 
+@SHARES_KERNEL_COMPILES
 @pytest.mark.parametrize("opt", ["-Os", "-O1", "-O3"])
 def test_mve_kernels_compile_at_every_level(opt: str, tmp_path) -> None:
     """The assembly blocks keep GCC a register to spare at every optimisation level (-Os and -O1 reserve

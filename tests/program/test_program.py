@@ -13,9 +13,10 @@ import pytest
 import torch
 
 from cli_runner import mcu_in_process
+from host_builds import build_interpreter_app
 from mcu.backends.portable.conv import S4_CALLS
 from mcu.errors import McuError
-from mcu.paths import all_kernel_sources, kernel_source
+from mcu.paths import kernel_source
 from mcu.program import MethodSource, write_program
 from mcu.program import format as fmt
 from mcu.program.methods import load_methods
@@ -355,18 +356,7 @@ def delegate_program(backend_id: str = "test.scale", magic: bytes = b"SCAL", ver
 
 
 def _delegate_app(tmp_path: Path) -> Path:
-    import subprocess
-
-    from mcu.device.hostbuild import find_host_cc
-
-    rt = ROOT / "runtime_c"
-    (tmp_path / "main.c").write_text(DELEGATE_MAIN)
-    sources = [tmp_path / "main.c", *sorted((rt / "interp").glob("*.c")), *all_kernel_sources(),
-               rt / "src" / "mcu_status.c", rt / "src" / "mcu_delegate.c"]
-    exe = tmp_path / "app"
-    subprocess.run([find_host_cc(), "-std=c11", "-O1", "-Wall", "-Wextra", "-Werror", f"-I{rt / 'include'}",
-                    *map(str, sources), "-lm", "-o", str(exe)], check=True, capture_output=True, timeout=300)
-    return exe
+    return build_interpreter_app(DELEGATE_MAIN, tmp_path / "app")
 
 
 def test_registered_delegate_runs_its_partition(tmp_path) -> None:

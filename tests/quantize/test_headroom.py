@@ -7,7 +7,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from scipy import stats
 from torch import nn
 
 from mcu.quantize.flow import quantize_static
@@ -61,6 +60,8 @@ def test_int16_ranges_widen_past_the_calibration_peaks_and_int8_ranges_do_not() 
 def test_widening_is_the_gumbel_quantile_of_the_peaks_over_the_largest() -> None:
     """Fitted by moments, as scipy's Gumbel distribution parameterises it; at least 1, at most MOST; no spread
     (every sample peaking alike) or too few samples leave a range as it is."""
+    from scipy import stats  # here, not at collection: its import took a second of each worker's start
+
     peaks = [1.0, 1.3, 0.9, 1.1, 1.05, 0.95, 1.2, 1.0]
     scale = float(np.std(peaks, ddof=1)) * np.sqrt(6) / np.pi
     level = stats.gumbel_r.ppf(1 - PAST, loc=float(np.mean(peaks)) - np.euler_gamma * scale, scale=scale)

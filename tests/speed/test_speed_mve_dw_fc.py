@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mve_cases import MODES, WMODES, compile_kernel, run_cases
+from mve_cases import MODES, WMODES, SHARES_KERNEL_COMPILES, compile_kernel, run_cases
 from mve_cases import run_layers
 from repo import requires_qemu
 
@@ -72,6 +72,7 @@ def test_wide_image_takes_several_ring_chunks() -> None:
     run_layers(layers, 13, "speed_dw_wide")
 
 
+@SHARES_KERNEL_COMPILES
 @pytest.mark.parametrize("opt", ["-Os", "-O1", "-O2", "-O3"])
 def test_gather_path_compiles_at_every_level(opt: str, tmp_path) -> None:
     """The row loop's assembly block leaves GCC registers to spare at every level, and the M55 objects

@@ -26,8 +26,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mcu.reference.conv import conv2d_s8
-from mve_cases import (MODES, WMODES, Builder, Case, mve_data, c_dims, mve_weights, assert_case, compile_kernel,
-                                 run_cases)
+from mve_cases import (MODES, WMODES, Builder, Case, mve_data, c_dims, mve_weights, assert_case,
+                       SHARES_KERNEL_COMPILES, compile_kernel, run_cases)
 from repo import requires_qemu
 
 BOARD = "mps3-an547"
@@ -160,6 +160,7 @@ def test_edge_layers_equal_reference() -> None:
     run_layers(layers, 4, "edges")
 
 
+@SHARES_KERNEL_COMPILES
 @pytest.mark.parametrize("opt", ["-Os", "-O1", "-O2", "-O3"])
 def test_narrow_path_compiles_at_every_level(opt: str, tmp_path) -> None:
     """The assembly loop keeps GCC registers to spare at every optimisation level, and the M55 build

@@ -26,8 +26,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mcu.reference.conv import conv2d_s8
-from mve_cases import (MODES, Builder, Case, mve_data, c_dims, mve_weights, assert_case, compile_kernel, conv_case,
-                                 run_cases)
+from mve_cases import (MODES, Builder, Case, mve_data, c_dims, mve_weights, assert_case, SHARES_KERNEL_COMPILES,
+                       compile_kernel, conv_case, run_cases)
 from repo import requires_qemu
 
 BOARD = "mps3-an547"
@@ -168,6 +168,7 @@ def test_resnet_shortcuts_equal_reference() -> None:
     run_layers(cases, int(rng.integers(0, 2**31)), "shortcuts")
 
 
+@SHARES_KERNEL_COMPILES
 @pytest.mark.parametrize("opt", ["-Os", "-O1", "-O2", "-O3"])
 def test_pointwise_kernel_compiles_at_every_level(opt: str, tmp_path) -> None:
     """The pair loop names fourteen registers (r0-r12 and lr): every optimisation level must still

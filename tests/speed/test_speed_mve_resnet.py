@@ -150,6 +150,7 @@ def test_mve_add_sub_equal_reference(cases: list[dict]) -> None:
         raise AssertionError(f"{e}\nfailing cases: {[cases[k] for k in failed]}") from None
 
 
+@mve.SHARES_KERNEL_COMPILES
 @pytest.mark.parametrize("opt", ["-Os", "-O1", "-O2", "-O3"])
 def test_mve_resnet_kernels_compile_at_every_level(opt: str, tmp_path) -> None:
     """The assembly blocks of the add and the convolution leave GCC registers to spare at every level."""

@@ -42,6 +42,26 @@ def _run(cmd: list[str], what: Path) -> None:
     subprocess.run(cmd, check=True, capture_output=True, text=True)
 
 
+def build_interpreter_app(main_c: str, out: Path) -> Path:
+    """``main_c`` linked with the program interpreter, every kernel and the runtime's status and delegate
+    registry, as a host executable at ``out``. The library's objects come from the shared object cache: compiled
+    once for every test that links one (a compiler call of all the sources took ten seconds a test)."""
+    from mcu.device.hostbuild import find_host_cc
+
+    cc = find_host_cc()
+    flags = ["-std=c11", "-O1", "-Wall", "-Wextra", "-Werror", f"-I{RT / 'include'}"]
+    sources = [*sorted((RT / "interp").glob("*.c")), *all_kernel_sources(), RT / "src" / "mcu_status.c",
+               RT / "src" / "mcu_delegate.c"]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="mcu-app-") as tmp:
+        main = Path(tmp) / "main.c"
+        main.write_text(main_c)
+        objects = compile_each(cc, [Compile(main, flags, False), *(Compile(s, flags, True) for s in sources)],
+                               Path(tmp), _run)
+        _run([cc, *map(str, objects), "-lm", "-o", str(out)], out)
+    return out
+
+
 def build_emulated_lib() -> Path:
     """The host library with the DSP paths emulated."""
     return build_host_variant("MCU_S8_DSP_EMULATE", "dsp_emulated")

@@ -4,7 +4,9 @@ reference, the firmware that runs them and prints every output in hex, and the c
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -462,19 +464,35 @@ def assert_case(i: int, case: Case, got: dict[int, tuple[bytes, int]], label: st
                     f"{np.frombuffer(want, np.int8)[diff[:8]]}\n{case.call}")
 
 
+# The tests compiling kernels for the M55 at each level share one worker (xdist group) and there each
+# (kernel, level) is compiled once: five modules compiled the same seven kernels 51 times between them.
+SHARES_KERNEL_COMPILES = pytest.mark.xdist_group("m55_kernel_compiles")
+
+
 def compile_kernel(kernel: str, opt: str, tmp_path, assembly: bool = False) -> str:
-    """Compile runtime_c/kernels/`kernel` for the M55 at `opt` (the assembly blocks must leave GCC registers
-    to spare at every level); the assembly text when `assembly`."""
+    """Compile runtime_c/kernels/`kernel` for the M55 at `opt` and assemble it (the assembly blocks must leave
+    GCC registers to spare at every level); the assembly text when `assembly`."""
+    text = _compiled_kernel(kernel, opt)
+    return text if assembly else ""
+
+
+@functools.lru_cache(maxsize=None)
+def _compiled_kernel(kernel: str, opt: str) -> str:
     import subprocess
+    import tempfile
 
     from mcu.device.toolchain import compile_flags, find_cross_compiler
 
     flags = [f for f in compile_flags(load_board(BOARD)) if not f.startswith("-O")]
-    target = tmp_path / ("k.s" if assembly else "k.o")
-    done = subprocess.run([str(find_cross_compiler()), *flags, opt, "-S" if assembly else "-c", "-o", str(target),
-                           str(kernel_source(kernel))], capture_output=True, text=True)
-    assert done.returncode == 0, f"{kernel} at {opt}:\n{done.stderr[-2000:]}"
-    return target.read_text() if assembly else ""
+    gcc = str(find_cross_compiler())
+    with tempfile.TemporaryDirectory(prefix="mcu-m55-") as tmp:
+        asm, obj = Path(tmp) / "k.s", Path(tmp) / "k.o"
+        done = subprocess.run([gcc, *flags, opt, "-S", "-o", str(asm), str(kernel_source(kernel))],
+                              capture_output=True, text=True)
+        assert done.returncode == 0, f"{kernel} at {opt}:\n{done.stderr[-2000:]}"
+        done = subprocess.run([gcc, *flags, "-c", "-o", str(obj), str(asm)], capture_output=True, text=True)
+        assert done.returncode == 0, f"{kernel} at {opt} (assembling):\n{done.stderr[-2000:]}"
+        return asm.read_text()
 
 
 def run_layers(layers, seed: int, tag: str):
