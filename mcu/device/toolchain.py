@@ -199,19 +199,7 @@ def render_linker_script(board: Board, stack_bytes: int | None = None,
         rodata_region=board.region_for("rodata").linker_name,
         stack_bytes=board.stack_bytes if stack_bytes is None else stack_bytes,
         weight_sections=list(weights),
-        rodata_way=shared_cache_way(board),
     )
-
-
-def shared_cache_way(board: Board) -> int:
-    """The way size of a cache in front of flash that serves both the fetches and the reads of .rodata (the
-    weights), else 0. .rodata starts on a multiple of it, so that the cache sets the weights fall in, and so
-    which hot code lines they evict, do not move with the size of the code before them: without it, 1,312
-    never-executed bytes added to one kernel moved ds_cnn's estimate on mps2-an505-u575 by 48,824 cycles."""
-    flash = board.flash
-    if board.region_for("rodata") is not flash or not flash.cache_bytes or flash.data_cache_bytes:
-        return 0
-    return flash.cache_bytes // flash.cache_ways
 
 
 def build_recipe(script: str, board: Board, stack_usage: bool) -> str:

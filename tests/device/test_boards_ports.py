@@ -12,7 +12,7 @@ from mcu.device.boards import Board, list_boards, load_board
 from mcu.device.elf import read_elf
 from mcu.errors import McuError
 from mcu.device.sim.qemu import FAULT_EXIT_BASE, build_plugin, run_qemu
-from mcu.device.toolchain import build_firmware, find_cross_compiler, render_linker_script, shared_cache_way
+from mcu.device.toolchain import build_firmware, find_cross_compiler, render_linker_script
 
 QEMU_BOARDS = ["mps2-an505", "mps2-an386", "mps2-an385"]
 HAVE_CROSS = shutil.which("arm-none-eabi-gcc") is not None
@@ -139,19 +139,6 @@ def test_linker_script_uses_the_board_memory_map() -> None:
     assert "ORIGIN = 0x20000000, LENGTH = 0x00400000" in script
     assert "__stack_size__  = 8192;" in script
     assert ".mcu_arena (NOLOAD) : ALIGN(16)" in script
-
-
-@pytest.mark.parametrize(("board", "way"), [
-    ("mps2-an505-u575", 4096),  # one 8 kB two-way cache for fetches and weights
-    ("mps2-an386-l4r5", 0),     # separate instruction and data caches
-    ("mps3-an547", 0),          # weights in QSPI, behind the L1 data cache alone
-    ("mps2-an505", 0),          # no cache
-])
-def test_rodata_starts_on_the_shared_cache_way(board: str, way: int) -> None:
-    script = render_linker_script(load_board(board))
-    assert shared_cache_way(load_board(board)) == way
-    assert (f".rodata : ALIGN({way})" in script) == (way > 0)
-    assert ".rodata :\n" in script or way > 0
 
 
 # --- toolchain ----------------------------------------------------------------------------------
