@@ -10,7 +10,7 @@
 
 #include "recurrent_s8.h"
 
-static inline mcu_status mcu_lstm_run(int32_t s4, const mcu_context *ctx, const mcu_recurrent_s8_params *p, const int8_t *input,
+static inline __attribute__((always_inline)) mcu_status mcu_lstm_run(int32_t s4, const mcu_context *ctx, const mcu_recurrent_s8_params *p, const int8_t *input,
                                        const int8_t *w_ih, const int8_t *w_hh, const int32_t *rows,
                                        const int16_t *table, int8_t *output)
 {
@@ -55,7 +55,7 @@ static inline mcu_status mcu_lstm_run(int32_t s4, const mcu_context *ctx, const 
 }
 
 /* `state` [batch][hidden] int8 at the output's quantization, or NULL: the zero state (codes hidden_zp). */
-static inline mcu_status mcu_gru_run(int32_t s4, const mcu_context *ctx, const mcu_recurrent_s8_params *p, const int8_t *input,
+static inline __attribute__((always_inline)) mcu_status mcu_gru_run(int32_t s4, const mcu_context *ctx, const mcu_recurrent_s8_params *p, const int8_t *input,
                                       const int8_t *w_ih, const int8_t *w_hh, const int32_t *rows,
                                       const int16_t *table, const int8_t *state, int8_t *output)
 {
@@ -110,7 +110,7 @@ static inline mcu_status mcu_gru_run(int32_t s4, const mcu_context *ctx, const m
     return MCU_OK;
 }
 
-static inline mcu_status mcu_lstm_final_cell_run(int32_t s4, const mcu_context *ctx, const mcu_recurrent_s8_params *p, const int8_t *input,
+static inline __attribute__((always_inline)) mcu_status mcu_lstm_final_cell_run(int32_t s4, const mcu_context *ctx, const mcu_recurrent_s8_params *p, const int8_t *input,
                                                   const int8_t *w_ih, const int8_t *w_hh, const int32_t *rows,
                                                   const int16_t *table, const int8_t *hidden_states,
                                                   int16_t *cell_out)
