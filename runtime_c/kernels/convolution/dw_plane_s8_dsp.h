@@ -341,28 +341,23 @@ static __attribute__((naked, noinline, unused)) void mcu_dwpl_fill_lines(mcu_dwp
 /* The lines of the stride-1 3 x 3 and 6 x 6 images (padding 1 along them: a pixel alone and one pair, or a
  * pixel alone, two pairs and a pixel alone), straight, the line count in r1: mcu_dwpl_fill_lines's tests of
  * the pixels alone, its pair loop's and its line count in memory cost a line about 14 instructions. */
+#define MCU_DWPL_FILL_STRAIGHT(line)                                                          \
+    MCU_DWPL_FILL_ENTRY                                                                       \
+    "ldr r1, [lr, #24]\n\t"                                                                  \
+    "1:\n\t" line MCU_DWPL_FILL_SKIP                                                          \
+    "subs r1, r1, #1\n\t"                                                                    \
+    "bne 1b\n\t"                                                                             \
+    "str r1, [lr, #24]\n\t"                                                                  \
+    "pop {r4-r11, pc}\n\t"
 static __attribute__((naked, noinline, unused)) void mcu_dwpl_fill_lines6(mcu_dwpl_fill_args *a)
 {
     (void)a; /* in r0 */
-    __asm__ volatile(MCU_DWPL_FILL_ENTRY
-                     "ldr r1, [lr, #24]\n\t"
-                     "1:\n\t" MCU_DWPL_FILL_ONE MCU_DWPL_FILL_PAIR MCU_DWPL_FILL_PAIR MCU_DWPL_FILL_ONE
-                         MCU_DWPL_FILL_SKIP
-                     "subs r1, r1, #1\n\t"
-                     "bne 1b\n\t"
-                     "str r1, [lr, #24]\n\t"
-                     "pop {r4-r11, pc}\n\t");
+    __asm__ volatile(MCU_DWPL_FILL_STRAIGHT(MCU_DWPL_FILL_ONE MCU_DWPL_FILL_PAIR MCU_DWPL_FILL_PAIR MCU_DWPL_FILL_ONE));
 }
 static __attribute__((naked, noinline, unused)) void mcu_dwpl_fill_lines3(mcu_dwpl_fill_args *a)
 {
     (void)a; /* in r0 */
-    __asm__ volatile(MCU_DWPL_FILL_ENTRY
-                     "ldr r1, [lr, #24]\n\t"
-                     "1:\n\t" MCU_DWPL_FILL_ONE MCU_DWPL_FILL_PAIR MCU_DWPL_FILL_SKIP
-                     "subs r1, r1, #1\n\t"
-                     "bne 1b\n\t"
-                     "str r1, [lr, #24]\n\t"
-                     "pop {r4-r11, pc}\n\t");
+    __asm__ volatile(MCU_DWPL_FILL_STRAIGHT(MCU_DWPL_FILL_ONE MCU_DWPL_FILL_PAIR));
 }
 #endif
 
