@@ -250,6 +250,7 @@ typedef struct {
      * to the next, and the padding along a line (the first pixel's plane position) */
     int32_t across;
     int32_t pad_along;
+    int32_t shape; /* a straight loop's line: 6 (mcu_dwpl_fill_lines6), 3 (mcu_dwpl_fill_lines3), else 0 */
 } mcu_dwpl_fill_args;
 
 #if MCU_S8_DSP_NATIVE
@@ -286,6 +287,24 @@ _Static_assert(offsetof(mcu_dwpl_fill_args, lines) == 24 && offsetof(mcu_dwpl_fi
     "str r12, [r5], #4\n\t"                                                                   \
     "str r11, [r6], #4\n\t"
 
+/* The fill's entry: a in lr, the four plane pointers in r0, r4-r6, the input in r2, its step in r3, the offset
+ * pair in r7. */
+#define MCU_DWPL_FILL_ENTRY                                                                   \
+    "push {r4-r11, lr}\n\t"                                                                  \
+    "mov lr, r0\n\t"                                                                         \
+    "ldm lr, {r0, r1, r2, r3}\n\t"                                                           \
+    "ldr r7, [lr, #20]\n\t"                                                                  \
+    "add r4, r0, r1\n\t"                                                                     \
+    "add r5, r4, r1\n\t"                                                                     \
+    "add r6, r5, r1\n\t"
+/* A line's end: the planes on by dskip, the input by sskip. */
+#define MCU_DWPL_FILL_SKIP                                                                    \
+    "ldrd r8, r9, [lr, #28]\n\t"                                                             \
+    "add r0, r0, r8\n\t"                                                                     \
+    "add r4, r4, r8\n\t"                                                                     \
+    "add r5, r5, r8\n\t"                                                                     \
+    "add r6, r6, r8\n\t"                                                                     \
+    "add r2, r2, r9\n\t"
 /* mcu_dwpl_put2 over runs of pairs and mcu_dwpl_put1 at their ends, all lines of a fill in one call,
  * hand-scheduled with the four plane pointers post-incremented: per pair of pixels two LDR, two PKH that
  * pair the two pixels' bytes of channels (0, 1) and (2, 3) first, four SXTAB16 that widen them (and add
@@ -298,13 +317,7 @@ _Static_assert(offsetof(mcu_dwpl_fill_args, lines) == 24 && offsetof(mcu_dwpl_fi
 static __attribute__((naked, noinline, unused)) void mcu_dwpl_fill_lines(mcu_dwpl_fill_args *a)
 {
     (void)a; /* in r0 */
-    __asm__ volatile("push {r4-r11, lr}\n\t"
-                     "mov lr, r0\n\t"
-                     "ldm lr, {r0, r1, r2, r3}\n\t"
-                     "ldr r7, [lr, #20]\n\t"
-                     "add r4, r0, r1\n\t"
-                     "add r5, r4, r1\n\t"
-                     "add r6, r5, r1\n\t"
+    __asm__ volatile(MCU_DWPL_FILL_ENTRY
                      "3:\n\t"
                      "ldr r1, [lr, #36]\n\t"
                      "cbz r1, 4f\n\t" MCU_DWPL_FILL_ONE "4:\n\t"
@@ -317,18 +330,34 @@ static __attribute__((naked, noinline, unused)) void mcu_dwpl_fill_lines(mcu_dwp
                      "bne 1b\n\t"
                      "5:\n\t"
                      "ldr r1, [lr, #40]\n\t"
-                     "cbz r1, 6f\n\t" MCU_DWPL_FILL_ONE "6:\n\t"
-                     "ldrd r8, r9, [lr, #28]\n\t"
-                     "add r0, r0, r8\n\t"
-                     "add r4, r4, r8\n\t"
-                     "add r5, r5, r8\n\t"
-                     "add r6, r6, r8\n\t"
-                     "add r2, r2, r9\n\t"
+                     "cbz r1, 6f\n\t" MCU_DWPL_FILL_ONE "6:\n\t" MCU_DWPL_FILL_SKIP
                      "ldr r8, [lr, #24]\n\t"
                      "subs r8, r8, #1\n\t"
                      "str r8, [lr, #24]\n\t"
                      "bne 3b\n\t"
                      "pop {r4-r11, pc}\n\t");
+}
+
+/* The lines of the stride-1 3 x 3 and 6 x 6 images (padding 1 along them: a pixel alone and one pair, or a
+ * pixel alone, two pairs and a pixel alone), straight, the line count in r1: mcu_dwpl_fill_lines's tests of
+ * the pixels alone, its pair loop's and its line count in memory cost a line about 14 instructions. */
+#define MCU_DWPL_FILL_STRAIGHT(line)                                                          \
+    MCU_DWPL_FILL_ENTRY                                                                       \
+    "ldr r1, [lr, #24]\n\t"                                                                  \
+    "1:\n\t" line MCU_DWPL_FILL_SKIP                                                          \
+    "subs r1, r1, #1\n\t"                                                                    \
+    "bne 1b\n\t"                                                                             \
+    "str r1, [lr, #24]\n\t"                                                                  \
+    "pop {r4-r11, pc}\n\t"
+static __attribute__((naked, noinline, unused)) void mcu_dwpl_fill_lines6(mcu_dwpl_fill_args *a)
+{
+    (void)a; /* in r0 */
+    __asm__ volatile(MCU_DWPL_FILL_STRAIGHT(MCU_DWPL_FILL_ONE MCU_DWPL_FILL_PAIR MCU_DWPL_FILL_PAIR MCU_DWPL_FILL_ONE));
+}
+static __attribute__((naked, noinline, unused)) void mcu_dwpl_fill_lines3(mcu_dwpl_fill_args *a)
+{
+    (void)a; /* in r0 */
+    __asm__ volatile(MCU_DWPL_FILL_STRAIGHT(MCU_DWPL_FILL_ONE MCU_DWPL_FILL_PAIR));
 }
 #endif
 
@@ -355,6 +384,7 @@ static inline void mcu_dwpl_fill_prep(mcu_dwpl_fill_args *a, const mcu_dwpl_geom
     a->lead = lead;
     a->tail = (n - lead) & 1;
     a->pad_along = pad_along;
+    a->shape = lead == 1 && a->pairs == 2 && a->tail == 1 ? 6 : lead == 1 && a->pairs == 1 && a->tail == 0 ? 3 : 0;
 }
 
 /* Input lines j0 .. j0 + count - 1 of channels c .. c + 3 (x: channel c's first byte), plus the input offset,
@@ -368,7 +398,13 @@ static inline void mcu_dwpl_fill(mcu_dwpl_fill_args *a, int16_t *d0, const int8_
     a->s = x + j0 * a->across;
     a->lines = count;
 #if MCU_S8_DSP_NATIVE
-    mcu_dwpl_fill_lines(a);
+    if (a->shape == 6) {
+        mcu_dwpl_fill_lines6(a);
+    } else if (a->shape == 3) {
+        mcu_dwpl_fill_lines3(a);
+    } else {
+        mcu_dwpl_fill_lines(a);
+    }
 #else
     /* the assembly's steps in C */
     const int32_t pl = a->pl_bytes / 2;
