@@ -1282,7 +1282,10 @@ static __attribute__((noinline)) void mcu_pw8_pairs(mcu_pw8_state *st, int tail)
         : "r0", "r1", "r2", "r5", "r6", "r8", "r9", "r10", "r11", "r12", "lr", "cc", "memory");
 }
 #undef MCU_PW8_UNIT
-#if MCU_PACKED_SCALED && defined(__ARM_FP)
+#ifndef MCU_PACKED_PW8_REGS
+#define MCU_PACKED_PW8_REGS 1 /* 0: a model's build where no such layer takes mcu_pw8_regs (specialise.py) */
+#endif
+#if MCU_PACKED_PW8_REGS && MCU_PACKED_SCALED && defined(__ARM_FP)
 /* mcu_pw8_pairs for a scaled stream whose bytes are stored whole, blocks forward (its tail 38): each pixel pair's
  * column stays in eight registers (pixel A's in r0-r3, B's in r8-r11), and each output channel of the pair is
  * its bias, four weight words, eight SMLAD, (multiplier, C), two SMMLA and SSAT and two STRB: 26 cycles, two
@@ -1390,7 +1393,7 @@ static __attribute__((noinline)) void mcu_pw8_regs(const mcu_pw8r_state *st)
           "s5", "s6", "s7", "s8", "cc", "memory");
 }
 #undef MCU_PW8R_CH
-#define MCU_PACKED_PW8_REGS 1
+#define MCU_PW8_REGS_BUILT 1
 /* Whether mcu_pw8_regs stands for the flat pairs' tail (mcu_px2_tail_flat) over `cout` output channels. */
 static inline int mcu_pw8_regs_takes(int tail, int32_t cout)
 {
