@@ -31,7 +31,8 @@ from repo import requires_qemu
 NONE = {"MCU_PIXEL_WIDE_TAPS": 8, "MCU_PACKED_LOOP": 0, "MCU_PACKED_WINDOWS": 0, "MCU_PACKED_NARROW": 0,
         "MCU_PACKED_NARROW_K3C3": 0, "MCU_PACKED_NARROW_CLAMP": 0, "MCU_PACKED_NARROW_FULL": 0,
         "MCU_PACKED_PW_GROUP_TAPS": 0, "MCU_PACKED_BYTES": 0, "MCU_PIXEL4_GROUP": 1, "MCU_PACKED_PW8": 0,
-        "MCU_PACKED_PW_PAIRS": 0, "MCU_PACKED_QUADS": 0, "MCU_PACKED_SCALED": 0, "MCU_PACKED_NARROW_ROWS": 0}
+        "MCU_PACKED_PW_PAIRS": 0, "MCU_PACKED_QUADS": 0, "MCU_PACKED_SCALED": 0, "MCU_PACKED_NARROW_ROWS": 0,
+        "MCU_PACKED_PW8_REGS": 0}
 
 
 def _defines(**paths: int) -> dict[str, int]:
@@ -47,9 +48,9 @@ EXPECTED = {
     "small_cnn": _defines(PIXEL_WIDE_TAPS=144, PACKED_WINDOWS=1, PACKED_QUADS=1, **NARROW),
     # its ReLU pointwise layers' streams scaled (tuned.takes_scaled)
     "ds_cnn": _defines(PIXEL_WIDE_TAPS=64, PACKED_PW_PAIRS=1, PACKED_SCALED=1, **NARROW),
-    # 3x3 RGB first layer at stride 2 (its widened rows); the 8->16 pointwise layer
+    # 3x3 RGB first layer at stride 2 (its widened rows); the 8->16 pointwise layer (scaled, its column in registers)
     "mobilenet_v1": _defines(PIXEL_WIDE_TAPS=256, PACKED_NARROW_K3C3=1, PACKED_NARROW_ROWS=1, PACKED_PW8=1, PACKED_PW_PAIRS=1,
-                             PACKED_SCALED=1, **NARROW),
+                             PACKED_SCALED=1, PACKED_PW8_REGS=1, **NARROW),
     # windows over 256 taps: the loop; no flat pointwise layer (its shortcuts are strided)
     "resnet8": _defines(PIXEL_WIDE_TAPS=256, PACKED_LOOP=1, PACKED_WINDOWS=1, PACKED_NARROW_K3C3=1, PACKED_QUADS=1,
                         **NARROW),
@@ -69,10 +70,10 @@ EXPECTED_WAIT = {
 def _layer(kp: int, cout: int = 8, right: bool = True, act_min: int = -128, k3c3: bool = False,
            output_offset: int = -128, pointwise: bool = False, flat: bool = False, pixels: int = 1,
            group: bool = False, bytes: bool = False, act_max: int = 127, cin4: bool = True,
-           rows: bool = False) -> PackedLayer:
+           rows: bool = False, scaled: bool = False) -> PackedLayer:
     return PackedLayer(kp=kp, cout=cout, act_min=act_min, output_offset=output_offset, right=right, k3c3=k3c3,
                        pointwise=pointwise, flat=flat, pixels=pixels, group=group, bytes=bytes, act_max=act_max,
-                       cin4=cin4, rows=rows)
+                       cin4=cin4, rows=rows, scaled=scaled)
 
 
 def test_defines_from_layers() -> None:
@@ -108,6 +109,13 @@ def test_defines_from_layers() -> None:
     assert packed_defines([_layer(8, pointwise=True, pixels=2)])["MCU_PACKED_PW8"] == 0  # strided: windows
     assert merge_defines([packed_defines([_layer(8, pointwise=True, flat=True, pixels=2)]),
                           packed_defines([_layer(24)])])["MCU_PACKED_PW8"] == 1
+    # ... of them, scaled streams stored whole, 8 channels out or a multiple: each pair's column in registers
+    pw8 = {"kp": 8, "pointwise": True, "flat": True, "pixels": 2}
+    assert packed_defines([_layer(**pw8, cout=16, scaled=True)])["MCU_PACKED_PW8_REGS"] == 1
+    assert packed_defines([_layer(**pw8, cout=16)])["MCU_PACKED_PW8_REGS"] == 0
+    assert packed_defines([_layer(**pw8, cout=12, scaled=True)])["MCU_PACKED_PW8_REGS"] == 0
+    assert packed_defines([_layer(**pw8, cout=16, scaled=True, act_max=100)])["MCU_PACKED_PW8_REGS"] == 0
+    assert packed_defines([_layer(**{**pw8, "pixels": 1}, cout=16, scaled=True)])["MCU_PACKED_PW8_REGS"] == 0
     # flat pointwise layers whose stream outgrows the flash cache (cout * (2 kp + 20) > 8192 B), that have
     # two pairs to share it and whose weights wait (FLAG_GROUP): room for 18 pairs of 64 taps
     big = _layer(64, cout=64, pointwise=True, flat=True, pixels=4, group=True)

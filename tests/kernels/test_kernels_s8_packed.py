@@ -493,7 +493,7 @@ def test_packed_right_shift_property_on_core(tmp_path_factory, board_name: str, 
 
 
 @st.composite
-def _pixel_pair_case(draw, pw8: bool = False) -> dict:
+def _pixel_pair_case(draw, pw8: bool = False, regs: bool = False) -> dict:
     """One layer for the two-pixel loops: pointwise (mcu_pixel2_packed, input channels a multiple of 4
     up to the widest the column holds, 640) or 3 x 3 (mcu_pixel2_packed_split, windows of 28 to 640
     taps, strides 1 and 2, borders; the firmware's kernel is unspecialised, so every window pairs),
@@ -505,17 +505,19 @@ def _pixel_pair_case(draw, pw8: bool = False) -> dict:
     bias past it included, for pixel B requantized by difference); pointwise
     layers also in place with the output after the input (the pairs run backwards, last pair first) or
     at most the forward order's distance after it (ds_cnn's 64->64 layers over their own input).
-    ``pw8``: flat pointwise layers of 8 input channels only (mcu_pw8_pairs)."""
+    ``pw8``: flat pointwise layers of 8 input channels only (mcu_pw8_pairs); with ``regs`` scaled streams of 8, 16
+    or 24 channels out whose range is all of int8 (mcu_pw8_regs: each pair's column in registers)."""
     k = 1 if pw8 else draw(st.sampled_from([1, 3]))
     cin = 8 if pw8 else draw(st.sampled_from([4, 8, 12, 20, 28, 36, 64, 68, 252, 320, 640] if k == 1
                                              else [3, 4, 16, 32, 36, 64, 71]))
-    cout = draw(st.sampled_from([4, 8, 12, 16]))
+    cout = draw(st.sampled_from([8, 16, 24] if regs else [4, 8, 12, 16]))
     stride, pad = (1, 0) if k == 1 else (draw(st.integers(1, 2)), draw(st.integers(0, 1)))
     # 3 x 3 rows up to 11 outputs: two four-pixel units a row, in groups across rows (MCU_PIXEL4_GROUP), and
     # the units left over, pairs and pixels after them
     h, w = draw(st.integers(k, k + 2)), draw(st.integers(k, k + (6 if k == 1 else 8)))
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
-    x_kind = draw(st.sampled_from(["random", "min", "max", "apart"]))
+    # the register loop's pixels apart (it keeps two columns), so that a crossed pixel shows
+    x_kind = draw(st.sampled_from(["random", "apart"] if regs else ["random", "min", "max", "apart"]))
     w_kind = draw(st.sampled_from(["random", "min", "max"]))
     x = (rng.integers(-128, 128, (1, h, w, cin)) if x_kind == "random"
          else np.full((1, h, w, cin), -128 if x_kind == "min" else 127)).astype(np.int8)
@@ -538,7 +540,7 @@ def _pixel_pair_case(draw, pw8: bool = False) -> dict:
     m = np.array(draw(st.lists(st.sampled_from([0, 1, 2**30, 2**31 - 1]) | st.integers(0, 2**31 - 1),
                                min_size=cout, max_size=cout)), dtype=np.int64)
     sh = np.array(draw(st.lists(st.integers(-23, -1), min_size=cout, max_size=cout)), dtype=np.int64)
-    act = draw(st.sampled_from([(-128, 127), (0, 127), (-100, 50), (-20, -5)]))
+    act = (-128, 127) if regs else draw(st.sampled_from([(-128, 127), (0, 127), (-100, 50), (-20, -5)]))
     # two in three with the range from the output offset or above (a folded ReLU: the pair loops' requantization
     # without the sign's correction), the offset at act_min included; the others anywhere
     in_zp = draw(st.integers(-128, 127))
@@ -547,7 +549,7 @@ def _pixel_pair_case(draw, pw8: bool = False) -> dict:
         else st.integers(-128, 127)))
     # half the flat layers of 8 or 16 to 304 channels as scaled streams (pack_layer_scaled: ReLU, shifts brought to
     # one), where their accumulators' bound allows
-    scaled = k == 1 and (cin == 8 or 16 <= cin <= tuned.SCALED_TAPS_MAX) and draw(st.booleans())
+    scaled = regs or k == 1 and (cin == 8 or 16 <= cin <= tuned.SCALED_TAPS_MAX) and draw(st.booleans())
     if scaled:
         sh = -np.array(draw(st.lists(st.integers(tuned.SCALED_SHIFT - 7, tuned.SCALED_SHIFT - 1), min_size=cout,
                                      max_size=cout)), dtype=np.int64)
@@ -618,19 +620,20 @@ def test_packed_pixel_pairs_on_core(tmp_path_factory, board_name: str, defines: 
 @pytest.mark.slow
 @pytest.mark.parametrize("board_name", ["mps2-an505", "mps2-an386"])
 @settings(max_examples=2, deadline=None, derandomize=True)
-@given(cases=st.lists(_pixel_pair_case(pw8=True), min_size=24, max_size=24))
-def test_pw8_pairs_on_core(tmp_path_factory, board_name: str, cases: list[dict]) -> None:
+@given(cases=st.lists(_pixel_pair_case(pw8=True), min_size=24, max_size=24),
+       regs=st.lists(_pixel_pair_case(pw8=True, regs=True), min_size=12, max_size=12))
+def test_pw8_pairs_on_core(tmp_path_factory, board_name: str, cases: list[dict], regs: list[dict]) -> None:
     """Flat pointwise layers of 8 input channels, every pixel pair in one assembly (mcu_pw8_pairs), bit-exact
     with the reference on the Cortex-M33 and M4: 1 to 21 pixels (up to 10 pairs, a last odd pixel alone),
     forward, in place forward and backward (the pairs last first), all four tails (the activation range
     from the output offset or not, clamped or all of int8), extremes of inputs, weights, biases and
-    multipliers."""
+    multipliers; and 12 layers of scaled streams whose range is all of int8, 8 to 24 channels out (mcu_pw8_regs)."""
     from mcu.device.sim.qemu import run_qemu
     from mcu.device.toolchain import build_firmware
 
     tmp = tmp_path_factory.mktemp("pw8_pairs")
     main = tmp / "main.c"
-    main.write_text(packed_firmware_source(cases, "pw8"))
+    main.write_text(packed_firmware_source(cases + regs, "pw8"))
     fw = build_firmware(load_board(board_name), [main, kernel_source(tuned.SOURCE)], [runtime_dir() / "include"],
                         tmp / "out", stack_usage=True)
     result = run_qemu(load_board(board_name), fw.elf, timeout_s=120)

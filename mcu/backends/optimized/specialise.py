@@ -155,6 +155,11 @@ class PackedLayer:
         leave the narrow path, mcu_narrow_applies)."""
         return not self.bytes and self.right and self.flat and self.kp == 8 and self.cout % 4 == 0 and self.pixels >= 2
 
+    def takes_pw8_regs(self) -> bool:
+        """The register loop of 8 taps (mcu_pw8_regs) may run it: a pw8 layer of a scaled stream whose range is all of
+        int8 (its bytes stored whole, the blocks forward), two blocks a pass (output channels a multiple of 8)."""
+        return self.takes_pw8() and self.scaled and not self.clamps() and self.cout % 8 == 0
+
     def group_taps(self) -> int:
         """The int16 of the column buffer that all of a grouping layer's pairs (up to eight) would fill."""
         return min(PW_GROUP_PAIRS, self.pixels // 2) * (2 * self.kp + PW_GROUP_SPARE)
@@ -169,7 +174,7 @@ class PackedLayer:
 # any of them needs
 PATHS = ("MCU_PACKED_LOOP", "MCU_PACKED_WINDOWS", "MCU_PACKED_NARROW", "MCU_PACKED_NARROW_K3C3", "MCU_PACKED_BYTES",
          "MCU_PACKED_PW8", "MCU_PACKED_PW_PAIRS", "MCU_PACKED_QUADS", "MCU_PACKED_NARROW_CLAMP",
-         "MCU_PACKED_NARROW_FULL", "MCU_PACKED_SCALED", "MCU_PACKED_NARROW_ROWS")
+         "MCU_PACKED_NARROW_FULL", "MCU_PACKED_SCALED", "MCU_PACKED_NARROW_ROWS", "MCU_PACKED_PW8_REGS")
 
 
 def packed_defines(layers: Iterable[PackedLayer]) -> dict[str, int]:
@@ -195,6 +200,7 @@ def packed_defines(layers: Iterable[PackedLayer]) -> dict[str, int]:
             "MCU_PACKED_SCALED": int(any(layer.scaled for layer in layers)),
             "MCU_PIXEL4_GROUP": PIXEL4_GROUP if loop and any(layer.groups_quads() for layer in layers) else 1,
             "MCU_PACKED_PW8": int(any(layer.takes_pw8() for layer in layers)),
+            "MCU_PACKED_PW8_REGS": int(any(layer.takes_pw8_regs() for layer in layers)),
             "MCU_PACKED_PW_PAIRS": int(any(layer.takes_pw_pairs() for layer in layers)),
             "MCU_PACKED_QUADS": int(any(layer.takes_quads() for layer in layers))}
 

@@ -1282,6 +1282,124 @@ static __attribute__((noinline)) void mcu_pw8_pairs(mcu_pw8_state *st, int tail)
         : "r0", "r1", "r2", "r5", "r6", "r8", "r9", "r10", "r11", "r12", "lr", "cc", "memory");
 }
 #undef MCU_PW8_UNIT
+#ifndef MCU_PACKED_PW8_REGS
+#define MCU_PACKED_PW8_REGS 1 /* 0: a model's build where no such layer takes mcu_pw8_regs (specialise.py) */
+#endif
+#if MCU_PACKED_PW8_REGS && MCU_PACKED_SCALED && defined(__ARM_FP)
+/* mcu_pw8_pairs for a scaled stream whose bytes are stored whole, blocks forward (its tail 38): each pixel pair's
+ * column stays in eight registers (pixel A's in r0-r3, B's in r8-r11), and each output channel of the pair is
+ * its bias, four weight words, eight SMLAD, (multiplier, C), two SMMLA and SSAT and two STRB: 26 cycles, two
+ * blocks a pass (output channels a multiple of 8). mobilenet_v1's 8 -> 16 layer: 28.7 cycles a channel of a pair
+ * with the pair's column and loops, where mcu_pw8_pairs (the column in memory, re-read by every tap pair of a
+ * block, and the block's tails) took 32.5 (599,408 -> 529,206 on mps2-an505-u575).
+ * The stream, y, the two accumulators and two loads' registers take the other six: the pair's state (input,
+ * pairs left, the steps, y_end, the distance to pixel B's outputs) lives in FPU registers s0-s8 (a VMOV each
+ * way is one cycle, as a load that pipelines; a push would be stack the planned figures cannot see). */
+typedef struct {
+    const int8_t *x;      /* the first pair's input (pixel A's 8 bytes, B's after them), word-aligned */
+    int32_t pairs;        /* >= 1 */
+    int32_t dx;           /* 16 (forward) or -16 (backward) */
+    int32_t dy;           /* from pixel A's output end to the next pair's pixel A: cout or -3 cout */
+    int32_t stride;       /* from pixel A's outputs to B's: the output channels */
+    uint32_t off2;        /* the input offset in both halves */
+    const int32_t *blocks;
+    int8_t *y;            /* the first pair's pixel A outputs */
+} mcu_pw8r_state;
+
+/* Channel j of a block (the stream at r5: 4 biases, 16 weight words by tap pair, then (m, C) per channel). */
+#define MCU_PW8R_CH(bias, w0, w1, w2, w3, m, c)                                                           \
+    "ldr r6, [r5, #" bias "]\n\t"                                                                         \
+    "ldr r12, [r5, #" w0 "]\n\t"                                                                          \
+    "ldr lr, [r5, #" w1 "]\n\t"                                                                           \
+    "smlad r7, r8, r12, r6\n\t"                                                                           \
+    "smlad r6, r0, r12, r6\n\t"                                                                           \
+    "smlad r7, r9, lr, r7\n\t"                                                                            \
+    "smlad r6, r1, lr, r6\n\t"                                                                            \
+    "ldr r12, [r5, #" w2 "]\n\t"                                                                          \
+    "ldr lr, [r5, #" w3 "]\n\t"                                                                           \
+    "smlad r7, r10, r12, r7\n\t"                                                                          \
+    "smlad r6, r2, r12, r6\n\t"                                                                           \
+    "smlad r7, r11, lr, r7\n\t"                                                                           \
+    "smlad r6, r3, lr, r6\n\t"                                                                            \
+    "ldr r12, [r5, #" m "]\n\t"                                                                           \
+    "ldr lr, [r5, #" c "]\n\t"                                                                            \
+    "smmla r6, r6, r12, lr\n\t"                                                                           \
+    "smmla r7, r7, r12, lr\n\t"                                                                           \
+    "vmov r12, s4\n\t"                                                                                    \
+    "ssat r6, #8, r6, asr #" MCU_PX2_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"                                  \
+    "ssat r7, #8, r7, asr #" MCU_PX2_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"                                  \
+    "strb r7, [r4, r12]\n\t"                                                                              \
+    "strb r6, [r4], #1\n\t"
+
+static __attribute__((noinline)) void mcu_pw8_regs(const mcu_pw8r_state *st)
+{
+    register const mcu_pw8r_state *s __asm__("r4") = st;
+    __asm__ volatile(
+        "vmov s8, r7\n\t"
+        "ldm r4, {r0, r1, r2, r3, r5, r6, r8, r9}\n\t"
+        "vmov s0, r0\n\t"
+        "vmov s1, r1\n\t"
+        "vmov s2, r2\n\t"
+        "vmov s3, r3\n\t"
+        "vmov s4, r5\n\t"
+        "vmov s5, r6\n\t"
+        "vmov s6, r8\n\t"
+        "mov r4, r9\n\t"
+        "1:\n\t" /* the pair's column, its offset added: taps (0,2), (1,3), (4,6), (5,7) as the weight words */
+        "vmov r12, s0\n\t"
+        "vmov lr, s2\n\t"
+        "add lr, r12, lr\n\t"
+        "vmov s0, lr\n\t"
+        "ldrd r6, r7, [r12]\n\t"
+        "ldrd r5, r12, [r12, #8]\n\t"
+        "vmov lr, s5\n\t"
+        "sxtab16 r0, lr, r6\n\t"
+        "sxtab16 r1, lr, r6, ror #8\n\t"
+        "sxtab16 r2, lr, r7\n\t"
+        "sxtab16 r3, lr, r7, ror #8\n\t"
+        "sxtab16 r8, lr, r5\n\t"
+        "sxtab16 r9, lr, r5, ror #8\n\t"
+        "sxtab16 r10, lr, r12\n\t"
+        "sxtab16 r11, lr, r12, ror #8\n\t"
+        "vmov r12, s4\n\t"
+        "add r12, r4, r12\n\t"
+        "vmov s7, r12\n\t"
+        "vmov r5, s6\n\t"
+        "2:\n\t" /* two blocks of four channels; a block's stream is 36 words */
+        MCU_PW8R_CH("0", "16", "32", "48", "64", "80", "84")
+        MCU_PW8R_CH("4", "20", "36", "52", "68", "88", "92")
+        MCU_PW8R_CH("8", "24", "40", "56", "72", "96", "100")
+        MCU_PW8R_CH("12", "28", "44", "60", "76", "104", "108")
+        MCU_PW8R_CH("144", "160", "176", "192", "208", "224", "228")
+        MCU_PW8R_CH("148", "164", "180", "196", "212", "232", "236")
+        MCU_PW8R_CH("152", "168", "184", "200", "216", "240", "244")
+        MCU_PW8R_CH("156", "172", "188", "204", "220", "248", "252")
+        "add r5, r5, #288\n\t"
+        "vmov r12, s7\n\t"
+        "cmp r4, r12\n\t"
+        "bne 2b\n\t"
+        "vmov r12, s1\n\t"
+        "subs r12, r12, #1\n\t"
+        "beq 9f\n\t"
+        "vmov s1, r12\n\t"
+        "vmov r12, s3\n\t"
+        "add r4, r4, r12\n\t"
+        "b 1b\n\t"
+        "9:\n\t"
+        "vmov r7, s8\n\t"
+        : "+r"(s)
+        :
+        : "r0", "r1", "r2", "r3", "r5", "r6", "r8", "r9", "r10", "r11", "r12", "lr", "s0", "s1", "s2", "s3", "s4",
+          "s5", "s6", "s7", "s8", "cc", "memory");
+}
+#undef MCU_PW8R_CH
+#define MCU_PW8_REGS_BUILT 1
+/* Whether mcu_pw8_regs stands for the flat pairs' tail (mcu_px2_tail_flat) over `cout` output channels. */
+static inline int mcu_pw8_regs_takes(int tail, int32_t cout)
+{
+    return (tail & (1 | 8 | MCU_PX2_FWD)) == (8 | MCU_PX2_FWD) && cout % 8 == 0;
+}
+#endif
 #endif /* MCU_PACKED_PW8 */
 #undef MCU_PX4_TAIL
 /* The column buffer of mcu_conv2d_packed_s8: one pixel's window and its state, two windows apart or
