@@ -13,6 +13,7 @@
 #include "conv_narrow_s8_dsp.h"
 #include "gemm_s8_dsp.h"
 #include "pair_bytes_s8_dsp.h"
+#include "pw_small_s8_dsp.h"
 #include "../common/requant.h"
 #include "../common/window.h"
 
@@ -595,6 +596,11 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
     /* 8 input channels, whole input words (the pairs' LDRD): every pair in one call (mcu_pw8_pairs) */
     const int pw8 = pw_pairs && in.c == 8 && ((uintptr_t)input & 3u) == 0;
 #endif
+#if defined(MCU_PW_SMALL_BUILT)
+    /* 16 or 32 input channels of a scaled stream that stays cached (its blocks always forward): every pair in one
+     * call (pw_small_s8_dsp.h) */
+    const int pws = pw_pairs && mcu_pw_small_takes(l.px2, kp) && ((uintptr_t)input & 3u) == 0 && !pw_turns(&l);
+#endif
 #endif
     if (direction == 1) { /* each pixel's input is in the column before its output is written */
         const int64_t bi = in.c, bo = out.c;
@@ -611,6 +617,13 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
             if (pw8) { /* every pair in one call, last pair first */
                 pw8_run(&l, packed, col, input + (i - 1) * bi, output + (i - 1) * bo, (i + 1) / 2, -1,
                         p->input_offset);
+                i -= 2 * ((i + 1) / 2);
+            }
+#endif
+#if defined(MCU_PW_SMALL_BUILT)
+            if (pws) { /* every pair in one call, last pair first */
+                mcu_pw_small_run(input + (i - 1) * bi, output + (i - 1) * bo, (int32_t)((i + 1) / 2), -1, kp, out.c,
+                                 p->input_offset, packed, (int32_t *)col);
                 i -= 2 * ((i + 1) / 2);
             }
 #endif
@@ -665,6 +678,15 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
             if (pw8) { /* every pair in one call */
                 const int64_t pairs = pixels / 2;
                 pw8_run(&l, packed, col, x, y, pairs, 1, p->input_offset);
+                i = 2 * pairs;
+                x += 2 * pairs * in.c;
+                y += 2 * pairs * out.c;
+            }
+#endif
+#if defined(MCU_PW_SMALL_BUILT)
+            if (pws) { /* every pair in one call */
+                const int64_t pairs = pixels / 2;
+                mcu_pw_small_run(x, y, (int32_t)pairs, 1, kp, out.c, p->input_offset, packed, (int32_t *)col);
                 i = 2 * pairs;
                 x += 2 * pairs * in.c;
                 y += 2 * pairs * out.c;

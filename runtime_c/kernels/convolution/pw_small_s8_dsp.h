@@ -1,0 +1,251 @@
+/* Flat pointwise layers of 16 or 32 input channels over a scaled stream (mcu_conv2d_packed_s8's flat pairs, their
+ * bytes stored whole, the blocks forward): every pixel pair of a run in one assembly, each block of four output
+ * channels straight-line code. Internal: static inline only, included by mcu_conv2d_packed_s8.c after
+ * gemm_s8_dsp.h.
+ *
+ * Why: through mcu_pixel2_packed these layers paid about 13 cycles an output on top of their tap pairs (a call and
+ * a C column per pair, the block's entry by BX, its loop's end, the tails' state): mobilenet_v1's 16 -> 32 layer
+ * 1.84 cycles per MAC, its 32 -> 32 and 32 -> 64 ones 1.41 and 1.43. Here (the timing model's Cortex-M4 table,
+ * which serves the M33) a block of 2 pixels x 4 channels is the biases in the first tap pair's run of eight single
+ * loads (20 cycles), 16 cycles for each other tap pair (the two pixels' column words and four weight words in two
+ * runs, eight SMLAD), 26 of requantization (the four channels' (m, C) in two runs of four, eight SMMLA, eight SSAT),
+ * 12 of byte stores and 6 at the loop's end: 176 cycles for K = 16 (22 an output, 1.38 per MAC), 304 for K = 32
+ * (38, 1.19). Each pair's column (K words, the two pixels interleaved by tap pair as mcu_column2_s8 lays them) costs
+ * about 3 K cycles, then about 16 for the pair's loop.
+ * Registers: the column r4, the stream r5, the loads r0-r3, the accumulators r6-r12 and lr (channel c's pixel A in
+ * r6 + 2c, pixel B in r7 + 2c; channel 3's in r12 and lr); the state (next input, pairs left, steps, the stream's
+ * bounds, y, the column) lives in FPU registers s0-s10 (a VMOV each way is one cycle; a push would be stack the
+ * planned figures cannot see). */
+#ifndef MCU_KERNELS_INTERNAL_PW_SMALL_S8_DSP_H
+#define MCU_KERNELS_INTERNAL_PW_SMALL_S8_DSP_H
+
+#include <stdint.h>
+
+#include "gemm_s8_dsp.h"
+
+#ifndef MCU_PACKED_PW_SMALL
+#define MCU_PACKED_PW_SMALL 1 /* 0: a model's build where no layer takes mcu_pw16_regs / mcu_pw32_regs (specialise.py) */
+#endif
+#if MCU_PACKED_PW_SMALL && MCU_PACKED_PW_PAIRS && MCU_PACKED_SCALED && MCU_S8_DSP_NATIVE && defined(__ARM_FP)
+
+typedef struct {
+    const int8_t *x;     /* the first pair's input (pixel A's K bytes, B's after them), word-aligned */
+    int32_t pairs;       /* >= 1 */
+    int32_t dx;          /* 2 K (forward) or -2 K (backward) */
+    int32_t dy;          /* from pixel A's output end to the next pair's pixel A: cout or -3 cout */
+    int32_t stride;      /* from pixel A's outputs to B's: the output channels */
+    uint32_t off2;       /* the input offset in both halves */
+    const int32_t *blocks;
+    const int32_t *end;  /* after the last block */
+    int8_t *y;           /* the first pair's pixel A outputs */
+    int32_t *col;        /* K words of scratch */
+} mcu_pws_state;
+
+#define MCU_PWS_STR2(x) #x
+#define MCU_PWS_STR(x) MCU_PWS_STR2(x)
+
+/* Input words j and j + 1 of both pixels (x at r12, pixel B K bytes on; the offset in lr) into four column words
+ * each, (A, B) for taps (0, 2) then (1, 3), stored at r4 onwards. */
+#define MCU_PWS_COL(K)                                                                                    \
+    ".set mcu_pws_j, 0\n\t"                                                                               \
+    ".rept " #K " / 8\n\t"                                                                                \
+    "ldr r0, [r12, #4 * mcu_pws_j]\n\t"                                                                   \
+    "ldr r1, [r12, #" #K " + 4 * mcu_pws_j]\n\t"                                                          \
+    "ldr r2, [r12, #4 * mcu_pws_j + 4]\n\t"                                                               \
+    "ldr r3, [r12, #" #K " + 4 * mcu_pws_j + 4]\n\t"                                                      \
+    "sxtab16 r6, lr, r0\n\t"                                                                              \
+    "sxtab16 r7, lr, r1\n\t"                                                                              \
+    "sxtab16 r8, lr, r0, ror #8\n\t"                                                                      \
+    "sxtab16 r9, lr, r1, ror #8\n\t"                                                                      \
+    "stmia r4!, {r6, r7, r8, r9}\n\t"                                                                     \
+    "sxtab16 r6, lr, r2\n\t"                                                                              \
+    "sxtab16 r7, lr, r3\n\t"                                                                              \
+    "sxtab16 r8, lr, r2, ror #8\n\t"                                                                      \
+    "sxtab16 r9, lr, r3, ror #8\n\t"                                                                      \
+    "stmia r4!, {r6, r7, r8, r9}\n\t"                                                                     \
+    ".set mcu_pws_j, mcu_pws_j + 2\n\t"                                                                   \
+    ".endr\n\t"
+
+/* Tap pair 0 with the biases: each channel's bias loaded into pixel A's accumulator, pixel B's SMLAD first (while
+ * the register holds the bias alone). */
+#define MCU_PWS_TAP0                                                                                      \
+    "ldr r0, [r4, #0]\n\t"                                                                                \
+    "ldr r1, [r4, #4]\n\t"                                                                                \
+    "ldr r2, [r5, #16]\n\t"                                                                               \
+    "ldr r3, [r5, #20]\n\t"                                                                               \
+    "ldr r6, [r5, #0]\n\t"                                                                                \
+    "ldr r8, [r5, #4]\n\t"                                                                                \
+    "ldr r10, [r5, #8]\n\t"                                                                               \
+    "ldr r12, [r5, #12]\n\t"                                                                              \
+    "smlad r7, r1, r2, r6\n\t"                                                                            \
+    "smlad r6, r0, r2, r6\n\t"                                                                            \
+    "smlad r9, r1, r3, r8\n\t"                                                                            \
+    "smlad r8, r0, r3, r8\n\t"                                                                            \
+    "ldr r2, [r5, #24]\n\t"                                                                               \
+    "ldr r3, [r5, #28]\n\t"                                                                               \
+    "smlad r11, r1, r2, r10\n\t"                                                                          \
+    "smlad r10, r0, r2, r10\n\t"                                                                          \
+    "smlad lr, r1, r3, r12\n\t"                                                                           \
+    "smlad r12, r0, r3, r12\n\t"
+
+/* Tap pairs 1 .. K / 2 - 1: the column's (A, B) words at r4 + 8 t, the four channels' at r5 + 16 + 16 t. */
+#define MCU_PWS_TAPS(K)                                                                                   \
+    ".set mcu_pws_t, 1\n\t"                                                                               \
+    ".rept " #K " / 2 - 1\n\t"                                                                            \
+    "ldr r0, [r4, #8 * mcu_pws_t]\n\t"                                                                    \
+    "ldr r1, [r4, #8 * mcu_pws_t + 4]\n\t"                                                                \
+    "ldr r2, [r5, #16 + 16 * mcu_pws_t]\n\t"                                                              \
+    "ldr r3, [r5, #20 + 16 * mcu_pws_t]\n\t"                                                              \
+    "smlad r6, r0, r2, r6\n\t"                                                                            \
+    "smlad r7, r1, r2, r7\n\t"                                                                            \
+    "smlad r8, r0, r3, r8\n\t"                                                                            \
+    "smlad r9, r1, r3, r9\n\t"                                                                            \
+    "ldr r2, [r5, #24 + 16 * mcu_pws_t]\n\t"                                                              \
+    "ldr r3, [r5, #28 + 16 * mcu_pws_t]\n\t"                                                              \
+    "smlad r10, r0, r2, r10\n\t"                                                                          \
+    "smlad r11, r1, r2, r11\n\t"                                                                          \
+    "smlad r12, r0, r3, r12\n\t"                                                                          \
+    "smlad lr, r1, r3, lr\n\t"                                                                            \
+    ".set mcu_pws_t, mcu_pws_t + 1\n\t"                                                                   \
+    ".endr\n\t"
+
+/* The block's (m, C) per channel after its 2 K weight words (at r5 + 16 + 8 K): SMMLA, SSAT, and the eight bytes
+ * stored, pixel A's at y (s8, which moves on 4) and B's a stride (s4) after them; then the next block. */
+#define MCU_PWS_RQ(K)                                                                                     \
+    "ldr r0, [r5, #16 + 8 * " #K "]\n\t"                                                                  \
+    "ldr r1, [r5, #20 + 8 * " #K "]\n\t"                                                                  \
+    "ldr r2, [r5, #24 + 8 * " #K "]\n\t"                                                                  \
+    "ldr r3, [r5, #28 + 8 * " #K "]\n\t"                                                                  \
+    "smmla r6, r6, r0, r1\n\t"                                                                            \
+    "smmla r7, r7, r0, r1\n\t"                                                                            \
+    "smmla r8, r8, r2, r3\n\t"                                                                            \
+    "smmla r9, r9, r2, r3\n\t"                                                                            \
+    "ldr r0, [r5, #32 + 8 * " #K "]\n\t"                                                                  \
+    "ldr r1, [r5, #36 + 8 * " #K "]\n\t"                                                                  \
+    "ldr r2, [r5, #40 + 8 * " #K "]\n\t"                                                                  \
+    "ldr r3, [r5, #44 + 8 * " #K "]\n\t"                                                                  \
+    "smmla r10, r10, r0, r1\n\t"                                                                          \
+    "smmla r11, r11, r0, r1\n\t"                                                                          \
+    "smmla r12, r12, r2, r3\n\t"                                                                          \
+    "smmla lr, lr, r2, r3\n\t"                                                                            \
+    "ssat r6, #8, r6, asr #" MCU_PWS_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"                                  \
+    "ssat r7, #8, r7, asr #" MCU_PWS_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"                                  \
+    "ssat r8, #8, r8, asr #" MCU_PWS_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"                                  \
+    "ssat r9, #8, r9, asr #" MCU_PWS_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"                                  \
+    "ssat r10, #8, r10, asr #" MCU_PWS_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"                                \
+    "ssat r11, #8, r11, asr #" MCU_PWS_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"                                \
+    "ssat r12, #8, r12, asr #" MCU_PWS_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"                                \
+    "ssat lr, #8, lr, asr #" MCU_PWS_STR(MCU_PACKED_SCALED_SHIFT) "\n\t"                                  \
+    "vmov r0, s8\n\t"                                                                                     \
+    "vmov r1, s4\n\t"                                                                                     \
+    "add r1, r1, r0\n\t"                                                                                  \
+    "strb r8, [r0, #1]\n\t"                                                                               \
+    "strb r10, [r0, #2]\n\t"                                                                              \
+    "strb r12, [r0, #3]\n\t"                                                                              \
+    "strb r6, [r0], #4\n\t"                                                                               \
+    "strb r7, [r1]\n\t"                                                                                   \
+    "strb r9, [r1, #1]\n\t"                                                                               \
+    "strb r11, [r1, #2]\n\t"                                                                              \
+    "strb lr, [r1, #3]\n\t"                                                                               \
+    "vmov s8, r0\n\t"                                                                                     \
+    "add r5, r5, #80 + 8 * " #K "\n\t"                                                                    \
+    "vmov r0, s7\n\t"                                                                                     \
+    "cmp r5, r0\n\t"                                                                                      \
+    "bne 2b\n\t"
+
+/* Every pair of the run: its column, then every block; y then stands at pixel A's output end. */
+#define MCU_PWS_BODY(K)                                                                                   \
+    "vmov s10, r7\n\t"                                                                                    \
+    "ldm r4, {r0, r1, r2, r3, r5, r6, r8, r9, r10, r11}\n\t"                                              \
+    "vmov s0, r0\n\t"                                                                                     \
+    "vmov s1, r1\n\t"                                                                                     \
+    "vmov s2, r2\n\t"                                                                                     \
+    "vmov s3, r3\n\t"                                                                                     \
+    "vmov s4, r5\n\t"                                                                                     \
+    "vmov s5, r6\n\t"                                                                                     \
+    "vmov s6, r8\n\t"                                                                                     \
+    "vmov s7, r9\n\t"                                                                                     \
+    "vmov s8, r10\n\t"                                                                                    \
+    "vmov s9, r11\n\t"                                                                                    \
+    "1:\n\t"                                                                                              \
+    "vmov r12, s0\n\t"                                                                                    \
+    "vmov lr, s2\n\t"                                                                                     \
+    "add lr, r12, lr\n\t"                                                                                 \
+    "vmov s0, lr\n\t"                                                                                     \
+    "vmov lr, s5\n\t"                                                                                     \
+    "vmov r4, s9\n\t"                                                                                     \
+    MCU_PWS_COL(K)                                                                                        \
+    "vmov r4, s9\n\t"                                                                                     \
+    "vmov r5, s6\n\t"                                                                                     \
+    "2:\n\t"                                                                                              \
+    MCU_PWS_TAP0                                                                                          \
+    MCU_PWS_TAPS(K)                                                                                       \
+    MCU_PWS_RQ(K)                                                                                         \
+    "vmov r12, s1\n\t"                                                                                    \
+    "subs r12, r12, #1\n\t"                                                                               \
+    "beq 9f\n\t"                                                                                          \
+    "vmov s1, r12\n\t"                                                                                    \
+    "vmov r12, s8\n\t"                                                                                    \
+    "vmov lr, s3\n\t"                                                                                     \
+    "add r12, r12, lr\n\t"                                                                                \
+    "vmov s8, r12\n\t"                                                                                    \
+    "b 1b\n\t"                                                                                            \
+    "9:\n\t"                                                                                              \
+    "vmov r7, s10\n\t"
+
+#define MCU_PWS_CLOBBERS                                                                                  \
+    "r0", "r1", "r2", "r3", "r5", "r6", "r8", "r9", "r10", "r11", "r12", "lr", "s0", "s1", "s2", "s3", "s4", "s5", \
+        "s6", "s7", "s8", "s9", "s10", "cc", "memory"
+
+static __attribute__((noinline)) void mcu_pw16_regs(const mcu_pws_state *st)
+{
+    register const mcu_pws_state *s __asm__("r4") = st;
+    __asm__ volatile(MCU_PWS_BODY(16) : "+r"(s) : : MCU_PWS_CLOBBERS);
+}
+
+static __attribute__((noinline)) void mcu_pw32_regs(const mcu_pws_state *st)
+{
+    register const mcu_pws_state *s __asm__("r4") = st;
+    __asm__ volatile(MCU_PWS_BODY(32) : "+r"(s) : : MCU_PWS_CLOBBERS);
+}
+
+#undef MCU_PWS_BODY
+#undef MCU_PWS_RQ
+#undef MCU_PWS_TAPS
+#undef MCU_PWS_TAP0
+#undef MCU_PWS_COL
+#undef MCU_PWS_CLOBBERS
+#undef MCU_PWS_STR
+#undef MCU_PWS_STR2
+#define MCU_PW_SMALL_BUILT 1
+
+/* Whether mcu_pw16_regs / mcu_pw32_regs stand for the flat pairs of a layer of kp taps whose pair tail is `tail`
+ * (layer_t's px2): a scaled stream (8) whose bytes are stored whole (no clamp, 1: the range all of int8). */
+static inline int mcu_pw_small_takes(int tail, int32_t kp)
+{
+    return (tail & (1 | 8)) == 8 && (kp == 16 || kp == 32);
+}
+
+/* `pairs` (>= 1) pixel pairs from x and y (pixel A's), the next ones 2 pixels on (step 1) or back (step -1); col:
+ * kp words of word-aligned scratch. */
+static inline void mcu_pw_small_run(const int8_t *x, int8_t *y, int32_t pairs, int step, int32_t kp, int32_t cout,
+                                    int32_t input_offset, const int32_t *blocks, int32_t *col)
+{
+    const mcu_pws_state s = {x,
+                             pairs,
+                             2 * kp * step,
+                             step > 0 ? cout : -3 * cout,
+                             cout,
+                             ((uint32_t)input_offset & 0xFFFFu) * 0x10001u,
+                             blocks,
+                             blocks + (cout / 4) * mcu_packed_block_words(kp),
+                             y,
+                             col};
+    if (kp == 16) {
+        mcu_pw16_regs(&s);
+    } else {
+        mcu_pw32_regs(&s);
+    }
+}
+#endif
+#endif /* MCU_KERNELS_INTERNAL_PW_SMALL_S8_DSP_H */
