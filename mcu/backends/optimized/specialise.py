@@ -160,6 +160,13 @@ class PackedLayer:
         int8 (its bytes stored whole, the blocks forward), two blocks a pass (output channels a multiple of 8)."""
         return self.takes_pw8() and self.scaled and not self.clamps() and self.cout % 8 == 0
 
+    def takes_pw_small(self) -> bool:
+        """The register loops of 16 or 32 taps (mcu_pw16_regs, mcu_pw32_regs in pw_small_s8_dsp.h) may run it: flat
+        pairs of a scaled stream whose range is all of int8 (its bytes stored whole) and which a flash cache of
+        PIXEL4_STREAM_MIN bytes holds (the C's ``pws``, wider: its input may sit off a word)."""
+        return (self.takes_pw_pairs() and self.kp in (16, 32) and self.scaled and not self.clamps()
+                and self.cout * (2 * self.kp + 20) <= PIXEL4_STREAM_MIN)
+
     def group_taps(self) -> int:
         """The int16 of the column buffer that all of a grouping layer's pairs (up to eight) would fill."""
         return min(PW_GROUP_PAIRS, self.pixels // 2) * (2 * self.kp + PW_GROUP_SPARE)
@@ -174,7 +181,8 @@ class PackedLayer:
 # any of them needs
 PATHS = ("MCU_PACKED_LOOP", "MCU_PACKED_WINDOWS", "MCU_PACKED_NARROW", "MCU_PACKED_NARROW_K3C3", "MCU_PACKED_BYTES",
          "MCU_PACKED_PW8", "MCU_PACKED_PW_PAIRS", "MCU_PACKED_QUADS", "MCU_PACKED_NARROW_CLAMP",
-         "MCU_PACKED_NARROW_FULL", "MCU_PACKED_SCALED", "MCU_PACKED_NARROW_ROWS", "MCU_PACKED_PW8_REGS")
+         "MCU_PACKED_NARROW_FULL", "MCU_PACKED_SCALED", "MCU_PACKED_NARROW_ROWS", "MCU_PACKED_PW8_REGS",
+         "MCU_PACKED_PW_SMALL")
 
 
 def packed_defines(layers: Iterable[PackedLayer]) -> dict[str, int]:
@@ -201,6 +209,7 @@ def packed_defines(layers: Iterable[PackedLayer]) -> dict[str, int]:
             "MCU_PIXEL4_GROUP": PIXEL4_GROUP if loop and any(layer.groups_quads() for layer in layers) else 1,
             "MCU_PACKED_PW8": int(any(layer.takes_pw8() for layer in layers)),
             "MCU_PACKED_PW8_REGS": int(any(layer.takes_pw8_regs() for layer in layers)),
+            "MCU_PACKED_PW_SMALL": int(any(layer.takes_pw_small() for layer in layers)),
             "MCU_PACKED_PW_PAIRS": int(any(layer.takes_pw_pairs() for layer in layers)),
             "MCU_PACKED_QUADS": int(any(layer.takes_quads() for layer in layers))}
 
