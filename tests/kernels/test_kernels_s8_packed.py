@@ -493,7 +493,7 @@ def test_packed_right_shift_property_on_core(tmp_path_factory, board_name: str, 
 
 
 @st.composite
-def _pixel_pair_case(draw, pw8: bool = False, regs: bool = False) -> dict:
+def _pixel_pair_case(draw, pw8: bool = False, regs: bool = False, small: bool = False) -> dict:
     """One layer for the two-pixel loops: pointwise (mcu_pixel2_packed, input channels a multiple of 4
     up to the widest the column holds, 640) or 3 x 3 (mcu_pixel2_packed_split, windows of 28 to 640
     taps, strides 1 and 2, borders; the firmware's kernel is unspecialised, so every window pairs),
@@ -506,11 +506,13 @@ def _pixel_pair_case(draw, pw8: bool = False, regs: bool = False) -> dict:
     layers also in place with the output after the input (the pairs run backwards, last pair first) or
     at most the forward order's distance after it (ds_cnn's 64->64 layers over their own input).
     ``pw8``: flat pointwise layers of 8 input channels only (mcu_pw8_pairs); with ``regs`` scaled streams of 8, 16
-    or 24 channels out whose range is all of int8 (mcu_pw8_regs: each pair's column in registers)."""
-    k = 1 if pw8 else draw(st.sampled_from([1, 3]))
-    cin = 8 if pw8 else draw(st.sampled_from([4, 8, 12, 20, 28, 36, 64, 68, 252, 320, 640] if k == 1
-                                             else [3, 4, 16, 32, 36, 64, 71]))
-    cout = draw(st.sampled_from([8, 16, 24] if regs else [4, 8, 12, 16]))
+    or 24 channels out whose range is all of int8 (mcu_pw8_regs: each pair's column in registers). ``small``: flat
+    pointwise layers of 16 or 32 input channels, scaled streams of 4 to 40 channels out whose range is all of int8
+    (mcu_pw16_regs, mcu_pw32_regs)."""
+    k = 1 if pw8 or small else draw(st.sampled_from([1, 3]))
+    cin = 8 if pw8 else draw(st.sampled_from([16, 32] if small else [4, 8, 12, 20, 28, 36, 64, 68, 252, 320, 640]
+                                             if k == 1 else [3, 4, 16, 32, 36, 64, 71]))
+    cout = draw(st.sampled_from([8, 16, 24] if regs else [4, 12, 24, 40] if small else [4, 8, 12, 16]))
     stride, pad = (1, 0) if k == 1 else (draw(st.integers(1, 2)), draw(st.integers(0, 1)))
     # 3 x 3 rows up to 11 outputs: two four-pixel units a row, in groups across rows (MCU_PIXEL4_GROUP), and
     # the units left over, pairs and pixels after them
@@ -540,7 +542,7 @@ def _pixel_pair_case(draw, pw8: bool = False, regs: bool = False) -> dict:
     m = np.array(draw(st.lists(st.sampled_from([0, 1, 2**30, 2**31 - 1]) | st.integers(0, 2**31 - 1),
                                min_size=cout, max_size=cout)), dtype=np.int64)
     sh = np.array(draw(st.lists(st.integers(-23, -1), min_size=cout, max_size=cout)), dtype=np.int64)
-    act = (-128, 127) if regs else draw(st.sampled_from([(-128, 127), (0, 127), (-100, 50), (-20, -5)]))
+    act = (-128, 127) if regs or small else draw(st.sampled_from([(-128, 127), (0, 127), (-100, 50), (-20, -5)]))
     # two in three with the range from the output offset or above (a folded ReLU: the pair loops' requantization
     # without the sign's correction), the offset at act_min included; the others anywhere
     in_zp = draw(st.integers(-128, 127))
@@ -549,7 +551,7 @@ def _pixel_pair_case(draw, pw8: bool = False, regs: bool = False) -> dict:
         else st.integers(-128, 127)))
     # half the flat layers of 8 or 16 to 304 channels as scaled streams (pack_layer_scaled: ReLU, shifts brought to
     # one), where their accumulators' bound allows
-    scaled = regs or k == 1 and (cin == 8 or 16 <= cin <= tuned.SCALED_TAPS_MAX) and draw(st.booleans())
+    scaled = regs or small or k == 1 and (cin == 8 or 16 <= cin <= tuned.SCALED_TAPS_MAX) and draw(st.booleans())
     if scaled:
         sh = -np.array(draw(st.lists(st.integers(tuned.SCALED_SHIFT - 7, tuned.SCALED_SHIFT - 1), min_size=cout,
                                      max_size=cout)), dtype=np.int64)
@@ -638,6 +640,29 @@ def test_pw8_pairs_on_core(tmp_path_factory, board_name: str, cases: list[dict],
                         tmp / "out", stack_usage=True)
     result = run_qemu(load_board(board_name), fw.elf, timeout_s=120)
     assert result.exit_code == 0 and "pw8 cases failed: 0" in result.console, result.console
+
+
+@requires_qemu
+@pytest.mark.qemu
+@pytest.mark.parametrize("board_name", ["mps2-an505", pytest.param("mps2-an386", marks=pytest.mark.slow)])
+@settings(max_examples=3, deadline=None, derandomize=True)
+@given(cases=st.lists(_pixel_pair_case(small=True), min_size=12, max_size=12))
+def test_pw_small_on_core(tmp_path_factory, board_name: str, cases: list[dict]) -> None:
+    """Flat pointwise layers of 16 and 32 input channels over scaled streams, every pixel pair in one assembly
+    (pw_small_s8_dsp.h), bit-exact with the reference on the Cortex-M33 and M4: 1 to 21 pixels (a last odd pixel
+    alone), forward, in place forward and backward (the pairs last first), 4 to 40 channels out (one to ten
+    blocks), extremes of inputs (neighbouring pixels at opposite ones too), weights, multipliers, and biases at the
+    edges of the room the scaled layout leaves."""
+    from mcu.device.sim.qemu import run_qemu
+    from mcu.device.toolchain import build_firmware
+
+    tmp = tmp_path_factory.mktemp("pw_small")
+    main = tmp / "main.c"
+    main.write_text(packed_firmware_source(cases, "pw_small"))
+    fw = build_firmware(load_board(board_name), [main, kernel_source(tuned.SOURCE)], [runtime_dir() / "include"],
+                        tmp / "out", stack_usage=True)
+    result = run_qemu(load_board(board_name), fw.elf, timeout_s=120)
+    assert result.exit_code == 0 and "pw_small cases failed: 0" in result.console, result.console
 
 
 @st.composite
