@@ -47,12 +47,12 @@ typedef struct {
 /* Input words j and j + 1 of both pixels (x at r12, pixel B K bytes on; the offset in lr) into four column words
  * each, (A, B) for taps (0, 2) then (1, 3), stored at r4 onwards. */
 #define MCU_PWS_COL(K)                                                                                    \
-    ".set mcu_pws_j, 0\n\t"                                                                               \
+    ".set .Lpws_j, 0\n\t"                                                                               \
     ".rept " #K " / 8\n\t"                                                                                \
-    "ldr r0, [r12, #4 * mcu_pws_j]\n\t"                                                                   \
-    "ldr r1, [r12, #" #K " + 4 * mcu_pws_j]\n\t"                                                          \
-    "ldr r2, [r12, #4 * mcu_pws_j + 4]\n\t"                                                               \
-    "ldr r3, [r12, #" #K " + 4 * mcu_pws_j + 4]\n\t"                                                      \
+    "ldr r0, [r12, #4 * .Lpws_j]\n\t"                                                                   \
+    "ldr r1, [r12, #" #K " + 4 * .Lpws_j]\n\t"                                                          \
+    "ldr r2, [r12, #4 * .Lpws_j + 4]\n\t"                                                               \
+    "ldr r3, [r12, #" #K " + 4 * .Lpws_j + 4]\n\t"                                                      \
     "sxtab16 r6, lr, r0\n\t"                                                                              \
     "sxtab16 r7, lr, r1\n\t"                                                                              \
     "sxtab16 r8, lr, r0, ror #8\n\t"                                                                      \
@@ -63,7 +63,7 @@ typedef struct {
     "sxtab16 r8, lr, r2, ror #8\n\t"                                                                      \
     "sxtab16 r9, lr, r3, ror #8\n\t"                                                                      \
     "stmia r4!, {r6, r7, r8, r9}\n\t"                                                                     \
-    ".set mcu_pws_j, mcu_pws_j + 2\n\t"                                                                   \
+    ".set .Lpws_j, .Lpws_j + 2\n\t"                                                                   \
     ".endr\n\t"
 
 /* Tap pair 0 with the biases: each channel's bias loaded into pixel A's accumulator, pixel B's SMLAD first (while
@@ -90,23 +90,23 @@ typedef struct {
 
 /* Tap pairs 1 .. K / 2 - 1: the column's (A, B) words at r4 + 8 t, the four channels' at r5 + 16 + 16 t. */
 #define MCU_PWS_TAPS(K)                                                                                   \
-    ".set mcu_pws_t, 1\n\t"                                                                               \
+    ".set .Lpws_t, 1\n\t"                                                                               \
     ".rept " #K " / 2 - 1\n\t"                                                                            \
-    "ldr r0, [r4, #8 * mcu_pws_t]\n\t"                                                                    \
-    "ldr r1, [r4, #8 * mcu_pws_t + 4]\n\t"                                                                \
-    "ldr r2, [r5, #16 + 16 * mcu_pws_t]\n\t"                                                              \
-    "ldr r3, [r5, #20 + 16 * mcu_pws_t]\n\t"                                                              \
+    "ldr r0, [r4, #8 * .Lpws_t]\n\t"                                                                    \
+    "ldr r1, [r4, #8 * .Lpws_t + 4]\n\t"                                                                \
+    "ldr r2, [r5, #16 + 16 * .Lpws_t]\n\t"                                                              \
+    "ldr r3, [r5, #20 + 16 * .Lpws_t]\n\t"                                                              \
     "smlad r6, r0, r2, r6\n\t"                                                                            \
     "smlad r7, r1, r2, r7\n\t"                                                                            \
     "smlad r8, r0, r3, r8\n\t"                                                                            \
     "smlad r9, r1, r3, r9\n\t"                                                                            \
-    "ldr r2, [r5, #24 + 16 * mcu_pws_t]\n\t"                                                              \
-    "ldr r3, [r5, #28 + 16 * mcu_pws_t]\n\t"                                                              \
+    "ldr r2, [r5, #24 + 16 * .Lpws_t]\n\t"                                                              \
+    "ldr r3, [r5, #28 + 16 * .Lpws_t]\n\t"                                                              \
     "smlad r10, r0, r2, r10\n\t"                                                                          \
     "smlad r11, r1, r2, r11\n\t"                                                                          \
     "smlad r12, r0, r3, r12\n\t"                                                                          \
     "smlad lr, r1, r3, lr\n\t"                                                                            \
-    ".set mcu_pws_t, mcu_pws_t + 1\n\t"                                                                   \
+    ".set .Lpws_t, .Lpws_t + 1\n\t"                                                                   \
     ".endr\n\t"
 
 /* The block's (m, C) per channel after its 2 K weight words (at r5 + 16 + 8 K): SMMLA, SSAT, and the eight bytes
