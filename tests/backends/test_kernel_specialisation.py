@@ -117,7 +117,8 @@ def test_defines_from_layers() -> None:
     assert packed_defines([_layer(**pw8, cout=12, scaled=True)])["MCU_PACKED_PW8_REGS"] == 0
     assert packed_defines([_layer(**pw8, cout=16, scaled=True, act_max=100)])["MCU_PACKED_PW8_REGS"] == 0
     assert packed_defines([_layer(**{**pw8, "pixels": 1}, cout=16, scaled=True)])["MCU_PACKED_PW8_REGS"] == 0
-    # flat pointwise pairs of 16 or 32 taps, scaled streams stored whole and no larger than 8192 B: one assembly each
+    # flat pointwise pairs of 16 or 32 taps, scaled streams stored whole, no larger than 8192 B where the weights wait
+    # behind a flash cache (FLAG_GROUP): one assembly each
     for kp in (16, 32):
         pws = {"kp": kp, "pointwise": True, "flat": True, "pixels": 2}
         assert packed_defines([_layer(**pws, cout=64, scaled=True)])["MCU_PACKED_PW_SMALL"] == 1
@@ -126,8 +127,12 @@ def test_defines_from_layers() -> None:
         assert packed_defines([_layer(**{**pws, "pixels": 1}, cout=64, scaled=True)])["MCU_PACKED_PW_SMALL"] == 0
     assert packed_defines([_layer(16, cout=96, pointwise=True, flat=True, pixels=2, scaled=True)])[
         "MCU_PACKED_PW_SMALL"] == 1  # 4,992 B
-    assert packed_defines([_layer(32, cout=128, pointwise=True, flat=True, pixels=2, scaled=True)])[
+    assert packed_defines([_layer(32, cout=128, pointwise=True, flat=True, pixels=2, scaled=True, group=True)])[
         "MCU_PACKED_PW_SMALL"] == 0  # 10,752 B
+    assert packed_defines([_layer(32, cout=128, pointwise=True, flat=True, pixels=2, scaled=True)])[
+        "MCU_PACKED_PW_SMALL"] == 1
+    assert packed_defines([_layer(16, cout=96, pointwise=True, flat=True, pixels=2, scaled=True, group=True)])[
+        "MCU_PACKED_PW_SMALL"] == 1
     assert packed_defines([_layer(24, cout=16, pointwise=True, flat=True, pixels=2, scaled=True)])[
         "MCU_PACKED_PW_SMALL"] == 0
     # flat pointwise layers whose stream outgrows the flash cache (cout * (2 kp + 20) > 8192 B), that have

@@ -162,10 +162,11 @@ class PackedLayer:
 
     def takes_pw_small(self) -> bool:
         """The register loops of 16 or 32 taps (mcu_pw16_regs, mcu_pw32_regs in pw_small_s8_dsp.h) may run it: flat
-        pairs of a scaled stream whose range is all of int8 (its bytes stored whole) and which a flash cache of
-        PIXEL4_STREAM_MIN bytes holds (the C's ``pws``, wider: its input may sit off a word)."""
+        pairs of a scaled stream whose range is all of int8 (its bytes stored whole), unless the stream outgrows a
+        flash cache of PIXEL4_STREAM_MIN bytes that its waiting weights are read through (FLAG_GROUP: the groups' path)
+        (the C's ``pws``, wider: its input may sit off a word)."""
         return (self.takes_pw_pairs() and self.kp in (16, 32) and self.scaled and not self.clamps()
-                and self.cout * (2 * self.kp + 20) <= PIXEL4_STREAM_MIN)
+                and (not self.group or self.cout * (2 * self.kp + 20) <= PIXEL4_STREAM_MIN))
 
     def group_taps(self) -> int:
         """The int16 of the column buffer that all of a grouping layer's pairs (up to eight) would fill."""

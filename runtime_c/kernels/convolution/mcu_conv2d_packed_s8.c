@@ -597,10 +597,11 @@ mcu_status mcu_conv2d_packed_s8(const mcu_context *ctx, const mcu_conv2d_s8_para
     const int pw8 = pw_pairs && in.c == 8 && ((uintptr_t)input & 3u) == 0;
 #endif
 #if defined(MCU_PW_SMALL_BUILT)
-    /* 16 or 32 input channels of a scaled stream no larger than a flash cache (the pairs read it once each, its
-     * blocks always forward): every pair in one call (pw_small_s8_dsp.h) */
+    /* 16 or 32 input channels of a scaled stream: every pair in one call (pw_small_s8_dsp.h), which reads the whole
+     * stream once a pair, its blocks always forward; so not where a larger stream than a flash cache's bytes waits
+     * behind such a cache (FLAG_GROUP: the groups' parts, the alternating block order) */
     const int pws = pw_pairs && mcu_pw_small_takes(l.px2, kp) && ((uintptr_t)input & 3u) == 0 &&
-                    (int64_t)l.words * 4 * (out.c / 4) <= MCU_PIXEL4_STREAM_MIN;
+                    (!l.group || (int64_t)l.words * 4 * (out.c / 4) <= MCU_PIXEL4_STREAM_MIN);
 #endif
 #endif
     if (direction == 1) { /* each pixel's input is in the column before its output is written */
