@@ -494,3 +494,69 @@ def test_depthwise_s8_planes_relu_finish(emulated, shape, c, in_zp, shift, data,
         status, out = _depthwise_inplace(emulated, x, wt, b, q, params)
     assert status == MCU_OK
     base.assert_equal(out, expected)
+
+
+@st.composite
+def dw_direct_cases(draw):
+    """Small 3x3 images for the direct path (convolution/dw_direct_s8_dsp.h): stride 1 of at most nine
+    outputs (in place and apart), stride 2 of at most 36 (apart and overlapping the input), every
+    padding the windows allow, channels a multiple of four (others take the remaining paths), extreme
+    zero points, weights, data and biases, the ReLU finish and clamps (those keep the other paths)."""
+    s = draw(st.integers(1, 2))
+    if s == 1:
+        oh = draw(st.integers(1, 9))
+        ow = draw(st.integers(1, 9 // oh))
+    else:
+        oh, ow = draw(st.integers(1, 6)), draw(st.integers(1, 6))
+    pt, pl = draw(st.integers(0, 2)), draw(st.integers(0, 2))
+    # input rows and columns so that the windows fit: (o - 1) s + 3 - pad - (0 or 1 of bottom padding)
+    h = max(1, (oh - 1) * s + 3 - pt - draw(st.integers(0, 1 if s == 2 else 0 if pt else 0)))
+    w = max(1, (ow - 1) * s + 3 - pl - draw(st.integers(0, 1 if s == 2 else 0 if pl else 0)))
+    relu = draw(st.booleans())
+    return dict(s=s, oh=oh, ow=ow, pt=pt, pl=pl, h=h, w=w, c=draw(st.sampled_from([4, 8, 12, 13, 16])),
+                in_zp=draw(base.zero_points), out_zp=-128 if relu else draw(base.zero_points),
+                act=(-128, 127) if relu else draw(base.act_bounds()), bias=draw(st.sampled_from(["edge", "none", "small", "full"])),
+                data=draw(base.data_modes), wmode=draw(base.weight_modes), inplace=draw(st.booleans()),
+                seed=draw(st.integers(0, 2**32 - 1)))
+
+
+@settings(base.EXACT, max_examples=120)
+@given(dw_direct_cases())
+def test_depthwise_s8_direct_small_images(emulated, case):
+    """The direct path of small images against the reference: the folded input offset with the padding
+    bytes at -input_offset, the doubled accumulator at the planes' bounds (biases at the largest
+    magnitude they take), the one-SMMLAR requantization with and without the sign correction."""
+    rng = np.random.default_rng(case["seed"])
+    c, s = case["c"], case["s"]
+    x = base.int8_data(rng, (1, case["h"], case["w"], c), case["data"])
+    wt = base.weights(rng, (3, 3, c), case["wmode"])
+    if case["bias"] == "edge":
+        edge = 2**30 - 1 - 9 * 255 * 128
+        b = rng.choice(np.array([edge, -edge, 0, 1], dtype=np.int32), size=c)
+    else:
+        b = base.biases(rng, c, case["bias"])
+    m, sh = base.per_channel(rng, c, base.shift_for(0, 9), "varied")
+    params = dict(input=x.shape, output=(1, case["oh"], case["ow"], c), ch_mult=1, kernel_h=3, kernel_w=3,
+                  stride_h=s, stride_w=s, pad_top=case["pt"], pad_left=case["pl"], dilation_h=1, dilation_w=1,
+                  input_offset=-case["in_zp"], output_offset=case["out_zp"], act_min=case["act"][0],
+                  act_max=case["act"][1])
+    expected = depthwise_conv2d_s8(x, wt, b, m, sh, **params)
+    q = cb.Quant(m, sh, c)
+    same_size = (case["oh"], case["ow"]) == (case["h"], case["w"]) and s == 1
+    if case["inplace"] and same_size and case["pt"] == 1 and case["pl"] == 1:
+        status, out = _depthwise_inplace(emulated, x, wt, b, q, params)
+    elif case["inplace"] and s == 2:
+        # the output overlapping the input from below it (the window contract's placement): staged
+        shift = 4 * int(rng.integers(0, 3)) + 1
+        buf = np.zeros(shift + x.size, dtype=np.int8)
+        buf[shift:] = x.reshape(-1)
+        p = cb._fields(cb.DepthwiseConv2dS8Params, params)
+        fn = emulated.mcu_depthwise_conv2d_s8
+        fn.argtypes = [_P] * 7
+        status = fn(None, ctypes.addressof(p), ctypes.addressof(q.struct), _P(buf.ctypes.data + shift), _P(ptr(wt)),
+                    _P(ptr(b)), _P(buf.ctypes.data))
+        out = buf[: expected.size].reshape(expected.shape)
+    else:
+        status, out = cb.depthwise_conv2d(x, wt, b, q, params)
+    assert status == MCU_OK
+    base.assert_equal(out, expected)
