@@ -498,25 +498,22 @@ def test_depthwise_s8_planes_relu_finish(emulated, shape, c, in_zp, shift, data,
 
 @st.composite
 def dw_direct_cases(draw):
-    """Small 3x3 images for the direct path (convolution/dw_direct_s8_dsp.h): stride 1 of at most nine
-    outputs (in place and apart), stride 2 of at most 36 (apart and overlapping the input), every
-    padding the windows allow, channels a multiple of four (others take the remaining paths), extreme
-    zero points, weights, data and biases, the ReLU finish and clamps (those keep the other paths)."""
-    s = draw(st.integers(1, 2))
-    if s == 1:
-        oh = draw(st.integers(1, 9))
-        ow = draw(st.integers(1, 9 // oh))
-    else:
-        oh, ow = draw(st.integers(1, 6)), draw(st.integers(1, 6))
+    """Small 3x3 stride-2 images for the direct path (convolution/dw_direct_s8_dsp.h): at most 36 outputs,
+    rows of pairs and of odd counts, apart from the input and overlapping it (staged), every padding the
+    windows allow, channels a multiple of four (others take the remaining paths), extreme zero points,
+    weights, data and biases, the ReLU finish and clamps (those keep the other paths)."""
+    s = 2
+    oh, ow = draw(st.integers(1, 6)), draw(st.integers(1, 6))
     pt, pl = draw(st.integers(0, 2)), draw(st.integers(0, 2))
-    # input rows and columns so that the windows fit: (o - 1) s + 3 - pad - (0 or 1 of bottom padding)
-    h = max(1, (oh - 1) * s + 3 - pt - draw(st.integers(0, 1 if s == 2 else 0 if pt else 0)))
-    w = max(1, (ow - 1) * s + 3 - pl - draw(st.integers(0, 1 if s == 2 else 0 if pl else 0)))
+    # input rows and columns for those outputs, with or without the last window's bottom/right overhang
+    h = max(1, 2 * oh + 1 - pt - draw(st.integers(0, 1)))
+    w = max(1, 2 * ow + 1 - pl - draw(st.integers(0, 1)))
     relu = draw(st.booleans())
     return dict(s=s, oh=oh, ow=ow, pt=pt, pl=pl, h=h, w=w, c=draw(st.sampled_from([4, 8, 12, 13, 16])),
                 in_zp=draw(base.zero_points), out_zp=-128 if relu else draw(base.zero_points),
-                act=(-128, 127) if relu else draw(base.act_bounds()), bias=draw(st.sampled_from(["edge", "none", "small", "full"])),
-                data=draw(base.data_modes), wmode=draw(base.weight_modes), inplace=draw(st.booleans()),
+                act=(-128, 127) if relu else draw(base.act_bounds()),
+                bias=draw(st.sampled_from(["edge", "none", "small", "full"])),
+                data=draw(base.data_modes), wmode=draw(base.weight_modes), overlap=draw(st.booleans()),
                 seed=draw(st.integers(0, 2**32 - 1)))
 
 
@@ -542,10 +539,7 @@ def test_depthwise_s8_direct_small_images(emulated, case):
                   act_max=case["act"][1])
     expected = depthwise_conv2d_s8(x, wt, b, m, sh, **params)
     q = cb.Quant(m, sh, c)
-    same_size = (case["oh"], case["ow"]) == (case["h"], case["w"]) and s == 1
-    if case["inplace"] and same_size and case["pt"] == 1 and case["pl"] == 1:
-        status, out = _depthwise_inplace(emulated, x, wt, b, q, params)
-    elif case["inplace"] and s == 2:
+    if case["overlap"]:
         # the output overlapping the input from below it (the window contract's placement): staged
         shift = 4 * int(rng.integers(0, 3)) + 1
         buf = np.zeros(shift + x.size, dtype=np.int8)

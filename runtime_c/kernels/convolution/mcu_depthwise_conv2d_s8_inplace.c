@@ -19,7 +19,6 @@
 
 #include "../common/check.h"
 #include "../common/conv_s8_dsp.h"
-#include "dw_direct_s8_dsp.h"
 #include "dw_plain_s8.h"
 #include "dw_plane_s8_dsp.h"
 #include "dw_px_s8_dsp.h"
@@ -210,11 +209,8 @@ mcu_status mcu_depthwise_conv2d_s8_inplace(const mcu_context *ctx, const mcu_dep
 #else
 #if MCU_S8_DSP
     mcu_dwpl_geom pg;
-    /* the direct and plane plans check every channel's requantization, within narrower bounds
-     * (mcu_dwpl_quant_ok) */
-    const int direct = in.n == 1 && mcu_dwd_applies(kh, kw, 1, 1, in.c, in.h, in.w, 0, q, bias, p->output_offset,
-                                                    p->act_min, p->act_max);
-    const int planes = direct || mcu_dwpl_plan(&pg, kh, kw, in.c, in.h, in.w, q, bias, p->output_offset);
+    /* the plane plan checks every channel's requantization, within narrower bounds (mcu_dwpl_quant_ok) */
+    const int planes = mcu_dwpl_plan(&pg, kh, kw, in.c, in.h, in.w, q, bias, p->output_offset);
 #else
     const int planes = 0;
 #endif
@@ -235,11 +231,6 @@ mcu_status mcu_depthwise_conv2d_s8_inplace(const mcu_context *ctx, const mcu_dep
     }
 #endif
 #if MCU_S8_DSP && !MCU_S8_MVE
-    if (direct) { /* small 3x3 images straight from the channels, a group at a time */
-        mcu_dwd_layer(in.h, in.w, in.c, in.h, in.w, 1, p->pad_top, p->pad_left, p->input_offset, p->output_offset,
-                      p->act_min, p->act_max, q, data, weight, bias, data, 0);
-        return MCU_OK;
-    }
     if (planes) { /* 3x3: one channel plane at a time, in bands */
         mcu_dwpl_layer(&pg, in.n, in.h, in.w, in.c, p->pad_top, p->pad_left, p->input_offset, p->output_offset,
                        p->act_min, p->act_max, q, data, weight, bias, data);
