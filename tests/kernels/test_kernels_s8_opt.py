@@ -500,8 +500,9 @@ def test_depthwise_s8_planes_relu_finish(emulated, shape, c, in_zp, shift, data,
 def dw_direct_cases(draw):
     """Small 3x3 stride-2 images for the direct path (convolution/dw_direct_s8_dsp.h): at most 36 outputs,
     rows of pairs and of odd counts, apart from the input and overlapping it (staged), every padding the
-    windows allow, channels a multiple of four (others take the remaining paths), extreme zero points,
-    weights, data and biases, the ReLU finish and clamps (those keep the other paths)."""
+    windows allow, channels a multiple of four, extreme zero points, weights, data and biases, the ReLU
+    folded into the range (the path's finish; saturation alone and clamps, and other channel counts, keep
+    the other paths)."""
     s = 2
     oh, ow = draw(st.integers(1, 6)), draw(st.integers(1, 6))
     pt, pl = draw(st.integers(0, 2)), draw(st.integers(0, 2))
@@ -522,7 +523,7 @@ def dw_direct_cases(draw):
 def test_depthwise_s8_direct_small_images(emulated, case):
     """The direct path of small images against the reference: the folded input offset with the padding
     bytes at -input_offset, the doubled accumulator at the planes' bounds (biases at the largest
-    magnitude they take), the one-SMMLAR requantization with and without the sign correction."""
+    magnitude they take), the one-SMMLAR requantization without the sign correction."""
     rng = np.random.default_rng(case["seed"])
     c, s = case["c"], case["s"]
     x = base.int8_data(rng, (1, case["h"], case["w"], c), case["data"])

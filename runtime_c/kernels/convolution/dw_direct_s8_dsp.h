@@ -11,7 +11,7 @@
  * input_offset sum w), so no SXTAB16 needs it), and each tap is one load of four channels, two SXTB16
  * and four single MACs (SMLABB/SMLATT) on the doubled weights as lane pairs (channels 0 and 2, 1 and 3)
  * prepared once a group, with the planes' one-SMMLAR requantization (the doubled accumulator,
- * mcu_dwpl_rq). Counted on the M4/M33 model: 10 cycles a tap and 9 a channel's requantization for one
+ * mcu_dwpl_rq, for a ReLU folded into the range). Counted on the M4/M33 model: 10 cycles a tap and 9 a channel's requantization for one
  * pixel (about 139 cycles, 35 an output), 18 a tap and 12 a channel for two pixels sharing the weight and
  * constant loads (about 241 a pair, 30 an output), plus about 550 cycles a group (its constants, the
  * block's copy). The planes' loop is 21 cycles an output, so they keep every larger image, and stride 1:
@@ -70,8 +70,9 @@ _Static_assert(offsetof(mcu_dwd_group, w) == 16 && offsetof(mcu_dwd_group, rq) =
 /* Whether the direct path takes a 3x3 layer (ch_mult 1, dilation 1, batch 1 checked by the caller): stride
  * 2 both ways, channels a multiple of 4, the windows' rows and columns within the block, few enough
  * output pixels (MCU_DWD_MAX_PIXELS), an output that overlaps the input (`staged`) within
- * MCU_DWD_STAGE_BYTES, the planes' requantization bounds (mcu_dwpl_quant_ok), and an output finished by
- * saturation alone (mcu_dwpl_finish: no clamp narrower than int8). */
+ * MCU_DWD_STAGE_BYTES, the planes' requantization bounds (mcu_dwpl_quant_ok), and a ReLU folded into the
+ * range (mcu_dwpl_finish's MCU_DWPL_RELU: the requantization without its sign correction; mobilenet_v1's and
+ * mobilenet_v2's layers; a second loop for the saturation alone cost 1.4 kB of flash for no layer of ours). */
 static inline int mcu_dwd_applies(int32_t kh, int32_t kw, int32_t stride_h, int32_t stride_w, int32_t ch,
                                   int32_t out_h, int32_t out_w, int staged, const mcu_per_channel_quant *q,
                                   const int32_t *bias, int32_t output_offset, int32_t act_min, int32_t act_max)
@@ -85,7 +86,7 @@ static inline int mcu_dwd_applies(int32_t kh, int32_t kw, int32_t stride_h, int3
     if (2 * out_h + 1 > MCU_DWD_PITCH || 2 * out_w + 1 > MCU_DWD_PITCH || out_h * out_w > MCU_DWD_MAX_PIXELS) {
         return 0;
     }
-    if (mcu_dwpl_finish(act_min, act_max, output_offset) == MCU_DWPL_CLAMP) {
+    if (mcu_dwpl_finish(act_min, act_max, output_offset) != MCU_DWPL_RELU) {
         return 0;
     }
     return mcu_dwpl_quant_ok(q, bias, ch, output_offset);
@@ -152,17 +153,8 @@ static inline void mcu_dwd_group_init(mcu_dwd_group *g, const int8_t *w, int32_t
     "sxtb16 r7, r6, ror #8\n\t"                                                               \
     "smlabb r3, r7, r12, r3\n\t"                                                              \
     "smlatt r5, r7, r12, r5\n\t"
-/* Channel k's requantization of accumulator a (mcu_dwpl_rq) and its byte: the multiplier, C and R in one
- * chain of loads; the sign of a added to C (SIGNED) or not (RELU). */
-#define MCU_DWD_RQ_SIGNED(a, mo, co, ro, k)                                                   \
-    "ldr r6, [r1, #" mo "]\n\t"                                                               \
-    "ldr r7, [r1, #" co "]\n\t"                                                               \
-    "ldr r8, [r1, #" ro "]\n\t"                                                               \
-    "add r7, r7, " a ", asr #31\n\t"                                                          \
-    "smmlar " a ", " a ", r6, r7\n\t"                                                         \
-    "asr " a ", " a ", r8\n\t"                                                                \
-    "ssat " a ", #8, " a "\n\t"                                                               \
-    "strb " a ", [r9, #" k "]\n\t"
+/* Channel k's requantization of accumulator a (mcu_dwpl_rq without the sign correction: MCU_DWPL_RELU)
+ * and its byte: the multiplier, C and R in one chain of loads. */
 #define MCU_DWD_RQ_RELU(a, mo, co, ro, k)                                                     \
     "ldr r6, [r1, #" mo "]\n\t"                                                               \
     "ldr r7, [r1, #" co "]\n\t"                                                               \
@@ -216,20 +208,8 @@ _Static_assert(MCU_DWD_PITCH == 16, "the taps' block offsets in MCU_DWD_LOOP are
     "sxtb16 r12, r11, ror #8\n\t"                                                            \
     "smlabb r7, r12, lr, r7\n\t"                                                             \
     "smlatt r9, r12, lr, r9\n\t"
-/* Channel k's requantization of both pixels' accumulators a and b (the multiplier in r10, C in r11, R in
- * lr, r12 a temporary). */
-#define MCU_DWD_RQ2_SIGNED(a, b, mo, co, ro)                                                  \
-    "ldr r10, [r1, #" mo "]\n\t"                                                              \
-    "ldr r11, [r1, #" co "]\n\t"                                                              \
-    "ldr lr, [r1, #" ro "]\n\t"                                                               \
-    "add r12, r11, " a ", asr #31\n\t"                                                       \
-    "smmlar " a ", " a ", r10, r12\n\t"                                                      \
-    "asr " a ", " a ", lr\n\t"                                                               \
-    "ssat " a ", #8, " a "\n\t"                                                              \
-    "add r12, r11, " b ", asr #31\n\t"                                                       \
-    "smmlar " b ", " b ", r10, r12\n\t"                                                      \
-    "asr " b ", " b ", lr\n\t"                                                               \
-    "ssat " b ", #8, " b "\n\t"
+/* Channel k's requantization of both pixels' accumulators a and b (MCU_DWPL_RELU: the multiplier in r10,
+ * C in r11, R in lr). */
 #define MCU_DWD_RQ2_RELU(a, b, mo, co, ro)                                                    \
     "ldr r10, [r1, #" mo "]\n\t"                                                              \
     "ldr r11, [r1, #" co "]\n\t"                                                              \
@@ -283,46 +263,32 @@ _Static_assert(MCU_DWD_PITCH == 16, "the taps' block offsets in MCU_DWD_LOOP are
 
 /* Every output pixel of a group at stride 2 with rows of an even count (g->ow the pairs a row, g->y the
  * output, g->rows the rows; the fields are consumed). */
-static __attribute__((noinline, unused)) void mcu_dwd_run2(const uint32_t *block, mcu_dwd_group *g, int relu)
+static __attribute__((noinline, unused)) void mcu_dwd_run2(const uint32_t *block, mcu_dwd_group *g)
 {
     register const uint32_t *r0 __asm__("r0") = block;
     register mcu_dwd_group *r1 __asm__("r1") = g;
     g->left = g->ow;
-    if (relu) {
-        __asm__ volatile(MCU_DWD_LOOP2(MCU_DWD_RQ2_RELU)
-                         : "+r"(r0)
-                         : "r"(r1)
-                         : "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "lr", "cc", "memory");
-    } else {
-        __asm__ volatile(MCU_DWD_LOOP2(MCU_DWD_RQ2_SIGNED)
-                         : "+r"(r0)
-                         : "r"(r1)
-                         : "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "lr", "cc", "memory");
-    }
+    __asm__ volatile(MCU_DWD_LOOP2(MCU_DWD_RQ2_RELU)
+                     : "+r"(r0)
+                     : "r"(r1)
+                     : "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "lr", "cc", "memory");
 }
 
 static __attribute__((noinline, unused)) void mcu_dwd_run(const uint32_t *block, const mcu_dwd_group *g, int8_t *y,
-                                                          int32_t rows, int relu)
+                                                          int32_t rows)
 {
     register const uint32_t *r0 __asm__("r0") = block;
     register const mcu_dwd_group *r1 __asm__("r1") = g;
     register int8_t *r9 __asm__("r9") = y;
     register int32_t lr __asm__("lr") = rows;
-    if (relu) {
-        __asm__ volatile(MCU_DWD_LOOP(MCU_DWD_RQ_RELU)
-                         : "+r"(r0), "+r"(r9), "+r"(lr)
-                         : "r"(r1)
-                         : "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r10", "r11", "r12", "cc", "memory");
-    } else {
-        __asm__ volatile(MCU_DWD_LOOP(MCU_DWD_RQ_SIGNED)
-                         : "+r"(r0), "+r"(r9), "+r"(lr)
-                         : "r"(r1)
-                         : "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r10", "r11", "r12", "cc", "memory");
-    }
+    __asm__ volatile(MCU_DWD_LOOP(MCU_DWD_RQ_RELU)
+                     : "+r"(r0), "+r"(r9), "+r"(lr)
+                     : "r"(r1)
+                     : "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r10", "r11", "r12", "cc", "memory");
 }
 #else
 /* The assembly's steps in C (the emulated build): the same words, lanes and requantization. */
-static inline void mcu_dwd_run(const uint32_t *block, const mcu_dwd_group *g, int8_t *y, int32_t rows, int relu)
+static inline void mcu_dwd_run(const uint32_t *block, const mcu_dwd_group *g, int8_t *y, int32_t rows)
 {
     for (int32_t r = 0; r < rows; ++r) {
         for (int32_t i = 0; i < g->ow; ++i) {
@@ -337,7 +303,7 @@ static inline void mcu_dwd_run(const uint32_t *block, const mcu_dwd_group *g, in
             }
             for (int32_t k = 0; k < 4; ++k) {
                 const mcu_dwpl_ch t = {.m = g->rq[k][0], .c = g->rq[k][1], .sh = g->rq[k][2]};
-                y[k] = (int8_t)mcu_dwpl_rq(&t, a[k], relu);
+                y[k] = (int8_t)mcu_dwpl_rq(&t, a[k], 1);
             }
             y += g->y_step;
             block += 2;
@@ -347,11 +313,11 @@ static inline void mcu_dwd_run(const uint32_t *block, const mcu_dwd_group *g, in
 }
 
 /* The pair loop's contract in C: the same outputs, pixel by pixel. */
-static inline void mcu_dwd_run2(const uint32_t *block, mcu_dwd_group *g, int relu)
+static inline void mcu_dwd_run2(const uint32_t *block, mcu_dwd_group *g)
 {
     const int32_t ow = g->ow;
     g->ow = 2 * ow;
-    mcu_dwd_run(block, g, g->y, g->rows, relu);
+    mcu_dwd_run(block, g, g->y, g->rows);
     g->ow = ow;
 }
 #endif
@@ -360,9 +326,8 @@ static inline void mcu_dwd_run2(const uint32_t *block, mcu_dwd_group *g, int rel
  * it, or (`staged`) overlapping it: then every output goes to the stack first and to y after the last
  * read. */
 static __attribute__((noinline, unused)) void mcu_dwd_layer(int32_t h, int32_t w, int32_t ch, int32_t out_h,
-                                                            int32_t out_w, int32_t pad_top,
-                                                            int32_t pad_left, int32_t input_offset,
-                                                            int32_t output_offset, int32_t act_min, int32_t act_max,
+                                                            int32_t out_w, int32_t pad_top, int32_t pad_left,
+                                                            int32_t input_offset, int32_t output_offset,
                                                             const mcu_per_channel_quant *q, const int8_t *x,
                                                             const int8_t *weight, const int32_t *bias, int8_t *y,
                                                             int staged)
@@ -378,7 +343,6 @@ static __attribute__((noinline, unused)) void mcu_dwd_layer(int32_t h, int32_t w
     const int32_t r0 = pad_top, r1 = pad_top + h < bh ? pad_top + h : bh;
     const int32_t c0 = pad_left, c1 = pad_left + w < bw ? pad_left + w : bw;
     const uint32_t k2 = 2u * (uint32_t)output_offset + 1u; /* C = k2 2^(R-1) (mcu_dwpl_quant_ok) */
-    const int relu = mcu_dwpl_finish(act_min, act_max, output_offset) == MCU_DWPL_RELU;
     mcu_dwd_group g;
     /* rows of whole pairs take the pair loop (g.ow then counts pairs) */
     const int pairs = out_w % 2 == 0;
@@ -406,9 +370,9 @@ static __attribute__((noinline, unused)) void mcu_dwd_layer(int32_t h, int32_t w
         if (pairs) {
             g.y = yc;
             g.rows = out_h;
-            mcu_dwd_run2(block, &g, relu);
+            mcu_dwd_run2(block, &g);
         } else {
-            mcu_dwd_run(block, &g, yc, out_h, relu);
+            mcu_dwd_run(block, &g, yc, out_h);
         }
     }
     if (staged) { /* word copies; the empty asm keeps GCC from calling memcpy (no libc in the kernels) */

@@ -375,9 +375,8 @@ mcu_status mcu_depthwise_conv2d_s8(const mcu_context *ctx, const mcu_depthwise_c
         return MCU_OK;
     }
     if (planes == MCU_DWPL_PLAN_DIRECT) {
-        mcu_dwd_layer(in.h, in.w, in.c, out.h, out.w, p->pad_top, p->pad_left, p->input_offset,
-                      p->output_offset, p->act_min, p->act_max, q, input, weight, bias, output,
-                      mcu_overlaps(input, (size_t)in_count, output, out_bytes));
+        mcu_dwd_layer(in.h, in.w, in.c, out.h, out.w, p->pad_top, p->pad_left, p->input_offset, p->output_offset, q,
+                      input, weight, bias, output, mcu_overlaps(input, (size_t)in_count, output, out_bytes));
         return MCU_OK;
     }
     if (planes == MCU_DWPL_PLAN_S2) {
