@@ -153,6 +153,11 @@ static inline void mcu_dwd_group_init(mcu_dwd_group *g, const int8_t *w, int32_t
     "sxtb16 r7, r6, ror #8\n\t"                                                               \
     "smlabb r3, r7, r12, r3\n\t"                                                              \
     "smlatt r5, r7, r12, r5\n\t"
+/* The nine taps of a window (block offsets of a pitch of 64 bytes; weight pair offsets in mcu_dwd_group). */
+#define MCU_DWD_TAPS(TAP)                                                                     \
+    TAP("0", "16", "20") TAP("4", "24", "28") TAP("8", "32", "36") TAP("64", "40", "44")      \
+    TAP("68", "48", "52") TAP("72", "56", "60") TAP("128", "64", "68") TAP("132", "72", "76") \
+    TAP("136", "80", "84")
 /* Channel k's requantization of accumulator a (mcu_dwpl_rq without the sign correction: MCU_DWPL_RELU)
  * and its byte: the multiplier, C and R in one chain of loads. */
 #define MCU_DWD_RQ_RELU(a, mo, co, ro, k)                                                     \
@@ -170,9 +175,7 @@ static inline void mcu_dwd_group_init(mcu_dwd_group *g, const int8_t *w, int32_t
     "ldr r11, [r1, #136]\n\t"                                                                 \
     "1:\n\t"                                                                                  \
     "ldm r1, {r2-r5}\n\t"                                                                     \
-    MCU_DWD_TAP("0", "16", "20") MCU_DWD_TAP("4", "24", "28") MCU_DWD_TAP("8", "32", "36")    \
-    MCU_DWD_TAP("64", "40", "44") MCU_DWD_TAP("68", "48", "52") MCU_DWD_TAP("72", "56", "60") \
-    MCU_DWD_TAP("128", "64", "68") MCU_DWD_TAP("132", "72", "76") MCU_DWD_TAP("136", "80", "84") \
+    MCU_DWD_TAPS(MCU_DWD_TAP)                                                                 \
     RQ("r2", "88", "92", "96", "0") RQ("r3", "100", "104", "108", "1")                        \
     RQ("r4", "112", "116", "120", "2") RQ("r5", "124", "128", "132", "3")                     \
     "add r9, r9, r10\n\t"                                                                     \
@@ -184,16 +187,16 @@ static inline void mcu_dwd_group_init(mcu_dwd_group *g, const int8_t *w, int32_t
     "add r0, r0, r6\n\t"                                                                      \
     "subs lr, lr, #1\n\t"                                                                     \
     "bne 1b\n\t"
-_Static_assert(MCU_DWD_PITCH == 16, "the taps' block offsets in MCU_DWD_LOOP are for a pitch of 64 bytes");
+_Static_assert(MCU_DWD_PITCH == 16, "the taps' block offsets in MCU_DWD_TAPS are for a pitch of 64 bytes");
 
 /* Two output pixels of a row a step at stride 2 (the second window 8 bytes on): each tap's weight pairs
  * loaded once for both, each channel's requantization constants once for both: about 120 cycles a pixel
  * against 139 for one a step. r0 the first window, r1 the constants, r2-r5 and r6-r9 the two pixels'
  * accumulators, r10/r11 their input words, r12 the widened lanes, lr the weight pair; the output pointer
  * and the counts live in the constants (y, left, rows). */
-#define MCU_DWD_TAP2(o, o8, wo, wo4)                                                          \
+#define MCU_DWD_TAP2(o, wo, wo4)                                                              \
     "ldr r10, [r0, #" o "]\n\t"                                                               \
-    "ldr r11, [r0, #" o8 "]\n\t"                                                              \
+    "ldr r11, [r0, #(" o " + 8)]\n\t"                                                         \
     "ldr lr, [r1, #" wo "]\n\t"                                                               \
     "sxtb16 r12, r10\n\t"                                                                    \
     "smlabb r2, r12, lr, r2\n\t"                                                             \
@@ -227,11 +230,7 @@ _Static_assert(MCU_DWD_PITCH == 16, "the taps' block offsets in MCU_DWD_LOOP are
     "mov r7, r3\n\t"                                                                          \
     "mov r8, r4\n\t"                                                                          \
     "mov r9, r5\n\t"                                                                          \
-    MCU_DWD_TAP2("0", "8", "16", "20") MCU_DWD_TAP2("4", "12", "24", "28")                    \
-    MCU_DWD_TAP2("8", "16", "32", "36") MCU_DWD_TAP2("64", "72", "40", "44")                  \
-    MCU_DWD_TAP2("68", "76", "48", "52") MCU_DWD_TAP2("72", "80", "56", "60")                 \
-    MCU_DWD_TAP2("128", "136", "64", "68") MCU_DWD_TAP2("132", "140", "72", "76")             \
-    MCU_DWD_TAP2("136", "144", "80", "84")                                                    \
+    MCU_DWD_TAPS(MCU_DWD_TAP2)                                                                \
     RQ2("r2", "r6", "88", "92", "96") RQ2("r3", "r7", "100", "104", "108")                    \
     RQ2("r4", "r8", "112", "116", "120") RQ2("r5", "r9", "124", "128", "132")                 \
     "ldr r10, [r1, #148]\n\t"                                                                 \
