@@ -1535,7 +1535,9 @@ static inline int mcu_dwpl_plan_s2(mcu_dwpl_geom *g, int32_t kh, int32_t kw, int
     }
     int32_t cols = 2 * out_w + 2 > pad_left + in_w ? 2 * out_w + 2 : pad_left + in_w;
     cols = (cols + 1) & ~1;
-    int32_t band = (MCU_DWPL_S2_BYTES / (4 * cols * 2) - 1) / 2; /* 2 band + 1 plane lines */
+    int32_t pband = (MCU_DWPL_S2_BYTES / (4 * cols * 2) - 1) / 2; /* 2 band + 1 plane lines */
+    pband = pband < out_h ? pband : out_h;
+    int32_t band = pband;
     if (!apart) {
         const int32_t rows = row_bytes / (out_w * ch);
         band = rows < band ? rows : band;
@@ -1547,8 +1549,9 @@ static inline int mcu_dwpl_plan_s2(mcu_dwpl_geom *g, int32_t kh, int32_t kw, int
     g->lines = out_h;
     g->len = out_w;
     g->cols = cols;
-    g->band = band < out_h ? band : out_h;
-    g->plane = (2 * g->band + 1) * cols;
+    g->band = band;
+    g->plane = (2 * pband + 1) * cols; /* the planes' band: larger than a staged band where the output may
+                                        * go straight to y (mcu_dwpl_layer_s2) */
     return 1;
 }
 
@@ -1634,8 +1637,27 @@ static __attribute__((noinline, unused)) void mcu_dwpl_layer_s2(const mcu_dwpl_g
         }
         return;
     }
-    for (int32_t oh0 = 0; oh0 < g->lines; oh0 += g->band) {
-        const int32_t nb = g->lines - oh0 < g->band ? g->lines - oh0 : g->band;
+    const int32_t pband = (g->plane / g->cols - 1) / 2;
+    const size_t in_row = (size_t)in_w * (size_t)ch;
+    for (int32_t oh0 = 0, nb; oh0 < g->lines; oh0 += nb) {
+        /* Rows from oh0 on that end at or below the first input row they read go straight to y, as many as
+         * the planes hold (the window contract keeps every later read above them): mobilenet_v1's 24 x 24 x
+         * 32 -> 12 x 12 layer runs two bands instead of three. */
+        const int32_t ih0 = 2 * oh0 - pad_top;
+        const uintptr_t read = (uintptr_t)(x + (size_t)(ih0 > 0 ? ih0 : 0) * in_row);
+        const uintptr_t y0 = (uintptr_t)(y + (size_t)oh0 * (size_t)out_row);
+        const uintptr_t room = y0 <= read ? (read - y0) / (uintptr_t)out_row : 0;
+        nb = g->lines - oh0 < g->band ? g->lines - oh0 : g->band;
+        if (room > (uintptr_t)nb) {
+            nb = g->lines - oh0 < pband ? g->lines - oh0 : pband;
+            nb = room < (uintptr_t)nb ? (int32_t)room : nb;
+            for (int32_t c = 0; c < ch; c += 4) {
+                mcu_dwpl_group_init(t, weight + c, ch, 3, 1, 1, q->multiplier + c, q->shift + c,
+                                    bias != NULL ? bias + c : NULL, output_offset);
+                mcu_dwpl_band_s2(g, planes, in_h, pad_top, c, oh0, nb, &fill, clamp, t, x, (int8_t *)y0 + c);
+            }
+            continue;
+        }
         for (int32_t c = 0; c < ch; c += 4) {
             mcu_dwpl_group_init(t, weight + c, ch, 3, 1, 1, q->multiplier + c, q->shift + c,
                                 bias != NULL ? bias + c : NULL, output_offset);
