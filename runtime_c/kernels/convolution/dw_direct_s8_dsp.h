@@ -158,9 +158,14 @@ static inline void mcu_dwd_group_init(mcu_dwd_group *g, const int8_t *w, int32_t
     TAP("0", "16", "20") TAP("4", "24", "28") TAP("8", "32", "36") TAP("64", "40", "44")      \
     TAP("68", "48", "52") TAP("72", "56", "60") TAP("128", "64", "68") TAP("132", "72", "76") \
     TAP("136", "80", "84")
+/* The four channels' requantizations: the accumulators of the first and the second pixel, the offsets of
+ * the multiplier, C and R in mcu_dwd_group, the output byte. */
+#define MCU_DWD_CHANNELS(RQ)                                                                  \
+    RQ("r2", "r6", "88", "92", "96", "0") RQ("r3", "r7", "100", "104", "108", "1")            \
+    RQ("r4", "r8", "112", "116", "120", "2") RQ("r5", "r9", "124", "128", "132", "3")
 /* Channel k's requantization of accumulator a (mcu_dwpl_rq without the sign correction: MCU_DWPL_RELU)
- * and its byte: the multiplier, C and R in one chain of loads. */
-#define MCU_DWD_RQ_RELU(a, mo, co, ro, k)                                                     \
+ * and its byte k (b unused: one pixel a step): the multiplier, C and R in one chain of loads. */
+#define MCU_DWD_RQ_RELU(a, b, mo, co, ro, k)                                                     \
     "ldr r6, [r1, #" mo "]\n\t"                                                               \
     "ldr r7, [r1, #" co "]\n\t"                                                               \
     "ldr r8, [r1, #" ro "]\n\t"                                                               \
@@ -176,8 +181,7 @@ static inline void mcu_dwd_group_init(mcu_dwd_group *g, const int8_t *w, int32_t
     "1:\n\t"                                                                                  \
     "ldm r1, {r2-r5}\n\t"                                                                     \
     MCU_DWD_TAPS(MCU_DWD_TAP)                                                                 \
-    RQ("r2", "88", "92", "96", "0") RQ("r3", "100", "104", "108", "1")                        \
-    RQ("r4", "112", "116", "120", "2") RQ("r5", "124", "128", "132", "3")                     \
+    MCU_DWD_CHANNELS(RQ)                                                                      \
     "add r9, r9, r10\n\t"                                                                     \
     "add r0, r0, #8\n\t"                                                                      \
     "subs r11, r11, #1\n\t"                                                                   \
@@ -212,8 +216,8 @@ _Static_assert(MCU_DWD_PITCH == 16, "the taps' block offsets in MCU_DWD_TAPS are
     "smlabb r7, r12, lr, r7\n\t"                                                             \
     "smlatt r9, r12, lr, r9\n\t"
 /* Channel k's requantization of both pixels' accumulators a and b (MCU_DWPL_RELU: the multiplier in r10,
- * C in r11, R in lr). */
-#define MCU_DWD_RQ2_RELU(a, b, mo, co, ro)                                                    \
+ * C in r11, R in lr; the bytes are stored after all four). */
+#define MCU_DWD_RQ2_RELU(a, b, mo, co, ro, k)                                                    \
     "ldr r10, [r1, #" mo "]\n\t"                                                              \
     "ldr r11, [r1, #" co "]\n\t"                                                              \
     "ldr lr, [r1, #" ro "]\n\t"                                                               \
@@ -231,8 +235,7 @@ _Static_assert(MCU_DWD_PITCH == 16, "the taps' block offsets in MCU_DWD_TAPS are
     "mov r8, r4\n\t"                                                                          \
     "mov r9, r5\n\t"                                                                          \
     MCU_DWD_TAPS(MCU_DWD_TAP2)                                                                \
-    RQ2("r2", "r6", "88", "92", "96") RQ2("r3", "r7", "100", "104", "108")                    \
-    RQ2("r4", "r8", "112", "116", "120") RQ2("r5", "r9", "124", "128", "132")                 \
+    MCU_DWD_CHANNELS(RQ2)                                                                     \
     "ldr r10, [r1, #148]\n\t"                                                                 \
     "ldr r11, [r1, #144]\n\t"                                                                 \
     "add r0, r0, #16\n\t"                                                                     \
