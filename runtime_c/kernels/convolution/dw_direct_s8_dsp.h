@@ -11,10 +11,10 @@
  * input_offset sum w), so no SXTAB16 needs it), and each tap is one load of four channels, two SXTB16
  * and four single MACs (SMLABB/SMLATT) on the doubled weights as lane pairs (channels 0 and 2, 1 and 3)
  * prepared once a group, with the planes' one-SMMLAR requantization (the doubled accumulator,
- * mcu_dwpl_rq, for a ReLU folded into the range). Counted on the M4/M33 model: 10 cycles a tap and 9 a channel's requantization for one
- * pixel (about 139 cycles, 35 an output), 18 a tap and 12 a channel for two pixels sharing the weight and
- * constant loads (about 241 a pair, 30 an output), plus about 550 cycles a group (its constants, the
- * block's copy). The planes' loop is 21 cycles an output, so they keep every larger image, and stride 1:
+ * mcu_dwpl_rq, for a ReLU folded into the range). Counted on the M4/M33 model: 10 cycles a tap and 9 a
+ * channel's requantization for one pixel (about 139 cycles, 35 an output), 18 a tap and 12 a channel for
+ * two pixels sharing the weight and constant loads (about 241 a pair, 30 an output), plus about 550
+ * cycles a group (its constants, the block's copy). The planes' loop is 21 cycles an output, so they keep every larger image, and stride 1:
  * the 3 x 3 x 256 layer lost 115,040 -> 117,358 estimated cycles here (a pixel's 36 products take 36 MAC
  * instructions, the planes' SMLAD pairs 24 for a quad of 36).
  *
@@ -51,7 +51,7 @@ typedef struct {
     uint32_t bias[4];
     uint32_t w[9][2];
     int32_t rq[4][3];
-    int32_t ow;       /* output pixels a row */
+    int32_t ow;       /* output pixels a row (pairs, in the pair loop) */
     int32_t row_step; /* block bytes from a row's last window + pixel step to the next row's first */
     int32_t y_step;   /* output bytes from a pixel to the next: the channel count */
     int8_t *y;        /* the pair loop's next output pixel (MCU_DWD_LOOP2) */
