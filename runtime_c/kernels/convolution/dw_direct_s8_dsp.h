@@ -14,9 +14,9 @@
  * mcu_dwpl_rq, for a ReLU folded into the range). Counted on the M4/M33 model: 10 cycles a tap and 9 a
  * channel's requantization for one pixel (about 139 cycles, 35 an output), 18 a tap and 12 a channel for
  * two pixels sharing the weight and constant loads (about 241 a pair, 30 an output), plus about 550
- * cycles a group (its constants, the block's copy). The planes' loop is 21 cycles an output, so they keep every larger image, and stride 1:
- * the 3 x 3 x 256 layer lost 115,040 -> 117,358 estimated cycles here (a pixel's 36 products take 36 MAC
- * instructions, the planes' SMLAD pairs 24 for a quad of 36).
+ * cycles a group (its constants, the block's copy). The planes' loop is 21 cycles an output, so they
+ * keep every larger image, and stride 1: the 3 x 3 x 256 layer lost 115,040 -> 117,358 estimated cycles
+ * here (a pixel's 36 products take 36 MAC instructions, the planes' SMLAD pairs 24 for a quad of 36).
  *
  * Sums are modulo 2^32 in any order, and the folded offset leaves the final sum exact: the plain
  * kernel's bits. An output apart from the input goes straight to it; one that overlaps it (the window
