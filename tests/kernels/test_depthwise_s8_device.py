@@ -106,6 +106,14 @@ CASES = [
     (8, 20, 48, 3, 3, 1, 1, 1, "inplace", "relu", "fast"),
     (4, 6, 30, 3, 3, 1, 2, 0, "inplace", (-128, 127), "fast"),
     (8, 5, 18, 3, 3, 1, 0, 2, "inplace", "relu", "fast"),
+    # small stride-2 images straight from the channels (convolution/dw_direct_s8_dsp.h, which takes the
+    # relu cases below; the others keep the planes or the pixel path): rows of pairs staged under the
+    # input, a row of pairs below padding 2, odd rows apart and staged
+    (64, 12, 12, 3, 3, 2, 1, 1, "overlap", "relu", "fast"),
+    (12, 8, 8, 3, 3, 2, 1, 1, "overlap-2", "relu", "fast"),
+    (8, 4, 10, 3, 3, 2, 2, 0, "apart", "relu", "fast"),
+    (20, 5, 5, 3, 3, 2, 0, 1, "apart", "relu", "fast"),
+    (128, 6, 6, 3, 3, 2, 1, 1, "overlap", "relu", "fast"),
 ]
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ctypes
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -34,6 +35,7 @@ from s8_properties import (  # noqa: F401  (run here against the emulated build:
     test_depthwise_s8_forward_and_inplace, test_linear_s8, test_max_pool1d_s8, test_max_pool1d_s8_refuses_taller_windows, test_max_pool2d_s8, test_mean_hw_s8, test_mul_s8,
     test_pointwise_s8_both_directions, test_sub_s8)
 from mcu.paths import kernels_dir
+from mcu.plan.contracts import window_max_delta
 
 REPO = Path(__file__).resolve().parents[2]
 RT = REPO / "runtime_c"
@@ -492,5 +494,70 @@ def test_depthwise_s8_planes_relu_finish(emulated, shape, c, in_zp, shift, data,
         status, out = cb.depthwise_conv2d(x, wt, b, q, params)
     else:
         status, out = _depthwise_inplace(emulated, x, wt, b, q, params)
+    assert status == MCU_OK
+    base.assert_equal(out, expected)
+
+
+@st.composite
+def dw_direct_cases(draw):
+    """Small 3x3 stride-2 images for the direct path (convolution/dw_direct_s8_dsp.h): at most 36 outputs,
+    rows of pairs and of odd counts, apart from the input and overlapping it (staged), every padding the
+    windows allow, channels a multiple of four, extreme zero points, weights, data and biases, the ReLU
+    folded into the range (the path's finish; saturation alone and clamps, and other channel counts, keep
+    the other paths)."""
+    s = 2
+    oh, ow = draw(st.integers(1, 6)), draw(st.integers(1, 6))
+    pt, pl = draw(st.integers(0, 2)), draw(st.integers(0, 2))
+    # input rows and columns for those outputs, with or without the last window's bottom/right overhang
+    h = max(1, 2 * oh + 1 - pt - draw(st.integers(0, 1)))
+    w = max(1, 2 * ow + 1 - pl - draw(st.integers(0, 1)))
+    relu = draw(st.booleans())
+    return dict(s=s, oh=oh, ow=ow, pt=pt, pl=pl, h=h, w=w, c=draw(st.sampled_from([4, 8, 12, 13, 16])),
+                in_zp=draw(base.zero_points), out_zp=-128 if relu else draw(base.zero_points),
+                act=(-128, 127) if relu else draw(base.act_bounds()),
+                bias=draw(st.sampled_from(["edge", "none", "small", "full"])),
+                data=draw(base.data_modes), wmode=draw(base.weight_modes), overlap=draw(st.booleans()),
+                seed=draw(st.integers(0, 2**32 - 1)))
+
+
+@settings(base.EXACT, max_examples=120)
+@given(dw_direct_cases())
+def test_depthwise_s8_direct_small_images(emulated, case):
+    """The direct path of small images against the reference: the folded input offset with the padding
+    bytes at -input_offset, the doubled accumulator at the planes' bounds (biases at the largest
+    magnitude they take), the one-SMMLAR requantization without the sign correction."""
+    rng = np.random.default_rng(case["seed"])
+    c, s = case["c"], case["s"]
+    x = base.int8_data(rng, (1, case["h"], case["w"], c), case["data"])
+    wt = base.weights(rng, (3, 3, c), case["wmode"])
+    if case["bias"] == "edge":
+        edge = 2**30 - 1 - 9 * 255 * 128
+        b = rng.choice(np.array([edge, -edge, 0, 1], dtype=np.int32), size=c)
+    else:
+        b = base.biases(rng, c, case["bias"])
+    m, sh = base.per_channel(rng, c, base.shift_for(0, 9), "varied")
+    params = dict(input=x.shape, output=(1, case["oh"], case["ow"], c), ch_mult=1, kernel_h=3, kernel_w=3,
+                  stride_h=s, stride_w=s, pad_top=case["pt"], pad_left=case["pl"], dilation_h=1, dilation_w=1,
+                  input_offset=-case["in_zp"], output_offset=case["out_zp"], act_min=case["act"][0],
+                  act_max=case["act"][1])
+    expected = depthwise_conv2d_s8(x, wt, b, m, sh, **params)
+    q = cb.Quant(m, sh, c)
+    if case["overlap"]:
+        # the output overlapping the input from below it, at the window contract's limit or a byte or two
+        # lower (the direct path stages it; the other paths rely on the contract)
+        t = lambda shape: SimpleNamespace(shape=shape, dtype="int8")  # noqa: E731
+        delta = window_max_delta(t((1, c, case["h"], case["w"])), t((1, c, case["oh"], case["ow"])), (3, 3), (s, s),
+                                 (case["pt"], case["pl"]), (1, 1))
+        shift = -delta + int(rng.integers(0, 3))
+        buf = np.zeros(shift + x.size, dtype=np.int8)
+        buf[shift:] = x.reshape(-1)
+        p = cb._fields(cb.DepthwiseConv2dS8Params, params)
+        fn = emulated.mcu_depthwise_conv2d_s8
+        fn.argtypes = [_P] * 7
+        status = fn(None, ctypes.addressof(p), ctypes.addressof(q.struct), _P(buf.ctypes.data + shift), _P(ptr(wt)),
+                    _P(ptr(b)), _P(buf.ctypes.data))
+        out = buf[: expected.size].reshape(expected.shape)
+    else:
+        status, out = cb.depthwise_conv2d(x, wt, b, q, params)
     assert status == MCU_OK
     base.assert_equal(out, expected)

@@ -4,6 +4,7 @@
 
 #include "../common/check.h"
 #include "../common/conv_s8_dsp.h"
+#include "dw_direct_s8_dsp.h"
 #include "dw_plain_s8.h"
 #include "dw_plane_s8_dsp.h"
 #include "dw_px_s8_dsp.h"
@@ -269,7 +270,7 @@ static void dw_wide(const mcu_depthwise_conv2d_s8_params *p, const mcu_per_chann
 #endif
 
 #if MCU_S8_DSP && !MCU_S8_MVE
-enum { MCU_DWPL_PLAN_NONE, MCU_DWPL_PLAN_ROWS, MCU_DWPL_PLAN_S2 };
+enum { MCU_DWPL_PLAN_NONE, MCU_DWPL_PLAN_ROWS, MCU_DWPL_PLAN_S2, MCU_DWPL_PLAN_DIRECT };
 
 /* Which channel-plane path takes the layer (dw_plane_s8_dsp.h), its geometry in g: a band of rows of a
  * taller image (row calls: 3x3 stride 1), or 3x3 stride 2 in bands of output rows (lines of three
@@ -282,6 +283,12 @@ static int mcu_dsp_plane_plan(mcu_dwpl_geom *g, const mcu_depthwise_conv2d_s8_pa
     const mcu_shape4 out = p->output;
     if (p->ch_mult != 1 || p->dilation_h != 1 || p->dilation_w != 1 || in.n != 1) {
         return MCU_DWPL_PLAN_NONE;
+    }
+    /* small images straight from the channels (dw_direct_s8_dsp.h), an output on the input staged */
+    if (mcu_dwd_applies(p->kernel_h, p->kernel_w, p->stride_h, p->stride_w, in.c, out.h, out.w,
+                        mcu_overlaps(input, in_bytes, output, out_bytes), q, bias, p->output_offset, p->act_min,
+                        p->act_max)) {
+        return MCU_DWPL_PLAN_DIRECT;
     }
     if (p->stride_h == 1 && p->stride_w == 1) {
         return mcu_dwpl_plan_rows(g, p->kernel_h, p->kernel_w, in.c, in.h, out.h, in.w, out.w, p->pad_top,
@@ -365,6 +372,11 @@ mcu_status mcu_depthwise_conv2d_s8(const mcu_context *ctx, const mcu_depthwise_c
     if (planes == MCU_DWPL_PLAN_ROWS) {
         mcu_dwpl_rows(&pg, in.h, in.w, in.c, p->pad_top, p->pad_left, p->input_offset, p->output_offset, p->act_min,
                       p->act_max, q, input, weight, bias, output);
+        return MCU_OK;
+    }
+    if (planes == MCU_DWPL_PLAN_DIRECT) {
+        mcu_dwd_layer(in.h, in.w, in.c, out.h, out.w, p->pad_top, p->pad_left, p->input_offset, p->output_offset, q,
+                      input, weight, bias, output, mcu_overlaps(input, (size_t)in_count, output, out_bytes));
         return MCU_OK;
     }
     if (planes == MCU_DWPL_PLAN_S2) {

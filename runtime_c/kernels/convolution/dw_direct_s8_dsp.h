@@ -1,0 +1,396 @@
+/* 3x3 stride-2 depthwise convolution (ch_mult 1, dilation 1) of small images straight from the
+ * interleaved int8 channels, for the DSP paths (MCU_S8_DSP): a group of four channels at a time, two
+ * output pixels of a row (or one) a step. Internal: static inline only.
+ *
+ * Why, beside the channel planes (dw_plane_s8_dsp.h): on mobilenet_v1's 6 x 6 and 3 x 3 stride-2 outputs
+ * a plane channel serves 36 or 9 outputs, so its per-channel and per-band costs (the fill into int16
+ * planes, the line loop's entry and ends) weigh against few MACs: 52 and 67 estimated cycles an output
+ * there against about 21 in the stride-2 quad loop. Here a group's input is copied as words (one
+ * LDR/STR per pixel of four channels) into a padded block whose border holds the byte -input_offset (then
+ * x + input_offset is 0 there, as padding must be: the offset is folded into the bias, 2 (bias +
+ * input_offset sum w), so no SXTAB16 needs it), and each tap is one load of four channels, two SXTB16
+ * and four single MACs (SMLABB/SMLATT) on the doubled weights as lane pairs (channels 0 and 2, 1 and 3)
+ * prepared once a group, with the planes' one-SMMLAR requantization (the doubled accumulator,
+ * mcu_dwpl_rq, for a ReLU folded into the range). Counted on the M4/M33 model: 10 cycles a tap and 9 a
+ * channel's requantization for one pixel (about 139 cycles, 35 an output), 18 a tap and 12 a channel for
+ * two pixels sharing the weight and constant loads (about 241 a pair, 30 an output), plus about 550
+ * cycles a group (its constants, the block's copy). The planes' loop is 21 cycles an output, so they
+ * keep every larger image, and stride 1: the 3 x 3 x 256 layer lost 115,040 -> 117,358 estimated cycles
+ * here (a pixel's 36 products take 36 MAC instructions, the planes' SMLAD pairs 24 for a quad of 36).
+ *
+ * Sums are modulo 2^32 in any order, and the folded offset leaves the final sum exact: the plain
+ * kernel's bits. An output apart from the input goes straight to it; one that overlaps it (the window
+ * contract's placements) is staged on the stack and written after the last read. */
+#ifndef MCU_KERNELS_INTERNAL_DW_DIRECT_S8_DSP_H
+#define MCU_KERNELS_INTERNAL_DW_DIRECT_S8_DSP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mcu/kernels_s8.h"
+#include "../common/simd_s8.h"
+#include "dw_plane_s8_dsp.h"
+
+#if MCU_S8_DSP
+
+/* The padded block: words of four channels, a fixed pitch of 16 words (64 bytes), so that the nine taps
+ * of a window are immediate offsets from its first word. */
+#define MCU_DWD_PITCH 16
+/* Most output pixels of a layer the direct path takes: measured on mobilenet_v1 on mps2-an505-u575
+ * (docs/cycles.md, "Depthwise: small stride-2 images straight from the channels"). */
+#define MCU_DWD_MAX_PIXELS 36
+
+/* Bytes of the output staged on the stack when it overlaps the input (written to it after every read). */
+#define MCU_DWD_STAGE_BYTES 2304
+
+/* A group's constants at the offsets the assembly reads (words): the doubled biases with the input
+ * offset folded in (channels 0 .. 3), per tap t = 3 i + j the doubled weights of channels (0, 2) and
+ * (1, 3) as lane pairs, then per channel the multiplier, C = 2^(R-1) + output_offset 2^R and R; then
+ * the layer's loop constants. */
+typedef struct {
+    uint32_t bias[4];
+    uint32_t w[9][2];
+    int32_t rq[4][3];
+    int32_t ow;       /* output pixels a row (pairs, in the pair loop) */
+    int32_t row_step; /* block bytes from a row's last window + pixel step to the next row's first */
+    int32_t y_step;   /* output bytes from a pixel to the next: the channel count */
+    int8_t *y;        /* the pair loop's next output pixel (MCU_DWD_LOOP2) */
+    int32_t left;     /* its pairs left in the row */
+    int32_t rows;     /* its rows left */
+} mcu_dwd_group;
+
+#if MCU_S8_DSP_NATIVE
+_Static_assert(offsetof(mcu_dwd_group, w) == 16 && offsetof(mcu_dwd_group, rq) == 88 &&
+                   offsetof(mcu_dwd_group, ow) == 136 && offsetof(mcu_dwd_group, row_step) == 140 &&
+                   offsetof(mcu_dwd_group, y_step) == 144 && offsetof(mcu_dwd_group, y) == 148 &&
+                   offsetof(mcu_dwd_group, left) == 152 && offsetof(mcu_dwd_group, rows) == 156,
+               "mcu_dwd_group layout (offsets in MCU_DWD_LOOP)");
+#endif
+
+/* Whether the direct path takes a 3x3 layer (ch_mult 1, dilation 1, batch 1 checked by the caller): stride
+ * 2 both ways, channels a multiple of 4, the windows' rows and columns within the block, few enough
+ * output pixels (MCU_DWD_MAX_PIXELS), an output that overlaps the input (`staged`) within
+ * MCU_DWD_STAGE_BYTES, the planes' requantization bounds (mcu_dwpl_quant_ok), and a ReLU folded into the
+ * range (mcu_dwpl_finish's MCU_DWPL_RELU: the requantization without its sign correction; mobilenet_v1's and
+ * mobilenet_v2's layers; a second loop for the saturation alone cost 1.4 kB of flash for no layer of ours). */
+static inline int mcu_dwd_applies(int32_t kh, int32_t kw, int32_t stride_h, int32_t stride_w, int32_t ch,
+                                  int32_t out_h, int32_t out_w, int staged, const mcu_per_channel_quant *q,
+                                  const int32_t *bias, int32_t output_offset, int32_t act_min, int32_t act_max)
+{
+    if (kh != 3 || kw != 3 || stride_h != 2 || stride_w != 2 || ch % 4 != 0) {
+        return 0;
+    }
+    if (staged && (int64_t)out_h * out_w * ch > MCU_DWD_STAGE_BYTES) {
+        return 0;
+    }
+    if (2 * out_h + 1 > MCU_DWD_PITCH || 2 * out_w + 1 > MCU_DWD_PITCH || out_h * out_w > MCU_DWD_MAX_PIXELS) {
+        return 0;
+    }
+    if (mcu_dwpl_finish(act_min, act_max, output_offset) != MCU_DWPL_RELU) {
+        return 0;
+    }
+    return mcu_dwpl_quant_ok(q, bias, ch, output_offset);
+}
+
+/* The constants of channels c .. c + 3 (w: their first tap's weights, taps [3][3][ch]) in straight lines
+ * (a group's set-up weighs against its 9 or 36 pixels), with the doubled weights' sums per channel. */
+#define MCU_DWD_TAP_INIT(t)                                                                   \
+    do {                                                                                      \
+        const uint32_t v = mcu_load_u32(w + (t) * (size_t)ch);                                \
+        const uint32_t e = mcu_sxtab16(mcu_sxtb16(v), v), o = mcu_sxtab16_ror8(mcu_sxtb16_ror8(v), v); \
+        g->w[t][0] = e;                                                                       \
+        g->w[t][1] = o;                                                                       \
+        s0 += (int16_t)(uint16_t)e;                                                           \
+        s2 += mcu_asr32(mcu_u32_to_s32(e), 16);                                               \
+        s1 += (int16_t)(uint16_t)o;                                                           \
+        s3 += mcu_asr32(mcu_u32_to_s32(o), 16);                                               \
+    } while (0)
+static inline void mcu_dwd_group_init(mcu_dwd_group *g, const int8_t *w, int32_t ch, const int32_t *multiplier,
+                                      const int32_t *shift, const int32_t *bias, int32_t input_offset,
+                                      uint32_t k2)
+{
+    int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0; /* doubled weight sums */
+    MCU_DWD_TAP_INIT(0);
+    MCU_DWD_TAP_INIT(1);
+    MCU_DWD_TAP_INIT(2);
+    MCU_DWD_TAP_INIT(3);
+    MCU_DWD_TAP_INIT(4);
+    MCU_DWD_TAP_INIT(5);
+    MCU_DWD_TAP_INIT(6);
+    MCU_DWD_TAP_INIT(7);
+    MCU_DWD_TAP_INIT(8);
+    /* every read before the first write (the int32_t fields of g may alias the arrays) */
+    const int32_t m0 = multiplier[0], m1 = multiplier[1], m2 = multiplier[2], m3 = multiplier[3];
+    const int32_t sh0 = shift[0], sh1 = shift[1], sh2 = shift[2], sh3 = shift[3];
+    uint32_t b0 = 0, b1 = 0, b2 = 0, b3 = 0;
+    if (bias != NULL) {
+        b0 = 2u * (uint32_t)bias[0];
+        b1 = 2u * (uint32_t)bias[1];
+        b2 = 2u * (uint32_t)bias[2];
+        b3 = 2u * (uint32_t)bias[3];
+    }
+    const uint32_t off = (uint32_t)input_offset;
+#define MCU_DWD_RQ_INIT(k, bk, sk, mk, shk)                                                   \
+    g->bias[k] = (bk) + off * (uint32_t)(sk); /* modulo 2^32 */                               \
+    g->rq[k][0] = (mk);                                                                       \
+    g->rq[k][1] = mcu_u32_to_s32(k2 << (~(uint32_t)(shk) & 31u));                             \
+    g->rq[k][2] = -(shk);
+    MCU_DWD_RQ_INIT(0, b0, s0, m0, sh0) MCU_DWD_RQ_INIT(1, b1, s1, m1, sh1) MCU_DWD_RQ_INIT(2, b2, s2, m2, sh2)
+    MCU_DWD_RQ_INIT(3, b3, s3, m3, sh3)
+#undef MCU_DWD_RQ_INIT
+}
+#undef MCU_DWD_TAP_INIT
+
+#if MCU_S8_DSP_NATIVE
+/* Tap t (block offset o): its input word, the weight pairs, four MACs into r2-r5 (channels 0 .. 3). */
+#define MCU_DWD_TAP(o, wo, wo4)                                                               \
+    "ldr r6, [r0, #" o "]\n\t"                                                                \
+    "ldr r8, [r1, #" wo "]\n\t"                                                               \
+    "ldr r12, [r1, #" wo4 "]\n\t"                                                             \
+    "sxtb16 r7, r6\n\t"                                                                       \
+    "smlabb r2, r7, r8, r2\n\t"                                                               \
+    "smlatt r4, r7, r8, r4\n\t"                                                               \
+    "sxtb16 r7, r6, ror #8\n\t"                                                               \
+    "smlabb r3, r7, r12, r3\n\t"                                                              \
+    "smlatt r5, r7, r12, r5\n\t"
+/* The nine taps of a window (block offsets of a pitch of 64 bytes; weight pair offsets in mcu_dwd_group). */
+#define MCU_DWD_TAPS(TAP)                                                                     \
+    TAP("0", "16", "20") TAP("4", "24", "28") TAP("8", "32", "36") TAP("64", "40", "44")      \
+    TAP("68", "48", "52") TAP("72", "56", "60") TAP("128", "64", "68") TAP("132", "72", "76") \
+    TAP("136", "80", "84")
+/* The four channels' requantizations: the accumulators of the first and the second pixel, the offsets of
+ * the multiplier, C and R in mcu_dwd_group, the output byte. */
+#define MCU_DWD_CHANNELS(RQ)                                                                  \
+    RQ("r2", "r6", "88", "92", "96", "0") RQ("r3", "r7", "100", "104", "108", "1")            \
+    RQ("r4", "r8", "112", "116", "120", "2") RQ("r5", "r9", "124", "128", "132", "3")
+/* Channel k's requantization of accumulator a (mcu_dwpl_rq without the sign correction: MCU_DWPL_RELU)
+ * and its byte k (b unused: one pixel a step): the multiplier, C and R in one chain of loads. */
+#define MCU_DWD_RQ_RELU(a, b, mo, co, ro, k)                                                     \
+    "ldr r6, [r1, #" mo "]\n\t"                                                               \
+    "ldr r7, [r1, #" co "]\n\t"                                                               \
+    "ldr r8, [r1, #" ro "]\n\t"                                                               \
+    "smmlar " a ", " a ", r6, r7\n\t"                                                         \
+    "asr " a ", " a ", r8\n\t"                                                                \
+    "ssat " a ", #8, " a "\n\t"                                                               \
+    "strb " a ", [r9, #" k "]\n\t"
+/* Every output pixel of a group, one a step: r0 the block's first window, r1 the constants, r9 the output (channel
+ * c of pixel 0), lr the output rows; r11 counts a row's pixels. */
+#define MCU_DWD_LOOP(RQ)                                                                      \
+    "ldr r10, [r1, #144]\n\t"                                                                 \
+    "ldr r11, [r1, #136]\n\t"                                                                 \
+    "1:\n\t"                                                                                  \
+    "ldm r1, {r2-r5}\n\t"                                                                     \
+    MCU_DWD_TAPS(MCU_DWD_TAP)                                                                 \
+    MCU_DWD_CHANNELS(RQ)                                                                      \
+    "add r9, r9, r10\n\t"                                                                     \
+    "add r0, r0, #8\n\t"                                                                      \
+    "subs r11, r11, #1\n\t"                                                                   \
+    "bne 1b\n\t"                                                                              \
+    "ldr r6, [r1, #140]\n\t"                                                                  \
+    "ldr r11, [r1, #136]\n\t"                                                                 \
+    "add r0, r0, r6\n\t"                                                                      \
+    "subs lr, lr, #1\n\t"                                                                     \
+    "bne 1b\n\t"
+_Static_assert(MCU_DWD_PITCH == 16, "the taps' block offsets in MCU_DWD_TAPS are for a pitch of 64 bytes");
+
+/* Two output pixels of a row a step at stride 2 (the second window 8 bytes on): each tap's weight pairs
+ * loaded once for both, each channel's requantization constants once for both: about 120 cycles a pixel
+ * against 139 for one a step. r0 the first window, r1 the constants, r2-r5 and r6-r9 the two pixels'
+ * accumulators, r10/r11 their input words, r12 the widened lanes, lr the weight pair; the output pointer
+ * and the counts live in the constants (y, left, rows). */
+#define MCU_DWD_TAP2(o, wo, wo4)                                                              \
+    "ldr r10, [r0, #" o "]\n\t"                                                               \
+    "ldr r11, [r0, #(" o " + 8)]\n\t"                                                         \
+    "ldr lr, [r1, #" wo "]\n\t"                                                               \
+    "sxtb16 r12, r10\n\t"                                                                    \
+    "smlabb r2, r12, lr, r2\n\t"                                                             \
+    "smlatt r4, r12, lr, r4\n\t"                                                             \
+    "sxtb16 r12, r11\n\t"                                                                    \
+    "smlabb r6, r12, lr, r6\n\t"                                                             \
+    "smlatt r8, r12, lr, r8\n\t"                                                             \
+    "ldr lr, [r1, #" wo4 "]\n\t"                                                              \
+    "sxtb16 r12, r10, ror #8\n\t"                                                            \
+    "smlabb r3, r12, lr, r3\n\t"                                                             \
+    "smlatt r5, r12, lr, r5\n\t"                                                             \
+    "sxtb16 r12, r11, ror #8\n\t"                                                            \
+    "smlabb r7, r12, lr, r7\n\t"                                                             \
+    "smlatt r9, r12, lr, r9\n\t"
+/* Channel k's requantization of both pixels' accumulators a and b (MCU_DWPL_RELU: the multiplier in r10,
+ * C in r11, R in lr; the bytes are stored after all four). */
+#define MCU_DWD_RQ2_RELU(a, b, mo, co, ro, k)                                                    \
+    "ldr r10, [r1, #" mo "]\n\t"                                                              \
+    "ldr r11, [r1, #" co "]\n\t"                                                              \
+    "ldr lr, [r1, #" ro "]\n\t"                                                               \
+    "smmlar " a ", " a ", r10, r11\n\t"                                                      \
+    "asr " a ", " a ", lr\n\t"                                                               \
+    "ssat " a ", #8, " a "\n\t"                                                              \
+    "smmlar " b ", " b ", r10, r11\n\t"                                                      \
+    "asr " b ", " b ", lr\n\t"                                                               \
+    "ssat " b ", #8, " b "\n\t"
+#define MCU_DWD_LOOP2(RQ2)                                                                    \
+    "1:\n\t"                                                                                  \
+    "ldm r1, {r2-r5}\n\t"                                                                     \
+    "mov r6, r2\n\t"                                                                          \
+    "mov r7, r3\n\t"                                                                          \
+    "mov r8, r4\n\t"                                                                          \
+    "mov r9, r5\n\t"                                                                          \
+    MCU_DWD_TAPS(MCU_DWD_TAP2)                                                                \
+    MCU_DWD_CHANNELS(RQ2)                                                                     \
+    "ldr r10, [r1, #148]\n\t"                                                                 \
+    "ldr r11, [r1, #144]\n\t"                                                                 \
+    "add r0, r0, #16\n\t"                                                                     \
+    "strb r2, [r10]\n\t"                                                                      \
+    "strb r3, [r10, #1]\n\t"                                                                  \
+    "strb r4, [r10, #2]\n\t"                                                                  \
+    "strb r5, [r10, #3]\n\t"                                                                  \
+    "add r10, r10, r11\n\t"                                                                   \
+    "strb r6, [r10]\n\t"                                                                      \
+    "strb r7, [r10, #1]\n\t"                                                                  \
+    "strb r8, [r10, #2]\n\t"                                                                  \
+    "strb r9, [r10, #3]\n\t"                                                                  \
+    "add r10, r10, r11\n\t"                                                                   \
+    "ldr r11, [r1, #152]\n\t"                                                                 \
+    "str r10, [r1, #148]\n\t"                                                                 \
+    "subs r11, r11, #1\n\t"                                                                   \
+    "str r11, [r1, #152]\n\t"                                                                 \
+    "bne 1b\n\t"                                                                              \
+    "ldr r10, [r1, #140]\n\t"                                                                 \
+    "ldr r11, [r1, #136]\n\t"                                                                 \
+    "ldr r12, [r1, #156]\n\t"                                                                 \
+    "add r0, r0, r10\n\t"                                                                     \
+    "str r11, [r1, #152]\n\t"                                                                 \
+    "subs r12, r12, #1\n\t"                                                                   \
+    "str r12, [r1, #156]\n\t"                                                                 \
+    "bne 1b\n\t"
+
+/* Every output pixel of a group at stride 2 with rows of an even count (g->ow the pairs a row, g->y the
+ * output, g->rows the rows; the fields are consumed). */
+static __attribute__((noinline, unused)) void mcu_dwd_run2(const uint32_t *block, mcu_dwd_group *g)
+{
+    register const uint32_t *r0 __asm__("r0") = block;
+    register mcu_dwd_group *r1 __asm__("r1") = g;
+    g->left = g->ow;
+    __asm__ volatile(MCU_DWD_LOOP2(MCU_DWD_RQ2_RELU)
+                     : "+r"(r0)
+                     : "r"(r1)
+                     : "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "lr", "cc", "memory");
+}
+
+static __attribute__((noinline, unused)) void mcu_dwd_run(const uint32_t *block, const mcu_dwd_group *g, int8_t *y,
+                                                          int32_t rows)
+{
+    register const uint32_t *r0 __asm__("r0") = block;
+    register const mcu_dwd_group *r1 __asm__("r1") = g;
+    register int8_t *r9 __asm__("r9") = y;
+    register int32_t lr __asm__("lr") = rows;
+    __asm__ volatile(MCU_DWD_LOOP(MCU_DWD_RQ_RELU)
+                     : "+r"(r0), "+r"(r9), "+r"(lr)
+                     : "r"(r1)
+                     : "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r10", "r11", "r12", "cc", "memory");
+}
+#else
+/* The assembly's steps in C (the emulated build): the same words, lanes and requantization. */
+static inline void mcu_dwd_run(const uint32_t *block, const mcu_dwd_group *g, int8_t *y, int32_t rows)
+{
+    for (int32_t r = 0; r < rows; ++r) {
+        for (int32_t i = 0; i < g->ow; ++i) {
+            uint32_t a[4] = {g->bias[0], g->bias[1], g->bias[2], g->bias[3]};
+            for (int32_t t = 0; t < 9; ++t) {
+                const uint32_t v = block[(t / 3) * MCU_DWD_PITCH + t % 3];
+                const uint32_t e = mcu_sxtb16(v), o = mcu_sxtb16_ror8(v);
+                a[0] = mcu_smlabb(e, g->w[t][0], a[0]);
+                a[2] = mcu_smlatt(e, g->w[t][0], a[2]);
+                a[1] = mcu_smlabb(o, g->w[t][1], a[1]);
+                a[3] = mcu_smlatt(o, g->w[t][1], a[3]);
+            }
+            for (int32_t k = 0; k < 4; ++k) {
+                const mcu_dwpl_ch t = {.m = g->rq[k][0], .c = g->rq[k][1], .sh = g->rq[k][2]};
+                y[k] = (int8_t)mcu_dwpl_rq(&t, a[k], 1);
+            }
+            y += g->y_step;
+            block += 2;
+        }
+        block += g->row_step / 4;
+    }
+}
+
+/* The pair loop's contract in C: the same outputs, pixel by pixel. */
+static inline void mcu_dwd_run2(const uint32_t *block, mcu_dwd_group *g)
+{
+    const int32_t ow = g->ow;
+    g->ow = 2 * ow;
+    mcu_dwd_run(block, g, g->y, g->rows);
+    g->ow = ow;
+}
+#endif
+
+/* The whole layer (mcu_dwd_applies held, batch 1): x (h x w x ch) into y (out_h x out_w x ch), apart from
+ * it, or (`staged`) overlapping it: then every output goes to the stack first and to y after the last
+ * read. */
+static __attribute__((noinline, unused)) void mcu_dwd_layer(int32_t h, int32_t w, int32_t ch, int32_t out_h,
+                                                            int32_t out_w, int32_t pad_top, int32_t pad_left,
+                                                            int32_t input_offset, int32_t output_offset,
+                                                            const mcu_per_channel_quant *q, const int8_t *x,
+                                                            const int8_t *weight, const int32_t *bias, int8_t *y,
+                                                            int staged)
+{
+    const int32_t bh = 2 * out_h + 1, bw = 2 * out_w + 1; /* the block's rows, columns */
+    uint32_t block[MCU_DWD_PITCH * MCU_DWD_PITCH];
+    uint32_t stage[MCU_DWD_STAGE_BYTES / 4];
+    const uint32_t pad = 0x01010101u * (uint8_t)(-input_offset); /* x + input_offset = 0: mcu_input_offset_valid */
+    for (int32_t i = 0; i < bh * MCU_DWD_PITCH; ++i) {
+        block[i] = pad;
+    }
+    /* the block's part inside the input: rows [r0, r1), columns [c0, c1) */
+    const int32_t r0 = pad_top, r1 = pad_top + h < bh ? pad_top + h : bh;
+    const int32_t c0 = pad_left, c1 = pad_left + w < bw ? pad_left + w : bw;
+    const uint32_t k2 = 2u * (uint32_t)output_offset + 1u; /* C = k2 2^(R-1) (mcu_dwpl_quant_ok) */
+    mcu_dwd_group g;
+    /* rows of whole pairs take the pair loop (g.ow then counts pairs) */
+    const int pairs = out_w % 2 == 0;
+    g.ow = pairs ? out_w / 2 : out_w;
+    g.row_step = 4 * (2 * MCU_DWD_PITCH - 2 * out_w);
+    g.y_step = ch;
+    const size_t row = (size_t)w * (size_t)ch;
+    for (int32_t c = 0; c < ch; c += 4) {
+        mcu_dwd_group_init(&g, weight + c, ch, q->multiplier + c, q->shift + c, bias != NULL ? bias + c : NULL,
+                           input_offset, k2);
+        for (int32_t r = r0; r < r1; ++r) {
+            const int8_t *src = x + (size_t)(r - pad_top) * row + (size_t)(c0 - pad_left) * (size_t)ch + c;
+            uint32_t *dst = block + r * MCU_DWD_PITCH;
+            int32_t col = c0;
+            for (; col + 2 <= c1; col += 2, src += 2 * ch) { /* two a step: half the loop's branches */
+                const uint32_t v0 = mcu_load_u32(src), v1 = mcu_load_u32(src + ch);
+                dst[col] = v0;
+                dst[col + 1] = v1;
+            }
+            if (col < c1) {
+                dst[col] = mcu_load_u32(src);
+            }
+        }
+        int8_t *yc = (staged ? (int8_t *)stage : y) + c;
+        if (pairs) {
+            g.y = yc;
+            g.rows = out_h;
+            mcu_dwd_run2(block, &g);
+        } else {
+            mcu_dwd_run(block, &g, yc, out_h);
+        }
+    }
+    if (staged) { /* word copies; the empty asm keeps GCC from calling memcpy (no libc in the kernels) */
+        const int32_t words = out_h * out_w * ch / 4;
+        int32_t i = 0;
+        for (; i + 2 <= words; i += 2) {
+            const uint32_t v0 = stage[i], v1 = stage[i + 1];
+            mcu_store_u32(y + 4 * i, v0);
+            mcu_store_u32(y + 4 * i + 4, v1);
+            __asm__("" ::: "memory");
+        }
+        if (i < words) {
+            mcu_store_u32(y + 4 * i, stage[i]);
+        }
+    }
+}
+
+#endif /* MCU_S8_DSP */
+#endif /* MCU_KERNELS_INTERNAL_DW_DIRECT_S8_DSP_H */
