@@ -14,6 +14,17 @@
 
 #include "recurrent_s8.h"
 
+/* One LSTM cell update, c' = f c + i g at the cell's 2^-cs, for hidden unit j from the i, f, g gate rows of
+ * `gates`; returns c'. Shared so that mcu_lstm_s8's cell and mcu_lstm_final_cell_s8's agree bit for bit. */
+static inline __attribute__((always_inline)) int32_t
+mcu_lstm_cell_update(const int16_t *table, const int16_t *gates, int32_t hidden, int32_t j, int32_t cs, int32_t cell)
+{
+    const int32_t i = mcu_sigmoid_s16(table, gates[j]);
+    const int32_t f = mcu_sigmoid_s16(table, gates[hidden + j]);
+    const int32_t g = mcu_tanh_s16(table, gates[2 * hidden + j]);
+    return mcu_sat_s16(mcu_round_shift(f * cell, 15) + mcu_round_shift(i * g, 30 - cs));
+}
+
 static inline __attribute__((always_inline)) mcu_status
 mcu_lstm_run(int32_t s4, const mcu_context *ctx, const mcu_recurrent_s8_params *p, const int8_t *input,
              const int8_t *w_ih, const int8_t *w_hh, const int32_t *rows,
@@ -40,12 +51,9 @@ mcu_lstm_run(int32_t s4, const mcu_context *ctx, const mcu_recurrent_s8_params *
             mcu_recurrent_sum_rows(s4, p, 4 * hidden, w_ih, w_hh, rows, x, col_x, h, col_h, gates);
             int8_t *y = output + step * (size_t)hidden;
             for (int32_t j = 0; j < hidden; ++j) {
-                const int32_t i = mcu_sigmoid_s16(table, gates[j]);
-                const int32_t f = mcu_sigmoid_s16(table, gates[hidden + j]);
-                const int32_t g = mcu_tanh_s16(table, gates[2 * hidden + j]);
-                const int32_t o = mcu_sigmoid_s16(table, gates[3 * hidden + j]);
-                const int32_t c = mcu_sat_s16(mcu_round_shift(f * cell[j], 15) + mcu_round_shift(i * g, 30 - cs));
+                const int32_t c = mcu_lstm_cell_update(table, gates, hidden, j, cs, cell[j]);
                 cell[j] = (int16_t)c;
+                const int32_t o = mcu_sigmoid_s16(table, gates[3 * hidden + j]);
                 const int32_t c12 = cs >= MCU_RECURRENT_GATE_FRAC
                                         ? mcu_round_shift(c, cs - MCU_RECURRENT_GATE_FRAC)
                                         : mcu_sat_s16(c * (1 << (MCU_RECURRENT_GATE_FRAC - cs)));
@@ -154,10 +162,7 @@ mcu_lstm_final_cell_run(int32_t s4, const mcu_context *ctx, const mcu_recurrent_
             /* the i, f and g rows */
             mcu_recurrent_sum_rows(s4, p, 3 * hidden, w_ih, w_hh, rows, x, col_x, h, col_h, gates);
             for (int32_t j = 0; j < hidden; ++j) {
-                const int32_t i = mcu_sigmoid_s16(table, gates[j]);
-                const int32_t f = mcu_sigmoid_s16(table, gates[hidden + j]);
-                const int32_t g = mcu_tanh_s16(table, gates[2 * hidden + j]);
-                cell[j] = (int16_t)mcu_sat_s16(mcu_round_shift(f * cell[j], 15) + mcu_round_shift(i * g, 30 - cs));
+                cell[j] = (int16_t)mcu_lstm_cell_update(table, gates, hidden, j, cs, cell[j]);
             }
         }
     }
