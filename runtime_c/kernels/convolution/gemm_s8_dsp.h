@@ -829,7 +829,7 @@ typedef struct {
     ".balign 4\n\t34:\n\t" MCU_PX2_RQ4_DIFF MCU_PX2_STORE_BYTES(MCU_PX2_NEXT)                              \
     ".balign 4\n\t37:\n\t" MCU_PX2_RQ4_SCALED MCU_PX2_STORE_CLAMP(MCU_PX2_NEXT)                            \
     ".balign 4\n\t36:\n\t" MCU_PX2_RQ4_SCALED MCU_PX2_STORE_BYTES(MCU_PX2_NEXT)                            \
-    ".balign 4\n\t38:\n\t" MCU_PX2_RQ4_SCALED MCU_PX2_STORE_BYTES_FWD("beq 8f\n\t")
+    ".balign 4\n\t38:\n\t" MCU_PX2_RQ4_SCALED MCU_PX2_STORE_BYTES_FWD("beq 7f\n\t")
 #endif
 /* The flat pairs' tail for blocks in `order` (MCU_PX2_FWD where it applies), for the kernel to take once a layer:
  * tested in each call, a call's few blocks (a part of a stream, or 8 of 32 channels) did not pay it back. */
@@ -843,7 +843,41 @@ static inline int mcu_px2_tail_flat(int tail, const mcu_block_order *order)
 #endif
 }
 
-#define MCU_PX2_ASM(loads, unit, bytes, col_back, pass, table, tails)                                        \
+/* Tail 38's end, a pair's blocks done (mcu_pixel2_packed): the next pair of a chain (word 11 of the state: the
+ * next pair's state, whose column start, outputs, bounds, stride and word 10, the part's stream start, the
+ * kernel wrote) takes this one's entry, tail and saved r7 and runs the same blocks from the part's start; word
+ * 11 zero (every call whose order has y_step 0) ends the call. One call for a group's part where one per pair
+ * cost about 140 cycles; the step takes 18. */
+#if MCU_PACKED_SCALED
+#define MCU_PX2_CHAIN                                                                                     \
+    "7:\n\t"                                                                                            \
+    "ldr r0, [r4, #44]\n\t"                                                                             \
+    "cbz r0, 8f\n\t"                                                                                    \
+    "ldr r1, [r4, #8]\n\t"                                                                              \
+    "ldr r2, [r4, #28]\n\t"                                                                             \
+    "ldr r3, [r4, #32]\n\t"                                                                             \
+    "ldr r5, [r4, #40]\n\t"                                                                             \
+    "str r1, [r0, #8]\n\t"                                                                              \
+    "str r2, [r0, #28]\n\t"                                                                             \
+    "str r3, [r0, #32]\n\t"                                                                             \
+    "mov r4, r0\n\t"                                                                                    \
+    "b 5b\n\t"
+#else
+#define MCU_PX2_CHAIN ""
+#endif
+
+/* Whether a flat pairs' tail (mcu_px2_tail_flat's) is tail 38, whose pairs chain (MCU_PX2_CHAIN). */
+static inline int mcu_px2_chains(int tail)
+{
+#if MCU_PACKED_SCALED
+    return (tail & (1 | 8 | MCU_PX2_FWD)) == (8 | MCU_PX2_FWD);
+#else
+    (void)tail;
+    return 0;
+#endif
+}
+
+#define MCU_PX2_ASM(loads, unit, bytes, col_back, pass, table, tails, chain)                                        \
         "strd r10, r11, [r4, #40]\n\t"                                                                  \
         "str r7, [r4, #32]\n\t"                                                                         \
         "mov r7, #0x80008000\n\t"                                                                       \
@@ -900,6 +934,7 @@ static inline int mcu_px2_tail_flat(int tail, const mcu_block_order *order)
         "sub r4, r4, #" col_back "\n\t"                                                                 \
         "ldrd r6, r7, [r5], #8\n\t"                                                                     \
         "ldr pc, [r4, #28]\n\t"                                                                         \
+        chain                                                                                           \
         "8:\n\t"                                                                                        \
         "ldr r7, [r4, #32]\n\t"
 
@@ -925,7 +960,7 @@ static inline const int32_t *mcu_pixel2_packed(const int16_t *col2, int32_t kp, 
     register int32_t wstep __asm__("r10") = order->stream_step;
     register int32_t ystep __asm__("r11") = order->y_step;
     __asm__ volatile(MCU_PX2_ASM(MCU_PX2_LOADS, MCU_PX2_UNIT, MCU_PX2_STR(MCU_PX2_UNIT_BYTES), "8", MCU_PX2_PW_PASS,
-                                 MCU_PX2_TAIL_TABLE_FLAT, MCU_PX2_TAILS_FLAT)
+                                 MCU_PX2_TAIL_TABLE_FLAT, MCU_PX2_TAILS_FLAT, MCU_PX2_CHAIN)
                      : "+r"(c0), "+r"(yp), "+r"(ye), "+r"(t), "+r"(st), "+r"(w), "+r"(b), "+r"(taps), "+r"(dist),
                        "+r"(wstep), "+r"(ystep)
                      :
@@ -977,7 +1012,7 @@ static inline const int32_t *mcu_pixel2_packed_split(const int16_t *col, int32_t
     register int32_t wstep __asm__("r10") = order->stream_step;
     register int32_t ystep __asm__("r11") = order->y_step;
     __asm__ volatile(MCU_PX2_ASM(MCU_PX2_LOADS_SPLIT, MCU_PX2_UNIT_SPLIT, MCU_PX2_STR(MCU_PX2_UNIT_BYTES), "4",
-                                 MCU_PX2_PASS, MCU_PX2_TAIL_TABLE, MCU_PX2_TAILS)
+                                 MCU_PX2_PASS, MCU_PX2_TAIL_TABLE, MCU_PX2_TAILS, "")
                      : "+r"(c0), "+r"(yp), "+r"(ye), "+r"(t), "+r"(st), "+r"(w), "+r"(b), "+r"(taps), "+r"(dist),
                        "+r"(wstep), "+r"(ystep)
                      :
@@ -1245,6 +1280,7 @@ static __attribute__((noinline)) void mcu_pw8_pairs(mcu_pw8_state *st, int tail)
         "ldr.w r6, [r5], #4\n\t"
         "ldr.w r7, [r5], #4\n\t"
         "ldr pc, [r4, #28]\n\t"
+        "7:\n\t" /* tail 38's end (no chain here) */
         "8:\n\t" /* the pair's last block stored: r6 is pixel A's output end */
         "ldr r0, [r4, #56]\n\t"
         "subs r0, r0, #1\n\t"
@@ -1433,6 +1469,7 @@ static inline int mcu_pw8_regs_takes(int tail, int32_t cout)
 #undef MCU_PX2_RQ0_DIFF
 #undef MCU_PX2_RQ4_DIFF
 #undef MCU_PX2_TAILS
+#undef MCU_PX2_CHAIN
 #undef MCU_PX2_TAILS_FLAT
 #undef MCU_PX2_TAIL_TABLE_FLAT
 #undef MCU_PX2_RQ_MM
