@@ -798,6 +798,10 @@ typedef struct {
 #undef MCU_PX2_TAIL_TABLE_FLAT
 #define MCU_PX2_TAIL_TABLE_FLAT MCU_PX2_TAIL_TABLE
 #define MCU_PX2_TAILS_FLAT MCU_PX2_TAILS
+#define MCU_PX2_TAIL_TABLE_DIRECT MCU_PX2_TAIL_TABLE
+#define MCU_PX2_DIRECT_ENTRY ""
+#define MCU_PX2_DIRECT_PICK ""
+#define MCU_PX2_DIRECT_GO ""
 #else
 /* Bit 4 of the flat pairs' tail: the blocks run forward over a scaled stream (steps 32 and 0, mcu_px2_tail_flat),
  * so its bytes' tail (38) adds the stream's step as an immediate and leaves y as its stores moved it, without
@@ -809,6 +813,13 @@ typedef struct {
     ".hword 36f - 29b, 37f - 29b, 36f - 29b, 37f - 29b, 36f - 29b, 37f - 29b, 36f - 29b, 37f - 29b\n\t"        \
     ".hword 30f - 29b, 31f - 29b, 32f - 29b, 33f - 29b, 30f - 29b, 31f - 29b, 34f - 29b, 35f - 29b\n\t"        \
     ".hword 38f - 29b, 37f - 29b, 38f - 29b, 37f - 29b, 38f - 29b, 37f - 29b, 38f - 29b, 37f - 29b\n\t"
+/* The flat pairs' table's rows for bit 5 (the passes start at the loop's first tap pair, MCU_PX2_DIRECT_ENTRY):
+ * tail 39 for 38, the others as without it. */
+#define MCU_PX2_TAIL_ROWS_DIRECT                                                                          \
+    ".hword 30f - 29b, 31f - 29b, 32f - 29b, 33f - 29b, 30f - 29b, 31f - 29b, 34f - 29b, 35f - 29b\n\t"        \
+    ".hword 36f - 29b, 37f - 29b, 36f - 29b, 37f - 29b, 36f - 29b, 37f - 29b, 36f - 29b, 37f - 29b\n\t"        \
+    ".hword 30f - 29b, 31f - 29b, 32f - 29b, 33f - 29b, 30f - 29b, 31f - 29b, 34f - 29b, 35f - 29b\n\t"        \
+    ".hword 39f - 29b, 37f - 29b, 39f - 29b, 37f - 29b, 39f - 29b, 37f - 29b, 39f - 29b, 37f - 29b\n\t"
 /* MCU_PX2_STORE_BYTES for blocks forward over a scaled stream: y's step 0, the stream's 32 (its 8 spare words). */
 #define MCU_PX2_STORE_BYTES_FWD(next)                                                                   \
     "ldr r6, [r4, #12]\n\t"                                                                             \
@@ -829,7 +840,38 @@ typedef struct {
     ".balign 4\n\t34:\n\t" MCU_PX2_RQ4_DIFF MCU_PX2_STORE_BYTES(MCU_PX2_NEXT)                              \
     ".balign 4\n\t37:\n\t" MCU_PX2_RQ4_SCALED MCU_PX2_STORE_CLAMP(MCU_PX2_NEXT)                            \
     ".balign 4\n\t36:\n\t" MCU_PX2_RQ4_SCALED MCU_PX2_STORE_BYTES(MCU_PX2_NEXT)                            \
-    ".balign 4\n\t38:\n\t" MCU_PX2_RQ4_SCALED MCU_PX2_STORE_BYTES_FWD("beq 7f\n\t")
+    ".balign 4\n\t38:\n\t" MCU_PX2_RQ4_SCALED MCU_PX2_STORE_BYTES_FWD(MCU_PX2_END38)
+/* Tail 38 again (39), for calls whose passes start at the loop's first tap pair (kp / 2 a multiple of the pass:
+ * mobilenet_v1's and ds_cnn's layers from 64 channels on): it falls through to an entry that needs no entry
+ * address and no BX (4: the column start, the biases), placed right before the loop: 4 cycles less a block. The
+ * prologue sets bit 5 of the tail (the table's last rows) where the entry index is 0 and then enters there too,
+ * and a chained pair's step goes there (MCU_PX2_STEP). Its wide LDR keeps the loop's first tap pair on a word
+ * with no padding before it (tail 39 is 118 bytes; the assembler cannot check it here, its far branch being
+ * relaxable: the disassembly shows it). Armv8-M Mainline only: on the Cortex-M4 the same code cost
+ * ds_cnn 4 k cycles on mps2-an386-l4r5 (its 1 kB ART holds the loop with fewer of the tails' lines). */
+#if defined(__ARM_ARCH_8M_MAIN__)
+#define MCU_PX2_DIRECT_ENTRY                                                                              \
+    ".balign 4\n\t39:\n\t" MCU_PX2_RQ4_SCALED MCU_PX2_STORE_BYTES_FWD(MCU_PX2_END39)                      \
+    "4:\n\t"                                                                                            \
+    "ldr.w r4, [r4, #4]\n\t"                                                                            \
+    "ldmia r5!, {r0, r1, r2, r3}\n\t"                                                                   \
+    "mov r8, r0\n\t"                                                                                    \
+    "mov r9, r1\n\t"                                                                                    \
+    "mov r10, r2\n\t"                                                                                   \
+    "mov r11, r3\n\t"
+#define MCU_PX2_DIRECT_PICK                                                                               \
+    "cmp r8, #0\n\t"                                                                                    \
+    "it eq\n\t"                                                                                         \
+    "orreq r3, r3, #32\n\t"
+/* the first block by the direct entry too, on the compare's flags (the tail's choice in between keeps them) */
+#define MCU_PX2_DIRECT_GO "beq 4f\n\t"
+#define MCU_PX2_TAIL_TABLE_DIRECT MCU_PX2_TAIL_TABLE_FLAT MCU_PX2_TAIL_ROWS_DIRECT
+#else
+#define MCU_PX2_DIRECT_ENTRY ""
+#define MCU_PX2_DIRECT_PICK ""
+#define MCU_PX2_DIRECT_GO ""
+#define MCU_PX2_TAIL_TABLE_DIRECT MCU_PX2_TAIL_TABLE_FLAT
+#endif
 #endif
 /* The flat pairs' tail for blocks in `order` (MCU_PX2_FWD where it applies), for the kernel to take once a layer:
  * tested in each call, a call's few blocks (a part of a stream, or 8 of 32 channels) did not pay it back. */
@@ -847,10 +889,12 @@ static inline int mcu_px2_tail_flat(int tail, const mcu_block_order *order)
  * next pair's state, whose column start, outputs, bounds, stride and word 10, the part's stream start, the
  * kernel wrote) takes this one's entry, tail and saved r7 and runs the same blocks from the part's start; word
  * 11 zero (every call whose order has y_step 0) ends the call. One call for a group's part where one per pair
- * cost about 140 cycles; the step takes 18. */
-#if MCU_PACKED_SCALED
-#define MCU_PX2_CHAIN                                                                                     \
-    "7:\n\t"                                                                                            \
+ * cost about 140 cycles; the step takes 18. Armv8-M Mainline only, the Cortex-M33 whose flash cache the groups
+ * serve: the step's check costs a call 5 cycles, and the Cortex-M4 builds, whose boards group nothing, keep their
+ * code as it was (the L4R5's 1 kB ART holds the loop). */
+#if MCU_PACKED_SCALED && defined(__ARM_ARCH_8M_MAIN__)
+#define MCU_PX2_STEP(label, entry)                                                                        \
+    label ":\n\t"                                                                                       \
     "ldr r0, [r4, #44]\n\t"                                                                             \
     "cbz r0, 8f\n\t"                                                                                    \
     "ldr r1, [r4, #8]\n\t"                                                                              \
@@ -861,15 +905,21 @@ static inline int mcu_px2_tail_flat(int tail, const mcu_block_order *order)
     "str r2, [r0, #28]\n\t"                                                                             \
     "str r3, [r0, #32]\n\t"                                                                             \
     "mov r4, r0\n\t"                                                                                    \
-    "b 5b\n\t"
+    "b " entry "\n\t"
+/* tail 38's step to the entry by BX (5), tail 39's to the direct one (4) */
+#define MCU_PX2_CHAIN MCU_PX2_STEP("7", "5b") MCU_PX2_STEP("3", "4b")
+#define MCU_PX2_END38 "beq 7f\n\t"
+#define MCU_PX2_END39 "beq 3f\n\t"
 #else
 #define MCU_PX2_CHAIN ""
+#define MCU_PX2_END38 "beq 8f\n\t"
+#define MCU_PX2_END39 "beq 8f\n\t"
 #endif
 
 /* Whether a flat pairs' tail (mcu_px2_tail_flat's) is tail 38, whose pairs chain (MCU_PX2_CHAIN). */
 static inline int mcu_px2_chains(int tail)
 {
-#if MCU_PACKED_SCALED
+#if MCU_PACKED_SCALED && defined(__ARM_ARCH_8M_MAIN__)
     return (tail & (1 | 8 | MCU_PX2_FWD)) == (8 | MCU_PX2_FWD);
 #else
     (void)tail;
@@ -877,7 +927,7 @@ static inline int mcu_px2_chains(int tail)
 #endif
 }
 
-#define MCU_PX2_ASM(loads, unit, bytes, col_back, pass, table, tails, chain)                                        \
+#define MCU_PX2_ASM(loads, unit, bytes, col_back, pass, table, tails, chain, pick, go, direct)                                        \
         "strd r10, r11, [r4, #40]\n\t"                                                                  \
         "str r7, [r4, #32]\n\t"                                                                         \
         "mov r7, #0x80008000\n\t"                                                                       \
@@ -897,7 +947,9 @@ static inline int mcu_px2_chains(int tail)
         "str r6, [r4, #8]\n\t"                                                                          \
         /* the tail: bit 0 of r3 the clamped store, bit 1 the requantization without the sign's           \
          * correction (MCU_PX2_RQ_RELU); each tail ends the block */                                      \
+        pick                                                                                              \
         MCU_PX2_TAIL_CHOICE                                                                               \
+        go                                                                                                \
         "b 5f\n\t"                                                                                        \
         MCU_PX_WORD_SECTION                                                                               \
         table                                                                                             \
@@ -915,13 +967,14 @@ static inline int mcu_px2_chains(int tail)
         "mov r10, r2\n\t"                                                                               \
         "mov r11, r3\n\t"                                                                               \
         "bx lr\n\t"                                                                                     \
+        direct                                                                                            \
         /* the passes' first instruction, a branch target, is 32-bit: on a word it takes no longer      \
          * refill (docs/cycles.md); the padding follows an unconditional branch and never runs. The     \
          * loop is rotated: each pass ends with the first tap pair's loads of the next, whose first     \
          * word is the sentinel after the last pass (no load of its own: 2 cycles less per pass); the   \
          * first pass enters at a copy of those loads (12) or further on */                             \
         ".balign 4\n\t"                                                                                 \
-        "12:\n\t" loads                                                                                  \
+        "12:\n\t" loads                                                                            \
         "6:\n\t" MCU_PX2_MACS ".rept " MCU_PX2_STR(pass) " - 1\n\t" unit ".endr\n\t" loads             \
         "9:\n\t"                                                                                        \
         ".if (9b - 12b) - " bytes " * " MCU_PX2_STR(pass) " - 16\n\t"                                   \
@@ -960,7 +1013,8 @@ static inline const int32_t *mcu_pixel2_packed(const int16_t *col2, int32_t kp, 
     register int32_t wstep __asm__("r10") = order->stream_step;
     register int32_t ystep __asm__("r11") = order->y_step;
     __asm__ volatile(MCU_PX2_ASM(MCU_PX2_LOADS, MCU_PX2_UNIT, MCU_PX2_STR(MCU_PX2_UNIT_BYTES), "8", MCU_PX2_PW_PASS,
-                                 MCU_PX2_TAIL_TABLE_FLAT, MCU_PX2_TAILS_FLAT, MCU_PX2_CHAIN)
+                                 MCU_PX2_TAIL_TABLE_DIRECT, MCU_PX2_TAILS_FLAT, MCU_PX2_CHAIN,
+                                 MCU_PX2_DIRECT_PICK, MCU_PX2_DIRECT_GO, MCU_PX2_DIRECT_ENTRY)
                      : "+r"(c0), "+r"(yp), "+r"(ye), "+r"(t), "+r"(st), "+r"(w), "+r"(b), "+r"(taps), "+r"(dist),
                        "+r"(wstep), "+r"(ystep)
                      :
@@ -1012,7 +1066,7 @@ static inline const int32_t *mcu_pixel2_packed_split(const int16_t *col, int32_t
     register int32_t wstep __asm__("r10") = order->stream_step;
     register int32_t ystep __asm__("r11") = order->y_step;
     __asm__ volatile(MCU_PX2_ASM(MCU_PX2_LOADS_SPLIT, MCU_PX2_UNIT_SPLIT, MCU_PX2_STR(MCU_PX2_UNIT_BYTES), "4",
-                                 MCU_PX2_PASS, MCU_PX2_TAIL_TABLE, MCU_PX2_TAILS, "")
+                                 MCU_PX2_PASS, MCU_PX2_TAIL_TABLE, MCU_PX2_TAILS, "", "", "", "")
                      : "+r"(c0), "+r"(yp), "+r"(ye), "+r"(t), "+r"(st), "+r"(w), "+r"(b), "+r"(taps), "+r"(dist),
                        "+r"(wstep), "+r"(ystep)
                      :
@@ -1470,6 +1524,14 @@ static inline int mcu_pw8_regs_takes(int tail, int32_t cout)
 #undef MCU_PX2_RQ4_DIFF
 #undef MCU_PX2_TAILS
 #undef MCU_PX2_CHAIN
+#undef MCU_PX2_STEP
+#undef MCU_PX2_END39
+#undef MCU_PX2_DIRECT_GO
+#undef MCU_PX2_TAIL_TABLE_DIRECT
+#undef MCU_PX2_DIRECT_ENTRY
+#undef MCU_PX2_TAIL_ROWS_DIRECT
+#undef MCU_PX2_DIRECT_PICK
+#undef MCU_PX2_END38
 #undef MCU_PX2_TAILS_FLAT
 #undef MCU_PX2_TAIL_TABLE_FLAT
 #undef MCU_PX2_RQ_MM
