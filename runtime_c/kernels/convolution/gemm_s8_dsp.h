@@ -840,7 +840,7 @@ typedef struct {
     ".balign 4\n\t34:\n\t" MCU_PX2_RQ4_DIFF MCU_PX2_STORE_BYTES(MCU_PX2_NEXT)                              \
     ".balign 4\n\t37:\n\t" MCU_PX2_RQ4_SCALED MCU_PX2_STORE_CLAMP(MCU_PX2_NEXT)                            \
     ".balign 4\n\t36:\n\t" MCU_PX2_RQ4_SCALED MCU_PX2_STORE_BYTES(MCU_PX2_NEXT)                            \
-    ".balign 4\n\t38:\n\t" MCU_PX2_RQ4_SCALED MCU_PX2_STORE_BYTES_FWD(MCU_PX2_END38)
+    ".balign 4\n\t38:\n\t" MCU_PX2_RQ4_SCALED MCU_PX2_STORE_BYTES_FWD("beq 8f\n\t")
 /* Tail 38 again (39), for calls whose passes start at the loop's first tap pair (kp / 2 a multiple of the pass:
  * mobilenet_v1's and ds_cnn's layers from 64 channels on): it falls through to an entry that needs no entry
  * address and no BX (4: the column start, the biases), placed right before the loop: 4 cycles less a block. The
@@ -859,11 +859,11 @@ typedef struct {
     "mov r9, r1\n\t"                                                                                    \
     "mov r10, r2\n\t"                                                                                   \
     "mov r11, r3\n\t"
+/* on the flags of the entry index's ANDS (nothing between sets them) */
 #define MCU_PX2_DIRECT_PICK                                                                               \
-    "cmp r8, #0\n\t"                                                                                    \
     "it eq\n\t"                                                                                         \
     "orreq r3, r3, #32\n\t"
-/* the first block by the direct entry too, on the compare's flags (the tail's choice in between keeps them) */
+/* the first block by the direct entry too, on the same flags (the tail's choice in between keeps them) */
 #define MCU_PX2_DIRECT_GO "beq 4f\n\t"
 #define MCU_PX2_TAIL_TABLE_DIRECT MCU_PX2_TAIL_TABLE_FLAT MCU_PX2_TAIL_ROWS_DIRECT
 #else
@@ -885,16 +885,15 @@ static inline int mcu_px2_tail_flat(int tail, const mcu_block_order *order)
 #endif
 }
 
-/* Tail 38's end, a pair's blocks done (mcu_pixel2_packed): the next pair of a chain (word 11 of the state: the
+/* Tail 39's end, a pair's blocks done (mcu_pixel2_packed): the next pair of a chain (word 11 of the state: the
  * next pair's state, whose column start, outputs, bounds, stride and word 10, the part's stream start, the
- * kernel wrote) takes this one's entry, tail and saved r7 and runs the same blocks from the part's start; word
- * 11 zero (every call whose order has y_step 0) ends the call. One call for a group's part where one per pair
- * cost about 140 cycles; the step takes 18. Armv8-M Mainline only, the Cortex-M33 whose flash cache the groups
- * serve: the step's check costs a call 5 cycles, and the Cortex-M4 builds, whose boards group nothing, keep their
- * code as it was (the L4R5's 1 kB ART holds the loop). */
+ * kernel wrote) takes this one's entry, tail and saved r7 and runs the same blocks from the part's start by the
+ * direct entry; word 11 zero (every call whose order has y_step 0) ends the call. One call for a group's part
+ * where one per pair cost about 140 cycles; the step takes 18. Armv8-M Mainline only, as tail 39: its check costs
+ * a call that does not chain 5 cycles, which the direct entry pays back from two blocks on. */
 #if MCU_PACKED_SCALED && defined(__ARM_ARCH_8M_MAIN__)
-#define MCU_PX2_STEP(label, entry)                                                                        \
-    label ":\n\t"                                                                                       \
+#define MCU_PX2_CHAIN                                                                                     \
+    "3:\n\t"                                                                                            \
     "ldr r0, [r4, #44]\n\t"                                                                             \
     "cbz r0, 8f\n\t"                                                                                    \
     "ldr r1, [r4, #8]\n\t"                                                                              \
@@ -905,24 +904,21 @@ static inline int mcu_px2_tail_flat(int tail, const mcu_block_order *order)
     "str r2, [r0, #28]\n\t"                                                                             \
     "str r3, [r0, #32]\n\t"                                                                             \
     "mov r4, r0\n\t"                                                                                    \
-    "b " entry "\n\t"
-/* tail 38's step to the entry by BX (5), tail 39's to the direct one (4) */
-#define MCU_PX2_CHAIN MCU_PX2_STEP("7", "5b") MCU_PX2_STEP("3", "4b")
-#define MCU_PX2_END38 "beq 7f\n\t"
+    "b 4b\n\t"
 #define MCU_PX2_END39 "beq 3f\n\t"
 #else
 #define MCU_PX2_CHAIN ""
-#define MCU_PX2_END38 "beq 8f\n\t"
 #define MCU_PX2_END39 "beq 8f\n\t"
 #endif
 
-/* Whether a flat pairs' tail (mcu_px2_tail_flat's) is tail 38, whose pairs chain (MCU_PX2_CHAIN). */
-static inline int mcu_px2_chains(int tail)
+/* Whether the flat pairs of kp taps with a tail of mcu_px2_tail_flat's chain (MCU_PX2_CHAIN): tail 39's, a
+ * scaled stream's bytes forward whose passes start at the loop's first tap pair. */
+static inline int mcu_px2_chains(int tail, int32_t kp)
 {
 #if MCU_PACKED_SCALED && defined(__ARM_ARCH_8M_MAIN__)
-    return (tail & (1 | 8 | MCU_PX2_FWD)) == (8 | MCU_PX2_FWD);
+    return (tail & (1 | 8 | MCU_PX2_FWD)) == (8 | MCU_PX2_FWD) && (kp / 2) % MCU_PX2_PW_PASS == 0;
 #else
-    (void)tail;
+    (void)tail, (void)kp;
     return 0;
 #endif
 }
@@ -939,7 +935,7 @@ static inline int mcu_px2_chains(int tail)
         /* the entry: the pair that leaves whole passes after it, (-kp / 2) mod pass */                 \
         "lsr r8, r8, #1\n\t"                                                                            \
         "rsb r8, r8, #0\n\t"                                                                            \
-        "and r8, r8, #(" MCU_PX2_STR(pass) " - 1)\n\t"                                                  \
+        "ands r8, r8, #(" MCU_PX2_STR(pass) " - 1)\n\t"                                                 \
         "mov r10, #" bytes "\n\t"                                                                       \
         "adr.w r6, 12f\n\t"                                                                             \
         "mla r6, r8, r10, r6\n\t"                                                                       \
@@ -1334,7 +1330,6 @@ static __attribute__((noinline)) void mcu_pw8_pairs(mcu_pw8_state *st, int tail)
         "ldr.w r6, [r5], #4\n\t"
         "ldr.w r7, [r5], #4\n\t"
         "ldr pc, [r4, #28]\n\t"
-        "7:\n\t" /* tail 38's end (no chain here) */
         "8:\n\t" /* the pair's last block stored: r6 is pixel A's output end */
         "ldr r0, [r4, #56]\n\t"
         "subs r0, r0, #1\n\t"
@@ -1524,14 +1519,12 @@ static inline int mcu_pw8_regs_takes(int tail, int32_t cout)
 #undef MCU_PX2_RQ4_DIFF
 #undef MCU_PX2_TAILS
 #undef MCU_PX2_CHAIN
-#undef MCU_PX2_STEP
 #undef MCU_PX2_END39
 #undef MCU_PX2_DIRECT_GO
 #undef MCU_PX2_TAIL_TABLE_DIRECT
 #undef MCU_PX2_DIRECT_ENTRY
 #undef MCU_PX2_TAIL_ROWS_DIRECT
 #undef MCU_PX2_DIRECT_PICK
-#undef MCU_PX2_END38
 #undef MCU_PX2_TAILS_FLAT
 #undef MCU_PX2_TAIL_TABLE_FLAT
 #undef MCU_PX2_RQ_MM

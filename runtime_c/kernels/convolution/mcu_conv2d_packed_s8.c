@@ -422,7 +422,7 @@ static void pixel_blocks(const layer_t *l, const int16_t *col, const int32_t *bl
  * column start, the bounds, the stride and the next pair's state. Pair 0's state is the call's own. */
 static void pw_chain_init(const layer_t *l, int16_t *col, int32_t pb, int32_t n)
 {
-    if (!mcu_px2_chains(l->px2f)) {
+    if (!mcu_px2_chains(l->px2f, l->kp)) {
         return;
     }
     for (int32_t g = 1; g < n; ++g) {
@@ -445,7 +445,7 @@ static void pw_part(const layer_t *l, int16_t *col, int32_t pb, const int32_t *p
     const int32_t kp = l->kp;
     const int32_t *blob = packed + b0 * l->words;
     y0 += 4 * b0;
-    if (n >= 2 && mcu_px2_chains(l->px2f)) {
+    if (n >= 2 && mcu_px2_chains(l->px2f, l->kp)) {
         for (int32_t g = 1; g < n; ++g) {
             uint32_t *st = (uint32_t *)(void *)(col + g * pb + 2 * kp);
             int8_t *yg = y0 + g * dy;
