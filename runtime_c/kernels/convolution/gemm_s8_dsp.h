@@ -845,15 +845,33 @@ typedef struct {
  * mobilenet_v1's and ds_cnn's layers from 64 channels on): it falls through to an entry that needs no entry
  * address and no BX (4: the column start, the biases), placed right before the loop: 4 cycles less a block. The
  * prologue sets bit 5 of the tail (the table's last rows) where the entry index is 0 and then enters there too,
- * and a chained pair's step goes there (MCU_PX2_STEP). Its wide LDR keeps the loop's first tap pair on a word
- * with no padding before it (tail 39 is 118 bytes; the assembler cannot check it here, its far branch being
- * relaxable: the disassembly shows it). Armv8-M Mainline only: on the Cortex-M4 the same code cost
+ * and a chained pair's step goes there (MCU_PX2_CHAIN). Tail 39 (124 bytes) and the entry (12) keep the loop's
+ * first tap pair on a word with no padding before it (the assembler cannot check it here, the tail's far branch
+ * being relaxable: the disassembly shows it). Armv8-M Mainline only: on the Cortex-M4 the same code cost
  * ds_cnn 4 k cycles on mps2-an386-l4r5 (its 1 kB ART holds the loop with fewer of the tails' lines). */
 #if defined(__ARM_ARCH_8M_MAIN__)
+/* Tail 39's requantization and stores: channels 2 and 3's words as four single loads, the last one moving the
+ * stream on to the next block (its 8 spare words included): 5 cycles as the LDM, and no ADD after it. */
+#define MCU_PX2_RQ4_SCALED_DIRECT                                                                         \
+    MCU_PX2_RQ_MM("r0", "r12", "lr") MCU_PX2_RQ_MM("r8", "r12", "lr")                                     \
+    MCU_PX2_RQ_MM("r1", "r6", "r7") MCU_PX2_RQ_MM("r9", "r6", "r7")                                       \
+    "ldr r7, [r5, #4]\n\t"                                                                              \
+    "ldr.w r12, [r5, #8]\n\t"                                                                           \
+    "ldr.w lr, [r5, #12]\n\t"                                                                           \
+    "ldr r6, [r5], #48\n\t"                                                                             \
+    MCU_PX2_RQ_MM("r2", "r6", "r7") MCU_PX2_RQ_MM("r10", "r6", "r7")                                      \
+    MCU_PX2_RQ_MM("r3", "r12", "lr") MCU_PX2_RQ_MM("r11", "r12", "lr")                                    \
+    "ldr r6, [r4, #12]\n\t"                                                                             \
+    "ldr r7, [r4, #16]\n\t"                                                                             \
+    "ldr r12, [r4, #36]\n\t"                                                                            \
+    "add lr, r6, r12\n\t"                                                                               \
+    MCU_PX2_STRB8                                                                                         \
+    "str r6, [r4, #12]\n\t"                                                                             \
+    "cmp r6, r7\n\t"
 #define MCU_PX2_DIRECT_ENTRY                                                                              \
-    ".balign 4\n\t39:\n\t" MCU_PX2_RQ4_SCALED MCU_PX2_STORE_BYTES_FWD(MCU_PX2_END39)                      \
+    ".balign 4\n\t39:\n\t" MCU_PX2_RQ4_SCALED_DIRECT MCU_PX2_END39                                      \
     "4:\n\t"                                                                                            \
-    "ldr.w r4, [r4, #4]\n\t"                                                                            \
+    "ldr r4, [r4, #4]\n\t"                                                                              \
     "ldmia r5!, {r0, r1, r2, r3}\n\t"                                                                   \
     "mov r8, r0\n\t"                                                                                    \
     "mov r9, r1\n\t"                                                                                    \
@@ -1524,6 +1542,7 @@ static inline int mcu_pw8_regs_takes(int tail, int32_t cout)
 #undef MCU_PX2_TAIL_TABLE_DIRECT
 #undef MCU_PX2_DIRECT_ENTRY
 #undef MCU_PX2_TAIL_ROWS_DIRECT
+#undef MCU_PX2_RQ4_SCALED_DIRECT
 #undef MCU_PX2_DIRECT_PICK
 #undef MCU_PX2_TAILS_FLAT
 #undef MCU_PX2_TAIL_TABLE_FLAT
