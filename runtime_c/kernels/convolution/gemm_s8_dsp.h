@@ -689,12 +689,13 @@ typedef struct {
  * channel 1's in r6, r7 from the LDRD after it, channels 2 and 3's by one LDM: 21 cycles for eight outputs
  * where MCU_PX2_RQ4_DIFF takes 43. The stream pointer stops 8 words before the next block (the block order's
  * stream step adds them). */
-#define MCU_PX2_RQ4_SCALED                                                                                \
+#define MCU_PX2_RQ4_SCALED_WITH(loads)                                                                    \
     MCU_PX2_RQ_MM("r0", "r12", "lr") MCU_PX2_RQ_MM("r8", "r12", "lr")                                     \
     MCU_PX2_RQ_MM("r1", "r6", "r7") MCU_PX2_RQ_MM("r9", "r6", "r7")                                       \
-    "ldm r5!, {r6, r7, r12, lr}\n\t"                                                                      \
+    loads                                                                                                 \
     MCU_PX2_RQ_MM("r2", "r6", "r7") MCU_PX2_RQ_MM("r10", "r6", "r7")                                      \
     MCU_PX2_RQ_MM("r3", "r12", "lr") MCU_PX2_RQ_MM("r11", "r12", "lr")
+#define MCU_PX2_RQ4_SCALED MCU_PX2_RQ4_SCALED_WITH("ldm r5!, {r6, r7, r12, lr}\n\t")
 /* A block's four channels of both pixels. */
 #define MCU_PX2_RQ4                                                                                       \
     MCU_PX2_RQ0("r0", "r8") MCU_PX2_RQ("r1", "r9") MCU_PX2_RQ("r2", "r10")                                \
@@ -821,15 +822,16 @@ typedef struct {
     ".hword 30f - 29b, 31f - 29b, 32f - 29b, 33f - 29b, 30f - 29b, 31f - 29b, 34f - 29b, 35f - 29b\n\t"        \
     ".hword 39f - 29b, 37f - 29b, 39f - 29b, 37f - 29b, 39f - 29b, 37f - 29b, 39f - 29b, 37f - 29b\n\t"
 /* MCU_PX2_STORE_BYTES for blocks forward over a scaled stream: y's step 0, the stream's 32 (its 8 spare words). */
-#define MCU_PX2_STORE_BYTES_FWD(next)                                                                   \
+#define MCU_PX2_STORE_BYTES_STEP(step, next)                                                            \
     "ldr r6, [r4, #12]\n\t"                                                                             \
     "ldr r7, [r4, #16]\n\t"                                                                             \
     "ldr r12, [r4, #36]\n\t"                                                                            \
-    "add r5, r5, #32\n\t"                                                                               \
+    step                                                                                                \
     "add lr, r6, r12\n\t"                                                                               \
     MCU_PX2_STRB8                                                                                       \
     "str r6, [r4, #12]\n\t"                                                                             \
     "cmp r6, r7\n\t" next
+#define MCU_PX2_STORE_BYTES_FWD(next) MCU_PX2_STORE_BYTES_STEP("add r5, r5, #32\n\t", next)
 /* The flat pairs' nine tails, the scaled stream's bytes forward last (mobilenet_v1's and ds_cnn's layers). */
 #define MCU_PX2_TAILS_FLAT                                                                                \
     "30:\n\t" MCU_PX2_RQ4 MCU_PX2_STORE_BYTES(MCU_PX2_NEXT)                                               \
@@ -853,21 +855,11 @@ typedef struct {
 /* Tail 39's requantization and stores: channels 2 and 3's words as four single loads, the last one moving the
  * stream on to the next block (its 8 spare words included): 5 cycles as the LDM, and no ADD after it. */
 #define MCU_PX2_RQ4_SCALED_DIRECT                                                                         \
-    MCU_PX2_RQ_MM("r0", "r12", "lr") MCU_PX2_RQ_MM("r8", "r12", "lr")                                     \
-    MCU_PX2_RQ_MM("r1", "r6", "r7") MCU_PX2_RQ_MM("r9", "r6", "r7")                                       \
-    "ldr r7, [r5, #4]\n\t"                                                                              \
-    "ldr.w r12, [r5, #8]\n\t"                                                                           \
-    "ldr.w lr, [r5, #12]\n\t"                                                                           \
-    "ldr r6, [r5], #48\n\t"                                                                             \
-    MCU_PX2_RQ_MM("r2", "r6", "r7") MCU_PX2_RQ_MM("r10", "r6", "r7")                                      \
-    MCU_PX2_RQ_MM("r3", "r12", "lr") MCU_PX2_RQ_MM("r11", "r12", "lr")                                    \
-    "ldr r6, [r4, #12]\n\t"                                                                             \
-    "ldr r7, [r4, #16]\n\t"                                                                             \
-    "ldr r12, [r4, #36]\n\t"                                                                            \
-    "add lr, r6, r12\n\t"                                                                               \
-    MCU_PX2_STRB8                                                                                         \
-    "str r6, [r4, #12]\n\t"                                                                             \
-    "cmp r6, r7\n\t"
+    MCU_PX2_RQ4_SCALED_WITH("ldr r7, [r5, #4]\n\t"                                                       \
+                            "ldr.w r12, [r5, #8]\n\t"                                                    \
+                            "ldr.w lr, [r5, #12]\n\t"                                                    \
+                            "ldr r6, [r5], #48\n\t")                                                     \
+    MCU_PX2_STORE_BYTES_STEP("", "")
 #define MCU_PX2_DIRECT_ENTRY                                                                              \
     ".balign 4\n\t39:\n\t" MCU_PX2_RQ4_SCALED_DIRECT MCU_PX2_END39                                      \
     "4:\n\t"                                                                                            \
@@ -1543,6 +1535,8 @@ static inline int mcu_pw8_regs_takes(int tail, int32_t cout)
 #undef MCU_PX2_DIRECT_ENTRY
 #undef MCU_PX2_TAIL_ROWS_DIRECT
 #undef MCU_PX2_RQ4_SCALED_DIRECT
+#undef MCU_PX2_RQ4_SCALED_WITH
+#undef MCU_PX2_STORE_BYTES_STEP
 #undef MCU_PX2_DIRECT_PICK
 #undef MCU_PX2_TAILS_FLAT
 #undef MCU_PX2_TAIL_TABLE_FLAT
